@@ -1,0 +1,241 @@
+"""What is being costed: ModelConfig (the architecture) and Workload (how it is run).
+
+Both are frozen dataclasses validated on construction; an invalid value raises ConfigError with a
+sentence that names the field and what is wrong. Every Transformer family in the seeds is a
+ModelConfig: the original encoder-decoder, GPT-2 and Llama decoders, BERT encoders, T5.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """An invalid model config or workload; the message is one sentence for the user."""
+
+
+POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "relative", "none")
+NORMS = ("layernorm", "rmsnorm")
+NORM_POSITIONS = ("pre", "post")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu")
+GATED_ACTIVATIONS = ("swiglu", "geglu")
+HEADS = ("lm", "pooler", "none")
+
+#: Bytes per element of each dtype, under every spelling the CLI accepts.
+DTYPE_BYTES = {
+    "fp32": 4,
+    "float32": 4,
+    "fp16": 2,
+    "float16": 2,
+    "bf16": 2,
+    "bfloat16": 2,
+}
+CANONICAL_DTYPE = {
+    "fp32": "fp32",
+    "float32": "fp32",
+    "fp16": "fp16",
+    "float16": "fp16",
+    "bf16": "bf16",
+    "bfloat16": "bf16",
+}
+
+IMPLEMENTATIONS = ("reference", "hf")
+ATTENTIONS = ("eager", "sdpa", "flash")
+RECOMPUTES = ("none", "selective", "full")
+OPTIMIZERS = ("adamw", "sgd")
+
+
+def _check_int(owner: str, name: str, value: Any, minimum: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{owner}: {name} must be an integer, got {value!r}.")
+    if value < minimum:
+        raise ConfigError(f"{owner}: {name} must be at least {minimum}, got {value}.")
+
+
+def _check_choice(owner: str, name: str, value: Any, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ConfigError(f"{owner}: {name} must be one of {', '.join(choices)}; got {value!r}.")
+
+
+def _check_bool(owner: str, name: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{owner}: {name} must be true or false, got {value!r}.")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """A Transformer architecture, enough to count its parameters, FLOPs and bytes exactly.
+
+    A decoder-only model has n_encoder_layers == 0, an encoder-only model n_decoder_layers == 0, and
+    an encoder-decoder has both. Optional fields left as None are derived in __post_init__
+    (n_kv_heads = n_heads, d_head = d_model // n_heads).
+    """
+
+    name: str
+    vocab_size: int
+    d_model: int
+    n_heads: int
+    d_ff: int
+    n_encoder_layers: int = 0
+    n_decoder_layers: int = 0
+    n_kv_heads: int | None = None
+    d_head: int | None = None
+    max_positions: int = 2048
+    position: str = "learned"
+    relative_buckets: int = 32  # used only by position == "relative"
+    norm: str = "layernorm"
+    norm_position: str = "pre"
+    embedding_norm: bool = False  # a norm right after the embeddings (BERT)
+    activation: str = "gelu"
+    qkv_bias: bool = True
+    out_bias: bool = True  # the attention output projection's bias
+    ffn_bias: bool = True
+    lm_head_bias: bool = False
+    head: str = "lm"  # lm: logits over the vocabulary; pooler: BERT's CLS pooler; none
+    tie_embeddings: bool = True  # the output projection reuses the (decoder) input embedding
+    share_embeddings: bool = True  # encoder-decoder: one table for source and target tokens
+    scale_embeddings: bool = False  # multiply token embeddings by sqrt(d_model) (Vaswani et al.)
+    token_types: int = 0  # BERT's segment embeddings (type_vocab_size)
+    dropout: float = 0.0  # training-time dropout probability (keeps masks for backward)
+    family: str = "custom"  # where the architecture comes from: llama, gpt2, bert, t5, transformer...
+
+    def __post_init__(self) -> None:
+        owner = f"model {self.name!r}" if isinstance(self.name, str) and self.name else "model"
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError("model: name must be a non-empty string.")
+        for name in ("vocab_size", "d_model", "n_heads", "d_ff", "max_positions"):
+            _check_int(owner, name, getattr(self, name))
+        for name in ("n_encoder_layers", "n_decoder_layers", "token_types"):
+            _check_int(owner, name, getattr(self, name), minimum=0)
+        if self.n_encoder_layers == 0 and self.n_decoder_layers == 0:
+            raise ConfigError(f"{owner}: needs at least one encoder or decoder layer.")
+        if self.n_kv_heads is None:
+            object.__setattr__(self, "n_kv_heads", self.n_heads)
+        _check_int(owner, "n_kv_heads", self.n_kv_heads)
+        if self.n_heads % self.n_kv_heads:
+            raise ConfigError(
+                f"{owner}: n_heads ({self.n_heads}) is not divisible by n_kv_heads "
+                f"({self.n_kv_heads})."
+            )
+        if self.d_head is None:
+            if self.d_model % self.n_heads:
+                raise ConfigError(
+                    f"{owner}: d_model ({self.d_model}) is not divisible by n_heads "
+                    f"({self.n_heads}) and no head dimension is given."
+                )
+            object.__setattr__(self, "d_head", self.d_model // self.n_heads)
+        _check_int(owner, "d_head", self.d_head)
+        _check_choice(owner, "position", self.position, POSITIONS)
+        _check_int(owner, "relative_buckets", self.relative_buckets)
+        _check_choice(owner, "norm", self.norm, NORMS)
+        _check_choice(owner, "norm_position", self.norm_position, NORM_POSITIONS)
+        _check_choice(owner, "activation", self.activation, ACTIVATIONS)
+        _check_choice(owner, "head", self.head, HEADS)
+        for name in (
+            "embedding_norm", "qkv_bias", "out_bias", "ffn_bias", "lm_head_bias",
+            "tie_embeddings", "share_embeddings", "scale_embeddings",
+        ):
+            _check_bool(owner, name, getattr(self, name))
+        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not (
+            0.0 <= self.dropout < 1.0
+        ):
+            raise ConfigError(f"{owner}: dropout must be a number in [0, 1), got {self.dropout!r}.")
+        if self.rope and self.d_head % 2:
+            raise ConfigError(f"{owner}: RoPE needs an even head dimension, got {self.d_head}.")
+
+    # Derived facts, computed from the fields so they can never disagree with them.
+    @property
+    def architecture(self) -> str:
+        if self.n_encoder_layers and self.n_decoder_layers:
+            return "encoder-decoder"
+        return "decoder" if self.n_decoder_layers else "encoder"
+
+    @property
+    def gated(self) -> bool:
+        return self.activation in GATED_ACTIVATIONS
+
+    @property
+    def rope(self) -> bool:
+        return self.position == "rope"
+
+    @property
+    def has_kv_cache(self) -> bool:
+        return self.n_decoder_layers > 0
+
+    @property
+    def n_layers(self) -> int:
+        return self.n_encoder_layers + self.n_decoder_layers
+
+    def replace(self, **changes: Any) -> "ModelConfig":
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "config") -> "ModelConfig":
+        """Build from a dict of field names (the project's own preset format)."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"{source}: unknown field {unknown[0]!r}.")
+        missing = [
+            f.name
+            for f in dataclasses.fields(cls)
+            if f.default is dataclasses.MISSING and f.name not in data
+        ]
+        if missing:
+            raise ConfigError(f"{source}: missing field {missing[0]!r}.")
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """How the model is run: batch, lengths, dtype and the implementation whose memory is modelled.
+
+    seq_len is the decoder length for decoders, the encoder (source) length for encoder-decoders,
+    whose decoder length is tgt_len (None: the same as seq_len). gen_tokens is the number of tokens
+    generated after a prefill of seq_len tokens (for the KV cache).
+    """
+
+    seq_len: int = 2048
+    batch: int = 1
+    dtype: str = "bf16"
+    tgt_len: int | None = None
+    gen_tokens: int = 0
+    impl: str = "hf"
+    attention: str = "eager"
+    recompute: str = "none"
+    optimizer: str = "adamw"
+
+    def __post_init__(self) -> None:
+        owner = "workload"
+        _check_int(owner, "seq_len", self.seq_len)
+        _check_int(owner, "batch", self.batch)
+        if self.tgt_len is not None:
+            _check_int(owner, "tgt_len", self.tgt_len)
+        _check_int(owner, "gen_tokens", self.gen_tokens, minimum=0)
+        if self.dtype not in DTYPE_BYTES:
+            raise ConfigError(
+                f"workload: unknown dtype {self.dtype!r}; use one of fp32, fp16, bf16 "
+                "(or float32, float16, bfloat16)."
+            )
+        object.__setattr__(self, "dtype", CANONICAL_DTYPE[self.dtype])
+        _check_choice(owner, "impl", self.impl, IMPLEMENTATIONS)
+        _check_choice(owner, "attention", self.attention, ATTENTIONS)
+        _check_choice(owner, "recompute", self.recompute, RECOMPUTES)
+        _check_choice(owner, "optimizer", self.optimizer, OPTIMIZERS)
+
+    @property
+    def bytes_per_element(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    @property
+    def decoder_len(self) -> int:
+        return self.seq_len if self.tgt_len is None else self.tgt_len
+
+    def replace(self, **changes: Any) -> "Workload":
+        return dataclasses.replace(self, **changes)

@@ -1,0 +1,84 @@
+"""Every dimension of the cost model, declared once as a sympy symbol.
+
+Model dimensions come from a ModelConfig; workload dimensions (batch, lengths, bytes per element)
+come from a Workload. Formulas in blocks.py are built only from these symbols, so one expression
+serves the LaTeX, the exact integers and the vectorised sweeps.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+
+def _dim(name: str) -> sp.Symbol:
+    """A positive integer dimension."""
+    return sp.Symbol(name, integer=True, positive=True)
+
+
+# Model dimensions.
+d = _dim("d")  # d_model, the residual stream width
+h = _dim("h")  # query heads
+h_kv = _dim("h_kv")  # key/value heads (GQA: divides h)
+d_h = _dim("d_h")  # head dimension (d / h unless the config says otherwise, e.g. T5's d_kv)
+d_ff = _dim("d_ff")  # FFN inner width
+V = _dim("V")  # vocabulary size
+P = _dim("P")  # rows of a learned position table (max positions)
+N_tt = _dim("N_tt")  # token types (BERT's segment embeddings)
+N_rb = _dim("N_rb")  # relative-position buckets (T5)
+L_enc = _dim("L_enc")  # encoder layers
+L_dec = _dim("L_dec")  # decoder layers
+
+# Workload dimensions.
+b = _dim("b")  # batch size (sequences)
+n = _dim("n")  # tokens per sequence on the decoder side (or the only side)
+s = _dim("s")  # tokens per source sequence (encoder side of an encoder-decoder)
+T = sp.Symbol("T", integer=True, nonnegative=True)  # tokens generated after the prefill
+e = _dim("e")  # bytes per activation element (2 for bf16/fp16, 4 for fp32)
+
+MODEL_SYMBOLS = (d, h, h_kv, d_h, d_ff, V, P, N_tt, N_rb, L_enc, L_dec)
+WORKLOAD_SYMBOLS = (b, n, s, T, e)
+
+#: How each symbol is written in LaTeX (sympy's default would print d_ff as d_{ff} already; the
+#: mapping makes the others read like the papers).
+LATEX_NAMES = {
+    d: r"d",
+    h: r"h",
+    h_kv: r"h_{kv}",
+    d_h: r"d_{h}",
+    d_ff: r"d_{ff}",
+    V: r"V",
+    P: r"P",
+    N_tt: r"N_{tt}",
+    N_rb: r"N_{rb}",
+    L_enc: r"L_{enc}",
+    L_dec: r"L_{dec}",
+    b: r"b",
+    n: r"n",
+    s: r"s",
+    T: r"T",
+    e: r"e",
+}
+
+DESCRIPTIONS = {
+    d: "model width d_model",
+    h: "query heads",
+    h_kv: "key/value heads",
+    d_h: "head dimension",
+    d_ff: "FFN inner width",
+    V: "vocabulary size",
+    P: "learned position rows",
+    N_tt: "token types",
+    N_rb: "relative-position buckets",
+    L_enc: "encoder layers",
+    L_dec: "decoder layers",
+    b: "batch size",
+    n: "sequence length (decoder side)",
+    s: "source sequence length (encoder side)",
+    T: "generated tokens",
+    e: "bytes per activation element",
+}
+
+
+def latex(expr: sp.Expr) -> str:
+    """LaTeX of an expression with the project's symbol names."""
+    return sp.latex(expr, symbol_names=LATEX_NAMES)
