@@ -1,0 +1,396 @@
+"""One class per Transformer block, each owning all of its formulas as sympy expressions.
+
+A block's cost() returns a Cost: parameters, forward matmul FLOPs, the elements of every other op
+(norms, softmax, activations, residual adds, scaling, RoPE), backward matmul FLOPs, bytes saved for
+backward and KV-cache bytes. Nothing else in the project types a formula: totals are sums of these,
+LaTeX is sympy.latex of these, numbers are these with the dimensions substituted.
+
+Conventions (what "formula == measurement" means, see shared/DESIGN.md):
+- matmul FLOPs are 2*m*n*k per matrix product, as torch.utils.flop_counter.FlopCounterMode counts
+  them; bias adds are not counted; attention scores are dense (n_q x n_k, the causal mask ignored).
+- backward matmul FLOPs are 2x forward for a product whose two inputs both need gradients (a weight
+  and an activation, or two activations): one product for each input's gradient.
+- other ops are counted in output elements per op kind; OTHER_FLOPS_PER_ELEMENT turns elements into
+  FLOPs (a stated convention, not a measurement): softmax 5 (max, subtract, exp, sum, divide),
+  layernorm 5 (mean, subtract, square-mean, divide, affine), rmsnorm 4 (square, mean, rsqrt-scale,
+  weight), gelu 8, gelu_tanh 8, silu 4, relu 1, add 1, mul 1, rope 3 (two products, one sum per
+  rotated element).
+- bytes saved for backward follow an implementation profile (Profile below): which tensors the code
+  that runs keeps for the backward pass, in which dtype. e is the activation dtype's bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from . import symbols as S
+
+Expr = sp.Expr
+ZERO = sp.Integer(0)
+
+OTHER_FLOPS_PER_ELEMENT = {
+    "add": 1,
+    "mul": 1,
+    "softmax": 5,
+    "layernorm": 5,
+    "rmsnorm": 4,
+    "relu": 1,
+    "gelu": 8,
+    "gelu_tanh": 8,
+    "silu": 4,
+    "tanh": 1,
+    "rope": 3,
+}
+
+FP32 = 4  # bytes of an fp32 element: tensors some implementations upcast regardless of dtype
+MASK = 1  # bytes of a dropout mask element (torch keeps a bool mask)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Which code runs, as far as bytes saved for backward are concerned.
+
+    impl: "hf" (Hugging Face transformers' eager/sdpa code) or "reference" (validate/reference.py).
+    attention: "eager" keeps the n_q x n_k probabilities; "sdpa" and "flash" keep only the output
+    and a log-sum-exp per row. dropout: whether dropout runs (a training forward with p > 0).
+    """
+
+    impl: str = "hf"
+    attention: str = "eager"
+    dropout: bool = False
+
+    @property
+    def dense_scores(self) -> bool:
+        return self.attention == "eager"
+
+
+@dataclass(frozen=True)
+class Cost:
+    """The costs of one block, as sympy expressions (for a whole batch, one forward)."""
+
+    params: Expr = ZERO
+    flops_matmul: Expr = ZERO
+    elements: tuple[tuple[str, Expr], ...] = ()  # (op kind, output elements) of non-matmul ops
+    flops_matmul_backward: Expr = ZERO
+    saved_bytes: Expr = ZERO
+    kv_cache_bytes: Expr = ZERO
+
+    @property
+    def flops_other(self) -> Expr:
+        return sp.Add(*(OTHER_FLOPS_PER_ELEMENT[k] * x for k, x in self.elements))
+
+    def element_counts(self) -> dict[str, Expr]:
+        out: dict[str, Expr] = {}
+        for kind, count in self.elements:
+            out[kind] = out.get(kind, ZERO) + count
+        return out
+
+    QUANTITIES = (
+        "params", "flops_matmul", "flops_other", "flops_matmul_backward", "saved_bytes",
+        "kv_cache_bytes",
+    )
+
+    def get(self, quantity: str) -> Expr:
+        return getattr(self, quantity)
+
+
+def _cost(**kwargs) -> Cost:
+    """A Cost with every value made a sympy expression."""
+    values = {k: sp.sympify(v) for k, v in kwargs.items() if k != "elements"}
+    elements = tuple((k, sp.sympify(x)) for k, x in kwargs.get("elements", ()) if x != 0)
+    return Cost(elements=elements, **values)
+
+
+class Block:
+    """A piece of the model with formulas; subclasses are frozen dataclasses."""
+
+    #: A short description for tables and the formulas command.
+    title = "block"
+
+    def cost(self) -> Cost:  # pragma: no cover - every subclass overrides it
+        raise NotImplementedError
+
+
+def _linear(tokens: Expr, d_in: Expr, d_out: Expr) -> tuple[Expr, Expr]:
+    """Forward and backward matmul FLOPs of tokens x (d_in -> d_out) with a trained weight."""
+    forward = 2 * tokens * d_in * d_out
+    return forward, 2 * forward
+
+
+# ---------------------------------------------------------------------------------------------
+# Embeddings and positions
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TokenEmbedding(Block):
+    """Token lookup table V x d; scaled by sqrt(d) in the seeds' Transformer."""
+
+    tokens: Expr
+    owns_table: bool = True  # False when the table belongs to another block (shared embeddings)
+    scaled: bool = False
+    title = "token embedding"
+
+    def cost(self) -> Cost:
+        scale = self.tokens * S.d if self.scaled else ZERO
+        # Scaling keeps nothing for backward (a product with a constant).
+        return _cost(params=S.V * S.d if self.owns_table else 0, elements=[("mul", scale)])
+
+
+@dataclass(frozen=True)
+class LearnedPositions(Block):
+    """A learned position table P x d added to the token embeddings."""
+
+    tokens: Expr
+    title = "learned positions"
+
+    def cost(self) -> Cost:
+        return _cost(params=S.P * S.d, elements=[("add", self.tokens * S.d)])
+
+
+@dataclass(frozen=True)
+class TokenTypes(Block):
+    """BERT's segment embeddings N_tt x d, added to the token embeddings."""
+
+    tokens: Expr
+    title = "token-type embeddings"
+
+    def cost(self) -> Cost:
+        return _cost(params=S.N_tt * S.d, elements=[("add", self.tokens * S.d)])
+
+
+@dataclass(frozen=True)
+class SinusoidalPositions(Block):
+    """Fixed sinusoids (a buffer, no parameters) added to the token embeddings."""
+
+    tokens: Expr
+    title = "sinusoidal positions"
+
+    def cost(self) -> Cost:
+        return _cost(elements=[("add", self.tokens * S.d)])
+
+
+@dataclass(frozen=True)
+class RelativePositionBias(Block):
+    """T5's bucketed relative position bias: an N_rb x h table owned by a stack's first layer."""
+
+    title = "relative position bias"
+
+    def cost(self) -> Cost:
+        return _cost(params=S.N_rb * S.h)
+
+
+# ---------------------------------------------------------------------------------------------
+# Attention
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Norm(Block):
+    """LayerNorm (weight and bias) or RMSNorm (weight only) over d."""
+
+    tokens: Expr
+    kind: str  # "layernorm" | "rmsnorm"
+    title = "norm"
+
+    def cost(self) -> Cost:
+        params = 2 * S.d if self.kind == "layernorm" else S.d
+        return _cost(params=params, elements=[(self.kind, self.tokens * S.d)])
+
+
+@dataclass(frozen=True)
+class QKVProjection(Block):
+    """Queries from q_tokens, keys and values from kv_tokens; h query heads, h_kv KV heads of d_h.
+
+    In cross-attention kv_tokens are the encoder's tokens. The KV cache (when cached) holds the
+    keys and values of every KV head: 2 * b * h_kv * d_h per cached token per layer.
+    """
+
+    q_tokens: Expr
+    kv_tokens: Expr
+    bias: bool
+    cached_tokens: Expr = ZERO  # tokens held in this layer's KV cache after prefill + decode
+    title = "Q, K, V projections"
+
+    def cost(self) -> Cost:
+        q_fwd, q_bwd = _linear(self.q_tokens, S.d, S.h * S.d_h)
+        kv_fwd, kv_bwd = _linear(self.kv_tokens, S.d, 2 * S.h_kv * S.d_h)
+        params = S.d * (S.h + 2 * S.h_kv) * S.d_h
+        if self.bias:
+            params += (S.h + 2 * S.h_kv) * S.d_h
+        kv_cache = 2 * S.b * S.h_kv * S.d_h * self.cached_tokens * S.e
+        return _cost(
+            params=params,
+            flops_matmul=q_fwd + kv_fwd,
+            flops_matmul_backward=q_bwd + kv_bwd,
+            kv_cache_bytes=kv_cache,
+        )
+
+
+@dataclass(frozen=True)
+class RotaryEmbedding(Block):
+    """RoPE: rotate every query and key element by its position (cos/sin tables are buffers)."""
+
+    q_tokens: Expr
+    kv_tokens: Expr
+    title = "rotary position embedding"
+
+    def cost(self) -> Cost:
+        rotated = self.q_tokens * S.h * S.d_h + self.kv_tokens * S.h_kv * S.d_h
+        return _cost(elements=[("rope", rotated)])
+
+
+@dataclass(frozen=True)
+class AttentionScores(Block):
+    """Q K^T / sqrt(d_h) over every (query, key) pair, plus mask and position bias adds."""
+
+    q_len: Expr
+    k_len: Expr
+    causal_or_padding_mask: bool = True
+    position_bias: bool = False  # ALiBi or T5 relative bias added to the scores
+    scaled: bool = True  # T5 folds the scale into its initialisation and does not scale
+    title = "attention scores"
+
+    def cost(self) -> Cost:
+        pairs = S.b * S.h * self.q_len * self.k_len
+        forward = 2 * pairs * S.d_h
+        elements = [("mul", pairs if self.scaled else 0)]
+        elements.append(("add", pairs * (int(self.causal_or_padding_mask) + int(self.position_bias))))
+        return _cost(flops_matmul=forward, flops_matmul_backward=2 * forward, elements=elements)
+
+
+@dataclass(frozen=True)
+class Softmax(Block):
+    """Softmax over keys for every (query, key) pair; eager attention only (fused otherwise)."""
+
+    q_len: Expr
+    k_len: Expr
+    title = "softmax"
+
+    def cost(self) -> Cost:
+        return _cost(elements=[("softmax", S.b * S.h * self.q_len * self.k_len)])
+
+
+@dataclass(frozen=True)
+class WeightedSum(Block):
+    """Probabilities times values: (n_q x n_k) @ (n_k x d_h) per head."""
+
+    q_len: Expr
+    k_len: Expr
+    title = "weighted sum of values"
+
+    def cost(self) -> Cost:
+        forward = 2 * S.b * S.h * self.q_len * self.k_len * S.d_h
+        return _cost(flops_matmul=forward, flops_matmul_backward=2 * forward)
+
+
+@dataclass(frozen=True)
+class AttentionOutput(Block):
+    """The output projection h*d_h -> d."""
+
+    tokens: Expr
+    bias: bool
+    title = "attention output projection"
+
+    def cost(self) -> Cost:
+        forward, backward = _linear(self.tokens, S.h * S.d_h, S.d)
+        params = S.h * S.d_h * S.d + (S.d if self.bias else 0)
+        return _cost(params=params, flops_matmul=forward, flops_matmul_backward=backward)
+
+
+@dataclass(frozen=True)
+class Residual(Block):
+    """x + sublayer(x)."""
+
+    tokens: Expr
+    title = "residual add"
+
+    def cost(self) -> Cost:
+        return _cost(elements=[("add", self.tokens * S.d)])
+
+
+# ---------------------------------------------------------------------------------------------
+# Feed-forward, heads
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FeedForward(Block):
+    """d -> d_ff -> d with an activation; gated variants (SwiGLU, GeGLU) have a third matrix."""
+
+    tokens: Expr
+    activation: str  # relu | gelu | gelu_tanh | silu | swiglu | geglu
+    bias: bool
+    title = "feed-forward network"
+
+    @property
+    def gated(self) -> bool:
+        return self.activation in ("swiglu", "geglu")
+
+    def cost(self) -> Cost:
+        n_in = 2 if self.gated else 1  # matrices d -> d_ff
+        params = (n_in + 1) * S.d * S.d_ff
+        if self.bias:
+            params += n_in * S.d_ff + S.d
+        forward_in, backward_in = _linear(self.tokens, S.d, n_in * S.d_ff)
+        forward_out, backward_out = _linear(self.tokens, S.d_ff, S.d)
+        act = {"swiglu": "silu", "geglu": "gelu"}.get(self.activation, self.activation)
+        inner = self.tokens * S.d_ff
+        elements = [(act, inner), ("mul", inner if self.gated else 0)]
+        return _cost(
+            params=params,
+            flops_matmul=forward_in + forward_out,
+            flops_matmul_backward=backward_in + backward_out,
+            elements=elements,
+        )
+
+
+@dataclass(frozen=True)
+class LMHead(Block):
+    """Logits over the vocabulary for every position: d -> V (weight tied or its own)."""
+
+    tokens: Expr
+    owns_weight: bool
+    bias: bool
+    scaled_input: bool = False  # T5 multiplies the decoder output by d**-0.5 when tied
+    title = "output projection to the vocabulary"
+
+    def cost(self) -> Cost:
+        forward, backward = _linear(self.tokens, S.d, S.V)
+        params = (S.V * S.d if self.owns_weight else 0) + (S.V if self.bias else 0)
+        elements = [("mul", self.tokens * S.d if self.scaled_input else 0)]
+        return _cost(
+            params=params,
+            flops_matmul=forward,
+            flops_matmul_backward=backward,
+            elements=elements,
+        )
+
+
+@dataclass(frozen=True)
+class Pooler(Block):
+    """BERT's pooler: dense d -> d with bias and tanh on the first ([CLS]) token of each sequence."""
+
+    title = "pooler (CLS head)"
+
+    def cost(self) -> Cost:
+        forward, backward = _linear(S.b, S.d, S.d)
+        return _cost(
+            params=S.d * S.d + S.d,
+            flops_matmul=forward,
+            flops_matmul_backward=backward,
+            elements=[("tanh", S.b * S.d)],
+        )
+
+
+@dataclass(frozen=True)
+class CrossEntropy(Block):
+    """The training loss over the logits: log-softmax and the negative log-likelihood."""
+
+    tokens: Expr
+    title = "cross-entropy loss"
+
+    def cost(self) -> Cost:
+        return _cost(elements=[("softmax", self.tokens * S.V)])

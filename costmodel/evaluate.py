@@ -1,0 +1,65 @@
+"""Numbers from the cost tree: exact integers by substitution, vectorised sweeps by lambdify.
+
+exact() replaces every symbol by a Python integer, so counts stay exact at any size (no float ever
+touches them). Sweep lambdifies a set of expressions once (cse=True, numpy) and is then called by
+symbol name over whole arrays, so a grid of a million (n, b) points is one call.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+import sympy as sp
+
+from . import symbols as S
+from .config import ModelConfig, Workload
+from .model import CostModel, model_values, workload_values
+
+
+def values(cfg: ModelConfig, workload: Workload) -> dict[sp.Symbol, int]:
+    """Every symbol's value for a model and workload."""
+    return {**model_values(cfg), **workload_values(cfg, workload)}
+
+
+def exact(expr: sp.Expr, subs: Mapping[sp.Symbol, int]) -> int:
+    """The expression's value as a Python int; it must be an integer once substituted."""
+    value = sp.sympify(expr).xreplace({k: sp.Integer(v) for k, v in subs.items()})
+    if not value.is_Integer:
+        value = sp.nsimplify(value)
+        if not value.is_Integer:
+            raise ValueError(f"expression did not evaluate to an integer: {value}")
+    return int(value)
+
+
+def exact_rational(expr: sp.Expr, subs: Mapping[sp.Symbol, int]) -> sp.Rational:
+    """The expression's exact value (a rational, for ratios such as the crossover length)."""
+    return sp.Rational(sp.sympify(expr).xreplace({k: sp.Integer(v) for k, v in subs.items()}))
+
+
+class Sweep:
+    """Named expressions of one model, lambdified once over the workload symbols.
+
+    Example: Sweep(model, cfg, {"forward": model.total("flops_matmul")})(n=ns, b=bs)["forward"].
+    Model dimensions are substituted first; the free symbols left are b, n, s, T, e.
+    """
+
+    def __init__(self, model: CostModel, expressions: Mapping[str, sp.Expr]):
+        fixed = {k: sp.Integer(v) for k, v in model_values(model.cfg).items()}
+        self.names = tuple(expressions)
+        self.arguments = S.WORKLOAD_SYMBOLS
+        reduced = [sp.sympify(expressions[name]).xreplace(fixed) for name in self.names]
+        self._function = sp.lambdify(self.arguments, reduced, modules="numpy", cse=True)
+        self.encoder_decoder = model.cfg.architecture == "encoder-decoder"
+
+    def __call__(self, *, n, b=1, s=None, T=0, e=2) -> dict[str, np.ndarray]:
+        """Evaluate on arrays (broadcast together); s defaults to n (encoder length = decoder)."""
+        arrays = np.broadcast_arrays(
+            *(np.asarray(x, dtype=np.float64) for x in (b, n, n if s is None else s, T, e))
+        )
+        results = self._function(*arrays)
+        shape = arrays[0].shape
+        return {
+            name: np.broadcast_to(np.asarray(value, dtype=np.float64), shape)
+            for name, value in zip(self.names, results)
+        }

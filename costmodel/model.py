@@ -1,0 +1,266 @@
+"""Assembles a ModelConfig's blocks into a cost tree with paths and multiplicities.
+
+A path reads like the model: "decoder.layer.self_attention.scores". A node's multiplicity is how
+often it repeats inside its parent (a layer node repeats L times), so a leaf's total is its block's
+cost times the product of multiplicities on its path, and a model total is the sum over leaves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Iterator
+
+import sympy as sp
+
+from . import blocks as B
+from . import symbols as S
+from .config import ModelConfig, Workload
+
+ONE = sp.Integer(1)
+
+
+@dataclass(frozen=True)
+class Node:
+    """A named node of the cost tree: either a block (leaf) or a group of children."""
+
+    name: str
+    children: tuple["Node", ...] = ()
+    block: B.Block | None = None
+    multiplicity: sp.Expr = ONE
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """A block with its full path, how many times it runs, and its cost for one run."""
+
+    path: str
+    count: sp.Expr
+    block: B.Block
+    cost: B.Cost
+
+    def total(self, quantity: str) -> sp.Expr:
+        return self.count * self.cost.get(quantity)
+
+
+def _group(name: str, *children: Node | None, multiplicity: sp.Expr = ONE) -> Node:
+    return Node(name, tuple(c for c in children if c is not None), multiplicity=multiplicity)
+
+
+def _leaf(name: str, block: B.Block) -> Node:
+    return Node(name, block=block)
+
+
+# Paths of the blocks that make up each regime, for the crossover n*.
+ATTENTION_CORE = ("scores", "weighted_sum")
+PROJECTIONS_AND_FFN = ("qkv", "out", "mlp")
+
+
+class _TreeBuilder:
+    """Builds the tree for one config; each method returns the node of one part of the model."""
+
+    def __init__(self, cfg: ModelConfig):
+        self.cfg = cfg
+
+    def attention(
+        self, name: str, q_len: sp.Expr, k_len: sp.Expr, *, cross: bool, cached: sp.Expr
+    ) -> Node:
+        """One attention sublayer; `cached` tokens of its keys/values stay in the KV cache."""
+        cfg = self.cfg
+        q_tokens, kv_tokens = S.b * q_len, S.b * k_len
+        position_bias = not cross and cfg.position in ("alibi", "relative")
+        pre, post = self.norms(q_tokens)
+        return _group(
+            name,
+            pre,
+            _leaf("qkv", B.QKVProjection(q_tokens, kv_tokens, cfg.qkv_bias, cached)),
+            _leaf("rope", B.RotaryEmbedding(q_tokens, kv_tokens)) if cfg.rope and not cross else None,
+            _leaf(
+                "scores",
+                B.AttentionScores(
+                    q_len, k_len, position_bias=position_bias, scaled=cfg.family != "t5"
+                ),
+            ),
+            _leaf("softmax", B.Softmax(q_len, k_len)),
+            _leaf("weighted_sum", B.WeightedSum(q_len, k_len)),
+            _leaf("out", B.AttentionOutput(q_tokens, cfg.out_bias)),
+            _leaf("residual", B.Residual(q_tokens)),
+            post,
+        )
+
+    def norms(self, tokens: sp.Expr) -> tuple[Node | None, Node | None]:
+        """The sublayer's norm before (pre-LN) or after (post-LN) it."""
+        norm = _leaf("norm", B.Norm(tokens, self.cfg.norm))
+        return (norm, None) if self.cfg.norm_position == "pre" else (None, norm)
+
+    def ffn(self, tokens: sp.Expr) -> Node:
+        pre, post = self.norms(tokens)
+        cfg = self.cfg
+        return _group(
+            "ffn",
+            pre,
+            _leaf("mlp", B.FeedForward(tokens, cfg.activation, cfg.ffn_bias)),
+            _leaf("residual", B.Residual(tokens)),
+            post,
+        )
+
+    def embedding(self, name: str, seq: sp.Expr, owns_table: bool) -> Node:
+        cfg = self.cfg
+        tokens = S.b * seq
+        positions = {
+            "learned": lambda: B.LearnedPositions(tokens),
+            "sinusoidal": lambda: B.SinusoidalPositions(tokens),
+        }.get(cfg.position)
+        return _group(
+            name,
+            _leaf("tokens", B.TokenEmbedding(tokens, owns_table, cfg.scale_embeddings)),
+            _leaf("positions", positions()) if positions else None,
+            _leaf("token_types", B.TokenTypes(tokens)) if cfg.token_types else None,
+            _leaf("norm", B.Norm(tokens, cfg.norm)) if cfg.embedding_norm else None,
+        )
+
+    def stack(
+        self, name: str, seq: sp.Expr, layers: sp.Expr, *, decoder: bool, cross_len: sp.Expr | None
+    ) -> Node:
+        """A stack of layers. A decoder caches its n prompt + T generated tokens' keys/values and,
+        in an encoder-decoder, the encoder's keys/values for cross-attention."""
+        cfg = self.cfg
+        self_cached = S.n + S.T if decoder else sp.Integer(0)
+        layer = _group(
+            "layer",
+            self.attention("self_attention", seq, seq, cross=False, cached=self_cached),
+            self.attention("cross_attention", seq, cross_len, cross=True, cached=cross_len)
+            if cross_len is not None
+            else None,
+            self.ffn(S.b * seq),
+            multiplicity=layers,
+        )
+        return _group(
+            name,
+            _leaf("relative_bias", B.RelativePositionBias()) if cfg.position == "relative" else None,
+            layer,
+            _leaf("final_norm", B.Norm(S.b * seq, cfg.norm)) if cfg.norm_position == "pre" else None,
+        )
+
+    def head(self, seq: sp.Expr) -> Node | None:
+        cfg = self.cfg
+        tokens = S.b * seq
+        if cfg.head == "pooler":
+            return _group("head", _leaf("pooler", B.Pooler()))
+        if cfg.head == "none":
+            return None
+        t5_scale = cfg.family == "t5" and cfg.tie_embeddings
+        lm = B.LMHead(tokens, not cfg.tie_embeddings, cfg.lm_head_bias, scaled_input=t5_scale)
+        return _group("head", _leaf("lm_head", lm), _leaf("loss", B.CrossEntropy(tokens)))
+
+    def build(self) -> Node:
+        cfg = self.cfg
+        arch = cfg.architecture
+        if arch == "encoder-decoder":
+            return _group(
+                cfg.name,
+                self.embedding("encoder_embedding", S.s, owns_table=True),
+                self.stack("encoder", S.s, S.L_enc, decoder=False, cross_len=None),
+                self.embedding("decoder_embedding", S.n, owns_table=not cfg.share_embeddings),
+                self.stack("decoder", S.n, S.L_dec, decoder=True, cross_len=S.s),
+                self.head(S.n),
+            )
+        stack_name, layers = ("decoder", S.L_dec) if arch == "decoder" else ("encoder", S.L_enc)
+        return _group(
+            cfg.name,
+            self.embedding("embedding", S.n, owns_table=True),
+            self.stack(stack_name, S.n, layers, decoder=arch == "decoder", cross_len=None),
+            self.head(S.n),
+        )
+
+
+class CostModel:
+    """The cost tree of one ModelConfig, with totals and per-path sums as sympy expressions."""
+
+    def __init__(self, cfg: ModelConfig):
+        self.cfg = cfg
+        self.root = _TreeBuilder(cfg).build()
+
+    @cached_property
+    def leaves(self) -> tuple[Leaf, ...]:
+        return tuple(self._walk(self.root, "", ONE))
+
+    def _walk(self, node: Node, prefix: str, count: sp.Expr) -> Iterator[Leaf]:
+        path = f"{prefix}.{node.name}" if prefix else node.name
+        count = count * node.multiplicity
+        if node.block is not None:
+            yield Leaf(path, count, node.block, node.block.cost())
+        for child in node.children:
+            yield from self._walk(child, path if node is not self.root else "", count)
+
+    def total(self, quantity: str, paths: tuple[str, ...] | None = None) -> sp.Expr:
+        """Sum of one quantity over every leaf (or the leaves whose last name is in paths)."""
+        leaves = self.leaves
+        if paths is not None:
+            leaves = tuple(leaf for leaf in leaves if leaf.path.rsplit(".", 1)[-1] in paths)
+        return sp.Add(*(leaf.total(quantity) for leaf in leaves))
+
+    def element_counts(self) -> dict[str, sp.Expr]:
+        """Output elements of the non-matmul ops, per op kind, over the whole model."""
+        out: dict[str, sp.Expr] = {}
+        for leaf in self.leaves:
+            for kind, count in leaf.cost.element_counts().items():
+                out[kind] = out.get(kind, sp.Integer(0)) + leaf.count * count
+        return out
+
+    def by_group(self, quantity: str, depth: int) -> dict[str, sp.Expr]:
+        """Per-path sums, the paths cut to their first `depth` names, in tree order."""
+        out: dict[str, sp.Expr] = {}
+        for leaf in self.leaves:
+            key = ".".join(leaf.path.split(".")[:depth])
+            out[key] = out.get(key, sp.Integer(0)) + leaf.total(quantity)
+        return out
+
+    def layer_leaves(self) -> tuple[Leaf, ...]:
+        return tuple(leaf for leaf in self.leaves if ".layer." in leaf.path)
+
+    @cached_property
+    def crossover(self) -> sp.Expr:
+        """n* where the layers' attention matmuls (~n^2 d) equal their projections + FFN (~n d^2).
+
+        Solved symbolically: attention = a n^2 and projections + FFN = c n (source length taken
+        equal to the target length), so n* = c / a.
+        """
+        attention = sp.Add(
+            *(leaf.total("flops_matmul") for leaf in self.layer_leaves()
+              if leaf.path.endswith(ATTENTION_CORE))
+        )
+        linear = sp.Add(
+            *(leaf.total("flops_matmul") for leaf in self.layer_leaves()
+              if leaf.path.endswith(PROJECTIONS_AND_FFN))
+        )
+        difference = sp.Poly(sp.expand((attention - linear).xreplace({S.s: S.n})), S.n)
+        quadratic, linear_coeff = difference.coeff_monomial(S.n**2), difference.coeff_monomial(S.n)
+        return sp.factor(-linear_coeff / quadratic)
+
+
+def model_values(cfg: ModelConfig) -> dict[sp.Symbol, int]:
+    """The model dimensions' values."""
+    return {
+        S.d: cfg.d_model,
+        S.h: cfg.n_heads,
+        S.h_kv: cfg.n_kv_heads,
+        S.d_h: cfg.d_head,
+        S.d_ff: cfg.d_ff,
+        S.V: cfg.vocab_size,
+        S.P: cfg.max_positions,
+        S.N_tt: max(cfg.token_types, 1),
+        S.N_rb: cfg.relative_buckets,
+        S.L_enc: max(cfg.n_encoder_layers, 1),
+        S.L_dec: max(cfg.n_decoder_layers, 1),
+    }
+
+
+def workload_values(cfg: ModelConfig, workload: Workload) -> dict[sp.Symbol, int]:
+    """The workload dimensions' values: n is the decoder (or only) side, s the encoder side."""
+    if cfg.architecture == "encoder-decoder":
+        n, s = workload.decoder_len, workload.seq_len
+    else:
+        n, s = workload.seq_len, workload.seq_len
+    return {S.b: workload.batch, S.n: n, S.s: s, S.T: workload.gen_tokens,
+            S.e: workload.bytes_per_element}
