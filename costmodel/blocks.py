@@ -46,6 +46,13 @@ OTHER_FLOPS_PER_ELEMENT = {
 
 FP32 = 4  # bytes of an fp32 element: tensors some implementations upcast regardless of dtype
 MASK = 1  # bytes of a dropout mask element (torch keeps a bool mask)
+INDEX = 8  # bytes of an int64 token id or label
+
+
+def unless_fp32(x: Expr) -> Expr:
+    """x when activations are narrower than fp32, else 0: a low-precision copy of an fp32 tensor
+    exists only when the activation dtype is not fp32 itself."""
+    return sp.Piecewise((ZERO, sp.Eq(S.e, FP32)), (x, True))
 
 
 @dataclass(frozen=True)
@@ -131,12 +138,18 @@ class TokenEmbedding(Block):
     tokens: Expr
     owns_table: bool = True  # False when the table belongs to another block (shared embeddings)
     scaled: bool = False
+    output_kept: bool = False  # post-LN without an embedding norm: layer 0's projections keep it
     title = "token embedding"
 
     def cost(self) -> Cost:
         scale = self.tokens * S.d if self.scaled else ZERO
-        # Scaling keeps nothing for backward (a product with a constant).
-        return _cost(params=S.V * S.d if self.owns_table else 0, elements=[("mul", scale)])
+        # The lookup keeps the token ids for its backward; scaling by a constant keeps nothing.
+        output = S.e * self.tokens * S.d if self.output_kept else 0
+        return _cost(
+            params=S.V * S.d if self.owns_table else 0,
+            elements=[("mul", scale)],
+            saved_bytes=INDEX * self.tokens + output,
+        )
 
 
 @dataclass(frozen=True)
@@ -173,6 +186,23 @@ class SinusoidalPositions(Block):
 
 
 @dataclass(frozen=True)
+class RotaryTables(Block):
+    """RoPE's cos and sin for the n positions, computed once per forward and shared by all layers.
+
+    Hugging Face computes them per forward in the activation dtype, and the rotation keeps both
+    for backward: 2 * n * d_h elements. A model that holds them as buffers keeps nothing.
+    """
+
+    seq: Expr
+    profile: Profile = Profile()
+    title = "rotary cos/sin tables"
+
+    def cost(self) -> Cost:
+        computed = self.profile.impl == "hf"
+        return _cost(saved_bytes=2 * self.seq * S.d_h * S.e if computed else 0)
+
+
+@dataclass(frozen=True)
 class RelativePositionBias(Block):
     """T5's bucketed relative position bias: an N_rb x h table owned by a stack's first layer."""
 
@@ -197,7 +227,21 @@ class Norm(Block):
 
     def cost(self) -> Cost:
         params = 2 * S.d if self.kind == "layernorm" else S.d
-        return _cost(params=params, elements=[(self.kind, self.tokens * S.d)])
+        return _cost(
+            params=params, elements=[(self.kind, self.tokens * S.d)], saved_bytes=self.saved()
+        )
+
+    def saved(self) -> Expr:
+        """Kept for backward, including the output (the next linear keeps it as its input).
+
+        RMSNorm (Hugging Face's and the reference's): the input upcast to fp32, the fp32 rsqrt per
+        token, the normalised tensor in the activation dtype (multiplied by the weight), the output.
+        LayerNorm (aten.native_layer_norm): the input, fp32 mean and rstd per token, the output.
+        """
+        rows, values = self.tokens, self.tokens * S.d
+        if self.kind == "rmsnorm":
+            return FP32 * values + FP32 * rows + 2 * S.e * values
+        return 2 * S.e * values + 2 * FP32 * rows
 
 
 @dataclass(frozen=True)
@@ -248,6 +292,7 @@ class AttentionScores(Block):
 
     q_len: Expr
     k_len: Expr
+    profile: Profile = Profile()
     causal_or_padding_mask: bool = True
     position_bias: bool = False  # ALiBi or T5 relative bias added to the scores
     scaled: bool = True  # T5 folds the scale into its initialisation and does not scale
@@ -258,7 +303,15 @@ class AttentionScores(Block):
         forward = 2 * pairs * S.d_h
         elements = [("mul", pairs if self.scaled else 0)]
         elements.append(("add", pairs * (int(self.causal_or_padding_mask) + int(self.position_bias))))
-        return _cost(flops_matmul=forward, flops_matmul_backward=2 * forward, elements=elements)
+        # Q K^T keeps both operands: the queries and the keys of all h heads (GQA keys are
+        # repeated to h heads before the product), each copied into a (b*h, len, d_h) batch.
+        saved = S.e * S.b * S.h * S.d_h * (self.q_len + self.k_len)
+        return _cost(
+            flops_matmul=forward,
+            flops_matmul_backward=2 * forward,
+            elements=elements,
+            saved_bytes=saved,
+        )
 
 
 @dataclass(frozen=True)
@@ -267,10 +320,19 @@ class Softmax(Block):
 
     q_len: Expr
     k_len: Expr
+    profile: Profile = Profile()
     title = "softmax"
 
     def cost(self) -> Cost:
-        return _cost(elements=[("softmax", S.b * S.h * self.q_len * self.k_len)])
+        pairs = S.b * S.h * self.q_len * self.k_len
+        # Eager attention keeps the probabilities: Hugging Face computes the softmax in fp32;
+        # dropout on them keeps a 1-byte mask. Fused attention (sdpa, flash) keeps one fp32
+        # log-sum-exp per query row instead.
+        if self.profile.dense_scores:
+            saved = FP32 * pairs + (MASK * pairs if self.profile.dropout else 0)
+        else:
+            saved = FP32 * S.b * S.h * self.q_len
+        return _cost(elements=[("softmax", pairs)], saved_bytes=saved)
 
 
 @dataclass(frozen=True)
@@ -279,11 +341,22 @@ class WeightedSum(Block):
 
     q_len: Expr
     k_len: Expr
+    profile: Profile = Profile()
     title = "weighted sum of values"
 
     def cost(self) -> Cost:
-        forward = 2 * S.b * S.h * self.q_len * self.k_len * S.d_h
-        return _cost(flops_matmul=forward, flops_matmul_backward=2 * forward)
+        pairs = S.b * S.h * self.q_len * self.k_len
+        forward = 2 * pairs * S.d_h
+        values = S.e * S.b * S.h * self.k_len * S.d_h
+        if self.profile.dense_scores:
+            # The product keeps the values and the probabilities in the activation dtype: a copy
+            # of the fp32 softmax output (none in fp32), or dropout's output.
+            probs = S.e * pairs if self.profile.dropout else unless_fp32(S.e * pairs)
+            saved = values + probs
+        else:
+            # Fused attention keeps its output (b, h, len, d_h) for its backward.
+            saved = values + S.e * S.b * S.h * self.q_len * S.d_h
+        return _cost(flops_matmul=forward, flops_matmul_backward=2 * forward, saved_bytes=saved)
 
 
 @dataclass(frozen=True)
@@ -297,7 +370,11 @@ class AttentionOutput(Block):
     def cost(self) -> Cost:
         forward, backward = _linear(self.tokens, S.h * S.d_h, S.d)
         params = S.h * S.d_h * S.d + (S.d if self.bias else 0)
-        return _cost(params=params, flops_matmul=forward, flops_matmul_backward=backward)
+        # It keeps its input: the heads transposed back to (b, len, h*d_h), a contiguous copy.
+        saved = S.e * self.tokens * S.h * S.d_h
+        return _cost(
+            params=params, flops_matmul=forward, flops_matmul_backward=backward, saved_bytes=saved
+        )
 
 
 @dataclass(frozen=True)
@@ -323,6 +400,8 @@ class FeedForward(Block):
     tokens: Expr
     activation: str  # relu | gelu | gelu_tanh | silu | swiglu | geglu
     bias: bool
+    profile: Profile = Profile()
+    inner_dropout: bool = False  # T5 drops out the hidden activations before the output matrix
     title = "feed-forward network"
 
     @property
@@ -344,7 +423,25 @@ class FeedForward(Block):
             flops_matmul=forward_in + forward_out,
             flops_matmul_backward=backward_in + backward_out,
             elements=elements,
+            saved_bytes=self.saved(act),
         )
+
+    def saved(self, act: str) -> Expr:
+        """Hidden tensors (b, len, d_ff) kept for backward; the input is counted by the norm.
+
+        relu keeps its output, which the output matrix keeps too (one tensor); gelu and silu keep
+        their input, the output matrix their output (two). Hugging Face's gelu_new is written in
+        Python (0.5*x*(1+tanh(...))) and keeps x, tanh, 0.5*x and 1+tanh besides its output (five).
+        A gate adds the up-projection and the product. Dropout adds a mask and its output.
+        """
+        kept = {"relu": 1, "gelu": 2, "silu": 2, "gelu_tanh": 2}[act]
+        if act == "gelu_tanh" and self.profile.impl == "hf":
+            kept = 5
+        if self.gated:
+            kept += 2
+        inner = self.tokens * S.d_ff
+        dropout = (MASK + S.e) * inner if self.inner_dropout and self.profile.dropout else 0
+        return kept * S.e * inner + dropout
 
 
 @dataclass(frozen=True)
@@ -393,4 +490,25 @@ class CrossEntropy(Block):
     title = "cross-entropy loss"
 
     def cost(self) -> Cost:
-        return _cost(elements=[("softmax", self.tokens * S.V)])
+        # Log-softmax in fp32 keeps its output; the NLL keeps the int64 targets and a scalar.
+        saved = FP32 * self.tokens * S.V + INDEX * self.tokens + FP32
+        return _cost(elements=[("softmax", self.tokens * S.V)], saved_bytes=saved)
+
+
+@dataclass(frozen=True)
+class Dropout(Block):
+    """Training-time dropout over tokens x width: keeps a 1-byte mask for backward.
+
+    The output is kept too when the next op keeps its input but would not otherwise have kept
+    the same tensor (a matrix after the FFN's inner dropout); before a residual add it is not.
+    """
+
+    tokens: Expr
+    width: Expr
+    output_kept: bool = False
+    title = "dropout"
+
+    def cost(self) -> Cost:
+        elements = self.tokens * self.width
+        saved = MASK * elements + (S.e * elements if self.output_kept else 0)
+        return _cost(elements=[("mul", elements)], saved_bytes=saved)

@@ -59,8 +59,18 @@ PROJECTIONS_AND_FFN = ("qkv", "out", "mlp")
 class _TreeBuilder:
     """Builds the tree for one config; each method returns the node of one part of the model."""
 
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig, profile: B.Profile):
         self.cfg = cfg
+        self.profile = profile
+        # Where dropout runs in training (Hugging Face's code and the seeds'): embeddings, attention
+        # probabilities and each sublayer's output everywhere; the FFN's hidden layer in the seeds'
+        # Transformer and T5; after each stack's final norm in T5.
+        self.dropout = profile.dropout
+        self.inner_dropout = self.dropout and cfg.family in ("t5", "transformer")
+        self.final_dropout = self.dropout and cfg.family == "t5"
+
+    def dropout_leaf(self, tokens: sp.Expr) -> Node | None:
+        return _leaf("dropout", B.Dropout(tokens, S.d)) if self.dropout else None
 
     def attention(
         self, name: str, q_len: sp.Expr, k_len: sp.Expr, *, cross: bool, cached: sp.Expr
@@ -68,22 +78,22 @@ class _TreeBuilder:
         """One attention sublayer; `cached` tokens of its keys/values stay in the KV cache."""
         cfg = self.cfg
         q_tokens, kv_tokens = S.b * q_len, S.b * k_len
+        profile = self.profile
         position_bias = not cross and cfg.position in ("alibi", "relative")
         pre, post = self.norms(q_tokens)
+        scores = B.AttentionScores(
+            q_len, k_len, profile, position_bias=position_bias, scaled=cfg.family != "t5"
+        )
         return _group(
             name,
             pre,
             _leaf("qkv", B.QKVProjection(q_tokens, kv_tokens, cfg.qkv_bias, cached)),
             _leaf("rope", B.RotaryEmbedding(q_tokens, kv_tokens)) if cfg.rope and not cross else None,
-            _leaf(
-                "scores",
-                B.AttentionScores(
-                    q_len, k_len, position_bias=position_bias, scaled=cfg.family != "t5"
-                ),
-            ),
-            _leaf("softmax", B.Softmax(q_len, k_len)),
-            _leaf("weighted_sum", B.WeightedSum(q_len, k_len)),
+            _leaf("scores", scores),
+            _leaf("softmax", B.Softmax(q_len, k_len, profile)),
+            _leaf("weighted_sum", B.WeightedSum(q_len, k_len, profile)),
             _leaf("out", B.AttentionOutput(q_tokens, cfg.out_bias)),
+            self.dropout_leaf(q_tokens),
             _leaf("residual", B.Residual(q_tokens)),
             post,
         )
@@ -96,10 +106,14 @@ class _TreeBuilder:
     def ffn(self, tokens: sp.Expr) -> Node:
         pre, post = self.norms(tokens)
         cfg = self.cfg
+        mlp = B.FeedForward(
+            tokens, cfg.activation, cfg.ffn_bias, self.profile, inner_dropout=self.inner_dropout
+        )
         return _group(
             "ffn",
             pre,
-            _leaf("mlp", B.FeedForward(tokens, cfg.activation, cfg.ffn_bias)),
+            _leaf("mlp", mlp),
+            self.dropout_leaf(tokens),
             _leaf("residual", B.Residual(tokens)),
             post,
         )
@@ -111,12 +125,17 @@ class _TreeBuilder:
             "learned": lambda: B.LearnedPositions(tokens),
             "sinusoidal": lambda: B.SinusoidalPositions(tokens),
         }.get(cfg.position)
+        # Post-LN without an embedding norm: nothing else keeps the embeddings that layer 0's
+        # projections read (pre-LN: the first norm keeps them as its input).
+        output_kept = cfg.norm_position == "post" and not cfg.embedding_norm
+        token_embedding = B.TokenEmbedding(tokens, owns_table, cfg.scale_embeddings, output_kept)
         return _group(
             name,
-            _leaf("tokens", B.TokenEmbedding(tokens, owns_table, cfg.scale_embeddings)),
+            _leaf("tokens", token_embedding),
             _leaf("positions", positions()) if positions else None,
             _leaf("token_types", B.TokenTypes(tokens)) if cfg.token_types else None,
             _leaf("norm", B.Norm(tokens, cfg.norm)) if cfg.embedding_norm else None,
+            self.dropout_leaf(tokens),
         )
 
     def stack(
@@ -135,11 +154,14 @@ class _TreeBuilder:
             self.ffn(S.b * seq),
             multiplicity=layers,
         )
+        final_norm = B.Norm(S.b * seq, cfg.norm) if cfg.norm_position == "pre" else None
         return _group(
             name,
             _leaf("relative_bias", B.RelativePositionBias()) if cfg.position == "relative" else None,
+            _leaf("rope_tables", B.RotaryTables(seq, self.profile)) if cfg.rope else None,
             layer,
-            _leaf("final_norm", B.Norm(S.b * seq, cfg.norm)) if cfg.norm_position == "pre" else None,
+            _leaf("final_norm", final_norm) if final_norm else None,
+            _leaf("final_dropout", B.Dropout(S.b * seq, S.d)) if self.final_dropout else None,
         )
 
     def head(self, seq: sp.Expr) -> Node | None:
@@ -174,12 +196,19 @@ class _TreeBuilder:
         )
 
 
+def profile_for(cfg: ModelConfig, workload: Workload | None = None) -> B.Profile:
+    """The implementation profile a workload asks for (training forward: dropout if p > 0)."""
+    workload = workload or Workload()
+    return B.Profile(impl=workload.impl, attention=workload.attention, dropout=cfg.dropout > 0)
+
+
 class CostModel:
     """The cost tree of one ModelConfig, with totals and per-path sums as sympy expressions."""
 
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig, profile: B.Profile | None = None):
         self.cfg = cfg
-        self.root = _TreeBuilder(cfg).build()
+        self.profile = profile or profile_for(cfg)
+        self.root = _TreeBuilder(cfg, self.profile).build()
 
     @cached_property
     def leaves(self) -> tuple[Leaf, ...]:
