@@ -1,0 +1,195 @@
+"""The command line: a thin click group over costmodel/, validate/ and reports/.
+
+Each command parses its options, calls the library and formats the result. Errors in the input end
+with one line on stderr and exit status 2; no formula lives here.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from costmodel.config import ConfigError, ModelConfig, Workload
+
+DTYPES = ("fp32", "fp16", "bf16", "float32", "float16", "bfloat16")
+
+
+class InputError(click.ClickException):
+    """Bad input: one line on stderr, exit status 2."""
+
+    exit_code = 2
+
+
+def load_model(model: str | None, config: str | None) -> ModelConfig:
+    """The ModelConfig named by --model or read from --config (exactly one of them)."""
+    from costmodel.presets import load_config_file, load_preset
+
+    if (model is None) == (config is None):
+        raise InputError("give exactly one of --model NAME or --config PATH.")
+    try:
+        return load_preset(model) if model is not None else load_config_file(config)
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+
+
+def make_workload(cfg: ModelConfig, seq_len: int | None, **options: Any) -> Workload:
+    """A Workload with the defaults: seq_len 2048, or the model's context if that is shorter."""
+    if seq_len is None:
+        seq_len = min(2048, cfg.max_positions)
+    try:
+        workload = Workload(seq_len=seq_len, **options)
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+    if cfg.architecture != "encoder-decoder" and workload.tgt_len is not None:
+        raise InputError(f"--tgt-len applies only to encoder-decoder models; {cfg.name} is a {cfg.architecture}.")
+    longest = max(workload.seq_len, workload.decoder_len) + workload.gen_tokens
+    if longest > cfg.max_positions:
+        if cfg.position == "learned":
+            raise InputError(
+                f"sequence length {longest} exceeds model {cfg.name!r}'s {cfg.max_positions} "
+                "learned positions."
+            )
+        click.echo(
+            f"warning: sequence length {longest} is beyond model {cfg.name!r}'s context of "
+            f"{cfg.max_positions} tokens.",
+            err=True,
+        )
+    return workload
+
+
+def model_options(function):
+    """--model / --config, shared by the commands that take one model."""
+    function = click.option("--config", "config", type=str, help="A Hugging Face config.json or a ModelConfig JSON file.")(function)
+    return click.option("--model", "-m", "model", type=str, help="A preset name (see `models`).")(function)
+
+
+def workload_options(function):
+    """The workload options shared by estimate and the commands built on it."""
+    options = [
+        click.option("--seq-len", "-n", type=int, help="Tokens per sequence (encoder side for encoder-decoders). Default 2048 or the model's context."),
+        click.option("--tgt-len", type=int, help="Decoder tokens of an encoder-decoder (default: --seq-len)."),
+        click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch."),
+        click.option("--dtype", default="bf16", show_default=True, help="fp32, fp16 or bf16 (or float32, float16, bfloat16)."),
+        click.option("--impl", default="hf", show_default=True, help="Whose code the activation memory models: hf or reference."),
+        click.option("--attention", default="eager", show_default=True, help="eager, sdpa or flash (fused kernels keep no n x n matrix)."),
+        click.option("--recompute", default="none", show_default=True, help="Activation recomputation: none, selective or full."),
+        click.option("--gen-tokens", "-T", type=int, default=0, show_default=True, help="Tokens generated after the prefill (KV cache)."),
+        click.option("--optimizer", default="adamw", show_default=True, help="adamw or sgd (optimizer state bytes)."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """An analytic cost model for Transformers, proven against real PyTorch code."""
+
+
+@cli.command()
+@model_options
+@workload_options
+@click.option("--json", "as_json", is_flag=True, help="Exact integers as JSON on stdout.")
+def estimate(model, config, seq_len, as_json, **options) -> None:
+    """Parameters, FLOPs, memory and the regime of a model for a workload."""
+    from costmodel.estimate import Estimate
+
+    cfg = load_model(model, config)
+    workload = make_workload(cfg, seq_len, **options)
+    try:
+        result = Estimate(cfg, workload)
+        data = result.to_dict()
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+    if as_json:
+        click.echo(json.dumps(data, indent=2, sort_keys=False))
+        return
+    from reports.text import render_estimate
+
+    click.echo(render_estimate(data, result.rows))
+
+
+@cli.command()
+@model_options
+@click.option("--block", "block", default=None, help="Only blocks whose path contains this text (e.g. attention, ffn, lm_head).")
+@click.option("--quantity", "quantities", multiple=True, help="params, flops_matmul, flops_other, flops_matmul_backward, saved_bytes, kv_cache_bytes (default: all non-zero).")
+@click.option("--latex", is_flag=True, help="Print LaTeX instead of plain sympy text.")
+def formulas(model, config, block, quantities, latex) -> None:
+    """The sympy expressions every number comes from, block by block."""
+    from costmodel import symbols as S
+    from costmodel.blocks import Cost
+    from costmodel.model import CostModel
+
+    cfg = load_model(model, config)
+    unknown = [q for q in quantities if q not in Cost.QUANTITIES]
+    if unknown:
+        raise InputError(f"unknown quantity {unknown[0]!r}; use one of {', '.join(Cost.QUANTITIES)}.")
+    cost_model = CostModel(cfg)
+    leaves = [leaf for leaf in cost_model.leaves if block is None or block in leaf.path]
+    if not leaves:
+        raise InputError(f"no block of {cfg.name} has {block!r} in its path.")
+    show = S.latex if latex else str
+    for leaf in leaves:
+        click.echo(f"{leaf.path}  (x {show(leaf.count)}): {leaf.block.title}")
+        for quantity in quantities or Cost.QUANTITIES:
+            expr = leaf.cost.get(quantity)
+            if expr != 0:
+                click.echo(f"  {quantity} = {show(expr)}")
+    click.echo(f"symbols: {', '.join(f'{k}: {v}' for k, v in S.DESCRIPTIONS.items())}")
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
+def models(as_json) -> None:
+    """The presets, one line each."""
+    from costmodel.estimate import Estimate
+    from costmodel.presets import load_preset, preset_names
+    from reports.text import count, table
+
+    rows = []
+    for name in preset_names():
+        cfg = load_preset(name)
+        params = Estimate(cfg, Workload(seq_len=min(2048, cfg.max_positions))).total("params")
+        rows.append({
+            "name": name, "family": cfg.family, "architecture": cfg.architecture,
+            "params": params, "layers": cfg.n_layers, "d_model": cfg.d_model,
+            "heads": cfg.n_heads, "kv_heads": cfg.n_kv_heads, "context": cfg.max_positions,
+            "position": cfg.position,
+        })
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    click.echo(table(
+        ["model", "family", "architecture", "params", "layers", "d", "heads", "kv", "context", "positions"],
+        ([r["name"], r["family"], r["architecture"], count(r["params"]), r["layers"], r["d_model"],
+          r["heads"], r["kv_heads"], r["context"], r["position"]] for r in rows),
+        align="lllrrrrrrl",
+    ))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; usage errors and bad input print one line and return 2."""
+    try:
+        cli.main(args=argv, prog_name="cli.py", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as error:  # pragma: no cover - click >= 8.2
+        click.echo(error.ctx.get_help() if error.ctx else str(error))
+        return 0
+    except click.UsageError as error:
+        click.echo(f"error: {error.format_message()}", err=True)
+        return 2
+    except click.ClickException as error:
+        click.echo(f"error: {error.format_message()}", err=True)
+        return error.exit_code
+    except click.Abort:
+        click.echo("aborted.", err=True)
+        return 1
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

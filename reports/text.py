@@ -1,0 +1,113 @@
+"""Plain-text rendering of an Estimate: human units, aligned tables. No formulas live here.
+
+Kept free of pandas and matplotlib so that `estimate` starts fast.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+
+def si(value: float, unit: str = "") -> str:
+    """1234567 -> '1.23 M' (decimal prefixes, for counts and FLOPs)."""
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:.2f} {prefix}{unit}"
+    return f"{value:g} {unit}".rstrip()
+
+
+def count(value: float) -> str:
+    """Parameters: 6738415616 -> '6.74 B'."""
+    for factor, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(value) >= factor:
+            return f"{value / factor:.2f} {suffix}"
+    return f"{value:g}"
+
+
+def binary_bytes(value: float) -> str:
+    """Bytes in binary units: 13476831232 -> '12.55 GiB'."""
+    for factor, unit in ((2**50, "PiB"), (2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if abs(value) >= factor:
+            return f"{value / factor:.2f} {unit}"
+    return f"{value:g} B"
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], align: str | None = None) -> str:
+    """An aligned text table; align is one character per column, 'l' or 'r'."""
+    rows = [[str(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    align = align or "l" + "r" * (len(headers) - 1)
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(cells, widths, align)
+        ).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
+    """The human report of `estimate`: parameters, FLOPs, memory, regime and the block table."""
+    i, p, f, m, r = (result[k] for k in ("inputs", "params", "flops", "memory", "regime"))
+    lengths = f"seq_len {i['seq_len']}" + (f", tgt_len {i['tgt_len']}" if i["tgt_len"] else "")
+    out = [
+        f"{i['model']} ({i['architecture']}, {i['family']}): {lengths}, batch {i['batch']}, "
+        f"{i['dtype']}, impl {i['impl']}, attention {i['attention']}, recompute {i['recompute']}"
+        + (f", {i['gen_tokens']} generated tokens" if i["gen_tokens"] else ""),
+        "",
+        "Parameters",
+        f"  total              {count(p['total']):>12}  ({p['total']:,})",
+        f"  embeddings         {count(p['embeddings']):>12}",
+        f"  output head        {count(p['head']):>12}",
+    ]
+    for stack, value in p["per_layer"].items():
+        out.append(f"  {'per ' + stack + ' layer':<19}{count(value):>12}")
+    tokens_note = "per target token" if i["tgt_len"] else "per token"
+    out += [
+        "",
+        "FLOPs (matmul, 2*m*n*k as FlopCounterMode counts them; whole batch)",
+        f"  forward            {si(f['forward'], 'FLOP'):>14}   {tokens_note} {si(f['forward_per_token'], 'FLOP')}",
+        f"  training (fwd+bwd) {si(f['training'], 'FLOP'):>14}   {tokens_note} {si(f['training_per_token'], 'FLOP')}",
+        f"  other ops, forward {si(f['other_forward'], 'FLOP'):>14}   (norms, softmax, activations, adds)",
+        "",
+        "Memory",
+        f"  weights            {binary_bytes(m['weights']):>12}   "
+        f"({m['bytes_per_param']['weights']} B/param)",
+        f"  gradients          {binary_bytes(m['gradients']):>12}   "
+        f"({m['bytes_per_param']['gradients']} B/param)",
+        f"  optimizer states   {binary_bytes(m['optimizer']):>12}   "
+        f"({m['bytes_per_param']['optimizer']} B/param: {m['bytes_per_param']['note']})",
+        f"  activations        {binary_bytes(m['activations']):>12}   "
+        f"(saved for backward; Korthikanti et al. 2022: {binary_bytes(m['korthikanti_2022_activations'])})",
+        f"  KV cache           {binary_bytes(m['kv_cache']):>12}",
+        f"  training total     {binary_bytes(m['training_total']):>12}",
+        f"  inference total    {binary_bytes(m['inference_total']):>12}   (weights + KV cache)",
+        "",
+        "Regime",
+        f"  attention (n^2 d)  {si(r['attention_flops'], 'FLOP'):>14}   "
+        f"{100 * r['attention_share']:.1f}% of the layers' matmuls",
+        f"  projections + FFN  {si(r['projection_ffn_flops'], 'FLOP'):>14}",
+        f"  dominant: {r['dominant']}",
+        f"  crossover n* = {r['crossover_formula']} = {r['crossover_seq_len']:,.1f} tokens",
+        "",
+        "Per block (summed over layers)",
+    ]
+    out.append(
+        table(
+            ["block", "x", "params", "fwd FLOPs", "share", "other FLOPs", "saved", "KV cache"],
+            (
+                [
+                    row.path,
+                    row.count,
+                    count(row.params) if row.params else "",
+                    si(row.flops_forward) if row.flops_forward else "",
+                    f"{100 * row.flops_forward / f['forward']:.1f}%" if row.flops_forward else "",
+                    si(row.flops_other) if row.flops_other else "",
+                    binary_bytes(row.saved_bytes) if row.saved_bytes else "",
+                    binary_bytes(row.kv_cache_bytes) if row.kv_cache_bytes else "",
+                ]
+                for row in rows
+            ),
+        )
+    )
+    return "\n".join(out)
