@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Mapping
 
-import numpy as np
 import sympy as sp
 
 from . import symbols as S
@@ -45,6 +44,8 @@ class Sweep:
     """
 
     def __init__(self, model: CostModel, expressions: Mapping[str, sp.Expr]):
+        import numpy  # noqa: F401  (lambdify's backend; imported here, not by `estimate`)
+
         fixed = {k: sp.Integer(v) for k, v in model_values(model.cfg).items()}
         self.names = tuple(expressions)
         self.arguments = S.WORKLOAD_SYMBOLS
@@ -52,8 +53,10 @@ class Sweep:
         self._function = sp.lambdify(self.arguments, reduced, modules="numpy", cse=True)
         self.encoder_decoder = model.cfg.architecture == "encoder-decoder"
 
-    def __call__(self, *, n, b=1, s=None, T=0, e=2) -> dict[str, np.ndarray]:
+    def __call__(self, *, n, b=1, s=None, T=0, e=2) -> dict[str, "np.ndarray"]:
         """Evaluate on arrays (broadcast together); s defaults to n (encoder length = decoder)."""
+        import numpy as np
+
         arrays = np.broadcast_arrays(
             *(np.asarray(x, dtype=np.float64) for x in (b, n, n if s is None else s, T, e))
         )

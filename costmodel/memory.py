@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import sympy as sp
 
 from . import symbols as S
-from .blocks import Profile
 from .config import DTYPE_BYTES, ModelConfig, Workload
 from .model import CostModel, profile_for
 
@@ -54,7 +53,7 @@ def korthikanti_activation_bytes() -> sp.Expr:
     return S.n * S.b * S.d * (34 + 5 * S.h * S.n / S.d)
 
 
-def activation_bytes(cfg: ModelConfig, profile: Profile, recompute: str) -> sp.Expr:
+def activation_bytes(model: CostModel, recompute: str) -> sp.Expr:
     """Bytes saved for backward over a training forward, after recomputation.
 
     none: everything the profile keeps.
@@ -63,9 +62,9 @@ def activation_bytes(cfg: ModelConfig, profile: Profile, recompute: str) -> sp.E
     full: each layer keeps only its input (b * tokens * d elements); in backward one layer at a time
       is recomputed, so the largest layer's own saved bytes are added once.
     """
-    if recompute == "selective":
-        profile = dataclasses.replace(profile, attention="flash")
-    model = CostModel(cfg, profile)
+    cfg = model.cfg
+    if recompute == "selective" and model.profile.attention == "eager":
+        model = CostModel(cfg, dataclasses.replace(model.profile, attention="flash"))
     total = model.total("saved_bytes")
     if recompute in ("none", "selective"):
         return total
@@ -111,7 +110,7 @@ def memory(cfg: ModelConfig, workload: Workload, model: CostModel | None = None)
         weights=per_param.weights * params,
         gradients=per_param.gradients * params,
         optimizer=per_param.optimizer * params,
-        activations=activation_bytes(cfg, model.profile, workload.recompute),
+        activations=activation_bytes(model, workload.recompute),
         kv_cache=model.total("kv_cache_bytes"),
         param_bytes=per_param,
     )
