@@ -100,6 +100,8 @@ class ModelConfig:
     token_types: int = 0  # BERT's segment embeddings (type_vocab_size)
     dropout: float = 0.0  # training-time dropout probability (keeps masks for backward)
     family: str = "custom"  # where the architecture comes from: llama, gpt2, bert, t5, transformer...
+    # Which of n_kv_heads / d_head were derived rather than given (replace() derives them again).
+    _derived: frozenset = dataclasses.field(default=frozenset(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         owner = f"model {self.name!r}" if isinstance(self.name, str) and self.name else "model"
@@ -111,8 +113,10 @@ class ModelConfig:
             _check_int(owner, name, getattr(self, name), minimum=0)
         if self.n_encoder_layers == 0 and self.n_decoder_layers == 0:
             raise ConfigError(f"{owner}: needs at least one encoder or decoder layer.")
+        derived = set()
         if self.n_kv_heads is None:
             object.__setattr__(self, "n_kv_heads", self.n_heads)
+            derived.add("n_kv_heads")
         _check_int(owner, "n_kv_heads", self.n_kv_heads)
         if self.n_heads % self.n_kv_heads:
             raise ConfigError(
@@ -126,6 +130,8 @@ class ModelConfig:
                     f"({self.n_heads}) and no head dimension is given."
                 )
             object.__setattr__(self, "d_head", self.d_model // self.n_heads)
+            derived.add("d_head")
+        object.__setattr__(self, "_derived", frozenset(derived))
         _check_int(owner, "d_head", self.d_head)
         _check_choice(owner, "position", self.position, POSITIONS)
         _check_int(owner, "relative_buckets", self.relative_buckets)
@@ -169,11 +175,17 @@ class ModelConfig:
         return self.n_encoder_layers + self.n_decoder_layers
 
     def replace(self, **changes: Any) -> "ModelConfig":
-        """A copy with some fields changed (validated again)."""
+        """A copy with some fields changed (validated again); derived fields are derived again."""
+        for name in self._derived:
+            changes.setdefault(name, None)
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The fields as given (derived ones as None), ready for from_dict or JSON."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+        for name in self._derived:
+            data[name] = None
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "config") -> "ModelConfig":

@@ -50,7 +50,7 @@ class Estimate:
         self.cfg = cfg
         self.workload = workload
         self.model = CostModel(cfg, profile_for(cfg, workload))
-        self.values = values(cfg, workload)
+        self.values = {k: sp.Integer(v) for k, v in values(cfg, workload).items()}
         self.memory = memory(cfg, workload, self.model)
 
     def number(self, expr: sp.Expr) -> int:
@@ -62,7 +62,7 @@ class Estimate:
     @cached_property
     def tokens(self) -> int:
         """Tokens per batch on the decoder (or only) side: the per-token denominator."""
-        return self.values[S.b] * self.values[S.n]
+        return int(self.values[S.b] * self.values[S.n])
 
     @cached_property
     def rows(self) -> list[BlockRow]:

@@ -21,9 +21,15 @@ def values(cfg: ModelConfig, workload: Workload) -> dict[sp.Symbol, int]:
     return {**model_values(cfg), **workload_values(cfg, workload)}
 
 
+def _integers(subs: Mapping[sp.Symbol, int]) -> Mapping[sp.Symbol, sp.Integer]:
+    if all(isinstance(v, sp.Integer) for v in subs.values()):
+        return subs
+    return {k: sp.Integer(v) for k, v in subs.items()}
+
+
 def exact(expr: sp.Expr, subs: Mapping[sp.Symbol, int]) -> int:
     """The expression's value as a Python int; it must be an integer once substituted."""
-    value = sp.sympify(expr).xreplace({k: sp.Integer(v) for k, v in subs.items()})
+    value = sp.sympify(expr).xreplace(_integers(subs))
     if not value.is_Integer:
         value = sp.nsimplify(value)
         if not value.is_Integer:
@@ -33,7 +39,7 @@ def exact(expr: sp.Expr, subs: Mapping[sp.Symbol, int]) -> int:
 
 def exact_rational(expr: sp.Expr, subs: Mapping[sp.Symbol, int]) -> sp.Rational:
     """The expression's exact value (a rational, for ratios such as the crossover length)."""
-    return sp.Rational(sp.sympify(expr).xreplace({k: sp.Integer(v) for k, v in subs.items()}))
+    return sp.Rational(sp.sympify(expr).xreplace(_integers(subs)))
 
 
 class Sweep:

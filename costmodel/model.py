@@ -263,8 +263,8 @@ class CostModel:
             *(leaf.total("flops_matmul") for leaf in self.layer_leaves()
               if leaf.path.endswith(PROJECTIONS_AND_FFN))
         )
-        difference = sp.Poly(sp.expand((attention - linear).xreplace({S.s: S.n})), S.n)
-        quadratic, linear_coeff = difference.coeff_monomial(S.n**2), difference.coeff_monomial(S.n)
+        difference = sp.expand((attention - linear).xreplace({S.s: S.n}))
+        quadratic, linear_coeff = difference.coeff(S.n, 2), difference.coeff(S.n, 1)
         return sp.factor(-linear_coeff / quadratic)
 
 
