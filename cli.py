@@ -41,22 +41,11 @@ def make_workload(cfg: ModelConfig, seq_len: int | None, **options: Any) -> Work
         seq_len = min(2048, cfg.max_positions)
     try:
         workload = Workload(seq_len=seq_len, **options)
+        warnings = workload.check_fits(cfg)
     except ConfigError as error:
         raise InputError(str(error)) from None
-    if cfg.architecture != "encoder-decoder" and workload.tgt_len is not None:
-        raise InputError(f"--tgt-len applies only to encoder-decoder models; {cfg.name} is a {cfg.architecture}.")
-    longest = max(workload.seq_len, workload.decoder_len) + workload.gen_tokens
-    if longest > cfg.max_positions:
-        if cfg.position == "learned":
-            raise InputError(
-                f"sequence length {longest} exceeds model {cfg.name!r}'s {cfg.max_positions} "
-                "learned positions."
-            )
-        click.echo(
-            f"warning: sequence length {longest} is beyond model {cfg.name!r}'s context of "
-            f"{cfg.max_positions} tokens.",
-            err=True,
-        )
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
     return workload
 
 
@@ -170,6 +159,11 @@ def models(as_json) -> None:
     ))
 
 
+def one_line(message: str) -> str:
+    """The message with every non-printable character (newlines included) escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; usage errors and bad input print one line and return 2."""
     try:
@@ -178,10 +172,10 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(error.ctx.get_help() if error.ctx else str(error))
         return 0
     except click.UsageError as error:
-        click.echo(f"error: {error.format_message()}", err=True)
+        click.echo(f"error: {one_line(error.format_message())}", err=True)
         return 2
     except click.ClickException as error:
-        click.echo(f"error: {error.format_message()}", err=True)
+        click.echo(f"error: {one_line(error.format_message())}", err=True)
         return error.exit_code
     except click.Abort:
         click.echo("aborted.", err=True)

@@ -47,21 +47,34 @@ RECOMPUTES = ("none", "selective", "full")
 OPTIMIZERS = ("adamw", "sgd")
 
 
+#: Largest accepted value of any size: beyond it a value is a typo, not a model (10^9 tokens,
+#: widths or vocabulary entries; layers and heads stay far below it in any real model).
+MAX_SIZE = 10**9
+
+
+def show(value: Any, limit: int = 60) -> str:
+    """A value as it reads in an error message: its repr, cut to one short line."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _check_int(owner: str, name: str, value: Any, minimum: int = 1) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{owner}: {name} must be an integer, got {value!r}.")
+        raise ConfigError(f"{owner}: {name} must be an integer, got {show(value)}.")
     if value < minimum:
         raise ConfigError(f"{owner}: {name} must be at least {minimum}, got {value}.")
+    if value > MAX_SIZE:
+        raise ConfigError(f"{owner}: {name} = {value} is beyond {MAX_SIZE:,}; is it a typo?")
 
 
 def _check_choice(owner: str, name: str, value: Any, choices: tuple[str, ...]) -> None:
     if value not in choices:
-        raise ConfigError(f"{owner}: {name} must be one of {', '.join(choices)}; got {value!r}.")
+        raise ConfigError(f"{owner}: {name} must be one of {', '.join(choices)}; got {show(value)}.")
 
 
 def _check_bool(owner: str, name: str, value: Any) -> None:
     if not isinstance(value, bool):
-        raise ConfigError(f"{owner}: {name} must be true or false, got {value!r}.")
+        raise ConfigError(f"{owner}: {name} must be true or false, got {show(value)}.")
 
 
 @dataclass(frozen=True)
@@ -104,7 +117,7 @@ class ModelConfig:
     _derived: frozenset = dataclasses.field(default=frozenset(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        owner = f"model {self.name!r}" if isinstance(self.name, str) and self.name else "model"
+        owner = f"model {show(self.name)}" if isinstance(self.name, str) and self.name else "model"
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError("model: name must be a non-empty string.")
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "max_positions"):
@@ -147,7 +160,7 @@ class ModelConfig:
         if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not (
             0.0 <= self.dropout < 1.0
         ):
-            raise ConfigError(f"{owner}: dropout must be a number in [0, 1), got {self.dropout!r}.")
+            raise ConfigError(f"{owner}: dropout must be a number in [0, 1), got {show(self.dropout)}.")
         if self.rope and self.d_head % 2:
             raise ConfigError(f"{owner}: RoPE needs an even head dimension, got {self.d_head}.")
 
@@ -193,7 +206,7 @@ class ModelConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ConfigError(f"{source}: unknown field {unknown[0]!r}.")
+            raise ConfigError(f"{source}: unknown field {show(unknown[0])}.")
         missing = [
             f.name
             for f in dataclasses.fields(cls)
@@ -232,7 +245,7 @@ class Workload:
         _check_int(owner, "gen_tokens", self.gen_tokens, minimum=0)
         if self.dtype not in DTYPE_BYTES:
             raise ConfigError(
-                f"workload: unknown dtype {self.dtype!r}; use one of fp32, fp16, bf16 "
+                f"workload: unknown dtype {show(self.dtype)}; use one of fp32, fp16, bf16 "
                 "(or float32, float16, bfloat16)."
             )
         object.__setattr__(self, "dtype", CANONICAL_DTYPE[self.dtype])
@@ -251,3 +264,26 @@ class Workload:
 
     def replace(self, **changes: Any) -> "Workload":
         return dataclasses.replace(self, **changes)
+
+    def check_fits(self, cfg: ModelConfig) -> list[str]:
+        """Raise ConfigError if the workload cannot run on the model; return warnings otherwise.
+
+        Longer than a learned position table is an error (there is no row for the position);
+        longer than the context of any other encoding is a warning (it runs, maybe badly).
+        """
+        if cfg.architecture != "encoder-decoder" and self.tgt_len is not None:
+            raise ConfigError(
+                f"tgt_len applies only to encoder-decoder models; {cfg.name} is a {cfg.architecture}."
+            )
+        longest = max(self.seq_len, self.decoder_len) + self.gen_tokens
+        if longest <= cfg.max_positions:
+            return []
+        if cfg.position == "learned":
+            raise ConfigError(
+                f"sequence length {longest} exceeds model {show(cfg.name)}'s {cfg.max_positions} "
+                "learned positions."
+            )
+        return [
+            f"sequence length {longest} is beyond model {show(cfg.name)}'s context of "
+            f"{cfg.max_positions} tokens."
+        ]

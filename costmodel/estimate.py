@@ -40,13 +40,7 @@ class Estimate:
     """All numbers of one model and workload; cheap to build, evaluated on first use."""
 
     def __init__(self, cfg: ModelConfig, workload: Workload):
-        if workload.seq_len > cfg.max_positions and cfg.position == "learned":
-            from .config import ConfigError
-
-            raise ConfigError(
-                f"seq_len {workload.seq_len} exceeds model {cfg.name!r}'s {cfg.max_positions} "
-                "learned positions."
-            )
+        self.warnings = workload.check_fits(cfg)
         self.cfg = cfg
         self.workload = workload
         self.model = CostModel(cfg, profile_for(cfg, workload))

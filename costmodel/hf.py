@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .config import ConfigError, ModelConfig
+from .config import ConfigError, ModelConfig, show
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5")
 
@@ -28,13 +28,13 @@ class _Fields:
             return default
         value = self.data[key]
         if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-            raise ConfigError(f"{self.source}: field {key!r} must be an integer, got {value!r}.")
+            raise ConfigError(f"{self.source}: field {key!r} must be an integer, got {show(value)}.")
         if kind is bool and not isinstance(value, bool):
-            raise ConfigError(f"{self.source}: field {key!r} must be true or false, got {value!r}.")
+            raise ConfigError(f"{self.source}: field {key!r} must be true or false, got {show(value)}.")
         if kind is float and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise ConfigError(f"{self.source}: field {key!r} must be a number, got {value!r}.")
+            raise ConfigError(f"{self.source}: field {key!r} must be a number, got {show(value)}.")
         if kind is str and not isinstance(value, str):
-            raise ConfigError(f"{self.source}: field {key!r} must be a string, got {value!r}.")
+            raise ConfigError(f"{self.source}: field {key!r} must be a string, got {show(value)}.")
         return value
 
 
@@ -44,7 +44,7 @@ def _llama_like(f: _Fields, name: str, family: str) -> ModelConfig:
     head_dim = f.get("head_dim", None)
     act = f.get("hidden_act", "silu", str)
     if act not in ("silu", "swish", "gelu", "gelu_pytorch_tanh"):
-        raise ConfigError(f"{f.source}: unsupported hidden_act {act!r} for {family}.")
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for {family}.")
     # Llama reads attention_bias (all four projections) and mlp_bias; Mistral has no biases;
     # Qwen2 has biases on q/k/v only, fixed in its code.
     if family == "llama":
@@ -82,7 +82,7 @@ def _gpt2(f: _Fields, name: str) -> ModelConfig:
     act = f.get("activation_function", "gelu_new", str)
     acts = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
     if act not in acts:
-        raise ConfigError(f"{f.source}: unsupported activation_function {act!r} for gpt2.")
+        raise ConfigError(f"{f.source}: unsupported activation_function {show(act)} for gpt2.")
     return ModelConfig(
         name=name,
         family="gpt2",
@@ -106,10 +106,10 @@ def _bert(f: _Fields, name: str) -> ModelConfig:
     act = f.get("hidden_act", "gelu", str)
     acts = {"gelu": "gelu", "relu": "relu", "gelu_new": "gelu_tanh"}
     if act not in acts:
-        raise ConfigError(f"{f.source}: unsupported hidden_act {act!r} for bert.")
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for bert.")
     position = f.get("position_embedding_type", "absolute", str)
     if position != "absolute":
-        raise ConfigError(f"{f.source}: unsupported position_embedding_type {position!r} for bert.")
+        raise ConfigError(f"{f.source}: unsupported position_embedding_type {show(position)} for bert.")
     return ModelConfig(
         name=name,
         family="bert",
@@ -137,7 +137,7 @@ def _t5(f: _Fields, name: str) -> ModelConfig:
     proj = f.get("feed_forward_proj", "relu", str)
     acts = {"relu": "relu", "gated-gelu": "geglu", "gelu": "gelu", "gated-relu": None}
     if acts.get(proj) is None:
-        raise ConfigError(f"{f.source}: unsupported feed_forward_proj {proj!r} for t5.")
+        raise ConfigError(f"{f.source}: unsupported feed_forward_proj {show(proj)} for t5.")
     n_layers = f.get("num_layers", 6)
     return ModelConfig(
         name=name,
@@ -182,9 +182,9 @@ def from_hf_config(data: Any, name: str, source: str = "config.json") -> ModelCo
     model_type = data.get("model_type")
     if model_type is None:
         raise ConfigError(f"{source}: missing field 'model_type'.")
-    if model_type not in _BUILDERS:
+    if not isinstance(model_type, str) or model_type not in _BUILDERS:
         raise ConfigError(
-            f"{source}: unsupported model_type {model_type!r}; supported: "
+            f"{source}: unsupported model_type {show(model_type)}; supported: "
             f"{', '.join(SUPPORTED_MODEL_TYPES)}."
         )
     return _BUILDERS[model_type](_Fields(data, source), name)

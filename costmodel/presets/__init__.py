@@ -10,7 +10,7 @@ import difflib
 import json
 from pathlib import Path
 
-from ..config import ConfigError, ModelConfig
+from ..config import ConfigError, ModelConfig, show
 from ..hf import from_hf_config
 
 PRESET_DIR = Path(__file__).resolve().parent
@@ -21,7 +21,8 @@ def preset_names() -> list[str]:
     return sorted(p.stem for p in PRESET_DIR.glob("*.json"))
 
 
-def _parse(text: str, source: str, name: str) -> ModelConfig:
+def parse_config(text: str, source: str, name: str) -> ModelConfig:
+    """A config from JSON text: a Hugging Face config.json or ModelConfig's own fields."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
@@ -42,8 +43,8 @@ def load_preset(name: str) -> ModelConfig:
         names = preset_names()
         close = difflib.get_close_matches(str(name), names, n=3, cutoff=0.5)
         hint = f" Did you mean {', '.join(close)}?" if close else f" Known: {', '.join(names)}."
-        raise ConfigError(f"unknown model {name!r}.{hint}")
-    return _parse(path.read_text(), source=f"preset {name}", name=name)
+        raise ConfigError(f"unknown model {show(name)}.{hint}")
+    return parse_config(path.read_text(), source=f"preset {name}", name=name)
 
 
 def load_config_file(path: str | Path) -> ModelConfig:
@@ -60,4 +61,4 @@ def load_config_file(path: str | Path) -> ModelConfig:
     except OSError as error:
         raise ConfigError(f"{path}: cannot be read ({error.strerror}).") from None
     name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
-    return _parse(text, source=str(path), name=name or "config")
+    return parse_config(text, source=str(path), name=name or "config")

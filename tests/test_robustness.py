@@ -1,0 +1,165 @@
+"""Wrong input never gives a traceback; counts stay exact at any size; output is deterministic.
+
+The property-based tests drive the config loader and the CLI with generated (mostly invalid)
+inputs: over 2,000 per run. Every outcome must be a ModelConfig or a ConfigError (loader), and exit
+status 0 or 2 with a single 'error:' line for 2 (CLI).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import cli
+from costmodel.config import ConfigError, ModelConfig, Workload
+from costmodel.estimate import Estimate
+from costmodel.presets import PRESET_DIR, parse_config, preset_names
+
+ROOT = Path(__file__).resolve().parent.parent
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**20), 10**20) | st.floats(allow_nan=False)
+    | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=6,
+)
+PRESET_TEXTS = {name: (PRESET_DIR / f"{name}.json").read_text() for name in preset_names()}
+
+
+@st.composite
+def mutated_configs(draw) -> str:
+    """A preset's JSON with fields dropped, retyped or set to odd values, or cut short."""
+    text = PRESET_TEXTS[draw(st.sampled_from(sorted(PRESET_TEXTS)))]
+    how = draw(st.sampled_from(["mutate", "mutate", "mutate", "truncate", "garbage"]))
+    if how == "truncate":
+        return text[: draw(st.integers(0, len(text) - 1))]
+    if how == "garbage":
+        return draw(st.text(max_size=40))
+    data = json.loads(text)
+    for _ in range(draw(st.integers(1, 3))):
+        key = draw(st.sampled_from(sorted(data)))
+        action = draw(st.sampled_from(["drop", "value", "int"]))
+        if action == "drop":
+            data.pop(key, None)
+        elif action == "value":
+            data[key] = draw(JSON_VALUES)
+        else:
+            data[key] = draw(st.integers(-5, 10**12))
+        if not data:
+            break
+    return json.dumps(data)
+
+
+@settings(max_examples=1200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated_configs())
+def test_config_loader_returns_a_config_or_one_clear_error(text):
+    try:
+        cfg = parse_config(text, source="config.json", name="fuzz")
+    except ConfigError as error:
+        message = str(error)
+        assert message and "\n" not in message and len(message) < 400
+        return
+    assert isinstance(cfg, ModelConfig)
+
+
+OPTION_VALUES = st.one_of(
+    st.integers(-3, 3).map(str),
+    st.integers(10**6, 10**12).map(str),
+    st.sampled_from(["0", "-1", "1.5", "abc", "", "1e3", "2048", "fp8", "bf16", "float32", "eager",
+                     "flash", "selective", "hf", "reference", "nan", "\u00e9"]),
+    st.text(max_size=6),
+)
+OPTIONS = ["--seq-len", "--batch", "--dtype", "--impl", "--attention", "--recompute", "--gen-tokens",
+           "--optimizer", "--tgt-len", "--model", "--config", "--bogus"]
+
+
+@st.composite
+def cli_arguments(draw) -> list[str]:
+    args = [draw(st.sampled_from(["estimate", "estimate", "estimate", "formulas", "models", "nope"]))]
+    if draw(st.booleans()):
+        args += ["--model", draw(st.sampled_from(sorted(PRESET_TEXTS) + ["llama2-7x", "", "../x"]))]
+    for _ in range(draw(st.integers(0, 3))):
+        option = draw(st.sampled_from(OPTIONS))
+        args.append(option)
+        if draw(st.integers(0, 9)):  # now and then an option with its value missing
+            args.append(draw(OPTION_VALUES))
+    if draw(st.booleans()):
+        args.append("--json")
+    return args
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cli_arguments())
+def test_cli_exits_0_or_2_with_one_line(args):
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(args)
+    assert code in (0, 2), (args, code, err.getvalue())
+    if code == 2:
+        lines = [line for line in err.getvalue().splitlines() if not line.startswith("warning: ")]
+        assert len(lines) == 1 and lines[0].startswith("error: "), (args, err.getvalue())
+
+
+def test_counts_are_exact_at_the_extremes():
+    # ~1.2e15 parameters: d = 2^20, d_ff = 4d + 1, 96 layers, an odd vocabulary; n ~ 10^7,
+    # b ~ 10^6. Odd sizes, so that a float (53-bit mantissa) could not hold the counts.
+    d, d_ff, layers, vocab, n, b = 2**20, 2**22 + 1, 96, 2**18 + 3, 10**7 - 1, 10**6 - 1
+    cfg = ModelConfig(
+        name="huge", family="llama", vocab_size=vocab, d_model=d, n_heads=2**10, d_ff=d_ff,
+        n_decoder_layers=layers, position="rope", norm="rmsnorm", activation="swiglu",
+        qkv_bias=False, out_bias=False, ffn_bias=False, tie_embeddings=False, max_positions=n,
+    )
+    result = Estimate(cfg, Workload(seq_len=n, batch=b))
+    params = layers * (4 * d * d + 3 * d * d_ff + 2 * d) + 2 * vocab * d + d
+    assert params > 10**15
+    assert result.total("params") == params
+    forward = 2 * b * n * (layers * (4 * d * d + 3 * d * d_ff) + d * vocab) + layers * 4 * b * n * n * d
+    assert result.total("flops_matmul") == forward
+    assert result.total("flops_matmul_backward") == 2 * forward
+    assert int(float(forward)) != forward  # a float would have drifted
+    assert result.memory_numbers()["kv_cache"] == layers * 2 * b * n * d * 2
+
+
+def test_json_integers_survive_the_command_line(tmp_path):
+    d, layers, vocab, n, b = 2**20, 96, 2**18, 10**7, 10**6
+    config = {
+        "name": "huge", "family": "llama", "vocab_size": vocab, "d_model": d, "n_heads": 1024,
+        "d_ff": 4 * d, "n_decoder_layers": layers, "position": "rope", "norm": "rmsnorm",
+        "activation": "swiglu", "qkv_bias": False, "out_bias": False, "ffn_bias": False,
+        "tie_embeddings": False, "max_positions": n,
+    }
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps(config))
+    out = subprocess.run(
+        [sys.executable, "cli.py", "estimate", "--config", str(path), "--seq-len", str(n),
+         "--batch", str(b), "--json"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout
+    data = json.loads(out)
+    forward = 2 * b * n * (layers * (4 * d * d + 3 * d * 4 * d) + d * vocab) + layers * 4 * b * n * n * d
+    assert data["flops"]["forward"] == forward
+    assert data["params"]["total"] == layers * (4 * d * d + 3 * d * 4 * d + 2 * d) + 2 * vocab * d + d
+
+
+def test_absurd_sizes_are_rejected():
+    try:
+        Workload(seq_len=10**12)
+    except ConfigError as error:
+        assert "typo" in str(error)
+    else:
+        raise AssertionError("a 10^12-token sequence was accepted")
+
+
+def test_json_output_is_byte_identical_across_runs():
+    command = [sys.executable, "cli.py", "estimate", "--model", "t5-small", "--gen-tokens", "7", "--json"]
+    first = subprocess.run(command, cwd=ROOT, capture_output=True, check=True).stdout
+    second = subprocess.run(command, cwd=ROOT, capture_output=True, check=True).stdout
+    assert first == second and len(first) > 1000
