@@ -17,6 +17,9 @@ Conventions (what "formula == measurement" means, see shared/DESIGN.md):
   rotated element).
 - bytes saved for backward follow an implementation profile (Profile below): which tensors the code
   that runs keeps for the backward pass, in which dtype. e is the activation dtype's bytes.
+- bytes moved (for the roofline) count one forward's memory traffic if every op reads its inputs
+  and writes its outputs once, and every weight is read once, all in the activation dtype; fused
+  attention (sdpa, flash) never writes the n_q x n_k matrix. A model of traffic, not a measurement.
 """
 
 from __future__ import annotations
@@ -83,6 +86,7 @@ class Cost:
     flops_matmul_backward: Expr = ZERO
     saved_bytes: Expr = ZERO
     kv_cache_bytes: Expr = ZERO
+    bytes_moved: Expr = ZERO
 
     @property
     def flops_other(self) -> Expr:
@@ -96,7 +100,7 @@ class Cost:
 
     QUANTITIES = (
         "params", "flops_matmul", "flops_other", "flops_matmul_backward", "saved_bytes",
-        "kv_cache_bytes",
+        "kv_cache_bytes", "bytes_moved",
     )
 
     def get(self, quantity: str) -> Expr:
@@ -126,6 +130,16 @@ def _linear(tokens: Expr, d_in: Expr, d_out: Expr) -> tuple[Expr, Expr]:
     return forward, 2 * forward
 
 
+def _linear_bytes(tokens: Expr, d_in: Expr, d_out: Expr) -> Expr:
+    """Traffic of a linear layer: the weight once, the input read, the output written."""
+    return S.e * (d_in * d_out + tokens * (d_in + d_out))
+
+
+def _elementwise_bytes(elements: Expr, reads: int = 1) -> Expr:
+    """Traffic of an elementwise op: `reads` inputs read, one output written."""
+    return S.e * (reads + 1) * elements
+
+
 # ---------------------------------------------------------------------------------------------
 # Embeddings and positions
 # ---------------------------------------------------------------------------------------------
@@ -149,6 +163,7 @@ class TokenEmbedding(Block):
             params=S.V * S.d if self.owns_table else 0,
             elements=[("mul", scale)],
             saved_bytes=INDEX * self.tokens + output,
+            bytes_moved=_elementwise_bytes(self.tokens * S.d),  # gather rows, write them
         )
 
 
@@ -160,7 +175,11 @@ class LearnedPositions(Block):
     title = "learned positions"
 
     def cost(self) -> Cost:
-        return _cost(params=S.P * S.d, elements=[("add", self.tokens * S.d)])
+        return _cost(
+            params=S.P * S.d,
+            elements=[("add", self.tokens * S.d)],
+            bytes_moved=_elementwise_bytes(self.tokens * S.d, reads=2),
+        )
 
 
 @dataclass(frozen=True)
@@ -171,7 +190,11 @@ class TokenTypes(Block):
     title = "token-type embeddings"
 
     def cost(self) -> Cost:
-        return _cost(params=S.N_tt * S.d, elements=[("add", self.tokens * S.d)])
+        return _cost(
+            params=S.N_tt * S.d,
+            elements=[("add", self.tokens * S.d)],
+            bytes_moved=_elementwise_bytes(self.tokens * S.d, reads=2),
+        )
 
 
 @dataclass(frozen=True)
@@ -182,7 +205,10 @@ class SinusoidalPositions(Block):
     title = "sinusoidal positions"
 
     def cost(self) -> Cost:
-        return _cost(elements=[("add", self.tokens * S.d)])
+        return _cost(
+            elements=[("add", self.tokens * S.d)],
+            bytes_moved=_elementwise_bytes(self.tokens * S.d, reads=2),
+        )
 
 
 @dataclass(frozen=True)
@@ -228,7 +254,10 @@ class Norm(Block):
     def cost(self) -> Cost:
         params = 2 * S.d if self.kind == "layernorm" else S.d
         return _cost(
-            params=params, elements=[(self.kind, self.tokens * S.d)], saved_bytes=self.saved()
+            params=params,
+            elements=[(self.kind, self.tokens * S.d)],
+            saved_bytes=self.saved(),
+            bytes_moved=_elementwise_bytes(self.tokens * S.d) + S.e * params,
         )
 
     def saved(self) -> Expr:
@@ -265,11 +294,14 @@ class QKVProjection(Block):
         if self.bias:
             params += (S.h + 2 * S.h_kv) * S.d_h
         kv_cache = 2 * S.b * S.h_kv * S.d_h * self.cached_tokens * S.e
+        moved = _linear_bytes(self.q_tokens, S.d, S.h * S.d_h)
+        moved += _linear_bytes(self.kv_tokens, S.d, 2 * S.h_kv * S.d_h)
         return _cost(
             params=params,
             flops_matmul=q_fwd + kv_fwd,
             flops_matmul_backward=q_bwd + kv_bwd,
             kv_cache_bytes=kv_cache,
+            bytes_moved=moved,
         )
 
 
@@ -283,7 +315,7 @@ class RotaryEmbedding(Block):
 
     def cost(self) -> Cost:
         rotated = self.q_tokens * S.h * S.d_h + self.kv_tokens * S.h_kv * S.d_h
-        return _cost(elements=[("rope", rotated)])
+        return _cost(elements=[("rope", rotated)], bytes_moved=_elementwise_bytes(rotated))
 
 
 @dataclass(frozen=True)
@@ -306,11 +338,17 @@ class AttentionScores(Block):
         # Q K^T keeps both operands: the queries and the keys of all h heads (GQA keys are
         # repeated to h heads before the product), each copied into a (b*h, len, d_h) batch.
         saved = S.e * S.b * S.h * S.d_h * (self.q_len + self.k_len)
+        # Reads the queries and the keys (h_kv heads: the cache in a decode step); eager attention
+        # writes the scores.
+        moved = S.e * S.b * S.d_h * (S.h * self.q_len + S.h_kv * self.k_len)
+        if self.profile.dense_scores:
+            moved += S.e * pairs
         return _cost(
             flops_matmul=forward,
             flops_matmul_backward=2 * forward,
             elements=elements,
             saved_bytes=saved,
+            bytes_moved=moved,
         )
 
 
@@ -332,7 +370,8 @@ class Softmax(Block):
             saved = FP32 * pairs + (MASK * pairs if self.profile.dropout else 0)
         else:
             saved = FP32 * S.b * S.h * self.q_len
-        return _cost(elements=[("softmax", pairs)], saved_bytes=saved)
+        moved = _elementwise_bytes(pairs) if self.profile.dense_scores else 0
+        return _cost(elements=[("softmax", pairs)], saved_bytes=saved, bytes_moved=moved)
 
 
 @dataclass(frozen=True)
@@ -356,7 +395,16 @@ class WeightedSum(Block):
         else:
             # Fused attention keeps its output (b, h, len, d_h) for its backward.
             saved = values + S.e * S.b * S.h * self.q_len * S.d_h
-        return _cost(flops_matmul=forward, flops_matmul_backward=2 * forward, saved_bytes=saved)
+        # Reads the values (h_kv heads) and, eager, the probabilities; writes the heads' output.
+        moved = S.e * S.b * S.d_h * (S.h_kv * self.k_len + S.h * self.q_len)
+        if self.profile.dense_scores:
+            moved += S.e * pairs
+        return _cost(
+            flops_matmul=forward,
+            flops_matmul_backward=2 * forward,
+            saved_bytes=saved,
+            bytes_moved=moved,
+        )
 
 
 @dataclass(frozen=True)
@@ -373,7 +421,11 @@ class AttentionOutput(Block):
         # It keeps its input: the heads transposed back to (b, len, h*d_h), a contiguous copy.
         saved = S.e * self.tokens * S.h * S.d_h
         return _cost(
-            params=params, flops_matmul=forward, flops_matmul_backward=backward, saved_bytes=saved
+            params=params,
+            flops_matmul=forward,
+            flops_matmul_backward=backward,
+            saved_bytes=saved,
+            bytes_moved=_linear_bytes(self.tokens, S.h * S.d_h, S.d),
         )
 
 
@@ -385,7 +437,8 @@ class Residual(Block):
     title = "residual add"
 
     def cost(self) -> Cost:
-        return _cost(elements=[("add", self.tokens * S.d)])
+        values = self.tokens * S.d
+        return _cost(elements=[("add", values)], bytes_moved=_elementwise_bytes(values, reads=2))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -424,7 +477,15 @@ class FeedForward(Block):
             flops_matmul_backward=backward_in + backward_out,
             elements=elements,
             saved_bytes=self.saved(act),
+            bytes_moved=self.moved(n_in),
         )
+
+    def moved(self, n_in: int) -> Expr:
+        """The matrices' traffic plus the activation (and, gated, the product) over d_ff."""
+        inner = self.tokens * S.d_ff
+        matrices = _linear_bytes(self.tokens, S.d, n_in * S.d_ff) + _linear_bytes(self.tokens, S.d_ff, S.d)
+        pointwise = _elementwise_bytes(inner) + (_elementwise_bytes(inner, reads=2) if self.gated else 0)
+        return matrices + pointwise
 
     def saved(self, act: str) -> Expr:
         """Hidden tensors (b, len, d_ff) kept for backward; the input is counted by the norm.
@@ -463,6 +524,7 @@ class LMHead(Block):
             flops_matmul=forward,
             flops_matmul_backward=backward,
             elements=elements,
+            bytes_moved=_linear_bytes(self.tokens, S.d, S.V),  # the weight is read, tied or not
         )
 
 
@@ -479,6 +541,7 @@ class Pooler(Block):
             flops_matmul=forward,
             flops_matmul_backward=backward,
             elements=[("tanh", S.b * S.d)],
+            bytes_moved=_linear_bytes(S.b, S.d, S.d),
         )
 
 

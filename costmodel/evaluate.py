@@ -59,13 +59,13 @@ class Sweep:
         self._function = sp.lambdify(self.arguments, reduced, modules="numpy", cse=True)
         self.encoder_decoder = model.cfg.architecture == "encoder-decoder"
 
-    def __call__(self, *, n, b=1, s=None, T=0, e=2) -> dict[str, "np.ndarray"]:
-        """Evaluate on arrays (broadcast together); s defaults to n (encoder length = decoder)."""
+    def __call__(self, *, n, b=1, s=None, T=0, c=None, e=2) -> dict[str, "np.ndarray"]:
+        """Evaluate on arrays (broadcast together); s and c default to n."""
         import numpy as np
 
-        arrays = np.broadcast_arrays(
-            *(np.asarray(x, dtype=np.float64) for x in (b, n, n if s is None else s, T, e))
-        )
+        s = n if s is None else s
+        c = n if c is None else c
+        arrays = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (b, n, s, T, c, e)))
         results = self._function(*arrays)
         shape = arrays[0].shape
         return {

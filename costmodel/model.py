@@ -15,7 +15,7 @@ import sympy as sp
 
 from . import blocks as B
 from . import symbols as S
-from .config import ModelConfig, Workload
+from .config import ConfigError, ModelConfig, Workload
 
 ONE = sp.Integer(1)
 
@@ -59,9 +59,10 @@ PROJECTIONS_AND_FFN = ("qkv", "out", "mlp")
 class _TreeBuilder:
     """Builds the tree for one config; each method returns the node of one part of the model."""
 
-    def __init__(self, cfg: ModelConfig, profile: B.Profile):
+    def __init__(self, cfg: ModelConfig, profile: B.Profile, decode: bool = False):
         self.cfg = cfg
         self.profile = profile
+        self.decode = decode
         # Where dropout runs in training (Hugging Face's code and the seeds'): embeddings, attention
         # probabilities and each sublayer's output everywhere; the FFN's hidden layer in the seeds'
         # Transformer and T5; after each stack's final norm in T5.
@@ -73,11 +74,17 @@ class _TreeBuilder:
         return _leaf("dropout", B.Dropout(tokens, S.d)) if self.dropout else None
 
     def attention(
-        self, name: str, q_len: sp.Expr, k_len: sp.Expr, *, cross: bool, cached: sp.Expr
+        self, name: str, q_len: sp.Expr, k_len: sp.Expr, *, cross: bool, cached: sp.Expr,
+        kv_len: sp.Expr | None = None,
     ) -> Node:
-        """One attention sublayer; `cached` tokens of its keys/values stay in the KV cache."""
+        """One attention sublayer; `cached` tokens of its keys/values stay in the KV cache.
+
+        kv_len is the number of tokens whose keys and values are projected here (default k_len;
+        in a decode step, the new token for self-attention and none for cross-attention).
+        """
         cfg = self.cfg
-        q_tokens, kv_tokens = S.b * q_len, S.b * k_len
+        q_tokens = S.b * q_len
+        kv_tokens = S.b * (k_len if kv_len is None else kv_len)
         profile = self.profile
         position_bias = not cross and cfg.position in ("alibi", "relative")
         pre, post = self.norms(q_tokens)
@@ -142,15 +149,26 @@ class _TreeBuilder:
         self, name: str, seq: sp.Expr, layers: sp.Expr, *, decoder: bool, cross_len: sp.Expr | None
     ) -> Node:
         """A stack of layers. A decoder caches its n prompt + T generated tokens' keys/values and,
-        in an encoder-decoder, the encoder's keys/values for cross-attention."""
+        in an encoder-decoder, the encoder's keys/values for cross-attention. In a decode step
+        (seq = 1) the new token attends to c keys and only its own keys/values are projected."""
         cfg = self.cfg
-        self_cached = S.n + S.T if decoder else sp.Integer(0)
+        if self.decode:
+            self_attention = self.attention(
+                "self_attention", seq, S.c, cross=False, cached=S.c, kv_len=seq
+            )
+        else:
+            self_cached = S.n + S.T if decoder else sp.Integer(0)
+            self_attention = self.attention("self_attention", seq, seq, cross=False, cached=self_cached)
+        cross = None
+        if cross_len is not None:
+            kv_len = sp.Integer(0) if self.decode else None
+            cross = self.attention(
+                "cross_attention", seq, cross_len, cross=True, cached=cross_len, kv_len=kv_len
+            )
         layer = _group(
             "layer",
-            self.attention("self_attention", seq, seq, cross=False, cached=self_cached),
-            self.attention("cross_attention", seq, cross_len, cross=True, cached=cross_len)
-            if cross_len is not None
-            else None,
+            self_attention,
+            cross,
             self.ffn(S.b * seq),
             multiplicity=layers,
         )
@@ -173,11 +191,14 @@ class _TreeBuilder:
             return None
         t5_scale = cfg.family == "t5" and cfg.tie_embeddings
         lm = B.LMHead(tokens, not cfg.tie_embeddings, cfg.lm_head_bias, scaled_input=t5_scale)
-        return _group("head", _leaf("lm_head", lm), _leaf("loss", B.CrossEntropy(tokens)))
+        loss = None if self.decode else _leaf("loss", B.CrossEntropy(tokens))
+        return _group("head", _leaf("lm_head", lm), loss)
 
     def build(self) -> Node:
         cfg = self.cfg
         arch = cfg.architecture
+        if self.decode:
+            return self.build_decode_step()
         if arch == "encoder-decoder":
             return _group(
                 cfg.name,
@@ -196,6 +217,24 @@ class _TreeBuilder:
         )
 
 
+    def build_decode_step(self) -> Node:
+        """One cached decoding step: one new token per sequence through the decoder only (an
+        encoder-decoder's encoder ran once, before; its keys/values are in the cache)."""
+        cfg = self.cfg
+        if not cfg.n_decoder_layers:
+            raise ConfigError(f"model {cfg.name!r} has no decoder, so no decode step.")
+        one = ONE
+        cross_len = S.s if cfg.architecture == "encoder-decoder" else None
+        owns = not cfg.share_embeddings if cross_len is not None else True
+        name = "decoder_embedding" if cross_len is not None else "embedding"
+        return _group(
+            cfg.name,
+            self.embedding(name, one, owns_table=owns),
+            self.stack("decoder", one, S.L_dec, decoder=True, cross_len=cross_len),
+            self.head(one),
+        )
+
+
 def profile_for(cfg: ModelConfig, workload: Workload | None = None) -> B.Profile:
     """The implementation profile a workload asks for (training forward: dropout if p > 0)."""
     workload = workload or Workload()
@@ -205,10 +244,15 @@ def profile_for(cfg: ModelConfig, workload: Workload | None = None) -> B.Profile
 class CostModel:
     """The cost tree of one ModelConfig, with totals and per-path sums as sympy expressions."""
 
-    def __init__(self, cfg: ModelConfig, profile: B.Profile | None = None):
+    def __init__(self, cfg: ModelConfig, profile: B.Profile | None = None, decode: bool = False):
+        """decode=False: a forward over b sequences of n tokens (s source tokens); decode=True:
+        one cached decoding step of b sequences whose new token attends to c keys."""
         self.cfg = cfg
+        self.decode = decode
         self.profile = profile or profile_for(cfg)
-        self.root = _TreeBuilder(cfg, self.profile).build()
+        if decode:  # inference: no dropout
+            self.profile = B.Profile(self.profile.impl, self.profile.attention, dropout=False)
+        self.root = _TreeBuilder(cfg, self.profile, decode).build()
 
     @cached_property
     def leaves(self) -> tuple[Leaf, ...]:
@@ -292,4 +336,5 @@ def workload_values(cfg: ModelConfig, workload: Workload) -> dict[sp.Symbol, int
     else:
         n, s = workload.seq_len, workload.seq_len
     return {S.b: workload.batch, S.n: n, S.s: s, S.T: workload.gen_tokens,
+            S.c: n + workload.gen_tokens,
             S.e: workload.bytes_per_element}

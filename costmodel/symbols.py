@@ -33,10 +33,11 @@ b = _dim("b")  # batch size (sequences)
 n = _dim("n")  # tokens per sequence on the decoder side (or the only side)
 s = _dim("s")  # tokens per source sequence (encoder side of an encoder-decoder)
 T = sp.Symbol("T", integer=True, nonnegative=True)  # tokens generated after the prefill
+c = _dim("c")  # keys a decode step attends to: the cached tokens plus the new one
 e = _dim("e")  # bytes per activation element (2 for bf16/fp16, 4 for fp32)
 
 MODEL_SYMBOLS = (d, h, h_kv, d_h, d_ff, V, P, N_tt, N_rb, L_enc, L_dec)
-WORKLOAD_SYMBOLS = (b, n, s, T, e)
+WORKLOAD_SYMBOLS = (b, n, s, T, c, e)
 
 #: How each symbol is written in LaTeX (sympy's default would print d_ff as d_{ff} already; the
 #: mapping makes the others read like the papers).
@@ -56,6 +57,7 @@ LATEX_NAMES = {
     n: r"n",
     s: r"s",
     T: r"T",
+    c: r"c",
     e: r"e",
 }
 
@@ -75,6 +77,7 @@ DESCRIPTIONS = {
     n: "sequence length (decoder side)",
     s: "source sequence length (encoder side)",
     T: "generated tokens",
+    c: "context of a decode step (cached tokens + the new one)",
     e: "bytes per activation element",
 }
 
