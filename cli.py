@@ -159,6 +159,107 @@ def models(as_json) -> None:
     ))
 
 
+@cli.command()
+@model_options
+@click.option("--hardware", "hardware_name", default="a100-80gb", show_default=True, help="A hardware preset (see `hardware`).")
+@click.option("--prompt", type=int, default=None, help="Prompt tokens (inference). Default 2048 or the model's context.")
+@click.option("--gen", type=int, default=128, show_default=True, help="Tokens to generate (inference).")
+@click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch.")
+@click.option("--dtype", default="bf16", show_default=True, help="fp32, fp16 or bf16.")
+@click.option("--attention", default="eager", show_default=True, help="eager (writes the n x n scores) or sdpa/flash (fused).")
+@click.option("--train", is_flag=True, help="Simulate a training step instead of inference.")
+@click.option("--seq-len", "-n", type=int, default=None, help="Training sequence length (default 2048 or the context).")
+@click.option("--recompute", default="none", show_default=True, help="Training: none, selective or full.")
+@click.option("--tokens", type=float, default=None, help="Training: tokens to train on (e.g. 2e12) for the time to train.")
+@click.option("--step-time", type=float, default=None, help="Training: a measured step time in seconds, for its MFU.")
+@click.option("--compute-efficiency", type=float, default=None, help="Fraction of peak FLOP/s reached (default: the preset's).")
+@click.option("--memory-efficiency", type=float, default=None, help="Fraction of peak bandwidth reached (default: the preset's).")
+@click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
+def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, train, seq_len,
+             recompute, tokens, step_time, compute_efficiency, memory_efficiency, as_json) -> None:
+    """Roofline time of prefill, decode and training on a hardware preset."""
+    from costmodel import simulate as sim
+
+    cfg = load_model(model, config)
+    try:
+        hardware = sim.load_hardware(hardware_name)
+        efficiency = None
+        if compute_efficiency is not None or memory_efficiency is not None:
+            efficiency = sim.Efficiency(
+                compute=hardware.efficiency.get("compute", 1.0) if compute_efficiency is None else compute_efficiency,
+                memory=hardware.efficiency.get("memory", 1.0) if memory_efficiency is None else memory_efficiency,
+            )
+        for name, value in (("--tokens", tokens), ("--step-time", step_time)):
+            if value is not None and not value > 0:
+                raise ConfigError(f"{name} must be positive, got {value}.")
+        if train:
+            workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute)
+            result = sim.simulate_training(cfg, workload, hardware, tokens=tokens,
+                                           step_seconds=step_time, efficiency=efficiency)
+        else:
+            if gen < 0:
+                raise ConfigError(f"--gen must be at least 0, got {gen}.")
+            workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention, gen_tokens=gen)
+            result = sim.simulate_inference(cfg, hardware, prompt=workload.seq_len, gen=gen, batch=batch,
+                                            dtype=workload.dtype, efficiency=efficiency, attention=attention)
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+    if as_json:
+        click.echo(json.dumps(finite(result), indent=2))
+        return
+    from reports.text import render_inference, render_training
+
+    click.echo(render_training(result) if train else render_inference(result))
+
+
+@cli.command()
+@click.option("--measure", is_flag=True, help="Benchmark this machine (matmul FLOP/s, bandwidth) and cache it as `local`.")
+@click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
+def hardware(measure, as_json) -> None:
+    """The hardware presets; --measure benchmarks this machine as `local`."""
+    from costmodel import simulate as sim
+    from reports.text import binary_bytes, si, table
+
+    if measure:
+        from validate.calibrate import calibrate
+
+        click.echo("measuring matmul FLOP/s and memory bandwidth (a few seconds)...", err=True)
+        calibrate()
+    rows = []
+    for name in sim.hardware_names():
+        try:
+            hw = sim.load_hardware(name)
+        except ConfigError:
+            continue  # `local` before it is measured
+        rows.append({"name": name, "description": hw.description, "flops_per_s": hw.flops_per_s,
+                     "bandwidth_bytes_per_s": hw.bandwidth_bytes_per_s,
+                     "memory_bytes": hw.memory_bytes, "efficiency": hw.efficiency, "source": hw.source})
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    click.echo(table(
+        ["hardware", "bf16", "fp32", "bandwidth", "memory", "efficiency (compute/memory)", "description"],
+        ([r["name"], si(r["flops_per_s"].get("bf16", 0), "FLOP/s"), si(r["flops_per_s"].get("fp32", 0), "FLOP/s"),
+          si(r["bandwidth_bytes_per_s"], "B/s"), binary_bytes(r["memory_bytes"]),
+          f"{r['efficiency'].get('compute', 1):g} / {r['efficiency'].get('memory', 1):g}", r["description"]]
+         for r in rows),
+        align="lrrrrll",
+    ))
+    if "local" not in {r["name"] for r in rows}:
+        click.echo("(local: not measured yet; `python cli.py hardware --measure`)")
+
+
+def finite(value: Any) -> Any:
+    """JSON has no infinity: an unbounded figure (a crossover that never comes) becomes null."""
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite(v) for v in value]
+    return value
+
+
 def one_line(message: str) -> str:
     """The message with every non-printable character (newlines included) escaped."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)

@@ -111,3 +111,83 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         )
     )
     return "\n".join(out)
+
+
+def seconds(value: float) -> str:
+    """A duration in readable units."""
+    if value == float("inf"):
+        return "inf"
+    for limit, factor, unit in ((86400 * 365, 86400 * 365, "years"), (86400, 86400, "days"),
+                                (3600, 3600, "h"), (60, 60, "min"), (1, 1, "s"), (1e-3, 1e-3, "ms")):
+        if value >= limit:
+            return f"{value / factor:.3g} {unit}"
+    return f"{value / 1e-6:.3g} us"
+
+
+def _timing(label: str, t: dict[str, Any]) -> str:
+    return (f"  {label:<22}{seconds(t['seconds']):>10}   {t['bound']}-bound, "
+            f"{t['intensity_flops_per_byte']:.1f} FLOP/B, compute busy {100 * t['compute_busy_fraction']:.0f}%, "
+            f"memory busy {100 * t['memory_busy_fraction']:.0f}%")
+
+
+def render_inference(r: dict[str, Any]) -> str:
+    """The human report of `simulate` for inference."""
+    i, hw = r["inputs"], r["hardware"]
+    out = [
+        f"{i['model']} on {i['hardware']} ({i['dtype']}, peak {si(hw['peak_flops_per_s'], 'FLOP/s')}, "
+        f"{si(hw['bandwidth_bytes_per_s'], 'B/s')}, efficiency compute {i['compute_efficiency']:g} / "
+        f"memory {i['memory_efficiency']:g}; ridge {hw['ridge_flops_per_byte']:.0f} FLOP/B)",
+        f"prompt {i['prompt']}, generate {i['gen']}, batch {i['batch']}, attention {i['attention']}",
+        "",
+        _timing("prefill", r["prefill"]),
+    ]
+    if "decode" in r:
+        d, m = r["decode"], r["memory"]
+        out += [
+            _timing("first output token", d["first_token"]),
+            _timing("last output token", d["last_token"]),
+            f"  {'generation':<22}{seconds(d['generate_seconds']):>10}   "
+            f"{d['tokens_per_second']:,.0f} tokens/s; prefill + generation {seconds(d['end_to_end_seconds'])}",
+            f"  decode turns compute-bound at batch {d['crossover_batch_weights_only']:,.0f} "
+            f"(weights only: 2 FLOPs and {i['dtype']} bytes per parameter per token)"
+            + (f"; with this context's KV cache at {d['crossover_batch_at_context']:,.0f}"
+               if d["crossover_batch_at_context"] != float("inf")
+               else "; with this context's KV cache it stays memory-bound at any batch"),
+            "",
+            f"Memory: weights {binary_bytes(m['weights'])}, KV cache {binary_bytes(m['kv_bytes_per_token'])} "
+            f"per token per sequence; fits batch <= {m['max_batch']:,} at this context, "
+            f"context <= {m['max_context']:,} at this batch (capacity {binary_bytes(hw['memory_bytes'])})",
+            "",
+            "Generation step by step (seconds per step, and cumulative including the prefill)",
+            table(
+                ["step", "context", "with KV cache", "cumulative", "without cache", "cumulative"],
+                ([row["step"], row["context"], seconds(row["with_cache_seconds"]),
+                  seconds(row["with_cache_cumulative"]), seconds(row["without_cache_seconds"]),
+                  seconds(row["without_cache_cumulative"])] for row in r["generation_table"]),
+            ),
+        ]
+    return "\n".join(out)
+
+
+def render_training(r: dict[str, Any]) -> str:
+    """The human report of `simulate --train`."""
+    i, m = r["inputs"], r["memory"]
+    out = [
+        f"{i['model']} training on {i['hardware']} ({i['dtype']}): seq_len {i['seq_len']}, "
+        f"batch {i['batch']}, recompute {i['recompute']}",
+        "",
+        _timing("step", r["step"]),
+        f"  {'throughput':<22}{r['tokens_per_second']:>10,.0f}   tokens/s; MFU at this step time "
+        f"{100 * r['mfu_predicted']:.1f}%"
+        + (f"; MFU of the measured step {100 * r['mfu_measured']:.1f}%" if "mfu_measured" in r else ""),
+    ]
+    if "train_seconds" in r:
+        out.append(f"  {'train on ' + si(i['tokens']) + ' tokens':<22}{seconds(r['train_seconds']):>10}")
+    out += [
+        "",
+        f"Memory that must fit: weights {binary_bytes(m['weights'])} + gradients "
+        f"{binary_bytes(m['gradients'])} + optimizer {binary_bytes(m['optimizer'])} + activations "
+        f"{binary_bytes(m['activations'])} = {binary_bytes(m['total'])} "
+        f"({'fits' if r['fits'] else 'does NOT fit'} in {binary_bytes(r['memory_capacity'])})",
+    ]
+    return "\n".join(out)

@@ -1,0 +1,426 @@
+"""FLOPs and bytes become seconds: roofline times for prefill, decode and training on a hardware preset.
+
+Pure analytic (no torch). Each block of the cost tree takes max(compute time, memory time), where
+compute time = its FLOPs / (peak FLOP/s x compute efficiency) and memory time = its bytes moved /
+(bandwidth x memory efficiency); a pass is the sum over blocks, and each figure says which resource
+bounds it. Hardware presets are data (costmodel/hardware/*.json); `local` is this machine, measured
+by validate/calibrate.py and cached.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import sympy as sp
+
+from . import symbols as S
+from .blocks import Profile
+from .config import DTYPE_BYTES, ConfigError, ModelConfig, Workload, show
+from .evaluate import Sweep, values
+from .memory import memory
+from .model import CostModel, profile_for
+
+HARDWARE_DIR = Path(__file__).resolve().parent / "hardware"
+
+
+def local_cache_path() -> Path:
+    """Where the `local` calibration is cached (XDG cache directory)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "transformer-costmodel" / "local.json"
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """A machine's peaks: dense matmul FLOP/s per dtype, memory bandwidth and capacity."""
+
+    name: str
+    description: str
+    flops_per_s: dict[str, float]
+    bandwidth_bytes_per_s: float
+    memory_bytes: int
+    efficiency: dict[str, float] = field(default_factory=lambda: {"compute": 1.0, "memory": 1.0})
+    source: str = ""
+
+    def peak(self, dtype: str) -> float:
+        if dtype not in self.flops_per_s:
+            raise ConfigError(f"hardware {self.name}: no peak FLOP/s for {dtype}.")
+        return self.flops_per_s[dtype]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str) -> "Hardware":
+        try:
+            return cls(
+                name=str(data["name"]),
+                description=str(data.get("description", data["name"])),
+                flops_per_s={str(k): float(v) for k, v in data["flops_per_s"].items()},
+                bandwidth_bytes_per_s=float(data["bandwidth_bytes_per_s"]),
+                memory_bytes=int(data["memory_bytes"]),
+                efficiency={str(k): float(v) for k, v in data.get("efficiency", {}).items()}
+                or {"compute": 1.0, "memory": 1.0},
+                source=str(data.get("source", "")),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise ConfigError(f"{source}: not a hardware description ({error}).") from None
+
+
+def hardware_names() -> list[str]:
+    return sorted(p.stem for p in HARDWARE_DIR.glob("*.json")) + ["local"]
+
+
+def load_hardware(name: str) -> Hardware:
+    """A hardware preset; `local` is read from the calibration cache (see validate/calibrate.py)."""
+    if name == "local":
+        path = local_cache_path()
+        if not path.is_file():
+            raise ConfigError(
+                "hardware 'local' is not calibrated yet; run `python cli.py hardware --measure`."
+            )
+        return Hardware.from_dict(json.loads(path.read_text()), source=str(path))
+    path = HARDWARE_DIR / f"{name}.json"
+    if "/" in name or not path.is_file():
+        import difflib
+
+        close = difflib.get_close_matches(name, hardware_names(), n=3, cutoff=0.5)
+        hint = f" Did you mean {', '.join(close)}?" if close else f" Known: {', '.join(hardware_names())}."
+        raise ConfigError(f"unknown hardware {show(name)}.{hint}")
+    return Hardware.from_dict(json.loads(path.read_text()), source=str(path))
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Fractions of the peaks a real run reaches (stated, settable)."""
+
+    compute: float = 1.0
+    memory: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("compute", "memory"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0 < value <= 1):
+                raise ConfigError(f"{name} efficiency must be in (0, 1], got {show(value)}.")
+
+
+@dataclass(frozen=True)
+class Timing:
+    """A roofline time: compute time, memory time, the larger of the two, and which it is."""
+
+    flops: float
+    bytes: float
+    compute_s: float
+    memory_s: float
+
+    @property
+    def seconds(self) -> float:
+        return max(self.compute_s, self.memory_s)
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.compute_s >= self.memory_s else "memory"
+
+    @property
+    def intensity(self) -> float:
+        """FLOPs per byte moved."""
+        return self.flops / self.bytes if self.bytes else math.inf
+
+    def __add__(self, other: "Timing") -> "Timing":
+        return Timing(
+            self.flops + other.flops, self.bytes + other.bytes,
+            self.compute_s + other.compute_s, self.memory_s + other.memory_s,
+        )
+
+
+@dataclass(frozen=True)
+class BlockTiming:
+    path: str
+    timing: Timing
+    seconds: float  # the block's own roofline time, max(compute, memory)
+
+
+class Roofline:
+    """Roofline times of one model on one machine, block by block."""
+
+    def __init__(self, cfg: ModelConfig, hardware: Hardware, dtype: str = "bf16",
+                 efficiency: Efficiency | None = None, attention: str = "eager"):
+        self.cfg = cfg
+        self.hardware = hardware
+        self.dtype = Workload(dtype=dtype).dtype
+        eff = efficiency or Efficiency(**hardware.efficiency)
+        self.efficiency = eff
+        self.flops_per_s = hardware.peak(self.dtype) * eff.compute
+        self.bytes_per_s = hardware.bandwidth_bytes_per_s * eff.memory
+        profile = Profile(impl="hf", attention=attention, dropout=False)
+        self.forward_model = CostModel(cfg, profile)
+        self.decode_model = CostModel(cfg, profile, decode=True) if cfg.n_decoder_layers else None
+
+    def _values(self, batch: int, seq_len: int, context: int | None = None) -> dict:
+        workload = Workload(seq_len=seq_len, batch=batch, dtype=self.dtype)
+        subs = values(self.cfg, workload)
+        subs[S.c] = context if context is not None else seq_len
+        return {k: sp.Integer(v) for k, v in subs.items()}
+
+    def _sweep(self, model: CostModel, skip: tuple[str, ...] = ("loss",)) -> tuple[list[str], Sweep]:
+        """One lambdified function for every leaf's FLOPs and bytes moved (inference: no loss)."""
+        paths, expressions = [], {}
+        for leaf in model.leaves:
+            if leaf.path.rsplit(".", 1)[-1] in skip:
+                continue
+            paths.append(leaf.path)
+            expressions[f"{leaf.path}|flops"] = leaf.total("flops_matmul") + leaf.total("flops_other")
+            expressions[f"{leaf.path}|bytes"] = leaf.total("bytes_moved")
+        return paths, Sweep(model, expressions)
+
+    @cached_property
+    def _prefill_sweep(self) -> tuple[list[str], Sweep]:
+        return self._sweep(self.forward_model)
+
+    @cached_property
+    def _decode_sweep(self) -> tuple[list[str], Sweep]:
+        if self.decode_model is None:
+            raise ConfigError(f"model {self.cfg.name!r} has no decoder; it does not generate.")
+        return self._sweep(self.decode_model)
+
+    def _times(self, sweep: tuple[list[str], Sweep], **workload) -> tuple[list[BlockTiming], Any]:
+        """Per-block timings at the first point and the roofline seconds at every point."""
+        paths, function = sweep
+        out = function(e=DTYPE_BYTES[self.dtype], **workload)
+        seconds = 0.0
+        blocks = []
+        for path in paths:
+            flops, moved = out[f"{path}|flops"], out[f"{path}|bytes"]
+            compute, memory_s = flops / self.flops_per_s, moved / self.bytes_per_s
+            seconds = seconds + (compute > memory_s) * compute + (compute <= memory_s) * memory_s
+            first = Timing(float(flops.flat[0]), float(moved.flat[0]),
+                           float(compute.flat[0]), float(memory_s.flat[0]))
+            blocks.append(BlockTiming(path, first, first.seconds))
+        return blocks, seconds
+
+    def prefill(self, batch: int, seq_len: Any) -> tuple[Timing, Any, list[BlockTiming]]:
+        """A forward over the prompt (no loss): totals at the first length, roofline seconds at
+        every length given (an int or an array), and the blocks at the first length."""
+        blocks, seconds = self._times(self._prefill_sweep, n=seq_len, b=batch)
+        return self._sum(blocks)[0], seconds, blocks
+
+    def decode(self, batch: int, context: Any, source_len: int = 1) -> tuple[Timing, Any, list[BlockTiming]]:
+        """Cached decode steps of `batch` sequences attending to `context` keys (int or array)."""
+        blocks, seconds = self._times(self._decode_sweep, n=1, b=batch, s=source_len, c=context)
+        return self._sum(blocks)[0], seconds, blocks
+
+    @staticmethod
+    def _sum(blocks: list[BlockTiming]) -> tuple[Timing, float]:
+        """Totals: the summed compute/memory times and the sum of per-block roofline times."""
+        total = Timing(0.0, 0.0, 0.0, 0.0)
+        for block in blocks:
+            total = total + block.timing
+        return total, sum(block.seconds for block in blocks)
+
+    def decode_crossover_batch(self, context: int | None = None) -> float:
+        """The batch at which a decode step turns from memory- to compute-bound.
+
+        A decode step's FLOPs and bytes are linear in b: F = f*b, B = B0 + B1*b (B0: weights;
+        B1: each sequence's activations and KV cache at `context`). Compute time equals memory
+        time at b* = B0*P / (f*W - B1*P) (P peak FLOP/s, W bandwidth; both with efficiencies).
+        context=None drops the per-sequence traffic (B1 = 0): the classic weights-only figure,
+        peak/bandwidth x (bytes per parameter) / (2 FLOPs per parameter).
+        """
+        if self.decode_model is None:
+            raise ConfigError(f"model {self.cfg.name!r} has no decoder; it does not generate.")
+        model = self.decode_model
+        flops = sp.Add(*(model.total(q) for q in ("flops_matmul", "flops_other")))
+        moved = model.total("bytes_moved")
+        subs = self._values(1, 1, context if context is not None else 1)
+        subs.pop(S.b)
+        f = float(sp.expand(flops.xreplace(subs)).coeff(S.b, 1))
+        moved_b = sp.expand(moved.xreplace(subs))
+        b0, b1 = float(moved_b.coeff(S.b, 0)), float(moved_b.coeff(S.b, 1))
+        if context is None:
+            b1 = 0.0
+        denominator = f * self.bytes_per_s - b1 * self.flops_per_s
+        return math.inf if denominator <= 0 else b0 * self.flops_per_s / denominator
+
+    def fits(self, batch: int, context: int, source_len: int = 1) -> dict[str, int]:
+        """Inference memory (weights + KV cache): the largest batch at this context and the
+        longest context at this batch that fit, from the decode step's KV-cache formula."""
+        if self.decode_model is None:
+            raise ConfigError(f"model {self.cfg.name!r} has no decoder; it keeps no KV cache.")
+        subs = self._values(1, source_len, context)
+        weights = int(self.forward_model.total("params").xreplace(subs)) * DTYPE_BYTES[self.dtype]
+        subs.pop(S.c)
+        kv = sp.expand(self.decode_model.total("kv_cache_bytes").xreplace(subs))  # k1*c + k0
+        per_token, per_sequence = int(kv.coeff(S.c, 1)), int(kv.coeff(S.c, 0))
+        free = self.hardware.memory_bytes - weights
+        one_sequence = per_token * context + per_sequence
+        return {
+            "weights": weights,
+            "kv_bytes_per_token": per_token,
+            "max_batch": max(free // one_sequence, 0),
+            "max_context": max((free // batch - per_sequence) // per_token, 0),
+        }
+
+
+def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,
+                  efficiency: Efficiency | None = None) -> dict[str, Any]:
+    """Roofline time of one training step: forward + backward (+ recomputation) + optimizer.
+
+    Compute: the tree's matmul FLOPs forward and backward, other FLOPs 3x forward (a stated
+    convention), plus one more forward of the recomputed part (full: the whole forward; selective:
+    the attention core). Memory: 3x the forward's traffic (forward, then backward reading and
+    writing about twice as much), plus the optimizer step reading weights, gradients and states
+    and writing weights and states.
+    """
+    eff = efficiency or Efficiency(**hardware.efficiency)
+    model = CostModel(cfg, profile_for(cfg, workload))
+    subs = {k: sp.Integer(v) for k, v in values(cfg, workload).items()}
+    n = lambda expr: float(expr.xreplace(subs))  # noqa: E731
+    forward = n(model.total("flops_matmul"))
+    backward = n(model.total("flops_matmul_backward"))
+    other = n(model.total("flops_other"))
+    recomputed = 0.0
+    if workload.recompute == "full":
+        recomputed = forward + other
+    elif workload.recompute == "selective":
+        recomputed = n(model.total("flops_matmul", ("scores", "weighted_sum")))
+    mem = memory(cfg, workload, model)
+    params = n(model.total("params"))
+    per_param = mem.param_bytes
+    optimizer_bytes = params * (per_param.total + per_param.weights + per_param.optimizer)
+    moved = 3 * n(model.total("bytes_moved")) + optimizer_bytes
+    flops = forward + backward + 3 * other + recomputed
+    peak = hardware.peak(workload.dtype) * eff.compute
+    bandwidth = hardware.bandwidth_bytes_per_s * eff.memory
+    timing = Timing(flops, moved, flops / peak, moved / bandwidth)
+    tokens = workload.batch * (workload.decoder_len if cfg.architecture == "encoder-decoder" else workload.seq_len)
+    memory_numbers = {k: int(getattr(mem, k).xreplace(subs)) for k in
+                      ("weights", "gradients", "optimizer", "activations")}
+    memory_numbers["total"] = int(mem.training_total.xreplace(subs))
+    return {
+        "timing": timing,
+        "model_flops": forward + backward,
+        "tokens": tokens,
+        "memory": memory_numbers,
+        "fits": memory_numbers["total"] <= hardware.memory_bytes,
+        "peak_flops_per_s": hardware.peak(workload.dtype),
+    }
+
+
+def mfu(model_flops: float, step_seconds: float, peak_flops_per_s: float) -> float:
+    """Model FLOPs utilisation: the step's model FLOPs per second over the peak."""
+    return model_flops / (step_seconds * peak_flops_per_s)
+
+
+def _timing_dict(timing: Timing, seconds: float) -> dict[str, Any]:
+    """A figure with its bound: compute and memory time, and how much of the roofline time each
+    resource is busy (the bounding one 1.0 when a single block dominates)."""
+    return {
+        "seconds": seconds,
+        "flops": timing.flops,
+        "bytes": timing.bytes,
+        "compute_seconds": timing.compute_s,
+        "memory_seconds": timing.memory_s,
+        "bound": timing.bound,
+        "intensity_flops_per_byte": timing.intensity,
+        "compute_busy_fraction": timing.compute_s / seconds if seconds else 0.0,
+        "memory_busy_fraction": timing.memory_s / seconds if seconds else 0.0,
+    }
+
+
+def _steps(gen: int, rows: int = 8) -> list[int]:
+    """Up to `rows` decode steps spread over 1..gen, always with the first and the last."""
+    if gen <= rows:
+        return list(range(1, gen + 1))
+    return sorted({1 + round(i * (gen - 1) / (rows - 1)) for i in range(rows)})
+
+
+def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen: int, batch: int,
+                       dtype: str = "bf16", efficiency: Efficiency | None = None,
+                       attention: str = "eager") -> dict[str, Any]:
+    """Prefill latency, time per output token as the context grows, tokens/s, the decode
+    crossover batch, what fits in memory, and a step table with and without a KV cache."""
+    import numpy as np
+
+    roof = Roofline(cfg, hardware, dtype, efficiency, attention)
+    prefill_total, prefill_s, prefill_blocks = roof.prefill(batch, prompt)
+    prefill_s = float(prefill_s)
+    source = prompt if cfg.architecture == "encoder-decoder" else 1
+    decoder_prompt = 1 if cfg.architecture == "encoder-decoder" else prompt
+    steps = np.arange(1, gen + 1)
+    first = last = None
+    table: list[dict[str, Any]] = []
+    generate_seconds = 0.0
+    if gen:
+        contexts = decoder_prompt + steps
+        first, with_cache, _ = roof.decode(batch, contexts, source_len=source)
+        last, _, _ = roof.decode(batch, int(contexts[-1]), source_len=source)
+        # Without a cache every step reruns the whole prefix (the prompt and the tokens so far).
+        _, without_cache, _ = roof.prefill(batch, contexts)
+        with_cumulative = prefill_s + np.cumsum(with_cache)
+        without_cumulative = prefill_s + np.cumsum(without_cache)
+        generate_seconds = float(np.sum(with_cache))
+        for step in _steps(gen):
+            i = step - 1
+            table.append({
+                "step": step, "context": int(contexts[i]),
+                "with_cache_seconds": float(with_cache[i]),
+                "without_cache_seconds": float(without_cache[i]),
+                "with_cache_cumulative": float(with_cumulative[i]),
+                "without_cache_cumulative": float(without_cumulative[i]),
+            })
+        first_s, last_s = float(with_cache[0]), float(with_cache[-1])
+    result: dict[str, Any] = {
+        "inputs": {"model": cfg.name, "hardware": hardware.name, "dtype": roof.dtype,
+                   "prompt": prompt, "gen": gen, "batch": batch, "attention": attention,
+                   "compute_efficiency": roof.efficiency.compute,
+                   "memory_efficiency": roof.efficiency.memory},
+        "hardware": {"peak_flops_per_s": hardware.peak(roof.dtype),
+                     "bandwidth_bytes_per_s": hardware.bandwidth_bytes_per_s,
+                     "ridge_flops_per_byte": roof.flops_per_s / roof.bytes_per_s,
+                     "memory_bytes": hardware.memory_bytes, "source": hardware.source},
+        "prefill": _timing_dict(prefill_total, prefill_s),
+        "prefill_blocks": [{"path": b.path, "seconds": b.seconds, "bound": b.timing.bound}
+                           for b in prefill_blocks],
+    }
+    if first is not None:
+        result["decode"] = {
+            "first_token": _timing_dict(first, first_s),
+            "last_token": _timing_dict(last, last_s),
+            "generate_seconds": generate_seconds,
+            "tokens_per_second": batch * gen / generate_seconds,
+            "end_to_end_seconds": prefill_s + generate_seconds,
+            "crossover_batch_weights_only": roof.decode_crossover_batch(),
+            "crossover_batch_at_context": roof.decode_crossover_batch(decoder_prompt + gen),
+        }
+        result["memory"] = roof.fits(batch, decoder_prompt + gen, source_len=source)
+        result["generation_table"] = table
+    return result
+
+
+def simulate_training(cfg: ModelConfig, workload: Workload, hardware: Hardware, *,
+                      tokens: float | None = None, step_seconds: float | None = None,
+                      efficiency: Efficiency | None = None) -> dict[str, Any]:
+    """Step time, tokens/s, MFU (predicted, and for a measured step time), time to train on
+    `tokens` tokens, and the memory that must fit."""
+    step = training_step(cfg, workload, hardware, efficiency)
+    timing: Timing = step["timing"]
+    seconds = timing.seconds
+    tokens_per_second = step["tokens"] / seconds
+    result = {
+        "inputs": {"model": cfg.name, "hardware": hardware.name, "dtype": workload.dtype,
+                   "seq_len": workload.seq_len, "batch": workload.batch,
+                   "recompute": workload.recompute, "tokens": tokens},
+        "step": _timing_dict(timing, seconds),
+        "tokens_per_second": tokens_per_second,
+        "mfu_predicted": mfu(step["model_flops"], seconds, step["peak_flops_per_s"]),
+        "memory": step["memory"],
+        "fits": step["fits"],
+        "memory_capacity": hardware.memory_bytes,
+    }
+    if step_seconds is not None:
+        result["mfu_measured"] = mfu(step["model_flops"], step_seconds, step["peak_flops_per_s"])
+    if tokens is not None:
+        result["train_seconds"] = tokens / tokens_per_second
+    return result
