@@ -34,12 +34,13 @@ def check_positions(cfg: ModelConfig, end: int) -> None:
 
 
 def sinusoid_table(length: int, d_model: int) -> Tensor:
-    """Vaswani et al.'s table: sin on even features, cos on odd ones, wavelengths up to 10000*2pi."""
-    position = torch.arange(length, dtype=torch.float32).unsqueeze(1)  # (P, 1)
+    """Vaswani et al.'s table: sin on even features, cos on odd ones, wavelengths up to 10000*2pi.
+    Computed in float64, returned in the default dtype (the model's)."""
+    position = torch.arange(length, dtype=torch.float64).unsqueeze(1)  # (P, 1)
     frequency = torch.exp(
-        torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model)
+        torch.arange(0, d_model, 2, dtype=torch.float64) * (-math.log(10000.0) / d_model)
     )  # (ceil(d/2),)
-    table = torch.zeros(length, d_model)  # (P, d)
+    table = torch.zeros(length, d_model, dtype=torch.float64)  # (P, d)
     table[:, 0::2] = torch.sin(position * frequency)
     table[:, 1::2] = torch.cos(position * frequency[: d_model // 2])
     return table.to(torch.get_default_dtype())
@@ -80,12 +81,13 @@ class RotaryEmbedding(nn.Module):
         super().__init__()
         self.cfg = cfg
         d_h = cfg.d_head
+        # Tables computed in float64, then held in the model's dtype.
         inverse_frequency = 1.0 / ROPE_BASE ** (
-            torch.arange(0, d_h, 2, dtype=torch.float32) / d_h
+            torch.arange(0, d_h, 2, dtype=torch.float64) / d_h
         )  # (d_h/2,)
-        angles = torch.outer(torch.arange(cfg.max_positions, dtype=torch.float32), inverse_frequency)
+        angles = torch.outer(torch.arange(cfg.max_positions, dtype=torch.float64), inverse_frequency)
         angles = torch.cat([angles, angles], dim=-1)  # (P, d_h)
-        dtype = torch.get_default_dtype()  # the model's dtype (set before building, see DESIGN.md)
+        dtype = torch.get_default_dtype()  # the model's dtype (set before building: DESIGN.md)
         self.register_buffer("cos", angles.cos().to(dtype), persistent=False)
         self.register_buffer("sin", angles.sin().to(dtype), persistent=False)
 
