@@ -1,0 +1,315 @@
+"""Click commands of reports/: report, plot (a group), claims and sweep; COMMANDS lists them.
+
+cli.py registers them with cli.add_command. Importing this module is cheap (click and costmodel's
+config only): matplotlib, numpy, sympy evaluation and torch are imported inside the commands.
+Bad input raises ReportInputError (one line, exit status 2); `claims` exits 1 when a claim fails.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .output import ReportInputError
+
+DTYPES = ("fp32", "fp16", "bf16", "float32", "float16", "bfloat16")
+
+
+class ClaimsFailed(click.ClickException):
+    """At least one claim does not hold: exit status 1."""
+
+    exit_code = 1
+
+
+def _models(model: str | None, models: str | None, config: str | None, *,
+            single: bool = False) -> list[Any]:
+    """The ModelConfigs named by exactly one of --model, --models or --config."""
+    from . import series
+
+    given = [x for x in (model, models, config) if x is not None]
+    if len(given) != 1:
+        raise ReportInputError("give exactly one of --model NAME, --models A,B,... or --config PATH.")
+    if config is not None:
+        from costmodel.config import ConfigError
+        from costmodel.presets import load_config_file
+
+        try:
+            cfgs = [load_config_file(config)]
+        except ConfigError as error:
+            raise ReportInputError(str(error)) from None
+    elif model is not None:
+        cfgs = [series.load_model(model)]
+    else:
+        cfgs = [series.load_model(name) for name in series.model_names(models)]
+    if single and len(cfgs) != 1:
+        raise ReportInputError("this figure is drawn for one model; give --model NAME.")
+    return cfgs
+
+
+def _command_line() -> str:
+    """The command as typed (for the report's 'Made with' line), without the interpreter."""
+    return " ".join(shlex.quote(arg) for arg in ["python", "cli.py", *sys.argv[1:]]) \
+        if sys.argv and sys.argv[0].endswith("cli.py") else ""
+
+
+def model_choice(function):
+    function = click.option("--config", "config", type=str,
+                            help="A Hugging Face config.json or a ModelConfig JSON file.")(function)
+    function = click.option("--models", "models", type=str,
+                            help="Several presets, comma-separated (e.g. gpt2,llama2-7b).")(function)
+    return click.option("--model", "-m", "model", type=str, help="A preset name (see `models`).")(function)
+
+
+# ---------------------------------------------------------------------------------------------
+# report
+
+
+@click.command()
+@model_choice
+@click.option("--out", "-o", required=True, type=str, help="Output directory (created if missing).")
+@click.option("--batch", "-b", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Sequences per batch for the summary and the memory figures.")
+@click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True,
+              help="Activation and weight dtype for the summary and the memory figures.")
+@click.option("--no-measure", is_flag=True,
+              help="Skip every measurement (torch): faster, no formula-vs-measurement figure.")
+@click.option("--no-full-size", is_flag=True,
+              help="Measure only tiny models on CPU tensors (skip full-size FakeTensorMode runs).")
+def report(model, models, config, out, batch, dtype, no_measure, no_full_size) -> None:
+    """A report of one or several models: index.html, report.md, figures (PNG, SVG) and CSV tables.
+
+    Figures: where the FLOPs go vs n, the regime map, memory vs n against GPUs, the generation cost
+    with and without a KV cache, parameters across presets and formula vs measurement; then the
+    seeds' claims, checked. Progress goes to stderr; the paths written to stdout.
+    """
+    from . import report as build
+    from .series import make_workload
+
+    cfgs = _models(model, models, config)
+    dtype = make_workload(dtype=dtype).dtype
+    out_path = Path(out)
+    if out_path.exists() and not out_path.is_dir():
+        raise ReportInputError(f"{out}: exists and is not a directory.")
+    made = build.build(cfgs, batch=batch, dtype=dtype, measure=not no_measure,
+                       full_size=not no_full_size, command=_command_line())
+    written = build.write(made, out_path)
+    index = out_path / "index.html"
+    click.echo(f"wrote {len(written)} files under {out_path}/; open {index}", err=True)
+    click.echo(str(index))
+
+
+# ---------------------------------------------------------------------------------------------
+# plot
+
+
+@click.group()
+def plot() -> None:
+    """One figure to a file (.png or .svg): flops, regimes, memory, generation, params, validation."""
+
+
+def _figure_options(function):
+    function = click.option("--csv", "csv_path", type=str, default=None,
+                            help="Also write the figure's numbers as CSV.")(function)
+    return click.option("--out", "-o", required=True, type=str,
+                        help="The figure file: .png or .svg.")(function)
+
+
+def _save(made: Any, out: str, csv_path: str | None) -> None:
+    from . import output
+
+    fmt = Path(out).suffix.lower().lstrip(".")
+    if fmt not in ("png", "svg"):
+        raise ReportInputError(f"{out}: the figure file must end in .png or .svg.")
+    made.render((fmt,))
+    output.write_bytes(out, made.images[fmt])
+    if csv_path:
+        output.write_text(csv_path, output.csv_text(made.headers, made.rows))
+    click.echo(out)
+
+
+def _check_out(out: str) -> None:
+    if Path(out).suffix.lower() not in (".png", ".svg"):
+        raise ReportInputError(f"{out}: the figure file must end in .png or .svg.")
+
+
+@plot.command("flops")
+@model_choice
+@_figure_options
+def plot_flops(model, models, config, out, csv_path) -> None:
+    """Where the forward FLOPs go vs n, with the crossover n* marked (one panel per model)."""
+    from . import report as build
+
+    _check_out(out)
+    _save(build.make_flops(_models(model, models, config)), out, csv_path)
+
+
+@plot.command("regimes")
+@model_choice
+@_figure_options
+def plot_regimes(model, models, config, out, csv_path) -> None:
+    """The (n, d) plane shaded by the dominant term, every preset at its usual context."""
+    from . import report as build
+
+    _check_out(out)
+    _save(build.make_regimes(_models(model, models, config)), out, csv_path)
+
+
+@plot.command("memory")
+@model_choice
+@_figure_options
+@click.option("--batch", "-b", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Sequences per batch.")
+@click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True,
+              help="Activation and weight dtype.")
+def plot_memory(model, models, config, out, csv_path, batch, dtype) -> None:
+    """Activations (eager, flash, recomputation) and the KV cache vs n, against GPU memory."""
+    from . import report as build
+    from .series import make_workload
+
+    _check_out(out)
+    (cfg,) = _models(model, models, config, single=True)
+    _save(build.make_memory(cfg, batch, make_workload(dtype=dtype).dtype), out, csv_path)
+
+
+@plot.command("generation")
+@model_choice
+@_figure_options
+@click.option("--no-measure", is_flag=True, help="Skip the FlopCounterMode points.")
+def plot_generation(model, models, config, out, csv_path, no_measure) -> None:
+    """Cumulative FLOPs of generating T tokens with and without a KV cache (decoder-only)."""
+    from . import report as build
+    from .output import progress
+
+    _check_out(out)
+    (cfg,) = _models(model, models, config, single=True)
+    made = build.make_generation(cfg, not no_measure, progress)
+    if made is None:
+        raise ReportInputError(
+            f"model {cfg.name!r} is an {cfg.architecture}; the generation figure is drawn for "
+            "decoder-only models."
+        )
+    _save(made, out, csv_path)
+
+
+@plot.command("params")
+@click.option("--model", "-m", "model", type=str, help="A preset to highlight.")
+@click.option("--models", "models", type=str, help="Presets to highlight, comma-separated.")
+@click.option("--config", "config", type=str, help="A config file to add and highlight.")
+@_figure_options
+def plot_params(model, models, config, out, csv_path) -> None:
+    """Parameters per block across presets, and the seeds' rule 12 L d^2 + embeddings vs exact."""
+    from . import report as build
+
+    _check_out(out)
+    cfgs = _models(model, models, config) if (model or models or config) else []
+    _save(build.make_params(cfgs), out, csv_path)
+
+
+@plot.command("validation")
+@model_choice
+@_figure_options
+@click.option("--no-full-size", is_flag=True, help="Measure only the tiny models on CPU tensors.")
+def plot_validation(model, models, config, out, csv_path, no_full_size) -> None:
+    """Every measured quantity against the cost tree (log-log, y = x)."""
+    from . import report as build
+    from .output import progress
+
+    _check_out(out)
+    cfgs = _models(model, models, config)
+    _save(build.make_validation(cfgs, progress, full_size=not no_full_size), out, csv_path)
+
+
+# ---------------------------------------------------------------------------------------------
+# claims
+
+
+@click.command()
+@click.option("--no-measure", is_flag=True, help="Check the cost tree's values only (no torch).")
+@click.option("--json", "as_json", is_flag=True, help="The claims as JSON on stdout.")
+def claims(no_measure, as_json) -> None:
+    """The seeds' claims, each checked against the cost tree and, where possible, a measurement.
+
+    Prints every claim with a check mark or a cross, and Vaswani et al. 2017's Table 1 at
+    d = 512; exits with status 1 if any claim fails.
+    """
+    import json
+
+    from .claims import check_claims, render_claims, render_table1, table1
+    from .output import progress
+
+    checked = check_claims(measure=not no_measure, progress=progress)
+    if as_json:
+        click.echo(json.dumps([c.to_dict() for c in checked], indent=2))
+    else:
+        click.echo(render_claims(checked))
+        click.echo("")
+        click.echo(render_table1(table1()))
+    failed = [c.key for c in checked if not c.holds]
+    if failed:
+        raise ClaimsFailed(f"{len(failed)} of {len(checked)} claims fail: {', '.join(failed)}.")
+
+
+# ---------------------------------------------------------------------------------------------
+# sweep
+
+
+@click.command()
+@click.option("--model", "-m", "model", type=str, help="A preset name (see `models`).")
+@click.option("--config", "config", type=str, help="A Hugging Face config.json or a ModelConfig JSON file.")
+@click.option("--seq-len", "-n", "seq_len", default="128:131072:x2", show_default=True,
+              help="Sequence lengths: a,b,c or start:stop[:+step | :xfactor] (mixable with commas).")
+@click.option("--batch", "-b", "batch", default="1", show_default=True,
+              help="Batch sizes, same syntax as --seq-len.")
+@click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True,
+              help="Activation and weight dtype.")
+@click.option("--impl", type=click.Choice(("hf", "reference")), default="hf", show_default=True,
+              help="Whose code the activation memory models.")
+@click.option("--attention", type=click.Choice(("eager", "sdpa", "flash")), default="eager",
+              show_default=True, help="Attention kernel (fused kernels keep no n x n matrix).")
+@click.option("--recompute", type=click.Choice(("none", "selective", "full")), default="none",
+              show_default=True, help="Activation recomputation.")
+@click.option("--gen-tokens", "-T", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Tokens generated after the prefill (KV cache).")
+@click.option("--optimizer", type=click.Choice(("adamw", "sgd")), default="adamw", show_default=True,
+              help="Optimizer (state bytes).")
+@click.option("--csv", "csv_path", type=str, default=None, help="Write the grid as CSV here.")
+@click.option("--json-out", "json_path", type=str, default=None, help="Write the grid as JSON here.")
+def sweep(model, config, seq_len, batch, dtype, impl, attention, recompute, gen_tokens, optimizer,
+          csv_path, json_path) -> None:
+    """Every quantity of a model on an (n, b) grid, evaluated in one vectorised call.
+
+    Columns: FLOPs (forward, backward, training, other ops, attention, projections and FFN, the
+    attention share) and bytes (activations, KV cache, weights, training and inference totals).
+    Without --csv or --json-out the CSV goes to stdout. Values are float64 (exact below 2**53).
+    """
+    from . import output
+    from . import sweep as grid
+    from .series import make_workload
+
+    if (model is None) == (config is None):
+        raise ReportInputError("give exactly one of --model NAME or --config PATH.")
+    (cfg,) = _models(model, None, config)
+    workload = make_workload(dtype=dtype, impl=impl, attention=attention, recompute=recompute,
+                             gen_tokens=gen_tokens, optimizer=optimizer)
+    seq_lens = grid.parse_values(seq_len, "--seq-len")
+    batches = grid.parse_values(batch, "--batch")
+    warning = grid.check_lengths(cfg, seq_lens, workload)
+    if warning:
+        click.echo(warning, err=True)
+    result = grid.run(cfg, workload, seq_lens, batches)
+    click.echo(f"{result.points:,} points ({len(seq_lens)} lengths x {len(batches)} batch sizes) "
+               f"evaluated in {result.evaluate_seconds:.3f} s (lambdify {result.compile_seconds:.3f} s)",
+               err=True)
+    if csv_path:
+        output.write_text(csv_path, grid.csv_text(result))
+    if json_path:
+        output.write_json(json_path, grid.json_data(result))
+    if not csv_path and not json_path:
+        click.echo(grid.csv_text(result), nl=False)
+
+
+COMMANDS = [report, plot, claims, sweep]

@@ -1,0 +1,248 @@
+"""Measured points for the reports: the reference model (validate/) run and counted with torch.
+
+Every point pairs a measurement with the cost tree's value for the same model and workload:
+parameters (the full-size model built on the meta device), forward matmul FLOPs (FlopCounterMode;
+full size under FakeTensorMode, and a tiny member of the family on real CPU tensors), training
+FLOPs (forward + backward), bytes saved for backward (fp32, the reference implementation profile),
+KV-cache bytes after a prefill and decode steps, and the FLOPs of generating tokens with and
+without a KV cache. torch is imported only when a measurement runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+from costmodel.config import ModelConfig, Workload
+from costmodel.evaluate import exact, values
+from costmodel.memory import memory
+from costmodel.model import CostModel, profile_for
+
+from .output import progress as default_progress
+
+TINY_WIDTH = 64  # d of the tiny member of a family
+TINY_HEADS = 4
+TINY_VOCAB = 101  # odd on purpose: a swapped dimension cannot hide
+TINY_LAYERS = 2
+TINY_POSITIONS = 256
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Point:
+    """One quantity of one model and workload: the cost tree's value and the measured one."""
+
+    quantity: str  # params | forward_flops | training_flops | activation_bytes | kv_cache_bytes ...
+    model: str
+    seq_len: int
+    batch: int
+    formula: int
+    measured: int
+    how: str  # what was run, in a few words
+
+    @property
+    def relative_error(self) -> float:
+        return (self.measured - self.formula) / self.formula if self.formula else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "relative_error": self.relative_error}
+
+
+def tiny(cfg: ModelConfig) -> ModelConfig:
+    """A small member of the config's family: d 64, 4 heads (2 KV heads under GQA), the same
+    d_ff/d ratio, 2 layers per stack, vocabulary 101, every other choice kept."""
+    kv_heads = TINY_HEADS if cfg.n_kv_heads == cfg.n_heads else TINY_HEADS // 2
+    d_ff = max(8, round(TINY_WIDTH * cfg.d_ff / cfg.d_model))
+    return cfg.replace(
+        name=f"{cfg.name}-tiny",
+        vocab_size=TINY_VOCAB,
+        d_model=TINY_WIDTH,
+        n_heads=TINY_HEADS,
+        n_kv_heads=kv_heads,
+        d_head=TINY_WIDTH // TINY_HEADS,
+        d_ff=d_ff,
+        n_encoder_layers=TINY_LAYERS if cfg.n_encoder_layers else 0,
+        n_decoder_layers=TINY_LAYERS if cfg.n_decoder_layers else 0,
+        max_positions=max(TINY_POSITIONS, min(cfg.max_positions, TINY_POSITIONS)),
+        relative_buckets=min(cfg.relative_buckets, 8),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The cost tree's side of each point
+
+
+def tree_values(cfg: ModelConfig, workload: Workload) -> dict[str, int]:
+    """The tree's numbers a measurement is compared with, for one model and workload."""
+    model = CostModel(cfg, profile_for(cfg, workload))
+    subs = values(cfg, workload)
+    forward = exact(model.total("flops_matmul"), subs)
+    return {
+        "params": exact(model.total("params"), subs),
+        "forward_flops": forward,
+        "training_flops": forward + exact(model.total("flops_matmul_backward"), subs),
+        "activation_bytes": exact(memory(cfg, workload, model).activations, subs),
+        "kv_cache_bytes": exact(model.total("kv_cache_bytes"), subs),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# The measured side
+
+
+def _inputs(cfg: ModelConfig, batch: int, seq_len: int, labels: bool) -> dict[str, Any]:
+    """Deterministic token ids for the reference model's forward (source = target length)."""
+    import torch
+
+    def ids(offset: int) -> "torch.Tensor":
+        index = torch.arange(batch * seq_len, dtype=torch.long).reshape(batch, seq_len)
+        return (index * 7919 + offset) % cfg.vocab_size
+
+    inputs = {"input_ids": ids(3)}
+    if cfg.architecture == "encoder-decoder":
+        inputs["decoder_input_ids"] = ids(5)
+    if cfg.token_types:
+        inputs["token_type_ids"] = torch.zeros(batch, seq_len, dtype=torch.long)
+    if labels and cfg.head == "lm":
+        inputs["labels"] = ids(11)
+    return inputs
+
+
+def _loss(output: Any) -> Any:
+    """The reference model's loss, or mean squares of its outputs when it has no LM head."""
+    if output.loss is not None:
+        return output.loss
+    loss = output.hidden.float().pow(2).mean()
+    return loss + output.pooled.float().pow(2).mean() if output.pooled is not None else loss
+
+
+def _build(cfg: ModelConfig) -> Any:
+    import torch
+
+    from validate.reference import build_reference
+
+    torch.manual_seed(0)
+    return build_reference(cfg)
+
+
+def measure_params(cfg: ModelConfig) -> int:
+    """Parameters of the full-size reference model, built on the meta device (no memory)."""
+    import torch
+
+    from validate.measure import count_parameters
+
+    with torch.device("meta"):
+        model = _build(cfg)
+    return count_parameters(model)
+
+
+def measure_flops(cfg: ModelConfig, seq_len: int, batch: int = 1, backward: bool = False,
+                  fake: bool = False) -> int:
+    """Forward (or forward + backward) matmul FLOPs of the reference model, FlopCounterMode."""
+    import contextlib
+
+    from validate.hf_models import fake_mode
+    from validate.measure import matmul_flops
+
+    with fake_mode() if fake else contextlib.nullcontext():
+        model = _build(cfg)
+        inputs = _inputs(cfg, batch, seq_len, labels=backward)
+        result = matmul_flops(model, inputs, backward=backward, loss_fn=_loss)
+    return result.total
+
+
+def measure_saved_bytes(cfg: ModelConfig, seq_len: int, batch: int = 1) -> int:
+    """Bytes saved for backward by a training forward with the loss (fp32, real tensors)."""
+    from validate.measure import saved_activation_bytes
+
+    model = _build(cfg).train()
+    return saved_activation_bytes(model, _inputs(cfg, batch, seq_len, labels=True), _loss).total_bytes
+
+
+def measure_kv_cache(cfg: ModelConfig, prompt: int, gen_tokens: int) -> int:
+    """KV-cache bytes after a prefill of `prompt` tokens and gen_tokens decode steps (fp32)."""
+    from validate.decoding import kv_cache_bytes
+
+    model = _build(cfg).eval()
+    ids = _inputs(cfg, 1, prompt, labels=False)["input_ids"]
+    return kv_cache_bytes(model, ids, gen_tokens)["generated"]
+
+
+def measure_generation(cfg: ModelConfig, max_tokens: int) -> dict[str, list[int]]:
+    """Matmul FLOPs of each generation step of a decoder-only reference model (b = 1, no_grad).
+
+    without_cache[t-1]: a full forward over the first t tokens. with_cache[t-1]: step t of cached
+    decoding (t = 1: the prefill of one token; then one token against t - 1 cached ones).
+    """
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from validate.decoding import prefill, step
+
+    model = _build(cfg).eval()
+    ids = _inputs(cfg, 1, max_tokens, labels=False)["input_ids"]  # (1, T)
+
+    def counted(run: Callable[[], Any]) -> int:
+        counter = FlopCounterMode(display=False)
+        with torch.no_grad(), counter:
+            run()
+        return counter.get_total_flops()
+
+    without = [counted(lambda: model(ids[:, :length])) for length in range(1, max_tokens + 1)]
+    state: list[Any] = []
+    with_cache = [counted(lambda: state.append(prefill(model, ids[:, :1])[0]))]
+    for position in range(1, max_tokens):
+        with_cache.append(counted(lambda: step(state[0], ids[:, position])))
+    return {"without_cache": without, "with_cache": with_cache}
+
+
+# ---------------------------------------------------------------------------------------------
+# The points of the formula-vs-measurement figure
+
+
+TINY_LENGTHS = (8, 32, 96)
+FULL_LENGTH = 256  # full-size forward under FakeTensorMode
+
+
+def validation_points(cfgs: list[ModelConfig], progress: Progress = default_progress,
+                      full_size: bool = True) -> list[Point]:
+    """Measured points for each model: its full-size parameters (and forward FLOPs under fake
+    tensors), and its tiny member's FLOPs, saved bytes and KV cache on real tensors."""
+    points: list[Point] = []
+    for index, cfg in enumerate(cfgs, 1):
+        small = tiny(cfg)
+        prefix = f"[measure {index}/{len(cfgs)}] {cfg.name}"
+        progress(f"{prefix}: parameters (meta device)")
+        full = Workload(seq_len=min(FULL_LENGTH, cfg.max_positions), batch=1, dtype="fp32",
+                        impl="reference")
+        tree = tree_values(cfg, full)
+        points.append(Point("params", cfg.name, 0, 0, tree["params"], measure_params(cfg),
+                            "reference model on the meta device"))
+        if full_size:
+            progress(f"{prefix}: forward FLOPs at n={full.seq_len} (FakeTensorMode)")
+            points.append(Point("forward_flops", cfg.name, full.seq_len, 1, tree["forward_flops"],
+                                measure_flops(cfg, full.seq_len, fake=True),
+                                "FlopCounterMode, full size under FakeTensorMode"))
+        progress(f"{prefix}: tiny member (d={small.d_model}) on CPU tensors")
+        points.append(Point("params", small.name, 0, 0, tree_values(small, Workload(seq_len=8))["params"],
+                            measure_params(small), "reference model on the meta device"))
+        for length in TINY_LENGTHS:
+            workload = Workload(seq_len=length, batch=2, dtype="fp32", impl="reference")
+            tree = tree_values(small, workload)
+            points.append(Point("forward_flops", small.name, length, 2, tree["forward_flops"],
+                                measure_flops(small, length, batch=2), "FlopCounterMode, CPU"))
+            points.append(Point("training_flops", small.name, length, 2, tree["training_flops"],
+                                measure_flops(small, length, batch=2, backward=True),
+                                "FlopCounterMode around forward + backward, CPU"))
+            points.append(Point("activation_bytes", small.name, length, 2, tree["activation_bytes"],
+                                measure_saved_bytes(small, length, batch=2),
+                                "saved_tensors_hooks, fp32, reference profile"))
+        if small.architecture == "decoder":
+            prompt, generated = 8, 8
+            workload = Workload(seq_len=prompt, gen_tokens=generated, batch=1, dtype="fp32")
+            points.append(Point("kv_cache_bytes", small.name, prompt + generated, 1,
+                                tree_values(small, workload)["kv_cache_bytes"],
+                                measure_kv_cache(small, prompt, generated),
+                                f"cache after a prefill of {prompt} and {generated} decode steps"))
+    return points

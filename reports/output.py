@@ -1,0 +1,105 @@
+"""Writing report files: atomically, deterministically, with one clear error for bad paths.
+
+Every file is written to a temporary name in its own directory and moved into place with
+os.replace, so an interrupted or failed write never leaves a partial file. Figures carry no
+timestamps (PNG "Software"/SVG "Date" metadata removed, a fixed SVG hash salt), numbers are
+formatted the same way on every run, so the same command twice writes identical bytes.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import click
+
+SVG_HASH_SALT = "costmodel-reports"  # fixed ids in SVG output (matplotlib's svg.hashsalt)
+
+
+class ReportInputError(click.ClickException):
+    """Bad input to a report command: one line on stderr, exit status 2."""
+
+    exit_code = 2
+
+
+def progress(message: str) -> None:
+    """A progress line on stderr (long runs say what they are doing)."""
+    click.echo(message, err=True)
+
+
+def write_bytes(path: str | Path, data: bytes) -> Path:
+    """Write data to path atomically: a temporary file beside it, then os.replace."""
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise ReportInputError(f"{path}: is a directory; give a file name.")
+    if not directory.is_dir():
+        raise ReportInputError(f"{directory}: no such directory.")
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    return write_bytes(path, text.encode("utf-8"))
+
+
+def write_json(path: str | Path, data: Any) -> Path:
+    return write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def number_text(value: Any) -> str:
+    """One number as CSV text: ints exactly, floats with 15 significant digits (float64 is exact
+    to about 16, so 15 round-trips the same on every machine)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return format(value, ".15g")
+    return str(value)
+
+
+def csv_text(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """CSV with '\\n' line endings and numbers formatted by number_text."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(headers)
+    for row in rows:
+        writer.writerow([number_text(v) for v in row])
+    return buffer.getvalue()
+
+
+def ensure_directory(path: str | Path) -> Path:
+    """The output directory, created if missing; a file in the way is bad input."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ReportInputError(f"{path}: exists and is not a directory.")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ReportInputError(f"{path}: cannot create the directory ({error.strerror}).") from None
+    return path
+
+
+def figure_bytes(figure: Any, fmt: str) -> bytes:
+    """A matplotlib figure as PNG or SVG bytes with no timestamps or random ids."""
+    import matplotlib
+
+    buffer = io.BytesIO()
+    metadata = {"Software": None} if fmt == "png" else {"Date": None, "Creator": None}
+    with matplotlib.rc_context({"svg.hashsalt": SVG_HASH_SALT, "svg.fonttype": "path"}):
+        figure.savefig(buffer, format=fmt, metadata=metadata, dpi=110 if fmt == "png" else None)
+    return buffer.getvalue()

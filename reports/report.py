@@ -1,0 +1,521 @@
+"""Build the report: figures, CSV tables, the claims, then index.html and report.md.
+
+Each make_* function computes one figure's numbers (series.py, generation.py, measured.py: all from
+the cost tree or a measurement) and returns a Made: the figure, its caption and its table. The
+report writes each figure as PNG and SVG, each table as CSV, and pages that show them all. Files
+are written only once everything is computed, each one atomically.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from costmodel.config import ModelConfig, Workload
+from costmodel.presets import load_preset, preset_names
+
+from . import output, series
+from .text import binary_bytes, count, si
+
+Progress = Callable[[str], None]
+FORMATS = ("png", "svg")
+
+
+@dataclass
+class Made:
+    """One figure with its caption and the table of the numbers it draws."""
+
+    name: str  # file stem: figures/<name>.png, tables/<name>.csv
+    title: str
+    caption: str
+    figure: Any
+    headers: Sequence[str] = ()
+    rows: list[Sequence[Any]] = field(default_factory=list)
+    images: dict[str, bytes] = field(default_factory=dict)  # format -> bytes, once rendered
+
+    def render(self, formats: Sequence[str] = FORMATS) -> None:
+        """Render to bytes and close the matplotlib figure."""
+        from .figures import pyplot
+
+        for fmt in formats:
+            self.images[fmt] = output.figure_bytes(self.figure, fmt)
+        pyplot().close(self.figure)
+
+
+def _power_of_two_above(x: float) -> int:
+    return 2 ** math.ceil(math.log2(max(x, 2)))
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Where the FLOPs go
+
+
+def make_flops(cfgs: Sequence[ModelConfig]) -> Made:
+    from . import figures
+
+    panels, rows = [], []
+    for cfg in cfgs:
+        _, crossover = series.crossover(cfg)
+        context = series.usual_context(cfg)
+        top = min(_power_of_two_above(max(8 * crossover, 4 * context)), 2**21)
+        ns = series.geometric(8, top, 160)
+        shares = series.flop_shares(cfg, ns)
+        panels.append({"cfg": cfg, "ns": ns, "shares": shares, "crossover": crossover,
+                       "context": context})
+        for i, n in enumerate(ns):
+            rows.append([cfg.name, int(n), *(float(shares[label][i]) for label in shares)])
+    labels = [label for label, _ in series.FLOP_GROUPS]
+    names = ", ".join(c.name for c in cfgs)
+    return Made(
+        "flops", f"Where the FLOPs go ({names})",
+        "Share of each block group in the forward FLOPs (matrix products and the other ops, b = 1) "
+        "as the sequence grows. Blue: the projections and the FFN, whose cost grows as n d^2; "
+        "orange: the attention scores and the weighted sum, which grow as n^2 d. The black line is "
+        "the crossover n* where attention equals the projections plus the FFN, solved "
+        "symbolically from the cost tree (CostModel.crossover); the dotted line is the model's "
+        "usual context.",
+        figures.flop_shares(panels),
+        ["model", "seq_len", *labels], rows,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. The regime map
+
+
+SEEDS_EXAMPLES = (
+    {"label": "translation\nn = 50, d = 512", "n": 50, "d": 512, "beyond": False},
+    {"label": "long context\nn = 4096 and beyond", "n": 4096, "d": 512, "beyond": True},
+)
+
+
+def make_regimes(cfgs: Sequence[ModelConfig]) -> Made:
+    from . import figures
+
+    reference = cfgs[0]
+    presets = []
+    for name in preset_names():
+        cfg = load_preset(name)
+        presets.append({"name": name, "n": series.usual_context(cfg), "d": cfg.d_model})
+    for cfg in cfgs:
+        if cfg.name not in preset_names():
+            presets.append({"name": cfg.name, "n": series.usual_context(cfg), "d": cfg.d_model})
+    crossover = series.multiple_of_d(series.crossover_in_width(reference))
+    plane = series.attention_share_plane(reference)
+    rows = []
+    for preset in presets:
+        share = float(plane(preset["n"], preset["d"]))
+        rows.append([preset["name"], preset["n"], preset["d"], share,
+                     "attention" if share > 0.5 else "projections and FFN"])
+    return Made(
+        "regimes", "The regime map",
+        f"The (n, d) plane shaded by the share of the layers' matrix-product FLOPs spent in "
+        f"attention (n^2 d) rather than in the projections and FFN (n d^2), for "
+        f"{reference.name}'s shape scaled in width (d_ff/d and the head width kept). Red: attention "
+        f"dominates; blue: the projections and FFN do; the black line is n* = {crossover}. Every "
+        f"preset sits at its usual context length (bold: in this report); stars mark the seeds' "
+        f"examples. The shading uses the reference shape's share at each preset's (n, d).",
+        figures.regime_map(plane, reference, crossover, presets, [c.name for c in cfgs],
+                           SEEDS_EXAMPLES),
+        ["model", "usual_seq_len", "d_model", "attention_share", "dominant"], rows,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Memory
+
+
+def make_memory(cfg: ModelConfig, batch: int, dtype: str) -> Made:
+    from . import figures
+
+    top = max(2**17, _power_of_two_above(2 * series.usual_context(cfg)))
+    ns = series.geometric(64, top, 120)
+    curves = series.memory_curves(cfg, ns, batch=batch, dtype=dtype)
+    labels = list(curves.activations)
+    rows = [[cfg.name, int(n), *(float(curves.activations[label][i]) for label in labels),
+             float(curves.kv_cache[i]), curves.states, curves.weights] for i, n in enumerate(ns)]
+    kv_note = ("" if cfg.has_kv_cache else
+               f" {cfg.name} is an encoder: it keeps no KV cache.")
+    return Made(
+        f"memory-{cfg.name}", f"Memory vs n: {cfg.name}",
+        f"Left: bytes kept for backward by a training forward (b = {batch}, {dtype}, Hugging Face's "
+        "code) with eager attention (it keeps the n x n probabilities), with a fused/flash kernel "
+        "(no n x n term) and with full recomputation (each layer keeps only its input), beside the "
+        "weights, gradients and AdamW states. Right: the KV cache after n tokens and the weights. "
+        f"Green lines: the memory of common GPUs (reports/gpus.json).{kv_note}",
+        figures.memory(curves, cfg, series.gpus()),
+        ["model", "seq_len", *(f"activation_bytes ({label})" for label in labels),
+         "kv_cache_bytes", "weights_gradients_optimizer_bytes", "weights_bytes"], rows,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Generation
+
+
+GENERATION_MEASURED_TOKENS = 24
+
+
+def make_generation(cfg: ModelConfig, measure: bool, progress: Progress) -> Made | None:
+    """None for a model without a decoder-only generation path (encoders, encoder-decoders)."""
+    from . import figures
+    from .generation import generation_curves, leading_terms
+    from .measured import measure_generation, tiny
+
+    if cfg.architecture != "decoder":
+        return None
+    small_cfg = tiny(cfg)
+    full = generation_curves(cfg, series.usual_context(cfg))
+    small = generation_curves(small_cfg, GENERATION_MEASURED_TOKENS)
+    measured = None
+    if measure:
+        progress(f"[generation] {small_cfg.name}: FlopCounterMode over {GENERATION_MEASURED_TOKENS} "
+                 "steps with and without a KV cache")
+        measured = measure_generation(small_cfg, GENERATION_MEASURED_TOKENS)
+    lead = leading_terms(cfg)
+    rows = [[cfg.name, int(t), float(full.without_cache[i]), float(full.with_cache[i]), "", ""]
+            for i, t in enumerate(full.tokens)]
+    for i, t in enumerate(small.tokens):
+        got = ["", ""]
+        if measured:
+            got = [sum(measured["without_cache"][: i + 1]), sum(measured["with_cache"][: i + 1])]
+        rows.append([small_cfg.name, int(t), float(small.without_cache[i]), float(small.with_cache[i]),
+                     *got])
+    return Made(
+        f"generation-{cfg.name}", f"Generation cost: {cfg.name}",
+        "Cumulative forward matrix-product FLOPs of generating T tokens from a one-token prompt "
+        "(b = 1). Without a cache, step t re-runs the whole prefix (the cost tree's forward at "
+        f"n = t): summed, {lead['without_cache']['leading']} T^3 + ..., O(T^3 d). With a KV cache "
+        "step t feeds one token against t keys (derived from the tree's leaves with q_len = 1): "
+        f"summed, {lead['with_cache']['leading']} T^2 + ..., O(T^2 d). Right: a tiny member of the "
+        "family (d = 64, 2 layers) with the reference model's FLOPs measured by FlopCounterMode "
+        "on CPU tensors (circles, squares)" + ("." if measure else " (not measured in this run)."),
+        figures.generation(full, cfg, small, small_cfg, measured),
+        ["model", "tokens", "tree_without_cache", "tree_with_cache", "measured_without_cache",
+         "measured_with_cache"], rows,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Parameters
+
+
+def make_params(cfgs: Sequence[ModelConfig]) -> Made:
+    from . import figures
+    from .claims import seeds_rule
+
+    configs = {name: load_preset(name) for name in preset_names()}
+    configs.update({cfg.name: cfg for cfg in cfgs})
+    rows, table = [], []
+    for name, cfg in configs.items():
+        groups = series.param_groups(cfg)
+        total = series.total_params(cfg)
+        rule = seeds_rule(cfg)
+        rows.append({"name": name, "groups": groups, "total": total, "rule": rule})
+        table.append([name, *groups.values(), total, rule, (rule - total) / total])
+    labels = [label for label, _ in series.PARAM_GROUPS]
+    return Made(
+        "params", "Parameters across presets",
+        "Left: every preset's parameters split by block (exact counts from the cost tree; tied "
+        "output projections are counted once, with the embeddings). Right: the seeds' rule of "
+        "thumb 12 L d^2 plus V d per embedding table, against the exact count: it is close for "
+        "GPT-style models, and misses gated FFNs, cross-attention and large vocabularies.",
+        figures.parameters(rows, [c.name for c in cfgs]),
+        ["model", *labels, "total", "seeds_rule", "rule_relative_error"], table,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. Formula vs measurement
+
+
+def make_validation(cfgs: Sequence[ModelConfig], progress: Progress, full_size: bool = True) -> Made:
+    from . import figures
+    from .measured import validation_points
+
+    points = validation_points(list(cfgs), progress, full_size=full_size)
+    exact_points = sum(p.measured == p.formula for p in points)
+    return Made(
+        "validation", "Formula vs measurement",
+        f"Every measured quantity against the cost tree's value for the same model and workload: "
+        f"{exact_points} of {len(points)} points equal exactly. Parameters: the full-size "
+        "reference model on the meta device; forward FLOPs: FlopCounterMode, full size under "
+        "FakeTensorMode and a tiny member of each family on CPU tensors; training FLOPs, bytes "
+        "saved for backward (fp32, the reference implementation profile) and KV-cache bytes: the "
+        "tiny member. Right: the relative error of each point.",
+        figures.validation(points),
+        ["quantity", "model", "seq_len", "batch", "tree", "measured", "relative_error", "how"],
+        [[p.quantity, p.model, p.seq_len, p.batch, p.formula, p.measured, p.relative_error, p.how]
+         for p in points],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The summary table
+
+
+def summary_rows(cfgs: Sequence[ModelConfig], batch: int, dtype: str) -> tuple[list[str], list[list]]:
+    """One row per model from costmodel.estimate.Estimate at its usual context length."""
+    from costmodel.estimate import Estimate
+
+    headers = ["model", "architecture", "params", "seq_len", "batch", "dtype",
+               "forward_flops_per_token", "training_flops", "weights_bytes",
+               "training_total_bytes", "kv_cache_bytes", "crossover_seq_len", "attention_share",
+               "dominant"]
+    rows = []
+    for cfg in cfgs:
+        workload = Workload(seq_len=min(series.usual_context(cfg), cfg.max_positions), batch=batch,
+                            dtype=dtype)
+        estimate = Estimate(cfg, workload)
+        flops, memory, regime = estimate.flops(), estimate.memory_numbers(), estimate.regime()
+        rows.append([cfg.name, cfg.architecture, estimate.total("params"), workload.seq_len, batch,
+                     dtype, flops["forward_per_token"], flops["training"], memory["weights"],
+                     memory["training_total"], memory["kv_cache"], regime["crossover_seq_len"],
+                     regime["attention_share"], regime["dominant"]])
+    return headers, rows
+
+
+def summary_display(rows: list[list]) -> tuple[list[str], list[list[str]]]:
+    headers = ["model", "architecture", "parameters", "n", "forward FLOPs / token",
+               "training FLOPs (batch)", "weights", "training memory", "KV cache", "n*",
+               "attention share", "dominant"]
+    shown = [[r[0], r[1], count(r[2]), f"{r[3]:,}", si(r[6], "FLOP"), si(r[7], "FLOP"),
+              binary_bytes(r[8]), binary_bytes(r[9]), binary_bytes(r[10]) if r[10] else "none",
+              f"{r[11]:,.0f}", f"{100 * r[12]:.1f}%", r[13]] for r in rows]
+    return headers, shown
+
+
+# ---------------------------------------------------------------------------------------------
+# Building and writing
+
+
+@dataclass
+class Report:
+    cfgs: list[ModelConfig]
+    made: list[Made]
+    summary: tuple[list[str], list[list]]
+    claims: list[Any]
+    table1: list[Any]
+    notes: list[str]
+    command: str
+    batch: int
+    dtype: str
+
+
+def build(cfgs: Sequence[ModelConfig], batch: int = 1, dtype: str = "bf16", measure: bool = True,
+          full_size: bool = True, progress: Progress = output.progress, command: str = "") -> Report:
+    """Compute every figure, table and claim of a report (nothing written yet)."""
+    from .claims import check_claims, table1
+
+    cfgs = list(cfgs)
+    notes = []
+    steps = 5 + 2 * len(cfgs) + (1 if measure else 0)
+    step = iter(range(1, steps + 1))
+    say = lambda what: progress(f"[{next(step)}/{steps}] {what}")  # noqa: E731
+    made = []
+    say("where the FLOPs go")
+    made.append(make_flops(cfgs))
+    say("the regime map")
+    made.append(make_regimes(cfgs))
+    for cfg in cfgs:
+        say(f"memory vs n: {cfg.name}")
+        made.append(make_memory(cfg, batch, dtype))
+    for cfg in cfgs:
+        say(f"generation cost: {cfg.name}")
+        figure = make_generation(cfg, measure, progress)
+        if figure is None:
+            notes.append(f"No generation figure for {cfg.name}: it is an {cfg.architecture}, and the "
+                         "generation cost is derived for decoder-only models.")
+        else:
+            made.append(figure)
+    say("parameters across presets")
+    made.append(make_params(cfgs))
+    if measure:
+        say("formula vs measurement")
+        made.append(make_validation(cfgs, progress, full_size=full_size))
+    else:
+        notes.append("Measurements were skipped (--no-measure): no formula-vs-measurement figure, "
+                     "and the claims show the cost tree's values only.")
+    say("the seeds' claims" + (" (measuring)" if measure else ""))
+    claims = check_claims(measure=measure, progress=progress)
+    say("rendering figures")
+    for figure in made:
+        figure.render()
+    return Report(cfgs, made, summary_rows(cfgs, batch, dtype), claims, table1(), notes, command,
+                  batch, dtype)
+
+
+def write(report: Report, out: str | Path) -> list[Path]:
+    """Write figures/, tables/, claims.json, report.md and index.html under out."""
+    out = output.ensure_directory(out)
+    figures_dir = output.ensure_directory(out / "figures")
+    tables_dir = output.ensure_directory(out / "tables")
+    written = []
+    for made in report.made:
+        for fmt, data in made.images.items():
+            written.append(output.write_bytes(figures_dir / f"{made.name}.{fmt}", data))
+        written.append(output.write_text(tables_dir / f"{made.name}.csv",
+                                         output.csv_text(made.headers, made.rows)))
+    headers, rows = report.summary
+    written.append(output.write_text(tables_dir / "summary.csv", output.csv_text(headers, rows)))
+    written.append(output.write_text(tables_dir / "claims.csv", output.csv_text(
+        ["claim", "holds", "statement", "tree", "measured", "note"],
+        [[c.key, c.holds, c.statement, c.tree, c.measured, c.note] for c in report.claims])))
+    written.append(output.write_text(tables_dir / "table1.csv", output.csv_text(
+        ["layer", "complexity", "flops_n50_d512", "flops_n4096_d512", "sequential", "path_length",
+         "from"],
+        [[r.layer.strip(), r.complexity, r.flops_translation, r.flops_long, r.sequential,
+          r.path_length, r.from_tree] for r in report.table1])))
+    written.append(output.write_json(out / "claims.json", [c.to_dict() for c in report.claims]))
+    written.append(output.write_text(out / "report.md", markdown(report)))
+    written.append(output.write_text(out / "index.html", html_page(report)))
+    return written
+
+
+# ---------------------------------------------------------------------------------------------
+# Pages
+
+
+def _title(report: Report) -> str:
+    return "Cost report: " + ", ".join(c.name for c in report.cfgs)
+
+
+def _intro(report: Report) -> str:
+    return (f"Every number below comes from the cost tree (costmodel/): sympy expressions owned by "
+            f"one block each, evaluated exactly or over arrays. Workload of the summary and the "
+            f"memory figures: batch {report.batch}, {report.dtype}, each model at its usual "
+            f"context length. Measured points come from validate/'s reference model.")
+
+
+def _claims_rows(report: Report) -> list[list[str]]:
+    return [[c.mark, c.statement, c.tree, c.measured or "-", c.note] for c in report.claims]
+
+
+def _table1_rows(report: Report) -> list[list[str]]:
+    return [[r.layer.strip(), r.complexity, si(r.flops_translation, "FLOP"), si(r.flops_long, "FLOP"),
+             r.sequential, r.path_length, r.from_tree] for r in report.table1]
+
+
+TABLE1_HEADERS = ["layer", "complexity per layer", "FLOPs at n = 50", "FLOPs at n = 4096",
+                  "sequential operations", "maximum path length", "from"]
+CLAIM_HEADERS = ["", "claim", "cost tree", "measured", "note"]
+
+
+def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    escape = lambda text: str(text).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    lines = ["| " + " | ".join(escape(h) for h in headers) + " |",
+             "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(escape(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def markdown(report: Report) -> str:
+    holding = sum(c.holds for c in report.claims)
+    parts = [f"# {_title(report)}", "", _intro(report), ""]
+    if report.command:
+        parts += [f"Made with `{report.command}`.", ""]
+    parts += ["## Summary", "", _md_table(*summary_display(report.summary[1])), ""]
+    for made in report.made:
+        parts += [f"## {made.title}", "", f"![{made.title}](figures/{made.name}.png)", "",
+                  made.caption, "", f"Numbers: [tables/{made.name}.csv](tables/{made.name}.csv); "
+                  f"vector figure: [figures/{made.name}.svg](figures/{made.name}.svg).", ""]
+    parts += [f"## The seeds' claims, checked ({holding} of {len(report.claims)} hold)", "",
+              _md_table(CLAIM_HEADERS, _claims_rows(report)), "",
+              "### Vaswani et al. 2017, Table 1, at d = 512", "",
+              _md_table(TABLE1_HEADERS, _table1_rows(report)), "",
+              "Recurrent and convolutional rows use the papers' comparison formulas "
+              "(reports/claims.py), not the cost model.", ""]
+    if report.notes:
+        parts += ["## Notes", "", *(f"- {note}" for note in report.notes), ""]
+    return "\n".join(parts)
+
+
+CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif;
+       margin: 0 auto; max-width: 1180px; padding: 24px 32px 64px; color: #1d1d1f;
+       background: #ffffff; line-height: 1.45; }
+h1 { font-size: 26px; margin-bottom: 4px; }
+h2 { font-size: 20px; margin-top: 40px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
+figure { margin: 16px 0; }
+figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { color: #444; font-size: 14px; margin-top: 6px; }
+table { border-collapse: collapse; font-size: 13px; margin: 12px 0; }
+th, td { border-bottom: 1px solid #e5e5e5; padding: 5px 9px; text-align: left; vertical-align: top; }
+th { background: #f5f5f7; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.ok { color: #1a7f37; font-size: 18px; } td.bad { color: #c62828; font-size: 18px; }
+nav a { margin-right: 14px; } .muted { color: #666; font-size: 13px; }
+"""
+
+IMAGE_CHECK = """
+<script>
+window.addEventListener("load", function () {
+  var images = document.images, loaded = 0;
+  for (var i = 0; i < images.length; i++) {
+    if (images[i].complete && images[i].naturalWidth > 0) { loaded++; }
+  }
+  var check = document.getElementById("image-check");
+  check.setAttribute("data-loaded", String(loaded));
+  check.setAttribute("data-total", String(images.length));
+  check.textContent = loaded + " of " + images.length + " figures loaded.";
+});
+</script>
+"""
+
+
+def _html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], marks: bool = False) -> str:
+    e = html.escape
+    head = "".join(f"<th>{e(str(h))}</th>" for h in headers)
+    body = []
+    for row in rows:
+        cells = []
+        for i, cell in enumerate(row):
+            cls = ""
+            if marks and i == 0:
+                cls = ' class="ok"' if cell == "\u2713" else ' class="bad"'
+            cells.append(f"<td{cls}>{e(str(cell))}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def html_page(report: Report) -> str:
+    """A self-contained page: figures embedded as base64 PNG, no network."""
+    e = html.escape
+    holding = sum(c.holds for c in report.claims)
+    nav = " ".join(f'<a href="#{m.name}">{e(m.title)}</a>' for m in report.made)
+    parts = [
+        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{e(_title(report))}</title>", f"<style>{CSS}</style>", "</head>", "<body>",
+        f"<h1>{e(_title(report))}</h1>", f"<p>{e(_intro(report))}</p>",
+    ]
+    if report.command:
+        parts.append(f'<p class="muted">Made with <code>{e(report.command)}</code>.</p>')
+    parts += [f"<nav>{nav} <a href=\"#claims\">Claims</a></nav>", "<h2 id=\"summary\">Summary</h2>",
+              _html_table(*summary_display(report.summary[1]))]
+    for made in report.made:
+        data = base64.b64encode(made.images["png"]).decode("ascii")
+        parts += [
+            f'<h2 id="{made.name}">{e(made.title)}</h2>', "<figure>",
+            f'<img src="data:image/png;base64,{data}" alt="{e(made.title)}">',
+            f"<figcaption>{e(made.caption)} Numbers: <a href=\"tables/{made.name}.csv\">"
+            f"tables/{made.name}.csv</a>; vector: <a href=\"figures/{made.name}.svg\">"
+            f"figures/{made.name}.svg</a>.</figcaption>", "</figure>",
+        ]
+    parts += [
+        f'<h2 id="claims">The seeds\' claims, checked ({holding} of {len(report.claims)} hold)</h2>',
+        _html_table(CLAIM_HEADERS, _claims_rows(report), marks=True),
+        "<h3>Vaswani et al. 2017, Table 1, at d = 512</h3>",
+        _html_table(TABLE1_HEADERS, _table1_rows(report)),
+        '<p class="muted">Recurrent and convolutional rows use the papers\' comparison formulas '
+        "(reports/claims.py), not the cost model.</p>",
+    ]
+    if report.notes:
+        parts += ["<h2>Notes</h2>", "<ul>", *(f"<li>{e(n)}</li>" for n in report.notes), "</ul>"]
+    parts += ['<p id="image-check" class="muted" data-loaded="" data-total=""></p>', IMAGE_CHECK,
+              "</body>", "</html>", ""]
+    return "\n".join(parts)

@@ -1,0 +1,265 @@
+"""The numbers behind the figures and tables, all taken from the cost tree.
+
+Nothing here types a cost formula: every quantity is a CostModel leaf or total (grouped by path),
+a costmodel.memory expression, or CostModel.crossover, evaluated exactly (costmodel.evaluate.exact)
+or over arrays (costmodel.evaluate.Sweep). numpy is imported lazily; matplotlib never.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import sympy as sp
+
+from costmodel import symbols as S
+from costmodel.config import ConfigError, ModelConfig, Workload
+from costmodel.evaluate import Sweep, exact, exact_rational, values
+from costmodel.memory import memory
+from costmodel.model import ATTENTION_CORE, PROJECTIONS_AND_FFN, CostModel, model_values, profile_for
+
+from .output import ReportInputError
+
+HERE = Path(__file__).resolve().parent
+GPUS_FILE = HERE / "gpus.json"
+CONTEXTS_FILE = HERE / "contexts.json"
+
+# ---------------------------------------------------------------------------------------------
+# Models
+
+
+def load_model(name: str) -> ModelConfig:
+    """A preset by name, or a config file by path (anything with a '/' or ending in .json)."""
+    from costmodel.presets import load_config_file, load_preset
+
+    try:
+        if name.endswith(".json") or "/" in name:
+            return load_config_file(name)
+        return load_preset(name)
+    except ConfigError as error:
+        raise ReportInputError(str(error)) from None
+
+
+def model_names(text: str) -> list[str]:
+    """'gpt2,llama2-7b' -> ['gpt2', 'llama2-7b'] (duplicates and blanks rejected)."""
+    names = [part.strip() for part in text.split(",")]
+    if not names or any(not part for part in names):
+        raise ReportInputError(f"--models {text!r}: give model names separated by commas.")
+    if len(set(names)) != len(names):
+        raise ReportInputError(f"--models {text!r}: a model is named twice.")
+    return names
+
+
+def make_workload(**options: Any) -> Workload:
+    try:
+        return Workload(**options)
+    except ConfigError as error:
+        raise ReportInputError(str(error)) from None
+
+
+@lru_cache(maxsize=None)
+def usual_contexts() -> dict[str, dict[str, Any]]:
+    """Each preset's usual context length (data: reports/contexts.json)."""
+    data = json.loads(CONTEXTS_FILE.read_text())
+    return {k: v for k, v in data.items() if not k.startswith("_")}
+
+
+def usual_context(cfg: ModelConfig) -> int:
+    """The length a preset is usually run at; the config's max_positions for other models."""
+    entry = usual_contexts().get(cfg.name)
+    return int(entry["tokens"]) if entry else cfg.max_positions
+
+
+@lru_cache(maxsize=None)
+def gpus() -> list[dict[str, Any]]:
+    """GPU memory capacities (data: reports/gpus.json), largest first."""
+    data = json.loads(GPUS_FILE.read_text())
+    return sorted(data["gpus"], key=lambda g: (-g["memory_bytes"], g["name"]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Grouping leaves
+
+
+def layer_sum(model: CostModel, quantity: str, names: tuple[str, ...]) -> sp.Expr:
+    """A quantity summed over the layers' leaves whose last path name is in names."""
+    return sp.Add(*(leaf.total(quantity) for leaf in model.layer_leaves()
+                    if leaf.path.rsplit(".", 1)[-1] in names))
+
+
+def attention_flops(model: CostModel) -> sp.Expr:
+    """The layers' attention matmuls (scores and weighted sum): the n^2 d term."""
+    return layer_sum(model, "flops_matmul", ATTENTION_CORE)
+
+
+def linear_flops(model: CostModel) -> sp.Expr:
+    """The layers' projections and FFN matmuls: the n d^2 term."""
+    return layer_sum(model, "flops_matmul", PROJECTIONS_AND_FFN)
+
+
+#: Where the FLOPs go: (label, last path names). Every leaf not named falls into the last group.
+FLOP_GROUPS = (
+    ("QKV projections", ("qkv",)),
+    ("attention output projection", ("out",)),
+    ("attention scores QK^T", ("scores",)),
+    ("weighted sum of values", ("weighted_sum",)),
+    ("FFN", ("mlp",)),
+    ("output projection to the vocabulary", ("lm_head",)),
+    ("norms, softmax, adds and the rest", ()),
+)
+
+PARAM_GROUPS = (
+    ("embeddings", ()),  # paths under an embedding group
+    ("attention", ("qkv", "out", "relative_bias")),
+    ("FFN", ("mlp",)),
+    ("norms", ("norm", "final_norm")),
+    ("output head", ("lm_head", "pooler")),
+)
+
+EMBEDDING_GROUPS = ("embedding", "encoder_embedding", "decoder_embedding")
+
+
+def flop_group_expressions(model: CostModel) -> dict[str, sp.Expr]:
+    """Forward FLOPs (matmul + other ops) per FLOP_GROUPS label."""
+    named = {name: label for label, names in FLOP_GROUPS for name in names}
+    rest = FLOP_GROUPS[-1][0]
+    out = {label: sp.Integer(0) for label, _ in FLOP_GROUPS}
+    for leaf in model.leaves:
+        label = named.get(leaf.path.rsplit(".", 1)[-1], rest)
+        out[label] += leaf.total("flops_matmul") + leaf.total("flops_other")
+    return out
+
+
+def param_groups(cfg: ModelConfig) -> dict[str, int]:
+    """Exact parameters per PARAM_GROUPS label (anything else lands in 'norms')."""
+    model = CostModel(cfg)
+    subs = model_values(cfg)
+    named = {name: label for label, names in PARAM_GROUPS for name in names}
+    out = {label: 0 for label, _ in PARAM_GROUPS}
+    for leaf in model.leaves:
+        if leaf.path.split(".")[0] in EMBEDDING_GROUPS:
+            label = "embeddings"
+        else:
+            label = named.get(leaf.path.rsplit(".", 1)[-1], "norms")
+        out[label] += exact(leaf.total("params"), subs)
+    return out
+
+
+def total_params(cfg: ModelConfig) -> int:
+    return exact(CostModel(cfg).total("params"), model_values(cfg))
+
+
+def crossover(cfg: ModelConfig) -> tuple[sp.Expr, float]:
+    """n* (symbolic, from CostModel.crossover) and its value for the config."""
+    model = CostModel(cfg)
+    value = exact_rational(model.crossover, model_values(cfg))
+    return model.crossover, float(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sweeps over n
+
+
+def geometric(start: int, stop: int, points: int) -> "np.ndarray":
+    """Integer lengths spread evenly on a log axis from start to stop (inclusive, unique)."""
+    import numpy as np
+
+    return np.unique(np.rint(np.geomspace(start, stop, points)).astype(np.int64))
+
+
+def flop_shares(cfg: ModelConfig, ns: "np.ndarray", batch: int = 1) -> dict[str, "np.ndarray"]:
+    """Each FLOP group's share of the forward FLOPs at each n (source length = n)."""
+    import numpy as np
+
+    model = CostModel(cfg)
+    sweep = Sweep(model, flop_group_expressions(model))
+    groups = sweep(n=ns, b=batch)
+    total = np.sum(list(groups.values()), axis=0)
+    return {label: groups[label] / total for label in sweep.names}
+
+
+@dataclass(frozen=True)
+class MemoryCurves:
+    """Bytes vs n for one model (b, dtype fixed): activations under three profiles, KV cache."""
+
+    ns: Any
+    activations: dict[str, Any]  # label -> bytes
+    kv_cache: Any
+    states: int  # weights + gradients + optimizer states (training)
+    weights: int
+    dtype: str
+    batch: int
+
+
+MEMORY_VARIANTS = (
+    ("eager attention", {"attention": "eager", "recompute": "none"}),
+    ("flash attention (no n x n term)", {"attention": "flash", "recompute": "none"}),
+    ("flash + full recomputation", {"attention": "flash", "recompute": "full"}),
+)
+
+
+def memory_curves(cfg: ModelConfig, ns: "np.ndarray", batch: int = 1, dtype: str = "bf16",
+                  impl: str = "hf") -> MemoryCurves:
+    """Training activations per MEMORY_VARIANTS and the inference KV cache, over n."""
+    activations = {}
+    kv_cache = states = weights = None
+    for label, options in MEMORY_VARIANTS:
+        workload = Workload(batch=batch, dtype=dtype, impl=impl, **options)
+        model = CostModel(cfg, profile_for(cfg, workload))
+        mem = memory(cfg, workload, model)
+        sweep = Sweep(model, {"activations": mem.activations, "kv_cache": mem.kv_cache})
+        result = sweep(n=ns, b=batch, e=workload.bytes_per_element)
+        activations[label] = result["activations"]
+        kv_cache = result["kv_cache"]
+        subs = values(cfg, workload)
+        states = exact(mem.weights + mem.gradients + mem.optimizer, subs)
+        weights = exact(mem.weights, subs)
+    return MemoryCurves(ns, activations, kv_cache, states, weights, dtype, batch)
+
+
+# ---------------------------------------------------------------------------------------------
+# The regime map
+
+
+def width_scaled(cfg: ModelConfig) -> dict[sp.Symbol, sp.Expr]:
+    """The config's shape scaled in width: d free; d_ff/d, d_h, h/h_kv and the layers kept."""
+    return {
+        S.d_ff: sp.Rational(cfg.d_ff, cfg.d_model) * S.d,
+        S.h: S.d / cfg.d_head,
+        S.h_kv: S.d / (cfg.d_head * (cfg.n_heads // cfg.n_kv_heads)),
+        S.d_h: sp.Integer(cfg.d_head),
+        S.L_enc: sp.Integer(max(cfg.n_encoder_layers, 1)),
+        S.L_dec: sp.Integer(max(cfg.n_decoder_layers, 1)),
+    }
+
+
+def attention_share_plane(cfg: ModelConfig) -> Any:
+    """The layers' attention share of matmul FLOPs as a function f(n, d) over arrays, for the
+    config's shape scaled in width (source length = n, b = 1).
+
+    The expressions are the cost tree's (attention_flops, linear_flops); only the model symbols
+    are replaced by their width-scaled values before lambdify.
+    """
+    model = CostModel(cfg)
+    fixed = {**width_scaled(cfg), S.b: sp.Integer(1), S.s: S.n}
+    attention = attention_flops(model).xreplace(fixed)
+    linear = linear_flops(model).xreplace(fixed)
+    return sp.lambdify((S.n, S.d), attention / (attention + linear), modules="numpy", cse=True)
+
+
+def crossover_in_width(cfg: ModelConfig) -> sp.Expr:
+    """CostModel.crossover for the config's shape scaled in width: n* as a multiple of d."""
+    return sp.simplify(CostModel(cfg).crossover.xreplace(width_scaled(cfg)))
+
+
+def multiple_of_d(expr: sp.Expr) -> str:
+    """'6 d' or '193/32 d = 6.03 d' for an expression c*d; the expression itself otherwise."""
+    coefficient = sp.simplify(expr / S.d)
+    if coefficient.free_symbols:
+        return str(expr)
+    if coefficient.is_Integer:
+        return f"{coefficient} d"
+    return f"{coefficient} d = {float(coefficient):.2f} d"

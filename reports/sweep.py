@@ -1,0 +1,193 @@
+"""Vectorised sweeps over (n, b): every quantity of a model on a grid, in one Sweep call.
+
+The expressions are the cost tree's (CostModel totals, costmodel.memory); costmodel.evaluate.Sweep
+lambdifies them once (cse=True, numpy) and evaluates the whole grid at once. Values are float64:
+exact to about 16 significant digits (`estimate --json` gives exact integers for one point).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import sympy as sp
+
+from costmodel.config import ModelConfig, Workload
+from costmodel.evaluate import Sweep
+from costmodel.memory import memory
+from costmodel.model import CostModel, profile_for
+
+from .output import ReportInputError
+from .series import attention_flops, linear_flops
+
+MAX_POINTS = 20_000_000  # a grid larger than this is refused (memory: ~8 bytes x columns each)
+MAX_VALUES = 1_000_000  # values of one axis
+
+
+def parse_values(text: str, option: str) -> list[int]:
+    """Integers from 'a,b,c', 'start:stop' (step 1), 'start:stop:+k' or 'start:stop:k' (step k)
+    and 'start:stop:xk' (times k), or comma-separated mixtures; sorted, without duplicates."""
+    values: set[int] = set()
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            raise ReportInputError(f"{option} {text!r}: an empty item; use e.g. 1,8 or 128:4096:x2.")
+        if ":" not in item:
+            values.add(_positive(item, option, text))
+            continue
+        match = re.fullmatch(r"(\d+):(\d+)(?::([x+]?)(\d+))?", item)
+        if not match:
+            raise ReportInputError(
+                f"{option} {text!r}: cannot read {item!r}; use start:stop, start:stop:+step or "
+                "start:stop:xfactor (e.g. 128:131072:x2)."
+            )
+        start, stop = int(match[1]), int(match[2])
+        kind, step = match[3] or "+", int(match[4] or 1)
+        if start < 1 or stop < start:
+            raise ReportInputError(f"{option} {text!r}: a range needs 1 <= start <= stop.")
+        if (kind == "x" and step < 2) or step < 1:
+            raise ReportInputError(f"{option} {text!r}: the step must be >= 1 and a factor >= 2.")
+        if kind == "+" and (stop - start) // step + 1 > MAX_VALUES:
+            raise ReportInputError(f"{option} {text!r}: more than {MAX_VALUES:,} values.")
+        if kind == "x":
+            value = start
+            while value <= stop:
+                values.add(value)
+                value *= step
+        else:
+            values.update(range(start, stop + 1, step))
+    return sorted(values)
+
+
+def _positive(item: str, option: str, text: str) -> int:
+    try:
+        value = int(item)
+    except ValueError:
+        raise ReportInputError(f"{option} {text!r}: {item!r} is not an integer.") from None
+    if value < 1:
+        raise ReportInputError(f"{option} {text!r}: values must be at least 1, got {value}.")
+    return value
+
+
+#: The columns of a sweep, in order, with their units.
+QUANTITIES = (
+    ("forward_flops", "FLOP"),
+    ("backward_flops", "FLOP"),
+    ("training_flops", "FLOP"),
+    ("other_flops", "FLOP"),
+    ("attention_flops", "FLOP"),
+    ("projection_ffn_flops", "FLOP"),
+    ("attention_share", "fraction"),
+    ("activation_bytes", "byte"),
+    ("kv_cache_bytes", "byte"),
+    ("weights_bytes", "byte"),
+    ("training_bytes", "byte"),
+    ("inference_bytes", "byte"),
+)
+
+
+def expressions(cfg: ModelConfig, workload: Workload) -> tuple[CostModel, dict[str, sp.Expr]]:
+    """The cost tree's expression of every column, for the workload's profile and dtype."""
+    model = CostModel(cfg, profile_for(cfg, workload))
+    mem = memory(cfg, workload, model)
+    forward, backward = model.total("flops_matmul"), model.total("flops_matmul_backward")
+    attention, linear = attention_flops(model), linear_flops(model)
+    exprs = {
+        "forward_flops": forward,
+        "backward_flops": backward,
+        "training_flops": forward + backward,
+        "other_flops": model.total("flops_other"),
+        "attention_flops": attention,
+        "projection_ffn_flops": linear,
+        "attention_share": attention / (attention + linear),
+        "activation_bytes": mem.activations,
+        "kv_cache_bytes": mem.kv_cache,
+        "weights_bytes": mem.weights,
+        "training_bytes": mem.training_total,
+        "inference_bytes": mem.inference_total,
+    }
+    return model, {name: exprs[name] for name, _ in QUANTITIES}
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    model: str
+    workload: Workload
+    seq_lens: Any  # (points,) int64, n outer
+    batches: Any  # (points,) int64, b inner
+    columns: dict[str, Any]  # name -> (points,) float64
+    compile_seconds: float  # lambdify
+    evaluate_seconds: float  # the vectorised call
+
+    @property
+    def points(self) -> int:
+        return int(self.seq_lens.size)
+
+
+def check_lengths(cfg: ModelConfig, seq_lens: list[int], workload: Workload) -> str | None:
+    """A learned position table bounds n (error); beyond another model's context is a warning."""
+    longest = seq_lens[-1] + workload.gen_tokens
+    if longest <= cfg.max_positions:
+        return None
+    if cfg.position == "learned":
+        raise ReportInputError(
+            f"sequence length {longest} exceeds model {cfg.name!r}'s {cfg.max_positions} learned "
+            "positions."
+        )
+    return (f"warning: sequence lengths up to {longest} are beyond model {cfg.name!r}'s context "
+            f"of {cfg.max_positions} tokens.")
+
+
+def run(cfg: ModelConfig, workload: Workload, seq_lens: list[int], batches: list[int]) -> SweepResult:
+    """Every column on the grid seq_lens x batches (n outer, b inner) in one Sweep call."""
+    import numpy as np
+
+    points = len(seq_lens) * len(batches)
+    if points > MAX_POINTS:
+        raise ReportInputError(f"the grid has {points:,} points; at most {MAX_POINTS:,} at once.")
+    started = time.perf_counter()
+    model, exprs = expressions(cfg, workload)
+    sweep = Sweep(model, exprs)
+    compiled = time.perf_counter()
+    grid_n, grid_b = np.meshgrid(np.asarray(seq_lens, dtype=np.int64),
+                                 np.asarray(batches, dtype=np.int64), indexing="ij")
+    grid_n, grid_b = grid_n.ravel(), grid_b.ravel()
+    columns = sweep(n=grid_n, b=grid_b, T=workload.gen_tokens, e=workload.bytes_per_element)
+    done = time.perf_counter()
+    return SweepResult(cfg.name, workload, grid_n, grid_b, columns, compiled - started,
+                       done - compiled)
+
+
+def _plain(value: float) -> int | float:
+    """Integral float64 values below 2**53 as ints (exact), others as floats."""
+    if value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return value
+
+
+def csv_text(result: SweepResult) -> str:
+    from .output import csv_text as to_csv
+
+    names = list(result.columns)
+    columns = [result.columns[name].tolist() for name in names]
+    rows = ([result.model, n, b, *(_plain(c[i]) for c in columns)]
+            for i, (n, b) in enumerate(zip(result.seq_lens.tolist(), result.batches.tolist())))
+    return to_csv(["model", "seq_len", "batch", *names], rows)
+
+
+def json_data(result: SweepResult) -> dict[str, Any]:
+    w = result.workload
+    names = list(result.columns)
+    columns = [result.columns[name].tolist() for name in names]
+    return {
+        "model": result.model,
+        "workload": {"dtype": w.dtype, "impl": w.impl, "attention": w.attention,
+                     "recompute": w.recompute, "optimizer": w.optimizer, "gen_tokens": w.gen_tokens},
+        "units": dict(QUANTITIES),
+        "note": "float64 values (exact integers below 2**53); `estimate --json` is exact.",
+        "columns": ["seq_len", "batch", *names],
+        "rows": [[n, b, *(_plain(c[i]) for c in columns)]
+                 for i, (n, b) in enumerate(zip(result.seq_lens.tolist(), result.batches.tolist()))],
+    }

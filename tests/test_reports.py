@@ -1,0 +1,411 @@
+"""reports/: the seeds' claims, the sweep, the figures' numbers, the report files and their page.
+
+Every number asserted here is written out with where it comes from, so a wrong formula, a wrong
+grouping or a lost measurement fails a test.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import cli
+from reports.commands import COMMANDS
+
+ROOT = Path(__file__).resolve().parent.parent
+
+for _command in COMMANDS:  # until cli.py registers them itself
+    if _command.name not in cli.cli.commands:
+        cli.cli.add_command(_command)
+
+
+def run_main(args: list[str], capsys) -> tuple[int, str, str]:
+    code = cli.main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# ---------------------------------------------------------------------------------------------
+# The claims, from the cost tree
+
+
+@pytest.fixture(scope="module")
+def claims():
+    from reports.claims import check_claims
+
+    return {c.key: c for c in check_claims(measure=False)}
+
+
+def test_every_claim_holds_on_the_tree(claims):
+    assert len(claims) == 11
+    assert [k for k, c in claims.items() if not c.holds] == []
+
+
+def test_output_projection_claims(claims):
+    # 32,000 x 512 multiplications per token (the seeds' 16.4M).
+    assert claims["output-projection"].numbers["multiplications_per_token"] == 32_000 * 512 == 16_384_000
+    # Six encoder layers at n = 50, per token: QKV + out 4 d^2, FFN 2 d d_ff, attention 2 n d
+    # multiplications: 6 * (4*512^2 + 2*512*2048 + 2*50*512) = 19,181,568.
+    assert claims["output-projection-vs-layers"].numbers["six_layers_multiplications_per_token"] == (
+        6 * (4 * 512**2 + 2 * 512 * 2048 + 2 * 50 * 512)) == 19_181_568
+
+
+def test_attention_matrices_six_gib(claims):
+    # 12 layers x 8 heads x 4096^2 probabilities x 4 bytes = 6.0 GiB.
+    assert claims["attention-matrices"].numbers["bytes"] == 12 * 8 * 4096**2 * 4 == 6_442_450_944
+    assert 6_442_450_944 == 6 * 2**30
+
+
+def test_llama_parameter_rule(claims):
+    numbers = claims["llama2-7b-params"].numbers
+    assert numbers["rule_layers"] == 12 * 32 * 4096**2 == 6_442_450_944
+    assert numbers["rule_embeddings"] == 2 * 32000 * 4096 == 262_144_000
+    assert numbers["exact"] == 6_738_415_616  # LlamaForCausalLM (DESIGN.md)
+
+
+def test_backward_and_training_ratios(claims):
+    numbers = claims["backward-2x"].numbers
+    assert numbers["backward"] == 2 * numbers["forward"]
+    # GPT-2 at n = 1024: 2 n (L (4 d^2 + 2 d d_ff) + d V) + L 4 n^2 d, b = 1.
+    n, L, d, d_ff, V = 1024, 12, 768, 3072, 50257
+    assert numbers["forward"] == 2 * n * (L * (4 * d * d + 2 * d * d_ff) + d * V) + L * 4 * n * n * d
+    assert claims["training-3x"].numbers["training"] == 3 * numbers["forward"]
+
+
+def test_attention_vs_rnn_and_table1(claims):
+    numbers = claims["attention-vs-rnn"].numbers
+    assert numbers["attention_flops"] == 4 * 50**2 * 512 == 5_120_000
+    assert numbers["recurrent_flops"] == 4 * 50 * 512**2 == 52_428_800
+    assert numbers["breakeven_n"] == 512
+    from reports.claims import table1
+
+    rows = {r.layer.strip(): r for r in table1()}
+    assert rows["self-attention"].flops_long == 4 * 4096**2 * 512
+    assert rows["+ Q, K, V and output projections"].flops_translation == 4 * 50**2 * 512 + 8 * 50 * 512**2
+    assert rows["convolutional (k = 3)"].flops_translation == 2 * 50 * 3 * 512**2
+    assert rows["recurrent"].sequential == "O(n)"
+
+
+def test_ffn_and_kv_claims(claims):
+    assert claims["ffn-2x-projections"].numbers["ratio"] == "2"
+    assert claims["kv-cache-size"].numbers["numbers"] == str(2 * 32 * 4096) + "*n"
+    generation = claims["kv-cache-generation"].numbers
+    assert generation["without_cache_leading"] == "4*L_dec*d/3"
+    assert generation["with_cache_leading"] == "2*L_dec*d"
+
+
+def test_claims_command_marks_and_exit_status(capsys, monkeypatch):
+    code, out, _ = run_main(["claims", "--no-measure"], capsys)
+    assert code == 0
+    assert out.count("\u2713") == 11 and "\u2717" not in out
+    assert "11 of 11 claims hold." in out and "Table 1" in out
+
+    import reports.claims as claims_module
+
+    original = claims_module.check_claims
+
+    def one_fails(measure=True, progress=None):
+        checked = original(measure=False)
+        broken = claims_module.Claim("broken", "A claim that fails.", "test", "0", "", False)
+        return [*checked, broken]
+
+    monkeypatch.setattr(claims_module, "check_claims", one_fails)
+    code, out, err = run_main(["claims", "--no-measure"], capsys)
+    assert code == 1
+    assert "\u2717 12. A claim that fails." in out
+    assert err.strip() == "error: 1 of 12 claims fail: broken."
+
+
+def test_claims_json(capsys):
+    code, out, _ = run_main(["claims", "--no-measure", "--json"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    assert {c["key"]: c["holds"] for c in data}["attention-matrices"] is True
+    assert {c["key"]: c["numbers"] for c in data}["attention-matrices"]["bytes"] == 6_442_450_944
+
+
+# ---------------------------------------------------------------------------------------------
+# Measurements (torch; tiny models on CPU tensors)
+
+
+def test_generation_flops_equal_the_measurement():
+    from reports.generation import generation_curves
+    from reports.measured import measure_generation, tiny
+    from reports.series import load_model
+
+    small = tiny(load_model("llama2-7b"))
+    measured = measure_generation(small, 6)
+    curves = generation_curves(small, 6)
+    assert measured["without_cache"] == [int(x) for x in curves.without_cache_step]
+    assert measured["with_cache"] == [int(x) for x in curves.with_cache_step]
+    assert measured["with_cache"][0] == measured["without_cache"][0]  # a one-token prompt
+    # Step t with a cache: 2 L (q, k, v, o, 3 d d_ff) + attention 4 L t d + head 2 d V, at d 64.
+    d, L, d_ff, V = 64, 2, small.d_ff, 101
+    assert measured["with_cache"][4] == 2 * L * (4 * d * d + 3 * d * d_ff) + 4 * L * 5 * d + 2 * d * V
+
+
+def test_validation_points_are_exact_for_llama():
+    from reports.measured import validation_points
+    from reports.series import load_model
+
+    points = validation_points([load_model("llama2-7b")], progress=lambda message: None,
+                               full_size=False)
+    quantities = {p.quantity for p in points}
+    assert quantities == {"params", "forward_flops", "training_flops", "activation_bytes",
+                          "kv_cache_bytes"}
+    assert [p for p in points if p.measured != p.formula] == []
+    assert {p.model: p.measured for p in points if p.quantity == "params"}["llama2-7b"] == 6_738_415_616
+
+
+# ---------------------------------------------------------------------------------------------
+# The sweep
+
+
+def test_parse_values():
+    from reports.output import ReportInputError
+    from reports.sweep import parse_values
+
+    assert parse_values("128:131072:x2", "--seq-len") == [2**k for k in range(7, 18)]
+    assert parse_values("1,8", "--batch") == [1, 8]
+    assert parse_values("1:10:+3,2", "--batch") == [1, 2, 4, 7, 10]
+    assert parse_values("5:7", "--batch") == [5, 6, 7]
+    for bad in ("0", "8:4", "1:8:x1", "a", "1,,2", "1:8:y2"):
+        with pytest.raises(ReportInputError):
+            parse_values(bad, "--seq-len")
+
+
+def test_sweep_values_and_determinism(tmp_path, capsys):
+    paths = []
+    for run in ("a", "b"):
+        csv_path, json_path = tmp_path / f"{run}.csv", tmp_path / f"{run}.json"
+        code, _, err = run_main(["sweep", "--model", "llama2-7b", "--seq-len", "128:131072:x2",
+                                 "--batch", "1,8", "--csv", str(csv_path), "--json-out",
+                                 str(json_path)], capsys)
+        assert code == 0, err
+        assert "22 points" in err
+        paths.append((csv_path, json_path))
+    assert paths[0][0].read_bytes() == paths[1][0].read_bytes()
+    assert paths[0][1].read_bytes() == paths[1][1].read_bytes()
+    lines = paths[0][0].read_text().splitlines()
+    assert len(lines) == 1 + 11 * 2
+    header = lines[0].split(",")
+    rows = {(int(r.split(",")[1]), int(r.split(",")[2])): r.split(",") for r in lines[1:]}
+    forward = rows[(2048, 1)][header.index("forward_flops")]
+    assert int(forward) == 29_261_612_187_648  # DESIGN.md: measured with FlopCounterMode
+    # KV cache at n = 4096, b = 8, bf16: L * 2 * b * n * d * 2 bytes.
+    assert int(rows[(4096, 8)][header.index("kv_cache_bytes")]) == 32 * 2 * 8 * 4096 * 4096 * 2
+    data = json.loads(paths[0][1].read_text())
+    assert data["columns"][:3] == ["seq_len", "batch", "forward_flops"]
+    assert data["rows"][0][:3] == [128, 1, int(lines[1].split(",")[3])]
+
+
+def test_sweep_thousands_of_points_under_a_second():
+    from costmodel.config import Workload
+    from reports.series import load_model
+    from reports.sweep import run
+
+    result = run(load_model("llama2-7b"), Workload(), list(range(64, 4160, 4)), [1, 2, 4, 8])
+    assert result.points == 1024 * 4
+    assert result.evaluate_seconds < 1.0
+    # Training FLOPs are 3x forward at every point of the grid.
+    assert (result.columns["training_flops"] == 3 * result.columns["forward_flops"]).all()
+
+
+def test_sweep_errors_exit_2(capsys):
+    for args in (
+        ["sweep", "--model", "gpt2", "--seq-len", "128:4096:x2"],  # beyond 1024 learned positions
+        ["sweep", "--model", "gpt2", "--seq-len", "12a"],
+        ["sweep", "--model", "no-such-model"],
+        ["sweep"],
+        ["sweep", "--model", "gpt2", "--batch", "0"],
+    ):
+        code, out, err = run_main(args, capsys)
+        assert code == 2, args
+        assert err.startswith("error: ") and err.count("\n") == 1, err
+
+
+# ---------------------------------------------------------------------------------------------
+# The figures' numbers
+
+
+def test_figure_numbers_from_the_tree():
+    import numpy as np
+
+    from reports import series
+
+    gpt2 = series.load_model("gpt2")
+    assert series.crossover(gpt2)[1] == 4608.0  # n* = 6 d for d_ff = 4d, h d_h = d
+    assert series.multiple_of_d(series.crossover_in_width(gpt2)) == "6 d"
+    shares = series.flop_shares(gpt2, np.array([16, 4608, 65536]))
+    total = sum(shares.values())
+    assert np.allclose(total, 1.0)
+    attention = shares["attention scores QK^T"] + shares["weighted sum of values"]
+    assert attention[0] < 0.01 < attention[1] < attention[2]
+    llama = series.load_model("llama2-7b")
+    curves = series.memory_curves(llama, np.array([4096]), batch=1, dtype="bf16")
+    assert curves.kv_cache[0] == 32 * 2 * 4096 * 4096 * 2 == 2 * 2**30
+    assert curves.weights == 2 * 6_738_415_616 and curves.states == 16 * 6_738_415_616
+    eager, flash, full = curves.activations.values()
+    assert full[0] < flash[0] < eager[0]
+    groups = series.param_groups(llama)
+    assert sum(groups.values()) == 6_738_415_616
+    assert groups["output head"] == 32000 * 4096 and groups["embeddings"] == 32000 * 4096
+
+
+def test_seeds_rule_and_gpus():
+    from reports import series
+    from reports.claims import seeds_rule
+
+    # GPT-2 (tied): 12 L d^2 + V d.
+    assert seeds_rule(series.load_model("gpt2")) == 12 * 12 * 768**2 + 50257 * 768
+    # The seed toy: unshared, untied: three V x d tables, 4 layers.
+    assert seeds_rule(series.load_model("seed-toy")) == 12 * 4 * 64**2 + 3 * 11 * 64
+    capacities = {g["name"]: g["memory_bytes"] for g in series.gpus()}
+    assert capacities["H200"] == 141 * 2**30 and capacities["RTX 4090"] == 24 * 2**30
+    assert all(g["memory_bytes"] == g["memory_gib"] * 2**30 for g in series.gpus())
+
+
+# ---------------------------------------------------------------------------------------------
+# The report
+
+
+@pytest.fixture(scope="module")
+def report_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report") / "gpt2"
+    code = cli.main(["report", "--model", "gpt2", "--out", str(out), "--no-measure"])
+    assert code == 0
+    return out
+
+
+def test_report_files(report_dir):
+    names = {p.relative_to(report_dir).as_posix() for p in report_dir.rglob("*") if p.is_file()}
+    for stem in ("flops", "regimes", "memory-gpt2", "generation-gpt2", "params"):
+        assert {f"figures/{stem}.png", f"figures/{stem}.svg", f"tables/{stem}.csv"} <= names
+    assert {"index.html", "report.md", "claims.json", "tables/summary.csv", "tables/claims.csv",
+            "tables/table1.csv"} <= names
+    assert not [n for n in names if n.endswith(".tmp")]
+    page = (report_dir / "index.html").read_text()
+    assert page.count('<img src="data:image/png;base64,') == 5
+    assert "http://" not in page and "https://" not in page  # nothing to fetch
+    markdown = (report_dir / "report.md").read_text()
+    for line in markdown.splitlines():
+        if line.startswith("!["):
+            assert (report_dir / line.split("](")[1].rstrip(")")).is_file()
+    summary = (report_dir / "tables" / "summary.csv").read_text().splitlines()
+    assert summary[1].split(",")[:4] == ["gpt2", "decoder", "124439808", "1024"]
+    assert "11 of 11 hold" in markdown
+    png = (report_dir / "figures" / "flops.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and b"Software" not in png
+    assert b"<dc:date>" not in (report_dir / "figures" / "flops.svg").read_bytes()
+
+
+def test_report_is_deterministic(report_dir, tmp_path):
+    again = tmp_path / "again"
+    assert cli.main(["report", "--model", "gpt2", "--out", str(again), "--no-measure"]) == 0
+    for path in sorted(report_dir.rglob("*")):
+        if path.suffix in (".csv", ".json", ".png", ".svg", ".md"):
+            other = again / path.relative_to(report_dir)
+            assert path.read_bytes() == other.read_bytes(), path.name
+
+
+def test_report_errors_exit_2(tmp_path, capsys):
+    afile = tmp_path / "file.txt"
+    afile.write_text("x")
+    for args in (
+        ["report", "--model", "gpt2", "--out", str(afile), "--no-measure"],
+        ["report", "--out", str(tmp_path / "x")],
+        ["report", "--models", "gpt2,,bert-base-uncased", "--out", str(tmp_path / "x")],
+        ["report", "--model", "gpt2", "--models", "gpt2", "--out", str(tmp_path / "x")],
+        ["plot", "regimes", "--model", "gpt2", "--out", str(tmp_path / "r.jpg")],
+        ["plot", "generation", "--model", "bert-base-uncased", "--out", str(tmp_path / "g.png")],
+        ["plot", "memory", "--models", "gpt2,llama2-7b", "--out", str(tmp_path / "m.png")],
+    ):
+        code, _, err = run_main(args, capsys)
+        assert code == 2, args
+        assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert afile.read_text() == "x"
+    assert not (tmp_path / "x").exists()
+
+
+def test_plot_writes_one_figure(tmp_path, capsys):
+    out, table = tmp_path / "regimes.svg", tmp_path / "regimes.csv"
+    code, stdout, _ = run_main(["plot", "regimes", "--model", "gpt2", "--out", str(out), "--csv",
+                                str(table)], capsys)
+    assert code == 0 and stdout.strip() == str(out)
+    assert out.read_text().lstrip().startswith("<?xml")
+    rows = {r.split(",")[0]: r.split(",") for r in table.read_text().splitlines()[1:]}
+    assert rows["llama2-7b"][1:3] == ["4096", "4096"] and rows["llama2-7b"][4] == "projections and FFN"
+
+
+def test_writes_are_atomic(tmp_path, monkeypatch):
+    from reports import output
+
+    target = tmp_path / "table.csv"
+    target.write_text("old")
+
+    def broken(*args):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(output.os, "replace", broken)
+    with pytest.raises(OSError):
+        output.write_text(target, "new")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["table.csv"]
+
+
+def test_every_command_has_help():
+    for command in COMMANDS:
+        assert command.help and command.help.strip()
+        for sub in getattr(command, "commands", {}).values():
+            assert sub.help and sub.help.strip(), sub.name
+
+
+def test_importing_the_commands_is_light():
+    code = ("import sys, cli, reports.commands; "
+            "print(sorted(m for m in ('matplotlib', 'pandas', 'torch', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+
+
+# ---------------------------------------------------------------------------------------------
+# The page in a browser
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (apt-get install chromium)")
+def test_page_renders_in_headless_chromium(report_dir, tmp_path):
+    from PIL import Image, ImageStat
+
+    page = (report_dir / "index.html").resolve().as_uri()
+    common = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+              "--no-first-run", "--disable-background-networking", "--disable-component-update",
+              "--disable-sync", "--disable-dev-shm-usage"]
+    shot = tmp_path / "shot.png"
+    with tempfile.TemporaryDirectory() as profile:
+        subprocess.run([*common, f"--user-data-dir={profile}", "--window-size=1280,2000",
+                        f"--screenshot={shot}", page], capture_output=True, timeout=120, check=True)
+    with tempfile.TemporaryDirectory() as profile:
+        dom = subprocess.run([*common, f"--user-data-dir={profile}", "--virtual-time-budget=10000",
+                              "--dump-dom", page], capture_output=True, text=True, timeout=120,
+                             check=True).stdout
+    assert 'id="image-check"' in dom
+    check = dom.split('id="image-check"')[1].split(">")[0]
+    assert 'data-loaded="5"' in check and 'data-total="5"' in check, check
+    image = Image.open(shot).convert("RGB")
+    assert image.size == (1280, 2000)
+    stat = ImageStat.Stat(image)
+    assert max(stat.stddev) > 20  # not a blank page
+    assert len(image.getcolors(maxcolors=1 << 20) or []) > 100  # text and figures, not a flat fill
