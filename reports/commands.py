@@ -180,7 +180,7 @@ def plot_memory(model, models, config, out, csv_path, batch, dtype) -> None:
 @_figure_options
 @click.option("--no-measure", is_flag=True, help="Skip the FlopCounterMode points.")
 def plot_generation(model, models, config, out, csv_path, no_measure) -> None:
-    """Cumulative FLOPs of generating T tokens with and without a KV cache (decoder-only)."""
+    """Cumulative FLOPs of generating T tokens with and without a KV cache."""
     from . import report as build
     from .output import progress
 
@@ -189,8 +189,7 @@ def plot_generation(model, models, config, out, csv_path, no_measure) -> None:
     made = build.make_generation(cfg, not no_measure, progress)
     if made is None:
         raise ReportInputError(
-            f"model {cfg.name!r} is an {cfg.architecture}; the generation figure is drawn for "
-            "decoder-only models."
+            f"model {cfg.name!r} is an {cfg.architecture} without an LM head; it does not generate."
         )
     _save(made, out, csv_path)
 

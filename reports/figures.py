@@ -280,21 +280,21 @@ def generation(full: Any, cfg: ModelConfig, small: Any, small_cfg: ModelConfig,
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5))
     for ax, curves, name in ((left, full, cfg.name), (right, small, small_cfg.name)):
         ax.plot(curves.tokens, curves.without_cache, color="#d62728", linewidth=2,
-                label="no cache: each step re-runs the whole prefix, $O(T^3 d)$")
+                label="no cache: each step re-runs the decoder over the prefix, $O(T^3 d)$")
         ax.plot(curves.tokens, curves.with_cache, color="#1f77b4", linewidth=2,
                 label="KV cache: one new token per step, $O(T^2 d)$")
         _tokens_axis(ax, "tokens generated T")
         ax.set_yscale("log")
         ax.set_ylabel("cumulative forward matmul FLOPs")
         ax.set_xlim(1, curves.tokens[-1] * 1.08)
-        ax.set_title(f"{name}: generating T tokens (b = 1)")
+        source = f", source s = {curves.source_len}" if curves.source_len else ""
+        ax.set_title(f"{name}: generating T tokens (b = 1{source})")
     last = full.tokens[-1]
     ratio = full.without_cache[-1] / full.with_cache[-1]
-    left.annotate(f"T = {last:,}: {si(full.without_cache[-1], 'FLOP')} vs "
-                  f"{si(full.with_cache[-1], 'FLOP')}\n({ratio:,.0f}x more without a cache)",
-                  (last, full.without_cache[-1]), xytext=(-8, -40), textcoords="offset points",
-                  ha="right", fontsize=8.5,
-                  bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "#999999"})
+    left.text(0.98, 0.04, f"T = {last:,}: {si(full.without_cache[-1], 'FLOP')} without a cache,\n"
+              f"{si(full.with_cache[-1], 'FLOP')} with one ({ratio:,.0f}x fewer)",
+              transform=left.transAxes, ha="right", va="bottom", fontsize=8.5,
+              bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "#999999"})
     if measured:
         tokens = np.arange(1, len(measured["without_cache"]) + 1)
         right.plot(tokens, np.cumsum(measured["without_cache"]), "o", color="#d62728",

@@ -1,11 +1,15 @@
-"""Generation cost from the cost tree: T tokens without a KV cache and with one (decoder-only).
+"""Generation cost from the cost tree: T tokens without a KV cache and with one.
 
-Without a cache, step t (t = 1..T) runs a full forward over the t tokens so far: the tree's forward
-matmul FLOPs at n = t, b = 1. Summed over T steps this is O(T^3 d) (the n^2 d attention term).
+Step 1 reads the prompt: a one-token prompt for a decoder-only model; for an encoder-decoder, the
+encoder over the s source tokens and the decoder over its start token (validate/decoding.py's
+prefill). It is the same with and without a cache: the tree's forward at n = 1 (and s), b = 1.
 
-With a cache, step t feeds one token whose query attends to t keys (the t - 1 cached ones and its
-own): the tree's decode step, CostModel(cfg, decode=True), at c = t keys, b = 1. Summed over T
-steps this is O(T^2 d). Step 1 (a one-token prompt) is the same in both.
+Without a cache, step t > 1 re-runs the decoder over all t tokens so far (an encoder-decoder keeps
+its encoder output): the tree's decoder-side leaves at n = t. Summed over T steps this is
+O(T^3 d), from the n^2 d attention term.
+
+With a cache, step t > 1 feeds one token whose query attends to t keys: the tree's decode step,
+CostModel(cfg, decode=True), at c = t keys. Summed over T steps this is O(T^2 d).
 
 Convention (as FlopCounterMode counts the reference model): a forward computes the logits of all
 its positions (the tree's LM head covers b*n tokens); a decode step computes one.
@@ -26,75 +30,89 @@ from costmodel.model import CostModel
 #: The summation index of the steps (step t has t tokens of context).
 t = sp.Symbol("t", integer=True, positive=True)
 
+ENCODER_SIDE = ("encoder_embedding", "encoder")
+
 
 class NotADecoder(ValueError):
-    """Generation is costed for decoder-only models."""
+    """Generation needs a decoder with an LM head."""
 
 
-def _check(model: CostModel) -> None:
-    if model.cfg.architecture != "decoder":
+@dataclass(frozen=True)
+class StepCosts:
+    """One quantity of the three kinds of step, b = 1, as expressions in n (context), s, c."""
+
+    encoder: sp.Expr  # the encoder over s source tokens, once (0 for a decoder-only model)
+    decoder: sp.Expr  # the decoder (and head) over n tokens without a cache
+    decode: sp.Expr  # one cached step against n keys
+
+    def first(self) -> sp.Expr:
+        """Step 1: the prompt (one decoder token, and the encoder)."""
+        return (self.encoder + self.decoder).xreplace({S.n: 1})
+
+
+def step_costs(cfg: ModelConfig, quantity: str = "flops_matmul") -> StepCosts:
+    """The tree's costs of each kind of step (see the module docstring)."""
+    if not cfg.n_decoder_layers or cfg.head != "lm":
         raise NotADecoder(
-            f"model {model.cfg.name!r} is an {model.cfg.architecture}; the generation cost is "
-            "derived for decoder-only models."
+            f"model {cfg.name!r} is an {cfg.architecture} without a decoder and an LM head; it "
+            "does not generate."
         )
+    model = CostModel(cfg)
+    encoder = sp.Add(*(leaf.total(quantity) for leaf in model.leaves
+                       if leaf.path.split(".")[0] in ENCODER_SIDE))
+    total = model.total(quantity)
+    step = CostModel(cfg, model.profile, decode=True).total(quantity)
+    one = {S.b: 1}
+    return StepCosts(encoder.xreplace(one), (total - encoder).xreplace(one),
+                     step.xreplace({S.b: 1, S.c: S.n}))
 
 
-def full_forward(model: CostModel, quantity: str = "flops_matmul") -> sp.Expr:
-    """A forward over the whole prefix of n tokens (b = 1): the tree's total at n."""
-    _check(model)
-    return model.total(quantity).xreplace({S.b: 1})
+def cumulative(costs: StepCosts) -> dict[str, sp.Expr]:
+    """Total cost of generating T tokens, as polynomials in T (s and the model dimensions free)."""
+    def summed(step: sp.Expr) -> sp.Expr:  # steps 2..T
+        return sp.summation(step.xreplace({S.n: t}), (t, 2, S.T))
 
-
-def decode_step(model: CostModel, quantity: str = "flops_matmul") -> sp.Expr:
-    """One cached decoding step against n keys (b = 1): the tree's decode step with c = n."""
-    _check(model)
-    step = CostModel(model.cfg, model.profile, decode=True)
-    return step.total(quantity).xreplace({S.b: 1, S.c: S.n})
-
-
-def cumulative(step_cost: sp.Expr) -> sp.Expr:
-    """The sum of a per-step cost (in n = context length) over steps t = 1..T, as a polynomial in T."""
-    return sp.expand(sp.summation(step_cost.xreplace({S.n: t}), (t, 1, S.T)))
+    return {
+        "without_cache": sp.expand(costs.first() + summed(costs.decoder)),
+        "with_cache": sp.expand(costs.first() + summed(costs.decode)),
+    }
 
 
 @dataclass(frozen=True)
 class GenerationCurves:
-    """Cumulative forward matmul FLOPs of generating 1..T_max tokens (b = 1)."""
+    """Per-step and cumulative forward matmul FLOPs of generating 1..T_max tokens (b = 1)."""
 
     tokens: Any  # 1..T_max
+    source_len: int  # s (encoder-decoders); 0 for decoder-only models
     without_cache: Any
     with_cache: Any
     without_cache_step: Any
     with_cache_step: Any
 
 
-def generation_curves(cfg: ModelConfig, max_tokens: int) -> GenerationCurves:
+def generation_curves(cfg: ModelConfig, max_tokens: int, source_len: int = 1) -> GenerationCurves:
     """Per-step and cumulative FLOPs for T = 1..max_tokens, evaluated with one Sweep."""
     import numpy as np
 
-    model = CostModel(cfg)
-    sweep = Sweep(model, {"forward": full_forward(model), "step": decode_step(model)})
+    costs = step_costs(cfg)
+    sweep = Sweep(CostModel(cfg), {"encoder": costs.encoder, "decoder": costs.decoder,
+                                   "decode": costs.decode})
     tokens = np.arange(1, max_tokens + 1, dtype=np.int64)
-    steps = sweep(n=tokens, b=1)
-    return GenerationCurves(
-        tokens=tokens,
-        without_cache=np.cumsum(steps["forward"]),
-        with_cache=np.cumsum(steps["step"]),
-        without_cache_step=steps["forward"],
-        with_cache_step=steps["step"],
-    )
+    steps = sweep(n=tokens, s=source_len, b=1)
+    first = steps["encoder"][0] + steps["decoder"][0]
+    without = np.concatenate([[first], steps["decoder"][1:]])
+    with_cache = np.concatenate([[first], steps["decode"][1:]])
+    encoder_decoder = cfg.architecture == "encoder-decoder"
+    return GenerationCurves(tokens, source_len if encoder_decoder else 0, np.cumsum(without),
+                            np.cumsum(with_cache), without, with_cache)
 
 
 def leading_terms(cfg: ModelConfig) -> dict[str, Any]:
     """The cumulative costs' degree in T and leading coefficient (symbolic, model dimensions free)."""
-    model = CostModel(cfg)
     out = {}
-    for name, step in (("without_cache", full_forward(model)), ("with_cache", decode_step(model))):
-        poly = sp.Poly(cumulative(step), S.T)
+    for name, expression in cumulative(step_costs(cfg)).items():
+        poly = sp.Poly(expression, S.T)
         degree = poly.degree()
-        out[name] = {
-            "degree": degree,
-            "leading": sp.factor(poly.coeff_monomial(S.T**degree)),
-            "expression": cumulative(step),
-        }
+        out[name] = {"degree": degree, "leading": sp.factor(poly.coeff_monomial(S.T**degree)),
+                     "expression": expression}
     return out

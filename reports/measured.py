@@ -169,19 +169,25 @@ def measure_kv_cache(cfg: ModelConfig, prompt: int, gen_tokens: int) -> int:
     return kv_cache_bytes(model, ids, gen_tokens)["generated"]
 
 
-def measure_generation(cfg: ModelConfig, max_tokens: int) -> dict[str, list[int]]:
-    """Matmul FLOPs of each generation step of a decoder-only reference model (b = 1, no_grad).
+def measure_generation(cfg: ModelConfig, max_tokens: int, source_len: int = 1) -> dict[str, list[int]]:
+    """Matmul FLOPs of each generation step of the reference model (b = 1, no_grad).
 
-    without_cache[t-1]: a full forward over the first t tokens. with_cache[t-1]: step t of cached
-    decoding (t = 1: the prefill of one token; then one token against t - 1 cached ones).
+    Step 1 is validate.decoding.prefill: a one-token prompt, or for an encoder-decoder the encoder
+    over source_len tokens and the decoder's start token. Then, without a cache, step t re-runs
+    the decoder over all t tokens (decoding.recompute_logits); with one, it feeds one token
+    (decoding.step).
     """
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from validate.decoding import prefill, step
+    from validate.decoding import prefill, recompute_logits, step
 
     model = _build(cfg).eval()
-    ids = _inputs(cfg, 1, max_tokens, labels=False)["input_ids"]  # (1, T)
+    tokens = _inputs(cfg, 1, max_tokens, labels=False)["input_ids"]  # (1, T): the tokens fed
+    if cfg.architecture == "encoder-decoder":
+        prompt = _inputs(cfg, 1, source_len, labels=False)["input_ids"]  # (1, s): the source
+    else:
+        prompt = tokens[:, :1]
 
     def counted(run: Callable[[], Any]) -> int:
         counter = FlopCounterMode(display=False)
@@ -189,11 +195,15 @@ def measure_generation(cfg: ModelConfig, max_tokens: int) -> dict[str, list[int]
             run()
         return counter.get_total_flops()
 
-    without = [counted(lambda: model(ids[:, :length])) for length in range(1, max_tokens + 1)]
-    state: list[Any] = []
-    with_cache = [counted(lambda: state.append(prefill(model, ids[:, :1])[0]))]
+    states: list[Any] = []
+    first = counted(lambda: states.append(prefill(model, prompt)[0]))
+    uncached, cached = states[0], prefill(model, prompt)[0]
+    without, with_cache = [first], [first]
     for position in range(1, max_tokens):
-        with_cache.append(counted(lambda: step(state[0], ids[:, position])))
+        token = tokens[:, position]  # (1,)
+        uncached.tokens.append(token.reshape(1, 1))
+        without.append(counted(lambda: recompute_logits(uncached)))
+        with_cache.append(counted(lambda: step(cached, token)))
     return {"without_cache": without, "with_cache": with_cache}
 
 

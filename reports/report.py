@@ -158,45 +158,51 @@ def make_memory(cfg: ModelConfig, batch: int, dtype: str) -> Made:
 
 
 GENERATION_MEASURED_TOKENS = 24
+GENERATION_TINY_SOURCE = 8  # source tokens of a tiny encoder-decoder
 
 
 def make_generation(cfg: ModelConfig, measure: bool, progress: Progress) -> Made | None:
-    """None for a model without a decoder-only generation path (encoders, encoder-decoders)."""
+    """None for a model that does not generate (no decoder, or no LM head)."""
     from . import figures
     from .generation import generation_curves, leading_terms
     from .measured import measure_generation, tiny
 
-    if cfg.architecture != "decoder":
+    if not cfg.n_decoder_layers or cfg.head != "lm":
         return None
+    encoder_decoder = cfg.architecture == "encoder-decoder"
     small_cfg = tiny(cfg)
-    full = generation_curves(cfg, series.usual_context(cfg))
-    small = generation_curves(small_cfg, GENERATION_MEASURED_TOKENS)
+    context = series.usual_context(cfg)
+    small_source = GENERATION_TINY_SOURCE if encoder_decoder else 1
+    full = generation_curves(cfg, context, source_len=context)
+    small = generation_curves(small_cfg, GENERATION_MEASURED_TOKENS, source_len=small_source)
     measured = None
     if measure:
         progress(f"[generation] {small_cfg.name}: FlopCounterMode over {GENERATION_MEASURED_TOKENS} "
                  "steps with and without a KV cache")
-        measured = measure_generation(small_cfg, GENERATION_MEASURED_TOKENS)
+        measured = measure_generation(small_cfg, GENERATION_MEASURED_TOKENS, small_source)
     lead = leading_terms(cfg)
-    rows = [[cfg.name, int(t), float(full.without_cache[i]), float(full.with_cache[i]), "", ""]
-            for i, t in enumerate(full.tokens)]
+    rows = [[cfg.name, full.source_len, int(t), float(full.without_cache[i]),
+             float(full.with_cache[i]), "", ""] for i, t in enumerate(full.tokens)]
     for i, t in enumerate(small.tokens):
         got = ["", ""]
         if measured:
             got = [sum(measured["without_cache"][: i + 1]), sum(measured["with_cache"][: i + 1])]
-        rows.append([small_cfg.name, int(t), float(small.without_cache[i]), float(small.with_cache[i]),
-                     *got])
+        rows.append([small_cfg.name, small.source_len, int(t), float(small.without_cache[i]),
+                     float(small.with_cache[i]), *got])
+    prompt = (f"the encoder over s source tokens (s = {context} here, {small_source} for the tiny "
+              "model) and the decoder's start token" if encoder_decoder else "a one-token prompt")
     return Made(
         f"generation-{cfg.name}", f"Generation cost: {cfg.name}",
-        "Cumulative forward matrix-product FLOPs of generating T tokens from a one-token prompt "
-        "(b = 1). Without a cache, step t re-runs the whole prefix (the cost tree's forward at "
-        f"n = t): summed, {lead['without_cache']['leading']} T^3 + ..., O(T^3 d). With a KV cache "
-        "step t feeds one token against t keys (derived from the tree's leaves with q_len = 1): "
-        f"summed, {lead['with_cache']['leading']} T^2 + ..., O(T^2 d). Right: a tiny member of the "
+        f"Cumulative forward matrix-product FLOPs of generating T tokens (b = 1). Step 1 reads "
+        f"{prompt}. Without a cache, each later step re-runs the decoder over every token so far "
+        f"(the cost tree's forward at n = t): in all {lead['without_cache']['leading']} T^3 + ..., "
+        "O(T^3 d). With a KV cache, each step feeds one token against t keys (the tree's decode "
+        f"step): {lead['with_cache']['leading']} T^2 + ..., O(T^2 d). Right: a tiny member of the "
         "family (d = 64, 2 layers) with the reference model's FLOPs measured by FlopCounterMode "
         "on CPU tensors (circles, squares)" + ("." if measure else " (not measured in this run)."),
         figures.generation(full, cfg, small, small_cfg, measured),
-        ["model", "tokens", "tree_without_cache", "tree_with_cache", "measured_without_cache",
-         "measured_with_cache"], rows,
+        ["model", "source_len", "tokens", "tree_without_cache", "tree_with_cache",
+         "measured_without_cache", "measured_with_cache"], rows,
     )
 
 
@@ -328,8 +334,8 @@ def build(cfgs: Sequence[ModelConfig], batch: int = 1, dtype: str = "bf16", meas
         say(f"generation cost: {cfg.name}")
         figure = make_generation(cfg, measure, progress)
         if figure is None:
-            notes.append(f"No generation figure for {cfg.name}: it is an {cfg.architecture}, and the "
-                         "generation cost is derived for decoder-only models.")
+            notes.append(f"No generation figure for {cfg.name}: an {cfg.architecture} without an "
+                         "LM head does not generate.")
         else:
             made.append(figure)
     say("parameters across presets")

@@ -134,20 +134,31 @@ def test_claims_json(capsys):
 # Measurements (torch; tiny models on CPU tensors)
 
 
-def test_generation_flops_equal_the_measurement():
+@pytest.mark.parametrize("name, source", [("llama2-7b", 1), ("transformer-base", 7)])
+def test_generation_flops_equal_the_measurement(name, source):
     from reports.generation import generation_curves
     from reports.measured import measure_generation, tiny
     from reports.series import load_model
 
-    small = tiny(load_model("llama2-7b"))
-    measured = measure_generation(small, 6)
-    curves = generation_curves(small, 6)
+    small = tiny(load_model(name))
+    measured = measure_generation(small, 6, source)
+    curves = generation_curves(small, 6, source)
     assert measured["without_cache"] == [int(x) for x in curves.without_cache_step]
     assert measured["with_cache"] == [int(x) for x in curves.with_cache_step]
-    assert measured["with_cache"][0] == measured["without_cache"][0]  # a one-token prompt
-    # Step t with a cache: 2 L (q, k, v, o, 3 d d_ff) + attention 4 L t d + head 2 d V, at d 64.
+    assert measured["with_cache"][0] == measured["without_cache"][0]  # the same prefill
     d, L, d_ff, V = 64, 2, small.d_ff, 101
-    assert measured["with_cache"][4] == 2 * L * (4 * d * d + 3 * d * d_ff) + 4 * L * 5 * d + 2 * d * V
+    if name == "llama2-7b":
+        # Step 5 with a cache: 2 L (q, k, v, o, 3 d d_ff) + attention 4 L t d + head 2 d V.
+        assert measured["with_cache"][4] == 2 * L * (4 * d * d + 3 * d * d_ff) + 4 * L * 5 * d + 2 * d * V
+    else:
+        # Step 5 with a cache: self-attention q, k, v, o (4 d^2) and cross-attention q, o (2 d^2)
+        # for one token, attention over 5 self and 7 cross keys, FFN 2 d d_ff, head 2 d V.
+        assert measured["with_cache"][4] == (
+            2 * L * (6 * d * d + 2 * d * d_ff) + 4 * L * (5 + 7) * d + 2 * d * V)
+        # Without a cache step 5 re-runs the decoder over 5 tokens, cross K, V over 7 source tokens.
+        assert measured["without_cache"][4] == (
+            2 * 5 * L * (6 * d * d + 2 * d * d_ff) + 2 * 7 * L * 2 * d * d
+            + 4 * L * (5 * 5 + 5 * 7) * d + 2 * 5 * d * V)
 
 
 def test_validation_points_are_exact_for_llama():
