@@ -433,3 +433,25 @@ def test_layer_kv_appends_along_the_token_axis():
     k, v = cache.append(k2, v2)
     assert cache.length == 4 and torch.equal(k[:, :, 3:], k2) and torch.equal(v[:, :, :3], v1)
 
+
+
+def test_llama2_7b_forward_flops_under_fake_tensors_match_the_design_number():
+    """shared/DESIGN.md: Llama-2-7B forward at b=1, n=2048 counts 29,261,612,187,648 FLOPs
+    = 2 n (L (4 d^2 + 3 d d_ff) + d V) + L 4 n^2 d, measured on HF's eager attention."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)  # DESIGN.md: set the dtype before building
+    try:
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            model = build_reference(load_preset("llama2-7b"))
+            ids = torch.randint(0, 32000, (1, 2048))
+            with torch.no_grad(), FlopCounterMode(display=False) as counter:
+                out = model(ids)
+            assert out.logits.dtype == torch.bfloat16  # no buffer upcasts the activations
+            assert model.decoder.rotary.cos.dtype == torch.bfloat16
+    finally:
+        torch.set_default_dtype(previous)
+    n, L, d, d_ff, V = 2048, 32, 4096, 11008, 32000
+    assert counter.get_total_flops() == 2 * n * (L * (4 * d * d + 3 * d * d_ff) + d * V) + L * 4 * n * n * d
+    assert counter.get_total_flops() == 29_261_612_187_648
