@@ -48,8 +48,8 @@ OTHER_FLOPS_PER_ELEMENT = {
 }
 
 FP32 = 4  # bytes of an fp32 element: tensors some implementations upcast regardless of dtype
-MASK = 1  # bytes of a dropout mask element (torch keeps a bool mask)
 INDEX = 8  # bytes of an int64 token id or label
+LLAMA_LIKE = ("llama", "mistral", "qwen2")
 
 
 def unless_fp32(x: Expr) -> Expr:
@@ -58,22 +58,93 @@ def unless_fp32(x: Expr) -> Expr:
     return sp.Piecewise((ZERO, sp.Eq(S.e, FP32)), (x, True))
 
 
+def if_batch_of_one(x: Expr) -> Expr:
+    """x when b = 1, else 0 (a view that stays a view only for a single sequence)."""
+    return sp.Piecewise((x, sp.Eq(S.b, 1)), (ZERO, True))
+
+
 @dataclass(frozen=True)
 class Profile:
-    """Which code runs, as far as bytes saved for backward are concerned.
+    """Which code runs, as far as bytes saved for backward are concerned (measured on the CPU).
 
-    impl: "hf" (Hugging Face transformers' eager/sdpa code) or "reference" (validate/reference.py).
-    attention: "eager" keeps the n_q x n_k probabilities; "sdpa" and "flash" keep only the output
-    and a log-sum-exp per row. dropout: whether dropout runs (a training forward with p > 0).
+    impl: "hf" (transformers 5.24's code for the family) or "reference" (validate/reference.py,
+    which computes everything in the activation dtype). attention: "eager" keeps the n_q x n_k
+    probabilities; "flash" is a fused kernel that keeps q, k, v, its output and a log-sum-exp per
+    row; "sdpa" is torch's scaled_dot_product_attention on the CPU: the flash kernel, except with
+    dropout or a position bias that needs gradients, when it falls back to its math path in fp32.
+    dropout: whether dropout runs (a training forward with p > 0). The facts below are what
+    validate/FINDINGS.md measured, one property each.
     """
 
     impl: str = "hf"
     attention: str = "eager"
     dropout: bool = False
+    family: str = "custom"
+
+    @property
+    def hf(self) -> bool:
+        return self.impl == "hf"
 
     @property
     def dense_scores(self) -> bool:
         return self.attention == "eager"
+
+    def kernel(self, bias_needs_grad: bool = False) -> str:
+        """eager, flash or math (sdpa's fp32 fallback) for one attention."""
+        if self.attention == "sdpa" and (self.dropout or bias_needs_grad):
+            return "math"
+        return "eager" if self.attention == "eager" else "flash"
+
+    @property
+    def rms_upcast(self) -> bool:
+        """Hugging Face's Llama and T5 RMSNorms compute in fp32 (the reference: in its dtype)."""
+        return self.hf and self.family in LLAMA_LIKE + ("t5",)
+
+    @property
+    def softmax_bytes(self) -> Expr:
+        """Hugging Face's Llama takes the softmax in fp32; everyone else in the activation dtype."""
+        return sp.Integer(FP32) if self.hf and self.family in LLAMA_LIKE else S.e
+
+    @property
+    def loss_bytes(self) -> Expr:
+        """Hugging Face's causal-LM loss upcasts the logits to fp32; T5 and the reference do not."""
+        return sp.Integer(FP32) if self.hf and self.family in LLAMA_LIKE + ("gpt2",) else S.e
+
+    @property
+    def mask_bytes(self) -> Expr:
+        """A dropout mask on the CPU has the dtype of its input (on CUDA it is 1-byte bool)."""
+        return S.e
+
+    @property
+    def python_gelu_tanh(self) -> bool:
+        """gelu_new written in Python (GPT-2, BERT, T5) keeps four tensors; aten's gelu one."""
+        return self.hf and self.family in ("gpt2", "bert", "t5")
+
+    @property
+    def position_ids_saved(self) -> bool:
+        """A learned table looked up by int64 position ids (BERT's come from a buffer: not kept)."""
+        return not (self.hf and self.family == "bert")
+
+    @property
+    def shifted_labels(self) -> bool:
+        """The causal-LM loss pads the labels by one and shifts: at b = 1 the target is a view of
+        the padded row (one more id)."""
+        return self.hf and self.family in LLAMA_LIKE + ("gpt2",)
+
+    def dropout_sites(self) -> tuple[str, ...]:
+        """Where dropout runs when it runs: Llama only on the attention probabilities; GPT-2 and
+        BERT also on embeddings and sublayer outputs; the seeds' Transformer and T5 also inside the
+        FFN; T5 also after each stack's final norm."""
+        if not self.dropout:
+            return ()
+        if self.family in LLAMA_LIKE:
+            return ("probs",)
+        sites = ("probs", "embedding", "sublayer")
+        if self.family in ("t5", "transformer"):
+            sites += ("ffn",)
+        if self.family == "t5":
+            sites += ("final",)
+        return sites
 
 
 @dataclass(frozen=True)
@@ -172,12 +243,17 @@ class LearnedPositions(Block):
     """A learned position table P x d added to the token embeddings."""
 
     tokens: Expr
+    seq: Expr = S.n
+    profile: Profile = Profile()
     title = "learned positions"
 
     def cost(self) -> Cost:
+        # The lookup keeps its int64 position ids, one row of n shared by the batch.
+        saved = INDEX * self.seq if self.profile.position_ids_saved else 0
         return _cost(
             params=S.P * S.d,
             elements=[("add", self.tokens * S.d)],
+            saved_bytes=saved,
             bytes_moved=_elementwise_bytes(self.tokens * S.d, reads=2),
         )
 
@@ -193,6 +269,7 @@ class TokenTypes(Block):
         return _cost(
             params=S.N_tt * S.d,
             elements=[("add", self.tokens * S.d)],
+            saved_bytes=INDEX * self.tokens,  # the int64 token-type ids
             bytes_moved=_elementwise_bytes(self.tokens * S.d, reads=2),
         )
 
@@ -230,12 +307,27 @@ class RotaryTables(Block):
 
 @dataclass(frozen=True)
 class RelativePositionBias(Block):
-    """T5's bucketed relative position bias: an N_rb x h table owned by a stack's first layer."""
+    """T5's bucketed relative position bias: an N_rb x h table owned by a stack's first layer,
+    looked up once per forward by an n x n matrix of int64 bucket ids (kept for backward)."""
 
+    seq: Expr = S.n
     title = "relative position bias"
 
     def cost(self) -> Cost:
-        return _cost(params=S.N_rb * S.h)
+        return _cost(params=S.N_rb * S.h, saved_bytes=INDEX * self.seq**2)
+
+
+@dataclass(frozen=True)
+class SharedAttentionMask(Block):
+    """A float mask of shape (1, h, q_len, k_len) made once and passed to every layer, which a
+    fused kernel keeps (Hugging Face's T5 cross-attention under sdpa: a zero position bias)."""
+
+    q_len: Expr
+    k_len: Expr
+    title = "shared attention mask"
+
+    def cost(self) -> Cost:
+        return _cost(saved_bytes=S.e * S.h * self.q_len * self.k_len)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -249,6 +341,7 @@ class Norm(Block):
 
     tokens: Expr
     kind: str  # "layernorm" | "rmsnorm"
+    profile: Profile = Profile()
     title = "norm"
 
     def cost(self) -> Cost:
@@ -263,14 +356,20 @@ class Norm(Block):
     def saved(self) -> Expr:
         """Kept for backward, including the output (the next linear keeps it as its input).
 
-        RMSNorm (Hugging Face's and the reference's): the input upcast to fp32, the fp32 rsqrt per
-        token, the normalised tensor in the activation dtype (multiplied by the weight), the output.
-        LayerNorm (aten.native_layer_norm): the input, fp32 mean and rstd per token, the output.
+        RMSNorm: the input, the rsqrt per token, the normalised tensor (multiplied by the weight),
+        the output; Hugging Face's Llama and T5 keep the input and rsqrt in fp32, and T5 also the
+        un-cast input (x * rsqrt multiplies the original x). LayerNorm (aten.native_layer_norm):
+        the input, mean and rstd per token (in the activation dtype on the CPU), the output.
         """
         rows, values = self.tokens, self.tokens * S.d
-        if self.kind == "rmsnorm":
-            return FP32 * values + FP32 * rows + 2 * S.e * values
-        return 2 * S.e * values + 2 * FP32 * rows
+        if self.kind == "layernorm":
+            return 2 * S.e * values + 2 * S.e * rows
+        if not self.profile.rms_upcast:
+            return 3 * S.e * values + S.e * rows
+        saved = FP32 * values + FP32 * rows + 2 * S.e * values
+        if self.profile.family == "t5":
+            saved += unless_fp32(S.e * values)
+        return saved
 
 
 @dataclass(frozen=True)
@@ -319,25 +418,74 @@ class RotaryEmbedding(Block):
 
 
 @dataclass(frozen=True)
-class AttentionScores(Block):
-    """Q K^T / sqrt(d_h) over every (query, key) pair, plus mask and position bias adds."""
+class AttentionCore(Block):
+    """What the scores, softmax and weighted-sum blocks share: lengths, profile, kernel.
+
+    Bytes kept for backward by kernel (b sequences, h heads, a = b*h*q_len*k_len pairs):
+      eager: Q and K^T copies (b*h*len*d_h each: GQA keys are repeated to h heads), the softmax
+        output (softmax dtype), V and the probabilities in the activation dtype (the softmax output
+        itself when that is the dtype; dropout's output and mask when dropout runs);
+      flash: q, k and v (h_kv heads), the output and an fp32 log-sum-exp per query row;
+      math (sdpa's fallback on the CPU): q, k, v (h heads), softmax, mask, dropped probs in fp32.
+    """
 
     q_len: Expr
     k_len: Expr
     profile: Profile = Profile()
+    bias_needs_grad: bool = False  # a trained position bias (T5's self-attention) is added
+    cross: bool = False
+    causal: bool = False  # a decoder's self-attention
+
+    @property
+    def kernel(self) -> str:
+        return self.profile.kernel(self.bias_needs_grad)
+
+    @property
+    def pairs(self) -> Expr:
+        return S.b * S.h * self.q_len * self.k_len
+
+    @property
+    def kv_heads_kept(self) -> Expr:
+        """Heads of K and V an eager product keeps: h, except that Hugging Face's repeat_kv stays
+        a view for multi-query attention (h_kv = 1) at b = 1."""
+        if self.profile.hf and self.profile.family in LLAMA_LIKE:
+            return sp.Piecewise((S.h_kv, sp.And(sp.Eq(S.b, 1), sp.Eq(S.h_kv, 1))), (S.h, True))
+        return S.h
+
+    @property
+    def fused_qkv_extra(self) -> Expr:
+        """GPT-2's query is a view of its fused c_attn output (3d wide), which a kept query keeps
+        whole: under sdpa always, eager at b = 1 (where no copy is made)."""
+        if not (self.profile.hf and self.profile.family == "gpt2" and not self.cross):
+            return ZERO
+        extra = 2 * S.e * S.b * self.q_len * S.d
+        if self.kernel == "math":  # the fp32 fallback copies q: no view is kept
+            return ZERO
+        return extra if self.kernel == "flash" else if_batch_of_one(extra)
+
+
+@dataclass(frozen=True)
+class AttentionScores(AttentionCore):
+    """Q K^T / sqrt(d_h) over every (query, key) pair, plus mask and position bias adds."""
+
     causal_or_padding_mask: bool = True
     position_bias: bool = False  # ALiBi or T5 relative bias added to the scores
     scaled: bool = True  # T5 folds the scale into its initialisation and does not scale
     title = "attention scores"
 
     def cost(self) -> Cost:
-        pairs = S.b * S.h * self.q_len * self.k_len
+        pairs, kernel = self.pairs, self.kernel
         forward = 2 * pairs * S.d_h
+        # The CPU flash kernel's backward recomputes Q K^T (torch's sdpa FLOP formula counts it).
+        backward = 2 * forward + (forward if kernel == "flash" else 0)
         elements = [("mul", pairs if self.scaled else 0)]
         elements.append(("add", pairs * (int(self.causal_or_padding_mask) + int(self.position_bias))))
-        # Q K^T keeps both operands: the queries and the keys of all h heads (GQA keys are
-        # repeated to h heads before the product), each copied into a (b*h, len, d_h) batch.
-        saved = S.e * S.b * S.h * S.d_h * (self.q_len + self.k_len)
+        if kernel == "eager":
+            saved = S.e * S.b * S.d_h * (S.h * self.q_len + self.kv_heads_kept * self.k_len)
+        elif kernel == "flash":
+            saved = S.e * S.b * S.d_h * (S.h * self.q_len + S.h_kv * self.k_len)
+        else:
+            saved = FP32 * S.b * S.h * S.d_h * (self.q_len + self.k_len)
         # Reads the queries and the keys (h_kv heads: the cache in a decode step); eager attention
         # writes the scores.
         moved = S.e * S.b * S.d_h * (S.h * self.q_len + S.h_kv * self.k_len)
@@ -345,59 +493,59 @@ class AttentionScores(Block):
             moved += S.e * pairs
         return _cost(
             flops_matmul=forward,
-            flops_matmul_backward=2 * forward,
+            flops_matmul_backward=backward,
             elements=elements,
-            saved_bytes=saved,
+            saved_bytes=saved + self.fused_qkv_extra,
             bytes_moved=moved,
         )
 
 
 @dataclass(frozen=True)
-class Softmax(Block):
-    """Softmax over keys for every (query, key) pair; eager attention only (fused otherwise)."""
+class Softmax(AttentionCore):
+    """Softmax over keys for every (query, key) pair (inside the kernel when fused)."""
 
-    q_len: Expr
-    k_len: Expr
-    profile: Profile = Profile()
     title = "softmax"
 
     def cost(self) -> Cost:
-        pairs = S.b * S.h * self.q_len * self.k_len
-        # Eager attention keeps the probabilities: Hugging Face computes the softmax in fp32;
-        # dropout on them keeps a 1-byte mask. Fused attention (sdpa, flash) keeps one fp32
-        # log-sum-exp per query row instead.
-        if self.profile.dense_scores:
-            saved = FP32 * pairs + (MASK * pairs if self.profile.dropout else 0)
+        pairs, kernel, p = self.pairs, self.kernel, self.profile
+        if kernel == "eager":
+            saved = p.softmax_bytes * pairs + (p.mask_bytes * pairs if p.dropout else 0)
+        elif kernel == "flash":
+            saved = FP32 * S.b * S.h * self.q_len  # the log-sum-exp per query row
         else:
-            saved = FP32 * S.b * S.h * self.q_len
-        moved = _elementwise_bytes(pairs) if self.profile.dense_scores else 0
+            saved = FP32 * pairs * (2 if p.dropout else 1)  # softmax and mask in fp32
+            if p.hf and p.family == "t5" and self.causal:
+                saved += self.q_len * self.k_len  # T5 builds a bool causal mask per layer
+        moved = _elementwise_bytes(pairs) if p.dense_scores else 0
         return _cost(elements=[("softmax", pairs)], saved_bytes=saved, bytes_moved=moved)
 
 
 @dataclass(frozen=True)
-class WeightedSum(Block):
+class WeightedSum(AttentionCore):
     """Probabilities times values: (n_q x n_k) @ (n_k x d_h) per head."""
 
-    q_len: Expr
-    k_len: Expr
-    profile: Profile = Profile()
     title = "weighted sum of values"
 
     def cost(self) -> Cost:
-        pairs = S.b * S.h * self.q_len * self.k_len
+        pairs, kernel, p = self.pairs, self.kernel, self.profile
         forward = 2 * pairs * S.d_h
-        values = S.e * S.b * S.h * self.k_len * S.d_h
-        if self.profile.dense_scores:
-            # The product keeps the values and the probabilities in the activation dtype: a copy
-            # of the fp32 softmax output (none in fp32), or dropout's output.
-            probs = S.e * pairs if self.profile.dropout else unless_fp32(S.e * pairs)
+        if kernel == "eager":
+            values = S.e * S.b * self.kv_heads_kept * self.k_len * S.d_h
+            if p.dropout:
+                probs = S.e * pairs  # dropout's output
+            elif p.softmax_bytes == S.e:
+                probs = ZERO  # the softmax output itself, already kept
+            else:
+                probs = unless_fp32(S.e * pairs)  # the cast of the fp32 softmax output
             saved = values + probs
+        elif kernel == "flash":
+            # v (h_kv heads) and the kernel's output, which is also the output projection's input.
+            saved = S.e * S.b * S.d_h * (S.h_kv * self.k_len + S.h * self.q_len)
         else:
-            # Fused attention keeps its output (b, h, len, d_h) for its backward.
-            saved = values + S.e * S.b * S.h * self.q_len * S.d_h
+            saved = FP32 * S.b * S.h * self.k_len * S.d_h + (FP32 * pairs if p.dropout else 0)
         # Reads the values (h_kv heads) and, eager, the probabilities; writes the heads' output.
         moved = S.e * S.b * S.d_h * (S.h_kv * self.k_len + S.h * self.q_len)
-        if self.profile.dense_scores:
+        if p.dense_scores:
             moved += S.e * pairs
         return _cost(
             flops_matmul=forward,
@@ -413,13 +561,14 @@ class AttentionOutput(Block):
 
     tokens: Expr
     bias: bool
+    input_kept_by_kernel: bool = False  # a flash kernel's saved output is this block's input
     title = "attention output projection"
 
     def cost(self) -> Cost:
         forward, backward = _linear(self.tokens, S.h * S.d_h, S.d)
         params = S.h * S.d_h * S.d + (S.d if self.bias else 0)
         # It keeps its input: the heads transposed back to (b, len, h*d_h), a contiguous copy.
-        saved = S.e * self.tokens * S.h * S.d_h
+        saved = 0 if self.input_kept_by_kernel else S.e * self.tokens * S.h * S.d_h
         return _cost(
             params=params,
             flops_matmul=forward,
@@ -454,7 +603,7 @@ class FeedForward(Block):
     activation: str  # relu | gelu | gelu_tanh | silu | swiglu | geglu
     bias: bool
     profile: Profile = Profile()
-    inner_dropout: bool = False  # T5 drops out the hidden activations before the output matrix
+    inner_dropout: bool = True  # dropout on the hidden layer, where the profile's family has it
     title = "feed-forward network"
 
     @property
@@ -469,6 +618,8 @@ class FeedForward(Block):
         forward_in, backward_in = _linear(self.tokens, S.d, n_in * S.d_ff)
         forward_out, backward_out = _linear(self.tokens, S.d_ff, S.d)
         act = {"swiglu": "silu", "geglu": "gelu"}.get(self.activation, self.activation)
+        if self.activation == "gelu_tanh":
+            act = "gelu_tanh"
         inner = self.tokens * S.d_ff
         elements = [(act, inner), ("mul", inner if self.gated else 0)]
         return _cost(
@@ -490,19 +641,24 @@ class FeedForward(Block):
     def saved(self, act: str) -> Expr:
         """Hidden tensors (b, len, d_ff) kept for backward; the input is counted by the norm.
 
-        relu keeps its output, which the output matrix keeps too (one tensor); gelu and silu keep
-        their input, the output matrix their output (two). Hugging Face's gelu_new is written in
-        Python (0.5*x*(1+tanh(...))) and keeps x, tanh, 0.5*x and 1+tanh besides its output (five).
-        A gate adds the up-projection and the product. Dropout adds a mask and its output.
+        The activation keeps what its backward needs: relu its output, gelu and silu their input,
+        Python gelu_new (GPT-2, BERT, T5 in Hugging Face) x, tanh, 0.5*x and 1+tanh. A gate's
+        product keeps both factors. The output matrix keeps its input, which for an ungated relu
+        is relu's own output (one tensor). Dropout inside the FFN keeps its mask, and the output
+        matrix then keeps dropout's output instead.
         """
-        kept = {"relu": 1, "gelu": 2, "silu": 2, "gelu_tanh": 2}[act]
-        if act == "gelu_tanh" and self.profile.impl == "hf":
-            kept = 5
-        if self.gated:
-            kept += 2
+        internal = 4 if act in ("gelu_tanh", "gelu") and self.python_gelu(act) else 1
+        dropout = self.inner_dropout and "ffn" in self.profile.dropout_sites()
+        kept = internal + (2 if self.gated else 0) + 1
+        if act == "relu" and not self.gated and not dropout:
+            kept -= 1  # relu's output is the output matrix's input
         inner = self.tokens * S.d_ff
-        dropout = (MASK + S.e) * inner if self.inner_dropout and self.profile.dropout else 0
-        return kept * S.e * inner + dropout
+        return kept * S.e * inner + (self.profile.mask_bytes * inner if dropout else 0)
+
+    def python_gelu(self, act: str) -> bool:
+        """Whether this gelu is Hugging Face's Python gelu_new (GPT-2/BERT gelu_new, T5 gated-gelu)."""
+        tanh = self.activation == "gelu_tanh" or (self.activation == "geglu" and self.profile.family == "t5")
+        return tanh and self.profile.python_gelu_tanh
 
 
 @dataclass(frozen=True)
@@ -536,11 +692,15 @@ class Pooler(Block):
 
     def cost(self) -> Cost:
         forward, backward = _linear(S.b, S.d, S.d)
+        # The dense layer keeps hidden[:, 0], a view of the whole last hidden state: the last
+        # norm's output, counted there. tanh keeps its output.
+        saved = S.e * S.b * S.d
         return _cost(
             params=S.d * S.d + S.d,
             flops_matmul=forward,
             flops_matmul_backward=backward,
             elements=[("tanh", S.b * S.d)],
+            saved_bytes=saved,
             bytes_moved=_linear_bytes(S.b, S.d, S.d),
         )
 
@@ -550,28 +710,28 @@ class CrossEntropy(Block):
     """The training loss over the logits: log-softmax and the negative log-likelihood."""
 
     tokens: Expr
+    profile: Profile = Profile()
     title = "cross-entropy loss"
 
     def cost(self) -> Cost:
-        # Log-softmax in fp32 keeps its output; the NLL keeps the int64 targets and a scalar.
-        saved = FP32 * self.tokens * S.V + INDEX * self.tokens + FP32
+        # Log-softmax keeps its output, the NLL the int64 targets and a scalar total weight.
+        p = self.profile
+        saved = p.loss_bytes * (self.tokens * S.V + 1) + INDEX * self.tokens
+        if p.shifted_labels:
+            saved += if_batch_of_one(INDEX)
         return _cost(elements=[("softmax", self.tokens * S.V)], saved_bytes=saved)
 
 
 @dataclass(frozen=True)
 class Dropout(Block):
-    """Training-time dropout over tokens x width: keeps a 1-byte mask for backward.
-
-    The output is kept too when the next op keeps its input but would not otherwise have kept
-    the same tensor (a matrix after the FFN's inner dropout); before a residual add it is not.
-    """
+    """Training-time dropout over tokens x width: keeps its mask for backward (its output takes
+    the place of its input wherever the next op keeps one, so it adds nothing else)."""
 
     tokens: Expr
     width: Expr
-    output_kept: bool = False
+    profile: Profile = Profile()
     title = "dropout"
 
     def cost(self) -> Cost:
         elements = self.tokens * self.width
-        saved = MASK * elements + (S.e * elements if self.output_kept else 0)
-        return _cost(elements=[("mul", elements)], saved_bytes=saved)
+        return _cost(elements=[("mul", elements)], saved_bytes=self.profile.mask_bytes * elements)

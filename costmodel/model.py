@@ -7,6 +7,7 @@ cost times the product of multiplicities on its path, and a model total is the s
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Iterator
@@ -63,15 +64,12 @@ class _TreeBuilder:
         self.cfg = cfg
         self.profile = profile
         self.decode = decode
-        # Where dropout runs in training (Hugging Face's code and the seeds'): embeddings, attention
-        # probabilities and each sublayer's output everywhere; the FFN's hidden layer in the seeds'
-        # Transformer and T5; after each stack's final norm in T5.
-        self.dropout = profile.dropout
-        self.inner_dropout = self.dropout and cfg.family in ("t5", "transformer")
-        self.final_dropout = self.dropout and cfg.family == "t5"
+        self.dropout_sites = profile.dropout_sites()  # where dropout runs (see Profile)
 
-    def dropout_leaf(self, tokens: sp.Expr) -> Node | None:
-        return _leaf("dropout", B.Dropout(tokens, S.d)) if self.dropout else None
+    def dropout_leaf(self, tokens: sp.Expr, site: str, name: str = "dropout") -> Node | None:
+        if site not in self.dropout_sites:
+            return None
+        return _leaf(name, B.Dropout(tokens, S.d, self.profile))
 
     def attention(
         self, name: str, q_len: sp.Expr, k_len: sp.Expr, *, cross: bool, cached: sp.Expr,
@@ -88,39 +86,44 @@ class _TreeBuilder:
         profile = self.profile
         position_bias = not cross and cfg.position in ("alibi", "relative")
         pre, post = self.norms(q_tokens)
-        scores = B.AttentionScores(
-            q_len, k_len, profile, position_bias=position_bias, scaled=cfg.family != "t5"
+        core = dict(
+            profile=profile,
+            bias_needs_grad=position_bias and cfg.position == "relative",
+            cross=cross,
+            causal=not cross and cached != 0,
         )
+        scores = B.AttentionScores(
+            q_len, k_len, **core, position_bias=position_bias, scaled=cfg.family != "t5"
+        )
+        flash = scores.kernel == "flash"
         return _group(
             name,
             pre,
             _leaf("qkv", B.QKVProjection(q_tokens, kv_tokens, cfg.qkv_bias, cached)),
             _leaf("rope", B.RotaryEmbedding(q_tokens, kv_tokens)) if cfg.rope and not cross else None,
             _leaf("scores", scores),
-            _leaf("softmax", B.Softmax(q_len, k_len, profile)),
-            _leaf("weighted_sum", B.WeightedSum(q_len, k_len, profile)),
-            _leaf("out", B.AttentionOutput(q_tokens, cfg.out_bias)),
-            self.dropout_leaf(q_tokens),
+            _leaf("softmax", B.Softmax(q_len, k_len, **core)),
+            _leaf("weighted_sum", B.WeightedSum(q_len, k_len, **core)),
+            _leaf("out", B.AttentionOutput(q_tokens, cfg.out_bias, input_kept_by_kernel=flash)),
+            self.dropout_leaf(q_tokens, "sublayer"),
             _leaf("residual", B.Residual(q_tokens)),
             post,
         )
 
     def norms(self, tokens: sp.Expr) -> tuple[Node | None, Node | None]:
         """The sublayer's norm before (pre-LN) or after (post-LN) it."""
-        norm = _leaf("norm", B.Norm(tokens, self.cfg.norm))
+        norm = _leaf("norm", B.Norm(tokens, self.cfg.norm, self.profile))
         return (norm, None) if self.cfg.norm_position == "pre" else (None, norm)
 
     def ffn(self, tokens: sp.Expr) -> Node:
         pre, post = self.norms(tokens)
         cfg = self.cfg
-        mlp = B.FeedForward(
-            tokens, cfg.activation, cfg.ffn_bias, self.profile, inner_dropout=self.inner_dropout
-        )
+        mlp = B.FeedForward(tokens, cfg.activation, cfg.ffn_bias, self.profile)
         return _group(
             "ffn",
             pre,
             _leaf("mlp", mlp),
-            self.dropout_leaf(tokens),
+            self.dropout_leaf(tokens, "sublayer"),
             _leaf("residual", B.Residual(tokens)),
             post,
         )
@@ -129,7 +132,7 @@ class _TreeBuilder:
         cfg = self.cfg
         tokens = S.b * seq
         positions = {
-            "learned": lambda: B.LearnedPositions(tokens),
+            "learned": lambda: B.LearnedPositions(tokens, seq, self.profile),
             "sinusoidal": lambda: B.SinusoidalPositions(tokens),
         }.get(cfg.position)
         # Post-LN without an embedding norm: nothing else keeps the embeddings that layer 0's
@@ -141,8 +144,8 @@ class _TreeBuilder:
             _leaf("tokens", token_embedding),
             _leaf("positions", positions()) if positions else None,
             _leaf("token_types", B.TokenTypes(tokens)) if cfg.token_types else None,
-            _leaf("norm", B.Norm(tokens, cfg.norm)) if cfg.embedding_norm else None,
-            self.dropout_leaf(tokens),
+            _leaf("norm", B.Norm(tokens, cfg.norm, self.profile)) if cfg.embedding_norm else None,
+            self.dropout_leaf(tokens, "embedding"),
         )
 
     def stack(
@@ -172,15 +175,28 @@ class _TreeBuilder:
             self.ffn(S.b * seq),
             multiplicity=layers,
         )
-        final_norm = B.Norm(S.b * seq, cfg.norm) if cfg.norm_position == "pre" else None
+        final_norm = B.Norm(S.b * seq, cfg.norm, self.profile) if cfg.norm_position == "pre" else None
+        relative = cfg.position == "relative"
         return _group(
             name,
-            _leaf("relative_bias", B.RelativePositionBias()) if cfg.position == "relative" else None,
+            _leaf("relative_bias", B.RelativePositionBias(seq)) if relative else None,
+            self.shared_cross_mask(seq, cross_len, layer),
             _leaf("rope_tables", B.RotaryTables(seq, self.profile)) if cfg.rope else None,
             layer,
             _leaf("final_norm", final_norm) if final_norm else None,
-            _leaf("final_dropout", B.Dropout(S.b * seq, S.d)) if self.final_dropout else None,
+            self.dropout_leaf(S.b * seq, "final", "final_dropout"),
         )
+
+    def shared_cross_mask(self, seq: sp.Expr, cross_len: sp.Expr | None, layer: Node) -> Node | None:
+        """Hugging Face's T5 passes cross-attention a zero position bias (1, h, n, s) made once;
+        the flash kernel keeps it (sdpa without dropout)."""
+        if cross_len is None or not (self.profile.hf and self.cfg.family == "t5"):
+            return None
+        cross = next(c for c in layer.children if c.name == "cross_attention")
+        scores = next(c for c in cross.children if c.name == "scores").block
+        if scores.kernel != "flash":
+            return None
+        return _leaf("cross_bias", B.SharedAttentionMask(seq, cross_len))
 
     def head(self, seq: sp.Expr) -> Node | None:
         cfg = self.cfg
@@ -191,7 +207,7 @@ class _TreeBuilder:
             return None
         t5_scale = cfg.family == "t5" and cfg.tie_embeddings
         lm = B.LMHead(tokens, not cfg.tie_embeddings, cfg.lm_head_bias, scaled_input=t5_scale)
-        loss = None if self.decode else _leaf("loss", B.CrossEntropy(tokens))
+        loss = None if self.decode else _leaf("loss", B.CrossEntropy(tokens, self.profile))
         return _group("head", _leaf("lm_head", lm), loss)
 
     def build(self) -> Node:
@@ -238,7 +254,9 @@ class _TreeBuilder:
 def profile_for(cfg: ModelConfig, workload: Workload | None = None) -> B.Profile:
     """The implementation profile a workload asks for (training forward: dropout if p > 0)."""
     workload = workload or Workload()
-    return B.Profile(impl=workload.impl, attention=workload.attention, dropout=cfg.dropout > 0)
+    return B.Profile(
+        impl=workload.impl, attention=workload.attention, dropout=cfg.dropout > 0, family=cfg.family
+    )
 
 
 class CostModel:
@@ -251,7 +269,7 @@ class CostModel:
         self.decode = decode
         self.profile = profile or profile_for(cfg)
         if decode:  # inference: no dropout
-            self.profile = B.Profile(self.profile.impl, self.profile.attention, dropout=False)
+            self.profile = dataclasses.replace(self.profile, dropout=False)
         self.root = _TreeBuilder(cfg, self.profile, decode).build()
 
     @cached_property

@@ -154,7 +154,7 @@ class Roofline:
         self.efficiency = eff
         self.flops_per_s = hardware.peak(self.dtype) * eff.compute
         self.bytes_per_s = hardware.bandwidth_bytes_per_s * eff.memory
-        profile = Profile(impl="hf", attention=attention, dropout=False)
+        profile = Profile(impl="hf", attention=attention, dropout=False, family=cfg.family)
         self.forward_model = CostModel(cfg, profile)
         self.decode_model = CostModel(cfg, profile, decode=True) if cfg.n_decoder_layers else None
 
