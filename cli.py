@@ -249,6 +249,12 @@ def hardware(measure, as_json) -> None:
         click.echo("(local: not measured yet; `python cli.py hardware --measure`)")
 
 
+from reports.commands import COMMANDS  # noqa: E402  (report, plot, claims, sweep; lazy imports)
+
+for _command in COMMANDS:
+    cli.add_command(_command)
+
+
 def finite(value: Any) -> Any:
     """JSON has no infinity: an unbounded figure (a crossover that never comes) becomes null."""
     if isinstance(value, float) and value in (float("inf"), float("-inf")):
