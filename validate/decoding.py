@@ -116,7 +116,9 @@ def prefill(
         state.memory = model.encode(input_ids, attention_mask)  # (B, S, d)
         state.memory_mask = attention_mask
     hidden = model.decode(prompt, state.memory, state.memory_mask, cache=state.cache.layers)
-    return state, model.head(hidden[:, -1:])[:, 0]  # (B, V)
+    # Logits at every prompt position, as in a forward (the project's FLOP convention), so a
+    # prefill costs exactly a forward over the prompt.
+    return state, model.head(hidden)[:, -1]  # (B, V)
 
 
 @torch.no_grad()
