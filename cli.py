@@ -23,6 +23,12 @@ class InputError(click.ClickException):
     exit_code = 2
 
 
+class Mismatch(click.ClickException):
+    """A formula and its measurement disagree: exit status 1."""
+
+    exit_code = 1
+
+
 def load_model(model: str | None, config: str | None) -> ModelConfig:
     """The ModelConfig named by --model or read from --config (exactly one of them)."""
     from costmodel.presets import load_config_file, load_preset
@@ -247,6 +253,88 @@ def hardware(measure, as_json) -> None:
     ))
     if "local" not in {r["name"] for r in rows}:
         click.echo("(local: not measured yet; `python cli.py hardware --measure`)")
+
+
+@cli.command()
+@model_options
+@click.option("--all", "all_presets", is_flag=True, help="Every preset.")
+@click.option("--quick", is_flag=True, help="Small workloads (n=32, b=2) instead of the defaults.")
+@click.option("--target", type=str, default=None, help="hf (Hugging Face's class; default where the family has one) or reference.")
+@click.option("--device", default="fake", show_default=True, help="fake (FakeTensorMode: full size, no memory) or cpu (real tensors).")
+@click.option("--seq-len", "-n", type=int, default=None, help="Tokens per sequence (default 2048 or the context).")
+@click.option("--tgt-len", type=int, default=None, help="Decoder tokens of an encoder-decoder.")
+@click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch.")
+@click.option("--dtype", default="bf16", show_default=True, help="fp32, fp16 or bf16.")
+@click.option("--attention", default="eager", show_default=True, help="eager or sdpa (the measured model's attention).")
+@click.option("--gen-tokens", "-T", type=int, default=2, show_default=True, help="Decode steps after the prefill (KV cache).")
+@click.option("--blocks", is_flag=True, help="Also one row per sublayer for parameters and forward FLOPs.")
+@click.option("--json", "as_json", is_flag=True, help="Rows as JSON on stdout.")
+def validate(model, config, all_presets, quick, target, device, seq_len, tgt_len, batch, dtype,
+             attention, gen_tokens, blocks, as_json) -> None:
+    """formula == measurement: parameters, FLOPs, saved activations and KV cache, measured."""
+    from costmodel.presets import load_preset, preset_names
+
+    if device not in ("fake", "cpu"):
+        raise InputError(f"--device must be fake or cpu, got {device!r}.")
+    if target not in (None, "hf", "reference"):
+        raise InputError(f"--target must be hf or reference, got {target!r}.")
+    if attention not in ("eager", "sdpa"):
+        raise InputError(f"--attention must be eager or sdpa for a measurement, got {attention!r}.")
+    if all_presets:
+        if model is not None or config is not None:
+            raise InputError("give --all or one of --model/--config, not both.")
+        configs = [load_preset(name) for name in preset_names()]
+    else:
+        configs = [load_model(model, config)]
+    if quick:
+        seq_len, batch = seq_len or 32, max(batch, 2)
+    from validate.compare import validate as compare
+    from validate.hf_models import HF_FAMILIES
+
+    results, failed = [], False
+    for cfg in configs:
+        chosen = target or ("hf" if cfg.family in HF_FAMILIES else "reference")
+        if chosen == "hf" and cfg.family not in HF_FAMILIES:
+            raise InputError(f"model {cfg.name} ({cfg.family}) has no Hugging Face class; use --target reference.")
+        length = seq_len
+        if all_presets and seq_len:  # each preset at the asked length, or as long as it holds
+            length = min(seq_len, cfg.max_positions - gen_tokens)
+        workload = make_workload(cfg, length,
+                                 tgt_len=tgt_len if cfg.architecture == "encoder-decoder" else None,
+                                 batch=batch, dtype=dtype, attention=attention, gen_tokens=gen_tokens)
+        progress = (lambda message, name=cfg.name: click.echo(f"[{name}] {message}", err=True))
+        try:
+            rows = compare(cfg, workload, target=chosen, device=device, blocks=blocks, progress=progress)
+        except ValueError as error:
+            raise InputError(str(error)) from None
+        failed |= not all(row.ok for row in rows)
+        results.append((cfg, chosen, workload, rows))
+    if as_json:
+        click.echo(json.dumps([
+            {"model": cfg.name, "target": chosen, "device": device, "seq_len": w.seq_len,
+             "tgt_len": w.tgt_len, "batch": w.batch, "dtype": w.dtype, "attention": w.attention,
+             "gen_tokens": w.gen_tokens,
+             "rows": [{"quantity": r.quantity, "block": r.block or None, "formula": r.formula,
+                       "measured": r.measured, "difference": r.difference, "ok": r.ok} for r in rows]}
+            for cfg, chosen, w, rows in results], indent=2))
+    else:
+        from reports.text import table
+
+        for cfg, chosen, w, rows in results:
+            click.echo(f"{cfg.name}: {chosen} on {device}, n={w.seq_len}"
+                       + (f", m={w.decoder_len}" if cfg.architecture == "encoder-decoder" else "")
+                       + f", b={w.batch}, {w.dtype}, {w.attention}, T={w.gen_tokens}")
+            click.echo(table(
+                ["quantity", "block", "formula", "measured", "difference", "relative", ""],
+                ([r.quantity, r.block, f"{r.formula:,}", f"{r.measured:,}", f"{r.difference:,}",
+                  f"{r.relative:.2e}", "ok" if r.ok else "MISMATCH"] for r in rows),
+                align="llrrrrl",
+            ))
+            click.echo("")
+        if not failed:
+            click.echo("all rows equal")
+    if failed:
+        raise Mismatch("some rows that should be exact differ (see MISMATCH above).")
 
 
 from reports.commands import COMMANDS  # noqa: E402  (report, plot, claims, sweep; lazy imports)

@@ -139,6 +139,9 @@ def _t5(f: _Fields, name: str) -> ModelConfig:
     if acts.get(proj) is None:
         raise ConfigError(f"{f.source}: unsupported feed_forward_proj {show(proj)} for t5.")
     n_layers = f.get("num_layers", 6)
+    # transformers 5 ties T5's output projection to the shared table whatever tie_word_embeddings
+    # says (the flag only switches the d**-0.5 output scaling off): checked, not used.
+    f.get("tie_word_embeddings", True, bool)
     return ModelConfig(
         name=name,
         family="t5",
@@ -159,7 +162,7 @@ def _t5(f: _Fields, name: str) -> ModelConfig:
         out_bias=False,
         ffn_bias=False,
         head="lm",
-        tie_embeddings=f.get("tie_word_embeddings", True, bool),
+        tie_embeddings=True,
         share_embeddings=True,
         dropout=float(f.get("dropout_rate", 0.1, float)),
     )

@@ -1,0 +1,221 @@
+"""formula == measurement, row by row: the library behind `python cli.py validate`.
+
+For one model and workload it builds the real thing (Hugging Face's class or the reference model),
+measures it with validate/measure.py and puts each measurement beside the cost tree's number:
+parameters, forward and backward matmul FLOPs (FlopCounterMode, and torch.profiler as a second
+count on real tensors), bytes saved for backward, and KV-cache bytes after a prefill and T decode
+steps. Full-size models run under FakeTensorMode (shapes, no memory).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import torch
+
+from costmodel.config import ModelConfig, Workload
+from costmodel.estimate import Estimate
+
+from . import measure
+from .hf_models import HF_FAMILIES, build_hf_model, default_dtype, fake_mode, make_inputs
+
+TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One quantity (or one block's share of it): the formula's value and the measured one."""
+
+    quantity: str
+    formula: int
+    measured: int
+    block: str = ""
+    exact: bool = True  # whether any difference is a failure
+
+    @property
+    def difference(self) -> int:
+        return self.measured - self.formula
+
+    @property
+    def relative(self) -> float:
+        return self.difference / self.formula if self.formula else float(self.difference != 0)
+
+    @property
+    def ok(self) -> bool:
+        return self.difference == 0 or not self.exact
+
+
+# ---------------------------------------------------------------------------------------------
+# Building the measured model and its inputs
+
+
+def _reference_inputs(cfg: ModelConfig, workload: Workload) -> dict[str, torch.Tensor]:
+    """Deterministic token ids (and distinct labels) for the reference model."""
+    b, n = workload.batch, workload.seq_len
+    index = torch.arange(b * n, dtype=torch.long).reshape(b, n)
+    inputs = {"input_ids": 1 + (index * 7919 + 3) % (cfg.vocab_size - 1)}
+    target = n
+    if cfg.architecture == "encoder-decoder":
+        m = workload.decoder_len
+        decoder = torch.arange(b * m, dtype=torch.long).reshape(b, m)
+        inputs["decoder_input_ids"] = 1 + (decoder * 7919 + 5) % (cfg.vocab_size - 1)
+        target = m
+    if cfg.token_types:
+        inputs["token_type_ids"] = torch.zeros(b, n, dtype=torch.long)
+    if cfg.head == "lm":
+        labels = torch.arange(b * target, dtype=torch.long).reshape(b, target)
+        inputs["labels"] = (labels * 31 + 11) % cfg.vocab_size
+    return inputs
+
+
+def _loss_fn(cfg: ModelConfig, target: str) -> Callable[[Any], torch.Tensor]:
+    """The model's own loss with labels; for a model without one (BertModel, a pooler or bare
+    encoder) the plain sum of its outputs, which keeps nothing for backward."""
+    if cfg.head == "lm":
+        return lambda out: out.loss
+    if target == "hf":
+        return lambda out: out.last_hidden_state.sum() + out.pooler_output.sum()
+    return lambda out: out.hidden.sum() + (out.pooled.sum() if out.pooled is not None else 0)
+
+
+def build(cfg: ModelConfig, workload: Workload, target: str) -> tuple[torch.nn.Module, dict, dict]:
+    """The model (train mode), its training inputs and its prompt inputs (no labels)."""
+    dtype = TORCH_DTYPES[workload.dtype]
+    if target == "hf":
+        if cfg.family not in HF_FAMILIES:
+            raise ValueError(
+                f"model {cfg.name!r} ({cfg.family}) has no Hugging Face class; use --target reference."
+            )
+        model = build_hf_model(cfg, workload.attention if workload.attention != "flash" else "sdpa", dtype)
+        tgt = workload.tgt_len if cfg.architecture == "encoder-decoder" else None
+        inputs = make_inputs(cfg, workload.batch, workload.seq_len, tgt, labels=cfg.head == "lm")
+        prompt = make_inputs(cfg, workload.batch, workload.seq_len, tgt)
+        return model, inputs, prompt
+    from .reference import build_reference
+
+    with default_dtype(dtype):
+        model = build_reference(cfg).train()
+    inputs = _reference_inputs(cfg, workload)
+    prompt = {k: v for k, v in inputs.items() if k != "labels"}
+    return model, inputs, prompt
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-block grouping: measured module paths -> the cost tree's groups
+
+
+#: (pattern on a module path inside one layer, the cost tree's sublayer), first match wins.
+_SUBLAYERS = [
+    (r"relative_attention_bias", None),  # the tree keeps T5's table at the stack level
+    (r"^(cross_attention|layer\.1\.EncDecAttention)\b|^decoder:layer\.1\.", "cross_attention"),
+    (r"^(self_attn|self_attention|attn|ln_1|input_layernorm|attention)\b|^layer\.0\.", "self_attention"),
+    (r"^(mlp|ffn|ln_2|post_attention_layernorm|intermediate|output)\b|^layer\.[12]\.", "ffn"),
+]
+_LAYER = re.compile(r"^(?P<stack>.*?)\.(?:layers?|h|block)\.\d+\.(?P<inner>.+)$")
+
+
+def _tree_group(path: str) -> str:
+    """A tree path cut to its sublayer: 'decoder.layer.self_attention.qkv' -> 'decoder.layer.self_attention'."""
+    parts = path.split(".")
+    if len(parts) >= 3 and parts[1] == "layer":
+        return ".".join(parts[:3])
+    return "other"
+
+
+def _module_group(path: str, stacks: dict[str, str]) -> str:
+    """A module path of either target mapped to the tree's sublayer group, or 'other'."""
+    match = _LAYER.match(path)
+    if not match or match["stack"] not in stacks:
+        return "other"
+    stack = stacks[match["stack"]]
+    inner = match["inner"]
+    if stack == "decoder" and inner.startswith("layer.1."):  # T5: the decoder's second sublayer
+        inner = "decoder:" + inner
+    for pattern, group in _SUBLAYERS:
+        if re.search(pattern, inner):
+            return f"{stack}.layer.{group}" if group else "other"
+    return "other"
+
+
+def _block_rows(estimate: Estimate, quantity: str, measured: dict[str, int],
+                stacks: dict[str, str]) -> Iterator[Row]:
+    """Rows per sublayer (summed over layers) and one row for everything outside the layers."""
+    formula: dict[str, int] = {}
+    for row in estimate.rows:
+        value = getattr(row, quantity)
+        formula[_tree_group(row.path)] = formula.get(_tree_group(row.path), 0) + value
+    grouped: dict[str, int] = {}
+    for path, value in measured.items():
+        key = _module_group(path, stacks)
+        grouped[key] = grouped.get(key, 0) + value
+    for group in sorted(set(formula) | set(grouped), key=lambda g: (g == "other", g)):
+        if formula.get(group, 0) or grouped.get(group, 0):
+            yield Row(quantity, formula.get(group, 0), grouped.get(group, 0), block=group)
+
+
+# ---------------------------------------------------------------------------------------------
+# The comparison
+
+
+def validate(cfg: ModelConfig, workload: Workload, *, target: str = "hf", device: str = "fake",
+             blocks: bool = False, progress: Callable[[str], None] | None = None) -> list[Row]:
+    """Every comparable quantity of one model and workload: formula beside measurement."""
+    progress = progress or (lambda message: None)
+    estimate = Estimate(cfg, workload.replace(impl=target))
+    context = fake_mode() if device == "fake" else _nothing()
+    rows: list[Row] = []
+    loss_fn = _loss_fn(cfg, target)
+    with context:
+        progress(f"building {target} {cfg.name} ({workload.dtype}, {device})")
+        model, inputs, prompt = build(cfg, workload, target)
+        rows.append(Row("parameters", estimate.total("params"), measure.count_parameters(model)))
+        progress("counting matmul FLOPs (FlopCounterMode, forward and backward)")
+        flops = measure.matmul_flops(model, inputs, backward=True, depth=6, loss_fn=loss_fn)
+        rows.append(Row("forward matmul FLOPs", estimate.total("flops_matmul"), flops.forward))
+        rows.append(Row("backward matmul FLOPs", estimate.total("flops_matmul_backward"), flops.backward))
+        if device != "fake" and workload.attention == "eager":
+            progress("counting matmul FLOPs again with torch.profiler")
+            profiled = measure.profiler_matmul_flops(model, inputs, backward=True, loss_fn=loss_fn)
+            rows.append(Row("training matmul FLOPs (profiler)",
+                            estimate.total("flops_matmul") + estimate.total("flops_matmul_backward"),
+                            profiled))
+        progress("recording tensors saved for backward")
+        saved = measure.saved_activation_bytes(model, inputs, loss_fn=loss_fn)
+        rows.append(Row("bytes saved for backward", estimate.total("saved_bytes"), saved.total_bytes))
+        if blocks:
+            stacks = _stacks(cfg, target)
+            rows += _block_rows(estimate, "params", measure.parameters_by_module(model, depth=8), stacks)
+            rows += _block_rows(estimate, "flops_forward", flops.forward_by_module, stacks)
+        if cfg.has_kv_cache:
+            progress(f"prefill and {workload.gen_tokens} decode steps with the KV cache")
+            model.eval()
+            kv = _kv_bytes(model, prompt, workload, target)
+            rows.append(Row("KV-cache bytes", estimate.memory_numbers()["kv_cache"], kv))
+    return rows
+
+
+def _stacks(cfg: ModelConfig, target: str) -> dict[str, str]:
+    """Module names of the layer stacks -> the tree's stack names."""
+    if target == "reference" or cfg.family in ("bert", "t5"):
+        return {"encoder": "encoder", "decoder": "decoder"}
+    return {"transformer": "decoder", "model": "decoder"}
+
+
+def _kv_bytes(model: torch.nn.Module, prompt: dict, workload: Workload, target: str) -> int:
+    if target == "hf":
+        return measure.kv_cache_bytes(model, prompt, gen_tokens=workload.gen_tokens)
+    from .decoding import kv_cache_bytes
+
+    result = kv_cache_bytes(model, prompt["input_ids"], workload.gen_tokens,
+                            decoder_input_ids=prompt.get("decoder_input_ids"))
+    return result["generated"]
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
