@@ -296,9 +296,9 @@ def validate(model, config, all_presets, quick, target, device, seq_len, tgt_len
         chosen = target or ("hf" if cfg.family in HF_FAMILIES else "reference")
         if chosen == "hf" and cfg.family not in HF_FAMILIES:
             raise InputError(f"model {cfg.name} ({cfg.family}) has no Hugging Face class; use --target reference.")
-        length = seq_len
-        if all_presets and seq_len:  # each preset at the asked length, or as long as it holds
-            length = min(seq_len, cfg.max_positions - gen_tokens)
+        length = seq_len  # by default the prompt and the decode steps fill the context at most
+        if length is None or all_presets:
+            length = min(length or 2048, max(cfg.max_positions - max(gen_tokens, 0), 1))
         workload = make_workload(cfg, length,
                                  tgt_len=tgt_len if cfg.architecture == "encoder-decoder" else None,
                                  batch=batch, dtype=dtype, attention=attention, gen_tokens=gen_tokens)
@@ -335,6 +335,50 @@ def validate(model, config, all_presets, quick, target, device, seq_len, tgt_len
             click.echo("all rows equal")
     if failed:
         raise Mismatch("some rows that should be exact differ (see MISMATCH above).")
+
+
+@cli.command("train-demo")
+@click.option("--steps", type=int, default=2000, show_default=True, help="Training steps.")
+@click.option("--batch", "-b", type=int, default=128, show_default=True, help="Strings per step.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed (training and held-out strings).")
+@click.option("--out", "out_png", default="out/train_loss.png", show_default=True, help="Where the loss curve (PNG) goes.")
+@click.option("--eval-strings", type=int, default=1000, show_default=True, help="Held-out strings for exact match.")
+@click.option("--json", "as_json", is_flag=True, help="The result as JSON on stdout.")
+def train_demo(steps, batch, seed, out_png, eval_strings, as_json) -> None:
+    """Train seed-toy on the seeds' string-reversal task; report exact match and plot the loss."""
+    for name, value in (("--steps", steps), ("--batch", batch), ("--eval-strings", eval_strings)):
+        if value < 1:
+            raise InputError(f"{name} must be at least 1, got {value}.")
+    from pathlib import Path
+
+    out = Path(out_png)
+    if out.suffix.lower() != ".png":
+        raise InputError(f"--out must name a .png file, got {out_png!r}.")
+    if out.parent.exists() and not out.parent.is_dir():
+        raise InputError(f"--out: {out.parent} is not a folder.")
+    from validate.train import run_train_demo
+
+    every = max(steps // 20, 1)
+
+    def progress(step: int, loss: float) -> None:
+        if step % every == 0 or step == steps:
+            click.echo(f"step {step:>5}/{steps}  loss {loss:.4f}", err=True)
+
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        result = run_train_demo(steps=steps, batch=batch, seed=seed, out_png=out,
+                                progress=progress, eval_strings=eval_strings)
+    except OSError as error:
+        raise InputError(f"--out {out_png}: {error.strerror or error}.") from None
+    if as_json:
+        click.echo(json.dumps({k: (str(v) if isinstance(v, Path) else v) for k, v in result.items()}, indent=2))
+        return
+    click.echo(
+        f"seed-toy on string reversal: {result['steps']} steps of batch {result['batch']} in "
+        f"{result['seconds']:.0f} s; loss {result['first_loss']:.3f} -> {result['final_loss']:.2e}; "
+        f"exact match {100 * result['exact_match']:.1f}% on {result['eval_strings']} held-out strings "
+        f"(the seeds report 99.5% after 2,000 steps); loss curve: {result['png']}"
+    )
 
 
 from reports.commands import COMMANDS  # noqa: E402  (report, plot, claims, sweep; lazy imports)
