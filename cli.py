@@ -264,7 +264,7 @@ def hardware(measure, as_json) -> None:
 @click.option("--seq-len", "-n", type=int, default=None, help="Tokens per sequence (default 2048 or the context).")
 @click.option("--tgt-len", type=int, default=None, help="Decoder tokens of an encoder-decoder.")
 @click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch.")
-@click.option("--dtype", default="bf16", show_default=True, help="fp32, fp16 or bf16.")
+@click.option("--dtype", default=None, help="fp32, fp16 or bf16 (default: bf16 under FakeTensorMode, fp32 on real CPU tensors, where bf16 matmuls are slow).")
 @click.option("--attention", default="eager", show_default=True, help="eager or sdpa (the measured model's attention).")
 @click.option("--gen-tokens", "-T", type=int, default=2, show_default=True, help="Decode steps after the prefill (KV cache).")
 @click.option("--blocks", is_flag=True, help="Also one row per sublayer for parameters and forward FLOPs.")
@@ -288,6 +288,7 @@ def validate(model, config, all_presets, quick, target, device, seq_len, tgt_len
         configs = [load_model(model, config)]
     if quick:
         seq_len, batch = seq_len or 32, max(batch, 2)
+    dtype = dtype or ("bf16" if device == "fake" else "fp32")
     from validate.compare import validate as compare
     from validate.hf_models import HF_FAMILIES
 
