@@ -11,7 +11,8 @@ Conventions (what "formula == measurement" means, see shared/DESIGN.md):
 - backward matmul FLOPs are 2x forward for a product whose two inputs both need gradients (a weight
   and an activation, or two activations): one product for each input's gradient.
 - other ops are counted in output elements per op kind; OTHER_FLOPS_PER_ELEMENT turns elements into
-  FLOPs (a stated convention, not a measurement): softmax 5 (max, subtract, exp, sum, divide),
+  FLOPs (a stated convention, not a measurement): softmax and log-softmax 5 (max, subtract, exp,
+  sum, divide or log),
   layernorm 5 (mean, subtract, square-mean, divide, affine), rmsnorm 4 (square, mean, rsqrt-scale,
   weight), gelu 8, gelu_tanh 8, silu 4, relu 1, add 1, mul 1, rope 3 (two products, one sum per
   rotated element).
@@ -37,6 +38,7 @@ OTHER_FLOPS_PER_ELEMENT = {
     "add": 1,
     "mul": 1,
     "softmax": 5,
+    "log_softmax": 5,
     "layernorm": 5,
     "rmsnorm": 4,
     "relu": 1,
@@ -132,11 +134,14 @@ class Profile:
         return self.hf and self.family in LLAMA_LIKE + ("gpt2",)
 
     def dropout_sites(self) -> tuple[str, ...]:
-        """Where dropout runs when it runs: Llama only on the attention probabilities; GPT-2 and
-        BERT also on embeddings and sublayer outputs; the seeds' Transformer and T5 also inside the
-        FFN; T5 also after each stack's final norm."""
+        """Where dropout runs when it runs. Hugging Face: Llama only on the attention
+        probabilities; GPT-2 and BERT also on embeddings and sublayer outputs; T5 also inside the
+        FFN and after each stack's final norm. The reference model: probabilities, embeddings and
+        sublayer outputs, whatever the family (the seeds' placement)."""
         if not self.dropout:
             return ()
+        if not self.hf:
+            return ("probs", "embedding", "sublayer")  # the reference model, every family
         if self.family in LLAMA_LIKE:
             return ("probs",)
         sites = ("probs", "embedding", "sublayer")
@@ -446,9 +451,10 @@ class AttentionCore(Block):
 
     @property
     def kv_heads_kept(self) -> Expr:
-        """Heads of K and V an eager product keeps: h, except that Hugging Face's repeat_kv stays
-        a view for multi-query attention (h_kv = 1) at b = 1."""
-        if self.profile.hf and self.profile.family in LLAMA_LIKE:
+        """Heads of K and V an eager product keeps: h, except that repeating K/V (expand then
+        reshape, in Hugging Face's Llama and in the reference) stays a view for multi-query
+        attention (h_kv = 1) at b = 1."""
+        if not self.profile.hf or self.profile.family in LLAMA_LIKE:
             return sp.Piecewise((S.h_kv, sp.And(sp.Eq(S.b, 1), sp.Eq(S.h_kv, 1))), (S.h, True))
         return S.h
 
@@ -719,7 +725,7 @@ class CrossEntropy(Block):
         saved = p.loss_bytes * (self.tokens * S.V + 1) + INDEX * self.tokens
         if p.shifted_labels:
             saved += if_batch_of_one(INDEX)
-        return _cost(elements=[("softmax", self.tokens * S.V)], saved_bytes=saved)
+        return _cost(elements=[("log_softmax", self.tokens * S.V)], saved_bytes=saved)
 
 
 @dataclass(frozen=True)

@@ -163,3 +163,18 @@ def test_json_output_is_byte_identical_across_runs():
     first = subprocess.run(command, cwd=ROOT, capture_output=True, check=True).stdout
     second = subprocess.run(command, cwd=ROOT, capture_output=True, check=True).stdout
     assert first == second and len(first) > 1000
+
+
+def test_no_code_from_input():
+    # Nothing a user passes may reach eval, exec, pickle or remote code: configs are JSON only.
+    sources = [ROOT / "cli.py", *sorted((ROOT / "costmodel").rglob("*.py")),
+               *sorted((ROOT / "validate").rglob("*.py")), *sorted((ROOT / "reports").rglob("*.py"))]
+    assert len(sources) > 20
+    import re
+
+    forbidden = re.compile(
+        r"(?<![\w.])(eval|exec)\(|import pickle|pickle\.load|trust_remote_code|yaml\.load\(|parse_expr\("
+    )
+    for path in sources:
+        match = forbidden.search(path.read_text())
+        assert match is None, f"{path.relative_to(ROOT)} contains {match.group(0)!r}"

@@ -108,3 +108,20 @@ def test_validate_and_train_demo_reject_bad_input(args, capsys):
     assert cli.main(args) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and err.startswith("error: ")
+
+
+@pytest.mark.parametrize("name", [
+    "seed-toy", "transformer-base", "transformer-big", "gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl",
+    "bert-base-uncased", "t5-small", "t5-base", "llama2-7b", "llama2-13b", "llama2-70b", "mistral-7b",
+])
+def test_reference_parameters_equal_the_formula_for_every_preset(name):
+    import torch
+
+    from costmodel.estimate import Estimate
+    from validate.reference import build_reference
+
+    cfg = load_preset(name)
+    with torch.device("meta"):  # the 70B model costs no memory
+        model = build_reference(cfg)
+    measured = sum(p.numel() for p in model.parameters())
+    assert measured == Estimate(cfg, Workload(seq_len=8)).total("params")

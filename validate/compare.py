@@ -156,6 +156,32 @@ def _block_rows(estimate: Estimate, quantity: str, measured: dict[str, int],
 
 
 # ---------------------------------------------------------------------------------------------
+# Other ops: aten ops whose output elements the tree's element kinds count one to one
+
+#: (row, aten ops counted by the dispatch counter, the tree's element kinds). gelu and tanh share a
+#: row: Hugging Face's gelu_new is Python with one aten.tanh per element, aten.gelu elsewhere.
+OTHER_OP_ROWS = [
+    ("softmax elements", ("aten._softmax",), ("softmax",)),
+    ("log-softmax elements", ("aten._log_softmax",), ("log_softmax",)),
+    ("layernorm elements", ("aten.native_layer_norm",), ("layernorm",)),
+    ("silu elements", ("aten.silu",), ("silu",)),
+    ("relu elements", ("aten.relu",), ("relu",)),
+    ("gelu and tanh elements", ("aten.gelu", "aten.tanh"), ("gelu", "gelu_tanh", "tanh")),
+]
+
+
+def _other_op_rows(estimate: Estimate, measured: dict[str, int], fused: bool) -> Iterator[Row]:
+    tree = estimate.flops()["other_elements"]
+    for name, ops, kinds in OTHER_OP_ROWS:
+        if fused and name == "softmax elements":
+            continue  # inside the fused kernel: no aten._softmax to count
+        formula = sum(tree.get(kind, 0) for kind in kinds)
+        value = sum(measured.get(op, 0) for op in ops)
+        if formula or value:
+            yield Row(name, formula, value)
+
+
+# ---------------------------------------------------------------------------------------------
 # The comparison
 
 
@@ -181,6 +207,9 @@ def validate(cfg: ModelConfig, workload: Workload, *, target: str = "hf", device
             rows.append(Row("training matmul FLOPs (profiler)",
                             estimate.total("flops_matmul") + estimate.total("flops_matmul_backward"),
                             profiled))
+        progress("counting the output elements of the other ops (TorchDispatchMode)")
+        elements = measure.other_op_elements(model, inputs)
+        rows += _other_op_rows(estimate, elements, fused=workload.attention != "eager")
         progress("recording tensors saved for backward")
         saved = measure.saved_activation_bytes(model, inputs, loss_fn=loss_fn)
         rows.append(Row("bytes saved for backward", estimate.total("saved_bytes"), saved.total_bytes))
