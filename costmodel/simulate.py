@@ -2,8 +2,9 @@
 
 Pure analytic (no torch). Each block of the cost tree takes max(compute time, memory time), where
 compute time = its FLOPs / (peak FLOP/s x compute efficiency) and memory time = its bytes moved /
-(bandwidth x memory efficiency); a pass is the sum over blocks, and each figure says which resource
-bounds it. Hardware presets are data (costmodel/hardware/*.json); `local` is this machine, measured
+(bandwidth x memory efficiency), plus a fixed overhead per block (kernel launches, or the
+interpreter's dispatch of a block's few ops on a CPU); a pass is the sum over blocks, and each
+figure says which resource bounds it. Hardware presets are data (costmodel/hardware/*.json); `local` is this machine, measured
 by validate/calibrate.py and cached.
 """
 
@@ -46,6 +47,7 @@ class Hardware:
     memory_bytes: int
     efficiency: dict[str, float] = field(default_factory=lambda: {"compute": 1.0, "memory": 1.0})
     source: str = ""
+    overhead_s_per_block: float = 0.0  # launch/dispatch time of one block's ops
 
     def peak(self, dtype: str) -> float:
         if dtype not in self.flops_per_s:
@@ -64,6 +66,7 @@ class Hardware:
                 efficiency={str(k): float(v) for k, v in data.get("efficiency", {}).items()}
                 or {"compute": 1.0, "memory": 1.0},
                 source=str(data.get("source", "")),
+                overhead_s_per_block=float(data.get("overhead_s_per_block", 0.0)),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise ConfigError(f"{source}: not a hardware description ({error}).") from None
@@ -154,6 +157,7 @@ class Roofline:
         self.efficiency = eff
         self.flops_per_s = hardware.peak(self.dtype) * eff.compute
         self.bytes_per_s = hardware.bandwidth_bytes_per_s * eff.memory
+        self.overhead_s = hardware.overhead_s_per_block
         profile = Profile(impl="hf", attention=attention, dropout=False, family=cfg.family)
         self.forward_model = CostModel(cfg, profile)
         self.decode_model = CostModel(cfg, profile, decode=True) if cfg.n_decoder_layers else None
@@ -194,7 +198,8 @@ class Roofline:
         for path in paths:
             flops, moved = out[f"{path}|flops"], out[f"{path}|bytes"]
             compute, memory_s = flops / self.flops_per_s, moved / self.bytes_per_s
-            seconds = seconds + (compute > memory_s) * compute + (compute <= memory_s) * memory_s
+            busy = (compute > memory_s) * compute + (compute <= memory_s) * memory_s
+            seconds = seconds + busy + self.overhead_s * ((flops > 0) | (moved > 0))
             first = Timing(float(flops.flat[0]), float(moved.flat[0]),
                            float(compute.flat[0]), float(memory_s.flat[0]))
             blocks.append(BlockTiming(path, first, first.seconds))
