@@ -17,7 +17,7 @@ from . import symbols as S
 from .config import ModelConfig, Workload
 from .evaluate import exact, exact_rational, values
 from .memory import korthikanti_activation_bytes, memory
-from .model import ATTENTION_CORE, PROJECTIONS_AND_FFN, CostModel, Leaf, profile_for
+from .model import CostModel, Leaf, profile_for
 
 EMBEDDING_GROUPS = ("embedding", "encoder_embedding", "decoder_embedding")
 
@@ -135,15 +135,8 @@ class Estimate:
     def regime(self) -> dict[str, Any]:
         crossover = self.model.crossover
         value = exact_rational(crossover, self.values)
-        layer = self.model.layer_leaves()
-        attention = sum(
-            self.number(leaf.total("flops_matmul")) for leaf in layer if leaf.path.endswith(ATTENTION_CORE)
-        )
-        linear = sum(
-            self.number(leaf.total("flops_matmul"))
-            for leaf in layer
-            if leaf.path.endswith(PROJECTIONS_AND_FFN)
-        )
+        attention = self.number(self.model.attention_flops())
+        linear = self.number(self.model.projection_ffn_flops())
         return {
             "crossover_seq_len": float(value),
             "crossover_seq_len_exact": str(value),

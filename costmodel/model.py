@@ -310,6 +310,19 @@ class CostModel:
     def layer_leaves(self) -> tuple[Leaf, ...]:
         return tuple(leaf for leaf in self.leaves if ".layer." in leaf.path)
 
+    def layer_total(self, quantity: str, names: tuple[str, ...]) -> sp.Expr:
+        """A quantity summed over the layers' leaves whose last path name is in names."""
+        return sp.Add(*(leaf.total(quantity) for leaf in self.layer_leaves()
+                        if leaf.path.rsplit(".", 1)[-1] in names))
+
+    def attention_flops(self) -> sp.Expr:
+        """The layers' attention matmuls (scores and weighted sum): the n^2 d term."""
+        return self.layer_total("flops_matmul", ATTENTION_CORE)
+
+    def projection_ffn_flops(self) -> sp.Expr:
+        """The layers' Q/K/V, output and FFN matmuls: the n d^2 term."""
+        return self.layer_total("flops_matmul", PROJECTIONS_AND_FFN)
+
     @cached_property
     def crossover(self) -> sp.Expr:
         """n* where the layers' attention matmuls (~n^2 d) equal their projections + FFN (~n d^2).
@@ -317,15 +330,8 @@ class CostModel:
         Solved symbolically: attention = a n^2 and projections + FFN = c n (source length taken
         equal to the target length), so n* = c / a.
         """
-        attention = sp.Add(
-            *(leaf.total("flops_matmul") for leaf in self.layer_leaves()
-              if leaf.path.endswith(ATTENTION_CORE))
-        )
-        linear = sp.Add(
-            *(leaf.total("flops_matmul") for leaf in self.layer_leaves()
-              if leaf.path.endswith(PROJECTIONS_AND_FFN))
-        )
-        difference = sp.expand((attention - linear).xreplace({S.s: S.n}))
+        difference = self.attention_flops() - self.projection_ffn_flops()
+        difference = sp.expand(difference.xreplace({S.s: S.n}))
         quadratic, linear_coeff = difference.coeff(S.n, 2), difference.coeff(S.n, 1)
         return sp.factor(-linear_coeff / quadratic)
 

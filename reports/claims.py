@@ -22,7 +22,7 @@ from costmodel.config import ModelConfig
 from costmodel.evaluate import exact
 from costmodel.model import CostModel, model_values
 
-from .series import layer_sum, load_model
+from .series import load_model
 from .text import binary_bytes, count, si
 
 # =============================================================================================
@@ -352,13 +352,13 @@ def _claim_backward(measure: bool, progress: Progress) -> list[Claim]:
 def _claim_ffn(measure: bool, progress: Progress) -> Claim:
     cfg = load_model("gpt2")
     model = CostModel(cfg)
-    ffn = layer_sum(model, "flops_matmul", ("mlp",))
-    projections = layer_sum(model, "flops_matmul", ("qkv", "out"))
+    ffn = model.layer_total("flops_matmul", ("mlp",))
+    projections = model.layer_total("flops_matmul", ("qkv", "out"))
     ratio = sp.simplify((ffn / projections).xreplace({S.d_ff: 4 * S.d, S.h_kv: S.h, S.d_h: S.d / S.h}))
     llama = load_model("llama2-7b")
     llama_model = CostModel(llama)
-    llama_ratio = (exact(layer_sum(llama_model, "flops_matmul", ("mlp",)), _at(llama))
-                   / exact(layer_sum(llama_model, "flops_matmul", ("qkv", "out")), _at(llama)))
+    llama_ratio = (exact(llama_model.layer_total("flops_matmul", ("mlp",)), _at(llama))
+                   / exact(llama_model.layer_total("flops_matmul", ("qkv", "out")), _at(llama)))
     value = exact(ffn, _at(cfg, n=1024)) / exact(projections, _at(cfg, n=1024))
     measured, agree = "", True
     if measure:
@@ -366,8 +366,8 @@ def _claim_ffn(measure: bool, progress: Progress) -> Claim:
 
         small = tiny(cfg)
         small_model = CostModel(small)
-        expected = (exact(layer_sum(small_model, "flops_matmul", ("mlp",)), _at(small, n=32))
-                    / exact(layer_sum(small_model, "flops_matmul", ("qkv", "out")), _at(small, n=32)))
+        expected = (exact(small_model.layer_total("flops_matmul", ("mlp",)), _at(small, n=32))
+                    / exact(small_model.layer_total("flops_matmul", ("qkv", "out")), _at(small, n=32)))
         progress(f"[claims] FFN and projection FLOPs of {small.name}")
         got = _measure_ffn_ratio(small, 32)
         measured, agree = f"{got:.4f} ({small.name}, d_ff = 4d)", got == expected

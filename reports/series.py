@@ -19,7 +19,7 @@ from costmodel import symbols as S
 from costmodel.config import ConfigError, ModelConfig, Workload
 from costmodel.evaluate import Sweep, exact, exact_rational, values
 from costmodel.memory import memory
-from costmodel.model import ATTENTION_CORE, PROJECTIONS_AND_FFN, CostModel, model_values, profile_for
+from costmodel.model import CostModel, model_values, profile_for
 
 from .output import ReportInputError
 
@@ -82,22 +82,6 @@ def gpus() -> list[dict[str, Any]]:
 
 # ---------------------------------------------------------------------------------------------
 # Grouping leaves
-
-
-def layer_sum(model: CostModel, quantity: str, names: tuple[str, ...]) -> sp.Expr:
-    """A quantity summed over the layers' leaves whose last path name is in names."""
-    return sp.Add(*(leaf.total(quantity) for leaf in model.layer_leaves()
-                    if leaf.path.rsplit(".", 1)[-1] in names))
-
-
-def attention_flops(model: CostModel) -> sp.Expr:
-    """The layers' attention matmuls (scores and weighted sum): the n^2 d term."""
-    return layer_sum(model, "flops_matmul", ATTENTION_CORE)
-
-
-def linear_flops(model: CostModel) -> sp.Expr:
-    """The layers' projections and FFN matmuls: the n d^2 term."""
-    return layer_sum(model, "flops_matmul", PROJECTIONS_AND_FFN)
 
 
 #: Where the FLOPs go: (label, last path names). Every leaf not named falls into the last group.
@@ -245,8 +229,8 @@ def attention_share_plane(cfg: ModelConfig) -> Any:
     """
     model = CostModel(cfg)
     fixed = {**width_scaled(cfg), S.b: sp.Integer(1), S.s: S.n}
-    attention = attention_flops(model).xreplace(fixed)
-    linear = linear_flops(model).xreplace(fixed)
+    attention = model.attention_flops().xreplace(fixed)
+    linear = model.projection_ffn_flops().xreplace(fixed)
     return sp.lambdify((S.n, S.d), attention / (attention + linear), modules="numpy", cse=True)
 
 

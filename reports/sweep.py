@@ -20,7 +20,6 @@ from costmodel.memory import memory
 from costmodel.model import CostModel, profile_for
 
 from .output import ReportInputError
-from .series import attention_flops, linear_flops
 
 MAX_POINTS = 20_000_000  # a grid larger than this is refused (memory: ~8 bytes x columns each)
 MAX_VALUES = 1_000_000  # values of one axis
@@ -93,7 +92,7 @@ def expressions(cfg: ModelConfig, workload: Workload) -> tuple[CostModel, dict[s
     model = CostModel(cfg, profile_for(cfg, workload))
     mem = memory(cfg, workload, model)
     forward, backward = model.total("flops_matmul"), model.total("flops_matmul_backward")
-    attention, linear = attention_flops(model), linear_flops(model)
+    attention, linear = model.attention_flops(), model.projection_ffn_flops()
     exprs = {
         "forward_flops": forward,
         "backward_flops": backward,
