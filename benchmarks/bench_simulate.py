@@ -23,7 +23,7 @@ import torch  # noqa: E402
 
 from costmodel.presets import load_preset  # noqa: E402
 from costmodel.simulate import Efficiency, Hardware, Roofline  # noqa: E402
-from validate.calibrate import measure_local  # noqa: E402
+from validate.calibrate import measure_local, median_seconds  # noqa: E402
 from validate.decoding import prefill as reference_prefill  # noqa: E402
 from validate.decoding import step as reference_step  # noqa: E402
 from validate.hf_models import build_hf_model  # noqa: E402
@@ -40,16 +40,6 @@ MODELS = {
         name="llama-bench", d_model=2048, n_heads=16, n_kv_heads=4, d_ff=5632, n_decoder_layers=6),
 }
 PROMPT, CONTEXT = 512, 128
-
-
-def median_seconds(function, repeats: int) -> float:
-    function()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def time_reference(cfg, repeats: int) -> tuple[float, float]:

@@ -15,23 +15,12 @@ from costmodel.estimate import Estimate
 from costmodel.evaluate import Sweep, exact, values
 from costmodel.model import CostModel
 from costmodel.presets import load_preset, preset_names
+from tests.published import PUBLISHED
 
-# shared/DESIGN.md, "Reference numbers": sum(p.numel()) of Hugging Face's classes built from the
-# published configs, and the seeds' formula for their toy model.
-PUBLISHED_PARAMS = {
-    "llama2-7b": 6_738_415_616,
-    "llama2-13b": 13_015_864_320,
-    "llama2-70b": 68_976_648_192,
-    "mistral-7b": 7_241_732_096,
-    "gpt2": 124_439_808,
-    "gpt2-medium": 354_823_168,
-    "gpt2-large": 774_030_080,
-    "gpt2-xl": 1_557_611_200,
-    "bert-base-uncased": 109_482_240,
-    "t5-small": 60_506_624,
-    "t5-base": 222_903_552,
-    "seed-toy": 234_059,
-}
+PUBLISHED_PARAMS = {name: PUBLISHED[name] for name in (
+    "llama2-7b", "llama2-13b", "llama2-70b", "mistral-7b", "gpt2", "gpt2-medium", "gpt2-large",
+    "gpt2-xl", "bert-base-uncased", "t5-small", "t5-base", "seed-toy",
+)}  # DESIGN.md's table
 
 
 def estimate(name: str, **workload) -> Estimate:

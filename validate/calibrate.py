@@ -23,7 +23,7 @@ import torch
 from costmodel.simulate import local_cache_path
 
 
-def _median_seconds(function: Callable[[], Any], repeats: int, warmup: int = 2) -> float:
+def median_seconds(function: Callable[[], Any], repeats: int, warmup: int = 2) -> float:
     for _ in range(warmup):
         function()
     times = []
@@ -38,7 +38,7 @@ def matmul_flops_per_s(dtype: torch.dtype, size: int = 2048, repeats: int = 7) -
     """Dense matmul FLOP/s: 2*size^3 per product, median of `repeats` products."""
     a = torch.randn(size, size, dtype=dtype)
     b = torch.randn(size, size, dtype=dtype)
-    seconds = _median_seconds(lambda: torch.mm(a, b), repeats)
+    seconds = median_seconds(lambda: torch.mm(a, b), repeats)
     return 2 * size**3 / seconds
 
 
@@ -46,7 +46,7 @@ def streaming_bytes_per_s(rows: int = 4096, cols: int = 8192, repeats: int = 9) 
     """Weight-streaming bandwidth: bytes of an fp32 matrix read by one matrix-vector product."""
     weight = torch.randn(rows, cols)
     vector = torch.randn(cols)
-    seconds = _median_seconds(lambda: torch.mv(weight, vector), repeats)
+    seconds = median_seconds(lambda: torch.mv(weight, vector), repeats)
     return weight.numel() * 4 / seconds
 
 
@@ -55,7 +55,7 @@ def bandwidth_bytes_per_s(megabytes: int = 256, repeats: int = 7) -> float:
     elements = megabytes * 2**20 // 4
     source = torch.ones(elements, dtype=torch.float32)
     target = torch.empty_like(source)
-    seconds = _median_seconds(lambda: target.copy_(source), repeats)
+    seconds = median_seconds(lambda: target.copy_(source), repeats)
     return 2 * source.numel() * 4 / seconds
 
 
@@ -74,7 +74,7 @@ def overhead_s_per_block(repeats: int = 41) -> float:
     model = build_reference(cfg).eval()
     token = torch.zeros(1, dtype=torch.long)
     state, _ = prefill(model, torch.ones(1, 4, dtype=torch.long))
-    seconds = _median_seconds(lambda: step(state, token), repeats)
+    seconds = median_seconds(lambda: step(state, token), repeats)
     blocks = [leaf for leaf in CostModel(cfg, decode=True).leaves
               if leaf.cost.flops_matmul != 0 or leaf.cost.bytes_moved != 0]
     return seconds / len(blocks)
