@@ -75,9 +75,18 @@ def usual_context(cfg: ModelConfig) -> int:
 
 @lru_cache(maxsize=None)
 def gpus() -> list[dict[str, Any]]:
-    """GPU memory capacities (data: reports/gpus.json), largest first."""
-    data = json.loads(GPUS_FILE.read_text())
-    return sorted(data["gpus"], key=lambda g: (-g["memory_bytes"], g["name"]))
+    """GPU memory capacities, largest first: the roofline presets (costmodel/hardware, one source
+    for their capacity) plus the consumer cards of reports/gpus.json."""
+    from costmodel.simulate import HARDWARE_DIR
+
+    presets = []
+    for path in sorted(HARDWARE_DIR.glob("*.json")):
+        data = json.loads(path.read_text())
+        label = data.get("description", data["name"]).removeprefix("NVIDIA ")
+        presets.append({"name": label, "memory_gib": data["memory_bytes"] / 2**30,
+                        "memory_bytes": data["memory_bytes"]})
+    extra = json.loads(GPUS_FILE.read_text())["gpus"]
+    return sorted(presets + extra, key=lambda g: (-g["memory_bytes"], g["name"]))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -278,7 +278,8 @@ def test_seeds_rule_and_gpus():
     # The seed toy: unshared, untied: three V x d tables, 4 layers.
     assert seeds_rule(series.load_model("seed-toy")) == 12 * 4 * 64**2 + 3 * 11 * 64
     capacities = {g["name"]: g["memory_bytes"] for g in series.gpus()}
-    assert capacities["H200"] == 141 * 2**30 and capacities["RTX 4090"] == 24 * 2**30
+    assert capacities["H200 141GB SXM"] == 141 * 2**30 and capacities["RTX 4090"] == 24 * 2**30
+    assert capacities["A100 80GB SXM"] == 80 * 2**30  # from costmodel/hardware, the one source
     assert all(g["memory_bytes"] == g["memory_gib"] * 2**30 for g in series.gpus())
 
 

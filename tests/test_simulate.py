@@ -35,8 +35,8 @@ def test_what_fits_in_memory():
     weights = 6_738_415_616 * 2
     per_token = 32 * 2 * 4096 * 2  # layers * (K, V) * d * bf16 bytes = 524,288
     assert fits["weights"] == weights and fits["kv_bytes_per_token"] == per_token
-    assert fits["max_batch"] == (80 * 10**9 - weights) // (per_token * 4096)
-    assert fits["max_context"] == (80 * 10**9 - weights) // 8 // per_token
+    assert fits["max_batch"] == (80 * 2**30 - weights) // (per_token * 4096)
+    assert fits["max_context"] == (80 * 2**30 - weights) // 8 // per_token
 
 
 def test_prefill_is_compute_bound_and_decode_memory_bound():
