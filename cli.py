@@ -420,6 +420,10 @@ def main(argv: list[str] | None = None) -> int:
     except click.Abort:
         click.echo("aborted.", err=True)
         return 1
+    except OSError as error:  # a path that cannot be read or written, wherever it is used
+        where = f"{error.filename}: " if error.filename else ""
+        click.echo(f"error: {one_line(where + (error.strerror or str(error)))}.", err=True)
+        return 2
     except BrokenPipeError:
         return 0
     return 0

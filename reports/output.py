@@ -40,12 +40,18 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
         raise ReportInputError(f"{path}: is a directory; give a file name.")
     if not directory.is_dir():
         raise ReportInputError(f"{directory}: no such directory.")
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as error:
+        raise ReportInputError(f"{path}: cannot be written ({error.strerror}).") from None
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
         os.chmod(temporary, 0o644)
         os.replace(temporary, path)
+    except OSError as error:
+        Path(temporary).unlink(missing_ok=True)
+        raise ReportInputError(f"{path}: cannot be written ({error.strerror}).") from None
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise

@@ -178,3 +178,17 @@ def test_no_code_from_input():
     for path in sources:
         match = forbidden.search(path.read_text())
         assert match is None, f"{path.relative_to(ROOT)} contains {match.group(0)!r}"
+
+
+def test_unwritable_outputs_are_one_line_errors(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    for args in (["sweep", "--model", "gpt2", "--seq-len", "128:1024:x2", "--csv", "/proc/x.csv"],
+                 ["sweep", "--model", "gpt2", "--seq-len", "128:1024:x2", "--csv", str(blocker / "x.csv")],
+                 ["plot", "regimes", "--model", "gpt2", "--out", "/nonexistent/dir/x.png"],
+                 ["train-demo", "--steps", "1", "--out", str(blocker / "loss.png")]):
+        assert cli.main(args) == 2, args
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len([line for line in err if line.startswith("error: ")]) == 1, (args, err)
+        assert not any("Traceback" in line for line in err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]  # nothing half-written
