@@ -61,6 +61,9 @@ PEAK_CASES = [
     (gpt2(256, 4), "hf", 58_848_468),
     (gpt2(64, 2), "reference", 3_669_140),
     (llama(256, 4), "reference", 56_691_872),
+    (load_preset("bert-base-uncased").replace(  # BertModel + pooler, loss = sum of its outputs
+        name="bert-64", vocab_size=1000, d_model=64, n_heads=4, d_ff=256, n_encoder_layers=2,
+        max_positions=512), "hf", 3_745_952),
 ]
 
 
@@ -125,3 +128,23 @@ def test_cuda_terms_differ_only_where_the_kernels_do():
         assert cuda["adam_steps"] == (4 * 21 if impl == "fused" else 0)  # steps on the host
     assert training_peak_bytes(cfg, wl, "foreach")["optimizer_temporaries"] == cpu["weights"]
     assert training_peak_bytes(cfg, wl, "fused")["optimizer_temporaries"] == 0
+
+
+def test_gpu_check_exits_2_without_a_gpu_and_dry_runs_on_cpu(tmp_path, capsys):
+    import json
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import gpu_check
+
+    if not torch.cuda.is_available():
+        assert gpu_check.main([]) == 2
+        assert capsys.readouterr().err.count("\n") == 1
+    assert gpu_check.main(["--device", "cpu", "--repeats", "1", "--out", str(tmp_path / "r")]) == 0
+    rows = json.loads((tmp_path / "r.json").read_text())["rows"]
+    assert [r["model"] for r in rows] == ["gpt2-tiny", "llama-tiny", "bert-tiny"]
+    # the dry run measures with MemTracker, where the analytic peak is exact
+    assert [r["train_peak_analytic"] for r in rows] == [r["train_peak_measured"] for r in rows]
+    assert all(r["train_roofline_s"] > 0 and r["prefill_roofline_s"] > 0 for r in rows)
+    assert "| gpt2-tiny | 2x32 |" in (tmp_path / "r.md").read_text()

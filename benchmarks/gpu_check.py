@@ -1,0 +1,244 @@
+"""One command for a CUDA machine: analytic vs measured peak memory and times of three models.
+
+    python benchmarks/gpu_check.py                 # CUDA: GPT-2 small, a Llama-style ~0.56B, BERT-base
+    python benchmarks/gpu_check.py --device cpu    # dry run: the same code path, tiny models, CPU
+
+For each model (Hugging Face classes, random weights, **plain fp32**, or pure bf16 with --dtype bf16:
+the model is built in that dtype and AdamW keeps its moments in it; no autocast):
+- peak memory of one training step (forward with the loss, backward, AdamW, zero_grad):
+  validate.measure.cuda_peak_memory (torch.cuda.max_memory_allocated) beside
+  costmodel.peak.training_peak_bytes with the CUDA default AdamW (foreach: one parameter-sized
+  temporary; `step` on the host). On --device cpu: MemTracker beside the single-tensor model.
+- peak memory of prefill + decode (decoders) or a no-grad forward (BERT) beside
+  costmodel.peak.inference_peak_bytes (a lower bound: weights + KV cache + logits + inputs).
+- times (median of --repeats, torch.cuda.synchronize around each): prefill, one decode step,
+  one training step, beside the roofline of costmodel.simulate (Roofline.prefill / .decode,
+  training_step) on the h200 preset (--hardware to change).
+
+Writes a table to stdout and <out>.json / <out>.md (default benchmarks/results_gpu_check[_cpu]).
+Without a CUDA GPU (and --device cuda) it prints one line and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+NO_GPU_EXIT = 2
+
+
+def models(device: str):
+    """(config, batch, seq_len, gen_tokens) of the three models; tiny ones for the CPU dry run."""
+    from costmodel.presets import load_preset
+
+    gpt2, llama, bert = load_preset("gpt2"), load_preset("llama2-7b"), load_preset("bert-base-uncased")
+    if device == "cpu":
+        small = dict(vocab_size=1000, d_model=64, n_heads=4, max_positions=128)
+        return [
+            (gpt2.replace(name="gpt2-tiny", d_ff=256, n_decoder_layers=2, **small), 2, 32, 4),
+            (llama.replace(name="llama-tiny", n_kv_heads=2, d_ff=170, n_decoder_layers=2, **small),
+             2, 32, 4),
+            (bert.replace(name="bert-tiny", d_ff=256, n_encoder_layers=2, **small), 2, 32, 0),
+        ]
+    llama_05b = llama.replace(name="llama-0.56b", d_model=1280, n_heads=20, n_kv_heads=20, d_ff=3456,
+                              n_decoder_layers=24, max_positions=4096)
+    return [(gpt2, 8, 1024, 32), (llama_05b, 4, 1024, 32), (bert, 16, 512, 0)]
+
+
+def _sync(device: str) -> None:
+    import torch
+
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def median_seconds(fn, device: str, repeats: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        _sync(device)
+        start = time.perf_counter()
+        fn()
+        _sync(device)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def measure_memory(model, inputs, prompt, gen_tokens, loss_fn, device, decoder) -> dict:
+    """Training-step peak and inference peak in bytes (CUDA: max_memory_allocated; CPU:
+    MemTracker for training, no inference peak)."""
+    import torch
+
+    from validate import measure
+
+    if device == "cpu":
+        return {"train_step_peak": measure.peak_memory_memtracker(model, inputs, loss_fn)["Total"],
+                "inference_peak": None}
+    if decoder:
+        out = measure.cuda_peak_memory(model, inputs, gen_tokens, loss_fn)
+    else:  # BertModel has no cache: train step as in cuda_peak_memory, then a no-grad forward
+        optimizer = torch.optim.AdamW(model.parameters())
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        measure._train_step(model, inputs, optimizer, loss_fn)
+        torch.cuda.synchronize()
+        out = {"train_step_peak": torch.cuda.max_memory_allocated()}
+        del optimizer
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        with torch.no_grad():
+            model.eval()(**prompt)
+        model.train()
+        torch.cuda.synchronize()
+        out["inference_peak"] = torch.cuda.max_memory_allocated()
+    torch.cuda.empty_cache()
+    return out
+
+
+def check_model(cfg, batch, seq_len, gen_tokens, args) -> dict:
+    import torch
+
+    from costmodel.config import Workload
+    from costmodel.peak import inference_peak_bytes, training_peak_bytes
+    from costmodel.simulate import Roofline, load_hardware, training_step
+    from validate import measure
+    from validate.compare import TORCH_DTYPES, _loss_fn
+    from validate.hf_models import build_hf_model, make_inputs
+
+    device = args.device
+    decoder = cfg.head == "lm"
+    workload = Workload(seq_len=seq_len, batch=batch, dtype=args.dtype, gen_tokens=gen_tokens,
+                        impl="hf", attention="eager")
+    torch.manual_seed(0)
+    model = build_hf_model(cfg, "eager", TORCH_DTYPES[args.dtype]).to(device)
+    inputs = {k: v.to(device) for k, v in make_inputs(cfg, batch, seq_len, labels=decoder).items()}
+    prompt = {k: v for k, v in inputs.items() if k != "labels"}
+    loss_fn = _loss_fn(cfg, "hf")
+    optimizer_impl = "foreach" if device == "cuda" else "single"
+
+    memory = measure_memory(model, inputs, prompt, gen_tokens, loss_fn, device, decoder)
+    analytic = training_peak_bytes(cfg, workload, optimizer_impl, device)
+    inference = inference_peak_bytes(cfg, workload)
+
+    optimizer = torch.optim.AdamW(model.parameters())
+    train_s = median_seconds(lambda: measure._train_step(model, inputs, optimizer, loss_fn),
+                             device, args.repeats)
+    del optimizer
+    model.eval()
+    with torch.no_grad():
+        if decoder:
+            prefill_s = median_seconds(lambda: model(**prompt, use_cache=True), device, args.repeats)
+            cache = measure._output_cache(model(**prompt, use_cache=True))
+            token = torch.ones(batch, 1, dtype=torch.long, device=device)
+
+            def step():  # one token against the prompt's cache, which is cropped back after it
+                model(input_ids=token, cache=cache, use_cache=True)
+                cache.crop(-1)
+
+            decode_s = median_seconds(step, device, args.repeats)
+        else:
+            prefill_s = median_seconds(lambda: model(**prompt), device, args.repeats)
+            decode_s = None
+    model.train()
+
+    hardware = load_hardware(args.hardware)
+    roofline = Roofline(cfg, hardware, dtype=args.dtype)
+    predicted_prefill = float(roofline.prefill(batch, seq_len)[1])
+    predicted_decode = float(roofline.decode(batch, seq_len + 1)[1]) if decoder else None
+    predicted_train = training_step(cfg, workload, hardware)["timing"].seconds
+
+    def rel(a, m):
+        return None if a is None or m is None else (a - m) / m
+
+    return {
+        "model": cfg.name, "batch": batch, "seq_len": seq_len, "gen_tokens": gen_tokens,
+        "dtype": args.dtype, "device": device, "optimizer": f"AdamW ({optimizer_impl})",
+        "params": sum(p.numel() for p in model.parameters()),
+        "train_peak_measured": memory["train_step_peak"], "train_peak_analytic": analytic["total"],
+        "train_peak_rel": rel(analytic["total"], memory["train_step_peak"]),
+        "train_peak_phase": analytic["phase"],
+        "inference_peak_measured": memory["inference_peak"],
+        "inference_peak_analytic_lower_bound": inference["total"],
+        "prefill_s": prefill_s, "prefill_roofline_s": predicted_prefill,
+        "decode_step_s": decode_s, "decode_roofline_s": predicted_decode,
+        "train_step_s": train_s, "train_roofline_s": predicted_train,
+        "hardware": args.hardware, "analytic_terms": {k: v for k, v in analytic.items()},
+    }
+
+
+COLUMNS = [
+    ("model", "model"), ("b x n", None), ("train peak measured", "train_peak_measured"),
+    ("train peak analytic", "train_peak_analytic"), ("rel", "train_peak_rel"),
+    ("infer peak measured", "inference_peak_measured"),
+    ("infer analytic (lower bd)", "inference_peak_analytic_lower_bound"),
+    ("prefill s", "prefill_s"), ("roofline", "prefill_roofline_s"),
+    ("decode s", "decode_step_s"), ("roofline", "decode_roofline_s"),
+    ("train s", "train_step_s"), ("roofline", "train_roofline_s"),
+]
+
+
+def _cell(row: dict, key: str | None) -> str:
+    if key is None:
+        return f"{row['batch']}x{row['seq_len']}"
+    value = row[key]
+    if value is None:
+        return "-"
+    if key.endswith("_rel"):
+        return f"{value:+.2%}"
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def markdown(rows: list[dict], note: str) -> str:
+    lines = [note, "", "| " + " | ".join(h for h, _ in COLUMNS) + " |",
+             "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(_cell(r, k) for _, k in COLUMNS) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    parser.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32")
+    parser.add_argument("--hardware", default="h200")
+    parser.add_argument("--repeats", type=int, default=None, help="timing repeats (cuda 5, cpu 2)")
+    parser.add_argument("--out", default=None, help="output path without suffix")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("gpu_check: no CUDA GPU available (use --device cpu for a dry run)", file=sys.stderr)
+        return NO_GPU_EXIT
+    args.repeats = args.repeats or (5 if args.device == "cuda" else 2)
+    suffix = "" if args.device == "cuda" else "_cpu"
+    out = Path(args.out) if args.out else ROOT / "benchmarks" / f"results_gpu_check{suffix}"
+
+    rows = []
+    for cfg, batch, seq_len, gen_tokens in models(args.device):
+        print(f"{cfg.name}: b={batch} n={seq_len} T={gen_tokens} ...", file=sys.stderr, flush=True)
+        rows.append(check_model(cfg, batch, seq_len, gen_tokens, args))
+    device_name = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
+    note = (f"gpu_check on {device_name}, {args.dtype} (no autocast), roofline: {args.hardware}; "
+            f"peaks in bytes, times in seconds (median of {args.repeats})")
+    table = markdown(rows, note)
+    print(table)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".md").write_text(table)
+    out.with_suffix(".json").write_text(json.dumps({"note": note, "rows": rows}, indent=1))
+    print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
