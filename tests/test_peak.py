@@ -147,4 +147,4 @@ def test_gpu_check_exits_2_without_a_gpu_and_dry_runs_on_cpu(tmp_path, capsys):
     # the dry run measures with MemTracker, where the analytic peak is exact
     assert [r["train_peak_analytic"] for r in rows] == [r["train_peak_measured"] for r in rows]
     assert all(r["train_roofline_s"] > 0 and r["prefill_roofline_s"] > 0 for r in rows)
-    assert "| gpt2-tiny | 2x32 |" in (tmp_path / "r.md").read_text()
+    assert "| gpt2-tiny | 2x32 | optimizer_step |" in (tmp_path / "r.md").read_text()
