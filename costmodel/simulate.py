@@ -25,7 +25,7 @@ from .blocks import Profile
 from .config import DTYPE_BYTES, ConfigError, ModelConfig, Workload, show
 from .evaluate import Sweep, values
 from .memory import memory
-from .model import CostModel, profile_for
+from .model import CostModel, model_values, profile_for
 
 HARDWARE_DIR = Path(__file__).resolve().parent / "hardware"
 
@@ -117,10 +117,11 @@ class Timing:
     bytes: float
     compute_s: float
     memory_s: float
+    overhead_s: float = 0.0  # fixed launch/dispatch time of the blocks' ops
 
     @property
     def seconds(self) -> float:
-        return max(self.compute_s, self.memory_s)
+        return max(self.compute_s, self.memory_s) + self.overhead_s
 
     @property
     def bound(self) -> str:
@@ -135,6 +136,7 @@ class Timing:
         return Timing(
             self.flops + other.flops, self.bytes + other.bytes,
             self.compute_s + other.compute_s, self.memory_s + other.memory_s,
+            self.overhead_s + other.overhead_s,
         )
 
 
@@ -168,40 +170,44 @@ class Roofline:
         subs[S.c] = context if context is not None else seq_len
         return {k: sp.Integer(v) for k, v in subs.items()}
 
-    def _sweep(self, model: CostModel, skip: tuple[str, ...] = ("loss",)) -> tuple[list[str], Sweep]:
-        """One lambdified function for every leaf's FLOPs and bytes moved (inference: no loss)."""
-        paths, expressions = [], {}
+    def _sweep(self, model: CostModel, skip: tuple[str, ...] = ("loss",)) -> tuple[dict[str, int], Sweep]:
+        """One lambdified function for every leaf's FLOPs and bytes moved (inference: no loss),
+        and how many times each leaf runs (its layers)."""
+        runs, expressions = {}, {}
+        fixed = {k: sp.Integer(v) for k, v in model_values(model.cfg).items()}
         for leaf in model.leaves:
             if leaf.path.rsplit(".", 1)[-1] in skip:
                 continue
-            paths.append(leaf.path)
+            runs[leaf.path] = int(leaf.count.xreplace(fixed))
             expressions[f"{leaf.path}|flops"] = leaf.total("flops_matmul") + leaf.total("flops_other")
             expressions[f"{leaf.path}|bytes"] = leaf.total("bytes_moved")
-        return paths, Sweep(model, expressions)
+        return runs, Sweep(model, expressions)
 
     @cached_property
-    def _prefill_sweep(self) -> tuple[list[str], Sweep]:
+    def _prefill_sweep(self) -> tuple[dict[str, int], Sweep]:
         return self._sweep(self.forward_model)
 
     @cached_property
-    def _decode_sweep(self) -> tuple[list[str], Sweep]:
+    def _decode_sweep(self) -> tuple[dict[str, int], Sweep]:
         if self.decode_model is None:
             raise ConfigError(f"model {self.cfg.name!r} has no decoder; it does not generate.")
         return self._sweep(self.decode_model)
 
-    def _times(self, sweep: tuple[list[str], Sweep], **workload) -> tuple[list[BlockTiming], Any]:
+    def _times(self, sweep: tuple[dict[str, int], Sweep], **workload) -> tuple[list[BlockTiming], Any]:
         """Per-block timings at the first point and the roofline seconds at every point."""
-        paths, function = sweep
+        runs, function = sweep
         out = function(e=DTYPE_BYTES[self.dtype], **workload)
         seconds = 0.0
         blocks = []
-        for path in paths:
+        for path, count in runs.items():
             flops, moved = out[f"{path}|flops"], out[f"{path}|bytes"]
             compute, memory_s = flops / self.flops_per_s, moved / self.bytes_per_s
             busy = (compute > memory_s) * compute + (compute <= memory_s) * memory_s
-            seconds = seconds + busy + self.overhead_s * ((flops > 0) | (moved > 0))
-            first = Timing(float(flops.flat[0]), float(moved.flat[0]),
-                           float(compute.flat[0]), float(memory_s.flat[0]))
+            overhead = self.overhead_s * count
+            seconds = seconds + busy + overhead * ((flops > 0) | (moved > 0))
+            active = bool(flops.flat[0] > 0 or moved.flat[0] > 0)
+            first = Timing(float(flops.flat[0]), float(moved.flat[0]), float(compute.flat[0]),
+                           float(memory_s.flat[0]), overhead if active else 0.0)
             blocks.append(BlockTiming(path, first, first.seconds))
         return blocks, seconds
 
@@ -268,6 +274,14 @@ class Roofline:
         }
 
 
+def block_runs(model: CostModel) -> int:
+    """How many blocks one pass runs (each leaf times its layers), counting those that compute or
+    move anything: what the per-block overhead is paid for."""
+    fixed = {k: sp.Integer(v) for k, v in model_values(model.cfg).items()}
+    return sum(int(leaf.count.xreplace(fixed)) for leaf in model.leaves
+               if leaf.cost.flops_matmul != 0 or leaf.cost.bytes_moved != 0)
+
+
 def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,
                   efficiency: Efficiency | None = None) -> dict[str, Any]:
     """Roofline time of one training step: forward + backward (+ recomputation) + optimizer.
@@ -276,7 +290,8 @@ def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,
     convention), plus one more forward of the recomputed part (full: the whole forward; selective:
     the attention core). Memory: 3x the forward's traffic (forward, then backward reading and
     writing about twice as much), plus the optimizer step reading weights, gradients and states
-    and writing weights and states.
+    and writing weights and states. Overhead: the per-block overhead for 3x the forward's blocks
+    (backward runs about twice the forward's ops).
     """
     eff = efficiency or Efficiency(**hardware.efficiency)
     model = CostModel(cfg, profile_for(cfg, workload))
@@ -298,7 +313,8 @@ def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,
     flops = forward + backward + 3 * other + recomputed
     peak = hardware.peak(workload.dtype) * eff.compute
     bandwidth = hardware.bandwidth_bytes_per_s * eff.memory
-    timing = Timing(flops, moved, flops / peak, moved / bandwidth)
+    overhead = 3 * block_runs(model) * hardware.overhead_s_per_block
+    timing = Timing(flops, moved, flops / peak, moved / bandwidth, overhead)
     tokens = workload.batch * (workload.decoder_len if cfg.architecture == "encoder-decoder" else workload.seq_len)
     memory_numbers = {k: int(getattr(mem, k).xreplace(subs)) for k in
                       ("weights", "gradients", "optimizer", "activations")}

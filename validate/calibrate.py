@@ -64,6 +64,7 @@ def overhead_s_per_block(repeats: int = 41) -> float:
     traffic negligible) divided by the blocks of its decode-step tree."""
     from costmodel.config import ModelConfig
     from costmodel.model import CostModel
+    from costmodel.simulate import block_runs
 
     from .decoding import prefill, step
     from .reference import build_reference
@@ -75,9 +76,7 @@ def overhead_s_per_block(repeats: int = 41) -> float:
     token = torch.zeros(1, dtype=torch.long)
     state, _ = prefill(model, torch.ones(1, 4, dtype=torch.long))
     seconds = median_seconds(lambda: step(state, token), repeats)
-    blocks = [leaf for leaf in CostModel(cfg, decode=True).leaves
-              if leaf.cost.flops_matmul != 0 or leaf.cost.bytes_moved != 0]
-    return seconds / len(blocks)
+    return seconds / block_runs(CostModel(cfg, decode=True))
 
 
 def measure_local(memory_bytes: int | None = None) -> dict[str, Any]:
