@@ -80,17 +80,20 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     torch.manual_seed(0)
-    local = measure_local()
-    hardware = Hardware.from_dict(local, source="measured now")
-    print(f"local: fp32 matmul {local['flops_per_s']['fp32'] / 1e9:.1f} GFLOP/s, "
-          f"bandwidth {local['bandwidth_bytes_per_s'] / 1e9:.1f} GB/s, overhead "
-          f"{local['overhead_s_per_block'] * 1e6:.0f} us per block, {torch.get_num_threads()} threads")
-    rows = []
+    rows, calibrations = [], []
     for label, cfg in MODELS.items():
-        roof = Roofline(cfg, hardware, "fp32", Efficiency(1.0, 1.0), attention="eager")
-        prefill_total, prefill_predicted, _ = roof.prefill(1, PROMPT)
-        decode_total, decode_predicted, _ = roof.decode(1, CONTEXT)
         for target, timer in (("reference", time_reference), ("hf", time_hf)):
+            # Calibrate right before each measurement: on a shared machine the load drifts, and
+            # roofs and timings should see the same conditions.
+            local = measure_local()
+            calibrations.append(local)
+            print(f"{label} / {target}: local fp32 matmul {local['flops_per_s']['fp32'] / 1e9:.1f} GFLOP/s, "
+                  f"bandwidth {local['bandwidth_bytes_per_s'] / 1e9:.1f} GB/s, overhead "
+                  f"{local['overhead_s_per_block'] * 1e6:.0f} us per block, {torch.get_num_threads()} threads")
+            hardware = Hardware.from_dict(local, source="measured now")
+            roof = Roofline(cfg, hardware, "fp32", Efficiency(1.0, 1.0), attention="eager")
+            prefill_total, prefill_predicted, _ = roof.prefill(1, PROMPT)
+            decode_total, decode_predicted, _ = roof.decode(1, CONTEXT)
             prefill_measured, decode_measured = timer(cfg, args.repeats)
             for phase, total, predicted, measured in (
                 (f"prefill n={PROMPT}", prefill_total, float(prefill_predicted), prefill_measured),
@@ -104,7 +107,7 @@ def main() -> None:
         print(f"{r['model']:<22}{r['target']:<11}{r['phase']:<16}{r['bound']:<9}"
               f"{r['predicted_ms']:>9.1f}ms{r['measured_ms']:>9.1f}ms{r['ratio']:>11.2f}")
     if args.json:
-        args.json.write_text(json.dumps({"local": local, "rows": rows}, indent=2) + "\n")
+        args.json.write_text(json.dumps({"calibrations": calibrations, "rows": rows}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -112,8 +112,7 @@ class Estimate:
 
     def memory_numbers(self) -> dict[str, Any]:
         m, n = self.memory, self.number
-        layers = self.cfg.n_layers
-        korthikanti = n(sp.ceiling(korthikanti_activation_bytes())) * layers
+        korthikanti = n(korthikanti_activation_bytes(self.cfg.n_layers))
         return {
             "weights": n(m.weights),
             "gradients": n(m.gradients),

@@ -47,10 +47,11 @@ def param_bytes(dtype: str, optimizer: str) -> ParamBytes:
     return ParamBytes(width, width, master + states, f"{dtype} weights and gradients, {name}{mixed}")
 
 
-def korthikanti_activation_bytes() -> sp.Expr:
+def korthikanti_activation_bytes(layers: int) -> sp.Expr:
     """Korthikanti et al. 2022, eq. 2: s*b*h*(34 + 5*a*s/h) bytes per layer (2-byte activations,
-    no recomputation, dropout on), written with our symbols (s -> n, h -> d, a -> heads)."""
-    return S.n * S.b * S.d * (34 + 5 * S.h * S.n / S.d)
+    no recomputation, dropout on), written with our symbols (s -> n, h -> d, a -> heads), for
+    `layers` layers at the same length (a comparison, not our model)."""
+    return layers * (34 * S.n * S.b * S.d + 5 * S.h * S.b * S.n**2)
 
 
 def activation_bytes(model: CostModel, recompute: str) -> sp.Expr:

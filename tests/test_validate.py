@@ -42,6 +42,16 @@ def test_hugging_face_activation_bytes_are_exact(cfg, attention, dtype):
         assert_exact(rows)
 
 
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("cfg", odd_configs(), ids=lambda c: c.name)
+def test_reference_model_is_exact_on_the_odd_configs(cfg, dtype):
+    # The same dozen odd configs, on the reference model (FakeTensorMode), two (n, b) with b > 1.
+    for batch, seq_len in ((2, 10), (3, 13)):
+        rows = validate(cfg, workload(cfg, seq_len=seq_len, batch=batch, dtype=dtype, gen_tokens=2),
+                        target="reference")
+        assert_exact(rows)
+
+
 REFERENCE_CONFIGS = {
     "seed-toy": load_preset("seed-toy"),
     "vaswani-dropout": load_preset("transformer-base").replace(
