@@ -43,7 +43,7 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as error:
-        raise ReportInputError(f"{path}: cannot be written ({error.strerror}).") from None
+        raise ReportInputError(f"{path}: cannot be written ({error.strerror or error}).") from None
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
@@ -51,7 +51,7 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
         os.replace(temporary, path)
     except OSError as error:
         Path(temporary).unlink(missing_ok=True)
-        raise ReportInputError(f"{path}: cannot be written ({error.strerror}).") from None
+        raise ReportInputError(f"{path}: cannot be written ({error.strerror or error}).") from None
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise

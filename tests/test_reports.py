@@ -365,7 +365,7 @@ def test_writes_are_atomic(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(output.os, "replace", broken)
-    with pytest.raises(OSError):
+    with pytest.raises(output.ReportInputError, match="disk full"):  # one line, exit status 2
         output.write_text(target, "new")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["table.csv"]
