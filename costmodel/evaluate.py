@@ -57,7 +57,6 @@ class Sweep:
         self.arguments = S.WORKLOAD_SYMBOLS
         reduced = [sp.sympify(expressions[name]).xreplace(fixed) for name in self.names]
         self._function = sp.lambdify(self.arguments, reduced, modules="numpy", cse=True)
-        self.encoder_decoder = model.cfg.architecture == "encoder-decoder"
 
     def __call__(self, *, n, b=1, s=None, T=0, c=None, e=2) -> dict[str, "np.ndarray"]:
         """Evaluate on arrays (broadcast together); s and c default to n."""

@@ -299,14 +299,6 @@ class CostModel:
                 out[kind] = out.get(kind, sp.Integer(0)) + leaf.count * count
         return out
 
-    def by_group(self, quantity: str, depth: int) -> dict[str, sp.Expr]:
-        """Per-path sums, the paths cut to their first `depth` names, in tree order."""
-        out: dict[str, sp.Expr] = {}
-        for leaf in self.leaves:
-            key = ".".join(leaf.path.split(".")[:depth])
-            out[key] = out.get(key, sp.Integer(0)) + leaf.total(quantity)
-        return out
-
     def layer_leaves(self) -> tuple[Leaf, ...]:
         return tuple(leaf for leaf in self.leaves if ".layer." in leaf.path)
 
