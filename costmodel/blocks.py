@@ -21,6 +21,8 @@ Conventions (what "formula == measurement" means, see shared/DESIGN.md):
 - bytes moved (for the roofline) count one forward's memory traffic if every op reads its inputs
   and writes its outputs once, and every weight is read once, all in the activation dtype; fused
   attention (sdpa, flash) never writes the n_q x n_k matrix. A model of traffic, not a measurement.
+  It is split in two: bytes_matmul, the matrix products' traffic (weights, their inputs, their
+  outputs), and bytes_other, the other ops' (they run as separate kernels with their own roofs).
 """
 
 from __future__ import annotations
@@ -162,7 +164,12 @@ class Cost:
     flops_matmul_backward: Expr = ZERO
     saved_bytes: Expr = ZERO
     kv_cache_bytes: Expr = ZERO
-    bytes_moved: Expr = ZERO
+    bytes_matmul: Expr = ZERO  # traffic of the matrix products: weights, their inputs and outputs
+    bytes_other: Expr = ZERO  # traffic of the other ops (elementwise, reductions, gathers)
+
+    @property
+    def bytes_moved(self) -> Expr:
+        return self.bytes_matmul + self.bytes_other
 
     @property
     def flops_other(self) -> Expr:
@@ -176,7 +183,7 @@ class Cost:
 
     QUANTITIES = (
         "params", "flops_matmul", "flops_other", "flops_matmul_backward", "saved_bytes",
-        "kv_cache_bytes", "bytes_moved",
+        "kv_cache_bytes", "bytes_matmul", "bytes_other", "bytes_moved",
     )
 
     def get(self, quantity: str) -> Expr:
@@ -239,7 +246,7 @@ class TokenEmbedding(Block):
             params=S.V * S.d if self.owns_table else 0,
             elements=[("mul", scale)],
             saved_bytes=INDEX * self.tokens + output,
-            bytes_moved=_elementwise_bytes(self.tokens * S.d),  # gather rows, write them
+            bytes_other=_elementwise_bytes(self.tokens * S.d),  # gather rows, write them
         )
 
 
@@ -259,7 +266,7 @@ class LearnedPositions(Block):
             params=S.P * S.d,
             elements=[("add", self.tokens * S.d)],
             saved_bytes=saved,
-            bytes_moved=_elementwise_bytes(self.tokens * S.d, reads=2),
+            bytes_other=_elementwise_bytes(self.tokens * S.d, reads=2),
         )
 
 
@@ -275,7 +282,7 @@ class TokenTypes(Block):
             params=S.N_tt * S.d,
             elements=[("add", self.tokens * S.d)],
             saved_bytes=INDEX * self.tokens,  # the int64 token-type ids
-            bytes_moved=_elementwise_bytes(self.tokens * S.d, reads=2),
+            bytes_other=_elementwise_bytes(self.tokens * S.d, reads=2),
         )
 
 
@@ -289,7 +296,7 @@ class SinusoidalPositions(Block):
     def cost(self) -> Cost:
         return _cost(
             elements=[("add", self.tokens * S.d)],
-            bytes_moved=_elementwise_bytes(self.tokens * S.d, reads=2),
+            bytes_other=_elementwise_bytes(self.tokens * S.d, reads=2),
         )
 
 
@@ -355,7 +362,7 @@ class Norm(Block):
             params=params,
             elements=[(self.kind, self.tokens * S.d)],
             saved_bytes=self.saved(),
-            bytes_moved=_elementwise_bytes(self.tokens * S.d) + S.e * params,
+            bytes_other=_elementwise_bytes(self.tokens * S.d) + S.e * params,
         )
 
     def saved(self) -> Expr:
@@ -405,7 +412,7 @@ class QKVProjection(Block):
             flops_matmul=q_fwd + kv_fwd,
             flops_matmul_backward=q_bwd + kv_bwd,
             kv_cache_bytes=kv_cache,
-            bytes_moved=moved,
+            bytes_matmul=moved,
         )
 
 
@@ -419,7 +426,7 @@ class RotaryEmbedding(Block):
 
     def cost(self) -> Cost:
         rotated = self.q_tokens * S.h * S.d_h + self.kv_tokens * S.h_kv * S.d_h
-        return _cost(elements=[("rope", rotated)], bytes_moved=_elementwise_bytes(rotated))
+        return _cost(elements=[("rope", rotated)], bytes_other=_elementwise_bytes(rotated))
 
 
 @dataclass(frozen=True)
@@ -495,14 +502,19 @@ class AttentionScores(AttentionCore):
         # Reads the queries and the keys (h_kv heads: the cache in a decode step); eager attention
         # writes the scores.
         moved = S.e * S.b * S.d_h * (S.h * self.q_len + S.h_kv * self.k_len)
+        pointwise = ZERO
         if self.profile.dense_scores:
             moved += S.e * pairs
+            # Scaling, the mask and the position bias each read and write the scores (the
+            # broadcast mask or bias itself is small); a fused kernel does them in registers.
+            pointwise = sp.Add(*(_elementwise_bytes(x) for _, x in elements))
         return _cost(
             flops_matmul=forward,
             flops_matmul_backward=backward,
             elements=elements,
             saved_bytes=saved + self.fused_qkv_extra,
-            bytes_moved=moved,
+            bytes_matmul=moved,
+            bytes_other=pointwise,
         )
 
 
@@ -523,7 +535,7 @@ class Softmax(AttentionCore):
             if p.hf and p.family == "t5" and self.causal:
                 saved += self.q_len * self.k_len  # T5 builds a bool causal mask per layer
         moved = _elementwise_bytes(pairs) if p.dense_scores else 0
-        return _cost(elements=[("softmax", pairs)], saved_bytes=saved, bytes_moved=moved)
+        return _cost(elements=[("softmax", pairs)], saved_bytes=saved, bytes_other=moved)
 
 
 @dataclass(frozen=True)
@@ -557,7 +569,7 @@ class WeightedSum(AttentionCore):
             flops_matmul=forward,
             flops_matmul_backward=2 * forward,
             saved_bytes=saved,
-            bytes_moved=moved,
+            bytes_matmul=moved,
         )
 
 
@@ -580,7 +592,7 @@ class AttentionOutput(Block):
             flops_matmul=forward,
             flops_matmul_backward=backward,
             saved_bytes=saved,
-            bytes_moved=_linear_bytes(self.tokens, S.h * S.d_h, S.d),
+            bytes_matmul=_linear_bytes(self.tokens, S.h * S.d_h, S.d),
         )
 
 
@@ -593,7 +605,7 @@ class Residual(Block):
 
     def cost(self) -> Cost:
         values = self.tokens * S.d
-        return _cost(elements=[("add", values)], bytes_moved=_elementwise_bytes(values, reads=2))
+        return _cost(elements=[("add", values)], bytes_other=_elementwise_bytes(values, reads=2))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -634,15 +646,10 @@ class FeedForward(Block):
             flops_matmul_backward=backward_in + backward_out,
             elements=elements,
             saved_bytes=self.saved(act),
-            bytes_moved=self.moved(n_in),
+            bytes_matmul=_linear_bytes(self.tokens, S.d, n_in * S.d_ff) + _linear_bytes(self.tokens, S.d_ff, S.d),
+            # The activation over d_ff (and, gated, the product with the second projection).
+            bytes_other=_elementwise_bytes(inner) + (_elementwise_bytes(inner, reads=2) if self.gated else 0),
         )
-
-    def moved(self, n_in: int) -> Expr:
-        """The matrices' traffic plus the activation (and, gated, the product) over d_ff."""
-        inner = self.tokens * S.d_ff
-        matrices = _linear_bytes(self.tokens, S.d, n_in * S.d_ff) + _linear_bytes(self.tokens, S.d_ff, S.d)
-        pointwise = _elementwise_bytes(inner) + (_elementwise_bytes(inner, reads=2) if self.gated else 0)
-        return matrices + pointwise
 
     def saved(self, act: str) -> Expr:
         """Hidden tensors (b, len, d_ff) kept for backward; the input is counted by the norm.
@@ -686,7 +693,7 @@ class LMHead(Block):
             flops_matmul=forward,
             flops_matmul_backward=backward,
             elements=elements,
-            bytes_moved=_linear_bytes(self.tokens, S.d, S.V),  # the weight is read, tied or not
+            bytes_matmul=_linear_bytes(self.tokens, S.d, S.V),  # the weight is read, tied or not
         )
 
 
@@ -707,7 +714,8 @@ class Pooler(Block):
             flops_matmul_backward=backward,
             elements=[("tanh", S.b * S.d)],
             saved_bytes=saved,
-            bytes_moved=_linear_bytes(S.b, S.d, S.d),
+            bytes_matmul=_linear_bytes(S.b, S.d, S.d),
+            bytes_other=_elementwise_bytes(S.b * S.d),
         )
 
 

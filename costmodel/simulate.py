@@ -1,10 +1,12 @@
 """FLOPs and bytes become seconds: roofline times for prefill, decode and training on a hardware preset.
 
-Pure analytic (no torch). Each block of the cost tree takes max(compute time, memory time), where
-compute time = its FLOPs / (peak FLOP/s x compute efficiency) and memory time = its bytes moved /
-(bandwidth x memory efficiency), plus a fixed overhead per block (kernel launches, or the
-interpreter's dispatch of a block's few ops on a CPU); a pass is the sum over blocks, and each
-figure says which resource bounds it. Hardware presets are data (costmodel/hardware/*.json); `local` is this machine, measured
+Pure analytic (no torch). A block runs two kinds of kernels one after the other: its matrix
+products, on the matmul units (tensor cores; a CPU's fused multiply-add pipelines), and its other
+ops (norms, softmax, activations, adds), on the vector units. Each kind takes its own roofline time,
+max(FLOPs / (peak x compute efficiency), bytes moved / (bandwidth x memory efficiency)), with the
+matmul peak of the dtype for the products and the vector peak for the rest; a block adds a fixed
+overhead (kernel launches, or the interpreter's dispatch of its few ops on a CPU). A pass is the sum
+over blocks, and each figure says which resource bounds it. Hardware presets are data (costmodel/hardware/*.json); `local` is this machine, measured
 by validate/calibrate.py and cached.
 """
 
@@ -38,7 +40,8 @@ def local_cache_path() -> Path:
 
 @dataclass(frozen=True)
 class Hardware:
-    """A machine's peaks: dense matmul FLOP/s per dtype, memory bandwidth and capacity."""
+    """A machine's peaks: dense matmul FLOP/s per dtype, the vector FLOP/s of the other ops, memory
+    bandwidth and capacity."""
 
     name: str
     description: str
@@ -48,6 +51,9 @@ class Hardware:
     efficiency: dict[str, float] = field(default_factory=lambda: {"compute": 1.0, "memory": 1.0})
     source: str = ""
     overhead_s_per_block: float = 0.0  # launch/dispatch time of one block's ops
+    # FLOP/s of the non-matmul ops. A GPU's non-tensor FP32 peak (norms and softmax compute in fp32
+    # in these implementations whatever the dtype); the default when a description omits it.
+    vector_flops_per_s: float = 0.0
 
     def peak(self, dtype: str) -> float:
         if dtype not in self.flops_per_s:
@@ -67,6 +73,7 @@ class Hardware:
                 or {"compute": 1.0, "memory": 1.0},
                 source=str(data.get("source", "")),
                 overhead_s_per_block=float(data.get("overhead_s_per_block", 0.0)),
+                vector_flops_per_s=float(data.get("vector_flops_per_s") or data["flops_per_s"]["fp32"]),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise ConfigError(f"{source}: not a hardware description ({error}).") from None
@@ -111,17 +118,29 @@ class Efficiency:
 
 @dataclass(frozen=True)
 class Timing:
-    """A roofline time: compute time, memory time, the larger of the two, and which it is."""
+    """A roofline time: compute time, memory time, the time the kernels take (each kernel the
+    larger of its two), the fixed overhead, and which resource is busy longer."""
 
     flops: float
     bytes: float
     compute_s: float
     memory_s: float
+    busy_s: float  # sum over kernels of max(compute, memory)
     overhead_s: float = 0.0  # fixed launch/dispatch time of the blocks' ops
+
+    @classmethod
+    def of(cls, matmul: tuple[float, float], other: tuple[float, float], peak: float, vector: float,
+           bandwidth: float, overhead_s: float = 0.0) -> "Timing":
+        """The matrix products' (FLOPs, bytes) at the matmul peak, then the other ops' at the
+        vector peak: two kernels one after the other, each at its own roofline time."""
+        (f_mm, b_mm), (f_o, b_o) = matmul, other
+        mm = (f_mm / peak, b_mm / bandwidth)
+        ot = (f_o / vector, b_o / bandwidth)
+        return cls(f_mm + f_o, b_mm + b_o, mm[0] + ot[0], mm[1] + ot[1], max(mm) + max(ot), overhead_s)
 
     @property
     def seconds(self) -> float:
-        return max(self.compute_s, self.memory_s) + self.overhead_s
+        return self.busy_s + self.overhead_s
 
     @property
     def bound(self) -> str:
@@ -136,7 +155,7 @@ class Timing:
         return Timing(
             self.flops + other.flops, self.bytes + other.bytes,
             self.compute_s + other.compute_s, self.memory_s + other.memory_s,
-            self.overhead_s + other.overhead_s,
+            self.busy_s + other.busy_s, self.overhead_s + other.overhead_s,
         )
 
 
@@ -144,7 +163,7 @@ class Timing:
 class BlockTiming:
     path: str
     timing: Timing
-    seconds: float  # the block's own roofline time, max(compute, memory)
+    seconds: float  # the block's own roofline time and overhead
 
 
 class Roofline:
@@ -158,6 +177,7 @@ class Roofline:
         eff = efficiency or Efficiency(**hardware.efficiency)
         self.efficiency = eff
         self.flops_per_s = hardware.peak(self.dtype) * eff.compute
+        self.vector_flops_per_s = hardware.vector_flops_per_s * eff.compute
         self.bytes_per_s = hardware.bandwidth_bytes_per_s * eff.memory
         self.overhead_s = hardware.overhead_s_per_block
         profile = Profile(impl="hf", attention=attention, dropout=False, family=cfg.family)
@@ -171,16 +191,16 @@ class Roofline:
         return {k: sp.Integer(v) for k, v in subs.items()}
 
     def _sweep(self, model: CostModel, skip: tuple[str, ...] = ("loss",)) -> tuple[dict[str, int], Sweep]:
-        """One lambdified function for every leaf's FLOPs and bytes moved (inference: no loss),
-        and how many times each leaf runs (its layers)."""
+        """One lambdified function for every leaf's FLOPs and bytes moved, matmul and other
+        (inference: no loss), and how many times each leaf runs (its layers)."""
         runs, expressions = {}, {}
         fixed = {k: sp.Integer(v) for k, v in model_values(model.cfg).items()}
         for leaf in model.leaves:
             if leaf.path.rsplit(".", 1)[-1] in skip:
                 continue
             runs[leaf.path] = int(leaf.count.xreplace(fixed))
-            expressions[f"{leaf.path}|flops"] = leaf.total("flops_matmul") + leaf.total("flops_other")
-            expressions[f"{leaf.path}|bytes"] = leaf.total("bytes_moved")
+            for quantity in ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other"):
+                expressions[f"{leaf.path}|{quantity}"] = leaf.total(quantity)
         return runs, Sweep(model, expressions)
 
     @cached_property
@@ -196,18 +216,22 @@ class Roofline:
     def _times(self, sweep: tuple[dict[str, int], Sweep], **workload) -> tuple[list[BlockTiming], Any]:
         """Per-block timings at the first point and the roofline seconds at every point."""
         runs, function = sweep
+        import numpy as np
+
         out = function(e=DTYPE_BYTES[self.dtype], **workload)
         seconds = 0.0
         blocks = []
         for path, count in runs.items():
-            flops, moved = out[f"{path}|flops"], out[f"{path}|bytes"]
-            compute, memory_s = flops / self.flops_per_s, moved / self.bytes_per_s
-            busy = (compute > memory_s) * compute + (compute <= memory_s) * memory_s
-            overhead = self.overhead_s * count
-            seconds = seconds + busy + overhead * ((flops > 0) | (moved > 0))
-            active = bool(flops.flat[0] > 0 or moved.flat[0] > 0)
-            first = Timing(float(flops.flat[0]), float(moved.flat[0]), float(compute.flat[0]),
-                           float(memory_s.flat[0]), overhead if active else 0.0)
+            f_mm, b_mm, f_o, b_o = (np.asarray(out[f"{path}|{q}"], dtype=float) for q in
+                                    ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other"))
+            busy = (np.maximum(f_mm / self.flops_per_s, b_mm / self.bytes_per_s)
+                    + np.maximum(f_o / self.vector_flops_per_s, b_o / self.bytes_per_s))
+            active = (f_mm + b_mm + f_o + b_o) > 0
+            seconds = seconds + busy + self.overhead_s * count * active
+            first = Timing.of((float(f_mm.flat[0]), float(b_mm.flat[0])),
+                              (float(f_o.flat[0]), float(b_o.flat[0])), self.flops_per_s,
+                              self.vector_flops_per_s, self.bytes_per_s,
+                              self.overhead_s * count if active.flat[0] else 0.0)
             blocks.append(BlockTiming(path, first, first.seconds))
         return blocks, seconds
 
@@ -225,25 +249,24 @@ class Roofline:
     @staticmethod
     def _sum(blocks: list[BlockTiming]) -> tuple[Timing, float]:
         """Totals: the summed compute/memory times and the sum of per-block roofline times."""
-        total = Timing(0.0, 0.0, 0.0, 0.0)
+        total = Timing(0.0, 0.0, 0.0, 0.0, 0.0)
         for block in blocks:
             total = total + block.timing
         return total, sum(block.seconds for block in blocks)
 
     def decode_crossover_batch(self, context: int | None = None) -> float:
-        """The batch at which a decode step turns from memory- to compute-bound.
+        """The batch at which a decode step's matrix products turn from memory- to compute-bound.
 
-        A decode step's FLOPs and bytes are linear in b: F = f*b, B = B0 + B1*b (B0: weights;
-        B1: each sequence's activations and KV cache at `context`). Compute time equals memory
-        time at b* = B0*P / (f*W - B1*P) (P peak FLOP/s, W bandwidth; both with efficiencies).
+        Their FLOPs and bytes are linear in b: F = f*b, B = B0 + B1*b (B0: weights; B1: each
+        sequence's activations and KV cache at `context`). Compute time equals memory time at
+        b* = B0*P / (f*W - B1*P) (P peak FLOP/s, W bandwidth; both with efficiencies).
         context=None drops the per-sequence traffic (B1 = 0): the classic weights-only figure,
         peak/bandwidth x (bytes per parameter) / (2 FLOPs per parameter).
         """
         if self.decode_model is None:
             raise ConfigError(f"model {self.cfg.name!r} has no decoder; it does not generate.")
         model = self.decode_model
-        flops = sp.Add(*(model.total(q) for q in ("flops_matmul", "flops_other")))
-        moved = model.total("bytes_moved")
+        flops, moved = model.total("flops_matmul"), model.total("bytes_matmul")
         subs = self._values(1, 1, context if context is not None else 1)
         subs.pop(S.b)
         f = float(sp.expand(flops.xreplace(subs)).coeff(S.b, 1))
@@ -286,12 +309,13 @@ def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,
                   efficiency: Efficiency | None = None) -> dict[str, Any]:
     """Roofline time of one training step: forward + backward (+ recomputation) + optimizer.
 
-    Compute: the tree's matmul FLOPs forward and backward, other FLOPs 3x forward (a stated
-    convention), plus one more forward of the recomputed part (full: the whole forward; selective:
-    the attention core). Memory: 3x the forward's traffic (forward, then backward reading and
-    writing about twice as much), plus the optimizer step reading weights, gradients and states
-    and writing weights and states. Overhead: the per-block overhead for 3x the forward's blocks
-    (backward runs about twice the forward's ops).
+    Matrix products (at the matmul peak): the tree's matmul FLOPs forward and backward, plus one
+    more forward of the recomputed part (full: the whole forward; selective: the attention core);
+    their traffic 3x the forward's (forward, then backward reading and writing about twice as
+    much). Other ops (at the vector peak): 3x the forward's FLOPs and traffic (a stated
+    convention; full recomputation adds one more forward), plus the optimizer step, which reads
+    weights, gradients and states and writes weights and states. Overhead: the per-block overhead
+    for 3x the forward's blocks (backward runs about twice the forward's ops).
     """
     eff = efficiency or Efficiency(**hardware.efficiency)
     model = CostModel(cfg, profile_for(cfg, workload))
@@ -300,21 +324,21 @@ def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,
     forward = n(model.total("flops_matmul"))
     backward = n(model.total("flops_matmul_backward"))
     other = n(model.total("flops_other"))
-    recomputed = 0.0
+    recomputed = recomputed_other = 0.0
     if workload.recompute == "full":
-        recomputed = forward + other
+        recomputed, recomputed_other = forward, other
     elif workload.recompute == "selective":
         recomputed = n(model.total("flops_matmul", ("scores", "weighted_sum")))
     mem = memory(cfg, workload, model)
     params = n(model.total("params"))
     per_param = mem.param_bytes
     optimizer_bytes = params * (per_param.total + per_param.weights + per_param.optimizer)
-    moved = 3 * n(model.total("bytes_moved")) + optimizer_bytes
-    flops = forward + backward + 3 * other + recomputed
-    peak = hardware.peak(workload.dtype) * eff.compute
-    bandwidth = hardware.bandwidth_bytes_per_s * eff.memory
+    matmul = (forward + backward + recomputed, 3 * n(model.total("bytes_matmul")))
+    others = (3 * other + recomputed_other, 3 * n(model.total("bytes_other")) + optimizer_bytes)
     overhead = 3 * block_runs(model) * hardware.overhead_s_per_block
-    timing = Timing(flops, moved, flops / peak, moved / bandwidth, overhead)
+    timing = Timing.of(matmul, others, hardware.peak(workload.dtype) * eff.compute,
+                       hardware.vector_flops_per_s * eff.compute,
+                       hardware.bandwidth_bytes_per_s * eff.memory, overhead)
     tokens = workload.batch * (workload.decoder_len if cfg.architecture == "encoder-decoder" else workload.seq_len)
     memory_numbers = {k: int(getattr(mem, k).xreplace(subs)) for k in
                       ("weights", "gradients", "optimizer", "activations")}
