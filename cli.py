@@ -173,6 +173,9 @@ def models(as_json) -> None:
 @click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch.")
 @click.option("--dtype", default="bf16", show_default=True, help="fp32, fp16 or bf16.")
 @click.option("--attention", default="eager", show_default=True, help="eager (writes the n x n scores) or sdpa/flash (fused).")
+@click.option("--kv-cache", type=click.Choice(["dynamic", "static"]), default="dynamic", show_default=True,
+              help="dynamic: each decode step copies the cache to append (torch.cat, Hugging Face's default); "
+              "static: a preallocated cache written in place.")
 @click.option("--train", is_flag=True, help="Simulate a training step instead of inference.")
 @click.option("--seq-len", "-n", type=int, default=None, help="Training sequence length (default 2048 or the context).")
 @click.option("--recompute", default="none", show_default=True, help="Training: none, selective or full.")
@@ -181,7 +184,7 @@ def models(as_json) -> None:
 @click.option("--compute-efficiency", type=float, default=None, help="Fraction of peak FLOP/s reached (default: the preset's).")
 @click.option("--memory-efficiency", type=float, default=None, help="Fraction of peak bandwidth reached (default: the preset's).")
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
-def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, train, seq_len,
+def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, train, seq_len,
              recompute, tokens, step_time, compute_efficiency, memory_efficiency, as_json) -> None:
     """Roofline time of prefill, decode and training on a hardware preset."""
     from costmodel import simulate as sim
@@ -207,7 +210,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 raise ConfigError(f"--gen must be at least 0, got {gen}.")
             workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention, gen_tokens=gen)
             result = sim.simulate_inference(cfg, hardware, prompt=workload.seq_len, gen=gen, batch=batch,
-                                            dtype=workload.dtype, efficiency=efficiency, attention=attention)
+                                            dtype=workload.dtype, efficiency=efficiency, attention=attention,
+                                            kv_cache=kv_cache)
     except ConfigError as error:
         raise InputError(str(error)) from None
     if as_json:
@@ -219,7 +223,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 
 
 @cli.command()
-@click.option("--measure", is_flag=True, help="Benchmark this machine (matmul FLOP/s, bandwidth) and cache it as `local`.")
+@click.option("--measure", is_flag=True, help="Benchmark this machine (matmul and vector FLOP/s, bandwidth, overhead) and cache it as `local`.")
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
 def hardware(measure, as_json) -> None:
     """The hardware presets; --measure benchmarks this machine as `local`."""
@@ -229,7 +233,8 @@ def hardware(measure, as_json) -> None:
     if measure:
         from validate.calibrate import calibrate
 
-        click.echo("measuring matmul FLOP/s and memory bandwidth (a few seconds)...", err=True)
+        click.echo("measuring matmul and vector FLOP/s, memory bandwidth and per-block overhead "
+                   "(about 15 seconds)...", err=True)
         calibrate()
     rows = []
     for name in sim.hardware_names():
@@ -238,18 +243,21 @@ def hardware(measure, as_json) -> None:
         except ConfigError:
             continue  # `local` before it is measured
         rows.append({"name": name, "description": hw.description, "flops_per_s": hw.flops_per_s,
+                     "vector_flops_per_s": hw.vector_flops_per_s,
                      "bandwidth_bytes_per_s": hw.bandwidth_bytes_per_s,
                      "memory_bytes": hw.memory_bytes, "efficiency": hw.efficiency, "source": hw.source})
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
     click.echo(table(
-        ["hardware", "bf16", "fp32", "bandwidth", "memory", "efficiency (compute/memory)", "description"],
+        ["hardware", "bf16", "fp32", "vector", "bandwidth", "memory", "efficiency (compute/memory)",
+         "description"],
         ([r["name"], si(r["flops_per_s"].get("bf16", 0), "FLOP/s"), si(r["flops_per_s"].get("fp32", 0), "FLOP/s"),
-          si(r["bandwidth_bytes_per_s"], "B/s"), binary_bytes(r["memory_bytes"]),
+          si(r["vector_flops_per_s"], "FLOP/s"), si(r["bandwidth_bytes_per_s"], "B/s"),
+          binary_bytes(r["memory_bytes"]),
           f"{r['efficiency'].get('compute', 1):g} / {r['efficiency'].get('memory', 1):g}", r["description"]]
          for r in rows),
-        align="lrrrrll",
+        align="lrrrrrll",
     ))
     if "local" not in {r["name"] for r in rows}:
         click.echo("(local: not measured yet; `python cli.py hardware --measure`)")

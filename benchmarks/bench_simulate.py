@@ -1,11 +1,22 @@
 """Roofline predictions vs measured timings on this machine (the `local` preset).
 
-Calibrates `local` (matmul FLOP/s and copy bandwidth), then times prefill (a full forward over the
-prompt, logits at every position, as the cost tree counts it) and cached decode steps of the
-reference model and of Hugging Face's class for two models: one whose prefill is compute-bound and
-one whose decode is memory-bound. Prints predicted and measured medians and their ratio.
+Times prefill (a full forward over the prompt, logits at every position, as the cost tree counts
+it) and cached decode steps of the reference model and of Hugging Face's class, for two models: one
+whose prefill is compute-bound and one whose decode is memory-bound, in fp32 (the dtype this CPU
+runs fast).
 
-    python benchmarks/bench_simulate.py [--repeats 5] [--json out.json]
+This machine is shared and its speed drifts by tens of percent within minutes, so the benchmark
+runs in rounds: each round calibrates `local` afresh (matmul and vector FLOP/s, bandwidth,
+per-block overhead; validate/calibrate.py), predicts with that calibration, then times three
+prefills and nine consecutive decode steps and keeps the median of each (the first prefill after
+the calibration runs with cold caches and a fresh heap).
+
+One torch thread by default: on this shared 2-core machine two threads' timings swing by tens of
+percent whenever another process runs (each op waits for its slower thread); one thread's stay
+within a few percent. Calibration and timing always use the same thread count. A row reports the medians over the rounds of the predicted time, the
+measured time and their ratio (measured / predicted), and the ratio's range.
+
+    python benchmarks/bench_simulate.py [--rounds 5] [--json out.json]
 """
 
 from __future__ import annotations
@@ -16,98 +27,133 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
+from costmodel.config import ModelConfig  # noqa: E402
 from costmodel.presets import load_preset  # noqa: E402
 from costmodel.simulate import Efficiency, Hardware, Roofline  # noqa: E402
-from validate.calibrate import measure_local, median_seconds  # noqa: E402
+from validate.calibrate import measure_local  # noqa: E402
 from validate.decoding import prefill as reference_prefill  # noqa: E402
 from validate.decoding import step as reference_step  # noqa: E402
 from validate.hf_models import build_hf_model  # noqa: E402
 from validate.reference import build_reference  # noqa: E402
 
-# A GPT-2-style model with a long prompt (compute-bound prefill) and a Llama-style model whose
-# decode step reads 1.6 GB of fp32 weights per token (memory-bound). The roofline has no term for
-# per-op dispatch (tens of microseconds per op on the CPU): a decode step of a small model, whose
-# weights stream in a few milliseconds, is dominated by it (see the gpt2-style decode rows).
+# Three sizes. Prefill over 512 tokens is compute-bound for all; a decode step streams the fp32
+# weights: 140 MB for the smallest (with ~50 blocks' ops, so per-op dispatch is a fifth of its
+# time), 640 MB and 1.6 GB for the others.
 MODELS = {
     "gpt2-style d768 L4": load_preset("gpt2").replace(
         name="gpt2-bench", n_decoder_layers=4, vocab_size=8192, dropout=0.0),
+    "gpt2-style d1024 L12": load_preset("gpt2-medium").replace(
+        name="gpt2-medium-bench", n_decoder_layers=12, vocab_size=8192, dropout=0.0),
     "llama-style d2048 L6": load_preset("llama2-7b").replace(
         name="llama-bench", d_model=2048, n_heads=16, n_kv_heads=4, d_ff=5632, n_decoder_layers=6),
 }
-PROMPT, CONTEXT = 512, 128
+PROMPT, CONTEXT, STEPS = 512, 128, 9  # decode steps at contexts 128 to 136
 
 
-def time_reference(cfg, repeats: int) -> tuple[float, float]:
-    model = build_reference(cfg).eval()
-    ids = torch.randint(0, cfg.vocab_size, (1, PROMPT))
-    with torch.no_grad():
-        prefill = median_seconds(lambda: model(ids), repeats)
-    prompt = torch.randint(0, cfg.vocab_size, (1, CONTEXT - 1))
-    token = torch.zeros(1, dtype=torch.long)
-    steps = []
-    for _ in range(repeats * 4):
-        s, _ = reference_prefill(model, prompt)
-        start = time.perf_counter()
-        reference_step(s, token)
-        steps.append(time.perf_counter() - start)
-    return prefill, statistics.median(steps)
+def seconds(function: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
 
 
-def time_hf(cfg, repeats: int) -> tuple[float, float]:
-    model = build_hf_model(cfg, "eager", torch.float32).eval()
-    ids = torch.randint(0, cfg.vocab_size, (1, PROMPT))
-    with torch.no_grad():
-        prefill = median_seconds(lambda: model(input_ids=ids, use_cache=False), repeats)
-        prompt = torch.randint(0, cfg.vocab_size, (1, CONTEXT - 1))
+class Target:
+    """One implementation of one model: a full prefill and cached decode steps, timed."""
+
+    def __init__(self, cfg: ModelConfig, kind: str):
+        self.cfg, self.kind = cfg, kind
+        if kind == "reference":
+            self.model = build_reference(cfg).eval()
+        else:
+            self.model = build_hf_model(cfg, "eager", torch.float32).eval()
+        self.ids = torch.randint(0, cfg.vocab_size, (1, PROMPT))
+        self.prompt = torch.randint(0, cfg.vocab_size, (1, CONTEXT - 1))
+
+    @torch.no_grad()
+    def prefill(self) -> float:
+        if self.kind == "reference":
+            return seconds(lambda: self.model(self.ids))
+        return seconds(lambda: self.model(input_ids=self.ids, use_cache=False))
+
+    @torch.no_grad()
+    def decode(self) -> list[float]:
+        """STEPS consecutive decode steps after a prompt of CONTEXT - 1 tokens."""
+        if self.kind == "reference":
+            state, _ = reference_prefill(self.model, self.prompt)
+            token = torch.zeros(1, dtype=torch.long)
+            return [seconds(lambda: reference_step(state, token)) for _ in range(STEPS)]
+        cache = self.model(input_ids=self.prompt, use_cache=True).past_key_values
         token = torch.zeros(1, 1, dtype=torch.long)
-        steps = []
-        for _ in range(repeats * 4):
-            out = model(input_ids=prompt, use_cache=True)
-            start = time.perf_counter()
-            model(input_ids=token, past_key_values=out.past_key_values, use_cache=True)
-            steps.append(time.perf_counter() - start)
-    return prefill, statistics.median(steps)
+        return [seconds(lambda: self.model(input_ids=token, past_key_values=cache, use_cache=True))
+                for _ in range(STEPS)]
+
+
+def run(rounds: int) -> tuple[list[dict], list[dict]]:
+    rows, calibrations = [], []
+    for label, cfg in MODELS.items():
+        for kind in ("reference", "hf"):
+            target = Target(cfg, kind)
+            target.prefill(), target.decode()  # warm up
+            samples: dict[str, list[tuple[float, float]]] = {"prefill": [], "decode": []}
+            bounds = {}
+            for _ in range(rounds):
+                local = measure_local(low_precision=False)
+                calibrations.append(local)
+                roof = Roofline(cfg, Hardware.from_dict(local, source="measured now"), "fp32",
+                                Efficiency(1.0, 1.0), attention="eager")
+                total, predicted, _ = roof.prefill(1, PROMPT)
+                bounds["prefill"] = total.bound
+                prefills = [target.prefill() for _ in range(3)]
+                samples["prefill"].append((float(predicted), statistics.median(prefills)))
+                total, predicted, _ = roof.decode(1, CONTEXT + (STEPS - 1) // 2)
+                bounds["decode"] = total.bound
+                samples["decode"].append((float(predicted), statistics.median(target.decode())))
+            for phase, pairs in samples.items():
+                ratios = [measured / predicted for predicted, measured in pairs]
+                rows.append({
+                    "model": label, "target": kind,
+                    "phase": f"prefill n={PROMPT}" if phase == "prefill" else f"decode c={CONTEXT}",
+                    "bound": bounds[phase],
+                    "predicted_ms": 1e3 * statistics.median(p for p, _ in pairs),
+                    "measured_ms": 1e3 * statistics.median(m for _, m in pairs),
+                    "ratio": statistics.median(ratios),
+                    "ratio_min": min(ratios), "ratio_max": max(ratios),
+                })
+            row = rows[-2]
+            print(f"{label} / {kind}: done ({rounds} rounds; last calibration "
+                  f"{local['flops_per_s']['fp32'] / 1e9:.0f} GFLOP/s matmul, "
+                  f"{local['vector_flops_per_s'] / 1e9:.1f} GFLOP/s vector, "
+                  f"{local['bandwidth_bytes_per_s'] / 1e9:.1f} GB/s, "
+                  f"{local['overhead_s_per_block'] * 1e6:.0f} us/block); prefill ratio {row['ratio']:.2f}",
+                  flush=True)
+    return rows, calibrations
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads for calibration and timing alike")
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    rows, calibrations = [], []
-    for label, cfg in MODELS.items():
-        for target, timer in (("reference", time_reference), ("hf", time_hf)):
-            # Calibrate right before each measurement: on a shared machine the load drifts, and
-            # roofs and timings should see the same conditions.
-            local = measure_local()
-            calibrations.append(local)
-            print(f"{label} / {target}: local fp32 matmul {local['flops_per_s']['fp32'] / 1e9:.1f} GFLOP/s, "
-                  f"bandwidth {local['bandwidth_bytes_per_s'] / 1e9:.1f} GB/s, overhead "
-                  f"{local['overhead_s_per_block'] * 1e6:.0f} us per block, {torch.get_num_threads()} threads")
-            hardware = Hardware.from_dict(local, source="measured now")
-            roof = Roofline(cfg, hardware, "fp32", Efficiency(1.0, 1.0), attention="eager")
-            prefill_total, prefill_predicted, _ = roof.prefill(1, PROMPT)
-            decode_total, decode_predicted, _ = roof.decode(1, CONTEXT)
-            prefill_measured, decode_measured = timer(cfg, args.repeats)
-            for phase, total, predicted, measured in (
-                (f"prefill n={PROMPT}", prefill_total, float(prefill_predicted), prefill_measured),
-                (f"decode c={CONTEXT}", decode_total, float(decode_predicted), decode_measured),
-            ):
-                rows.append({"model": label, "target": target, "phase": phase, "bound": total.bound,
-                             "predicted_ms": 1e3 * predicted, "measured_ms": 1e3 * measured,
-                             "ratio": measured / predicted})
-    print(f"{'model':<22}{'target':<11}{'phase':<16}{'bound':<9}{'predicted':>11}{'measured':>11}{'meas/pred':>11}")
+    rows, calibrations = run(args.rounds)
+    print(f"{torch.get_num_threads()} torch threads, {args.rounds} rounds; medians over rounds")
+    print(f"{'model':<22}{'target':<11}{'phase':<15}{'bound':<9}{'predicted':>11}{'measured':>11}"
+          f"{'meas/pred':>11}{'range':>13}")
     for r in rows:
-        print(f"{r['model']:<22}{r['target']:<11}{r['phase']:<16}{r['bound']:<9}"
-              f"{r['predicted_ms']:>9.1f}ms{r['measured_ms']:>9.1f}ms{r['ratio']:>11.2f}")
+        print(f"{r['model']:<22}{r['target']:<11}{r['phase']:<15}{r['bound']:<9}"
+              f"{r['predicted_ms']:>9.1f}ms{r['measured_ms']:>9.1f}ms{r['ratio']:>11.2f}"
+              f"{r['ratio_min']:>7.2f}-{r['ratio_max']:.2f}")
     if args.json:
-        args.json.write_text(json.dumps({"calibrations": calibrations, "rows": rows}, indent=2) + "\n")
+        args.json.write_text(json.dumps({"rounds": args.rounds, "threads": torch.get_num_threads(),
+                                         "calibrations": calibrations, "rows": rows}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -76,14 +76,17 @@ class Profile:
     probabilities; "flash" is a fused kernel that keeps q, k, v, its output and a log-sum-exp per
     row; "sdpa" is torch's scaled_dot_product_attention on the CPU: the flash kernel, except with
     dropout or a position bias that needs gradients, when it falls back to its math path in fp32.
-    dropout: whether dropout runs (a training forward with p > 0). The facts below are what
-    validate/FINDINGS.md measured, one property each.
+    dropout: whether dropout runs (a training forward with p > 0). kv_cache: "dynamic" appends
+    each step's keys and values with torch.cat, copying the whole cache (Hugging Face's
+    DynamicCache and the reference model), "static" writes them into a preallocated cache. The
+    facts below are what validate/FINDINGS.md measured, one property each.
     """
 
     impl: str = "hf"
     attention: str = "eager"
     dropout: bool = False
     family: str = "custom"
+    kv_cache: str = "dynamic"
 
     @property
     def hf(self) -> bool:
@@ -396,6 +399,7 @@ class QKVProjection(Block):
     kv_tokens: Expr
     bias: bool
     cached_tokens: Expr = ZERO  # tokens held in this layer's KV cache after prefill + decode
+    copies_cache: bool = False  # a decode step's append copies the cache (torch.cat)
     title = "Q, K, V projections"
 
     def cost(self) -> Cost:
@@ -413,6 +417,8 @@ class QKVProjection(Block):
             flops_matmul_backward=q_bwd + kv_bwd,
             kv_cache_bytes=kv_cache,
             bytes_matmul=moved,
+            # torch.cat reads the cache and the new token's keys and values, writes them all.
+            bytes_other=2 * kv_cache if self.copies_cache else ZERO,
         )
 
 

@@ -99,7 +99,10 @@ class _TreeBuilder:
         return _group(
             name,
             pre,
-            _leaf("qkv", B.QKVProjection(q_tokens, kv_tokens, cfg.qkv_bias, cached)),
+            _leaf("qkv", B.QKVProjection(
+                q_tokens, kv_tokens, cfg.qkv_bias, cached,
+                copies_cache=self.decode and not cross and profile.kv_cache == "dynamic",
+            )),
             _leaf("rope", B.RotaryEmbedding(q_tokens, kv_tokens)) if cfg.rope and not cross else None,
             _leaf("scores", scores),
             _leaf("softmax", B.Softmax(q_len, k_len, **core)),

@@ -170,7 +170,8 @@ class Roofline:
     """Roofline times of one model on one machine, block by block."""
 
     def __init__(self, cfg: ModelConfig, hardware: Hardware, dtype: str = "bf16",
-                 efficiency: Efficiency | None = None, attention: str = "eager"):
+                 efficiency: Efficiency | None = None, attention: str = "eager",
+                 kv_cache: str = "dynamic"):
         self.cfg = cfg
         self.hardware = hardware
         self.dtype = Workload(dtype=dtype).dtype
@@ -180,7 +181,10 @@ class Roofline:
         self.vector_flops_per_s = hardware.vector_flops_per_s * eff.compute
         self.bytes_per_s = hardware.bandwidth_bytes_per_s * eff.memory
         self.overhead_s = hardware.overhead_s_per_block
-        profile = Profile(impl="hf", attention=attention, dropout=False, family=cfg.family)
+        if kv_cache not in ("dynamic", "static"):
+            raise ConfigError(f"kv_cache must be dynamic or static, got {show(kv_cache)}.")
+        profile = Profile(impl="hf", attention=attention, dropout=False, family=cfg.family,
+                          kv_cache=kv_cache)
         self.forward_model = CostModel(cfg, profile)
         self.decode_model = CostModel(cfg, profile, decode=True) if cfg.n_decoder_layers else None
 
@@ -383,12 +387,12 @@ def _steps(gen: int, rows: int = 8) -> list[int]:
 
 def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen: int, batch: int,
                        dtype: str = "bf16", efficiency: Efficiency | None = None,
-                       attention: str = "eager") -> dict[str, Any]:
+                       attention: str = "eager", kv_cache: str = "dynamic") -> dict[str, Any]:
     """Prefill latency, time per output token as the context grows, tokens/s, the decode
     crossover batch, what fits in memory, and a step table with and without a KV cache."""
     import numpy as np
 
-    roof = Roofline(cfg, hardware, dtype, efficiency, attention)
+    roof = Roofline(cfg, hardware, dtype, efficiency, attention, kv_cache)
     prefill_total, prefill_s, prefill_blocks = roof.prefill(batch, prompt)
     prefill_s = float(prefill_s)
     source = prompt if cfg.architecture == "encoder-decoder" else 1
@@ -419,9 +423,11 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     result: dict[str, Any] = {
         "inputs": {"model": cfg.name, "hardware": hardware.name, "dtype": roof.dtype,
                    "prompt": prompt, "gen": gen, "batch": batch, "attention": attention,
+                   "kv_cache": kv_cache,
                    "compute_efficiency": roof.efficiency.compute,
                    "memory_efficiency": roof.efficiency.memory},
         "hardware": {"peak_flops_per_s": hardware.peak(roof.dtype),
+                     "vector_flops_per_s": hardware.vector_flops_per_s,
                      "bandwidth_bytes_per_s": hardware.bandwidth_bytes_per_s,
                      "ridge_flops_per_byte": roof.flops_per_s / roof.bytes_per_s,
                      "memory_bytes": hardware.memory_bytes, "source": hardware.source},

@@ -134,10 +134,12 @@ def render_inference(r: dict[str, Any]) -> str:
     """The human report of `simulate` for inference."""
     i, hw = r["inputs"], r["hardware"]
     out = [
-        f"{i['model']} on {i['hardware']} ({i['dtype']}, peak {si(hw['peak_flops_per_s'], 'FLOP/s')}, "
+        f"{i['model']} on {i['hardware']} ({i['dtype']}, peak {si(hw['peak_flops_per_s'], 'FLOP/s')} matmul, "
+        f"{si(hw['vector_flops_per_s'], 'FLOP/s')} vector, "
         f"{si(hw['bandwidth_bytes_per_s'], 'B/s')}, efficiency compute {i['compute_efficiency']:g} / "
         f"memory {i['memory_efficiency']:g}; ridge {hw['ridge_flops_per_byte']:.0f} FLOP/B)",
-        f"prompt {i['prompt']}, generate {i['gen']}, batch {i['batch']}, attention {i['attention']}",
+        f"prompt {i['prompt']}, generate {i['gen']}, batch {i['batch']}, attention {i['attention']}, "
+        f"{i['kv_cache']} KV cache",
         "",
         _timing("prefill", r["prefill"]),
     ]

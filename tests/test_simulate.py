@@ -7,9 +7,10 @@ import json
 import pytest
 
 import cli
-from costmodel.config import Workload
+from costmodel.config import ConfigError, Workload
 from costmodel.presets import load_preset
-from costmodel.simulate import Efficiency, Roofline, load_hardware, simulate_inference, simulate_training
+from costmodel.simulate import (Efficiency, Hardware, Roofline, load_hardware, simulate_inference,
+                                simulate_training)
 
 
 def test_decode_crossover_batch_on_a100_is_153():
@@ -87,3 +88,79 @@ def test_simulate_cli(capsys):
         assert cli.main(args) == 2, args
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and err.startswith("error: ")
+
+
+def _machine(**overrides) -> Hardware:
+    data = {"name": "toy", "flops_per_s": {"fp32": 1e12}, "vector_flops_per_s": 1e10,
+            "bandwidth_bytes_per_s": 1e11, "memory_bytes": 2**34}
+    return Hardware.from_dict({**data, **overrides}, source="test")
+
+
+def test_a_block_runs_its_matmuls_then_its_other_ops_each_at_its_own_roof():
+    # GPT-2 small's MLP at b = 1, n = 1024, fp32, 12 layers, on a toy machine (1 TFLOP/s matmul,
+    # 10 GFLOP/s vector, 100 GB/s).
+    # Matmuls: 2 x (2 n d 4d) = 9,663,676,416 FLOPs -> 9.66 ms; their traffic, 4 bytes x 2 x
+    # (d 4d weights + n (d + 4d) in and out) = 50,331,648 B -> 0.50 ms: compute-bound.
+    # gelu (tanh): n 4d = 3,145,728 elements x 8 FLOPs -> 2.52 ms at the vector peak; read and
+    # written, 25,165,824 B -> 0.25 ms. The block: 12 x (9.66 + 2.52) ms.
+    roof = Roofline(load_preset("gpt2"), _machine(), "fp32", Efficiency(1.0, 1.0))
+    _, _, blocks = roof.prefill(1, 1024)
+    mlp = next(b for b in blocks if b.path == "decoder.layer.ffn.mlp")
+    matmul_s = max(9_663_676_416 / 1e12, 50_331_648 / 1e11)
+    other_s = max(3_145_728 * 8 / 1e10, 25_165_824 / 1e11)
+    assert mlp.seconds == pytest.approx(12 * (matmul_s + other_s), rel=1e-12)
+    assert mlp.timing.bound == "compute"
+    # The old single roof, max(all FLOPs / matmul peak, all bytes / bandwidth), said 9.69 ms a layer.
+    assert mlp.seconds > 12 * (9_663_676_416 + 3_145_728 * 8) / 1e12 * 1.25
+
+
+def test_eager_scores_count_the_scale_and_mask_traffic_a_fused_kernel_does_not():
+    from costmodel import symbols as S
+    from costmodel.model import CostModel, profile_for
+
+    cfg = load_preset("llama2-7b")
+    subs = {S.b: 1, S.n: 100, S.e: 2, S.h: 32, S.h_kv: 32, S.d_h: 128, S.L_dec: 32}
+    for attention, per_pair in (("eager", 2 * 2 * 2), ("sdpa", 0)):
+        model = CostModel(cfg, profile_for(cfg, Workload(seq_len=100, attention=attention)))
+        other = model.total("bytes_other", ("scores",)).xreplace(subs)
+        # Llama scales (a mul) and masks (an add) the 32 x 100 x 100 scores; each reads and
+        # writes them in bf16.
+        assert other == per_pair * 32 * 100 * 100 * 32  # x 32 layers
+
+
+def test_hardware_without_a_vector_peak_uses_its_fp32_peak():
+    hardware = Hardware.from_dict({"name": "x", "flops_per_s": {"fp32": 5e12, "bf16": 8e13},
+                                   "bandwidth_bytes_per_s": 1e12, "memory_bytes": 2**30}, "test")
+    assert hardware.vector_flops_per_s == 5e12
+    assert load_hardware("a100-80gb").vector_flops_per_s == 19.5e12  # FP32 non-tensor, datasheet
+
+
+def test_hardware_measure_caches_local_and_simulate_reads_it(tmp_path, monkeypatch, capsys):
+    # The calibration itself (about 15 s): what it writes is a preset that simulate accepts.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cli.main(["simulate", "--model", "gpt2", "--hardware", "local"]) == 2
+    assert "hardware --measure" in capsys.readouterr().err
+    assert cli.main(["hardware", "--measure", "--json"]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    local = rows["local"]
+    assert local["flops_per_s"]["fp32"] > local["vector_flops_per_s"] > 0
+    assert local["bandwidth_bytes_per_s"] > 0
+    assert (tmp_path / "transformer-costmodel" / "local.json").is_file()
+    assert cli.main(["simulate", "--model", "gpt2", "--hardware", "local", "--dtype", "fp32",
+                     "--prompt", "64", "--gen", "4", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["hardware"]["vector_flops_per_s"] == local["vector_flops_per_s"]
+    assert result["decode"]["first_token"]["bound"] == "memory"
+
+
+def test_a_dynamic_cache_copies_itself_every_decode_step():
+    # Llama-2-7B, bf16, b = 1, context 4096: the cache holds 32 layers x 2 x 4096 x 4096 x 2 B
+    # = 2 GiB. Attention reads it once a step; torch.cat (DynamicCache) also reads and writes it
+    # all, so a dynamic cache moves 4 GiB more than a static one.
+    hardware = load_hardware("h100-sxm")
+    cfg = load_preset("llama2-7b")
+    dynamic = Roofline(cfg, hardware, "bf16", kv_cache="dynamic").decode(1, 4096)[0]
+    static = Roofline(cfg, hardware, "bf16", kv_cache="static").decode(1, 4096)[0]
+    assert dynamic.bytes - static.bytes == 2 * 32 * 2 * 4096 * 4096 * 2
+    with pytest.raises(ConfigError, match="kv_cache"):
+        Roofline(cfg, hardware, kv_cache="paged")

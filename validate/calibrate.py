@@ -1,10 +1,16 @@
-"""Measures this machine as the `local` hardware preset: matmul FLOP/s and memory bandwidth.
+"""Measures this machine as the `local` hardware preset: matmul and vector FLOP/s, memory bandwidth.
 
-A short benchmark (several seconds). The roofs are what the two kinds of work reach here: the
-compute roof is the median FLOP/s of square matmuls of a prefill's size (2048 in fp32; 512 in the
-16-bit dtypes, which this CPU runs far slower), the memory roof the median rate at which a
-matrix-vector product streams a 128 MiB weight matrix (what a decode step does). A plain copy's
-bandwidth is recorded beside it. The result is cached as JSON where
+A short benchmark (several seconds). The roofs are what each kind of work reaches here, measured on
+the shapes a Transformer runs:
+- matmul FLOP/s: a prefill's linear layers, 256 tokens through 16 distinct fp32 weights of
+  1024 x 4096 and 4096 x 1024 (with bias), one after the other; the 16-bit dtypes, which this CPU
+  runs far slower, on 512 x 512 products;
+- memory bandwidth: a decode step's linear layers, one token through the same 16 weights (256 MiB),
+  which streams every weight once;
+- vector FLOP/s: softmax, layernorm, rmsnorm, gelu, gelu (tanh) and silu over 2M fp32 elements,
+  each counted with costmodel.blocks' FLOPs-per-element convention; the median of the six;
+- overhead per block: a tiny model's decode step, divided by its blocks.
+A plain copy's bandwidth is recorded beside them. The result is cached as JSON where
 costmodel.simulate.load_hardware("local") reads it.
 """
 
@@ -34,7 +40,7 @@ def median_seconds(function: Callable[[], Any], repeats: int, warmup: int = 2) -
     return statistics.median(times)
 
 
-def matmul_flops_per_s(dtype: torch.dtype, size: int = 2048, repeats: int = 7) -> float:
+def matmul_flops_per_s(dtype: torch.dtype, size: int = 512, repeats: int = 7) -> float:
     """Dense matmul FLOP/s: 2*size^3 per product, median of `repeats` products."""
     a = torch.randn(size, size, dtype=dtype)
     b = torch.randn(size, size, dtype=dtype)
@@ -42,12 +48,53 @@ def matmul_flops_per_s(dtype: torch.dtype, size: int = 2048, repeats: int = 7) -
     return 2 * size**3 / seconds
 
 
-def streaming_bytes_per_s(rows: int = 4096, cols: int = 8192, repeats: int = 9) -> float:
-    """Weight-streaming bandwidth: bytes of an fp32 matrix read by one matrix-vector product."""
-    weight = torch.randn(rows, cols)
-    vector = torch.randn(cols)
-    seconds = median_seconds(lambda: torch.mv(weight, vector), repeats)
-    return weight.numel() * 4 / seconds
+class LinearChain:
+    """16 distinct fp32 linear layers, d -> 4d and back, that a batch of tokens runs through."""
+
+    def __init__(self, d: int = 1024, layers: int = 16):
+        shapes = [(4 * d, d) if i % 2 == 0 else (d, 4 * d) for i in range(layers)]
+        self.weights = [torch.randn(rows, cols) / cols**0.5 for rows, cols in shapes]
+        self.biases = [torch.zeros(rows) for rows, _ in shapes]
+        self.d = d
+
+    def run(self, x: torch.Tensor) -> torch.Tensor:
+        for weight, bias in zip(self.weights, self.biases):
+            x = torch.nn.functional.linear(x, weight, bias)
+        return x
+
+    @property
+    def elements(self) -> int:
+        return sum(w.numel() for w in self.weights)
+
+    def flops_per_s(self, tokens: int = 256, repeats: int = 5) -> float:
+        """Prefill-shaped: 2 * tokens * weights FLOPs per pass."""
+        x = torch.randn(tokens, self.d)
+        return 2 * tokens * self.elements / median_seconds(lambda: self.run(x), repeats)
+
+    def bytes_per_s(self, repeats: int = 9) -> float:
+        """Decode-shaped: one token reads every weight once."""
+        x = torch.randn(1, self.d)
+        return 4 * self.elements / median_seconds(lambda: self.run(x), repeats)
+
+
+def vector_flops_per_s(elements: int = 2**21, repeats: int = 7) -> float:
+    """The median over the models' non-matmul ops of their FLOP/s (costmodel's convention)."""
+    from costmodel.blocks import OTHER_FLOPS_PER_ELEMENT
+
+    functional = torch.nn.functional
+    x = torch.randn(elements // 512**2, 512, 512)
+    weight, bias = torch.ones(512), torch.zeros(512)
+    ops = {
+        "softmax": lambda: torch.softmax(x, -1),
+        "layernorm": lambda: functional.layer_norm(x, (512,), weight, bias),
+        "rmsnorm": lambda: functional.rms_norm(x, (512,), weight),
+        "gelu": lambda: functional.gelu(x),
+        "gelu_tanh": lambda: functional.gelu(x, approximate="tanh"),
+        "silu": lambda: functional.silu(x),
+    }
+    rates = [OTHER_FLOPS_PER_ELEMENT[kind] * x.numel() / median_seconds(op, repeats)
+             for kind, op in ops.items()]
+    return statistics.median(rates)
 
 
 def bandwidth_bytes_per_s(megabytes: int = 256, repeats: int = 7) -> float:
@@ -79,13 +126,13 @@ def overhead_s_per_block(repeats: int = 41) -> float:
     return seconds / block_runs(CostModel(cfg, decode=True))
 
 
-def measure_local(memory_bytes: int | None = None) -> dict[str, Any]:
-    """The `local` preset's fields, measured now."""
-    flops = {
-        "fp32": matmul_flops_per_s(torch.float32),
-        "bf16": matmul_flops_per_s(torch.bfloat16, size=512),
-        "fp16": matmul_flops_per_s(torch.float16, size=512),
-    }
+def measure_local(memory_bytes: int | None = None, low_precision: bool = True) -> dict[str, Any]:
+    """The `local` preset's fields, measured now (low_precision=False skips bf16 and fp16)."""
+    chain = LinearChain()
+    flops = {"fp32": chain.flops_per_s()}
+    if low_precision:
+        flops["bf16"] = matmul_flops_per_s(torch.bfloat16)
+        flops["fp16"] = matmul_flops_per_s(torch.float16)
     if memory_bytes is None:
         memory_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     return {
@@ -93,14 +140,17 @@ def measure_local(memory_bytes: int | None = None) -> dict[str, Any]:
         "description": f"this machine: {platform.processor() or platform.machine()}, "
         f"{torch.get_num_threads()} torch threads",
         "flops_per_s": flops,
-        "bandwidth_bytes_per_s": streaming_bytes_per_s(),
+        "vector_flops_per_s": vector_flops_per_s(),
+        "bandwidth_bytes_per_s": chain.bytes_per_s(),
         "copy_bandwidth_bytes_per_s": bandwidth_bytes_per_s(),
         "memory_bytes": memory_bytes,
         "efficiency": {"compute": 1.0, "memory": 1.0},
         "overhead_s_per_block": overhead_s_per_block(),
-        "source": f"measured by validate/calibrate.py with torch {torch.__version__} "
-        "(medians: fp32 matmuls of 2048x2048, 16-bit of 512x512; matrix-vector products "
-        "streaming a 128 MiB fp32 matrix; a tiny model's decode step per block for the overhead)",
+        "source": f"measured by validate/calibrate.py with torch {torch.__version__} (medians: "
+        "fp32 matmuls of 256 tokens through 16 linear layers 1024 <-> 4096, 16-bit 512x512 "
+        "products; one token through the same layers (256 MiB of weights) for the bandwidth; "
+        "softmax, norms and activations over 2M elements for the vector FLOP/s; a tiny "
+        "model's decode step per block for the overhead)",
     }
 
 
