@@ -43,8 +43,8 @@ from validate.hf_models import build_hf_model  # noqa: E402
 from validate.reference import build_reference  # noqa: E402
 
 # Three sizes. Prefill over 512 tokens is compute-bound for all; a decode step streams the fp32
-# weights: 140 MB for the smallest (with ~50 blocks' ops, so per-op dispatch is a fifth of its
-# time), 640 MB and 1.6 GB for the others.
+# weights: 140 MB for the smallest (with ~50 blocks' ops: dispatch and allocation are a quarter
+# to a third of its time), 640 MB and 1.6 GB for the others.
 MODELS = {
     "gpt2-style d768 L4": load_preset("gpt2").replace(
         name="gpt2-bench", n_decoder_layers=4, vocab_size=8192, dropout=0.0),

@@ -91,7 +91,13 @@ def load_hardware(name: str) -> Hardware:
             raise ConfigError(
                 "hardware 'local' is not calibrated yet; run `python cli.py hardware --measure`."
             )
-        return Hardware.from_dict(json.loads(path.read_text()), source=str(path))
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as error:
+            raise ConfigError(f"{path}: unreadable ({error}); run `python cli.py hardware --measure`.") from None
+        if isinstance(data, dict) and "vector_flops_per_s" not in data:
+            raise ConfigError(f"{path} predates the vector peak; run `python cli.py hardware --measure` again.")
+        return Hardware.from_dict(data, source=str(path))
     path = HARDWARE_DIR / f"{name}.json"
     if "/" in name or not path.is_file():
         import difflib

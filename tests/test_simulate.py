@@ -135,6 +135,19 @@ def test_hardware_without_a_vector_peak_uses_its_fp32_peak():
     assert load_hardware("a100-80gb").vector_flops_per_s == 19.5e12  # FP32 non-tensor, datasheet
 
 
+def test_a_stale_or_broken_local_calibration_asks_for_a_new_one(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cache = tmp_path / "transformer-costmodel" / "local.json"
+    cache.parent.mkdir()
+    old = {"name": "local", "flops_per_s": {"fp32": 1.4e11}, "bandwidth_bytes_per_s": 2e10,
+           "memory_bytes": 2**34}  # written before the vector peak existed
+    for text in (json.dumps(old), "{not json"):
+        cache.write_text(text)
+        assert cli.main(["simulate", "--model", "gpt2", "--hardware", "local"]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "hardware --measure" in err
+
+
 def test_hardware_measure_caches_local_and_simulate_reads_it(tmp_path, monkeypatch, capsys):
     # The calibration itself (about 15 s): what it writes is a preset that simulate accepts.
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
