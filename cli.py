@@ -110,7 +110,7 @@ def estimate(model, config, seq_len, as_json, **options) -> None:
 @cli.command()
 @model_options
 @click.option("--block", "block", default=None, help="Only blocks whose path contains this text (e.g. attention, ffn, lm_head).")
-@click.option("--quantity", "quantities", multiple=True, help="params, flops_matmul, flops_other, flops_matmul_backward, saved_bytes, kv_cache_bytes (default: all non-zero).")
+@click.option("--quantity", "quantities", multiple=True, help="params, flops_matmul, flops_other, flops_matmul_backward, saved_bytes, kv_cache_bytes, bytes_matmul, bytes_other, bytes_moved (default: all non-zero).")
 @click.option("--latex", is_flag=True, help="Print LaTeX instead of plain sympy text.")
 def formulas(model, config, block, quantities, latex) -> None:
     """The sympy expressions every number comes from, block by block."""
