@@ -1,22 +1,24 @@
 """Roofline predictions vs measured timings on this machine (the `local` preset).
 
 Times prefill (a full forward over the prompt, logits at every position, as the cost tree counts
-it) and cached decode steps of the reference model and of Hugging Face's class, for two models: one
-whose prefill is compute-bound and one whose decode is memory-bound, in fp32 (the dtype this CPU
+it) and cached decode steps of the reference model and of Hugging Face's class, for three model
+sizes whose prefill is compute-bound and whose decode is memory-bound, in fp32 (the dtype this CPU
 runs fast).
 
 This machine is shared and its speed drifts by tens of percent within minutes, so the benchmark
 runs in rounds: each round calibrates `local` afresh (matmul and vector FLOP/s, bandwidth,
 per-block overhead; validate/calibrate.py), predicts with that calibration, then times three
 prefills and nine consecutive decode steps and keeps the median of each (the first prefill after
-the calibration runs with cold caches and a fresh heap).
+the calibration runs with cold caches and a fresh heap). A row reports the medians over the rounds
+of the predicted time, the measured time and their ratio (measured / predicted), and the ratio's
+range.
 
 One torch thread by default: on this shared 2-core machine two threads' timings swing by tens of
-percent whenever another process runs (each op waits for its slower thread); one thread's stay
-within a few percent. Calibration and timing always use the same thread count. A row reports the medians over the rounds of the predicted time, the
-measured time and their ratio (measured / predicted), and the ratio's range.
+percent whenever another process runs (each op waits for its slower thread); one thread's rounds
+mostly stay within about ten percent of their median. Calibration and timing always use the same
+thread count.
 
-    python benchmarks/bench_simulate.py [--rounds 5] [--json out.json]
+    python benchmarks/bench_simulate.py [--rounds 5] [--threads 1] [--json out.json]
 """
 
 from __future__ import annotations
@@ -134,11 +136,18 @@ def run(rounds: int) -> tuple[list[dict], list[dict]]:
     return rows, calibrations
 
 
+def positive(text: str) -> int:
+    value = int(text) if text.isdigit() else 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=positive, default=5)
     parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--threads", type=int, default=1,
+    parser.add_argument("--threads", type=positive, default=1,
                         help="torch threads for calibration and timing alike")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

@@ -6,8 +6,8 @@ ops (norms, softmax, activations, adds), on the vector units. Each kind takes it
 max(FLOPs / (peak x compute efficiency), bytes moved / (bandwidth x memory efficiency)), with the
 matmul peak of the dtype for the products and the vector peak for the rest; a block adds a fixed
 overhead (kernel launches, or the interpreter's dispatch of its few ops on a CPU). A pass is the sum
-over blocks, and each figure says which resource bounds it. Hardware presets are data (costmodel/hardware/*.json); `local` is this machine, measured
-by validate/calibrate.py and cached.
+over blocks, and each figure says which resource bounds it. Hardware presets are data
+(costmodel/hardware/*.json); `local` is this machine, measured by validate/calibrate.py and cached.
 """
 
 from __future__ import annotations
@@ -51,9 +51,13 @@ class Hardware:
     efficiency: dict[str, float] = field(default_factory=lambda: {"compute": 1.0, "memory": 1.0})
     source: str = ""
     overhead_s_per_block: float = 0.0  # launch/dispatch time of one block's ops
-    # FLOP/s of the non-matmul ops. A GPU's non-tensor FP32 peak (norms and softmax compute in fp32
-    # in these implementations whatever the dtype); the default when a description omits it.
+    # FLOP/s of the non-matmul ops: a GPU's non-tensor FP32 peak (norms and softmax compute in fp32
+    # in these implementations whatever the dtype). Omitted (0): the fp32 matmul peak.
     vector_flops_per_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.vector_flops_per_s > 0:
+            object.__setattr__(self, "vector_flops_per_s", self.peak("fp32"))
 
     def peak(self, dtype: str) -> float:
         if dtype not in self.flops_per_s:
@@ -73,7 +77,7 @@ class Hardware:
                 or {"compute": 1.0, "memory": 1.0},
                 source=str(data.get("source", "")),
                 overhead_s_per_block=float(data.get("overhead_s_per_block", 0.0)),
-                vector_flops_per_s=float(data.get("vector_flops_per_s") or data["flops_per_s"]["fp32"]),
+                vector_flops_per_s=float(data.get("vector_flops_per_s", 0.0)),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise ConfigError(f"{source}: not a hardware description ({error}).") from None
@@ -225,9 +229,9 @@ class Roofline:
 
     def _times(self, sweep: tuple[dict[str, int], Sweep], **workload) -> tuple[list[BlockTiming], Any]:
         """Per-block timings at the first point and the roofline seconds at every point."""
-        runs, function = sweep
         import numpy as np
 
+        runs, function = sweep
         out = function(e=DTYPE_BYTES[self.dtype], **workload)
         seconds = 0.0
         blocks = []

@@ -119,11 +119,10 @@ def _figure_options(function):
 
 
 def _save(made: Any, out: str, csv_path: str | None) -> None:
+    """Render and write the figure (its suffix already checked by _check_out, before the work)."""
     from . import output
 
     fmt = Path(out).suffix.lower().lstrip(".")
-    if fmt not in ("png", "svg"):
-        raise ReportInputError(f"{out}: the figure file must end in .png or .svg.")
     made.render((fmt,))
     output.write_bytes(out, made.images[fmt])
     if csv_path:

@@ -45,6 +45,13 @@ def _check_common(cfg: ModelConfig, position: str, norm: str, norm_position: str
     _require(cfg, not cfg.lm_head_bias, "a bias on the output projection")
 
 
+def _classic_linears(cfg: ModelConfig) -> None:
+    """GPT-2 and BERT: every linear has a bias, h heads of d/h for queries, keys and values."""
+    _require(cfg, cfg.qkv_bias and cfg.out_bias and cfg.ffn_bias, "linears without biases")
+    _require(cfg, cfg.n_kv_heads == cfg.n_heads, "grouped-query attention")
+    _require(cfg, cfg.d_head * cfg.n_heads == cfg.d_model, "a head dimension other than d/h")
+
+
 def _decoder_only(cfg: ModelConfig) -> None:
     _require(cfg, cfg.n_encoder_layers == 0, "encoder layers (it is decoder-only)")
     _require(cfg, cfg.head == "lm", f"head {cfg.head!r} (its class has an lm head)")
@@ -93,9 +100,7 @@ def _gpt2(cfg: ModelConfig, attn: str) -> Any:
     _check_common(cfg, "learned", "layernorm", "pre")
     _decoder_only(cfg)
     _require(cfg, cfg.activation in _GPT2_ACTS, f"activation {cfg.activation!r}")
-    _require(cfg, cfg.qkv_bias and cfg.out_bias and cfg.ffn_bias, "linears without biases")
-    _require(cfg, cfg.n_kv_heads == cfg.n_heads, "grouped-query attention")
-    _require(cfg, cfg.d_head * cfg.n_heads == cfg.d_model, "a head dimension other than d/h")
+    _classic_linears(cfg)
     return GPT2Config(
         vocab_size=cfg.vocab_size,
         n_positions=cfg.max_positions,
@@ -122,9 +127,7 @@ def _bert(cfg: ModelConfig, attn: str) -> Any:
     _require(cfg, not cfg.tie_embeddings, "tied embeddings (BertModel has no output projection)")
     _require(cfg, cfg.token_types >= 1, "zero token types (it always has a token-type embedding)")
     _require(cfg, cfg.activation in _BERT_ACTS, f"activation {cfg.activation!r}")
-    _require(cfg, cfg.qkv_bias and cfg.out_bias and cfg.ffn_bias, "linears without biases")
-    _require(cfg, cfg.n_kv_heads == cfg.n_heads, "grouped-query attention")
-    _require(cfg, cfg.d_head * cfg.n_heads == cfg.d_model, "a head dimension other than d/h")
+    _classic_linears(cfg)
     return BertConfig(
         vocab_size=cfg.vocab_size,
         hidden_size=cfg.d_model,
