@@ -1,17 +1,18 @@
 """Roofline predictions vs measured timings on this machine (the `local` preset).
 
 Times prefill (a full forward over the prompt, logits at every position, as the cost tree counts
-it) and cached decode steps of the reference model and of Hugging Face's class, for three model
-sizes whose prefill is compute-bound and whose decode is memory-bound, in fp32 (the dtype this CPU
-runs fast).
+it), cached decode steps and a training step (forward with the loss, backward, AdamW, zero_grad;
+costmodel.simulate.training_step's conventions) of the reference model and of Hugging Face's
+class, for three model sizes whose prefill is compute-bound and whose decode is memory-bound, in
+fp32 (the dtype this CPU runs fast).
 
 This machine is shared and its speed drifts by tens of percent within minutes, so the benchmark
 runs in rounds: each round calibrates `local` afresh (matmul and vector FLOP/s, bandwidth,
 per-block overhead; validate/calibrate.py), predicts with that calibration, then times three
-prefills and nine consecutive decode steps and keeps the median of each (the first prefill after
-the calibration runs with cold caches and a fresh heap). A row reports the medians over the rounds
-of the predicted time, the measured time and their ratio (measured / predicted), and the ratio's
-range.
+prefills, nine consecutive decode steps and three training steps and keeps the median of each (the
+first run after the calibration meets cold caches and a fresh heap). A row reports the medians
+over the rounds of the predicted time, the measured time and their ratio (measured / predicted),
+and the ratio's range.
 
 One torch thread by default: on this shared 2-core machine two threads' timings swing by tens of
 percent whenever another process runs (each op waits for its slower thread); one thread's rounds
@@ -35,14 +36,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from costmodel.config import ModelConfig  # noqa: E402
+from costmodel.config import ModelConfig, Workload  # noqa: E402
 from costmodel.presets import load_preset  # noqa: E402
-from costmodel.simulate import Efficiency, Hardware, Roofline  # noqa: E402
+from costmodel.simulate import Efficiency, Hardware, Roofline, training_step  # noqa: E402
 from validate.calibrate import measure_local  # noqa: E402
+from validate.compare import _loss_fn, build  # noqa: E402
 from validate.decoding import prefill as reference_prefill  # noqa: E402
 from validate.decoding import step as reference_step  # noqa: E402
-from validate.hf_models import build_hf_model  # noqa: E402
-from validate.reference import build_reference  # noqa: E402
+from validate.measure import _train_step  # noqa: E402
 
 # Three sizes. Prefill over 512 tokens is compute-bound for all; a decode step streams the fp32
 # weights: 140 MB for the smallest (with ~50 blocks' ops: dispatch and allocation are a quarter
@@ -65,16 +66,25 @@ def seconds(function: Callable[[], object]) -> float:
 
 
 class Target:
-    """One implementation of one model: a full prefill and cached decode steps, timed."""
+    """One implementation of one model: a full prefill, cached decode steps and a training step
+    (forward with the loss, backward, AdamW, zero_grad) over PROMPT tokens, timed."""
 
     def __init__(self, cfg: ModelConfig, kind: str):
         self.cfg, self.kind = cfg, kind
-        if kind == "reference":
-            self.model = build_reference(cfg).eval()
-        else:
-            self.model = build_hf_model(cfg, "eager", torch.float32).eval()
+        self.workload = Workload(seq_len=PROMPT, batch=1, dtype="fp32", impl=kind, attention="eager")
+        self.model, self.train_inputs, _ = build(cfg, self.workload, kind)
+        self.model.eval()
+        self.loss = _loss_fn(cfg, kind)
+        self.optimizer = torch.optim.AdamW(self.model.parameters())
         self.ids = torch.randint(0, cfg.vocab_size, (1, PROMPT))
         self.prompt = torch.randint(0, cfg.vocab_size, (1, CONTEXT - 1))
+
+    def train_step(self) -> float:
+        self.model.train()
+        try:
+            return seconds(lambda: _train_step(self.model, self.train_inputs, self.optimizer, self.loss))
+        finally:
+            self.model.eval()
 
     @torch.no_grad()
     def prefill(self) -> float:
@@ -95,19 +105,23 @@ class Target:
                 for _ in range(STEPS)]
 
 
+PHASES = {"prefill": f"prefill n={PROMPT}", "decode": f"decode c={CONTEXT}",
+          "train": f"train step n={PROMPT}"}
+
+
 def run(rounds: int) -> tuple[list[dict], list[dict]]:
     rows, calibrations = [], []
     for label, cfg in MODELS.items():
         for kind in ("reference", "hf"):
             target = Target(cfg, kind)
-            target.prefill(), target.decode()  # warm up
-            samples: dict[str, list[tuple[float, float]]] = {"prefill": [], "decode": []}
+            target.prefill(), target.decode(), target.train_step(), target.train_step()  # warm up
+            samples: dict[str, list[tuple[float, float]]] = {phase: [] for phase in PHASES}
             bounds = {}
             for _ in range(rounds):
                 local = measure_local(low_precision=False)
                 calibrations.append(local)
-                roof = Roofline(cfg, Hardware.from_dict(local, source="measured now"), "fp32",
-                                Efficiency(1.0, 1.0), attention="eager")
+                hardware = Hardware.from_dict(local, source="measured now")
+                roof = Roofline(cfg, hardware, "fp32", Efficiency(1.0, 1.0), attention="eager")
                 total, predicted, _ = roof.prefill(1, PROMPT)
                 bounds["prefill"] = total.bound
                 prefills = [target.prefill() for _ in range(3)]
@@ -115,18 +129,20 @@ def run(rounds: int) -> tuple[list[dict], list[dict]]:
                 total, predicted, _ = roof.decode(1, CONTEXT + (STEPS - 1) // 2)
                 bounds["decode"] = total.bound
                 samples["decode"].append((float(predicted), statistics.median(target.decode())))
+                step = training_step(cfg, target.workload, hardware, Efficiency(1.0, 1.0))["timing"]
+                bounds["train"] = step.bound
+                steps = [target.train_step() for _ in range(3)]
+                samples["train"].append((step.seconds, statistics.median(steps)))
             for phase, pairs in samples.items():
                 ratios = [measured / predicted for predicted, measured in pairs]
                 rows.append({
-                    "model": label, "target": kind,
-                    "phase": f"prefill n={PROMPT}" if phase == "prefill" else f"decode c={CONTEXT}",
-                    "bound": bounds[phase],
+                    "model": label, "target": kind, "phase": PHASES[phase], "bound": bounds[phase],
                     "predicted_ms": 1e3 * statistics.median(p for p, _ in pairs),
                     "measured_ms": 1e3 * statistics.median(m for _, m in pairs),
                     "ratio": statistics.median(ratios),
                     "ratio_min": min(ratios), "ratio_max": max(ratios),
                 })
-            row = rows[-2]
+            row = rows[-3]
             print(f"{label} / {kind}: done ({rounds} rounds; last calibration "
                   f"{local['flops_per_s']['fp32'] / 1e9:.0f} GFLOP/s matmul, "
                   f"{local['vector_flops_per_s'] / 1e9:.1f} GFLOP/s vector, "
@@ -154,10 +170,10 @@ def main() -> None:
     torch.manual_seed(0)
     rows, calibrations = run(args.rounds)
     print(f"{torch.get_num_threads()} torch threads, {args.rounds} rounds; medians over rounds")
-    print(f"{'model':<22}{'target':<11}{'phase':<15}{'bound':<9}{'predicted':>11}{'measured':>11}"
+    print(f"{'model':<22}{'target':<11}{'phase':<18}{'bound':<9}{'predicted':>11}{'measured':>11}"
           f"{'meas/pred':>11}{'range':>13}")
     for r in rows:
-        print(f"{r['model']:<22}{r['target']:<11}{r['phase']:<15}{r['bound']:<9}"
+        print(f"{r['model']:<22}{r['target']:<11}{r['phase']:<18}{r['bound']:<9}"
               f"{r['predicted_ms']:>9.1f}ms{r['measured_ms']:>9.1f}ms{r['ratio']:>11.2f}"
               f"{r['ratio_min']:>7.2f}-{r['ratio_max']:.2f}")
     if args.json:
