@@ -328,8 +328,10 @@ def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,
     their traffic 3x the forward's (forward, then backward reading and writing about twice as
     much). Other ops (at the vector peak): 3x the forward's FLOPs and traffic (a stated
     convention; full recomputation adds one more forward), plus the optimizer step, which reads
-    weights, gradients and states and writes weights and states. Overhead: the per-block overhead
-    for 3x the forward's blocks (backward runs about twice the forward's ops).
+    weights, gradients and states and writes weights and states once: a fused optimizer's single
+    pass (PyTorch's default, unfused AdamW makes about 20 passes over parameter-sized tensors;
+    validate/FINDINGS.md section 9). Overhead: the per-block overhead for 3x the forward's blocks
+    (backward runs about twice the forward's ops).
     """
     eff = efficiency or Efficiency(**hardware.efficiency)
     model = CostModel(cfg, profile_for(cfg, workload))
