@@ -1,6 +1,6 @@
 """Measures this machine as the `local` hardware preset: matmul and vector FLOP/s, memory bandwidth.
 
-A short benchmark (several seconds). The roofs are what each kind of work reaches here, measured on
+A short benchmark (about 15 seconds). The roofs are what each kind of work reaches here, measured on
 the shapes a Transformer runs:
 - matmul FLOP/s: a prefill's linear layers, 256 tokens through 16 distinct fp32 weights of
   1024 x 4096 and 4096 x 1024 (with bias), one after the other; the 16-bit dtypes, which this CPU
