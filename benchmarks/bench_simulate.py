@@ -105,7 +105,7 @@ class Target:
                 for _ in range(STEPS)]
 
 
-PHASES = {"prefill": f"prefill n={PROMPT}", "decode": f"decode c={CONTEXT}",
+PHASES = {"prefill": f"prefill n={PROMPT}", "decode": f"decode c={CONTEXT}-{CONTEXT + STEPS - 1}",
           "train": f"train step n={PROMPT}"}
 
 
@@ -126,6 +126,7 @@ def run(rounds: int) -> tuple[list[dict], list[dict]]:
                 bounds["prefill"] = total.bound
                 prefills = [target.prefill() for _ in range(3)]
                 samples["prefill"].append((float(predicted), statistics.median(prefills)))
+                # The median step's context: the middle of the STEPS measured.
                 total, predicted, _ = roof.decode(1, CONTEXT + (STEPS - 1) // 2)
                 bounds["decode"] = total.bound
                 samples["decode"].append((float(predicted), statistics.median(target.decode())))
@@ -142,7 +143,7 @@ def run(rounds: int) -> tuple[list[dict], list[dict]]:
                     "ratio": statistics.median(ratios),
                     "ratio_min": min(ratios), "ratio_max": max(ratios),
                 })
-            row = rows[-3]
+            row = next(r for r in rows[-len(PHASES):] if r["phase"] == PHASES["prefill"])
             print(f"{label} / {kind}: done ({rounds} rounds; last calibration "
                   f"{local['flops_per_s']['fp32'] / 1e9:.0f} GFLOP/s matmul, "
                   f"{local['vector_flops_per_s'] / 1e9:.1f} GFLOP/s vector, "
@@ -170,10 +171,10 @@ def main() -> None:
     torch.manual_seed(0)
     rows, calibrations = run(args.rounds)
     print(f"{torch.get_num_threads()} torch threads, {args.rounds} rounds; medians over rounds")
-    print(f"{'model':<22}{'target':<11}{'phase':<18}{'bound':<9}{'predicted':>11}{'measured':>11}"
+    print(f"{'model':<22}{'target':<11}{'phase':<19}{'bound':<9}{'predicted':>11}{'measured':>11}"
           f"{'meas/pred':>11}{'range':>13}")
     for r in rows:
-        print(f"{r['model']:<22}{r['target']:<11}{r['phase']:<18}{r['bound']:<9}"
+        print(f"{r['model']:<22}{r['target']:<11}{r['phase']:<19}{r['bound']:<9}"
               f"{r['predicted_ms']:>9.1f}ms{r['measured_ms']:>9.1f}ms{r['ratio']:>11.2f}"
               f"{r['ratio_min']:>7.2f}-{r['ratio_max']:.2f}")
     if args.json:

@@ -126,6 +126,24 @@ class Efficiency:
                 raise ConfigError(f"{name} efficiency must be in (0, 1], got {show(value)}.")
 
 
+def kernel_times(f_mm: Any, b_mm: Any, f_o: Any, b_o: Any, peak: float, vector: float,
+                 bandwidth: float) -> tuple[Any, Any, Any]:
+    """Compute time, memory time and busy time of a block's two kernels: its matrix products at
+    the matmul peak, then its other ops at the vector peak, each max(compute, memory). Floats or
+    numpy arrays (a sweep over lengths)."""
+    import numpy as np
+
+    mm_compute, mm_memory = f_mm / peak, b_mm / bandwidth
+    other_compute, other_memory = f_o / vector, b_o / bandwidth
+    busy = np.maximum(mm_compute, mm_memory) + np.maximum(other_compute, other_memory)
+    return mm_compute + other_compute, mm_memory + other_memory, busy
+
+
+def is_active(cost: Any) -> bool:
+    """Whether a block runs any op (what the per-block overhead is paid for)."""
+    return any(cost.get(q) != 0 for q in ("flops_matmul", "flops_other", "bytes_moved"))
+
+
 @dataclass(frozen=True)
 class Timing:
     """A roofline time: compute time, memory time, the time the kernels take (each kernel the
@@ -143,10 +161,8 @@ class Timing:
            bandwidth: float, overhead_s: float = 0.0) -> "Timing":
         """The matrix products' (FLOPs, bytes) at the matmul peak, then the other ops' at the
         vector peak: two kernels one after the other, each at its own roofline time."""
-        (f_mm, b_mm), (f_o, b_o) = matmul, other
-        mm = (f_mm / peak, b_mm / bandwidth)
-        ot = (f_o / vector, b_o / bandwidth)
-        return cls(f_mm + f_o, b_mm + b_o, mm[0] + ot[0], mm[1] + ot[1], max(mm) + max(ot), overhead_s)
+        parts = kernel_times(*matmul, *other, peak, vector, bandwidth)
+        return cls(matmul[0] + other[0], matmul[1] + other[1], *(float(x) for x in parts), overhead_s)
 
     @property
     def seconds(self) -> float:
@@ -204,30 +220,33 @@ class Roofline:
         subs[S.c] = context if context is not None else seq_len
         return {k: sp.Integer(v) for k, v in subs.items()}
 
-    def _sweep(self, model: CostModel, skip: tuple[str, ...] = ("loss",)) -> tuple[dict[str, int], Sweep]:
+    def _sweep(self, model: CostModel,
+               skip: tuple[str, ...] = ("loss",)) -> tuple[dict[str, tuple[int, bool]], Sweep]:
         """One lambdified function for every leaf's FLOPs and bytes moved, matmul and other
-        (inference: no loss), and how many times each leaf runs (its layers)."""
+        (inference: no loss), and how many times each leaf runs (its layers) and whether it runs
+        any op."""
         runs, expressions = {}, {}
         fixed = {k: sp.Integer(v) for k, v in model_values(model.cfg).items()}
         for leaf in model.leaves:
             if leaf.path.rsplit(".", 1)[-1] in skip:
                 continue
-            runs[leaf.path] = int(leaf.count.xreplace(fixed))
+            runs[leaf.path] = (int(leaf.count.xreplace(fixed)), is_active(leaf.cost))
             for quantity in ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other"):
                 expressions[f"{leaf.path}|{quantity}"] = leaf.total(quantity)
         return runs, Sweep(model, expressions)
 
     @cached_property
-    def _prefill_sweep(self) -> tuple[dict[str, int], Sweep]:
+    def _prefill_sweep(self) -> tuple[dict[str, tuple[int, bool]], Sweep]:
         return self._sweep(self.forward_model)
 
     @cached_property
-    def _decode_sweep(self) -> tuple[dict[str, int], Sweep]:
+    def _decode_sweep(self) -> tuple[dict[str, tuple[int, bool]], Sweep]:
         if self.decode_model is None:
             raise ConfigError(f"model {self.cfg.name!r} has no decoder; it does not generate.")
         return self._sweep(self.decode_model)
 
-    def _times(self, sweep: tuple[dict[str, int], Sweep], **workload) -> tuple[list[BlockTiming], Any]:
+    def _times(self, sweep: tuple[dict[str, tuple[int, bool]], Sweep],
+               **workload) -> tuple[list[BlockTiming], Any]:
         """Per-block timings at the first point and the roofline seconds at every point."""
         import numpy as np
 
@@ -235,17 +254,16 @@ class Roofline:
         out = function(e=DTYPE_BYTES[self.dtype], **workload)
         seconds = 0.0
         blocks = []
-        for path, count in runs.items():
-            f_mm, b_mm, f_o, b_o = (np.asarray(out[f"{path}|{q}"], dtype=float) for q in
+        for path, (count, active) in runs.items():
+            f_mm, b_mm, f_o, b_o = (np.asarray(out[f"{path}|{q}"]) for q in
                                     ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other"))
-            busy = (np.maximum(f_mm / self.flops_per_s, b_mm / self.bytes_per_s)
-                    + np.maximum(f_o / self.vector_flops_per_s, b_o / self.bytes_per_s))
-            active = (f_mm + b_mm + f_o + b_o) > 0
-            seconds = seconds + busy + self.overhead_s * count * active
+            overhead = self.overhead_s * count if active else 0.0
+            _, _, busy = kernel_times(f_mm, b_mm, f_o, b_o, self.flops_per_s,
+                                      self.vector_flops_per_s, self.bytes_per_s)
+            seconds = seconds + busy + overhead
             first = Timing.of((float(f_mm.flat[0]), float(b_mm.flat[0])),
                               (float(f_o.flat[0]), float(b_o.flat[0])), self.flops_per_s,
-                              self.vector_flops_per_s, self.bytes_per_s,
-                              self.overhead_s * count if active.flat[0] else 0.0)
+                              self.vector_flops_per_s, self.bytes_per_s, overhead)
             blocks.append(BlockTiming(path, first, first.seconds))
         return blocks, seconds
 
@@ -253,20 +271,20 @@ class Roofline:
         """A forward over the prompt (no loss): totals at the first length, roofline seconds at
         every length given (an int or an array), and the blocks at the first length."""
         blocks, seconds = self._times(self._prefill_sweep, n=seq_len, b=batch)
-        return self._sum(blocks)[0], seconds, blocks
+        return self._sum(blocks), seconds, blocks
 
     def decode(self, batch: int, context: Any, source_len: int = 1) -> tuple[Timing, Any, list[BlockTiming]]:
         """Cached decode steps of `batch` sequences attending to `context` keys (int or array)."""
         blocks, seconds = self._times(self._decode_sweep, n=1, b=batch, s=source_len, c=context)
-        return self._sum(blocks)[0], seconds, blocks
+        return self._sum(blocks), seconds, blocks
 
     @staticmethod
-    def _sum(blocks: list[BlockTiming]) -> tuple[Timing, float]:
-        """Totals: the summed compute/memory times and the sum of per-block roofline times."""
+    def _sum(blocks: list[BlockTiming]) -> Timing:
+        """Totals: the blocks' compute, memory, busy and overhead times summed."""
         total = Timing(0.0, 0.0, 0.0, 0.0, 0.0)
         for block in blocks:
             total = total + block.timing
-        return total, sum(block.seconds for block in blocks)
+        return total
 
     def decode_crossover_batch(self, context: int | None = None) -> float:
         """The batch at which a decode step's matrix products turn from memory- to compute-bound.
@@ -315,46 +333,47 @@ def block_runs(model: CostModel) -> int:
     """How many blocks one pass runs (each leaf times its layers), counting those that compute or
     move anything: what the per-block overhead is paid for."""
     fixed = {k: sp.Integer(v) for k, v in model_values(model.cfg).items()}
-    return sum(int(leaf.count.xreplace(fixed)) for leaf in model.leaves
-               if leaf.cost.flops_matmul != 0 or leaf.cost.bytes_moved != 0)
+    return sum(int(leaf.count.xreplace(fixed)) for leaf in model.leaves if is_active(leaf.cost))
 
 
 def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,
                   efficiency: Efficiency | None = None) -> dict[str, Any]:
     """Roofline time of one training step: forward + backward (+ recomputation) + optimizer.
 
-    Matrix products (at the matmul peak): the tree's matmul FLOPs forward and backward, plus one
-    more forward of the recomputed part (full: the whole forward; selective: the attention core);
-    their traffic 3x the forward's (forward, then backward reading and writing about twice as
-    much). Other ops (at the vector peak): 3x the forward's FLOPs and traffic (a stated
-    convention; full recomputation adds one more forward), plus the optimizer step, which reads
-    weights, gradients and states and writes weights and states once: a fused optimizer's single
-    pass (PyTorch's default, unfused AdamW makes about 20 passes over parameter-sized tensors;
-    validate/FINDINGS.md section 9). Overhead: the per-block overhead for 3x the forward's blocks
-    (backward runs about twice the forward's ops).
+    Block by block, as in inference, each block's two kernels at their own roofs: its matrix
+    products (forward and backward matmul FLOPs, plus one more forward for what is recomputed:
+    everything under full recomputation, the attention core under selective), moving 3x the
+    forward's matmul traffic (the forward, then a backward that reads and writes about twice as
+    much); then its other ops, 3x the forward's FLOPs and traffic (a stated convention; full
+    recomputation adds one more forward's FLOPs). Then the optimizer step, a memory-bound pass of
+    its own that reads weights, gradients and states and writes weights and states once: a fused
+    optimizer (PyTorch's default, unfused AdamW makes about 20 passes over parameter-sized
+    tensors; validate/FINDINGS.md section 9). Overhead: the per-block overhead for 3x the
+    forward's blocks (backward runs about twice the forward's ops).
     """
     eff = efficiency or Efficiency(**hardware.efficiency)
+    peak = hardware.peak(workload.dtype) * eff.compute
+    vector = hardware.vector_flops_per_s * eff.compute
+    bandwidth = hardware.bandwidth_bytes_per_s * eff.memory
     model = CostModel(cfg, profile_for(cfg, workload))
     subs = {k: sp.Integer(v) for k, v in values(cfg, workload).items()}
     n = lambda expr: float(expr.xreplace(subs))  # noqa: E731
-    forward = n(model.total("flops_matmul"))
-    backward = n(model.total("flops_matmul_backward"))
-    other = n(model.total("flops_other"))
-    recomputed = recomputed_other = 0.0
-    if workload.recompute == "full":
-        recomputed, recomputed_other = forward, other
-    elif workload.recompute == "selective":
-        recomputed = n(model.total("flops_matmul", ("scores", "weighted_sum")))
+    timing = Timing(0.0, 0.0, 0.0, 0.0, 0.0)
+    for leaf in model.leaves:
+        forward, other = n(leaf.total("flops_matmul")), n(leaf.total("flops_other"))
+        recompute = workload.recompute == "full" or (
+            workload.recompute == "selective" and leaf.path.rsplit(".", 1)[-1] in ("scores", "weighted_sum"))
+        matmul = (forward + n(leaf.total("flops_matmul_backward")) + (forward if recompute else 0.0),
+                  3 * n(leaf.total("bytes_matmul")))
+        others = (3 * other + (other if workload.recompute == "full" else 0.0),
+                  3 * n(leaf.total("bytes_other")))
+        timing = timing + Timing.of(matmul, others, peak, vector, bandwidth)
     mem = memory(cfg, workload, model)
-    params = n(model.total("params"))
     per_param = mem.param_bytes
-    optimizer_bytes = params * (per_param.total + per_param.weights + per_param.optimizer)
-    matmul = (forward + backward + recomputed, 3 * n(model.total("bytes_matmul")))
-    others = (3 * other + recomputed_other, 3 * n(model.total("bytes_other")) + optimizer_bytes)
+    optimizer_bytes = n(model.total("params")) * (per_param.total + per_param.weights + per_param.optimizer)
     overhead = 3 * block_runs(model) * hardware.overhead_s_per_block
-    timing = Timing.of(matmul, others, hardware.peak(workload.dtype) * eff.compute,
-                       hardware.vector_flops_per_s * eff.compute,
-                       hardware.bandwidth_bytes_per_s * eff.memory, overhead)
+    timing = timing + Timing.of((0.0, 0.0), (0.0, optimizer_bytes), peak, vector, bandwidth, overhead)
+    forward, backward = n(model.total("flops_matmul")), n(model.total("flops_matmul_backward"))
     tokens = workload.batch * (workload.decoder_len if cfg.architecture == "encoder-decoder" else workload.seq_len)
     memory_numbers = {k: int(getattr(mem, k).xreplace(subs)) for k in
                       ("weights", "gradients", "optimizer", "activations")}
@@ -375,8 +394,8 @@ def mfu(model_flops: float, step_seconds: float, peak_flops_per_s: float) -> flo
 
 
 def _timing_dict(timing: Timing, seconds: float) -> dict[str, Any]:
-    """A figure with its bound: compute and memory time, and how much of the roofline time each
-    resource is busy (the bounding one 1.0 when a single block dominates)."""
+    """A figure with its bound: compute and memory time, and the fraction of the roofline time
+    each resource is busy (at most 1: the kernels run one after another)."""
     return {
         "seconds": seconds,
         "flops": timing.flops,

@@ -60,13 +60,15 @@ def test_training_time_and_mfu():
     # The matrix products at 0.5 x 312 TFLOP/s: 6 x 68,976,648,192 params x 4096 tokens plus the
     # attention core, 3 x 4 x n^2 x d per layer (80 layers, d = 8192); then AdamW's memory-bound
     # step, reading 16 bytes per parameter (bf16 weights and gradients, fp32 master weights and
-    # two moments) and writing 14 (weights and states), at 0.8 x 2.039 TB/s. Norms, activations
-    # and residual adds add the last ~3%.
+    # two moments) and writing 14 (weights and states), at 0.8 x 2.039 TB/s, as a pass of its own.
+    # The other ops (norms, activations, residual adds: each block's at the larger of 3x its
+    # traffic at 1.63 TB/s and 3x its FLOPs at the 9.75 TFLOP/s vector roof, about 0.5 s) and the
+    # flash backward's recomputed Q K^T (0.1 s) add the last ~5%.
     params = 68_976_648_192
     matmul_s = (6 * params * 4096 + 12 * 80 * 8192 * 4096**2) / (0.5 * 312e12)
     optimizer_s = 30 * params / (0.8 * 2.039e12)
     assert result["step"]["bound"] == "compute"
-    assert result["step"]["seconds"] == pytest.approx(matmul_s + optimizer_s, rel=0.04)
+    assert result["step"]["seconds"] == pytest.approx(matmul_s + optimizer_s, rel=0.06)
     assert result["step"]["seconds"] > matmul_s + optimizer_s
     assert result["mfu_predicted"] == pytest.approx(0.5 * matmul_s / result["step"]["seconds"], rel=0.03)
     assert result["train_seconds"] == pytest.approx(2e12 / result["tokens_per_second"])
