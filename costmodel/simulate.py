@@ -30,6 +30,7 @@ from .memory import memory
 from .model import CostModel, model_values, profile_for
 
 HARDWARE_DIR = Path(__file__).resolve().parent / "hardware"
+SELECTIVELY_RECOMPUTED = ("scores", "softmax", "weighted_sum")  # the attention core
 
 
 def local_cache_path() -> Path:
@@ -341,11 +342,11 @@ def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,
     """Roofline time of one training step: forward + backward (+ recomputation) + optimizer.
 
     Block by block, as in inference, each block's two kernels at their own roofs: its matrix
-    products (forward and backward matmul FLOPs, plus one more forward for what is recomputed:
-    everything under full recomputation, the attention core under selective), moving 3x the
-    forward's matmul traffic (the forward, then a backward that reads and writes about twice as
-    much); then its other ops, 3x the forward's FLOPs and traffic (a stated convention; full
-    recomputation adds one more forward's FLOPs). Then the optimizer step, a memory-bound pass of
+    products (forward and backward matmul FLOPs), moving 3x the forward's matmul traffic (the
+    forward, then a backward that reads and writes about twice as much); then its other ops, 3x
+    the forward's FLOPs and traffic (a stated convention). A recomputed block (every block under
+    full recomputation; the attention core, scores, softmax and weighted sum, under selective)
+    runs its forward once more: one more forward's FLOPs and traffic. Then the optimizer step, a memory-bound pass of
     its own that reads weights, gradients and states and writes weights and states once: a fused
     optimizer (PyTorch's default, unfused AdamW makes about 20 passes over parameter-sized
     tensors; validate/FINDINGS.md section 9). Overhead: the per-block overhead for 3x the
@@ -360,13 +361,12 @@ def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,
     n = lambda expr: float(expr.xreplace(subs))  # noqa: E731
     timing = Timing(0.0, 0.0, 0.0, 0.0, 0.0)
     for leaf in model.leaves:
-        forward, other = n(leaf.total("flops_matmul")), n(leaf.total("flops_other"))
-        recompute = workload.recompute == "full" or (
-            workload.recompute == "selective" and leaf.path.rsplit(".", 1)[-1] in ("scores", "weighted_sum"))
-        matmul = (forward + n(leaf.total("flops_matmul_backward")) + (forward if recompute else 0.0),
-                  3 * n(leaf.total("bytes_matmul")))
-        others = (3 * other + (other if workload.recompute == "full" else 0.0),
-                  3 * n(leaf.total("bytes_other")))
+        forward = n(leaf.total("flops_matmul"))
+        forwards = 1 + int(workload.recompute == "full" or (
+            workload.recompute == "selective" and leaf.path.rsplit(".", 1)[-1] in SELECTIVELY_RECOMPUTED))
+        matmul = (forwards * forward + n(leaf.total("flops_matmul_backward")),
+                  (2 + forwards) * n(leaf.total("bytes_matmul")))
+        others = ((2 + forwards) * n(leaf.total("flops_other")), (2 + forwards) * n(leaf.total("bytes_other")))
         timing = timing + Timing.of(matmul, others, peak, vector, bandwidth)
     mem = memory(cfg, workload, model)
     per_param = mem.param_bytes

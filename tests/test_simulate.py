@@ -179,3 +179,22 @@ def test_a_dynamic_cache_copies_itself_every_decode_step():
     assert dynamic.bytes - static.bytes == 2 * 32 * 2 * 4096 * 4096 * 2
     with pytest.raises(ConfigError, match="kv_cache"):
         Roofline(cfg, hardware, kv_cache="paged")
+
+
+def test_recomputation_reruns_the_forward_of_what_it_recomputes():
+    from costmodel.evaluate import exact, values
+    from costmodel.model import CostModel, profile_for
+
+    cfg, hardware = load_preset("llama2-7b"), load_hardware("a100-80gb")
+    steps = {r: simulate_training(cfg, Workload(seq_len=4096, recompute=r), hardware)["step"]
+             for r in ("none", "selective", "full")}
+    assert steps["none"]["seconds"] < steps["selective"]["seconds"] < steps["full"]["seconds"]
+    workload = Workload(seq_len=4096)
+    model = CostModel(cfg, profile_for(cfg, workload))
+    subs = values(cfg, workload)
+    forward = exact(model.total("flops_matmul") + model.total("flops_other"), subs)
+    core = exact(sum(model.total(q, ("scores", "softmax", "weighted_sum"))
+                     for q in ("flops_matmul", "flops_other")), subs)
+    # Full: one more forward of every block; selective: of the attention core only.
+    assert steps["full"]["flops"] - steps["none"]["flops"] == pytest.approx(forward, rel=1e-12)
+    assert steps["selective"]["flops"] - steps["none"]["flops"] == pytest.approx(core, rel=1e-12)
