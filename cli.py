@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from costmodel.config import ConfigError, ModelConfig, Workload
+from costmodel.config import KV_CACHES, ConfigError, ModelConfig, Workload
 
 DTYPES = ("fp32", "fp16", "bf16", "float32", "float16", "bfloat16")
 
@@ -173,7 +173,7 @@ def models(as_json) -> None:
 @click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch.")
 @click.option("--dtype", default="bf16", show_default=True, help="fp32, fp16 or bf16.")
 @click.option("--attention", default="eager", show_default=True, help="eager (writes the n x n scores) or sdpa/flash (fused).")
-@click.option("--kv-cache", type=click.Choice(["dynamic", "static"]), default="dynamic", show_default=True,
+@click.option("--kv-cache", type=click.Choice(KV_CACHES), default="dynamic", show_default=True,
               help="dynamic: each decode step copies the cache to append (torch.cat, Hugging Face's default); "
               "static: a preallocated cache written in place.")
 @click.option("--train", is_flag=True, help="Simulate a training step instead of inference.")

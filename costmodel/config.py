@@ -45,6 +45,7 @@ IMPLEMENTATIONS = ("reference", "hf")
 ATTENTIONS = ("eager", "sdpa", "flash")
 RECOMPUTES = ("none", "selective", "full")
 OPTIMIZERS = ("adamw", "sgd")
+KV_CACHES = ("dynamic", "static")  # appended by torch.cat each decode step, or preallocated
 
 
 #: Largest accepted value of any size: beyond it a value is a typo, not a model (10^9 tokens,

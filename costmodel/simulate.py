@@ -24,13 +24,14 @@ import sympy as sp
 
 from . import symbols as S
 from .blocks import Profile
-from .config import DTYPE_BYTES, ConfigError, ModelConfig, Workload, show
+from .config import DTYPE_BYTES, KV_CACHES, ConfigError, ModelConfig, Workload, show
 from .evaluate import Sweep, values
 from .memory import memory
 from .model import CostModel, model_values, profile_for
 
 HARDWARE_DIR = Path(__file__).resolve().parent / "hardware"
 SELECTIVELY_RECOMPUTED = ("scores", "softmax", "weighted_sum")  # the attention core
+KERNEL_QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")  # per block
 
 
 def local_cache_path() -> Path:
@@ -208,8 +209,8 @@ class Roofline:
         self.vector_flops_per_s = hardware.vector_flops_per_s * eff.compute
         self.bytes_per_s = hardware.bandwidth_bytes_per_s * eff.memory
         self.overhead_s = hardware.overhead_s_per_block
-        if kv_cache not in ("dynamic", "static"):
-            raise ConfigError(f"kv_cache must be dynamic or static, got {show(kv_cache)}.")
+        if kv_cache not in KV_CACHES:
+            raise ConfigError(f"kv_cache must be one of {', '.join(KV_CACHES)}, got {show(kv_cache)}.")
         profile = Profile(impl="hf", attention=attention, dropout=False, family=cfg.family,
                           kv_cache=kv_cache)
         self.forward_model = CostModel(cfg, profile)
@@ -232,7 +233,7 @@ class Roofline:
             if leaf.path.rsplit(".", 1)[-1] in skip:
                 continue
             runs[leaf.path] = (int(leaf.count.xreplace(fixed)), is_active(leaf.cost))
-            for quantity in ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other"):
+            for quantity in KERNEL_QUANTITIES:
                 expressions[f"{leaf.path}|{quantity}"] = leaf.total(quantity)
         return runs, Sweep(model, expressions)
 
@@ -256,8 +257,7 @@ class Roofline:
         seconds = 0.0
         blocks = []
         for path, (count, active) in runs.items():
-            f_mm, b_mm, f_o, b_o = (np.asarray(out[f"{path}|{q}"]) for q in
-                                    ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other"))
+            f_mm, b_mm, f_o, b_o = (np.asarray(out[f"{path}|{q}"]) for q in KERNEL_QUANTITIES)
             overhead = self.overhead_s * count if active else 0.0
             _, _, busy = kernel_times(f_mm, b_mm, f_o, b_o, self.flops_per_s,
                                       self.vector_flops_per_s, self.bytes_per_s)
@@ -346,11 +346,11 @@ def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,
     forward, then a backward that reads and writes about twice as much); then its other ops, 3x
     the forward's FLOPs and traffic (a stated convention). A recomputed block (every block under
     full recomputation; the attention core, scores, softmax and weighted sum, under selective)
-    runs its forward once more: one more forward's FLOPs and traffic. Then the optimizer step, a memory-bound pass of
-    its own that reads weights, gradients and states and writes weights and states once: a fused
-    optimizer (PyTorch's default, unfused AdamW makes about 20 passes over parameter-sized
-    tensors; validate/FINDINGS.md section 9). Overhead: the per-block overhead for 3x the
-    forward's blocks (backward runs about twice the forward's ops).
+    runs its forward once more: one more forward's FLOPs and traffic. Then the optimizer step, a
+    memory-bound pass of its own that reads weights, gradients and states and writes weights and
+    states once: a fused optimizer (PyTorch's default, unfused AdamW makes about 20 passes over
+    parameter-sized tensors; validate/FINDINGS.md section 9). Overhead: the per-block overhead for
+    3x the forward's blocks (backward runs about twice the forward's ops).
     """
     eff = efficiency or Efficiency(**hardware.efficiency)
     peak = hardware.peak(workload.dtype) * eff.compute
