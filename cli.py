@@ -29,6 +29,15 @@ class Mismatch(click.ClickException):
     exit_code = 1
 
 
+def require_measure_extra(what: str) -> None:
+    """One line and exit status 2 when torch/transformers (the `measure` extra) are missing."""
+    from validate import needs_measure_extra
+
+    message = needs_measure_extra(what)
+    if message:
+        raise InputError(message)
+
+
 def load_model(model: str | None, config: str | None) -> ModelConfig:
     """The ModelConfig named by --model or read from --config (exactly one of them)."""
     from costmodel.presets import load_config_file, load_preset
@@ -42,12 +51,12 @@ def load_model(model: str | None, config: str | None) -> ModelConfig:
 
 
 def make_workload(cfg: ModelConfig, seq_len: int | None, **options: Any) -> Workload:
-    """A Workload with the defaults: seq_len 2048, or the model's context if that is shorter."""
-    if seq_len is None:
-        seq_len = min(2048, cfg.max_positions)
+    """A Workload with the defaults (costmodel.api.make_workload: seq_len 2048, or the model's
+    context if that is shorter); its warnings go to stderr."""
+    from costmodel.api import make_workload as workload_for
+
     try:
-        workload = Workload(seq_len=seq_len, **options)
-        warnings = workload.check_fits(cfg)
+        workload, warnings = workload_for(cfg, seq_len, **options)
     except ConfigError as error:
         raise InputError(str(error)) from None
     for warning in warnings:
@@ -73,6 +82,9 @@ def workload_options(function):
         click.option("--recompute", default="none", show_default=True, help="Activation recomputation: none, selective or full."),
         click.option("--gen-tokens", "-T", type=int, default=0, show_default=True, help="Tokens generated after the prefill (KV cache)."),
         click.option("--optimizer", default="adamw", show_default=True, help="adamw or sgd (optimizer state bytes)."),
+        click.option("--precision", default="mixed", show_default=True,
+                     help="mixed (bf16/fp16 weights and gradients, fp32 master weights and moments) or "
+                     "pure (everything in --dtype, as torch.optim on a model built in it)."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -90,7 +102,7 @@ def cli() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Exact integers as JSON on stdout.")
 def estimate(model, config, seq_len, as_json, **options) -> None:
     """Parameters, FLOPs, memory and the regime of a model for a workload."""
-    from costmodel.estimate import Estimate
+    from costmodel.estimation import Estimate
 
     cfg = load_model(model, config)
     workload = make_workload(cfg, seq_len, **options)
@@ -110,7 +122,7 @@ def estimate(model, config, seq_len, as_json, **options) -> None:
 @cli.command()
 @model_options
 @click.option("--block", "block", default=None, help="Only blocks whose path contains this text (e.g. attention, ffn, lm_head).")
-@click.option("--quantity", "quantities", multiple=True, help="params, flops_matmul, flops_other, flops_matmul_backward, saved_bytes, kv_cache_bytes, bytes_matmul, bytes_other, bytes_moved (default: all non-zero).")
+@click.option("--quantity", "quantities", multiple=True, help="params, flops_matmul, flops_other, flops_matmul_backward, saved_bytes, kv_cache_bytes, bytes_matmul, bytes_other, bytes_moved, and a training step's buffer_bytes, input_bytes, result_bytes, backward_transient_bytes, step_transient_bytes, step_state_bytes, bytes_optimizer, ... (default: all non-zero).")
 @click.option("--latex", is_flag=True, help="Print LaTeX instead of plain sympy text.")
 def formulas(model, config, block, quantities, latex) -> None:
     """The sympy expressions every number comes from, block by block."""
@@ -119,9 +131,10 @@ def formulas(model, config, block, quantities, latex) -> None:
     from costmodel.model import CostModel
 
     cfg = load_model(model, config)
-    unknown = [q for q in quantities if q not in Cost.QUANTITIES]
+    known = Cost.QUANTITIES + Cost.STEP_QUANTITIES
+    unknown = [q for q in quantities if q not in known]
     if unknown:
-        raise InputError(f"unknown quantity {unknown[0]!r}; use one of {', '.join(Cost.QUANTITIES)}.")
+        raise InputError(f"unknown quantity {unknown[0]!r}; use one of {', '.join(known)}.")
     cost_model = CostModel(cfg)
     leaves = [leaf for leaf in cost_model.leaves if block is None or block in leaf.path]
     if not leaves:
@@ -129,7 +142,7 @@ def formulas(model, config, block, quantities, latex) -> None:
     show = S.latex if latex else str
     for leaf in leaves:
         click.echo(f"{leaf.path}  (x {show(leaf.count)}): {leaf.block.title}")
-        for quantity in quantities or Cost.QUANTITIES:
+        for quantity in quantities or known:
             expr = leaf.cost.get(quantity)
             if expr != 0:
                 click.echo(f"  {quantity} = {show(expr)}")
@@ -140,7 +153,7 @@ def formulas(model, config, block, quantities, latex) -> None:
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
 def models(as_json) -> None:
     """The presets, one line each."""
-    from costmodel.estimate import Estimate
+    from costmodel.estimation import Estimate
     from costmodel.presets import load_preset, preset_names
     from reports.text import count, table
 
@@ -188,13 +201,14 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
              recompute, tokens, step_time, compute_efficiency, memory_efficiency, as_json) -> None:
     """Roofline time of prefill, decode and training on a hardware preset."""
     from costmodel import simulate as sim
+    from costmodel.hardware import Efficiency, load_hardware
 
     cfg = load_model(model, config)
     try:
-        hardware = sim.load_hardware(hardware_name)
+        hardware = load_hardware(hardware_name)
         efficiency = None
         if compute_efficiency is not None or memory_efficiency is not None:
-            efficiency = sim.Efficiency(
+            efficiency = Efficiency(
                 compute=hardware.efficiency.get("compute", 1.0) if compute_efficiency is None else compute_efficiency,
                 memory=hardware.efficiency.get("memory", 1.0) if memory_efficiency is None else memory_efficiency,
             )
@@ -227,19 +241,20 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
 def hardware(measure, as_json) -> None:
     """The hardware presets; --measure benchmarks this machine as `local`."""
-    from costmodel import simulate as sim
+    from costmodel.hardware import hardware_names, load_hardware
     from reports.text import binary_bytes, si, table
 
     if measure:
+        require_measure_extra("hardware --measure")
         from validate.calibrate import calibrate
 
         click.echo("measuring matmul and vector FLOP/s, memory bandwidth and per-block overhead "
                    "(about 15 seconds)...", err=True)
         calibrate()
     rows = []
-    for name in sim.hardware_names():
+    for name in hardware_names():
         try:
-            hw = sim.load_hardware(name)
+            hw = load_hardware(name)
         except ConfigError:
             continue  # `local` before it is measured
         rows.append({"name": name, "description": hw.description, "flops_per_s": hw.flops_per_s,
@@ -282,6 +297,7 @@ def validate(model, config, all_presets, quick, target, device, seq_len, tgt_len
     """formula == measurement: parameters, FLOPs, saved activations and KV cache, measured."""
     from costmodel.presets import load_preset, preset_names
 
+    require_measure_extra("validate")
     if device not in ("fake", "cpu"):
         raise InputError(f"--device must be fake or cpu, got {device!r}.")
     if target not in (None, "hf", "reference"):
@@ -360,6 +376,7 @@ def train_demo(steps, batch, seed, out_png, eval_strings, as_json) -> None:
             raise InputError(f"{name} must be at least 1, got {value}.")
     from pathlib import Path
 
+    require_measure_extra("train-demo")
     out = Path(out_png)
     if out.suffix.lower() != ".png":
         raise InputError(f"--out must name a .png file, got {out_png!r}.")

@@ -38,7 +38,8 @@ import torch  # noqa: E402
 
 from costmodel.config import ModelConfig, Workload  # noqa: E402
 from costmodel.presets import load_preset  # noqa: E402
-from costmodel.simulate import Efficiency, Hardware, Roofline, training_step  # noqa: E402
+from costmodel.hardware import Efficiency, Hardware  # noqa: E402
+from costmodel.simulate import Roofline, training_step  # noqa: E402
 from validate.calibrate import measure_local  # noqa: E402
 from validate.compare import _loss_fn, build  # noqa: E402
 from validate.decoding import prefill as reference_prefill  # noqa: E402

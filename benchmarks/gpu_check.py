@@ -10,7 +10,7 @@ the model is built in that dtype and AdamW keeps its moments in it; no autocast)
   costmodel.peak.training_peak_bytes with the CUDA default AdamW (foreach: one parameter-sized
   temporary; `step` on the host). On --device cpu: MemTracker beside the single-tensor model.
 - peak memory of prefill + decode (decoders) or a no-grad forward (BERT) beside
-  costmodel.peak.inference_peak_bytes (a lower bound: weights + KV cache + logits + inputs).
+  costmodel.peak.inference_peak_bytes (the larger inference phase: weights, KV cache, logits, ids).
 - times (median of --repeats, torch.cuda.synchronize around each): prefill, one decode step,
   one training step, beside the roofline of costmodel.simulate (Roofline.prefill / .decode,
   training_step) on the h200 preset (--hardware to change).
@@ -110,15 +110,17 @@ def check_model(cfg, batch, seq_len, gen_tokens, args) -> dict:
 
     from costmodel.config import Workload
     from costmodel.peak import inference_peak_bytes, training_peak_bytes
-    from costmodel.simulate import Roofline, load_hardware, training_step
+    from costmodel.hardware import load_hardware
+    from costmodel.simulate import Roofline, training_step
     from validate import measure
     from validate.compare import TORCH_DTYPES, _loss_fn
     from validate.hf_models import build_hf_model, make_inputs
 
     device = args.device
     decoder = cfg.head == "lm"
+    # torch.optim.AdamW on a model built in the dtype: the "pure" precision policy.
     workload = Workload(seq_len=seq_len, batch=batch, dtype=args.dtype, gen_tokens=gen_tokens,
-                        impl="hf", attention="eager")
+                        impl="hf", attention="eager", precision="pure")
     torch.manual_seed(0)
     model = build_hf_model(cfg, "eager", TORCH_DTYPES[args.dtype]).to(device)
     inputs = {k: v.to(device) for k, v in make_inputs(cfg, batch, seq_len, labels=decoder).items()}

@@ -19,8 +19,8 @@ class ConfigError(ValueError):
 POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "relative", "none")
 NORMS = ("layernorm", "rmsnorm")
 NORM_POSITIONS = ("pre", "post")
-ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu")
-GATED_ACTIVATIONS = ("swiglu", "geglu")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh")
+GATED_ACTIVATIONS = ("swiglu", "geglu", "geglu_tanh")
 HEADS = ("lm", "pooler", "none")
 
 #: Bytes per element of each dtype, under every spelling the CLI accepts.
@@ -45,6 +45,7 @@ IMPLEMENTATIONS = ("reference", "hf")
 ATTENTIONS = ("eager", "sdpa", "flash")
 RECOMPUTES = ("none", "selective", "full")
 OPTIMIZERS = ("adamw", "sgd")
+PRECISIONS = ("mixed", "pure")  # costmodel/precision.py
 KV_CACHES = ("dynamic", "static")  # appended by torch.cat each decode step, or preallocated
 
 
@@ -113,7 +114,14 @@ class ModelConfig:
     scale_embeddings: bool = False  # multiply token embeddings by sqrt(d_model) (Vaswani et al.)
     token_types: int = 0  # BERT's segment embeddings (type_vocab_size)
     dropout: float = 0.0  # training-time dropout probability (keeps masks for backward)
-    family: str = "custom"  # where the architecture comes from: llama, gpt2, bert, t5, transformer...
+    # The attention scores' multiplier: None is 1/sqrt(d_head); 1.0 means no multiply at all (T5
+    # folds the scale into its initialisation).
+    attention_scale: float | None = None
+    scale_lm_head_input: bool = False  # the decoder output times d**-0.5 before the head (T5)
+    # Attend to at most this many previous tokens (Mistral v0.1). Not modelled yet: counted as full
+    # attention, with a warning when it is shorter than the sequence.
+    sliding_window: int | None = None
+    family: str = "custom"  # whose code runs it (the facts table's key): llama, gpt2, bert, t5...
     # Which of n_kv_heads / d_head were derived rather than given (replace() derives them again).
     _derived: frozenset = dataclasses.field(default=frozenset(), init=False, repr=False, compare=False)
 
@@ -155,9 +163,20 @@ class ModelConfig:
         _check_choice(owner, "head", self.head, HEADS)
         for name in (
             "embedding_norm", "qkv_bias", "out_bias", "ffn_bias", "lm_head_bias",
-            "tie_embeddings", "share_embeddings", "scale_embeddings",
+            "tie_embeddings", "share_embeddings", "scale_embeddings", "scale_lm_head_input",
         ):
             _check_bool(owner, name, getattr(self, name))
+        if self.attention_scale is not None and (
+            isinstance(self.attention_scale, bool) or not isinstance(self.attention_scale, (int, float))
+            or not 0 < self.attention_scale < float("inf")
+        ):
+            raise ConfigError(
+                f"{owner}: attention_scale must be a positive number or null, got {show(self.attention_scale)}."
+            )
+        if self.sliding_window is not None:
+            _check_int(owner, "sliding_window", self.sliding_window)
+        if not isinstance(self.family, str) or not self.family:
+            raise ConfigError(f"{owner}: family must be a non-empty string, got {show(self.family)}.")
         if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not (
             0.0 <= self.dropout < 1.0
         ):
@@ -181,12 +200,48 @@ class ModelConfig:
         return self.position == "rope"
 
     @property
+    def scaled_scores(self) -> bool:
+        """Whether the scores are multiplied by a scale (a scale of exactly 1 is no op)."""
+        return self.attention_scale != 1.0
+
+    @property
+    def scores_scale(self) -> float | None:
+        """The multiplier the scores get, or None when they get none."""
+        if not self.scaled_scores:
+            return None
+        return self.d_head**-0.5 if self.attention_scale is None else float(self.attention_scale)
+
+    @property
     def has_kv_cache(self) -> bool:
         return self.n_decoder_layers > 0
 
     @property
     def n_layers(self) -> int:
         return self.n_encoder_layers + self.n_decoder_layers
+
+    def dimensions(self) -> dict[str, int]:
+        """The values of the model dimensions' symbols (costmodel/symbols.py), by symbol name.
+        Absent parts count as one (a symbol must be positive; no leaf uses it then)."""
+        return {
+            "d": self.d_model, "h": self.n_heads, "h_kv": self.n_kv_heads, "d_h": self.d_head,
+            "d_ff": self.d_ff, "V": self.vocab_size, "P": self.max_positions,
+            "N_tt": max(self.token_types, 1), "N_rb": self.relative_buckets,
+            "L_enc": max(self.n_encoder_layers, 1), "L_dec": max(self.n_decoder_layers, 1),
+        }
+
+    #: Fields that only give a dimension symbol its value (see dimensions()); every other field
+    #: shapes the cost tree itself.
+    DIMENSION_FIELDS = ("name", "vocab_size", "d_model", "n_heads", "n_kv_heads", "d_head", "d_ff",
+                        "max_positions", "relative_buckets")
+
+    def structure(self) -> dict[str, Any]:
+        """What the cost tree's expressions depend on besides the dimensions' values: every
+        field but the sizes, and of the counts only whether they are zero."""
+        data = {k: v for k, v in self.to_dict().items() if k not in self.DIMENSION_FIELDS}
+        for name in ("n_encoder_layers", "n_decoder_layers", "token_types"):
+            data[name] = data[name] > 0
+        data["dropout"] = data["dropout"] > 0
+        return data
 
     def replace(self, **changes: Any) -> "ModelConfig":
         """A copy with some fields changed (validated again); derived fields are derived again."""
@@ -236,6 +291,7 @@ class Workload:
     attention: str = "eager"
     recompute: str = "none"
     optimizer: str = "adamw"
+    precision: str = "mixed"  # pure or mixed (an fp32 master copy and fp32 moments; pure in fp32)
 
     def __post_init__(self) -> None:
         owner = "workload"
@@ -254,6 +310,7 @@ class Workload:
         _check_choice(owner, "attention", self.attention, ATTENTIONS)
         _check_choice(owner, "recompute", self.recompute, RECOMPUTES)
         _check_choice(owner, "optimizer", self.optimizer, OPTIMIZERS)
+        _check_choice(owner, "precision", self.precision, PRECISIONS)
 
     @property
     def bytes_per_element(self) -> int:
@@ -265,6 +322,22 @@ class Workload:
 
     def replace(self, **changes: Any) -> "Workload":
         return dataclasses.replace(self, **changes)
+
+    def options(self) -> dict[str, Any]:
+        """The choices that shape the cost tree (everything but the sizes)."""
+        return {"dtype": self.dtype, "impl": self.impl, "attention": self.attention,
+                "recompute": self.recompute, "optimizer": self.optimizer,
+                "precision": self.precision}
+
+    def dimensions(self, cfg: ModelConfig) -> dict[str, int]:
+        """The workload symbols' values for a model, by symbol name: n is the decoder (or only)
+        side, s the encoder side, c the keys of the last decode step (n + T)."""
+        if cfg.architecture == "encoder-decoder":
+            n, s = self.decoder_len, self.seq_len
+        else:
+            n, s = self.seq_len, self.seq_len
+        return {"b": self.batch, "n": n, "s": s, "T": self.gen_tokens, "c": n + self.gen_tokens,
+                "e": self.bytes_per_element}
 
     def check_fits(self, cfg: ModelConfig) -> list[str]:
         """Raise ConfigError if the workload cannot run on the model; return warnings otherwise.

@@ -52,6 +52,10 @@ def _llama_like(f: _Fields, name: str, family: str) -> ModelConfig:
         ffn_bias = f.get("mlp_bias", False, bool)
     else:
         qkv_bias, out_bias, ffn_bias = family == "qwen2", False, False
+    # Mistral attends within sliding_window when it is set; Qwen2 only with use_sliding_window.
+    window = f.get("sliding_window", None)
+    if family == "qwen2" and not f.get("use_sliding_window", False, bool):
+        window = None
     return ModelConfig(
         name=name,
         family=family,
@@ -66,7 +70,7 @@ def _llama_like(f: _Fields, name: str, family: str) -> ModelConfig:
         position="rope",
         norm="rmsnorm",
         norm_position="pre",
-        activation="swiglu" if act in ("silu", "swish") else "geglu",
+        activation={"silu": "swiglu", "swish": "swiglu", "gelu": "geglu"}.get(act, "geglu_tanh"),
         qkv_bias=qkv_bias,
         out_bias=out_bias,
         ffn_bias=ffn_bias,
@@ -74,6 +78,7 @@ def _llama_like(f: _Fields, name: str, family: str) -> ModelConfig:
         head="lm",
         tie_embeddings=f.get("tie_word_embeddings", False, bool),
         dropout=float(f.get("attention_dropout", 0.0, float)),
+        sliding_window=window,
     )
 
 
@@ -135,13 +140,13 @@ def _bert(f: _Fields, name: str) -> ModelConfig:
 
 def _t5(f: _Fields, name: str) -> ModelConfig:
     proj = f.get("feed_forward_proj", "relu", str)
-    acts = {"relu": "relu", "gated-gelu": "geglu", "gelu": "gelu", "gated-relu": None}
+    acts = {"relu": "relu", "gated-gelu": "geglu_tanh", "gelu": "gelu", "gated-relu": None}
     if acts.get(proj) is None:
         raise ConfigError(f"{f.source}: unsupported feed_forward_proj {show(proj)} for t5.")
     n_layers = f.get("num_layers", 6)
     # transformers 5 ties T5's output projection to the shared table whatever tie_word_embeddings
-    # says (the flag only switches the d**-0.5 output scaling off): checked, not used.
-    f.get("tie_word_embeddings", True, bool)
+    # says; the flag only switches the d**-0.5 scaling of the decoder output off.
+    scale_output = f.get("tie_word_embeddings", True, bool)
     return ModelConfig(
         name=name,
         family="t5",
@@ -164,6 +169,8 @@ def _t5(f: _Fields, name: str) -> ModelConfig:
         head="lm",
         tie_embeddings=True,
         share_embeddings=True,
+        scale_lm_head_input=scale_output,
+        attention_scale=1.0,  # T5 folds 1/sqrt(d_kv) into its initialisation
         dropout=float(f.get("dropout_rate", 0.1, float)),
     )
 

@@ -1,84 +1,70 @@
-"""Memory of training and inference: weights, gradients, optimizer states, activations, KV cache.
+"""Memory of training and inference: sums and orderings over the cost tree's leaves, no formulas.
 
-Bytes per parameter are data (BYTES_PER_PARAM); activation bytes come from the cost tree's
-bytes saved for backward under an implementation profile, reduced by recomputation; the KV cache
-comes from the attention blocks. Korthikanti et al. (2022) is kept beside ours for comparison.
+  weights, gradients, optimizer  each leaf's parameters x the precision policy's bytes per
+                                 parameter (costmodel/precision.py)
+  activations                    the bytes the leaves save for backward; under full recomputation
+                                 the layers keep only their checkpoints, and the largest stack's
+                                 layer is rebuilt once, one layer at a time
+  KV cache                       the attention blocks' cache after the prefill and T tokens
+  inference                      the larger of its two phases, each the sum over its tree of the
+                                 weights, buffers, ids passed in, logits returned and KV cache:
+                                 the prefill (n tokens' ids and logits, the cache of the prompt)
+                                 and the last decode step (one token each, the cache of n + T)
+
+Published formulas shown beside these (Korthikanti et al. 2022) live in costmodel/published.py.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import sympy as sp
 
 from . import symbols as S
-from .config import DTYPE_BYTES, ModelConfig, Workload
+from .config import ModelConfig, Workload
 from .model import CostModel, profile_for
+from .precision import ParamBytes
 
 
-@dataclass(frozen=True)
-class ParamBytes:
-    """Bytes kept per parameter while training."""
-
-    weights: int
-    gradients: int
-    optimizer: int
-    note: str
-
-    @property
-    def total(self) -> int:
-        return self.weights + self.gradients + self.optimizer
-
-
-def param_bytes(dtype: str, optimizer: str) -> ParamBytes:
-    """Bytes per parameter for a training dtype and optimizer.
-
-    fp32: weights and gradients in fp32; AdamW keeps m and v in fp32 (8 bytes).
-    bf16/fp16 (mixed precision, as in ZeRO, Rajbhandari et al. 2020): 2-byte weights and gradients,
-    plus an fp32 master copy and AdamW's m and v (12 bytes): 16 bytes per parameter in all.
-    SGD without momentum keeps no state beyond the fp32 master copy in mixed precision.
-    """
-    width = DTYPE_BYTES[dtype]
-    master = 0 if width == 4 else 4
-    states = 8 if optimizer == "adamw" else 0
-    name = {"adamw": "AdamW (m, v in fp32)", "sgd": "SGD (no momentum)"}[optimizer]
-    mixed = "" if width == 4 else " + fp32 master weights"
-    return ParamBytes(width, width, master + states, f"{dtype} weights and gradients, {name}{mixed}")
-
-
-def korthikanti_activation_bytes(layers: int) -> sp.Expr:
-    """Korthikanti et al. 2022, eq. 2: s*b*h*(34 + 5*a*s/h) bytes per layer (2-byte activations,
-    no recomputation, dropout on), written with our symbols (s -> n, h -> d, a -> heads), for
-    `layers` layers at the same length (a comparison, not our model)."""
-    return layers * (34 * S.n * S.b * S.d + 5 * S.h * S.b * S.n**2)
-
-
-def activation_bytes(model: CostModel, recompute: str) -> sp.Expr:
-    """Bytes saved for backward over a training forward, after recomputation.
-
-    none: everything the profile keeps.
-    selective (Korthikanti et al. 2022): the attention core is recomputed in backward, so no
-      n_q x n_k tensor is kept: the same bytes as a fused attention kernel keeps.
-    full: each layer keeps only its input (b * tokens * d elements); in backward one layer at a time
-      is recomputed, so the largest layer's own saved bytes are added once.
-    """
-    cfg = model.cfg
-    if recompute == "selective" and model.profile.attention == "eager":
-        model = CostModel(cfg, dataclasses.replace(model.profile, attention="flash"))
-    total = model.total("saved_bytes")
-    if recompute in ("none", "selective"):
-        return total
-    layer_leaves = model.layer_leaves()
-    outside = total - sp.Add(*(leaf.total("saved_bytes") for leaf in layer_leaves))
-    boundaries, layers = [], []
+def activation_bytes(model: CostModel) -> sp.Expr:
+    """Bytes saved for backward over a training forward, after recomputation (the tree's leaves:
+    what selective recomputation keeps is its kernel's; full recomputation marks the layers'
+    leaves checkpointed and adds each layer's checkpoint)."""
+    kept = model.total("saved_bytes", (leaf for leaf in model.leaves if not leaf.checkpointed))
+    rebuilt = []
     for stack in ("encoder", "decoder"):
-        leaves = [leaf for leaf in layer_leaves if leaf.path.startswith(f"{stack}.")]
-        if leaves:
-            seq = S.s if stack == "encoder" and cfg.architecture == "encoder-decoder" else S.n
-            boundaries.append(leaves[0].count * S.b * seq * S.d * S.e)
-            layers.append(sp.Add(*(leaf.cost.saved_bytes for leaf in leaves)))
-    return outside + sp.Add(*boundaries) + (layers[0] if len(layers) == 1 else sp.Max(*layers))
+        one_layer = [leaf.cost.saved_bytes for leaf in model.leaves
+                     if leaf.checkpointed and leaf.stack == stack]
+        if one_layer:
+            rebuilt.append(sp.Add(*one_layer))
+    if not rebuilt:
+        return kept
+    return kept + (rebuilt[0] if len(rebuilt) == 1 else sp.Max(*rebuilt))
+
+
+PHASE_QUANTITIES = ("weight_bytes", "buffer_bytes", "input_bytes", "result_bytes", "kv_cache_bytes")
+
+
+def phase_bytes(model: CostModel) -> sp.Expr:
+    """Memory of one inference phase (a prefill or a decode tree): weights, buffers, the ids
+    passed in, the logits returned and the KV cache it holds."""
+    return sp.Add(*(model.total(q) for q in PHASE_QUANTITIES))
+
+
+def inference_phases(cfg: ModelConfig, profile: Any) -> dict[str, sp.Expr]:
+    """The prefill's memory and, for a model with a decoder, the last decode step's at c = n + T."""
+    phases = {"prefill": phase_bytes(CostModel(cfg, profile, phase="prefill"))}
+    if cfg.n_decoder_layers:
+        decode = phase_bytes(CostModel(cfg, profile, phase="decode"))
+        phases["decode"] = decode.xreplace({S.c: S.n + S.T})
+    return phases
+
+
+def inference_bytes(cfg: ModelConfig, profile: Any) -> sp.Expr:
+    """Memory of inference: the larger of its phases (see inference_phases)."""
+    phases = list(inference_phases(cfg, profile).values())
+    return phases[0] if len(phases) == 1 else sp.Max(*phases)
 
 
 @dataclass(frozen=True)
@@ -90,28 +76,23 @@ class Memory:
     optimizer: sp.Expr
     activations: sp.Expr
     kv_cache: sp.Expr
+    inference_total: sp.Expr
     param_bytes: ParamBytes
 
     @property
     def training_total(self) -> sp.Expr:
         return self.weights + self.gradients + self.optimizer + self.activations
 
-    @property
-    def inference_total(self) -> sp.Expr:
-        """Weights plus the KV cache after the prefill and the generated tokens."""
-        return self.weights + self.kv_cache
-
 
 def memory(cfg: ModelConfig, workload: Workload, model: CostModel | None = None) -> Memory:
     """Training and inference memory of a workload as expressions."""
     model = model or CostModel(cfg, profile_for(cfg, workload))
-    per_param = param_bytes(workload.dtype, workload.optimizer)
-    params = model.total("params")
     return Memory(
-        weights=per_param.weights * params,
-        gradients=per_param.gradients * params,
-        optimizer=per_param.optimizer * params,
-        activations=activation_bytes(model, workload.recompute),
+        weights=model.total("weight_bytes"),
+        gradients=model.total("gradient_bytes"),
+        optimizer=model.total("optimizer_bytes"),
+        activations=activation_bytes(model),
         kv_cache=model.total("kv_cache_bytes"),
-        param_bytes=per_param,
+        inference_total=inference_bytes(cfg, model.profile),
+        param_bytes=model.profile.param_bytes,
     )

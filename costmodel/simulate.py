@@ -1,131 +1,37 @@
 """FLOPs and bytes become seconds: roofline times for prefill, decode and training on a hardware preset.
 
-Pure analytic (no torch). A block runs two kinds of kernels one after the other: its matrix
+Pure analytic (no torch), and no formulas: it divides the cost tree's leaves by the hardware's rates
+(costmodel/hardware.py). A block runs two kinds of kernels one after the other: its matrix
 products, on the matmul units (tensor cores; a CPU's fused multiply-add pipelines), and its other
 ops (norms, softmax, activations, adds), on the vector units. Each kind takes its own roofline time,
 max(FLOPs / (peak x compute efficiency), bytes moved / (bandwidth x memory efficiency)), with the
 matmul peak of the dtype for the products and the vector peak for the rest; a block adds a fixed
 overhead (kernel launches, or the interpreter's dispatch of its few ops on a CPU). A pass is the sum
-over blocks, and each figure says which resource bounds it. Hardware presets are data
-(costmodel/hardware/*.json); `local` is this machine, measured by validate/calibrate.py and cached.
+over blocks, and each figure says which resource bounds it.
+
+Phases are the tree's: the prefill (a forward over the prompt: for an encoder-decoder, the encoder
+over the source and the decoder over its prompt), a decode step (one token attending to its
+context, and to the source in cross-attention), and a training step (forward, backward, reruns
+under recomputation, then the optimizer leaf's pass).
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 import sympy as sp
 
 from . import symbols as S
-from .blocks import Profile
 from .config import DTYPE_BYTES, KV_CACHES, ConfigError, ModelConfig, Workload, show
 from .evaluate import Sweep, values
-from .memory import memory
-from .model import CostModel, model_values, profile_for
+from .hardware import Efficiency, Hardware
+from .memory import inference_phases, memory
+from .model import CostModel, Leaf, model_values, profile_for
 
-HARDWARE_DIR = Path(__file__).resolve().parent / "hardware"
-SELECTIVELY_RECOMPUTED = ("scores", "softmax", "weighted_sum")  # the attention core
 KERNEL_QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")  # per block
-
-
-def local_cache_path() -> Path:
-    """Where the `local` calibration is cached (XDG cache directory)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "transformer-costmodel" / "local.json"
-
-
-@dataclass(frozen=True)
-class Hardware:
-    """A machine's peaks: dense matmul FLOP/s per dtype, the vector FLOP/s of the other ops, memory
-    bandwidth and capacity."""
-
-    name: str
-    description: str
-    flops_per_s: dict[str, float]
-    bandwidth_bytes_per_s: float
-    memory_bytes: int
-    efficiency: dict[str, float] = field(default_factory=lambda: {"compute": 1.0, "memory": 1.0})
-    source: str = ""
-    overhead_s_per_block: float = 0.0  # launch/dispatch time of one block's ops
-    # FLOP/s of the non-matmul ops: a GPU's non-tensor FP32 peak (norms and softmax compute in fp32
-    # in these implementations whatever the dtype). Omitted (0): the fp32 matmul peak.
-    vector_flops_per_s: float = 0.0
-
-    def __post_init__(self) -> None:
-        if not self.vector_flops_per_s > 0:
-            object.__setattr__(self, "vector_flops_per_s", self.peak("fp32"))
-
-    def peak(self, dtype: str) -> float:
-        if dtype not in self.flops_per_s:
-            raise ConfigError(f"hardware {self.name}: no peak FLOP/s for {dtype}.")
-        return self.flops_per_s[dtype]
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any], source: str) -> "Hardware":
-        try:
-            return cls(
-                name=str(data["name"]),
-                description=str(data.get("description", data["name"])),
-                flops_per_s={str(k): float(v) for k, v in data["flops_per_s"].items()},
-                bandwidth_bytes_per_s=float(data["bandwidth_bytes_per_s"]),
-                memory_bytes=int(data["memory_bytes"]),
-                efficiency={str(k): float(v) for k, v in data.get("efficiency", {}).items()}
-                or {"compute": 1.0, "memory": 1.0},
-                source=str(data.get("source", "")),
-                overhead_s_per_block=float(data.get("overhead_s_per_block", 0.0)),
-                vector_flops_per_s=float(data.get("vector_flops_per_s", 0.0)),
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as error:
-            raise ConfigError(f"{source}: not a hardware description ({error}).") from None
-
-
-def hardware_names() -> list[str]:
-    return sorted(p.stem for p in HARDWARE_DIR.glob("*.json")) + ["local"]
-
-
-def load_hardware(name: str) -> Hardware:
-    """A hardware preset; `local` is read from the calibration cache (see validate/calibrate.py)."""
-    if name == "local":
-        path = local_cache_path()
-        if not path.is_file():
-            raise ConfigError(
-                "hardware 'local' is not calibrated yet; run `python cli.py hardware --measure`."
-            )
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError) as error:
-            raise ConfigError(f"{path}: unreadable ({error}); run `python cli.py hardware --measure`.") from None
-        if isinstance(data, dict) and "vector_flops_per_s" not in data:
-            raise ConfigError(f"{path} predates the vector peak; run `python cli.py hardware --measure` again.")
-        return Hardware.from_dict(data, source=str(path))
-    path = HARDWARE_DIR / f"{name}.json"
-    if "/" in name or not path.is_file():
-        import difflib
-
-        close = difflib.get_close_matches(name, hardware_names(), n=3, cutoff=0.5)
-        hint = f" Did you mean {', '.join(close)}?" if close else f" Known: {', '.join(hardware_names())}."
-        raise ConfigError(f"unknown hardware {show(name)}.{hint}")
-    return Hardware.from_dict(json.loads(path.read_text()), source=str(path))
-
-
-@dataclass(frozen=True)
-class Efficiency:
-    """Fractions of the peaks a real run reaches (stated, settable)."""
-
-    compute: float = 1.0
-    memory: float = 1.0
-
-    def __post_init__(self) -> None:
-        for name in ("compute", "memory"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and 0 < value <= 1):
-                raise ConfigError(f"{name} efficiency must be in (0, 1], got {show(value)}.")
 
 
 def kernel_times(f_mm: Any, b_mm: Any, f_o: Any, b_o: Any, peak: float, vector: float,
@@ -211,27 +117,25 @@ class Roofline:
         self.overhead_s = hardware.overhead_s_per_block
         if kv_cache not in KV_CACHES:
             raise ConfigError(f"kv_cache must be one of {', '.join(KV_CACHES)}, got {show(kv_cache)}.")
-        profile = Profile(impl="hf", attention=attention, dropout=False, family=cfg.family,
-                          kv_cache=kv_cache)
-        self.forward_model = CostModel(cfg, profile)
-        self.decode_model = CostModel(cfg, profile, decode=True) if cfg.n_decoder_layers else None
+        profile = profile_for(cfg, Workload(attention=attention), dropout=False, kv_cache=kv_cache)
+        self.prefill_model = CostModel(cfg, profile, phase="prefill")
+        self.decode_model = CostModel(cfg, profile, phase="decode") if cfg.n_decoder_layers else None
+        self.encoder_decoder = cfg.architecture == "encoder-decoder"
 
-    def _values(self, batch: int, seq_len: int, context: int | None = None) -> dict:
-        workload = Workload(seq_len=seq_len, batch=batch, dtype=self.dtype)
-        subs = values(self.cfg, workload)
-        subs[S.c] = context if context is not None else seq_len
+    def _values(self, batch: int, seq_len: int, source_len: int | None = None,
+                context: int | None = None) -> dict:
+        subs = {**model_values(self.cfg), S.b: batch, S.n: seq_len, S.T: 0,
+                S.s: seq_len if source_len is None else source_len,
+                S.c: seq_len if context is None else context, S.e: DTYPE_BYTES[self.dtype]}
         return {k: sp.Integer(v) for k, v in subs.items()}
 
-    def _sweep(self, model: CostModel,
-               skip: tuple[str, ...] = ("loss",)) -> tuple[dict[str, tuple[int, bool]], Sweep]:
-        """One lambdified function for every leaf's FLOPs and bytes moved, matmul and other
-        (inference: no loss), and how many times each leaf runs (its layers) and whether it runs
-        any op."""
+    def _sweep(self, model: CostModel, leaves: tuple[Leaf, ...] | None = None
+               ) -> tuple[dict[str, tuple[int, bool]], Sweep]:
+        """One lambdified function for every leaf's FLOPs and bytes moved, matmul and other, and
+        how many times each leaf runs (its layers) and whether it runs any op."""
         runs, expressions = {}, {}
         fixed = {k: sp.Integer(v) for k, v in model_values(model.cfg).items()}
-        for leaf in model.leaves:
-            if leaf.path.rsplit(".", 1)[-1] in skip:
-                continue
+        for leaf in model.leaves if leaves is None else leaves:
             runs[leaf.path] = (int(leaf.count.xreplace(fixed)), is_active(leaf.cost))
             for quantity in KERNEL_QUANTITIES:
                 expressions[f"{leaf.path}|{quantity}"] = leaf.total(quantity)
@@ -239,13 +143,22 @@ class Roofline:
 
     @cached_property
     def _prefill_sweep(self) -> tuple[dict[str, tuple[int, bool]], Sweep]:
-        return self._sweep(self.forward_model)
+        return self._sweep(self.prefill_model)
+
+    @cached_property
+    def _rerun_sweep(self) -> tuple[dict[str, tuple[int, bool]], Sweep]:
+        """A generation step without a KV cache reruns the decoder side over every token so far;
+        an encoder-decoder keeps its encoder's output."""
+        return self._sweep(self.prefill_model, self.prefill_model.select(stack="decoder"))
 
     @cached_property
     def _decode_sweep(self) -> tuple[dict[str, tuple[int, bool]], Sweep]:
+        return self._sweep(self._decoder())
+
+    def _decoder(self) -> CostModel:
         if self.decode_model is None:
             raise ConfigError(f"model {self.cfg.name!r} has no decoder; it does not generate.")
-        return self._sweep(self.decode_model)
+        return self.decode_model
 
     def _times(self, sweep: tuple[dict[str, tuple[int, bool]], Sweep],
                **workload) -> tuple[list[BlockTiming], Any]:
@@ -268,10 +181,18 @@ class Roofline:
             blocks.append(BlockTiming(path, first, first.seconds))
         return blocks, seconds
 
-    def prefill(self, batch: int, seq_len: Any) -> tuple[Timing, Any, list[BlockTiming]]:
+    def prefill(self, batch: int, seq_len: Any, source_len: Any = None
+                ) -> tuple[Timing, Any, list[BlockTiming]]:
         """A forward over the prompt (no loss): totals at the first length, roofline seconds at
-        every length given (an int or an array), and the blocks at the first length."""
-        blocks, seconds = self._times(self._prefill_sweep, n=seq_len, b=batch)
+        every length given (an int or an array), and the blocks at the first length. seq_len is
+        the decoder's prompt; an encoder-decoder's encoder runs over source_len tokens."""
+        source = seq_len if source_len is None else source_len
+        blocks, seconds = self._times(self._prefill_sweep, n=seq_len, s=source, b=batch)
+        return self._sum(blocks), seconds, blocks
+
+    def rerun(self, batch: int, context: Any, source_len: Any = 1) -> tuple[Timing, Any, list[BlockTiming]]:
+        """A generation step without a cache: the decoder side over `context` tokens."""
+        blocks, seconds = self._times(self._rerun_sweep, n=context, s=source_len, b=batch)
         return self._sum(blocks), seconds, blocks
 
     def decode(self, batch: int, context: Any, source_len: int = 1) -> tuple[Timing, Any, list[BlockTiming]]:
@@ -287,7 +208,7 @@ class Roofline:
             total = total + block.timing
         return total
 
-    def decode_crossover_batch(self, context: int | None = None) -> float:
+    def decode_crossover_batch(self, context: int | None = None, source_len: int = 1) -> float:
         """The batch at which a decode step's matrix products turn from memory- to compute-bound.
 
         Their FLOPs and bytes are linear in b: F = f*b, B = B0 + B1*b (B0: weights; B1: each
@@ -296,11 +217,9 @@ class Roofline:
         context=None drops the per-sequence traffic (B1 = 0): the classic weights-only figure,
         peak/bandwidth x (bytes per parameter) / (2 FLOPs per parameter).
         """
-        if self.decode_model is None:
-            raise ConfigError(f"model {self.cfg.name!r} has no decoder; it does not generate.")
-        model = self.decode_model
+        model = self._decoder()
         flops, moved = model.total("flops_matmul"), model.total("bytes_matmul")
-        subs = self._values(1, 1, context if context is not None else 1)
+        subs = self._values(1, 1, source_len, context if context is not None else 1)
         subs.pop(S.b)
         f = float(sp.expand(flops.xreplace(subs)).coeff(S.b, 1))
         moved_b = sp.expand(moved.xreplace(subs))
@@ -310,23 +229,45 @@ class Roofline:
         denominator = f * self.bytes_per_s - b1 * self.flops_per_s
         return math.inf if denominator <= 0 else b0 * self.flops_per_s / denominator
 
-    def fits(self, batch: int, context: int, source_len: int = 1) -> dict[str, int]:
-        """Inference memory (weights + KV cache): the largest batch at this context and the
-        longest context at this batch that fit, from the decode step's KV-cache formula."""
-        if self.decode_model is None:
-            raise ConfigError(f"model {self.cfg.name!r} has no decoder; it keeps no KV cache.")
-        subs = self._values(1, source_len, context)
-        weights = int(self.forward_model.total("params").xreplace(subs)) * DTYPE_BYTES[self.dtype]
-        subs.pop(S.c)
-        kv = sp.expand(self.decode_model.total("kv_cache_bytes").xreplace(subs))  # k1*c + k0
-        per_token, per_sequence = int(kv.coeff(S.c, 1)), int(kv.coeff(S.c, 0))
-        free = self.hardware.memory_bytes - weights
-        one_sequence = per_token * context + per_sequence
+    def fits(self, batch: int, context: int, source_len: int = 1,
+             prompt: int | None = None) -> dict[str, Any]:
+        """Inference memory (costmodel.memory: each phase's weights, buffers, ids, logits and KV
+        cache) at this batch: a decode step at `context` keys and, if a prompt is given, its
+        prefill; whether it fits; the largest batch at this context and the longest context at
+        this batch (both phases fitting)."""
+        self._decoder()
+        phases = inference_phases(self.cfg, self.prefill_model.profile)
+        subs = self._values(batch, prompt or 1, source_len)
+        decode = phases["decode"].xreplace({S.T: S.c - S.n})
+        capacity = self.hardware.memory_bytes
+
+        def linear(expr: sp.Expr, variable: sp.Symbol, at: dict) -> tuple[int, int]:
+            line = sp.expand(expr.xreplace({k: v for k, v in at.items() if k != variable}))
+            return int(line.coeff(variable, 0)), int(line.coeff(variable, 1))
+
+        at_context = {**subs, S.c: sp.Integer(context)}
+        needed = {"decode": int(decode.xreplace(at_context))}
+        fixed, per_sequence = linear(decode, S.b, at_context)
+        max_batch = (capacity - fixed) // per_sequence
+        fixed_c, per_key = linear(decode, S.c, subs)
+        max_context = (capacity - fixed_c) // per_key
+        if prompt is not None:
+            needed["prefill"] = int(phases["prefill"].xreplace(subs))
+            fixed_p, per_prompt = linear(phases["prefill"], S.b, subs)
+            max_batch = min(max_batch, (capacity - fixed_p) // per_prompt)
+            if needed["prefill"] > capacity:
+                max_context = 0
+        total = max(needed.values())
+        kv = sp.expand(self.decode_model.total("kv_cache_bytes").xreplace(
+            {k: v for k, v in at_context.items() if k not in (S.b, S.c)}))
         return {
-            "weights": weights,
-            "kv_bytes_per_token": per_token,
-            "max_batch": max(free // one_sequence, 0),
-            "max_context": max((free // batch - per_sequence) // per_token, 0),
+            "weights": int(self.prefill_model.total("weight_bytes").xreplace(subs)),
+            "kv_bytes_per_token": int(kv.coeff(S.b, 1).coeff(S.c, 1)),
+            "bytes": total,
+            "bytes_by_phase": needed,
+            "fits": total <= capacity,
+            "max_batch": max(max_batch, 0),
+            "max_context": max(max_context, 0),
         }
 
 
@@ -341,16 +282,14 @@ def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,
                   efficiency: Efficiency | None = None) -> dict[str, Any]:
     """Roofline time of one training step: forward + backward (+ recomputation) + optimizer.
 
-    Block by block, as in inference, each block's two kernels at their own roofs: its matrix
-    products (forward and backward matmul FLOPs), moving 3x the forward's matmul traffic (the
-    forward, then a backward that reads and writes about twice as much); then its other ops, 3x
-    the forward's FLOPs and traffic (a stated convention). A recomputed block (every block under
-    full recomputation; the attention core, scores, softmax and weighted sum, under selective)
-    runs its forward once more: one more forward's FLOPs and traffic. Then the optimizer step, a
-    memory-bound pass of its own that reads weights, gradients and states and writes weights and
-    states once: a fused optimizer (PyTorch's default, unfused AdamW makes about 20 passes over
-    parameter-sized tensors; validate/FINDINGS.md section 9). Overhead: the per-block overhead for
-    3x the forward's blocks (backward runs about twice the forward's ops).
+    Block by block, as in inference, each block's two kernels at their own roofs, with the
+    backward's FLOPs and traffic the tree's (blocks.Cost: backward matmul FLOPs; backward traffic
+    and other ops twice the forward's, a stated convention). A block that recomputation reruns
+    (every block under full recomputation, the attention core under selective) runs its forward
+    once more. Then the optimizer leaf's pass: a memory-bound pass of its own, as a fused
+    optimizer makes it (PyTorch's default, unfused AdamW makes about 20 passes over parameter-
+    sized tensors; validate/FINDINGS.md section 9). Overhead: the per-block overhead for 3x the
+    forward's blocks (backward runs about twice the forward's ops).
     """
     eff = efficiency or Efficiency(**hardware.efficiency)
     peak = hardware.peak(workload.dtype) * eff.compute
@@ -361,20 +300,18 @@ def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,
     n = lambda expr: float(expr.xreplace(subs))  # noqa: E731
     timing = Timing(0.0, 0.0, 0.0, 0.0, 0.0)
     for leaf in model.leaves:
-        forward = n(leaf.total("flops_matmul"))
-        forwards = 1 + int(workload.recompute == "full" or (
-            workload.recompute == "selective" and leaf.path.rsplit(".", 1)[-1] in SELECTIVELY_RECOMPUTED))
-        matmul = (forwards * forward + n(leaf.total("flops_matmul_backward")),
-                  (2 + forwards) * n(leaf.total("bytes_matmul")))
-        others = ((2 + forwards) * n(leaf.total("flops_other")), (2 + forwards) * n(leaf.total("bytes_other")))
+        forwards = 2 if leaf.recomputed else 1
+        q = lambda quantity: n(leaf.total(quantity))  # noqa: E731
+        matmul = (forwards * q("flops_matmul") + q("flops_matmul_backward"),
+                  forwards * q("bytes_matmul") + q("bytes_matmul_backward"))
+        others = (forwards * q("flops_other") + q("flops_other_backward"),
+                  forwards * q("bytes_other") + q("bytes_other_backward") + q("bytes_optimizer"))
         timing = timing + Timing.of(matmul, others, peak, vector, bandwidth)
-    mem = memory(cfg, workload, model)
-    per_param = mem.param_bytes
-    optimizer_bytes = n(model.total("params")) * (per_param.total + per_param.weights + per_param.optimizer)
     overhead = 3 * block_runs(model) * hardware.overhead_s_per_block
-    timing = timing + Timing.of((0.0, 0.0), (0.0, optimizer_bytes), peak, vector, bandwidth, overhead)
+    timing = timing + Timing(0.0, 0.0, 0.0, 0.0, 0.0, overhead)
+    mem = memory(cfg, workload, model)
     forward, backward = n(model.total("flops_matmul")), n(model.total("flops_matmul_backward"))
-    tokens = workload.batch * (workload.decoder_len if cfg.architecture == "encoder-decoder" else workload.seq_len)
+    tokens = workload.batch * workload.dimensions(cfg)["n"]
     memory_numbers = {k: int(getattr(mem, k).xreplace(subs)) for k in
                       ("weights", "gradients", "optimizer", "activations")}
     memory_numbers["total"] = int(mem.training_total.xreplace(subs))
@@ -418,16 +355,22 @@ def _steps(gen: int, rows: int = 8) -> list[int]:
 
 def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen: int, batch: int,
                        dtype: str = "bf16", efficiency: Efficiency | None = None,
-                       attention: str = "eager", kv_cache: str = "dynamic") -> dict[str, Any]:
+                       attention: str = "eager", kv_cache: str = "dynamic",
+                       decoder_prompt: int = 1) -> dict[str, Any]:
     """Prefill latency, time per output token as the context grows, tokens/s, the decode
-    crossover batch, what fits in memory, and a step table with and without a KV cache."""
+    crossover batch, what fits in memory, and a step table with and without a KV cache.
+
+    An encoder-decoder's prompt is its source: the prefill runs the encoder over it and the
+    decoder over its own prompt (decoder_prompt tokens, the start token by default); each decode
+    step attends to the source and to the decoder's tokens so far."""
     import numpy as np
 
     roof = Roofline(cfg, hardware, dtype, efficiency, attention, kv_cache)
-    prefill_total, prefill_s, prefill_blocks = roof.prefill(batch, prompt)
+    encoder_decoder = cfg.architecture == "encoder-decoder"
+    source = prompt if encoder_decoder else 1
+    decoder_prompt = decoder_prompt if encoder_decoder else prompt
+    prefill_total, prefill_s, prefill_blocks = roof.prefill(batch, decoder_prompt, source_len=source)
     prefill_s = float(prefill_s)
-    source = prompt if cfg.architecture == "encoder-decoder" else 1
-    decoder_prompt = 1 if cfg.architecture == "encoder-decoder" else prompt
     steps = np.arange(1, gen + 1)
     first = last = None
     table: list[dict[str, Any]] = []
@@ -436,8 +379,9 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
         contexts = decoder_prompt + steps
         first, with_cache, _ = roof.decode(batch, contexts, source_len=source)
         last, _, _ = roof.decode(batch, int(contexts[-1]), source_len=source)
-        # Without a cache every step reruns the whole prefix (the prompt and the tokens so far).
-        _, without_cache, _ = roof.prefill(batch, contexts)
+        # Without a cache every step reruns the decoder over its prefix (the prompt and the
+        # tokens so far); an encoder-decoder keeps the encoder's output.
+        _, without_cache, _ = roof.rerun(batch, contexts, source_len=source)
         with_cumulative = prefill_s + np.cumsum(with_cache)
         without_cumulative = prefill_s + np.cumsum(without_cache)
         generate_seconds = float(np.sum(with_cache))
@@ -453,7 +397,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
         first_s, last_s = float(with_cache[0]), float(with_cache[-1])
     result: dict[str, Any] = {
         "inputs": {"model": cfg.name, "hardware": hardware.name, "dtype": roof.dtype,
-                   "prompt": prompt, "gen": gen, "batch": batch, "attention": attention,
+                   "prompt": prompt, "decoder_prompt": decoder_prompt if encoder_decoder else None,
+                   "gen": gen, "batch": batch, "attention": attention,
                    "kv_cache": kv_cache,
                    "compute_efficiency": roof.efficiency.compute,
                    "memory_efficiency": roof.efficiency.memory},
@@ -474,9 +419,10 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
             "tokens_per_second": batch * gen / generate_seconds,
             "end_to_end_seconds": prefill_s + generate_seconds,
             "crossover_batch_weights_only": roof.decode_crossover_batch(),
-            "crossover_batch_at_context": roof.decode_crossover_batch(decoder_prompt + gen),
+            "crossover_batch_at_context": roof.decode_crossover_batch(decoder_prompt + gen, source),
         }
-        result["memory"] = roof.fits(batch, decoder_prompt + gen, source_len=source)
+        result["memory"] = roof.fits(batch, decoder_prompt + gen, source_len=source,
+                                     prompt=decoder_prompt)
         result["generation_table"] = table
     return result
 

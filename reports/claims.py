@@ -129,22 +129,13 @@ def _at(cfg: ModelConfig, **workload: int) -> dict[sp.Symbol, int]:
     return subs
 
 
-def _leaf_total(model: CostModel, path: str, quantity: str) -> sp.Expr:
-    return sp.Add(*(leaf.total(quantity) for leaf in model.leaves if leaf.path == path))
-
-
-def _under(model: CostModel, prefix: str, quantity: str) -> sp.Expr:
-    return sp.Add(*(leaf.total(quantity) for leaf in model.leaves if leaf.path.startswith(prefix)))
-
-
 def _per_layer_attention(cfg: ModelConfig) -> sp.Expr:
     """The tree's attention core (scores + weighted sum) of one layer, b = 1, h d_h = d."""
     model = CostModel(cfg)
     layers = S.L_enc if cfg.n_encoder_layers else S.L_dec
     stack = "encoder" if cfg.n_encoder_layers else "decoder"
-    core = sp.Add(*(leaf.total("flops_matmul") for leaf in model.layer_leaves()
-                    if leaf.path.startswith(f"{stack}.layer.self_attention.")
-                    and leaf.path.endswith(("scores", "weighted_sum"))))
+    core = model.total("flops_matmul", model.select(part="layer", stack=stack, sublayer="self_attention",
+                                                    name=("scores", "weighted_sum")))
     return sp.expand((core / layers).xreplace({S.b: 1, S.s: S.n, S.d_h: S.d / S.h}))
 
 
@@ -153,9 +144,8 @@ def _per_layer_projections(cfg: ModelConfig) -> sp.Expr:
     model = CostModel(cfg)
     layers = S.L_enc if cfg.n_encoder_layers else S.L_dec
     stack = "encoder" if cfg.n_encoder_layers else "decoder"
-    projections = sp.Add(*(leaf.total("flops_matmul") for leaf in model.layer_leaves()
-                           if leaf.path in (f"{stack}.layer.self_attention.qkv",
-                                            f"{stack}.layer.self_attention.out")))
+    projections = model.total("flops_matmul", model.select(
+        part="layer", stack=stack, sublayer="self_attention", name=("qkv", "out")))
     return sp.expand((projections / layers).xreplace({S.b: 1, S.s: S.n, S.d_h: S.d / S.h,
                                                       S.h_kv: S.h}))
 
@@ -243,8 +233,10 @@ def _claim_attention_vs_rnn() -> Claim:
 def _claim_output_projection(measure: bool, progress: Progress) -> list[Claim]:
     cfg = seeds_transformer()
     model = CostModel(cfg)
-    per_token = exact(_leaf_total(model, "head.lm_head", "flops_matmul"), _at(cfg, n=1)) // 2
-    layers = exact(_under(model, "encoder.layer.", "flops_matmul"), _at(cfg, n=TRANSLATION_N))
+    per_token = exact(model.total("flops_matmul", model.select(part="head", name="lm_head")),
+                      _at(cfg, n=1)) // 2
+    layers = exact(model.total("flops_matmul", model.select(part="layer", stack="encoder")),
+                   _at(cfg, n=TRANSLATION_N))
     layers_per_token = layers // TRANSLATION_N // 2
     measured_head = measured_layers = ""
     agree = True
@@ -285,8 +277,7 @@ def _claim_output_projection(measure: bool, progress: Progress) -> list[Claim]:
 def _claim_attention_matrices(measure: bool, progress: Progress) -> Claim:
     cfg = twelve_layer_decoder()
     model = CostModel(cfg)
-    matrices = sp.Add(*(leaf.total("saved_bytes") for leaf in model.leaves
-                        if leaf.path.endswith(".softmax")))
+    matrices = model.total("saved_bytes", model.select(name="softmax"))
     value = exact(matrices, _at(cfg, n=LONG_N, e=4))
     measured, agree = "", True
     if measure:
@@ -397,7 +388,9 @@ def _claim_llama_params(measure: bool, progress: Progress) -> Claim:
         got = measure_params(cfg)
         measured, agree = f"{got:,} ({count(got)})", got == tree
     rule = layers + embeddings
-    per_layer = exact(_under(CostModel(cfg), "decoder.layer.", "params"), model_values(cfg)) / cfg.n_decoder_layers
+    model = CostModel(cfg)
+    per_layer = exact(model.total("params", model.select(part="layer", stack="decoder")),
+                      model_values(cfg)) / cfg.n_decoder_layers
     holds = (round(layers / 1e9, 2), round(embeddings / 1e9, 2), round(rule / 1e9, 2),
              round(tree / 1e9, 2)) == (6.44, 0.26, 6.70, 6.74)
     return Claim(

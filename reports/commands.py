@@ -19,6 +19,15 @@ from .output import ReportInputError
 DTYPES = ("fp32", "fp16", "bf16", "float32", "float16", "bfloat16")
 
 
+def require_measure_extra(what: str) -> None:
+    """One line and exit status 2 when torch/transformers (the `measure` extra) are missing."""
+    from validate import needs_measure_extra
+
+    message = needs_measure_extra(what)
+    if message:
+        raise ReportInputError(message)
+
+
 class ClaimsFailed(click.ClickException):
     """At least one claim does not hold: exit status 1."""
 
@@ -89,6 +98,8 @@ def report(model, models, config, out, batch, dtype, no_measure, no_full_size) -
     from . import report as build
     from .series import make_workload
 
+    if not no_measure:
+        require_measure_extra("report (without --no-measure)")
     cfgs = _models(model, models, config)
     dtype = make_workload(dtype=dtype).dtype
     out_path = Path(out)
@@ -184,6 +195,8 @@ def plot_generation(model, models, config, out, csv_path, no_measure) -> None:
     from .output import progress
 
     _check_out(out)
+    if not no_measure:
+        require_measure_extra("plot generation (without --no-measure)")
     (cfg,) = _models(model, models, config, single=True)
     made = build.make_generation(cfg, not no_measure, progress)
     if made is None:
@@ -217,6 +230,7 @@ def plot_validation(model, models, config, out, csv_path, no_full_size) -> None:
     from .output import progress
 
     _check_out(out)
+    require_measure_extra("plot validation")
     cfgs = _models(model, models, config)
     _save(build.make_validation(cfgs, progress, full_size=not no_full_size), out, csv_path)
 
@@ -236,9 +250,15 @@ def claims(no_measure, as_json) -> None:
     """
     import json
 
+    from validate import needs_measure_extra
+
     from .claims import check_claims, render_claims, render_table1, table1
     from .output import progress
 
+    missing = needs_measure_extra("measuring the claims")
+    if missing and not no_measure:
+        click.echo(f"note: {missing} Checking the cost tree's values only.", err=True)
+        no_measure = True
     checked = check_claims(measure=not no_measure, progress=progress)
     if as_json:
         click.echo(json.dumps([c.to_dict() for c in checked], indent=2))

@@ -9,7 +9,7 @@ its encoder output): the tree's decoder-side leaves at n = t. Summed over T step
 O(T^3 d), from the n^2 d attention term.
 
 With a cache, step t > 1 feeds one token whose query attends to t keys: the tree's decode step,
-CostModel(cfg, decode=True), at c = t keys. Summed over T steps this is O(T^2 d).
+CostModel(cfg, phase="decode"), at c = t keys. Summed over T steps this is O(T^2 d).
 
 Convention (as FlopCounterMode counts the reference model): a forward computes the logits of all
 its positions (the tree's LM head covers b*n tokens); a decode step computes one.
@@ -29,9 +29,6 @@ from costmodel.model import CostModel
 
 #: The summation index of the steps (step t has t tokens of context).
 t = sp.Symbol("t", integer=True, positive=True)
-
-ENCODER_SIDE = ("encoder_embedding", "encoder")
-
 
 class NotADecoder(ValueError):
     """Generation needs a decoder with an LM head."""
@@ -57,14 +54,12 @@ def step_costs(cfg: ModelConfig, quantity: str = "flops_matmul") -> StepCosts:
             f"model {cfg.name!r} is an {cfg.architecture} without a decoder and an LM head; it "
             "does not generate."
         )
-    model = CostModel(cfg)
-    encoder = sp.Add(*(leaf.total(quantity) for leaf in model.leaves
-                       if leaf.path.split(".")[0] in ENCODER_SIDE))
-    total = model.total(quantity)
-    step = CostModel(cfg, model.profile, decode=True).total(quantity)
+    model = CostModel(cfg, phase="prefill")
+    encoder = model.total(quantity, model.select(stack="encoder"))
+    decoder = model.total(quantity, model.select(stack="decoder"))
+    step = CostModel(cfg, model.profile, phase="decode").total(quantity)
     one = {S.b: 1}
-    return StepCosts(encoder.xreplace(one), (total - encoder).xreplace(one),
-                     step.xreplace({S.b: 1, S.c: S.n}))
+    return StepCosts(encoder.xreplace(one), decoder.xreplace(one), step.xreplace({S.b: 1, S.c: S.n}))
 
 
 def cumulative(costs: StepCosts) -> dict[str, sp.Expr]:

@@ -265,8 +265,8 @@ def make_validation(cfgs: Sequence[ModelConfig], progress: Progress, full_size: 
 
 
 def summary_rows(cfgs: Sequence[ModelConfig], batch: int, dtype: str) -> tuple[list[str], list[list]]:
-    """One row per model from costmodel.estimate.Estimate at its usual context length."""
-    from costmodel.estimate import Estimate
+    """One row per model from costmodel.estimation.Estimate at its usual context length."""
+    from costmodel.estimation import Estimate
 
     headers = ["model", "architecture", "params", "seq_len", "batch", "dtype",
                "forward_flops_per_token", "training_flops", "weights_bytes",

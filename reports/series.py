@@ -77,7 +77,7 @@ def usual_context(cfg: ModelConfig) -> int:
 def gpus() -> list[dict[str, Any]]:
     """GPU memory capacities, largest first: the roofline presets (costmodel/hardware, one source
     for their capacity) plus the consumer cards of reports/gpus.json."""
-    from costmodel.simulate import HARDWARE_DIR
+    from costmodel.hardware import HARDWARE_DIR
 
     presets = []
     for path in sorted(HARDWARE_DIR.glob("*.json")):
@@ -112,16 +112,13 @@ PARAM_GROUPS = (
     ("output head", ("lm_head", "pooler")),
 )
 
-EMBEDDING_GROUPS = ("embedding", "encoder_embedding", "decoder_embedding")
-
-
 def flop_group_expressions(model: CostModel) -> dict[str, sp.Expr]:
     """Forward FLOPs (matmul + other ops) per FLOP_GROUPS label."""
     named = {name: label for label, names in FLOP_GROUPS for name in names}
     rest = FLOP_GROUPS[-1][0]
     out = {label: sp.Integer(0) for label, _ in FLOP_GROUPS}
     for leaf in model.leaves:
-        label = named.get(leaf.path.rsplit(".", 1)[-1], rest)
+        label = named.get(leaf.name, rest)
         out[label] += leaf.total("flops_matmul") + leaf.total("flops_other")
     return out
 
@@ -133,10 +130,7 @@ def param_groups(cfg: ModelConfig) -> dict[str, int]:
     named = {name: label for label, names in PARAM_GROUPS for name in names}
     out = {label: 0 for label, _ in PARAM_GROUPS}
     for leaf in model.leaves:
-        if leaf.path.split(".")[0] in EMBEDDING_GROUPS:
-            label = "embeddings"
-        else:
-            label = named.get(leaf.path.rsplit(".", 1)[-1], "norms")
+        label = "embeddings" if leaf.part == "embedding" else named.get(leaf.name, "norms")
         out[label] += exact(leaf.total("params"), subs)
     return out
 

@@ -1,27 +1,22 @@
-"""Vectorised sweeps over (n, b): every quantity of a model on a grid, in one Sweep call.
+"""The `sweep` command's side of a sweep: reading the grid's axes, and writing the result.
 
-The expressions are the cost tree's (CostModel totals, costmodel.memory); costmodel.evaluate.Sweep
-lambdifies them once (cse=True, numpy) and evaluates the whole grid at once. Values are float64:
-exact to about 16 significant digits (`estimate --json` gives exact integers for one point).
+The grid itself is costmodel.grid (the cost tree's expressions, lambdified once and evaluated in
+one vectorised call); this module parses '128:131072:x2' ranges and writes the frame as CSV or
+JSON. Values are float64: exact to about 16 significant digits (`estimate --json` gives exact
+integers for one point).
 """
 
 from __future__ import annotations
 
 import re
-import time
-from dataclasses import dataclass
 from typing import Any
 
-import sympy as sp
-
-from costmodel.config import ModelConfig, Workload
-from costmodel.evaluate import Sweep
-from costmodel.memory import memory
-from costmodel.model import CostModel, profile_for
+from costmodel import grid
+from costmodel.config import ConfigError, ModelConfig, Workload
+from costmodel.grid import MAX_POINTS, QUANTITIES, SweepResult, expressions  # noqa: F401
 
 from .output import ReportInputError
 
-MAX_POINTS = 20_000_000  # a grid larger than this is refused (memory: ~8 bytes x columns each)
 MAX_VALUES = 1_000_000  # values of one axis
 
 
@@ -70,61 +65,6 @@ def _positive(item: str, option: str, text: str) -> int:
     return value
 
 
-#: The columns of a sweep, in order, with their units.
-QUANTITIES = (
-    ("forward_flops", "FLOP"),
-    ("backward_flops", "FLOP"),
-    ("training_flops", "FLOP"),
-    ("other_flops", "FLOP"),
-    ("attention_flops", "FLOP"),
-    ("projection_ffn_flops", "FLOP"),
-    ("attention_share", "fraction"),
-    ("activation_bytes", "byte"),
-    ("kv_cache_bytes", "byte"),
-    ("weights_bytes", "byte"),
-    ("training_bytes", "byte"),
-    ("inference_bytes", "byte"),
-)
-
-
-def expressions(cfg: ModelConfig, workload: Workload) -> tuple[CostModel, dict[str, sp.Expr]]:
-    """The cost tree's expression of every column, for the workload's profile and dtype."""
-    model = CostModel(cfg, profile_for(cfg, workload))
-    mem = memory(cfg, workload, model)
-    forward, backward = model.total("flops_matmul"), model.total("flops_matmul_backward")
-    attention, linear = model.attention_flops(), model.projection_ffn_flops()
-    exprs = {
-        "forward_flops": forward,
-        "backward_flops": backward,
-        "training_flops": forward + backward,
-        "other_flops": model.total("flops_other"),
-        "attention_flops": attention,
-        "projection_ffn_flops": linear,
-        "attention_share": attention / (attention + linear),
-        "activation_bytes": mem.activations,
-        "kv_cache_bytes": mem.kv_cache,
-        "weights_bytes": mem.weights,
-        "training_bytes": mem.training_total,
-        "inference_bytes": mem.inference_total,
-    }
-    return model, {name: exprs[name] for name, _ in QUANTITIES}
-
-
-@dataclass(frozen=True)
-class SweepResult:
-    model: str
-    workload: Workload
-    seq_lens: Any  # (points,) int64, n outer
-    batches: Any  # (points,) int64, b inner
-    columns: dict[str, Any]  # name -> (points,) float64
-    compile_seconds: float  # lambdify
-    evaluate_seconds: float  # the vectorised call
-
-    @property
-    def points(self) -> int:
-        return int(self.seq_lens.size)
-
-
 def check_lengths(cfg: ModelConfig, seq_lens: list[int], workload: Workload) -> str | None:
     """A learned position table bounds n (error); beyond another model's context is a warning."""
     longest = seq_lens[-1] + workload.gen_tokens
@@ -140,23 +80,11 @@ def check_lengths(cfg: ModelConfig, seq_lens: list[int], workload: Workload) -> 
 
 
 def run(cfg: ModelConfig, workload: Workload, seq_lens: list[int], batches: list[int]) -> SweepResult:
-    """Every column on the grid seq_lens x batches (n outer, b inner) in one Sweep call."""
-    import numpy as np
-
-    points = len(seq_lens) * len(batches)
-    if points > MAX_POINTS:
-        raise ReportInputError(f"the grid has {points:,} points; at most {MAX_POINTS:,} at once.")
-    started = time.perf_counter()
-    model, exprs = expressions(cfg, workload)
-    sweep = Sweep(model, exprs)
-    compiled = time.perf_counter()
-    grid_n, grid_b = np.meshgrid(np.asarray(seq_lens, dtype=np.int64),
-                                 np.asarray(batches, dtype=np.int64), indexing="ij")
-    grid_n, grid_b = grid_n.ravel(), grid_b.ravel()
-    columns = sweep(n=grid_n, b=grid_b, T=workload.gen_tokens, e=workload.bytes_per_element)
-    done = time.perf_counter()
-    return SweepResult(cfg.name, workload, grid_n, grid_b, columns, compiled - started,
-                       done - compiled)
+    """Every column on the grid (costmodel.grid.run); a grid too large is one error line."""
+    try:
+        return grid.run(cfg, workload, seq_lens, batches)
+    except ConfigError as error:
+        raise ReportInputError(str(error)) from None
 
 
 def _plain(value: float) -> int | float:

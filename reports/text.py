@@ -77,11 +77,12 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         f"({m['bytes_per_param']['gradients']} B/param)",
         f"  optimizer states   {binary_bytes(m['optimizer']):>12}   "
         f"({m['bytes_per_param']['optimizer']} B/param: {m['bytes_per_param']['note']})",
-        f"  activations        {binary_bytes(m['activations']):>12}   "
-        f"(saved for backward; Korthikanti et al. 2022: {binary_bytes(m['korthikanti_2022_activations'])})",
+        f"  activations        {binary_bytes(m['activations']):>12}   (saved for backward)",
+        f"  {'':<19}{'':>12}   Korthikanti et al. 2022: {binary_bytes(m['korthikanti_2022_activations'])} "
+        f"({m['korthikanti_2022_variant']})",
         f"  KV cache           {binary_bytes(m['kv_cache']):>12}",
         f"  training total     {binary_bytes(m['training_total']):>12}",
-        f"  inference total    {binary_bytes(m['inference_total']):>12}   (weights + KV cache)",
+        f"  inference total    {binary_bytes(m['inference_total']):>12}   (weights, KV cache, buffers, ids and logits of the larger phase)",
         "",
         "Regime",
         f"  attention (n^2 d)  {si(r['attention_flops'], 'FLOP'):>14}   "

@@ -36,5 +36,5 @@ def odd_configs() -> list[ModelConfig]:
         t5.replace(name="t5-dropout", **_BASE, d_head=7, n_encoder_layers=2, n_decoder_layers=3,
                    relative_buckets=11),
         t5.replace(name="t5-gated-nodrop", **_SMALL, d_head=9, n_encoder_layers=2, n_decoder_layers=2,
-                   activation="geglu", dropout=0.0),
+                   activation="geglu_tanh", dropout=0.0),
     ]

@@ -11,7 +11,7 @@ import sympy as sp
 
 from costmodel import symbols as S
 from costmodel.config import ModelConfig, Workload
-from costmodel.estimate import Estimate
+from costmodel.estimation import Estimate
 from costmodel.evaluate import Sweep, exact, values
 from costmodel.model import CostModel
 from costmodel.presets import load_preset, preset_names

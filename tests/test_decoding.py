@@ -36,7 +36,8 @@ DECODERS = {
 }
 ENCODER_DECODERS = {
     "seeds": dict(position="sinusoidal", norm_position="post", activation="relu", scale_embeddings=True, share_embeddings=False),
-    "t5-like relative": dict(position="relative", relative_buckets=7, norm="rmsnorm", family="t5", tie_embeddings=True),
+    "t5-like relative": dict(position="relative", relative_buckets=7, norm="rmsnorm", family="t5", tie_embeddings=True,
+                             attention_scale=1.0, scale_lm_head_input=True),
     "rope gqa": dict(position="rope", n_kv_heads=3),
     "learned multi-query": dict(position="learned", n_kv_heads=1),
 }

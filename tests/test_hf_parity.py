@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from costmodel.config import Workload  # noqa: E402
-from costmodel.estimate import Estimate  # noqa: E402
+from costmodel.estimation import Estimate  # noqa: E402
 from tests.odd_configs import odd_configs  # noqa: E402
 from validate.hf_models import build_hf_model, fake_mode, make_inputs  # noqa: E402
 from validate.measure import count_parameters, kv_cache_bytes, matmul_flops  # noqa: E402

@@ -44,7 +44,7 @@ def tiny(family: str, **changes) -> ModelConfig:
                      tie_embeddings=False, token_types=2),
         "t5": dict(n_encoder_layers=2, n_decoder_layers=2, d_head=8, position="relative",
                    norm="rmsnorm", activation="relu", qkv_bias=False, out_bias=False,
-                   ffn_bias=False, relative_buckets=8),
+                   ffn_bias=False, relative_buckets=8, attention_scale=1.0, scale_lm_head_input=True),
     }[family])
     base.update(changes)
     return ModelConfig(**base)

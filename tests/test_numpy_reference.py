@@ -178,7 +178,7 @@ def test_multi_head_attention_with_grouped_query_heads(h_kv, position):
 
 
 def test_cross_attention_reads_keys_from_the_memory_and_t5_does_not_scale():
-    c = cfg(family="t5", qkv_bias=False, out_bias=False)
+    c = cfg(family="t5", attention_scale=1.0, qkv_bias=False, out_bias=False)
     block = randomise(MultiHeadAttention(c, cross=True))
     x, memory = x_of(B, T, 48), x_of(B, S, 48)
     padding = torch.tensor([[1, 1, 1, 0, 0], [1] * 5, [1, 1, 1, 1, 0]])
@@ -230,7 +230,7 @@ def test_add_and_norm(norm_position, norm):
     [
         dict(norm_position="post", activation="relu"),  # the seeds
         dict(norm="rmsnorm", norm_position="pre", activation="swiglu", position="rope"),
-        dict(position="relative", relative_buckets=9, activation="geglu", family="t5"),
+        dict(position="relative", relative_buckets=9, activation="geglu", family="t5", attention_scale=1.0),
     ],
 )
 def test_encoder_layer(changes):

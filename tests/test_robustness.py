@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import cli
 from costmodel.config import ConfigError, ModelConfig, Workload
-from costmodel.estimate import Estimate
+from costmodel.estimation import Estimate
 from costmodel.presets import PRESET_DIR, parse_config, preset_names
 
 ROOT = Path(__file__).resolve().parent.parent

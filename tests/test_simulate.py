@@ -9,7 +9,8 @@ import pytest
 import cli
 from costmodel.config import ConfigError, Workload
 from costmodel.presets import load_preset
-from costmodel.simulate import (Efficiency, Hardware, Roofline, load_hardware, simulate_inference,
+from costmodel.hardware import Efficiency, Hardware, load_hardware
+from costmodel.simulate import (Roofline, simulate_inference,
                                 simulate_training)
 
 
@@ -124,7 +125,7 @@ def test_eager_scores_count_the_scale_and_mask_traffic_a_fused_kernel_does_not()
     subs = {S.b: 1, S.n: 100, S.e: 2, S.h: 32, S.h_kv: 32, S.d_h: 128, S.L_dec: 32}
     for attention, per_pair in (("eager", 2 * 2 * 2), ("sdpa", 0)):
         model = CostModel(cfg, profile_for(cfg, Workload(seq_len=100, attention=attention)))
-        other = model.total("bytes_other", ("scores",)).xreplace(subs)
+        other = model.total("bytes_other", model.select(name="scores")).xreplace(subs)
         # Llama scales (a mul) and masks (an add) the 32 x 100 x 100 scores; each reads and
         # writes them in bf16.
         assert other == per_pair * 32 * 100 * 100 * 32  # x 32 layers
@@ -193,7 +194,7 @@ def test_recomputation_reruns_the_forward_of_what_it_recomputes():
     model = CostModel(cfg, profile_for(cfg, workload))
     subs = values(cfg, workload)
     forward = exact(model.total("flops_matmul") + model.total("flops_other"), subs)
-    core = exact(sum(model.total(q, ("scores", "softmax", "weighted_sum"))
+    core = exact(sum(model.total(q, model.select(name=("scores", "softmax", "weighted_sum")))
                      for q in ("flops_matmul", "flops_other")), subs)
     # Full: one more forward of every block; selective: of the attention core only.
     assert steps["full"]["flops"] - steps["none"]["flops"] == pytest.approx(forward, rel=1e-12)

@@ -127,7 +127,7 @@ def test_validate_and_train_demo_reject_bad_input(args, capsys):
 def test_reference_parameters_equal_the_formula_for_every_preset(name):
     import torch
 
-    from costmodel.estimate import Estimate
+    from costmodel.estimation import Estimate
     from validate.reference import build_reference
 
     cfg = load_preset(name)

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import torch
 
-from costmodel.simulate import local_cache_path
+from costmodel.hardware import local_cache_path
 
 
 def median_seconds(function: Callable[[], Any], repeats: int, warmup: int = 2) -> float:
@@ -123,7 +123,7 @@ def overhead_s_per_block(repeats: int = 41) -> float:
     token = torch.zeros(1, dtype=torch.long)
     state, _ = prefill(model, torch.ones(1, 4, dtype=torch.long))
     seconds = median_seconds(lambda: step(state, token), repeats)
-    return seconds / block_runs(CostModel(cfg, decode=True))
+    return seconds / block_runs(CostModel(cfg, phase="decode"))
 
 
 def measure_local(memory_bytes: int | None = None, low_precision: bool = True) -> dict[str, Any]:

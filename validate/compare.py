@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from costmodel.config import ModelConfig, Workload
-from costmodel.estimate import Estimate
+from costmodel.estimation import Estimate
 
 from . import measure
 from .hf_models import HF_FAMILIES, build_hf_model, default_dtype, fake_mode, make_inputs
@@ -116,11 +116,10 @@ _SUBLAYERS = [
 _LAYER = re.compile(r"^(?P<stack>.*?)\.(?:layers?|h|block)\.\d+\.(?P<inner>.+)$")
 
 
-def _tree_group(path: str) -> str:
-    """A tree path cut to its sublayer: 'decoder.layer.self_attention.qkv' -> 'decoder.layer.self_attention'."""
-    parts = path.split(".")
-    if len(parts) >= 3 and parts[1] == "layer":
-        return ".".join(parts[:3])
+def _tree_group(row: Any) -> str:
+    """A row's sublayer group ('decoder.layer.self_attention'), or 'other' outside the layers."""
+    if row.part == "layer" and row.sublayer:
+        return f"{row.stack}.layer.{row.sublayer}"
     return "other"
 
 
@@ -145,7 +144,7 @@ def _block_rows(estimate: Estimate, quantity: str, measured: dict[str, int],
     formula: dict[str, int] = {}
     for row in estimate.rows:
         value = getattr(row, quantity)
-        formula[_tree_group(row.path)] = formula.get(_tree_group(row.path), 0) + value
+        formula[_tree_group(row)] = formula.get(_tree_group(row), 0) + value
     grouped: dict[str, int] = {}
     for path, value in measured.items():
         key = _module_group(path, stacks)

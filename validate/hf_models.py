@@ -23,10 +23,10 @@ HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5")
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
 # ModelConfig.activation -> the activation string of each family's config.
-_LLAMA_ACTS = {"swiglu": "silu", "geglu": "gelu"}
+_LLAMA_ACTS = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_pytorch_tanh"}
 _GPT2_ACTS = {"gelu_tanh": "gelu_new", "gelu": "gelu", "relu": "relu"}
 _BERT_ACTS = {"gelu": "gelu", "relu": "relu", "gelu_tanh": "gelu_new"}
-_T5_ACTS = {"relu": "relu", "geglu": "gated-gelu", "gelu": "gelu"}
+_T5_ACTS = {"relu": "relu", "geglu_tanh": "gated-gelu", "gelu": "gelu"}
 
 
 def _require(cfg: ModelConfig, condition: bool, what: str) -> None:
@@ -34,7 +34,10 @@ def _require(cfg: ModelConfig, condition: bool, what: str) -> None:
         raise ValueError(f"model {cfg.name!r}: Hugging Face {cfg.family} cannot build {what}.")
 
 
-def _check_common(cfg: ModelConfig, position: str, norm: str, norm_position: str) -> None:
+def _check_common(cfg: ModelConfig, position: str, norm: str, norm_position: str,
+                  attention_scale: float | None = None) -> None:
+    """What every family's class fixes: positions, norms, no embedding or head scaling, and the
+    attention scale (None: 1/sqrt(d_head); T5: 1.0, unscaled)."""
     _require(cfg, cfg.position == position, f"position {cfg.position!r} (it uses {position!r})")
     _require(cfg, cfg.norm == norm, f"norm {cfg.norm!r} (it uses {norm!r})")
     _require(
@@ -43,6 +46,8 @@ def _check_common(cfg: ModelConfig, position: str, norm: str, norm_position: str
     )
     _require(cfg, not cfg.scale_embeddings, "scaled embeddings")
     _require(cfg, not cfg.lm_head_bias, "a bias on the output projection")
+    _require(cfg, cfg.attention_scale == attention_scale,
+             f"attention_scale {cfg.attention_scale!r} (it uses {attention_scale!r})")
 
 
 def _classic_linears(cfg: ModelConfig) -> None:
@@ -54,6 +59,7 @@ def _classic_linears(cfg: ModelConfig) -> None:
 
 def _decoder_only(cfg: ModelConfig) -> None:
     _require(cfg, cfg.n_encoder_layers == 0, "encoder layers (it is decoder-only)")
+    _require(cfg, not cfg.scale_lm_head_input, "a scaled input to the output projection")
     _require(cfg, cfg.head == "lm", f"head {cfg.head!r} (its class has an lm head)")
     _require(cfg, cfg.token_types == 0, "token-type embeddings")
     _require(cfg, not cfg.embedding_norm, "a norm after the embeddings")
@@ -81,17 +87,20 @@ def _llama_like(cfg: ModelConfig, attn: str) -> Any:
     )
     _require(cfg, cfg.d_model % cfg.n_heads == 0, "d_model not divisible by n_heads (its check)")
     if cfg.family == "llama":
+        _require(cfg, cfg.sliding_window is None, "a sliding window")
         _require(cfg, cfg.qkv_bias == cfg.out_bias, "different q/k/v and output-projection biases")
         return LlamaConfig(**common, attention_bias=cfg.qkv_bias, mlp_bias=cfg.ffn_bias)
     if cfg.family == "mistral":
         _require(cfg, not (cfg.qkv_bias or cfg.out_bias or cfg.ffn_bias), "biases")
-        # ModelConfig has no sliding window, so the model attends to every position.
-        return MistralConfig(**common, sliding_window=None)
+        # The window reads back as the config's; the cost tree counts full attention (windows are
+        # not modelled yet), equal to the model's up to the window.
+        return MistralConfig(**common, sliding_window=cfg.sliding_window)
     _require(
         cfg, cfg.qkv_bias and not cfg.out_bias and not cfg.ffn_bias,
         "biases other than on q/k/v (fixed in its code)",
     )
-    return Qwen2Config(**common)
+    window = dict(use_sliding_window=True, sliding_window=cfg.sliding_window) if cfg.sliding_window else {}
+    return Qwen2Config(**common, **window)
 
 
 def _gpt2(cfg: ModelConfig, attn: str) -> Any:
@@ -146,7 +155,7 @@ def _bert(cfg: ModelConfig, attn: str) -> Any:
 def _t5(cfg: ModelConfig, attn: str) -> Any:
     from transformers import T5Config
 
-    _check_common(cfg, "relative", "rmsnorm", "pre")
+    _check_common(cfg, "relative", "rmsnorm", "pre", attention_scale=1.0)
     _require(cfg, cfg.n_encoder_layers > 0 and cfg.n_decoder_layers > 0, "a single stack")
     _require(cfg, cfg.head == "lm", f"head {cfg.head!r}")
     _require(cfg, cfg.activation in _T5_ACTS, f"activation {cfg.activation!r}")
@@ -167,6 +176,7 @@ def _t5(cfg: ModelConfig, attn: str) -> Any:
         dropout_rate=cfg.dropout,
         feed_forward_proj=_T5_ACTS[cfg.activation],
         n_positions=cfg.max_positions,
+        tie_word_embeddings=cfg.scale_lm_head_input,  # tied whatever it says; it switches the scale
         attn_implementation=attn,
     )
 

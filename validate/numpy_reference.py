@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from costmodel.config import ModelConfig
+from costmodel.config import GATED_ACTIVATIONS, ModelConfig
 
 Array = np.ndarray
 Params = dict[str, Array]
@@ -165,7 +165,7 @@ def multi_head_attention(
         q, k = rope(q, positions), rope(k, positions)
     group = np.arange(h) // (h // h_kv)  # the KV head of each query head
     k, v = k[:, group], v[:, group]
-    scale = None if cfg.family == "t5" else 1.0 / math.sqrt(d_h)
+    scale = cfg.scores_scale
     out, _ = attention(q, k, v, allowed, bias, scale)
     out = out.transpose(0, 2, 1, 3).reshape(B, T, h * d_h)
     return linear(out, params, "out_proj")
@@ -193,13 +193,14 @@ ACTIVATIONS: dict[str, Callable[[Array], Array]] = {
     "silu": silu,
     "swiglu": silu,
     "geglu": gelu,
+    "geglu_tanh": gelu_tanh,
 }
 
 
 def feed_forward(x: Array, params: Params, activation: str) -> Array:
     """down(act(up x)); gated: down(act(gate x) * up x)."""
     act = ACTIVATIONS[activation]
-    if activation in ("swiglu", "geglu"):
+    if activation in GATED_ACTIVATIONS:
         hidden = act(linear(x, params, "gate_proj")) * linear(x, params, "up_proj")
     else:
         hidden = act(linear(x, params, "up_proj"))

@@ -178,8 +178,8 @@ class MultiHeadAttention(nn.Module):
         self.k_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * cfg.d_head, bias=cfg.qkv_bias)
         self.v_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * cfg.d_head, bias=cfg.qkv_bias)
         self.out_proj = nn.Linear(cfg.n_heads * cfg.d_head, cfg.d_model, bias=cfg.out_bias)
-        # T5 folds 1/sqrt(d_h) into its initialisation and does not scale the scores.
-        self.scale = None if cfg.family == "t5" else cfg.d_head**-0.5
+        # None: no multiply (T5 folds 1/sqrt(d_h) into its initialisation).
+        self.scale = cfg.scores_scale
         self.dropout = nn.Dropout(cfg.dropout) if cfg.dropout > 0 else None  # on the weights
 
     def split(self, x: Tensor, heads: int) -> Tensor:
@@ -223,6 +223,7 @@ ACTIVATIONS = {
     "silu": F.silu,
     "swiglu": F.silu,  # the gate's activation
     "geglu": F.gelu,
+    "geglu_tanh": lambda x: F.gelu(x, approximate="tanh"),
 }
 
 
@@ -273,8 +274,7 @@ class LMHead(nn.Module):
         else:
             self.weight = nn.Parameter(torch.empty(cfg.vocab_size, cfg.d_model))
         self.bias = nn.Parameter(torch.zeros(cfg.vocab_size)) if cfg.lm_head_bias else None
-        tied_t5 = cfg.family == "t5" and cfg.tie_embeddings
-        self.scale = cfg.d_model**-0.5 if tied_t5 else None
+        self.scale = cfg.d_model**-0.5 if cfg.scale_lm_head_input else None
 
     def forward(self, x: Tensor) -> Tensor:
         if self.scale is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 from pathlib import Path
+from typing import Any
 
 from ..config import ConfigError, ModelConfig, show
 from ..hf import from_hf_config
@@ -27,6 +28,11 @@ def parse_config(text: str, source: str, name: str) -> ModelConfig:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise ConfigError(f"{source}: not valid JSON ({error.msg} at line {error.lineno}).") from None
+    return config_from_dict(data, source, name)
+
+
+def config_from_dict(data: Any, source: str, name: str) -> ModelConfig:
+    """A config from a parsed JSON object: a Hugging Face config.json or ModelConfig's fields."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a JSON object, got {type(data).__name__}.")
     if "model_type" in data:

@@ -1,0 +1,78 @@
+"""The Python API for notebooks: a model by any name, a workload by keywords, numbers back.
+
+    import costmodel
+    result = costmodel.estimate("llama2-7b", seq_len=4096, batch=8, dtype="bf16")
+    result.to_dict()["params"]["total"]     # 6738415616; to_dict() is `estimate --json`
+    result.blocks()                         # pandas DataFrame, one row per block, exact integers
+    costmodel.sweep("llama2-7b", seq_len=[512, 2048, 8192], batch=[1, 8])  # a DataFrame
+
+A model is a preset name (`python cli.py models`), a path to a Hugging Face config.json or a
+ModelConfig JSON file, a dict of either, or a ModelConfig. The workload keywords are Workload's
+fields (costmodel/config.py); seq_len defaults as in the CLI: 2048, or the model's context if
+shorter. The CLI calls the same functions, so the two cannot disagree.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+from .config import ConfigError, ModelConfig, Workload
+
+DEFAULT_SEQ_LEN = 2048
+
+
+def load_model(model: Any) -> ModelConfig:
+    """A ModelConfig from a preset name, a config file's path, a config dict or a ModelConfig."""
+    from .presets import config_from_dict, load_config_file, load_preset
+
+    if isinstance(model, ModelConfig):
+        return model
+    if isinstance(model, dict):
+        return config_from_dict(model, source="config dict", name=str(model.get("name", "config")))
+    if isinstance(model, Path) or (isinstance(model, str) and (model.endswith(".json") or "/" in model
+                                                             and Path(model).exists())):
+        return load_config_file(model)
+    if isinstance(model, str):
+        return load_preset(model)
+    raise ConfigError(f"a model is a preset name, a config path, a dict or a ModelConfig; got "
+                      f"{type(model).__name__}.")
+
+
+def make_workload(cfg: ModelConfig, seq_len: int | None = None, **options: Any) -> tuple[Workload, list[str]]:
+    """The workload for a model with the defaults filled in, and the warnings it raises (a
+    sequence past a context that is not a learned table). Invalid input raises ConfigError."""
+    if seq_len is None:
+        seq_len = min(DEFAULT_SEQ_LEN, cfg.max_positions)
+    workload = Workload(seq_len=seq_len, **options)
+    return workload, workload.check_fits(cfg)
+
+
+def estimate(model: Any, seq_len: int | None = None, **workload: Any) -> Any:
+    """Every number `estimate` reports for a model and workload (costmodel.estimation.Estimate):
+    .to_dict() is `estimate --json`, .blocks() a DataFrame of the per-block table."""
+    from .estimation import Estimate
+
+    cfg = load_model(model)
+    chosen, notes = make_workload(cfg, seq_len, **workload)
+    for note in notes:
+        warnings.warn(note, stacklevel=2)
+    return Estimate(cfg, chosen)
+
+
+def sweep(model: Any, seq_len: Any, batch: Any = 1, **workload: Any) -> Any:
+    """Every sweep column (costmodel.grid.QUANTITIES: FLOPs, activations, KV cache, weights,
+    training and inference bytes) on the grid seq_len x batch, as a pandas DataFrame; one value
+    or a list for each axis. The `sweep` command writes this frame."""
+    from .grid import run
+
+    cfg = load_model(model)
+    seq_lens = sorted({int(n) for n in (seq_len if hasattr(seq_len, "__iter__") else [seq_len])})
+    batches = sorted({int(b) for b in (batch if hasattr(batch, "__iter__") else [batch])})
+    chosen, notes = make_workload(cfg, seq_lens[-1], **workload)
+    for note in notes:
+        warnings.warn(note, stacklevel=2)
+    for value in seq_lens[:1] + batches[:1]:
+        Workload(seq_len=value, batch=value)  # positive integers, or one ConfigError
+    return run(cfg, chosen, seq_lens, batches).frame()

@@ -1,0 +1,176 @@
+"""Exact numbers without sympy: the cost tree's expressions compiled once to plain Python, cached.
+
+`estimate` runs far more often than the formulas change, and importing sympy alone costs about a
+second. So the first run for a model's structure (every config field except the dimension sizes)
+and a workload's options builds the tree with sympy, writes every expression the caller asks for
+as integer Python (common subexpressions shared; Fraction where a coefficient is a ratio;
+conditions for Piecewise and max for Max), and caches that module; later runs import it and
+evaluate it with the dimensions' values, without sympy. The cache file's name is a hash of
+costmodel's own source and facts table and of the structure, so editing a formula or a fact
+invalidates it. Values are exact: the same integers sympy's substitution gives (a test checks).
+
+The cache lives in $XDG_CACHE_HOME/transformer-costmodel/compiled (~/.cache/...); where it cannot
+be written, the module goes to a private temporary folder for this run only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+#: The symbols a compiled function takes, in order (costmodel/symbols.py, by name).
+ARGUMENTS = ("d", "h", "h_kv", "d_h", "d_ff", "V", "P", "N_tt", "N_rb", "L_enc", "L_dec",
+             "b", "n", "s", "T", "c", "e")
+
+Evaluator = Callable[[dict[str, int]], dict[str, Any]]
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "transformer-costmodel" / "compiled"
+
+
+@lru_cache(maxsize=1)
+def source_digest() -> str:
+    """A hash of everything an expression can depend on: costmodel's modules and data files."""
+    digest = hashlib.sha256()
+    for path in sorted(PACKAGE_DIR.glob("*.py")) + sorted(PACKAGE_DIR.glob("*.json")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def facts_digest() -> str:
+    """A hash of the facts table in force when COSTMODEL_FACTS names another file ("" if not)."""
+    other = os.environ.get("COSTMODEL_FACTS")
+    return hashlib.sha256(Path(other).read_bytes()).hexdigest() if other else ""
+
+
+def _key_name(namespace: str, key: dict[str, Any]) -> str:
+    text = json.dumps({"source": source_digest(), "facts": facts_digest(), "key": key},
+                      sort_keys=True, default=str)
+    return f"{namespace}_{hashlib.sha256(text.encode()).hexdigest()[:32]}"
+
+
+def cached(namespace: str, key: dict[str, Any],
+           build: Callable[[], tuple[dict[str, Any], dict[str, Any]]]) -> tuple[Evaluator, dict[str, Any]]:
+    """The compiled evaluator of the expressions `build()` returns for `key`, and the JSON-able
+    constants it returns beside them. build() runs only when the cache has no module for key."""
+    name = _key_name(namespace, key)
+    path = cache_dir() / f"{name}.py"
+    module = _load(name, path) if path.is_file() else None
+    if module is None:
+        expressions, constants = build()
+        source = python_source(expressions, constants)
+        if not _write(path, source):  # no cache this time: a private folder for this run
+            path = Path(tempfile.mkdtemp(prefix="costmodel-")) / f"{name}.py"
+            path.write_text(source)
+        module = _load(name, path, quiet=False)
+    return module.evaluate, module.CONSTANTS
+
+
+def _load(name: str, path: Path, quiet: bool = True) -> Any:
+    """The cached module; None (quiet) for a file that does not load: it is rebuilt."""
+    try:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    except Exception:
+        if not quiet:
+            raise
+        return None
+
+
+def _write(path: Path, source: str) -> bool:
+    """Write the module atomically; False when the cache folder cannot be written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as out:
+            out.write(source)
+        os.replace(out.name, path)
+        return True
+    except OSError:
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# sympy -> integer Python
+
+
+def python_source(expressions: dict[str, Any], constants: dict[str, Any]) -> str:
+    """A module with CONSTANTS and evaluate(values) -> {name: exact value} for the expressions."""
+    import sympy as sp
+
+    names = list(expressions)
+    replacements, reduced = sp.cse([sp.sympify(expressions[n]) for n in names],
+                                   symbols=sp.numbered_symbols("_x"), optimizations=None)
+    lines = [
+        '"""Generated by costmodel/compiled.py from the cost tree; do not edit (a cache)."""',
+        "from fractions import Fraction",
+        f"CONSTANTS = {json.dumps(constants, sort_keys=True)!r}",
+        "CONSTANTS = __import__('json').loads(CONSTANTS)",
+        "",
+        "",
+        "def _exact(x):",
+        "    if isinstance(x, Fraction) and x.denominator == 1:",
+        "        return x.numerator",
+        "    return x",
+        "",
+        "",
+        "def evaluate(values):",
+        f"    {', '.join(ARGUMENTS)} = ({', '.join(f'values[{a!r}]' for a in ARGUMENTS)})",
+    ]
+    lines += [f"    {symbol} = {to_python(expr)}" for symbol, expr in replacements]
+    lines.append("    return {")
+    lines += [f"        {name!r}: _exact({to_python(expr)})," for name, expr in zip(names, reduced)]
+    lines.append("    }")
+    return "\n".join(lines) + "\n"
+
+
+def to_python(expr: Any) -> str:
+    """Exact integer Python for a sympy expression (ints, Fraction, conditionals, max/min)."""
+    import sympy as sp
+
+    if isinstance(expr, (bool, sp.logic.boolalg.BooleanAtom)):
+        return "True" if bool(expr) else "False"
+    if expr.is_Integer:
+        return str(int(expr))
+    if expr.is_Rational:
+        return f"Fraction({int(expr.p)}, {int(expr.q)})"
+    if expr.is_Symbol:
+        return expr.name
+    if expr.is_Add:
+        return "(" + " + ".join(to_python(a) for a in expr.args) + ")"
+    if expr.is_Mul:
+        return "(" + " * ".join(to_python(a) for a in expr.args) + ")"
+    if expr.is_Pow and expr.exp.is_Integer:
+        base, exponent = to_python(expr.base), int(expr.exp)
+        return f"({base} ** {exponent})" if exponent >= 0 else f"Fraction(1, {base} ** {-exponent})"
+    if isinstance(expr, sp.Piecewise):
+        out = "0"
+        for value, condition in reversed(expr.args):
+            out = to_python(value) if condition is sp.true else (
+                f"({to_python(value)} if {to_python(condition)} else {out})")
+        return out
+    if isinstance(expr, (sp.Max, sp.Min)):
+        function = "max" if isinstance(expr, sp.Max) else "min"
+        return f"{function}(" + ", ".join(to_python(a) for a in expr.args) + ")"
+    relations = {sp.Eq: "==", sp.Ne: "!=", sp.StrictGreaterThan: ">", sp.GreaterThan: ">=",
+                 sp.StrictLessThan: "<", sp.LessThan: "<="}
+    for kind, operator in relations.items():
+        if isinstance(expr, kind):
+            return f"({to_python(expr.lhs)} {operator} {to_python(expr.rhs)})"
+    if isinstance(expr, (sp.And, sp.Or)):
+        joiner = " and " if isinstance(expr, sp.And) else " or "
+        return "(" + joiner.join(to_python(a) for a in expr.args) + ")"
+    if isinstance(expr, sp.Not):
+        return f"(not {to_python(expr.args[0])})"
+    raise NotImplementedError(f"compiled.to_python: no rule for {type(expr).__name__} ({expr})")

@@ -1,0 +1,276 @@
+"""One model + one workload -> every number `estimate` reports, as exact Python integers.
+
+This is the library behind `python cli.py estimate` and costmodel.estimate(): parameters, FLOPs,
+memory and the regime, in total and per block. Every value is a cost-tree expression evaluated
+exactly; nothing here adds a formula of its own. The expressions are compiled to plain Python
+once per model structure and cached (costmodel/compiled.py), so a later run needs no sympy;
+`model`, `values` and `number()` give the symbolic side when asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property
+from typing import Any
+
+from . import compiled
+from .config import ModelConfig, Workload
+
+#: What each row of the per-block table holds, and the cost quantity it sums.
+ROW_QUANTITIES = (
+    ("params", "params"),
+    ("flops_forward", "flops_matmul"),
+    ("flops_backward", "flops_matmul_backward"),
+    ("flops_other", "flops_other"),
+    ("saved_bytes", "saved_bytes"),
+    ("kv_cache_bytes", "kv_cache_bytes"),
+)
+TOTALS = ("params", "flops_matmul", "flops_other", "flops_matmul_backward", "saved_bytes",
+          "kv_cache_bytes", "bytes_matmul", "bytes_other", "bytes_moved")
+MEMORY = ("weights", "gradients", "optimizer", "activations", "kv_cache", "inference_total")
+
+
+@dataclass(frozen=True)
+class BlockRow:
+    """One leaf of the cost tree with its numbers summed over its repetitions."""
+
+    path: str
+    count: int
+    params: int
+    flops_forward: int
+    flops_backward: int
+    flops_other: int
+    saved_bytes: int
+    kv_cache_bytes: int
+    part: str = ""  # the leaf's place (costmodel.model.Leaf): embedding, layer, stack, head, loss
+    stack: str | None = None
+    sublayer: str | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not any(getattr(self, field) for field, _ in ROW_QUANTITIES)
+
+
+def _expressions(cfg: ModelConfig, workload: Workload) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Every expression an Estimate reports, by name, and the constants beside them (paths,
+    the crossover's formula and LaTeX, notes): what compiled.cached compiles once."""
+    import sympy as sp
+
+    from . import symbols as S
+    from .memory import memory
+    from .model import CostModel, profile_for
+    from .precision import param_bytes_note
+    from .published import korthikanti_activation_bytes
+
+    model = CostModel(cfg, profile_for(cfg, workload))
+    leaves = [leaf for leaf in model.leaves if leaf.part != "optimizer"]
+    mem = memory(cfg, workload, model)
+    exprs: dict[str, Any] = {}
+    for i, leaf in enumerate(leaves):
+        exprs[f"leaf{i}.count"] = leaf.count
+        for field, quantity in ROW_QUANTITIES:
+            exprs[f"leaf{i}.{field}"] = leaf.total(quantity)
+    for quantity in TOTALS:
+        exprs[f"total.{quantity}"] = model.total(quantity, leaves)
+    for kind, count in model.element_counts().items():
+        exprs[f"elements.{kind}"] = count
+    for name in MEMORY:
+        exprs[f"memory.{name}"] = getattr(mem, name)
+    per_param = mem.param_bytes
+    for name in ("weights", "gradients", "optimizer"):
+        exprs[f"per_param.{name}"] = getattr(per_param, name)
+    korthikanti, variant = korthikanti_activation_bytes(cfg.n_layers, workload.recompute)
+    exprs["memory.korthikanti"] = korthikanti
+    exprs["regime.attention"] = model.attention_flops()
+    exprs["regime.linear"] = model.projection_ffn_flops()
+    numerator, denominator = sp.fraction(sp.together(model.crossover))
+    exprs["regime.crossover_numerator"] = numerator
+    exprs["regime.crossover_denominator"] = denominator
+    constants = {
+        "leaves": [{"path": leaf.path, "part": leaf.part, "stack": leaf.stack,
+                    "sublayer": leaf.sublayer} for leaf in leaves],
+        "crossover_formula": str(model.crossover),
+        "crossover_latex": S.latex(model.crossover),
+        "param_note": param_bytes_note(workload.precision, workload.optimizer, workload.dtype),
+        "korthikanti_variant": variant,
+    }
+    return exprs, constants
+
+
+def structure_key(cfg: ModelConfig, workload: Workload) -> dict[str, Any]:
+    """What the expressions depend on besides the symbols' values (the compiled cache's key)."""
+    return {"model": cfg.structure(), "workload": workload.options(),
+            "layers": cfg.n_layers}
+
+
+class Estimate:
+    """All numbers of one model and workload; evaluated on construction, without sympy when the
+    compiled cache holds this structure."""
+
+    def __init__(self, cfg: ModelConfig, workload: Workload):
+        self.warnings = workload.check_fits(cfg)
+        self.cfg = cfg
+        self.workload = workload
+        evaluate, self.constants = compiled.cached(
+            "estimate", structure_key(cfg, workload), lambda: _expressions(cfg, workload))
+        self.numbers = evaluate({**cfg.dimensions(), **workload.dimensions(cfg)})
+
+    # The symbolic side, built only when asked for.
+    @cached_property
+    def model(self) -> Any:
+        from .model import CostModel, profile_for
+
+        return CostModel(self.cfg, profile_for(self.cfg, self.workload))
+
+    @cached_property
+    def values(self) -> dict[Any, Any]:
+        import sympy as sp
+
+        from .evaluate import values
+
+        return {k: sp.Integer(v) for k, v in values(self.cfg, self.workload).items()}
+
+    @cached_property
+    def memory(self) -> Any:
+        from .memory import memory
+
+        return memory(self.cfg, self.workload, self.model)
+
+    def number(self, expr: Any) -> int:
+        from .evaluate import exact
+
+        return exact(expr, self.values)
+
+    # Numbers.
+    def total(self, quantity: str) -> int:
+        return self.numbers[f"total.{quantity}"]
+
+    @cached_property
+    def tokens(self) -> int:
+        """Tokens per batch on the decoder (or only) side: the per-token denominator."""
+        dims = self.workload.dimensions(self.cfg)
+        return dims["b"] * dims["n"]
+
+    @cached_property
+    def all_rows(self) -> list[BlockRow]:
+        """One row per leaf of the tree (the optimizer aside), in tree order."""
+        n = self.numbers
+        return [
+            BlockRow(leaf["path"], n[f"leaf{i}.count"],
+                     *(n[f"leaf{i}.{field}"] for field, _ in ROW_QUANTITIES),
+                     part=leaf["part"], stack=leaf["stack"], sublayer=leaf["sublayer"])
+            for i, leaf in enumerate(self.constants["leaves"])
+        ]
+
+    @cached_property
+    def rows(self) -> list[BlockRow]:
+        """The rows with something to show (a buffer-only or loss-scalar leaf has nothing)."""
+        return [row for row in self.all_rows if not row.empty]
+
+    def _rows_where(self, **fields: Any) -> list[BlockRow]:
+        return [row for row in self.all_rows if all(getattr(row, k) == v for k, v in fields.items())]
+
+    def params(self) -> dict[str, Any]:
+        per_layer = {}
+        for stack in ("encoder", "decoder"):
+            layer = self._rows_where(part="layer", stack=stack)
+            if layer:
+                per_layer[stack] = sum(r.params for r in layer) // layer[0].count
+        return {
+            "total": self.total("params"),
+            "embeddings": sum(r.params for r in self._rows_where(part="embedding")),
+            "head": sum(r.params for r in self._rows_where(part="head")),
+            "per_layer": per_layer,
+            "by_block": {r.path: r.params for r in self.rows if r.params},
+        }
+
+    def flops(self) -> dict[str, Any]:
+        forward = self.total("flops_matmul")
+        backward = self.total("flops_matmul_backward")
+        return {
+            "forward": forward,
+            "backward": backward,
+            "training": forward + backward,
+            "forward_per_token": forward // self.tokens,
+            "training_per_token": (forward + backward) // self.tokens,
+            "other_forward": self.total("flops_other"),
+            "by_block": {r.path: r.flops_forward for r in self.rows if r.flops_forward},
+            "other_by_block": {r.path: r.flops_other for r in self.rows if r.flops_other},
+            "other_elements": {name.split(".", 1)[1]: value for name, value in self.numbers.items()
+                               if name.startswith("elements.")},
+        }
+
+    def memory_numbers(self) -> dict[str, Any]:
+        n = self.numbers
+        out = {name: n[f"memory.{name}"] for name in MEMORY[:5]}
+        out["training_total"] = sum(out[k] for k in ("weights", "gradients", "optimizer", "activations"))
+        out["inference_total"] = n["memory.inference_total"]
+        out["bytes_per_param"] = {
+            "weights": n["per_param.weights"],
+            "gradients": n["per_param.gradients"],
+            "optimizer": n["per_param.optimizer"],
+            "note": self.constants["param_note"],
+        }
+        out["korthikanti_2022_activations"] = n["memory.korthikanti"]
+        out["korthikanti_2022_variant"] = self.constants["korthikanti_variant"]
+        out["activations_by_block"] = {r.path: r.saved_bytes for r in self.rows if r.saved_bytes}
+        return out
+
+    @property
+    def crossover(self) -> Fraction:
+        n = self.numbers
+        return Fraction(n["regime.crossover_numerator"], n["regime.crossover_denominator"])
+
+    def regime(self) -> dict[str, Any]:
+        value = self.crossover
+        attention, linear = self.numbers["regime.attention"], self.numbers["regime.linear"]
+        return {
+            "crossover_seq_len": float(value),
+            "crossover_seq_len_exact": str(value),
+            "crossover_formula": self.constants["crossover_formula"],
+            "crossover_latex": self.constants["crossover_latex"],
+            "attention_flops": attention,
+            "projection_ffn_flops": linear,
+            "attention_share": attention / (attention + linear),
+            "dominant": "attention (n^2 d)" if attention > linear else "projections and FFN (n d^2)",
+        }
+
+    def inputs(self) -> dict[str, Any]:
+        w = self.workload
+        return {
+            "model": self.cfg.name,
+            "family": self.cfg.family,
+            "architecture": self.cfg.architecture,
+            "seq_len": w.seq_len,
+            "tgt_len": w.decoder_len if self.cfg.architecture == "encoder-decoder" else None,
+            "batch": w.batch,
+            "dtype": w.dtype,
+            "impl": w.impl,
+            "attention": w.attention,
+            "recompute": w.recompute,
+            "gen_tokens": w.gen_tokens,
+            "optimizer": w.optimizer,
+            "precision": w.precision,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "inputs": self.inputs(),
+            "params": self.params(),
+            "flops": self.flops(),
+            "memory": self.memory_numbers(),
+            "regime": self.regime(),
+        }
+
+    def blocks(self) -> Any:
+        """One row per block (a pandas DataFrame): the CLI table's columns as exact integers."""
+        import pandas as pd
+
+        columns = ["path", "count", *(field for field, _ in ROW_QUANTITIES)]
+        frame = pd.DataFrame([[getattr(r, c) for c in columns] for r in self.rows], columns=columns)
+        forward = self.total("flops_matmul")
+        frame.insert(frame.columns.get_loc("flops_forward") + 1, "flops_share",
+                     frame["flops_forward"] / forward if forward else 0.0)
+        return frame.astype({c: "int64" for c in columns[1:] if frame[c].max() < 2**63}
+                            if len(frame) else {})

@@ -1,0 +1,125 @@
+"""Implementation facts: what the code that runs keeps for backward, and in which dtype, as data.
+
+Two implementations are modelled: "hf" (transformers 5.24's classes) and "reference" (this
+project's validate/reference.py). They differ from family to family in ways only a measurement
+shows: Llama's softmax in fp32, T5's norm keeping its un-cast input, GPT-2's fused QKV. Each such
+fact is one row of costmodel/facts.json, keyed by implementation and family, citing the
+measurement that found it (validate/FINDINGS.md). Facts (the dataclass below) lists every fact with
+its default, the behaviour of code that does nothing special; a row overrides it. Blocks read
+facts, never a family name, so a new family is rows in the table, not code.
+
+Lookup: a row naming the family beats a row for every family ("*"), which beats the default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+#: The table; COSTMODEL_FACTS names another file (a what-if, or a test of the design).
+FACTS_PATH = Path(__file__).resolve().parent / "facts.json"
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Every implementation fact, with the default of code that does nothing special."""
+
+    # dtype of RMSNorm's computation: "fp32" keeps the input and rsqrt in fp32
+    norm_dtype: str = "activation"
+    # the norm multiplies the un-cast input by rsqrt, keeping it beside the fp32 copy
+    norm_keeps_uncast_input: bool = False
+    # dtype of the attention softmax (eager): "fp32" or "activation"
+    softmax_dtype: str = "activation"
+    # dtype of the log-softmax the cross-entropy keeps, and of the loss and its gradients
+    loss_dtype: str = "activation"
+    # the causal-LM loss pads the labels by one and shifts: at b = 1 the target is a view of the
+    # padded row (one more id)
+    shifted_labels: bool = False
+    # dtype of a dropout mask: on the CPU the mask has the dtype of its input
+    dropout_mask_dtype: str = "activation"
+    # where dropout runs when p > 0: attention probabilities, embeddings, sublayer outputs, inside
+    # the FFN, after each stack's final norm
+    dropout_sites: tuple[str, ...] = ("probs", "embedding", "sublayer")
+    # gelu with the tanh approximation written in Python (x, tanh, 0.5x, 1+tanh kept), not aten's
+    gelu_tanh_python: bool = False
+    # a learned position table is looked up by int64 position ids the lookup keeps
+    position_ids_saved: bool = True
+    # repeat_kv's expand + reshape stays a view for multi-query attention at b = 1
+    repeat_kv_view_for_mqa: bool = False
+    # one fused Q/K/V projection (one weight and one bias); the query is a view of its output
+    fused_qkv: bool = False
+    # sdpa's math path gets a bool causal mask per decoder layer (m^2 bytes kept)
+    sdpa_causal_bool_mask: bool = False
+    # cross-attention gets a zero position bias (1, h, m, n) made once, kept by the flash kernel
+    cross_attention_zero_bias: bool = False
+    # RoPE's cos/sin: "forward" (computed each forward in the activation dtype, kept for backward;
+    # inv_freq and original_inv_freq buffers in fp32) or "buffer" (P x d_h tables held as buffers)
+    rotary_tables: str = "forward"
+    # int64 buffers of P ids held by the embeddings (BERT: position_ids, token_type_ids)
+    id_buffers: tuple[str, ...] = ()
+    # the order parameters are registered in a layer (AdamW visits them so): "tree" (as the cost
+    # tree lists them), "norm_first" (each sublayer's norm before its block), "norms_last" (every
+    # norm after the sublayers)
+    parameter_order: str = "tree"
+
+
+FACT_NAMES = tuple(f.name for f in dataclasses.fields(Facts))
+
+
+class FactsError(ValueError):
+    """The facts table is malformed; the message names the row."""
+
+
+def facts_path() -> Path:
+    return Path(os.environ.get("COSTMODEL_FACTS") or FACTS_PATH)
+
+
+@lru_cache(maxsize=8)
+def _rows(path: str, mtime_ns: int) -> tuple[dict[str, Any], ...]:
+    try:
+        rows = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as error:
+        raise FactsError(f"{path}: cannot read the facts table ({error}).") from None
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict) or row.get("fact") not in FACT_NAMES:
+            raise FactsError(f"{path}: row {i} names no known fact ({row!r:.80}).")
+        if not row.get("source"):
+            raise FactsError(f"{path}: row {i} ({row['fact']}) cites no source.")
+    return tuple(rows)
+
+
+def table() -> tuple[dict[str, Any], ...]:
+    """The rows of the facts table in force (re-read when the file changes)."""
+    path = facts_path()
+    return _rows(str(path), path.stat().st_mtime_ns)
+
+
+def _matching(impl: str, family: str, key: str) -> dict[str, Any]:
+    """fact -> the row's `key` for the rows of (impl, family): a row naming the family beats a
+    row for every family; among equals, the first row wins."""
+    specific: dict[str, Any] = {}
+    general: dict[str, Any] = {}
+    for row in table():
+        if row["impl"] != impl:
+            continue
+        if family in row["families"]:
+            specific.setdefault(row["fact"], row[key])
+        elif "*" in row["families"]:
+            general.setdefault(row["fact"], row[key])
+    return {**general, **specific}
+
+
+def facts_for(impl: str, family: str) -> Facts:
+    """The facts of one implementation running one family's code."""
+    values = _matching(impl, family, "value")
+    return Facts(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+
+
+def sources(impl: str, family: str) -> dict[str, str]:
+    """The measurement behind each non-default fact of (impl, family): fact -> source."""
+    return _matching(impl, family, "source")

@@ -1,0 +1,113 @@
+"""Hardware as data: the presets' peaks (costmodel/hardware/*.json) and this machine's calibration.
+
+A Hardware is a machine's dense matmul FLOP/s per dtype, the vector FLOP/s of the other ops, memory
+bandwidth and capacity, the fractions of those peaks a real run reaches, and a fixed overhead per
+block. `local` is this machine, measured by validate/calibrate.py and cached. Pure data: the
+roofline that divides by these rates is costmodel/simulate.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .config import ConfigError, show
+
+HARDWARE_DIR = Path(__file__).resolve().parent / "hardware"
+
+
+def local_cache_path() -> Path:
+    """Where the `local` calibration is cached (XDG cache directory)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "transformer-costmodel" / "local.json"
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """A machine's peaks: dense matmul FLOP/s per dtype, the vector FLOP/s of the other ops, memory
+    bandwidth and capacity."""
+
+    name: str
+    description: str
+    flops_per_s: dict[str, float]
+    bandwidth_bytes_per_s: float
+    memory_bytes: int
+    efficiency: dict[str, float] = field(default_factory=lambda: {"compute": 1.0, "memory": 1.0})
+    source: str = ""
+    overhead_s_per_block: float = 0.0  # launch/dispatch time of one block's ops
+    # FLOP/s of the non-matmul ops: a GPU's non-tensor FP32 peak (norms and softmax compute in fp32
+    # in these implementations whatever the dtype). Omitted (0): the fp32 matmul peak.
+    vector_flops_per_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.vector_flops_per_s > 0:
+            object.__setattr__(self, "vector_flops_per_s", self.peak("fp32"))
+
+    def peak(self, dtype: str) -> float:
+        if dtype not in self.flops_per_s:
+            raise ConfigError(f"hardware {self.name}: no peak FLOP/s for {dtype}.")
+        return self.flops_per_s[dtype]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str) -> "Hardware":
+        try:
+            return cls(
+                name=str(data["name"]),
+                description=str(data.get("description", data["name"])),
+                flops_per_s={str(k): float(v) for k, v in data["flops_per_s"].items()},
+                bandwidth_bytes_per_s=float(data["bandwidth_bytes_per_s"]),
+                memory_bytes=int(data["memory_bytes"]),
+                efficiency={str(k): float(v) for k, v in data.get("efficiency", {}).items()}
+                or {"compute": 1.0, "memory": 1.0},
+                source=str(data.get("source", "")),
+                overhead_s_per_block=float(data.get("overhead_s_per_block", 0.0)),
+                vector_flops_per_s=float(data.get("vector_flops_per_s", 0.0)),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise ConfigError(f"{source}: not a hardware description ({error}).") from None
+
+
+def hardware_names() -> list[str]:
+    return sorted(p.stem for p in HARDWARE_DIR.glob("*.json")) + ["local"]
+
+
+def load_hardware(name: str) -> Hardware:
+    """A hardware preset; `local` is read from the calibration cache (see validate/calibrate.py)."""
+    if name == "local":
+        path = local_cache_path()
+        if not path.is_file():
+            raise ConfigError(
+                "hardware 'local' is not calibrated yet; run `python cli.py hardware --measure`."
+            )
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as error:
+            raise ConfigError(f"{path}: unreadable ({error}); run `python cli.py hardware --measure`.") from None
+        if isinstance(data, dict) and "vector_flops_per_s" not in data:
+            raise ConfigError(f"{path} predates the vector peak; run `python cli.py hardware --measure` again.")
+        return Hardware.from_dict(data, source=str(path))
+    path = HARDWARE_DIR / f"{name}.json"
+    if "/" in name or not path.is_file():
+        import difflib
+
+        close = difflib.get_close_matches(name, hardware_names(), n=3, cutoff=0.5)
+        hint = f" Did you mean {', '.join(close)}?" if close else f" Known: {', '.join(hardware_names())}."
+        raise ConfigError(f"unknown hardware {show(name)}.{hint}")
+    return Hardware.from_dict(json.loads(path.read_text()), source=str(path))
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Fractions of the peaks a real run reaches (stated, settable)."""
+
+    compute: float = 1.0
+    memory: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("compute", "memory"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0 < value <= 1):
+                raise ConfigError(f"{name} efficiency must be in (0, 1], got {show(value)}.")

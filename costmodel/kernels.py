@@ -1,0 +1,179 @@
+"""Attention kernels, one object each: what the attention core keeps for backward, and how it moves.
+
+The attention core is three blocks of the cost tree: the scores (Q K^T), the softmax and the
+weighted sum of the values. Their forward FLOPs are the same whatever runs them; what a kernel
+decides is what they keep for backward, the backward's FLOPs and whether the n_q x n_k matrix
+goes through memory. Each kernel below owns those formulas; the blocks ask the kernel.
+
+  eager   the Python code: Q and K^T copies, the probabilities (softmax dtype), V; writes scores
+  flash   a fused kernel: q, k, v (h_kv heads), its output and an fp32 log-sum-exp per query row;
+          its backward recomputes Q K^T (torch's sdpa FLOP formula counts it)
+  math    sdpa's fallback on the CPU (dropout, or a position bias that needs gradients): q, k, v
+          (h heads), softmax, mask and dropped probabilities all in fp32
+  recomputed(k)  selective recomputation (Korthikanti et al. 2022) around kernel k: the core is
+          rerun in backward, so it keeps what a fused kernel keeps; FLOPs and traffic are k's
+
+ATTENTIONS maps the workload's --attention to the kernel that runs: "sdpa" is the flash kernel
+unless dropout runs or a position bias needs gradients (the math path). `core` below is the
+block asking (blocks.AttentionCore): lengths, heads kept, profile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from . import symbols as S
+from .terms import FP32, ZERO, Expr, dtype_bytes, if_batch_of_one, unless_fp32
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """The eager kernel; the others override what differs."""
+
+    name: str = "eager"
+    dense: bool = True  # the n_q x n_k scores go through memory (traffic of every pointwise op)
+    keeps_output: bool = False  # its saved output is the output projection's input
+    recomputes_core: bool = False  # selective recomputation reruns the core in backward
+
+    @property
+    def saves_as(self) -> str:
+        """Whose saved bytes apply (a recomputed core keeps what a fused kernel keeps)."""
+        return self.name
+
+    def scores_backward(self, forward: Expr) -> Expr:
+        """Backward FLOPs of Q K^T: one product for each input's gradient."""
+        return 2 * forward
+
+    def scores_saved(self, core: Any) -> Expr:
+        """Q and K^T copies (GQA keys repeated to the heads kept)."""
+        return S.e * S.b * S.d_h * (S.h * core.q_len + core.kv_heads_kept * core.k_len)
+
+    def query_view_saved(self, extra: Expr) -> Expr:
+        """A fused QKV projection's output, kept whole when the kept query is a view of it: at
+        b = 1 the eager reshape makes no copy."""
+        return if_batch_of_one(extra)
+
+    def softmax_saved(self, core: Any) -> Expr:
+        """The probabilities in the softmax's dtype, and dropout's mask when dropout runs."""
+        facts, pairs = core.profile.facts, core.pairs
+        saved = dtype_bytes(facts.softmax_dtype) * pairs
+        if core.profile.dropout:
+            saved += dtype_bytes(facts.dropout_mask_dtype) * pairs
+        return saved
+
+    def weighted_sum_saved(self, core: Any) -> Expr:
+        """V (heads kept) and the probabilities in the activation dtype: dropout's output, the
+        softmax output itself, or the cast of an fp32 softmax output."""
+        facts, pairs = core.profile.facts, core.pairs
+        values = S.e * S.b * core.kv_heads_kept * core.k_len * S.d_h
+        if core.profile.dropout:
+            probs = S.e * pairs
+        elif facts.softmax_dtype == "activation":
+            probs = ZERO
+        else:
+            probs = unless_fp32(S.e * pairs)
+        return values + probs
+
+
+@dataclass(frozen=True)
+class Flash(Kernel):
+    name: str = "flash"
+    dense: bool = False
+    keeps_output: bool = True
+
+    def scores_backward(self, forward: Expr) -> Expr:
+        return 3 * forward  # Q K^T is recomputed in backward
+
+    def scores_saved(self, core: Any) -> Expr:
+        return S.e * S.b * S.d_h * (S.h * core.q_len + S.h_kv * core.k_len)  # q, k
+
+    def query_view_saved(self, extra: Expr) -> Expr:
+        return extra
+
+    def softmax_saved(self, core: Any) -> Expr:
+        return FP32 * S.b * S.h * core.q_len  # the log-sum-exp per query row
+
+    def weighted_sum_saved(self, core: Any) -> Expr:
+        return S.e * S.b * S.d_h * (S.h_kv * core.k_len + S.h * core.q_len)  # v, the output
+
+
+@dataclass(frozen=True)
+class Math(Kernel):
+    name: str = "math"
+    dense: bool = False  # modelled as fused traffic, as sdpa is (not measured)
+
+    def scores_saved(self, core: Any) -> Expr:
+        return FP32 * S.b * S.h * S.d_h * (core.q_len + core.k_len)
+
+    def query_view_saved(self, extra: Expr) -> Expr:
+        return ZERO  # the fp32 path copies q: no view is kept
+
+    def softmax_saved(self, core: Any) -> Expr:
+        saved = FP32 * core.pairs * (2 if core.profile.dropout else 1)  # softmax and mask in fp32
+        if core.profile.facts.sdpa_causal_bool_mask and core.causal:
+            saved += core.q_len * core.k_len
+        return saved
+
+    def weighted_sum_saved(self, core: Any) -> Expr:
+        dropped = FP32 * core.pairs if core.profile.dropout else ZERO
+        return FP32 * S.b * S.h * core.k_len * S.d_h + dropped
+
+
+FLASH = Flash()
+
+
+@dataclass(frozen=True)
+class Recomputed(Kernel):
+    """Selective recomputation around `base`: FLOPs and traffic of base, saved bytes of flash."""
+
+    base: Kernel = Kernel()
+    keeps_output: bool = True
+    recomputes_core: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", f"recomputed {self.base.name}")
+        object.__setattr__(self, "dense", self.base.dense)
+
+    @property
+    def saves_as(self) -> str:
+        return FLASH.name
+
+    def scores_backward(self, forward: Expr) -> Expr:
+        return self.base.scores_backward(forward)
+
+    def scores_saved(self, core: Any) -> Expr:
+        return FLASH.scores_saved(core)
+
+    def query_view_saved(self, extra: Expr) -> Expr:
+        return FLASH.query_view_saved(extra)
+
+    def softmax_saved(self, core: Any) -> Expr:
+        return FLASH.softmax_saved(core)
+
+    def weighted_sum_saved(self, core: Any) -> Expr:
+        return FLASH.weighted_sum_saved(core)
+
+
+EAGER, MATH = Kernel(), Math()
+
+
+def _sdpa(dropout: bool, bias_needs_grad: bool) -> Kernel:
+    """torch's scaled_dot_product_attention on the CPU: the flash kernel, except with dropout or a
+    position bias that needs gradients, when it falls back to its math path in fp32."""
+    return MATH if dropout or bias_needs_grad else FLASH
+
+
+#: --attention -> the kernel that runs, given (dropout runs, a position bias needs gradients).
+ATTENTIONS: dict[str, Callable[[bool, bool], Kernel]] = {
+    "eager": lambda dropout, bias_needs_grad: EAGER,
+    "sdpa": _sdpa,
+    "flash": lambda dropout, bias_needs_grad: FLASH,
+}
+
+
+def choose(attention: str, dropout: bool, bias_needs_grad: bool, selective: bool = False) -> Kernel:
+    """The kernel one attention runs; under selective recomputation, its recomputed variant."""
+    kernel = ATTENTIONS[attention](dropout, bias_needs_grad)
+    return Recomputed(base=kernel) if selective else kernel
+
