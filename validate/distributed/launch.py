@@ -12,6 +12,9 @@ run_fake(fn, world_size, ranks, *args): the fake process group
 collectives move nothing and return uninitialised buffers, so values are garbage but every shape,
 dtype and byte is the one that rank would see: worlds of any size, and under FakeTensorMode models of
 any size, without memory. The DeviceMesh must be created outside FakeTensorMode.
+
+run_jobs(rank, world_size, jobs) runs several (fn, case) measurements on one rank, so that one
+spawn (seconds of imports per process) serves many small cases: run_gloo(run_jobs, 2, jobs).
 """
 
 from __future__ import annotations
@@ -115,6 +118,18 @@ def fake_process_group(rank: int, world_size: int) -> Iterator[None]:
         yield
     finally:
         dist.destroy_process_group()
+        forget_dtensor_caches()
+
+
+def forget_dtensor_caches() -> None:
+    """Clear DTensor's sharding-propagation and redistribution caches. Their keys hold global
+    shapes and placements but not the rank, so a rank played after another in this process would
+    reuse the other's local shapes of an uneven shard (rank 3 of 4 given rank 0's 25 of 99 rows)."""
+    from torch.distributed.tensor._redistribute import clear_redistribute_planner_cache
+    from torch.distributed.tensor.debug import _clear_sharding_prop_cache
+
+    _clear_sharding_prop_cache()
+    clear_redistribute_planner_cache()
 
 
 def run_fake(fn: Callable[..., Any], world_size: int, ranks: Sequence[int] | None = None,
@@ -127,3 +142,9 @@ def run_fake(fn: Callable[..., Any], world_size: int, ranks: Sequence[int] | Non
         with fake_process_group(rank, world_size):
             result[rank] = fn(rank, world_size, *args)
     return result
+
+
+def run_jobs(rank: int, world_size: int, jobs: Sequence[tuple[Callable[..., Any], Any]]) -> list[Any]:
+    """Several measurements in one process group: [fn(rank, world_size, case) for fn, case in jobs].
+    Spawning ranks costs seconds of imports; one spawn can run every small case."""
+    return [fn(rank, world_size, case) for fn, case in jobs]
