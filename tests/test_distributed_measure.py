@@ -179,6 +179,21 @@ def test_fsdp_mixed_precision_resharding_everything(gloo):
         assert state["gradients"]["storage"] == FP32 * everything
 
 
+def test_fsdp_no_resharding_four_ranks():
+    """reshard_after_forward=False with the bf16/fp32 policy, W = 4 (fake), last rank: the forward
+    all-gathers stay unsharded through backward (no backward all-gather); rank 3 holds 24 of 25
+    padded vocabulary rows and 7 of 10 FFN rows."""
+    c, W, L = dims(TINY), 4, TINY.n_decoder_layers
+    case = FsdpCase(TINY, reshard_after_forward=False, mixed_precision=True, memory_tracker=False)
+    result = run_fake(measure_fsdp, W, [3], case)[3]
+    want = fsdp_expectations(c, W, 3, param_bytes=2)
+    everything = want["root_pad"] + L * want["layer_pad"]
+    assert result["communication"]["forward"]["dp"] == {"all_gather": W * everything * 2}
+    assert result["communication"]["backward"]["dp"] == {"reduce_scatter": W * everything * FP32}
+    assert result["state"]["parameters"] == want["parameters"]
+    assert result["state"]["optimizer"]["storage"] == want["optimizer"]
+
+
 def test_fsdp_memory_tracker_state_categories(gloo):
     """FSDPMemTracker's peak of a steady step: the state categories are exact (sharded params =
     padded fp32 storage; optimizer as above; RoPE cos/sin buffers 2 * max_positions * d_h * 4;
@@ -385,8 +400,10 @@ def test_recorder_payload_conventions():
             dist.send(torch.ones(7), 2)
             dist.recv(torch.ones(6), 0)
             funcol.all_gather_tensor(torch.ones(2, 3), 0, dist.group.WORLD).wait()
+            functional = torch.ops._c10d_functional
+            functional.wait_tensor(functional.broadcast_(torch.ones(4), 0, dist.group.WORLD.group_name))
     assert recorder.totals() == {"dp": {
-        "all_reduce": 10, "all_gather": 40 + 4 * 24, "reduce_scatter": 48, "broadcast": 10,
+        "all_reduce": 10, "all_gather": 40 + 4 * 24, "reduce_scatter": 48, "broadcast": 10 + 16,
         "send": 28, "recv": 24}}
     assert [(r.kind, r.peer) for r in recorder.records if r.kind in ("send", "recv")] == [("send", 2), ("recv", 0)]
 

@@ -46,7 +46,8 @@ from torch.utils._pytree import tree_flatten
 
 NAMESPACES = ("c10d", "_c10d_functional", "_c10d_functional_autograd")
 
-#: op name -> (kind, the argument whose tensors are the payload; "result" for the op's output)
+#: op name -> (kind, the argument whose tensors are the payload; "result" for the op's output;
+#: where c10d and _c10d_functional share a name, the first of the names the op has)
 PAYLOAD = {
     "_allgather_base_": ("all_gather", "output_tensor"),
     "allgather_": ("all_gather", "output_tensors"),
@@ -67,7 +68,7 @@ PAYLOAD = {
     "all_reduce_": ("all_reduce", "input"),
     "all_reduce_coalesced": ("all_reduce", "inputs"),
     "all_reduce_coalesced_": ("all_reduce", "inputs"),
-    "broadcast_": ("broadcast", "tensors"),  # c10d.broadcast_ (functional broadcast_ below)
+    "broadcast_": ("broadcast", ("tensors", "input")),  # c10d.broadcast_, _c10d_functional.broadcast_
     "broadcast": ("broadcast", "input"),
     "send": ("send", "tensors"),
     "recv_": ("recv", "tensors"),
@@ -122,7 +123,8 @@ def _process_group(bound: dict[str, Any]) -> ProcessGroup:
     if "process_group" in bound:
         return ProcessGroup.unbox(bound["process_group"])
     if "group_name" in bound:
-        return _resolve_process_group(bound["group_name"])
+        group = bound["group_name"]  # a name, or (schema "Any") the group itself
+        return group if isinstance(group, ProcessGroup) else _resolve_process_group(group)
     raise ValueError(f"a collective has neither a process_group nor a group_name argument: {sorted(bound)}.")
 
 
@@ -185,6 +187,8 @@ class CommRecorder(TorchDispatchMode):
                 f"CommRecorder does not know the payload of {func}; add it to comm.PAYLOAD."
             )
         kind, source = PAYLOAD[name]
+        if isinstance(source, tuple):
+            source = next(arg for arg in source if arg in bound)
         payload = out if source == "result" else bound[source]
         peer = bound.get("dst", bound.get("src"))
         self._add(func, bound, kind, payload, peer)
