@@ -86,7 +86,8 @@ def outside_saved(c, b, n, t=1, sp=False, vocab=None):
     loss_parallel), targets (8bn) and the loss's fp32 total weight (4)."""
     d, V = c["d"], (c["V"] if vocab is None else vocab)
     final_norm = 8 * b * n * d + 4 * b * n
-    return 8 * b * n + (final_norm // t if sp else final_norm) + 4 * b * n * d + 4 * b * n * V + 8 * b * n + 4
+    return (8 * b * n + (final_norm // t if sp else final_norm) + 4 * b * n * d + 4 * b * n * V
+            + 8 * b * n + 4)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -154,7 +155,8 @@ def test_fsdp_collectives_at_default_resharding(gloo):
         comm, calls = result["communication"], result["calls"]
         assert comm["forward"] == {"dp": {"all_gather": group(want["root_pad"] + L * want["layer_pad"])}}
         assert comm["backward"]["dp"]["all_gather"] == group(L * want["layer_pad"])
-        assert comm["backward"]["dp"]["reduce_scatter"] == W * (want["root_pad"] + L * want["layer_pad"]) * FP32
+        everything = want["root_pad"] + L * want["layer_pad"]
+        assert comm["backward"]["dp"]["reduce_scatter"] == W * everything * FP32
         assert calls["forward"]["dp"] == {"all_gather": L + 1}
         assert calls["backward"]["dp"] == {"all_gather": L, "reduce_scatter": L + 1}
         assert comm["optimizer"] == {}
@@ -282,11 +284,13 @@ def test_tp_sequence_parallel_collectives_and_norm_gradient_all_reduces(gloo):
         assert comm["forward"]["tp"] == {
             "reduce_scatter": (2 * L + 1) * act,
             "all_gather": (2 * L + 1) * act + FP32 * b * n * t * cdiv(c["V"], t)}
-        assert comm["backward"]["tp"] == {"reduce_scatter": (2 * L + 1) * act, "all_gather": (2 * L + 1) * act}
+        assert comm["backward"]["tp"] == {
+            "reduce_scatter": (2 * L + 1) * act, "all_gather": (2 * L + 1) * act}
         assert comm["optimizer"]["tp"] == {"all_reduce": 3 * (2 * L + 1) * FP32 * c["d"]}
         assert result["calls"]["optimizer"]["tp"] == {"all_reduce": 3 * (2 * L + 1)}
         assert result["gradient_layouts"]["decoder.final_norm.weight"] == ("(Partial(sum),)", (48,))
-        assert result["saved_bytes"] == L * layer_saved(c, b, n, t, sp=True) + outside_saved(c, b, n, t, sp=True)
+        assert result["saved_bytes"] == (
+            L * layer_saved(c, b, n, t, sp=True) + outside_saved(c, b, n, t, sp=True))
 
 
 def test_tp_four_ranks_sequence_and_loss_parallel():
@@ -297,7 +301,8 @@ def test_tp_four_ranks_sequence_and_loss_parallel():
     case = TpCase(WIDE_TP, sequence_parallel=True, loss_parallel=True)
     for rank, result in run_fake(measure_tp, t, [0, 3], case).items():
         assert result["communication"]["forward"]["tp"] == {
-            "reduce_scatter": (2 * L + 1) * act, "all_gather": (2 * L + 1) * act, "all_reduce": 3 * FP32 * b * n}
+            "reduce_scatter": (2 * L + 1) * act, "all_gather": (2 * L + 1) * act,
+            "all_reduce": 3 * FP32 * b * n}
         assert result["state"]["parameters"] == tp_parameters(c, t, rank)
         assert result["saved_bytes"] == L * layer_saved(c, b, n, t, sp=True) + outside_saved(
             c, b, n, t, sp=True, vocab=rows(c["V"], t, rank))
@@ -311,7 +316,8 @@ def test_tp_hugging_face_llama():
     result = run_fake(measure_tp, t, [1], TpCase(TINY_TP, implementation="hf"))[1]
     assert result["calls"]["backward"]["tp"] == {"all_reduce": 5 * L + 1}
     assert result["state"]["parameters"] == tp_parameters(c, t, 1)
-    assert result["saved_bytes"] == L * layer_saved(c, b, n, t) + outside_saved(c, b, n, t) + 2 * FP32 * n * c["dh"]
+    rope = 2 * FP32 * n * c["dh"]
+    assert result["saved_bytes"] == L * layer_saved(c, b, n, t) + outside_saved(c, b, n, t) + rope
 
 
 # ---------------------------------------------------------------------------------------------
@@ -364,14 +370,16 @@ def test_pipeline_interleaved_first_rank_matches_megatron(gloo):
     assert {s: r["max_in_flight"] for s, r in rank0["stages"].items()} == {0: 4, 2: 2}
     payload = FP32 * PP["b"] * PP["n"] * 48
     for result in gloo["pp_interleaved"]:
-        assert result["communication"]["pp"] == {"send": 3 * PP["m"] * payload, "recv": 3 * PP["m"] * payload}
+        crossings = 3 * PP["m"] * payload
+        assert result["communication"]["pp"] == {"send": crossings, "recv": crossings}
 
 
 def test_pipeline_stage_state(gloo):
     """Stage 0: embedding + 2 layers; stage 1: 2 layers + final norm + head (AdamW: 8 bytes per
     element and a 4-byte step per tensor)."""
     c = dims(TINY_PP)
-    layer = 2 * c["d"] + 2 * c["h"] * c["dh"] * c["d"] + 2 * c["hkv"] * c["dh"] * c["d"] + 3 * c["d"] * c["f"]
+    d, h, hkv, dh, f = (c[k] for k in ("d", "h", "hkv", "dh", "f"))
+    layer = 2 * d + 2 * h * dh * d + 2 * hkv * dh * d + 3 * d * f
     first = 2 * layer + c["V"] * c["d"]
     last = 2 * layer + c["d"] + c["V"] * c["d"]
     for rank, (elements, tensors) in enumerate([(first, 1 + 18), (last, 18 + 2)]):
@@ -405,7 +413,8 @@ def test_recorder_payload_conventions():
     assert recorder.totals() == {"dp": {
         "all_reduce": 10, "all_gather": 40 + 4 * 24, "reduce_scatter": 48, "broadcast": 10 + 16,
         "send": 28, "recv": 24}}
-    assert [(r.kind, r.peer) for r in recorder.records if r.kind in ("send", "recv")] == [("send", 2), ("recv", 0)]
+    p2p = [(r.kind, r.peer) for r in recorder.records if r.kind in ("send", "recv")]
+    assert p2p == [("send", 2), ("recv", 0)]
 
 
 def _raises(rank: int, world_size: int) -> None:
@@ -439,14 +448,15 @@ def test_fsdp_llama2_7b_eight_ranks():
 def test_tp_hugging_face_llama2_7b_eight_ranks():
     pytest.importorskip("transformers")
     c, t, b, n, L = dims(LLAMA), 8, 1, 64, 32
-    result = run_fake(measure_tp, t, [0], TpCase(LLAMA, batch=b, seq_len=n, implementation="hf", fake=True))[0]
+    case = TpCase(LLAMA, batch=b, seq_len=n, implementation="hf", fake=True)
+    result = run_fake(measure_tp, t, [0], case)[0]
     elements = tp_param_elements(c, t, c["V"] // t)
     assert result["state"]["parameters"] == tp_parameters(c, t, 0)
     assert result["state"]["gradients"]["storage"] == FP32 * (elements + (t - 1) * c["V"] * c["d"] // t)
     act = FP32 * b * n * c["d"]
     assert result["communication"]["backward"]["tp"] == {"all_reduce": (5 * L + 1) * act}
     saved = L * layer_saved(c, b, n, t) + outside_saved(c, b, n, t) + 2 * FP32 * n * c["dh"]
-    assert result["saved_bytes"] == saved + 8  # HF's shifted labels at b = 1: a view of n + 1 (FINDINGS 2)
+    assert result["saved_bytes"] == saved + 8  # HF's shifted labels at b = 1 (FINDINGS section 2)
 
 
 @pytest.mark.slow

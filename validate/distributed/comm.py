@@ -107,7 +107,8 @@ def tensor_bytes(tree: Any) -> int:
 
 
 def _dtypes(tree: Any) -> str:
-    names = {str(t.dtype).removeprefix("torch.") for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor)}
+    tensors = [t for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor)]
+    names = {str(t.dtype).removeprefix("torch.") for t in tensors}
     return ",".join(sorted(names))
 
 
@@ -125,7 +126,9 @@ def _process_group(bound: dict[str, Any]) -> ProcessGroup:
     if "group_name" in bound:
         group = bound["group_name"]  # a name, or (schema "Any") the group itself
         return group if isinstance(group, ProcessGroup) else _resolve_process_group(group)
-    raise ValueError(f"a collective has neither a process_group nor a group_name argument: {sorted(bound)}.")
+    raise ValueError(
+        f"a collective has neither a process_group nor a group_name argument: {sorted(bound)}."
+    )
 
 
 def group_label(group: ProcessGroup, names: Mapping[str, str]) -> str:

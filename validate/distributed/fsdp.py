@@ -77,7 +77,8 @@ def _shard_elements(trainee: Trainee) -> tuple[dict[str, int], dict[str, int]]:
     """Elements of each parameter's padded shard and of this rank's local shard."""
     padded, local = {}, {}
     for name, param in trainee.model.named_parameters():
-        padded[name] = param._local_tensor.untyped_storage().nbytes() // param._local_tensor.element_size()
+        shard = param._local_tensor
+        padded[name] = shard.untyped_storage().nbytes() // shard.element_size()
         local[name] = param._local_tensor.numel()
     return padded, local
 
@@ -101,7 +102,8 @@ def measure_fsdp(rank: int, world_size: int, case: FsdpCase) -> dict:
     mesh = init_device_mesh("cpu", (world_size,), mesh_dim_names=("dp",))
     with run_context(case.fake):
         trainee = build_trainee(case.cfg, case.implementation, case.batch, case.seq_len)
-        apply_fsdp(trainee, mesh, case.reshard_after_forward, mixed_precision_policy(case.mixed_precision))
+        policy = mixed_precision_policy(case.mixed_precision)
+        apply_fsdp(trainee, mesh, case.reshard_after_forward, policy)
         optimizer = torch.optim.AdamW(trainee.model.parameters(), lr=1e-3)
         first = CommRecorder({"dp": mesh.get_group("dp")})
         with first:

@@ -57,7 +57,9 @@ def build_trainee(cfg: ModelConfig, implementation: str, batch: int, seq_len: in
     """The model of cfg ("reference" or "hf"), its decoder layers, inputs and loss."""
     check_decoder_only(cfg)
     if implementation not in IMPLEMENTATIONS:
-        raise ValueError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}; got {implementation!r}.")
+        raise ValueError(
+            f"implementation must be one of {', '.join(IMPLEMENTATIONS)}; got {implementation!r}."
+        )
     torch.manual_seed(seed)
     with default_dtype(dtype):
         if implementation == "reference":

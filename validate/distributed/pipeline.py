@@ -5,6 +5,8 @@ embedding, the last the final norm, the LM head and (through the schedule's loss
 every stage recomputes the causal mask and RoPE tables it needs (no parameters). Schedules:
 "gpipe" (ScheduleGPipe), "1f1b" (Schedule1F1B): one stage per rank, stage s on rank s;
 "interleaved" (ScheduleInterleaved1F1B): v stages per rank, stage s on rank s mod p.
+Run it with launch.run_gloo: on torch 2.13 the fake process group cannot run pipelining (the stages'
+warm-up vote and shape negotiation are real messages that the fake group never delivers).
 
 measure_pipeline(rank, world_size, case) runs two training steps (schedule.step + AdamW) on one
 rank; the first warms the schedule up (shape and mode negotiation between stages), the second is
@@ -35,7 +37,9 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B
+from torch.distributed.pipelining import (
+    PipelineStage, Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B,
+)
 
 from costmodel.config import ModelConfig
 from validate.reference import build_reference
@@ -92,7 +96,9 @@ def check_case(case: PipelineCase, world_size: int) -> tuple[int, ...]:
     cfg = case.cfg
     check_decoder_only(cfg)
     if cfg.position in ("alibi", "relative"):
-        raise ValueError(f"model {cfg.name!r}: the pipeline stages do not carry {cfg.position} position biases.")
+        raise ValueError(
+            f"model {cfg.name!r}: the pipeline stages do not carry {cfg.position} position biases."
+        )
     if case.schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}; got {case.schedule!r}.")
     if case.virtual_stages != 1 and case.schedule != "interleaved":
@@ -251,12 +257,14 @@ def _build_stages(case: PipelineCase, rank: int, world_size: int, split: tuple[i
 def _measured_step(schedule, stages: list[PipelineStage], modules: dict[int, ReferenceStage],
                    inputs: Tensor, labels: Tensor) -> tuple[SavedTracker, CommRecorder]:
     """One schedule step under the saved-bytes tracker and the communication recorder."""
-    excluded = {t.untyped_storage()._cdata for m in modules.values() for t in [*m.parameters(), *m.buffers()]}
+    held = [t for m in modules.values() for t in [*m.parameters(), *m.buffers()]]
+    excluded = {t.untyped_storage()._cdata for t in held}
     tracker = SavedTracker(excluded)
     for stage in stages:
         _track_stage(stage, tracker)
     recorder = CommRecorder({"pp": dist.group.WORLD})
-    with recorder, recorder.in_phase("step"), torch.autograd.graph.saved_tensors_hooks(tracker.pack, tracker.unpack):
+    hooks = torch.autograd.graph.saved_tensors_hooks(tracker.pack, tracker.unpack)
+    with recorder, recorder.in_phase("step"), hooks:
         _schedule_step(schedule, stages, inputs, labels)
     return tracker, recorder
 

@@ -51,7 +51,8 @@ def tensor_set_bytes(tensors: Iterable[torch.Tensor]) -> Bytes:
 
 def optimizer_tensors(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
     """Every tensor in the optimizer's state (AdamW: step, exp_avg, exp_avg_sq per parameter)."""
-    return [v for state in optimizer.state.values() for v in state.values() if isinstance(v, torch.Tensor)]
+    states = optimizer.state.values()
+    return [v for state in states for v in state.values() if isinstance(v, torch.Tensor)]
 
 
 @dataclass(frozen=True)

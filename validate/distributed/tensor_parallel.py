@@ -100,7 +100,8 @@ def _layer_plan(names: dict[str, str], sp: bool, attention_kwarg: str | None) ->
             plan[names["attention"]] = PrepareModuleInput(
                 input_kwarg_layouts={attention_kwarg: Shard(1)},
                 desired_input_kwarg_layouts={attention_kwarg: Replicate()})
-        plan[names["ffn"]] = PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),))
+        plan[names["ffn"]] = PrepareModuleInput(
+            input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),))
     return plan
 
 
@@ -155,7 +156,8 @@ def check_divisible(cfg: ModelConfig, world_size: int, case: TpCase) -> None:
         )
     if case.sequence_parallel and case.seq_len % world_size:
         raise ValueError(
-            f"sequence parallelism over {world_size} ranks needs seq_len ({case.seq_len}) divisible by it."
+            f"sequence parallelism over {world_size} ranks needs seq_len ({case.seq_len}) "
+            "divisible by it."
         )
     if cfg.tie_embeddings:
         raise ValueError(f"model {cfg.name!r}: the plans shard an untied head; set tie_embeddings=False.")
