@@ -315,6 +315,13 @@ def _storage_key(t: torch.Tensor) -> int:
     return t.untyped_storage()._cdata
 
 
+def _held(t: torch.Tensor) -> torch.Tensor:
+    """The tensor whose storage t keeps alive on this rank: a DTensor's local shard, else t.
+    (Under tensor parallelism autograd saves DTensors, wrappers without a storage of their own.)"""
+    local = getattr(t, "_local_tensor", None)
+    return local if isinstance(local, torch.Tensor) else t
+
+
 @dataclass(frozen=True)
 class SavedTensor:
     """One tensor saved for backward, in the order the forward saved it."""
@@ -396,9 +403,10 @@ def saved_activation_bytes(model: nn.Module, inputs: Inputs,
 
     Parameters, buffers and views of them (a transposed weight) are excluded; a storage saved by
     several ops, or a view saved beside its base, counts once. Inputs saved by an op (token ids
-    saved by the embedding) are included. The graph is freed afterwards without a backward.
+    saved by the embedding) are included. A DTensor (tensor parallelism) counts its local shard.
+    The graph is freed afterwards without a backward.
     """
-    excluded = {_storage_key(t) for t in [*model.parameters(), *model.buffers()]}
+    excluded = {_storage_key(_held(t)) for t in [*model.parameters(), *model.buffers()]}
     saved: list[torch.Tensor] = []
     modules: list[str] = []
     ops: dict[int, str] = {}
@@ -423,8 +431,8 @@ def saved_activation_bytes(model: nn.Module, inputs: Inputs,
     seen: set[int] = set()
     tensors, total = [], 0
     for index, t in enumerate(saved):
-        key = _storage_key(t)
-        nbytes = t.untyped_storage().nbytes()
+        key = _storage_key(_held(t))
+        nbytes = _held(t).untyped_storage().nbytes()
         if key in excluded:
             kind = "parameter"
         elif key in seen:

@@ -1,0 +1,150 @@
+"""Running one function on every rank of a process group, on the CPU.
+
+run_gloo(fn, world_size, *args): real collectives. world_size processes are spawned
+(torch.multiprocessing, start method "spawn"), each joins a gloo process group on 127.0.0.1 at a
+free port, sets one intra-op thread, and returns fn(rank, world_size, *args). The results come back
+as a list indexed by rank (pickled through files, so large results cannot block a pipe). An
+exception in any rank is raised in the parent with that rank's traceback; a run that exceeds
+timeout_s is killed and raises TimeoutError. fn must be importable by name (a module-level function).
+
+run_fake(fn, world_size, ranks, *args): the fake process group
+(torch.testing._internal.distributed.fake_pg), one rank after the other in this process. Its
+collectives move nothing and return uninitialised buffers, so values are garbage but every shape,
+dtype and byte is the one that rank would see: worlds of any size, and under FakeTensorMode models of
+any size, without memory. The DeviceMesh must be created outside FakeTensorMode.
+
+run_jobs(rank, world_size, jobs) runs several (fn, case) measurements on one rank, so that one
+spawn (seconds of imports per process) serves many small cases: run_gloo(run_jobs, 2, jobs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import socket
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+DEFAULT_TIMEOUT_S = 300
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _worker(rank: int, world_size: int, port: int, out_dir: str, timeout_s: float,
+            fn: Callable[..., Any], args: tuple) -> None:
+    """One spawned rank: join gloo, run fn, write ("ok", result) or ("error", traceback)."""
+    torch.set_num_threads(1)
+    outcome: tuple[str, Any]
+    try:
+        dist.init_process_group(
+            "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size,
+            timeout=timedelta(seconds=timeout_s),
+        )
+        try:
+            outcome = ("ok", fn(rank, world_size, *args))
+        finally:
+            dist.destroy_process_group()
+    except BaseException:  # noqa: BLE001 - every failure goes back to the parent as text
+        outcome = ("error", traceback.format_exc())
+    with open(os.path.join(out_dir, f"rank{rank}.pkl"), "wb") as f:
+        pickle.dump(outcome, f)
+
+
+class RankFailed(RuntimeError):
+    """A rank of a spawned run raised; the message holds its traceback."""
+
+
+def run_gloo(fn: Callable[..., Any], world_size: int, *args: Any,
+             timeout_s: float = DEFAULT_TIMEOUT_S) -> list[Any]:
+    """fn(rank, world_size, *args) on world_size spawned gloo ranks; the results by rank."""
+    if world_size < 1:
+        raise ValueError(f"world_size must be at least 1, got {world_size}.")
+    with tempfile.TemporaryDirectory(prefix="gloo-run-") as out_dir:
+        context = mp.start_processes(
+            _worker, args=(world_size, free_port(), out_dir, timeout_s, fn, args),
+            nprocs=world_size, join=False, start_method="spawn",
+        )
+        _join(context, timeout_s)
+        return [_read_outcome(out_dir, rank) for rank in range(world_size)]
+
+
+def _join(context: Any, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s + 60  # + process start-up and teardown
+    try:
+        while not context.join(timeout=1):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the spawned ranks did not finish within {timeout_s + 60:.0f} s.")
+    except BaseException:
+        for process in context.processes:
+            if process.is_alive():
+                process.kill()
+        raise
+
+
+def _read_outcome(out_dir: str, rank: int) -> Any:
+    path = os.path.join(out_dir, f"rank{rank}.pkl")
+    if not os.path.exists(path):
+        raise RankFailed(f"rank {rank} exited without writing a result.")
+    with open(path, "rb") as f:
+        status, value = pickle.load(f)
+    if status == "error":
+        raise RankFailed(f"rank {rank} raised:\n{value}")
+    return value
+
+
+@contextlib.contextmanager
+def fake_process_group(rank: int, world_size: int) -> Iterator[None]:
+    """This process plays rank `rank` of a fake world of world_size (no communication)."""
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    if dist.is_initialized():
+        raise RuntimeError("a default process group already exists in this process; destroy it first.")
+    dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=world_size)
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
+        forget_dtensor_caches()
+
+
+def forget_dtensor_caches() -> None:
+    """Clear DTensor's sharding-propagation and redistribution caches. Their keys hold global
+    shapes and placements but not the rank, so a rank played after another in this process would
+    reuse the other's local shapes of an uneven shard (rank 3 of 4 given rank 0's 25 of 99 rows)."""
+    from torch.distributed.tensor._redistribute import clear_redistribute_planner_cache
+    from torch.distributed.tensor.debug import _clear_sharding_prop_cache
+
+    _clear_sharding_prop_cache()
+    clear_redistribute_planner_cache()
+
+
+def run_fake(fn: Callable[..., Any], world_size: int, ranks: Sequence[int] | None = None,
+             *args: Any) -> dict[int, Any]:
+    """fn(rank, world_size, *args) for each rank (default all) of a fake world, one after another."""
+    result = {}
+    for rank in ranks if ranks is not None else range(world_size):
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank {rank} is outside a world of {world_size}.")
+        with fake_process_group(rank, world_size):
+            result[rank] = fn(rank, world_size, *args)
+    return result
+
+
+def run_jobs(rank: int, world_size: int, jobs: Sequence[tuple[Callable[..., Any], Any]]) -> list[Any]:
+    """Several measurements in one process group: [fn(rank, world_size, case) for fn, case in jobs].
+    Spawning ranks costs seconds of imports; one spawn can run every small case."""
+    return [fn(rank, world_size, case) for fn, case in jobs]
