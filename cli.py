@@ -58,7 +58,7 @@ def make_workload(cfg: ModelConfig, seq_len: int | None, **options: Any) -> Work
 def model_options(function):
     """--model / --config, shared by the commands that take one model."""
     function = click.option("--config", "config", type=str, help="A Hugging Face config.json or a ModelConfig JSON file.")(function)
-    return click.option("--model", "-m", "model", type=str, help="A preset name (see `models`).")(function)
+    return click.option("--model", "-m", "model", type=str, help="A preset name or alias, any case (see `models`).")(function)
 
 
 def workload_options(function):
@@ -139,29 +139,32 @@ def formulas(model, config, block, quantities, latex) -> None:
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
 def models(as_json) -> None:
-    """The presets, one line each."""
+    """The presets, one line each, with their aliases: a name or an alias, in any case, works as
+    --model (LLAMA2-7B, meta-llama/Llama-2-7b-hf)."""
     from costmodel.estimate import Estimate
-    from costmodel.presets import load_preset, preset_names
+    from costmodel.presets import load_preset, preset_aliases
     from reports.text import count, table
 
     rows = []
-    for name in preset_names():
+    for name, aliases in preset_aliases().items():
         cfg = load_preset(name)
         params = Estimate(cfg, Workload(seq_len=min(2048, cfg.max_positions))).total("params")
         rows.append({
             "name": name, "family": cfg.family, "architecture": cfg.architecture,
             "params": params, "layers": cfg.n_layers, "d_model": cfg.d_model,
             "heads": cfg.n_heads, "kv_heads": cfg.n_kv_heads, "context": cfg.max_positions,
-            "position": cfg.position,
+            "position": cfg.position, "aliases": list(aliases),
         })
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
     click.echo(table(
-        ["model", "family", "architecture", "params", "layers", "d", "heads", "kv", "context", "positions"],
+        ["model", "family", "architecture", "params", "layers", "d", "heads", "kv", "context",
+         "positions", "aliases"],
         ([r["name"], r["family"], r["architecture"], count(r["params"]), r["layers"], r["d_model"],
-          r["heads"], r["kv_heads"], r["context"], r["position"]] for r in rows),
-        align="lllrrrrrrl",
+          r["heads"], r["kv_heads"], r["context"], r["position"], ", ".join(r["aliases"])]
+         for r in rows),
+        align="lllrrrrrrll",
     ))
 
 

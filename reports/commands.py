@@ -61,7 +61,7 @@ def model_choice(function):
                             help="A Hugging Face config.json or a ModelConfig JSON file.")(function)
     function = click.option("--models", "models", type=str,
                             help="Several presets, comma-separated (e.g. gpt2,llama2-7b).")(function)
-    return click.option("--model", "-m", "model", type=str, help="A preset name (see `models`).")(function)
+    return click.option("--model", "-m", "model", type=str, help="A preset name or alias, any case (see `models`).")(function)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,7 +256,7 @@ def claims(no_measure, as_json) -> None:
 
 
 @click.command()
-@click.option("--model", "-m", "model", type=str, help="A preset name (see `models`).")
+@click.option("--model", "-m", "model", type=str, help="A preset name or alias, any case (see `models`).")
 @click.option("--config", "config", type=str, help="A Hugging Face config.json or a ModelConfig JSON file.")
 @click.option("--seq-len", "-n", "seq_len", default="128:131072:x2", show_default=True,
               help="Sequence lengths: a,b,c or start:stop[:+step | :xfactor] (mixable with commas).")

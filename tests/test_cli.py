@@ -13,7 +13,8 @@ from click.testing import CliRunner
 import cli
 from costmodel import symbols as S
 from costmodel.model import CostModel
-from costmodel.presets import PRESET_DIR, load_preset
+from costmodel.presets import PRESET_DIR, load_preset, preset_names
+from tests.published import PUBLISHED
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -154,6 +155,75 @@ def test_models_lists_every_preset(capsys):
     lines = out.strip().splitlines()
     assert len(lines) == 2 + 14
     assert any(line.startswith("llama2-70b") and "68.98 B" in line for line in lines)
+
+
+@pytest.mark.parametrize("spelling, preset", [
+    ("LLAMA2-7B", "llama2-7b"),
+    ("Gpt2-Medium", "gpt2-medium"),
+    ("meta-llama/Llama-2-7b-hf", "llama2-7b"),
+    ("META-LLAMA/llama-2-7B-HF", "llama2-7b"),
+    ("meta-llama/Llama-2-13b-hf", "llama2-13b"),
+    ("meta-llama/Llama-2-70b-hf", "llama2-70b"),
+    ("mistralai/Mistral-7B-v0.1", "mistral-7b"),
+    ("openai-community/gpt2", "gpt2"),
+    ("openai-community/gpt2-xl", "gpt2-xl"),
+    ("google-t5/t5-small", "t5-small"),
+    ("google-t5/t5-base", "t5-base"),
+    ("google-bert/bert-base-uncased", "bert-base-uncased"),
+])
+def test_names_match_in_any_case_and_hub_ids_are_aliases(spelling, preset, capsys):
+    code, out, err = run_main(["estimate", "--model", spelling, "--json"], capsys)
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["inputs"]["model"] == preset  # reported under the preset's own name
+    assert data["params"]["total"] == PUBLISHED[preset]
+
+
+def test_report_commands_take_aliases_too():
+    from reports.series import load_model, model_names
+
+    assert [load_model(name).name for name in model_names("OpenAI-Community/GPT2,LLAMA2-70B")] == \
+        ["gpt2", "llama2-70b"]
+
+
+def test_aliases_are_data_unique_and_cover_every_hub_model():
+    from costmodel.presets import preset_aliases
+
+    aliases = preset_aliases()
+    assert list(aliases) == preset_names()  # aliases.json itself is not a preset
+    spellings = [s.casefold() for name, more in aliases.items() for s in (name, *more)]
+    assert len(spellings) == len(set(spellings))
+    for name in preset_names():
+        if "model_type" in json.loads((PRESET_DIR / f"{name}.json").read_text()):
+            assert any("/" in alias for alias in aliases[name]), f"{name} has no Hub id"
+
+
+def test_an_alias_never_shadows_a_path(tmp_path, monkeypatch, capsys):
+    """A file at ./openai-community/gpt2 is read as the file, by --config and by the report
+    commands' --model (which also take paths), never replaced by the gpt2 preset."""
+    (tmp_path / "openai-community").mkdir()
+    (tmp_path / "openai-community" / "gpt2").write_text((PRESET_DIR / "seed-toy.json").read_text())
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_main(["estimate", "--config", "openai-community/gpt2", "--seq-len", "16",
+                               "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["params"]["total"] == PUBLISHED["seed-toy"]
+    code, out, err = run_main(["sweep", "--model", "openai-community/gpt2", "--seq-len", "16"], capsys)
+    assert code == 0, err
+    assert out.splitlines()[1].startswith("seed-toy,16,1,")  # the file's config, not gpt2's
+    from reports.series import load_model
+
+    assert load_model("openai-community/gpt2").n_layers == load_preset("seed-toy").n_layers
+
+
+def test_models_shows_the_aliases(capsys):
+    code, out, _ = run_main(["models", "--json"], capsys)
+    rows = {row["name"]: row for row in json.loads(out)}
+    assert rows["llama2-7b"]["aliases"] == ["meta-llama/Llama-2-7b-hf"]
+    assert rows["seed-toy"]["aliases"] == []
+    code, out, _ = run_main(["models"], capsys)
+    line = next(line for line in out.splitlines() if line.startswith("mistral-7b "))
+    assert line.endswith("mistralai/Mistral-7B-v0.1")
 
 
 def test_estimate_does_not_import_torch_matplotlib_or_pandas():
