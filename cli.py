@@ -12,9 +12,7 @@ from typing import Any
 
 import click
 
-from costmodel.config import KV_CACHES, ConfigError, ModelConfig, Workload
-
-DTYPES = ("fp32", "fp16", "bf16", "float32", "float16", "bfloat16")
+from costmodel.config import DTYPES, KV_CACHES, ConfigError, ModelConfig, Workload
 
 
 class InputError(click.ClickException):
@@ -67,7 +65,7 @@ def workload_options(function):
         click.option("--seq-len", "-n", type=int, help="Tokens per sequence (encoder side for encoder-decoders). Default 2048 or the model's context."),
         click.option("--tgt-len", type=int, help="Decoder tokens of an encoder-decoder (default: --seq-len)."),
         click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch."),
-        click.option("--dtype", default="bf16", show_default=True, help="fp32, fp16 or bf16 (or float32, float16, bfloat16)."),
+        click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True, help="Weights and activations."),
         click.option("--impl", default="hf", show_default=True, help="Whose code the activation memory models: hf or reference."),
         click.option("--attention", default="eager", show_default=True, help="eager, sdpa or flash (fused kernels keep no n x n matrix)."),
         click.option("--recompute", default="none", show_default=True, help="Activation recomputation: none, selective or full."),
@@ -174,7 +172,7 @@ def models(as_json) -> None:
 @click.option("--prompt", type=int, default=None, help="Prompt tokens (inference). Default 2048 or the model's context.")
 @click.option("--gen", type=int, default=128, show_default=True, help="Tokens to generate (inference).")
 @click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch.")
-@click.option("--dtype", default="bf16", show_default=True, help="fp32, fp16 or bf16.")
+@click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True, help="Weights and activations.")
 @click.option("--attention", default="eager", show_default=True, help="eager (writes the n x n scores) or sdpa/flash (fused).")
 @click.option("--kv-cache", type=click.Choice(KV_CACHES), default="dynamic", show_default=True,
               help="dynamic: each decode step copies the cache to append (torch.cat, Hugging Face's default); "
@@ -275,7 +273,7 @@ def hardware(measure, as_json) -> None:
 @click.option("--seq-len", "-n", type=int, default=None, help="Tokens per sequence (default 2048 or the context).")
 @click.option("--tgt-len", type=int, default=None, help="Decoder tokens of an encoder-decoder.")
 @click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch.")
-@click.option("--dtype", default=None, help="fp32, fp16 or bf16 (default: bf16 under FakeTensorMode, fp32 on real CPU tensors, where bf16 matmuls are slow).")
+@click.option("--dtype", type=click.Choice(DTYPES), default=None, help="Default: bf16 under FakeTensorMode, fp32 on real CPU tensors, where bf16 matmuls are slow.")
 @click.option("--attention", default="eager", show_default=True, help="eager or sdpa (the measured model's attention).")
 @click.option("--gen-tokens", "-T", type=int, default=2, show_default=True, help="Decode steps after the prefill (KV cache).")
 @click.option("--blocks", is_flag=True, help="Also one row per sublayer for parameters and forward FLOPs.")
@@ -300,6 +298,7 @@ def validate(model, config, all_presets, quick, target, device, seq_len, tgt_len
     if quick:
         seq_len, batch = seq_len or 32, max(batch, 2)
     dtype = dtype or ("bf16" if device == "fake" else "fp32")
+    from validate.compare import prompt_length
     from validate.compare import validate as compare
     from validate.hf_models import HF_FAMILIES
 
@@ -308,9 +307,9 @@ def validate(model, config, all_presets, quick, target, device, seq_len, tgt_len
         chosen = target or ("hf" if cfg.family in HF_FAMILIES else "reference")
         if chosen == "hf" and cfg.family not in HF_FAMILIES:
             raise InputError(f"model {cfg.name} ({cfg.family}) has no Hugging Face class; use --target reference.")
-        length = seq_len  # by default the prompt and the decode steps fill the context at most
-        if length is None or all_presets:
-            length = min(length or 2048, max(cfg.max_positions - max(gen_tokens, 0), 1))
+        length, why = prompt_length(cfg, seq_len, gen_tokens, fit=all_presets)
+        if why:
+            click.echo(f"note: [{cfg.name}] {why}", err=True)
         workload = make_workload(cfg, length,
                                  tgt_len=tgt_len if cfg.architecture == "encoder-decoder" else None,
                                  batch=batch, dtype=dtype, attention=attention, gen_tokens=gen_tokens)
@@ -337,7 +336,7 @@ def validate(model, config, all_presets, quick, target, device, seq_len, tgt_len
                        + (f", m={w.decoder_len}" if cfg.architecture == "encoder-decoder" else "")
                        + f", b={w.batch}, {w.dtype}, {w.attention}, T={w.gen_tokens}")
             click.echo(table(
-                ["quantity", "block", "formula", "measured", "difference", "relative", ""],
+                ["quantity", "block", "formula", "measured", "difference", "relative", "status"],
                 ([r.quantity, r.block, f"{r.formula:,}", f"{r.measured:,}", f"{r.difference:,}",
                   f"{r.relative:.2e}", "ok" if r.ok else "MISMATCH"] for r in rows),
                 align="llrrrrl",

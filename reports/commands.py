@@ -14,9 +14,9 @@ from typing import Any
 
 import click
 
-from .output import ReportInputError
+from costmodel.config import DTYPES
 
-DTYPES = ("fp32", "fp16", "bf16", "float32", "float16", "bfloat16")
+from .output import ReportInputError
 
 
 class ClaimsFailed(click.ClickException):
@@ -287,6 +287,7 @@ def sweep(model, config, seq_len, batch, dtype, impl, attention, recompute, gen_
     from . import output
     from . import sweep as grid
     from .series import make_workload
+    from .text import plural
 
     if (model is None) == (config is None):
         raise ReportInputError("give exactly one of --model NAME or --config PATH.")
@@ -295,13 +296,12 @@ def sweep(model, config, seq_len, batch, dtype, impl, attention, recompute, gen_
                              gen_tokens=gen_tokens, optimizer=optimizer)
     seq_lens = grid.parse_values(seq_len, "--seq-len")
     batches = grid.parse_values(batch, "--batch")
-    warning = grid.check_lengths(cfg, seq_lens, workload)
-    if warning:
-        click.echo(warning, err=True)
+    for warning in grid.check_lengths(cfg, seq_lens, workload):
+        click.echo(f"warning: {warning}", err=True)
     result = grid.run(cfg, workload, seq_lens, batches)
-    click.echo(f"{result.points:,} points ({len(seq_lens)} lengths x {len(batches)} batch sizes) "
-               f"evaluated in {result.evaluate_seconds:.3f} s (lambdify {result.compile_seconds:.3f} s)",
-               err=True)
+    click.echo(f"{plural(result.points, 'point')} ({plural(len(seq_lens), 'length')} x "
+               f"{plural(len(batches), 'batch size')}) evaluated in {result.evaluate_seconds:.3f} s "
+               f"(lambdify {result.compile_seconds:.3f} s)", err=True)
     if csv_path:
         output.write_text(csv_path, grid.csv_text(result))
     if json_path:

@@ -14,7 +14,7 @@ from typing import Any
 
 import sympy as sp
 
-from costmodel.config import ModelConfig, Workload
+from costmodel.config import ConfigError, ModelConfig, Workload
 from costmodel.evaluate import Sweep
 from costmodel.memory import memory
 from costmodel.model import CostModel, profile_for
@@ -125,18 +125,13 @@ class SweepResult:
         return int(self.seq_lens.size)
 
 
-def check_lengths(cfg: ModelConfig, seq_lens: list[int], workload: Workload) -> str | None:
-    """A learned position table bounds n (error); beyond another model's context is a warning."""
-    longest = seq_lens[-1] + workload.gen_tokens
-    if longest <= cfg.max_positions:
-        return None
-    if cfg.position == "learned":
-        raise ReportInputError(
-            f"sequence length {longest} exceeds model {cfg.name!r}'s {cfg.max_positions} learned "
-            "positions."
-        )
-    return (f"warning: sequence lengths up to {longest} are beyond model {cfg.name!r}'s context "
-            f"of {cfg.max_positions} tokens.")
+def check_lengths(cfg: ModelConfig, seq_lens: list[int], workload: Workload) -> list[str]:
+    """Workload.check_fits at the longest n of the grid: an error (ReportInputError) where the
+    model cannot run it, else its warnings."""
+    try:
+        return workload.replace(seq_len=seq_lens[-1]).check_fits(cfg)
+    except ConfigError as error:
+        raise ReportInputError(str(error)) from None
 
 
 def run(cfg: ModelConfig, workload: Workload, seq_lens: list[int], batches: list[int]) -> SweepResult:
