@@ -276,13 +276,16 @@ def claims(no_measure, as_json) -> None:
               help="Optimizer (state bytes).")
 @click.option("--csv", "csv_path", type=str, default=None, help="Write the grid as CSV here.")
 @click.option("--json-out", "json_path", type=str, default=None, help="Write the grid as JSON here.")
+@click.option("--npz", "npz_path", type=str, default=None,
+              help="Write the grid as columns (numpy .npz: float64 as evaluated) here.")
 def sweep(model, config, seq_len, batch, dtype, impl, attention, recompute, gen_tokens, optimizer,
-          csv_path, json_path) -> None:
+          csv_path, json_path, npz_path) -> None:
     """Every quantity of a model on an (n, b) grid, evaluated in one vectorised call.
 
     Columns: FLOPs (forward, backward, training, other ops, attention, projections and FFN, the
     attention share) and bytes (activations, KV cache, weights, training and inference totals).
-    Without --csv or --json-out the CSV goes to stdout. Values are float64 (exact below 2**53).
+    Without --csv, --json-out or --npz the CSV goes to stdout. Values are float64 (exact below
+    2**53). The CSV is written as it is formatted, in pieces; --npz is the fast form of a big grid.
     """
     from . import output
     from . import sweep as grid
@@ -303,11 +306,17 @@ def sweep(model, config, seq_len, batch, dtype, impl, attention, recompute, gen_
                f"{plural(len(batches), 'batch size')}) evaluated in {result.evaluate_seconds:.3f} s "
                f"(lambdify {result.compile_seconds:.3f} s)", err=True)
     if csv_path:
-        output.write_text(csv_path, grid.csv_text(result))
+        grid.write_csv(result, csv_path)
+    if npz_path:
+        grid.write_npz(result, npz_path)
     if json_path:
         output.write_json(json_path, grid.json_data(result))
-    if not csv_path and not json_path:
-        click.echo(grid.csv_text(result), nl=False)
+    if not (csv_path or json_path or npz_path):
+        sys.stdout.flush()
+        stdout = sys.stdout.buffer
+        for chunk in grid.csv_chunks(result):
+            stdout.write(chunk)
+        stdout.flush()
 
 
 COMMANDS = [report, plot, claims, sweep]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 import sympy as sp
 
@@ -154,21 +154,58 @@ def run(cfg: ModelConfig, workload: Workload, seq_lens: list[int], batches: list
                        done - compiled)
 
 
-def _plain(value: float) -> int | float:
+def plain(value: float) -> int | float:
     """Integral float64 values below 2**53 as ints (exact), others as floats."""
     if value.is_integer() and abs(value) < 2**53:
         return int(value)
     return value
 
 
-def csv_text(result: SweepResult) -> str:
+CHUNK_ROWS = 1 << 14  # rows formatted at once: about 5 MB of text, whatever the grid
+
+
+def csv_chunks(result: SweepResult) -> Iterator[bytes]:
+    """The sweep as CSV, piece by piece: the header, then CHUNK_ROWS rows at a time, each value
+    written as output.number_text(plain(value)) would write it (reports.csv_columns)."""
+    from .csv_columns import rows_text
     from .output import csv_text as to_csv
 
     names = list(result.columns)
-    columns = [result.columns[name].tolist() for name in names]
-    rows = ([result.model, n, b, *(_plain(c[i]) for c in columns)]
-            for i, (n, b) in enumerate(zip(result.seq_lens.tolist(), result.batches.tolist())))
-    return to_csv(["model", "seq_len", "batch", *names], rows)
+    yield to_csv(["model", "seq_len", "batch", *names], []).encode("utf-8")
+    model = to_csv([result.model], [])[:-1].encode("utf-8")  # quoted as the csv module would
+    for start in range(0, result.points, CHUNK_ROWS):
+        rows = slice(start, start + CHUNK_ROWS)
+        yield rows_text(model, [result.seq_lens[rows], result.batches[rows]],
+                        [result.columns[name][rows] for name in names])
+
+
+def csv_text(result: SweepResult) -> str:
+    return b"".join(csv_chunks(result)).decode("utf-8")
+
+
+def write_csv(result: SweepResult, path: str) -> None:
+    """The CSV written as it is formatted, into a file that appears whole or not at all."""
+    from .output import atomic_file
+
+    with atomic_file(path) as stream:
+        for chunk in csv_chunks(result):
+            stream.write(chunk)
+
+
+def write_npz(result: SweepResult, path: str) -> None:
+    """The grid as columns in numpy's .npz (uncompressed): seq_len and batch (int64), every
+    quantity (float64, as evaluated), and the model, column names and units as strings.
+    `dict(numpy.load(path))` gives them back; pandas.DataFrame of that is the CSV's table."""
+    import numpy as np
+
+    from .output import atomic_file
+
+    names = list(result.columns)
+    with atomic_file(path) as stream:
+        np.savez(stream, model=np.array(result.model), columns=np.array(["seq_len", "batch", *names]),
+                 units=np.array(["token", "sequence", *(dict(QUANTITIES)[n] for n in names)]),
+                 seq_len=result.seq_lens, batch=result.batches,
+                 **{name: result.columns[name] for name in names})
 
 
 def json_data(result: SweepResult) -> dict[str, Any]:
@@ -182,6 +219,6 @@ def json_data(result: SweepResult) -> dict[str, Any]:
         "units": dict(QUANTITIES),
         "note": "float64 values (exact integers below 2**53); `estimate --json` is exact.",
         "columns": ["seq_len", "batch", *names],
-        "rows": [[n, b, *(_plain(c[i]) for c in columns)]
+        "rows": [[n, b, *(plain(c[i]) for c in columns)]
                  for i, (n, b) in enumerate(zip(result.seq_lens.tolist(), result.batches.tolist()))],
     }
