@@ -12,9 +12,7 @@ from typing import Any
 
 import click
 
-from costmodel.config import KV_CACHES, ConfigError, ModelConfig, Workload
-
-DTYPES = ("fp32", "fp16", "bf16", "float32", "float16", "bfloat16")
+from costmodel.config import DTYPES, KV_CACHES, ConfigError, ModelConfig, Workload
 
 
 class InputError(click.ClickException):
@@ -67,7 +65,7 @@ def make_workload(cfg: ModelConfig, seq_len: int | None, **options: Any) -> Work
 def model_options(function):
     """--model / --config, shared by the commands that take one model."""
     function = click.option("--config", "config", type=str, help="A Hugging Face config.json or a ModelConfig JSON file.")(function)
-    return click.option("--model", "-m", "model", type=str, help="A preset name (see `models`).")(function)
+    return click.option("--model", "-m", "model", type=str, help="A preset name or alias, any case (see `models`).")(function)
 
 
 def workload_options(function):
@@ -76,7 +74,7 @@ def workload_options(function):
         click.option("--seq-len", "-n", type=int, help="Tokens per sequence (encoder side for encoder-decoders). Default 2048 or the model's context."),
         click.option("--tgt-len", type=int, help="Decoder tokens of an encoder-decoder (default: --seq-len)."),
         click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch."),
-        click.option("--dtype", default="bf16", show_default=True, help="fp32, fp16 or bf16 (or float32, float16, bfloat16)."),
+        click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True, help="Weights and activations."),
         click.option("--impl", default="hf", show_default=True, help="Whose code the activation memory models: hf or reference."),
         click.option("--attention", default="eager", show_default=True, help="eager, sdpa or flash (fused kernels keep no n x n matrix)."),
         click.option("--recompute", default="none", show_default=True, help="Activation recomputation: none, selective or full."),
@@ -152,29 +150,32 @@ def formulas(model, config, block, quantities, latex) -> None:
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
 def models(as_json) -> None:
-    """The presets, one line each."""
+    """The presets, one line each, with their aliases: a name or an alias, in any case, works as
+    --model (LLAMA2-7B, meta-llama/Llama-2-7b-hf)."""
     from costmodel.estimation import Estimate
-    from costmodel.presets import load_preset, preset_names
+    from costmodel.presets import load_preset, preset_aliases
     from reports.text import count, table
 
     rows = []
-    for name in preset_names():
+    for name, aliases in preset_aliases().items():
         cfg = load_preset(name)
         params = Estimate(cfg, Workload(seq_len=min(2048, cfg.max_positions))).total("params")
         rows.append({
             "name": name, "family": cfg.family, "architecture": cfg.architecture,
             "params": params, "layers": cfg.n_layers, "d_model": cfg.d_model,
             "heads": cfg.n_heads, "kv_heads": cfg.n_kv_heads, "context": cfg.max_positions,
-            "position": cfg.position,
+            "position": cfg.position, "aliases": list(aliases),
         })
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
     click.echo(table(
-        ["model", "family", "architecture", "params", "layers", "d", "heads", "kv", "context", "positions"],
+        ["model", "family", "architecture", "params", "layers", "d", "heads", "kv", "context",
+         "positions", "aliases"],
         ([r["name"], r["family"], r["architecture"], count(r["params"]), r["layers"], r["d_model"],
-          r["heads"], r["kv_heads"], r["context"], r["position"]] for r in rows),
-        align="lllrrrrrrl",
+          r["heads"], r["kv_heads"], r["context"], r["position"], ", ".join(r["aliases"])]
+         for r in rows),
+        align="lllrrrrrrll",
     ))
 
 
@@ -184,7 +185,7 @@ def models(as_json) -> None:
 @click.option("--prompt", type=int, default=None, help="Prompt tokens (inference). Default 2048 or the model's context.")
 @click.option("--gen", type=int, default=128, show_default=True, help="Tokens to generate (inference).")
 @click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch.")
-@click.option("--dtype", default="bf16", show_default=True, help="fp32, fp16 or bf16.")
+@click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True, help="Weights and activations.")
 @click.option("--attention", default="eager", show_default=True, help="eager (writes the n x n scores) or sdpa/flash (fused).")
 @click.option("--kv-cache", type=click.Choice(KV_CACHES), default="dynamic", show_default=True,
               help="dynamic: each decode step copies the cache to append (torch.cat, Hugging Face's default); "
@@ -287,7 +288,7 @@ def hardware(measure, as_json) -> None:
 @click.option("--seq-len", "-n", type=int, default=None, help="Tokens per sequence (default 2048 or the context).")
 @click.option("--tgt-len", type=int, default=None, help="Decoder tokens of an encoder-decoder.")
 @click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch.")
-@click.option("--dtype", default=None, help="fp32, fp16 or bf16 (default: bf16 under FakeTensorMode, fp32 on real CPU tensors, where bf16 matmuls are slow).")
+@click.option("--dtype", type=click.Choice(DTYPES), default=None, help="Default: bf16 under FakeTensorMode, fp32 on real CPU tensors, where bf16 matmuls are slow.")
 @click.option("--attention", default="eager", show_default=True, help="eager or sdpa (the measured model's attention).")
 @click.option("--gen-tokens", "-T", type=int, default=2, show_default=True, help="Decode steps after the prefill (KV cache).")
 @click.option("--blocks", is_flag=True, help="Also one row per sublayer for parameters and forward FLOPs.")
@@ -313,6 +314,7 @@ def validate(model, config, all_presets, quick, target, device, seq_len, tgt_len
     if quick:
         seq_len, batch = seq_len or 32, max(batch, 2)
     dtype = dtype or ("bf16" if device == "fake" else "fp32")
+    from validate.compare import prompt_length
     from validate.compare import validate as compare
     from validate.hf_models import HF_FAMILIES
 
@@ -321,9 +323,9 @@ def validate(model, config, all_presets, quick, target, device, seq_len, tgt_len
         chosen = target or ("hf" if cfg.family in HF_FAMILIES else "reference")
         if chosen == "hf" and cfg.family not in HF_FAMILIES:
             raise InputError(f"model {cfg.name} ({cfg.family}) has no Hugging Face class; use --target reference.")
-        length = seq_len  # by default the prompt and the decode steps fill the context at most
-        if length is None or all_presets:
-            length = min(length or 2048, max(cfg.max_positions - max(gen_tokens, 0), 1))
+        length, why = prompt_length(cfg, seq_len, gen_tokens, fit=all_presets)
+        if why:
+            click.echo(f"note: [{cfg.name}] {why}", err=True)
         workload = make_workload(cfg, length,
                                  tgt_len=tgt_len if cfg.architecture == "encoder-decoder" else None,
                                  batch=batch, dtype=dtype, attention=attention, gen_tokens=gen_tokens)
@@ -350,7 +352,7 @@ def validate(model, config, all_presets, quick, target, device, seq_len, tgt_len
                        + (f", m={w.decoder_len}" if cfg.architecture == "encoder-decoder" else "")
                        + f", b={w.batch}, {w.dtype}, {w.attention}, T={w.gen_tokens}")
             click.echo(table(
-                ["quantity", "block", "formula", "measured", "difference", "relative", ""],
+                ["quantity", "block", "formula", "measured", "difference", "relative", "status"],
                 ([r.quantity, r.block, f"{r.formula:,}", f"{r.measured:,}", f"{r.difference:,}",
                   f"{r.relative:.2e}", "ok" if r.ok else "MISMATCH"] for r in rows),
                 align="llrrrrl",

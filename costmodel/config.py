@@ -32,6 +32,7 @@ DTYPE_BYTES = {
     "bf16": 2,
     "bfloat16": 2,
 }
+DTYPES = tuple(DTYPE_BYTES)  # every accepted spelling: the CLI's one --dtype choice
 CANONICAL_DTYPE = {
     "fp32": "fp32",
     "float32": "fp32",
@@ -354,10 +355,10 @@ class Workload:
             return []
         if cfg.position == "learned":
             raise ConfigError(
-                f"sequence length {longest} exceeds model {show(cfg.name)}'s {cfg.max_positions} "
-                "learned positions."
+                f"sequence length {longest} exceeds the {cfg.max_positions} learned positions of "
+                f"model {show(cfg.name)}."
             )
         return [
-            f"sequence length {longest} is beyond model {show(cfg.name)}'s context of "
-            f"{cfg.max_positions} tokens."
+            f"sequence length {longest} is beyond the context of model {show(cfg.name)} "
+            f"({cfg.max_positions} tokens)."
         ]

@@ -14,9 +14,9 @@ from typing import Any
 
 import click
 
-from .output import ReportInputError
+from costmodel.config import DTYPES
 
-DTYPES = ("fp32", "fp16", "bf16", "float32", "float16", "bfloat16")
+from .output import ReportInputError
 
 
 def require_measure_extra(what: str) -> None:
@@ -70,7 +70,7 @@ def model_choice(function):
                             help="A Hugging Face config.json or a ModelConfig JSON file.")(function)
     function = click.option("--models", "models", type=str,
                             help="Several presets, comma-separated (e.g. gpt2,llama2-7b).")(function)
-    return click.option("--model", "-m", "model", type=str, help="A preset name (see `models`).")(function)
+    return click.option("--model", "-m", "model", type=str, help="A preset name or alias, any case (see `models`).")(function)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -276,7 +276,7 @@ def claims(no_measure, as_json) -> None:
 
 
 @click.command()
-@click.option("--model", "-m", "model", type=str, help="A preset name (see `models`).")
+@click.option("--model", "-m", "model", type=str, help="A preset name or alias, any case (see `models`).")
 @click.option("--config", "config", type=str, help="A Hugging Face config.json or a ModelConfig JSON file.")
 @click.option("--seq-len", "-n", "seq_len", default="128:131072:x2", show_default=True,
               help="Sequence lengths: a,b,c or start:stop[:+step | :xfactor] (mixable with commas).")
@@ -296,17 +296,21 @@ def claims(no_measure, as_json) -> None:
               help="Optimizer (state bytes).")
 @click.option("--csv", "csv_path", type=str, default=None, help="Write the grid as CSV here.")
 @click.option("--json-out", "json_path", type=str, default=None, help="Write the grid as JSON here.")
+@click.option("--npz", "npz_path", type=str, default=None,
+              help="Write the grid as columns (numpy .npz: float64 as evaluated) here.")
 def sweep(model, config, seq_len, batch, dtype, impl, attention, recompute, gen_tokens, optimizer,
-          csv_path, json_path) -> None:
+          csv_path, json_path, npz_path) -> None:
     """Every quantity of a model on an (n, b) grid, evaluated in one vectorised call.
 
     Columns: FLOPs (forward, backward, training, other ops, attention, projections and FFN, the
     attention share) and bytes (activations, KV cache, weights, training and inference totals).
-    Without --csv or --json-out the CSV goes to stdout. Values are float64 (exact below 2**53).
+    Without --csv, --json-out or --npz the CSV goes to stdout. Values are float64 (exact below
+    2**53). The CSV is written as it is formatted, in pieces; --npz is the fast form of a big grid.
     """
     from . import output
     from . import sweep as grid
     from .series import make_workload
+    from .text import plural
 
     if (model is None) == (config is None):
         raise ReportInputError("give exactly one of --model NAME or --config PATH.")
@@ -315,19 +319,24 @@ def sweep(model, config, seq_len, batch, dtype, impl, attention, recompute, gen_
                              gen_tokens=gen_tokens, optimizer=optimizer)
     seq_lens = grid.parse_values(seq_len, "--seq-len")
     batches = grid.parse_values(batch, "--batch")
-    warning = grid.check_lengths(cfg, seq_lens, workload)
-    if warning:
-        click.echo(warning, err=True)
+    for warning in grid.check_lengths(cfg, seq_lens, workload):
+        click.echo(f"warning: {warning}", err=True)
     result = grid.run(cfg, workload, seq_lens, batches)
-    click.echo(f"{result.points:,} points ({len(seq_lens)} lengths x {len(batches)} batch sizes) "
-               f"evaluated in {result.evaluate_seconds:.3f} s (lambdify {result.compile_seconds:.3f} s)",
-               err=True)
+    click.echo(f"{plural(result.points, 'point')} ({plural(len(seq_lens), 'length')} x "
+               f"{plural(len(batches), 'batch size')}) evaluated in {result.evaluate_seconds:.3f} s "
+               f"(lambdify {result.compile_seconds:.3f} s)", err=True)
     if csv_path:
-        output.write_text(csv_path, grid.csv_text(result))
+        grid.write_csv(result, csv_path)
+    if npz_path:
+        grid.write_npz(result, npz_path)
     if json_path:
         output.write_json(json_path, grid.json_data(result))
-    if not csv_path and not json_path:
-        click.echo(grid.csv_text(result), nl=False)
+    if not (csv_path or json_path or npz_path):
+        sys.stdout.flush()
+        stdout = sys.stdout.buffer
+        for chunk in grid.csv_chunks(result):
+            stdout.write(chunk)
+        stdout.flush()
 
 
 COMMANDS = [report, plot, claims, sweep]

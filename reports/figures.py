@@ -243,27 +243,59 @@ def memory(curves: Any, cfg: ModelConfig, gpus: Sequence[dict]) -> Any:
         ax.legend(loc="upper left", frameon=True, framealpha=0.9)
     left.set_ylabel("memory (GiB, log scale)")
     left.set_ylim(low / 2, max(high, gpus[0]["memory_bytes"] / GiB) * 3)
-    fig.tight_layout()
-    _gpu_labels(right, gpus, ns[-1])
+    labels = gpu_labels(gpus)
+    width, height = _text_size(fig, labels.values(), GPU_LABEL_SIZE)
+    # The labels sit right of the right panel, inside the figure: keep their width free.
+    fig.tight_layout(rect=(0, 0, 1 - (width + GPU_LABEL_OFFSET / 72 * fig.dpi + 6) / fig.bbox.width, 1))
+    _place_gpu_labels(right, labels, ns[-1], height)
     return fig
 
 
-def _gpu_labels(ax: Any, gpus: Sequence[dict], x: float) -> None:
-    """GPU names at the right edge, one label per capacity (names with equal memory joined),
-    nudged apart vertically so that none overlaps its neighbour."""
+GPU_LABEL_SIZE = 8  # points
+GPU_LABEL_OFFSET = 4  # points right of the panel
+
+
+def gpu_labels(gpus: Sequence[dict]) -> dict[int, str]:
+    """One label per capacity, smallest first: '80 GiB: A100 SXM, H100 PCIe, H100 SXM5' (the
+    capacity once, not again inside each name)."""
+    import re
+
     by_capacity: dict[int, list[str]] = {}
     for gpu in gpus:
         by_capacity.setdefault(gpu["memory_bytes"], []).append(gpu["name"])
-    scale = ax.figure.dpi / 72
-    gap = 9.5 * scale  # pixels between label centres
-    previous = -1e9
+    labels = {}
     for capacity in sorted(by_capacity):
+        gib = f"{capacity / GiB:g}"
+        names = sorted(re.sub(rf"\s*\b{re.escape(gib)}\s?GB\b", "", name) for name in by_capacity[capacity])
+        labels[capacity] = f"{gib} GiB: {', '.join(names)}"
+    return labels
+
+
+def _text_size(fig: Any, texts: Any, fontsize: float) -> tuple[float, float]:
+    """The widest and the tallest of these one-line texts, in pixels, as the renderer draws them."""
+    renderer = fig.canvas.get_renderer()
+    width = height = 0.0
+    for text in texts:
+        artist = fig.text(0, 0, text, fontsize=fontsize)
+        extent = artist.get_window_extent(renderer)
+        artist.remove()
+        width, height = max(width, extent.width), max(height, extent.height)
+    return width, height
+
+
+def _place_gpu_labels(ax: Any, labels: dict[int, str], x: float, height: float) -> None:
+    """The labels right of the panel at their capacity's height, the lowest first, each pushed up
+    just enough to clear the one below it (height: a label's height in pixels)."""
+    scale = ax.figure.dpi / 72
+    gap = height + 2  # pixels between label centres
+    previous = -1e9
+    for capacity, text in labels.items():
         y = ax.transData.transform((x, capacity / GiB))[1]
         shown = max(y, previous + gap)
         previous = shown
-        ax.annotate(" / ".join(sorted(by_capacity[capacity])) + f" ({capacity / GiB:g} GiB)",
-                    (x, capacity / GiB), xytext=(4, (shown - y) / scale), textcoords="offset points",
-                    va="center", fontsize=8, color="#1a7a1a", annotation_clip=False)
+        ax.annotate(text, (x, capacity / GiB), xytext=(GPU_LABEL_OFFSET, (shown - y) / scale),
+                    textcoords="offset points", va="center", fontsize=GPU_LABEL_SIZE,
+                    color="#1a7a1a", annotation_clip=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -353,7 +385,7 @@ def parameters(rows: Sequence[dict], highlight: Sequence[str]) -> Any:
     errors = 100 * (ratio - 1)
     right.set_xlim(min(-5.0, float(np.min(errors)) * 1.4), max(5.0, float(np.max(errors)) * 1.4))
     right.set_xlabel("seeds' rule $12\\,L\\,d^2$ + $V d$ per table, vs exact (%)")
-    right.set_title("The seeds' rule of thumb against the exact count")
+    right.set_title("The seeds' rule of thumb\nagainst the exact count")
     fig.tight_layout()
     return fig
 

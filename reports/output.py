@@ -8,13 +8,14 @@ formatted the same way on every run, so the same command twice writes identical 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, BinaryIO, Iterable, Iterator, Sequence
 
 import click
 
@@ -32,8 +33,11 @@ def progress(message: str) -> None:
     click.echo(message, err=True)
 
 
-def write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write data to path atomically: a temporary file beside it, then os.replace."""
+@contextlib.contextmanager
+def atomic_file(path: str | Path) -> Iterator[BinaryIO]:
+    """A binary stream whose bytes appear at path only when the block ends without an error: a
+    temporary file beside it, then os.replace. Large outputs are written through it piece by
+    piece; on any failure the temporary file is removed and path is left as it was."""
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
@@ -46,7 +50,7 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
         raise ReportInputError(f"{path}: cannot be written ({error.strerror or error}).") from None
     try:
         with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
+            yield stream
         os.chmod(temporary, 0o644)
         os.replace(temporary, path)
     except OSError as error:
@@ -55,7 +59,13 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-    return path
+
+
+def write_bytes(path: str | Path, data: bytes) -> Path:
+    """Write data to path atomically (atomic_file)."""
+    with atomic_file(path) as stream:
+        stream.write(data)
+    return Path(path)
 
 
 def write_text(path: str | Path, text: str) -> Path:

@@ -32,11 +32,12 @@ CONTEXTS_FILE = HERE / "contexts.json"
 
 
 def load_model(name: str) -> ModelConfig:
-    """A preset by name, or a config file by path (anything with a '/' or ending in .json)."""
+    """A config file by path (a name ending in .json, or any path that exists: a file always wins
+    over a preset alias of the same spelling), else a preset by name or alias."""
     from costmodel.presets import load_config_file, load_preset
 
     try:
-        if name.endswith(".json") or "/" in name:
+        if name.endswith(".json") or Path(name).exists():
             return load_config_file(name)
         return load_preset(name)
     except ConfigError as error:

@@ -9,7 +9,7 @@ integers for one point).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Iterator
 
 from costmodel import grid
 from costmodel.config import ConfigError, ModelConfig, Workload
@@ -65,18 +65,13 @@ def _positive(item: str, option: str, text: str) -> int:
     return value
 
 
-def check_lengths(cfg: ModelConfig, seq_lens: list[int], workload: Workload) -> str | None:
-    """A learned position table bounds n (error); beyond another model's context is a warning."""
-    longest = seq_lens[-1] + workload.gen_tokens
-    if longest <= cfg.max_positions:
-        return None
-    if cfg.position == "learned":
-        raise ReportInputError(
-            f"sequence length {longest} exceeds model {cfg.name!r}'s {cfg.max_positions} learned "
-            "positions."
-        )
-    return (f"warning: sequence lengths up to {longest} are beyond model {cfg.name!r}'s context "
-            f"of {cfg.max_positions} tokens.")
+def check_lengths(cfg: ModelConfig, seq_lens: list[int], workload: Workload) -> list[str]:
+    """Workload.check_fits at the longest n of the grid: an error (ReportInputError) where the
+    model cannot run it, else its warnings."""
+    try:
+        return workload.replace(seq_len=seq_lens[-1]).check_fits(cfg)
+    except ConfigError as error:
+        raise ReportInputError(str(error)) from None
 
 
 def run(cfg: ModelConfig, workload: Workload, seq_lens: list[int], batches: list[int]) -> SweepResult:
@@ -87,21 +82,61 @@ def run(cfg: ModelConfig, workload: Workload, seq_lens: list[int], batches: list
         raise ReportInputError(str(error)) from None
 
 
-def _plain(value: float) -> int | float:
+def plain(value: float) -> int | float:
     """Integral float64 values below 2**53 as ints (exact), others as floats."""
     if value.is_integer() and abs(value) < 2**53:
         return int(value)
     return value
 
 
-def csv_text(result: SweepResult) -> str:
+CHUNK_ROWS = 1 << 14  # rows formatted at once: about 5 MB of text, whatever the grid
+
+
+def csv_chunks(result: SweepResult) -> Iterator[bytes]:
+    """The sweep's frame (SweepResult.frame(), what costmodel.sweep() returns) as CSV, piece by
+    piece: the header, then CHUNK_ROWS rows at a time, each value written as
+    output.number_text(plain(value)) would write it (reports.csv_columns)."""
+    from .csv_columns import rows_text
     from .output import csv_text as to_csv
 
+    frame = result.frame()
+    names = list(frame.columns[3:])
+    yield to_csv(list(frame.columns), []).encode("utf-8")
+    model = to_csv([result.model], [])[:-1].encode("utf-8")  # quoted as the csv module would
+    axes = [frame["seq_len"].to_numpy(), frame["batch"].to_numpy()]
+    columns = [frame[name].to_numpy() for name in names]
+    for start in range(0, len(frame), CHUNK_ROWS):
+        rows = slice(start, start + CHUNK_ROWS)
+        yield rows_text(model, [axis[rows] for axis in axes], [column[rows] for column in columns])
+
+
+def csv_text(result: SweepResult) -> str:
+    return b"".join(csv_chunks(result)).decode("utf-8")
+
+
+def write_csv(result: SweepResult, path: str) -> None:
+    """The CSV written as it is formatted, into a file that appears whole or not at all."""
+    from .output import atomic_file
+
+    with atomic_file(path) as stream:
+        for chunk in csv_chunks(result):
+            stream.write(chunk)
+
+
+def write_npz(result: SweepResult, path: str) -> None:
+    """The grid as columns in numpy's .npz (uncompressed): seq_len and batch (int64), every
+    quantity (float64, as evaluated), and the model, column names and units as strings.
+    `dict(numpy.load(path))` gives them back; pandas.DataFrame of that is the CSV's table."""
+    import numpy as np
+
+    from .output import atomic_file
+
     names = list(result.columns)
-    columns = [result.columns[name].tolist() for name in names]
-    rows = ([result.model, n, b, *(_plain(c[i]) for c in columns)]
-            for i, (n, b) in enumerate(zip(result.seq_lens.tolist(), result.batches.tolist())))
-    return to_csv(["model", "seq_len", "batch", *names], rows)
+    with atomic_file(path) as stream:
+        np.savez(stream, model=np.array(result.model), columns=np.array(["seq_len", "batch", *names]),
+                 units=np.array(["token", "sequence", *(dict(QUANTITIES)[n] for n in names)]),
+                 seq_len=result.seq_lens, batch=result.batches,
+                 **{name: result.columns[name] for name in names})
 
 
 def json_data(result: SweepResult) -> dict[str, Any]:
@@ -115,6 +150,6 @@ def json_data(result: SweepResult) -> dict[str, Any]:
         "units": dict(QUANTITIES),
         "note": "float64 values (exact integers below 2**53); `estimate --json` is exact.",
         "columns": ["seq_len", "batch", *names],
-        "rows": [[n, b, *(_plain(c[i]) for c in columns)]
+        "rows": [[n, b, *(plain(c[i]) for c in columns)]
                  for i, (n, b) in enumerate(zip(result.seq_lens.tolist(), result.batches.tolist()))],
     }

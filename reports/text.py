@@ -8,28 +8,61 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 
-def si(value: float, unit: str = "") -> str:
-    """1234567 -> '1.23 M' (decimal prefixes, for counts and FLOPs)."""
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+#: Decimal prefixes (counts, FLOPs, FLOP/s, bytes per second), largest first.
+SI_PREFIXES = ((1e24, "Y"), (1e21, "Z"), (1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"),
+               (1e6, "M"), (1e3, "k"))
+#: Parameter counts as people write them (6.74 B).
+COUNT_SUFFIXES = ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K"))
+#: Binary units of bytes.
+BINARY_UNITS = ((2**80, "YiB"), (2**70, "ZiB"), (2**60, "EiB"), (2**50, "PiB"), (2**40, "TiB"),
+                (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
+
+
+def _scaled(value: float, steps: tuple[tuple[float, str], ...]) -> tuple[str, str] | None:
+    """value / factor with two decimals and its prefix, for the largest factor <= |value| (the
+    next one up where the rounding reaches 1000: 999,999 -> '1.00' 'M', not '1000.00' 'k');
+    None below the smallest factor."""
+    for index, (factor, prefix) in enumerate(steps):
         if abs(value) >= factor:
-            return f"{value / factor:.2f} {prefix}{unit}"
-    return f"{value:g} {unit}".rstrip()
+            text = f"{value / factor:.2f}"
+            if index and abs(float(text)) >= 1000:
+                factor, prefix = steps[index - 1]
+                text = f"{value / factor:.2f}"
+            return text, prefix
+    return None
+
+
+def si(value: float, unit: str = "") -> str:
+    """1234567 -> '1.23 M', 1.6125e18 FLOP -> '1.61 EFLOP' (decimal prefixes up to Y)."""
+    scaled = _scaled(value, SI_PREFIXES)
+    if scaled is None:
+        return f"{value:g} {unit}".rstrip()
+    return f"{scaled[0]} {scaled[1]}{unit}"
 
 
 def count(value: float) -> str:
     """Parameters: 6738415616 -> '6.74 B'."""
-    for factor, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if abs(value) >= factor:
-            return f"{value / factor:.2f} {suffix}"
-    return f"{value:g}"
+    scaled = _scaled(value, COUNT_SUFFIXES)
+    return f"{value:g}" if scaled is None else f"{scaled[0]} {scaled[1]}"
 
 
 def binary_bytes(value: float) -> str:
     """Bytes in binary units: 13476831232 -> '12.55 GiB'."""
-    for factor, unit in ((2**50, "PiB"), (2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
-        if abs(value) >= factor:
-            return f"{value / factor:.2f} {unit}"
-    return f"{value:g} B"
+    scaled = _scaled(value, BINARY_UNITS)
+    return f"{value:g} B" if scaled is None else f"{scaled[0]} {scaled[1]}"
+
+
+def plural(number: int, noun: str, nouns: str | None = None) -> str:
+    """1 -> '1 batch size', 11 -> '11 batch sizes', 1280000 -> '1,280,000 points'."""
+    return f"{number:,} {noun if number == 1 else nouns or noun + 's'}"
+
+
+def exact_number(exact: str, value: float) -> str:
+    """A rational from sympy as a reader wants it: '24704' -> '24,704'; '7168/3' ->
+    '7168/3, about 2,389.3'."""
+    if exact.lstrip("-").isdigit():
+        return f"{int(exact):,}"
+    return f"{exact}, about {value:,.1f}"
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], align: str | None = None) -> str:
@@ -89,7 +122,8 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         f"{100 * r['attention_share']:.1f}% of the layers' matmuls",
         f"  projections + FFN  {si(r['projection_ffn_flops'], 'FLOP'):>14}",
         f"  dominant: {r['dominant']}",
-        f"  crossover n* = {r['crossover_formula']} = {r['crossover_seq_len']:,.1f} tokens",
+        f"  crossover n* = {r['crossover_formula']} = "
+        f"{exact_number(r['crossover_seq_len_exact'], r['crossover_seq_len'])} tokens",
         "",
         "Per block (summed over layers)",
     ]
@@ -125,10 +159,10 @@ def seconds(value: float) -> str:
     return f"{value / 1e-6:.3g} us"
 
 
-def _timing(label: str, t: dict[str, Any]) -> str:
+def _timing(label: str, t: dict[str, Any], note: str = "") -> str:
     return (f"  {label:<22}{seconds(t['seconds']):>10}   {t['bound']}-bound, "
             f"{t['intensity_flops_per_byte']:.1f} FLOP/B, compute busy {100 * t['compute_busy_fraction']:.0f}%, "
-            f"memory busy {100 * t['memory_busy_fraction']:.0f}%")
+            f"memory busy {100 * t['memory_busy_fraction']:.0f}%{note}")
 
 
 def render_inference(r: dict[str, Any]) -> str:
@@ -145,10 +179,10 @@ def render_inference(r: dict[str, Any]) -> str:
         _timing("prefill", r["prefill"]),
     ]
     if "decode" in r:
-        d, m = r["decode"], r["memory"]
+        d, m, steps = r["decode"], r["memory"], r["generation_table"]
         out += [
-            _timing("first output token", d["first_token"]),
-            _timing("last output token", d["last_token"]),
+            _timing("first decode step", d["first_token"], f"; context {steps[0]['context']:,}"),
+            _timing("last decode step", d["last_token"], f"; context {steps[-1]['context']:,}"),
             f"  {'generation':<22}{seconds(d['generate_seconds']):>10}   "
             f"{d['tokens_per_second']:,.0f} tokens/s; prefill + generation {seconds(d['end_to_end_seconds'])}",
             f"  decode turns compute-bound at batch {d['crossover_batch_weights_only']:,.0f} "

@@ -1,7 +1,9 @@
 """Published parameter counts the tests compare with: one table, cited once."""
 
-# shared/DESIGN.md, "Reference numbers": Hugging Face's classes built from their configs, and the
-# seeds' Transformer (704 + 704 + 715 + 2 * 49,728 + 2 * 66,240 = 234,059).
+# sum(p.numel() for p in model.parameters()) of Hugging Face's classes built from each model's
+# config.json on the Hub (LlamaForCausalLM, MistralForCausalLM, GPT2LMHeadModel with tied
+# embeddings, BertModel with its pooler, T5ForConditionalGeneration), and of the seeds'
+# Transformer (704 + 704 + 715 + 2 * 49,728 + 2 * 66,240 = 234,059).
 PUBLISHED = {
     "llama2-7b": 6_738_415_616,
     "llama2-13b": 13_015_864_320,

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 import cli
 from costmodel import symbols as S
 from costmodel.model import CostModel
-from costmodel.presets import PRESET_DIR, load_preset
+from costmodel.presets import PRESET_DIR, load_preset, preset_names
+from tests.published import PUBLISHED
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,7 +77,7 @@ def test_human_output_names_every_section(capsys):
     assert code == 0
     for heading in ("Parameters", "FLOPs", "Memory", "Regime", "Per block", "KV cache", "crossover n*"):
         assert heading in out
-    assert "6,738,415,616" in out and "24,704.0 tokens" in out
+    assert "6,738,415,616" in out and "= 24,704 tokens" in out  # exact: an integer
 
 
 @pytest.mark.parametrize(
@@ -156,6 +157,75 @@ def test_models_lists_every_preset(capsys):
     assert any(line.startswith("llama2-70b") and "68.98 B" in line for line in lines)
 
 
+@pytest.mark.parametrize("spelling, preset", [
+    ("LLAMA2-7B", "llama2-7b"),
+    ("Gpt2-Medium", "gpt2-medium"),
+    ("meta-llama/Llama-2-7b-hf", "llama2-7b"),
+    ("META-LLAMA/llama-2-7B-HF", "llama2-7b"),
+    ("meta-llama/Llama-2-13b-hf", "llama2-13b"),
+    ("meta-llama/Llama-2-70b-hf", "llama2-70b"),
+    ("mistralai/Mistral-7B-v0.1", "mistral-7b"),
+    ("openai-community/gpt2", "gpt2"),
+    ("openai-community/gpt2-xl", "gpt2-xl"),
+    ("google-t5/t5-small", "t5-small"),
+    ("google-t5/t5-base", "t5-base"),
+    ("google-bert/bert-base-uncased", "bert-base-uncased"),
+])
+def test_names_match_in_any_case_and_hub_ids_are_aliases(spelling, preset, capsys):
+    code, out, err = run_main(["estimate", "--model", spelling, "--json"], capsys)
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["inputs"]["model"] == preset  # reported under the preset's own name
+    assert data["params"]["total"] == PUBLISHED[preset]
+
+
+def test_report_commands_take_aliases_too():
+    from reports.series import load_model, model_names
+
+    assert [load_model(name).name for name in model_names("OpenAI-Community/GPT2,LLAMA2-70B")] == \
+        ["gpt2", "llama2-70b"]
+
+
+def test_aliases_are_data_unique_and_cover_every_hub_model():
+    from costmodel.presets import preset_aliases
+
+    aliases = preset_aliases()
+    assert list(aliases) == preset_names()  # aliases.json itself is not a preset
+    spellings = [s.casefold() for name, more in aliases.items() for s in (name, *more)]
+    assert len(spellings) == len(set(spellings))
+    for name in preset_names():
+        if "model_type" in json.loads((PRESET_DIR / f"{name}.json").read_text()):
+            assert any("/" in alias for alias in aliases[name]), f"{name} has no Hub id"
+
+
+def test_an_alias_never_shadows_a_path(tmp_path, monkeypatch, capsys):
+    """A file at ./openai-community/gpt2 is read as the file, by --config and by the report
+    commands' --model (which also take paths), never replaced by the gpt2 preset."""
+    (tmp_path / "openai-community").mkdir()
+    (tmp_path / "openai-community" / "gpt2").write_text((PRESET_DIR / "seed-toy.json").read_text())
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_main(["estimate", "--config", "openai-community/gpt2", "--seq-len", "16",
+                               "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["params"]["total"] == PUBLISHED["seed-toy"]
+    code, out, err = run_main(["sweep", "--model", "openai-community/gpt2", "--seq-len", "16"], capsys)
+    assert code == 0, err
+    assert out.splitlines()[1].startswith("seed-toy,16,1,")  # the file's config, not gpt2's
+    from reports.series import load_model
+
+    assert load_model("openai-community/gpt2").n_layers == load_preset("seed-toy").n_layers
+
+
+def test_models_shows_the_aliases(capsys):
+    code, out, _ = run_main(["models", "--json"], capsys)
+    rows = {row["name"]: row for row in json.loads(out)}
+    assert rows["llama2-7b"]["aliases"] == ["meta-llama/Llama-2-7b-hf"]
+    assert rows["seed-toy"]["aliases"] == []
+    code, out, _ = run_main(["models"], capsys)
+    line = next(line for line in out.splitlines() if line.startswith("mistral-7b "))
+    assert line.endswith("mistralai/Mistral-7B-v0.1")
+
+
 def test_estimate_does_not_import_torch_matplotlib_or_pandas():
     code = (
         "import sys, cli; cli.main(['estimate', '--model', 'llama2-7b', '--json']); "
@@ -163,3 +233,143 @@ def test_estimate_does_not_import_torch_matplotlib_or_pandas():
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+# ---------------------------------------------------------------------------------------------
+# Units and wording
+
+
+def test_si_prefixes_reach_exa_and_round_into_the_next_prefix():
+    from reports.text import binary_bytes, count, si
+
+    assert si(1_612_510_000_000_000_000, "FLOP") == "1.61 EFLOP"  # not 1612.51 PFLOP
+    assert si(3.2e22, "FLOP") == "32.00 ZFLOP" and si(4e24, "FLOP") == "4.00 YFLOP"
+    assert si(999_999_999, "FLOP") == "1.00 GFLOP"  # not 1000.00 MFLOP
+    assert si(999_990_000, "FLOP") == "999.99 MFLOP" and si(512) == "512"
+    assert binary_bytes(3 * 2**60) == "3.00 EiB" and binary_bytes(2**30 - 1) == "1.00 GiB"
+    assert count(999_999) == "1.00 M" and count(6_738_415_616) == "6.74 B"
+
+
+def test_estimate_prints_exaflops(capsys):
+    args = ["estimate", "--model", "llama2-7b", "--seq-len", "131072", "--batch", "64"]
+    code, out, _ = run_main([*args, "--json"], capsys)
+    b, n, L, d, d_ff, V = 64, 131072, 32, 4096, 11008, 32000
+    forward = 2 * b * n * (L * (4 * d * d + 3 * d * d_ff) + d * V) + L * 4 * b * n * n * d
+    assert json.loads(out)["flops"]["training"] == 3 * forward == 2_061_927_349_707_866_112
+    code, out, _ = run_main(args, capsys)
+    line = next(line for line in out.splitlines() if "training (fwd+bwd)" in line)
+    assert "2.06 EFLOP" in line
+
+
+def test_a_crossover_that_is_not_an_integer_shows_its_fraction(capsys):
+    code, out, _ = run_main(["estimate", "--model", "t5-small"], capsys)
+    assert "= 7168/3, about 2,389.3 tokens" in out  # (14/3) d at d = 512, source = target
+
+
+def test_messages_name_the_model_without_a_broken_possessive(capsys):
+    code, _, err = run_main(["estimate", "--model", "llama2-7b", "--seq-len", "8192"], capsys)
+    assert code == 0
+    assert err == ("warning: sequence length 8192 is beyond the context of model 'llama2-7b' "
+                   "(4096 tokens).\n")
+    code, _, err = run_main(["sweep", "--model", "llama2-7b", "--seq-len", "8192"], capsys)
+    assert err.splitlines()[0] == ("warning: sequence length 8192 is beyond the context of model "
+                                   "'llama2-7b' (4096 tokens).")
+    code, _, err = run_main(["sweep", "--model", "gpt2", "--seq-len", "2048"], capsys)
+    assert code == 2
+    assert err == "error: sequence length 2048 exceeds the 1024 learned positions of model 'gpt2'.\n"
+
+
+def test_one_batch_size_is_singular(capsys):
+    code, _, err = run_main(["sweep", "--model", "gpt2", "--seq-len", "128", "--batch", "1"], capsys)
+    assert code == 0
+    assert err.startswith("1 point (1 length x 1 batch size) evaluated in ")
+    code, _, err = run_main(["sweep", "--model", "gpt2", "--seq-len", "128,256", "--batch", "1:3"],
+                            capsys)
+    assert err.startswith("6 points (2 lengths x 3 batch sizes) evaluated in ")
+
+
+def test_decode_lines_say_they_are_decode_steps_and_at_which_context(capsys):
+    code, out, _ = run_main(["simulate", "--model", "llama2-7b", "--hardware", "h100-sxm",
+                             "--prompt", "2048", "--gen", "256"], capsys)
+    assert code == 0 and "output token" not in out
+    first = next(line for line in out.splitlines() if "first decode step" in line)
+    last = next(line for line in out.splitlines() if "last decode step" in line)
+    assert first.endswith("; context 2,049") and last.endswith("; context 2,304")
+
+
+def _dtype_commands(tmp_path):
+    return [
+        ["estimate", "--model", "gpt2"],
+        ["simulate", "--model", "gpt2"],
+        ["validate", "--model", "gpt2"],
+        ["sweep", "--model", "gpt2"],
+        ["report", "--model", "gpt2", "--out", str(tmp_path / "r")],
+        ["plot", "memory", "--model", "gpt2", "--out", str(tmp_path / "m.png")],
+    ]
+
+
+def test_dtype_is_one_choice_everywhere(tmp_path, capsys):
+    from costmodel.config import DTYPE_BYTES
+
+    errors = set()
+    for args in _dtype_commands(tmp_path):
+        code, _, err = run_main([*args, "--dtype", "fp8"], capsys)
+        assert code == 2, args
+        errors.add(err)
+        help_text = CliRunner().invoke(cli.cli, [*args[:2 if args[0] == "plot" else 1], "--help"],
+                                       terminal_width=200).output
+        assert "[" + "|".join(DTYPE_BYTES) + "]" in help_text, args
+    assert errors == {"error: Invalid value for '--dtype': 'fp8' is not one of 'fp32', 'float32', "
+                      "'fp16', 'float16', 'bf16', 'bfloat16'.\n"}
+    assert not list(tmp_path.iterdir())
+
+
+def test_every_dtype_spelling_is_accepted_by_estimate_and_simulate(capsys):
+    for spelling, canonical in (("float32", "fp32"), ("bfloat16", "bf16"), ("float16", "fp16")):
+        code, out, _ = run_main(["estimate", "--model", "gpt2", "--dtype", spelling, "--json"], capsys)
+        assert json.loads(out)["inputs"]["dtype"] == canonical
+        code, out, _ = run_main(["simulate", "--model", "gpt2", "--prompt", "64", "--dtype", spelling,
+                                 "--json"], capsys)
+        assert json.loads(out)["inputs"]["dtype"] == canonical
+
+
+# ---------------------------------------------------------------------------------------------
+# validate: its table and its choice of n (no measurement: validate.compare.validate is replaced)
+
+
+def _fake_validate(monkeypatch, seen):
+    import validate.compare as compare
+    from validate.compare import Row
+
+    def fake(cfg, workload, **kwargs):
+        seen.append(workload)
+        return [Row("parameters", 10, 10)]
+
+    monkeypatch.setattr(compare, "validate", fake)
+
+
+def test_validate_table_labels_every_column(monkeypatch, capsys):
+    _fake_validate(monkeypatch, [])
+    code, out, _ = run_main(["validate", "--model", "llama2-7b"], capsys)
+    assert code == 0
+    header, _, row = out.splitlines()[1:4]
+    assert header.split() == ["quantity", "block", "formula", "measured", "difference", "relative",
+                              "status"]
+    assert row.split()[-1] == "ok"
+
+
+def test_validate_says_why_it_shortens_the_prompt(monkeypatch, capsys):
+    seen = []
+    _fake_validate(monkeypatch, seen)
+    code, out, err = run_main(["validate", "--model", "gpt2", "--target", "reference", "--device",
+                               "cpu"], capsys)
+    assert code == 0 and seen[-1].seq_len == 1022 and "n=1022" in out
+    assert ("note: [gpt2] n = 1022, not the default 2048: the prompt and the 2 decode steps of "
+            "--gen-tokens must fit the 1024 positions of model 'gpt2'.") in err.splitlines()
+    code, out, err = run_main(["validate", "--model", "t5-small", "-T", "0"], capsys)
+    assert seen[-1].seq_len == 512
+    assert "note: [t5-small] n = 512, not the default 2048: the prompt must fit the 512 positions" in err
+    code, out, err = run_main(["validate", "--model", "llama2-7b"], capsys)
+    assert seen[-1].seq_len == 2048 and "note:" not in err  # 2048 + 2 fit in 4096: nothing to say
+    code, out, err = run_main(["validate", "--model", "gpt2", "--seq-len", "100"], capsys)
+    assert seen[-1].seq_len == 100 and "note:" not in err

@@ -1,7 +1,7 @@
 """The analytic side on its own: published parameter counts, hand-derived FLOPs, KV cache, regime.
 
-Every expected number below is cited: DESIGN.md's table of Hugging Face class counts, the seeds'
-formula, or a hand derivation written beside it.
+Every expected number below is cited: the Hugging Face class counts of tests/published.py, the
+seeds' formula, or a hand derivation written beside it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from tests.published import PUBLISHED
 PUBLISHED_PARAMS = {name: PUBLISHED[name] for name in (
     "llama2-7b", "llama2-13b", "llama2-70b", "mistral-7b", "gpt2", "gpt2-medium", "gpt2-large",
     "gpt2-xl", "bert-base-uncased", "t5-small", "t5-base", "seed-toy",
-)}  # DESIGN.md's table
+)}  # tests/published.py: Hugging Face's classes
 
 
 def estimate(name: str, **workload) -> Estimate:

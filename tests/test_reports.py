@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -228,6 +229,125 @@ def test_sweep_thousands_of_points_under_a_second():
     assert (result.columns["training_flops"] == 3 * result.columns["forward_flops"]).all()
 
 
+def _per_value_csv(result) -> str:
+    """The sweep's CSV written value by value (output.csv_text of sweep.plain): the reference
+    the vectorised writer must match byte for byte."""
+    from reports.output import csv_text
+    from reports.sweep import plain
+
+    names = list(result.columns)
+    rows = ([result.model, int(n), int(b), *(plain(float(result.columns[k][i])) for k in names)]
+            for i, (n, b) in enumerate(zip(result.seq_lens, result.batches)))
+    return csv_text(["model", "seq_len", "batch", *names], rows)
+
+
+@pytest.mark.parametrize("name, workload, seq_lens, batches", [
+    ("llama2-7b", {}, list(range(128, 131073, 1024)), [1, 3, 8, 1000, 123_456]),
+    ("t5-small", {"dtype": "fp32", "attention": "flash", "recompute": "full", "gen_tokens": 7},
+     list(range(1, 500, 7)), [1, 2, 1000]),
+    ("gpt2", {"impl": "reference", "optimizer": "sgd"}, list(range(1, 1024, 9)), [1, 7, 10**6]),
+    ("llama2-70b", {}, [2**k for k in range(21)], [1, 3, 10**6, 10**9]),  # up to 1e30 FLOPs
+])
+def test_sweep_csv_is_byte_identical_to_the_per_value_writer(name, workload, seq_lens, batches,
+                                                            monkeypatch):
+    from costmodel.config import Workload
+    from reports import sweep
+    from reports.series import load_model
+
+    result = sweep.run(load_model(name), Workload(**workload), seq_lens, batches)
+    expected = _per_value_csv(result)
+    assert sweep.csv_text(result) == expected
+    monkeypatch.setattr(sweep, "CHUNK_ROWS", 7)  # chunk edges fall anywhere in the grid
+    chunks = list(sweep.csv_chunks(result))
+    assert b"".join(chunks).decode() == expected
+    assert len(chunks) == 1 + -(-result.points // 7)  # the header, then one piece per chunk
+
+
+def test_csv_numbers_match_python_on_a_million_values():
+    """Every float64 the way number_text(plain(v)) writes it: integers below 2**53 exactly, the
+    rest as format(v, '.15g'), across every magnitude, sign and the halfway cases."""
+    import numpy as np
+
+    from reports.csv_columns import rows_text
+    from reports.output import number_text
+    from reports.sweep import plain
+
+    rng = np.random.default_rng(15)
+    halves = np.arange(1, 20_001) * 0.5  # ties at the last kept digit, scaled below
+    values = np.concatenate([
+        rng.random(100_000),
+        10 ** rng.uniform(-20, 30, 300_000) * rng.choice([-1, 1], 300_000),
+        np.floor(10 ** rng.uniform(0, 23, 300_000)),  # integral, across 2**53 and 2**74
+        np.floor(rng.uniform(2**53, 2**63, 100_000)) * 2.0 ** rng.integers(0, 12, 100_000),
+        halves * 1e14, halves * 1e-1, 123456789012345.5 + np.arange(-50, 50),
+        2.0 ** np.arange(-80, 100), 10.0 ** np.arange(-25, 30),
+        np.nextafter(10.0 ** np.arange(-25, 30), 0), np.nextafter(10.0 ** np.arange(-25, 30), 1e300),
+        [0.0, -0.0, 2**53 - 1, 2**53, 2**53 + 2, 0.1, 1 / 3, 2 / 3, 9.999999999999995e14,
+         999999999999999.5, 1e-4, 9.99999999999999e-5, 5e-324, 1.7976931348623157e308,
+         float("inf"), float("-inf"), float("nan")],
+    ])
+    text = rows_text(b"x", [], [values]).decode("ascii")
+    written = [line[2:] for line in text.splitlines()]
+    expected = [number_text(plain(float(v))) for v in values]
+    wrong = [(v, w, e) for v, w, e in zip(values, written, expected) if w != e]
+    assert len(written) == len(values) and wrong == []
+
+
+def test_sweep_csv_streams_to_stdout_and_to_a_file_alike(tmp_path, capsys):
+    args = ["sweep", "--model", "gpt2", "--seq-len", "1:1024:+3", "--batch", "1,4,5000"]
+    code, stdout, _ = run_main(args, capsys)
+    assert code == 0
+    code, _, _ = run_main([*args, "--csv", str(tmp_path / "grid.csv")], capsys)
+    assert (tmp_path / "grid.csv").read_text() == stdout
+    assert len(stdout.splitlines()) == 1 + 342 * 3
+
+
+def test_sweep_npz_holds_the_evaluated_columns(tmp_path, capsys):
+    import numpy as np
+
+    from costmodel.config import Workload
+    from reports.series import load_model
+    from reports.sweep import QUANTITIES, run
+
+    path = tmp_path / "grid.npz"
+    code, _, err = run_main(["sweep", "--model", "llama2-7b", "--seq-len", "128:131072:x2",
+                             "--batch", "1,8", "--npz", str(path)], capsys)
+    assert code == 0, err
+    data = dict(np.load(path))
+    assert str(data["model"]) == "llama2-7b"
+    assert list(data["columns"]) == ["seq_len", "batch", *(name for name, _ in QUANTITIES)]
+    assert dict(zip(data["columns"][2:], data["units"][2:])) == dict(QUANTITIES)
+    expected = run(load_model("llama2-7b"), Workload(), [2**k for k in range(7, 18)], [1, 8])
+    assert (data["seq_len"] == expected.seq_lens).all() and (data["batch"] == expected.batches).all()
+    for name, _ in QUANTITIES:
+        assert np.array_equal(data[name], expected.columns[name]), name
+    at = {(int(n), int(b)): i for i, (n, b) in enumerate(zip(data["seq_len"], data["batch"]))}
+    assert data["forward_flops"][at[2048, 1]] == 29_261_612_187_648  # FlopCounterMode's count
+
+
+def test_a_sweep_that_fails_while_writing_leaves_no_file(tmp_path, monkeypatch, capsys):
+    from reports import csv_columns
+
+    target = tmp_path / "grid.csv"
+    target.write_text("old")
+    calls = []
+
+    def second_chunk_fails(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return original(*args)
+
+    original = csv_columns.rows_text
+    monkeypatch.setattr(csv_columns, "rows_text", second_chunk_fails)
+    monkeypatch.setattr("reports.sweep.CHUNK_ROWS", 100)
+    code, _, err = run_main(["sweep", "--model", "gpt2", "--seq-len", "1:1000", "--csv",
+                             str(target)], capsys)
+    assert code == 2
+    assert err.splitlines()[-1] == f"error: {target}: cannot be written (No space left on device)."
+    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["grid.csv"]
+
+
 def test_sweep_errors_exit_2(capsys):
     for args in (
         ["sweep", "--model", "gpt2", "--seq-len", "128:4096:x2"],  # beyond 1024 learned positions
@@ -281,6 +401,115 @@ def test_seeds_rule_and_gpus():
     assert capacities["H200 141GB SXM"] == 141 * 2**30 and capacities["RTX 4090"] == 24 * 2**30
     assert capacities["A100 80GB SXM"] == 80 * 2**30  # from costmodel/hardware, the one source
     assert all(g["memory_bytes"] == g["memory_gib"] * 2**30 for g in series.gpus())
+
+
+# ---------------------------------------------------------------------------------------------
+# The figures' text, at the report's size
+
+
+#: Every figure the report draws, for one model and for several (the README's comparison).
+FIGURES = {
+    "flops-gpt2": lambda b, load: b.make_flops([load("gpt2")]),
+    "flops-4-models": lambda b, load: b.make_flops(
+        [load(n) for n in ("gpt2", "bert-base-uncased", "llama2-7b", "llama2-70b")]),
+    "regimes": lambda b, load: b.make_regimes([load("gpt2")]),
+    "memory-gpt2": lambda b, load: b.make_memory(load("gpt2"), 1, "bf16"),
+    "memory-llama2-70b": lambda b, load: b.make_memory(load("llama2-70b"), 8, "fp32"),
+    "memory-bert-base-uncased": lambda b, load: b.make_memory(load("bert-base-uncased"), 1, "bf16"),
+    "generation-gpt2": lambda b, load: b.make_generation(load("gpt2"), False, print),
+    "generation-t5-small": lambda b, load: b.make_generation(load("t5-small"), False, print),
+    "params": lambda b, load: b.make_params([load("gpt2")]),
+    "params-none-highlighted": lambda b, load: b.make_params([]),
+    "validation": lambda b, load: b.make_validation([load("gpt2")], lambda message: None,
+                                                    full_size=False),
+}
+
+
+@pytest.fixture(scope="module")
+def figures():
+    """name -> Made (drawn, not yet rendered to bytes)."""
+    from reports import report as build
+    from reports.series import load_model
+
+    return {name: make(build, load_model) for name, make in FIGURES.items()}
+
+
+def drawn_texts(figure) -> list[tuple[Any, Any]]:
+    """(Text, its window extent) for every non-empty text the figure draws, with the figure's
+    renderer, at the figure's own size and dpi (what savefig writes before any cropping).
+    Recorded during a draw: tick labels outside the view and hidden texts are not drawn."""
+    from matplotlib.text import Text
+
+    drawn, original = [], Text.draw
+
+    def record(self, renderer):
+        original(self, renderer)
+        if self.get_visible() and self.get_text().strip():
+            drawn.append((self, Text.get_window_extent(self, renderer)))  # the text alone
+
+    Text.draw = record
+    try:
+        figure.canvas.draw()
+    finally:
+        Text.draw = original
+    return drawn
+
+
+def text_problems(figure, margin: float = 2.0) -> list[str]:
+    """Texts that leave the canvas, overlap another text, or (a panel's title) run past its
+    panel's sides into a neighbour or the edge."""
+    texts = drawn_texts(figure)
+    width, height = figure.bbox.width, figure.bbox.height
+    problems = []
+    for text, box in texts:
+        if box.x0 < margin or box.y0 < margin or box.x1 > width - margin or box.y1 > height - margin:
+            problems.append(f"{text.get_text()!r} leaves the {width:.0f}x{height:.0f} canvas: "
+                            f"{[round(v) for v in box.extents]}")
+    for i, (first, a) in enumerate(texts):
+        for second, b in texts[i + 1:]:
+            if min(a.x1, b.x1) - max(a.x0, b.x0) > 0.5 and min(a.y1, b.y1) - max(a.y0, b.y0) > 0.5:
+                problems.append(f"{first.get_text()!r} overlaps {second.get_text()!r}")
+    for ax in figure.axes:
+        title, panel = ax.title, ax.get_window_extent()
+        if title.get_text() and ax.get_visible():
+            box = title.get_window_extent()
+            if box.x0 < panel.x0 - margin or box.x1 > panel.x1 + margin:
+                problems.append(f"title {title.get_text()!r} is wider than its panel")
+    return problems
+
+
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_no_text_leaves_the_canvas_or_overlaps_another(figures, name):
+    figure = figures[name].figure
+    assert figure.dpi == 110  # the report's PNG resolution
+    assert len(drawn_texts(figure)) > 10  # the check sees the figure's text
+    assert text_problems(figure) == []
+
+
+def test_the_text_check_finds_overlaps_and_text_off_the_canvas():
+    from reports.figures import pyplot
+
+    figure, ax = pyplot().subplots(figsize=(4, 3))
+    ax.set_title("a title far wider than the panel it stands over, into the edge")
+    ax.text(0.5, 0.5, "one", transform=ax.transAxes)
+    ax.text(0.51, 0.5, "two", transform=ax.transAxes)
+    ax.annotate("outside", (1, 0.5), xytext=(40, 0), xycoords="axes fraction",
+                textcoords="offset points", annotation_clip=False)
+    problems = text_problems(figure)
+    assert any("'one' overlaps 'two'" in p for p in problems)
+    assert any("'outside' leaves" in p for p in problems)
+    assert any("is wider than its panel" in p for p in problems)
+    pyplot().close(figure)
+
+
+def test_gpu_labels_join_equal_capacities_and_name_the_capacity_once():
+    from reports import series
+    from reports.figures import gpu_labels
+
+    labels = gpu_labels(series.gpus())
+    assert list(labels) == sorted(labels)  # smallest first, as they are stacked
+    assert labels[80 * 2**30] == "80 GiB: A100 SXM, H100 PCIe, H100 SXM5"
+    assert labels[141 * 2**30] == "141 GiB: H200 SXM" and labels[24 * 2**30] == "24 GiB: RTX 4090"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -397,27 +626,93 @@ def _chromium() -> str | None:
     return None
 
 
-@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (apt-get install chromium)")
-def test_page_renders_in_headless_chromium(report_dir, tmp_path):
-    from PIL import Image, ImageStat
+@pytest.fixture(scope="module")
+def full_report_dir(tmp_path_factory, figures):
+    """A report with every kind of figure: gpt2's without measurements, plus the
+    formula-vs-measurement figure of the tiny models (the full-size runs are skipped)."""
+    from reports import report as build
+    from reports.series import load_model
 
-    page = (report_dir / "index.html").resolve().as_uri()
+    made = build.build([load_model("gpt2")], measure=False, progress=lambda message: None)
+    validation = figures["validation"]
+    if not validation.images:
+        validation.render()
+    made.made.append(validation)
+    out = tmp_path_factory.mktemp("full") / "gpt2"
+    build.write(made, out)
+    return out
+
+
+#: Run in the page after it loads: where each figure is drawn and at what size, and the page's
+#: height (for a screenshot of the whole page).
+LAYOUT_SCRIPT = """<script>
+window.addEventListener("load", function () {
+  var rows = [];
+  for (var i = 0; i < document.images.length; i++) {
+    var img = document.images[i], box = img.getBoundingClientRect();
+    rows.push([img.closest("figure").previousElementSibling.id, box.left + img.clientLeft,
+               box.top + img.clientTop + window.scrollY, img.clientWidth, img.clientHeight,
+               img.naturalWidth, img.naturalHeight, img.parentElement.clientWidth].join(" "));
+  }
+  var out = document.createElement("pre");
+  out.id = "layout";
+  out.setAttribute("data-height", String(document.documentElement.scrollHeight));
+  out.textContent = rows.join(";");
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+def _run_chromium(args: list[str], page: str, **kwargs) -> subprocess.CompletedProcess:
     common = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
               "--no-first-run", "--disable-background-networking", "--disable-component-update",
-              "--disable-sync", "--disable-dev-shm-usage"]
-    shot = tmp_path / "shot.png"
+              "--disable-sync", "--disable-dev-shm-usage", "--hide-scrollbars",
+              "--force-device-scale-factor=1"]
     with tempfile.TemporaryDirectory() as profile:
-        subprocess.run([*common, f"--user-data-dir={profile}", "--window-size=1280,2000",
-                        f"--screenshot={shot}", page], capture_output=True, timeout=120, check=True)
-    with tempfile.TemporaryDirectory() as profile:
-        dom = subprocess.run([*common, f"--user-data-dir={profile}", "--virtual-time-budget=10000",
-                              "--dump-dom", page], capture_output=True, text=True, timeout=120,
-                             check=True).stdout
-    assert 'id="image-check"' in dom
+        return subprocess.run([*common, f"--user-data-dir={profile}", *args, page],
+                              capture_output=True, timeout=120, check=True, **kwargs)
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (apt-get install chromium)")
+def test_page_renders_in_headless_chromium(full_report_dir, tmp_path):
+    """Every figure loads and is painted whole, at the report's width, in a real browser."""
+    from PIL import Image, ImageChops, ImageFilter, ImageStat
+
+    html_text = (full_report_dir / "index.html").read_text()
+    names = [m.split('"')[0] for m in html_text.split('<h2 id="')[1:] if "<figure>" in m]
+    assert sorted(names) == sorted(["flops", "regimes", "memory-gpt2", "generation-gpt2", "params",
+                                    "validation"])
+    page_file = full_report_dir / "layout.html"
+    page_file.write_text(html_text.replace("</body>", LAYOUT_SCRIPT + "</body>"))
+    page = page_file.resolve().as_uri()
+    dom = _run_chromium(["--window-size=1280,2000", "--virtual-time-budget=10000", "--dump-dom"],
+                        page, text=True).stdout
     check = dom.split('id="image-check"')[1].split(">")[0]
-    assert 'data-loaded="5"' in check and 'data-total="5"' in check, check
+    assert 'data-loaded="6"' in check and 'data-total="6"' in check, check
+    layout = dom.split('id="layout"')[1]
+    height = int(layout.split('data-height="')[1].split('"')[0])
+    rows = [row.split() for row in layout.split(">")[1].split("<")[0].split(";")]
+    assert [row[0] for row in rows] == names
+    shot = tmp_path / "shot.png"
+    _run_chromium([f"--window-size=1280,{height}", f"--screenshot={shot}"], page)
     image = Image.open(shot).convert("RGB")
-    assert image.size == (1280, 2000)
-    stat = ImageStat.Stat(image)
-    assert max(stat.stddev) > 20  # not a blank page
-    assert len(image.getcolors(maxcolors=1 << 20) or []) > 100  # text and figures, not a flat fill
+    assert image.size == (1280, height)
+    assert max(ImageStat.Stat(image).stddev) > 20  # not a blank page
+    for name, *numbers in rows:
+        left, top, width, height_px, natural_width, natural_height, column = (
+            round(float(v)) for v in numbers)
+        # At the report's size: the PNG's own width, or shrunk to the text column, never cut.
+        assert width == min(natural_width, column), name
+        assert abs(height_px / width - natural_height / natural_width) < 0.01, name
+        assert left >= 0 and left + width <= 1280 and top + height_px <= image.size[1], name
+        # The browser's pixels against the PNG scaled alike, both blurred (the two scalers differ
+        # on thin lines): a tenth of the PNG's distance from a blank box on the figures here; a
+        # missing, cut or mirrored figure is as far as a blank box or farther.
+        blur = ImageFilter.GaussianBlur(3)
+        shown = image.crop((left, top, left + width, top + height_px)).filter(blur)
+        drawn = Image.open(full_report_dir / "figures" / f"{name}.png").convert("RGB")
+        drawn = drawn.resize((width, height_px), Image.Resampling.LANCZOS).filter(blur)
+        blank = Image.new("RGB", shown.size, "white")
+        difference = sum(ImageStat.Stat(ImageChops.difference(shown, drawn)).mean)
+        against_blank = sum(ImageStat.Stat(ImageChops.difference(blank, drawn)).mean)
+        assert difference < 0.3 * against_blank, (name, difference, against_blank)

@@ -22,6 +22,24 @@ from . import measure
 from .hf_models import HF_FAMILIES, build_hf_model, default_dtype, fake_mode, make_inputs
 
 TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+DEFAULT_SEQ_LEN = 2048  # the prompt a validation runs when none is given, if the context allows
+
+
+def prompt_length(cfg: ModelConfig, seq_len: int | None, gen_tokens: int,
+                  fit: bool = False) -> tuple[int, str | None]:
+    """The prompt length n to validate at, and a sentence saying why when it is not the n asked
+    for (or the default). Without --seq-len, or with fit (every preset of --all), the prompt and
+    the decode steps that follow it fill the model's context at most."""
+    if seq_len is not None and not fit:
+        return seq_len, None
+    wanted = DEFAULT_SEQ_LEN if seq_len is None else seq_len
+    room = max(cfg.max_positions - max(gen_tokens, 0), 1)
+    if wanted <= room:
+        return wanted, None
+    asked = f"the default {wanted}" if seq_len is None else f"--seq-len {wanted}"
+    steps = f" and the {gen_tokens} decode steps of --gen-tokens" if gen_tokens > 0 else ""
+    return room, (f"n = {room}, not {asked}: the prompt{steps} must fit the {cfg.max_positions} "
+                  f"positions of model {cfg.name!r}.")
 
 
 @dataclass(frozen=True)

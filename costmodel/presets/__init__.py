@@ -2,12 +2,15 @@
 
 A file with a "model_type" key is a Hugging Face config.json (read by costmodel.hf); any other file
 holds ModelConfig's own fields. load_config_file() reads a user's file the same way.
+aliases.json lists each preset's other names (its Hugging Face Hub id); a name or an alias matches
+whatever its case, and a config loaded by either is named after its preset.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +18,43 @@ from ..config import ConfigError, ModelConfig, show
 from ..hf import from_hf_config
 
 PRESET_DIR = Path(__file__).resolve().parent
+ALIASES_FILE = PRESET_DIR / "aliases.json"
 
 
 def preset_names() -> list[str]:
     """The presets, sorted by name."""
-    return sorted(p.stem for p in PRESET_DIR.glob("*.json"))
+    return sorted(p.stem for p in PRESET_DIR.glob("*.json") if p != ALIASES_FILE)
+
+
+@lru_cache(maxsize=None)
+def preset_aliases() -> dict[str, tuple[str, ...]]:
+    """Each preset's other names (aliases.json), in the file's order; () for a preset without."""
+    data = json.loads(ALIASES_FILE.read_text(encoding="utf-8"))
+    names = preset_names()
+    unknown = [key for key in data if not key.startswith("_") and key not in names]
+    if unknown:
+        raise ConfigError(f"{ALIASES_FILE.name}: {show(unknown[0])} is not a preset.")
+    return {name: tuple(data.get(name, ())) for name in names}
+
+
+@lru_cache(maxsize=None)
+def _names_by_key() -> dict[str, str]:
+    """Every preset name and alias, case-folded -> the preset's name. An alias that collides
+    with another name or alias is an error in the data file, not a silent choice."""
+    found: dict[str, str] = {}
+    for name, aliases in preset_aliases().items():
+        for spelling in (name, *aliases):
+            key = spelling.casefold()
+            if found.get(key, name) != name:
+                raise ConfigError(f"{ALIASES_FILE.name}: {show(spelling)} names both "
+                                  f"{found[key]} and {name}.")
+            found[key] = name
+    return found
+
+
+def resolve_name(name: str) -> str | None:
+    """The preset that a name or an alias stands for, whatever its case; None if none does."""
+    return _names_by_key().get(name.casefold()) if isinstance(name, str) else None
 
 
 def parse_config(text: str, source: str, name: str) -> ModelConfig:
@@ -43,14 +78,17 @@ def config_from_dict(data: Any, source: str, name: str) -> ModelConfig:
 
 
 def load_preset(name: str) -> ModelConfig:
-    """The named preset's ModelConfig; an unknown name suggests the closest ones."""
-    path = PRESET_DIR / f"{name}.json"
-    if not isinstance(name, str) or "/" in name or not path.is_file():
-        names = preset_names()
-        close = difflib.get_close_matches(str(name), names, n=3, cutoff=0.5)
-        hint = f" Did you mean {', '.join(close)}?" if close else f" Known: {', '.join(names)}."
+    """The ModelConfig of the preset a name or an alias stands for (see resolve_name); an unknown
+    name suggests the closest names and aliases."""
+    preset = resolve_name(name)
+    if preset is None:
+        spellings = {s.casefold(): s for n, a in preset_aliases().items() for s in (n, *a)}
+        close = difflib.get_close_matches(str(name).casefold(), spellings, n=3, cutoff=0.5)
+        hint = (f" Did you mean {', '.join(spellings[c] for c in close)}?" if close
+                else f" Known: {', '.join(preset_names())} (see `models` for their aliases).")
         raise ConfigError(f"unknown model {show(name)}.{hint}")
-    return parse_config(path.read_text(), source=f"preset {name}", name=name)
+    path = PRESET_DIR / f"{preset}.json"
+    return parse_config(path.read_text(), source=f"preset {preset}", name=preset)
 
 
 def load_config_file(path: str | Path) -> ModelConfig:
