@@ -331,6 +331,15 @@ def experts_grouped(T, k, E, d, f, s, w):
     return 24 * S + 4 * E + s * S * (2 * d + 4 * f) + w * S
 
 
+def experts_batched(T, k, d, f, s, w):
+    """batched_mm_experts_forward: each slot's gathered expert weights gate_up_proj[expert_ids] and
+    down_proj[expert_ids] (the bmm operands, 3 d f per slot), the repeated input, gate_up output,
+    SiLU output, product, down output and the routing weights; its expert ids are a view of the
+    router's top-k indices (already counted)."""
+    S = k * T
+    return s * S * (2 * d + 3 * d * f + 4 * f) + w * S
+
+
 def saved_moe(name, c, b, n, s):
     g = dims(c)
     d, h, hkv, dh, L = g["d"], g["h"], g["hkv"], g["dh"], g["L"]
@@ -610,15 +619,22 @@ def test_grouped_mm_formula_on_real_tensors():
     assert counter.get_total_flops() == 3 * per_group  # input gradient + weight gradient
 
 
-def test_grouped_mm_counts_what_batched_mm_and_the_profiler_count():
+def test_grouped_mm_counts_what_batched_mm_and_the_profiler_count_but_saves_less():
     c = FAMILY_CONFIGS["mixtral"]
     inputs = family_inputs(c, 2, 10, labels=True)
     with built("mixtral", torch.float32, fake=False) as grouped:
         g = matmul_flops(grouped, inputs, backward=True)
+        saved_gm = saved_activation_bytes(grouped, inputs).total_bytes
     with built("mixtral", torch.float32, fake=False, experts="batched_mm") as batched:
         bm = matmul_flops(batched, inputs, backward=True)
         profiled = profiler_matmul_flops(batched, inputs, backward=True)
+        saved_bm = saved_activation_bytes(batched, inputs).total_bytes
     assert (g.forward, g.backward) == (bm.forward, bm.backward) == (1_841_280, 3_682_560)
+    d, f, k, E = c["hidden_size"], c["intermediate_size"], c["num_experts_per_tok"], 5
+    grouped_bytes = saved_moe("mixtral", c, 2, 10, 4)
+    assert saved_gm == grouped_bytes
+    assert saved_bm == grouped_bytes + 2 * (experts_batched(20, k, d, f, 4, 4)
+                                            - experts_grouped(20, k, E, d, f, 4, 4))
     assert "aten._grouped_mm" in g.forward_by_op and "aten._grouped_mm" not in bm.forward_by_op
     assert profiled == g.forward + g.backward
 
