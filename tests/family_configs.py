@@ -34,8 +34,8 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
                    attn_logit_softcapping=50.0, final_logit_softcapping=30.0,
                    tie_word_embeddings=True),
     # Phi-3: fused qkv_proj and gate_up_proj; a sliding window on every layer.
-    "phi3": dict(_BASE, model_type="phi3", num_key_value_heads=2, sliding_window=5, pad_token_id=None,
-                 tie_word_embeddings=False),
+    "phi3": dict(_BASE, model_type="phi3", num_key_value_heads=2, sliding_window=5,
+                 pad_token_id=None, tie_word_embeddings=False),
     # Phi-4-mini style: rotary on three quarters of each head (6 of 8 dims), no window.
     "phi3_partial": dict(_BASE, model_type="phi3", num_key_value_heads=2, pad_token_id=None,
                          partial_rotary_factor=0.75, tie_word_embeddings=True),

@@ -32,7 +32,8 @@ def hf_config_from_dict(config: dict[str, Any], attn_implementation: str = "eage
         raise ValueError(f"attn_implementation must be one of {', '.join(ATTN_IMPLEMENTATIONS)}; "
                          f"got {attn_implementation!r}.")
     if experts_implementation not in (None, *EXPERTS_IMPLEMENTATIONS):
-        raise ValueError(f"experts_implementation must be one of {', '.join(EXPERTS_IMPLEMENTATIONS)}; "
+        known = ", ".join(EXPERTS_IMPLEMENTATIONS)
+        raise ValueError(f"experts_implementation must be one of {known}; "
                          f"got {experts_implementation!r}.")
     fields = {k: v for k, v in config.items() if k != "model_type"}
     hf = AutoConfig.for_model(config["model_type"], **fields)
