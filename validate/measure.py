@@ -2,13 +2,15 @@
 
 What each quantity means is fixed by the conventions in DESIGN.md:
   parameters       unique tensors (tied weights once), buffers excluded
-  matmul FLOPs     FlopCounterMode: 2*m*n*k per mm/bmm; torch.no_grad (not inference_mode) for forward
+  matmul FLOPs     FlopCounterMode: 2*m*n*k per mm/bmm (and per group of torch._grouped_mm, which
+                   torch lacks); torch.no_grad (not inference_mode) for forward
+  expert loads     tokens routed to each expert of a mixture of experts (real tensors)
   other ops        output elements per aten op, counted by a TorchDispatchMode
   activations      bytes of unique storages saved for backward during a training forward with the
                    loss, parameters and buffers (and views of them) excluded
   KV cache         bytes of the key and value tensors held by the model's cache
-Everything here also runs under validate.hf_models.fake_mode(), except profiler_matmul_flops and
-cuda_peak_memory, which need real tensors.
+Everything here also runs under validate.hf_models.fake_mode(), except profiler_matmul_flops,
+expert_loads and cuda_peak_memory, which need real tensors.
 """
 
 from __future__ import annotations
@@ -103,13 +105,43 @@ CPU_SDPA_FORMULAS = {
 }
 
 
+def _grouped_mm_flop(a_shape, b_shape, offs_shape=None, bias_shape=None, out_dtype=None, *,
+                     out_shape=None, **kwargs) -> int:
+    """2*m*n*k summed over the groups of torch._grouped_mm, the jagged dimension counted whole.
+
+    Four layouts (torch/_meta_registrations.py, _create_grouped_mm_output_tensor):
+      (S, K) x (G, K, N) -> (S, N)     each row times its group's matrix (MoE forward, input grad)
+      (M, S) x (S, N) -> (G, M, N)     S split into groups (MoE weight gradient)
+      (G, M, K) x (K, S) -> (M, S)     S split into groups
+      (G, M, K) x (G, K, N) -> (G, M, N)  a plain batched product
+    The kernel skips rows past offs[-1]; transformers leaves rows there only under expert
+    parallelism (sentinel tokens), so without it this count is exact.
+    """
+    if len(a_shape) == 2 and len(b_shape) == 3:
+        return 2 * a_shape[0] * a_shape[1] * b_shape[2]
+    if len(a_shape) == 2 and len(b_shape) == 2:
+        return 2 * a_shape[0] * a_shape[1] * b_shape[1]
+    if len(a_shape) == 3 and len(b_shape) == 2:
+        return 2 * a_shape[1] * a_shape[2] * b_shape[1]
+    return 2 * a_shape[0] * a_shape[1] * a_shape[2] * b_shape[2]
+
+
+#: Formulas torch 2.13 lacks: FlopCounterMode counts 0 for torch._grouped_mm, which transformers
+#: 5.24 runs routed experts through by default (experts_implementation="grouped_mm").
+GROUPED_MM_FORMULAS = {aten._grouped_mm: _grouped_mm_flop}
+
+#: Every formula matmul_flops() adds to FlopCounterMode's own.
+EXTRA_FLOP_FORMULAS = {**CPU_SDPA_FORMULAS, **GROUPED_MM_FORMULAS}
+
+
 def register_cpu_sdpa_flop_formulas() -> None:
-    """Register CPU_SDPA_FORMULAS in torch's global flop registry (idempotent).
+    """Register EXTRA_FLOP_FORMULAS (CPU sdpa and grouped_mm) in torch's global flop registry
+    (idempotent).
 
     matmul_flops() does not need this (it passes them as custom_mapping); call it before using
-    FlopCounterMode directly on a model with attn_implementation="sdpa".
+    FlopCounterMode directly on a model with attn_implementation="sdpa" or with MoE experts.
     """
-    for op, formula in CPU_SDPA_FORMULAS.items():
+    for op, formula in EXTRA_FLOP_FORMULAS.items():
         if op not in flop_registry:
             register_flop_formula(op)(formula)
 
@@ -131,7 +163,7 @@ class FlopResult:
 
 
 def _flop_counter() -> FlopCounterMode:
-    return FlopCounterMode(display=False, custom_mapping=dict(CPU_SDPA_FORMULAS))
+    return FlopCounterMode(display=False, custom_mapping=dict(EXTRA_FLOP_FORMULAS))
 
 
 class _NodeOwners(TorchFunctionMode):
@@ -162,7 +194,8 @@ class _MatmulsByModule(TorchDispatchMode):
     def __init__(self, stack: list[str], owners: dict[Any, str]) -> None:
         super().__init__()
         self.stack, self.owners = stack, owners
-        self.formulas = {**flop_registry, **{k: shape_wrapper(v) for k, v in CPU_SDPA_FORMULAS.items()}}
+        extra = {op: shape_wrapper(formula) for op, formula in EXTRA_FLOP_FORMULAS.items()}
+        self.formulas = {**flop_registry, **extra}
         self.forward: dict[str, int] = defaultdict(int)
         self.backward: dict[str, int] = defaultdict(int)
 
@@ -256,6 +289,39 @@ def profiler_matmul_flops(model: nn.Module, inputs: Inputs, backward: bool = Fal
     return total
 
 
+def _is_experts(module: nn.Module) -> bool:
+    """A transformers 5.24 experts module (@use_experts_implementation): 3-D expert weights,
+    called as experts(hidden_states, top_k_index, top_k_weights)."""
+    return hasattr(module, "num_experts") and hasattr(module, "has_gate")
+
+
+def expert_loads(model: nn.Module, inputs: Inputs) -> dict[str, list[int]]:
+    """Tokens routed to each expert, per experts module, in one forward (no_grad; real tensors).
+
+    A token sent to top_k experts counts once for each, so each list sums to tokens * top_k. The
+    routed experts' matmul FLOPs are 2 * sum(load) * (each expert's FLOPs per token) whatever the
+    load; the load is what sets per-expert time and expert-parallel traffic.
+    """
+    loads: dict[str, list[int]] = {}
+
+    def record(path: str) -> Callable[..., None]:
+        def hook(module: nn.Module, args: tuple) -> None:
+            top_k_index = args[1]
+            counts = torch.bincount(top_k_index.flatten(), minlength=module.num_experts)
+            loads[path] = [int(c) for c in counts[: module.num_experts]]
+        return hook
+
+    handles = [module.register_forward_pre_hook(record(path))
+               for path, module in model.named_modules() if _is_experts(module)]
+    try:
+        with torch.no_grad():
+            model(**inputs)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return loads
+
+
 # ---------------------------------------------------------------------------------------------
 # Other ops: output elements per aten op
 
@@ -331,7 +397,8 @@ class SavedTensor:
     shape: tuple[int, ...]
     dtype: str
     storage_bytes: int  # bytes of its whole storage
-    kind: str  # "new": first time its storage is seen; "shared": seen before; "parameter"
+    kind: str  # "new": first time its storage is seen; "shared": seen before; "parameter";
+    #            "unreachable": saved by a node the loss cannot reach (freed with the forward)
 
     @property
     def bytes(self) -> int:
@@ -341,10 +408,16 @@ class SavedTensor:
 
 @dataclass(frozen=True)
 class SavedResult:
-    """Bytes saved for backward (unique storages, parameters and buffers excluded) and each tensor."""
+    """Bytes saved for backward (unique storages, parameters and buffers excluded) and each tensor.
+
+    unreachable_bytes: unique storages saved only by autograd nodes that the loss cannot reach
+    (DeepSeek-V3's router saves top-k indices and a mask on branches that end in integer indices);
+    nothing holds those nodes once the forward returns, so they are not in total_bytes.
+    """
 
     total_bytes: int
     tensors: list[SavedTensor] = field(repr=False)
+    unreachable_bytes: int = 0
 
     def by_module(self, depth: int = 2) -> dict[str, int]:
         """Counted bytes per module path cut at depth."""
@@ -390,10 +463,9 @@ def _label_saved(roots: list[Any], label: list[str]) -> None:
                 label[0] = f"{node.name()}.{attr}"
                 with contextlib.suppress(RuntimeError):
                     getattr(node, attr)
-        if hasattr(node, "saved_tensors"):  # custom autograd.Function
-            label[0] = f"{node.name()}.saved_tensors"
-            with contextlib.suppress(RuntimeError):
-                node.saved_tensors
+        label[0] = f"{node.name()}.saved_tensors"  # custom autograd.Function (set before hasattr,
+        with contextlib.suppress(RuntimeError, AttributeError):  # which already unpacks)
+            node.saved_tensors
         stack.extend(next_node for next_node, _ in node.next_functions)
 
 
@@ -404,7 +476,9 @@ def saved_activation_bytes(model: nn.Module, inputs: Inputs,
     Parameters, buffers and views of them (a transposed weight) are excluded; a storage saved by
     several ops, or a view saved beside its base, counts once. Inputs saved by an op (token ids
     saved by the embedding) are included. A DTensor (tensor parallelism) counts its local shard.
-    The graph is freed afterwards without a backward.
+    Tensors saved only by nodes the loss cannot reach are freed with the forward: they are
+    reported as unreachable_bytes, not in total_bytes. The graph is freed afterwards without a
+    backward.
     """
     excluded = {_storage_key(_held(t)) for t in [*model.parameters(), *model.buffers()]}
     saved: list[torch.Tensor] = []
@@ -428,24 +502,41 @@ def saved_activation_bytes(model: nn.Module, inputs: Inputs,
     ]
     _label_saved(roots, label)
 
-    seen: set[int] = set()
-    tensors, total = [], 0
-    for index, t in enumerate(saved):
+    kinds = _saved_kinds(saved, [index in ops for index in range(len(saved))], excluded)
+    tensors = [
+        SavedTensor(module=modules[index], op=ops.get(index, UNREACHABLE),
+                    shape=tuple(t.shape), dtype=str(t.dtype).removeprefix("torch."),
+                    storage_bytes=_held(t).untyped_storage().nbytes(), kind=kinds[index])
+        for index, t in enumerate(saved)
+    ]
+    unreachable = {_storage_key(_held(saved[i])): tensors[i].storage_bytes
+                   for i, kind in enumerate(kinds) if kind == "unreachable"}
+    return SavedResult(total_bytes=sum(t.bytes for t in tensors), tensors=tensors,
+                       unreachable_bytes=sum(unreachable.values()))
+
+
+UNREACHABLE = "(unreachable from the loss)"
+
+
+def _saved_kinds(saved: list[torch.Tensor], reachable: list[bool], excluded: set[int]) -> list[str]:
+    """parameter / new / shared / unreachable per saved tensor. A storage is "new" at its first
+    reachable save (even if an unreachable node saved it earlier) and "unreachable" only if no
+    reachable node saves it."""
+    counted: set[int] = set()
+    reached = {_storage_key(_held(t)) for t, r in zip(saved, reachable) if r}
+    kinds = []
+    for t, is_reachable in zip(saved, reachable):
         key = _storage_key(_held(t))
-        nbytes = _held(t).untyped_storage().nbytes()
         if key in excluded:
-            kind = "parameter"
-        elif key in seen:
-            kind = "shared"
+            kinds.append("parameter")
+        elif key not in reached:
+            kinds.append("unreachable")
+        elif key in counted or not is_reachable:
+            kinds.append("shared")
         else:
-            kind, total = "new", total + nbytes
-            seen.add(key)
-        tensors.append(SavedTensor(
-            module=modules[index], op=ops.get(index, "(unreachable from the loss)"),
-            shape=tuple(t.shape), dtype=str(t.dtype).removeprefix("torch."),
-            storage_bytes=nbytes, kind=kind,
-        ))
-    return SavedResult(total_bytes=total, tensors=tensors)
+            kinds.append("new")
+            counted.add(key)
+    return kinds
 
 
 def _as_tree(output: Any) -> Any:

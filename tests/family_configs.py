@@ -1,0 +1,90 @@
+"""Tiny, deliberately odd Hugging Face config dicts, one or two per family of issue 14.
+
+Sizes as tests/odd_configs.py: hidden 48, 6 heads, 2 KV heads, intermediate 37, vocab 99, and a head
+dimension other than hidden/heads wherever the family reads `head_dim`, so that a swapped dimension
+shows up as a wrong count. Each dict is what a config.json would hold; validate.hf_families builds
+the class a user trains from it. validate/FINDINGS.md section 11 measures every one of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_BASE = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_size=37,
+             num_hidden_layers=2, max_position_embeddings=64)
+
+FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
+    # Llama 3.1: rope_scaling of type llama3 changes only the inverse frequencies.
+    "llama3": dict(_BASE, model_type="llama", num_key_value_heads=2, head_dim=10,
+                   rope_theta=500000.0, tie_word_embeddings=False,
+                   rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 16}),
+    # Qwen2.5: biases on q, k, v only; the small ones tie the embeddings.
+    "qwen2.5": dict(_BASE, model_type="qwen2", num_key_value_heads=2, tie_word_embeddings=True),
+    # Qwen3: RMSNorm on each query and key head, head_dim free.
+    "qwen3": dict(_BASE, model_type="qwen3", num_key_value_heads=2, head_dim=10,
+                  tie_word_embeddings=False),
+    # Gemma: GeGLU (tanh GELU), embeddings times sqrt(d), (1 + w) RMSNorm, tied, head_dim free.
+    "gemma": dict(_BASE, model_type="gemma", num_key_value_heads=2, head_dim=10,
+                  hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True),
+    # Gemma 2: four norms per layer, soft-capping, sliding window on alternate layers (3 layers:
+    # sliding, full, sliding), queries scaled by query_pre_attn_scalar**-0.5.
+    "gemma2": dict(_BASE, model_type="gemma2", num_hidden_layers=3, num_key_value_heads=2,
+                   head_dim=10, query_pre_attn_scalar=12, sliding_window=4,
+                   attn_logit_softcapping=50.0, final_logit_softcapping=30.0,
+                   tie_word_embeddings=True),
+    # Phi-3: fused qkv_proj and gate_up_proj; a sliding window on every layer.
+    "phi3": dict(_BASE, model_type="phi3", num_key_value_heads=2, sliding_window=5,
+                 pad_token_id=None, tie_word_embeddings=False),
+    # Phi-4-mini style: rotary on three quarters of each head (6 of 8 dims), no window.
+    "phi3_partial": dict(_BASE, model_type="phi3", num_key_value_heads=2, pad_token_id=None,
+                         partial_rotary_factor=0.75, tie_word_embeddings=True),
+    # Mistral v0.1: a sliding window on every layer (4 here, 4096 there).
+    "mistral_sw": dict(_BASE, model_type="mistral", num_key_value_heads=2, head_dim=10,
+                       sliding_window=4, tie_word_embeddings=False),
+    # Gemma-2B: multi-query (one KV head), head_dim 10 (256 there).
+    "gemma_mqa": dict(_BASE, model_type="gemma", num_key_value_heads=1, head_dim=10,
+                      hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True),
+    # Pythia (GPT-NeoX): parallel residual, rotary on a quarter of each head, biases, LayerNorm.
+    "gpt_neox": dict(_BASE, model_type="gpt_neox", rotary_pct=0.25, use_parallel_residual=True,
+                     tie_word_embeddings=False),
+    # Falcon-40B/180B layout: grouped KV, two LayerNorms feeding attention and MLP in parallel.
+    "falcon_new": dict(_BASE, model_type="falcon", new_decoder_architecture=True, num_kv_heads=2,
+                       ffn_hidden_size=37, bias=False, parallel_attn=True, alibi=False,
+                       tie_word_embeddings=True),
+    # Falcon-7B layout: multi-query (one KV head), one LayerNorm, parallel attention and MLP.
+    "falcon_7b": dict(_BASE, model_type="falcon", new_decoder_architecture=False, multi_query=True,
+                      ffn_hidden_size=37, bias=False, parallel_attn=True, alibi=False,
+                      tie_word_embeddings=True),
+    # OPT-350m layout: embeddings of width 40 projected in and out, post-LayerNorm, ReLU, biases.
+    "opt": dict(vocab_size=99, hidden_size=48, num_attention_heads=6, ffn_dim=37,
+                num_hidden_layers=2, max_position_embeddings=64, model_type="opt",
+                word_embed_proj_dim=40, do_layer_norm_before=False, dropout=0.0,
+                tie_word_embeddings=True),
+    # OPT-1.3b layout: pre-LayerNorm with a final LayerNorm, no projections.
+    "opt_pre": dict(vocab_size=99, hidden_size=48, num_attention_heads=6, ffn_dim=37,
+                    num_hidden_layers=2, max_position_embeddings=64, model_type="opt",
+                    word_embed_proj_dim=48, do_layer_norm_before=True, dropout=0.0,
+                    tie_word_embeddings=True),
+    # BLOOM: ALiBi, LayerNorm after the embeddings, MLP of 4d, fused query_key_value.
+    "bloom": dict(vocab_size=99, hidden_size=48, n_head=6, n_layer=2, model_type="bloom",
+                  tie_word_embeddings=True),
+    # Mixtral: top-2 of 5 experts of intermediate 40, GQA. (Experts' sizes are multiples of 8:
+    # torch._grouped_mm, transformers' default experts kernel, needs 16-byte row strides.)
+    "mixtral": dict(_BASE, model_type="mixtral", num_key_value_heads=2, head_dim=10,
+                    intermediate_size=40, num_local_experts=5, num_experts_per_tok=2,
+                    tie_word_embeddings=False),
+    # Qwen1.5/2-MoE: top-3 of 6 small experts, a gated shared expert, the last layer dense.
+    "qwen2_moe": dict(_BASE, model_type="qwen2_moe", num_key_value_heads=2, num_experts=6,
+                      num_experts_per_tok=3, moe_intermediate_size=24,
+                      shared_expert_intermediate_size=29, mlp_only_layers=[1],
+                      norm_topk_prob=False, tie_word_embeddings=False),
+    # DeepSeek-V3: MLA (q and kv LoRA, decoupled rope key), first layer dense, sigmoid routing
+    # with group-limited top-k (4 groups of 2, top 2 groups, top 3 experts), one shared expert.
+    "deepseek_v3": dict(_BASE, model_type="deepseek_v3", num_hidden_layers=3,
+                        num_key_value_heads=6, q_lora_rank=20, kv_lora_rank=12,
+                        qk_rope_head_dim=4, qk_nope_head_dim=6, v_head_dim=7,
+                        n_routed_experts=8, n_group=4, topk_group=2, num_experts_per_tok=3,
+                        n_shared_experts=1, moe_intermediate_size=16, first_k_dense_replace=1,
+                        routed_scaling_factor=2.5, norm_topk_prob=True, tie_word_embeddings=False),
+}
