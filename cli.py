@@ -185,7 +185,9 @@ def models(as_json) -> None:
 @click.option("--prompt", type=int, default=None, help="Prompt tokens (inference). Default 2048 or the model's context.")
 @click.option("--gen", type=int, default=128, show_default=True, help="Tokens to generate (inference).")
 @click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch.")
-@click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True, help="Weights and activations.")
+@click.option("--dtype", type=click.Choice(DTYPES), default=None,
+              help="Weights and activations (default: the hardware's, bf16 for the GPU presets and the "
+              "calibrated dtype for local).")
 @click.option("--attention", default="eager", show_default=True, help="eager (writes the n x n scores) or sdpa/flash (fused).")
 @click.option("--kv-cache", type=click.Choice(KV_CACHES), default="dynamic", show_default=True,
               help="dynamic: each decode step copies the cache to append (torch.cat, Hugging Face's default); "
@@ -216,6 +218,12 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         for name, value in (("--tokens", tokens), ("--step-time", step_time)):
             if value is not None and not value > 0:
                 raise ConfigError(f"{name} must be positive, got {value}.")
+        note = None
+        if dtype is None:
+            dtype = hardware.default_dtype
+            if hardware.name == "local":
+                note = (f"dtype {dtype}: the dtype `local` was calibrated in (--dtype to choose; "
+                        "`hardware --measure --dtype bf16` measures another)")
         if train:
             workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute)
             result = sim.simulate_training(cfg, workload, hardware, tokens=tokens,
@@ -229,6 +237,9 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                             kv_cache=kv_cache)
     except ConfigError as error:
         raise InputError(str(error)) from None
+    if note:
+        result["inputs"]["dtype_note"] = note
+        click.echo(f"note: {note}", err=True)
     if as_json:
         click.echo(json.dumps(finite(result), indent=2))
         return
@@ -239,8 +250,11 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 
 @cli.command()
 @click.option("--measure", is_flag=True, help="Benchmark this machine (matmul and vector FLOP/s, bandwidth, overhead) and cache it as `local`.")
+@click.option("--dtype", "dtypes", type=click.Choice(DTYPES), multiple=True,
+              help="With --measure: the matmul dtypes to measure (repeatable; default fp32, the first is "
+              "local's default dtype; bf16 takes about a minute on this kind of CPU).")
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
-def hardware(measure, as_json) -> None:
+def hardware(measure, dtypes, as_json) -> None:
     """The hardware presets; --measure benchmarks this machine as `local`."""
     from costmodel.hardware import hardware_names, load_hardware
     from reports.text import binary_bytes, si, table
@@ -251,7 +265,7 @@ def hardware(measure, as_json) -> None:
 
         click.echo("measuring matmul and vector FLOP/s, memory bandwidth and per-block overhead "
                    "(about 15 seconds)...", err=True)
-        calibrate()
+        calibrate(dtypes=tuple(dict.fromkeys(Workload(dtype=d).dtype for d in dtypes)) or ("fp32",))
     rows = []
     for name in hardware_names():
         try:

@@ -119,7 +119,7 @@ def run(rounds: int) -> tuple[list[dict], list[dict]]:
             samples: dict[str, list[tuple[float, float]]] = {phase: [] for phase in PHASES}
             bounds = {}
             for _ in range(rounds):
-                local = measure_local(low_precision=False)
+                local = measure_local()
                 calibrations.append(local)
                 hardware = Hardware.from_dict(local, source="measured now")
                 roof = Roofline(cfg, hardware, "fp32", Efficiency(1.0, 1.0), attention="eager")

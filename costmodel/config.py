@@ -343,22 +343,44 @@ class Workload:
     def check_fits(self, cfg: ModelConfig) -> list[str]:
         """Raise ConfigError if the workload cannot run on the model; return warnings otherwise.
 
-        Longer than a learned position table is an error (there is no row for the position);
-        longer than the context of any other encoding is a warning (it runs, maybe badly).
+        Generated tokens extend the decoder (an encoder does not generate). Longer than a learned
+        position table is an error (there is no row for the position); longer than the context of
+        any other encoding is a warning (it runs, maybe badly), and so is a sequence longer than a
+        sliding window, which the model does not cap yet.
         """
         if cfg.architecture != "encoder-decoder" and self.tgt_len is not None:
             raise ConfigError(
                 f"tgt_len applies only to encoder-decoder models; {cfg.name} is a {cfg.architecture}."
             )
-        longest = max(self.seq_len, self.decoder_len) + self.gen_tokens
-        if longest <= cfg.max_positions:
-            return []
-        if cfg.position == "learned":
+        if self.gen_tokens and not cfg.n_decoder_layers:
             raise ConfigError(
-                f"sequence length {longest} exceeds the {cfg.max_positions} learned positions of "
-                f"model {show(cfg.name)}."
+                f"model {show(cfg.name)} is an encoder: it does not generate tokens "
+                f"(gen_tokens = {self.gen_tokens})."
             )
-        return [
-            f"sequence length {longest} is beyond the context of model {show(cfg.name)} "
-            f"({cfg.max_positions} tokens)."
-        ]
+        warnings = []
+        for side, length in self.lengths(cfg).items():
+            if length <= cfg.max_positions:
+                continue
+            if cfg.position == "learned":
+                raise ConfigError(
+                    f"{side} length {length} exceeds the {cfg.max_positions} learned positions of "
+                    f"model {show(cfg.name)}."
+                )
+            warnings.append(f"{side} length {length} is beyond the context of model "
+                            f"{show(cfg.name)} ({cfg.max_positions} tokens).")
+        decoder = self.decoder_len + self.gen_tokens
+        if cfg.sliding_window is not None and cfg.n_decoder_layers and decoder > cfg.sliding_window:
+            warnings.append(
+                f"model {show(cfg.name)} attends within a sliding window of {cfg.sliding_window:,} "
+                f"tokens, which is not modelled yet: attention and the KV cache are counted over all "
+                f"{decoder:,} tokens (a windowed cache would hold {cfg.sliding_window:,})."
+            )
+        return warnings
+
+    def lengths(self, cfg: ModelConfig) -> dict[str, int]:
+        """The longest position each side reaches: "sequence" for a decoder or an encoder (with
+        the generated tokens), "source" and "target" for an encoder-decoder (the generated tokens
+        extend the target)."""
+        if cfg.architecture == "encoder-decoder":
+            return {"source": self.seq_len, "target": self.decoder_len + self.gen_tokens}
+        return {"sequence": self.seq_len + self.gen_tokens}

@@ -41,6 +41,9 @@ class Hardware:
     # FLOP/s of the non-matmul ops: a GPU's non-tensor FP32 peak (norms and softmax compute in fp32
     # in these implementations whatever the dtype). Omitted (0): the fp32 matmul peak.
     vector_flops_per_s: float = 0.0
+    # The dtype a simulation uses when none is asked for: bf16 for the GPUs, the dtype `local`
+    # was calibrated in (its first measured dtype) for this machine.
+    default_dtype: str = "bf16"
 
     def __post_init__(self) -> None:
         if not self.vector_flops_per_s > 0:
@@ -48,6 +51,11 @@ class Hardware:
 
     def peak(self, dtype: str) -> float:
         if dtype not in self.flops_per_s:
+            if self.name == "local":
+                raise ConfigError(
+                    f"hardware 'local' was calibrated for {', '.join(self.flops_per_s)} only; run "
+                    f"`python cli.py hardware --measure --dtype {dtype}` to measure {dtype}."
+                )
             raise ConfigError(f"hardware {self.name}: no peak FLOP/s for {dtype}.")
         return self.flops_per_s[dtype]
 
@@ -64,6 +72,7 @@ class Hardware:
                 or {"compute": 1.0, "memory": 1.0},
                 source=str(data.get("source", "")),
                 overhead_s_per_block=float(data.get("overhead_s_per_block", 0.0)),
+                default_dtype=str(data.get("default_dtype", "bf16")),
                 vector_flops_per_s=float(data.get("vector_flops_per_s", 0.0)),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:

@@ -172,7 +172,8 @@ def render_inference(r: dict[str, Any]) -> str:
         f"{i['model']} on {i['hardware']} ({i['dtype']}, peak {si(hw['peak_flops_per_s'], 'FLOP/s')} matmul, "
         f"{si(hw['vector_flops_per_s'], 'FLOP/s')} vector, "
         f"{si(hw['bandwidth_bytes_per_s'], 'B/s')}, efficiency compute {i['compute_efficiency']:g} / "
-        f"memory {i['memory_efficiency']:g}; ridge {hw['ridge_flops_per_byte']:.0f} FLOP/B)",
+        f"memory {i['memory_efficiency']:g}; ridge {hw['ridge_flops_per_byte']:.3g} FLOP/B)"
+        + (f"\n{i['dtype_note']}" if i.get("dtype_note") else ""),
         f"prompt {i['prompt']}, generate {i['gen']}, batch {i['batch']}, attention {i['attention']}, "
         f"{i['kv_cache']} KV cache",
         "",
@@ -185,15 +186,15 @@ def render_inference(r: dict[str, Any]) -> str:
             _timing("last decode step", d["last_token"], f"; context {steps[-1]['context']:,}"),
             f"  {'generation':<22}{seconds(d['generate_seconds']):>10}   "
             f"{d['tokens_per_second']:,.0f} tokens/s; prefill + generation {seconds(d['end_to_end_seconds'])}",
-            f"  decode turns compute-bound at batch {d['crossover_batch_weights_only']:,.0f} "
-            f"(weights only: 2 FLOPs and {i['dtype']} bytes per parameter per token)"
-            + (f"; with this context's KV cache at {d['crossover_batch_at_context']:,.0f}"
-               if d["crossover_batch_at_context"] != float("inf")
-               else "; with this context's KV cache it stays memory-bound at any batch"),
+            f"  {_crossover(d['crossover_batch_weights_only'])} "
+            f"(weights only: 2 FLOPs and {i['dtype']} bytes per parameter per token); with this "
+            f"context's KV cache {_crossover(d['crossover_batch_at_context'], again=True)}",
             "",
-            f"Memory: weights {binary_bytes(m['weights'])}, KV cache {binary_bytes(m['kv_bytes_per_token'])} "
-            f"per token per sequence; fits batch <= {m['max_batch']:,} at this context, "
-            f"context <= {m['max_context']:,} at this batch (capacity {binary_bytes(hw['memory_bytes'])})",
+            f"Memory: {binary_bytes(m['bytes'])} at batch {i['batch']} ("
+            + ("fits" if m["fits"] else "does NOT fit")
+            + f" in {binary_bytes(hw['memory_bytes'])}): weights {binary_bytes(m['weights'])}, KV "
+            f"cache {binary_bytes(m['kv_bytes_per_token'])} per token per sequence; fits batch <= "
+            f"{m['max_batch']:,} at this context, context <= {m['max_context']:,} at this batch",
             "",
             "Generation step by step (seconds per step, and cumulative including the prefill)",
             table(
@@ -204,6 +205,16 @@ def render_inference(r: dict[str, Any]) -> str:
             ),
         ]
     return "\n".join(out)
+
+
+def _crossover(batch: float, again: bool = False) -> str:
+    """Where a decode step turns compute-bound, in words (the roofline's crossover batch)."""
+    subject = "it" if again else "decode"
+    if batch == float("inf"):
+        return f"{subject} stays memory-bound at any batch"
+    if batch <= 1:
+        return f"{subject} is compute-bound at any batch (crossover {batch:.2g} < 1)"
+    return f"{subject} turns compute-bound at batch {batch:,.0f}"
 
 
 def render_training(r: dict[str, Any]) -> str:

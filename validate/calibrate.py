@@ -2,16 +2,16 @@
 
 A short benchmark (about 15 seconds). The roofs are what each kind of work reaches here, measured on
 the shapes a Transformer runs:
-- matmul FLOP/s: a prefill's linear layers, 256 tokens through 16 distinct fp32 weights of
-  1024 x 4096 and 4096 x 1024 (with bias), one after the other; the 16-bit dtypes, which this CPU
-  runs far slower, on 512 x 512 products;
+- matmul FLOP/s, in each dtype asked for (fp32 by default): a prefill's linear layers, tokens
+  through 16 distinct weights of 1024 x 4096 and 4096 x 1024 (with bias), one after the other:
+  256 tokens in fp32, 32 in the 16-bit dtypes, which this CPU runs far slower;
 - memory bandwidth: a decode step's linear layers, one token through the same 16 weights (256 MiB),
   which streams every weight once;
 - vector FLOP/s: softmax, layernorm, rmsnorm, gelu, gelu (tanh) and silu over 2M fp32 elements,
   each counted with costmodel.blocks' FLOPs-per-element convention; the median of the six;
 - overhead per block: a tiny model's decode step, divided by its blocks.
-A plain copy's bandwidth is recorded beside them. The result is cached as JSON where
-costmodel.simulate.load_hardware("local") reads it.
+A plain copy's bandwidth is recorded beside them. The first dtype measured is the preset's default
+dtype. The result is cached as JSON where costmodel.hardware.load_hardware("local") reads it.
 """
 
 from __future__ import annotations
@@ -40,22 +40,20 @@ def median_seconds(function: Callable[[], Any], repeats: int, warmup: int = 2) -
     return statistics.median(times)
 
 
-def matmul_flops_per_s(dtype: torch.dtype, size: int = 512, repeats: int = 7) -> float:
-    """Dense matmul FLOP/s: 2*size^3 per product, median of `repeats` products."""
-    a = torch.randn(size, size, dtype=dtype)
-    b = torch.randn(size, size, dtype=dtype)
-    seconds = median_seconds(lambda: torch.mm(a, b), repeats)
-    return 2 * size**3 / seconds
+TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+#: Tokens and repeats of the prefill-shaped chain per dtype: the 16-bit matmuls run ~25x slower here.
+CHAIN_RUNS = {"fp32": (256, 5), "bf16": (32, 3), "fp16": (32, 3)}
 
 
 class LinearChain:
-    """16 distinct fp32 linear layers, d -> 4d and back, that a batch of tokens runs through."""
+    """16 distinct linear layers, d -> 4d and back, that a batch of tokens runs through."""
 
-    def __init__(self, d: int = 1024, layers: int = 16):
+    def __init__(self, d: int = 1024, layers: int = 16, dtype: torch.dtype = torch.float32):
         shapes = [(4 * d, d) if i % 2 == 0 else (d, 4 * d) for i in range(layers)]
-        self.weights = [torch.randn(rows, cols) / cols**0.5 for rows, cols in shapes]
-        self.biases = [torch.zeros(rows) for rows, _ in shapes]
+        self.weights = [(torch.randn(rows, cols) / cols**0.5).to(dtype) for rows, cols in shapes]
+        self.biases = [torch.zeros(rows, dtype=dtype) for rows, _ in shapes]
         self.d = d
+        self.dtype = dtype
 
     def run(self, x: torch.Tensor) -> torch.Tensor:
         for weight, bias in zip(self.weights, self.biases):
@@ -68,13 +66,13 @@ class LinearChain:
 
     def flops_per_s(self, tokens: int = 256, repeats: int = 5) -> float:
         """Prefill-shaped: 2 * tokens * weights FLOPs per pass."""
-        x = torch.randn(tokens, self.d)
+        x = torch.randn(tokens, self.d, dtype=self.dtype)
         return 2 * tokens * self.elements / median_seconds(lambda: self.run(x), repeats)
 
     def bytes_per_s(self, repeats: int = 9) -> float:
         """Decode-shaped: one token reads every weight once."""
-        x = torch.randn(1, self.d)
-        return 4 * self.elements / median_seconds(lambda: self.run(x), repeats)
+        x = torch.randn(1, self.d, dtype=self.dtype)
+        return self.weights[0].element_size() * self.elements / median_seconds(lambda: self.run(x), repeats)
 
 
 def vector_flops_per_s(elements: int = 2**21, repeats: int = 7) -> float:
@@ -126,13 +124,15 @@ def overhead_s_per_block(repeats: int = 41) -> float:
     return seconds / block_runs(CostModel(cfg, phase="decode"))
 
 
-def measure_local(memory_bytes: int | None = None, low_precision: bool = True) -> dict[str, Any]:
-    """The `local` preset's fields, measured now (low_precision=False skips bf16 and fp16)."""
+def measure_local(memory_bytes: int | None = None, dtypes: tuple[str, ...] = ("fp32",)) -> dict[str, Any]:
+    """The `local` preset's fields, measured now: matmul FLOP/s in each of `dtypes` (the first is
+    the default dtype of a simulation on `local`)."""
     chain = LinearChain()
-    flops = {"fp32": chain.flops_per_s()}
-    if low_precision:
-        flops["bf16"] = matmul_flops_per_s(torch.bfloat16)
-        flops["fp16"] = matmul_flops_per_s(torch.float16)
+    flops = {}
+    for dtype in dtypes:
+        tokens, repeats = CHAIN_RUNS[dtype]
+        measured = chain if dtype == "fp32" else LinearChain(dtype=TORCH_DTYPES[dtype])
+        flops[dtype] = measured.flops_per_s(tokens, repeats)
     if memory_bytes is None:
         memory_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     return {
@@ -140,6 +140,7 @@ def measure_local(memory_bytes: int | None = None, low_precision: bool = True) -
         "description": f"this machine: {platform.processor() or platform.machine()}, "
         f"{torch.get_num_threads()} torch threads",
         "flops_per_s": flops,
+        "default_dtype": dtypes[0],
         "vector_flops_per_s": vector_flops_per_s(),
         "bandwidth_bytes_per_s": chain.bytes_per_s(),
         "copy_bandwidth_bytes_per_s": bandwidth_bytes_per_s(),
@@ -147,17 +148,18 @@ def measure_local(memory_bytes: int | None = None, low_precision: bool = True) -
         "efficiency": {"compute": 1.0, "memory": 1.0},
         "overhead_s_per_block": overhead_s_per_block(),
         "source": f"measured by validate/calibrate.py with torch {torch.__version__} (medians: "
-        "fp32 matmuls of 256 tokens through 16 linear layers 1024 <-> 4096, 16-bit 512x512 "
-        "products; one token through the same layers (256 MiB of weights) for the bandwidth; "
+        f"matmuls of tokens through 16 linear layers 1024 <-> 4096 in {', '.join(dtypes)} (256 "
+        "tokens in fp32, 32 in 16-bit dtypes); one fp32 token through the same layers (256 MiB "
+        "of weights) for the bandwidth; "
         "softmax, norms and activations over 2M elements for the vector FLOP/s; a tiny "
         "model's decode step per block for the overhead)",
     }
 
 
-def calibrate(path: Path | None = None) -> dict[str, Any]:
+def calibrate(path: Path | None = None, dtypes: tuple[str, ...] = ("fp32",)) -> dict[str, Any]:
     """Measure and cache the `local` preset (written atomically); returns what was written."""
     path = path or local_cache_path()
-    data = measure_local()
+    data = measure_local(dtypes=dtypes)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text(json.dumps(data, indent=2) + "\n")

@@ -1,0 +1,111 @@
+"""What a new user tripped on: answers that looked wrong and omissions nobody was told about.
+
+Each test runs the command a user ran and checks the line they should have read.
+"""
+
+from __future__ import annotations
+
+import json
+
+import cli
+from validate import calibrate
+
+
+def run(args: list[str], capsys) -> tuple[int, str, str]:
+    code = cli.main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def write_local(tmp_path, monkeypatch, flops: dict[str, float], default_dtype: str) -> None:
+    """A `local` calibration as `hardware --measure` writes it (the numbers of this CPU)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path = tmp_path / "transformer-costmodel" / "local.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({
+        "name": "local", "description": "test", "flops_per_s": flops, "default_dtype": default_dtype,
+        "vector_flops_per_s": 4e9, "bandwidth_bytes_per_s": 2e10, "memory_bytes": 24 * 2**30,
+        "efficiency": {"compute": 1.0, "memory": 1.0}, "overhead_s_per_block": 4e-5,
+    }))
+
+
+def test_local_simulates_in_the_dtype_it_was_calibrated_in(tmp_path, monkeypatch, capsys):
+    # fp32 at 80 GFLOP/s and 20 GB/s: the ridge is 4 FLOP/B, not "0".
+    write_local(tmp_path, monkeypatch, {"fp32": 8e10}, "fp32")
+    code, out, err = run(["simulate", "--model", "gpt2", "--hardware", "local", "--prompt", "64",
+                          "--gen", "4"], capsys)
+    assert code == 0
+    assert "gpt2 on local (fp32," in out and "ridge 4 FLOP/B" in out
+    assert "the dtype `local` was calibrated in" in err and "the dtype `local` was calibrated in" in out
+    code, _, err = run(["simulate", "--model", "gpt2", "--hardware", "local", "--dtype", "bf16",
+                        "--prompt", "64"], capsys)
+    assert code == 2 and "hardware --measure --dtype bf16" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_crossover_below_one_reads_compute_bound_at_any_batch(tmp_path, monkeypatch, capsys):
+    # bf16 matmuls at 3.2 GFLOP/s against 20 GB/s: the weights-only crossover batch is
+    # 3.2e9 / 2e10 x 2 bytes / 2 FLOPs = 0.16.
+    write_local(tmp_path, monkeypatch, {"bf16": 3.2e9}, "bf16")
+    code, out, _ = run(["simulate", "--model", "gpt2", "--hardware", "local", "--prompt", "64",
+                        "--gen", "4"], capsys)
+    assert code == 0 and "decode is compute-bound at any batch (crossover 0.16 < 1)" in out
+    assert "at batch 0 " not in out
+
+
+def test_hardware_measure_measures_the_dtype_asked_for(monkeypatch):
+    monkeypatch.setitem(calibrate.CHAIN_RUNS, "bf16", (2, 1))
+    monkeypatch.setattr(calibrate, "overhead_s_per_block", lambda: 5e-5)
+    monkeypatch.setattr(calibrate, "vector_flops_per_s", lambda: 1e9)
+    data = calibrate.measure_local(memory_bytes=2**30, dtypes=("bf16", "fp32"))
+    assert set(data["flops_per_s"]) == {"bf16", "fp32"} and data["default_dtype"] == "bf16"
+    assert all(value > 0 for value in data["flops_per_s"].values())
+
+
+def test_inference_that_does_not_fit_says_so(capsys):
+    args = ["simulate", "--model", "llama2-70b", "--hardware", "h200", "--batch", "16", "--prompt",
+            "4096", "--gen", "512"]
+    code, out, _ = run(args, capsys)
+    assert code == 0 and "at batch 16 (does NOT fit in 141.00 GiB)" in out and "fits batch <= 8" in out
+    code, out, _ = run(args + ["--json"], capsys)
+    memory = json.loads(out)["memory"]
+    # 16 x 4608 tokens x 80 layers x 2 x 8 KV heads x 128 x 2 bytes of cache alone: 22.5 GiB, plus
+    # 137.95 GiB of weights.
+    assert memory["fits"] is False and memory["bytes"] > 141 * 2**30 and memory["max_batch"] == 8
+
+
+def test_generated_tokens_extend_the_decoder(capsys):
+    code, _, err = run(["estimate", "--model", "t5-small", "--seq-len", "500", "--tgt-len", "10",
+                        "-T", "20"], capsys)
+    assert code == 0 and "warning" not in err  # 500 source tokens, 30 target positions: both fit
+    code, _, err = run(["estimate", "--model", "t5-small", "--seq-len", "64", "--tgt-len", "500",
+                        "-T", "20"], capsys)
+    assert code == 0 and "target length 520 is beyond the context" in err
+    code, _, err = run(["estimate", "--model", "bert-base-uncased", "-T", "10"], capsys)
+    assert code == 2 and "is an encoder: it does not generate tokens" in err
+    assert "learned positions" not in err
+
+
+def test_korthikanti_is_printed_in_the_variant_that_applies(capsys):
+    # Llama-2-7B, b = 1, n = 2048: sbh = 2048 x 4096 per layer, 32 layers.
+    sbh, layers = 2048 * 4096, 32
+    for options, per_layer, words in (
+        ([], 34 * sbh + 5 * 32 * 2048**2, "sbh(34 + 5as/h) in 2 bytes"),
+        (["--recompute", "selective"], 34 * sbh, "selective recomputation"),
+        (["--recompute", "full"], 2 * sbh, "full recomputation"),
+        (["--dtype", "fp32"], (16 * 4 + 2) * sbh + (2 * 4 + 1) * 32 * 2048**2, "(16e + 2)"),
+    ):
+        code, out, _ = run(["estimate", "--model", "llama2-7b", "--json", *options], capsys)
+        memory = json.loads(out)["memory"]
+        assert memory["korthikanti_2022_activations"] == layers * per_layer
+        assert words in memory["korthikanti_2022_variant"]
+    code, out, _ = run(["estimate", "--model", "llama2-7b", "--recompute", "full"], capsys)
+    assert "Korthikanti et al. 2022: 512.00 MiB (full recomputation" in out
+
+
+def test_a_sliding_window_shorter_than_the_sequence_is_announced(capsys):
+    code, out, err = run(["estimate", "--model", "mistral-7b", "--seq-len", "16384"], capsys)
+    assert code == 0
+    assert "sliding window of 4,096 tokens, which is not modelled yet" in err
+    assert "a windowed cache would hold 4,096" in err
+    code, _, err = run(["estimate", "--model", "mistral-7b", "--seq-len", "4096"], capsys)
+    assert "sliding window" not in err
