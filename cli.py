@@ -94,18 +94,75 @@ def cli() -> None:
     """An analytic cost model for Transformers, proven against real PyTorch code."""
 
 
+LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "virtual_stages",
+                  "framework", "stage_layers", "gpus", "device")
+
+
+def layout_options(function):
+    """The parallel layout: group sizes, schedule, ZeRO stage, framework (costmodel/layout)."""
+    from costmodel.layout.frameworks import FRAMEWORKS
+    from costmodel.layout.spec import SCHEDULES
+
+    options = [
+        click.option("--dp", type=int, default=None, help="Data-parallel ranks (--batch is per rank)."),
+        click.option("--tp", type=int, default=None, help="Tensor-parallel ranks."),
+        click.option("--pp", type=int, default=None, help="Pipeline-parallel ranks (stages)."),
+        click.option("--sp", is_flag=True, default=None, help="Sequence parallelism over the tensor-parallel ranks."),
+        click.option("--zero", type=click.IntRange(0, 3), default=None, help="ZeRO stage: 1 optimizer state, 2 + gradients, 3 + parameters sharded over dp."),
+        click.option("--microbatches", type=int, default=None, help="Micro-batches per step per pipeline (gradient accumulation without --pp); global batch = batch x microbatches x dp."),
+        click.option("--schedule", type=click.Choice(SCHEDULES), default=None, help="Pipeline schedule (default 1f1b)."),
+        click.option("--virtual-stages", type=int, default=None, help="Stages per pipeline rank (interleaved)."),
+        click.option("--framework", type=click.Choice(tuple(FRAMEWORKS)), default=None,
+                     help="Whose conventions set the bytes per parameter, sharding and collectives (default deepspeed: 2 + 2 + 12, as estimate prints)."),
+        click.option("--stage-layers", type=str, default=None, help="Layers per stage, comma-separated (an uneven split)."),
+        click.option("--gpus", type=int, default=None, help="Check that tp x pp x dp is this many GPUs."),
+        click.option("--device", "layout_device", type=click.Choice(("cuda", "cpu")), default=None,
+                     help="Where the ranks run (torch's AdamW keeps its step counters on the host on CUDA)."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def make_layout(cfg: ModelConfig, options: dict[str, Any]) -> Any:
+    """The Layout the options describe, checked against the model; None if none was given."""
+    given = {k: v for k, v in options.items() if v is not None}
+    if not given:
+        return None
+    from costmodel.layout import Layout
+
+    gpus = given.pop("gpus", None)
+    if "layout_device" in given:
+        given["device"] = given.pop("layout_device")
+    if "stage_layers" in given:
+        try:
+            given["stage_layers"] = tuple(int(x) for x in given["stage_layers"].split(","))
+        except ValueError:
+            raise InputError(f"--stage-layers {given['stage_layers']!r}: give integers separated by commas.") from None
+    try:
+        layout = Layout(**given)
+        layout.check(cfg, gpus)
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+    return layout
+
+
 @cli.command()
 @model_options
 @workload_options
+@layout_options
 @click.option("--json", "as_json", is_flag=True, help="Exact integers as JSON on stdout.")
 def estimate(model, config, seq_len, as_json, **options) -> None:
-    """Parameters, FLOPs, memory and the regime of a model for a workload."""
+    """Parameters, FLOPs, memory and the regime of a model for a workload; with a layout, the
+    memory and communication of each rank."""
     from costmodel.estimation import Estimate
 
+    layout_given = {k: options.pop(k) for k in list(options) if k in LAYOUT_OPTIONS or k == "layout_device"}
     cfg = load_model(model, config)
     workload = make_workload(cfg, seq_len, **options)
+    layout = make_layout(cfg, layout_given)
     try:
-        result = Estimate(cfg, workload)
+        result = Estimate(cfg, workload, layout)
         data = result.to_dict()
     except ConfigError as error:
         raise InputError(str(error)) from None

@@ -9,6 +9,6 @@ Importing the package loads nothing heavy: sympy, numpy and pandas are imported 
 needs them.
 """
 
-from .api import estimate, load_model, make_workload, sweep
+from .api import estimate, load_model, make_layout, make_workload, sweep
 
-__all__ = ["estimate", "load_model", "make_workload", "sweep"]
+__all__ = ["estimate", "load_model", "make_layout", "make_workload", "sweep"]

@@ -49,16 +49,36 @@ def make_workload(cfg: ModelConfig, seq_len: int | None = None, **options: Any) 
     return workload, workload.check_fits(cfg)
 
 
-def estimate(model: Any, seq_len: int | None = None, **workload: Any) -> Any:
+def make_layout(layout: Any) -> Any:
+    """A costmodel.layout.Layout from a Layout, a dict of its fields, or None (one device)."""
+    if layout is None or not isinstance(layout, dict):
+        return layout
+    from .layout import Layout
+
+    fields = dict(layout)
+    if fields.get("stage_layers") is not None:
+        fields["stage_layers"] = tuple(fields["stage_layers"])
+    try:
+        return Layout(**fields)
+    except TypeError as error:
+        raise ConfigError(f"layout: {error}.") from None
+
+
+def estimate(model: Any, seq_len: int | None = None, layout: Any = None, **workload: Any) -> Any:
     """Every number `estimate` reports for a model and workload (costmodel.estimation.Estimate):
-    .to_dict() is `estimate --json`, .blocks() a DataFrame of the per-block table."""
+    .to_dict() is `estimate --json`, .blocks() a DataFrame of the per-block table. layout: a
+    costmodel.layout.Layout or a dict of its fields (dp, tp, pp, sp, zero, microbatches, schedule,
+    virtual_stages, framework, ...) for per-rank memory and communication."""
     from .estimation import Estimate
 
     cfg = load_model(model)
     chosen, notes = make_workload(cfg, seq_len, **workload)
     for note in notes:
         warnings.warn(note, stacklevel=2)
-    return Estimate(cfg, chosen)
+    chosen_layout = make_layout(layout)
+    if chosen_layout is not None:
+        chosen_layout.check(cfg)
+    return Estimate(cfg, chosen, chosen_layout)
 
 
 def sweep(model: Any, seq_len: Any, batch: Any = 1, **workload: Any) -> Any:

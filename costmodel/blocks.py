@@ -107,6 +107,19 @@ class Profile:
 
 
 @dataclass(frozen=True)
+class Tensor:
+    """A parameter tensor's shape: `rows` along dim 0 (what FSDP2 and a Shard(0) split, padding
+    to ceil(rows / world)), `cols` the product of the other dimensions."""
+
+    rows: Expr
+    cols: Expr = sp.Integer(1)
+
+    @property
+    def elements(self) -> Expr:
+        return self.rows * self.cols
+
+
+@dataclass(frozen=True)
 class Cost:
     """The costs of one block, as sympy expressions (for a whole batch, one run of the block).
 
@@ -120,7 +133,7 @@ class Cost:
     optimizer step's traffic.
     """
 
-    tensors: tuple[Expr, ...] = ()  # parameter tensors (elements each), in registration order
+    tensors: tuple[Tensor, ...] = ()  # parameter tensors, in registration order
     flops_matmul: Expr = ZERO
     elements: tuple[tuple[str, Expr], ...] = ()  # (op kind, output elements) of non-matmul ops
     flops_matmul_backward: Expr = ZERO
@@ -138,7 +151,7 @@ class Cost:
 
     @property
     def params(self) -> Expr:
-        return sp.Add(*self.tensors)
+        return sp.Add(*(t.elements for t in self.tensors))
 
     @property
     def bytes_moved(self) -> Expr:
@@ -184,10 +197,11 @@ class Cost:
 
 
 def _cost(**kwargs) -> Cost:
-    """A Cost with every value made a sympy expression (zero elements and tensors dropped)."""
+    """A Cost with every value made a sympy expression (zero elements dropped; a tensor given as
+    an expression is one-dimensional)."""
     values = {k: sp.sympify(v) for k, v in kwargs.items() if k not in ("elements", "tensors")}
     elements = tuple((k, sp.sympify(x)) for k, x in kwargs.get("elements", ()) if x != 0)
-    tensors = tuple(sp.sympify(x) for x in kwargs.get("tensors", ()) if x != 0)
+    tensors = tuple(t if isinstance(t, Tensor) else Tensor(sp.sympify(t)) for t in kwargs.get("tensors", ()))
     return Cost(elements=elements, tensors=tensors, **values)
 
 
@@ -212,9 +226,11 @@ def _linear_bytes(tokens: Expr, d_in: Expr, d_out: Expr) -> Expr:
     return S.e * (d_in * d_out + tokens * (d_in + d_out))
 
 
-def _weight_and_bias(d_in: Expr, d_out: Expr, bias: bool) -> tuple[Expr, ...]:
-    """A linear layer's tensors as torch registers them: the weight, then the bias."""
-    return (d_in * d_out, d_out) if bias else (d_in * d_out,)
+def _weight_and_bias(d_in: Expr, d_out: Expr, bias: bool, transposed: bool = False) -> tuple[Tensor, ...]:
+    """A linear layer's tensors as torch registers them: the weight (d_out x d_in, or d_in x
+    d_out for a transposed one such as GPT-2's Conv1D), then the bias."""
+    weight = Tensor(d_in, d_out) if transposed else Tensor(d_out, d_in)
+    return (weight, Tensor(d_out)) if bias else (weight,)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -237,7 +253,7 @@ class TokenEmbedding(Block):
         # The lookup keeps the token ids for its backward; scaling by a constant keeps nothing.
         output = S.e * self.tokens * S.d if self.output_kept else 0
         return _cost(
-            tensors=[S.V * S.d] if self.owns_table else [],
+            tensors=[Tensor(S.V, S.d)] if self.owns_table else [],
             elements=[("mul", scale)],
             saved_bytes=INDEX * self.tokens + output,
             bytes_other=elementwise_bytes(self.tokens * S.d),  # gather rows, write them
@@ -259,7 +275,7 @@ class LearnedPositions(Block):
         # The lookup keeps its int64 position ids, one row of n shared by the batch.
         saved = INDEX * self.seq if facts.position_ids_saved else 0
         return _cost(
-            tensors=[S.P * S.d],
+            tensors=[Tensor(S.P, S.d)],
             elements=[("add", self.tokens * S.d)],
             saved_bytes=saved,
             bytes_other=elementwise_bytes(self.tokens * S.d, reads=2),
@@ -278,7 +294,7 @@ class TokenTypes(Block):
     def cost(self) -> Cost:
         buffer = INDEX * S.P if "token_type_ids" in self.profile.facts.id_buffers else 0
         return _cost(
-            tensors=[S.N_tt * S.d],
+            tensors=[Tensor(S.N_tt, S.d)],
             elements=[("add", self.tokens * S.d)],
             saved_bytes=INDEX * self.tokens,  # the int64 token-type ids
             bytes_other=elementwise_bytes(self.tokens * S.d, reads=2),
@@ -342,7 +358,7 @@ class RelativePositionBias(Block):
     title = "relative position bias"
 
     def cost(self) -> Cost:
-        return _cost(tensors=[S.N_rb * S.h], saved_bytes=INDEX * self.seq**2)
+        return _cost(tensors=[Tensor(S.N_rb, S.h)], saved_bytes=INDEX * self.seq**2)
 
 
 @dataclass(frozen=True)
@@ -392,6 +408,8 @@ class Norm(Block):
         """
         rows, values = self.tokens, self.tokens * S.d
         facts = self.profile.facts
+        if not facts.norm_keeps_stats:
+            return 2 * S.e * values  # its input and its output (the next linear's input)
         if self.kind == "layernorm":
             return 2 * S.e * values + 2 * S.e * rows
         if facts.norm_dtype == "activation":
@@ -418,16 +436,17 @@ class QKVProjection(Block):
     cached_tokens: Expr = ZERO  # tokens held in this layer's KV cache after prefill + decode
     copies_cache: bool = False  # a decode step's append copies the cache (torch.cat)
     fused: bool = False
+    transposed: bool = False  # weights stored (d_in, d_out) (facts.linear_weights_transposed)
     title = "Q, K, V projections"
 
     def cost(self) -> Cost:
         q_fwd, q_bwd = _linear(self.q_tokens, S.d, S.h * S.d_h)
         kv_fwd, kv_bwd = _linear(self.kv_tokens, S.d, 2 * S.h_kv * S.d_h)
         if self.fused:
-            tensors = _weight_and_bias(S.d, (S.h + 2 * S.h_kv) * S.d_h, self.bias)
+            tensors = _weight_and_bias(S.d, (S.h + 2 * S.h_kv) * S.d_h, self.bias, self.transposed)
         else:
-            tensors = (_weight_and_bias(S.d, S.h * S.d_h, self.bias)
-                       + 2 * _weight_and_bias(S.d, S.h_kv * S.d_h, self.bias))
+            tensors = (_weight_and_bias(S.d, S.h * S.d_h, self.bias, self.transposed)
+                       + 2 * _weight_and_bias(S.d, S.h_kv * S.d_h, self.bias, self.transposed))
         kv_cache = 2 * S.b * S.h_kv * S.d_h * self.cached_tokens * S.e
         moved = _linear_bytes(self.q_tokens, S.d, S.h * S.d_h)
         moved += _linear_bytes(self.kv_tokens, S.d, 2 * S.h_kv * S.d_h)
@@ -570,6 +589,7 @@ class AttentionOutput(Block):
     tokens: Expr
     bias: bool
     input_kept_by_kernel: bool = False  # a fused kernel's saved output is this block's input
+    transposed: bool = False  # the weight stored (d_in, d_out) (facts.linear_weights_transposed)
     title = "attention output projection"
 
     def cost(self) -> Cost:
@@ -577,7 +597,7 @@ class AttentionOutput(Block):
         # It keeps its input: the heads transposed back to (b, len, h*d_h), a contiguous copy.
         saved = 0 if self.input_kept_by_kernel else S.e * self.tokens * S.h * S.d_h
         return _cost(
-            tensors=_weight_and_bias(S.h * S.d_h, S.d, self.bias),
+            tensors=_weight_and_bias(S.h * S.d_h, S.d, self.bias, self.transposed),
             flops_matmul=forward,
             flops_matmul_backward=backward,
             saved_bytes=saved,
@@ -623,14 +643,15 @@ class FeedForward(Block):
 
     def cost(self) -> Cost:
         n_in = 2 if self.gated else 1  # matrices d -> d_ff
-        inputs = n_in * _weight_and_bias(S.d, S.d_ff, self.bias)  # (gate,) up
+        transposed = self.profile.facts.linear_weights_transposed
+        inputs = n_in * _weight_and_bias(S.d, S.d_ff, self.bias, transposed)  # (gate,) up
         forward_in, backward_in = _linear(self.tokens, S.d, n_in * S.d_ff)
         forward_out, backward_out = _linear(self.tokens, S.d_ff, S.d)
         act = ACTIVATION_OPS[self.activation]
         inner = self.tokens * S.d_ff
         elements = [(act, inner), ("mul", inner if self.gated else 0)]
         return _cost(
-            tensors=inputs + _weight_and_bias(S.d_ff, S.d, self.bias),
+            tensors=inputs + _weight_and_bias(S.d_ff, S.d, self.bias, transposed),
             flops_matmul=forward_in + forward_out,
             flops_matmul_backward=backward_in + backward_out,
             elements=elements,
@@ -673,7 +694,7 @@ class LMHead(Block):
 
     def cost(self) -> Cost:
         forward, backward = _linear(self.tokens, S.d, S.V)
-        tensors = ([S.V * S.d] if self.owns_weight else []) + ([S.V] if self.bias else [])
+        tensors = ([Tensor(S.V, S.d)] if self.owns_weight else []) + ([S.V] if self.bias else [])
         elements = [("mul", self.tokens * S.d if self.scaled_input else 0)]
         return _cost(
             tensors=tensors,
@@ -785,7 +806,7 @@ class TensorRun:
     """Parameter tensors in the order an optimizer visits them, repeated `times` (a stack's
     layers: one layer's tensors, L times)."""
 
-    tensors: tuple[Expr, ...]
+    tensors: tuple[Expr, ...]  # elements of each tensor
     times: Expr = sp.Integer(1)
 
 

@@ -27,7 +27,8 @@ from typing import Any, Callable
 PACKAGE_DIR = Path(__file__).resolve().parent
 #: The symbols a compiled function takes, in order (costmodel/symbols.py, by name).
 ARGUMENTS = ("d", "h", "h_kv", "d_h", "d_ff", "V", "P", "N_tt", "N_rb", "L_enc", "L_dec",
-             "b", "n", "s", "T", "c", "e")
+             "b", "n", "s", "T", "c", "e", "tp", "dp")
+LAYOUT_ARGUMENTS = ("tp", "dp")
 
 Evaluator = Callable[[dict[str, int]], dict[str, Any]]
 
@@ -41,8 +42,10 @@ def cache_dir() -> Path:
 def source_digest() -> str:
     """A hash of everything an expression can depend on: costmodel's modules and data files."""
     digest = hashlib.sha256()
-    for path in sorted(PACKAGE_DIR.glob("*.py")) + sorted(PACKAGE_DIR.glob("*.json")):
-        digest.update(path.name.encode())
+    for path in sorted(PACKAGE_DIR.rglob("*.py")) + sorted(PACKAGE_DIR.rglob("*.json")):
+        if "__pycache__" in path.parts:
+            continue
+        digest.update(str(path.relative_to(PACKAGE_DIR)).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
@@ -119,6 +122,14 @@ def python_source(expressions: dict[str, Any], constants: dict[str, Any]) -> str
         "CONSTANTS = __import__('json').loads(CONSTANTS)",
         "",
         "",
+        "def _ceil(x):",
+        "    return -((-x.numerator) // x.denominator) if isinstance(x, Fraction) else x",
+        "",
+        "",
+        "def _floor(x):",
+        "    return x.numerator // x.denominator if isinstance(x, Fraction) else x",
+        "",
+        "",
         "def _exact(x):",
         "    if isinstance(x, Fraction) and x.denominator == 1:",
         "        return x.numerator",
@@ -126,13 +137,19 @@ def python_source(expressions: dict[str, Any], constants: dict[str, Any]) -> str
         "",
         "",
         "def evaluate(values):",
-        f"    {', '.join(ARGUMENTS)} = ({', '.join(f'values[{a!r}]' for a in ARGUMENTS)})",
+        f"    {', '.join(ARGUMENTS)} = ({', '.join(_argument(a) for a in ARGUMENTS)})",
     ]
     lines += [f"    {symbol} = {to_python(expr)}" for symbol, expr in replacements]
     lines.append("    return {")
     lines += [f"        {name!r}: _exact({to_python(expr)})," for name, expr in zip(names, reduced)]
     lines.append("    }")
     return "\n".join(lines) + "\n"
+
+
+def _argument(name: str) -> str:
+    """How the generated function reads a symbol: a layout's group sizes default to 1 (no
+    layout); every other symbol must be given."""
+    return f"values.get({name!r}, 1)" if name in LAYOUT_ARGUMENTS else f"values[{name!r}]"
 
 
 def to_python(expr: Any) -> str:
@@ -160,6 +177,9 @@ def to_python(expr: Any) -> str:
             out = to_python(value) if condition is sp.true else (
                 f"({to_python(value)} if {to_python(condition)} else {out})")
         return out
+    if isinstance(expr, (sp.ceiling, sp.floor)):
+        function = "_ceil" if isinstance(expr, sp.ceiling) else "_floor"
+        return f"{function}({to_python(expr.args[0])})"
     if isinstance(expr, (sp.Max, sp.Min)):
         function = "max" if isinstance(expr, sp.Max) else "min"
         return f"{function}(" + ", ".join(to_python(a) for a in expr.args) + ")"

@@ -42,11 +42,11 @@ CANONICAL_DTYPE = {
     "bfloat16": "bf16",
 }
 
-IMPLEMENTATIONS = ("reference", "hf")
+IMPLEMENTATIONS = ("reference", "hf", "megatron")
 ATTENTIONS = ("eager", "sdpa", "flash")
 RECOMPUTES = ("none", "selective", "full")
 OPTIMIZERS = ("adamw", "sgd")
-PRECISIONS = ("mixed", "pure")  # costmodel/precision.py
+PRECISIONS = ("mixed", "pure", "megatron", "fsdp2")  # costmodel/precision.py
 KV_CACHES = ("dynamic", "static")  # appended by torch.cat each decode step, or preallocated
 
 

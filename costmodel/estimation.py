@@ -108,10 +108,13 @@ class Estimate:
     """All numbers of one model and workload; evaluated on construction, without sympy when the
     compiled cache holds this structure."""
 
-    def __init__(self, cfg: ModelConfig, workload: Workload):
+    def __init__(self, cfg: ModelConfig, workload: Workload, layout: Any = None):
+        """layout: a costmodel.layout.Layout, for per-rank memory and communication ("parallel"
+        in to_dict); None: one device, and no "parallel" key."""
         self.warnings = workload.check_fits(cfg)
         self.cfg = cfg
         self.workload = workload
+        self.layout = layout
         evaluate, self.constants = compiled.cached(
             "estimate", structure_key(cfg, workload), lambda: _expressions(cfg, workload))
         self.numbers = evaluate({**cfg.dimensions(), **workload.dimensions(cfg)})
@@ -254,14 +257,26 @@ class Estimate:
             "precision": w.precision,
         }
 
+    @cached_property
+    def parallel(self) -> Any:
+        """The layout's per-rank numbers (costmodel.layout.ParallelEstimate), or None."""
+        if self.layout is None:
+            return None
+        from .layout import ParallelEstimate
+
+        return ParallelEstimate(self.cfg, self.workload, self.layout)
+
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "inputs": self.inputs(),
             "params": self.params(),
             "flops": self.flops(),
             "memory": self.memory_numbers(),
             "regime": self.regime(),
         }
+        if self.parallel is not None:
+            data["parallel"] = self.parallel.to_dict()
+        return data
 
     def blocks(self) -> Any:
         """One row per block (a pandas DataFrame): the CLI table's columns as exact integers."""

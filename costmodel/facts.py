@@ -1,7 +1,8 @@
 """Implementation facts: what the code that runs keeps for backward, and in which dtype, as data.
 
-Two implementations are modelled: "hf" (transformers 5.24's classes) and "reference" (this
-project's validate/reference.py). They differ from family to family in ways only a measurement
+Three implementations are modelled: "hf" (transformers 5.24's classes), "reference" (this
+project's validate/reference.py) and "megatron" (the accounting of Korthikanti et al. 2022, Table 2:
+2-byte activations, 1-byte dropout masks, a norm keeps its input only). They differ from family to family in ways only a measurement
 shows: Llama's softmax in fp32, T5's norm keeping its un-cast input, GPT-2's fused QKV. Each such
 fact is one row of costmodel/facts.json, keyed by implementation and family, citing the
 measurement that found it (validate/FINDINGS.md). Facts (the dataclass below) lists every fact with
@@ -33,6 +34,9 @@ class Facts:
     norm_dtype: str = "activation"
     # the norm multiplies the un-cast input by rsqrt, keeping it beside the fp32 copy
     norm_keeps_uncast_input: bool = False
+    # a norm keeps its per-token statistics and normalised tensor for backward (aten's kernels);
+    # False: only its input and output (Korthikanti et al. 2022's accounting)
+    norm_keeps_stats: bool = True
     # dtype of the attention softmax (eager): "fp32" or "activation"
     softmax_dtype: str = "activation"
     # dtype of the log-softmax the cross-entropy keeps, and of the loss and its gradients
@@ -51,8 +55,14 @@ class Facts:
     position_ids_saved: bool = True
     # repeat_kv's expand + reshape stays a view for multi-query attention at b = 1
     repeat_kv_view_for_mqa: bool = False
+    # selective recomputation of the attention core keeps a fused kernel's log-sum-exp per query
+    # row; False: only q, k, v and the output (Korthikanti et al. 2022 recompute the softmax)
+    selective_keeps_logsumexp: bool = True
     # one fused Q/K/V projection (one weight and one bias); the query is a view of its output
     fused_qkv: bool = False
+    # linear weights stored (d_in, d_out), GPT-2's Conv1D, not torch's (d_out, d_in): dim 0, which
+    # FSDP2 shards and pads, is the input width
+    linear_weights_transposed: bool = False
     # sdpa's math path gets a bool causal mask per decoder layer (m^2 bytes kept)
     sdpa_causal_bool_mask: bool = False
     # cross-attention gets a zero position bias (1, h, m, n) made once, kept by the flash kernel

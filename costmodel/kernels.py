@@ -149,7 +149,7 @@ class Recomputed(Kernel):
         return FLASH.query_view_saved(extra)
 
     def softmax_saved(self, core: Any) -> Expr:
-        return FLASH.softmax_saved(core)
+        return FLASH.softmax_saved(core) if core.profile.facts.selective_keeps_logsumexp else ZERO
 
     def weighted_sum_saved(self, core: Any) -> Expr:
         return FLASH.weighted_sum_saved(core)

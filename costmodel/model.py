@@ -133,6 +133,7 @@ class _TreeBuilder:
             q_tokens, kv_tokens, cfg.qkv_bias, cached,
             copies_cache=self.decode and not cross and profile.kv_cache == "dynamic",
             fused=profile.facts.fused_qkv and not cross,
+            transposed=profile.facts.linear_weights_transposed,
         )
         pre, post = self.norms(at, q_tokens)
         return [
@@ -143,7 +144,8 @@ class _TreeBuilder:
             at.leaf("softmax", B.Softmax(q_len, k_len, **core)),
             at.leaf("weighted_sum", B.WeightedSum(q_len, k_len, **core)),
             at.leaf("out", B.AttentionOutput(q_tokens, cfg.out_bias,
-                                             input_kept_by_kernel=scores.kernel.keeps_output)),
+                                             input_kept_by_kernel=scores.kernel.keeps_output,
+                                             transposed=profile.facts.linear_weights_transposed)),
             *self.dropout(at, q_tokens, "sublayer"),
             at.leaf("residual", B.Residual(q_tokens)),
             *post,
@@ -347,7 +349,7 @@ class CostModel:
 
         def close_layer() -> None:
             if layer:
-                tensors = tuple(t for leaf in order(layer) for t in leaf.cost.tensors)
+                tensors = tuple(t.elements for leaf in order(layer) for t in leaf.cost.tensors)
                 runs.append(B.TensorRun(tensors, layer[0].count))
                 layer.clear()
 
@@ -361,7 +363,7 @@ class CostModel:
                 layer.append(leaf)
             else:
                 close_layer()
-                outside += leaf.cost.tensors
+                outside += [t.elements for t in leaf.cost.tensors]
         close_layer()
         if outside:
             runs.append(B.TensorRun(tuple(outside)))

@@ -55,6 +55,13 @@ class Precision:
 PRECISIONS = {
     "pure": Precision("pure", S.e, S.e, sp.Integer(0), S.e),
     "mixed": Precision("mixed", S.e, S.e, unless_fp32(sp.Integer(FP32)), sp.Integer(FP32)),
+    # Megatron-LM keeps fp32 main gradients beside the bf16 weights: 2 + 4 + 12 bytes.
+    "megatron": Precision("megatron", S.e, sp.Integer(FP32), unless_fp32(sp.Integer(FP32)),
+                          sp.Integer(FP32)),
+    # FSDP2 with MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32): the sharded parameters
+    # and gradients stay fp32 (measured, FINDINGS 10.2), the moments fp32: 4 + 4 + 8 bytes; the
+    # bf16 unsharded copies are all-gather buffers, not state.
+    "fsdp2": Precision("fsdp2", sp.Integer(FP32), sp.Integer(FP32), sp.Integer(0), sp.Integer(FP32)),
 }
 
 
@@ -95,7 +102,9 @@ def param_bytes_note(precision: str, optimizer: str, dtype: str) -> str:
     """What ParamBytes counts, in words, for a dtype ("fp32", "bf16", "fp16")."""
     opt = OPTIMIZERS[optimizer]
     fp32 = dtype == "fp32"
-    moments = "in fp32" if precision == "mixed" or fp32 else f"in {dtype}"
+    moments = f"in {dtype}" if precision == "pure" and not fp32 else "in fp32"
     title = f"{opt.title} {moments})" if opt.moments else f"{opt.title})"
-    master = " + fp32 master weights" if precision == "mixed" and not fp32 else ""
-    return f"{dtype} weights and gradients, {title}{master}"
+    master = " + fp32 master weights" if precision in ("mixed", "megatron") and not fp32 else ""
+    weights = {"megatron": f"{dtype} weights, fp32 main gradients",
+               "fsdp2": "fp32 sharded weights and gradients (bf16 copies gathered for compute)"}
+    return f"{weights.get(precision, f'{dtype} weights and gradients')}, {title}{master}"

@@ -36,8 +36,13 @@ T = sp.Symbol("T", integer=True, nonnegative=True)  # tokens generated after the
 c = _dim("c")  # keys a decode step attends to: the cached tokens plus the new one
 e = _dim("e")  # bytes per activation element (2 for bf16/fp16, 4 for fp32)
 
+# Parallel layouts (costmodel/layout): the sizes of the groups a rank belongs to.
+tp = _dim("tp")  # tensor-parallel ranks (heads, d_ff and the vocabulary split; sequence with SP)
+dp = _dim("dp")  # data-parallel ranks (ZeRO/FSDP shard over them)
+
 MODEL_SYMBOLS = (d, h, h_kv, d_h, d_ff, V, P, N_tt, N_rb, L_enc, L_dec)
 WORKLOAD_SYMBOLS = (b, n, s, T, c, e)
+LAYOUT_SYMBOLS = (tp, dp)
 
 #: How each symbol is written in LaTeX (sympy's default would print d_ff as d_{ff} already; the
 #: mapping makes the others read like the papers).
@@ -59,6 +64,8 @@ LATEX_NAMES = {
     T: r"T",
     c: r"c",
     e: r"e",
+    tp: r"t",
+    dp: r"D",
 }
 
 DESCRIPTIONS = {
@@ -79,6 +86,8 @@ DESCRIPTIONS = {
     T: "generated tokens",
     c: "context of a decode step (cached tokens + the new one)",
     e: "bytes per activation element",
+    tp: "tensor-parallel ranks",
+    dp: "data-parallel ranks",
 }
 
 

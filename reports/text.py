@@ -127,6 +127,8 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         "",
         "Per block (summed over layers)",
     ]
+    if "parallel" in result:
+        out[-1:-1] = [render_parallel(result["parallel"]), ""]
     out.append(
         table(
             ["block", "x", "params", "fwd FLOPs", "share", "other FLOPs", "saved", "KV cache"],
@@ -146,6 +148,30 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         )
     )
     return "\n".join(out)
+
+
+def render_parallel(p: dict[str, Any]) -> str:
+    """The per-rank memory and communication of a layout (estimate with --dp/--tp/--pp...)."""
+    lay = p["layout"]
+    head = (f"Parallel layout: {lay['gpus']} GPUs = tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']}"
+            + (" + SP" if lay["sp"] else "") + f", ZeRO {lay['zero']}, {lay['framework']} ({p['precision']} "
+            f"precision); {plural(lay['microbatches'], 'micro-batch', 'micro-batches')} of {lay['micro_batch']} per step "
+            f"(global batch {lay['global_batch']:,})"
+            + (f", {lay['schedule']}" + (f" x {plural(lay['virtual_stages'], 'virtual stage')}" if lay["virtual_stages"] > 1 else "")
+               if lay["pp"] > 1 else ""))
+    keys = ("weights", "gradients", "optimizer", "activations", "buffers", "total")
+    rows = ([str(row["stage"]), str(row["layers"]), ",".join(map(str, row["micro_batches_in_flight"])),
+             *(binary_bytes(row[k]) for k in keys)] for row in p["stages"])
+    lines = [head, "Memory per rank, by pipeline stage (the most loaded rank of each: data-parallel rank 0)",
+             table(["stage", "layers", "in flight", *keys], rows)]
+    lines.append(f"Most loaded rank: stage {p['per_rank']['stage']}, {binary_bytes(p['per_rank']['total'])}")
+    lines.append("Communication per rank per step (payload; wire bytes with ring factors)")
+    comm, wire = p["communication"], p["wire"]
+    lines.append(table(["group", "collective", "payload", "wire"],
+                       ([group, kind, binary_bytes(value), binary_bytes(wire[group][kind])]
+                        for group, kinds in comm.items() for kind, value in kinds.items()), align="llrr")
+                 if comm else "  none (one GPU)")
+    return "\n".join(lines)
 
 
 def seconds(value: float) -> str:

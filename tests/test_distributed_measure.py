@@ -14,19 +14,13 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from costmodel.presets import load_preset
 from validate.distributed.comm import CommRecorder
-from validate.distributed.fsdp import AUTO, FsdpCase, measure_fsdp
-from validate.distributed.launch import RankFailed, fake_process_group, run_fake, run_gloo, run_jobs
+from validate.distributed.fsdp import FsdpCase, measure_fsdp
+from validate.distributed.launch import RankFailed, fake_process_group, run_fake, run_gloo
 from validate.distributed.pipeline import PipelineCase, measure_pipeline
 from validate.distributed.tensor_parallel import TpCase, measure_tp
 
-LLAMA = load_preset("llama2-7b")
-TINY = LLAMA.replace(name="tiny", vocab_size=99, d_model=48, n_heads=6, n_kv_heads=2, d_ff=37,
-                     n_decoder_layers=2, max_positions=64)
-TINY_TP = TINY.replace(name="tiny-tp", d_ff=38)  # TP splits d_ff evenly
-TINY_PP = TINY.replace(name="tiny-pp", n_decoder_layers=4)
-WIDE_TP = TINY.replace(name="tiny-tp4", n_heads=8, n_kv_heads=4, d_ff=44)  # divisible by t = 4
+from tests.distributed_cases import LLAMA, TINY, TINY_PP, TINY_TP, WIDE_TP
 FP32 = 4
 
 
@@ -88,28 +82,6 @@ def outside_saved(c, b, n, t=1, sp=False, vocab=None):
     final_norm = 8 * b * n * d + 4 * b * n
     return (8 * b * n + (final_norm // t if sp else final_norm) + 4 * b * n * d + 4 * b * n * V
             + 8 * b * n + 4)
-
-
-# ---------------------------------------------------------------------------------------------
-# One spawn of 2 gloo ranks for every small case
-
-GLOO_CASES = {
-    "fsdp_auto": (measure_fsdp, FsdpCase(TINY)),
-    "fsdp_mp_reshard": (measure_fsdp, FsdpCase(TINY, reshard_after_forward=True, mixed_precision=True,
-                                               memory_tracker=False)),
-    "tp": (measure_tp, TpCase(TINY_TP)),
-    "tp_sp": (measure_tp, TpCase(TINY_TP, sequence_parallel=True)),
-    "pp_1f1b": (measure_pipeline, PipelineCase(TINY_PP, schedule="1f1b")),
-    "pp_gpipe": (measure_pipeline, PipelineCase(TINY_PP, schedule="gpipe")),
-    "pp_interleaved": (measure_pipeline, PipelineCase(TINY_PP, schedule="interleaved", virtual_stages=2)),
-}
-
-
-@pytest.fixture(scope="module")
-def gloo() -> dict[str, list[dict]]:
-    names = list(GLOO_CASES)
-    by_rank = run_gloo(run_jobs, 2, [GLOO_CASES[name] for name in names], timeout_s=300)
-    return {name: [by_rank[r][i] for r in range(2)] for i, name in enumerate(names)}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,68 @@
+"""The training frameworks a layout can follow, as data: what each keeps per parameter, how it
+shards, pads and communicates. Every row says where the convention comes from.
+
+  megatron   Megatron-LM (Narayanan et al. 2021, Korthikanti et al. 2022): bf16 weights, fp32 main
+             gradients, fp32 master + moments; --zero 1 is its distributed optimizer (6 + 12/dp
+             bytes); fused QKV and gate/up column-parallel layers; sequence parallelism saves the
+             shard and all-gathers the input again in backward; the vocabulary padded to a
+             multiple of 128 x tp.
+  deepspeed  DeepSpeed ZeRO (Rajbhandari et al. 2020): 2 + 2 + 12 bytes, sharded by stage over a
+             flat, evenly partitioned buffer; tensor parallelism as Megatron's, on the model's own
+             vocabulary (ceil(V / tp) rows a rank).
+  fsdp2      PyTorch FSDP2 (fully_shard per layer and on the root, MixedPrecisionPolicy bf16/fp32)
+             with DTensor tensor parallelism composed as torchtitan composes them, and
+             torch.distributed.pipelining: measured on torch 2.13 (validate/distributed,
+             FINDINGS section 10).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Framework:
+    name: str
+    precision: str  # the precision policy (costmodel/precision.py): bytes per parameter
+    zero_stages: tuple[int, ...]
+    zero_note: str
+    # Sharding over dp: "flat" partitions a stage's parameters evenly (ceil(P / dp) per rank);
+    # "per_tensor" shards each tensor along dim 0, padded to ceil(rows / dp) rows (FSDP2).
+    sharding: str
+    # Column-parallel layers: "fused" (one for Q, K, V and one for gate/up: one all-reduce of
+    # the input gradient per sublayer) or "separate" (DTensor on q, k, v, gate and up: one each).
+    column_layers: str
+    sp_regathers_input: bool  # SP keeps the input's shard and all-gathers it again in backward
+    vocabulary: str  # "pad128": V padded to a multiple of 128 tp; "ceil": ceil(V / tp) rows a rank
+    embedding_gradient_full: bool  # the vocabulary-parallel embedding's gradient is a full V x d
+    norm_gradient_all_reduces: int  # SP: all-reduces of each replicated norm gradient per step
+    whole_batch_inputs: bool  # pipelining keeps a step's ids (first stage) and labels (last) whole
+    step_counters: bool  # torch's AdamW: one fp32 `step` per tensor (device-resident on the CPU)
+    dp_gradient_dtype: str  # "fp32" or "activation": the dtype of the gradient collectives
+    vocabulary_parallel_loss: bool  # the loss over the rank's vocabulary shard (else all-gathered)
+
+
+FRAMEWORKS = {
+    "megatron": Framework(
+        name="megatron", precision="megatron", zero_stages=(0, 1),
+        zero_note="1 is its distributed optimizer; it does not shard gradients or parameters",
+        sharding="flat", column_layers="fused", sp_regathers_input=True, vocabulary="pad128",
+        embedding_gradient_full=False, norm_gradient_all_reduces=1, whole_batch_inputs=False,
+        step_counters=False, dp_gradient_dtype="fp32", vocabulary_parallel_loss=True,
+    ),
+    "deepspeed": Framework(
+        name="deepspeed", precision="mixed", zero_stages=(0, 1, 2, 3),
+        zero_note="ZeRO stages 0-3", sharding="flat", column_layers="fused",
+        sp_regathers_input=True, vocabulary="ceil", embedding_gradient_full=False,
+        norm_gradient_all_reduces=1, whole_batch_inputs=False, step_counters=False,
+        dp_gradient_dtype="activation", vocabulary_parallel_loss=True,
+    ),
+    "fsdp2": Framework(
+        name="fsdp2", precision="fsdp2", zero_stages=(2, 3),
+        zero_note="fully_shard always shards parameters: 3 reshards them after forward, 2 does not",
+        sharding="per_tensor", column_layers="separate", sp_regathers_input=False,
+        vocabulary="ceil", embedding_gradient_full=True, norm_gradient_all_reduces=3,
+        whole_batch_inputs=True, step_counters=True, dp_gradient_dtype="fp32",
+        vocabulary_parallel_loss=False,  # unless the layout asks for loss_parallel
+    ),
+}

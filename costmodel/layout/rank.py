@@ -1,0 +1,425 @@
+"""Per-rank memory and communication of a layout: the cost tree's leaves, split, placed and summed.
+
+The training tree (costmodel/model.py) is cut into parts, each placed on pipeline stages:
+  embedding  the first stage           shared  every stage (RoPE tables, ALiBi slopes)
+  layer      each stage, its layers    tail    the last stage (the final norm)
+  head       the last stage (the output projection and the loss)
+Each leaf's per-rank cost is its block's cost with tensor (and sequence) parallelism's
+substitution (costmodel/layout/split.py); a part's quantities are sums of those, as expressions in
+the model and workload symbols and tp, dp (compiled once per structure, costmodel/compiled.py).
+This module then places the parts on the stages, multiplies by the micro-batches a stage holds
+(costmodel/layout/spec.py), shards the parameter state over dp as the framework does
+(costmodel/layout/frameworks.py), and counts each collective's payload. Formulas stay in the
+blocks: here are only sums, counts of collectives and the frameworks' sharding rules.
+
+A collective's payload is its full buffer: the output of an all-gather, the input of a
+reduce-scatter, the buffer of an all-reduce, the tensor of a send or receive. Wire bytes apply
+the ring algorithm's factors: 2(w - 1)/w for an all-reduce, (w - 1)/w for an all-gather or a
+reduce-scatter over w ranks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from .. import compiled
+from ..config import ConfigError, ModelConfig, Workload
+from .frameworks import FRAMEWORKS, Framework
+from .spec import Layout
+
+PARTS = ("embedding", "shared", "layer", "tail", "head")
+PART_QUANTITIES = ("params", "padded", "tensors", "gradient_params", "saved", "rebuilt", "inputs",
+                   "buffers", "norm_params", "flops")
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
+
+
+def _options(layout: Layout) -> dict[str, Any]:
+    """What the per-part expressions depend on besides the symbols (their cache key)."""
+    framework = FRAMEWORKS[layout.framework]
+    return {"framework": layout.framework, "sp": layout.sp, "loss_parallel": _loss_parallel(layout),
+            "device": layout.device, "vocabulary": framework.vocabulary}
+
+
+def _loss_parallel(layout: Layout) -> bool:
+    framework = FRAMEWORKS[layout.framework]
+    return framework.vocabulary_parallel_loss or (layout.framework == "fsdp2" and layout.loss_parallel)
+
+
+def _part_of(tree: Any) -> dict[int, str]:
+    """Each leaf's part (by its index in the tree): a stack's own leaves before its layers are
+    shared by every stage, those after them (the final norm) go with the head."""
+    seen_layer: set[str] = set()
+    parts = {}
+    for i, leaf in enumerate(tree.leaves):
+        if leaf.part == "layer":
+            seen_layer.add(leaf.stack)
+            parts[i] = "layer"
+        elif leaf.part == "stack":
+            parts[i] = "tail" if leaf.stack in seen_layer else "shared"
+        elif leaf.part in ("head", "loss"):
+            parts[i] = "head"
+        elif leaf.part == "embedding":
+            parts[i] = "embedding"
+    return parts
+
+
+def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout
+                     ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Every part's per-rank quantities as expressions (one layer for the layer part, per stack),
+    and the structure beside them: each part's collectives per micro-batch."""
+    import sympy as sp
+
+    from .. import blocks as B
+    from .. import symbols as S
+    from ..model import CostModel, profile_for
+    from .split import column_inputs, local, substitution
+
+    framework = FRAMEWORKS[layout.framework]
+    profile = profile_for(cfg, workload, precision=framework.precision, device=layout.device,
+                          optimizer_impl="foreach" if layout.device == "cuda" else "single")
+    tree = CostModel(cfg, profile)
+    parts = _part_of(tree)
+    loss_parallel = _loss_parallel(layout)
+    exprs: dict[str, Any] = {}
+    structure: dict[str, Any] = {"stacks": [], "counts": {}}
+
+    def add(key: str, value: Any) -> None:
+        exprs[key] = exprs.get(key, sp.Integer(0)) + value
+
+    for i, leaf in enumerate(tree.leaves):
+        part = parts.get(i)
+        if part is None:
+            continue
+        key = f"{part}.{leaf.stack}" if part == "layer" else part
+        if part == "layer" and leaf.stack not in structure["stacks"]:
+            structure["stacks"].append(leaf.stack)
+        encoder = leaf.stack == "encoder" and cfg.architecture == "encoder-decoder"
+        subs = substitution(leaf.block, sp_on=layout.sp, vocabulary=framework.vocabulary,
+                            loss_parallel=loss_parallel, encoder=encoder)
+        cost = leaf.cost
+        for tensor in cost.tensors:
+            rows, cols = local(tensor.rows, subs), local(tensor.cols, subs)
+            add(f"{key}.params", rows * cols)
+            add(f"{key}.padded", sp.ceiling(rows / S.dp) * cols)
+            add(f"{key}.tensors", 1)
+            full = isinstance(leaf.block, B.TokenEmbedding) and framework.embedding_gradient_full
+            add(f"{key}.gradient_params", tensor.elements if full else rows * cols)
+            if isinstance(leaf.block, B.Norm):
+                add(f"{key}.norm_params", rows * cols)
+        saved = local(cost.saved_bytes, subs)
+        if layout.sp and isinstance(leaf.block, B.Norm) and not framework.sp_regathers_input:
+            # DTensor keeps the all-gathered input of the column-parallel layers this norm feeds
+            # (FINDINGS 10.3): its output term is the whole sequence's.
+            tokens = leaf.block.tokens
+            saved += S.e * tokens * S.d - local(S.e * tokens * S.d, subs)
+        add(f"{key}.{'rebuilt' if leaf.checkpointed else 'saved'}", saved)
+        add(f"{key}.inputs", local(cost.input_bytes, subs))
+        add(f"{key}.buffers", local(cost.buffer_bytes, subs))
+        add(f"{key}.flops", local(cost.flops_matmul + cost.flops_matmul_backward, subs))
+        counts = structure["counts"].setdefault(key, {"column_inputs": 0, "row_outputs": 0, "sublayers": 0})
+        counts["column_inputs"] += column_inputs(leaf.block, framework.column_layers, cfg.gated)
+        counts["row_outputs"] += int(isinstance(leaf.block, (B.AttentionOutput, B.FeedForward)))
+        counts["sublayers"] += int(isinstance(leaf.block, (B.QKVProjection, B.FeedForward)))
+    for key in list(structure["counts"]):
+        for quantity in PART_QUANTITIES:
+            exprs.setdefault(f"{key}.{quantity}", sp.Integer(0))
+    per_param = profile.param_bytes
+    exprs["bytes.weights"], exprs["bytes.gradients"] = per_param.weights, per_param.gradients
+    exprs["bytes.optimizer"] = per_param.optimizer
+    exprs["boundary"] = S.e * S.b * S.n * S.d  # one sublayer's input or output, every token
+    exprs["logits"] = S.e * S.b * S.n * S.tp * sp.ceiling(S.V / S.tp)
+    exprs["loss_reduction"] = 3 * 4 * S.b * S.n  # fp32 max, sum of exponentials, target logit
+    exprs["embedding_table"] = sp.ceiling(S.V / S.tp) * S.d
+    structure["tied"] = bool(cfg.tie_embeddings and cfg.head == "lm")
+    structure["step_counters"] = framework.step_counters and layout.device == "cpu"
+    return exprs, structure
+
+
+def _ring(kind: str, world: int) -> float:
+    if world <= 1:
+        return 0.0
+    return 2 * (world - 1) / world if kind == "all_reduce" else (world - 1) / world
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One pipeline rank: its (virtual) stages' layers, the micro-batches each holds at the
+    rank's peak, and whether it runs the first and the last stage."""
+
+    rank: int
+    layers: tuple[int, ...]
+    in_flight: tuple[int, ...]
+    first: bool
+    last: bool
+
+
+class ParallelEstimate:
+    """Per-rank memory and communication of one model, workload and layout (exact integers)."""
+
+    def __init__(self, cfg: ModelConfig, workload: Workload, layout: Layout):
+        layout.check(cfg)
+        if layout.pp > 1 and layout.framework == "fsdp2" and cfg.tie_embeddings and cfg.head == "lm":
+            raise ConfigError("layout: torch.distributed.pipelining splits an untied model; this one ties its "
+                              "output projection to the embedding (use megatron or deepspeed).")
+        self.cfg, self.workload, self.layout = cfg, workload, layout
+        self.framework: Framework = FRAMEWORKS[layout.framework]
+        key = {"model": cfg.structure(), "workload": workload.options(), "layout": _options(layout),
+               "layers": cfg.n_layers}
+        evaluate, self.structure = compiled.cached(
+            "layout", key, lambda: part_expressions(cfg, workload, layout))
+        values = {**cfg.dimensions(), **workload.dimensions(cfg), "tp": layout.tp, "dp": layout.dp}
+        self.numbers = evaluate(values)
+
+    def _part(self, key: str, quantity: str) -> int:
+        return self.numbers.get(f"{key}.{quantity}", 0)
+
+    @cached_property
+    def stages(self) -> list[Stage]:
+        layout = self.layout
+        if layout.pp == 1:
+            return [Stage(0, (self.cfg.n_layers,), (1,), True, True)]
+        per_stage = layout.layers_per_stage(self.cfg.n_layers)
+        last = layout.stages - 1
+        out = []
+        for rank in range(layout.pp):
+            own = layout.stages_of(rank)
+            out.append(Stage(rank, tuple(per_stage[s] for s in own), layout.in_flight(rank),
+                             0 in own, last in own))
+        return out
+
+    def _layer_sum(self, stage: Stage, quantity: str) -> int:
+        """A layer quantity over the stage's layers (each stack's own count when pp = 1)."""
+        stacks = self.structure["stacks"]
+        if self.layout.pp == 1:
+            layers = {"encoder": self.cfg.n_encoder_layers, "decoder": self.cfg.n_decoder_layers}
+            return sum(layers[s] * self._part(f"layer.{s}", quantity) for s in stacks)
+        return sum(stage.layers) * self._part(f"layer.{stacks[0]}", quantity)
+
+    def _placed(self, stage: Stage, quantity: str, per_stage: bool = False) -> int:
+        """A quantity over the parts a pipeline rank holds (shared parts once per virtual stage
+        when per_stage)."""
+        total = self._layer_sum(stage, quantity)
+        total += self._part("shared", quantity) * (len(stage.layers) if per_stage else 1)
+        if stage.first:
+            total += self._part("embedding", quantity)
+        if stage.last:
+            total += self._part("tail", quantity) + self._part("head", quantity)
+        return total
+
+    def _tied_copy(self, stage: Stage) -> int:
+        """The last stage's copy of a tied embedding (pp > 1): its table elements."""
+        if self.layout.pp > 1 and self.structure["tied"] and stage.last and not stage.first:
+            return self.numbers["embedding_table"]
+        return 0
+
+    # -- state ------------------------------------------------------------------------------
+
+    def state(self, stage: Stage) -> dict[str, int]:
+        """Weights, gradients and optimizer state of one rank of this pipeline stage, sharded
+        over dp as the framework shards them (rank 0 of the data-parallel group: the most
+        loaded, holding every padded row)."""
+        layout, n = self.layout, self.numbers
+        w, g, o = n["bytes.weights"], n["bytes.gradients"], n["bytes.optimizer"]
+        params = self._placed(stage, "params") + self._tied_copy(stage)
+        gradient_params = self._placed(stage, "gradient_params") + self._tied_copy(stage)
+        tensors = self._placed(stage, "tensors")
+        dp = layout.dp
+        if self.framework.sharding == "per_tensor" and dp > 1:
+            padded = self._placed(stage, "padded")
+            out = {"weights": w * padded, "gradients": g * padded, "optimizer": o * padded}
+        else:
+            shard = math.ceil(params / dp)
+            zero = layout.zero if self.framework.sharding == "flat" else 0
+            out = {"weights": w * (shard if zero >= 3 else params),
+                   "gradients": g * (math.ceil(gradient_params / dp) if zero >= 2 else gradient_params),
+                   "optimizer": o * (shard if zero >= 1 else params)}
+        if self.structure["step_counters"]:
+            out["optimizer"] += 4 * tensors
+        return out
+
+    def activations(self, stage: Stage) -> int:
+        """Bytes saved for backward at the rank's peak: each of its stages' per-micro-batch bytes
+        times the micro-batches it holds; a step's ids and labels as one storage where pipelining
+        keeps them whole; one layer rebuilt under full recomputation."""
+        saved = inputs = 0
+        stacks = self.structure["stacks"]
+        for i, (layers, held) in enumerate(zip(stage.layers, stage.in_flight)):
+            first = stage.first and i == 0
+            last = stage.last and i == len(stage.layers) - 1
+            one = Stage(stage.rank, (layers,), (held,), first, last)
+            per_microbatch = self._placed(one, "saved", per_stage=True) if self.layout.pp > 1 else \
+                self._placed(one, "saved")
+            edge_inputs = (self._part("embedding", "inputs") if first else 0) + (
+                self._part("head", "inputs") if last else 0)
+            if self.framework.whole_batch_inputs and self.layout.pp > 1:
+                saved += held * (per_microbatch - edge_inputs)
+                inputs += self.layout.microbatches * edge_inputs if (first or last) else 0
+            else:
+                saved += held * per_microbatch
+        rebuilt = max((self._part(f"layer.{s}", "rebuilt") for s in stacks), default=0)
+        return saved + inputs + rebuilt
+
+    def buffers(self, stage: Stage) -> int:
+        """The modules' buffers, and the framework's communication buffers: FSDP2 holds the
+        gathered parameters of the group computing (and of the root, not resharded) with one
+        all-gather and one reduce-scatter buffer (FINDINGS 10.2); ZeRO-3 two gathered layers
+        (the current and the prefetched one; DeepSpeed's buckets, not measured)."""
+        layout, n = self.layout, self.numbers
+        own = self._placed(stage, "buffers", per_stage=True)
+        if layout.dp == 1:
+            return own
+        stack = self.structure["stacks"][0]
+        if self.framework.sharding == "per_tensor":
+            e = self.workload.bytes_per_element
+            layer = layout.dp * self._part(f"layer.{stack}", "padded")
+            root = layout.dp * (self._placed(stage, "padded") - self._layer_sum(stage, "padded"))
+            everything = layout.dp * self._placed(stage, "padded")
+            unsharded = (everything if layout.zero == 2 or layout.reshard_after_forward is False
+                         else layer if layout.reshard_after_forward else root + layer)
+            return own + e * unsharded + e * layer + 4 * layer
+        if layout.zero >= 3:
+            return own + 2 * self.workload.bytes_per_element * self._part(f"layer.{stack}", "params")
+        return own
+
+    def memory(self, stage: Stage) -> dict[str, int]:
+        out = self.state(stage)
+        out["activations"] = self.activations(stage)
+        out["buffers"] = self.buffers(stage)
+        out["total"] = sum(out.values())
+        return out
+
+    # -- communication ----------------------------------------------------------------------
+
+    def communication(self, stage: Stage) -> dict[str, dict[str, int]]:
+        """Payload bytes one rank of this pipeline stage sends per training step, by group
+        (tp, dp, pp) and collective."""
+        out: dict[str, dict[str, int]] = {}
+
+        def add(group: str, kind: str, value: int) -> None:
+            if value:
+                out.setdefault(group, {})
+                out[group][kind] = out[group].get(kind, 0) + int(value)
+
+        layout, n, m = self.layout, self.numbers, self.layout.microbatches
+        if layout.tp > 1:
+            for kind, value in self._tensor_parallel(stage).items():
+                if kind == "optimizer_all_reduce":  # once per step, not per micro-batch
+                    add("tp", "all_reduce", value)
+                else:
+                    add("tp", kind, value * m)
+        if layout.dp > 1:
+            for kind, value in self._data_parallel(stage).items():
+                add("dp", kind, value)
+        if layout.pp > 1:
+            # Each (virtual) stage sends its output forward unless it is the last and its input's
+            # gradient backward unless it is the first; it receives as much (FINDINGS 10.4).
+            boundary = n["boundary"] // (layout.tp if layout.sp else 1)
+            for index in layout.stages_of(stage.rank):
+                crossings = int(index < layout.stages - 1) + int(index > 0)
+                add("pp", "send", m * boundary * crossings)
+                add("pp", "recv", m * boundary * crossings)
+            if self.structure["tied"] and (stage.first or stage.last) and not (stage.first and stage.last):
+                width = 4 if self.framework.dp_gradient_dtype == "fp32" else self.workload.bytes_per_element
+                add("pp", "all_reduce", width * n["embedding_table"])
+        return out
+
+    def _tensor_parallel(self, stage: Stage) -> dict[str, int]:
+        """One micro-batch's tensor-parallel collectives (the optimizer's once per step)."""
+        n, layout = self.numbers, self.layout
+        x = n["boundary"]
+        counts = self.structure["counts"]
+        stack = self.structure["stacks"][0]
+        layers = sum(stage.layers) if layout.pp > 1 else None
+
+        def per_layer(name: str) -> int:
+            if layout.pp == 1:
+                return sum({"encoder": self.cfg.n_encoder_layers, "decoder": self.cfg.n_decoder_layers}[s]
+                           * counts.get(f"layer.{s}", {}).get(name, 0) for s in self.structure["stacks"])
+            return layers * counts.get(f"layer.{stack}", {}).get(name, 0)
+
+        rows, columns, sublayers = per_layer("row_outputs"), per_layer("column_inputs"), per_layer("sublayers")
+        first, last = int(stage.first), int(stage.last)
+        out: dict[str, int] = {}
+        head_loss = last and self.cfg.head == "lm"
+        if not layout.sp:
+            out["all_reduce"] = (rows + first) * x + (columns + int(head_loss)) * x
+        else:
+            gathers = sublayers + int(head_loss)  # the inputs of the column-parallel regions
+            scatters = rows + first  # the outputs of the row-parallel regions and the embedding
+            out["reduce_scatter"] = scatters * x + gathers * x  # forward, and the gathers' gradients
+            out["all_gather"] = gathers * x + scatters * x  # forward, and the scatters' gradients
+            if self.framework.sp_regathers_input:
+                out["all_gather"] += gathers * x  # Megatron gathers the saved shard again
+            norms = self._placed(stage, "norm_params")
+            out["optimizer_all_reduce"] = (self.framework.norm_gradient_all_reduces * norms
+                                           * n["bytes.gradients"])
+        if head_loss:
+            if _loss_parallel(layout):
+                out["all_reduce"] = out.get("all_reduce", 0) + n["loss_reduction"]
+            else:
+                out["all_gather"] = out.get("all_gather", 0) + n["logits"]
+        return out
+
+    def _data_parallel(self, stage: Stage) -> dict[str, int]:
+        """The data-parallel collectives of one step (FSDP2 and ZeRO-3 gather and scatter per
+        micro-batch)."""
+        layout, n, m, e = self.layout, self.numbers, self.layout.microbatches, self.workload.bytes_per_element
+        dp = layout.dp
+        grad = 4 if self.framework.dp_gradient_dtype == "fp32" else e
+        if self.framework.sharding == "per_tensor":
+            everything = dp * self._placed(stage, "padded")
+            layers = dp * self._layer_sum(stage, "padded")
+            backward = {None: layers, True: everything, False: 0}[
+                False if layout.zero == 2 else layout.reshard_after_forward]
+            return {"all_gather": m * e * (everything + backward), "reduce_scatter": m * 4 * everything}
+        params = self._placed(stage, "params") + self._tied_copy(stage)
+        padded = dp * math.ceil(params / dp)
+        if layout.zero == 0:
+            return {"all_reduce": grad * params}
+        if layout.zero in (1, 2):
+            return {"reduce_scatter": grad * padded, "all_gather": e * padded}
+        return {"all_gather": m * 2 * e * padded, "reduce_scatter": m * grad * padded}
+
+    def wire(self, communication: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+        """Bytes each rank puts on the wire, with the ring factors."""
+        sizes = {"tp": self.layout.tp, "dp": self.layout.dp, "pp": 2}
+        out: dict[str, dict[str, int]] = {}
+        for group, kinds in communication.items():
+            for kind, payload in kinds.items():
+                factor = 1.0 if kind in ("send", "recv") else _ring(kind, sizes[group])
+                out.setdefault(group, {})[kind] = round(payload * factor)
+        return out
+
+    # -- the answer ---------------------------------------------------------------------------
+
+    @cached_property
+    def per_stage(self) -> list[dict[str, Any]]:
+        rows = []
+        for stage in self.stages:
+            memory = self.memory(stage)
+            communication = self.communication(stage)
+            rows.append({"stage": stage.rank, "layers": sum(stage.layers),
+                         "virtual_stage_layers": list(stage.layers),
+                         "micro_batches_in_flight": list(stage.in_flight), **memory,
+                         "communication": communication, "wire": self.wire(communication)})
+        return rows
+
+    def most_loaded(self) -> dict[str, Any]:
+        return max(self.per_stage, key=lambda row: row["total"])
+
+    def to_dict(self) -> dict[str, Any]:
+        top = self.most_loaded()
+        keys = ("weights", "gradients", "optimizer", "activations", "buffers", "total")
+        return {
+            "layout": self.layout.to_dict(self.workload.batch),
+            "per_rank": {**{k: top[k] for k in keys}, "stage": top["stage"]},
+            "stages": [{k: row[k] for k in ("stage", "layers", *keys, "virtual_stage_layers",
+                                            "micro_batches_in_flight", "communication")}
+                       for row in self.per_stage],
+            "communication": top["communication"],
+            "wire": top["wire"],
+            "precision": self.framework.precision,
+        }

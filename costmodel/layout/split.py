@@ -1,0 +1,77 @@
+"""Which leaves tensor and sequence parallelism split, as data: a substitution per block class.
+
+Tensor parallelism (Megatron's column/row split; DTensor's ColwiseParallel/RowwiseParallel) divides
+a block's heads (h, h_kv), FFN width (d_ff) or vocabulary (V) by tp; every other block is
+replicated (norms, residual adds, dropout, positions, the biases of row-parallel layers, which
+have no split dimension). Sequence parallelism additionally divides the tokens (n, and s on an
+encoder) of the blocks that run between the parallel regions: norms, residual adds, dropouts,
+the embeddings' adds and a layer's checkpoint. A leaf's per-rank cost is its cost with these
+symbols replaced; no block is written twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy as sp
+
+from .. import blocks as B
+from .. import symbols as S
+
+#: Block class -> what tensor parallelism divides by tp.
+TP_SPLITS: dict[type, str] = {
+    B.QKVProjection: "heads",
+    B.RotaryEmbedding: "heads",
+    B.AttentionScores: "heads",
+    B.Softmax: "heads",
+    B.WeightedSum: "heads",
+    B.SharedAttentionMask: "heads",
+    B.RelativePositionBias: "heads",
+    B.AttentionOutput: "heads",
+    B.FeedForward: "ffn",
+    B.TokenEmbedding: "vocabulary",
+    B.LMHead: "vocabulary",
+    B.CrossEntropy: "loss",  # the vocabulary, when the loss runs on the rank's shard
+}
+
+#: Blocks whose tokens sequence parallelism divides by tp.
+SP_SPLITS = (B.Norm, B.Residual, B.Dropout, B.LayerCheckpoint, B.LearnedPositions,
+             B.SinusoidalPositions, B.TokenTypes)
+
+def local_vocabulary(vocabulary: str) -> sp.Expr:
+    """The rows of the vocabulary a tensor-parallel rank holds: Megatron pads V to a multiple of
+    128 tp (make-vocab-size-divisible-by 128); DTensor's Shard(0) keeps ceil(V / tp) rows."""
+    if vocabulary == "pad128":
+        return sp.ceiling(S.V / (128 * S.tp)) * 128
+    return sp.ceiling(S.V / S.tp)
+
+
+def substitution(block: B.Block, *, sp_on: bool, vocabulary: str, loss_parallel: bool,
+                 encoder: bool) -> dict[sp.Symbol, sp.Expr]:
+    """The symbols to replace in one block's cost for its per-rank share."""
+    kind = TP_SPLITS.get(type(block))
+    subs: dict[sp.Symbol, sp.Expr] = {}
+    if kind == "heads":
+        subs = {S.h: S.h / S.tp, S.h_kv: S.h_kv / S.tp}
+    elif kind == "ffn":
+        subs = {S.d_ff: S.d_ff / S.tp}
+    elif kind == "vocabulary" or (kind == "loss" and loss_parallel):
+        subs = {S.V: local_vocabulary(vocabulary)}
+    if sp_on and isinstance(block, SP_SPLITS):
+        subs[S.s if encoder else S.n] = (S.s if encoder else S.n) / S.tp
+    return subs
+
+
+def column_inputs(block: B.Block, column_layers: str, gated: bool) -> int:
+    """How many column-parallel linears read this block's input (each all-reduces its input
+    gradient in backward without SP): 1 for Megatron's fused layers; DTensor's separate q, k, v
+    (3; 1 when the projection itself is fused) and gate, up (2; 1 ungated)."""
+    if isinstance(block, B.QKVProjection):
+        return 1 if column_layers == "fused" or block.fused else 3
+    if isinstance(block, B.FeedForward):
+        return 1 if column_layers == "fused" or not gated else 2
+    return 0
+
+
+def local(expr: Any, subs: dict) -> sp.Expr:
+    return sp.sympify(expr).xreplace(subs) if subs else sp.sympify(expr)
