@@ -124,6 +124,14 @@ def layout_options(function):
     return function
 
 
+def microbatches_for(global_batch: int, batch: int, layout_given: dict[str, Any]) -> int:
+    """Micro-batches per step for a global batch: global / (micro-batch x dp)."""
+    dp = layout_given.get("dp") or 1
+    if global_batch < 1 or global_batch % (batch * dp):
+        raise InputError(f"--global-batch {global_batch} is not a multiple of batch x dp = {batch} x {dp}.")
+    return global_batch // (batch * dp)
+
+
 def make_layout(cfg: ModelConfig, options: dict[str, Any]) -> Any:
     """The Layout the options describe, checked against the model; None if none was given."""
     given = {k: v for k, v in options.items() if v is not None}
@@ -256,10 +264,16 @@ def models(as_json) -> None:
 @click.option("--step-time", type=float, default=None, help="Training: a measured step time in seconds, for its MFU.")
 @click.option("--compute-efficiency", type=float, default=None, help="Fraction of peak FLOP/s reached (default: the preset's).")
 @click.option("--memory-efficiency", type=float, default=None, help="Fraction of peak bandwidth reached (default: the preset's).")
+@click.option("--global-batch", type=int, default=None, help="Training with a layout: sequences per step (sets --microbatches = global / (batch x dp)).")
+@click.option("--impl", default="hf", show_default=True, help="Training: whose code the activation memory models (hf, reference or megatron).")
+@layout_options
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, train, seq_len,
-             recompute, tokens, step_time, compute_efficiency, memory_efficiency, as_json) -> None:
-    """Roofline time of prefill, decode and training on a hardware preset."""
+             recompute, tokens, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
+             as_json, **layout_given) -> None:
+    """Roofline time of prefill, decode and training on a hardware preset; with a layout
+    (--tp/--pp/--dp...), per GPU: the step time with communication and pipeline bubble, MFU and
+    HFU, or the time per output token with tensor parallelism's all-reduces."""
     from costmodel import simulate as sim
     from costmodel.hardware import Efficiency, load_hardware
 
@@ -281,7 +295,26 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             if hardware.name == "local":
                 note = (f"dtype {dtype}: the dtype `local` was calibrated in (--dtype to choose; "
                         "`hardware --measure --dtype bf16` measures another)")
-        if train:
+        if global_batch is not None:
+            layout_given["microbatches"] = microbatches_for(global_batch, batch, layout_given)
+        layout = make_layout(cfg, layout_given)
+        if layout is not None:
+            from costmodel.layout import time as parallel_time
+
+            if train:
+                workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
+                                         attention=attention, impl=impl)
+                result = parallel_time.simulate_training(cfg, workload, layout, hardware, efficiency,
+                                                         tokens, step_time)
+            else:
+                workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
+                                         gen_tokens=gen, precision="pure")
+                result = parallel_time.simulate_decode(cfg, workload, layout, hardware, efficiency)
+            result["inputs"] = {"model": cfg.name, "hardware": hardware.name, "dtype": workload.dtype,
+                                "seq_len": workload.seq_len, "gen": workload.gen_tokens,
+                                "batch": workload.batch, "recompute": workload.recompute,
+                                "tokens": tokens}
+        elif train:
             workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute)
             result = sim.simulate_training(cfg, workload, hardware, tokens=tokens,
                                            step_seconds=step_time, efficiency=efficiency)
@@ -300,9 +333,97 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
     if as_json:
         click.echo(json.dumps(finite(result), indent=2))
         return
-    from reports.text import render_inference, render_training
+    from reports.text import (render_inference, render_parallel_decode, render_parallel_training,
+                              render_training)
 
-    click.echo(render_training(result) if train else render_inference(result))
+    if layout is not None:
+        click.echo(render_parallel_training(result) if train else render_parallel_decode(result))
+    else:
+        click.echo(render_training(result) if train else render_inference(result))
+
+
+@cli.command()
+@model_options
+@click.option("--hardware", "hardware_name", default="h100-sxm", show_default=True, help="A hardware preset (see `hardware`).")
+@click.option("--gpus", type=int, required=True, help="How many GPUs of that kind.")
+@click.option("--seq-len", "-n", type=int, default=None, help="Training: tokens per sequence (default 2048 or the context).")
+@click.option("--global-batch", type=int, default=None, help="Training: sequences per step (default 8 x gpus).")
+@click.option("--serve", is_flag=True, help="Plan serving instead: layouts for --batch sequences of --prompt + --gen tokens.")
+@click.option("--batch", "-b", type=int, default=None, help="Training: fix the micro-batch; --serve: the sequences served at once (default 32).")
+@click.option("--prompt", type=int, default=2048, show_default=True, help="--serve: prompt tokens.")
+@click.option("--gen", type=int, default=256, show_default=True, help="--serve: generated tokens.")
+@click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True, help="Weights and activations.")
+@click.option("--impl", default="hf", show_default=True, help="Whose code the activation memory models (hf, reference or megatron).")
+@click.option("--attention", default="sdpa", show_default=True, help="eager, sdpa or flash (training runs use fused kernels).")
+@click.option("--tp", type=int, default=None, help="Only this tensor-parallel size.")
+@click.option("--pp", type=int, default=None, help="Only this pipeline size.")
+@click.option("--dp", type=int, default=None, help="Only this data-parallel size.")
+@click.option("--zero", type=click.IntRange(0, 3), default=None, help="Only this ZeRO stage.")
+@click.option("--sp/--no-sp", default=None, help="Only with (or without) sequence parallelism.")
+@click.option("--framework", type=click.Choice(("megatron", "deepspeed", "fsdp2")), default=None, help="Only this framework.")
+@click.option("--recompute", type=click.Choice(("none", "selective", "full")), default=None, help="Only this recomputation.")
+@click.option("--top", type=int, default=10, show_default=True, help="Rows of the ranked table.")
+@click.option("--json", "as_json", is_flag=True, help='{"feasible": [...], "infeasible": [...]} on stdout.')
+def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
+         attention, tp, pp, dp, zero, sp, framework, recompute, top, as_json) -> None:
+    """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
+    ranked by step time (training) or time per output token (--serve)."""
+    from costmodel.hardware import load_hardware
+    from costmodel.layout import plan as planner
+
+    cfg = load_model(model, config)
+    fixed = {"tp": tp, "pp": pp, "dp": dp, "zero": zero, "sp": sp, "framework": framework,
+             "recompute": recompute, "batch": batch}
+    try:
+        if gpus < 1:
+            raise ConfigError(f"--gpus must be at least 1, got {gpus}.")
+        hardware = load_hardware(hardware_name)
+        if serve:
+            workload = make_workload(cfg, prompt, dtype=dtype, gen_tokens=gen)
+            result = planner.plan_serving(cfg, hardware, gpus, batch or 32, workload.seq_len, gen,
+                                          workload.dtype, fixed)
+        else:
+            workload = make_workload(cfg, seq_len, dtype=dtype, impl=impl, attention=attention)
+            result = planner.plan_training(cfg, hardware, gpus, workload.seq_len, global_batch or 8 * gpus,
+                                           workload, fixed)
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+    if as_json:
+        click.echo(json.dumps(finite(result), indent=2))
+        return
+    from reports.text import render_plan
+
+    click.echo(render_plan(result, serve, top, hardware.memory_bytes))
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="The rows as JSON on stdout.")
+def published(as_json) -> None:
+    """Published training runs beside the layout model: Narayanan et al. 2021 Table 1 (parameters,
+    TFLOP/s per GPU) and Korthikanti et al. 2022 Table 5 (seconds per iteration, MFU, HFU)."""
+    from reports.published_runs import korthikanti, narayanan
+    from reports.text import table
+
+    tables = {"narayanan_2021_table_1": narayanan(), "korthikanti_2022_table_5": korthikanti()}
+    if as_json:
+        click.echo(json.dumps(tables, indent=2))
+        return
+    click.echo("Narayanan et al. 2021, Table 1 (A100 80GB, full recomputation, fp16): TFLOP/s per GPU "
+               "with recomputation; parameters ours vs their Eq. (2), which leaves out the final LayerNorm (2h)")
+    click.echo(table(["model", "tp x pp x dp", "GPUs", "batch", "parameters", "Eq. (2)", "TFLOP/s published",
+                      "TFLOP/s ours", "ours / published"],
+                     ([r["model"], r["layout"], r["gpus"], r["batch"], f"{r['params']:,}", f"{r['params_eq2']:,}",
+                       r["tflops_published"], f"{r['tflops_ours']:.0f}",
+                       f"{r['tflops_ours'] / r['tflops_published']:.2f}"] for r in tables["narayanan_2021_table_1"])))
+    click.echo("")
+    click.echo("Korthikanti et al. 2022, Table 5 (tp 8, no data parallelism): seconds per iteration, and MFU/HFU "
+               "of sequence parallelism + selective recomputation")
+    click.echo(table(["model", "GPUs", "full recompute published", "ours", "SP + selective published", "ours",
+                      "MFU published", "ours", "HFU published", "ours"],
+                     ([r["model"], r["gpus"], f"{r['full_published']:.2f} s", f"{r['full_ours']:.2f} s",
+                       f"{r['present_published']:.2f} s", f"{r['present_ours']:.2f} s",
+                       f"{r['mfu_published']:.1f}%", f"{r['mfu_ours']:.1f}%", f"{r['hfu_published']:.1f}%",
+                       f"{r['hfu_ours']:.1f}%"] for r in tables["korthikanti_2022_table_5"])))
 
 
 @cli.command()

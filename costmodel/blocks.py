@@ -846,7 +846,7 @@ class OptimizerStep(Block):
             # The next copy of the run starts after this one's last tensor.
             candidates.append(sp.Piecewise((2 * first + last, run.times > 1), (ZERO, True)))
             previous = last
-        return sp.Max(*candidates) if candidates else ZERO
+        return sp.Max(*candidates, evaluate=False) if candidates else ZERO  # compared when evaluated
 
     def cost(self) -> Cost:
         p = self.profile

@@ -343,7 +343,8 @@ class Workload:
     def check_fits(self, cfg: ModelConfig) -> list[str]:
         """Raise ConfigError if the workload cannot run on the model; return warnings otherwise.
 
-        Generated tokens extend the decoder (an encoder does not generate). Longer than a learned
+        Generated tokens extend the decoder (an encoder does not generate: they are ignored, with a
+        warning). Longer than a learned
         position table is an error (there is no row for the position); longer than the context of
         any other encoding is a warning (it runs, maybe badly), and so is a sequence longer than a
         sliding window, which the model does not cap yet.
@@ -352,12 +353,10 @@ class Workload:
             raise ConfigError(
                 f"tgt_len applies only to encoder-decoder models; {cfg.name} is a {cfg.architecture}."
             )
-        if self.gen_tokens and not cfg.n_decoder_layers:
-            raise ConfigError(
-                f"model {show(cfg.name)} is an encoder: it does not generate tokens "
-                f"(gen_tokens = {self.gen_tokens})."
-            )
         warnings = []
+        if self.gen_tokens and not cfg.n_decoder_layers:
+            warnings.append(f"model {show(cfg.name)} is an encoder: it does not generate tokens, so "
+                            f"the {self.gen_tokens} generated tokens asked for are ignored.")
         for side, length in self.lengths(cfg).items():
             if length <= cfg.max_positions:
                 continue
@@ -383,4 +382,5 @@ class Workload:
         extend the target)."""
         if cfg.architecture == "encoder-decoder":
             return {"source": self.seq_len, "target": self.decoder_len + self.gen_tokens}
-        return {"sequence": self.seq_len + self.gen_tokens}
+        generated = self.gen_tokens if cfg.n_decoder_layers else 0  # an encoder generates nothing
+        return {"sequence": self.seq_len + generated}

@@ -44,6 +44,20 @@ class Hardware:
     # The dtype a simulation uses when none is asked for: bf16 for the GPUs, the dtype `local`
     # was calibrated in (its first measured dtype) for this machine.
     default_dtype: str = "bf16"
+    # The interconnect (per GPU, per direction): GPUs a node holds, the bandwidth between two of
+    # them and between nodes, and a fixed latency per collective call.
+    gpus_per_node: int = 1
+    intra_node_bandwidth_bytes_per_s: float = 0.0
+    inter_node_bandwidth_bytes_per_s: float = 0.0
+    collective_latency_s: float = 0.0
+
+    def link(self, span: int) -> float:
+        """The bandwidth of a group that spans `span` consecutive GPUs (within a node, or not)."""
+        bandwidth = (self.intra_node_bandwidth_bytes_per_s if span <= self.gpus_per_node
+                     else self.inter_node_bandwidth_bytes_per_s)
+        if not bandwidth > 0:
+            raise ConfigError(f"hardware {self.name}: no interconnect bandwidth for a group of {span} GPUs.")
+        return bandwidth
 
     def __post_init__(self) -> None:
         if not self.vector_flops_per_s > 0:
@@ -73,10 +87,20 @@ class Hardware:
                 source=str(data.get("source", "")),
                 overhead_s_per_block=float(data.get("overhead_s_per_block", 0.0)),
                 default_dtype=str(data.get("default_dtype", "bf16")),
+                **_interconnect(data.get("interconnect") or {}),
                 vector_flops_per_s=float(data.get("vector_flops_per_s", 0.0)),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise ConfigError(f"{source}: not a hardware description ({error}).") from None
+
+
+def _interconnect(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "gpus_per_node": int(data.get("gpus_per_node", 1)),
+        "intra_node_bandwidth_bytes_per_s": float(data.get("intra_node_bandwidth_bytes_per_s", 0.0)),
+        "inter_node_bandwidth_bytes_per_s": float(data.get("inter_node_bandwidth_bytes_per_s", 0.0)),
+        "collective_latency_s": float(data.get("collective_latency_s", 0.0)),
+    }
 
 
 def hardware_names() -> list[str]:

@@ -35,3 +35,44 @@ def korthikanti_activation_bytes(layers: int, recompute: str = "none") -> tuple[
         return layers * per_layer, "selective recomputation: (16e + 2)*sbh per layer, 34*sbh in 2 bytes"
     per_layer += (2 * S.e + 1) * attention_matrices
     return layers * per_layer, "(16e + 2)*sbh + (2e + 1)*as^2*b per layer, sbh(34 + 5as/h) in 2 bytes"
+
+
+# ---------------------------------------------------------------------------------------------
+# Published training runs, set beside the layout model's predictions (reports/published_runs.py).
+# GPT models: vocabulary 51,200, sequence 2,048, learned positions, LayerNorm, GeLU, d_ff = 4h,
+# biases, the output layer tied to the embedding; A100 80GB SXM (Selene: 8 a node, NVLink 3,
+# one 200 Gb/s HDR InfiniBand HCA a GPU); mixed precision at 312 TFLOP/s.
+
+#: Narayanan et al. 2021 (arXiv 2104.04473), Table 1 (weak scaling, full recomputation, fp16):
+#: (billions, heads, hidden, layers, tp, pp, GPUs, batch, TFLOP/s per GPU, % of peak), and from
+#: the authors' script examples/sc21/run_table_1.sh (NVIDIA/Megatron-LM): the micro-batch and
+#: the interleaved stages per rank (1: not interleaved).
+NARAYANAN_TABLE_1 = (
+    (1.7, 24, 2304, 24, 1, 1, 32, 512, 137, 44, 16, 1),
+    (3.6, 32, 3072, 30, 2, 1, 64, 512, 138, 44, 16, 1),
+    (7.5, 32, 4096, 36, 4, 1, 128, 512, 142, 46, 16, 1),
+    (18.4, 48, 6144, 40, 8, 1, 256, 1024, 135, 43, 8, 1),
+    (39.1, 64, 8192, 48, 8, 2, 512, 1536, 138, 44, 4, 1),
+    (76.1, 80, 10240, 60, 8, 4, 1024, 1792, 140, 45, 2, 3),
+    (145.6, 96, 12288, 80, 8, 8, 1536, 2304, 148, 47, 2, 2),
+    (310.1, 128, 16384, 96, 8, 16, 1920, 2160, 155, 50, 1, 2),
+    (529.6, 128, 20480, 105, 8, 35, 2520, 2520, 163, 52, 1, 3),
+    (1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163, 52, 1, 1),
+)
+
+#: Korthikanti et al. 2022 (arXiv 2205.05198), Tables 3 and 5 (no data parallelism, tp 8,
+#: interleaving with 3 stages a rank for 175B and 530B): (name, heads, hidden, layers, pp, GPUs,
+#: global batch, micro-batch, interleaved stages, seconds per iteration with full recomputation,
+#: with sequence parallelism and selective recomputation ("present work"), its MFU and HFU in %).
+KORTHIKANTI_TABLE_5 = (
+    ("22B", 64, 6144, 48, 1, 8, 4, 4, 1, 1.42, 1.10, 41.5, 43.7),
+    ("175B", 96, 12288, 96, 8, 64, 64, 1, 3, 18.13, 13.75, 51.4, 52.8),
+    ("530B", 128, 20480, 105, 35, 280, 280, 1, 3, 49.05, 37.83, 56.0, 57.0),
+    ("1T", 160, 25600, 128, 64, 512, 512, 1, 1, 94.42, 71.49, 56.3, 57.0),
+)
+
+
+def narayanan_parameters(layers: int, hidden: int, vocabulary: int = 51200, sequence: int = 2048) -> float:
+    """Narayanan et al. 2021, Eq. (2): P = 12 l h^2 (1 + 13/(12h) + (V + s)/(12 l h)); it leaves
+    out the final LayerNorm's 2h."""
+    return 12 * layers * hidden**2 * (1 + 13 / (12 * hidden) + (vocabulary + sequence) / (12 * layers * hidden))

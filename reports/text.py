@@ -185,6 +185,85 @@ def seconds(value: float) -> str:
     return f"{value / 1e-6:.3g} us"
 
 
+def render_parallel_training(r: dict[str, Any]) -> str:
+    """`simulate --train` with a layout: the step and where its time goes, then each rank's memory."""
+    i, step, p = r["inputs"], r["step"], r["parallel"]
+    exposed = step["exposed_communication_seconds"]
+    out = [
+        f"{i['model']} training on {p['layout']['gpus']} x {i['hardware']} ({i['dtype']}): seq_len "
+        f"{i['seq_len']}, recompute {i['recompute']}",
+        "",
+        f"  {'step':<22}{seconds(step['seconds']):>10}   {step['tokens_per_second']:,.0f} tokens/s; "
+        f"MFU {100 * step['mfu']:.1f}%, HFU {100 * step['hfu']:.1f}% "
+        f"({step['tflops_per_gpu']:.0f} TFLOP/s per GPU with recomputation)",
+        f"  {'compute':<22}{seconds(step['compute_seconds']):>10}   (the slowest stage's micro-batches)",
+        f"  {'exposed communication':<22}{seconds(sum(exposed.values())):>10}   "
+        + ", ".join(f"{group} {seconds(value)}" for group, value in exposed.items()),
+        f"  {'pipeline bubble':<22}{seconds(step['bubble_seconds']):>10}   "
+        f"({100 * step['bubble_fraction']:.1f}% of the ideal step)",
+        f"  {'optimizer step':<22}{seconds(step['optimizer_seconds']):>10}",
+    ]
+    if "mfu_measured" in r:
+        out.append(f"  MFU of the measured step: {100 * r['mfu_measured']:.1f}%")
+    if "train_seconds" in r:
+        out.append(f"  {'train on ' + si(i['tokens']) + ' tokens':<22}{seconds(r['train_seconds']):>10}")
+    fits = "fits" if r["fits"] else "does NOT fit"
+    out += ["", render_parallel(p),
+            f"The most loaded rank {fits} in {binary_bytes(r['memory_capacity'])}."]
+    return "\n".join(out)
+
+
+def render_parallel_decode(r: dict[str, Any]) -> str:
+    """Inference with a layout: the time per output token and its all-reduces, memory per rank."""
+    i, token, rank, lay = r["inputs"], r["token"], r["per_rank"], r["layout"]
+    return "\n".join([
+        f"{i['model']} serving on {lay['gpus']} x {i['hardware']} ({i['dtype']}): tp {lay['tp']} x pp "
+        f"{lay['pp']} x dp {lay['dp']}, batch {i['batch']} per replica, context {i['seq_len'] + i['gen']:,}",
+        f"  {'time per output token':<24}{seconds(token['seconds_per_token']):>10}   "
+        f"{token['tokens_per_second']:,.0f} tokens/s over the replicas",
+        f"  {'of which tp all-reduces':<24}{seconds(token['tp_all_reduce_seconds']):>10}",
+        f"  {'pipeline sends':<24}{seconds(token['pp_seconds']):>10}",
+        f"Memory of the most loaded rank: weights {binary_bytes(rank['weights'])}, KV cache "
+        f"{binary_bytes(rank['kv_cache'])}, total {binary_bytes(rank['total'])}",
+    ])
+
+
+def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) -> str:
+    """`plan`: the best layouts, then how many were set aside and why."""
+    feasible, infeasible = result["feasible"], result["infeasible"]
+    reasons: dict[str, int] = {}
+    for entry in infeasible:
+        reasons[entry["reason"]] = reasons.get(entry["reason"], 0) + 1
+    out = [f"{plural(len(feasible) + len(infeasible), 'layout')}: {len(feasible)} fit in "
+           f"{binary_bytes(capacity)} a GPU"
+           + (", " + ", ".join(f"{count} set aside for {reason}" for reason, count in reasons.items())
+              if reasons else ""), ""]
+    if not feasible:
+        return "\n".join(out + ["No layout fits."])
+    if serve:
+        rows = ([str(i + 1), f"{e['layout']['tp']} x {e['layout']['pp']} x {e['layout']['dp']}",
+                 binary_bytes(e["per_rank"]["weights"]), binary_bytes(e["per_rank"]["kv_cache"]),
+                 binary_bytes(e["per_rank"]["total"]), seconds(e["time_per_output_token"]),
+                 seconds(e["tp_all_reduce_seconds"]), f"{e['tokens_per_second']:,.0f}"]
+                for i, e in enumerate(feasible[:top]))
+        out.append(table(["rank", "tp x pp x dp", "weights", "KV cache", "memory", "per token",
+                          "all-reduce", "tokens/s"], rows))
+        return "\n".join(out)
+    rows = []
+    for i, e in enumerate(feasible[:top]):
+        lay, split = e["layout"], e["split"]
+        schedule = lay["schedule"] + (f" x{lay['virtual_stages']}" if lay["virtual_stages"] > 1 else "")
+        rows.append([str(i + 1), f"{lay['tp']} x {lay['pp']} x {lay['dp']}", lay["framework"],
+                     str(lay["zero"]), "yes" if lay["sp"] else "", schedule,
+                     f"{lay['batch']} x {lay['microbatches']}", lay["recompute"],
+                     binary_bytes(e["per_rank"]["total"]), seconds(e["step_time"]), seconds(split["compute"]),
+                     seconds(split["communication"]), seconds(split["bubble"]), f"{100 * e['mfu']:.1f}%"])
+    out.append(table(["rank", "tp x pp x dp", "framework", "zero", "sp", "schedule", "b x m", "recompute",
+                      "memory", "step", "compute", "exposed comm", "bubble", "MFU"], rows,
+                     align="lllrllrlrrrrrr"))
+    return "\n".join(out)
+
+
 def _timing(label: str, t: dict[str, Any], note: str = "") -> str:
     return (f"  {label:<22}{seconds(t['seconds']):>10}   {t['bound']}-bound, "
             f"{t['intensity_flops_per_byte']:.1f} FLOP/B, compute busy {100 * t['compute_busy_fraction']:.0f}%, "

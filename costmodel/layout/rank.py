@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from .. import compiled
@@ -32,7 +32,7 @@ from .spec import Layout
 
 PARTS = ("embedding", "shared", "layer", "tail", "head")
 PART_QUANTITIES = ("params", "padded", "tensors", "gradient_params", "saved", "rebuilt", "inputs",
-                   "buffers", "norm_params", "flops")
+                   "buffers", "norm_params", "flops", "kv_cache")
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
 
 
@@ -66,10 +66,11 @@ def _part_of(tree: Any) -> dict[int, str]:
     return parts
 
 
-def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout
+def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase: str = "train"
                      ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Every part's per-rank quantities as expressions (one layer for the layer part, per stack),
-    and the structure beside them: each part's collectives per micro-batch."""
+    and the structure beside them: each part's collectives per micro-batch. phase "decode": the
+    cost tree of one decode step (serving), whose work is a forward."""
     import sympy as sp
 
     from .. import blocks as B
@@ -80,11 +81,11 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout
     framework = FRAMEWORKS[layout.framework]
     profile = profile_for(cfg, workload, precision=framework.precision, device=layout.device,
                           optimizer_impl="foreach" if layout.device == "cuda" else "single")
-    tree = CostModel(cfg, profile)
+    tree = CostModel(cfg, profile, phase=phase)
     parts = _part_of(tree)
     loss_parallel = _loss_parallel(layout)
     exprs: dict[str, Any] = {}
-    structure: dict[str, Any] = {"stacks": [], "counts": {}}
+    structure: dict[str, Any] = {"stacks": [], "counts": {}, "work": []}
 
     def add(key: str, value: Any) -> None:
         exprs[key] = exprs.get(key, sp.Integer(0)) + value
@@ -119,6 +120,22 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout
         add(f"{key}.inputs", local(cost.input_bytes, subs))
         add(f"{key}.buffers", local(cost.buffer_bytes, subs))
         add(f"{key}.flops", local(cost.flops_matmul + cost.flops_matmul_backward, subs))
+        add(f"{key}.kv_cache", local(cost.kv_cache_bytes, subs))
+        # A training micro-batch's work (costmodel/simulate.py divides it by the rates): the
+        # forward (twice when recomputation reruns it), the backward.
+        forwards, backwards = (2 if leaf.recomputed else 1), int(phase == "train")
+        work = {"f_mm": forwards * cost.flops_matmul + backwards * cost.flops_matmul_backward,
+                "b_mm": forwards * cost.bytes_matmul + backwards * cost.bytes_matmul_backward,
+                "f_o": forwards * cost.flops_other + backwards * cost.flops_other_backward,
+                "b_o": forwards * cost.bytes_other + backwards * cost.bytes_other_backward}
+        index = len(structure["work"])
+        structure["work"].append({"key": key, "active": any(
+            cost.get(q) != 0 for q in ("flops_matmul", "flops_other", "bytes_moved"))})
+        for name, value in work.items():
+            exprs[f"work.{index}.{name}"] = local(value, subs)
+        add("model_flops", leaf.count * (cost.flops_matmul + cost.flops_matmul_backward))
+        if leaf.recomputed:
+            add("recomputed_flops", leaf.count * cost.flops_matmul)
         counts = structure["counts"].setdefault(key, {"column_inputs": 0, "row_outputs": 0, "sublayers": 0})
         counts["column_inputs"] += column_inputs(leaf.block, framework.column_layers, cfg.gated)
         counts["row_outputs"] += int(isinstance(leaf.block, (B.AttentionOutput, B.FeedForward)))
@@ -129,13 +146,38 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout
     per_param = profile.param_bytes
     exprs["bytes.weights"], exprs["bytes.gradients"] = per_param.weights, per_param.gradients
     exprs["bytes.optimizer"] = per_param.optimizer
-    exprs["boundary"] = S.e * S.b * S.n * S.d  # one sublayer's input or output, every token
-    exprs["logits"] = S.e * S.b * S.n * S.tp * sp.ceiling(S.V / S.tp)
+    exprs.setdefault("recomputed_flops", sp.Integer(0))
+    exprs["step_traffic"] = per_param.step_traffic  # bytes a fused optimizer moves per parameter
+    tokens = S.b * (1 if phase == "decode" else S.n)
+    exprs["boundary"] = S.e * tokens * S.d  # one sublayer's input or output, every token
+    exprs["logits"] = S.e * tokens * S.tp * sp.ceiling(S.V / S.tp)
     exprs["loss_reduction"] = 3 * 4 * S.b * S.n  # fp32 max, sum of exponentials, target logit
     exprs["embedding_table"] = sp.ceiling(S.V / S.tp) * S.d
     structure["tied"] = bool(cfg.tie_embeddings and cfg.head == "lm")
     structure["step_counters"] = framework.step_counters and layout.device == "cpu"
     return exprs, structure
+
+
+_EVALUATORS: dict[tuple, tuple[Any, dict[str, Any]]] = {}
+
+
+def _evaluator(cfg: ModelConfig, workload: Workload, layout: Layout, phase: str) -> tuple[Any, dict[str, Any]]:
+    """The compiled per-part expressions of a structure (memoised in this process: a plan asks
+    for the same few structures thousands of times)."""
+    options = _options(layout)
+    memo = (cfg, tuple(workload.options().items()), tuple(options.items()), phase)
+    if memo not in _EVALUATORS:
+        key = {"model": cfg.structure(), "workload": workload.options(), "layout": options,
+               "layers": cfg.n_layers, "phase": phase}
+        _EVALUATORS[memo] = compiled.cached("layout", key, lambda: part_expressions(cfg, workload, layout, phase))
+    return _EVALUATORS[memo]
+
+
+@lru_cache(maxsize=4096)
+def _evaluate(evaluate: Any, values: tuple[tuple[str, int], ...]) -> dict[str, Any]:
+    """The compiled expressions at these values (a plan evaluates each (structure, tp, dp, batch)
+    once for all its ZeRO stages, schedules and pipeline sizes)."""
+    return evaluate(dict(values))
 
 
 def _ring(kind: str, world: int) -> float:
@@ -159,19 +201,20 @@ class Stage:
 class ParallelEstimate:
     """Per-rank memory and communication of one model, workload and layout (exact integers)."""
 
-    def __init__(self, cfg: ModelConfig, workload: Workload, layout: Layout):
+    def __init__(self, cfg: ModelConfig, workload: Workload, layout: Layout, phase: str = "train"):
+        """phase "train" (a training step) or "decode" (one decode step at the workload's
+        context: serving)."""
         layout.check(cfg)
         if layout.pp > 1 and layout.framework == "fsdp2" and cfg.tie_embeddings and cfg.head == "lm":
             raise ConfigError("layout: torch.distributed.pipelining splits an untied model; this one ties its "
                               "output projection to the embedding (use megatron or deepspeed).")
         self.cfg, self.workload, self.layout = cfg, workload, layout
         self.framework: Framework = FRAMEWORKS[layout.framework]
-        key = {"model": cfg.structure(), "workload": workload.options(), "layout": _options(layout),
-               "layers": cfg.n_layers}
-        evaluate, self.structure = compiled.cached(
-            "layout", key, lambda: part_expressions(cfg, workload, layout))
+        self.phase = phase
+        self._memo: dict[Any, Any] = {}
+        evaluate, self.structure = _evaluator(cfg, workload, layout, phase)
         values = {**cfg.dimensions(), **workload.dimensions(cfg), "tp": layout.tp, "dp": layout.dp}
-        self.numbers = evaluate(values)
+        self.numbers = _evaluate(evaluate, tuple(values.items()))
 
     def _part(self, key: str, quantity: str) -> int:
         return self.numbers.get(f"{key}.{quantity}", 0)
@@ -285,17 +328,38 @@ class ParallelEstimate:
         return own
 
     def memory(self, stage: Stage) -> dict[str, int]:
-        out = self.state(stage)
-        out["activations"] = self.activations(stage)
-        out["buffers"] = self.buffers(stage)
-        out["total"] = sum(out.values())
-        return out
+        """Weights, gradients, optimizer, activations, buffers and their total on one rank of this
+        pipeline stage (computed once for stages alike: a deep pipeline's middle stages)."""
+        signature = ("memory", stage.layers, stage.in_flight, stage.first, stage.last)
+        if signature not in self._memo:
+            out = self.state(stage)
+            out["activations"] = self.activations(stage)
+            out["buffers"] = self.buffers(stage)
+            out["total"] = sum(out.values())
+            self._memo[signature] = out
+        return dict(self._memo[signature])
+
+    @cached_property
+    def per_rank(self) -> dict[str, int]:
+        """The most loaded rank's memory, and its pipeline stage: the first or the last. The
+        first holds at least as many layers as any other (extra layers go first), at least as
+        many micro-batches in flight (every schedule) and the embeddings; the last the head."""
+        ends = {self.stages[0].rank: self.stages[0], self.stages[-1].rank: self.stages[-1]}
+        stage = max(ends.values(), key=lambda s: self.memory(s)["total"])
+        return {**self.memory(stage), "stage": stage.rank}
 
     # -- communication ----------------------------------------------------------------------
 
     def communication(self, stage: Stage) -> dict[str, dict[str, int]]:
         """Payload bytes one rank of this pipeline stage sends per training step, by group
         (tp, dp, pp) and collective."""
+        signature = ("communication", stage.layers, stage.in_flight, stage.first, stage.last,
+                     stage.rank if self.layout.schedule == "interleaved" else None)
+        if signature not in self._memo:
+            self._memo[signature] = self._communication(stage)
+        return self._memo[signature]
+
+    def _communication(self, stage: Stage) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}
 
         def add(group: str, kind: str, value: int) -> None:
@@ -305,11 +369,11 @@ class ParallelEstimate:
 
         layout, n, m = self.layout, self.numbers, self.layout.microbatches
         if layout.tp > 1:
-            for kind, value in self._tensor_parallel(stage).items():
+            for kind, calls, payload in self._tensor_parallel(stage):
                 if kind == "optimizer_all_reduce":  # once per step, not per micro-batch
-                    add("tp", "all_reduce", value)
+                    add("tp", "all_reduce", calls * payload)
                 else:
-                    add("tp", kind, value * m)
+                    add("tp", kind, m * calls * payload)
         if layout.dp > 1:
             for kind, value in self._data_parallel(stage).items():
                 add("dp", kind, value)
@@ -326,42 +390,48 @@ class ParallelEstimate:
                 add("pp", "all_reduce", width * n["embedding_table"])
         return out
 
-    def _tensor_parallel(self, stage: Stage) -> dict[str, int]:
-        """One micro-batch's tensor-parallel collectives (the optimizer's once per step)."""
+    def _tensor_parallel(self, stage: Stage) -> list[tuple[str, int, int]]:
+        """One micro-batch's tensor-parallel collectives as (kind, calls, payload of each call);
+        "optimizer_all_reduce" once per step."""
         n, layout = self.numbers, self.layout
         x = n["boundary"]
         counts = self.structure["counts"]
         stack = self.structure["stacks"][0]
-        layers = sum(stage.layers) if layout.pp > 1 else None
 
         def per_layer(name: str) -> int:
             if layout.pp == 1:
                 return sum({"encoder": self.cfg.n_encoder_layers, "decoder": self.cfg.n_decoder_layers}[s]
                            * counts.get(f"layer.{s}", {}).get(name, 0) for s in self.structure["stacks"])
-            return layers * counts.get(f"layer.{stack}", {}).get(name, 0)
+            return sum(stage.layers) * counts.get(f"layer.{stack}", {}).get(name, 0)
 
         rows, columns, sublayers = per_layer("row_outputs"), per_layer("column_inputs"), per_layer("sublayers")
-        first, last = int(stage.first), int(stage.last)
-        out: dict[str, int] = {}
-        head_loss = last and self.cfg.head == "lm"
+        first = int(stage.first)
+        head_loss = int(stage.last and self.cfg.head == "lm")
+        events: list[tuple[str, int, int]] = []
+        if self.phase == "decode":  # a forward: the row-parallel outputs, then the logits gathered
+            events.append(("all_reduce", rows + first, x))
+            if head_loss:
+                events.append(("all_gather", 1, n["logits"]))
+            return [event for event in events if event[1] and event[2]]
         if not layout.sp:
-            out["all_reduce"] = (rows + first) * x + (columns + int(head_loss)) * x
+            # Forward: the row-parallel outputs and the embedding's; backward: the inputs of the
+            # column-parallel layers and of the head.
+            events.append(("all_reduce", rows + first + columns + head_loss, x))
         else:
-            gathers = sublayers + int(head_loss)  # the inputs of the column-parallel regions
+            gathers = sublayers + head_loss  # the inputs of the column-parallel regions
             scatters = rows + first  # the outputs of the row-parallel regions and the embedding
-            out["reduce_scatter"] = scatters * x + gathers * x  # forward, and the gathers' gradients
-            out["all_gather"] = gathers * x + scatters * x  # forward, and the scatters' gradients
-            if self.framework.sp_regathers_input:
-                out["all_gather"] += gathers * x  # Megatron gathers the saved shard again
+            regathers = gathers if self.framework.sp_regathers_input else 0  # Megatron, in backward
+            events.append(("reduce_scatter", scatters + gathers, x))  # forward, and the gathers' gradients
+            events.append(("all_gather", gathers + scatters + regathers, x))
             norms = self._placed(stage, "norm_params")
-            out["optimizer_all_reduce"] = (self.framework.norm_gradient_all_reduces * norms
-                                           * n["bytes.gradients"])
+            reads = self.framework.norm_gradient_all_reduces
+            events.append(("optimizer_all_reduce", reads, norms * n["bytes.gradients"]))
         if head_loss:
             if _loss_parallel(layout):
-                out["all_reduce"] = out.get("all_reduce", 0) + n["loss_reduction"]
+                events.append(("all_reduce", 1, n["loss_reduction"]))
             else:
-                out["all_gather"] = out.get("all_gather", 0) + n["logits"]
-        return out
+                events.append(("all_gather", 1, n["logits"]))
+        return [event for event in events if event[1] and event[2]]
 
     def _data_parallel(self, stage: Stage) -> dict[str, int]:
         """The data-parallel collectives of one step (FSDP2 and ZeRO-3 gather and scatter per
@@ -399,19 +469,15 @@ class ParallelEstimate:
     def per_stage(self) -> list[dict[str, Any]]:
         rows = []
         for stage in self.stages:
-            memory = self.memory(stage)
             communication = self.communication(stage)
             rows.append({"stage": stage.rank, "layers": sum(stage.layers),
                          "virtual_stage_layers": list(stage.layers),
-                         "micro_batches_in_flight": list(stage.in_flight), **memory,
+                         "micro_batches_in_flight": list(stage.in_flight), **self.memory(stage),
                          "communication": communication, "wire": self.wire(communication)})
         return rows
 
-    def most_loaded(self) -> dict[str, Any]:
-        return max(self.per_stage, key=lambda row: row["total"])
-
     def to_dict(self) -> dict[str, Any]:
-        top = self.most_loaded()
+        top = self.per_stage[self.per_rank["stage"]]
         keys = ("weights", "gradients", "optimizer", "activations", "buffers", "total")
         return {
             "layout": self.layout.to_dict(self.workload.batch),

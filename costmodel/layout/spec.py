@@ -60,6 +60,9 @@ class Layout:
         if self.zero not in framework.zero_stages:
             raise ConfigError(f"layout: {self.framework} supports --zero {', '.join(map(str, framework.zero_stages))} "
                               f"({framework.zero_note}), not {show(self.zero)}.")
+        if self.framework == "deepspeed" and self.pp > 1 and self.zero > 1:
+            raise ConfigError("layout: DeepSpeed's pipeline engine shards the optimizer state only "
+                              "(--zero 0 or 1 with --pp > 1).")
         if self.sp and self.tp == 1:
             raise ConfigError("layout: sequence parallelism (--sp) splits over the tensor-parallel ranks; it needs --tp > 1.")
         if self.virtual_stages > 1 and self.schedule != "interleaved":

@@ -1,0 +1,225 @@
+"""Step time of a training layout: each stage's roofline compute, the communication that cannot
+overlap, the pipeline bubble and the optimizer; MFU and HFU.
+
+Nothing here is a formula of a block. A stage's micro-batch time is its leaves' training work
+(costmodel/layout/rank.py: forward, backward, the recomputed forward) at the roofline's two kernels
+per block (costmodel/simulate.kernel_times), plus the per-block overhead. Collectives take their
+wire bytes (ring factors) over the link of their group, plus a latency per call; the groups are
+laid out tensor-parallel ranks first, then data-parallel, then pipeline (Megatron's order), so a
+group spanning more GPUs than a node holds runs at the inter-node bandwidth.
+
+The overlap model (a stated convention, not a measurement):
+- tensor-parallel collectives and pipeline sends are on the critical path (exposed);
+- the gradient all-reduce or reduce-scatter of DDP and ZeRO-1/2 overlaps the last micro-batch's
+  backward (two thirds of its compute); ZeRO-1/2's parameter all-gather after the optimizer step
+  is exposed;
+- FSDP2 and ZeRO-3 gather and scatter each micro-batch while it computes (prefetch): only what
+  exceeds its compute is exposed;
+- the pipeline bubble is (p - 1)/v of the slowest stage's micro-batch (1F1B and GPipe: v = 1),
+  so (p - 1)/(m v) of the ideal m micro-batches;
+- the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it.
+MFU counts the model's matmul FLOPs (forward and backward, no recomputation); HFU adds the
+recomputed forwards.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cached_property
+from typing import Any
+
+from ..hardware import Efficiency, Hardware
+from .rank import ParallelEstimate, Stage
+
+
+def _ring(kind: str, world: int) -> float:
+    if world <= 1:
+        return 0.0
+    return 2 * (world - 1) / world if kind == "all_reduce" else (world - 1) / world
+
+
+class StepTime:
+    """The step time of one ParallelEstimate on one machine."""
+
+    def __init__(self, estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None):
+        from ..simulate import kernel_times
+
+        self.estimate, self.hardware = estimate, hardware
+        self.kernel_times = kernel_times
+        eff = efficiency or Efficiency(**hardware.efficiency)
+        dtype = estimate.workload.dtype
+        self.peak = hardware.peak(dtype)
+        self.flops_per_s = self.peak * eff.compute
+        self.vector_per_s = hardware.vector_flops_per_s * eff.compute
+        self.bytes_per_s = hardware.bandwidth_bytes_per_s * eff.memory
+        layout = estimate.layout
+        self.spans = {"tp": layout.tp, "dp": layout.tp * layout.dp, "pp": layout.gpus}
+        self.worlds = {"tp": layout.tp, "dp": layout.dp, "pp": 2}
+
+    def collective(self, group: str, kind: str, payload: float, calls: int = 1) -> float:
+        """Seconds of `calls` collectives moving `payload` bytes in all."""
+        if not payload:
+            return 0.0
+        factor = 1.0 if kind in ("send", "recv") else _ring(kind, self.worlds[group])
+        if not factor:
+            return 0.0
+        link = self.hardware.link(self.spans[group])
+        return payload * factor / link + calls * self.hardware.collective_latency_s
+
+    @cached_property
+    def part_seconds(self) -> dict[str, tuple[float, int]]:
+        """Per part (one run of its leaves): the roofline seconds of their kernels and how many
+        of them run any op (what the per-block overhead is paid for)."""
+        estimate, numbers = self.estimate, self.estimate.numbers
+        out: dict[str, tuple[float, int]] = {}
+        for index, leaf in enumerate(estimate.structure["work"]):
+            work = [float(numbers[f"work.{index}.{q}"]) for q in ("f_mm", "b_mm", "f_o", "b_o")]
+            busy = self.kernel_times(*work, self.flops_per_s, self.vector_per_s, self.bytes_per_s)[2]
+            seconds, active = out.get(leaf["key"], (0.0, 0))
+            out[leaf["key"]] = (seconds + busy, active + int(leaf["active"]))
+        return out
+
+    def compute(self, stage: Stage) -> float:
+        """One micro-batch's forward (and backward, training) on one rank of this pipeline stage."""
+        seconds, active = 0.0, 0
+        for key, count in self._runs(stage).items():
+            part, blocks = self.part_seconds.get(key, (0.0, 0))
+            seconds += count * part
+            active += count * blocks
+        passes = 3 if self.estimate.phase == "train" else 1  # a backward runs about twice the forward's ops
+        return seconds + passes * active * self.hardware.overhead_s_per_block
+
+    def _runs(self, stage: Stage) -> dict[str, int]:
+        """How many times each part's leaves run on this rank in one micro-batch."""
+        estimate = self.estimate
+        runs: dict[str, int] = {"shared": len(stage.layers)}
+        if estimate.layout.pp == 1:
+            cfg = estimate.cfg
+            runs.update({"layer.encoder": cfg.n_encoder_layers, "layer.decoder": cfg.n_decoder_layers})
+        else:
+            runs[f"layer.{estimate.structure['stacks'][0]}"] = sum(stage.layers)
+        if stage.first:
+            runs["embedding"] = 1
+        if stage.last:
+            runs["tail"] = runs["head"] = 1
+        return runs
+
+    def tensor_parallel(self, stage: Stage) -> tuple[float, float]:
+        """Seconds of one micro-batch's tensor-parallel collectives, and of the step's once-per-step
+        ones (the norms' gradients under SP)."""
+        per_microbatch = per_step = 0.0
+        for kind, calls, payload in self.estimate._tensor_parallel(stage):
+            if kind == "optimizer_all_reduce":
+                per_step += self.collective("tp", "all_reduce", calls * payload, calls)
+            else:
+                per_microbatch += self.collective("tp", kind, calls * payload, calls)
+        return per_microbatch, per_step
+
+    def stage(self, stage: Stage) -> dict[str, float]:
+        """One micro-batch of this rank: compute, tensor-parallel and pipeline communication."""
+        layout, m = self.estimate.layout, self.estimate.layout.microbatches
+        communication = self.estimate.communication(stage)
+        tp_microbatch, tp_step = self.tensor_parallel(stage) if layout.tp > 1 else (0.0, 0.0)
+        pp = sum(self.collective("pp", kind, value / m) for kind, value in
+                 communication.get("pp", {}).items() if kind == "send")
+        return {"compute": self.compute(stage), "tp": tp_microbatch, "pp": pp, "tp_step": tp_step}
+
+    def data_parallel(self, stage: Stage, compute: float) -> float:
+        """Exposed seconds of the step's data-parallel collectives (see the overlap model)."""
+        layout, m = self.estimate.layout, self.estimate.layout.microbatches
+        if layout.dp == 1:
+            return 0.0
+        kinds = self.estimate.communication(stage).get("dp", {})
+        per_microbatch = self.estimate.framework.sharding == "per_tensor" or layout.zero == 3
+        if per_microbatch:
+            each = sum(self.collective("dp", kind, value / m) for kind, value in kinds.items())
+            return m * max(0.0, each - compute)
+        gradients = sum(self.collective("dp", kind, value) for kind, value in kinds.items()
+                        if kind in ("all_reduce", "reduce_scatter"))
+        parameters = self.collective("dp", "all_gather", kinds.get("all_gather", 0))
+        return max(0.0, gradients - 2 / 3 * compute) + parameters
+
+    def optimizer(self, stage: Stage) -> float:
+        """The optimizer's pass over the parameters this rank updates."""
+        estimate = self.estimate
+        params = estimate._placed(stage, "params") + estimate._tied_copy(stage)
+        sharded = estimate.layout.zero >= 1 or estimate.framework.sharding == "per_tensor"
+        updated = math.ceil(params / estimate.layout.dp) if sharded else params
+        return updated * estimate.numbers["step_traffic"] / self.bytes_per_s
+
+    def token(self) -> dict[str, Any]:
+        """Serving (an estimate of the decode phase): seconds per output token of the whole batch,
+        the stages run one after the other, each with its tensor-parallel all-reduces, and the
+        activations sent from stage to stage."""
+        estimate, layout = self.estimate, self.estimate.layout
+        stages = [self.stage(stage) for stage in estimate.stages]
+        compute = sum(times["compute"] for times in stages)
+        tp = sum(times["tp"] for times in stages)
+        pp = sum(times["pp"] for times in stages)
+        seconds = compute + tp + pp
+        batch = estimate.workload.batch * layout.dp
+        return {"seconds_per_token": seconds, "compute_seconds": compute,
+                "tp_all_reduce_seconds": tp, "pp_seconds": pp, "tokens_per_second": batch / seconds}
+
+    def step(self) -> dict[str, Any]:
+        """Seconds per step and their split; MFU and HFU; tokens per second."""
+        estimate, layout = self.estimate, self.estimate.layout
+        m, p, v = layout.microbatches, layout.pp, layout.virtual_stages
+        # The slowest rank is the first (the most layers and the embeddings), the last (the head)
+        # or an inner one (it sends both ways): one of each kind stands for the rest.
+        ranks = sorted({0, min(1, p - 1), p - 1})
+        stages = [(estimate.stages[r], self.stage(estimate.stages[r])) for r in ranks]
+        slowest_stage, slowest = max(stages, key=lambda item: sum(item[1][k] for k in ("compute", "tp", "pp")))
+        per_microbatch = slowest["compute"] + slowest["tp"] + slowest["pp"]
+        bubble = (p - 1) / v * per_microbatch if p > 1 else 0.0
+        dp = max(self.data_parallel(stage, times["compute"]) for stage, times in stages)
+        optimizer = max(self.optimizer(stage) for stage, _ in stages)
+        tp_step = max(times["tp_step"] for _, times in stages)
+        seconds = m * per_microbatch + bubble + dp + optimizer + tp_step
+        numbers = estimate.numbers
+        model_flops = numbers["model_flops"] * m * layout.dp
+        hardware_flops = (numbers["model_flops"] + numbers["recomputed_flops"]) * m * layout.dp
+        tokens = estimate.workload.batch * estimate.workload.dimensions(estimate.cfg)["n"] * m * layout.dp
+        capacity = self.hardware.peak(estimate.workload.dtype) * layout.gpus
+        return {
+            "seconds": seconds,
+            "compute_seconds": m * slowest["compute"],
+            "exposed_communication_seconds": {"tp": m * slowest["tp"] + tp_step, "pp": m * slowest["pp"], "dp": dp},
+            "bubble_seconds": bubble,
+            "optimizer_seconds": optimizer,
+            "bubble_fraction": (p - 1) / (m * v) if p > 1 else 0.0,
+            "slowest_stage": slowest_stage.rank,
+            "mfu": model_flops / (seconds * capacity),
+            "hfu": hardware_flops / (seconds * capacity),
+            "model_flops": model_flops,
+            "tokens_per_second": tokens / seconds,
+            "tflops_per_gpu": hardware_flops / seconds / layout.gpus / 1e12,
+        }
+
+
+def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
+                      efficiency: Efficiency | None = None, tokens: float | None = None,
+                      step_seconds: float | None = None) -> dict[str, Any]:
+    """`simulate --train` with a layout: the step time and its split, MFU and HFU, each rank's
+    memory against the GPU's, and the time to train on `tokens` tokens."""
+    estimate = ParallelEstimate(cfg, workload, layout)
+    step = StepTime(estimate, hardware, efficiency).step()
+    parallel = estimate.to_dict()
+    result = {"step": step, "parallel": parallel, "fits": parallel["per_rank"]["total"] <= hardware.memory_bytes,
+              "memory_capacity": hardware.memory_bytes}
+    if tokens is not None:
+        result["train_seconds"] = tokens / step["tokens_per_second"]
+    if step_seconds is not None:
+        result["mfu_measured"] = step["model_flops"] / (step_seconds * hardware.peak(workload.dtype) * layout.gpus)
+    return result
+
+
+def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
+                    efficiency: Efficiency | None = None) -> dict[str, Any]:
+    """Inference with a layout: the time per output token at the last step's context, its
+    tensor-parallel all-reduce time, and each rank's weights and KV cache."""
+    from .plan import serving_memory
+
+    estimate = ParallelEstimate(cfg, workload, layout, phase="decode")
+    token = StepTime(estimate, hardware, efficiency).token()
+    return {"token": token, "per_rank": serving_memory(estimate), "layout": layout.to_dict(workload.batch)}

@@ -1,0 +1,118 @@
+"""Step time with communication and pipeline bubbles, the published runs beside it, and `plan`."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+import cli
+from costmodel.config import Workload
+from costmodel.hardware import load_hardware
+from costmodel.layout import Layout, ParallelEstimate
+from costmodel.layout.plan import plan_serving, plan_training
+from costmodel.layout.time import StepTime
+from costmodel.presets import load_preset
+from costmodel.published import NARAYANAN_TABLE_1, narayanan_parameters
+from reports.published_runs import gpt, korthikanti, narayanan
+
+
+def test_the_step_splits_into_compute_communication_bubble_and_optimizer():
+    cfg, hardware = load_preset("llama2-70b"), load_hardware("h100-sxm")
+    layout = Layout(tp=8, pp=4, dp=2, sp=True, microbatches=16, schedule="interleaved", virtual_stages=2,
+                    zero=1, framework="megatron")
+    estimate = ParallelEstimate(cfg, Workload(seq_len=4096, attention="sdpa", recompute="selective"), layout)
+    step = StepTime(estimate, hardware).step()
+    assert step["bubble_fraction"] == (4 - 1) / (16 * 2)
+    parts = (step["compute_seconds"] + sum(step["exposed_communication_seconds"].values())
+             + step["bubble_seconds"] + step["optimizer_seconds"])
+    assert step["seconds"] == pytest.approx(parts)
+    # MFU: the model's forward and backward matmul FLOPs of the global batch (32 sequences of 4096)
+    # over the step and the 64 GPUs' bf16 peak; HFU adds the recomputed attention core.
+    assert step["mfu"] == pytest.approx(step["model_flops"] / (step["seconds"] * 64 * 989.4e12))
+    assert step["model_flops"] == estimate.numbers["model_flops"] * 16 * 2
+    assert step["hfu"] > step["mfu"]
+
+
+def test_tensor_parallel_decode_pays_two_all_reduces_a_layer_per_token():
+    """Llama-2-70B on 8 A100s, tp = 8, 32 sequences: each token all-reduces the embedding's output
+    and every layer's attention and FFN outputs, b x d bf16 values each, over NVLink at
+    2(t - 1)/t of the payload, plus 10 us a call."""
+    cfg, hardware = load_preset("llama2-70b"), load_hardware("a100-80gb")
+    workload = Workload(seq_len=2048, gen_tokens=256, batch=32, precision="pure", attention="sdpa")
+    estimate = ParallelEstimate(cfg, workload, Layout(tp=8), phase="decode")
+    token = StepTime(estimate, hardware).token()
+    calls, payload = 2 * 80 + 1, 2 * 32 * 8192
+    expected = calls * (payload * 2 * 7 / 8 / 300e9 + 1e-5)
+    logits = 2 * 32 * 8 * 4000 * 7 / 8 / 300e9 + 1e-5  # the vocabulary shards gathered
+    assert token["tp_all_reduce_seconds"] == pytest.approx(expected + logits)
+    code = cli.main(["simulate", "--model", "llama2-70b", "--hardware", "a100-80gb", "--tp", "8", "--batch", "32",
+                     "--prompt", "2048", "--gen", "256", "--json"])
+    assert code == 0
+
+
+def test_plan_for_llama2_70b_on_64_h100s(capsys):
+    result = plan_training(load_preset("llama2-70b"), load_hardware("h100-sxm"), 64, 4096, 1024,
+                           Workload(seq_len=4096, attention="sdpa"))
+    feasible, infeasible = result["feasible"], result["infeasible"]
+    assert feasible and infeasible
+    times = [entry["step_time"] for entry in feasible]
+    assert times == sorted(times)
+    capacity = 80 * 2**30
+    for entry in feasible:
+        lay = entry["layout"]
+        assert lay["tp"] * lay["pp"] * lay["dp"] == 64 and lay["tp"] <= 8
+        assert lay["batch"] * lay["microbatches"] * lay["dp"] == 1024
+        assert entry["per_rank"]["total"] <= capacity and 0 < entry["mfu"] < 1
+    for entry in infeasible:
+        assert " " not in entry["reason"]
+        if entry["reason"] == "memory":
+            assert entry["per_rank"]["total"] > capacity
+    assert {"tp", "pp", "dp", "zero", "microbatches", "batch", "recompute", "sp", "schedule"} <= set(feasible[0]["layout"])
+
+
+def test_plan_puts_llama2_7b_on_8_a100s_with_fsdp2_but_not_plain_data_parallel(capsys):
+    common = ["plan", "--model", "llama2-7b", "--hardware", "a100-80gb", "--gpus", "8", "--seq-len", "2048",
+              "--global-batch", "8", "--batch", "1", "--dp", "8", "--recompute", "none", "--json"]
+    assert cli.main(common + ["--zero", "3", "--framework", "fsdp2"]) == 0
+    fsdp = json.loads(capsys.readouterr().out)
+    assert len(fsdp["feasible"]) == 1 and fsdp["feasible"][0]["per_rank"]["total"] < 80 * 2**30
+    assert cli.main(common + ["--zero", "0"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert not plain["feasible"] and {e["reason"] for e in plain["infeasible"]} == {"memory"}
+    # 16 bytes per parameter on every GPU is 100 GiB before any activation.
+    assert all(e["per_rank"]["total"] > 16 * 6_738_415_616 for e in plain["infeasible"])
+
+
+def test_plan_serve_ranks_by_time_per_output_token():
+    result = plan_serving(load_preset("llama2-70b"), load_hardware("a100-80gb"), 8, 32, 2048, 256, "bf16")
+    tokens = [e["time_per_output_token"] for e in result["feasible"]]
+    assert tokens == sorted(tokens) and result["feasible"][0]["layout"]["tp"] == 8
+    assert [e["reason"] for e in result["infeasible"]] == ["memory"]  # 1 x 1 x 8: 140 GB of weights a GPU
+
+
+# ---------------------------------------------------------------------------------------------
+# The published runs
+
+
+def test_narayanan_table_1_parameters_are_equation_2_and_the_final_layernorm():
+    for row in NARAYANAN_TABLE_1:
+        _, heads, hidden, layers = row[:4]
+        from costmodel.estimation import Estimate
+
+        params = Estimate(gpt("gpt", heads, hidden, layers), Workload(seq_len=8)).total("params")
+        assert params == round(narayanan_parameters(layers, hidden)) + 2 * hidden
+        assert round(params / 1e9, 1) == row[0]
+
+
+def test_published_runs_are_reproduced_within_fifteen_percent():
+    """The layout model at the a100-80gb preset's default efficiencies (0.7 compute, 0.8 memory)
+    against Narayanan et al.'s TFLOP/s per GPU and Korthikanti et al.'s seconds per iteration and
+    MFU; the README explains each difference."""
+    for row in narayanan():
+        assert 0.9 <= row["tflops_ours"] / row["tflops_published"] <= 1.15, row["model"]
+    for row in korthikanti():
+        assert 0.95 <= row["present_ours"] / row["present_published"] <= 1.15, row["model"]
+        assert 0.95 <= row["full_ours"] / row["full_published"] <= 1.15, row["model"]
+        assert math.isclose(row["mfu_ours"], row["mfu_published"], abs_tol=6.0), row["model"]
