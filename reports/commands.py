@@ -88,15 +88,43 @@ def model_choice(function):
               help="Skip every measurement (torch): faster, no formula-vs-measurement figure.")
 @click.option("--no-full-size", is_flag=True,
               help="Measure only tiny models on CPU tensors (skip full-size FakeTensorMode runs).")
-def report(model, models, config, out, batch, dtype, no_measure, no_full_size) -> None:
+@click.option("--tp", type=int, default=None, help="A layout: tensor-parallel ranks (adds the layout figures).")
+@click.option("--pp", type=int, default=None, help="A layout: pipeline ranks.")
+@click.option("--dp", type=int, default=None, help="A layout: data-parallel ranks.")
+@click.option("--zero", type=click.IntRange(0, 3), default=None, help="A layout: ZeRO stage.")
+@click.option("--sp", is_flag=True, default=None, help="A layout: sequence parallelism.")
+@click.option("--microbatches", type=int, default=None, help="A layout: micro-batches per step.")
+@click.option("--framework", type=click.Choice(("megatron", "deepspeed", "fsdp2")), default=None,
+              help="A layout: whose conventions.")
+@click.option("--hardware", "hardware_name", default="h100-sxm", show_default=True,
+              help="The GPU of the layout figures.")
+@click.option("--seq-len", "-n", type=int, default=None, help="The layout figures' sequence length.")
+def report(model, models, config, out, batch, dtype, no_measure, no_full_size, tp, pp, dp, zero, sp,
+           microbatches, framework, hardware_name, seq_len) -> None:
     """A report of one or several models: index.html, report.md, figures (PNG, SVG) and CSV tables.
 
     Figures: where the FLOPs go vs n, the regime map, memory vs n against GPUs, the generation cost
-    with and without a KV cache, parameters across presets and formula vs measurement; then the
-    seeds' claims, checked. Progress goes to stderr; the paths written to stdout.
+    with and without a KV cache, parameters across presets and formula vs measurement; with a
+    layout (--tp/--pp/--dp...), each rank's memory beside the plan's best layouts and their step
+    times; then the seeds' claims, checked. Progress goes to stderr; the paths written to stdout.
     """
+    from costmodel.config import ConfigError
+
     from . import report as build
     from .series import make_workload
+
+    given = {k: v for k, v in dict(tp=tp, pp=pp, dp=dp, zero=zero, sp=sp, microbatches=microbatches,
+                                   framework=framework).items() if v is not None}
+    layout = None
+    if given:
+        from costmodel.hardware import load_hardware
+        from costmodel.layout import Layout
+
+        try:
+            layout = Layout(**given)
+            load_hardware(hardware_name)
+        except ConfigError as error:
+            raise ReportInputError(str(error)) from None
 
     if not no_measure:
         require_measure_extra("report (without --no-measure)")
@@ -105,8 +133,15 @@ def report(model, models, config, out, batch, dtype, no_measure, no_full_size) -
     out_path = Path(out)
     if out_path.exists() and not out_path.is_dir():
         raise ReportInputError(f"{out}: exists and is not a directory.")
+    if layout is not None:
+        for cfg in cfgs:
+            try:
+                layout.check(cfg)
+            except ConfigError as error:
+                raise ReportInputError(str(error)) from None
     made = build.build(cfgs, batch=batch, dtype=dtype, measure=not no_measure,
-                       full_size=not no_full_size, command=_command_line())
+                       full_size=not no_full_size, command=_command_line(), layout=layout,
+                       hardware=hardware_name, seq_len=seq_len)
     written = build.write(made, out_path)
     index = out_path / "index.html"
     click.echo(f"wrote {len(written)} files under {out_path}/; open {index}", err=True)

@@ -312,14 +312,80 @@ class Report:
     dtype: str
 
 
+# ---------------------------------------------------------------------------------------------
+# 7. Parallel layouts (when the report is given one)
+
+
+def _layout_label(lay: dict) -> str:
+    schedule = f", {lay['schedule']} x{lay['virtual_stages']}" if lay.get("virtual_stages", 1) > 1 else ""
+    return (f"tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']}, {lay['framework']} ZeRO {lay['zero']}"
+            + (" SP" if lay["sp"] else "") + f", b {lay['batch']} x {lay['microbatches']}, "
+            f"{lay['recompute']}{schedule}")
+
+
+def make_layouts(cfg: ModelConfig, workload: Workload, layout: Any, hardware_name: str,
+                 top: int = 8) -> list[Made]:
+    """Per-rank memory of the layout asked for beside the plan's best ones (stacked by kind,
+    against the GPU), and the step time of the plan's best layouts split into compute, exposed
+    communication, bubble and optimizer."""
+    from costmodel.hardware import load_hardware
+    from costmodel.layout import ParallelEstimate
+    from costmodel.layout.plan import plan_training
+
+    from . import figures
+
+    hardware = load_hardware(hardware_name)
+    global_batch = workload.batch * layout.microbatches * layout.dp
+    plan = plan_training(cfg, hardware, layout.gpus, workload.seq_len, global_batch, workload)
+    asked = ParallelEstimate(cfg, workload, layout).per_rank
+    asked_layout = {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp, "framework": layout.framework,
+                    "zero": layout.zero, "sp": layout.sp, "batch": workload.batch,
+                    "microbatches": layout.microbatches, "recompute": workload.recompute,
+                    "schedule": layout.schedule, "virtual_stages": layout.virtual_stages}
+    memory_rows = [{"label": "asked: " + _layout_label(asked_layout), **asked}]
+    memory_rows += [{"label": _layout_label(e["layout"]), **e["per_rank"]} for e in plan["feasible"][:top - 1]]
+    kinds = [name for name, _ in figures.LAYOUT_PARTS]
+    memory = Made(
+        f"layout-memory-{cfg.name}", f"Memory per rank by layout: {cfg.name} on {layout.gpus} x {hardware.name}",
+        "The most loaded rank's memory (data-parallel rank 0 of the heaviest pipeline stage), stacked: "
+        "weights, gradients, optimizer state (as the framework shards them), activations (micro-batches in "
+        "flight x the stage's saved bytes) and buffers (modules' and communication buffers), for the layout "
+        f"asked for and the fastest layouts `plan` finds for the same {layout.gpus} GPUs, n = {workload.seq_len}, "
+        f"global batch {global_batch}; the dashed line is the GPU's memory.",
+        figures.layout_memory(memory_rows, hardware.memory_bytes,
+                              f"{cfg.name}: memory of the most loaded rank ({layout.gpus} x {hardware.name})"),
+        ["layout", *(f"{k}_bytes" for k in kinds), "total_bytes"],
+        [[row["label"], *(row[k] for k in kinds), row["total"]] for row in memory_rows],
+    )
+    step_rows = [{"label": _layout_label(e["layout"]), **e["split"], "step": e["step_time"], "mfu": e["mfu"]}
+                 for e in plan["feasible"][:top]]
+    parts = [name for name, _ in figures.STEP_PARTS]
+    if not step_rows:
+        return [memory]
+    step = Made(
+        f"layout-step-{cfg.name}", f"Step time of the best layouts: {cfg.name}",
+        f"The {len(step_rows)} fastest layouts that fit ({len(plan['feasible'])} of "
+        f"{len(plan['feasible']) + len(plan['infeasible'])} do), their step time split into the slowest "
+        "stage's compute, the communication that cannot overlap, the pipeline bubble and the optimizer "
+        "step (costmodel/layout/time.py states the overlap model), with MFU.",
+        figures.step_split(step_rows, f"{cfg.name} on {layout.gpus} x {hardware.name}: step time by layout"),
+        ["layout", *(f"{p}_seconds" for p in parts), "step_seconds", "mfu"],
+        [[row["label"], *(row[p] for p in parts), row["step"], row["mfu"]] for row in step_rows],
+    )
+    return [memory, step]
+
+
 def build(cfgs: Sequence[ModelConfig], batch: int = 1, dtype: str = "bf16", measure: bool = True,
-          full_size: bool = True, progress: Progress = output.progress, command: str = "") -> Report:
-    """Compute every figure, table and claim of a report (nothing written yet)."""
+          full_size: bool = True, progress: Progress = output.progress, command: str = "",
+          layout: Any = None, hardware: str = "h100-sxm", seq_len: int | None = None) -> Report:
+    """Compute every figure, table and claim of a report (nothing written yet). With a layout
+    (costmodel.layout.Layout): also its per-rank memory and the plan's best step times, on
+    `hardware`, at seq_len (default 2048 or the model's context)."""
     from .claims import check_claims, table1
 
     cfgs = list(cfgs)
     notes = []
-    steps = 5 + 2 * len(cfgs) + (1 if measure else 0)
+    steps = 5 + 2 * len(cfgs) + (1 if measure else 0) + (len(cfgs) if layout is not None else 0)
     step = iter(range(1, steps + 1))
     say = lambda what: progress(f"[{next(step)}/{steps}] {what}")  # noqa: E731
     made = []
@@ -340,6 +406,12 @@ def build(cfgs: Sequence[ModelConfig], batch: int = 1, dtype: str = "bf16", meas
             made.append(figure)
     say("parameters across presets")
     made.append(make_params(cfgs))
+    if layout is not None:
+        for cfg in cfgs:
+            say(f"parallel layouts: {cfg.name}")
+            length = seq_len or min(2048, cfg.max_positions)
+            made += make_layouts(cfg, Workload(seq_len=length, batch=batch, dtype=dtype, attention="sdpa"),
+                                 layout, hardware)
     if measure:
         say("formula vs measurement")
         made.append(make_validation(cfgs, progress, full_size=full_size))

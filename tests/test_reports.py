@@ -422,7 +422,18 @@ FIGURES = {
     "params-none-highlighted": lambda b, load: b.make_params([]),
     "validation": lambda b, load: b.make_validation([load("gpt2")], lambda message: None,
                                                     full_size=False),
+    "layout-memory": lambda b, load: layout_figures(b, load)[0],
+    "layout-step": lambda b, load: layout_figures(b, load)[1],
 }
+
+
+def layout_figures(build, load) -> list:
+    """The two layout figures of a report given llama2-70b on 64 H100s (tp 8 x pp 2 x dp 4)."""
+    from costmodel.config import Workload
+    from costmodel.layout import Layout
+
+    layout = Layout(tp=8, pp=2, dp=4, microbatches=32, framework="megatron", zero=1)
+    return build.make_layouts(load("llama2-70b"), Workload(seq_len=4096, attention="sdpa"), layout, "h100-sxm")
 
 
 @pytest.fixture(scope="module")
