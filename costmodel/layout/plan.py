@@ -12,7 +12,6 @@ Each candidate is a ParallelEstimate (its expressions compiled once per structur
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from typing import Any, Iterator
 
@@ -86,7 +85,6 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
                   efficiency: Efficiency | None = None) -> dict[str, Any]:
     """Every training layout: {"feasible": [...] by step time, "infeasible": [...]}."""
     fixed = fixed or {}
-    started = time.perf_counter()
     feasible, infeasible = [], []
     for layout, batch, recompute, problem in training_layouts(cfg, hardware, gpus, global_batch, fixed):
         if layout is None:
@@ -110,8 +108,7 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
                              "bubble": step["bubble_seconds"], "optimizer": step["optimizer_seconds"]},
                          "tokens_per_second": step["tokens_per_second"]})
     feasible.sort(key=lambda e: e["step_time"])
-    return {"feasible": feasible, "infeasible": infeasible,
-            "layouts_per_second": (len(feasible) + len(infeasible)) / (time.perf_counter() - started)}
+    return {"feasible": feasible, "infeasible": infeasible}
 
 
 def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, prompt: int, gen: int,

@@ -3,7 +3,9 @@
 run_gloo(fn, world_size, *args): real collectives. world_size processes are spawned
 (torch.multiprocessing, start method "spawn"), each joins a gloo process group on 127.0.0.1 at a
 free port, sets one intra-op thread, and returns fn(rank, world_size, *args). The results come back
-as a list indexed by rank (pickled through files, so large results cannot block a pipe). An
+as a list indexed by rank (as JSON through files, so large results cannot block a pipe; results are
+plain data: numbers, strings, lists and dicts; JSON turns tuples into lists, and the integer keys
+it writes as strings (stage indices) are read back as integers). An
 exception in any rank is raised in the parent with that rank's traceback; a run that exceeds
 timeout_s is killed and raises TimeoutError. fn must be importable by name (a module-level function).
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
+import json
 import socket
 import tempfile
 import time
@@ -60,8 +62,13 @@ def _worker(rank: int, world_size: int, port: int, out_dir: str, timeout_s: floa
             dist.destroy_process_group()
     except BaseException:  # noqa: BLE001 - every failure goes back to the parent as text
         outcome = ("error", traceback.format_exc())
-    with open(os.path.join(out_dir, f"rank{rank}.pkl"), "wb") as f:
-        pickle.dump(outcome, f)
+    with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
+        json.dump(outcome, f)
+
+
+def _integer_keys(pairs: list[tuple[str, Any]]) -> dict[Any, Any]:
+    """A JSON object with its decimal-integer keys (written from ints) as ints again."""
+    return {int(k) if k.isdigit() else k: v for k, v in pairs}
 
 
 class RankFailed(RuntimeError):
@@ -96,11 +103,11 @@ def _join(context: Any, timeout_s: float) -> None:
 
 
 def _read_outcome(out_dir: str, rank: int) -> Any:
-    path = os.path.join(out_dir, f"rank{rank}.pkl")
+    path = os.path.join(out_dir, f"rank{rank}.json")
     if not os.path.exists(path):
         raise RankFailed(f"rank {rank} exited without writing a result.")
-    with open(path, "rb") as f:
-        status, value = pickle.load(f)
+    with open(path) as f:
+        status, value = json.load(f, object_pairs_hook=_integer_keys)
     if status == "error":
         raise RankFailed(f"rank {rank} raised:\n{value}")
     return value
