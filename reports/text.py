@@ -234,9 +234,9 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
     reasons: dict[str, int] = {}
     for entry in infeasible:
         reasons[entry["reason"]] = reasons.get(entry["reason"], 0) + 1
-    out = [f"{plural(len(feasible) + len(infeasible), 'layout')}: {len(feasible)} fit in "
+    out = [f"{plural(len(feasible) + len(infeasible), 'layout')}: {len(feasible):,} fit in "
            f"{binary_bytes(capacity)} a GPU"
-           + (", " + ", ".join(f"{count} set aside for {reason}" for reason, count in reasons.items())
+           + (", " + ", ".join(f"{count:,} set aside for {reason}" for reason, count in reasons.items())
               if reasons else ""), ""]
     if not feasible:
         return "\n".join(out + ["No layout fits."])
