@@ -85,6 +85,20 @@ def test_plan_puts_llama2_7b_on_8_a100s_with_fsdp2_but_not_plain_data_parallel(c
     assert all(e["per_rank"]["total"] > 16 * 6_738_415_616 for e in plain["infeasible"])
 
 
+@pytest.mark.parametrize("args, words", [
+    (["--tp", "3"], "tp 3 does not divide the 8 GPUs"),
+    (["--tp", "2", "--pp", "2", "--dp", "1"], "tp 2 x pp 2 x dp 1 is 4 GPUs, not the 8"),
+    (["--framework", "fsdp2", "--zero", "0"], "fsdp2 supports --zero 2, 3"),
+    (["--global-batch", "7", "--batch", "2"], "splits the global batch of 7 into micro-batches of 2"),
+])
+def test_plan_says_why_no_layout_can_run(args, words, capsys):
+    """A fixed dimension that no layout can take is one line and exit 2, not an empty table."""
+    assert cli.main(["plan", "--model", "llama2-7b", "--hardware", "a100-80gb", "--gpus", "8",
+                     "--seq-len", "2048", *args]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and words in err
+
+
 def test_plan_serve_ranks_by_time_per_output_token():
     result = plan_serving(load_preset("llama2-70b"), load_hardware("a100-80gb"), 8, 32, 2048, 256, "bf16")
     tokens = [e["time_per_output_token"] for e in result["feasible"]]

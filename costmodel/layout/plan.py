@@ -35,6 +35,21 @@ def tensor_sizes(cfg: ModelConfig, hardware: Hardware, gpus: int) -> list[int]:
             and cfg.n_heads % t == 0 and cfg.n_kv_heads % t == 0 and cfg.d_ff % t == 0]
 
 
+def check_fixed(fixed: dict[str, Any], gpus: int) -> None:
+    """The dimensions a user fixed must fit the GPUs: their product divides them (equals them when
+    all three are fixed)."""
+    given = {k: fixed[k] for k in ("tp", "pp", "dp") if fixed.get(k)}
+    product = 1
+    for size in given.values():
+        product *= size
+    named = " x ".join(f"{k} {v}" for k, v in given.items())
+    if gpus % product:
+        raise ConfigError(f"{named} does not divide the {gpus} GPUs of --gpus (tp x pp x dp must "
+                          f"equal them).")
+    if len(given) == 3 and product != gpus:
+        raise ConfigError(f"{named} is {product} GPUs, not the {gpus} of --gpus.")
+
+
 def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_batch: int,
                      fixed: dict[str, Any]) -> Iterator[tuple[Layout | None, int, str, str | None]]:
     """(layout, micro-batch, recompute, None) for each candidate, or (None, ..., reason) for a
@@ -85,9 +100,11 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
                   efficiency: Efficiency | None = None) -> dict[str, Any]:
     """Every training layout: {"feasible": [...] by step time, "infeasible": [...]}."""
     fixed = fixed or {}
-    feasible, infeasible = [], []
+    check_fixed(fixed, gpus)
+    feasible, infeasible, problems = [], [], []
     for layout, batch, recompute, problem in training_layouts(cfg, hardware, gpus, global_batch, fixed):
         if layout is None:
+            problems.append(problem)
             continue
         entry = _entry(layout, batch, recompute)
         chosen = replace(workload, seq_len=seq_len, batch=batch, recompute=recompute)
@@ -107,6 +124,11 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
                              "communication": sum(step["exposed_communication_seconds"].values()),
                              "bubble": step["bubble_seconds"], "optimizer": step["optimizer_seconds"]},
                          "tokens_per_second": step["tokens_per_second"]})
+    if not feasible and not infeasible:
+        raise ConfigError(f"no layout of {cfg.name!r} on {gpus} GPUs can run: {problems[0]}" if problems else
+                          f"no layout of {cfg.name!r} on {gpus} GPUs splits the global batch of "
+                          f"{global_batch} into micro-batches of {fixed.get('batch') or MICRO_BATCHES} "
+                          f"sequences over its data-parallel ranks.")
     feasible.sort(key=lambda e: e["step_time"])
     return {"feasible": feasible, "infeasible": infeasible}
 
@@ -117,6 +139,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
     """Every serving layout for `batch` sequences at a context of prompt + gen: the memory per
     rank (weights and the KV cache at the last step), ranked by time per output token."""
     fixed = fixed or {}
+    check_fixed(fixed, gpus)
     if not cfg.n_decoder_layers:
         raise ConfigError(f"model {cfg.name!r} has no decoder; it does not generate.")
     feasible, infeasible = [], []
