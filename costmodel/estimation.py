@@ -46,6 +46,7 @@ class BlockRow:
     part: str = ""  # the leaf's place (costmodel.model.Leaf): embedding, layer, stack, head, loss
     stack: str | None = None
     sublayer: str | None = None
+    kind: str | None = None  # the layers it runs in when they differ (dense, moe, sliding, full)
 
     @property
     def empty(self) -> bool:
@@ -73,6 +74,8 @@ def _expressions(cfg: ModelConfig, workload: Workload) -> tuple[dict[str, Any], 
             exprs[f"leaf{i}.{field}"] = leaf.total(quantity)
     for quantity in TOTALS:
         exprs[f"total.{quantity}"] = model.total(quantity, leaves)
+    if cfg.moe:
+        exprs["total.active_params"] = model.total("active_params", leaves)
     for kind, count in model.element_counts().items():
         exprs[f"elements.{kind}"] = count
     for name in MEMORY:
@@ -89,7 +92,7 @@ def _expressions(cfg: ModelConfig, workload: Workload) -> tuple[dict[str, Any], 
     exprs["regime.crossover_denominator"] = denominator
     constants = {
         "leaves": [{"path": leaf.path, "part": leaf.part, "stack": leaf.stack,
-                    "sublayer": leaf.sublayer} for leaf in leaves],
+                    "sublayer": leaf.sublayer, "kind": leaf.kind} for leaf in leaves],
         "crossover_formula": str(model.crossover),
         "crossover_latex": S.latex(model.crossover),
         "param_note": param_bytes_note(workload.precision, workload.optimizer, workload.dtype),
@@ -159,7 +162,8 @@ class Estimate:
         return [
             BlockRow(leaf["path"], n[f"leaf{i}.count"],
                      *(n[f"leaf{i}.{field}"] for field, _ in ROW_QUANTITIES),
-                     part=leaf["part"], stack=leaf["stack"], sublayer=leaf["sublayer"])
+                     part=leaf["part"], stack=leaf["stack"], sublayer=leaf["sublayer"],
+                     kind=leaf["kind"])
             for i, leaf in enumerate(self.constants["leaves"])
         ]
 
@@ -172,13 +176,22 @@ class Estimate:
         return [row for row in self.all_rows if all(getattr(row, k) == v for k, v in fields.items())]
 
     def params(self) -> dict[str, Any]:
+        """Totals and per layer; where a stack's layers differ, one entry per kind of layer
+        ("decoder.dense", "decoder.moe", ...). A mixture of experts adds `active`: the parameters
+        one token's forward uses (every routed expert it is not sent to left out)."""
         per_layer = {}
         for stack in ("encoder", "decoder"):
             layer = self._rows_where(part="layer", stack=stack)
-            if layer:
-                per_layer[stack] = sum(r.params for r in layer) // layer[0].count
+            kinds = list(dict.fromkeys(r.kind for r in layer))
+            for kind in kinds:
+                rows = [r for r in layer if r.kind == kind]
+                key = stack if kind is None else f"{stack}.{kind}"
+                per_layer[key] = sum(r.params for r in rows) // rows[0].count if rows[0].count else 0
+        out = {"total": self.total("params")}
+        if "total.active_params" in self.numbers:
+            out["active"] = self.numbers["total.active_params"]
         return {
-            "total": self.total("params"),
+            **out,
             "embeddings": sum(r.params for r in self._rows_where(part="embedding")),
             "head": sum(r.params for r in self._rows_where(part="head")),
             "per_layer": per_layer,

@@ -51,8 +51,33 @@ class Facts:
     position_ids_saved: bool = True
     # repeat_kv's expand + reshape stays a view for multi-query attention at b = 1
     repeat_kv_view_for_mqa: bool = False
-    # one fused Q/K/V projection (one weight and one bias); the query is a view of its output
+    # one fused Q/K/V projection (one weight and one bias)
     fused_qkv: bool = False
+    # the eager query is a view of the fused Q/K/V output, which it keeps whole at b = 1 (GPT-2)
+    fused_qkv_query_view: bool = False
+    # one fused gate/up projection (one (2 d_ff) x d weight) in a gated FFN
+    fused_gate_up: bool = False
+    # bytes of int64 index tensors the split of a fused Q/K/V output keeps per layer (advanced
+    # indexing, qkv[..., [-2], :])
+    qkv_split_index_bytes: int = 0
+    # heads the KV cache holds: "kv" (the key/value heads) or "query" (keys and values broadcast
+    # to every query head before the cache update)
+    kv_cache_heads: str = "kv"
+    # the RMSNorm multiplies by (1 + weight) in fp32 and casts after: it keeps the fp32 normalised
+    # tensor and the fp32 (1 + w) instead of a cast normalised tensor
+    rmsnorm_weight_fp32: bool = False
+    # the embedding scale sqrt(d) is a one-element buffer in the model dtype
+    embed_scale_buffer: bool = False
+    # ALiBi's slopes are a buffer (False: the bias is built each forward, nothing held)
+    alibi_slopes_buffer: bool = True
+    # a learned position table is looked up by (b, n) ids built from the attention mask (not one
+    # row of n shared by the batch)
+    position_ids_per_sequence: bool = False
+    # dtype of a mixture-of-experts router's matmul: "fp32" (an fp32 weight; a narrower input is
+    # copied to fp32) or "activation"
+    router_dtype: str = "activation"
+    # dtype of the routing weights the experts' output is multiplied by
+    routing_weights_dtype: str = "fp32"
     # sdpa's math path gets a bool causal mask per decoder layer (m^2 bytes kept)
     sdpa_causal_bool_mask: bool = False
     # cross-attention gets a zero position bias (1, h, m, n) made once, kept by the flash kernel
