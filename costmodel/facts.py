@@ -42,8 +42,9 @@ class Facts:
     shifted_labels: bool = False
     # dtype of a dropout mask: on the CPU the mask has the dtype of its input
     dropout_mask_dtype: str = "activation"
-    # where dropout runs when p > 0: attention probabilities, embeddings, sublayer outputs, inside
-    # the FFN, after each stack's final norm
+    # where dropout runs when p > 0: attention probabilities, embeddings, sublayer outputs
+    # ("sublayer": both; "attention_output" or "ffn_output": one), inside the FFN, after each
+    # stack's final norm
     dropout_sites: tuple[str, ...] = ("probs", "embedding", "sublayer")
     # gelu with the tanh approximation written in Python (x, tanh, 0.5x, 1+tanh kept), not aten's
     gelu_tanh_python: bool = False

@@ -215,7 +215,7 @@ def _experts(f: _Fields, family: str, fields: dict[str, Any]) -> None:
     groups and n_shared_experts shared experts (one MLP of their summed width)."""
     layers = fields["n_decoder_layers"]
     if family == "mixtral":
-        experts = f.get("num_local_experts", f.get("num_experts", 8))
+        experts = f.get("num_experts", f.get("num_local_experts", 8))  # the mapped name wins
         fields.update(n_experts=experts, top_k=f.get("num_experts_per_tok", 2))
         return
     if family == "qwen2_moe":
@@ -233,7 +233,7 @@ def _experts(f: _Fields, family: str, fields: dict[str, Any]) -> None:
                       shared_expert_gate=True, n_dense_layers=layers - len(moe),
                       renormalize_top_k=f.get("norm_topk_prob", False, bool))
     else:
-        experts = f.get("n_routed_experts", f.get("num_local_experts", 256))
+        experts = f.get("num_local_experts", f.get("n_routed_experts", 256))  # the mapped name wins
         first_dense = min(f.get("first_k_dense_replace", 3, int), layers)
         moe_width = f.get("moe_intermediate_size", 2048)
         fields.update(n_experts=experts, top_k=f.get("num_experts_per_tok", 8), d_expert=moe_width,
@@ -300,7 +300,7 @@ def _falcon(f: _Fields, name: str) -> ModelConfig:
     in parallel) or the new layout (new_decoder_architecture: num_kv_heads K/V heads, which the
     cache holds broadcast to every query head; num_ln_in_parallel_attn LayerNorms, 2 by default),
     RoPE, fused query_key_value, a GELU MLP of ffn_hidden_size, biases per `bias`."""
-    d_model = f.get("hidden_size", 4544)
+    d_model = f.get("n_embed", f.get("hidden_size", 4544))  # n_embed: FalconConfig's legacy name
     n_heads = f.get("num_attention_heads", 71)
     if f.get("alibi", False, bool):
         raise ConfigError(f"{f.source}: Falcon with ALiBi (Falcon-RW) is not modelled; "
@@ -326,6 +326,9 @@ def _falcon(f: _Fields, name: str) -> ModelConfig:
         if not f.get("multi_query", True, bool):
             raise ConfigError(f"{f.source}: Falcon's old layout without multi_query is not "
                               "modelled; the multi-query (Falcon-7B) and new layouts are.")
+        if not parallel and f.get("attention_dropout", 0.0, float) > 0:
+            raise ConfigError(f"{f.source}: Falcon's sequential layout drops the attention output "
+                              "out with attention_dropout, which is not modelled.")
         layout = dict(family="falcon", n_kv_heads=1, parallel_attention=parallel,
                       parallel_norms=1 if parallel else 2)
     return ModelConfig(
@@ -374,8 +377,10 @@ def _opt(f: _Fields, name: str) -> ModelConfig:
 def _bloom(f: _Fields, name: str) -> ModelConfig:
     """BLOOM: ALiBi, a LayerNorm after the embeddings, fused query_key_value, an MLP of 4d with
     the tanh GELU, biases everywhere, tied head."""
-    d_model = f.get("hidden_size", f.get("n_embed", 64))
-    n_heads = f.get("n_head", f.get("num_attention_heads", 8))
+    # A legacy n_embed overrides hidden_size (BloomConfig.__post_init__), and the attribute-mapped
+    # names num_attention_heads / num_hidden_layers override n_head / n_layer (they are set last).
+    d_model = f.get("n_embed", f.get("hidden_size", 64))
+    n_heads = f.get("num_attention_heads", f.get("n_head", 8))
     if d_model % n_heads:
         raise ConfigError(f"{f.source}: hidden_size ({d_model}) is not divisible by n_head ({n_heads}).")
     if f.get("apply_residual_connection_post_layernorm", False, bool):
@@ -383,7 +388,7 @@ def _bloom(f: _Fields, name: str) -> ModelConfig:
                           "for bloom.")
     return ModelConfig(
         name=name, family="bloom", vocab_size=f.get("vocab_size", 250880), d_model=d_model,
-        n_heads=n_heads, d_ff=4 * d_model, n_decoder_layers=f.get("n_layer", f.get("num_hidden_layers", 2)),
+        n_heads=n_heads, d_ff=4 * d_model, n_decoder_layers=f.get("num_hidden_layers", f.get("n_layer", 2)),
         max_positions=f.get("seq_length", 2048),  # ALiBi has no table: only the context warned of
         position="alibi", norm="layernorm", norm_position="pre", embedding_norm=True,
         activation="gelu_tanh", head="lm", tie_embeddings=f.get("tie_word_embeddings", True, bool),

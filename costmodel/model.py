@@ -115,7 +115,10 @@ class _TreeBuilder:
         self.dropout_sites = profile.dropout_sites()  # where dropout runs (see Profile)
 
     def dropout(self, at: _Place, tokens: sp.Expr, site: str, name: str = "dropout") -> Leaves:
-        if site not in self.dropout_sites:
+        """Dropout where the profile runs it: `site` or, for a sublayer's output, "sublayer"
+        (both outputs) or the one sublayer's ("attention_output", "ffn_output")."""
+        sites = (site, "sublayer") if site.endswith("_output") else (site,)
+        if not set(sites) & set(self.dropout_sites):
             return []
         return [at.leaf(name, B.Dropout(tokens, S.d, self.profile))]
 
@@ -134,11 +137,11 @@ class _TreeBuilder:
             return norm, [at.leaf("post_norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=False))]
         return (norm, []) if cfg.norm_position == "pre" else ([], norm)
 
-    def residual(self, at: _Place, tokens: sp.Expr, post: Leaves) -> Leaves:
+    def residual(self, at: _Place, tokens: sp.Expr, post: Leaves, site: str) -> Leaves:
         """Dropout, the residual add and a post-LN norm, or a post-sublayer norm then the add."""
         if self.cfg.post_sublayer_norm:
-            return [*post, *self.dropout(at, tokens, "sublayer"), at.leaf("residual", B.Residual(tokens))]
-        return [*self.dropout(at, tokens, "sublayer"), at.leaf("residual", B.Residual(tokens)), *post]
+            return [*post, *self.dropout(at, tokens, site), at.leaf("residual", B.Residual(tokens))]
+        return [*self.dropout(at, tokens, site), at.leaf("residual", B.Residual(tokens)), *post]
 
     def cached_tokens(self, seq: sp.Expr, windowed: bool) -> sp.Expr:
         """Tokens one self-attention layer's cache holds, as Hugging Face's DynamicCache holds them.
@@ -210,7 +213,7 @@ class _TreeBuilder:
             at.leaf("softmax", B.Softmax(q_len, k_len, **core)),
             at.leaf("weighted_sum", B.WeightedSum(q_len, k_len, **core)),
             at.leaf("out", output),
-            *self.residual(at, q_tokens, post),
+            *self.residual(at, q_tokens, post, "attention_output"),
         ]
 
     def ffn(self, at: _Place, tokens: sp.Expr, experts: bool = False) -> Leaves:
@@ -228,7 +231,7 @@ class _TreeBuilder:
                     tokens, cfg.activation, cfg.ffn_bias, self.profile, width=S.d_s)))
             if cfg.shared_expert_gate:
                 body.append(at.leaf("shared_expert_gate", B.SharedExpertGate(tokens)))
-        return [*pre, *body, *self.residual(at, tokens, post)]
+        return [*pre, *body, *self.residual(at, tokens, post, "ffn_output")]
 
     def embedding(self, group: str, stack: str, seq: sp.Expr, owns_table: bool) -> Leaves:
         cfg = self.cfg
