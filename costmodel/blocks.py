@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import sympy as sp
 
@@ -87,6 +88,7 @@ class Profile:
     optimizer_impl: str = "single"
     device: str = "cpu"
     kv_dtype: str | None = None  # a quantized KV cache (fp8, int8): one byte per element + scales
+    weight_format: Any = None  # quantization.WeightFormat of the weights (inference), or None
 
     @cached_property
     def facts(self) -> Facts:
@@ -148,6 +150,13 @@ class Cost:
     step_state_bytes: Expr = ZERO
     bytes_optimizer: Expr = ZERO
     inactive_params: Expr = ZERO  # parameters a token does not use (routed experts it skips)
+    # The weight matrices a quantized format stores quantized, as (rows, columns, how many): the
+    # matrices a layer multiplies by (costmodel/quantization.py says which stay unquantized).
+    matrices: tuple[tuple[Expr, Expr, Expr], ...] = ()
+    # Forward matmul FLOPs under a named variant of how the block runs, where it has one:
+    # "windowed" (a kernel that computes only the keys in a sliding window) and "absorbed" (MLA
+    # with its key/value up-projections folded into the query and the output).
+    variants: tuple[tuple[str, Expr], ...] = ()
 
     @property
     def params(self) -> Expr:
@@ -157,6 +166,15 @@ class Cost:
     def active_params(self) -> Expr:
         """Parameters one token's forward uses (all but the routed experts it is not sent to)."""
         return self.params - self.inactive_params
+
+    @property
+    def matrix_params(self) -> Expr:
+        """Elements of the weight matrices a quantized format quantizes."""
+        return sp.Add(*(rows * cols * count for rows, cols, count in self.matrices))
+
+    def variant_flops(self, name: str) -> Expr:
+        """Forward matmul FLOPs under a variant (the block's own when it has none of that name)."""
+        return dict(self.variants).get(name, self.flops_matmul)
 
     @property
     def bytes_moved(self) -> Expr:
@@ -203,10 +221,49 @@ class Cost:
 
 def _cost(**kwargs) -> Cost:
     """A Cost with every value made a sympy expression (zero elements and tensors dropped)."""
-    values = {k: sp.sympify(v) for k, v in kwargs.items() if k not in ("elements", "tensors")}
+    pairs = ("elements", "tensors", "matrices", "variants")
+    values = {k: sp.sympify(v) for k, v in kwargs.items() if k not in pairs}
     elements = tuple((k, sp.sympify(x)) for k, x in kwargs.get("elements", ()) if x != 0)
     tensors = tuple(sp.sympify(x) for x in kwargs.get("tensors", ()) if x != 0)
-    return Cost(elements=elements, tensors=tensors, **values)
+    matrices = tuple(tuple(sp.sympify(x) for x in m) for m in kwargs.get("matrices", ()))
+    variants = tuple((k, sp.sympify(x)) for k, x in kwargs.get("variants", ()))
+    return Cost(elements=elements, tensors=tensors, matrices=matrices, variants=variants, **values)
+
+
+def _matrix(d_in: Expr, d_out: Expr, count: Expr = 1) -> tuple[Expr, Expr, Expr]:
+    """A linear layer's weight as quantized: d_out rows (output features) of d_in columns."""
+    return (d_out, d_in, count)
+
+
+def quantized_bytes(matrices: tuple[tuple[Expr, Expr, Expr], ...], fmt: Any) -> dict[str, Expr]:
+    """Bytes of quantized weight matrices by part (data, scales, zeros, tables) in a format of
+    costmodel/quantization.py; R rows of C columns, N = R C values per matrix:
+
+      row   data N bits/8, scales 4 R (one fp32 per output row)
+      gptq  data N bits/8, per group of g columns of a row (G = R ceil(C/g)): scales 2 G (fp16),
+            zeros G bits/8 (packed)
+      nf4   data N/2; per block of g values (B = ceil(N/g)): scales 4 B, tables 64 (the code); with
+            double quantisation scales B + 4 ceil(B/256), tables 64 + 1024 + 4 (the second code
+            and the offset)
+    """
+    parts = {"data": ZERO, "scales": ZERO, "zeros": ZERO, "tables": ZERO}
+    for rows, cols, count in matrices:
+        values = rows * cols
+        parts["data"] += count * sp.ceiling(values * fmt.bits / 8)
+        if fmt.layout == "row":
+            parts["scales"] += count * FP32 * rows
+        elif fmt.layout == "gptq":
+            groups = rows * sp.ceiling(cols / fmt.group)
+            parts["scales"] += count * 2 * groups
+            parts["zeros"] += count * sp.ceiling(groups * fmt.bits / 8)
+        elif fmt.double_quant:
+            blocks = sp.ceiling(values / fmt.group)
+            parts["scales"] += count * (blocks + FP32 * sp.ceiling(blocks / 256))
+            parts["tables"] += count * (16 * FP32 + 256 * FP32 + FP32)
+        else:
+            parts["scales"] += count * FP32 * sp.ceiling(values / fmt.group)
+            parts["tables"] += count * 16 * FP32
+    return parts
 
 
 class Block:
@@ -303,6 +360,7 @@ class EmbeddingProjection(Block):
         kept = (self.d_in if self.input_kept else 0) + (self.d_out if self.output_kept else 0)
         return _cost(
             tensors=[self.d_in * self.d_out],
+            matrices=[_matrix(self.d_in, self.d_out)],
             flops_matmul=forward,
             flops_matmul_backward=backward,
             saved_bytes=S.e * self.tokens * kept,
@@ -538,15 +596,18 @@ class QKVProjection(Block):
         kv_fwd, kv_bwd = _linear(self.kv_tokens, S.d, 2 * S.h_kv * S.d_h)
         if self.fused:
             tensors = _weight_and_bias(S.d, (S.h + 2 * S.h_kv) * S.d_h, self.bias)
+            matrices = [_matrix(S.d, (S.h + 2 * S.h_kv) * S.d_h)]
         else:
             tensors = (_weight_and_bias(S.d, S.h * S.d_h, self.bias)
                        + 2 * _weight_and_bias(S.d, S.h_kv * S.d_h, self.bias))
+            matrices = [_matrix(S.d, S.h * S.d_h), _matrix(S.d, S.h_kv * S.d_h, 2)]
         kv_cache = kv_cache_bytes(2 * S.b * self.cache_heads * S.d_h * self.cached_tokens,
                                   self.profile)
         moved = _linear_bytes(self.q_tokens, S.d, S.h * S.d_h)
         moved += _linear_bytes(self.kv_tokens, S.d, 2 * S.h_kv * S.d_h)
         return _cost(
             tensors=tensors,
+            matrices=matrices,
             flops_matmul=q_fwd + kv_fwd,
             flops_matmul_backward=q_bwd + kv_bwd,
             # Falcon splits its fused output with qkv[..., [-2]] and [-1]: two int64 index tensors.
@@ -592,6 +653,26 @@ class AttentionCore(Block):
     qk_dim: Expr = S.d_h  # width of a query/key head
     value_dim: Expr = S.d_h  # width of a value head (MLA: d_v)
     kv_heads: Expr = S.h_kv  # heads of K and V as they reach the kernel (Falcon's new layout: h)
+    windowed: bool = False  # a sliding-window layer's prefill (its "windowed" variant)
+    latent: bool = False  # MLA (its "absorbed" variant)
+
+    @property
+    def windowed_pairs(self) -> Expr:
+        """(query, key) pairs a causal kernel with a window of w computes over a prompt of n:
+        query i attends min(i, w) keys, n w - w (w - 1) / 2 in all once n >= w."""
+        n = self.q_len
+        return S.b * S.h * sp.Piecewise((n * S.w - S.w * (S.w - 1) / 2, n >= S.w),
+                                        (n * (n + 1) / 2, True))
+
+    def core_variants(self, width: Expr, latent_width: Expr) -> list[tuple[str, Expr]]:
+        """This product's FLOPs under a windowed kernel, or absorbed MLA (attending in the
+        latent: latent_width per head, every key of one shared head)."""
+        variants = []
+        if self.windowed:
+            variants.append(("windowed", 2 * self.windowed_pairs * width))
+        if self.latent:
+            variants.append(("absorbed", 2 * self.pairs * latent_width))
+        return variants
 
     @property
     def kernel(self) -> Kernel:
@@ -647,6 +728,7 @@ class AttentionScores(AttentionCore):
         capped = S.e * pairs if self.softcap and kernel.dense else ZERO
         return _cost(
             flops_matmul=forward,
+            variants=self.core_variants(self.qk_dim, S.r_kv + S.d_r),
             flops_matmul_backward=kernel.scores_backward(forward),
             elements=elements,
             saved_bytes=kernel.scores_saved(self) + self.fused_qkv_extra + capped,
@@ -683,6 +765,7 @@ class WeightedSum(AttentionCore):
             moved += S.e * pairs
         return _cost(
             flops_matmul=forward,
+            variants=self.core_variants(self.value_dim, S.r_kv),
             flops_matmul_backward=2 * forward,
             saved_bytes=kernel.weighted_sum_saved(self),
             bytes_matmul=moved,
@@ -706,6 +789,7 @@ class AttentionOutput(Block):
         saved = 0 if self.input_kept_by_kernel else S.e * self.tokens * width
         return _cost(
             tensors=_weight_and_bias(width, S.d, self.bias),
+            matrices=[_matrix(width, S.d)],
             flops_matmul=forward,
             flops_matmul_backward=backward,
             saved_bytes=saved,
@@ -757,17 +841,25 @@ class LatentAttention(Block):
         up_width = S.h * (nope + S.d_v)
         if self.q_lora:
             q_tensors = (*_weight_and_bias(S.d, S.r_q, self.bias), S.r_q, S.r_q * S.h * S.d_h)
+            q_matrices = [_matrix(S.d, S.r_q), _matrix(S.r_q, S.h * S.d_h)]
             q_fwd = _linear(self.q_tokens, S.d, S.r_q)[0] + _linear(self.q_tokens, S.r_q, S.h * S.d_h)[0]
         else:
             q_tensors = (S.d * S.h * S.d_h,)
+            q_matrices = [_matrix(S.d, S.h * S.d_h)]
             q_fwd = _linear(self.q_tokens, S.d, S.h * S.d_h)[0]
         kv_fwd = _linear(self.kv_tokens, S.d, S.r_kv + S.d_r)[0]
         up_fwd = _linear(self.up_tokens, S.r_kv, up_width)[0]
         forward = q_fwd + kv_fwd + up_fwd
         tensors = (*q_tensors, *_weight_and_bias(S.d, S.r_kv + S.d_r, self.bias), S.r_kv,
                    S.r_kv * up_width)
+        # Absorbed (the form inference engines run; stated, not measured): W_UK folded into each
+        # query head (d_h - d_r -> r_kv) and W_UV applied after the weighted sum (r_kv -> d_v), so
+        # the cached latents are never up-projected; the core then attends in r_kv + d_r.
+        absorbed = q_fwd + kv_fwd + 2 * self.q_tokens * S.h * S.r_kv * (nope + S.d_v)
         return _cost(
             tensors=tensors,
+            matrices=[*q_matrices, _matrix(S.d, S.r_kv + S.d_r), _matrix(S.r_kv, up_width)],
+            variants=[("absorbed", absorbed)],
             flops_matmul=forward,
             flops_matmul_backward=2 * forward,
             elements=[("rmsnorm", self.q_tokens * S.r_q if self.q_lora else 0),
@@ -824,8 +916,10 @@ class FeedForward(Block):
         n_in = 2 if self.gated else 1  # matrices d -> d_ff
         if self.gated and self.profile.facts.fused_gate_up:  # one gate_up weight (Phi-3)
             inputs = _weight_and_bias(S.d, 2 * self.width, self.bias)
+            matrices = [_matrix(S.d, 2 * self.width)]
         else:
             inputs = n_in * _weight_and_bias(S.d, self.width, self.bias)  # (gate,) up
+            matrices = [_matrix(S.d, self.width, n_in)]
         forward_in, backward_in = _linear(self.tokens, S.d, n_in * self.width)
         forward_out, backward_out = _linear(self.tokens, self.width, S.d)
         act = ACTIVATION_OPS[self.activation]
@@ -833,6 +927,7 @@ class FeedForward(Block):
         elements = [(act, inner), ("mul", inner if self.gated else 0)]
         return _cost(
             tensors=inputs + _weight_and_bias(self.width, S.d, self.bias),
+            matrices=[*matrices, _matrix(self.width, S.d)],
             flops_matmul=forward_in + forward_out,
             flops_matmul_backward=backward_in + backward_out,
             elements=elements,
@@ -933,6 +1028,7 @@ class Experts(Block):
         one_expert = 3 * S.d * S.d_x
         return _cost(
             tensors=[S.E * 2 * S.d_x * S.d, S.E * S.d * S.d_x],
+            matrices=[_matrix(S.d, 2 * S.d_x, S.E), _matrix(S.d_x, S.d, S.E)],  # each expert's own
             flops_matmul=forward,
             flops_matmul_backward=2 * forward,
             elements=[("silu", slots * S.d_x), ("mul", slots * S.d_x + slots * S.d),

@@ -161,6 +161,9 @@ def to_python(expr: Any) -> str:
             out = to_python(value) if condition is sp.true else (
                 f"({to_python(value)} if {to_python(condition)} else {out})")
         return out
+    if isinstance(expr, sp.ceiling):
+        numerator, denominator = sp.fraction(sp.together(expr.args[0]))
+        return f"(-((-{to_python(numerator)}) // {to_python(denominator)}))"
     if isinstance(expr, (sp.Max, sp.Min)):
         function = "max" if isinstance(expr, sp.Max) else "min"
         return f"{function}(" + ", ".join(to_python(a) for a in expr.args) + ")"

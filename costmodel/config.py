@@ -469,6 +469,16 @@ class Workload:
     recompute: str = "none"
     optimizer: str = "adamw"
     precision: str = "mixed"  # pure or mixed (an fp32 master copy and fp32 moments; pure in fp32)
+    # Quantized inference (costmodel/quantization.py): the layers' weight matrices in int8, int4,
+    # fp8 or nf4, with scales per group of weight_group values (None: the format's default) and,
+    # for nf4, double quantisation of the scales; the KV cache in fp8 or int8.
+    weight_dtype: str | None = None
+    weight_group: int | None = None
+    double_quant: bool = True
+    kv_dtype: str | None = None
+    # A mixture of experts' routed load: one non-negative share per expert (normalised), the same
+    # in every expert layer; None: balanced. It sets each expert's tokens and FLOPs, not the total.
+    expert_load: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         owner = "workload"
@@ -488,6 +498,27 @@ class Workload:
         _check_choice(owner, "recompute", self.recompute, RECOMPUTES)
         _check_choice(owner, "optimizer", self.optimizer, OPTIMIZERS)
         _check_choice(owner, "precision", self.precision, PRECISIONS)
+        self._check_inference_options(owner)
+
+    def _check_inference_options(self, owner: str) -> None:
+        """Quantized weights and cache, and the experts' load."""
+        from .quantization import KV_DTYPES, weight_format
+
+        if self.weight_group is not None:
+            _check_int(owner, "weight_group", self.weight_group)
+        _check_bool(owner, "double_quant", self.double_quant)
+        if not self.double_quant and self.weight_dtype != "nf4":
+            raise ConfigError(f"{owner}: double_quant applies only to nf4 weights.")
+        weight_format(self.weight_dtype, self.weight_group, self.double_quant)
+        if self.kv_dtype is not None:
+            _check_choice(owner, "kv_dtype", self.kv_dtype, KV_DTYPES)
+        if self.expert_load is not None:
+            load = tuple(self.expert_load)
+            if not load or any(isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0
+                               or x != x or x == float("inf") for x in load) or not sum(load) > 0:
+                raise ConfigError(f"{owner}: expert_load must be non-negative numbers, one per "
+                                  f"expert, not all zero; got {show(self.expert_load)}.")
+            object.__setattr__(self, "expert_load", load)
 
     @property
     def bytes_per_element(self) -> int:
@@ -502,9 +533,13 @@ class Workload:
 
     def options(self) -> dict[str, Any]:
         """The choices that shape the cost tree (everything but the sizes)."""
-        return {"dtype": self.dtype, "impl": self.impl, "attention": self.attention,
-                "recompute": self.recompute, "optimizer": self.optimizer,
-                "precision": self.precision}
+        options = {"dtype": self.dtype, "impl": self.impl, "attention": self.attention,
+                   "recompute": self.recompute, "optimizer": self.optimizer,
+                   "precision": self.precision}
+        if self.weight_dtype is not None or self.kv_dtype is not None:
+            options.update(weight_dtype=self.weight_dtype, weight_group=self.weight_group,
+                           double_quant=self.double_quant, kv_dtype=self.kv_dtype)
+        return options
 
     def dimensions(self, cfg: ModelConfig) -> dict[str, int]:
         """The workload symbols' values for a model, by symbol name: n is the decoder (or only)

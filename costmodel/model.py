@@ -30,10 +30,14 @@ ONE = sp.Integer(1)
 PHASES = ("train", "prefill", "decode")
 #: Quantities a leaf derives from its parameters and the precision policy (bytes per parameter).
 STATE_QUANTITIES = ("weight_bytes", "gradient_bytes", "optimizer_bytes")
+#: With quantized weights (inference phases): the weight bytes by part.
+WEIGHT_PARTS = ("weight_data_bytes", "weight_scale_bytes", "weight_zero_bytes",
+                "weight_table_bytes", "weight_unquantized_bytes")
 
 # The names of the blocks in each regime, for the crossover n*.
 ATTENTION_CORE = ("scores", "weighted_sum")
-PROJECTIONS_AND_FFN = ("qkv", "out", "mlp")
+PROJECTIONS_AND_FFN = ("qkv", "mla", "out", "mlp", "router", "experts", "shared_expert",
+                       "shared_expert_gate")
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ class Leaf:
     recomputed: bool = False  # its forward runs again in backward (recomputation)
     checkpointed: bool = False  # full recomputation: what it saves is rebuilt one layer at a time
     per_param: object = None  # precision.ParamBytes of the tree (for STATE_QUANTITIES)
+    weight_format: object = None  # quantization.WeightFormat of quantized weights (inference)
 
     @property
     def path(self) -> str:
@@ -65,7 +70,22 @@ class Leaf:
     def in_layer(self) -> bool:
         return self.part == "layer"
 
+    def weight_part(self, quantity: str) -> sp.Expr:
+        """One run's weight bytes by part: quantized matrices' data, scales, zeros and tables,
+        and the rest in the precision policy's weight bytes (all of them when unquantized)."""
+        unquantized = self.cost.params - (self.cost.matrix_params if self.weight_format else 0)
+        parts = {"weight_unquantized_bytes": self.per_param.weights * unquantized}
+        if self.weight_format:
+            quantized = B.quantized_bytes(self.cost.matrices, self.weight_format)
+            parts.update(weight_data_bytes=quantized["data"], weight_scale_bytes=quantized["scales"],
+                         weight_zero_bytes=quantized["zeros"], weight_table_bytes=quantized["tables"])
+        if quantity == "weight_bytes":
+            return sp.Add(*parts.values())
+        return parts.get(quantity, sp.Integer(0))
+
     def total(self, quantity: str) -> sp.Expr:
+        if quantity in WEIGHT_PARTS or (quantity == "weight_bytes" and self.weight_format):
+            return self.count * self.weight_part(quantity)
         if quantity in STATE_QUANTITIES:
             per_param = {"weight_bytes": self.per_param.weights,
                          "gradient_bytes": self.per_param.gradients,
@@ -182,6 +202,8 @@ class _TreeBuilder:
             cross=cross,
             causal=not cross and cached != 0,
             kv_heads=S.h if all_heads else S.h_kv,
+            windowed=window and not self.decode,
+            latent=cfg.mla and not cross,
         )
         if cfg.mla and not cross:
             core.update(value_dim=S.d_v)
@@ -392,12 +414,15 @@ class _TreeBuilder:
 def profile_for(cfg: ModelConfig, workload: Workload | None = None, **changes) -> B.Profile:
     """The implementation profile a workload asks for (training forward: dropout if p > 0)."""
     workload = workload or Workload()
+    from .quantization import weight_format
+
     attention_dropout = None if cfg.attention_dropout is None else cfg.attention_dropout > 0
     profile = B.Profile(
         impl=workload.impl, attention=workload.attention, dropout=cfg.dropout > 0,
         attention_dropout=attention_dropout, family=cfg.family, recompute=workload.recompute,
-        precision=workload.precision, optimizer=workload.optimizer,
-        kv_dtype=getattr(workload, "kv_dtype", None),
+        precision=workload.precision, optimizer=workload.optimizer, kv_dtype=workload.kv_dtype,
+        weight_format=weight_format(workload.weight_dtype, workload.weight_group,
+                                    workload.double_quant),
     )
     return dataclasses.replace(profile, **changes)
 
@@ -435,7 +460,10 @@ class CostModel:
     @cached_property
     def leaves(self) -> tuple[Leaf, ...]:
         per_param = self.profile.param_bytes
-        leaves = [dataclasses.replace(leaf, per_param=per_param, recomputed=self._reruns(leaf))
+        # Quantized weights are an inference format: the training tree keeps them in its policy.
+        fmt = self.profile.weight_format if self.phase != "train" else None
+        leaves = [dataclasses.replace(leaf, per_param=per_param, recomputed=self._reruns(leaf),
+                                      weight_format=fmt)
                   for leaf in _TreeBuilder(self.cfg, self.profile, self.phase).build()]
         if self.phase == "train":
             step = B.OptimizerStep(self.parameter_runs(leaves), self.profile)
@@ -494,6 +522,11 @@ class CostModel:
     def total(self, quantity: str, leaves: Iterable[Leaf] | None = None) -> sp.Expr:
         """Sum of one quantity over every leaf (or the leaves given)."""
         return sp.Add(*(leaf.total(quantity) for leaf in (self.leaves if leaves is None else leaves)))
+
+    def variant_flops(self, name: str, leaves: Iterable[Leaf] | None = None) -> sp.Expr:
+        """Forward matmul FLOPs with every block that has the variant `name` run that way."""
+        return sp.Add(*(leaf.count * leaf.cost.variant_flops(name)
+                        for leaf in (self.leaves if leaves is None else leaves)))
 
     def element_counts(self) -> dict[str, sp.Expr]:
         """Output elements of the non-matmul ops, per op kind, over the whole model."""
