@@ -144,3 +144,34 @@ def test_decode_step_flops_equal_the_decode_tree(family, index):
             subs = values(cfg, Workload(seq_len=n, batch=b, dtype="bf16"))
             subs[next(s for s in subs if s.name == "c")] = n + gen + 1  # the keys it attends to
             assert measured == exact(decode.total("flops_matmul"), subs), (family, b, n, gen)
+
+
+# ---------------------------------------------------------------------------------------------
+# The experts against the routing observed on real tensors
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family, index", [("mixtral", 0), ("qwen2_moe", 0), ("deepseek_v3", 0)])
+def test_expert_flops_follow_the_observed_routing(family, index):
+    """On real tensors the router sends each expert its own share of the k b n slots. Given that
+    share (--expert-load), the estimate's tokens per expert are the observed ones and its
+    per-expert FLOPs sum to what the layer's grouped products cost; the totals equal the
+    balanced estimate's, whatever the routing."""
+    from tests.family_odd_configs import ODD_FAMILY_CONFIGS
+    from validate.measure import expert_loads
+
+    config = ODD_FAMILY_CONFIGS[family][index]
+    inputs = family_inputs(config, 2, 10)
+    with built(config, torch.float32) as model:  # experts in fp32: real tensors
+        loads = expert_loads(model, inputs)
+        flops = matmul_flops(model, inputs, depth=6)
+    balanced = estimate(config, 2, 10, "fp32")
+    assert flops.forward == balanced.total("flops_matmul")
+    cfg = from_hf_config(config, name="odd")
+    for path, load in loads.items():
+        given = Estimate(cfg, Workload(seq_len=10, batch=2, dtype="fp32", expert_load=tuple(load)))
+        moe = given.to_dict()["moe"]
+        assert moe["tokens_per_expert"] == load
+        grouped = sum(v for k, v in flops.forward_by_module.items() if k.startswith(path))
+        assert sum(moe["expert_flops_forward"]) == grouped, path
+        assert given.total("flops_matmul") == balanced.total("flops_matmul")
