@@ -79,6 +79,9 @@ class Facts:
     router_dtype: str = "activation"
     # dtype of the routing weights the experts' output is multiplied by
     routing_weights_dtype: str = "fp32"
+    # the code honours sliding_window: a windowed layer's decode step attends min(c, w) keys and
+    # its cache keeps the window (False: every key, every token)
+    applies_sliding_window: bool = True
     # sdpa's math path gets a bool causal mask per decoder layer (m^2 bytes kept)
     sdpa_causal_bool_mask: bool = False
     # cross-attention gets a zero position bias (1, h, m, n) made once, kept by the flash kernel

@@ -305,6 +305,8 @@ class _TreeBuilder:
         """The leaves of one kind of layer, run kind.count times."""
         decoder = stack == "decoder"
         layer = _Place(stack, "layer", stack, count=kind.count, kind=kind.label)
+        if not self.profile.facts.applies_sliding_window:  # the code attends and caches all
+            kind = dataclasses.replace(kind, window=False)
         self_at = dataclasses.replace(layer, sublayer="self_attention")
         cached = self.cached_tokens(seq, kind.window) if decoder else sp.Integer(0)
         if self.decode:

@@ -175,7 +175,10 @@ def make_generation(cfg: ModelConfig, measure: bool, progress: Progress) -> Made
     small_source = GENERATION_TINY_SOURCE if encoder_decoder else 1
     full = generation_curves(cfg, context, source_len=context)
     small = generation_curves(small_cfg, GENERATION_MEASURED_TOKENS, source_len=small_source)
+    from validate import reference_unsupported
+
     measured = None
+    measure = measure and not reference_unsupported(cfg)  # the reference model cannot run it
     if measure:
         progress(f"[generation] {small_cfg.name}: FlopCounterMode over {GENERATION_MEASURED_TOKENS} "
                  "steps with and without a KV cache")
