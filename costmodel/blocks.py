@@ -1035,7 +1035,9 @@ class Experts(Block):
                       ("add", slots * S.d)],
             saved_bytes=saved,
             inactive_params=(S.E - S.k) * one_expert,
-            bytes_matmul=S.e * (S.E * one_expert + slots * (2 * S.d + 3 * S.d_x)),
+            # Traffic: each expert that gets a slot reads its weights once (balanced routing: all
+            # of them once there are E slots; a decode step of b tokens reads at most b k).
+            bytes_matmul=S.e * (sp.Min(S.E, slots) * one_expert + slots * (2 * S.d + 3 * S.d_x)),
             bytes_other=elementwise_bytes(slots * S.d_x, reads=2) + elementwise_bytes(slots * S.d, reads=2),
         )
 
