@@ -208,6 +208,9 @@ def validate(cfg: ModelConfig, workload: Workload, *, target: str = "hf", device
              blocks: bool = False, progress: Callable[[str], None] | None = None) -> list[Row]:
     """Every comparable quantity of one model and workload: formula beside measurement."""
     progress = progress or (lambda message: None)
+    if cfg.moe and target == "hf" and device == "fake" and workload.dtype != "bf16":
+        raise ValueError(f"model {cfg.name!r}: under FakeTensorMode the experts' grouped_mm runs "
+                         "only in bf16 (torch's fake kernel); use --dtype bf16 or --device cpu.")
     estimate = Estimate(cfg, workload.replace(impl=target))
     context = fake_mode() if device == "fake" else _nothing()
     rows: list[Row] = []

@@ -321,3 +321,8 @@ def build_reference(cfg: ModelConfig) -> Transformer:
         raise ValueError(f"model {cfg.name!r}: the reference model does not implement "
                          f"{', '.join(missing)}; use --target hf.")
     return Transformer(cfg)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Unique parameters (a tied weight once), buffers excluded: the project's convention."""
+    return sum(p.numel() for p in model.parameters())
