@@ -297,14 +297,12 @@ def _gpt_neox(f: _Fields, name: str) -> ModelConfig:
 
 def _falcon(f: _Fields, name: str) -> ModelConfig:
     """Falcon: the 7B layout (multi_query: one K/V head, one LayerNorm feeding attention and MLP
-    in parallel) or the new layout (new_decoder_architecture: num_kv_heads K/V heads, which the
-    cache holds broadcast to every query head; num_ln_in_parallel_attn LayerNorms, 2 by default),
-    RoPE, fused query_key_value, a GELU MLP of ffn_hidden_size, biases per `bias`."""
+    in parallel), the new layout (new_decoder_architecture: num_kv_heads K/V heads, which the
+    cache holds broadcast to every query head; num_ln_in_parallel_attn LayerNorms, 2 by default)
+    or Falcon-RW's (alibi: multi-head attention, sequential by parallel_attn false); RoPE
+    otherwise, fused query_key_value, a GELU MLP of ffn_hidden_size, biases per `bias`."""
     d_model = f.get("n_embed", f.get("hidden_size", 4544))  # n_embed: FalconConfig's legacy name
     n_heads = f.get("num_attention_heads", 71)
-    if f.get("alibi", False, bool):
-        raise ConfigError(f"{f.source}: Falcon with ALiBi (Falcon-RW) is not modelled; "
-                          "the rotary layouts (alibi: false) are.")
     if d_model % n_heads:
         raise ConfigError(f"{f.source}: hidden_size ({d_model}) is not divisible by "
                           f"num_attention_heads ({n_heads}).")
@@ -314,7 +312,16 @@ def _falcon(f: _Fields, name: str) -> ModelConfig:
     new = f.get("new_decoder_architecture", False, bool)
     parallel = f.get("parallel_attn", True, bool)
     bias = f.get("bias", False, bool)
-    if new:
+    alibi = f.get("alibi", False, bool)
+    if alibi:  # Falcon-RW: the old layout's multi-head attention with ALiBi
+        if new or f.get("multi_query", True, bool):
+            raise ConfigError(f"{f.source}: Falcon's ALiBi is modelled in the old multi-head layout "
+                              "(Falcon-RW: multi_query and new_decoder_architecture false).")
+        if f.get("attention_dropout", 0.0, float) > 0 or f.get("hidden_dropout", 0.0, float) > 0:
+            raise ConfigError(f"{f.source}: dropout in Falcon's ALiBi layout is not modelled.")
+        layout = dict(family="falcon_rw", n_kv_heads=n_heads, parallel_attention=parallel,
+                      parallel_norms=1 if parallel else 2, position="alibi")
+    elif new:
         n_kv = f.get("num_kv_heads", n_heads)
         norms = f.get("num_ln_in_parallel_attn", 2)
         if norms not in (1, 2) or (norms == 1 and not parallel):
@@ -334,12 +341,12 @@ def _falcon(f: _Fields, name: str) -> ModelConfig:
     return ModelConfig(
         name=name, vocab_size=f.get("vocab_size", 65024), d_model=d_model, n_heads=n_heads,
         d_ff=f.get("ffn_hidden_size", 4 * d_model), n_decoder_layers=f.get("num_hidden_layers", 32),
-        max_positions=f.get("max_position_embeddings", 2048), position="rope", norm="layernorm",
+        max_positions=f.get("max_position_embeddings", 2048), norm="layernorm",
         norm_position="pre", activation=act, qkv_bias=bias, out_bias=bias, ffn_bias=bias,
         head="lm", tie_embeddings=f.get("tie_word_embeddings", True, bool),
         dropout=float(f.get("hidden_dropout", 0.0, float)),
         attention_dropout=0.0,  # the rotary path applies no dropout to the probabilities
-        **layout,
+        **{"position": "rope", **layout},
     )
 
 

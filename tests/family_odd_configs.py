@@ -191,6 +191,11 @@ def _falcon() -> list[dict[str, Any]]:
         dict(new, hidden_dropout=0.1),
         dict(old, num_hidden_layers=3, ffn_hidden_size=53),
         dict(new, num_hidden_layers=1, num_kv_heads=3, activation="relu"),
+        # Falcon-RW: ALiBi, multi-head attention, sequential, biases
+        dict(old, alibi=True, multi_query=False, parallel_attn=False, bias=True),
+        dict(old, alibi=True, multi_query=False, parallel_attn=True, num_hidden_layers=3),
+        dict(_S, model_type="falcon", alibi=True, multi_query=False, parallel_attn=False,
+             tie_word_embeddings=False),
     ]
 
 

@@ -21,8 +21,8 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from costmodel.config import ModelConfig
 
 #: Families built through a config.json dict (config_dict below) and AutoModelForCausalLM.
-DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falcon_new", "opt",
-                 "bloom", "mixtral", "qwen2_moe", "deepseek_v3")
+DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falcon_new",
+                 "falcon_rw", "opt", "bloom", "mixtral", "qwen2_moe", "deepseek_v3")
 HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5", *DICT_FAMILIES)
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
@@ -311,11 +311,12 @@ def _falcon_dict(cfg: ModelConfig) -> dict[str, Any]:
     new = cfg.family == "falcon_new"
     layout = (dict(new_decoder_architecture=True, num_kv_heads=cfg.n_kv_heads,
                    num_ln_in_parallel_attn=cfg.parallel_norms, parallel_attn=True) if new else
-              dict(new_decoder_architecture=False, multi_query=True,
+              dict(new_decoder_architecture=False, multi_query=cfg.family == "falcon",
                    parallel_attn=cfg.parallel_attention))
     return dict(model_type="falcon", vocab_size=cfg.vocab_size, hidden_size=cfg.d_model,
                 num_hidden_layers=cfg.n_decoder_layers, num_attention_heads=cfg.n_heads,
-                ffn_hidden_size=cfg.d_ff, max_position_embeddings=cfg.max_positions, alibi=False,
+                ffn_hidden_size=cfg.d_ff, max_position_embeddings=cfg.max_positions,
+                alibi=cfg.family == "falcon_rw",
                 bias=cfg.qkv_bias, activation=cfg.activation, hidden_dropout=cfg.dropout,
                 tie_word_embeddings=cfg.tie_embeddings, **layout)
 
@@ -342,6 +343,7 @@ _DICTS = {
     "qwen3": _qwen3_dict, "gemma": _gemma_dict, "gemma2": _gemma2_dict, "phi3": _phi3_dict,
     "mixtral": _mixtral_dict, "qwen2_moe": _qwen2_moe_dict, "deepseek_v3": _deepseek_v3_dict,
     "gpt_neox": _gpt_neox_dict, "falcon": _falcon_dict, "falcon_new": _falcon_dict,
+    "falcon_rw": _falcon_dict,
     "opt": _opt_dict, "bloom": _bloom_dict,
 }
 
