@@ -153,7 +153,7 @@ def test_models_lists_every_preset(capsys):
     code, out, _ = run_main(["models"], capsys)
     assert code == 0
     lines = out.strip().splitlines()
-    assert len(lines) == 2 + 14
+    assert len(lines) == 2 + 30  # 14, and issue 14's 16 flagships
     assert any(line.startswith("llama2-70b") and "68.98 B" in line for line in lines)
 
 

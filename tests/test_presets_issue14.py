@@ -20,7 +20,7 @@ pytest.importorskip("transformers")
 from costmodel.config import Workload  # noqa: E402
 from costmodel.estimation import Estimate  # noqa: E402
 from costmodel.presets import PRESET_DIR, load_preset  # noqa: E402
-from tests.published import PUBLISHED, PUBLISHED_ACTIVE  # noqa: E402
+from tests.published import FLAGSHIPS, PUBLISHED_ACTIVE  # noqa: E402
 from validate.hf_families import build_hf_from_dict, family_inputs  # noqa: E402
 from validate.hf_models import fake_mode  # noqa: E402
 from validate.measure import count_parameters, kv_cache_bytes, matmul_flops  # noqa: E402
@@ -44,7 +44,7 @@ def test_flagship_parameters_equal_the_class(name):
     with fake_mode():
         model = build_hf_from_dict(preset_dict(name), dtype=torch.bfloat16)
         measured = count_parameters(model)
-    assert measured == PUBLISHED[name]
+    assert measured == FLAGSHIPS[name]
     estimate = Estimate(load_preset(name), Workload(seq_len=8)).to_dict()["params"]
     assert estimate["total"] == measured
     assert estimate.get("active") == PUBLISHED_ACTIVE.get(name)
