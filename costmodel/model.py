@@ -163,7 +163,7 @@ class _TreeBuilder:
             return [*post, *self.dropout(at, tokens, site), at.leaf("residual", B.Residual(tokens))]
         return [*self.dropout(at, tokens, site), at.leaf("residual", B.Residual(tokens)), *post]
 
-    def cached_tokens(self, seq: sp.Expr, windowed: bool) -> sp.Expr:
+    def cached_tokens(self, windowed: bool) -> sp.Expr:
         """Tokens one self-attention layer's cache holds, as Hugging Face's DynamicCache holds them.
 
         Full layers: the prompt (prefill), the prompt and T generated (train tree), c (decode).
@@ -308,7 +308,7 @@ class _TreeBuilder:
         if not self.profile.facts.applies_sliding_window:  # the code attends and caches all
             kind = dataclasses.replace(kind, window=False)
         self_at = dataclasses.replace(layer, sublayer="self_attention")
-        cached = self.cached_tokens(seq, kind.window) if decoder else sp.Integer(0)
+        cached = self.cached_tokens(kind.window) if decoder else sp.Integer(0)
         if self.decode:
             self_attention = self.attention(self_at, seq, S.c, cross=False, cached=cached,
                                             kv_len=seq, window=kind.window)
