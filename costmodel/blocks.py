@@ -888,10 +888,15 @@ class LatentAttention(Block):
                       ("rmsnorm", self.kv_tokens * S.r_kv)],
             saved_bytes=self.saved(),
             kv_cache_bytes=kv_cache_bytes(S.b * self.cached_tokens * (S.r_kv + S.d_r), self.profile),
-            bytes_matmul=(S.e * sp.Add(*tensors) + S.e * self.q_tokens * (S.d + S.h * S.d_h)
+            bytes_matmul=(S.e * sp.Add(*(t.elements for t in tensors)) + S.e * self.q_tokens * (S.d + S.h * S.d_h)
                           + S.e * self.kv_tokens * (S.d + S.r_kv + S.d_r)
                           + S.e * self.up_tokens * (S.r_kv + up_width)),
         )
+
+    def latent_gradient_bytes(self) -> Expr:
+        """The latents read by the head-split up-projections (q_b_proj and kv_b_proj): under tensor
+        parallelism each rank's backward gives a partial gradient of them, which is all-reduced."""
+        return S.e * (self.q_tokens * S.r_q if self.q_lora else ZERO) + S.e * self.up_tokens * S.r_kv
 
     def saved(self) -> Expr:
         facts, tokens = self.profile.facts, self.kv_tokens
@@ -1096,25 +1101,37 @@ class LMHead(Block):
     scaled_input: bool = False  # the decoder output times d**-0.5 first (T5 with a tied head)
     returns_logits: bool = False  # inference: the caller holds the logits
     width: Expr = S.d  # its input's width (OPT-350m's head reads the d_e-wide projection out)
-    softcap: bool = False  # logits -> cap * tanh(logits / cap) (Gemma 2)
     title = "output projection to the vocabulary"
 
     def cost(self) -> Cost:
         forward, backward = _linear(self.tokens, self.width, S.V)
         tensors = ([Tensor(S.V, self.width)] if self.owns_weight else []) + ([S.V] if self.bias else [])
-        logits = self.tokens * S.V
-        elements = [("mul", self.tokens * S.d if self.scaled_input else 0),
-                    ("mul", 2 * logits if self.softcap else 0), ("tanh", logits if self.softcap else 0)]
         return _cost(
             tensors=tensors,
             flops_matmul=forward,
             flops_matmul_backward=backward,
-            elements=elements,
-            # Soft-capping keeps tanh's result, in the activation dtype (the loss upcasts after).
-            saved_bytes=S.e * logits if self.softcap else 0,
+            elements=[("mul", self.tokens * S.d if self.scaled_input else 0)],
             bytes_matmul=_linear_bytes(self.tokens, self.width, S.V),  # the weight is read, tied or not
-            bytes_other=3 * elementwise_bytes(logits) if self.softcap else 0,
             result_bytes=S.e * self.tokens * S.V if self.returns_logits else 0,
+        )
+
+
+@dataclass(frozen=True)
+class LogitSoftcap(Block):
+    """Gemma 2's final soft-capping, logits -> cap * tanh(logits / cap): two multiplies and a tanh
+    over the logits. It keeps tanh's result, in the activation dtype (the loss upcasts after). Its
+    own block because tensor parallelism runs it on the gathered logits unless the loss is
+    vocabulary-parallel (measured: FINDINGS 10.7)."""
+
+    tokens: Expr
+    title = "logit soft-capping"
+
+    def cost(self) -> Cost:
+        logits = self.tokens * S.V
+        return _cost(
+            elements=[("mul", 2 * logits), ("tanh", logits)],
+            saved_bytes=S.e * logits,
+            bytes_other=3 * elementwise_bytes(logits),
         )
 
 

@@ -580,11 +580,15 @@ class Workload:
                             f"{show(cfg.name)} ({cfg.max_positions} tokens).")
         decoder = self.decoder_len + self.gen_tokens
         if cfg.sliding_window is not None and cfg.n_decoder_layers and decoder > cfg.sliding_window:
-            warnings.append(
-                f"model {show(cfg.name)} attends within a sliding window of {cfg.sliding_window:,} "
-                f"tokens, which is not modelled yet: attention and the KV cache are counted over all "
-                f"{decoder:,} tokens (a windowed cache would hold {cfg.sliding_window:,})."
-            )
+            window = f"model {show(cfg.name)} attends within a sliding window of {cfg.sliding_window:,} tokens"
+            if self.impl == "reference":
+                warnings.append(f"{window}; the reference implementation has no window: attention and "
+                                f"the KV cache are counted over all {decoder:,} tokens.")
+            else:
+                warnings.append(f"{window}: eager attention still computes every score, and Hugging "
+                                f"Face's cache holds the whole prompt after the prefill and "
+                                f"{cfg.sliding_window:,} tokens once decoding begins (see the KV cache "
+                                f"line).")
         return warnings
 
     def lengths(self, cfg: ModelConfig) -> dict[str, int]:

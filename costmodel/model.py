@@ -369,9 +369,10 @@ class _TreeBuilder:
         elif cfg.head == "lm":
             lm = B.LMHead(tokens, not cfg.tie_embeddings, cfg.lm_head_bias,
                           scaled_input=cfg.scale_lm_head_input, returns_logits=self.phase != "train",
-                          width=S.d_e if cfg.projected_embeddings else S.d,
-                          softcap=cfg.logit_softcap is not None)
+                          width=S.d_e if cfg.projected_embeddings else S.d)
             leaves = [at.leaf("lm_head", lm)]
+            if cfg.logit_softcap is not None:
+                leaves.append(at.leaf("softcap", B.LogitSoftcap(tokens)))
         else:
             leaves = []
         if self.phase == "train":
@@ -412,6 +413,24 @@ class _TreeBuilder:
             *self.stack("decoder", ONE, S.L_dec, cross_len=S.s if encoder_decoder else None),
             *self.head(ONE, "decoder"),
         ]
+
+
+def layer_kind_at(cfg: ModelConfig, stack: str, index: int) -> str | None:
+    """The kind label (_TreeBuilder.layer_kinds) of layer `index` (from 0) of a stack, for
+    placing layers on pipeline stages. DeepSeek-V3: the first n_dense_layers dense. Where only
+    some layers slide, the config keeps how many, not which: every other one from layer 0 when
+    half of them do (Gemma 2; Qwen2-MoE below max_window_layers), else the last ones (Qwen2 and
+    Qwen3 from max_window_layers on), as costmodel/hf.py counts them."""
+    if stack != "decoder":
+        return None
+    layers, windows = cfg.n_decoder_layers, cfg.n_window_layers
+    if cfg.n_dense_layers:
+        return "dense" if index < cfg.n_dense_layers else "moe"
+    if not windows or windows == layers:
+        return None
+    if windows == (layers + 1) // 2:
+        return "sliding" if index % 2 == 0 else "full"
+    return "sliding" if index >= layers - windows else "full"
 
 
 def profile_for(cfg: ModelConfig, workload: Workload | None = None, **changes) -> B.Profile:

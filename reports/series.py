@@ -101,7 +101,7 @@ FLOP_GROUPS = (
     ("attention scores QK^T", ("scores",)),
     ("weighted sum of values", ("weighted_sum",)),
     ("FFN", ("mlp", "router", "experts", "shared_expert", "shared_expert_gate")),
-    ("output projection to the vocabulary", ("lm_head",)),
+    ("output projection to the vocabulary", ("lm_head", "softcap")),
     ("norms, softmax, adds and the rest", ()),
 )
 
