@@ -68,6 +68,16 @@ def model_options(function):
     return click.option("--model", "-m", "model", type=str, help="A preset name or alias, any case (see `models`).")(function)
 
 
+def _expert_load(ctx: Any, param: Any, value: str | None) -> tuple[float, ...] | None:
+    """--expert-load as numbers (Workload checks them)."""
+    if value is None:
+        return None
+    try:
+        return tuple(float(x) for x in value.split(","))
+    except ValueError:
+        raise InputError(f"--expert-load must be comma-separated numbers, got {value!r}.") from None
+
+
 def workload_options(function):
     """The workload options shared by estimate and the commands built on it."""
     options = [
@@ -83,6 +93,17 @@ def workload_options(function):
         click.option("--precision", default="mixed", show_default=True,
                      help="mixed (bf16/fp16 weights and gradients, fp32 master weights and moments) or "
                      "pure (everything in --dtype, as torch.optim on a model built in it)."),
+        click.option("--weight-dtype", default=None,
+                     help="Quantized inference weights: int8 (LLM.int8), int4 (GPTQ/AWQ), fp8 or nf4 "
+                     "(bitsandbytes); embeddings, head and norms stay in --dtype."),
+        click.option("--weight-group", type=int, default=None,
+                     help="Values per scale (and zero): int4 128, nf4 64 by default; int8 per row unless given."),
+        click.option("--no-double-quant", "double_quant", flag_value=False, default=True,
+                     help="nf4 without double quantisation of its scales."),
+        click.option("--kv-dtype", default=None, help="A quantized KV cache: fp8 or int8."),
+        click.option("--expert-load", default=None, callback=_expert_load,
+                     help="Mixture of experts: tokens routed to each expert, as relative shares "
+                     "(e.g. 3,1,1,1,1,1,1,1); default balanced. Sets per-expert FLOPs, not totals."),
     ]
     for option in reversed(options):
         function = option(function)

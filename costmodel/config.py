@@ -22,6 +22,7 @@ NORM_POSITIONS = ("pre", "post")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh")
 GATED_ACTIVATIONS = ("swiglu", "geglu", "geglu_tanh")
 HEADS = ("lm", "pooler", "none")
+ROUTERS = ("softmax", "sigmoid")
 
 #: Bytes per element of each dtype, under every spelling the CLI accepts.
 DTYPE_BYTES = {
@@ -115,13 +116,51 @@ class ModelConfig:
     scale_embeddings: bool = False  # multiply token embeddings by sqrt(d_model) (Vaswani et al.)
     token_types: int = 0  # BERT's segment embeddings (type_vocab_size)
     dropout: float = 0.0  # training-time dropout probability (keeps masks for backward)
+    # Dropout on the attention probabilities when it differs from `dropout` (OPT: dropout 0.1 on
+    # the sublayer outputs, attention_dropout 0.0); None: the same.
+    attention_dropout: float | None = None
     # The attention scores' multiplier: None is 1/sqrt(d_head); 1.0 means no multiply at all (T5
     # folds the scale into its initialisation).
     attention_scale: float | None = None
     scale_lm_head_input: bool = False  # the decoder output times d**-0.5 before the head (T5)
-    # Attend to at most this many previous tokens (Mistral v0.1). Not modelled yet: counted as full
-    # attention, with a warning when it is shorter than the sequence.
+    # Attend to at most this many previous tokens (Mistral v0.1, Phi-3, Gemma 2's local layers) in
+    # window_layers of the decoder layers (None: all). Eager attention still computes every score
+    # and masks; the KV cache of a windowed layer is what Hugging Face's holds (costmodel/blocks.py).
     sliding_window: int | None = None
+    window_layers: int | None = None
+    qk_norm: bool = False  # an RMSNorm over each query and key head before RoPE (Qwen3)
+    post_sublayer_norm: bool = False  # a norm on each sublayer's output before its residual add (Gemma 2)
+    attention_softcap: float | None = None  # scores -> cap * tanh(scores / cap) (Gemma 2)
+    logit_softcap: float | None = None  # logits -> cap * tanh(logits / cap) (Gemma 2)
+    rotary_dim: int | None = None  # RoPE rotates this many of each head's dimensions (None: d_head)
+    # Attention and FFN both read the layer input and add their outputs to it together (GPT-NeoX,
+    # Falcon); parallel_norms: one norm per branch (2) or one norm feeding both (1, Falcon-7B).
+    parallel_attention: bool = False
+    parallel_norms: int = 2
+    position_offset: int = 0  # extra rows of a learned position table (OPT looks up position + 2)
+    # The token embeddings' width when it is not d_model: projected in to d_model after the lookup
+    # and out again before the head, which is this wide (OPT-350m's word_embed_proj_dim).
+    embedding_dim: int | None = None
+    # Mixture of experts: every token goes to top_k of n_experts routed experts (gated FFNs of width
+    # d_expert, default d_ff) chosen by a router ("softmax": Mixtral, Qwen2-MoE; "sigmoid": DeepSeek-
+    # V3's sigmoid scores with group-limited top-k), plus a shared expert of width d_shared (0: none),
+    # gated by a sigmoid of d -> 1 in Qwen2-MoE. n_dense_layers of the decoder layers keep a dense FFN
+    # of d_ff instead (DeepSeek-V3's first three).
+    n_experts: int = 0
+    top_k: int = 0
+    d_expert: int | None = None
+    d_shared: int = 0
+    shared_expert_gate: bool = False
+    n_dense_layers: int = 0
+    router: str = "softmax"
+    renormalize_top_k: bool = True  # the top-k routing weights are divided by their sum
+    # Multi-head latent attention (DeepSeek-V2/V3) when kv_lora_rank is set: keys and values come up
+    # from a cached latent of kv_lora_rank plus one shared RoPE key of rotary_dim; queries from a
+    # latent of q_lora_rank (None: a direct projection); d_head is the query/key width (the part
+    # without RoPE plus rotary_dim), v_head_dim the value width.
+    kv_lora_rank: int | None = None
+    q_lora_rank: int | None = None
+    v_head_dim: int | None = None
     family: str = "custom"  # whose code runs it (the facts table's key): llama, gpt2, bert, t5...
     # Which of n_kv_heads / d_head were derived rather than given (replace() derives them again).
     _derived: frozenset = dataclasses.field(default=frozenset(), init=False, repr=False, compare=False)
@@ -174,16 +213,106 @@ class ModelConfig:
             raise ConfigError(
                 f"{owner}: attention_scale must be a positive number or null, got {show(self.attention_scale)}."
             )
-        if self.sliding_window is not None:
-            _check_int(owner, "sliding_window", self.sliding_window)
+        self._check_newer_fields(owner)
         if not isinstance(self.family, str) or not self.family:
             raise ConfigError(f"{owner}: family must be a non-empty string, got {show(self.family)}.")
-        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not (
-            0.0 <= self.dropout < 1.0
-        ):
-            raise ConfigError(f"{owner}: dropout must be a number in [0, 1), got {show(self.dropout)}.")
-        if self.rope and self.d_head % 2:
+        for name in ("dropout", "attention_dropout"):
+            p = getattr(self, name)
+            if name == "attention_dropout" and p is None:
+                continue
+            if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p < 1.0:
+                raise ConfigError(f"{owner}: {name} must be a number in [0, 1), got {show(p)}.")
+        if self.rope and (self.rotary_dim or self.d_head) % 2:
             raise ConfigError(f"{owner}: RoPE needs an even head dimension, got {self.d_head}.")
+        if self.rotary_dim is not None and not self.rope:
+            raise ConfigError(f"{owner}: rotary_dim applies only to RoPE.")
+
+    def _check_newer_fields(self, owner: str) -> None:
+        """Windows, partial rotary, parallel layers, projections, experts and latent attention."""
+        optional_sizes = ("sliding_window", "window_layers", "rotary_dim", "embedding_dim",
+                          "kv_lora_rank", "q_lora_rank", "v_head_dim")
+        for name in optional_sizes:
+            if getattr(self, name) is not None:
+                _check_int(owner, name, getattr(self, name))
+        for name in ("n_experts", "top_k", "d_shared", "n_dense_layers", "position_offset"):
+            _check_int(owner, name, getattr(self, name), minimum=0)
+        for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
+                     "renormalize_top_k"):
+            _check_bool(owner, name, getattr(self, name))
+        for name in ("attention_softcap", "logit_softcap"):
+            cap = getattr(self, name)
+            if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float))
+                                    or not 0 < cap < float("inf")):
+                raise ConfigError(f"{owner}: {name} must be a positive number or null, got {show(cap)}.")
+        if self.window_layers is not None:
+            if self.sliding_window is None:
+                raise ConfigError(f"{owner}: window_layers needs a sliding_window.")
+            if self.window_layers > self.n_decoder_layers:
+                raise ConfigError(f"{owner}: window_layers ({self.window_layers}) exceeds the "
+                                  f"{self.n_decoder_layers} decoder layers.")
+        if self.sliding_window is not None and not self.n_decoder_layers:
+            raise ConfigError(f"{owner}: a sliding window needs decoder layers.")
+        if self.rotary_dim is not None and (self.rotary_dim > self.d_head or self.rotary_dim % 2):
+            raise ConfigError(f"{owner}: rotary_dim must be even and at most d_head ({self.d_head}), "
+                              f"got {self.rotary_dim}.")
+        if self.parallel_norms not in (1, 2) or isinstance(self.parallel_norms, bool):
+            raise ConfigError(f"{owner}: parallel_norms must be 1 or 2, got {show(self.parallel_norms)}.")
+        if self.parallel_norms == 1 and not self.parallel_attention:
+            raise ConfigError(f"{owner}: parallel_norms applies only with parallel_attention.")
+        if self.parallel_attention and (self.norm_position != "pre" or self.post_sublayer_norm
+                                        or self.n_encoder_layers):
+            raise ConfigError(f"{owner}: parallel_attention needs pre-norm decoder-only layers.")
+        if self.position_offset and self.position != "learned":
+            raise ConfigError(f"{owner}: position_offset applies only to learned positions.")
+        if self.projected_embeddings and (self.architecture != "decoder" or self.head != "lm"):
+            raise ConfigError(f"{owner}: embedding_dim (projected embeddings) is modelled for "
+                              "decoder-only language models.")
+        self._check_experts(owner)
+        self._check_latent_attention(owner)
+
+    def _check_experts(self, owner: str) -> None:
+        _check_choice(owner, "router", self.router, ROUTERS)
+        if self.d_expert is None:
+            object.__setattr__(self, "d_expert", self.d_ff)
+            object.__setattr__(self, "_derived", self._derived | {"d_expert"})
+        _check_int(owner, "d_expert", self.d_expert)
+        if not self.n_experts:
+            extras = [name for name, default in (("top_k", 0), ("d_shared", 0), ("n_dense_layers", 0),
+                                                 ("shared_expert_gate", False), ("router", "softmax"))
+                      if getattr(self, name) != default]
+            if extras or "d_expert" not in self._derived:
+                raise ConfigError(f"{owner}: {(extras or ['d_expert'])[0]} applies only with n_experts.")
+            return
+        if not 1 <= self.top_k <= self.n_experts:
+            raise ConfigError(f"{owner}: top_k must be between 1 and n_experts ({self.n_experts}), "
+                              f"got {self.top_k}.")
+        if self.n_encoder_layers or not self.n_decoder_layers:
+            raise ConfigError(f"{owner}: experts are modelled in decoder-only models.")
+        if self.n_dense_layers >= self.n_decoder_layers:
+            raise ConfigError(f"{owner}: n_dense_layers ({self.n_dense_layers}) leaves no layer with "
+                              "experts.")
+        if self.shared_expert_gate and not self.d_shared:
+            raise ConfigError(f"{owner}: shared_expert_gate needs a shared expert (d_shared).")
+        if self.activation != "swiglu":
+            raise ConfigError(f"{owner}: experts are modelled as SwiGLU FFNs, got {self.activation!r}.")
+        if self.n_dense_layers and self.window_layers not in (None, self.n_decoder_layers):
+            raise ConfigError(f"{owner}: dense and expert layers with windows on only some layers "
+                              "are not modelled.")
+
+    def _check_latent_attention(self, owner: str) -> None:
+        if self.kv_lora_rank is None:
+            for name in ("q_lora_rank", "v_head_dim"):
+                if getattr(self, name) is not None:
+                    raise ConfigError(f"{owner}: {name} applies only with kv_lora_rank (MLA).")
+            return
+        if not self.rope or self.rotary_dim is None or self.rotary_dim >= self.d_head:
+            raise ConfigError(f"{owner}: MLA needs RoPE on rotary_dim < d_head dimensions (the "
+                              "decoupled key).")
+        if self.v_head_dim is None:
+            raise ConfigError(f"{owner}: MLA needs v_head_dim.")
+        if self.n_kv_heads != self.n_heads or self.n_encoder_layers:
+            raise ConfigError(f"{owner}: MLA is modelled for decoder-only models whose keys and "
+                              "values have every query head.")
 
     # Derived facts, computed from the fields so they can never disagree with them.
     @property
@@ -220,6 +349,36 @@ class ModelConfig:
     def n_layers(self) -> int:
         return self.n_encoder_layers + self.n_decoder_layers
 
+    @property
+    def partial_rotary(self) -> bool:
+        """RoPE rotates only rotary_dim of each head's dimensions (GPT-NeoX, Phi-4-mini, MLA)."""
+        return self.rotary_dim is not None and self.rotary_dim != self.d_head
+
+    @property
+    def projected_embeddings(self) -> bool:
+        """Token embeddings of another width, projected in and out (OPT-350m)."""
+        return self.embedding_dim is not None and self.embedding_dim != self.d_model
+
+    @property
+    def moe(self) -> bool:
+        return self.n_experts > 0
+
+    @property
+    def mla(self) -> bool:
+        """Multi-head latent attention (kv_lora_rank set)."""
+        return self.kv_lora_rank is not None
+
+    @property
+    def n_window_layers(self) -> int:
+        """Decoder layers with a sliding window."""
+        if self.sliding_window is None:
+            return 0
+        return self.n_decoder_layers if self.window_layers is None else self.window_layers
+
+    @property
+    def n_moe_layers(self) -> int:
+        return self.n_decoder_layers - self.n_dense_layers if self.moe else 0
+
     def dimensions(self) -> dict[str, int]:
         """The values of the model dimensions' symbols (costmodel/symbols.py), by symbol name.
         Absent parts count as one (a symbol must be positive; no leaf uses it then)."""
@@ -228,12 +387,20 @@ class ModelConfig:
             "d_ff": self.d_ff, "V": self.vocab_size, "P": self.max_positions,
             "N_tt": max(self.token_types, 1), "N_rb": self.relative_buckets,
             "L_enc": max(self.n_encoder_layers, 1), "L_dec": max(self.n_decoder_layers, 1),
+            "d_r": self.rotary_dim or self.d_head, "d_e": self.embedding_dim or self.d_model,
+            "w": self.sliding_window or 1, "L_w": max(self.n_window_layers, 1),
+            "E": max(self.n_experts, 1), "k": max(self.top_k, 1), "d_x": self.d_expert,
+            "d_s": max(self.d_shared, 1), "L_moe": max(self.n_moe_layers, 1),
+            "r_q": self.q_lora_rank or 1, "r_kv": self.kv_lora_rank or 1,
+            "d_v": self.v_head_dim or self.d_head,
         }
 
     #: Fields that only give a dimension symbol its value (see dimensions()); every other field
-    #: shapes the cost tree itself.
+    #: shapes the cost tree itself (structure() keeps whether the optional ones are set).
     DIMENSION_FIELDS = ("name", "vocab_size", "d_model", "n_heads", "n_kv_heads", "d_head", "d_ff",
-                        "max_positions", "relative_buckets")
+                        "max_positions", "relative_buckets", "rotary_dim", "embedding_dim",
+                        "sliding_window", "window_layers", "n_experts", "top_k", "d_expert",
+                        "d_shared", "n_dense_layers", "kv_lora_rank", "q_lora_rank", "v_head_dim")
 
     def structure(self) -> dict[str, Any]:
         """What the cost tree's expressions depend on besides the dimensions' values: every
@@ -242,6 +409,15 @@ class ModelConfig:
         for name in ("n_encoder_layers", "n_decoder_layers", "token_types"):
             data[name] = data[name] > 0
         data["dropout"] = data["dropout"] > 0
+        if data["attention_dropout"] is not None:
+            data["attention_dropout"] = data["attention_dropout"] > 0
+        windowed = self.n_window_layers
+        data["layers"] = {
+            "partial_rotary": self.partial_rotary, "projected_embeddings": self.projected_embeddings,
+            "windows": "none" if not windowed else "all" if windowed == self.n_decoder_layers else "some",
+            "moe": self.moe, "dense_layers": self.n_dense_layers > 0, "shared_expert": self.d_shared > 0,
+            "mla": self.mla, "q_lora": self.q_lora_rank is not None,
+        }
         return data
 
     def replace(self, **changes: Any) -> "ModelConfig":
@@ -293,6 +469,16 @@ class Workload:
     recompute: str = "none"
     optimizer: str = "adamw"
     precision: str = "mixed"  # pure or mixed (an fp32 master copy and fp32 moments; pure in fp32)
+    # Quantized inference (costmodel/quantization.py): the layers' weight matrices in int8, int4,
+    # fp8 or nf4, with scales per group of weight_group values (None: the format's default) and,
+    # for nf4, double quantisation of the scales; the KV cache in fp8 or int8.
+    weight_dtype: str | None = None
+    weight_group: int | None = None
+    double_quant: bool = True
+    kv_dtype: str | None = None
+    # A mixture of experts' routed load: one non-negative share per expert (normalised), the same
+    # in every expert layer; None: balanced. It sets each expert's tokens and FLOPs, not the total.
+    expert_load: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         owner = "workload"
@@ -312,6 +498,27 @@ class Workload:
         _check_choice(owner, "recompute", self.recompute, RECOMPUTES)
         _check_choice(owner, "optimizer", self.optimizer, OPTIMIZERS)
         _check_choice(owner, "precision", self.precision, PRECISIONS)
+        self._check_inference_options(owner)
+
+    def _check_inference_options(self, owner: str) -> None:
+        """Quantized weights and cache, and the experts' load."""
+        from .quantization import KV_DTYPES, weight_format
+
+        if self.weight_group is not None:
+            _check_int(owner, "weight_group", self.weight_group)
+        _check_bool(owner, "double_quant", self.double_quant)
+        if not self.double_quant and self.weight_dtype != "nf4":
+            raise ConfigError(f"{owner}: double_quant applies only to nf4 weights.")
+        weight_format(self.weight_dtype, self.weight_group, self.double_quant)
+        if self.kv_dtype is not None:
+            _check_choice(owner, "kv_dtype", self.kv_dtype, KV_DTYPES)
+        if self.expert_load is not None:
+            load = tuple(self.expert_load)
+            if not load or any(isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0
+                               or x != x or x == float("inf") for x in load) or not sum(load) > 0:
+                raise ConfigError(f"{owner}: expert_load must be non-negative numbers, one per "
+                                  f"expert, not all zero; got {show(self.expert_load)}.")
+            object.__setattr__(self, "expert_load", load)
 
     @property
     def bytes_per_element(self) -> int:
@@ -326,9 +533,13 @@ class Workload:
 
     def options(self) -> dict[str, Any]:
         """The choices that shape the cost tree (everything but the sizes)."""
-        return {"dtype": self.dtype, "impl": self.impl, "attention": self.attention,
-                "recompute": self.recompute, "optimizer": self.optimizer,
-                "precision": self.precision}
+        options = {"dtype": self.dtype, "impl": self.impl, "attention": self.attention,
+                   "recompute": self.recompute, "optimizer": self.optimizer,
+                   "precision": self.precision}
+        if self.weight_dtype is not None or self.kv_dtype is not None:
+            options.update(weight_dtype=self.weight_dtype, weight_group=self.weight_group,
+                           double_quant=self.double_quant, kv_dtype=self.kv_dtype)
+        return options
 
     def dimensions(self, cfg: ModelConfig) -> dict[str, int]:
         """The workload symbols' values for a model, by symbol name: n is the decoder (or only)
@@ -369,11 +580,15 @@ class Workload:
                             f"{show(cfg.name)} ({cfg.max_positions} tokens).")
         decoder = self.decoder_len + self.gen_tokens
         if cfg.sliding_window is not None and cfg.n_decoder_layers and decoder > cfg.sliding_window:
-            warnings.append(
-                f"model {show(cfg.name)} attends within a sliding window of {cfg.sliding_window:,} "
-                f"tokens, which is not modelled yet: attention and the KV cache are counted over all "
-                f"{decoder:,} tokens (a windowed cache would hold {cfg.sliding_window:,})."
-            )
+            window = f"model {show(cfg.name)} attends within a sliding window of {cfg.sliding_window:,} tokens"
+            if self.impl == "reference":
+                warnings.append(f"{window}; the reference implementation has no window: attention and "
+                                f"the KV cache are counted over all {decoder:,} tokens.")
+            else:
+                warnings.append(f"{window}: eager attention still computes every score, and Hugging "
+                                f"Face's cache holds the whole prompt after the prefill and "
+                                f"{cfg.sliding_window:,} tokens once decoding begins (see the KV cache "
+                                f"line).")
         return warnings
 
     def lengths(self, cfg: ModelConfig) -> dict[str, int]:

@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import Any
 
 from . import compiled
-from .config import ModelConfig, Workload
+from .config import ConfigError, ModelConfig, Workload
 
 #: What each row of the per-block table holds, and the cost quantity it sums.
 ROW_QUANTITIES = (
@@ -46,6 +46,7 @@ class BlockRow:
     part: str = ""  # the leaf's place (costmodel.model.Leaf): embedding, layer, stack, head, loss
     stack: str | None = None
     sublayer: str | None = None
+    kind: str | None = None  # the layers it runs in when they differ (dense, moe, sliding, full)
 
     @property
     def empty(self) -> bool:
@@ -73,6 +74,24 @@ def _expressions(cfg: ModelConfig, workload: Workload) -> tuple[dict[str, Any], 
             exprs[f"leaf{i}.{field}"] = leaf.total(quantity)
     for quantity in TOTALS:
         exprs[f"total.{quantity}"] = model.total(quantity, leaves)
+    if cfg.moe:
+        exprs["total.active_params"] = model.total("active_params", leaves)
+        experts = next(leaf for leaf in leaves if leaf.name == "experts")
+        exprs["moe.expert_flops_per_token"] = experts.block.expert_flops(1)
+        exprs["moe.routed_slots"] = experts.block.tokens * S.k
+    if cfg.n_window_layers:
+        exprs["flops.windowed_kernel_forward"] = model.variant_flops("windowed", leaves)
+    if cfg.mla:
+        decode = CostModel(cfg, model.profile, phase="decode")
+        last_step = {S.c: S.n + S.T}  # the step that brings the cache to n + T (as memory's)
+        exprs["decode.flops_matmul"] = decode.total("flops_matmul").xreplace(last_step)
+        exprs["decode.flops_absorbed"] = decode.variant_flops("absorbed").xreplace(last_step)
+    if workload.weight_dtype:
+        from .model import WEIGHT_PARTS
+
+        prefill = CostModel(cfg, model.profile, phase="prefill")
+        for part in WEIGHT_PARTS:
+            exprs[f"quantized.{part}"] = prefill.total(part)
     for kind, count in model.element_counts().items():
         exprs[f"elements.{kind}"] = count
     for name in MEMORY:
@@ -89,7 +108,7 @@ def _expressions(cfg: ModelConfig, workload: Workload) -> tuple[dict[str, Any], 
     exprs["regime.crossover_denominator"] = denominator
     constants = {
         "leaves": [{"path": leaf.path, "part": leaf.part, "stack": leaf.stack,
-                    "sublayer": leaf.sublayer} for leaf in leaves],
+                    "sublayer": leaf.sublayer, "kind": leaf.kind} for leaf in leaves],
         "crossover_formula": str(model.crossover),
         "crossover_latex": S.latex(model.crossover),
         "param_note": param_bytes_note(workload.precision, workload.optimizer, workload.dtype),
@@ -112,6 +131,9 @@ class Estimate:
         """layout: a costmodel.layout.Layout, for per-rank memory and communication ("parallel"
         in to_dict); None: one device, and no "parallel" key."""
         self.warnings = workload.check_fits(cfg)
+        if workload.expert_load is not None and len(workload.expert_load) != cfg.n_experts:
+            raise ConfigError(f"expert_load gives {len(workload.expert_load)} shares; model "
+                              f"{cfg.name!r} has {cfg.n_experts} routed experts.")
         self.cfg = cfg
         self.workload = workload
         self.layout = layout
@@ -162,7 +184,8 @@ class Estimate:
         return [
             BlockRow(leaf["path"], n[f"leaf{i}.count"],
                      *(n[f"leaf{i}.{field}"] for field, _ in ROW_QUANTITIES),
-                     part=leaf["part"], stack=leaf["stack"], sublayer=leaf["sublayer"])
+                     part=leaf["part"], stack=leaf["stack"], sublayer=leaf["sublayer"],
+                     kind=leaf["kind"])
             for i, leaf in enumerate(self.constants["leaves"])
         ]
 
@@ -175,13 +198,22 @@ class Estimate:
         return [row for row in self.all_rows if all(getattr(row, k) == v for k, v in fields.items())]
 
     def params(self) -> dict[str, Any]:
+        """Totals and per layer; where a stack's layers differ, one entry per kind of layer
+        ("decoder.dense", "decoder.moe", ...). A mixture of experts adds `active`: the parameters
+        one token's forward uses (every routed expert it is not sent to left out)."""
         per_layer = {}
         for stack in ("encoder", "decoder"):
             layer = self._rows_where(part="layer", stack=stack)
-            if layer:
-                per_layer[stack] = sum(r.params for r in layer) // layer[0].count
+            kinds = list(dict.fromkeys(r.kind for r in layer))
+            for kind in kinds:
+                rows = [r for r in layer if r.kind == kind]
+                key = stack if kind is None else f"{stack}.{kind}"
+                per_layer[key] = sum(r.params for r in rows) // rows[0].count if rows[0].count else 0
+        out = {"total": self.total("params")}
+        if "total.active_params" in self.numbers:
+            out["active"] = self.numbers["total.active_params"]
         return {
-            "total": self.total("params"),
+            **out,
             "embeddings": sum(r.params for r in self._rows_where(part="embedding")),
             "head": sum(r.params for r in self._rows_where(part="head")),
             "per_layer": per_layer,
@@ -191,6 +223,28 @@ class Estimate:
     def flops(self) -> dict[str, Any]:
         forward = self.total("flops_matmul")
         backward = self.total("flops_matmul_backward")
+        return {**self._flops(forward, backward), **self._flop_variants()}
+
+    def _flop_variants(self) -> dict[str, Any]:
+        """What a windowed kernel would compute, and MLA's decode step computed and absorbed."""
+        n, out = self.numbers, {}
+        if "flops.windowed_kernel_forward" in n:
+            out["windowed_kernel_forward"] = n["flops.windowed_kernel_forward"]
+            out["windowed_kernel_note"] = (
+                "forward above: eager computes every score of a sliding layer and masks; this is "
+                "what a causal kernel with the window computes (query i attends min(i, w) keys)")
+        if "decode.flops_matmul" in n:
+            out["decode_step"] = {
+                "context": self.workload.dimensions(self.cfg)["n"] + self.workload.gen_tokens,
+                "forward": n["decode.flops_matmul"],
+                "forward_absorbed": n["decode.flops_absorbed"],
+                "note": "forward: as transformers computes it, every cached latent up-projected by "
+                        "kv_b_proj each step; forward_absorbed: W_UK folded into the queries and "
+                        "W_UV after the weighted sum (inference engines; stated, not measured)",
+            }
+        return out
+
+    def _flops(self, forward: int, backward: int) -> dict[str, Any]:
         return {
             "forward": forward,
             "backward": backward,
@@ -203,6 +257,18 @@ class Estimate:
             "other_elements": {name.split(".", 1)[1]: value for name, value in self.numbers.items()
                                if name.startswith("elements.")},
         }
+
+    def quantized_weights(self) -> dict[str, Any]:
+        """The inference weights by part when --weight-dtype quantizes them."""
+        from .quantization import weight_format
+
+        n = self.numbers
+        w = self.workload
+        parts = {name: n[f"quantized.weight_{key}_bytes"] for name, key in (
+            ("data", "data"), ("scales", "scale"), ("zeros", "zero"), ("tables", "table"),
+            ("unquantized", "unquantized"))}
+        return {"format": weight_format(w.weight_dtype, w.weight_group, w.double_quant).label,
+                **parts, "total": sum(parts.values())}
 
     def memory_numbers(self) -> dict[str, Any]:
         n = self.numbers
@@ -218,6 +284,14 @@ class Estimate:
         out["korthikanti_2022_activations"] = n["memory.korthikanti"]
         out["korthikanti_2022_variant"] = self.constants["korthikanti_variant"]
         out["activations_by_block"] = {r.path: r.saved_bytes for r in self.rows if r.saved_bytes}
+        if self.workload.weight_dtype:
+            out["quantized_weights"] = self.quantized_weights()
+        if self.workload.kv_dtype:
+            out["kv_cache_dtype"] = f"{self.workload.kv_dtype}: one byte per element and two fp32 scales per layer"
+        if self.cfg.n_window_layers:
+            out["kv_cache_note"] = (
+                "sliding-window layers hold what Hugging Face's cache holds: the whole prompt after "
+                "the prefill (T = 0), min(n + T, w) tokens once decoding has begun")
         return out
 
     @property
@@ -239,7 +313,34 @@ class Estimate:
             "dominant": "attention (n^2 d)" if attention > linear else "projections and FFN (n d^2)",
         }
 
+    def moe(self) -> dict[str, Any]:
+        """A mixture of experts' routing: tokens and forward FLOPs per expert in each expert layer
+        (balanced, or the workload's expert_load), which the totals do not depend on."""
+        cfg, w, n = self.cfg, self.workload, self.numbers
+        slots = n["moe.routed_slots"]
+        load = w.expert_load or (1,) * cfg.n_experts
+        tokens = [Fraction(slots) * Fraction(x) / Fraction(sum(load)) for x in load]
+        per_token = n["moe.expert_flops_per_token"]
+        number = lambda x: int(x) if x.denominator == 1 else float(x)  # noqa: E731
+        return {
+            "experts": cfg.n_experts, "top_k": cfg.top_k, "expert_layers": cfg.n_moe_layers,
+            "dense_layers": cfg.n_decoder_layers - cfg.n_moe_layers,
+            "routed_slots_per_layer": slots,
+            "load": "balanced" if w.expert_load is None else "given",
+            "tokens_per_expert": [number(t) for t in tokens],
+            "expert_flops_forward": [number(t * per_token) for t in tokens],
+            "busiest_expert_flops_forward": number(max(tokens) * per_token),
+            "note": "no capacity limit: every routed slot runs one expert, so the totals do not "
+                    "depend on the routing; the load per expert does (time, expert parallelism)",
+        }
+
     def inputs(self) -> dict[str, Any]:
+        w = self.workload
+        quantized = {k: getattr(w, k) for k in ("weight_dtype", "weight_group", "kv_dtype")
+                     if getattr(w, k) is not None}
+        return {**self._inputs(), **quantized}
+
+    def _inputs(self) -> dict[str, Any]:
         w = self.workload
         return {
             "model": self.cfg.name,
@@ -274,6 +375,8 @@ class Estimate:
             "memory": self.memory_numbers(),
             "regime": self.regime(),
         }
+        if self.cfg.moe:
+            data["moe"] = self.moe()
         if self.parallel is not None:
             data["parallel"] = self.parallel.to_dict()
         return data

@@ -46,8 +46,9 @@ class Facts:
     shifted_labels: bool = False
     # dtype of a dropout mask: on the CPU the mask has the dtype of its input
     dropout_mask_dtype: str = "activation"
-    # where dropout runs when p > 0: attention probabilities, embeddings, sublayer outputs, inside
-    # the FFN, after each stack's final norm
+    # where dropout runs when p > 0: attention probabilities, embeddings, sublayer outputs
+    # ("sublayer": both; "attention_output" or "ffn_output": one), inside the FFN, after each
+    # stack's final norm
     dropout_sites: tuple[str, ...] = ("probs", "embedding", "sublayer")
     # gelu with the tanh approximation written in Python (x, tanh, 0.5x, 1+tanh kept), not aten's
     gelu_tanh_python: bool = False
@@ -58,11 +59,39 @@ class Facts:
     # selective recomputation of the attention core keeps a fused kernel's log-sum-exp per query
     # row; False: only q, k, v and the output (Korthikanti et al. 2022 recompute the softmax)
     selective_keeps_logsumexp: bool = True
-    # one fused Q/K/V projection (one weight and one bias); the query is a view of its output
-    fused_qkv: bool = False
     # linear weights stored (d_in, d_out), GPT-2's Conv1D, not torch's (d_out, d_in): dim 0, which
     # FSDP2 shards and pads, is the input width
     linear_weights_transposed: bool = False
+    # one fused Q/K/V projection (one weight and one bias)
+    fused_qkv: bool = False
+    # the eager query is a view of the fused Q/K/V output, which it keeps whole at b = 1 (GPT-2)
+    fused_qkv_query_view: bool = False
+    # one fused gate/up projection (one (2 d_ff) x d weight) in a gated FFN
+    fused_gate_up: bool = False
+    # bytes of int64 index tensors the split of a fused Q/K/V output keeps per layer (advanced
+    # indexing, qkv[..., [-2], :])
+    qkv_split_index_bytes: int = 0
+    # heads the KV cache holds: "kv" (the key/value heads) or "query" (keys and values broadcast
+    # to every query head before the cache update)
+    kv_cache_heads: str = "kv"
+    # the RMSNorm multiplies by (1 + weight) in fp32 and casts after: it keeps the fp32 normalised
+    # tensor and the fp32 (1 + w) instead of a cast normalised tensor
+    rmsnorm_weight_fp32: bool = False
+    # the embedding scale sqrt(d) is a one-element buffer in the model dtype
+    embed_scale_buffer: bool = False
+    # ALiBi's slopes are a buffer (False: the bias is built each forward, nothing held)
+    alibi_slopes_buffer: bool = True
+    # a learned position table is looked up by (b, n) ids built from the attention mask (not one
+    # row of n shared by the batch)
+    position_ids_per_sequence: bool = False
+    # dtype of a mixture-of-experts router's matmul: "fp32" (an fp32 weight; a narrower input is
+    # copied to fp32) or "activation"
+    router_dtype: str = "activation"
+    # dtype of the routing weights the experts' output is multiplied by
+    routing_weights_dtype: str = "fp32"
+    # the code honours sliding_window: a windowed layer's decode step attends min(c, w) keys and
+    # its cache keeps the window (False: every key, every token)
+    applies_sliding_window: bool = True
     # sdpa's math path gets a bool causal mask per decoder layer (m^2 bytes kept)
     sdpa_causal_bool_mask: bool = False
     # cross-attention gets a zero position bias (1, h, m, n) made once, kept by the flash kernel

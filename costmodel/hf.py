@@ -1,4 +1,4 @@
-"""A Hugging Face config.json (as a dict) -> ModelConfig, for llama, mistral, qwen2, gpt2, bert, t5.
+"""A Hugging Face config.json (as a dict) -> ModelConfig, for every SUPPORTED_MODEL_TYPES.
 
 Read as plain JSON: no transformers import, no network, no code from the file. The ModelConfig
 describes the class a user trains: *ForCausalLM for decoders, BertModel (with pooler) for BERT,
@@ -11,7 +11,9 @@ from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
 
-SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5")
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi3",
+                         "gpt_neox", "falcon", "opt", "bloom", "mixtral", "qwen2_moe",
+                         "deepseek_v3", "gpt2", "bert", "t5")
 
 
 class _Fields:
@@ -37,48 +39,368 @@ class _Fields:
             raise ConfigError(f"{self.source}: field {key!r} must be a string, got {show(value)}.")
         return value
 
+    def nullable(self, key: str, default: Any, kind: type = int) -> Any:
+        """A field where null means "none" (a window, a soft cap, a query rank): None when the
+        config says null, the default when it leaves the field out, else the checked value."""
+        if key in self.data and self.data[key] is None:
+            return None
+        return self.get(key, default, kind)
+
+
+#: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
+#: approximation for gelu_pytorch_tanh; Gemma reads a plain "gelu" as that too).
+_GATED = {"silu": "swiglu", "swish": "swiglu", "gelu": "geglu", "gelu_pytorch_tanh": "geglu_tanh"}
+
+#: transformers 5.24's defaults for the fields each Llama-like family reads (its configuration
+#: class; a field a config.json leaves out takes these values).
+_LLAMA_DEFAULTS: dict[str, dict[str, Any]] = {
+    "llama": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
+    "mistral": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
+                    sliding_window=4096),
+    "qwen2": dict(max_position_embeddings=32768, hidden_act="silu", tie_word_embeddings=False,
+                  num_key_value_heads=32, sliding_window=4096, max_window_layers=28),
+    "qwen3": dict(max_position_embeddings=32768, hidden_act="silu", tie_word_embeddings=False,
+                  num_key_value_heads=32, head_dim=128, sliding_window=4096, max_window_layers=28),
+    "gemma": dict(max_position_embeddings=8192, hidden_act="gelu_pytorch_tanh",
+                  tie_word_embeddings=True, num_key_value_heads=16, head_dim=256),
+    "gemma2": dict(max_position_embeddings=8192, hidden_activation="gelu_pytorch_tanh",
+                   tie_word_embeddings=True, num_key_value_heads=4, head_dim=256,
+                   query_pre_attn_scalar=256, sliding_window=4096, attn_logit_softcapping=50.0,
+                   final_logit_softcapping=30.0),
+    "phi3": dict(max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False),
+    "mixtral": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
+                    num_key_value_heads=8),
+    "qwen2_moe": dict(max_position_embeddings=32768, hidden_act="silu", tie_word_embeddings=False,
+                      num_key_value_heads=16, sliding_window=4096, max_window_layers=28),
+    "deepseek_v3": dict(max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False),
+}
+
+
+def _window(f: _Fields, family: str, n_layers: int) -> tuple[int | None, int | None]:
+    """(sliding_window, how many layers slide; None: all) as transformers' DynamicCache reads them:
+    an explicit layer_types list, else each family's rule (Gemma 2 every other layer from layer 0;
+    Qwen2/Qwen3 with use_sliding_window from layer max_window_layers on; Qwen2-MoE every other
+    layer below max_window_layers; Mistral, Mixtral and Phi-3 every layer when sliding_window is
+    set)."""
+    defaults = _LLAMA_DEFAULTS[family]
+    window = f.nullable("sliding_window", defaults.get("sliding_window"))
+    if family in ("qwen2", "qwen3", "qwen2_moe") and not f.get("use_sliding_window", False, bool):
+        window = None
+    if family in ("llama", "gemma", "deepseek_v3") or not window:
+        return None, None
+    types = f.data.get("layer_types")
+    if types is not None:
+        if not isinstance(types, list) or len(types) != n_layers or any(
+                t not in ("sliding_attention", "full_attention") for t in types):
+            raise ConfigError(f"{f.source}: layer_types must list sliding_attention or "
+                              f"full_attention for each of the {n_layers} layers.")
+        sliding = sum(t == "sliding_attention" for t in types)
+    elif family == "gemma2":
+        sliding = sum(bool((i + 1) % 2) for i in range(n_layers))
+    elif family in ("qwen2", "qwen3"):
+        first = f.get("max_window_layers", defaults["max_window_layers"])
+        sliding = sum(i >= first for i in range(n_layers))
+    elif family == "qwen2_moe":
+        last = f.get("max_window_layers", defaults["max_window_layers"])
+        sliding = sum(bool((i + 1) % 2) and i < last for i in range(n_layers))
+    else:
+        sliding = n_layers
+    if not sliding:
+        return None, None
+    return window, None if sliding == n_layers else sliding
+
+
+def _rotary_fraction(f: _Fields, key: str | None, default: float) -> float:
+    """partial_rotary_factor as transformers 5.24 resolves it: rope_parameters (or the legacy
+    rope_scaling dict) first, then the top-level field (`key`), then the family's default."""
+    for name in ("rope_parameters", "rope_scaling"):
+        rope = f.data.get(name)
+        if isinstance(rope, dict) and rope.get("partial_rotary_factor") is not None:
+            value = rope["partial_rotary_factor"]
+            break
+    else:
+        value = f.get(key, default, float) if key else default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise ConfigError(f"{f.source}: partial_rotary_factor must be in (0, 1], got {show(value)}.")
+    return float(value)
+
 
 def _llama_like(f: _Fields, name: str, family: str) -> ModelConfig:
+    defaults = _LLAMA_DEFAULTS[family]
     n_heads = f.get("num_attention_heads")
     d_model = f.get("hidden_size")
-    head_dim = f.get("head_dim", None)
-    act = f.get("hidden_act", "silu", str)
-    if act not in ("silu", "swish", "gelu", "gelu_pytorch_tanh"):
-        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for {family}.")
-    # Llama reads attention_bias (all four projections) and mlp_bias; Mistral has no biases;
-    # Qwen2 has biases on q/k/v only, fixed in its code.
+    n_layers = f.get("num_hidden_layers")
+    head_dim = f.get("head_dim", defaults.get("head_dim"))
+    act_key = "hidden_activation" if family == "gemma2" else "hidden_act"
+    act = f.get(act_key, defaults[act_key], str)
+    if family == "gemma" and act == "gelu":
+        act = "gelu_pytorch_tanh"  # GemmaConfig reads the legacy "gelu" as the tanh approximation
+    if act not in _GATED:
+        raise ConfigError(f"{f.source}: unsupported {act_key} {show(act)} for {family}.")
+    # Llama reads attention_bias (all four projections) and mlp_bias; Qwen2 has biases on q/k/v
+    # only (Qwen2-MoE: qkv_bias), fixed in its code; Qwen3, Gemma 1/2 read attention_bias (q/k/v/o).
+    qkv_bias = out_bias = ffn_bias = False
     if family == "llama":
         qkv_bias = out_bias = f.get("attention_bias", False, bool)
         ffn_bias = f.get("mlp_bias", False, bool)
-    else:
-        qkv_bias, out_bias, ffn_bias = family == "qwen2", False, False
-    # Mistral attends within sliding_window when it is set; Qwen2 only with use_sliding_window.
-    window = f.get("sliding_window", None)
-    if family == "qwen2" and not f.get("use_sliding_window", False, bool):
-        window = None
-    return ModelConfig(
+    elif family == "qwen2":
+        qkv_bias = True
+    elif family == "qwen2_moe":
+        qkv_bias = f.get("qkv_bias", True, bool)
+    elif family in ("qwen3", "gemma", "gemma2", "deepseek_v3"):
+        qkv_bias = out_bias = f.get("attention_bias", False, bool)
+    window, window_layers = _window(f, family, n_layers)
+    n_kv_heads = f.get("num_key_value_heads", defaults.get("num_key_value_heads", n_heads))
+    fields: dict[str, Any] = dict(
         name=name,
         family=family,
         vocab_size=f.get("vocab_size"),
         d_model=d_model,
         n_heads=n_heads,
-        n_kv_heads=f.get("num_key_value_heads", n_heads),
+        n_kv_heads=n_kv_heads,
         d_head=head_dim,
         d_ff=f.get("intermediate_size"),
-        n_decoder_layers=f.get("num_hidden_layers"),
-        max_positions=f.get("max_position_embeddings", 2048),
+        n_decoder_layers=n_layers,
+        max_positions=f.get("max_position_embeddings", defaults["max_position_embeddings"]),
         position="rope",
         norm="rmsnorm",
         norm_position="pre",
-        activation={"silu": "swiglu", "swish": "swiglu", "gelu": "geglu"}.get(act, "geglu_tanh"),
+        activation=_GATED[act],
         qkv_bias=qkv_bias,
         out_bias=out_bias,
         ffn_bias=ffn_bias,
         lm_head_bias=False,
         head="lm",
-        tie_embeddings=f.get("tie_word_embeddings", False, bool),
+        tie_embeddings=f.get("tie_word_embeddings", defaults["tie_word_embeddings"], bool),
         dropout=float(f.get("attention_dropout", 0.0, float)),
         sliding_window=window,
+        window_layers=window_layers,
+    )
+    if family == "qwen3":
+        fields["qk_norm"] = True
+    if family in ("gemma", "gemma2"):
+        fields["scale_embeddings"] = True
+    if family == "gemma2":
+        fields["post_sublayer_norm"] = True
+        fields["attention_scale"] = f.get("query_pre_attn_scalar", defaults["query_pre_attn_scalar"], float) ** -0.5
+        for key, field in (("attn_logit_softcapping", "attention_softcap"),
+                           ("final_logit_softcapping", "logit_softcap")):
+            value = f.nullable(key, defaults[key], float)
+            fields[field] = None if value is None else float(value)
+    if family == "phi3":
+        _phi3(f, fields)
+    if family in ("mixtral", "qwen2_moe", "deepseek_v3"):
+        _experts(f, family, fields)
+    if family == "deepseek_v3":
+        _latent_attention(f, fields)
+    return ModelConfig(**fields)
+
+
+def _phi3(f: _Fields, fields: dict[str, Any]) -> None:
+    """Phi-3 (fused qkv_proj and gate_up_proj: facts) drops out after each sublayer with
+    resid_pdrop and rotates partial_rotary_factor of each head (Phi-4-mini: 0.75)."""
+    d_head = fields["d_head"] or fields["d_model"] // fields["n_heads"]
+    rotary = int(d_head * _rotary_fraction(f, "partial_rotary_factor", 1.0))
+    fields["rotary_dim"] = None if rotary == d_head else rotary
+    attention = fields["dropout"]
+    fields["dropout"] = float(f.get("resid_pdrop", 0.0, float))
+    fields["attention_dropout"] = attention
+
+
+def _experts(f: _Fields, family: str, fields: dict[str, Any]) -> None:
+    """Mixtral: top-k of num_local_experts experts of intermediate_size in every layer.
+    Qwen2-MoE: top-k of num_experts of moe_intermediate_size where (i + 1) % decoder_sparse_step == 0
+    and i is not in mlp_only_layers, a shared expert with a sigmoid gate. DeepSeek-V3: from layer
+    first_k_dense_replace on, n_routed_experts of moe_intermediate_size, sigmoid routing over
+    groups and n_shared_experts shared experts (one MLP of their summed width)."""
+    layers = fields["n_decoder_layers"]
+    if family == "mixtral":
+        experts = f.get("num_experts", f.get("num_local_experts", 8))  # the mapped name wins
+        fields.update(n_experts=experts, top_k=f.get("num_experts_per_tok", 2))
+        return
+    if family == "qwen2_moe":
+        experts = f.get("num_experts", 60)
+        step = f.get("decoder_sparse_step", 1)
+        dense_only = f.data.get("mlp_only_layers") or []
+        if not isinstance(dense_only, list) or any(isinstance(i, bool) or not isinstance(i, int)
+                                                   for i in dense_only):
+            raise ConfigError(f"{f.source}: mlp_only_layers must be a list of layer indices.")
+        moe = [i for i in range(layers)
+               if i not in dense_only and experts > 0 and (i + 1) % step == 0]
+        shared = f.get("shared_expert_intermediate_size", 5632)
+        fields.update(n_experts=experts, top_k=f.get("num_experts_per_tok", 4),
+                      d_expert=f.get("moe_intermediate_size", 1408), d_shared=shared,
+                      shared_expert_gate=True, n_dense_layers=layers - len(moe),
+                      renormalize_top_k=f.get("norm_topk_prob", False, bool))
+    else:
+        experts = f.get("num_local_experts", f.get("n_routed_experts", 256))  # the mapped name wins
+        first_dense = min(f.get("first_k_dense_replace", 3, int), layers)
+        moe_width = f.get("moe_intermediate_size", 2048)
+        fields.update(n_experts=experts, top_k=f.get("num_experts_per_tok", 8), d_expert=moe_width,
+                      d_shared=moe_width * f.get("n_shared_experts", 1, int), router="sigmoid",
+                      n_dense_layers=first_dense,
+                      renormalize_top_k=f.get("norm_topk_prob", True, bool))
+        moe = list(range(first_dense, layers))
+    if not moe:  # no layer has experts: a dense model
+        for key in ("n_experts", "top_k", "d_expert", "d_shared", "shared_expert_gate",
+                    "n_dense_layers", "router", "renormalize_top_k"):
+            fields.pop(key, None)
+    elif fields["n_dense_layers"] and fields.get("window_layers") is not None:
+        raise ConfigError(f"{f.source}: sliding windows on some layers of a model with dense and "
+                          "expert layers are not modelled.")
+
+
+def _latent_attention(f: _Fields, fields: dict[str, Any]) -> None:
+    """DeepSeek-V3's multi-head latent attention: queries through q_lora_rank (or directly when it
+    is null), keys and values from a cached kv_lora_rank latent and a qk_rope_head_dim RoPE key;
+    a query/key head is qk_nope_head_dim + qk_rope_head_dim wide, a value head v_head_dim."""
+    nope = f.get("qk_nope_head_dim", 128)
+    rope = f.get("qk_rope_head_dim", 64)
+    fields.update(
+        d_head=nope + rope, rotary_dim=rope, n_kv_heads=fields["n_heads"],
+        kv_lora_rank=f.get("kv_lora_rank", 512), q_lora_rank=f.nullable("q_lora_rank", 1536),
+        v_head_dim=f.get("v_head_dim", 128),
+    )
+
+
+def _gpt_neox(f: _Fields, name: str) -> ModelConfig:
+    """GPT-NeoX (Pythia): fused query_key_value with attention_bias, a GELU MLP with biases,
+    LayerNorms, RoPE on rotary_pct of each head (0.25 by default), parallel residual by default."""
+    d_model = f.get("hidden_size", 6144)
+    n_heads = f.get("num_attention_heads", 64)
+    act = f.get("hidden_act", "gelu", str)
+    acts = {"gelu": "gelu", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
+    if act not in acts:
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for gpt_neox.")
+    d_head = d_model // n_heads if n_heads and d_model % n_heads == 0 else None
+    if d_head is None:
+        raise ConfigError(f"{f.source}: hidden_size ({d_model}) is not divisible by "
+                          f"num_attention_heads ({n_heads}).")
+    rotary = int(d_head * _rotary_fraction(f, "rotary_pct", 0.25))
+    if rotary < 2:
+        raise ConfigError(f"{f.source}: rotary_pct leaves {rotary} rotary dimensions per head.")
+    bias = f.get("attention_bias", True, bool)
+    hidden_dropout = float(f.get("hidden_dropout", 0.0, float))
+    return ModelConfig(
+        name=name, family="gpt_neox", vocab_size=f.get("vocab_size", 50432), d_model=d_model,
+        n_heads=n_heads, d_ff=f.get("intermediate_size", 24576),
+        n_decoder_layers=f.get("num_hidden_layers", 44),
+        max_positions=f.get("max_position_embeddings", 2048), position="rope",
+        rotary_dim=None if rotary == d_head else rotary, norm="layernorm", norm_position="pre",
+        activation=acts[act], qkv_bias=bias, out_bias=bias, ffn_bias=True, head="lm",
+        tie_embeddings=f.get("tie_word_embeddings", False, bool),
+        parallel_attention=f.get("use_parallel_residual", True, bool),
+        dropout=hidden_dropout,
+        attention_dropout=float(f.get("attention_dropout", 0.0, float)),
+    )
+
+
+def _falcon(f: _Fields, name: str) -> ModelConfig:
+    """Falcon: the 7B layout (multi_query: one K/V head, one LayerNorm feeding attention and MLP
+    in parallel), the new layout (new_decoder_architecture: num_kv_heads K/V heads, which the
+    cache holds broadcast to every query head; num_ln_in_parallel_attn LayerNorms, 2 by default)
+    or Falcon-RW's (alibi: multi-head attention, sequential by parallel_attn false); RoPE
+    otherwise, fused query_key_value, a GELU MLP of ffn_hidden_size, biases per `bias`."""
+    d_model = f.get("n_embed", f.get("hidden_size", 4544))  # n_embed: FalconConfig's legacy name
+    n_heads = f.get("num_attention_heads", 71)
+    if d_model % n_heads:
+        raise ConfigError(f"{f.source}: hidden_size ({d_model}) is not divisible by "
+                          f"num_attention_heads ({n_heads}).")
+    act = f.get("activation", "gelu", str)
+    if act not in ("gelu", "relu"):
+        raise ConfigError(f"{f.source}: unsupported activation {show(act)} for falcon.")
+    new = f.get("new_decoder_architecture", False, bool)
+    parallel = f.get("parallel_attn", True, bool)
+    bias = f.get("bias", False, bool)
+    alibi = f.get("alibi", False, bool)
+    if alibi:  # Falcon-RW: the old layout's multi-head attention with ALiBi
+        if new or f.get("multi_query", True, bool):
+            raise ConfigError(f"{f.source}: Falcon's ALiBi is modelled in the old multi-head layout "
+                              "(Falcon-RW: multi_query and new_decoder_architecture false).")
+        if f.get("attention_dropout", 0.0, float) > 0 or f.get("hidden_dropout", 0.0, float) > 0:
+            raise ConfigError(f"{f.source}: dropout in Falcon's ALiBi layout is not modelled.")
+        layout = dict(family="falcon_rw", n_kv_heads=n_heads, parallel_attention=parallel,
+                      parallel_norms=1 if parallel else 2, position="alibi")
+    elif new:
+        n_kv = f.get("num_kv_heads", n_heads)
+        norms = f.get("num_ln_in_parallel_attn", 2)
+        if norms not in (1, 2) or (norms == 1 and not parallel):
+            raise ConfigError(f"{f.source}: num_ln_in_parallel_attn {norms} with parallel_attn "
+                              f"{parallel} is not a layout transformers runs.")
+        layout = dict(family="falcon_new", n_kv_heads=n_kv, parallel_attention=True,
+                      parallel_norms=norms)
+    else:
+        if not f.get("multi_query", True, bool):
+            raise ConfigError(f"{f.source}: Falcon's old layout without multi_query is not "
+                              "modelled; the multi-query (Falcon-7B) and new layouts are.")
+        if not parallel and f.get("attention_dropout", 0.0, float) > 0:
+            raise ConfigError(f"{f.source}: Falcon's sequential layout drops the attention output "
+                              "out with attention_dropout, which is not modelled.")
+        layout = dict(family="falcon", n_kv_heads=1, parallel_attention=parallel,
+                      parallel_norms=1 if parallel else 2)
+    return ModelConfig(
+        name=name, vocab_size=f.get("vocab_size", 65024), d_model=d_model, n_heads=n_heads,
+        d_ff=f.get("ffn_hidden_size", 4 * d_model), n_decoder_layers=f.get("num_hidden_layers", 32),
+        max_positions=f.get("max_position_embeddings", 2048), norm="layernorm",
+        norm_position="pre", activation=act, qkv_bias=bias, out_bias=bias, ffn_bias=bias,
+        head="lm", tie_embeddings=f.get("tie_word_embeddings", True, bool),
+        dropout=float(f.get("hidden_dropout", 0.0, float)),
+        attention_dropout=0.0,  # the rotary path applies no dropout to the probabilities
+        **{"position": "rope", **layout},
+    )
+
+
+def _opt(f: _Fields, name: str) -> ModelConfig:
+    """OPT: learned positions looked up at position + 2, ReLU MLP of ffn_dim, biases
+    (enable_bias), LayerNorms before (do_layer_norm_before, >= 1.3b, with a final one) or after
+    (350m) each sublayer, embeddings of word_embed_proj_dim projected in and out when it differs
+    from hidden_size, a head tied to them; dropout after each sublayer."""
+    d_model = f.get("hidden_size", 768)
+    act = f.get("activation_function", "relu", str)
+    acts = {"relu": "relu", "gelu": "gelu"}
+    if act not in acts:
+        raise ConfigError(f"{f.source}: unsupported activation_function {show(act)} for opt.")
+    if not f.get("layer_norm_elementwise_affine", True, bool):
+        raise ConfigError(f"{f.source}: LayerNorms without weights are not modelled for opt.")
+    pre = f.get("do_layer_norm_before", True, bool)
+    if pre and f.get("_remove_final_layer_norm", False, bool):
+        raise ConfigError(f"{f.source}: _remove_final_layer_norm is not modelled for opt.")
+    width = f.get("word_embed_proj_dim", d_model)
+    bias = f.get("enable_bias", True, bool)
+    return ModelConfig(
+        name=name, family="opt", vocab_size=f.get("vocab_size", 50272), d_model=d_model,
+        n_heads=f.get("num_attention_heads", 12), d_ff=f.get("ffn_dim", 3072),
+        n_decoder_layers=f.get("num_hidden_layers", 12),
+        max_positions=f.get("max_position_embeddings", 2048), position="learned",
+        position_offset=2, embedding_dim=None if width == d_model else width, norm="layernorm",
+        norm_position="pre" if pre else "post", activation=acts[act], qkv_bias=bias,
+        out_bias=bias, ffn_bias=bias, head="lm",
+        tie_embeddings=f.get("tie_word_embeddings", True, bool),
+        dropout=float(f.get("dropout", 0.1, float)),
+        attention_dropout=float(f.get("attention_dropout", 0.0, float)),
+    )
+
+
+def _bloom(f: _Fields, name: str) -> ModelConfig:
+    """BLOOM: ALiBi, a LayerNorm after the embeddings, fused query_key_value, an MLP of 4d with
+    the tanh GELU, biases everywhere, tied head."""
+    # A legacy n_embed overrides hidden_size (BloomConfig.__post_init__), and the attribute-mapped
+    # names num_attention_heads / num_hidden_layers override n_head / n_layer (they are set last).
+    d_model = f.get("n_embed", f.get("hidden_size", 64))
+    n_heads = f.get("num_attention_heads", f.get("n_head", 8))
+    if d_model % n_heads:
+        raise ConfigError(f"{f.source}: hidden_size ({d_model}) is not divisible by n_head ({n_heads}).")
+    if f.get("apply_residual_connection_post_layernorm", False, bool):
+        raise ConfigError(f"{f.source}: apply_residual_connection_post_layernorm is not modelled "
+                          "for bloom.")
+    return ModelConfig(
+        name=name, family="bloom", vocab_size=f.get("vocab_size", 250880), d_model=d_model,
+        n_heads=n_heads, d_ff=4 * d_model, n_decoder_layers=f.get("num_hidden_layers", f.get("n_layer", 2)),
+        max_positions=f.get("seq_length", 2048),  # ALiBi has no table: only the context warned of
+        position="alibi", norm="layernorm", norm_position="pre", embedding_norm=True,
+        activation="gelu_tanh", head="lm", tie_embeddings=f.get("tie_word_embeddings", True, bool),
+        dropout=float(f.get("hidden_dropout", 0.0, float)),
+        attention_dropout=float(f.get("attention_dropout", 0.0, float)),
     )
 
 
@@ -176,9 +498,12 @@ def _t5(f: _Fields, name: str) -> ModelConfig:
 
 
 _BUILDERS: dict[str, Callable[[_Fields, str], ModelConfig]] = {
-    "llama": lambda f, name: _llama_like(f, name, "llama"),
-    "mistral": lambda f, name: _llama_like(f, name, "mistral"),
-    "qwen2": lambda f, name: _llama_like(f, name, "qwen2"),
+    **{family: (lambda f, name, family=family: _llama_like(f, name, family))
+       for family in _LLAMA_DEFAULTS},
+    "gpt_neox": _gpt_neox,
+    "falcon": _falcon,
+    "opt": _opt,
+    "bloom": _bloom,
     "gpt2": _gpt2,
     "bert": _bert,
     "t5": _t5,

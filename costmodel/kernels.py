@@ -47,18 +47,18 @@ class Kernel:
 
     def scores_saved(self, core: Any) -> Expr:
         """Q and K^T copies (GQA keys repeated to the heads kept)."""
-        return S.e * S.b * S.d_h * (S.h * core.q_len + core.kv_heads_kept * core.k_len)
+        return S.e * S.b * core.qk_dim * (S.h * core.q_len + core.kv_heads_kept * core.k_len)
 
     def query_view_saved(self, extra: Expr) -> Expr:
-        """A fused QKV projection's output, kept whole when the kept query is a view of it: at
-        b = 1 the eager reshape makes no copy."""
+        """A projection's whole output, kept when the query (or value) the kernel keeps is a view
+        of it: at b = 1 the eager reshape makes no copy."""
         return if_batch_of_one(extra)
 
     def softmax_saved(self, core: Any) -> Expr:
         """The probabilities in the softmax's dtype, and dropout's mask when dropout runs."""
         facts, pairs = core.profile.facts, core.pairs
         saved = dtype_bytes(facts.softmax_dtype) * pairs
-        if core.profile.dropout:
+        if core.profile.probs_dropout:
             saved += dtype_bytes(facts.dropout_mask_dtype) * pairs
         return saved
 
@@ -66,8 +66,8 @@ class Kernel:
         """V (heads kept) and the probabilities in the activation dtype: dropout's output, the
         softmax output itself, or the cast of an fp32 softmax output."""
         facts, pairs = core.profile.facts, core.pairs
-        values = S.e * S.b * core.kv_heads_kept * core.k_len * S.d_h
-        if core.profile.dropout:
+        values = S.e * S.b * core.kv_heads_kept * core.k_len * core.value_dim
+        if core.profile.probs_dropout:
             probs = S.e * pairs
         elif facts.softmax_dtype == "activation":
             probs = ZERO
@@ -86,7 +86,7 @@ class Flash(Kernel):
         return 3 * forward  # Q K^T is recomputed in backward
 
     def scores_saved(self, core: Any) -> Expr:
-        return S.e * S.b * S.d_h * (S.h * core.q_len + S.h_kv * core.k_len)  # q, k
+        return S.e * S.b * core.qk_dim * (S.h * core.q_len + core.kv_heads * core.k_len)  # q, k
 
     def query_view_saved(self, extra: Expr) -> Expr:
         return extra
@@ -95,7 +95,7 @@ class Flash(Kernel):
         return FP32 * S.b * S.h * core.q_len  # the log-sum-exp per query row
 
     def weighted_sum_saved(self, core: Any) -> Expr:
-        return S.e * S.b * S.d_h * (S.h_kv * core.k_len + S.h * core.q_len)  # v, the output
+        return S.e * S.b * core.value_dim * (core.kv_heads * core.k_len + S.h * core.q_len)  # v, out
 
 
 @dataclass(frozen=True)
@@ -104,20 +104,20 @@ class Math(Kernel):
     dense: bool = False  # modelled as fused traffic, as sdpa is (not measured)
 
     def scores_saved(self, core: Any) -> Expr:
-        return FP32 * S.b * S.h * S.d_h * (core.q_len + core.k_len)
+        return FP32 * S.b * S.h * core.qk_dim * (core.q_len + core.k_len)
 
     def query_view_saved(self, extra: Expr) -> Expr:
         return ZERO  # the fp32 path copies q: no view is kept
 
     def softmax_saved(self, core: Any) -> Expr:
-        saved = FP32 * core.pairs * (2 if core.profile.dropout else 1)  # softmax and mask in fp32
+        saved = FP32 * core.pairs * (2 if core.profile.probs_dropout else 1)  # softmax and mask in fp32
         if core.profile.facts.sdpa_causal_bool_mask and core.causal:
             saved += core.q_len * core.k_len
         return saved
 
     def weighted_sum_saved(self, core: Any) -> Expr:
-        dropped = FP32 * core.pairs if core.profile.dropout else ZERO
-        return FP32 * S.b * S.h * core.k_len * S.d_h + dropped
+        dropped = FP32 * core.pairs if core.profile.probs_dropout else ZERO
+        return FP32 * S.b * S.h * core.k_len * core.value_dim + dropped
 
 
 FLASH = Flash()

@@ -30,14 +30,16 @@ from .precision import ParamBytes
 def activation_bytes(model: CostModel) -> sp.Expr:
     """Bytes saved for backward over a training forward, after recomputation (the tree's leaves:
     what selective recomputation keeps is its kernel's; full recomputation marks the layers'
-    leaves checkpointed and adds each layer's checkpoint)."""
+    leaves checkpointed and adds each layer's checkpoint, and the largest layer of any kind is
+    rebuilt once)."""
     kept = model.total("saved_bytes", (leaf for leaf in model.leaves if not leaf.checkpointed))
     rebuilt = []
     for stack in ("encoder", "decoder"):
-        one_layer = [leaf.cost.saved_bytes for leaf in model.leaves
-                     if leaf.checkpointed and leaf.stack == stack]
-        if one_layer:
-            rebuilt.append(sp.Add(*one_layer))
+        layers: dict[Any, list[sp.Expr]] = {}  # one layer of each kind (dense, moe, sliding, ...)
+        for leaf in model.leaves:
+            if leaf.checkpointed and leaf.stack == stack:
+                layers.setdefault(leaf.kind, []).append(leaf.cost.saved_bytes)
+        rebuilt += [sp.Add(*one_layer) for one_layer in layers.values()]
     if not rebuilt:
         return kept
     return kept + (rebuilt[0] if len(rebuilt) == 1 else sp.Max(*rebuilt))

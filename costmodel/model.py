@@ -30,10 +30,14 @@ ONE = sp.Integer(1)
 PHASES = ("train", "prefill", "decode")
 #: Quantities a leaf derives from its parameters and the precision policy (bytes per parameter).
 STATE_QUANTITIES = ("weight_bytes", "gradient_bytes", "optimizer_bytes")
+#: With quantized weights (inference phases): the weight bytes by part.
+WEIGHT_PARTS = ("weight_data_bytes", "weight_scale_bytes", "weight_zero_bytes",
+                "weight_table_bytes", "weight_unquantized_bytes")
 
 # The names of the blocks in each regime, for the crossover n*.
 ATTENTION_CORE = ("scores", "weighted_sum")
-PROJECTIONS_AND_FFN = ("qkv", "out", "mlp")
+PROJECTIONS_AND_FFN = ("qkv", "mla", "out", "mlp", "router", "experts", "shared_expert",
+                       "shared_expert_gate")
 
 
 @dataclass(frozen=True)
@@ -48,20 +52,40 @@ class Leaf:
     name: str
     stack: str | None = None  # encoder or decoder: the side it runs on (None: the optimizer)
     sublayer: str | None = None  # self_attention, cross_attention or ffn (layer leaves only)
+    # The layers it runs in when a stack's layers differ (count says how many): "sliding" or
+    # "full" (windows on some layers), "dense" or "moe" (experts in some layers); None: every layer.
+    kind: str | None = None
     recomputed: bool = False  # its forward runs again in backward (recomputation)
     checkpointed: bool = False  # full recomputation: what it saves is rebuilt one layer at a time
     per_param: object = None  # precision.ParamBytes of the tree (for STATE_QUANTITIES)
+    weight_format: object = None  # quantization.WeightFormat of quantized weights (inference)
 
     @property
     def path(self) -> str:
-        inner = f"layer.{self.sublayer}." if self.sublayer else ("layer." if self.part == "layer" else "")
+        layer = f"{self.kind}_layer" if self.kind else "layer"
+        inner = f"{layer}.{self.sublayer}." if self.sublayer else (f"{layer}." if self.part == "layer" else "")
         return f"{self.group}.{inner}{self.name}"
 
     @property
     def in_layer(self) -> bool:
         return self.part == "layer"
 
+    def weight_part(self, quantity: str) -> sp.Expr:
+        """One run's weight bytes by part: quantized matrices' data, scales, zeros and tables,
+        and the rest in the precision policy's weight bytes (all of them when unquantized)."""
+        unquantized = self.cost.params - (self.cost.matrix_params if self.weight_format else 0)
+        parts = {"weight_unquantized_bytes": self.per_param.weights * unquantized}
+        if self.weight_format:
+            quantized = B.quantized_bytes(self.cost.matrices, self.weight_format)
+            parts.update(weight_data_bytes=quantized["data"], weight_scale_bytes=quantized["scales"],
+                         weight_zero_bytes=quantized["zeros"], weight_table_bytes=quantized["tables"])
+        if quantity == "weight_bytes":
+            return sp.Add(*parts.values())
+        return parts.get(quantity, sp.Integer(0))
+
     def total(self, quantity: str) -> sp.Expr:
+        if quantity in WEIGHT_PARTS or (quantity == "weight_bytes" and self.weight_format):
+            return self.count * self.weight_part(quantity)
         if quantity in STATE_QUANTITIES:
             per_param = {"weight_bytes": self.per_param.weights,
                          "gradient_bytes": self.per_param.gradients,
@@ -79,10 +103,22 @@ class _Place:
     stack: str | None = None
     sublayer: str | None = None
     count: sp.Expr = ONE
+    kind: str | None = None
 
     def leaf(self, name: str, block: B.Block) -> Leaf:
         return Leaf(block, block.cost(), self.count, self.group, self.part, name, self.stack,
-                    self.sublayer)
+                    self.sublayer, kind=self.kind)
+
+
+@dataclass(frozen=True)
+class LayerKind:
+    """One kind of layer of a stack and how many of it: whether its attention slides over a
+    window and whether its FFN is a mixture of experts (label None when every layer is alike)."""
+
+    label: str | None
+    count: sp.Expr
+    window: bool = False
+    experts: bool = False
 
 
 Leaves = list[Leaf]
@@ -99,122 +135,220 @@ class _TreeBuilder:
         self.dropout_sites = profile.dropout_sites()  # where dropout runs (see Profile)
 
     def dropout(self, at: _Place, tokens: sp.Expr, site: str, name: str = "dropout") -> Leaves:
-        if site not in self.dropout_sites:
+        """Dropout where the profile runs it: `site` or, for a sublayer's output, "sublayer"
+        (both outputs) or the one sublayer's ("attention_output", "ffn_output")."""
+        sites = (site, "sublayer") if site.endswith("_output") else (site,)
+        if not set(sites) & set(self.dropout_sites):
             return []
         return [at.leaf(name, B.Dropout(tokens, S.d, self.profile))]
 
-    def norms(self, at: _Place, tokens: sp.Expr) -> tuple[Leaves, Leaves]:
-        """The sublayer's norm before (pre-LN) or after (post-LN) it."""
-        norm = [at.leaf("norm", B.Norm(tokens, self.cfg.norm, self.profile))]
-        return (norm, []) if self.cfg.norm_position == "pre" else ([], norm)
+    def norms(self, at: _Place, tokens: sp.Expr, sublayer: str = "attention") -> tuple[Leaves, Leaves]:
+        """The sublayer's norm before (pre-LN) or after (post-LN) it; Gemma 2 has both, the one
+        after on the sublayer's output before the residual add (only that add reads it). With
+        parallel attention the FFN's norm reads the input the attention's norm keeps (or, one norm
+        for both, the FFN has none)."""
+        cfg = self.cfg
+        if cfg.parallel_attention and sublayer == "ffn":
+            if cfg.parallel_norms == 1:
+                return [], []
+            return [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, input_kept=False))], []
+        norm = [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile))]
+        if cfg.post_sublayer_norm:
+            return norm, [at.leaf("post_norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=False))]
+        return (norm, []) if cfg.norm_position == "pre" else ([], norm)
+
+    def residual(self, at: _Place, tokens: sp.Expr, post: Leaves, site: str) -> Leaves:
+        """Dropout, the residual add and a post-LN norm, or a post-sublayer norm then the add."""
+        if self.cfg.post_sublayer_norm:
+            return [*post, *self.dropout(at, tokens, site), at.leaf("residual", B.Residual(tokens))]
+        return [*self.dropout(at, tokens, site), at.leaf("residual", B.Residual(tokens)), *post]
+
+    def cached_tokens(self, windowed: bool) -> sp.Expr:
+        """Tokens one self-attention layer's cache holds, as Hugging Face's DynamicCache holds them.
+
+        Full layers: the prompt (prefill), the prompt and T generated (train tree), c (decode).
+        A sliding layer (DynamicSlidingWindowLayer) keeps keys[:, :, -w+1:], a view of the whole
+        concatenation: after the prefill it holds every prompt token (w - 1 visible); each decode
+        step concatenates the visible w - 1 and the new token afresh: min(n + T, w) held
+        (FINDINGS 11.4). So the cache shrinks at the first decode step.
+        """
+        if self.decode:
+            return sp.Min(S.c, S.w) if windowed else S.c
+        if self.phase == "prefill" or not windowed:
+            return S.n if self.phase == "prefill" else S.n + S.T
+        return sp.Piecewise((S.n, sp.Eq(S.T, 0)), (sp.Min(S.n + S.T, S.w), True))
 
     def attention(
         self, at: _Place, q_len: sp.Expr, k_len: sp.Expr, *, cross: bool, cached: sp.Expr,
-        kv_len: sp.Expr | None = None,
+        kv_len: sp.Expr | None = None, window: bool = False,
     ) -> Leaves:
         """One attention sublayer; `cached` tokens of its keys/values stay in the KV cache.
 
         kv_len is the number of tokens whose keys and values are projected here (default k_len;
-        in a decode step, the new token for self-attention and none for cross-attention).
+        in a decode step, the new token for self-attention and none for cross-attention). A
+        windowed layer's decode step attends min(c, w) keys; its prefill, run eagerly, computes
+        every score and masks (the same FLOPs as a full layer).
         """
         cfg, profile = self.cfg, self.profile
         q_tokens = S.b * q_len
         kv_tokens = S.b * (k_len if kv_len is None else kv_len)
+        if window and self.decode:
+            k_len = sp.Min(k_len, S.w)
         position_bias = not cross and cfg.position in ("alibi", "relative")
+        all_heads = profile.facts.kv_cache_heads == "query" and not cross  # Falcon's new layout
         core = dict(
             profile=profile,
             bias_needs_grad=position_bias and cfg.position == "relative",
             cross=cross,
             causal=not cross and cached != 0,
+            kv_heads=S.h if all_heads else S.h_kv,
+            windowed=window and not self.decode,
+            latent=cfg.mla and not cross,
         )
+        if cfg.mla and not cross:
+            core.update(value_dim=S.d_v)
+            projections = [at.leaf("mla", B.LatentAttention(
+                q_tokens, kv_tokens, S.b * k_len, cached, cfg.q_lora_rank is not None,
+                cfg.qkv_bias, profile))]
+        else:
+            projections = [at.leaf("qkv", B.QKVProjection(
+                q_tokens, kv_tokens, cfg.qkv_bias, cached,
+                copies_cache=self.decode and not cross and profile.kv_cache == "dynamic",
+                fused=profile.facts.fused_qkv and not cross, profile=profile,
+                cache_heads=core["kv_heads"], transposed=profile.facts.linear_weights_transposed))]
+            if cfg.qk_norm and not cross:
+                projections.append(at.leaf("qk_norm", B.HeadNorms(q_tokens, kv_tokens, profile)))
+        if cfg.rope and not cross:
+            width = S.d_r if cfg.partial_rotary else S.d_h
+            key_heads = ONE if cfg.mla else S.h_kv
+            projections.append(at.leaf("rope", B.RotaryEmbedding(q_tokens, kv_tokens, width, key_heads)))
         scores = B.AttentionScores(q_len, k_len, **core, position_bias=position_bias,
-                                   scaled=cfg.scaled_scores)
-        qkv = B.QKVProjection(
-            q_tokens, kv_tokens, cfg.qkv_bias, cached,
-            copies_cache=self.decode and not cross and profile.kv_cache == "dynamic",
-            fused=profile.facts.fused_qkv and not cross,
-            transposed=profile.facts.linear_weights_transposed,
-        )
+                                   scaled=cfg.scaled_scores,
+                                   softcap=cfg.attention_softcap is not None and not cross)
         pre, post = self.norms(at, q_tokens)
+        output = B.AttentionOutput(q_tokens, cfg.out_bias, value_dim=core.get("value_dim", S.d_h),
+                                   input_kept_by_kernel=scores.kernel.keeps_output,
+                                   transposed=profile.facts.linear_weights_transposed)
         return [
             *pre,
-            at.leaf("qkv", qkv),
-            *([at.leaf("rope", B.RotaryEmbedding(q_tokens, kv_tokens))] if cfg.rope and not cross else []),
+            *projections,
             at.leaf("scores", scores),
             at.leaf("softmax", B.Softmax(q_len, k_len, **core)),
             at.leaf("weighted_sum", B.WeightedSum(q_len, k_len, **core)),
-            at.leaf("out", B.AttentionOutput(q_tokens, cfg.out_bias,
-                                             input_kept_by_kernel=scores.kernel.keeps_output,
-                                             transposed=profile.facts.linear_weights_transposed)),
-            *self.dropout(at, q_tokens, "sublayer"),
-            at.leaf("residual", B.Residual(q_tokens)),
-            *post,
+            at.leaf("out", output),
+            *self.residual(at, q_tokens, post, "attention_output"),
         ]
 
-    def ffn(self, at: _Place, tokens: sp.Expr) -> Leaves:
+    def ffn(self, at: _Place, tokens: sp.Expr, experts: bool = False) -> Leaves:
         cfg = self.cfg
-        pre, post = self.norms(at, tokens)
-        return [
-            *pre,
-            at.leaf("mlp", B.FeedForward(tokens, cfg.activation, cfg.ffn_bias, self.profile)),
-            *self.dropout(at, tokens, "sublayer"),
-            at.leaf("residual", B.Residual(tokens)),
-            *post,
-        ]
+        pre, post = self.norms(at, tokens, "ffn")
+        if not experts:
+            body = [at.leaf("mlp", B.FeedForward(tokens, cfg.activation, cfg.ffn_bias, self.profile))]
+        else:
+            body = [
+                at.leaf("router", B.Router(tokens, cfg.router, cfg.renormalize_top_k, self.profile)),
+                at.leaf("experts", B.Experts(tokens, self.profile)),
+            ]
+            if cfg.d_shared:
+                body.append(at.leaf("shared_expert", B.FeedForward(
+                    tokens, cfg.activation, cfg.ffn_bias, self.profile, width=S.d_s)))
+            if cfg.shared_expert_gate:
+                body.append(at.leaf("shared_expert_gate", B.SharedExpertGate(tokens)))
+        return [*pre, *body, *self.residual(at, tokens, post, "ffn_output")]
 
     def embedding(self, group: str, stack: str, seq: sp.Expr, owns_table: bool) -> Leaves:
         cfg = self.cfg
         at = _Place(group, "embedding", stack)
         tokens = S.b * seq
         positions = {
-            "learned": lambda: B.LearnedPositions(tokens, seq, self.profile),
+            "learned": lambda: B.LearnedPositions(tokens, seq, self.profile, cfg.position_offset),
             "sinusoidal": lambda: B.SinusoidalPositions(tokens),
         }.get(cfg.position)
         # Post-LN without an embedding norm: nothing else keeps the embeddings that layer 0's
-        # projections read (pre-LN: the first norm keeps them as its input).
-        output_kept = cfg.norm_position == "post" and not cfg.embedding_norm
-        token_embedding = B.TokenEmbedding(tokens, owns_table, cfg.scale_embeddings, output_kept)
+        # projections read (pre-LN: the first norm keeps them as its input, and an embedding norm's
+        # output is that input).
+        post = cfg.norm_position == "post"
+        output_kept = post and not cfg.embedding_norm
+        width = S.d_e if cfg.projected_embeddings else S.d
+        token_embedding = B.TokenEmbedding(tokens, owns_table, cfg.scale_embeddings, output_kept,
+                                           width, self.profile)
+        # OPT-350m: d_e-wide embeddings projected in to d (the projection keeps its input).
+        project_in = B.EmbeddingProjection(tokens, S.d_e, S.d, input_kept=True)
         return [
             at.leaf("tokens", token_embedding),
+            *([at.leaf("project_in", project_in)] if cfg.projected_embeddings else []),
             *([at.leaf("positions", positions())] if positions else []),
             *([at.leaf("token_types", B.TokenTypes(tokens, self.profile))] if cfg.token_types else []),
-            *([at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile))] if cfg.embedding_norm else []),
+            *([at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=post))]
+              if cfg.embedding_norm else []),
             *self.dropout(at, tokens, "embedding"),
         ]
 
-    def stack(self, stack: str, seq: sp.Expr, layers: sp.Expr, *, cross_len: sp.Expr | None) -> Leaves:
-        """A stack of layers. A decoder caches its n prompt + T generated tokens' keys/values and,
-        in an encoder-decoder, the encoder's keys/values for cross-attention. In a decode step
-        (seq = 1) the new token attends to c keys and only its own keys/values are projected."""
+    def layer_kinds(self, stack: str, layers: sp.Expr) -> list[LayerKind]:
+        """The kinds of layer of a stack, each with its count: one kind when every layer is
+        alike; windowed and full layers (Gemma 2: the sliding ones first, as layer 0 slides);
+        dense and expert layers (DeepSeek-V3: its first dense)."""
         cfg = self.cfg
+        if stack != "decoder":
+            return [LayerKind(None, layers)]
+        windows = cfg.n_window_layers
+        all_window = windows == cfg.n_decoder_layers
+        experts = cfg.moe
+        if cfg.n_dense_layers:
+            return [LayerKind("dense", S.L_dec - S.L_moe, all_window, False),
+                    LayerKind("moe", S.L_moe, all_window, True)]
+        if windows and not all_window:
+            return [LayerKind("sliding", S.L_w, True, experts),
+                    LayerKind("full", S.L_dec - S.L_w, False, experts)]
+        return [LayerKind(None, layers, all_window, experts)]
+
+    def layer(self, stack: str, seq: sp.Expr, kind: LayerKind, cross_len: sp.Expr | None) -> Leaves:
+        """The leaves of one kind of layer, run kind.count times."""
         decoder = stack == "decoder"
-        own = _Place(stack, "stack", stack)
-        layer = _Place(stack, "layer", stack, count=layers)
+        layer = _Place(stack, "layer", stack, count=kind.count, kind=kind.label)
+        if not self.profile.facts.applies_sliding_window:  # the code attends and caches all
+            kind = dataclasses.replace(kind, window=False)
         self_at = dataclasses.replace(layer, sublayer="self_attention")
+        cached = self.cached_tokens(kind.window) if decoder else sp.Integer(0)
         if self.decode:
-            self_attention = self.attention(self_at, seq, S.c, cross=False, cached=S.c, kv_len=seq)
+            self_attention = self.attention(self_at, seq, S.c, cross=False, cached=cached,
+                                            kv_len=seq, window=kind.window)
         else:  # the cache after the prompt (prefill), or after it and T generated tokens (train)
-            cached = (S.n if self.phase == "prefill" else S.n + S.T) if decoder else sp.Integer(0)
-            self_attention = self.attention(self_at, seq, seq, cross=False, cached=cached)
+            self_attention = self.attention(self_at, seq, seq, cross=False, cached=cached,
+                                            window=kind.window)
         cross: Leaves = []
         if cross_len is not None:
             cross_at = dataclasses.replace(layer, sublayer="cross_attention")
             kv_len = sp.Integer(0) if self.decode else None
             cross = self.attention(cross_at, seq, cross_len, cross=True, cached=cross_len, kv_len=kv_len)
         body = [*self_attention, *cross,
-                *self.ffn(dataclasses.replace(layer, sublayer="ffn"), S.b * seq)]
+                *self.ffn(dataclasses.replace(layer, sublayer="ffn"), S.b * seq, kind.experts)]
         if self.profile.recompute == "full" and self.phase == "train":
             body = [dataclasses.replace(leaf, checkpointed=True) for leaf in body]
             body.insert(0, layer.leaf("checkpoint", B.LayerCheckpoint(S.b * seq)))
+        return body
+
+    def stack(self, stack: str, seq: sp.Expr, layers: sp.Expr, *, cross_len: sp.Expr | None) -> Leaves:
+        """A stack of layers. A decoder caches its n prompt + T generated tokens' keys/values and,
+        in an encoder-decoder, the encoder's keys/values for cross-attention. In a decode step
+        (seq = 1) the new token attends to c keys and only its own keys/values are projected."""
+        cfg = self.cfg
+        own = _Place(stack, "stack", stack)
+        body = [leaf for kind in self.layer_kinds(stack, layers)
+                for leaf in self.layer(stack, seq, kind, cross_len)]
         final_norm = B.Norm(S.b * seq, cfg.norm, self.profile) if cfg.norm_position == "pre" else None
+        rotary = B.RotaryTables(seq, self.profile, S.d_r if cfg.partial_rotary else S.d_h)
+        # OPT-350m: the last hidden state projected out to the d_e-wide head, which keeps it.
+        project_out = B.EmbeddingProjection(S.b * seq, S.d, S.d_e, output_kept=True)
         return [
             *([own.leaf("relative_bias", B.RelativePositionBias(seq))] if cfg.position == "relative" else []),
             *self.shared_cross_mask(own, seq, cross_len),
-            *([own.leaf("rope_tables", B.RotaryTables(seq, self.profile))] if cfg.rope else []),
-            *([own.leaf("alibi_slopes", B.AlibiSlopes())] if cfg.position == "alibi" else []),
+            *([own.leaf("rope_tables", rotary)] if cfg.rope else []),
+            *([own.leaf("alibi_slopes", B.AlibiSlopes(self.profile))] if cfg.position == "alibi" else []),
             *body,
             *([own.leaf("final_norm", final_norm)] if final_norm else []),
             *self.dropout(own, S.b * seq, "final", "final_dropout"),
+            *([own.leaf("project_out", project_out)] if cfg.projected_embeddings else []),
         ]
 
     def shared_cross_mask(self, at: _Place, seq: sp.Expr, cross_len: sp.Expr | None) -> Leaves:
@@ -234,8 +368,11 @@ class _TreeBuilder:
             leaves = [at.leaf("pooler", B.Pooler())]
         elif cfg.head == "lm":
             lm = B.LMHead(tokens, not cfg.tie_embeddings, cfg.lm_head_bias,
-                          scaled_input=cfg.scale_lm_head_input, returns_logits=self.phase != "train")
+                          scaled_input=cfg.scale_lm_head_input, returns_logits=self.phase != "train",
+                          width=S.d_e if cfg.projected_embeddings else S.d)
             leaves = [at.leaf("lm_head", lm)]
+            if cfg.logit_softcap is not None:
+                leaves.append(at.leaf("softcap", B.LogitSoftcap(tokens)))
         else:
             leaves = []
         if self.phase == "train":
@@ -278,13 +415,36 @@ class _TreeBuilder:
         ]
 
 
+def layer_kind_at(cfg: ModelConfig, stack: str, index: int) -> str | None:
+    """The kind label (_TreeBuilder.layer_kinds) of layer `index` (from 0) of a stack, for
+    placing layers on pipeline stages. DeepSeek-V3: the first n_dense_layers dense. Where only
+    some layers slide, the config keeps how many, not which: every other one from layer 0 when
+    half of them do (Gemma 2; Qwen2-MoE below max_window_layers), else the last ones (Qwen2 and
+    Qwen3 from max_window_layers on), as costmodel/hf.py counts them."""
+    if stack != "decoder":
+        return None
+    layers, windows = cfg.n_decoder_layers, cfg.n_window_layers
+    if cfg.n_dense_layers:
+        return "dense" if index < cfg.n_dense_layers else "moe"
+    if not windows or windows == layers:
+        return None
+    if windows == (layers + 1) // 2:
+        return "sliding" if index % 2 == 0 else "full"
+    return "sliding" if index >= layers - windows else "full"
+
+
 def profile_for(cfg: ModelConfig, workload: Workload | None = None, **changes) -> B.Profile:
     """The implementation profile a workload asks for (training forward: dropout if p > 0)."""
     workload = workload or Workload()
+    from .quantization import weight_format
+
+    attention_dropout = None if cfg.attention_dropout is None else cfg.attention_dropout > 0
     profile = B.Profile(
         impl=workload.impl, attention=workload.attention, dropout=cfg.dropout > 0,
-        family=cfg.family, recompute=workload.recompute, precision=workload.precision,
-        optimizer=workload.optimizer,
+        attention_dropout=attention_dropout, family=cfg.family, recompute=workload.recompute,
+        precision=workload.precision, optimizer=workload.optimizer, kv_dtype=workload.kv_dtype,
+        weight_format=weight_format(workload.weight_dtype, workload.weight_group,
+                                    workload.double_quant),
     )
     return dataclasses.replace(profile, **changes)
 
@@ -322,7 +482,10 @@ class CostModel:
     @cached_property
     def leaves(self) -> tuple[Leaf, ...]:
         per_param = self.profile.param_bytes
-        leaves = [dataclasses.replace(leaf, per_param=per_param, recomputed=self._reruns(leaf))
+        # Quantized weights are an inference format: the training tree keeps them in its policy.
+        fmt = self.profile.weight_format if self.phase != "train" else None
+        leaves = [dataclasses.replace(leaf, per_param=per_param, recomputed=self._reruns(leaf),
+                                      weight_format=fmt)
                   for leaf in _TreeBuilder(self.cfg, self.profile, self.phase).build()]
         if self.phase == "train":
             step = B.OptimizerStep(self.parameter_runs(leaves), self.profile)
@@ -341,7 +504,8 @@ class CostModel:
 
     def parameter_runs(self, leaves: Iterable[Leaf]) -> tuple[B.TensorRun, ...]:
         """The parameter tensors in registration order: leaves outside layers in tree order, each
-        stack's layer in the implementation's order (facts.parameter_order), repeated L times."""
+        stack's layer in the implementation's order (facts.parameter_order), repeated L times (each
+        kind of layer its count of times, one kind after the other)."""
         order = _PARAMETER_ORDERS[self.profile.facts.parameter_order]
         runs: list[B.TensorRun] = []
         outside: list[sp.Expr] = []
@@ -358,7 +522,7 @@ class CostModel:
                 if outside:
                     runs.append(B.TensorRun(tuple(outside)))
                     outside = []
-                if layer and layer[0].stack != leaf.stack:
+                if layer and (layer[0].stack, layer[0].kind) != (leaf.stack, leaf.kind):
                     close_layer()
                 layer.append(leaf)
             else:
@@ -380,6 +544,11 @@ class CostModel:
     def total(self, quantity: str, leaves: Iterable[Leaf] | None = None) -> sp.Expr:
         """Sum of one quantity over every leaf (or the leaves given)."""
         return sp.Add(*(leaf.total(quantity) for leaf in (self.leaves if leaves is None else leaves)))
+
+    def variant_flops(self, name: str, leaves: Iterable[Leaf] | None = None) -> sp.Expr:
+        """Forward matmul FLOPs with every block that has the variant `name` run that way."""
+        return sp.Add(*(leaf.count * leaf.cost.variant_flops(name)
+                        for leaf in (self.leaves if leaves is None else leaves)))
 
     def element_counts(self) -> dict[str, sp.Expr]:
         """Output elements of the non-matmul ops, per op kind, over the whole model."""

@@ -27,6 +27,18 @@ N_tt = _dim("N_tt")  # token types (BERT's segment embeddings)
 N_rb = _dim("N_rb")  # relative-position buckets (T5)
 L_enc = _dim("L_enc")  # encoder layers
 L_dec = _dim("L_dec")  # decoder layers
+d_r = _dim("d_r")  # rotary width: the part of each query/key head RoPE rotates (d_h unless partial)
+d_e = _dim("d_e")  # token-embedding width when it differs from d (OPT's word_embed_proj_dim)
+w = _dim("w")  # sliding window: keys a windowed layer attends to, and its cache keeps
+L_w = _dim("L_w")  # decoder layers with a sliding window
+E = _dim("E")  # routed experts per mixture-of-experts layer
+k = _dim("k")  # experts each token is routed to (top-k)
+d_x = _dim("d_x")  # one routed expert's inner width (moe_intermediate_size)
+d_s = _dim("d_s")  # the shared experts' inner width (all shared experts as one MLP)
+L_moe = _dim("L_moe")  # decoder layers whose FFN is a mixture of experts
+r_q = _dim("r_q")  # MLA: rank of the compressed query (q_lora_rank)
+r_kv = _dim("r_kv")  # MLA: rank of the compressed key/value latent (kv_lora_rank), what is cached
+d_v = _dim("d_v")  # MLA: value head dimension (v_head_dim); d_h is the query/key head width
 
 # Workload dimensions.
 b = _dim("b")  # batch size (sequences)
@@ -40,7 +52,8 @@ e = _dim("e")  # bytes per activation element (2 for bf16/fp16, 4 for fp32)
 tp = _dim("tp")  # tensor-parallel ranks (heads, d_ff and the vocabulary split; sequence with SP)
 dp = _dim("dp")  # data-parallel ranks (ZeRO/FSDP shard over them)
 
-MODEL_SYMBOLS = (d, h, h_kv, d_h, d_ff, V, P, N_tt, N_rb, L_enc, L_dec)
+MODEL_SYMBOLS = (d, h, h_kv, d_h, d_ff, V, P, N_tt, N_rb, L_enc, L_dec, d_r, d_e, w, L_w, E, k,
+                 d_x, d_s, L_moe, r_q, r_kv, d_v)
 WORKLOAD_SYMBOLS = (b, n, s, T, c, e)
 LAYOUT_SYMBOLS = (tp, dp)
 
@@ -58,6 +71,18 @@ LATEX_NAMES = {
     N_rb: r"N_{rb}",
     L_enc: r"L_{enc}",
     L_dec: r"L_{dec}",
+    d_r: r"d_{r}",
+    d_e: r"d_{e}",
+    w: r"w",
+    L_w: r"L_{w}",
+    E: r"E",
+    k: r"k",
+    d_x: r"d_{x}",
+    d_s: r"d_{s}",
+    L_moe: r"L_{moe}",
+    r_q: r"r_{q}",
+    r_kv: r"r_{kv}",
+    d_v: r"d_{v}",
     b: r"b",
     n: r"n",
     s: r"s",
@@ -80,6 +105,18 @@ DESCRIPTIONS = {
     N_rb: "relative-position buckets",
     L_enc: "encoder layers",
     L_dec: "decoder layers",
+    d_r: "rotary width per head",
+    d_e: "token-embedding width",
+    w: "sliding window",
+    L_w: "layers with a sliding window",
+    E: "routed experts",
+    k: "experts per token (top-k)",
+    d_x: "routed expert inner width",
+    d_s: "shared experts' inner width",
+    L_moe: "mixture-of-experts layers",
+    r_q: "MLA query rank",
+    r_kv: "MLA key/value latent rank",
+    d_v: "value head dimension",
     b: "batch size",
     n: "sequence length (decoder side)",
     s: "source sequence length (encoder side)",

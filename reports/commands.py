@@ -255,6 +255,20 @@ def plot_params(model, models, config, out, csv_path) -> None:
     _save(build.make_params(cfgs), out, csv_path)
 
 
+@plot.command("kv-cache")
+@click.option("--model", "-m", "model", type=str, help="A preset to highlight.")
+@click.option("--models", "models", type=str, help="Presets to highlight, comma-separated.")
+@click.option("--config", "config", type=str, help="A config file to add and highlight.")
+@_figure_options
+def plot_kv_cache(model, models, config, out, csv_path) -> None:
+    """KV-cache bytes per token across the decoder presets: MHA, GQA, MQA, MLA and windows."""
+    from . import report as build
+
+    _check_out(out)
+    cfgs = _models(model, models, config) if (model or models or config) else []
+    _save(build.make_kv_cache(cfgs), out, csv_path)
+
+
 @plot.command("validation")
 @model_choice
 @_figure_options

@@ -347,9 +347,11 @@ def generation(full: Any, cfg: ModelConfig, small: Any, small_cfg: ModelConfig,
 
 def parameters(rows: Sequence[dict], highlight: Sequence[str]) -> Any:
     """Per-block shares of every preset's parameters (left) and the seeds' rule
-    12 L d^2 + embeddings against the exact count (right).
+    12 L d^2 + embeddings against the exact count (right). A mixture of experts also shows its
+    active parameters per token: a black bar from 0 to their share, and the count in its label.
 
-    rows: {"name", "groups" (label -> count), "total", "rule"}, any order (sorted by total here).
+    rows: {"name", "groups" (label -> count), "total", "rule", "active" (None: dense)}, any
+    order (sorted by total here).
     """
     import numpy as np
 
@@ -365,14 +367,20 @@ def parameters(rows: Sequence[dict], highlight: Sequence[str]) -> Any:
         share = np.array([100 * r["groups"][label] / r["total"] for r in rows])
         left.barh(y, share, left=start, color=colour, label=label, height=0.7)
         start += share
+    moe = [(yi, r) for yi, r in zip(y, rows) if r.get("active")]
+    if moe:
+        left.barh([yi for yi, _ in moe], [100 * r["active"] / r["total"] for _, r in moe],
+                  color="black", height=0.18, label="active per token (MoE)")
     left.set_xlim(0, 100)
     left.set_xlabel("share of parameters (%)")
-    left.set_yticks(y, [f"{r['name']}  ({count(r['total'])})" for r in rows])
+    left.set_yticks(y, [f"{r['name']}  ({count(r['total'])}"
+                        + (f", {count(r['active'])} active)" if r.get("active") else ")")
+                        for r in rows])
     for tick, row in zip(left.get_yticklabels(), rows):
         if row["name"] in highlight:
             tick.set_fontweight("bold")
     left.set_title("Where the parameters are (exact counts from the cost tree)")
-    left.legend(loc="lower center", bbox_to_anchor=(0.5, 1.05), ncol=len(labels), frameon=False)
+    left.legend(loc="lower center", bbox_to_anchor=(0.5, 1.05), ncol=3, frameon=False)
     left.grid(False)
     ratio = np.array([r["rule"] / r["total"] for r in rows])
     right.barh(y, 100 * (ratio - 1), color=["#dd8452" if v < 1 else "#4c72b0" for v in ratio],
@@ -386,6 +394,45 @@ def parameters(rows: Sequence[dict], highlight: Sequence[str]) -> Any:
     right.set_xlim(min(-5.0, float(np.min(errors)) * 1.4), max(5.0, float(np.max(errors)) * 1.4))
     right.set_xlabel("seeds' rule $12\\,L\\,d^2$ + $V d$ per table, vs exact (%)")
     right.set_title("The seeds' rule of thumb\nagainst the exact count")
+    fig.tight_layout()
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# 5b. KV cache per token
+
+
+def kv_cache(rows: Sequence[dict], highlight: Sequence[str]) -> Any:
+    """Bytes the KV cache holds per token, across presets (log scale): with every token cached
+    (a context inside every window) and, lighter, averaged over a long context once decoding
+    runs (sliding-window layers then keep only their window).
+
+    rows: {"name", "kind" (MHA, GQA 8, MQA, MLA, + windows), "short", "long", "long_tokens"}.
+    """
+    import numpy as np
+
+    plt = pyplot()
+    rows = sorted(rows, key=lambda r: (r["short"], r["name"]))
+    fig, ax = plt.subplots(figsize=(10.5, 0.38 * len(rows) + 1.9))
+    y = np.arange(len(rows))
+    ax.barh(y + 0.18, [r["short"] for r in rows], height=0.36, color="#4c72b0",
+            label="every token cached (short context)")
+    long_tokens = rows[0]["long_tokens"]
+    ax.barh(y - 0.18, [r["long"] for r in rows], height=0.36, color="#9fb7dd",
+            label=f"average over {long_tokens:,} tokens, decoding (windows capped)")
+    ax.set_xscale("log")
+    ax.set_yticks(y, [f"{r['name']}  ({r['kind']})" for r in rows])
+    for tick, row in zip(ax.get_yticklabels(), rows):
+        if row["name"] in highlight:
+            tick.set_fontweight("bold")
+    for yi, row in zip(y, rows):
+        ax.annotate(binary_bytes(row["short"]), (row["short"], yi + 0.18), xytext=(3, 0),
+                    textcoords="offset points", va="center", fontsize=7)
+    ax.set_xlim(min(r["long"] for r in rows) / 2, max(r["short"] for r in rows) * 6)
+    ax.set_xlabel("KV-cache bytes per token, all layers, bf16 (log scale)")
+    ax.set_title("KV cache per token: MHA, GQA, MQA, MLA and sliding windows")
+    ax.legend(loc="lower right", frameon=True, fontsize=8)  # the short bars are at the bottom
+    ax.grid(axis="y", visible=False)
     fig.tight_layout()
     return fig
 

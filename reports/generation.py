@@ -63,9 +63,14 @@ def step_costs(cfg: ModelConfig, quantity: str = "flops_matmul") -> StepCosts:
 
 
 def cumulative(costs: StepCosts) -> dict[str, sp.Expr]:
-    """Total cost of generating T tokens, as polynomials in T (s and the model dimensions free)."""
+    """Total cost of generating T tokens, as polynomials in T (s and the model dimensions free).
+    A sliding-window layer's step attends min(t, w) keys: taken as w, the generation past the
+    window that the leading term describes."""
+    def past_window(step: sp.Expr) -> sp.Expr:
+        return step.replace(lambda e: isinstance(e, sp.Min) and S.w in e.args, lambda e: S.w)
+
     def summed(step: sp.Expr) -> sp.Expr:  # steps 2..T
-        return sp.summation(step.xreplace({S.n: t}), (t, 2, S.T))
+        return sp.summation(past_window(step).xreplace({S.n: t}), (t, 2, S.T))
 
     return {
         "without_cache": sp.expand(costs.first() + summed(costs.decoder)),

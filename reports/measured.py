@@ -54,19 +54,51 @@ def tiny(cfg: ModelConfig) -> ModelConfig:
     d_ff/d ratio, 2 layers per stack, vocabulary 101, every other choice kept."""
     kv_heads = TINY_HEADS if cfg.n_kv_heads == cfg.n_heads else TINY_HEADS // 2
     d_ff = max(8, round(TINY_WIDTH * cfg.d_ff / cfg.d_model))
+    d_head = TINY_WIDTH // TINY_HEADS
     return cfg.replace(
         name=f"{cfg.name}-tiny",
         vocab_size=TINY_VOCAB,
         d_model=TINY_WIDTH,
         n_heads=TINY_HEADS,
         n_kv_heads=kv_heads,
-        d_head=TINY_WIDTH // TINY_HEADS,
+        d_head=d_head,
         d_ff=d_ff,
         n_encoder_layers=TINY_LAYERS if cfg.n_encoder_layers else 0,
         n_decoder_layers=TINY_LAYERS if cfg.n_decoder_layers else 0,
         max_positions=max(TINY_POSITIONS, min(cfg.max_positions, TINY_POSITIONS)),
         relative_buckets=min(cfg.relative_buckets, 8),
+        **_tiny_newer_fields(cfg, d_head),
     )
+
+
+def _scaled(value: int | None, old: int, new: int, even: bool = False) -> int | None:
+    """value * new / old, at least 2 (even when asked), None stays None."""
+    if value is None:
+        return None
+    scaled = max(2, round(value * new / old))
+    return scaled + scaled % 2 if even else scaled
+
+
+def _tiny_newer_fields(cfg: ModelConfig, d_head: int) -> dict[str, Any]:
+    """The newer families' sizes at the tiny member's scale, every choice kept: the rotary part
+    of a head, the embedding width, windows, experts (one dense layer at most: one layer keeps
+    its experts), MLA's ranks."""
+    fields: dict[str, Any] = {
+        "rotary_dim": _scaled(cfg.rotary_dim, cfg.d_head, d_head, even=True),
+        "embedding_dim": _scaled(cfg.embedding_dim, cfg.d_model, TINY_WIDTH),
+        "sliding_window": None if cfg.sliding_window is None else min(cfg.sliding_window, 16),
+        "window_layers": None if cfg.window_layers is None else 1,
+    }
+    if cfg.moe:
+        fields.update(n_dense_layers=min(cfg.n_dense_layers, TINY_LAYERS - 1),
+                      d_expert=_scaled(cfg.d_expert, cfg.d_model, TINY_WIDTH),
+                      d_shared=_scaled(cfg.d_shared, cfg.d_model, TINY_WIDTH) if cfg.d_shared else 0)
+    if cfg.mla:
+        rotary = max(2, d_head // 4)
+        fields.update(rotary_dim=rotary, v_head_dim=d_head,
+                      kv_lora_rank=_scaled(cfg.kv_lora_rank, cfg.d_model, TINY_WIDTH),
+                      q_lora_rank=_scaled(cfg.q_lora_rank, cfg.d_model, TINY_WIDTH))
+    return fields
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,10 +251,16 @@ def validation_points(cfgs: list[ModelConfig], progress: Progress = default_prog
                       full_size: bool = True) -> list[Point]:
     """Measured points for each model: its full-size parameters (and forward FLOPs under fake
     tensors), and its tiny member's FLOPs, saved bytes and KV cache on real tensors."""
+    from validate import reference_unsupported
+
     points: list[Point] = []
     for index, cfg in enumerate(cfgs, 1):
         small = tiny(cfg)
         prefix = f"[measure {index}/{len(cfgs)}] {cfg.name}"
+        if reference_unsupported(cfg):  # the reference model does not implement it: no points
+            progress(f"{prefix}: skipped (the reference model does not implement "
+                     f"{', '.join(reference_unsupported(cfg))}; `validate --target hf` measures it)")
+            continue
         progress(f"{prefix}: parameters (meta device)")
         full = Workload(seq_len=min(FULL_LENGTH, cfg.max_positions), batch=1, dtype="fp32",
                         impl="reference")

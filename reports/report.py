@@ -175,7 +175,10 @@ def make_generation(cfg: ModelConfig, measure: bool, progress: Progress) -> Made
     small_source = GENERATION_TINY_SOURCE if encoder_decoder else 1
     full = generation_curves(cfg, context, source_len=context)
     small = generation_curves(small_cfg, GENERATION_MEASURED_TOKENS, source_len=small_source)
+    from validate import reference_unsupported
+
     measured = None
+    measure = measure and not reference_unsupported(cfg)  # the reference model cannot run it
     if measure:
         progress(f"[generation] {small_cfg.name}: FlopCounterMode over {GENERATION_MEASURED_TOKENS} "
                  "steps with and without a KV cache")
@@ -220,18 +223,58 @@ def make_params(cfgs: Sequence[ModelConfig]) -> Made:
     for name, cfg in configs.items():
         groups = series.param_groups(cfg)
         total = series.total_params(cfg)
+        active = series.active_params(cfg)
         rule = seeds_rule(cfg)
-        rows.append({"name": name, "groups": groups, "total": total, "rule": rule})
-        table.append([name, *groups.values(), total, rule, (rule - total) / total])
+        rows.append({"name": name, "groups": groups, "total": total, "rule": rule, "active": active})
+        table.append([name, *groups.values(), total, rule, (rule - total) / total,
+                      "" if active is None else active])
     labels = [label for label, _ in series.PARAM_GROUPS]
     return Made(
         "params", "Parameters across presets",
         "Left: every preset's parameters split by block (exact counts from the cost tree; tied "
-        "output projections are counted once, with the embeddings). Right: the seeds' rule of "
-        "thumb 12 L d^2 plus V d per embedding table, against the exact count: it is close for "
-        "GPT-style models, and misses gated FFNs, cross-attention and large vocabularies.",
+        "output projections are counted once, with the embeddings); for a mixture of experts the "
+        "black bar and the label give the parameters one token uses (the routed experts it is "
+        "not sent to left out). Right: the seeds' rule of thumb 12 L d^2 plus V d per embedding "
+        "table, against the exact count: it is close for GPT-style models, and misses gated "
+        "FFNs, cross-attention, experts and large vocabularies.",
         figures.parameters(rows, [c.name for c in cfgs]),
-        ["model", *labels, "total", "seeds_rule", "rule_relative_error"], table,
+        ["model", *labels, "total", "seeds_rule", "rule_relative_error", "active_per_token"], table,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# 5b. The KV cache per token
+
+LONG_CONTEXT = 32768  # the long context of the KV-cache figure
+
+
+def make_kv_cache(cfgs: Sequence[ModelConfig]) -> Made:
+    """KV-cache bytes per token across the decoder presets (and the report's models)."""
+    from . import figures
+
+    configs = {name: load_preset(name) for name in preset_names()}
+    configs.update({cfg.name: cfg for cfg in cfgs})
+    rows, table = [], []
+    for name, cfg in configs.items():
+        if cfg.architecture != "decoder":
+            continue
+        short, long, tokens = series.kv_cache_per_token(cfg, LONG_CONTEXT)
+        kind = series.attention_kind(cfg)
+        rows.append({"name": name, "kind": kind, "short": short, "long": long,
+                     "long_tokens": LONG_CONTEXT})
+        table.append([name, kind, short, tokens, long])
+    return Made(
+        "kv-cache", "The KV cache per token",
+        "Bytes the KV cache holds per token over all layers, in bf16, from the cost tree: dark, "
+        "every token cached (a short context); light, averaged over a long context once decoding "
+        f"has begun (up to {LONG_CONTEXT:,} tokens, or the model's context): sliding-window layers "
+        "then hold only their window (Hugging Face's cache holds the whole prompt until the "
+        "first decode step). Multi-query and grouped-query attention cache fewer heads than "
+        "MHA; MLA caches one compressed latent and a RoPE key per token per layer. Falcon's new "
+        "layout caches every query head although it computes fewer.",
+        figures.kv_cache(rows, [c.name for c in cfgs]),
+        ["model", "attention", "bytes_per_token", "long_context_tokens",
+         "bytes_per_token_long_context"], table,
     )
 
 
@@ -385,7 +428,7 @@ def build(cfgs: Sequence[ModelConfig], batch: int = 1, dtype: str = "bf16", meas
 
     cfgs = list(cfgs)
     notes = []
-    steps = 5 + 2 * len(cfgs) + (1 if measure else 0) + (len(cfgs) if layout is not None else 0)
+    steps = 6 + 2 * len(cfgs) + (1 if measure else 0) + (len(cfgs) if layout is not None else 0)
     step = iter(range(1, steps + 1))
     say = lambda what: progress(f"[{next(step)}/{steps}] {what}")  # noqa: E731
     made = []
@@ -406,6 +449,8 @@ def build(cfgs: Sequence[ModelConfig], batch: int = 1, dtype: str = "bf16", meas
             made.append(figure)
     say("parameters across presets")
     made.append(make_params(cfgs))
+    say("the KV cache per token")
+    made.append(make_kv_cache(cfgs))
     if layout is not None:
         for cfg in cfgs:
             say(f"parallel layouts: {cfg.name}")

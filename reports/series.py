@@ -96,19 +96,19 @@ def gpus() -> list[dict[str, Any]]:
 
 #: Where the FLOPs go: (label, last path names). Every leaf not named falls into the last group.
 FLOP_GROUPS = (
-    ("QKV projections", ("qkv",)),
+    ("QKV projections", ("qkv", "mla")),
     ("attention output projection", ("out",)),
     ("attention scores QK^T", ("scores",)),
     ("weighted sum of values", ("weighted_sum",)),
-    ("FFN", ("mlp",)),
-    ("output projection to the vocabulary", ("lm_head",)),
+    ("FFN", ("mlp", "router", "experts", "shared_expert", "shared_expert_gate")),
+    ("output projection to the vocabulary", ("lm_head", "softcap")),
     ("norms, softmax, adds and the rest", ()),
 )
 
 PARAM_GROUPS = (
     ("embeddings", ()),  # paths under an embedding group
-    ("attention", ("qkv", "out", "relative_bias")),
-    ("FFN", ("mlp",)),
+    ("attention", ("qkv", "mla", "out", "relative_bias")),
+    ("FFN", ("mlp", "router", "experts", "shared_expert", "shared_expert_gate")),
     ("norms", ("norm", "final_norm")),
     ("output head", ("lm_head", "pooler")),
 )
@@ -131,13 +131,54 @@ def param_groups(cfg: ModelConfig) -> dict[str, int]:
     named = {name: label for label, names in PARAM_GROUPS for name in names}
     out = {label: 0 for label, _ in PARAM_GROUPS}
     for leaf in model.leaves:
-        label = "embeddings" if leaf.part == "embedding" else named.get(leaf.name, "norms")
+        embedding = leaf.part == "embedding" or leaf.name == "project_out"
+        label = "embeddings" if embedding else named.get(leaf.name, "norms")
         out[label] += exact(leaf.total("params"), subs)
     return out
 
 
 def total_params(cfg: ModelConfig) -> int:
     return exact(CostModel(cfg).total("params"), model_values(cfg))
+
+
+def kv_cache_per_token(cfg: ModelConfig, long_context: int) -> tuple[int, float, int]:
+    """(bytes per token with every token cached, bytes per token averaged over a long context
+    after one decode step, that context: long_context or the model's if shorter) of the KV
+    cache in bf16, from the cost tree."""
+    from costmodel.estimation import Estimate
+
+    short = Estimate(cfg, Workload(seq_len=1, dtype="bf16")).memory_numbers()["kv_cache"]
+    tokens = min(long_context, cfg.max_positions)
+    held = Estimate(cfg, Workload(seq_len=tokens - 1, gen_tokens=1, dtype="bf16"))
+    return short, held.memory_numbers()["kv_cache"] / tokens, tokens
+
+
+def attention_kind(cfg: ModelConfig) -> str:
+    """MHA, GQA (its KV heads), MQA or MLA, and its windows, as the figure labels them."""
+    from costmodel.facts import facts_for
+
+    if cfg.mla:
+        kind = "MLA"
+    elif cfg.n_kv_heads == cfg.n_heads:
+        kind = "MHA"
+    elif cfg.n_kv_heads == 1:
+        kind = "MQA"
+    else:
+        kind = f"GQA {cfg.n_kv_heads}"
+    if facts_for("hf", cfg.family).kv_cache_heads == "query" and cfg.n_kv_heads != cfg.n_heads:
+        kind += ", cached as MHA"
+    if cfg.n_window_layers:
+        some = "" if cfg.n_window_layers == cfg.n_decoder_layers else \
+            f" on {cfg.n_window_layers} of {cfg.n_decoder_layers} layers"
+        kind += f", window {cfg.sliding_window:,}{some}"
+    return kind
+
+
+def active_params(cfg: ModelConfig) -> int | None:
+    """A mixture of experts' parameters per token (None for a dense model)."""
+    if not cfg.moe:
+        return None
+    return exact(CostModel(cfg).total("active_params"), model_values(cfg))
 
 
 def crossover(cfg: ModelConfig) -> tuple[sp.Expr, float]:

@@ -90,6 +90,8 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         "",
         "Parameters",
         f"  total              {count(p['total']):>12}  ({p['total']:,})",
+        *([f"  active per token   {count(p['active']):>12}  ({p['active']:,}; routed experts a "
+           "token skips left out)"] if "active" in p else []),
         f"  embeddings         {count(p['embeddings']):>12}",
         f"  output head        {count(p['head']):>12}",
     ]
@@ -102,6 +104,12 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         f"  forward            {si(f['forward'], 'FLOP'):>14}   {tokens_note} {si(f['forward_per_token'], 'FLOP')}",
         f"  training (fwd+bwd) {si(f['training'], 'FLOP'):>14}   {tokens_note} {si(f['training_per_token'], 'FLOP')}",
         f"  other ops, forward {si(f['other_forward'], 'FLOP'):>14}   (norms, softmax, activations, adds)",
+        *([f"  windowed kernel    {si(f['windowed_kernel_forward'], 'FLOP'):>14}   (forward if the "
+           "sliding layers computed only their windows; eager computes every score)"]
+          if "windowed_kernel_forward" in f else []),
+        *([f"  decode step        {si(f['decode_step']['forward'], 'FLOP'):>14}   at context "
+           f"{f['decode_step']['context']}; absorbed MLA {si(f['decode_step']['forward_absorbed'], 'FLOP')}"]
+          if "decode_step" in f else []),
         "",
         "Memory",
         f"  weights            {binary_bytes(m['weights']):>12}   "
@@ -113,7 +121,16 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         f"  activations        {binary_bytes(m['activations']):>12}   (saved for backward)",
         f"  {'':<19}{'':>12}   Korthikanti et al. 2022: {binary_bytes(m['korthikanti_2022_activations'])} "
         f"({m['korthikanti_2022_variant']})",
-        f"  KV cache           {binary_bytes(m['kv_cache']):>12}",
+        *([f"  quantized weights  {binary_bytes(m['quantized_weights']['total']):>12}   "
+           f"({m['quantized_weights']['format']}: data {binary_bytes(m['quantized_weights']['data'])}, "
+           f"scales {binary_bytes(m['quantized_weights']['scales'])}, zeros "
+           f"{binary_bytes(m['quantized_weights']['zeros'])}, tables "
+           f"{binary_bytes(m['quantized_weights']['tables'])}, unquantized "
+           f"{binary_bytes(m['quantized_weights']['unquantized'])})"]
+          if "quantized_weights" in m else []),
+        f"  KV cache           {binary_bytes(m['kv_cache']):>12}"
+        + (f"   ({m['kv_cache_dtype']})" if "kv_cache_dtype" in m else "")
+        + (f"   ({m['kv_cache_note']})" if "kv_cache_note" in m else ""),
         f"  training total     {binary_bytes(m['training_total']):>12}",
         f"  inference total    {binary_bytes(m['inference_total']):>12}   (weights, KV cache, buffers, ids and logits of the larger phase)",
         "",

@@ -24,3 +24,67 @@ PUBLISHED = {
     # big: 37,888,000 + 6 * 12,596,224 + 6 * 16,790,528.
     "transformer-big": 214_171_648,
 }
+
+# Issue 14's flagships: the same count of Hugging Face's class (LlamaForCausalLM, Qwen2/Qwen3,
+# Gemma2, Phi3, GPTNeoX, Falcon, OPT, Bloom, Mixtral, DeepseekV3 *ForCausalLM) built from the
+# config.json in costmodel/presets/ (the model's config.json on the Hub), under FakeTensorMode
+# (tests/test_presets_issue14.py). Kept apart from PUBLISHED, whose models the reference model
+# (validate/reference.py) also builds.
+FLAGSHIPS = {
+    "llama3-8b": 8_030_261_248,
+    "llama3-70b": 70_553_706_496,
+    "llama3.1-405b": 405_853_388_800,
+    "qwen2.5-7b": 7_615_616_512,
+    "qwen2.5-72b": 72_706_203_648,
+    "qwen3-8b": 8_190_735_360,
+    "gemma2-9b": 9_241_705_984,
+    "gemma2-27b": 27_227_128_320,
+    "phi3-mini": 3_821_079_552,
+    "pythia-1.4b": 1_414_647_808,
+    "falcon-7b": 6_921_720_704,
+    "opt-1.3b": 1_315_758_080,
+    "bloom-560m": 559_214_592,
+    "mixtral-8x7b": 46_702_792_704,
+    "mixtral-8x22b": 140_620_634_112,
+    "deepseek-v3": 671_026_404_352,
+}
+
+#: Active parameters per token of the mixtures of experts (every routed expert a token skips left
+#: out), by the same classes.
+PUBLISHED_ACTIVE = {
+    "mixtral-8x7b": 12_879_925_248,
+    "mixtral-8x22b": 39_152_031_744,
+    "deepseek-v3": 37_552_282_624,
+}
+
+#: What the model cards and papers print, as (total, active or None, the figure's unit, source).
+#: A figure agrees with the class's count when they differ by less than one unit of its last
+#: printed digit. Where they differ beyond rounding, the comment says why.
+CARDS = {
+    "llama3-8b": (8e9, None, 1e9, "Meta Llama 3 model card (github.com/meta-llama/llama3, "
+                                  "MODEL_CARD.md): 8B"),
+    "llama3-70b": (70e9, None, 1e9, "Meta Llama 3 model card: 70B"),
+    "llama3.1-405b": (405e9, None, 1e9, "Llama 3.1 model card; Dubey et al. 2024, The Llama 3 Herd "
+                                        "of Models, Table 3: 405B"),
+    "qwen2.5-7b": (7.61e9, None, 0.01e9, "Qwen/Qwen2.5-7B model card: 7.61B (6.53B non-embedding)"),
+    "qwen2.5-72b": (72.7e9, None, 0.1e9, "Qwen/Qwen2.5-72B model card: 72.7B (70.0B non-embedding)"),
+    "qwen3-8b": (8.2e9, None, 0.1e9, "Qwen/Qwen3-8B model card: 8.2B (6.95B non-embedding)"),
+    # Gemma 2 technical report (Gemma Team 2024), Table 2: non-embedding + embedding parameters.
+    "gemma2-9b": (8_324_201_984 + 917_504_000, None, 1, "Gemma 2 report, Table 2"),
+    "gemma2-27b": (26_047_480_320 + 1_179_648_000, None, 1, "Gemma 2 report, Table 2"),
+    "phi3-mini": (3.8e9, None, 0.1e9, "Abdin et al. 2024, Phi-3 Technical Report: 3.8B"),
+    "pythia-1.4b": (1_414_647_808, None, 1, "Biderman et al. 2023, Pythia, Table 1 (total params)"),
+    # "7B" in the model card; the class holds 6.92B (4544-wide, 32 layers, multi-query).
+    "falcon-7b": (7e9, None, 1e9, "tiiuae/falcon-7b model card: 7B"),
+    "opt-1.3b": (1.3e9, None, 0.1e9, "Zhang et al. 2022, OPT, Table 1: 1.3B"),
+    "bloom-560m": (559_214_592, None, 1, "bigscience/bloom-560m model card: 559,214,592 parameters"),
+    "mixtral-8x7b": (47e9, 13e9, 1e9, "Jiang et al. 2024, Mixtral of Experts: 47B, 13B active"),
+    "mixtral-8x22b": (141e9, 39e9, 1e9, "mistral.ai, Cheaper, Better, Faster, Stronger (2024): "
+                                         "141B, 39B active"),
+    # DeepSeek-V3 technical report: 671B total, 37B activated per token. The Hub checkpoint holds
+    # 685B: the 14B multi-token-prediction module, which DeepseekV3ForCausalLM does not build. Our
+    # 37.55B active counts the embedding table and the head (0.93B each).
+    "deepseek-v3": (671e9, 37e9, 1e9, "DeepSeek-AI 2024, DeepSeek-V3 Technical Report: 671B, 37B "
+                                      "activated"),
+}
+

@@ -153,7 +153,7 @@ def test_models_lists_every_preset(capsys):
     code, out, _ = run_main(["models"], capsys)
     assert code == 0
     lines = out.strip().splitlines()
-    assert len(lines) == 2 + 14
+    assert len(lines) == 2 + 30  # 14, and issue 14's 16 flagships
     assert any(line.startswith("llama2-70b") and "68.98 B" in line for line in lines)
 
 
@@ -373,3 +373,75 @@ def test_validate_says_why_it_shortens_the_prompt(monkeypatch, capsys):
     assert seen[-1].seq_len == 2048 and "note:" not in err  # 2048 + 2 fit in 4096: nothing to say
     code, out, err = run_main(["validate", "--model", "gpt2", "--seq-len", "100"], capsys)
     assert seen[-1].seq_len == 100 and "note:" not in err
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 14's families through --config, quantized inference, the experts' load
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2", "qwen3", "gemma", "gemma2", "phi3", "mistral",
+                                    "gpt_neox", "falcon", "opt", "bloom", "mixtral", "qwen2_moe",
+                                    "deepseek_v3"])
+def test_every_family_estimates_from_a_config_json(family, tmp_path, capsys):
+    from tests.family_odd_configs import ODD_FAMILY_CONFIGS
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(ODD_FAMILY_CONFIGS[family][0]))
+    code, out, _ = run_main(["estimate", "--config", str(config), "--seq-len", "10", "--batch", "2",
+                             "--dtype", "fp32", "--impl", "hf", "--attention", "eager", "--json"],
+                            capsys)
+    assert code == 0
+    data = json.loads(out)
+    for section, key in (("params", "total"), ("flops", "forward"), ("flops", "training"),
+                         ("memory", "kv_cache"), ("memory", "activations")):
+        assert isinstance(data[section][key], int) and data[section][key] > 0
+    moe = family in ("mixtral", "qwen2_moe", "deepseek_v3")
+    assert ("active" in data["params"]) == moe and ("moe" in data) == moe
+    if moe:
+        assert data["params"]["active"] < data["params"]["total"]
+
+
+def test_unsupported_model_type_names_the_supported_ones(tmp_path, capsys):
+    from costmodel.hf import SUPPORTED_MODEL_TYPES
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "mamba", "hidden_size": 8}))
+    code, _, err = run_main(["estimate", "--config", str(config)], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert err.startswith("error: ") and all(name in err for name in SUPPORTED_MODEL_TYPES)
+
+
+def test_quantized_weights_and_cache_in_the_json(capsys):
+    code, out, _ = run_main(["estimate", "--model", "llama3-8b", "--seq-len", "1024",
+                             "--weight-dtype", "int4", "--kv-dtype", "fp8", "--json"], capsys)
+    data = json.loads(out)
+    q = data["memory"]["quantized_weights"]
+    assert q["format"] == "int4, groups of 128"
+    assert q["total"] == q["data"] + q["scales"] + q["zeros"] + q["tables"] + q["unquantized"]
+    # 32 layers' matrices: (4096 (32 + 2*8) 128 + 4096^2 + 3 * 4096 * 14336) values, 4 bits each
+    values = 32 * (4096 * 48 * 128 + 4096 * 4096 + 3 * 4096 * 14336)
+    assert q["data"] == values // 2 and q["scales"] == 2 * values // 128
+    # embeddings, head and norms stay bf16; the cache holds 1 byte per element + 8 B per layer
+    assert q["unquantized"] == 2 * (2 * 128256 * 4096 + 65 * 4096)
+    assert data["memory"]["kv_cache"] == 32 * (2 * 8 * 128 * 1024 + 8)
+    assert data["inputs"]["weight_dtype"] == "int4" and data["inputs"]["kv_dtype"] == "fp8"
+
+
+@pytest.mark.parametrize("args", [
+    ["--weight-dtype", "int3"], ["--weight-dtype", "fp8", "--weight-group", "64"],
+    ["--kv-dtype", "int4"], ["--weight-group", "0", "--weight-dtype", "int4"],
+    ["--no-double-quant"], ["--expert-load", "1,2"], ["--expert-load", "x"],
+])
+def test_bad_inference_options_are_one_line(args, capsys):
+    model = ["--model", "mixtral-8x7b"] if "--expert-load" in args else ["--model", "llama3-8b"]
+    code, _, err = run_main(["estimate", *model, "--seq-len", "64", *args], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and err.startswith("error: ")
+
+
+def test_expert_load_sets_tokens_per_expert_not_totals(capsys):
+    base = ["estimate", "--model", "mixtral-8x7b", "--seq-len", "512", "--json"]
+    balanced = json.loads(run_main(base, capsys)[1])
+    skewed = json.loads(run_main([*base, "--expert-load", "3,1,1,1,1,1,1,1"], capsys)[1])
+    assert balanced["moe"]["tokens_per_expert"] == [128] * 8  # 512 tokens * top-2 / 8
+    assert skewed["moe"]["tokens_per_expert"] == [307.2] + [102.4] * 7
+    assert skewed["flops"] == balanced["flops"]

@@ -15,12 +15,12 @@ from costmodel.estimation import Estimate
 from costmodel.evaluate import Sweep, exact, values
 from costmodel.model import CostModel
 from costmodel.presets import load_preset, preset_names
-from tests.published import PUBLISHED
+from tests.published import FLAGSHIPS, PUBLISHED
 
 PUBLISHED_PARAMS = {name: PUBLISHED[name] for name in (
     "llama2-7b", "llama2-13b", "llama2-70b", "mistral-7b", "gpt2", "gpt2-medium", "gpt2-large",
     "gpt2-xl", "bert-base-uncased", "t5-small", "t5-base", "seed-toy",
-)}  # tests/published.py: Hugging Face's classes
+)} | FLAGSHIPS  # tests/published.py: Hugging Face's classes
 
 
 def estimate(name: str, **workload) -> Estimate:
@@ -33,7 +33,7 @@ def test_params_equal_published_counts(name):
 
 
 def test_every_preset_loads_and_has_a_count():
-    assert len(preset_names()) == 14
+    assert len(preset_names()) == 30  # 14, and issue 14's 16 flagships
     for name in preset_names():
         assert estimate(name, seq_len=8).total("params") > 0
 
@@ -153,3 +153,25 @@ def test_memory_of_mixed_precision_adamw_is_16_bytes_per_parameter():
     assert (m["weights"], m["gradients"], m["optimizer"]) == (2 * params, 2 * params, 12 * params)
     fp32 = estimate("llama2-7b", dtype="fp32").memory_numbers()
     assert fp32["optimizer"] == 8 * params and fp32["weights"] == 4 * params
+
+
+def test_moe_presets_report_active_parameters():
+    from tests.published import PUBLISHED_ACTIVE
+
+    for name, active in PUBLISHED_ACTIVE.items():
+        params = estimate(name, seq_len=8).to_dict()["params"]
+        assert params["active"] == active, name
+    assert "active" not in estimate("llama3-8b", seq_len=8).to_dict()["params"]
+
+
+@pytest.mark.parametrize("name", ["llama3-8b", "llama3-70b", "llama3.1-405b", "qwen2.5-7b",
+                                  "qwen2.5-72b", "qwen3-8b", "gemma2-9b", "gemma2-27b", "phi3-mini",
+                                  "pythia-1.4b", "falcon-7b", "opt-1.3b", "bloom-560m",
+                                  "mixtral-8x7b", "mixtral-8x22b", "deepseek-v3"])
+def test_model_cards_agree_with_the_classes_within_their_rounding(name):
+    from tests.published import CARDS, PUBLISHED_ACTIVE
+
+    total, active, unit, _source = CARDS[name]
+    assert abs(FLAGSHIPS[name] - total) < unit
+    if active is not None:
+        assert abs(PUBLISHED_ACTIVE[name] - active) < unit

@@ -105,7 +105,12 @@ def test_korthikanti_is_printed_in_the_variant_that_applies(capsys):
 def test_a_sliding_window_shorter_than_the_sequence_is_announced(capsys):
     code, out, err = run(["estimate", "--model", "mistral-7b", "--seq-len", "16384"], capsys)
     assert code == 0
-    assert "sliding window of 4,096 tokens, which is not modelled yet" in err
-    assert "a windowed cache would hold 4,096" in err
+    assert "sliding window of 4,096 tokens: eager attention still computes every score" in err
+    assert "the whole prompt after the prefill and 4,096 tokens once decoding begins" in err
+    code, out, err = run(["estimate", "--model", "mistral-7b", "--seq-len", "16384", "-T", "1"], capsys)
+    assert "KV cache             512.00 MiB" in out  # 32 layers x 2 x 8 heads x 128 x 4,096 x 2 bytes
+    code, _, err = run(["estimate", "--model", "mistral-7b", "--seq-len", "16384", "--impl", "reference"],
+                       capsys)
+    assert "the reference implementation has no window" in err
     code, _, err = run(["estimate", "--model", "mistral-7b", "--seq-len", "4096"], capsys)
     assert "sliding window" not in err

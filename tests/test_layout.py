@@ -248,6 +248,122 @@ def test_full_size_llama2_7b_fsdp2_and_tensor_parallel():
 
 
 # ---------------------------------------------------------------------------------------------
+# The newer families (issue 14) in layouts: experts, latent attention, q/k norms, windows,
+# post-sublayer norms and soft-capping, measured on Hugging Face's classes
+
+
+def _family(case: str, **changes) -> ModelConfig:
+    """One of tests/family_odd_configs.py's configs ("family-index"), read as config.json is."""
+    from costmodel.hf import from_hf_config
+    from tests.family_odd_configs import ODD_FAMILY_CONFIGS
+
+    family, index = case.rsplit("-", 1)
+    return from_hf_config(dict(ODD_FAMILY_CONFIGS[family][int(index)], **changes), case)
+
+
+HF_FP32 = REFERENCE_FP32.replace(impl="hf")
+
+
+@pytest.mark.parametrize("case", ["mixtral-0", "qwen2_moe-2", "deepseek_v3-0", "gemma2-0", "qwen3-0"])
+def test_newer_families_under_fsdp2_on_the_fake_process_group(case):
+    """FSDP2 at W = 4 pads each parameter's dim 0: the experts' (E, 2f, d) and (E, d, f) tensors
+    by experts, the router (E, d), the latent projections by their output rows."""
+    from validate.distributed.fsdp import FsdpCase, measure_fsdp
+    from validate.distributed.launch import run_fake
+
+    cfg = _family(case)
+    measured = run_fake(measure_fsdp, 4, [0], FsdpCase(cfg, implementation="hf", memory_tracker=False))[0]
+    rank = parallel(cfg, HF_FP32, dp=4, zero=3, framework="fsdp2", device="cpu").per_stage[0]
+    assert (rank["weights"], rank["gradients"], rank["optimizer"]) == (
+        measured["state"]["parameters"]["storage"], measured["state"]["gradients"]["storage"],
+        measured["state"]["optimizer"]["storage"])
+    phases = measured["communication"]
+    assert rank["communication"]["dp"] == {
+        "all_gather": phases["forward"]["dp"]["all_gather"] + phases["backward"]["dp"]["all_gather"],
+        "reduce_scatter": phases["backward"]["dp"]["reduce_scatter"]}
+
+
+@pytest.mark.parametrize("case, sp", [("qwen3-0", False), ("qwen3-0", True), ("gemma2-0", False),
+                                      ("gemma2-3", False)])
+def test_newer_families_under_tensor_parallelism_on_the_fake_process_group(case, sp):
+    """DTensor TP at t = 2 on HF's Qwen3 (q/k norms over each local head) and Gemma 2 (post-
+    sublayer norms, soft-capped scores; the soft-capped logits are gathered first, so the cap runs
+    on the whole vocabulary: -0 and 3 differ in that). Gemma 2 under SP fails in transformers
+    (its embedding scale multiplies a DTensor by a tensor)."""
+    from validate.distributed.launch import run_fake
+    from validate.distributed.tensor_parallel import TpCase, measure_tp
+
+    cfg = _family(case, intermediate_size=38, tie_word_embeddings=False)  # the plans need both
+    measured = run_fake(measure_tp, 2, [0], TpCase(cfg, implementation="hf", sequence_parallel=sp))[0]
+    rank = parallel(cfg, HF_FP32, tp=2, sp=sp, zero=3, framework="fsdp2", device="cpu",
+                    loss_parallel=False).per_stage[0]
+    assert rank["activations"] == measured["saved_bytes"]
+    assert (rank["weights"], rank["gradients"], rank["optimizer"]) == (
+        measured["state"]["parameters"]["storage"], measured["state"]["gradients"]["elements"],
+        measured["state"]["optimizer"]["elements"])
+    collectives: dict[str, int] = {}
+    for phase in measured["communication"].values():
+        for kind, value in (phase or {}).get("tp", {}).items():
+            collectives[kind] = collectives.get(kind, 0) + value
+    assert rank["communication"]["tp"] == collectives
+
+
+def test_layers_of_different_kinds_go_to_their_stages():
+    """Gemma 2's sliding layers are every other one from layer 0 and DeepSeek-V3's first three
+    are dense: each pipeline stage holds its own mix, and the stages' parameters add up to the
+    model's (the last stage's copy of a tied embedding aside)."""
+    gemma = load_preset("gemma2-9b")  # 42 layers, 21 sliding, tied embeddings
+    workload = Workload(seq_len=4096, batch=1)
+    estimate = parallel(gemma, workload, pp=4, microbatches=8, framework="megatron")
+    assert [dict(kinds[0]) for kinds in (stage.kinds for stage in estimate.stages)] == [
+        {"layer.decoder.sliding": 6, "layer.decoder.full": 5},  # layers 0-10
+        {"layer.decoder.full": 6, "layer.decoder.sliding": 5},  # 11-21
+        {"layer.decoder.sliding": 5, "layer.decoder.full": 5},  # 22-31
+        {"layer.decoder.sliding": 5, "layer.decoder.full": 5}]  # 32-41
+    params = sum(estimate._placed(stage, "params") for stage in estimate.stages)
+    assert params == costmodel_params(gemma) == 9_241_705_984
+    deepseek = load_preset("deepseek-v3")  # 61 layers, the first 3 dense
+    estimate = parallel(deepseek, workload, pp=4, microbatches=8, framework="megatron")
+    assert [dict(kinds[0]) for kinds in (stage.kinds for stage in estimate.stages)] == [
+        {"layer.decoder.dense": 3, "layer.decoder.moe": 13}, {"layer.decoder.moe": 15},
+        {"layer.decoder.moe": 15}, {"layer.decoder.moe": 15}]
+    assert sum(estimate._placed(stage, "params") for stage in estimate.stages) == costmodel_params(deepseek)
+    # The most loaded rank is not an end one here: every stage is compared.
+    loads = [estimate.memory(stage)["total"] for stage in estimate.stages]
+    assert estimate.per_rank["total"] == max(loads)
+
+
+def costmodel_params(cfg: ModelConfig) -> int:
+    import costmodel
+
+    return costmodel.estimate(cfg).to_dict()["params"]["total"]
+
+
+def test_experts_split_by_tensor_parallelism_as_a_dense_ffn():
+    """Without expert parallelism every rank holds every expert at d_x / tp wide: a rank's
+    parameters are those of the model with the heads, the widths and the vocabulary divided."""
+    mixtral = load_preset("mixtral-8x7b")
+    rank = parallel(mixtral, Workload(seq_len=4096, batch=1, precision="pure"), tp=4).per_stage[0]
+    quarter = mixtral.replace(n_heads=8, n_kv_heads=2, d_ff=3584, d_expert=3584, vocab_size=8000,
+                              d_head=128)
+    # By hand: 32 layers x (attention 4096 x (1024 + 2 x 256) + 1024 x 4096, experts 8 x 3 x 4096
+    # x 3584, router 8 x 4096, two norms 4096) + embedding and head 2 x 8000 x 4096 + final norm.
+    by_hand = 32 * (4096 * 1536 + 1024 * 4096 + 8 * 3 * 4096 * 3584 + 8 * 4096 + 2 * 4096) \
+        + 2 * 8000 * 4096 + 4096
+    assert rank["weights"] == 2 * costmodel_params(quarter) == 2 * by_hand == 2 * 11_676_684_288
+
+
+def test_layouts_refuse_what_the_newer_families_do_not_model():
+    workload = Workload(seq_len=4096, batch=1)
+    with pytest.raises(ConfigError, match="sequence parallelism with a mixture of experts"):
+        parallel(load_preset("mixtral-8x7b"), workload, tp=2, sp=True)
+    with pytest.raises(ConfigError, match="quantized weights"):
+        parallel(load_preset("llama3-8b"), workload.replace(weight_dtype="int4"), tp=2)
+    with pytest.raises(ConfigError, match="does not divide the experts' FFN width"):
+        parallel(load_preset("qwen3-8b").replace(name="odd", n_experts=4, top_k=2, d_expert=100), workload, tp=8)
+
+
+# ---------------------------------------------------------------------------------------------
 # formula == measurement: torch.distributed.pipelining
 
 

@@ -420,6 +420,8 @@ FIGURES = {
     "generation-t5-small": lambda b, load: b.make_generation(load("t5-small"), False, print),
     "params": lambda b, load: b.make_params([load("gpt2")]),
     "params-none-highlighted": lambda b, load: b.make_params([]),
+    "params-moe": lambda b, load: b.make_params([load("mixtral-8x7b"), load("deepseek-v3")]),
+    "kv-cache": lambda b, load: b.make_kv_cache([load("gemma2-9b"), load("deepseek-v3")]),
     "validation": lambda b, load: b.make_validation([load("gpt2")], lambda message: None,
                                                     full_size=False),
     "layout-memory": lambda b, load: layout_figures(b, load)[0],
@@ -537,13 +539,13 @@ def report_dir(tmp_path_factory):
 
 def test_report_files(report_dir):
     names = {p.relative_to(report_dir).as_posix() for p in report_dir.rglob("*") if p.is_file()}
-    for stem in ("flops", "regimes", "memory-gpt2", "generation-gpt2", "params"):
+    for stem in ("flops", "regimes", "memory-gpt2", "generation-gpt2", "params", "kv-cache"):
         assert {f"figures/{stem}.png", f"figures/{stem}.svg", f"tables/{stem}.csv"} <= names
     assert {"index.html", "report.md", "claims.json", "tables/summary.csv", "tables/claims.csv",
             "tables/table1.csv"} <= names
     assert not [n for n in names if n.endswith(".tmp")]
     page = (report_dir / "index.html").read_text()
-    assert page.count('<img src="data:image/png;base64,') == 5
+    assert page.count('<img src="data:image/png;base64,') == 6  # issue 14 added the KV cache
     assert "http://" not in page and "https://" not in page  # nothing to fetch
     markdown = (report_dir / "report.md").read_text()
     for line in markdown.splitlines():
@@ -692,14 +694,14 @@ def test_page_renders_in_headless_chromium(full_report_dir, tmp_path):
     html_text = (full_report_dir / "index.html").read_text()
     names = [m.split('"')[0] for m in html_text.split('<h2 id="')[1:] if "<figure>" in m]
     assert sorted(names) == sorted(["flops", "regimes", "memory-gpt2", "generation-gpt2", "params",
-                                    "validation"])
+                                    "kv-cache", "validation"])
     page_file = full_report_dir / "layout.html"
     page_file.write_text(html_text.replace("</body>", LAYOUT_SCRIPT + "</body>"))
     page = page_file.resolve().as_uri()
     dom = _run_chromium(["--window-size=1280,2000", "--virtual-time-budget=10000", "--dump-dom"],
                         page, text=True).stdout
     check = dom.split('id="image-check"')[1].split(">")[0]
-    assert 'data-loaded="6"' in check and 'data-total="6"' in check, check
+    assert 'data-loaded="7"' in check and 'data-total="7"' in check, check
     layout = dom.split('id="layout"')[1]
     height = int(layout.split('data-height="')[1].split('"')[0])
     rows = [row.split() for row in layout.split(">")[1].split("<")[0].split(";")]

@@ -128,8 +128,10 @@ def build(cfg: ModelConfig, workload: Workload, target: str) -> tuple[torch.nn.M
 _SUBLAYERS = [
     (r"relative_attention_bias", None),  # the tree keeps T5's table at the stack level
     (r"^(cross_attention|layer\.1\.EncDecAttention)\b|^decoder:layer\.1\.", "cross_attention"),
-    (r"^(self_attn|self_attention|attn|ln_1|input_layernorm|attention)\b|^layer\.0\.", "self_attention"),
-    (r"^(mlp|ffn|ln_2|post_attention_layernorm|intermediate|output)\b|^layer\.[12]\.", "ffn"),
+    (r"^(self_attn|self_attention|attn|ln_1|input_layernorm|attention|self_attn_layer_norm|"
+     r"ln_attn|q_norm|k_norm)\b|^layer\.0\.", "self_attention"),
+    (r"^(mlp|ffn|ln_2|post_attention_layernorm|intermediate|output|fc1|fc2|final_layer_norm|"
+     r"ln_mlp|pre_feedforward_layernorm|post_feedforward_layernorm)\b|^layer\.[12]\.", "ffn"),
 ]
 _LAYER = re.compile(r"^(?P<stack>.*?)\.(?:layers?|h|block)\.\d+\.(?P<inner>.+)$")
 
@@ -206,6 +208,9 @@ def validate(cfg: ModelConfig, workload: Workload, *, target: str = "hf", device
              blocks: bool = False, progress: Callable[[str], None] | None = None) -> list[Row]:
     """Every comparable quantity of one model and workload: formula beside measurement."""
     progress = progress or (lambda message: None)
+    if cfg.moe and target == "hf" and device == "fake" and workload.dtype != "bf16":
+        raise ValueError(f"model {cfg.name!r}: under FakeTensorMode the experts' grouped_mm runs "
+                         "only in bf16 (torch's fake kernel); use --dtype bf16 or --device cpu.")
     estimate = Estimate(cfg, workload.replace(impl=target))
     context = fake_mode() if device == "fake" else _nothing()
     rows: list[Row] = []
@@ -246,7 +251,8 @@ def _stacks(cfg: ModelConfig, target: str) -> dict[str, str]:
     """Module names of the layer stacks -> the tree's stack names."""
     if target == "reference" or cfg.family in ("bert", "t5"):
         return {"encoder": "encoder", "decoder": "decoder"}
-    return {"transformer": "decoder", "model": "decoder"}
+    return {"transformer": "decoder", "model": "decoder", "gpt_neox": "decoder",
+            "model.decoder": "decoder"}
 
 
 def _kv_bytes(model: torch.nn.Module, prompt: dict, workload: Workload, target: str) -> int:

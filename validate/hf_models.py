@@ -11,6 +11,7 @@ deterministic forward kwargs.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,7 +20,10 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from costmodel.config import ModelConfig
 
-HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5")
+#: Families built through a config.json dict (config_dict below) and AutoModelForCausalLM.
+DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falcon_new",
+                 "falcon_rw", "opt", "bloom", "mixtral", "qwen2_moe", "deepseek_v3")
+HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5", *DICT_FAMILIES)
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
 # ModelConfig.activation -> the activation string of each family's config.
@@ -86,21 +90,44 @@ def _llama_like(cfg: ModelConfig, attn: str) -> Any:
         attn_implementation=attn,
     )
     _require(cfg, cfg.d_model % cfg.n_heads == 0, "d_model not divisible by n_heads (its check)")
+    _require(cfg, _only_llama_fields(cfg), "fields of the newer families (see config_dict)")
     if cfg.family == "llama":
         _require(cfg, cfg.sliding_window is None, "a sliding window")
         _require(cfg, cfg.qkv_bias == cfg.out_bias, "different q/k/v and output-projection biases")
         return LlamaConfig(**common, attention_bias=cfg.qkv_bias, mlp_bias=cfg.ffn_bias)
     if cfg.family == "mistral":
         _require(cfg, not (cfg.qkv_bias or cfg.out_bias or cfg.ffn_bias), "biases")
-        # The window reads back as the config's; the cost tree counts full attention (windows are
-        # not modelled yet), equal to the model's up to the window.
+        _require(cfg, cfg.window_layers is None, "a window on some layers only")
         return MistralConfig(**common, sliding_window=cfg.sliding_window)
     _require(
         cfg, cfg.qkv_bias and not cfg.out_bias and not cfg.ffn_bias,
         "biases other than on q/k/v (fixed in its code)",
     )
-    window = dict(use_sliding_window=True, sliding_window=cfg.sliding_window) if cfg.sliding_window else {}
-    return Qwen2Config(**common, **window)
+    return Qwen2Config(**common, **_qwen_window(cfg))
+
+
+#: ModelConfig fields that only the dict-built families set.
+_NEWER_FIELDS = ("qk_norm", "post_sublayer_norm", "attention_softcap", "logit_softcap", "rotary_dim",
+                 "parallel_attention", "parallel_norms", "position_offset", "embedding_dim",
+                 "n_experts", "kv_lora_rank", "attention_dropout")
+
+
+def _only_llama_fields(cfg: ModelConfig) -> bool:
+    """No field of the newer families is set (Mistral's and Qwen2's windows are theirs)."""
+    defaults = {f.name: f.default for f in dataclasses.fields(ModelConfig) if f.init}
+    return all(getattr(cfg, name) == defaults[name] for name in _NEWER_FIELDS)
+
+
+def _qwen_window(cfg: ModelConfig) -> dict[str, Any]:
+    """Qwen2/Qwen3's window fields: use_sliding_window, and layer_types sliding on the last
+    window_layers layers (from max_window_layers on, as the class's own rule has it)."""
+    if cfg.sliding_window is None:
+        return {}
+    layers = cfg.n_decoder_layers
+    first = layers - cfg.n_window_layers
+    return dict(use_sliding_window=True, sliding_window=cfg.sliding_window, max_window_layers=first,
+                layer_types=["sliding_attention" if i >= first else "full_attention"
+                             for i in range(layers)])
 
 
 def _gpt2(cfg: ModelConfig, attn: str) -> Any:
@@ -181,10 +208,182 @@ def _t5(cfg: ModelConfig, attn: str) -> Any:
     )
 
 
+# ---------------------------------------------------------------------------------------------
+# The newer families: a config.json dict, read back by costmodel.hf as the same ModelConfig
+
+
+def _llama_dict(cfg: ModelConfig, model_type: str) -> dict[str, Any]:
+    """The fields every Llama-like family of issue 14 shares."""
+    return dict(
+        model_type=model_type, vocab_size=cfg.vocab_size, hidden_size=cfg.d_model,
+        intermediate_size=cfg.d_ff, num_hidden_layers=cfg.n_decoder_layers,
+        num_attention_heads=cfg.n_heads, num_key_value_heads=cfg.n_kv_heads, head_dim=cfg.d_head,
+        max_position_embeddings=cfg.max_positions, tie_word_embeddings=cfg.tie_embeddings,
+        attention_dropout=cfg.dropout, hidden_act=_LLAMA_ACTS.get(cfg.activation, cfg.activation),
+    )
+
+
+def _rotary_factor(cfg: ModelConfig) -> float:
+    """A partial_rotary_factor whose int(d_head * factor) is rotary_dim again."""
+    rotary = cfg.rotary_dim or cfg.d_head
+    factor = rotary / cfg.d_head
+    return factor if int(cfg.d_head * factor) == rotary else (rotary + 0.5) / cfg.d_head
+
+
+def _alternating(layers: int, sliding: int) -> list[str]:
+    """layer_types with `sliding` windowed layers, every other one from layer 0 first."""
+    order = [*range(0, layers, 2), *range(1, layers, 2)][:sliding]
+    return ["sliding_attention" if i in order else "full_attention" for i in range(layers)]
+
+
+def _qwen3_dict(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(_llama_dict(cfg, "qwen3"), attention_bias=cfg.qkv_bias, **_qwen_window(cfg))
+
+
+def _gemma_dict(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(_llama_dict(cfg, "gemma"), attention_bias=cfg.qkv_bias)
+
+
+def _gemma2_dict(cfg: ModelConfig) -> dict[str, Any]:
+    data = dict(_llama_dict(cfg, "gemma2"), attention_bias=cfg.qkv_bias,
+                hidden_activation=_LLAMA_ACTS.get(cfg.activation, cfg.activation),
+                attn_logit_softcapping=cfg.attention_softcap,
+                final_logit_softcapping=cfg.logit_softcap,
+                query_pre_attn_scalar=_pre_attn_scalar(cfg), sliding_window=cfg.sliding_window)
+    if cfg.sliding_window is not None:
+        data["layer_types"] = _alternating(cfg.n_decoder_layers, cfg.n_window_layers)
+    return data
+
+
+def _pre_attn_scalar(cfg: ModelConfig) -> float:
+    """Gemma 2's query_pre_attn_scalar of an attention scale (scale = scalar**-0.5), as the
+    whole number it usually is when that reads back exactly."""
+    scale = cfg.attention_scale or cfg.d_head**-0.5
+    scalar = scale**-2
+    return round(scalar) if round(scalar) ** -0.5 == scale else scalar
+
+
+def _phi3_dict(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(_llama_dict(cfg, "phi3"), sliding_window=cfg.sliding_window, pad_token_id=None,
+                resid_pdrop=cfg.dropout, attention_dropout=cfg.attention_dropout or 0.0,
+                partial_rotary_factor=_rotary_factor(cfg))
+
+
+def _mixtral_dict(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(_llama_dict(cfg, "mixtral"), num_local_experts=cfg.n_experts,
+                num_experts_per_tok=cfg.top_k, sliding_window=cfg.sliding_window)
+
+
+def _qwen2_moe_dict(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(_llama_dict(cfg, "qwen2_moe"), num_experts=cfg.n_experts,
+                num_experts_per_tok=cfg.top_k, moe_intermediate_size=cfg.d_expert,
+                shared_expert_intermediate_size=cfg.d_shared,
+                mlp_only_layers=list(range(cfg.n_dense_layers)), qkv_bias=cfg.qkv_bias,
+                norm_topk_prob=cfg.renormalize_top_k)
+
+
+def _deepseek_v3_dict(cfg: ModelConfig) -> dict[str, Any]:
+    shared, rest = divmod(cfg.d_shared, cfg.d_expert) if cfg.d_expert else (0, 0)
+    _require(cfg, rest == 0, "a shared width that is not a whole number of experts")
+    data = _llama_dict(cfg, "deepseek_v3")
+    del data["head_dim"]  # DeepseekV3Config sets it to qk_rope_head_dim (the rotary width)
+    return dict(data, q_lora_rank=cfg.q_lora_rank,
+                kv_lora_rank=cfg.kv_lora_rank, qk_rope_head_dim=cfg.rotary_dim,
+                qk_nope_head_dim=cfg.d_head - (cfg.rotary_dim or 0), v_head_dim=cfg.v_head_dim,
+                n_routed_experts=cfg.n_experts, num_experts_per_tok=cfg.top_k,
+                moe_intermediate_size=cfg.d_expert, n_shared_experts=shared,
+                first_k_dense_replace=cfg.n_dense_layers, norm_topk_prob=cfg.renormalize_top_k,
+                n_group=1, topk_group=1, attention_bias=cfg.qkv_bias)
+
+
+def _gpt_neox_dict(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(model_type="gpt_neox", vocab_size=cfg.vocab_size, hidden_size=cfg.d_model,
+                num_hidden_layers=cfg.n_decoder_layers, num_attention_heads=cfg.n_heads,
+                intermediate_size=cfg.d_ff, max_position_embeddings=cfg.max_positions,
+                hidden_act={"gelu": "gelu", "gelu_tanh": "gelu_pytorch_tanh"}.get(cfg.activation, cfg.activation),
+                rotary_pct=_rotary_factor(cfg), use_parallel_residual=cfg.parallel_attention,
+                attention_bias=cfg.qkv_bias, hidden_dropout=cfg.dropout,
+                attention_dropout=cfg.attention_dropout or 0.0,
+                tie_word_embeddings=cfg.tie_embeddings)
+
+
+def _falcon_dict(cfg: ModelConfig) -> dict[str, Any]:
+    new = cfg.family == "falcon_new"
+    layout = (dict(new_decoder_architecture=True, num_kv_heads=cfg.n_kv_heads,
+                   num_ln_in_parallel_attn=cfg.parallel_norms, parallel_attn=True) if new else
+              dict(new_decoder_architecture=False, multi_query=cfg.family == "falcon",
+                   parallel_attn=cfg.parallel_attention))
+    return dict(model_type="falcon", vocab_size=cfg.vocab_size, hidden_size=cfg.d_model,
+                num_hidden_layers=cfg.n_decoder_layers, num_attention_heads=cfg.n_heads,
+                ffn_hidden_size=cfg.d_ff, max_position_embeddings=cfg.max_positions,
+                alibi=cfg.family == "falcon_rw",
+                bias=cfg.qkv_bias, activation=cfg.activation, hidden_dropout=cfg.dropout,
+                tie_word_embeddings=cfg.tie_embeddings, **layout)
+
+
+def _opt_dict(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(model_type="opt", vocab_size=cfg.vocab_size, hidden_size=cfg.d_model,
+                num_hidden_layers=cfg.n_decoder_layers, num_attention_heads=cfg.n_heads,
+                ffn_dim=cfg.d_ff, max_position_embeddings=cfg.max_positions,
+                word_embed_proj_dim=cfg.embedding_dim or cfg.d_model,
+                do_layer_norm_before=cfg.norm_position == "pre", enable_bias=cfg.qkv_bias,
+                activation_function=cfg.activation, dropout=cfg.dropout,
+                attention_dropout=cfg.attention_dropout or 0.0,
+                tie_word_embeddings=cfg.tie_embeddings)
+
+
+def _bloom_dict(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(model_type="bloom", vocab_size=cfg.vocab_size, hidden_size=cfg.d_model,
+                n_layer=cfg.n_decoder_layers, n_head=cfg.n_heads, seq_length=cfg.max_positions,
+                hidden_dropout=cfg.dropout, attention_dropout=cfg.attention_dropout or 0.0,
+                tie_word_embeddings=cfg.tie_embeddings)
+
+
+_DICTS = {
+    "qwen3": _qwen3_dict, "gemma": _gemma_dict, "gemma2": _gemma2_dict, "phi3": _phi3_dict,
+    "mixtral": _mixtral_dict, "qwen2_moe": _qwen2_moe_dict, "deepseek_v3": _deepseek_v3_dict,
+    "gpt_neox": _gpt_neox_dict, "falcon": _falcon_dict, "falcon_new": _falcon_dict,
+    "falcon_rw": _falcon_dict,
+    "opt": _opt_dict, "bloom": _bloom_dict,
+}
+
+
+def config_dict(cfg: ModelConfig) -> dict[str, Any]:
+    """The config.json of a newer family's ModelConfig: what costmodel.hf reads back as this very
+    ModelConfig. A ModelConfig the family cannot express (a field its class fixes otherwise) is
+    a ValueError naming the first field that would read back differently."""
+    from costmodel.config import ConfigError
+    from costmodel.hf import from_hf_config
+
+    data = _DICTS[cfg.family](cfg)
+    try:
+        back = from_hf_config(data, name=cfg.name)
+    except ConfigError as error:
+        raise ValueError(f"model {cfg.name!r}: Hugging Face {cfg.family} cannot build it ({error})") from None
+    mine, theirs = cfg.to_dict(), back.to_dict()
+    for field, value in mine.items():
+        if theirs[field] != value and not _same_derived(cfg, back, field):
+            raise ValueError(f"model {cfg.name!r}: Hugging Face {cfg.family} cannot build "
+                             f"{field} = {value!r} (it reads back as {theirs[field]!r}).")
+    return data
+
+
+def _same_derived(cfg: ModelConfig, back: ModelConfig, field: str) -> bool:
+    """A field given on one side and derived on the other, with the same value."""
+    return getattr(cfg, field) == getattr(back, field)
+
+
 _CONFIGS = {
     "llama": _llama_like, "mistral": _llama_like, "qwen2": _llama_like,
     "gpt2": _gpt2, "bert": _bert, "t5": _t5,
+    **{family: (lambda cfg, attn: _from_dict(cfg, attn)) for family in DICT_FAMILIES},
 }
+
+
+def _from_dict(cfg: ModelConfig, attn: str) -> Any:
+    from .hf_families import hf_config_from_dict
+
+    return hf_config_from_dict(config_dict(cfg), attn)
 
 
 def hf_config(cfg: ModelConfig, attn_implementation: str = "eager") -> Any:
@@ -220,6 +419,8 @@ def build_hf_model(
     with default_dtype(dtype):
         if cfg.family == "bert":
             model = tr.BertModel(config, add_pooling_layer=True)
+        elif cfg.family in DICT_FAMILIES:
+            model = tr.AutoModelForCausalLM.from_config(config)
         else:
             model = classes[cfg.family](config)
     return model.train()

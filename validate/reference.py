@@ -314,6 +314,12 @@ def build_reference(cfg: ModelConfig) -> Transformer:
     parameters of a full-size model without memory, or under FakeTensorMode to run it."""
     if not isinstance(cfg, ModelConfig):
         raise ValueError(f"build_reference needs a ModelConfig, got {type(cfg).__name__}.")
+    from . import reference_unsupported
+
+    missing = reference_unsupported(cfg)
+    if missing:
+        raise ValueError(f"model {cfg.name!r}: the reference model does not implement "
+                         f"{', '.join(missing)}; use --target hf.")
     return Transformer(cfg)
 
 

@@ -19,7 +19,7 @@ from ..config import ConfigError, ModelConfig, Workload
 from ..hardware import Efficiency, Hardware
 from .frameworks import FRAMEWORKS
 from .rank import ParallelEstimate
-from .spec import Layout
+from .spec import Layout, tensor_split_sizes
 from .time import StepTime
 
 MICRO_BATCHES = (1, 2, 4, 8)
@@ -32,7 +32,7 @@ def _divisors(n: int) -> list[int]:
 
 def tensor_sizes(cfg: ModelConfig, hardware: Hardware, gpus: int) -> list[int]:
     return [t for t in _divisors(min(hardware.gpus_per_node, gpus)) if gpus % t == 0
-            and cfg.n_heads % t == 0 and cfg.n_kv_heads % t == 0 and cfg.d_ff % t == 0]
+            and all(size % t == 0 for _, size in tensor_split_sizes(cfg))]
 
 
 def check_fixed(fixed: dict[str, Any], gpus: int) -> None:

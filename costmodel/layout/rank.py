@@ -32,7 +32,7 @@ from .spec import Layout
 
 PARTS = ("embedding", "shared", "layer", "tail", "head")
 PART_QUANTITIES = ("params", "padded", "tensors", "gradient_params", "saved", "rebuilt", "inputs",
-                   "buffers", "norm_params", "flops", "kv_cache")
+                   "buffers", "norm_params", "flops", "kv_cache", "latent_gradient")
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
 
 
@@ -76,7 +76,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     from .. import blocks as B
     from .. import symbols as S
     from ..model import CostModel, profile_for
-    from .split import column_inputs, local, substitution
+    from .split import column_inputs, local, row_outputs, substitution
 
     framework = FRAMEWORKS[layout.framework]
     profile = profile_for(cfg, workload, precision=framework.precision, device=layout.device,
@@ -85,7 +85,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     parts = _part_of(tree)
     loss_parallel = _loss_parallel(layout)
     exprs: dict[str, Any] = {}
-    structure: dict[str, Any] = {"stacks": [], "counts": {}, "work": []}
+    structure: dict[str, Any] = {"stacks": [], "layers": {}, "counts": {}, "work": []}
 
     def add(key: str, value: Any) -> None:
         exprs[key] = exprs.get(key, sp.Integer(0)) + value
@@ -94,9 +94,12 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
         part = parts.get(i)
         if part is None:
             continue
-        key = f"{part}.{leaf.stack}" if part == "layer" else part
-        if part == "layer" and leaf.stack not in structure["stacks"]:
-            structure["stacks"].append(leaf.stack)
+        key = part
+        if part == "layer":  # one key per stack and kind of layer (windowed/full, dense/experts)
+            key = f"layer.{leaf.stack}" + (f".{leaf.kind}" if leaf.kind else "")
+            structure["layers"][key] = [leaf.stack, leaf.kind]
+            if leaf.stack not in structure["stacks"]:
+                structure["stacks"].append(leaf.stack)
         encoder = leaf.stack == "encoder" and cfg.architecture == "encoder-decoder"
         subs = substitution(leaf.block, sp_on=layout.sp, vocabulary=framework.vocabulary,
                             loss_parallel=loss_parallel, encoder=encoder)
@@ -121,6 +124,8 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
         add(f"{key}.buffers", local(cost.buffer_bytes, subs))
         add(f"{key}.flops", local(cost.flops_matmul + cost.flops_matmul_backward, subs))
         add(f"{key}.kv_cache", local(cost.kv_cache_bytes, subs))
+        if isinstance(leaf.block, B.LatentAttention):
+            add(f"{key}.latent_gradient", local(leaf.block.latent_gradient_bytes(), subs))
         # A training micro-batch's work (costmodel/simulate.py divides it by the rates): the
         # forward (twice when recomputation reruns it), the backward.
         forwards, backwards = (2 if leaf.recomputed else 1), int(phase == "train")
@@ -136,10 +141,12 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
         add("model_flops", leaf.count * (cost.flops_matmul + cost.flops_matmul_backward))
         if leaf.recomputed:
             add("recomputed_flops", leaf.count * cost.flops_matmul)
-        counts = structure["counts"].setdefault(key, {"column_inputs": 0, "row_outputs": 0, "sublayers": 0})
+        counts = structure["counts"].setdefault(key, {"column_inputs": 0, "row_outputs": 0, "sublayers": 0,
+                                                      "latents": 0})
         counts["column_inputs"] += column_inputs(leaf.block, framework.column_layers, cfg.gated)
-        counts["row_outputs"] += int(isinstance(leaf.block, (B.AttentionOutput, B.FeedForward)))
+        counts["row_outputs"] += row_outputs(leaf.block)
         counts["sublayers"] += int(isinstance(leaf.block, (B.QKVProjection, B.FeedForward)))
+        counts["latents"] += int(isinstance(leaf.block, B.LatentAttention))
     for key in list(structure["counts"]):
         for quantity in PART_QUANTITIES:
             exprs.setdefault(f"{key}.{quantity}", sp.Integer(0))
@@ -189,13 +196,16 @@ def _ring(kind: str, world: int) -> float:
 @dataclass(frozen=True)
 class Stage:
     """One pipeline rank: its (virtual) stages' layers, the micro-batches each holds at the
-    rank's peak, and whether it runs the first and the last stage."""
+    rank's peak, whether it runs the first and the last stage, and each (virtual) stage's layers
+    by kind ((part key, layers), ...: a stack's layers, or its windowed and full, dense and
+    expert layers)."""
 
     rank: int
     layers: tuple[int, ...]
     in_flight: tuple[int, ...]
     first: bool
     last: bool
+    kinds: tuple[tuple[tuple[str, int], ...], ...] = ()
 
 
 class ParallelEstimate:
@@ -205,6 +215,12 @@ class ParallelEstimate:
         """phase "train" (a training step) or "decode" (one decode step at the workload's
         context: serving)."""
         layout.check(cfg)
+        if workload.weight_dtype is not None or workload.kv_dtype is not None:
+            raise ConfigError("layout: quantized weights or KV cache in a parallel layout are not modelled; "
+                              "estimate them on one device.")
+        if workload.expert_load is not None:
+            raise ConfigError("layout: a parallel layout assumes balanced routing; an expert load is not "
+                              "modelled with one.")
         if layout.pp > 1 and layout.framework == "fsdp2" and cfg.tie_embeddings and cfg.head == "lm":
             raise ConfigError("layout: torch.distributed.pipelining splits an untied model; this one ties its "
                               "output projection to the embedding (use megatron or deepspeed).")
@@ -223,23 +239,48 @@ class ParallelEstimate:
     def stages(self) -> list[Stage]:
         layout = self.layout
         if layout.pp == 1:
-            return [Stage(0, (self.cfg.n_layers,), (1,), True, True)]
+            layers = {"encoder": self.cfg.n_encoder_layers, "decoder": self.cfg.n_decoder_layers}
+            kinds = tuple(pair for stack in self.structure["stacks"]
+                          for pair in self._kinds(stack, 0, layers[stack]))
+            return [Stage(0, (self.cfg.n_layers,), (1,), True, True, (kinds,))]
         per_stage = layout.layers_per_stage(self.cfg.n_layers)
+        starts = [sum(per_stage[:s]) for s in range(len(per_stage))]
+        stack = self.structure["stacks"][0]
         last = layout.stages - 1
         out = []
         for rank in range(layout.pp):
             own = layout.stages_of(rank)
             out.append(Stage(rank, tuple(per_stage[s] for s in own), layout.in_flight(rank),
-                             0 in own, last in own))
+                             0 in own, last in own,
+                             tuple(self._kinds(stack, starts[s], per_stage[s]) for s in own)))
         return out
 
+    def _kinds(self, stack: str, start: int, layers: int) -> tuple[tuple[str, int], ...]:
+        """Layers start .. start + layers - 1 of a stack by part key (costmodel.model.layer_kind_at)."""
+        from ..model import layer_kind_at
+
+        keys = {(s, kind): key for key, (s, kind) in self.structure["layers"].items()}
+        counts: dict[str, int] = {}
+        for index in range(start, start + layers):
+            key = keys[(stack, layer_kind_at(self.cfg, stack, index))]
+            counts[key] = counts.get(key, 0) + 1
+        return tuple(counts.items())
+
+    def layer_runs(self, stage: Stage) -> dict[str, int]:
+        """How many layers of each part key the rank runs per micro-batch."""
+        runs: dict[str, int] = {}
+        for kinds in stage.kinds:
+            for key, count in kinds:
+                runs[key] = runs.get(key, 0) + count
+        return runs
+
     def _layer_sum(self, stage: Stage, quantity: str) -> int:
-        """A layer quantity over the stage's layers (each stack's own count when pp = 1)."""
-        stacks = self.structure["stacks"]
-        if self.layout.pp == 1:
-            layers = {"encoder": self.cfg.n_encoder_layers, "decoder": self.cfg.n_decoder_layers}
-            return sum(layers[s] * self._part(f"layer.{s}", quantity) for s in stacks)
-        return sum(stage.layers) * self._part(f"layer.{stacks[0]}", quantity)
+        """A layer quantity over the stage's layers, each kind of layer its own."""
+        return sum(count * self._part(key, quantity) for key, count in self.layer_runs(stage).items())
+
+    def _largest_layer(self, quantity: str) -> int:
+        """The quantity of the largest kind of layer (the one a framework gathers or rebuilds)."""
+        return max((self._part(key, quantity) for key in self.structure["layers"]), default=0)
 
     def _placed(self, stage: Stage, quantity: str, per_stage: bool = False) -> int:
         """A quantity over the parts a pipeline rank holds (shared parts once per virtual stage
@@ -288,11 +329,10 @@ class ParallelEstimate:
         times the micro-batches it holds; a step's ids and labels as one storage where pipelining
         keeps them whole; one layer rebuilt under full recomputation."""
         saved = inputs = 0
-        stacks = self.structure["stacks"]
         for i, (layers, held) in enumerate(zip(stage.layers, stage.in_flight)):
             first = stage.first and i == 0
             last = stage.last and i == len(stage.layers) - 1
-            one = Stage(stage.rank, (layers,), (held,), first, last)
+            one = Stage(stage.rank, (layers,), (held,), first, last, (stage.kinds[i],))
             per_microbatch = self._placed(one, "saved", per_stage=True) if self.layout.pp > 1 else \
                 self._placed(one, "saved")
             edge_inputs = (self._part("embedding", "inputs") if first else 0) + (
@@ -302,7 +342,7 @@ class ParallelEstimate:
                 inputs += self.layout.microbatches * edge_inputs if (first or last) else 0
             else:
                 saved += held * per_microbatch
-        rebuilt = max((self._part(f"layer.{s}", "rebuilt") for s in stacks), default=0)
+        rebuilt = self._largest_layer("rebuilt")
         return saved + inputs + rebuilt
 
     def buffers(self, stage: Stage) -> int:
@@ -314,23 +354,22 @@ class ParallelEstimate:
         own = self._placed(stage, "buffers", per_stage=True)
         if layout.dp == 1:
             return own
-        stack = self.structure["stacks"][0]
         if self.framework.sharding == "per_tensor":
             e = self.workload.bytes_per_element
-            layer = layout.dp * self._part(f"layer.{stack}", "padded")
+            layer = layout.dp * self._largest_layer("padded")
             root = layout.dp * (self._placed(stage, "padded") - self._layer_sum(stage, "padded"))
             everything = layout.dp * self._placed(stage, "padded")
             unsharded = (everything if layout.zero == 2 or layout.reshard_after_forward is False
                          else layer if layout.reshard_after_forward else root + layer)
             return own + e * unsharded + e * layer + 4 * layer
         if layout.zero >= 3:
-            return own + 2 * self.workload.bytes_per_element * self._part(f"layer.{stack}", "params")
+            return own + 2 * self.workload.bytes_per_element * self._largest_layer("params")
         return own
 
     def memory(self, stage: Stage) -> dict[str, int]:
         """Weights, gradients, optimizer, activations, buffers and their total on one rank of this
         pipeline stage (computed once for stages alike: a deep pipeline's middle stages)."""
-        signature = ("memory", stage.layers, stage.in_flight, stage.first, stage.last)
+        signature = ("memory", stage.layers, stage.in_flight, stage.first, stage.last, stage.kinds)
         if signature not in self._memo:
             out = self.state(stage)
             out["activations"] = self.activations(stage)
@@ -343,9 +382,11 @@ class ParallelEstimate:
     def per_rank(self) -> dict[str, int]:
         """The most loaded rank's memory, and its pipeline stage: the first or the last. The
         first holds at least as many layers as any other (extra layers go first), at least as
-        many micro-batches in flight (every schedule) and the embeddings; the last the head."""
-        ends = {self.stages[0].rank: self.stages[0], self.stages[-1].rank: self.stages[-1]}
-        stage = max(ends.values(), key=lambda s: self.memory(s)["total"])
+        many micro-batches in flight (every schedule) and the embeddings; the last the head. With
+        layers of different kinds (DeepSeek-V3's dense layers first) any rank may be: all are
+        compared."""
+        candidates = self.stages if len(self.structure["layers"]) > 1 else [self.stages[0], self.stages[-1]]
+        stage = max(candidates, key=lambda s: (self.memory(s)["total"], -s.rank))
         return {**self.memory(stage), "stage": stage.rank}
 
     # -- communication ----------------------------------------------------------------------
@@ -353,7 +394,7 @@ class ParallelEstimate:
     def communication(self, stage: Stage) -> dict[str, dict[str, int]]:
         """Payload bytes one rank of this pipeline stage sends per training step, by group
         (tp, dp, pp) and collective."""
-        signature = ("communication", stage.layers, stage.in_flight, stage.first, stage.last,
+        signature = ("communication", stage.layers, stage.in_flight, stage.first, stage.last, stage.kinds,
                      stage.rank if self.layout.schedule == "interleaved" else None)
         if signature not in self._memo:
             self._memo[signature] = self._communication(stage)
@@ -396,13 +437,10 @@ class ParallelEstimate:
         n, layout = self.numbers, self.layout
         x = n["boundary"]
         counts = self.structure["counts"]
-        stack = self.structure["stacks"][0]
+        runs = self.layer_runs(stage)
 
         def per_layer(name: str) -> int:
-            if layout.pp == 1:
-                return sum({"encoder": self.cfg.n_encoder_layers, "decoder": self.cfg.n_decoder_layers}[s]
-                           * counts.get(f"layer.{s}", {}).get(name, 0) for s in self.structure["stacks"])
-            return sum(stage.layers) * counts.get(f"layer.{stack}", {}).get(name, 0)
+            return sum(count * counts.get(key, {}).get(name, 0) for key, count in runs.items())
 
         rows, columns, sublayers = per_layer("row_outputs"), per_layer("column_inputs"), per_layer("sublayers")
         first = int(stage.first)
@@ -417,6 +455,9 @@ class ParallelEstimate:
             # Forward: the row-parallel outputs and the embedding's; backward: the inputs of the
             # column-parallel layers and of the head.
             events.append(("all_reduce", rows + first + columns + head_loss, x))
+            latents = per_layer("latents")  # latent attention: its latents' gradient, each layer
+            if latents:
+                events.append(("all_reduce", latents, self._layer_sum(stage, "latent_gradient") // latents))
         else:
             gathers = sublayers + head_loss  # the inputs of the column-parallel regions
             scatters = rows + first  # the outputs of the row-parallel regions and the embedding

@@ -26,6 +26,16 @@ def _positive(name: str, value: Any) -> None:
         raise ConfigError(f"layout: {name} must be a positive integer, got {show(value)}.")
 
 
+def tensor_split_sizes(cfg: ModelConfig) -> list[tuple[str, int]]:
+    """What tensor parallelism divides (costmodel/layout/split.py), each a size tp must divide."""
+    sizes = [("query heads", cfg.n_heads), ("key/value heads", cfg.n_kv_heads), ("FFN width", cfg.d_ff)]
+    if cfg.moe:
+        sizes.append(("experts' FFN width", cfg.d_expert))
+        if cfg.d_shared:
+            sizes.append(("shared expert's FFN width", cfg.d_shared))
+    return sizes
+
+
 @dataclass(frozen=True)
 class Layout:
     """How a training step is spread over GPUs (see the module docstring)."""
@@ -97,11 +107,13 @@ class Layout:
         if gpus is not None and gpus != self.gpus:
             raise ConfigError(f"layout: tp x pp x dp = {self.tp} x {self.pp} x {self.dp} = {self.gpus}, "
                               f"not the {gpus} GPUs asked for.")
-        for what, size in (("query heads", cfg.n_heads), ("key/value heads", cfg.n_kv_heads),
-                           ("FFN width", cfg.d_ff)):
+        for what, size in tensor_split_sizes(cfg):
             if size % self.tp:
                 raise ConfigError(f"layout: tp = {self.tp} does not divide the {what} ({size}) of "
                                   f"model {show(cfg.name)}.")
+        if self.sp and (cfg.moe or cfg.mla):
+            raise ConfigError("layout: sequence parallelism with a mixture of experts or latent attention "
+                              "is not modelled.")
         if self.pp > 1:
             if cfg.architecture == "encoder-decoder":
                 raise ConfigError("layout: pipeline parallelism of encoder-decoders is not modelled.")

@@ -1,9 +1,11 @@
 """Which leaves tensor and sequence parallelism split, as data: a substitution per block class.
 
 Tensor parallelism (Megatron's column/row split; DTensor's ColwiseParallel/RowwiseParallel) divides
-a block's heads (h, h_kv), FFN width (d_ff) or vocabulary (V) by tp; every other block is
-replicated (norms, residual adds, dropout, positions, the biases of row-parallel layers, which
-have no split dimension). Sequence parallelism additionally divides the tokens (n, and s on an
+a block's heads (h, h_kv), FFN widths (d_ff; a shared expert's d_s and each routed expert's d_x,
+the experts split as a dense FFN is, without expert parallelism) or vocabulary (V) by tp; every
+other block is replicated (norms, residual adds, dropout, positions, a router, the biases of
+row-parallel layers, latent attention's down-projections to its ranks, which have no split
+dimension). Sequence parallelism additionally divides the tokens (n, and s on an
 encoder) of the blocks that run between the parallel regions: norms, residual adds, dropouts,
 the embeddings' adds and a layer's checkpoint. A leaf's per-rank cost is its cost with these
 symbols replaced; no block is written twice.
@@ -28,10 +30,14 @@ TP_SPLITS: dict[type, str] = {
     B.SharedAttentionMask: "heads",
     B.RelativePositionBias: "heads",
     B.AttentionOutput: "heads",
+    B.HeadNorms: "heads",
+    B.LatentAttention: "heads",
     B.FeedForward: "ffn",
+    B.Experts: "ffn",
     B.TokenEmbedding: "vocabulary",
     B.LMHead: "vocabulary",
     B.CrossEntropy: "loss",  # the vocabulary, when the loss runs on the rank's shard
+    B.LogitSoftcap: "loss",  # runs on the gathered logits unless the loss is vocabulary-parallel
 }
 
 #: Blocks whose tokens sequence parallelism divides by tp.
@@ -54,7 +60,7 @@ def substitution(block: B.Block, *, sp_on: bool, vocabulary: str, loss_parallel:
     if kind == "heads":
         subs = {S.h: S.h / S.tp, S.h_kv: S.h_kv / S.tp}
     elif kind == "ffn":
-        subs = {S.d_ff: S.d_ff / S.tp}
+        subs = {S.d_ff: S.d_ff / S.tp, S.d_s: S.d_s / S.tp, S.d_x: S.d_x / S.tp}
     elif kind == "vocabulary" or (kind == "loss" and loss_parallel):
         subs = {S.V: local_vocabulary(vocabulary)}
     if sp_on and isinstance(block, SP_SPLITS):
@@ -65,12 +71,30 @@ def substitution(block: B.Block, *, sp_on: bool, vocabulary: str, loss_parallel:
 def column_inputs(block: B.Block, column_layers: str, gated: bool) -> int:
     """How many column-parallel linears read this block's input (each all-reduces its input
     gradient in backward without SP): 1 for Megatron's fused layers; DTensor's separate q, k, v
-    (3; 1 when the projection itself is fused) and gate, up (2; 1 ungated)."""
+    (3; 1 when the projection itself is fused) and gate, up (2; 1 ungated). A mixture of experts
+    counts once for its routed and shared experts (they read the same input); latent attention's
+    replicated down-projections none (its latents' gradient is all-reduced instead), a direct
+    query projection one."""
     if isinstance(block, B.QKVProjection):
         return 1 if column_layers == "fused" or block.fused else 3
-    if isinstance(block, B.FeedForward):
+    if isinstance(block, (B.FeedForward, B.Experts)) and not is_shared_expert(block):
         return 1 if column_layers == "fused" or not gated else 2
+    if isinstance(block, B.LatentAttention):
+        return 0 if block.q_lora else 1
     return 0
+
+
+def row_outputs(block: B.Block) -> int:
+    """Row-parallel outputs a block ends in (each all-reduced in forward without SP): the
+    attention's output projection and the FFN's, a mixture of experts' routed and shared experts
+    reduced together."""
+    if isinstance(block, B.AttentionOutput):
+        return 1
+    return int(isinstance(block, (B.FeedForward, B.Experts)) and not is_shared_expert(block))
+
+
+def is_shared_expert(block: B.Block) -> bool:
+    return isinstance(block, B.FeedForward) and block.width == S.d_s
 
 
 def local(expr: Any, subs: dict) -> sp.Expr:

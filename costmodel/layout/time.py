@@ -91,13 +91,7 @@ class StepTime:
 
     def _runs(self, stage: Stage) -> dict[str, int]:
         """How many times each part's leaves run on this rank in one micro-batch."""
-        estimate = self.estimate
-        runs: dict[str, int] = {"shared": len(stage.layers)}
-        if estimate.layout.pp == 1:
-            cfg = estimate.cfg
-            runs.update({"layer.encoder": cfg.n_encoder_layers, "layer.decoder": cfg.n_decoder_layers})
-        else:
-            runs[f"layer.{estimate.structure['stacks'][0]}"] = sum(stage.layers)
+        runs: dict[str, int] = {"shared": len(stage.layers), **self.estimate.layer_runs(stage)}
         if stage.first:
             runs["embedding"] = 1
         if stage.last:

@@ -1,0 +1,177 @@
+"""formula == measurement for every family of issue 14, a dozen odd configs each.
+
+Each config.json dict of tests/family_odd_configs.py is read twice: by costmodel.hf (the analytic
+side, plain JSON) and by transformers itself (validate.hf_families builds the class a user trains
+from the dict), so a field we read differently from transformers shows up as a wrong number. For
+each: parameters; forward and backward matmul FLOPs (FlopCounterMode, with the grouped_mm formula
+for the experts) and bytes saved for backward (eager attention, the model's own loss) at two
+workloads, b = 2, n = 10 and b = 1, n = 7, saved bytes in fp32 and bf16; and the KV cache after the
+prefill and after each of three decode steps (n = 10 passes every window here, so the windowed
+caches' shrink at the first step is in it). Every comparison is exact. Dense families and bf16
+run under FakeTensorMode; the experts in fp32 run on real tensors (the fake grouped_mm takes only
+bf16, FINDINGS 11.3).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from costmodel.config import Workload  # noqa: E402
+from costmodel.estimation import Estimate  # noqa: E402
+from costmodel.hf import from_hf_config  # noqa: E402
+from tests.family_odd_configs import MOE_FAMILIES, odd_family_cases  # noqa: E402
+from validate.hf_families import build_hf_from_dict, family_inputs  # noqa: E402
+from validate.hf_models import fake_mode  # noqa: E402
+from validate.measure import (  # noqa: E402
+    cache_bytes, count_parameters, matmul_flops, saved_activation_bytes,
+)
+
+WORKLOADS = ((2, 10), (1, 7))  # (b, n): b = 1 keeps some views; n = 10 passes every window
+GEN_TOKENS = 3
+CASES = odd_family_cases()
+
+
+def estimate(config: dict, batch: int, seq_len: int, dtype: str, gen_tokens: int = 0) -> Estimate:
+    cfg = from_hf_config(config, name="odd")
+    return Estimate(cfg, Workload(seq_len=seq_len, batch=batch, dtype=dtype, gen_tokens=gen_tokens))
+
+
+@contextlib.contextmanager
+def built(config: dict, dtype: torch.dtype):
+    """The class a user trains, built from the dict in train mode: under FakeTensorMode, except
+    experts in fp32 (real tensors)."""
+    real = config["model_type"] in MOE_FAMILIES and dtype == torch.float32
+    with contextlib.nullcontext() if real else fake_mode():
+        torch.manual_seed(0)
+        yield build_hf_from_dict(config, dtype=dtype)
+
+
+def cache_after_each_step(model, inputs: dict, steps: int) -> list[int]:
+    """Bytes the model's cache holds after the prefill and after each decode step."""
+    batch = inputs["input_ids"].shape[0]
+    with torch.no_grad():
+        cache = model(**inputs, use_cache=True).cache
+        held = [cache_bytes(cache)["self_attention"]]
+        for _ in range(steps):
+            token = torch.ones(batch, 1, dtype=torch.long)
+            cache = model(input_ids=token, cache=cache, use_cache=True).cache
+            held.append(cache_bytes(cache)["self_attention"])
+    return held
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES, ids=[name for name, _ in CASES])
+def test_family_config_equals_hugging_face(case):
+    name, config = case
+    with built(config, torch.bfloat16) as model:
+        assert count_parameters(model) == estimate(config, 1, 4, "bf16").total("params"), name
+        for b, n in WORKLOADS:
+            formula = estimate(config, b, n, "bf16")
+            flops = matmul_flops(model, family_inputs(config, b, n, labels=True), backward=True)
+            assert (flops.forward, flops.backward) == (
+                formula.total("flops_matmul"), formula.total("flops_matmul_backward")), (name, b, n)
+            saved = saved_activation_bytes(model, family_inputs(config, b, n, labels=True))
+            assert saved.total_bytes == formula.total("saved_bytes"), (name, "bf16", b, n)
+        model.eval()
+        for b, n in WORKLOADS:
+            held = cache_after_each_step(model, family_inputs(config, b, n), GEN_TOKENS)
+            assert held == [estimate(config, b, n, "bf16", t).memory_numbers()["kv_cache"]
+                            for t in range(GEN_TOKENS + 1)], (name, b, n)
+    with built(config, torch.float32) as model:
+        for b, n in WORKLOADS:
+            saved = saved_activation_bytes(model, family_inputs(config, b, n, labels=True))
+            assert saved.total_bytes == estimate(config, b, n, "fp32").total("saved_bytes"), (
+                name, "fp32", b, n)
+
+
+# ---------------------------------------------------------------------------------------------
+# The inverse mapping (`validate --config`): ModelConfig -> config.json -> the same ModelConfig
+
+
+@pytest.mark.parametrize("case", CASES, ids=[name for name, _ in CASES])
+def test_config_dict_reads_back_as_the_same_model(case):
+    from validate.hf_models import config_dict
+
+    _, config = case
+    cfg = from_hf_config(config, name="odd")
+    if cfg.family in ("llama", "mistral", "qwen2"):
+        pytest.skip("built from its configuration class (validate.hf_models._llama_like)")
+    assert from_hf_config(config_dict(cfg), name="odd") == cfg
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["qwen3", "gemma2", "phi3", "gpt_neox", "falcon", "opt", "bloom",
+                                    "mixtral", "qwen2_moe", "deepseek_v3"])
+def test_validate_command_path_is_exact(family):
+    """validate.compare.validate builds the class from the ModelConfig (the inverse mapping) and
+    compares every row: parameters, FLOPs, other-op elements, saved bytes, KV cache."""
+    from tests.family_odd_configs import ODD_FAMILY_CONFIGS
+    from validate.compare import validate
+
+    cfg = from_hf_config(ODD_FAMILY_CONFIGS[family][0], name=f"odd-{family}")
+    rows = validate(cfg, Workload(seq_len=9, batch=2, dtype="bf16", gen_tokens=2))
+    assert [(r.quantity, r.formula, r.measured) for r in rows if not r.ok] == []
+
+
+# ---------------------------------------------------------------------------------------------
+# A decode step: windowed layers attend min(c, w) keys; MLA re-projects every cached latent
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family, index", [("mistral", 0), ("gemma2", 0), ("phi3", 0),
+                                           ("qwen2", 6), ("deepseek_v3", 0), ("deepseek_v3", 1),
+                                           ("falcon", 0), ("mixtral", 5), ("opt", 0)])
+def test_decode_step_flops_equal_the_decode_tree(family, index):
+    from costmodel.evaluate import exact, values
+    from costmodel.model import CostModel, profile_for
+    from tests.family_odd_configs import ODD_FAMILY_CONFIGS
+    from validate.measure import run_with_cache
+
+    config = ODD_FAMILY_CONFIGS[family][index]
+    cfg = from_hf_config(config, name="odd")
+    decode = CostModel(cfg, profile_for(cfg), phase="decode")
+    with built(config, torch.bfloat16) as model:
+        model.eval()
+        for b, n, gen in ((2, 10, 2), (1, 2, 0), (1, 3, 4)):
+            cache = run_with_cache(model, family_inputs(config, b, n), gen)
+            step = {"input_ids": torch.ones(b, 1, dtype=torch.long), "cache": cache, "use_cache": True}
+            measured = matmul_flops(model, step).forward
+            subs = values(cfg, Workload(seq_len=n, batch=b, dtype="bf16"))
+            subs[next(s for s in subs if s.name == "c")] = n + gen + 1  # the keys it attends to
+            assert measured == exact(decode.total("flops_matmul"), subs), (family, b, n, gen)
+
+
+# ---------------------------------------------------------------------------------------------
+# The experts against the routing observed on real tensors
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family, index", [("mixtral", 0), ("qwen2_moe", 0), ("deepseek_v3", 0)])
+def test_expert_flops_follow_the_observed_routing(family, index):
+    """On real tensors the router sends each expert its own share of the k b n slots. Given that
+    share (--expert-load), the estimate's tokens per expert are the observed ones and its
+    per-expert FLOPs sum to what the layer's grouped products cost; the totals equal the
+    balanced estimate's, whatever the routing."""
+    from tests.family_odd_configs import ODD_FAMILY_CONFIGS
+    from validate.measure import expert_loads
+
+    config = ODD_FAMILY_CONFIGS[family][index]
+    inputs = family_inputs(config, 2, 10)
+    with built(config, torch.float32) as model:  # experts in fp32: real tensors
+        loads = expert_loads(model, inputs)
+        flops = matmul_flops(model, inputs, depth=6)
+    balanced = estimate(config, 2, 10, "fp32")
+    assert flops.forward == balanced.total("flops_matmul")
+    cfg = from_hf_config(config, name="odd")
+    for path, load in loads.items():
+        given = Estimate(cfg, Workload(seq_len=10, batch=2, dtype="fp32", expert_load=tuple(load)))
+        moe = given.to_dict()["moe"]
+        assert moe["tokens_per_expert"] == load
+        grouped = sum(v for k, v in flops.forward_by_module.items() if k.startswith(path))
+        assert sum(moe["expert_flops_forward"]) == grouped, path
+        assert given.total("flops_matmul") == balanced.total("flops_matmul")
