@@ -44,6 +44,27 @@ CANONICAL_DTYPE = {
 }
 
 IMPLEMENTATIONS = ("reference", "hf", "megatron")
+
+#: ModelConfig fields of the newer families (issue 14) that the reference model
+#: (validate/reference.py) does not implement, with the value that means "not used".
+NOT_IN_REFERENCE = {
+    "qk_norm": False, "post_sublayer_norm": False, "attention_softcap": None,
+    "logit_softcap": None, "rotary_dim": None, "parallel_attention": False, "position_offset": 0,
+    "embedding_dim": None, "n_experts": 0, "kv_lora_rank": None, "attention_dropout": None,
+}
+
+
+def reference_unsupported(cfg: "ModelConfig") -> list[str]:
+    """The fields of a ModelConfig the reference model would have to ignore (so it refuses)."""
+    return [name for name, off in NOT_IN_REFERENCE.items() if getattr(cfg, name) != off]
+
+
+def require_decoder(cfg: "ModelConfig") -> None:
+    """Generation needs a decoder: an encoder-only model is refused in one sentence."""
+    if not cfg.n_decoder_layers:
+        raise ConfigError(f"model {show(cfg.name)} has no decoder; it does not generate.")
+
+
 ATTENTIONS = ("eager", "sdpa", "flash")
 RECOMPUTES = ("none", "selective", "full")
 OPTIMIZERS = ("adamw", "sgd")
@@ -558,8 +579,13 @@ class Workload:
         warning). Longer than a learned
         position table is an error (there is no row for the position); longer than the context of
         any other encoding is a warning (it runs, maybe badly), and so is a sequence longer than a
-        sliding window, which the model does not cap yet.
+        sliding window (what the implementation does with it is said). The reference
+        implementation refuses the fields it does not build.
         """
+        missing = reference_unsupported(cfg) if self.impl == "reference" else []
+        if missing:
+            raise ConfigError(f"the reference implementation does not build {', '.join(missing)} of model "
+                              f"{show(cfg.name)}; use --impl hf.")
         if cfg.architecture != "encoder-decoder" and self.tgt_len is not None:
             raise ConfigError(
                 f"tgt_len applies only to encoder-decoder models; {cfg.name} is a {cfg.architecture}."

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib.util
 
+from costmodel.config import reference_unsupported  # noqa: F401 (the core keeps the list)
+
 MEASURE_PACKAGES = ("torch", "transformers")
 INSTALL_HINT = "pip install -e '.[measure]' (torch 2.13.0 and transformers 5.24.0)"
 
@@ -24,18 +26,4 @@ def needs_measure_extra(what: str) -> str | None:
     if not missing:
         return None
     return f"{what} needs the measure extra ({', '.join(missing)} not installed): {INSTALL_HINT}."
-
-
-#: ModelConfig fields of the newer families (issue 14) that the reference model
-#: (validate/reference.py) does not implement, with the value that means "not used".
-_NOT_IN_REFERENCE = {
-    "qk_norm": False, "post_sublayer_norm": False, "attention_softcap": None,
-    "logit_softcap": None, "rotary_dim": None, "parallel_attention": False, "position_offset": 0,
-    "embedding_dim": None, "n_experts": 0, "kv_lora_rank": None, "attention_dropout": None,
-}
-
-
-def reference_unsupported(cfg: object) -> list[str]:
-    """The fields of a ModelConfig the reference model would have to ignore (so it refuses)."""
-    return [name for name, off in _NOT_IN_REFERENCE.items() if getattr(cfg, name) != off]
 
