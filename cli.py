@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from costmodel.config import DTYPES, KV_CACHES, ConfigError, ModelConfig, Workload
+from costmodel.config import DTYPES, KV_CACHES, ConfigError, ModelConfig, Workload, require_decoder
 
 
 class InputError(click.ClickException):
@@ -318,6 +318,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                         "`hardware --measure --dtype bf16` measures another)")
         if global_batch is not None:
             layout_given["microbatches"] = microbatches_for(global_batch, batch, layout_given)
+        if not train:
+            require_decoder(cfg)  # before the workload warns that generated tokens are ignored
         layout = make_layout(cfg, layout_given)
         if layout is not None:
             from costmodel.layout import time as parallel_time
@@ -400,6 +402,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
             raise ConfigError(f"--gpus must be at least 1, got {gpus}.")
         hardware = load_hardware(hardware_name)
         if serve:
+            require_decoder(cfg)
             workload = make_workload(cfg, prompt, dtype=dtype, gen_tokens=gen)
             result = planner.plan_serving(cfg, hardware, gpus, batch or 32, workload.seq_len, gen,
                                           workload.dtype, fixed)

@@ -25,7 +25,7 @@ from typing import Any
 import sympy as sp
 
 from . import symbols as S
-from .config import DTYPE_BYTES, KV_CACHES, ConfigError, ModelConfig, Workload, show
+from .config import DTYPE_BYTES, KV_CACHES, ConfigError, ModelConfig, Workload, require_decoder, show
 from .evaluate import Sweep, values
 from .hardware import Efficiency, Hardware
 from .memory import inference_phases, memory
@@ -160,8 +160,7 @@ class Roofline:
         return self._sweep(self._decoder())
 
     def _decoder(self) -> CostModel:
-        if self.decode_model is None:
-            raise ConfigError(f"model {self.cfg.name!r} has no decoder; it does not generate.")
+        require_decoder(self.cfg)
         return self.decode_model
 
     def _times(self, sweep: tuple[dict[str, tuple[int, bool]], Sweep],

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Iterator
 
-from ..config import ConfigError, ModelConfig, Workload
+from ..config import ConfigError, ModelConfig, Workload, require_decoder
 from ..hardware import Efficiency, Hardware
 from .frameworks import FRAMEWORKS
 from .rank import ParallelEstimate
@@ -140,8 +140,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
     rank (weights and the KV cache at the last step), ranked by time per output token."""
     fixed = fixed or {}
     check_fixed(fixed, gpus)
-    if not cfg.n_decoder_layers:
-        raise ConfigError(f"model {cfg.name!r} has no decoder; it does not generate.")
+    require_decoder(cfg)
     feasible, infeasible = [], []
     for tp in [fixed["tp"]] if fixed.get("tp") else tensor_sizes(cfg, hardware, gpus):
         for pp in [fixed["pp"]] if fixed.get("pp") else [p for p in _divisors(gpus // tp) if p <= cfg.n_layers]:
