@@ -23,7 +23,7 @@ from tests.family_configs import FAMILY_CONFIGS  # noqa: E402
 from validate.hf_families import build_hf_from_dict, family_inputs  # noqa: E402
 from validate.hf_models import fake_mode  # noqa: E402
 from validate.measure import (  # noqa: E402
-    cache_bytes, count_parameters, expert_loads, matmul_flops, profiler_matmul_flops,
+    cache_after_each_step, count_parameters, expert_loads, matmul_flops, profiler_matmul_flops,
     run_with_cache, saved_activation_bytes,
 )
 
@@ -516,26 +516,13 @@ def test_deepseek_router_branches_that_end_in_indices_are_not_kept():
 # KV cache
 
 
-def cache_bytes_per_step(model, inputs, steps):
-    """Bytes the cache holds after the prefill of inputs and after each of steps decode steps."""
-    b = inputs["input_ids"].shape[0]
-    with torch.no_grad():
-        cache = model(**inputs, use_cache=True).cache
-        held = [cache_bytes(cache)["self_attention"]]
-        for _ in range(steps):
-            token = torch.ones(b, 1, dtype=torch.long)
-            cache = model(input_ids=token, cache=cache, use_cache=True).cache
-            held.append(cache_bytes(cache)["self_attention"])
-    return held
-
-
 @pytest.mark.parametrize("name", list(FAMILY_CONFIGS))
 def test_kv_cache_bytes(name):
     c = FAMILY_CONFIGS[name]
     with built(name, torch.bfloat16) as model:
         model.eval()
         for b, n, steps in ((2, 10, 3), (1, 3, 2)):  # a prefill longer, then shorter than windows
-            held = cache_bytes_per_step(model, family_inputs(c, b, n), steps)
+            held = cache_after_each_step(model, family_inputs(c, b, n), steps)
             assert held == [kv_cache_bytes(name, c, b, n, 2, gen) for gen in range(steps + 1)]
 
 

@@ -28,7 +28,7 @@ from tests.family_odd_configs import MOE_FAMILIES, odd_family_cases  # noqa: E40
 from validate.hf_families import build_hf_from_dict, family_inputs  # noqa: E402
 from validate.hf_models import fake_mode  # noqa: E402
 from validate.measure import (  # noqa: E402
-    cache_bytes, count_parameters, matmul_flops, saved_activation_bytes,
+    cache_after_each_step, count_parameters, matmul_flops, saved_activation_bytes,
 )
 
 WORKLOADS = ((2, 10), (1, 7))  # (b, n): b = 1 keeps some views; n = 10 passes every window
@@ -49,19 +49,6 @@ def built(config: dict, dtype: torch.dtype):
     with contextlib.nullcontext() if real else fake_mode():
         torch.manual_seed(0)
         yield build_hf_from_dict(config, dtype=dtype)
-
-
-def cache_after_each_step(model, inputs: dict, steps: int) -> list[int]:
-    """Bytes the model's cache holds after the prefill and after each decode step."""
-    batch = inputs["input_ids"].shape[0]
-    with torch.no_grad():
-        cache = model(**inputs, use_cache=True).cache
-        held = [cache_bytes(cache)["self_attention"]]
-        for _ in range(steps):
-            token = torch.ones(batch, 1, dtype=torch.long)
-            cache = model(input_ids=token, cache=cache, use_cache=True).cache
-            held.append(cache_bytes(cache)["self_attention"])
-    return held
 
 
 @pytest.mark.slow

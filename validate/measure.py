@@ -574,6 +574,20 @@ def cache_bytes(cache: Any) -> dict[str, int]:
     return result
 
 
+def cache_after_each_step(model: Any, inputs: dict[str, torch.Tensor], steps: int) -> list[int]:
+    """Self-attention cache bytes a Hugging Face causal LM holds after the prefill of inputs and
+    after each of `steps` decode steps (token id 1 each step)."""
+    batch = inputs["input_ids"].shape[0]
+    with torch.no_grad():
+        cache = model(**inputs, use_cache=True).cache
+        held = [cache_bytes(cache)["self_attention"]]
+        for _ in range(steps):
+            token = torch.ones(batch, 1, dtype=torch.long)
+            cache = model(input_ids=token, cache=cache, use_cache=True).cache
+            held.append(cache_bytes(cache)["self_attention"])
+    return held
+
+
 def _cache_tensors(cache: Any) -> list[torch.Tensor]:
     if cache is None:
         return []
