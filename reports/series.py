@@ -254,15 +254,14 @@ def memory_curves(cfg: ModelConfig, ns: "np.ndarray", batch: int = 1, dtype: str
 
 
 def width_scaled(cfg: ModelConfig) -> dict[sp.Symbol, sp.Expr]:
-    """The config's shape scaled in width: d free; d_ff/d, d_h, h/h_kv and the layers kept."""
-    return {
-        S.d_ff: sp.Rational(cfg.d_ff, cfg.d_model) * S.d,
-        S.h: S.d / cfg.d_head,
-        S.h_kv: S.d / (cfg.d_head * (cfg.n_heads // cfg.n_kv_heads)),
-        S.d_h: sp.Integer(cfg.d_head),
-        S.L_enc: sp.Integer(max(cfg.n_encoder_layers, 1)),
-        S.L_dec: sp.Integer(max(cfg.n_decoder_layers, 1)),
-    }
+    """The config's shape scaled in width: d free; every width that grows with it (d_ff, the
+    experts', the shared experts', the latent ranks, the heads) kept in its ratio to d, so the
+    config itself sits at d = d_model; head widths, windows, expert counts and layers kept."""
+    fixed: dict[sp.Symbol, sp.Expr] = {symbol: sp.Integer(value) for symbol, value in model_values(cfg).items()}
+    del fixed[S.d]
+    for symbol in (S.d_ff, S.d_x, S.d_s, S.r_q, S.r_kv, S.d_e, S.h, S.h_kv):
+        fixed[symbol] = fixed[symbol] / cfg.d_model * S.d
+    return fixed
 
 
 def attention_share_plane(cfg: ModelConfig) -> Any:
@@ -285,10 +284,15 @@ def crossover_in_width(cfg: ModelConfig) -> sp.Expr:
 
 
 def multiple_of_d(expr: sp.Expr) -> str:
-    """'6 d' or '193/32 d = 6.03 d' for an expression c*d; the expression itself otherwise."""
-    coefficient = sp.simplify(expr / S.d)
-    if coefficient.free_symbols:
+    """'6 d' or '193/32 d = 6.03 d' for an expression c*d, '47/4 d + 4 = 11.75 d + 4' for c*d + e
+    (a router's or a latent's width that does not scale with d); the expression itself otherwise."""
+    expr = sp.expand(expr)
+    if expr.free_symbols != {S.d} or not expr.is_polynomial(S.d) or sp.degree(expr, S.d) != 1:
         return str(expr)
-    if coefficient.is_Integer:
-        return f"{coefficient} d"
-    return f"{coefficient} d = {float(coefficient):.2f} d"
+    coefficient, constant = expr.coeff(S.d, 1), expr.coeff(S.d, 0)
+    text, decimal = f"{coefficient} d", f"{float(coefficient):.2f} d"
+    if constant:
+        sign = "+" if constant > 0 else "-"
+        text += f" {sign} {abs(constant)}"
+        decimal += f" {sign} {float(abs(constant)):.3g}"
+    return text if coefficient.is_Integer and constant.is_Integer else f"{text} = {decimal}"

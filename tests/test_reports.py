@@ -365,6 +365,32 @@ def test_sweep_errors_exit_2(capsys):
 # The figures' numbers
 
 
+def test_regime_map_keeps_every_preset_at_its_own_width():
+    # The regime map scales a shape in width; at d = d_model it must be the config itself, for
+    # every family (MoE experts, latent ranks, windows, heads wider than d/h included), so the
+    # crossover and the attention share equal the unscaled model's there.
+    import sympy as sp
+
+    from costmodel import symbols as S
+    from costmodel.model import CostModel, model_values
+    from costmodel.presets import load_preset, preset_names
+    from reports import series
+
+    for name in preset_names():
+        cfg = load_preset(name)
+        scaled = series.crossover_in_width(cfg)
+        assert scaled.free_symbols == {S.d}, name
+        assert float(scaled.subs(S.d, cfg.d_model)) == pytest.approx(series.crossover(cfg)[1], rel=1e-12)
+        model, n = CostModel(cfg), 1000
+        at = {**model_values(cfg), S.b: 1, S.n: n, S.s: n}
+        attention, linear = model.attention_flops().xreplace(at), model.projection_ffn_flops().xreplace(at)
+        share = series.attention_share_plane(cfg)(n, cfg.d_model)
+        assert float(share) == pytest.approx(float(sp.Rational(attention, attention + linear)), rel=1e-12), name
+    assert series.multiple_of_d(series.crossover_in_width(load_preset("mixtral-8x7b"))) == (
+        "47/4 d + 4 = 11.75 d + 4")  # top-2 of 3.5 d experts; the router's 2 d E per token
+
+
+
 def test_figure_numbers_from_the_tree():
     import numpy as np
 
