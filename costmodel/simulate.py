@@ -252,8 +252,8 @@ class Roofline:
         needed = {"decode": int(decode.xreplace(at_context))}
         fixed, per_sequence = linear(decode, S.b, at_context)
         max_batch = (capacity - fixed) // per_sequence
-        fixed_c, per_key = linear(decode, S.c, subs)
-        max_context = (capacity - fixed_c) // per_key
+        max_context = longest_context(decode.xreplace({k: v for k, v in subs.items() if k != S.c}),
+                                      capacity)
         if prompt is not None:
             needed["prefill"] = int(phases["prefill"].xreplace(subs))
             fixed_p, per_prompt = linear(phases["prefill"], S.b, subs)
@@ -263,15 +263,36 @@ class Roofline:
         total = max(needed.values())
         kv = sp.expand(self.decode_model.total("kv_cache_bytes").xreplace(
             {k: v for k, v in at_context.items() if k not in (S.b, S.c)}))
+        below_windows = kv.replace(sp.Min, lambda *args: S.c if S.c in args else sp.Min(*args))
         return {
             "weights": int(self.prefill_model.total("weight_bytes").xreplace(subs)),
-            "kv_bytes_per_token": int(kv.coeff(S.b, 1).coeff(S.c, 1)),
+            "kv_bytes_per_token": int(sp.expand(below_windows).coeff(S.b, 1).coeff(S.c, 1)),
             "bytes": total,
             "bytes_by_phase": needed,
             "fits": total <= capacity,
             "max_batch": max(max_batch, 0),
             "max_context": max(max_context, 0),
         }
+
+
+def longest_context(needed: sp.Expr, capacity: int) -> int | float:
+    """The most keys c at which `needed` (bytes, nondecreasing in c: a cache that grows by a key
+    each step, or stops at a sliding window) stays within capacity; math.inf where it never
+    passes it (every layer windowed), 0 where one key does not fit. Exact: the integer search
+    evaluates the expression itself, so the windows' Min(c, w) need no special case."""
+    def at(keys: int) -> int:
+        return int(needed.xreplace({S.c: sp.Integer(keys)}))
+
+    beyond = 2**62  # more keys than any context; fitting there means fitting at any length
+    if at(1) > capacity:
+        return 0
+    if at(beyond) <= capacity:
+        return math.inf
+    fits, fails = 1, beyond
+    while fails - fits > 1:
+        middle = (fits + fails) // 2
+        fits, fails = (middle, fails) if at(middle) <= capacity else (fits, middle)
+    return fits
 
 
 def block_runs(model: CostModel) -> int:

@@ -41,6 +41,26 @@ def test_what_fits_in_memory():
     assert fits["max_context"] == (80 * 2**30 - weights) // 8 // per_token
 
 
+def test_what_fits_with_sliding_windows(capsys):
+    # A cache that stops at a window is not linear in the context: Phi-3-mini and Mistral-7B v0.1
+    # window every layer, so no context outgrows memory (inf, JSON null); Gemma-2-9B windows half
+    # its layers, so its longest context is where the global layers' cache (21 layers x 2 x 8
+    # heads x 256 x 2 bytes = 172,032 B a key) fills what the rest leaves. Below the windows
+    # every layer grows: 32 x 2 x 3072 x 2 = 393,216 B a key for Phi-3-mini.
+    h100 = load_hardware("h100-sxm")
+    for name, per_token in (("phi3-mini", 393_216), ("mistral-7b", 131_072)):
+        fits = Roofline(load_preset(name), h100, "bf16").fits(batch=1, context=8192)
+        assert fits["max_context"] == float("inf") and fits["kv_bytes_per_token"] == per_token
+    gemma = Roofline(load_preset("gemma2-9b"), h100, "bf16")
+    longest = gemma.fits(batch=1, context=4096)["max_context"]
+    assert gemma.fits(batch=1, context=4096)["kv_bytes_per_token"] == 2 * 172_032
+    assert gemma.fits(batch=1, context=longest)["fits"]
+    over = gemma.fits(batch=1, context=longest + 1)
+    assert not over["fits"] and over["bytes"] - gemma.fits(batch=1, context=longest)["bytes"] == 172_032
+    assert cli.main(["simulate", "--model", "phi3-mini", "--hardware", "h100-sxm", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["memory"]["max_context"] is None
+
+
 def test_prefill_is_compute_bound_and_decode_memory_bound():
     result = simulate_inference(load_preset("llama2-7b"), load_hardware("h100-sxm"),
                                 prompt=2048, gen=16, batch=1)
