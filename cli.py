@@ -268,7 +268,7 @@ def models(as_json) -> None:
 @cli.command()
 @model_options
 @click.option("--hardware", "hardware_name", default="a100-80gb", show_default=True, help="A hardware preset (see `hardware`).")
-@click.option("--prompt", type=int, default=None, help="Prompt tokens (inference). Default 2048 or the model's context.")
+@click.option("--prompt", type=int, default=None, help="Prompt tokens (inference). Default 2048, or what the context leaves after --gen.")
 @click.option("--gen", type=int, default=128, show_default=True, help="Tokens to generate (inference).")
 @click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch.")
 @click.option("--dtype", type=click.Choice(DTYPES), default=None,
@@ -373,7 +373,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--global-batch", type=int, default=None, help="Training: sequences per step (default 8 x gpus).")
 @click.option("--serve", is_flag=True, help="Plan serving instead: layouts for --batch sequences of --prompt + --gen tokens.")
 @click.option("--batch", "-b", type=int, default=None, help="Training: fix the micro-batch; --serve: the sequences served at once (default 32).")
-@click.option("--prompt", type=int, default=2048, show_default=True, help="--serve: prompt tokens.")
+@click.option("--prompt", type=int, default=None, help="--serve: prompt tokens (default 2048, or what the context leaves after --gen).")
 @click.option("--gen", type=int, default=256, show_default=True, help="--serve: generated tokens.")
 @click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True, help="Weights and activations.")
 @click.option("--impl", default="hf", show_default=True, help="Whose code the activation memory models (hf, reference or megatron).")
@@ -412,6 +412,10 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                                            workload, fixed)
     except ConfigError as error:
         raise InputError(str(error)) from None
+    result["inputs"] = {"model": cfg.name, "hardware": hardware.name, "gpus": gpus, "serve": serve,
+                        "seq_len": workload.seq_len, "dtype": workload.dtype,
+                        **({"gen": gen, "batch": batch or 32} if serve else
+                           {"global_batch": global_batch or 8 * gpus, "batch": batch})}
     if as_json:
         click.echo(json.dumps(finite(result), indent=2))
         return

@@ -42,9 +42,15 @@ def load_model(model: Any) -> ModelConfig:
 
 def make_workload(cfg: ModelConfig, seq_len: int | None = None, **options: Any) -> tuple[Workload, list[str]]:
     """The workload for a model with the defaults filled in, and the warnings it raises (a
-    sequence past a context that is not a learned table). Invalid input raises ConfigError."""
+    sequence past a context that is not a learned table). Invalid input raises ConfigError.
+    The default length is 2048 tokens, or what the model's context leaves once the generated
+    tokens (gen_tokens, which extend a decoder-only model's sequence) are added."""
     if seq_len is None:
-        seq_len = min(DEFAULT_SEQ_LEN, cfg.max_positions)
+        room = cfg.max_positions
+        generated = options.get("gen_tokens") or 0
+        if cfg.architecture != "encoder-decoder" and cfg.n_decoder_layers and 0 <= generated < room:
+            room -= generated
+        seq_len = min(DEFAULT_SEQ_LEN, room)
     workload = Workload(seq_len=seq_len, **options)
     return workload, workload.check_fits(cfg)
 

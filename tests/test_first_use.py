@@ -114,3 +114,18 @@ def test_a_sliding_window_shorter_than_the_sequence_is_announced(capsys):
     assert "the reference implementation has no window" in err
     code, _, err = run(["estimate", "--model", "mistral-7b", "--seq-len", "4096"], capsys)
     assert "sliding window" not in err
+
+
+def test_the_default_prompt_leaves_room_for_the_generated_tokens(capsys):
+    # `simulate --model gpt2` with no options failed: 2048 capped at the 1024 learned positions,
+    # plus the 128 generated tokens, is past the table. The default prompt is what the context
+    # leaves: 1024 - 128 = 896 for GPT-2, 2048 - 256 = 1792 for `plan --serve` on OPT-1.3B.
+    code, out, err = run(["simulate", "--model", "gpt2", "--json"], capsys)
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    assert data["inputs"]["prompt"] == 896 and data["inputs"]["gen"] == 128
+    code, out, err = run(["plan", "--model", "opt-1.3b", "--gpus", "2", "--serve", "--json"], capsys)
+    assert code == 0 and err == ""
+    assert json.loads(out)["inputs"]["seq_len"] == 1792
+    code, out, err = run(["simulate", "--model", "gpt2", "--gen", "2000"], capsys)
+    assert code == 2 and "3024 exceeds the 1024 learned positions" in err
