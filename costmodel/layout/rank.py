@@ -208,6 +208,31 @@ class Stage:
     kinds: tuple[tuple[tuple[str, int], ...], ...] = ()
 
 
+@lru_cache(maxsize=4096)
+def _layer_kinds(cfg: ModelConfig, layer_keys: tuple, stack: str, start: int,
+                 layers: int) -> tuple[tuple[str, int], ...]:
+    """How many of layers start .. start + layers - 1 of a stack are of each part key; the same
+    stages recur across the layouts `plan` enumerates, so they are counted once."""
+    from ..model import layer_kind_at
+
+    keys = {(s, kind): key for key, (s, kind) in layer_keys}
+    counts: dict[str, int] = {}
+    for index in range(start, start + layers):
+        key = keys[(stack, layer_kind_at(cfg, stack, index))]
+        counts[key] = counts.get(key, 0) + 1
+    return tuple(counts.items())
+
+
+@lru_cache(maxsize=4096)
+def _runs(kinds: tuple[tuple[tuple[str, int], ...], ...]) -> tuple[tuple[str, int], ...]:
+    """The layers of each part key over a rank's virtual stages."""
+    runs: dict[str, int] = {}
+    for stage in kinds:
+        for key, count in stage:
+            runs[key] = runs.get(key, 0) + count
+    return tuple(runs.items())
+
+
 class ParallelEstimate:
     """Per-rank memory and communication of one model, workload and layout (exact integers)."""
 
@@ -257,22 +282,12 @@ class ParallelEstimate:
 
     def _kinds(self, stack: str, start: int, layers: int) -> tuple[tuple[str, int], ...]:
         """Layers start .. start + layers - 1 of a stack by part key (costmodel.model.layer_kind_at)."""
-        from ..model import layer_kind_at
-
-        keys = {(s, kind): key for key, (s, kind) in self.structure["layers"].items()}
-        counts: dict[str, int] = {}
-        for index in range(start, start + layers):
-            key = keys[(stack, layer_kind_at(self.cfg, stack, index))]
-            counts[key] = counts.get(key, 0) + 1
-        return tuple(counts.items())
+        layer_keys = tuple((key, tuple(kind)) for key, kind in self.structure["layers"].items())
+        return _layer_kinds(self.cfg, layer_keys, stack, start, layers)
 
     def layer_runs(self, stage: Stage) -> dict[str, int]:
         """How many layers of each part key the rank runs per micro-batch."""
-        runs: dict[str, int] = {}
-        for kinds in stage.kinds:
-            for key, count in kinds:
-                runs[key] = runs.get(key, 0) + count
-        return runs
+        return dict(_runs(stage.kinds))
 
     def _layer_sum(self, stage: Stage, quantity: str) -> int:
         """A layer quantity over the stage's layers, each kind of layer its own."""
