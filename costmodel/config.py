@@ -396,6 +396,24 @@ class ModelConfig:
             return 0
         return self.n_decoder_layers if self.window_layers is None else self.window_layers
 
+    def layer_kind_at(self, stack: str, index: int) -> str | None:
+        """The kind label (costmodel/model.py's _TreeBuilder.layer_kinds) of layer `index` (from
+        0) of a stack, for placing layers on pipeline stages. DeepSeek-V3: the first
+        n_dense_layers dense. Where only some layers slide, the config keeps how many, not
+        which: every other one from layer 0 when half of them do (Gemma 2; Qwen2-MoE below
+        max_window_layers), else the last ones (Qwen2 and Qwen3 from max_window_layers on), as
+        costmodel/hf.py counts them."""
+        if stack != "decoder":
+            return None
+        layers, windows = self.n_decoder_layers, self.n_window_layers
+        if self.n_dense_layers:
+            return "dense" if index < self.n_dense_layers else "moe"
+        if not windows or windows == layers:
+            return None
+        if windows == (layers + 1) // 2:
+            return "sliding" if index % 2 == 0 else "full"
+        return "sliding" if index >= layers - windows else "full"
+
     @property
     def n_moe_layers(self) -> int:
         return self.n_decoder_layers - self.n_dense_layers if self.moe else 0

@@ -415,24 +415,6 @@ class _TreeBuilder:
         ]
 
 
-def layer_kind_at(cfg: ModelConfig, stack: str, index: int) -> str | None:
-    """The kind label (_TreeBuilder.layer_kinds) of layer `index` (from 0) of a stack, for
-    placing layers on pipeline stages. DeepSeek-V3: the first n_dense_layers dense. Where only
-    some layers slide, the config keeps how many, not which: every other one from layer 0 when
-    half of them do (Gemma 2; Qwen2-MoE below max_window_layers), else the last ones (Qwen2 and
-    Qwen3 from max_window_layers on), as costmodel/hf.py counts them."""
-    if stack != "decoder":
-        return None
-    layers, windows = cfg.n_decoder_layers, cfg.n_window_layers
-    if cfg.n_dense_layers:
-        return "dense" if index < cfg.n_dense_layers else "moe"
-    if not windows or windows == layers:
-        return None
-    if windows == (layers + 1) // 2:
-        return "sliding" if index % 2 == 0 else "full"
-    return "sliding" if index >= layers - windows else "full"
-
-
 def profile_for(cfg: ModelConfig, workload: Workload | None = None, **changes) -> B.Profile:
     """The implementation profile a workload asks for (training forward: dropout if p > 0)."""
     workload = workload or Workload()

@@ -27,28 +27,11 @@ import sympy as sp
 from . import symbols as S
 from .config import DTYPE_BYTES, KV_CACHES, ConfigError, ModelConfig, Workload, require_decoder, show
 from .evaluate import Sweep, values
-from .hardware import Efficiency, Hardware
+from .hardware import Efficiency, Hardware, kernel_times
 from .memory import inference_phases, memory
 from .model import CostModel, Leaf, model_values, profile_for
 
 KERNEL_QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")  # per block
-
-
-def kernel_times(f_mm: Any, b_mm: Any, f_o: Any, b_o: Any, peak: float, vector: float,
-                 bandwidth: float) -> tuple[Any, Any, Any]:
-    """Compute time, memory time and busy time of a block's two kernels: its matrix products at
-    the matmul peak, then its other ops at the vector peak, each max(compute, memory). Floats or
-    numpy arrays (a sweep over lengths)."""
-    mm_compute, mm_memory = f_mm / peak, b_mm / bandwidth
-    other_compute, other_memory = f_o / vector, b_o / bandwidth
-    if isinstance(mm_compute, float) and isinstance(other_compute, float):
-        maximum = max
-    else:
-        import numpy as np
-
-        maximum = np.maximum
-    busy = maximum(mm_compute, mm_memory) + maximum(other_compute, other_memory)
-    return mm_compute + other_compute, mm_memory + other_memory, busy
 
 
 def is_active(cost: Any) -> bool:

@@ -213,12 +213,10 @@ def _layer_kinds(cfg: ModelConfig, layer_keys: tuple, stack: str, start: int,
                  layers: int) -> tuple[tuple[str, int], ...]:
     """How many of layers start .. start + layers - 1 of a stack are of each part key; the same
     stages recur across the layouts `plan` enumerates, so they are counted once."""
-    from ..model import layer_kind_at
-
     keys = {(s, kind): key for key, (s, kind) in layer_keys}
     counts: dict[str, int] = {}
     for index in range(start, start + layers):
-        key = keys[(stack, layer_kind_at(cfg, stack, index))]
+        key = keys[(stack, cfg.layer_kind_at(stack, index))]
         counts[key] = counts.get(key, 0) + 1
     return tuple(counts.items())
 
@@ -281,7 +279,7 @@ class ParallelEstimate:
         return out
 
     def _kinds(self, stack: str, start: int, layers: int) -> tuple[tuple[str, int], ...]:
-        """Layers start .. start + layers - 1 of a stack by part key (costmodel.model.layer_kind_at)."""
+        """Layers start .. start + layers - 1 of a stack by part key (ModelConfig.layer_kind_at)."""
         layer_keys = tuple((key, tuple(kind)) for key, kind in self.structure["layers"].items())
         return _layer_kinds(self.cfg, layer_keys, stack, start, layers)
 

@@ -3,7 +3,7 @@ overlap, the pipeline bubble and the optimizer; MFU and HFU.
 
 Nothing here is a formula of a block. A stage's micro-batch time is its leaves' training work
 (costmodel/layout/rank.py: forward, backward, the recomputed forward) at the roofline's two kernels
-per block (costmodel/simulate.kernel_times), plus the per-block overhead. Collectives take their
+per block (costmodel/hardware.kernel_times), plus the per-block overhead. Collectives take their
 wire bytes (ring factors) over the link of their group, plus a latency per call; the groups are
 laid out tensor-parallel ranks first, then data-parallel, then pipeline (Megatron's order), so a
 group spanning more GPUs than a node holds runs at the inter-node bandwidth.
@@ -28,7 +28,7 @@ import math
 from functools import cached_property
 from typing import Any
 
-from ..hardware import Efficiency, Hardware
+from ..hardware import Efficiency, Hardware, kernel_times
 from .rank import ParallelEstimate, Stage
 
 
@@ -42,10 +42,7 @@ class StepTime:
     """The step time of one ParallelEstimate on one machine."""
 
     def __init__(self, estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None):
-        from ..simulate import kernel_times
-
         self.estimate, self.hardware = estimate, hardware
-        self.kernel_times = kernel_times
         eff = efficiency or Efficiency(**hardware.efficiency)
         dtype = estimate.workload.dtype
         self.peak = hardware.peak(dtype)
@@ -74,7 +71,7 @@ class StepTime:
         out: dict[str, tuple[float, int]] = {}
         for index, leaf in enumerate(estimate.structure["work"]):
             work = [float(numbers[f"work.{index}.{q}"]) for q in ("f_mm", "b_mm", "f_o", "b_o")]
-            busy = self.kernel_times(*work, self.flops_per_s, self.vector_per_s, self.bytes_per_s)[2]
+            busy = kernel_times(*work, self.flops_per_s, self.vector_per_s, self.bytes_per_s)[2]
             seconds, active = out.get(leaf["key"], (0.0, 0))
             out[leaf["key"]] = (seconds + busy, active + int(leaf["active"]))
         return out
