@@ -321,8 +321,9 @@ def render_inference(r: dict[str, Any]) -> str:
             + f" in {binary_bytes(hw['memory_bytes'])}): weights {binary_bytes(m['weights'])}, KV "
             f"cache {binary_bytes(m['kv_bytes_per_token'])} per token per sequence; fits batch <= "
             f"{m['max_batch']:,} at this context, "
-            + (f"context <= {m['max_context']:,}" if m["max_context"] != float("inf") else
-               "any context (every layer's sliding window caps its cache)") + " at this batch",
+            + (f"context <= {m['max_context']:,} at this batch" if m["max_context"] != float("inf") else
+               "decoding any number of tokens at this batch (every layer's sliding window caps its "
+               "cache)"),
             "",
             "Generation step by step (seconds per step, and cumulative including the prefill)",
             table(
