@@ -241,32 +241,36 @@ def plot_generation(model, models, config, out, csv_path, no_measure) -> None:
     _save(made, out, csv_path)
 
 
+def _highlight_options(function):
+    """--model/--models/--config as the presets to highlight in a figure across all presets."""
+    function = click.option("--config", "config", type=str, help="A config file to add and highlight.")(function)
+    function = click.option("--models", "models", type=str, help="Presets to highlight, comma-separated.")(function)
+    return click.option("--model", "-m", "model", type=str, help="A preset to highlight.")(function)
+
+
+def _save_across_presets(make: str, model, models, config, out, csv_path) -> None:
+    """A figure across every preset, the models given (if any) highlighted."""
+    from . import report as build
+
+    _check_out(out)
+    cfgs = _models(model, models, config) if (model or models or config) else []
+    _save(getattr(build, make)(cfgs), out, csv_path)
+
+
 @plot.command("params")
-@click.option("--model", "-m", "model", type=str, help="A preset to highlight.")
-@click.option("--models", "models", type=str, help="Presets to highlight, comma-separated.")
-@click.option("--config", "config", type=str, help="A config file to add and highlight.")
+@_highlight_options
 @_figure_options
 def plot_params(model, models, config, out, csv_path) -> None:
     """Parameters per block across presets, and the seeds' rule 12 L d^2 + embeddings vs exact."""
-    from . import report as build
-
-    _check_out(out)
-    cfgs = _models(model, models, config) if (model or models or config) else []
-    _save(build.make_params(cfgs), out, csv_path)
+    _save_across_presets("make_params", model, models, config, out, csv_path)
 
 
 @plot.command("kv-cache")
-@click.option("--model", "-m", "model", type=str, help="A preset to highlight.")
-@click.option("--models", "models", type=str, help="Presets to highlight, comma-separated.")
-@click.option("--config", "config", type=str, help="A config file to add and highlight.")
+@_highlight_options
 @_figure_options
 def plot_kv_cache(model, models, config, out, csv_path) -> None:
     """KV-cache bytes per token across the decoder presets: MHA, GQA, MQA, MLA and windows."""
-    from . import report as build
-
-    _check_out(out)
-    cfgs = _models(model, models, config) if (model or models or config) else []
-    _save(build.make_kv_cache(cfgs), out, csv_path)
+    _save_across_presets("make_kv_cache", model, models, config, out, csv_path)
 
 
 @plot.command("validation")
