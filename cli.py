@@ -12,7 +12,8 @@ from typing import Any
 
 import click
 
-from costmodel.config import DTYPES, KV_CACHES, ConfigError, ModelConfig, Workload, require_decoder
+from costmodel.config import DTYPES, KV_CACHES, RECOMPUTES, ConfigError, ModelConfig, Workload, require_decoder
+from costmodel.layout.frameworks import FRAMEWORKS
 
 
 class InputError(click.ClickException):
@@ -121,7 +122,6 @@ LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "v
 
 def layout_options(function):
     """The parallel layout: group sizes, schedule, ZeRO stage, framework (costmodel/layout)."""
-    from costmodel.layout.frameworks import FRAMEWORKS
     from costmodel.layout.spec import SCHEDULES
 
     options = [
@@ -383,8 +383,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--dp", type=int, default=None, help="Only this data-parallel size.")
 @click.option("--zero", type=click.IntRange(0, 3), default=None, help="Only this ZeRO stage.")
 @click.option("--sp/--no-sp", default=None, help="Only with (or without) sequence parallelism.")
-@click.option("--framework", type=click.Choice(("megatron", "deepspeed", "fsdp2")), default=None, help="Only this framework.")
-@click.option("--recompute", type=click.Choice(("none", "selective", "full")), default=None, help="Only this recomputation.")
+@click.option("--framework", type=click.Choice(tuple(FRAMEWORKS)), default=None, help="Only this framework.")
+@click.option("--recompute", type=click.Choice(RECOMPUTES), default=None, help="Only this recomputation.")
 @click.option("--top", type=int, default=10, show_default=True, help="Rows of the ranked table.")
 @click.option("--json", "as_json", is_flag=True, help='{"feasible": [...], "infeasible": [...]} on stdout.')
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,

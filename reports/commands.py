@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from costmodel.config import DTYPES
+from costmodel.layout.frameworks import FRAMEWORKS
 
 from .output import ReportInputError
 
@@ -94,7 +95,7 @@ def model_choice(function):
 @click.option("--zero", type=click.IntRange(0, 3), default=None, help="A layout: ZeRO stage.")
 @click.option("--sp", is_flag=True, default=None, help="A layout: sequence parallelism.")
 @click.option("--microbatches", type=int, default=None, help="A layout: micro-batches per step.")
-@click.option("--framework", type=click.Choice(("megatron", "deepspeed", "fsdp2")), default=None,
+@click.option("--framework", type=click.Choice(tuple(FRAMEWORKS)), default=None,
               help="A layout: whose conventions.")
 @click.option("--hardware", "hardware_name", default="h100-sxm", show_default=True,
               help="The GPU of the layout figures.")
