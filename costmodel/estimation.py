@@ -28,7 +28,8 @@ ROW_QUANTITIES = (
 )
 TOTALS = ("params", "flops_matmul", "flops_other", "flops_matmul_backward", "saved_bytes",
           "kv_cache_bytes", "bytes_matmul", "bytes_other", "bytes_moved")
-MEMORY = ("weights", "gradients", "optimizer", "activations", "kv_cache", "inference_total")
+MEMORY = ("weights", "gradients", "optimizer", "activations", "kv_cache", "buffers", "training_total",
+          "inference_total")
 
 
 @dataclass(frozen=True)
@@ -272,9 +273,7 @@ class Estimate:
 
     def memory_numbers(self) -> dict[str, Any]:
         n = self.numbers
-        out = {name: n[f"memory.{name}"] for name in MEMORY[:5]}
-        out["training_total"] = sum(out[k] for k in ("weights", "gradients", "optimizer", "activations"))
-        out["inference_total"] = n["memory.inference_total"]
+        out = {name: n[f"memory.{name}"] for name in MEMORY}
         out["bytes_per_param"] = {
             "weights": n["per_param.weights"],
             "gradients": n["per_param.gradients"],

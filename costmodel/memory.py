@@ -78,12 +78,18 @@ class Memory:
     optimizer: sp.Expr
     activations: sp.Expr
     kv_cache: sp.Expr
+    buffers: sp.Expr  # the modules' buffers (RoPE's inv_freq, BERT's id buffers): held, not trained
     inference_total: sp.Expr
     param_bytes: ParamBytes
 
     @property
     def training_total(self) -> sp.Expr:
-        return self.weights + self.gradients + self.optimizer + self.activations
+        """What a training step holds between steps and at the end of its forward: weights,
+        gradients, optimizer state, bytes saved for backward and the modules' buffers. The one
+        definition: `estimate`'s training_total, simulate's fit and a layout's per-rank total at
+        dp = 1 all read it (a layout adds its framework's communication buffers when dp > 1).
+        The step's transient peaks are costmodel/peak.py's."""
+        return self.weights + self.gradients + self.optimizer + self.activations + self.buffers
 
 
 def memory(cfg: ModelConfig, workload: Workload, model: CostModel | None = None) -> Memory:
@@ -95,6 +101,7 @@ def memory(cfg: ModelConfig, workload: Workload, model: CostModel | None = None)
         optimizer=model.total("optimizer_bytes"),
         activations=activation_bytes(model),
         kv_cache=model.total("kv_cache_bytes"),
+        buffers=model.total("buffer_bytes"),
         inference_total=inference_bytes(cfg, model.profile),
         param_bytes=model.profile.param_bytes,
     )
