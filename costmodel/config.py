@@ -11,10 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-
-class ConfigError(ValueError):
-    """An invalid model config or workload; the message is one sentence for the user."""
-
+from .errors import ConfigError  # noqa: F401 (re-exported: costmodel.config.ConfigError)
 
 POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "relative", "none")
 NORMS = ("layernorm", "rmsnorm")

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import ConfigError
+from .errors import ConfigError
 
 #: --weight-dtype -> (bits per value, the default group: None is one scale per output row).
 WEIGHT_DTYPES = {"int8": (8, None), "int4": (4, 128), "fp8": (8, None), "nf4": (4, 64)}

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from .hf_models import default_dtype
+from .torch_modes import default_dtype
 
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 #: transformers 5.24's experts kernels that run on the CPU ("grouped_mm" is its default).

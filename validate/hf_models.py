@@ -10,15 +10,14 @@ deterministic forward kwargs.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from collections.abc import Iterator
 from typing import Any
 
 import torch
-from torch._subclasses.fake_tensor import FakeTensorMode
 
 from costmodel.config import ModelConfig
+
+from .torch_modes import default_dtype, fake_mode  # noqa: F401 (fake_mode: re-exported)
 
 #: Families built through a config.json dict (config_dict below) and AutoModelForCausalLM.
 DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falcon_new",
@@ -424,25 +423,6 @@ def build_hf_model(
         else:
             model = classes[cfg.family](config)
     return model.train()
-
-
-@contextlib.contextmanager
-def fake_mode() -> Iterator[FakeTensorMode]:
-    """Run the body under FakeTensorMode: shapes and dtypes without memory or compute."""
-    with FakeTensorMode(allow_non_fake_inputs=True) as mode:
-        yield mode
-
-
-@contextlib.contextmanager
-def default_dtype(dtype: torch.dtype | None) -> Iterator[None]:
-    """Set torch's default dtype for the body (None: leave it) and restore it afterwards."""
-    previous = torch.get_default_dtype()
-    if dtype is not None:
-        torch.set_default_dtype(dtype)
-    try:
-        yield
-    finally:
-        torch.set_default_dtype(previous)
 
 
 def _tokens(batch: int, length: int, vocab: int, offset: int) -> torch.Tensor:

@@ -19,6 +19,7 @@ from ..config import ConfigError, ModelConfig, Workload, require_decoder
 from ..hardware import Efficiency, Hardware
 from .frameworks import FRAMEWORKS
 from .rank import ParallelEstimate
+from .serving_memory import serving_memory
 from .spec import Layout, tensor_split_sizes
 from .time import StepTime
 
@@ -170,18 +171,3 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                              "tokens_per_second": token["tokens_per_second"]})
     feasible.sort(key=lambda e: e["time_per_output_token"])
     return {"feasible": feasible, "infeasible": infeasible}
-
-
-def serving_memory(estimate: ParallelEstimate) -> dict[str, int]:
-    """The most loaded rank while serving: its weights (the dtype's bytes per parameter), its
-    share of the KV cache at the last step and the modules' buffers."""
-    worst = None
-    for stage in estimate.stages:
-        weights = estimate.numbers["bytes.weights"] * (estimate._placed(stage, "params") + estimate._tied_copy(stage))
-        kv = estimate._placed(stage, "kv_cache")
-        buffers = estimate._placed(stage, "buffers", per_stage=True)
-        row = {"stage": stage.rank, "weights": weights, "kv_cache": kv, "buffers": buffers,
-               "total": weights + kv + buffers}
-        if worst is None or row["total"] > worst["total"]:
-            worst = row
-    return worst

@@ -209,7 +209,7 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                     efficiency: Efficiency | None = None) -> dict[str, Any]:
     """Inference with a layout: the time per output token at the last step's context, its
     tensor-parallel all-reduce time, and each rank's weights and KV cache."""
-    from .plan import serving_memory
+    from .serving_memory import serving_memory
 
     estimate = ParallelEstimate(cfg, workload, layout, phase="decode")
     token = StepTime(estimate, hardware, efficiency).token()

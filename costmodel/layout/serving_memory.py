@@ -1,0 +1,22 @@
+"""The memory of the most loaded rank while a layout serves (plan's serving candidates and
+`simulate --layout`'s decode read it; apart from plan.py and time.py so neither imports the other).
+"""
+
+from __future__ import annotations
+
+from .rank import ParallelEstimate
+
+
+def serving_memory(estimate: ParallelEstimate) -> dict[str, int]:
+    """The most loaded rank while serving: its weights (the dtype's bytes per parameter), its
+    share of the KV cache at the last step and the modules' buffers."""
+    worst = None
+    for stage in estimate.stages:
+        weights = estimate.numbers["bytes.weights"] * (estimate._placed(stage, "params") + estimate._tied_copy(stage))
+        kv = estimate._placed(stage, "kv_cache")
+        buffers = estimate._placed(stage, "buffers", per_stage=True)
+        row = {"stage": stage.rank, "weights": weights, "kv_cache": kv, "buffers": buffers,
+               "total": weights + kv + buffers}
+        if worst is None or row["total"] > worst["total"]:
+            worst = row
+    return worst
