@@ -4,6 +4,7 @@ reports/ go under costmodel/tools/, costmodel/console.py)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -48,9 +49,16 @@ def test_pyproject_installs_one_top_level_package_and_the_script():
 
 @pytest.mark.slow
 def test_the_wheel_holds_only_costmodel_and_its_script_runs(tmp_path):
-    """Build the wheel (no network: this environment's setuptools), unpack it as pip would, and
-    run the console script's code from it, away from the checkout."""
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps",
+    """Build the wheel from a copy of the sources (a build leaves build/ behind; no network: this
+    environment's setuptools), unpack it as pip would, and run the console script's code from it,
+    away from the checkout."""
+    source = tmp_path / "source"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in ("costmodel", "validate", "reports"):
+        shutil.copytree(ROOT / name, source / name, ignore=ignore)
+    for name in ("cli.py", "pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps",
                             "--no-build-isolation", "-q", "-w", str(tmp_path / "wheel")],
                            capture_output=True, text=True, timeout=240)
     if build.returncode:
