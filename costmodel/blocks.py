@@ -5,7 +5,7 @@ A block's cost() returns a Cost: parameters, forward matmul FLOPs, the elements 
 backward and KV-cache bytes. Nothing else in the project types a formula: totals are sums of these,
 LaTeX is sympy.latex of these, numbers are these with the dimensions substituted.
 
-Conventions (what "formula == measurement" means, see shared/DESIGN.md):
+Conventions (what "formula == measurement" means, see docs/design.md):
 - matmul FLOPs are 2*m*n*k per matrix product, as torch.utils.flop_counter.FlopCounterMode counts
   them; bias adds are not counted; attention scores are dense (n_q x n_k, the causal mask ignored).
 - backward matmul FLOPs are 2x forward for a product whose two inputs both need gradients (a weight

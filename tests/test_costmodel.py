@@ -47,7 +47,7 @@ def test_vaswani_models_are_close_to_the_paper():
 
 
 def test_llama2_7b_forward_flops_match_design_figure():
-    # DESIGN.md: FlopCounterMode on LlamaForCausalLM, b=1, n=2048, eager attention.
+    # docs/design.md: FlopCounterMode on LlamaForCausalLM, b=1, n=2048, eager attention.
     result = estimate("llama2-7b", seq_len=2048)
     assert result.total("flops_matmul") == 29_261_612_187_648
     # = 2*n*(L*(4d^2 + 3*d*d_ff) + d*V) + L*4*n^2*d, written out independently:

@@ -128,9 +128,9 @@ def test_llama2_7b_full_size_under_fake_tensor_mode():
     cfg = load_preset("llama2-7b")
     with fake_mode():
         model = build_hf_model(cfg)
-        assert count_parameters(model) == 6_738_415_616  # DESIGN.md reference table
+        assert count_parameters(model) == 6_738_415_616  # docs/design.md reference table
         flops = matmul_flops(model, make_inputs(cfg, 1, 2048))
-    # DESIGN.md: 2*n*(L*(4d^2 + 3*d*d_ff) + d*V) + L*4*n^2*d
+    # docs/design.md: 2*n*(L*(4d^2 + 3*d*d_ff) + d*V) + L*4*n^2*d
     assert flops.forward == 29_261_612_187_648
 
 

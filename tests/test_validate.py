@@ -88,7 +88,7 @@ def test_validate_llama2_7b_full_size(capsys):
     data = json.loads(capsys.readouterr().out)
     assert code == 0
     rows = {row["quantity"]: row for row in data[0]["rows"]}
-    # DESIGN.md's figures, measured on LlamaForCausalLM under FakeTensorMode (b=1, n=2048, bf16).
+    # docs/design.md's figures, measured on LlamaForCausalLM under FakeTensorMode (b=1, n=2048, bf16).
     assert rows["parameters"]["measured"] == 6_738_415_616
     assert rows["forward matmul FLOPs"]["measured"] == 29_261_612_187_648
     assert rows["bytes saved for backward"]["measured"] == 38_314_483_724

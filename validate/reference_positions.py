@@ -87,7 +87,7 @@ class RotaryEmbedding(nn.Module):
         )  # (d_h/2,)
         angles = torch.outer(torch.arange(cfg.max_positions, dtype=torch.float64), inverse_frequency)
         angles = torch.cat([angles, angles], dim=-1)  # (P, d_h)
-        dtype = torch.get_default_dtype()  # the model's dtype (set before building: DESIGN.md)
+        dtype = torch.get_default_dtype()  # the model's dtype (set before building: docs/design.md)
         self.register_buffer("cos", angles.cos().to(dtype), persistent=False)
         self.register_buffer("sin", angles.sin().to(dtype), persistent=False)
 
