@@ -1,8 +1,44 @@
-"""Fixtures shared by several test files."""
+"""Fixtures shared by several test files, and the two ways the suite is cut.
+
+Tiers: `pytest -m "not slow"` is the fast tier for development (about two minutes on 2 cores);
+plain `pytest` is the full run. A test is slow when it takes more than about 3 s: it carries
+@pytest.mark.slow, and every test that needs one of HEAVY_FIXTURES (each takes 8-60 s to set up
+once: the gloo ranks below, test_reports.py's figures and report folders) is made slow here.
+
+Sides: a test is `measured` when its module imports torch, transformers or validate/ (the
+measured side) or when it carries @pytest.mark.measured itself; the rest are core tests of the
+analytic side, which never imports torch: `pytest -m "not measured"`.
+"""
 
 from __future__ import annotations
 
+import types
+
 import pytest
+
+MEASURED_PACKAGES = ("torch", "transformers", "validate")
+HEAVY_FIXTURES = ("gloo", "figures", "report_dir", "full_report_dir")
+
+
+def _imports_the_measured_side(module: types.ModuleType | None) -> bool:
+    for value in vars(module).values() if module else ():
+        name = value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", "")
+        if isinstance(name, str) and name.split(".")[0] in MEASURED_PACKAGES:
+            return True
+    return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    measured_modules: dict[str, bool] = {}
+    for item in items:
+        if set(HEAVY_FIXTURES) & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+        module = getattr(item, "module", None)
+        key = getattr(module, "__name__", "")
+        if key not in measured_modules:
+            measured_modules[key] = _imports_the_measured_side(module)
+        if measured_modules[key]:
+            item.add_marker(pytest.mark.measured)
 
 
 @pytest.fixture(scope="session")

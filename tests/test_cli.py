@@ -351,6 +351,7 @@ def _fake_validate(monkeypatch, seen):
     monkeypatch.setattr(compare, "validate", fake)
 
 
+@pytest.mark.measured  # validate.compare imports torch
 def test_validate_table_labels_every_column(monkeypatch, capsys):
     _fake_validate(monkeypatch, [])
     code, out, _ = run_main(["validate", "--model", "llama2-7b"], capsys)
@@ -361,6 +362,7 @@ def test_validate_table_labels_every_column(monkeypatch, capsys):
     assert row.split()[-1] == "ok"
 
 
+@pytest.mark.measured  # validate.compare imports torch
 def test_validate_says_why_it_shortens_the_prompt(monkeypatch, capsys):
     seen = []
     _fake_validate(monkeypatch, seen)

@@ -393,6 +393,7 @@ def _raises(rank: int, world_size: int) -> None:
     raise ValueError(f"rank {rank} of {world_size} fails on purpose")
 
 
+@pytest.mark.slow
 def test_spawned_errors_reach_the_parent():
     with pytest.raises(RankFailed, match="rank 0 of 1 fails on purpose"):
         run_gloo(_raises, 1, timeout_s=60)

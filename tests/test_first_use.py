@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 import cli
 from validate import calibrate
 
@@ -52,6 +54,7 @@ def test_a_crossover_below_one_reads_compute_bound_at_any_batch(tmp_path, monkey
     assert "at batch 0 " not in out
 
 
+@pytest.mark.slow
 def test_hardware_measure_measures_the_dtype_asked_for(monkeypatch):
     monkeypatch.setitem(calibrate.CHAIN_RUNS, "bf16", (2, 1))
     monkeypatch.setattr(calibrate, "overhead_s_per_block", lambda: 5e-5)

@@ -7,14 +7,14 @@ each: parameters; forward and backward matmul FLOPs (FlopCounterMode, with the g
 for the experts) and bytes saved for backward (eager attention, the model's own loss) at two
 workloads, b = 2, n = 10 and b = 1, n = 7, saved bytes in fp32 and bf16; and the KV cache after the
 prefill and after each of three decode steps (n = 10 passes every window here, so the windowed
-caches' shrink at the first step is in it). Every comparison is exact. Dense families and bf16
+caches' shrink at the first step is in it; tests/golden/hf_families.py). Every comparison is exact. Dense families and bf16
 run under FakeTensorMode; the experts in fp32 run on real tensors (the fake grouped_mm takes only
-bf16, FINDINGS 11.3).
+bf16, FINDINGS 11.3). tests/test_golden.py compares the formulas with the measurements recorded
+in tests/golden/hf_families.json; here (slow) the classes are measured again and must give the
+record.
 """
 
 from __future__ import annotations
-
-import contextlib
 
 import pytest
 
@@ -24,56 +24,21 @@ pytest.importorskip("transformers")
 from costmodel.config import Workload  # noqa: E402
 from costmodel.estimation import Estimate  # noqa: E402
 from costmodel.hf import from_hf_config  # noqa: E402
-from tests.family_odd_configs import MOE_FAMILIES, odd_family_cases  # noqa: E402
-from validate.hf_families import build_hf_from_dict, family_inputs  # noqa: E402
-from validate.hf_models import fake_mode  # noqa: E402
-from validate.measure import (  # noqa: E402
-    cache_after_each_step, count_parameters, matmul_flops, saved_activation_bytes,
-)
+from tests.golden import read, stale  # noqa: E402
+from tests.golden.hf_families import CASES, NAME, built, estimate, measure  # noqa: E402
+from validate.hf_families import family_inputs  # noqa: E402
+from validate.measure import matmul_flops  # noqa: E402
 
-WORKLOADS = ((2, 10), (1, 7))  # (b, n): b = 1 keeps some views; n = 10 passes every window
-GEN_TOKENS = 3
-CASES = odd_family_cases()
-
-
-def estimate(config: dict, batch: int, seq_len: int, dtype: str, gen_tokens: int = 0) -> Estimate:
-    cfg = from_hf_config(config, name="odd")
-    return Estimate(cfg, Workload(seq_len=seq_len, batch=batch, dtype=dtype, gen_tokens=gen_tokens))
-
-
-@contextlib.contextmanager
-def built(config: dict, dtype: torch.dtype):
-    """The class a user trains, built from the dict in train mode: under FakeTensorMode, except
-    experts in fp32 (real tensors)."""
-    real = config["model_type"] in MOE_FAMILIES and dtype == torch.float32
-    with contextlib.nullcontext() if real else fake_mode():
-        torch.manual_seed(0)
-        yield build_hf_from_dict(config, dtype=dtype)
+pytestmark = pytest.mark.measured
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[name for name, _ in CASES])
 def test_family_config_equals_hugging_face(case):
+    """Measured again (one build per dtype, one training pass per workload) and equal to
+    tests/golden/hf_families.json, which tests/test_golden.py compares with the formulas."""
     name, config = case
-    with built(config, torch.bfloat16) as model:
-        assert count_parameters(model) == estimate(config, 1, 4, "bf16").total("params"), name
-        for b, n in WORKLOADS:
-            formula = estimate(config, b, n, "bf16")
-            flops = matmul_flops(model, family_inputs(config, b, n, labels=True), backward=True)
-            assert (flops.forward, flops.backward) == (
-                formula.total("flops_matmul"), formula.total("flops_matmul_backward")), (name, b, n)
-            saved = saved_activation_bytes(model, family_inputs(config, b, n, labels=True))
-            assert saved.total_bytes == formula.total("saved_bytes"), (name, "bf16", b, n)
-        model.eval()
-        for b, n in WORKLOADS:
-            held = cache_after_each_step(model, family_inputs(config, b, n), GEN_TOKENS)
-            assert held == [estimate(config, b, n, "bf16", t).memory_numbers()["kv_cache"]
-                            for t in range(GEN_TOKENS + 1)], (name, b, n)
-    with built(config, torch.float32) as model:
-        for b, n in WORKLOADS:
-            saved = saved_activation_bytes(model, family_inputs(config, b, n, labels=True))
-            assert saved.total_bytes == estimate(config, b, n, "fp32").total("saved_bytes"), (
-                name, "fp32", b, n)
+    assert measure(config) == read(NAME)["cases"][name], stale(NAME)
 
 
 # ---------------------------------------------------------------------------------------------

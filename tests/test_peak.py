@@ -78,18 +78,21 @@ LONG_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cfg, target, cited", LONG_CASES,
                          ids=[f"{c.name}-{t}" for c, t, _ in LONG_CASES])
 def test_training_peak_at_the_start_of_backward_when_activations_dominate(cfg, target, cited):
     check(cfg, LONG, target, cited, "forward_end")
 
 
+@pytest.mark.slow
 def test_foreach_and_fused_adamw_temporaries():
     # foreach: one copy of every parameter (_foreach_sqrt); fused: no temporaries
     check(llama(64, 2), SMALL, "hf", 4_364_696, "optimizer_step", "foreach", foreach=True)
     check(gpt2(64, 2), SMALL, "reference", 3_150_996, "optimizer_step", "fused", fused=True)
 
 
+@pytest.mark.slow
 def test_bf16_training_keeps_moments_in_the_parameter_dtype():
     # torch.optim.AdamW on a model built in bf16: the "pure" precision policy.
     check(llama(64, 2), SMALL.replace(dtype="bf16", precision="pure"), "hf", 2_002_712, "optimizer_step")
@@ -125,6 +128,7 @@ def test_cuda_terms_differ_only_where_the_kernels_do():
     assert training_peak_bytes(cfg, wl, "fused")["optimizer_temporaries"] == 0
 
 
+@pytest.mark.slow
 def test_gpu_check_exits_2_without_a_gpu_and_dry_runs_on_cpu(tmp_path, capsys):
     import json
     import sys

@@ -52,6 +52,7 @@ def test_tensor_parallel_decode_pays_two_all_reduces_a_layer_per_token():
     assert code == 0
 
 
+@pytest.mark.slow
 def test_plan_for_llama2_70b_on_64_h100s(capsys):
     result = plan_training(load_preset("llama2-70b"), load_hardware("h100-sxm"), 64, 4096, 1024,
                            Workload(seq_len=4096, attention="sdpa"))

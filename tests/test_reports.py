@@ -67,7 +67,7 @@ def test_llama_parameter_rule(claims):
     numbers = claims["llama2-7b-params"].numbers
     assert numbers["rule_layers"] == 12 * 32 * 4096**2 == 6_442_450_944
     assert numbers["rule_embeddings"] == 2 * 32000 * 4096 == 262_144_000
-    assert numbers["exact"] == 6_738_415_616  # LlamaForCausalLM (DESIGN.md)
+    assert numbers["exact"] == 6_738_415_616  # LlamaForCausalLM (docs/design.md)
 
 
 def test_backward_and_training_ratios(claims):
@@ -135,6 +135,7 @@ def test_claims_json(capsys):
 # Measurements (torch; tiny models on CPU tensors)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, source", [("llama2-7b", 1), ("transformer-base", 7)])
 def test_generation_flops_equal_the_measurement(name, source):
     from reports.generation import generation_curves
@@ -162,6 +163,7 @@ def test_generation_flops_equal_the_measurement(name, source):
             + 4 * L * (5 * 5 + 5 * 7) * d + 2 * 5 * d * V)
 
 
+@pytest.mark.slow
 def test_validation_points_are_exact_for_llama():
     from reports.measured import validation_points
     from reports.series import load_model
@@ -192,6 +194,7 @@ def test_parse_values():
             parse_values(bad, "--seq-len")
 
 
+@pytest.mark.slow
 def test_sweep_values_and_determinism(tmp_path, capsys):
     paths = []
     for run in ("a", "b"):
@@ -209,7 +212,7 @@ def test_sweep_values_and_determinism(tmp_path, capsys):
     header = lines[0].split(",")
     rows = {(int(r.split(",")[1]), int(r.split(",")[2])): r.split(",") for r in lines[1:]}
     forward = rows[(2048, 1)][header.index("forward_flops")]
-    assert int(forward) == 29_261_612_187_648  # DESIGN.md: measured with FlopCounterMode
+    assert int(forward) == 29_261_612_187_648  # docs/design.md: measured with FlopCounterMode
     # KV cache at n = 4096, b = 8, bf16: L * 2 * b * n * d * 2 bytes.
     assert int(rows[(4096, 8)][header.index("kv_cache_bytes")]) == 32 * 2 * 8 * 4096 * 4096 * 2
     data = json.loads(paths[0][1].read_text())
@@ -241,6 +244,7 @@ def _per_value_csv(result) -> str:
     return csv_text(["model", "seq_len", "batch", *names], rows)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, workload, seq_lens, batches", [
     ("llama2-7b", {}, list(range(128, 131073, 1024)), [1, 3, 8, 1000, 123_456]),
     ("t5-small", {"dtype": "fp32", "attention": "flash", "recompute": "full", "gen_tokens": 7},
@@ -263,6 +267,7 @@ def test_sweep_csv_is_byte_identical_to_the_per_value_writer(name, workload, seq
     assert len(chunks) == 1 + -(-result.points // 7)  # the header, then one piece per chunk
 
 
+@pytest.mark.slow
 def test_csv_numbers_match_python_on_a_million_values():
     """Every float64 the way number_text(plain(v)) writes it: integers below 2**53 exactly, the
     rest as format(v, '.15g'), across every magnitude, sign and the halfway cases."""
@@ -365,6 +370,7 @@ def test_sweep_errors_exit_2(capsys):
 # The figures' numbers
 
 
+@pytest.mark.slow
 def test_regime_map_keeps_every_preset_at_its_own_width():
     # The regime map scales a shape in width; at d = d_model it must be the config itself, for
     # every family (MoE experts, latent ranks, windows, heads wider than d/h included), so the
@@ -613,6 +619,7 @@ def test_report_errors_exit_2(tmp_path, capsys):
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.slow
 def test_plot_writes_one_figure(tmp_path, capsys):
     out, table = tmp_path / "regimes.svg", tmp_path / "regimes.csv"
     code, stdout, _ = run_main(["plot", "regimes", "--model", "gpt2", "--out", str(out), "--csv",

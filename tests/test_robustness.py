@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -55,6 +56,7 @@ def mutated_configs(draw) -> str:
     return json.dumps(data)
 
 
+@pytest.mark.slow
 @settings(max_examples=1200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated_configs())
 def test_config_loader_returns_a_config_or_one_clear_error(text):
@@ -93,6 +95,7 @@ def cli_arguments(draw) -> list[str]:
     return args
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cli_arguments())
 def test_cli_exits_0_or_2_with_one_line(args):
@@ -180,6 +183,7 @@ def test_no_code_from_input():
         assert match is None, f"{path.relative_to(ROOT)} contains {match.group(0)!r}"
 
 
+@pytest.mark.slow
 def test_unwritable_outputs_are_one_line_errors(capsys, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")

@@ -41,6 +41,7 @@ def test_what_fits_in_memory():
     assert fits["max_context"] == (80 * 2**30 - weights) // 8 // per_token
 
 
+@pytest.mark.slow
 def test_what_fits_with_sliding_windows(capsys):
     # A cache that stops at a window is not linear in the context: Phi-3-mini and Mistral-7B v0.1
     # window every layer, so no context outgrows memory (inf, JSON null); Gemma-2-9B windows half
@@ -171,6 +172,7 @@ def test_a_stale_or_broken_local_calibration_asks_for_a_new_one(tmp_path, monkey
         assert len(err.strip().splitlines()) == 1 and "hardware --measure" in err
 
 
+@pytest.mark.slow
 def test_hardware_measure_caches_local_and_simulate_reads_it(tmp_path, monkeypatch, capsys):
     # The calibration itself (about 15 s): what it writes is a preset that simulate accepts.
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))

@@ -39,6 +39,7 @@ def test_learning_rate_warms_up_then_decays_as_inverse_square_root():
     assert learning_rate(399, 1e-3, 100) == pytest.approx(5e-4)  # sqrt(100 / 400) = 1/2
 
 
+@pytest.mark.slow
 def test_training_is_reproducible():
     a = train_reversal(steps=4, batch=8, seed=3).losses
     b = train_reversal(steps=4, batch=8, seed=3).losses
@@ -46,6 +47,7 @@ def test_training_is_reproducible():
     assert a == b and a != c
 
 
+@pytest.mark.slow
 def test_quick_demo_loss_falls_tenfold(tmp_path):
     seen: list[tuple[int, float]] = []
     result = run_train_demo(

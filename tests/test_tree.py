@@ -38,6 +38,7 @@ def small_llama(**changes):
 # Architecture facts are config fields
 
 
+@pytest.mark.slow
 def test_unscaled_attention_scores_need_no_family():
     """A Llama-like config with attention_scale = 1 (T5's unscaled scores, without being T5):
     the tree drops one multiply per (query, key) pair per layer, and the reference model built
@@ -120,6 +121,7 @@ def test_compiled_numbers_equal_sympy(cfg, options):
     assert numbers == {name: exact(expr, subs) for name, expr in expressions.items()}
 
 
+@pytest.mark.slow
 def test_estimate_imports_no_sympy_once_compiled(tmp_path):
     env = {"XDG_CACHE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
     code = ("import sys, cli; cli.main(['estimate', '--model', 'llama2-7b', '--json']); "
@@ -132,6 +134,7 @@ def test_estimate_imports_no_sympy_once_compiled(tmp_path):
     assert runs[1].strip().splitlines()[-1] == "[]"
 
 
+@pytest.mark.slow
 def test_plan_imports_no_sympy_once_compiled(tmp_path):
     # plan evaluates thousands of layouts from the compiled numbers; placing layers on stages and
     # the roofline's kernel times must not pull sympy in (it did: 1.2 s of a 4 s command).

@@ -1,6 +1,6 @@
 """Measurements of any nn.Module (Hugging Face models and the reference model alike).
 
-What each quantity means is fixed by the conventions in DESIGN.md:
+What each quantity means is fixed by the conventions in docs/design.md:
   parameters       unique tensors (tied weights once), buffers excluded
   matmul FLOPs     FlopCounterMode: 2*m*n*k per mm/bmm (and per group of torch._grouped_mm, which
                    torch lacks); torch.no_grad (not inference_mode) for forward
@@ -156,6 +156,8 @@ class FlopResult:
     backward_by_op: dict[str, int]
     forward_by_module: dict[str, int]  # module path (cut at the requested depth) -> FLOPs
     backward_by_module: dict[str, int]
+    # what the same forward saved for backward (matmul_flops(..., saved=True)), else None
+    saved: SavedResult | None = None
 
     @property
     def total(self) -> int:
@@ -228,23 +230,29 @@ def _by_op(counter: FlopCounterMode) -> dict[str, int]:
 
 
 def matmul_flops(model: nn.Module, inputs: Inputs, backward: bool = False, depth: int = 2,
-                 loss_fn: LossFn | None = None) -> FlopResult:
+                 loss_fn: LossFn | None = None, saved: bool = False) -> FlopResult:
     """Matmul FLOPs (FlopCounterMode) of a forward, and of its backward when backward=True.
 
     The forward runs under torch.no_grad unless backward=True. Totals and per-op counts are
     FlopCounterMode's; per-module counts use the same formulas, attributed to the innermost module
-    (backward: the module whose forward made the node) and summed to paths cut at depth.
+    (backward: the module whose forward made the node) and summed to paths cut at depth. With
+    backward=True and saved=True the same training forward also records what it saves for
+    backward (the result's saved: saved_activation_bytes's answer), so one pass measures both.
     """
     forward_counter, backward_counter = _flop_counter(), _flop_counter()
+    recorded = None
     with _module_stack(model) as stack:
         owners = _NodeOwners(stack)
         by_module = _MatmulsByModule(stack, owners.owners)
+        recorder = _SavedRecorder(model, stack) if saved and backward else None
         if not backward:
             with torch.no_grad(), forward_counter, by_module:
                 model(**inputs)
         else:
-            with forward_counter, by_module, owners:
-                _, loss = _forward_loss(model, inputs, loss_fn)
+            with forward_counter, by_module, owners, (
+                    recorder.hooks() if recorder else contextlib.nullcontext()):
+                output, loss = _forward_loss(model, inputs, loss_fn)
+            recorded = recorder.result(output, loss) if recorder else None
             with backward_counter, by_module:
                 loss.backward()
             model.zero_grad(set_to_none=True)
@@ -255,6 +263,7 @@ def matmul_flops(model: nn.Module, inputs: Inputs, backward: bool = False, depth
         backward_by_op=_by_op(backward_counter) if backward else {},
         forward_by_module=_cut(by_module.forward, depth),
         backward_by_module=_cut(by_module.backward, depth),
+        saved=recorded,
     )
 
 
@@ -480,39 +489,54 @@ def saved_activation_bytes(model: nn.Module, inputs: Inputs,
     reported as unreachable_bytes, not in total_bytes. The graph is freed afterwards without a
     backward.
     """
-    excluded = {_storage_key(_held(t)) for t in [*model.parameters(), *model.buffers()]}
-    saved: list[torch.Tensor] = []
-    modules: list[str] = []
-    ops: dict[int, str] = {}
-    label = ["(unreachable from the loss)"]
+    with _module_stack(model) as stack:
+        recorder = _SavedRecorder(model, stack)
+        with recorder.hooks():
+            output, loss = _forward_loss(model, inputs, loss_fn)
+    return recorder.result(output, loss)
 
-    def pack(t: torch.Tensor) -> int:
-        saved.append(t)
-        modules.append(stack[-1])
-        return len(saved) - 1
 
-    def unpack(index: int) -> torch.Tensor:
-        ops.setdefault(index, label[0])
-        return saved[index]
+class _SavedRecorder:
+    """Records every tensor autograd saves during a forward (with the module that saved it) and,
+    once the forward is done, which node saved it and what it costs (saved_activation_bytes)."""
 
-    with _module_stack(model) as stack, torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-        output, loss = _forward_loss(model, inputs, loss_fn)
-    roots = [loss.grad_fn] + [
-        t.grad_fn for t in tree_flatten(_as_tree(output))[0] if isinstance(t, torch.Tensor)
-    ]
-    _label_saved(roots, label)
+    def __init__(self, model: nn.Module, stack: list[str]) -> None:
+        self.excluded = {_storage_key(_held(t)) for t in [*model.parameters(), *model.buffers()]}
+        self.stack = stack
+        self.saved: list[torch.Tensor] = []
+        self.modules: list[str] = []
+        self.ops: dict[int, str] = {}
+        self.label = [UNREACHABLE]
 
-    kinds = _saved_kinds(saved, [index in ops for index in range(len(saved))], excluded)
-    tensors = [
-        SavedTensor(module=modules[index], op=ops.get(index, UNREACHABLE),
-                    shape=tuple(t.shape), dtype=str(t.dtype).removeprefix("torch."),
-                    storage_bytes=_held(t).untyped_storage().nbytes(), kind=kinds[index])
-        for index, t in enumerate(saved)
-    ]
-    unreachable = {_storage_key(_held(saved[i])): tensors[i].storage_bytes
-                   for i, kind in enumerate(kinds) if kind == "unreachable"}
-    return SavedResult(total_bytes=sum(t.bytes for t in tensors), tensors=tensors,
-                       unreachable_bytes=sum(unreachable.values()))
+    def pack(self, t: torch.Tensor) -> int:
+        self.saved.append(t)
+        self.modules.append(self.stack[-1])
+        return len(self.saved) - 1
+
+    def unpack(self, index: int) -> torch.Tensor:
+        self.ops.setdefault(index, self.label[0])
+        return self.saved[index]
+
+    def hooks(self) -> Any:
+        return torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack)
+
+    def result(self, output: Any, loss: torch.Tensor) -> SavedResult:
+        saved, ops = self.saved, self.ops
+        roots = [loss.grad_fn] + [
+            t.grad_fn for t in tree_flatten(_as_tree(output))[0] if isinstance(t, torch.Tensor)
+        ]
+        _label_saved(roots, self.label)
+        kinds = _saved_kinds(saved, [index in ops for index in range(len(saved))], self.excluded)
+        tensors = [
+            SavedTensor(module=self.modules[index], op=ops.get(index, UNREACHABLE),
+                        shape=tuple(t.shape), dtype=str(t.dtype).removeprefix("torch."),
+                        storage_bytes=_held(t).untyped_storage().nbytes(), kind=kinds[index])
+            for index, t in enumerate(saved)
+        ]
+        unreachable = {_storage_key(_held(saved[i])): tensors[i].storage_bytes
+                       for i, kind in enumerate(kinds) if kind == "unreachable"}
+        return SavedResult(total_bytes=sum(t.bytes for t in tensors), tensors=tensors,
+                           unreachable_bytes=sum(unreachable.values()))
 
 
 UNREACHABLE = "(unreachable from the loss)"
