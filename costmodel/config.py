@@ -13,6 +13,8 @@ from typing import Any
 
 from .errors import ConfigError  # noqa: F401 (re-exported: costmodel.config.ConfigError)
 
+#: The ModelConfig fields a layer_pattern must agree with.
+_PATTERN_COUNTS = ("n_decoder_layers", "sliding_window", "window_layers", "n_experts", "n_dense_layers")
 POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "relative", "none")
 NORMS = ("layernorm", "rmsnorm")
 NORM_POSITIONS = ("pre", "post")
@@ -180,6 +182,13 @@ class ModelConfig:
     q_lora_rank: int | None = None
     v_head_dim: int | None = None
     family: str = "custom"  # whose code runs it (the facts table's key): llama, gpt2, bert, t5...
+    # The kind of each decoder layer, in order, where the layers differ: "sliding" or "full"
+    # (windows on some layers), "dense" or "moe" (experts in some layers); None where every layer
+    # is alike. costmodel/hf.py reads it from the config.json, which says which layers they are;
+    # left out, it follows from the counts: the first n_dense_layers dense (DeepSeek-V3), every
+    # other layer from layer 0 sliding when half of them slide (Gemma 2), else the last ones.
+    # Pipeline stages (layout/rank.py) and the inverse mapping (validate/hf_models.py) read it.
+    layer_pattern: tuple[str, ...] | None = None
     # Which of n_kv_heads / d_head were derived rather than given (replace() derives them again).
     _derived: frozenset = dataclasses.field(default=frozenset(), init=False, repr=False, compare=False)
 
@@ -287,6 +296,7 @@ class ModelConfig:
                               "decoder-only language models.")
         self._check_experts(owner)
         self._check_latent_attention(owner)
+        self._check_layer_pattern(owner)
 
     def _check_experts(self, owner: str) -> None:
         _check_choice(owner, "router", self.router, ROUTERS)
@@ -316,6 +326,41 @@ class ModelConfig:
         if self.n_dense_layers and self.window_layers not in (None, self.n_decoder_layers):
             raise ConfigError(f"{owner}: dense and expert layers with windows on only some layers "
                               "are not modelled.")
+
+    def _rule_pattern(self) -> tuple[str, ...] | None:
+        """The per-layer pattern that the counts imply when no config said which layers."""
+        layers, windows = self.n_decoder_layers, self.n_window_layers
+        if self.n_dense_layers:
+            return tuple("dense" if i < self.n_dense_layers else "moe" for i in range(layers))
+        if not windows or windows == layers:
+            return None
+        if windows == (layers + 1) // 2:
+            return tuple("sliding" if i % 2 == 0 else "full" for i in range(layers))
+        return tuple("sliding" if i >= layers - windows else "full" for i in range(layers))
+
+    def _check_layer_pattern(self, owner: str) -> None:
+        if self.layer_pattern is None:
+            object.__setattr__(self, "layer_pattern", self._rule_pattern())
+            object.__setattr__(self, "_derived", self._derived | {"layer_pattern"})
+            return
+        pattern = self.layer_pattern
+        if isinstance(pattern, list):
+            pattern = tuple(pattern)
+            object.__setattr__(self, "layer_pattern", pattern)
+        kinds = (("dense", "moe") if self.n_dense_layers else ("sliding", "full")
+                 if 0 < self.n_window_layers < self.n_decoder_layers else ())
+        if not kinds:
+            raise ConfigError(f"{owner}: layer_pattern applies only where layers differ (windows on "
+                              "some layers, or dense and expert layers).")
+        if (not isinstance(pattern, tuple) or len(pattern) != self.n_decoder_layers
+                or any(kind not in kinds for kind in pattern)):
+            raise ConfigError(f"{owner}: layer_pattern must give one of {', '.join(kinds)} for each "
+                              f"of the {self.n_decoder_layers} decoder layers.")
+        counted = sum(kind == kinds[0] for kind in pattern)
+        expected = self.n_dense_layers or self.n_window_layers
+        if counted != expected:
+            raise ConfigError(f"{owner}: layer_pattern has {counted} {kinds[0]} layers, the config "
+                              f"{expected}.")
 
     def _check_latent_attention(self, owner: str) -> None:
         if self.kv_lora_rank is None:
@@ -395,21 +440,16 @@ class ModelConfig:
 
     def layer_kind_at(self, stack: str, index: int) -> str | None:
         """The kind label (costmodel/model.py's _TreeBuilder.layer_kinds) of layer `index` (from
-        0) of a stack, for placing layers on pipeline stages. DeepSeek-V3: the first
-        n_dense_layers dense. Where only some layers slide, the config keeps how many, not
-        which: every other one from layer 0 when half of them do (Gemma 2; Qwen2-MoE below
-        max_window_layers), else the last ones (Qwen2 and Qwen3 from max_window_layers on), as
-        costmodel/hf.py counts them."""
-        if stack != "decoder":
+        0) of a stack, for placing layers on pipeline stages: layer_pattern's."""
+        if stack != "decoder" or self.layer_pattern is None:
             return None
-        layers, windows = self.n_decoder_layers, self.n_window_layers
-        if self.n_dense_layers:
-            return "dense" if index < self.n_dense_layers else "moe"
-        if not windows or windows == layers:
-            return None
-        if windows == (layers + 1) // 2:
-            return "sliding" if index % 2 == 0 else "full"
-        return "sliding" if index >= layers - windows else "full"
+        return self.layer_pattern[index]
+
+    def layer_slides(self, index: int) -> bool:
+        """Whether decoder layer `index` attends within the sliding window."""
+        if self.layer_pattern is not None and self.layer_pattern[index] in ("sliding", "full"):
+            return self.layer_pattern[index] == "sliding"
+        return self.n_window_layers > 0
 
     @property
     def n_moe_layers(self) -> int:
@@ -436,7 +476,8 @@ class ModelConfig:
     DIMENSION_FIELDS = ("name", "vocab_size", "d_model", "n_heads", "n_kv_heads", "d_head", "d_ff",
                         "max_positions", "relative_buckets", "rotary_dim", "embedding_dim",
                         "sliding_window", "window_layers", "n_experts", "top_k", "d_expert",
-                        "d_shared", "n_dense_layers", "kv_lora_rank", "q_lora_rank", "v_head_dim")
+                        "d_shared", "n_dense_layers", "kv_lora_rank", "q_lora_rank", "v_head_dim",
+                        "layer_pattern")
 
     def structure(self) -> dict[str, Any]:
         """What the cost tree's expressions depend on besides the dimensions' values: every
@@ -457,9 +498,12 @@ class ModelConfig:
         return data
 
     def replace(self, **changes: Any) -> "ModelConfig":
-        """A copy with some fields changed (validated again); derived fields are derived again."""
+        """A copy with some fields changed (validated again); derived fields are derived again,
+        and so is a given layer_pattern when a count it depends on changes."""
         for name in self._derived:
             changes.setdefault(name, None)
+        if any(name in changes for name in _PATTERN_COUNTS):
+            changes.setdefault("layer_pattern", None)
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:

@@ -76,38 +76,46 @@ _LLAMA_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _window(f: _Fields, family: str, n_layers: int) -> tuple[int | None, int | None]:
-    """(sliding_window, how many layers slide; None: all) as transformers' DynamicCache reads them:
-    an explicit layer_types list, else each family's rule (Gemma 2 every other layer from layer 0;
+def _window(f: _Fields, family: str, n_layers: int) -> tuple[int | None, list[int]]:
+    """(sliding_window, the layers that slide) as transformers' DynamicCache reads them: an
+    explicit layer_types list, else each family's rule (Gemma 2 every other layer from layer 0;
     Qwen2/Qwen3 with use_sliding_window from layer max_window_layers on; Qwen2-MoE every other
     layer below max_window_layers; Mistral, Mixtral and Phi-3 every layer when sliding_window is
-    set)."""
+    set). No window: (None, [])."""
     defaults = _LLAMA_DEFAULTS[family]
     window = f.nullable("sliding_window", defaults.get("sliding_window"))
     if family in ("qwen2", "qwen3", "qwen2_moe") and not f.get("use_sliding_window", False, bool):
         window = None
     if family in ("llama", "gemma", "deepseek_v3") or not window:
-        return None, None
+        return None, []
     types = f.data.get("layer_types")
     if types is not None:
         if not isinstance(types, list) or len(types) != n_layers or any(
                 t not in ("sliding_attention", "full_attention") for t in types):
             raise ConfigError(f"{f.source}: layer_types must list sliding_attention or "
                               f"full_attention for each of the {n_layers} layers.")
-        sliding = sum(t == "sliding_attention" for t in types)
+        sliding = [i for i, t in enumerate(types) if t == "sliding_attention"]
     elif family == "gemma2":
-        sliding = sum(bool((i + 1) % 2) for i in range(n_layers))
+        sliding = [i for i in range(n_layers) if (i + 1) % 2]
     elif family in ("qwen2", "qwen3"):
         first = f.get("max_window_layers", defaults["max_window_layers"])
-        sliding = sum(i >= first for i in range(n_layers))
+        sliding = [i for i in range(n_layers) if i >= first]
     elif family == "qwen2_moe":
         last = f.get("max_window_layers", defaults["max_window_layers"])
-        sliding = sum(bool((i + 1) % 2) and i < last for i in range(n_layers))
+        sliding = [i for i in range(n_layers) if (i + 1) % 2 and i < last]
     else:
-        sliding = n_layers
-    if not sliding:
-        return None, None
-    return window, None if sliding == n_layers else sliding
+        sliding = list(range(n_layers))
+    return (window, sliding) if sliding else (None, [])
+
+
+def _pattern(n_layers: int, sliding: list[int], moe: list[int] | None) -> tuple[str, ...] | None:
+    """ModelConfig.layer_pattern: which layers are dense and which have experts, or which slide,
+    where the layers differ (None where they are alike)."""
+    if moe and len(moe) < n_layers:
+        return tuple("moe" if i in moe else "dense" for i in range(n_layers))
+    if 0 < len(sliding) < n_layers:
+        return tuple("sliding" if i in sliding else "full" for i in range(n_layers))
+    return None
 
 
 def _rotary_fraction(f: _Fields, key: str | None, default: float) -> float:
@@ -149,7 +157,7 @@ def _llama_like(f: _Fields, name: str, family: str) -> ModelConfig:
         qkv_bias = f.get("qkv_bias", True, bool)
     elif family in ("qwen3", "gemma", "gemma2", "deepseek_v3"):
         qkv_bias = out_bias = f.get("attention_bias", False, bool)
-    window, window_layers = _window(f, family, n_layers)
+    window, sliding = _window(f, family, n_layers)
     n_kv_heads = f.get("num_key_value_heads", defaults.get("num_key_value_heads", n_heads))
     fields: dict[str, Any] = dict(
         name=name,
@@ -174,7 +182,7 @@ def _llama_like(f: _Fields, name: str, family: str) -> ModelConfig:
         tie_embeddings=f.get("tie_word_embeddings", defaults["tie_word_embeddings"], bool),
         dropout=float(f.get("attention_dropout", 0.0, float)),
         sliding_window=window,
-        window_layers=window_layers,
+        window_layers=None if len(sliding) == n_layers else len(sliding) or None,
     )
     if family == "qwen3":
         fields["qk_norm"] = True
@@ -189,11 +197,10 @@ def _llama_like(f: _Fields, name: str, family: str) -> ModelConfig:
             fields[field] = None if value is None else float(value)
     if family == "phi3":
         _phi3(f, fields)
-    if family in ("mixtral", "qwen2_moe", "deepseek_v3"):
-        _experts(f, family, fields)
+    moe = _experts(f, family, fields) if family in ("mixtral", "qwen2_moe", "deepseek_v3") else None
     if family == "deepseek_v3":
         _latent_attention(f, fields)
-    return ModelConfig(**fields)
+    return ModelConfig(**fields, layer_pattern=_pattern(n_layers, sliding, moe))
 
 
 def _phi3(f: _Fields, fields: dict[str, Any]) -> None:
@@ -207,17 +214,18 @@ def _phi3(f: _Fields, fields: dict[str, Any]) -> None:
     fields["attention_dropout"] = attention
 
 
-def _experts(f: _Fields, family: str, fields: dict[str, Any]) -> None:
+def _experts(f: _Fields, family: str, fields: dict[str, Any]) -> list[int]:
     """Mixtral: top-k of num_local_experts experts of intermediate_size in every layer.
     Qwen2-MoE: top-k of num_experts of moe_intermediate_size where (i + 1) % decoder_sparse_step == 0
     and i is not in mlp_only_layers, a shared expert with a sigmoid gate. DeepSeek-V3: from layer
     first_k_dense_replace on, n_routed_experts of moe_intermediate_size, sigmoid routing over
-    groups and n_shared_experts shared experts (one MLP of their summed width)."""
+    groups and n_shared_experts shared experts (one MLP of their summed width). Returns the
+    layers with experts."""
     layers = fields["n_decoder_layers"]
     if family == "mixtral":
         experts = f.get("num_experts", f.get("num_local_experts", 8))  # the mapped name wins
         fields.update(n_experts=experts, top_k=f.get("num_experts_per_tok", 2))
-        return
+        return list(range(layers))
     if family == "qwen2_moe":
         experts = f.get("num_experts", 60)
         step = f.get("decoder_sparse_step", 1)
@@ -248,6 +256,7 @@ def _experts(f: _Fields, family: str, fields: dict[str, Any]) -> None:
     elif fields["n_dense_layers"] and fields.get("window_layers") is not None:
         raise ConfigError(f"{f.source}: sliding windows on some layers of a model with dense and "
                           "expert layers are not modelled.")
+    return moe
 
 
 def _latent_attention(f: _Fields, fields: dict[str, Any]) -> None:

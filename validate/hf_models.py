@@ -118,15 +118,12 @@ def _only_llama_fields(cfg: ModelConfig) -> bool:
 
 
 def _qwen_window(cfg: ModelConfig) -> dict[str, Any]:
-    """Qwen2/Qwen3's window fields: use_sliding_window, and layer_types sliding on the last
-    window_layers layers (from max_window_layers on, as the class's own rule has it)."""
+    """Qwen2/Qwen3's window fields: use_sliding_window, and layer_types from the config's
+    per-layer pattern (max_window_layers as the class's own rule would place that many)."""
     if cfg.sliding_window is None:
         return {}
-    layers = cfg.n_decoder_layers
-    first = layers - cfg.n_window_layers
-    return dict(use_sliding_window=True, sliding_window=cfg.sliding_window, max_window_layers=first,
-                layer_types=["sliding_attention" if i >= first else "full_attention"
-                             for i in range(layers)])
+    return dict(use_sliding_window=True, sliding_window=cfg.sliding_window,
+                max_window_layers=cfg.n_decoder_layers - cfg.n_window_layers, layer_types=_layer_types(cfg))
 
 
 def _gpt2(cfg: ModelConfig, attn: str) -> Any:
@@ -229,10 +226,10 @@ def _rotary_factor(cfg: ModelConfig) -> float:
     return factor if int(cfg.d_head * factor) == rotary else (rotary + 0.5) / cfg.d_head
 
 
-def _alternating(layers: int, sliding: int) -> list[str]:
-    """layer_types with `sliding` windowed layers, every other one from layer 0 first."""
-    order = [*range(0, layers, 2), *range(1, layers, 2)][:sliding]
-    return ["sliding_attention" if i in order else "full_attention" for i in range(layers)]
+def _layer_types(cfg: ModelConfig) -> list[str]:
+    """transformers' layer_types of the config's per-layer pattern (ModelConfig.layer_pattern)."""
+    return ["sliding_attention" if cfg.layer_slides(i) else "full_attention"
+            for i in range(cfg.n_decoder_layers)]
 
 
 def _qwen3_dict(cfg: ModelConfig) -> dict[str, Any]:
@@ -250,7 +247,7 @@ def _gemma2_dict(cfg: ModelConfig) -> dict[str, Any]:
                 final_logit_softcapping=cfg.logit_softcap,
                 query_pre_attn_scalar=_pre_attn_scalar(cfg), sliding_window=cfg.sliding_window)
     if cfg.sliding_window is not None:
-        data["layer_types"] = _alternating(cfg.n_decoder_layers, cfg.n_window_layers)
+        data["layer_types"] = _layer_types(cfg)
     return data
 
 
@@ -277,7 +274,8 @@ def _qwen2_moe_dict(cfg: ModelConfig) -> dict[str, Any]:
     return dict(_llama_dict(cfg, "qwen2_moe"), num_experts=cfg.n_experts,
                 num_experts_per_tok=cfg.top_k, moe_intermediate_size=cfg.d_expert,
                 shared_expert_intermediate_size=cfg.d_shared,
-                mlp_only_layers=list(range(cfg.n_dense_layers)), qkv_bias=cfg.qkv_bias,
+                mlp_only_layers=[i for i in range(cfg.n_decoder_layers)
+                                 if cfg.layer_kind_at("decoder", i) == "dense"], qkv_bias=cfg.qkv_bias,
                 norm_topk_prob=cfg.renormalize_top_k)
 
 
