@@ -59,7 +59,7 @@ def snapshot(folder: Path, quick: bool, report_models: list[str]) -> None:
     for name in [] if quick else report_models:
         with tempfile.TemporaryDirectory() as tmp:
             code, _, err = run(["report", "--model", name, "--no-measure", "--out", tmp])
-            (folder / f"report-{name}.err").write_text(f"exit {code}\n{err}")
+            (folder / f"report-{name}.err").write_text(f"exit {code}\n{err}".replace(tmp, "OUT"))
             for csv in sorted(Path(tmp).rglob("*.csv")):
                 relative = csv.relative_to(tmp).as_posix().replace("/", "--")
                 (folder / f"report-{name}--{relative}").write_bytes(csv.read_bytes())
