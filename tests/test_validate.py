@@ -32,6 +32,7 @@ def assert_exact(rows: list[Row]) -> None:
             "bytes saved for backward"} <= quantities
 
 
+@pytest.mark.slow  # 2-9 s a case (20 s full size) on 2 cores
 @pytest.mark.parametrize("attention, dtype", [("eager", "bf16"), ("sdpa", "fp32")])
 @pytest.mark.parametrize("cfg", odd_configs(), ids=lambda c: c.name)
 def test_hugging_face_activation_bytes_are_exact(cfg, attention, dtype):
@@ -42,6 +43,7 @@ def test_hugging_face_activation_bytes_are_exact(cfg, attention, dtype):
         assert_exact(rows)
 
 
+@pytest.mark.slow  # 2-9 s a case (20 s full size) on 2 cores
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 @pytest.mark.parametrize("cfg", odd_configs(), ids=lambda c: c.name)
 def test_reference_model_is_exact_on_the_odd_configs(cfg, dtype):
@@ -71,6 +73,7 @@ REFERENCE_CONFIGS = {
 }
 
 
+@pytest.mark.slow  # 2-9 s a case (20 s full size) on 2 cores
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 @pytest.mark.parametrize("name", sorted(REFERENCE_CONFIGS))
 def test_reference_model_is_exact_on_real_tensors(name, dtype):
@@ -83,6 +86,7 @@ def test_reference_model_is_exact_on_real_tensors(name, dtype):
         assert any(row.quantity.endswith("(profiler)") for row in rows)
 
 
+@pytest.mark.slow  # 2-9 s a case (20 s full size) on 2 cores
 def test_validate_llama2_7b_full_size(capsys):
     code = cli.main(["validate", "--model", "llama2-7b", "--json"])
     data = json.loads(capsys.readouterr().out)
