@@ -267,7 +267,7 @@ def models(as_json) -> None:
 
 @cli.command()
 @model_options
-@click.option("--hardware", "hardware_name", default="a100-80gb", show_default=True, help="A hardware preset (see `hardware`).")
+@click.option("--hardware", "hardware_name", default="a100-80gb", show_default=True, help="A hardware preset (see `hardware`; any case) or a path to a hardware file (docs/time.md).")
 @click.option("--prompt", type=int, default=None, help="Prompt tokens (inference). Default 2048, or what the context leaves after --gen.")
 @click.option("--gen", type=int, default=128, show_default=True, help="Tokens to generate (inference).")
 @click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch.")
@@ -367,7 +367,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 
 @cli.command()
 @model_options
-@click.option("--hardware", "hardware_name", default="h100-sxm", show_default=True, help="A hardware preset (see `hardware`).")
+@click.option("--hardware", "hardware_name", default="h100-sxm", show_default=True, help="A hardware preset (see `hardware`; any case) or a path to a hardware file (docs/time.md).")
 @click.option("--gpus", type=int, required=True, help="How many GPUs of that kind.")
 @click.option("--seq-len", "-n", type=int, default=None, help="Training: tokens per sequence (default 2048 or the context).")
 @click.option("--global-batch", type=int, default=None, help="Training: sequences per step (default 8 x gpus).")
@@ -421,7 +421,8 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
         return
     from reports.text import render_plan
 
-    click.echo(render_plan(result, serve, top, hardware.memory_bytes))
+    capacity = hardware.serving_memory_bytes if serve else hardware.training_memory_bytes
+    click.echo(render_plan(result, serve, top, capacity))
 
 
 @cli.command()
@@ -459,12 +460,21 @@ def published(as_json) -> None:
 @click.option("--dtype", "dtypes", type=click.Choice(DTYPES), multiple=True,
               help="With --measure: the matmul dtypes to measure (repeatable; default fp32, the first is "
               "local's default dtype; bf16 takes about a minute on this kind of CPU).")
+@click.option("--show", "shown", default=None,
+              help="Print one hardware (a preset's name, any case, or a path to a hardware file) as a "
+              "hardware file, after checking it (docs/time.md gives the schema).")
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
-def hardware(measure, dtypes, as_json) -> None:
-    """The hardware presets; --measure benchmarks this machine as `local`."""
+def hardware(measure, dtypes, shown, as_json) -> None:
+    """The hardware presets; --measure benchmarks this machine as `local`; --show prints one."""
     from costmodel.hardware import hardware_names, load_hardware
     from reports.text import binary_bytes, si, table
 
+    if shown is not None:
+        try:
+            click.echo(json.dumps(load_hardware(shown).to_dict(), indent=2))
+        except ConfigError as error:
+            raise InputError(str(error)) from None
+        return
     if measure:
         require_measure_extra("hardware --measure")
         from validate.calibrate import calibrate
@@ -481,19 +491,21 @@ def hardware(measure, dtypes, as_json) -> None:
         rows.append({"name": name, "description": hw.description, "flops_per_s": hw.flops_per_s,
                      "vector_flops_per_s": hw.vector_flops_per_s,
                      "bandwidth_bytes_per_s": hw.bandwidth_bytes_per_s,
-                     "memory_bytes": hw.memory_bytes, "efficiency": hw.efficiency, "source": hw.source})
+                     "memory_bytes": hw.memory_bytes, "serving_memory_bytes": hw.serving_memory_bytes,
+                     "sm_count": hw.sm_count, "efficiency": hw.efficiency, "source": hw.source})
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
     click.echo(table(
-        ["hardware", "bf16", "fp32", "vector", "bandwidth", "memory", "efficiency (compute/memory)",
+        ["hardware", "fp8", "bf16", "fp32", "vector", "bandwidth", "memory", "efficiency (compute/memory)",
          "description"],
-        ([r["name"], si(r["flops_per_s"].get("bf16", 0), "FLOP/s"), si(r["flops_per_s"].get("fp32", 0), "FLOP/s"),
+        ([r["name"], si(r["flops_per_s"].get("fp8", 0), "FLOP/s") if "fp8" in r["flops_per_s"] else "-",
+          si(r["flops_per_s"].get("bf16", 0), "FLOP/s"), si(r["flops_per_s"].get("fp32", 0), "FLOP/s"),
           si(r["vector_flops_per_s"], "FLOP/s"), si(r["bandwidth_bytes_per_s"], "B/s"),
           binary_bytes(r["memory_bytes"]),
           f"{r['efficiency'].get('compute', 1):g} / {r['efficiency'].get('memory', 1):g}", r["description"]]
          for r in rows),
-        align="lrrrrrll",
+        align="lrrrrrrll",
     ))
     if "local" not in {r["name"] for r in rows}:
         click.echo("(local: not measured yet; `python cli.py hardware --measure`)")

@@ -225,7 +225,7 @@ class Roofline:
         phases = inference_phases(self.cfg, self.prefill_model.profile)
         subs = self._values(batch, prompt or 1, source_len)
         decode = phases["decode"].xreplace({S.T: S.c - S.n})
-        capacity = self.hardware.memory_bytes
+        capacity = self.hardware.serving_memory_bytes
 
         def linear(expr: sp.Expr, variable: sp.Symbol, at: dict) -> tuple[int, int]:
             line = sp.expand(expr.xreplace({k: v for k, v in at.items() if k != variable}))
@@ -327,7 +327,7 @@ def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,
         "model_flops": forward + backward,
         "tokens": tokens,
         "memory": memory_numbers,
-        "fits": memory_numbers["total"] <= hardware.memory_bytes,
+        "fits": memory_numbers["total"] <= hardware.training_memory_bytes,
         "peak_flops_per_s": hardware.peak(workload.dtype),
     }
 
@@ -413,7 +413,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
                      "vector_flops_per_s": hardware.vector_flops_per_s,
                      "bandwidth_bytes_per_s": hardware.bandwidth_bytes_per_s,
                      "ridge_flops_per_byte": roof.flops_per_s / roof.bytes_per_s,
-                     "memory_bytes": hardware.memory_bytes, "source": hardware.source},
+                     "memory_bytes": hardware.memory_bytes,
+                     "serving_memory_bytes": hardware.serving_memory_bytes, "source": hardware.source},
         "prefill": _timing_dict(prefill_total, prefill_s),
         "prefill_blocks": [{"path": b.path, "seconds": b.seconds, "bound": b.timing.bound}
                            for b in prefill_blocks],
@@ -452,7 +453,7 @@ def simulate_training(cfg: ModelConfig, workload: Workload, hardware: Hardware, 
         "mfu_predicted": mfu(step["model_flops"], seconds, step["peak_flops_per_s"]),
         "memory": step["memory"],
         "fits": step["fits"],
-        "memory_capacity": hardware.memory_bytes,
+        "memory_capacity": hardware.training_memory_bytes,
     }
     if step_seconds is not None:
         result["mfu_measured"] = mfu(step["model_flops"], step_seconds, step["peak_flops_per_s"])

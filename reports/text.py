@@ -318,7 +318,7 @@ def render_inference(r: dict[str, Any]) -> str:
             "",
             f"Memory: {binary_bytes(m['bytes'])} at batch {i['batch']} ("
             + ("fits" if m["fits"] else "does NOT fit")
-            + f" in {binary_bytes(hw['memory_bytes'])}): weights {binary_bytes(m['weights'])}, KV "
+            + f" in {binary_bytes(hw['serving_memory_bytes'])} usable): weights {binary_bytes(m['weights'])}, KV "
             f"cache {binary_bytes(m['kv_bytes_per_token'])} per token per sequence; fits batch <= "
             f"{m['max_batch']:,} at this context, "
             + (f"context <= {m['max_context']:,} at this batch" if m["max_context"] != float("inf") else

@@ -114,7 +114,7 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
             infeasible.append({**entry, "reason": "unsupported", "detail": str(error)})
             continue
         per_rank = estimate.per_rank
-        if per_rank["total"] > hardware.memory_bytes:
+        if per_rank["total"] > hardware.training_memory_bytes:
             infeasible.append({**entry, "reason": "memory", "per_rank": per_rank})
             continue
         step = StepTime(estimate, hardware, efficiency).step()
@@ -161,7 +161,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                 infeasible.append({**entry, "reason": "unsupported", "detail": str(error)})
                 continue
             per_rank = serving_memory(estimate)
-            if per_rank["total"] > hardware.memory_bytes:
+            if per_rank["total"] > hardware.serving_memory_bytes:
                 infeasible.append({**entry, "reason": "memory", "per_rank": per_rank})
                 continue
             token = StepTime(estimate, hardware, efficiency).token()

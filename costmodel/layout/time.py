@@ -196,8 +196,9 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
     estimate = ParallelEstimate(cfg, workload, layout)
     step = StepTime(estimate, hardware, efficiency).step()
     parallel = estimate.to_dict()
-    result = {"step": step, "parallel": parallel, "fits": parallel["per_rank"]["total"] <= hardware.memory_bytes,
-              "memory_capacity": hardware.memory_bytes}
+    capacity = hardware.training_memory_bytes
+    result = {"step": step, "parallel": parallel, "fits": parallel["per_rank"]["total"] <= capacity,
+              "memory_capacity": capacity}
     if tokens is not None:
         result["train_seconds"] = tokens / step["tokens_per_second"]
     if step_seconds is not None:
@@ -213,4 +214,7 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
 
     estimate = ParallelEstimate(cfg, workload, layout, phase="decode")
     token = StepTime(estimate, hardware, efficiency).token()
-    return {"token": token, "per_rank": serving_memory(estimate), "layout": layout.to_dict(workload.batch)}
+    per_rank = serving_memory(estimate)
+    return {"token": token, "per_rank": per_rank, "layout": layout.to_dict(workload.batch),
+            "fits": per_rank["total"] <= hardware.serving_memory_bytes,
+            "memory_capacity": hardware.serving_memory_bytes}
