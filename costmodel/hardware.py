@@ -70,6 +70,12 @@ class Hardware:
     # share a serving engine leaves free (vLLM's gpu_memory_utilization).
     memory_reserve_bytes: int = 0
     serving_memory_utilization: float = 1.0
+    # The fraction of each dtype's peak that large matmuls reach (a microbenchmark, with its
+    # source): the kernel-level time model's GEMM efficiency (costmodel/kernel_time.py).
+    matmul_efficiency: dict[str, float] = field(default_factory=dict)
+    # The GPU generation (ampere, ada, hopper, blackwell, cdna3): which published attention-kernel
+    # efficiencies apply (costmodel/kernel_facts.json). Empty: none do.
+    architecture: str = ""
 
     def link(self, span: int) -> float:
         """The bandwidth of a group that spans `span` consecutive GPUs (within a node, or not)."""
@@ -147,6 +153,7 @@ class Hardware:
             intra_node_bandwidth_bytes_per_s=float(network.get("intra_node_bandwidth_bytes_per_s", 0.0)),
             inter_node_bandwidth_bytes_per_s=float(network.get("inter_node_bandwidth_bytes_per_s", 0.0)),
             collective_latency_s=float(network.get("collective_latency_s", 0.0)),
+            matmul_efficiency={str(k): float(v) for k, v in data.get("matmul_efficiency", {}).items()},
             **{name: SCHEMA[name].kind(data[name]) for name in OPTIONAL_NUMBERS if name in data},
         )
 
@@ -159,7 +166,8 @@ class Hardware:
             "flops_per_s": {k: v / scale for k, v in self.flops_per_s.items()},
             "vector_flops_per_s": self.vector_flops_per_s / scale,
             "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s, "memory_bytes": self.memory_bytes,
-            "efficiency": dict(self.efficiency), "source": self.source,
+            "efficiency": dict(self.efficiency), "matmul_efficiency": dict(self.matmul_efficiency),
+            "source": self.source,
             "overhead_s_per_block": self.overhead_s_per_block, "default_dtype": self.default_dtype,
             "interconnect": {
                 "gpus_per_node": self.gpus_per_node,
@@ -211,10 +219,13 @@ SCHEMA: dict[str, Field] = {
     "copy_bandwidth_bytes_per_s": Field(float, "a measured copy bandwidth (calibration, informational)", low=0),
     "memory_bytes": Field(int, "memory capacity, bytes", required=True, low=0, strict=True),
     "efficiency": Field(dict, "fractions of the peaks a run reaches: {compute, memory}, each in (0, 1]"),
+    "matmul_efficiency": Field(dict, "per dtype, the fraction of its peak large matmuls reach (a "
+                               "microbenchmark such as MAMF), each in (0, 1]; the kernel time model's GEMM efficiency"),
     "overhead_s_per_block": Field(float, "fixed launch time of one block's kernels, seconds", low=0),
     "default_dtype": Field(str, "the dtype a simulation uses when none is asked for; must have a peak"),
     "interconnect": Field(dict, "gpus_per_node, intra_node_bandwidth_bytes_per_s, "
                           "inter_node_bandwidth_bytes_per_s (per GPU, per direction), collective_latency_s, source"),
+    "architecture": Field(str, "the GPU generation (ampere, ada, hopper, blackwell, cdna3): which attention-kernel figures apply"),
     "sm_count": Field(int, "streaming multiprocessors (AMD: compute units)", low=0),
     "clock_mhz": Field(float, "the datasheet's boost clock, MHz", low=0),
     "clock_limit_mhz": Field(float, "a clock limit (nvidia-smi -lgc); scales the compute peaks", low=0),
@@ -224,7 +235,7 @@ SCHEMA: dict[str, Field] = {
     "serving_memory_utilization": Field(float, "the fraction of memory a serving engine plans with "
                                         "(vLLM's gpu_memory_utilization)", low=0, strict=True, high=1),
 }
-OPTIONAL_NUMBERS = ("sm_count", "clock_mhz", "clock_limit_mhz", "power_watts", "power_limit_watts",
+OPTIONAL_NUMBERS = ("architecture", "sm_count", "clock_mhz", "clock_limit_mhz", "power_watts", "power_limit_watts",
                     "memory_reserve_bytes", "serving_memory_utilization")
 INTERCONNECT: dict[str, Field] = {
     "gpus_per_node": Field(int, "GPUs one node (NVLink domain) holds", low=1),
@@ -249,6 +260,8 @@ def schema_problems(data: Any) -> list[str]:
     problems += _section_problems(data, "efficiency", {k: Field(float, "", low=0, strict=True, high=1)
                                                       for k in ("compute", "memory")})
     problems += _section_problems(data, "interconnect", INTERCONNECT)
+    problems += _section_problems(data, "matmul_efficiency", {k: Field(float, "", low=0, strict=True, high=1)
+                                                             for k in PEAK_DTYPES})
     return [p for p in problems if p]
 
 
