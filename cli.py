@@ -287,11 +287,18 @@ def models(as_json) -> None:
 @click.option("--memory-efficiency", type=float, default=None, help="Fraction of peak bandwidth reached (default: the preset's).")
 @click.option("--global-batch", type=int, default=None, help="Training with a layout: sequences per step (sets --microbatches = global / (batch x dp)).")
 @click.option("--impl", default="hf", show_default=True, help="Training: whose code the activation memory models (hf, reference or megatron).")
+@click.option("--cuda-graphs", is_flag=True, help="Inference: decode steps replayed from a CUDA graph (no launch overhead per kernel).")
+@click.option("--time-model", type=click.Choice(("roofline", "kernels")), default="roofline", show_default=True,
+              help="Inference: roofline (each block's two kernels at the efficiencies) or kernels (GEMM tiles and "
+              "waves, flash attention's executed FLOPs; docs/time.md).")
+@click.option("--weight-dtype", default=None, help="Inference: quantized weights (int8, int4, fp8, nf4), read as stored.")
+@click.option("--weight-group", type=int, default=None, help="Inference: values per scale of --weight-dtype.")
+@click.option("--kv-dtype", default=None, help="Inference: a quantized KV cache (fp8 or int8): its memory.")
 @layout_options
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, train, seq_len,
              recompute, tokens, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
-             as_json, **layout_given) -> None:
+             cuda_graphs, time_model, weight_dtype, weight_group, kv_dtype, as_json, **layout_given) -> None:
     """Roofline time of prefill, decode and training on a hardware preset; with a layout
     (--tp/--pp/--dp...), per GPU: the step time with communication and pipeline bubble, MFU and
     HFU, or the time per output token with tensor parallelism's all-reduces."""
@@ -344,10 +351,13 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         else:
             if gen < 0:
                 raise ConfigError(f"--gen must be at least 0, got {gen}.")
-            workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention, gen_tokens=gen)
+            quantization = {"weight_dtype": weight_dtype, "weight_group": weight_group, "kv_dtype": kv_dtype}
+            workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention, gen_tokens=gen,
+                                     **quantization)
             result = sim.simulate_inference(cfg, hardware, prompt=workload.seq_len, gen=gen, batch=batch,
                                             dtype=workload.dtype, efficiency=efficiency, attention=attention,
-                                            kv_cache=kv_cache)
+                                            kv_cache=kv_cache, cuda_graphs=cuda_graphs,
+                                            quantization=quantization, time_model=time_model)
     except ConfigError as error:
         raise InputError(str(error)) from None
     if note:

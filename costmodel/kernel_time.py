@@ -52,6 +52,7 @@ class Gemm:
     n: int
     k: int
     count: int = 1
+    weight_bytes: float | None = None  # a quantized weight as stored (None: e bytes per element)
 
     @property
     def flops(self) -> int:
@@ -143,7 +144,8 @@ class KernelTimer:
         return seconds(tile) if tile else min(seconds(t) for t in self.tiles)
 
     def gemm_seconds(self, gemm: Gemm, tile: tuple[int, int] | None = None) -> float:
-        moved = self.element_bytes * gemm.count * (gemm.m * gemm.k + gemm.k * gemm.n + gemm.m * gemm.n)
+        weights = self.element_bytes * gemm.k * gemm.n if gemm.weight_bytes is None else gemm.weight_bytes
+        moved = gemm.count * (self.element_bytes * (gemm.m * gemm.k + gemm.m * gemm.n) + weights)
         return max(self.gemm_compute_seconds(gemm, tile), moved / self.bandwidth)
 
     def attention_efficiency(self, n_kv: int) -> float:
@@ -231,8 +233,19 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
     weights = sum(out * inner * how_many for out, inner, how_many in shapes)
     if weights and flops % (2 * weights) == 0:
         tokens = int(flops // (2 * weights))
-        return [Gemm(tokens, out, inner) for out, inner, how_many in shapes for _ in range(how_many)]
+        return [Gemm(tokens, out, inner, weight_bytes=_stored(leaf, out, inner, subs))
+                for out, inner, how_many in shapes for _ in range(how_many)]
     return [Pointwise(_number(cost.bytes_matmul, subs), 0.0), _Compute(flops)]
+
+
+def _stored(leaf: Any, out: int, inner: int, subs: dict) -> float | None:
+    """Bytes of one quantized weight matrix as stored (None: unquantized)."""
+    if getattr(leaf, "weight_format", None) is None:
+        return None
+    from .blocks import quantized_bytes
+
+    parts = quantized_bytes(((sp.Integer(out), sp.Integer(inner), sp.Integer(1)),), leaf.weight_format)
+    return sum(_number(x, subs) for x in parts.values())
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from .config import DTYPE_BYTES, KV_CACHES, ConfigError, ModelConfig, Workload, 
 from .evaluate import Sweep, values
 from .hardware import Efficiency, Hardware, kernel_times
 from .memory import inference_phases, memory
+from . import blocks as B
 from .model import CostModel, Leaf, model_values, profile_for
 
 KERNEL_QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")  # per block
@@ -92,7 +93,8 @@ class Roofline:
 
     def __init__(self, cfg: ModelConfig, hardware: Hardware, dtype: str = "bf16",
                  efficiency: Efficiency | None = None, attention: str = "eager",
-                 kv_cache: str = "dynamic"):
+                 kv_cache: str = "dynamic", cuda_graphs: bool = False,
+                 quantization: dict[str, Any] | None = None):
         self.cfg = cfg
         self.hardware = hardware
         self.dtype = Workload(dtype=dtype).dtype
@@ -102,9 +104,12 @@ class Roofline:
         self.vector_flops_per_s = hardware.vector_flops_per_s * eff.compute
         self.bytes_per_s = hardware.bandwidth_bytes_per_s * eff.memory
         self.overhead_s = hardware.overhead_s_per_block
+        # CUDA graphs replay a captured decode step: no launch per kernel (the prefill runs eagerly).
+        self.decode_overhead_s = 0.0 if cuda_graphs else self.overhead_s
         if kv_cache not in KV_CACHES:
             raise ConfigError(f"kv_cache must be one of {', '.join(KV_CACHES)}, got {show(kv_cache)}.")
-        profile = profile_for(cfg, Workload(attention=attention), dropout=False, kv_cache=kv_cache)
+        self.workload = Workload(attention=attention, dtype=self.dtype, **(quantization or {}))
+        profile = profile_for(cfg, self.workload, dropout=False, kv_cache=kv_cache)
         self.prefill_model = CostModel(cfg, profile, phase="prefill")
         self.decode_model = CostModel(cfg, profile, phase="decode") if cfg.n_decoder_layers else None
         self.encoder_decoder = cfg.architecture == "encoder-decoder"
@@ -125,7 +130,8 @@ class Roofline:
         for leaf in model.leaves if leaves is None else leaves:
             runs[leaf.path] = (int(leaf.count.xreplace(fixed)), is_active(leaf.cost))
             for quantity in KERNEL_QUANTITIES:
-                expressions[f"{leaf.path}|{quantity}"] = leaf.total(quantity)
+                expressions[f"{leaf.path}|{quantity}"] = (matmul_traffic(leaf) if quantity == "bytes_matmul"
+                                                          else leaf.total(quantity))
         return runs, Sweep(model, expressions)
 
     @cached_property
@@ -146,7 +152,7 @@ class Roofline:
         require_decoder(self.cfg)
         return self.decode_model
 
-    def _times(self, sweep: tuple[dict[str, tuple[int, bool]], Sweep],
+    def _times(self, sweep: tuple[dict[str, tuple[int, bool]], Sweep], decode: bool = False,
                **workload) -> tuple[list[BlockTiming], Any]:
         """Per-block timings at the first point and the roofline seconds at every point."""
         import numpy as np
@@ -157,7 +163,7 @@ class Roofline:
         blocks = []
         for path, (count, active) in runs.items():
             f_mm, b_mm, f_o, b_o = (np.asarray(out[f"{path}|{q}"]) for q in KERNEL_QUANTITIES)
-            overhead = self.overhead_s * count if active else 0.0
+            overhead = (self.decode_overhead_s if decode else self.overhead_s) * count if active else 0.0
             _, _, busy = kernel_times(f_mm, b_mm, f_o, b_o, self.flops_per_s,
                                       self.vector_flops_per_s, self.bytes_per_s)
             seconds = seconds + busy + overhead
@@ -183,7 +189,7 @@ class Roofline:
 
     def decode(self, batch: int, context: Any, source_len: int = 1) -> tuple[Timing, Any, list[BlockTiming]]:
         """Cached decode steps of `batch` sequences attending to `context` keys (int or array)."""
-        blocks, seconds = self._times(self._decode_sweep, n=1, b=batch, s=source_len, c=context)
+        blocks, seconds = self._times(self._decode_sweep, decode=True, n=1, b=batch, s=source_len, c=context)
         return self._sum(blocks), seconds, blocks
 
     @staticmethod
@@ -256,6 +262,19 @@ class Roofline:
             "max_batch": max(max_batch, 0),
             "max_context": max(max_context, 0),
         }
+
+
+def matmul_traffic(leaf: Leaf) -> sp.Expr:
+    """A leaf's matrix-product traffic with its weights as stored: a quantized leaf reads its
+    quantized matrices (data, scales, zeros, tables) instead of e bytes per weight. The
+    dequantisation runs in the GEMM's registers (weight-only kernels: gpt-fast, Marlin, bitsandbytes):
+    no traffic of its own, a stated convention. Routed experts (only some of their weights read)
+    keep the unquantized traffic."""
+    moved = leaf.total("bytes_matmul")
+    if leaf.weight_format is None or not leaf.cost.matrices or leaf.cost.inactive_params != 0:
+        return moved
+    stored = leaf.count * sp.Add(*B.quantized_bytes(leaf.cost.matrices, leaf.weight_format).values())
+    return moved - leaf.count * S.e * leaf.cost.matrix_params + stored
 
 
 def longest_context(needed: sp.Expr, capacity: int) -> int | float:
@@ -353,6 +372,45 @@ def _timing_dict(timing: Timing, seconds: float) -> dict[str, Any]:
     }
 
 
+TIME_MODELS = ("roofline", "kernels")
+
+
+class KernelSteps:
+    """The kernel-level model's prefill and decode-step times for simulate_inference: the
+    Roofline's trees, timed leaf by leaf (costmodel.kernel_time.leaves_time). Decode steps are
+    timed at up to 8 contexts and interpolated linearly in between (the step time is linear in
+    the context but for the attention kernel's block steps)."""
+
+    def __init__(self, roof: Roofline, cuda_graphs: bool):
+        from .kernel_time import KernelTimer, check_kernel_model
+
+        check_kernel_model(roof.hardware)
+        self.roof = roof
+        self.timer = KernelTimer(roof.hardware, roof.dtype, roof.workload.attention,
+                                 efficiency=roof.efficiency)
+        self.decode_timer = KernelTimer(roof.hardware, roof.dtype, roof.workload.attention,
+                                        cuda_graphs=cuda_graphs, efficiency=roof.efficiency)
+
+    def prefill(self, batch: int, prompt: int, source: int) -> float:
+        from .kernel_time import inference_subs, leaves_time
+
+        subs = inference_subs(self.roof.cfg, self.roof.dtype, batch, prompt, source_len=source)
+        return leaves_time(self.roof.prefill_model.leaves, subs, self.timer).seconds
+
+    def decode(self, batch: int, contexts: Any, source: int) -> Any:
+        import numpy as np
+
+        from .kernel_time import inference_subs, leaves_time
+
+        contexts = np.asarray(contexts)
+        sampled = sorted({int(contexts[i - 1]) for i in _steps(len(contexts))})
+        leaves = self.roof._decoder().leaves
+        times = [leaves_time(leaves, inference_subs(self.roof.cfg, self.roof.dtype, batch, 1, context=c,
+                                                    source_len=source), self.decode_timer).seconds
+                 for c in sampled]
+        return np.interp(contexts, sampled, times)
+
+
 def _steps(gen: int, rows: int = 8) -> list[int]:
     """Up to `rows` decode steps spread over 1..gen, always with the first and the last."""
     if gen <= rows:
@@ -363,21 +421,33 @@ def _steps(gen: int, rows: int = 8) -> list[int]:
 def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen: int, batch: int,
                        dtype: str = "bf16", efficiency: Efficiency | None = None,
                        attention: str = "eager", kv_cache: str = "dynamic",
-                       decoder_prompt: int = 1) -> dict[str, Any]:
+                       decoder_prompt: int = 1, cuda_graphs: bool = False,
+                       quantization: dict[str, Any] | None = None,
+                       time_model: str = "roofline") -> dict[str, Any]:
     """Prefill latency, time per output token as the context grows, tokens/s, the decode
     crossover batch, what fits in memory, and a step table with and without a KV cache.
+
+    time_model "roofline" times each block's two kernels at the efficiencies' roofs;
+    "kernels" times the leaves' kernels by their shapes (costmodel/kernel_time.py) for the
+    prefill and the cached decode steps (the table's uncached reruns stay the roofline's).
+    cuda_graphs: decode steps replayed from a CUDA graph, with no launch overhead.
 
     An encoder-decoder's prompt is its source: the prefill runs the encoder over it and the
     decoder over its own prompt (decoder_prompt tokens, the start token by default); each decode
     step attends to the source and to the decoder's tokens so far."""
     import numpy as np
 
-    roof = Roofline(cfg, hardware, dtype, efficiency, attention, kv_cache)
+    if time_model not in TIME_MODELS:
+        raise ConfigError(f"time model must be one of {', '.join(TIME_MODELS)}, got {show(time_model)}.")
+    roof = Roofline(cfg, hardware, dtype, efficiency, attention, kv_cache, cuda_graphs, quantization)
     encoder_decoder = cfg.architecture == "encoder-decoder"
     source = prompt if encoder_decoder else 1
     decoder_prompt = decoder_prompt if encoder_decoder else prompt
     prefill_total, prefill_s, prefill_blocks = roof.prefill(batch, decoder_prompt, source_len=source)
     prefill_s = float(prefill_s)
+    kernels = KernelSteps(roof, cuda_graphs) if time_model == "kernels" else None
+    if kernels:
+        prefill_s = kernels.prefill(batch, decoder_prompt, source)
     steps = np.arange(1, gen + 1)
     first = last = None
     table: list[dict[str, Any]] = []
@@ -385,6 +455,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     if gen:
         contexts = decoder_prompt + steps
         first, with_cache, _ = roof.decode(batch, contexts, source_len=source)
+        if kernels:
+            with_cache = kernels.decode(batch, contexts, source)
         last, _, _ = roof.decode(batch, int(contexts[-1]), source_len=source)
         # Without a cache every step reruns the decoder over its prefix (the prompt and the
         # tokens so far); an encoder-decoder keeps the encoder's output.
@@ -406,7 +478,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
         "inputs": {"model": cfg.name, "hardware": hardware.name, "dtype": roof.dtype,
                    "prompt": prompt, "decoder_prompt": decoder_prompt if encoder_decoder else None,
                    "gen": gen, "batch": batch, "attention": attention,
-                   "kv_cache": kv_cache,
+                   "kv_cache": kv_cache, "cuda_graphs": cuda_graphs, "time_model": time_model,
+                   **{k: v for k, v in (quantization or {}).items() if v is not None},
                    "compute_efficiency": roof.efficiency.compute,
                    "memory_efficiency": roof.efficiency.memory},
         "hardware": {"peak_flops_per_s": hardware.peak(roof.dtype),
