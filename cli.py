@@ -287,6 +287,9 @@ def models(as_json) -> None:
 @click.option("--memory-efficiency", type=float, default=None, help="Fraction of peak bandwidth reached (default: the preset's).")
 @click.option("--global-batch", type=int, default=None, help="Training with a layout: sequences per step (sets --microbatches = global / (batch x dp)).")
 @click.option("--impl", default="hf", show_default=True, help="Training: whose code the activation memory models (hf, reference or megatron).")
+@click.option("--flops-convention", type=click.Choice(("dense", "causal")), default="dense", show_default=True,
+              help="Training: the model FLOPs MFU divides by: dense (PaLM's 6N + 12LHQT, every attention pair) "
+              "or causal (Megatron's, half the causal attention core). Never counts recomputation.")
 @click.option("--cuda-graphs", is_flag=True, help="Inference: decode steps replayed from a CUDA graph (no launch overhead per kernel).")
 @click.option("--time-model", type=click.Choice(("roofline", "kernels")), default="roofline", show_default=True,
               help="Inference: roofline (each block's two kernels at the efficiencies) or kernels (GEMM tiles and "
@@ -298,7 +301,8 @@ def models(as_json) -> None:
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, train, seq_len,
              recompute, tokens, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
-             cuda_graphs, time_model, weight_dtype, weight_group, kv_dtype, as_json, **layout_given) -> None:
+             flops_convention, cuda_graphs, time_model, weight_dtype, weight_group, kv_dtype, as_json,
+             **layout_given) -> None:
     """Roofline time of prefill, decode and training on a hardware preset; with a layout
     (--tp/--pp/--dp...), per GPU: the step time with communication and pipeline bubble, MFU and
     HFU, or the time per output token with tensor parallelism's all-reduces."""
@@ -335,7 +339,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                          attention=attention, impl=impl)
                 result = parallel_time.simulate_training(cfg, workload, layout, hardware, efficiency,
-                                                         tokens, step_time)
+                                                         tokens, step_time, flops_convention)
             else:
                 workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
                                          gen_tokens=gen, precision="pure")
@@ -347,7 +351,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         elif train:
             workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute)
             result = sim.simulate_training(cfg, workload, hardware, tokens=tokens,
-                                           step_seconds=step_time, efficiency=efficiency)
+                                           step_seconds=step_time, efficiency=efficiency,
+                                           flops_convention=flops_convention)
         else:
             if gen < 0:
                 raise ConfigError(f"--gen must be at least 0, got {gen}.")

@@ -31,6 +31,7 @@ from .hardware import Efficiency, Hardware, kernel_times
 from .memory import inference_phases, memory
 from . import blocks as B
 from .model import CostModel, Leaf, model_values, profile_for
+from .model_flops import model_flops
 
 KERNEL_QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")  # per block
 
@@ -305,7 +306,7 @@ def block_runs(model: CostModel) -> int:
 
 
 def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,
-                  efficiency: Efficiency | None = None) -> dict[str, Any]:
+                  efficiency: Efficiency | None = None, flops_convention: str = "dense") -> dict[str, Any]:
     """Roofline time of one training step: forward + backward (+ recomputation) + optimizer.
 
     Block by block, as in inference, each block's two kernels at their own roofs, with the
@@ -336,14 +337,14 @@ def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,
     overhead = 3 * block_runs(model) * hardware.overhead_s_per_block
     timing = timing + Timing(0.0, 0.0, 0.0, 0.0, 0.0, overhead)
     mem = memory(cfg, workload, model)
-    forward, backward = n(model.total("flops_matmul")), n(model.total("flops_matmul_backward"))
     tokens = workload.batch * workload.dimensions(cfg)["n"]
     memory_numbers = {k: int(getattr(mem, k).xreplace(subs)) for k in
                       ("weights", "gradients", "optimizer", "activations")}
     memory_numbers["total"] = int(mem.training_total.xreplace(subs))
     return {
         "timing": timing,
-        "model_flops": forward + backward,
+        "model_flops": n(model_flops(model.leaves, flops_convention)),
+        "flops_convention": flops_convention,
         "tokens": tokens,
         "memory": memory_numbers,
         "fits": memory_numbers["total"] <= hardware.training_memory_bytes,
@@ -510,10 +511,11 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
 
 def simulate_training(cfg: ModelConfig, workload: Workload, hardware: Hardware, *,
                       tokens: float | None = None, step_seconds: float | None = None,
-                      efficiency: Efficiency | None = None) -> dict[str, Any]:
-    """Step time, tokens/s, MFU (predicted, and for a measured step time), time to train on
-    `tokens` tokens, and the memory that must fit."""
-    step = training_step(cfg, workload, hardware, efficiency)
+                      efficiency: Efficiency | None = None, flops_convention: str = "dense") -> dict[str, Any]:
+    """Step time, tokens/s, MFU (predicted, and for a measured step time; model FLOPs of the
+    named convention, costmodel/model_flops.py), time to train on `tokens` tokens, and the
+    memory that must fit."""
+    step = training_step(cfg, workload, hardware, efficiency, flops_convention)
     timing: Timing = step["timing"]
     seconds = timing.seconds
     tokens_per_second = step["tokens"] / seconds
@@ -524,6 +526,7 @@ def simulate_training(cfg: ModelConfig, workload: Workload, hardware: Hardware, 
         "step": _timing_dict(timing, seconds),
         "tokens_per_second": tokens_per_second,
         "mfu_predicted": mfu(step["model_flops"], seconds, step["peak_flops_per_s"]),
+        "flops_convention": flops_convention,
         "memory": step["memory"],
         "fits": step["fits"],
         "memory_capacity": hardware.training_memory_bytes,

@@ -211,7 +211,7 @@ def render_parallel_training(r: dict[str, Any]) -> str:
         f"{i['seq_len']}, recompute {i['recompute']}",
         "",
         f"  {'step':<22}{seconds(step['seconds']):>10}   {step['tokens_per_second']:,.0f} tokens/s; "
-        f"MFU {100 * step['mfu']:.1f}%, HFU {100 * step['hfu']:.1f}% "
+        f"MFU {100 * step['mfu']:.1f}% ({step.get('flops_convention', 'dense')} model FLOPs), HFU {100 * step['hfu']:.1f}% "
         f"({step['tflops_per_gpu']:.0f} TFLOP/s per GPU with recomputation)",
         f"  {'compute':<22}{seconds(step['compute_seconds']):>10}   (the slowest stage's micro-batches)",
         f"  {'exposed communication':<22}{seconds(sum(exposed.values())):>10}   "
@@ -355,7 +355,7 @@ def render_training(r: dict[str, Any]) -> str:
         "",
         _timing("step", r["step"]),
         f"  {'throughput':<22}{r['tokens_per_second']:>10,.0f}   tokens/s; MFU at this step time "
-        f"{100 * r['mfu_predicted']:.1f}%"
+        f"{100 * r['mfu_predicted']:.1f}% ({r.get('flops_convention', 'dense')} model FLOPs)"
         + (f"; MFU of the measured step {100 * r['mfu_measured']:.1f}%" if "mfu_measured" in r else ""),
     ]
     if "train_seconds" in r:

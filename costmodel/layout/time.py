@@ -18,8 +18,9 @@ The overlap model (a stated convention, not a measurement):
 - the pipeline bubble is (p - 1)/v of the slowest stage's micro-batch (1F1B and GPipe: v = 1),
   so (p - 1)/(m v) of the ideal m micro-batches;
 - the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it.
-MFU counts the model's matmul FLOPs (forward and backward, no recomputation); HFU adds the
-recomputed forwards.
+MFU counts the model FLOPs of a named convention (costmodel/model_flops.py: dense or causal; no
+recomputation, not even flash's recompute of Q K^T); HFU counts what the kernels execute, the
+recomputed forwards included.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from functools import cached_property
 from typing import Any
 
 from ..hardware import Efficiency, Hardware, kernel_times
+from ..model_flops import check_convention
 from .rank import ParallelEstimate, Stage
 
 
@@ -41,8 +43,10 @@ def _ring(kind: str, world: int) -> float:
 class StepTime:
     """The step time of one ParallelEstimate on one machine."""
 
-    def __init__(self, estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None):
+    def __init__(self, estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None,
+                 flops_convention: str = "dense"):
         self.estimate, self.hardware = estimate, hardware
+        self.flops_convention = check_convention(flops_convention)
         eff = efficiency or Efficiency(**hardware.efficiency)
         dtype = estimate.workload.dtype
         self.peak = hardware.peak(dtype)
@@ -168,8 +172,9 @@ class StepTime:
         tp_step = max(times["tp_step"] for _, times in stages)
         seconds = m * per_microbatch + bubble + dp + optimizer + tp_step
         numbers = estimate.numbers
-        model_flops = numbers["model_flops"] * m * layout.dp
-        hardware_flops = (numbers["model_flops"] + numbers["recomputed_flops"]) * m * layout.dp
+        key = "model_flops" if self.flops_convention == "dense" else "model_flops_causal"
+        model_flops = numbers[key] * m * layout.dp
+        hardware_flops = (numbers["executed_flops"] + numbers["recomputed_flops"]) * m * layout.dp
         tokens = estimate.workload.batch * estimate.workload.dimensions(estimate.cfg)["n"] * m * layout.dp
         capacity = self.hardware.peak(estimate.workload.dtype) * layout.gpus
         return {
@@ -183,6 +188,7 @@ class StepTime:
             "mfu": model_flops / (seconds * capacity),
             "hfu": hardware_flops / (seconds * capacity),
             "model_flops": model_flops,
+            "flops_convention": self.flops_convention,
             "tokens_per_second": tokens / seconds,
             "tflops_per_gpu": hardware_flops / seconds / layout.gpus / 1e12,
         }
@@ -190,11 +196,11 @@ class StepTime:
 
 def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                       efficiency: Efficiency | None = None, tokens: float | None = None,
-                      step_seconds: float | None = None) -> dict[str, Any]:
+                      step_seconds: float | None = None, flops_convention: str = "dense") -> dict[str, Any]:
     """`simulate --train` with a layout: the step time and its split, MFU and HFU, each rank's
     memory against the GPU's, and the time to train on `tokens` tokens."""
     estimate = ParallelEstimate(cfg, workload, layout)
-    step = StepTime(estimate, hardware, efficiency).step()
+    step = StepTime(estimate, hardware, efficiency, flops_convention).step()
     parallel = estimate.to_dict()
     capacity = hardware.training_memory_bytes
     result = {"step": step, "parallel": parallel, "fits": parallel["per_rank"]["total"] <= capacity,
