@@ -292,7 +292,7 @@ def models(as_json) -> None:
               "or causal (Megatron's, half the causal attention core). Never counts recomputation.")
 @click.option("--cuda-graphs", is_flag=True, help="Inference: decode steps replayed from a CUDA graph (no launch overhead per kernel).")
 @click.option("--time-model", type=click.Choice(("roofline", "kernels")), default="roofline", show_default=True,
-              help="Inference: roofline (each block's two kernels at the efficiencies) or kernels (GEMM tiles and "
+              help="roofline (each block's two kernels at the efficiencies) or kernels (GEMM tiles and "
               "waves, flash attention's executed FLOPs; docs/time.md).")
 @click.option("--weight-dtype", default=None, help="Inference: quantized weights (int8, int4, fp8, nf4), read as stored.")
 @click.option("--weight-group", type=int, default=None, help="Inference: values per scale of --weight-dtype.")
@@ -339,11 +339,13 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                          attention=attention, impl=impl)
                 result = parallel_time.simulate_training(cfg, workload, layout, hardware, efficiency,
-                                                         tokens, step_time, flops_convention)
+                                                         tokens, step_time, flops_convention, time_model)
             else:
                 workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
-                                         gen_tokens=gen, precision="pure")
-                result = parallel_time.simulate_decode(cfg, workload, layout, hardware, efficiency)
+                                         gen_tokens=gen, precision="pure", kv_cache=kv_cache,
+                                         weight_dtype=weight_dtype, weight_group=weight_group, kv_dtype=kv_dtype)
+                result = parallel_time.simulate_decode(cfg, workload, layout, hardware, efficiency,
+                                                       cuda_graphs, time_model)
             result["inputs"] = {"model": cfg.name, "hardware": hardware.name, "dtype": workload.dtype,
                                 "seq_len": workload.seq_len, "gen": workload.gen_tokens,
                                 "batch": workload.batch, "recompute": workload.recompute,
@@ -393,6 +395,10 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True, help="Weights and activations.")
 @click.option("--impl", default="hf", show_default=True, help="Whose code the activation memory models (hf, reference or megatron).")
 @click.option("--attention", default="sdpa", show_default=True, help="eager, sdpa or flash (training runs use fused kernels).")
+@click.option("--kv-cache", type=click.Choice(KV_CACHES), default="dynamic", show_default=True,
+              help="--serve: dynamic (torch.cat copies the cache each step) or static (written in place).")
+@click.option("--weight-dtype", default=None, help="--serve: quantized weights (int8, int4, fp8, nf4).")
+@click.option("--kv-dtype", default=None, help="--serve: a quantized KV cache (fp8 or int8).")
 @click.option("--tp", type=int, default=None, help="Only this tensor-parallel size.")
 @click.option("--pp", type=int, default=None, help="Only this pipeline size.")
 @click.option("--dp", type=int, default=None, help="Only this data-parallel size.")
@@ -403,7 +409,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--top", type=int, default=10, show_default=True, help="Rows of the ranked table.")
 @click.option("--json", "as_json", is_flag=True, help='{"feasible": [...], "infeasible": [...]} on stdout.')
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
-         attention, tp, pp, dp, zero, sp, framework, recompute, top, as_json) -> None:
+         attention, kv_cache, weight_dtype, kv_dtype, tp, pp, dp, zero, sp, framework, recompute, top,
+         as_json) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
     ranked by step time (training) or time per output token (--serve)."""
     from costmodel.hardware import load_hardware
@@ -418,9 +425,10 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
         hardware = load_hardware(hardware_name)
         if serve:
             require_decoder(cfg)
-            workload = make_workload(cfg, prompt, dtype=dtype, gen_tokens=gen)
+            quantization = {"weight_dtype": weight_dtype, "kv_dtype": kv_dtype}
+            workload = make_workload(cfg, prompt, dtype=dtype, gen_tokens=gen, kv_cache=kv_cache, **quantization)
             result = planner.plan_serving(cfg, hardware, gpus, batch or 32, workload.seq_len, gen,
-                                          workload.dtype, fixed)
+                                          workload.dtype, fixed, kv_cache=kv_cache, quantization=quantization)
         else:
             workload = make_workload(cfg, seq_len, dtype=dtype, impl=impl, attention=attention)
             result = planner.plan_training(cfg, hardware, gpus, workload.seq_len, global_batch or 8 * gpus,
@@ -445,29 +453,42 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
 def published(as_json) -> None:
     """Published training runs beside the layout model: Narayanan et al. 2021 Table 1 (parameters,
     TFLOP/s per GPU) and Korthikanti et al. 2022 Table 5 (seconds per iteration, MFU, HFU)."""
-    from reports.published_runs import korthikanti, narayanan
+    from reports.published_runs import korthikanti, narayanan, other_runs
     from reports.text import table
 
-    tables = {"narayanan_2021_table_1": narayanan(), "korthikanti_2022_table_5": korthikanti()}
+    tables = {"narayanan_2021_table_1": narayanan(), "korthikanti_2022_table_5": korthikanti(),
+              "other_runs": other_runs()}
     if as_json:
         click.echo(json.dumps(tables, indent=2))
         return
     click.echo("Narayanan et al. 2021, Table 1 (A100 80GB, full recomputation, fp16): TFLOP/s per GPU "
                "with recomputation; parameters ours vs their Eq. (2), which leaves out the final LayerNorm (2h)")
     click.echo(table(["model", "tp x pp x dp", "GPUs", "batch", "parameters", "Eq. (2)", "TFLOP/s published",
-                      "TFLOP/s ours", "ours / published"],
+                      "TFLOP/s ours", "ours / published", "kernel model"],
                      ([r["model"], r["layout"], r["gpus"], r["batch"], f"{r['params']:,}", f"{r['params_eq2']:,}",
                        r["tflops_published"], f"{r['tflops_ours']:.0f}",
-                       f"{r['tflops_ours'] / r['tflops_published']:.2f}"] for r in tables["narayanan_2021_table_1"])))
+                       f"{r['tflops_ours'] / r['tflops_published']:.2f}",
+                       f"{r['tflops_kernels'] / r['tflops_published']:.2f}"] for r in tables["narayanan_2021_table_1"])))
     click.echo("")
     click.echo("Korthikanti et al. 2022, Table 5 (tp 8, no data parallelism): seconds per iteration, and MFU/HFU "
                "of sequence parallelism + selective recomputation")
-    click.echo(table(["model", "GPUs", "full recompute published", "ours", "SP + selective published", "ours",
-                      "MFU published", "ours", "HFU published", "ours"],
+    click.echo(table(["model", "GPUs", "full recompute published", "ours", "kernel model", "SP + selective published",
+                      "ours", "kernel model", "MFU published", "ours", "HFU published", "ours"],
                      ([r["model"], r["gpus"], f"{r['full_published']:.2f} s", f"{r['full_ours']:.2f} s",
-                       f"{r['present_published']:.2f} s", f"{r['present_ours']:.2f} s",
+                       f"{r['full_kernels']:.2f} s", f"{r['present_published']:.2f} s", f"{r['present_ours']:.2f} s",
+                       f"{r['present_kernels']:.2f} s",
                        f"{r['mfu_published']:.1f}%", f"{r['mfu_ours']:.1f}%", f"{r['hfu_published']:.1f}%",
                        f"{r['hfu_ours']:.1f}%"] for r in tables["korthikanti_2022_table_5"])))
+    click.echo("")
+    click.echo("More published runs (costmodel/published_runs.json: sources and stated layouts), ours under the "
+               "roofline and the kernel-level time model (docs/time.md)")
+
+    def ratio(r: dict, key: str) -> str:
+        return f"{r[key]:,.1f} ({r[key] / r['published']:.2f}x)" if r[key] is not None else "not expressible"
+
+    click.echo(table(["run", "unit", "published", "roofline", "kernels"],
+                     ([r["run"], r["unit"], f"{r['published']:,}", ratio(r, "roofline"), ratio(r, "kernels")]
+                      for r in tables["other_runs"])))
 
 
 @cli.command()

@@ -126,6 +126,7 @@ class KernelTimer:
         self.launch_s = 0.0 if cuda_graphs else hardware.overhead_s_per_block
         facts = kernel_facts()
         self.tiles = [tuple(t) for t in facts["gemm_tiles"]["values"]]
+        self.split_k_min_k = int(facts["split_k"]["min_k_per_split"])
         self.block = int(facts["attention_block"]["value"])
         self.attention_points = next(
             (e["points"] for e in facts["attention_efficiency"]
@@ -135,12 +136,25 @@ class KernelTimer:
         tiles = math.ceil(gemm.m / tile[0]) * math.ceil(gemm.n / tile[1]) * gemm.count
         return math.ceil(tiles / self.sms)
 
+    def split_k(self, gemm: Gemm, tile: tuple[int, int]) -> int:
+        """How many ways a GEMM of less than one wave splits its K dimension over the idle SMs
+        (split-K, as cuBLAS does for such shapes; each split at least split_k_min_k deep)."""
+        tiles = math.ceil(gemm.m / tile[0]) * math.ceil(gemm.n / tile[1]) * gemm.count
+        if tiles >= self.sms:
+            return 1
+        return max(1, min(self.sms // tiles, gemm.k // self.split_k_min_k))
+
     def gemm_compute_seconds(self, gemm: Gemm, tile: tuple[int, int] | None = None) -> float:
         """Tile and wave quantization: each wave computes one whole tile per SM at the SM's share
-        of the large-GEMM rate. `tile`: a fixed tile; None: the tile that finishes first."""
+        of the large-GEMM rate; a GEMM of less than a wave splits K over the idle SMs and adds the
+        partial sums' fp32 traffic. `tile`: a fixed tile; None: the tile that finishes first."""
         per_sm = self.peak * self.matmul_efficiency / self.sms
         def seconds(t: tuple[int, int]) -> float:
-            return self.waves(gemm, t) * 2 * t[0] * t[1] * gemm.k / per_sm
+            split = self.split_k(gemm, t)
+            if split == 1:
+                return self.waves(gemm, t) * 2 * t[0] * t[1] * gemm.k / per_sm
+            partials = 4 * split * gemm.m * gemm.n * gemm.count * 2  # fp32 written, then read to reduce
+            return 2 * t[0] * t[1] * math.ceil(gemm.k / split) / per_sm + partials / self.bandwidth
         return seconds(tile) if tile else min(seconds(t) for t in self.tiles)
 
     def gemm_seconds(self, gemm: Gemm, tile: tuple[int, int] | None = None) -> float:
@@ -188,10 +202,13 @@ def _number(expr: Any, subs: dict) -> float:
     return float(sp.sympify(expr).xreplace(subs))
 
 
-def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool) -> list[Kernel]:
-    """The kernels of one run of a leaf, with their shapes, at these values."""
+def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | None = None) -> list[Kernel]:
+    """The kernels of one run of a leaf, with their shapes, at these values. `local`: symbols
+    to replace first (a tensor-parallel rank's share: h -> h / tp, ...; layout/split.py)."""
     from .blocks import AttentionCore, Softmax, WeightedSum
 
+    if local:
+        subs = {**subs, **{symbol: sp.sympify(value).xreplace(subs) for symbol, value in local.items()}}
     cost, block = leaf.cost, leaf.block
     kernels: list[Kernel] = []
     if isinstance(block, AttentionCore) and fused_attention:
@@ -270,29 +287,36 @@ class LeavesTime:
     leaves: list[LeafTime] = field(default_factory=list)
 
 
+def leaf_seconds(leaf: Any, subs: dict, timer: KernelTimer, training: bool = False,
+                 local: dict | None = None) -> tuple[float, int]:
+    """One run of a leaf: its kernels' seconds (launches aside) and how many kernels. Training
+    adds the backward: a GEMM's two products of the same size (input and weight gradients), the
+    fused attention's backward (kernel_facts: 5/2 of its forward), twice the forward's
+    memory-bound traffic (the tree's stated convention), and a recomputed leaf's forward again."""
+    kernels = leaf_kernels(leaf, subs, timer.fused_attention, local)
+    forward = sum(_seconds(timer, k) for k in kernels)
+    if not training:
+        return forward, len(kernels)
+    backward = sum(_seconds(timer, k, backward=True) for k in kernels)
+    return forward * (2 if leaf.recomputed else 1) + backward, len(kernels)
+
+
 def leaves_time(leaves: Iterable[Any], subs: dict, timer: KernelTimer, training: bool = False) -> LeavesTime:
     """The time of a set of leaves (a pass, a stage's micro-batch) as their kernels run one
-    after another. Training adds the backward: a GEMM's two products of the same size (input
-    and weight gradients), the fused attention's backward (kernel_facts: 5/2 of its forward),
-    twice the forward's memory-bound traffic (the tree's stated convention), and a recomputed
-    leaf's forward once more."""
+    after another (leaf_seconds), each active leaf paying the launch overhead per pass."""
     total = launches = 0.0
     rows = []
     for leaf in leaves:
         count = int(_number(leaf.count, subs))
-        kernels = leaf_kernels(leaf, subs, timer.fused_attention)
+        one_run, kernels = leaf_seconds(leaf, subs, timer, training)
         if not kernels or not count:
             continue
-        forward = sum(_seconds(timer, k) for k in kernels)
-        one_run = forward
-        if training:
-            one_run = forward * (2 if leaf.recomputed else 1) + sum(_seconds(timer, k, backward=True) for k in kernels)
         passes = (3 if training else 1)
         launch = passes * timer.launch_s
         seconds = count * (one_run + launch)
         total += seconds
         launches += count * launch
-        rows.append(LeafTime(leaf.path, count, len(kernels), seconds))
+        rows.append(LeafTime(leaf.path, count, kernels, seconds))
     return LeavesTime(total, launches, rows)
 
 

@@ -95,3 +95,14 @@ def test_cuda_graphs_remove_the_launch_overhead():
     assert eager.seconds - graphed.seconds == pytest.approx(eager.launch_seconds)
     # Per active block, 10 us: 32 layers x 9 blocks + embedding, final norm and head.
     assert eager.launch_seconds == pytest.approx((32 * 9 + 3) * 1e-5)
+
+
+def test_a_gemm_of_less_than_a_wave_splits_k_over_the_idle_sms():
+    # A tensor-parallel decode GEMM: 1 token x 512 outputs of 4096 inputs is 8 tiles of 64 x 64 on
+    # 108 SMs. Split 13 ways (108 // 8) along K it is bound by its 4 MiB of weights, not by the
+    # 8 tiles' full-depth compute (13.4 us at 1/108 of 271 TFLOP/s each).
+    timer, gemv = a100(), Gemm(1, 512, 4096)
+    assert timer.split_k(gemv, (64, 64)) == 13
+    assert timer.gemm_compute_seconds(gemv) < timer.gemm_seconds(gemv)
+    assert timer.gemm_seconds(gemv) == pytest.approx(2 * (4096 + 512 * 4096 + 512) / (2039e9 * 0.8))
+    assert timer.split_k(Gemm(4096, 4096, 4096), (128, 128)) == 1  # 1,024 tiles: whole waves

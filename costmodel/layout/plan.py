@@ -135,9 +135,11 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
 
 def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, prompt: int, gen: int,
                  dtype: str, fixed: dict[str, Any] | None = None,
-                 efficiency: Efficiency | None = None) -> dict[str, Any]:
+                 efficiency: Efficiency | None = None, kv_cache: str = "dynamic",
+                 quantization: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every serving layout for `batch` sequences at a context of prompt + gen: the memory per
-    rank (weights and the KV cache at the last step), ranked by time per output token."""
+    rank (weights and the KV cache at the last step), ranked by time per output token. kv_cache
+    and quantization (weight_dtype, weight_group, kv_dtype) are the Workload's."""
     fixed = fixed or {}
     check_fixed(fixed, gpus)
     require_decoder(cfg)
@@ -153,7 +155,8 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                 continue
             layout = Layout(dp=dp, tp=tp, pp=pp, framework="deepspeed")
             workload = Workload(seq_len=prompt, gen_tokens=gen, batch=batch // dp, dtype=dtype,
-                                precision="pure", attention="sdpa")
+                                precision="pure", attention="sdpa", kv_cache=kv_cache,
+                                **{k: v for k, v in (quantization or {}).items() if v is not None})
             try:
                 layout.check(cfg, gpus)
                 estimate = ParallelEstimate(cfg, workload, layout, phase="decode")

@@ -44,9 +44,11 @@ class StepTime:
     """The step time of one ParallelEstimate on one machine."""
 
     def __init__(self, estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None,
-                 flops_convention: str = "dense"):
+                 flops_convention: str = "dense", cuda_graphs: bool = False):
         self.estimate, self.hardware = estimate, hardware
         self.flops_convention = check_convention(flops_convention)
+        # Launch overhead per block; none for decode steps replayed from a CUDA graph.
+        self.overhead_s = 0.0 if cuda_graphs and estimate.phase == "decode" else hardware.overhead_s_per_block
         eff = efficiency or Efficiency(**hardware.efficiency)
         dtype = estimate.workload.dtype
         self.peak = hardware.peak(dtype)
@@ -88,7 +90,7 @@ class StepTime:
             seconds += count * part
             active += count * blocks
         passes = 3 if self.estimate.phase == "train" else 1  # a backward runs about twice the forward's ops
-        return seconds + passes * active * self.hardware.overhead_s_per_block
+        return seconds + passes * active * self.overhead_s
 
     def _runs(self, stage: Stage) -> dict[str, int]:
         """How many times each part's leaves run on this rank in one micro-batch."""
@@ -194,13 +196,29 @@ class StepTime:
         }
 
 
+def step_time(estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None,
+              time_model: str = "roofline", **options: Any) -> StepTime:
+    """The StepTime of a time model: the roofline's (this module) or the kernel-level one
+    (costmodel/layout/kernel_step.py)."""
+    if time_model == "kernels":
+        from .kernel_step import KernelStepTime
+
+        return KernelStepTime(estimate, hardware, efficiency, **options)
+    if time_model != "roofline":
+        from ..config import ConfigError
+
+        raise ConfigError(f"time model must be roofline or kernels, got {time_model!r}.")
+    return StepTime(estimate, hardware, efficiency, **options)
+
+
 def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                       efficiency: Efficiency | None = None, tokens: float | None = None,
-                      step_seconds: float | None = None, flops_convention: str = "dense") -> dict[str, Any]:
+                      step_seconds: float | None = None, flops_convention: str = "dense",
+                      time_model: str = "roofline") -> dict[str, Any]:
     """`simulate --train` with a layout: the step time and its split, MFU and HFU, each rank's
     memory against the GPU's, and the time to train on `tokens` tokens."""
     estimate = ParallelEstimate(cfg, workload, layout)
-    step = StepTime(estimate, hardware, efficiency, flops_convention).step()
+    step = step_time(estimate, hardware, efficiency, time_model, flops_convention=flops_convention).step()
     parallel = estimate.to_dict()
     capacity = hardware.training_memory_bytes
     result = {"step": step, "parallel": parallel, "fits": parallel["per_rank"]["total"] <= capacity,
@@ -213,13 +231,14 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
 
 
 def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
-                    efficiency: Efficiency | None = None) -> dict[str, Any]:
+                    efficiency: Efficiency | None = None, cuda_graphs: bool = False,
+                    time_model: str = "roofline") -> dict[str, Any]:
     """Inference with a layout: the time per output token at the last step's context, its
     tensor-parallel all-reduce time, and each rank's weights and KV cache."""
     from .plan import serving_memory
 
     estimate = ParallelEstimate(cfg, workload, layout, phase="decode")
-    token = StepTime(estimate, hardware, efficiency).token()
+    token = step_time(estimate, hardware, efficiency, time_model, cuda_graphs=cuda_graphs).token()
     per_rank = serving_memory(estimate)
     return {"token": token, "per_rank": per_rank, "layout": layout.to_dict(workload.batch),
             "fits": per_rank["total"] <= hardware.serving_memory_bytes,
