@@ -397,8 +397,6 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--attention", default="sdpa", show_default=True, help="eager, sdpa or flash (training runs use fused kernels).")
 @click.option("--kv-cache", type=click.Choice(KV_CACHES), default="dynamic", show_default=True,
               help="--serve: dynamic (torch.cat copies the cache each step) or static (written in place).")
-@click.option("--weight-dtype", default=None, help="--serve: quantized weights (int8, int4, fp8, nf4).")
-@click.option("--kv-dtype", default=None, help="--serve: a quantized KV cache (fp8 or int8).")
 @click.option("--tp", type=int, default=None, help="Only this tensor-parallel size.")
 @click.option("--pp", type=int, default=None, help="Only this pipeline size.")
 @click.option("--dp", type=int, default=None, help="Only this data-parallel size.")
@@ -409,8 +407,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--top", type=int, default=10, show_default=True, help="Rows of the ranked table.")
 @click.option("--json", "as_json", is_flag=True, help='{"feasible": [...], "infeasible": [...]} on stdout.')
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
-         attention, kv_cache, weight_dtype, kv_dtype, tp, pp, dp, zero, sp, framework, recompute, top,
-         as_json) -> None:
+         attention, kv_cache, tp, pp, dp, zero, sp, framework, recompute, top, as_json) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
     ranked by step time (training) or time per output token (--serve)."""
     from costmodel.hardware import load_hardware
@@ -425,10 +422,9 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
         hardware = load_hardware(hardware_name)
         if serve:
             require_decoder(cfg)
-            quantization = {"weight_dtype": weight_dtype, "kv_dtype": kv_dtype}
-            workload = make_workload(cfg, prompt, dtype=dtype, gen_tokens=gen, kv_cache=kv_cache, **quantization)
+            workload = make_workload(cfg, prompt, dtype=dtype, gen_tokens=gen, kv_cache=kv_cache)
             result = planner.plan_serving(cfg, hardware, gpus, batch or 32, workload.seq_len, gen,
-                                          workload.dtype, fixed, kv_cache=kv_cache, quantization=quantization)
+                                          workload.dtype, fixed, kv_cache=kv_cache)
         else:
             workload = make_workload(cfg, seq_len, dtype=dtype, impl=impl, attention=attention)
             result = planner.plan_training(cfg, hardware, gpus, workload.seq_len, global_batch or 8 * gpus,
