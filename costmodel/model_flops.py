@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-import sympy as sp
-
 from .config import ConfigError, show
 
 FLOPS_CONVENTIONS = ("dense", "causal")
@@ -32,7 +30,7 @@ def check_convention(convention: str) -> str:
     return convention
 
 
-def leaf_model_flops(leaf: Any, convention: str = "dense") -> sp.Expr:
+def leaf_model_flops(leaf: Any, convention: str = "dense") -> Any:
     """One run of a leaf's model FLOPs (forward + backward, no recomputation)."""
     from .blocks import AttentionCore
 
@@ -45,8 +43,10 @@ def leaf_model_flops(leaf: Any, convention: str = "dense") -> sp.Expr:
     return cost.flops_matmul + cost.flops_matmul_backward
 
 
-def model_flops(leaves: Iterable[Any], convention: str = "dense") -> sp.Expr:
+def model_flops(leaves: Iterable[Any], convention: str = "dense") -> Any:
     """A training pass's model FLOPs over these leaves (each leaf times its layers)."""
+    import sympy as sp  # not at import: plan imports this module and runs without sympy
+
     return sp.Add(*(leaf.count * leaf_model_flops(leaf, convention) for leaf in leaves))
 
 
