@@ -487,6 +487,30 @@ def published(as_json) -> None:
                       for r in tables["other_runs"])))
 
 
+def measure_hardware_file(out: str, device: str, like: str | None, dtypes: tuple[str, ...], quick: bool) -> None:
+    """`hardware --measure --out FILE`: measure a device and write its hardware file."""
+    from pathlib import Path
+
+    from costmodel.hardware import load_hardware
+
+    require_measure_extra("hardware --measure --out")
+    import torch
+
+    from validate.hardware_file import measure_file, write_hardware_file
+
+    if device not in ("cpu", "cuda") or device == "cuda" and not torch.cuda.is_available():
+        raise InputError(f"--device {device}: no such device here (cpu, or cuda where a GPU is present).")
+    try:
+        reference = load_hardware(like) if like else None
+        wanted = tuple(dict.fromkeys(Workload(dtype=d).dtype for d in dtypes)) or (("fp32",) if device == "cpu" else ("bf16",))
+        path = Path(out)
+        data = measure_file(path.stem, device, wanted, reference, "quick" if quick else "full")
+        write_hardware_file(path, data)
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+    click.echo(str(path))
+
+
 @cli.command()
 @click.option("--measure", is_flag=True, help="Benchmark this machine (matmul and vector FLOP/s, bandwidth, overhead) and cache it as `local`.")
 @click.option("--dtype", "dtypes", type=click.Choice(DTYPES), multiple=True,
@@ -495,12 +519,23 @@ def published(as_json) -> None:
 @click.option("--show", "shown", default=None,
               help="Print one hardware (a preset's name, any case, or a path to a hardware file) as a "
               "hardware file, after checking it (docs/time.md gives the schema).")
+@click.option("--out", "out", default=None,
+              help="With --measure: write a hardware file here instead of caching `local` (a GEMM grid, "
+              "attention, bandwidth, the CUDA context's memory; validate/hardware_file.py).")
+@click.option("--device", default="cuda", show_default=True, help="With --out: the device to measure (cuda or cpu).")
+@click.option("--like", default=None, help="With --out: a preset whose datasheet peaks, interconnect and clocks to "
+              "keep; the measurements become its efficiencies.")
+@click.option("--quick", is_flag=True, help="With --out: a small grid (seconds; for a test).")
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
-def hardware(measure, dtypes, shown, as_json) -> None:
-    """The hardware presets; --measure benchmarks this machine as `local`; --show prints one."""
+def hardware(measure, dtypes, shown, out, device, like, quick, as_json) -> None:
+    """The hardware presets; --measure benchmarks this machine as `local` (or, with --out, writes
+    a hardware file of a device); --show prints one."""
     from costmodel.hardware import hardware_names, load_hardware
     from reports.text import binary_bytes, si, table
 
+    if out is not None:
+        measure_hardware_file(out, device, like, dtypes, quick)
+        return
     if shown is not None:
         try:
             click.echo(json.dumps(load_hardware(shown).to_dict(), indent=2))
