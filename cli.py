@@ -290,6 +290,12 @@ def models(as_json) -> None:
 @click.option("--flops-convention", type=click.Choice(("dense", "causal")), default="dense", show_default=True,
               help="Training: the model FLOPs MFU divides by: dense (PaLM's 6N + 12LHQT, every attention pair) "
               "or causal (Megatron's, half the causal attention core). Never counts recomputation.")
+@click.option("--tp-overlap", type=float, default=0.0, show_default=True,
+              help="Training with a layout: the fraction of tensor-parallel communication hidden behind compute.")
+@click.option("--dp-overlap", type=float, default=2 / 3, show_default=True,
+              help="Training with a layout: the fraction of the last micro-batch's compute a gradient reduction "
+              "(DDP, ZeRO-1/2) overlaps (0: reduced after backward).")
+@click.option("--no-prefetch", is_flag=True, help="Training with a layout: FSDP/ZeRO-3 collectives exposed, not prefetched.")
 @click.option("--cuda-graphs", is_flag=True, help="Inference: decode steps replayed from a CUDA graph (no launch overhead per kernel).")
 @click.option("--time-model", type=click.Choice(("roofline", "kernels")), default="roofline", show_default=True,
               help="roofline (each block's two kernels at the efficiencies) or kernels (GEMM tiles and "
@@ -301,8 +307,8 @@ def models(as_json) -> None:
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, train, seq_len,
              recompute, tokens, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
-             flops_convention, cuda_graphs, time_model, weight_dtype, weight_group, kv_dtype, as_json,
-             **layout_given) -> None:
+             flops_convention, tp_overlap, dp_overlap, no_prefetch, cuda_graphs, time_model, weight_dtype,
+             weight_group, kv_dtype, as_json, **layout_given) -> None:
     """Roofline time of prefill, decode and training on a hardware preset; with a layout
     (--tp/--pp/--dp...), per GPU: the step time with communication and pipeline bubble, MFU and
     HFU, or the time per output token with tensor parallelism's all-reduces."""
@@ -338,8 +344,9 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             if train:
                 workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                          attention=attention, impl=impl)
+                overlap = parallel_time.Overlap(tp=tp_overlap, dp=dp_overlap, prefetch=not no_prefetch)
                 result = parallel_time.simulate_training(cfg, workload, layout, hardware, efficiency,
-                                                         tokens, step_time, flops_convention, time_model)
+                                                         tokens, step_time, flops_convention, time_model, overlap)
             else:
                 workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
                                          gen_tokens=gen, precision="pure", kv_cache=kv_cache,

@@ -65,3 +65,24 @@ def test_plan_serve_takes_the_static_cache(capsys):
     assert cli.main(args + ["--kv-cache", "static"]) == 0
     static = json.loads(capsys.readouterr().out)["feasible"][0]["time_per_output_token"]
     assert static < 0.6 * dynamic
+
+
+def test_the_overlap_conventions_are_settable():
+    from costmodel.config import ConfigError, Workload
+    from costmodel.layout import Layout, ParallelEstimate
+    from costmodel.layout.time import Overlap, StepTime
+    from costmodel.presets import load_preset
+
+    estimate = ParallelEstimate(load_preset("llama2-7b"), Workload(seq_len=4096, attention="sdpa"),
+                                Layout(tp=2, dp=8, microbatches=4, framework="megatron"))
+    hw = load_hardware("a100-80gb")
+    default = StepTime(estimate, hw).step()
+    hidden = StepTime(estimate, hw, overlap=Overlap(tp=1.0)).step()
+    after = StepTime(estimate, hw, overlap=Overlap(dp=0.0)).step()
+    assert default["exposed_communication_seconds"]["tp"] > 0 == hidden["exposed_communication_seconds"]["tp"]
+    assert default["seconds"] - hidden["seconds"] == pytest.approx(default["exposed_communication_seconds"]["tp"])
+    assert after["exposed_communication_seconds"]["dp"] > default["exposed_communication_seconds"]["dp"]
+    with pytest.raises(ConfigError, match="overlap dp"):
+        Overlap(dp=1.5)
+    assert cli.main(["simulate", "--model", "gpt2", "--hardware", "a100-80gb", "--train", "--tp", "2", "--dp", "4",
+                     "--dp-overlap", "2"]) == 2

@@ -31,8 +31,8 @@ class KernelStepTime(StepTime):
     """StepTime with kernel-level compute and measured collective bandwidths."""
 
     def __init__(self, estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None,
-                 flops_convention: str = "dense", cuda_graphs: bool = False):
-        super().__init__(estimate, hardware, efficiency, flops_convention, cuda_graphs)
+                 flops_convention: str = "dense", cuda_graphs: bool = False, overlap: Any = None):
+        super().__init__(estimate, hardware, efficiency, flops_convention, cuda_graphs, overlap)
         check_kernel_model(hardware)
         self.timer = KernelTimer(hardware, estimate.workload.dtype, estimate.workload.attention,
                                  efficiency=efficiency)

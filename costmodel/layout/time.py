@@ -8,7 +8,7 @@ wire bytes (ring factors) over the link of their group, plus a latency per call;
 laid out tensor-parallel ranks first, then data-parallel, then pipeline (Megatron's order), so a
 group spanning more GPUs than a node holds runs at the inter-node bandwidth.
 
-The overlap model (a stated convention, not a measurement):
+The overlap model (stated conventions, not measurements; each settable with Overlap):
 - tensor-parallel collectives and pipeline sends are on the critical path (exposed);
 - the gradient all-reduce or reduce-scatter of DDP and ZeRO-1/2 overlaps the last micro-batch's
   backward (two thirds of its compute); ZeRO-1/2's parameter all-gather after the optimizer step
@@ -26,12 +26,36 @@ recomputed forwards included.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 from ..hardware import Efficiency, Hardware, kernel_times
 from ..model_flops import check_convention
 from .rank import ParallelEstimate, Stage
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """The overlap conventions, each settable (stated, not measured):
+    tp: the fraction of tensor-parallel communication hidden behind compute (0: exposed, as
+        Megatron without its TP-communication overlap);
+    dp: the fraction of the last micro-batch's compute a gradient reduction (DDP, ZeRO-1/2) runs
+        under (2/3: its backward; 0: reduced after backward, Megatron-LM before
+        --overlap-grad-reduce);
+    prefetch: FSDP/ZeRO-3 gather and scatter each micro-batch while it computes (False: exposed)."""
+
+    tp: float = 0.0
+    dp: float = 2 / 3
+    prefetch: bool = True
+
+    def __post_init__(self) -> None:
+        from ..config import ConfigError
+
+        for name in ("tp", "dp"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                raise ConfigError(f"overlap {name} must be a fraction in [0, 1], got {value!r}.")
 
 
 def _ring(kind: str, world: int) -> float:
@@ -44,8 +68,9 @@ class StepTime:
     """The step time of one ParallelEstimate on one machine."""
 
     def __init__(self, estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None,
-                 flops_convention: str = "dense", cuda_graphs: bool = False):
+                 flops_convention: str = "dense", cuda_graphs: bool = False, overlap: Overlap | None = None):
         self.estimate, self.hardware = estimate, hardware
+        self.overlap = overlap or Overlap()
         self.flops_convention = check_convention(flops_convention)
         # Launch overhead per block; none for decode steps replayed from a CUDA graph.
         self.overhead_s = 0.0 if cuda_graphs and estimate.phase == "decode" else hardware.overhead_s_per_block
@@ -119,7 +144,8 @@ class StepTime:
         tp_microbatch, tp_step = self.tensor_parallel(stage) if layout.tp > 1 else (0.0, 0.0)
         pp = sum(self.collective("pp", kind, value / m) for kind, value in
                  communication.get("pp", {}).items() if kind == "send")
-        return {"compute": self.compute(stage), "tp": tp_microbatch, "pp": pp, "tp_step": tp_step}
+        exposed = 1 - self.overlap.tp
+        return {"compute": self.compute(stage), "tp": exposed * tp_microbatch, "pp": pp, "tp_step": exposed * tp_step}
 
     def data_parallel(self, stage: Stage, compute: float) -> float:
         """Exposed seconds of the step's data-parallel collectives (see the overlap model)."""
@@ -130,11 +156,11 @@ class StepTime:
         per_microbatch = self.estimate.framework.sharding == "per_tensor" or layout.zero == 3
         if per_microbatch:
             each = sum(self.collective("dp", kind, value / m) for kind, value in kinds.items())
-            return m * max(0.0, each - compute)
+            return m * (max(0.0, each - compute) if self.overlap.prefetch else each)
         gradients = sum(self.collective("dp", kind, value) for kind, value in kinds.items()
                         if kind in ("all_reduce", "reduce_scatter"))
         parameters = self.collective("dp", "all_gather", kinds.get("all_gather", 0))
-        return max(0.0, gradients - 2 / 3 * compute) + parameters
+        return max(0.0, gradients - self.overlap.dp * compute) + parameters
 
     def optimizer(self, stage: Stage) -> float:
         """The optimizer's pass over the parameters this rank updates."""
@@ -214,11 +240,12 @@ def step_time(estimate: ParallelEstimate, hardware: Hardware, efficiency: Effici
 def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                       efficiency: Efficiency | None = None, tokens: float | None = None,
                       step_seconds: float | None = None, flops_convention: str = "dense",
-                      time_model: str = "roofline") -> dict[str, Any]:
+                      time_model: str = "roofline", overlap: Overlap | None = None) -> dict[str, Any]:
     """`simulate --train` with a layout: the step time and its split, MFU and HFU, each rank's
     memory against the GPU's, and the time to train on `tokens` tokens."""
     estimate = ParallelEstimate(cfg, workload, layout)
-    step = step_time(estimate, hardware, efficiency, time_model, flops_convention=flops_convention).step()
+    step = step_time(estimate, hardware, efficiency, time_model, flops_convention=flops_convention,
+                     overlap=overlap).step()
     parallel = estimate.to_dict()
     capacity = hardware.training_memory_bytes
     result = {"step": step, "parallel": parallel, "fits": parallel["per_rank"]["total"] <= capacity,
