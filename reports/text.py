@@ -301,7 +301,11 @@ def render_inference(r: dict[str, Any]) -> str:
         f"memory {i['memory_efficiency']:g}; ridge {hw['ridge_flops_per_byte']:.3g} FLOP/B)"
         + (f"\n{i['dtype_note']}" if i.get("dtype_note") else ""),
         f"prompt {i['prompt']}, generate {i['gen']}, batch {i['batch']}, attention {i['attention']}, "
-        f"{i['kv_cache']} KV cache",
+        f"{i['kv_cache']} KV cache"
+        + (f", weights {i['weight_dtype']}" if i.get("weight_dtype") else "")
+        + (", CUDA graphs" if i.get("cuda_graphs") else ""),
+        *(["times: the kernel-level model (docs/time.md); the bounds, intensities and busy shares, and "
+           "the uncached steps, are the roofline's"] if i.get("time_model") == "kernels" else []),
         "",
         _timing("prefill", r["prefill"]),
     ]
