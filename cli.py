@@ -296,6 +296,9 @@ def models(as_json) -> None:
               help="Training with a layout: the fraction of the last micro-batch's compute a gradient reduction "
               "(DDP, ZeRO-1/2) overlaps (0: reduced after backward).")
 @click.option("--no-prefetch", is_flag=True, help="Training with a layout: FSDP/ZeRO-3 collectives exposed, not prefetched.")
+@click.option("--compile", "compiled", is_flag=True,
+              help="With --time-model kernels: torch.compile's fusions (a residual add with the next norm, a "
+              "gated activation with its product; docs/time.md).")
 @click.option("--cuda-graphs", is_flag=True, help="Inference: decode steps replayed from a CUDA graph (no launch overhead per kernel).")
 @click.option("--time-model", type=click.Choice(("roofline", "kernels")), default="roofline", show_default=True,
               help="roofline (each block's two kernels at the efficiencies) or kernels (GEMM tiles and "
@@ -307,8 +310,8 @@ def models(as_json) -> None:
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, train, seq_len,
              recompute, tokens, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
-             flops_convention, tp_overlap, dp_overlap, no_prefetch, cuda_graphs, time_model, weight_dtype,
-             weight_group, kv_dtype, as_json, **layout_given) -> None:
+             flops_convention, tp_overlap, dp_overlap, no_prefetch, compiled, cuda_graphs, time_model,
+             weight_dtype, weight_group, kv_dtype, as_json, **layout_given) -> None:
     """Roofline time of prefill, decode and training on a hardware preset; with a layout
     (--tp/--pp/--dp...), per GPU: the step time with communication and pipeline bubble, MFU and
     HFU, or the time per output token with tensor parallelism's all-reduces."""
@@ -346,18 +349,22 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                          attention=attention, impl=impl)
                 overlap = parallel_time.Overlap(tp=tp_overlap, dp=dp_overlap, prefetch=not no_prefetch)
                 result = parallel_time.simulate_training(cfg, workload, layout, hardware, efficiency,
-                                                         tokens, step_time, flops_convention, time_model, overlap)
+                                                         tokens, step_time, flops_convention, time_model, overlap,
+                                                         compiled)
             else:
                 workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
                                          gen_tokens=gen, precision="pure", kv_cache=kv_cache,
                                          weight_dtype=weight_dtype, weight_group=weight_group, kv_dtype=kv_dtype)
                 result = parallel_time.simulate_decode(cfg, workload, layout, hardware, efficiency,
-                                                       cuda_graphs, time_model)
+                                                       cuda_graphs, time_model, compiled)
             result["inputs"] = {"model": cfg.name, "hardware": hardware.name, "dtype": workload.dtype,
                                 "seq_len": workload.seq_len, "gen": workload.gen_tokens,
                                 "batch": workload.batch, "recompute": workload.recompute,
                                 "tokens": tokens}
         elif train:
+            if time_model != "roofline" or compiled:
+                raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "
+                                  "for --time-model kernels or --compile.")
             workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute)
             result = sim.simulate_training(cfg, workload, hardware, tokens=tokens,
                                            step_seconds=step_time, efficiency=efficiency,
@@ -371,7 +378,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             result = sim.simulate_inference(cfg, hardware, prompt=workload.seq_len, gen=gen, batch=batch,
                                             dtype=workload.dtype, efficiency=efficiency, attention=attention,
                                             kv_cache=kv_cache, cuda_graphs=cuda_graphs,
-                                            quantization=quantization, time_model=time_model)
+                                            quantization=quantization, time_model=time_model, compiled=compiled)
     except ConfigError as error:
         raise InputError(str(error)) from None
     if note:

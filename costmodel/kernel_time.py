@@ -112,7 +112,7 @@ class KernelTimer:
     """Seconds of one kernel on one hardware in one dtype."""
 
     def __init__(self, hardware: Hardware, dtype: str = "bf16", attention: str = "sdpa",
-                 cuda_graphs: bool = False, efficiency: Efficiency | None = None):
+                 cuda_graphs: bool = False, efficiency: Efficiency | None = None, compiled: bool = False):
         self.hardware = hardware
         self.dtype = Workload(dtype=dtype).dtype
         self.element_bytes = DTYPE_BYTES[self.dtype]
@@ -124,6 +124,7 @@ class KernelTimer:
         self.sms = hardware.sm_count or 1
         self.fused_attention = attention in ("sdpa", "flash")
         self.launch_s = 0.0 if cuda_graphs else hardware.overhead_s_per_block
+        self.compiled = compiled  # torch.compile's fusions (kernel_facts.json "compile")
         facts = kernel_facts()
         self.tiles = [tuple(t) for t in facts["gemm_tiles"]["values"]]
         self.split_k_min_k = int(facts["split_k"]["min_k_per_split"])
@@ -202,9 +203,11 @@ def _number(expr: Any, subs: dict) -> float:
     return float(sp.sympify(expr).xreplace(subs))
 
 
-def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | None = None) -> list[Kernel]:
+def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | None = None,
+                 compiled: bool = False) -> list[Kernel]:
     """The kernels of one run of a leaf, with their shapes, at these values. `local`: symbols
-    to replace first (a tensor-parallel rank's share: h -> h / tp, ...; layout/split.py)."""
+    to replace first (a tensor-parallel rank's share: h -> h / tp, ...; layout/split.py).
+    compiled: torch.compile's fusions (kernel_facts.json "compile")."""
     from .blocks import AttentionCore, Softmax, WeightedSum
 
     if local:
@@ -223,10 +226,33 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
     flops = _number(cost.flops_matmul, subs)
     if flops:
         kernels += _gemms(leaf, subs, flops)
-    other = _number(cost.bytes_other, subs)
+    other = _number(cost.bytes_other, subs) - (_fused_away(leaf, subs) if compiled else 0.0)
     other_flops = sum(_number(x, subs) for _, x in cost.elements)
     if other or other_flops:
         kernels.append(Pointwise(other, other_flops))
+    return kernels
+
+
+def _fused_away(leaf: Any, subs: dict) -> float:
+    """Bytes torch.compile's fusions save in this leaf's memory-bound kernel: the norm after a
+    residual add does not read the sum again; a gated activation does not write and reread its
+    output before the product."""
+    from .blocks import FeedForward, Norm
+
+    block = leaf.block
+    if isinstance(block, Norm) and leaf.part == "layer":
+        return _number(S.e * block.tokens * block.width, subs)
+    if isinstance(block, FeedForward) and block.gated:
+        return _number(2 * S.e * block.tokens * block.width, subs)
+    return 0.0
+
+
+def launches_of(leaf: Any, kernels: int, compiled: bool) -> int:
+    """Kernels a leaf launches: a layer's norm runs inside the residual add's kernel when compiled."""
+    from .blocks import Norm
+
+    if compiled and isinstance(leaf.block, Norm) and leaf.part == "layer" and kernels == 1:
+        return 0
     return kernels
 
 
@@ -293,7 +319,7 @@ def leaf_seconds(leaf: Any, subs: dict, timer: KernelTimer, training: bool = Fal
     adds the backward: a GEMM's two products of the same size (input and weight gradients), the
     fused attention's backward (kernel_facts: 5/2 of its forward), twice the forward's
     memory-bound traffic (the tree's stated convention), and a recomputed leaf's forward again."""
-    kernels = leaf_kernels(leaf, subs, timer.fused_attention, local)
+    kernels = leaf_kernels(leaf, subs, timer.fused_attention, local, timer.compiled)
     forward = sum(_seconds(timer, k) for k in kernels)
     if not training:
         return forward, len(kernels)
@@ -312,7 +338,7 @@ def leaves_time(leaves: Iterable[Any], subs: dict, timer: KernelTimer, training:
         if not kernels or not count:
             continue
         passes = (3 if training else 1)
-        launch = passes * timer.launch_s
+        launch = passes * timer.launch_s * bool(launches_of(leaf, kernels, timer.compiled))
         seconds = count * (one_run + launch)
         total += seconds
         launches += count * launch

@@ -382,15 +382,15 @@ class KernelSteps:
     timed at up to 8 contexts and interpolated linearly in between (the step time is linear in
     the context but for the attention kernel's block steps)."""
 
-    def __init__(self, roof: Roofline, cuda_graphs: bool):
+    def __init__(self, roof: Roofline, cuda_graphs: bool, compiled: bool = False):
         from .kernel_time import KernelTimer, check_kernel_model
 
         check_kernel_model(roof.hardware)
         self.roof = roof
         self.timer = KernelTimer(roof.hardware, roof.dtype, roof.workload.attention,
-                                 efficiency=roof.efficiency)
+                                 efficiency=roof.efficiency, compiled=compiled)
         self.decode_timer = KernelTimer(roof.hardware, roof.dtype, roof.workload.attention,
-                                        cuda_graphs=cuda_graphs, efficiency=roof.efficiency)
+                                        cuda_graphs=cuda_graphs, efficiency=roof.efficiency, compiled=compiled)
 
     def prefill(self, batch: int, prompt: int, source: int) -> float:
         from .kernel_time import inference_subs, leaves_time
@@ -424,7 +424,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
                        attention: str = "eager", kv_cache: str = "dynamic",
                        decoder_prompt: int = 1, cuda_graphs: bool = False,
                        quantization: dict[str, Any] | None = None,
-                       time_model: str = "roofline") -> dict[str, Any]:
+                       time_model: str = "roofline", compiled: bool = False) -> dict[str, Any]:
     """Prefill latency, time per output token as the context grows, tokens/s, the decode
     crossover batch, what fits in memory, and a step table with and without a KV cache.
 
@@ -440,13 +440,15 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
 
     if time_model not in TIME_MODELS:
         raise ConfigError(f"time model must be one of {', '.join(TIME_MODELS)}, got {show(time_model)}.")
+    if compiled and time_model != "kernels":
+        raise ConfigError("--compile is modelled by the kernel-level time model only; add --time-model kernels.")
     roof = Roofline(cfg, hardware, dtype, efficiency, attention, kv_cache, cuda_graphs, quantization)
     encoder_decoder = cfg.architecture == "encoder-decoder"
     source = prompt if encoder_decoder else 1
     decoder_prompt = decoder_prompt if encoder_decoder else prompt
     prefill_total, prefill_s, prefill_blocks = roof.prefill(batch, decoder_prompt, source_len=source)
     prefill_s = float(prefill_s)
-    kernels = KernelSteps(roof, cuda_graphs) if time_model == "kernels" else None
+    kernels = KernelSteps(roof, cuda_graphs, compiled) if time_model == "kernels" else None
     if kernels:
         prefill_s = kernels.prefill(batch, decoder_prompt, source)
     steps = np.arange(1, gen + 1)
@@ -480,6 +482,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
                    "prompt": prompt, "decoder_prompt": decoder_prompt if encoder_decoder else None,
                    "gen": gen, "batch": batch, "attention": attention,
                    "kv_cache": kv_cache, "cuda_graphs": cuda_graphs, "time_model": time_model,
+                   "compiled": compiled,
                    **{k: v for k, v in (quantization or {}).items() if v is not None},
                    "compute_efficiency": roof.efficiency.compute,
                    "memory_efficiency": roof.efficiency.memory},

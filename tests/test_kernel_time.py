@@ -3,6 +3,8 @@ attention kernel executes, the kernels' shapes read from the tree, launch overhe
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from costmodel.config import Workload
@@ -106,3 +108,29 @@ def test_a_gemm_of_less_than_a_wave_splits_k_over_the_idle_sms():
     assert timer.gemm_compute_seconds(gemv) < timer.gemm_seconds(gemv)
     assert timer.gemm_seconds(gemv) == pytest.approx(2 * (4096 + 512 * 4096 + 512) / (2039e9 * 0.8))
     assert timer.split_k(Gemm(4096, 4096, 4096), (128, 128)) == 1  # 1,024 tiles: whole waves
+
+
+def test_compile_fuses_the_residual_add_with_the_next_norm_and_the_gated_activation():
+    # Llama-2-7B prefill of 1,024 tokens, one run of each leaf (a layer): two norms stop
+    # rereading the residual sum (2 x 1024 x 4096 x 2 bytes) and SwiGLU stops writing and
+    # rereading silu's output (2 x 1024 x 11008 x 2 bytes); the 64 norms launch nothing.
+    cfg = load_preset("llama2-7b")
+    profile = profile_for(cfg, Workload(attention="sdpa"), dropout=False, kv_cache="static")
+    prefill = CostModel(cfg, profile, phase="prefill")
+    subs = inference_subs(cfg, "bf16", 1, 1024)
+    eager, compiled = a100(), a100(compiled=True)
+    bytes_of = lambda compile: sum(k.bytes for leaf in prefill.leaves  # noqa: E731
+                                   for k in leaf_kernels(leaf, subs, True, compiled=compile) if isinstance(k, Pointwise))
+    assert bytes_of(False) - bytes_of(True) == 2 * 1024 * 4096 * 2 + 2 * 1024 * 11008 * 2
+    saved = leaves_time(prefill.leaves, subs, eager).launch_seconds - leaves_time(prefill.leaves, subs, compiled).launch_seconds
+    assert saved == pytest.approx(64 * 1e-5)
+
+
+def test_compile_needs_the_kernel_model(capsys):
+    import cli
+
+    assert cli.main(["simulate", "--model", "gpt2", "--hardware", "a100-80gb", "--compile"]) == 2
+    assert "--time-model kernels" in capsys.readouterr().err
+    assert cli.main(["simulate", "--model", "gpt2", "--hardware", "a100-80gb", "--compile", "--time-model", "kernels",
+                     "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["inputs"]["compiled"] is True

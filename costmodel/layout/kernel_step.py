@@ -21,7 +21,7 @@ import sympy as sp
 from .. import symbols as S
 from ..collectives import collective_seconds, ring_factor
 from ..hardware import Efficiency, Hardware
-from ..kernel_time import KernelTimer, check_kernel_model, leaf_seconds
+from ..kernel_time import KernelTimer, check_kernel_model, launches_of, leaf_seconds
 from .rank import FRAMEWORKS, ParallelEstimate, _loss_parallel, _part_of
 from .split import substitution
 from .time import StepTime
@@ -31,11 +31,12 @@ class KernelStepTime(StepTime):
     """StepTime with kernel-level compute and measured collective bandwidths."""
 
     def __init__(self, estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None,
-                 flops_convention: str = "dense", cuda_graphs: bool = False, overlap: Any = None):
+                 flops_convention: str = "dense", cuda_graphs: bool = False, overlap: Any = None,
+                 compiled: bool = False):
         super().__init__(estimate, hardware, efficiency, flops_convention, cuda_graphs, overlap)
         check_kernel_model(hardware)
         self.timer = KernelTimer(hardware, estimate.workload.dtype, estimate.workload.attention,
-                                 efficiency=efficiency)
+                                 efficiency=efficiency, compiled=compiled)
 
     def collective(self, group: str, kind: str, payload: float, calls: int = 1) -> float:
         if not payload or not ring_factor(kind, self.worlds[group]):
@@ -66,7 +67,7 @@ class KernelStepTime(StepTime):
                                  loss_parallel=_loss_parallel(layout), encoder=encoder)
             seconds, kernels = leaf_seconds(leaf, subs, self.timer, training, local)
             total, active = out.get(key, (0.0, 0))
-            out[key] = (total + seconds, active + int(kernels > 0))
+            out[key] = (total + seconds, active + int(launches_of(leaf, kernels, self.timer.compiled) > 0))
         return out
 
 

@@ -230,6 +230,10 @@ def step_time(estimate: ParallelEstimate, hardware: Hardware, efficiency: Effici
         from .kernel_step import KernelStepTime
 
         return KernelStepTime(estimate, hardware, efficiency, **options)
+    if options.pop("compiled", False):
+        from ..config import ConfigError
+
+        raise ConfigError("--compile is modelled by the kernel-level time model only; add --time-model kernels.")
     if time_model != "roofline":
         from ..config import ConfigError
 
@@ -240,12 +244,14 @@ def step_time(estimate: ParallelEstimate, hardware: Hardware, efficiency: Effici
 def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                       efficiency: Efficiency | None = None, tokens: float | None = None,
                       step_seconds: float | None = None, flops_convention: str = "dense",
-                      time_model: str = "roofline", overlap: Overlap | None = None) -> dict[str, Any]:
+                      time_model: str = "roofline", overlap: Overlap | None = None,
+                      compiled: bool = False) -> dict[str, Any]:
     """`simulate --train` with a layout: the step time and its split, MFU and HFU, each rank's
     memory against the GPU's, and the time to train on `tokens` tokens."""
     estimate = ParallelEstimate(cfg, workload, layout)
+    options = {"compiled": True} if compiled else {}
     step = step_time(estimate, hardware, efficiency, time_model, flops_convention=flops_convention,
-                     overlap=overlap).step()
+                     overlap=overlap, **options).step()
     parallel = estimate.to_dict()
     capacity = hardware.training_memory_bytes
     result = {"step": step, "parallel": parallel, "fits": parallel["per_rank"]["total"] <= capacity,
@@ -259,13 +265,14 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
 
 def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                     efficiency: Efficiency | None = None, cuda_graphs: bool = False,
-                    time_model: str = "roofline") -> dict[str, Any]:
+                    time_model: str = "roofline", compiled: bool = False) -> dict[str, Any]:
     """Inference with a layout: the time per output token at the last step's context, its
     tensor-parallel all-reduce time, and each rank's weights and KV cache."""
     from .plan import serving_memory
 
     estimate = ParallelEstimate(cfg, workload, layout, phase="decode")
-    token = step_time(estimate, hardware, efficiency, time_model, cuda_graphs=cuda_graphs).token()
+    options = {"compiled": True} if compiled else {}
+    token = step_time(estimate, hardware, efficiency, time_model, cuda_graphs=cuda_graphs, **options).token()
     per_rank = serving_memory(estimate)
     return {"token": token, "per_rank": per_rank, "layout": layout.to_dict(workload.batch),
             "fits": per_rank["total"] <= hardware.serving_memory_bytes,
