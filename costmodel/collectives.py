@@ -70,7 +70,7 @@ def within_node(hardware: Hardware, kind: str, payload: float, ranks: int, calls
     if curve is not None:
         each = payload / calls
         return calls * each * factor / interpolated_busbw(curve, each)
-    link = hardware.intra_node_bandwidth_bytes_per_s * float(nccl_facts()["link_efficiency"]["value"])
+    link = hardware.link(1) * float(nccl_facts()["link_efficiency"]["value"])  # within the node
     return payload * factor / link + calls * hardware.collective_latency_s
 
 
@@ -83,7 +83,7 @@ def collective_seconds(hardware: Hardware, kind: str, payload: float, ranks: int
     per_node = hardware.gpus_per_node
     if span <= per_node:
         return within_node(hardware, kind, payload, ranks, calls)
-    inter = hardware.inter_node_bandwidth_bytes_per_s * float(nccl_facts()["inter_node_efficiency"]["value"])
+    inter = hardware.link(span) * float(nccl_facts()["inter_node_efficiency"]["value"])  # between nodes
     if kind in ("send", "recv"):
         return payload / inter + calls * hardware.collective_latency_s
     local = max(1, min(ranks, per_node * ranks // span))  # this group's ranks inside one node
