@@ -118,7 +118,9 @@ class KernelTimer:
         self.element_bytes = DTYPE_BYTES[self.dtype]
         eff = efficiency or Efficiency(**hardware.efficiency)
         self.peak = hardware.peak(self.dtype)
-        self.matmul_efficiency = hardware.matmul_efficiency.get(self.dtype, eff.compute)
+        # The measured large-GEMM efficiency, unless an efficiency is given (--compute-efficiency).
+        self.matmul_efficiency = (eff.compute if efficiency is not None
+                                  else hardware.matmul_efficiency.get(self.dtype, eff.compute))
         self.bandwidth = hardware.bandwidth_bytes_per_s * eff.memory
         self.vector = hardware.vector_flops_per_s * eff.compute
         self.sms = hardware.sm_count or 1

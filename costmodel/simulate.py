@@ -101,6 +101,7 @@ class Roofline:
         self.dtype = Workload(dtype=dtype).dtype
         eff = efficiency or Efficiency(**hardware.efficiency)
         self.efficiency = eff
+        self.efficiency_given = efficiency  # None: the hardware's (the kernel model's own defaults)
         self.flops_per_s = hardware.peak(self.dtype) * eff.compute
         self.vector_flops_per_s = hardware.vector_flops_per_s * eff.compute
         self.bytes_per_s = hardware.bandwidth_bytes_per_s * eff.memory
@@ -388,9 +389,9 @@ class KernelSteps:
         check_kernel_model(roof.hardware)
         self.roof = roof
         self.timer = KernelTimer(roof.hardware, roof.dtype, roof.workload.attention,
-                                 efficiency=roof.efficiency, compiled=compiled)
+                                 efficiency=roof.efficiency_given, compiled=compiled)
         self.decode_timer = KernelTimer(roof.hardware, roof.dtype, roof.workload.attention,
-                                        cuda_graphs=cuda_graphs, efficiency=roof.efficiency, compiled=compiled)
+                                        cuda_graphs=cuda_graphs, efficiency=roof.efficiency_given, compiled=compiled)
 
     def prefill(self, batch: int, prompt: int, source: int) -> float:
         from .kernel_time import inference_subs, leaves_time

@@ -60,3 +60,12 @@ def test_the_kernel_model_and_the_roofline_agree_where_both_are_bandwidth_bound(
     kern = simulate_inference(cfg, hw, prompt=5, gen=8, batch=1, kv_cache="static", cuda_graphs=True,
                               time_model="kernels")
     assert kern["decode"]["generate_seconds"] == pytest.approx(roof["decode"]["generate_seconds"], rel=0.02)
+
+
+def test_a_given_compute_efficiency_overrides_the_measured_gemm_efficiency():
+    from costmodel.kernel_time import KernelTimer
+
+    a100 = load_hardware("a100-80gb")
+    assert KernelTimer(a100, "bf16").matmul_efficiency == 0.869  # MAMF, the hardware file's
+    assert KernelTimer(a100, "bf16", efficiency=Efficiency(0.5, 0.8)).matmul_efficiency == 0.5
+    assert KernelTimer(a100, "fp32").matmul_efficiency == 0.7  # no fp32 measurement: efficiency.compute
