@@ -15,8 +15,9 @@ from typing import Any
 from costmodel.config import ModelConfig, Workload
 from costmodel.hardware import load_hardware
 from costmodel.layout import Layout, ParallelEstimate
-from costmodel.layout.time import StepTime
-from costmodel.published import KORTHIKANTI_TABLE_5, NARAYANAN_TABLE_1, narayanan_parameters
+from costmodel.layout.time import Overlap, StepTime
+from costmodel.published import (KORTHIKANTI_TABLE_5, NARAYANAN_DP_OVERLAP, NARAYANAN_TABLE_1,
+                                 narayanan_parameters)
 
 VOCABULARY, SEQUENCE = 51200, 2048
 
@@ -27,11 +28,12 @@ def gpt(name: str, heads: int, hidden: int, layers: int) -> ModelConfig:
                        position="learned", norm="layernorm", activation="gelu", dropout=0.1)
 
 
-def _step(cfg: ModelConfig, workload: Workload, layout: Layout, time_model: str = "roofline") -> dict[str, Any]:
+def _step(cfg: ModelConfig, workload: Workload, layout: Layout, time_model: str = "roofline",
+          overlap: Overlap | None = None) -> dict[str, Any]:
     from costmodel.layout.time import step_time
 
     estimate = ParallelEstimate(cfg, workload, layout)
-    return step_time(estimate, load_hardware("a100-80gb"), time_model=time_model).step()
+    return step_time(estimate, load_hardware("a100-80gb"), time_model=time_model, overlap=overlap).step()
 
 
 def narayanan() -> list[dict[str, Any]]:
@@ -43,8 +45,9 @@ def narayanan() -> list[dict[str, Any]]:
         layout = Layout(tp=tp, pp=pp, dp=dp, microbatches=batch // (micro * dp), framework="megatron",
                         schedule="interleaved" if v > 1 else "1f1b", virtual_stages=v)
         workload = Workload(seq_len=SEQUENCE, batch=micro, dtype="fp16", impl="megatron", recompute="full")
-        step = _step(cfg, workload, layout)
-        kernels = _step(cfg, workload, layout, "kernels")
+        overlap = Overlap(dp=NARAYANAN_DP_OVERLAP)  # Megatron-LM 2021: after the backward
+        step = _step(cfg, workload, layout, overlap=overlap)
+        kernels = _step(cfg, workload, layout, "kernels", overlap=overlap)
         from costmodel.estimation import Estimate
 
         params = Estimate(cfg, Workload(seq_len=8)).total("params")
