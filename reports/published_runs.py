@@ -130,9 +130,17 @@ def _train_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> 
     from costmodel.layout.time import step_time
     from costmodel.presets import load_preset
 
-    cfg, hardware = load_preset(run["model"]), _run_hardware(source)
-    micro = source["micro_batch"]
-    layout = Layout(tp=run["tp"], pp=run["pp"], dp=run["dp"], sp=True, zero=1, framework="megatron",
+    hardware = _run_hardware(source)
+    if "gpt" in run:  # a GPT of the run's own sizes (heads, hidden, layers; its padded vocabulary)
+        heads, hidden, layers = run["gpt"]
+        cfg = ModelConfig(name=run["model"], family="gpt", vocab_size=source["vocabulary"], d_model=hidden,
+                          n_heads=heads, d_ff=4 * hidden, n_decoder_layers=layers, max_positions=run["seq_len"],
+                          position="learned", norm="layernorm", activation="gelu", dropout=0.1)
+    else:
+        cfg = load_preset(run["model"])
+    micro = run.get("micro_batch", source.get("micro_batch"))
+    layout = Layout(tp=run["tp"], pp=run["pp"], dp=run["dp"], sp=source.get("sp", True),
+                    zero=source.get("zero", 1), framework=source.get("framework", "megatron"),
                     microbatches=run["global_batch"] // (run["dp"] * micro))
     workload = Workload(seq_len=run["seq_len"], batch=micro, dtype=source["dtype"], impl="megatron",
                         attention=source["attention"])
