@@ -131,9 +131,11 @@ class KernelTimer:
         self.tiles = [tuple(t) for t in facts["gemm_tiles"]["values"]]
         self.split_k_min_k = int(facts["split_k"]["min_k_per_split"])
         self.block = int(facts["attention_block"]["value"])
-        self.attention_points = next(
-            (e["points"] for e in facts["attention_efficiency"]
-             if e["kernel"] == "flash2" and e["architecture"] == hardware.architecture), None)
+        entry = next((e for e in facts["attention_efficiency"]
+                      if e["kernel"] == "flash2" and e["architecture"] == hardware.architecture), {})
+        self.attention_points = entry.get("points")
+        # The backward's efficiency over the forward's, where the kernel's paper gives both.
+        self.attention_backward_ratio = float(entry.get("backward_ratio", 1.0))
 
     def waves(self, gemm: Gemm, tile: tuple[int, int]) -> int:
         tiles = math.ceil(gemm.m / tile[0]) * math.ceil(gemm.n / tile[1]) * gemm.count
@@ -180,9 +182,11 @@ class KernelTimer:
 
     def attention_seconds(self, call: AttentionCall, backward: bool = False) -> float:
         flops = call.executed_flops(self.block)
+        efficiency = self.attention_efficiency(call.n_kv)
         if backward:
             flops *= float(kernel_facts()["attention_backward_factor"]["value"])
-        compute = flops / (self.peak * self.attention_efficiency(call.n_kv))
+            efficiency *= self.attention_backward_ratio
+        compute = flops / (self.peak * efficiency)
         kv = (call.value_dim or call.head_dim) + call.head_dim
         moved = self.element_bytes * call.batch * call.heads * (2 * call.n_q * call.head_dim + call.n_kv * kv)
         return max(compute, moved / self.bandwidth)

@@ -70,6 +70,17 @@ def test_the_flash_kernel_speeds_up_with_length_on_an_a100():
     assert per_flop[0] > per_flop[1] > per_flop[2]
 
 
+def test_the_flash_backward_runs_at_its_published_share_of_the_forwards_efficiency():
+    # FlashAttention-2, section 1: up to 73% of peak forward, up to 63% backward; the backward
+    # executes 5/2 of the forward's FLOPs (Q K^T recomputed) at 0.863 of its efficiency.
+    timer = a100()
+    call = AttentionCall(1, 32, 8192, 8192, 128)
+    forward, backward = timer.attention_seconds(call), timer.attention_seconds(call, backward=True)
+    assert backward / forward == pytest.approx(2.5 / 0.863, rel=1e-12)
+    hopper = KernelTimer(load_hardware("h100-sxm"))  # FlashAttention-2 on the H100: one figure
+    assert hopper.attention_backward_ratio == 1.0
+
+
 def test_kernel_shapes_come_from_the_tree():
     cfg = load_preset("llama2-7b")
     profile = profile_for(cfg, Workload(attention="sdpa"), dropout=False, kv_cache="static")
