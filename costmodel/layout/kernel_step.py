@@ -1,14 +1,12 @@
 """A layout's step time with the kernel-level model (opt-in: `simulate --time-model kernels` with
 a layout, and the `published` comparison's second column).
 
-The same StepTime (costmodel/layout/time.py: stages, bubble, overlap conventions, optimizer), with
-two parts replaced:
-- a part's compute is its leaves' kernels on one tensor-parallel rank (costmodel/kernel_time.py:
-  GEMM tiles and waves at the measured large-GEMM efficiency, attention's executed FLOPs), the
-  leaves' shapes the rank's share (layout/split.py's substitution: h -> h / tp, d_ff -> d_ff / tp,
-  the vocabulary, and the tokens of the norms and adds under sequence parallelism);
-- a collective's time is NCCL's achievable bus bandwidth at its message size, hierarchical across
-  nodes (costmodel/collectives.py), instead of the line rate.
+The same StepTime (costmodel/layout/time.py: stages, bubble, overlap conventions, optimizer, and
+the one communication model, costmodel/collectives.py), with one part replaced: a part's compute
+is its leaves' kernels on one tensor-parallel rank (costmodel/kernel_time.py: GEMM tiles and waves
+at the measured large-GEMM efficiency, attention's executed FLOPs), the leaves' shapes the rank's
+share (layout/split.py's substitution: h -> h / tp, d_ff -> d_ff / tp, the vocabulary, and the
+tokens of the norms and adds under sequence parallelism).
 """
 
 from __future__ import annotations
@@ -19,7 +17,6 @@ from typing import Any
 import sympy as sp
 
 from .. import symbols as S
-from ..collectives import collective_seconds, ring_factor
 from ..hardware import Efficiency, Hardware
 from ..kernel_time import KernelTimer, check_kernel_model, launches_of, leaf_seconds
 from .rank import FRAMEWORKS, ParallelEstimate, _loss_parallel, _part_of
@@ -37,11 +34,6 @@ class KernelStepTime(StepTime):
         check_kernel_model(hardware)
         self.timer = KernelTimer(hardware, estimate.workload.dtype, estimate.workload.attention,
                                  efficiency=efficiency, compiled=compiled)
-
-    def collective(self, group: str, kind: str, payload: float, calls: int = 1) -> float:
-        if not payload or not ring_factor(kind, self.worlds[group]):
-            return 0.0
-        return collective_seconds(self.hardware, kind, payload, self.worlds[group], self.spans[group], calls)
 
     @cached_property
     def part_seconds(self) -> dict[str, tuple[float, int]]:

@@ -3,10 +3,10 @@ overlap, the pipeline bubble and the optimizer; MFU and HFU.
 
 Nothing here is a formula of a block. A stage's micro-batch time is its leaves' training work
 (costmodel/layout/rank.py: forward, backward, the recomputed forward) at the roofline's two kernels
-per block (costmodel/hardware.kernel_times), plus the per-block overhead. Collectives take their
-wire bytes (ring factors) over the link of their group, plus a latency per call; the groups are
-laid out tensor-parallel ranks first, then data-parallel, then pipeline (Megatron's order), so a
-group spanning more GPUs than a node holds runs at the inter-node bandwidth.
+per block (costmodel/hardware.kernel_times), plus the per-block overhead. Collectives, under both
+time models, take NCCL's achievable bus bandwidth at their message size, hierarchically when their
+group spans nodes (costmodel/collectives.py); the groups are laid out tensor-parallel ranks first,
+then data-parallel, then pipeline (Megatron's order).
 
 The overlap model (stated conventions, not measurements; each settable with Overlap):
 - tensor-parallel collectives and pipeline sends are on the critical path (exposed);
@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from ..collectives import collective_seconds, ring_factor
 from ..hardware import Efficiency, Hardware, kernel_times
 from ..model_flops import check_convention
 from .rank import ParallelEstimate, Stage
@@ -58,12 +59,6 @@ class Overlap:
                 raise ConfigError(f"overlap {name} must be a fraction in [0, 1], got {value!r}.")
 
 
-def _ring(kind: str, world: int) -> float:
-    if world <= 1:
-        return 0.0
-    return 2 * (world - 1) / world if kind == "all_reduce" else (world - 1) / world
-
-
 class StepTime:
     """The step time of one ParallelEstimate on one machine."""
 
@@ -85,14 +80,11 @@ class StepTime:
         self.worlds = {"tp": layout.tp, "dp": layout.dp, "pp": 2}
 
     def collective(self, group: str, kind: str, payload: float, calls: int = 1) -> float:
-        """Seconds of `calls` collectives moving `payload` bytes in all."""
-        if not payload:
+        """Seconds of `calls` collectives moving `payload` bytes in all: the one communication
+        model (costmodel/collectives.py), under every time model."""
+        if not payload or not ring_factor(kind, self.worlds[group]):
             return 0.0
-        factor = 1.0 if kind in ("send", "recv") else _ring(kind, self.worlds[group])
-        if not factor:
-            return 0.0
-        link = self.hardware.link(self.spans[group])
-        return payload * factor / link + calls * self.hardware.collective_latency_s
+        return collective_seconds(self.hardware, kind, payload, self.worlds[group], self.spans[group], calls)
 
     @cached_property
     def part_seconds(self) -> dict[str, tuple[float, int]]:
