@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from costmodel.config import DTYPES, KV_CACHES, RECOMPUTES, ConfigError, ModelConfig, Workload, require_decoder
+from costmodel.hardware import DEFAULT_TIME_MODEL, TIME_MODELS
 from costmodel.layout.frameworks import FRAMEWORKS
 
 
@@ -300,7 +301,7 @@ def models(as_json) -> None:
               help="With --time-model kernels: torch.compile's fusions (a residual add with the next norm, a "
               "gated activation with its product; docs/time.md).")
 @click.option("--cuda-graphs", is_flag=True, help="Inference: decode steps replayed from a CUDA graph (no launch overhead per kernel).")
-@click.option("--time-model", type=click.Choice(("roofline", "kernels")), default="roofline", show_default=True,
+@click.option("--time-model", type=click.Choice(TIME_MODELS), default=DEFAULT_TIME_MODEL, show_default=True,
               help="roofline (each block's two kernels at the efficiencies) or kernels (GEMM tiles and "
               "waves, flash attention's executed FLOPs; docs/time.md).")
 @click.option("--weight-dtype", default=None, help="Inference: quantized weights (int8, int4, fp8, nf4), read as stored.")
@@ -419,9 +420,11 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--framework", type=click.Choice(tuple(FRAMEWORKS)), default=None, help="Only this framework.")
 @click.option("--recompute", type=click.Choice(RECOMPUTES), default=None, help="Only this recomputation.")
 @click.option("--top", type=int, default=10, show_default=True, help="Rows of the ranked table.")
+@click.option("--time-model", type=click.Choice(TIME_MODELS), default=DEFAULT_TIME_MODEL, show_default=True,
+              help="roofline or kernels, as simulate's (docs/time.md).")
 @click.option("--json", "as_json", is_flag=True, help='{"feasible": [...], "infeasible": [...]} on stdout.')
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
-         attention, kv_cache, tp, pp, dp, zero, sp, framework, recompute, top, as_json) -> None:
+         attention, kv_cache, tp, pp, dp, zero, sp, framework, recompute, top, time_model, as_json) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
     ranked by step time (training) or time per output token (--serve)."""
     from costmodel.hardware import load_hardware
@@ -438,14 +441,15 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
             require_decoder(cfg)
             workload = make_workload(cfg, prompt, dtype=dtype, gen_tokens=gen, kv_cache=kv_cache)
             result = planner.plan_serving(cfg, hardware, gpus, batch or 32, workload.seq_len, gen,
-                                          workload.dtype, fixed, kv_cache=kv_cache)
+                                          workload.dtype, fixed, kv_cache=kv_cache, time_model=time_model)
         else:
             workload = make_workload(cfg, seq_len, dtype=dtype, impl=impl, attention=attention)
             result = planner.plan_training(cfg, hardware, gpus, workload.seq_len, global_batch or 8 * gpus,
-                                           workload, fixed)
+                                           workload, fixed, time_model=time_model)
     except ConfigError as error:
         raise InputError(str(error)) from None
     result["inputs"] = {"model": cfg.name, "hardware": hardware.name, "gpus": gpus, "serve": serve,
+                        "time_model": time_model,
                         "seq_len": workload.seq_len, "dtype": workload.dtype,
                         **({"gen": gen, "batch": batch or 32} if serve else
                            {"global_batch": global_batch or 8 * gpus, "batch": batch})}

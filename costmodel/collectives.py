@@ -43,8 +43,13 @@ def ring_factor(kind: str, ranks: int) -> float:
 
 def busbw_curve(hardware: Hardware) -> list[tuple[float, float]] | None:
     """The measured (bytes, busbw in bytes/s) points of this hardware's node, if any."""
+    return _curve(hardware.name)
+
+
+@lru_cache(maxsize=None)
+def _curve(name: str) -> list[tuple[float, float]] | None:
     for curve in nccl_facts()["all_reduce_busbw"]:
-        if hardware.name in curve["hardware"]:
+        if name in curve["hardware"]:
             return [(float(size), gbps * 1e9) for size, gbps in curve["points_bytes_gbps"]]
     return None
 

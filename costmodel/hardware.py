@@ -21,6 +21,11 @@ from typing import Any
 
 from .config import ConfigError, show
 
+#: The time models (docs/time.md, "Which time model"); DEFAULT_TIME_MODEL is every command's and
+#: every library function's default (simulate, simulate with a layout, plan, plan --serve).
+TIME_MODELS = ("roofline", "kernels")
+DEFAULT_TIME_MODEL = "roofline"
+
 HARDWARE_DIR = Path(__file__).resolve().parent / "hardware"
 
 #: The matmul dtypes a hardware file may give a peak for (fp8: E4M3/E5M2 tensor cores; int8: IMMA).

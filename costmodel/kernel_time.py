@@ -18,7 +18,8 @@ A kernel's time:
   - memory-bound kernels: the larger of bytes / achievable bandwidth and FLOPs / vector peak;
   - each active leaf pays the hardware's launch overhead per block, none under CUDA graphs.
 `leaves_time` is the one function that gives the time of a set of leaves (a step, a stage).
-No torch here.
+No torch here, and no sympy until a leaf's shapes are read from the tree (plan's cached kernels
+need neither).
 """
 
 from __future__ import annotations
@@ -30,9 +31,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
-import sympy as sp
-
-from . import symbols as S
 from .config import DTYPE_BYTES, ConfigError, Workload
 from .hardware import Efficiency, Hardware
 
@@ -80,18 +78,14 @@ class AttentionCall:
         """(query, key) pairs in the blocks the kernel computes: for each block of `block`
         queries, the key blocks from the first key any of them sees (a window) to the last (the
         causal diagonal; queries are the last n_q of the n_kv positions)."""
-        import numpy as np
-
-        offset = self.n_kv - self.n_q
-        starts = np.arange(0, self.n_q, block)
-        rows = np.minimum(starts + block, self.n_q) - starts
-        last = self.n_kv if not self.causal else np.minimum(offset + starts + rows, self.n_kv)
-        first = np.zeros_like(starts)
-        if self.window is not None:
-            first = np.maximum(offset + starts - self.window + 1, 0) // block * block
-        last_block = np.minimum(np.ceil(np.asarray(last) / block) * block, self.n_kv)
-        keys = np.maximum(last_block - first, 0)
-        return int(self.batch * self.heads * np.sum(rows * keys))
+        offset, pairs = self.n_kv - self.n_q, 0
+        for start in range(0, self.n_q, block):  # integers only (no numpy: plan imports neither)
+            rows = min(start + block, self.n_q) - start
+            last = self.n_kv if not self.causal else min(offset + start + rows, self.n_kv)
+            first = 0 if self.window is None else max(offset + start - self.window + 1, 0) // block * block
+            last_block = min(-(-last // block) * block, self.n_kv)
+            pairs += rows * max(last_block - first, 0)
+        return self.batch * self.heads * pairs
 
     def executed_flops(self, block: int) -> int:
         return 2 * self.executed_pairs(block) * (self.head_dim + (self.value_dim or self.head_dim))
@@ -136,6 +130,7 @@ class KernelTimer:
         self.attention_points = entry.get("points")
         # The backward's efficiency over the forward's, where the kernel's paper gives both.
         self.attention_backward_ratio = float(entry.get("backward_ratio", 1.0))
+        self.memo: dict[tuple[Any, bool], float] = {}  # (kernel, backward) -> seconds
 
     def waves(self, gemm: Gemm, tile: tuple[int, int]) -> int:
         tiles = math.ceil(gemm.m / tile[0]) * math.ceil(gemm.n / tile[1]) * gemm.count
@@ -206,6 +201,8 @@ class KernelTimer:
 # Leaves as kernels (the shapes are the tree's: matrices, lengths, heads)
 
 def _number(expr: Any, subs: dict) -> float:
+    import sympy as sp
+
     return float(sp.sympify(expr).xreplace(subs))
 
 
@@ -214,6 +211,9 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
     """The kernels of one run of a leaf, with their shapes, at these values. `local`: symbols
     to replace first (a tensor-parallel rank's share: h -> h / tp, ...; layout/split.py).
     compiled: torch.compile's fusions (kernel_facts.json "compile")."""
+    import sympy as sp
+
+    from . import symbols as S
     from .blocks import AttentionCore, Softmax, WeightedSum
 
     if local:
@@ -243,6 +243,7 @@ def _fused_away(leaf: Any, subs: dict) -> float:
     """Bytes torch.compile's fusions save in this leaf's memory-bound kernel: the norm after a
     residual add does not read the sum again; a gated activation does not write and reread its
     output before the product."""
+    from . import symbols as S
     from .blocks import FeedForward, Norm
 
     block = leaf.block
@@ -265,6 +266,7 @@ def launches_of(leaf: Any, kernels: int, compiled: bool) -> int:
 def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
     """A projection's GEMMs from its weight matrices; the attention core's batched GEMMs
     (eager); any other product as one memory-or-compute kernel of its FLOPs and bytes."""
+    from . import symbols as S
     from .blocks import AttentionScores, WeightedSum
 
     block, cost = leaf.block, leaf.cost
@@ -291,6 +293,8 @@ def _stored(leaf: Any, out: int, inner: int, subs: dict) -> float | None:
     """Bytes of one quantized weight matrix as stored (None: unquantized)."""
     if getattr(leaf, "weight_format", None) is None:
         return None
+    import sympy as sp
+
     from .blocks import quantized_bytes
 
     parts = quantized_bytes(((sp.Integer(out), sp.Integer(inner), sp.Integer(1)),), leaf.weight_format)
@@ -326,11 +330,24 @@ def leaf_seconds(leaf: Any, subs: dict, timer: KernelTimer, training: bool = Fal
     fused attention's backward (kernel_facts: 5/2 of its forward), twice the forward's
     memory-bound traffic (the tree's stated convention), and a recomputed leaf's forward again."""
     kernels = leaf_kernels(leaf, subs, timer.fused_attention, local, timer.compiled)
-    forward = sum(_seconds(timer, k) for k in kernels)
+    return kernels_seconds(kernels, timer, training, leaf.recomputed), len(kernels)
+
+
+def kernels_seconds(kernels: Iterable[Any], timer: KernelTimer, training: bool = False,
+                    recomputed: bool = False) -> float:
+    """One run of a leaf's kernels (leaf_seconds' convention); each kernel's seconds computed once
+    per timer (KernelTimer.memo: a shape on one hardware in one dtype takes one time)."""
+    memo = timer.memo
+    def once(kernel: Any, backward: bool) -> float:
+        key = (kernel, backward)
+        if key not in memo:
+            memo[key] = _seconds(timer, kernel, backward)
+        return memo[key]
+    forward = sum(once(k, False) for k in kernels)
     if not training:
-        return forward, len(kernels)
-    backward = sum(_seconds(timer, k, backward=True) for k in kernels)
-    return forward * (2 if leaf.recomputed else 1) + backward, len(kernels)
+        return forward
+    backward = sum(once(k, True) for k in kernels)
+    return forward * (2 if recomputed else 1) + backward
 
 
 def leaves_time(leaves: Iterable[Any], subs: dict, timer: KernelTimer, training: bool = False) -> LeavesTime:
@@ -366,6 +383,9 @@ def _seconds(timer: KernelTimer, kernel: Any, backward: bool = False) -> float:
 def inference_subs(cfg: Any, dtype: str, batch: int, seq_len: int, context: int | None = None,
                    source_len: int | None = None) -> dict:
     """The values a prefill (context None) or a decode step at `context` keys evaluates at."""
+    import sympy as sp
+
+    from . import symbols as S
     from .model import model_values
 
     values = {**model_values(cfg), S.b: batch, S.n: seq_len, S.T: 0,

@@ -27,7 +27,7 @@ import sympy as sp
 from . import symbols as S
 from .config import DTYPE_BYTES, KV_CACHES, ConfigError, ModelConfig, Workload, require_decoder, show
 from .evaluate import Sweep, values
-from .hardware import Efficiency, Hardware, kernel_times
+from .hardware import DEFAULT_TIME_MODEL, TIME_MODELS, Efficiency, Hardware, kernel_times
 from .memory import inference_phases, memory
 from . import blocks as B
 from .model import CostModel, Leaf, model_values, profile_for
@@ -374,7 +374,6 @@ def _timing_dict(timing: Timing, seconds: float) -> dict[str, Any]:
     }
 
 
-TIME_MODELS = ("roofline", "kernels")
 
 
 class KernelSteps:
@@ -425,7 +424,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
                        attention: str = "eager", kv_cache: str = "dynamic",
                        decoder_prompt: int = 1, cuda_graphs: bool = False,
                        quantization: dict[str, Any] | None = None,
-                       time_model: str = "roofline", compiled: bool = False) -> dict[str, Any]:
+                       time_model: str = DEFAULT_TIME_MODEL, compiled: bool = False) -> dict[str, Any]:
     """Prefill latency, time per output token as the context grows, tokens/s, the decode
     crossover batch, what fits in memory, and a step table with and without a KV cache.
 

@@ -254,7 +254,8 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
     i = result["inputs"]
     asked = (f"{i['model']} on {i['gpus']:,} x {i['hardware']}, {i['dtype']}: "
              + (f"{i['batch']:,} sequences of prompt {i['seq_len']:,} + {i['gen']:,} generated tokens"
-                if serve else f"global batch {i['global_batch']:,} of {i['seq_len']:,} tokens"))
+                if serve else f"global batch {i['global_batch']:,} of {i['seq_len']:,} tokens")
+             + (f"; time model {i['time_model']}" if i.get("time_model") else ""))
     out = [asked, f"{plural(len(feasible) + len(infeasible), 'layout')}: {len(feasible):,} fit in "
            f"{binary_bytes(capacity)} a GPU"
            + (", " + ", ".join(f"{count:,} set aside for {reason}" for reason, count in reasons.items())

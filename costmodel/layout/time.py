@@ -31,7 +31,7 @@ from functools import cached_property
 from typing import Any
 
 from ..collectives import collective_seconds, ring_factor
-from ..hardware import Efficiency, Hardware, kernel_times
+from ..hardware import DEFAULT_TIME_MODEL, Efficiency, Hardware, kernel_times
 from ..model_flops import check_convention
 from .rank import ParallelEstimate, Stage
 
@@ -215,7 +215,7 @@ class StepTime:
 
 
 def step_time(estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None,
-              time_model: str = "roofline", **options: Any) -> StepTime:
+              time_model: str = DEFAULT_TIME_MODEL, **options: Any) -> StepTime:
     """The StepTime of a time model: the roofline's (this module) or the kernel-level one
     (costmodel/layout/kernel_step.py)."""
     if time_model == "kernels":
@@ -236,7 +236,7 @@ def step_time(estimate: ParallelEstimate, hardware: Hardware, efficiency: Effici
 def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                       efficiency: Efficiency | None = None, tokens: float | None = None,
                       step_seconds: float | None = None, flops_convention: str = "dense",
-                      time_model: str = "roofline", overlap: Overlap | None = None,
+                      time_model: str = DEFAULT_TIME_MODEL, overlap: Overlap | None = None,
                       compiled: bool = False) -> dict[str, Any]:
     """`simulate --train` with a layout: the step time and its split, MFU and HFU, each rank's
     memory against the GPU's, and the time to train on `tokens` tokens."""
@@ -257,7 +257,7 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
 
 def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                     efficiency: Efficiency | None = None, cuda_graphs: bool = False,
-                    time_model: str = "roofline", compiled: bool = False) -> dict[str, Any]:
+                    time_model: str = DEFAULT_TIME_MODEL, compiled: bool = False) -> dict[str, Any]:
     """Inference with a layout: the time per output token at the last step's context, its
     tensor-parallel all-reduce time, and each rank's weights and KV cache."""
     from .plan import serving_memory
