@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from costmodel.config import DTYPES, KV_CACHES, RECOMPUTES, ConfigError, ModelConfig, Workload, require_decoder
+from costmodel.hardware import DEFAULT_TIME_MODEL, TIME_MODELS
 from costmodel.layout.frameworks import FRAMEWORKS
 
 
@@ -267,7 +268,7 @@ def models(as_json) -> None:
 
 @cli.command()
 @model_options
-@click.option("--hardware", "hardware_name", default="a100-80gb", show_default=True, help="A hardware preset (see `hardware`).")
+@click.option("--hardware", "hardware_name", default="a100-80gb", show_default=True, help="A hardware preset (see `hardware`; any case) or a path to a hardware file (docs/time.md).")
 @click.option("--prompt", type=int, default=None, help="Prompt tokens (inference). Default 2048, or what the context leaves after --gen.")
 @click.option("--gen", type=int, default=128, show_default=True, help="Tokens to generate (inference).")
 @click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch.")
@@ -287,11 +288,31 @@ def models(as_json) -> None:
 @click.option("--memory-efficiency", type=float, default=None, help="Fraction of peak bandwidth reached (default: the preset's).")
 @click.option("--global-batch", type=int, default=None, help="Training with a layout: sequences per step (sets --microbatches = global / (batch x dp)).")
 @click.option("--impl", default="hf", show_default=True, help="Training: whose code the activation memory models (hf, reference or megatron).")
+@click.option("--flops-convention", type=click.Choice(("dense", "causal")), default="dense", show_default=True,
+              help="Training: the model FLOPs MFU divides by: dense (PaLM's 6N + 12LHQT, every attention pair) "
+              "or causal (Megatron's, half the causal attention core). Never counts recomputation.")
+@click.option("--tp-overlap", type=float, default=0.0, show_default=True,
+              help="Training with a layout: the fraction of tensor-parallel communication hidden behind compute.")
+@click.option("--dp-overlap", type=float, default=2 / 3, show_default=True,
+              help="Training with a layout: the fraction of the last micro-batch's compute a gradient reduction "
+              "(DDP, ZeRO-1/2) overlaps (0: reduced after backward).")
+@click.option("--no-prefetch", is_flag=True, help="Training with a layout: FSDP/ZeRO-3 collectives exposed, not prefetched.")
+@click.option("--compile", "compiled", is_flag=True,
+              help="With --time-model kernels: torch.compile's fusions (a residual add with the next norm, a "
+              "gated activation with its product; docs/time.md).")
+@click.option("--cuda-graphs", is_flag=True, help="Inference: decode steps replayed from a CUDA graph (no launch overhead per kernel).")
+@click.option("--time-model", type=click.Choice(TIME_MODELS), default=DEFAULT_TIME_MODEL, show_default=True,
+              help="roofline (each block's two kernels at the efficiencies) or kernels (GEMM tiles and "
+              "waves, flash attention's executed FLOPs; docs/time.md).")
+@click.option("--weight-dtype", default=None, help="Inference: quantized weights (int8, int4, fp8, nf4), read as stored.")
+@click.option("--weight-group", type=int, default=None, help="Inference: values per scale of --weight-dtype.")
+@click.option("--kv-dtype", default=None, help="Inference: a quantized KV cache (fp8 or int8): its memory.")
 @layout_options
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, train, seq_len,
              recompute, tokens, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
-             as_json, **layout_given) -> None:
+             flops_convention, tp_overlap, dp_overlap, no_prefetch, compiled, cuda_graphs, time_model,
+             weight_dtype, weight_group, kv_dtype, as_json, **layout_given) -> None:
     """Roofline time of prefill, decode and training on a hardware preset; with a layout
     (--tp/--pp/--dp...), per GPU: the step time with communication and pipeline bubble, MFU and
     HFU, or the time per output token with tensor parallelism's all-reduces."""
@@ -327,27 +348,38 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             if train:
                 workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                          attention=attention, impl=impl)
+                overlap = parallel_time.Overlap(tp=tp_overlap, dp=dp_overlap, prefetch=not no_prefetch)
                 result = parallel_time.simulate_training(cfg, workload, layout, hardware, efficiency,
-                                                         tokens, step_time)
+                                                         tokens, step_time, flops_convention, time_model, overlap,
+                                                         compiled)
             else:
                 workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
-                                         gen_tokens=gen, precision="pure")
-                result = parallel_time.simulate_decode(cfg, workload, layout, hardware, efficiency)
+                                         gen_tokens=gen, precision="pure", kv_cache=kv_cache,
+                                         weight_dtype=weight_dtype, weight_group=weight_group, kv_dtype=kv_dtype)
+                result = parallel_time.simulate_decode(cfg, workload, layout, hardware, efficiency,
+                                                       cuda_graphs, time_model, compiled)
             result["inputs"] = {"model": cfg.name, "hardware": hardware.name, "dtype": workload.dtype,
                                 "seq_len": workload.seq_len, "gen": workload.gen_tokens,
                                 "batch": workload.batch, "recompute": workload.recompute,
                                 "tokens": tokens}
         elif train:
+            if time_model != "roofline" or compiled:
+                raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "
+                                  "for --time-model kernels or --compile.")
             workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute)
             result = sim.simulate_training(cfg, workload, hardware, tokens=tokens,
-                                           step_seconds=step_time, efficiency=efficiency)
+                                           step_seconds=step_time, efficiency=efficiency,
+                                           flops_convention=flops_convention)
         else:
             if gen < 0:
                 raise ConfigError(f"--gen must be at least 0, got {gen}.")
-            workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention, gen_tokens=gen)
+            quantization = {"weight_dtype": weight_dtype, "weight_group": weight_group, "kv_dtype": kv_dtype}
+            workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention, gen_tokens=gen,
+                                     **quantization)
             result = sim.simulate_inference(cfg, hardware, prompt=workload.seq_len, gen=gen, batch=batch,
                                             dtype=workload.dtype, efficiency=efficiency, attention=attention,
-                                            kv_cache=kv_cache)
+                                            kv_cache=kv_cache, cuda_graphs=cuda_graphs,
+                                            quantization=quantization, time_model=time_model, compiled=compiled)
     except ConfigError as error:
         raise InputError(str(error)) from None
     if note:
@@ -367,7 +399,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 
 @cli.command()
 @model_options
-@click.option("--hardware", "hardware_name", default="h100-sxm", show_default=True, help="A hardware preset (see `hardware`).")
+@click.option("--hardware", "hardware_name", default="h100-sxm", show_default=True, help="A hardware preset (see `hardware`; any case) or a path to a hardware file (docs/time.md).")
 @click.option("--gpus", type=int, required=True, help="How many GPUs of that kind.")
 @click.option("--seq-len", "-n", type=int, default=None, help="Training: tokens per sequence (default 2048 or the context).")
 @click.option("--global-batch", type=int, default=None, help="Training: sequences per step (default 8 x gpus).")
@@ -378,6 +410,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True, help="Weights and activations.")
 @click.option("--impl", default="hf", show_default=True, help="Whose code the activation memory models (hf, reference or megatron).")
 @click.option("--attention", default="sdpa", show_default=True, help="eager, sdpa or flash (training runs use fused kernels).")
+@click.option("--kv-cache", type=click.Choice(KV_CACHES), default="dynamic", show_default=True,
+              help="--serve: dynamic (torch.cat copies the cache each step) or static (written in place).")
 @click.option("--tp", type=int, default=None, help="Only this tensor-parallel size.")
 @click.option("--pp", type=int, default=None, help="Only this pipeline size.")
 @click.option("--dp", type=int, default=None, help="Only this data-parallel size.")
@@ -386,9 +420,11 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--framework", type=click.Choice(tuple(FRAMEWORKS)), default=None, help="Only this framework.")
 @click.option("--recompute", type=click.Choice(RECOMPUTES), default=None, help="Only this recomputation.")
 @click.option("--top", type=int, default=10, show_default=True, help="Rows of the ranked table.")
+@click.option("--time-model", type=click.Choice(TIME_MODELS), default=DEFAULT_TIME_MODEL, show_default=True,
+              help="roofline or kernels, as simulate's (docs/time.md).")
 @click.option("--json", "as_json", is_flag=True, help='{"feasible": [...], "infeasible": [...]} on stdout.')
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
-         attention, tp, pp, dp, zero, sp, framework, recompute, top, as_json) -> None:
+         attention, kv_cache, tp, pp, dp, zero, sp, framework, recompute, top, time_model, as_json) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
     ranked by step time (training) or time per output token (--serve)."""
     from costmodel.hardware import load_hardware
@@ -403,16 +439,17 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
         hardware = load_hardware(hardware_name)
         if serve:
             require_decoder(cfg)
-            workload = make_workload(cfg, prompt, dtype=dtype, gen_tokens=gen)
+            workload = make_workload(cfg, prompt, dtype=dtype, gen_tokens=gen, kv_cache=kv_cache)
             result = planner.plan_serving(cfg, hardware, gpus, batch or 32, workload.seq_len, gen,
-                                          workload.dtype, fixed)
+                                          workload.dtype, fixed, kv_cache=kv_cache, time_model=time_model)
         else:
             workload = make_workload(cfg, seq_len, dtype=dtype, impl=impl, attention=attention)
             result = planner.plan_training(cfg, hardware, gpus, workload.seq_len, global_batch or 8 * gpus,
-                                           workload, fixed)
+                                           workload, fixed, time_model=time_model)
     except ConfigError as error:
         raise InputError(str(error)) from None
     result["inputs"] = {"model": cfg.name, "hardware": hardware.name, "gpus": gpus, "serve": serve,
+                        "time_model": time_model,
                         "seq_len": workload.seq_len, "dtype": workload.dtype,
                         **({"gen": gen, "batch": batch or 32} if serve else
                            {"global_batch": global_batch or 8 * gpus, "batch": batch})}
@@ -421,7 +458,8 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
         return
     from reports.text import render_plan
 
-    click.echo(render_plan(result, serve, top, hardware.memory_bytes))
+    capacity = hardware.serving_memory_bytes if serve else hardware.training_memory_bytes
+    click.echo(render_plan(result, serve, top, capacity))
 
 
 @cli.command()
@@ -429,29 +467,66 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
 def published(as_json) -> None:
     """Published training runs beside the layout model: Narayanan et al. 2021 Table 1 (parameters,
     TFLOP/s per GPU) and Korthikanti et al. 2022 Table 5 (seconds per iteration, MFU, HFU)."""
-    from reports.published_runs import korthikanti, narayanan
+    from reports.published_runs import korthikanti, narayanan, other_runs
     from reports.text import table
 
-    tables = {"narayanan_2021_table_1": narayanan(), "korthikanti_2022_table_5": korthikanti()}
+    tables = {"narayanan_2021_table_1": narayanan(), "korthikanti_2022_table_5": korthikanti(),
+              "other_runs": other_runs()}
     if as_json:
         click.echo(json.dumps(tables, indent=2))
         return
     click.echo("Narayanan et al. 2021, Table 1 (A100 80GB, full recomputation, fp16): TFLOP/s per GPU "
                "with recomputation; parameters ours vs their Eq. (2), which leaves out the final LayerNorm (2h)")
     click.echo(table(["model", "tp x pp x dp", "GPUs", "batch", "parameters", "Eq. (2)", "TFLOP/s published",
-                      "TFLOP/s ours", "ours / published"],
+                      "TFLOP/s ours", "ours / published", "kernel model"],
                      ([r["model"], r["layout"], r["gpus"], r["batch"], f"{r['params']:,}", f"{r['params_eq2']:,}",
                        r["tflops_published"], f"{r['tflops_ours']:.0f}",
-                       f"{r['tflops_ours'] / r['tflops_published']:.2f}"] for r in tables["narayanan_2021_table_1"])))
+                       f"{r['tflops_ours'] / r['tflops_published']:.2f}",
+                       f"{r['tflops_kernels'] / r['tflops_published']:.2f}"] for r in tables["narayanan_2021_table_1"])))
     click.echo("")
     click.echo("Korthikanti et al. 2022, Table 5 (tp 8, no data parallelism): seconds per iteration, and MFU/HFU "
                "of sequence parallelism + selective recomputation")
-    click.echo(table(["model", "GPUs", "full recompute published", "ours", "SP + selective published", "ours",
-                      "MFU published", "ours", "HFU published", "ours"],
+    click.echo(table(["model", "GPUs", "full recompute published", "ours", "kernel model", "SP + selective published",
+                      "ours", "kernel model", "MFU published", "ours", "HFU published", "ours"],
                      ([r["model"], r["gpus"], f"{r['full_published']:.2f} s", f"{r['full_ours']:.2f} s",
-                       f"{r['present_published']:.2f} s", f"{r['present_ours']:.2f} s",
+                       f"{r['full_kernels']:.2f} s", f"{r['present_published']:.2f} s", f"{r['present_ours']:.2f} s",
+                       f"{r['present_kernels']:.2f} s",
                        f"{r['mfu_published']:.1f}%", f"{r['mfu_ours']:.1f}%", f"{r['hfu_published']:.1f}%",
                        f"{r['hfu_ours']:.1f}%"] for r in tables["korthikanti_2022_table_5"])))
+    click.echo("")
+    click.echo("More published runs (costmodel/published_runs.json: sources and stated layouts), ours under the "
+               "roofline and the kernel-level time model (docs/time.md)")
+
+    def ratio(r: dict, key: str) -> str:
+        return f"{r[key]:,.1f} ({r[key] / r['published']:.2f}x)" if r[key] is not None else "not expressible"
+
+    click.echo(table(["run", "unit", "published", "roofline", "kernels"],
+                     ([r["run"], r["unit"], f"{r['published']:,}", ratio(r, "roofline"), ratio(r, "kernels")]
+                      for r in tables["other_runs"])))
+
+
+def measure_hardware_file(out: str, device: str, like: str | None, dtypes: tuple[str, ...], quick: bool) -> None:
+    """`hardware --measure --out FILE`: measure a device and write its hardware file."""
+    from pathlib import Path
+
+    from costmodel.hardware import load_hardware
+
+    require_measure_extra("hardware --measure --out")
+    import torch
+
+    from validate.hardware_file import measure_file, write_hardware_file
+
+    if device not in ("cpu", "cuda") or device == "cuda" and not torch.cuda.is_available():
+        raise InputError(f"--device {device}: no such device here (cpu, or cuda where a GPU is present).")
+    try:
+        reference = load_hardware(like) if like else None
+        wanted = tuple(dict.fromkeys(Workload(dtype=d).dtype for d in dtypes)) or (("fp32",) if device == "cpu" else ("bf16",))
+        path = Path(out)
+        data = measure_file(path.stem, device, wanted, reference, "quick" if quick else "full")
+        write_hardware_file(path, data)
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+    click.echo(str(path))
 
 
 @cli.command()
@@ -459,12 +534,32 @@ def published(as_json) -> None:
 @click.option("--dtype", "dtypes", type=click.Choice(DTYPES), multiple=True,
               help="With --measure: the matmul dtypes to measure (repeatable; default fp32, the first is "
               "local's default dtype; bf16 takes about a minute on this kind of CPU).")
+@click.option("--show", "shown", default=None,
+              help="Print one hardware (a preset's name, any case, or a path to a hardware file) as a "
+              "hardware file, after checking it (docs/time.md gives the schema).")
+@click.option("--out", "out", default=None,
+              help="With --measure: write a hardware file here instead of caching `local` (a GEMM grid, "
+              "attention, bandwidth, the CUDA context's memory; validate/hardware_file.py).")
+@click.option("--device", default="cuda", show_default=True, help="With --out: the device to measure (cuda or cpu).")
+@click.option("--like", default=None, help="With --out: a preset whose datasheet peaks, interconnect and clocks to "
+              "keep; the measurements become its efficiencies.")
+@click.option("--quick", is_flag=True, help="With --out: a small grid (seconds; for a test).")
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
-def hardware(measure, dtypes, as_json) -> None:
-    """The hardware presets; --measure benchmarks this machine as `local`."""
+def hardware(measure, dtypes, shown, out, device, like, quick, as_json) -> None:
+    """The hardware presets; --measure benchmarks this machine as `local` (or, with --out, writes
+    a hardware file of a device); --show prints one."""
     from costmodel.hardware import hardware_names, load_hardware
     from reports.text import binary_bytes, si, table
 
+    if out is not None:
+        measure_hardware_file(out, device, like, dtypes, quick)
+        return
+    if shown is not None:
+        try:
+            click.echo(json.dumps(load_hardware(shown).to_dict(), indent=2))
+        except ConfigError as error:
+            raise InputError(str(error)) from None
+        return
     if measure:
         require_measure_extra("hardware --measure")
         from validate.calibrate import calibrate
@@ -481,19 +576,21 @@ def hardware(measure, dtypes, as_json) -> None:
         rows.append({"name": name, "description": hw.description, "flops_per_s": hw.flops_per_s,
                      "vector_flops_per_s": hw.vector_flops_per_s,
                      "bandwidth_bytes_per_s": hw.bandwidth_bytes_per_s,
-                     "memory_bytes": hw.memory_bytes, "efficiency": hw.efficiency, "source": hw.source})
+                     "memory_bytes": hw.memory_bytes, "serving_memory_bytes": hw.serving_memory_bytes,
+                     "sm_count": hw.sm_count, "efficiency": hw.efficiency, "source": hw.source})
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
     click.echo(table(
-        ["hardware", "bf16", "fp32", "vector", "bandwidth", "memory", "efficiency (compute/memory)",
+        ["hardware", "fp8", "bf16", "fp32", "vector", "bandwidth", "memory", "efficiency (compute/memory)",
          "description"],
-        ([r["name"], si(r["flops_per_s"].get("bf16", 0), "FLOP/s"), si(r["flops_per_s"].get("fp32", 0), "FLOP/s"),
+        ([r["name"], si(r["flops_per_s"].get("fp8", 0), "FLOP/s") if "fp8" in r["flops_per_s"] else "-",
+          si(r["flops_per_s"].get("bf16", 0), "FLOP/s"), si(r["flops_per_s"].get("fp32", 0), "FLOP/s"),
           si(r["vector_flops_per_s"], "FLOP/s"), si(r["bandwidth_bytes_per_s"], "B/s"),
           binary_bytes(r["memory_bytes"]),
           f"{r['efficiency'].get('compute', 1):g} / {r['efficiency'].get('memory', 1):g}", r["description"]]
          for r in rows),
-        align="lrrrrrll",
+        align="lrrrrrrll",
     ))
     if "local" not in {r["name"] for r in rows}:
         click.echo("(local: not measured yet; `python cli.py hardware --measure`)")

@@ -556,6 +556,9 @@ class Workload:
     weight_group: int | None = None
     double_quant: bool = True
     kv_dtype: str | None = None
+    # How a decode step appends to the KV cache (KV_CACHES): dynamic (torch.cat copies the cache,
+    # Hugging Face's DynamicCache) or static (preallocated, written in place).
+    kv_cache: str = "dynamic"
     # A mixture of experts' routed load: one non-negative share per expert (normalised), the same
     # in every expert layer; None: balanced. It sets each expert's tokens and FLOPs, not the total.
     expert_load: tuple[float, ...] | None = None
@@ -578,6 +581,7 @@ class Workload:
         _check_choice(owner, "recompute", self.recompute, RECOMPUTES)
         _check_choice(owner, "optimizer", self.optimizer, OPTIMIZERS)
         _check_choice(owner, "precision", self.precision, PRECISIONS)
+        _check_choice(owner, "kv_cache", self.kv_cache, KV_CACHES)
         self._check_inference_options(owner)
 
     def _check_inference_options(self, owner: str) -> None:
@@ -619,6 +623,8 @@ class Workload:
         if self.weight_dtype is not None or self.kv_dtype is not None:
             options.update(weight_dtype=self.weight_dtype, weight_group=self.weight_group,
                            double_quant=self.double_quant, kv_dtype=self.kv_dtype)
+        if self.kv_cache != "dynamic":
+            options["kv_cache"] = self.kv_cache
         return options
 
     def dimensions(self, cfg: ModelConfig) -> dict[str, int]:

@@ -1,14 +1,19 @@
-"""Hardware as data: the presets' peaks (costmodel/hardware/*.json) and this machine's calibration.
+"""Hardware as data: the presets (costmodel/hardware/*.json), a user's own file, and this machine's
+calibration, all in one documented schema (docs/time.md, "The hardware file").
 
-A Hardware is a machine's dense matmul FLOP/s per dtype, the vector FLOP/s of the other ops, memory
-bandwidth and capacity, the fractions of those peaks a real run reaches, and a fixed overhead per
-block. `local` is this machine, measured by validate/calibrate.py and cached. Pure data: the
-roofline that divides by these rates is costmodel/simulate.py.
+A Hardware is a machine's dense matmul FLOP/s per dtype (fp8 where the GPU has it), the vector
+FLOP/s of the other ops, memory bandwidth and capacity, the fractions of those peaks a real run
+reaches, a fixed overhead per block, its interconnect, a clock or power limit that scales the
+compute peaks, and the memory a run cannot use (the CUDA context's reserve; a serving engine's
+utilisation fraction). `local` is this machine, measured by validate/calibrate.py and cached.
+Every field is checked when the file is read: one sentence per bad field, all on one line.
+Pure data: the roofline that divides by these rates is costmodel/simulate.py.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +21,15 @@ from typing import Any
 
 from .config import ConfigError, show
 
+#: The time models (docs/time.md, "Which time model"); DEFAULT_TIME_MODEL is every command's and
+#: every library function's default (simulate, simulate with a layout, plan, plan --serve).
+TIME_MODELS = ("roofline", "kernels")
+DEFAULT_TIME_MODEL = "roofline"
+
 HARDWARE_DIR = Path(__file__).resolve().parent / "hardware"
+
+#: The matmul dtypes a hardware file may give a peak for (fp8: E4M3/E5M2 tensor cores; int8: IMMA).
+PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 
 
 def local_cache_path() -> Path:
@@ -28,7 +41,7 @@ def local_cache_path() -> Path:
 @dataclass(frozen=True)
 class Hardware:
     """A machine's peaks: dense matmul FLOP/s per dtype, the vector FLOP/s of the other ops, memory
-    bandwidth and capacity."""
+    bandwidth and capacity; its interconnect; the limits a run works under."""
 
     name: str
     description: str
@@ -50,6 +63,24 @@ class Hardware:
     intra_node_bandwidth_bytes_per_s: float = 0.0
     inter_node_bandwidth_bytes_per_s: float = 0.0
     collective_latency_s: float = 0.0
+    # Streaming multiprocessors (compute units on AMD): what GEMM wave quantization divides over.
+    sm_count: int = 0
+    # Clocks and power: the datasheet's boost clock and board power, and a limit a user sets
+    # (`nvidia-smi -lgc` / `-pl`). The compute peaks scale with the clock (see clock_scale).
+    clock_mhz: float = 0.0
+    clock_limit_mhz: float = 0.0
+    power_watts: float = 0.0
+    power_limit_watts: float = 0.0
+    # Memory a run cannot use: the CUDA context, cuBLAS and NCCL workspaces (every run), and the
+    # share a serving engine leaves free (vLLM's gpu_memory_utilization).
+    memory_reserve_bytes: int = 0
+    serving_memory_utilization: float = 1.0
+    # The fraction of each dtype's peak that large matmuls reach (a microbenchmark, with its
+    # source): the kernel-level time model's GEMM efficiency (costmodel/kernel_time.py).
+    matmul_efficiency: dict[str, float] = field(default_factory=dict)
+    # The GPU generation (ampere, ada, hopper, blackwell, cdna3): which published attention-kernel
+    # efficiencies apply (costmodel/kernel_facts.json). Empty: none do.
+    architecture: str = ""
 
     def link(self, span: int) -> float:
         """The bandwidth of a group that spans `span` consecutive GPUs (within a node, or not)."""
@@ -61,7 +92,37 @@ class Hardware:
 
     def __post_init__(self) -> None:
         if not self.vector_flops_per_s > 0:
-            object.__setattr__(self, "vector_flops_per_s", self.peak("fp32"))
+            object.__setattr__(self, "vector_flops_per_s", self.flops_per_s.get("fp32", 0.0))
+        scale = self.clock_scale
+        if scale != 1.0:  # the peaks as this limit runs them; the datasheet's stay in `source`
+            object.__setattr__(self, "flops_per_s", {k: v * scale for k, v in self.flops_per_s.items()})
+            object.__setattr__(self, "vector_flops_per_s", self.vector_flops_per_s * scale)
+
+    @property
+    def clock_scale(self) -> float:
+        """The fraction of the datasheet's compute peaks a clock or power limit leaves.
+
+        A clock limit scales them by limit / boost clock (tensor-core throughput is per clock).
+        A power limit alone scales them by (limit / board power)^(1/3): dynamic power goes as
+        f V^2 and voltage roughly with frequency, so the clock goes as the cube root of power (a
+        stated first-order model, docs/time.md). Memory bandwidth does not scale (HBM has its
+        own clock)."""
+        if self.clock_limit_mhz and self.clock_mhz:
+            return min(1.0, self.clock_limit_mhz / self.clock_mhz)
+        if self.power_limit_watts and self.power_watts:
+            return min(1.0, (self.power_limit_watts / self.power_watts) ** (1 / 3))
+        return 1.0
+
+    @property
+    def training_memory_bytes(self) -> int:
+        """What a training run can allocate: the capacity less the reserve."""
+        return self.memory_bytes - self.memory_reserve_bytes
+
+    @property
+    def serving_memory_bytes(self) -> int:
+        """What a serving engine plans with: the utilisation fraction of the capacity, less the
+        reserve (vLLM counts the CUDA context and other non-torch memory inside its fraction)."""
+        return math.floor(self.memory_bytes * self.serving_memory_utilization) - self.memory_reserve_bytes
 
     def peak(self, dtype: str) -> float:
         if dtype not in self.flops_per_s:
@@ -74,62 +135,226 @@ class Hardware:
         return self.flops_per_s[dtype]
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], source: str) -> "Hardware":
-        try:
-            return cls(
-                name=str(data["name"]),
-                description=str(data.get("description", data["name"])),
-                flops_per_s={str(k): float(v) for k, v in data["flops_per_s"].items()},
-                bandwidth_bytes_per_s=float(data["bandwidth_bytes_per_s"]),
-                memory_bytes=int(data["memory_bytes"]),
-                efficiency={str(k): float(v) for k, v in data.get("efficiency", {}).items()}
-                or {"compute": 1.0, "memory": 1.0},
-                source=str(data.get("source", "")),
-                overhead_s_per_block=float(data.get("overhead_s_per_block", 0.0)),
-                default_dtype=str(data.get("default_dtype", "bf16")),
-                **_interconnect(data.get("interconnect") or {}),
-                vector_flops_per_s=float(data.get("vector_flops_per_s", 0.0)),
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as error:
-            raise ConfigError(f"{source}: not a hardware description ({error}).") from None
+    def from_dict(cls, data: Any, source: str) -> "Hardware":
+        """A Hardware from a hardware file's JSON, every field checked (one sentence per bad
+        field, all on one line); `source` names the file in the message."""
+        problems = schema_problems(data)
+        if problems:
+            raise ConfigError(f"{source}: not a valid hardware file: {'; '.join(problems)}.")
+        network = data.get("interconnect") or {}
+        return cls(
+            name=str(data["name"]),
+            description=str(data.get("description", data["name"])),
+            flops_per_s={str(k): float(v) for k, v in data["flops_per_s"].items()},
+            bandwidth_bytes_per_s=float(data["bandwidth_bytes_per_s"]),
+            memory_bytes=int(data["memory_bytes"]),
+            efficiency={str(k): float(v) for k, v in data.get("efficiency", {}).items()}
+            or {"compute": 1.0, "memory": 1.0},
+            source=str(data.get("source", "")),
+            overhead_s_per_block=float(data.get("overhead_s_per_block", 0.0)),
+            default_dtype=str(data.get("default_dtype", "bf16")),
+            vector_flops_per_s=float(data.get("vector_flops_per_s", 0.0)),
+            gpus_per_node=int(network.get("gpus_per_node", 1)),
+            intra_node_bandwidth_bytes_per_s=float(network.get("intra_node_bandwidth_bytes_per_s", 0.0)),
+            inter_node_bandwidth_bytes_per_s=float(network.get("inter_node_bandwidth_bytes_per_s", 0.0)),
+            collective_latency_s=float(network.get("collective_latency_s", 0.0)),
+            matmul_efficiency={str(k): float(v) for k, v in data.get("matmul_efficiency", {}).items()},
+            **{name: SCHEMA[name].kind(data[name]) for name in OPTIONAL_NUMBERS if name in data},
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The hardware file of this Hardware (at its datasheet peaks: a clock or power limit is
+        written as the limit, not folded into the peaks)."""
+        scale = self.clock_scale
+        out: dict[str, Any] = {
+            "name": self.name, "description": self.description,
+            "flops_per_s": {k: v / scale for k, v in self.flops_per_s.items()},
+            "vector_flops_per_s": self.vector_flops_per_s / scale,
+            "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s, "memory_bytes": self.memory_bytes,
+            "efficiency": dict(self.efficiency), "matmul_efficiency": dict(self.matmul_efficiency),
+            "source": self.source,
+            "overhead_s_per_block": self.overhead_s_per_block, "default_dtype": self.default_dtype,
+            "interconnect": {
+                "gpus_per_node": self.gpus_per_node,
+                "intra_node_bandwidth_bytes_per_s": self.intra_node_bandwidth_bytes_per_s,
+                "inter_node_bandwidth_bytes_per_s": self.inter_node_bandwidth_bytes_per_s,
+                "collective_latency_s": self.collective_latency_s,
+            },
+        }
+        out.update({name: getattr(self, name) for name in OPTIONAL_NUMBERS})
+        return out
 
 
-def _interconnect(data: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "gpus_per_node": int(data.get("gpus_per_node", 1)),
-        "intra_node_bandwidth_bytes_per_s": float(data.get("intra_node_bandwidth_bytes_per_s", 0.0)),
-        "inter_node_bandwidth_bytes_per_s": float(data.get("inter_node_bandwidth_bytes_per_s", 0.0)),
-        "collective_latency_s": float(data.get("collective_latency_s", 0.0)),
-    }
+# ---------------------------------------------------------------------------------------------
+# The schema: each field, its type, its range and what it means (docs/time.md prints this table).
 
+@dataclass(frozen=True)
+class Field:
+    kind: type  # float, int or str
+    meaning: str
+    required: bool = False
+    low: float | None = None  # smallest allowed value (inclusive unless strict)
+    strict: bool = False  # low is exclusive
+    high: float | None = None  # largest allowed value (inclusive)
+
+    def problem(self, name: str, value: Any) -> str | None:
+        """What is wrong with `value` for this field, as a sentence; None when it is right."""
+        if self.kind is str:
+            return None if isinstance(value, str) else f"{name} must be a string, got {show(value)}"
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            return f"{name} must be a number, got {show(value)}"
+        if self.kind is int and value != int(value):
+            return f"{name} must be a whole number, got {show(value)}"
+        if self.low is not None and (value <= self.low if self.strict else value < self.low):
+            bound = "greater than" if self.strict else "at least"
+            return f"{name} must be {bound} {self.low:g}, got {show(value)}"
+        if self.high is not None and value > self.high:
+            return f"{name} must be at most {self.high:g}, got {show(value)}"
+        return None
+
+
+SCHEMA: dict[str, Field] = {
+    "name": Field(str, "the name the CLI shows", required=True),
+    "description": Field(str, "the product, as its datasheet names it"),
+    "source": Field(str, "where each number comes from"),
+    "flops_per_s": Field(dict, f"dense matmul FLOP/s per dtype ({', '.join(PEAK_DTYPES)}); no sparsity",
+                         required=True),
+    "vector_flops_per_s": Field(float, "FLOP/s of the non-matmul ops (the FP32 non-tensor peak); 0: the fp32 peak", low=0),
+    "bandwidth_bytes_per_s": Field(float, "memory bandwidth, bytes/s", required=True, low=0, strict=True),
+    "copy_bandwidth_bytes_per_s": Field(float, "a measured copy bandwidth (calibration, informational)", low=0),
+    "memory_bytes": Field(int, "memory capacity, bytes", required=True, low=0, strict=True),
+    "efficiency": Field(dict, "fractions of the peaks a run reaches: {compute, memory}, each in (0, 1]"),
+    "matmul_efficiency": Field(dict, "per dtype, the fraction of its peak large matmuls reach (a "
+                               "microbenchmark such as MAMF), each in (0, 1]; the kernel time model's GEMM efficiency"),
+    "overhead_s_per_block": Field(float, "fixed launch time of one block's kernels, seconds", low=0),
+    "default_dtype": Field(str, "the dtype a simulation uses when none is asked for; must have a peak"),
+    "interconnect": Field(dict, "gpus_per_node, intra_node_bandwidth_bytes_per_s, "
+                          "inter_node_bandwidth_bytes_per_s (per GPU, per direction), collective_latency_s, source"),
+    "architecture": Field(str, "the GPU generation (ampere, ada, hopper, blackwell, cdna3): which attention-kernel figures apply"),
+    "sm_count": Field(int, "streaming multiprocessors (AMD: compute units)", low=0),
+    "clock_mhz": Field(float, "the datasheet's boost clock, MHz", low=0),
+    "clock_limit_mhz": Field(float, "a clock limit (nvidia-smi -lgc); scales the compute peaks", low=0),
+    "power_watts": Field(float, "the board power the datasheet's peaks are at, W", low=0),
+    "power_limit_watts": Field(float, "a power cap (nvidia-smi -pl); scales the compute peaks as its cube root", low=0),
+    "memory_reserve_bytes": Field(int, "memory no run can use: CUDA context, cuBLAS and NCCL workspaces", low=0),
+    "serving_memory_utilization": Field(float, "the fraction of memory a serving engine plans with "
+                                        "(vLLM's gpu_memory_utilization)", low=0, strict=True, high=1),
+}
+OPTIONAL_NUMBERS = ("architecture", "sm_count", "clock_mhz", "clock_limit_mhz", "power_watts", "power_limit_watts",
+                    "memory_reserve_bytes", "serving_memory_utilization")
+INTERCONNECT: dict[str, Field] = {
+    "gpus_per_node": Field(int, "GPUs one node (NVLink domain) holds", low=1),
+    "intra_node_bandwidth_bytes_per_s": Field(float, "between two GPUs of a node, per direction", low=0),
+    "inter_node_bandwidth_bytes_per_s": Field(float, "between nodes, per GPU, per direction", low=0),
+    "collective_latency_s": Field(float, "fixed latency of one collective call", low=0),
+    "source": Field(str, "where the interconnect's numbers come from"),
+}
+
+
+def schema_problems(data: Any) -> list[str]:
+    """Every problem of a hardware file's JSON, one sentence each (empty: a valid file)."""
+    if not isinstance(data, dict):
+        return [f"a hardware file is a JSON object, got {type(data).__name__}"]
+    problems = [f"unknown field {show(k)} (known: {', '.join(SCHEMA)})" for k in data
+                if k not in SCHEMA and not str(k).startswith("_")]
+    problems += [f"{name} is missing" for name, spec in SCHEMA.items() if spec.required and name not in data]
+    for name, spec in SCHEMA.items():
+        if name in data and spec.kind is not dict:
+            problems.append(spec.problem(name, data[name]))
+    problems += _peak_problems(data)
+    problems += _section_problems(data, "efficiency", {k: Field(float, "", low=0, strict=True, high=1)
+                                                      for k in ("compute", "memory")})
+    problems += _section_problems(data, "interconnect", INTERCONNECT)
+    problems += _section_problems(data, "matmul_efficiency", {k: Field(float, "", low=0, strict=True, high=1)
+                                                             for k in PEAK_DTYPES})
+    return [p for p in problems if p]
+
+
+def _peak_problems(data: dict) -> list[str | None]:
+    peaks = data.get("flops_per_s")
+    if peaks is None:
+        return []
+    if not isinstance(peaks, dict) or not peaks:
+        return [f"flops_per_s must be an object of dtype: FLOP/s, got {show(peaks)}"]
+    problems = [f"flops_per_s has an unknown dtype {show(k)} (known: {', '.join(PEAK_DTYPES)})"
+                for k in peaks if k not in PEAK_DTYPES]
+    problems += [Field(float, "", low=0, strict=True).problem(f"flops_per_s.{k}", v) for k, v in peaks.items()]
+    default = data.get("default_dtype", "bf16")
+    if isinstance(default, str) and default not in peaks and "default_dtype" in data:
+        problems.append(f"default_dtype {show(default)} has no peak in flops_per_s")
+    return problems
+
+
+def _section_problems(data: dict, section: str, fields: dict[str, Field]) -> list[str | None]:
+    value = data.get(section)
+    if value is None:
+        return []
+    if not isinstance(value, dict):
+        return [f"{section} must be an object, got {show(value)}"]
+    problems: list[str | None] = [f"{section} has an unknown field {show(k)} (known: {', '.join(fields)})"
+                                  for k in value if k not in fields]
+    problems += [fields[k].problem(f"{section}.{k}", v) for k, v in value.items() if k in fields]
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding a hardware: a preset's name (any case), `local`, or a path to a hardware file.
 
 def hardware_names() -> list[str]:
     return sorted(p.stem for p in HARDWARE_DIR.glob("*.json")) + ["local"]
 
 
+def normalized_name(name: str) -> str:
+    """A preset's name as typed any way: case, spaces and underscores do not matter."""
+    return "-".join(name.strip().lower().replace("_", " ").split())
+
+
+def is_hardware_path(name: str) -> bool:
+    return name.endswith(".json") or os.sep in name or "/" in name
+
+
 def load_hardware(name: str) -> Hardware:
-    """A hardware preset; `local` is read from the calibration cache (see validate/calibrate.py)."""
-    if name == "local":
-        path = local_cache_path()
-        if not path.is_file():
-            raise ConfigError(
-                "hardware 'local' is not calibrated yet; run `python cli.py hardware --measure`."
-            )
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError) as error:
-            raise ConfigError(f"{path}: unreadable ({error}); run `python cli.py hardware --measure`.") from None
-        if isinstance(data, dict) and "vector_flops_per_s" not in data:
-            raise ConfigError(f"{path} predates the vector peak; run `python cli.py hardware --measure` again.")
-        return Hardware.from_dict(data, source=str(path))
-    path = HARDWARE_DIR / f"{name}.json"
-    if "/" in name or not path.is_file():
+    """A hardware preset (any case), a path to a hardware file, or `local` (read from the
+    calibration cache, see validate/calibrate.py)."""
+    if is_hardware_path(name):
+        return load_hardware_file(Path(name))
+    key = normalized_name(name)
+    if key == "local":
+        return _load_local()
+    path = HARDWARE_DIR / f"{key}.json"
+    if not path.is_file():
         import difflib
 
-        close = difflib.get_close_matches(name, hardware_names(), n=3, cutoff=0.5)
+        close = difflib.get_close_matches(key, hardware_names(), n=3, cutoff=0.5)
         hint = f" Did you mean {', '.join(close)}?" if close else f" Known: {', '.join(hardware_names())}."
-        raise ConfigError(f"unknown hardware {show(name)}.{hint}")
+        raise ConfigError(f"unknown hardware {show(name)}.{hint} A path to a hardware file (.json) is also taken.")
     return Hardware.from_dict(json.loads(path.read_text()), source=str(path))
+
+
+def load_hardware_file(path: Path) -> Hardware:
+    """A user's hardware file (the schema of docs/time.md)."""
+    if not path.is_file():
+        raise ConfigError(f"hardware file {show(str(path))} does not exist.")
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise ConfigError(f"{path}: not JSON ({str(error).splitlines()[0]}).") from None
+    return Hardware.from_dict(data, source=str(path))
+
+
+def _load_local() -> Hardware:
+    path = local_cache_path()
+    if not path.is_file():
+        raise ConfigError(
+            "hardware 'local' is not calibrated yet; run `python cli.py hardware --measure`."
+        )
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"{path}: unreadable ({error}); run `python cli.py hardware --measure`.") from None
+    if isinstance(data, dict) and "vector_flops_per_s" not in data:
+        raise ConfigError(f"{path} predates the vector peak; run `python cli.py hardware --measure` again.")
+    return Hardware.from_dict(data, source=str(path))
 
 
 @dataclass(frozen=True)

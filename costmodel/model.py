@@ -425,6 +425,7 @@ def profile_for(cfg: ModelConfig, workload: Workload | None = None, **changes) -
         impl=workload.impl, attention=workload.attention, dropout=cfg.dropout > 0,
         attention_dropout=attention_dropout, family=cfg.family, recompute=workload.recompute,
         precision=workload.precision, optimizer=workload.optimizer, kv_dtype=workload.kv_dtype,
+        kv_cache=workload.kv_cache,
         weight_format=weight_format(workload.weight_dtype, workload.weight_group,
                                     workload.double_quant),
     )

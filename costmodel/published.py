@@ -60,6 +60,15 @@ NARAYANAN_TABLE_1 = (
     (1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163, 52, 1, 1),
 )
 
+#: The data-parallel gradient all-reduce of those runs follows the whole backward pass, overlapping
+#: none of it: Megatron-LM of 2021 (the code the runs used, --DDP-impl local by default) called
+#: model.allreduce_gradients() in train_step after forward_backward_func returned, over one
+#: contiguous buffer (megatron/training.py, megatron/model/distributed.py of v2.x); overlapping the
+#: reduction with backward (--overlap-grad-reduce) came with Megatron-core in 2023. Applied to
+#: every row of Table 1 (a fact of the software, not a per-row setting); Korthikanti et al. have no
+#: data parallelism.
+NARAYANAN_DP_OVERLAP = 0.0
+
 #: Korthikanti et al. 2022 (arXiv 2205.05198), Tables 3 and 5 (no data parallelism, tp 8,
 #: interleaving with 3 stages a rank for 175B and 530B): (name, heads, hidden, layers, pp, GPUs,
 #: global batch, micro-batch, interleaved stages, seconds per iteration with full recomputation,

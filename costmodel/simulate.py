@@ -27,9 +27,11 @@ import sympy as sp
 from . import symbols as S
 from .config import DTYPE_BYTES, KV_CACHES, ConfigError, ModelConfig, Workload, require_decoder, show
 from .evaluate import Sweep, values
-from .hardware import Efficiency, Hardware, kernel_times
+from .hardware import DEFAULT_TIME_MODEL, TIME_MODELS, Efficiency, Hardware, kernel_times
 from .memory import inference_phases, memory
+from . import blocks as B
 from .model import CostModel, Leaf, model_values, profile_for
+from .model_flops import model_flops
 
 KERNEL_QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")  # per block
 
@@ -92,19 +94,24 @@ class Roofline:
 
     def __init__(self, cfg: ModelConfig, hardware: Hardware, dtype: str = "bf16",
                  efficiency: Efficiency | None = None, attention: str = "eager",
-                 kv_cache: str = "dynamic"):
+                 kv_cache: str = "dynamic", cuda_graphs: bool = False,
+                 quantization: dict[str, Any] | None = None):
         self.cfg = cfg
         self.hardware = hardware
         self.dtype = Workload(dtype=dtype).dtype
         eff = efficiency or Efficiency(**hardware.efficiency)
         self.efficiency = eff
+        self.efficiency_given = efficiency  # None: the hardware's (the kernel model's own defaults)
         self.flops_per_s = hardware.peak(self.dtype) * eff.compute
         self.vector_flops_per_s = hardware.vector_flops_per_s * eff.compute
         self.bytes_per_s = hardware.bandwidth_bytes_per_s * eff.memory
         self.overhead_s = hardware.overhead_s_per_block
+        # CUDA graphs replay a captured decode step: no launch per kernel (the prefill runs eagerly).
+        self.decode_overhead_s = 0.0 if cuda_graphs else self.overhead_s
         if kv_cache not in KV_CACHES:
             raise ConfigError(f"kv_cache must be one of {', '.join(KV_CACHES)}, got {show(kv_cache)}.")
-        profile = profile_for(cfg, Workload(attention=attention), dropout=False, kv_cache=kv_cache)
+        self.workload = Workload(attention=attention, dtype=self.dtype, **(quantization or {}))
+        profile = profile_for(cfg, self.workload, dropout=False, kv_cache=kv_cache)
         self.prefill_model = CostModel(cfg, profile, phase="prefill")
         self.decode_model = CostModel(cfg, profile, phase="decode") if cfg.n_decoder_layers else None
         self.encoder_decoder = cfg.architecture == "encoder-decoder"
@@ -125,7 +132,8 @@ class Roofline:
         for leaf in model.leaves if leaves is None else leaves:
             runs[leaf.path] = (int(leaf.count.xreplace(fixed)), is_active(leaf.cost))
             for quantity in KERNEL_QUANTITIES:
-                expressions[f"{leaf.path}|{quantity}"] = leaf.total(quantity)
+                expressions[f"{leaf.path}|{quantity}"] = (matmul_traffic(leaf) if quantity == "bytes_matmul"
+                                                          else leaf.total(quantity))
         return runs, Sweep(model, expressions)
 
     @cached_property
@@ -146,7 +154,7 @@ class Roofline:
         require_decoder(self.cfg)
         return self.decode_model
 
-    def _times(self, sweep: tuple[dict[str, tuple[int, bool]], Sweep],
+    def _times(self, sweep: tuple[dict[str, tuple[int, bool]], Sweep], decode: bool = False,
                **workload) -> tuple[list[BlockTiming], Any]:
         """Per-block timings at the first point and the roofline seconds at every point."""
         import numpy as np
@@ -157,7 +165,7 @@ class Roofline:
         blocks = []
         for path, (count, active) in runs.items():
             f_mm, b_mm, f_o, b_o = (np.asarray(out[f"{path}|{q}"]) for q in KERNEL_QUANTITIES)
-            overhead = self.overhead_s * count if active else 0.0
+            overhead = (self.decode_overhead_s if decode else self.overhead_s) * count if active else 0.0
             _, _, busy = kernel_times(f_mm, b_mm, f_o, b_o, self.flops_per_s,
                                       self.vector_flops_per_s, self.bytes_per_s)
             seconds = seconds + busy + overhead
@@ -183,7 +191,7 @@ class Roofline:
 
     def decode(self, batch: int, context: Any, source_len: int = 1) -> tuple[Timing, Any, list[BlockTiming]]:
         """Cached decode steps of `batch` sequences attending to `context` keys (int or array)."""
-        blocks, seconds = self._times(self._decode_sweep, n=1, b=batch, s=source_len, c=context)
+        blocks, seconds = self._times(self._decode_sweep, decode=True, n=1, b=batch, s=source_len, c=context)
         return self._sum(blocks), seconds, blocks
 
     @staticmethod
@@ -225,7 +233,7 @@ class Roofline:
         phases = inference_phases(self.cfg, self.prefill_model.profile)
         subs = self._values(batch, prompt or 1, source_len)
         decode = phases["decode"].xreplace({S.T: S.c - S.n})
-        capacity = self.hardware.memory_bytes
+        capacity = self.hardware.serving_memory_bytes
 
         def linear(expr: sp.Expr, variable: sp.Symbol, at: dict) -> tuple[int, int]:
             line = sp.expand(expr.xreplace({k: v for k, v in at.items() if k != variable}))
@@ -258,6 +266,19 @@ class Roofline:
         }
 
 
+def matmul_traffic(leaf: Leaf) -> sp.Expr:
+    """A leaf's matrix-product traffic with its weights as stored: a quantized leaf reads its
+    quantized matrices (data, scales, zeros, tables) instead of e bytes per weight. The
+    dequantisation runs in the GEMM's registers (weight-only kernels: gpt-fast, Marlin, bitsandbytes):
+    no traffic of its own, a stated convention. Routed experts (only some of their weights read)
+    keep the unquantized traffic."""
+    moved = leaf.total("bytes_matmul")
+    if leaf.weight_format is None or not leaf.cost.matrices or leaf.cost.inactive_params != 0:
+        return moved
+    stored = leaf.count * sp.Add(*B.quantized_bytes(leaf.cost.matrices, leaf.weight_format).values())
+    return moved - leaf.count * S.e * leaf.cost.matrix_params + stored
+
+
 def longest_context(needed: sp.Expr, capacity: int) -> int | float:
     """The most keys c at which `needed` (bytes, nondecreasing in c: a cache that grows by a key
     each step, or stops at a sliding window) stays within capacity; math.inf where it never
@@ -286,7 +307,7 @@ def block_runs(model: CostModel) -> int:
 
 
 def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,
-                  efficiency: Efficiency | None = None) -> dict[str, Any]:
+                  efficiency: Efficiency | None = None, flops_convention: str = "dense") -> dict[str, Any]:
     """Roofline time of one training step: forward + backward (+ recomputation) + optimizer.
 
     Block by block, as in inference, each block's two kernels at their own roofs, with the
@@ -317,17 +338,17 @@ def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,
     overhead = 3 * block_runs(model) * hardware.overhead_s_per_block
     timing = timing + Timing(0.0, 0.0, 0.0, 0.0, 0.0, overhead)
     mem = memory(cfg, workload, model)
-    forward, backward = n(model.total("flops_matmul")), n(model.total("flops_matmul_backward"))
     tokens = workload.batch * workload.dimensions(cfg)["n"]
     memory_numbers = {k: int(getattr(mem, k).xreplace(subs)) for k in
                       ("weights", "gradients", "optimizer", "activations")}
     memory_numbers["total"] = int(mem.training_total.xreplace(subs))
     return {
         "timing": timing,
-        "model_flops": forward + backward,
+        "model_flops": n(model_flops(model.leaves, flops_convention)),
+        "flops_convention": flops_convention,
         "tokens": tokens,
         "memory": memory_numbers,
-        "fits": memory_numbers["total"] <= hardware.memory_bytes,
+        "fits": memory_numbers["total"] <= hardware.training_memory_bytes,
         "peak_flops_per_s": hardware.peak(workload.dtype),
     }
 
@@ -353,6 +374,44 @@ def _timing_dict(timing: Timing, seconds: float) -> dict[str, Any]:
     }
 
 
+
+
+class KernelSteps:
+    """The kernel-level model's prefill and decode-step times for simulate_inference: the
+    Roofline's trees, timed leaf by leaf (costmodel.kernel_time.leaves_time). Decode steps are
+    timed at up to 8 contexts and interpolated linearly in between (the step time is linear in
+    the context but for the attention kernel's block steps)."""
+
+    def __init__(self, roof: Roofline, cuda_graphs: bool, compiled: bool = False):
+        from .kernel_time import KernelTimer, check_kernel_model
+
+        check_kernel_model(roof.hardware)
+        self.roof = roof
+        self.timer = KernelTimer(roof.hardware, roof.dtype, roof.workload.attention,
+                                 efficiency=roof.efficiency_given, compiled=compiled)
+        self.decode_timer = KernelTimer(roof.hardware, roof.dtype, roof.workload.attention,
+                                        cuda_graphs=cuda_graphs, efficiency=roof.efficiency_given, compiled=compiled)
+
+    def prefill(self, batch: int, prompt: int, source: int) -> float:
+        from .kernel_time import inference_subs, leaves_time
+
+        subs = inference_subs(self.roof.cfg, self.roof.dtype, batch, prompt, source_len=source)
+        return leaves_time(self.roof.prefill_model.leaves, subs, self.timer).seconds
+
+    def decode(self, batch: int, contexts: Any, source: int) -> Any:
+        import numpy as np
+
+        from .kernel_time import inference_subs, leaves_time
+
+        contexts = np.asarray(contexts)
+        sampled = sorted({int(contexts[i - 1]) for i in _steps(len(contexts))})
+        leaves = self.roof._decoder().leaves
+        times = [leaves_time(leaves, inference_subs(self.roof.cfg, self.roof.dtype, batch, 1, context=c,
+                                                    source_len=source), self.decode_timer).seconds
+                 for c in sampled]
+        return np.interp(contexts, sampled, times)
+
+
 def _steps(gen: int, rows: int = 8) -> list[int]:
     """Up to `rows` decode steps spread over 1..gen, always with the first and the last."""
     if gen <= rows:
@@ -363,21 +422,35 @@ def _steps(gen: int, rows: int = 8) -> list[int]:
 def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen: int, batch: int,
                        dtype: str = "bf16", efficiency: Efficiency | None = None,
                        attention: str = "eager", kv_cache: str = "dynamic",
-                       decoder_prompt: int = 1) -> dict[str, Any]:
+                       decoder_prompt: int = 1, cuda_graphs: bool = False,
+                       quantization: dict[str, Any] | None = None,
+                       time_model: str = DEFAULT_TIME_MODEL, compiled: bool = False) -> dict[str, Any]:
     """Prefill latency, time per output token as the context grows, tokens/s, the decode
     crossover batch, what fits in memory, and a step table with and without a KV cache.
+
+    time_model "roofline" times each block's two kernels at the efficiencies' roofs;
+    "kernels" times the leaves' kernels by their shapes (costmodel/kernel_time.py) for the
+    prefill and the cached decode steps (the table's uncached reruns stay the roofline's).
+    cuda_graphs: decode steps replayed from a CUDA graph, with no launch overhead.
 
     An encoder-decoder's prompt is its source: the prefill runs the encoder over it and the
     decoder over its own prompt (decoder_prompt tokens, the start token by default); each decode
     step attends to the source and to the decoder's tokens so far."""
     import numpy as np
 
-    roof = Roofline(cfg, hardware, dtype, efficiency, attention, kv_cache)
+    if time_model not in TIME_MODELS:
+        raise ConfigError(f"time model must be one of {', '.join(TIME_MODELS)}, got {show(time_model)}.")
+    if compiled and time_model != "kernels":
+        raise ConfigError("--compile is modelled by the kernel-level time model only; add --time-model kernels.")
+    roof = Roofline(cfg, hardware, dtype, efficiency, attention, kv_cache, cuda_graphs, quantization)
     encoder_decoder = cfg.architecture == "encoder-decoder"
     source = prompt if encoder_decoder else 1
     decoder_prompt = decoder_prompt if encoder_decoder else prompt
     prefill_total, prefill_s, prefill_blocks = roof.prefill(batch, decoder_prompt, source_len=source)
     prefill_s = float(prefill_s)
+    kernels = KernelSteps(roof, cuda_graphs, compiled) if time_model == "kernels" else None
+    if kernels:
+        prefill_s = kernels.prefill(batch, decoder_prompt, source)
     steps = np.arange(1, gen + 1)
     first = last = None
     table: list[dict[str, Any]] = []
@@ -385,6 +458,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     if gen:
         contexts = decoder_prompt + steps
         first, with_cache, _ = roof.decode(batch, contexts, source_len=source)
+        if kernels:
+            with_cache = kernels.decode(batch, contexts, source)
         last, _, _ = roof.decode(batch, int(contexts[-1]), source_len=source)
         # Without a cache every step reruns the decoder over its prefix (the prompt and the
         # tokens so far); an encoder-decoder keeps the encoder's output.
@@ -406,14 +481,17 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
         "inputs": {"model": cfg.name, "hardware": hardware.name, "dtype": roof.dtype,
                    "prompt": prompt, "decoder_prompt": decoder_prompt if encoder_decoder else None,
                    "gen": gen, "batch": batch, "attention": attention,
-                   "kv_cache": kv_cache,
+                   "kv_cache": kv_cache, "cuda_graphs": cuda_graphs, "time_model": time_model,
+                   "compiled": compiled,
+                   **{k: v for k, v in (quantization or {}).items() if v is not None},
                    "compute_efficiency": roof.efficiency.compute,
                    "memory_efficiency": roof.efficiency.memory},
         "hardware": {"peak_flops_per_s": hardware.peak(roof.dtype),
                      "vector_flops_per_s": hardware.vector_flops_per_s,
                      "bandwidth_bytes_per_s": hardware.bandwidth_bytes_per_s,
                      "ridge_flops_per_byte": roof.flops_per_s / roof.bytes_per_s,
-                     "memory_bytes": hardware.memory_bytes, "source": hardware.source},
+                     "memory_bytes": hardware.memory_bytes,
+                     "serving_memory_bytes": hardware.serving_memory_bytes, "source": hardware.source},
         "prefill": _timing_dict(prefill_total, prefill_s),
         "prefill_blocks": [{"path": b.path, "seconds": b.seconds, "bound": b.timing.bound}
                            for b in prefill_blocks],
@@ -436,10 +514,11 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
 
 def simulate_training(cfg: ModelConfig, workload: Workload, hardware: Hardware, *,
                       tokens: float | None = None, step_seconds: float | None = None,
-                      efficiency: Efficiency | None = None) -> dict[str, Any]:
-    """Step time, tokens/s, MFU (predicted, and for a measured step time), time to train on
-    `tokens` tokens, and the memory that must fit."""
-    step = training_step(cfg, workload, hardware, efficiency)
+                      efficiency: Efficiency | None = None, flops_convention: str = "dense") -> dict[str, Any]:
+    """Step time, tokens/s, MFU (predicted, and for a measured step time; model FLOPs of the
+    named convention, costmodel/model_flops.py), time to train on `tokens` tokens, and the
+    memory that must fit."""
+    step = training_step(cfg, workload, hardware, efficiency, flops_convention)
     timing: Timing = step["timing"]
     seconds = timing.seconds
     tokens_per_second = step["tokens"] / seconds
@@ -450,9 +529,10 @@ def simulate_training(cfg: ModelConfig, workload: Workload, hardware: Hardware, 
         "step": _timing_dict(timing, seconds),
         "tokens_per_second": tokens_per_second,
         "mfu_predicted": mfu(step["model_flops"], seconds, step["peak_flops_per_s"]),
+        "flops_convention": flops_convention,
         "memory": step["memory"],
         "fits": step["fits"],
-        "memory_capacity": hardware.memory_bytes,
+        "memory_capacity": hardware.training_memory_bytes,
     }
     if step_seconds is not None:
         result["mfu_measured"] = mfu(step["model_flops"], step_seconds, step["peak_flops_per_s"])

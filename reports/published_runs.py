@@ -15,8 +15,9 @@ from typing import Any
 from costmodel.config import ModelConfig, Workload
 from costmodel.hardware import load_hardware
 from costmodel.layout import Layout, ParallelEstimate
-from costmodel.layout.time import StepTime
-from costmodel.published import KORTHIKANTI_TABLE_5, NARAYANAN_TABLE_1, narayanan_parameters
+from costmodel.layout.time import Overlap, StepTime
+from costmodel.published import (KORTHIKANTI_TABLE_5, NARAYANAN_DP_OVERLAP, NARAYANAN_TABLE_1,
+                                 narayanan_parameters)
 
 VOCABULARY, SEQUENCE = 51200, 2048
 
@@ -27,9 +28,12 @@ def gpt(name: str, heads: int, hidden: int, layers: int) -> ModelConfig:
                        position="learned", norm="layernorm", activation="gelu", dropout=0.1)
 
 
-def _step(cfg: ModelConfig, workload: Workload, layout: Layout) -> dict[str, Any]:
+def _step(cfg: ModelConfig, workload: Workload, layout: Layout, time_model: str = "roofline",
+          overlap: Overlap | None = None) -> dict[str, Any]:
+    from costmodel.layout.time import step_time
+
     estimate = ParallelEstimate(cfg, workload, layout)
-    return StepTime(estimate, load_hardware("a100-80gb")).step()
+    return step_time(estimate, load_hardware("a100-80gb"), time_model=time_model, overlap=overlap).step()
 
 
 def narayanan() -> list[dict[str, Any]]:
@@ -41,7 +45,9 @@ def narayanan() -> list[dict[str, Any]]:
         layout = Layout(tp=tp, pp=pp, dp=dp, microbatches=batch // (micro * dp), framework="megatron",
                         schedule="interleaved" if v > 1 else "1f1b", virtual_stages=v)
         workload = Workload(seq_len=SEQUENCE, batch=micro, dtype="fp16", impl="megatron", recompute="full")
-        step = _step(cfg, workload, layout)
+        overlap = Overlap(dp=NARAYANAN_DP_OVERLAP)  # Megatron-LM 2021: after the backward
+        step = _step(cfg, workload, layout, overlap=overlap)
+        kernels = _step(cfg, workload, layout, "kernels", overlap=overlap)
         from costmodel.estimation import Estimate
 
         params = Estimate(cfg, Workload(seq_len=8)).total("params")
@@ -49,6 +55,7 @@ def narayanan() -> list[dict[str, Any]]:
                      "params_eq2": round(narayanan_parameters(layers, hidden)),
                      "layout": f"{tp} x {pp} x {dp}", "gpus": gpus, "batch": batch,
                      "tflops_published": tflops, "tflops_ours": step["tflops_per_gpu"],
+                     "tflops_kernels": kernels["tflops_per_gpu"],
                      "seconds_ours": step["seconds"], "bubble": step["bubble_fraction"]})
     return rows
 
@@ -61,12 +68,103 @@ def korthikanti() -> list[dict[str, Any]]:
         cfg = gpt(name, heads, hidden, layers)
         common = dict(tp=8, pp=pp, dp=1, microbatches=batch // micro, framework="megatron",
                       schedule="interleaved" if v > 1 else "1f1b", virtual_stages=v)
-        ours = {}
+        ours, kernels = {}, {}
         for key, recompute, sp in (("full", "full", False), ("present", "selective", True)):
             workload = Workload(seq_len=SEQUENCE, batch=micro, dtype="bf16", impl="megatron", recompute=recompute)
             ours[key] = _step(cfg, workload, Layout(sp=sp, **common))
+            kernels[key] = _step(cfg, workload, Layout(sp=sp, **common), "kernels")
         rows.append({"model": name, "gpus": gpus, "full_published": full_s, "full_ours": ours["full"]["seconds"],
                      "present_published": present_s, "present_ours": ours["present"]["seconds"],
+                     "full_kernels": kernels["full"]["seconds"], "present_kernels": kernels["present"]["seconds"],
                      "mfu_published": mfu, "mfu_ours": 100 * ours["present"]["mfu"],
                      "hfu_published": hfu, "hfu_ours": 100 * ours["present"]["hfu"]})
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# More published runs (issue 18): costmodel/published_runs.json, under both time models.
+
+def other_runs_data() -> dict[str, Any]:
+    import json
+    from pathlib import Path
+
+    import costmodel
+
+    return json.loads((Path(costmodel.__file__).parent / "published_runs.json").read_text())
+
+
+def _run_hardware(source: dict[str, Any]) -> Any:
+    from costmodel.hardware import Hardware
+
+    hardware = load_hardware(source["hardware"])
+    if "power_limit_watts" in source:
+        return Hardware.from_dict(dict(hardware.to_dict(), power_limit_watts=source["power_limit_watts"]),
+                                  source["hardware"])
+    return hardware
+
+
+def _decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
+    """Tokens per second of one sequence (batch 1) decoding after a short prompt."""
+    from costmodel.layout.time import simulate_decode
+    from costmodel.presets import load_preset
+    from costmodel.simulate import simulate_inference
+
+    cfg, hardware = load_preset(run["model"]), _run_hardware(source)
+    quantization = {k: run[k] for k in ("weight_dtype", "weight_group") if k in run}
+    if run["tp"] == 1:
+        result = simulate_inference(cfg, hardware, prompt=source["prompt"], gen=source["gen"],
+                                    batch=source["batch"], attention=source["attention"],
+                                    kv_cache=source["kv_cache"], cuda_graphs=source["cuda_graphs"],
+                                    quantization=quantization, time_model=time_model)
+        return result["decode"]["tokens_per_second"] / source["batch"]
+    workload = Workload(seq_len=source["prompt"], gen_tokens=source["gen"], batch=source["batch"],
+                        attention=source["attention"], precision="pure", kv_cache=source["kv_cache"],
+                        **quantization)
+    result = simulate_decode(cfg, workload, Layout(tp=run["tp"]), hardware, cuda_graphs=source["cuda_graphs"],
+                             time_model=time_model)
+    return 1 / result["token"]["seconds_per_token"]
+
+
+def _train_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
+    """Model TFLOP/s per GPU (MFU x the bf16 peak)."""
+    from costmodel.layout.time import step_time
+    from costmodel.presets import load_preset
+
+    hardware = _run_hardware(source)
+    if "gpt" in run:  # a GPT of the run's own sizes (heads, hidden, layers; its padded vocabulary)
+        heads, hidden, layers = run["gpt"]
+        cfg = ModelConfig(name=run["model"], family="gpt", vocab_size=source["vocabulary"], d_model=hidden,
+                          n_heads=heads, d_ff=4 * hidden, n_decoder_layers=layers, max_positions=run["seq_len"],
+                          position="learned", norm="layernorm", activation="gelu", dropout=0.1)
+    else:
+        cfg = load_preset(run["model"])
+    micro = run.get("micro_batch", source.get("micro_batch"))
+    layout = Layout(tp=run["tp"], pp=run["pp"], dp=run["dp"], sp=source.get("sp", True),
+                    zero=source.get("zero", 1), framework=source.get("framework", "megatron"),
+                    microbatches=run["global_batch"] // (run["dp"] * micro))
+    workload = Workload(seq_len=run["seq_len"], batch=micro, dtype=source["dtype"], impl="megatron",
+                        attention=source["attention"])
+    step = step_time(ParallelEstimate(cfg, workload, layout), hardware, time_model=time_model).step()
+    return step["mfu"] * hardware.peak(source["dtype"]) / 1e12
+
+
+def other_runs() -> list[dict[str, Any]]:
+    """Each run of costmodel/published_runs.json: published, and ours under the roofline and
+    the kernel-level time model (None, with the reason, where the model cannot express it)."""
+    from costmodel.config import ConfigError
+
+    data = other_runs_data()
+    rows = []
+    for run in data["runs"]:
+        source = data["sources"][run["id"].split()[0]]
+        measure = _decode_run if run["kind"] == "decode" else _train_run
+        published = run.get("published_tokens_per_s", run.get("published_tflops_per_gpu"))
+        unit = "tokens/s" if run["kind"] == "decode" else "TFLOP/s per GPU"
+        row = {"run": run["id"], "unit": unit, "published": published, "roofline": None, "kernels": None,
+               "not_expressible": None, "source": source["source"]}
+        try:
+            row.update(roofline=measure(run, source, "roofline"), kernels=measure(run, source, "kernels"))
+        except ConfigError as error:
+            row["not_expressible"] = str(error)
+        rows.append(row)
     return rows

@@ -81,7 +81,10 @@ def gpus() -> list[dict[str, Any]]:
     from costmodel.hardware import HARDWARE_DIR
 
     presets = []
+    hidden = set(json.loads(GPUS_FILE.read_text()).get("hidden_presets", []))
     for path in sorted(HARDWARE_DIR.glob("*.json")):
+        if path.stem in hidden:
+            continue
         data = json.loads(path.read_text())
         label = data.get("description", data["name"]).removeprefix("NVIDIA ")
         presets.append({"name": label, "memory_gib": data["memory_bytes"] / 2**30,

@@ -211,7 +211,7 @@ def render_parallel_training(r: dict[str, Any]) -> str:
         f"{i['seq_len']}, recompute {i['recompute']}",
         "",
         f"  {'step':<22}{seconds(step['seconds']):>10}   {step['tokens_per_second']:,.0f} tokens/s; "
-        f"MFU {100 * step['mfu']:.1f}%, HFU {100 * step['hfu']:.1f}% "
+        f"MFU {100 * step['mfu']:.1f}% ({step.get('flops_convention', 'dense')} model FLOPs), HFU {100 * step['hfu']:.1f}% "
         f"({step['tflops_per_gpu']:.0f} TFLOP/s per GPU with recomputation)",
         f"  {'compute':<22}{seconds(step['compute_seconds']):>10}   (the slowest stage's micro-batches)",
         f"  {'exposed communication':<22}{seconds(sum(exposed.values())):>10}   "
@@ -254,7 +254,8 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
     i = result["inputs"]
     asked = (f"{i['model']} on {i['gpus']:,} x {i['hardware']}, {i['dtype']}: "
              + (f"{i['batch']:,} sequences of prompt {i['seq_len']:,} + {i['gen']:,} generated tokens"
-                if serve else f"global batch {i['global_batch']:,} of {i['seq_len']:,} tokens"))
+                if serve else f"global batch {i['global_batch']:,} of {i['seq_len']:,} tokens")
+             + (f"; time model {i['time_model']}" if i.get("time_model") else ""))
     out = [asked, f"{plural(len(feasible) + len(infeasible), 'layout')}: {len(feasible):,} fit in "
            f"{binary_bytes(capacity)} a GPU"
            + (", " + ", ".join(f"{count:,} set aside for {reason}" for reason, count in reasons.items())
@@ -301,7 +302,11 @@ def render_inference(r: dict[str, Any]) -> str:
         f"memory {i['memory_efficiency']:g}; ridge {hw['ridge_flops_per_byte']:.3g} FLOP/B)"
         + (f"\n{i['dtype_note']}" if i.get("dtype_note") else ""),
         f"prompt {i['prompt']}, generate {i['gen']}, batch {i['batch']}, attention {i['attention']}, "
-        f"{i['kv_cache']} KV cache",
+        f"{i['kv_cache']} KV cache"
+        + (f", weights {i['weight_dtype']}" if i.get("weight_dtype") else "")
+        + (", CUDA graphs" if i.get("cuda_graphs") else ""),
+        *(["times: the kernel-level model (docs/time.md); the bounds, intensities and busy shares, and "
+           "the uncached steps, are the roofline's"] if i.get("time_model") == "kernels" else []),
         "",
         _timing("prefill", r["prefill"]),
     ]
@@ -318,7 +323,7 @@ def render_inference(r: dict[str, Any]) -> str:
             "",
             f"Memory: {binary_bytes(m['bytes'])} at batch {i['batch']} ("
             + ("fits" if m["fits"] else "does NOT fit")
-            + f" in {binary_bytes(hw['memory_bytes'])}): weights {binary_bytes(m['weights'])}, KV "
+            + f" in {binary_bytes(hw['serving_memory_bytes'])} usable): weights {binary_bytes(m['weights'])}, KV "
             f"cache {binary_bytes(m['kv_bytes_per_token'])} per token per sequence; fits batch <= "
             f"{m['max_batch']:,} at this context, "
             + (f"context <= {m['max_context']:,} at this batch" if m["max_context"] != float("inf") else
@@ -355,7 +360,7 @@ def render_training(r: dict[str, Any]) -> str:
         "",
         _timing("step", r["step"]),
         f"  {'throughput':<22}{r['tokens_per_second']:>10,.0f}   tokens/s; MFU at this step time "
-        f"{100 * r['mfu_predicted']:.1f}%"
+        f"{100 * r['mfu_predicted']:.1f}% ({r.get('flops_convention', 'dense')} model FLOPs)"
         + (f"; MFU of the measured step {100 * r['mfu_measured']:.1f}%" if "mfu_measured" in r else ""),
     ]
     if "train_seconds" in r:

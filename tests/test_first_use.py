@@ -68,12 +68,14 @@ def test_inference_that_does_not_fit_says_so(capsys):
     args = ["simulate", "--model", "llama2-70b", "--hardware", "h200", "--batch", "16", "--prompt",
             "4096", "--gen", "512"]
     code, out, _ = run(args, capsys)
-    assert code == 0 and "at batch 16 (does NOT fit in 141.00 GiB)" in out and "fits batch <= 8" in out
+    # Serving plans with 90% of the 141 GiB (vLLM's default) less the 512 MiB reserve: 126.4 GiB,
+    # less than the weights alone (issue 18; with the whole GPU the answer was batch <= 8).
+    assert code == 0 and "at batch 16 (does NOT fit in 126.40 GiB usable)" in out and "fits batch <= 0" in out
     code, out, _ = run(args + ["--json"], capsys)
     memory = json.loads(out)["memory"]
     # 16 x 4608 tokens x 80 layers x 2 x 8 KV heads x 128 x 2 bytes of cache alone: 22.5 GiB, plus
     # 137.95 GiB of weights.
-    assert memory["fits"] is False and memory["bytes"] > 141 * 2**30 and memory["max_batch"] == 8
+    assert memory["fits"] is False and memory["bytes"] > 141 * 2**30 and memory["max_batch"] == 0
 
 
 def test_generated_tokens_extend_the_decoder(capsys):

@@ -7,7 +7,8 @@ no larger than the layers; dp = GPUs / (tp pp); sequence parallelism when tp > 1
 ZeRO stages; the micro-batch (1, 2, 4, 8) and so the micro-batches per step; the 1F1B schedule,
 and the interleaved one with two stages a rank where it divides; recomputation (none, selective,
 full). Serving enumerates tp and pp; dp is replicas, each serving batch / dp sequences.
-Each candidate is a ParallelEstimate (its expressions compiled once per structure) and a StepTime.
+Each candidate is a ParallelEstimate (its expressions compiled once per structure) and a StepTime
+of the time model asked for (the kernel model's leaf kernels cached across candidates).
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ from dataclasses import replace
 from typing import Any, Iterator
 
 from ..config import ConfigError, ModelConfig, Workload, require_decoder
-from ..hardware import Efficiency, Hardware
+from ..hardware import DEFAULT_TIME_MODEL, Efficiency, Hardware
 from .frameworks import FRAMEWORKS
 from .rank import ParallelEstimate
 from .serving_memory import serving_memory
 from .spec import Layout, tensor_split_sizes
-from .time import StepTime
+from .time import step_time
 
 MICRO_BATCHES = (1, 2, 4, 8)
 RECOMPUTES = ("none", "selective", "full")
@@ -98,7 +99,7 @@ def _entry(layout: Layout, batch: int, recompute: str) -> dict[str, Any]:
 
 def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int, global_batch: int,
                   workload: Workload, fixed: dict[str, Any] | None = None,
-                  efficiency: Efficiency | None = None) -> dict[str, Any]:
+                  efficiency: Efficiency | None = None, time_model: str = DEFAULT_TIME_MODEL) -> dict[str, Any]:
     """Every training layout: {"feasible": [...] by step time, "infeasible": [...]}."""
     fixed = fixed or {}
     check_fixed(fixed, gpus)
@@ -115,10 +116,10 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
             infeasible.append({**entry, "reason": "unsupported", "detail": str(error)})
             continue
         per_rank = estimate.per_rank
-        if per_rank["total"] > hardware.memory_bytes:
+        if per_rank["total"] > hardware.training_memory_bytes:
             infeasible.append({**entry, "reason": "memory", "per_rank": per_rank})
             continue
-        step = StepTime(estimate, hardware, efficiency).step()
+        step = step_time(estimate, hardware, efficiency, time_model).step()
         feasible.append({**entry, "per_rank": per_rank, "step_time": step["seconds"], "mfu": step["mfu"],
                          "hfu": step["hfu"], "split": {
                              "compute": step["compute_seconds"],
@@ -136,9 +137,12 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
 
 def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, prompt: int, gen: int,
                  dtype: str, fixed: dict[str, Any] | None = None,
-                 efficiency: Efficiency | None = None) -> dict[str, Any]:
+                 efficiency: Efficiency | None = None, kv_cache: str = "dynamic",
+                 quantization: dict[str, Any] | None = None,
+                 time_model: str = DEFAULT_TIME_MODEL) -> dict[str, Any]:
     """Every serving layout for `batch` sequences at a context of prompt + gen: the memory per
-    rank (weights and the KV cache at the last step), ranked by time per output token."""
+    rank (weights and the KV cache at the last step), ranked by time per output token. kv_cache
+    and quantization (weight_dtype, weight_group, kv_dtype) are the Workload's."""
     fixed = fixed or {}
     check_fixed(fixed, gpus)
     require_decoder(cfg)
@@ -154,7 +158,8 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                 continue
             layout = Layout(dp=dp, tp=tp, pp=pp, framework="deepspeed")
             workload = Workload(seq_len=prompt, gen_tokens=gen, batch=batch // dp, dtype=dtype,
-                                precision="pure", attention="sdpa")
+                                precision="pure", attention="sdpa", kv_cache=kv_cache,
+                                **{k: v for k, v in (quantization or {}).items() if v is not None})
             try:
                 layout.check(cfg, gpus)
                 estimate = ParallelEstimate(cfg, workload, layout, phase="decode")
@@ -162,10 +167,10 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                 infeasible.append({**entry, "reason": "unsupported", "detail": str(error)})
                 continue
             per_rank = serving_memory(estimate)
-            if per_rank["total"] > hardware.memory_bytes:
+            if per_rank["total"] > hardware.serving_memory_bytes:
                 infeasible.append({**entry, "reason": "memory", "per_rank": per_rank})
                 continue
-            token = StepTime(estimate, hardware, efficiency).token()
+            token = step_time(estimate, hardware, efficiency, time_model).token()
             feasible.append({**entry, "per_rank": per_rank, "time_per_output_token": token["seconds_per_token"],
                              "tp_all_reduce_seconds": token["tp_all_reduce_seconds"],
                              "tokens_per_second": token["tokens_per_second"]})

@@ -27,6 +27,7 @@ from typing import Any
 
 from .. import compiled
 from ..config import ConfigError, ModelConfig, Workload
+from ..model_flops import leaf_model_flops
 from .frameworks import FRAMEWORKS, Framework
 from .spec import Layout
 
@@ -138,7 +139,11 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
             cost.get(q) != 0 for q in ("flops_matmul", "flops_other", "bytes_moved"))})
         for name, value in work.items():
             exprs[f"work.{index}.{name}"] = local(value, subs)
-        add("model_flops", leaf.count * (cost.flops_matmul + cost.flops_matmul_backward))
+        # Model FLOPs by convention (costmodel/model_flops.py: no recomputation, not even flash's
+        # of Q K^T) for MFU; what the kernels execute for HFU.
+        add("model_flops", leaf.count * leaf_model_flops(leaf, "dense"))
+        add("model_flops_causal", leaf.count * leaf_model_flops(leaf, "causal"))
+        add("executed_flops", leaf.count * (cost.flops_matmul + cost.flops_matmul_backward))
         if leaf.recomputed:
             add("recomputed_flops", leaf.count * cost.flops_matmul)
         counts = structure["counts"].setdefault(key, {"column_inputs": 0, "row_outputs": 0, "sublayers": 0,

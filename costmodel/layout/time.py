@@ -3,12 +3,12 @@ overlap, the pipeline bubble and the optimizer; MFU and HFU.
 
 Nothing here is a formula of a block. A stage's micro-batch time is its leaves' training work
 (costmodel/layout/rank.py: forward, backward, the recomputed forward) at the roofline's two kernels
-per block (costmodel/hardware.kernel_times), plus the per-block overhead. Collectives take their
-wire bytes (ring factors) over the link of their group, plus a latency per call; the groups are
-laid out tensor-parallel ranks first, then data-parallel, then pipeline (Megatron's order), so a
-group spanning more GPUs than a node holds runs at the inter-node bandwidth.
+per block (costmodel/hardware.kernel_times), plus the per-block overhead. Collectives, under both
+time models, take NCCL's achievable bus bandwidth at their message size, hierarchically when their
+group spans nodes (costmodel/collectives.py); the groups are laid out tensor-parallel ranks first,
+then data-parallel, then pipeline (Megatron's order).
 
-The overlap model (a stated convention, not a measurement):
+The overlap model (stated conventions, not measurements; each settable with Overlap):
 - tensor-parallel collectives and pipeline sends are on the critical path (exposed);
 - the gradient all-reduce or reduce-scatter of DDP and ZeRO-1/2 overlaps the last micro-batch's
   backward (two thirds of its compute); ZeRO-1/2's parameter all-gather after the optimizer step
@@ -18,31 +18,57 @@ The overlap model (a stated convention, not a measurement):
 - the pipeline bubble is (p - 1)/v of the slowest stage's micro-batch (1F1B and GPipe: v = 1),
   so (p - 1)/(m v) of the ideal m micro-batches;
 - the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it.
-MFU counts the model's matmul FLOPs (forward and backward, no recomputation); HFU adds the
-recomputed forwards.
+MFU counts the model FLOPs of a named convention (costmodel/model_flops.py: dense or causal; no
+recomputation, not even flash's recompute of Q K^T); HFU counts what the kernels execute, the
+recomputed forwards included.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from ..hardware import Efficiency, Hardware, kernel_times
+from ..collectives import collective_seconds, ring_factor
+from ..hardware import DEFAULT_TIME_MODEL, Efficiency, Hardware, kernel_times
+from ..model_flops import check_convention
 from .rank import ParallelEstimate, Stage
 
 
-def _ring(kind: str, world: int) -> float:
-    if world <= 1:
-        return 0.0
-    return 2 * (world - 1) / world if kind == "all_reduce" else (world - 1) / world
+@dataclass(frozen=True)
+class Overlap:
+    """The overlap conventions, each settable (stated, not measured):
+    tp: the fraction of tensor-parallel communication hidden behind compute (0: exposed, as
+        Megatron without its TP-communication overlap);
+    dp: the fraction of the last micro-batch's compute a gradient reduction (DDP, ZeRO-1/2) runs
+        under (2/3: its backward; 0: reduced after backward, Megatron-LM before
+        --overlap-grad-reduce);
+    prefetch: FSDP/ZeRO-3 gather and scatter each micro-batch while it computes (False: exposed)."""
+
+    tp: float = 0.0
+    dp: float = 2 / 3
+    prefetch: bool = True
+
+    def __post_init__(self) -> None:
+        from ..config import ConfigError
+
+        for name in ("tp", "dp"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                raise ConfigError(f"overlap {name} must be a fraction in [0, 1], got {value!r}.")
 
 
 class StepTime:
     """The step time of one ParallelEstimate on one machine."""
 
-    def __init__(self, estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None):
+    def __init__(self, estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None,
+                 flops_convention: str = "dense", cuda_graphs: bool = False, overlap: Overlap | None = None):
         self.estimate, self.hardware = estimate, hardware
+        self.overlap = overlap or Overlap()
+        self.flops_convention = check_convention(flops_convention)
+        # Launch overhead per block; none for decode steps replayed from a CUDA graph.
+        self.overhead_s = 0.0 if cuda_graphs and estimate.phase == "decode" else hardware.overhead_s_per_block
         eff = efficiency or Efficiency(**hardware.efficiency)
         dtype = estimate.workload.dtype
         self.peak = hardware.peak(dtype)
@@ -54,14 +80,11 @@ class StepTime:
         self.worlds = {"tp": layout.tp, "dp": layout.dp, "pp": 2}
 
     def collective(self, group: str, kind: str, payload: float, calls: int = 1) -> float:
-        """Seconds of `calls` collectives moving `payload` bytes in all."""
-        if not payload:
+        """Seconds of `calls` collectives moving `payload` bytes in all: the one communication
+        model (costmodel/collectives.py), under every time model."""
+        if not payload or not ring_factor(kind, self.worlds[group]):
             return 0.0
-        factor = 1.0 if kind in ("send", "recv") else _ring(kind, self.worlds[group])
-        if not factor:
-            return 0.0
-        link = self.hardware.link(self.spans[group])
-        return payload * factor / link + calls * self.hardware.collective_latency_s
+        return collective_seconds(self.hardware, kind, payload, self.worlds[group], self.spans[group], calls)
 
     @cached_property
     def part_seconds(self) -> dict[str, tuple[float, int]]:
@@ -84,7 +107,7 @@ class StepTime:
             seconds += count * part
             active += count * blocks
         passes = 3 if self.estimate.phase == "train" else 1  # a backward runs about twice the forward's ops
-        return seconds + passes * active * self.hardware.overhead_s_per_block
+        return seconds + passes * active * self.overhead_s
 
     def _runs(self, stage: Stage) -> dict[str, int]:
         """How many times each part's leaves run on this rank in one micro-batch."""
@@ -113,7 +136,8 @@ class StepTime:
         tp_microbatch, tp_step = self.tensor_parallel(stage) if layout.tp > 1 else (0.0, 0.0)
         pp = sum(self.collective("pp", kind, value / m) for kind, value in
                  communication.get("pp", {}).items() if kind == "send")
-        return {"compute": self.compute(stage), "tp": tp_microbatch, "pp": pp, "tp_step": tp_step}
+        exposed = 1 - self.overlap.tp
+        return {"compute": self.compute(stage), "tp": exposed * tp_microbatch, "pp": pp, "tp_step": exposed * tp_step}
 
     def data_parallel(self, stage: Stage, compute: float) -> float:
         """Exposed seconds of the step's data-parallel collectives (see the overlap model)."""
@@ -124,11 +148,11 @@ class StepTime:
         per_microbatch = self.estimate.framework.sharding == "per_tensor" or layout.zero == 3
         if per_microbatch:
             each = sum(self.collective("dp", kind, value / m) for kind, value in kinds.items())
-            return m * max(0.0, each - compute)
+            return m * (max(0.0, each - compute) if self.overlap.prefetch else each)
         gradients = sum(self.collective("dp", kind, value) for kind, value in kinds.items()
                         if kind in ("all_reduce", "reduce_scatter"))
         parameters = self.collective("dp", "all_gather", kinds.get("all_gather", 0))
-        return max(0.0, gradients - 2 / 3 * compute) + parameters
+        return max(0.0, gradients - self.overlap.dp * compute) + parameters
 
     def optimizer(self, stage: Stage) -> float:
         """The optimizer's pass over the parameters this rank updates."""
@@ -168,8 +192,9 @@ class StepTime:
         tp_step = max(times["tp_step"] for _, times in stages)
         seconds = m * per_microbatch + bubble + dp + optimizer + tp_step
         numbers = estimate.numbers
-        model_flops = numbers["model_flops"] * m * layout.dp
-        hardware_flops = (numbers["model_flops"] + numbers["recomputed_flops"]) * m * layout.dp
+        key = "model_flops" if self.flops_convention == "dense" else "model_flops_causal"
+        model_flops = numbers[key] * m * layout.dp
+        hardware_flops = (numbers["executed_flops"] + numbers["recomputed_flops"]) * m * layout.dp
         tokens = estimate.workload.batch * estimate.workload.dimensions(estimate.cfg)["n"] * m * layout.dp
         capacity = self.hardware.peak(estimate.workload.dtype) * layout.gpus
         return {
@@ -183,21 +208,46 @@ class StepTime:
             "mfu": model_flops / (seconds * capacity),
             "hfu": hardware_flops / (seconds * capacity),
             "model_flops": model_flops,
+            "flops_convention": self.flops_convention,
             "tokens_per_second": tokens / seconds,
             "tflops_per_gpu": hardware_flops / seconds / layout.gpus / 1e12,
         }
 
 
+def step_time(estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None,
+              time_model: str = DEFAULT_TIME_MODEL, **options: Any) -> StepTime:
+    """The StepTime of a time model: the roofline's (this module) or the kernel-level one
+    (costmodel/layout/kernel_step.py)."""
+    if time_model == "kernels":
+        from .kernel_step import KernelStepTime
+
+        return KernelStepTime(estimate, hardware, efficiency, **options)
+    if options.pop("compiled", False):
+        from ..config import ConfigError
+
+        raise ConfigError("--compile is modelled by the kernel-level time model only; add --time-model kernels.")
+    if time_model != "roofline":
+        from ..config import ConfigError
+
+        raise ConfigError(f"time model must be roofline or kernels, got {time_model!r}.")
+    return StepTime(estimate, hardware, efficiency, **options)
+
+
 def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                       efficiency: Efficiency | None = None, tokens: float | None = None,
-                      step_seconds: float | None = None) -> dict[str, Any]:
+                      step_seconds: float | None = None, flops_convention: str = "dense",
+                      time_model: str = DEFAULT_TIME_MODEL, overlap: Overlap | None = None,
+                      compiled: bool = False) -> dict[str, Any]:
     """`simulate --train` with a layout: the step time and its split, MFU and HFU, each rank's
     memory against the GPU's, and the time to train on `tokens` tokens."""
     estimate = ParallelEstimate(cfg, workload, layout)
-    step = StepTime(estimate, hardware, efficiency).step()
+    options = {"compiled": True} if compiled else {}
+    step = step_time(estimate, hardware, efficiency, time_model, flops_convention=flops_convention,
+                     overlap=overlap, **options).step()
     parallel = estimate.to_dict()
-    result = {"step": step, "parallel": parallel, "fits": parallel["per_rank"]["total"] <= hardware.memory_bytes,
-              "memory_capacity": hardware.memory_bytes}
+    capacity = hardware.training_memory_bytes
+    result = {"step": step, "parallel": parallel, "fits": parallel["per_rank"]["total"] <= capacity,
+              "memory_capacity": capacity}
     if tokens is not None:
         result["train_seconds"] = tokens / step["tokens_per_second"]
     if step_seconds is not None:
@@ -206,11 +256,16 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
 
 
 def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
-                    efficiency: Efficiency | None = None) -> dict[str, Any]:
+                    efficiency: Efficiency | None = None, cuda_graphs: bool = False,
+                    time_model: str = DEFAULT_TIME_MODEL, compiled: bool = False) -> dict[str, Any]:
     """Inference with a layout: the time per output token at the last step's context, its
     tensor-parallel all-reduce time, and each rank's weights and KV cache."""
     from .serving_memory import serving_memory
 
     estimate = ParallelEstimate(cfg, workload, layout, phase="decode")
-    token = StepTime(estimate, hardware, efficiency).token()
-    return {"token": token, "per_rank": serving_memory(estimate), "layout": layout.to_dict(workload.batch)}
+    options = {"compiled": True} if compiled else {}
+    token = step_time(estimate, hardware, efficiency, time_model, cuda_graphs=cuda_graphs, **options).token()
+    per_rank = serving_memory(estimate)
+    return {"token": token, "per_rank": per_rank, "layout": layout.to_dict(workload.batch),
+            "fits": per_rank["total"] <= hardware.serving_memory_bytes,
+            "memory_capacity": hardware.serving_memory_bytes}

@@ -1,0 +1,100 @@
+"""Collectives' time: alpha + beta per collective with its algorithm factor, at the bus bandwidth
+NCCL achieves at that message size (costmodel/nccl_facts.json), hierarchical across nodes.
+
+- Within a node, a hardware with a measured busbw curve (A100 and H100/H200 NVSwitch nodes) takes
+  its time from the curve: time = payload x factor / busbw(payload), busbw interpolated in
+  log(bytes) between the measured sizes (the curve includes each call's latency). The curve was
+  measured on 8 ranks; NCCL's busbw is normalised to be independent of the rank count for ring
+  algorithms, so smaller groups use it as it is (stated).
+- Elsewhere: alpha + beta, collective_latency_s per call plus payload x factor / (link x 0.8),
+  the ~80% of the unidirectional spec collectives reach.
+- A group that spans nodes runs hierarchically (NCCL's tree/ring over nodes): reduce-scatter
+  within the node, the all-reduce of each GPU's 1/g share between the nodes at 73% of the NIC's
+  bandwidth (a published 4-node measurement), all-gather within the node.
+Factors: all-reduce 2(n-1)/n, all-gather and reduce-scatter (n-1)/n (payload: the whole tensor),
+send/recv 1. No torch here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .hardware import Hardware
+
+FACTS_PATH = Path(__file__).resolve().parent / "nccl_facts.json"
+
+
+@lru_cache(maxsize=None)
+def nccl_facts() -> dict[str, Any]:
+    return json.loads(FACTS_PATH.read_text())
+
+
+def ring_factor(kind: str, ranks: int) -> float:
+    if kind in ("send", "recv"):
+        return 1.0
+    if ranks <= 1:
+        return 0.0
+    return 2 * (ranks - 1) / ranks if kind == "all_reduce" else (ranks - 1) / ranks
+
+
+def busbw_curve(hardware: Hardware) -> list[tuple[float, float]] | None:
+    """The measured (bytes, busbw in bytes/s) points of this hardware's node, if any."""
+    return _curve(hardware.name)
+
+
+@lru_cache(maxsize=None)
+def _curve(name: str) -> list[tuple[float, float]] | None:
+    for curve in nccl_facts()["all_reduce_busbw"]:
+        if name in curve["hardware"]:
+            return [(float(size), gbps * 1e9) for size, gbps in curve["points_bytes_gbps"]]
+    return None
+
+
+def interpolated_busbw(curve: list[tuple[float, float]], payload: float) -> float:
+    """busbw at `payload` bytes: log-linear between measured sizes, the end values beyond them."""
+    if payload <= curve[0][0]:
+        # Below the smallest size the time is the smallest call's (latency-bound): busbw scales.
+        return curve[0][1] * payload / curve[0][0]
+    for (s0, b0), (s1, b1) in zip(curve, curve[1:]):
+        if payload <= s1:
+            t = math.log(payload / s0) / math.log(s1 / s0)
+            return b0 + t * (b1 - b0)
+    return curve[-1][1]
+
+
+def within_node(hardware: Hardware, kind: str, payload: float, ranks: int, calls: int = 1) -> float:
+    """Seconds of `calls` equal collectives moving `payload` bytes in all, inside one node."""
+    factor = ring_factor(kind, ranks)
+    if not payload or not factor:
+        return 0.0
+    curve = busbw_curve(hardware)
+    if curve is not None:
+        each = payload / calls
+        return calls * each * factor / interpolated_busbw(curve, each)
+    link = hardware.link(1) * float(nccl_facts()["link_efficiency"]["value"])  # within the node
+    return payload * factor / link + calls * hardware.collective_latency_s
+
+
+def collective_seconds(hardware: Hardware, kind: str, payload: float, ranks: int, span: int,
+                       calls: int = 1) -> float:
+    """Seconds of `calls` collectives of `kind` moving `payload` bytes in all over `ranks` GPUs
+    that span `span` consecutive GPUs (hierarchical when that is more than a node holds)."""
+    if not payload or ranks <= 1 and kind not in ("send", "recv"):
+        return 0.0
+    per_node = hardware.gpus_per_node
+    if span <= per_node:
+        return within_node(hardware, kind, payload, ranks, calls)
+    inter = hardware.link(span) * float(nccl_facts()["inter_node_efficiency"]["value"])  # between nodes
+    if kind in ("send", "recv"):
+        return payload / inter + calls * hardware.collective_latency_s
+    local = max(1, min(ranks, per_node * ranks // span))  # this group's ranks inside one node
+    nodes = max(1, ranks // local)
+    between = 2 * (nodes - 1) / nodes if kind == "all_reduce" else (nodes - 1) / nodes
+    crossing = payload / local * between / inter + calls * hardware.collective_latency_s
+    inside = {"all_reduce": ("reduce_scatter", "all_gather"), "reduce_scatter": ("reduce_scatter",),
+              "all_gather": ("all_gather",)}[kind]
+    return crossing + sum(within_node(hardware, step, payload, local, calls) for step in inside)

@@ -1,0 +1,399 @@
+"""Time from kernel shapes: the cost tree's leaves as the kernels that run them, each timed on a
+hardware file (docs/time.md, "The kernel-level model").
+
+A leaf already knows its work; here it becomes kernels with shapes, read from the leaf itself:
+  - a projection (QKV, output, FFN, experts, the head): one GEMM (M, N, K) per weight matrix of
+    the leaf (Cost.matrices), M the tokens its FLOPs imply (flops / (2 K N));
+  - the attention core: one fused call (b, heads, n_q, n_kv, head_dim, causal, window) under
+    sdpa/flash; under eager its two batched GEMMs and the softmax, each a kernel;
+  - everything else: bytes and FLOPs of memory-bound kernels.
+A kernel's time:
+  - GEMM: tile and wave quantization over the SMs (NVIDIA's matrix-multiplication guide): the
+    output is cut into tiles, each SM computes one tile per wave, and a wave takes a whole tile's
+    FLOPs at the SM's share of the large-GEMM rate (the hardware's matmul_efficiency, a
+    microbenchmark); no GEMM runs faster than its bytes at the achievable bandwidth;
+  - fused attention: the FLOPs the kernel executes (blocks of 128 x 128; a causal mask skips the
+    blocks above the diagonal, a window those before it) at the kernel's published efficiency for
+    the GPU's architecture and the sequence length (costmodel/kernel_facts.json);
+  - memory-bound kernels: the larger of bytes / achievable bandwidth and FLOPs / vector peak;
+  - each active leaf pays the hardware's launch overhead per block, none under CUDA graphs.
+`leaves_time` is the one function that gives the time of a set of leaves (a step, a stage).
+No torch here, and no sympy until a leaf's shapes are read from the tree (plan's cached kernels
+need neither).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+from .config import DTYPE_BYTES, ConfigError, Workload
+from .hardware import Efficiency, Hardware
+
+FACTS_PATH = Path(__file__).resolve().parent / "kernel_facts.json"
+
+
+@lru_cache(maxsize=None)
+def kernel_facts() -> dict[str, Any]:
+    return json.loads(FACTS_PATH.read_text())
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """count independent products (M x K) @ (K x N), as one launch (a batched GEMM)."""
+
+    m: int
+    n: int
+    k: int
+    count: int = 1
+    weight_bytes: float | None = None  # a quantized weight as stored (None: e bytes per element)
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.m * self.n * self.k * self.count
+
+
+@dataclass(frozen=True)
+class AttentionCall:
+    """One fused attention call: batch x heads queries of n_q against n_kv keys."""
+
+    batch: int
+    heads: int
+    n_q: int
+    n_kv: int
+    head_dim: int
+    causal: bool = True
+    window: int | None = None  # keys a query sees, itself included (None: all)
+    value_dim: int | None = None
+
+    def dense_flops(self) -> int:
+        """Q K^T and P V over every (query, key) pair: the FLOPs convention of the tree."""
+        return 2 * self.batch * self.heads * self.n_q * self.n_kv * (self.head_dim + (self.value_dim or self.head_dim))
+
+    def executed_pairs(self, block: int) -> int:
+        """(query, key) pairs in the blocks the kernel computes: for each block of `block`
+        queries, the key blocks from the first key any of them sees (a window) to the last (the
+        causal diagonal; queries are the last n_q of the n_kv positions)."""
+        offset, pairs = self.n_kv - self.n_q, 0
+        for start in range(0, self.n_q, block):  # integers only (no numpy: plan imports neither)
+            rows = min(start + block, self.n_q) - start
+            last = self.n_kv if not self.causal else min(offset + start + rows, self.n_kv)
+            first = 0 if self.window is None else max(offset + start - self.window + 1, 0) // block * block
+            last_block = min(-(-last // block) * block, self.n_kv)
+            pairs += rows * max(last_block - first, 0)
+        return self.batch * self.heads * pairs
+
+    def executed_flops(self, block: int) -> int:
+        return 2 * self.executed_pairs(block) * (self.head_dim + (self.value_dim or self.head_dim))
+
+
+@dataclass(frozen=True)
+class Pointwise:
+    """A memory-bound kernel (norms, activations, adds, softmax): its bytes and FLOPs."""
+
+    bytes: float
+    flops: float = 0.0
+
+
+Kernel = Gemm | AttentionCall | Pointwise
+
+
+class KernelTimer:
+    """Seconds of one kernel on one hardware in one dtype."""
+
+    def __init__(self, hardware: Hardware, dtype: str = "bf16", attention: str = "sdpa",
+                 cuda_graphs: bool = False, efficiency: Efficiency | None = None, compiled: bool = False):
+        self.hardware = hardware
+        self.dtype = Workload(dtype=dtype).dtype
+        self.element_bytes = DTYPE_BYTES[self.dtype]
+        eff = efficiency or Efficiency(**hardware.efficiency)
+        self.peak = hardware.peak(self.dtype)
+        # The measured large-GEMM efficiency, unless an efficiency is given (--compute-efficiency).
+        self.matmul_efficiency = (eff.compute if efficiency is not None
+                                  else hardware.matmul_efficiency.get(self.dtype, eff.compute))
+        self.bandwidth = hardware.bandwidth_bytes_per_s * eff.memory
+        self.vector = hardware.vector_flops_per_s * eff.compute
+        self.sms = hardware.sm_count or 1
+        self.fused_attention = attention in ("sdpa", "flash")
+        self.launch_s = 0.0 if cuda_graphs else hardware.overhead_s_per_block
+        self.compiled = compiled  # torch.compile's fusions (kernel_facts.json "compile")
+        facts = kernel_facts()
+        self.tiles = [tuple(t) for t in facts["gemm_tiles"]["values"]]
+        self.split_k_min_k = int(facts["split_k"]["min_k_per_split"])
+        self.block = int(facts["attention_block"]["value"])
+        entry = next((e for e in facts["attention_efficiency"]
+                      if e["kernel"] == "flash2" and e["architecture"] == hardware.architecture), {})
+        self.attention_points = entry.get("points")
+        # The backward's efficiency over the forward's, where the kernel's paper gives both.
+        self.attention_backward_ratio = float(entry.get("backward_ratio", 1.0))
+        self.memo: dict[tuple[Any, bool], float] = {}  # (kernel, backward) -> seconds
+
+    def waves(self, gemm: Gemm, tile: tuple[int, int]) -> int:
+        tiles = math.ceil(gemm.m / tile[0]) * math.ceil(gemm.n / tile[1]) * gemm.count
+        return math.ceil(tiles / self.sms)
+
+    def split_k(self, gemm: Gemm, tile: tuple[int, int]) -> int:
+        """How many ways a GEMM of less than one wave splits its K dimension over the idle SMs
+        (split-K, as cuBLAS does for such shapes; each split at least split_k_min_k deep)."""
+        tiles = math.ceil(gemm.m / tile[0]) * math.ceil(gemm.n / tile[1]) * gemm.count
+        if tiles >= self.sms:
+            return 1
+        return max(1, min(self.sms // tiles, gemm.k // self.split_k_min_k))
+
+    def gemm_compute_seconds(self, gemm: Gemm, tile: tuple[int, int] | None = None) -> float:
+        """Tile and wave quantization: each wave computes one whole tile per SM at the SM's share
+        of the large-GEMM rate; a GEMM of less than a wave splits K over the idle SMs and adds the
+        partial sums' fp32 traffic. `tile`: a fixed tile; None: the tile that finishes first."""
+        per_sm = self.peak * self.matmul_efficiency / self.sms
+        def seconds(t: tuple[int, int]) -> float:
+            split = self.split_k(gemm, t)
+            if split == 1:
+                return self.waves(gemm, t) * 2 * t[0] * t[1] * gemm.k / per_sm
+            partials = 4 * split * gemm.m * gemm.n * gemm.count * 2  # fp32 written, then read to reduce
+            return 2 * t[0] * t[1] * math.ceil(gemm.k / split) / per_sm + partials / self.bandwidth
+        return seconds(tile) if tile else min(seconds(t) for t in self.tiles)
+
+    def gemm_seconds(self, gemm: Gemm, tile: tuple[int, int] | None = None) -> float:
+        weights = self.element_bytes * gemm.k * gemm.n if gemm.weight_bytes is None else gemm.weight_bytes
+        moved = gemm.count * (self.element_bytes * (gemm.m * gemm.k + gemm.m * gemm.n) + weights)
+        return max(self.gemm_compute_seconds(gemm, tile), moved / self.bandwidth)
+
+    def attention_efficiency(self, n_kv: int) -> float:
+        """The fused kernel's published efficiency at this length (log-linear between the
+        published points); the large-GEMM efficiency where none is published."""
+        points = self.attention_points
+        if not points:
+            return self.matmul_efficiency
+        (n0, e0), (n1, e1) = points[0], points[-1]
+        if n_kv <= n0 or n1 == n0:
+            return e0
+        if n_kv >= n1:
+            return e1
+        return e0 + (e1 - e0) * math.log(n_kv / n0) / math.log(n1 / n0)
+
+    def attention_seconds(self, call: AttentionCall, backward: bool = False) -> float:
+        flops = call.executed_flops(self.block)
+        efficiency = self.attention_efficiency(call.n_kv)
+        if backward:
+            flops *= float(kernel_facts()["attention_backward_factor"]["value"])
+            efficiency *= self.attention_backward_ratio
+        compute = flops / (self.peak * efficiency)
+        kv = (call.value_dim or call.head_dim) + call.head_dim
+        moved = self.element_bytes * call.batch * call.heads * (2 * call.n_q * call.head_dim + call.n_kv * kv)
+        return max(compute, moved / self.bandwidth)
+
+    def pointwise_seconds(self, kernel: Pointwise) -> float:
+        return max(kernel.bytes / self.bandwidth, kernel.flops / self.vector)
+
+    def seconds(self, kernel: Kernel, backward: bool = False) -> float:
+        if isinstance(kernel, Gemm):
+            return self.gemm_seconds(kernel)
+        if isinstance(kernel, AttentionCall):
+            return self.attention_seconds(kernel, backward)
+        return self.pointwise_seconds(kernel)
+
+
+# ---------------------------------------------------------------------------------------------
+# Leaves as kernels (the shapes are the tree's: matrices, lengths, heads)
+
+def _number(expr: Any, subs: dict) -> float:
+    import sympy as sp
+
+    return float(sp.sympify(expr).xreplace(subs))
+
+
+def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | None = None,
+                 compiled: bool = False) -> list[Kernel]:
+    """The kernels of one run of a leaf, with their shapes, at these values. `local`: symbols
+    to replace first (a tensor-parallel rank's share: h -> h / tp, ...; layout/split.py).
+    compiled: torch.compile's fusions (kernel_facts.json "compile")."""
+    import sympy as sp
+
+    from . import symbols as S
+    from .blocks import AttentionCore, Softmax, WeightedSum
+
+    if local:
+        subs = {**subs, **{symbol: sp.sympify(value).xreplace(subs) for symbol, value in local.items()}}
+    cost, block = leaf.cost, leaf.block
+    kernels: list[Kernel] = []
+    if isinstance(block, AttentionCore) and fused_attention:
+        if isinstance(block, (Softmax, WeightedSum)):
+            return []  # inside the one fused call the scores leaf stands for
+        window = int(_number(S.w, subs)) if block.windowed else None
+        return [AttentionCall(
+            batch=int(_number(S.b, subs)), heads=int(_number(S.h, subs)),
+            n_q=int(_number(block.q_len, subs)), n_kv=int(_number(block.k_len, subs)),
+            head_dim=int(_number(block.qk_dim, subs)), causal=block.causal, window=window,
+            value_dim=int(_number(block.value_dim, subs)))]
+    flops = _number(cost.flops_matmul, subs)
+    if flops:
+        kernels += _gemms(leaf, subs, flops)
+    other = _number(cost.bytes_other, subs) - (_fused_away(leaf, subs) if compiled else 0.0)
+    other_flops = sum(_number(x, subs) for _, x in cost.elements)
+    if other or other_flops:
+        kernels.append(Pointwise(other, other_flops))
+    return kernels
+
+
+def _fused_away(leaf: Any, subs: dict) -> float:
+    """Bytes torch.compile's fusions save in this leaf's memory-bound kernel: the norm after a
+    residual add does not read the sum again; a gated activation does not write and reread its
+    output before the product."""
+    from . import symbols as S
+    from .blocks import FeedForward, Norm
+
+    block = leaf.block
+    if isinstance(block, Norm) and leaf.part == "layer":
+        return _number(S.e * block.tokens * block.width, subs)
+    if isinstance(block, FeedForward) and block.gated:
+        return _number(2 * S.e * block.tokens * block.width, subs)
+    return 0.0
+
+
+def launches_of(leaf: Any, kernels: int, compiled: bool) -> int:
+    """Kernels a leaf launches: a layer's norm runs inside the residual add's kernel when compiled."""
+    from .blocks import Norm
+
+    if compiled and isinstance(leaf.block, Norm) and leaf.part == "layer" and kernels == 1:
+        return 0
+    return kernels
+
+
+def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
+    """A projection's GEMMs from its weight matrices; the attention core's batched GEMMs
+    (eager); any other product as one memory-or-compute kernel of its FLOPs and bytes."""
+    from . import symbols as S
+    from .blocks import AttentionScores, WeightedSum
+
+    block, cost = leaf.block, leaf.cost
+    if isinstance(block, (AttentionScores, WeightedSum)):
+        b, h = int(_number(S.b, subs)), int(_number(S.h, subs))
+        n_q, n_kv = int(_number(block.q_len, subs)), int(_number(block.k_len, subs))
+        if isinstance(block, AttentionScores):
+            return [Gemm(n_q, n_kv, int(_number(block.qk_dim, subs)), b * h)]
+        return [Gemm(n_q, int(_number(block.value_dim, subs)), n_kv, b * h)]
+    # Cost.matrices: (output features, input features, how many) per weight matrix.
+    shapes = [(int(_number(out, subs)), int(_number(inner, subs)), int(_number(how_many, subs)))
+              for out, inner, how_many in cost.matrices]
+    if not shapes and hasattr(block, "tokens") and hasattr(block, "width"):  # the LM head
+        shapes = [(int(_number(S.V, subs)), int(_number(block.width, subs)), 1)]
+    weights = sum(out * inner * how_many for out, inner, how_many in shapes)
+    if weights and flops % (2 * weights) == 0:
+        tokens = int(flops // (2 * weights))
+        return [Gemm(tokens, out, inner, weight_bytes=_stored(leaf, out, inner, subs))
+                for out, inner, how_many in shapes for _ in range(how_many)]
+    return [Pointwise(_number(cost.bytes_matmul, subs), 0.0), _Compute(flops)]
+
+
+def _stored(leaf: Any, out: int, inner: int, subs: dict) -> float | None:
+    """Bytes of one quantized weight matrix as stored (None: unquantized)."""
+    if getattr(leaf, "weight_format", None) is None:
+        return None
+    import sympy as sp
+
+    from .blocks import quantized_bytes
+
+    parts = quantized_bytes(((sp.Integer(out), sp.Integer(inner), sp.Integer(1)),), leaf.weight_format)
+    return sum(_number(x, subs) for x in parts.values())
+
+
+@dataclass(frozen=True)
+class _Compute:
+    """FLOPs with no shape the tree gives (timed at the large-GEMM rate)."""
+
+    flops: float
+
+
+@dataclass(frozen=True)
+class LeafTime:
+    path: str
+    count: int
+    kernels: int  # kernels per run
+    seconds: float  # all runs (count x one run), launches included
+
+
+@dataclass(frozen=True)
+class LeavesTime:
+    seconds: float
+    launch_seconds: float
+    leaves: list[LeafTime] = field(default_factory=list)
+
+
+def leaf_seconds(leaf: Any, subs: dict, timer: KernelTimer, training: bool = False,
+                 local: dict | None = None) -> tuple[float, int]:
+    """One run of a leaf: its kernels' seconds (launches aside) and how many kernels. Training
+    adds the backward: a GEMM's two products of the same size (input and weight gradients), the
+    fused attention's backward (kernel_facts: 5/2 of its forward), twice the forward's
+    memory-bound traffic (the tree's stated convention), and a recomputed leaf's forward again."""
+    kernels = leaf_kernels(leaf, subs, timer.fused_attention, local, timer.compiled)
+    return kernels_seconds(kernels, timer, training, leaf.recomputed), len(kernels)
+
+
+def kernels_seconds(kernels: Iterable[Any], timer: KernelTimer, training: bool = False,
+                    recomputed: bool = False) -> float:
+    """One run of a leaf's kernels (leaf_seconds' convention); each kernel's seconds computed once
+    per timer (KernelTimer.memo: a shape on one hardware in one dtype takes one time)."""
+    memo = timer.memo
+    def once(kernel: Any, backward: bool) -> float:
+        key = (kernel, backward)
+        if key not in memo:
+            memo[key] = _seconds(timer, kernel, backward)
+        return memo[key]
+    forward = sum(once(k, False) for k in kernels)
+    if not training:
+        return forward
+    backward = sum(once(k, True) for k in kernels)
+    return forward * (2 if recomputed else 1) + backward
+
+
+def leaves_time(leaves: Iterable[Any], subs: dict, timer: KernelTimer, training: bool = False) -> LeavesTime:
+    """The time of a set of leaves (a pass, a stage's micro-batch) as their kernels run one
+    after another (leaf_seconds), each active leaf paying the launch overhead per pass."""
+    total = launches = 0.0
+    rows = []
+    for leaf in leaves:
+        count = int(_number(leaf.count, subs))
+        one_run, kernels = leaf_seconds(leaf, subs, timer, training)
+        if not kernels or not count:
+            continue
+        passes = (3 if training else 1)
+        launch = passes * timer.launch_s * bool(launches_of(leaf, kernels, timer.compiled))
+        seconds = count * (one_run + launch)
+        total += seconds
+        launches += count * launch
+        rows.append(LeafTime(leaf.path, count, kernels, seconds))
+    return LeavesTime(total, launches, rows)
+
+
+def _seconds(timer: KernelTimer, kernel: Any, backward: bool = False) -> float:
+    if isinstance(kernel, _Compute):
+        return (2 if backward else 1) * kernel.flops / (timer.peak * timer.matmul_efficiency)
+    if isinstance(kernel, Gemm) and backward:
+        return timer.gemm_seconds(Gemm(kernel.m, kernel.k, kernel.n, kernel.count)) + \
+            timer.gemm_seconds(Gemm(kernel.k, kernel.n, kernel.m, kernel.count))
+    if isinstance(kernel, Pointwise) and backward:
+        return 2 * timer.pointwise_seconds(kernel)
+    return timer.seconds(kernel, backward)
+
+
+def inference_subs(cfg: Any, dtype: str, batch: int, seq_len: int, context: int | None = None,
+                   source_len: int | None = None) -> dict:
+    """The values a prefill (context None) or a decode step at `context` keys evaluates at."""
+    import sympy as sp
+
+    from . import symbols as S
+    from .model import model_values
+
+    values = {**model_values(cfg), S.b: batch, S.n: seq_len, S.T: 0,
+              S.s: seq_len if source_len is None else source_len,
+              S.c: seq_len if context is None else context, S.e: DTYPE_BYTES[Workload(dtype=dtype).dtype]}
+    return {k: sp.Integer(v) for k, v in values.items()}
+
+
+def check_kernel_model(hardware: Hardware) -> None:
+    if not hardware.sm_count:
+        raise ConfigError(f"hardware {hardware.name}: the kernel time model needs sm_count (tiles per wave).")

@@ -1,0 +1,165 @@
+"""A layout's step time with the kernel-level model (`simulate --time-model kernels` with a layout,
+`plan --time-model kernels`, and the `published` comparison's second column).
+
+The same StepTime (costmodel/layout/time.py: stages, bubble, overlap conventions, optimizer, and
+the one communication model, costmodel/collectives.py), with one part replaced: a part's compute
+is its leaves' kernels on one tensor-parallel rank (costmodel/kernel_time.py: GEMM tiles and waves
+at the measured large-GEMM efficiency, attention's executed FLOPs), the leaves' shapes the rank's
+share (layout/split.py's substitution: h -> h / tp, d_ff -> d_ff / tp, the vocabulary, and the
+tokens of the norms and adds under sequence parallelism).
+
+Fast enough for plan, which times hundreds of layouts: a rank's kernels (their shapes, read from
+the cost tree with sympy) depend only on the model, the workload's options, the framework's
+precision, the phase and the rank's values (tp, b, n, ...), not on pp, dp, ZeRO or the schedule.
+They are kept per that key in this process and on disk beside the compiled expressions
+(costmodel/compiled.py's cache folder and source digest, so editing a formula invalidates them);
+a kernel's seconds are kept per KernelTimer (one per hardware and dtype). A warm plan imports no
+sympy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from functools import cached_property
+from typing import Any
+
+from .. import compiled as compiled_cache
+from ..hardware import Efficiency, Hardware
+from ..kernel_time import (AttentionCall, Gemm, KernelTimer, Pointwise, _Compute, check_kernel_model,
+                           kernels_seconds)
+from .rank import FRAMEWORKS, ParallelEstimate, _loss_parallel
+from .time import StepTime
+
+#: One leaf's entry in a rank's kernels: its part key, whether it is recomputed, whether it
+#: launches any kernel, and one run's kernels.
+Entry = tuple[str, bool, bool, list]
+_KINDS = {cls.__name__: cls for cls in (Gemm, AttentionCall, Pointwise, _Compute)}
+_RANK_KERNELS: dict[tuple, list[Entry]] = {}  # this process's, by what _rank_key reads
+_PARTS: dict[tuple, dict[str, tuple[float, int]]] = {}  # a rank's part seconds, per timer
+_TIMERS: dict[tuple, tuple[Hardware, KernelTimer]] = {}
+
+
+def _timer(hardware: Hardware, dtype: str, attention: str, efficiency: Efficiency | None,
+           compiled: bool) -> KernelTimer:
+    """One KernelTimer (and so one memo of kernel seconds) per hardware object and options."""
+    key = (id(hardware), dtype, attention, efficiency, compiled)
+    held = _TIMERS.get(key)
+    if held is None or held[0] is not hardware:
+        held = _TIMERS[key] = (hardware, KernelTimer(hardware, dtype, attention, efficiency=efficiency,
+                                                     compiled=compiled))
+    return held[1]
+
+
+def _rank_key(estimate: ParallelEstimate, fused_attention: bool, compiled: bool) -> dict[str, Any]:
+    """Everything a rank's kernels depend on (not dp: no leaf's cost does)."""
+    cfg, workload, layout = estimate.cfg, estimate.workload, estimate.layout
+    framework = FRAMEWORKS[layout.framework]
+    values = {**cfg.dimensions(), **workload.dimensions(cfg), "tp": layout.tp}
+    return {"model": cfg.structure(), "values": values, "workload": workload.options(),
+            "precision": framework.precision, "device": layout.device, "phase": estimate.phase,
+            "sp": layout.sp, "vocabulary": framework.vocabulary, "loss_parallel": _loss_parallel(layout),
+            "fused_attention": fused_attention, "compiled": compiled, "framework": layout.framework}
+
+
+def rank_kernels(estimate: ParallelEstimate, fused_attention: bool, compiled: bool) -> list[Entry]:
+    """Each leaf of one tensor-parallel rank as (part key, recomputed, launches, kernels):
+    from this process's memo, the disk cache, or the cost tree (sympy)."""
+    cfg, layout = estimate.cfg, estimate.layout
+    memo = (cfg, estimate.workload, layout.tp, layout.sp, layout.framework, layout.loss_parallel, layout.device, estimate.phase,
+            fused_attention, compiled)
+    if memo in _RANK_KERNELS:
+        return _RANK_KERNELS[memo]
+    name = compiled_cache._key_name("kernels", _rank_key(estimate, fused_attention, compiled))
+    path = compiled_cache.cache_dir() / f"{name}.json"
+    entries = _read(path)
+    if entries is None:
+        entries = _from_tree(estimate, fused_attention, compiled)
+        _write(path, entries)
+    _RANK_KERNELS[memo] = entries
+    return entries
+
+
+def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool) -> list[Entry]:
+    import sympy as sp
+
+    from .. import symbols as S
+    from ..kernel_time import launches_of, leaf_kernels
+    from ..model import CostModel, profile_for
+    from .rank import _part_of
+    from .split import substitution
+
+    cfg, workload, layout = estimate.cfg, estimate.workload, estimate.layout
+    framework = FRAMEWORKS[layout.framework]
+    profile = profile_for(cfg, workload, precision=framework.precision, device=layout.device,
+                          optimizer_impl="foreach" if layout.device == "cuda" else "single")
+    tree = CostModel(cfg, profile, phase=estimate.phase)
+    values = _rank_key(estimate, fused_attention, compiled)["values"]
+    subs = {getattr(S, k): sp.Integer(v) for k, v in values.items()}
+    entries: list[Entry] = []
+    for i, part in _part_of(tree).items():
+        leaf = tree.leaves[i]
+        key = part if part != "layer" else f"layer.{leaf.stack}" + (f".{leaf.kind}" if leaf.kind else "")
+        encoder = leaf.stack == "encoder" and cfg.architecture == "encoder-decoder"
+        local = substitution(leaf.block, sp_on=layout.sp, vocabulary=framework.vocabulary,
+                             loss_parallel=_loss_parallel(layout), encoder=encoder)
+        kernels = leaf_kernels(leaf, subs, fused_attention, local, compiled)
+        entries.append((key, bool(leaf.recomputed), launches_of(leaf, len(kernels), compiled) > 0, kernels))
+    return entries
+
+
+def _read(path: Any) -> list[Entry] | None:
+    try:
+        rows = json.loads(path.read_text())
+        return [(key, recomputed, launches, [_KINDS[kind](**fields) for kind, fields in kernels])
+                for key, recomputed, launches, kernels in rows]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write(path: Any, entries: list[Entry]) -> None:
+    """Atomically; no cache when the folder cannot be written."""
+    rows = [[key, recomputed, launches, [[type(k).__name__, dataclasses.asdict(k)] for k in kernels]]
+            for key, recomputed, launches, kernels in entries]
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as out:
+            json.dump(rows, out)
+        os.replace(out.name, path)
+    except OSError:
+        pass
+
+
+class KernelStepTime(StepTime):
+    """StepTime with kernel-level compute (communication as every StepTime's)."""
+
+    def __init__(self, estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None,
+                 flops_convention: str = "dense", cuda_graphs: bool = False, overlap: Any = None,
+                 compiled: bool = False):
+        super().__init__(estimate, hardware, efficiency, flops_convention, cuda_graphs, overlap)
+        check_kernel_model(hardware)
+        self.timer = _timer(hardware, estimate.workload.dtype, estimate.workload.attention, efficiency, compiled)
+
+    @cached_property
+    def part_seconds(self) -> dict[str, tuple[float, int]]:
+        """Per part (one run of its leaves on one rank): the kernels' seconds and how many of
+        its leaves run any kernel (what the per-block overhead is paid for)."""
+        timer = self.timer
+        entries = rank_kernels(self.estimate, timer.fused_attention, timer.compiled)
+        memo = (id(entries), id(timer))
+        if memo in _PARTS:
+            return _PARTS[memo]
+        training = self.estimate.phase == "train"
+        out: dict[str, tuple[float, int]] = {}
+        for key, recomputed, launches, kernels in entries:
+            seconds = kernels_seconds(kernels, timer, training, recomputed)
+            total, active = out.get(key, (0.0, 0))
+            out[key] = (total + seconds, active + int(launches))
+        _PARTS[memo] = out
+        return out
+
+
+def kernel_step(estimate: ParallelEstimate, hardware: Hardware, **options: Any) -> dict[str, Any]:
+    return KernelStepTime(estimate, hardware, **options).step()

@@ -1,0 +1,147 @@
+"""The kernel-level time model (issue 18): GEMM tile and wave quantization, the FLOPs a fused
+attention kernel executes, the kernels' shapes read from the tree, launch overhead and CUDA graphs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from costmodel.config import Workload
+from costmodel.hardware import load_hardware
+from costmodel.kernel_time import (AttentionCall, Gemm, KernelTimer, Pointwise, inference_subs,
+                                   leaf_kernels, leaves_time)
+from costmodel.model import CostModel, profile_for
+from costmodel.presets import load_preset
+
+
+def a100(**options) -> KernelTimer:
+    return KernelTimer(load_hardware("a100-80gb"), "bf16", **options)
+
+
+def test_wave_quantization_of_nvidias_guide():
+    # NVIDIA's "Matrix Multiplication Background" guide, "Wave quantization": an A100 has 108 SMs
+    # and runs one 256x128 tile per SM per wave, so 108 tiles take one wave and 109 tiles two: 1%
+    # more work, about twice the time (its figure: throughput halves just past each multiple of
+    # 108 tiles). Its tile-quantization example: 1792 x 1792 is 7 x 14 = 98 tiles, one wave.
+    timer, tile = a100(), (256, 128)
+    full = Gemm(256 * 12, 128 * 9, 4096)  # 108 tiles
+    over = Gemm(256 * 12 + 1, 128 * 9, 4096)  # 13 x 9 = 117 tiles: a second wave
+    assert timer.waves(full, tile) == 1 and timer.waves(over, tile) == 2
+    assert timer.waves(Gemm(1792, 1792, 4096), tile) == 1
+    ratio = timer.gemm_compute_seconds(over, tile) / timer.gemm_compute_seconds(full, tile)
+    assert ratio == pytest.approx(2.0, rel=0.10)
+    throughput = lambda g: g.flops / timer.gemm_compute_seconds(g, tile)  # noqa: E731
+    assert throughput(over) / throughput(full) == pytest.approx(0.5, rel=0.10)
+    # A full wave runs at the hardware's large-GEMM rate: 271.2 of 312 TFLOP/s (MAMF, A100 SXM).
+    assert throughput(full) == pytest.approx(312e12 * 0.869)
+
+
+def test_a_decode_gemv_is_bound_by_its_bytes():
+    timer = a100()
+    gemv = Gemm(1, 4096, 4096)
+    bytes_moved = 2 * (4096 + 4096 * 4096 + 4096)
+    assert timer.gemm_seconds(gemv) == pytest.approx(bytes_moved / (2039e9 * 0.8))
+
+
+def test_causal_flash_executes_about_half_of_dense_at_long_n():
+    dense = AttentionCall(1, 32, 16384, 16384, 128, causal=False)
+    causal = AttentionCall(1, 32, 16384, 16384, 128, causal=True)
+    assert dense.executed_flops(128) == dense.dense_flops() == 4 * 32 * 16384**2 * 128
+    # 128 blocks a side: the diagonal's 128 blocks are computed whole, 129/256 of the pairs.
+    assert causal.executed_flops(128) / dense.dense_flops() == pytest.approx(129 / 256)
+    # A 4,096-key window computes ~33 key blocks per query block instead of up to 128.
+    windowed = AttentionCall(1, 32, 16384, 16384, 128, causal=True, window=4096)
+    assert 0.2 < windowed.executed_flops(128) / dense.dense_flops() < 0.26
+    # One decoding query sees every key in the cache; a short prompt is dearer per pair.
+    decode = AttentionCall(8, 32, 1, 4000, 128, causal=True)
+    assert decode.executed_pairs(128) == 8 * 32 * 4000
+    # 130 queries: the first block of 128 sees its 128 keys, the last 2 queries two blocks (130).
+    assert AttentionCall(1, 1, 130, 130, 64).executed_pairs(128) == 128 * 128 + 2 * 130
+
+
+def test_the_flash_kernel_speeds_up_with_length_on_an_a100():
+    # FlashAttention-2's published range, 50% of peak at 512 to 73% at 16k (kernel_facts.json):
+    # time per executed FLOP falls with n, where one efficiency for every kernel could not.
+    timer = a100()
+    assert timer.attention_efficiency(512) == 0.50 and timer.attention_efficiency(16384) == 0.73
+    per_flop = [timer.attention_seconds(AttentionCall(1, 32, n, n, 128)) /
+                AttentionCall(1, 32, n, n, 128).executed_flops(128) for n in (1024, 4096, 8192)]
+    assert per_flop[0] > per_flop[1] > per_flop[2]
+
+
+def test_the_flash_backward_runs_at_its_published_share_of_the_forwards_efficiency():
+    # FlashAttention-2, section 1: up to 73% of peak forward, up to 63% backward; the backward
+    # executes 5/2 of the forward's FLOPs (Q K^T recomputed) at 0.863 of its efficiency.
+    timer = a100()
+    call = AttentionCall(1, 32, 8192, 8192, 128)
+    forward, backward = timer.attention_seconds(call), timer.attention_seconds(call, backward=True)
+    assert backward / forward == pytest.approx(2.5 / 0.863, rel=1e-12)
+    hopper = KernelTimer(load_hardware("h100-sxm"))  # FlashAttention-2 on the H100: one figure
+    assert hopper.attention_backward_ratio == 1.0
+
+
+def test_kernel_shapes_come_from_the_tree():
+    cfg = load_preset("llama2-7b")
+    profile = profile_for(cfg, Workload(attention="sdpa"), dropout=False, kv_cache="static")
+    prefill = CostModel(cfg, profile, phase="prefill")
+    subs = inference_subs(cfg, "bf16", 2, 1024)
+    kernels = {leaf.name: leaf_kernels(leaf, subs, fused_attention=True) for leaf in prefill.leaves}
+    assert kernels["qkv"] == [Gemm(2048, 4096, 4096)] * 3  # b*n tokens, q, k and v
+    assert kernels["mlp"][:3] == [Gemm(2048, 11008, 4096), Gemm(2048, 11008, 4096), Gemm(2048, 4096, 11008)]
+    # SiLU reads and writes 2048 x 11008 (2 x 2 bytes), the gate product reads two (3 x 2 bytes).
+    assert kernels["mlp"][3] == Pointwise(10 * 2048 * 11008, 2 * 2048 * 11008)
+    assert kernels["scores"] == [AttentionCall(2, 32, 1024, 1024, 128, causal=True, window=None, value_dim=128)]
+    assert "weighted_sum" not in kernels or kernels["weighted_sum"] == []
+    assert kernels["lm_head"] == [Gemm(2048, 32000, 4096)]
+    assert all(isinstance(k, Pointwise) for k in kernels["norm"])
+
+
+def test_cuda_graphs_remove_the_launch_overhead():
+    cfg = load_preset("llama2-7b")
+    profile = profile_for(cfg, Workload(attention="sdpa"), dropout=False, kv_cache="static")
+    decode = CostModel(cfg, profile, phase="decode")
+    subs = inference_subs(cfg, "bf16", 1, 1, context=205)
+    eager = leaves_time(decode.leaves, subs, a100())
+    graphed = leaves_time(decode.leaves, subs, a100(cuda_graphs=True))
+    assert graphed.launch_seconds == 0 and eager.launch_seconds > 0
+    assert eager.seconds - graphed.seconds == pytest.approx(eager.launch_seconds)
+    # Per active block, 10 us: 32 layers x 9 blocks + embedding, final norm and head.
+    assert eager.launch_seconds == pytest.approx((32 * 9 + 3) * 1e-5)
+
+
+def test_a_gemm_of_less_than_a_wave_splits_k_over_the_idle_sms():
+    # A tensor-parallel decode GEMM: 1 token x 512 outputs of 4096 inputs is 8 tiles of 64 x 64 on
+    # 108 SMs. Split 13 ways (108 // 8) along K it is bound by its 4 MiB of weights, not by the
+    # 8 tiles' full-depth compute (13.4 us at 1/108 of 271 TFLOP/s each).
+    timer, gemv = a100(), Gemm(1, 512, 4096)
+    assert timer.split_k(gemv, (64, 64)) == 13
+    assert timer.gemm_compute_seconds(gemv) < timer.gemm_seconds(gemv)
+    assert timer.gemm_seconds(gemv) == pytest.approx(2 * (4096 + 512 * 4096 + 512) / (2039e9 * 0.8))
+    assert timer.split_k(Gemm(4096, 4096, 4096), (128, 128)) == 1  # 1,024 tiles: whole waves
+
+
+def test_compile_fuses_the_residual_add_with_the_next_norm_and_the_gated_activation():
+    # Llama-2-7B prefill of 1,024 tokens, one run of each leaf (a layer): two norms stop
+    # rereading the residual sum (2 x 1024 x 4096 x 2 bytes) and SwiGLU stops writing and
+    # rereading silu's output (2 x 1024 x 11008 x 2 bytes); the 64 norms launch nothing.
+    cfg = load_preset("llama2-7b")
+    profile = profile_for(cfg, Workload(attention="sdpa"), dropout=False, kv_cache="static")
+    prefill = CostModel(cfg, profile, phase="prefill")
+    subs = inference_subs(cfg, "bf16", 1, 1024)
+    eager, compiled = a100(), a100(compiled=True)
+    bytes_of = lambda compile: sum(k.bytes for leaf in prefill.leaves  # noqa: E731
+                                   for k in leaf_kernels(leaf, subs, True, compiled=compile) if isinstance(k, Pointwise))
+    assert bytes_of(False) - bytes_of(True) == 2 * 1024 * 4096 * 2 + 2 * 1024 * 11008 * 2
+    saved = leaves_time(prefill.leaves, subs, eager).launch_seconds - leaves_time(prefill.leaves, subs, compiled).launch_seconds
+    assert saved == pytest.approx(64 * 1e-5)
+
+
+def test_compile_needs_the_kernel_model(capsys):
+    import cli
+
+    assert cli.main(["simulate", "--model", "gpt2", "--hardware", "a100-80gb", "--compile"]) == 2
+    assert "--time-model kernels" in capsys.readouterr().err
+    assert cli.main(["simulate", "--model", "gpt2", "--hardware", "a100-80gb", "--compile", "--time-model", "kernels",
+                     "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["inputs"]["compiled"] is True

@@ -1,0 +1,71 @@
+"""simulate's time options (issue 18): CUDA graphs, quantized weights read as stored, and the
+kernel-level time model behind --time-model kernels."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import cli
+from costmodel.hardware import Efficiency, load_hardware
+from costmodel.presets import load_preset
+from costmodel.simulate import Roofline, simulate_inference
+
+LLAMA_MATRICES = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008)  # the weights a layer multiplies by
+
+
+def test_cuda_graphs_remove_the_per_block_overhead_of_decode_steps_only():
+    cfg, hw = load_preset("llama2-7b"), load_hardware("a100-80gb")
+    eager = Roofline(cfg, hw, "bf16", kv_cache="static")
+    graphed = Roofline(cfg, hw, "bf16", kv_cache="static", cuda_graphs=True)
+    # Active blocks of an eager decode step: 11 a layer (two norms, QKV, RoPE, scores, softmax,
+    # weighted sum, output, MLP, two residual adds), the embedding, the final norm and the head.
+    blocks = 32 * 11 + 3
+    assert float(eager.decode(1, 205)[1]) - float(graphed.decode(1, 205)[1]) == pytest.approx(blocks * 1e-5)
+    assert float(eager.prefill(1, 5)[1]) == float(graphed.prefill(1, 5)[1])  # the prefill runs eagerly
+
+
+def test_quantized_weights_are_read_as_stored():
+    # int8 (LLM.int8 layout): one byte a weight and an fp32 absmax per output row, instead of 2
+    # bytes a weight; the embedding and head stay bf16.
+    cfg, hw = load_preset("llama2-7b"), load_hardware("a100-80gb")
+    plain = Roofline(cfg, hw, "bf16", Efficiency(1.0, 1.0), kv_cache="static")
+    int8 = Roofline(cfg, hw, "bf16", Efficiency(1.0, 1.0), kv_cache="static",
+                    quantization={"weight_dtype": "int8"})
+    rows = 32 * (3 * 4096 + 4096 + 2 * 11008 + 4096)  # output rows of q, k, v, o, gate, up, down
+    saved = 2 * LLAMA_MATRICES - (LLAMA_MATRICES + 4 * rows)
+    difference = plain.decode(1, 100)[0].bytes - int8.decode(1, 100)[0].bytes
+    assert difference == saved
+
+
+def test_simulate_takes_the_time_options_and_names_them(capsys):
+    args = ["simulate", "--model", "llama2-7b", "--hardware", "A100-80GB", "--prompt", "5", "--gen", "20",
+            "--kv-cache", "static", "--cuda-graphs", "--time-model", "kernels", "--weight-dtype", "int4",
+            "--weight-group", "32", "--json"]
+    assert cli.main(args) == 0
+    result = json.loads(capsys.readouterr().out)
+    inputs = result["inputs"]
+    assert inputs["cuda_graphs"] and inputs["time_model"] == "kernels" and inputs["weight_dtype"] == "int4"
+    assert result["decode"]["tokens_per_second"] > 0
+    assert cli.main(args[:-1] + ["--weight-dtype", "int3", "--json"]) == 2
+    assert "int3" in capsys.readouterr().err
+
+
+def test_the_kernel_model_and_the_roofline_agree_where_both_are_bandwidth_bound():
+    # A batch-1 bf16 decode step reads every weight once: both models are its bytes over the
+    # achievable bandwidth, within the few kernels the roofline does not split (norms, RoPE).
+    cfg, hw = load_preset("llama2-7b"), load_hardware("a100-80gb")
+    roof = simulate_inference(cfg, hw, prompt=5, gen=8, batch=1, kv_cache="static", cuda_graphs=True)
+    kern = simulate_inference(cfg, hw, prompt=5, gen=8, batch=1, kv_cache="static", cuda_graphs=True,
+                              time_model="kernels")
+    assert kern["decode"]["generate_seconds"] == pytest.approx(roof["decode"]["generate_seconds"], rel=0.02)
+
+
+def test_a_given_compute_efficiency_overrides_the_measured_gemm_efficiency():
+    from costmodel.kernel_time import KernelTimer
+
+    a100 = load_hardware("a100-80gb")
+    assert KernelTimer(a100, "bf16").matmul_efficiency == 0.869  # MAMF, the hardware file's
+    assert KernelTimer(a100, "bf16", efficiency=Efficiency(0.5, 0.8)).matmul_efficiency == 0.5
+    assert KernelTimer(a100, "fp32").matmul_efficiency == 0.7  # no fp32 measurement: efficiency.compute

@@ -1,0 +1,148 @@
+"""Measures a device and writes a hardware file in costmodel/hardware.py's schema (`python cli.py
+hardware --measure --out FILE [--device cpu|cuda] [--like PRESET]`).
+
+What it measures, each the median of a few runs after a warm-up:
+- a GEMM grid (square and tall shapes) in each dtype: the best FLOP/s reached. Without --like
+  that is the file's peak; with --like PRESET the preset's datasheet peaks stay and the ratio
+  becomes the file's matmul_efficiency (what the kernel time model uses);
+- memory bandwidth: a large copy (reads and writes); with --like, its ratio to the datasheet
+  becomes efficiency.memory;
+- scaled_dot_product_attention at a few lengths (causal, head_dim 128): FLOP/s under the dense
+  convention, recorded for comparison in `_measurements`;
+- on CUDA: the SM count, the memory a fresh context takes (total - free after initialisation:
+  memory_reserve_bytes), the driver and CUDA versions.
+The file names the date, torch and the device in `source`, and is checked (Hardware.from_dict)
+before it is written. `--device cpu` runs the same code on this machine's CPU, so that the path
+a GPU takes is tested here.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+#: GEMM shapes (M, N, K): quick (a CPU test) and full (a GPU).
+GRIDS = {
+    "quick": [(128, 256, 256), (256, 512, 256)],
+    "full": [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
+             (16384, 4096, 4096), (4096, 14336, 4096), (2048, 8192, 28672)],
+}
+ATTENTION_LENGTHS = {"quick": [128], "full": [1024, 4096, 16384]}
+
+
+def _synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def median_seconds(function: Callable[[], Any], device: str, repeats: int = 5, warmup: int = 2) -> float:
+    for _ in range(warmup):
+        function()
+    _synchronize(device)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        _synchronize(device)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def gemm_grid(device: str, dtype: str, grid: str) -> list[dict[str, Any]]:
+    rows = []
+    for m, n, k in GRIDS[grid]:
+        a = torch.randn(m, k, device=device, dtype=TORCH_DTYPES[dtype])
+        b = torch.randn(k, n, device=device, dtype=TORCH_DTYPES[dtype])
+        seconds = median_seconds(lambda: a @ b, device)
+        rows.append({"m": m, "n": n, "k": k, "flops_per_s": 2 * m * n * k / seconds})
+    return rows
+
+
+def copy_bandwidth(device: str, megabytes: int) -> float:
+    source = torch.ones(megabytes * 2**20 // 4, device=device)
+    target = torch.empty_like(source)
+    return 2 * source.numel() * 4 / median_seconds(lambda: target.copy_(source), device)
+
+
+def attention_rates(device: str, dtype: str, grid: str) -> list[dict[str, Any]]:
+    rows = []
+    functional = torch.nn.functional
+    for n in ATTENTION_LENGTHS[grid]:
+        q, k, v = (torch.randn(1, 8, n, 128, device=device, dtype=TORCH_DTYPES[dtype]) for _ in range(3))
+        seconds = median_seconds(lambda: functional.scaled_dot_product_attention(q, k, v, is_causal=True), device)
+        rows.append({"n": n, "heads": 8, "head_dim": 128, "causal": True,
+                     "dense_flops_per_s": 4 * 8 * n * n * 128 / seconds})
+    return rows
+
+
+def device_facts(device: str) -> dict[str, Any]:
+    if device.startswith("cuda"):
+        torch.cuda.init()
+        free, total = torch.cuda.mem_get_info()
+        props = torch.cuda.get_device_properties(0)
+        return {"description": props.name, "memory_bytes": total, "memory_reserve_bytes": total - free,
+                "sm_count": props.multi_processor_count,
+                "versions": f"torch {torch.__version__}, CUDA {torch.version.cuda}, driver {_driver()}"}
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return {"description": f"CPU: {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads",
+            "memory_bytes": memory, "memory_reserve_bytes": 0, "sm_count": os.cpu_count() or 1,
+            "versions": f"torch {torch.__version__}"}
+
+
+def _driver() -> str:
+    import subprocess
+
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10).stdout.strip()
+        return out.splitlines()[0] if out else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def measure_file(name: str, device: str = "cuda", dtypes: tuple[str, ...] = ("bf16",),
+                 like: Any = None, grid: str = "full") -> dict[str, Any]:
+    """A hardware file's dict, measured now on `device` (like: a Hardware whose datasheet
+    peaks, interconnect and clocks to keep)."""
+    facts = device_facts(device)
+    grids = {dtype: gemm_grid(device, dtype, grid) for dtype in dtypes}
+    best = {dtype: max(row["flops_per_s"] for row in rows) for dtype, rows in grids.items()}
+    bandwidth = copy_bandwidth(device, 64 if grid == "quick" else 1024)
+    attention = attention_rates(device, dtypes[0], grid)
+    today = datetime.date.today().isoformat()
+    measured = (f"measured {today} by validate/hardware_file.py on {facts['description']} ({facts['versions']}): "
+                f"the best of a GEMM grid of {len(GRIDS[grid])} shapes per dtype, a {'64' if grid == 'quick' else '1024'}"
+                " MiB copy")
+    if like is None:
+        data = {"name": name, "description": facts["description"], "flops_per_s": best,
+                "bandwidth_bytes_per_s": bandwidth, "memory_bytes": facts["memory_bytes"],
+                "efficiency": {"compute": 1.0, "memory": 1.0}, "default_dtype": dtypes[0],
+                "sm_count": facts["sm_count"], "memory_reserve_bytes": facts["memory_reserve_bytes"],
+                "source": measured + "; peaks as measured (efficiencies 1)"}
+    else:
+        data = like.to_dict()
+        peaks = data["flops_per_s"]
+        data.update(name=name, memory_reserve_bytes=facts["memory_reserve_bytes"],
+                    source=f"{measured}; datasheet peaks, interconnect and clocks of {like.name} ({like.source})")
+        data["matmul_efficiency"] = {d: min(1.0, best[d] / peaks[d]) for d in best if d in peaks}
+        data["efficiency"] = dict(data["efficiency"], memory=min(1.0, bandwidth / data["bandwidth_bytes_per_s"]))
+    data["_measurements"] = {"gemm": grids, "attention": attention, "copy_bandwidth_bytes_per_s": bandwidth,
+                             "device": facts["description"], "versions": facts["versions"], "date": today}
+    return data
+
+
+def write_hardware_file(path: Path, data: dict[str, Any]) -> None:
+    """Check the file against the schema, then write it."""
+    from costmodel.hardware import Hardware
+
+    Hardware.from_dict(data, str(path))
+    path.write_text(json.dumps(data, indent=2) + "\n")
