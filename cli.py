@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from costmodel.config import DTYPES, KV_CACHES, RECOMPUTES, ConfigError, ModelConfig, Workload, require_decoder
+from costmodel.defaults import DEFAULT_DTYPE, DEFAULT_HARDWARE, DEFAULT_RECOMPUTE, implied
 from costmodel.layout.frameworks import FRAMEWORKS
 
 
@@ -79,16 +80,22 @@ def _expert_load(ctx: Any, param: Any, value: str | None) -> tuple[float, ...] |
         raise InputError(f"--expert-load must be comma-separated numbers, got {value!r}.") from None
 
 
+IMPL_HELP = ("Whose code the activation memory models: hf, reference or megatron (default: the "
+             "framework's, megatron for --framework megatron, else hf; costmodel/defaults.py).")
+ATTENTION_HELP = ("eager, sdpa or flash; fused kernels keep no n x n matrix (default: the framework's, "
+                  "flash for megatron, sdpa for deepspeed and fsdp2; eager without a layout).")
+
+
 def workload_options(function):
     """The workload options shared by estimate and the commands built on it."""
     options = [
         click.option("--seq-len", "-n", type=int, help="Tokens per sequence (encoder side for encoder-decoders). Default 2048 or the model's context."),
         click.option("--tgt-len", type=int, help="Decoder tokens of an encoder-decoder (default: --seq-len)."),
         click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch."),
-        click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True, help="Weights and activations."),
-        click.option("--impl", default="hf", show_default=True, help="Whose code the activation memory models: hf or reference."),
-        click.option("--attention", default="eager", show_default=True, help="eager, sdpa or flash (fused kernels keep no n x n matrix)."),
-        click.option("--recompute", default="none", show_default=True, help="Activation recomputation: none, selective or full."),
+        click.option("--dtype", type=click.Choice(DTYPES), default=DEFAULT_DTYPE, show_default=True, help="Weights and activations."),
+        click.option("--impl", default=None, help=IMPL_HELP),
+        click.option("--attention", default=None, help=ATTENTION_HELP),
+        click.option("--recompute", default=DEFAULT_RECOMPUTE, show_default=True, help="Activation recomputation: none, selective or full."),
         click.option("--gen-tokens", "-T", type=int, default=0, show_default=True, help="Tokens generated after the prefill (KV cache)."),
         click.option("--optimizer", default="adamw", show_default=True, help="adamw or sgd (optimizer state bytes)."),
         click.option("--precision", default="mixed", show_default=True,
@@ -188,8 +195,9 @@ def estimate(model, config, seq_len, as_json, **options) -> None:
 
     layout_given = {k: options.pop(k) for k in list(options) if k in LAYOUT_OPTIONS or k == "layout_device"}
     cfg = load_model(model, config)
-    workload = make_workload(cfg, seq_len, **options)
     layout = make_layout(cfg, layout_given)
+    options.update(implied(layout.framework if layout else None, options["impl"], options["attention"]))
+    workload = make_workload(cfg, seq_len, **options)
     try:
         result = Estimate(cfg, workload, layout)
         data = result.to_dict()
@@ -267,26 +275,26 @@ def models(as_json) -> None:
 
 @cli.command()
 @model_options
-@click.option("--hardware", "hardware_name", default="a100-80gb", show_default=True, help="A hardware preset (see `hardware`).")
+@click.option("--hardware", "hardware_name", default=DEFAULT_HARDWARE, show_default=True, help="A hardware preset (see `hardware`).")
 @click.option("--prompt", type=int, default=None, help="Prompt tokens (inference). Default 2048, or what the context leaves after --gen.")
 @click.option("--gen", type=int, default=128, show_default=True, help="Tokens to generate (inference).")
 @click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch.")
 @click.option("--dtype", type=click.Choice(DTYPES), default=None,
               help="Weights and activations (default: the hardware's, bf16 for the GPU presets and the "
               "calibrated dtype for local).")
-@click.option("--attention", default="eager", show_default=True, help="eager (writes the n x n scores) or sdpa/flash (fused).")
+@click.option("--attention", default=None, help=ATTENTION_HELP)
 @click.option("--kv-cache", type=click.Choice(KV_CACHES), default="dynamic", show_default=True,
               help="dynamic: each decode step copies the cache to append (torch.cat, Hugging Face's default); "
               "static: a preallocated cache written in place.")
 @click.option("--train", is_flag=True, help="Simulate a training step instead of inference.")
 @click.option("--seq-len", "-n", type=int, default=None, help="Training sequence length (default 2048 or the context).")
-@click.option("--recompute", default="none", show_default=True, help="Training: none, selective or full.")
+@click.option("--recompute", default=DEFAULT_RECOMPUTE, show_default=True, help="Training: none, selective or full.")
 @click.option("--tokens", type=float, default=None, help="Training: tokens to train on (e.g. 2e12) for the time to train.")
 @click.option("--step-time", type=float, default=None, help="Training: a measured step time in seconds, for its MFU.")
 @click.option("--compute-efficiency", type=float, default=None, help="Fraction of peak FLOP/s reached (default: the preset's).")
 @click.option("--memory-efficiency", type=float, default=None, help="Fraction of peak bandwidth reached (default: the preset's).")
 @click.option("--global-batch", type=int, default=None, help="Training with a layout: sequences per step (sets --microbatches = global / (batch x dp)).")
-@click.option("--impl", default="hf", show_default=True, help="Training: whose code the activation memory models (hf, reference or megatron).")
+@click.option("--impl", default=None, help="Training: " + IMPL_HELP)
 @layout_options
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, train, seq_len,
@@ -321,6 +329,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         if not train:
             require_decoder(cfg)  # before the workload warns that generated tokens are ignored
         layout = make_layout(cfg, layout_given)
+        code = implied(layout.framework if layout else None, impl, attention)
+        impl, attention = code["impl"], code["attention"]
         if layout is not None:
             from costmodel.layout import time as parallel_time
 
@@ -367,7 +377,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 
 @cli.command()
 @model_options
-@click.option("--hardware", "hardware_name", default="h100-sxm", show_default=True, help="A hardware preset (see `hardware`).")
+@click.option("--hardware", "hardware_name", default=DEFAULT_HARDWARE, show_default=True, help="A hardware preset (see `hardware`).")
 @click.option("--gpus", type=int, required=True, help="How many GPUs of that kind.")
 @click.option("--seq-len", "-n", type=int, default=None, help="Training: tokens per sequence (default 2048 or the context).")
 @click.option("--global-batch", type=int, default=None, help="Training: sequences per step (default 8 x gpus).")
@@ -375,9 +385,9 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--batch", "-b", type=int, default=None, help="Training: fix the micro-batch; --serve: the sequences served at once (default 32).")
 @click.option("--prompt", type=int, default=None, help="--serve: prompt tokens (default 2048, or what the context leaves after --gen).")
 @click.option("--gen", type=int, default=256, show_default=True, help="--serve: generated tokens.")
-@click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True, help="Weights and activations.")
-@click.option("--impl", default="hf", show_default=True, help="Whose code the activation memory models (hf, reference or megatron).")
-@click.option("--attention", default="sdpa", show_default=True, help="eager, sdpa or flash (training runs use fused kernels).")
+@click.option("--dtype", type=click.Choice(DTYPES), default=DEFAULT_DTYPE, show_default=True, help="Weights and activations.")
+@click.option("--impl", default=None, help="Only this activation profile: " + IMPL_HELP)
+@click.option("--attention", default=None, help="Only this kernel: " + ATTENTION_HELP)
 @click.option("--tp", type=int, default=None, help="Only this tensor-parallel size.")
 @click.option("--pp", type=int, default=None, help="Only this pipeline size.")
 @click.option("--dp", type=int, default=None, help="Only this data-parallel size.")
@@ -396,7 +406,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
 
     cfg = load_model(model, config)
     fixed = {"tp": tp, "pp": pp, "dp": dp, "zero": zero, "sp": sp, "framework": framework,
-             "recompute": recompute, "batch": batch}
+             "recompute": recompute, "batch": batch, "impl": impl, "attention": attention}
     try:
         if gpus < 1:
             raise ConfigError(f"--gpus must be at least 1, got {gpus}.")
@@ -407,7 +417,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
             result = planner.plan_serving(cfg, hardware, gpus, batch or 32, workload.seq_len, gen,
                                           workload.dtype, fixed)
         else:
-            workload = make_workload(cfg, seq_len, dtype=dtype, impl=impl, attention=attention)
+            workload = make_workload(cfg, seq_len, dtype=dtype, **implied(framework, impl, attention))
             result = planner.plan_training(cfg, hardware, gpus, workload.seq_len, global_batch or 8 * gpus,
                                            workload, fixed)
     except ConfigError as error:

@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any, Iterator
 
 from ..config import ConfigError, ModelConfig, Workload, require_decoder
+from ..defaults import implied
 from ..hardware import Efficiency, Hardware
 from .frameworks import FRAMEWORKS
 from .rank import ParallelEstimate
@@ -98,7 +99,9 @@ def _entry(layout: Layout, batch: int, recompute: str) -> dict[str, Any]:
 def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int, global_batch: int,
                   workload: Workload, fixed: dict[str, Any] | None = None,
                   efficiency: Efficiency | None = None) -> dict[str, Any]:
-    """Every training layout: {"feasible": [...] by step time, "infeasible": [...]}."""
+    """Every training layout: {"feasible": [...] by step time, "infeasible": [...]}. Each layout
+    runs its framework's activation profile and attention kernel (costmodel/defaults.py) unless
+    fixed names an "impl" or "attention"; the workload's own are not used."""
     fixed = fixed or {}
     check_fixed(fixed, gpus)
     feasible, infeasible, problems = [], [], []
@@ -106,8 +109,10 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
         if layout is None:
             problems.append(problem)
             continue
+        code = implied(layout.framework, fixed.get("impl"), fixed.get("attention"))
         entry = _entry(layout, batch, recompute)
-        chosen = replace(workload, seq_len=seq_len, batch=batch, recompute=recompute)
+        entry["layout"].update(code)
+        chosen = replace(workload, seq_len=seq_len, batch=batch, recompute=recompute, **code)
         try:
             estimate = ParallelEstimate(cfg, chosen, layout)
         except ConfigError as error:

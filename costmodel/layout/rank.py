@@ -79,7 +79,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     from .split import column_inputs, local, row_outputs, substitution
 
     framework = FRAMEWORKS[layout.framework]
-    profile = profile_for(cfg, workload, precision=framework.precision, device=layout.device,
+    profile = profile_for(cfg, workload, precision=framework.precision_for(workload.dtype), device=layout.device,
                           optimizer_impl="foreach" if layout.device == "cuda" else "single")
     tree = CostModel(cfg, profile, phase=phase)
     parts = _part_of(tree)
@@ -255,6 +255,10 @@ class ParallelEstimate:
         values = {**cfg.dimensions(), **workload.dimensions(cfg), "tp": layout.tp, "dp": layout.dp}
         self.numbers = _evaluate(evaluate, tuple(values.items()))
 
+    @property
+    def _gradient_dtype(self) -> str:
+        return self.framework.gradient_dtype_for(self.workload.dtype)
+
     def _part(self, key: str, quantity: str) -> int:
         return self.numbers.get(f"{key}.{quantity}", 0)
 
@@ -333,6 +337,8 @@ class ParallelEstimate:
             out = {"weights": w * (shard if zero >= 3 else params),
                    "gradients": g * (math.ceil(gradient_params / dp) if zero >= 2 else gradient_params),
                    "optimizer": o * (shard if zero >= 1 else params)}
+            if zero in self.framework.fp32_gradient_partition_stages and self.workload.dtype != "fp32":
+                out["gradients"] += 4 * shard  # the fp32 gradient partition step() allocates
         if self.structure["step_counters"]:
             out["optimizer"] += 4 * tensors
         return out
@@ -440,7 +446,7 @@ class ParallelEstimate:
                 add("pp", "send", m * boundary * crossings)
                 add("pp", "recv", m * boundary * crossings)
             if self.structure["tied"] and (stage.first or stage.last) and not (stage.first and stage.last):
-                width = 4 if self.framework.dp_gradient_dtype == "fp32" else self.workload.bytes_per_element
+                width = 4 if self._gradient_dtype == "fp32" else self.workload.bytes_per_element
                 add("pp", "all_reduce", width * n["embedding_table"])
         return out
 
@@ -492,7 +498,7 @@ class ParallelEstimate:
         micro-batch)."""
         layout, n, m, e = self.layout, self.numbers, self.layout.microbatches, self.workload.bytes_per_element
         dp = layout.dp
-        grad = 4 if self.framework.dp_gradient_dtype == "fp32" else e
+        grad = 4 if self._gradient_dtype == "fp32" else e
         if self.framework.sharding == "per_tensor":
             everything = dp * self._placed(stage, "padded")
             layers = dp * self._layer_sum(stage, "padded")
@@ -541,5 +547,5 @@ class ParallelEstimate:
                        for row in self.per_stage],
             "communication": top["communication"],
             "wire": top["wire"],
-            "precision": self.framework.precision,
+            "precision": self.framework.precision_for(self.workload.dtype),
         }
