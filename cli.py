@@ -124,7 +124,7 @@ def cli() -> None:
 
 
 LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "virtual_stages",
-                  "framework", "stage_layers", "gpus", "device")
+                  "framework", "stage_layers", "gpus", "device", "ep", "capacity_factor")
 
 
 def layout_options(function):
@@ -146,6 +146,11 @@ def layout_options(function):
         click.option("--gpus", type=int, default=None, help="Check that tp x pp x dp is this many GPUs."),
         click.option("--device", "layout_device", type=click.Choice(("cuda", "cpu")), default=None,
                      help="Where the ranks run (torch's AdamW keeps its step counters on the host on CUDA)."),
+        click.option("--ep", type=int, default=None,
+                     help="Expert-parallel ranks, drawn from dp: each holds E / ep experts (docs/layouts.md)."),
+        click.option("--capacity-factor", type=float, default=None,
+                     help="Mixture of experts: each expert takes at most this times its balanced share of "
+                     "the routed tokens, the rest are dropped (default: dropless)."),
     ]
     for option in reversed(options):
         function = option(function)

@@ -182,6 +182,11 @@ def render_parallel(p: dict[str, Any]) -> str:
     lines = [head, "Memory per rank, by pipeline stage (the most loaded rank of each: data-parallel rank 0)",
              table(["stage", "layers", "in flight", *keys], rows)]
     lines.append(f"Most loaded rank: stage {p['per_rank']['stage']}, {binary_bytes(p['per_rank']['total'])}")
+    if "experts" in p:
+        x = p["experts"]
+        lines.append(f"Experts: ep {x['ep']}, {x['experts_per_rank']} a rank, gradients over {x['expert_data_parallel']} "
+                     f"ranks; the most loaded EP rank ({x['most_loaded_ep_rank']}) takes {x['load_factor']:.3g}x the "
+                     f"balanced tokens; {100 * x['dropped_fraction']:.3g}% dropped")
     lines.append("Communication per rank per step (payload; wire bytes with ring factors)")
     comm, wire = p["communication"], p["wire"]
     lines.append(table(["group", "collective", "payload", "wire"],

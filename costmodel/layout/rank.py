@@ -27,12 +27,14 @@ from typing import Any
 
 from .. import compiled
 from ..config import ConfigError, ModelConfig, Workload
+from .experts import expert_load
 from .frameworks import FRAMEWORKS, Framework
 from .spec import Layout
 
 PARTS = ("embedding", "shared", "layer", "tail", "head")
 PART_QUANTITIES = ("params", "padded", "tensors", "gradient_params", "saved", "rebuilt", "inputs",
-                   "buffers", "norm_params", "flops", "kv_cache", "latent_gradient")
+                   "buffers", "norm_params", "flops", "kv_cache", "latent_gradient", "expert_params",
+                   "expert_saved", "routed_slots")
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
 
 
@@ -126,6 +128,10 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
         add(f"{key}.kv_cache", local(cost.kv_cache_bytes, subs))
         if isinstance(leaf.block, B.LatentAttention):
             add(f"{key}.latent_gradient", local(leaf.block.latent_gradient_bytes(), subs))
+        if isinstance(leaf.block, B.Experts):  # what expert parallelism divides (layout/experts.py)
+            add(f"{key}.expert_params", sum(local(t.rows, subs) * local(t.cols, subs) for t in cost.tensors))
+            add(f"{key}.expert_saved", 0 if leaf.checkpointed else saved)
+            add(f"{key}.routed_slots", local(leaf.block.tokens * S.k, subs))
         # A training micro-batch's work (costmodel/simulate.py divides it by the rates): the
         # forward (twice when recomputation reruns it), the backward.
         forwards, backwards = (2 if leaf.recomputed else 1), int(phase == "train")
@@ -135,7 +141,8 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
                 "b_o": forwards * cost.bytes_other + backwards * cost.bytes_other_backward}
         index = len(structure["work"])
         structure["work"].append({"key": key, "active": any(
-            cost.get(q) != 0 for q in ("flops_matmul", "flops_other", "bytes_moved"))})
+            cost.get(q) != 0 for q in ("flops_matmul", "flops_other", "bytes_moved")),
+            "experts": isinstance(leaf.block, B.Experts)})
         for name, value in work.items():
             exprs[f"work.{index}.{name}"] = local(value, subs)
         add("model_flops", leaf.count * (cost.flops_matmul + cost.flops_matmul_backward))
@@ -188,6 +195,8 @@ def _evaluate(evaluate: Any, values: tuple[tuple[str, int], ...]) -> dict[str, A
 
 
 def _ring(kind: str, world: int) -> float:
+    """Wire bytes per payload byte: 2(w - 1)/w for an all-reduce, (w - 1)/w for an all-gather,
+    a reduce-scatter or an all-to-all (a rank's own share stays)."""
     if world <= 1:
         return 0.0
     return 2 * (world - 1) / world if kind == "all_reduce" else (world - 1) / world
@@ -241,9 +250,9 @@ class ParallelEstimate:
         if workload.weight_dtype is not None or workload.kv_dtype is not None:
             raise ConfigError("layout: quantized weights or KV cache in a parallel layout are not modelled; "
                               "estimate them on one device.")
-        if workload.expert_load is not None:
-            raise ConfigError("layout: a parallel layout assumes balanced routing; an expert load is not "
-                              "modelled with one.")
+        if workload.expert_load is not None and len(workload.expert_load) != cfg.n_experts:
+            raise ConfigError(f"expert_load gives {len(workload.expert_load)} shares; model {cfg.name!r} "
+                              f"has {cfg.n_experts} experts.")
         if layout.pp > 1 and layout.framework == "fsdp2" and cfg.tie_embeddings and cfg.head == "lm":
             raise ConfigError("layout: torch.distributed.pipelining splits an untied model; this one ties its "
                               "output projection to the embedding (use megatron or deepspeed).")
@@ -254,6 +263,8 @@ class ParallelEstimate:
         evaluate, self.structure = _evaluator(cfg, workload, layout, phase)
         values = {**cfg.dimensions(), **workload.dimensions(cfg), "tp": layout.tp, "dp": layout.dp}
         self.numbers = _evaluate(evaluate, tuple(values.items()))
+        self.load = expert_load(cfg.n_experts, layout.ep, workload.expert_load, layout.capacity_factor) \
+            if cfg.moe else None
 
     @property
     def _gradient_dtype(self) -> str:
@@ -328,6 +339,8 @@ class ParallelEstimate:
         gradient_params = self._placed(stage, "gradient_params") + self._tied_copy(stage)
         tensors = self._placed(stage, "tensors")
         dp = layout.dp
+        if layout.ep > 1:
+            return self._expert_parallel_state(stage, params, gradient_params)
         if self.framework.sharding == "per_tensor" and dp > 1:
             padded = self._placed(stage, "padded")
             out = {"weights": w * padded, "gradients": g * padded, "optimizer": o * padded}
@@ -343,6 +356,24 @@ class ParallelEstimate:
             out["optimizer"] += 4 * tensors
         return out
 
+    def _expert_parallel_state(self, stage: Stage, params: int, gradient_params: int) -> dict[str, int]:
+        """State under expert parallelism (costmodel/layout/experts.py): the rank's E / ep experts
+        sharded over the expert-data-parallel group (dp / ep), the rest over dp."""
+        layout, n = self.layout, self.numbers
+        w, g, o = n["bytes.weights"], n["bytes.gradients"], n["bytes.optimizer"]
+        experts = self._placed(stage, "expert_params")
+        local = experts // layout.ep
+        groups = ((params - experts, gradient_params - experts, layout.dp), (local, local, layout.dp // layout.ep))
+        out = {"weights": 0, "gradients": 0, "optimizer": 0}
+        for held, gradient_held, ranks in groups:
+            shard = math.ceil(held / ranks)
+            out["weights"] += w * held
+            out["gradients"] += g * (math.ceil(gradient_held / ranks) if layout.zero >= 2 else gradient_held)
+            out["optimizer"] += o * (shard if layout.zero >= 1 else held)
+            if layout.zero in self.framework.fp32_gradient_partition_stages and self.workload.dtype != "fp32":
+                out["gradients"] += 4 * shard
+        return out
+
     def activations(self, stage: Stage) -> int:
         """Bytes saved for backward at the rank's peak: each of its stages' per-micro-batch bytes
         times the micro-batches it holds; a step's ids and labels as one storage where pipelining
@@ -354,6 +385,8 @@ class ParallelEstimate:
             one = Stage(stage.rank, (layers,), (held,), first, last, (stage.kinds[i],))
             per_microbatch = self._placed(one, "saved", per_stage=True) if self.layout.pp > 1 else \
                 self._placed(one, "saved")
+            if self.load is not None and self.load.factor != 1:  # the most loaded rank's experts
+                per_microbatch += math.ceil((self.load.factor - 1) * self._layer_sum(one, "expert_saved"))
             edge_inputs = (self._part("embedding", "inputs") if first else 0) + (
                 self._part("head", "inputs") if last else 0)
             if self.framework.whole_batch_inputs and self.layout.pp > 1:
@@ -435,8 +468,11 @@ class ParallelEstimate:
                 else:
                     add("tp", kind, m * calls * payload)
         if layout.dp > 1:
-            for kind, value in self._data_parallel(stage).items():
-                add("dp", kind, value)
+            for group, kinds in self._data_parallel_groups(stage).items():
+                for kind, value in kinds.items():
+                    add(group, kind, value)
+        if layout.ep > 1:
+            add("ep", "all_to_all", m * self._all_to_all(stage))
         if layout.pp > 1:
             # Each (virtual) stage sends its output forward unless it is the last and its input's
             # gradient backward unless it is the first; it receives as much (FINDINGS 10.4).
@@ -493,11 +529,34 @@ class ParallelEstimate:
                 events.append(("all_gather", 1, n["logits"]))
         return [event for event in events if event[1] and event[2]]
 
-    def _data_parallel(self, stage: Stage) -> dict[str, int]:
+    def _all_to_all(self, stage: Stage) -> int:
+        """One micro-batch's all-to-all payload on this rank (costmodel/layout/experts.py): per
+        mixture-of-experts layer the counts (8 E), dispatch and combine forward and backward."""
+        slots = self._layer_sum(stage, "routed_slots")
+        layers = sum(count for key, count in self.layer_runs(stage).items() if self._part(key, "routed_slots"))
+        token = self.workload.bytes_per_element * self.cfg.d_model
+        sent, received = slots * self.load.kept, slots * self.load.factor
+        return int(layers * 8 * self.cfg.n_experts + math.ceil(2 * (sent + received) * token))
+
+    def _data_parallel_groups(self, stage: Stage) -> dict[str, dict[str, int]]:
+        """The data-parallel collectives by group: "dp", and under expert parallelism "edp" (the
+        experts' own gradients over the dp / ep ranks that hold the same experts)."""
+        if self.layout.ep == 1:
+            return {"dp": self._data_parallel(stage)}
+        experts = self._placed(stage, "expert_params")
+        local = experts // self.layout.ep
+        edp = self.layout.dp // self.layout.ep
+        out = {"dp": self._data_parallel(stage, exclude=experts)}
+        if edp > 1:
+            out["edp"] = self._data_parallel(stage, params=local, ranks=edp)
+        return out
+
+    def _data_parallel(self, stage: Stage, exclude: int = 0, params: int | None = None,
+                       ranks: int | None = None) -> dict[str, int]:
         """The data-parallel collectives of one step (FSDP2 and ZeRO-3 gather and scatter per
         micro-batch)."""
         layout, n, m, e = self.layout, self.numbers, self.layout.microbatches, self.workload.bytes_per_element
-        dp = layout.dp
+        dp = ranks or layout.dp
         grad = 4 if self._gradient_dtype == "fp32" else e
         if self.framework.sharding == "per_tensor":
             everything = dp * self._placed(stage, "padded")
@@ -505,7 +564,8 @@ class ParallelEstimate:
             backward = {None: layers, True: everything, False: 0}[
                 False if layout.zero == 2 else layout.reshard_after_forward]
             return {"all_gather": m * e * (everything + backward), "reduce_scatter": m * 4 * everything}
-        params = self._placed(stage, "params") + self._tied_copy(stage)
+        if params is None:
+            params = self._placed(stage, "params") + self._tied_copy(stage) - exclude
         padded = dp * math.ceil(params / dp)
         if layout.zero == 0:
             return {"all_reduce": grad * params}
@@ -515,7 +575,8 @@ class ParallelEstimate:
 
     def wire(self, communication: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
         """Bytes each rank puts on the wire, with the ring factors."""
-        sizes = {"tp": self.layout.tp, "dp": self.layout.dp, "pp": 2}
+        layout = self.layout
+        sizes = {"tp": layout.tp, "dp": layout.dp, "pp": 2, "ep": layout.ep, "edp": layout.dp // layout.ep}
         out: dict[str, dict[str, int]] = {}
         for group, kinds in communication.items():
             for kind, payload in kinds.items():
@@ -548,4 +609,13 @@ class ParallelEstimate:
             "communication": top["communication"],
             "wire": top["wire"],
             "precision": self.framework.precision_for(self.workload.dtype),
+            **({"experts": self.experts()} if self.load is not None else {}),
         }
+
+    def experts(self) -> dict[str, Any]:
+        """The mixture of experts under this layout (costmodel/layout/experts.py)."""
+        load = self.load
+        return {"ep": self.layout.ep, "experts_per_rank": self.cfg.n_experts // self.layout.ep,
+                "expert_data_parallel": self.layout.dp // self.layout.ep,
+                "load_factor": float(load.factor), "most_loaded_ep_rank": load.rank,
+                "dropped_fraction": float(1 - load.kept), "capacity_factor": self.layout.capacity_factor}

@@ -9,6 +9,8 @@
   schedule         gpipe, 1f1b or interleaved (with virtual_stages per rank)
   stage_layers     layers per pipeline stage (uneven splits allowed); default as even as can be
   framework        whose conventions: megatron, deepspeed or fsdp2 (costmodel/layout/frameworks.py)
+  ep               expert-parallel ranks, drawn from dp (costmodel/layout/experts.py)
+  capacity_factor  a mixture of experts' capacity per expert (None: dropless)
 """
 
 from __future__ import annotations
@@ -56,11 +58,13 @@ class Layout:
     # True: the root too; False (--zero 2): nothing is gathered again.
     reshard_after_forward: bool | None = None
     device: str = "cuda"  # where AdamW's step counters live (torch keeps them on the host on CUDA)
+    ep: int = 1
+    capacity_factor: float | None = None
 
     def __post_init__(self) -> None:
         from .frameworks import FRAMEWORKS
 
-        for name in ("dp", "tp", "pp", "microbatches", "virtual_stages"):
+        for name in ("dp", "tp", "pp", "microbatches", "virtual_stages", "ep"):
             _positive(name, getattr(self, name))
         if self.schedule not in SCHEDULES:
             raise ConfigError(f"layout: schedule must be one of {', '.join(SCHEDULES)}, got {show(self.schedule)}.")
@@ -107,6 +111,9 @@ class Layout:
         if gpus is not None and gpus != self.gpus:
             raise ConfigError(f"layout: tp x pp x dp = {self.tp} x {self.pp} x {self.dp} = {self.gpus}, "
                               f"not the {gpus} GPUs asked for.")
+        from .experts import check_expert_parallel
+
+        check_expert_parallel(cfg, self.ep, self.tp, self.dp, self.zero, self.framework, self.capacity_factor)
         for what, size in tensor_split_sizes(cfg):
             if size % self.tp:
                 raise ConfigError(f"layout: tp = {self.tp} does not divide the {what} ({size}) of "
@@ -160,6 +167,7 @@ class Layout:
                 "microbatches": self.microbatches, "schedule": self.schedule,
                 "virtual_stages": self.virtual_stages, "framework": self.framework,
                 "stage_layers": list(self.stage_layers) if self.stage_layers else None,
-                "gpus": self.gpus, "micro_batch": batch,
+                "gpus": self.gpus, "micro_batch": batch, "ep": self.ep,
+                "capacity_factor": self.capacity_factor,
                 "global_batch": batch * self.microbatches * self.dp}
 

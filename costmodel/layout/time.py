@@ -50,8 +50,11 @@ class StepTime:
         self.vector_per_s = hardware.vector_flops_per_s * eff.compute
         self.bytes_per_s = hardware.bandwidth_bytes_per_s * eff.memory
         layout = estimate.layout
-        self.spans = {"tp": layout.tp, "dp": layout.tp * layout.dp, "pp": layout.gpus}
-        self.worlds = {"tp": layout.tp, "dp": layout.dp, "pp": 2}
+        # Expert parallelism (layout/experts.py): the ep group is ep neighbouring data-parallel
+        # ranks; the expert-data-parallel group strides over the rest of dp.
+        self.spans = {"tp": layout.tp, "dp": layout.tp * layout.dp, "pp": layout.gpus,
+                      "ep": layout.tp * layout.ep, "edp": layout.tp * layout.dp}
+        self.worlds = {"tp": layout.tp, "dp": layout.dp, "pp": 2, "ep": layout.ep, "edp": layout.dp // layout.ep}
 
     def collective(self, group: str, kind: str, payload: float, calls: int = 1) -> float:
         """Seconds of `calls` collectives moving `payload` bytes in all."""
@@ -72,6 +75,8 @@ class StepTime:
         for index, leaf in enumerate(estimate.structure["work"]):
             work = [float(numbers[f"work.{index}.{q}"]) for q in ("f_mm", "b_mm", "f_o", "b_o")]
             busy = kernel_times(*work, self.flops_per_s, self.vector_per_s, self.bytes_per_s)[2]
+            if leaf.get("experts") and estimate.load is not None:  # the most loaded rank's experts
+                busy *= float(estimate.load.factor)
             seconds, active = out.get(leaf["key"], (0.0, 0))
             out[leaf["key"]] = (seconds + busy, active + int(leaf["active"]))
         return out
@@ -113,21 +118,26 @@ class StepTime:
         tp_microbatch, tp_step = self.tensor_parallel(stage) if layout.tp > 1 else (0.0, 0.0)
         pp = sum(self.collective("pp", kind, value / m) for kind, value in
                  communication.get("pp", {}).items() if kind == "send")
-        return {"compute": self.compute(stage), "tp": tp_microbatch, "pp": pp, "tp_step": tp_step}
+        # Expert parallelism's all-to-alls are on the critical path (exposed), counted with tp.
+        ep = self.collective("ep", "all_to_all", communication.get("ep", {}).get("all_to_all", 0) / m)
+        return {"compute": self.compute(stage), "tp": tp_microbatch + ep, "pp": pp, "tp_step": tp_step}
 
     def data_parallel(self, stage: Stage, compute: float) -> float:
         """Exposed seconds of the step's data-parallel collectives (see the overlap model)."""
         layout, m = self.estimate.layout, self.estimate.layout.microbatches
         if layout.dp == 1:
             return 0.0
-        kinds = self.estimate.communication(stage).get("dp", {})
+        communication = self.estimate.communication(stage)
+        groups = [(group, kind, value) for group in ("dp", "edp")
+                  for kind, value in communication.get(group, {}).items()]
         per_microbatch = self.estimate.framework.sharding == "per_tensor" or layout.zero == 3
         if per_microbatch:
-            each = sum(self.collective("dp", kind, value / m) for kind, value in kinds.items())
+            each = sum(self.collective(group, kind, value / m) for group, kind, value in groups)
             return m * max(0.0, each - compute)
-        gradients = sum(self.collective("dp", kind, value) for kind, value in kinds.items()
+        gradients = sum(self.collective(group, kind, value) for group, kind, value in groups
                         if kind in ("all_reduce", "reduce_scatter"))
-        parameters = self.collective("dp", "all_gather", kinds.get("all_gather", 0))
+        parameters = sum(self.collective(group, kind, value) for group, kind, value in groups
+                         if kind == "all_gather")
         return max(0.0, gradients - 2 / 3 * compute) + parameters
 
     def optimizer(self, stage: Stage) -> float:
@@ -136,6 +146,12 @@ class StepTime:
         params = estimate._placed(stage, "params") + estimate._tied_copy(stage)
         sharded = estimate.layout.zero >= 1 or estimate.framework.sharding == "per_tensor"
         updated = math.ceil(params / estimate.layout.dp) if sharded else params
+        layout = estimate.layout
+        if layout.ep > 1:  # the rank's own experts, sharded over the expert-data-parallel group
+            experts = estimate._placed(stage, "expert_params")
+            local = experts // layout.ep
+            updated = (math.ceil((params - experts) / layout.dp) + math.ceil(local / (layout.dp // layout.ep))
+                       if sharded else params - experts + local)
         return updated * estimate.numbers["step_traffic"] / self.bytes_per_s
 
     def token(self) -> dict[str, Any]:
