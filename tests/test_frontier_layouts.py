@@ -117,3 +117,94 @@ def test_impl_help_names_megatron_and_commands_share_defaults(capsys):
         assert "hf, reference or megatron" in text, command
         if command != "estimate":
             assert "[default: h100-sxm]" in text, command
+
+
+# ---------------------------------------------------------------------------------------------
+# Expert parallelism (costmodel/layout/experts.py)
+
+MIXTRAL_8X7B_EXPERTS = 32 * 8 * 3 * 4096 * 14336  # 32 layers of 8 SwiGLU experts (d 4096, d_x 14336)
+
+
+def test_expert_parallel_state_shards_experts_over_ep_and_the_rest_over_dp():
+    """Mixtral-8x7B (46,702,792,704 parameters) on dp 16 with ep 8, ZeRO-1, Megatron in bf16:
+    each rank holds 1 of the 8 experts a layer; the experts' optimizer state is sharded over the
+    dp / ep = 2 ranks that hold the same expert, the rest over 16."""
+    rank = parallel("mixtral-8x7b", Workload(seq_len=8), dp=16, ep=8, zero=1, framework="megatron")
+    total = 46_702_792_704
+    dense = total - MIXTRAL_8X7B_EXPERTS
+    local = MIXTRAL_8X7B_EXPERTS // 8
+    state = rank.to_dict()["per_rank"]
+    assert state["weights"] == 2 * (dense + local)
+    assert state["gradients"] == 4 * (dense + local)
+    assert state["optimizer"] == 12 * (math.ceil(dense / 16) + math.ceil(local / 2))
+    comm = rank.to_dict()["communication"]
+    assert comm["dp"] == {"reduce_scatter": 4 * 16 * math.ceil(dense / 16), "all_gather": 2 * 16 * math.ceil(dense / 16)}
+    assert comm["edp"] == {"reduce_scatter": 4 * local, "all_gather": 2 * local}
+    # Per layer: E int64 counts, and dispatch + combine forward and backward of b n k tokens of d.
+    assert comm["ep"] == {"all_to_all": 32 * (8 * 8 + 4 * 8 * 2 * 2 * 4096)}
+
+
+def test_expert_load_and_capacity_set_the_most_loaded_rank():
+    from fractions import Fraction
+
+    from costmodel.layout.experts import expert_load
+
+    balanced = expert_load(8, 4, None, None)
+    assert (balanced.factor, balanced.kept) == (1, 1)
+    skewed = expert_load(8, 4, (3, 1, 1, 1, 1, 1, 1, 1), None)  # experts 0 and 1 on rank 0: 4/10
+    assert (skewed.factor, skewed.rank) == (Fraction(8, 5), 0)
+    capped = expert_load(8, 4, (3, 1, 1, 1, 1, 1, 1, 1), 2.0)  # expert 0 capped at 2/8 of the slots
+    assert (capped.factor, capped.kept) == (Fraction(7, 5), Fraction(19, 20))
+    mixtral = parallel("mixtral-8x7b", Workload(seq_len=64, expert_load=(3, 1, 1, 1, 1, 1, 1, 1)),
+                       dp=8, ep=8, zero=1)
+    balanced_rank = parallel("mixtral-8x7b", Workload(seq_len=64), dp=8, ep=8, zero=1)
+    extra = mixtral.per_rank["activations"] - balanced_rank.per_rank["activations"]
+    experts = sum(count * mixtral._part(key, "expert_saved")
+                  for key, count in mixtral.layer_runs(mixtral.stages[0]).items())
+    # One expert a rank: expert 0 takes 3/10 of the slots, 8 x 3/10 = 12/5 the balanced share.
+    assert mixtral.load.factor == Fraction(12, 5) and mixtral.experts()["load_factor"] == 2.4
+    assert extra == math.ceil(Fraction(7, 5) * experts)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--model", "mixtral-8x7b", "--dp", "6", "--ep", "3"], "ep = 3 does not divide the 8 experts"),
+    (["--model", "mixtral-8x7b", "--dp", "2", "--ep", "4"], "ep = 4 must divide dp = 2"),
+    (["--model", "llama2-7b", "--dp", "2", "--ep", "2"], "needs a mixture of experts"),
+    (["--model", "mixtral-8x7b", "--dp", "4", "--ep", "2", "--tp", "2"], "with tensor parallelism is not modelled"),
+    (["--model", "mixtral-8x7b", "--dp", "4", "--ep", "2", "--framework", "fsdp2", "--zero", "2"], "not fsdp2"),
+])
+def test_expert_parallel_refusals_are_one_line(args, words, capsys):
+    assert cli.main(["estimate", *args]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and words in err
+
+
+TINY_MOE = dict(model_type="mixtral", hidden_size=16, intermediate_size=24, num_local_experts=4,
+                num_experts_per_tok=2, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                vocab_size=32, max_position_embeddings=64, tie_word_embeddings=False)
+
+
+@pytest.mark.slow
+def test_expert_parallel_bytes_equal_a_torchtitan_style_layer_on_gloo():
+    """Four gloo ranks, one EP group: each rank's expert bytes, and the all-to-all payload of the
+    most loaded rank with the measured tokens per expert as the load (about 35 s)."""
+    from costmodel.hf import from_hf_config
+    from validate.distributed.experts import ExpertCase, measure_experts
+    from validate.distributed.launch import run_gloo
+
+    case = ExpertCase()
+    results = run_gloo(measure_experts, 4, case, timeout_s=240)
+    counts = tuple(results[0]["counts"])
+    assert sum(counts) == 4 * case.batch * case.seq_len * case.k
+    cfg = from_hf_config(TINY_MOE, "tiny-moe")
+    workload = Workload(seq_len=case.seq_len, batch=case.batch, dtype="fp32", precision="pure",
+                        expert_load=counts)
+    rank = ParallelEstimate(cfg, workload, Layout(dp=4, ep=4, framework="megatron"))
+    key = next(k for k in rank.structure["layers"])
+    assert {r["expert_bytes"] for r in results} == {4 * rank._part(key, "expert_params") // 4}
+    measured = [sum(c["payload"] for c in r["records"] if c["kind"] == "all_to_all") for r in results]
+    assert rank.to_dict()["communication"]["ep"]["all_to_all"] == max(measured)
+    assert measured.index(max(measured)) == rank.load.rank
+    for r in results:  # the counts (E int64) forward; dispatch and combine forward and backward
+        assert [c["phase"] for c in r["records"]] == ["forward"] * 3 + ["backward"] * 2
+        assert r["records"][0]["payload"] == 8 * cfg.n_experts
