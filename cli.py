@@ -399,11 +399,12 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--zero", type=click.IntRange(0, 3), default=None, help="Only this ZeRO stage.")
 @click.option("--sp/--no-sp", default=None, help="Only with (or without) sequence parallelism.")
 @click.option("--framework", type=click.Choice(tuple(FRAMEWORKS)), default=None, help="Only this framework.")
+@click.option("--ep", type=int, default=None, help="Only this expert-parallel size (a mixture of experts).")
 @click.option("--recompute", type=click.Choice(RECOMPUTES), default=None, help="Only this recomputation.")
 @click.option("--top", type=int, default=10, show_default=True, help="Rows of the ranked table.")
 @click.option("--json", "as_json", is_flag=True, help='{"feasible": [...], "infeasible": [...]} on stdout.')
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
-         attention, tp, pp, dp, zero, sp, framework, recompute, top, as_json) -> None:
+         attention, tp, pp, dp, zero, sp, framework, ep, recompute, top, as_json) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
     ranked by step time (training) or time per output token (--serve)."""
     from costmodel.hardware import load_hardware
@@ -411,7 +412,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
 
     cfg = load_model(model, config)
     fixed = {"tp": tp, "pp": pp, "dp": dp, "zero": zero, "sp": sp, "framework": framework,
-             "recompute": recompute, "batch": batch, "impl": impl, "attention": attention}
+             "recompute": recompute, "batch": batch, "impl": impl, "attention": attention, "ep": ep}
     try:
         if gpus < 1:
             raise ConfigError(f"--gpus must be at least 1, got {gpus}.")

@@ -279,7 +279,8 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
     for i, e in enumerate(feasible[:top]):
         lay, split = e["layout"], e["split"]
         schedule = lay["schedule"] + (f" x{lay['virtual_stages']}" if lay["virtual_stages"] > 1 else "")
-        rows.append([str(i + 1), f"{lay['tp']} x {lay['pp']} x {lay['dp']}", lay["framework"],
+        ep = f" (ep {lay['ep']})" if lay.get("ep", 1) > 1 else ""
+        rows.append([str(i + 1), f"{lay['tp']} x {lay['pp']} x {lay['dp']}{ep}", lay["framework"],
                      str(lay["zero"]), "yes" if lay["sp"] else "", schedule,
                      f"{lay['batch']} x {lay['microbatches']}", lay["recompute"],
                      binary_bytes(e["per_rank"]["total"]), seconds(e["step_time"]), seconds(split["compute"]),

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 from ..config import ConfigError, ModelConfig
 
@@ -45,9 +46,13 @@ class ExpertLoad:
     rank: int  # which EP rank is the most loaded (the first of equals)
 
 
+@lru_cache(maxsize=256)
 def expert_load(n_experts: int, ep: int, shares: tuple[float, ...] | None,
                 capacity_factor: float | None) -> ExpertLoad:
-    """The load factor of the most loaded of ep ranks holding E / ep consecutive experts."""
+    """The load factor of the most loaded of ep ranks holding E / ep consecutive experts (a plan
+    asks for the same few thousands of times)."""
+    if shares is None and capacity_factor is None:
+        return ExpertLoad(factor=Fraction(1), kept=Fraction(1), rank=0)
     raw = [Fraction(x) for x in (shares or (1,) * n_experts)]
     total = sum(raw)
     share = [x / total for x in raw]

@@ -51,6 +51,17 @@ def check_fixed(fixed: dict[str, Any], gpus: int) -> None:
         raise ConfigError(f"{named} is {product} GPUs, not the {gpus} of --gpus.")
 
 
+def expert_sizes(cfg: ModelConfig, framework: str, tp: int, dp: int, zero: int,
+                 fixed: dict[str, Any]) -> list[int]:
+    """The expert-parallel sizes to try: the one fixed, else 1 and every divisor of dp that
+    divides the experts where expert parallelism is modelled (costmodel/layout/experts.py)."""
+    if fixed.get("ep"):
+        return [fixed["ep"]]
+    if not cfg.moe or tp > 1 or framework == "fsdp2" or zero >= 3:
+        return [1]
+    return [e for e in _divisors(dp) if cfg.n_experts % e == 0]
+
+
 def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_batch: int,
                      fixed: dict[str, Any]) -> Iterator[tuple[Layout | None, int, str, str | None]]:
     """(layout, micro-batch, recompute, None) for each candidate, or (None, ..., reason) for a
@@ -78,22 +89,24 @@ def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_bat
                             schedules.append(("interleaved", 2))
                         for schedule, v in schedules:
                             for zero in zeros:
-                                for recompute in [fixed["recompute"]] if fixed.get("recompute") else RECOMPUTES:
-                                    try:
-                                        layout = Layout(dp=dp, tp=tp, pp=pp, sp=sp, zero=zero, microbatches=m,
-                                                        schedule=schedule, virtual_stages=v, framework=framework)
-                                        layout.check(cfg, gpus)
-                                    except ConfigError as error:
-                                        yield None, b, recompute, str(error)
-                                        continue
-                                    yield layout, b, recompute, None
+                                for ep in expert_sizes(cfg, framework, tp, dp, zero, fixed):
+                                    for recompute in [fixed["recompute"]] if fixed.get("recompute") else RECOMPUTES:
+                                        try:
+                                            layout = Layout(dp=dp, tp=tp, pp=pp, sp=sp, zero=zero, microbatches=m,
+                                                            schedule=schedule, virtual_stages=v,
+                                                            framework=framework, ep=ep)
+                                            layout.check(cfg, gpus)
+                                        except ConfigError as error:
+                                            yield None, b, recompute, str(error)
+                                            continue
+                                        yield layout, b, recompute, None
 
 
 def _entry(layout: Layout, batch: int, recompute: str) -> dict[str, Any]:
     return {"layout": {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp, "zero": layout.zero,
                        "microbatches": layout.microbatches, "batch": batch, "recompute": recompute,
                        "sp": layout.sp, "schedule": layout.schedule, "virtual_stages": layout.virtual_stages,
-                       "framework": layout.framework}}
+                       "framework": layout.framework, "ep": layout.ep}}
 
 
 def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int, global_batch: int,
