@@ -208,3 +208,51 @@ def test_expert_parallel_bytes_equal_a_torchtitan_style_layer_on_gloo():
     for r in results:  # the counts (E int64) forward; dispatch and combine forward and backward
         assert [c["phase"] for c in r["records"]] == ["forward"] * 3 + ["backward"] * 2
         assert r["records"][0]["payload"] == 8 * cfg.n_experts
+
+
+# ---------------------------------------------------------------------------------------------
+# Pipeline schedules with split backward, against torch.distributed.pipelining's own orders
+
+
+@pytest.mark.parametrize("schedule", ["zb-h1", "zbv", "dualpipev"])
+@pytest.mark.parametrize("p, m", [(2, 4), (3, 6), (4, 8), (4, 5), (4, 12), (8, 16)])
+def test_split_backward_schedules_hold_and_send_what_torch_schedules(schedule, p, m):
+    """Each rank's micro-batches held at its peak (forward run, weight gradient not yet) per
+    stage, and the chunks it sends to another rank, from the action lists torch 2.13's
+    ScheduleInterleavedZeroBubble, ScheduleZBVZeroBubble and ScheduleDualPipeV build."""
+    pytest.importorskip("torch")
+    from validate.distributed.schedules import measure_schedule
+
+    if schedule == "dualpipev" and m < 2 * p:
+        return
+    measured = measure_schedule(schedule, p, m)
+    layout = Layout(pp=p, microbatches=m, schedule=schedule)
+    for rank, row in measured.items():
+        assert list(layout.stages_of(rank)) == row["stages"]
+        assert list(layout.in_flight(rank)) == row["in_flight"], rank
+    # The model's sends per step, in chunks: boundary tensors of one micro-batch each.
+    cfg = load_preset("llama2-7b")
+    rank = ParallelEstimate(cfg, Workload(seq_len=16), layout)
+    boundary = rank.numbers["boundary"]
+    for stage in rank.stages:
+        assert rank.communication(stage)["pp"]["send"] == boundary * measured[stage.rank]["sends"]
+
+
+def test_schedule_bubbles_and_refusals():
+    assert [Layout(pp=4, microbatches=8, schedule=s).bubble() for s in ("1f1b", "zb-h1", "zbv", "dualpipev")] \
+        == [3, 1, 0, 1]
+    with pytest.raises(Exception, match="dualpipev needs at least 2 pp = 8 micro-batches"):
+        Layout(pp=4, microbatches=6, schedule="dualpipev")
+    assert Layout(pp=4, schedule="zbv").virtual_stages == 2
+
+
+def test_first_and_last_chunks_may_hold_only_the_embedding_or_the_head(capsys):
+    """Llama 3's layout: the first pipeline chunk holds only the embedding, the last only the
+    final norm and the head; the layers go to the stages between."""
+    rank = parallel("llama2-7b", Workload(seq_len=2048), pp=4, stage_layers=(0, 16, 16, 0), microbatches=8)
+    stages = rank.per_stage
+    assert [s["layers"] for s in stages] == [0, 16, 16, 0]
+    assert stages[0]["weights"] == 2 * 32000 * 4096  # the embedding table alone
+    assert stages[3]["weights"] == 2 * (32000 * 4096 + 4096)  # the head and the final norm
+    assert cli.main(["estimate", "--model", "llama2-7b", "--pp", "4", "--stage-layers", "16,0,0,16"]) == 2
+    assert "each inner stage's layers must be a positive integer" in capsys.readouterr().err

@@ -447,7 +447,7 @@ class ParallelEstimate:
         """Payload bytes one rank of this pipeline stage sends per training step, by group
         (tp, dp, pp) and collective."""
         signature = ("communication", stage.layers, stage.in_flight, stage.first, stage.last, stage.kinds,
-                     stage.rank if self.layout.schedule == "interleaved" else None)
+                     stage.rank if self.layout.virtual_stages > 1 else None)
         if signature not in self._memo:
             self._memo[signature] = self._communication(stage)
         return self._memo[signature]
@@ -477,8 +477,9 @@ class ParallelEstimate:
             # Each (virtual) stage sends its output forward unless it is the last and its input's
             # gradient backward unless it is the first; it receives as much (FINDINGS 10.4).
             boundary = n["boundary"] // (layout.tp if layout.sp else 1)
-            for index in layout.stages_of(stage.rank):
-                crossings = int(index < layout.stages - 1) + int(index > 0)
+            for index in layout.stages_of(stage.rank):  # a V's turn (stage p - 1 to p) stays on a rank
+                crossings = (int(index < layout.stages - 1 and layout.rank_of(index + 1) != stage.rank)
+                             + int(index > 0 and layout.rank_of(index - 1) != stage.rank))
                 add("pp", "send", m * boundary * crossings)
                 add("pp", "recv", m * boundary * crossings)
             if self.structure["tied"] and (stage.first or stage.last) and not (stage.first and stage.last):

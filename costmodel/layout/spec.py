@@ -6,7 +6,9 @@
                    dp; FSDP2's fully_shard is 3 (2: reshard_after_forward=False)
   microbatches     per step per pipeline (the global batch is batch x microbatches x dp); with
                    pp = 1 it is gradient accumulation
-  schedule         gpipe, 1f1b or interleaved (with virtual_stages per rank)
+  schedule         gpipe, 1f1b, interleaved (with virtual_stages per rank), zb-h1, zbv or dualpipev
+                   (split backward: the zero-bubble schedules of Qi et al. 2023 and DeepSeek-V3's
+                   DualPipeV; zbv and dualpipev hold two stages a rank in a V: r and 2p - 1 - r)
   stage_layers     layers per pipeline stage (uneven splits allowed); default as even as can be
   framework        whose conventions: megatron, deepspeed or fsdp2 (costmodel/layout/frameworks.py)
   ep               expert-parallel ranks, drawn from dp (costmodel/layout/experts.py)
@@ -20,7 +22,8 @@ from typing import Any
 
 from ..config import ConfigError, ModelConfig, show
 
-SCHEDULES = ("gpipe", "1f1b", "interleaved")
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zbv", "dualpipev")
+V_SCHEDULES = ("zbv", "dualpipev")  # two stages a rank, r and 2p - 1 - r
 
 
 def _positive(name: str, value: Any) -> None:
@@ -79,8 +82,19 @@ class Layout:
                               "(--zero 0 or 1 with --pp > 1).")
         if self.sp and self.tp == 1:
             raise ConfigError("layout: sequence parallelism (--sp) splits over the tensor-parallel ranks; it needs --tp > 1.")
-        if self.virtual_stages > 1 and self.schedule != "interleaved":
+        if self.schedule in V_SCHEDULES:
+            if self.virtual_stages not in (1, 2):
+                raise ConfigError(f"layout: {self.schedule} runs two stages a rank (a V), not {self.virtual_stages}.")
+            object.__setattr__(self, "virtual_stages", 2)
+            if self.pp == 1:
+                raise ConfigError(f"layout: the {self.schedule} schedule needs pipeline parallelism (--pp > 1).")
+        elif self.virtual_stages > 1 and self.schedule != "interleaved":
             raise ConfigError("layout: --virtual-stages applies to the interleaved schedule only.")
+        if self.schedule == "zb-h1" and self.pp == 1:
+            raise ConfigError("layout: the zb-h1 schedule needs pipeline parallelism (--pp > 1).")
+        if self.schedule == "dualpipev" and self.microbatches < 2 * self.pp:
+            raise ConfigError(f"layout: dualpipev needs at least 2 pp = {2 * self.pp} micro-batches, "
+                              f"got {self.microbatches} (torch's ScheduleDualPipeV).")
         if self.schedule == "interleaved":
             if self.pp == 1:
                 raise ConfigError("layout: the interleaved schedule needs pipeline parallelism (--pp > 1).")
@@ -88,8 +102,11 @@ class Layout:
                 raise ConfigError(f"layout: the interleaved schedule needs microbatches ({self.microbatches}) "
                                   f"to be a multiple of pp ({self.pp}).")
         if self.stage_layers is not None:
-            for value in self.stage_layers:
-                _positive("each stage's layers", value)
+            for index, value in enumerate(self.stage_layers):
+                edge = index in (0, len(self.stage_layers) - 1)
+                if edge and value == 0:
+                    continue  # Llama 3's first and last chunks: only the embedding, only the head
+                _positive("each inner stage's layers" if edge is False else "each stage's layers", value)
         if self.reshard_after_forward is not None and self.framework != "fsdp2":
             raise ConfigError("layout: reshard_after_forward is FSDP2's option (--framework fsdp2).")
         if self.reshard_after_forward is not None and self.zero == 2:
@@ -155,12 +172,47 @@ class Layout:
             return (m,)
         if self.schedule == "1f1b":
             return (min(m, p - rank),)
+        # Split backward: a micro-batch is held until its weight gradient (W) has run. Read from
+        # torch 2.13's own schedules (validate/distributed/schedules.py, tests/test_frontier_layouts.py):
+        # ZB-H1 (ScheduleInterleavedZeroBubble, one stage a rank) defers W, so every rank holds
+        # min(m, p); ZB-V and DualPipeV hold on stage r min(m, 2p - 1 - r) (ZB-V) or min(m, 2p - r)
+        # (DualPipeV) and on stage 2p - 1 - r min(m, r + 1).
+        if self.schedule == "zb-h1":
+            return (min(m, p),)
+        if self.schedule in V_SCHEDULES:
+            first = 2 * p - 1 - rank if self.schedule == "zbv" else 2 * p - rank
+            return (min(m, first), min(m, rank + 1))
         chunks = min(m * v, 2 * (p - rank - 1) + (v - 1) * p + 1)
         return tuple(sum(1 for k in range(chunks) if (k // p) % v == i) for i in range(v))
 
+    def bubble(self) -> float:
+        """The pipeline bubble in units of one micro-batch's time on a rank (forward and
+        backward, T). Split-backward schedules take F : I : W = 1 : 1 : 1 (a forward, the input
+        gradient, the weight gradient: each a third of T, as for the matrix products).
+          gpipe, 1f1b   (p - 1)(F + B) = (p - 1) T                   (Narayanan et al. 2021)
+          interleaved   (p - 1) T / v                                 (Narayanan et al. 2021)
+          zb-h1         (p - 1)(F + I - W) = (p - 1) T / 3            (Qi et al. 2023, ZB-H1)
+          zbv           (p - 1)(F + I - 2W), chunks of T / 2: 0       (Qi et al. 2023, ZB-V)
+          dualpipev     (p - 1)(F&B + B - 3W), chunks of T / 2, F&B = F + B: (p - 1) T / 3
+                        (DeepSeek-V3's DualPipe table, (PP/2 - 1)(F&B + B - 3W), on 2p chunks)"""
+        p, v = self.pp, self.virtual_stages
+        if p == 1:
+            return 0.0
+        return {"gpipe": p - 1, "1f1b": p - 1, "interleaved": (p - 1) / v, "zb-h1": (p - 1) / 3,
+                "zbv": 0.0, "dualpipev": (p - 1) / 3}[self.schedule]
+
     def stages_of(self, rank: int) -> tuple[int, ...]:
-        """The (virtual) stages a pipeline rank runs: rank, rank + p, ... (Megatron's order)."""
+        """The (virtual) stages a pipeline rank runs: rank, rank + p, ... (Megatron's order); in a
+        V (zbv, dualpipev) rank and 2p - 1 - rank."""
+        if self.schedule in V_SCHEDULES:
+            return (rank, 2 * self.pp - 1 - rank)
         return tuple(rank + i * self.pp for i in range(self.virtual_stages))
+
+    def rank_of(self, stage: int) -> int:
+        """The pipeline rank that runs a (virtual) stage."""
+        if self.schedule in V_SCHEDULES:
+            return stage if stage < self.pp else 2 * self.pp - 1 - stage
+        return stage % self.pp
 
     def to_dict(self, batch: int) -> dict[str, Any]:
         return {"dp": self.dp, "tp": self.tp, "pp": self.pp, "sp": self.sp, "zero": self.zero,

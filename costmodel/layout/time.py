@@ -15,8 +15,10 @@ The overlap model (a stated convention, not a measurement):
   is exposed;
 - FSDP2 and ZeRO-3 gather and scatter each micro-batch while it computes (prefetch): only what
   exceeds its compute is exposed;
-- the pipeline bubble is (p - 1)/v of the slowest stage's micro-batch (1F1B and GPipe: v = 1),
-  so (p - 1)/(m v) of the ideal m micro-batches;
+- the pipeline bubble is Layout.bubble() micro-batches of the slowest stage ((p - 1)/v for
+  GPipe, 1F1B and interleaving; a third of 1F1B's for ZB-H1 and DualPipeV, none for ZB-V);
+- expert parallelism's all-to-alls are exposed, except under DualPipeV, which hides them behind
+  the other chunk's compute (DeepSeek-V3 report, section 3.2.1);
 - the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it.
 MFU counts the model's matmul FLOPs (forward and backward, no recomputation); HFU adds the
 recomputed forwards.
@@ -120,7 +122,10 @@ class StepTime:
                  communication.get("pp", {}).items() if kind == "send")
         # Expert parallelism's all-to-alls are on the critical path (exposed), counted with tp.
         ep = self.collective("ep", "all_to_all", communication.get("ep", {}).get("all_to_all", 0) / m)
-        return {"compute": self.compute(stage), "tp": tp_microbatch + ep, "pp": pp, "tp_step": tp_step}
+        compute = self.compute(stage)
+        if layout.schedule == "dualpipev":  # DualPipe overlaps a chunk's all-to-all with another's compute
+            ep = max(0.0, ep - compute)
+        return {"compute": compute, "tp": tp_microbatch + ep, "pp": pp, "tp_step": tp_step}
 
     def data_parallel(self, stage: Stage, compute: float) -> float:
         """Exposed seconds of the step's data-parallel collectives (see the overlap model)."""
@@ -171,14 +176,14 @@ class StepTime:
     def step(self) -> dict[str, Any]:
         """Seconds per step and their split; MFU and HFU; tokens per second."""
         estimate, layout = self.estimate, self.estimate.layout
-        m, p, v = layout.microbatches, layout.pp, layout.virtual_stages
+        m, p = layout.microbatches, layout.pp
         # The slowest rank is the first (the most layers and the embeddings), the last (the head)
         # or an inner one (it sends both ways): one of each kind stands for the rest.
         ranks = sorted({0, min(1, p - 1), p - 1})
         stages = [(estimate.stages[r], self.stage(estimate.stages[r])) for r in ranks]
         slowest_stage, slowest = max(stages, key=lambda item: sum(item[1][k] for k in ("compute", "tp", "pp")))
         per_microbatch = slowest["compute"] + slowest["tp"] + slowest["pp"]
-        bubble = (p - 1) / v * per_microbatch if p > 1 else 0.0
+        bubble = layout.bubble() * per_microbatch
         dp = max(self.data_parallel(stage, times["compute"]) for stage, times in stages)
         optimizer = max(self.optimizer(stage) for stage, _ in stages)
         tp_step = max(times["tp_step"] for _, times in stages)
@@ -194,7 +199,7 @@ class StepTime:
             "exposed_communication_seconds": {"tp": m * slowest["tp"] + tp_step, "pp": m * slowest["pp"], "dp": dp},
             "bubble_seconds": bubble,
             "optimizer_seconds": optimizer,
-            "bubble_fraction": (p - 1) / (m * v) if p > 1 else 0.0,
+            "bubble_fraction": layout.bubble() / m,
             "slowest_stage": slowest_stage.rank,
             "mfu": model_flops / (seconds * capacity),
             "hfu": hardware_flops / (seconds * capacity),
