@@ -124,7 +124,7 @@ def cli() -> None:
 
 
 LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "virtual_stages",
-                  "framework", "stage_layers", "gpus", "device", "ep", "capacity_factor")
+                  "framework", "stage_layers", "gpus", "device", "ep", "capacity_factor", "fp8")
 
 
 def layout_options(function):
@@ -148,6 +148,9 @@ def layout_options(function):
                      help="Where the ranks run (torch's AdamW keeps its step counters on the host on CUDA)."),
         click.option("--ep", type=int, default=None,
                      help="Expert-parallel ranks, drawn from dp: each holds E / ep experts (docs/layouts.md)."),
+        click.option("--fp8", type=click.Choice(("tensorwise", "rowwise", "blockwise")), default=None,
+                     help="FP8 training: the layers' linear products at the FP8 peak, as torchao's tensorwise "
+                     "or rowwise recipe or DeepSeek-V3's blockwise one (docs/layouts.md)."),
         click.option("--capacity-factor", type=float, default=None,
                      help="Mixture of experts: each expert takes at most this times its balanced share of "
                      "the routed tokens, the rest are dropped (default: dropless)."),

@@ -34,7 +34,7 @@ from .spec import Layout
 PARTS = ("embedding", "shared", "layer", "tail", "head")
 PART_QUANTITIES = ("params", "padded", "tensors", "gradient_params", "saved", "rebuilt", "inputs",
                    "buffers", "norm_params", "flops", "kv_cache", "latent_gradient", "expert_params",
-                   "expert_saved", "routed_slots")
+                   "expert_saved", "routed_slots", "fp8_params")
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
 
 
@@ -81,6 +81,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     from .split import column_inputs, local, row_outputs, substitution
 
     framework = FRAMEWORKS[layout.framework]
+    FP8_BLOCKS = (B.QKVProjection, B.AttentionOutput, B.FeedForward, B.Experts)
     profile = profile_for(cfg, workload, precision=framework.precision_for(workload.dtype), device=layout.device,
                           optimizer_impl="foreach" if layout.device == "cuda" else "single")
     tree = CostModel(cfg, profile, phase=phase)
@@ -128,6 +129,8 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
         add(f"{key}.kv_cache", local(cost.kv_cache_bytes, subs))
         if isinstance(leaf.block, B.LatentAttention):
             add(f"{key}.latent_gradient", local(leaf.block.latent_gradient_bytes(), subs))
+        if isinstance(leaf.block, FP8_BLOCKS):  # the linear layers FP8 recipes convert (layout/fp8.py)
+            add(f"{key}.fp8_params", sum(local(t.rows, subs) * local(t.cols, subs) for t in cost.tensors))
         if isinstance(leaf.block, B.Experts):  # what expert parallelism divides (layout/experts.py)
             add(f"{key}.expert_params", sum(local(t.rows, subs) * local(t.cols, subs) for t in cost.tensors))
             add(f"{key}.expert_saved", 0 if leaf.checkpointed else saved)
@@ -142,7 +145,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
         index = len(structure["work"])
         structure["work"].append({"key": key, "active": any(
             cost.get(q) != 0 for q in ("flops_matmul", "flops_other", "bytes_moved")),
-            "experts": isinstance(leaf.block, B.Experts)})
+            "experts": isinstance(leaf.block, B.Experts), "fp8": isinstance(leaf.block, FP8_BLOCKS)})
         for name, value in work.items():
             exprs[f"work.{index}.{name}"] = local(value, subs)
         add("model_flops", leaf.count * (cost.flops_matmul + cost.flops_matmul_backward))
@@ -160,6 +163,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     per_param = profile.param_bytes
     exprs["bytes.weights"], exprs["bytes.gradients"] = per_param.weights, per_param.gradients
     exprs["bytes.optimizer"] = per_param.optimizer
+    exprs["bytes.moment"] = per_param.moment
     exprs.setdefault("recomputed_flops", sp.Integer(0))
     exprs["step_traffic"] = per_param.step_traffic  # bytes a fused optimizer moves per parameter
     tokens = S.b * (1 if phase == "decode" else S.n)
@@ -253,6 +257,9 @@ class ParallelEstimate:
         if workload.expert_load is not None and len(workload.expert_load) != cfg.n_experts:
             raise ConfigError(f"expert_load gives {len(workload.expert_load)} shares; model {cfg.name!r} "
                               f"has {cfg.n_experts} experts.")
+        if layout.fp8 is not None and workload.dtype != "bf16":
+            raise ConfigError(f"layout: FP8 training runs beside bf16 weights and activations; use --dtype bf16, "
+                              f"not {workload.dtype}.")
         if layout.pp > 1 and layout.framework == "fsdp2" and cfg.tie_embeddings and cfg.head == "lm":
             raise ConfigError("layout: torch.distributed.pipelining splits an untied model; this one ties its "
                               "output projection to the embedding (use megatron or deepspeed).")
@@ -334,7 +341,7 @@ class ParallelEstimate:
         over dp as the framework shards them (rank 0 of the data-parallel group: the most
         loaded, holding every padded row)."""
         layout, n = self.layout, self.numbers
-        w, g, o = n["bytes.weights"], n["bytes.gradients"], n["bytes.optimizer"]
+        w, g, o = self._per_param()
         params = self._placed(stage, "params") + self._tied_copy(stage)
         gradient_params = self._placed(stage, "gradient_params") + self._tied_copy(stage)
         tensors = self._placed(stage, "tensors")
@@ -356,11 +363,40 @@ class ParallelEstimate:
             out["optimizer"] += 4 * tensors
         return out
 
+    def _per_param(self) -> tuple[int, int, int]:
+        """Bytes per parameter of the weights, gradients and optimizer state (an FP8 recipe may
+        keep AdamW's moments narrower: costmodel/layout/fp8.py)."""
+        n = self.numbers
+        w, g, o = n["bytes.weights"], n["bytes.gradients"], n["bytes.optimizer"]
+        recipe = self.fp8_recipe
+        if recipe is not None and recipe.moment_bytes is not None:
+            from ..precision import OPTIMIZERS
+
+            o -= OPTIMIZERS[self.workload.optimizer].moments * (n["bytes.moment"] - recipe.moment_bytes)
+        return w, g, o
+
+    @property
+    def fp8_recipe(self) -> Any:
+        from .fp8 import RECIPES
+
+        return RECIPES[self.layout.fp8] if self.layout.fp8 else None
+
+    def fp8_copies(self, stage: Stage) -> int:
+        """Bytes of the FP8 weight copies (and scales) the recipe keeps on this rank."""
+        recipe = self.fp8_recipe
+        if recipe is None or not recipe.weight_copy_bytes:
+            return 0
+        params = self._placed(stage, "fp8_params")
+        if self.layout.ep > 1:  # the rank's own experts only
+            experts = self._placed(stage, "expert_params")
+            params -= experts - experts // self.layout.ep
+        return math.ceil(params * recipe.weight_copy_bytes)
+
     def _expert_parallel_state(self, stage: Stage, params: int, gradient_params: int) -> dict[str, int]:
         """State under expert parallelism (costmodel/layout/experts.py): the rank's E / ep experts
         sharded over the expert-data-parallel group (dp / ep), the rest over dp."""
-        layout, n = self.layout, self.numbers
-        w, g, o = n["bytes.weights"], n["bytes.gradients"], n["bytes.optimizer"]
+        layout = self.layout
+        w, g, o = self._per_param()
         experts = self._placed(stage, "expert_params")
         local = experts // layout.ep
         groups = ((params - experts, gradient_params - experts, layout.dp), (local, local, layout.dp // layout.ep))
@@ -424,6 +460,7 @@ class ParallelEstimate:
         signature = ("memory", stage.layers, stage.in_flight, stage.first, stage.last, stage.kinds)
         if signature not in self._memo:
             out = self.state(stage)
+            out["weights"] += self.fp8_copies(stage)
             out["activations"] = self.activations(stage)
             out["buffers"] = self.buffers(stage)
             out["total"] = sum(out.values())

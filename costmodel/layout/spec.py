@@ -13,6 +13,7 @@
   framework        whose conventions: megatron, deepspeed or fsdp2 (costmodel/layout/frameworks.py)
   ep               expert-parallel ranks, drawn from dp (costmodel/layout/experts.py)
   capacity_factor  a mixture of experts' capacity per expert (None: dropless)
+  fp8              an FP8 training recipe: tensorwise, rowwise or blockwise (costmodel/layout/fp8.py)
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class Layout:
     device: str = "cuda"  # where AdamW's step counters live (torch keeps them on the host on CUDA)
     ep: int = 1
     capacity_factor: float | None = None
+    fp8: str | None = None  # an FP8 training recipe (costmodel/layout/fp8.py)
 
     def __post_init__(self) -> None:
         from .frameworks import FRAMEWORKS
@@ -111,6 +113,10 @@ class Layout:
             raise ConfigError("layout: reshard_after_forward is FSDP2's option (--framework fsdp2).")
         if self.reshard_after_forward is not None and self.zero == 2:
             raise ConfigError("layout: --zero 2 with fsdp2 means reshard_after_forward=False already.")
+        from .fp8 import RECIPES
+
+        if self.fp8 is not None and self.fp8 not in RECIPES:
+            raise ConfigError(f"layout: fp8 must be one of {', '.join(RECIPES)}, got {show(self.fp8)}.")
         if self.device not in ("cuda", "cpu"):
             raise ConfigError(f"layout: device must be cuda or cpu, got {show(self.device)}.")
 
@@ -220,6 +226,6 @@ class Layout:
                 "virtual_stages": self.virtual_stages, "framework": self.framework,
                 "stage_layers": list(self.stage_layers) if self.stage_layers else None,
                 "gpus": self.gpus, "micro_batch": batch, "ep": self.ep,
-                "capacity_factor": self.capacity_factor,
+                "capacity_factor": self.capacity_factor, "fp8": self.fp8,
                 "global_batch": batch * self.microbatches * self.dp}
 

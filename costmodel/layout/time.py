@@ -49,6 +49,14 @@ class StepTime:
         dtype = estimate.workload.dtype
         self.peak = hardware.peak(dtype)
         self.flops_per_s = self.peak * eff.compute
+        self.fp8_per_s = None
+        if estimate.layout.fp8 is not None:  # the linear layers' products at the FP8 peak (layout/fp8.py)
+            if "fp8" not in hardware.flops_per_s:
+                from ..config import ConfigError
+
+                raise ConfigError(f"hardware {hardware.name}: no FP8 peak (flops_per_s[\"fp8\"]) for --fp8 "
+                                  f"{estimate.layout.fp8}; add it to its hardware file or leave --fp8 out.")
+            self.fp8_per_s = hardware.flops_per_s["fp8"] * eff.compute
         self.vector_per_s = hardware.vector_flops_per_s * eff.compute
         self.bytes_per_s = hardware.bandwidth_bytes_per_s * eff.memory
         layout = estimate.layout
@@ -76,7 +84,8 @@ class StepTime:
         out: dict[str, tuple[float, int]] = {}
         for index, leaf in enumerate(estimate.structure["work"]):
             work = [float(numbers[f"work.{index}.{q}"]) for q in ("f_mm", "b_mm", "f_o", "b_o")]
-            busy = kernel_times(*work, self.flops_per_s, self.vector_per_s, self.bytes_per_s)[2]
+            rate = self.fp8_per_s if self.fp8_per_s and leaf.get("fp8") else self.flops_per_s
+            busy = kernel_times(*work, rate, self.vector_per_s, self.bytes_per_s)[2]
             if leaf.get("experts") and estimate.load is not None:  # the most loaded rank's experts
                 busy *= float(estimate.load.factor)
             seconds, active = out.get(leaf["key"], (0.0, 0))
