@@ -124,7 +124,8 @@ def cli() -> None:
 
 
 LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "virtual_stages",
-                  "framework", "stage_layers", "gpus", "device", "ep", "capacity_factor", "fp8")
+                  "framework", "stage_layers", "gpus", "device", "ep", "capacity_factor", "fp8", "cp",
+                  "cp_rotate")
 
 
 def layout_options(function):
@@ -148,6 +149,10 @@ def layout_options(function):
                      help="Where the ranks run (torch's AdamW keeps its step counters on the host on CUDA)."),
         click.option("--ep", type=int, default=None,
                      help="Expert-parallel ranks, drawn from dp: each holds E / ep experts (docs/layouts.md)."),
+        click.option("--cp", type=int, default=None,
+                     help="Context-parallel ranks: each holds seq-len / cp tokens of every sequence (docs/layouts.md)."),
+        click.option("--cp-rotate", type=click.Choice(("allgather", "ring")), default=None,
+                     help="How context parallelism moves keys and values (default allgather, torch's)."),
         click.option("--fp8", type=click.Choice(("tensorwise", "rowwise", "blockwise")), default=None,
                      help="FP8 training: the layers' linear products at the FP8 peak, as torchao's tensorwise "
                      "or rowwise recipe or DeepSeek-V3's blockwise one (docs/layouts.md)."),

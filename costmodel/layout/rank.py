@@ -145,10 +145,13 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
         index = len(structure["work"])
         structure["work"].append({"key": key, "active": any(
             cost.get(q) != 0 for q in ("flops_matmul", "flops_other", "bytes_moved")),
-            "experts": isinstance(leaf.block, B.Experts), "fp8": isinstance(leaf.block, FP8_BLOCKS)})
+            "experts": isinstance(leaf.block, B.Experts), "fp8": isinstance(leaf.block, FP8_BLOCKS),
+            "attention_core": isinstance(leaf.block, B.AttentionCore)})
         for name, value in work.items():
             exprs[f"work.{index}.{name}"] = local(value, subs)
         add("model_flops", leaf.count * (cost.flops_matmul + cost.flops_matmul_backward))
+        if isinstance(leaf.block, B.AttentionCore):  # context parallelism: n / cp queries, all n keys
+            add("attention_flops", leaf.count * (cost.flops_matmul + cost.flops_matmul_backward))
         if leaf.recomputed:
             add("recomputed_flops", leaf.count * cost.flops_matmul)
         counts = structure["counts"].setdefault(key, {"column_inputs": 0, "row_outputs": 0, "sublayers": 0,
@@ -165,6 +168,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     exprs["bytes.optimizer"] = per_param.optimizer
     exprs["bytes.moment"] = per_param.moment
     exprs.setdefault("recomputed_flops", sp.Integer(0))
+    exprs.setdefault("attention_flops", sp.Integer(0))
     exprs["step_traffic"] = per_param.step_traffic  # bytes a fused optimizer moves per parameter
     tokens = S.b * (1 if phase == "decode" else S.n)
     exprs["boundary"] = S.e * tokens * S.d  # one sublayer's input or output, every token
@@ -268,7 +272,12 @@ class ParallelEstimate:
         self.phase = phase
         self._memo: dict[Any, Any] = {}
         evaluate, self.structure = _evaluator(cfg, workload, layout, phase)
-        values = {**cfg.dimensions(), **workload.dimensions(cfg), "tp": layout.tp, "dp": layout.dp}
+        values = {**cfg.dimensions(), **workload.dimensions(cfg), "tp": layout.tp, "dp": layout.shard_ranks}
+        if layout.cp > 1:  # each rank holds n / cp tokens of every sequence (layout/context.py)
+            from .context import check_workload
+
+            check_workload(workload, layout.cp)
+            values["n"] //= layout.cp
         self.numbers = _evaluate(evaluate, tuple(values.items()))
         self.load = expert_load(cfg.n_experts, layout.ep, workload.expert_load, layout.capacity_factor) \
             if cfg.moe else None
@@ -340,12 +349,12 @@ class ParallelEstimate:
         """Weights, gradients and optimizer state of one rank of this pipeline stage, sharded
         over dp as the framework shards them (rank 0 of the data-parallel group: the most
         loaded, holding every padded row)."""
-        layout, n = self.layout, self.numbers
+        layout = self.layout
         w, g, o = self._per_param()
         params = self._placed(stage, "params") + self._tied_copy(stage)
         gradient_params = self._placed(stage, "gradient_params") + self._tied_copy(stage)
         tensors = self._placed(stage, "tensors")
-        dp = layout.dp
+        dp = layout.shard_ranks
         if layout.ep > 1:
             return self._expert_parallel_state(stage, params, gradient_params)
         if self.framework.sharding == "per_tensor" and dp > 1:
@@ -440,13 +449,14 @@ class ParallelEstimate:
         (the current and the prefetched one; DeepSpeed's buckets, not measured)."""
         layout, n = self.layout, self.numbers
         own = self._placed(stage, "buffers", per_stage=True)
-        if layout.dp == 1:
+        dp = layout.shard_ranks
+        if dp == 1:
             return own
         if self.framework.sharding == "per_tensor":
             e = self.workload.bytes_per_element
-            layer = layout.dp * self._largest_layer("padded")
-            root = layout.dp * (self._placed(stage, "padded") - self._layer_sum(stage, "padded"))
-            everything = layout.dp * self._placed(stage, "padded")
+            layer = dp * self._largest_layer("padded")
+            root = dp * (self._placed(stage, "padded") - self._layer_sum(stage, "padded"))
+            everything = dp * self._placed(stage, "padded")
             unsharded = (everything if layout.zero == 2 or layout.reshard_after_forward is False
                          else layer if layout.reshard_after_forward else root + layer)
             return own + e * unsharded + e * layer + 4 * layer
@@ -504,7 +514,13 @@ class ParallelEstimate:
                     add("tp", "all_reduce", calls * payload)
                 else:
                     add("tp", kind, m * calls * payload)
-        if layout.dp > 1:
+        if layout.cp > 1 and self.phase == "train":
+            from .context import exchange
+
+            attention = sum(count for key, count in self.layer_runs(stage).items())
+            for kind, value in exchange(self.cfg, self.workload, layout.cp, layout.cp_rotate, attention).items():
+                add("cp", kind, m * value)
+        if layout.shard_ranks > 1:
             for group, kinds in self._data_parallel_groups(stage).items():
                 for kind, value in kinds.items():
                     add(group, kind, value)
@@ -594,7 +610,7 @@ class ParallelEstimate:
         """The data-parallel collectives of one step (FSDP2 and ZeRO-3 gather and scatter per
         micro-batch)."""
         layout, n, m, e = self.layout, self.numbers, self.layout.microbatches, self.workload.bytes_per_element
-        dp = ranks or layout.dp
+        dp = ranks or layout.shard_ranks
         grad = 4 if self._gradient_dtype == "fp32" else e
         if self.framework.sharding == "per_tensor":
             everything = dp * self._placed(stage, "padded")
@@ -614,7 +630,8 @@ class ParallelEstimate:
     def wire(self, communication: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
         """Bytes each rank puts on the wire, with the ring factors."""
         layout = self.layout
-        sizes = {"tp": layout.tp, "dp": layout.dp, "pp": 2, "ep": layout.ep, "edp": layout.dp // layout.ep}
+        sizes = {"tp": layout.tp, "dp": layout.shard_ranks, "pp": 2, "ep": layout.ep,
+                 "edp": layout.dp // layout.ep, "cp": layout.cp}
         out: dict[str, dict[str, int]] = {}
         for group, kinds in communication.items():
             for kind, payload in kinds.items():

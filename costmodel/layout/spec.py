@@ -14,6 +14,8 @@
   ep               expert-parallel ranks, drawn from dp (costmodel/layout/experts.py)
   capacity_factor  a mixture of experts' capacity per expert (None: dropless)
   fp8              an FP8 training recipe: tensorwise, rowwise or blockwise (costmodel/layout/fp8.py)
+  cp, cp_rotate    context-parallel ranks, each holding n / cp of every sequence; how keys and
+                   values travel: "allgather" (torch 2.13's default) or "ring" (costmodel/layout/context.py)
 """
 
 from __future__ import annotations
@@ -65,11 +67,13 @@ class Layout:
     ep: int = 1
     capacity_factor: float | None = None
     fp8: str | None = None  # an FP8 training recipe (costmodel/layout/fp8.py)
+    cp: int = 1
+    cp_rotate: str = "allgather"
 
     def __post_init__(self) -> None:
         from .frameworks import FRAMEWORKS
 
-        for name in ("dp", "tp", "pp", "microbatches", "virtual_stages", "ep"):
+        for name in ("dp", "tp", "pp", "microbatches", "virtual_stages", "ep", "cp"):
             _positive(name, getattr(self, name))
         if self.schedule not in SCHEDULES:
             raise ConfigError(f"layout: schedule must be one of {', '.join(SCHEDULES)}, got {show(self.schedule)}.")
@@ -115,6 +119,8 @@ class Layout:
             raise ConfigError("layout: --zero 2 with fsdp2 means reshard_after_forward=False already.")
         from .fp8 import RECIPES
 
+        if self.cp_rotate not in ("allgather", "ring"):
+            raise ConfigError(f"layout: cp_rotate must be allgather or ring, got {show(self.cp_rotate)}.")
         if self.fp8 is not None and self.fp8 not in RECIPES:
             raise ConfigError(f"layout: fp8 must be one of {', '.join(RECIPES)}, got {show(self.fp8)}.")
         if self.device not in ("cuda", "cpu"):
@@ -122,7 +128,14 @@ class Layout:
 
     @property
     def gpus(self) -> int:
-        return self.dp * self.tp * self.pp
+        return self.dp * self.tp * self.pp * self.cp
+
+    @property
+    def shard_ranks(self) -> int:
+        """The ranks that hold the same parameters and reduce their gradients: dp x cp (context-
+        parallel ranks see different tokens of the same sequences: Megatron's data-parallel group
+        with context parallelism, torchtitan's dp_shard_cp mesh)."""
+        return self.dp * self.cp
 
     @property
     def stages(self) -> int:
@@ -132,11 +145,15 @@ class Layout:
     def check(self, cfg: ModelConfig, gpus: int | None = None) -> None:
         """Raise ConfigError (one sentence) if the layout cannot run the model."""
         if gpus is not None and gpus != self.gpus:
-            raise ConfigError(f"layout: tp x pp x dp = {self.tp} x {self.pp} x {self.dp} = {self.gpus}, "
-                              f"not the {gpus} GPUs asked for.")
+            sizes = f"tp x pp x dp = {self.tp} x {self.pp} x {self.dp}" + (f" x cp {self.cp}" if self.cp > 1 else "")
+            raise ConfigError(f"layout: {sizes} = {self.gpus}, not the {gpus} GPUs asked for.")
         from .experts import check_expert_parallel
 
         check_expert_parallel(cfg, self.ep, self.tp, self.dp, self.zero, self.framework, self.capacity_factor)
+        if self.cp > 1:
+            from .context import check_context_parallel
+
+            check_context_parallel(cfg, self)
         for what, size in tensor_split_sizes(cfg):
             if size % self.tp:
                 raise ConfigError(f"layout: tp = {self.tp} does not divide the {what} ({size}) of "
@@ -226,6 +243,6 @@ class Layout:
                 "virtual_stages": self.virtual_stages, "framework": self.framework,
                 "stage_layers": list(self.stage_layers) if self.stage_layers else None,
                 "gpus": self.gpus, "micro_batch": batch, "ep": self.ep,
-                "capacity_factor": self.capacity_factor, "fp8": self.fp8,
+                "capacity_factor": self.capacity_factor, "fp8": self.fp8, "cp": self.cp,
                 "global_batch": batch * self.microbatches * self.dp}
 

@@ -62,9 +62,13 @@ class StepTime:
         layout = estimate.layout
         # Expert parallelism (layout/experts.py): the ep group is ep neighbouring data-parallel
         # ranks; the expert-data-parallel group strides over the rest of dp.
-        self.spans = {"tp": layout.tp, "dp": layout.tp * layout.dp, "pp": layout.gpus,
-                      "ep": layout.tp * layout.ep, "edp": layout.tp * layout.dp}
-        self.worlds = {"tp": layout.tp, "dp": layout.dp, "pp": 2, "ep": layout.ep, "edp": layout.dp // layout.ep}
+        # Context parallelism's ranks sit between tp and dp (Megatron's order tp-cp-dp-pp); the
+        # gradients are reduced over dp x cp.
+        shard = layout.shard_ranks
+        self.spans = {"tp": layout.tp, "dp": layout.tp * shard, "pp": layout.gpus,
+                      "ep": layout.tp * layout.ep, "edp": layout.tp * layout.dp, "cp": layout.tp * layout.cp}
+        self.worlds = {"tp": layout.tp, "dp": shard, "pp": 2, "ep": layout.ep, "edp": layout.dp // layout.ep,
+                       "cp": layout.cp}
 
     def collective(self, group: str, kind: str, payload: float, calls: int = 1) -> float:
         """Seconds of `calls` collectives moving `payload` bytes in all."""
@@ -82,10 +86,14 @@ class StepTime:
         of them run any op (what the per-block overhead is paid for)."""
         estimate, numbers = self.estimate, self.estimate.numbers
         out: dict[str, tuple[float, int]] = {}
+        self.attention_seconds: dict[str, float] = {}
         for index, leaf in enumerate(estimate.structure["work"]):
             work = [float(numbers[f"work.{index}.{q}"]) for q in ("f_mm", "b_mm", "f_o", "b_o")]
             rate = self.fp8_per_s if self.fp8_per_s and leaf.get("fp8") else self.flops_per_s
             busy = kernel_times(*work, rate, self.vector_per_s, self.bytes_per_s)[2]
+            if leaf.get("attention_core"):  # n / cp queries against all n keys (layout/context.py)
+                busy *= estimate.layout.cp
+                self.attention_seconds[leaf["key"]] = self.attention_seconds.get(leaf["key"], 0.0) + busy
             if leaf.get("experts") and estimate.load is not None:  # the most loaded rank's experts
                 busy *= float(estimate.load.factor)
             seconds, active = out.get(leaf["key"], (0.0, 0))
@@ -134,12 +142,19 @@ class StepTime:
         compute = self.compute(stage)
         if layout.schedule == "dualpipev":  # DualPipe overlaps a chunk's all-to-all with another's compute
             ep = max(0.0, ep - compute)
-        return {"compute": compute, "tp": tp_microbatch + ep, "pp": pp, "tp_step": tp_step}
+        context = 0.0
+        cp = communication.get("cp", {})
+        if cp:  # a ring's sends overlap the attention on the block before; an all-gather does not
+            attention = sum(count * self.attention_seconds.get(key, 0.0) for key, count in self._runs(stage).items())
+            gathered = self.collective("cp", "all_gather", cp.get("all_gather", 0) / m)
+            sent = self.collective("cp", "send", cp.get("send", 0) / m)
+            context = gathered + max(0.0, sent - attention)
+        return {"compute": compute, "tp": tp_microbatch + ep + context, "pp": pp, "tp_step": tp_step}
 
     def data_parallel(self, stage: Stage, compute: float) -> float:
         """Exposed seconds of the step's data-parallel collectives (see the overlap model)."""
         layout, m = self.estimate.layout, self.estimate.layout.microbatches
-        if layout.dp == 1:
+        if layout.shard_ranks == 1:
             return 0.0
         communication = self.estimate.communication(stage)
         groups = [(group, kind, value) for group in ("dp", "edp")
@@ -159,7 +174,7 @@ class StepTime:
         estimate = self.estimate
         params = estimate._placed(stage, "params") + estimate._tied_copy(stage)
         sharded = estimate.layout.zero >= 1 or estimate.framework.sharding == "per_tensor"
-        updated = math.ceil(params / estimate.layout.dp) if sharded else params
+        updated = math.ceil(params / estimate.layout.shard_ranks) if sharded else params
         layout = estimate.layout
         if layout.ep > 1:  # the rank's own experts, sharded over the expert-data-parallel group
             experts = estimate._placed(stage, "expert_params")
@@ -198,8 +213,10 @@ class StepTime:
         tp_step = max(times["tp_step"] for _, times in stages)
         seconds = m * per_microbatch + bubble + dp + optimizer + tp_step
         numbers = estimate.numbers
-        model_flops = numbers["model_flops"] * m * layout.dp
-        hardware_flops = (numbers["model_flops"] + numbers["recomputed_flops"]) * m * layout.dp
+        # Per rank at n / cp; the attention core's queries see all n keys: cp times the tree's.
+        per_rank = numbers["model_flops"] + (layout.cp - 1) * numbers["attention_flops"]
+        model_flops = per_rank * m * layout.dp * layout.cp
+        hardware_flops = (per_rank + numbers["recomputed_flops"]) * m * layout.dp * layout.cp
         tokens = estimate.workload.batch * estimate.workload.dimensions(estimate.cfg)["n"] * m * layout.dp
         capacity = self.hardware.peak(estimate.workload.dtype) * layout.gpus
         return {
