@@ -292,3 +292,66 @@ def test_fp8_runs_the_linear_layers_at_the_fp8_peak_and_needs_one(capsys):
     assert 'no FP8 peak (flops_per_s["fp8"])' in capsys.readouterr().err
     assert cli.main(["estimate", "--model", "llama2-7b", "--dp", "2", "--fp8", "rowwise", "--dtype", "fp16"]) == 2
     assert "use --dtype bf16" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------
+# Context parallelism (costmodel/layout/context.py)
+
+
+def test_context_parallel_rank_holds_n_over_cp_tokens():
+    """cp 4 at n = 8192: activations are the tree's at 2048; the parameter state is sharded over
+    dp x cp = 8 ranks; the step's model FLOPs are those of the whole sequence."""
+    from costmodel.hardware import load_hardware
+    from costmodel.layout.time import StepTime
+
+    workload = Workload(seq_len=8192, attention="flash")
+    cp = parallel("llama2-7b", workload, dp=2, cp=4, zero=1, framework="megatron")
+    short = parallel("llama2-7b", workload.replace(seq_len=2048), dp=8, zero=1, framework="megatron")
+    assert cp.per_rank == short.per_rank
+    assert cp.layout.gpus == 8
+    whole = parallel("llama2-7b", workload, dp=2, zero=1, framework="megatron")
+    h100 = load_hardware("h100-sxm")
+    assert StepTime(cp, h100).step()["model_flops"] == StepTime(whole, h100).step()["model_flops"]
+    # Keys and values of 2048 tokens, 32 heads of 128, bf16, per layer: gathered forward and
+    # backward (4 x each), and the fp32 gradients sent around the ring (4 sends).
+    kv = 2 * 2048 * 32 * 128 * 2
+    assert cp.to_dict()["communication"]["cp"] == {"all_gather": 32 * 2 * 4 * kv, "send": 32 * 4 * 2 * kv}
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--model", "mistral-7b", "--cp", "2", "--attention", "flash"], "with a sliding window"),
+    (["--model", "t5-small", "--cp", "2", "--attention", "flash"], "of an encoder is not modelled"),
+    (["--model", "llama2-7b", "--cp", "2", "--attention", "eager"], "runs fused attention"),
+    (["--model", "llama2-7b", "--cp", "3", "--seq-len", "2048"], "2048 tokens do not divide"),
+])
+def test_context_parallel_refusals_are_one_line(args, words, capsys):
+    assert cli.main(["estimate", *args]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and words in err
+
+
+TINY_LLAMA = dict(model_type="llama", hidden_size=16, intermediate_size=24, num_hidden_layers=1,
+                  num_attention_heads=2, num_key_value_heads=2, vocab_size=32, max_position_embeddings=64)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rotate", ["allgather", "ring"])
+def test_context_parallel_exchange_equals_torch_ring_attention_on_gloo(rotate):
+    """Two gloo ranks run torch's _templated_ring_attention and its backward (what
+    context_parallel dispatches sdpa to) with the CPU flash kernel: the payload of every
+    collective, forward and backward, equals the model's exchange (about 30 s each)."""
+    from costmodel.hf import from_hf_config
+    from costmodel.layout.context import exchange
+    from validate.distributed.context import ContextCase, measure_context
+    from validate.distributed.launch import run_gloo
+
+    case = ContextCase(batch=1, heads=2, seq_len=16, head_dim=8, rotate=rotate)
+    results = run_gloo(measure_context, 2, case, timeout_s=240)
+    cfg = from_hf_config(TINY_LLAMA, "tiny-llama")
+    assert (cfg.n_kv_heads, cfg.d_head) == (case.heads, case.head_dim)
+    model = exchange(cfg, Workload(seq_len=case.seq_len, batch=case.batch), 2, rotate, 1)
+    for result in results:
+        measured = {"all_gather": 0, "send": 0}
+        for record in result["records"]:  # torch's ring send is an all_to_all_single to one peer
+            measured["all_gather" if record["kind"] == "all_gather" else "send"] += record["payload"]
+        assert {k: v for k, v in measured.items() if v} == model
