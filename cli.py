@@ -408,11 +408,17 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--sp/--no-sp", default=None, help="Only with (or without) sequence parallelism.")
 @click.option("--framework", type=click.Choice(tuple(FRAMEWORKS)), default=None, help="Only this framework.")
 @click.option("--ep", type=int, default=None, help="Only this expert-parallel size (a mixture of experts).")
+@click.option("--cp", type=int, default=None, help="Only this context-parallel size (default: 1, and sizes that "
+              "keep at least 4096 tokens a rank).")
+@click.option("--schedule", type=click.Choice(("gpipe", "1f1b", "interleaved", "zb-h1", "zbv", "dualpipev")),
+              default=None, help="Only this pipeline schedule (default: 1f1b and interleaved).")
+@click.option("--fp8", type=click.Choice(("tensorwise", "rowwise", "blockwise")), default=None,
+              help="Train every layout with this FP8 recipe (docs/layouts.md).")
 @click.option("--recompute", type=click.Choice(RECOMPUTES), default=None, help="Only this recomputation.")
 @click.option("--top", type=int, default=10, show_default=True, help="Rows of the ranked table.")
 @click.option("--json", "as_json", is_flag=True, help='{"feasible": [...], "infeasible": [...]} on stdout.')
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
-         attention, tp, pp, dp, zero, sp, framework, ep, recompute, top, as_json) -> None:
+         attention, tp, pp, dp, zero, sp, framework, ep, cp, schedule, fp8, recompute, top, as_json) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
     ranked by step time (training) or time per output token (--serve)."""
     from costmodel.hardware import load_hardware
@@ -420,7 +426,8 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
 
     cfg = load_model(model, config)
     fixed = {"tp": tp, "pp": pp, "dp": dp, "zero": zero, "sp": sp, "framework": framework,
-             "recompute": recompute, "batch": batch, "impl": impl, "attention": attention, "ep": ep}
+             "recompute": recompute, "batch": batch, "impl": impl, "attention": attention, "ep": ep,
+             "cp": cp, "schedule": schedule, "fp8": fp8}
     try:
         if gpus < 1:
             raise ConfigError(f"--gpus must be at least 1, got {gpus}.")
@@ -452,11 +459,15 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
 @click.option("--json", "as_json", is_flag=True, help="The rows as JSON on stdout.")
 def published(as_json) -> None:
     """Published training runs beside the layout model: Narayanan et al. 2021 Table 1 (parameters,
-    TFLOP/s per GPU) and Korthikanti et al. 2022 Table 5 (seconds per iteration, MFU, HFU)."""
+    TFLOP/s per GPU), Korthikanti et al. 2022 Table 5 (seconds per iteration, MFU, HFU), DeepSeek-V3
+    and Llama 3 405B's 131k-context run."""
     from reports.published_runs import korthikanti, narayanan
     from reports.text import table
 
-    tables = {"narayanan_2021_table_1": narayanan(), "korthikanti_2022_table_5": korthikanti()}
+    from reports.published_frontier import frontier
+
+    tables = {"narayanan_2021_table_1": narayanan(), "korthikanti_2022_table_5": korthikanti(),
+              "frontier": frontier()}
     if as_json:
         click.echo(json.dumps(tables, indent=2))
         return
@@ -476,6 +487,12 @@ def published(as_json) -> None:
                        f"{r['present_published']:.2f} s", f"{r['present_ours']:.2f} s",
                        f"{r['mfu_published']:.1f}%", f"{r['mfu_ours']:.1f}%", f"{r['hfu_published']:.1f}%",
                        f"{r['hfu_ours']:.1f}%"] for r in tables["korthikanti_2022_table_5"])))
+    click.echo("")
+    click.echo("Frontier runs (issue 22; what each assumes: reports/published_frontier.py, docs/layouts.md)")
+    click.echo(table(["run", "layout", "GPUs", "quantity", "published", "ours", "ours / published", "memory"],
+                     ([r["run"], r["layout"], r["gpus"], r["quantity"], f"{r['published']:,.0f}",
+                       f"{r['ours']:,.0f}", f"{r['ratio']:.2f}", f"{r['memory_gib']:.1f} GiB"]
+                      for r in tables["frontier"])))
 
 
 @cli.command()

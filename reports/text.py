@@ -279,7 +279,7 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
     for i, e in enumerate(feasible[:top]):
         lay, split = e["layout"], e["split"]
         schedule = lay["schedule"] + (f" x{lay['virtual_stages']}" if lay["virtual_stages"] > 1 else "")
-        ep = f" (ep {lay['ep']})" if lay.get("ep", 1) > 1 else ""
+        ep = "".join(f" ({name} {lay[name]})" for name in ("ep", "cp") if lay.get(name, 1) > 1)
         rows.append([str(i + 1), f"{lay['tp']} x {lay['pp']} x {lay['dp']}{ep}", lay["framework"],
                      str(lay["zero"]), "yes" if lay["sp"] else "", schedule,
                      f"{lay['batch']} x {lay['microbatches']}", lay["recompute"],
