@@ -171,6 +171,9 @@ def render_parallel(p: dict[str, Any]) -> str:
     """The per-rank memory and communication of a layout (estimate with --dp/--tp/--pp...)."""
     lay = p["layout"]
     head = (f"Parallel layout: {lay['gpus']} GPUs = tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']}"
+            + (f" x cp {lay['cp']}" if lay.get("cp", 1) > 1 else "")
+            + (f" (ep {lay['ep']} of dp)" if lay.get("ep", 1) > 1 else "")
+            + (f", FP8 {lay['fp8']}" if lay.get("fp8") else "")
             + (" + SP" if lay["sp"] else "") + f", ZeRO {lay['zero']}, {lay['framework']} ({p['precision']} "
             f"precision); {plural(lay['microbatches'], 'micro-batch', 'micro-batches')} of {lay['micro_batch']} per step "
             f"(global batch {lay['global_batch']:,})"
