@@ -238,9 +238,22 @@ def test_split_backward_schedules_hold_and_send_what_torch_schedules(schedule, p
         assert rank.communication(stage)["pp"]["send"] == boundary * measured[stage.rank]["sends"]
 
 
+@pytest.mark.parametrize("schedule", ["zb-h1", "zbv", "dualpipev"])
+@pytest.mark.parametrize("p, m", [(2, 4), (4, 8), (4, 12), (8, 16)])
+def test_schedule_bubbles_equal_torchs_orders_run_with_unit_times(schedule, p, m):
+    """torch's action lists run with F = I = W = 1 a chunk: the idle time of the step, in
+    micro-batches of a rank, is Layout.bubble(): (p - 1)/3 for ZB-H1 and DualPipeV, (p - 1)/6 for
+    ZB-V (not the paper's zero)."""
+    pytest.importorskip("torch")
+    from validate.distributed.schedules import simulate_step
+
+    assert simulate_step(schedule, p, m)["bubble"] == pytest.approx(
+        Layout(pp=p, microbatches=m, schedule=schedule).bubble(), abs=1e-12)
+
+
 def test_schedule_bubbles_and_refusals():
     assert [Layout(pp=4, microbatches=8, schedule=s).bubble() for s in ("1f1b", "zb-h1", "zbv", "dualpipev")] \
-        == [3, 1, 0, 1]
+        == [3, 1, 0.5, 1]
     with pytest.raises(Exception, match="dualpipev needs at least 2 pp = 8 micro-batches"):
         Layout(pp=4, microbatches=6, schedule="dualpipev")
     assert Layout(pp=4, schedule="zbv").virtual_stages == 2

@@ -215,14 +215,17 @@ class Layout:
           gpipe, 1f1b   (p - 1)(F + B) = (p - 1) T                   (Narayanan et al. 2021)
           interleaved   (p - 1) T / v                                 (Narayanan et al. 2021)
           zb-h1         (p - 1)(F + I - W) = (p - 1) T / 3            (Qi et al. 2023, ZB-H1)
-          zbv           (p - 1)(F + I - 2W), chunks of T / 2: 0       (Qi et al. 2023, ZB-V)
+          zbv           (p - 1) T / 6: one chunk's forward a rank (torch's ScheduleZBVZeroBubble
+                        run with unit times; the paper's (p - 1)(F + I - 2W) = 0 is not what
+                        torch's order reaches: validate/distributed/schedules.py, FINDINGS 22.3)
           dualpipev     (p - 1)(F&B + B - 3W), chunks of T / 2, F&B = F + B: (p - 1) T / 3
-                        (DeepSeek-V3's DualPipe table, (PP/2 - 1)(F&B + B - 3W), on 2p chunks)"""
+                        (DeepSeek-V3's DualPipe table, (PP/2 - 1)(F&B + B - 3W), on 2p chunks)
+        ZB-H1's and DualPipeV's equal torch's orders run with unit times."""
         p, v = self.pp, self.virtual_stages
         if p == 1:
             return 0.0
         return {"gpipe": p - 1, "1f1b": p - 1, "interleaved": (p - 1) / v, "zb-h1": (p - 1) / 3,
-                "zbv": 0.0, "dualpipev": (p - 1) / 3}[self.schedule]
+                "zbv": (p - 1) / 6, "dualpipev": (p - 1) / 3}[self.schedule]
 
     def stages_of(self, rank: int) -> tuple[int, ...]:
         """The (virtual) stages a pipeline rank runs: rank, rank + p, ... (Megatron's order); in a

@@ -16,7 +16,7 @@ The overlap model (a stated convention, not a measurement):
 - FSDP2 and ZeRO-3 gather and scatter each micro-batch while it computes (prefetch): only what
   exceeds its compute is exposed;
 - the pipeline bubble is Layout.bubble() micro-batches of the slowest stage ((p - 1)/v for
-  GPipe, 1F1B and interleaving; a third of 1F1B's for ZB-H1 and DualPipeV, none for ZB-V);
+  GPipe, 1F1B and interleaving; a third of 1F1B's for ZB-H1 and DualPipeV, a sixth for ZB-V);
 - expert parallelism's all-to-alls are exposed, except under DualPipeV, which hides them behind
   the other chunk's compute (DeepSeek-V3 report, section 3.2.1);
 - the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it.

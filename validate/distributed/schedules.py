@@ -94,3 +94,59 @@ def measure_schedule(schedule: str, p: int, m: int) -> dict[int, dict]:
                     peak, at_peak = total, [len(held[s]) for s in stages]
         out[rank] = {"stages": stages, "in_flight": at_peak, "sends": sends}
     return out
+
+
+def simulate_step(schedule: str, p: int, m: int) -> dict[str, float]:
+    """torch's action lists run with unit times (F = I = W = 1 a chunk, a full B = 2, an
+    overlapped F&B = 3, sends free): each rank runs its list in order, an action starting once
+    the rank is free and its input has arrived (a forward after the previous stage's forward of
+    that micro-batch, a backward after the next stage's backward and its own forward, W after I).
+    Returns the step's length and the bubble: the length less a rank's work, in units of
+    T = F + I + W of the rank's whole share of a micro-batch (V schedules: two chunks of T/2)."""
+    cls, stages_of = SCHEDULES[schedule]
+    count = len(stages_of(0, p)) * p
+    orders = pipeline_order(schedule, p, m)
+    done: dict[tuple[str, int, int], float] = {}
+    position = {rank: 0 for rank in orders}
+    clock = {rank: 0.0 for rank in orders}
+    cost = {"F": 1.0, "I": 1.0, "W": 1.0, "B": 2.0}
+
+    def ready(kind: str, stage: int, micro: int) -> float | None:
+        needs = []
+        if kind == "F" and stage > 0:
+            needs.append(("F", stage - 1, micro))
+        if kind in ("B", "I"):
+            needs.append(("F", stage, micro))
+            if stage < count - 1:
+                needs.append(("G", stage + 1, micro))  # the next stage's input gradient
+        if kind == "W":
+            needs.append(("G", stage, micro))
+        times = [done.get(need) for need in needs]
+        return None if any(t is None for t in times) else max(times, default=0.0)
+
+    progressed = True
+    while progressed:
+        progressed = False
+        for rank, actions in orders.items():
+            while position[rank] < len(actions):
+                computations = _computations(actions[position[rank]])
+                if not computations:
+                    position[rank] += 1
+                    continue
+                starts = [ready(*c) for c in computations]
+                if any(s is None for s in starts):
+                    break
+                start = max([clock[rank], *starts])
+                end = start + sum(cost[kind] for kind, _, _ in computations) / (count // p)
+                for kind, stage, micro in computations:
+                    done[(kind, stage, micro)] = end
+                    if kind in ("B", "I"):
+                        done[("G", stage, micro)] = end
+                clock[rank] = end
+                position[rank] += 1
+                progressed = True
+    if any(position[r] < len(a) for r, a in orders.items()):
+        raise RuntimeError(f"{schedule}: the action lists deadlock under the unit-time model.")
+    length = max(clock.values())
+    work = m * 3.0  # every rank: m micro-batches of F + I + W over its share of the layers
+    return {"length": length / 3.0, "bubble": (length - work) / 3.0}
