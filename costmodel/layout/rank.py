@@ -517,7 +517,7 @@ class ParallelEstimate:
         if layout.cp > 1 and self.phase == "train":
             from .context import exchange
 
-            attention = sum(count for key, count in self.layer_runs(stage).items())
+            attention = sum(self.layer_runs(stage).values())  # every layer attends
             for kind, value in exchange(self.cfg, self.workload, layout.cp, layout.cp_rotate, attention).items():
                 add("cp", kind, m * value)
         if layout.shard_ranks > 1:

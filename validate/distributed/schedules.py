@@ -71,7 +71,7 @@ def _computations(action) -> list[tuple[str, int, int]]:
 def measure_schedule(schedule: str, p: int, m: int) -> dict[int, dict]:
     """Per rank: {"stages": [...], "in_flight": per stage at the peak, "sends": chunks sent,
     "forwards": F count, "backwards": B + I count}."""
-    cls, stages_of = SCHEDULES[schedule]
+    stages_of = SCHEDULES[schedule][1]
     owner = {s: r for r in range(p) for s in stages_of(r, p)}
     count = len(owner)
     out = {}
@@ -103,7 +103,7 @@ def simulate_step(schedule: str, p: int, m: int) -> dict[str, float]:
     that micro-batch, a backward after the next stage's backward and its own forward, W after I).
     Returns the step's length and the bubble: the length less a rank's work, in units of
     T = F + I + W of the rank's whole share of a micro-batch (V schedules: two chunks of T/2)."""
-    cls, stages_of = SCHEDULES[schedule]
+    stages_of = SCHEDULES[schedule][1]
     count = len(stages_of(0, p)) * p
     orders = pipeline_order(schedule, p, m)
     done: dict[tuple[str, int, int], float] = {}
