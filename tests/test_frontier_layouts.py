@@ -400,3 +400,17 @@ def test_published_frontier_runs_with_their_error_stated():
     deepseek, llama = frontier()
     assert 1.40 <= deepseek["ratio"] <= 1.56 and deepseek["memory_gib"] < 80
     assert 0.70 <= llama["ratio"] <= 0.78 and llama["memory_gib"] < 80
+
+
+def test_shared_experts_and_dense_layers_stay_on_the_data_parallel_path():
+    """DeepSeek-V3 with ep 64 of dp 64: only the 58 MoE layers' 256 routed experts are divided
+    (4 a rank); its 3 dense layers, the shared experts, the routers and attention are whole."""
+    from costmodel.estimation import Estimate
+
+    cfg = load_preset("deepseek-v3")
+    total = Estimate(cfg, Workload(seq_len=8)).total("params")
+    routed = 58 * 256 * 3 * 7168 * 2048
+    rank = parallel("deepseek-v3", Workload(seq_len=8), dp=64, ep=64, zero=1, framework="megatron")
+    assert rank.per_rank["weights"] == 2 * (total - routed + routed // 64)
+    assert rank.experts()["experts_per_rank"] == 4 and rank.experts()["expert_data_parallel"] == 1
+    assert "edp" not in rank.to_dict()["communication"]  # one rank holds each expert: nothing to reduce
