@@ -414,3 +414,20 @@ def test_shared_experts_and_dense_layers_stay_on_the_data_parallel_path():
     assert rank.per_rank["weights"] == 2 * (total - routed + routed // 64)
     assert rank.experts()["experts_per_rank"] == 4 and rank.experts()["expert_data_parallel"] == 1
     assert "edp" not in rank.to_dict()["communication"]  # one rank holds each expert: nothing to reduce
+
+
+@pytest.mark.parametrize("recipe", ["tensorwise", "rowwise"])
+def test_torchao_float8_keeps_nothing_beyond_bf16(recipe):
+    """torchao's float8 training on the CPU (skipped where torchao is not installed; measured
+    with torchao 0.18, FINDINGS 22.5): the converted linears keep their bf16 weights, no buffers,
+    and save their bf16 inputs only, as costmodel/layout/fp8.py's tensorwise and rowwise say."""
+    pytest.importorskip("torchao.float8")
+    from costmodel.layout.fp8 import RECIPES
+    from validate.fp8 import measure_float8_linears
+
+    d, f, n = 256, 384, 64
+    measured = measure_float8_linears(recipe, d, f, n)
+    assert measured["converted"] == "Float8Linear"
+    assert measured["parameter_bytes"] == 2 * 2 * d * f and measured["buffer_bytes"] == 0
+    assert measured["saved_bytes"] == 2 * (n * d + n * f)  # the inputs, in bf16
+    assert RECIPES[recipe].weight_copy_bytes == 0 and RECIPES[recipe].moment_bytes is None

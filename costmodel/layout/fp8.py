@@ -11,9 +11,9 @@ DeepSeek-V3 keeps "the embedding module, the output head, MoE gating modules, no
 operators, and attention operators" in higher precision, report section 3.3.1). Latent attention's
 projections are counted at bf16 here (they run in FP8 in DeepSeek-V3): an understatement.
 
-Not modelled: activations saved in FP8 (DeepSeek-V3 caches some linear inputs in FP8; torchao's
-default saves the high-precision input and weight and casts again in backward, so it saves
-nothing), and FSDP2's FP8 all-gather (torchao enable_fsdp_float8_all_gather).
+Not modelled: activations saved in FP8 (DeepSeek-V3 caches some linear inputs in FP8) and FSDP2's
+FP8 all-gather (torchao enable_fsdp_float8_all_gather). torchao's tensorwise and rowwise save the
+bf16 input and weight and cast again in backward: measured, validate/fp8.py (FINDINGS 22.5).
 """
 
 from __future__ import annotations
