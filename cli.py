@@ -14,6 +14,7 @@ import click
 
 from costmodel.config import DTYPES, KV_CACHES, RECOMPUTES, ConfigError, ModelConfig, Workload, require_decoder
 from costmodel.hardware import DEFAULT_TIME_MODEL, TIME_MODELS
+from costmodel.defaults import DEFAULT_DTYPE, DEFAULT_HARDWARE, DEFAULT_RECOMPUTE, implied
 from costmodel.layout.frameworks import FRAMEWORKS
 
 
@@ -80,16 +81,22 @@ def _expert_load(ctx: Any, param: Any, value: str | None) -> tuple[float, ...] |
         raise InputError(f"--expert-load must be comma-separated numbers, got {value!r}.") from None
 
 
+IMPL_HELP = ("Whose code the activation memory models: hf, reference or megatron (default: the "
+             "framework's, megatron for --framework megatron, else hf; costmodel/defaults.py).")
+ATTENTION_HELP = ("eager, sdpa or flash; fused kernels keep no n x n matrix (default: the framework's, "
+                  "flash for megatron, sdpa for deepspeed and fsdp2; eager without a layout).")
+
+
 def workload_options(function):
     """The workload options shared by estimate and the commands built on it."""
     options = [
         click.option("--seq-len", "-n", type=int, help="Tokens per sequence (encoder side for encoder-decoders). Default 2048 or the model's context."),
         click.option("--tgt-len", type=int, help="Decoder tokens of an encoder-decoder (default: --seq-len)."),
         click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch."),
-        click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True, help="Weights and activations."),
-        click.option("--impl", default="hf", show_default=True, help="Whose code the activation memory models: hf or reference."),
-        click.option("--attention", default="eager", show_default=True, help="eager, sdpa or flash (fused kernels keep no n x n matrix)."),
-        click.option("--recompute", default="none", show_default=True, help="Activation recomputation: none, selective or full."),
+        click.option("--dtype", type=click.Choice(DTYPES), default=DEFAULT_DTYPE, show_default=True, help="Weights and activations."),
+        click.option("--impl", default=None, help=IMPL_HELP),
+        click.option("--attention", default=None, help=ATTENTION_HELP),
+        click.option("--recompute", default=DEFAULT_RECOMPUTE, show_default=True, help="Activation recomputation: none, selective or full."),
         click.option("--gen-tokens", "-T", type=int, default=0, show_default=True, help="Tokens generated after the prefill (KV cache)."),
         click.option("--optimizer", default="adamw", show_default=True, help="adamw or sgd (optimizer state bytes)."),
         click.option("--precision", default="mixed", show_default=True,
@@ -118,7 +125,8 @@ def cli() -> None:
 
 
 LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "virtual_stages",
-                  "framework", "stage_layers", "gpus", "device")
+                  "framework", "stage_layers", "gpus", "device", "ep", "capacity_factor", "fp8", "cp",
+                  "cp_rotate")
 
 
 def layout_options(function):
@@ -140,6 +148,18 @@ def layout_options(function):
         click.option("--gpus", type=int, default=None, help="Check that tp x pp x dp is this many GPUs."),
         click.option("--device", "layout_device", type=click.Choice(("cuda", "cpu")), default=None,
                      help="Where the ranks run (torch's AdamW keeps its step counters on the host on CUDA)."),
+        click.option("--ep", type=int, default=None,
+                     help="Expert-parallel ranks, drawn from dp: each holds E / ep experts (docs/layouts.md)."),
+        click.option("--cp", type=int, default=None,
+                     help="Context-parallel ranks: each holds seq-len / cp tokens of every sequence (docs/layouts.md)."),
+        click.option("--cp-rotate", type=click.Choice(("allgather", "ring")), default=None,
+                     help="How context parallelism moves keys and values (default allgather, torch's)."),
+        click.option("--fp8", type=click.Choice(("tensorwise", "rowwise", "blockwise")), default=None,
+                     help="FP8 training: the layers' linear products at the FP8 peak, as torchao's tensorwise "
+                     "or rowwise recipe or DeepSeek-V3's blockwise one (docs/layouts.md)."),
+        click.option("--capacity-factor", type=float, default=None,
+                     help="Mixture of experts: each expert takes at most this times its balanced share of "
+                     "the routed tokens, the rest are dropped (default: dropless)."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -189,8 +209,9 @@ def estimate(model, config, seq_len, as_json, **options) -> None:
 
     layout_given = {k: options.pop(k) for k in list(options) if k in LAYOUT_OPTIONS or k == "layout_device"}
     cfg = load_model(model, config)
-    workload = make_workload(cfg, seq_len, **options)
     layout = make_layout(cfg, layout_given)
+    options.update(implied(layout.framework if layout else None, options["impl"], options["attention"]))
+    workload = make_workload(cfg, seq_len, **options)
     try:
         result = Estimate(cfg, workload, layout)
         data = result.to_dict()
@@ -268,26 +289,26 @@ def models(as_json) -> None:
 
 @cli.command()
 @model_options
-@click.option("--hardware", "hardware_name", default="a100-80gb", show_default=True, help="A hardware preset (see `hardware`; any case) or a path to a hardware file (docs/time.md).")
+@click.option("--hardware", "hardware_name", default=DEFAULT_HARDWARE, show_default=True, help="A hardware preset (see `hardware`; any case) or a path to a hardware file (docs/time.md).")
 @click.option("--prompt", type=int, default=None, help="Prompt tokens (inference). Default 2048, or what the context leaves after --gen.")
 @click.option("--gen", type=int, default=128, show_default=True, help="Tokens to generate (inference).")
 @click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch.")
 @click.option("--dtype", type=click.Choice(DTYPES), default=None,
               help="Weights and activations (default: the hardware's, bf16 for the GPU presets and the "
               "calibrated dtype for local).")
-@click.option("--attention", default="eager", show_default=True, help="eager (writes the n x n scores) or sdpa/flash (fused).")
+@click.option("--attention", default=None, help=ATTENTION_HELP)
 @click.option("--kv-cache", type=click.Choice(KV_CACHES), default="dynamic", show_default=True,
               help="dynamic: each decode step copies the cache to append (torch.cat, Hugging Face's default); "
               "static: a preallocated cache written in place.")
 @click.option("--train", is_flag=True, help="Simulate a training step instead of inference.")
 @click.option("--seq-len", "-n", type=int, default=None, help="Training sequence length (default 2048 or the context).")
-@click.option("--recompute", default="none", show_default=True, help="Training: none, selective or full.")
+@click.option("--recompute", default=DEFAULT_RECOMPUTE, show_default=True, help="Training: none, selective or full.")
 @click.option("--tokens", type=float, default=None, help="Training: tokens to train on (e.g. 2e12) for the time to train.")
 @click.option("--step-time", type=float, default=None, help="Training: a measured step time in seconds, for its MFU.")
 @click.option("--compute-efficiency", type=float, default=None, help="Fraction of peak FLOP/s reached (default: the preset's).")
 @click.option("--memory-efficiency", type=float, default=None, help="Fraction of peak bandwidth reached (default: the preset's).")
 @click.option("--global-batch", type=int, default=None, help="Training with a layout: sequences per step (sets --microbatches = global / (batch x dp)).")
-@click.option("--impl", default="hf", show_default=True, help="Training: whose code the activation memory models (hf, reference or megatron).")
+@click.option("--impl", default=None, help="Training: " + IMPL_HELP)
 @click.option("--flops-convention", type=click.Choice(("dense", "causal")), default="dense", show_default=True,
               help="Training: the model FLOPs MFU divides by: dense (PaLM's 6N + 12LHQT, every attention pair) "
               "or causal (Megatron's, half the causal attention core). Never counts recomputation.")
@@ -342,6 +363,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         if not train:
             require_decoder(cfg)  # before the workload warns that generated tokens are ignored
         layout = make_layout(cfg, layout_given)
+        code = implied(layout.framework if layout else None, impl, attention)
+        impl, attention = code["impl"], code["attention"]
         if layout is not None:
             from costmodel.layout import time as parallel_time
 
@@ -399,7 +422,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 
 @cli.command()
 @model_options
-@click.option("--hardware", "hardware_name", default="h100-sxm", show_default=True, help="A hardware preset (see `hardware`; any case) or a path to a hardware file (docs/time.md).")
+@click.option("--hardware", "hardware_name", default=DEFAULT_HARDWARE, show_default=True, help="A hardware preset (see `hardware`; any case) or a path to a hardware file (docs/time.md).")
 @click.option("--gpus", type=int, required=True, help="How many GPUs of that kind.")
 @click.option("--seq-len", "-n", type=int, default=None, help="Training: tokens per sequence (default 2048 or the context).")
 @click.option("--global-batch", type=int, default=None, help="Training: sequences per step (default 8 x gpus).")
@@ -407,9 +430,9 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--batch", "-b", type=int, default=None, help="Training: fix the micro-batch; --serve: the sequences served at once (default 32).")
 @click.option("--prompt", type=int, default=None, help="--serve: prompt tokens (default 2048, or what the context leaves after --gen).")
 @click.option("--gen", type=int, default=256, show_default=True, help="--serve: generated tokens.")
-@click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True, help="Weights and activations.")
-@click.option("--impl", default="hf", show_default=True, help="Whose code the activation memory models (hf, reference or megatron).")
-@click.option("--attention", default="sdpa", show_default=True, help="eager, sdpa or flash (training runs use fused kernels).")
+@click.option("--dtype", type=click.Choice(DTYPES), default=DEFAULT_DTYPE, show_default=True, help="Weights and activations.")
+@click.option("--impl", default=None, help="Only this activation profile: " + IMPL_HELP)
+@click.option("--attention", default=None, help="Only this kernel: " + ATTENTION_HELP)
 @click.option("--kv-cache", type=click.Choice(KV_CACHES), default="dynamic", show_default=True,
               help="--serve: dynamic (torch.cat copies the cache each step) or static (written in place).")
 @click.option("--tp", type=int, default=None, help="Only this tensor-parallel size.")
@@ -418,13 +441,21 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--zero", type=click.IntRange(0, 3), default=None, help="Only this ZeRO stage.")
 @click.option("--sp/--no-sp", default=None, help="Only with (or without) sequence parallelism.")
 @click.option("--framework", type=click.Choice(tuple(FRAMEWORKS)), default=None, help="Only this framework.")
+@click.option("--ep", type=int, default=None, help="Only this expert-parallel size (a mixture of experts).")
+@click.option("--cp", type=int, default=None, help="Only this context-parallel size (default: 1, and sizes that "
+              "keep at least 4096 tokens a rank).")
+@click.option("--schedule", type=click.Choice(("gpipe", "1f1b", "interleaved", "zb-h1", "zbv", "dualpipev")),
+              default=None, help="Only this pipeline schedule (default: 1f1b and interleaved).")
+@click.option("--fp8", type=click.Choice(("tensorwise", "rowwise", "blockwise")), default=None,
+              help="Train every layout with this FP8 recipe (docs/layouts.md).")
 @click.option("--recompute", type=click.Choice(RECOMPUTES), default=None, help="Only this recomputation.")
 @click.option("--top", type=int, default=10, show_default=True, help="Rows of the ranked table.")
 @click.option("--time-model", type=click.Choice(TIME_MODELS), default=DEFAULT_TIME_MODEL, show_default=True,
               help="roofline or kernels, as simulate's (docs/time.md).")
 @click.option("--json", "as_json", is_flag=True, help='{"feasible": [...], "infeasible": [...]} on stdout.')
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
-         attention, kv_cache, tp, pp, dp, zero, sp, framework, recompute, top, time_model, as_json) -> None:
+         attention, kv_cache, tp, pp, dp, zero, sp, framework, ep, cp, schedule, fp8, recompute, top, time_model,
+         as_json) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
     ranked by step time (training) or time per output token (--serve)."""
     from costmodel.hardware import load_hardware
@@ -432,7 +463,8 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
 
     cfg = load_model(model, config)
     fixed = {"tp": tp, "pp": pp, "dp": dp, "zero": zero, "sp": sp, "framework": framework,
-             "recompute": recompute, "batch": batch}
+             "recompute": recompute, "batch": batch, "impl": impl, "attention": attention, "ep": ep,
+             "cp": cp, "schedule": schedule, "fp8": fp8}
     try:
         if gpus < 1:
             raise ConfigError(f"--gpus must be at least 1, got {gpus}.")
@@ -443,7 +475,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
             result = planner.plan_serving(cfg, hardware, gpus, batch or 32, workload.seq_len, gen,
                                           workload.dtype, fixed, kv_cache=kv_cache, time_model=time_model)
         else:
-            workload = make_workload(cfg, seq_len, dtype=dtype, impl=impl, attention=attention)
+            workload = make_workload(cfg, seq_len, dtype=dtype, **implied(framework, impl, attention))
             result = planner.plan_training(cfg, hardware, gpus, workload.seq_len, global_batch or 8 * gpus,
                                            workload, fixed, time_model=time_model)
     except ConfigError as error:
@@ -466,12 +498,14 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
 @click.option("--json", "as_json", is_flag=True, help="The rows as JSON on stdout.")
 def published(as_json) -> None:
     """Published training runs beside the layout model: Narayanan et al. 2021 Table 1 (parameters,
-    TFLOP/s per GPU) and Korthikanti et al. 2022 Table 5 (seconds per iteration, MFU, HFU)."""
+    TFLOP/s per GPU), Korthikanti et al. 2022 Table 5 (seconds per iteration, MFU, HFU), more published
+    runs (costmodel/published_runs.json), DeepSeek-V3 and Llama 3 405B's 131k-context run."""
+    from reports.published_frontier import frontier
     from reports.published_runs import korthikanti, narayanan, other_runs
     from reports.text import table
 
     tables = {"narayanan_2021_table_1": narayanan(), "korthikanti_2022_table_5": korthikanti(),
-              "other_runs": other_runs()}
+              "other_runs": other_runs(), "frontier": frontier()}
     if as_json:
         click.echo(json.dumps(tables, indent=2))
         return
@@ -503,6 +537,13 @@ def published(as_json) -> None:
     click.echo(table(["run", "unit", "published", "roofline", "kernels"],
                      ([r["run"], r["unit"], f"{r['published']:,}", ratio(r, "roofline"), ratio(r, "kernels")]
                       for r in tables["other_runs"])))
+
+    click.echo("")
+    click.echo("Frontier runs (what each assumes: docs/layouts.md)")
+    click.echo(table(["run", "layout", "GPUs", "quantity", "published", "ours", "ours / published", "memory"],
+                     ([r["run"], r["layout"], r["gpus"], r["quantity"], f"{r['published']:,.0f}",
+                       f"{r['ours']:,.0f}", f"{r['ratio']:.2f}", f"{r['memory_gib']:.1f} GiB"]
+                      for r in tables["frontier"])))
 
 
 def measure_hardware_file(out: str, device: str, like: str | None, dtypes: tuple[str, ...], quick: bool) -> None:

@@ -74,14 +74,18 @@ def estimate(model: Any, seq_len: int | None = None, layout: Any = None, **workl
     """Every number `estimate` reports for a model and workload (costmodel.estimation.Estimate):
     .to_dict() is `estimate --json`, .blocks() a DataFrame of the per-block table. layout: a
     costmodel.layout.Layout or a dict of its fields (dp, tp, pp, sp, zero, microbatches, schedule,
-    virtual_stages, framework, ...) for per-rank memory and communication."""
+    virtual_stages, framework, ...) for per-rank memory and communication; with a layout, impl
+    and attention default to the framework's (costmodel/defaults.py)."""
+    from .defaults import implied
     from .estimation import Estimate
 
     cfg = load_model(model)
+    chosen_layout = make_layout(layout)
+    if chosen_layout is not None:  # the framework's code unless impl or attention is given
+        workload = {**workload, **implied(chosen_layout.framework, workload.get("impl"), workload.get("attention"))}
     chosen, notes = make_workload(cfg, seq_len, **workload)
     for note in notes:
         warnings.warn(note, stacklevel=2)
-    chosen_layout = make_layout(layout)
     if chosen_layout is not None:
         chosen_layout.check(cfg)
     return Estimate(cfg, chosen, chosen_layout)

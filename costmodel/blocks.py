@@ -974,12 +974,15 @@ class FeedForward(Block):
         and T5 in Hugging Face) x, tanh, 0.5*x and 1+tanh. A gate's product keeps both factors.
         The output matrix keeps its input, which for an ungated relu is relu's own output (one
         tensor). Dropout inside the FFN keeps its mask, and the output matrix then keeps
-        dropout's output instead.
+        dropout's output instead. A fused SwiGLU (facts.fused_swiglu, Megatron) keeps its input,
+        gate and up, and recomputes the rest: three tensors with the output matrix's input.
         """
         python_gelu = act == "gelu_tanh" and self.profile.facts.gelu_tanh_python
         internal = 4 if python_gelu else 1
         dropout = self.inner_dropout and "ffn" in self.profile.dropout_sites()
         kept = internal + (2 if self.gated else 0) + 1
+        if self.gated and self.profile.facts.fused_swiglu:
+            kept = 3  # the fused kernel's input (gate and up) and the output matrix's input
         if act == "relu" and not self.gated and not dropout:
             kept -= 1  # relu's output is the output matrix's input
         inner = self.tokens * self.width

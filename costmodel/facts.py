@@ -68,6 +68,10 @@ class Facts:
     fused_qkv_query_view: bool = False
     # one fused gate/up projection (one (2 d_ff) x d weight) in a gated FFN
     fused_gate_up: bool = False
+    # a gated FFN's activation and product run as one fused kernel that keeps only its input (the
+    # gate and up outputs, 2 d_ff wide) for backward: three d_ff-wide tensors with the output
+    # matrix's input, not four (Megatron's bias_swiglu_fusion)
+    fused_swiglu: bool = False
     # bytes of int64 index tensors the split of a fused Q/K/V output keeps per layer (advanced
     # indexing, qkv[..., [-2], :])
     qkv_split_index_bytes: int = 0

@@ -14,7 +14,8 @@ from typing import Any
 
 import click
 
-from costmodel.config import DTYPES
+from costmodel.config import ATTENTIONS, DTYPES, IMPLEMENTATIONS, RECOMPUTES
+from costmodel.defaults import DEFAULT_ATTENTION, DEFAULT_HARDWARE, DEFAULT_IMPL, DEFAULT_RECOMPUTE
 from costmodel.layout.frameworks import FRAMEWORKS
 
 from .output import ReportInputError
@@ -97,7 +98,7 @@ def model_choice(function):
 @click.option("--microbatches", type=int, default=None, help="A layout: micro-batches per step.")
 @click.option("--framework", type=click.Choice(tuple(FRAMEWORKS)), default=None,
               help="A layout: whose conventions.")
-@click.option("--hardware", "hardware_name", default="h100-sxm", show_default=True,
+@click.option("--hardware", "hardware_name", default=DEFAULT_HARDWARE, show_default=True,
               help="The GPU of the layout figures.")
 @click.option("--seq-len", "-n", type=int, default=None, help="The layout figures' sequence length.")
 def report(model, models, config, out, batch, dtype, no_measure, no_full_size, tp, pp, dp, zero, sp,
@@ -338,11 +339,11 @@ def claims(no_measure, as_json) -> None:
               help="Batch sizes, same syntax as --seq-len.")
 @click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True,
               help="Activation and weight dtype.")
-@click.option("--impl", type=click.Choice(("hf", "reference")), default="hf", show_default=True,
-              help="Whose code the activation memory models.")
-@click.option("--attention", type=click.Choice(("eager", "sdpa", "flash")), default="eager",
+@click.option("--impl", type=click.Choice(IMPLEMENTATIONS), default=DEFAULT_IMPL, show_default=True,
+              help="Whose code the activation memory models (costmodel/defaults.py).")
+@click.option("--attention", type=click.Choice(ATTENTIONS), default=DEFAULT_ATTENTION,
               show_default=True, help="Attention kernel (fused kernels keep no n x n matrix).")
-@click.option("--recompute", type=click.Choice(("none", "selective", "full")), default="none",
+@click.option("--recompute", type=click.Choice(RECOMPUTES), default=DEFAULT_RECOMPUTE,
               show_default=True, help="Activation recomputation.")
 @click.option("--gen-tokens", "-T", type=click.IntRange(min=0), default=0, show_default=True,
               help="Tokens generated after the prefill (KV cache).")

@@ -171,6 +171,9 @@ def render_parallel(p: dict[str, Any]) -> str:
     """The per-rank memory and communication of a layout (estimate with --dp/--tp/--pp...)."""
     lay = p["layout"]
     head = (f"Parallel layout: {lay['gpus']} GPUs = tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']}"
+            + (f" x cp {lay['cp']}" if lay.get("cp", 1) > 1 else "")
+            + (f" (ep {lay['ep']} of dp)" if lay.get("ep", 1) > 1 else "")
+            + (f", FP8 {lay['fp8']}" if lay.get("fp8") else "")
             + (" + SP" if lay["sp"] else "") + f", ZeRO {lay['zero']}, {lay['framework']} ({p['precision']} "
             f"precision); {plural(lay['microbatches'], 'micro-batch', 'micro-batches')} of {lay['micro_batch']} per step "
             f"(global batch {lay['global_batch']:,})"
@@ -182,6 +185,11 @@ def render_parallel(p: dict[str, Any]) -> str:
     lines = [head, "Memory per rank, by pipeline stage (the most loaded rank of each: data-parallel rank 0)",
              table(["stage", "layers", "in flight", *keys], rows)]
     lines.append(f"Most loaded rank: stage {p['per_rank']['stage']}, {binary_bytes(p['per_rank']['total'])}")
+    if "experts" in p:
+        x = p["experts"]
+        lines.append(f"Experts: ep {x['ep']}, {x['experts_per_rank']} a rank, gradients over {x['expert_data_parallel']} "
+                     f"ranks; the most loaded EP rank ({x['most_loaded_ep_rank']}) takes {x['load_factor']:.3g}x the "
+                     f"balanced tokens; {100 * x['dropped_fraction']:.3g}% dropped")
     lines.append("Communication per rank per step (payload; wire bytes with ring factors)")
     comm, wire = p["communication"], p["wire"]
     lines.append(table(["group", "collective", "payload", "wire"],
@@ -275,7 +283,8 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
     for i, e in enumerate(feasible[:top]):
         lay, split = e["layout"], e["split"]
         schedule = lay["schedule"] + (f" x{lay['virtual_stages']}" if lay["virtual_stages"] > 1 else "")
-        rows.append([str(i + 1), f"{lay['tp']} x {lay['pp']} x {lay['dp']}", lay["framework"],
+        ep = "".join(f" ({name} {lay[name]})" for name in ("ep", "cp") if lay.get(name, 1) > 1)
+        rows.append([str(i + 1), f"{lay['tp']} x {lay['pp']} x {lay['dp']}{ep}", lay["framework"],
                      str(lay["zero"]), "yes" if lay["sp"] else "", schedule,
                      f"{lay['batch']} x {lay['microbatches']}", lay["recompute"],
                      binary_bytes(e["per_rank"]["total"]), seconds(e["step_time"]), seconds(split["compute"]),

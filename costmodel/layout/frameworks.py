@@ -40,6 +40,26 @@ class Framework:
     step_counters: bool  # torch's AdamW: one fp32 `step` per tensor (device-resident on the CPU)
     dp_gradient_dtype: str  # "fp32" or "activation": the dtype of the gradient collectives
     vocabulary_parallel_loss: bool  # the loss over the rank's vocabulary shard (else all-gathered)
+    # The policy and gradient dtype in fp16 where they differ from bf16's: Megatron forces fp32
+    # gradient accumulation and all-reduce for bf16 only (arguments.py sets
+    # accumulate_allreduce_grads_in_fp32 when args.bf16); in fp16 its gradient buffer is fp16 and
+    # the optimizer makes the fp32 copies at the step (issue 22 defect 2).
+    fp16_precision: str | None = None
+    fp16_dp_gradient_dtype: str | None = None
+    # DeepSpeed ZeRO-2/3's step() allocates an fp32 gradient partition beside the fp32 master
+    # partition (stage_1_and_2.py: single_partition_of_fp32_groups[i].grad; stage3.py: the fp32
+    # partitioned gradients), 4 bytes per parameter of the shard at the peak (issue 22 defect 3).
+    fp32_gradient_partition_stages: tuple[int, ...] = ()
+
+    def precision_for(self, dtype: str) -> str:
+        """The precision policy (costmodel/precision.py) in this activation dtype."""
+        return self.fp16_precision if dtype == "fp16" and self.fp16_precision else self.precision
+
+    def gradient_dtype_for(self, dtype: str) -> str:
+        """"fp32" or "activation": the dtype of the data-parallel gradient collectives."""
+        if dtype == "fp16" and self.fp16_dp_gradient_dtype:
+            return self.fp16_dp_gradient_dtype
+        return self.dp_gradient_dtype
 
 
 FRAMEWORKS = {
@@ -49,6 +69,7 @@ FRAMEWORKS = {
         sharding="flat", column_layers="fused", sp_regathers_input=True, vocabulary="pad128",
         embedding_gradient_full=False, norm_gradient_all_reduces=1, whole_batch_inputs=False,
         step_counters=False, dp_gradient_dtype="fp32", vocabulary_parallel_loss=True,
+        fp16_precision="mixed", fp16_dp_gradient_dtype="activation",
     ),
     "deepspeed": Framework(
         name="deepspeed", precision="mixed", zero_stages=(0, 1, 2, 3),
@@ -56,6 +77,7 @@ FRAMEWORKS = {
         sp_regathers_input=True, vocabulary="ceil", embedding_gradient_full=False,
         norm_gradient_all_reduces=1, whole_batch_inputs=False, step_counters=False,
         dp_gradient_dtype="activation", vocabulary_parallel_loss=True,
+        fp32_gradient_partition_stages=(2, 3),
     ),
     "fsdp2": Framework(
         name="fsdp2", precision="fsdp2", zero_stages=(2, 3),

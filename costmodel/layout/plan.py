@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any, Iterator
 
 from ..config import ConfigError, ModelConfig, Workload, require_decoder
+from ..defaults import implied
 from ..hardware import DEFAULT_TIME_MODEL, Efficiency, Hardware
 from .frameworks import FRAMEWORKS
 from .rank import ParallelEstimate
@@ -25,6 +26,7 @@ from .spec import Layout, tensor_split_sizes
 from .time import step_time
 
 MICRO_BATCHES = (1, 2, 4, 8)
+CP_MIN_TOKENS = 4096  # plan tries context parallelism only where each rank keeps this many tokens
 RECOMPUTES = ("none", "selective", "full")
 
 
@@ -40,7 +42,7 @@ def tensor_sizes(cfg: ModelConfig, hardware: Hardware, gpus: int) -> list[int]:
 def check_fixed(fixed: dict[str, Any], gpus: int) -> None:
     """The dimensions a user fixed must fit the GPUs: their product divides them (equals them when
     all three are fixed)."""
-    given = {k: fixed[k] for k in ("tp", "pp", "dp") if fixed.get(k)}
+    given = {k: fixed[k] for k in ("tp", "pp", "dp", "cp") if fixed.get(k)}
     product = 1
     for size in given.values():
         product *= size
@@ -52,8 +54,42 @@ def check_fixed(fixed: dict[str, Any], gpus: int) -> None:
         raise ConfigError(f"{named} is {product} GPUs, not the {gpus} of --gpus.")
 
 
+def expert_sizes(cfg: ModelConfig, framework: str, tp: int, dp: int, zero: int,
+                 fixed: dict[str, Any]) -> list[int]:
+    """The expert-parallel sizes to try: the one fixed, else 1 and every divisor of dp that
+    divides the experts where expert parallelism is modelled (costmodel/layout/experts.py)."""
+    if fixed.get("ep"):
+        return [fixed["ep"]]
+    if not cfg.moe or tp > 1 or framework == "fsdp2" or zero >= 3:
+        return [1]
+    return [e for e in _divisors(dp) if cfg.n_experts % e == 0]
+
+
+def context_sizes(cfg: ModelConfig, ranks: int, seq_len: int | None, fixed: dict[str, Any]) -> list[int]:
+    """The context-parallel sizes to try: the one fixed, else 1 and each divisor of the ranks
+    left that keeps at least CP_MIN_TOKENS tokens a rank (context parallelism is for long
+    sequences), divides the sequence into 2 cp chunks, on a model it is modelled for."""
+    if fixed.get("cp"):
+        return [fixed["cp"]]
+    if seq_len is None or cfg.architecture != "decoder" or cfg.sliding_window is not None or cfg.mla \
+            or fixed.get("attention") == "eager":
+        return [1]
+    return [c for c in _divisors(ranks) if c == 1 or (seq_len % (2 * c) == 0 and seq_len // c >= CP_MIN_TOKENS)]
+
+
+def pipeline_schedules(pp: int, m: int, layers: int, fixed: dict[str, Any]) -> list[tuple[str, int]]:
+    """1F1B and, where it divides, interleaving with two stages a rank; or the schedule fixed."""
+    if fixed.get("schedule"):
+        return [(fixed["schedule"], 2 if fixed["schedule"] in ("interleaved", "zbv", "dualpipev") else 1)]
+    schedules = [("1f1b", 1)]
+    if pp > 1 and m % pp == 0 and layers % (2 * pp) == 0:
+        schedules.append(("interleaved", 2))
+    return schedules
+
+
 def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_batch: int,
-                     fixed: dict[str, Any]) -> Iterator[tuple[Layout | None, int, str, str | None]]:
+                     fixed: dict[str, Any], seq_len: int | None = None
+                     ) -> Iterator[tuple[Layout | None, int, str, str | None]]:
     """(layout, micro-batch, recompute, None) for each candidate, or (None, ..., reason) for a
     combination that cannot run."""
     frameworks = [fixed["framework"]] if fixed.get("framework") else list(FRAMEWORKS)
@@ -66,50 +102,56 @@ def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_bat
             for pp in pps:
                 if gpus % (tp * pp):
                     continue
-                dp = gpus // (tp * pp)
-                if fixed.get("dp") and fixed["dp"] != dp:
-                    continue
-                for sp in ([fixed["sp"]] if fixed.get("sp") is not None else ([False, True] if tp > 1 else [False])):
-                    for b in [fixed["batch"]] if fixed.get("batch") else MICRO_BATCHES:
-                        if global_batch % (b * dp):
-                            continue
-                        m = global_batch // (b * dp)
-                        schedules = [("1f1b", 1)]
-                        if pp > 1 and m % pp == 0 and layers % (2 * pp) == 0:
-                            schedules.append(("interleaved", 2))
-                        for schedule, v in schedules:
-                            for zero in zeros:
-                                for recompute in [fixed["recompute"]] if fixed.get("recompute") else RECOMPUTES:
-                                    try:
-                                        layout = Layout(dp=dp, tp=tp, pp=pp, sp=sp, zero=zero, microbatches=m,
-                                                        schedule=schedule, virtual_stages=v, framework=framework)
-                                        layout.check(cfg, gpus)
-                                    except ConfigError as error:
-                                        yield None, b, recompute, str(error)
-                                        continue
-                                    yield layout, b, recompute, None
+                for cp in context_sizes(cfg, gpus // (tp * pp), seq_len, fixed):
+                    dp = gpus // (tp * pp * cp)
+                    if fixed.get("dp") and fixed["dp"] != dp:
+                        continue
+                    for sp in ([fixed["sp"]] if fixed.get("sp") is not None else ([False, True] if tp > 1 else [False])):
+                        for b in [fixed["batch"]] if fixed.get("batch") else MICRO_BATCHES:
+                            if global_batch % (b * dp):
+                                continue
+                            m = global_batch // (b * dp)
+                            schedules = pipeline_schedules(pp, m, layers, fixed)
+                            for schedule, v in schedules:
+                                for zero in zeros:
+                                    for ep in expert_sizes(cfg, framework, tp, dp, zero, fixed):
+                                        for recompute in [fixed["recompute"]] if fixed.get("recompute") else RECOMPUTES:
+                                            try:
+                                                layout = Layout(dp=dp, tp=tp, pp=pp, sp=sp, zero=zero, microbatches=m,
+                                                                schedule=schedule, virtual_stages=v,
+                                                                framework=framework, ep=ep, cp=cp,
+                                                                fp8=fixed.get("fp8"))
+                                                layout.check(cfg, gpus)
+                                            except ConfigError as error:
+                                                yield None, b, recompute, str(error)
+                                                continue
+                                            yield layout, b, recompute, None
 
 
 def _entry(layout: Layout, batch: int, recompute: str) -> dict[str, Any]:
     return {"layout": {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp, "zero": layout.zero,
                        "microbatches": layout.microbatches, "batch": batch, "recompute": recompute,
                        "sp": layout.sp, "schedule": layout.schedule, "virtual_stages": layout.virtual_stages,
-                       "framework": layout.framework}}
+                       "framework": layout.framework, "ep": layout.ep, "cp": layout.cp, "fp8": layout.fp8}}
 
 
 def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int, global_batch: int,
                   workload: Workload, fixed: dict[str, Any] | None = None,
                   efficiency: Efficiency | None = None, time_model: str = DEFAULT_TIME_MODEL) -> dict[str, Any]:
-    """Every training layout: {"feasible": [...] by step time, "infeasible": [...]}."""
+    """Every training layout: {"feasible": [...] by step time, "infeasible": [...]}. Each layout
+    runs its framework's activation profile and attention kernel (costmodel/defaults.py) unless
+    fixed names an "impl" or "attention"; the workload's own are not used."""
     fixed = fixed or {}
     check_fixed(fixed, gpus)
     feasible, infeasible, problems = [], [], []
-    for layout, batch, recompute, problem in training_layouts(cfg, hardware, gpus, global_batch, fixed):
+    for layout, batch, recompute, problem in training_layouts(cfg, hardware, gpus, global_batch, fixed, seq_len):
         if layout is None:
             problems.append(problem)
             continue
+        code = implied(layout.framework, fixed.get("impl"), fixed.get("attention"))
         entry = _entry(layout, batch, recompute)
-        chosen = replace(workload, seq_len=seq_len, batch=batch, recompute=recompute)
+        entry["layout"].update(code)
+        chosen = replace(workload, seq_len=seq_len, batch=batch, recompute=recompute, **code)
         try:
             estimate = ParallelEstimate(cfg, chosen, layout)
         except ConfigError as error:

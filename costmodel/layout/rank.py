@@ -28,12 +28,14 @@ from typing import Any
 from .. import compiled
 from ..config import ConfigError, ModelConfig, Workload
 from ..model_flops import leaf_model_flops
+from .experts import expert_load
 from .frameworks import FRAMEWORKS, Framework
 from .spec import Layout
 
 PARTS = ("embedding", "shared", "layer", "tail", "head")
 PART_QUANTITIES = ("params", "padded", "tensors", "gradient_params", "saved", "rebuilt", "inputs",
-                   "buffers", "norm_params", "flops", "kv_cache", "latent_gradient")
+                   "buffers", "norm_params", "flops", "kv_cache", "latent_gradient", "expert_params",
+                   "expert_saved", "routed_slots", "fp8_params")
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
 
 
@@ -80,7 +82,8 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     from .split import column_inputs, local, row_outputs, substitution
 
     framework = FRAMEWORKS[layout.framework]
-    profile = profile_for(cfg, workload, precision=framework.precision, device=layout.device,
+    FP8_BLOCKS = (B.QKVProjection, B.AttentionOutput, B.FeedForward, B.Experts)
+    profile = profile_for(cfg, workload, precision=framework.precision_for(workload.dtype), device=layout.device,
                           optimizer_impl="foreach" if layout.device == "cuda" else "single")
     tree = CostModel(cfg, profile, phase=phase)
     parts = _part_of(tree)
@@ -127,6 +130,12 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
         add(f"{key}.kv_cache", local(cost.kv_cache_bytes, subs))
         if isinstance(leaf.block, B.LatentAttention):
             add(f"{key}.latent_gradient", local(leaf.block.latent_gradient_bytes(), subs))
+        if isinstance(leaf.block, FP8_BLOCKS):  # the linear layers FP8 recipes convert (layout/fp8.py)
+            add(f"{key}.fp8_params", sum(local(t.rows, subs) * local(t.cols, subs) for t in cost.tensors))
+        if isinstance(leaf.block, B.Experts):  # what expert parallelism divides (layout/experts.py)
+            add(f"{key}.expert_params", sum(local(t.rows, subs) * local(t.cols, subs) for t in cost.tensors))
+            add(f"{key}.expert_saved", 0 if leaf.checkpointed else saved)
+            add(f"{key}.routed_slots", local(leaf.block.tokens * S.k, subs))
         # A training micro-batch's work (costmodel/simulate.py divides it by the rates): the
         # forward (twice when recomputation reruns it), the backward.
         forwards, backwards = (2 if leaf.recomputed else 1), int(phase == "train")
@@ -136,7 +145,9 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
                 "b_o": forwards * cost.bytes_other + backwards * cost.bytes_other_backward}
         index = len(structure["work"])
         structure["work"].append({"key": key, "active": any(
-            cost.get(q) != 0 for q in ("flops_matmul", "flops_other", "bytes_moved"))})
+            cost.get(q) != 0 for q in ("flops_matmul", "flops_other", "bytes_moved")),
+            "experts": isinstance(leaf.block, B.Experts), "fp8": isinstance(leaf.block, FP8_BLOCKS),
+            "attention_core": isinstance(leaf.block, B.AttentionCore)})
         for name, value in work.items():
             exprs[f"work.{index}.{name}"] = local(value, subs)
         # Model FLOPs by convention (costmodel/model_flops.py: no recomputation, not even flash's
@@ -144,6 +155,10 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
         add("model_flops", leaf.count * leaf_model_flops(leaf, "dense"))
         add("model_flops_causal", leaf.count * leaf_model_flops(leaf, "causal"))
         add("executed_flops", leaf.count * (cost.flops_matmul + cost.flops_matmul_backward))
+        if isinstance(leaf.block, B.AttentionCore):  # context parallelism: n / cp queries, all n keys
+            add("attention_flops", leaf.count * leaf_model_flops(leaf, "dense"))
+            add("attention_flops_causal", leaf.count * leaf_model_flops(leaf, "causal"))
+            add("attention_executed_flops", leaf.count * (cost.flops_matmul + cost.flops_matmul_backward))
         if leaf.recomputed:
             add("recomputed_flops", leaf.count * cost.flops_matmul)
         counts = structure["counts"].setdefault(key, {"column_inputs": 0, "row_outputs": 0, "sublayers": 0,
@@ -158,7 +173,9 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     per_param = profile.param_bytes
     exprs["bytes.weights"], exprs["bytes.gradients"] = per_param.weights, per_param.gradients
     exprs["bytes.optimizer"] = per_param.optimizer
+    exprs["bytes.moment"] = per_param.moment
     exprs.setdefault("recomputed_flops", sp.Integer(0))
+    exprs.setdefault("attention_flops", sp.Integer(0))
     exprs["step_traffic"] = per_param.step_traffic  # bytes a fused optimizer moves per parameter
     tokens = S.b * (1 if phase == "decode" else S.n)
     exprs["boundary"] = S.e * tokens * S.d  # one sublayer's input or output, every token
@@ -193,6 +210,8 @@ def _evaluate(evaluate: Any, values: tuple[tuple[str, int], ...]) -> dict[str, A
 
 
 def _ring(kind: str, world: int) -> float:
+    """Wire bytes per payload byte: 2(w - 1)/w for an all-reduce, (w - 1)/w for an all-gather,
+    a reduce-scatter or an all-to-all (a rank's own share stays)."""
     if world <= 1:
         return 0.0
     return 2 * (world - 1) / world if kind == "all_reduce" else (world - 1) / world
@@ -246,9 +265,12 @@ class ParallelEstimate:
         if workload.weight_dtype is not None or workload.kv_dtype is not None:
             raise ConfigError("layout: quantized weights or KV cache in a parallel layout are not modelled; "
                               "estimate them on one device.")
-        if workload.expert_load is not None:
-            raise ConfigError("layout: a parallel layout assumes balanced routing; an expert load is not "
-                              "modelled with one.")
+        if workload.expert_load is not None and len(workload.expert_load) != cfg.n_experts:
+            raise ConfigError(f"expert_load gives {len(workload.expert_load)} shares; model {cfg.name!r} "
+                              f"has {cfg.n_experts} experts.")
+        if layout.fp8 is not None and workload.dtype != "bf16":
+            raise ConfigError(f"layout: FP8 training runs beside bf16 weights and activations; use --dtype bf16, "
+                              f"not {workload.dtype}.")
         if layout.pp > 1 and layout.framework == "fsdp2" and cfg.tie_embeddings and cfg.head == "lm":
             raise ConfigError("layout: torch.distributed.pipelining splits an untied model; this one ties its "
                               "output projection to the embedding (use megatron or deepspeed).")
@@ -257,8 +279,19 @@ class ParallelEstimate:
         self.phase = phase
         self._memo: dict[Any, Any] = {}
         evaluate, self.structure = _evaluator(cfg, workload, layout, phase)
-        values = {**cfg.dimensions(), **workload.dimensions(cfg), "tp": layout.tp, "dp": layout.dp}
+        values = {**cfg.dimensions(), **workload.dimensions(cfg), "tp": layout.tp, "dp": layout.shard_ranks}
+        if layout.cp > 1:  # each rank holds n / cp tokens of every sequence (layout/context.py)
+            from .context import check_workload
+
+            check_workload(workload, layout.cp)
+            values["n"] //= layout.cp
         self.numbers = _evaluate(evaluate, tuple(values.items()))
+        self.load = expert_load(cfg.n_experts, layout.ep, workload.expert_load, layout.capacity_factor) \
+            if cfg.moe else None
+
+    @property
+    def _gradient_dtype(self) -> str:
+        return self.framework.gradient_dtype_for(self.workload.dtype)
 
     def _part(self, key: str, quantity: str) -> int:
         return self.numbers.get(f"{key}.{quantity}", 0)
@@ -323,12 +356,14 @@ class ParallelEstimate:
         """Weights, gradients and optimizer state of one rank of this pipeline stage, sharded
         over dp as the framework shards them (rank 0 of the data-parallel group: the most
         loaded, holding every padded row)."""
-        layout, n = self.layout, self.numbers
-        w, g, o = n["bytes.weights"], n["bytes.gradients"], n["bytes.optimizer"]
+        layout = self.layout
+        w, g, o = self._per_param()
         params = self._placed(stage, "params") + self._tied_copy(stage)
         gradient_params = self._placed(stage, "gradient_params") + self._tied_copy(stage)
         tensors = self._placed(stage, "tensors")
-        dp = layout.dp
+        dp = layout.shard_ranks
+        if layout.ep > 1:
+            return self._expert_parallel_state(stage, params, gradient_params)
         if self.framework.sharding == "per_tensor" and dp > 1:
             padded = self._placed(stage, "padded")
             out = {"weights": w * padded, "gradients": g * padded, "optimizer": o * padded}
@@ -338,8 +373,57 @@ class ParallelEstimate:
             out = {"weights": w * (shard if zero >= 3 else params),
                    "gradients": g * (math.ceil(gradient_params / dp) if zero >= 2 else gradient_params),
                    "optimizer": o * (shard if zero >= 1 else params)}
+            if zero in self.framework.fp32_gradient_partition_stages and self.workload.dtype != "fp32":
+                out["gradients"] += 4 * shard  # the fp32 gradient partition step() allocates
         if self.structure["step_counters"]:
             out["optimizer"] += 4 * tensors
+        return out
+
+    def _per_param(self) -> tuple[int, int, int]:
+        """Bytes per parameter of the weights, gradients and optimizer state (an FP8 recipe may
+        keep AdamW's moments narrower: costmodel/layout/fp8.py)."""
+        n = self.numbers
+        w, g, o = n["bytes.weights"], n["bytes.gradients"], n["bytes.optimizer"]
+        recipe = self.fp8_recipe
+        if recipe is not None and recipe.moment_bytes is not None:
+            from ..precision import OPTIMIZERS
+
+            o -= OPTIMIZERS[self.workload.optimizer].moments * (n["bytes.moment"] - recipe.moment_bytes)
+        return w, g, o
+
+    @property
+    def fp8_recipe(self) -> Any:
+        from .fp8 import RECIPES
+
+        return RECIPES[self.layout.fp8] if self.layout.fp8 else None
+
+    def fp8_copies(self, stage: Stage) -> int:
+        """Bytes of the FP8 weight copies (and scales) the recipe keeps on this rank."""
+        recipe = self.fp8_recipe
+        if recipe is None or not recipe.weight_copy_bytes:
+            return 0
+        params = self._placed(stage, "fp8_params")
+        if self.layout.ep > 1:  # the rank's own experts only
+            experts = self._placed(stage, "expert_params")
+            params -= experts - experts // self.layout.ep
+        return math.ceil(params * recipe.weight_copy_bytes)
+
+    def _expert_parallel_state(self, stage: Stage, params: int, gradient_params: int) -> dict[str, int]:
+        """State under expert parallelism (costmodel/layout/experts.py): the rank's E / ep experts
+        sharded over the expert-data-parallel group (dp / ep), the rest over dp."""
+        layout = self.layout
+        w, g, o = self._per_param()
+        experts = self._placed(stage, "expert_params")
+        local = experts // layout.ep
+        groups = ((params - experts, gradient_params - experts, layout.dp), (local, local, layout.dp // layout.ep))
+        out = {"weights": 0, "gradients": 0, "optimizer": 0}
+        for held, gradient_held, ranks in groups:
+            shard = math.ceil(held / ranks)
+            out["weights"] += w * held
+            out["gradients"] += g * (math.ceil(gradient_held / ranks) if layout.zero >= 2 else gradient_held)
+            out["optimizer"] += o * (shard if layout.zero >= 1 else held)
+            if layout.zero in self.framework.fp32_gradient_partition_stages and self.workload.dtype != "fp32":
+                out["gradients"] += 4 * shard
         return out
 
     def activations(self, stage: Stage) -> int:
@@ -353,6 +437,8 @@ class ParallelEstimate:
             one = Stage(stage.rank, (layers,), (held,), first, last, (stage.kinds[i],))
             per_microbatch = self._placed(one, "saved", per_stage=True) if self.layout.pp > 1 else \
                 self._placed(one, "saved")
+            if self.load is not None and self.load.factor != 1:  # the most loaded rank's experts
+                per_microbatch += math.ceil((self.load.factor - 1) * self._layer_sum(one, "expert_saved"))
             edge_inputs = (self._part("embedding", "inputs") if first else 0) + (
                 self._part("head", "inputs") if last else 0)
             if self.framework.whole_batch_inputs and self.layout.pp > 1:
@@ -370,13 +456,14 @@ class ParallelEstimate:
         (the current and the prefetched one; DeepSpeed's buckets, not measured)."""
         layout, n = self.layout, self.numbers
         own = self._placed(stage, "buffers", per_stage=True)
-        if layout.dp == 1:
+        dp = layout.shard_ranks
+        if dp == 1:
             return own
         if self.framework.sharding == "per_tensor":
             e = self.workload.bytes_per_element
-            layer = layout.dp * self._largest_layer("padded")
-            root = layout.dp * (self._placed(stage, "padded") - self._layer_sum(stage, "padded"))
-            everything = layout.dp * self._placed(stage, "padded")
+            layer = dp * self._largest_layer("padded")
+            root = dp * (self._placed(stage, "padded") - self._layer_sum(stage, "padded"))
+            everything = dp * self._placed(stage, "padded")
             unsharded = (everything if layout.zero == 2 or layout.reshard_after_forward is False
                          else layer if layout.reshard_after_forward else root + layer)
             return own + e * unsharded + e * layer + 4 * layer
@@ -390,6 +477,7 @@ class ParallelEstimate:
         signature = ("memory", stage.layers, stage.in_flight, stage.first, stage.last, stage.kinds)
         if signature not in self._memo:
             out = self.state(stage)
+            out["weights"] += self.fp8_copies(stage)
             out["activations"] = self.activations(stage)
             out["buffers"] = self.buffers(stage)
             out["total"] = sum(out.values())
@@ -413,7 +501,7 @@ class ParallelEstimate:
         """Payload bytes one rank of this pipeline stage sends per training step, by group
         (tp, dp, pp) and collective."""
         signature = ("communication", stage.layers, stage.in_flight, stage.first, stage.last, stage.kinds,
-                     stage.rank if self.layout.schedule == "interleaved" else None)
+                     stage.rank if self.layout.virtual_stages > 1 else None)
         if signature not in self._memo:
             self._memo[signature] = self._communication(stage)
         return self._memo[signature]
@@ -433,19 +521,29 @@ class ParallelEstimate:
                     add("tp", "all_reduce", calls * payload)
                 else:
                     add("tp", kind, m * calls * payload)
-        if layout.dp > 1:
-            for kind, value in self._data_parallel(stage).items():
-                add("dp", kind, value)
+        if layout.cp > 1 and self.phase == "train":
+            from .context import exchange
+
+            attention = sum(self.layer_runs(stage).values())  # every layer attends
+            for kind, value in exchange(self.cfg, self.workload, layout.cp, layout.cp_rotate, attention).items():
+                add("cp", kind, m * value)
+        if layout.shard_ranks > 1:
+            for group, kinds in self._data_parallel_groups(stage).items():
+                for kind, value in kinds.items():
+                    add(group, kind, value)
+        if layout.ep > 1:
+            add("ep", "all_to_all", m * self._all_to_all(stage))
         if layout.pp > 1:
             # Each (virtual) stage sends its output forward unless it is the last and its input's
             # gradient backward unless it is the first; it receives as much (FINDINGS 10.4).
             boundary = n["boundary"] // (layout.tp if layout.sp else 1)
-            for index in layout.stages_of(stage.rank):
-                crossings = int(index < layout.stages - 1) + int(index > 0)
+            for index in layout.stages_of(stage.rank):  # a V's turn (stage p - 1 to p) stays on a rank
+                crossings = (int(index < layout.stages - 1 and layout.rank_of(index + 1) != stage.rank)
+                             + int(index > 0 and layout.rank_of(index - 1) != stage.rank))
                 add("pp", "send", m * boundary * crossings)
                 add("pp", "recv", m * boundary * crossings)
             if self.structure["tied"] and (stage.first or stage.last) and not (stage.first and stage.last):
-                width = 4 if self.framework.dp_gradient_dtype == "fp32" else self.workload.bytes_per_element
+                width = 4 if self._gradient_dtype == "fp32" else self.workload.bytes_per_element
                 add("pp", "all_reduce", width * n["embedding_table"])
         return out
 
@@ -492,19 +590,43 @@ class ParallelEstimate:
                 events.append(("all_gather", 1, n["logits"]))
         return [event for event in events if event[1] and event[2]]
 
-    def _data_parallel(self, stage: Stage) -> dict[str, int]:
+    def _all_to_all(self, stage: Stage) -> int:
+        """One micro-batch's all-to-all payload on this rank (costmodel/layout/experts.py): per
+        mixture-of-experts layer the counts (8 E), dispatch and combine forward and backward."""
+        slots = self._layer_sum(stage, "routed_slots")
+        layers = sum(count for key, count in self.layer_runs(stage).items() if self._part(key, "routed_slots"))
+        token = self.workload.bytes_per_element * self.cfg.d_model
+        sent, received = slots * self.load.kept, slots * self.load.factor
+        return int(layers * 8 * self.cfg.n_experts + math.ceil(2 * (sent + received) * token))
+
+    def _data_parallel_groups(self, stage: Stage) -> dict[str, dict[str, int]]:
+        """The data-parallel collectives by group: "dp", and under expert parallelism "edp" (the
+        experts' own gradients over the dp / ep ranks that hold the same experts)."""
+        if self.layout.ep == 1:
+            return {"dp": self._data_parallel(stage)}
+        experts = self._placed(stage, "expert_params")
+        local = experts // self.layout.ep
+        edp = self.layout.dp // self.layout.ep
+        out = {"dp": self._data_parallel(stage, exclude=experts)}
+        if edp > 1:
+            out["edp"] = self._data_parallel(stage, params=local, ranks=edp)
+        return out
+
+    def _data_parallel(self, stage: Stage, exclude: int = 0, params: int | None = None,
+                       ranks: int | None = None) -> dict[str, int]:
         """The data-parallel collectives of one step (FSDP2 and ZeRO-3 gather and scatter per
         micro-batch)."""
         layout, n, m, e = self.layout, self.numbers, self.layout.microbatches, self.workload.bytes_per_element
-        dp = layout.dp
-        grad = 4 if self.framework.dp_gradient_dtype == "fp32" else e
+        dp = ranks or layout.shard_ranks
+        grad = 4 if self._gradient_dtype == "fp32" else e
         if self.framework.sharding == "per_tensor":
             everything = dp * self._placed(stage, "padded")
             layers = dp * self._layer_sum(stage, "padded")
             backward = {None: layers, True: everything, False: 0}[
                 False if layout.zero == 2 else layout.reshard_after_forward]
             return {"all_gather": m * e * (everything + backward), "reduce_scatter": m * 4 * everything}
-        params = self._placed(stage, "params") + self._tied_copy(stage)
+        if params is None:
+            params = self._placed(stage, "params") + self._tied_copy(stage) - exclude
         padded = dp * math.ceil(params / dp)
         if layout.zero == 0:
             return {"all_reduce": grad * params}
@@ -514,7 +636,9 @@ class ParallelEstimate:
 
     def wire(self, communication: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
         """Bytes each rank puts on the wire, with the ring factors."""
-        sizes = {"tp": self.layout.tp, "dp": self.layout.dp, "pp": 2}
+        layout = self.layout
+        sizes = {"tp": layout.tp, "dp": layout.shard_ranks, "pp": 2, "ep": layout.ep,
+                 "edp": layout.dp // layout.ep, "cp": layout.cp}
         out: dict[str, dict[str, int]] = {}
         for group, kinds in communication.items():
             for kind, payload in kinds.items():
@@ -546,5 +670,14 @@ class ParallelEstimate:
                        for row in self.per_stage],
             "communication": top["communication"],
             "wire": top["wire"],
-            "precision": self.framework.precision,
+            "precision": self.framework.precision_for(self.workload.dtype),
+            **({"experts": self.experts()} if self.load is not None else {}),
         }
+
+    def experts(self) -> dict[str, Any]:
+        """The mixture of experts under this layout (costmodel/layout/experts.py)."""
+        load = self.load
+        return {"ep": self.layout.ep, "experts_per_rank": self.cfg.n_experts // self.layout.ep,
+                "expert_data_parallel": self.layout.dp // self.layout.ep,
+                "load_factor": float(load.factor), "most_loaded_ep_rank": load.rank,
+                "dropped_fraction": float(1 - load.kept), "capacity_factor": self.layout.capacity_factor}

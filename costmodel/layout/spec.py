@@ -6,9 +6,16 @@
                    dp; FSDP2's fully_shard is 3 (2: reshard_after_forward=False)
   microbatches     per step per pipeline (the global batch is batch x microbatches x dp); with
                    pp = 1 it is gradient accumulation
-  schedule         gpipe, 1f1b or interleaved (with virtual_stages per rank)
+  schedule         gpipe, 1f1b, interleaved (with virtual_stages per rank), zb-h1, zbv or dualpipev
+                   (split backward: the zero-bubble schedules of Qi et al. 2023 and DeepSeek-V3's
+                   DualPipeV; zbv and dualpipev hold two stages a rank in a V: r and 2p - 1 - r)
   stage_layers     layers per pipeline stage (uneven splits allowed); default as even as can be
   framework        whose conventions: megatron, deepspeed or fsdp2 (costmodel/layout/frameworks.py)
+  ep               expert-parallel ranks, drawn from dp (costmodel/layout/experts.py)
+  capacity_factor  a mixture of experts' capacity per expert (None: dropless)
+  fp8              an FP8 training recipe: tensorwise, rowwise or blockwise (costmodel/layout/fp8.py)
+  cp, cp_rotate    context-parallel ranks, each holding n / cp of every sequence; how keys and
+                   values travel: "allgather" (torch 2.13's default) or "ring" (costmodel/layout/context.py)
 """
 
 from __future__ import annotations
@@ -18,7 +25,8 @@ from typing import Any
 
 from ..config import ConfigError, ModelConfig, show
 
-SCHEDULES = ("gpipe", "1f1b", "interleaved")
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zbv", "dualpipev")
+V_SCHEDULES = ("zbv", "dualpipev")  # two stages a rank, r and 2p - 1 - r
 
 
 def _positive(name: str, value: Any) -> None:
@@ -56,11 +64,16 @@ class Layout:
     # True: the root too; False (--zero 2): nothing is gathered again.
     reshard_after_forward: bool | None = None
     device: str = "cuda"  # where AdamW's step counters live (torch keeps them on the host on CUDA)
+    ep: int = 1
+    capacity_factor: float | None = None
+    fp8: str | None = None  # an FP8 training recipe (costmodel/layout/fp8.py)
+    cp: int = 1
+    cp_rotate: str = "allgather"
 
     def __post_init__(self) -> None:
         from .frameworks import FRAMEWORKS
 
-        for name in ("dp", "tp", "pp", "microbatches", "virtual_stages"):
+        for name in ("dp", "tp", "pp", "microbatches", "virtual_stages", "ep", "cp"):
             _positive(name, getattr(self, name))
         if self.schedule not in SCHEDULES:
             raise ConfigError(f"layout: schedule must be one of {', '.join(SCHEDULES)}, got {show(self.schedule)}.")
@@ -75,8 +88,19 @@ class Layout:
                               "(--zero 0 or 1 with --pp > 1).")
         if self.sp and self.tp == 1:
             raise ConfigError("layout: sequence parallelism (--sp) splits over the tensor-parallel ranks; it needs --tp > 1.")
-        if self.virtual_stages > 1 and self.schedule != "interleaved":
+        if self.schedule in V_SCHEDULES:
+            if self.virtual_stages not in (1, 2):
+                raise ConfigError(f"layout: {self.schedule} runs two stages a rank (a V), not {self.virtual_stages}.")
+            object.__setattr__(self, "virtual_stages", 2)
+            if self.pp == 1:
+                raise ConfigError(f"layout: the {self.schedule} schedule needs pipeline parallelism (--pp > 1).")
+        elif self.virtual_stages > 1 and self.schedule != "interleaved":
             raise ConfigError("layout: --virtual-stages applies to the interleaved schedule only.")
+        if self.schedule == "zb-h1" and self.pp == 1:
+            raise ConfigError("layout: the zb-h1 schedule needs pipeline parallelism (--pp > 1).")
+        if self.schedule == "dualpipev" and self.microbatches < 2 * self.pp:
+            raise ConfigError(f"layout: dualpipev needs at least 2 pp = {2 * self.pp} micro-batches, "
+                              f"got {self.microbatches} (torch's ScheduleDualPipeV).")
         if self.schedule == "interleaved":
             if self.pp == 1:
                 raise ConfigError("layout: the interleaved schedule needs pipeline parallelism (--pp > 1).")
@@ -84,18 +108,34 @@ class Layout:
                 raise ConfigError(f"layout: the interleaved schedule needs microbatches ({self.microbatches}) "
                                   f"to be a multiple of pp ({self.pp}).")
         if self.stage_layers is not None:
-            for value in self.stage_layers:
-                _positive("each stage's layers", value)
+            for index, value in enumerate(self.stage_layers):
+                edge = index in (0, len(self.stage_layers) - 1)
+                if edge and value == 0:
+                    continue  # Llama 3's first and last chunks: only the embedding, only the head
+                _positive("each inner stage's layers" if edge is False else "each stage's layers", value)
         if self.reshard_after_forward is not None and self.framework != "fsdp2":
             raise ConfigError("layout: reshard_after_forward is FSDP2's option (--framework fsdp2).")
         if self.reshard_after_forward is not None and self.zero == 2:
             raise ConfigError("layout: --zero 2 with fsdp2 means reshard_after_forward=False already.")
+        from .fp8 import RECIPES
+
+        if self.cp_rotate not in ("allgather", "ring"):
+            raise ConfigError(f"layout: cp_rotate must be allgather or ring, got {show(self.cp_rotate)}.")
+        if self.fp8 is not None and self.fp8 not in RECIPES:
+            raise ConfigError(f"layout: fp8 must be one of {', '.join(RECIPES)}, got {show(self.fp8)}.")
         if self.device not in ("cuda", "cpu"):
             raise ConfigError(f"layout: device must be cuda or cpu, got {show(self.device)}.")
 
     @property
     def gpus(self) -> int:
-        return self.dp * self.tp * self.pp
+        return self.dp * self.tp * self.pp * self.cp
+
+    @property
+    def shard_ranks(self) -> int:
+        """The ranks that hold the same parameters and reduce their gradients: dp x cp (context-
+        parallel ranks see different tokens of the same sequences: Megatron's data-parallel group
+        with context parallelism, torchtitan's dp_shard_cp mesh)."""
+        return self.dp * self.cp
 
     @property
     def stages(self) -> int:
@@ -105,8 +145,15 @@ class Layout:
     def check(self, cfg: ModelConfig, gpus: int | None = None) -> None:
         """Raise ConfigError (one sentence) if the layout cannot run the model."""
         if gpus is not None and gpus != self.gpus:
-            raise ConfigError(f"layout: tp x pp x dp = {self.tp} x {self.pp} x {self.dp} = {self.gpus}, "
-                              f"not the {gpus} GPUs asked for.")
+            sizes = f"tp x pp x dp = {self.tp} x {self.pp} x {self.dp}" + (f" x cp {self.cp}" if self.cp > 1 else "")
+            raise ConfigError(f"layout: {sizes} = {self.gpus}, not the {gpus} GPUs asked for.")
+        from .experts import check_expert_parallel
+
+        check_expert_parallel(cfg, self.ep, self.tp, self.dp, self.zero, self.framework, self.capacity_factor)
+        if self.cp > 1:
+            from .context import check_context_parallel
+
+            check_context_parallel(cfg, self)
         for what, size in tensor_split_sizes(cfg):
             if size % self.tp:
                 raise ConfigError(f"layout: tp = {self.tp} does not divide the {what} ({size}) of "
@@ -148,18 +195,57 @@ class Layout:
             return (m,)
         if self.schedule == "1f1b":
             return (min(m, p - rank),)
+        # Split backward: a micro-batch is held until its weight gradient (W) has run. Read from
+        # torch 2.13's own schedules (validate/distributed/schedules.py, tests/test_frontier_layouts.py):
+        # ZB-H1 (ScheduleInterleavedZeroBubble, one stage a rank) defers W, so every rank holds
+        # min(m, p); ZB-V and DualPipeV hold on stage r min(m, 2p - 1 - r) (ZB-V) or min(m, 2p - r)
+        # (DualPipeV) and on stage 2p - 1 - r min(m, r + 1).
+        if self.schedule == "zb-h1":
+            return (min(m, p),)
+        if self.schedule in V_SCHEDULES:
+            first = 2 * p - 1 - rank if self.schedule == "zbv" else 2 * p - rank
+            return (min(m, first), min(m, rank + 1))
         chunks = min(m * v, 2 * (p - rank - 1) + (v - 1) * p + 1)
         return tuple(sum(1 for k in range(chunks) if (k // p) % v == i) for i in range(v))
 
+    def bubble(self) -> float:
+        """The pipeline bubble in units of one micro-batch's time on a rank (forward and
+        backward, T). Split-backward schedules take F : I : W = 1 : 1 : 1 (a forward, the input
+        gradient, the weight gradient: each a third of T, as for the matrix products).
+          gpipe, 1f1b   (p - 1)(F + B) = (p - 1) T                   (Narayanan et al. 2021)
+          interleaved   (p - 1) T / v                                 (Narayanan et al. 2021)
+          zb-h1         (p - 1)(F + I - W) = (p - 1) T / 3            (Qi et al. 2023, ZB-H1)
+          zbv           (p - 1) T / 6: one chunk's forward a rank (torch's ScheduleZBVZeroBubble
+                        run with unit times; the paper's (p - 1)(F + I - 2W) = 0 is not what
+                        torch's order reaches: validate/distributed/schedules.py, FINDINGS 22.3)
+          dualpipev     (p - 1)(F&B + B - 3W), chunks of T / 2, F&B = F + B: (p - 1) T / 3
+                        (DeepSeek-V3's DualPipe table, (PP/2 - 1)(F&B + B - 3W), on 2p chunks)
+        ZB-H1's and DualPipeV's equal torch's orders run with unit times."""
+        p, v = self.pp, self.virtual_stages
+        if p == 1:
+            return 0.0
+        return {"gpipe": p - 1, "1f1b": p - 1, "interleaved": (p - 1) / v, "zb-h1": (p - 1) / 3,
+                "zbv": (p - 1) / 6, "dualpipev": (p - 1) / 3}[self.schedule]
+
     def stages_of(self, rank: int) -> tuple[int, ...]:
-        """The (virtual) stages a pipeline rank runs: rank, rank + p, ... (Megatron's order)."""
+        """The (virtual) stages a pipeline rank runs: rank, rank + p, ... (Megatron's order); in a
+        V (zbv, dualpipev) rank and 2p - 1 - rank."""
+        if self.schedule in V_SCHEDULES:
+            return (rank, 2 * self.pp - 1 - rank)
         return tuple(rank + i * self.pp for i in range(self.virtual_stages))
+
+    def rank_of(self, stage: int) -> int:
+        """The pipeline rank that runs a (virtual) stage."""
+        if self.schedule in V_SCHEDULES:
+            return stage if stage < self.pp else 2 * self.pp - 1 - stage
+        return stage % self.pp
 
     def to_dict(self, batch: int) -> dict[str, Any]:
         return {"dp": self.dp, "tp": self.tp, "pp": self.pp, "sp": self.sp, "zero": self.zero,
                 "microbatches": self.microbatches, "schedule": self.schedule,
                 "virtual_stages": self.virtual_stages, "framework": self.framework,
                 "stage_layers": list(self.stage_layers) if self.stage_layers else None,
-                "gpus": self.gpus, "micro_batch": batch,
+                "gpus": self.gpus, "micro_batch": batch, "ep": self.ep,
+                "capacity_factor": self.capacity_factor, "fp8": self.fp8, "cp": self.cp,
                 "global_batch": batch * self.microbatches * self.dp}
 

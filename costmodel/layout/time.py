@@ -15,8 +15,10 @@ The overlap model (stated conventions, not measurements; each settable with Over
   is exposed;
 - FSDP2 and ZeRO-3 gather and scatter each micro-batch while it computes (prefetch): only what
   exceeds its compute is exposed;
-- the pipeline bubble is (p - 1)/v of the slowest stage's micro-batch (1F1B and GPipe: v = 1),
-  so (p - 1)/(m v) of the ideal m micro-batches;
+- the pipeline bubble is Layout.bubble() micro-batches of the slowest stage ((p - 1)/v for
+  GPipe, 1F1B and interleaving; a third of 1F1B's for ZB-H1 and DualPipeV, a sixth for ZB-V);
+- expert parallelism's all-to-alls are exposed, except under DualPipeV, which hides them behind
+  the other chunk's compute (DeepSeek-V3 report, section 3.2.1);
 - the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it.
 MFU counts the model FLOPs of a named convention (costmodel/model_flops.py: dense or causal; no
 recomputation, not even flash's recompute of Q K^T); HFU counts what the kernels execute, the
@@ -73,11 +75,26 @@ class StepTime:
         dtype = estimate.workload.dtype
         self.peak = hardware.peak(dtype)
         self.flops_per_s = self.peak * eff.compute
+        self.fp8_per_s = None
+        if estimate.layout.fp8 is not None:  # the linear layers' products at the FP8 peak (layout/fp8.py)
+            if "fp8" not in hardware.flops_per_s:
+                from ..config import ConfigError
+
+                raise ConfigError(f"hardware {hardware.name}: no FP8 peak (flops_per_s[\"fp8\"]) for --fp8 "
+                                  f"{estimate.layout.fp8}; add it to its hardware file or leave --fp8 out.")
+            self.fp8_per_s = hardware.flops_per_s["fp8"] * eff.compute
         self.vector_per_s = hardware.vector_flops_per_s * eff.compute
         self.bytes_per_s = hardware.bandwidth_bytes_per_s * eff.memory
         layout = estimate.layout
-        self.spans = {"tp": layout.tp, "dp": layout.tp * layout.dp, "pp": layout.gpus}
-        self.worlds = {"tp": layout.tp, "dp": layout.dp, "pp": 2}
+        # Expert parallelism (layout/experts.py): the ep group is ep neighbouring data-parallel
+        # ranks; the expert-data-parallel group strides over the rest of dp.
+        # Context parallelism's ranks sit between tp and dp (Megatron's order tp-cp-dp-pp); the
+        # gradients are reduced over dp x cp.
+        shard = layout.shard_ranks
+        self.spans = {"tp": layout.tp, "dp": layout.tp * shard, "pp": layout.gpus,
+                      "ep": layout.tp * layout.ep, "edp": layout.tp * layout.dp, "cp": layout.tp * layout.cp}
+        self.worlds = {"tp": layout.tp, "dp": shard, "pp": 2, "ep": layout.ep, "edp": layout.dp // layout.ep,
+                       "cp": layout.cp}
 
     def collective(self, group: str, kind: str, payload: float, calls: int = 1) -> float:
         """Seconds of `calls` collectives moving `payload` bytes in all: the one communication
@@ -92,9 +109,16 @@ class StepTime:
         of them run any op (what the per-block overhead is paid for)."""
         estimate, numbers = self.estimate, self.estimate.numbers
         out: dict[str, tuple[float, int]] = {}
+        self.attention_seconds: dict[str, float] = {}
         for index, leaf in enumerate(estimate.structure["work"]):
             work = [float(numbers[f"work.{index}.{q}"]) for q in ("f_mm", "b_mm", "f_o", "b_o")]
-            busy = kernel_times(*work, self.flops_per_s, self.vector_per_s, self.bytes_per_s)[2]
+            rate = self.fp8_per_s if self.fp8_per_s and leaf.get("fp8") else self.flops_per_s
+            busy = kernel_times(*work, rate, self.vector_per_s, self.bytes_per_s)[2]
+            if leaf.get("attention_core"):  # n / cp queries against all n keys (layout/context.py)
+                busy *= estimate.layout.cp
+                self.attention_seconds[leaf["key"]] = self.attention_seconds.get(leaf["key"], 0.0) + busy
+            if leaf.get("experts") and estimate.load is not None:  # the most loaded rank's experts
+                busy *= float(estimate.load.factor)
             seconds, active = out.get(leaf["key"], (0.0, 0))
             out[leaf["key"]] = (seconds + busy, active + int(leaf["active"]))
         return out
@@ -136,22 +160,38 @@ class StepTime:
         tp_microbatch, tp_step = self.tensor_parallel(stage) if layout.tp > 1 else (0.0, 0.0)
         pp = sum(self.collective("pp", kind, value / m) for kind, value in
                  communication.get("pp", {}).items() if kind == "send")
+        # Expert parallelism's all-to-alls are on the critical path (exposed), counted with tp.
+        ep = self.collective("ep", "all_to_all", communication.get("ep", {}).get("all_to_all", 0) / m)
+        compute = self.compute(stage)
+        if layout.schedule == "dualpipev":  # DualPipe overlaps a chunk's all-to-all with another's compute
+            ep = max(0.0, ep - compute)
+        context = 0.0
+        cp = communication.get("cp", {})
+        if cp:  # a ring's sends overlap the attention on the block before; an all-gather does not
+            attention = sum(count * self.attention_seconds.get(key, 0.0) for key, count in self._runs(stage).items())
+            gathered = self.collective("cp", "all_gather", cp.get("all_gather", 0) / m)
+            sent = self.collective("cp", "send", cp.get("send", 0) / m)
+            context = gathered + max(0.0, sent - attention)
         exposed = 1 - self.overlap.tp
-        return {"compute": self.compute(stage), "tp": exposed * tp_microbatch, "pp": pp, "tp_step": exposed * tp_step}
+        return {"compute": compute, "tp": exposed * tp_microbatch + ep + context, "pp": pp,
+                "tp_step": exposed * tp_step}
 
     def data_parallel(self, stage: Stage, compute: float) -> float:
         """Exposed seconds of the step's data-parallel collectives (see the overlap model)."""
         layout, m = self.estimate.layout, self.estimate.layout.microbatches
-        if layout.dp == 1:
+        if layout.shard_ranks == 1:
             return 0.0
-        kinds = self.estimate.communication(stage).get("dp", {})
+        communication = self.estimate.communication(stage)
+        groups = [(group, kind, value) for group in ("dp", "edp")
+                  for kind, value in communication.get(group, {}).items()]
         per_microbatch = self.estimate.framework.sharding == "per_tensor" or layout.zero == 3
         if per_microbatch:
-            each = sum(self.collective("dp", kind, value / m) for kind, value in kinds.items())
+            each = sum(self.collective(group, kind, value / m) for group, kind, value in groups)
             return m * (max(0.0, each - compute) if self.overlap.prefetch else each)
-        gradients = sum(self.collective("dp", kind, value) for kind, value in kinds.items()
+        gradients = sum(self.collective(group, kind, value) for group, kind, value in groups
                         if kind in ("all_reduce", "reduce_scatter"))
-        parameters = self.collective("dp", "all_gather", kinds.get("all_gather", 0))
+        parameters = sum(self.collective(group, kind, value) for group, kind, value in groups
+                         if kind == "all_gather")
         return max(0.0, gradients - self.overlap.dp * compute) + parameters
 
     def optimizer(self, stage: Stage) -> float:
@@ -159,7 +199,13 @@ class StepTime:
         estimate = self.estimate
         params = estimate._placed(stage, "params") + estimate._tied_copy(stage)
         sharded = estimate.layout.zero >= 1 or estimate.framework.sharding == "per_tensor"
-        updated = math.ceil(params / estimate.layout.dp) if sharded else params
+        updated = math.ceil(params / estimate.layout.shard_ranks) if sharded else params
+        layout = estimate.layout
+        if layout.ep > 1:  # the rank's own experts, sharded over the expert-data-parallel group
+            experts = estimate._placed(stage, "expert_params")
+            local = experts // layout.ep
+            updated = (math.ceil((params - experts) / layout.dp) + math.ceil(local / (layout.dp // layout.ep))
+                       if sharded else params - experts + local)
         return updated * estimate.numbers["step_traffic"] / self.bytes_per_s
 
     def token(self) -> dict[str, Any]:
@@ -179,22 +225,26 @@ class StepTime:
     def step(self) -> dict[str, Any]:
         """Seconds per step and their split; MFU and HFU; tokens per second."""
         estimate, layout = self.estimate, self.estimate.layout
-        m, p, v = layout.microbatches, layout.pp, layout.virtual_stages
+        m, p = layout.microbatches, layout.pp
         # The slowest rank is the first (the most layers and the embeddings), the last (the head)
         # or an inner one (it sends both ways): one of each kind stands for the rest.
         ranks = sorted({0, min(1, p - 1), p - 1})
         stages = [(estimate.stages[r], self.stage(estimate.stages[r])) for r in ranks]
         slowest_stage, slowest = max(stages, key=lambda item: sum(item[1][k] for k in ("compute", "tp", "pp")))
         per_microbatch = slowest["compute"] + slowest["tp"] + slowest["pp"]
-        bubble = (p - 1) / v * per_microbatch if p > 1 else 0.0
+        bubble = layout.bubble() * per_microbatch
         dp = max(self.data_parallel(stage, times["compute"]) for stage, times in stages)
         optimizer = max(self.optimizer(stage) for stage, _ in stages)
         tp_step = max(times["tp_step"] for _, times in stages)
         seconds = m * per_microbatch + bubble + dp + optimizer + tp_step
         numbers = estimate.numbers
-        key = "model_flops" if self.flops_convention == "dense" else "model_flops_causal"
-        model_flops = numbers[key] * m * layout.dp
-        hardware_flops = (numbers["executed_flops"] + numbers["recomputed_flops"]) * m * layout.dp
+        causal = "" if self.flops_convention == "dense" else "_causal"
+        # Per rank at n / cp; the attention core's queries see all n keys: cp times the tree's.
+        extra = layout.cp - 1
+        model_flops = (numbers["model_flops" + causal] + extra * numbers["attention_flops" + causal]) \
+            * m * layout.dp * layout.cp
+        hardware_flops = (numbers["executed_flops"] + extra * numbers["attention_executed_flops"]
+                          + numbers["recomputed_flops"]) * m * layout.dp * layout.cp
         tokens = estimate.workload.batch * estimate.workload.dimensions(estimate.cfg)["n"] * m * layout.dp
         capacity = self.hardware.peak(estimate.workload.dtype) * layout.gpus
         return {
@@ -203,7 +253,7 @@ class StepTime:
             "exposed_communication_seconds": {"tp": m * slowest["tp"] + tp_step, "pp": m * slowest["pp"], "dp": dp},
             "bubble_seconds": bubble,
             "optimizer_seconds": optimizer,
-            "bubble_fraction": (p - 1) / (m * v) if p > 1 else 0.0,
+            "bubble_fraction": layout.bubble() / m,
             "slowest_stage": slowest_stage.rank,
             "mfu": model_flops / (seconds * capacity),
             "hfu": hardware_flops / (seconds * capacity),

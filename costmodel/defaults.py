@@ -1,0 +1,39 @@
+"""The one set of defaults every command and the API share, and what a framework implies.
+
+estimate, simulate, plan and sweep used to default differently (plan to sdpa and the H100, the
+others to eager and the A100). They now read these:
+
+  hardware   h100-sxm: the GPU the runs people plan today are on (plan's default already)
+  dtype      bf16
+  impl       hf, the code the activation profile was measured on (validate/FINDINGS.md) ...
+  attention  eager, ... with its kernel, for one device and no framework
+  recompute  none
+
+A framework implies the code it runs (issue 22, defect 4): Megatron-LM runs its own layers (the
+"megatron" activation profile: Korthikanti et al. 2022's accounting, a fused SwiGLU) with a fused
+attention kernel (Transformer Engine's or flash, never an n x n matrix); DeepSpeed and FSDP2 run
+the Hugging Face model they are given, whose default kernel in transformers 5.24 is sdpa
+(PreTrainedModel._check_and_adjust_attn_implementation picks sdpa when torch has it). An --impl or
+--attention the user gives always wins.
+"""
+
+from __future__ import annotations
+
+DEFAULT_HARDWARE = "h100-sxm"
+DEFAULT_DTYPE = "bf16"
+DEFAULT_IMPL = "hf"
+DEFAULT_ATTENTION = "eager"
+DEFAULT_RECOMPUTE = "none"
+
+#: framework -> (activation profile, attention kernel) it implies, each with its source above.
+FRAMEWORK_CODE = {
+    "megatron": ("megatron", "flash"),
+    "deepspeed": ("hf", "sdpa"),
+    "fsdp2": ("hf", "sdpa"),
+}
+
+
+def implied(framework: str | None, impl: str | None = None, attention: str | None = None) -> dict[str, str]:
+    """impl and attention: the ones given, else the framework's, else the defaults above."""
+    framework_impl, framework_attention = FRAMEWORK_CODE.get(framework or "", (DEFAULT_IMPL, DEFAULT_ATTENTION))
+    return {"impl": impl or framework_impl, "attention": attention or framework_attention}

@@ -1,0 +1,76 @@
+"""Two frontier runs beside the layout model (issue 22): DeepSeek-V3 (EP64, PP16, FP8, DualPipe on
+2,048 H800s) and Llama 3 405B's 131k-context row (CP16). The published figures and the layouts as
+published are data here, each with its source; whatever a run did that the model cannot express
+is said in `assumed`. `python cli.py published` prints them; docs/layouts.md explains the errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from costmodel.config import Workload
+from costmodel.hardware import load_hardware
+from costmodel.layout import Layout, ParallelEstimate
+from costmodel.layout.time import StepTime
+from costmodel.presets import load_preset
+
+DEEPSEEK_V3 = {
+    "model": "deepseek-v3", "hardware": "h800", "gpus": 2048, "seq_len": 4096, "global_batch": 15360,
+    "layout": dict(tp=1, pp=16, dp=128, ep=64, zero=1, framework="megatron", schedule="dualpipev",
+                   fp8="blockwise", microbatches=120),
+    "published": {"gpu_hours_per_trillion_tokens": 180_000},
+    "source": "DeepSeek-V3 technical report (arXiv 2412.19437): section 3.2 (16-way pipeline with "
+              "DualPipe, 64-way expert parallelism over 8 nodes, ZeRO-1 data parallelism, no tensor "
+              "parallelism), 3.3 (FP8 training, 1x128 / 128x128 blocks), 4.2 (sequence 4096, batch "
+              "ramped to 15360); section 1: 180K H800 GPU hours per trillion tokens",
+    "assumed": "micro-batch 1 (120 a step; not published); full recomputation (DeepSeek recomputes only "
+               "RMSNorm and MLA's up-projections and caches activations in FP8, neither modelled: without "
+               "recomputation the model needs 174 GiB a GPU); DualPipeV (torch's, one copy of the weights) "
+               "for DualPipe; the batch at its final 15360, not its ramp; MLA projections at the bf16 peak",
+}
+
+LLAMA3_405B_CP16 = {
+    "model": "llama3.1-405b", "hardware": "h100-sxm", "gpus": 16384, "seq_len": 131072, "global_batch": 128,
+    "layout": dict(tp=8, cp=16, pp=16, dp=8, zero=1, framework="megatron", schedule="interleaved",
+                   virtual_stages=2, microbatches=16, stage_layers=(3,) + (4,) * 30 + (3,)),
+    "published": {"tflops_per_gpu": 380, "mfu": 0.38},
+    "source": "The Llama 3 Herd of Models (arXiv 2407.21783), Table 4, third row: 16,384 GPUs, TP 8, CP 16, "
+              "PP 16, DP 8, sequence 131,072, batch 16 a data-parallel group, 380 TFLOP/s a GPU, 38% BF16 "
+              "MFU; section 3.3.2: interleaved schedule, one layer fewer on the first and last stages",
+    "assumed": "two virtual stages a rank (v not published); full recomputation (without it the model "
+               "needs 171 GiB a GPU); Megatron's conventions and profile; the KV all-gather exposed",
+}
+
+
+def _run(row: dict[str, Any], recompute: str = "full") -> dict[str, Any]:
+    cfg = load_preset(row["model"])
+    layout = Layout(**row["layout"])
+    layout.check(cfg, row["gpus"])
+    workload = Workload(seq_len=row["seq_len"], batch=row["global_batch"] // (layout.dp * layout.microbatches),
+                        dtype="bf16", impl="megatron", attention="flash", recompute=recompute)
+    estimate = ParallelEstimate(cfg, workload, layout)
+    step = StepTime(estimate, load_hardware(row["hardware"])).step()
+    return {"step": step, "per_rank": estimate.per_rank}
+
+
+def frontier() -> list[dict[str, Any]]:
+    """The two runs: what was published, what the model says, the ratio and what was assumed."""
+    rows = []
+    deepseek = _run(DEEPSEEK_V3)
+    tokens = DEEPSEEK_V3["global_batch"] * DEEPSEEK_V3["seq_len"]
+    hours = DEEPSEEK_V3["gpus"] * deepseek["step"]["seconds"] / 3600 * 1e12 / tokens
+    published = DEEPSEEK_V3["published"]["gpu_hours_per_trillion_tokens"]
+    rows.append({"run": "DeepSeek-V3 671B", "layout": "EP64 PP16 DP128, FP8 blockwise, DualPipeV",
+                 "gpus": f"{DEEPSEEK_V3['gpus']:,} x h800", "quantity": "H800 GPU-hours per trillion tokens",
+                 "published": published, "ours": hours, "ratio": hours / published,
+                 "memory_gib": deepseek["per_rank"]["total"] / 2**30, "source": DEEPSEEK_V3["source"],
+                 "assumed": DEEPSEEK_V3["assumed"]})
+    llama = _run(LLAMA3_405B_CP16)
+    published = LLAMA3_405B_CP16["published"]["tflops_per_gpu"]
+    ours = llama["step"]["tflops_per_gpu"]
+    rows.append({"run": "Llama 3 405B, 131k", "layout": "TP8 CP16 PP16 DP8, interleaved",
+                 "gpus": f"{LLAMA3_405B_CP16['gpus']:,} x h100-sxm", "quantity": "TFLOP/s per GPU",
+                 "published": published, "ours": ours, "ratio": ours / published,
+                 "memory_gib": llama["per_rank"]["total"] / 2**30, "source": LLAMA3_405B_CP16["source"],
+                 "assumed": LLAMA3_405B_CP16["assumed"]})
+    return rows

@@ -1,0 +1,433 @@
+"""Issue 22: the frameworks as they run (defects 1-4, one set of defaults), expert parallelism.
+
+Each defect test fails on the code before the fix: the old numbers are in the comments.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+import cli
+from costmodel import blocks as B
+from costmodel.config import Workload
+from costmodel.evaluate import values
+from costmodel.layout import Layout
+from costmodel.layout.rank import ParallelEstimate
+from costmodel.model import CostModel, profile_for
+from costmodel.presets import load_preset
+
+LLAMA2_7B = 6_738_415_616  # LlamaForCausalLM, DESIGN.md
+
+
+def parallel(name: str, workload: Workload, **layout) -> ParallelEstimate:
+    return ParallelEstimate(load_preset(name), workload, Layout(**layout))
+
+
+# ---------------------------------------------------------------------------------------------
+# Defect 1: Megatron's fused SwiGLU keeps three d_ff-wide tensors, not four
+
+
+def test_megatron_fused_swiglu_keeps_three_ffn_wide_tensors():
+    """SwiGLUFunction saves fc1's output (gate and up, 2 d_ff) and fc2 keeps its input: 3 tensors
+    of b n d_ff in the activation dtype (Hugging Face's separate SiLU and product keep 4)."""
+    cfg = load_preset("llama2-7b")
+    n, d_ff = 512, cfg.d_ff
+    for impl, kept in (("megatron", 3), ("hf", 4)):
+        workload = Workload(seq_len=n, batch=1, dtype="bf16", impl=impl, attention="flash")
+        tree = CostModel(cfg, profile_for(cfg, workload))
+        ffn = [leaf for leaf in tree.leaves if isinstance(leaf.block, B.FeedForward)][0]
+        assert int(ffn.cost.saved_bytes.subs(values(cfg, workload))) == kept * 2 * n * d_ff, impl
+
+
+def test_llama2_70b_stage_0_activations_under_megatron():
+    """Issue 22's case: TP8 PP4 DP2, SP, selective recomputation, 16 micro-batches of one 4096
+    sequence. Stage 0 holds 4 micro-batches of 20 layers: 11,249,254,400 bytes (Megatron keeps
+    about 11.2 GB); the four-tensor FFN gave 13,598,064,640."""
+    workload = Workload(seq_len=4096, batch=1, dtype="bf16", impl="megatron", attention="flash",
+                        recompute="selective")
+    rank = parallel("llama2-70b", workload, tp=8, pp=4, dp=2, sp=True, microbatches=16,
+                    framework="megatron", zero=1)
+    assert rank.per_stage[0]["activations"] == 11_249_254_400
+
+
+# ---------------------------------------------------------------------------------------------
+# Defect 2: Megatron keeps fp32 gradients for bf16 only
+
+
+@pytest.mark.parametrize("dtype, gradient_bytes", [("bf16", 4), ("fp16", 2)])
+def test_megatron_gradient_bytes_follow_the_dtype(dtype, gradient_bytes):
+    """arguments.py forces accumulate_allreduce_grads_in_fp32 for bf16; in fp16 the gradient
+    buffer and its all-reduce are fp16 (the old model kept 4 bytes in both)."""
+    rank = parallel("llama2-7b", Workload(seq_len=8, dtype=dtype), dp=4, zero=0, framework="megatron")
+    per_rank = rank.to_dict()["per_rank"]
+    assert per_rank["gradients"] == gradient_bytes * LLAMA2_7B  # 32,000 rows: a multiple of 128
+    assert rank.to_dict()["communication"]["dp"]["all_reduce"] == per_rank["gradients"]
+    assert per_rank["optimizer"] == 12 * (per_rank["gradients"] // gradient_bytes)
+
+
+# ---------------------------------------------------------------------------------------------
+# Defect 3: DeepSpeed ZeRO-2/3 allocates an fp32 gradient partition at step()
+
+
+@pytest.mark.parametrize("zero, extra", [(0, 0), (1, 0), (2, 4), (3, 4)])
+def test_deepspeed_fp32_gradient_partition(zero, extra):
+    dp = 8
+    shard = math.ceil(LLAMA2_7B / dp)
+    rank = parallel("llama2-7b", Workload(seq_len=8), dp=dp, zero=zero).to_dict()["per_rank"]
+    paper = {0: 2 * LLAMA2_7B, 1: 2 * LLAMA2_7B, 2: 2 * shard, 3: 2 * shard}[zero]
+    assert rank["gradients"] == paper + extra * shard
+
+
+# ---------------------------------------------------------------------------------------------
+# Defect 4: a framework implies its activation profile and kernel; one set of defaults
+
+
+def _inputs(args: list[str], capsys) -> dict:
+    assert cli.main(args + ["--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_framework_implies_its_profile_and_kernel_unless_told(capsys):
+    common = ["estimate", "--model", "llama2-7b", "--seq-len", "1024", "--tp", "2"]
+    implied = _inputs(common + ["--framework", "megatron"], capsys)
+    assert (implied["inputs"]["impl"], implied["inputs"]["attention"]) == ("megatron", "flash")
+    told = _inputs(common + ["--framework", "megatron", "--impl", "hf", "--attention", "eager"], capsys)
+    assert (told["inputs"]["impl"], told["inputs"]["attention"]) == ("hf", "eager")
+    assert told["parallel"]["per_rank"]["activations"] > implied["parallel"]["per_rank"]["activations"]
+    deepspeed = _inputs(common, capsys)  # a layout without --framework is DeepSpeed's
+    assert (deepspeed["inputs"]["impl"], deepspeed["inputs"]["attention"]) == ("hf", "sdpa")
+    alone = _inputs(["estimate", "--model", "llama2-7b", "--seq-len", "1024"], capsys)
+    assert (alone["inputs"]["impl"], alone["inputs"]["attention"]) == ("hf", "eager")
+
+
+def test_api_layout_implies_the_frameworks_code():
+    import costmodel
+
+    result = costmodel.estimate("llama2-7b", seq_len=1024, layout={"tp": 2, "framework": "megatron"})
+    assert (result.workload.impl, result.workload.attention) == ("megatron", "flash")
+
+
+def test_impl_help_names_megatron_and_commands_share_defaults(capsys):
+    for command in ("estimate", "simulate", "plan"):
+        assert cli.main([command, "--help"]) == 0
+        text = " ".join(capsys.readouterr().out.split())
+        assert "hf, reference or megatron" in text, command
+        if command != "estimate":
+            assert "[default: h100-sxm]" in text, command
+
+
+# ---------------------------------------------------------------------------------------------
+# Expert parallelism (costmodel/layout/experts.py)
+
+MIXTRAL_8X7B_EXPERTS = 32 * 8 * 3 * 4096 * 14336  # 32 layers of 8 SwiGLU experts (d 4096, d_x 14336)
+
+
+def test_expert_parallel_state_shards_experts_over_ep_and_the_rest_over_dp():
+    """Mixtral-8x7B (46,702,792,704 parameters) on dp 16 with ep 8, ZeRO-1, Megatron in bf16:
+    each rank holds 1 of the 8 experts a layer; the experts' optimizer state is sharded over the
+    dp / ep = 2 ranks that hold the same expert, the rest over 16."""
+    rank = parallel("mixtral-8x7b", Workload(seq_len=8), dp=16, ep=8, zero=1, framework="megatron")
+    total = 46_702_792_704
+    dense = total - MIXTRAL_8X7B_EXPERTS
+    local = MIXTRAL_8X7B_EXPERTS // 8
+    state = rank.to_dict()["per_rank"]
+    assert state["weights"] == 2 * (dense + local)
+    assert state["gradients"] == 4 * (dense + local)
+    assert state["optimizer"] == 12 * (math.ceil(dense / 16) + math.ceil(local / 2))
+    comm = rank.to_dict()["communication"]
+    assert comm["dp"] == {"reduce_scatter": 4 * 16 * math.ceil(dense / 16), "all_gather": 2 * 16 * math.ceil(dense / 16)}
+    assert comm["edp"] == {"reduce_scatter": 4 * local, "all_gather": 2 * local}
+    # Per layer: E int64 counts, and dispatch + combine forward and backward of b n k tokens of d.
+    assert comm["ep"] == {"all_to_all": 32 * (8 * 8 + 4 * 8 * 2 * 2 * 4096)}
+
+
+def test_expert_load_and_capacity_set_the_most_loaded_rank():
+    from fractions import Fraction
+
+    from costmodel.layout.experts import expert_load
+
+    balanced = expert_load(8, 4, None, None)
+    assert (balanced.factor, balanced.kept) == (1, 1)
+    skewed = expert_load(8, 4, (3, 1, 1, 1, 1, 1, 1, 1), None)  # experts 0 and 1 on rank 0: 4/10
+    assert (skewed.factor, skewed.rank) == (Fraction(8, 5), 0)
+    capped = expert_load(8, 4, (3, 1, 1, 1, 1, 1, 1, 1), 2.0)  # expert 0 capped at 2/8 of the slots
+    assert (capped.factor, capped.kept) == (Fraction(7, 5), Fraction(19, 20))
+    mixtral = parallel("mixtral-8x7b", Workload(seq_len=64, expert_load=(3, 1, 1, 1, 1, 1, 1, 1)),
+                       dp=8, ep=8, zero=1)
+    balanced_rank = parallel("mixtral-8x7b", Workload(seq_len=64), dp=8, ep=8, zero=1)
+    extra = mixtral.per_rank["activations"] - balanced_rank.per_rank["activations"]
+    experts = sum(count * mixtral._part(key, "expert_saved")
+                  for key, count in mixtral.layer_runs(mixtral.stages[0]).items())
+    # One expert a rank: expert 0 takes 3/10 of the slots, 8 x 3/10 = 12/5 the balanced share.
+    assert mixtral.load.factor == Fraction(12, 5) and mixtral.experts()["load_factor"] == 2.4
+    assert extra == math.ceil(Fraction(7, 5) * experts)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--model", "mixtral-8x7b", "--dp", "6", "--ep", "3"], "ep = 3 does not divide the 8 experts"),
+    (["--model", "mixtral-8x7b", "--dp", "2", "--ep", "4"], "ep = 4 must divide dp = 2"),
+    (["--model", "llama2-7b", "--dp", "2", "--ep", "2"], "needs a mixture of experts"),
+    (["--model", "mixtral-8x7b", "--dp", "4", "--ep", "2", "--tp", "2"], "with tensor parallelism is not modelled"),
+    (["--model", "mixtral-8x7b", "--dp", "4", "--ep", "2", "--framework", "fsdp2", "--zero", "2"], "not fsdp2"),
+])
+def test_expert_parallel_refusals_are_one_line(args, words, capsys):
+    assert cli.main(["estimate", *args]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and words in err
+
+
+TINY_MOE = dict(model_type="mixtral", hidden_size=16, intermediate_size=24, num_local_experts=4,
+                num_experts_per_tok=2, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                vocab_size=32, max_position_embeddings=64, tie_word_embeddings=False)
+
+
+@pytest.mark.slow
+def test_expert_parallel_bytes_equal_a_torchtitan_style_layer_on_gloo():
+    """Four gloo ranks, one EP group: each rank's expert bytes, and the all-to-all payload of the
+    most loaded rank with the measured tokens per expert as the load (about 35 s)."""
+    from costmodel.hf import from_hf_config
+    from validate.distributed.experts import ExpertCase, measure_experts
+    from validate.distributed.launch import run_gloo
+
+    case = ExpertCase()
+    results = run_gloo(measure_experts, 4, case, timeout_s=240)
+    counts = tuple(results[0]["counts"])
+    assert sum(counts) == 4 * case.batch * case.seq_len * case.k
+    cfg = from_hf_config(TINY_MOE, "tiny-moe")
+    workload = Workload(seq_len=case.seq_len, batch=case.batch, dtype="fp32", precision="pure",
+                        expert_load=counts)
+    rank = ParallelEstimate(cfg, workload, Layout(dp=4, ep=4, framework="megatron"))
+    key = next(k for k in rank.structure["layers"])
+    assert {r["expert_bytes"] for r in results} == {4 * rank._part(key, "expert_params") // 4}
+    measured = [sum(c["payload"] for c in r["records"] if c["kind"] == "all_to_all") for r in results]
+    assert rank.to_dict()["communication"]["ep"]["all_to_all"] == max(measured)
+    assert measured.index(max(measured)) == rank.load.rank
+    for r in results:  # the counts (E int64) forward; dispatch and combine forward and backward
+        assert [c["phase"] for c in r["records"]] == ["forward"] * 3 + ["backward"] * 2
+        assert r["records"][0]["payload"] == 8 * cfg.n_experts
+
+
+# ---------------------------------------------------------------------------------------------
+# Pipeline schedules with split backward, against torch.distributed.pipelining's own orders
+
+
+@pytest.mark.parametrize("schedule", ["zb-h1", "zbv", "dualpipev"])
+@pytest.mark.parametrize("p, m", [(2, 4), (3, 6), (4, 8), (4, 5), (4, 12), (8, 16)])
+def test_split_backward_schedules_hold_and_send_what_torch_schedules(schedule, p, m):
+    """Each rank's micro-batches held at its peak (forward run, weight gradient not yet) per
+    stage, and the chunks it sends to another rank, from the action lists torch 2.13's
+    ScheduleInterleavedZeroBubble, ScheduleZBVZeroBubble and ScheduleDualPipeV build."""
+    pytest.importorskip("torch")
+    from validate.distributed.schedules import measure_schedule
+
+    if schedule == "dualpipev" and m < 2 * p:
+        return
+    measured = measure_schedule(schedule, p, m)
+    layout = Layout(pp=p, microbatches=m, schedule=schedule)
+    for rank, row in measured.items():
+        assert list(layout.stages_of(rank)) == row["stages"]
+        assert list(layout.in_flight(rank)) == row["in_flight"], rank
+    # The model's sends per step, in chunks: boundary tensors of one micro-batch each.
+    cfg = load_preset("llama2-7b")
+    rank = ParallelEstimate(cfg, Workload(seq_len=16), layout)
+    boundary = rank.numbers["boundary"]
+    for stage in rank.stages:
+        assert rank.communication(stage)["pp"]["send"] == boundary * measured[stage.rank]["sends"]
+
+
+@pytest.mark.parametrize("schedule", ["zb-h1", "zbv", "dualpipev"])
+@pytest.mark.parametrize("p, m", [(2, 4), (4, 8), (4, 12), (8, 16)])
+def test_schedule_bubbles_equal_torchs_orders_run_with_unit_times(schedule, p, m):
+    """torch's action lists run with F = I = W = 1 a chunk: the idle time of the step, in
+    micro-batches of a rank, is Layout.bubble(): (p - 1)/3 for ZB-H1 and DualPipeV, (p - 1)/6 for
+    ZB-V (not the paper's zero)."""
+    pytest.importorskip("torch")
+    from validate.distributed.schedules import simulate_step
+
+    assert simulate_step(schedule, p, m)["bubble"] == pytest.approx(
+        Layout(pp=p, microbatches=m, schedule=schedule).bubble(), abs=1e-12)
+
+
+def test_schedule_bubbles_and_refusals():
+    assert [Layout(pp=4, microbatches=8, schedule=s).bubble() for s in ("1f1b", "zb-h1", "zbv", "dualpipev")] \
+        == [3, 1, 0.5, 1]
+    with pytest.raises(Exception, match="dualpipev needs at least 2 pp = 8 micro-batches"):
+        Layout(pp=4, microbatches=6, schedule="dualpipev")
+    assert Layout(pp=4, schedule="zbv").virtual_stages == 2
+
+
+def test_first_and_last_chunks_may_hold_only_the_embedding_or_the_head(capsys):
+    """Llama 3's layout: the first pipeline chunk holds only the embedding, the last only the
+    final norm and the head; the layers go to the stages between."""
+    rank = parallel("llama2-7b", Workload(seq_len=2048), pp=4, stage_layers=(0, 16, 16, 0), microbatches=8)
+    stages = rank.per_stage
+    assert [s["layers"] for s in stages] == [0, 16, 16, 0]
+    assert stages[0]["weights"] == 2 * 32000 * 4096  # the embedding table alone
+    assert stages[3]["weights"] == 2 * (32000 * 4096 + 4096)  # the head and the final norm
+    assert cli.main(["estimate", "--model", "llama2-7b", "--pp", "4", "--stage-layers", "16,0,0,16"]) == 2
+    assert "each inner stage's layers must be a positive integer" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------
+# FP8 training recipes (costmodel/layout/fp8.py)
+
+LLAMA2_7B_LINEAR = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008)  # Q, K, V, O and the SwiGLU FFN
+
+
+def test_fp8_blockwise_keeps_fp8_weights_and_bf16_moments():
+    base = dict(dp=1, zero=0, framework="megatron")
+    bf16 = parallel("llama2-7b", Workload(seq_len=8), **base).per_rank
+    fp8 = parallel("llama2-7b", Workload(seq_len=8), fp8="blockwise", **base).per_rank
+    # DeepSeek-V3: one FP8 byte a linear parameter and one fp32 scale a 128 x 128 block.
+    assert fp8["weights"] - bf16["weights"] == math.ceil(LLAMA2_7B_LINEAR * (1 + 4 / 128**2))
+    assert (bf16["optimizer"], fp8["optimizer"]) == (12 * LLAMA2_7B, 8 * LLAMA2_7B)  # moments fp32 -> bf16
+    tensorwise = parallel("llama2-7b", Workload(seq_len=8), fp8="tensorwise", **base).per_rank
+    assert tensorwise == bf16  # torchao casts per product and keeps nothing
+
+
+def test_fp8_runs_the_linear_layers_at_the_fp8_peak_and_needs_one(capsys):
+    from costmodel.hardware import load_hardware
+    from costmodel.layout.time import StepTime
+
+    workload = Workload(seq_len=4096, attention="flash")
+    h800 = load_hardware("h800")
+    bf16 = StepTime(parallel("llama2-7b", workload, pp=2, microbatches=4), h800)
+    fp8 = StepTime(parallel("llama2-7b", workload, pp=2, microbatches=4, fp8="rowwise"), h800)
+    head = next(k for k in bf16.part_seconds if k == "head")
+    layer = next(k for k in bf16.part_seconds if k.startswith("layer"))
+    assert fp8.part_seconds[head][0] == bf16.part_seconds[head][0]  # the output head stays bf16
+    assert fp8.part_seconds[layer][0] < 0.75 * bf16.part_seconds[layer][0]
+    assert cli.main(["simulate", "--model", "llama2-7b", "--hardware", "a100-80gb", "--train", "--pp", "2",
+                     "--fp8", "rowwise"]) == 2
+    assert 'no FP8 peak (flops_per_s["fp8"])' in capsys.readouterr().err
+    assert cli.main(["estimate", "--model", "llama2-7b", "--dp", "2", "--fp8", "rowwise", "--dtype", "fp16"]) == 2
+    assert "use --dtype bf16" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------
+# Context parallelism (costmodel/layout/context.py)
+
+
+def test_context_parallel_rank_holds_n_over_cp_tokens():
+    """cp 4 at n = 8192: activations are the tree's at 2048; the parameter state is sharded over
+    dp x cp = 8 ranks; the step's model FLOPs are those of the whole sequence."""
+    from costmodel.hardware import load_hardware
+    from costmodel.layout.time import StepTime
+
+    workload = Workload(seq_len=8192, attention="flash")
+    cp = parallel("llama2-7b", workload, dp=2, cp=4, zero=1, framework="megatron")
+    short = parallel("llama2-7b", workload.replace(seq_len=2048), dp=8, zero=1, framework="megatron")
+    assert cp.per_rank == short.per_rank
+    assert cp.layout.gpus == 8
+    whole = parallel("llama2-7b", workload, dp=2, zero=1, framework="megatron")
+    h100 = load_hardware("h100-sxm")
+    assert StepTime(cp, h100).step()["model_flops"] == StepTime(whole, h100).step()["model_flops"]
+    # Keys and values of 2048 tokens, 32 heads of 128, bf16, per layer: gathered forward and
+    # backward (4 x each), and the fp32 gradients sent around the ring (4 sends).
+    kv = 2 * 2048 * 32 * 128 * 2
+    assert cp.to_dict()["communication"]["cp"] == {"all_gather": 32 * 2 * 4 * kv, "send": 32 * 4 * 2 * kv}
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--model", "mistral-7b", "--cp", "2", "--attention", "flash"], "with a sliding window"),
+    (["--model", "t5-small", "--cp", "2", "--attention", "flash"], "of an encoder is not modelled"),
+    (["--model", "llama2-7b", "--cp", "2", "--attention", "eager"], "runs fused attention"),
+    (["--model", "llama2-7b", "--cp", "3", "--seq-len", "2048"], "2048 tokens do not divide"),
+])
+def test_context_parallel_refusals_are_one_line(args, words, capsys):
+    assert cli.main(["estimate", *args]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and words in err
+
+
+TINY_LLAMA = dict(model_type="llama", hidden_size=16, intermediate_size=24, num_hidden_layers=1,
+                  num_attention_heads=2, num_key_value_heads=2, vocab_size=32, max_position_embeddings=64)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rotate", ["allgather", "ring"])
+def test_context_parallel_exchange_equals_torch_ring_attention_on_gloo(rotate):
+    """Two gloo ranks run torch's _templated_ring_attention and its backward (what
+    context_parallel dispatches sdpa to) with the CPU flash kernel: the payload of every
+    collective, forward and backward, equals the model's exchange (about 30 s each)."""
+    from costmodel.hf import from_hf_config
+    from costmodel.layout.context import exchange
+    from validate.distributed.context import ContextCase, measure_context
+    from validate.distributed.launch import run_gloo
+
+    case = ContextCase(batch=1, heads=2, seq_len=16, head_dim=8, rotate=rotate)
+    results = run_gloo(measure_context, 2, case, timeout_s=240)
+    cfg = from_hf_config(TINY_LLAMA, "tiny-llama")
+    assert (cfg.n_kv_heads, cfg.d_head) == (case.heads, case.head_dim)
+    model = exchange(cfg, Workload(seq_len=case.seq_len, batch=case.batch), 2, rotate, 1)
+    for result in results:
+        measured = {"all_gather": 0, "send": 0}
+        for record in result["records"]:  # torch's ring send is an all_to_all_single to one peer
+            measured["all_gather" if record["kind"] == "all_gather" else "send"] += record["payload"]
+        assert {k: v for k, v in measured.items() if v} == model
+
+
+# ---------------------------------------------------------------------------------------------
+# plan enumerates ep and cp; the published frontier runs
+
+
+def test_plan_enumerates_expert_and_context_parallel_sizes():
+    from costmodel.hardware import load_hardware
+    from costmodel.layout.plan import plan_training
+
+    moe = plan_training(load_preset("mixtral-8x7b"), load_hardware("h100-sxm"), 16, 4096, 64,
+                        Workload(seq_len=4096), {"tp": 1, "pp": 1, "recompute": "full", "batch": 1})
+    entries = moe["feasible"] + moe["infeasible"]
+    assert {e["layout"]["ep"] for e in entries} == {1, 2, 4, 8}  # the divisors of dp 16 that divide 8 experts
+    long = plan_training(load_preset("llama2-7b"), load_hardware("h100-sxm"), 16, 32768, 16,
+                         Workload(seq_len=32768), {"tp": 1, "pp": 1, "recompute": "full", "batch": 1})
+    entries = long["feasible"] + long["infeasible"]
+    assert {e["layout"]["cp"] for e in entries} == {1, 2, 4, 8}  # at least 4096 tokens a rank
+    for entry in entries:
+        lay = entry["layout"]
+        assert lay["tp"] * lay["pp"] * lay["dp"] * lay["cp"] == 16
+        assert lay["batch"] * lay["microbatches"] * lay["dp"] == 16
+
+
+def test_published_frontier_runs_with_their_error_stated():
+    """DeepSeek-V3: 1.48x the published 180K H800-hours per trillion tokens; Llama 3 405B at 131k:
+    0.74x its 380 TFLOP/s a GPU (docs/layouts.md says why). Both layouts fit in 80 GiB."""
+    from reports.published_frontier import frontier
+
+    deepseek, llama = frontier()
+    assert 1.40 <= deepseek["ratio"] <= 1.56 and deepseek["memory_gib"] < 80
+    assert 0.70 <= llama["ratio"] <= 0.78 and llama["memory_gib"] < 80
+
+
+def test_shared_experts_and_dense_layers_stay_on_the_data_parallel_path():
+    """DeepSeek-V3 with ep 64 of dp 64: only the 58 MoE layers' 256 routed experts are divided
+    (4 a rank); its 3 dense layers, the shared experts, the routers and attention are whole."""
+    from costmodel.estimation import Estimate
+
+    cfg = load_preset("deepseek-v3")
+    total = Estimate(cfg, Workload(seq_len=8)).total("params")
+    routed = 58 * 256 * 3 * 7168 * 2048
+    rank = parallel("deepseek-v3", Workload(seq_len=8), dp=64, ep=64, zero=1, framework="megatron")
+    assert rank.per_rank["weights"] == 2 * (total - routed + routed // 64)
+    assert rank.experts()["experts_per_rank"] == 4 and rank.experts()["expert_data_parallel"] == 1
+    assert "edp" not in rank.to_dict()["communication"]  # one rank holds each expert: nothing to reduce
+
+
+@pytest.mark.parametrize("recipe", ["tensorwise", "rowwise"])
+def test_torchao_float8_keeps_nothing_beyond_bf16(recipe):
+    """torchao's float8 training on the CPU (skipped where torchao is not installed; measured
+    with torchao 0.18, FINDINGS 22.5): the converted linears keep their bf16 weights, no buffers,
+    and save their bf16 inputs only, as costmodel/layout/fp8.py's tensorwise and rowwise say."""
+    pytest.importorskip("torchao.float8")
+    from costmodel.layout.fp8 import RECIPES
+    from validate.fp8 import measure_float8_linears
+
+    d, f, n = 256, 384, 64
+    measured = measure_float8_linears(recipe, d, f, n)
+    assert measured["converted"] == "Float8Linear"
+    assert measured["parameter_bytes"] == 2 * 2 * d * f and measured["buffer_bytes"] == 0
+    assert measured["saved_bytes"] == 2 * (n * d + n * f)  # the inputs, in bf16
+    assert RECIPES[recipe].weight_copy_bytes == 0 and RECIPES[recipe].moment_bytes is None
