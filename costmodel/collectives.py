@@ -11,8 +11,10 @@ NCCL achieves at that message size (costmodel/nccl_facts.json), hierarchical acr
 - A group that spans nodes runs hierarchically (NCCL's tree/ring over nodes): reduce-scatter
   within the node, the all-reduce of each GPU's 1/g share between the nodes at 73% of the NIC's
   bandwidth (a published 4-node measurement), all-gather within the node.
-Factors: all-reduce 2(n-1)/n, all-gather and reduce-scatter (n-1)/n (payload: the whole tensor),
-send/recv 1. No torch here.
+Factors: all-reduce 2(n-1)/n, all-gather, reduce-scatter and all-to-all (n-1)/n (payload: the
+whole tensor), send/recv 1. An all-to-all inside a node takes the node's busbw curve as the others
+do (stated, not measured); across nodes, the share bound for other nodes crosses the NIC at the
+inter-node rate and the rest moves inside the node. No torch here.
 """
 
 from __future__ import annotations
@@ -92,6 +94,10 @@ def collective_seconds(hardware: Hardware, kind: str, payload: float, ranks: int
     if kind in ("send", "recv"):
         return payload / inter + calls * hardware.collective_latency_s
     local = max(1, min(ranks, per_node * ranks // span))  # this group's ranks inside one node
+    if kind == "all_to_all":  # each rank sends 1/ranks of its payload to every other rank, no tree
+        off_node = payload * (ranks - local) / ranks / inter
+        return off_node + within_node(hardware, kind, payload * local / ranks, local, calls) \
+            + calls * hardware.collective_latency_s
     nodes = max(1, ranks // local)
     between = 2 * (nodes - 1) / nodes if kind == "all_reduce" else (nodes - 1) / nodes
     crossing = payload / local * between / inter + calls * hardware.collective_latency_s
