@@ -200,7 +200,7 @@ def estimate(model, config, seq_len, as_json, **options) -> None:
         return
     from reports.text import render_estimate
 
-    click.echo(render_estimate(data, result.rows))
+    click.echo(render_estimate(data, result.held_rows))
 
 
 @cli.command()
@@ -338,7 +338,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                 "batch": workload.batch, "recompute": workload.recompute,
                                 "tokens": tokens}
         elif train:
-            workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute)
+            workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
+                                     attention=attention, impl=impl)
             result = sim.simulate_training(cfg, workload, hardware, tokens=tokens,
                                            step_seconds=step_time, efficiency=efficiency)
         else:

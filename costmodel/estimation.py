@@ -108,7 +108,8 @@ def _expressions(cfg: ModelConfig, workload: Workload) -> tuple[dict[str, Any], 
     exprs["regime.crossover_denominator"] = denominator
     constants = {
         "leaves": [{"path": leaf.path, "part": leaf.part, "stack": leaf.stack,
-                    "sublayer": leaf.sublayer, "kind": leaf.kind} for leaf in leaves],
+                    "sublayer": leaf.sublayer, "kind": leaf.kind,
+                    "checkpointed": leaf.checkpointed} for leaf in leaves],
         "crossover_formula": str(model.crossover),
         "crossover_latex": S.latex(model.crossover),
         "param_note": param_bytes_note(workload.precision, workload.optimizer, workload.dtype),
@@ -193,6 +194,31 @@ class Estimate:
     def rows(self) -> list[BlockRow]:
         """The rows with something to show (a buffer-only or loss-scalar leaf has nothing)."""
         return [row for row in self.all_rows if not row.empty]
+
+    @property
+    def held_rows(self) -> list[BlockRow]:
+        """The rows with their saved bytes replaced by what they hold (held_bytes): the per-block
+        table, whose saved column then sums to the activations."""
+        import dataclasses
+
+        return [row for row in (dataclasses.replace(row, saved_bytes=held)
+                                for row, held in zip(self.all_rows, self.held_bytes()))
+                if not row.empty]
+
+    def held_bytes(self) -> list[int]:
+        """What each row (of all_rows) holds for backward, summing to the activations: its saved
+        bytes, except under full recomputation, where a layer's leaves are rebuilt one layer at a
+        time: only the largest layer's (costmodel.memory.activation_bytes) counts, once."""
+        leaves = self.constants["leaves"]
+        layers: dict[tuple[Any, Any], int] = {}
+        for row, leaf in zip(self.all_rows, leaves):
+            if leaf.get("checkpointed") and row.count:
+                key = (row.stack, row.kind)
+                layers[key] = layers.get(key, 0) + row.saved_bytes // row.count
+        rebuilt = max(layers, key=layers.__getitem__) if layers else None
+        return [row.saved_bytes if not leaf.get("checkpointed") else
+                row.saved_bytes // row.count if (row.stack, row.kind) == rebuilt and row.count else 0
+                for row, leaf in zip(self.all_rows, leaves)]
 
     def _rows_where(self, **fields: Any) -> list[BlockRow]:
         return [row for row in self.all_rows if all(getattr(row, k) == v for k, v in fields.items())]
@@ -283,7 +309,10 @@ class Estimate:
         }
         out["korthikanti_2022_activations"] = n["memory.korthikanti"]
         out["korthikanti_2022_variant"] = self.constants["korthikanti_variant"]
-        out["activations_by_block"] = {r.path: r.saved_bytes for r in self.rows if r.saved_bytes}
+        out["activations_by_block"] = {}
+        for row, held in zip(self.all_rows, self.held_bytes()):
+            if held:
+                out["activations_by_block"][row.path] = out["activations_by_block"].get(row.path, 0) + held
         if self.workload.weight_dtype:
             out["quantized_weights"] = self.quantized_weights()
         if self.workload.kv_dtype:

@@ -142,7 +142,9 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         f"  crossover n* = {r['crossover_formula']} = "
         f"{exact_number(r['crossover_seq_len_exact'], r['crossover_seq_len'])} tokens",
         "",
-        "Per block (summed over layers)",
+        "Per block (summed over layers)" + ("; saved: what each block holds for backward, a layer's "
+                                            "blocks once, as full recomputation rebuilds one layer at a time"
+                                            if i["recompute"] == "full" else ""),
     ]
     if "parallel" in result:
         out[-1:-1] = [render_parallel(result["parallel"]), ""]
@@ -241,7 +243,8 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
         f"  {'of which tp all-reduces':<24}{seconds(token['tp_all_reduce_seconds']):>10}",
         f"  {'pipeline sends':<24}{seconds(token['pp_seconds']):>10}",
         f"Memory of the most loaded rank: weights {binary_bytes(rank['weights'])}, KV cache "
-        f"{binary_bytes(rank['kv_cache'])}, total {binary_bytes(rank['total'])}",
+        f"{binary_bytes(rank['kv_cache'])}, total {binary_bytes(rank['total'])} "
+        f"({'fits' if r['fits'] else 'does NOT fit'} in {binary_bytes(r['memory_capacity'])})",
     ])
 
 

@@ -213,4 +213,6 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
 
     estimate = ParallelEstimate(cfg, workload, layout, phase="decode")
     token = StepTime(estimate, hardware, efficiency).token()
-    return {"token": token, "per_rank": serving_memory(estimate), "layout": layout.to_dict(workload.batch)}
+    per_rank = serving_memory(estimate)
+    return {"token": token, "per_rank": per_rank, "layout": layout.to_dict(workload.batch),
+            "fits": per_rank["total"] <= hardware.memory_bytes, "memory_capacity": hardware.memory_bytes}
