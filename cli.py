@@ -282,6 +282,7 @@ def models(as_json) -> None:
 @click.option("--seq-len", "-n", type=int, default=None, help="Training sequence length (default 2048 or the context).")
 @click.option("--recompute", default="none", show_default=True, help="Training: none, selective or full.")
 @click.option("--tokens", type=float, default=None, help="Training: tokens to train on (e.g. 2e12) for the time to train.")
+@click.option("--price", type=float, default=None, help="Training with --tokens: dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one).")
 @click.option("--step-time", type=float, default=None, help="Training: a measured step time in seconds, for its MFU.")
 @click.option("--compute-efficiency", type=float, default=None, help="Fraction of peak FLOP/s reached (default: the preset's).")
 @click.option("--memory-efficiency", type=float, default=None, help="Fraction of peak bandwidth reached (default: the preset's).")
@@ -290,7 +291,7 @@ def models(as_json) -> None:
 @layout_options
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, train, seq_len,
-             recompute, tokens, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
+             recompute, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
              as_json, **layout_given) -> None:
     """Roofline time of prefill, decode and training on a hardware preset; with a layout
     (--tp/--pp/--dp...), per GPU: the step time with communication and pipeline bubble, MFU and
@@ -307,7 +308,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 compute=hardware.efficiency.get("compute", 1.0) if compute_efficiency is None else compute_efficiency,
                 memory=hardware.efficiency.get("memory", 1.0) if memory_efficiency is None else memory_efficiency,
             )
-        for name, value in (("--tokens", tokens), ("--step-time", step_time)):
+        for name, value in (("--tokens", tokens), ("--step-time", step_time), ("--price", price)):
             if value is not None and not value > 0:
                 raise ConfigError(f"{name} must be positive, got {value}.")
         note = None
@@ -328,7 +329,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                          attention=attention, impl=impl)
                 result = parallel_time.simulate_training(cfg, workload, layout, hardware, efficiency,
-                                                         tokens, step_time)
+                                                         tokens, step_time, price)
             else:
                 workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
                                          gen_tokens=gen, precision="pure")
@@ -341,7 +342,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                      attention=attention, impl=impl)
             result = sim.simulate_training(cfg, workload, hardware, tokens=tokens,
-                                           step_seconds=step_time, efficiency=efficiency)
+                                           step_seconds=step_time, efficiency=efficiency, price=price)
         else:
             if gen < 0:
                 raise ConfigError(f"--gen must be at least 0, got {gen}.")
@@ -369,7 +370,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @cli.command()
 @model_options
 @click.option("--hardware", "hardware_name", default="h100-sxm", show_default=True, help="A hardware preset (see `hardware`).")
-@click.option("--gpus", type=int, required=True, help="How many GPUs of that kind.")
+@click.option("--gpus", type=str, required=True, help="How many GPUs of that kind; several counts comma-separated (8,16,32) to compare them.")
 @click.option("--seq-len", "-n", type=int, default=None, help="Training: tokens per sequence (default 2048 or the context).")
 @click.option("--global-batch", type=int, default=None, help="Training: sequences per step (default 8 x gpus).")
 @click.option("--serve", is_flag=True, help="Plan serving instead: layouts for --batch sequences of --prompt + --gen tokens.")
@@ -386,43 +387,39 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--sp/--no-sp", default=None, help="Only with (or without) sequence parallelism.")
 @click.option("--framework", type=click.Choice(tuple(FRAMEWORKS)), default=None, help="Only this framework.")
 @click.option("--recompute", type=click.Choice(RECOMPUTES), default=None, help="Only this recomputation.")
+@click.option("--tokens", type=float, default=None, help="Training: tokens to train on (e.g. 1e12): each layout's days, GPU-hours and FLOPs.")
+@click.option("--price", type=float, default=None, help="Training with --tokens: dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one).")
+@click.option("--rank-by", type=click.Choice(("time", "cost")), default="time", show_default=True,
+              help="time: step time (time per output token with --serve); cost: GPU-seconds per token, which differs where the GPU counts do.")
 @click.option("--top", type=int, default=10, show_default=True, help="Rows of the ranked table.")
 @click.option("--json", "as_json", is_flag=True, help='{"feasible": [...], "infeasible": [...]} on stdout.')
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
-         attention, tp, pp, dp, zero, sp, framework, recompute, top, as_json) -> None:
+         attention, tp, pp, dp, zero, sp, framework, recompute, tokens, price, rank_by, top, as_json) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
-    ranked by step time (training) or time per output token (--serve)."""
-    from costmodel.hardware import load_hardware
-    from costmodel.layout import plan as planner
+    ranked by step time (training) or time per output token (--serve); with --tokens, the days,
+    GPU-hours, FLOPs and dollars of the run. Exit status 1 when no layout fits."""
+    from costmodel.planning import plan as make_plan
 
     cfg = load_model(model, config)
-    fixed = {"tp": tp, "pp": pp, "dp": dp, "zero": zero, "sp": sp, "framework": framework,
-             "recompute": recompute, "batch": batch}
     try:
-        if gpus < 1:
-            raise ConfigError(f"--gpus must be at least 1, got {gpus}.")
-        hardware = load_hardware(hardware_name)
-        if serve:
-            require_decoder(cfg)
-            workload = make_workload(cfg, prompt, dtype=dtype, gen_tokens=gen)
-            result = planner.plan_serving(cfg, hardware, gpus, batch or 32, workload.seq_len, gen,
-                                          workload.dtype, fixed)
-        else:
-            workload = make_workload(cfg, seq_len, dtype=dtype, impl=impl, attention=attention)
-            result = planner.plan_training(cfg, hardware, gpus, workload.seq_len, global_batch or 8 * gpus,
-                                           workload, fixed)
+        counts = [int(x) for x in gpus.split(",")]
+    except ValueError:
+        raise InputError(f"--gpus {gpus!r}: give a whole number, or several separated by commas.") from None
+    try:
+        if tokens is not None and not tokens > 0:
+            raise ConfigError(f"--tokens must be positive, got {tokens}.")
+        result = make_plan(cfg, counts if len(counts) > 1 else counts[0], hardware_name, serve=serve,
+                           seq_len=seq_len, global_batch=global_batch, batch=batch, prompt=prompt, gen=gen,
+                           dtype=dtype, impl=impl, attention=attention, tokens=tokens, price=price,
+                           rank_by=rank_by, tp=tp, pp=pp, dp=dp, zero=zero, sp=sp, framework=framework,
+                           recompute=recompute)
     except ConfigError as error:
         raise InputError(str(error)) from None
-    result["inputs"] = {"model": cfg.name, "hardware": hardware.name, "gpus": gpus, "serve": serve,
-                        "seq_len": workload.seq_len, "dtype": workload.dtype,
-                        **({"gen": gen, "batch": batch or 32} if serve else
-                           {"global_batch": global_batch or 8 * gpus, "batch": batch})}
-    if as_json:
-        click.echo(json.dumps(finite(result), indent=2))
-        return
-    from reports.text import render_plan
-
-    click.echo(render_plan(result, serve, top, hardware.memory_bytes))
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    click.echo(json.dumps(finite(result.to_dict()), indent=2) if as_json else result.text(top))
+    if not result.feasible:
+        click.get_current_context().exit(1)
 
 
 @cli.command()
@@ -655,7 +652,9 @@ def one_line(message: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; usage errors and bad input print one line and return 2."""
     try:
-        cli.main(args=argv, prog_name="cli.py", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="cli.py", standalone_mode=False)
+        if isinstance(code, int):  # a command that ended with ctx.exit(code): plan with nothing feasible
+            return code
     except click.exceptions.NoArgsIsHelpError as error:  # pragma: no cover - click >= 8.2
         click.echo(error.ctx.get_help() if error.ctx else str(error))
         return 0

@@ -50,6 +50,8 @@ class Hardware:
     intra_node_bandwidth_bytes_per_s: float = 0.0
     inter_node_bandwidth_bytes_per_s: float = 0.0
     collective_latency_s: float = 0.0
+    # Dollars per GPU-hour (optional: a rental price, with its source in `source`); None: unknown.
+    price_per_gpu_hour: float | None = None
 
     def link(self, span: int) -> float:
         """The bandwidth of a group that spans `span` consecutive GPUs (within a node, or not)."""
@@ -89,6 +91,8 @@ class Hardware:
                 default_dtype=str(data.get("default_dtype", "bf16")),
                 **_interconnect(data.get("interconnect") or {}),
                 vector_flops_per_s=float(data.get("vector_flops_per_s", 0.0)),
+                price_per_gpu_hour=(None if data.get("price_per_gpu_hour") is None
+                                    else float(data["price_per_gpu_hour"])),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise ConfigError(f"{source}: not a hardware description ({error}).") from None

@@ -253,6 +253,7 @@ class Roofline:
             "bytes": total,
             "bytes_by_phase": needed,
             "fits": total <= capacity,
+            "prefill_fits": needed.get("prefill", 0) <= capacity,
             "max_batch": max(max_batch, 0),
             "max_context": max(max_context, 0),
         }
@@ -448,9 +449,12 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
 
 def simulate_training(cfg: ModelConfig, workload: Workload, hardware: Hardware, *,
                       tokens: float | None = None, step_seconds: float | None = None,
-                      efficiency: Efficiency | None = None) -> dict[str, Any]:
+                      efficiency: Efficiency | None = None, price: float | None = None) -> dict[str, Any]:
     """Step time, tokens/s, MFU (predicted, and for a measured step time), time to train on
-    `tokens` tokens, and the memory that must fit."""
+    `tokens` tokens with its GPU-hours, FLOPs and (at `price` per GPU-hour, or the hardware's)
+    dollars, and the memory that must fit."""
+    from .cost import training_cost
+
     step = training_step(cfg, workload, hardware, efficiency)
     timing: Timing = step["timing"]
     seconds = timing.seconds
@@ -458,7 +462,8 @@ def simulate_training(cfg: ModelConfig, workload: Workload, hardware: Hardware, 
     result = {
         "inputs": {"model": cfg.name, "hardware": hardware.name, "dtype": workload.dtype,
                    "seq_len": workload.seq_len, "batch": workload.batch,
-                   "recompute": workload.recompute, "tokens": tokens},
+                   "recompute": workload.recompute, "attention": workload.attention,
+                   "impl": workload.impl, "tokens": tokens},
         "step": _timing_dict(timing, seconds),
         "tokens_per_second": tokens_per_second,
         "mfu_predicted": mfu(step["model_flops"], seconds, step["peak_flops_per_s"]),
@@ -469,5 +474,7 @@ def simulate_training(cfg: ModelConfig, workload: Workload, hardware: Hardware, 
     if step_seconds is not None:
         result["mfu_measured"] = mfu(step["model_flops"], step_seconds, step["peak_flops_per_s"])
     if tokens is not None:
-        result["train_seconds"] = tokens / tokens_per_second
+        result["cost"] = training_cost(tokens, tokens_per_second, 1, step["model_flops"], step["tokens"],
+                                       hardware.price_per_gpu_hour if price is None else price)
+        result["train_seconds"] = result["cost"]["train_seconds"]
     return result
