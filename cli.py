@@ -12,7 +12,8 @@ from typing import Any
 
 import click
 
-from costmodel.config import DTYPES, KV_CACHES, RECOMPUTES, ConfigError, ModelConfig, Workload, require_decoder
+from costmodel.config import (ATTENTIONS, DTYPES, IMPLEMENTATIONS, KV_CACHES, OPTIMIZERS, PRECISIONS, RECOMPUTES,
+                              ConfigError, ModelConfig, Workload, require_decoder)
 from costmodel.layout.frameworks import FRAMEWORKS
 
 
@@ -86,14 +87,21 @@ def workload_options(function):
         click.option("--tgt-len", type=int, help="Decoder tokens of an encoder-decoder (default: --seq-len)."),
         click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch."),
         click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True, help="Weights and activations."),
-        click.option("--impl", default="hf", show_default=True, help="Whose code the activation memory models: hf or reference."),
-        click.option("--attention", default="eager", show_default=True, help="eager, sdpa or flash (fused kernels keep no n x n matrix)."),
-        click.option("--recompute", default="none", show_default=True, help="Activation recomputation: none, selective or full."),
+        click.option("--impl", type=click.Choice(IMPLEMENTATIONS), default="hf", show_default=True,
+                     help="Whose code the activation memory models: hf (Hugging Face's), reference "
+                     "(this tool's reference model) or megatron (Megatron-LM's)."),
+        click.option("--attention", type=click.Choice(ATTENTIONS), default="eager", show_default=True,
+                     help="eager writes the n x n scores; sdpa and flash are fused kernels that keep no n x n matrix."),
+        click.option("--recompute", type=click.Choice(RECOMPUTES), default="none", show_default=True,
+                     help="Activation recomputation: none, selective (the attention core) or full (each layer)."),
         click.option("--gen-tokens", "-T", type=int, default=0, show_default=True, help="Tokens generated after the prefill (KV cache)."),
-        click.option("--optimizer", default="adamw", show_default=True, help="adamw or sgd (optimizer state bytes)."),
-        click.option("--precision", default="mixed", show_default=True,
-                     help="mixed (bf16/fp16 weights and gradients, fp32 master weights and moments) or "
-                     "pure (everything in --dtype, as torch.optim on a model built in it)."),
+        click.option("--optimizer", type=click.Choice(OPTIMIZERS), default="adamw", show_default=True,
+                     help="The optimizer whose state is counted: adamw (two moments) or sgd (none)."),
+        click.option("--precision", type=click.Choice(PRECISIONS), default="mixed", show_default=True,
+                     help="mixed: --dtype weights and gradients, fp32 master weights and moments (2 + 2 + 12 "
+                     "bytes a parameter with AdamW); pure: everything in --dtype, as torch.optim on a model "
+                     "built in it; megatron: fp32 gradients too (2 + 4 + 12); fsdp2: fp32 sharded weights and "
+                     "gradients, fp32 moments (4 + 4 + 8)."),
         click.option("--weight-dtype", default=None,
                      help="Quantized inference weights: int8 (LLM.int8), int4 (GPTQ/AWQ), fp8 or nf4 "
                      "(bitsandbytes); embeddings, head and norms stay in --dtype."),
@@ -274,20 +282,20 @@ def models(as_json) -> None:
 @click.option("--dtype", type=click.Choice(DTYPES), default=None,
               help="Weights and activations (default: the hardware's, bf16 for the GPU presets and the "
               "calibrated dtype for local).")
-@click.option("--attention", default="eager", show_default=True, help="eager (writes the n x n scores) or sdpa/flash (fused).")
+@click.option("--attention", type=click.Choice(ATTENTIONS), default="eager", show_default=True, help="eager (writes the n x n scores) or sdpa/flash (fused).")
 @click.option("--kv-cache", type=click.Choice(KV_CACHES), default="dynamic", show_default=True,
               help="dynamic: each decode step copies the cache to append (torch.cat, Hugging Face's default); "
               "static: a preallocated cache written in place.")
 @click.option("--train", is_flag=True, help="Simulate a training step instead of inference.")
 @click.option("--seq-len", "-n", type=int, default=None, help="Training sequence length (default 2048 or the context).")
-@click.option("--recompute", default="none", show_default=True, help="Training: none, selective or full.")
+@click.option("--recompute", type=click.Choice(RECOMPUTES), default="none", show_default=True, help="Training: none, selective or full.")
 @click.option("--tokens", type=float, default=None, help="Training: tokens to train on (e.g. 2e12) for the time to train.")
 @click.option("--price", type=float, default=None, help="Training with --tokens: dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one).")
 @click.option("--step-time", type=float, default=None, help="Training: a measured step time in seconds, for its MFU.")
 @click.option("--compute-efficiency", type=float, default=None, help="Fraction of peak FLOP/s reached (default: the preset's).")
 @click.option("--memory-efficiency", type=float, default=None, help="Fraction of peak bandwidth reached (default: the preset's).")
 @click.option("--global-batch", type=int, default=None, help="Training with a layout: sequences per step (sets --microbatches = global / (batch x dp)).")
-@click.option("--impl", default="hf", show_default=True, help="Training: whose code the activation memory models (hf, reference or megatron).")
+@click.option("--impl", type=click.Choice(IMPLEMENTATIONS), default="hf", show_default=True, help="Training: whose code the activation memory models (hf, reference or megatron).")
 @layout_options
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, train, seq_len,
@@ -378,8 +386,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--prompt", type=int, default=None, help="--serve: prompt tokens (default 2048, or what the context leaves after --gen).")
 @click.option("--gen", type=int, default=256, show_default=True, help="--serve: generated tokens.")
 @click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True, help="Weights and activations.")
-@click.option("--impl", default="hf", show_default=True, help="Whose code the activation memory models (hf, reference or megatron).")
-@click.option("--attention", default="sdpa", show_default=True, help="eager, sdpa or flash (training runs use fused kernels).")
+@click.option("--impl", type=click.Choice(IMPLEMENTATIONS), default="hf", show_default=True, help="Whose code the activation memory models (hf, reference or megatron).")
+@click.option("--attention", type=click.Choice(ATTENTIONS), default="sdpa", show_default=True, help="eager, sdpa or flash (training runs use fused kernels).")
 @click.option("--tp", type=int, default=None, help="Only this tensor-parallel size.")
 @click.option("--pp", type=int, default=None, help="Only this pipeline size.")
 @click.option("--dp", type=int, default=None, help="Only this data-parallel size.")

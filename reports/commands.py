@@ -155,7 +155,7 @@ def report(model, models, config, out, batch, dtype, no_measure, no_full_size, t
 
 @click.group()
 def plot() -> None:
-    """One figure to a file (.png or .svg): flops, regimes, memory, generation, params, validation."""
+    """One figure to a file (.png or .svg): flops, regimes, memory, generation, params, kv-cache, validation."""
 
 
 def _figure_options(function):
