@@ -494,7 +494,8 @@ def hardware(measure, dtypes, as_json) -> None:
     click.echo(table(
         ["hardware", "bf16", "fp32", "vector", "bandwidth", "memory", "efficiency (compute/memory)",
          "description"],
-        ([r["name"], si(r["flops_per_s"].get("bf16", 0), "FLOP/s"), si(r["flops_per_s"].get("fp32", 0), "FLOP/s"),
+        ([r["name"], *(si(r["flops_per_s"][d], "FLOP/s") if d in r["flops_per_s"] else "not measured"
+                       for d in ("bf16", "fp32")),
           si(r["vector_flops_per_s"], "FLOP/s"), si(r["bandwidth_bytes_per_s"], "B/s"),
           binary_bytes(r["memory_bytes"]),
           f"{r['efficiency'].get('compute', 1):g} / {r['efficiency'].get('memory', 1):g}", r["description"]]
