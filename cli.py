@@ -188,27 +188,43 @@ def make_layout(cfg: ModelConfig, options: dict[str, Any]) -> Any:
 @model_options
 @workload_options
 @layout_options
+@click.option("--hardware", "hardware_name", default=None,
+              help="A GPU (see `hardware`): say whether training and inference fit in its memory, and what to change if not.")
 @click.option("--json", "as_json", is_flag=True, help="Exact integers as JSON on stdout.")
-def estimate(model, config, seq_len, as_json, **options) -> None:
+def estimate(model, config, seq_len, hardware_name, as_json, **options) -> None:
     """Parameters, FLOPs, memory and the regime of a model for a workload; with a layout, the
-    memory and communication of each rank."""
+    memory and communication of each rank; with --hardware (and --gpus), whether it fits."""
     from costmodel.estimation import Estimate
 
     layout_given = {k: options.pop(k) for k in list(options) if k in LAYOUT_OPTIONS or k == "layout_device"}
     cfg = load_model(model, config)
     workload = make_workload(cfg, seq_len, **options)
+    gpus = layout_given.get("gpus")
+    if hardware_name is not None and all(v is None for k, v in layout_given.items() if k != "gpus"):
+        layout_given["gpus"] = None  # --gpus alone with --hardware: data parallel over them
     layout = make_layout(cfg, layout_given)
     try:
         result = Estimate(cfg, workload, layout)
         data = result.to_dict()
+        if hardware_name is not None:
+            from costmodel.hardware import load_hardware
+            from costmodel.verdict import verdict
+
+            hardware = load_hardware(hardware_name)
+            data["fit"] = {"hardware": hardware.name, **{
+                phase: verdict(cfg, workload, layout, hardware.memory_bytes, gpus, phase)
+                for phase in ("training", "inference")}}
     except ConfigError as error:
         raise InputError(str(error)) from None
     if as_json:
         click.echo(json.dumps(data, indent=2, sort_keys=False))
         return
-    from reports.text import render_estimate
+    from reports.text import render_estimate, render_fit
 
     click.echo(render_estimate(data, result.held_rows))
+    if "fit" in data:
+        click.echo("")
+        click.echo(render_fit(data["fit"]))
 
 
 @cli.command()

@@ -456,3 +456,22 @@ def render_training(r: dict[str, Any]) -> str:
         f"({'fits' if r['fits'] else 'does NOT fit'} in {binary_bytes(r['memory_capacity'])})",
     ]
     return "\n".join(out)
+
+
+def render_fit(fit: dict[str, Any]) -> str:
+    """estimate --hardware: fits / does not fit for training and inference, and what would."""
+    out = []
+    for phase in ("training", "inference"):
+        v = fit.get(phase)
+        if v is None:
+            continue
+        where = f"{plural(v['gpus'], fit['hardware'] + ' GPU')}"
+        out.append(f"{phase.capitalize()} on {where}: {binary_bytes(v['memory'])} per GPU "
+                   + ("fits" if v["fits"] else "does NOT fit") + f" in {binary_bytes(v['capacity'])}.")
+        if not v["fits"]:
+            if v["options"]:
+                out.append("  To make it fit (cheapest first):")
+                out += [f"    {o['change']:<46} {binary_bytes(o['memory']):>12}   {o['cost']}" for o in v["options"]]
+            else:
+                out.append("  No single change makes it fit; see `plan` for layouts over more GPUs.")
+    return "\n".join(out)
