@@ -40,12 +40,13 @@ def require_measure_extra(what: str) -> None:
 
 def load_model(model: str | None, config: str | None) -> ModelConfig:
     """The ModelConfig named by --model or read from --config (exactly one of them)."""
-    from costmodel.presets import load_config_file, load_preset
+    from costmodel.hub import load_named
+    from costmodel.presets import load_config_file
 
     if (model is None) == (config is None):
         raise InputError("give exactly one of --model NAME or --config PATH.")
     try:
-        return load_preset(model) if model is not None else load_config_file(config)
+        return load_named(model) if model is not None else load_config_file(config)
     except ConfigError as error:
         raise InputError(str(error)) from None
 
@@ -67,7 +68,7 @@ def make_workload(cfg: ModelConfig, seq_len: int | None, **options: Any) -> Work
 def model_options(function):
     """--model / --config, shared by the commands that take one model."""
     function = click.option("--config", "config", type=str, help="A Hugging Face config.json or a ModelConfig JSON file.")(function)
-    return click.option("--model", "-m", "model", type=str, help="A preset name or alias, any case (see `models`).")(function)
+    return click.option("--model", "-m", "model", type=str, help="A preset name or alias, any case (see `models`), or a Hugging Face Hub id (org/name: its config.json, from the local cache first).")(function)
 
 
 def _expert_load(ctx: Any, param: Any, value: str | None) -> tuple[float, ...] | None:
