@@ -653,6 +653,59 @@ def train_demo(steps, batch, seed, out_png, eval_strings, as_json) -> None:
     )
 
 
+@cli.command()
+@model_options
+@click.option("--method", type=click.Choice(("lora", "qlora")), default="lora", show_default=True,
+              help="lora: adapters on the frozen base in --dtype; qlora: the base's linear layers in nf4 with double quantization.")
+@click.option("--lora-rank", "rank", type=int, default=16, show_default=True, help="The adapters' rank r.")
+@click.option("--lora-alpha", "alpha", type=float, default=32.0, show_default=True, help="Scales the adapters' output by alpha / r (no memory of its own).")
+@click.option("--lora-targets", "targets", default="q_proj,v_proj", show_default=True,
+              help="Linear layers that get adapters, comma-separated: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, or all-linear (peft's default: q_proj,v_proj).")
+@click.option("--adapter-dtype", type=click.Choice(("fp32", "bf16", "fp16")), default="fp32", show_default=True,
+              help="The adapters' dtype (peft makes them fp32 unless autocast_adapter_dtype=False).")
+@click.option("--optimizer", type=click.Choice(("adamw", "adamw8bit", "paged_adamw", "paged_adamw8bit", "adafactor", "sgd_momentum")),
+              default="adamw", show_default=True, help="The optimizer of the adapters (8-bit and paged: bitsandbytes; adafactor: transformers').")
+@click.option("--offload-optimizer", is_flag=True, help="ZeRO-Offload: the optimizer state and its update on the host.")
+@click.option("--seq-len", "-n", type=int, default=None, help="Tokens per sequence (default 2048 or the context).")
+@click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per step.")
+@click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True, help="The base's dtype and its activations.")
+@click.option("--attention", type=click.Choice(ATTENTIONS), default="sdpa", show_default=True, help="eager, sdpa or flash.")
+@click.option("--recompute", type=click.Choice(RECOMPUTES), default="none", show_default=True,
+              help="full: gradient checkpointing (what QLoRA recipes turn on).")
+@click.option("--hardware", "hardware_name", default=None, help="A GPU (see `hardware`): whether the step fits, and what would make it fit.")
+@click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
+def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimizer, offload_optimizer, seq_len,
+             batch, dtype, attention, recompute, hardware_name, as_json) -> None:
+    """Memory of a LoRA or QLoRA fine-tuning step: the frozen base, the adapters, their gradients
+    and optimizer state, and the activations; with --hardware, whether it fits and what would."""
+    from costmodel.finetune import FineTune, finetune_memory, finetune_verdict
+
+    cfg = load_model(model, config)
+    workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, attention=attention, recompute=recompute)
+    try:
+        tune = FineTune(method=method, rank=rank, alpha=alpha, targets=tuple(t.strip() for t in targets.split(",")),
+                        adapter_dtype=adapter_dtype, optimizer=optimizer, offload_optimizer=offload_optimizer)
+        memory = finetune_memory(cfg, workload, tune)
+        data = {"inputs": {"model": cfg.name, "method": method, "rank": rank, "alpha": alpha,
+                           "targets": list(tune.targets), "adapter_dtype": adapter_dtype, "optimizer": optimizer,
+                           "offload_optimizer": offload_optimizer, "seq_len": workload.seq_len, "batch": batch,
+                           "dtype": workload.dtype, "attention": attention, "recompute": recompute},
+                "memory": memory.to_dict()}
+        if hardware_name is not None:
+            from costmodel.hardware import load_hardware
+
+            hardware = load_hardware(hardware_name)
+            data["fit"] = {"hardware": hardware.name, **finetune_verdict(cfg, workload, tune, hardware.memory_bytes)}
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    from reports.text import render_finetune
+
+    click.echo(render_finetune(data))
+
+
 from reports.commands import COMMANDS  # noqa: E402  (report, plot, claims, sweep; lazy imports)
 
 for _command in COMMANDS:

@@ -91,7 +91,8 @@ def _try(memory: Callable[..., int], *args: Any) -> int | None:
 
 
 def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gpus: int,
-            phase: str, memory: Callable[[ModelConfig, Workload, Any], int]) -> list[Option]:
+            phase: str, memory: Callable[[ModelConfig, Workload, Any], int],
+            extra: tuple[tuple[str, int | None, str], ...] = ()) -> list[Option]:
     """The changes that bring memory per GPU under capacity, cheapest first (see the module)."""
     out: list[Option] = []
 
@@ -99,7 +100,7 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
         if needed is not None:
             out.append(Option(change, needed, needed <= capacity, cost))
 
-    training = phase == "training"
+    training = phase in ("training", "finetune")
     if workload.attention == "eager":
         add("--attention sdpa", _try(memory, cfg, dataclasses.replace(workload, attention="sdpa"), layout),
             "none: a fused kernel keeps no n x n matrix (the code must use it)")
@@ -110,6 +111,7 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
                 _try(memory, cfg, dataclasses.replace(workload, recompute=recompute), layout),
                 "reruns the attention core in backward" if recompute == "selective" else
                 "reruns each layer's forward in backward: a third more matmul FLOPs")
+    if phase == "training":
         current = layout.zero if layout is not None else 0
         dp = layout.dp if layout is not None and layout.dp > 1 else gpus
         if dp > 1:
@@ -129,7 +131,9 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
             if needed is not None and needed <= capacity:
                 add(f"--gpus {count} (--dp with --zero 3 --recompute full)", needed, f"{count} GPUs")
                 break
-    else:
+    for change, needed, cost in extra:
+        add(change, needed, cost)
+    if phase == "inference":
         for weight_dtype in ("int8", "int4"):
             add(f"--weight-dtype {weight_dtype}",
                 _try(memory, cfg, dataclasses.replace(workload, weight_dtype=weight_dtype), layout),
@@ -151,9 +155,11 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
 
 
 def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gpus: int | None = None,
-            phase: str = "training", memory: Callable[..., int] | None = None) -> dict[str, Any]:
-    """Whether `phase` ("training" or "inference") fits in `capacity` bytes a GPU, with what it
-    needs and, when it does not fit, the options that would (cheapest first)."""
+            phase: str = "training", memory: Callable[..., int] | None = None,
+            extra: tuple[tuple[str, int | None, str], ...] = ()) -> dict[str, Any]:
+    """Whether `phase` ("training", "inference" or "finetune", with its memory function) fits in
+    `capacity` bytes a GPU, with what it needs and, when it does not fit, the options that would
+    (cheapest first; `extra`: (change, memory, cost) the caller evaluated itself)."""
     memory = memory or (training_memory if phase == "training" else inference_memory)
     gpus = gpus or (layout.gpus if layout is not None else 1)
     if layout is None and gpus > 1:
@@ -163,5 +169,6 @@ def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
     needed = memory(cfg, workload, layout)
     result = {"phase": phase, "memory": needed, "capacity": capacity, "gpus": gpus, "fits": needed <= capacity}
     if not result["fits"]:
-        result["options"] = [o.to_dict() for o in options(cfg, workload, layout, capacity, gpus, phase, memory)]
+        result["options"] = [o.to_dict() for o in options(cfg, workload, layout, capacity, gpus, phase, memory,
+                                                           extra)]
     return result

@@ -475,3 +475,36 @@ def render_fit(fit: dict[str, Any]) -> str:
             else:
                 out.append("  No single change makes it fit; see `plan` for layouts over more GPUs.")
     return "\n".join(out)
+
+
+def render_finetune(r: dict[str, Any]) -> str:
+    """`finetune`: the step's memory by part, then whether it fits."""
+    i, m = r["inputs"], r["memory"]
+    out = [f"{i['model']}: {i['method']} r={i['rank']} on {', '.join(i['targets'])} ({i['adapter_dtype']} adapters), "
+           f"{i['optimizer']}" + (" offloaded" if i["offload_optimizer"] else "")
+           + f"; seq_len {i['seq_len']:,}, batch {i['batch']}, {i['dtype']}, attention {i['attention']}, "
+           f"recompute {i['recompute']}",
+           f"  parameters         {count(m['params']):>12}   trainable {count(m['trainable_params'])} "
+           f"({m['trainable_params']:,}, {100 * m['trainable_params'] / m['params']:.3f}%)",
+           f"  base weights       {binary_bytes(m['base_weights']):>12}   "
+           + ("nf4 with double quantization (norms and embeddings in " + i["dtype"] + ")"
+              if i["method"] == "qlora" else f"frozen, {i['dtype']}, no gradients"),
+           f"  adapters           {binary_bytes(m['adapters']):>12}",
+           f"  adapter gradients  {binary_bytes(m['gradients']):>12}",
+           f"  optimizer          {binary_bytes(m['optimizer']):>12}"
+           + (f"   (on the host: {binary_bytes(m['host'])}; PCIe {binary_bytes(m['pcie_bytes_per_step'])} a step)"
+              if i["offload_optimizer"] else ""),
+           f"  activations        {binary_bytes(m['activations']):>12}   (saved for backward, adapters' included)",
+           f"  total on the GPU   {binary_bytes(m['total']):>12}"]
+    out += [f"  note: {note}" for note in m["notes"]]
+    if "fit" in r:
+        f = r["fit"]
+        out += ["", f"On one {f['hardware']}: {binary_bytes(f['memory'])} "
+                + ("fits" if f["fits"] else "does NOT fit") + f" in {binary_bytes(f['capacity'])}."]
+        if not f["fits"]:
+            if f["options"]:
+                out.append("  To make it fit (cheapest first):")
+                out += [f"    {o['change']:<30} {binary_bytes(o['memory']):>12}   {o['cost']}" for o in f["options"]]
+            else:
+                out.append("  No single change makes it fit.")
+    return "\n".join(out)
