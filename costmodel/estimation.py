@@ -142,6 +142,24 @@ class Estimate:
             "estimate", structure_key(cfg, workload), lambda: _expressions(cfg, workload))
         self.numbers = evaluate({**cfg.dimensions(), **workload.dimensions(cfg)})
 
+    def __repr__(self) -> str:
+        memory = self.memory_numbers()
+        from .config import show
+
+        gib = 2**30
+        return (f"<Estimate {show(self.cfg.name)}: {self.total('params'):,} parameters; seq_len "
+                f"{self.workload.seq_len}, batch {self.workload.batch}, {self.workload.dtype}; training "
+                f"{memory['training_total'] / gib:.2f} GiB, inference {memory['inference_total'] / gib:.2f} GiB, "
+                f"forward {self.total('flops_matmul'):,} FLOPs>")
+
+    def _repr_html_(self) -> str:
+        """The `estimate` command's text, for notebooks."""
+        import html
+
+        from reports.text import render_estimate
+
+        return f"<pre>{html.escape(render_estimate(self.to_dict(), self.held_rows))}</pre>"
+
     # The symbolic side, built only when asked for.
     @cached_property
     def model(self) -> Any:

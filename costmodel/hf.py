@@ -546,7 +546,8 @@ def _model_type(data: dict[str, Any], source: str) -> str:
     model_type = data.get("model_type")
     if model_type is None:
         architectures = data.get("architectures")
-        known = [ARCHITECTURE_TYPES[a] for a in architectures or () if isinstance(a, str) and a in ARCHITECTURE_TYPES]
+        names = architectures if isinstance(architectures, list) else []
+        known = [ARCHITECTURE_TYPES[a] for a in names if isinstance(a, str) and a in ARCHITECTURE_TYPES]
         if known:
             return known[0]
         raise ConfigError(
