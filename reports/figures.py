@@ -321,11 +321,11 @@ def generation(full: Any, cfg: ModelConfig, small: Any, small_cfg: ModelConfig,
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5))
     for ax, curves, name in ((left, full, cfg.name), (right, small, small_cfg.name)):
         ax.plot(curves.tokens, curves.without_cache, color="#d62728", linewidth=2,
-                label="no cache: each step re-runs the decoder over the prefix; grows here as "
-                f"$T^{{{growth_exponent(curves.tokens, curves.without_cache):.1f}}}$ ($T^3$ for large T)")
+                label="no cache: each step re-runs the decoder over the prefix, here "
+                f"$\\propto T^{{{growth_exponent(curves.tokens, curves.without_cache):.1f}}}$")
         ax.plot(curves.tokens, curves.with_cache, color="#1f77b4", linewidth=2,
-                label="KV cache: one new token per step; grows here as "
-                f"$T^{{{growth_exponent(curves.tokens, curves.with_cache):.1f}}}$ ($T^2$ for large T)")
+                label="KV cache: one new token per step, here "
+                f"$\\propto T^{{{growth_exponent(curves.tokens, curves.with_cache):.1f}}}$")
         _tokens_axis(ax, "tokens generated T")
         ax.set_yscale("log")
         ax.set_ylabel("cumulative forward matmul FLOPs")

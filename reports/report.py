@@ -199,10 +199,10 @@ def make_generation(cfg: ModelConfig, measure: bool, progress: Progress) -> Made
         f"Cumulative forward matrix-product FLOPs of generating T tokens (b = 1). Step 1 reads "
         f"{prompt}. Without a cache, each later step re-runs the decoder over every token so far "
         f"(the cost tree's forward at n = t): in all {lead['without_cache']['leading']} T^3 + ..., "
-        f"which over this range grows about as T^{growth_exponent(full.tokens, full.without_cache):.1f} "
+        f"which over this range grows about as T^{figures.growth_exponent(full.tokens, full.without_cache):.1f} "
         "(the T^3 term leads only once T is large against d). With a KV cache, each step feeds one "
         f"token against t keys (the tree's decode step): {lead['with_cache']['leading']} T^2 + ..., "
-        f"here about T^{growth_exponent(full.tokens, full.with_cache):.1f}. Right: a tiny member of the "
+        f"here about T^{figures.growth_exponent(full.tokens, full.with_cache):.1f}. Right: a tiny member of the "
         "family (d = 64, 2 layers) with the reference model's FLOPs measured by FlopCounterMode "
         "on CPU tensors (circles, squares)" + ("." if measure else " (not measured in this run)."),
         figures.generation(full, cfg, small, small_cfg, measured),
