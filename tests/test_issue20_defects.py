@@ -334,3 +334,15 @@ def test_gpt2_names_its_loss():
 
     model = build_hf_model(tiny(load_preset("gpt2")))
     assert model.loss_type == "ForCausalLM"
+
+
+def test_serving_plan_with_nothing_feasible_says_what_would_fit(capsys):
+    code, out, _ = run(["plan", "--model", "llama3-70b", "--gpus", "1", "--serve", "--hardware", "h100-sxm"], capsys)
+    assert code == 1
+    assert "The leanest layout (tp 1 x pp 1 x dp 1) needs 153.92 GiB per GPU" in out
+    assert "On 2 GPUs it fits: tp 2 x pp 1 x dp 1" in out
+
+
+def test_plan_gpus_must_be_whole_numbers(capsys):
+    code, _, err = run(["plan", "--model", "gpt2", "--gpus", "8,x"], capsys)
+    assert code == 2 and "--gpus '8,x'" in err
