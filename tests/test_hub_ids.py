@@ -73,3 +73,12 @@ def test_presets_and_their_aliases_never_touch_the_hub(tmp_path, offline, capsys
     offline.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
     assert cli.main(["estimate", "--model", "meta-llama/Llama-2-7b-hf", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["inputs"]["model"] == "llama2-7b"
+
+
+def test_without_huggingface_hub_the_error_says_how_to_get_it(monkeypatch, capsys):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # as on a core-only install
+    assert cli.main(["estimate", "--model", "meta-llama/Meta-Llama-3-8B-Instruct"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pip install 'transformer-costmodel[hub]'" in err[0]
