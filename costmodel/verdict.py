@@ -61,8 +61,9 @@ def training_memory(cfg: ModelConfig, workload: Workload, layout: Any = None) ->
 
 
 def inference_memory(cfg: ModelConfig, workload: Workload, layout: Any = None) -> int:
-    """Inference memory per GPU (estimate's inference total; with a layout, a serving rank's)."""
-    if layout is None or layout.gpus == 1:
+    """Inference memory per GPU (estimate's inference total; with a layout, a serving rank's; a
+    model without a decoder is served whole on each GPU)."""
+    if layout is None or layout.gpus == 1 or not cfg.n_decoder_layers:
         from .estimation import Estimate
 
         return Estimate(cfg, workload).memory_numbers()["inference_total"]

@@ -73,3 +73,9 @@ def test_gpus_alone_means_data_parallel(capsys):
     cfg = load_preset("llama3-8b")
     assert training["gpus"] == 8
     assert training["memory"] == ParallelEstimate(cfg, Workload(seq_len=2048), Layout(dp=8)).per_rank["total"]
+
+
+def test_an_encoder_on_several_gpus_is_served_whole_on_each(capsys):
+    assert cli.main(["estimate", "--model", "bert-base-uncased", "--hardware", "l40s", "--gpus", "2", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["fit"]["inference"]["memory"] == data["memory"]["inference_total"]
