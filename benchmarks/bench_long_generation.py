@@ -1,10 +1,11 @@
 """`simulate --gen N` for long generations: wall time and peak resident memory of fresh
-processes, median of several runs, before and after issue 20's chunked decoding.
+processes, median of several runs.
 
 Each run is `python cli.py simulate --model llama3-8b --hardware h100-sxm --gen N --json` in a
 new interpreter under `/usr/bin/time -f %e %M` (seconds, peak KiB). The whole decode used to be
-one array of N steps (about 300 bytes a step); it is now evaluated in chunks of
-costmodel.simulate.DECODE_CHUNK steps, so the peak stays flat as N grows.
+one array of N steps (about 300 bytes a step); then chunks of costmodel.simulate.DECODE_CHUNK
+steps (flat memory, time linear in N); now the sum over steps is in closed form
+(costmodel/decode_sums.py), so neither time nor memory grows with N.
 
     python benchmarks/bench_long_generation.py [--gen 1000000 10000000] [--rounds 3]
 """

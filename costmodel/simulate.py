@@ -28,6 +28,7 @@ import sympy as sp
 
 from . import symbols as S
 from .config import DTYPE_BYTES, KV_CACHES, ConfigError, ModelConfig, Workload, require_decoder, show
+from .decode_sums import Rates, StepSums
 from .evaluate import Sweep, values
 from .hardware import Efficiency, Hardware, kernel_times
 from .memory import inference_phases, memory
@@ -356,8 +357,25 @@ def _timing_dict(timing: Timing, seconds: float) -> dict[str, Any]:
     }
 
 
-#: Decode steps evaluated at once: a million generated tokens take about 100 MB, not gigabytes.
+#: Steps evaluated at once by the step-by-step path: a million steps take about 100 MB.
 DECODE_CHUNK = 1 << 18
+
+
+def stepwise_generation_seconds(roof: "Roofline", batch: int, lo: int, hi: int,
+                                source_len: int = 1) -> tuple[float, float]:
+    """Roofline seconds of the generation steps at contexts lo..hi, with and without a KV cache,
+    evaluated step by step in chunks (time linear in the steps). simulate_inference sums them in
+    closed form (costmodel/decode_sums.py); this path is what tests check that sum against."""
+    import numpy as np
+
+    with_total = without_total = 0.0
+    for start in range(lo, hi + 1, DECODE_CHUNK):
+        contexts = np.arange(start, min(start + DECODE_CHUNK, hi + 1))
+        _, with_cache, _ = roof.decode(batch, contexts, source_len=source_len)
+        _, without_cache, _ = roof.rerun(batch, contexts, source_len=source_len)
+        with_total += float(np.broadcast_to(with_cache, contexts.shape).sum())
+        without_total += float(np.broadcast_to(without_cache, contexts.shape).sum())
+    return with_total, without_total
 
 
 def _steps(gen: int, rows: int = 8) -> list[int]:
@@ -393,29 +411,32 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
         last, last_s, _ = roof.decode(batch, decoder_prompt + gen, source_len=source)
         first_s, last_s = float(first_s), float(last_s)
         shown = _steps(gen)
+        # Sums over the steps in closed form (costmodel/decode_sums.py): at once for any --gen.
+        rates = Rates(roof.flops_per_s, roof.vector_flops_per_s, roof.bytes_per_s, roof.overhead_s)
+        workload = {"batch": batch, "source_len": source, "bytes_per_element": DTYPE_BYTES[roof.dtype]}
+        cached = StepSums(cfg, "decode", attention, kv_cache)
+        # Without a cache every step reruns the decoder over its prefix (the prompt and the
+        # tokens so far); an encoder-decoder keeps the encoder's output.
+        rerun = StepSums(cfg, "rerun", attention, kv_cache)
+        contexts = decoder_prompt + np.asarray(shown)
+        _, with_cache, _ = roof.decode(batch, contexts, source_len=source)
+        _, without_cache, _ = roof.rerun(batch, contexts, source_len=source)
+        with_cache = np.broadcast_to(with_cache, contexts.shape)
+        without_cache = np.broadcast_to(without_cache, contexts.shape)
         with_total = without_total = 0.0
-        # The steps in chunks, so that memory stays bounded however many tokens are generated.
-        for start in range(1, gen + 1, DECODE_CHUNK):
-            steps = np.arange(start, min(start + DECODE_CHUNK, gen + 1))
-            contexts = decoder_prompt + steps
-            _, with_cache, _ = roof.decode(batch, contexts, source_len=source)
-            # Without a cache every step reruns the decoder over its prefix (the prompt and the
-            # tokens so far); an encoder-decoder keeps the encoder's output.
-            _, without_cache, _ = roof.rerun(batch, contexts, source_len=source)
-            with_cache = np.broadcast_to(with_cache, steps.shape)
-            without_cache = np.broadcast_to(without_cache, steps.shape)
-            with_cumulative = prefill_s + with_total + np.cumsum(with_cache)
-            without_cumulative = prefill_s + without_total + np.cumsum(without_cache)
-            with_total, without_total = with_cumulative[-1] - prefill_s, without_cumulative[-1] - prefill_s
-            for step in (s for s in shown if start <= s < start + len(steps)):
-                i = step - start
-                table.append({
-                    "step": step, "context": int(contexts[i]),
-                    "with_cache_seconds": float(with_cache[i]),
-                    "without_cache_seconds": float(without_cache[i]),
-                    "with_cache_cumulative": float(with_cumulative[i]),
-                    "without_cache_cumulative": float(without_cumulative[i]),
-                })
+        previous = 0
+        for i, step in enumerate(shown):
+            lo, hi = decoder_prompt + previous + 1, decoder_prompt + step
+            with_total += cached.seconds(lo, hi, rates, **workload)
+            without_total += rerun.seconds(lo, hi, rates, **workload)
+            previous = step
+            table.append({
+                "step": step, "context": int(contexts[i]),
+                "with_cache_seconds": float(with_cache[i]),
+                "without_cache_seconds": float(without_cache[i]),
+                "with_cache_cumulative": prefill_s + with_total,
+                "without_cache_cumulative": prefill_s + without_total,
+            })
         generate_seconds = float(with_total)
     result: dict[str, Any] = {
         "inputs": {"model": cfg.name, "hardware": hardware.name, "dtype": roof.dtype,
