@@ -154,6 +154,26 @@ def layout_options(function):
     return function
 
 
+def offload_options(function):
+    """DeepSpeed's ZeRO-Offload and ZeRO-Infinity (costmodel/offload.py), for estimate's layout."""
+    from costmodel.offload import OFFLOAD_DEVICES, OFFLOADS
+
+    options = [
+        click.option("--offload", type=click.Choice(OFFLOADS), default=None,
+                     help="DeepSpeed offload: optimizer (ZeRO-Offload, --zero 1-3) or params too (ZeRO-Infinity, --zero 3)."),
+        click.option("--offload-device", type=click.Choice(OFFLOAD_DEVICES), default=None,
+                     help="Where the offloaded state lives (nvme needs --zero 3; default cpu)."),
+        click.option("--gpus-per-node", type=int, default=None,
+                     help="GPUs sharing a host, for host memory per node (default 8)."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+OFFLOAD_OPTIONS = ("offload", "offload_device", "gpus_per_node")
+
+
 def microbatches_for(global_batch: int, batch: int, layout_given: dict[str, Any]) -> int:
     """Micro-batches per step for a global batch: global / (micro-batch x dp)."""
     dp = layout_given.get("dp") or 1
@@ -189,6 +209,7 @@ def make_layout(cfg: ModelConfig, options: dict[str, Any]) -> Any:
 @model_options
 @workload_options
 @layout_options
+@offload_options
 @click.option("--hardware", "hardware_name", default=None,
               help="A GPU (see `hardware`): say whether training and inference fit in its memory, and what to change if not.")
 @click.option("--json", "as_json", is_flag=True, help="Exact integers as JSON on stdout.")
@@ -197,7 +218,8 @@ def estimate(model, config, seq_len, hardware_name, as_json, **options) -> None:
     memory and communication of each rank; with --hardware (and --gpus), whether it fits."""
     from costmodel.estimation import Estimate
 
-    layout_given = {k: options.pop(k) for k in list(options) if k in LAYOUT_OPTIONS or k == "layout_device"}
+    layout_given = {k: options.pop(k) for k in list(options)
+                    if k in LAYOUT_OPTIONS or k in OFFLOAD_OPTIONS or k == "layout_device"}
     cfg = load_model(model, config)
     workload = make_workload(cfg, seq_len, **options)
     gpus = layout_given.get("gpus")

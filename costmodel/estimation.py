@@ -426,7 +426,26 @@ class Estimate:
             data["moe"] = self.moe()
         if self.parallel is not None:
             data["parallel"] = self.parallel.to_dict()
+            if self.layout.offload != "none":
+                from .offload import deepspeed_figures
+
+                data["parallel"]["deepspeed_estimator"] = deepspeed_figures(
+                    self.layout, self.total("params"), self.largest_module_params())
         return data
+
+    def largest_module_params(self) -> int | None:
+        """DeepSpeed's "largest layer": the most parameters one module holds itself. The tree
+        knows it where it is the token embedding, the untied output projection (V x d), or an MoE
+        layer's routed experts (transformers keeps them as one module's stacked tensors), and no
+        other block of a layer (one or several modules) holds more: every real model here. None
+        otherwise (a tiny vocabulary). tests/test_offload.py checks it on the classes transformers builds."""
+        tables = [row.params for row in self.all_rows if row.part in ("embedding", "head")]
+        experts = [row.params // row.count for row in self.all_rows
+                   if row.path.endswith(".experts") and row.count]
+        known = max(tables + experts, default=0)
+        others = [row.params // row.count for row in self.all_rows
+                  if row.part == "layer" and row.count and not row.path.endswith(".experts")]
+        return known if all(value <= known for value in others) else None
 
     def blocks(self) -> Any:
         """One row per block (a pandas DataFrame): the CLI table's columns as exact integers."""

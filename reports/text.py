@@ -199,7 +199,33 @@ def render_parallel(p: dict[str, Any]) -> str:
                        ([group, kind, binary_bytes(value), binary_bytes(wire[group][kind])]
                         for group, kinds in comm.items() for kind, value in kinds.items()), align="llrr")
                  if comm else "  none (one GPU)")
+    if "offload" in p:
+        lines += render_offload(p["offload"], p.get("deepspeed_estimator"))
     return "\n".join(lines)
+
+
+def render_offload(o: dict[str, Any], deepspeed: dict[str, Any] | None) -> list[str]:
+    """ZeRO-Offload/Infinity: where the offloaded state lives and what crosses PCIe and NVMe."""
+    what = "optimizer state" if o["offload"] == "optimizer" else "optimizer state and parameters"
+    lines = [f"Offloaded ({'ZeRO-Offload' if o['offload'] == 'optimizer' else 'ZeRO-Infinity'}): the {what} "
+             f"on {o['device']}; each rank's partition {o['partition_params']:,} parameters",
+             f"  host memory {binary_bytes(o['host_bytes_per_rank'])} per rank, "
+             f"{binary_bytes(o['host_bytes_per_node'])} per node ({plural(o['ranks_per_node'], 'rank')}; "
+             f"{plural(o['nodes'], 'node')})"]
+    if o["device"] == "nvme":
+        lines.append(f"  NVMe {binary_bytes(o['nvme_bytes_per_rank'])} per rank, "
+                     f"{binary_bytes(o['nvme_bytes_per_node'])} per node; "
+                     f"{binary_bytes(o['nvme_bytes_per_step'])} read and written per rank per step")
+    lines.append(f"  PCIe {binary_bytes(o['pcie_bytes_per_step'])} per rank per step")
+    if deepspeed is not None and "omitted" in deepspeed:
+        lines.append(f"DeepSpeed {deepspeed['version']}'s estimator left out: {deepspeed['omitted']}.")
+    elif deepspeed is not None:
+        lines.append(f"DeepSpeed {deepspeed['version']}'s estimator (model states only, x{deepspeed['additional_buffer_factor']} "
+                     f"on the host, {plural(deepspeed['largest_layer_params'], 'parameter')} in its largest layer"
+                     + ("; it has no NVMe case: its CPU figure" if o["device"] == "nvme" else "") + "): "
+                     f"{binary_bytes(deepspeed['bytes_per_gpu'])} per GPU, "
+                     f"{binary_bytes(deepspeed['host_bytes_per_node'])} per node")
+    return lines
 
 
 def seconds(value: float) -> str:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
 
-from .. import compiled
+from .. import compiled, offload
 from ..config import ConfigError, ModelConfig, Workload
 from .frameworks import FRAMEWORKS, Framework
 from .spec import Layout
@@ -335,7 +335,14 @@ class ParallelEstimate:
                    "optimizer": o * (shard if zero >= 1 else params)}
         if self.structure["step_counters"]:
             out["optimizer"] += 4 * tensors
-        return out
+        return offload.device_state(out, layout)
+
+    def offloaded(self, stage: Stage) -> dict[str, Any]:
+        """Host and NVMe bytes and PCIe traffic of one rank's offloaded state (costmodel/offload.py)."""
+        n = self.numbers
+        per_param = {"weights": n["bytes.weights"], "gradients": n["bytes.gradients"],
+                     "optimizer": n["bytes.optimizer"]}
+        return offload.offloaded(self.layout, self._placed(stage, "params") + self._tied_copy(stage), per_param)
 
     def activations(self, stage: Stage) -> int:
         """Bytes saved for backward at the rank's peak: each of its stages' per-micro-batch bytes
@@ -542,4 +549,5 @@ class ParallelEstimate:
             "communication": top["communication"],
             "wire": top["wire"],
             "precision": self.framework.precision,
+            **({"offload": self.offloaded(self.stages[top["stage"]])} if self.layout.offload != "none" else {}),
         }

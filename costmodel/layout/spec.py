@@ -56,6 +56,10 @@ class Layout:
     # True: the root too; False (--zero 2): nothing is gathered again.
     reshard_after_forward: bool | None = None
     device: str = "cuda"  # where AdamW's step counters live (torch keeps them on the host on CUDA)
+    # DeepSpeed's ZeRO-Offload/Infinity (costmodel/offload.py): what leaves the GPU, and where to.
+    offload: str = "none"  # none, optimizer, params
+    offload_device: str = "cpu"  # cpu, nvme
+    gpus_per_node: int = 8  # ranks sharing a host (host memory per node)
 
     def __post_init__(self) -> None:
         from .frameworks import FRAMEWORKS
@@ -92,6 +96,9 @@ class Layout:
             raise ConfigError("layout: --zero 2 with fsdp2 means reshard_after_forward=False already.")
         if self.device not in ("cuda", "cpu"):
             raise ConfigError(f"layout: device must be cuda or cpu, got {show(self.device)}.")
+        from ..offload import check as check_offload
+
+        check_offload(self)
 
     @property
     def gpus(self) -> int:
@@ -161,5 +168,7 @@ class Layout:
                 "virtual_stages": self.virtual_stages, "framework": self.framework,
                 "stage_layers": list(self.stage_layers) if self.stage_layers else None,
                 "gpus": self.gpus, "micro_batch": batch,
-                "global_batch": batch * self.microbatches * self.dp}
+                "global_batch": batch * self.microbatches * self.dp,
+                **({"offload": self.offload, "offload_device": self.offload_device,
+                    "gpus_per_node": self.gpus_per_node} if self.offload != "none" else {})}
 
