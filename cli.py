@@ -688,6 +688,8 @@ def train_demo(steps, batch, seed, out_png, eval_strings, as_json) -> None:
 @click.option("--optimizer", type=click.Choice(("adamw", "adamw8bit", "paged_adamw", "paged_adamw8bit", "adafactor", "sgd_momentum")),
               default="adamw", show_default=True, help="The optimizer of the adapters (8-bit and paged: bitsandbytes; adafactor: transformers').")
 @click.option("--offload-optimizer", is_flag=True, help="ZeRO-Offload: the optimizer state and its update on the host.")
+@click.option("--offload-device", type=click.Choice(("cpu", "nvme")), default="cpu", show_default=True,
+              help="With --offload-optimizer: where the state lives (nvme: ZeRO-Infinity).")
 @click.option("--seq-len", "-n", type=int, default=None, help="Tokens per sequence (default 2048 or the context).")
 @click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per step.")
 @click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True, help="The base's dtype and its activations.")
@@ -696,8 +698,8 @@ def train_demo(steps, batch, seed, out_png, eval_strings, as_json) -> None:
               help="full: gradient checkpointing (what QLoRA recipes turn on).")
 @click.option("--hardware", "hardware_name", default=None, help="A GPU (see `hardware`): whether the step fits, and what would make it fit.")
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
-def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimizer, offload_optimizer, seq_len,
-             batch, dtype, attention, recompute, hardware_name, as_json) -> None:
+def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimizer, offload_optimizer,
+             offload_device, seq_len, batch, dtype, attention, recompute, hardware_name, as_json) -> None:
     """Memory of a LoRA or QLoRA fine-tuning step: the frozen base, the adapters, their gradients
     and optimizer state, and the activations; with --hardware, whether it fits and what would."""
     from costmodel.finetune import FineTune, finetune_memory, finetune_verdict
@@ -706,11 +708,12 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
     workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, attention=attention, recompute=recompute)
     try:
         tune = FineTune(method=method, rank=rank, alpha=alpha, targets=tuple(t.strip() for t in targets.split(",")),
-                        adapter_dtype=adapter_dtype, optimizer=optimizer, offload_optimizer=offload_optimizer)
+                        adapter_dtype=adapter_dtype, optimizer=optimizer, offload_optimizer=offload_optimizer,
+                        offload_device=offload_device)
         memory = finetune_memory(cfg, workload, tune)
         data = {"inputs": {"model": cfg.name, "method": method, "rank": rank, "alpha": alpha,
                            "targets": list(tune.targets), "adapter_dtype": adapter_dtype, "optimizer": optimizer,
-                           "offload_optimizer": offload_optimizer, "seq_len": workload.seq_len, "batch": batch,
+                           "offload_optimizer": offload_optimizer, "offload_device": offload_device, "seq_len": workload.seq_len, "batch": batch,
                            "dtype": workload.dtype, "attention": attention, "recompute": recompute},
                 "memory": memory.to_dict()}
         if hardware_name is not None:

@@ -77,6 +77,7 @@ class FineTune:
     adapter_dtype: str = "fp32"
     optimizer: str = "adamw"
     offload_optimizer: bool = False  # ZeRO-Offload: optimizer state (and its update) on the host
+    offload_device: str = "cpu"  # where the offloaded state lives: cpu, or nvme (ZeRO-Infinity)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -95,6 +96,10 @@ class FineTune:
             raise ConfigError(f"--adapter-dtype must be one of {', '.join(ADAPTER_DTYPES)}, got {self.adapter_dtype!r}.")
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}.")
+        if self.offload_device not in ("cpu", "nvme"):
+            raise ConfigError(f"--offload-device must be cpu or nvme, got {self.offload_device!r}.")
+        if self.offload_device == "nvme" and not self.offload_optimizer:
+            raise ConfigError("--offload-device nvme needs --offload-optimizer.")
 
     @property
     def adapter_bytes(self) -> int:
@@ -188,6 +193,8 @@ class FineTuneMemory:
     activations: int
     host: int = 0
     pcie_bytes_per_step: int = 0
+    nvme: int = 0  # the optimizer state on NVMe (--offload-device nvme)
+    nvme_bytes_per_step: int = 0  # that state read and written back each step
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -198,7 +205,8 @@ class FineTuneMemory:
         return {"params": self.params, "trainable_params": self.trainable_params,
                 "base_weights": self.base_weights, "adapters": self.adapters, "gradients": self.gradients,
                 "optimizer": self.optimizer, "activations": self.activations, "total": self.total,
-                "host": self.host, "pcie_bytes_per_step": self.pcie_bytes_per_step, "notes": list(self.notes)}
+                "host": self.host, "pcie_bytes_per_step": self.pcie_bytes_per_step, "nvme": self.nvme,
+                "nvme_bytes_per_step": self.nvme_bytes_per_step, "notes": list(self.notes)}
 
 
 def check(cfg: ModelConfig, workload: Workload) -> None:
@@ -234,7 +242,7 @@ def finetune_memory(cfg: ModelConfig, workload: Workload, tune: FineTune) -> Fin
     activations = (full.memory_numbers()["activations"] - _outside_removed(cfg, workload)
                    - rebuilt * (_removed_per_layer(cfg, workload) - _added_per_layer(cfg, workload, tune)))
     notes = []
-    host = pcie = 0
+    host = pcie = nvme = nvme_traffic = 0
     if tune.optimizer.startswith("paged"):
         notes.append("paged optimizer: its state lives in unified memory and moves to the host when the "
                      "GPU runs short, so a spike need not fail (the bytes are the unpaged optimizer's)")
@@ -243,8 +251,12 @@ def finetune_memory(cfg: ModelConfig, workload: Workload, tune: FineTune) -> Fin
         pcie = 2 * adapters  # the gradients down to the host, the updated adapters back
         notes.append("ZeRO-Offload: the optimizer state and its update on the host; each step sends the "
                      "adapters' gradients down and the updated adapters back over PCIe")
+        if tune.offload_device == "nvme":
+            host, nvme, nvme_traffic = 0, host, 2 * host  # read and written back each step
+            notes.append("ZeRO-Infinity: the optimizer state on NVMe (DeepSpeed: ZeRO 3), read and "
+                         "written back each step")
     return FineTuneMemory(base_params + trainable, trainable, base_weights, adapters, adapters, optimizer,
-                          activations, host, pcie, tuple(notes))
+                          activations, host, pcie, nvme, nvme_traffic, tuple(notes))
 
 
 def finetune_verdict(cfg: ModelConfig, workload: Workload, tune: FineTune, capacity: int) -> dict[str, Any]:

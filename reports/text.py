@@ -518,7 +518,9 @@ def render_finetune(r: dict[str, Any]) -> str:
            f"  adapters           {binary_bytes(m['adapters']):>12}",
            f"  adapter gradients  {binary_bytes(m['gradients']):>12}",
            f"  optimizer          {binary_bytes(m['optimizer']):>12}"
-           + (f"   (on the host: {binary_bytes(m['host'])}; PCIe {binary_bytes(m['pcie_bytes_per_step'])} a step)"
+           + (f"   (on NVMe: {binary_bytes(m['nvme'])}, {binary_bytes(m['nvme_bytes_per_step'])} read and written "
+              f"a step; PCIe {binary_bytes(m['pcie_bytes_per_step'])} a step)" if m.get("nvme") else
+              f"   (on the host: {binary_bytes(m['host'])}; PCIe {binary_bytes(m['pcie_bytes_per_step'])} a step)"
               if i["offload_optimizer"] else ""),
            f"  activations        {binary_bytes(m['activations']):>12}   (saved for backward, adapters' included)",
            f"  total on the GPU   {binary_bytes(m['total']):>12}"]

@@ -208,3 +208,16 @@ def test_a_tiny_vocabulary_leaves_the_largest_layer_unknown():
     assert Estimate(cfg, Workload(seq_len=8)).largest_module_params() is None
     p = Estimate(cfg, Workload(seq_len=8), Layout(dp=2, zero=3, offload="optimizer")).to_dict()["parallel"]
     assert "omitted" in p["deepspeed_estimator"]
+
+
+def test_finetune_optimizer_on_nvme_moves_the_hosts_bytes():
+    from costmodel.finetune import FineTune, finetune_memory
+
+    cfg, workload = load_preset("llama3-8b"), Workload(seq_len=2048, batch=1, attention="sdpa")
+    host = finetune_memory(cfg, workload, FineTune(offload_optimizer=True))
+    nvme = finetune_memory(cfg, workload, FineTune(offload_optimizer=True, offload_device="nvme"))
+    assert host.host > 0 and host.nvme == 0
+    assert (nvme.host, nvme.nvme, nvme.nvme_bytes_per_step) == (0, host.host, 2 * host.host)
+    assert nvme.total == host.total and nvme.pcie_bytes_per_step == host.pcie_bytes_per_step
+    with pytest.raises(ConfigError, match="needs --offload-optimizer"):
+        FineTune(offload_device="nvme")
