@@ -26,8 +26,9 @@ on a real model; tests/test_finetune.py asserts equality):
                  enable_input_require_grads (what prepare_model_for_kbit_training and gradient
                  checkpointing set up), the first layer keeps what the others keep.
 
-Families: the Llama layout (llama, mistral, qwen2): pre-norm RMSNorm, q/k/v/o projections, a
-gated MLP (gate/up/down). Others raise ConfigError rather than give a number nobody measured.
+Families: the Llama layout (llama, mistral, qwen2, and qwen3 with its RMSNorm over each query and
+key head): pre-norm RMSNorm, q/k/v/o projections, a gated MLP (gate/up/down). Others raise
+ConfigError rather than give a number nobody measured.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from typing import Any
 
 from .config import ConfigError, ModelConfig, Workload
 
-LORA_FAMILIES = ("llama", "mistral", "qwen2")
+LORA_FAMILIES = ("llama", "mistral", "qwen2", "qwen3")
 #: The linear layers of a Llama-layout decoder layer: (name, input group, d_in, d_out) in terms
 #: of the config (the input group: adapters of one group read the same tensor).
 TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -141,11 +142,13 @@ def optimizer_state_bytes(shapes: list[tuple[int, int]], optimizer: str, dtype_b
 
 def _removed_per_layer(cfg: ModelConfig, workload: Workload) -> int:
     """What a layer no longer keeps once its weights are frozen: the four linear groups' inputs
-    and the two RMSNorms' scaled outputs, in the activation dtype."""
+    and the RMSNorms' scaled outputs (the two sublayers' and, with Qwen3's q/k norms, one per
+    query and key head), in the activation dtype."""
     dims = workload.dimensions(cfg)
     tokens, e = dims["b"] * dims["n"], dims["e"]
     q = cfg.n_heads * cfg.d_head if not _output_shared(workload) else 0
-    return tokens * e * (cfg.d_model + q + cfg.d_model + cfg.d_ff + 2 * cfg.d_model)
+    head_norms = (cfg.n_heads + cfg.n_kv_heads) * cfg.d_head if cfg.qk_norm else 0
+    return tokens * e * (cfg.d_model + q + cfg.d_model + cfg.d_ff + 2 * cfg.d_model + head_norms)
 
 
 def _output_shared(workload: Workload) -> bool:
@@ -217,6 +220,10 @@ def check(cfg: ModelConfig, workload: Workload) -> None:
         raise ConfigError("fine-tuning memory models Hugging Face's code with peft: use --impl hf.")
     if workload.gen_tokens:
         raise ConfigError("fine-tuning trains on sequences: leave out --gen-tokens.")
+    if cfg.n_window_layers and workload.attention != "eager" and workload.seq_len > cfg.sliding_window:
+        raise ConfigError(f"fine-tuning memory with a sliding window ({cfg.sliding_window:,}) shorter than the "
+                          f"sequence matches peft under --attention eager only ({workload.attention} keeps more, "
+                          "not modelled); use --attention eager or --seq-len <= the window.")
 
 
 def finetune_memory(cfg: ModelConfig, workload: Workload, tune: FineTune) -> FineTuneMemory:

@@ -103,6 +103,54 @@ def test_lora_and_qlora_equal_peft(method, targets, adapter_dtype, attention):
         assert optimizer_state_bytes(shapes, name, tune.adapter_bytes) == state, name
 
 
+QWEN3_CASES = [  # (tests/family_odd_configs.py's qwen3 config, method, targets, adapter dtype, attention)
+    (0, "lora", ("all-linear",), "bf16", "sdpa"),
+    (3, "lora", ("q_proj", "v_proj"), "fp32", "eager"),  # MQA-like 1 KV head, tied embeddings
+    (0, "qlora", ("q_proj", "k_proj", "o_proj"), "bf16", "sdpa"),
+    (5, "lora", ("all-linear",), "bf16", "eager"),  # sliding windows on some layers, longer than 4
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("index, method, targets, adapter_dtype, attention", QWEN3_CASES)
+def test_qwen3_lora_equals_peft(index, method, targets, adapter_dtype, attention):
+    """Qwen3: the Llama layout plus an RMSNorm over each query and key head, whose frozen weight
+    no longer needs the normalised heads kept."""
+    pytest.importorskip("peft")
+    from costmodel.hf import from_hf_config
+    from tests.family_odd_configs import ODD_FAMILY_CONFIGS
+    from validate.finetune import measure
+
+    cfg = from_hf_config(ODD_FAMILY_CONFIGS["qwen3"][index], name="odd-qwen3")
+    workload = Workload(seq_len=7, batch=2, dtype="bf16", attention=attention)
+    tune = FineTune(method=method, rank=3, alpha=6.0, targets=targets, adapter_dtype=adapter_dtype)
+    predicted = finetune_memory(cfg, workload, tune).to_dict()
+    measured = measure(cfg, workload, tune, ("adamw",))
+    for key in ("params", "trainable_params", "base_weights", "adapters", "activations", "gradients"):
+        assert predicted[key] == measured[key], key
+    assert predicted["optimizer"] == measured["optimizer"]["adamw"]
+
+
+def test_sliding_window_shorter_than_the_sequence_needs_eager():
+    """Measured: with a window that bites, sdpa keeps more than the model says (4,004 bytes a layer
+    on odd Mistral at 11 tokens, window 4); eager matches peft exactly (FINDINGS 13)."""
+    from costmodel.hf import from_hf_config
+    from tests.family_odd_configs import ODD_FAMILY_CONFIGS
+
+    cfg = from_hf_config(ODD_FAMILY_CONFIGS["mistral"][0], name="odd-mistral")  # window 4
+    with pytest.raises(ConfigError, match="sliding window"):
+        finetune_memory(cfg, Workload(seq_len=11, batch=2, attention="sdpa"), FineTune())
+    finetune_memory(cfg, Workload(seq_len=11, batch=2, attention="eager"), FineTune())
+    finetune_memory(cfg, Workload(seq_len=4, batch=2, attention="sdpa"), FineTune())
+
+
+def test_families_without_a_model_are_one_line(capsys):
+    for model in ("gpt2", "pythia-1.4b", "mixtral-8x7b", "phi3-mini", "t5-small"):
+        assert cli.main(["finetune", "--model", model, "--seq-len", "64"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "Llama layout (llama, mistral, qwen2, qwen3)" in err, err
+
+
 @pytest.mark.slow
 def test_full_recomputation_keeps_the_checkpoints_and_rebuilds_one_layer():
     """Under gradient checkpointing the forward keeps the checkpoints (and the RoPE tables, which
