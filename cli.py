@@ -681,8 +681,8 @@ def train_demo(steps, batch, seed, out_png, eval_strings, as_json) -> None:
               help="lora: adapters on the frozen base in --dtype; qlora: the base's linear layers in nf4 with double quantization.")
 @click.option("--lora-rank", "rank", type=int, default=16, show_default=True, help="The adapters' rank r.")
 @click.option("--lora-alpha", "alpha", type=float, default=32.0, show_default=True, help="Scales the adapters' output by alpha / r (no memory of its own).")
-@click.option("--lora-targets", "targets", default="q_proj,v_proj", show_default=True,
-              help="Linear layers that get adapters, comma-separated: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, or all-linear (peft's default: q_proj,v_proj).")
+@click.option("--lora-targets", "targets", default=None,
+              help="Linear layers that get adapters, comma-separated, by their module names: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (Llama layout), query_key_value, dense, dense_h_to_4h, dense_4h_to_h (GPT-NeoX), or all-linear (default: peft's, q_proj,v_proj or query_key_value).")
 @click.option("--adapter-dtype", type=click.Choice(("fp32", "bf16", "fp16")), default="fp32", show_default=True,
               help="The adapters' dtype (peft makes them fp32 unless autocast_adapter_dtype=False).")
 @click.option("--optimizer", type=click.Choice(("adamw", "adamw8bit", "paged_adamw", "paged_adamw8bit", "adafactor", "sgd_momentum")),
@@ -702,17 +702,18 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
              offload_device, seq_len, batch, dtype, attention, recompute, hardware_name, as_json) -> None:
     """Memory of a LoRA or QLoRA fine-tuning step: the frozen base, the adapters, their gradients
     and optimizer state, and the activations; with --hardware, whether it fits and what would."""
-    from costmodel.finetune import FineTune, finetune_memory, finetune_verdict
+    from costmodel.finetune import FineTune, finetune_memory, finetune_verdict, targets_of
 
     cfg = load_model(model, config)
     workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, attention=attention, recompute=recompute)
     try:
-        tune = FineTune(method=method, rank=rank, alpha=alpha, targets=tuple(t.strip() for t in targets.split(",")),
+        tune = FineTune(method=method, rank=rank, alpha=alpha,
+                        targets=None if targets is None else tuple(t.strip() for t in targets.split(",")),
                         adapter_dtype=adapter_dtype, optimizer=optimizer, offload_optimizer=offload_optimizer,
                         offload_device=offload_device)
         memory = finetune_memory(cfg, workload, tune)
         data = {"inputs": {"model": cfg.name, "method": method, "rank": rank, "alpha": alpha,
-                           "targets": list(tune.targets), "adapter_dtype": adapter_dtype, "optimizer": optimizer,
+                           "targets": list(targets_of(cfg, tune)), "adapter_dtype": adapter_dtype, "optimizer": optimizer,
                            "offload_optimizer": offload_optimizer, "offload_device": offload_device, "seq_len": workload.seq_len, "batch": batch,
                            "dtype": workload.dtype, "attention": attention, "recompute": recompute},
                 "memory": memory.to_dict()}

@@ -26,9 +26,11 @@ on a real model; tests/test_finetune.py asserts equality):
                  enable_input_require_grads (what prepare_model_for_kbit_training and gradient
                  checkpointing set up), the first layer keeps what the others keep.
 
-Families: the Llama layout (llama, mistral, qwen2, and qwen3 with its RMSNorm over each query and
-key head): pre-norm RMSNorm, q/k/v/o projections, a gated MLP (gate/up/down). Others raise
-ConfigError rather than give a number nobody measured.
+Families (FAMILIES): the Llama layout (llama, mistral, qwen2, and qwen3 with its RMSNorm over each
+query and key head): pre-norm RMSNorm, q/k/v/o projections, a gated MLP (gate/up/down); and
+GPT-NeoX: LayerNorm, a fused query_key_value, dense, and the MLP's dense_h_to_4h/dense_4h_to_h,
+under eager attention (its sdpa activations are not exact in the tree yet, FINDINGS 13). Others
+raise ConfigError rather than give a number nobody measured.
 """
 
 from __future__ import annotations
@@ -39,10 +41,11 @@ from typing import Any
 
 from .config import ConfigError, ModelConfig, Workload
 
-LORA_FAMILIES = ("llama", "mistral", "qwen2", "qwen3")
-#: The linear layers of a Llama-layout decoder layer: (name, input group, d_in, d_out) in terms
-#: of the config (the input group: adapters of one group read the same tensor).
+#: The linear layers of a Llama-layout decoder layer (by Hugging Face's module names).
 TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+#: GPT-NeoX's: the fused query/key/value projection, the attention's dense, the MLP's two.
+NEOX_TARGETS = ("query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h")
+ALL_TARGETS = TARGETS + NEOX_TARGETS
 #: peft's default target modules for the Llama layout (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING).
 DEFAULT_TARGETS = ("q_proj", "v_proj")
 METHODS = ("lora", "qlora")
@@ -57,13 +60,70 @@ FP32 = 4
 
 
 def linear_shapes(cfg: ModelConfig) -> dict[str, tuple[str, int, int]]:
-    """Each target's input group, d_in and d_out for this config."""
+    """Each target's input group, d_in and d_out for this config (the input group: adapters of one
+    group read the same tensor)."""
+    return FAMILIES[family_of(cfg)].shapes(cfg)
+
+
+def _llama_shapes(cfg: ModelConfig) -> dict[str, tuple[str, int, int]]:
     d, f = cfg.d_model, cfg.d_ff
     q, kv = cfg.n_heads * cfg.d_head, cfg.n_kv_heads * cfg.d_head
     return {"q_proj": ("attention_input", d, q), "k_proj": ("attention_input", d, kv),
             "v_proj": ("attention_input", d, kv), "o_proj": ("attention_output", q, d),
             "gate_proj": ("mlp_input", d, f), "up_proj": ("mlp_input", d, f),
             "down_proj": ("mlp_inner", f, d)}
+
+
+def _neox_shapes(cfg: ModelConfig) -> dict[str, tuple[str, int, int]]:
+    d, f, q = cfg.d_model, cfg.d_ff, cfg.n_heads * cfg.d_head
+    return {"query_key_value": ("attention_input", d, 3 * q), "dense": ("attention_output", q, d),
+            "dense_h_to_4h": ("mlp_input", d, f), "dense_4h_to_h": ("mlp_inner", f, d)}
+
+
+@dataclass(frozen=True)
+class Family:
+    """Where LoRA attaches in one family's decoder layer, and what its frozen norms stop keeping.
+
+    rms_norm: the norms are RMSNorm written as x * rsqrt(...) * weight, whose product keeps the
+    normalised x only for the weight's gradient (so a frozen weight frees it); LayerNorm's one
+    kernel keeps the same either way. attentions: where the tree's full-training activations are
+    measured exact for the family (FINDINGS 13: GPT-NeoX under sdpa is not)."""
+
+    shapes: Any
+    targets: tuple[str, ...]
+    defaults: tuple[str, ...]  # peft's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING
+    rms_norm: bool
+    attentions: tuple[str, ...] = ("eager", "sdpa", "flash")
+
+
+_LLAMA = Family(_llama_shapes, TARGETS, DEFAULT_TARGETS, rms_norm=True)
+FAMILIES = {"llama": _LLAMA, "mistral": _LLAMA, "qwen2": _LLAMA, "qwen3": _LLAMA,
+            "gpt_neox": Family(_neox_shapes, NEOX_TARGETS, ("query_key_value",), rms_norm=False,
+                               attentions=("eager",))}
+LORA_FAMILIES = tuple(FAMILIES)
+
+
+def family_of(cfg: ModelConfig) -> str:
+    """The family's key in FAMILIES, or one sentence saying which families are modelled."""
+    if cfg.family not in FAMILIES or cfg.moe or cfg.architecture != "decoder":
+        raise ConfigError(f"fine-tuning memory covers the Llama layout (llama, mistral, qwen2, qwen3) and "
+                          f"gpt_neox; model {cfg.name!r} is {cfg.family}.")
+    return cfg.family
+
+
+def targets_of(cfg: ModelConfig, tune: "FineTune") -> tuple[str, ...]:
+    """The tune's targets for this model's family: its default, all its linear layers, or the
+    names given (each a linear layer of this family)."""
+    family = FAMILIES[family_of(cfg)]
+    if tune.targets is None:
+        return family.defaults
+    if tune.targets == ("all-linear",):
+        return family.targets
+    foreign = [t for t in tune.targets if t not in family.targets]
+    if foreign:
+        raise ConfigError(f"--lora-targets: {foreign[0]!r} is not a linear layer of {cfg.family} "
+                          f"({', '.join(family.targets)}, or all-linear).")
+    return tuple(t for t in family.targets if t in tune.targets)
 
 
 @dataclass(frozen=True)
@@ -74,7 +134,7 @@ class FineTune:
     method: str = "lora"
     rank: int = 16
     alpha: float = 32.0  # scales B A x by alpha / rank: no memory of its own
-    targets: tuple[str, ...] = DEFAULT_TARGETS
+    targets: tuple[str, ...] | None = None  # None: peft's default for the family; ("all-linear",)
     adapter_dtype: str = "fp32"
     optimizer: str = "adamw"
     offload_optimizer: bool = False  # ZeRO-Offload: optimizer state (and its update) on the host
@@ -87,12 +147,14 @@ class FineTune:
             raise ConfigError(f"--lora-rank must be a positive whole number, got {self.rank!r}.")
         if not self.alpha > 0:
             raise ConfigError(f"--lora-alpha must be positive, got {self.alpha!r}.")
-        targets = tuple(TARGETS) if self.targets in (("all-linear",), "all-linear") else tuple(self.targets)
-        unknown = [t for t in targets if t not in TARGETS]
-        if unknown or not targets:
-            raise ConfigError(f"--lora-targets: {unknown[0] if unknown else 'none given'!r} is not one of "
-                              f"{', '.join(TARGETS)} (or all-linear).")
-        object.__setattr__(self, "targets", tuple(t for t in TARGETS if t in targets))
+        if self.targets is not None:
+            targets = ("all-linear",) if self.targets in (("all-linear",), "all-linear") else tuple(self.targets)
+            unknown = [t for t in targets if t not in ALL_TARGETS + ("all-linear",)]
+            if unknown or not targets:
+                raise ConfigError(f"--lora-targets: {unknown[0] if unknown else 'none given'!r} is not one of "
+                                  f"{', '.join(ALL_TARGETS)} (or all-linear).")
+            object.__setattr__(self, "targets", targets if targets == ("all-linear",)
+                               else tuple(t for t in ALL_TARGETS if t in targets))
         if self.adapter_dtype not in ADAPTER_DTYPES:
             raise ConfigError(f"--adapter-dtype must be one of {', '.join(ADAPTER_DTYPES)}, got {self.adapter_dtype!r}.")
         if self.optimizer not in OPTIMIZERS:
@@ -111,7 +173,7 @@ def adapter_tensors(cfg: ModelConfig, tune: FineTune) -> list[tuple[int, int]]:
     """The shapes of one layer's adapter tensors, A (r, d_in) then B (d_out, r) per target."""
     shapes = linear_shapes(cfg)
     out = []
-    for target in tune.targets:
+    for target in targets_of(cfg, tune):
         _, d_in, d_out = shapes[target]
         out += [(tune.rank, d_in), (d_out, tune.rank)]
     return out
@@ -141,14 +203,21 @@ def optimizer_state_bytes(shapes: list[tuple[int, int]], optimizer: str, dtype_b
 
 
 def _removed_per_layer(cfg: ModelConfig, workload: Workload) -> int:
-    """What a layer no longer keeps once its weights are frozen: the four linear groups' inputs
-    and the RMSNorms' scaled outputs (the two sublayers' and, with Qwen3's q/k norms, one per
-    query and key head), in the activation dtype."""
+    """What a layer no longer keeps once its weights are frozen, in the activation dtype: each
+    linear group's input (o_proj's only where it is not a view of the attention kernel's output)
+    and, for RMSNorm families, the norms' normalised inputs (the two sublayers' and, with Qwen3's
+    q/k norms, one per query and key head)."""
     dims = workload.dimensions(cfg)
     tokens, e = dims["b"] * dims["n"], dims["e"]
-    q = cfg.n_heads * cfg.d_head if not _output_shared(workload) else 0
-    head_norms = (cfg.n_heads + cfg.n_kv_heads) * cfg.d_head if cfg.qk_norm else 0
-    return tokens * e * (cfg.d_model + q + cfg.d_model + cfg.d_ff + 2 * cfg.d_model + head_norms)
+    inputs = {}
+    for group, d_in, _ in linear_shapes(cfg).values():
+        inputs[group] = d_in
+    if _output_shared(workload):
+        inputs.pop("attention_output")
+    norms = 0
+    if FAMILIES[family_of(cfg)].rms_norm:
+        norms = 2 * cfg.d_model + ((cfg.n_heads + cfg.n_kv_heads) * cfg.d_head if cfg.qk_norm else 0)
+    return tokens * e * (sum(inputs.values()) + norms)
 
 
 def _output_shared(workload: Workload) -> bool:
@@ -165,7 +234,7 @@ def _added_per_layer(cfg: ModelConfig, workload: Workload, tune: FineTune) -> in
     shapes = linear_shapes(cfg)
     cast = tune.adapter_bytes != e
     added, groups = 0, set()
-    for target in tune.targets:
+    for target in targets_of(cfg, tune):
         group, d_in, _ = shapes[target]
         if cast:
             added += tokens * d_in * tune.adapter_bytes  # peft casts x to the adapter dtype, per adapter
@@ -177,10 +246,12 @@ def _added_per_layer(cfg: ModelConfig, workload: Workload, tune: FineTune) -> in
 
 
 def _outside_removed(cfg: ModelConfig, workload: Workload) -> int:
-    """Outside the layers: the final norm's scaled output, the head's input, the token ids."""
+    """Outside the layers: the head's input, the final RMSNorm's normalised input (LayerNorm
+    keeps the same either way), the token ids (int64)."""
     dims = workload.dimensions(cfg)
     tokens, e = dims["b"] * dims["n"], dims["e"]
-    return tokens * (2 * e * cfg.d_model + 8)
+    norms = 1 if FAMILIES[family_of(cfg)].rms_norm else 0
+    return tokens * ((1 + norms) * e * cfg.d_model + 8)
 
 
 @dataclass(frozen=True)
@@ -213,9 +284,11 @@ class FineTuneMemory:
 
 
 def check(cfg: ModelConfig, workload: Workload) -> None:
-    if cfg.family not in LORA_FAMILIES or cfg.moe or cfg.architecture != "decoder":
-        raise ConfigError(f"fine-tuning memory covers the Llama layout ({', '.join(LORA_FAMILIES)}); "
-                          f"model {cfg.name!r} is {cfg.family}.")
+    family = FAMILIES[family_of(cfg)]
+    if workload.attention not in family.attentions:
+        raise ConfigError(f"fine-tuning memory for {cfg.family} is measured under --attention "
+                          f"{' or '.join(family.attentions)} only (its {workload.attention} activations are not "
+                          "modelled exactly yet).")
     if workload.impl != "hf":
         raise ConfigError("fine-tuning memory models Hugging Face's code with peft: use --impl hf.")
     if workload.gen_tokens:

@@ -145,10 +145,53 @@ def test_sliding_window_shorter_than_the_sequence_needs_eager():
 
 
 def test_families_without_a_model_are_one_line(capsys):
-    for model in ("gpt2", "pythia-1.4b", "mixtral-8x7b", "phi3-mini", "t5-small"):
+    for model in ("gpt2", "falcon-7b", "mixtral-8x7b", "phi3-mini", "t5-small", "bloom-560m", "opt-1.3b"):
         assert cli.main(["finetune", "--model", model, "--seq-len", "64"]) == 2
         err = capsys.readouterr().err.strip()
-        assert err.count("\n") == 0 and "Llama layout (llama, mistral, qwen2, qwen3)" in err, err
+        assert err.count("\n") == 0 and "Llama layout (llama, mistral, qwen2, qwen3) and gpt_neox" in err, err
+
+
+NEOX_CASES = [  # (tests/family_odd_configs.py's gpt_neox config, method, targets, adapter dtype)
+    (0, "lora", None, "bf16"),  # peft's default: query_key_value; parallel residual
+    (0, "lora", ("all-linear",), "fp32"),
+    (3, "lora", ("dense", "dense_4h_to_h"), "fp32"),  # sequential residual
+    (3, "qlora", ("all-linear",), "bf16"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("index, method, targets, adapter_dtype", NEOX_CASES)
+def test_gpt_neox_lora_equals_peft_under_eager(index, method, targets, adapter_dtype):
+    """GPT-NeoX: adapters by its module names; LayerNorm keeps the same whether or not its
+    weight trains, so only the linear layers' inputs (and the head's, and the ids) go."""
+    pytest.importorskip("peft")
+    from costmodel.hf import from_hf_config
+    from tests.family_odd_configs import ODD_FAMILY_CONFIGS
+    from validate.finetune import measure
+
+    cfg = from_hf_config(ODD_FAMILY_CONFIGS["gpt_neox"][index], name="odd-neox")
+    workload = Workload(seq_len=7, batch=2, dtype="bf16", attention="eager")
+    tune = FineTune(method=method, rank=3, alpha=6.0, targets=targets, adapter_dtype=adapter_dtype)
+    predicted = finetune_memory(cfg, workload, tune).to_dict()
+    measured = measure(cfg, workload, tune, ("adamw",))
+    for key in ("params", "trainable_params", "base_weights", "adapters", "activations", "gradients"):
+        assert predicted[key] == measured[key], key
+    assert predicted["optimizer"] == measured["optimizer"]["adamw"]
+
+
+def test_gpt_neox_targets_and_attention(capsys):
+    cfg = load_preset("pythia-1.4b")
+    eager = Workload(seq_len=2048, attention="eager")
+    memory = finetune_memory(cfg, eager, FineTune())  # peft's default: query_key_value
+    # A 16 x 2,048 and B 6,144 x 16 per layer, 24 layers.
+    assert memory.trainable_params == 24 * (16 * 2048 + 3 * 2048 * 16) == 3_145_728
+    with pytest.raises(ConfigError, match="'q_proj' is not a linear layer of gpt_neox"):
+        finetune_memory(cfg, eager, FineTune(targets=("q_proj",)))
+    with pytest.raises(ConfigError, match="--attention eager only"):
+        finetune_memory(cfg, Workload(seq_len=2048, attention="sdpa"), FineTune())
+    assert cli.main(["finetune", "--model", "pythia-1.4b", "--attention", "eager",
+                     "--lora-targets", "dense,dense_h_to_4h"]) == 0
+    assert "lora r=16 on dense, dense_h_to_4h" in capsys.readouterr().out
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from costmodel.config import ModelConfig, Workload
-from costmodel.finetune import FineTune
+from costmodel.finetune import FineTune, targets_of
 
 from .hf_models import build_hf_model, hf_config
 from .measure import saved_activation_bytes
@@ -49,7 +49,7 @@ def lora_model(cfg: ModelConfig, workload: Workload, tune: FineTune) -> Any:
     base.enable_input_require_grads()
     if workload.recompute == "full":  # what saved_activation_bytes sees: the checkpoints
         base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    config = peft.LoraConfig(r=tune.rank, lora_alpha=tune.alpha, target_modules=list(tune.targets),
+    config = peft.LoraConfig(r=tune.rank, lora_alpha=tune.alpha, target_modules=list(targets_of(cfg, tune)),
                              lora_dropout=0.0)
     model = peft.get_peft_model(base, config, autocast_adapter_dtype=tune.adapter_dtype == "fp32")
     if tune.adapter_dtype not in ("fp32", workload.dtype):
