@@ -12,9 +12,10 @@ from typing import Any
 
 import click
 
-from costmodel.config import DTYPES, KV_CACHES, RECOMPUTES, ConfigError, ModelConfig, Workload, require_decoder
-from costmodel.hardware import DEFAULT_TIME_MODEL, TIME_MODELS
+from costmodel.config import (ATTENTIONS, DTYPES, IMPLEMENTATIONS, KV_CACHES, OPTIMIZERS, PRECISIONS, RECOMPUTES,
+                              ConfigError, ModelConfig, Workload, require_decoder)
 from costmodel.defaults import DEFAULT_DTYPE, DEFAULT_HARDWARE, DEFAULT_RECOMPUTE, implied
+from costmodel.hardware import DEFAULT_TIME_MODEL, TIME_MODELS
 from costmodel.layout.frameworks import FRAMEWORKS
 
 
@@ -41,12 +42,13 @@ def require_measure_extra(what: str) -> None:
 
 def load_model(model: str | None, config: str | None) -> ModelConfig:
     """The ModelConfig named by --model or read from --config (exactly one of them)."""
-    from costmodel.presets import load_config_file, load_preset
+    from costmodel.hub import load_named
+    from costmodel.presets import load_config_file
 
     if (model is None) == (config is None):
         raise InputError("give exactly one of --model NAME or --config PATH.")
     try:
-        return load_preset(model) if model is not None else load_config_file(config)
+        return load_named(model) if model is not None else load_config_file(config)
     except ConfigError as error:
         raise InputError(str(error)) from None
 
@@ -68,7 +70,7 @@ def make_workload(cfg: ModelConfig, seq_len: int | None, **options: Any) -> Work
 def model_options(function):
     """--model / --config, shared by the commands that take one model."""
     function = click.option("--config", "config", type=str, help="A Hugging Face config.json or a ModelConfig JSON file.")(function)
-    return click.option("--model", "-m", "model", type=str, help="A preset name or alias, any case (see `models`).")(function)
+    return click.option("--model", "-m", "model", type=str, help="A preset name or alias, any case (see `models`), or a Hugging Face Hub id (org/name: its config.json, from the local cache first).")(function)
 
 
 def _expert_load(ctx: Any, param: Any, value: str | None) -> tuple[float, ...] | None:
@@ -94,14 +96,18 @@ def workload_options(function):
         click.option("--tgt-len", type=int, help="Decoder tokens of an encoder-decoder (default: --seq-len)."),
         click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch."),
         click.option("--dtype", type=click.Choice(DTYPES), default=DEFAULT_DTYPE, show_default=True, help="Weights and activations."),
-        click.option("--impl", default=None, help=IMPL_HELP),
-        click.option("--attention", default=None, help=ATTENTION_HELP),
-        click.option("--recompute", default=DEFAULT_RECOMPUTE, show_default=True, help="Activation recomputation: none, selective or full."),
+        click.option("--impl", type=click.Choice(IMPLEMENTATIONS), default=None, help=IMPL_HELP),
+        click.option("--attention", type=click.Choice(ATTENTIONS), default=None, help=ATTENTION_HELP),
+        click.option("--recompute", type=click.Choice(RECOMPUTES), default=DEFAULT_RECOMPUTE, show_default=True,
+                     help="Activation recomputation: none, selective (the attention core) or full (each layer)."),
         click.option("--gen-tokens", "-T", type=int, default=0, show_default=True, help="Tokens generated after the prefill (KV cache)."),
-        click.option("--optimizer", default="adamw", show_default=True, help="adamw or sgd (optimizer state bytes)."),
-        click.option("--precision", default="mixed", show_default=True,
-                     help="mixed (bf16/fp16 weights and gradients, fp32 master weights and moments) or "
-                     "pure (everything in --dtype, as torch.optim on a model built in it)."),
+        click.option("--optimizer", type=click.Choice(OPTIMIZERS), default="adamw", show_default=True,
+                     help="The optimizer whose state is counted: adamw (two moments) or sgd (none)."),
+        click.option("--precision", type=click.Choice(PRECISIONS), default="mixed", show_default=True,
+                     help="mixed: --dtype weights and gradients, fp32 master weights and moments (2 + 2 + 12 "
+                     "bytes a parameter with AdamW); pure: everything in --dtype, as torch.optim on a model "
+                     "built in it; megatron: fp32 gradients too (2 + 4 + 12); fsdp2: fp32 sharded weights and "
+                     "gradients, fp32 moments (4 + 4 + 8)."),
         click.option("--weight-dtype", default=None,
                      help="Quantized inference weights: int8 (LLM.int8), int4 (GPTQ/AWQ), fp8 or nf4 "
                      "(bitsandbytes); embeddings, head and norms stay in --dtype."),
@@ -166,6 +172,26 @@ def layout_options(function):
     return function
 
 
+def offload_options(function):
+    """DeepSpeed's ZeRO-Offload and ZeRO-Infinity (costmodel/offload.py), for estimate's layout."""
+    from costmodel.offload import OFFLOAD_DEVICES, OFFLOADS
+
+    options = [
+        click.option("--offload", type=click.Choice(OFFLOADS), default=None,
+                     help="DeepSpeed offload: optimizer (ZeRO-Offload, --zero 1-3) or params too (ZeRO-Infinity, --zero 3)."),
+        click.option("--offload-device", type=click.Choice(OFFLOAD_DEVICES), default=None,
+                     help="Where the offloaded state lives (nvme needs --zero 3; default cpu)."),
+        click.option("--gpus-per-node", type=int, default=None,
+                     help="GPUs sharing a host, for host memory per node (default 8)."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+OFFLOAD_OPTIONS = ("offload", "offload_device", "gpus_per_node")
+
+
 def microbatches_for(global_batch: int, batch: int, layout_given: dict[str, Any]) -> int:
     """Micro-batches per step for a global batch: global / (micro-batch x dp)."""
     dp = layout_given.get("dp") or 1
@@ -201,28 +227,47 @@ def make_layout(cfg: ModelConfig, options: dict[str, Any]) -> Any:
 @model_options
 @workload_options
 @layout_options
+@offload_options
+@click.option("--hardware", "hardware_name", default=None,
+              help="A GPU (see `hardware`): say whether training and inference fit in its memory, and what to change if not.")
 @click.option("--json", "as_json", is_flag=True, help="Exact integers as JSON on stdout.")
-def estimate(model, config, seq_len, as_json, **options) -> None:
+def estimate(model, config, seq_len, hardware_name, as_json, **options) -> None:
     """Parameters, FLOPs, memory and the regime of a model for a workload; with a layout, the
-    memory and communication of each rank."""
+    memory and communication of each rank; with --hardware (and --gpus), whether it fits."""
     from costmodel.estimation import Estimate
 
-    layout_given = {k: options.pop(k) for k in list(options) if k in LAYOUT_OPTIONS or k == "layout_device"}
+    layout_given = {k: options.pop(k) for k in list(options)
+                    if k in LAYOUT_OPTIONS or k in OFFLOAD_OPTIONS or k == "layout_device"}
     cfg = load_model(model, config)
+    gpus = layout_given.get("gpus")
+    if hardware_name is not None and all(v is None for k, v in layout_given.items() if k != "gpus"):
+        layout_given["gpus"] = None  # --gpus alone with --hardware: data parallel over them
     layout = make_layout(cfg, layout_given)
     options.update(implied(layout.framework if layout else None, options["impl"], options["attention"]))
     workload = make_workload(cfg, seq_len, **options)
     try:
         result = Estimate(cfg, workload, layout)
         data = result.to_dict()
+        if hardware_name is not None:
+            from costmodel.hardware import load_hardware
+            from costmodel.verdict import verdict
+
+            hardware = load_hardware(hardware_name)
+            data["fit"] = {"hardware": hardware.name, **{
+                phase: verdict(cfg, workload, layout, capacity, gpus, phase)
+                for phase, capacity in (("training", hardware.training_memory_bytes),
+                                        ("inference", hardware.serving_memory_bytes))}}
     except ConfigError as error:
         raise InputError(str(error)) from None
     if as_json:
         click.echo(json.dumps(data, indent=2, sort_keys=False))
         return
-    from reports.text import render_estimate
+    from reports.text import render_estimate, render_fit
 
-    click.echo(render_estimate(data, result.rows))
+    click.echo(render_estimate(data, result.held_rows))
+    if "fit" in data:
+        click.echo("")
+        click.echo(render_fit(data["fit"]))
 
 
 @cli.command()
@@ -296,19 +341,20 @@ def models(as_json) -> None:
 @click.option("--dtype", type=click.Choice(DTYPES), default=None,
               help="Weights and activations (default: the hardware's, bf16 for the GPU presets and the "
               "calibrated dtype for local).")
-@click.option("--attention", default=None, help=ATTENTION_HELP)
+@click.option("--attention", type=click.Choice(ATTENTIONS), default=None, help=ATTENTION_HELP)
 @click.option("--kv-cache", type=click.Choice(KV_CACHES), default="dynamic", show_default=True,
               help="dynamic: each decode step copies the cache to append (torch.cat, Hugging Face's default); "
               "static: a preallocated cache written in place.")
 @click.option("--train", is_flag=True, help="Simulate a training step instead of inference.")
 @click.option("--seq-len", "-n", type=int, default=None, help="Training sequence length (default 2048 or the context).")
-@click.option("--recompute", default=DEFAULT_RECOMPUTE, show_default=True, help="Training: none, selective or full.")
+@click.option("--recompute", type=click.Choice(RECOMPUTES), default=DEFAULT_RECOMPUTE, show_default=True, help="Training: none, selective or full.")
 @click.option("--tokens", type=float, default=None, help="Training: tokens to train on (e.g. 2e12) for the time to train.")
+@click.option("--price", type=float, default=None, help="Training with --tokens: dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one).")
 @click.option("--step-time", type=float, default=None, help="Training: a measured step time in seconds, for its MFU.")
 @click.option("--compute-efficiency", type=float, default=None, help="Fraction of peak FLOP/s reached (default: the preset's).")
 @click.option("--memory-efficiency", type=float, default=None, help="Fraction of peak bandwidth reached (default: the preset's).")
 @click.option("--global-batch", type=int, default=None, help="Training with a layout: sequences per step (sets --microbatches = global / (batch x dp)).")
-@click.option("--impl", default=None, help="Training: " + IMPL_HELP)
+@click.option("--impl", type=click.Choice(IMPLEMENTATIONS), default=None, help="Training: " + IMPL_HELP)
 @click.option("--flops-convention", type=click.Choice(("dense", "causal")), default="dense", show_default=True,
               help="Training: the model FLOPs MFU divides by: dense (PaLM's 6N + 12LHQT, every attention pair) "
               "or causal (Megatron's, half the causal attention core). Never counts recomputation.")
@@ -331,7 +377,7 @@ def models(as_json) -> None:
 @layout_options
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, train, seq_len,
-             recompute, tokens, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
+             recompute, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
              flops_convention, tp_overlap, dp_overlap, no_prefetch, compiled, cuda_graphs, time_model,
              weight_dtype, weight_group, kv_dtype, as_json, **layout_given) -> None:
     """Roofline time of prefill, decode and training on a hardware preset; with a layout
@@ -349,7 +395,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 compute=hardware.efficiency.get("compute", 1.0) if compute_efficiency is None else compute_efficiency,
                 memory=hardware.efficiency.get("memory", 1.0) if memory_efficiency is None else memory_efficiency,
             )
-        for name, value in (("--tokens", tokens), ("--step-time", step_time)):
+        for name, value in (("--tokens", tokens), ("--step-time", step_time), ("--price", price)):
             if value is not None and not value > 0:
                 raise ConfigError(f"{name} must be positive, got {value}.")
         note = None
@@ -374,7 +420,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 overlap = parallel_time.Overlap(tp=tp_overlap, dp=dp_overlap, prefetch=not no_prefetch)
                 result = parallel_time.simulate_training(cfg, workload, layout, hardware, efficiency,
                                                          tokens, step_time, flops_convention, time_model, overlap,
-                                                         compiled)
+                                                         compiled, price)
             else:
                 workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
                                          gen_tokens=gen, precision="pure", kv_cache=kv_cache,
@@ -389,10 +435,11 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             if time_model != "roofline" or compiled:
                 raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "
                                   "for --time-model kernels or --compile.")
-            workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute)
+            workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
+                                     **implied(None, impl, attention))
             result = sim.simulate_training(cfg, workload, hardware, tokens=tokens,
                                            step_seconds=step_time, efficiency=efficiency,
-                                           flops_convention=flops_convention)
+                                           flops_convention=flops_convention, price=price)
         else:
             if gen < 0:
                 raise ConfigError(f"--gen must be at least 0, got {gen}.")
@@ -423,7 +470,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @cli.command()
 @model_options
 @click.option("--hardware", "hardware_name", default=DEFAULT_HARDWARE, show_default=True, help="A hardware preset (see `hardware`; any case) or a path to a hardware file (docs/time.md).")
-@click.option("--gpus", type=int, required=True, help="How many GPUs of that kind.")
+@click.option("--gpus", type=str, required=True, help="How many GPUs of that kind; several counts comma-separated (8,16,32) to compare them.")
 @click.option("--seq-len", "-n", type=int, default=None, help="Training: tokens per sequence (default 2048 or the context).")
 @click.option("--global-batch", type=int, default=None, help="Training: sequences per step (default 8 x gpus).")
 @click.option("--serve", is_flag=True, help="Plan serving instead: layouts for --batch sequences of --prompt + --gen tokens.")
@@ -431,8 +478,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--prompt", type=int, default=None, help="--serve: prompt tokens (default 2048, or what the context leaves after --gen).")
 @click.option("--gen", type=int, default=256, show_default=True, help="--serve: generated tokens.")
 @click.option("--dtype", type=click.Choice(DTYPES), default=DEFAULT_DTYPE, show_default=True, help="Weights and activations.")
-@click.option("--impl", default=None, help="Only this activation profile: " + IMPL_HELP)
-@click.option("--attention", default=None, help="Only this kernel: " + ATTENTION_HELP)
+@click.option("--impl", type=click.Choice(IMPLEMENTATIONS), default=None, help="Only this activation profile: " + IMPL_HELP)
+@click.option("--attention", type=click.Choice(ATTENTIONS), default=None, help="Only this kernel: " + ATTENTION_HELP)
 @click.option("--kv-cache", type=click.Choice(KV_CACHES), default="dynamic", show_default=True,
               help="--serve: dynamic (torch.cat copies the cache each step) or static (written in place).")
 @click.option("--tp", type=int, default=None, help="Only this tensor-parallel size.")
@@ -449,49 +496,43 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--fp8", type=click.Choice(("tensorwise", "rowwise", "blockwise")), default=None,
               help="Train every layout with this FP8 recipe (docs/layouts.md).")
 @click.option("--recompute", type=click.Choice(RECOMPUTES), default=None, help="Only this recomputation.")
+@click.option("--tokens", type=float, default=None, help="Training: tokens to train on (e.g. 1e12): each layout's days, GPU-hours and FLOPs.")
+@click.option("--price", type=float, default=None, help="Training with --tokens: dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one).")
+@click.option("--rank-by", type=click.Choice(("time", "cost")), default="time", show_default=True,
+              help="time: step time (time per output token with --serve); cost: GPU-seconds per token, which differs where the GPU counts do.")
 @click.option("--top", type=int, default=10, show_default=True, help="Rows of the ranked table.")
 @click.option("--time-model", type=click.Choice(TIME_MODELS), default=DEFAULT_TIME_MODEL, show_default=True,
               help="roofline or kernels, as simulate's (docs/time.md).")
 @click.option("--json", "as_json", is_flag=True, help='{"feasible": [...], "infeasible": [...]} on stdout.')
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
-         attention, kv_cache, tp, pp, dp, zero, sp, framework, ep, cp, schedule, fp8, recompute, top, time_model,
-         as_json) -> None:
+         attention, kv_cache, tp, pp, dp, zero, sp, framework, ep, cp, schedule, fp8, recompute, tokens, price,
+         rank_by, top, time_model, as_json) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
-    ranked by step time (training) or time per output token (--serve)."""
-    from costmodel.hardware import load_hardware
-    from costmodel.layout import plan as planner
+    ranked by step time (training) or time per output token (--serve); with --tokens, the days,
+    GPU-hours, FLOPs and dollars of the run. Exit status 1 when no layout fits."""
+    from costmodel.planning import plan as make_plan
 
     cfg = load_model(model, config)
-    fixed = {"tp": tp, "pp": pp, "dp": dp, "zero": zero, "sp": sp, "framework": framework,
-             "recompute": recompute, "batch": batch, "impl": impl, "attention": attention, "ep": ep,
-             "cp": cp, "schedule": schedule, "fp8": fp8}
     try:
-        if gpus < 1:
-            raise ConfigError(f"--gpus must be at least 1, got {gpus}.")
-        hardware = load_hardware(hardware_name)
-        if serve:
-            require_decoder(cfg)
-            workload = make_workload(cfg, prompt, dtype=dtype, gen_tokens=gen, kv_cache=kv_cache)
-            result = planner.plan_serving(cfg, hardware, gpus, batch or 32, workload.seq_len, gen,
-                                          workload.dtype, fixed, kv_cache=kv_cache, time_model=time_model)
-        else:
-            workload = make_workload(cfg, seq_len, dtype=dtype, **implied(framework, impl, attention))
-            result = planner.plan_training(cfg, hardware, gpus, workload.seq_len, global_batch or 8 * gpus,
-                                           workload, fixed, time_model=time_model)
+        counts = [int(x) for x in gpus.split(",")]
+    except ValueError:
+        raise InputError(f"--gpus {gpus!r}: give a whole number, or several separated by commas.") from None
+    try:
+        if tokens is not None and not tokens > 0:
+            raise ConfigError(f"--tokens must be positive, got {tokens}.")
+        result = make_plan(cfg, counts if len(counts) > 1 else counts[0], hardware_name, serve=serve,
+                           seq_len=seq_len, global_batch=global_batch, batch=batch, prompt=prompt, gen=gen,
+                           dtype=dtype, impl=impl, attention=attention, kv_cache=kv_cache, tokens=tokens,
+                           price=price, rank_by=rank_by, time_model=time_model, tp=tp, pp=pp, dp=dp, zero=zero,
+                           sp=sp, framework=framework, recompute=recompute, ep=ep, cp=cp, schedule=schedule,
+                           fp8=fp8)
     except ConfigError as error:
         raise InputError(str(error)) from None
-    result["inputs"] = {"model": cfg.name, "hardware": hardware.name, "gpus": gpus, "serve": serve,
-                        "time_model": time_model,
-                        "seq_len": workload.seq_len, "dtype": workload.dtype,
-                        **({"gen": gen, "batch": batch or 32} if serve else
-                           {"global_batch": global_batch or 8 * gpus, "batch": batch})}
-    if as_json:
-        click.echo(json.dumps(finite(result), indent=2))
-        return
-    from reports.text import render_plan
-
-    capacity = hardware.serving_memory_bytes if serve else hardware.training_memory_bytes
-    click.echo(render_plan(result, serve, top, capacity))
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    click.echo(json.dumps(finite(result.to_dict()), indent=2) if as_json else result.text(top))
+    if not result.feasible:
+        click.get_current_context().exit(1)
 
 
 @cli.command()
@@ -625,8 +666,8 @@ def hardware(measure, dtypes, shown, out, device, like, quick, as_json) -> None:
     click.echo(table(
         ["hardware", "fp8", "bf16", "fp32", "vector", "bandwidth", "memory", "efficiency (compute/memory)",
          "description"],
-        ([r["name"], si(r["flops_per_s"].get("fp8", 0), "FLOP/s") if "fp8" in r["flops_per_s"] else "-",
-          si(r["flops_per_s"].get("bf16", 0), "FLOP/s"), si(r["flops_per_s"].get("fp32", 0), "FLOP/s"),
+        ([r["name"], *(si(r["flops_per_s"][d], "FLOP/s") if d in r["flops_per_s"] else
+                       ("not measured" if r["name"] == "local" else "-") for d in ("fp8", "bf16", "fp32")),
           si(r["vector_flops_per_s"], "FLOP/s"), si(r["bandwidth_bytes_per_s"], "B/s"),
           binary_bytes(r["memory_bytes"]),
           f"{r['efficiency'].get('compute', 1):g} / {r['efficiency'].get('memory', 1):g}", r["description"]]
@@ -767,6 +808,63 @@ def train_demo(steps, batch, seed, out_png, eval_strings, as_json) -> None:
     )
 
 
+@cli.command()
+@model_options
+@click.option("--method", type=click.Choice(("lora", "qlora")), default="lora", show_default=True,
+              help="lora: adapters on the frozen base in --dtype; qlora: the base's linear layers in nf4 with double quantization.")
+@click.option("--lora-rank", "rank", type=int, default=16, show_default=True, help="The adapters' rank r.")
+@click.option("--lora-alpha", "alpha", type=float, default=32.0, show_default=True, help="Scales the adapters' output by alpha / r (no memory of its own).")
+@click.option("--lora-targets", "targets", default=None,
+              help="Linear layers that get adapters, comma-separated, by their module names: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (Llama layout), query_key_value, dense, dense_h_to_4h, dense_4h_to_h (GPT-NeoX), or all-linear (default: peft's, q_proj,v_proj or query_key_value).")
+@click.option("--adapter-dtype", type=click.Choice(("fp32", "bf16", "fp16")), default="fp32", show_default=True,
+              help="The adapters' dtype (peft makes them fp32 unless autocast_adapter_dtype=False).")
+@click.option("--optimizer", type=click.Choice(("adamw", "adamw8bit", "paged_adamw", "paged_adamw8bit", "adafactor", "sgd_momentum")),
+              default="adamw", show_default=True, help="The optimizer of the adapters (8-bit and paged: bitsandbytes; adafactor: transformers').")
+@click.option("--offload-optimizer", is_flag=True, help="ZeRO-Offload: the optimizer state and its update on the host.")
+@click.option("--offload-device", type=click.Choice(("cpu", "nvme")), default="cpu", show_default=True,
+              help="With --offload-optimizer: where the state lives (nvme: ZeRO-Infinity).")
+@click.option("--seq-len", "-n", type=int, default=None, help="Tokens per sequence (default 2048 or the context).")
+@click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per step.")
+@click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True, help="The base's dtype and its activations.")
+@click.option("--attention", type=click.Choice(ATTENTIONS), default="sdpa", show_default=True, help="eager, sdpa or flash.")
+@click.option("--recompute", type=click.Choice(RECOMPUTES), default="none", show_default=True,
+              help="full: gradient checkpointing (what QLoRA recipes turn on).")
+@click.option("--hardware", "hardware_name", default=None, help="A GPU (see `hardware`): whether the step fits, and what would make it fit.")
+@click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
+def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimizer, offload_optimizer,
+             offload_device, seq_len, batch, dtype, attention, recompute, hardware_name, as_json) -> None:
+    """Memory of a LoRA or QLoRA fine-tuning step: the frozen base, the adapters, their gradients
+    and optimizer state, and the activations; with --hardware, whether it fits and what would."""
+    from costmodel.finetune import FineTune, finetune_memory, finetune_verdict, targets_of
+
+    cfg = load_model(model, config)
+    workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, attention=attention, recompute=recompute)
+    try:
+        tune = FineTune(method=method, rank=rank, alpha=alpha,
+                        targets=None if targets is None else tuple(t.strip() for t in targets.split(",")),
+                        adapter_dtype=adapter_dtype, optimizer=optimizer, offload_optimizer=offload_optimizer,
+                        offload_device=offload_device)
+        memory = finetune_memory(cfg, workload, tune)
+        data = {"inputs": {"model": cfg.name, "method": method, "rank": rank, "alpha": alpha,
+                           "targets": list(targets_of(cfg, tune)), "adapter_dtype": adapter_dtype, "optimizer": optimizer,
+                           "offload_optimizer": offload_optimizer, "offload_device": offload_device, "seq_len": workload.seq_len, "batch": batch,
+                           "dtype": workload.dtype, "attention": attention, "recompute": recompute},
+                "memory": memory.to_dict()}
+        if hardware_name is not None:
+            from costmodel.hardware import load_hardware
+
+            hardware = load_hardware(hardware_name)
+            data["fit"] = {"hardware": hardware.name, **finetune_verdict(cfg, workload, tune, hardware.memory_bytes)}
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    from reports.text import render_finetune
+
+    click.echo(render_finetune(data))
+
+
 from reports.commands import COMMANDS  # noqa: E402  (report, plot, claims, sweep; lazy imports)
 
 for _command in COMMANDS:
@@ -792,7 +890,9 @@ def one_line(message: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; usage errors and bad input print one line and return 2."""
     try:
-        cli.main(args=argv, prog_name="cli.py", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="cli.py", standalone_mode=False)
+        if isinstance(code, int):  # a command that ended with ctx.exit(code): plan with nothing feasible
+            return code
     except click.exceptions.NoArgsIsHelpError as error:  # pragma: no cover - click >= 8.2
         click.echo(error.ctx.get_help() if error.ctx else str(error))
         return 0

@@ -4,11 +4,24 @@ every formula proven against real PyTorch code. The Python API (costmodel/api.py
     import costmodel
     costmodel.estimate("llama2-7b", seq_len=4096, batch=8, dtype="bf16").to_dict()
     costmodel.sweep("llama2-7b", seq_len=[512, 2048], batch=[1, 8])
+    costmodel.simulate("llama3-8b", hardware="h100-sxm", train=True, tokens=1e12)  # prints its text
+    costmodel.plan("llama2-7b", gpus=[8, 16], tokens=1e12, price=2.5, rank_by="cost")
 
 Importing the package loads nothing heavy: sympy, numpy and pandas are imported when a function
 needs them.
 """
 
 from .api import estimate, load_model, make_layout, make_workload, sweep
+from .planning import plan
 
-__all__ = ["estimate", "load_model", "make_layout", "make_workload", "sweep"]
+__all__ = ["estimate", "load_model", "make_layout", "make_workload", "plan", "simulate", "sweep"]
+
+
+def __getattr__(name: str):
+    """costmodel.simulate: the module costmodel/simulate.py, which is also callable (the API
+    function of costmodel/simulate_api.py); imported when first asked for, as it imports sympy."""
+    if name == "simulate":
+        import importlib
+
+        return importlib.import_module(".simulate", __name__)
+    raise AttributeError(f"module 'costmodel' has no attribute {name!r}")

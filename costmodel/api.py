@@ -35,7 +35,9 @@ def load_model(model: Any) -> ModelConfig:
                                                              and Path(model).exists())):
         return load_config_file(model)
     if isinstance(model, str):
-        return load_preset(model)
+        from .hub import load_named
+
+        return load_named(model)
     raise ConfigError(f"a model is a preset name, a config path, a dict or a ModelConfig; got "
                       f"{type(model).__name__}.")
 

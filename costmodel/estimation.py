@@ -109,7 +109,8 @@ def _expressions(cfg: ModelConfig, workload: Workload) -> tuple[dict[str, Any], 
     exprs["regime.crossover_denominator"] = denominator
     constants = {
         "leaves": [{"path": leaf.path, "part": leaf.part, "stack": leaf.stack,
-                    "sublayer": leaf.sublayer, "kind": leaf.kind} for leaf in leaves],
+                    "sublayer": leaf.sublayer, "kind": leaf.kind,
+                    "checkpointed": leaf.checkpointed} for leaf in leaves],
         "crossover_formula": str(model.crossover),
         "crossover_latex": S.latex(model.crossover),
         "param_note": param_bytes_note(workload.precision, workload.optimizer, workload.dtype),
@@ -141,6 +142,24 @@ class Estimate:
         evaluate, self.constants = compiled.cached(
             "estimate", structure_key(cfg, workload), lambda: _expressions(cfg, workload))
         self.numbers = evaluate({**cfg.dimensions(), **workload.dimensions(cfg)})
+
+    def __repr__(self) -> str:
+        memory = self.memory_numbers()
+        from .config import show
+
+        gib = 2**30
+        return (f"<Estimate {show(self.cfg.name)}: {self.total('params'):,} parameters; seq_len "
+                f"{self.workload.seq_len}, batch {self.workload.batch}, {self.workload.dtype}; training "
+                f"{memory['training_total'] / gib:.2f} GiB, inference {memory['inference_total'] / gib:.2f} GiB, "
+                f"forward {self.total('flops_matmul'):,} FLOPs>")
+
+    def _repr_html_(self) -> str:
+        """The `estimate` command's text, for notebooks."""
+        import html
+
+        from reports.text import render_estimate
+
+        return f"<pre>{html.escape(render_estimate(self.to_dict(), self.held_rows))}</pre>"
 
     # The symbolic side, built only when asked for.
     @cached_property
@@ -194,6 +213,31 @@ class Estimate:
     def rows(self) -> list[BlockRow]:
         """The rows with something to show (a buffer-only or loss-scalar leaf has nothing)."""
         return [row for row in self.all_rows if not row.empty]
+
+    @property
+    def held_rows(self) -> list[BlockRow]:
+        """The rows with their saved bytes replaced by what they hold (held_bytes): the per-block
+        table, whose saved column then sums to the activations."""
+        import dataclasses
+
+        return [row for row in (dataclasses.replace(row, saved_bytes=held)
+                                for row, held in zip(self.all_rows, self.held_bytes()))
+                if not row.empty]
+
+    def held_bytes(self) -> list[int]:
+        """What each row (of all_rows) holds for backward, summing to the activations: its saved
+        bytes, except under full recomputation, where a layer's leaves are rebuilt one layer at a
+        time: only the largest layer's (costmodel.memory.activation_bytes) counts, once."""
+        leaves = self.constants["leaves"]
+        layers: dict[tuple[Any, Any], int] = {}
+        for row, leaf in zip(self.all_rows, leaves):
+            if leaf.get("checkpointed") and row.count:
+                key = (row.stack, row.kind)
+                layers[key] = layers.get(key, 0) + row.saved_bytes // row.count
+        rebuilt = max(layers, key=layers.__getitem__) if layers else None
+        return [row.saved_bytes if not leaf.get("checkpointed") else
+                row.saved_bytes // row.count if (row.stack, row.kind) == rebuilt and row.count else 0
+                for row, leaf in zip(self.all_rows, leaves)]
 
     def _rows_where(self, **fields: Any) -> list[BlockRow]:
         return [row for row in self.all_rows if all(getattr(row, k) == v for k, v in fields.items())]
@@ -282,7 +326,10 @@ class Estimate:
         }
         out["korthikanti_2022_activations"] = n["memory.korthikanti"]
         out["korthikanti_2022_variant"] = self.constants["korthikanti_variant"]
-        out["activations_by_block"] = {r.path: r.saved_bytes for r in self.rows if r.saved_bytes}
+        out["activations_by_block"] = {}
+        for row, held in zip(self.all_rows, self.held_bytes()):
+            if held:
+                out["activations_by_block"][row.path] = out["activations_by_block"].get(row.path, 0) + held
         if self.workload.weight_dtype:
             out["quantized_weights"] = self.quantized_weights()
         if self.workload.kv_dtype:
@@ -378,7 +425,26 @@ class Estimate:
             data["moe"] = self.moe()
         if self.parallel is not None:
             data["parallel"] = self.parallel.to_dict()
+            if self.layout.offload != "none":
+                from .offload import deepspeed_figures
+
+                data["parallel"]["deepspeed_estimator"] = deepspeed_figures(
+                    self.layout, self.total("params"), self.largest_module_params())
         return data
+
+    def largest_module_params(self) -> int | None:
+        """DeepSpeed's "largest layer": the most parameters one module holds itself. The tree
+        knows it where it is the token embedding, the untied output projection (V x d), or an MoE
+        layer's routed experts (transformers keeps them as one module's stacked tensors), and no
+        other block of a layer (one or several modules) holds more: every real model here. None
+        otherwise (a tiny vocabulary). tests/test_offload.py checks it on the classes transformers builds."""
+        tables = [row.params for row in self.all_rows if row.part in ("embedding", "head")]
+        experts = [row.params // row.count for row in self.all_rows
+                   if row.path.endswith(".experts") and row.count]
+        known = max(tables + experts, default=0)
+        others = [row.params // row.count for row in self.all_rows
+                  if row.part == "layer" and row.count and not row.path.endswith(".experts")]
+        return known if all(value <= known for value in others) else None
 
     def blocks(self) -> Any:
         """One row per block (a pandas DataFrame): the CLI table's columns as exact integers."""

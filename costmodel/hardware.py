@@ -81,6 +81,8 @@ class Hardware:
     # The GPU generation (ampere, ada, hopper, blackwell, cdna3): which published attention-kernel
     # efficiencies apply (costmodel/kernel_facts.json). Empty: none do.
     architecture: str = ""
+    # Dollars per GPU-hour (optional: a rental price, with its source in `source`); None: unknown.
+    price_per_gpu_hour: float | None = None
 
     def link(self, span: int) -> float:
         """The bandwidth of a group that spans `span` consecutive GPUs (within a node, or not)."""
@@ -181,7 +183,7 @@ class Hardware:
                 "collective_latency_s": self.collective_latency_s,
             },
         }
-        out.update({name: getattr(self, name) for name in OPTIONAL_NUMBERS})
+        out.update({name: getattr(self, name) for name in OPTIONAL_NUMBERS if getattr(self, name) is not None})
         return out
 
 
@@ -239,9 +241,11 @@ SCHEMA: dict[str, Field] = {
     "memory_reserve_bytes": Field(int, "memory no run can use: CUDA context, cuBLAS and NCCL workspaces", low=0),
     "serving_memory_utilization": Field(float, "the fraction of memory a serving engine plans with "
                                         "(vLLM's gpu_memory_utilization)", low=0, strict=True, high=1),
+    "price_per_gpu_hour": Field(float, "dollars per GPU-hour (optional: a rental price, its source in "
+                                "`source`); what --price gives when not set", low=0),
 }
 OPTIONAL_NUMBERS = ("architecture", "sm_count", "clock_mhz", "clock_limit_mhz", "power_watts", "power_limit_watts",
-                    "memory_reserve_bytes", "serving_memory_utilization")
+                    "memory_reserve_bytes", "serving_memory_utilization", "price_per_gpu_hour")
 INTERCONNECT: dict[str, Field] = {
     "gpus_per_node": Field(int, "GPUs one node (NVLink domain) holds", low=1),
     "intra_node_bandwidth_bytes_per_s": Field(float, "between two GPUs of a node, per direction", low=0),

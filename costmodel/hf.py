@@ -159,6 +159,10 @@ def _llama_like(f: _Fields, name: str, family: str) -> ModelConfig:
         qkv_bias = out_bias = f.get("attention_bias", False, bool)
     window, sliding = _window(f, family, n_layers)
     n_kv_heads = f.get("num_key_value_heads", defaults.get("num_key_value_heads", n_heads))
+    if "num_key_value_heads" not in f.data and isinstance(n_heads, int) and n_heads % n_kv_heads:
+        raise ConfigError(f"{f.source}: num_attention_heads ({n_heads}) is not divisible by "
+                          f"num_key_value_heads ({n_kv_heads}, transformers' default for {family} "
+                          "when the field is missing); give num_key_value_heads.")
     fields: dict[str, Any] = dict(
         name=name,
         family=family,
@@ -519,16 +523,71 @@ _BUILDERS: dict[str, Callable[[_Fields, str], ModelConfig]] = {
 }
 
 
-def from_hf_config(data: Any, name: str, source: str = "config.json") -> ModelConfig:
-    """Translate a parsed Hugging Face config.json into a ModelConfig."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source}: expected a JSON object, got {type(data).__name__}.")
+#: The model_type each transformers class of a supported family is registered under (its
+#: configuration class's model_type), for a config.json that names `architectures` only.
+ARCHITECTURE_TYPES = {
+    "LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "Qwen2ForCausalLM": "qwen2",
+    "Qwen3ForCausalLM": "qwen3", "GemmaForCausalLM": "gemma", "Gemma2ForCausalLM": "gemma2",
+    "Phi3ForCausalLM": "phi3", "GPTNeoXForCausalLM": "gpt_neox", "FalconForCausalLM": "falcon",
+    "OPTForCausalLM": "opt", "BloomForCausalLM": "bloom", "MixtralForCausalLM": "mixtral",
+    "Qwen2MoeForCausalLM": "qwen2_moe", "DeepseekV3ForCausalLM": "deepseek_v3",
+    "GPT2LMHeadModel": "gpt2", "GPT2Model": "gpt2", "BertModel": "bert", "BertForMaskedLM": "bert",
+    "T5ForConditionalGeneration": "t5", "T5Model": "t5",
+}
+
+#: The config.json names of ModelConfig's fields, by family (the ones its errors may name).
+_LLAMA_NAMES = {"n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_heads",
+                "d_model": "hidden_size", "d_ff": "intermediate_size", "d_head": "head_dim",
+                "n_decoder_layers": "num_hidden_layers", "max_positions": "max_position_embeddings"}
+HF_FIELD_NAMES: dict[str, dict[str, str]] = {
+    **{family: _LLAMA_NAMES for family in _LLAMA_DEFAULTS},
+    "gpt_neox": _LLAMA_NAMES, "falcon": {**_LLAMA_NAMES, "n_decoder_layers": "num_hidden_layers"},
+    "gpt2": {"n_heads": "n_head", "d_model": "n_embd", "d_ff": "n_inner", "n_decoder_layers": "n_layer",
+             "max_positions": "n_positions"},
+    "bert": {**_LLAMA_NAMES, "n_encoder_layers": "num_hidden_layers"},
+    "t5": {"n_heads": "num_heads", "d_head": "d_kv", "n_encoder_layers": "num_layers",
+           "n_decoder_layers": "num_decoder_layers"},
+}
+
+
+def _model_type(data: dict[str, Any], source: str) -> str:
+    """The config's model_type, or the one its `architectures` name (ARCHITECTURE_TYPES)."""
     model_type = data.get("model_type")
     if model_type is None:
-        raise ConfigError(f"{source}: missing field 'model_type'.")
+        architectures = data.get("architectures")
+        names = architectures if isinstance(architectures, list) else []
+        known = [ARCHITECTURE_TYPES[a] for a in names if isinstance(a, str) and a in ARCHITECTURE_TYPES]
+        if known:
+            return known[0]
+        raise ConfigError(
+            f"{source}: missing field 'model_type'"
+            + (f", and architectures {show(architectures)} names no class of a supported family"
+               if architectures else "")
+            + f"; add \"model_type\" (one of {', '.join(SUPPORTED_MODEL_TYPES)}).")
     if not isinstance(model_type, str) or model_type not in _BUILDERS:
         raise ConfigError(
             f"{source}: unsupported model_type {show(model_type)}; supported: "
             f"{', '.join(SUPPORTED_MODEL_TYPES)}."
         )
-    return _BUILDERS[model_type](_Fields(data, source), name)
+    return model_type
+
+
+def _in_config_names(message: str, model_type: str) -> str:
+    """An error about ModelConfig's fields in the words of the user's config.json."""
+    import re
+
+    names = HF_FIELD_NAMES.get(model_type, {})
+    return re.sub(r"\b(" + "|".join(map(re.escape, names)) + r")\b", lambda m: names[m.group(1)],
+                  message) if names else message
+
+
+def from_hf_config(data: Any, name: str, source: str = "config.json") -> ModelConfig:
+    """Translate a parsed Hugging Face config.json into a ModelConfig; a config without
+    model_type is read as the family its `architectures` names."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a JSON object, got {type(data).__name__}.")
+    model_type = _model_type(data, source)
+    try:
+        return _BUILDERS[model_type](_Fields(data, source), name)
+    except ConfigError as error:
+        raise ConfigError(_in_config_names(str(error), model_type)) from None

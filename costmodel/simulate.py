@@ -18,6 +18,8 @@ under recomputation, then the optimizer leaf's pass).
 from __future__ import annotations
 
 import math
+import sys
+import types
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -26,6 +28,7 @@ import sympy as sp
 
 from . import symbols as S
 from .config import DTYPE_BYTES, KV_CACHES, ConfigError, ModelConfig, Workload, require_decoder, show
+from .decode_sums import Rates, StepSums
 from .evaluate import Sweep, values
 from .hardware import DEFAULT_TIME_MODEL, TIME_MODELS, Efficiency, Hardware, kernel_times
 from .memory import inference_phases, memory
@@ -111,6 +114,9 @@ class Roofline:
         if kv_cache not in KV_CACHES:
             raise ConfigError(f"kv_cache must be one of {', '.join(KV_CACHES)}, got {show(kv_cache)}.")
         self.workload = Workload(attention=attention, dtype=self.dtype, **(quantization or {}))
+        self.kv_cache = kv_cache
+        # Quantized weights or KV cache change the bytes the closed-form sums do not model.
+        self.quantized = any(v is not None for v in (quantization or {}).values())
         profile = profile_for(cfg, self.workload, dropout=False, kv_cache=kv_cache)
         self.prefill_model = CostModel(cfg, profile, phase="prefill")
         self.decode_model = CostModel(cfg, profile, phase="decode") if cfg.n_decoder_layers else None
@@ -261,6 +267,7 @@ class Roofline:
             "bytes": total,
             "bytes_by_phase": needed,
             "fits": total <= capacity,
+            "prefill_fits": needed.get("prefill", 0) <= capacity,
             "max_batch": max(max_batch, 0),
             "max_context": max(max_context, 0),
         }
@@ -379,8 +386,8 @@ def _timing_dict(timing: Timing, seconds: float) -> dict[str, Any]:
 class KernelSteps:
     """The kernel-level model's prefill and decode-step times for simulate_inference: the
     Roofline's trees, timed leaf by leaf (costmodel.kernel_time.leaves_time). Decode steps are
-    timed at up to 8 contexts and interpolated linearly in between (the step time is linear in
-    the context but for the attention kernel's block steps)."""
+    timed at the shown contexts (up to 8) and interpolated linearly in between (the step time is
+    linear in the context but for the attention kernel's block steps)."""
 
     def __init__(self, roof: Roofline, cuda_graphs: bool, compiled: bool = False):
         from .kernel_time import KernelTimer, check_kernel_model
@@ -398,18 +405,72 @@ class KernelSteps:
         subs = inference_subs(self.roof.cfg, self.roof.dtype, batch, prompt, source_len=source)
         return leaves_time(self.roof.prefill_model.leaves, subs, self.timer).seconds
 
-    def decode(self, batch: int, contexts: Any, source: int) -> Any:
-        import numpy as np
-
+    def decode_curve(self, batch: int, contexts: Any, source: int) -> tuple[list[int], list[float]]:
+        """The decode step's seconds at each of `contexts` (sorted): the points linear_sum and
+        np.interp take."""
         from .kernel_time import inference_subs, leaves_time
 
-        contexts = np.asarray(contexts)
-        sampled = sorted({int(contexts[i - 1]) for i in _steps(len(contexts))})
+        sampled = sorted({int(c) for c in contexts})
         leaves = self.roof._decoder().leaves
         times = [leaves_time(leaves, inference_subs(self.roof.cfg, self.roof.dtype, batch, 1, context=c,
                                                     source_len=source), self.decode_timer).seconds
                  for c in sampled]
-        return np.interp(contexts, sampled, times)
+        return sampled, times
+
+
+def linear_sum(curve: tuple[list[int], list[float]], lo: int, hi: int) -> float:
+    """The sum over the integers c = lo..hi of the piecewise-linear curve through the points
+    (xs, ys) (np.interp's: constant beyond its ends), in closed form: on each piece, n
+    consecutive integers sum to n times the line's value at their middle."""
+    xs, ys = curve
+    total = max(0, min(hi, xs[0]) - lo + 1) * ys[0]  # c <= xs[0]
+    total += max(0, hi - max(lo, xs[-1] + 1) + 1) * ys[-1]  # c > xs[-1]
+    for k in range(len(xs) - 1):  # xs[k] < c <= xs[k + 1]
+        a, b = max(lo, xs[k] + 1), min(hi, xs[k + 1])
+        if a <= b:
+            slope = (ys[k + 1] - ys[k]) / (xs[k + 1] - xs[k])
+            total += (b - a + 1) * (ys[k] + slope * ((a + b) / 2 - xs[k]))
+    return total
+
+
+class GenerationSums:
+    """The roofline seconds of the generation steps at contexts lo..hi in closed form
+    (costmodel/decode_sums.py): with a KV cache (decode steps; no launches under CUDA graphs)
+    and without (each step reruns the decoder over its prefix)."""
+
+    def __init__(self, roof: Roofline, cfg: ModelConfig, batch: int, source: int):
+        attention, kv_cache = roof.workload.attention, roof.kv_cache
+        self.cached = StepSums(cfg, "decode", attention, kv_cache)
+        self.rerun = StepSums(cfg, "rerun", attention, kv_cache)
+        rates = (roof.flops_per_s, roof.vector_flops_per_s, roof.bytes_per_s)
+        self.cached_rates = Rates(*rates, roof.decode_overhead_s)
+        self.rerun_rates = Rates(*rates, roof.overhead_s)
+        self.workload = {"batch": batch, "source_len": source, "bytes_per_element": DTYPE_BYTES[roof.dtype]}
+
+    def seconds(self, lo: int, hi: int) -> tuple[float, float]:
+        return (self.cached.seconds(lo, hi, self.cached_rates, **self.workload),
+                self.rerun.seconds(lo, hi, self.rerun_rates, **self.workload))
+
+
+#: Steps evaluated at once by the step-by-step path: a million steps take about 100 MB.
+DECODE_CHUNK = 1 << 18
+
+
+def stepwise_generation_seconds(roof: "Roofline", batch: int, lo: int, hi: int,
+                                source_len: int = 1) -> tuple[float, float]:
+    """Roofline seconds of the generation steps at contexts lo..hi, with and without a KV cache,
+    evaluated step by step in chunks (time linear in the steps). simulate_inference sums them in
+    closed form (costmodel/decode_sums.py); this path is what tests check that sum against."""
+    import numpy as np
+
+    with_total = without_total = 0.0
+    for start in range(lo, hi + 1, DECODE_CHUNK):
+        contexts = np.arange(start, min(start + DECODE_CHUNK, hi + 1))
+        _, with_cache, _ = roof.decode(batch, contexts, source_len=source_len)
+        _, without_cache, _ = roof.rerun(batch, contexts, source_len=source_len)
+        with_total += float(np.broadcast_to(with_cache, contexts.shape).sum())
+        without_total += float(np.broadcast_to(without_cache, contexts.shape).sum())
+    return with_total, without_total
 
 
 def _steps(gen: int, rows: int = 8) -> list[int]:
@@ -451,32 +512,47 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     kernels = KernelSteps(roof, cuda_graphs, compiled) if time_model == "kernels" else None
     if kernels:
         prefill_s = kernels.prefill(batch, decoder_prompt, source)
-    steps = np.arange(1, gen + 1)
     first = last = None
     table: list[dict[str, Any]] = []
     generate_seconds = 0.0
     if gen:
-        contexts = decoder_prompt + steps
-        first, with_cache, _ = roof.decode(batch, contexts, source_len=source)
-        if kernels:
-            with_cache = kernels.decode(batch, contexts, source)
-        last, _, _ = roof.decode(batch, int(contexts[-1]), source_len=source)
+        first, first_s, _ = roof.decode(batch, decoder_prompt + 1, source_len=source)
+        last, last_s, _ = roof.decode(batch, decoder_prompt + gen, source_len=source)
+        first_s, last_s = float(first_s), float(last_s)
+        shown = _steps(gen)
+        contexts = decoder_prompt + np.asarray(shown)
         # Without a cache every step reruns the decoder over its prefix (the prompt and the
         # tokens so far); an encoder-decoder keeps the encoder's output.
+        _, with_cache, _ = roof.decode(batch, contexts, source_len=source)
         _, without_cache, _ = roof.rerun(batch, contexts, source_len=source)
-        with_cumulative = prefill_s + np.cumsum(with_cache)
-        without_cumulative = prefill_s + np.cumsum(without_cache)
-        generate_seconds = float(np.sum(with_cache))
-        for step in _steps(gen):
-            i = step - 1
+        with_cache = np.broadcast_to(with_cache, contexts.shape)
+        without_cache = np.broadcast_to(without_cache, contexts.shape)
+        curve = kernels.decode_curve(batch, contexts, source) if kernels else None
+        if curve is not None:  # the kernel model's decode steps (the reruns stay the roofline's)
+            with_cache = np.asarray(curve[1])
+            first_s, last_s = float(with_cache[0]), float(with_cache[-1])
+        sums = GenerationSums(roof, cfg, batch, source) if not roof.quantized else None
+        with_total = without_total = 0.0
+        previous = 0
+        for i, step in enumerate(shown):
+            lo, hi = decoder_prompt + previous + 1, decoder_prompt + step
+            if sums is not None:  # closed form (costmodel/decode_sums.py): at once for any --gen
+                with_cache_sum, without_cache_sum = sums.seconds(lo, hi)
+            else:  # quantized weights or KV: the roofline step by step, in chunks
+                with_cache_sum, without_cache_sum = stepwise_generation_seconds(roof, batch, lo, hi, source)
+            if curve is not None:
+                with_cache_sum = linear_sum(curve, lo, hi)
+            with_total += with_cache_sum
+            without_total += without_cache_sum
+            previous = step
             table.append({
                 "step": step, "context": int(contexts[i]),
                 "with_cache_seconds": float(with_cache[i]),
                 "without_cache_seconds": float(without_cache[i]),
-                "with_cache_cumulative": float(with_cumulative[i]),
-                "without_cache_cumulative": float(without_cumulative[i]),
+                "with_cache_cumulative": prefill_s + with_total,
+                "without_cache_cumulative": prefill_s + without_total,
             })
-        first_s, last_s = float(with_cache[0]), float(with_cache[-1])
+        generate_seconds = float(with_total)
     result: dict[str, Any] = {
         "inputs": {"model": cfg.name, "hardware": hardware.name, "dtype": roof.dtype,
                    "prompt": prompt, "decoder_prompt": decoder_prompt if encoder_decoder else None,
@@ -514,10 +590,14 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
 
 def simulate_training(cfg: ModelConfig, workload: Workload, hardware: Hardware, *,
                       tokens: float | None = None, step_seconds: float | None = None,
-                      efficiency: Efficiency | None = None, flops_convention: str = "dense") -> dict[str, Any]:
+                      efficiency: Efficiency | None = None, flops_convention: str = "dense",
+                      price: float | None = None) -> dict[str, Any]:
     """Step time, tokens/s, MFU (predicted, and for a measured step time; model FLOPs of the
-    named convention, costmodel/model_flops.py), time to train on `tokens` tokens, and the
-    memory that must fit."""
+    named convention, costmodel/model_flops.py), time to train on `tokens` tokens with its
+    GPU-hours, FLOPs and (at `price` per GPU-hour, or the hardware's) dollars, and the memory
+    that must fit."""
+    from .cost import training_cost
+
     step = training_step(cfg, workload, hardware, efficiency, flops_convention)
     timing: Timing = step["timing"]
     seconds = timing.seconds
@@ -525,7 +605,8 @@ def simulate_training(cfg: ModelConfig, workload: Workload, hardware: Hardware, 
     result = {
         "inputs": {"model": cfg.name, "hardware": hardware.name, "dtype": workload.dtype,
                    "seq_len": workload.seq_len, "batch": workload.batch,
-                   "recompute": workload.recompute, "tokens": tokens},
+                   "recompute": workload.recompute, "attention": workload.attention,
+                   "impl": workload.impl, "tokens": tokens},
         "step": _timing_dict(timing, seconds),
         "tokens_per_second": tokens_per_second,
         "mfu_predicted": mfu(step["model_flops"], seconds, step["peak_flops_per_s"]),
@@ -537,5 +618,20 @@ def simulate_training(cfg: ModelConfig, workload: Workload, hardware: Hardware, 
     if step_seconds is not None:
         result["mfu_measured"] = mfu(step["model_flops"], step_seconds, step["peak_flops_per_s"])
     if tokens is not None:
-        result["train_seconds"] = tokens / tokens_per_second
+        result["cost"] = training_cost(tokens, tokens_per_second, 1, step["model_flops"], step["tokens"],
+                                       hardware.price_per_gpu_hour if price is None else price)
+        result["train_seconds"] = result["cost"]["train_seconds"]
     return result
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable: costmodel.simulate(...) is costmodel.simulate_api.simulate(...),
+    while `from costmodel import simulate as sim; sim.simulate_training` keeps working."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from .simulate_api import simulate
+
+        return simulate(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -220,7 +220,7 @@ def _claim_attention_vs_rnn() -> Claim:
         "attention-vs-rnn",
         f"At d = {VASWANI_D}, self-attention is cheaper than a recurrent layer in raw FLOPs "
         f"for n of a few dozen (n = {TRANSLATION_N}).",
-        "the seeds; Vaswani et al. 2017, section 4",
+        "introductory articles; Vaswani et al. 2017, section 4",
         f"{si(attention, 'FLOP')} (tree) vs {si(recurrent, 'FLOP')} (recurrent, comparison "
         f"formula) at n = {TRANSLATION_N}; equal at n = {breakeven}",
         "",
@@ -254,7 +254,7 @@ def _claim_output_projection(measure: bool, progress: Progress) -> list[Claim]:
             "output-projection",
             "The output projection (|V| = 32,000, d = 512) costs about 16.4M multiplications "
             "per token.",
-            "the seeds",
+            "introductory articles",
             f"{per_token:,} multiplications per token (head.lm_head: 2 FLOPs each)",
             measured_head,
             per_token == 16_384_000 and agree,
@@ -263,7 +263,7 @@ def _claim_output_projection(measure: bool, progress: Progress) -> list[Claim]:
         Claim(
             "output-projection-vs-layers",
             f"... about as much as six layers at n = {TRANSLATION_N}.",
-            "the seeds",
+            "introductory articles",
             f"six encoder layers: {layers_per_token:,} multiplications per token; the output "
             f"projection is {ratio:.2f} of that",
             measured_layers,
@@ -289,7 +289,7 @@ def _claim_attention_matrices(measure: bool, progress: Progress) -> Claim:
         "attention-matrices",
         f"At n = {LONG_N}, h = 8 and 12 layers, the fp32 attention matrices take 6.0 GiB per "
         "example.",
-        "the seeds",
+        "introductory articles",
         f"{value:,} bytes = {binary_bytes(value)} (softmax outputs kept for backward, fp32, b = 1)",
         measured,
         round(value / 2**30, 1) == 6.0 and agree,
@@ -320,7 +320,7 @@ def _claim_backward(measure: bool, progress: Progress) -> list[Claim]:
         Claim(
             "backward-2x",
             "The backward pass costs about 2x the forward pass.",
-            "the seeds; Kaplan et al. 2020",
+            "introductory articles; Kaplan et al. 2020",
             f"{backward / forward:.4f} ({cfg.name}, n = 1024: {si(backward, 'FLOP')} / "
             f"{si(forward, 'FLOP')})",
             measured_ratio,
@@ -331,7 +331,7 @@ def _claim_backward(measure: bool, progress: Progress) -> list[Claim]:
         Claim(
             "training-3x",
             "A training step costs about 3 forward passes.",
-            "the seeds",
+            "introductory articles",
             f"{(forward + backward) / forward:.4f} forwards",
             measured_training,
             abs((forward + backward) / forward - 3) < 0.05 and agree,
@@ -365,7 +365,7 @@ def _claim_ffn(measure: bool, progress: Progress) -> Claim:
     return Claim(
         "ffn-2x-projections",
         "With d_ff = 4d the FFN costs twice the attention projections (Q, K, V and output).",
-        "the seeds",
+        "introductory articles",
         f"FFN / projections = {ratio} for d_ff = 4d, non-gated ({cfg.name}: {value:.4f})",
         measured,
         ratio == 2 and agree,
@@ -396,7 +396,7 @@ def _claim_llama_params(measure: bool, progress: Progress) -> Claim:
     return Claim(
         "llama2-7b-params",
         "Llama-2-7B: 12 L d^2 = 6.44B plus 2 V d = 0.26B gives 6.70B, against the exact 6.74B.",
-        "the seeds",
+        "introductory articles",
         f"12 L d^2 = {layers:,}; 2 V d = {embeddings:,}; sum {count(rule)}; exact (tree) "
         f"{tree:,} = {count(tree)}",
         measured,
@@ -444,7 +444,7 @@ def _claim_kv_cache(measure: bool, progress: Progress) -> list[Claim]:
         Claim(
             "kv-cache-size",
             "The KV cache holds 2 N t d numbers (N layers, t tokens).",
-            "the seeds",
+            "introductory articles",
             f"{cfg.name}: kv_cache_bytes / e = {numbers} (n = t tokens, b = 1)",
             measured_cache,
             sp.simplify(numbers - seeds) == 0 and agree_cache,
@@ -455,7 +455,7 @@ def _claim_kv_cache(measure: bool, progress: Progress) -> list[Claim]:
         Claim(
             "kv-cache-generation",
             "A KV cache turns generating T tokens from O(T^3 d) into O(T^2 d).",
-            "the seeds",
+            "introductory articles",
             f"summed over T steps: degree {degrees[0]} in T (leading {per_width['without_cache']}) "
             f"without a cache, {degrees[1]} (leading {per_width['with_cache']}) with one",
             measured_generation,

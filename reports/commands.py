@@ -108,7 +108,7 @@ def report(model, models, config, out, batch, dtype, no_measure, no_full_size, t
     Figures: where the FLOPs go vs n, the regime map, memory vs n against GPUs, the generation cost
     with and without a KV cache, parameters across presets and formula vs measurement; with a
     layout (--tp/--pp/--dp...), each rank's memory beside the plan's best layouts and their step
-    times; then the seeds' claims, checked. Progress goes to stderr; the paths written to stdout.
+    times; then the introductory articles' claims, checked. Progress goes to stderr; the paths written to stdout.
     """
     from costmodel.config import ConfigError
 
@@ -156,7 +156,7 @@ def report(model, models, config, out, batch, dtype, no_measure, no_full_size, t
 
 @click.group()
 def plot() -> None:
-    """One figure to a file (.png or .svg): flops, regimes, memory, generation, params, validation."""
+    """One figure to a file (.png or .svg): flops, regimes, memory, generation, params, kv-cache, validation."""
 
 
 def _figure_options(function):
@@ -263,7 +263,7 @@ def _save_across_presets(make: str, model, models, config, out, csv_path) -> Non
 @_highlight_options
 @_figure_options
 def plot_params(model, models, config, out, csv_path) -> None:
-    """Parameters per block across presets, and the seeds' rule 12 L d^2 + embeddings vs exact."""
+    """Parameters per block across presets, and the rule of thumb 12 L d^2 + embeddings vs exact."""
     _save_across_presets("make_params", model, models, config, out, csv_path)
 
 
@@ -298,7 +298,7 @@ def plot_validation(model, models, config, out, csv_path, no_full_size) -> None:
 @click.option("--no-measure", is_flag=True, help="Check the cost tree's values only (no torch).")
 @click.option("--json", "as_json", is_flag=True, help="The claims as JSON on stdout.")
 def claims(no_measure, as_json) -> None:
-    """The seeds' claims, each checked against the cost tree and, where possible, a measurement.
+    """The claims of the introductory articles this tool grew from, each checked against the cost tree and, where possible, a measurement.
 
     Prints every claim with a check mark or a cross, and Vaswani et al. 2017's Table 1 at
     d = 512; exits with status 1 if any claim fails.

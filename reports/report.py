@@ -117,8 +117,8 @@ def make_regimes(cfgs: Sequence[ModelConfig]) -> Made:
         f"attention (n^2 d) rather than in the projections and FFN (n d^2), for "
         f"{reference.name}'s shape scaled in width (d_ff/d and the head width kept). Red: attention "
         f"dominates; blue: the projections and FFN do; the black line is n* = {crossover}. Every "
-        f"preset sits at its usual context length (bold: in this report); stars mark the seeds' "
-        f"examples. The shading uses the reference shape's share at each preset's (n, d).",
+        f"preset sits at its usual context length (bold: in this report); stars mark the "
+        f"examples of the introductory articles whose claims this report checks. The shading uses the reference shape's share at each preset's (n, d).",
         figures.regime_map(plane, reference, crossover, presets, [c.name for c in cfgs],
                            SEEDS_EXAMPLES),
         ["model", "usual_seq_len", "d_model", "attention_share", "dominant"], rows,
@@ -199,8 +199,10 @@ def make_generation(cfg: ModelConfig, measure: bool, progress: Progress) -> Made
         f"Cumulative forward matrix-product FLOPs of generating T tokens (b = 1). Step 1 reads "
         f"{prompt}. Without a cache, each later step re-runs the decoder over every token so far "
         f"(the cost tree's forward at n = t): in all {lead['without_cache']['leading']} T^3 + ..., "
-        "O(T^3 d). With a KV cache, each step feeds one token against t keys (the tree's decode "
-        f"step): {lead['with_cache']['leading']} T^2 + ..., O(T^2 d). Right: a tiny member of the "
+        f"which over this range grows about as T^{figures.growth_exponent(full.tokens, full.without_cache):.1f} "
+        "(the T^3 term leads only once T is large against d). With a KV cache, each step feeds one "
+        f"token against t keys (the tree's decode step): {lead['with_cache']['leading']} T^2 + ..., "
+        f"here about T^{figures.growth_exponent(full.tokens, full.with_cache):.1f}. Right: a tiny member of the "
         "family (d = 64, 2 layers) with the reference model's FLOPs measured by FlopCounterMode "
         "on CPU tensors (circles, squares)" + ("." if measure else " (not measured in this run)."),
         figures.generation(full, cfg, small, small_cfg, measured),
@@ -234,7 +236,7 @@ def make_params(cfgs: Sequence[ModelConfig]) -> Made:
         "Left: every preset's parameters split by block (exact counts from the cost tree; tied "
         "output projections are counted once, with the embeddings); for a mixture of experts the "
         "black bar and the label give the parameters one token uses (the routed experts it is "
-        "not sent to left out). Right: the seeds' rule of thumb 12 L d^2 plus V d per embedding "
+        "not sent to left out). Right: the introductory articles' rule of thumb 12 L d^2 plus V d per embedding "
         "table, against the exact count: it is close for GPT-style models, and misses gated "
         "FFNs, cross-attention, experts and large vocabularies.",
         figures.parameters(rows, [c.name for c in cfgs]),
@@ -307,6 +309,9 @@ def make_validation(cfgs: Sequence[ModelConfig], progress: Progress, full_size: 
 # The summary table
 
 
+SUMMARY_ATTENTION = "sdpa"
+
+
 def summary_rows(cfgs: Sequence[ModelConfig], batch: int, dtype: str) -> tuple[list[str], list[list]]:
     """One row per model from costmodel.estimation.Estimate at its usual context length."""
     from costmodel.estimation import Estimate
@@ -317,8 +322,10 @@ def summary_rows(cfgs: Sequence[ModelConfig], batch: int, dtype: str) -> tuple[l
                "dominant"]
     rows = []
     for cfg in cfgs:
+        # A fused attention kernel (sdpa): at a usual context of 128k tokens, eager attention's
+        # n x n probabilities alone would be tens of TiB, a setting nobody trains in.
         workload = Workload(seq_len=min(series.usual_context(cfg), cfg.max_positions), batch=batch,
-                            dtype=dtype)
+                            dtype=dtype, attention=SUMMARY_ATTENTION)
         estimate = Estimate(cfg, workload)
         flops, memory, regime = estimate.flops(), estimate.memory_numbers(), estimate.regime()
         rows.append([cfg.name, cfg.architecture, estimate.total("params"), workload.seq_len, batch,
@@ -463,7 +470,7 @@ def build(cfgs: Sequence[ModelConfig], batch: int = 1, dtype: str = "bf16", meas
     else:
         notes.append("Measurements were skipped (--no-measure): no formula-vs-measurement figure, "
                      "and the claims show the cost tree's values only.")
-    say("the seeds' claims" + (" (measuring)" if measure else ""))
+    say("the articles' claims" + (" (measuring)" if measure else ""))
     claims = check_claims(measure=measure, progress=progress)
     say("rendering figures")
     for figure in made:
@@ -477,6 +484,12 @@ def write(report: Report, out: str | Path) -> list[Path]:
     out = output.ensure_directory(out)
     figures_dir = output.ensure_directory(out / "figures")
     tables_dir = output.ensure_directory(out / "tables")
+    # A rerun into the same folder: the figures and tables of an earlier run go first, so that
+    # none of another model's files is left beside this run's (only the kinds this writes).
+    for folder, suffixes in ((figures_dir, (".png", ".svg")), (tables_dir, (".csv",))):
+        for stale in folder.iterdir():
+            if stale.is_file() and stale.suffix in suffixes:
+                stale.unlink()
     written = []
     for made in report.made:
         for fmt, data in made.images.items():
@@ -511,7 +524,8 @@ def _intro(report: Report) -> str:
     return (f"Every number below comes from the cost tree (costmodel/): sympy expressions owned by "
             f"one block each, evaluated exactly or over arrays. Workload of the summary and the "
             f"memory figures: batch {report.batch}, {report.dtype}, each model at its usual "
-            f"context length. Measured points come from validate/'s reference model.")
+            f"context length; the summary's training memory with a fused attention kernel "
+            f"({SUMMARY_ATTENTION}, no n x n matrix kept). Measured points come from validate/'s reference model.")
 
 
 def _claims_rows(report: Report) -> list[list[str]]:
@@ -546,7 +560,7 @@ def markdown(report: Report) -> str:
         parts += [f"## {made.title}", "", f"![{made.title}](figures/{made.name}.png)", "",
                   made.caption, "", f"Numbers: [tables/{made.name}.csv](tables/{made.name}.csv); "
                   f"vector figure: [figures/{made.name}.svg](figures/{made.name}.svg).", ""]
-    parts += [f"## The seeds' claims, checked ({holding} of {len(report.claims)} hold)", "",
+    parts += [f"## The introductory articles' claims, checked ({holding} of {len(report.claims)} hold)", "",
               _md_table(CLAIM_HEADERS, _claims_rows(report)), "",
               "### Vaswani et al. 2017, Table 1, at d = 512", "",
               _md_table(TABLE1_HEADERS, _table1_rows(report)), "",
@@ -630,7 +644,7 @@ def html_page(report: Report) -> str:
             f"figures/{made.name}.svg</a>.</figcaption>", "</figure>",
         ]
     parts += [
-        f'<h2 id="claims">The seeds\' claims, checked ({holding} of {len(report.claims)} hold)</h2>',
+        f'<h2 id="claims">The introductory articles\' claims, checked ({holding} of {len(report.claims)} hold)</h2>',
         _html_table(CLAIM_HEADERS, _claims_rows(report), marks=True),
         "<h3>Vaswani et al. 2017, Table 1, at d = 512</h3>",
         _html_table(TABLE1_HEADERS, _table1_rows(report)),

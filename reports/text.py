@@ -57,6 +57,13 @@ def plural(number: int, noun: str, nouns: str | None = None) -> str:
     return f"{number:,} {noun if number == 1 else nouns or noun + 's'}"
 
 
+def rate(value: float) -> str:
+    """A rate with its precision: 3,565 -> '3,565'; 12.4 -> '12.4'; 0.0213 -> '0.0213'."""
+    if value >= 100 or value == 0:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
 def exact_number(exact: str, value: float) -> str:
     """A rational from sympy as a reader wants it: '24704' -> '24,704'; '7168/3' ->
     '7168/3, about 2,389.3'."""
@@ -96,7 +103,8 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         f"  output head        {count(p['head']):>12}",
     ]
     for stack, value in p["per_layer"].items():
-        out.append(f"  {'per ' + stack + ' layer':<19}{count(value):>12}")
+        label = f"per {stack} layer"
+        out.append(f"  {label:<19}{count(value):>12}" if len(label) <= 19 else f"  {label}  {count(value)}")
     tokens_note = "per target token" if i["tgt_len"] else "per token"
     out += [
         "",
@@ -119,8 +127,9 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         f"  optimizer states   {binary_bytes(m['optimizer']):>12}   "
         f"({m['bytes_per_param']['optimizer']} B/param: {m['bytes_per_param']['note']})",
         f"  activations        {binary_bytes(m['activations']):>12}   (saved for backward)",
-        f"  {'':<19}{'':>12}   Korthikanti et al. 2022: {binary_bytes(m['korthikanti_2022_activations'])} "
-        f"({m['korthikanti_2022_variant']})",
+        *([f"  {'':<19}{'':>12}   for comparison only, Korthikanti et al. 2022's formula for GPT "
+           f"layers: {binary_bytes(m['korthikanti_2022_activations'])} ({m['korthikanti_2022_variant']}); "
+           "the figure above is this model's code"] if "active" not in p else []),
         *([f"  quantized weights  {binary_bytes(m['quantized_weights']['total']):>12}   "
            f"({m['quantized_weights']['format']}: data {binary_bytes(m['quantized_weights']['data'])}, "
            f"scales {binary_bytes(m['quantized_weights']['scales'])}, zeros "
@@ -142,7 +151,9 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         f"  crossover n* = {r['crossover_formula']} = "
         f"{exact_number(r['crossover_seq_len_exact'], r['crossover_seq_len'])} tokens",
         "",
-        "Per block (summed over layers)",
+        "Per block (summed over layers)" + ("; saved: what each block holds for backward, a layer's "
+                                            "blocks once, as full recomputation rebuilds one layer at a time"
+                                            if i["recompute"] == "full" else ""),
     ]
     if "parallel" in result:
         out[-1:-1] = [render_parallel(result["parallel"]), ""]
@@ -170,7 +181,7 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
 def render_parallel(p: dict[str, Any]) -> str:
     """The per-rank memory and communication of a layout (estimate with --dp/--tp/--pp...)."""
     lay = p["layout"]
-    head = (f"Parallel layout: {lay['gpus']} GPUs = tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']}"
+    head = (f"Parallel layout: {plural(lay['gpus'], 'GPU')} = tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']}"
             + (f" x cp {lay['cp']}" if lay.get("cp", 1) > 1 else "")
             + (f" (ep {lay['ep']} of dp)" if lay.get("ep", 1) > 1 else "")
             + (f", FP8 {lay['fp8']}" if lay.get("fp8") else "")
@@ -196,7 +207,33 @@ def render_parallel(p: dict[str, Any]) -> str:
                        ([group, kind, binary_bytes(value), binary_bytes(wire[group][kind])]
                         for group, kinds in comm.items() for kind, value in kinds.items()), align="llrr")
                  if comm else "  none (one GPU)")
+    if "offload" in p:
+        lines += render_offload(p["offload"], p.get("deepspeed_estimator"))
     return "\n".join(lines)
+
+
+def render_offload(o: dict[str, Any], deepspeed: dict[str, Any] | None) -> list[str]:
+    """ZeRO-Offload/Infinity: where the offloaded state lives and what crosses PCIe and NVMe."""
+    what = "optimizer state" if o["offload"] == "optimizer" else "optimizer state and parameters"
+    lines = [f"Offloaded ({'ZeRO-Offload' if o['offload'] == 'optimizer' else 'ZeRO-Infinity'}): the {what} "
+             f"on {o['device']}; each rank's partition {o['partition_params']:,} parameters",
+             f"  host memory {binary_bytes(o['host_bytes_per_rank'])} per rank, "
+             f"{binary_bytes(o['host_bytes_per_node'])} per node ({plural(o['ranks_per_node'], 'rank')}; "
+             f"{plural(o['nodes'], 'node')})"]
+    if o["device"] == "nvme":
+        lines.append(f"  NVMe {binary_bytes(o['nvme_bytes_per_rank'])} per rank, "
+                     f"{binary_bytes(o['nvme_bytes_per_node'])} per node; "
+                     f"{binary_bytes(o['nvme_bytes_per_step'])} read and written per rank per step")
+    lines.append(f"  PCIe {binary_bytes(o['pcie_bytes_per_step'])} per rank per step")
+    if deepspeed is not None and "omitted" in deepspeed:
+        lines.append(f"DeepSpeed {deepspeed['version']}'s estimator left out: {deepspeed['omitted']}.")
+    elif deepspeed is not None:
+        lines.append(f"DeepSpeed {deepspeed['version']}'s estimator (model states only, x{deepspeed['additional_buffer_factor']} "
+                     f"on the host, {plural(deepspeed['largest_layer_params'], 'parameter')} in its largest layer"
+                     + ("; it has no NVMe case: its CPU figure" if o["device"] == "nvme" else "") + "): "
+                     f"{binary_bytes(deepspeed['bytes_per_gpu'])} per GPU, "
+                     f"{binary_bytes(deepspeed['host_bytes_per_node'])} per node")
+    return lines
 
 
 def seconds(value: float) -> str:
@@ -218,9 +255,10 @@ def render_parallel_training(r: dict[str, Any]) -> str:
         f"{i['model']} training on {p['layout']['gpus']} x {i['hardware']} ({i['dtype']}): seq_len "
         f"{i['seq_len']}, recompute {i['recompute']}",
         "",
-        f"  {'step':<22}{seconds(step['seconds']):>10}   {step['tokens_per_second']:,.0f} tokens/s; "
+        f"  {'step':<22}{seconds(step['seconds']):>10}   {rate(step['tokens_per_second'])} tokens/s; "
         f"MFU {100 * step['mfu']:.1f}% ({step.get('flops_convention', 'dense')} model FLOPs), HFU {100 * step['hfu']:.1f}% "
-        f"({step['tflops_per_gpu']:.0f} TFLOP/s per GPU with recomputation)",
+        f"({step['tflops_per_gpu']:.0f} TFLOP/s per GPU"
+        + (" with recomputation)" if i["recompute"] != "none" else ")"),
         f"  {'compute':<22}{seconds(step['compute_seconds']):>10}   (the slowest stage's micro-batches)",
         f"  {'exposed communication':<22}{seconds(sum(exposed.values())):>10}   "
         + ", ".join(f"{group} {seconds(value)}" for group, value in exposed.items()),
@@ -230,8 +268,7 @@ def render_parallel_training(r: dict[str, Any]) -> str:
     ]
     if "mfu_measured" in r:
         out.append(f"  MFU of the measured step: {100 * r['mfu_measured']:.1f}%")
-    if "train_seconds" in r:
-        out.append(f"  {'train on ' + si(i['tokens']) + ' tokens':<22}{seconds(r['train_seconds']):>10}")
+    out += _train_cost(r)
     fits = "fits" if r["fits"] else "does NOT fit"
     out += ["", render_parallel(p),
             f"The most loaded rank {fits} in {binary_bytes(r['memory_capacity'])}."]
@@ -245,11 +282,12 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
         f"{i['model']} serving on {lay['gpus']} x {i['hardware']} ({i['dtype']}): tp {lay['tp']} x pp "
         f"{lay['pp']} x dp {lay['dp']}, batch {i['batch']} per replica, context {i['seq_len'] + i['gen']:,}",
         f"  {'time per output token':<24}{seconds(token['seconds_per_token']):>10}   "
-        f"{token['tokens_per_second']:,.0f} tokens/s over the replicas",
+        f"{rate(token['tokens_per_second'])} tokens/s over the replicas",
         f"  {'of which tp all-reduces':<24}{seconds(token['tp_all_reduce_seconds']):>10}",
         f"  {'pipeline sends':<24}{seconds(token['pp_seconds']):>10}",
         f"Memory of the most loaded rank: weights {binary_bytes(rank['weights'])}, KV cache "
-        f"{binary_bytes(rank['kv_cache'])}, total {binary_bytes(rank['total'])}",
+        f"{binary_bytes(rank['kv_cache'])}, total {binary_bytes(rank['total'])} "
+        f"({'fits' if r['fits'] else 'does NOT fit'} in {binary_bytes(r['memory_capacity'])})",
     ])
 
 
@@ -260,21 +298,26 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
     for entry in infeasible:
         reasons[entry["reason"]] = reasons.get(entry["reason"], 0) + 1
     i = result["inputs"]
-    asked = (f"{i['model']} on {i['gpus']:,} x {i['hardware']}, {i['dtype']}: "
-             + (f"{i['batch']:,} sequences of prompt {i['seq_len']:,} + {i['gen']:,} generated tokens"
-                if serve else f"global batch {i['global_batch']:,} of {i['seq_len']:,} tokens")
-             + (f"; time model {i['time_model']}" if i.get("time_model") else ""))
+    several = isinstance(i["gpus"], list)
+    gpus = ", ".join(f"{g:,}" for g in i["gpus"]) if several else f"{i['gpus']:,}"
+    global_batch = (", ".join(f"{b:,}" for b in i["global_batch"].values()) if several and not serve
+                    else f"{i.get('global_batch') or 0:,}")
+    asked = (f"{i['model']} on {gpus} x {i['hardware']}, {i['dtype']}: "
+             + (f"{plural(i['batch'], 'sequence')} of prompt {i['seq_len']:,} + {i['gen']:,} generated tokens"
+                if serve else f"global batch {global_batch} of {i['seq_len']:,} tokens")
+             + (f"; time model {i['time_model']}" if i.get("time_model") else "")
+             + (f"; ranked by cost (GPU-seconds per token)" if i.get("rank_by") == "cost" else ""))
     out = [asked, f"{plural(len(feasible) + len(infeasible), 'layout')}: {len(feasible):,} fit in "
            f"{binary_bytes(capacity)} a GPU"
            + (", " + ", ".join(f"{count:,} set aside for {reason}" for reason, count in reasons.items())
               if reasons else ""), ""]
     if not feasible:
-        return "\n".join(out + ["No layout fits."])
+        return "\n".join(out + ["No layout fits.", *_nearest(result.get("nearest") or {}, serve)])
     if serve:
         rows = ([str(i + 1), f"{e['layout']['tp']} x {e['layout']['pp']} x {e['layout']['dp']}",
                  binary_bytes(e["per_rank"]["weights"]), binary_bytes(e["per_rank"]["kv_cache"]),
                  binary_bytes(e["per_rank"]["total"]), seconds(e["time_per_output_token"]),
-                 seconds(e["tp_all_reduce_seconds"]), f"{e['tokens_per_second']:,.0f}"]
+                 seconds(e["tp_all_reduce_seconds"]), rate(e["tokens_per_second"])]
                 for i, e in enumerate(feasible[:top]))
         out.append(table(["rank", "tp x pp x dp", "weights", "KV cache", "memory", "per token",
                           "all-reduce", "tokens/s"], rows))
@@ -282,17 +325,56 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
     rows = []
     for i, e in enumerate(feasible[:top]):
         lay, split = e["layout"], e["split"]
-        schedule = lay["schedule"] + (f" x{lay['virtual_stages']}" if lay["virtual_stages"] > 1 else "")
+        schedule = (lay["schedule"] + (f" x{lay['virtual_stages']}" if lay["virtual_stages"] > 1 else "")
+                    if lay["pp"] > 1 else "")
         ep = "".join(f" ({name} {lay[name]})" for name in ("ep", "cp") if lay.get(name, 1) > 1)
         rows.append([str(i + 1), f"{lay['tp']} x {lay['pp']} x {lay['dp']}{ep}", lay["framework"],
                      str(lay["zero"]), "yes" if lay["sp"] else "", schedule,
                      f"{lay['batch']} x {lay['microbatches']}", lay["recompute"],
                      binary_bytes(e["per_rank"]["total"]), seconds(e["step_time"]), seconds(split["compute"]),
                      seconds(split["communication"]), seconds(split["bubble"]), f"{100 * e['mfu']:.1f}%"])
-    out.append(table(["rank", "tp x pp x dp", "framework", "zero", "sp", "schedule", "b x m", "recompute",
-                      "memory", "step", "compute", "exposed comm", "bubble", "MFU"], rows,
-                     align="lllrllrlrrrrrr"))
+        if "cost" in e:
+            c = e["cost"]
+            rows[-1] += [f"{c['train_days']:,.1f}", f"{c['gpu_hours']:,.0f}"]
+            if c["dollars"] is not None:
+                rows[-1].append(dollars(c["dollars"]))
+    headers = ["rank", "tp x pp x dp", "framework", "zero", "sp", "schedule", "b x m", "recompute",
+               "memory", "step", "compute", "exposed comm", "bubble", "MFU"]
+    align = "lllrllrlrrrrrr"
+    if feasible and "cost" in feasible[0]:
+        headers += ["days", "GPU-hours"] + (["dollars"] if feasible[0]["cost"]["dollars"] is not None else [])
+        align += "rrr"
+    out.append(table(headers, rows, align=align))
+    if feasible and "cost" in feasible[0]:
+        c = feasible[0]["cost"]
+        out.append(f"To train on {si(c['tokens'])} tokens ({si(c['flops'], 'FLOP')}, recomputation aside)"
+                   + (f" at ${c['price_per_gpu_hour']:g} per GPU-hour" if c["price_per_gpu_hour"] else
+                      "; --price (dollars per GPU-hour) adds dollars"))
     return "\n".join(out)
+
+
+def _layout_words(lay: dict[str, Any]) -> str:
+    return (f"tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']}"
+            + (f", ZeRO {lay['zero']}" if "zero" in lay else "")
+            + (f", recompute {lay['recompute']}, micro-batch {lay['batch']}" if "recompute" in lay else ""))
+
+
+def _nearest(nearest: dict[str, Any], serve: bool) -> list[str]:
+    """What would make a plan feasible: the least memory a layout needed, and a GPU count that fits."""
+    out = []
+    if "smallest_memory" in nearest:
+        out.append(f"The leanest layout ({_layout_words(nearest['smallest_layout'])}) needs "
+                   f"{binary_bytes(nearest['smallest_memory'])} per GPU; a GPU holds "
+                   f"{binary_bytes(nearest['memory_capacity'])}.")
+    if "gpus" in nearest:
+        out.append(f"On {nearest['gpus']:,} GPUs it fits: {_layout_words(nearest['layout'])}, "
+                   f"{binary_bytes(nearest['per_rank'])} per GPU"
+                   + (f", global batch {nearest['global_batch']:,}" if "global_batch" in nearest else "")
+                   + " (`plan --gpus " + str(nearest["gpus"]) + "`).")
+    elif nearest:
+        out.append("No count up to 1,024 times as many GPUs fits; use a GPU with more memory"
+                   + (" or quantized weights." if serve else " or a shorter sequence."))
+    return out
 
 
 def _timing(label: str, t: dict[str, Any], note: str = "") -> str:
@@ -325,7 +407,7 @@ def render_inference(r: dict[str, Any]) -> str:
             _timing("first decode step", d["first_token"], f"; context {steps[0]['context']:,}"),
             _timing("last decode step", d["last_token"], f"; context {steps[-1]['context']:,}"),
             f"  {'generation':<22}{seconds(d['generate_seconds']):>10}   "
-            f"{d['tokens_per_second']:,.0f} tokens/s; prefill + generation {seconds(d['end_to_end_seconds'])}",
+            f"{rate(d['tokens_per_second'])} tokens/s; prefill + generation {seconds(d['end_to_end_seconds'])}",
             f"  {_crossover(d['crossover_batch_weights_only'])} "
             f"(weights only: 2 FLOPs and {i['dtype']} bytes per parameter per token); with this "
             f"context's KV cache {_crossover(d['crossover_batch_at_context'], again=True)}",
@@ -333,11 +415,7 @@ def render_inference(r: dict[str, Any]) -> str:
             f"Memory: {binary_bytes(m['bytes'])} at batch {i['batch']} ("
             + ("fits" if m["fits"] else "does NOT fit")
             + f" in {binary_bytes(hw['serving_memory_bytes'])} usable): weights {binary_bytes(m['weights'])}, KV "
-            f"cache {binary_bytes(m['kv_bytes_per_token'])} per token per sequence; fits batch <= "
-            f"{m['max_batch']:,} at this context, "
-            + (f"context <= {m['max_context']:,} at this batch" if m["max_context"] != float("inf") else
-               "decoding any number of tokens at this batch (every layer's sliding window caps its "
-               "cache)"),
+            f"cache {binary_bytes(m['kv_bytes_per_token'])} per token per sequence; " + _fit_limits(m, hw),
             "",
             "Generation step by step (seconds per step, and cumulative including the prefill)",
             table(
@@ -350,6 +428,23 @@ def render_inference(r: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _fit_limits(m: dict[str, Any], hw: dict[str, Any]) -> str:
+    """What bounds inference memory, in words: the weights alone, the prompt's prefill, or the
+    largest batch and the longest context."""
+    usable = hw.get("serving_memory_bytes", hw["memory_bytes"])
+    capacity = binary_bytes(usable)
+    if m["weights"] > usable:
+        return (f"the weights alone ({binary_bytes(m['weights'])}) exceed {capacity}: spread them over "
+                "GPUs (--tp)")
+    if not m.get("prefill_fits", True):
+        return (f"the prefill of this prompt ({binary_bytes(m['bytes_by_phase']['prefill'])}) does not "
+                f"fit in {capacity} at this batch; fits batch <= {m['max_batch']:,}")
+    return (f"fits batch <= {m['max_batch']:,} at this context, "
+            + (f"context <= {m['max_context']:,} at this batch" if m["max_context"] != float("inf") else
+               "decoding any number of tokens at this batch (every layer's sliding window caps its "
+               "cache)"))
+
+
 def _crossover(batch: float, again: bool = False) -> str:
     """Where a decode step turns compute-bound, in words (the roofline's crossover batch)."""
     subject = "it" if again else "decode"
@@ -360,6 +455,27 @@ def _crossover(batch: float, again: bool = False) -> str:
     return f"{subject} turns compute-bound at batch {batch:,.0f}"
 
 
+def _train_cost(r: dict[str, Any]) -> list[str]:
+    """The lines for --tokens: time to train, GPU-hours, total FLOPs and, with a price, dollars."""
+    if "train_seconds" not in r:
+        return []
+    cost = r.get("cost", {})
+    lines = [f"  {'time to train':<22}{seconds(r['train_seconds']):>10}   on {si(r['inputs']['tokens'])} tokens"
+             + (f", {cost['gpus']:,} GPU" + ("s" if cost["gpus"] != 1 else "") if cost else "")]
+    if cost:
+        lines.append(f"  {'GPU-hours':<22}{cost['gpu_hours']:>10,.0f}   total {si(cost['flops'], 'FLOP')} "
+                     "(model FLOPs, recomputation aside)")
+        if cost.get("dollars") is not None:
+            lines.append(f"  {'cost':<22}{dollars(cost['dollars']):>10}   at ${cost['price_per_gpu_hour']:g} "
+                         "per GPU-hour")
+    return lines
+
+
+def dollars(value: float) -> str:
+    """$ with thousands separators: 1234567.8 -> '$1,234,568'; below $100 with cents."""
+    return f"${value:,.0f}" if value >= 100 else f"${value:,.2f}"
+
+
 def render_training(r: dict[str, Any]) -> str:
     """The human report of `simulate --train`."""
     i, m = r["inputs"], r["memory"]
@@ -368,12 +484,11 @@ def render_training(r: dict[str, Any]) -> str:
         f"batch {i['batch']}, recompute {i['recompute']}",
         "",
         _timing("step", r["step"]),
-        f"  {'throughput':<22}{r['tokens_per_second']:>10,.0f}   tokens/s; MFU at this step time "
+        f"  {'throughput':<22}{rate(r['tokens_per_second']):>10}   tokens/s; MFU at this step time "
         f"{100 * r['mfu_predicted']:.1f}% ({r.get('flops_convention', 'dense')} model FLOPs)"
         + (f"; MFU of the measured step {100 * r['mfu_measured']:.1f}%" if "mfu_measured" in r else ""),
     ]
-    if "train_seconds" in r:
-        out.append(f"  {'train on ' + si(i['tokens']) + ' tokens':<22}{seconds(r['train_seconds']):>10}")
+    out += _train_cost(r)
     out += [
         "",
         f"Memory that must fit: weights {binary_bytes(m['weights'])} + gradients "
@@ -381,4 +496,58 @@ def render_training(r: dict[str, Any]) -> str:
         f"{binary_bytes(m['activations'])} = {binary_bytes(m['total'])} "
         f"({'fits' if r['fits'] else 'does NOT fit'} in {binary_bytes(r['memory_capacity'])})",
     ]
+    return "\n".join(out)
+
+
+def render_fit(fit: dict[str, Any]) -> str:
+    """estimate --hardware: fits / does not fit for training and inference, and what would."""
+    out = []
+    for phase in ("training", "inference"):
+        v = fit.get(phase)
+        if v is None:
+            continue
+        where = f"{plural(v['gpus'], fit['hardware'] + ' GPU')}"
+        out.append(f"{phase.capitalize()} on {where}: {binary_bytes(v['memory'])} per GPU "
+                   + ("fits" if v["fits"] else "does NOT fit") + f" in {binary_bytes(v['capacity'])}.")
+        if not v["fits"]:
+            if v["options"]:
+                out.append("  To make it fit (cheapest first):")
+                out += [f"    {o['change']:<46} {binary_bytes(o['memory']):>12}   {o['cost']}" for o in v["options"]]
+            else:
+                out.append("  No single change makes it fit; see `plan` for layouts over more GPUs.")
+    return "\n".join(out)
+
+
+def render_finetune(r: dict[str, Any]) -> str:
+    """`finetune`: the step's memory by part, then whether it fits."""
+    i, m = r["inputs"], r["memory"]
+    out = [f"{i['model']}: {i['method']} r={i['rank']} on {', '.join(i['targets'])} ({i['adapter_dtype']} adapters), "
+           f"{i['optimizer']}" + (" offloaded" if i["offload_optimizer"] else "")
+           + f"; seq_len {i['seq_len']:,}, batch {i['batch']}, {i['dtype']}, attention {i['attention']}, "
+           f"recompute {i['recompute']}",
+           f"  parameters         {count(m['params']):>12}   trainable {count(m['trainable_params'])} "
+           f"({m['trainable_params']:,}, {100 * m['trainable_params'] / m['params']:.3f}%)",
+           f"  base weights       {binary_bytes(m['base_weights']):>12}   "
+           + ("nf4 with double quantization (norms and embeddings in " + i["dtype"] + ")"
+              if i["method"] == "qlora" else f"frozen, {i['dtype']}, no gradients"),
+           f"  adapters           {binary_bytes(m['adapters']):>12}",
+           f"  adapter gradients  {binary_bytes(m['gradients']):>12}",
+           f"  optimizer          {binary_bytes(m['optimizer']):>12}"
+           + (f"   (on NVMe: {binary_bytes(m['nvme'])}, {binary_bytes(m['nvme_bytes_per_step'])} read and written "
+              f"a step; PCIe {binary_bytes(m['pcie_bytes_per_step'])} a step)" if m.get("nvme") else
+              f"   (on the host: {binary_bytes(m['host'])}; PCIe {binary_bytes(m['pcie_bytes_per_step'])} a step)"
+              if i["offload_optimizer"] else ""),
+           f"  activations        {binary_bytes(m['activations']):>12}   (saved for backward, adapters' included)",
+           f"  total on the GPU   {binary_bytes(m['total']):>12}"]
+    out += [f"  note: {note}" for note in m["notes"]]
+    if "fit" in r:
+        f = r["fit"]
+        out += ["", f"On one {f['hardware']}: {binary_bytes(f['memory'])} "
+                + ("fits" if f["fits"] else "does NOT fit") + f" in {binary_bytes(f['capacity'])}."]
+        if not f["fits"]:
+            if f["options"]:
+                out.append("  To make it fit (cheapest first):")
+                out += [f"    {o['change']:<30} {binary_bytes(o['memory']):>12}   {o['cost']}" for o in f["options"]]
+            else:
+                out.append("  No single change makes it fit.")
     return "\n".join(out)

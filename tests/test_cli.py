@@ -119,10 +119,10 @@ def test_bad_input_is_one_line_and_status_2(args, needle, capsys):
         ('{"model_type": "mamba"}', "unsupported model_type 'mamba'"),
         ('{"model_type": "llama", "hidden_size": 64}', "missing field"),
         ('{"model_type": "llama", "vocab_size": 99, "hidden_size": 50, "intermediate_size": 37, '
-         '"num_hidden_layers": 2, "num_attention_heads": 6}', "not divisible by n_heads"),
+         '"num_hidden_layers": 2, "num_attention_heads": 6}', "hidden_size (50) is not divisible by num_attention_heads (6)"),
         ('{"model_type": "llama", "vocab_size": 99, "hidden_size": 48, "intermediate_size": 37, '
-         '"num_hidden_layers": 2, "num_attention_heads": 6, "num_key_value_heads": 4}', "not divisible by n_kv_heads"),
-        ('{"model_type": "gpt2", "n_embd": -768}', "d_model"),
+         '"num_hidden_layers": 2, "num_attention_heads": 6, "num_key_value_heads": 4}', "num_attention_heads (6) is not divisible by num_key_value_heads (4)"),
+        ('{"model_type": "gpt2", "n_embd": -768}', "n_embd"),
         ('{"model_type": "gpt2", "n_layer": 2.5}', "n_layer"),
         ('{"model_type": "bert", "hidden_size": "768"}', "hidden_size"),
     ],

@@ -104,7 +104,7 @@ def test_korthikanti_is_printed_in_the_variant_that_applies(capsys):
         assert memory["korthikanti_2022_activations"] == layers * per_layer
         assert words in memory["korthikanti_2022_variant"]
     code, out, _ = run(["estimate", "--model", "llama2-7b", "--recompute", "full"], capsys)
-    assert "Korthikanti et al. 2022: 512.00 MiB (full recomputation" in out
+    assert "Korthikanti et al. 2022's formula for GPT layers: 512.00 MiB (full recomputation" in out  # issue 20: labelled a comparison
 
 
 def test_a_sliding_window_shorter_than_the_sequence_is_announced(capsys):

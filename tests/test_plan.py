@@ -83,7 +83,7 @@ def test_plan_puts_llama2_7b_on_8_a100s_with_fsdp2_but_not_plain_data_parallel(c
     assert cli.main(common + ["--zero", "3", "--framework", "fsdp2"]) == 0
     fsdp = json.loads(capsys.readouterr().out)
     assert len(fsdp["feasible"]) == 1 and fsdp["feasible"][0]["per_rank"]["total"] < 80 * 2**30
-    assert cli.main(common + ["--zero", "0"]) == 0
+    assert cli.main(common + ["--zero", "0"]) == 1  # nothing fits: exit status 1 (issue 20)
     plain = json.loads(capsys.readouterr().out)
     assert not plain["feasible"] and {e["reason"] for e in plain["infeasible"]} == {"memory"}
     # 16 bytes per parameter on every GPU is 100 GiB before any activation.

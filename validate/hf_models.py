@@ -420,6 +420,10 @@ def build_hf_model(
             model = tr.AutoModelForCausalLM.from_config(config)
         else:
             model = classes[cfg.family](config)
+    if getattr(model, "loss_type", "") is None:
+        # GPT2LMHeadModel's name matches no loss, so transformers warns "`loss_type=None` was set
+        # in the config but it is unrecognized" and uses ForCausalLMLoss: name that loss here.
+        model.loss_type = "ForCausalLM"
     return model.train()
 
 

@@ -113,7 +113,8 @@ def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_bat
                             m = global_batch // (b * dp)
                             schedules = pipeline_schedules(pp, m, layers, fixed)
                             for schedule, v in schedules:
-                                for zero in zeros:
+                                # At dp = 1 every ZeRO stage shards over one rank: the same layout.
+                                for zero in zeros if dp > 1 or fixed.get("zero") is not None else zeros[:1]:
                                     for ep in expert_sizes(cfg, framework, tp, dp, zero, fixed):
                                         for recompute in [fixed["recompute"]] if fixed.get("recompute") else RECOMPUTES:
                                             try:
@@ -137,10 +138,12 @@ def _entry(layout: Layout, batch: int, recompute: str) -> dict[str, Any]:
 
 def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int, global_batch: int,
                   workload: Workload, fixed: dict[str, Any] | None = None,
-                  efficiency: Efficiency | None = None, time_model: str = DEFAULT_TIME_MODEL) -> dict[str, Any]:
-    """Every training layout: {"feasible": [...] by step time, "infeasible": [...]}. Each layout
-    runs its framework's activation profile and attention kernel (costmodel/defaults.py) unless
-    fixed names an "impl" or "attention"; the workload's own are not used."""
+                  efficiency: Efficiency | None = None, time_model: str = DEFAULT_TIME_MODEL,
+                  nearest: bool = True) -> dict[str, Any]:
+    """Every training layout: {"feasible": [...] by step time, "infeasible": [...]}, and where
+    none fits (with nearest), "nearest": what would (nearest_fit). Each layout runs its
+    framework's activation profile and attention kernel (costmodel/defaults.py) unless fixed
+    names an "impl" or "attention"; the workload's own are not used."""
     fixed = fixed or {}
     check_fixed(fixed, gpus)
     feasible, infeasible, problems = [], [], []
@@ -167,21 +170,62 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
                              "compute": step["compute_seconds"],
                              "communication": sum(step["exposed_communication_seconds"].values()),
                              "bubble": step["bubble_seconds"], "optimizer": step["optimizer_seconds"]},
-                         "tokens_per_second": step["tokens_per_second"]})
+                         "tokens_per_second": step["tokens_per_second"], "model_flops": step["model_flops"]})
     if not feasible and not infeasible:
         raise ConfigError(f"no layout of {cfg.name!r} on {gpus} GPUs can run: {problems[0]}" if problems else
                           f"no layout of {cfg.name!r} on {gpus} GPUs splits the global batch of "
                           f"{global_batch} into micro-batches of {fixed.get('batch') or MICRO_BATCHES} "
                           f"sequences over its data-parallel ranks.")
     feasible.sort(key=lambda e: e["step_time"])
-    return {"feasible": feasible, "infeasible": infeasible}
+    result = {"feasible": feasible, "infeasible": infeasible}
+    if not feasible and nearest:
+        # The leanest layouts on more GPUs: ZeRO 3, full recomputation, micro-batch 1 (unless
+        # fixed), the global batch rounded up to a multiple of the count.
+        lean = {**fixed, "recompute": fixed.get("recompute") or "full", "batch": fixed.get("batch") or 1,
+                "tp": None, "pp": None, "dp": None}
+        if fixed.get("zero") is None:
+            lean["zero"], lean["framework"] = 3, fixed.get("framework") or "deepspeed"
+
+        def retry(count: int) -> dict[str, Any] | None:
+            batch = -(-global_batch // count) * count
+            try:
+                return {**plan_training(cfg, hardware, count, seq_len, batch, workload, lean, efficiency,
+                                        time_model, nearest=False), "global_batch": batch}
+            except ConfigError:
+                return None
+
+        result["nearest"] = nearest_fit(gpus, hardware.training_memory_bytes, infeasible, retry)
+    return result
+
+
+def nearest_fit(gpus: int, capacity: int, infeasible: list[dict[str, Any]],
+                retry: Any) -> dict[str, Any]:
+    """When nothing fits: the smallest memory per GPU any layout needed (and which), and the first
+    GPU count, doubling up to 1,024 times as many, at which retry(count) (a plan, or None where
+    that count cannot run) has a feasible layout: its best layout and memory."""
+    out: dict[str, Any] = {"memory_capacity": capacity}
+    by_memory = [e for e in infeasible if e["reason"] == "memory"]
+    if by_memory:
+        least = min(by_memory, key=lambda e: e["per_rank"]["total"])
+        out["smallest_memory"] = least["per_rank"]["total"]
+        out["smallest_layout"] = least["layout"]
+    count = gpus
+    for _ in range(10):
+        count *= 2
+        trial = retry(count)
+        if trial and trial["feasible"]:
+            best = trial["feasible"][0]
+            out.update(gpus=count, layout=best["layout"], per_rank=best["per_rank"]["total"],
+                       **({"global_batch": trial["global_batch"]} if "global_batch" in trial else {}))
+            break
+    return out
 
 
 def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, prompt: int, gen: int,
                  dtype: str, fixed: dict[str, Any] | None = None,
                  efficiency: Efficiency | None = None, kv_cache: str = "dynamic",
                  quantization: dict[str, Any] | None = None,
-                 time_model: str = DEFAULT_TIME_MODEL) -> dict[str, Any]:
+                 time_model: str = DEFAULT_TIME_MODEL, nearest: bool = True) -> dict[str, Any]:
     """Every serving layout for `batch` sequences at a context of prompt + gen: the memory per
     rank (weights and the KV cache at the last step), ranked by time per output token. kv_cache
     and quantization (weight_dtype, weight_group, kv_dtype) are the Workload's."""
@@ -217,4 +261,14 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                              "tp_all_reduce_seconds": token["tp_all_reduce_seconds"],
                              "tokens_per_second": token["tokens_per_second"]})
     feasible.sort(key=lambda e: e["time_per_output_token"])
-    return {"feasible": feasible, "infeasible": infeasible}
+    result = {"feasible": feasible, "infeasible": infeasible}
+    if not feasible and nearest:
+        def retry(count: int) -> dict[str, Any] | None:
+            try:
+                return plan_serving(cfg, hardware, count, batch, prompt, gen, dtype, {}, efficiency, kv_cache,
+                                    quantization, time_model, nearest=False)
+            except ConfigError:
+                return None
+
+        result["nearest"] = nearest_fit(gpus, hardware.serving_memory_bytes, infeasible, retry)
+    return result

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
 
-from .. import compiled
+from .. import compiled, offload
 from ..config import ConfigError, ModelConfig, Workload
 from ..model_flops import leaf_model_flops
 from .experts import expert_load
@@ -377,7 +377,14 @@ class ParallelEstimate:
                 out["gradients"] += 4 * shard  # the fp32 gradient partition step() allocates
         if self.structure["step_counters"]:
             out["optimizer"] += 4 * tensors
-        return out
+        return offload.device_state(out, layout)
+
+    def offloaded(self, stage: Stage) -> dict[str, Any]:
+        """Host and NVMe bytes and PCIe traffic of one rank's offloaded state (costmodel/offload.py)."""
+        n = self.numbers
+        per_param = {"weights": n["bytes.weights"], "gradients": n["bytes.gradients"],
+                     "optimizer": n["bytes.optimizer"]}
+        return offload.offloaded(self.layout, self._placed(stage, "params") + self._tied_copy(stage), per_param)
 
     def _per_param(self) -> tuple[int, int, int]:
         """Bytes per parameter of the weights, gradients and optimizer state (an FP8 recipe may
@@ -672,6 +679,7 @@ class ParallelEstimate:
             "wire": top["wire"],
             "precision": self.framework.precision_for(self.workload.dtype),
             **({"experts": self.experts()} if self.load is not None else {}),
+            **({"offload": self.offloaded(self.stages[top["stage"]])} if self.layout.offload != "none" else {}),
         }
 
     def experts(self) -> dict[str, Any]:

@@ -69,6 +69,10 @@ class Layout:
     fp8: str | None = None  # an FP8 training recipe (costmodel/layout/fp8.py)
     cp: int = 1
     cp_rotate: str = "allgather"
+    # DeepSpeed's ZeRO-Offload/Infinity (costmodel/offload.py): what leaves the GPU, and where to.
+    offload: str = "none"  # none, optimizer, params
+    offload_device: str = "cpu"  # cpu, nvme
+    gpus_per_node: int = 8  # ranks sharing a host (host memory per node)
 
     def __post_init__(self) -> None:
         from .frameworks import FRAMEWORKS
@@ -125,6 +129,9 @@ class Layout:
             raise ConfigError(f"layout: fp8 must be one of {', '.join(RECIPES)}, got {show(self.fp8)}.")
         if self.device not in ("cuda", "cpu"):
             raise ConfigError(f"layout: device must be cuda or cpu, got {show(self.device)}.")
+        from ..offload import check as check_offload
+
+        check_offload(self)
 
     @property
     def gpus(self) -> int:
@@ -247,5 +254,7 @@ class Layout:
                 "stage_layers": list(self.stage_layers) if self.stage_layers else None,
                 "gpus": self.gpus, "micro_batch": batch, "ep": self.ep,
                 "capacity_factor": self.capacity_factor, "fp8": self.fp8, "cp": self.cp,
-                "global_batch": batch * self.microbatches * self.dp}
+                "global_batch": batch * self.microbatches * self.dp,
+                **({"offload": self.offload, "offload_device": self.offload_device,
+                    "gpus_per_node": self.gpus_per_node} if self.offload != "none" else {})}
 

@@ -287,9 +287,12 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                       efficiency: Efficiency | None = None, tokens: float | None = None,
                       step_seconds: float | None = None, flops_convention: str = "dense",
                       time_model: str = DEFAULT_TIME_MODEL, overlap: Overlap | None = None,
-                      compiled: bool = False) -> dict[str, Any]:
+                      compiled: bool = False, price: float | None = None) -> dict[str, Any]:
     """`simulate --train` with a layout: the step time and its split, MFU and HFU, each rank's
-    memory against the GPU's, and the time to train on `tokens` tokens."""
+    memory against the GPU's, and the time to train on `tokens` tokens with its GPU-hours, FLOPs
+    and dollars (costmodel/cost.py)."""
+    from ..cost import training_cost
+
     estimate = ParallelEstimate(cfg, workload, layout)
     options = {"compiled": True} if compiled else {}
     step = step_time(estimate, hardware, efficiency, time_model, flops_convention=flops_convention,
@@ -299,7 +302,10 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
     result = {"step": step, "parallel": parallel, "fits": parallel["per_rank"]["total"] <= capacity,
               "memory_capacity": capacity}
     if tokens is not None:
-        result["train_seconds"] = tokens / step["tokens_per_second"]
+        step_tokens = step["tokens_per_second"] * step["seconds"]
+        result["cost"] = training_cost(tokens, step["tokens_per_second"], layout.gpus, step["model_flops"],
+                                       step_tokens, hardware.price_per_gpu_hour if price is None else price)
+        result["train_seconds"] = result["cost"]["train_seconds"]
     if step_seconds is not None:
         result["mfu_measured"] = step["model_flops"] / (step_seconds * hardware.peak(workload.dtype) * layout.gpus)
     return result

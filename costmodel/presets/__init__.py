@@ -70,7 +70,7 @@ def config_from_dict(data: Any, source: str, name: str) -> ModelConfig:
     """A config from a parsed JSON object: a Hugging Face config.json or ModelConfig's fields."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a JSON object, got {type(data).__name__}.")
-    if "model_type" in data:
+    if "model_type" in data or "architectures" in data:
         return from_hf_config(data, name=name, source=source)
     data = dict(data)
     data.setdefault("name", name)

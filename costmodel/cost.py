@@ -1,0 +1,70 @@
+"""What a training run costs: time to train on a number of tokens, GPU-hours, total FLOPs and,
+at a price per GPU-hour, dollars. Arithmetic on a step's figures (costmodel/simulate.py and
+costmodel/layout/time.py), no formulas of its own.
+
+  time to train  tokens / (tokens per second of the whole job)
+  GPU-hours      time to train x GPUs / 3600
+  total FLOPs    model FLOPs per token (a step's model FLOPs / its tokens) x tokens: the
+                 forward and backward matmuls, recomputation aside (what MFU counts)
+  dollars        GPU-hours x price per GPU-hour
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .config import ConfigError
+
+
+def check_price(price: float | None) -> None:
+    """A price per GPU-hour must be a positive number of dollars."""
+    if price is not None and not price > 0:
+        raise ConfigError(f"--price must be a positive number of dollars per GPU-hour, got {price}.")
+
+
+def training_cost(tokens: float, tokens_per_second: float, gpus: int, step_model_flops: float,
+                  step_tokens: float, price_per_gpu_hour: float | None = None) -> dict[str, Any]:
+    """Time to train on `tokens`, GPU-hours, total model FLOPs and (with a price) dollars."""
+    if not tokens > 0:
+        raise ConfigError(f"--tokens must be positive, got {tokens}.")
+    check_price(price_per_gpu_hour)
+    seconds = tokens / tokens_per_second
+    gpu_hours = seconds * gpus / 3600
+    return {
+        "tokens": tokens,
+        "train_seconds": seconds,
+        "train_days": seconds / 86400,
+        "gpus": gpus,
+        "gpu_hours": gpu_hours,
+        "flops": step_model_flops / step_tokens * tokens,
+        "price_per_gpu_hour": price_per_gpu_hour,
+        "dollars": None if price_per_gpu_hour is None else gpu_hours * price_per_gpu_hour,
+    }
+
+
+RANKINGS = ("time", "cost")
+
+
+def gpus_of(entry: dict[str, Any]) -> int:
+    layout = entry["layout"]
+    return layout["tp"] * layout["pp"] * layout["dp"]
+
+
+def price_plan(result: dict[str, Any], tokens: float | None, price: float | None,
+               rank_by: str = "time") -> dict[str, Any]:
+    """A training plan's feasible layouts with, for `tokens` tokens, each one's time to train,
+    GPU-hours, FLOPs and dollars ("cost"), ranked by step time or by GPU-seconds per token (the
+    cost of a token, whatever the price: it differs from time where the GPU counts differ)."""
+    if rank_by not in RANKINGS:
+        raise ConfigError(f"--rank-by must be one of {', '.join(RANKINGS)}, got {rank_by!r}.")
+    check_price(price)
+    for entry in result["feasible"]:
+        if tokens is not None:
+            step_tokens = entry["tokens_per_second"] * entry["step_time"]
+            entry["cost"] = training_cost(tokens, entry["tokens_per_second"], gpus_of(entry),
+                                          entry["model_flops"], step_tokens, price)
+    if rank_by == "cost":
+        result["feasible"].sort(key=lambda e: gpus_of(e) / e["tokens_per_second"])
+    else:
+        result["feasible"].sort(key=lambda e: e["step_time"])
+    return result

@@ -1,0 +1,251 @@
+"""Sums over generation steps in closed form: `simulate --gen 100000000` answers at once.
+
+A decode step's FLOPs and bytes, leaf by leaf, are polynomials in its context c (the prompt plus
+the tokens so far), piecewise where a Min caps them (a sliding window caps the keys at w; an MoE
+layer touches min(E, tokens x k) experts). The same holds for a step without a KV cache, which
+reruns the decoder over its prefix. So the sum over steps c = lo..hi splits at the pieces'
+breakpoints, and on each piece a polynomial of degree D sums exactly by Newton's forward
+differences and the hockey-stick identity:
+
+    f(a + j) = sum_k (Delta^k f)(a) * C(j, k),   sum_{j=j0..j1} C(j, k) = C(j1+1, k+1) - C(j0, k+1).
+
+The expressions (every leaf's four kernel quantities, its run count, and each breakpoint as a
+formula in the dimensions) are compiled once per model structure to exact integer Python
+(costmodel/compiled.py); a sum then needs a few exact evaluations per piece, whatever the number
+of steps. Roofline seconds sum the same way: each kernel takes max(FLOPs / peak, bytes /
+bandwidth), and on a piece the sign of FLOPs / peak - bytes / bandwidth changes only at the real
+roots of a polynomial, so each piece splits there too. simulate.step_sums keeps the step-by-step
+path that tests check these sums against.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from . import compiled
+from .config import ConfigError, ModelConfig, Workload
+
+KERNEL_QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")
+PHASES = ("decode", "rerun")  # a cached decode step; a step that reruns the decoder over its prefix
+#: The highest degree in the context that a piece may have (attention over a prefix is quadratic);
+#: one more sample checks it, so a formula of higher degree is an error, never a wrong sum.
+MAX_DEGREE = 3
+
+
+class NoClosedForm(ConfigError):
+    """A step's cost is not a piecewise polynomial in its context (the caller sums the steps)."""
+
+
+def _expressions(cfg: ModelConfig, phase: str, attention: str, kv_cache: str
+                 ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Per leaf: its four kernel quantities and its run count, in the context symbol x (c for a
+    decode step with n = 1; n = c for a rerun), and the breakpoints where a Min/Max/Piecewise in
+    them switches, each solved for x. Constants: the leaves' paths and whether each runs an op."""
+    import sympy as sp
+
+    from . import symbols as S
+    from .model import CostModel, profile_for
+    from .simulate import is_active
+
+    profile = profile_for(cfg, Workload(attention=attention), dropout=False, kv_cache=kv_cache)
+    if phase == "decode":
+        model = CostModel(cfg, profile, phase="decode")
+        leaves, context = model.leaves, {S.n: sp.Integer(1)}
+    else:
+        model = CostModel(cfg, profile, phase="prefill")
+        leaves, context = model.select(stack="decoder"), {S.c: S.n}
+    x = S.c if phase == "decode" else S.n
+    expressions: dict[str, Any] = {}
+    paths, active = [], []
+    for leaf in leaves:
+        paths.append(leaf.path)
+        active.append(bool(is_active(leaf.cost)))
+        expressions[f"{leaf.path}|count"] = leaf.count
+        for quantity in KERNEL_QUANTITIES:
+            expressions[f"{leaf.path}|{quantity}"] = sp.sympify(leaf.total(quantity)).xreplace(context)
+    breaks = sorted(_breakpoints(list(expressions.values()), x), key=sp.default_sort_key)
+    for i, point in enumerate(breaks):
+        expressions[f"break|{i}"] = point
+    return expressions, {"paths": paths, "active": active, "breaks": len(breaks),
+                         "variable": str(x)}
+
+
+def _breakpoints(expressions: list[Any], x: Any) -> set[Any]:
+    """Where a Min, Max or Piecewise condition in the expressions switches, as formulas for x."""
+    import sympy as sp
+
+    points: set[Any] = set()
+
+    def solve(difference: Any) -> None:
+        poly = sp.Poly(sp.expand(difference), x)
+        if poly.degree() > 1:
+            raise NoClosedForm(f"a cap that is not linear in the context ({difference}).")
+        if poly.degree() == 1:
+            slope, offset = poly.all_coeffs()
+            points.add(sp.simplify(-offset / slope))
+
+    for expression in expressions:
+        for node in sp.preorder_traversal(sp.sympify(expression)):
+            if not isinstance(node, sp.Basic) or x not in node.free_symbols:
+                continue
+            if isinstance(node, (sp.Min, sp.Max)):
+                for i, first in enumerate(node.args):
+                    for second in node.args[i + 1:]:
+                        solve(first - second)
+            elif isinstance(node, sp.Piecewise):
+                for _, condition in node.args:
+                    if isinstance(condition, sp.core.relational.Relational):
+                        solve(condition.lhs - condition.rhs)
+                    elif condition is not sp.true:
+                        raise NoClosedForm(f"a condition on the context ({condition}).")
+            elif isinstance(node, (sp.floor, sp.ceiling)):
+                raise NoClosedForm(f"a rounding of the context ({node}).")
+    return points
+
+
+@dataclass(frozen=True)
+class Rates:
+    """The roofline's rates: the matmul peak, the vector peak and the bandwidth (each times its
+    efficiency), and the fixed overhead per block run."""
+
+    matmul_flops_per_s: float
+    vector_flops_per_s: float
+    bytes_per_s: float
+    overhead_s: float
+
+
+class StepSums:
+    """Exact sums over contexts lo..hi of one phase's per-leaf quantities, and its roofline seconds."""
+
+    def __init__(self, cfg: ModelConfig, phase: str, attention: str = "eager",
+                 kv_cache: str = "dynamic"):
+        if phase not in PHASES:
+            raise ConfigError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}.")
+        key = {"model": cfg.structure(), "layers": cfg.n_layers, "phase": phase,
+               "attention": attention, "kv_cache": kv_cache}
+        self.evaluate, constants = compiled.cached(
+            "stepsums", key, lambda: _expressions(cfg, phase, attention, kv_cache))
+        self.paths: list[str] = constants["paths"]
+        self.active: list[bool] = constants["active"]
+        self.n_breaks: int = constants["breaks"]
+        self.variable: str = constants["variable"]
+        self.dimensions = cfg.dimensions()
+
+    def at(self, context: int, batch: int, source_len: int, bytes_per_element: int) -> dict[str, Any]:
+        """Every compiled quantity of one step at this context, exactly."""
+        values = {**self.dimensions, "b": batch, "s": source_len, "T": 0, "e": bytes_per_element,
+                  "n": 1, "c": context}
+        values[self.variable] = context
+        return self.evaluate(values)
+
+    def pieces(self, lo: int, hi: int, **workload: int) -> list[tuple[int, int]]:
+        """lo..hi cut where a cap switches: on each piece every quantity is one polynomial."""
+        first = self.at(lo, **workload)
+        cuts = sorted({math.floor(first[f"break|{i}"]) for i in range(self.n_breaks)})
+        bounds, start = [], lo
+        for cut in cuts:
+            if start <= cut < hi:
+                bounds.append((start, cut))
+                start = cut + 1
+        return bounds + [(start, hi)]
+
+    def newton(self, start: int, end: int, **workload: int) -> tuple[dict[str, list[Any]], int]:
+        """Forward differences Delta^0..Delta^D at start for every quantity, and D (the piece's
+        length minus one when it is short: then the differences interpolate it exactly)."""
+        degree = min(MAX_DEGREE, end - start)
+        samples = [self.at(start + j, **workload) for j in range(degree + 1)]
+        check = self.at(start + degree + 1, **workload) if end - start > degree else None
+        differences: dict[str, list[Any]] = {}
+        for name in samples[0]:
+            row = [s[name] for s in samples] + ([check[name]] if check is not None else [])
+            column = []
+            while row:
+                column.append(row[0])
+                row = [b - a for a, b in zip(row, row[1:])]
+            if check is not None and column[-1] != 0:
+                raise NoClosedForm(f"{name} is not a polynomial of degree <= {MAX_DEGREE} in the context.")
+            differences[name] = column[:degree + 1]
+        return differences, degree
+
+    def totals(self, lo: int, hi: int, **workload: int) -> dict[str, Any]:
+        """Sum over contexts lo..hi of every leaf quantity (exact ints or Fractions)."""
+        out: dict[str, Any] = {}
+        for start, end in self.pieces(lo, hi, **workload):
+            differences, _ = self.newton(start, end, **workload)
+            for name, column in differences.items():
+                if name.startswith("break|"):
+                    continue
+                out[name] = out.get(name, 0) + _sum_newton(column, 0, end - start)
+        return {k: (v.numerator if isinstance(v, Fraction) and v.denominator == 1 else v)
+                for k, v in out.items()}
+
+    def seconds(self, lo: int, hi: int, rates: Rates, **workload: int) -> float:
+        """Roofline seconds of the steps at contexts lo..hi: per leaf and kernel,
+        max(FLOPs / peak, bytes / bandwidth), plus the overhead of the leaves that run an op."""
+        total = 0.0
+        for start, end in self.pieces(lo, hi, **workload):
+            differences, _ = self.newton(start, end, **workload)
+            for path, active in zip(self.paths, self.active):
+                for kind, peak in (("matmul", rates.matmul_flops_per_s),
+                                   ("other", rates.vector_flops_per_s)):
+                    flops = differences[f"{path}|flops_{kind}"]
+                    moved = differences[f"{path}|bytes_{kind}"]
+                    total += _sum_max(flops, peak, moved, rates.bytes_per_s, end - start)
+                if active:
+                    total += rates.overhead_s * differences[f"{path}|count"][0] * (end - start + 1)
+        return total
+
+
+def _sum_newton(column: list[Any], j0: int, j1: int) -> Any:
+    """sum_{j=j0..j1} f(j) for f(j) = sum_k column[k] * C(j, k)."""
+    return sum(delta * (math.comb(j1 + 1, k + 1) - math.comb(j0, k + 1))
+               for k, delta in enumerate(column) if delta)
+
+
+def _power_basis(column: list[Any]) -> list[float]:
+    """The Newton form's coefficients in powers of j, highest first (for numpy.roots)."""
+    # C(j, k) as polynomials in j: 1, j, (j^2 - j)/2, (j^3 - 3j^2 + 2j)/6.
+    basis = ([1], [1, 0], [Fraction(1, 2), Fraction(-1, 2), 0],
+             [Fraction(1, 6), Fraction(-1, 2), Fraction(1, 3), 0])
+    out = [0.0] * len(column)
+    for k, delta in enumerate(column):
+        for i, coefficient in enumerate(reversed(basis[k])):
+            out[len(column) - 1 - i] += float(delta) * float(coefficient)
+    return out
+
+
+def _sum_max(flops: list[Any], peak: float, moved: list[Any], bandwidth: float, last: int) -> float:
+    """sum_{j=0..last} max(flops(j) / peak, moved(j) / bandwidth), the two given in Newton form:
+    the piece splits at the real roots of their difference, and each part sums one of them."""
+    import numpy as np
+
+    difference = [float(f) / peak - float(m) / bandwidth for f, m in zip(flops, moved)]
+    cuts = {0, last + 1}
+    if any(difference[1:]):
+        for root in np.roots(_power_basis(difference)):
+            if abs(root.imag) < 1e-9 and 0 < root.real < last:
+                cuts.update({math.floor(root.real), math.floor(root.real) + 1})
+    bounds = sorted(cuts)
+    total = 0.0
+    for j0, j_end in zip(bounds, bounds[1:]):
+        j1 = j_end - 1
+        if j1 < j0:
+            continue
+        middle = (j0 + j1) / 2
+        compute_bound = sum(d * _binomial(middle, k) for k, d in enumerate(difference)) >= 0
+        if compute_bound:
+            total += float(_sum_newton(flops, j0, j1)) / peak
+        else:
+            total += float(_sum_newton(moved, j0, j1)) / bandwidth
+    return total
+
+
+def _binomial(j: float, k: int) -> float:
+    """C(j, k) for a real j (the Newton basis evaluated between integers)."""
+    out = 1.0
+    for i in range(k):
+        out *= (j - i) / (i + 1)
+    return out

@@ -1,0 +1,367 @@
+"""Fine-tuning memory: LoRA and QLoRA adapters on a frozen base, and the optimizers people use for
+them (AdamW, 8-bit and paged AdamW, Adafactor, SGD with momentum), with the optimizer state
+optionally offloaded to the host (ZeRO-Offload).
+
+What a step holds, as peft 0.21 and bitsandbytes 0.50 build it (validate/finetune.py measures each
+on a real model; tests/test_finetune.py asserts equality):
+
+  base weights   frozen: every parameter in --dtype (LoRA), or the linear layers in nf4 with
+                 double quantization and the rest in --dtype (QLoRA: costmodel/quantization.py)
+  adapters       per target linear (d_in -> d_out) and layer: A (r x d_in) and B (d_out x r), in
+                 the adapter dtype (fp32: peft's default autocast_adapter_dtype; or --dtype)
+  gradients      the adapters' only (the base has none)
+  optimizer      per adapter tensor (OPTIMIZER_STATE): AdamW two moments in the adapter dtype and
+                 a 4-byte step; 8-bit AdamW (bitsandbytes) one byte per moment and an fp32 absmax
+                 per 256 values for a tensor of 4,096 values or more, fp32 moments below, and the
+                 two 256-entry quantile maps once; Adafactor (transformers', in fp32) a row and a
+                 column of second moments for a matrix and its RMS (no first moment); SGD with
+                 momentum one buffer
+  activations    the tree's full-training activations (costmodel/memory.py, the same attention and
+                 recomputation), less what frozen weights no longer need: each linear layer's input
+                 (kept only where an adapter reads it; o_proj's is a view of a fused attention
+                 kernel's saved output, so it stays), each RMSNorm's scaled output (its weight
+                 is frozen), the embedding's token ids; plus, per adapter, the input it keeps (one
+                 copy per group of adapters sharing an input in --dtype; one copy each when peft
+                 casts it to fp32 adapters) and A's output (b n r). As with peft's
+                 enable_input_require_grads (what prepare_model_for_kbit_training and gradient
+                 checkpointing set up), the first layer keeps what the others keep.
+
+Families (FAMILIES): the Llama layout (llama, mistral, qwen2, and qwen3 with its RMSNorm over each
+query and key head): pre-norm RMSNorm, q/k/v/o projections, a gated MLP (gate/up/down); and
+GPT-NeoX: LayerNorm, a fused query_key_value, dense, and the MLP's dense_h_to_4h/dense_4h_to_h,
+under eager attention (its sdpa activations are not exact in the tree yet, FINDINGS 13). Others
+raise ConfigError rather than give a number nobody measured.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import ConfigError, ModelConfig, Workload
+
+#: The linear layers of a Llama-layout decoder layer (by Hugging Face's module names).
+TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+#: GPT-NeoX's: the fused query/key/value projection, the attention's dense, the MLP's two.
+NEOX_TARGETS = ("query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h")
+ALL_TARGETS = TARGETS + NEOX_TARGETS
+#: peft's default target modules for the Llama layout (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING).
+DEFAULT_TARGETS = ("q_proj", "v_proj")
+METHODS = ("lora", "qlora")
+OPTIMIZERS = ("adamw", "adamw8bit", "paged_adamw", "paged_adamw8bit", "adafactor", "sgd_momentum")
+ADAPTER_DTYPES = ("fp32", "bf16", "fp16")
+#: bitsandbytes 8-bit optimizers: tensors of at least this many values get 8-bit state
+#: (min_8bit_size), quantized in blocks of this many values (one fp32 absmax each).
+BNB_MIN_8BIT_SIZE = 4096
+BNB_BLOCK = 256
+BNB_QMAP_BYTES = 2 * 256 * 4  # the signed and unsigned dynamic maps, 256 fp32 each, shared
+FP32 = 4
+
+
+def linear_shapes(cfg: ModelConfig) -> dict[str, tuple[str, int, int]]:
+    """Each target's input group, d_in and d_out for this config (the input group: adapters of one
+    group read the same tensor)."""
+    return FAMILIES[family_of(cfg)].shapes(cfg)
+
+
+def _llama_shapes(cfg: ModelConfig) -> dict[str, tuple[str, int, int]]:
+    d, f = cfg.d_model, cfg.d_ff
+    q, kv = cfg.n_heads * cfg.d_head, cfg.n_kv_heads * cfg.d_head
+    return {"q_proj": ("attention_input", d, q), "k_proj": ("attention_input", d, kv),
+            "v_proj": ("attention_input", d, kv), "o_proj": ("attention_output", q, d),
+            "gate_proj": ("mlp_input", d, f), "up_proj": ("mlp_input", d, f),
+            "down_proj": ("mlp_inner", f, d)}
+
+
+def _neox_shapes(cfg: ModelConfig) -> dict[str, tuple[str, int, int]]:
+    d, f, q = cfg.d_model, cfg.d_ff, cfg.n_heads * cfg.d_head
+    return {"query_key_value": ("attention_input", d, 3 * q), "dense": ("attention_output", q, d),
+            "dense_h_to_4h": ("mlp_input", d, f), "dense_4h_to_h": ("mlp_inner", f, d)}
+
+
+@dataclass(frozen=True)
+class Family:
+    """Where LoRA attaches in one family's decoder layer, and what its frozen norms stop keeping.
+
+    rms_norm: the norms are RMSNorm written as x * rsqrt(...) * weight, whose product keeps the
+    normalised x only for the weight's gradient (so a frozen weight frees it); LayerNorm's one
+    kernel keeps the same either way. attentions: where the tree's full-training activations are
+    measured exact for the family (FINDINGS 13: GPT-NeoX under sdpa is not)."""
+
+    shapes: Any
+    targets: tuple[str, ...]
+    defaults: tuple[str, ...]  # peft's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING
+    rms_norm: bool
+    attentions: tuple[str, ...] = ("eager", "sdpa", "flash")
+
+
+_LLAMA = Family(_llama_shapes, TARGETS, DEFAULT_TARGETS, rms_norm=True)
+FAMILIES = {"llama": _LLAMA, "mistral": _LLAMA, "qwen2": _LLAMA, "qwen3": _LLAMA,
+            "gpt_neox": Family(_neox_shapes, NEOX_TARGETS, ("query_key_value",), rms_norm=False,
+                               attentions=("eager",))}
+LORA_FAMILIES = tuple(FAMILIES)
+
+
+def family_of(cfg: ModelConfig) -> str:
+    """The family's key in FAMILIES, or one sentence saying which families are modelled."""
+    if cfg.family not in FAMILIES or cfg.moe or cfg.architecture != "decoder":
+        raise ConfigError(f"fine-tuning memory covers the Llama layout (llama, mistral, qwen2, qwen3) and "
+                          f"gpt_neox; model {cfg.name!r} is {cfg.family}.")
+    return cfg.family
+
+
+def targets_of(cfg: ModelConfig, tune: "FineTune") -> tuple[str, ...]:
+    """The tune's targets for this model's family: its default, all its linear layers, or the
+    names given (each a linear layer of this family)."""
+    family = FAMILIES[family_of(cfg)]
+    if tune.targets is None:
+        return family.defaults
+    if tune.targets == ("all-linear",):
+        return family.targets
+    foreign = [t for t in tune.targets if t not in family.targets]
+    if foreign:
+        raise ConfigError(f"--lora-targets: {foreign[0]!r} is not a linear layer of {cfg.family} "
+                          f"({', '.join(family.targets)}, or all-linear).")
+    return tuple(t for t in family.targets if t in tune.targets)
+
+
+@dataclass(frozen=True)
+class FineTune:
+    """A fine-tuning setup: method, adapter rank, scaling, targets, adapter dtype, optimizer and
+    where its state lives."""
+
+    method: str = "lora"
+    rank: int = 16
+    alpha: float = 32.0  # scales B A x by alpha / rank: no memory of its own
+    targets: tuple[str, ...] | None = None  # None: peft's default for the family; ("all-linear",)
+    adapter_dtype: str = "fp32"
+    optimizer: str = "adamw"
+    offload_optimizer: bool = False  # ZeRO-Offload: optimizer state (and its update) on the host
+    offload_device: str = "cpu"  # where the offloaded state lives: cpu, or nvme (ZeRO-Infinity)
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ConfigError(f"--method must be one of {', '.join(METHODS)}, got {self.method!r}.")
+        if isinstance(self.rank, bool) or not isinstance(self.rank, int) or self.rank < 1:
+            raise ConfigError(f"--lora-rank must be a positive whole number, got {self.rank!r}.")
+        if not self.alpha > 0:
+            raise ConfigError(f"--lora-alpha must be positive, got {self.alpha!r}.")
+        if self.targets is not None:
+            targets = ("all-linear",) if self.targets in (("all-linear",), "all-linear") else tuple(self.targets)
+            unknown = [t for t in targets if t not in ALL_TARGETS + ("all-linear",)]
+            if unknown or not targets:
+                raise ConfigError(f"--lora-targets: {unknown[0] if unknown else 'none given'!r} is not one of "
+                                  f"{', '.join(ALL_TARGETS)} (or all-linear).")
+            object.__setattr__(self, "targets", targets if targets == ("all-linear",)
+                               else tuple(t for t in ALL_TARGETS if t in targets))
+        if self.adapter_dtype not in ADAPTER_DTYPES:
+            raise ConfigError(f"--adapter-dtype must be one of {', '.join(ADAPTER_DTYPES)}, got {self.adapter_dtype!r}.")
+        if self.optimizer not in OPTIMIZERS:
+            raise ConfigError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}.")
+        if self.offload_device not in ("cpu", "nvme"):
+            raise ConfigError(f"--offload-device must be cpu or nvme, got {self.offload_device!r}.")
+        if self.offload_device == "nvme" and not self.offload_optimizer:
+            raise ConfigError("--offload-device nvme needs --offload-optimizer.")
+
+    @property
+    def adapter_bytes(self) -> int:
+        return 4 if self.adapter_dtype == "fp32" else 2
+
+
+def adapter_tensors(cfg: ModelConfig, tune: FineTune) -> list[tuple[int, int]]:
+    """The shapes of one layer's adapter tensors, A (r, d_in) then B (d_out, r) per target."""
+    shapes = linear_shapes(cfg)
+    out = []
+    for target in targets_of(cfg, tune):
+        _, d_in, d_out = shapes[target]
+        out += [(tune.rank, d_in), (d_out, tune.rank)]
+    return out
+
+
+def optimizer_state_bytes(shapes: list[tuple[int, int]], optimizer: str, dtype_bytes: int) -> int:
+    """Bytes of optimizer state for these parameter tensors (OPTIMIZER_STATE in the module text)."""
+    total = 0
+    eight_bit = False
+    for rows, cols in shapes:
+        values = rows * cols
+        if optimizer in ("adamw", "paged_adamw"):
+            total += 2 * values * dtype_bytes + FP32  # exp_avg, exp_avg_sq; the step as an fp32 tensor
+        elif optimizer in ("adamw8bit", "paged_adamw8bit"):
+            if values >= BNB_MIN_8BIT_SIZE:
+                eight_bit = True
+                total += 2 * values + 2 * FP32 * math.ceil(values / BNB_BLOCK)
+            else:
+                total += 2 * values * FP32
+        elif optimizer == "adafactor":
+            # transformers' Adafactor works in fp32 whatever the dtype: a factored second moment
+            # (a row and a column, fp32) and the parameter's RMS as an fp32 scalar tensor.
+            total += (rows + cols) * FP32 + FP32
+        elif optimizer == "sgd_momentum":
+            total += values * dtype_bytes
+    return total + (BNB_QMAP_BYTES if eight_bit else 0)
+
+
+def _removed_per_layer(cfg: ModelConfig, workload: Workload) -> int:
+    """What a layer no longer keeps once its weights are frozen, in the activation dtype: each
+    linear group's input (o_proj's only where it is not a view of the attention kernel's output)
+    and, for RMSNorm families, the norms' normalised inputs (the two sublayers' and, with Qwen3's
+    q/k norms, one per query and key head)."""
+    dims = workload.dimensions(cfg)
+    tokens, e = dims["b"] * dims["n"], dims["e"]
+    inputs = {}
+    for group, d_in, _ in linear_shapes(cfg).values():
+        inputs[group] = d_in
+    if _output_shared(workload):
+        inputs.pop("attention_output")
+    norms = 0
+    if FAMILIES[family_of(cfg)].rms_norm:
+        norms = 2 * cfg.d_model + ((cfg.n_heads + cfg.n_kv_heads) * cfg.d_head if cfg.qk_norm else 0)
+    return tokens * e * (sum(inputs.values()) + norms)
+
+
+def _output_shared(workload: Workload) -> bool:
+    """Whether o_proj's input is a view of what the attention kernel keeps anyway: a fused
+    kernel (sdpa, flash) saves its output, whose (b, n, h, d_h) layout the reshape only views;
+    eager's output is transposed into a new tensor."""
+    return workload.attention != "eager"
+
+
+def _added_per_layer(cfg: ModelConfig, workload: Workload, tune: FineTune) -> int:
+    """What a layer's adapters keep: their inputs and A's outputs."""
+    dims = workload.dimensions(cfg)
+    tokens, e = dims["b"] * dims["n"], dims["e"]
+    shapes = linear_shapes(cfg)
+    cast = tune.adapter_bytes != e
+    added, groups = 0, set()
+    for target in targets_of(cfg, tune):
+        group, d_in, _ = shapes[target]
+        if cast:
+            added += tokens * d_in * tune.adapter_bytes  # peft casts x to the adapter dtype, per adapter
+        elif group not in groups and not (group == "attention_output" and _output_shared(workload)):
+            added += tokens * d_in * e
+        groups.add(group)
+        added += tokens * tune.rank * tune.adapter_bytes
+    return added
+
+
+def _outside_removed(cfg: ModelConfig, workload: Workload) -> int:
+    """Outside the layers: the head's input, the final RMSNorm's normalised input (LayerNorm
+    keeps the same either way), the token ids (int64)."""
+    dims = workload.dimensions(cfg)
+    tokens, e = dims["b"] * dims["n"], dims["e"]
+    norms = 1 if FAMILIES[family_of(cfg)].rms_norm else 0
+    return tokens * ((1 + norms) * e * cfg.d_model + 8)
+
+
+@dataclass(frozen=True)
+class FineTuneMemory:
+    """Bytes of one fine-tuning step on one GPU (and on the host, with the optimizer offloaded)."""
+
+    params: int
+    trainable_params: int
+    base_weights: int
+    adapters: int
+    gradients: int
+    optimizer: int
+    activations: int
+    host: int = 0
+    pcie_bytes_per_step: int = 0
+    nvme: int = 0  # the optimizer state on NVMe (--offload-device nvme)
+    nvme_bytes_per_step: int = 0  # that state read and written back each step
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def total(self) -> int:
+        return self.base_weights + self.adapters + self.gradients + self.optimizer + self.activations
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"params": self.params, "trainable_params": self.trainable_params,
+                "base_weights": self.base_weights, "adapters": self.adapters, "gradients": self.gradients,
+                "optimizer": self.optimizer, "activations": self.activations, "total": self.total,
+                "host": self.host, "pcie_bytes_per_step": self.pcie_bytes_per_step, "nvme": self.nvme,
+                "nvme_bytes_per_step": self.nvme_bytes_per_step, "notes": list(self.notes)}
+
+
+def check(cfg: ModelConfig, workload: Workload) -> None:
+    family = FAMILIES[family_of(cfg)]
+    if workload.attention not in family.attentions:
+        raise ConfigError(f"fine-tuning memory for {cfg.family} is measured under --attention "
+                          f"{' or '.join(family.attentions)} only (its {workload.attention} activations are not "
+                          "modelled exactly yet).")
+    if workload.impl != "hf":
+        raise ConfigError("fine-tuning memory models Hugging Face's code with peft: use --impl hf.")
+    if workload.gen_tokens:
+        raise ConfigError("fine-tuning trains on sequences: leave out --gen-tokens.")
+    if cfg.n_window_layers and workload.attention != "eager" and workload.seq_len > cfg.sliding_window:
+        raise ConfigError(f"fine-tuning memory with a sliding window ({cfg.sliding_window:,}) shorter than the "
+                          f"sequence matches peft under --attention eager only ({workload.attention} keeps more, "
+                          "not modelled); use --attention eager or --seq-len <= the window.")
+
+
+def finetune_memory(cfg: ModelConfig, workload: Workload, tune: FineTune) -> FineTuneMemory:
+    """The memory of one LoRA or QLoRA step (see the module text)."""
+    import dataclasses
+
+    from .estimation import Estimate
+
+    check(cfg, workload)
+    full = Estimate(cfg, workload)
+    base_params = full.total("params")
+    if tune.method == "qlora":
+        quantized = Estimate(cfg, dataclasses.replace(workload, weight_dtype="nf4", double_quant=True))
+        base_weights = quantized.quantized_weights()["total"]
+    else:
+        base_weights = full.memory_numbers()["weights"]
+    layers = cfg.n_decoder_layers
+    shapes = adapter_tensors(cfg, tune)
+    trainable = layers * sum(r * c for r, c in shapes)
+    adapters = trainable * tune.adapter_bytes
+    optimizer = optimizer_state_bytes(shapes * layers, tune.optimizer, tune.adapter_bytes)
+    rebuilt = 1 if workload.recompute == "full" else layers  # full recomputation: one layer rebuilt
+    activations = (full.memory_numbers()["activations"] - _outside_removed(cfg, workload)
+                   - rebuilt * (_removed_per_layer(cfg, workload) - _added_per_layer(cfg, workload, tune)))
+    notes = []
+    host = pcie = nvme = nvme_traffic = 0
+    if tune.optimizer.startswith("paged"):
+        notes.append("paged optimizer: its state lives in unified memory and moves to the host when the "
+                     "GPU runs short, so a spike need not fail (the bytes are the unpaged optimizer's)")
+    if tune.offload_optimizer:
+        host, optimizer = optimizer, 0
+        pcie = 2 * adapters  # the gradients down to the host, the updated adapters back
+        notes.append("ZeRO-Offload: the optimizer state and its update on the host; each step sends the "
+                     "adapters' gradients down and the updated adapters back over PCIe")
+        if tune.offload_device == "nvme":
+            host, nvme, nvme_traffic = 0, host, 2 * host  # read and written back each step
+            notes.append("ZeRO-Infinity: the optimizer state on NVMe (DeepSpeed: ZeRO 3), read and "
+                         "written back each step")
+    return FineTuneMemory(base_params + trainable, trainable, base_weights, adapters, adapters, optimizer,
+                          activations, host, pcie, nvme, nvme_traffic, tuple(notes))
+
+
+def finetune_verdict(cfg: ModelConfig, workload: Workload, tune: FineTune, capacity: int) -> dict[str, Any]:
+    """Whether a fine-tuning step fits in `capacity` bytes, and what would make it fit: fused
+    attention, recomputation, then (cheapest first) an 8-bit optimizer, the optimizer on the host,
+    QLoRA's nf4 base, a smaller batch or a shorter sequence (costmodel/verdict.py)."""
+    import dataclasses
+
+    from .verdict import verdict
+
+    def memory_with(change: dict[str, Any]) -> int | None:
+        try:
+            return finetune_memory(cfg, workload, dataclasses.replace(tune, **change)).total
+        except ConfigError:
+            return None
+
+    extra = []
+    if tune.optimizer in ("adamw", "paged_adamw"):
+        extra.append(("--optimizer adamw8bit", memory_with({"optimizer": "adamw8bit"}),
+                      "8-bit moments (bitsandbytes): about the same loss curve"))
+    if not tune.offload_optimizer:
+        extra.append(("--offload-optimizer", memory_with({"offload_optimizer": True}),
+                      "the update runs on the host: PCIe traffic each step"))
+    if tune.method == "lora":
+        extra.append(("--method qlora", memory_with({"method": "qlora"}),
+                      "nf4 base weights: dequantized each matmul, slower, slightly less exact"))
+    return verdict(cfg, workload, None, capacity, 1, "finetune",
+                   lambda c, w, _layout: finetune_memory(c, w, tune).total, tuple(extra))

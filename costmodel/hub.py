@@ -1,0 +1,94 @@
+"""Any model by its Hugging Face Hub id (org/name): its config.json through huggingface_hub, from
+the local cache first, from the Hub only when the cache lacks it and offline mode is off.
+
+    load_named("llama2-7b")                              # a preset or an alias: no Hub at all
+    load_named("meta-llama/Meta-Llama-3-8B-Instruct")     # the cached (or downloaded) config.json
+
+Chat, instruct and base ids of a supported architecture read the same way: the config names its
+family (model_type, or the class in `architectures`). huggingface_hub is an extra
+(`pip install transformer-costmodel[hub]`): it brings nine packages of its own. The cache and
+offline mode are read from the environment at each call (HF_HUB_CACHE, HF_HOME,
+HF_HUB_OFFLINE), so a test or a notebook can point them elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from .config import ConfigError, ModelConfig, show
+
+#: What a Hub model id looks like: org/name, letters, digits, '-', '_', '.'.
+HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+TRUE = {"1", "true", "yes", "on"}
+
+
+def is_hub_id(name: str) -> bool:
+    return isinstance(name, str) and bool(HUB_ID.match(name)) and not name.endswith(".json")
+
+
+def cache_dir() -> str | None:
+    """The Hub cache huggingface_hub would use, read now: HF_HUB_CACHE, or HF_HOME/hub."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return os.environ["HF_HUB_CACHE"]
+    if os.environ.get("HF_HOME"):
+        return str(Path(os.environ["HF_HOME"]) / "hub")
+    return None
+
+
+def offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in TRUE
+
+
+def hub_config_path(repo_id: str) -> str:
+    """The local path of repo_id's config.json: the cache's copy, else a download (online only).
+    Every failure is one ConfigError sentence."""
+    try:
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub import errors
+    except ImportError:
+        raise ConfigError(f"model {show(repo_id)} is no preset; reading a Hub id needs huggingface_hub "
+                          "(pip install 'transformer-costmodel[hub]'), or pass --config with its config.json.") from None
+    cache = cache_dir()
+    try:
+        return hf_hub_download(repo_id, "config.json", cache_dir=cache, local_files_only=True)
+    except (errors.LocalEntryNotFoundError, errors.EntryNotFoundError, FileNotFoundError):
+        pass
+    except errors.HFValidationError:
+        raise ConfigError(f"{show(repo_id)} is not a Hugging Face model id.") from None
+    where = cache or "the default Hugging Face cache"
+    if offline():
+        raise ConfigError(f"model {show(repo_id)}: its config.json is not in {where}, and HF_HUB_OFFLINE is set; "
+                          "download it once online, or pass --config.")
+    try:
+        return hf_hub_download(repo_id, "config.json", cache_dir=cache)
+    except errors.GatedRepoError:
+        raise ConfigError(f"model {show(repo_id)} is gated: accept its license on the Hub and log in "
+                          "(hf auth login), or pass --config.") from None
+    except errors.RepositoryNotFoundError:
+        raise ConfigError(f"model {show(repo_id)}: no such model on the Hugging Face Hub (or it is private), "
+                          "and no preset has that name (see `models`).") from None
+    except errors.EntryNotFoundError:
+        raise ConfigError(f"model {show(repo_id)} has no config.json on the Hub.") from None
+    except Exception as error:  # no network, a proxy, a timeout: whatever the transport raises
+        reason = str(error).splitlines()[0][:120] if str(error) else type(error).__name__
+        raise ConfigError(f"model {show(repo_id)}: cannot reach the Hugging Face Hub ({reason}); its "
+                          f"config.json is not in {where}. Pass --config, or try again online.") from None
+
+
+def load_hub_config(repo_id: str) -> ModelConfig:
+    """The ModelConfig of a Hub model, named by its id."""
+    from .presets import parse_config
+
+    path = hub_config_path(repo_id)
+    return parse_config(Path(path).read_text(encoding="utf-8"), source=f"{repo_id} (config.json)", name=repo_id)
+
+
+def load_named(name: str) -> ModelConfig:
+    """A preset or alias (any case) by name; else, for an org/name id, the Hub's config.json."""
+    from .presets import load_preset, resolve_name
+
+    if resolve_name(name) is None and is_hub_id(name):
+        return load_hub_config(name)
+    return load_preset(name)

@@ -1,0 +1,132 @@
+"""`plan` as a function: every layout of a model on one or several GPU counts, ranked by time or
+by cost, with the time, GPU-hours, FLOPs and dollars of a training run; what would fit when
+nothing does. The `plan` command and costmodel.plan both call plan() here.
+
+    import costmodel
+    result = costmodel.plan("llama2-7b", gpus=[8, 16], tokens=1e12, price=2.5, rank_by="cost")
+    result.best                       # the first feasible layout (a dict, as `plan --json` rows)
+    result.to_dict()                  # `plan --json`
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .config import ConfigError, require_decoder
+from .defaults import DEFAULT_DTYPE, DEFAULT_HARDWARE
+from .hardware import DEFAULT_TIME_MODEL
+
+DEFAULT_SERVING_BATCH = 32
+
+
+def _counts(gpus: int | Sequence[int]) -> list[int]:
+    counts = [gpus] if isinstance(gpus, int) else list(gpus)
+    if not counts or any(not isinstance(c, int) or c < 1 for c in counts):
+        raise ConfigError(f"--gpus must be positive whole numbers, got {gpus!r}.")
+    return sorted(set(counts))
+
+
+class PlanResult:
+    """The layouts of a plan: .feasible (ranked), .infeasible, .nearest (when nothing fits), and
+    .inputs; .to_dict() is `plan --json`."""
+
+    def __init__(self, data: dict[str, Any], warnings: list[str]):
+        self.data = data
+        self.warnings = warnings
+
+    feasible = property(lambda self: self.data["feasible"])
+    infeasible = property(lambda self: self.data["infeasible"])
+    inputs = property(lambda self: self.data["inputs"])
+
+    @property
+    def best(self) -> dict[str, Any] | None:
+        return self.feasible[0] if self.feasible else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.data
+
+    def text(self, top: int = 10) -> str:
+        from reports.text import render_plan
+
+        return render_plan(self.data, self.inputs["serve"], top, self.inputs["memory_capacity"])
+
+    def __repr__(self) -> str:
+        return self.text(top=5)
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return f"<pre>{html.escape(self.text())}</pre>"
+
+
+def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE, *, serve: bool = False,
+         seq_len: int | None = None, global_batch: int | None = None, batch: int | None = None,
+         prompt: int | None = None, gen: int = 256, dtype: str = DEFAULT_DTYPE, impl: str | None = None,
+         attention: str | None = None, kv_cache: str = "dynamic", tokens: float | None = None,
+         price: float | None = None, rank_by: str = "time", time_model: str = DEFAULT_TIME_MODEL,
+         **fixed: Any) -> PlanResult:
+    """Every layout of `model` on each count in `gpus` (training, or serving with serve=True):
+    those that fit ranked by time (step time; time per output token when serving) or by cost
+    (GPU-seconds per token), those that do not with their reason. fixed: tp, pp, dp, zero, sp,
+    framework, recompute, ep, cp, schedule, fp8 keep only the layouts with that value; impl and
+    attention, when given, replace what each layout's framework implies (costmodel/defaults.py).
+    tokens: time to train, GPU-hours, FLOPs; price (dollars per GPU-hour; default the hardware
+    file's) adds dollars. time_model: roofline or kernels (docs/time.md)."""
+    from .api import load_model, make_workload
+    from .cost import price_plan
+    from .defaults import implied
+    from .hardware import load_hardware
+    from .layout import plan as planner
+
+    cfg = load_model(model)
+    counts = _counts(gpus)
+    for name, value in (("--global-batch", global_batch), ("--batch", batch)):
+        if value is not None and value < 1:
+            raise ConfigError(f"{name} must be at least 1, got {value}.")
+    unknown = set(fixed) - {"tp", "pp", "dp", "zero", "sp", "framework", "recompute", "ep", "cp", "schedule", "fp8"}
+    if unknown:
+        raise ConfigError(f"plan: unknown option {sorted(unknown)[0]!r}.")
+    fixed = {**fixed, "batch": batch, "impl": impl, "attention": attention}
+    chosen = load_hardware(hardware)
+    if serve:
+        if tokens is not None or price is not None:
+            raise ConfigError("--tokens and --price cost a training run; leave them out with --serve.")
+        require_decoder(cfg)
+        batch = DEFAULT_SERVING_BATCH if batch is None else batch
+        workload, warnings = make_workload(cfg, prompt, dtype=dtype, gen_tokens=gen, kv_cache=kv_cache)
+    else:
+        workload, warnings = make_workload(cfg, seq_len, dtype=dtype,
+                                           **implied(fixed.get("framework"), impl, attention))
+    feasible, infeasible, nearest, batches = [], [], None, {}
+    for count in counts:
+        if serve:
+            result = planner.plan_serving(cfg, chosen, count, batch, workload.seq_len, gen, workload.dtype,
+                                          fixed, kv_cache=kv_cache, time_model=time_model)
+        else:
+            batches[count] = 8 * count if global_batch is None else global_batch
+            result = planner.plan_training(cfg, chosen, count, workload.seq_len, batches[count], workload,
+                                           fixed, time_model=time_model)
+        feasible += result["feasible"]
+        infeasible += result["infeasible"]
+        nearest = result.get("nearest", nearest)
+    data: dict[str, Any] = {"feasible": feasible, "infeasible": infeasible}
+    if serve:
+        key = "time_per_output_token" if rank_by == "time" else None
+        if rank_by not in ("time", "cost"):
+            raise ConfigError(f"--rank-by must be one of time, cost, got {rank_by!r}.")
+        feasible.sort(key=(lambda e: e[key]) if key else
+                      (lambda e: e["layout"]["tp"] * e["layout"]["pp"] * e["layout"]["dp"] / e["tokens_per_second"]))
+    else:
+        price_plan(data, tokens, chosen.price_per_gpu_hour if price is None else price, rank_by)
+    if not feasible and nearest is not None:
+        data["nearest"] = nearest
+    one = len(counts) == 1
+    data["inputs"] = {"model": cfg.name, "hardware": chosen.name, "gpus": counts[0] if one else counts,
+                      "serve": serve, "time_model": time_model, "seq_len": workload.seq_len,
+                      "dtype": workload.dtype,
+                      **({"gen": gen, "batch": batch} if serve else
+                         {"global_batch": batches[counts[0]] if one else batches, "batch": batch,
+                          "tokens": tokens, "price_per_gpu_hour": chosen.price_per_gpu_hour if price is None else price}),
+                      "rank_by": rank_by,
+                      "memory_capacity": chosen.serving_memory_bytes if serve else chosen.training_memory_bytes}
+    return PlanResult(data, warnings)

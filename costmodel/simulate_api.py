@@ -1,0 +1,90 @@
+"""`simulate` as a function: roofline time of inference or a training step on a hardware preset,
+with or without a parallel layout, as the `simulate` command computes it.
+
+    import costmodel
+    run = costmodel.simulate("llama3-8b", hardware="h100-sxm", train=True, attention="sdpa", tokens=1e12)
+    run                                  # the command's text
+    run.to_dict()["cost"]["gpu_hours"]   # `simulate --json`
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from .config import ConfigError
+
+
+class SimulationResult:
+    """What `simulate` reports: .to_dict() is `simulate --json`; printing shows its text."""
+
+    def __init__(self, data: dict[str, Any], train: bool, parallel: bool, warnings: list[str]):
+        self.data, self.train, self.parallel, self.warnings = data, train, parallel, warnings
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.data
+
+    def text(self) -> str:
+        from reports import text
+
+        if self.parallel:
+            return text.render_parallel_training(self.data) if self.train else text.render_parallel_decode(self.data)
+        return text.render_training(self.data) if self.train else text.render_inference(self.data)
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(self.text())}</pre>"
+
+
+def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, prompt: int | None = None,
+             gen: int = 128, batch: int = 1, dtype: str | None = None, attention: str = "eager",
+             kv_cache: str = "dynamic", seq_len: int | None = None, recompute: str = "none", impl: str = "hf",
+             tokens: float | None = None, price: float | None = None, step_time: float | None = None,
+             layout: Any = None) -> SimulationResult:
+    """Inference (prompt, gen) or a training step (train=True: seq_len, recompute, impl; tokens
+    and price for the time, GPU-hours, FLOPs and dollars of a run) on `hardware`; layout: a
+    costmodel.layout.Layout or a dict of its fields for per-GPU time and memory."""
+    from . import simulate as sim
+    from .api import load_model, make_layout, make_workload
+    from .config import require_decoder
+    from .hardware import load_hardware
+
+    cfg = load_model(model)
+    chosen = load_hardware(hardware)
+    dtype = dtype or chosen.default_dtype
+    for name, value in (("tokens", tokens), ("price", price), ("step_time", step_time)):
+        if value is not None and not value > 0:
+            raise ConfigError(f"{name} must be positive, got {value}.")
+    if not train:
+        require_decoder(cfg)
+        if gen < 0:
+            raise ConfigError(f"gen must be at least 0, got {gen}.")
+    chosen_layout = make_layout(layout)
+    if chosen_layout is not None:
+        from .layout import time as parallel_time
+
+        chosen_layout.check(cfg)
+        if train:
+            workload, warnings = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
+                                               attention=attention, impl=impl)
+            data = parallel_time.simulate_training(cfg, workload, chosen_layout, chosen, None, tokens, step_time,
+                                                   price)
+        else:
+            workload, warnings = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
+                                               gen_tokens=gen, precision="pure")
+            data = parallel_time.simulate_decode(cfg, workload, chosen_layout, chosen)
+        data["inputs"] = {"model": cfg.name, "hardware": chosen.name, "dtype": workload.dtype,
+                          "seq_len": workload.seq_len, "gen": workload.gen_tokens, "batch": workload.batch,
+                          "recompute": workload.recompute, "tokens": tokens}
+    elif train:
+        workload, warnings = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
+                                           attention=attention, impl=impl)
+        data = sim.simulate_training(cfg, workload, chosen, tokens=tokens, step_seconds=step_time, price=price)
+    else:
+        workload, warnings = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
+                                           gen_tokens=gen)
+        data = sim.simulate_inference(cfg, chosen, prompt=workload.seq_len, gen=gen, batch=batch,
+                                      dtype=workload.dtype, attention=attention, kv_cache=kv_cache)
+    return SimulationResult(data, train, chosen_layout is not None, warnings)

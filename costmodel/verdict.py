@@ -1,0 +1,175 @@
+"""Does it fit? A model and workload against a GPU's memory, and what to change when it does not.
+
+Each option is evaluated exactly with the same estimates `estimate` prints (costmodel.estimation
+for one GPU, costmodel.layout for several), and listed in the order of what it costs the user:
+
+  attention    sdpa instead of eager: no n x n matrix kept (free where the code can use it)
+  recompute    selective reruns the attention core in backward; full reruns each layer's
+               forward (one more forward: a third more matmul FLOPs than forward + backward)
+  ZeRO stage   over the GPUs given: 1 shards the optimizer state, 2 the gradients too, 3 the
+               weights too (gathered again every step: about 1.5x the data-parallel traffic)
+  more GPUs    when nothing fits on the GPUs given: the fewest (doubling) on which ZeRO 3
+               with full recomputation fits
+  int8 / int4  quantized weights (inference only: training needs the full-precision copy)
+  batch        the largest batch that fits
+  sequence     the longest sequence that fits
+
+A fine-tuning workload (costmodel/finetune.py) is checked the same way through its own memory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .config import ConfigError, ModelConfig, Workload
+
+#: GPU counts tried for "more GPUs": doubling up to this many.
+MAX_GPUS = 4096
+
+
+@dataclass(frozen=True)
+class Option:
+    """One change, the memory per GPU it leaves, whether that fits and what it costs."""
+
+    change: str  # as an option on the command line: "--recompute full"
+    memory: int
+    fits: bool
+    cost: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _layout(base: Any, **changes: Any) -> Any:
+    from .layout import Layout
+
+    return dataclasses.replace(base or Layout(), **changes)
+
+
+def training_memory(cfg: ModelConfig, workload: Workload, layout: Any = None) -> int:
+    """Training memory per GPU: estimate's training total on one GPU, the most loaded rank's
+    total under a layout."""
+    if layout is None or layout.gpus == 1 and layout.zero == 0:
+        from .estimation import Estimate
+
+        return Estimate(cfg, workload).memory_numbers()["training_total"]
+    from .layout import ParallelEstimate
+
+    return ParallelEstimate(cfg, workload, layout).per_rank["total"]
+
+
+def inference_memory(cfg: ModelConfig, workload: Workload, layout: Any = None) -> int:
+    """Inference memory per GPU (estimate's inference total; with a layout, a serving rank's; a
+    model without a decoder is served whole on each GPU)."""
+    if layout is None or layout.gpus == 1 or not cfg.n_decoder_layers:
+        from .estimation import Estimate
+
+        return Estimate(cfg, workload).memory_numbers()["inference_total"]
+    from .layout import ParallelEstimate
+    from .layout.plan import serving_memory
+
+    return serving_memory(ParallelEstimate(cfg, workload, layout, phase="decode"))["total"]
+
+
+def _largest(fits: Callable[[int], bool], high: int) -> int:
+    """The largest k in 1..high with fits(k) (fits nondecreasing as k falls); 0 if none."""
+    if not fits(1):
+        return 0
+    low = 1
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return high if fits(high) else low
+
+
+def _try(memory: Callable[..., int], *args: Any) -> int | None:
+    try:
+        return memory(*args)
+    except ConfigError:
+        return None
+
+
+def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gpus: int,
+            phase: str, memory: Callable[[ModelConfig, Workload, Any], int],
+            extra: tuple[tuple[str, int | None, str], ...] = ()) -> list[Option]:
+    """The changes that bring memory per GPU under capacity, cheapest first (see the module)."""
+    out: list[Option] = []
+
+    def add(change: str, needed: int | None, cost: str) -> None:
+        if needed is not None:
+            out.append(Option(change, needed, needed <= capacity, cost))
+
+    training = phase in ("training", "finetune")
+    if workload.attention == "eager":
+        add("--attention sdpa", _try(memory, cfg, dataclasses.replace(workload, attention="sdpa"), layout),
+            "none: a fused kernel keeps no n x n matrix (the code must use it)")
+    if training:
+        order = ("none", "selective", "full")
+        for recompute in order[order.index(workload.recompute) + 1:]:
+            add(f"--recompute {recompute}",
+                _try(memory, cfg, dataclasses.replace(workload, recompute=recompute), layout),
+                "reruns the attention core in backward" if recompute == "selective" else
+                "reruns each layer's forward in backward: a third more matmul FLOPs")
+    if phase == "training":
+        current = layout.zero if layout is not None else 0
+        dp = layout.dp if layout is not None and layout.dp > 1 else gpus
+        if dp > 1:
+            for zero in range(current + 1, 4):
+                add(f"--dp {dp} --zero {zero}", _try(memory, cfg, workload, _layout(layout, dp=dp, zero=zero)),
+                    ("shards the optimizer state", "shards the gradients too",
+                     "shards the weights too, gathered every step")[zero - 1])
+        lean = dataclasses.replace(workload, recompute="full")
+        if dp > 1 and current < 3 and workload.recompute != "full":
+            add(f"--dp {dp} --zero 3 --recompute full", _try(memory, cfg, lean, _layout(layout, dp=dp, zero=3)),
+                "both: weights gathered every step, each layer's forward rerun")
+        count = max(gpus, 1)
+        while count < MAX_GPUS and not any(option.fits for option in out):
+            count *= 2
+            needed = _try(memory, cfg, lean, _layout(layout, dp=count * (layout.dp if layout else 1)
+                                                     // max(gpus, 1), zero=3))
+            if needed is not None and needed <= capacity:
+                add(f"--gpus {count} (--dp with --zero 3 --recompute full)", needed, f"{count} GPUs")
+                break
+    for change, needed, cost in extra:
+        add(change, needed, cost)
+    if phase == "inference":
+        for weight_dtype in ("int8", "int4"):
+            add(f"--weight-dtype {weight_dtype}",
+                _try(memory, cfg, dataclasses.replace(workload, weight_dtype=weight_dtype), layout),
+                "quantized weights (LLM.int8 / GPTQ-AWQ style): some accuracy")
+    if workload.batch > 1:
+        batch = _largest(lambda b: (_try(memory, cfg, dataclasses.replace(workload, batch=b), layout)
+                                    or capacity + 1) <= capacity, workload.batch)
+        if batch:
+            add(f"--batch {batch}", memory(cfg, dataclasses.replace(workload, batch=batch), layout),
+                "fewer sequences a step (more steps, or gradient accumulation)" if training else
+                "fewer sequences at once")
+    if workload.seq_len > 1:
+        length = _largest(lambda n: (_try(memory, cfg, dataclasses.replace(workload, seq_len=n), layout)
+                                     or capacity + 1) <= capacity, workload.seq_len)
+        if length:
+            add(f"--seq-len {length}", memory(cfg, dataclasses.replace(workload, seq_len=length), layout),
+                "shorter sequences")
+    return [option for option in out if option.fits]
+
+
+def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gpus: int | None = None,
+            phase: str = "training", memory: Callable[..., int] | None = None,
+            extra: tuple[tuple[str, int | None, str], ...] = ()) -> dict[str, Any]:
+    """Whether `phase` ("training", "inference" or "finetune", with its memory function) fits in
+    `capacity` bytes a GPU, with what it needs and, when it does not fit, the options that would
+    (cheapest first; `extra`: (change, memory, cost) the caller evaluated itself)."""
+    memory = memory or (training_memory if phase == "training" else inference_memory)
+    gpus = gpus or (layout.gpus if layout is not None else 1)
+    if layout is None and gpus > 1:
+        from .layout import Layout
+
+        layout = Layout(dp=gpus) if phase == "training" else Layout(tp=gpus)
+    needed = memory(cfg, workload, layout)
+    result = {"phase": phase, "memory": needed, "capacity": capacity, "gpus": gpus, "fits": needed <= capacity}
+    if not result["fits"]:
+        result["options"] = [o.to_dict() for o in options(cfg, workload, layout, capacity, gpus, phase, memory,
+                                                           extra)]
+    return result

@@ -1,0 +1,112 @@
+"""Generation steps summed in closed form (costmodel/decode_sums.py) equal the step-by-step sum.
+
+Exact integers for every leaf's FLOPs and bytes (the closed form and the sum of each step's exact
+value), on odd configs whose caps switch inside the summed range: sliding windows of 3 and 4 keys
+on all or some layers, and MoE layers that touch min(E, tokens x top-k) experts. Roofline seconds
+agree with simulate's step-by-step path to float rounding, over ranges where kernels turn from
+memory- to compute-bound.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import costmodel.simulate as sim
+from costmodel.decode_sums import StepSums
+from costmodel.hardware import load_hardware
+from costmodel.presets import config_from_dict, load_preset
+
+from tests.family_odd_configs import _D
+
+ODD = {
+    "gemma2-window-3-some-layers": dict(_D, model_type="gemma2", num_key_value_heads=2, head_dim=10,
+                                        num_hidden_layers=3, sliding_window=3, query_pre_attn_scalar=12),
+    "mistral-window-4": dict(_D, model_type="mistral", num_key_value_heads=2, head_dim=10,
+                             sliding_window=4),
+    "mixtral-window-4-experts": dict(_D, model_type="mixtral", num_key_value_heads=2, head_dim=10,
+                                     num_local_experts=5, num_experts_per_tok=2, sliding_window=4),
+    "qwen2-moe": dict(_D, model_type="qwen2_moe", num_key_value_heads=2, num_experts=6,
+                      num_experts_per_tok=2, moe_intermediate_size=16,
+                      shared_expert_intermediate_size=24, mlp_only_layers=[1]),
+}
+
+
+def odd_config(name: str):
+    return config_from_dict(ODD[name], "tests/test_decode_sums.py", name)
+
+
+def exact_step_sum(sums: StepSums, lo: int, hi: int, **workload) -> dict:
+    total: dict = {}
+    for context in range(lo, hi + 1):
+        for key, value in sums.at(context, **workload).items():
+            if not key.startswith("break|"):
+                total[key] = total.get(key, 0) + value
+    return total
+
+
+@pytest.mark.parametrize("name", sorted(ODD))
+@pytest.mark.parametrize("phase", ["decode", "rerun"])
+@pytest.mark.parametrize("batch", [1, 3])
+def test_closed_form_equals_the_step_sum_exactly(name, phase, batch):
+    sums = StepSums(odd_config(name), phase)
+    workload = dict(batch=batch, source_len=1, bytes_per_element=2)
+    closed = sums.totals(2, 37, **workload)
+    assert closed == exact_step_sum(sums, 2, 37, **workload)
+    assert all(type(v) is int for v in closed.values())  # FLOPs and bytes: integers
+
+
+def test_caps_cut_the_range_where_they_switch():
+    workload = dict(batch=1, source_len=1, bytes_per_element=2)
+    # Mistral's window of 4 keys: a decode step's keys are min(c, 4).
+    assert StepSums(odd_config("mistral-window-4"), "decode").pieces(2, 37, **workload) == [(2, 4), (5, 37)]
+    # 5 experts, top-2: a prefix of n tokens touches min(5, 2n) experts, all of them from n = 3.
+    assert StepSums(odd_config("mixtral-window-4-experts"), "rerun").pieces(1, 37, **workload) == [(1, 2), (3, 37)]
+
+
+def test_encoder_decoder_steps_attend_to_the_source():
+    sums = StepSums(load_preset("t5-small"), "decode")
+    workload = dict(batch=2, source_len=13, bytes_per_element=4)
+    assert sums.totals(1, 29, **workload) == exact_step_sum(sums, 1, 29, **workload)
+
+
+@pytest.mark.parametrize("model,batch,lo,hi", [
+    ("mistral-7b", 3, 4000, 4300),  # the window (4096) inside the range
+    ("llama3-8b", 1, 1, 1500),  # reruns turn compute-bound as the prefix grows
+    ("t5-small", 2, 1, 700),
+])
+def test_roofline_seconds_equal_the_step_by_step_path(model, batch, lo, hi):
+    cfg, hardware = load_preset(model), load_hardware("h100-sxm")
+    roof = sim.Roofline(cfg, hardware)
+    rates = sim.Rates(roof.flops_per_s, roof.vector_flops_per_s, roof.bytes_per_s, roof.overhead_s)
+    source = 11 if cfg.architecture == "encoder-decoder" else 1
+    workload = dict(batch=batch, source_len=source, bytes_per_element=2)
+    with_cache, without_cache = sim.stepwise_generation_seconds(roof, batch, lo, hi, source)
+    assert StepSums(cfg, "decode").seconds(lo, hi, rates, **workload) == pytest.approx(with_cache, rel=1e-12)
+    assert StepSums(cfg, "rerun").seconds(lo, hi, rates, **workload) == pytest.approx(without_cache, rel=1e-12)
+
+
+def test_simulate_generation_equals_the_step_by_step_sum():
+    cfg, hardware = load_preset("gemma2-9b"), load_hardware("h100-sxm")
+    result = sim.simulate_inference(cfg, hardware, prompt=4000, gen=333, batch=2)
+    with_cache, without_cache = sim.stepwise_generation_seconds(sim.Roofline(cfg, hardware), 2, 4001, 4333)
+    assert result["decode"]["generate_seconds"] == pytest.approx(with_cache, rel=1e-12)
+    last = result["generation_table"][-1]
+    assert last["step"] == 333
+    assert last["without_cache_cumulative"] - result["prefill"]["seconds"] == pytest.approx(without_cache, rel=1e-12)
+
+
+def test_a_hundred_million_generated_tokens_answer_at_once():
+    import time
+    import tracemalloc
+
+    cfg, hardware = load_preset("llama3-8b"), load_hardware("h100-sxm")
+    sim.simulate_inference(cfg, hardware, prompt=2048, gen=10, batch=1)  # compiled and cached
+    tracemalloc.start()
+    started = time.perf_counter()
+    result = sim.simulate_inference(cfg, hardware, prompt=2048, gen=100_000_000, batch=1)
+    seconds = time.perf_counter() - started
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert result["generation_table"][-1]["step"] == 100_000_000
+    assert peak < 20 * 2**20  # step by step, 10^8 steps took 24 GB at once, 100 MB in chunks
+    assert seconds < 20  # step by step in chunks: minutes (benchmarks/bench_long_generation.py)

@@ -1,0 +1,81 @@
+"""estimate --hardware: fits / does not fit, and the changes that would make it fit, each checked
+against the estimate it names (costmodel/verdict.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import cli
+from costmodel.config import Workload
+from costmodel.estimation import Estimate
+from costmodel.layout import Layout, ParallelEstimate
+from costmodel.presets import load_preset
+from costmodel.verdict import training_memory, verdict
+
+H100 = 80 * 2**30
+
+
+def test_llama3_8b_does_not_fit_one_h100_and_two_with_zero_3_do(capsys):
+    assert cli.main(["estimate", "--model", "llama3-8b", "--seq-len", "4096", "--hardware", "h100-sxm", "--json"]) == 0
+    fit = json.loads(capsys.readouterr().out)["fit"]
+    cfg = load_preset("llama3-8b")
+    workload = Workload(seq_len=4096)
+    training = fit["training"]
+    assert training["memory"] == Estimate(cfg, workload).memory_numbers()["training_total"]
+    assert training["fits"] is False and training["capacity"] == H100
+    [option] = training["options"]
+    assert option["change"].startswith("--gpus 2 ")
+    lean = ParallelEstimate(cfg, dataclasses.replace(workload, recompute="full"), Layout(dp=2, zero=3))
+    assert option["memory"] == lean.per_rank["total"] <= H100
+    assert fit["inference"]["fits"] is True
+
+
+def test_options_are_exact_and_the_batch_and_length_are_the_largest_that_fit():
+    cfg = load_preset("llama2-7b")
+    workload = Workload(seq_len=4096, batch=64, attention="sdpa")
+    layout = Layout(dp=8, zero=3)
+    result = verdict(cfg, workload, layout, H100)
+    assert result["fits"] is False and result["gpus"] == 8
+    options = {o["change"].split()[0]: o for o in result["options"]}
+    batch = int(options["--batch"]["change"].split()[1])
+    assert training_memory(cfg, dataclasses.replace(workload, batch=batch), layout) <= H100
+    assert training_memory(cfg, dataclasses.replace(workload, batch=batch + 1), layout) > H100
+    length = int(options["--seq-len"]["change"].split()[1])
+    assert training_memory(cfg, dataclasses.replace(workload, seq_len=length), layout) <= H100
+    assert training_memory(cfg, dataclasses.replace(workload, seq_len=length + 1), layout) > H100
+    order = [o["change"].split()[0] for o in result["options"]]
+    assert order.index("--batch") < order.index("--seq-len")  # cheapest first: batch before sequence
+    assert all(o["fits"] and o["memory"] <= H100 for o in result["options"])
+
+
+def test_inference_that_does_not_fit_suggests_quantized_weights():
+    cfg = load_preset("llama2-70b")
+    workload = Workload(seq_len=2048)
+    result = verdict(cfg, workload, None, H100, phase="inference")
+    assert result["fits"] is False
+    for weight_dtype in ("int8", "int4"):
+        option = next(o for o in result["options"] if o["change"] == f"--weight-dtype {weight_dtype}")
+        quantized = dataclasses.replace(workload, weight_dtype=weight_dtype)
+        assert option["memory"] == Estimate(cfg, quantized).memory_numbers()["inference_total"] <= H100
+
+
+def test_a_model_that_fits_says_so(capsys):
+    assert cli.main(["estimate", "--model", "gpt2", "--hardware", "h100-sxm", "--attention", "sdpa"]) == 0
+    out = capsys.readouterr().out
+    assert "Training on 1 h100-sxm GPU: " in out and "fits in 80.00 GiB." in out
+    assert "To make it fit" not in out
+
+
+def test_gpus_alone_means_data_parallel(capsys):
+    assert cli.main(["estimate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--json"]) == 0
+    training = json.loads(capsys.readouterr().out)["fit"]["training"]
+    cfg = load_preset("llama3-8b")
+    assert training["gpus"] == 8
+    assert training["memory"] == ParallelEstimate(cfg, Workload(seq_len=2048), Layout(dp=8)).per_rank["total"]
+
+
+def test_an_encoder_on_several_gpus_is_served_whole_on_each(capsys):
+    assert cli.main(["estimate", "--model", "bert-base-uncased", "--hardware", "l40s", "--gpus", "2", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["fit"]["inference"]["memory"] == data["memory"]["inference_total"]
