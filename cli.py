@@ -854,7 +854,7 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
             from costmodel.hardware import load_hardware
 
             hardware = load_hardware(hardware_name)
-            data["fit"] = {"hardware": hardware.name, **finetune_verdict(cfg, workload, tune, hardware.memory_bytes)}
+            data["fit"] = {"hardware": hardware.name, **finetune_verdict(cfg, workload, tune, hardware.training_memory_bytes)}
     except ConfigError as error:
         raise InputError(str(error)) from None
     if as_json:
