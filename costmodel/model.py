@@ -27,7 +27,7 @@ from . import symbols as S
 from .config import ConfigError, ModelConfig, Workload
 
 ONE = sp.Integer(1)
-PHASES = ("train", "prefill", "decode")
+PHASES = ("train", "prefill", "decode", "chunk")
 #: Quantities a leaf derives from its parameters and the precision policy (bytes per parameter).
 STATE_QUANTITIES = ("weight_bytes", "gradient_bytes", "optimizer_bytes")
 #: With quantized weights (inference phases): the weight bytes by part.
@@ -131,7 +131,9 @@ class _TreeBuilder:
         self.cfg = cfg
         self.profile = profile
         self.phase = phase
-        self.decode = phase == "decode"
+        # "chunk" (serving): a decode step whose sequences each run n new tokens against c keys
+        self.decode = phase in ("decode", "chunk")
+        self.step_len = S.n if phase == "chunk" else ONE
         self.dropout_sites = profile.dropout_sites()  # where dropout runs (see Profile)
 
     def dropout(self, at: _Place, tokens: sp.Expr, site: str, name: str = "dropout") -> Leaves:
@@ -409,9 +411,9 @@ class _TreeBuilder:
         group = "decoder_embedding" if encoder_decoder else "embedding"
         owns = not cfg.share_embeddings if encoder_decoder else True
         return [
-            *self.embedding(group, "decoder", ONE, owns_table=owns),
-            *self.stack("decoder", ONE, S.L_dec, cross_len=S.s if encoder_decoder else None),
-            *self.head(ONE, "decoder"),
+            *self.embedding(group, "decoder", self.step_len, owns_table=owns),
+            *self.stack("decoder", self.step_len, S.L_dec, cross_len=S.s if encoder_decoder else None),
+            *self.head(self.step_len, "decoder"),
         ]
 
 
@@ -452,7 +454,8 @@ class CostModel:
     def __init__(self, cfg: ModelConfig, profile: B.Profile | None = None, phase: str = "train"):
         """phase "train": a forward over b sequences of n tokens (s source tokens) with the loss,
         then the optimizer step; "prefill": the same forward returning logits; "decode": one
-        cached decoding step of b sequences whose new token attends to c keys."""
+        cached decoding step of b sequences whose new token attends to c keys; "chunk" (serving): the
+        decode step with n new tokens per sequence (a prefill chunk), attending to c keys."""
         if phase not in PHASES:
             raise ValueError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}.")
         self.cfg = cfg

@@ -1,0 +1,141 @@
+"""`costmodel.serve(...)`: build the requests, the replica (KV cache, scheduler, step time), run
+the event loop on each replica and return frames. `python cli.py serve` calls this."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import ConfigError, show
+from . import metrics
+from .engine import simulate
+from .kvcache import BlockPool, cache_sizing
+from .schedulers import SCHEDULERS
+from .steptime import StepTime, serving_profile
+from .workload import Lengths, Request, poisson, read_trace
+
+#: Per scheduler: (max_num_seqs, max_batched_tokens) when not given, with where each comes from.
+DEFAULT_BUDGETS = {
+    "vllm": (256, 8192, "vLLM v1 defaults: max_num_seqs 256; max_num_batched_tokens 8192 (H100-class, online server)"),
+    "sarathi": (256, 512, "Sarathi-Serve's chunk size of 512 tokens (its paper's Mistral-7B/Yi-34B setting)"),
+    "orca": (256, 8192, "the same budgets as vLLM's"),
+    "static": (8, 1 << 62, "a batch of 8, as one would call generate()"),
+    "hf-fifo": (32, 2048, "transformers ContinuousBatchingConfig-like budgets"),
+    "hf-prefill-first": (32, 2048, "transformers ContinuousBatchingConfig-like budgets"),
+}
+
+
+@dataclass
+class ServeRun:
+    """A finished simulation: per-request and per-step frames and the setup."""
+
+    requests: Any
+    steps: Any
+    itl: Any
+    setup: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self, slo_ttft: float | None = None, slo_tpot: float | None = None) -> dict[str, Any]:
+        slo_ttft = self.setup.get("slo_ttft_s") if slo_ttft is None else slo_ttft
+        slo_tpot = self.setup.get("slo_tpot_s") if slo_tpot is None else slo_tpot
+        return {"setup": self.setup, **metrics.summarize(self.requests, self.steps, self.itl, slo_ttft, slo_tpot)}
+
+
+def make_requests(rate: float | None = None, requests: int = 1000, trace: str | None = None,
+                  prompt: str | Lengths = "512", output: str | Lengths = "128", seed: int = 0) -> list[Request]:
+    if trace is not None:
+        return read_trace(trace)
+    if rate is None:
+        raise ConfigError("give --rate (requests per second) or --trace.")
+    as_lengths = lambda x: x if isinstance(x, Lengths) else Lengths.parse(str(x))  # noqa: E731
+    return poisson(float(rate), int(requests), as_lengths(prompt), as_lengths(output), seed)
+
+
+def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_seqs: int | None = None,
+                  max_batched_tokens: int | None = None, block_size: int = 16,
+                  gpu_memory_utilization: float = 0.9, num_blocks: int | None = None, tp: int = 1,
+                  dtype: str | None = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
+                  attention: str = "flash", efficiency: Any = None) -> tuple[Any, Any, dict[str, Any]]:
+    """The scheduler class's arguments, a StepTime and the setup dict of one replica."""
+    if scheduler not in SCHEDULERS:
+        raise ConfigError(f"--scheduler must be one of {', '.join(SCHEDULERS)}, got {show(scheduler)}.")
+    if block_size < 1:
+        raise ConfigError(f"--block-size must be a positive number of tokens, got {block_size}.")
+    if tp < 1:
+        raise ConfigError(f"--tp must be at least 1, got {tp}.")
+    seqs, tokens, budget_source = DEFAULT_BUDGETS[scheduler]
+    max_num_seqs = seqs if max_num_seqs is None else max_num_seqs
+    max_batched_tokens = tokens if max_batched_tokens is None else max_batched_tokens
+    if max_num_seqs < 1:
+        raise ConfigError(f"--max-num-seqs must be at least 1, got {max_num_seqs}.")
+    if max_batched_tokens < 1:
+        raise ConfigError(f"--max-batched-tokens must be at least 1, got {max_batched_tokens}.")
+    dtype = dtype or hardware.default_dtype
+    profile = serving_profile(cfg, attention, weight_dtype, kv_dtype)
+    from ..config import DTYPE_BYTES, Workload
+
+    sizing = cache_sizing(cfg, profile, DTYPE_BYTES[Workload(dtype=dtype).dtype], hardware.memory_bytes,
+                          gpu_memory_utilization, block_size,
+                          min(max_batched_tokens, cfg.max_positions), tp)
+    blocks = sizing.num_blocks if num_blocks is None else num_blocks
+    if blocks < 1:
+        raise ConfigError(f"{cfg.name} does not leave room for one KV block on {hardware.name} at tp {tp}: "
+                          f"weights {sizing.weight_bytes / 2**30:.1f} GiB and activations "
+                          f"{sizing.activation_bytes / 2**30:.1f} GiB per GPU against "
+                          f"{gpu_memory_utilization:.0%} of {hardware.memory_bytes / 2**30:.0f} GiB.")
+    step = StepTime(cfg, hardware, dtype, efficiency, profile, tp)
+    setup = {"model": cfg.name, "hardware": hardware.name, "dtype": step.dtype, "tp": tp,
+             "scheduler": scheduler, "scheduler_source": SCHEDULERS[scheduler].source,
+             "max_num_seqs": max_num_seqs, "max_batched_tokens": max_batched_tokens,
+             "budget_source": budget_source if (max_num_seqs, max_batched_tokens) == (seqs, tokens) else "given",
+             "block_size": block_size, "num_blocks": blocks, "kv_cache": sizing.to_dict(),
+             "weight_dtype": weight_dtype, "kv_dtype": kv_dtype, "attention": attention,
+             "max_model_len": cfg.max_positions}
+    return (SCHEDULERS[scheduler], blocks, block_size, max_num_seqs, max_batched_tokens), step, setup
+
+
+def run_replicas(requests: list[Request], replica: tuple, step: StepTime, replicas: int,
+                 max_model_len: int) -> tuple[list, list, list]:
+    """Round-robin the requests over the replicas and simulate each."""
+    import numpy as np
+
+    cls, blocks, block_size, seqs, tokens = replica
+    rows, steps, itl = [], [], []
+    for index in range(replicas):
+        share = requests[index::replicas]
+        if not share:
+            continue
+        timeline = simulate(share, cls(BlockPool(blocks, block_size), seqs, tokens), step.seconds, max_model_len)
+        rows += metrics.request_rows(timeline, index)
+        steps += metrics.step_rows(timeline, index)
+        itl.append(metrics.inter_token_latencies(timeline))
+    return rows, steps, [np.concatenate(itl)]
+
+
+def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, requests: int = 1000,
+          trace: str | None = None, prompt: str | Lengths = "512", output: str | Lengths = "128",
+          seed: int = 0, replicas: int = 1, slo_ttft: float | None = None, slo_tpot: float | None = None,
+          **replica_options: Any) -> ServeRun:
+    """Simulate serving `model` on `replicas` replicas of `hardware` (a preset name or Hardware).
+    replica_options: scheduler, max_num_seqs, max_batched_tokens, block_size,
+    gpu_memory_utilization, num_blocks, tp, dtype, weight_dtype, kv_dtype, attention, efficiency."""
+    import pandas as pd
+
+    from ..api import load_model
+    from ..hardware import Hardware, load_hardware
+
+    cfg = load_model(model)
+    hw = hardware if isinstance(hardware, Hardware) else load_hardware(str(hardware))
+    if replicas < 1:
+        raise ConfigError(f"--replicas must be at least 1, got {replicas}.")
+    for name, value in (("--slo-ttft", slo_ttft), ("--slo-tpot", slo_tpot)):
+        if value is not None and not (value > 0 and math.isfinite(value)):
+            raise ConfigError(f"{name} must be a positive number of seconds, got {show(value)}.")
+    chosen = make_requests(rate, requests, trace, prompt, output, seed)
+    replica, step, setup = build_replica(cfg, hw, **replica_options)
+    rows, steps, itl = run_replicas(chosen, replica, step, replicas, cfg.max_positions)
+    setup.update({"replicas": replicas, "router": "round-robin", "rate": rate, "trace": trace,
+                  "prompt": str(prompt), "output": str(output), "seed": seed,
+                  "slo_ttft_s": slo_ttft, "slo_tpot_s": slo_tpot, "gpus": replicas * setup["tp"]})
+    frame = pd.DataFrame(rows).sort_values("id").reset_index(drop=True)
+    return ServeRun(frame, pd.DataFrame(steps), itl[0], setup)

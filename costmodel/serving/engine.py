@@ -1,0 +1,101 @@
+"""The event loop of one engine replica: arrivals, step start, step end.
+
+Time advances by steps. At a step's start every request that has arrived joins the scheduler's
+queue; the scheduler picks the step's mix; the step time model says how long it runs; at its
+end each sequence whose known tokens are all computed emits a token (at the step's end), and a
+sequence with all its output tokens finishes and frees its blocks. An idle replica jumps to the
+next arrival. The schedule itself (which sequences, how many tokens, blocks in use, which finish)
+is recorded step by step, so tests can compare it with a real engine's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .schedulers import Scheduler, SchedulingError, Sequence, StaticScheduler
+from .workload import Request
+
+StepSeconds = Callable[[Any, Any, int], float]  # (query tokens, keys, emitting) -> seconds
+
+
+@dataclass
+class Step:
+    """One step as the engine ran it."""
+
+    start_s: float
+    seconds: float
+    entries: list[tuple[int, int]]  # (request id, query tokens)
+    free_blocks: int  # after scheduling (and any preemption), before the step runs
+    finished: list[int]
+    preempted: int  # sequences preempted while scheduling this step
+
+
+@dataclass
+class Timeline:
+    """What a simulation returns: the sequences (with their token times) and the steps."""
+
+    sequences: list[Sequence]
+    steps: list[Step] = field(default_factory=list)
+    num_blocks: int = 0
+
+    def schedule(self) -> list[tuple[tuple[tuple[int, int], ...], int, tuple[int, ...]]]:
+        """Per step: the (request, query tokens) entries, free blocks, requests finished."""
+        return [(tuple(s.entries), s.free_blocks, tuple(s.finished)) for s in self.steps]
+
+
+def simulate(requests: list[Request], scheduler: Scheduler, step_seconds: StepSeconds,
+             max_model_len: int, record: bool = True) -> Timeline:
+    """Run every request to completion; returns the timeline."""
+    import numpy as np
+
+    for request in requests:
+        scheduler.check_request(request, max_model_len)
+    pending = sorted(requests, key=lambda r: (r.arrival_s, r.id))
+    sequences = [Sequence(r) for r in pending]
+    timeline = Timeline(sequences, num_blocks=scheduler.pool.num_blocks)
+    static = isinstance(scheduler, StaticScheduler)
+    now, next_arrival, left = 0.0, 0, len(sequences)
+    while left:
+        while next_arrival < len(sequences) and sequences[next_arrival].request.arrival_s <= now:
+            scheduler.add(sequences[next_arrival])
+            next_arrival += 1
+        if scheduler.idle():
+            now = max(now, sequences[next_arrival].request.arrival_s)
+            continue
+        before = scheduler.preempted_total
+        batch = scheduler.schedule()
+        free_blocks = scheduler.pool.free
+        if not batch:
+            if next_arrival < len(sequences):
+                now = max(now, sequences[next_arrival].request.arrival_s)
+                continue
+            raise SchedulingError("the scheduler cannot run the requests left: the budgets are too small.")
+        if static:
+            query, keys = scheduler.padded(batch)
+        else:
+            query = [q for _, q in batch]
+            keys = [s.computed + q for s, q in batch]
+        emitting = sum(1 for s, q in batch if q and s.computed + q >= s.known)
+        seconds = float(step_seconds(np.asarray(query), np.asarray(keys), emitting))
+        start, now = now, now + seconds
+        finished = []
+        for sequence, tokens in batch:
+            if sequence.first_scheduled_s is None:
+                sequence.first_scheduled_s = start
+            if not tokens:
+                continue
+            sequence.computed += tokens
+            if sequence.computed >= sequence.known:
+                sequence.generated += 1
+                sequence.token_times.append(now)
+                if sequence.done:
+                    finished.append(sequence.request.id)
+                    scheduler.finished(sequence)
+                    left -= 1
+        if record:
+            timeline.steps.append(Step(start, seconds, [(s.request.id, q) for s, q in batch],
+                                       free_blocks,
+                                       finished, scheduler.preempted_total - before))
+    return timeline
+
