@@ -368,7 +368,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @cli.command()
 @model_options
 @click.option("--hardware", "hardware_name", default="h100-sxm", show_default=True, help="A hardware preset (see `hardware`).")
-@click.option("--gpus", type=int, required=True, help="How many GPUs of that kind.")
+@click.option("--gpus", type=int, default=None, help="How many GPUs of that kind (required unless --serve --rate).")
 @click.option("--seq-len", "-n", type=int, default=None, help="Training: tokens per sequence (default 2048 or the context).")
 @click.option("--global-batch", type=int, default=None, help="Training: sequences per step (default 8 x gpus).")
 @click.option("--serve", is_flag=True, help="Plan serving instead: layouts for --batch sequences of --prompt + --gen tokens.")
@@ -387,14 +387,32 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--recompute", type=click.Choice(RECOMPUTES), default=None, help="Only this recomputation.")
 @click.option("--top", type=int, default=10, show_default=True, help="Rows of the ranked table.")
 @click.option("--json", "as_json", is_flag=True, help='{"feasible": [...], "infeasible": [...]} on stdout.')
+@click.option("--rate", type=float, default=None,
+              help="--serve: requests per second to serve within --slo-ttft/--slo-tpot (a capacity search; "
+                   "--hardware may list presets).")
+@click.option("--slo-ttft", type=float, default=None, help="--serve --rate: p99 time to first token, seconds.")
+@click.option("--slo-tpot", type=float, default=None, help="--serve --rate: p99 time per output token, seconds.")
+@click.option("--requests", type=int, default=300, show_default=True, help="--serve --rate: requests simulated per point.")
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
-         attention, tp, pp, dp, zero, sp, framework, recompute, top, as_json) -> None:
+         attention, tp, pp, dp, zero, sp, framework, recompute, top, as_json, rate, slo_ttft, slo_tpot,
+         requests) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
-    ranked by step time (training) or time per output token (--serve)."""
+    ranked by step time (training) or time per output token (--serve). With --serve --rate: the
+    deployments (GPUs, tp, replicas, budgets) that meet p99 SLOs, simulated (costmodel/serving)."""
     from costmodel.hardware import load_hardware
     from costmodel.layout import plan as planner
 
     cfg = load_model(model, config)
+    if rate is not None:
+        if not serve:
+            raise InputError("--rate plans serving: add --serve.")
+        from reports.serving import plan_capacity_command
+
+        plan_capacity_command(cfg, hardware_name, rate, slo_ttft, slo_tpot, requests, prompt or 512, gen, tp,
+                              top, as_json)
+        return
+    if gpus is None:
+        raise InputError("--gpus is required (how many GPUs of that kind).")
     fixed = {"tp": tp, "pp": pp, "dp": dp, "zero": zero, "sp": sp, "framework": framework,
              "recompute": recompute, "batch": batch}
     try:
@@ -633,6 +651,10 @@ from reports.commands import COMMANDS  # noqa: E402  (report, plot, claims, swee
 
 for _command in COMMANDS:
     cli.add_command(_command)
+
+from reports.serving import serve as _serve  # noqa: E402  (serving simulator; lazy imports inside)
+
+cli.add_command(_serve)
 
 
 def finite(value: Any) -> Any:

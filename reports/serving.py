@@ -1,0 +1,159 @@
+"""The `serve` command and the text of `plan --serve --rate`: parse, call costmodel.serving,
+format. Registered by cli.py; bad input is one line and exit status 2."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import click
+
+from costmodel.config import DTYPES, ConfigError
+
+from .output import ReportInputError
+
+SCHEDULER_NAMES = ("vllm", "sarathi", "orca", "static", "hf-fifo", "hf-prefill-first")
+
+
+def _ms(value: float) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{1e3 * value:9.1f}"
+
+
+def render_serve(summary: dict[str, Any]) -> str:
+    setup = summary["setup"]
+    kv = setup["kv_cache"]
+    source = f"trace {setup['trace']}" if setup["trace"] else f"Poisson {setup['rate']} req/s (seed {setup['seed']})"
+    lines = [
+        f"{setup['model']} on {setup['replicas']} replica(s) of {setup['tp']} x {setup['hardware']} "
+        f"({setup['dtype']}), scheduler {setup['scheduler']}: {setup['scheduler_source']}",
+        f"budgets: max-num-seqs {setup['max_num_seqs']}, max-batched-tokens {setup['max_batched_tokens']} "
+        f"({setup['budget_source']})",
+        f"KV cache per replica: {setup['num_blocks']:,} blocks of {setup['block_size']} tokens "
+        f"({kv['kv_bytes_per_token']:,} B per token per GPU; weights {kv['weight_bytes'] / 2**30:.1f} GiB and "
+        f"activations {kv['activation_bytes'] / 2**30:.2f} GiB per GPU; {kv['gpu_memory_utilization']:.0%} of "
+        f"{kv['memory_bytes'] / 2**30:.0f} GiB)",
+        f"requests: {summary['requests']} from {source}; prompt {setup['prompt']}, output {setup['output']} tokens",
+        "",
+        f"{'(ms)':<10}{'mean':>9}{'p50':>9}{'p90':>9}{'p99':>9}",
+    ]
+    for name in ("queueing", "ttft", "tpot", "itl", "e2e"):
+        row = summary[name]
+        lines.append(f"{name.upper() if name != 'queueing' else name:<10}" + "".join(_ms(row[k]) for k in
+                                                                                      ("mean", "p50", "p90", "p99")))
+    tp, good = summary["throughput"], summary["goodput"]
+    lines += [
+        "",
+        f"throughput: {tp['requests_per_s']:.2f} req/s, {tp['output_tokens_per_s']:,.0f} output tokens/s, "
+        f"{tp['total_tokens_per_s']:,.0f} tokens/s over {summary['duration_s']:.1f} s",
+    ]
+    if good["slo_ttft_s"] is not None or good["slo_tpot_s"] is not None:
+        lines.append(f"goodput: {good['requests_per_s']:.2f} req/s ({good['fraction_meeting_slo']:.1%} within "
+                     f"TTFT <= {good['slo_ttft_s']} s, TPOT <= {good['slo_tpot_s']} s)")
+    lines.append(f"KV blocks in use: mean {summary['kv_use']['mean_over_time']:.1%}, max {summary['kv_use']['max']:.1%}; "
+                 f"sequences per step: mean {summary['batch']['mean_sequences_over_time']:.1f}, max "
+                 f"{summary['batch']['max_sequences']}; {summary['steps']:,} steps; preemptions {summary['preemptions']}")
+    return "\n".join(lines)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+@click.command()
+@click.option("--model", "-m", "model", type=str, help="A preset name or alias (see `models`).")
+@click.option("--config", "config", type=str, help="A Hugging Face config.json or a ModelConfig JSON file.")
+@click.option("--hardware", "hardware_name", default="h100-sxm", show_default=True, help="A hardware preset.")
+@click.option("--rate", type=float, default=None, help="Poisson arrivals, requests per second (or --trace).")
+@click.option("--requests", "count", type=int, default=1000, show_default=True, help="With --rate: how many.")
+@click.option("--trace", type=str, default=None, help='JSONL: {"arrival": s, "prompt_tokens": N, "output_tokens": M}.')
+@click.option("--prompt", default="512", show_default=True,
+              help="Prompt tokens: N, uniform:LOW:HIGH, lognormal:MEDIAN:SIGMA[:LOW:HIGH], histogram:FILE.json.")
+@click.option("--output", "output_tokens", default="128", show_default=True, help="Output tokens, as --prompt.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--scheduler", type=click.Choice(SCHEDULER_NAMES), default="vllm", show_default=True)
+@click.option("--max-num-seqs", type=int, default=None, help="Sequences per step (default per scheduler).")
+@click.option("--max-batched-tokens", type=int, default=None, help="Token budget per step (chunk size).")
+@click.option("--block-size", type=int, default=16, show_default=True, help="Tokens per KV block.")
+@click.option("--gpu-memory-utilization", type=float, default=0.9, show_default=True)
+@click.option("--num-blocks", type=int, default=None, help="KV blocks per replica (default: from memory).")
+@click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel GPUs per replica.")
+@click.option("--replicas", type=int, default=1, show_default=True, help="Replicas behind a round-robin router.")
+@click.option("--dtype", type=click.Choice(DTYPES), default=None, help="Default: the hardware's.")
+@click.option("--weight-dtype", type=click.Choice(("int8", "int4", "fp8", "nf4")), default=None)
+@click.option("--kv-dtype", type=click.Choice(("fp8", "int8")), default=None)
+@click.option("--attention", type=click.Choice(("flash", "sdpa", "eager")), default="flash", show_default=True)
+@click.option("--slo-ttft", type=float, default=None, help="Seconds, for goodput.")
+@click.option("--slo-tpot", type=float, default=None, help="Seconds per output token, for goodput.")
+@click.option("--csv", "csv_path", type=str, default=None, help="Write the per-request table here.")
+@click.option("--steps-csv", type=str, default=None, help="Write the per-step KV and batch timeline here.")
+@click.option("--json", "as_json", is_flag=True, help="The summary as JSON on stdout.")
+def serve(model, config, hardware_name, rate, count, trace, prompt, output_tokens, seed, scheduler, max_num_seqs,
+          max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, replicas, dtype, weight_dtype,
+          kv_dtype, attention, slo_ttft, slo_tpot, csv_path, steps_csv, as_json) -> None:
+    """Serve a stream of requests on an engine replica, simulated step by step (continuous
+    batching, paged KV cache): latency percentiles, throughput and goodput."""
+    from costmodel.serving import serve as run_serve
+
+    if (model is None) == (config is None):
+        raise ReportInputError("give exactly one of --model NAME or --config PATH.")
+    if (rate is None) == (trace is None):
+        raise ReportInputError("give exactly one of --rate (requests per second) or --trace FILE.")
+    try:
+        run = run_serve(model or config, hardware_name, rate=rate, requests=count, trace=trace, prompt=prompt,
+                        output=output_tokens, seed=seed, replicas=replicas, slo_ttft=slo_ttft, slo_tpot=slo_tpot,
+                        scheduler=scheduler, max_num_seqs=max_num_seqs, max_batched_tokens=max_batched_tokens,
+                        block_size=block_size, gpu_memory_utilization=gpu_memory_utilization,
+                        num_blocks=num_blocks, tp=tp, dtype=dtype, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                        attention=attention)
+    except ConfigError as error:
+        raise ReportInputError(str(error)) from None
+    if csv_path:
+        run.requests.to_csv(csv_path, index=False)
+    if steps_csv:
+        run.steps.to_csv(steps_csv, index=False)
+    summary = run.summary()
+    click.echo(json.dumps(_finite(summary), indent=2) if as_json else render_serve(summary))
+
+
+def render_capacity(result: dict[str, Any], top: int = 10) -> str:
+    t = result["target"]
+    lines = [f"deployments for {t['rate']} req/s within p99 TTFT <= {t['slo_ttft']} s and p99 TPOT <= "
+             f"{t['slo_tpot']} s ({result['scheduler']} scheduler; prompt {t['prompt']}, output {t['output']} tokens; "
+             f"{t['requests']} simulated requests per point); {result['configurations']} configurations, "
+             f"{len(result['feasible'])} meet it",
+             f"{'gpus':>5} {'hardware':<12}{'tp':>3}{'replicas':>9}{'seqs':>6}{'tokens':>7}{'p99 TTFT ms':>12}"
+             f"{'p99 TPOT ms':>12}{'$/h':>8}"]
+    for row in result["feasible"][:top]:
+        price = f"{row['dollars_per_hour']:.0f}" if row["dollars_per_hour"] else "-"
+        lines.append(f"{row['gpus']:>5} {row['hardware']:<12}{row['tp']:>3}{row['replicas']:>9}"
+                     f"{row['max_num_seqs']:>6}{row['max_batched_tokens']:>7}{1e3 * row['p99_ttft_s']:>12.0f}"
+                     f"{1e3 * row['p99_tpot_s']:>12.1f}{price:>8}")
+    reasons = sorted({r["reason"].split(":")[0] for r in result["infeasible"]})
+    if reasons:
+        lines.append(f"not feasible: {len(result['infeasible'])} ({'; '.join(reasons)[:300]})")
+    return "\n".join(lines)
+
+
+def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: float | None,
+                          slo_tpot: float | None, requests: int, prompt: str, gen: str, tp: int | None,
+                          top: int, as_json: bool, processes: int | None = None) -> None:
+    """`plan --serve --rate`: the search and its table (cli.py's plan delegates here)."""
+    from costmodel.hardware import load_hardware
+    from costmodel.serving.capacity import Target, plan_capacity
+
+    if slo_ttft is None or slo_tpot is None:
+        raise ReportInputError("plan --serve --rate needs --slo-ttft and --slo-tpot (seconds).")
+    try:
+        hardwares = [load_hardware(name.strip()) for name in hardware_names.split(",")]
+        result = plan_capacity(cfg, hardwares, Target(rate, slo_ttft, slo_tpot, requests, str(prompt), str(gen)),
+                               tps=[tp] if tp else None, processes=processes)
+    except ConfigError as error:
+        raise ReportInputError(str(error)) from None
+    click.echo(json.dumps(_finite(result), indent=2) if as_json else render_capacity(result, top))
