@@ -55,8 +55,11 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                   max_batched_tokens: int | None = None, block_size: int = 16,
                   gpu_memory_utilization: float = 0.9, num_blocks: int | None = None, tp: int = 1,
                   dtype: str | None = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
-                  attention: str = "flash", efficiency: Any = None) -> tuple[Any, Any, dict[str, Any]]:
-    """The scheduler class's arguments, a StepTime and the setup dict of one replica."""
+                  attention: str = "flash", efficiency: Any = None, step: StepTime | None = None,
+                  sizings: dict | None = None) -> tuple[Any, Any, dict[str, Any]]:
+    """The scheduler class's arguments, a StepTime and the setup dict of one replica (a search
+    passes the StepTime it built for this hardware and tp, and a dict that keeps the cache
+    sizings by token budget)."""
     if scheduler not in SCHEDULERS:
         raise ConfigError(f"--scheduler must be one of {', '.join(SCHEDULERS)}, got {show(scheduler)}.")
     if block_size < 1:
@@ -74,16 +77,19 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     profile = serving_profile(cfg, attention, weight_dtype, kv_dtype)
     from ..config import DTYPE_BYTES, Workload
 
-    sizing = cache_sizing(cfg, profile, DTYPE_BYTES[Workload(dtype=dtype).dtype], hardware.memory_bytes,
-                          gpu_memory_utilization, block_size,
-                          min(max_batched_tokens, cfg.max_positions), tp)
+    sizings = {} if sizings is None else sizings
+    if max_batched_tokens not in sizings:
+        sizings[max_batched_tokens] = cache_sizing(
+            cfg, profile, DTYPE_BYTES[Workload(dtype=dtype).dtype], hardware.memory_bytes, gpu_memory_utilization,
+            block_size, min(max_batched_tokens, cfg.max_positions), tp)
+    sizing = sizings[max_batched_tokens]
     blocks = sizing.num_blocks if num_blocks is None else num_blocks
     if blocks < 1:
         raise ConfigError(f"{cfg.name} does not leave room for one KV block on {hardware.name} at tp {tp}: "
                           f"weights {sizing.weight_bytes / 2**30:.1f} GiB and activations "
                           f"{sizing.activation_bytes / 2**30:.1f} GiB per GPU against "
                           f"{gpu_memory_utilization:.0%} of {hardware.memory_bytes / 2**30:.0f} GiB.")
-    step = StepTime(cfg, hardware, dtype, efficiency, profile, tp)
+    step = step or StepTime(cfg, hardware, dtype, efficiency, profile, tp)
     setup = {"model": cfg.name, "hardware": hardware.name, "dtype": step.dtype, "tp": tp,
              "scheduler": scheduler, "scheduler_source": SCHEDULERS[scheduler].source,
              "max_num_seqs": max_num_seqs, "max_batched_tokens": max_batched_tokens,

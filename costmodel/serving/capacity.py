@@ -19,7 +19,7 @@ from ..config import ConfigError, show
 from .api import build_replica, run_replicas
 from .workload import Lengths, poisson
 
-MAX_REPLICAS = 1024
+MAX_REPLICAS = 256
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,31 @@ def _p99(key: tuple, target: Target, replicas: int, max_model_len: int) -> tuple
     return float(ttft), tpot, len(rows) / span
 
 
+def unloaded_latencies(key: tuple, target: Target) -> tuple[float, float]:
+    """The latencies of a request alone (no queue, batch 1): the prefill of the longest prompt in
+    one step, and the decode step at its last context. No replica count beats these."""
+    _, step, _ = _REPLICAS[key]
+    (_, _, _, _, tokens) = _REPLICAS[key][0]
+    prompt = max(1, _shortest(target.prompt))
+    output = max(1, _shortest(target.output))
+    chunks = [min(tokens, prompt - done) for done in range(0, prompt, tokens)]
+    ttft = sum(step.seconds([q], [done + q]) for done, q in zip(range(0, prompt, tokens), chunks))
+    return ttft, step.seconds([1], [prompt + output])
+
+
+def _shortest(lengths: str) -> int:
+    """The smallest length a distribution gives (the optimistic bound)."""
+    parsed = Lengths.parse(lengths)
+    return {"fixed": parsed.mean, "uniform": parsed.low, "lognormal": parsed.low}.get(
+        parsed.kind, min(parsed.values) if parsed.values else 1)
+
+
 def fewest_replicas(key: tuple, target: Target, max_model_len: int) -> dict[str, Any]:
     """The smallest replica count that meets both SLOs (doubling, then bisection)."""
+    floor = unloaded_latencies(key, target)
+    if floor[0] > target.slo_ttft or floor[1] > target.slo_tpot:
+        return {"replicas": None, "reason": f"unreachable: even alone a request takes {floor[0]:.3f} s to its "
+                                            f"first token and {floor[1]:.4f} s per output token"}
     meets = lambda r: (lambda p: (p[0] <= target.slo_ttft and p[1] <= target.slo_tpot, p))(  # noqa: E731
         _p99(key, target, r, max_model_len))
     low, high, tried = 0, 1, {}
@@ -61,8 +84,8 @@ def fewest_replicas(key: tuple, target: Target, max_model_len: int) -> dict[str,
         tried[high] = figures
         if ok:
             break
-        if high >= MAX_REPLICAS:
-            return {"replicas": None, "reason": f"not met with {MAX_REPLICAS} replicas"}
+        if high >= MAX_REPLICAS or (high > 1 and figures[:2] >= tried[low][:2]):
+            return {"replicas": None, "reason": f"not met with {high} replicas (more do not help)"}
         low, high = high, min(2 * high, MAX_REPLICAS)
     while high - low > 1:
         middle = (low + high) // 2
@@ -102,17 +125,21 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
     keys, infeasible = [], []
     for hardware in hardwares:
         for tp in tps or tensor_sizes(cfg, hardware):
-            for seqs in seqs_list:
-                for tokens in tokens_list:
+            step, sizings = None, {}  # one step-time model per (hardware, tp), one sizing per budget
+            for tokens in tokens_list:
+                for seqs in seqs_list:
                     key = (hardware.name, tp, seqs, tokens)
                     try:
                         _REPLICAS[key] = build_replica(cfg, hardware, scheduler=scheduler, tp=tp, max_num_seqs=seqs,
-                                                       max_batched_tokens=tokens, **replica_options)
+                                                       max_batched_tokens=tokens, step=step, sizings=sizings,
+                                                       **replica_options)
+                        step = _REPLICAS[key][1]
                         keys.append(key)
                     except ConfigError as error:
                         infeasible.append({"hardware": hardware.name, "tp": tp, "max_num_seqs": seqs,
                                            "max_batched_tokens": tokens, "reason": str(error)})
     tasks = [(key, target, cfg.max_positions) for key in keys]
+    configurations = len(keys) + len(infeasible)
     processes = processes or os.cpu_count() or 1
     if processes > 1 and len(tasks) > 1:
         with multiprocessing.get_context("fork").Pool(processes) as pool:
@@ -133,5 +160,5 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
         row["num_blocks"] = _REPLICAS[(name, tp, seqs, tokens)][2]["num_blocks"]
         feasible.append(row)
     feasible.sort(key=lambda r: (r["gpus"], r["dollars_per_hour"] or 0.0, r["p99_ttft_s"]))
-    return {"target": target.__dict__, "scheduler": scheduler, "configurations": len(keys) + len(infeasible),
+    return {"target": target.__dict__, "scheduler": scheduler, "configurations": configurations,
             "feasible": feasible, "infeasible": infeasible}

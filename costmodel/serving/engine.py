@@ -29,6 +29,7 @@ class Step:
     free_blocks: int  # after scheduling (and any preemption), before the step runs
     finished: list[int]
     preempted: int  # sequences preempted while scheduling this step
+    tokens: int = 0  # query tokens the step ran (padded rows included)
 
 
 @dataclass
@@ -73,29 +74,33 @@ def simulate(requests: list[Request], scheduler: Scheduler, step_seconds: StepSe
             raise SchedulingError("the scheduler cannot run the requests left: the budgets are too small.")
         if static:
             query, keys = scheduler.padded(batch)
+            emitting = sum(1 for s, q in batch if q and s.computed + q >= s.known)
         else:
-            query = [q for _, q in batch]
-            keys = [s.computed + q for s, q in batch]
-        emitting = sum(1 for s, q in batch if q and s.computed + q >= s.known)
+            query, keys, emitting = [], [], 0
+            for sequence, tokens in batch:
+                reach = sequence.computed + tokens
+                query.append(tokens)
+                keys.append(reach)
+                emitting += reach >= sequence.known
         seconds = float(step_seconds(np.asarray(query), np.asarray(keys), emitting))
         start, now = now, now + seconds
         finished = []
         for sequence, tokens in batch:
             if sequence.first_scheduled_s is None:
                 sequence.first_scheduled_s = start
-            if not tokens:
-                continue
-            sequence.computed += tokens
-            if sequence.computed >= sequence.known:
+            computed = sequence.computed + tokens
+            sequence.computed = computed
+            if tokens and computed >= sequence.known:
                 sequence.generated += 1
+                sequence.known += 1
                 sequence.token_times.append(now)
-                if sequence.done:
+                if sequence.generated >= sequence.output:
                     finished.append(sequence.request.id)
                     scheduler.finished(sequence)
                     left -= 1
         if record:
             timeline.steps.append(Step(start, seconds, [(s.request.id, q) for s, q in batch],
-                                       free_blocks,
-                                       finished, scheduler.preempted_total - before))
+                                       free_blocks, finished, scheduler.preempted_total - before,
+                                       int(sum(query))))
     return timeline
 

@@ -19,6 +19,8 @@ LATENCIES = ("queueing_s", "ttft_s", "tpot_s", "e2e_s")
 
 
 def request_rows(timeline: Timeline, replica: int = 0) -> list[dict[str, Any]]:
+    import numpy as np
+
     rows = []
     for s in timeline.sequences:
         r, times = s.request, s.token_times
@@ -28,7 +30,7 @@ def request_rows(timeline: Timeline, replica: int = 0) -> list[dict[str, Any]]:
             "output_tokens": r.output_tokens, "queueing_s": s.first_scheduled_s - r.arrival_s,
             "ttft_s": first - r.arrival_s,
             "tpot_s": (last - first) / (len(times) - 1) if len(times) > 1 else float("nan"),
-            "max_itl_s": max((b - a for a, b in zip(times, times[1:])), default=float("nan")),
+            "max_itl_s": float(np.diff(times).max()) if len(times) > 1 else float("nan"),
             "e2e_s": last - r.arrival_s, "finish_s": last, "preemptions": s.preemptions,
         })
     return rows
@@ -44,7 +46,7 @@ def inter_token_latencies(timeline: Timeline) -> Any:
 def step_rows(timeline: Timeline, replica: int = 0) -> list[dict[str, Any]]:
     """The KV and batch timeline: each step's start, length, sequences, tokens and blocks used."""
     return [{"replica": replica, "start_s": st.start_s, "seconds": st.seconds, "sequences": len(st.entries),
-             "tokens": sum(q for _, q in st.entries), "kv_blocks_used": timeline.num_blocks - st.free_blocks,
+             "tokens": st.tokens, "kv_blocks_used": timeline.num_blocks - st.free_blocks,
              "kv_use": 1 - st.free_blocks / timeline.num_blocks, "preempted": st.preempted}
             for st in timeline.steps]
 

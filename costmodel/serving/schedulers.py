@@ -11,7 +11,6 @@ it later prefills its prompt and the tokens it has generated.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
 
 from ..config import ConfigError
 from .kvcache import BlockPool
@@ -20,22 +19,23 @@ from .workload import Request
 WAITING, PREFILLING, DECODING, FINISHED = "waiting", "prefilling", "decoding", "finished"
 
 
-@dataclass(eq=False)
 class Sequence:
-    """One request's state in the replica."""
+    """One request's state in the replica (a slotted class: the event loop touches it often)."""
 
-    request: Request
-    generated: int = 0
-    computed: int = 0
-    blocks: int = 0
-    status: str = WAITING
-    preemptions: int = 0
-    first_scheduled_s: float | None = None
-    token_times: list[float] = field(default_factory=list)
+    __slots__ = ("request", "output", "generated", "known", "computed", "blocks", "status", "preemptions",
+                 "first_scheduled_s", "token_times")
 
-    @property
-    def known(self) -> int:
-        return self.request.prompt_tokens + self.generated
+    def __init__(self, request: Request):
+        self.request = request
+        self.output = request.output_tokens
+        self.generated = 0
+        self.known = request.prompt_tokens  # prompt + generated tokens
+        self.computed = 0  # tokens whose keys and values are in the cache
+        self.blocks = 0
+        self.status = WAITING
+        self.preemptions = 0
+        self.first_scheduled_s: float | None = None
+        self.token_times: list[float] = []
 
     @property
     def remaining(self) -> int:
@@ -44,7 +44,7 @@ class Sequence:
 
     @property
     def done(self) -> bool:
-        return self.generated >= self.request.output_tokens
+        return self.generated >= self.output
 
 
 class SchedulingError(ConfigError):
@@ -148,9 +148,17 @@ class VLLMScheduler(Scheduler):
         batch: list[tuple[Sequence, int]] = []
         preempted = False
         index = 0
+        capacity = self.pool.block_size
         while index < len(self.running) and budget > 0:
             sequence = self.running[index]
-            tokens = min(sequence.remaining, budget)
+            tokens = sequence.known - sequence.computed
+            if tokens > budget:
+                tokens = budget
+            if sequence.computed + tokens <= sequence.blocks * capacity:  # its blocks hold it
+                batch.append((sequence, tokens))
+                budget -= tokens
+                index += 1
+                continue
             while not self.allocate(sequence, sequence.computed + tokens):
                 victim = self.running.pop()
                 self.reset(victim)

@@ -78,7 +78,8 @@ class StepTime:
                         for name, leaves in groups.items() if leaves}
         self._sizes = {name: len(leaves) for name, leaves in groups.items()}
         self._decode_table = np.zeros((0, 4 * self._sizes["context"]))
-        self._per_tokens: dict[tuple[str, int], float] = {}
+        self._tables: dict[str, Any] = {}
+        self._chunks: dict[tuple[int, int], Any] = {}
         self.layers = cfg.n_decoder_layers
         self.all_reduce = self._all_reduce_seconds_per_token() if tp > 1 else 0.0
 
@@ -102,11 +103,22 @@ class StepTime:
         return float(busy.sum())
 
     def _per_token_group(self, name: str, tokens: int) -> float:
-        key = (name, tokens)
-        if key not in self._per_tokens:
-            self._per_tokens[key] = self._busy(self._evaluate(name, tokens, tokens)[:, 0]) \
-                if self._sizes[name] else 0.0
-        return self._per_tokens[key]
+        """Busy seconds of a group whose leaves depend on the token count only, from a table
+        over 0..T (one vectorised evaluation, doubled when a larger count comes)."""
+        import numpy as np
+
+        if not self._sizes[name]:
+            return 0.0
+        table = self._tables.get(name)
+        if table is None or tokens >= len(table):
+            size = max(tokens + 1, 2 * (0 if table is None else len(table)), 1024)
+            counts = np.arange(size)
+            q = self._evaluate(name, counts, counts).reshape(-1, 4, size) / self.tp
+            _, _, busy = kernel_times(q[:, 0], q[:, 1], q[:, 2], q[:, 3], self.peak, self.vector, self.bandwidth)
+            table = busy.sum(axis=0)
+            table[0] = 0.0
+            self._tables[name] = table
+        return float(table[tokens])
 
     def _decode_rows(self, contexts: Any) -> Any:
         """Context leaves of decode sequences (n = 1) at each context, from a table over c."""
@@ -120,6 +132,18 @@ class StepTime:
             self._decode_table = np.ascontiguousarray(self._evaluate("context", 1, c).T)
         return self._decode_table[contexts]
 
+    def _chunk_rows(self, query: Any, context: Any) -> Any:
+        """Context leaves of prefill chunks, cached by (query tokens, keys)."""
+        import numpy as np
+
+        pairs = list(zip(query.tolist(), context.tolist()))
+        missing = [pair for pair in dict.fromkeys(pairs) if pair not in self._chunks]
+        if missing:
+            values = self._evaluate("context", np.array([m[0] for m in missing]), np.array([m[1] for m in missing]))
+            for i, pair in enumerate(missing):
+                self._chunks[pair] = values[:, i]
+        return np.sum([self._chunks[pair] for pair in pairs], axis=0)
+
     def seconds(self, query: Any, context: Any, emitting: int | None = None) -> float:
         """One step's seconds: query and context are integer arrays, one entry per sequence."""
         import numpy as np
@@ -132,11 +156,12 @@ class StepTime:
         if emitting:
             seconds += self._per_token_group("head", emitting)
         if self._sizes["context"]:
-            decode = query == 1
-            total = self._decode_rows(context[decode]).sum(axis=0) if decode.any() else 0.0
-            if not decode.all():
-                chunks = self._evaluate("context", query[~decode], context[~decode])
-                total = total + chunks.sum(axis=1)
+            if query.max() == 1:  # decode only
+                total = self._decode_rows(context).sum(axis=0)
+            else:
+                decode = query == 1
+                total = self._decode_rows(context[decode]).sum(axis=0) if decode.any() else 0.0
+                total = total + self._chunk_rows(query[~decode], context[~decode])
             seconds += self._busy(np.asarray(total))
         return seconds + tokens * self.all_reduce + (2 * self.layers * self.hardware.collective_latency_s
                                                       if self.tp > 1 else 0.0)
