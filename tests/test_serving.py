@@ -155,6 +155,22 @@ def test_step_time_adds_context_work_per_sequence() -> None:
     assert step.seconds([512], [512]) > one
 
 
+@pytest.mark.parametrize("scheduler", ["vllm", "sarathi", "orca"])
+def test_steady_decoding_advanced_at_once_is_the_same_schedule(scheduler: str) -> None:
+    """The event loop's shortcut (several decode-only steps computed together) changes nothing:
+    the same steps, entries, free blocks, finishes and token times as one step at a time."""
+    from costmodel.serving.api import build_replica
+
+    cfg = costmodel.load_model("llama3-8b")
+    replica, step, _ = build_replica(cfg, load_hardware("h100-sxm"), scheduler=scheduler, num_blocks=4000)
+    cls, blocks, size, seqs, tokens = replica
+    chosen = poisson(20, 300, Lengths.parse("uniform:16:1024"), Lengths.parse("uniform:1:300"), seed=4)
+    one = simulate(chosen, cls(BlockPool(blocks, size), seqs, tokens), step.seconds, 8192)
+    fast = simulate(chosen, cls(BlockPool(blocks, size), seqs, tokens), step.seconds, 8192, True, step.decode_run)
+    assert fast.schedule() == one.schedule()
+    assert [s.token_times for s in fast.sequences] == [s.token_times for s in one.sequences]
+
+
 # --- queueing sanity ----------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -101,8 +101,9 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
 
 
 def run_replicas(requests: list[Request], replica: tuple, step: StepTime, replicas: int,
-                 max_model_len: int) -> tuple[list, list, list]:
-    """Round-robin the requests over the replicas and simulate each."""
+                 max_model_len: int, record: bool = True) -> tuple[list, list, list]:
+    """Round-robin the requests over the replicas and simulate each (steady decoding advanced
+    several steps at a time; record=False keeps no per-step timeline)."""
     import numpy as np
 
     cls, blocks, block_size, seqs, tokens = replica
@@ -111,7 +112,8 @@ def run_replicas(requests: list[Request], replica: tuple, step: StepTime, replic
         share = requests[index::replicas]
         if not share:
             continue
-        timeline = simulate(share, cls(BlockPool(blocks, block_size), seqs, tokens), step.seconds, max_model_len)
+        timeline = simulate(share, cls(BlockPool(blocks, block_size), seqs, tokens), step.seconds, max_model_len,
+                            record, step.decode_run)
         rows += metrics.request_rows(timeline, index)
         steps += metrics.step_rows(timeline, index)
         itl.append(metrics.inter_token_latencies(timeline))

@@ -43,7 +43,7 @@ def _p99(key: tuple, target: Target, replicas: int, max_model_len: int) -> tuple
     replica, step, _ = _REPLICAS[key]
     requests = poisson(target.rate / replicas, target.requests, Lengths.parse(target.prompt),
                        Lengths.parse(target.output), target.seed)
-    rows, _, _ = run_replicas(requests, replica, step, 1, max_model_len)
+    rows, _, _ = run_replicas(requests, replica, step, 1, max_model_len, record=False)
     ttft = np.percentile([r["ttft_s"] for r in rows], 99)
     tpots = [r["tpot_s"] for r in rows if not math.isnan(r["tpot_s"])]
     tpot = float(np.percentile(tpots, 99)) if tpots else 0.0

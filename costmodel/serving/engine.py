@@ -46,8 +46,10 @@ class Timeline:
 
 
 def simulate(requests: list[Request], scheduler: Scheduler, step_seconds: StepSeconds,
-             max_model_len: int, record: bool = True) -> Timeline:
-    """Run every request to completion; returns the timeline."""
+             max_model_len: int, record: bool = True, decode_run: Any = None) -> Timeline:
+    """Run every request to completion; returns the timeline. decode_run(keys, steps), if given
+    (StepTime.decode_run), lets steady decoding advance several steps per iteration: the same
+    steps, each recorded, computed together."""
     import numpy as np
 
     for request in requests:
@@ -64,6 +66,13 @@ def simulate(requests: list[Request], scheduler: Scheduler, step_seconds: StepSe
         if scheduler.idle():
             now = max(now, sequences[next_arrival].request.arrival_s)
             continue
+        if decode_run is not None and scheduler.steady_decode and not scheduler.waiting:
+            arrival = sequences[next_arrival].request.arrival_s if next_arrival < len(sequences) else None
+            advanced = _steady_steps(scheduler, decode_run, now, arrival, timeline, record)
+            if advanced is not None:
+                now, done = advanced
+                left -= done
+                continue
         before = scheduler.preempted_total
         batch = scheduler.schedule()
         free_blocks = scheduler.pool.free
@@ -104,3 +113,48 @@ def simulate(requests: list[Request], scheduler: Scheduler, step_seconds: StepSe
                                        int(sum(query))))
     return timeline
 
+
+
+STEADY_STEPS = 64  # the most steps advanced at once
+
+
+def _steady_steps(scheduler: Scheduler, decode_run: Any, now: float, arrival: float | None,
+                  timeline: Timeline, record: bool) -> tuple[float, int] | None:
+    """Every running sequence decoding and none waiting: run the steps before one finishes,
+    one needs a new block, or a request arrives, all at once. None if fewer than 2 qualify."""
+    import numpy as np
+
+    running = scheduler.running
+    if not running or len(running) > scheduler.max_batched_tokens:
+        return None
+    size = scheduler.pool.block_size
+    steps = STEADY_STEPS
+    for s in running:
+        if s.known - s.computed != 1:
+            return None
+        steps = min(steps, s.output - s.generated, s.blocks * size - s.computed)
+    if steps < 2:
+        return None
+    times = decode_run([s.computed + 1 for s in running], steps)
+    entries = [(s.request.id, 1) for s in running]
+    free = scheduler.pool.free
+    count = len(running)
+    done = 0
+    for j in range(steps):
+        if j and arrival is not None and now >= arrival:
+            break
+        seconds = float(times[j])
+        start, now = now, now + seconds
+        finished = []
+        for s in list(running):
+            s.computed += 1
+            s.generated += 1
+            s.known += 1
+            s.token_times.append(now)
+            if s.generated >= s.output:
+                finished.append(s.request.id)
+                scheduler.finished(s)
+                done += 1
+        if record:
+            timeline.steps.append(Step(start, seconds, list(entries), free, finished, 0, count))
+    return now, done

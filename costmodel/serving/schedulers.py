@@ -56,6 +56,10 @@ class Scheduler:
 
     name = "base"
     source = ""
+    # With no request waiting and every running one decoding, the next steps run them all, one
+    # token each, until one finishes, needs a block or a request arrives: the event loop may then
+    # advance several steps at once (engine.py). True for the policies whose steps are that.
+    steady_decode = False
 
     def __init__(self, pool: BlockPool, max_num_seqs: int, max_batched_tokens: int):
         if max_num_seqs < 1:
@@ -129,6 +133,7 @@ class VLLMScheduler(Scheduler):
     chunked prefill a prompt that does not fit the budget left waits for the next step."""
 
     name = "vllm"
+    steady_decode = True
     source = "vLLM v1 scheduler (vllm/v1/core/sched/scheduler.py), chunked prefill, recompute preemption"
 
     def __init__(self, pool: BlockPool, max_num_seqs: int = 256, max_batched_tokens: int = 8192,
@@ -198,6 +203,7 @@ class SarathiScheduler(Scheduler):
     prefills); a decode that finds no block preempts the newest running sequence by recompute."""
 
     name = "sarathi"
+    steady_decode = True
     source = "Sarathi-Serve, OSDI 2024, Algorithm 1 (stall-free chunked prefills; Vidur's sarathi scheduler)"
 
     def __init__(self, pool: BlockPool, max_num_seqs: int = 256, max_batched_tokens: int = 512):
@@ -206,8 +212,8 @@ class SarathiScheduler(Scheduler):
     def schedule(self) -> list[tuple[Sequence, int]]:
         budget = self.max_batched_tokens
         batch: list[tuple[Sequence, int]] = []
-        decoding = [s for s in self.running if s.status == DECODING]
-        prefilling = [s for s in self.running if s.status == PREFILLING]
+        decoding = [s for s in self.running if s.generated and s.known - s.computed == 1]
+        prefilling = [s for s in self.running if not (s.generated and s.known - s.computed == 1)]
         for sequence in decoding:
             if sequence not in self.running or budget == 0:
                 continue
@@ -250,6 +256,7 @@ class OrcaScheduler(Scheduler):
     ever preempted. The prompts a step admits share its token budget (one always runs)."""
 
     name = "orca"
+    steady_decode = True
     source = "Orca, OSDI 2022, section 4.2 (iteration-level scheduling, max-token reservation)"
 
     def check_request(self, request: Request, max_model_len: int) -> None:

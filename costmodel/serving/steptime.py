@@ -144,6 +144,23 @@ class StepTime:
                 self._chunks[pair] = values[:, i]
         return np.sum([self._chunks[pair] for pair in pairs], axis=0)
 
+    def decode_run(self, keys: Any, steps: int) -> Any:
+        """Seconds of `steps` consecutive decode-only steps of the same sequences, the first with
+        `keys` keys each (one more per step): seconds() of each, vectorised over the steps."""
+        import numpy as np
+
+        keys = np.asarray(keys, dtype=np.int64)
+        count = len(keys)
+        base = self.overhead_s + self._per_token_group("tokens", count) + self._per_token_group("head", count)
+        base += count * self.all_reduce + (2 * self.layers * self.hardware.collective_latency_s if self.tp > 1 else 0.0)
+        if not self._sizes["context"]:
+            return np.full(steps, base)
+        self._decode_rows(keys + steps)  # grow the table first
+        rows = self._decode_table[keys[:, None] + np.arange(steps)].sum(axis=0)  # (steps, leaves*4)
+        q = rows.reshape(steps, -1, 4) / self.tp
+        _, _, busy = kernel_times(q[..., 0], q[..., 1], q[..., 2], q[..., 3], self.peak, self.vector, self.bandwidth)
+        return base + busy.sum(axis=1)
+
     def seconds(self, query: Any, context: Any, emitting: int | None = None) -> float:
         """One step's seconds: query and context are integer arrays, one entry per sequence."""
         import numpy as np
