@@ -171,6 +171,21 @@ def test_steady_decoding_advanced_at_once_is_the_same_schedule(scheduler: str) -
     assert [s.token_times for s in fast.sequences] == [s.token_times for s in one.sequences]
 
 
+def test_quantized_weights_are_read_as_stored() -> None:
+    """A batch-1 decode step reads the weights: with int4 weights (the tree's stored bytes: half a
+    byte per value plus scales) the step's memory traffic falls by the difference, exactly."""
+    cfg = costmodel.load_model("llama3-8b")
+    hw = load_hardware("h100-sxm")
+    full = StepTime(cfg, hw, profile=serving_profile(cfg))
+    int4 = StepTime(cfg, hw, profile=serving_profile(cfg, weight_dtype="int4"))
+    assert int4.seconds([1], [600]) < 0.6 * full.seconds([1], [600])
+    model = CostModel(cfg, serving_profile(cfg, weight_dtype="int4"), "chunk")
+    fixed = {**{k: sp.Integer(v) for k, v in model_values(cfg).items()}, S.e: 2}
+    saved = sum(int((2 * leaf.total("params") - leaf.total("weight_bytes")).xreplace(fixed)) for leaf in model.leaves)
+    per_token = lambda step: step._evaluate("tokens", 1, 1)[1::4].sum() + step._evaluate("head", 1, 1)[1::4].sum()  # noqa: E731
+    assert per_token(full) - per_token(int4) == pytest.approx(saved, rel=1e-12)
+
+
 # --- queueing sanity ----------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

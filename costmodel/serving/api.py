@@ -60,6 +60,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     """The scheduler class's arguments, a StepTime and the setup dict of one replica (a search
     passes the StepTime it built for this hardware and tp, and a dict that keeps the cache
     sizings by token budget)."""
+    if cfg.architecture != "decoder" or not cfg.n_decoder_layers:
+        raise ConfigError(f"serving simulates decoder-only models; {cfg.name} is {cfg.architecture}.")
     if scheduler not in SCHEDULERS:
         raise ConfigError(f"--scheduler must be one of {', '.join(SCHEDULERS)}, got {show(scheduler)}.")
     if block_size < 1:

@@ -15,6 +15,10 @@ to c keys; n = 1 is the decode step exactly):
 - each leaf's two kernels take max(compute, memory) at the hardware's peaks and efficiencies, and
   every active block pays the hardware's per-block overhead once per step (one batched forward).
 
+Quantized weights (--weight-dtype): each leaf's matmul traffic reads its weights as the tree stores
+them (its weight_bytes: data, scales, zeros) instead of e bytes each; dequantization's own work is
+not counted.
+
 Tensor parallelism (tp > 1): each leaf's FLOPs and bytes divided by tp (Megatron's sharding of
 heads, FFN columns and the vocabulary), plus two all-reduces of the step's activations per layer
 (ring: 2 (tp - 1) / tp of the bytes over the hardware's link, and its latency per call). A stated
@@ -65,8 +69,11 @@ class StepTime:
         fixed = {k: sp.Integer(v) for k, v in model_values(cfg).items()}
         groups: dict[str, list] = {"context": [], "head": [], "tokens": []}
         active_blocks = 0
+        quantized = getattr(model.profile, "weight_format", None) is not None
         for leaf in model.leaves:
             totals = [leaf.total(q) for q in QUANTITIES]
+            if quantized:  # the weights are read as stored (the tree counts e bytes per weight read)
+                totals[1] = totals[1] - S.e * leaf.total("params") + leaf.total("weight_bytes")
             if any(t != 0 for t in totals) or leaf.cost.get("bytes_moved") != 0:
                 active_blocks += int(leaf.count.xreplace(fixed))
             group = ("context" if any(S.c in t.free_symbols for t in totals)
