@@ -56,6 +56,43 @@ def render_serve(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def timeline_figure(steps: Any, title: str) -> Any:
+    """KV blocks in use and sequences per step over time (one line per replica)."""
+    from .figures import pyplot
+
+    plt = pyplot()
+    fig, (kv, batch) = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
+    for replica, rows in steps.groupby("replica"):
+        kv.plot(rows["start_s"], 100 * rows["kv_use"], lw=0.8, label=f"replica {replica}")
+        batch.plot(rows["start_s"], rows["sequences"], lw=0.8)
+    kv.set_ylabel("KV blocks in use (%)")
+    batch.set_ylabel("sequences per step")
+    batch.set_xlabel("time (s)")
+    kv.set_title(title)
+    if steps["replica"].nunique() > 1:
+        kv.legend()
+    return fig
+
+
+def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
+    """p50 and p99 TTFT and TPOT against the request rate."""
+    from .figures import pyplot
+
+    plt = pyplot()
+    fig, (ttft, tpot) = plt.subplots(1, 2, figsize=(9, 3.6))
+    rates = [r["rate"] for r in rows]
+    for ax, name in ((ttft, "ttft"), (tpot, "tpot")):
+        for p in ("p50", "p99"):
+            ax.plot(rates, [1e3 * r[name][p] for r in rows], marker="o", label=p)
+        ax.set_xlabel("request rate (req/s)")
+        ax.set_ylabel(f"{name.upper()} (ms)")
+        ax.set_yscale("log")
+        ax.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
 def _finite(value: Any) -> Any:
     if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
         return None
@@ -93,25 +130,41 @@ def _finite(value: Any) -> Any:
 @click.option("--slo-tpot", type=float, default=None, help="Seconds per output token, for goodput.")
 @click.option("--csv", "csv_path", type=str, default=None, help="Write the per-request table here.")
 @click.option("--steps-csv", type=str, default=None, help="Write the per-step KV and batch timeline here.")
+@click.option("--plot", "plot_path", type=str, default=None,
+              help="Save a figure here (.png/.svg): the KV and batch timeline, or latency vs rate with --rates.")
+@click.option("--rates", type=str, default=None, help="Comma-separated rates: p50/p99 TTFT and TPOT at each.")
 @click.option("--json", "as_json", is_flag=True, help="The summary as JSON on stdout.")
 def serve(model, config, hardware_name, rate, count, trace, prompt, output_tokens, seed, scheduler, max_num_seqs,
           max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, replicas, dtype, weight_dtype,
-          kv_dtype, attention, slo_ttft, slo_tpot, csv_path, steps_csv, as_json) -> None:
+          kv_dtype, attention, slo_ttft, slo_tpot, csv_path, steps_csv, plot_path, rates, as_json) -> None:
     """Serve a stream of requests on an engine replica, simulated step by step (continuous
     batching, paged KV cache): latency percentiles, throughput and goodput."""
     from costmodel.serving import serve as run_serve
 
     if (model is None) == (config is None):
         raise ReportInputError("give exactly one of --model NAME or --config PATH.")
+    if rates is not None:
+        if rate is not None or trace is not None:
+            raise ReportInputError("--rates replaces --rate and --trace: give one of the three.")
+        try:
+            chosen = [float(x) for x in rates.split(",")]
+        except ValueError:
+            raise ReportInputError(f"--rates must be comma-separated numbers, got {rates!r}.") from None
+        rate = chosen[0]
     if (rate is None) == (trace is None):
         raise ReportInputError("give exactly one of --rate (requests per second) or --trace FILE.")
+    if plot_path is not None and not plot_path.endswith((".png", ".svg", ".pdf")):
+        raise ReportInputError(f"--plot must name a .png, .svg or .pdf file, got {plot_path!r}.")
+    options = dict(requests=count, prompt=prompt, output=output_tokens, seed=seed, replicas=replicas,
+                   slo_ttft=slo_ttft, slo_tpot=slo_tpot, scheduler=scheduler, max_num_seqs=max_num_seqs,
+                   max_batched_tokens=max_batched_tokens, block_size=block_size,
+                   gpu_memory_utilization=gpu_memory_utilization, num_blocks=num_blocks, tp=tp, dtype=dtype,
+                   weight_dtype=weight_dtype, kv_dtype=kv_dtype, attention=attention)
+    if rates is not None:
+        _latency_vs_rate(model or config, hardware_name, chosen, options, plot_path, as_json)
+        return
     try:
-        run = run_serve(model or config, hardware_name, rate=rate, requests=count, trace=trace, prompt=prompt,
-                        output=output_tokens, seed=seed, replicas=replicas, slo_ttft=slo_ttft, slo_tpot=slo_tpot,
-                        scheduler=scheduler, max_num_seqs=max_num_seqs, max_batched_tokens=max_batched_tokens,
-                        block_size=block_size, gpu_memory_utilization=gpu_memory_utilization,
-                        num_blocks=num_blocks, tp=tp, dtype=dtype, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                        attention=attention)
+        run = run_serve(model or config, hardware_name, rate=rate, trace=trace, **options)
     except ConfigError as error:
         raise ReportInputError(str(error)) from None
     if csv_path:
@@ -119,7 +172,34 @@ def serve(model, config, hardware_name, rate, count, trace, prompt, output_token
     if steps_csv:
         run.steps.to_csv(steps_csv, index=False)
     summary = run.summary()
+    if plot_path:
+        setup = summary["setup"]
+        figure = timeline_figure(run.steps, f"{setup['model']} on {setup['tp']} x {setup['hardware']}, "
+                                            f"{setup['scheduler']}")
+        figure.savefig(plot_path)
     click.echo(json.dumps(_finite(summary), indent=2) if as_json else render_serve(summary))
+
+
+def _latency_vs_rate(model: str, hardware_name: str, rates: list[float], options: dict[str, Any],
+                     plot_path: str | None, as_json: bool) -> None:
+    from costmodel.serving import serve as run_serve
+
+    rows = []
+    try:
+        for rate in rates:
+            summary = run_serve(model, hardware_name, rate=rate, **options).summary()
+            rows.append({"rate": rate, **{k: summary[k] for k in ("ttft", "tpot", "e2e", "throughput", "goodput")}})
+    except ConfigError as error:
+        raise ReportInputError(str(error)) from None
+    if plot_path:
+        latency_figure(rows, f"{model} on {hardware_name}, {options['scheduler']}").savefig(plot_path)
+    if as_json:
+        click.echo(json.dumps(_finite(rows), indent=2))
+        return
+    click.echo(f"{'req/s':>7}{'TTFT p50':>10}{'TTFT p99':>10}{'TPOT p50':>10}{'TPOT p99':>10}{'out tok/s':>11}  (ms)")
+    for r in rows:
+        click.echo(f"{r['rate']:>7g}" + "".join(_ms(r[n][p]) + " " for n in ("ttft", "tpot") for p in ("p50", "p99"))
+                   + f"{r['throughput']['output_tokens_per_s']:>10,.0f}")
 
 
 def render_capacity(result: dict[str, Any], top: int = 10) -> str:

@@ -361,3 +361,17 @@ def test_plan_serve_bad_input(args, message, capsys) -> None:
     assert message in capsys.readouterr().err
     assert main(["plan", "--model", "llama3-8b", "--rate", "3"]) == 2
     assert "add --serve" in capsys.readouterr().err
+
+
+def test_serve_figures_and_rate_sweep(tmp_path, capsys) -> None:
+    timeline, latency = tmp_path / "timeline.png", tmp_path / "latency.svg"
+    assert main(["serve", "--model", "llama3-8b", "--rate", "20", "--requests", "40", "--plot", str(timeline)]) == 0
+    assert timeline.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    capsys.readouterr()
+    assert main(["serve", "--model", "llama3-8b", "--rates", "1,50", "--requests", "40", "--plot", str(latency),
+                 "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["rate"] for r in rows] == [1.0, 50.0] and rows[1]["ttft"]["p99"] > rows[0]["ttft"]["p99"]
+    assert latency.read_text().lstrip().startswith("<?xml")
+    assert main(["serve", "--model", "llama3-8b", "--rates", "1,x"]) == 2
+    assert main(["serve", "--model", "llama3-8b", "--rate", "1", "--plot", str(tmp_path / "a.txt")]) == 2
