@@ -375,3 +375,21 @@ def test_serve_figures_and_rate_sweep(tmp_path, capsys) -> None:
     assert latency.read_text().lstrip().startswith("<?xml")
     assert main(["serve", "--model", "llama3-8b", "--rates", "1,x"]) == 2
     assert main(["serve", "--model", "llama3-8b", "--rate", "1", "--plot", str(tmp_path / "a.txt")]) == 2
+
+
+def test_least_outstanding_router_sends_work_to_the_idle_replica(tmp_path, capsys) -> None:
+    """r0 (1,000 tokens to generate) goes to replica 0 and r1 (one token) to replica 1 either way;
+    r2 (1,000 tokens) arrives when replica 1 is idle again: round-robin sends it to the busy
+    replica 0, least-outstanding to replica 1, where it decodes alone."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"arrival": 0, "prompt_tokens": 10, "output_tokens": 1000}\n'
+                     '{"arrival": 0.01, "prompt_tokens": 10, "output_tokens": 1}\n'
+                     '{"arrival": 0.5, "prompt_tokens": 10, "output_tokens": 1000}\n')
+    rr = serve("llama3-8b", trace=str(trace), replicas=2)
+    lot = serve("llama3-8b", trace=str(trace), replicas=2, router="least-outstanding")
+    assert list(rr.requests["replica"]) == [0, 1, 0]
+    assert list(lot.requests["replica"]) == [0, 1, 1]
+    assert lot.requests["tpot_s"][2] < rr.requests["tpot_s"][2]
+    assert main(["serve", "--model", "llama3-8b", "--trace", str(trace), "--replicas", "2", "--router",
+                 "least-outstanding", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["setup"]["router"] == "least-outstanding"

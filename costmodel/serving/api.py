@@ -9,7 +9,7 @@ from typing import Any
 
 from ..config import ConfigError, show
 from . import metrics
-from .engine import simulate
+from .engine import simulate_replicas
 from .kvcache import BlockPool, cache_sizing
 from .schedulers import SCHEDULERS
 from .steptime import StepTime, serving_profile
@@ -103,19 +103,16 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
 
 
 def run_replicas(requests: list[Request], replica: tuple, step: StepTime, replicas: int,
-                 max_model_len: int, record: bool = True) -> tuple[list, list, list]:
-    """Round-robin the requests over the replicas and simulate each (steady decoding advanced
-    several steps at a time; record=False keeps no per-step timeline)."""
+                 max_model_len: int, record: bool = True, router: str = "round-robin") -> tuple[list, list, list]:
+    """Simulate the replicas behind the router (steady decoding advanced several steps at a time;
+    record=False keeps no per-step timeline)."""
     import numpy as np
 
     cls, blocks, block_size, seqs, tokens = replica
+    schedulers = [cls(BlockPool(blocks, block_size), seqs, tokens) for _ in range(replicas)]
+    timelines = simulate_replicas(requests, schedulers, step.seconds, max_model_len, router, record, step.decode_run)
     rows, steps, itl = [], [], []
-    for index in range(replicas):
-        share = requests[index::replicas]
-        if not share:
-            continue
-        timeline = simulate(share, cls(BlockPool(blocks, block_size), seqs, tokens), step.seconds, max_model_len,
-                            record, step.decode_run)
+    for index, timeline in enumerate(timelines):
         rows += metrics.request_rows(timeline, index)
         steps += metrics.step_rows(timeline, index)
         itl.append(metrics.inter_token_latencies(timeline))
@@ -124,8 +121,8 @@ def run_replicas(requests: list[Request], replica: tuple, step: StepTime, replic
 
 def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, requests: int = 1000,
           trace: str | None = None, prompt: str | Lengths = "512", output: str | Lengths = "128",
-          seed: int = 0, replicas: int = 1, slo_ttft: float | None = None, slo_tpot: float | None = None,
-          **replica_options: Any) -> ServeRun:
+          seed: int = 0, replicas: int = 1, router: str = "round-robin", slo_ttft: float | None = None,
+          slo_tpot: float | None = None, **replica_options: Any) -> ServeRun:
     """Simulate serving `model` on `replicas` replicas of `hardware` (a preset name or Hardware).
     replica_options: scheduler, max_num_seqs, max_batched_tokens, block_size,
     gpu_memory_utilization, num_blocks, tp, dtype, weight_dtype, kv_dtype, attention, efficiency."""
@@ -143,8 +140,8 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
             raise ConfigError(f"{name} must be a positive number of seconds, got {show(value)}.")
     chosen = make_requests(rate, requests, trace, prompt, output, seed)
     replica, step, setup = build_replica(cfg, hw, **replica_options)
-    rows, steps, itl = run_replicas(chosen, replica, step, replicas, cfg.max_positions)
-    setup.update({"replicas": replicas, "router": "round-robin", "rate": rate, "trace": trace,
+    rows, steps, itl = run_replicas(chosen, replica, step, replicas, cfg.max_positions, router=router)
+    setup.update({"replicas": replicas, "router": router, "rate": rate, "trace": trace,
                   "prompt": str(prompt), "output": str(output), "seed": seed,
                   "slo_ttft_s": slo_ttft, "slo_tpot_s": slo_tpot, "gpus": replicas * setup["tp"]})
     frame = pd.DataFrame(rows).sort_values("id").reset_index(drop=True)

@@ -47,41 +47,63 @@ class Timeline:
 
 def simulate(requests: list[Request], scheduler: Scheduler, step_seconds: StepSeconds,
              max_model_len: int, record: bool = True, decode_run: Any = None) -> Timeline:
-    """Run every request to completion; returns the timeline. decode_run(keys, steps), if given
-    (StepTime.decode_run), lets steady decoding advance several steps per iteration: the same
-    steps, each recorded, computed together."""
-    import numpy as np
+    """Run every request to completion on one replica; returns its timeline. decode_run(keys,
+    steps), if given (StepTime.decode_run), lets steady decoding advance several steps per
+    iteration: the same steps, each recorded, computed together."""
+    return simulate_replicas(requests, [scheduler], step_seconds, max_model_len, "round-robin", record,
+                             decode_run)[0]
 
-    for request in requests:
-        scheduler.check_request(request, max_model_len)
-    pending = sorted(requests, key=lambda r: (r.arrival_s, r.id))
-    sequences = [Sequence(r) for r in pending]
-    timeline = Timeline(sequences, num_blocks=scheduler.pool.num_blocks)
-    static = isinstance(scheduler, StaticScheduler)
-    now, next_arrival, left = 0.0, 0, len(sequences)
-    while left:
-        while next_arrival < len(sequences) and sequences[next_arrival].request.arrival_s <= now:
-            scheduler.add(sequences[next_arrival])
-            next_arrival += 1
-        if scheduler.idle():
-            now = max(now, sequences[next_arrival].request.arrival_s)
-            continue
-        if decode_run is not None and scheduler.steady_decode and not scheduler.waiting:
-            arrival = sequences[next_arrival].request.arrival_s if next_arrival < len(sequences) else None
-            advanced = _steady_steps(scheduler, decode_run, now, arrival, timeline, record)
+
+ROUTERS = ("round-robin", "least-outstanding")
+
+
+class Replica:
+    """One engine replica: its scheduler, its clock and its timeline."""
+
+    def __init__(self, scheduler: Scheduler, step_seconds: StepSeconds, record: bool, decode_run: Any):
+        self.scheduler = scheduler
+        self.step_seconds = step_seconds
+        self.record = record
+        self.decode_run = decode_run
+        self.timeline = Timeline([], num_blocks=scheduler.pool.num_blocks)
+        self.static = isinstance(scheduler, StaticScheduler)
+        self.now = 0.0
+        self.stalled = False  # nothing schedulable until a request arrives
+
+    def add(self, sequence: Sequence, arrival: float) -> None:
+        if self.scheduler.idle() or self.stalled:
+            self.now = max(self.now, arrival)
+            self.stalled = False
+        self.scheduler.add(sequence)
+        self.timeline.sequences.append(sequence)
+
+    def active(self) -> bool:
+        return not self.scheduler.idle() and not self.stalled
+
+    def outstanding_tokens(self) -> int:
+        """Tokens its unfinished requests still have to run (what a least-outstanding router weighs)."""
+        return sum(s.known - s.computed + s.output - s.generated for s in self.timeline.sequences
+                   if s.generated < s.output)
+
+    def step(self, arrival: float | None) -> int:
+        """Run the next step (or steady steps before `arrival`); returns the requests finished."""
+        import numpy as np
+
+        scheduler = self.scheduler
+        if self.decode_run is not None and scheduler.steady_decode and not scheduler.waiting:
+            advanced = _steady_steps(scheduler, self.decode_run, self.now, arrival, self.timeline, self.record)
             if advanced is not None:
-                now, done = advanced
-                left -= done
-                continue
+                self.now, done = advanced
+                return done
         before = scheduler.preempted_total
         batch = scheduler.schedule()
         free_blocks = scheduler.pool.free
         if not batch:
-            if next_arrival < len(sequences):
-                now = max(now, sequences[next_arrival].request.arrival_s)
-                continue
-            raise SchedulingError("the scheduler cannot run the requests left: the budgets are too small.")
-        if static:
+            if arrival is None:
+                raise SchedulingError("the scheduler cannot run the requests left: the budgets are too small.")
+            self.stalled = True
+            return 0
+        if self.static:
             query, keys = scheduler.padded(batch)
             emitting = sum(1 for s, q in batch if q and s.computed + q >= s.known)
         else:
@@ -91,8 +113,9 @@ def simulate(requests: list[Request], scheduler: Scheduler, step_seconds: StepSe
                 query.append(tokens)
                 keys.append(reach)
                 emitting += reach >= sequence.known
-        seconds = float(step_seconds(np.asarray(query), np.asarray(keys), emitting))
-        start, now = now, now + seconds
+        seconds = float(self.step_seconds(np.asarray(query), np.asarray(keys), emitting))
+        start = self.now
+        self.now = now = start + seconds
         finished = []
         for sequence, tokens in batch:
             if sequence.first_scheduled_s is None:
@@ -106,13 +129,42 @@ def simulate(requests: list[Request], scheduler: Scheduler, step_seconds: StepSe
                 if sequence.generated >= sequence.output:
                     finished.append(sequence.request.id)
                     scheduler.finished(sequence)
-                    left -= 1
-        if record:
-            timeline.steps.append(Step(start, seconds, [(s.request.id, q) for s, q in batch],
-                                       free_blocks, finished, scheduler.preempted_total - before,
-                                       int(sum(query))))
-    return timeline
+        if self.record:
+            self.timeline.steps.append(Step(start, seconds, [(s.request.id, q) for s, q in batch], free_blocks,
+                                            finished, scheduler.preempted_total - before, int(sum(query))))
+        return len(finished)
 
+
+def simulate_replicas(requests: list[Request], schedulers: list[Scheduler], step_seconds: StepSeconds,
+                      max_model_len: int, router: str = "round-robin", record: bool = True,
+                      decode_run: Any = None) -> list[Timeline]:
+    """Replicas behind a router, one event loop: the next event is the earliest of the next
+    arrival and the busy replicas' next step starts. An arrival goes to the next replica in turn
+    (round-robin) or to the one with the fewest outstanding tokens (as its steps started before the
+    arrival left it; ties to the lowest index). A replica admits what it was sent at its next step."""
+    if router not in ROUTERS:
+        raise SchedulingError(f"--router must be one of {', '.join(ROUTERS)}, got {router!r}.")
+    for request in requests:
+        schedulers[0].check_request(request, max_model_len)
+    sequences = [Sequence(r) for r in sorted(requests, key=lambda r: (r.arrival_s, r.id))]
+    replicas = [Replica(s, step_seconds, record, decode_run) for s in schedulers]
+    next_arrival, left, turn = 0, len(sequences), 0
+    while left:
+        arrival = sequences[next_arrival].request.arrival_s if next_arrival < len(sequences) else None
+        busy = [r for r in replicas if r.active()]
+        replica = min(busy, key=lambda r: r.now) if busy else None
+        if replica is None or (arrival is not None and arrival <= replica.now):
+            if arrival is None:
+                raise SchedulingError("the scheduler cannot run the requests left: the budgets are too small.")
+            if router == "round-robin":
+                target, turn = replicas[turn], (turn + 1) % len(replicas)
+            else:
+                target = min(replicas, key=lambda r: r.outstanding_tokens())
+            target.add(sequences[next_arrival], arrival)
+            next_arrival += 1
+            continue
+        left -= replica.step(arrival)
+    return [r.timeline for r in replicas]
 
 
 STEADY_STEPS = 64  # the most steps advanced at once
