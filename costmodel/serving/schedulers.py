@@ -259,9 +259,6 @@ class OrcaScheduler(Scheduler):
     steady_decode = True
     source = "Orca, OSDI 2022, section 4.2 (iteration-level scheduling, max-token reservation)"
 
-    def check_request(self, request: Request, max_model_len: int) -> None:
-        super().check_request(request, max_model_len)
-
     def schedule(self) -> list[tuple[Sequence, int]]:
         batch = [(s, 1) for s in self.running]
         budget = self.max_batched_tokens - len(batch)
