@@ -25,7 +25,9 @@ def render_serve(summary: dict[str, Any]) -> str:
     kv = setup["kv_cache"]
     source = f"trace {setup['trace']}" if setup["trace"] else f"Poisson {setup['rate']} req/s (seed {setup['seed']})"
     lines = [
-        f"{setup['model']} on {setup['replicas']} replica(s) ({setup['router']}) of {setup['tp']} x {setup['hardware']} "
+        f"{setup['model']} on {setup['replicas']} replica(s) ({setup['router']}"
+        + (f"; {setup['disaggregate'][0]} prefill + {setup['disaggregate'][1]} decode" if setup["disaggregate"] else "")
+        + f") of {setup['tp']} x {setup['hardware']} "
         f"({setup['dtype']}), scheduler {setup['scheduler']}: {setup['scheduler_source']}",
         f"budgets: max-num-seqs {setup['max_num_seqs']}, max-batched-tokens {setup['max_batched_tokens']} "
         f"({setup['budget_source']})",
@@ -124,6 +126,8 @@ def _finite(value: Any) -> Any:
 @click.option("--replicas", type=int, default=1, show_default=True, help="Replicas behind the router.")
 @click.option("--router", type=click.Choice(("round-robin", "least-outstanding")), default="round-robin",
               show_default=True, help="How arrivals are spread over the replicas.")
+@click.option("--disaggregate", type=str, default=None,
+              help="P:D: P prefill-only and D decode-only replicas, the KV cache sent between them (replaces --replicas).")
 @click.option("--dtype", type=click.Choice(DTYPES), default=None, help="Default: the hardware's.")
 @click.option("--weight-dtype", type=click.Choice(("int8", "int4", "fp8", "nf4")), default=None)
 @click.option("--kv-dtype", type=click.Choice(("fp8", "int8")), default=None)
@@ -138,7 +142,8 @@ def _finite(value: Any) -> Any:
 @click.option("--json", "as_json", is_flag=True, help="The summary as JSON on stdout.")
 def serve(model, config, hardware_name, rate, count, trace, prompt, output_tokens, seed, scheduler, max_num_seqs,
           max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, replicas, dtype, weight_dtype,
-          kv_dtype, attention, slo_ttft, slo_tpot, csv_path, steps_csv, plot_path, rates, as_json, router) -> None:
+          kv_dtype, attention, slo_ttft, slo_tpot, csv_path, steps_csv, plot_path, rates, as_json, router,
+          disaggregate) -> None:
     """Serve a stream of requests on an engine replica, simulated step by step (continuous
     batching, paged KV cache): latency percentiles, throughput and goodput."""
     from costmodel.serving import serve as run_serve
@@ -157,7 +162,13 @@ def serve(model, config, hardware_name, rate, count, trace, prompt, output_token
         raise ReportInputError("give exactly one of --rate (requests per second) or --trace FILE.")
     if plot_path is not None and not plot_path.endswith((".png", ".svg", ".pdf")):
         raise ReportInputError(f"--plot must name a .png, .svg or .pdf file, got {plot_path!r}.")
-    options = dict(requests=count, prompt=prompt, output=output_tokens, seed=seed, replicas=replicas, router=router,
+    pools = None
+    if disaggregate is not None:
+        try:
+            pools = tuple(int(x) for x in disaggregate.split(":"))
+        except ValueError:
+            raise ReportInputError(f"--disaggregate must be PREFILL:DECODE replica counts, got {disaggregate!r}.") from None
+    options = dict(disaggregate=pools, requests=count, prompt=prompt, output=output_tokens, seed=seed, replicas=replicas, router=router,
                    slo_ttft=slo_ttft, slo_tpot=slo_tpot, scheduler=scheduler, max_num_seqs=max_num_seqs,
                    max_batched_tokens=max_batched_tokens, block_size=block_size,
                    gpu_memory_utilization=gpu_memory_utilization, num_blocks=num_blocks, tp=tp, dtype=dtype,

@@ -393,3 +393,27 @@ def test_least_outstanding_router_sends_work_to_the_idle_replica(tmp_path, capsy
     assert main(["serve", "--model", "llama3-8b", "--trace", str(trace), "--replicas", "2", "--router",
                  "least-outstanding", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["setup"]["router"] == "least-outstanding"
+
+
+def test_disaggregated_request_alone_pays_the_transfer(capsys) -> None:
+    """One request alone on 1 prefill + 1 decode replica: its first token is the prefill step; the
+    second comes after its KV cache crossed the link (512 tokens x 131,072 bytes over the H100
+    preset's inter-node link, plus its latency) and one decode step at 513 keys."""
+    from costmodel.serving.disaggregated import transfer_seconds
+
+    hw = load_hardware("h100-sxm")
+    step = StepTime(costmodel.load_model("llama3-8b"), hw)
+    run = costmodel.serve("llama3-8b", "h100-sxm", rate=1, requests=1, prompt="512", output="3", disaggregate=(1, 1))
+    row = run.requests.iloc[0]
+    transfer = transfer_seconds(hw, 131072, 512)
+    assert transfer == 512 * 131072 / hw.inter_node_bandwidth_bytes_per_s + hw.collective_latency_s
+    assert row["ttft_s"] == pytest.approx(step.seconds([512], [512]), rel=1e-12)
+    second = transfer + step.seconds([1], [513])  # the first token's keys and values join the cache
+    third = step.seconds([1], [514])
+    assert row["max_itl_s"] == pytest.approx(max(second, third), rel=1e-12)
+    assert row["tpot_s"] == pytest.approx((second + third) / 2, rel=1e-12)
+    assert set(run.steps["replica"]) == {0, 1}
+    assert main(["serve", "--model", "llama3-8b", "--rate", "20", "--requests", "30", "--disaggregate", "1:2"]) == 0
+    assert "1 prefill + 2 decode" in capsys.readouterr().out
+    assert main(["serve", "--model", "llama3-8b", "--rate", "20", "--disaggregate", "1:0"]) == 2
+    assert main(["serve", "--model", "llama3-8b", "--rate", "20", "--disaggregate", "x"]) == 2

@@ -122,10 +122,13 @@ def run_replicas(requests: list[Request], replica: tuple, step: StepTime, replic
 def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, requests: int = 1000,
           trace: str | None = None, prompt: str | Lengths = "512", output: str | Lengths = "128",
           seed: int = 0, replicas: int = 1, router: str = "round-robin", slo_ttft: float | None = None,
-          slo_tpot: float | None = None, **replica_options: Any) -> ServeRun:
-    """Simulate serving `model` on `replicas` replicas of `hardware` (a preset name or Hardware).
-    replica_options: scheduler, max_num_seqs, max_batched_tokens, block_size,
-    gpu_memory_utilization, num_blocks, tp, dtype, weight_dtype, kv_dtype, attention, efficiency."""
+          slo_tpot: float | None = None, disaggregate: tuple[int, int] | None = None,
+          **replica_options: Any) -> ServeRun:
+    """Simulate serving `model` on `replicas` replicas of `hardware` (a preset name or Hardware),
+    or, with disaggregate=(P, D), on P prefill-only and D decode-only replicas
+    (costmodel/serving/disaggregated.py). replica_options: scheduler, max_num_seqs,
+    max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, dtype, weight_dtype,
+    kv_dtype, attention, efficiency."""
     import pandas as pd
 
     from ..api import load_model
@@ -140,9 +143,18 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
             raise ConfigError(f"{name} must be a positive number of seconds, got {show(value)}.")
     chosen = make_requests(rate, requests, trace, prompt, output, seed)
     replica, step, setup = build_replica(cfg, hw, **replica_options)
-    rows, steps, itl = run_replicas(chosen, replica, step, replicas, cfg.max_positions, router=router)
+    if disaggregate is not None:
+        from .disaggregated import run_disaggregated
+
+        if len(disaggregate) != 2 or min(disaggregate) < 1:
+            raise ConfigError(f"--disaggregate is PREFILL:DECODE replicas, each at least 1; got {show(disaggregate)}.")
+        replicas = sum(disaggregate)
+        rows, steps, itl = run_disaggregated(chosen, replica, step, disaggregate[0], disaggregate[1], cfg.max_positions,
+                                             hw, setup["kv_cache"]["kv_bytes_per_token"], router)
+    else:
+        rows, steps, itl = run_replicas(chosen, replica, step, replicas, cfg.max_positions, router=router)
     setup.update({"replicas": replicas, "router": router, "rate": rate, "trace": trace,
-                  "prompt": str(prompt), "output": str(output), "seed": seed,
+                  "prompt": str(prompt), "output": str(output), "seed": seed, "disaggregate": disaggregate,
                   "slo_ttft_s": slo_ttft, "slo_tpot_s": slo_tpot, "gpus": replicas * setup["tp"]})
     frame = pd.DataFrame(rows).sort_values("id").reset_index(drop=True)
     return ServeRun(frame, pd.DataFrame(steps), itl[0], setup)

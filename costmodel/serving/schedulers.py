@@ -36,6 +36,8 @@ class Sequence:
         self.preemptions = 0
         self.first_scheduled_s: float | None = None
         self.token_times: list[float] = []
+        if request.prefilled:  # the prompt's keys and values and the first token came with it
+            self.generated, self.known, self.computed = 1, request.prompt_tokens + 1, request.prompt_tokens
 
     @property
     def remaining(self) -> int:

@@ -16,13 +16,16 @@ from ..config import ConfigError, show
 @dataclass(frozen=True)
 class Request:
     """One request: its arrival (seconds), prompt tokens, tokens to generate, and an optional
-    shared-prefix id (a trace's; kept for prefix caching, which the schedulers do not model yet)."""
+    shared-prefix id (a trace's; kept for prefix caching, which the schedulers do not model yet).
+    prefilled: it arrives with its prompt's KV cache and its first token (a disaggregated decode
+    pool's request, its prefill done elsewhere)."""
 
     id: int
     arrival_s: float
     prompt_tokens: int
     output_tokens: int
     prefix_id: str | None = None
+    prefilled: bool = False
 
 
 @dataclass(frozen=True)
