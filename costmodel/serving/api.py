@@ -17,13 +17,18 @@ from .workload import Lengths, Request, poisson, read_trace
 
 #: Per scheduler: (max_num_seqs, max_batched_tokens) when not given, with where each comes from.
 DEFAULT_BUDGETS = {
-    "vllm": (256, 8192, "vLLM v1 defaults: max_num_seqs 256; max_num_batched_tokens 8192 (H100-class, online server)"),
+    "vllm": (256, 2048, "vLLM's OpenAI-server defaults below 70 GiB or on an A100 (vllm/engine/arg_utils.py, "
+                        "EngineArgs.get_batch_defaults)"),
     "sarathi": (256, 512, "Sarathi-Serve's chunk size of 512 tokens (its paper's Mistral-7B/Yi-34B setting)"),
     "orca": (256, 8192, "the same budgets as vLLM's"),
     "static": (8, 1 << 62, "a batch of 8, as one would call generate()"),
     "hf-fifo": (32, 2048, "transformers ContinuousBatchingConfig-like budgets"),
     "hf-prefill-first": (32, 2048, "transformers ContinuousBatchingConfig-like budgets"),
 }
+
+#: vLLM's OpenAI-server defaults on GPUs of 70 GiB or more other than the A100 (H100, H200, MI300X).
+VLLM_LARGE_GPU_BUDGETS = (1024, 8192, "vLLM's OpenAI-server defaults on >= 70 GiB GPUs other than the A100 "
+                                      "(vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults)")
 
 
 @dataclass
@@ -69,6 +74,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     if tp < 1:
         raise ConfigError(f"--tp must be at least 1, got {tp}.")
     seqs, tokens, budget_source = DEFAULT_BUDGETS[scheduler]
+    if scheduler == "vllm" and hardware.memory_bytes >= 70 * 2**30 and "a100" not in hardware.name:
+        seqs, tokens, budget_source = VLLM_LARGE_GPU_BUDGETS
     max_num_seqs = seqs if max_num_seqs is None else max_num_seqs
     max_batched_tokens = tokens if max_batched_tokens is None else max_batched_tokens
     if max_num_seqs < 1:
