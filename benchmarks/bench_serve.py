@@ -1,7 +1,7 @@
 """Speed of the serving simulator (costmodel/serving) on this machine.
 
 1. 10,000 requests of 512 prompt + 128 output tokens, all arriving at once (rate = inf), Llama-3-8B
-   on one H100 under vLLM's scheduler: the whole `costmodel.serve` call (building the step-time
+   on one H100 under vLLM's scheduler (its default 1,024 sequences, and 256): the whole `costmodel.serve` call (building the step-time
    model from the tree, the event loop, the frames), median of --runs runs in fresh processes
    (so no run reuses the lambdified tree of another).
 2. A 200-configuration `plan --serve --rate` search (Llama-3-70B at 10 req/s, p99 TTFT <= 2 s,
@@ -29,20 +29,21 @@ import time
 t = time.perf_counter()
 import costmodel
 run = costmodel.serving.serve("llama3-8b", "h100-sxm", rate=float("inf"), requests=10000,
-                              prompt="512", output="128", scheduler="vllm")
+                              prompt="512", output="128", scheduler="vllm", max_num_seqs=SEQS)
 print(time.perf_counter() - t, len(run.requests), len(run.steps))
 """
 
 
-def ten_thousand(runs: int) -> dict:
+def ten_thousand(runs: int, seqs: int | None) -> dict:
     seconds = []
     for _ in range(runs):
-        out = subprocess.run([sys.executable, "-c", "import costmodel.serving\n" + ONE_RUN], cwd=ROOT,
-                             capture_output=True, text=True, check=True, env={"PYTHONPATH": str(ROOT)})
+        code = "import costmodel.serving\n" + ONE_RUN.replace("SEQS", repr(seqs))
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                             env={"PYTHONPATH": str(ROOT)})
         value, requests, steps = out.stdout.split()
         seconds.append(float(value))
-    return {"what": "10,000 requests of 512 + 128 tokens, llama3-8b, h100-sxm, vllm", "runs": seconds,
-            "median_s": statistics.median(seconds), "requests": int(requests), "steps": int(steps)}
+    return {"what": f"10,000 requests of 512 + 128 tokens, llama3-8b, h100-sxm, vllm, max_num_seqs {seqs or 'default'}",
+            "runs": seconds, "median_s": statistics.median(seconds), "requests": int(requests), "steps": int(steps)}
 
 
 def plan_search() -> dict:
@@ -67,8 +68,10 @@ def main() -> None:
     parser.add_argument("--skip-plan", action="store_true")
     parser.add_argument("--json", type=str, default=None)
     args = parser.parse_args()
-    results = {"simulate_10k": ten_thousand(args.runs)}
-    print(json.dumps(results["simulate_10k"]))
+    results = {"simulate_10k_default": ten_thousand(args.runs, None),
+               "simulate_10k_256_seqs": ten_thousand(args.runs, 256)}
+    print(json.dumps(results["simulate_10k_default"]))
+    print(json.dumps(results["simulate_10k_256_seqs"]))
     if not args.skip_plan:
         results["plan_search"] = plan_search()
         print(json.dumps(results["plan_search"]))
