@@ -5,7 +5,6 @@ with their bad input. No torch here (tests/test_serving_engine.py compares with 
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest
@@ -329,17 +328,14 @@ def test_serve_malformed_trace_names_the_line(tmp_path, content, message, capsys
     assert message in err and err.count("\n") == 1
 
 
-def test_vllm_without_chunking_rejects_a_prompt_past_the_budget(capsys) -> None:
-    run = serve  # the library raises the same ConfigError the CLI prints
+def test_vllm_without_chunking_rejects_a_prompt_past_the_budget() -> None:
+    """Without chunked prefill a 300-token prompt can never run in a 256-token step: refused before
+    the simulation starts, in the sentence the CLI prints."""
+    scheduler = VLLMScheduler(BlockPool(1000, 16), 8, 256, chunked_prefill=False)
     with pytest.raises(ConfigError, match="does not fit --max-batched-tokens 256 without chunked prefill"):
-        from costmodel.serving.api import build_replica
-        from costmodel.serving.engine import simulate as run_simulation
-
-        replica, step, _ = build_replica(costmodel.load_model("llama3-8b"), load_hardware("h100-sxm"),
-                                         max_batched_tokens=256)
-        scheduler = VLLMScheduler(BlockPool(1000, 16), 8, 256, chunked_prefill=False)
-        run_simulation(requests((0, 300, 2)), scheduler, step.seconds, 8192)
-    assert run is serve
+        simulate(requests((0, 300, 2)), scheduler, ONE_STEP, 8192)
+    chunked = simulate(requests((0, 300, 2)), VLLMScheduler(BlockPool(1000, 16), 8, 256), ONE_STEP, 8192)
+    assert [s.entries for s in chunked.steps] == [[(0, 256)], [(0, 44)], [(0, 1)]]
 
 
 def test_plan_serve_rate_ranks_by_gpus(capsys) -> None:
