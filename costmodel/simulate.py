@@ -197,9 +197,12 @@ class Roofline:
     def decode_crossover_batch(self, context: int | None = None, source_len: int = 1) -> float:
         """The batch at which a decode step's matrix products turn from memory- to compute-bound.
 
-        Their FLOPs and bytes are linear in b: F = f*b, B = B0 + B1*b (B0: weights; B1: each
-        sequence's activations and KV cache at `context`). Compute time equals memory time at
-        b* = B0*P / (f*W - B1*P) (P peak FLOP/s, W bandwidth; both with efficiencies).
+        Their FLOPs are linear in b, F = f*b; their bytes piecewise linear, B = B0 + B1*b on each
+        piece (B0: weights; B1: each sequence's activations and KV cache at `context`). A mixture
+        of experts reads an expert's weights once per step if any token routes to it: min(E, b k)
+        experts, so its bytes grow with b up to b = E/k and are all E experts' beyond. On each
+        piece compute time equals memory time at b* = B0*P / (f*W - B1*P) (P peak FLOP/s, W
+        bandwidth; both with efficiencies); the crossover is the first piece whose b* lies in it.
         context=None drops the per-sequence traffic (B1 = 0): the classic weights-only figure,
         peak/bandwidth x (bytes per parameter) / (2 FLOPs per parameter).
         """
@@ -208,12 +211,17 @@ class Roofline:
         subs = self._values(1, 1, source_len, context if context is not None else 1)
         subs.pop(S.b)
         f = float(sp.expand(flops.xreplace(subs)).coeff(S.b, 1))
-        moved_b = sp.expand(moved.xreplace(subs))
-        b0, b1 = float(moved_b.coeff(S.b, 0)), float(moved_b.coeff(S.b, 1))
-        if context is None:
-            b1 = 0.0
-        denominator = f * self.bytes_per_s - b1 * self.flops_per_s
-        return math.inf if denominator <= 0 else b0 * self.flops_per_s / denominator
+        moved_b = moved.xreplace(subs)
+        for lower, upper, piece in _linear_pieces(moved_b, S.b):
+            line = sp.expand(piece)
+            b0, b1 = float(line.coeff(S.b, 0)), float(line.coeff(S.b, 1))
+            if context is None:
+                b1 = 0.0
+            denominator = f * self.bytes_per_s - b1 * self.flops_per_s
+            batch = math.inf if denominator <= 0 else b0 * self.flops_per_s / denominator
+            if lower <= batch <= upper:
+                return batch
+        return math.inf
 
     def fits(self, batch: int, context: int, source_len: int = 1,
              prompt: int | None = None) -> dict[str, Any]:
@@ -256,6 +264,24 @@ class Roofline:
             "max_batch": max(max_batch, 0),
             "max_context": max(max_context, 0),
         }
+
+
+def _linear_pieces(expr: sp.Expr, variable: sp.Symbol) -> list[tuple[float, float, sp.Expr]]:
+    """A piecewise-linear expression in `variable` >= 0 whose only kinks are Min/Max of linear
+    terms, as (lower, upper, the linear expression there), pieces in increasing order."""
+    kinks = [a for a in expr.atoms(sp.Min, sp.Max) if variable in a.free_symbols]
+    points = sorted({float(x) for kink in kinks for i, p in enumerate(kink.args) for q in kink.args[i + 1:]
+                     for x in sp.solve(sp.Eq(p, q), variable) if x.is_real and x > 0})
+    edges = [0.0, *points, math.inf]
+    pieces = []
+    for lower, upper in zip(edges, edges[1:]):
+        inside = sp.Float(lower + 1 if upper == math.inf else (lower + upper) / 2)
+        chosen = {kink: min(kink.args, key=lambda a: float(a.xreplace({variable: inside})))
+                  if isinstance(kink, sp.Min) else
+                  max(kink.args, key=lambda a: float(a.xreplace({variable: inside})))
+                  for kink in kinks}
+        pieces.append((lower, upper, expr.xreplace(chosen)))
+    return pieces
 
 
 def longest_context(needed: sp.Expr, capacity: int) -> int | float:
