@@ -278,6 +278,8 @@ def models(as_json) -> None:
 @click.option("--kv-cache", type=click.Choice(KV_CACHES), default="dynamic", show_default=True,
               help="dynamic: each decode step copies the cache to append (torch.cat, Hugging Face's default); "
               "static: a preallocated cache written in place.")
+@click.option("--mla", type=click.Choice(("naive", "absorbed")), default="naive", show_default=True,
+              help="Latent attention (DeepSeek): absorbed (W_UK/W_UV folded into queries and output, as vLLM runs it) or naive (every cached latent up-projected each step, as transformers runs it).")
 @click.option("--train", is_flag=True, help="Simulate a training step instead of inference.")
 @click.option("--seq-len", "-n", type=int, default=None, help="Training sequence length (default 2048 or the context).")
 @click.option("--recompute", default="none", show_default=True, help="Training: none, selective or full.")
@@ -289,7 +291,7 @@ def models(as_json) -> None:
 @click.option("--impl", default="hf", show_default=True, help="Training: whose code the activation memory models (hf, reference or megatron).")
 @layout_options
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
-def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, train, seq_len,
+def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, mla, train, seq_len,
              recompute, tokens, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
              as_json, **layout_given) -> None:
     """Roofline time of prefill, decode and training on a hardware preset; with a layout
@@ -347,7 +349,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention, gen_tokens=gen)
             result = sim.simulate_inference(cfg, hardware, prompt=workload.seq_len, gen=gen, batch=batch,
                                             dtype=workload.dtype, efficiency=efficiency, attention=attention,
-                                            kv_cache=kv_cache)
+                                            kv_cache=kv_cache, mla=mla)
     except ConfigError as error:
         raise InputError(str(error)) from None
     if note:
@@ -393,9 +395,11 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--slo-ttft", type=float, default=None, help="--serve --rate: p99 time to first token, seconds.")
 @click.option("--slo-tpot", type=float, default=None, help="--serve --rate: p99 time per output token, seconds.")
 @click.option("--requests", type=int, default=300, show_default=True, help="--serve --rate: requests simulated per point.")
+@click.option("--mla", type=click.Choice(("absorbed", "naive")), default="absorbed", show_default=True,
+              help="--serve: " + "Latent attention (DeepSeek): absorbed (W_UK/W_UV folded into queries and output, as vLLM runs it) or naive (every cached latent up-projected each step, as transformers runs it).")
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
          attention, tp, pp, dp, zero, sp, framework, recompute, top, as_json, rate, slo_ttft, slo_tpot,
-         requests) -> None:
+         requests, mla) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
     ranked by step time (training) or time per output token (--serve). With --serve --rate: the
     deployments (GPUs, tp, replicas, budgets) that meet p99 SLOs, simulated (costmodel/serving)."""
@@ -409,7 +413,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
         from reports.serving import plan_capacity_command
 
         plan_capacity_command(cfg, hardware_name, rate, slo_ttft, slo_tpot, requests, prompt or 512, gen, tp,
-                              top, as_json)
+                              top, as_json, mla=mla)
         return
     if gpus is None:
         raise InputError("--gpus is required (how many GPUs of that kind).")
@@ -423,7 +427,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
             require_decoder(cfg)
             workload = make_workload(cfg, prompt, dtype=dtype, gen_tokens=gen)
             result = planner.plan_serving(cfg, hardware, gpus, batch or 32, workload.seq_len, gen,
-                                          workload.dtype, fixed)
+                                          workload.dtype, fixed, mla=mla)
         else:
             workload = make_workload(cfg, seq_len, dtype=dtype, impl=impl, attention=attention)
             result = planner.plan_training(cfg, hardware, gpus, workload.seq_len, global_batch or 8 * gpus,

@@ -36,6 +36,9 @@ WEIGHT_PARTS = ("weight_data_bytes", "weight_scale_bytes", "weight_zero_bytes",
 
 # The names of the blocks in each regime, for the crossover n*.
 ATTENTION_CORE = ("scores", "weighted_sum")
+#: How latent attention runs (Profile.mla): transformers' form, or the engines' absorbed one.
+MLA_FORMS = ("naive", "absorbed")
+
 PROJECTIONS_AND_FFN = ("qkv", "mla", "out", "mlp", "router", "experts", "shared_expert",
                        "shared_expert_gate")
 
@@ -207,11 +210,14 @@ class _TreeBuilder:
             windowed=window and not self.decode,
             latent=cfg.mla and not cross,
         )
+        absorbed = cfg.mla and not cross and profile.mla == "absorbed"
+        if absorbed:  # attention over the cached latents: one head of r_kv + d_r, values r_kv of it
+            core.update(qk_dim=S.r_kv + S.d_r, kv_heads=ONE)
         if cfg.mla and not cross:
             core.update(value_dim=S.d_v)
             projections = [at.leaf("mla", B.LatentAttention(
                 q_tokens, kv_tokens, S.b * k_len, cached, cfg.q_lora_rank is not None,
-                cfg.qkv_bias, profile))]
+                cfg.qkv_bias, profile, absorbed=absorbed))]
         else:
             projections = [at.leaf("qkv", B.QKVProjection(
                 q_tokens, kv_tokens, cfg.qkv_bias, cached,
@@ -236,7 +242,8 @@ class _TreeBuilder:
             *projections,
             at.leaf("scores", scores),
             at.leaf("softmax", B.Softmax(q_len, k_len, **core)),
-            at.leaf("weighted_sum", B.WeightedSum(q_len, k_len, **core)),
+            at.leaf("weighted_sum", B.WeightedSum(q_len, k_len, **{**core, "value_dim": S.r_kv}, values_are_keys=True)
+                    if absorbed else B.WeightedSum(q_len, k_len, **core)),
             at.leaf("out", output),
             *self.residual(at, q_tokens, post, "attention_output"),
         ]
@@ -427,6 +434,7 @@ def profile_for(cfg: ModelConfig, workload: Workload | None = None, **changes) -
         impl=workload.impl, attention=workload.attention, dropout=cfg.dropout > 0,
         attention_dropout=attention_dropout, family=cfg.family, recompute=workload.recompute,
         precision=workload.precision, optimizer=workload.optimizer, kv_dtype=workload.kv_dtype,
+        mla=workload.mla,
         weight_format=weight_format(workload.weight_dtype, workload.weight_group,
                                     workload.double_quant),
     )
@@ -463,6 +471,10 @@ class CostModel:
         self.profile = profile or profile_for(cfg)
         if phase != "train":  # inference: no dropout, nothing recomputed
             self.profile = dataclasses.replace(self.profile, dropout=False, recompute="none")
+        if self.profile.mla not in MLA_FORMS:
+            raise ValueError(f"mla must be one of {', '.join(MLA_FORMS)}, got {self.profile.mla!r}.")
+        if phase == "train" and self.profile.mla != "naive":  # the absorbed form has no backward here
+            self.profile = dataclasses.replace(self.profile, mla="naive")
 
     @cached_property
     def leaves(self) -> tuple[Leaf, ...]:

@@ -92,7 +92,7 @@ class Roofline:
 
     def __init__(self, cfg: ModelConfig, hardware: Hardware, dtype: str = "bf16",
                  efficiency: Efficiency | None = None, attention: str = "eager",
-                 kv_cache: str = "dynamic"):
+                 kv_cache: str = "dynamic", mla: str = "naive"):
         self.cfg = cfg
         self.hardware = hardware
         self.dtype = Workload(dtype=dtype).dtype
@@ -104,7 +104,7 @@ class Roofline:
         self.overhead_s = hardware.overhead_s_per_block
         if kv_cache not in KV_CACHES:
             raise ConfigError(f"kv_cache must be one of {', '.join(KV_CACHES)}, got {show(kv_cache)}.")
-        profile = profile_for(cfg, Workload(attention=attention), dropout=False, kv_cache=kv_cache)
+        profile = profile_for(cfg, Workload(attention=attention, mla=mla), dropout=False, kv_cache=kv_cache)
         self.prefill_model = CostModel(cfg, profile, phase="prefill")
         self.decode_model = CostModel(cfg, profile, phase="decode") if cfg.n_decoder_layers else None
         self.encoder_decoder = cfg.architecture == "encoder-decoder"
@@ -389,7 +389,7 @@ def _steps(gen: int, rows: int = 8) -> list[int]:
 def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen: int, batch: int,
                        dtype: str = "bf16", efficiency: Efficiency | None = None,
                        attention: str = "eager", kv_cache: str = "dynamic",
-                       decoder_prompt: int = 1) -> dict[str, Any]:
+                       decoder_prompt: int = 1, mla: str = "naive") -> dict[str, Any]:
     """Prefill latency, time per output token as the context grows, tokens/s, the decode
     crossover batch, what fits in memory, and a step table with and without a KV cache.
 
@@ -398,7 +398,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     step attends to the source and to the decoder's tokens so far."""
     import numpy as np
 
-    roof = Roofline(cfg, hardware, dtype, efficiency, attention, kv_cache)
+    roof = Roofline(cfg, hardware, dtype, efficiency, attention, kv_cache, mla)
     encoder_decoder = cfg.architecture == "encoder-decoder"
     source = prompt if encoder_decoder else 1
     decoder_prompt = decoder_prompt if encoder_decoder else prompt

@@ -132,6 +132,8 @@ def _finite(value: Any) -> Any:
 @click.option("--weight-dtype", type=click.Choice(("int8", "int4", "fp8", "nf4")), default=None)
 @click.option("--kv-dtype", type=click.Choice(("fp8", "int8")), default=None)
 @click.option("--attention", type=click.Choice(("flash", "sdpa", "eager")), default="flash", show_default=True)
+@click.option("--mla", type=click.Choice(("absorbed", "naive")), default="absorbed", show_default=True,
+              help="Latent attention (DeepSeek): absorbed, as vLLM's MLA backend runs it, or naive (transformers').")
 @click.option("--slo-ttft", type=float, default=None, help="Seconds, for goodput.")
 @click.option("--slo-tpot", type=float, default=None, help="Seconds per output token, for goodput.")
 @click.option("--csv", "csv_path", type=str, default=None, help="Write the per-request table here.")
@@ -143,7 +145,7 @@ def _finite(value: Any) -> Any:
 def serve(model, config, hardware_name, rate, count, trace, prompt, output_tokens, seed, scheduler, max_num_seqs,
           max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, replicas, dtype, weight_dtype,
           kv_dtype, attention, slo_ttft, slo_tpot, csv_path, steps_csv, plot_path, rates, as_json, router,
-          disaggregate) -> None:
+          disaggregate, mla) -> None:
     """Serve a stream of requests on an engine replica, simulated step by step (continuous
     batching, paged KV cache): latency percentiles, throughput and goodput."""
     from costmodel.serving import serve as run_serve
@@ -172,7 +174,7 @@ def serve(model, config, hardware_name, rate, count, trace, prompt, output_token
                    slo_ttft=slo_ttft, slo_tpot=slo_tpot, scheduler=scheduler, max_num_seqs=max_num_seqs,
                    max_batched_tokens=max_batched_tokens, block_size=block_size,
                    gpu_memory_utilization=gpu_memory_utilization, num_blocks=num_blocks, tp=tp, dtype=dtype,
-                   weight_dtype=weight_dtype, kv_dtype=kv_dtype, attention=attention)
+                   weight_dtype=weight_dtype, kv_dtype=kv_dtype, attention=attention, mla=mla)
     if rates is not None:
         _latency_vs_rate(model or config, hardware_name, chosen, options, plot_path, as_json)
         return
@@ -236,7 +238,7 @@ def render_capacity(result: dict[str, Any], top: int = 10) -> str:
 
 def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: float | None,
                           slo_tpot: float | None, requests: int, prompt: str, gen: str, tp: int | None,
-                          top: int, as_json: bool, processes: int | None = None) -> None:
+                          top: int, as_json: bool, processes: int | None = None, mla: str = "absorbed") -> None:
     """`plan --serve --rate`: the search and its table (cli.py's plan delegates here)."""
     from costmodel.hardware import load_hardware
     from costmodel.serving.capacity import Target, plan_capacity
@@ -246,7 +248,7 @@ def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: 
     try:
         hardwares = [load_hardware(name.strip()) for name in hardware_names.split(",")]
         result = plan_capacity(cfg, hardwares, Target(rate, slo_ttft, slo_tpot, requests, str(prompt), str(gen)),
-                               tps=[tp] if tp else None, processes=processes)
+                               tps=[tp] if tp else None, processes=processes, mla=mla)
     except ConfigError as error:
         raise ReportInputError(str(error)) from None
     click.echo(json.dumps(_finite(result), indent=2) if as_json else render_capacity(result, top))

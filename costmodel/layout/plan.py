@@ -135,9 +135,10 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
 
 def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, prompt: int, gen: int,
                  dtype: str, fixed: dict[str, Any] | None = None,
-                 efficiency: Efficiency | None = None) -> dict[str, Any]:
+                 efficiency: Efficiency | None = None, mla: str = "absorbed") -> dict[str, Any]:
     """Every serving layout for `batch` sequences at a context of prompt + gen: the memory per
-    rank (weights and the KV cache at the last step), ranked by time per output token."""
+    rank (weights and the KV cache at the last step), ranked by time per output token (latent
+    attention absorbed unless mla="naive", as engines serve it)."""
     fixed = fixed or {}
     check_fixed(fixed, gpus)
     require_decoder(cfg)
@@ -153,7 +154,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                 continue
             layout = Layout(dp=dp, tp=tp, pp=pp, framework="deepspeed")
             workload = Workload(seq_len=prompt, gen_tokens=gen, batch=batch // dp, dtype=dtype,
-                                precision="pure", attention="sdpa")
+                                precision="pure", attention="sdpa", mla=mla)
             try:
                 layout.check(cfg, gpus)
                 estimate = ParallelEstimate(cfg, workload, layout, phase="decode")

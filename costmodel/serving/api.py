@@ -60,7 +60,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                   max_batched_tokens: int | None = None, block_size: int = 16,
                   gpu_memory_utilization: float = 0.9, num_blocks: int | None = None, tp: int = 1,
                   dtype: str | None = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
-                  attention: str = "flash", efficiency: Any = None, step: StepTime | None = None,
+                  attention: str = "flash", mla: str = "absorbed", efficiency: Any = None,
+                  step: StepTime | None = None,
                   sizings: dict | None = None) -> tuple[Any, Any, dict[str, Any]]:
     """The scheduler class's arguments, a StepTime and the setup dict of one replica (a search
     passes the StepTime it built for this hardware and tp, and a dict that keeps the cache
@@ -83,7 +84,9 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     if max_batched_tokens < 1:
         raise ConfigError(f"--max-batched-tokens must be at least 1, got {max_batched_tokens}.")
     dtype = dtype or hardware.default_dtype
-    profile = serving_profile(cfg, attention, weight_dtype, kv_dtype)
+    if mla not in ("absorbed", "naive"):
+        raise ConfigError(f"--mla must be absorbed or naive, got {show(mla)}.")
+    profile = serving_profile(cfg, attention, weight_dtype, kv_dtype, mla)
     from ..config import DTYPE_BYTES, Workload
 
     sizings = {} if sizings is None else sizings
@@ -105,6 +108,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
              "budget_source": budget_source if (max_num_seqs, max_batched_tokens) == (seqs, tokens) else "given",
              "block_size": block_size, "num_blocks": blocks, "kv_cache": sizing.to_dict(),
              "weight_dtype": weight_dtype, "kv_dtype": kv_dtype, "attention": attention,
+             "mla": mla if cfg.mla else None,
              "max_model_len": cfg.max_positions}
     return (SCHEDULERS[scheduler], blocks, block_size, max_num_seqs, max_batched_tokens), step, setup
 
@@ -135,7 +139,7 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     or, with disaggregate=(P, D), on P prefill-only and D decode-only replicas
     (costmodel/serving/disaggregated.py). replica_options: scheduler, max_num_seqs,
     max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, dtype, weight_dtype,
-    kv_dtype, attention, efficiency."""
+    kv_dtype, attention, mla, efficiency."""
     import pandas as pd
 
     from ..api import load_model

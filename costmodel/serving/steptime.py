@@ -44,9 +44,10 @@ QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")
 
 
 def serving_profile(cfg: ModelConfig, attention: str = "flash", weight_dtype: str | None = None,
-                    kv_dtype: str | None = None) -> Any:
-    """The implementation profile of a paged engine: no dropout, a cache written in place."""
-    workload = Workload(attention=attention, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+                    kv_dtype: str | None = None, mla: str = "absorbed") -> Any:
+    """The implementation profile of a paged engine: no dropout, a cache written in place, latent
+    attention absorbed (as vLLM's MLA backend runs it)."""
+    workload = Workload(attention=attention, weight_dtype=weight_dtype, kv_dtype=kv_dtype, mla=mla)
     return profile_for(cfg, workload, dropout=False, kv_cache="static")
 
 
