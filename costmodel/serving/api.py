@@ -58,7 +58,7 @@ def make_requests(rate: float | None = None, requests: int = 1000, trace: str | 
 
 def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_seqs: int | None = None,
                   max_batched_tokens: int | None = None, block_size: int = 16,
-                  gpu_memory_utilization: float = 0.9, num_blocks: int | None = None, tp: int = 1,
+                  gpu_memory_utilization: float = 0.9, num_blocks: int | None = None, tp: int = 1, pp: int = 1,
                   dtype: str | None = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
                   attention: str = "flash", mla: str = "absorbed", efficiency: Any = None,
                   step: StepTime | None = None,
@@ -74,6 +74,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
         raise ConfigError(f"--block-size must be a positive number of tokens, got {block_size}.")
     if tp < 1:
         raise ConfigError(f"--tp must be at least 1, got {tp}.")
+    if not 1 <= pp <= cfg.n_decoder_layers:
+        raise ConfigError(f"--pp must be between 1 and the model's {cfg.n_decoder_layers} layers, got {pp}.")
     seqs, tokens, budget_source = DEFAULT_BUDGETS[scheduler]
     if scheduler == "vllm" and hardware.memory_bytes >= 70 * 2**30 and "a100" not in hardware.name:
         seqs, tokens, budget_source = VLLM_LARGE_GPU_BUDGETS
@@ -93,16 +95,16 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     if max_batched_tokens not in sizings:
         sizings[max_batched_tokens] = cache_sizing(
             cfg, profile, DTYPE_BYTES[Workload(dtype=dtype).dtype], hardware.memory_bytes, gpu_memory_utilization,
-            block_size, min(max_batched_tokens, cfg.max_positions), tp)
+            block_size, min(max_batched_tokens, cfg.max_positions), tp, pp)
     sizing = sizings[max_batched_tokens]
     blocks = sizing.num_blocks if num_blocks is None else num_blocks
-    if blocks < 1:
+    if blocks < pp:
         raise ConfigError(f"{cfg.name} does not leave room for one KV block on {hardware.name} at tp {tp}: "
                           f"weights {sizing.weight_bytes / 2**30:.1f} GiB and activations "
                           f"{sizing.activation_bytes / 2**30:.1f} GiB per GPU against "
                           f"{gpu_memory_utilization:.0%} of {hardware.memory_bytes / 2**30:.0f} GiB.")
-    step = step or StepTime(cfg, hardware, dtype, efficiency, profile, tp)
-    setup = {"model": cfg.name, "hardware": hardware.name, "dtype": step.dtype, "tp": tp,
+    step = step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp)
+    setup = {"model": cfg.name, "hardware": hardware.name, "dtype": step.dtype, "tp": tp, "pp": pp,
              "scheduler": scheduler, "scheduler_source": SCHEDULERS[scheduler].source,
              "max_num_seqs": max_num_seqs, "max_batched_tokens": max_batched_tokens,
              "budget_source": budget_source if (max_num_seqs, max_batched_tokens) == (seqs, tokens) else "given",
@@ -116,11 +118,18 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
 def run_replicas(requests: list[Request], replica: tuple, step: StepTime, replicas: int,
                  max_model_len: int, record: bool = True, router: str = "round-robin") -> tuple[list, list, list]:
     """Simulate the replicas behind the router (steady decoding advanced several steps at a time;
-    record=False keeps no per-step timeline)."""
+    record=False keeps no per-step timeline).
+
+    A replica of pp pipeline stages is pp virtual engines, as vLLM's pipeline parallelism runs it
+    (v0: one scheduler and 1/pp of the KV blocks per virtual engine; v1 keeps pp batches in flight
+    in a batch queue): each engine's batch takes the whole pipeline's step (StepTime with pp), and
+    pp such batches run at once, one per stage. The stages' contention when the batches differ in
+    size is not modelled. The router sees the virtual engines as replicas."""
     import numpy as np
 
     cls, blocks, block_size, seqs, tokens = replica
-    schedulers = [cls(BlockPool(blocks, block_size), seqs, tokens) for _ in range(replicas)]
+    pp = getattr(step, "pp", 1)
+    schedulers = [cls(BlockPool(blocks // pp, block_size), seqs, tokens) for _ in range(replicas * pp)]
     timelines = simulate_replicas(requests, schedulers, step.seconds, max_model_len, router, record, step.decode_run)
     rows, steps, itl = [], [], []
     for index, timeline in enumerate(timelines):
@@ -157,6 +166,8 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     if disaggregate is not None:
         from .disaggregated import run_disaggregated
 
+        if setup["pp"] > 1:
+            raise ConfigError("--disaggregate runs tensor-parallel pools only; drop --pp.")
         if len(disaggregate) != 2 or min(disaggregate) < 1:
             raise ConfigError(f"--disaggregate is PREFILL:DECODE replicas, each at least 1; got {show(disaggregate)}.")
         replicas = sum(disaggregate)
@@ -166,6 +177,6 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
         rows, steps, itl = run_replicas(chosen, replica, step, replicas, cfg.max_positions, router=router)
     setup.update({"replicas": replicas, "router": router, "rate": rate, "trace": trace,
                   "prompt": str(prompt), "output": str(output), "seed": seed, "disaggregate": disaggregate,
-                  "slo_ttft_s": slo_ttft, "slo_tpot_s": slo_tpot, "gpus": replicas * setup["tp"]})
+                  "slo_ttft_s": slo_ttft, "slo_tpot_s": slo_tpot, "gpus": replicas * setup["tp"] * setup["pp"]})
     frame = pd.DataFrame(rows).sort_values("id").reset_index(drop=True)
     return ServeRun(frame, pd.DataFrame(steps), itl[0], setup)

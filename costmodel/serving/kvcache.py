@@ -78,13 +78,17 @@ class CacheSizing:
 
 
 def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, utilization: float,
-                 block_size: int, max_batched_tokens: int, tp: int = 1) -> CacheSizing:
+                 block_size: int, max_batched_tokens: int, tp: int = 1, pp: int = 1) -> CacheSizing:
     """A replica's KV blocks from the tree. Per GPU: its share (1/tp) of the weights (the tree's
     weight bytes, quantized where the profile says so) and of the KV bytes per token (the decode
     tree's kv_cache_bytes per sequence per key: GQA's KV heads, MLA's latent, the KV dtype; a
     sliding window's layers are paged like full ones, as the engines here page them). The
     activation peak: the prefill tree's inference bytes for one sequence of max_batched_tokens
-    tokens, less its weights and its KV cache (ids, logits, the transient buffers)."""
+    tokens, less its weights and its KV cache (ids, logits, the transient buffers).
+
+    Pipeline parallelism (pp stages): each GPU holds 1/pp of the weights and of the KV bytes per
+    token (layers split evenly; the embedding and the head counted as spread too, a stated
+    approximation), and the whole activation peak / tp (the last stage's logits; conservative)."""
     from ..memory import inference_phases
     from ..model import CostModel, model_values
 
@@ -103,5 +107,5 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
     cache = int(prefill.total("kv_cache_bytes").xreplace(subs))
     weights = int(prefill.total("weight_bytes").xreplace(subs))
     activations = max(0, total - weights - cache)
-    return CacheSizing(memory_bytes, utilization, -(-weights // tp), -(-activations // tp),
-                       -(-per_token // tp), block_size)
+    return CacheSizing(memory_bytes, utilization, -(-weights // (tp * pp)), -(-activations // tp),
+                       -(-per_token // (tp * pp)), block_size)

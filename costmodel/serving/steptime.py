@@ -22,7 +22,13 @@ not counted.
 Tensor parallelism (tp > 1): each leaf's FLOPs and bytes divided by tp (Megatron's sharding of
 heads, FFN columns and the vocabulary), plus two all-reduces of the step's activations per layer
 (ring: 2 (tp - 1) / tp of the bytes over the hardware's link, and its latency per call). A stated
-approximation until the kernel-level model lands. Pipeline parallelism is not modelled here.
+approximation until the kernel-level model lands.
+
+Pipeline parallelism (pp > 1): one batch passes the pp stages in sequence, each stage running its
+L / pp layers on its own GPUs, so the batch's step takes the sum of the stages' times (the whole
+model's leaves, as at pp = 1) plus pp - 1 sends of its hidden states (tokens x d x e bytes over
+the link, and its latency each). The pipeline's concurrency (pp batches in flight) is the event
+loop's: run_replicas gives each replica pp virtual engines (costmodel/serving/api.py).
 
 Speed: a decode sequence's leaf work at context c is looked up in a table over c (one vectorised
 evaluation), and the per-token leaves are cached by token count, so a step costs a numpy sum.
@@ -56,10 +62,10 @@ class StepTime:
     context[i] keys (its cached tokens plus the new ones); `emitting` of them produce a token."""
 
     def __init__(self, cfg: ModelConfig, hardware: Hardware, dtype: str = "bf16",
-                 efficiency: Efficiency | None = None, profile: Any = None, tp: int = 1):
+                 efficiency: Efficiency | None = None, profile: Any = None, tp: int = 1, pp: int = 1):
         import numpy as np
 
-        self.cfg, self.hardware, self.tp = cfg, hardware, tp
+        self.cfg, self.hardware, self.tp, self.pp = cfg, hardware, tp, pp
         self.dtype = Workload(dtype=dtype).dtype
         self.e = DTYPE_BYTES[self.dtype]
         eff = efficiency or Efficiency(**hardware.efficiency)
@@ -90,6 +96,10 @@ class StepTime:
         self._chunks: dict[tuple[int, int], Any] = {}
         self.layers = cfg.n_decoder_layers
         self.all_reduce = self._all_reduce_seconds_per_token() if tp > 1 else 0.0
+        self.per_call = 2 * self.layers * hardware.collective_latency_s if tp > 1 else 0.0
+        if pp > 1:  # pp - 1 sends of the hidden states between stages
+            self.all_reduce += (pp - 1) * cfg.d_model * self.e / hardware.link(tp * pp)
+            self.per_call += (pp - 1) * hardware.collective_latency_s
 
     def _all_reduce_seconds_per_token(self) -> float:
         """Bytes per token of the two all-reduces per layer, ring over tp GPUs, as seconds."""
@@ -160,7 +170,7 @@ class StepTime:
         keys = np.asarray(keys, dtype=np.int64)
         count = len(keys)
         base = self.overhead_s + self._per_token_group("tokens", count) + self._per_token_group("head", count)
-        base += count * self.all_reduce + (2 * self.layers * self.hardware.collective_latency_s if self.tp > 1 else 0.0)
+        base += count * self.all_reduce + self.per_call
         if not self._sizes["context"]:
             return np.full(steps, base)
         self._decode_rows(keys + steps)  # grow the table first
@@ -188,5 +198,4 @@ class StepTime:
                 total = self._decode_rows(context[decode]).sum(axis=0) if decode.any() else 0.0
                 total = total + self._chunk_rows(query[~decode], context[~decode])
             seconds += self._busy(np.asarray(total))
-        return seconds + tokens * self.all_reduce + (2 * self.layers * self.hardware.collective_latency_s
-                                                      if self.tp > 1 else 0.0)
+        return seconds + tokens * self.all_reduce + self.per_call
