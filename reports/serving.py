@@ -124,6 +124,8 @@ def _finite(value: Any) -> Any:
 @click.option("--gpu-memory-utilization", type=float, default=0.9, show_default=True)
 @click.option("--num-blocks", type=int, default=None, help="KV blocks per replica (default: from memory).")
 @click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel GPUs per replica.")
+@click.option("--prefix-caching/--no-prefix-caching", default=None,
+              help="Reuse a trace's shared-prefix blocks (vLLM's automatic prefix caching; default: on for vllm).")
 @click.option("--pp", type=int, default=1, show_default=True,
               help="Pipeline stages per replica (pp batches in flight, as vLLM's pipeline parallelism).")
 @click.option("--replicas", type=int, default=1, show_default=True, help="Replicas behind the router.")
@@ -148,7 +150,7 @@ def _finite(value: Any) -> Any:
 def serve(model, config, hardware_name, rate, count, trace, prompt, output_tokens, seed, scheduler, max_num_seqs,
           max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, replicas, dtype, weight_dtype,
           kv_dtype, attention, slo_ttft, slo_tpot, csv_path, steps_csv, plot_path, rates, as_json, router,
-          disaggregate, mla, pp) -> None:
+          disaggregate, mla, pp, prefix_caching) -> None:
     """Serve a stream of requests on an engine replica, simulated step by step (continuous
     batching, paged KV cache): latency percentiles, throughput and goodput."""
     from costmodel.serving import serve as run_serve
@@ -176,7 +178,7 @@ def serve(model, config, hardware_name, rate, count, trace, prompt, output_token
     options = dict(disaggregate=pools, requests=count, prompt=prompt, output=output_tokens, seed=seed, replicas=replicas, router=router,
                    slo_ttft=slo_ttft, slo_tpot=slo_tpot, scheduler=scheduler, max_num_seqs=max_num_seqs,
                    max_batched_tokens=max_batched_tokens, block_size=block_size,
-                   gpu_memory_utilization=gpu_memory_utilization, num_blocks=num_blocks, tp=tp, pp=pp, dtype=dtype,
+                   gpu_memory_utilization=gpu_memory_utilization, num_blocks=num_blocks, tp=tp, pp=pp, prefix_caching=prefix_caching, dtype=dtype,
                    weight_dtype=weight_dtype, kv_dtype=kv_dtype, attention=attention, mla=mla)
     if rates is not None:
         _latency_vs_rate(model or config, hardware_name, chosen, options, plot_path, as_json)

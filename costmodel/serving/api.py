@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ..config import ConfigError, show
@@ -60,7 +61,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                   max_batched_tokens: int | None = None, block_size: int = 16,
                   gpu_memory_utilization: float = 0.9, num_blocks: int | None = None, tp: int = 1, pp: int = 1,
                   dtype: str | None = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
-                  attention: str = "flash", mla: str = "absorbed", efficiency: Any = None,
+                  attention: str = "flash", mla: str = "absorbed", prefix_caching: bool | None = None,
+                  efficiency: Any = None,
                   step: StepTime | None = None,
                   sizings: dict | None = None) -> tuple[Any, Any, dict[str, Any]]:
     """The scheduler class's arguments, a StepTime and the setup dict of one replica (a search
@@ -86,6 +88,9 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     if max_batched_tokens < 1:
         raise ConfigError(f"--max-batched-tokens must be at least 1, got {max_batched_tokens}.")
     dtype = dtype or hardware.default_dtype
+    if prefix_caching and scheduler != "vllm":
+        raise ConfigError(f"--prefix-caching is modelled for vLLM's scheduler only, not {scheduler}.")
+    prefix_caching = scheduler == "vllm" if prefix_caching is None else prefix_caching
     if mla not in ("absorbed", "naive"):
         raise ConfigError(f"--mla must be absorbed or naive, got {show(mla)}.")
     profile = serving_profile(cfg, attention, weight_dtype, kv_dtype, mla)
@@ -112,7 +117,9 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
              "weight_dtype": weight_dtype, "kv_dtype": kv_dtype, "attention": attention,
              "mla": mla if cfg.mla else None,
              "max_model_len": cfg.max_positions}
-    return (SCHEDULERS[scheduler], blocks, block_size, max_num_seqs, max_batched_tokens), step, setup
+    cls = partial(SCHEDULERS[scheduler], prefix_caching=True) if prefix_caching else SCHEDULERS[scheduler]
+    setup["prefix_caching"] = prefix_caching
+    return (cls, blocks, block_size, max_num_seqs, max_batched_tokens), step, setup
 
 
 def run_replicas(requests: list[Request], replica: tuple, step: StepTime, replicas: int,
@@ -148,7 +155,7 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     or, with disaggregate=(P, D), on P prefill-only and D decode-only replicas
     (costmodel/serving/disaggregated.py). replica_options: scheduler, max_num_seqs,
     max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, dtype, weight_dtype,
-    kv_dtype, attention, mla, efficiency."""
+    kv_dtype, attention, mla, prefix_caching (default: on for vllm, as vLLM v1), efficiency."""
     import pandas as pd
 
     from ..api import load_model

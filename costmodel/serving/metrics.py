@@ -32,6 +32,7 @@ def request_rows(timeline: Timeline, replica: int = 0) -> list[dict[str, Any]]:
             "tpot_s": (last - first) / (len(times) - 1) if len(times) > 1 else float("nan"),
             "max_itl_s": float(np.diff(times).max()) if len(times) > 1 else float("nan"),
             "e2e_s": last - r.arrival_s, "finish_s": last, "preemptions": s.preemptions,
+            "cached_tokens": s.cached_tokens,
         })
     return rows
 

@@ -6,6 +6,16 @@ that runs q of its tokens reaches computed + q, and emits a token when that cove
 token (the last prefill chunk emits the first token; each decode step, of one token, the next).
 Preemption by recompute frees a sequence's blocks and sends it back to the queue with computed = 0;
 it later prefills its prompt and the tokens it has generated.
+
+Prefix caching (vLLM's automatic prefix caching, vllm/v1/core/kv_cache_manager.py
+get_computed_blocks; on by default in vLLM v1): the full blocks of a shared prefix (a request's
+prefix id and prefix_tokens) are registered once a sequence has computed them; a sequence of that
+id admitted later holds them too (a reference, no new blocks) and starts with them computed, so
+their prefill is skipped. At most (prompt - 1) // block_size blocks hit: the last prompt token is
+always run, to produce the first token (vLLM's max_cache_hit_length = num_tokens - 1). A prefix's
+blocks go back to the pool when its last holder frees them (vLLM keeps them, evictable, until
+the blocks are needed: not modelled, so a prefix whose requests do not overlap in time is
+recomputed).
 """
 
 from __future__ import annotations
@@ -23,7 +33,7 @@ class Sequence:
     """One request's state in the replica (a slotted class: the event loop touches it often)."""
 
     __slots__ = ("request", "output", "generated", "known", "computed", "blocks", "status", "preemptions",
-                 "first_scheduled_s", "token_times")
+                 "first_scheduled_s", "token_times", "shared", "cached_tokens")
 
     def __init__(self, request: Request):
         self.request = request
@@ -31,7 +41,9 @@ class Sequence:
         self.generated = 0
         self.known = request.prompt_tokens  # prompt + generated tokens
         self.computed = 0  # tokens whose keys and values are in the cache
-        self.blocks = 0
+        self.blocks = 0  # blocks it holds, the shared prefix's included
+        self.shared = 0  # of them, a cached prefix's (referenced, not its own)
+        self.cached_tokens = 0  # prompt tokens its first admission found cached
         self.status = WAITING
         self.preemptions = 0
         self.first_scheduled_s: float | None = None
@@ -74,6 +86,8 @@ class Scheduler:
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
         self.preempted_total = 0
+        self.prefix_caching = False
+        self.prefixes: dict[str, list[int]] = {}  # prefix id -> [full blocks cached, holders]
 
     def add(self, sequence: Sequence) -> None:
         self.waiting.append(sequence)
@@ -91,8 +105,47 @@ class Scheduler:
         return True
 
     def release(self, sequence: Sequence) -> None:
-        self.pool.give_back(sequence.blocks)
-        sequence.blocks = 0
+        self.pool.give_back(sequence.blocks - sequence.shared)
+        if sequence.shared:
+            entry = self.prefixes[sequence.request.prefix_id]
+            entry[1] -= 1
+            if entry[1] == 0:  # its last holder: the prefix's blocks go back
+                self.pool.give_back(entry[0])
+                del self.prefixes[sequence.request.prefix_id]
+        sequence.blocks = sequence.shared = 0
+
+    def register_prefixes(self) -> None:
+        """Running sequences that have computed their prefix's full blocks cache them, if no
+        other sequence of that id has (its own blocks become the shared ones)."""
+        size = self.pool.block_size
+        for sequence in self.running:
+            request = sequence.request
+            full = request.prefix_tokens // size
+            if (full and not sequence.shared and request.prefix_id not in self.prefixes
+                    and sequence.computed >= full * size):
+                self.prefixes[request.prefix_id] = [full, 1]
+                sequence.shared = full
+
+    def reuse_prefix(self, sequence: Sequence) -> None:
+        """A sequence about to be admitted with nothing computed holds its prefix's cached blocks."""
+        request = sequence.request
+        entry = self.prefixes.get(request.prefix_id) if request.prefix_id is not None else None
+        if entry is None or sequence.computed:
+            return
+        hit = min(entry[0], request.prefix_tokens // self.pool.block_size,
+                  (sequence.known - 1) // self.pool.block_size)
+        if hit:
+            entry[1] += 1
+            sequence.blocks = sequence.shared = hit
+            sequence.computed = hit * self.pool.block_size
+            if not sequence.preemptions:
+                sequence.cached_tokens = sequence.computed
+
+    def unuse_prefix(self, sequence: Sequence) -> None:
+        """Undo reuse_prefix for a sequence that was not admitted after all."""
+        if sequence.shared and sequence.blocks == sequence.shared:
+            self.release(sequence)
+            sequence.computed = 0
 
     def reset(self, sequence: Sequence) -> None:
         """Preemption by recompute: its blocks freed, its cache to be recomputed."""
@@ -139,9 +192,10 @@ class VLLMScheduler(Scheduler):
     source = "vLLM v1 scheduler (vllm/v1/core/sched/scheduler.py), chunked prefill, recompute preemption"
 
     def __init__(self, pool: BlockPool, max_num_seqs: int = 256, max_batched_tokens: int = 8192,
-                 chunked_prefill: bool = True):
+                 chunked_prefill: bool = True, prefix_caching: bool = False):
         super().__init__(pool, max_num_seqs, max_batched_tokens)
         self.chunked_prefill = chunked_prefill
+        self.prefix_caching = prefix_caching
 
     def check_request(self, request: Request, max_model_len: int) -> None:
         super().check_request(request, max_model_len)
@@ -179,14 +233,20 @@ class VLLMScheduler(Scheduler):
                 index += 1
                 continue
             break
+        if self.prefix_caching:
+            self.register_prefixes()
         while not preempted and self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
             sequence = self.waiting[0]
+            if self.prefix_caching:
+                self.reuse_prefix(sequence)
             tokens = sequence.remaining
             if tokens > budget:
                 if not self.chunked_prefill:
+                    self.unuse_prefix(sequence)
                     break
                 tokens = budget
             if not self.allocate(sequence, sequence.computed + tokens):
+                self.unuse_prefix(sequence)
                 break
             self.waiting.popleft()
             self.running.append(sequence)

@@ -16,7 +16,8 @@ from ..config import ConfigError, show
 @dataclass(frozen=True)
 class Request:
     """One request: its arrival (seconds), prompt tokens, tokens to generate, and an optional
-    shared-prefix id (a trace's; kept for prefix caching, which the schedulers do not model yet).
+    shared prefix: its id and how many of the prompt's first tokens it is (a trace's; what vLLM's
+    prefix caching reuses, costmodel/serving/schedulers.py).
     prefilled: it arrives with its prompt's KV cache and its first token (a disaggregated decode
     pool's request, its prefill done elsewhere)."""
 
@@ -26,6 +27,7 @@ class Request:
     output_tokens: int
     prefix_id: str | None = None
     prefilled: bool = False
+    prefix_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -116,8 +118,9 @@ TRACE_FIELDS = {"arrival": "arrival_s", "prompt_tokens": "prompt_tokens", "outpu
 
 def read_trace(path: str | Path) -> list[Request]:
     """Requests from a JSONL file, one object a line: {"arrival": seconds, "prompt_tokens": N,
-    "output_tokens": M, "prefix": "id" (optional)}. Blank lines are skipped; a malformed line is
-    named in the error."""
+    "output_tokens": M, "prefix": "id", "prefix_tokens": K (both optional: the prompt's first K
+    tokens are the same in every request of that id; without K the id shares nothing)}. Blank
+    lines are skipped; a malformed line is named in the error."""
     requests: list[Request] = []
     try:
         lines = Path(path).read_text().splitlines()
@@ -143,10 +146,15 @@ def read_trace(path: str | Path) -> list[Request]:
         for name, value in (("prompt_tokens", prompt), ("output_tokens", output)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{where}: {name} must be a positive integer, got {show(value)}.")
-        prefix = data.get("prefix")
+        prefix, shared = data.get("prefix"), data.get("prefix_tokens", 0)
+        if not isinstance(shared, int) or isinstance(shared, bool) or not 0 <= shared <= prompt:
+            raise ConfigError(f"{where}: prefix_tokens must be an integer from 0 to prompt_tokens, got {show(shared)}.")
+        if shared and prefix is None:
+            raise ConfigError(f"{where}: prefix_tokens needs a prefix id.")
         requests.append(Request(len(requests), float(arrival), prompt, output,
-                                None if prefix is None else str(prefix)))
+                                None if prefix is None else str(prefix), prefix_tokens=shared))
     if not requests:
         raise ConfigError(f"the trace {show(str(path))} holds no requests.")
     order = sorted(requests, key=lambda r: r.arrival_s)
-    return [Request(i, r.arrival_s, r.prompt_tokens, r.output_tokens, r.prefix_id) for i, r in enumerate(order)]
+    return [Request(i, r.arrival_s, r.prompt_tokens, r.output_tokens, r.prefix_id, prefix_tokens=r.prefix_tokens)
+            for i, r in enumerate(order)]
