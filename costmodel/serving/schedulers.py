@@ -88,6 +88,7 @@ class Scheduler:
         self.preempted_total = 0
         self.prefix_caching = False
         self.prefixes: dict[str, list[int]] = {}  # prefix id -> [full blocks cached, holders]
+        self.unregistered: list[Sequence] = []  # admitted with a prefix of full blocks not cached
 
     def add(self, sequence: Sequence) -> None:
         self.waiting.append(sequence)
@@ -115,16 +116,20 @@ class Scheduler:
         sequence.blocks = sequence.shared = 0
 
     def register_prefixes(self) -> None:
-        """Running sequences that have computed their prefix's full blocks cache them, if no
+        """Admitted sequences that have computed their prefix's full blocks cache them, if no
         other sequence of that id has (its own blocks become the shared ones)."""
-        size = self.pool.block_size
-        for sequence in self.running:
+        size, left = self.pool.block_size, []
+        for sequence in self.unregistered:
             request = sequence.request
             full = request.prefix_tokens // size
-            if (full and not sequence.shared and request.prefix_id not in self.prefixes
-                    and sequence.computed >= full * size):
+            if sequence.status in (WAITING, FINISHED) or request.prefix_id in self.prefixes:
+                continue  # preempted (re-listed when admitted again), finished, or cached by another
+            if sequence.computed >= full * size:
                 self.prefixes[request.prefix_id] = [full, 1]
                 sequence.shared = full
+            else:
+                left.append(sequence)
+        self.unregistered = left
 
     def reuse_prefix(self, sequence: Sequence) -> None:
         """A sequence about to be admitted with nothing computed holds its prefix's cached blocks."""
@@ -134,7 +139,7 @@ class Scheduler:
             return
         hit = min(entry[0], request.prefix_tokens // self.pool.block_size,
                   (sequence.known - 1) // self.pool.block_size)
-        if hit:
+        if hit:  # (a sequence that finds its prefix cached never registers it)
             entry[1] += 1
             sequence.blocks = sequence.shared = hit
             sequence.computed = hit * self.pool.block_size
@@ -233,7 +238,7 @@ class VLLMScheduler(Scheduler):
                 index += 1
                 continue
             break
-        if self.prefix_caching:
+        if self.unregistered:
             self.register_prefixes()
         while not preempted and self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
             sequence = self.waiting[0]
@@ -251,6 +256,9 @@ class VLLMScheduler(Scheduler):
             self.waiting.popleft()
             self.running.append(sequence)
             sequence.status = PREFILLING
+            if (self.prefix_caching and not sequence.shared
+                    and sequence.request.prefix_tokens >= self.pool.block_size):
+                self.unregistered.append(sequence)
             batch.append((sequence, tokens))
             budget -= tokens
         return batch
