@@ -9,6 +9,13 @@ and tensor parallelism. The A100 table's header reads "out tok/s" where the H100
 "out tok/s/GPU"; its tp > 1 rows agree with ours only per GPU, so both columns are printed.
 Printed as a Markdown table (docs/serving.md holds a copy).
 
+Second table: TensorRT-LLM's H200 launch note (docs/source/blogs/H200launch.md on the
+release/0.5.0 branch: "H200 FP8 Max throughput", TensorRT-LLM v0.5.0, TensorRT 9.1.0.4,
+preliminary), also static batches (the largest power-of-2 batch that fits). Ours: the static
+scheduler on the h200 preset with FP8 weights and an FP8 KV cache (--weight-dtype fp8
+--kv-dtype fp8) and bf16 compute: this model has no FP8 matmul peak yet (issue 22), so a
+compute-bound prefill is timed at the bf16 peak.
+
     python benchmarks/serve_published.py
 """
 
@@ -36,19 +43,32 @@ THROUGHPUT = [
     ("llama2-70b", 4, 120, 2048, 128, 79),
 ]
 # (model, tp, input, published first-token latency in ms at batch 1) -- "Low Latency" table (v0.5)
+# (model, tp, batch, input, output, published output tokens/s) -- "H200 FP8 Max throughput"
+H200_SOURCE = "TensorRT-LLM docs/source/blogs/H200launch.md (release/0.5.0), H200 FP8, v0.5.0 preliminary"
+H200_FP8 = [
+    ("llama2-13b", 1, 1024, 128, 128, 11819),
+    ("llama2-13b", 1, 128, 128, 2048, 4750),
+    ("llama2-13b", 1, 64, 2048, 128, 1349),
+    ("llama2-70b", 1, 512, 128, 128, 3014),
+    ("llama2-70b", 4, 512, 128, 2048, 6616),
+    ("llama2-70b", 2, 64, 2048, 128, 682),
+    ("llama2-70b", 1, 32, 2048, 128, 303),
+]
 FIRST_TOKEN = [
     ("llama2-7b", 1, 128, 16), ("llama2-7b", 1, 2048, 133),
     ("llama2-70b", 4, 128, 47), ("llama2-70b", 4, 2048, 377),
 ]
 
 
-def static_run(model: str, tp: int, batch: int, prompt: int, output: int):
+def static_run(model: str, tp: int, batch: int, prompt: int, output: int, hardware: str = "a100-80gb",
+               **options):
     import costmodel
     from costmodel.hardware import load_hardware
 
     cfg = costmodel.load_model(model)
-    replica, step, _ = build_replica(cfg, load_hardware("a100-80gb"), scheduler="static", max_num_seqs=batch,
-                                     tp=tp, dtype="fp16", num_blocks=10**9)
+    options = options or {"dtype": "fp16"}
+    replica, step, _ = build_replica(cfg, load_hardware(hardware), scheduler="static", max_num_seqs=batch,
+                                     tp=tp, num_blocks=10**9, **options)
     cls, blocks, block_size, seqs, tokens = replica
     requests = [Request(i, 0.0, prompt, output) for i in range(batch)]
     return simulate(requests, cls(BlockPool(blocks, block_size), seqs, tokens), step.seconds, cfg.max_positions)
@@ -70,6 +90,15 @@ def main() -> None:
         timeline = static_run(model, tp, 1, prompt, 1)
         ours = 1e3 * timeline.sequences[0].token_times[0]
         print(f"| {model} | {tp} | {prompt} | {published} | {ours:.0f} | {ours / published:.2f} |")
+    print(f"\nSource: {H200_SOURCE}\n")
+    print("| model | tp | batch | in | out | published out tok/s | ours | ours / published |")
+    print("|---|---|---|---|---|---|---|---|")
+    for model, tp, batch, prompt, output, published in H200_FP8:
+        timeline = static_run(model, tp, batch, prompt, output, "h200", dtype="bf16", weight_dtype="fp8",
+                              kv_dtype="fp8")
+        end = max(s.token_times[-1] for s in timeline.sequences)
+        ours = batch * output / end
+        print(f"| {model} | {tp} | {batch} | {prompt} | {output} | {published:,} | {ours:,.0f} | {ours / published:.2f} |")
 
 
 if __name__ == "__main__":
