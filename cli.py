@@ -345,6 +345,8 @@ def models(as_json) -> None:
 @click.option("--kv-cache", type=click.Choice(KV_CACHES), default="dynamic", show_default=True,
               help="dynamic: each decode step copies the cache to append (torch.cat, Hugging Face's default); "
               "static: a preallocated cache written in place.")
+@click.option("--mla", type=click.Choice(("naive", "absorbed")), default="naive", show_default=True,
+              help="Latent attention (DeepSeek): absorbed (W_UK/W_UV folded into queries and output, as vLLM runs it) or naive (every cached latent up-projected each step, as transformers runs it).")
 @click.option("--train", is_flag=True, help="Simulate a training step instead of inference.")
 @click.option("--seq-len", "-n", type=int, default=None, help="Training sequence length (default 2048 or the context).")
 @click.option("--recompute", type=click.Choice(RECOMPUTES), default=DEFAULT_RECOMPUTE, show_default=True, help="Training: none, selective or full.")
@@ -376,7 +378,7 @@ def models(as_json) -> None:
 @click.option("--kv-dtype", default=None, help="Inference: a quantized KV cache (fp8 or int8): its memory.")
 @layout_options
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
-def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, train, seq_len,
+def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, mla, train, seq_len,
              recompute, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
              flops_convention, tp_overlap, dp_overlap, no_prefetch, compiled, cuda_graphs, time_model,
              weight_dtype, weight_group, kv_dtype, as_json, **layout_given) -> None:
@@ -449,7 +451,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             result = sim.simulate_inference(cfg, hardware, prompt=workload.seq_len, gen=gen, batch=batch,
                                             dtype=workload.dtype, efficiency=efficiency, attention=attention,
                                             kv_cache=kv_cache, cuda_graphs=cuda_graphs,
-                                            quantization=quantization, time_model=time_model, compiled=compiled)
+                                            quantization=quantization, time_model=time_model, compiled=compiled,
+                                            mla=mla)
     except ConfigError as error:
         raise InputError(str(error)) from None
     if note:
@@ -470,7 +473,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @cli.command()
 @model_options
 @click.option("--hardware", "hardware_name", default=DEFAULT_HARDWARE, show_default=True, help="A hardware preset (see `hardware`; any case) or a path to a hardware file (docs/time.md).")
-@click.option("--gpus", type=str, required=True, help="How many GPUs of that kind; several counts comma-separated (8,16,32) to compare them.")
+@click.option("--gpus", type=str, default=None, help="How many GPUs of that kind; several counts comma-separated (8,16,32) to compare them (required unless --serve --rate).")
 @click.option("--seq-len", "-n", type=int, default=None, help="Training: tokens per sequence (default 2048 or the context).")
 @click.option("--global-batch", type=int, default=None, help="Training: sequences per step (default 8 x gpus).")
 @click.option("--serve", is_flag=True, help="Plan serving instead: layouts for --batch sequences of --prompt + --gen tokens.")
@@ -504,15 +507,35 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--time-model", type=click.Choice(TIME_MODELS), default=DEFAULT_TIME_MODEL, show_default=True,
               help="roofline or kernels, as simulate's (docs/time.md).")
 @click.option("--json", "as_json", is_flag=True, help='{"feasible": [...], "infeasible": [...]} on stdout.')
+@click.option("--rate", type=float, default=None,
+              help="--serve: requests per second to serve within --slo-ttft/--slo-tpot (a capacity search; "
+                   "--hardware may list presets).")
+@click.option("--slo-ttft", type=float, default=None, help="--serve --rate: p99 time to first token, seconds.")
+@click.option("--slo-tpot", type=float, default=None, help="--serve --rate: p99 time per output token, seconds.")
+@click.option("--requests", type=int, default=300, show_default=True, help="--serve --rate: requests simulated per point.")
+@click.option("--mla", type=click.Choice(("absorbed", "naive")), default="absorbed", show_default=True,
+              help="--serve: " + "Latent attention (DeepSeek): absorbed (W_UK/W_UV folded into queries and output, as vLLM runs it) or naive (every cached latent up-projected each step, as transformers runs it).")
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
          attention, kv_cache, tp, pp, dp, zero, sp, framework, ep, cp, schedule, fp8, recompute, tokens, price,
-         rank_by, top, time_model, as_json) -> None:
+         rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, mla) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
     ranked by step time (training) or time per output token (--serve); with --tokens, the days,
-    GPU-hours, FLOPs and dollars of the run. Exit status 1 when no layout fits."""
+    GPU-hours, FLOPs and dollars of the run. With --serve --rate: the deployments (GPUs, tp,
+    replicas, budgets) that meet p99 SLOs, simulated (docs/serving.md). Exit status 1 when no
+    layout fits."""
     from costmodel.planning import plan as make_plan
 
     cfg = load_model(model, config)
+    if rate is not None:
+        if not serve:
+            raise InputError("--rate plans serving: add --serve.")
+        from reports.serving import plan_capacity_command
+
+        plan_capacity_command(cfg, hardware_name, rate, slo_ttft, slo_tpot, requests, prompt or 512, gen, tp,
+                              top, as_json, mla=mla)
+        return
+    if gpus is None:
+        raise InputError("--gpus is required (how many GPUs of that kind).")
     try:
         counts = [int(x) for x in gpus.split(",")]
     except ValueError:
@@ -523,9 +546,9 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
         result = make_plan(cfg, counts if len(counts) > 1 else counts[0], hardware_name, serve=serve,
                            seq_len=seq_len, global_batch=global_batch, batch=batch, prompt=prompt, gen=gen,
                            dtype=dtype, impl=impl, attention=attention, kv_cache=kv_cache, tokens=tokens,
-                           price=price, rank_by=rank_by, time_model=time_model, tp=tp, pp=pp, dp=dp, zero=zero,
-                           sp=sp, framework=framework, recompute=recompute, ep=ep, cp=cp, schedule=schedule,
-                           fp8=fp8)
+                           price=price, rank_by=rank_by, time_model=time_model, mla=mla, tp=tp, pp=pp, dp=dp,
+                           zero=zero, sp=sp, framework=framework, recompute=recompute, ep=ep, cp=cp,
+                           schedule=schedule, fp8=fp8)
     except ConfigError as error:
         raise InputError(str(error)) from None
     for warning in result.warnings:
@@ -869,6 +892,10 @@ from reports.commands import COMMANDS  # noqa: E402  (report, plot, claims, swee
 
 for _command in COMMANDS:
     cli.add_command(_command)
+
+from reports.serving import serve as _serve  # noqa: E402  (serving simulator; lazy imports inside)
+
+cli.add_command(_serve)
 
 
 def finite(value: Any) -> Any:

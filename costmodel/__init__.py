@@ -6,15 +6,16 @@ every formula proven against real PyTorch code. The Python API (costmodel/api.py
     costmodel.sweep("llama2-7b", seq_len=[512, 2048], batch=[1, 8])
     costmodel.simulate("llama3-8b", hardware="h100-sxm", train=True, tokens=1e12)  # prints its text
     costmodel.plan("llama2-7b", gpus=[8, 16], tokens=1e12, price=2.5, rank_by="cost")
+    costmodel.serve("llama3-8b", "h100-sxm", rate=5).summary()   # serving under load (docs/serving.md)
 
 Importing the package loads nothing heavy: sympy, numpy and pandas are imported when a function
 needs them.
 """
 
-from .api import estimate, load_model, make_layout, make_workload, sweep
+from .api import estimate, load_model, make_layout, make_workload, serve, sweep
 from .planning import plan
 
-__all__ = ["estimate", "load_model", "make_layout", "make_workload", "plan", "simulate", "sweep"]
+__all__ = ["estimate", "load_model", "make_layout", "make_workload", "plan", "serve", "simulate", "sweep"]
 
 
 def __getattr__(name: str):

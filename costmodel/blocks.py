@@ -74,6 +74,9 @@ class Profile:
     precision and optimizer: the bytes per parameter (costmodel/precision.py). optimizer_impl and
     device: torch's AdamW variant (single-tensor, the CPU default; foreach, the CUDA default;
     fused) and where it runs, which set the optimizer step's temporaries and step counters.
+    mla: how latent attention runs at inference: "naive" (transformers' code: every cached latent
+    up-projected to keys and values at every step) or "absorbed" (inference engines: W_UK folded
+    into the queries and W_UV applied after the weighted sum, attention over the cached latents).
     """
 
     impl: str = "hf"
@@ -89,6 +92,7 @@ class Profile:
     device: str = "cpu"
     kv_dtype: str | None = None  # a quantized KV cache (fp8, int8): one byte per element + scales
     weight_format: Any = None  # quantization.WeightFormat of the weights (inference), or None
+    mla: str = "naive"  # latent attention's form: "naive" or "absorbed" (inference only)
 
     @cached_property
     def facts(self) -> Facts:
@@ -774,13 +778,17 @@ class Softmax(AttentionCore):
 class WeightedSum(AttentionCore):
     """Probabilities times values: (n_q x n_k) @ (n_k x d_h) per head."""
 
+    # Absorbed MLA: the values are the first r_kv of the keys' own cached latent, which a fused
+    # kernel has already read for the scores (FlashMLA, vLLM's MLA backend): not read again.
+    values_are_keys: bool = False
     title = "weighted sum of values"
 
     def cost(self) -> Cost:
         pairs, kernel = self.pairs, self.kernel
         forward = 2 * pairs * self.value_dim
         # Reads the values (h_kv heads) and, dense, the probabilities; writes the heads' output.
-        moved = S.e * S.b * self.value_dim * (self.kv_heads * self.k_len + S.h * self.q_len)
+        values_read = 0 if self.values_are_keys and not kernel.dense else self.kv_heads * self.k_len
+        moved = S.e * S.b * self.value_dim * (values_read + S.h * self.q_len)
         if kernel.dense:
             moved += S.e * pairs
         return _cost(
@@ -841,6 +849,14 @@ class LatentAttention(Block):
     step re-projects the whole cache (up_tokens = b c). The cache per token per layer is r_kv + d_r
     values, one head.
 
+    absorbed (how inference engines run it; DeepSeek-V2, arXiv:2405.04434, section 2.1.2: W_UK
+    "can be absorbed into W_Q" and W_UV into W_O; vLLM's MLA attention backend,
+    vllm/attention/backends/mla): kv_b_proj's two halves are applied to the queries and to the
+    attention's output instead of the cache. Each query head's d_h - d_r non-rotated part goes
+    through W_UK (-> r_kv) and each head's r_kv-wide weighted sum through W_UV (-> d_v): 2 q_tokens
+    h r_kv (d_h - d_r + d_v) FLOPs, whatever the context; no latent is up-projected (up_tokens
+    unused) and the core attends with one shared head of r_kv + d_r (values: its first r_kv).
+
     Kept for backward beyond the norms and the attention core: q_b's input (the normed query
     latent); kv_a_layernorm in fp32, whose input is a view of kv_a's whole r_kv + d_r output in an
     fp32 model and an fp32 copy of the latent otherwise, its rsqrt, its cast output and kv_b's
@@ -855,7 +871,13 @@ class LatentAttention(Block):
     q_lora: bool = True
     bias: bool = False  # attention_bias: q_a_proj and kv_a_proj_with_mqa (and o_proj)
     profile: Profile = Profile()
+    absorbed: bool = False
     title = "latent attention projections (MLA)"
+
+    def absorbed_flops(self, q_fwd: Expr, kv_fwd: Expr) -> Expr:
+        """Forward FLOPs of the absorbed form: the query and latent projections, then W_UK on each
+        query head's non-rotated part and W_UV on each head's latent-wide output."""
+        return q_fwd + kv_fwd + 2 * self.q_tokens * S.h * S.r_kv * (S.d_h - S.d_r + S.d_v)
 
     def cost(self) -> Cost:
         nope = S.d_h - S.d_r
@@ -874,23 +896,25 @@ class LatentAttention(Block):
         forward = q_fwd + kv_fwd + up_fwd
         tensors = (*q_tensors, *_weight_and_bias(S.d, S.r_kv + S.d_r, self.bias), Tensor(S.r_kv),
                    Tensor(up_width, S.r_kv))
-        # Absorbed (the form inference engines run; stated, not measured): W_UK folded into each
-        # query head (d_h - d_r -> r_kv) and W_UV applied after the weighted sum (r_kv -> d_v), so
-        # the cached latents are never up-projected; the core then attends in r_kv + d_r.
-        absorbed = q_fwd + kv_fwd + 2 * self.q_tokens * S.h * S.r_kv * (nope + S.d_v)
+        absorbed = self.absorbed_flops(q_fwd, kv_fwd)
+        # Activations the projections read and write besides the weights: naive, kv_b reads every
+        # latent attended and writes its keys and values; absorbed, W_UK reads the queries'
+        # non-rotated parts and writes latent-wide queries, W_UV reads the latent-wide outputs and
+        # writes d_v-wide ones.
+        up_bytes = (S.e * self.q_tokens * S.h * (nope + 2 * S.r_kv + S.d_v) if self.absorbed
+                    else S.e * self.up_tokens * (S.r_kv + up_width))
         return _cost(
             tensors=tensors,
             matrices=[*q_matrices, _matrix(S.d, S.r_kv + S.d_r), _matrix(S.r_kv, up_width)],
             variants=[("absorbed", absorbed)],
-            flops_matmul=forward,
+            flops_matmul=absorbed if self.absorbed else forward,
             flops_matmul_backward=2 * forward,
             elements=[("rmsnorm", self.q_tokens * S.r_q if self.q_lora else 0),
                       ("rmsnorm", self.kv_tokens * S.r_kv)],
             saved_bytes=self.saved(),
             kv_cache_bytes=kv_cache_bytes(S.b * self.cached_tokens * (S.r_kv + S.d_r), self.profile),
             bytes_matmul=(S.e * sp.Add(*(t.elements for t in tensors)) + S.e * self.q_tokens * (S.d + S.h * S.d_h)
-                          + S.e * self.kv_tokens * (S.d + S.r_kv + S.d_r)
-                          + S.e * self.up_tokens * (S.r_kv + up_width)),
+                          + S.e * self.kv_tokens * (S.d + S.r_kv + S.d_r) + up_bytes),
         )
 
     def latent_gradient_bytes(self) -> Expr:

@@ -562,6 +562,9 @@ class Workload:
     # A mixture of experts' routed load: one non-negative share per expert (normalised), the same
     # in every expert layer; None: balanced. It sets each expert's tokens and FLOPs, not the total.
     expert_load: tuple[float, ...] | None = None
+    # Latent attention's form at inference (costmodel/blocks.py LatentAttention): "naive", as
+    # transformers runs it, or "absorbed", as inference engines do (vLLM's MLA backend).
+    mla: str = "naive"
 
     def __post_init__(self) -> None:
         owner = "workload"
@@ -596,6 +599,7 @@ class Workload:
         weight_format(self.weight_dtype, self.weight_group, self.double_quant)
         if self.kv_dtype is not None:
             _check_choice(owner, "kv_dtype", self.kv_dtype, KV_DTYPES)
+        _check_choice(owner, "mla", self.mla, ("naive", "absorbed"))
         if self.expert_load is not None:
             load = tuple(self.expert_load)
             if not load or any(isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0

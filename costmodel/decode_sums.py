@@ -39,7 +39,7 @@ class NoClosedForm(ConfigError):
     """A step's cost is not a piecewise polynomial in its context (the caller sums the steps)."""
 
 
-def _expressions(cfg: ModelConfig, phase: str, attention: str, kv_cache: str
+def _expressions(cfg: ModelConfig, phase: str, attention: str, kv_cache: str, mla: str = "naive"
                  ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Per leaf: its four kernel quantities and its run count, in the context symbol x (c for a
     decode step with n = 1; n = c for a rerun), and the breakpoints where a Min/Max/Piecewise in
@@ -50,7 +50,7 @@ def _expressions(cfg: ModelConfig, phase: str, attention: str, kv_cache: str
     from .model import CostModel, profile_for
     from .simulate import is_active
 
-    profile = profile_for(cfg, Workload(attention=attention), dropout=False, kv_cache=kv_cache)
+    profile = profile_for(cfg, Workload(attention=attention, mla=mla), dropout=False, kv_cache=kv_cache)
     if phase == "decode":
         model = CostModel(cfg, profile, phase="decode")
         leaves, context = model.leaves, {S.n: sp.Integer(1)}
@@ -121,13 +121,13 @@ class StepSums:
     """Exact sums over contexts lo..hi of one phase's per-leaf quantities, and its roofline seconds."""
 
     def __init__(self, cfg: ModelConfig, phase: str, attention: str = "eager",
-                 kv_cache: str = "dynamic"):
+                 kv_cache: str = "dynamic", mla: str = "naive"):
         if phase not in PHASES:
             raise ConfigError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}.")
         key = {"model": cfg.structure(), "layers": cfg.n_layers, "phase": phase,
-               "attention": attention, "kv_cache": kv_cache}
+               "attention": attention, "kv_cache": kv_cache, "mla": mla}
         self.evaluate, constants = compiled.cached(
-            "stepsums", key, lambda: _expressions(cfg, phase, attention, kv_cache))
+            "stepsums", key, lambda: _expressions(cfg, phase, attention, kv_cache, mla))
         self.paths: list[str] = constants["paths"]
         self.active: list[bool] = constants["active"]
         self.n_breaks: int = constants["breaks"]

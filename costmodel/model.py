@@ -27,7 +27,7 @@ from . import symbols as S
 from .config import ConfigError, ModelConfig, Workload
 
 ONE = sp.Integer(1)
-PHASES = ("train", "prefill", "decode")
+PHASES = ("train", "prefill", "decode", "chunk")
 #: Quantities a leaf derives from its parameters and the precision policy (bytes per parameter).
 STATE_QUANTITIES = ("weight_bytes", "gradient_bytes", "optimizer_bytes")
 #: With quantized weights (inference phases): the weight bytes by part.
@@ -36,6 +36,9 @@ WEIGHT_PARTS = ("weight_data_bytes", "weight_scale_bytes", "weight_zero_bytes",
 
 # The names of the blocks in each regime, for the crossover n*.
 ATTENTION_CORE = ("scores", "weighted_sum")
+#: How latent attention runs (Profile.mla): transformers' form, or the engines' absorbed one.
+MLA_FORMS = ("naive", "absorbed")
+
 PROJECTIONS_AND_FFN = ("qkv", "mla", "out", "mlp", "router", "experts", "shared_expert",
                        "shared_expert_gate")
 
@@ -131,7 +134,9 @@ class _TreeBuilder:
         self.cfg = cfg
         self.profile = profile
         self.phase = phase
-        self.decode = phase == "decode"
+        # "chunk" (serving): a decode step whose sequences each run n new tokens against c keys
+        self.decode = phase in ("decode", "chunk")
+        self.step_len = S.n if phase == "chunk" else ONE
         self.dropout_sites = profile.dropout_sites()  # where dropout runs (see Profile)
 
     def dropout(self, at: _Place, tokens: sp.Expr, site: str, name: str = "dropout") -> Leaves:
@@ -205,11 +210,14 @@ class _TreeBuilder:
             windowed=window and not self.decode,
             latent=cfg.mla and not cross,
         )
+        absorbed = cfg.mla and not cross and profile.mla == "absorbed"
+        if absorbed:  # attention over the cached latents: one head of r_kv + d_r, values r_kv of it
+            core.update(qk_dim=S.r_kv + S.d_r, kv_heads=ONE)
         if cfg.mla and not cross:
             core.update(value_dim=S.d_v)
             projections = [at.leaf("mla", B.LatentAttention(
                 q_tokens, kv_tokens, S.b * k_len, cached, cfg.q_lora_rank is not None,
-                cfg.qkv_bias, profile))]
+                cfg.qkv_bias, profile, absorbed=absorbed))]
         else:
             projections = [at.leaf("qkv", B.QKVProjection(
                 q_tokens, kv_tokens, cfg.qkv_bias, cached,
@@ -234,7 +242,8 @@ class _TreeBuilder:
             *projections,
             at.leaf("scores", scores),
             at.leaf("softmax", B.Softmax(q_len, k_len, **core)),
-            at.leaf("weighted_sum", B.WeightedSum(q_len, k_len, **core)),
+            at.leaf("weighted_sum", B.WeightedSum(q_len, k_len, **{**core, "value_dim": S.r_kv}, values_are_keys=True)
+                    if absorbed else B.WeightedSum(q_len, k_len, **core)),
             at.leaf("out", output),
             *self.residual(at, q_tokens, post, "attention_output"),
         ]
@@ -409,9 +418,9 @@ class _TreeBuilder:
         group = "decoder_embedding" if encoder_decoder else "embedding"
         owns = not cfg.share_embeddings if encoder_decoder else True
         return [
-            *self.embedding(group, "decoder", ONE, owns_table=owns),
-            *self.stack("decoder", ONE, S.L_dec, cross_len=S.s if encoder_decoder else None),
-            *self.head(ONE, "decoder"),
+            *self.embedding(group, "decoder", self.step_len, owns_table=owns),
+            *self.stack("decoder", self.step_len, S.L_dec, cross_len=S.s if encoder_decoder else None),
+            *self.head(self.step_len, "decoder"),
         ]
 
 
@@ -426,6 +435,7 @@ def profile_for(cfg: ModelConfig, workload: Workload | None = None, **changes) -
         attention_dropout=attention_dropout, family=cfg.family, recompute=workload.recompute,
         precision=workload.precision, optimizer=workload.optimizer, kv_dtype=workload.kv_dtype,
         kv_cache=workload.kv_cache,
+        mla=workload.mla,
         weight_format=weight_format(workload.weight_dtype, workload.weight_group,
                                     workload.double_quant),
     )
@@ -453,7 +463,8 @@ class CostModel:
     def __init__(self, cfg: ModelConfig, profile: B.Profile | None = None, phase: str = "train"):
         """phase "train": a forward over b sequences of n tokens (s source tokens) with the loss,
         then the optimizer step; "prefill": the same forward returning logits; "decode": one
-        cached decoding step of b sequences whose new token attends to c keys."""
+        cached decoding step of b sequences whose new token attends to c keys; "chunk" (serving): the
+        decode step with n new tokens per sequence (a prefill chunk), attending to c keys."""
         if phase not in PHASES:
             raise ValueError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}.")
         self.cfg = cfg
@@ -461,6 +472,10 @@ class CostModel:
         self.profile = profile or profile_for(cfg)
         if phase != "train":  # inference: no dropout, nothing recomputed
             self.profile = dataclasses.replace(self.profile, dropout=False, recompute="none")
+        if self.profile.mla not in MLA_FORMS:
+            raise ValueError(f"mla must be one of {', '.join(MLA_FORMS)}, got {self.profile.mla!r}.")
+        if phase == "train" and self.profile.mla != "naive":  # the absorbed form has no backward here
+            self.profile = dataclasses.replace(self.profile, mla="naive")
 
     @cached_property
     def leaves(self) -> tuple[Leaf, ...]:

@@ -64,14 +64,15 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
          prompt: int | None = None, gen: int = 256, dtype: str = DEFAULT_DTYPE, impl: str | None = None,
          attention: str | None = None, kv_cache: str = "dynamic", tokens: float | None = None,
          price: float | None = None, rank_by: str = "time", time_model: str = DEFAULT_TIME_MODEL,
-         **fixed: Any) -> PlanResult:
+         mla: str = "absorbed", **fixed: Any) -> PlanResult:
     """Every layout of `model` on each count in `gpus` (training, or serving with serve=True):
     those that fit ranked by time (step time; time per output token when serving) or by cost
     (GPU-seconds per token), those that do not with their reason. fixed: tp, pp, dp, zero, sp,
     framework, recompute, ep, cp, schedule, fp8 keep only the layouts with that value; impl and
     attention, when given, replace what each layout's framework implies (costmodel/defaults.py).
     tokens: time to train, GPU-hours, FLOPs; price (dollars per GPU-hour; default the hardware
-    file's) adds dollars. time_model: roofline or kernels (docs/time.md)."""
+    file's) adds dollars. time_model: roofline or kernels (docs/time.md). mla: latent attention
+    served absorbed (as engines run it) or naive (as transformers does)."""
     from .api import load_model, make_workload
     from .cost import price_plan
     from .defaults import implied
@@ -101,7 +102,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     for count in counts:
         if serve:
             result = planner.plan_serving(cfg, chosen, count, batch, workload.seq_len, gen, workload.dtype,
-                                          fixed, kv_cache=kv_cache, time_model=time_model)
+                                          fixed, kv_cache=kv_cache, time_model=time_model, mla=mla)
         else:
             batches[count] = 8 * count if global_batch is None else global_batch
             result = planner.plan_training(cfg, chosen, count, workload.seq_len, batches[count], workload,

@@ -98,7 +98,7 @@ class Roofline:
     def __init__(self, cfg: ModelConfig, hardware: Hardware, dtype: str = "bf16",
                  efficiency: Efficiency | None = None, attention: str = "eager",
                  kv_cache: str = "dynamic", cuda_graphs: bool = False,
-                 quantization: dict[str, Any] | None = None):
+                 quantization: dict[str, Any] | None = None, mla: str = "naive"):
         self.cfg = cfg
         self.hardware = hardware
         self.dtype = Workload(dtype=dtype).dtype
@@ -113,7 +113,7 @@ class Roofline:
         self.decode_overhead_s = 0.0 if cuda_graphs else self.overhead_s
         if kv_cache not in KV_CACHES:
             raise ConfigError(f"kv_cache must be one of {', '.join(KV_CACHES)}, got {show(kv_cache)}.")
-        self.workload = Workload(attention=attention, dtype=self.dtype, **(quantization or {}))
+        self.workload = Workload(attention=attention, dtype=self.dtype, mla=mla, **(quantization or {}))
         self.kv_cache = kv_cache
         # Quantized weights or KV cache change the bytes the closed-form sums do not model.
         self.quantized = any(v is not None for v in (quantization or {}).values())
@@ -211,23 +211,32 @@ class Roofline:
     def decode_crossover_batch(self, context: int | None = None, source_len: int = 1) -> float:
         """The batch at which a decode step's matrix products turn from memory- to compute-bound.
 
-        Their FLOPs and bytes are linear in b: F = f*b, B = B0 + B1*b (B0: weights; B1: each
-        sequence's activations and KV cache at `context`). Compute time equals memory time at
-        b* = B0*P / (f*W - B1*P) (P peak FLOP/s, W bandwidth; both with efficiencies).
+        Their FLOPs are linear in b, F = f*b; their bytes piecewise linear, B = B0 + B1*b on each
+        piece (B0: weights; B1: each sequence's activations and KV cache at `context`). A mixture
+        of experts reads an expert's weights once per step if any token routes to it: min(E, b k)
+        experts, so its bytes grow with b up to b = E/k and are all E experts' beyond. On each
+        piece compute time equals memory time at b* = B0*P / (f*W - B1*P) (P peak FLOP/s, W
+        bandwidth; both with efficiencies); the crossover is the first piece whose b* lies in it.
         context=None drops the per-sequence traffic (B1 = 0): the classic weights-only figure,
         peak/bandwidth x (bytes per parameter) / (2 FLOPs per parameter).
         """
         model = self._decoder()
-        flops, moved = model.total("flops_matmul"), model.total("bytes_matmul")
+        flops = model.total("flops_matmul")
+        moved = sp.Add(*(matmul_traffic(leaf) for leaf in model.leaves))  # quantized weights as stored
         subs = self._values(1, 1, source_len, context if context is not None else 1)
         subs.pop(S.b)
         f = float(sp.expand(flops.xreplace(subs)).coeff(S.b, 1))
-        moved_b = sp.expand(moved.xreplace(subs))
-        b0, b1 = float(moved_b.coeff(S.b, 0)), float(moved_b.coeff(S.b, 1))
-        if context is None:
-            b1 = 0.0
-        denominator = f * self.bytes_per_s - b1 * self.flops_per_s
-        return math.inf if denominator <= 0 else b0 * self.flops_per_s / denominator
+        moved_b = moved.xreplace(subs)
+        for lower, upper, piece in _linear_pieces(moved_b, S.b):
+            line = sp.expand(piece)
+            b0, b1 = float(line.coeff(S.b, 0)), float(line.coeff(S.b, 1))
+            if context is None:
+                b1 = 0.0
+            denominator = f * self.bytes_per_s - b1 * self.flops_per_s
+            batch = math.inf if denominator <= 0 else b0 * self.flops_per_s / denominator
+            if lower <= batch <= upper:
+                return batch
+        return math.inf
 
     def fits(self, batch: int, context: int, source_len: int = 1,
              prompt: int | None = None) -> dict[str, Any]:
@@ -284,6 +293,22 @@ def matmul_traffic(leaf: Leaf) -> sp.Expr:
         return moved
     stored = leaf.count * sp.Add(*B.quantized_bytes(leaf.cost.matrices, leaf.weight_format).values())
     return moved - leaf.count * S.e * leaf.cost.matrix_params + stored
+def _linear_pieces(expr: sp.Expr, variable: sp.Symbol) -> list[tuple[float, float, sp.Expr]]:
+    """A piecewise-linear expression in `variable` >= 0 whose only kinks are Min/Max of linear
+    terms, as (lower, upper, the linear expression there), pieces in increasing order."""
+    kinks = [a for a in expr.atoms(sp.Min, sp.Max) if variable in a.free_symbols]
+    points = sorted({float(x) for kink in kinks for i, p in enumerate(kink.args) for q in kink.args[i + 1:]
+                     for x in sp.solve(sp.Eq(p, q), variable) if x.is_real and x > 0})
+    edges = [0.0, *points, math.inf]
+    pieces = []
+    for lower, upper in zip(edges, edges[1:]):
+        inside = sp.Float(lower + 1 if upper == math.inf else (lower + upper) / 2)
+        chosen = {kink: min(kink.args, key=lambda a: float(a.xreplace({variable: inside})))
+                  if isinstance(kink, sp.Min) else
+                  max(kink.args, key=lambda a: float(a.xreplace({variable: inside})))
+                  for kink in kinks}
+        pieces.append((lower, upper, expr.xreplace(chosen)))
+    return pieces
 
 
 def longest_context(needed: sp.Expr, capacity: int) -> int | float:
@@ -440,8 +465,8 @@ class GenerationSums:
 
     def __init__(self, roof: Roofline, cfg: ModelConfig, batch: int, source: int):
         attention, kv_cache = roof.workload.attention, roof.kv_cache
-        self.cached = StepSums(cfg, "decode", attention, kv_cache)
-        self.rerun = StepSums(cfg, "rerun", attention, kv_cache)
+        self.cached = StepSums(cfg, "decode", attention, kv_cache, roof.workload.mla)
+        self.rerun = StepSums(cfg, "rerun", attention, kv_cache, roof.workload.mla)
         rates = (roof.flops_per_s, roof.vector_flops_per_s, roof.bytes_per_s)
         self.cached_rates = Rates(*rates, roof.decode_overhead_s)
         self.rerun_rates = Rates(*rates, roof.overhead_s)
@@ -485,7 +510,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
                        attention: str = "eager", kv_cache: str = "dynamic",
                        decoder_prompt: int = 1, cuda_graphs: bool = False,
                        quantization: dict[str, Any] | None = None,
-                       time_model: str = DEFAULT_TIME_MODEL, compiled: bool = False) -> dict[str, Any]:
+                       time_model: str = DEFAULT_TIME_MODEL, compiled: bool = False,
+                       mla: str = "naive") -> dict[str, Any]:
     """Prefill latency, time per output token as the context grows, tokens/s, the decode
     crossover batch, what fits in memory, and a step table with and without a KV cache.
 
@@ -503,7 +529,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
         raise ConfigError(f"time model must be one of {', '.join(TIME_MODELS)}, got {show(time_model)}.")
     if compiled and time_model != "kernels":
         raise ConfigError("--compile is modelled by the kernel-level time model only; add --time-model kernels.")
-    roof = Roofline(cfg, hardware, dtype, efficiency, attention, kv_cache, cuda_graphs, quantization)
+    roof = Roofline(cfg, hardware, dtype, efficiency, attention, kv_cache, cuda_graphs, quantization, mla)
     encoder_decoder = cfg.architecture == "encoder-decoder"
     source = prompt if encoder_decoder else 1
     decoder_prompt = decoder_prompt if encoder_decoder else prompt

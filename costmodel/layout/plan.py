@@ -225,10 +225,12 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                  dtype: str, fixed: dict[str, Any] | None = None,
                  efficiency: Efficiency | None = None, kv_cache: str = "dynamic",
                  quantization: dict[str, Any] | None = None,
-                 time_model: str = DEFAULT_TIME_MODEL, nearest: bool = True) -> dict[str, Any]:
+                 time_model: str = DEFAULT_TIME_MODEL, nearest: bool = True,
+                 mla: str = "absorbed") -> dict[str, Any]:
     """Every serving layout for `batch` sequences at a context of prompt + gen: the memory per
     rank (weights and the KV cache at the last step), ranked by time per output token. kv_cache
-    and quantization (weight_dtype, weight_group, kv_dtype) are the Workload's."""
+    and quantization (weight_dtype, weight_group, kv_dtype) are the Workload's; latent attention
+    is absorbed unless mla="naive", as engines serve it."""
     fixed = fixed or {}
     check_fixed(fixed, gpus)
     require_decoder(cfg)
@@ -244,7 +246,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                 continue
             layout = Layout(dp=dp, tp=tp, pp=pp, framework="deepspeed")
             workload = Workload(seq_len=prompt, gen_tokens=gen, batch=batch // dp, dtype=dtype,
-                                precision="pure", attention="sdpa", kv_cache=kv_cache,
+                                precision="pure", attention="sdpa", kv_cache=kv_cache, mla=mla,
                                 **{k: v for k, v in (quantization or {}).items() if v is not None})
             try:
                 layout.check(cfg, gpus)
@@ -266,7 +268,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
         def retry(count: int) -> dict[str, Any] | None:
             try:
                 return plan_serving(cfg, hardware, count, batch, prompt, gen, dtype, {}, efficiency, kv_cache,
-                                    quantization, time_model, nearest=False)
+                                    quantization, time_model, nearest=False, mla=mla)
             except ConfigError:
                 return None
 

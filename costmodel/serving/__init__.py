@@ -1,0 +1,23 @@
+"""Serving as engines run it: a discrete-event simulation of one engine replica (or several behind
+a router) under a stream of requests.
+
+    import costmodel
+    run = costmodel.serve("llama3-8b", "h100-sxm", rate=5, requests=1000)   # or costmodel.serving.serve
+    run.requests    # pandas DataFrame: one row per request (queueing, TTFT, TPOT, e2e, ...)
+    run.summary()   # p50/p90/p99 and means, throughput, goodput (a dict; `serve --json`)
+
+The parts, each in its module and each replaceable on its own:
+  workload.py   the requests: Poisson arrivals, a JSONL trace, synthetic length distributions
+  kvcache.py    the paged KV cache: blocks of --block-size tokens, sized from the cost tree
+  schedulers.py one class per engine's policy (vLLM v1, Sarathi-Serve, Orca, static batching,
+                transformers' FIFO and prefill-first), each with its source
+  steptime.py   the seconds of one step's mix of prefill chunks and decode tokens, from the tree
+  engine.py     the event loop: arrivals, step start, step end
+  metrics.py    per-request and aggregate figures
+  capacity.py   `plan --serve`: the deployments that meet an SLO at a rate, in a process pool
+Pure Python and numpy (the step time evaluates the tree's lambdified leaves): no torch.
+"""
+
+from .api import ServeRun, serve
+
+__all__ = ["ServeRun", "serve"]

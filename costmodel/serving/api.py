@@ -1,0 +1,189 @@
+"""`costmodel.serve(...)`: build the requests, the replica (KV cache, scheduler, step time), run
+the event loop on each replica and return frames. `python cli.py serve` calls this."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from ..config import ConfigError, show
+from . import metrics
+from .engine import simulate_replicas
+from .kvcache import BlockPool, cache_sizing
+from .schedulers import SCHEDULERS
+from .steptime import StepTime, serving_profile
+from .workload import Lengths, Request, poisson, read_trace
+
+#: Per scheduler: (max_num_seqs, max_batched_tokens) when not given, with where each comes from.
+DEFAULT_BUDGETS = {
+    "vllm": (256, 2048, "vLLM's OpenAI-server defaults below 70 GiB or on an A100 (vllm/engine/arg_utils.py, "
+                        "EngineArgs.get_batch_defaults)"),
+    "sarathi": (256, 512, "Sarathi-Serve's chunk size of 512 tokens (its paper's Mistral-7B/Yi-34B setting)"),
+    "orca": (256, 8192, "the same budgets as vLLM's"),
+    "static": (8, 1 << 62, "a batch of 8, as one would call generate()"),
+    "hf-fifo": (32, 2048, "transformers ContinuousBatchingConfig-like budgets"),
+    "hf-prefill-first": (32, 2048, "transformers ContinuousBatchingConfig-like budgets"),
+}
+
+#: vLLM's OpenAI-server defaults on GPUs of 70 GiB or more other than the A100 (H100, H200, MI300X).
+VLLM_LARGE_GPU_BUDGETS = (1024, 8192, "vLLM's OpenAI-server defaults on >= 70 GiB GPUs other than the A100 "
+                                      "(vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults)")
+
+
+@dataclass
+class ServeRun:
+    """A finished simulation: per-request and per-step frames and the setup."""
+
+    requests: Any
+    steps: Any
+    itl: Any
+    setup: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self, slo_ttft: float | None = None, slo_tpot: float | None = None) -> dict[str, Any]:
+        slo_ttft = self.setup.get("slo_ttft_s") if slo_ttft is None else slo_ttft
+        slo_tpot = self.setup.get("slo_tpot_s") if slo_tpot is None else slo_tpot
+        return {"setup": self.setup, **metrics.summarize(self.requests, self.steps, self.itl, slo_ttft, slo_tpot)}
+
+
+def make_requests(rate: float | None = None, requests: int = 1000, trace: str | None = None,
+                  prompt: str | Lengths = "512", output: str | Lengths = "128", seed: int = 0) -> list[Request]:
+    if trace is not None:
+        return read_trace(trace)
+    if rate is None:
+        raise ConfigError("give --rate (requests per second) or --trace.")
+    as_lengths = lambda x: x if isinstance(x, Lengths) else Lengths.parse(str(x))  # noqa: E731
+    return poisson(float(rate), int(requests), as_lengths(prompt), as_lengths(output), seed)
+
+
+def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_seqs: int | None = None,
+                  max_batched_tokens: int | None = None, block_size: int = 16,
+                  gpu_memory_utilization: float = 0.9, num_blocks: int | None = None, tp: int = 1, pp: int = 1,
+                  dtype: str | None = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
+                  attention: str = "flash", mla: str = "absorbed", prefix_caching: bool | None = None,
+                  efficiency: Any = None,
+                  step: StepTime | None = None,
+                  sizings: dict | None = None) -> tuple[Any, Any, dict[str, Any]]:
+    """The scheduler class's arguments, a StepTime and the setup dict of one replica (a search
+    passes the StepTime it built for this hardware and tp, and a dict that keeps the cache
+    sizings by token budget)."""
+    if cfg.architecture != "decoder" or not cfg.n_decoder_layers:
+        raise ConfigError(f"serving simulates decoder-only models; {cfg.name} is {cfg.architecture}.")
+    if scheduler not in SCHEDULERS:
+        raise ConfigError(f"--scheduler must be one of {', '.join(SCHEDULERS)}, got {show(scheduler)}.")
+    if block_size < 1:
+        raise ConfigError(f"--block-size must be a positive number of tokens, got {block_size}.")
+    if tp < 1:
+        raise ConfigError(f"--tp must be at least 1, got {tp}.")
+    if not 1 <= pp <= cfg.n_decoder_layers:
+        raise ConfigError(f"--pp must be between 1 and the model's {cfg.n_decoder_layers} layers, got {pp}.")
+    seqs, tokens, budget_source = DEFAULT_BUDGETS[scheduler]
+    if scheduler == "vllm" and hardware.memory_bytes >= 70 * 2**30 and "a100" not in hardware.name:
+        seqs, tokens, budget_source = VLLM_LARGE_GPU_BUDGETS
+    max_num_seqs = seqs if max_num_seqs is None else max_num_seqs
+    max_batched_tokens = tokens if max_batched_tokens is None else max_batched_tokens
+    if max_num_seqs < 1:
+        raise ConfigError(f"--max-num-seqs must be at least 1, got {max_num_seqs}.")
+    if max_batched_tokens < 1:
+        raise ConfigError(f"--max-batched-tokens must be at least 1, got {max_batched_tokens}.")
+    dtype = dtype or hardware.default_dtype
+    if prefix_caching and scheduler != "vllm":
+        raise ConfigError(f"--prefix-caching is modelled for vLLM's scheduler only, not {scheduler}.")
+    prefix_caching = scheduler == "vllm" if prefix_caching is None else prefix_caching
+    if mla not in ("absorbed", "naive"):
+        raise ConfigError(f"--mla must be absorbed or naive, got {show(mla)}.")
+    profile = serving_profile(cfg, attention, weight_dtype, kv_dtype, mla)
+    from ..config import DTYPE_BYTES, Workload
+
+    sizings = {} if sizings is None else sizings
+    if max_batched_tokens not in sizings:
+        sizings[max_batched_tokens] = cache_sizing(
+            cfg, profile, DTYPE_BYTES[Workload(dtype=dtype).dtype], hardware.memory_bytes, gpu_memory_utilization,
+            block_size, min(max_batched_tokens, cfg.max_positions), tp, pp)
+    sizing = sizings[max_batched_tokens]
+    blocks = sizing.num_blocks if num_blocks is None else num_blocks
+    if blocks < pp:
+        raise ConfigError(f"{cfg.name} does not leave room for one KV block on {hardware.name} at tp {tp}: "
+                          f"weights {sizing.weight_bytes / 2**30:.1f} GiB and activations "
+                          f"{sizing.activation_bytes / 2**30:.1f} GiB per GPU against "
+                          f"{gpu_memory_utilization:.0%} of {hardware.memory_bytes / 2**30:.0f} GiB.")
+    step = step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp)
+    setup = {"model": cfg.name, "hardware": hardware.name, "dtype": step.dtype, "tp": tp, "pp": pp,
+             "scheduler": scheduler, "scheduler_source": SCHEDULERS[scheduler].source,
+             "max_num_seqs": max_num_seqs, "max_batched_tokens": max_batched_tokens,
+             "budget_source": budget_source if (max_num_seqs, max_batched_tokens) == (seqs, tokens) else "given",
+             "block_size": block_size, "num_blocks": blocks, "kv_cache": sizing.to_dict(),
+             "weight_dtype": weight_dtype, "kv_dtype": kv_dtype, "attention": attention,
+             "mla": mla if cfg.mla else None,
+             "max_model_len": cfg.max_positions}
+    cls = partial(SCHEDULERS[scheduler], prefix_caching=True) if prefix_caching else SCHEDULERS[scheduler]
+    setup["prefix_caching"] = prefix_caching
+    return (cls, blocks, block_size, max_num_seqs, max_batched_tokens), step, setup
+
+
+def run_replicas(requests: list[Request], replica: tuple, step: StepTime, replicas: int,
+                 max_model_len: int, record: bool = True, router: str = "round-robin") -> tuple[list, list, list]:
+    """Simulate the replicas behind the router (steady decoding advanced several steps at a time;
+    record=False keeps no per-step timeline).
+
+    A replica of pp pipeline stages is pp virtual engines, as vLLM's pipeline parallelism runs it
+    (v0: one scheduler and 1/pp of the KV blocks per virtual engine; v1 keeps pp batches in flight
+    in a batch queue): each engine's batch takes the whole pipeline's step (StepTime with pp), and
+    pp such batches run at once, one per stage. The stages' contention when the batches differ in
+    size is not modelled. The router sees the virtual engines as replicas."""
+    import numpy as np
+
+    cls, blocks, block_size, seqs, tokens = replica
+    pp = getattr(step, "pp", 1)
+    schedulers = [cls(BlockPool(blocks // pp, block_size), seqs, tokens) for _ in range(replicas * pp)]
+    timelines = simulate_replicas(requests, schedulers, step.seconds, max_model_len, router, record, step.decode_run)
+    rows, steps, itl = [], [], []
+    for index, timeline in enumerate(timelines):
+        rows += metrics.request_rows(timeline, index)
+        steps += metrics.step_rows(timeline, index)
+        itl.append(metrics.inter_token_latencies(timeline))
+    return rows, steps, [np.concatenate(itl)]
+
+
+def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, requests: int = 1000,
+          trace: str | None = None, prompt: str | Lengths = "512", output: str | Lengths = "128",
+          seed: int = 0, replicas: int = 1, router: str = "round-robin", slo_ttft: float | None = None,
+          slo_tpot: float | None = None, disaggregate: tuple[int, int] | None = None,
+          **replica_options: Any) -> ServeRun:
+    """Simulate serving `model` on `replicas` replicas of `hardware` (a preset name or Hardware),
+    or, with disaggregate=(P, D), on P prefill-only and D decode-only replicas
+    (costmodel/serving/disaggregated.py). replica_options: scheduler, max_num_seqs,
+    max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, dtype, weight_dtype,
+    kv_dtype, attention, mla, prefix_caching (default: on for vllm, as vLLM v1), efficiency."""
+    import pandas as pd
+
+    from ..api import load_model
+    from ..hardware import Hardware, load_hardware
+
+    cfg = load_model(model)
+    hw = hardware if isinstance(hardware, Hardware) else load_hardware(str(hardware))
+    if replicas < 1:
+        raise ConfigError(f"--replicas must be at least 1, got {replicas}.")
+    for name, value in (("--slo-ttft", slo_ttft), ("--slo-tpot", slo_tpot)):
+        if value is not None and not (value > 0 and math.isfinite(value)):
+            raise ConfigError(f"{name} must be a positive number of seconds, got {show(value)}.")
+    chosen = make_requests(rate, requests, trace, prompt, output, seed)
+    replica, step, setup = build_replica(cfg, hw, **replica_options)
+    if disaggregate is not None:
+        from .disaggregated import run_disaggregated
+
+        if setup["pp"] > 1:
+            raise ConfigError("--disaggregate runs tensor-parallel pools only; drop --pp.")
+        if len(disaggregate) != 2 or min(disaggregate) < 1:
+            raise ConfigError(f"--disaggregate is PREFILL:DECODE replicas, each at least 1; got {show(disaggregate)}.")
+        replicas = sum(disaggregate)
+        rows, steps, itl = run_disaggregated(chosen, replica, step, disaggregate[0], disaggregate[1], cfg.max_positions,
+                                             hw, setup["kv_cache"]["kv_bytes_per_token"], router)
+    else:
+        rows, steps, itl = run_replicas(chosen, replica, step, replicas, cfg.max_positions, router=router)
+    setup.update({"replicas": replicas, "router": router, "rate": rate, "trace": trace,
+                  "prompt": str(prompt), "output": str(output), "seed": seed, "disaggregate": disaggregate,
+                  "slo_ttft_s": slo_ttft, "slo_tpot_s": slo_tpot, "gpus": replicas * setup["tp"] * setup["pp"]})
+    frame = pd.DataFrame(rows).sort_values("id").reset_index(drop=True)
+    return ServeRun(frame, pd.DataFrame(steps), itl[0], setup)

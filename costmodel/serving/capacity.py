@@ -1,0 +1,164 @@
+"""`plan --serve --rate R --slo-ttft T --slo-tpot P`: the deployments that serve R requests per
+second within the SLOs (p99 TTFT and p99 TPOT), ranked by GPU count, then by $/h where the
+hardware file gives a price.
+
+The search space: hardware presets x tensor-parallel sizes (dividing the KV heads, within a
+node) x max_num_seqs x the token budget (chunk size). For each, the fewest replicas: requests are
+routed round-robin, so a replica sees rate / replicas; its p99s are simulated at that rate for
+doubling replica counts, then bisected. Each configuration is one task in a local process pool
+(fork: the step-time models, built once per (hardware, tp) in the parent, are inherited).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import ConfigError, show
+from .api import build_replica, run_replicas
+from .workload import Lengths, poisson
+
+MAX_REPLICAS = 256
+
+
+@dataclass(frozen=True)
+class Target:
+    rate: float
+    slo_ttft: float
+    slo_tpot: float
+    requests: int = 300
+    prompt: str = "512"
+    output: str = "128"
+    seed: int = 0
+
+
+_REPLICAS: dict[tuple, Any] = {}  # (hardware, tp, seqs, tokens) -> (replica, step, setup), filled before forking
+
+
+def _p99(key: tuple, target: Target, replicas: int, max_model_len: int) -> tuple[float, float, float]:
+    """p99 TTFT and TPOT of one replica at rate / replicas, and its throughput in requests/s."""
+    import numpy as np
+
+    replica, step, _ = _REPLICAS[key]
+    requests = poisson(target.rate / replicas, target.requests, Lengths.parse(target.prompt),
+                       Lengths.parse(target.output), target.seed)
+    rows, _, _ = run_replicas(requests, replica, step, 1, max_model_len, record=False)
+    ttft = np.percentile([r["ttft_s"] for r in rows], 99)
+    tpots = [r["tpot_s"] for r in rows if not math.isnan(r["tpot_s"])]
+    tpot = float(np.percentile(tpots, 99)) if tpots else 0.0
+    span = max(r["finish_s"] for r in rows) - min(r["arrival_s"] for r in rows)
+    return float(ttft), tpot, len(rows) / span
+
+
+def unloaded_latencies(key: tuple, target: Target) -> tuple[float, float]:
+    """The latencies of a request alone (no queue, batch 1): the prefill of the longest prompt in
+    one step, and the decode step at its last context. No replica count beats these."""
+    _, step, _ = _REPLICAS[key]
+    (_, _, _, _, tokens) = _REPLICAS[key][0]
+    prompt = max(1, _shortest(target.prompt))
+    output = max(1, _shortest(target.output))
+    chunks = [min(tokens, prompt - done) for done in range(0, prompt, tokens)]
+    ttft = sum(step.seconds([q], [done + q]) for done, q in zip(range(0, prompt, tokens), chunks))
+    return ttft, step.seconds([1], [prompt + output])
+
+
+def _shortest(lengths: str) -> int:
+    """The smallest length a distribution gives (the optimistic bound)."""
+    parsed = Lengths.parse(lengths)
+    return {"fixed": parsed.mean, "uniform": parsed.low, "lognormal": parsed.low}.get(
+        parsed.kind, min(parsed.values) if parsed.values else 1)
+
+
+def fewest_replicas(key: tuple, target: Target, max_model_len: int) -> dict[str, Any]:
+    """The smallest replica count that meets both SLOs (doubling, then bisection)."""
+    floor = unloaded_latencies(key, target)
+    if floor[0] > target.slo_ttft or floor[1] > target.slo_tpot:
+        return {"replicas": None, "reason": f"unreachable: even alone a request takes {floor[0]:.3f} s to its "
+                                            f"first token and {floor[1]:.4f} s per output token"}
+    meets = lambda r: (lambda p: (p[0] <= target.slo_ttft and p[1] <= target.slo_tpot, p))(  # noqa: E731
+        _p99(key, target, r, max_model_len))
+    low, high, tried = 0, 1, {}
+    while True:
+        ok, figures = meets(high)
+        tried[high] = figures
+        if ok:
+            break
+        if high >= MAX_REPLICAS or (high > 1 and figures[:2] >= tried[low][:2]):
+            return {"replicas": None, "reason": f"not met with {high} replicas (more do not help)"}
+        low, high = high, min(2 * high, MAX_REPLICAS)
+    while high - low > 1:
+        middle = (low + high) // 2
+        ok, figures = meets(middle)
+        tried[middle] = figures
+        low, high = (low, middle) if ok else (middle, high)
+    ttft, tpot, throughput = tried[high]
+    return {"replicas": high, "p99_ttft_s": ttft, "p99_tpot_s": tpot, "replica_requests_per_s": throughput}
+
+
+def _task(args: tuple) -> dict[str, Any]:
+    key, target, max_model_len = args
+    try:
+        return {"key": key, **fewest_replicas(key, target, max_model_len)}
+    except ConfigError as error:
+        return {"key": key, "replicas": None, "reason": str(error)}
+
+
+def tensor_sizes(cfg: Any, hardware: Any) -> list[int]:
+    return [tp for tp in (1, 2, 4, 8) if tp <= max(1, hardware.gpus_per_node) and cfg.n_kv_heads % tp == 0
+            and cfg.n_heads % tp == 0]
+
+
+def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: str = "vllm",
+                  tps: list[int] | None = None, max_num_seqs: list[int] | None = None,
+                  max_batched_tokens: list[int] | None = None, processes: int | None = None,
+                  **replica_options: Any) -> dict[str, Any]:
+    """Every configuration's fewest replicas meeting the target, ranked by GPUs then $/h."""
+    import multiprocessing
+    import os
+
+    for name, value in (("--rate", target.rate), ("--slo-ttft", target.slo_ttft), ("--slo-tpot", target.slo_tpot)):
+        if not (value > 0 and math.isfinite(value)):
+            raise ConfigError(f"{name} must be a positive number, got {show(value)}.")
+    seqs_list = max_num_seqs or [64, 128, 256]
+    tokens_list = max_batched_tokens or [512, 2048, 8192]
+    keys, infeasible = [], []
+    for hardware in hardwares:
+        for tp in tps or tensor_sizes(cfg, hardware):
+            step, sizings = None, {}  # one step-time model per (hardware, tp), one sizing per budget
+            for tokens in tokens_list:
+                for seqs in seqs_list:
+                    key = (hardware.name, tp, seqs, tokens)
+                    try:
+                        _REPLICAS[key] = build_replica(cfg, hardware, scheduler=scheduler, tp=tp, max_num_seqs=seqs,
+                                                       max_batched_tokens=tokens, step=step, sizings=sizings,
+                                                       **replica_options)
+                        step = _REPLICAS[key][1]
+                        keys.append(key)
+                    except ConfigError as error:
+                        infeasible.append({"hardware": hardware.name, "tp": tp, "max_num_seqs": seqs,
+                                           "max_batched_tokens": tokens, "reason": str(error)})
+    tasks = [(key, target, cfg.max_positions) for key in keys]
+    configurations = len(keys) + len(infeasible)
+    processes = processes or os.cpu_count() or 1
+    if processes > 1 and len(tasks) > 1:
+        with multiprocessing.get_context("fork").Pool(processes) as pool:
+            results = pool.map(_task, tasks, chunksize=1)
+    else:
+        results = [_task(task) for task in tasks]
+    prices = {h.name: getattr(h, "price_per_gpu_hour", None) for h in hardwares}
+    feasible = []
+    for result in results:
+        name, tp, seqs, tokens = result.pop("key")
+        row = {"hardware": name, "tp": tp, "max_num_seqs": seqs, "max_batched_tokens": tokens, **result}
+        if row["replicas"] is None:
+            infeasible.append(row)
+            continue
+        row["gpus"] = row["replicas"] * tp
+        price = prices.get(name)
+        row["dollars_per_hour"] = price * row["gpus"] if price else None
+        row["num_blocks"] = _REPLICAS[(name, tp, seqs, tokens)][2]["num_blocks"]
+        feasible.append(row)
+    feasible.sort(key=lambda r: (r["gpus"], r["dollars_per_hour"] or 0.0, r["p99_ttft_s"]))
+    return {"target": target.__dict__, "scheduler": scheduler, "configurations": configurations,
+            "feasible": feasible, "infeasible": infeasible}

@@ -1,0 +1,212 @@
+"""The event loop of one engine replica: arrivals, step start, step end.
+
+Time advances by steps. At a step's start every request that has arrived joins the scheduler's
+queue; the scheduler picks the step's mix; the step time model says how long it runs; at its
+end each sequence whose known tokens are all computed emits a token (at the step's end), and a
+sequence with all its output tokens finishes and frees its blocks. An idle replica jumps to the
+next arrival. The schedule itself (which sequences, how many tokens, blocks in use, which finish)
+is recorded step by step, so tests can compare it with a real engine's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .schedulers import Scheduler, SchedulingError, Sequence, StaticScheduler
+from .workload import Request
+
+StepSeconds = Callable[[Any, Any, int], float]  # (query tokens, keys, emitting) -> seconds
+
+
+@dataclass
+class Step:
+    """One step as the engine ran it."""
+
+    start_s: float
+    seconds: float
+    entries: list[tuple[int, int]]  # (request id, query tokens)
+    free_blocks: int  # after scheduling (and any preemption), before the step runs
+    finished: list[int]
+    preempted: int  # sequences preempted while scheduling this step
+    tokens: int = 0  # query tokens the step ran (padded rows included)
+
+
+@dataclass
+class Timeline:
+    """What a simulation returns: the sequences (with their token times) and the steps."""
+
+    sequences: list[Sequence]
+    steps: list[Step] = field(default_factory=list)
+    num_blocks: int = 0
+
+    def schedule(self) -> list[tuple[tuple[tuple[int, int], ...], int, tuple[int, ...]]]:
+        """Per step: the (request, query tokens) entries, free blocks, requests finished."""
+        return [(tuple(s.entries), s.free_blocks, tuple(s.finished)) for s in self.steps]
+
+
+def simulate(requests: list[Request], scheduler: Scheduler, step_seconds: StepSeconds,
+             max_model_len: int, record: bool = True, decode_run: Any = None) -> Timeline:
+    """Run every request to completion on one replica; returns its timeline. decode_run(keys,
+    steps), if given (StepTime.decode_run), lets steady decoding advance several steps per
+    iteration: the same steps, each recorded, computed together."""
+    return simulate_replicas(requests, [scheduler], step_seconds, max_model_len, "round-robin", record,
+                             decode_run)[0]
+
+
+ROUTERS = ("round-robin", "least-outstanding")
+
+
+class Replica:
+    """One engine replica: its scheduler, its clock and its timeline."""
+
+    def __init__(self, scheduler: Scheduler, step_seconds: StepSeconds, record: bool, decode_run: Any):
+        self.scheduler = scheduler
+        self.step_seconds = step_seconds
+        self.record = record
+        self.decode_run = decode_run
+        self.timeline = Timeline([], num_blocks=scheduler.pool.num_blocks)
+        self.static = isinstance(scheduler, StaticScheduler)
+        self.now = 0.0
+        self.stalled = False  # nothing schedulable until a request arrives
+
+    def add(self, sequence: Sequence, arrival: float) -> None:
+        if self.scheduler.idle() or self.stalled:
+            self.now = max(self.now, arrival)
+            self.stalled = False
+        self.scheduler.add(sequence)
+        self.timeline.sequences.append(sequence)
+
+    def active(self) -> bool:
+        return not self.scheduler.idle() and not self.stalled
+
+    def outstanding_tokens(self) -> int:
+        """Tokens its unfinished requests still have to run (what a least-outstanding router weighs)."""
+        return sum(s.known - s.computed + s.output - s.generated for s in self.timeline.sequences
+                   if s.generated < s.output)
+
+    def step(self, arrival: float | None) -> int:
+        """Run the next step (or steady steps before `arrival`); returns the requests finished."""
+        import numpy as np
+
+        scheduler = self.scheduler
+        if self.decode_run is not None and scheduler.steady_decode and not scheduler.waiting:
+            advanced = _steady_steps(scheduler, self.decode_run, self.now, arrival, self.timeline, self.record)
+            if advanced is not None:
+                self.now, done = advanced
+                return done
+        before = scheduler.preempted_total
+        batch = scheduler.schedule()
+        free_blocks = scheduler.pool.free
+        if not batch:
+            if arrival is None:
+                raise SchedulingError("the scheduler cannot run the requests left: the budgets are too small.")
+            self.stalled = True
+            return 0
+        if self.static:
+            query, keys = scheduler.padded(batch)
+            emitting = sum(1 for s, q in batch if q and s.computed + q >= s.known)
+        else:
+            query, keys, emitting = [], [], 0
+            for sequence, tokens in batch:
+                reach = sequence.computed + tokens
+                query.append(tokens)
+                keys.append(reach)
+                emitting += reach >= sequence.known
+        seconds = float(self.step_seconds(np.asarray(query), np.asarray(keys), emitting))
+        start = self.now
+        self.now = now = start + seconds
+        finished = []
+        for sequence, tokens in batch:
+            if sequence.first_scheduled_s is None:
+                sequence.first_scheduled_s = start
+            computed = sequence.computed + tokens
+            sequence.computed = computed
+            if tokens and computed >= sequence.known:
+                sequence.generated += 1
+                sequence.known += 1
+                sequence.token_times.append(now)
+                if sequence.generated >= sequence.output:
+                    finished.append(sequence.request.id)
+                    scheduler.finished(sequence)
+        if self.record:
+            self.timeline.steps.append(Step(start, seconds, [(s.request.id, q) for s, q in batch], free_blocks,
+                                            finished, scheduler.preempted_total - before, int(sum(query))))
+        return len(finished)
+
+
+def simulate_replicas(requests: list[Request], schedulers: list[Scheduler], step_seconds: StepSeconds,
+                      max_model_len: int, router: str = "round-robin", record: bool = True,
+                      decode_run: Any = None) -> list[Timeline]:
+    """Replicas behind a router, one event loop: the next event is the earliest of the next
+    arrival and the busy replicas' next step starts. An arrival goes to the next replica in turn
+    (round-robin) or to the one with the fewest outstanding tokens (as its steps started before the
+    arrival left it; ties to the lowest index). A replica admits what it was sent at its next step."""
+    if router not in ROUTERS:
+        raise SchedulingError(f"--router must be one of {', '.join(ROUTERS)}, got {router!r}.")
+    for request in requests:
+        schedulers[0].check_request(request, max_model_len)
+    sequences = [Sequence(r) for r in sorted(requests, key=lambda r: (r.arrival_s, r.id))]
+    replicas = [Replica(s, step_seconds, record, decode_run) for s in schedulers]
+    next_arrival, left, turn = 0, len(sequences), 0
+    while left:
+        arrival = sequences[next_arrival].request.arrival_s if next_arrival < len(sequences) else None
+        busy = [r for r in replicas if r.active()]
+        replica = min(busy, key=lambda r: r.now) if busy else None
+        if replica is None or (arrival is not None and arrival <= replica.now):
+            if arrival is None:
+                raise SchedulingError("the scheduler cannot run the requests left: the budgets are too small.")
+            if router == "round-robin":
+                target, turn = replicas[turn], (turn + 1) % len(replicas)
+            else:
+                target = min(replicas, key=lambda r: r.outstanding_tokens())
+            target.add(sequences[next_arrival], arrival)
+            next_arrival += 1
+            continue
+        left -= replica.step(arrival)
+    return [r.timeline for r in replicas]
+
+
+STEADY_STEPS = 64  # the most steps advanced at once
+
+
+def _steady_steps(scheduler: Scheduler, decode_run: Any, now: float, arrival: float | None,
+                  timeline: Timeline, record: bool) -> tuple[float, int] | None:
+    """Every running sequence decoding and none waiting: run the steps before one finishes,
+    one needs a new block, or a request arrives, all at once. None if fewer than 2 qualify."""
+    import numpy as np
+
+    running = scheduler.running
+    if not running or len(running) > scheduler.max_batched_tokens:
+        return None
+    size = scheduler.pool.block_size
+    steps = STEADY_STEPS
+    for s in running:
+        if s.known - s.computed != 1:
+            return None
+        steps = min(steps, s.output - s.generated, s.blocks * size - s.computed)
+    if steps < 2:
+        return None
+    times = decode_run([s.computed + 1 for s in running], steps)
+    entries = [(s.request.id, 1) for s in running]
+    free = scheduler.pool.free
+    count = len(running)
+    done = 0
+    for j in range(steps):
+        if j and arrival is not None and now >= arrival:
+            break
+        seconds = float(times[j])
+        start, now = now, now + seconds
+        finished = []
+        for s in list(running):
+            s.computed += 1
+            s.generated += 1
+            s.known += 1
+            s.token_times.append(now)
+            if s.generated >= s.output:
+                finished.append(s.request.id)
+                scheduler.finished(s)
+                done += 1
+        if record:
+            timeline.steps.append(Step(start, seconds, list(entries), free, finished, 0, count))
+    return now, done

@@ -1,0 +1,111 @@
+"""The paged KV cache: a pool of blocks of `block_size` tokens, handed to sequences as their
+context grows (vLLM's PagedAttention, Kwon et al. 2023; transformers' PagedAttentionCache), and
+how many blocks a GPU holds, from the cost tree's bytes per cached token.
+
+A sequence holding t tokens owns ceil(t / block_size) blocks. Blocks are counted, not named:
+which physical block a sequence gets never changes a schedule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sympy as sp
+
+from .. import symbols as S
+from ..config import ConfigError
+
+
+def blocks_for(tokens: int, block_size: int) -> int:
+    return -(-tokens // block_size)
+
+
+class BlockPool:
+    """num_blocks blocks of block_size tokens; a sequence's blocks grow with its tokens."""
+
+    def __init__(self, num_blocks: int, block_size: int):
+        if block_size < 1:
+            raise ConfigError(f"--block-size must be a positive number of tokens, got {block_size}.")
+        if num_blocks < 1:
+            raise ConfigError(f"the KV cache holds no block of {block_size} tokens.")
+        self.num_blocks = num_blocks
+        self.block_size = block_size
+        self.free = num_blocks
+
+    def needed(self, held_blocks: int, tokens: int) -> int:
+        """New blocks a sequence holding `held_blocks` needs to hold `tokens` tokens."""
+        return max(0, blocks_for(tokens, self.block_size) - held_blocks)
+
+    def take(self, count: int) -> None:
+        if count > self.free:
+            raise RuntimeError("KV blocks over-allocated (a scheduler bug).")
+        self.free -= count
+
+    def give_back(self, count: int) -> None:
+        self.free += count
+
+    @property
+    def used(self) -> int:
+        return self.num_blocks - self.free
+
+
+@dataclass(frozen=True)
+class CacheSizing:
+    """Where a replica's KV blocks come from: the GPU memory times the utilisation, less the
+    weights and the activation peak of the largest step, divided by a block's bytes."""
+
+    memory_bytes: int
+    utilization: float
+    weight_bytes: int
+    activation_bytes: int
+    kv_bytes_per_token: int
+    block_size: int
+
+    @property
+    def kv_budget_bytes(self) -> int:
+        return int(self.memory_bytes * self.utilization) - self.weight_bytes - self.activation_bytes
+
+    @property
+    def num_blocks(self) -> int:
+        return max(0, self.kv_budget_bytes // (self.kv_bytes_per_token * self.block_size))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"memory_bytes": self.memory_bytes, "gpu_memory_utilization": self.utilization,
+                "weight_bytes": self.weight_bytes, "activation_bytes": self.activation_bytes,
+                "kv_bytes_per_token": self.kv_bytes_per_token, "block_size": self.block_size,
+                "kv_budget_bytes": self.kv_budget_bytes, "num_blocks": self.num_blocks}
+
+
+def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, utilization: float,
+                 block_size: int, max_batched_tokens: int, tp: int = 1, pp: int = 1) -> CacheSizing:
+    """A replica's KV blocks from the tree. Per GPU: its share (1/tp) of the weights (the tree's
+    weight bytes, quantized where the profile says so) and of the KV bytes per token (the decode
+    tree's kv_cache_bytes per sequence per key: GQA's KV heads, MLA's latent, the KV dtype; a
+    sliding window's layers are paged like full ones, as the engines here page them). The
+    activation peak: the prefill tree's inference bytes for one sequence of max_batched_tokens
+    tokens, less its weights and its KV cache (ids, logits, the transient buffers).
+
+    Pipeline parallelism (pp stages): each GPU holds 1/pp of the weights and of the KV bytes per
+    token (layers split evenly; the embedding and the head counted as spread too, a stated
+    approximation), and the whole activation peak / tp (the last stage's logits; conservative)."""
+    from ..memory import inference_phases
+    from ..model import CostModel, model_values
+
+    if not 0 < utilization <= 1:
+        raise ConfigError(f"--gpu-memory-utilization must be in (0, 1], got {utilization}.")
+    fixed = {k: sp.Integer(v) for k, v in model_values(cfg).items()}
+    tokens = sp.Integer(max_batched_tokens)
+    subs = {**fixed, S.b: sp.Integer(1), S.n: tokens, S.T: sp.Integer(0), S.s: tokens, S.c: tokens,
+            S.e: sp.Integer(dtype_bytes)}
+    decode = CostModel(cfg, profile, phase="decode")
+    kv = sp.expand(decode.total("kv_cache_bytes").xreplace({k: v for k, v in subs.items() if k != S.c}))
+    kv = kv.replace(sp.Min, lambda *args: S.c if S.c in args else sp.Min(*args))
+    per_token = int(sp.expand(kv).coeff(S.c, 1))
+    prefill = CostModel(cfg, profile, phase="prefill")
+    total = int(inference_phases(cfg, prefill.profile)["prefill"].xreplace(subs))
+    cache = int(prefill.total("kv_cache_bytes").xreplace(subs))
+    weights = int(prefill.total("weight_bytes").xreplace(subs))
+    activations = max(0, total - weights - cache)
+    return CacheSizing(memory_bytes, utilization, -(-weights // (tp * pp)), -(-activations // tp),
+                       -(-per_token // (tp * pp)), block_size)

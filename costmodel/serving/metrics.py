@@ -1,0 +1,96 @@
+"""Figures of a simulated run: per request (queueing, time to first token, time per output token,
+inter-token latencies, end-to-end latency, preemptions) and aggregates (mean and p50/p90/p99,
+throughput, goodput under SLOs, KV-block use over time).
+
+Definitions (as vLLM's benchmark_serving.py reports them): TTFT = first token - arrival; TPOT =
+(last token - first token) / (output tokens - 1); ITL = the gaps between a request's tokens;
+e2e = last token - arrival; queueing = first step that runs it - arrival. Goodput: requests per
+second that meet both SLOs (DistServe's definition).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .engine import Timeline
+
+PERCENTILES = (50, 90, 99)
+LATENCIES = ("queueing_s", "ttft_s", "tpot_s", "e2e_s")
+
+
+def request_rows(timeline: Timeline, replica: int = 0) -> list[dict[str, Any]]:
+    import numpy as np
+
+    rows = []
+    for s in timeline.sequences:
+        r, times = s.request, s.token_times
+        first, last = times[0], times[-1]
+        rows.append({
+            "id": r.id, "replica": replica, "arrival_s": r.arrival_s, "prompt_tokens": r.prompt_tokens,
+            "output_tokens": r.output_tokens, "queueing_s": s.first_scheduled_s - r.arrival_s,
+            "ttft_s": first - r.arrival_s,
+            "tpot_s": (last - first) / (len(times) - 1) if len(times) > 1 else float("nan"),
+            "max_itl_s": float(np.diff(times).max()) if len(times) > 1 else float("nan"),
+            "e2e_s": last - r.arrival_s, "finish_s": last, "preemptions": s.preemptions,
+            "cached_tokens": s.cached_tokens,
+        })
+    return rows
+
+
+def inter_token_latencies(timeline: Timeline) -> Any:
+    import numpy as np
+
+    gaps = [np.diff(s.token_times) for s in timeline.sequences if len(s.token_times) > 1]
+    return np.concatenate(gaps) if gaps else np.zeros(0)
+
+
+def step_rows(timeline: Timeline, replica: int = 0) -> list[dict[str, Any]]:
+    """The KV and batch timeline: each step's start, length, sequences, tokens and blocks used."""
+    return [{"replica": replica, "start_s": st.start_s, "seconds": st.seconds, "sequences": len(st.entries),
+             "tokens": st.tokens, "kv_blocks_used": timeline.num_blocks - st.free_blocks,
+             "kv_use": 1 - st.free_blocks / timeline.num_blocks, "preempted": st.preempted}
+            for st in timeline.steps]
+
+
+def _stats(values: Any) -> dict[str, float]:
+    import numpy as np
+
+    values = np.asarray(values, dtype=float)
+    values = values[~np.isnan(values)]
+    if not len(values):
+        return {"mean": float("nan"), **{f"p{p}": float("nan") for p in PERCENTILES}}
+    return {"mean": float(values.mean()), **{f"p{p}": float(np.percentile(values, p)) for p in PERCENTILES}}
+
+
+def summarize(requests: Any, steps: Any, itl: Any, slo_ttft: float | None = None,
+              slo_tpot: float | None = None) -> dict[str, Any]:
+    """Aggregates of the per-request frame and the step frame (pandas)."""
+    import numpy as np
+
+    span = float(requests["finish_s"].max() - requests["arrival_s"].min()) or float("nan")
+    met = np.ones(len(requests), dtype=bool)
+    if slo_ttft is not None:
+        met &= requests["ttft_s"].to_numpy() <= slo_ttft
+    if slo_tpot is not None:
+        tpot = requests["tpot_s"].to_numpy()
+        met &= np.isnan(tpot) | (tpot <= slo_tpot)
+    busy = float(steps["seconds"].sum()) if len(steps) else 0.0
+    weights = steps["seconds"].to_numpy() if len(steps) else np.zeros(0)
+    return {
+        "requests": int(len(requests)),
+        "duration_s": span,
+        **{name[:-2]: _stats(requests[name]) for name in LATENCIES},
+        "itl": _stats(itl),
+        "preemptions": int(requests["preemptions"].sum()),
+        "throughput": {"requests_per_s": len(requests) / span,
+                       "output_tokens_per_s": float(requests["output_tokens"].sum()) / span,
+                       "total_tokens_per_s": float((requests["prompt_tokens"] + requests["output_tokens"]).sum()) / span},
+        "goodput": {"slo_ttft_s": slo_ttft, "slo_tpot_s": slo_tpot, "requests_per_s": float(met.sum()) / span,
+                    "fraction_meeting_slo": float(met.mean())},
+        "steps": int(len(steps)),
+        "busy_fraction": busy / span / max(1, int(steps["replica"].max()) + 1 if len(steps) else 1),
+        "kv_use": {"mean_over_time": float(np.average(steps["kv_use"], weights=weights)) if busy else 0.0,
+                   "max": float(steps["kv_use"].max()) if len(steps) else 0.0},
+        "batch": {"mean_sequences_over_time": float(np.average(steps["sequences"], weights=weights)) if busy else 0.0,
+                  "max_sequences": int(steps["sequences"].max()) if len(steps) else 0},
+    }

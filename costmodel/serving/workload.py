@@ -1,0 +1,160 @@
+"""The requests a replica serves: when each arrives, how long its prompt is, how many tokens it
+generates. From a Poisson process at a rate (seeded), from a JSONL trace, or from synthetic length
+distributions (fixed, uniform, lognormal, or a histogram file)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..config import ConfigError, show
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request: its arrival (seconds), prompt tokens, tokens to generate, and an optional
+    shared prefix: its id and how many of the prompt's first tokens it is (a trace's; what vLLM's
+    prefix caching reuses, costmodel/serving/schedulers.py).
+    prefilled: it arrives with its prompt's KV cache and its first token (a disaggregated decode
+    pool's request, its prefill done elsewhere)."""
+
+    id: int
+    arrival_s: float
+    prompt_tokens: int
+    output_tokens: int
+    prefix_id: str | None = None
+    prefilled: bool = False
+    prefix_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """A distribution of token counts: "fixed" (mean), "uniform" (low..high inclusive),
+    "lognormal" (median mean, shape sigma, clipped to low..high), or "histogram" (values with
+    weights, from a JSON file {"values": [...], "weights": [...]})."""
+
+    kind: str = "fixed"
+    mean: int = 512
+    low: int = 1
+    high: int = 1 << 30
+    sigma: float = 1.0
+    values: tuple[int, ...] = ()
+    weights: tuple[float, ...] = ()
+
+    KINDS = ("fixed", "uniform", "lognormal", "histogram")
+
+    def __post_init__(self) -> None:
+        if self.kind not in self.KINDS:
+            raise ConfigError(f"length distribution must be one of {', '.join(self.KINDS)}, got {show(self.kind)}.")
+        if self.kind == "fixed" and self.mean < 1:
+            raise ConfigError(f"a fixed length must be a positive number of tokens, got {self.mean}.")
+        if self.kind in ("uniform", "lognormal") and not 1 <= self.low <= self.high:
+            raise ConfigError(f"a length range must satisfy 1 <= low <= high, got {self.low}..{self.high}.")
+        if self.kind == "histogram" and (not self.values or len(self.values) != len(self.weights)
+                                         or min(self.values) < 1 or min(self.weights) < 0
+                                         or not sum(self.weights) > 0):
+            raise ConfigError("a length histogram needs positive values and as many non-negative weights.")
+
+    @classmethod
+    def parse(cls, text: str) -> "Lengths":
+        """From an option: "512", "uniform:128:1024", "lognormal:512:0.8[:low:high]", or
+        "histogram:path.json"."""
+        kind, _, rest = text.partition(":")
+        try:
+            if not rest and kind.isdigit():
+                return cls("fixed", mean=int(kind))
+            parts = rest.split(":")
+            if kind == "fixed":
+                return cls("fixed", mean=int(parts[0]))
+            if kind == "uniform":
+                return cls("uniform", low=int(parts[0]), high=int(parts[1]))
+            if kind == "lognormal":
+                bounds = [int(x) for x in parts[2:4]] or [1, 1 << 30]
+                return cls("lognormal", mean=int(parts[0]), sigma=float(parts[1]), low=bounds[0], high=bounds[1])
+            if kind == "histogram":
+                data = json.loads(Path(rest).read_text())
+                return cls("histogram", values=tuple(int(v) for v in data["values"]),
+                           weights=tuple(float(w) for w in data["weights"]))
+        except (ValueError, IndexError, KeyError, TypeError, OSError) as error:
+            raise ConfigError(f"cannot read the length distribution {show(text)} ({error}).") from None
+        raise ConfigError(f"length distribution {show(text)}: use N, uniform:LOW:HIGH, "
+                          f"lognormal:MEDIAN:SIGMA[:LOW:HIGH] or histogram:FILE.json.")
+
+    def sample(self, rng: Any, count: int) -> "Any":
+        import numpy as np
+
+        if self.kind == "fixed":
+            return np.full(count, self.mean, dtype=np.int64)
+        if self.kind == "uniform":
+            return rng.integers(self.low, self.high + 1, size=count)
+        if self.kind == "lognormal":
+            drawn = np.rint(rng.lognormal(math.log(self.mean), self.sigma, size=count))
+            return np.clip(drawn, self.low, self.high).astype(np.int64)
+        weights = np.asarray(self.weights) / sum(self.weights)
+        return np.asarray(self.values, dtype=np.int64)[rng.choice(len(self.values), size=count, p=weights)]
+
+
+def poisson(rate: float, count: int, prompt: Lengths, output: Lengths, seed: int = 0) -> list[Request]:
+    """`count` requests arriving as a Poisson process of `rate` per second (exponential gaps),
+    the first at time 0's first gap; lengths drawn from their distributions. rate=inf: all at 0."""
+    import numpy as np
+
+    if not rate > 0:
+        raise ConfigError(f"--rate must be a positive number of requests per second, got {show(rate)}.")
+    if count < 1:
+        raise ConfigError(f"--requests must be at least 1, got {count}.")
+    rng = np.random.default_rng(seed)
+    gaps = np.zeros(count) if math.isinf(rate) else rng.exponential(1.0 / rate, size=count)
+    arrivals = np.cumsum(gaps)
+    prompts, outputs = prompt.sample(rng, count), output.sample(rng, count)
+    return [Request(i, float(arrivals[i]), int(prompts[i]), int(outputs[i])) for i in range(count)]
+
+
+TRACE_FIELDS = {"arrival": "arrival_s", "prompt_tokens": "prompt_tokens", "output_tokens": "output_tokens"}
+
+
+def read_trace(path: str | Path) -> list[Request]:
+    """Requests from a JSONL file, one object a line: {"arrival": seconds, "prompt_tokens": N,
+    "output_tokens": M, "prefix": "id", "prefix_tokens": K (both optional: the prompt's first K
+    tokens are the same in every request of that id; without K the id shares nothing)}. Blank
+    lines are skipped; a malformed line is named in the error."""
+    requests: list[Request] = []
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as error:
+        raise ConfigError(f"cannot read the trace {show(str(path))} ({error.strerror}).") from None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            data = json.loads(line)
+        except ValueError:
+            raise ConfigError(f"{where}: not a JSON object.") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{where}: not a JSON object.")
+        missing = [key for key in TRACE_FIELDS if key not in data]
+        if missing:
+            raise ConfigError(f"{where}: missing {', '.join(missing)}.")
+        arrival, prompt, output = data["arrival"], data["prompt_tokens"], data["output_tokens"]
+        if not isinstance(arrival, (int, float)) or isinstance(arrival, bool) or not arrival >= 0 \
+                or math.isinf(arrival):
+            raise ConfigError(f"{where}: arrival must be a finite number of seconds >= 0, got {show(arrival)}.")
+        for name, value in (("prompt_tokens", prompt), ("output_tokens", output)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{where}: {name} must be a positive integer, got {show(value)}.")
+        prefix, shared = data.get("prefix"), data.get("prefix_tokens", 0)
+        if not isinstance(shared, int) or isinstance(shared, bool) or not 0 <= shared <= prompt:
+            raise ConfigError(f"{where}: prefix_tokens must be an integer from 0 to prompt_tokens, got {show(shared)}.")
+        if shared and prefix is None:
+            raise ConfigError(f"{where}: prefix_tokens needs a prefix id.")
+        requests.append(Request(len(requests), float(arrival), prompt, output,
+                                None if prefix is None else str(prefix), prefix_tokens=shared))
+    if not requests:
+        raise ConfigError(f"the trace {show(str(path))} holds no requests.")
+    order = sorted(requests, key=lambda r: r.arrival_s)
+    return [Request(i, r.arrival_s, r.prompt_tokens, r.output_tokens, r.prefix_id, prefix_tokens=r.prefix_tokens)
+            for i, r in enumerate(order)]

@@ -1,0 +1,259 @@
+"""The `serve` command and the text of `plan --serve --rate`: parse, call costmodel.serving,
+format. Registered by cli.py; bad input is one line and exit status 2."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import click
+
+from costmodel.config import DTYPES, ConfigError
+
+from .output import ReportInputError
+
+SCHEDULER_NAMES = ("vllm", "sarathi", "orca", "static", "hf-fifo", "hf-prefill-first")
+
+
+def _ms(value: float) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{1e3 * value:9.1f}"
+
+
+def render_serve(summary: dict[str, Any]) -> str:
+    setup = summary["setup"]
+    kv = setup["kv_cache"]
+    source = f"trace {setup['trace']}" if setup["trace"] else f"Poisson {setup['rate']} req/s (seed {setup['seed']})"
+    lines = [
+        f"{setup['model']} on {setup['replicas']} replica(s) ({setup['router']}"
+        + (f"; {setup['disaggregate'][0]} prefill + {setup['disaggregate'][1]} decode" if setup["disaggregate"] else "")
+        + f") of {setup['tp']} x {setup['hardware']}"
+        + (f" per stage, {setup['pp']} pipeline stages " if setup.get("pp", 1) > 1 else " ")
+        + f"({setup['dtype']}), scheduler {setup['scheduler']}: {setup['scheduler_source']}",
+        f"budgets: max-num-seqs {setup['max_num_seqs']}, max-batched-tokens {setup['max_batched_tokens']} "
+        f"({setup['budget_source']})",
+        f"KV cache per replica: {setup['num_blocks']:,} blocks of {setup['block_size']} tokens "
+        f"({kv['kv_bytes_per_token']:,} B per token per GPU; weights {kv['weight_bytes'] / 2**30:.1f} GiB and "
+        f"activations {kv['activation_bytes'] / 2**30:.2f} GiB per GPU; {kv['gpu_memory_utilization']:.0%} of "
+        f"{kv['memory_bytes'] / 2**30:.0f} GiB)",
+        f"requests: {summary['requests']} from {source}; prompt {setup['prompt']}, output {setup['output']} tokens",
+        "",
+        f"{'(ms)':<10}{'mean':>9}{'p50':>9}{'p90':>9}{'p99':>9}",
+    ]
+    for name in ("queueing", "ttft", "tpot", "itl", "e2e"):
+        row = summary[name]
+        lines.append(f"{name.upper() if name != 'queueing' else name:<10}" + "".join(_ms(row[k]) for k in
+                                                                                      ("mean", "p50", "p90", "p99")))
+    tp, good = summary["throughput"], summary["goodput"]
+    lines += [
+        "",
+        f"throughput: {tp['requests_per_s']:.2f} req/s, {tp['output_tokens_per_s']:,.0f} output tokens/s, "
+        f"{tp['total_tokens_per_s']:,.0f} tokens/s over {summary['duration_s']:.1f} s",
+    ]
+    if good["slo_ttft_s"] is not None or good["slo_tpot_s"] is not None:
+        lines.append(f"goodput: {good['requests_per_s']:.2f} req/s ({good['fraction_meeting_slo']:.1%} within "
+                     f"TTFT <= {good['slo_ttft_s']} s, TPOT <= {good['slo_tpot_s']} s)")
+    lines.append(f"KV blocks in use: mean {summary['kv_use']['mean_over_time']:.1%}, max {summary['kv_use']['max']:.1%}; "
+                 f"sequences per step: mean {summary['batch']['mean_sequences_over_time']:.1f}, max "
+                 f"{summary['batch']['max_sequences']}; {summary['steps']:,} steps; preemptions {summary['preemptions']}")
+    return "\n".join(lines)
+
+
+def timeline_figure(steps: Any, title: str) -> Any:
+    """KV blocks in use and sequences per step over time (one line per replica)."""
+    from .figures import pyplot
+
+    plt = pyplot()
+    fig, (kv, batch) = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
+    for replica, rows in steps.groupby("replica"):
+        kv.plot(rows["start_s"], 100 * rows["kv_use"], lw=0.8, label=f"replica {replica}")
+        batch.plot(rows["start_s"], rows["sequences"], lw=0.8)
+    kv.set_ylabel("KV blocks in use (%)")
+    batch.set_ylabel("sequences per step")
+    batch.set_xlabel("time (s)")
+    kv.set_title(title)
+    if steps["replica"].nunique() > 1:
+        kv.legend()
+    return fig
+
+
+def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
+    """p50 and p99 TTFT and TPOT against the request rate."""
+    from .figures import pyplot
+
+    plt = pyplot()
+    fig, (ttft, tpot) = plt.subplots(1, 2, figsize=(9, 3.6))
+    rates = [r["rate"] for r in rows]
+    for ax, name in ((ttft, "ttft"), (tpot, "tpot")):
+        for p in ("p50", "p99"):
+            ax.plot(rates, [1e3 * r[name][p] for r in rows], marker="o", label=p)
+        ax.set_xlabel("request rate (req/s)")
+        ax.set_ylabel(f"{name.upper()} (ms)")
+        ax.set_yscale("log")
+        ax.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+@click.command()
+@click.option("--model", "-m", "model", type=str, help="A preset name or alias (see `models`).")
+@click.option("--config", "config", type=str, help="A Hugging Face config.json or a ModelConfig JSON file.")
+@click.option("--hardware", "hardware_name", default="h100-sxm", show_default=True, help="A hardware preset.")
+@click.option("--rate", type=float, default=None, help="Poisson arrivals, requests per second (or --trace).")
+@click.option("--requests", "count", type=int, default=1000, show_default=True, help="With --rate: how many.")
+@click.option("--trace", type=str, default=None, help='JSONL: {"arrival": s, "prompt_tokens": N, "output_tokens": M}.')
+@click.option("--prompt", default="512", show_default=True,
+              help="Prompt tokens: N, uniform:LOW:HIGH, lognormal:MEDIAN:SIGMA[:LOW:HIGH], histogram:FILE.json.")
+@click.option("--output", "output_tokens", default="128", show_default=True, help="Output tokens, as --prompt.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--scheduler", type=click.Choice(SCHEDULER_NAMES), default="vllm", show_default=True)
+@click.option("--max-num-seqs", type=int, default=None, help="Sequences per step (default per scheduler).")
+@click.option("--max-batched-tokens", type=int, default=None, help="Token budget per step (chunk size).")
+@click.option("--block-size", type=int, default=16, show_default=True, help="Tokens per KV block.")
+@click.option("--gpu-memory-utilization", type=float, default=0.9, show_default=True)
+@click.option("--num-blocks", type=int, default=None, help="KV blocks per replica (default: from memory).")
+@click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel GPUs per replica.")
+@click.option("--prefix-caching/--no-prefix-caching", default=None,
+              help="Reuse a trace's shared-prefix blocks (vLLM's automatic prefix caching; default: on for vllm).")
+@click.option("--pp", type=int, default=1, show_default=True,
+              help="Pipeline stages per replica (pp batches in flight, as vLLM's pipeline parallelism).")
+@click.option("--replicas", type=int, default=1, show_default=True, help="Replicas behind the router.")
+@click.option("--router", type=click.Choice(("round-robin", "least-outstanding")), default="round-robin",
+              show_default=True, help="How arrivals are spread over the replicas.")
+@click.option("--disaggregate", type=str, default=None,
+              help="P:D: P prefill-only and D decode-only replicas, the KV cache sent between them (replaces --replicas).")
+@click.option("--dtype", type=click.Choice(DTYPES), default=None, help="Default: the hardware's.")
+@click.option("--weight-dtype", type=click.Choice(("int8", "int4", "fp8", "nf4")), default=None)
+@click.option("--kv-dtype", type=click.Choice(("fp8", "int8")), default=None)
+@click.option("--attention", type=click.Choice(("flash", "sdpa", "eager")), default="flash", show_default=True)
+@click.option("--mla", type=click.Choice(("absorbed", "naive")), default="absorbed", show_default=True,
+              help="Latent attention (DeepSeek): absorbed, as vLLM's MLA backend runs it, or naive (transformers').")
+@click.option("--slo-ttft", type=float, default=None, help="Seconds, for goodput.")
+@click.option("--slo-tpot", type=float, default=None, help="Seconds per output token, for goodput.")
+@click.option("--csv", "csv_path", type=str, default=None, help="Write the per-request table here.")
+@click.option("--steps-csv", type=str, default=None, help="Write the per-step KV and batch timeline here.")
+@click.option("--plot", "plot_path", type=str, default=None,
+              help="Save a figure here (.png/.svg): the KV and batch timeline, or latency vs rate with --rates.")
+@click.option("--rates", type=str, default=None, help="Comma-separated rates: p50/p99 TTFT and TPOT at each.")
+@click.option("--json", "as_json", is_flag=True, help="The summary as JSON on stdout.")
+def serve(model, config, hardware_name, rate, count, trace, prompt, output_tokens, seed, scheduler, max_num_seqs,
+          max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, replicas, dtype, weight_dtype,
+          kv_dtype, attention, slo_ttft, slo_tpot, csv_path, steps_csv, plot_path, rates, as_json, router,
+          disaggregate, mla, pp, prefix_caching) -> None:
+    """Serve a stream of requests on an engine replica, simulated step by step (continuous
+    batching, paged KV cache): latency percentiles, throughput and goodput."""
+    from costmodel.serving import serve as run_serve
+
+    if (model is None) == (config is None):
+        raise ReportInputError("give exactly one of --model NAME or --config PATH.")
+    if rates is not None:
+        if rate is not None or trace is not None:
+            raise ReportInputError("--rates replaces --rate and --trace: give one of the three.")
+        try:
+            chosen = [float(x) for x in rates.split(",")]
+        except ValueError:
+            raise ReportInputError(f"--rates must be comma-separated numbers, got {rates!r}.") from None
+        rate = chosen[0]
+    if (rate is None) == (trace is None):
+        raise ReportInputError("give exactly one of --rate (requests per second) or --trace FILE.")
+    if plot_path is not None and not plot_path.endswith((".png", ".svg", ".pdf")):
+        raise ReportInputError(f"--plot must name a .png, .svg or .pdf file, got {plot_path!r}.")
+    pools = None
+    if disaggregate is not None:
+        try:
+            pools = tuple(int(x) for x in disaggregate.split(":"))
+        except ValueError:
+            raise ReportInputError(f"--disaggregate must be PREFILL:DECODE replica counts, got {disaggregate!r}.") from None
+    options = dict(disaggregate=pools, requests=count, prompt=prompt, output=output_tokens, seed=seed, replicas=replicas, router=router,
+                   slo_ttft=slo_ttft, slo_tpot=slo_tpot, scheduler=scheduler, max_num_seqs=max_num_seqs,
+                   max_batched_tokens=max_batched_tokens, block_size=block_size,
+                   gpu_memory_utilization=gpu_memory_utilization, num_blocks=num_blocks, tp=tp, pp=pp, prefix_caching=prefix_caching, dtype=dtype,
+                   weight_dtype=weight_dtype, kv_dtype=kv_dtype, attention=attention, mla=mla)
+    if rates is not None:
+        _latency_vs_rate(model or config, hardware_name, chosen, options, plot_path, as_json)
+        return
+    try:
+        run = run_serve(model or config, hardware_name, rate=rate, trace=trace, **options)
+    except ConfigError as error:
+        raise ReportInputError(str(error)) from None
+    if csv_path:
+        run.requests.to_csv(csv_path, index=False)
+    if steps_csv:
+        run.steps.to_csv(steps_csv, index=False)
+    summary = run.summary()
+    if plot_path:
+        setup = summary["setup"]
+        figure = timeline_figure(run.steps, f"{setup['model']} on {setup['tp']} x {setup['hardware']}, "
+                                            f"{setup['scheduler']}")
+        figure.savefig(plot_path)
+    click.echo(json.dumps(_finite(summary), indent=2) if as_json else render_serve(summary))
+
+
+def _latency_vs_rate(model: str, hardware_name: str, rates: list[float], options: dict[str, Any],
+                     plot_path: str | None, as_json: bool) -> None:
+    from costmodel.serving import serve as run_serve
+
+    rows = []
+    try:
+        for rate in rates:
+            summary = run_serve(model, hardware_name, rate=rate, **options).summary()
+            rows.append({"rate": rate, **{k: summary[k] for k in ("ttft", "tpot", "e2e", "throughput", "goodput")}})
+    except ConfigError as error:
+        raise ReportInputError(str(error)) from None
+    if plot_path:
+        latency_figure(rows, f"{model} on {hardware_name}, {options['scheduler']}").savefig(plot_path)
+    if as_json:
+        click.echo(json.dumps(_finite(rows), indent=2))
+        return
+    click.echo(f"{'req/s':>7}{'TTFT p50':>10}{'TTFT p99':>10}{'TPOT p50':>10}{'TPOT p99':>10}{'out tok/s':>11}  (ms)")
+    for r in rows:
+        click.echo(f"{r['rate']:>7g}" + "".join(_ms(r[n][p]) + " " for n in ("ttft", "tpot") for p in ("p50", "p99"))
+                   + f"{r['throughput']['output_tokens_per_s']:>10,.0f}")
+
+
+def render_capacity(result: dict[str, Any], top: int = 10) -> str:
+    t = result["target"]
+    lines = [f"deployments for {t['rate']} req/s within p99 TTFT <= {t['slo_ttft']} s and p99 TPOT <= "
+             f"{t['slo_tpot']} s ({result['scheduler']} scheduler; prompt {t['prompt']}, output {t['output']} tokens; "
+             f"{t['requests']} simulated requests per point); {result['configurations']} configurations, "
+             f"{len(result['feasible'])} meet it",
+             f"{'gpus':>5} {'hardware':<12}{'tp':>3}{'replicas':>9}{'seqs':>6}{'tokens':>7}{'p99 TTFT ms':>12}"
+             f"{'p99 TPOT ms':>12}{'$/h':>8}"]
+    for row in result["feasible"][:top]:
+        price = f"{row['dollars_per_hour']:.0f}" if row["dollars_per_hour"] else "-"
+        lines.append(f"{row['gpus']:>5} {row['hardware']:<12}{row['tp']:>3}{row['replicas']:>9}"
+                     f"{row['max_num_seqs']:>6}{row['max_batched_tokens']:>7}{1e3 * row['p99_ttft_s']:>12.0f}"
+                     f"{1e3 * row['p99_tpot_s']:>12.1f}{price:>8}")
+    reasons = sorted({r["reason"].split(":")[0] for r in result["infeasible"]})
+    if reasons:
+        lines.append(f"not feasible: {len(result['infeasible'])} ({'; '.join(reasons)[:300]})")
+    return "\n".join(lines)
+
+
+def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: float | None,
+                          slo_tpot: float | None, requests: int, prompt: str, gen: str, tp: int | None,
+                          top: int, as_json: bool, processes: int | None = None, mla: str = "absorbed") -> None:
+    """`plan --serve --rate`: the search and its table (cli.py's plan delegates here)."""
+    from costmodel.hardware import load_hardware
+    from costmodel.serving.capacity import Target, plan_capacity
+
+    if slo_ttft is None or slo_tpot is None:
+        raise ReportInputError("plan --serve --rate needs --slo-ttft and --slo-tpot (seconds).")
+    try:
+        hardwares = [load_hardware(name.strip()) for name in hardware_names.split(",")]
+        result = plan_capacity(cfg, hardwares, Target(rate, slo_ttft, slo_tpot, requests, str(prompt), str(gen)),
+                               tps=[tp] if tp else None, processes=processes, mla=mla)
+    except ConfigError as error:
+        raise ReportInputError(str(error)) from None
+    click.echo(json.dumps(_finite(result), indent=2) if as_json else render_capacity(result, top))
