@@ -86,8 +86,6 @@ def gpus() -> list[dict[str, Any]]:
         if path.stem in hidden:
             continue
         data = json.loads(path.read_text())
-        if data.get("in_memory_figure") is False:  # a variant with another card's capacity (h800)
-            continue
         label = data.get("description", data["name"]).removeprefix("NVIDIA ")
         presets.append({"name": label, "memory_gib": data["memory_bytes"] / 2**30,
                         "memory_bytes": data["memory_bytes"]})
