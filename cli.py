@@ -64,6 +64,20 @@ def make_workload(cfg: ModelConfig, seq_len: int | None, **options: Any) -> Work
     return workload
 
 
+def with_mtp(cfg: ModelConfig, mtp: int | None) -> ModelConfig:
+    """The model with DeepSeek-V3's multi-token prediction modules (--mtp N) while training."""
+    if not mtp:
+        return cfg
+    try:
+        return cfg.replace(mtp_layers=mtp)
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+
+
+MTP_HELP = ("Training: DeepSeek-V3's multi-token prediction, this many modules (norms, a 2d -> d "
+            "projection, one more layer, the shared head and a loss; docs/layouts.md).")
+
+
 def model_options(function):
     """--model / --config, shared by the commands that take one model."""
     function = click.option("--config", "config", type=str, help="A Hugging Face config.json or a ModelConfig JSON file.")(function)
@@ -200,14 +214,15 @@ def make_layout(cfg: ModelConfig, options: dict[str, Any]) -> Any:
 @model_options
 @workload_options
 @layout_options
+@click.option("--mtp", type=click.IntRange(min=0), default=None, help=MTP_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Exact integers as JSON on stdout.")
-def estimate(model, config, seq_len, as_json, **options) -> None:
+def estimate(model, config, seq_len, mtp, as_json, **options) -> None:
     """Parameters, FLOPs, memory and the regime of a model for a workload; with a layout, the
     memory and communication of each rank."""
     from costmodel.estimation import Estimate
 
     layout_given = {k: options.pop(k) for k in list(options) if k in LAYOUT_OPTIONS or k == "layout_device"}
-    cfg = load_model(model, config)
+    cfg = with_mtp(load_model(model, config), mtp)
     layout = make_layout(cfg, layout_given)
     options.update(implied(layout.framework if layout else None, options["impl"], options["attention"]))
     workload = make_workload(cfg, seq_len, **options)
@@ -309,17 +324,18 @@ def models(as_json) -> None:
 @click.option("--global-batch", type=int, default=None, help="Training with a layout: sequences per step (sets --microbatches = global / (batch x dp)).")
 @click.option("--impl", default=None, help="Training: " + IMPL_HELP)
 @layout_options
+@click.option("--mtp", type=click.IntRange(min=0), default=None, help=MTP_HELP)
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, train, seq_len,
              recompute, tokens, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
-             as_json, **layout_given) -> None:
+             mtp, as_json, **layout_given) -> None:
     """Roofline time of prefill, decode and training on a hardware preset; with a layout
     (--tp/--pp/--dp...), per GPU: the step time with communication and pipeline bubble, MFU and
     HFU, or the time per output token with tensor parallelism's all-reduces."""
     from costmodel import simulate as sim
     from costmodel.hardware import Efficiency, load_hardware
 
-    cfg = load_model(model, config)
+    cfg = with_mtp(load_model(model, config), mtp if train else None)
     try:
         hardware = load_hardware(hardware_name)
         efficiency = None
@@ -415,16 +431,17 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--fp8", type=click.Choice(("tensorwise", "rowwise", "blockwise")), default=None,
               help="Train every layout with this FP8 recipe (docs/layouts.md).")
 @click.option("--recompute", type=click.Choice(RECOMPUTES), default=None, help="Only this recomputation.")
+@click.option("--mtp", type=click.IntRange(min=0), default=None, help=MTP_HELP)
 @click.option("--top", type=int, default=10, show_default=True, help="Rows of the ranked table.")
 @click.option("--json", "as_json", is_flag=True, help='{"feasible": [...], "infeasible": [...]} on stdout.')
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
-         attention, tp, pp, dp, zero, sp, framework, ep, cp, schedule, fp8, recompute, top, as_json) -> None:
+         attention, tp, pp, dp, zero, sp, framework, ep, cp, schedule, fp8, recompute, mtp, top, as_json) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
     ranked by step time (training) or time per output token (--serve)."""
     from costmodel.hardware import load_hardware
     from costmodel.layout import plan as planner
 
-    cfg = load_model(model, config)
+    cfg = with_mtp(load_model(model, config), None if serve else mtp)
     fixed = {"tp": tp, "pp": pp, "dp": dp, "zero": zero, "sp": sp, "framework": framework,
              "recompute": recompute, "batch": batch, "impl": impl, "attention": attention, "ep": ep,
              "cp": cp, "schedule": schedule, "fp8": fp8}
