@@ -452,5 +452,8 @@ def test_multi_token_prediction_adds_one_module_on_the_last_stage(capsys):
                            Layout(pp=16, dp=8, ep=8, zero=1, microbatches=16))
     assert [s["weights"] for s in mtp.per_stage[:-1]] == [s["weights"] for s in plain.per_stage[:-1]]
     assert mtp.per_stage[-1]["weights"] > plain.per_stage[-1]["weights"]
+    # The last stage's 3 MoE layers exchange tokens, and the module's experts a fourth time.
+    last = [e.communication(e.stages[-1])["ep"]["all_to_all"] for e in (plain, mtp)]
+    assert last[1] * 3 == last[0] * 4
     assert cli.main(["estimate", "--model", "t5-small", "--mtp", "1"]) == 2
     assert "needs a decoder-only language model" in capsys.readouterr().err
