@@ -67,6 +67,20 @@ def make_workload(cfg: ModelConfig, seq_len: int | None, **options: Any) -> Work
     return workload
 
 
+def with_mtp(cfg: ModelConfig, mtp: int | None) -> ModelConfig:
+    """The model with DeepSeek-V3's multi-token prediction modules (--mtp N) while training."""
+    if not mtp:
+        return cfg
+    try:
+        return cfg.replace(mtp_layers=mtp)
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+
+
+MTP_HELP = ("Training: DeepSeek-V3's multi-token prediction, this many modules (norms, a 2d -> d "
+            "projection, one more layer, the shared head and a loss; docs/layouts.md).")
+
+
 def model_options(function):
     """--model / --config, shared by the commands that take one model."""
     function = click.option("--config", "config", type=str, help="A Hugging Face config.json or a ModelConfig JSON file.")(function)
@@ -230,15 +244,16 @@ def make_layout(cfg: ModelConfig, options: dict[str, Any]) -> Any:
 @offload_options
 @click.option("--hardware", "hardware_name", default=None,
               help="A GPU (see `hardware`): say whether training and inference fit in its memory, and what to change if not.")
+@click.option("--mtp", type=click.IntRange(min=0), default=None, help=MTP_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Exact integers as JSON on stdout.")
-def estimate(model, config, seq_len, hardware_name, as_json, **options) -> None:
+def estimate(model, config, seq_len, hardware_name, mtp, as_json, **options) -> None:
     """Parameters, FLOPs, memory and the regime of a model for a workload; with a layout, the
     memory and communication of each rank; with --hardware (and --gpus), whether it fits."""
     from costmodel.estimation import Estimate
 
     layout_given = {k: options.pop(k) for k in list(options)
                     if k in LAYOUT_OPTIONS or k in OFFLOAD_OPTIONS or k == "layout_device"}
-    cfg = load_model(model, config)
+    cfg = with_mtp(load_model(model, config), mtp)
     gpus = layout_given.get("gpus")
     if hardware_name is not None and all(v is None for k, v in layout_given.items() if k != "gpus"):
         layout_given["gpus"] = None  # --gpus alone with --hardware: data parallel over them
@@ -377,18 +392,19 @@ def models(as_json) -> None:
 @click.option("--weight-group", type=int, default=None, help="Inference: values per scale of --weight-dtype.")
 @click.option("--kv-dtype", default=None, help="Inference: a quantized KV cache (fp8 or int8): its memory.")
 @layout_options
+@click.option("--mtp", type=click.IntRange(min=0), default=None, help=MTP_HELP)
 @click.option("--json", "as_json", is_flag=True, help="As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, mla, train, seq_len,
              recompute, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
              flops_convention, tp_overlap, dp_overlap, no_prefetch, compiled, cuda_graphs, time_model,
-             weight_dtype, weight_group, kv_dtype, as_json, **layout_given) -> None:
+             weight_dtype, weight_group, kv_dtype, mtp, as_json, **layout_given) -> None:
     """Roofline time of prefill, decode and training on a hardware preset; with a layout
     (--tp/--pp/--dp...), per GPU: the step time with communication and pipeline bubble, MFU and
     HFU, or the time per output token with tensor parallelism's all-reduces."""
     from costmodel import simulate as sim
     from costmodel.hardware import Efficiency, load_hardware
 
-    cfg = load_model(model, config)
+    cfg = with_mtp(load_model(model, config), mtp if train else None)
     try:
         hardware = load_hardware(hardware_name)
         efficiency = None
@@ -503,6 +519,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--price", type=float, default=None, help="Training with --tokens: dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one).")
 @click.option("--rank-by", type=click.Choice(("time", "cost")), default="time", show_default=True,
               help="time: step time (time per output token with --serve); cost: GPU-seconds per token, which differs where the GPU counts do.")
+@click.option("--mtp", type=click.IntRange(min=0), default=None, help=MTP_HELP)
 @click.option("--top", type=int, default=10, show_default=True, help="Rows of the ranked table.")
 @click.option("--time-model", type=click.Choice(TIME_MODELS), default=DEFAULT_TIME_MODEL, show_default=True,
               help="roofline or kernels, as simulate's (docs/time.md).")
@@ -516,7 +533,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--mla", type=click.Choice(("absorbed", "naive")), default="absorbed", show_default=True,
               help="--serve: " + "Latent attention (DeepSeek): absorbed (W_UK/W_UV folded into queries and output, as vLLM runs it) or naive (every cached latent up-projected each step, as transformers runs it).")
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
-         attention, kv_cache, tp, pp, dp, zero, sp, framework, ep, cp, schedule, fp8, recompute, tokens, price,
+         attention, kv_cache, tp, pp, dp, zero, sp, framework, ep, cp, schedule, fp8, recompute, mtp, tokens, price,
          rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, mla) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
     ranked by step time (training) or time per output token (--serve); with --tokens, the days,
@@ -525,7 +542,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
     layout fits."""
     from costmodel.planning import plan as make_plan
 
-    cfg = load_model(model, config)
+    cfg = with_mtp(load_model(model, config), None if serve else mtp)
     if rate is not None:
         if not serve:
             raise InputError("--rate plans serving: add --serve.")

@@ -50,6 +50,7 @@ NOT_IN_REFERENCE = {
     "qk_norm": False, "post_sublayer_norm": False, "attention_softcap": None,
     "logit_softcap": None, "rotary_dim": None, "parallel_attention": False, "position_offset": 0,
     "embedding_dim": None, "n_experts": 0, "kv_lora_rank": None, "attention_dropout": None,
+    "mtp_layers": 0,
 }
 
 
@@ -181,6 +182,11 @@ class ModelConfig:
     kv_lora_rank: int | None = None
     q_lora_rank: int | None = None
     v_head_dim: int | None = None
+    # DeepSeek-V3's multi-token prediction while training (the report's section 2.2): this many
+    # modules after the last layer, each two norms, a 2d -> d projection, one more layer of the
+    # last kind and the shared head with its own loss. 0 (the default, and what Hugging Face's
+    # class builds): none. Set on purpose (`--mtp`); never read from a config.json.
+    mtp_layers: int = 0
     family: str = "custom"  # whose code runs it (the facts table's key): llama, gpt2, bert, t5...
     # The kind of each decoder layer, in order, where the layers differ: "sliding" or "full"
     # (windows on some layers), "dense" or "moe" (experts in some layers); None where every layer
@@ -261,7 +267,7 @@ class ModelConfig:
         for name in optional_sizes:
             if getattr(self, name) is not None:
                 _check_int(owner, name, getattr(self, name))
-        for name in ("n_experts", "top_k", "d_shared", "n_dense_layers", "position_offset"):
+        for name in ("n_experts", "top_k", "d_shared", "n_dense_layers", "position_offset", "mtp_layers"):
             _check_int(owner, name, getattr(self, name), minimum=0)
         for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
                      "renormalize_top_k"):
@@ -294,6 +300,8 @@ class ModelConfig:
         if self.projected_embeddings and (self.architecture != "decoder" or self.head != "lm"):
             raise ConfigError(f"{owner}: embedding_dim (projected embeddings) is modelled for "
                               "decoder-only language models.")
+        if self.mtp_layers and (self.architecture != "decoder" or self.head != "lm"):
+            raise ConfigError(f"{owner}: multi-token prediction (mtp_layers) needs a decoder-only language model.")
         self._check_experts(owner)
         self._check_latent_attention(owner)
         self._check_layer_pattern(owner)

@@ -406,6 +406,31 @@ class _TreeBuilder:
             *self.embedding("embedding", stack, S.n, owns_table=True),
             *self.stack(stack, S.n, layers, cross_len=None),
             *self.head(S.n, stack),
+            *self.multi_token_prediction(S.n, stack),
+        ]
+
+    def multi_token_prediction(self, seq: sp.Expr, stack: str) -> Leaves:
+        """DeepSeek-V3's MTP modules (cfg.mtp_layers, training only), after the head: each
+        normalises the last hidden state and the next token's embedding (the shared table's
+        lookup), projects their concatenation 2d -> d (keeping it), runs one more layer of the last
+        kind and the shared head and a loss of its own. Placed with the head (part "head")."""
+        cfg = self.cfg
+        if not cfg.mtp_layers or self.phase != "train" or cfg.head != "lm":
+            return []
+        count = sp.Integer(cfg.mtp_layers)
+        at = _Place("mtp", "head", stack, count=count)
+        tokens = S.b * seq
+        layer = [dataclasses.replace(leaf, group="mtp", part="head", count=count, kind=None)
+                 for leaf in self.layer(stack, seq, self.layer_kinds(stack, S.L_dec)[-1], None)]
+        head = B.LMHead(tokens, False, False)
+        return [
+            at.leaf("hidden_norm", B.Norm(tokens, cfg.norm, self.profile)),
+            at.leaf("embedding_norm", B.Norm(tokens, cfg.norm, self.profile)),
+            at.leaf("projection", B.EmbeddingProjection(tokens, 2 * S.d, S.d, input_kept=True)),
+            *layer,
+            at.leaf("final_norm", B.Norm(tokens, cfg.norm, self.profile)),
+            at.leaf("lm_head", head),
+            dataclasses.replace(at, part="loss").leaf("loss", B.CrossEntropy(tokens, self.profile)),
         ]
 
     def decode_step(self) -> Leaves:

@@ -431,3 +431,29 @@ def test_torchao_float8_keeps_nothing_beyond_bf16(recipe):
     assert measured["parameter_bytes"] == 2 * 2 * d * f and measured["buffer_bytes"] == 0
     assert measured["saved_bytes"] == 2 * (n * d + n * f)  # the inputs, in bf16
     assert RECIPES[recipe].weight_copy_bytes == 0 and RECIPES[recipe].moment_bytes is None
+
+
+# ---------------------------------------------------------------------------------------------
+# DeepSeek-V3's multi-token prediction (--mtp)
+
+
+def test_multi_token_prediction_adds_one_module_on_the_last_stage(capsys):
+    """An MTP module: two norms (2d), a 2d -> d projection, one more layer of the last kind, a
+    final norm (d), the shared head and its own loss. Llama-2-7B + 1: one layer (202,383,360) +
+    2d^2 + 3d = 235,950,080 parameters. DeepSeek-V3 + 1, with the checkpoint's separate copies of
+    the embedding and head (2 V d), is 684.49B: the report's 685B (671B + 14B of MTP) rounded."""
+    assert cli.main(["estimate", "--model", "llama2-7b", "--mtp", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["params"]["total"] - LLAMA2_7B == 202_383_360 + 2 * 4096**2 + 3 * 4096
+    assert cli.main(["estimate", "--model", "deepseek-v3", "--seq-len", "64", "--mtp", "1", "--json"]) == 0
+    total = json.loads(capsys.readouterr().out)["params"]["total"]
+    assert round((total + 2 * 129280 * 7168) / 1e9, 2) == 684.49
+    plain = parallel("deepseek-v3", Workload(seq_len=64), pp=16, dp=8, ep=8, zero=1, microbatches=16)
+    mtp = ParallelEstimate(load_preset("deepseek-v3").replace(mtp_layers=1), Workload(seq_len=64),
+                           Layout(pp=16, dp=8, ep=8, zero=1, microbatches=16))
+    assert [s["weights"] for s in mtp.per_stage[:-1]] == [s["weights"] for s in plain.per_stage[:-1]]
+    assert mtp.per_stage[-1]["weights"] > plain.per_stage[-1]["weights"]
+    # The last stage's 3 MoE layers exchange tokens, and the module's experts a fourth time.
+    last = [e.communication(e.stages[-1])["ep"]["all_to_all"] for e in (plain, mtp)]
+    assert last[1] * 3 == last[0] * 4
+    assert cli.main(["estimate", "--model", "t5-small", "--mtp", "1"]) == 2
+    assert "needs a decoder-only language model" in capsys.readouterr().err

@@ -268,6 +268,8 @@ class ParallelEstimate:
         if workload.expert_load is not None and len(workload.expert_load) != cfg.n_experts:
             raise ConfigError(f"expert_load gives {len(workload.expert_load)} shares; model {cfg.name!r} "
                               f"has {cfg.n_experts} experts.")
+        if cfg.mtp_layers > 1:  # the head part's leaves are summed once each (one module)
+            raise ConfigError("layout: more than one multi-token prediction module in a layout is not modelled.")
         if layout.fp8 is not None and workload.dtype != "bf16":
             raise ConfigError(f"layout: FP8 training runs beside bf16 weights and activations; use --dtype bf16, "
                               f"not {workload.dtype}.")
@@ -602,6 +604,9 @@ class ParallelEstimate:
         mixture-of-experts layer the counts (8 E), dispatch and combine forward and backward."""
         slots = self._layer_sum(stage, "routed_slots")
         layers = sum(count for key, count in self.layer_runs(stage).items() if self._part(key, "routed_slots"))
+        if stage.last and self._part("head", "routed_slots"):  # a multi-token prediction module's experts
+            slots += self._part("head", "routed_slots")
+            layers += 1
         token = self.workload.bytes_per_element * self.cfg.d_model
         sent, received = slots * self.load.kept, slots * self.load.factor
         return int(layers * 8 * self.cfg.n_experts + math.ceil(2 * (sent + received) * token))
