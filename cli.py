@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from costmodel.config import DTYPES, KV_CACHES, RECOMPUTES, ConfigError, ModelConfig, Workload, require_decoder
-from costmodel.hardware import DEFAULT_TIME_MODEL, TIME_MODELS
+from costmodel.hardware import TIME_MODELS
 from costmodel.layout.frameworks import FRAMEWORKS
 
 
@@ -301,9 +301,10 @@ def models(as_json) -> None:
               help="With --time-model kernels: torch.compile's fusions (a residual add with the next norm, a "
               "gated activation with its product; docs/time.md).")
 @click.option("--cuda-graphs", is_flag=True, help="Inference: decode steps replayed from a CUDA graph (no launch overhead per kernel).")
-@click.option("--time-model", type=click.Choice(TIME_MODELS), default=DEFAULT_TIME_MODEL, show_default=True,
-              help="roofline (each block's two kernels at the efficiencies) or kernels (GEMM tiles and "
-              "waves, flash attention's executed FLOPs; docs/time.md).")
+@click.option("--time-model", type=click.Choice(TIME_MODELS), default=None,
+              help="kernels (the default: GEMM tiles and waves, flash attention's executed FLOPs) or roofline "
+              "(each block's two kernels at the efficiencies); a hardware without sm_count, and training on "
+              "one GPU without a layout, are timed by the roofline (docs/time.md).")
 @click.option("--weight-dtype", default=None, help="Inference: quantized weights (int8, int4, fp8, nf4), read as stored.")
 @click.option("--weight-group", type=int, default=None, help="Inference: values per scale of --weight-dtype.")
 @click.option("--kv-dtype", default=None, help="Inference: a quantized KV cache (fp8 or int8): its memory.")
@@ -313,7 +314,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
              recompute, tokens, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
              flops_convention, tp_overlap, dp_overlap, no_prefetch, compiled, cuda_graphs, time_model,
              weight_dtype, weight_group, kv_dtype, as_json, **layout_given) -> None:
-    """Roofline time of prefill, decode and training on a hardware preset; with a layout
+    """Time of prefill, decode and training on a hardware preset (the kernel-level model by default,
+    --time-model roofline for the roofline); with a layout
     (--tp/--pp/--dp...), per GPU: the step time with communication and pipeline bubble, MFU and
     HFU, or the time per output token with tensor parallelism's all-reduces."""
     from costmodel import simulate as sim
@@ -363,13 +365,14 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                 "batch": workload.batch, "recompute": workload.recompute,
                                 "tokens": tokens}
         elif train:
-            if time_model != "roofline" or compiled:
+            if time_model == "kernels" or compiled:
                 raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "
                                   "for --time-model kernels or --compile.")
             workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute)
             result = sim.simulate_training(cfg, workload, hardware, tokens=tokens,
                                            step_seconds=step_time, efficiency=efficiency,
                                            flops_convention=flops_convention)
+            result["inputs"]["time_model"] = "roofline"  # the only model of one GPU's training without a layout
         else:
             if gen < 0:
                 raise ConfigError(f"--gen must be at least 0, got {gen}.")
@@ -420,8 +423,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--framework", type=click.Choice(tuple(FRAMEWORKS)), default=None, help="Only this framework.")
 @click.option("--recompute", type=click.Choice(RECOMPUTES), default=None, help="Only this recomputation.")
 @click.option("--top", type=int, default=10, show_default=True, help="Rows of the ranked table.")
-@click.option("--time-model", type=click.Choice(TIME_MODELS), default=DEFAULT_TIME_MODEL, show_default=True,
-              help="roofline or kernels, as simulate's (docs/time.md).")
+@click.option("--time-model", type=click.Choice(TIME_MODELS), default=None,
+              help="kernels (the default) or roofline, as simulate's (docs/time.md).")
 @click.option("--json", "as_json", is_flag=True, help='{"feasible": [...], "infeasible": [...]} on stdout.')
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
          attention, kv_cache, tp, pp, dp, zero, sp, framework, recompute, top, time_model, as_json) -> None:
@@ -449,7 +452,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
     except ConfigError as error:
         raise InputError(str(error)) from None
     result["inputs"] = {"model": cfg.name, "hardware": hardware.name, "gpus": gpus, "serve": serve,
-                        "time_model": time_model,
+                        "time_model": result.pop("time_model"),
                         "seq_len": workload.seq_len, "dtype": workload.dtype,
                         **({"gen": gen, "batch": batch or 32} if serve else
                            {"global_batch": global_batch or 8 * gpus, "batch": batch})}

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any, Iterator
 
 from ..config import ConfigError, ModelConfig, Workload, require_decoder
-from ..hardware import DEFAULT_TIME_MODEL, Efficiency, Hardware
+from ..hardware import Efficiency, Hardware, time_model_for
 from .frameworks import FRAMEWORKS
 from .rank import ParallelEstimate
 from .spec import Layout, tensor_split_sizes
@@ -98,10 +98,11 @@ def _entry(layout: Layout, batch: int, recompute: str) -> dict[str, Any]:
 
 def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int, global_batch: int,
                   workload: Workload, fixed: dict[str, Any] | None = None,
-                  efficiency: Efficiency | None = None, time_model: str = DEFAULT_TIME_MODEL) -> dict[str, Any]:
+                  efficiency: Efficiency | None = None, time_model: str | None = None) -> dict[str, Any]:
     """Every training layout: {"feasible": [...] by step time, "infeasible": [...]}."""
     fixed = fixed or {}
     check_fixed(fixed, gpus)
+    time_model = time_model_for(hardware, time_model)
     feasible, infeasible, problems = [], [], []
     for layout, batch, recompute, problem in training_layouts(cfg, hardware, gpus, global_batch, fixed):
         if layout is None:
@@ -131,20 +132,21 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
                           f"{global_batch} into micro-batches of {fixed.get('batch') or MICRO_BATCHES} "
                           f"sequences over its data-parallel ranks.")
     feasible.sort(key=lambda e: e["step_time"])
-    return {"feasible": feasible, "infeasible": infeasible}
+    return {"feasible": feasible, "infeasible": infeasible, "time_model": time_model}
 
 
 def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, prompt: int, gen: int,
                  dtype: str, fixed: dict[str, Any] | None = None,
                  efficiency: Efficiency | None = None, kv_cache: str = "dynamic",
                  quantization: dict[str, Any] | None = None,
-                 time_model: str = DEFAULT_TIME_MODEL) -> dict[str, Any]:
+                 time_model: str | None = None) -> dict[str, Any]:
     """Every serving layout for `batch` sequences at a context of prompt + gen: the memory per
     rank (weights and the KV cache at the last step), ranked by time per output token. kv_cache
     and quantization (weight_dtype, weight_group, kv_dtype) are the Workload's."""
     fixed = fixed or {}
     check_fixed(fixed, gpus)
     require_decoder(cfg)
+    time_model = time_model_for(hardware, time_model)
     feasible, infeasible = [], []
     for tp in [fixed["tp"]] if fixed.get("tp") else tensor_sizes(cfg, hardware, gpus):
         for pp in [fixed["pp"]] if fixed.get("pp") else [p for p in _divisors(gpus // tp) if p <= cfg.n_layers]:
@@ -174,7 +176,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                              "tp_all_reduce_seconds": token["tp_all_reduce_seconds"],
                              "tokens_per_second": token["tokens_per_second"]})
     feasible.sort(key=lambda e: e["time_per_output_token"])
-    return {"feasible": feasible, "infeasible": infeasible}
+    return {"feasible": feasible, "infeasible": infeasible, "time_model": time_model}
 
 
 def serving_memory(estimate: ParallelEstimate) -> dict[str, int]:
