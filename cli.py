@@ -385,9 +385,10 @@ def models(as_json) -> None:
               help="With --time-model kernels: torch.compile's fusions (a residual add with the next norm, a "
               "gated activation with its product; docs/time.md).")
 @click.option("--cuda-graphs", is_flag=True, help="Inference: decode steps replayed from a CUDA graph (no launch overhead per kernel).")
-@click.option("--time-model", type=click.Choice(TIME_MODELS), default=DEFAULT_TIME_MODEL, show_default=True,
-              help="roofline (each block's two kernels at the efficiencies) or kernels (GEMM tiles and "
-              "waves, flash attention's executed FLOPs; docs/time.md).")
+@click.option("--time-model", type=click.Choice(TIME_MODELS), default=None,
+              help="kernels (the default: GEMM tiles and waves, flash attention's executed FLOPs) or roofline "
+              "(each block's two kernels at the efficiencies); a hardware without sm_count, and training on "
+              "one GPU without a layout, are timed by the roofline (docs/time.md).")
 @click.option("--weight-dtype", default=None, help="Inference: quantized weights (int8, int4, fp8, nf4), read as stored.")
 @click.option("--weight-group", type=int, default=None, help="Inference: values per scale of --weight-dtype.")
 @click.option("--kv-dtype", default=None, help="Inference: a quantized KV cache (fp8 or int8): its memory.")
@@ -398,7 +399,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
              recompute, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
              flops_convention, tp_overlap, dp_overlap, no_prefetch, compiled, cuda_graphs, time_model,
              weight_dtype, weight_group, kv_dtype, mtp, as_json, **layout_given) -> None:
-    """Roofline time of prefill, decode and training on a hardware preset; with a layout
+    """Time of prefill, decode and training on a hardware preset (the kernel-level model by default,
+    --time-model roofline for the roofline); with a layout
     (--tp/--pp/--dp...), per GPU: the step time with communication and pipeline bubble, MFU and
     HFU, or the time per output token with tensor parallelism's all-reduces."""
     from costmodel import simulate as sim
@@ -450,7 +452,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                 "batch": workload.batch, "recompute": workload.recompute,
                                 "tokens": tokens}
         elif train:
-            if time_model != "roofline" or compiled:
+            if time_model == "kernels" or compiled:
                 raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "
                                   "for --time-model kernels or --compile.")
             workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
@@ -458,6 +460,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             result = sim.simulate_training(cfg, workload, hardware, tokens=tokens,
                                            step_seconds=step_time, efficiency=efficiency,
                                            flops_convention=flops_convention, price=price)
+            result["inputs"]["time_model"] = "roofline"  # the only model of one GPU's training without a layout
         else:
             if gen < 0:
                 raise ConfigError(f"--gen must be at least 0, got {gen}.")
@@ -521,8 +524,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
               help="time: step time (time per output token with --serve); cost: GPU-seconds per token, which differs where the GPU counts do.")
 @click.option("--mtp", type=click.IntRange(min=0), default=None, help=MTP_HELP)
 @click.option("--top", type=int, default=10, show_default=True, help="Rows of the ranked table.")
-@click.option("--time-model", type=click.Choice(TIME_MODELS), default=DEFAULT_TIME_MODEL, show_default=True,
-              help="roofline or kernels, as simulate's (docs/time.md).")
+@click.option("--time-model", type=click.Choice(TIME_MODELS), default=None,
+              help="kernels (the default) or roofline, as simulate's (docs/time.md).")
 @click.option("--json", "as_json", is_flag=True, help='{"feasible": [...], "infeasible": [...]} on stdout.')
 @click.option("--rate", type=float, default=None,
               help="--serve: requests per second to serve within --slo-ttft/--slo-tpot (a capacity search; "
@@ -593,7 +596,7 @@ def published(as_json) -> None:
     click.echo("Narayanan et al. 2021, Table 1 (A100 80GB, full recomputation, fp16): TFLOP/s per GPU "
                "with recomputation; parameters ours vs their Eq. (2), which leaves out the final LayerNorm (2h)")
     click.echo(table(["model", "tp x pp x dp", "GPUs", "batch", "parameters", "Eq. (2)", "TFLOP/s published",
-                      "TFLOP/s ours", "ours / published", "kernel model"],
+                      "TFLOP/s roofline", "roofline / published", "kernels (default) / published"],
                      ([r["model"], r["layout"], r["gpus"], r["batch"], f"{r['params']:,}", f"{r['params_eq2']:,}",
                        r["tflops_published"], f"{r['tflops_ours']:.0f}",
                        f"{r['tflops_ours'] / r['tflops_published']:.2f}",
@@ -601,13 +604,15 @@ def published(as_json) -> None:
     click.echo("")
     click.echo("Korthikanti et al. 2022, Table 5 (tp 8, no data parallelism): seconds per iteration, and MFU/HFU "
                "of sequence parallelism + selective recomputation")
-    click.echo(table(["model", "GPUs", "full recompute published", "ours", "kernel model", "SP + selective published",
-                      "ours", "kernel model", "MFU published", "ours", "HFU published", "ours"],
+    click.echo(table(["model", "GPUs", "full recompute published", "roofline", "kernels (default)",
+                      "SP + selective published", "roofline", "kernels (default)", "MFU published", "roofline",
+                      "kernels", "HFU published", "roofline", "kernels"],
                      ([r["model"], r["gpus"], f"{r['full_published']:.2f} s", f"{r['full_ours']:.2f} s",
                        f"{r['full_kernels']:.2f} s", f"{r['present_published']:.2f} s", f"{r['present_ours']:.2f} s",
                        f"{r['present_kernels']:.2f} s",
-                       f"{r['mfu_published']:.1f}%", f"{r['mfu_ours']:.1f}%", f"{r['hfu_published']:.1f}%",
-                       f"{r['hfu_ours']:.1f}%"] for r in tables["korthikanti_2022_table_5"])))
+                       f"{r['mfu_published']:.1f}%", f"{r['mfu_ours']:.1f}%", f"{r['mfu_kernels']:.1f}%",
+                       f"{r['hfu_published']:.1f}%", f"{r['hfu_ours']:.1f}%", f"{r['hfu_kernels']:.1f}%"]
+                      for r in tables["korthikanti_2022_table_5"])))
     click.echo("")
     click.echo("More published runs (costmodel/published_runs.json: sources and stated layouts), ours under the "
                "roofline and the kernel-level time model (docs/time.md)")
@@ -615,7 +620,7 @@ def published(as_json) -> None:
     def ratio(r: dict, key: str) -> str:
         return f"{r[key]:,.1f} ({r[key] / r['published']:.2f}x)" if r[key] is not None else "not expressible"
 
-    click.echo(table(["run", "unit", "published", "roofline", "kernels"],
+    click.echo(table(["run", "unit", "published", "roofline", "kernels (default)"],
                      ([r["run"], r["unit"], f"{r['published']:,}", ratio(r, "roofline"), ratio(r, "kernels")]
                       for r in tables["other_runs"])))
 

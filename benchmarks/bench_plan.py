@@ -33,7 +33,8 @@ PLAN = [sys.executable, "cli.py", "plan", "--model", "llama2-70b", "--hardware",
 
 def command(env: dict[str, str], time_model: str) -> tuple[float, dict]:
     start = time.perf_counter()
-    out = subprocess.run(PLAN + ["--time-model", time_model], cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(PLAN + ["--time-model", time_model], cwd=ROOT, env=env, check=True,
+                         capture_output=True, text=True).stdout
     return time.perf_counter() - start, json.loads(out)
 
 

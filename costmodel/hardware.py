@@ -21,10 +21,22 @@ from typing import Any
 
 from .config import ConfigError, show
 
-#: The time models (docs/time.md, "Which time model"); DEFAULT_TIME_MODEL is every command's and
-#: every library function's default (simulate, simulate with a layout, plan, plan --serve).
+#: The time models (docs/time.md, "Which time model"). DEFAULT_TIME_MODEL is every command's and
+#: every library function's default (simulate, simulate with a layout, plan, plan --serve), as
+#: time_model_for resolves it: the kernel-level model, better on the published runs (docs/time.md).
 TIME_MODELS = ("roofline", "kernels")
-DEFAULT_TIME_MODEL = "roofline"
+DEFAULT_TIME_MODEL = "kernels"
+
+
+def time_model_for(hardware: "Hardware", time_model: str | None = None) -> str:
+    """The time model a command runs: the one asked for, else the default; the roofline for a
+    hardware without sm_count (the kernel model's tiles per wave), the one case the default
+    cannot serve (a user file or a calibration without it)."""
+    if time_model is not None:
+        if time_model not in TIME_MODELS:
+            raise ConfigError(f"time model must be one of {', '.join(TIME_MODELS)}, got {show(time_model)}.")
+        return time_model
+    return DEFAULT_TIME_MODEL if hardware.sm_count else "roofline"
 
 HARDWARE_DIR = Path(__file__).resolve().parent / "hardware"
 

@@ -14,7 +14,6 @@ from typing import Any, Sequence
 
 from .config import ConfigError, require_decoder
 from .defaults import DEFAULT_DTYPE, DEFAULT_HARDWARE
-from .hardware import DEFAULT_TIME_MODEL
 
 DEFAULT_SERVING_BATCH = 32
 
@@ -63,7 +62,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
          seq_len: int | None = None, global_batch: int | None = None, batch: int | None = None,
          prompt: int | None = None, gen: int = 256, dtype: str = DEFAULT_DTYPE, impl: str | None = None,
          attention: str | None = None, kv_cache: str = "dynamic", tokens: float | None = None,
-         price: float | None = None, rank_by: str = "time", time_model: str = DEFAULT_TIME_MODEL,
+         price: float | None = None, rank_by: str = "time", time_model: str | None = None,
          mla: str = "absorbed", **fixed: Any) -> PlanResult:
     """Every layout of `model` on each count in `gpus` (training, or serving with serve=True):
     those that fit ranked by time (step time; time per output token when serving) or by cost
@@ -71,7 +70,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     framework, recompute, ep, cp, schedule, fp8 keep only the layouts with that value; impl and
     attention, when given, replace what each layout's framework implies (costmodel/defaults.py).
     tokens: time to train, GPU-hours, FLOPs; price (dollars per GPU-hour; default the hardware
-    file's) adds dollars. time_model: roofline or kernels (docs/time.md). mla: latent attention
+    file's) adds dollars. time_model: roofline or kernels (docs/time.md; None: kernels where the
+    hardware file has what the kernel model needs). mla: latent attention
     served absorbed (as engines run it) or naive (as transformers does)."""
     from .api import load_model, make_workload
     from .cost import price_plan
@@ -98,7 +98,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     else:
         workload, warnings = make_workload(cfg, seq_len, dtype=dtype,
                                            **implied(fixed.get("framework"), impl, attention))
-    feasible, infeasible, nearest, batches = [], [], None, {}
+    feasible, infeasible, nearest, batches, ran = [], [], None, {}, None
     for count in counts:
         if serve:
             result = planner.plan_serving(cfg, chosen, count, batch, workload.seq_len, gen, workload.dtype,
@@ -107,6 +107,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
             batches[count] = 8 * count if global_batch is None else global_batch
             result = planner.plan_training(cfg, chosen, count, workload.seq_len, batches[count], workload,
                                            fixed, time_model=time_model)
+        ran = result["time_model"]  # the model that ran (costmodel/hardware.time_model_for)
         feasible += result["feasible"]
         infeasible += result["infeasible"]
         nearest = result.get("nearest", nearest)
@@ -123,7 +124,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         data["nearest"] = nearest
     one = len(counts) == 1
     data["inputs"] = {"model": cfg.name, "hardware": chosen.name, "gpus": counts[0] if one else counts,
-                      "serve": serve, "time_model": time_model, "seq_len": workload.seq_len,
+                      "serve": serve, "time_model": ran, "seq_len": workload.seq_len,
                       "dtype": workload.dtype,
                       **({"gen": gen, "batch": batch} if serve else
                          {"global_batch": batches[counts[0]] if one else batches, "batch": batch,

@@ -30,7 +30,7 @@ from . import symbols as S
 from .config import DTYPE_BYTES, KV_CACHES, ConfigError, ModelConfig, Workload, require_decoder, show
 from .decode_sums import Rates, StepSums
 from .evaluate import Sweep, values
-from .hardware import DEFAULT_TIME_MODEL, TIME_MODELS, Efficiency, Hardware, kernel_times
+from .hardware import Efficiency, Hardware, kernel_times, time_model_for
 from .memory import inference_phases, memory
 from . import blocks as B
 from .model import CostModel, Leaf, model_values, profile_for
@@ -510,7 +510,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
                        attention: str = "eager", kv_cache: str = "dynamic",
                        decoder_prompt: int = 1, cuda_graphs: bool = False,
                        quantization: dict[str, Any] | None = None,
-                       time_model: str = DEFAULT_TIME_MODEL, compiled: bool = False,
+                       time_model: str | None = None, compiled: bool = False,
                        mla: str = "naive") -> dict[str, Any]:
     """Prefill latency, time per output token as the context grows, tokens/s, the decode
     crossover batch, what fits in memory, and a step table with and without a KV cache.
@@ -525,8 +525,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     step attends to the source and to the decoder's tokens so far."""
     import numpy as np
 
-    if time_model not in TIME_MODELS:
-        raise ConfigError(f"time model must be one of {', '.join(TIME_MODELS)}, got {show(time_model)}.")
+    time_model = time_model_for(hardware, time_model)
     if compiled and time_model != "kernels":
         raise ConfigError("--compile is modelled by the kernel-level time model only; add --time-model kernels.")
     roof = Roofline(cfg, hardware, dtype, efficiency, attention, kv_cache, cuda_graphs, quantization, mla)

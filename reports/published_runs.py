@@ -77,7 +77,8 @@ def korthikanti() -> list[dict[str, Any]]:
                      "present_published": present_s, "present_ours": ours["present"]["seconds"],
                      "full_kernels": kernels["full"]["seconds"], "present_kernels": kernels["present"]["seconds"],
                      "mfu_published": mfu, "mfu_ours": 100 * ours["present"]["mfu"],
-                     "hfu_published": hfu, "hfu_ours": 100 * ours["present"]["hfu"]})
+                     "hfu_published": hfu, "hfu_ours": 100 * ours["present"]["hfu"],
+                     "mfu_kernels": 100 * kernels["present"]["mfu"], "hfu_kernels": 100 * kernels["present"]["hfu"]})
     return rows
 
 

@@ -52,8 +52,17 @@ def test_a_static_cache_and_cuda_graphs_are_honoured_with_a_layout(capsys):
         seconds[" ".join(extra)] = json.loads(capsys.readouterr().out)["token"]["seconds_per_token"]
     dynamic, static, graphed = seconds.values()
     assert static < 0.6 * dynamic  # no torch.cat copy of the cache every step
-    # Every rank runs all 32 layers at tp 2: the roofline's 11 active blocks a layer (the fused
-    # kernel's softmax and weighted sum still count as blocks there) and 3 more, 10 us each.
+    # Every rank runs all 32 layers at tp 2. The kernel model (the default): 9 launching leaves a
+    # layer (one fused attention call stands for the scores, softmax and weighted sum) and 3 more,
+    # 10 us each.
+    assert static - graphed == pytest.approx((32 * 9 + 3) * 1e-5, rel=1e-6)
+    # The roofline: 11 active blocks a layer (the fused kernel's softmax and weighted sum still
+    # count as blocks there) and 3 more.
+    roofline = {}
+    for extra in (["--kv-cache", "static"], ["--kv-cache", "static", "--cuda-graphs"]):
+        assert cli.main(args + extra + ["--time-model", "roofline"]) == 0
+        roofline[" ".join(extra)] = json.loads(capsys.readouterr().out)["token"]["seconds_per_token"]
+    static, graphed = roofline.values()
     assert static - graphed == pytest.approx((32 * 11 + 3) * 1e-5, rel=1e-6)
 
 

@@ -140,8 +140,10 @@ def test_compile_fuses_the_residual_add_with_the_next_norm_and_the_gated_activat
 def test_compile_needs_the_kernel_model(capsys):
     import cli
 
-    assert cli.main(["simulate", "--model", "gpt2", "--hardware", "a100-80gb", "--compile"]) == 2
+    assert cli.main(["simulate", "--model", "gpt2", "--hardware", "a100-80gb", "--compile", "--time-model",
+                     "roofline"]) == 2
     assert "--time-model kernels" in capsys.readouterr().err
-    assert cli.main(["simulate", "--model", "gpt2", "--hardware", "a100-80gb", "--compile", "--time-model", "kernels",
-                     "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["inputs"]["compiled"] is True
+    # The kernel model is the default: --compile alone is enough.
+    assert cli.main(["simulate", "--model", "gpt2", "--hardware", "a100-80gb", "--compile", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["inputs"]["compiled"] is True and result["inputs"]["time_model"] == "kernels"

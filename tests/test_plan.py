@@ -144,6 +144,7 @@ def test_published_runs_are_reproduced_within_fifteen_percent():
         assert 0.95 <= row["present_ours"] / row["present_published"] <= 1.21, row["model"]
         assert 0.95 <= row["full_ours"] / row["full_published"] <= 1.21, row["model"]
         assert math.isclose(row["mfu_ours"], row["mfu_published"], abs_tol=7.0), row["model"]
-        # The kernel model, with the same communication: 0.92 to 1.03.
+        # The kernel model, with the same communication: 0.92 to 1.03; MFU 0.1 to 4.9 points high.
         assert 0.9 <= row["present_kernels"] / row["present_published"] <= 1.05, row["model"]
         assert 0.9 <= row["full_kernels"] / row["full_published"] <= 1.05, row["model"]
+        assert math.isclose(row["mfu_kernels"], row["mfu_published"], abs_tol=5.0), row["model"]

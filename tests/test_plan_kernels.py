@@ -113,3 +113,22 @@ def test_both_time_models_send_a_cross_node_all_reduce_hierarchically():
     assert expected > collective_seconds(hardware, "all_reduce", payload, 8, 8)
     for timing in (StepTime(estimate, hardware), KernelStepTime(estimate, hardware)):
         assert timing.collective("dp", "all_reduce", payload) == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_kernel_model_is_the_default_where_the_hardware_has_sm_count():
+    from dataclasses import replace
+
+    from costmodel.config import ConfigError
+    from costmodel.hardware import DEFAULT_TIME_MODEL, time_model_for
+
+    a100 = load_hardware("a100-80gb")
+    assert DEFAULT_TIME_MODEL == "kernels" and time_model_for(a100) == "kernels"
+    assert time_model_for(a100, "roofline") == "roofline"
+    no_sms = replace(a100, sm_count=0)  # a user file without sm_count: the roofline, said in the output
+    assert time_model_for(no_sms) == "roofline"
+    with pytest.raises(ConfigError, match="time model must be one of roofline, kernels"):
+        time_model_for(a100, "fast")
+    cfg = load_preset("llama2-7b")
+    result = plan_serving(cfg, a100, 2, 8, 512, 32, "bf16", {"tp": 2})
+    assert result["time_model"] == "kernels"
+    assert plan_serving(cfg, no_sms, 2, 8, 512, 32, "bf16", {"tp": 2})["time_model"] == "roofline"

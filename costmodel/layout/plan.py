@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 from ..config import ConfigError, ModelConfig, Workload, require_decoder
 from ..defaults import implied
-from ..hardware import DEFAULT_TIME_MODEL, Efficiency, Hardware
+from ..hardware import Efficiency, Hardware, time_model_for
 from .frameworks import FRAMEWORKS
 from .rank import ParallelEstimate
 from .serving_memory import serving_memory
@@ -138,7 +138,7 @@ def _entry(layout: Layout, batch: int, recompute: str) -> dict[str, Any]:
 
 def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int, global_batch: int,
                   workload: Workload, fixed: dict[str, Any] | None = None,
-                  efficiency: Efficiency | None = None, time_model: str = DEFAULT_TIME_MODEL,
+                  efficiency: Efficiency | None = None, time_model: str | None = None,
                   nearest: bool = True) -> dict[str, Any]:
     """Every training layout: {"feasible": [...] by step time, "infeasible": [...]}, and where
     none fits (with nearest), "nearest": what would (nearest_fit). Each layout runs its
@@ -146,6 +146,7 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
     names an "impl" or "attention"; the workload's own are not used."""
     fixed = fixed or {}
     check_fixed(fixed, gpus)
+    time_model = time_model_for(hardware, time_model)
     feasible, infeasible, problems = [], [], []
     for layout, batch, recompute, problem in training_layouts(cfg, hardware, gpus, global_batch, fixed, seq_len):
         if layout is None:
@@ -177,7 +178,7 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
                           f"{global_batch} into micro-batches of {fixed.get('batch') or MICRO_BATCHES} "
                           f"sequences over its data-parallel ranks.")
     feasible.sort(key=lambda e: e["step_time"])
-    result = {"feasible": feasible, "infeasible": infeasible}
+    result = {"feasible": feasible, "infeasible": infeasible, "time_model": time_model}
     if not feasible and nearest:
         # The leanest layouts on more GPUs: ZeRO 3, full recomputation, micro-batch 1 (unless
         # fixed), the global batch rounded up to a multiple of the count.
@@ -225,7 +226,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                  dtype: str, fixed: dict[str, Any] | None = None,
                  efficiency: Efficiency | None = None, kv_cache: str = "dynamic",
                  quantization: dict[str, Any] | None = None,
-                 time_model: str = DEFAULT_TIME_MODEL, nearest: bool = True,
+                 time_model: str | None = None, nearest: bool = True,
                  mla: str = "absorbed") -> dict[str, Any]:
     """Every serving layout for `batch` sequences at a context of prompt + gen: the memory per
     rank (weights and the KV cache at the last step), ranked by time per output token. kv_cache
@@ -234,6 +235,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
     fixed = fixed or {}
     check_fixed(fixed, gpus)
     require_decoder(cfg)
+    time_model = time_model_for(hardware, time_model)
     feasible, infeasible = [], []
     for tp in [fixed["tp"]] if fixed.get("tp") else tensor_sizes(cfg, hardware, gpus):
         for pp in [fixed["pp"]] if fixed.get("pp") else [p for p in _divisors(gpus // tp) if p <= cfg.n_layers]:
@@ -263,7 +265,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                              "tp_all_reduce_seconds": token["tp_all_reduce_seconds"],
                              "tokens_per_second": token["tokens_per_second"]})
     feasible.sort(key=lambda e: e["time_per_output_token"])
-    result = {"feasible": feasible, "infeasible": infeasible}
+    result = {"feasible": feasible, "infeasible": infeasible, "time_model": time_model}
     if not feasible and nearest:
         def retry(count: int) -> dict[str, Any] | None:
             try:

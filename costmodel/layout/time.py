@@ -33,7 +33,7 @@ from functools import cached_property
 from typing import Any
 
 from ..collectives import collective_seconds, ring_factor
-from ..hardware import DEFAULT_TIME_MODEL, Efficiency, Hardware, kernel_times
+from ..hardware import Efficiency, Hardware, kernel_times, time_model_for
 from ..model_flops import check_convention
 from .rank import ParallelEstimate, Stage
 
@@ -265,9 +265,10 @@ class StepTime:
 
 
 def step_time(estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None,
-              time_model: str = DEFAULT_TIME_MODEL, **options: Any) -> StepTime:
+              time_model: str | None = None, **options: Any) -> StepTime:
     """The StepTime of a time model: the roofline's (this module) or the kernel-level one
-    (costmodel/layout/kernel_step.py)."""
+    (costmodel/layout/kernel_step.py); None: the default (costmodel/hardware.time_model_for)."""
+    time_model = time_model_for(hardware, time_model)
     if time_model == "kernels":
         from .kernel_step import KernelStepTime
 
@@ -276,17 +277,13 @@ def step_time(estimate: ParallelEstimate, hardware: Hardware, efficiency: Effici
         from ..config import ConfigError
 
         raise ConfigError("--compile is modelled by the kernel-level time model only; add --time-model kernels.")
-    if time_model != "roofline":
-        from ..config import ConfigError
-
-        raise ConfigError(f"time model must be roofline or kernels, got {time_model!r}.")
     return StepTime(estimate, hardware, efficiency, **options)
 
 
 def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                       efficiency: Efficiency | None = None, tokens: float | None = None,
                       step_seconds: float | None = None, flops_convention: str = "dense",
-                      time_model: str = DEFAULT_TIME_MODEL, overlap: Overlap | None = None,
+                      time_model: str | None = None, overlap: Overlap | None = None,
                       compiled: bool = False, price: float | None = None) -> dict[str, Any]:
     """`simulate --train` with a layout: the step time and its split, MFU and HFU, each rank's
     memory against the GPU's, and the time to train on `tokens` tokens with its GPU-hours, FLOPs
@@ -300,7 +297,7 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
     parallel = estimate.to_dict()
     capacity = hardware.training_memory_bytes
     result = {"step": step, "parallel": parallel, "fits": parallel["per_rank"]["total"] <= capacity,
-              "memory_capacity": capacity}
+              "memory_capacity": capacity, "time_model": time_model_for(hardware, time_model)}
     if tokens is not None:
         step_tokens = step["tokens_per_second"] * step["seconds"]
         result["cost"] = training_cost(tokens, step["tokens_per_second"], layout.gpus, step["model_flops"],
@@ -313,7 +310,7 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
 
 def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                     efficiency: Efficiency | None = None, cuda_graphs: bool = False,
-                    time_model: str = DEFAULT_TIME_MODEL, compiled: bool = False) -> dict[str, Any]:
+                    time_model: str | None = None, compiled: bool = False) -> dict[str, Any]:
     """Inference with a layout: the time per output token at the last step's context, its
     tensor-parallel all-reduce time, and each rank's weights and KV cache."""
     from .serving_memory import serving_memory
@@ -324,4 +321,4 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
     per_rank = serving_memory(estimate)
     return {"token": token, "per_rank": per_rank, "layout": layout.to_dict(workload.batch),
             "fits": per_rank["total"] <= hardware.serving_memory_bytes,
-            "memory_capacity": hardware.serving_memory_bytes}
+            "memory_capacity": hardware.serving_memory_bytes, "time_model": time_model_for(hardware, time_model)}
