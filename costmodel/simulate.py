@@ -28,7 +28,7 @@ import sympy as sp
 
 from . import symbols as S
 from .config import DTYPE_BYTES, KV_CACHES, ConfigError, ModelConfig, Workload, require_decoder, show
-from .decode_sums import Rates, StepSums
+from .decode_sums import NoClosedForm, Rates, StepSums
 from .evaluate import Sweep, values
 from .hardware import Efficiency, Hardware, kernel_times
 from .memory import inference_phases, memory
@@ -98,6 +98,7 @@ class Roofline:
                  kv_cache: str = "dynamic"):
         self.cfg = cfg
         self.hardware = hardware
+        self.attention, self.kv_cache = attention, kv_cache
         self.dtype = Workload(dtype=dtype).dtype
         eff = efficiency or Efficiency(**hardware.efficiency)
         self.efficiency = eff
@@ -378,6 +379,22 @@ def stepwise_generation_seconds(roof: "Roofline", batch: int, lo: int, hi: int,
     return with_total, without_total
 
 
+def generation_seconds(roof: "Roofline", batch: int, lo: int, hi: int, source_len: int = 1
+                       ) -> tuple[float, float]:
+    """Roofline seconds of the generation steps at contexts lo..hi, with a KV cache and without
+    one (every step reruns the decoder over its prefix; an encoder-decoder keeps the encoder's
+    output): summed in closed form (costmodel/decode_sums.py), at once for any number of steps;
+    step by step where a cost is not piecewise polynomial in the context."""
+    rates = Rates(roof.flops_per_s, roof.vector_flops_per_s, roof.bytes_per_s, roof.overhead_s)
+    workload = {"batch": batch, "source_len": source_len, "bytes_per_element": DTYPE_BYTES[roof.dtype]}
+    try:
+        cached = StepSums(roof.cfg, "decode", roof.attention, roof.kv_cache)
+        rerun = StepSums(roof.cfg, "rerun", roof.attention, roof.kv_cache)
+        return cached.seconds(lo, hi, rates, **workload), rerun.seconds(lo, hi, rates, **workload)
+    except NoClosedForm:
+        return stepwise_generation_seconds(roof, batch, lo, hi, source_len)
+
+
 def _steps(gen: int, rows: int = 8) -> list[int]:
     """Up to `rows` decode steps spread over 1..gen, always with the first and the last."""
     if gen <= rows:
@@ -411,13 +428,6 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
         last, last_s, _ = roof.decode(batch, decoder_prompt + gen, source_len=source)
         first_s, last_s = float(first_s), float(last_s)
         shown = _steps(gen)
-        # Sums over the steps in closed form (costmodel/decode_sums.py): at once for any --gen.
-        rates = Rates(roof.flops_per_s, roof.vector_flops_per_s, roof.bytes_per_s, roof.overhead_s)
-        workload = {"batch": batch, "source_len": source, "bytes_per_element": DTYPE_BYTES[roof.dtype]}
-        cached = StepSums(cfg, "decode", attention, kv_cache)
-        # Without a cache every step reruns the decoder over its prefix (the prompt and the
-        # tokens so far); an encoder-decoder keeps the encoder's output.
-        rerun = StepSums(cfg, "rerun", attention, kv_cache)
         contexts = decoder_prompt + np.asarray(shown)
         _, with_cache, _ = roof.decode(batch, contexts, source_len=source)
         _, without_cache, _ = roof.rerun(batch, contexts, source_len=source)
@@ -427,8 +437,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
         previous = 0
         for i, step in enumerate(shown):
             lo, hi = decoder_prompt + previous + 1, decoder_prompt + step
-            with_total += cached.seconds(lo, hi, rates, **workload)
-            without_total += rerun.seconds(lo, hi, rates, **workload)
+            with_steps, without_steps = generation_seconds(roof, batch, lo, hi, source)
+            with_total, without_total = with_total + with_steps, without_total + without_steps
             previous = step
             table.append({
                 "step": step, "context": int(contexts[i]),
