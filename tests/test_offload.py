@@ -144,7 +144,8 @@ def test_host_per_node_counts_the_ranks_on_a_node():
     (dict(dp=2, zero=2, offload="params"), "needs --zero 3"),
     (dict(dp=2, offload="optimizer"), "needs ZeRO"),
     (dict(dp=2, zero=2, offload="optimizer", offload_device="nvme"), "nvme needs --zero 3"),
-    (dict(dp=2, zero=1, offload_device="nvme"), "needs --offload"),
+    (dict(dp=2, zero=1, offload_device="nvme"), "--offload-device needs --offload"),
+    (dict(dp=2, zero=1, gpus_per_node=4), "--gpus-per-node needs --offload"),
     (dict(dp=2, zero=1, offload="optimizer", framework="megatron"), "use --framework deepspeed"),
 ])
 def test_offloads_deepspeed_refuses_are_refused(layout, words):
