@@ -152,9 +152,9 @@ class StepSums:
                 start = cut + 1
         return bounds + [(start, hi)]
 
-    def newton(self, start: int, end: int, **workload: int) -> tuple[dict[str, list[Any]], int]:
-        """Forward differences Delta^0..Delta^D at start for every quantity, and D (the piece's
-        length minus one when it is short: then the differences interpolate it exactly)."""
+    def newton(self, start: int, end: int, **workload: int) -> dict[str, list[Any]]:
+        """Forward differences Delta^0..Delta^D at start for every quantity (D: MAX_DEGREE, or the
+        piece's length minus one when it is shorter: then they interpolate it exactly)."""
         degree = min(MAX_DEGREE, end - start)
         samples = [self.at(start + j, **workload) for j in range(degree + 1)]
         check = self.at(start + degree + 1, **workload) if end - start > degree else None
@@ -168,14 +168,13 @@ class StepSums:
             if check is not None and column[-1] != 0:
                 raise NoClosedForm(f"{name} is not a polynomial of degree <= {MAX_DEGREE} in the context.")
             differences[name] = column[:degree + 1]
-        return differences, degree
+        return differences
 
     def totals(self, lo: int, hi: int, **workload: int) -> dict[str, Any]:
         """Sum over contexts lo..hi of every leaf quantity (exact ints or Fractions)."""
         out: dict[str, Any] = {}
         for start, end in self.pieces(lo, hi, **workload):
-            differences, _ = self.newton(start, end, **workload)
-            for name, column in differences.items():
+            for name, column in self.newton(start, end, **workload).items():
                 if name.startswith("break|"):
                     continue
                 out[name] = out.get(name, 0) + _sum_newton(column, 0, end - start)
@@ -187,7 +186,7 @@ class StepSums:
         max(FLOPs / peak, bytes / bandwidth), plus the overhead of the leaves that run an op."""
         total = 0.0
         for start, end in self.pieces(lo, hi, **workload):
-            differences, _ = self.newton(start, end, **workload)
+            differences = self.newton(start, end, **workload)
             for path, active in zip(self.paths, self.active):
                 for kind, peak in (("matmul", rates.matmul_flops_per_s),
                                    ("other", rates.vector_flops_per_s)):

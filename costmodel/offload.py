@@ -63,8 +63,9 @@ def check(layout: Any) -> None:
     if layout.gpus_per_node < 1:
         raise ConfigError(f"layout: --gpus-per-node must be at least 1, got {show(layout.gpus_per_node)}.")
     if layout.offload == "none":
-        if layout.offload_device != "cpu":
-            raise ConfigError("layout: --offload-device needs --offload optimizer or params.")
+        if layout.offload_device != "cpu" or layout.gpus_per_node != 8:
+            given = "--offload-device" if layout.offload_device != "cpu" else "--gpus-per-node"
+            raise ConfigError(f"layout: {given} needs --offload optimizer or params.")
         return
     if layout.framework != "deepspeed":
         raise ConfigError(f"layout: --offload is DeepSpeed's ZeRO-Offload/Infinity; use --framework deepspeed, "

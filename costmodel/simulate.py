@@ -28,7 +28,7 @@ import sympy as sp
 
 from . import symbols as S
 from .config import DTYPE_BYTES, KV_CACHES, ConfigError, ModelConfig, Workload, require_decoder, show
-from .decode_sums import Rates, StepSums
+from .decode_sums import NoClosedForm, Rates, StepSums
 from .evaluate import Sweep, values
 from .hardware import Efficiency, Hardware, kernel_times, time_model_for
 from .memory import inference_phases, memory
@@ -101,6 +101,7 @@ class Roofline:
                  quantization: dict[str, Any] | None = None, mla: str = "naive"):
         self.cfg = cfg
         self.hardware = hardware
+        self.attention, self.kv_cache = attention, kv_cache
         self.dtype = Workload(dtype=dtype).dtype
         eff = efficiency or Efficiency(**hardware.efficiency)
         self.efficiency = eff
@@ -114,7 +115,6 @@ class Roofline:
         if kv_cache not in KV_CACHES:
             raise ConfigError(f"kv_cache must be one of {', '.join(KV_CACHES)}, got {show(kv_cache)}.")
         self.workload = Workload(attention=attention, dtype=self.dtype, mla=mla, **(quantization or {}))
-        self.kv_cache = kv_cache
         # Quantized weights or KV cache change the bytes the closed-form sums do not model.
         self.quantized = any(v is not None for v in (quantization or {}).values())
         profile = profile_for(cfg, self.workload, dropout=False, kv_cache=kv_cache)
@@ -458,25 +458,6 @@ def linear_sum(curve: tuple[list[int], list[float]], lo: int, hi: int) -> float:
     return total
 
 
-class GenerationSums:
-    """The roofline seconds of the generation steps at contexts lo..hi in closed form
-    (costmodel/decode_sums.py): with a KV cache (decode steps; no launches under CUDA graphs)
-    and without (each step reruns the decoder over its prefix)."""
-
-    def __init__(self, roof: Roofline, cfg: ModelConfig, batch: int, source: int):
-        attention, kv_cache = roof.workload.attention, roof.kv_cache
-        self.cached = StepSums(cfg, "decode", attention, kv_cache, roof.workload.mla)
-        self.rerun = StepSums(cfg, "rerun", attention, kv_cache, roof.workload.mla)
-        rates = (roof.flops_per_s, roof.vector_flops_per_s, roof.bytes_per_s)
-        self.cached_rates = Rates(*rates, roof.decode_overhead_s)
-        self.rerun_rates = Rates(*rates, roof.overhead_s)
-        self.workload = {"batch": batch, "source_len": source, "bytes_per_element": DTYPE_BYTES[roof.dtype]}
-
-    def seconds(self, lo: int, hi: int) -> tuple[float, float]:
-        return (self.cached.seconds(lo, hi, self.cached_rates, **self.workload),
-                self.rerun.seconds(lo, hi, self.rerun_rates, **self.workload))
-
-
 #: Steps evaluated at once by the step-by-step path: a million steps take about 100 MB.
 DECODE_CHUNK = 1 << 18
 
@@ -496,6 +477,28 @@ def stepwise_generation_seconds(roof: "Roofline", batch: int, lo: int, hi: int,
         with_total += float(np.broadcast_to(with_cache, contexts.shape).sum())
         without_total += float(np.broadcast_to(without_cache, contexts.shape).sum())
     return with_total, without_total
+
+
+def generation_seconds(roof: "Roofline", batch: int, lo: int, hi: int, source_len: int = 1
+                       ) -> tuple[float, float]:
+    """Roofline seconds of the generation steps at contexts lo..hi, with a KV cache (decode steps;
+    no launches under CUDA graphs) and without one (every step reruns the decoder over its prefix;
+    an encoder-decoder keeps the encoder's output): summed in closed form
+    (costmodel/decode_sums.py), at once for any number of steps; step by step where a cost is not
+    piecewise polynomial in the context, or where quantized weights or KV change the bytes the
+    closed form does not model."""
+    if roof.quantized:
+        return stepwise_generation_seconds(roof, batch, lo, hi, source_len)
+    rates = (roof.flops_per_s, roof.vector_flops_per_s, roof.bytes_per_s)
+    workload = {"batch": batch, "source_len": source_len, "bytes_per_element": DTYPE_BYTES[roof.dtype]}
+    mla = roof.workload.mla
+    try:
+        cached = StepSums(roof.cfg, "decode", roof.attention, roof.kv_cache, mla)
+        rerun = StepSums(roof.cfg, "rerun", roof.attention, roof.kv_cache, mla)
+        return (cached.seconds(lo, hi, Rates(*rates, roof.decode_overhead_s), **workload),
+                rerun.seconds(lo, hi, Rates(*rates, roof.overhead_s), **workload))
+    except NoClosedForm:
+        return stepwise_generation_seconds(roof, batch, lo, hi, source_len)
 
 
 def _steps(gen: int, rows: int = 8) -> list[int]:
@@ -546,8 +549,6 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
         first_s, last_s = float(first_s), float(last_s)
         shown = _steps(gen)
         contexts = decoder_prompt + np.asarray(shown)
-        # Without a cache every step reruns the decoder over its prefix (the prompt and the
-        # tokens so far); an encoder-decoder keeps the encoder's output.
         _, with_cache, _ = roof.decode(batch, contexts, source_len=source)
         _, without_cache, _ = roof.rerun(batch, contexts, source_len=source)
         with_cache = np.broadcast_to(with_cache, contexts.shape)
@@ -556,19 +557,14 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
         if curve is not None:  # the kernel model's decode steps (the reruns stay the roofline's)
             with_cache = np.asarray(curve[1])
             first_s, last_s = float(with_cache[0]), float(with_cache[-1])
-        sums = GenerationSums(roof, cfg, batch, source) if not roof.quantized else None
         with_total = without_total = 0.0
         previous = 0
         for i, step in enumerate(shown):
             lo, hi = decoder_prompt + previous + 1, decoder_prompt + step
-            if sums is not None:  # closed form (costmodel/decode_sums.py): at once for any --gen
-                with_cache_sum, without_cache_sum = sums.seconds(lo, hi)
-            else:  # quantized weights or KV: the roofline step by step, in chunks
-                with_cache_sum, without_cache_sum = stepwise_generation_seconds(roof, batch, lo, hi, source)
-            if curve is not None:
-                with_cache_sum = linear_sum(curve, lo, hi)
-            with_total += with_cache_sum
-            without_total += without_cache_sum
+            with_steps, without_steps = generation_seconds(roof, batch, lo, hi, source)
+            if curve is not None:  # the kernel model's steps: its curve, linear between the shown steps
+                with_steps = linear_sum(curve, lo, hi)
+            with_total, without_total = with_total + with_steps, without_total + without_steps
             previous = step
             table.append({
                 "step": step, "context": int(contexts[i]),

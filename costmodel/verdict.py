@@ -10,6 +10,8 @@ for one GPU, costmodel.layout for several), and listed in the order of what it c
                weights too (gathered again every step: about 1.5x the data-parallel traffic)
   more GPUs    when nothing fits on the GPUs given: the fewest (doubling) on which ZeRO 3
                with full recomputation fits
+  offload      DeepSpeed's ZeRO-Offload (the optimizer on the host) or ZeRO-Infinity (the
+               weights too): no more GPUs, a slower step (costmodel/offload.py)
   int8 / int4  quantized weights (inference only: training needs the full-precision copy)
   batch        the largest batch that fits
   sequence     the longest sequence that fits
@@ -132,6 +134,17 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
             if needed is not None and needed <= capacity:
                 add(f"--gpus {count} (--dp with --zero 3 --recompute full)", needed, f"{count} GPUs")
                 break
+        if layout is None or layout.framework == "deepspeed":
+            offload = layout.offload if layout is not None else "none"
+            zero = max(current, 2)
+            if offload == "none":
+                add(f"--dp {dp} --zero {zero} --offload optimizer",
+                    _try(memory, cfg, workload, _layout(layout, dp=dp, zero=zero, offload="optimizer")),
+                    "ZeRO-Offload: the optimizer's update on the host CPU, over PCIe every step")
+            if offload != "params":
+                add(f"--dp {dp} --zero 3 --offload params",
+                    _try(memory, cfg, workload, _layout(layout, dp=dp, zero=3, offload="params")),
+                    "ZeRO-Infinity: the weights streamed from the host for every layer, forward and backward")
     for change, needed, cost in extra:
         add(change, needed, cost)
     if phase == "inference":

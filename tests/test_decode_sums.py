@@ -110,3 +110,21 @@ def test_a_hundred_million_generated_tokens_answer_at_once():
     assert result["generation_table"][-1]["step"] == 100_000_000
     assert peak < 20 * 2**20  # step by step, 10^8 steps took 24 GB at once, 100 MB in chunks
     assert seconds < 20  # step by step in chunks: minutes (benchmarks/bench_long_generation.py)
+
+
+def test_a_cost_without_a_closed_form_is_summed_step_by_step(monkeypatch):
+    """Where a step's cost is not piecewise polynomial in its context (a rounding, say), the sum
+    falls back to the step-by-step path: the same seconds."""
+    from costmodel import decode_sums
+
+    cfg, hardware = load_preset("mistral-7b"), load_hardware("h100-sxm")
+    closed = sim.simulate_inference(cfg, hardware, prompt=4090, gen=17, batch=2)
+
+    def refuse(*args, **kwargs):
+        raise decode_sums.NoClosedForm("a rounding of the context.")
+
+    monkeypatch.setattr(decode_sums.StepSums, "seconds", refuse)
+    stepped = sim.simulate_inference(cfg, hardware, prompt=4090, gen=17, batch=2)
+    assert stepped["decode"]["generate_seconds"] == pytest.approx(closed["decode"]["generate_seconds"], rel=1e-12)
+    assert stepped["generation_table"][-1]["without_cache_cumulative"] == pytest.approx(
+        closed["generation_table"][-1]["without_cache_cumulative"], rel=1e-12)

@@ -144,7 +144,8 @@ def test_host_per_node_counts_the_ranks_on_a_node():
     (dict(dp=2, zero=2, offload="params"), "needs --zero 3"),
     (dict(dp=2, offload="optimizer"), "needs ZeRO"),
     (dict(dp=2, zero=2, offload="optimizer", offload_device="nvme"), "nvme needs --zero 3"),
-    (dict(dp=2, zero=1, offload_device="nvme"), "needs --offload"),
+    (dict(dp=2, zero=1, offload_device="nvme"), "--offload-device needs --offload"),
+    (dict(dp=2, zero=1, gpus_per_node=4), "--gpus-per-node needs --offload"),
     (dict(dp=2, zero=1, offload="optimizer", framework="megatron"), "use --framework deepspeed"),
 ])
 def test_offloads_deepspeed_refuses_are_refused(layout, words):
@@ -221,3 +222,16 @@ def test_finetune_optimizer_on_nvme_moves_the_hosts_bytes():
     assert nvme.total == host.total and nvme.pcie_bytes_per_step == host.pcie_bytes_per_step
     with pytest.raises(ConfigError, match="needs --offload-optimizer"):
         FineTune(offload_device="nvme")
+
+
+def test_the_fit_verdict_offers_offload():
+    from costmodel.layout import ParallelEstimate
+    from costmodel.verdict import verdict
+
+    cfg, workload = load_preset("llama3-8b"), Workload(seq_len=2048, attention="sdpa")
+    result = verdict(cfg, workload, None, 80 * 2**30)
+    assert result["fits"] is False  # 2 + 2 + 12 bytes a parameter: 119.66 GiB of model states
+    options = {o["change"]: o for o in result["options"]}
+    for change, layout in (("--dp 1 --zero 2 --offload optimizer", Layout(zero=2, offload="optimizer")),
+                           ("--dp 1 --zero 3 --offload params", Layout(zero=3, offload="params"))):
+        assert options[change]["memory"] == ParallelEstimate(cfg, workload, layout).per_rank["total"] <= 80 * 2**30
