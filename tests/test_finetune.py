@@ -56,13 +56,14 @@ def test_qlora_70b_on_one_48_gb_gpu(capsys):
             "--batch", "1", "--adapter-dtype", "bf16", "--recompute", "full"]
     assert cli.main(args) == 0
     out = capsys.readouterr().out
-    assert "fits in 48.00 GiB" in out and "base weights" in out and "optimizer" in out
+    assert "fits in 47.50 GiB" in out and "base weights" in out and "optimizer" in out
     assert cli.main(args + ["--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     memory = data["memory"]
     assert memory["total"] == sum(memory[k] for k in ("base_weights", "adapters", "gradients", "optimizer",
                                                        "activations"))
-    assert data["fit"]["fits"] is True and data["fit"]["capacity"] == 48 * 2**30
+    # 48 GiB less the l40s file's 512 MiB reserve for the CUDA context and workspaces
+    assert data["fit"]["fits"] is True and data["fit"]["capacity"] == 48 * 2**30 - 512 * 2**20
     # Without recomputation the 80 layers' activations do not fit; the verdict says what would.
     assert cli.main(args[:-2] + ["--json"]) == 0
     fit = json.loads(capsys.readouterr().out)["fit"]

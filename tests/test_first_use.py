@@ -69,8 +69,10 @@ def test_inference_that_does_not_fit_says_so(capsys):
             "4096", "--gen", "512"]
     code, out, _ = run(args, capsys)
     # Serving plans with 90% of the 141 GiB (vLLM's default) less the 512 MiB reserve: 126.4 GiB,
-    # less than the weights alone (issue 18; with the whole GPU the answer was batch <= 8).
-    assert code == 0 and "at batch 16 (does NOT fit in 126.40 GiB usable)" in out and "fits batch <= 0" in out
+    # less than the weights alone (with the whole GPU the answer was batch <= 8), and the fit line
+    # says so rather than "batch <= 0".
+    assert code == 0 and "at batch 16 (does NOT fit in 126.40 GiB usable)" in out
+    assert "the weights alone (128.48 GiB) exceed 126.40 GiB" in out and "batch <= 0" not in out
     code, out, _ = run(args + ["--json"], capsys)
     memory = json.loads(out)["memory"]
     # 16 x 4608 tokens x 80 layers x 2 x 8 KV heads x 128 x 2 bytes of cache alone: 22.5 GiB, plus
