@@ -19,7 +19,7 @@ from costmodel.layout.rank import ParallelEstimate
 from costmodel.model import CostModel, profile_for
 from costmodel.presets import load_preset
 
-LLAMA2_7B = 6_738_415_616  # LlamaForCausalLM, DESIGN.md
+LLAMA2_7B = 6_738_415_616  # LlamaForCausalLM's parameters (tests/published.py)
 
 
 def parallel(name: str, workload: Workload, **layout) -> ParallelEstimate:
