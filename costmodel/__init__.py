@@ -12,7 +12,7 @@ Importing the package loads nothing heavy: sympy, numpy and pandas are imported 
 needs them.
 """
 
-from .api import estimate, load_model, make_layout, make_workload, serve, sweep
+from .api import estimate, load_model, make_layout, make_workload, sweep
 from .planning import plan
 
 __all__ = ["estimate", "load_model", "make_layout", "make_workload", "plan", "serve", "simulate", "sweep"]
@@ -25,4 +25,8 @@ def __getattr__(name: str):
         import importlib
 
         return importlib.import_module(".simulate", __name__)
+    if name == "serve":  # serving under load (costmodel/serving, docs/serving.md); imports numpy
+        from .serving import serve
+
+        return serve
     raise AttributeError(f"module 'costmodel' has no attribute {name!r}")

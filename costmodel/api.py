@@ -109,10 +109,3 @@ def sweep(model: Any, seq_len: Any, batch: Any = 1, **workload: Any) -> Any:
         Workload(seq_len=value, batch=value)  # positive integers, or one ConfigError
     return run(cfg, chosen, seq_lens, batches).frame()
 
-
-def serve(model: Any, hardware: Any = "h100-sxm", **options: Any) -> Any:
-    """Serving under load, simulated step by step (costmodel/serving, docs/serving.md): a
-    ServeRun whose .requests and .steps are DataFrames and .summary() is `serve --json`."""
-    from .serving import serve as run
-
-    return run(model, hardware, **options)
