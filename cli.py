@@ -460,7 +460,6 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             result = sim.simulate_training(cfg, workload, hardware, tokens=tokens,
                                            step_seconds=step_time, efficiency=efficiency,
                                            flops_convention=flops_convention, price=price)
-            result["inputs"]["time_model"] = "roofline"  # the only model of one GPU's training without a layout
         else:
             if gen < 0:
                 raise ConfigError(f"--gen must be at least 0, got {gen}.")

@@ -87,7 +87,7 @@ def test_roofline_seconds_equal_the_step_by_step_path(model, batch, lo, hi):
 
 def test_simulate_generation_equals_the_step_by_step_sum():
     cfg, hardware = load_preset("gemma2-9b"), load_hardware("h100-sxm")
-    result = sim.simulate_inference(cfg, hardware, prompt=4000, gen=333, batch=2)
+    result = sim.simulate_inference(cfg, hardware, prompt=4000, gen=333, batch=2, time_model="roofline")
     with_cache, without_cache = sim.stepwise_generation_seconds(sim.Roofline(cfg, hardware), 2, 4001, 4333)
     assert result["decode"]["generate_seconds"] == pytest.approx(with_cache, rel=1e-12)
     last = result["generation_table"][-1]
@@ -128,3 +128,24 @@ def test_a_cost_without_a_closed_form_is_summed_step_by_step(monkeypatch):
     assert stepped["decode"]["generate_seconds"] == pytest.approx(closed["decode"]["generate_seconds"], rel=1e-12)
     assert stepped["generation_table"][-1]["without_cache_cumulative"] == pytest.approx(
         closed["generation_table"][-1]["without_cache_cumulative"], rel=1e-12)
+
+
+def test_the_kernel_models_generation_is_its_curve_summed_step_by_step():
+    """Under the kernel-level model the decode steps are timed at the shown contexts and linear in
+    between: simulate's sum (simulate.linear_sum, in closed form) equals np.interp summed over every
+    step, and the uncached reruns stay the roofline's closed form."""
+    import numpy as np
+
+    cfg, hardware = load_preset("llama2-7b"), load_hardware("h100-sxm")
+    result = sim.simulate_inference(cfg, hardware, prompt=100, gen=1000, batch=3, time_model="kernels")
+    contexts = [100 + row["step"] for row in result["generation_table"]]
+    roof = sim.Roofline(cfg, hardware, attention="eager")
+    xs, ys = sim.KernelSteps(roof, cuda_graphs=False).decode_curve(3, contexts, 1)
+    assert xs == contexts and len(xs) == 8
+    every_step = float(np.interp(np.arange(101, 1101), xs, ys).sum())
+    assert result["decode"]["generate_seconds"] == pytest.approx(every_step, rel=1e-12)
+    assert sim.linear_sum((xs, ys), 90, 1200) == pytest.approx(float(np.interp(np.arange(90, 1201), xs, ys).sum()),
+                                                               rel=1e-12)
+    _, without_cache = sim.stepwise_generation_seconds(roof, 3, 101, 1100)
+    last = result["generation_table"][-1]
+    assert last["without_cache_cumulative"] - result["prefill"]["seconds"] == pytest.approx(without_cache, rel=1e-12)
