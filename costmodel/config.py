@@ -582,6 +582,8 @@ class Workload:
         if self.weight_dtype is not None or self.kv_dtype is not None:
             options.update(weight_dtype=self.weight_dtype, weight_group=self.weight_group,
                            double_quant=self.double_quant, kv_dtype=self.kv_dtype)
+        if self.mla != "naive":  # (naive keeps the keys compiled before the option existed)
+            options["mla"] = self.mla
         return options
 
     def dimensions(self, cfg: ModelConfig) -> dict[str, int]:

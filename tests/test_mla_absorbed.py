@@ -144,3 +144,17 @@ def test_simulate_takes_mla(tmp_path, capsys):
         flops[form] = json.loads(capsys.readouterr().out)
     assert flops["absorbed"] != flops["naive"]
     assert main([*args]) == 0 and json.loads(capsys.readouterr().out) == flops["naive"]  # transformers' form
+
+
+def test_plan_serve_layouts_use_the_absorbed_form(cfg):
+    from costmodel.hardware import load_hardware
+    from costmodel.layout.plan import plan_serving
+
+    # the odd config with a long context (at 48 keys the step is all launch overhead)
+    long = from_hf_config(dict(_deepseek_v3()[0], max_position_embeddings=65536, kv_lora_rank=256,
+                               num_attention_heads=16), "odd-deepseek-v3-long")
+    hardware = load_hardware("h100-sxm")
+    token = {form: plan_serving(long, hardware, 1, 4, 32768, 8, "bf16", mla=form)["feasible"][0]
+             ["time_per_output_token"] for form in ("naive", "absorbed")}
+    default = plan_serving(long, hardware, 1, 4, 32768, 8, "bf16")["feasible"][0]["time_per_output_token"]
+    assert default == token["absorbed"] < token["naive"]
