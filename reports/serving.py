@@ -178,7 +178,8 @@ def serve(model, config, hardware_name, rate, count, trace, prompt, output_token
     options = dict(disaggregate=pools, requests=count, prompt=prompt, output=output_tokens, seed=seed, replicas=replicas, router=router,
                    slo_ttft=slo_ttft, slo_tpot=slo_tpot, scheduler=scheduler, max_num_seqs=max_num_seqs,
                    max_batched_tokens=max_batched_tokens, block_size=block_size,
-                   gpu_memory_utilization=gpu_memory_utilization, num_blocks=num_blocks, tp=tp, pp=pp, prefix_caching=prefix_caching, dtype=dtype,
+                   gpu_memory_utilization=gpu_memory_utilization, num_blocks=num_blocks, tp=tp, pp=pp,
+                   prefix_caching=prefix_caching, dtype=dtype,
                    weight_dtype=weight_dtype, kv_dtype=kv_dtype, attention=attention, mla=mla)
     if rates is not None:
         _latency_vs_rate(model or config, hardware_name, chosen, options, plot_path, as_json)
