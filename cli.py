@@ -414,7 +414,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
         from reports.serving import plan_capacity_command
 
         plan_capacity_command(cfg, hardware_name, rate, slo_ttft, slo_tpot, requests, prompt or 512, gen, tp,
-                              top, as_json, mla=mla)
+                              top, as_json, mla=mla, pp=pp)
         return
     if gpus is None:
         raise InputError("--gpus is required (how many GPUs of that kind).")
