@@ -361,7 +361,8 @@ def models(as_json) -> None:
               help="dynamic: each decode step copies the cache to append (torch.cat, Hugging Face's default); "
               "static: a preallocated cache written in place.")
 @click.option("--mla", type=click.Choice(("naive", "absorbed")), default="naive", show_default=True,
-              help="Latent attention (DeepSeek): absorbed (W_UK/W_UV folded into queries and output, as vLLM runs it) or naive (every cached latent up-projected each step, as transformers runs it).")
+              help="Latent attention (DeepSeek): naive (every cached latent up-projected each step, as "
+              "transformers runs it) or absorbed (W_UK/W_UV folded into queries and output, as vLLM runs it).")
 @click.option("--train", is_flag=True, help="Simulate a training step instead of inference.")
 @click.option("--seq-len", "-n", type=int, default=None, help="Training sequence length (default 2048 or the context).")
 @click.option("--recompute", type=click.Choice(RECOMPUTES), default=DEFAULT_RECOMPUTE, show_default=True, help="Training: none, selective or full.")
@@ -533,7 +534,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 @click.option("--slo-tpot", type=float, default=None, help="--serve --rate: p99 time per output token, seconds.")
 @click.option("--requests", type=int, default=300, show_default=True, help="--serve --rate: requests simulated per point.")
 @click.option("--mla", type=click.Choice(("absorbed", "naive")), default="absorbed", show_default=True,
-              help="--serve: " + "Latent attention (DeepSeek): absorbed (W_UK/W_UV folded into queries and output, as vLLM runs it) or naive (every cached latent up-projected each step, as transformers runs it).")
+              help="--serve: latent attention (DeepSeek) absorbed, as vLLM runs it, or naive (see simulate).")
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
          attention, kv_cache, tp, pp, dp, zero, sp, framework, ep, cp, schedule, fp8, recompute, mtp, tokens, price,
          rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, mla) -> None:
@@ -551,7 +552,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
         from reports.serving import plan_capacity_command
 
         plan_capacity_command(cfg, hardware_name, rate, slo_ttft, slo_tpot, requests, prompt or 512, gen, tp,
-                              top, as_json, mla=mla)
+                              top, as_json, mla=mla, pp=pp)
         return
     if gpus is None:
         raise InputError("--gpus is required (how many GPUs of that kind).")

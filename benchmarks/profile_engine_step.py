@@ -11,7 +11,9 @@ attention kernel, the paged cache's reads and writes (index/scatter), and the re
 time between ops is the step's wall time less every op's self time. Then, without the engine,
 the same model's matrix products alone (its 29 weight matrices, F.linear on 1, 8 and 128 rows;
 median of 30 runs): whether the engine slows its matmuls, and the rate small-row fp32 matmuls
-reach on this CPU.
+reach on this CPU. Last, without the profiler, each step's wall time and its model forward's
+(timers around _generation_step and model.forward): the engine's work outside the forward
+(batch inputs, logits processing, sampling, outputs), median per step.
 
     python benchmarks/profile_engine_step.py [--json out.json]
 """
@@ -125,11 +127,53 @@ def matmuls_alone(rows_list=(1, 8, 128), runs: int = 30) -> dict:
     return out
 
 
+def outside_forward() -> dict:
+    """Median ms per step of the whole step, the model forward inside it, and the rest, by kind
+    (timers only, no profiler)."""
+    import statistics
+
+    from transformers.generation.continuous_batching.continuous_api import ContinuousBatchProcessor
+
+    torch.set_num_threads(1)
+    original = ContinuousBatchProcessor._generation_step
+    walls: list[float] = []
+    forwards: list[float] = []
+
+    def timed(self, model):
+        start = time.perf_counter()
+        original(self, model)
+        walls.append(time.perf_counter() - start)
+
+    ContinuousBatchProcessor._generation_step = timed
+    try:
+        model = tiny_model(0, **{k: v for k, v in MODEL.items() if k not in TINY_LLAMA or TINY_LLAMA[k] != v})
+        forward = model.forward
+
+        def timed_forward(*args, **kwargs):
+            start = time.perf_counter()
+            out = forward(*args, **kwargs)
+            forwards.append(time.perf_counter() - start)
+            return out
+
+        model.forward = timed_forward
+        run = run_engine(TRACE, scheduler="fifo", model=model, **BUDGETS)
+    finally:
+        ContinuousBatchProcessor._generation_step = original
+    out = {}
+    for kind in ("decode", "mixed"):
+        rows = [(w, f) for (entries, _, _), w, f in zip(run.schedule, walls, forwards)
+                if (max(q for _, q in entries) == 1) == (kind == "decode")][1:]  # the first step warms up
+        out[kind] = {"steps": len(rows), "step_ms": 1e3 * statistics.median(w for w, _ in rows),
+                     "forward_ms": 1e3 * statistics.median(f for _, f in rows),
+                     "outside_forward_ms": 1e3 * statistics.median(w - f for w, f in rows)}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=str, default=None)
     args = parser.parse_args()
-    result = {"engine_steps": profile(), "matmuls_alone": matmuls_alone()}
+    result = {"engine_steps": profile(), "matmuls_alone": matmuls_alone(), "outside_forward": outside_forward()}
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:

@@ -637,6 +637,8 @@ class Workload:
                            double_quant=self.double_quant, kv_dtype=self.kv_dtype)
         if self.kv_cache != "dynamic":
             options["kv_cache"] = self.kv_cache
+        if self.mla != "naive":  # (naive keeps the keys compiled before the option existed)
+            options["mla"] = self.mla
         return options
 
     def dimensions(self, cfg: ModelConfig) -> dict[str, int]:

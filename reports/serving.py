@@ -178,7 +178,8 @@ def serve(model, config, hardware_name, rate, count, trace, prompt, output_token
     options = dict(disaggregate=pools, requests=count, prompt=prompt, output=output_tokens, seed=seed, replicas=replicas, router=router,
                    slo_ttft=slo_ttft, slo_tpot=slo_tpot, scheduler=scheduler, max_num_seqs=max_num_seqs,
                    max_batched_tokens=max_batched_tokens, block_size=block_size,
-                   gpu_memory_utilization=gpu_memory_utilization, num_blocks=num_blocks, tp=tp, pp=pp, prefix_caching=prefix_caching, dtype=dtype,
+                   gpu_memory_utilization=gpu_memory_utilization, num_blocks=num_blocks, tp=tp, pp=pp,
+                   prefix_caching=prefix_caching, dtype=dtype,
                    weight_dtype=weight_dtype, kv_dtype=kv_dtype, attention=attention, mla=mla)
     if rates is not None:
         _latency_vs_rate(model or config, hardware_name, chosen, options, plot_path, as_json)
@@ -228,11 +229,11 @@ def render_capacity(result: dict[str, Any], top: int = 10) -> str:
              f"{t['slo_tpot']} s ({result['scheduler']} scheduler; prompt {t['prompt']}, output {t['output']} tokens; "
              f"{t['requests']} simulated requests per point); {result['configurations']} configurations, "
              f"{len(result['feasible'])} meet it",
-             f"{'gpus':>5} {'hardware':<12}{'tp':>3}{'replicas':>9}{'seqs':>6}{'tokens':>7}{'p99 TTFT ms':>12}"
+             f"{'gpus':>5} {'hardware':<12}{'tp':>3}{'pp':>3}{'replicas':>9}{'seqs':>6}{'tokens':>7}{'p99 TTFT ms':>12}"
              f"{'p99 TPOT ms':>12}{'$/h':>8}"]
     for row in result["feasible"][:top]:
         price = f"{row['dollars_per_hour']:.0f}" if row["dollars_per_hour"] else "-"
-        lines.append(f"{row['gpus']:>5} {row['hardware']:<12}{row['tp']:>3}{row['replicas']:>9}"
+        lines.append(f"{row['gpus']:>5} {row['hardware']:<12}{row['tp']:>3}{row['pp']:>3}{row['replicas']:>9}"
                      f"{row['max_num_seqs']:>6}{row['max_batched_tokens']:>7}{1e3 * row['p99_ttft_s']:>12.0f}"
                      f"{1e3 * row['p99_tpot_s']:>12.1f}{price:>8}")
     reasons = sorted({r["reason"].split(":")[0] for r in result["infeasible"]})
@@ -243,7 +244,8 @@ def render_capacity(result: dict[str, Any], top: int = 10) -> str:
 
 def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: float | None,
                           slo_tpot: float | None, requests: int, prompt: str, gen: str, tp: int | None,
-                          top: int, as_json: bool, processes: int | None = None, mla: str = "absorbed") -> None:
+                          top: int, as_json: bool, processes: int | None = None, mla: str = "absorbed",
+                          pp: int | None = None) -> None:
     """`plan --serve --rate`: the search and its table (cli.py's plan delegates here)."""
     from costmodel.hardware import load_hardware
     from costmodel.serving.capacity import Target, plan_capacity
@@ -253,7 +255,7 @@ def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: 
     try:
         hardwares = [load_hardware(name.strip()) for name in hardware_names.split(",")]
         result = plan_capacity(cfg, hardwares, Target(rate, slo_ttft, slo_tpot, requests, str(prompt), str(gen)),
-                               tps=[tp] if tp else None, processes=processes, mla=mla)
+                               tps=[tp] if tp else None, pps=[pp] if pp else None, processes=processes, mla=mla)
     except ConfigError as error:
         raise ReportInputError(str(error)) from None
     click.echo(json.dumps(_finite(result), indent=2) if as_json else render_capacity(result, top))

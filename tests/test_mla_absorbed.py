@@ -144,3 +144,39 @@ def test_simulate_takes_mla(tmp_path, capsys):
         flops[form] = json.loads(capsys.readouterr().out)
     assert flops["absorbed"] != flops["naive"]
     assert main([*args]) == 0 and json.loads(capsys.readouterr().out) == flops["naive"]  # transformers' form
+
+
+def test_plan_serve_layouts_use_the_absorbed_form(cfg):
+    from costmodel.hardware import load_hardware
+    from costmodel.layout.plan import plan_serving
+
+    # the odd config with a long context (at 48 keys the step is all launch overhead)
+    long = from_hf_config(dict(_deepseek_v3()[0], max_position_embeddings=65536, kv_lora_rank=256,
+                               num_attention_heads=16), "odd-deepseek-v3-long")
+    hardware = load_hardware("h100-sxm")
+    token = {form: plan_serving(long, hardware, 1, 4, 32768, 8, "bf16", mla=form)["feasible"][0]
+             ["time_per_output_token"] for form in ("naive", "absorbed")}
+    default = plan_serving(long, hardware, 1, 4, 32768, 8, "bf16")["feasible"][0]["time_per_output_token"]
+    assert default == token["absorbed"] < token["naive"]
+
+
+def test_naive_serving_step_reads_the_latent_weights_once(cfg):
+    # With compute free, a decode step's busy time is its bytes over the bandwidth: k sequences'
+    # step equals the decode tree's bytes at b = k (weights once), not k times the MLA weights.
+    import dataclasses
+
+    from costmodel.hardware import load_hardware
+    from costmodel.serving.steptime import StepTime, serving_profile
+
+    base = load_hardware("h100-sxm")
+    memory_bound = dataclasses.replace(base, flops_per_s={k: 1e30 for k in base.flops_per_s},
+                                       vector_flops_per_s=1e30, overhead_s_per_block=0.0,
+                                       efficiency={"compute": 1.0, "memory": 1.0})
+    profile = serving_profile(cfg, mla="naive")
+    step = StepTime(cfg, memory_bound, profile=profile)
+    model = CostModel(cfg, profile, phase="decode")
+    for k, c in ((1, 9), (4, 20)):
+        at = {**{s: sp.Integer(v) for s, v in model_values(cfg).items()}, S.b: k, S.n: 1, S.c: c, S.T: 0,
+              S.s: 1, S.e: 2}
+        moved = int((model.total("bytes_matmul") + model.total("bytes_other")).xreplace(at))
+        assert step.seconds([1] * k, [c] * k) * memory_bound.bandwidth_bytes_per_s == pytest.approx(moved, rel=1e-12)

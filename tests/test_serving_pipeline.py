@@ -65,3 +65,14 @@ def test_two_stages_run_two_batches_at_once(tmp_path, llama):
 def test_bad_pp_is_one_line(capsys):
     assert main(["serve", "--model", "llama3-8b", "--rate", "1", "--pp", "0"]) == 2
     assert "--pp must be between 1 and the model's 32 layers" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_capacity_search_takes_pipeline_stages(capsys):
+    args = ["plan", "--serve", "--model", "llama3-8b", "--hardware", "h100-sxm", "--rate", "4", "--slo-ttft", "1",
+            "--slo-tpot", "0.05", "--requests", "40", "--tp", "1", "--pp", "2", "--json"]
+    assert main(args) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["configurations"] == 9 and result["feasible"]
+    assert all(row["pp"] == 2 and row["gpus"] == 2 * row["replicas"] for row in result["feasible"])
+    assert main(args[:-1]) == 0 and " pp " in capsys.readouterr().out

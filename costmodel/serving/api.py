@@ -154,7 +154,7 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     """Simulate serving `model` on `replicas` replicas of `hardware` (a preset name or Hardware),
     or, with disaggregate=(P, D), on P prefill-only and D decode-only replicas
     (costmodel/serving/disaggregated.py). replica_options: scheduler, max_num_seqs,
-    max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, dtype, weight_dtype,
+    max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, pp, dtype, weight_dtype,
     kv_dtype, attention, mla, prefix_caching (default: on for vllm, as vLLM v1), efficiency."""
     import pandas as pd
 

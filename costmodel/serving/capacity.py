@@ -3,7 +3,7 @@ second within the SLOs (p99 TTFT and p99 TPOT), ranked by GPU count, then by $/h
 hardware file gives a price.
 
 The search space: hardware presets x tensor-parallel sizes (dividing the KV heads, within a
-node) x max_num_seqs x the token budget (chunk size). For each, the fewest replicas: requests are
+node) x pipeline stages (pps; default 1) x max_num_seqs x the token budget (chunk size). For each, the fewest replicas: requests are
 routed round-robin, so a replica sees rate / replicas; its p99s are simulated at that rate for
 doubling replica counts, then bisected. Each configuration is one task in a local process pool
 (fork: the step-time models, built once per (hardware, tp) in the parent, are inherited).
@@ -33,7 +33,7 @@ class Target:
     seed: int = 0
 
 
-_REPLICAS: dict[tuple, Any] = {}  # (hardware, tp, seqs, tokens) -> (replica, step, setup), filled before forking
+_REPLICAS: dict[tuple, Any] = {}  # (hardware, tp, pp, seqs, tokens) -> (replica, step, setup), filled before forking
 
 
 def _p99(key: tuple, target: Target, replicas: int, max_model_len: int) -> tuple[float, float, float]:
@@ -110,7 +110,7 @@ def tensor_sizes(cfg: Any, hardware: Any) -> list[int]:
 
 
 def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: str = "vllm",
-                  tps: list[int] | None = None, max_num_seqs: list[int] | None = None,
+                  tps: list[int] | None = None, pps: list[int] | None = None, max_num_seqs: list[int] | None = None,
                   max_batched_tokens: list[int] | None = None, processes: int | None = None,
                   **replica_options: Any) -> dict[str, Any]:
     """Every configuration's fewest replicas meeting the target, ranked by GPUs then $/h."""
@@ -125,19 +125,20 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
     keys, infeasible = [], []
     for hardware in hardwares:
         for tp in tps or tensor_sizes(cfg, hardware):
-            step, sizings = None, {}  # one step-time model per (hardware, tp), one sizing per budget
-            for tokens in tokens_list:
-                for seqs in seqs_list:
-                    key = (hardware.name, tp, seqs, tokens)
-                    try:
-                        _REPLICAS[key] = build_replica(cfg, hardware, scheduler=scheduler, tp=tp, max_num_seqs=seqs,
-                                                       max_batched_tokens=tokens, step=step, sizings=sizings,
-                                                       **replica_options)
-                        step = _REPLICAS[key][1]
-                        keys.append(key)
-                    except ConfigError as error:
-                        infeasible.append({"hardware": hardware.name, "tp": tp, "max_num_seqs": seqs,
-                                           "max_batched_tokens": tokens, "reason": str(error)})
+            for pp in pps or [1]:
+                step, sizings = None, {}  # one step-time model per (hardware, tp, pp), one sizing per budget
+                for tokens in tokens_list:
+                    for seqs in seqs_list:
+                        key = (hardware.name, tp, pp, seqs, tokens)
+                        try:
+                            _REPLICAS[key] = build_replica(cfg, hardware, scheduler=scheduler, tp=tp, pp=pp,
+                                                           max_num_seqs=seqs, max_batched_tokens=tokens, step=step,
+                                                           sizings=sizings, **replica_options)
+                            step = _REPLICAS[key][1]
+                            keys.append(key)
+                        except ConfigError as error:
+                            infeasible.append({"hardware": hardware.name, "tp": tp, "pp": pp, "max_num_seqs": seqs,
+                                               "max_batched_tokens": tokens, "reason": str(error)})
     tasks = [(key, target, cfg.max_positions) for key in keys]
     configurations = len(keys) + len(infeasible)
     processes = processes or os.cpu_count() or 1
@@ -149,15 +150,15 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
     prices = {h.name: getattr(h, "price_per_gpu_hour", None) for h in hardwares}
     feasible = []
     for result in results:
-        name, tp, seqs, tokens = result.pop("key")
-        row = {"hardware": name, "tp": tp, "max_num_seqs": seqs, "max_batched_tokens": tokens, **result}
+        name, tp, pp, seqs, tokens = result.pop("key")
+        row = {"hardware": name, "tp": tp, "pp": pp, "max_num_seqs": seqs, "max_batched_tokens": tokens, **result}
         if row["replicas"] is None:
             infeasible.append(row)
             continue
-        row["gpus"] = row["replicas"] * tp
+        row["gpus"] = row["replicas"] * tp * pp
         price = prices.get(name)
         row["dollars_per_hour"] = price * row["gpus"] if price else None
-        row["num_blocks"] = _REPLICAS[(name, tp, seqs, tokens)][2]["num_blocks"]
+        row["num_blocks"] = _REPLICAS[(name, tp, pp, seqs, tokens)][2]["num_blocks"]
         feasible.append(row)
     feasible.sort(key=lambda r: (r["gpus"], r["dollars_per_hour"] or 0.0, r["p99_ttft_s"]))
     return {"target": target.__dict__, "scheduler": scheduler, "configurations": configurations,

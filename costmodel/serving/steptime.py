@@ -11,6 +11,8 @@ to c keys; n = 1 is the decode step exactly):
   evaluated per sequence at (n = its query tokens, c = its keys) and summed, leaf by leaf;
 - the other leaves (projections, FFN, norms, embeddings) do the same work per token whichever
   sequence it belongs to: evaluated once at b = 1, n = the step's tokens (weights read once);
+- a context leaf that holds weights (naive MLA's projections: kv_b up-projects every key) reads
+  them once per step: its weight bytes join the per-token leaves, the rest stays per sequence;
 - the LM head runs on the tokens that emit a token (engines keep only their logits);
 - each leaf's two kernels take max(compute, memory) at the hardware's peaks and efficiencies, and
   every active block pays the hardware's per-block overhead once per step (one batched forward).
@@ -85,6 +87,10 @@ class StepTime:
                 active_blocks += int(leaf.count.xreplace(fixed))
             group = ("context" if any(S.c in t.free_symbols for t in totals)
                      else "head" if leaf.path.startswith("head") else "tokens")
+            weights = (leaf.total("weight_bytes") if quantized else S.e * leaf.total("params"))
+            if group == "context" and weights != 0:  # read once per step, not once per sequence
+                totals[1] = totals[1] - weights
+                groups["tokens"].append([sp.Integer(0), weights, sp.Integer(0), sp.Integer(0)])
             groups[group].append(totals)
         self.overhead_s = active_blocks * hardware.overhead_s_per_block
         self._sweeps = {name: Sweep(model, {f"{i}|{q}": t for i, totals in enumerate(leaves)
