@@ -7,12 +7,17 @@ once: the gloo ranks below, test_reports.py's figures and report folders) is mad
 
 Sides: a test is `measured` when its module imports torch, transformers or validate/ (the
 measured side) or when it carries @pytest.mark.measured itself; the rest are core tests of the
-analytic side, which never imports torch: `pytest -m "not measured"`.
+analytic side, which never imports torch: `pytest -m "not measured"`. Where torch is not
+installed, the test files that import the measured side at their top are not collected at all,
+so the core tests run on the analytic install alone.
 """
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import types
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +31,41 @@ def _imports_the_measured_side(module: types.ModuleType | None) -> bool:
         if isinstance(name, str) and name.split(".")[0] in MEASURED_PACKAGES:
             return True
     return False
+
+
+def _imports_at_top(path: Path, seen: frozenset = frozenset()) -> set[str]:
+    """The top-level packages a test file imports at module level, through the tests/ helper
+    modules it imports (tests/distributed_cases.py imports validate/)."""
+    names = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            modules = [node.module]
+        else:
+            continue
+        for module in modules:
+            names.add(module.split(".")[0])
+            helper = Path(__file__).parent.joinpath(*module.split(".")[1:]).with_suffix(".py")
+            if module.startswith("tests.") and helper.is_file() and helper not in seen:
+                names |= _imports_at_top(helper, seen | {path})
+    return names
+
+
+def _torch_installed() -> bool:
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except ImportError:
+        return False
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Without torch, a test file that imports the measured side at its top is not collected."""
+    if collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+        return None
+    if _torch_installed():
+        return None
+    return True if _imports_at_top(collection_path) & set(MEASURED_PACKAGES) else None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
