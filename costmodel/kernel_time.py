@@ -106,15 +106,19 @@ class KernelTimer:
     """Seconds of one kernel on one hardware in one dtype."""
 
     def __init__(self, hardware: Hardware, dtype: str = "bf16", attention: str = "sdpa",
-                 cuda_graphs: bool = False, efficiency: Efficiency | None = None, compiled: bool = False):
+                 cuda_graphs: bool = False, efficiency: Efficiency | None = None, compiled: bool = False,
+                 matmul_dtype: str | None = None):
+        """matmul_dtype: the tensor cores' dtype where it is not the data's (FP8 training: bf16
+        tensors, products at the FP8 peak and its large-GEMM efficiency); None: the data's."""
         self.hardware = hardware
         self.dtype = Workload(dtype=dtype).dtype
         self.element_bytes = DTYPE_BYTES[self.dtype]
         eff = efficiency or Efficiency(**hardware.efficiency)
-        self.peak = hardware.peak(self.dtype)
+        matmul = matmul_dtype or self.dtype
+        self.peak = hardware.peak(matmul)
         # The measured large-GEMM efficiency, unless an efficiency is given (--compute-efficiency).
         self.matmul_efficiency = (eff.compute if efficiency is not None
-                                  else hardware.matmul_efficiency.get(self.dtype, eff.compute))
+                                  else hardware.matmul_efficiency.get(matmul, eff.compute))
         self.bandwidth = hardware.bandwidth_bytes_per_s * eff.memory
         self.vector = hardware.vector_flops_per_s * eff.compute
         self.sms = hardware.sm_count or 1

@@ -1,7 +1,9 @@
 """Two frontier runs beside the layout model (issue 22): DeepSeek-V3 (EP64, PP16, FP8, DualPipe on
 2,048 H800s) and Llama 3 405B's 131k-context row (CP16). The published figures and the layouts as
 published are data here, each with its source; whatever a run did that the model cannot express
-is said in `assumed`. `python cli.py published` prints them; docs/layouts.md explains the errors.
+is said in `assumed`. Each row is timed under both time models: "ours" and "ratio" the roofline's,
+"kernels" and "kernels_ratio" the kernel-level model's (the default; costmodel/layout/kernel_step.py).
+`python cli.py published` prints them; docs/layouts.md explains the errors.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any
 from costmodel.config import Workload
 from costmodel.hardware import load_hardware
 from costmodel.layout import Layout, ParallelEstimate
-from costmodel.layout.time import StepTime
+from costmodel.layout.time import step_time
 from costmodel.presets import load_preset
 
 DEEPSEEK_V3 = {
@@ -42,14 +44,14 @@ LLAMA3_405B_CP16 = {
 }
 
 
-def _run(row: dict[str, Any], recompute: str = "full") -> dict[str, Any]:
+def _run(row: dict[str, Any], recompute: str = "full", time_model: str = "roofline") -> dict[str, Any]:
     cfg = load_preset(row["model"])
     layout = Layout(**row["layout"])
     layout.check(cfg, row["gpus"])
     workload = Workload(seq_len=row["seq_len"], batch=row["global_batch"] // (layout.dp * layout.microbatches),
                         dtype="bf16", impl="megatron", attention="flash", recompute=recompute)
     estimate = ParallelEstimate(cfg, workload, layout)
-    step = StepTime(estimate, load_hardware(row["hardware"])).step()
+    step = step_time(estimate, load_hardware(row["hardware"]), time_model=time_model).step()
     return {"step": step, "per_rank": estimate.per_rank}
 
 
@@ -58,19 +60,24 @@ def frontier() -> list[dict[str, Any]]:
     rows = []
     deepseek = _run(DEEPSEEK_V3)
     tokens = DEEPSEEK_V3["global_batch"] * DEEPSEEK_V3["seq_len"]
-    hours = DEEPSEEK_V3["gpus"] * deepseek["step"]["seconds"] / 3600 * 1e12 / tokens
+    def hours(run: dict[str, Any]) -> float:
+        return DEEPSEEK_V3["gpus"] * run["step"]["seconds"] / 3600 * 1e12 / tokens
+    kernels = hours(_run(DEEPSEEK_V3, time_model="kernels"))
     published = DEEPSEEK_V3["published"]["gpu_hours_per_trillion_tokens"]
     rows.append({"run": "DeepSeek-V3 671B", "layout": "EP64 PP16 DP128, FP8 blockwise, DualPipeV",
                  "gpus": f"{DEEPSEEK_V3['gpus']:,} x h800", "quantity": "H800 GPU-hours per trillion tokens",
-                 "published": published, "ours": hours, "ratio": hours / published,
+                 "published": published, "ours": hours(deepseek), "ratio": hours(deepseek) / published,
+                 "kernels": kernels, "kernels_ratio": kernels / published,
                  "memory_gib": deepseek["per_rank"]["total"] / 2**30, "source": DEEPSEEK_V3["source"],
                  "assumed": DEEPSEEK_V3["assumed"]})
     llama = _run(LLAMA3_405B_CP16)
     published = LLAMA3_405B_CP16["published"]["tflops_per_gpu"]
     ours = llama["step"]["tflops_per_gpu"]
+    kernels = _run(LLAMA3_405B_CP16, time_model="kernels")["step"]["tflops_per_gpu"]
     rows.append({"run": "Llama 3 405B, 131k", "layout": "TP8 CP16 PP16 DP8, interleaved",
                  "gpus": f"{LLAMA3_405B_CP16['gpus']:,} x h100-sxm", "quantity": "TFLOP/s per GPU",
                  "published": published, "ours": ours, "ratio": ours / published,
+                 "kernels": kernels, "kernels_ratio": kernels / published,
                  "memory_gib": llama["per_rank"]["total"] / 2**30, "source": LLAMA3_405B_CP16["source"],
                  "assumed": LLAMA3_405B_CP16["assumed"]})
     return rows

@@ -6,11 +6,16 @@ the one communication model, costmodel/collectives.py), with one part replaced: 
 is its leaves' kernels on one tensor-parallel rank (costmodel/kernel_time.py: GEMM tiles and waves
 at the measured large-GEMM efficiency, attention's executed FLOPs), the leaves' shapes the rank's
 share (layout/split.py's substitution: h -> h / tp, d_ff -> d_ff / tp, the vocabulary, and the
-tokens of the norms and adds under sequence parallelism).
+tokens of the norms and adds under sequence parallelism) at the rank's n (n / cp under context
+parallelism). What a layout does to a leaf's time is the roofline's rule, from the same work
+entries' flags (layout/time.py: leaf_factor, runs_fp8): the attention core cp times the rank's
+tree's, the experts at the most loaded EP rank's share, and under --fp8 the linear layers' GEMMs
+at the FP8 peak and its large-GEMM efficiency (a second KernelTimer; memory-bound kernels as bf16).
 
 Fast enough for plan, which times hundreds of layouts: a rank's kernels (their shapes, read from
 the cost tree with sympy) depend only on the model, the workload's options, the framework's
-precision, the phase and the rank's values (tp, b, n, ...), not on pp, dp, ZeRO or the schedule.
+precision, the phase and the rank's values (tp, b, n / cp, ...), not on pp, dp, ep, ZeRO, FP8 or the
+schedule (those scale or re-time the kernels, per part, below).
 They are kept per that key in this process and on disk beside the compiled expressions
 (costmodel/compiled.py's cache folder and source digest, so editing a formula invalidates them);
 a kernel's seconds are kept per KernelTimer (one per hardware and dtype). A warm plan imports no
@@ -31,33 +36,34 @@ from ..hardware import Efficiency, Hardware
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, Pointwise, _Compute, check_kernel_model,
                            kernels_seconds)
 from .rank import FRAMEWORKS, ParallelEstimate, _loss_parallel
-from .time import StepTime
+from .time import StepTime, leaf_factor, runs_fp8
 
 #: One leaf's entry in a rank's kernels: its part key, whether it is recomputed, whether it
 #: launches any kernel, and one run's kernels.
 Entry = tuple[str, bool, bool, list]
 _KINDS = {cls.__name__: cls for cls in (Gemm, AttentionCall, Pointwise, _Compute)}
 _RANK_KERNELS: dict[tuple, list[Entry]] = {}  # this process's, by what _rank_key reads
-_PARTS: dict[tuple, dict[str, tuple[float, int]]] = {}  # a rank's part seconds, per timer
+_PARTS: dict[tuple, tuple[dict[str, tuple[float, int]], dict[str, float]]] = {}  # a rank's parts, per timers
 _TIMERS: dict[tuple, tuple[Hardware, KernelTimer]] = {}
 
 
 def _timer(hardware: Hardware, dtype: str, attention: str, efficiency: Efficiency | None,
-           compiled: bool) -> KernelTimer:
+           compiled: bool, matmul_dtype: str | None = None) -> KernelTimer:
     """One KernelTimer (and so one memo of kernel seconds) per hardware object and options."""
-    key = (id(hardware), dtype, attention, efficiency, compiled)
+    key = (id(hardware), dtype, attention, efficiency, compiled, matmul_dtype)
     held = _TIMERS.get(key)
     if held is None or held[0] is not hardware:
         held = _TIMERS[key] = (hardware, KernelTimer(hardware, dtype, attention, efficiency=efficiency,
-                                                     compiled=compiled))
+                                                     compiled=compiled, matmul_dtype=matmul_dtype))
     return held[1]
 
 
 def _rank_key(estimate: ParallelEstimate, fused_attention: bool, compiled: bool) -> dict[str, Any]:
-    """Everything a rank's kernels depend on (not dp: no leaf's cost does)."""
+    """Everything a rank's kernels depend on (not dp: no leaf's cost does): the rank's values,
+    n / cp under context parallelism (ParallelEstimate.values)."""
     cfg, workload, layout = estimate.cfg, estimate.workload, estimate.layout
     framework = FRAMEWORKS[layout.framework]
-    values = {**cfg.dimensions(), **workload.dimensions(cfg), "tp": layout.tp}
+    values = {k: v for k, v in estimate.values.items() if k != "dp"}
     return {"model": cfg.structure(), "values": values, "workload": workload.options(),
             "precision": framework.precision, "device": layout.device, "phase": estimate.phase,
             "sp": layout.sp, "vocabulary": framework.vocabulary, "loss_parallel": _loss_parallel(layout),
@@ -68,8 +74,8 @@ def rank_kernels(estimate: ParallelEstimate, fused_attention: bool, compiled: bo
     """Each leaf of one tensor-parallel rank as (part key, recomputed, launches, kernels):
     from this process's memo, the disk cache, or the cost tree (sympy)."""
     cfg, layout = estimate.cfg, estimate.layout
-    memo = (cfg, estimate.workload, layout.tp, layout.sp, layout.framework, layout.loss_parallel, layout.device, estimate.phase,
-            fused_attention, compiled)
+    memo = (cfg, estimate.workload, layout.tp, layout.cp, layout.sp, layout.framework, layout.loss_parallel,
+            layout.device, estimate.phase, fused_attention, compiled)
     if memo in _RANK_KERNELS:
         return _RANK_KERNELS[memo]
     name = compiled_cache._key_name("kernels", _rank_key(estimate, fused_attention, compiled))
@@ -140,25 +146,52 @@ class KernelStepTime(StepTime):
                  compiled: bool = False):
         super().__init__(estimate, hardware, efficiency, flops_convention, cuda_graphs, overlap)
         check_kernel_model(hardware)
-        self.timer = _timer(hardware, estimate.workload.dtype, estimate.workload.attention, efficiency, compiled)
+        workload = estimate.workload
+        self.timer = _timer(hardware, workload.dtype, workload.attention, efficiency, compiled)
+        # --fp8: the linear layers' GEMMs on the FP8 tensor cores (StepTime checked the peak).
+        self.fp8_timer = None if estimate.layout.fp8 is None else \
+            _timer(hardware, workload.dtype, workload.attention, efficiency, compiled, matmul_dtype="fp8")
 
     @cached_property
     def part_seconds(self) -> dict[str, tuple[float, int]]:
         """Per part (one run of its leaves on one rank): the kernels' seconds and how many of
-        its leaves run any kernel (what the per-block overhead is paid for)."""
-        timer = self.timer
-        entries = rank_kernels(self.estimate, timer.fused_attention, timer.compiled)
-        memo = (id(entries), id(timer))
-        if memo in _PARTS:
-            return _PARTS[memo]
-        training = self.estimate.phase == "train"
-        out: dict[str, tuple[float, int]] = {}
-        for key, recomputed, launches, kernels in entries:
-            seconds = kernels_seconds(kernels, timer, training, recomputed)
-            total, active = out.get(key, (0.0, 0))
-            out[key] = (total + seconds, active + int(launches))
-        _PARTS[memo] = out
+        its leaves run any kernel (what the per-block overhead is paid for); attention_seconds:
+        the attention core's share of each part (what a context-parallel ring's sends overlap)."""
+        timer, fp8_timer, estimate = self.timer, self.fp8_timer, self.estimate
+        entries = rank_kernels(estimate, timer.fused_attention, timer.compiled)
+        work = estimate.structure["work"]
+        if [w["key"] for w in work] != [entry[0] for entry in entries]:
+            raise AssertionError("the kernel model's leaves are not the layout's work entries, in order.")
+        rules = tuple((leaf_factor(w, estimate), runs_fp8(w, estimate)) for w in work)
+        memo = (id(entries), id(timer), id(fp8_timer), rules)
+        if memo not in _PARTS:
+            _PARTS[memo] = _parts(entries, rules, timer, fp8_timer, estimate.phase == "train",
+                                  [w.get("attention_core", False) for w in work])
+        out, self.attention_seconds = _PARTS[memo]
         return out
+
+
+def _parts(entries: list[Entry], rules: tuple[tuple[float, bool], ...], timer: KernelTimer,
+           fp8_timer: KernelTimer | None, training: bool, attention: list[bool]
+           ) -> tuple[dict[str, tuple[float, int]], dict[str, float]]:
+    """Each part's seconds and active leaves, and its attention core's seconds: a leaf's kernels
+    times its layout factor, an FP8 leaf's GEMMs on the FP8 timer."""
+    out: dict[str, tuple[float, int]] = {}
+    attention_seconds: dict[str, float] = {}
+    for (key, recomputed, launches, kernels), (factor, fp8), core in zip(entries, rules, attention):
+        if fp8:
+            gemms = [k for k in kernels if isinstance(k, (Gemm, _Compute))]
+            others = [k for k in kernels if not isinstance(k, (Gemm, _Compute))]
+            seconds = kernels_seconds(gemms, fp8_timer, training, recomputed) + \
+                kernels_seconds(others, timer, training, recomputed)
+        else:
+            seconds = kernels_seconds(kernels, timer, training, recomputed)
+        seconds *= factor
+        if core:
+            attention_seconds[key] = attention_seconds.get(key, 0.0) + seconds
+        total, active = out.get(key, (0.0, 0))
+        out[key] = (total + seconds, active + int(launches))
+    return out, attention_seconds
 
 
 def kernel_step(estimate: ParallelEstimate, hardware: Hardware, **options: Any) -> dict[str, Any]:

@@ -287,6 +287,7 @@ class ParallelEstimate:
 
             check_workload(workload, layout.cp)
             values["n"] //= layout.cp
+        self.values = values  # one rank's values (the kernel model's shapes: layout/kernel_step.py)
         self.numbers = _evaluate(evaluate, tuple(values.items()))
         self.load = expert_load(cfg.n_experts, layout.ep, workload.expert_load, layout.capacity_factor) \
             if cfg.moe else None

@@ -61,6 +61,25 @@ class Overlap:
                 raise ConfigError(f"overlap {name} must be a fraction in [0, 1], got {value!r}.")
 
 
+def leaf_factor(leaf: dict[str, Any], estimate: ParallelEstimate) -> float:
+    """The factor one run of a leaf's time on one rank's tree takes in this layout, from its work
+    entry's flags (layout/rank.py), under every time model:
+    - the attention core under context parallelism: the rank's tree has n / cp queries against
+      n / cp keys; its queries see all n keys, cp times that work (layout/context.py);
+    - the experts under expert parallelism: the most loaded rank's share (layout/experts.py)."""
+    factor = 1.0
+    if leaf.get("attention_core"):
+        factor *= estimate.layout.cp
+    if leaf.get("experts") and estimate.load is not None:
+        factor *= float(estimate.load.factor)
+    return factor
+
+
+def runs_fp8(leaf: dict[str, Any], estimate: ParallelEstimate) -> bool:
+    """Whether a leaf's matrix products run at the FP8 peak (--fp8: the linear layers, layout/fp8.py)."""
+    return estimate.layout.fp8 is not None and bool(leaf.get("fp8"))
+
+
 class StepTime:
     """The step time of one ParallelEstimate on one machine."""
 
@@ -112,13 +131,10 @@ class StepTime:
         self.attention_seconds: dict[str, float] = {}
         for index, leaf in enumerate(estimate.structure["work"]):
             work = [float(numbers[f"work.{index}.{q}"]) for q in ("f_mm", "b_mm", "f_o", "b_o")]
-            rate = self.fp8_per_s if self.fp8_per_s and leaf.get("fp8") else self.flops_per_s
-            busy = kernel_times(*work, rate, self.vector_per_s, self.bytes_per_s)[2]
-            if leaf.get("attention_core"):  # n / cp queries against all n keys (layout/context.py)
-                busy *= estimate.layout.cp
+            rate = self.fp8_per_s if runs_fp8(leaf, estimate) else self.flops_per_s
+            busy = kernel_times(*work, rate, self.vector_per_s, self.bytes_per_s)[2] * leaf_factor(leaf, estimate)
+            if leaf.get("attention_core"):  # what a ring's sends overlap (stage())
                 self.attention_seconds[leaf["key"]] = self.attention_seconds.get(leaf["key"], 0.0) + busy
-            if leaf.get("experts") and estimate.load is not None:  # the most loaded rank's experts
-                busy *= float(estimate.load.factor)
             seconds, active = out.get(leaf["key"], (0.0, 0))
             out[leaf["key"]] = (seconds + busy, active + int(leaf["active"]))
         return out
