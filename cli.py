@@ -433,7 +433,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         code = implied(layout.framework if layout else None, impl, attention)
         impl, attention = code["impl"], code["attention"]
         if layout is not None:
-            from costmodel.layout import time as parallel_time
+            from costmodel.layout import timing as parallel_time
 
             if train:
                 workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,

@@ -37,7 +37,7 @@ def main() -> None:
     from costmodel.config import Workload
     from costmodel.hardware import load_hardware
     from costmodel.layout import Layout, ParallelEstimate
-    from costmodel.layout.time import step_time
+    from costmodel.layout.timing import step_time
     from costmodel.presets import load_preset
     from costmodel.simulate import simulate_inference
     from reports.published_runs import gpt

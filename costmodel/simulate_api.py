@@ -63,7 +63,7 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
             raise ConfigError(f"gen must be at least 0, got {gen}.")
     chosen_layout = make_layout(layout)
     if chosen_layout is not None:
-        from .layout import time as parallel_time
+        from .layout import timing as parallel_time
 
         chosen_layout.check(cfg)
         if train:

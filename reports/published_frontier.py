@@ -13,7 +13,7 @@ from typing import Any
 from costmodel.config import Workload
 from costmodel.hardware import load_hardware
 from costmodel.layout import Layout, ParallelEstimate
-from costmodel.layout.time import step_time
+from costmodel.layout.timing import step_time
 from costmodel.presets import load_preset
 
 DEEPSEEK_V3 = {

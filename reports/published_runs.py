@@ -30,7 +30,7 @@ def gpt(name: str, heads: int, hidden: int, layers: int) -> ModelConfig:
 
 def _step(cfg: ModelConfig, workload: Workload, layout: Layout, time_model: str = "roofline",
           overlap: Overlap | None = None) -> dict[str, Any]:
-    from costmodel.layout.time import step_time
+    from costmodel.layout.timing import step_time
 
     estimate = ParallelEstimate(cfg, workload, layout)
     return step_time(estimate, load_hardware("a100-80gb"), time_model=time_model, overlap=overlap).step()
@@ -106,7 +106,7 @@ def _run_hardware(source: dict[str, Any]) -> Any:
 
 def _decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
     """Tokens per second of one sequence (batch 1) decoding after a short prompt."""
-    from costmodel.layout.time import simulate_decode
+    from costmodel.layout.timing import simulate_decode
     from costmodel.presets import load_preset
     from costmodel.simulate import simulate_inference
 
@@ -128,7 +128,7 @@ def _decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) ->
 
 def _train_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
     """Model TFLOP/s per GPU (MFU x the bf16 peak)."""
-    from costmodel.layout.time import step_time
+    from costmodel.layout.timing import step_time
     from costmodel.presets import load_preset
 
     hardware = _run_hardware(source)

@@ -17,7 +17,7 @@ from collections import defaultdict
 from costmodel.config import Workload
 from costmodel.kernel_time import AttentionCall, Gemm, KernelTimer, inference_subs, leaf_kernels
 from costmodel.layout import Layout
-from costmodel.layout.time import simulate_decode
+from costmodel.layout.timing import simulate_decode
 from costmodel.presets import load_preset
 from costmodel.simulate import Roofline
 from reports.published_runs import _run_hardware, _train_run, other_runs_data

@@ -23,7 +23,7 @@ from .frameworks import FRAMEWORKS
 from .rank import ParallelEstimate
 from .serving_memory import serving_memory
 from .spec import Layout, tensor_split_sizes
-from .time import step_time
+from .timing import step_time
 
 MICRO_BATCHES = (1, 2, 4, 8)
 CP_MIN_TOKENS = 4096  # plan tries context parallelism only where each rank keeps this many tokens

@@ -1,0 +1,71 @@
+"""A layout's step and token times under the chosen time model: step_time picks the roofline's
+StepTime (costmodel/layout/time.py) or the kernel-level one (costmodel/layout/kernel_step.py), and
+simulate_training / simulate_decode are `simulate` with a layout. Apart from both so that neither
+imports the other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..config import ConfigError
+from ..hardware import Efficiency, Hardware, time_model_for
+from .kernel_step import KernelStepTime
+from .rank import ParallelEstimate
+from .time import Overlap, StepTime
+
+
+def step_time(estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None,
+              time_model: str | None = None, **options: Any) -> StepTime:
+    """The StepTime of a time model: the roofline's (costmodel/layout/time.py) or the kernel-level
+    one (costmodel/layout/kernel_step.py); None: the default (costmodel/hardware.time_model_for)."""
+    time_model = time_model_for(hardware, time_model)
+    if time_model == "kernels":
+        return KernelStepTime(estimate, hardware, efficiency, **options)
+    if options.pop("compiled", False):
+        raise ConfigError("--compile is modelled by the kernel-level time model only; add --time-model kernels.")
+    return StepTime(estimate, hardware, efficiency, **options)
+
+
+def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
+                      efficiency: Efficiency | None = None, tokens: float | None = None,
+                      step_seconds: float | None = None, flops_convention: str = "dense",
+                      time_model: str | None = None, overlap: Overlap | None = None,
+                      compiled: bool = False, price: float | None = None) -> dict[str, Any]:
+    """`simulate --train` with a layout: the step time and its split, MFU and HFU, each rank's
+    memory against the GPU's, and the time to train on `tokens` tokens with its GPU-hours, FLOPs
+    and dollars (costmodel/cost.py)."""
+    from ..cost import training_cost
+
+    estimate = ParallelEstimate(cfg, workload, layout)
+    options = {"compiled": True} if compiled else {}
+    step = step_time(estimate, hardware, efficiency, time_model, flops_convention=flops_convention,
+                     overlap=overlap, **options).step()
+    parallel = estimate.to_dict()
+    capacity = hardware.training_memory_bytes
+    result = {"step": step, "parallel": parallel, "fits": parallel["per_rank"]["total"] <= capacity,
+              "memory_capacity": capacity, "time_model": time_model_for(hardware, time_model)}
+    if tokens is not None:
+        step_tokens = step["tokens_per_second"] * step["seconds"]
+        result["cost"] = training_cost(tokens, step["tokens_per_second"], layout.gpus, step["model_flops"],
+                                       step_tokens, hardware.price_per_gpu_hour if price is None else price)
+        result["train_seconds"] = result["cost"]["train_seconds"]
+    if step_seconds is not None:
+        result["mfu_measured"] = step["model_flops"] / (step_seconds * hardware.peak(workload.dtype) * layout.gpus)
+    return result
+
+
+def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
+                    efficiency: Efficiency | None = None, cuda_graphs: bool = False,
+                    time_model: str | None = None, compiled: bool = False) -> dict[str, Any]:
+    """Inference with a layout: the time per output token at the last step's context, its
+    tensor-parallel all-reduce time, and each rank's weights and KV cache."""
+    from .serving_memory import serving_memory
+
+    estimate = ParallelEstimate(cfg, workload, layout, phase="decode")
+    options = {"compiled": True} if compiled else {}
+    token = step_time(estimate, hardware, efficiency, time_model, cuda_graphs=cuda_graphs, **options).token()
+    per_rank = serving_memory(estimate)
+    return {"token": token, "per_rank": per_rank, "layout": layout.to_dict(workload.batch),
+            "fits": per_rank["total"] <= hardware.serving_memory_bytes,
+            "memory_capacity": hardware.serving_memory_bytes, "time_model": time_model_for(hardware, time_model)}
