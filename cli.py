@@ -404,7 +404,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
     --time-model roofline for the roofline); with a layout
     (--tp/--pp/--dp...), per GPU: the step time with communication and pipeline bubble, MFU and
     HFU, or the time per output token with tensor parallelism's all-reduces."""
-    from costmodel import simulate as sim
+    from costmodel import roofline as sim
     from costmodel.hardware import Efficiency, load_hardware
 
     cfg = with_mtp(load_model(model, config), mtp if train else None)

@@ -3,7 +3,7 @@ processes, median of several runs.
 
 Each run is `python cli.py simulate --model llama3-8b --hardware h100-sxm --gen N --json` in a
 new interpreter under `/usr/bin/time -f %e %M` (seconds, peak KiB). The whole decode used to be
-one array of N steps (about 300 bytes a step); then chunks of costmodel.simulate.DECODE_CHUNK
+one array of N steps (about 300 bytes a step); then chunks of costmodel.roofline.DECODE_CHUNK
 steps (flat memory, time linear in N); now the sum over steps is in closed form
 (costmodel/decode_sums.py), so neither time nor memory grows with N.
 

@@ -39,7 +39,7 @@ def main() -> None:
     from costmodel.layout import Layout, ParallelEstimate
     from costmodel.layout.timing import step_time
     from costmodel.presets import load_preset
-    from costmodel.simulate import simulate_inference
+    from costmodel.roofline import simulate_inference
     from reports.published_runs import gpt
 
     cfg, a100 = load_preset("llama2-7b"), load_hardware("a100-80gb")

@@ -12,7 +12,7 @@ the model is built in that dtype and AdamW keeps its moments in it; no autocast)
 - peak memory of prefill + decode (decoders) or a no-grad forward (BERT) beside
   costmodel.peak.inference_peak_bytes (the larger inference phase: weights, KV cache, logits, ids).
 - times (median of --repeats, torch.cuda.synchronize around each): prefill, one decode step,
-  one training step, beside the roofline of costmodel.simulate (Roofline.prefill / .decode,
+  one training step, beside the roofline of costmodel.roofline (Roofline.prefill / .decode,
   training_step) on the h200 preset (--hardware to change).
 
 Writes a table to stdout and <out>.json / <out>.md (default benchmarks/results_gpu_check[_cpu]).
@@ -111,7 +111,7 @@ def check_model(cfg, batch, seq_len, gen_tokens, args) -> dict:
     from costmodel.config import Workload
     from costmodel.peak import inference_peak_bytes, training_peak_bytes
     from costmodel.hardware import load_hardware
-    from costmodel.simulate import Roofline, training_step
+    from costmodel.roofline import Roofline, training_step
     from validate import measure
     from validate.compare import TORCH_DTYPES, _loss_fn
     from validate.hf_models import build_hf_model, make_inputs

@@ -14,18 +14,14 @@ needs them.
 
 from .api import estimate, load_model, make_layout, make_workload, sweep
 from .planning import plan
+from .simulate_api import simulate
 
 __all__ = ["estimate", "load_model", "make_layout", "make_workload", "plan", "serve", "simulate", "sweep"]
 
 
 def __getattr__(name: str):
-    """costmodel.simulate: the module costmodel/simulate.py, which is also callable (the API
-    function of costmodel/simulate_api.py); imported when first asked for, as it imports sympy."""
-    if name == "simulate":
-        import importlib
-
-        return importlib.import_module(".simulate", __name__)
-    if name == "serve":  # serving under load (costmodel/serving, docs/serving.md); imports numpy
+    """costmodel.serve, loaded when first asked for: the serving simulator imports numpy."""
+    if name == "serve":  # serving under load (costmodel/serving, docs/serving.md)
         from .serving import serve
 
         return serve

@@ -48,7 +48,7 @@ def _expressions(cfg: ModelConfig, phase: str, attention: str, kv_cache: str, ml
 
     from . import symbols as S
     from .model import CostModel, profile_for
-    from .simulate import is_active
+    from .roofline import is_active
 
     profile = profile_for(cfg, Workload(attention=attention, mla=mla), dropout=False, kv_cache=kv_cache)
     if phase == "decode":

@@ -46,7 +46,7 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
     """Inference (prompt, gen) or a training step (train=True: seq_len, recompute, impl; tokens
     and price for the time, GPU-hours, FLOPs and dollars of a run) on `hardware`; layout: a
     costmodel.layout.Layout or a dict of its fields for per-GPU time and memory."""
-    from . import simulate as sim
+    from . import roofline as sim
     from .api import load_model, make_layout, make_workload
     from .config import require_decoder
     from .hardware import load_hardware

@@ -108,7 +108,7 @@ def _decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) ->
     """Tokens per second of one sequence (batch 1) decoding after a short prompt."""
     from costmodel.layout.timing import simulate_decode
     from costmodel.presets import load_preset
-    from costmodel.simulate import simulate_inference
+    from costmodel.roofline import simulate_inference
 
     cfg, hardware = load_preset(run["model"]), _run_hardware(source)
     quantization = {k: run[k] for k in ("weight_dtype", "weight_group") if k in run}

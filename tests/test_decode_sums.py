@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-import costmodel.simulate as sim
+import costmodel.roofline as sim
 from costmodel.decode_sums import StepSums
 from costmodel.hardware import load_hardware
 from costmodel.presets import config_from_dict, load_preset

@@ -11,7 +11,7 @@ import cli
 from costmodel.config import ConfigError
 from costmodel.hardware import Hardware, hardware_names, load_hardware, schema_problems
 from costmodel.presets import load_preset
-from costmodel.simulate import Roofline
+from costmodel.roofline import Roofline
 
 #: The presets issue 18 asks for, and the GPUs among them with FP8 tensor cores (A100: none).
 PRESETS = ("a100-40gb", "a100-80gb", "b200", "gb200", "h100-nvl", "h100-pcie", "h100-sxm", "h200",

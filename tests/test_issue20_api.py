@@ -1,4 +1,4 @@
-"""The Python API added by issue 20: costmodel.simulate (the module, callable) and costmodel.plan,
+"""The Python API: costmodel.simulate (a function; the roofline's module is costmodel.roofline) and costmodel.plan,
 and results that print as text rather than <... object at 0x...>."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import costmodel
 import cli
 
 
-def test_simulate_is_callable_and_still_the_module(capsys):
-    from costmodel import simulate as module
+def test_simulate_is_a_function_beside_the_roofline_module(capsys):
+    from costmodel import roofline as module
 
-    assert callable(costmodel.simulate) and module.simulate_training  # the module's functions stay
+    assert callable(costmodel.simulate) and module.simulate_training  # the roofline's functions
     run = costmodel.simulate("llama3-8b", hardware="h100-sxm", train=True, attention="sdpa", seq_len=4096,
                              tokens=2e12, price=2.5)
     assert cli.main(["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--train", "--attention",

@@ -11,7 +11,7 @@ import json
 import pytest
 
 import cli
-from costmodel import simulate as sim
+from costmodel import roofline as sim
 from costmodel.estimation import Estimate
 from costmodel.hardware import load_hardware
 from costmodel.presets import load_preset

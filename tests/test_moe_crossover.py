@@ -6,7 +6,7 @@ import sympy as sp
 
 from costmodel.api import load_model
 from costmodel.hardware import load_hardware
-from costmodel.simulate import Roofline, _linear_pieces
+from costmodel.roofline import Roofline, _linear_pieces
 from costmodel import symbols as S
 
 

@@ -10,7 +10,7 @@ import cli
 from costmodel.config import ConfigError, Workload
 from costmodel.presets import load_preset
 from costmodel.hardware import Efficiency, Hardware, load_hardware
-from costmodel.simulate import (Roofline, simulate_inference,
+from costmodel.roofline import (Roofline, simulate_inference,
                                 simulate_training)
 
 

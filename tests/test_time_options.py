@@ -10,7 +10,7 @@ import pytest
 import cli
 from costmodel.hardware import Efficiency, load_hardware
 from costmodel.presets import load_preset
-from costmodel.simulate import Roofline, simulate_inference
+from costmodel.roofline import Roofline, simulate_inference
 
 LLAMA_MATRICES = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008)  # the weights a layer multiplies by
 

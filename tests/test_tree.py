@@ -19,7 +19,7 @@ from costmodel.evaluate import exact, values
 from costmodel.hardware import load_hardware
 from costmodel.model import CostModel, profile_for
 from costmodel.presets import load_preset
-from costmodel.simulate import Roofline, simulate_inference
+from costmodel.roofline import Roofline, simulate_inference
 from reports.generation import step_costs
 from tests.odd_configs import odd_configs
 from validate.compare import build, validate

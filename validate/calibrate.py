@@ -109,7 +109,7 @@ def overhead_s_per_block(repeats: int = 41) -> float:
     traffic negligible) divided by the blocks of its decode-step tree."""
     from costmodel.config import ModelConfig
     from costmodel.model import CostModel
-    from costmodel.simulate import block_runs
+    from costmodel.roofline import block_runs
 
     from .decoding import prefill, step
     from .reference import build_reference

@@ -19,7 +19,7 @@ from costmodel.kernel_time import AttentionCall, Gemm, KernelTimer, inference_su
 from costmodel.layout import Layout
 from costmodel.layout.timing import simulate_decode
 from costmodel.presets import load_preset
-from costmodel.simulate import Roofline
+from costmodel.roofline import Roofline
 from reports.published_runs import _run_hardware, _train_run, other_runs_data
 
 

@@ -136,7 +136,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
             add(f"{key}.expert_params", sum(local(t.rows, subs) * local(t.cols, subs) for t in cost.tensors))
             add(f"{key}.expert_saved", 0 if leaf.checkpointed else saved)
             add(f"{key}.routed_slots", local(leaf.block.tokens * S.k, subs))
-        # A training micro-batch's work (costmodel/simulate.py divides it by the rates): the
+        # A training micro-batch's work (costmodel/roofline.py divides it by the rates): the
         # forward (twice when recomputation reruns it), the backward.
         forwards, backwards = (2 if leaf.recomputed else 1), int(phase == "train")
         work = {"f_mm": forwards * cost.flops_matmul + backwards * cost.flops_matmul_backward,

@@ -3,7 +3,7 @@ with its own query tokens and context, timed from the cost tree's leaves.
 
 This is the one place the serving simulator asks for time (the kernel-level time model of issue
 18 replaces the body of StepTime.seconds; the event loop only calls it). Today it is the existing
-roofline (costmodel/hardware.py kernel_times, as costmodel/simulate.py uses it) applied to the
+roofline (costmodel/hardware.py kernel_times, as costmodel/roofline.py uses it) applied to the
 tree's "chunk" phase (costmodel/model.py: a decode step with n new tokens per sequence attending
 to c keys; n = 1 is the decode step exactly):
 

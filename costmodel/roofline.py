@@ -18,8 +18,6 @@ under recomputation, then the optimizer leaf's pass).
 from __future__ import annotations
 
 import math
-import sys
-import types
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -644,16 +642,3 @@ def simulate_training(cfg: ModelConfig, workload: Workload, hardware: Hardware, 
                                        hardware.price_per_gpu_hour if price is None else price)
         result["train_seconds"] = result["cost"]["train_seconds"]
     return result
-
-
-class _CallableModule(types.ModuleType):
-    """This module, callable: costmodel.simulate(...) is costmodel.simulate_api.simulate(...),
-    while `from costmodel import simulate as sim; sim.simulate_training` keeps working."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from .simulate_api import simulate
-
-        return simulate(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
