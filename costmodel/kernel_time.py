@@ -4,8 +4,12 @@ hardware file (docs/time.md, "The kernel-level model").
 A leaf already knows its work; here it becomes kernels with shapes, read from the leaf itself:
   - a projection (QKV, output, FFN, experts, the head): one GEMM (M, N, K) per weight matrix of
     the leaf (Cost.matrices), M the tokens its FLOPs imply (flops / (2 K N));
-  - the attention core: one fused call (b, heads, n_q, n_kv, head_dim, causal, window) under
-    sdpa/flash; under eager its two batched GEMMs and the softmax, each a kernel;
+  - the attention core: one fused call (b, heads, KV heads, n_q, n_kv, head_dim, value width,
+    causal, window) under sdpa/flash, read from the weighted-sum leaf, the core's last product,
+    which states every field of it (the scores' key width is the core's, shared by its three
+    leaves; the values' width and whether they are the keys themselves, as absorbed latent
+    attention's are, only the weighted sum states); under eager its two batched GEMMs and the
+    softmax, each a kernel;
   - everything else: bytes and FLOPs of memory-bound kernels.
 A kernel's time:
   - GEMM: tile and wave quantization over the SMs (NVIDIA's matrix-multiplication guide): the
@@ -59,7 +63,8 @@ class Gemm:
 
 @dataclass(frozen=True)
 class AttentionCall:
-    """One fused attention call: batch x heads queries of n_q against n_kv keys."""
+    """One fused attention call: batch x heads queries of n_q against n_kv keys of kv_heads heads
+    (grouped-query: fewer than heads; absorbed latent attention: one shared head)."""
 
     batch: int
     heads: int
@@ -69,6 +74,18 @@ class AttentionCall:
     causal: bool = True
     window: int | None = None  # keys a query sees, itself included (None: all)
     value_dim: int | None = None
+    kv_heads: int | None = None  # heads of K and V the kernel reads (None: heads)
+    values_are_keys: bool = False  # the values are the keys' own first value_dim (not read again)
+
+    def moved_bytes(self, element_bytes: int) -> int:
+        """What the call reads and writes, as the tree's fused scores and weighted sum state it:
+        the queries and the output (heads), the keys and, unless they are the keys, the values
+        (kv_heads)."""
+        value_dim = self.value_dim or self.head_dim
+        kv_heads = self.heads if self.kv_heads is None else self.kv_heads
+        per_key = self.head_dim + (0 if self.values_are_keys else value_dim)
+        return element_bytes * self.batch * (self.heads * self.n_q * (self.head_dim + value_dim)
+                                             + kv_heads * self.n_kv * per_key)
 
     def dense_flops(self) -> int:
         """Q K^T and P V over every (query, key) pair: the FLOPs convention of the tree."""
@@ -186,9 +203,7 @@ class KernelTimer:
             flops *= float(kernel_facts()["attention_backward_factor"]["value"])
             efficiency *= self.attention_backward_ratio
         compute = flops / (self.peak * efficiency)
-        kv = (call.value_dim or call.head_dim) + call.head_dim
-        moved = self.element_bytes * call.batch * call.heads * (2 * call.n_q * call.head_dim + call.n_kv * kv)
-        return max(compute, moved / self.bandwidth)
+        return max(compute, call.moved_bytes(self.element_bytes) / self.bandwidth)
 
     def pointwise_seconds(self, kernel: Pointwise) -> float:
         return max(kernel.bytes / self.bandwidth, kernel.flops / self.vector)
@@ -218,21 +233,22 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
     import sympy as sp
 
     from . import symbols as S
-    from .blocks import AttentionCore, Softmax, WeightedSum
+    from .blocks import AttentionCore, WeightedSum
 
     if local:
         subs = {**subs, **{symbol: sp.sympify(value).xreplace(subs) for symbol, value in local.items()}}
     cost, block = leaf.cost, leaf.block
     kernels: list[Kernel] = []
     if isinstance(block, AttentionCore) and fused_attention:
-        if isinstance(block, (Softmax, WeightedSum)):
-            return []  # inside the one fused call the scores leaf stands for
+        if not isinstance(block, WeightedSum):
+            return []  # inside the one fused call the weighted-sum leaf stands for
         window = int(_number(S.w, subs)) if block.windowed else None
         return [AttentionCall(
             batch=int(_number(S.b, subs)), heads=int(_number(S.h, subs)),
             n_q=int(_number(block.q_len, subs)), n_kv=int(_number(block.k_len, subs)),
             head_dim=int(_number(block.qk_dim, subs)), causal=block.causal, window=window,
-            value_dim=int(_number(block.value_dim, subs)))]
+            value_dim=int(_number(block.value_dim, subs)), kv_heads=int(_number(block.kv_heads, subs)),
+            values_are_keys=block.values_are_keys)]
     flops = _number(cost.flops_matmul, subs)
     if flops:
         kernels += _gemms(leaf, subs, flops)

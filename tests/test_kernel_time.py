@@ -91,8 +91,10 @@ def test_kernel_shapes_come_from_the_tree():
     assert kernels["mlp"][:3] == [Gemm(2048, 11008, 4096), Gemm(2048, 11008, 4096), Gemm(2048, 4096, 11008)]
     # SiLU reads and writes 2048 x 11008 (2 x 2 bytes), the gate product reads two (3 x 2 bytes).
     assert kernels["mlp"][3] == Pointwise(10 * 2048 * 11008, 2 * 2048 * 11008)
-    assert kernels["scores"] == [AttentionCall(2, 32, 1024, 1024, 128, causal=True, window=None, value_dim=128)]
-    assert "weighted_sum" not in kernels or kernels["weighted_sum"] == []
+    # One fused call, read from the weighted-sum leaf (the core's last product; Llama 2 7B: 32 KV heads).
+    assert kernels["weighted_sum"] == [AttentionCall(2, 32, 1024, 1024, 128, causal=True, window=None,
+                                                     value_dim=128, kv_heads=32)]
+    assert kernels["scores"] == kernels["softmax"] == []
     assert kernels["lm_head"] == [Gemm(2048, 32000, 4096)]
     assert all(isinstance(k, Pointwise) for k in kernels["norm"])
 

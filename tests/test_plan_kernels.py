@@ -67,7 +67,7 @@ def test_a_rank_s_kernels_read_back_from_disk_equal_the_tree_s(monkeypatch, tmp_
     # the fused attention call over 16 of the 32 heads.
     kernels = [k for _, _, _, run in built for k in run]
     assert kernels.count(Gemm(4096, 2048, 4096)) == 3  # q, k, v (the output projection is 4096 x 2048)
-    assert AttentionCall(2, 16, 2048, 2048, 128, True, None, 128) in kernels
+    assert AttentionCall(2, 16, 2048, 2048, 128, True, None, 128, kv_heads=16) in kernels  # 32 KV heads / 2
     # pp, dp and the ZeRO stage do not change a rank's kernels: one entry serves them all.
     other = ParallelEstimate(cfg, Workload(seq_len=2048, attention="sdpa", batch=2),
                              Layout(tp=2, pp=2, dp=2, sp=True, zero=1, microbatches=4, framework="megatron"))
