@@ -235,6 +235,10 @@ class Cost:
     def get(self, quantity: str) -> Expr:
         return getattr(self, quantity)
 
+    def is_active(self) -> bool:
+        """Whether the block runs any op (what a per-block launch overhead is paid for)."""
+        return any(self.get(q) != 0 for q in ("flops_matmul", "flops_other", "bytes_moved"))
+
 
 def _cost(**kwargs) -> Cost:
     """A Cost with every value made a sympy expression (zero elements and tensors dropped; a

@@ -48,7 +48,6 @@ def _expressions(cfg: ModelConfig, phase: str, attention: str, kv_cache: str, ml
 
     from . import symbols as S
     from .model import CostModel, profile_for
-    from .roofline import is_active
 
     profile = profile_for(cfg, Workload(attention=attention, mla=mla), dropout=False, kv_cache=kv_cache)
     if phase == "decode":
@@ -62,7 +61,7 @@ def _expressions(cfg: ModelConfig, phase: str, attention: str, kv_cache: str, ml
     paths, active = [], []
     for leaf in leaves:
         paths.append(leaf.path)
-        active.append(bool(is_active(leaf.cost)))
+        active.append(bool(leaf.cost.is_active()))
         expressions[f"{leaf.path}|count"] = leaf.count
         for quantity in KERNEL_QUANTITIES:
             expressions[f"{leaf.path}|{quantity}"] = sp.sympify(leaf.total(quantity)).xreplace(context)

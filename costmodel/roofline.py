@@ -37,11 +37,6 @@ from .model_flops import model_flops
 KERNEL_QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")  # per block
 
 
-def is_active(cost: Any) -> bool:
-    """Whether a block runs any op (what the per-block overhead is paid for)."""
-    return any(cost.get(q) != 0 for q in ("flops_matmul", "flops_other", "bytes_moved"))
-
-
 @dataclass(frozen=True)
 class Timing:
     """A roofline time: compute time, memory time, the time the kernels take (each kernel the
@@ -134,7 +129,7 @@ class Roofline:
         runs, expressions = {}, {}
         fixed = {k: sp.Integer(v) for k, v in model_values(model.cfg).items()}
         for leaf in model.leaves if leaves is None else leaves:
-            runs[leaf.path] = (int(leaf.count.xreplace(fixed)), is_active(leaf.cost))
+            runs[leaf.path] = (int(leaf.count.xreplace(fixed)), leaf.cost.is_active())
             for quantity in KERNEL_QUANTITIES:
                 expressions[f"{leaf.path}|{quantity}"] = (matmul_traffic(leaf) if quantity == "bytes_matmul"
                                                           else leaf.total(quantity))
@@ -333,7 +328,7 @@ def block_runs(model: CostModel) -> int:
     """How many blocks one pass runs (each leaf times its layers), counting those that compute or
     move anything: what the per-block overhead is paid for."""
     fixed = {k: sp.Integer(v) for k, v in model_values(model.cfg).items()}
-    return sum(int(leaf.count.xreplace(fixed)) for leaf in model.leaves if is_active(leaf.cost))
+    return sum(int(leaf.count.xreplace(fixed)) for leaf in model.leaves if leaf.cost.is_active())
 
 
 def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,

@@ -82,7 +82,7 @@ def test_the_walk_sees_imports_a_cycle_would_use():
     """The walk is not blind: lazy, relative and package-level imports all register."""
     modules = project_modules()
     graph = {name: imported(name, path, modules) for name, path in modules.items()}
-    assert "costmodel.layout.serving_memory" in graph["costmodel.layout.time"]  # inside a function
+    assert "costmodel.layout.serving_memory" in graph["costmodel.layout.timing"]  # inside a function
     assert "costmodel.errors" in graph["costmodel.quantization"]  # relative, module level
     assert "validate.torch_modes" in graph["validate.hf_families"]
     assert "costmodel.api" in graph["costmodel"]  # a package's __init__

@@ -144,8 +144,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
                 "f_o": forwards * cost.flops_other + backwards * cost.flops_other_backward,
                 "b_o": forwards * cost.bytes_other + backwards * cost.bytes_other_backward}
         index = len(structure["work"])
-        structure["work"].append({"key": key, "active": any(
-            cost.get(q) != 0 for q in ("flops_matmul", "flops_other", "bytes_moved")),
+        structure["work"].append({"key": key, "active": cost.is_active(),
             "experts": isinstance(leaf.block, B.Experts), "fp8": isinstance(leaf.block, FP8_BLOCKS),
             "attention_core": isinstance(leaf.block, B.AttentionCore)})
         for name, value in work.items():
