@@ -42,9 +42,11 @@ def test_plan_under_the_kernel_model_times_each_layout_as_kernel_step_time(monke
     assert result["feasible"]
     for entry in result["feasible"][:5]:
         layout = entry["layout"]
-        chosen = Workload(seq_len=2048, attention="sdpa", batch=layout["batch"], recompute=layout["recompute"])
+        # each layout runs the activation profile and kernel its framework implies (megatron, flash)
+        chosen = Workload(seq_len=2048, attention=layout["attention"], impl=layout["impl"], batch=layout["batch"],
+                          recompute=layout["recompute"])
         estimate = ParallelEstimate(cfg, chosen, Layout(**{k: v for k, v in layout.items()
-                                                           if k not in ("batch", "recompute")}))
+                                                           if k not in ("batch", "recompute", "impl", "attention")}))
         direct = KernelStepTime(estimate, hardware).step()["seconds"]
         assert entry["step_time"] == direct  # the cached kernels give the tree's figure exactly
     roofline = plan_training(cfg, hardware, 8, 2048, 64, workload,
