@@ -1,5 +1,6 @@
-"""Any model by its Hugging Face Hub id (org/name): its config.json through huggingface_hub, from
-the local cache first, from the Hub only when the cache lacks it and offline mode is off.
+"""Any model by its Hugging Face Hub id (org/name): its config.json from the local Hugging Face
+cache first (read directly: the core install needs no huggingface_hub for a cached config), from the
+Hub through huggingface_hub only when the cache lacks it and offline mode is off.
 
     load_named("llama2-7b")                              # a preset or an alias: no Hub at all
     load_named("meta-llama/Meta-Llama-3-8B-Instruct")     # the cached (or downloaded) config.json
@@ -37,6 +38,22 @@ def cache_dir() -> str | None:
     return None
 
 
+def cached_config(repo_id: str) -> Path | None:
+    """repo_id's config.json at refs/main in the local cache, as huggingface_hub lays it out
+    (models--org--name/refs/main names the snapshot; snapshots/<commit>/config.json), or None."""
+    base = cache_dir()
+    if base is None:
+        home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        base = str(Path(home) / "huggingface" / "hub")
+    repo = Path(base) / ("models--" + repo_id.replace("/", "--"))
+    try:
+        commit = (repo / "refs" / "main").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    path = repo / "snapshots" / commit / "config.json"
+    return path if commit and path.is_file() else None
+
+
 def offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in TRUE
 
@@ -44,6 +61,9 @@ def offline() -> bool:
 def hub_config_path(repo_id: str) -> str:
     """The local path of repo_id's config.json: the cache's copy, else a download (online only).
     Every failure is one ConfigError sentence."""
+    cached = cached_config(repo_id)
+    if cached is not None:
+        return str(cached)
     try:
         from huggingface_hub import hf_hub_download
         from huggingface_hub import errors

@@ -82,3 +82,16 @@ def test_without_huggingface_hub_the_error_says_how_to_get_it(monkeypatch, capsy
     assert cli.main(["estimate", "--model", "meta-llama/Meta-Llama-3-8B-Instruct"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pip install 'transformer-costmodel[hub]'" in err[0]
+
+
+def test_a_cached_config_needs_no_huggingface_hub(tmp_path, offline, capsys):
+    """The core install (no `hub` extra) reads a cached config.json itself."""
+    import sys
+
+    repo_id = "meta-llama/Meta-Llama-3-8B-Instruct"
+    offline.setenv("HF_HUB_CACHE", cache_with(tmp_path, repo_id, llama3_8b_instruct()))
+    offline.setitem(sys.modules, "huggingface_hub", None)  # import huggingface_hub now fails
+    assert cli.main(["estimate", "--model", repo_id, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["params"]["total"] == 8_030_261_248
+    assert cli.main(["estimate", "--model", "example-org/not-cached"]) == 2
+    assert "needs huggingface_hub" in capsys.readouterr().err  # not cached: downloading needs it
