@@ -818,7 +818,7 @@ def validate(model, config, all_presets, quick, target, device, seq_len, tgt_len
 @click.option("--eval-strings", type=int, default=1000, show_default=True, help="Held-out strings for exact match.")
 @click.option("--json", "as_json", is_flag=True, help="The result as JSON on stdout.")
 def train_demo(steps, batch, seed, out_png, eval_strings, as_json) -> None:
-    """Train seed-toy on the seeds' string-reversal task; report exact match and plot the loss."""
+    """Train seed-toy on the string-reversal task of the original Transformer's teaching articles; report exact match and plot the loss."""
     for name, value in (("--steps", steps), ("--batch", batch), ("--eval-strings", eval_strings)):
         if value < 1:
             raise InputError(f"{name} must be at least 1, got {value}.")
@@ -851,7 +851,7 @@ def train_demo(steps, batch, seed, out_png, eval_strings, as_json) -> None:
         f"seed-toy on string reversal: {result['steps']} steps of batch {result['batch']} in "
         f"{result['seconds']:.0f} s; loss {result['first_loss']:.3f} -> {result['final_loss']:.2e}; "
         f"exact match {100 * result['exact_match']:.1f}% on {result['eval_strings']} held-out strings "
-        f"(the seeds report 99.5% after 2,000 steps); loss curve: {result['png']}"
+        f"(the articles report 99.5% after 2,000 steps); loss curve: {result['png']}"
     )
 
 
