@@ -12,7 +12,7 @@ import importlib.util
 from costmodel.config import reference_unsupported  # noqa: F401 (the core keeps the list)
 
 MEASURE_PACKAGES = ("torch", "transformers")
-INSTALL_HINT = "pip install -e '.[measure]' (torch 2.13.0 and transformers 5.24.0)"
+INSTALL_HINT = "pip install -e '.[measure]' (torch>=2.6 and transformers>=5; measured with 2.13.0 and 5.24.0)"
 
 
 def missing_packages() -> list[str]:
