@@ -510,12 +510,16 @@ def render_fit(fit: dict[str, Any]) -> str:
         out.append(f"{phase.capitalize()} on {where}: {binary_bytes(v['memory'])} per GPU "
                    + ("fits" if v["fits"] else "does NOT fit") + f" in {binary_bytes(v['capacity'])}.")
         if not v["fits"]:
-            if v["options"]:
-                out.append("  To make it fit (cheapest first):")
-                out += [f"    {o['change']:<46} {binary_bytes(o['memory']):>12}   {o['cost']}" for o in v["options"]]
-            else:
-                out.append("  No single change makes it fit; see `plan` for layouts over more GPUs.")
+            out += _fit_options(v, 46, "No single change makes it fit; see `plan` for layouts over more GPUs.")
     return "\n".join(out)
+
+
+def _fit_options(verdict: dict[str, Any], width: int, none: str) -> list[str]:
+    """The lines under a verdict that does not fit: the changes that would, cheapest first."""
+    if not verdict["options"]:
+        return [f"  {none}"]
+    return ["  To make it fit (cheapest first):"] + [
+        f"    {o['change']:<{width}} {binary_bytes(o['memory']):>12}   {o['cost']}" for o in verdict["options"]]
 
 
 def render_finetune(r: dict[str, Any]) -> str:
@@ -545,9 +549,5 @@ def render_finetune(r: dict[str, Any]) -> str:
         out += ["", f"On one {f['hardware']}: {binary_bytes(f['memory'])} "
                 + ("fits" if f["fits"] else "does NOT fit") + f" in {binary_bytes(f['capacity'])}."]
         if not f["fits"]:
-            if f["options"]:
-                out.append("  To make it fit (cheapest first):")
-                out += [f"    {o['change']:<30} {binary_bytes(o['memory']):>12}   {o['cost']}" for o in f["options"]]
-            else:
-                out.append("  No single change makes it fit.")
+            out += _fit_options(f, 30, "No single change makes it fit.")
     return "\n".join(out)
