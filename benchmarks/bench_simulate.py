@@ -41,10 +41,10 @@ from costmodel.presets import load_preset  # noqa: E402
 from costmodel.hardware import Efficiency, Hardware  # noqa: E402
 from costmodel.roofline import Roofline, training_step  # noqa: E402
 from validate.calibrate import measure_local  # noqa: E402
-from validate.compare import _loss_fn, build  # noqa: E402
+from validate.compare import training_loss, build  # noqa: E402
 from validate.decoding import prefill as reference_prefill  # noqa: E402
 from validate.decoding import step as reference_step  # noqa: E402
-from validate.measure import _train_step  # noqa: E402
+from validate.measure import one_training_step  # noqa: E402
 
 # Three sizes. Prefill over 512 tokens is compute-bound for all; a decode step streams the fp32
 # weights: 140 MB for the smallest (with ~50 blocks' ops: dispatch and allocation are a quarter
@@ -75,7 +75,7 @@ class Target:
         self.workload = Workload(seq_len=PROMPT, batch=1, dtype="fp32", impl=kind, attention="eager")
         self.model, self.train_inputs, _ = build(cfg, self.workload, kind)
         self.model.eval()
-        self.loss = _loss_fn(cfg, kind)
+        self.loss = training_loss(cfg, kind)
         self.optimizer = torch.optim.AdamW(self.model.parameters())
         self.ids = torch.randint(0, cfg.vocab_size, (1, PROMPT))
         self.prompt = torch.randint(0, cfg.vocab_size, (1, CONTEXT - 1))
@@ -83,7 +83,7 @@ class Target:
     def train_step(self) -> float:
         self.model.train()
         try:
-            return seconds(lambda: _train_step(self.model, self.train_inputs, self.optimizer, self.loss))
+            return seconds(lambda: one_training_step(self.model, self.train_inputs, self.optimizer, self.loss))
         finally:
             self.model.eval()
 

@@ -90,7 +90,7 @@ def measure_memory(model, inputs, prompt, gen_tokens, loss_fn, device, decoder) 
         optimizer = torch.optim.AdamW(model.parameters())
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
-        measure._train_step(model, inputs, optimizer, loss_fn)
+        measure.one_training_step(model, inputs, optimizer, loss_fn)
         torch.cuda.synchronize()
         out = {"train_step_peak": torch.cuda.max_memory_allocated()}
         del optimizer
@@ -113,7 +113,7 @@ def check_model(cfg, batch, seq_len, gen_tokens, args) -> dict:
     from costmodel.hardware import load_hardware
     from costmodel.roofline import Roofline, training_step
     from validate import measure
-    from validate.compare import TORCH_DTYPES, _loss_fn
+    from validate.compare import TORCH_DTYPES, training_loss
     from validate.hf_models import build_hf_model, make_inputs
 
     device = args.device
@@ -125,7 +125,7 @@ def check_model(cfg, batch, seq_len, gen_tokens, args) -> dict:
     model = build_hf_model(cfg, "eager", TORCH_DTYPES[args.dtype]).to(device)
     inputs = {k: v.to(device) for k, v in make_inputs(cfg, batch, seq_len, labels=decoder).items()}
     prompt = {k: v for k, v in inputs.items() if k != "labels"}
-    loss_fn = _loss_fn(cfg, "hf")
+    loss_fn = training_loss(cfg, "hf")
     optimizer_impl = "foreach" if device == "cuda" else "single"
 
     memory = measure_memory(model, inputs, prompt, gen_tokens, loss_fn, device, decoder)
@@ -133,14 +133,14 @@ def check_model(cfg, batch, seq_len, gen_tokens, args) -> dict:
     inference = inference_peak_bytes(cfg, workload)
 
     optimizer = torch.optim.AdamW(model.parameters())
-    train_s = median_seconds(lambda: measure._train_step(model, inputs, optimizer, loss_fn),
+    train_s = median_seconds(lambda: measure.one_training_step(model, inputs, optimizer, loss_fn),
                              device, args.repeats)
     del optimizer
     model.eval()
     with torch.no_grad():
         if decoder:
             prefill_s = median_seconds(lambda: model(**prompt, use_cache=True), device, args.repeats)
-            cache = measure._output_cache(model(**prompt, use_cache=True))
+            cache = measure.output_cache(model(**prompt, use_cache=True))
             token = torch.ones(batch, 1, dtype=torch.long, device=device)
 
             def step():  # one token against the prompt's cache, which is cropped back after it

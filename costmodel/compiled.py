@@ -58,7 +58,7 @@ def facts_digest() -> str:
     return hashlib.sha256(Path(other).read_bytes()).hexdigest() if other else ""
 
 
-def _key_name(namespace: str, key: dict[str, Any]) -> str:
+def key_name(namespace: str, key: dict[str, Any]) -> str:
     text = json.dumps({"source": source_digest(), "facts": facts_digest(), "key": key},
                       sort_keys=True, default=str)
     return f"{namespace}_{hashlib.sha256(text.encode()).hexdigest()[:32]}"
@@ -68,7 +68,7 @@ def cached(namespace: str, key: dict[str, Any],
            build: Callable[[], tuple[dict[str, Any], dict[str, Any]]]) -> tuple[Evaluator, dict[str, Any]]:
     """The compiled evaluator of the expressions `build()` returns for `key`, and the JSON-able
     constants it returns beside them. build() runs only when the cache has no module for key."""
-    name = _key_name(namespace, key)
+    name = key_name(namespace, key)
     if name in _LOADED:
         return _LOADED[name]
     path = cache_dir() / f"{name}.py"

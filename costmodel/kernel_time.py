@@ -306,7 +306,7 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
         tokens = int(flops // (2 * weights))
         return [Gemm(tokens, out, inner, weight_bytes=_stored(leaf, out, inner, subs))
                 for out, inner, how_many in shapes for _ in range(how_many)]
-    return [Pointwise(_number(cost.bytes_matmul, subs), 0.0), _Compute(flops)]
+    return [Pointwise(_number(cost.bytes_matmul, subs), 0.0), MatmulCompute(flops)]
 
 
 def _stored(leaf: Any, out: int, inner: int, subs: dict) -> float | None:
@@ -322,7 +322,7 @@ def _stored(leaf: Any, out: int, inner: int, subs: dict) -> float | None:
 
 
 @dataclass(frozen=True)
-class _Compute:
+class MatmulCompute:
     """FLOPs with no shape the tree gives (timed at the large-GEMM rate)."""
 
     flops: float
@@ -390,7 +390,7 @@ def leaves_time(leaves: Iterable[Any], subs: dict, timer: KernelTimer, training:
 
 
 def _seconds(timer: KernelTimer, kernel: Any, backward: bool = False) -> float:
-    if isinstance(kernel, _Compute):
+    if isinstance(kernel, MatmulCompute):
         return (2 if backward else 1) * kernel.flops / (timer.peak * timer.matmul_efficiency)
     if isinstance(kernel, Gemm) and backward:
         return timer.gemm_seconds(Gemm(kernel.m, kernel.k, kernel.n, kernel.count)) + \

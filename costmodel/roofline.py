@@ -147,9 +147,9 @@ class Roofline:
 
     @cached_property
     def _decode_sweep(self) -> tuple[dict[str, tuple[int, bool]], Sweep]:
-        return self._sweep(self._decoder())
+        return self._sweep(self.decoder_tree())
 
-    def _decoder(self) -> CostModel:
+    def decoder_tree(self) -> CostModel:
         require_decoder(self.cfg)
         return self.decode_model
 
@@ -213,7 +213,7 @@ class Roofline:
         context=None drops the per-sequence traffic (B1 = 0): the classic weights-only figure,
         peak/bandwidth x (bytes per parameter) / (2 FLOPs per parameter).
         """
-        model = self._decoder()
+        model = self.decoder_tree()
         flops = model.total("flops_matmul")
         moved = sp.Add(*(matmul_traffic(leaf) for leaf in model.leaves))  # quantized weights as stored
         subs = self._values(1, 1, source_len, context if context is not None else 1)
@@ -237,7 +237,7 @@ class Roofline:
         cache) at this batch: a decode step at `context` keys and, if a prompt is given, its
         prefill; whether it fits; the largest batch at this context and the longest context at
         this batch (both phases fitting)."""
-        self._decoder()
+        self.decoder_tree()
         phases = inference_phases(self.cfg, self.prefill_model.profile)
         subs = self._values(batch, prompt or 1, source_len)
         decode = phases["decode"].xreplace({S.T: S.c - S.n})
@@ -429,7 +429,7 @@ class KernelSteps:
         from .kernel_time import inference_subs, leaves_time
 
         sampled = sorted({int(c) for c in contexts})
-        leaves = self.roof._decoder().leaves
+        leaves = self.roof.decoder_tree().leaves
         times = [leaves_time(leaves, inference_subs(self.roof.cfg, self.roof.dtype, batch, 1, context=c,
                                                     source_len=source), self.decode_timer).seconds
                  for c in sampled]

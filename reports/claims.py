@@ -473,9 +473,9 @@ def _claim_kv_cache(measure: bool, progress: Progress) -> list[Claim]:
 def _measure_by_module(cfg: ModelConfig, seq_len: int) -> dict[str, int]:
     from validate.measure import matmul_flops
 
-    from .measured import _build, _inputs
+    from .measured import build_model, model_inputs
 
-    return matmul_flops(_build(cfg), _inputs(cfg, 1, seq_len, labels=False), depth=1).forward_by_module
+    return matmul_flops(build_model(cfg), model_inputs(cfg, 1, seq_len, labels=False), depth=1).forward_by_module
 
 
 def _measure_square_saved(cfg: ModelConfig, seq_len: int) -> int:
@@ -483,10 +483,10 @@ def _measure_square_saved(cfg: ModelConfig, seq_len: int) -> int:
     from validate.hf_models import fake_mode
     from validate.measure import saved_activation_bytes
 
-    from .measured import _build, _inputs, _loss
+    from .measured import build_model, model_inputs, probe_loss
 
     with fake_mode():
-        result = saved_activation_bytes(_build(cfg), _inputs(cfg, 1, seq_len, labels=True), _loss)
+        result = saved_activation_bytes(build_model(cfg), model_inputs(cfg, 1, seq_len, labels=True), probe_loss)
     return sum(t.bytes for t in result.tensors if t.shape[-2:] == (seq_len, seq_len))
 
 
@@ -495,11 +495,11 @@ def _measure_ffn_ratio(cfg: ModelConfig, seq_len: int) -> float:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from .measured import _build, _inputs
+    from .measured import build_model, model_inputs
 
     counter = FlopCounterMode(display=False)
     with torch.no_grad(), counter:
-        _build(cfg)(**_inputs(cfg, 1, seq_len, labels=False))
+        build_model(cfg)(**model_inputs(cfg, 1, seq_len, labels=False))
     totals = {name: sum(ops.values()) for name, ops in counter.get_flop_counts().items()}
     ffn = sum(v for name, v in totals.items() if name.endswith(".ffn.block"))
     projections = sum(v for name, v in totals.items()

@@ -123,7 +123,7 @@ def tree_values(cfg: ModelConfig, workload: Workload) -> dict[str, int]:
 # The measured side
 
 
-def _inputs(cfg: ModelConfig, batch: int, seq_len: int, labels: bool) -> dict[str, Any]:
+def model_inputs(cfg: ModelConfig, batch: int, seq_len: int, labels: bool) -> dict[str, Any]:
     """Deterministic token ids for the reference model's forward (source = target length)."""
     import torch
 
@@ -141,7 +141,7 @@ def _inputs(cfg: ModelConfig, batch: int, seq_len: int, labels: bool) -> dict[st
     return inputs
 
 
-def _loss(output: Any) -> Any:
+def probe_loss(output: Any) -> Any:
     """The reference model's loss, or mean squares of its outputs when it has no LM head."""
     if output.loss is not None:
         return output.loss
@@ -149,7 +149,7 @@ def _loss(output: Any) -> Any:
     return loss + output.pooled.float().pow(2).mean() if output.pooled is not None else loss
 
 
-def _build(cfg: ModelConfig) -> Any:
+def build_model(cfg: ModelConfig) -> Any:
     import torch
 
     from validate.reference import build_reference
@@ -165,7 +165,7 @@ def measure_params(cfg: ModelConfig) -> int:
     from validate.measure import count_parameters
 
     with torch.device("meta"):
-        model = _build(cfg)
+        model = build_model(cfg)
     return count_parameters(model)
 
 
@@ -178,9 +178,9 @@ def measure_flops(cfg: ModelConfig, seq_len: int, batch: int = 1, backward: bool
     from validate.measure import matmul_flops
 
     with fake_mode() if fake else contextlib.nullcontext():
-        model = _build(cfg)
-        inputs = _inputs(cfg, batch, seq_len, labels=backward)
-        result = matmul_flops(model, inputs, backward=backward, loss_fn=_loss)
+        model = build_model(cfg)
+        inputs = model_inputs(cfg, batch, seq_len, labels=backward)
+        result = matmul_flops(model, inputs, backward=backward, loss_fn=probe_loss)
     return result.total
 
 
@@ -188,16 +188,16 @@ def measure_saved_bytes(cfg: ModelConfig, seq_len: int, batch: int = 1) -> int:
     """Bytes saved for backward by a training forward with the loss (fp32, real tensors)."""
     from validate.measure import saved_activation_bytes
 
-    model = _build(cfg).train()
-    return saved_activation_bytes(model, _inputs(cfg, batch, seq_len, labels=True), _loss).total_bytes
+    model = build_model(cfg).train()
+    return saved_activation_bytes(model, model_inputs(cfg, batch, seq_len, labels=True), probe_loss).total_bytes
 
 
 def measure_kv_cache(cfg: ModelConfig, prompt: int, gen_tokens: int) -> int:
     """KV-cache bytes after a prefill of `prompt` tokens and gen_tokens decode steps (fp32)."""
     from validate.decoding import kv_cache_bytes
 
-    model = _build(cfg).eval()
-    ids = _inputs(cfg, 1, prompt, labels=False)["input_ids"]
+    model = build_model(cfg).eval()
+    ids = model_inputs(cfg, 1, prompt, labels=False)["input_ids"]
     return kv_cache_bytes(model, ids, gen_tokens)["generated"]
 
 
@@ -214,10 +214,10 @@ def measure_generation(cfg: ModelConfig, max_tokens: int, source_len: int = 1) -
 
     from validate.decoding import prefill, recompute_logits, step
 
-    model = _build(cfg).eval()
-    tokens = _inputs(cfg, 1, max_tokens, labels=False)["input_ids"]  # (1, T): the tokens fed
+    model = build_model(cfg).eval()
+    tokens = model_inputs(cfg, 1, max_tokens, labels=False)["input_ids"]  # (1, T): the tokens fed
     if cfg.architecture == "encoder-decoder":
-        prompt = _inputs(cfg, 1, source_len, labels=False)["input_ids"]  # (1, s): the source
+        prompt = model_inputs(cfg, 1, source_len, labels=False)["input_ids"]  # (1, s): the source
     else:
         prompt = tokens[:, :1]
 

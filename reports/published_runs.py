@@ -94,7 +94,7 @@ def other_runs_data() -> dict[str, Any]:
     return json.loads((Path(costmodel.__file__).parent / "published_runs.json").read_text())
 
 
-def _run_hardware(source: dict[str, Any]) -> Any:
+def run_hardware(source: dict[str, Any]) -> Any:
     from costmodel.hardware import Hardware
 
     hardware = load_hardware(source["hardware"])
@@ -110,7 +110,7 @@ def _decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) ->
     from costmodel.presets import load_preset
     from costmodel.roofline import simulate_inference
 
-    cfg, hardware = load_preset(run["model"]), _run_hardware(source)
+    cfg, hardware = load_preset(run["model"]), run_hardware(source)
     quantization = {k: run[k] for k in ("weight_dtype", "weight_group") if k in run}
     if run["tp"] == 1:
         result = simulate_inference(cfg, hardware, prompt=source["prompt"], gen=source["gen"],
@@ -126,12 +126,12 @@ def _decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) ->
     return 1 / result["token"]["seconds_per_token"]
 
 
-def _train_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
+def train_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
     """Model TFLOP/s per GPU (MFU x the bf16 peak)."""
     from costmodel.layout.timing import step_time
     from costmodel.presets import load_preset
 
-    hardware = _run_hardware(source)
+    hardware = run_hardware(source)
     if "gpt" in run:  # a GPT of the run's own sizes (heads, hidden, layers; its padded vocabulary)
         heads, hidden, layers = run["gpt"]
         cfg = ModelConfig(name=run["model"], family="gpt", vocab_size=source["vocabulary"], d_model=hidden,
@@ -158,7 +158,7 @@ def other_runs() -> list[dict[str, Any]]:
     rows = []
     for run in data["runs"]:
         source = data["sources"][run["id"].split()[0]]
-        measure = _decode_run if run["kind"] == "decode" else _train_run
+        measure = _decode_run if run["kind"] == "decode" else train_run
         published = run.get("published_tokens_per_s", run.get("published_tflops_per_gpu"))
         unit = "tokens/s" if run["kind"] == "decode" else "TFLOP/s per GPU"
         row = {"run": run["id"], "unit": unit, "published": published, "roofline": None, "kernels": None,

@@ -322,14 +322,14 @@ def test_layers_of_different_kinds_go_to_their_stages():
         {"layer.decoder.full": 6, "layer.decoder.sliding": 5},  # 11-21
         {"layer.decoder.sliding": 5, "layer.decoder.full": 5},  # 22-31
         {"layer.decoder.sliding": 5, "layer.decoder.full": 5}]  # 32-41
-    params = sum(estimate._placed(stage, "params") for stage in estimate.stages)
+    params = sum(estimate.on_stage(stage, "params") for stage in estimate.stages)
     assert params == costmodel_params(gemma) == 9_241_705_984
     deepseek = load_preset("deepseek-v3")  # 61 layers, the first 3 dense
     estimate = parallel(deepseek, workload, pp=4, microbatches=8, framework="megatron")
     assert [dict(kinds[0]) for kinds in (stage.kinds for stage in estimate.stages)] == [
         {"layer.decoder.dense": 3, "layer.decoder.moe": 13}, {"layer.decoder.moe": 15},
         {"layer.decoder.moe": 15}, {"layer.decoder.moe": 15}]
-    assert sum(estimate._placed(stage, "params") for stage in estimate.stages) == costmodel_params(deepseek)
+    assert sum(estimate.on_stage(stage, "params") for stage in estimate.stages) == costmodel_params(deepseek)
     # The most loaded rank is not an end one here: every stage is compared.
     loads = [estimate.memory(stage)["total"] for stage in estimate.stages]
     assert estimate.per_rank["total"] == max(loads)

@@ -11,7 +11,7 @@ from costmodel import symbols as S
 
 
 def _matmul_seconds(roof: Roofline, batch: float, context: int) -> tuple[float, float]:
-    model = roof._decoder()
+    model = roof.decoder_tree()
     subs = {**roof._values(1, 1, 1, context), S.b: sp.Float(batch)}
     return (float(model.total("flops_matmul").xreplace(subs)) / roof.flops_per_s,
             float(model.total("bytes_matmul").xreplace(subs)) / roof.bytes_per_s)

@@ -15,7 +15,7 @@ from costmodel.model import CostModel, model_values, profile_for
 from costmodel.peak import OPTIMIZER_IMPLS, parameter_tensors, training_peak_bytes
 from costmodel.evaluate import exact, values
 from costmodel.presets import load_preset
-from validate.compare import _loss_fn, build
+from validate.compare import training_loss, build
 from validate.measure import peak_memory_memtracker
 
 SMALL = Workload(seq_len=32, batch=2, dtype="fp32")
@@ -38,7 +38,7 @@ def measure(cfg, workload: Workload, target: str, **optimizer) -> dict[str, int]
     torch.manual_seed(0)
     model, inputs, _ = build(cfg, workload, target)
     opt = torch.optim.AdamW(model.parameters(), **optimizer)
-    return peak_memory_memtracker(model, inputs, loss_fn=_loss_fn(cfg, target), optimizer=opt)
+    return peak_memory_memtracker(model, inputs, loss_fn=training_loss(cfg, target), optimizer=opt)
 
 
 def check(cfg, workload, target, cited, phase, optimizer_impl="single", **optimizer):

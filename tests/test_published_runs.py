@@ -43,12 +43,12 @@ def test_flash_attention_2s_long_runs_are_faster_under_the_kernel_model_as_publi
     """FlashAttention-2, Table 1: at 8k tokens the dense-convention TFLOP/s rise (causal blocks
     skipped, the kernel at its long-sequence efficiency); the kernel model follows, the roofline
     (causal attention costed as dense, one efficiency) predicts a drop."""
-    from reports.published_runs import _train_run
+    from reports.published_runs import train_run
 
     data = other_runs_data()
     source = data["sources"]["flash-attention-2"]
     runs = {r["id"]: r for r in data["runs"] if r["id"].startswith("flash-attention-2 gpt3-1.3b")}
     short, long = runs["flash-attention-2 gpt3-1.3b 2k"], runs["flash-attention-2 gpt3-1.3b 8k"]
     assert long["published_tflops_per_gpu"] > short["published_tflops_per_gpu"]
-    assert _train_run(long, source, "kernels") > _train_run(short, source, "kernels")
-    assert _train_run(long, source, "roofline") < _train_run(short, source, "roofline")
+    assert train_run(long, source, "kernels") > train_run(short, source, "kernels")
+    assert train_run(long, source, "roofline") < train_run(short, source, "roofline")

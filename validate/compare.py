@@ -88,7 +88,7 @@ def _reference_inputs(cfg: ModelConfig, workload: Workload) -> dict[str, torch.T
     return inputs
 
 
-def _loss_fn(cfg: ModelConfig, target: str) -> Callable[[Any], torch.Tensor]:
+def training_loss(cfg: ModelConfig, target: str) -> Callable[[Any], torch.Tensor]:
     """The model's own loss with labels; for a model without one (BertModel, a pooler or bare
     encoder) the plain sum of its outputs, which keeps nothing for backward."""
     if cfg.head == "lm":
@@ -214,7 +214,7 @@ def validate(cfg: ModelConfig, workload: Workload, *, target: str = "hf", device
     estimate = Estimate(cfg, workload.replace(impl=target))
     context = fake_mode() if device == "fake" else _nothing()
     rows: list[Row] = []
-    loss_fn = _loss_fn(cfg, target)
+    loss_fn = training_loss(cfg, target)
     with context:
         progress(f"building {target} {cfg.name} ({workload.dtype}, {device})")
         model, inputs, prompt = build(cfg, workload, target)

@@ -621,7 +621,7 @@ def _cache_tensors(cache: Any) -> list[torch.Tensor]:
     return [t for t in tree_flatten(cache)[0] if isinstance(t, torch.Tensor)]
 
 
-def _output_cache(output: Any) -> Any:
+def output_cache(output: Any) -> Any:
     for key in ("cache", "past_key_values"):
         if getattr(output, key, None) is not None:
             return getattr(output, key)
@@ -638,7 +638,7 @@ def run_with_cache(model: nn.Module, inputs: Inputs, gen_tokens: int = 0) -> Any
     decoder_key = "decoder_input_ids" if "decoder_input_ids" in inputs else "input_ids"
     with torch.no_grad():
         output = model(**inputs, use_cache=True)
-        cache = _output_cache(output)
+        cache = output_cache(output)
         batch = inputs[decoder_key].shape[0]
         step = {}
         if decoder_key == "decoder_input_ids":
@@ -646,7 +646,7 @@ def run_with_cache(model: nn.Module, inputs: Inputs, gen_tokens: int = 0) -> Any
         for _ in range(gen_tokens):
             token = torch.ones(batch, 1, dtype=torch.long, device=inputs[decoder_key].device)
             output = model(**step, **{decoder_key: token}, cache=cache, use_cache=True)
-            cache = _output_cache(output)
+            cache = output_cache(output)
     return cache
 
 
@@ -659,7 +659,7 @@ def kv_cache_bytes(model: nn.Module, inputs: Inputs, gen_tokens: int = 0) -> int
 # Peak memory of a training step
 
 
-def _train_step(model: nn.Module, inputs: Inputs, optimizer: torch.optim.Optimizer,
+def one_training_step(model: nn.Module, inputs: Inputs, optimizer: torch.optim.Optimizer,
                 loss_fn: LossFn | None) -> None:
     """One step as a training loop writes it: the output (logits, cache) is dropped at once."""
     loss = (loss_fn or default_loss)(model(**inputs))
@@ -681,7 +681,7 @@ def peak_memory_memtracker(model: nn.Module, inputs: Inputs, loss_fn: LossFn | N
     tracker = MemTracker()
     tracker.track_external(model, optimizer, *[v for v in inputs.values() if isinstance(v, torch.Tensor)])
     with tracker:
-        _train_step(model, inputs, optimizer, loss_fn)
+        one_training_step(model, inputs, optimizer, loss_fn)
     (snapshot,) = tracker.get_tracker_snapshot("peak").values()
     return {str(getattr(k, "value", k)): int(v) for k, v in snapshot.items()}
 
@@ -703,7 +703,7 @@ def cuda_peak_memory(model: nn.Module, inputs: Inputs, gen_tokens: int = 0,
     weights = torch.cuda.memory_allocated()
     optimizer = torch.optim.AdamW(model.parameters())
     torch.cuda.reset_peak_memory_stats()
-    _train_step(model, inputs, optimizer, loss_fn)
+    one_training_step(model, inputs, optimizer, loss_fn)
     torch.cuda.synchronize()
     train_peak = torch.cuda.max_memory_allocated()
     del optimizer

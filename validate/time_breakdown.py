@@ -20,12 +20,12 @@ from costmodel.layout import Layout
 from costmodel.layout.timing import simulate_decode
 from costmodel.presets import load_preset
 from costmodel.roofline import Roofline
-from reports.published_runs import _run_hardware, _train_run, other_runs_data
+from reports.published_runs import run_hardware, train_run, other_runs_data
 
 
 def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]:
     """Seconds of one batch-1 decode step at `context` keys by kernel kind (one GPU)."""
-    cfg, hardware = load_preset(run["model"]), _run_hardware(source)
+    cfg, hardware = load_preset(run["model"]), run_hardware(source)
     quantization = {k: run[k] for k in ("weight_dtype", "weight_group") if k in run}
     roof = Roofline(cfg, hardware, "bf16", None, source["attention"], source["kv_cache"],
                     source["cuda_graphs"], quantization)
@@ -33,7 +33,7 @@ def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]
     subs = inference_subs(cfg, "bf16", source["batch"], 1, context=context)
     split: dict[str, float] = defaultdict(float)
     weight_bytes = 0.0
-    for leaf in roof._decoder().leaves:
+    for leaf in roof.decoder_tree().leaves:
         count = int(float(leaf.count.xreplace(subs))) if hasattr(leaf.count, "xreplace") else int(leaf.count)
         kernels = leaf_kernels(leaf, subs, timer.fused_attention)
         for kernel in kernels:
@@ -60,7 +60,7 @@ def main() -> None:
             print(f"{run['id']}: published {published_ms:.2f} ms a token; ours {parts}; "
                   f"weights at {split['weights GB/s']:.0f} GB/s")
         elif run["kind"] == "decode" and "weight_dtype" not in run:
-            cfg, hardware = load_preset(run["model"]), _run_hardware(source)
+            cfg, hardware = load_preset(run["model"]), run_hardware(source)
             workload = Workload(seq_len=source["prompt"], gen_tokens=source["gen"], batch=source["batch"],
                                 attention=source["attention"], precision="pure", kv_cache=source["kv_cache"])
             token = simulate_decode(cfg, workload, Layout(tp=run["tp"]), hardware,
@@ -69,7 +69,7 @@ def main() -> None:
                   f"{token['compute_seconds'] * 1e3:.2f} ms, all-reduce {token['tp_all_reduce_seconds'] * 1e3:.2f} ms")
         elif run["kind"] == "train":
             print(f"{run['id']}: published {run['published_tflops_per_gpu']} TFLOP/s; ours "
-                  f"{_train_run(run, source, 'kernels'):.0f} (kernel model)")
+                  f"{train_run(run, source, 'kernels'):.0f} (kernel model)")
 
 
 if __name__ == "__main__":

@@ -33,15 +33,15 @@ from typing import Any
 
 from .. import compiled as compiled_cache
 from ..hardware import Efficiency, Hardware
-from ..kernel_time import (AttentionCall, Gemm, KernelTimer, Pointwise, _Compute, check_kernel_model,
+from ..kernel_time import (AttentionCall, Gemm, KernelTimer, Pointwise, MatmulCompute, check_kernel_model,
                            kernels_seconds)
-from .rank import FRAMEWORKS, ParallelEstimate, _loss_parallel
+from .rank import FRAMEWORKS, ParallelEstimate, uses_loss_parallel
 from .time import StepTime, leaf_factor, runs_fp8
 
 #: One leaf's entry in a rank's kernels: its part key, whether it is recomputed, whether it
 #: launches any kernel, and one run's kernels.
 Entry = tuple[str, bool, bool, list]
-_KINDS = {cls.__name__: cls for cls in (Gemm, AttentionCall, Pointwise, _Compute)}
+_KINDS = {cls.__name__: cls for cls in (Gemm, AttentionCall, Pointwise, MatmulCompute)}
 _RANK_KERNELS: dict[tuple, list[Entry]] = {}  # this process's, by what _rank_key reads
 _PARTS: dict[tuple, tuple[dict[str, tuple[float, int]], dict[str, float]]] = {}  # a rank's parts, per timers
 _TIMERS: dict[tuple, tuple[Hardware, KernelTimer]] = {}
@@ -66,7 +66,7 @@ def _rank_key(estimate: ParallelEstimate, fused_attention: bool, compiled: bool)
     values = {k: v for k, v in estimate.values.items() if k != "dp"}
     return {"model": cfg.structure(), "values": values, "workload": workload.options(),
             "precision": framework.precision, "device": layout.device, "phase": estimate.phase,
-            "sp": layout.sp, "vocabulary": framework.vocabulary, "loss_parallel": _loss_parallel(layout),
+            "sp": layout.sp, "vocabulary": framework.vocabulary, "loss_parallel": uses_loss_parallel(layout),
             "fused_attention": fused_attention, "compiled": compiled, "framework": layout.framework}
 
 
@@ -78,7 +78,7 @@ def rank_kernels(estimate: ParallelEstimate, fused_attention: bool, compiled: bo
             layout.device, estimate.phase, fused_attention, compiled)
     if memo in _RANK_KERNELS:
         return _RANK_KERNELS[memo]
-    name = compiled_cache._key_name("kernels", _rank_key(estimate, fused_attention, compiled))
+    name = compiled_cache.key_name("kernels", _rank_key(estimate, fused_attention, compiled))
     path = compiled_cache.cache_dir() / f"{name}.json"
     entries = _read(path)
     if entries is None:
@@ -94,7 +94,7 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
     from .. import symbols as S
     from ..kernel_time import launches_of, leaf_kernels
     from ..model import CostModel, profile_for
-    from .rank import _part_of
+    from .rank import part_of
     from .split import substitution
 
     cfg, workload, layout = estimate.cfg, estimate.workload, estimate.layout
@@ -105,12 +105,12 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
     values = _rank_key(estimate, fused_attention, compiled)["values"]
     subs = {getattr(S, k): sp.Integer(v) for k, v in values.items()}
     entries: list[Entry] = []
-    for i, part in _part_of(tree).items():
+    for i, part in part_of(tree).items():
         leaf = tree.leaves[i]
         key = part if part != "layer" else f"layer.{leaf.stack}" + (f".{leaf.kind}" if leaf.kind else "")
         encoder = leaf.stack == "encoder" and cfg.architecture == "encoder-decoder"
         local = substitution(leaf.block, sp_on=layout.sp, vocabulary=framework.vocabulary,
-                             loss_parallel=_loss_parallel(layout), encoder=encoder)
+                             loss_parallel=uses_loss_parallel(layout), encoder=encoder)
         kernels = leaf_kernels(leaf, subs, fused_attention, local, compiled)
         entries.append((key, bool(leaf.recomputed), launches_of(leaf, len(kernels), compiled) > 0, kernels))
     return entries
@@ -180,8 +180,8 @@ def _parts(entries: list[Entry], rules: tuple[tuple[float, bool], ...], timer: K
     attention_seconds: dict[str, float] = {}
     for (key, recomputed, launches, kernels), (factor, fp8), core in zip(entries, rules, attention):
         if fp8:
-            gemms = [k for k in kernels if isinstance(k, (Gemm, _Compute))]
-            others = [k for k in kernels if not isinstance(k, (Gemm, _Compute))]
+            gemms = [k for k in kernels if isinstance(k, (Gemm, MatmulCompute))]
+            others = [k for k in kernels if not isinstance(k, (Gemm, MatmulCompute))]
             seconds = kernels_seconds(gemms, fp8_timer, training, recomputed) + \
                 kernels_seconds(others, timer, training, recomputed)
         else:

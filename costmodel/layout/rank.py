@@ -42,16 +42,16 @@ COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
 def _options(layout: Layout) -> dict[str, Any]:
     """What the per-part expressions depend on besides the symbols (their cache key)."""
     framework = FRAMEWORKS[layout.framework]
-    return {"framework": layout.framework, "sp": layout.sp, "loss_parallel": _loss_parallel(layout),
+    return {"framework": layout.framework, "sp": layout.sp, "loss_parallel": uses_loss_parallel(layout),
             "device": layout.device, "vocabulary": framework.vocabulary}
 
 
-def _loss_parallel(layout: Layout) -> bool:
+def uses_loss_parallel(layout: Layout) -> bool:
     framework = FRAMEWORKS[layout.framework]
     return framework.vocabulary_parallel_loss or (layout.framework == "fsdp2" and layout.loss_parallel)
 
 
-def _part_of(tree: Any) -> dict[int, str]:
+def part_of(tree: Any) -> dict[int, str]:
     """Each leaf's part (by its index in the tree): a stack's own leaves before its layers are
     shared by every stage, those after them (the final norm) go with the head."""
     seen_layer: set[str] = set()
@@ -86,8 +86,8 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     profile = profile_for(cfg, workload, precision=framework.precision_for(workload.dtype), device=layout.device,
                           optimizer_impl="foreach" if layout.device == "cuda" else "single")
     tree = CostModel(cfg, profile, phase=phase)
-    parts = _part_of(tree)
-    loss_parallel = _loss_parallel(layout)
+    parts = part_of(tree)
+    loss_parallel = uses_loss_parallel(layout)
     exprs: dict[str, Any] = {}
     structure: dict[str, Any] = {"stacks": [], "layers": {}, "counts": {}, "work": []}
 
@@ -335,7 +335,7 @@ class ParallelEstimate:
         """The quantity of the largest kind of layer (the one a framework gathers or rebuilds)."""
         return max((self._part(key, quantity) for key in self.structure["layers"]), default=0)
 
-    def _placed(self, stage: Stage, quantity: str, per_stage: bool = False) -> int:
+    def on_stage(self, stage: Stage, quantity: str, per_stage: bool = False) -> int:
         """A quantity over the parts a pipeline rank holds (shared parts once per virtual stage
         when per_stage)."""
         total = self._layer_sum(stage, quantity)
@@ -346,7 +346,7 @@ class ParallelEstimate:
             total += self._part("tail", quantity) + self._part("head", quantity)
         return total
 
-    def _tied_copy(self, stage: Stage) -> int:
+    def tied_copy(self, stage: Stage) -> int:
         """The last stage's copy of a tied embedding (pp > 1): its table elements."""
         if self.layout.pp > 1 and self.structure["tied"] and stage.last and not stage.first:
             return self.numbers["embedding_table"]
@@ -360,14 +360,14 @@ class ParallelEstimate:
         loaded, holding every padded row)."""
         layout = self.layout
         w, g, o = self._per_param()
-        params = self._placed(stage, "params") + self._tied_copy(stage)
-        gradient_params = self._placed(stage, "gradient_params") + self._tied_copy(stage)
-        tensors = self._placed(stage, "tensors")
+        params = self.on_stage(stage, "params") + self.tied_copy(stage)
+        gradient_params = self.on_stage(stage, "gradient_params") + self.tied_copy(stage)
+        tensors = self.on_stage(stage, "tensors")
         dp = layout.shard_ranks
         if layout.ep > 1:
             return self._expert_parallel_state(stage, params, gradient_params)
         if self.framework.sharding == "per_tensor" and dp > 1:
-            padded = self._placed(stage, "padded")
+            padded = self.on_stage(stage, "padded")
             out = {"weights": w * padded, "gradients": g * padded, "optimizer": o * padded}
         else:
             shard = math.ceil(params / dp)
@@ -386,7 +386,7 @@ class ParallelEstimate:
         n = self.numbers
         per_param = {"weights": n["bytes.weights"], "gradients": n["bytes.gradients"],
                      "optimizer": n["bytes.optimizer"]}
-        return offload.offloaded(self.layout, self._placed(stage, "params") + self._tied_copy(stage), per_param)
+        return offload.offloaded(self.layout, self.on_stage(stage, "params") + self.tied_copy(stage), per_param)
 
     def _per_param(self) -> tuple[int, int, int]:
         """Bytes per parameter of the weights, gradients and optimizer state (an FP8 recipe may
@@ -411,9 +411,9 @@ class ParallelEstimate:
         recipe = self.fp8_recipe
         if recipe is None or not recipe.weight_copy_bytes:
             return 0
-        params = self._placed(stage, "fp8_params")
+        params = self.on_stage(stage, "fp8_params")
         if self.layout.ep > 1:  # the rank's own experts only
-            experts = self._placed(stage, "expert_params")
+            experts = self.on_stage(stage, "expert_params")
             params -= experts - experts // self.layout.ep
         return math.ceil(params * recipe.weight_copy_bytes)
 
@@ -422,7 +422,7 @@ class ParallelEstimate:
         sharded over the expert-data-parallel group (dp / ep), the rest over dp."""
         layout = self.layout
         w, g, o = self._per_param()
-        experts = self._placed(stage, "expert_params")
+        experts = self.on_stage(stage, "expert_params")
         local = experts // layout.ep
         groups = ((params - experts, gradient_params - experts, layout.dp), (local, local, layout.dp // layout.ep))
         out = {"weights": 0, "gradients": 0, "optimizer": 0}
@@ -444,8 +444,8 @@ class ParallelEstimate:
             first = stage.first and i == 0
             last = stage.last and i == len(stage.layers) - 1
             one = Stage(stage.rank, (layers,), (held,), first, last, (stage.kinds[i],))
-            per_microbatch = self._placed(one, "saved", per_stage=True) if self.layout.pp > 1 else \
-                self._placed(one, "saved")
+            per_microbatch = self.on_stage(one, "saved", per_stage=True) if self.layout.pp > 1 else \
+                self.on_stage(one, "saved")
             if self.load is not None and self.load.factor != 1:  # the most loaded rank's experts
                 per_microbatch += math.ceil((self.load.factor - 1) * self._layer_sum(one, "expert_saved"))
             edge_inputs = (self._part("embedding", "inputs") if first else 0) + (
@@ -464,15 +464,15 @@ class ParallelEstimate:
         all-gather and one reduce-scatter buffer (FINDINGS 10.2); ZeRO-3 two gathered layers
         (the current and the prefetched one; DeepSpeed's buckets, not measured)."""
         layout, n = self.layout, self.numbers
-        own = self._placed(stage, "buffers", per_stage=True)
+        own = self.on_stage(stage, "buffers", per_stage=True)
         dp = layout.shard_ranks
         if dp == 1:
             return own
         if self.framework.sharding == "per_tensor":
             e = self.workload.bytes_per_element
             layer = dp * self._largest_layer("padded")
-            root = dp * (self._placed(stage, "padded") - self._layer_sum(stage, "padded"))
-            everything = dp * self._placed(stage, "padded")
+            root = dp * (self.on_stage(stage, "padded") - self._layer_sum(stage, "padded"))
+            everything = dp * self.on_stage(stage, "padded")
             unsharded = (everything if layout.zero == 2 or layout.reshard_after_forward is False
                          else layer if layout.reshard_after_forward else root + layer)
             return own + e * unsharded + e * layer + 4 * layer
@@ -525,7 +525,7 @@ class ParallelEstimate:
 
         layout, n, m = self.layout, self.numbers, self.layout.microbatches
         if layout.tp > 1:
-            for kind, calls, payload in self._tensor_parallel(stage):
+            for kind, calls, payload in self.tensor_parallel_collectives(stage):
                 if kind == "optimizer_all_reduce":  # once per step, not per micro-batch
                     add("tp", "all_reduce", calls * payload)
                 else:
@@ -556,7 +556,7 @@ class ParallelEstimate:
                 add("pp", "all_reduce", width * n["embedding_table"])
         return out
 
-    def _tensor_parallel(self, stage: Stage) -> list[tuple[str, int, int]]:
+    def tensor_parallel_collectives(self, stage: Stage) -> list[tuple[str, int, int]]:
         """One micro-batch's tensor-parallel collectives as (kind, calls, payload of each call);
         "optimizer_all_reduce" once per step."""
         n, layout = self.numbers, self.layout
@@ -589,11 +589,11 @@ class ParallelEstimate:
             regathers = gathers if self.framework.sp_regathers_input else 0  # Megatron, in backward
             events.append(("reduce_scatter", scatters + gathers, x))  # forward, and the gathers' gradients
             events.append(("all_gather", gathers + scatters + regathers, x))
-            norms = self._placed(stage, "norm_params")
+            norms = self.on_stage(stage, "norm_params")
             reads = self.framework.norm_gradient_all_reduces
             events.append(("optimizer_all_reduce", reads, norms * n["bytes.gradients"]))
         if head_loss:
-            if _loss_parallel(layout):
+            if uses_loss_parallel(layout):
                 events.append(("all_reduce", 1, n["loss_reduction"]))
             else:
                 events.append(("all_gather", 1, n["logits"]))
@@ -616,7 +616,7 @@ class ParallelEstimate:
         experts' own gradients over the dp / ep ranks that hold the same experts)."""
         if self.layout.ep == 1:
             return {"dp": self._data_parallel(stage)}
-        experts = self._placed(stage, "expert_params")
+        experts = self.on_stage(stage, "expert_params")
         local = experts // self.layout.ep
         edp = self.layout.dp // self.layout.ep
         out = {"dp": self._data_parallel(stage, exclude=experts)}
@@ -632,13 +632,13 @@ class ParallelEstimate:
         dp = ranks or layout.shard_ranks
         grad = 4 if self._gradient_dtype == "fp32" else e
         if self.framework.sharding == "per_tensor":
-            everything = dp * self._placed(stage, "padded")
+            everything = dp * self.on_stage(stage, "padded")
             layers = dp * self._layer_sum(stage, "padded")
             backward = {None: layers, True: everything, False: 0}[
                 False if layout.zero == 2 else layout.reshard_after_forward]
             return {"all_gather": m * e * (everything + backward), "reduce_scatter": m * 4 * everything}
         if params is None:
-            params = self._placed(stage, "params") + self._tied_copy(stage) - exclude
+            params = self.on_stage(stage, "params") + self.tied_copy(stage) - exclude
         padded = dp * math.ceil(params / dp)
         if layout.zero == 0:
             return {"all_reduce": grad * params}

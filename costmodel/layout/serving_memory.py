@@ -12,9 +12,9 @@ def serving_memory(estimate: ParallelEstimate) -> dict[str, int]:
     share of the KV cache at the last step and the modules' buffers."""
     worst = None
     for stage in estimate.stages:
-        weights = estimate.numbers["bytes.weights"] * (estimate._placed(stage, "params") + estimate._tied_copy(stage))
-        kv = estimate._placed(stage, "kv_cache")
-        buffers = estimate._placed(stage, "buffers", per_stage=True)
+        weights = estimate.numbers["bytes.weights"] * (estimate.on_stage(stage, "params") + estimate.tied_copy(stage))
+        kv = estimate.on_stage(stage, "kv_cache")
+        buffers = estimate.on_stage(stage, "buffers", per_stage=True)
         row = {"stage": stage.rank, "weights": weights, "kv_cache": kv, "buffers": buffers,
                "total": weights + kv + buffers}
         if worst is None or row["total"] > worst["total"]:

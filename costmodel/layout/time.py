@@ -162,7 +162,7 @@ class StepTime:
         """Seconds of one micro-batch's tensor-parallel collectives, and of the step's once-per-step
         ones (the norms' gradients under SP)."""
         per_microbatch = per_step = 0.0
-        for kind, calls, payload in self.estimate._tensor_parallel(stage):
+        for kind, calls, payload in self.estimate.tensor_parallel_collectives(stage):
             if kind == "optimizer_all_reduce":
                 per_step += self.collective("tp", "all_reduce", calls * payload, calls)
             else:
@@ -213,12 +213,12 @@ class StepTime:
     def optimizer(self, stage: Stage) -> float:
         """The optimizer's pass over the parameters this rank updates."""
         estimate = self.estimate
-        params = estimate._placed(stage, "params") + estimate._tied_copy(stage)
+        params = estimate.on_stage(stage, "params") + estimate.tied_copy(stage)
         sharded = estimate.layout.zero >= 1 or estimate.framework.sharding == "per_tensor"
         updated = math.ceil(params / estimate.layout.shard_ranks) if sharded else params
         layout = estimate.layout
         if layout.ep > 1:  # the rank's own experts, sharded over the expert-data-parallel group
-            experts = estimate._placed(stage, "expert_params")
+            experts = estimate.on_stage(stage, "expert_params")
             local = experts // layout.ep
             updated = (math.ceil((params - experts) / layout.dp) + math.ceil(local / (layout.dp // layout.ep))
                        if sharded else params - experts + local)
