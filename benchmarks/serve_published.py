@@ -42,7 +42,6 @@ THROUGHPUT = [
     ("llama2-70b", 4, 240, 128, 2048, 525),
     ("llama2-70b", 4, 120, 2048, 128, 79),
 ]
-# (model, tp, input, published first-token latency in ms at batch 1) -- "Low Latency" table (v0.5)
 # (model, tp, batch, input, output, published output tokens/s) -- "H200 FP8 Max throughput"
 H200_SOURCE = "TensorRT-LLM docs/source/blogs/H200launch.md (release/0.5.0), H200 FP8, v0.5.0 preliminary"
 H200_FP8 = [
@@ -54,6 +53,7 @@ H200_FP8 = [
     ("llama2-70b", 2, 64, 2048, 128, 682),
     ("llama2-70b", 1, 32, 2048, 128, 303),
 ]
+# (model, tp, input, published first-token latency in ms at batch 1) -- "Low Latency" table (v0.5)
 FIRST_TOKEN = [
     ("llama2-7b", 1, 128, 16), ("llama2-7b", 1, 2048, 133),
     ("llama2-70b", 4, 128, 47), ("llama2-70b", 4, 2048, 377),

@@ -152,19 +152,14 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
             add(f"--weight-dtype {weight_dtype}",
                 _try(memory, cfg, dataclasses.replace(workload, weight_dtype=weight_dtype), layout),
                 "quantized weights (LLM.int8 / GPTQ-AWQ style): some accuracy")
-    if workload.batch > 1:
-        batch = _largest(lambda b: (_try(memory, cfg, dataclasses.replace(workload, batch=b), layout)
-                                    or capacity + 1) <= capacity, workload.batch)
-        if batch:
-            add(f"--batch {batch}", memory(cfg, dataclasses.replace(workload, batch=batch), layout),
-                "fewer sequences a step (more steps, or gradient accumulation)" if training else
-                "fewer sequences at once")
-    if workload.seq_len > 1:
-        length = _largest(lambda n: (_try(memory, cfg, dataclasses.replace(workload, seq_len=n), layout)
-                                     or capacity + 1) <= capacity, workload.seq_len)
-        if length:
-            add(f"--seq-len {length}", memory(cfg, dataclasses.replace(workload, seq_len=length), layout),
-                "shorter sequences")
+    smaller = (("batch", "--batch", "fewer sequences a step (more steps, or gradient accumulation)" if training
+                else "fewer sequences at once"), ("seq_len", "--seq-len", "shorter sequences"))
+    for field, option, why in smaller:  # the largest value of the field that fits, if any
+        if getattr(workload, field) > 1:
+            value = _largest(lambda v: (_try(memory, cfg, dataclasses.replace(workload, **{field: v}), layout)
+                                        or capacity + 1) <= capacity, getattr(workload, field))
+            if value:
+                add(f"{option} {value}", memory(cfg, dataclasses.replace(workload, **{field: value}), layout), why)
     return [option for option in out if option.fits]
 
 

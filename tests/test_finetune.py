@@ -104,6 +104,17 @@ def test_lora_and_qlora_equal_peft(method, targets, adapter_dtype, attention):
         assert optimizer_state_bytes(shapes, name, tune.adapter_bytes) == state, name
 
 
+def assert_adamw_run_equals_peft(cfg, workload: Workload, tune: FineTune) -> None:
+    """Every part of the model's fine-tuning memory equals peft's real run with AdamW, exactly."""
+    from validate.finetune import measure
+
+    predicted = finetune_memory(cfg, workload, tune).to_dict()
+    measured = measure(cfg, workload, tune, ("adamw",))
+    for key in ("params", "trainable_params", "base_weights", "adapters", "activations", "gradients"):
+        assert predicted[key] == measured[key], key
+    assert predicted["optimizer"] == measured["optimizer"]["adamw"]
+
+
 QWEN3_CASES = [  # (tests/family_odd_configs.py's qwen3 config, method, targets, adapter dtype, attention)
     (0, "lora", ("all-linear",), "bf16", "sdpa"),
     (3, "lora", ("q_proj", "v_proj"), "fp32", "eager"),  # MQA-like 1 KV head, tied embeddings
@@ -120,16 +131,11 @@ def test_qwen3_lora_equals_peft(index, method, targets, adapter_dtype, attention
     pytest.importorskip("peft")
     from costmodel.hf import from_hf_config
     from tests.family_odd_configs import ODD_FAMILY_CONFIGS
-    from validate.finetune import measure
 
     cfg = from_hf_config(ODD_FAMILY_CONFIGS["qwen3"][index], name="odd-qwen3")
     workload = Workload(seq_len=7, batch=2, dtype="bf16", attention=attention)
     tune = FineTune(method=method, rank=3, alpha=6.0, targets=targets, adapter_dtype=adapter_dtype)
-    predicted = finetune_memory(cfg, workload, tune).to_dict()
-    measured = measure(cfg, workload, tune, ("adamw",))
-    for key in ("params", "trainable_params", "base_weights", "adapters", "activations", "gradients"):
-        assert predicted[key] == measured[key], key
-    assert predicted["optimizer"] == measured["optimizer"]["adamw"]
+    assert_adamw_run_equals_peft(cfg, workload, tune)
 
 
 def test_sliding_window_shorter_than_the_sequence_needs_eager():
@@ -168,16 +174,11 @@ def test_gpt_neox_lora_equals_peft_under_eager(index, method, targets, adapter_d
     pytest.importorskip("peft")
     from costmodel.hf import from_hf_config
     from tests.family_odd_configs import ODD_FAMILY_CONFIGS
-    from validate.finetune import measure
 
     cfg = from_hf_config(ODD_FAMILY_CONFIGS["gpt_neox"][index], name="odd-neox")
     workload = Workload(seq_len=7, batch=2, dtype="bf16", attention="eager")
     tune = FineTune(method=method, rank=3, alpha=6.0, targets=targets, adapter_dtype=adapter_dtype)
-    predicted = finetune_memory(cfg, workload, tune).to_dict()
-    measured = measure(cfg, workload, tune, ("adamw",))
-    for key in ("params", "trainable_params", "base_weights", "adapters", "activations", "gradients"):
-        assert predicted[key] == measured[key], key
-    assert predicted["optimizer"] == measured["optimizer"]["adamw"]
+    assert_adamw_run_equals_peft(cfg, workload, tune)
 
 
 def test_gpt_neox_targets_and_attention(capsys):
