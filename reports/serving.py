@@ -139,6 +139,8 @@ def _finite(value: Any) -> Any:
 @click.option("--attention", type=click.Choice(("flash", "sdpa", "eager")), default="flash", show_default=True)
 @click.option("--mla", type=click.Choice(("absorbed", "naive")), default="absorbed", show_default=True,
               help="Latent attention (DeepSeek): absorbed, as vLLM's MLA backend runs it, or naive (transformers').")
+@click.option("--time-model", type=click.Choice(("roofline", "kernels")), default=None,
+              help="Step times from the kernel-level model (default where the hardware file has sm_count) or the roofline.")
 @click.option("--slo-ttft", type=float, default=None, help="Seconds, for goodput.")
 @click.option("--slo-tpot", type=float, default=None, help="Seconds per output token, for goodput.")
 @click.option("--csv", "csv_path", type=str, default=None, help="Write the per-request table here.")
@@ -150,7 +152,7 @@ def _finite(value: Any) -> Any:
 def serve(model, config, hardware_name, rate, count, trace, prompt, output_tokens, seed, scheduler, max_num_seqs,
           max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, replicas, dtype, weight_dtype,
           kv_dtype, attention, slo_ttft, slo_tpot, csv_path, steps_csv, plot_path, rates, as_json, router,
-          disaggregate, mla, pp, prefix_caching) -> None:
+          disaggregate, mla, pp, prefix_caching, time_model) -> None:
     """Serve a stream of requests on an engine replica, simulated step by step (continuous
     batching, paged KV cache): latency percentiles, throughput and goodput."""
     from costmodel.serving import serve as run_serve
@@ -180,7 +182,8 @@ def serve(model, config, hardware_name, rate, count, trace, prompt, output_token
                    max_batched_tokens=max_batched_tokens, block_size=block_size,
                    gpu_memory_utilization=gpu_memory_utilization, num_blocks=num_blocks, tp=tp, pp=pp,
                    prefix_caching=prefix_caching, dtype=dtype,
-                   weight_dtype=weight_dtype, kv_dtype=kv_dtype, attention=attention, mla=mla)
+                   weight_dtype=weight_dtype, kv_dtype=kv_dtype, attention=attention, mla=mla,
+                   time_model=time_model)
     if rates is not None:
         _latency_vs_rate(model or config, hardware_name, chosen, options, plot_path, as_json)
         return

@@ -173,10 +173,28 @@ def test_naive_serving_step_reads_the_latent_weights_once(cfg):
                                        vector_flops_per_s=1e30, overhead_s_per_block=0.0,
                                        efficiency={"compute": 1.0, "memory": 1.0})
     profile = serving_profile(cfg, mla="naive")
-    step = StepTime(cfg, memory_bound, profile=profile)
+    step = StepTime(cfg, memory_bound, profile=profile, time_model="roofline")
     model = CostModel(cfg, profile, phase="decode")
     for k, c in ((1, 9), (4, 20)):
         at = {**{s: sp.Integer(v) for s, v in model_values(cfg).items()}, S.b: k, S.n: 1, S.c: c, S.T: 0,
               S.s: 1, S.e: 2}
         moved = int((model.total("bytes_matmul") + model.total("bytes_other")).xreplace(at))
         assert step.seconds([1] * k, [c] * k) * memory_bound.bandwidth_bytes_per_s == pytest.approx(moved, rel=1e-12)
+
+
+def test_naive_serving_step_reads_the_latent_weights_once_with_the_kernel_model(cfg):
+    # The kernel model's decode step of k naive-MLA sequences equals its decode tree's leaves at
+    # b = k (the up-projection's weights read once), not k single-sequence steps.
+    from costmodel.hardware import load_hardware
+    from costmodel.kernel_time import KernelTimer, inference_subs, leaves_time
+    from costmodel.serving.steptime import StepTime, serving_profile
+
+    hardware = load_hardware("h100-sxm")
+    profile = serving_profile(cfg, mla="naive")
+    step = StepTime(cfg, hardware, profile=profile)
+    assert step.time_model == "kernels"
+    leaves = CostModel(cfg, profile, phase="decode").leaves
+    for k, c in ((1, 9), (4, 20), (3, 257)):
+        expected = leaves_time(leaves, inference_subs(cfg, "bf16", k, 1, context=c), KernelTimer(hardware, "bf16", "flash"))
+        assert step.seconds([1] * k, [c] * k) == pytest.approx(expected.seconds, rel=1e-12)
+    assert step.seconds([1] * 4, [20] * 4) < 4 * step.seconds([1], [20])

@@ -23,12 +23,24 @@ def llama():
 
 def test_step_adds_the_sends_between_stages(llama):
     hardware = load_hardware("h100-sxm")
-    one, two = StepTime(llama, hardware, tp=2), StepTime(llama, hardware, tp=2, pp=4)
+    from costmodel.collectives import collective_seconds
+
+    one, two = (StepTime(llama, hardware, tp=2, time_model="roofline"),
+                StepTime(llama, hardware, tp=2, pp=4, time_model="roofline"))
     send = 4096 * 2 / hardware.link(8)  # d x bf16 bytes per token, stage to stage
     for query, keys in (([1, 1, 1], [100, 200, 300]), ([512, 1], [512, 900])):
         tokens = sum(query)
         expected = one.seconds(query, keys) + 3 * (tokens * send + hardware.collective_latency_s)
         assert two.seconds(query, keys) == pytest.approx(expected, rel=1e-12)
+    assert list(two.decode_run([100, 200], 3)) == pytest.approx(
+        [two.seconds([1, 1], [100 + i, 200 + i]) for i in range(3)], rel=1e-12)
+    # The kernel model (the default): the sends from costmodel/collectives.py.
+    one, two = StepTime(llama, hardware, tp=2), StepTime(llama, hardware, tp=2, pp=4)
+    assert two.time_model == "kernels"
+    for query, keys in (([1, 1, 1], [100, 200, 300]), ([512, 1], [512, 900])):
+        sends = 3 * collective_seconds(hardware, "send", sum(query) * 4096 * 2, 2, 8)
+        assert sends > 0
+        assert two.seconds(query, keys) == pytest.approx(one.seconds(query, keys) + sends, rel=1e-12)
     assert list(two.decode_run([100, 200], 3)) == pytest.approx(
         [two.seconds([1, 1], [100 + i, 200 + i]) for i in range(3)], rel=1e-12)
 

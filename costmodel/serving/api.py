@@ -62,7 +62,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                   gpu_memory_utilization: float = 0.9, num_blocks: int | None = None, tp: int = 1, pp: int = 1,
                   dtype: str | None = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
                   attention: str = "flash", mla: str = "absorbed", prefix_caching: bool | None = None,
-                  efficiency: Any = None,
+                  efficiency: Any = None, time_model: str | None = None,
                   step: StepTime | None = None,
                   sizings: dict | None = None) -> tuple[Any, Any, dict[str, Any]]:
     """The scheduler class's arguments, a StepTime and the setup dict of one replica (a search
@@ -108,8 +108,9 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                           f"weights {sizing.weight_bytes / 2**30:.1f} GiB and activations "
                           f"{sizing.activation_bytes / 2**30:.1f} GiB per GPU against "
                           f"{gpu_memory_utilization:.0%} of {hardware.memory_bytes / 2**30:.0f} GiB.")
-    step = step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp)
+    step = step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp, time_model)
     setup = {"model": cfg.name, "hardware": hardware.name, "dtype": step.dtype, "tp": tp, "pp": pp,
+             "time_model": step.time_model,
              "scheduler": scheduler, "scheduler_source": SCHEDULERS[scheduler].source,
              "max_num_seqs": max_num_seqs, "max_batched_tokens": max_batched_tokens,
              "budget_source": budget_source if (max_num_seqs, max_batched_tokens) == (seqs, tokens) else "given",
@@ -155,7 +156,8 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     or, with disaggregate=(P, D), on P prefill-only and D decode-only replicas
     (costmodel/serving/disaggregated.py). replica_options: scheduler, max_num_seqs,
     max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, pp, dtype, weight_dtype,
-    kv_dtype, attention, mla, prefix_caching (default: on for vllm, as vLLM v1), efficiency."""
+    kv_dtype, attention, mla, prefix_caching (default: on for vllm, as vLLM v1), efficiency,
+    time_model (default: hardware.time_model_for's)."""
     import pandas as pd
 
     from ..api import load_model

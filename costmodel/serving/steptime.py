@@ -45,7 +45,10 @@ import sympy as sp
 from .. import symbols as S
 from ..config import DTYPE_BYTES, ModelConfig, Workload
 from ..evaluate import Sweep
-from ..hardware import Efficiency, Hardware, kernel_times
+from ..blocks import AttentionScores, WeightedSum
+from ..hardware import Efficiency, Hardware, kernel_times, time_model_for
+from ..kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompute, Pointwise, check_kernel_model,
+                           kernels_seconds, launches_of, leaf_kernels)
 from ..model import CostModel, model_values, profile_for
 
 QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")
@@ -61,10 +64,28 @@ def serving_profile(cfg: ModelConfig, attention: str = "flash", weight_dtype: st
 
 class StepTime:
     """seconds(query, context): one step of sequences with query[i] new tokens attending to
-    context[i] keys (its cached tokens plus the new ones); `emitting` of them produce a token."""
+    context[i] keys (its cached tokens plus the new ones); `emitting` of them produce a token.
+
+    StepTime(...) builds the time model time_model_for(hardware, time_model) names: a
+    KernelStepTime (the default where the hardware file has sm_count) or a RooflineStepTime."""
+
+    time_model = ""
+
+    def __new__(cls, cfg: ModelConfig, hardware: Hardware, dtype: str = "bf16", efficiency: Efficiency | None = None,
+                profile: Any = None, tp: int = 1, pp: int = 1, time_model: str | None = None):
+        if cls is StepTime:
+            cls = KernelStepTime if time_model_for(hardware, time_model) == "kernels" else RooflineStepTime
+        return object.__new__(cls)
+
+
+class RooflineStepTime(StepTime):
+    """The roofline of each leaf's two kernels (the module's docstring, "The roofline")."""
+
+    time_model = "roofline"
 
     def __init__(self, cfg: ModelConfig, hardware: Hardware, dtype: str = "bf16",
-                 efficiency: Efficiency | None = None, profile: Any = None, tp: int = 1, pp: int = 1):
+                 efficiency: Efficiency | None = None, profile: Any = None, tp: int = 1, pp: int = 1,
+                 time_model: str | None = None):
         import numpy as np
 
         self.cfg, self.hardware, self.tp, self.pp = cfg, hardware, tp, pp
@@ -205,3 +226,286 @@ class StepTime:
                 total = total + self._chunk_rows(query[~decode], context[~decode])
             seconds += self._busy(np.asarray(total))
         return seconds + tokens * self.all_reduce + self.per_call
+
+
+#: The (n, c) points a leaf's kernels are read at to fit each field as a + b n + d c (the first
+#: three), and checked at (the rest) before the fit stands for the tree.
+FIT_POINTS = ((2, 3), (3, 3), (2, 4))
+CHECK_POINTS = ((1, 1), (5, 17), (64, 300), (4096, 8191))
+
+
+class LeafKernels:
+    """One leaf's kernels (kernel_time.leaf_kernels) at b = 1, n query tokens and c keys: each
+    numeric field of each kernel fitted as a + b n + d c from the tree at FIT_POINTS and checked
+    at CHECK_POINTS, so a step builds kernels without sympy; a leaf whose fields are not affine
+    (experts touched at a token count, a window's min) is read from the tree at each (n, c) and
+    kept."""
+
+    def __init__(self, leaf: Any, subs: dict, fused_attention: bool, local: dict | None):
+        self.leaf, self.subs, self.fused, self.local = leaf, subs, fused_attention, local
+        self.read: dict[tuple[int, int], list] = {}
+        self.fit = self._fit()
+
+    def _tree(self, n: int, c: int) -> list:
+        if (n, c) not in self.read:
+            subs = {**self.subs, S.n: sp.Integer(n), S.c: sp.Integer(c)}
+            self.read[(n, c)] = leaf_kernels(self.leaf, subs, self.fused, self.local)
+        return self.read[(n, c)]
+
+    def _fit(self) -> list | None:
+        import dataclasses
+
+        (n0, c0), (n1, _), (_, c2) = FIT_POINTS
+        base, along_n, along_c = (self._tree(*p) for p in FIT_POINTS)
+        if not (len(base) == len(along_n) == len(along_c)) or \
+                any(type(k) is not type(x) or type(k) is not type(y) for k, x, y in zip(base, along_n, along_c)):
+            return None
+        fit = []
+        for k, x, y in zip(base, along_n, along_c):
+            fields = {}
+            for f in dataclasses.fields(k):
+                v0, vn, vc = getattr(k, f.name), getattr(x, f.name), getattr(y, f.name)
+                if isinstance(v0, bool) or not isinstance(v0, (int, float)) or v0 is None:
+                    if not (v0 == vn == vc):
+                        return None
+                    fields[f.name] = (v0, 0, 0)
+                else:
+                    b, d = (vn - v0) / (n1 - n0), (vc - v0) / (c2 - c0)
+                    a = v0 - b * n0 - d * c0
+                    if isinstance(v0, int):
+                        a, b, d = int(a), int(b), int(d)
+                    fields[f.name] = (a, b, d)
+            fit.append((type(k), fields))
+        self.fit = fit
+        for n, c in CHECK_POINTS:  # the fit must give the tree's kernels exactly
+            if self(n, c) != self._tree(n, c):
+                return None
+        self.read.clear()
+        return fit
+
+    def __call__(self, n: int, c: int) -> list:
+        if self.fit is None:
+            return self._tree(n, c)
+        return [kind(**{name: (a if b == d == 0 else a + b * n + d * c) for name, (a, b, d) in fields.items()})
+                for kind, fields in self.fit]
+
+
+class KernelStepTime(StepTime):
+    """The kernel-level model of a step (the module's docstring, "The kernel-level model")."""
+
+    time_model = "kernels"
+
+    def __init__(self, cfg: ModelConfig, hardware: Hardware, dtype: str = "bf16",
+                 efficiency: Efficiency | None = None, profile: Any = None, tp: int = 1, pp: int = 1,
+                 time_model: str | None = None):
+        import numpy as np
+
+        from ..layout.split import substitution
+
+        check_kernel_model(hardware)
+        self.cfg, self.hardware, self.tp, self.pp = cfg, hardware, tp, pp
+        self.dtype = Workload(dtype=dtype).dtype
+        self.e = DTYPE_BYTES[self.dtype]
+        model = CostModel(cfg, profile or serving_profile(cfg), phase="chunk")
+        self.timer = KernelTimer(hardware, self.dtype, model.profile.attention, efficiency=efficiency)
+        subs = {**{k: sp.Integer(v) for k, v in model_values(cfg).items()},
+                S.b: sp.Integer(1), S.s: sp.Integer(1), S.T: sp.Integer(0), S.e: sp.Integer(self.e),
+                S.tp: sp.Integer(tp)}
+        quantized = getattr(model.profile, "weight_format", None) is not None
+        # Per group: (leaf's kernels, runs per step, launches) for each leaf.
+        self.groups: dict[str, list] = {"context": [], "head": [], "tokens": []}
+        self._weights: list[float] = []  # a context leaf's weight bytes per run (read once per step)
+        for leaf in model.leaves:
+            count = int(leaf.count.xreplace(subs))
+            if not count:
+                continue
+            totals = [leaf.total(q) for q in QUANTITIES]
+            group = ("context" if any(S.c in t.free_symbols for t in totals)
+                     else "head" if leaf.path.startswith("head") else "tokens")
+            local = substitution(leaf.block, sp_on=False, vocabulary="ceil", loss_parallel=False,
+                                 encoder=False) if tp > 1 else None
+            kernels = LeafKernels(leaf, subs, self.timer.fused_attention, local)
+            self.groups[group].append((kernels, count))
+            if group == "context":
+                weights = leaf.total("weight_bytes") if quantized else S.e * leaf.total("params")
+                self._weights.append(float(weights.xreplace(subs)) / count / tp)
+        self._launch = self.timer.launch_s
+        self._token_seconds: dict[tuple[str, int], float] = {}
+        self._layout = self._context_layout()
+        self._decode_table = np.zeros((0, self._layout[1]))
+        self._chunks: dict[tuple[int, int], Any] = {}
+
+    # -- the leaves that depend on the token count only ------------------------------------------
+
+    def _per_token_group(self, name: str, tokens: int) -> float:
+        """Seconds of a group's leaves at `tokens` tokens, launches and (for "tokens") the step's
+        tensor- and pipeline-parallel communication included; kept by token count."""
+        key = (name, tokens)
+        if key not in self._token_seconds:
+            seconds = 0.0
+            if tokens:
+                for kernels, count in self.groups[name]:
+                    run = kernels(tokens, tokens)
+                    if run:
+                        seconds += count * (kernels_seconds(run, self.timer) +
+                                            self._launch * bool(launches_of(kernels.leaf, len(run), False)))
+                if name == "tokens":
+                    seconds += self.communication_seconds(tokens)
+            self._token_seconds[key] = seconds
+        return self._token_seconds[key]
+
+    def communication_seconds(self, tokens: int) -> float:
+        """tp > 1: two all-reduces of the step's activations per layer (Megatron's row-parallel
+        outputs: attention and FFN); pp > 1: pp - 1 sends of its hidden states between stages;
+        both from costmodel/collectives.py."""
+        from ..collectives import collective_seconds
+
+        activations = tokens * self.cfg.d_model * self.e
+        layers = self.cfg.n_decoder_layers
+        seconds = collective_seconds(self.hardware, "all_reduce", 2 * layers * activations, self.tp, self.tp,
+                                     calls=2 * layers) if self.tp > 1 else 0.0
+        if self.pp > 1:
+            seconds += (self.pp - 1) * collective_seconds(self.hardware, "send", activations, 2, self.tp * self.pp)
+        return seconds
+
+    # -- the leaves that depend on each sequence's context ---------------------------------------
+
+    def _context_layout(self) -> tuple[list, int]:
+        """How a sequence's context kernels add up in one batched call, per kernel slot: its
+        columns in a sequence's row and how the step's sums become seconds (_finish); per leaf,
+        its slots (self._leaf_slots)."""
+        slots, width = [], 0
+        self._leaf_slots: list[list] = []
+        for (kernels, count), weights in zip(self.groups["context"], self._weights):
+            run, mine = kernels(2, 3), []
+            for i, kernel in enumerate(run):
+                if isinstance(kernel, Gemm):
+                    core = isinstance(kernels.leaf.block, (AttentionScores, WeightedSum))
+                    mine.append(("sum" if core else "gemm", width, count, kernel, 0.0))
+                    width += 1
+                elif isinstance(kernel, MatmulCompute):
+                    mine.append(("sum", width, count, kernel, 0.0))
+                    width += 1
+                else:  # an attention call or a memory-bound kernel: (compute, memory) seconds
+                    # a leaf's weights (naive MLA's up-projection) are read once per step, not per
+                    # sequence: the matmul's bytes (the kernel before its MatmulCompute) less them
+                    once = weights if weights and i + 1 < len(run) and isinstance(run[i + 1], MatmulCompute) else 0.0
+                    mine.append(("max", width, count, kernel, once))
+                    width += 2
+            self._leaf_slots.append(mine)
+            slots += mine
+            if run and launches_of(kernels.leaf, len(run), False):
+                slots.append(("launch", None, count, None, 0.0))
+        return slots, width
+
+    def _row(self, n: int, c: int) -> list[float]:
+        """One sequence's columns: n query tokens against c keys."""
+        timer, row = self.timer, []
+        for (kernels, _), slots in zip(self.groups["context"], self._leaf_slots):
+            run = kernels(n, c)
+            if len(run) != len(slots):
+                run = self._as_one_product(run, kernels.leaf.path, n, c, len(slots))
+            for kernel, (kind, _, _, _, once) in zip(run, slots):
+                if isinstance(kernel, AttentionCall):
+                    row += [kernel.executed_flops(timer.block) / (timer.peak * timer.attention_efficiency(kernel.n_kv)),
+                            kernel.moved_bytes(timer.element_bytes) / timer.bandwidth]
+                elif isinstance(kernel, Pointwise):
+                    row += [kernel.flops / timer.vector, (kernel.bytes - once) / timer.bandwidth]
+                elif isinstance(kernel, MatmulCompute):
+                    row.append(kernel.flops / (timer.peak * timer.matmul_efficiency))
+                elif kind == "gemm":
+                    row.append(kernel.m)
+                else:
+                    row.append(kernels_seconds([kernel], timer))
+        return row
+
+    def _as_one_product(self, run: list, path: str, n: int, c: int, slots: int) -> list:
+        """A leaf's GEMMs as the kernel model's one memory-or-compute product (their bytes, then
+        their FLOPs), as leaf_kernels gives them where its matrices' rows differ: a latent
+        attention's projections read n queries but up-project c keys, so only where the two
+        happen to divide evenly does leaf_kernels give GEMMs. Each sequence's row must have one
+        layout."""
+        gemms = [k for k in run if isinstance(k, Gemm)]
+        e = self.timer.element_bytes
+        moved = sum(g.count * (e * (g.m * g.k + g.m * g.n) + (e * g.k * g.n if g.weight_bytes is None
+                                                                else g.weight_bytes)) for g in gemms)
+        first = run.index(gemms[0]) if gemms else 0
+        merged = run[:first] + [Pointwise(float(moved), 0.0), MatmulCompute(float(sum(g.flops for g in gemms)))] + \
+            [k for k in run[first:] if not isinstance(k, Gemm)]
+        if len(merged) != slots:
+            raise AssertionError(f"{path}: {len(run)} kernels at n={n}, c={c}, {slots} at n=2, c=3.")
+        return merged
+
+    def _finish(self, sums: Any) -> Any:
+        """Seconds of the context leaves from the sums of their sequences' rows (..., width)."""
+        import numpy as np
+
+        timer = self.timer
+        seconds = np.zeros(sums.shape[:-1])
+        for kind, column, count, kernel, once in self._layout[0]:
+            if kind == "launch":
+                seconds = seconds + count * self._launch
+            elif kind == "sum":
+                seconds = seconds + count * sums[..., column]
+            elif kind == "max":
+                seconds = seconds + count * np.maximum(sums[..., column], sums[..., column + 1] + once / timer.bandwidth)
+            else:  # one GEMM over the step's rows (the sequences' rows concatenated)
+                gemm = np.vectorize(lambda m: kernels_seconds([Gemm(int(m), kernel.n, kernel.k, kernel.count,
+                                                                    kernel.weight_bytes)], timer))
+                seconds = seconds + count * gemm(sums[..., column])
+        return seconds
+
+    def _decode_rows(self, contexts: Any) -> Any:
+        """Rows of decode sequences (n = 1) at each context, from a table over c."""
+        import numpy as np
+
+        top = int(contexts.max())
+        if top >= len(self._decode_table):
+            size = max(top + 1, 2 * len(self._decode_table), 1024)
+            start = len(self._decode_table)
+            more = np.array([self._row(1, max(c, 1)) for c in range(start, size)]).reshape(size - start, -1)
+            self._decode_table = np.concatenate([self._decode_table, more])
+        return self._decode_table[contexts]
+
+    def _chunk_rows(self, query: Any, context: Any) -> Any:
+        """Rows of prefill chunks, kept by (query tokens, keys)."""
+        import numpy as np
+
+        rows = []
+        for pair in zip(query.tolist(), context.tolist()):
+            if pair not in self._chunks:
+                self._chunks[pair] = np.array(self._row(*pair))
+            rows.append(self._chunks[pair])
+        return np.sum(rows, axis=0)
+
+    def decode_run(self, keys: Any, steps: int) -> Any:
+        """Seconds of `steps` consecutive decode-only steps of the same sequences, the first with
+        `keys` keys each (one more per step): seconds() of each, vectorised over the steps."""
+        import numpy as np
+
+        keys = np.asarray(keys, dtype=np.int64)
+        count = len(keys)
+        base = self._per_token_group("tokens", count) + self._per_token_group("head", count)
+        if not self.groups["context"]:
+            return np.full(steps, base)
+        self._decode_rows(keys + steps)  # grow the table first
+        rows = self._decode_table[keys[:, None] + np.arange(steps)].sum(axis=0)  # (steps, width)
+        return base + self._finish(rows)
+
+    def seconds(self, query: Any, context: Any, emitting: int | None = None) -> float:
+        """One step's seconds: query and context are integer arrays, one entry per sequence."""
+        import numpy as np
+
+        query = np.asarray(query, dtype=np.int64)
+        context = np.asarray(context, dtype=np.int64)
+        emitting = len(query) if emitting is None else emitting
+        seconds = self._per_token_group("tokens", int(query.sum())) + self._per_token_group("head", emitting)
+        if self.groups["context"]:
+            if query.max() == 1:  # decode only
+                total = self._decode_rows(context).sum(axis=0)
+            else:
+                decode = query == 1
+                total = self._decode_rows(context[decode]).sum(axis=0) if decode.any() else 0.0
+                total = total + self._chunk_rows(query[~decode], context[~decode])
+            seconds += float(self._finish(np.asarray(total)))
+        return seconds
