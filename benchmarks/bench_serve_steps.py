@@ -1,13 +1,26 @@
 """Measured step times of transformers' continuous-batching engine on this CPU beside the serving
-simulator's step time (costmodel/serving/steptime.py) on the `local` roofline, step by step.
+simulator's step time (costmodel/serving/steptime.py), step by step, with both time models.
 
-Each round calibrates `local` afresh (validate/calibrate.py: matmul and vector FLOP/s, bandwidth,
-per-block overhead; one torch thread), runs a trace through the engine (validate/serving_engine.py,
-a random Llama in fp32, sdpa paged attention) and times every step's forward
-(ContinuousBatchProcessor._generation_step: the model, the logits and the sampling; scheduling
-and batch preparation excluded), then predicts each recorded step from its (query tokens, keys)
-mix. Reports, per kind of step (decode-only, mixed), the median of measured / predicted and the
-share of steps within 25%.
+Each round, in this process and right before the timed steps, calibrates `local` afresh
+(validate/calibrate.py: matmul and vector FLOP/s, bandwidth, per-block overhead; one torch
+thread) and measures two microbenchmarks beside it: the linear chain's FLOP/s at 1 to 256 rows
+(few-row products) and one tiny op's dispatch time. It then runs a trace through the engine
+(validate/serving_engine.py, a random Llama in fp32, sdpa paged attention) and times every step's
+forward (ContinuousBatchProcessor._generation_step: the model, the logits and the sampling;
+scheduling and batch preparation excluded), and predicts each recorded step from its (query
+tokens, keys) mix:
+- roofline: StepTime(time_model="roofline") on the calibrated `local`;
+- kernels: StepTime(time_model="kernels") on the same `local` with the two fields the kernel model
+  needs and a CPU calibration does not hold: sm_count = the torch threads (one core computes one
+  tile at a time) and matmul_efficiency 1.0 (flops_per_s is itself the measured large-GEMM rate);
+  its GEMMs are cuBLAS's tiles and waves (kernel_facts.json), a GPU's;
+- kernels_rows: the same kernel model with each GEMM at the efficiency the few-row microbenchmark
+  measured at its row count (RowsTimer: log-linear in the rows between the measured counts, the
+  end values beyond them) instead of the GPU's tiles: what a shape-dependent GEMM efficiency
+  measured on this CPU gives. A benchmark-only timer, from a microbenchmark of other shapes
+  (1024 <-> 4096), not from the engine's steps.
+Reports, per kind of step (decode-only, mixed) and model, the median of measured / predicted and
+the share of steps within 25%, per round with the load average, and their medians over rounds.
 
     python benchmarks/bench_serve_steps.py [--rounds 3] [--json out.json]
 """
@@ -25,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from costmodel.hardware import Hardware  # noqa: E402
+from costmodel.kernel_time import KernelTimer  # noqa: E402
 from costmodel.presets import config_from_dict  # noqa: E402
 from costmodel.serving.steptime import StepTime, serving_profile  # noqa: E402
 from validate.calibrate import measure_local  # noqa: E402
@@ -33,31 +47,71 @@ from validate.serving_engine import TINY_LLAMA, run_engine, tiny_model  # noqa: 
 MODEL = {**TINY_LLAMA, "hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 4,
          "num_attention_heads": 8, "num_key_value_heads": 4, "vocab_size": 2000}
 TRACE = [(i, 24 + 40 * (i % 4), 24) for i in range(12)]
+MODELS = ("roofline", "kernels", "kernels_rows")
 BUDGETS = dict(block_size=16, num_blocks=64, max_batch_tokens=128, max_requests=8)
 
 
-def one_round() -> list[dict]:
+class RowsTimer(KernelTimer):
+    """A KernelTimer whose GEMMs run at the efficiency measured at their row count (M)."""
+
+    def __init__(self, hardware: Hardware, efficiency_by_rows: dict[int, float], **options):
+        super().__init__(hardware, "fp32", "sdpa", **options)
+        self.points = sorted(efficiency_by_rows.items())
+
+    def gemm_compute_seconds(self, gemm, tile=None) -> float:
+        import math
+
+        rows = [m for m, _ in self.points]
+        effs = [e for _, e in self.points]
+        m = min(max(gemm.m, rows[0]), rows[-1])
+        for (m0, e0), (m1, e1) in zip(self.points, self.points[1:]):
+            if m0 <= m <= m1:
+                efficiency = e0 + (e1 - e0) * math.log(m / m0) / math.log(m1 / m0)
+                break
+        else:
+            efficiency = effs[-1]
+        return gemm.flops / (self.peak * efficiency)
+
+
+def one_round() -> dict:
+    import dataclasses
+    import os
+
+    from validate.calibrate import dispatch_s_per_op, gemm_rows_flops_per_s
+
+    load = os.getloadavg()[0]
     local = Hardware.from_dict(measure_local(), source="measured now")
+    rows_flops = gemm_rows_flops_per_s()
+    dispatch = dispatch_s_per_op()
     cfg = config_from_dict({**MODEL, "model_type": "llama", "torch_dtype": "float32"}, "bench", "bench-llama")
-    step = StepTime(cfg, local, "fp32", profile=serving_profile(cfg, attention="sdpa"))
+    profile = serving_profile(cfg, attention="sdpa")
+    cpu = dataclasses.replace(local, sm_count=torch.get_num_threads(), matmul_efficiency={"fp32": 1.0})
+    steps = {"roofline": StepTime(cfg, local, "fp32", profile=profile, time_model="roofline"),
+             "kernels": StepTime(cfg, cpu, "fp32", profile=profile, time_model="kernels"),
+             "kernels_rows": StepTime(cfg, cpu, "fp32", profile=profile, time_model="kernels",
+                                      timer=RowsTimer(cpu, {m: f / local.flops_per_s["fp32"]
+                                                            for m, f in rows_flops.items()}))}
     model = tiny_model(0, **{k: v for k, v in MODEL.items() if k not in TINY_LLAMA or TINY_LLAMA[k] != v})
     run = run_engine(TRACE, scheduler="fifo", model=model, **BUDGETS)
     rows = []
-    for (entries, _, _), measured in zip(run.schedule, run.seconds):
-        queries = [q for _, q in entries]
-        # keys: what each request has cached after this step, replayed from the schedule
-        rows.append({"queries": queries, "measured_s": measured})
     cached: dict[int, int] = {}
-    for row, (entries, _, finished) in zip(rows, run.schedule):
-        keys = []
-        for request, q in entries:
+    for (entries, _, finished), measured in zip(run.schedule, run.seconds):
+        queries, keys = [], []
+        for request, q in entries:  # keys: what each request has cached after this step
             cached[request] = cached.get(request, 0) + q
+            queries.append(q)
             keys.append(cached[request])
-        row["predicted_s"] = step.seconds(row["queries"], keys)
-        row["kind"] = "decode" if max(row["queries"]) == 1 else "mixed"
+        rows.append({"queries": queries, "keys": keys, "measured_s": measured,
+                     "kind": "decode" if max(queries) == 1 else "mixed",
+                     **{f"{name}_s": step.seconds(queries, keys) for name, step in steps.items()}})
         for request in finished:
             cached.pop(request, None)
-    return rows
+    peak = local.flops_per_s["fp32"]
+    return {"load_before": load, "load_after": os.getloadavg()[0], "steps": rows,
+            "calibration": {"flops_per_s": peak, "bandwidth_bytes_per_s": local.bandwidth_bytes_per_s,
+                            "vector_flops_per_s": local.vector_flops_per_s,
+                            "overhead_s_per_block": local.overhead_s_per_block, "dispatch_s_per_op": dispatch,
+                            "gemm_efficiency_by_rows": {m: f / peak for m, f in rows_flops.items()}}}
 
 
 def main() -> None:
@@ -66,23 +120,28 @@ def main() -> None:
     parser.add_argument("--json", type=str, default=None)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    summary = {}
-    for kind in ("decode", "mixed"):
-        summary[kind] = {"ratios": [], "within_25": []}
+    rounds = []
     for _ in range(args.rounds):
-        rows = one_round()
-        for kind in ("decode", "mixed"):
-            ratios = [r["measured_s"] / r["predicted_s"] for r in rows[1:] if r["kind"] == kind]
-            summary[kind]["ratios"].append(statistics.median(ratios))
-            summary[kind]["within_25"].append(sum(abs(x - 1) <= 0.25 for x in ratios) / len(ratios))
-        summary.setdefault("steps", len(rows))
-    result = {kind: {"median_ratio_by_round": v["ratios"], "median_ratio": statistics.median(v["ratios"]),
-                     "share_within_25pct": statistics.median(v["within_25"])}
-              for kind, v in summary.items() if kind != "steps"}
-    result["steps"] = summary["steps"]
-    print(json.dumps(result, indent=2))
+        result = one_round()
+        rows = result["steps"][1:]  # the first step warms the engine up
+        for name in MODELS:
+            for kind in ("decode", "mixed"):
+                ratios = [r["measured_s"] / r[f"{name}_s"] for r in rows if r["kind"] == kind]
+                result[f"{name}_{kind}"] = {"median_ratio": statistics.median(ratios),
+                                            "share_within_25pct": sum(abs(x - 1) <= 0.25 for x in ratios) / len(ratios),
+                                            "median_measured_s": statistics.median(r["measured_s"] for r in rows
+                                                                                   if r["kind"] == kind),
+                                            "median_predicted_s": statistics.median(r[f"{name}_s"] for r in rows
+                                                                                    if r["kind"] == kind)}
+        rounds.append(result)
+        print(json.dumps({k: v for k, v in result.items() if k != "steps"}))
+    summary = {f"{name}_{kind}": {field: statistics.median(r[f"{name}_{kind}"][field] for r in rounds)
+                                  for field in ("median_ratio", "share_within_25pct")}
+               for name in MODELS for kind in ("decode", "mixed")}
+    summary["loads"] = [(r["load_before"], r["load_after"]) for r in rounds]
+    print(json.dumps(summary, indent=2))
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2))
+        Path(args.json).write_text(json.dumps({"summary": summary, "rounds": rounds}, indent=2))
 
 
 if __name__ == "__main__":

@@ -154,3 +154,22 @@ def test_serve_command_takes_time_model():
     args = ["serve", "-m", "llama3-8b", "--rate", "5", "--requests", "10", "--prompt", "32", "--output", "4", "--json"]
     assert main([*args, "--time-model", "roofline"]) == 0
     assert main([*args, "--time-model", "exact"]) == 2
+
+
+@pytest.mark.slow
+def test_cpu_microbenchmarks_for_the_kernel_model():
+    """validate/calibrate.py's few-row GEMM grid and per-op dispatch (benchmarks/bench_serve_steps.py):
+    a product of 64 rows does 64x a row's work in far less than 64x its time (one row streams the
+    weights); one tiny op takes more than nothing and less than a millisecond."""
+    import torch
+
+    from validate.calibrate import dispatch_s_per_op, gemm_rows_flops_per_s
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        rates = gemm_rows_flops_per_s(rows=(1, 64), repeats=1)
+        assert set(rates) == {1, 64} and rates[64] > 4 * rates[1] > 0
+        assert 0 < dispatch_s_per_op(repeats=101) < 1e-3
+    finally:
+        torch.set_num_threads(threads)

@@ -75,6 +75,26 @@ class LinearChain:
         return self.weights[0].element_size() * self.elements / median_seconds(lambda: self.run(x), repeats)
 
 
+def gemm_rows_flops_per_s(rows: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256), repeats: int = 5,
+                          dtype: str = "fp32") -> dict[int, float]:
+    """FLOP/s of the linear chain's products at each row count (tokens): how fast few-row products
+    run against the large-GEMM rate flops_per_s measures at 256 rows (a shape-dependent
+    efficiency; on this CPU a few rows reach neither that rate nor the weights' streaming rate)."""
+    chain = LinearChain(dtype=TORCH_DTYPES[dtype])
+    out = {}
+    for m in rows:
+        x = torch.randn(m, chain.d, dtype=chain.dtype)
+        out[m] = 2 * m * chain.elements / median_seconds(lambda: chain.run(x), repeats)
+    return out
+
+
+def dispatch_s_per_op(repeats: int = 2001) -> float:
+    """The time one tiny op takes (an add of two 1-element tensors): PyTorch's per-op dispatch,
+    what each of the ~1,000 small ops of an eager engine step pays."""
+    a, b = torch.ones(1), torch.ones(1)
+    return median_seconds(lambda: torch.add(a, b), repeats, warmup=50)
+
+
 def vector_flops_per_s(elements: int = 2**21, repeats: int = 7) -> float:
     """The median over the models' non-matmul ops of their FLOP/s (costmodel's convention)."""
     from costmodel.blocks import OTHER_FLOPS_PER_ELEMENT

@@ -1,39 +1,58 @@
 """The seconds one engine step takes: a mix of prefill chunks and decode tokens, each sequence
 with its own query tokens and context, timed from the cost tree's leaves.
 
-This is the one place the serving simulator asks for time (the kernel-level time model of issue
-18 replaces the body of StepTime.seconds; the event loop only calls it). Today it is the existing
-roofline (costmodel/hardware.py kernel_times, as costmodel/roofline.py uses it) applied to the
-tree's "chunk" phase (costmodel/model.py: a decode step with n new tokens per sequence attending
-to c keys; n = 1 is the decode step exactly):
+This is the one place the serving simulator asks for time (the event loop only calls
+StepTime.seconds and StepTime.decode_run). Both time models read the tree's "chunk" phase
+(costmodel/model.py: a decode step with n new tokens per sequence attending to c keys; n = 1 is
+the decode step exactly) and split its leaves the same way:
 
 - leaves whose work depends on the context (attention scores, softmax, weighted sum) are
-  evaluated per sequence at (n = its query tokens, c = its keys) and summed, leaf by leaf;
+  evaluated per sequence at (n = its query tokens, c = its keys);
 - the other leaves (projections, FFN, norms, embeddings) do the same work per token whichever
   sequence it belongs to: evaluated once at b = 1, n = the step's tokens (weights read once);
 - a context leaf that holds weights (naive MLA's projections: kv_b up-projects every key) reads
-  them once per step: its weight bytes join the per-token leaves, the rest stays per sequence;
-- the LM head runs on the tokens that emit a token (engines keep only their logits);
-- each leaf's two kernels take max(compute, memory) at the hardware's peaks and efficiencies, and
-  every active block pays the hardware's per-block overhead once per step (one batched forward).
+  them once per step, not once per sequence;
+- the LM head runs on the tokens that emit a token (engines keep only their logits).
 
-Quantized weights (--weight-dtype): each leaf's matmul traffic reads its weights as the tree stores
-them (its weight_bytes: data, scales, zeros) instead of e bytes each; dequantization's own work is
-not counted.
+StepTime(..., time_model=None) picks the model as every command does
+(costmodel.hardware.time_model_for): the kernel-level model where the hardware file has sm_count,
+the roofline where it does not (the kernel model needs the SMs a GEMM's tiles fill).
 
-Tensor parallelism (tp > 1): each leaf's FLOPs and bytes divided by tp (Megatron's sharding of
-heads, FFN columns and the vocabulary), plus two all-reduces of the step's activations per layer
-(ring: 2 (tp - 1) / tp of the bytes over the hardware's link, and its latency per call). A stated
-approximation until the kernel-level model lands.
+The kernel-level model (KernelStepTime; costmodel/kernel_time.py, docs/time.md):
+- each leaf's kernels are kernel_time.leaf_kernels' at the step's shapes: the per-token leaves'
+  GEMMs (M = the step's tokens, N, K) timed with tile and wave quantization at the measured
+  large-GEMM efficiency, memory-bound kernels at the bandwidth, each active leaf paying the
+  hardware's launch overhead once per step (kernels_seconds, memoised per shape);
+- the attention of the step's sequences is one batched (varlen) call: each sequence's executed
+  FLOPs (128 x 128 blocks, causal) at FlashAttention-2's published efficiency at its context,
+  summed, against the sequences' bytes summed; memory-bound context kernels add their bytes and
+  FLOPs; eager attention's batched GEMMs are timed per sequence. A decode-only step of b sequences
+  at one context is then the kernel model's decode step at batch b (leaves_time over the decode
+  tree, what simulate sums) to rounding;
+- quantized weights: each GEMM reads its weight matrix as the tree stores it (Gemm.weight_bytes);
+- tensor parallelism (tp > 1): each leaf's kernels at one rank's shapes (layout/split.py's
+  substitution: h / tp heads, d_ff / tp columns, ceil(V / tp) vocabulary rows), plus two
+  all-reduces of the step's activations per layer (Megatron's row-parallel outputs) from
+  costmodel/collectives.py;
+- pipeline parallelism (pp > 1): the whole model's leaves (the stages in sequence) plus pp - 1
+  sends of the step's hidden states from costmodel/collectives.py.
 
-Pipeline parallelism (pp > 1): one batch passes the pp stages in sequence, each stage running its
-L / pp layers on its own GPUs, so the batch's step takes the sum of the stages' times (the whole
-model's leaves, as at pp = 1) plus pp - 1 sends of its hidden states (tokens x d x e bytes over
-the link, and its latency each). The pipeline's concurrency (pp batches in flight) is the event
-loop's: run_replicas gives each replica pp virtual engines (costmodel/serving/api.py).
+The roofline (RooflineStepTime): each leaf's two kernels take max(compute, memory) at the
+hardware's peaks and efficiencies (costmodel/hardware.py kernel_times), and every active block
+pays the hardware's per-block overhead once per step. Quantized weights: each leaf's matmul
+traffic reads its weights as the tree stores them (its weight_bytes). tp > 1: each leaf's FLOPs
+and bytes divided by tp, plus two ring all-reduces of the step's activations per layer over the
+hardware's link and its latency per call (a stated approximation). pp > 1: the sum of the stages'
+times plus pp - 1 sends of the hidden states over the link. The pipeline's concurrency (pp
+batches in flight) is the event loop's: run_replicas gives each replica pp virtual engines
+(costmodel/serving/api.py).
 
-Speed: a decode sequence's leaf work at context c is looked up in a table over c (one vectorised
-evaluation), and the per-token leaves are cached by token count, so a step costs a numpy sum.
+Speed: a decode sequence's context work is looked up in a table over c (one row per context: the
+roofline's leaf quantities from one vectorised evaluation; the kernel model's per-kernel
+seconds), the per-token leaves are kept by token count, chunks by (tokens, keys), so a step costs
+a numpy sum. The kernel model reads no sympy per step: each leaf's kernels are fitted once as
+affine in (n, c) from the tree and checked against it (LeafKernels); a leaf that is not affine
+(the experts a token count touches) is read from the tree once per (n, c) it meets.
 """
 
 from __future__ import annotations
@@ -71,9 +90,12 @@ class StepTime:
 
     time_model = ""
 
-    def __new__(cls, cfg: ModelConfig, hardware: Hardware, dtype: str = "bf16", efficiency: Efficiency | None = None,
-                profile: Any = None, tp: int = 1, pp: int = 1, time_model: str | None = None):
+    def __new__(cls, *args: Any, **options: Any):
+        """(cfg, hardware, dtype, efficiency, profile, tp, pp, time_model), as the subclasses take
+        them; a subclass (or pickle) makes itself."""
         if cls is StepTime:
+            hardware = args[1] if len(args) > 1 else options["hardware"]
+            time_model = args[7] if len(args) > 7 else options.get("time_model")
             cls = KernelStepTime if time_model_for(hardware, time_model) == "kernels" else RooflineStepTime
         return object.__new__(cls)
 
@@ -297,7 +319,8 @@ class KernelStepTime(StepTime):
 
     def __init__(self, cfg: ModelConfig, hardware: Hardware, dtype: str = "bf16",
                  efficiency: Efficiency | None = None, profile: Any = None, tp: int = 1, pp: int = 1,
-                 time_model: str | None = None):
+                 time_model: str | None = None, timer: KernelTimer | None = None):
+        """timer: a KernelTimer to time the kernels with (default: one for this hardware and dtype)."""
         import numpy as np
 
         from ..layout.split import substitution
@@ -307,7 +330,7 @@ class KernelStepTime(StepTime):
         self.dtype = Workload(dtype=dtype).dtype
         self.e = DTYPE_BYTES[self.dtype]
         model = CostModel(cfg, profile or serving_profile(cfg), phase="chunk")
-        self.timer = KernelTimer(hardware, self.dtype, model.profile.attention, efficiency=efficiency)
+        self.timer = timer or KernelTimer(hardware, self.dtype, model.profile.attention, efficiency=efficiency)
         subs = {**{k: sp.Integer(v) for k, v in model_values(cfg).items()},
                 S.b: sp.Integer(1), S.s: sp.Integer(1), S.T: sp.Integer(0), S.e: sp.Integer(self.e),
                 S.tp: sp.Integer(tp)}
