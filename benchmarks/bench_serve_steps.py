@@ -18,7 +18,12 @@ tokens, keys) mix:
   measured at its row count (RowsTimer: log-linear in the rows between the measured counts, the
   end values beyond them) instead of the GPU's tiles: what a shape-dependent GEMM efficiency
   measured on this CPU gives. A benchmark-only timer, from a microbenchmark of other shapes
-  (1024 <-> 4096), not from the engine's steps.
+  (1024 <-> 4096), not from the engine's steps;
+- kernels_gemms: the kernel model with each GEMM's time measured on this CPU at its own shape
+  (MeasuredGemmTimer: torch's linear of M x K by K x N through distinct weights of 64 MiB in all,
+  so each reads its weights from memory, median of 3, at every token count the steps ran and
+  every weight shape of the model, measured right after the timed steps): what the step would be
+  if the kernel model's GEMMs were exact, so the rest of the gap is not theirs.
 Reports, per kind of step (decode-only, mixed) and model, the median of measured / predicted and
 the share of steps within 25%, per round with the load average, and their medians over rounds.
 
@@ -47,7 +52,7 @@ from validate.serving_engine import TINY_LLAMA, run_engine, tiny_model  # noqa: 
 MODEL = {**TINY_LLAMA, "hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 4,
          "num_attention_heads": 8, "num_key_value_heads": 4, "vocab_size": 2000}
 TRACE = [(i, 24 + 40 * (i % 4), 24) for i in range(12)]
-MODELS = ("roofline", "kernels", "kernels_rows")
+MODELS = ("roofline", "kernels", "kernels_rows", "kernels_gemms")
 BUDGETS = dict(block_size=16, num_blocks=64, max_batch_tokens=128, max_requests=8)
 
 
@@ -73,6 +78,34 @@ class RowsTimer(KernelTimer):
         return gemm.flops / (self.peak * efficiency)
 
 
+class MeasuredGemmTimer(KernelTimer):
+    """A KernelTimer whose GEMMs take the time torch takes for their shape on this CPU."""
+
+    def __init__(self, hardware: Hardware, **options):
+        super().__init__(hardware, "fp32", "sdpa", **options)
+        self.measured: dict[tuple[int, int, int, int], float] = {}
+
+    def measure(self, m: int, n: int, k: int, count: int = 1) -> float:
+        from validate.calibrate import median_seconds
+
+        key = (m, n, k, count)
+        if key not in self.measured:
+            # distinct weights of 64 MiB in all, one product each per pass: each product reads its
+            # weights from memory, as a step's layers do (one weight reused stays in the cache)
+            copies = max(1, -(-64 * 2**20 // (4 * n * k * count)))
+            x = torch.randn(count, m, k).squeeze(0)
+            weights = [torch.randn(count, n, k).squeeze(0) for _ in range(copies)]
+            if count == 1:
+                product = lambda: [torch.nn.functional.linear(x, w) for w in weights]  # noqa: E731
+            else:
+                product = lambda: [torch.bmm(x, w.transpose(1, 2)) for w in weights]  # noqa: E731
+            self.measured[key] = median_seconds(product, 3, warmup=1) / copies
+        return self.measured[key]
+
+    def gemm_seconds(self, gemm, tile=None) -> float:
+        return self.measure(gemm.m, gemm.n, gemm.k, gemm.count)
+
+
 def one_round() -> dict:
     import dataclasses
     import os
@@ -90,9 +123,21 @@ def one_round() -> dict:
              "kernels": StepTime(cfg, cpu, "fp32", profile=profile, time_model="kernels"),
              "kernels_rows": StepTime(cfg, cpu, "fp32", profile=profile, time_model="kernels",
                                       timer=RowsTimer(cpu, {m: f / local.flops_per_s["fp32"]
-                                                            for m, f in rows_flops.items()}))}
+                                                            for m, f in rows_flops.items()})),
+             "kernels_gemms": StepTime(cfg, cpu, "fp32", profile=profile, time_model="kernels",
+                                       timer=MeasuredGemmTimer(cpu))}
+    from costmodel.kernel_time import Gemm
+
+    timer = steps["kernels_gemms"].timer
+    shapes = {(g.n, g.k) for group in ("tokens", "head") for kernels, _ in steps["kernels_gemms"].groups[group]
+              for g in kernels(1, 1) if isinstance(g, Gemm)}
     model = tiny_model(0, **{k: v for k, v in MODEL.items() if k not in TINY_LLAMA or TINY_LLAMA[k] != v})
     run = run_engine(TRACE, scheduler="fifo", model=model, **BUDGETS)
+    # the GEMMs at every token count the steps ran (M) and weight shape, right after the timed steps
+    for m in sorted({sum(q for _, q in entries) for entries, _, _ in run.schedule} |
+                    {len(entries) for entries, _, _ in run.schedule}):
+        for n, k in sorted(shapes):
+            timer.measure(m, n, k)
     rows = []
     cached: dict[int, int] = {}
     for (entries, _, finished), measured in zip(run.schedule, run.seconds):
