@@ -146,7 +146,8 @@ class ModelConfig:
     scale_lm_head_input: bool = False  # the decoder output times d**-0.5 before the head (T5)
     # Attend to at most this many previous tokens (Mistral v0.1, Phi-3, Gemma 2's local layers) in
     # window_layers of the decoder layers (None: all). Eager attention still computes every score
-    # and masks; the KV cache of a windowed layer is what Hugging Face's holds (costmodel/blocks.py).
+    # and masks; the KV cache of a windowed layer is what Hugging Face's holds
+    # (costmodel/blocks/attention.py).
     sliding_window: int | None = None
     window_layers: int | None = None
     qk_norm: bool = False  # an RMSNorm over each query and key head before RoPE (Qwen3)
@@ -570,7 +571,7 @@ class Workload:
     # A mixture of experts' routed load: one non-negative share per expert (normalised), the same
     # in every expert layer; None: balanced. It sets each expert's tokens and FLOPs, not the total.
     expert_load: tuple[float, ...] | None = None
-    # Latent attention's form at inference (costmodel/blocks.py LatentAttention): "naive", as
+    # Latent attention's form at inference (costmodel/blocks/mla.py LatentAttention): "naive", as
     # transformers runs it, or "absorbed", as inference engines do (vLLM's MLA backend).
     mla: str = "naive"
 
