@@ -406,7 +406,7 @@ def inference_subs(cfg: Any, dtype: str, batch: int, seq_len: int, context: int 
     import sympy as sp
 
     from . import symbols as S
-    from .model import model_values
+    from .tree import model_values
 
     values = {**model_values(cfg), S.b: batch, S.n: seq_len, S.T: 0,
               S.s: seq_len if source_len is None else source_len,

@@ -31,8 +31,9 @@ from .evaluate import Sweep, values
 from .hardware import Efficiency, Hardware, kernel_times, time_model_for
 from .memory import inference_phases, memory
 from . import blocks as B
-from .model import CostModel, Leaf, model_values, profile_for
+from .leaves import Leaf
 from .model_flops import model_flops
+from .tree import CostModel, model_values, profile_for
 
 KERNEL_QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")  # per block
 

@@ -16,8 +16,8 @@ from costmodel.config import Workload
 from costmodel.evaluate import values
 from costmodel.layout import Layout
 from costmodel.layout.rank import ParallelEstimate
-from costmodel.model import CostModel, profile_for
 from costmodel.presets import load_preset
+from costmodel.tree import CostModel, profile_for
 
 LLAMA2_7B = 6_738_415_616  # LlamaForCausalLM's parameters (tests/published.py)
 

@@ -11,8 +11,8 @@ from costmodel.config import Workload
 from costmodel.hardware import load_hardware
 from costmodel.kernel_time import (AttentionCall, Gemm, KernelTimer, Pointwise, inference_subs,
                                    leaf_kernels, leaves_time)
-from costmodel.model import CostModel, profile_for
 from costmodel.presets import load_preset
+from costmodel.tree import CostModel, profile_for
 
 
 def a100(**options) -> KernelTimer:

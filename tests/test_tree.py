@@ -17,9 +17,9 @@ from costmodel.config import Workload
 from costmodel.estimation import Estimate, _expressions
 from costmodel.evaluate import exact, values
 from costmodel.hardware import load_hardware
-from costmodel.model import CostModel, profile_for
 from costmodel.presets import load_preset
 from costmodel.roofline import Roofline, simulate_inference
+from costmodel.tree import CostModel, profile_for
 from reports.generation import step_costs
 from tests.odd_configs import odd_configs
 from validate.compare import build, validate

@@ -93,7 +93,7 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
 
     from .. import symbols as S
     from ..kernel_time import launches_of, leaf_kernels
-    from ..model import CostModel, profile_for
+    from ..tree import CostModel, profile_for
     from .rank import part_of
     from .split import substitution
 

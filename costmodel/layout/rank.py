@@ -1,6 +1,6 @@
 """Per-rank memory and communication of a layout: the cost tree's leaves, split, placed and summed.
 
-The training tree (costmodel/model.py) is cut into parts, each placed on pipeline stages:
+The training tree (costmodel/tree.py) is cut into parts, each placed on pipeline stages:
   embedding  the first stage           shared  every stage (RoPE tables, ALiBi slopes)
   layer      each stage, its layers    tail    the last stage (the final norm)
   head       the last stage (the output projection and the loss)
@@ -78,7 +78,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
 
     from .. import blocks as B
     from .. import symbols as S
-    from ..model import CostModel, profile_for
+    from ..tree import CostModel, profile_for
     from .split import column_inputs, local, row_outputs, substitution
 
     framework = FRAMEWORKS[layout.framework]

@@ -4,7 +4,7 @@ with its own query tokens and context, timed from the cost tree's leaves.
 This is the one place the serving simulator asks for time (the kernel-level time model of issue
 18 replaces the body of StepTime.seconds; the event loop only calls it). Today it is the existing
 roofline (costmodel/hardware.py kernel_times, as costmodel/roofline.py uses it) applied to the
-tree's "chunk" phase (costmodel/model.py: a decode step with n new tokens per sequence attending
+tree's "chunk" phase (costmodel/tree.py: a decode step with n new tokens per sequence attending
 to c keys; n = 1 is the decode step exactly):
 
 - leaves whose work depends on the context (attention scores, softmax, weighted sum) are
@@ -46,7 +46,7 @@ from .. import symbols as S
 from ..config import DTYPE_BYTES, ModelConfig, Workload
 from ..evaluate import Sweep
 from ..hardware import Efficiency, Hardware, kernel_times
-from ..model import CostModel, model_values, profile_for
+from ..tree import CostModel, model_values, profile_for
 
 QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")
 
