@@ -7,7 +7,7 @@ reaches, a fixed overhead per block, its interconnect, a clock or power limit th
 compute peaks, and the memory a run cannot use (the CUDA context's reserve; a serving engine's
 utilisation fraction). `local` is this machine, measured by validate/calibrate.py and cached.
 Every field is checked when the file is read: one sentence per bad field, all on one line.
-Pure data: the roofline that divides by these rates is costmodel/roofline.py.
+Pure data: the roofline that divides by these rates is costmodel/roofline_model.py.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 overlap, the pipeline bubble and the optimizer; MFU and HFU.
 
 Nothing here is a formula of a block. A stage's micro-batch time is its leaves' training work
-(costmodel/layout/rank.py: forward, backward, the recomputed forward) at the roofline's two kernels
+(costmodel/layout/parts.py: forward, backward, the recomputed forward) at the roofline's two kernels
 per block (costmodel/hardware.kernel_times), plus the per-block overhead. Collectives, under both
 time models, take NCCL's achievable bus bandwidth at their message size, hierarchically when their
 group spans nodes (costmodel/collectives.py); the groups are laid out tensor-parallel ranks first,
@@ -63,7 +63,7 @@ class Overlap:
 
 def leaf_factor(leaf: dict[str, Any], estimate: ParallelEstimate) -> float:
     """The factor one run of a leaf's time on one rank's tree takes in this layout, from its work
-    entry's flags (layout/rank.py), under every time model:
+    entry's flags (layout/parts.py), under every time model:
     - the attention core under context parallelism: the rank's tree has n / cp queries against
       n / cp keys; its queries see all n keys, cp times that work (layout/context.py);
     - the experts under expert parallelism: the most loaded rank's share (layout/experts.py)."""
