@@ -15,7 +15,9 @@ A kernel's time:
   - GEMM: tile and wave quantization over the SMs (NVIDIA's matrix-multiplication guide): the
     output is cut into tiles, each SM computes one tile per wave, and a wave takes a whole tile's
     FLOPs at the SM's share of the large-GEMM rate (the hardware's matmul_efficiency, a
-    microbenchmark); no GEMM runs faster than its bytes at the achievable bandwidth;
+    microbenchmark; in a training step its sustained_matmul_efficiency where measured: the GPU
+    runs saturated at the clock its power limit allows); no GEMM runs faster than its bytes at
+    the achievable bandwidth;
   - fused attention: the FLOPs the kernel executes (blocks of 128 x 128; a causal mask skips the
     blocks above the diagonal, a window those before it) at the kernel's published efficiency for
     the GPU's architecture and the sequence length (costmodel/kernel_facts.json);
@@ -124,18 +126,24 @@ class KernelTimer:
 
     def __init__(self, hardware: Hardware, dtype: str = "bf16", attention: str = "sdpa",
                  cuda_graphs: bool = False, efficiency: Efficiency | None = None, compiled: bool = False,
-                 matmul_dtype: str | None = None):
+                 matmul_dtype: str | None = None, sustained: bool = False):
         """matmul_dtype: the tensor cores' dtype where it is not the data's (FP8 training: bf16
-        tensors, products at the FP8 peak and its large-GEMM efficiency); None: the data's."""
+        tensors, products at the FP8 peak and its large-GEMM efficiency); None: the data's.
+        sustained: the GPU runs saturated for a long time (a training step), so its GEMMs run at
+        the hardware's sustained matmul efficiency (MSMF: the clock its power limit allows under
+        full load) where one is measured, else at the large-GEMM (burst, MAMF) efficiency."""
         self.hardware = hardware
         self.dtype = Workload(dtype=dtype).dtype
         self.element_bytes = DTYPE_BYTES[self.dtype]
         eff = efficiency or Efficiency(**hardware.efficiency)
         matmul = matmul_dtype or self.dtype
         self.peak = hardware.peak(matmul)
-        # The measured large-GEMM efficiency, unless an efficiency is given (--compute-efficiency).
-        self.matmul_efficiency = (eff.compute if efficiency is not None
-                                  else hardware.matmul_efficiency.get(matmul, eff.compute))
+        # The measured large-GEMM efficiency, unless an efficiency is given (--compute-efficiency);
+        # sustained (training): the power-saturated one where the hardware file states it.
+        burst = hardware.matmul_efficiency.get(matmul, eff.compute)
+        measured = hardware.sustained_matmul_efficiency.get(matmul, burst) if sustained else burst
+        self.matmul_efficiency = eff.compute if efficiency is not None else measured
+        self.sustained = sustained
         self.bandwidth = hardware.bandwidth_bytes_per_s * eff.memory
         self.vector = hardware.vector_flops_per_s * eff.compute
         self.sms = hardware.sm_count or 1
