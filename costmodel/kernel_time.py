@@ -19,7 +19,8 @@ A kernel's time:
     runs saturated at the clock its power limit allows); no GEMM runs faster than its bytes at
     the achievable bandwidth;
   - fused attention: the FLOPs the kernel executes (blocks of 128 x 128; a causal mask skips the
-    blocks above the diagonal, a window those before it) at the kernel's published efficiency for
+    blocks above the diagonal, a window those before it; a head width the kernel is not compiled
+    for padded to the next one) at the kernel's published efficiency for
     the GPU's architecture and the sequence length (costmodel/kernel_facts.json);
   - memory-bound kernels: the larger of bytes / achievable bandwidth and FLOPs / vector peak;
   - each active leaf pays the hardware's launch overhead per block, none under CUDA graphs.
@@ -157,6 +158,9 @@ class KernelTimer:
         entry = next((e for e in facts["attention_efficiency"]
                       if e["kernel"] == "flash2" and e["architecture"] == hardware.architecture), {})
         self.attention_points = entry.get("points")
+        # The head widths FlashAttention-2 is compiled for, where its figures apply (a head of
+        # another width runs the next one up, padded); elsewhere the head's own width.
+        self.attention_head_dims = tuple(facts["attention_head_dims"]["values"]) if entry else ()
         # The backward's efficiency over the forward's, where the kernel's paper gives both.
         self.attention_backward_ratio = float(entry.get("backward_ratio", 1.0))
         self.memo: dict[tuple[Any, bool], float] = {}  # (kernel, backward) -> seconds
@@ -204,8 +208,15 @@ class KernelTimer:
             return e1
         return e0 + (e1 - e0) * math.log(n_kv / n0) / math.log(n1 / n0)
 
+    def padded_head_dim(self, width: int) -> int:
+        """The head width the fused kernel computes for a head of `width`: the smallest compiled
+        one at least as wide (kernel_facts.json "attention_head_dims"); wider ones as they are."""
+        return next((d for d in self.attention_head_dims if d >= width), width)
+
     def attention_seconds(self, call: AttentionCall, backward: bool = False) -> float:
-        flops = call.executed_flops(self.block)
+        value_dim = call.value_dim or call.head_dim
+        padding = (self.padded_head_dim(call.head_dim) + self.padded_head_dim(value_dim)) / (call.head_dim + value_dim)
+        flops = call.executed_flops(self.block) * padding
         efficiency = self.attention_efficiency(call.n_kv)
         if backward:
             flops *= float(kernel_facts()["attention_backward_factor"]["value"])
