@@ -94,3 +94,32 @@ def test_training_steps_run_their_gemms_at_the_sustained_efficiency_where_it_is_
     burst = Hardware.from_dict({k: v for k, v in h100.to_dict().items() if k != "sustained_matmul_efficiency"},
                                "h100-burst")
     assert KernelStepTime(estimate, burst).step()["seconds"] < step.step()["seconds"]
+
+
+def test_full_recomputation_reruns_the_forwards_tensor_parallel_collectives():
+    """Megatron-LM's checkpointing re-runs each layer's forward in the backward, its
+    tensor-parallel collectives with it: under full recomputation a micro-batch's exposed tensor-
+    parallel time gains the row-parallel outputs' all-reduces (2 a layer), or under sequence
+    parallelism their reduce-scatters and the column-parallel inputs' all-gathers; selective
+    recomputation (the attention core) and no recomputation add none. Both time models."""
+    from costmodel.layout import Layout, ParallelEstimate
+    from costmodel.layout.kernel_step import KernelStepTime
+    from costmodel.layout.time import StepTime
+
+    cfg, a100 = load_preset("llama2-7b"), load_hardware("a100-80gb")
+    def step(recompute: str, sp: bool = False, model=StepTime):
+        workload = Workload(seq_len=2048, recompute=recompute, attention="flash")
+        return model(ParallelEstimate(cfg, workload, Layout(tp=4, sp=sp, framework="megatron")), a100)
+    for model in (StepTime, KernelStepTime):
+        full, none, selective = step("full", model=model), step("none", model=model), step("selective", model=model)
+        stage = full.estimate.stages[0]
+        boundary = full.estimate.numbers["boundary"]
+        assert boundary == 2048 * 4096 * 2  # the layer's output, bf16
+        assert full.recomputed_collectives(stage) == [("all_reduce", 2 * 32, boundary)]
+        assert none.recomputed_collectives(stage) == selective.recomputed_collectives(stage) == []
+        rerun = full.collective("tp", "all_reduce", 2 * 32 * boundary, 2 * 32)
+        assert rerun > 0
+        assert full.stage(stage)["tp"] - none.stage(stage)["tp"] == pytest.approx(rerun, rel=1e-12)
+        with_sp = step("full", sp=True, model=model)
+        assert with_sp.recomputed_collectives(stage) == [("reduce_scatter", 2 * 32, boundary),
+                                                         ("all_gather", 2 * 32, boundary)]
