@@ -56,27 +56,27 @@ def train_step_kernels(estimate, hardware, overlap=None) -> tuple[dict, list[tup
     (forward, backward and recomputed forward, all micro-batches), GEMMs by shape with the
     fraction of the peak they run at. Layouts without context or expert parallelism (their
     per-leaf factors are left out here)."""
-    from costmodel.kernel_time import MatmulCompute, Pointwise, _seconds
+    from costmodel.kernel_time import Pointwise, kernels_seconds
     from costmodel.layout.kernel_step import KernelStepTime, rank_kernels
 
     step_time = KernelStepTime(estimate, hardware, overlap=overlap)
     step, timer = step_time.step(), step_time.timer
-    runs = step_time._runs(estimate.stages[0])
+    runs = step_time.part_runs(estimate.stages[0])
     microbatches = estimate.layout.microbatches
     seconds: dict[str, float] = defaultdict(float)
     flops: dict[str, float] = defaultdict(float)
     for key, recomputed, _, kernels in rank_kernels(estimate, timer.fused_attention, timer.compiled):
+        times = runs.get(key, 0) * microbatches
         for kernel in kernels:
-            for backward in (False, True):
-                times = runs.get(key, 0) * microbatches * (2 if recomputed and not backward else 1)
-                if isinstance(kernel, Gemm):
-                    label = f"GEMM {kernel.m}x{kernel.n}x{kernel.k}" + (f" x{kernel.count}" if kernel.count > 1 else "")
-                    flops[label] += times * kernel.flops * (2 if backward else 1)
-                elif isinstance(kernel, AttentionCall):
-                    label = "fused attention"
-                elif isinstance(kernel, (Pointwise, MatmulCompute)):
-                    label = "memory-bound kernels" if isinstance(kernel, Pointwise) else "other products"
-                seconds[label] += times * _seconds(timer, kernel, backward)
+            if isinstance(kernel, Gemm):
+                label = f"GEMM {kernel.m}x{kernel.n}x{kernel.k}" + (f" x{kernel.count}" if kernel.count > 1 else "")
+                # forward (twice when recomputed) and the backward's two products of its size
+                flops[label] += times * kernel.flops * ((2 if recomputed else 1) + 2)
+            elif isinstance(kernel, AttentionCall):
+                label = "fused attention"
+            else:
+                label = "memory-bound kernels" if isinstance(kernel, Pointwise) else "other products"
+            seconds[label] += times * kernels_seconds([kernel], timer, training=True, recomputed=recomputed)
     rows = [(label, s, flops[label] / s / timer.peak if label in flops else None)
             for label, s in sorted(seconds.items(), key=lambda item: -item[1])]
     return step, rows

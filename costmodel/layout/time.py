@@ -143,14 +143,14 @@ class StepTime:
     def compute(self, stage: Stage) -> float:
         """One micro-batch's forward (and backward, training) on one rank of this pipeline stage."""
         seconds, active = 0.0, 0
-        for key, count in self._runs(stage).items():
+        for key, count in self.part_runs(stage).items():
             part, blocks = self.part_seconds.get(key, (0.0, 0))
             seconds += count * part
             active += count * blocks
         passes = 3 if self.estimate.phase == "train" else 1  # a backward runs about twice the forward's ops
         return seconds + passes * active * self.overhead_s
 
-    def _runs(self, stage: Stage) -> dict[str, int]:
+    def part_runs(self, stage: Stage) -> dict[str, int]:
         """How many times each part's leaves run on this rank in one micro-batch."""
         runs: dict[str, int] = {"shared": len(stage.layers), **self.estimate.layer_runs(stage)}
         if stage.first:
@@ -207,7 +207,8 @@ class StepTime:
         context = 0.0
         cp = communication.get("cp", {})
         if cp:  # a ring's sends overlap the attention on the block before; an all-gather does not
-            attention = sum(count * self.attention_seconds.get(key, 0.0) for key, count in self._runs(stage).items())
+            attention = sum(count * self.attention_seconds.get(key, 0.0)
+                            for key, count in self.part_runs(stage).items())
             gathered = self.collective("cp", "all_gather", cp.get("all_gather", 0) / m)
             sent = self.collective("cp", "send", cp.get("send", 0) / m)
             context = gathered + max(0.0, sent - attention)
