@@ -294,7 +294,7 @@ def formulas(model, config, block, quantities, latex) -> None:
     """The sympy expressions every number comes from, block by block."""
     from costmodel import symbols as S
     from costmodel.blocks import Cost
-    from costmodel.model import CostModel
+    from costmodel.tree import CostModel
 
     cfg = load_model(model, config)
     known = Cost.QUANTITIES + Cost.STEP_QUANTITIES

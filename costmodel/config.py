@@ -146,7 +146,8 @@ class ModelConfig:
     scale_lm_head_input: bool = False  # the decoder output times d**-0.5 before the head (T5)
     # Attend to at most this many previous tokens (Mistral v0.1, Phi-3, Gemma 2's local layers) in
     # window_layers of the decoder layers (None: all). Eager attention still computes every score
-    # and masks; the KV cache of a windowed layer is what Hugging Face's holds (costmodel/blocks.py).
+    # and masks; the KV cache of a windowed layer is what Hugging Face's holds
+    # (costmodel/blocks/attention.py).
     sliding_window: int | None = None
     window_layers: int | None = None
     qk_norm: bool = False  # an RMSNorm over each query and key head before RoPE (Qwen3)
@@ -447,7 +448,7 @@ class ModelConfig:
         return self.n_decoder_layers if self.window_layers is None else self.window_layers
 
     def layer_kind_at(self, stack: str, index: int) -> str | None:
-        """The kind label (costmodel/model.py's _TreeBuilder.layer_kinds) of layer `index` (from
+        """The kind label (costmodel/leaves.py's TreeBuilder.layer_kinds) of layer `index` (from
         0) of a stack, for placing layers on pipeline stages: layer_pattern's."""
         if stack != "decoder" or self.layer_pattern is None:
             return None
@@ -570,7 +571,7 @@ class Workload:
     # A mixture of experts' routed load: one non-negative share per expert (normalised), the same
     # in every expert layer; None: balanced. It sets each expert's tokens and FLOPs, not the total.
     expert_load: tuple[float, ...] | None = None
-    # Latent attention's form at inference (costmodel/blocks.py LatentAttention): "naive", as
+    # Latent attention's form at inference (costmodel/blocks/mla.py LatentAttention): "naive", as
     # transformers runs it, or "absorbed", as inference engines do (vLLM's MLA backend).
     mla: str = "naive"
 

@@ -47,7 +47,7 @@ def _expressions(cfg: ModelConfig, phase: str, attention: str, kv_cache: str, ml
     import sympy as sp
 
     from . import symbols as S
-    from .model import CostModel, profile_for
+    from .tree import CostModel, profile_for
 
     profile = profile_for(cfg, Workload(attention=attention, mla=mla), dropout=False, kv_cache=kv_cache)
     if phase == "decode":

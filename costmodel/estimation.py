@@ -44,7 +44,7 @@ class BlockRow:
     flops_other: int
     saved_bytes: int
     kv_cache_bytes: int
-    part: str = ""  # the leaf's place (costmodel.model.Leaf): embedding, layer, stack, head, loss
+    part: str = ""  # the leaf's place (costmodel.leaves.Leaf): embedding, layer, stack, head, loss
     stack: str | None = None
     sublayer: str | None = None
     kind: str | None = None  # the layers it runs in when they differ (dense, moe, sliding, full)
@@ -61,9 +61,9 @@ def _expressions(cfg: ModelConfig, workload: Workload) -> tuple[dict[str, Any], 
 
     from . import symbols as S
     from .memory import memory
-    from .model import CostModel, profile_for
     from .precision import param_bytes_note
     from .published import korthikanti_activation_bytes
+    from .tree import CostModel, profile_for
 
     model = CostModel(cfg, profile_for(cfg, workload))
     leaves = [leaf for leaf in model.leaves if leaf.part != "optimizer"]
@@ -88,7 +88,7 @@ def _expressions(cfg: ModelConfig, workload: Workload) -> tuple[dict[str, Any], 
         exprs["decode.flops_matmul"] = decode.total("flops_matmul").xreplace(last_step)
         exprs["decode.flops_absorbed"] = decode.variant_flops("absorbed").xreplace(last_step)
     if workload.weight_dtype:
-        from .model import WEIGHT_PARTS
+        from .leaves import WEIGHT_PARTS
 
         prefill = CostModel(cfg, model.profile, phase="prefill")
         for part in WEIGHT_PARTS:
@@ -164,7 +164,7 @@ class Estimate:
     # The symbolic side, built only when asked for.
     @cached_property
     def model(self) -> Any:
-        from .model import CostModel, profile_for
+        from .tree import CostModel, profile_for
 
         return CostModel(self.cfg, profile_for(self.cfg, self.workload))
 

@@ -13,7 +13,7 @@ import sympy as sp
 
 from . import symbols as S
 from .config import ModelConfig, Workload
-from .model import CostModel, model_values, workload_values
+from .tree import CostModel, model_values, workload_values
 
 
 def values(cfg: ModelConfig, workload: Workload) -> dict[sp.Symbol, int]:

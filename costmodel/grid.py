@@ -37,7 +37,7 @@ QUANTITIES = (
 def expressions(cfg: ModelConfig, workload: Workload) -> tuple[Any, dict[str, Any]]:
     """The cost tree's expression of every column, for the workload's profile and dtype."""
     from .memory import memory
-    from .model import CostModel, profile_for
+    from .tree import CostModel, profile_for
 
     model = CostModel(cfg, profile_for(cfg, workload))
     mem = memory(cfg, workload, model)

@@ -7,7 +7,7 @@ reaches, a fixed overhead per block, its interconnect, a clock or power limit th
 compute peaks, and the memory a run cannot use (the CUDA context's reserve; a serving engine's
 utilisation fraction). `local` is this machine, measured by validate/calibrate.py and cached.
 Every field is checked when the file is read: one sentence per bad field, all on one line.
-Pure data: the roofline that divides by these rates is costmodel/roofline.py.
+Pure data: the roofline that divides by these rates is costmodel/roofline_model.py.
 """
 
 from __future__ import annotations
@@ -90,6 +90,10 @@ class Hardware:
     # The fraction of each dtype's peak that large matmuls reach (a microbenchmark, with its
     # source): the kernel-level time model's GEMM efficiency (costmodel/kernel_time.py).
     matmul_efficiency: dict[str, float] = field(default_factory=dict)
+    # The fraction of each dtype's peak matmuls hold under sustained full load, once the board sits
+    # at its power limit and the clock below boost (MSMF, a microbenchmark): the kernel model's GEMM
+    # efficiency for training steps, which run the GPU saturated. Omitted for a dtype: matmul_efficiency.
+    sustained_matmul_efficiency: dict[str, float] = field(default_factory=dict)
     # The GPU generation (ampere, ada, hopper, blackwell, cdna3): which published attention-kernel
     # efficiencies apply (costmodel/kernel_facts.json). Empty: none do.
     architecture: str = ""
@@ -173,6 +177,8 @@ class Hardware:
             inter_node_bandwidth_bytes_per_s=float(network.get("inter_node_bandwidth_bytes_per_s", 0.0)),
             collective_latency_s=float(network.get("collective_latency_s", 0.0)),
             matmul_efficiency={str(k): float(v) for k, v in data.get("matmul_efficiency", {}).items()},
+            sustained_matmul_efficiency={str(k): float(v)
+                                         for k, v in data.get("sustained_matmul_efficiency", {}).items()},
             **{name: SCHEMA[name].kind(data[name]) for name in OPTIONAL_NUMBERS if name in data},
         )
 
@@ -195,6 +201,8 @@ class Hardware:
                 "collective_latency_s": self.collective_latency_s,
             },
         }
+        if self.sustained_matmul_efficiency:
+            out["sustained_matmul_efficiency"] = dict(self.sustained_matmul_efficiency)
         out.update({name: getattr(self, name) for name in OPTIONAL_NUMBERS if getattr(self, name) is not None})
         return out
 
@@ -240,6 +248,9 @@ SCHEMA: dict[str, Field] = {
     "efficiency": Field(dict, "fractions of the peaks a run reaches: {compute, memory}, each in (0, 1]"),
     "matmul_efficiency": Field(dict, "per dtype, the fraction of its peak large matmuls reach (a "
                                "microbenchmark such as MAMF), each in (0, 1]; the kernel time model's GEMM efficiency"),
+    "sustained_matmul_efficiency": Field(dict, "per dtype, the fraction of its peak matmuls hold under sustained "
+                                         "full load (a microbenchmark such as MSMF), each in (0, 1]; the kernel "
+                                         "time model's GEMM efficiency for training steps (omitted: matmul_efficiency)"),
     "overhead_s_per_block": Field(float, "fixed launch time of one block's kernels, seconds", low=0),
     "default_dtype": Field(str, "the dtype a simulation uses when none is asked for; must have a peak"),
     "interconnect": Field(dict, "gpus_per_node, intra_node_bandwidth_bytes_per_s, "
@@ -281,8 +292,9 @@ def schema_problems(data: Any) -> list[str]:
     problems += _section_problems(data, "efficiency", {k: Field(float, "", low=0, strict=True, high=1)
                                                       for k in ("compute", "memory")})
     problems += _section_problems(data, "interconnect", INTERCONNECT)
-    problems += _section_problems(data, "matmul_efficiency", {k: Field(float, "", low=0, strict=True, high=1)
-                                                             for k in PEAK_DTYPES})
+    for section in ("matmul_efficiency", "sustained_matmul_efficiency"):
+        problems += _section_problems(data, section, {k: Field(float, "", low=0, strict=True, high=1)
+                                                      for k in PEAK_DTYPES})
     return [p for p in problems if p]
 
 

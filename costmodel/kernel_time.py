@@ -15,9 +15,12 @@ A kernel's time:
   - GEMM: tile and wave quantization over the SMs (NVIDIA's matrix-multiplication guide): the
     output is cut into tiles, each SM computes one tile per wave, and a wave takes a whole tile's
     FLOPs at the SM's share of the large-GEMM rate (the hardware's matmul_efficiency, a
-    microbenchmark); no GEMM runs faster than its bytes at the achievable bandwidth;
+    microbenchmark; in a training step its sustained_matmul_efficiency where measured: the GPU
+    runs saturated at the clock its power limit allows); no GEMM runs faster than its bytes at
+    the achievable bandwidth;
   - fused attention: the FLOPs the kernel executes (blocks of 128 x 128; a causal mask skips the
-    blocks above the diagonal, a window those before it) at the kernel's published efficiency for
+    blocks above the diagonal, a window those before it; a head width the kernel is not compiled
+    for padded to the next one) at the kernel's published efficiency for
     the GPU's architecture and the sequence length (costmodel/kernel_facts.json);
   - memory-bound kernels: the larger of bytes / achievable bandwidth and FLOPs / vector peak;
   - each active leaf pays the hardware's launch overhead per block, none under CUDA graphs.
@@ -124,18 +127,24 @@ class KernelTimer:
 
     def __init__(self, hardware: Hardware, dtype: str = "bf16", attention: str = "sdpa",
                  cuda_graphs: bool = False, efficiency: Efficiency | None = None, compiled: bool = False,
-                 matmul_dtype: str | None = None):
+                 matmul_dtype: str | None = None, sustained: bool = False):
         """matmul_dtype: the tensor cores' dtype where it is not the data's (FP8 training: bf16
-        tensors, products at the FP8 peak and its large-GEMM efficiency); None: the data's."""
+        tensors, products at the FP8 peak and its large-GEMM efficiency); None: the data's.
+        sustained: the GPU runs saturated for a long time (a training step), so its GEMMs run at
+        the hardware's sustained matmul efficiency (MSMF: the clock its power limit allows under
+        full load) where one is measured, else at the large-GEMM (burst, MAMF) efficiency."""
         self.hardware = hardware
         self.dtype = Workload(dtype=dtype).dtype
         self.element_bytes = DTYPE_BYTES[self.dtype]
         eff = efficiency or Efficiency(**hardware.efficiency)
         matmul = matmul_dtype or self.dtype
         self.peak = hardware.peak(matmul)
-        # The measured large-GEMM efficiency, unless an efficiency is given (--compute-efficiency).
-        self.matmul_efficiency = (eff.compute if efficiency is not None
-                                  else hardware.matmul_efficiency.get(matmul, eff.compute))
+        # The measured large-GEMM efficiency, unless an efficiency is given (--compute-efficiency);
+        # sustained (training): the power-saturated one where the hardware file states it.
+        burst = hardware.matmul_efficiency.get(matmul, eff.compute)
+        measured = hardware.sustained_matmul_efficiency.get(matmul, burst) if sustained else burst
+        self.matmul_efficiency = eff.compute if efficiency is not None else measured
+        self.sustained = sustained
         self.bandwidth = hardware.bandwidth_bytes_per_s * eff.memory
         self.vector = hardware.vector_flops_per_s * eff.compute
         self.sms = hardware.sm_count or 1
@@ -149,6 +158,9 @@ class KernelTimer:
         entry = next((e for e in facts["attention_efficiency"]
                       if e["kernel"] == "flash2" and e["architecture"] == hardware.architecture), {})
         self.attention_points = entry.get("points")
+        # The head widths FlashAttention-2 is compiled for, where its figures apply (a head of
+        # another width runs the next one up, padded); elsewhere the head's own width.
+        self.attention_head_dims = tuple(facts["attention_head_dims"]["values"]) if entry else ()
         # The backward's efficiency over the forward's, where the kernel's paper gives both.
         self.attention_backward_ratio = float(entry.get("backward_ratio", 1.0))
         self.memo: dict[tuple[Any, bool], float] = {}  # (kernel, backward) -> seconds
@@ -196,8 +208,15 @@ class KernelTimer:
             return e1
         return e0 + (e1 - e0) * math.log(n_kv / n0) / math.log(n1 / n0)
 
+    def padded_head_dim(self, width: int) -> int:
+        """The head width the fused kernel computes for a head of `width`: the smallest compiled
+        one at least as wide (kernel_facts.json "attention_head_dims"); wider ones as they are."""
+        return next((d for d in self.attention_head_dims if d >= width), width)
+
     def attention_seconds(self, call: AttentionCall, backward: bool = False) -> float:
-        flops = call.executed_flops(self.block)
+        value_dim = call.value_dim or call.head_dim
+        padding = (self.padded_head_dim(call.head_dim) + self.padded_head_dim(value_dim)) / (call.head_dim + value_dim)
+        flops = call.executed_flops(self.block) * padding
         efficiency = self.attention_efficiency(call.n_kv)
         if backward:
             flops *= float(kernel_facts()["attention_backward_factor"]["value"])
@@ -406,7 +425,7 @@ def inference_subs(cfg: Any, dtype: str, batch: int, seq_len: int, context: int 
     import sympy as sp
 
     from . import symbols as S
-    from .model import model_values
+    from .tree import model_values
 
     values = {**model_values(cfg), S.b: batch, S.n: seq_len, S.T: 0,
               S.s: seq_len if source_len is None else source_len,

@@ -23,8 +23,8 @@ import sympy as sp
 
 from . import symbols as S
 from .config import ModelConfig, Workload
-from .model import CostModel, profile_for
 from .precision import ParamBytes
+from .tree import CostModel, profile_for
 
 
 def activation_bytes(model: CostModel) -> sp.Expr:

@@ -20,7 +20,7 @@ step one, which has no moments before the AdamW step. Without an lm head (BERT, 
 outputs) the backward peak lies later, among backward's transients: this candidate is then 4% low
 (bert d=64, b=4, n=256: 36,276,996 vs 37,720,584 measured).
 
-Every term is a sum over the training tree's leaves (costmodel/model.py) under the workload's
+Every term is a sum over the training tree's leaves (costmodel/tree.py) under the workload's
 precision policy ("pure" is what torch.optim does on a model built in one dtype, and what
 MemTracker measured); this module only sums and orders them.
 """
@@ -34,7 +34,7 @@ import sympy as sp
 from .config import ConfigError, ModelConfig, Workload
 from .evaluate import exact, values
 from .memory import PHASE_QUANTITIES, activation_bytes, inference_bytes, inference_phases
-from .model import CostModel, profile_for
+from .tree import CostModel, profile_for
 
 OPTIMIZER_IMPLS = ("single", "foreach", "fused")
 

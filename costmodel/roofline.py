@@ -1,334 +1,33 @@
-"""FLOPs and bytes become seconds: roofline times for prefill, decode and training on a hardware preset.
+"""Timelines on a hardware preset: a generation (prefill, then decode steps as the context grows) and a training step.
 
-Pure analytic (no torch), and no formulas: it divides the cost tree's leaves by the hardware's rates
-(costmodel/hardware.py). A block runs two kinds of kernels one after the other: its matrix
-products, on the matmul units (tensor cores; a CPU's fused multiply-add pipelines), and its other
-ops (norms, softmax, activations, adds), on the vector units. Each kind takes its own roofline time,
-max(FLOPs / (peak x compute efficiency), bytes moved / (bandwidth x memory efficiency)), with the
-matmul peak of the dtype for the products and the vector peak for the rest; a block adds a fixed
-overhead (kernel launches, or the interpreter's dispatch of its few ops on a CPU). A pass is the sum
-over blocks, and each figure says which resource bounds it.
-
-Phases are the tree's: the prefill (a forward over the prompt: for an encoder-decoder, the encoder
-over the source and the decoder over its prompt), a decode step (one token attending to its
-context, and to the source in cross-attention), and a training step (forward, backward, reruns
-under recomputation, then the optimizer leaf's pass).
+simulate_inference strings the Roofline's passes (costmodel/roofline_model.py: each block's
+kernels at the hardware's rates) into a generation: the prefill, the decode steps with and without
+a KV cache, summed in closed form over any number of steps (costmodel/decode_sums.py), tokens/s,
+the crossover batch and what fits; or, under the kernel-level time model, the leaves' kernels timed
+by their shapes (costmodel/kernel_time.py). training_step and simulate_training time one training
+step (forward, backward, reruns under recomputation, then the optimizer leaf's pass), its MFU and
+the cost of a run.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import sympy as sp
 
-from . import symbols as S
-from .config import DTYPE_BYTES, KV_CACHES, ConfigError, ModelConfig, Workload, require_decoder, show
+from .config import DTYPE_BYTES, ConfigError, ModelConfig, Workload
 from .decode_sums import NoClosedForm, Rates, StepSums
-from .evaluate import Sweep, values
-from .hardware import Efficiency, Hardware, kernel_times, time_model_for
-from .memory import inference_phases, memory
-from . import blocks as B
-from .model import CostModel, Leaf, model_values, profile_for
+from .evaluate import values
+from .hardware import Efficiency, Hardware, time_model_for
+from .memory import memory
+from .tree import CostModel, profile_for
 from .model_flops import model_flops
+from .roofline_model import Roofline, Timing, block_runs
 
-KERNEL_QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")  # per block
-
-
-@dataclass(frozen=True)
-class Timing:
-    """A roofline time: compute time, memory time, the time the kernels take (each kernel the
-    larger of its two), the fixed overhead, and which resource is busy longer."""
-
-    flops: float
-    bytes: float
-    compute_s: float
-    memory_s: float
-    busy_s: float  # sum over kernels of max(compute, memory)
-    overhead_s: float = 0.0  # fixed launch/dispatch time of the blocks' ops
-
-    @classmethod
-    def of(cls, matmul: tuple[float, float], other: tuple[float, float], peak: float, vector: float,
-           bandwidth: float, overhead_s: float = 0.0) -> "Timing":
-        """The matrix products' (FLOPs, bytes) at the matmul peak, then the other ops' at the
-        vector peak: two kernels one after the other, each at its own roofline time."""
-        parts = kernel_times(*matmul, *other, peak, vector, bandwidth)
-        return cls(matmul[0] + other[0], matmul[1] + other[1], *(float(x) for x in parts), overhead_s)
-
-    @property
-    def seconds(self) -> float:
-        return self.busy_s + self.overhead_s
-
-    @property
-    def bound(self) -> str:
-        return "compute" if self.compute_s >= self.memory_s else "memory"
-
-    @property
-    def intensity(self) -> float:
-        """FLOPs per byte moved."""
-        return self.flops / self.bytes if self.bytes else math.inf
-
-    def __add__(self, other: "Timing") -> "Timing":
-        return Timing(
-            self.flops + other.flops, self.bytes + other.bytes,
-            self.compute_s + other.compute_s, self.memory_s + other.memory_s,
-            self.busy_s + other.busy_s, self.overhead_s + other.overhead_s,
-        )
-
-
-@dataclass(frozen=True)
-class BlockTiming:
-    path: str
-    timing: Timing
-    seconds: float  # the block's own roofline time and overhead
-
-
-class Roofline:
-    """Roofline times of one model on one machine, block by block."""
-
-    def __init__(self, cfg: ModelConfig, hardware: Hardware, dtype: str = "bf16",
-                 efficiency: Efficiency | None = None, attention: str = "eager",
-                 kv_cache: str = "dynamic", cuda_graphs: bool = False,
-                 quantization: dict[str, Any] | None = None, mla: str = "naive"):
-        self.cfg = cfg
-        self.hardware = hardware
-        self.attention, self.kv_cache = attention, kv_cache
-        self.dtype = Workload(dtype=dtype).dtype
-        eff = efficiency or Efficiency(**hardware.efficiency)
-        self.efficiency = eff
-        self.efficiency_given = efficiency  # None: the hardware's (the kernel model's own defaults)
-        self.flops_per_s = hardware.peak(self.dtype) * eff.compute
-        self.vector_flops_per_s = hardware.vector_flops_per_s * eff.compute
-        self.bytes_per_s = hardware.bandwidth_bytes_per_s * eff.memory
-        self.overhead_s = hardware.overhead_s_per_block
-        # CUDA graphs replay a captured decode step: no launch per kernel (the prefill runs eagerly).
-        self.decode_overhead_s = 0.0 if cuda_graphs else self.overhead_s
-        if kv_cache not in KV_CACHES:
-            raise ConfigError(f"kv_cache must be one of {', '.join(KV_CACHES)}, got {show(kv_cache)}.")
-        self.workload = Workload(attention=attention, dtype=self.dtype, mla=mla, **(quantization or {}))
-        # Quantized weights or KV cache change the bytes the closed-form sums do not model.
-        self.quantized = any(v is not None for v in (quantization or {}).values())
-        profile = profile_for(cfg, self.workload, dropout=False, kv_cache=kv_cache)
-        self.prefill_model = CostModel(cfg, profile, phase="prefill")
-        self.decode_model = CostModel(cfg, profile, phase="decode") if cfg.n_decoder_layers else None
-        self.encoder_decoder = cfg.architecture == "encoder-decoder"
-
-    def _values(self, batch: int, seq_len: int, source_len: int | None = None,
-                context: int | None = None) -> dict:
-        subs = {**model_values(self.cfg), S.b: batch, S.n: seq_len, S.T: 0,
-                S.s: seq_len if source_len is None else source_len,
-                S.c: seq_len if context is None else context, S.e: DTYPE_BYTES[self.dtype]}
-        return {k: sp.Integer(v) for k, v in subs.items()}
-
-    def _sweep(self, model: CostModel, leaves: tuple[Leaf, ...] | None = None
-               ) -> tuple[dict[str, tuple[int, bool]], Sweep]:
-        """One lambdified function for every leaf's FLOPs and bytes moved, matmul and other, and
-        how many times each leaf runs (its layers) and whether it runs any op."""
-        runs, expressions = {}, {}
-        fixed = {k: sp.Integer(v) for k, v in model_values(model.cfg).items()}
-        for leaf in model.leaves if leaves is None else leaves:
-            runs[leaf.path] = (int(leaf.count.xreplace(fixed)), leaf.cost.is_active())
-            for quantity in KERNEL_QUANTITIES:
-                expressions[f"{leaf.path}|{quantity}"] = (matmul_traffic(leaf) if quantity == "bytes_matmul"
-                                                          else leaf.total(quantity))
-        return runs, Sweep(model, expressions)
-
-    @cached_property
-    def _prefill_sweep(self) -> tuple[dict[str, tuple[int, bool]], Sweep]:
-        return self._sweep(self.prefill_model)
-
-    @cached_property
-    def _rerun_sweep(self) -> tuple[dict[str, tuple[int, bool]], Sweep]:
-        """A generation step without a KV cache reruns the decoder side over every token so far;
-        an encoder-decoder keeps its encoder's output."""
-        return self._sweep(self.prefill_model, self.prefill_model.select(stack="decoder"))
-
-    @cached_property
-    def _decode_sweep(self) -> tuple[dict[str, tuple[int, bool]], Sweep]:
-        return self._sweep(self.decoder_tree())
-
-    def decoder_tree(self) -> CostModel:
-        require_decoder(self.cfg)
-        return self.decode_model
-
-    def _times(self, sweep: tuple[dict[str, tuple[int, bool]], Sweep], decode: bool = False,
-               **workload) -> tuple[list[BlockTiming], Any]:
-        """Per-block timings at the first point and the roofline seconds at every point."""
-        import numpy as np
-
-        runs, function = sweep
-        out = function(e=DTYPE_BYTES[self.dtype], **workload)
-        seconds = 0.0
-        blocks = []
-        for path, (count, active) in runs.items():
-            f_mm, b_mm, f_o, b_o = (np.asarray(out[f"{path}|{q}"]) for q in KERNEL_QUANTITIES)
-            overhead = (self.decode_overhead_s if decode else self.overhead_s) * count if active else 0.0
-            _, _, busy = kernel_times(f_mm, b_mm, f_o, b_o, self.flops_per_s,
-                                      self.vector_flops_per_s, self.bytes_per_s)
-            seconds = seconds + busy + overhead
-            first = Timing.of((float(f_mm.flat[0]), float(b_mm.flat[0])),
-                              (float(f_o.flat[0]), float(b_o.flat[0])), self.flops_per_s,
-                              self.vector_flops_per_s, self.bytes_per_s, overhead)
-            blocks.append(BlockTiming(path, first, first.seconds))
-        return blocks, seconds
-
-    def prefill(self, batch: int, seq_len: Any, source_len: Any = None
-                ) -> tuple[Timing, Any, list[BlockTiming]]:
-        """A forward over the prompt (no loss): totals at the first length, roofline seconds at
-        every length given (an int or an array), and the blocks at the first length. seq_len is
-        the decoder's prompt; an encoder-decoder's encoder runs over source_len tokens."""
-        source = seq_len if source_len is None else source_len
-        blocks, seconds = self._times(self._prefill_sweep, n=seq_len, s=source, b=batch)
-        return self._sum(blocks), seconds, blocks
-
-    def rerun(self, batch: int, context: Any, source_len: Any = 1) -> tuple[Timing, Any, list[BlockTiming]]:
-        """A generation step without a cache: the decoder side over `context` tokens."""
-        blocks, seconds = self._times(self._rerun_sweep, n=context, s=source_len, b=batch)
-        return self._sum(blocks), seconds, blocks
-
-    def decode(self, batch: int, context: Any, source_len: int = 1) -> tuple[Timing, Any, list[BlockTiming]]:
-        """Cached decode steps of `batch` sequences attending to `context` keys (int or array)."""
-        blocks, seconds = self._times(self._decode_sweep, decode=True, n=1, b=batch, s=source_len, c=context)
-        return self._sum(blocks), seconds, blocks
-
-    @staticmethod
-    def _sum(blocks: list[BlockTiming]) -> Timing:
-        """Totals: the blocks' compute, memory, busy and overhead times summed."""
-        total = Timing(0.0, 0.0, 0.0, 0.0, 0.0)
-        for block in blocks:
-            total = total + block.timing
-        return total
-
-    def decode_crossover_batch(self, context: int | None = None, source_len: int = 1) -> float:
-        """The batch at which a decode step's matrix products turn from memory- to compute-bound.
-
-        Their FLOPs are linear in b, F = f*b; their bytes piecewise linear, B = B0 + B1*b on each
-        piece (B0: weights; B1: each sequence's activations and KV cache at `context`). A mixture
-        of experts reads an expert's weights once per step if any token routes to it: min(E, b k)
-        experts, so its bytes grow with b up to b = E/k and are all E experts' beyond. On each
-        piece compute time equals memory time at b* = B0*P / (f*W - B1*P) (P peak FLOP/s, W
-        bandwidth; both with efficiencies); the crossover is the first piece whose b* lies in it.
-        context=None drops the per-sequence traffic (B1 = 0): the classic weights-only figure,
-        peak/bandwidth x (bytes per parameter) / (2 FLOPs per parameter).
-        """
-        model = self.decoder_tree()
-        flops = model.total("flops_matmul")
-        moved = sp.Add(*(matmul_traffic(leaf) for leaf in model.leaves))  # quantized weights as stored
-        subs = self._values(1, 1, source_len, context if context is not None else 1)
-        subs.pop(S.b)
-        f = float(sp.expand(flops.xreplace(subs)).coeff(S.b, 1))
-        moved_b = moved.xreplace(subs)
-        for lower, upper, piece in _linear_pieces(moved_b, S.b):
-            line = sp.expand(piece)
-            b0, b1 = float(line.coeff(S.b, 0)), float(line.coeff(S.b, 1))
-            if context is None:
-                b1 = 0.0
-            denominator = f * self.bytes_per_s - b1 * self.flops_per_s
-            batch = math.inf if denominator <= 0 else b0 * self.flops_per_s / denominator
-            if lower <= batch <= upper:
-                return batch
-        return math.inf
-
-    def fits(self, batch: int, context: int, source_len: int = 1,
-             prompt: int | None = None) -> dict[str, Any]:
-        """Inference memory (costmodel.memory: each phase's weights, buffers, ids, logits and KV
-        cache) at this batch: a decode step at `context` keys and, if a prompt is given, its
-        prefill; whether it fits; the largest batch at this context and the longest context at
-        this batch (both phases fitting)."""
-        self.decoder_tree()
-        phases = inference_phases(self.cfg, self.prefill_model.profile)
-        subs = self._values(batch, prompt or 1, source_len)
-        decode = phases["decode"].xreplace({S.T: S.c - S.n})
-        capacity = self.hardware.serving_memory_bytes
-
-        def linear(expr: sp.Expr, variable: sp.Symbol, at: dict) -> tuple[int, int]:
-            line = sp.expand(expr.xreplace({k: v for k, v in at.items() if k != variable}))
-            return int(line.coeff(variable, 0)), int(line.coeff(variable, 1))
-
-        at_context = {**subs, S.c: sp.Integer(context)}
-        needed = {"decode": int(decode.xreplace(at_context))}
-        fixed, per_sequence = linear(decode, S.b, at_context)
-        max_batch = (capacity - fixed) // per_sequence
-        max_context = longest_context(decode.xreplace({k: v for k, v in subs.items() if k != S.c}),
-                                      capacity)
-        if prompt is not None:
-            needed["prefill"] = int(phases["prefill"].xreplace(subs))
-            fixed_p, per_prompt = linear(phases["prefill"], S.b, subs)
-            max_batch = min(max_batch, (capacity - fixed_p) // per_prompt)
-            if needed["prefill"] > capacity:
-                max_context = 0
-        total = max(needed.values())
-        kv = sp.expand(self.decode_model.total("kv_cache_bytes").xreplace(
-            {k: v for k, v in at_context.items() if k not in (S.b, S.c)}))
-        below_windows = kv.replace(sp.Min, lambda *args: S.c if S.c in args else sp.Min(*args))
-        return {
-            "weights": int(self.prefill_model.total("weight_bytes").xreplace(subs)),
-            "kv_bytes_per_token": int(sp.expand(below_windows).coeff(S.b, 1).coeff(S.c, 1)),
-            "bytes": total,
-            "bytes_by_phase": needed,
-            "fits": total <= capacity,
-            "prefill_fits": needed.get("prefill", 0) <= capacity,
-            "max_batch": max(max_batch, 0),
-            "max_context": max(max_context, 0),
-        }
-
-
-def matmul_traffic(leaf: Leaf) -> sp.Expr:
-    """A leaf's matrix-product traffic with its weights as stored: a quantized leaf reads its
-    quantized matrices (data, scales, zeros, tables) instead of e bytes per weight. The
-    dequantisation runs in the GEMM's registers (weight-only kernels: gpt-fast, Marlin, bitsandbytes):
-    no traffic of its own, a stated convention. Routed experts (only some of their weights read)
-    keep the unquantized traffic."""
-    moved = leaf.total("bytes_matmul")
-    if leaf.weight_format is None or not leaf.cost.matrices or leaf.cost.inactive_params != 0:
-        return moved
-    stored = leaf.count * sp.Add(*B.quantized_bytes(leaf.cost.matrices, leaf.weight_format).values())
-    return moved - leaf.count * S.e * leaf.cost.matrix_params + stored
-def _linear_pieces(expr: sp.Expr, variable: sp.Symbol) -> list[tuple[float, float, sp.Expr]]:
-    """A piecewise-linear expression in `variable` >= 0 whose only kinks are Min/Max of linear
-    terms, as (lower, upper, the linear expression there), pieces in increasing order."""
-    kinks = [a for a in expr.atoms(sp.Min, sp.Max) if variable in a.free_symbols]
-    points = sorted({float(x) for kink in kinks for i, p in enumerate(kink.args) for q in kink.args[i + 1:]
-                     for x in sp.solve(sp.Eq(p, q), variable) if x.is_real and x > 0})
-    edges = [0.0, *points, math.inf]
-    pieces = []
-    for lower, upper in zip(edges, edges[1:]):
-        inside = sp.Float(lower + 1 if upper == math.inf else (lower + upper) / 2)
-        chosen = {kink: min(kink.args, key=lambda a: float(a.xreplace({variable: inside})))
-                  if isinstance(kink, sp.Min) else
-                  max(kink.args, key=lambda a: float(a.xreplace({variable: inside})))
-                  for kink in kinks}
-        pieces.append((lower, upper, expr.xreplace(chosen)))
-    return pieces
-
-
-def longest_context(needed: sp.Expr, capacity: int) -> int | float:
-    """The most keys c at which `needed` (bytes, nondecreasing in c: a cache that grows by a key
-    each step, or stops at a sliding window) stays within capacity; math.inf where it never
-    passes it (every layer windowed), 0 where one key does not fit. Exact: the integer search
-    evaluates the expression itself, so the windows' Min(c, w) need no special case."""
-    def at(keys: int) -> int:
-        return int(needed.xreplace({S.c: sp.Integer(keys)}))
-
-    beyond = 2**62  # more keys than any context; fitting there means fitting at any length
-    if at(1) > capacity:
-        return 0
-    if at(beyond) <= capacity:
-        return math.inf
-    fits, fails = 1, beyond
-    while fails - fits > 1:
-        middle = (fits + fails) // 2
-        fits, fails = (middle, fails) if at(middle) <= capacity else (fits, middle)
-    return fits
-
-
-def block_runs(model: CostModel) -> int:
-    """How many blocks one pass runs (each leaf times its layers), counting those that compute or
-    move anything: what the per-block overhead is paid for."""
-    fixed = {k: sp.Integer(v) for k, v in model_values(model.cfg).items()}
-    return sum(int(leaf.count.xreplace(fixed)) for leaf in model.leaves if leaf.cost.is_active())
+#: What other modules import from here: the timelines, and the passes' Roofline they are built on.
+__all__ = ["DECODE_CHUNK", "KernelSteps", "Rates", "Roofline", "Timing", "block_runs", "generation_seconds",
+           "linear_sum", "mfu", "simulate_inference", "simulate_training", "stepwise_generation_seconds",
+           "training_step"]
 
 
 def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,
@@ -397,8 +96,6 @@ def _timing_dict(timing: Timing, seconds: float) -> dict[str, Any]:
         "compute_busy_fraction": timing.compute_s / seconds if seconds else 0.0,
         "memory_busy_fraction": timing.memory_s / seconds if seconds else 0.0,
     }
-
-
 
 
 class KernelSteps:

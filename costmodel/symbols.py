@@ -1,7 +1,7 @@
 """Every dimension of the cost model, declared once as a sympy symbol.
 
 Model dimensions come from a ModelConfig; workload dimensions (batch, lengths, bytes per element)
-come from a Workload. Formulas in blocks.py are built only from these symbols, so one expression
+come from a Workload. Formulas in blocks/ are built only from these symbols, so one expression
 serves the LaTeX, the exact integers and the vectorised sweeps.
 """
 

@@ -1,6 +1,6 @@
 """Small expression pieces the formulas share: element sizes by dtype name and conditional terms.
 
-blocks.py and kernels.py build their formulas from these and from costmodel.symbols; nothing here
+blocks/ and kernels.py build their formulas from these and from costmodel.symbols; nothing here
 is a formula of a block, only how a dtype or a condition reads as an expression.
 """
 

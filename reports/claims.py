@@ -20,7 +20,7 @@ import sympy as sp
 from costmodel import symbols as S
 from costmodel.config import ModelConfig
 from costmodel.evaluate import exact
-from costmodel.model import CostModel, model_values
+from costmodel.tree import CostModel, model_values
 
 from .series import load_model
 from .text import binary_bytes, count, si

@@ -25,7 +25,7 @@ import sympy as sp
 from costmodel import symbols as S
 from costmodel.config import ModelConfig
 from costmodel.evaluate import Sweep
-from costmodel.model import CostModel
+from costmodel.tree import CostModel
 
 #: The summation index of the steps (step t has t tokens of context).
 t = sp.Symbol("t", integer=True, positive=True)

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from costmodel.config import ModelConfig, Workload
 from costmodel.evaluate import exact, values
 from costmodel.memory import memory
-from costmodel.model import CostModel, profile_for
+from costmodel.tree import CostModel, profile_for
 
 from .output import progress as default_progress
 

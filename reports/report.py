@@ -1,49 +1,27 @@
-"""Build the report: figures, CSV tables, the claims, then index.html and report.md.
+"""Build the report's data: figures, CSV tables, the summary and the claims; then write them with the pages.
 
 Each make_* function computes one figure's numbers (series.py, generation.py, measured.py: all from
-the cost tree or a measurement) and returns a Made: the figure, its caption and its table. The
-report writes each figure as PNG and SVG, each table as CSV, and pages that show them all. Files
-are written only once everything is computed, each one atomically.
+the cost tree or a measurement) and returns a Made (reports/made.py): the figure, its caption and
+its table. build gathers them in a Report; write writes each figure as PNG and SVG, each table as
+CSV, and the pages that show them all (rendered by reports/pages.py). Files are written only once
+everything is computed, each one atomically.
 """
 
 from __future__ import annotations
 
-import base64
-import html
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from costmodel.config import ModelConfig, Workload
 from costmodel.presets import load_preset, preset_names
 
 from . import output, series
-from .text import binary_bytes, count, si
+from .made import SUMMARY_ATTENTION, Made, Progress, Report
+from .pages import html_page, markdown
 
-Progress = Callable[[str], None]
-FORMATS = ("png", "svg")
-
-
-@dataclass
-class Made:
-    """One figure with its caption and the table of the numbers it draws."""
-
-    name: str  # file stem: figures/<name>.png, tables/<name>.csv
-    title: str
-    caption: str
-    figure: Any
-    headers: Sequence[str] = ()
-    rows: list[Sequence[Any]] = field(default_factory=list)
-    images: dict[str, bytes] = field(default_factory=dict)  # format -> bytes, once rendered
-
-    def render(self, formats: Sequence[str] = FORMATS) -> None:
-        """Render to bytes and close the matplotlib figure."""
-        from .figures import pyplot
-
-        for fmt in formats:
-            self.images[fmt] = output.figure_bytes(self.figure, fmt)
-        pyplot().close(self.figure)
+#: What other modules import from here besides the make_* functions, build and write.
+__all__ = ["Made", "Progress", "Report", "SUMMARY_ATTENTION", "summary_rows"]
 
 
 def _power_of_two_above(x: float) -> int:
@@ -309,9 +287,6 @@ def make_validation(cfgs: Sequence[ModelConfig], progress: Progress, full_size: 
 # The summary table
 
 
-SUMMARY_ATTENTION = "sdpa"
-
-
 def summary_rows(cfgs: Sequence[ModelConfig], batch: int, dtype: str) -> tuple[list[str], list[list]]:
     """One row per model from costmodel.estimation.Estimate at its usual context length."""
     from costmodel.estimation import Estimate
@@ -334,32 +309,6 @@ def summary_rows(cfgs: Sequence[ModelConfig], batch: int, dtype: str) -> tuple[l
                      regime["attention_share"], regime["dominant"]])
     return headers, rows
 
-
-def summary_display(rows: list[list]) -> tuple[list[str], list[list[str]]]:
-    headers = ["model", "architecture", "parameters", "n", "forward FLOPs / token",
-               "training FLOPs (batch)", "weights", "training memory", "KV cache", "n*",
-               "attention share", "dominant"]
-    shown = [[r[0], r[1], count(r[2]), f"{r[3]:,}", si(r[6], "FLOP"), si(r[7], "FLOP"),
-              binary_bytes(r[8]), binary_bytes(r[9]), binary_bytes(r[10]) if r[10] else "none",
-              f"{r[11]:,.0f}", f"{100 * r[12]:.1f}%", r[13]] for r in rows]
-    return headers, shown
-
-
-# ---------------------------------------------------------------------------------------------
-# Building and writing
-
-
-@dataclass
-class Report:
-    cfgs: list[ModelConfig]
-    made: list[Made]
-    summary: tuple[list[str], list[list]]
-    claims: list[Any]
-    table1: list[Any]
-    notes: list[str]
-    command: str
-    batch: int
-    dtype: str
 
 
 # ---------------------------------------------------------------------------------------------
@@ -510,149 +459,3 @@ def write(report: Report, out: str | Path) -> list[Path]:
     written.append(output.write_text(out / "report.md", markdown(report)))
     written.append(output.write_text(out / "index.html", html_page(report)))
     return written
-
-
-# ---------------------------------------------------------------------------------------------
-# Pages
-
-
-def _title(report: Report) -> str:
-    return "Cost report: " + ", ".join(c.name for c in report.cfgs)
-
-
-def _intro(report: Report) -> str:
-    return (f"Every number below comes from the cost tree (costmodel/): sympy expressions owned by "
-            f"one block each, evaluated exactly or over arrays. Workload of the summary and the "
-            f"memory figures: batch {report.batch}, {report.dtype}, each model at its usual "
-            f"context length; the summary's training memory with a fused attention kernel "
-            f"({SUMMARY_ATTENTION}, no n x n matrix kept). Measured points come from validate/'s reference model.")
-
-
-def _claims_rows(report: Report) -> list[list[str]]:
-    return [[c.mark, c.statement, c.tree, c.measured or "-", c.note] for c in report.claims]
-
-
-def _table1_rows(report: Report) -> list[list[str]]:
-    return [[r.layer.strip(), r.complexity, si(r.flops_translation, "FLOP"), si(r.flops_long, "FLOP"),
-             r.sequential, r.path_length, r.from_tree] for r in report.table1]
-
-
-TABLE1_HEADERS = ["layer", "complexity per layer", "FLOPs at n = 50", "FLOPs at n = 4096",
-                  "sequential operations", "maximum path length", "from"]
-CLAIM_HEADERS = ["", "claim", "cost tree", "measured", "note"]
-
-
-def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    escape = lambda text: str(text).replace("|", "\\|").replace("\n", " ")  # noqa: E731
-    lines = ["| " + " | ".join(escape(h) for h in headers) + " |",
-             "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(escape(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def markdown(report: Report) -> str:
-    holding = sum(c.holds for c in report.claims)
-    parts = [f"# {_title(report)}", "", _intro(report), ""]
-    if report.command:
-        parts += [f"Made with `{report.command}`.", ""]
-    parts += ["## Summary", "", _md_table(*summary_display(report.summary[1])), ""]
-    for made in report.made:
-        parts += [f"## {made.title}", "", f"![{made.title}](figures/{made.name}.png)", "",
-                  made.caption, "", f"Numbers: [tables/{made.name}.csv](tables/{made.name}.csv); "
-                  f"vector figure: [figures/{made.name}.svg](figures/{made.name}.svg).", ""]
-    parts += [f"## The introductory articles' claims, checked ({holding} of {len(report.claims)} hold)", "",
-              _md_table(CLAIM_HEADERS, _claims_rows(report)), "",
-              "### Vaswani et al. 2017, Table 1, at d = 512", "",
-              _md_table(TABLE1_HEADERS, _table1_rows(report)), "",
-              "Recurrent and convolutional rows use the papers' comparison formulas "
-              "(reports/claims.py), not the cost model.", ""]
-    if report.notes:
-        parts += ["## Notes", "", *(f"- {note}" for note in report.notes), ""]
-    return "\n".join(parts)
-
-
-CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif;
-       margin: 0 auto; max-width: 1180px; padding: 24px 32px 64px; color: #1d1d1f;
-       background: #ffffff; line-height: 1.45; }
-h1 { font-size: 26px; margin-bottom: 4px; }
-h2 { font-size: 20px; margin-top: 40px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
-figure { margin: 16px 0; }
-figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
-figcaption { color: #444; font-size: 14px; margin-top: 6px; }
-table { border-collapse: collapse; font-size: 13px; margin: 12px 0; }
-th, td { border-bottom: 1px solid #e5e5e5; padding: 5px 9px; text-align: left; vertical-align: top; }
-th { background: #f5f5f7; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-td.ok { color: #1a7f37; font-size: 18px; } td.bad { color: #c62828; font-size: 18px; }
-nav a { margin-right: 14px; } .muted { color: #666; font-size: 13px; }
-"""
-
-IMAGE_CHECK = """
-<script>
-window.addEventListener("load", function () {
-  var images = document.images, loaded = 0;
-  for (var i = 0; i < images.length; i++) {
-    if (images[i].complete && images[i].naturalWidth > 0) { loaded++; }
-  }
-  var check = document.getElementById("image-check");
-  check.setAttribute("data-loaded", String(loaded));
-  check.setAttribute("data-total", String(images.length));
-  check.textContent = loaded + " of " + images.length + " figures loaded.";
-});
-</script>
-"""
-
-
-def _html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], marks: bool = False) -> str:
-    e = html.escape
-    head = "".join(f"<th>{e(str(h))}</th>" for h in headers)
-    body = []
-    for row in rows:
-        cells = []
-        for i, cell in enumerate(row):
-            cls = ""
-            if marks and i == 0:
-                cls = ' class="ok"' if cell == "\u2713" else ' class="bad"'
-            cells.append(f"<td{cls}>{e(str(cell))}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
-def html_page(report: Report) -> str:
-    """A self-contained page: figures embedded as base64 PNG, no network."""
-    e = html.escape
-    holding = sum(c.holds for c in report.claims)
-    nav = " ".join(f'<a href="#{m.name}">{e(m.title)}</a>' for m in report.made)
-    parts = [
-        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{e(_title(report))}</title>", f"<style>{CSS}</style>", "</head>", "<body>",
-        f"<h1>{e(_title(report))}</h1>", f"<p>{e(_intro(report))}</p>",
-    ]
-    if report.command:
-        parts.append(f'<p class="muted">Made with <code>{e(report.command)}</code>.</p>')
-    parts += [f"<nav>{nav} <a href=\"#claims\">Claims</a></nav>", "<h2 id=\"summary\">Summary</h2>",
-              _html_table(*summary_display(report.summary[1]))]
-    for made in report.made:
-        data = base64.b64encode(made.images["png"]).decode("ascii")
-        parts += [
-            f'<h2 id="{made.name}">{e(made.title)}</h2>', "<figure>",
-            f'<img src="data:image/png;base64,{data}" alt="{e(made.title)}">',
-            f"<figcaption>{e(made.caption)} Numbers: <a href=\"tables/{made.name}.csv\">"
-            f"tables/{made.name}.csv</a>; vector: <a href=\"figures/{made.name}.svg\">"
-            f"figures/{made.name}.svg</a>.</figcaption>", "</figure>",
-        ]
-    parts += [
-        f'<h2 id="claims">The introductory articles\' claims, checked ({holding} of {len(report.claims)} hold)</h2>',
-        _html_table(CLAIM_HEADERS, _claims_rows(report), marks=True),
-        "<h3>Vaswani et al. 2017, Table 1, at d = 512</h3>",
-        _html_table(TABLE1_HEADERS, _table1_rows(report)),
-        '<p class="muted">Recurrent and convolutional rows use the papers\' comparison formulas '
-        "(reports/claims.py), not the cost model.</p>",
-    ]
-    if report.notes:
-        parts += ["<h2>Notes</h2>", "<ul>", *(f"<li>{e(n)}</li>" for n in report.notes), "</ul>"]
-    parts += ['<p id="image-check" class="muted" data-loaded="" data-total=""></p>', IMAGE_CHECK,
-              "</body>", "</html>", ""]
-    return "\n".join(parts)

@@ -19,7 +19,7 @@ from costmodel import symbols as S
 from costmodel.config import ConfigError, ModelConfig, Workload
 from costmodel.evaluate import Sweep, exact, exact_rational, values
 from costmodel.memory import memory
-from costmodel.model import CostModel, model_values, profile_for
+from costmodel.tree import CostModel, model_values, profile_for
 
 from .output import ReportInputError
 

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 import cli
 from costmodel import symbols as S
-from costmodel.model import CostModel
 from costmodel.presets import PRESET_DIR, load_preset, preset_names
+from costmodel.tree import CostModel
 from tests.published import PUBLISHED
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,8 +13,8 @@ from costmodel import symbols as S
 from costmodel.config import ModelConfig, Workload
 from costmodel.estimation import Estimate
 from costmodel.evaluate import Sweep, exact, values
-from costmodel.model import CostModel
 from costmodel.presets import load_preset, preset_names
+from costmodel.tree import CostModel
 from tests.published import FLAGSHIPS, PUBLISHED
 
 PUBLISHED_PARAMS = {name: PUBLISHED[name] for name in (

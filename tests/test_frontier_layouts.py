@@ -16,8 +16,8 @@ from costmodel.config import Workload
 from costmodel.evaluate import values
 from costmodel.layout import Layout
 from costmodel.layout.rank import ParallelEstimate
-from costmodel.model import CostModel, profile_for
 from costmodel.presets import load_preset
+from costmodel.tree import CostModel, profile_for
 
 LLAMA2_7B = 6_738_415_616  # LlamaForCausalLM's parameters (tests/published.py)
 
@@ -393,8 +393,8 @@ def test_plan_enumerates_expert_and_context_parallel_sizes():
 
 
 def test_published_frontier_runs_with_their_error_stated():
-    """DeepSeek-V3: 1.47x (roofline) and 1.43x (kernel model) the published 180K H800-hours per
-    trillion tokens; Llama 3 405B at 131k: 0.69x and 0.76x its 380 TFLOP/s a GPU (docs/layouts.md
+    """DeepSeek-V3: 1.47x (roofline) and 1.45x (kernel model) the published 180K H800-hours per
+    trillion tokens; Llama 3 405B at 131k: 0.68x and 0.73x its 380 TFLOP/s a GPU (docs/layouts.md
     says why). Both layouts fit in 80 GiB."""
     from reports.published_frontier import frontier
 
@@ -405,10 +405,12 @@ def test_published_frontier_runs_with_their_error_stated():
     # alone; the merge's one communication model (costmodel/collectives.py, issue 18: NCCL's
     # achievable bus bandwidth at each message size) exposes more tensor-parallel and pipeline
     # time (4.1 s and 0.47 s of the step, against 3.1 s and 0.34 s; compute unchanged at 14.1 s),
-    # so it is 0.69. The kernel model, the default, gives 0.76 (CP16's attention 16 x the rank's
-    # 8,192-query causal flash call).
+    # so it is 0.69. The kernel model, the default, gave 0.76 (CP16's attention 16 x the rank's
+    # 8,192-query causal flash call). Issue 18's fourth round: the H100's GEMMs in a training step
+    # at the sustained (MSMF) efficiency, 0.716 not 0.803, and full recomputation re-running the
+    # forward's tensor-parallel collectives make it 0.73 (the roofline 0.68).
     assert 0.66 <= llama["ratio"] <= 0.72 and llama["memory_gib"] < 80
-    assert 0.73 <= llama["kernels_ratio"] <= 0.80
+    assert 0.70 <= llama["kernels_ratio"] <= 0.80
 
 
 def test_shared_experts_and_dense_layers_stay_on_the_data_parallel_path():

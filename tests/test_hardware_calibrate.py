@@ -23,6 +23,12 @@ def test_measuring_the_cpu_writes_a_hardware_file_that_loads(tmp_path, capsys):
     assert "measured" in hw.source and "torch" in hw.source
     assert data["_measurements"]["gemm"]["fp32"] and data["_measurements"]["attention"]
     assert hw.flops_per_s["fp32"] == max(r["flops_per_s"] for r in data["_measurements"]["gemm"]["fp32"])
+    # The fastest shape held under full load (settle, then a timed window): a training step's rate.
+    sustained = data["_measurements"]["sustained_gemm"]["fp32"]
+    assert (sustained["m"], sustained["n"], sustained["k"]) in [(r["m"], r["n"], r["k"])
+                                                                for r in data["_measurements"]["gemm"]["fp32"]]
+    assert sustained["flops_per_s"] > 0 and 0 < hw.sustained_matmul_efficiency["fp32"] <= 1
+    assert hw.sustained_matmul_efficiency["fp32"] == min(1.0, sustained["flops_per_s"] / hw.flops_per_s["fp32"])
 
 
 def test_like_a_preset_keeps_its_peaks_and_records_efficiencies(tmp_path, capsys):
@@ -32,6 +38,7 @@ def test_like_a_preset_keeps_its_peaks_and_records_efficiencies(tmp_path, capsys
     hw, a100 = load_hardware(str(path)), load_hardware("a100-80gb")
     assert hw.flops_per_s == a100.flops_per_s and hw.gpus_per_node == 8
     assert 0 < hw.matmul_efficiency["fp32"] <= 1 and 0 < hw.efficiency["memory"] <= 1
+    assert 0 < hw.sustained_matmul_efficiency["fp32"] <= 1
 
 
 def test_a_missing_device_is_one_line(tmp_path, capsys):

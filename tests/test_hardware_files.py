@@ -112,6 +112,17 @@ def test_schema_problems_of_a_minimal_file():
     assert schema_problems(minimal) == []
     assert schema_problems(dict(minimal, default_dtype="fp8")) == ["default_dtype 'fp8' has no peak in flops_per_s"]
     assert schema_problems(dict(minimal, sm_count=13.5)) == ["sm_count must be a whole number, got 13.5"]
+    assert schema_problems(dict(minimal, sustained_matmul_efficiency={"bf16": 0.7})) == []
+    assert schema_problems(dict(minimal, sustained_matmul_efficiency={"bf16": 1.2, "fp9": 0.5})) == [
+        "sustained_matmul_efficiency has an unknown field 'fp9' (known: fp32, tf32, bf16, fp16, fp8, int8)",
+        "sustained_matmul_efficiency.bf16 must be at most 1, got 1.2"]
+
+
+def test_a_sustained_matmul_efficiency_round_trips():
+    h100 = load_hardware("h100-sxm")
+    assert h100.sustained_matmul_efficiency == {"bf16": 0.716, "fp16": 0.716, "fp8": 0.651}
+    assert Hardware.from_dict(h100.to_dict(), "again") == h100
+    assert "sustained_matmul_efficiency" not in load_hardware("a100-80gb").to_dict()  # not measured
 
 
 def test_serving_plans_with_the_utilisation_less_the_reserve_and_training_with_the_reserve(tmp_path):

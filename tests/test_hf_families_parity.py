@@ -84,7 +84,7 @@ def test_validate_command_path_is_exact(family):
                                            ("falcon", 0), ("mixtral", 5), ("opt", 0)])
 def test_decode_step_flops_equal_the_decode_tree(family, index):
     from costmodel.evaluate import exact, values
-    from costmodel.model import CostModel, profile_for
+    from costmodel.tree import CostModel, profile_for
     from tests.family_odd_configs import ODD_FAMILY_CONFIGS
     from validate.measure import run_with_cache
 

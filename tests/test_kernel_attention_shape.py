@@ -14,7 +14,7 @@ from costmodel.config import Workload
 from costmodel.hardware import load_hardware
 from costmodel.hf import from_hf_config
 from costmodel.kernel_time import AttentionCall, KernelTimer, inference_subs, leaf_kernels
-from costmodel.model import CostModel, profile_for
+from costmodel.tree import CostModel, profile_for
 
 sys.path.insert(0, str(Path(__file__).parent))
 from family_configs import FAMILY_CONFIGS  # noqa: E402

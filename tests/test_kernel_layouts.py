@@ -22,15 +22,20 @@ def kernel_time(name: str, workload: Workload, hardware: str, **layout) -> Kerne
 
 def test_fp8_gemms_run_at_the_fp8_peak_and_its_large_gemm_efficiency():
     """llama2-7b, n = 4096 on an H800: under --fp8 the linear layers' GEMMs (forward and both
-    backward products) take bf16's time x (989.4 T x 0.803) / (1978.9 T x 0.709), the hardware
-    file's peaks and MAMF efficiencies; the head, the norms, attention and the activation's
-    memory-bound kernel keep their bf16 times."""
+    backward products) take bf16's time x (989.4 T x 0.716) / (1978.9 T x 0.651), the hardware
+    file's peaks and sustained (MSMF) efficiencies, which a training step runs at (the burst,
+    MAMF, ratio 0.803 / 0.709 was the figure before training steps took the sustained rate); the
+    head, the norms, attention and the activation's memory-bound kernel keep their bf16 times."""
     workload, h800 = Workload(seq_len=4096, attention="flash"), load_hardware("h800")
     bf16 = kernel_time("llama2-7b", workload, "h800", pp=2, microbatches=4)
     fp8 = kernel_time("llama2-7b", workload, "h800", pp=2, microbatches=4, fp8="rowwise")
-    ratio = (h800.flops_per_s["bf16"] * h800.matmul_efficiency["bf16"]
+    burst = (h800.flops_per_s["bf16"] * h800.matmul_efficiency["bf16"]
              / (h800.flops_per_s["fp8"] * h800.matmul_efficiency["fp8"]))
-    assert ratio == pytest.approx(0.5663, abs=1e-4)
+    assert burst == pytest.approx(0.5663, abs=1e-4)
+    ratio = (h800.flops_per_s["bf16"] * h800.sustained_matmul_efficiency["bf16"]
+             / (h800.flops_per_s["fp8"] * h800.sustained_matmul_efficiency["fp8"]))
+    assert ratio == pytest.approx(0.5499, abs=1e-4)
+    assert bf16.timer.matmul_efficiency == 0.716 and fp8.fp8_timer.matmul_efficiency == 0.651
     entries = rank_kernels(fp8.estimate, True, False)
     flags = fp8.estimate.structure["work"]
     gemms = [k for (_, _, _, kernels), w in zip(entries, flags) if w["fp8"] for k in kernels if isinstance(k, Gemm)]

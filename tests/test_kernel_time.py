@@ -11,8 +11,8 @@ from costmodel.config import Workload
 from costmodel.hardware import load_hardware
 from costmodel.kernel_time import (AttentionCall, Gemm, KernelTimer, Pointwise, inference_subs,
                                    leaf_kernels, leaves_time)
-from costmodel.model import CostModel, profile_for
 from costmodel.presets import load_preset
+from costmodel.tree import CostModel, profile_for
 
 
 def a100(**options) -> KernelTimer:
@@ -58,6 +58,23 @@ def test_causal_flash_executes_about_half_of_dense_at_long_n():
     assert decode.executed_pairs(128) == 8 * 32 * 4000
     # 130 queries: the first block of 128 sees its 128 keys, the last 2 queries two blocks (130).
     assert AttentionCall(1, 1, 130, 130, 64).executed_pairs(128) == 128 * 128 + 2 * 130
+
+
+def test_a_head_width_the_flash_kernel_is_not_compiled_for_runs_the_next_one_padded():
+    # FlashAttention-2 is compiled for heads of 32, 64, 96, 128, 192 and 256 (kernel_facts.json):
+    # GPT3-2.7B's head of 80 runs the 96 kernel, 6/5 of its own FLOPs, compute-bound at 4k keys.
+    timer = a100()
+    assert [timer.padded_head_dim(d) for d in (64, 80, 96, 112, 128, 160, 256, 320)] == \
+        [64, 96, 96, 128, 128, 192, 256, 320]
+    eighty, ninety_six = AttentionCall(1, 32, 4096, 4096, 80), AttentionCall(1, 32, 4096, 4096, 96)
+    assert timer.attention_seconds(eighty) == pytest.approx(timer.attention_seconds(ninety_six), rel=1e-12)
+    assert timer.attention_seconds(eighty, backward=True) == \
+        pytest.approx(timer.attention_seconds(ninety_six, backward=True), rel=1e-12)
+    # Where FlashAttention-2's figures do not apply (an MI300X), the head runs at its own width.
+    other = KernelTimer(load_hardware("mi300x"), "bf16", "flash")
+    assert other.padded_head_dim(80) == 80
+    assert other.attention_seconds(eighty) == pytest.approx(
+        other.attention_seconds(ninety_six) * 80 / 96, rel=1e-12)
 
 
 def test_the_flash_kernel_speeds_up_with_length_on_an_a100():

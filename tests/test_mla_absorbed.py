@@ -11,7 +11,7 @@ import sympy as sp
 from costmodel import symbols as S
 from costmodel.config import ConfigError, Workload
 from costmodel.hf import from_hf_config
-from costmodel.model import CostModel, model_values, profile_for
+from costmodel.tree import CostModel, model_values, profile_for
 
 sys.path.insert(0, str(Path(__file__).parent))
 from family_odd_configs import _deepseek_v3  # noqa: E402

@@ -6,7 +6,8 @@ import sympy as sp
 
 from costmodel.api import load_model
 from costmodel.hardware import load_hardware
-from costmodel.roofline import Roofline, _linear_pieces
+from costmodel.roofline import Roofline
+from costmodel.roofline_model import linear_pieces
 from costmodel import symbols as S
 
 
@@ -33,6 +34,6 @@ def test_mixtral_crossover_agrees_with_its_own_step():
 
 def test_linear_pieces_split_at_every_expert_read():
     b = S.b
-    pieces = _linear_pieces(3 + 5 * sp.Min(8, 2 * b) + b, b)
+    pieces = linear_pieces(3 + 5 * sp.Min(8, 2 * b) + b, b)
     assert [(lo, hi) for lo, hi, _ in pieces] == [(0.0, 4.0), (4.0, float("inf"))]
     assert [sp.expand(p) for _, _, p in pieces] == [3 + 11 * b, 43 + b]

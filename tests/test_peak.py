@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from costmodel.config import Workload
-from costmodel.model import CostModel, model_values, profile_for
 from costmodel.peak import OPTIMIZER_IMPLS, parameter_tensors, training_peak_bytes
 from costmodel.evaluate import exact, values
 from costmodel.presets import load_preset
+from costmodel.tree import CostModel, model_values, profile_for
 from validate.compare import training_loss, build
 from validate.measure import peak_memory_memtracker
 

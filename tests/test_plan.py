@@ -132,21 +132,27 @@ def test_published_runs_are_reproduced_within_fifteen_percent():
     for row in narayanan():
         # Megatron-LM of 2021 reduced gradients after the backward (costmodel/published.py,
         # NARAYANAN_DP_OVERLAP), hierarchically across nodes (costmodel/collectives.py): the
-        # roofline's rows are 0.91 to 1.01 (fp16 gradients, docs/layouts.md).
-        assert 0.9 <= row["tflops_ours"] / row["tflops_published"] <= 1.15, row["model"]
+        # roofline's rows are 0.89 to 0.97 (fp16 gradients, docs/layouts.md); 0.91 to 1.01 before
+        # full recomputation re-ran its forward's tensor-parallel all-reduces
+        # (StepTime.recomputed_collectives, validate/FINDINGS.md "Issue 18, fourth round").
+        assert 0.88 <= row["tflops_ours"] / row["tflops_published"] <= 1.15, row["model"]
         # The kernel model (hierarchical NCCL collectives, measured GEMM efficiency): every row
-        # too fast, by 5% to 16% (validate/FINDINGS.md, "Issue 18"); 2% to 13% before Megatron's
-        # fp16 runs kept fp16 gradients and reduced them in fp16 (half the data-parallel bytes;
-        # docs/layouts.md), which these fp16 runs do.
-        assert 1.0 <= row["tflops_kernels"] / row["tflops_published"] <= 1.16, row["model"]
+        # too fast, by 3% to 11%, with the recomputed forward's all-reduces (5% to 15% without
+        # them; 2% to 13% before Megatron's fp16 runs kept fp16 gradients and reduced them in
+        # fp16, half the data-parallel bytes, docs/layouts.md, which these fp16 runs do).
+        assert 1.0 <= row["tflops_kernels"] / row["tflops_published"] <= 1.12, row["model"]
     for row in korthikanti():
         # The roofline: its tensor-parallel all-reduces now at NCCL's measured bus bandwidth (they
         # were at NVLink's line rate, which hid its flat 0.7 compute efficiency being too slow, as
-        # Calculon's split shows): 1.05 to 1.20 slower than published, MFU up to 6.8 points low.
+        # Calculon's split shows): 1.05 to 1.20 slower than published, MFU up to 6.8 points low;
+        # with full recomputation's re-run all-reduces (StepTime.recomputed_collectives) its full
+        # recomputation cells are 1.11 to 1.23.
         assert 0.95 <= row["present_ours"] / row["present_published"] <= 1.21, row["model"]
-        assert 0.95 <= row["full_ours"] / row["full_published"] <= 1.21, row["model"]
+        assert 0.95 <= row["full_ours"] / row["full_published"] <= 1.24, row["model"]
         assert math.isclose(row["mfu_ours"], row["mfu_published"], abs_tol=7.0), row["model"]
-        # The kernel model, with the same communication: 0.92 to 1.03; MFU 0.1 to 4.9 points high.
+        # The kernel model, with the same communication: 0.92 to 1.00 with sequence parallelism
+        # and selective recomputation; MFU 0.1 to 4.9 points high. Full recomputation: 1.00 to
+        # 1.06 with the re-run forward's all-reduces (0.92 to 1.03 without them).
         assert 0.9 <= row["present_kernels"] / row["present_published"] <= 1.05, row["model"]
-        assert 0.9 <= row["full_kernels"] / row["full_published"] <= 1.05, row["model"]
+        assert 0.9 <= row["full_kernels"] / row["full_published"] <= 1.07, row["model"]
         assert math.isclose(row["mfu_kernels"], row["mfu_published"], abs_tol=5.0), row["model"]

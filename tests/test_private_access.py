@@ -1,6 +1,6 @@
 """No module reaches into another module's private names (a leading underscore): what one room
 needs from another is public (costmodel/layout/rank.py's ParallelEstimate.on_stage, tied_copy,
-tensor_parallel_collectives; costmodel/roofline.py's Roofline.decoder_tree; ...).
+tensor_parallel_collectives; costmodel/roofline_model.py's Roofline.decoder_tree; ...).
 
 Read from the source (ast), in costmodel/, validate/, reports/, benchmarks/ and cli.py:
 - `from project.module import _name` is a reach-through;

@@ -17,7 +17,7 @@ import pytest
 from costmodel.config import ConfigError, Workload
 from costmodel.estimation import Estimate
 from costmodel.hf import from_hf_config
-from costmodel.model import CostModel, profile_for
+from costmodel.tree import CostModel, profile_for
 
 QUANT_MODEL = dict(model_type="llama", vocab_size=320, hidden_size=256, intermediate_size=384,
                    num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=64,

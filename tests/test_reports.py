@@ -378,8 +378,8 @@ def test_regime_map_keeps_every_preset_at_its_own_width():
     import sympy as sp
 
     from costmodel import symbols as S
-    from costmodel.model import CostModel, model_values
     from costmodel.presets import load_preset, preset_names
+    from costmodel.tree import CostModel, model_values
     from reports import series
 
     for name in preset_names():

@@ -16,13 +16,13 @@ from cli import main
 from costmodel import symbols as S
 from costmodel.config import ConfigError
 from costmodel.hardware import load_hardware
-from costmodel.model import CostModel, model_values
 from costmodel.serving import serve
 from costmodel.serving.engine import simulate
 from costmodel.serving.kvcache import BlockPool, cache_sizing
 from costmodel.serving.schedulers import OrcaScheduler, SarathiScheduler, StaticScheduler, VLLMScheduler
 from costmodel.serving.steptime import QUANTITIES, StepTime, serving_profile
 from costmodel.serving.workload import Lengths, Request, poisson, read_trace
+from costmodel.tree import CostModel, model_values
 
 ONE_STEP = lambda query, keys, emitting: 1.0  # noqa: E731  (time counted in steps)
 

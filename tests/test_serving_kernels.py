@@ -19,7 +19,7 @@ from costmodel.config import ConfigError
 from costmodel.hardware import load_hardware
 from costmodel.kernel_time import KernelTimer, inference_subs, leaf_seconds, leaves_time
 from costmodel.layout.split import substitution
-from costmodel.model import CostModel
+from costmodel.tree import CostModel
 from costmodel.serving.steptime import KernelStepTime, LeafKernels, RooflineStepTime, StepTime, serving_profile
 
 

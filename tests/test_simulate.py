@@ -143,7 +143,7 @@ def test_a_block_runs_its_matmuls_then_its_other_ops_each_at_its_own_roof():
 
 def test_eager_scores_count_the_scale_and_mask_traffic_a_fused_kernel_does_not():
     from costmodel import symbols as S
-    from costmodel.model import CostModel, profile_for
+    from costmodel.tree import CostModel, profile_for
 
     cfg = load_preset("llama2-7b")
     subs = {S.b: 1, S.n: 100, S.e: 2, S.h: 32, S.h_kv: 32, S.d_h: 128, S.L_dec: 32}
@@ -209,7 +209,7 @@ def test_a_dynamic_cache_copies_itself_every_decode_step():
 
 def test_recomputation_reruns_the_forward_of_what_it_recomputes():
     from costmodel.evaluate import exact, values
-    from costmodel.model import CostModel, profile_for
+    from costmodel.tree import CostModel, profile_for
 
     cfg, hardware = load_preset("llama2-7b"), load_hardware("a100-80gb")
     steps = {r: simulate_training(cfg, Workload(seq_len=4096, recompute=r), hardware)["step"]

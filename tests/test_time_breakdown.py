@@ -31,3 +31,26 @@ def test_int4_weights_at_batch_one_are_bound_by_the_tile_not_the_bytes():
     run, source = _run("gpt-fast llama2-7b int4 g32")
     split = decode_step_split(run, source, context=105)
     assert split["weights GB/s"] < 0.8 * 2039 * 0.7
+
+
+def test_a_training_step_splits_into_its_kernels():
+    """--training (issue 18, fourth round): Narayanan et al.'s 7.5B row, its first stage's kernels
+    over the step add up to the step's compute less the launches, and its GEMMs run at the A100's
+    burst efficiency (no sustained figure for it) or below, their bytes bounding the attention's."""
+    from costmodel.config import Workload
+    from costmodel.hardware import load_hardware
+    from costmodel.layout import Layout, ParallelEstimate
+    from reports.published_runs import gpt
+    from validate.time_breakdown import train_step_kernels
+
+    layout = Layout(tp=4, dp=32, microbatches=1, framework="megatron")
+    workload = Workload(seq_len=2048, batch=16, dtype="fp16", impl="megatron", recompute="full")
+    step, rows = train_step_kernels(ParallelEstimate(gpt("gpt-7.5b", 32, 4096, 36), workload, layout),
+                                    load_hardware("a100-80gb"))
+    kernels = sum(seconds for _, seconds, _ in rows)
+    assert 0.99 * step["compute_seconds"] < kernels < step["compute_seconds"]  # launches: 0.013 s
+    gemms = {label: efficiency for label, _, efficiency in rows if label.startswith("GEMM")}
+    assert gemms["GEMM 32768x4096x4096"] == pytest.approx(0.869, abs=0.003)
+    assert all(0.5 < e <= 0.869 + 1e-9 for e in gemms.values())
+    assert gemms["GEMM 2048x2048x128 x128"] < 0.7  # attention's batched products: their bytes
+    assert "memory-bound kernels" in dict((label, s) for label, s, _ in rows)

@@ -8,7 +8,8 @@ import json
 import pytest
 
 import cli
-from costmodel.hardware import Efficiency, load_hardware
+from costmodel.config import Workload
+from costmodel.hardware import Efficiency, Hardware, load_hardware
 from costmodel.presets import load_preset
 from costmodel.roofline import Roofline, simulate_inference
 
@@ -69,3 +70,56 @@ def test_a_given_compute_efficiency_overrides_the_measured_gemm_efficiency():
     assert KernelTimer(a100, "bf16").matmul_efficiency == 0.869  # MAMF, the hardware file's
     assert KernelTimer(a100, "bf16", efficiency=Efficiency(0.5, 0.8)).matmul_efficiency == 0.5
     assert KernelTimer(a100, "fp32").matmul_efficiency == 0.7  # no fp32 measurement: efficiency.compute
+
+
+def test_training_steps_run_their_gemms_at_the_sustained_efficiency_where_it_is_measured():
+    """A training step keeps the GPU saturated: its GEMMs take the hardware file's sustained
+    (MSMF) efficiency, the burst (MAMF) one where no sustained figure is measured (the A100), and
+    a given --compute-efficiency over both. Inference keeps the burst figure."""
+    from costmodel.kernel_time import KernelTimer
+    from costmodel.layout import Layout, ParallelEstimate
+    from costmodel.layout.kernel_step import KernelStepTime
+
+    h100, a100 = load_hardware("h100-sxm"), load_hardware("a100-80gb")
+    assert KernelTimer(h100, "bf16").matmul_efficiency == 0.803  # MAMF: a burst at the boost clock
+    assert KernelTimer(h100, "bf16", sustained=True).matmul_efficiency == 0.716  # MSMF, 708.5 of 989
+    assert KernelTimer(h100, "bf16", matmul_dtype="fp8", sustained=True).matmul_efficiency == 0.651
+    assert KernelTimer(a100, "bf16", sustained=True).matmul_efficiency == 0.869  # none measured: MAMF
+    assert KernelTimer(h100, "bf16", efficiency=Efficiency(0.5, 0.8), sustained=True).matmul_efficiency == 0.5
+    estimate = ParallelEstimate(load_preset("llama2-7b"), Workload(seq_len=4096, attention="flash"), Layout(dp=8))
+    step = KernelStepTime(estimate, h100)
+    assert step.timer.sustained and step.timer.matmul_efficiency == 0.716
+    # The same layout and GEMMs on a copy of the file without the sustained figure: every GEMM
+    # at the burst rate, so the step is faster.
+    burst = Hardware.from_dict({k: v for k, v in h100.to_dict().items() if k != "sustained_matmul_efficiency"},
+                               "h100-burst")
+    assert KernelStepTime(estimate, burst).step()["seconds"] < step.step()["seconds"]
+
+
+def test_full_recomputation_reruns_the_forwards_tensor_parallel_collectives():
+    """Megatron-LM's checkpointing re-runs each layer's forward in the backward, its
+    tensor-parallel collectives with it: under full recomputation a micro-batch's exposed tensor-
+    parallel time gains the row-parallel outputs' all-reduces (2 a layer), or under sequence
+    parallelism their reduce-scatters and the column-parallel inputs' all-gathers; selective
+    recomputation (the attention core) and no recomputation add none. Both time models."""
+    from costmodel.layout import Layout, ParallelEstimate
+    from costmodel.layout.kernel_step import KernelStepTime
+    from costmodel.layout.time import StepTime
+
+    cfg, a100 = load_preset("llama2-7b"), load_hardware("a100-80gb")
+    def step(recompute: str, sp: bool = False, model=StepTime):
+        workload = Workload(seq_len=2048, recompute=recompute, attention="flash")
+        return model(ParallelEstimate(cfg, workload, Layout(tp=4, sp=sp, framework="megatron")), a100)
+    for model in (StepTime, KernelStepTime):
+        full, none, selective = step("full", model=model), step("none", model=model), step("selective", model=model)
+        stage = full.estimate.stages[0]
+        boundary = full.estimate.numbers["boundary"]
+        assert boundary == 2048 * 4096 * 2  # the layer's output, bf16
+        assert full.recomputed_collectives(stage) == [("all_reduce", 2 * 32, boundary)]
+        assert none.recomputed_collectives(stage) == selective.recomputed_collectives(stage) == []
+        rerun = full.collective("tp", "all_reduce", 2 * 32 * boundary, 2 * 32)
+        assert rerun > 0
+        assert full.stage(stage)["tp"] - none.stage(stage)["tp"] == pytest.approx(rerun, rel=1e-12)
+        with_sp = step("full", sp=True, model=model)
+        assert with_sp.recomputed_collectives(stage) == [("reduce_scatter", 2 * 32, boundary),
+                                                         ("all_gather", 2 * 32, boundary)]

@@ -4,6 +4,7 @@ structured leaves, the compiled fast path, the Python API, and simulate on encod
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,14 +13,14 @@ import pytest
 import torch
 
 import costmodel
-from costmodel import facts
+from costmodel import compiled, facts
 from costmodel.config import Workload
 from costmodel.estimation import Estimate, _expressions
 from costmodel.evaluate import exact, values
 from costmodel.hardware import load_hardware
-from costmodel.model import CostModel, profile_for
 from costmodel.presets import load_preset
 from costmodel.roofline import Roofline, simulate_inference
+from costmodel.tree import CostModel, profile_for
 from reports.generation import step_costs
 from tests.odd_configs import odd_configs
 from validate.compare import build, validate
@@ -119,6 +120,25 @@ def test_compiled_numbers_equal_sympy(cfg, options):
     expressions, _ = _expressions(cfg, workload)
     subs = values(cfg, workload)
     assert numbers == {name: exact(expr, subs) for name, expr in expressions.items()}
+
+
+def test_the_cache_key_changes_when_a_block_or_the_tree_changes(tmp_path, monkeypatch):
+    """The compiled modules' names hash every source file of costmodel/, the blocks package's
+    modules and the tree's included: editing any of them invalidates the cache."""
+    copy = tmp_path / "costmodel"
+    shutil.copytree(compiled.PACKAGE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(compiled, "PACKAGE_DIR", copy)
+    compiled.source_digest.cache_clear()
+    try:
+        before = compiled.key_name("estimate", {"model": "x"})
+        for module in ("blocks/base.py", "blocks/attention.py", "leaves.py", "tree.py"):
+            (copy / module).write_text((copy / module).read_text() + "\n# edited\n")
+            compiled.source_digest.cache_clear()
+            after = compiled.key_name("estimate", {"model": "x"})
+            assert after != before, module
+            before = after
+    finally:
+        compiled.source_digest.cache_clear()
 
 
 @pytest.mark.slow

@@ -128,8 +128,8 @@ def overhead_s_per_block(repeats: int = 41) -> float:
     """Dispatch time per cost-tree block: a decode step of a tiny reference model (compute and
     traffic negligible) divided by the blocks of its decode-step tree."""
     from costmodel.config import ModelConfig
-    from costmodel.model import CostModel
     from costmodel.roofline import block_runs
+    from costmodel.tree import CostModel
 
     from .decoding import prefill, step
     from .reference import build_reference

@@ -1,7 +1,7 @@
 """formula == measurement, row by row: the library behind `python cli.py validate`.
 
 For one model and workload it builds the real thing (Hugging Face's class or the reference model),
-measures it with validate/measure.py and puts each measurement beside the cost tree's number:
+measures it with validate/measure/ and puts each measurement beside the cost tree's number:
 parameters, forward and backward matmul FLOPs (FlopCounterMode, and torch.profiler as a second
 count on real tensors), bytes saved for backward, and KV-cache bytes after a prefill and T decode
 steps. Full-size models run under FakeTensorMode (shapes, no memory).

@@ -3,7 +3,7 @@
 
 measure_float8_linears(recipe, d, f, n) converts two bf16 linears (d -> f -> d) and returns the bytes of
 their parameters, of their buffers, and of the storages autograd saves for backward that are not
-parameters (saved_tensors_hooks, as validate/measure.py counts activations). torchao is an
+parameters (saved_tensors_hooks, as validate/measure/saved.py counts activations). torchao is an
 optional package: it is not in the project's extras because, once installed, transformers imports
 it with every model (FINDINGS 12); the caller skips where it is missing.
 """

@@ -5,6 +5,10 @@ What it measures, each the median of a few runs after a warm-up:
 - a GEMM grid (square and tall shapes) in each dtype: the best FLOP/s reached. Without --like
   that is the file's peak; with --like PRESET the preset's datasheet peaks stay and the ratio
   becomes the file's matmul_efficiency (what the kernel time model uses);
+- the same GEMM sustained: the grid's fastest shape run back to back until the clock has settled
+  under full load (20 s), then timed over a window (4 s), as S. Bekman's mamf-finder measures its
+  MSMF; the rate over the peak (with --like) or over the grid's best (without) becomes the
+  file's sustained_matmul_efficiency, what a training step's GEMMs run at;
 - memory bandwidth: a large copy (reads and writes); with --like, its ratio to the datasheet
   becomes efficiency.memory;
 - scaled_dot_product_attention at a few lengths (causal, head_dim 128): FLOP/s under the dense
@@ -37,6 +41,9 @@ GRIDS = {
              (16384, 4096, 4096), (4096, 14336, 4096), (2048, 8192, 28672)],
 }
 ATTENTION_LENGTHS = {"quick": [128], "full": [1024, 4096, 16384]}
+#: The sustained GEMM: seconds run back to back first (the clock settles at the power limit),
+#: then the seconds timed.
+SUSTAIN_SECONDS = {"quick": (0.2, 0.2), "full": (20.0, 4.0)}
 
 
 def _synchronize(device: str) -> None:
@@ -65,6 +72,31 @@ def gemm_grid(device: str, dtype: str, grid: str) -> list[dict[str, Any]]:
         seconds = median_seconds(lambda: a @ b, device)
         rows.append({"m": m, "n": n, "k": k, "flops_per_s": 2 * m * n * k / seconds})
     return rows
+
+
+def sustained_rate(device: str, dtype: str, shape: tuple[int, int, int], settle_s: float, window_s: float) -> float:
+    """FLOP/s of one GEMM shape held under full load: run back to back for settle_s, then timed
+    in batches (each ended by a synchronize, so the time is the device's) until window_s."""
+    m, n, k = shape
+    a = torch.randn(m, k, device=device, dtype=TORCH_DTYPES[dtype])
+    b = torch.randn(k, n, device=device, dtype=TORCH_DTYPES[dtype])
+    def batch(iterations: int) -> float:
+        start = time.perf_counter()
+        for _ in range(iterations):
+            a @ b
+        _synchronize(device)
+        return time.perf_counter() - start
+    iterations, settled = 1, 0.0
+    while settled < settle_s:
+        seconds = batch(iterations)
+        settled += seconds
+        iterations = max(1, min(2 * iterations, int(iterations * 0.1 / max(seconds, 1e-9))))  # ~0.1 s batches
+    done = 0
+    elapsed = 0.0
+    while elapsed < window_s:
+        elapsed += batch(iterations)
+        done += iterations
+    return 2 * m * n * k * done / elapsed
 
 
 def copy_bandwidth(device: str, megabytes: int) -> float:
@@ -116,26 +148,38 @@ def measure_file(name: str, device: str = "cuda", dtypes: tuple[str, ...] = ("bf
     facts = device_facts(device)
     grids = {dtype: gemm_grid(device, dtype, grid) for dtype in dtypes}
     best = {dtype: max(row["flops_per_s"] for row in rows) for dtype, rows in grids.items()}
+    settle_s, window_s = SUSTAIN_SECONDS[grid]
+    sustained = {}
+    for dtype, rows in grids.items():
+        fastest = max(rows, key=lambda row: row["flops_per_s"])
+        shape = (fastest["m"], fastest["n"], fastest["k"])
+        sustained[dtype] = {"m": shape[0], "n": shape[1], "k": shape[2], "settle_s": settle_s, "window_s": window_s,
+                            "flops_per_s": sustained_rate(device, dtype, shape, settle_s, window_s)}
     bandwidth = copy_bandwidth(device, 64 if grid == "quick" else 1024)
     attention = attention_rates(device, dtypes[0], grid)
     today = datetime.date.today().isoformat()
     measured = (f"measured {today} by validate/hardware_file.py on {facts['description']} ({facts['versions']}): "
-                f"the best of a GEMM grid of {len(GRIDS[grid])} shapes per dtype, a {'64' if grid == 'quick' else '1024'}"
-                " MiB copy")
+                f"the best of a GEMM grid of {len(GRIDS[grid])} shapes per dtype, that shape sustained ({settle_s:g} s "
+                f"to settle, {window_s:g} s timed), a {'64' if grid == 'quick' else '1024'} MiB copy")
     if like is None:
         data = {"name": name, "description": facts["description"], "flops_per_s": best,
                 "bandwidth_bytes_per_s": bandwidth, "memory_bytes": facts["memory_bytes"],
                 "efficiency": {"compute": 1.0, "memory": 1.0}, "default_dtype": dtypes[0],
                 "sm_count": facts["sm_count"], "memory_reserve_bytes": facts["memory_reserve_bytes"],
-                "source": measured + "; peaks as measured (efficiencies 1)"}
+                "source": measured + "; peaks as measured (efficiencies 1); sustained_matmul_efficiency: the "
+                          "fastest shape held under full load over the grid's best"}
+        data["sustained_matmul_efficiency"] = {d: min(1.0, sustained[d]["flops_per_s"] / best[d]) for d in best}
     else:
         data = like.to_dict()
         peaks = data["flops_per_s"]
         data.update(name=name, memory_reserve_bytes=facts["memory_reserve_bytes"],
                     source=f"{measured}; datasheet peaks, interconnect and clocks of {like.name} ({like.source})")
         data["matmul_efficiency"] = {d: min(1.0, best[d] / peaks[d]) for d in best if d in peaks}
+        data["sustained_matmul_efficiency"] = {d: min(1.0, sustained[d]["flops_per_s"] / peaks[d])
+                                               for d in best if d in peaks}
         data["efficiency"] = dict(data["efficiency"], memory=min(1.0, bandwidth / data["bandwidth_bytes_per_s"]))
-    data["_measurements"] = {"gemm": grids, "attention": attention, "copy_bandwidth_bytes_per_s": bandwidth,
+    data["_measurements"] = {"gemm": grids, "sustained_gemm": sustained, "attention": attention,
+                             "copy_bandwidth_bytes_per_s": bandwidth,
                              "device": facts["description"], "versions": facts["versions"], "date": today}
     return data
 

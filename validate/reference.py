@@ -3,7 +3,7 @@
 build_reference(cfg) gives an encoder-decoder (Vaswani et al. 2017, T5), a decoder-only model
 (GPT-2, Llama, Mistral, Qwen2) or an encoder-only model (BERT) whose parameter count equals the
 Hugging Face class's (tied weights counted once, buffers never). It is the measured side of the
-cost model: its module paths follow the cost tree (costmodel/model.py):
+cost model: its module paths follow the cost tree (costmodel/tree.py):
 
     encoder_embedding | embedding      tokens, positions, token_types, norm
     encoder.layers.<i>                 self_attention (.norm, .block), ffn (.norm, .block)

@@ -6,6 +6,7 @@ tensor parallelism: compute against all-reduce; training: compute, exposed commu
 and optimizer of the step.
 
     PYTHONPATH=. python validate/time_breakdown.py
+    PYTHONPATH=. python validate/time_breakdown.py --training   # training steps, kernel by kernel
 
 No GPU needed; nothing here is fitted (docs/time.md, validate/FINDINGS.md "Issue 18").
 """
@@ -49,6 +50,89 @@ def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]
     return dict(split)
 
 
+def train_step_kernels(estimate, hardware, overlap=None) -> tuple[dict, list[tuple[str, float, float | None]]]:
+    """A training step under the kernel model (issue 18, fourth round): the step's parts
+    (KernelStepTime.step()) and, for the first pipeline stage, each kernel's seconds per step
+    (forward, backward and recomputed forward, all micro-batches), GEMMs by shape with the
+    fraction of the peak they run at. Layouts without context or expert parallelism (their
+    per-leaf factors are left out here)."""
+    from costmodel.kernel_time import Pointwise, kernels_seconds
+    from costmodel.layout.kernel_step import KernelStepTime, rank_kernels
+
+    step_time = KernelStepTime(estimate, hardware, overlap=overlap)
+    step, timer = step_time.step(), step_time.timer
+    runs = step_time.part_runs(estimate.stages[0])
+    microbatches = estimate.layout.microbatches
+    seconds: dict[str, float] = defaultdict(float)
+    flops: dict[str, float] = defaultdict(float)
+    for key, recomputed, _, kernels in rank_kernels(estimate, timer.fused_attention, timer.compiled):
+        times = runs.get(key, 0) * microbatches
+        for kernel in kernels:
+            if isinstance(kernel, Gemm):
+                label = f"GEMM {kernel.m}x{kernel.n}x{kernel.k}" + (f" x{kernel.count}" if kernel.count > 1 else "")
+                # forward (twice when recomputed) and the backward's two products of its size
+                flops[label] += times * kernel.flops * ((2 if recomputed else 1) + 2)
+            elif isinstance(kernel, AttentionCall):
+                label = "fused attention"
+            else:
+                label = "memory-bound kernels" if isinstance(kernel, Pointwise) else "other products"
+            seconds[label] += times * kernels_seconds([kernel], timer, training=True, recomputed=recomputed)
+    rows = [(label, s, flops[label] / s / timer.peak if label in flops else None)
+            for label, s in sorted(seconds.items(), key=lambda item: -item[1])]
+    return step, rows
+
+
+def print_train_breakdown(name: str, published: float, estimate, hardware, overlap=None) -> None:
+    step, rows = train_step_kernels(estimate, hardware, overlap)
+    exposed = step["exposed_communication_seconds"]
+    print(f"{name}: published {published} TFLOP/s, ours {step['tflops_per_gpu']:.1f} (hardware FLOPs); step "
+          f"{step['seconds']:.3f} s = compute {step['compute_seconds']:.3f} + tp {exposed['tp']:.3f} + pp "
+          f"{exposed['pp']:.3f} + dp {exposed['dp']:.3f} + bubble {step['bubble_seconds']:.3f} + optimizer "
+          f"{step['optimizer_seconds']:.3f}")
+    kernels = sum(s for _, s, _ in rows)
+    print(f"  kernels {kernels:.3f} s, launches {step['compute_seconds'] - kernels:.3f} s")
+    for label, s, efficiency in rows:
+        print(f"  {s:8.3f} s  {label}" + (f"  at {efficiency:.3f} of peak" if efficiency else ""))
+
+
+def training_breakdowns() -> None:
+    """Narayanan et al.'s 7.5B row (tp 4, dp 32) and FlashAttention-2's runs, kernel by kernel."""
+    from costmodel.hardware import load_hardware
+    from costmodel.layout import ParallelEstimate
+    from costmodel.layout.time import Overlap
+    from costmodel.published import NARAYANAN_DP_OVERLAP, NARAYANAN_TABLE_1
+    from reports.published_runs import gpt
+
+    for billions, heads, hidden, layers, tp, pp, gpus, batch, tflops, _, micro, v in NARAYANAN_TABLE_1:
+        if billions != 7.5:
+            continue
+        dp = gpus // (tp * pp)
+        layout = Layout(tp=tp, pp=pp, dp=dp, microbatches=batch // (micro * dp), framework="megatron",
+                        schedule="interleaved" if v > 1 else "1f1b", virtual_stages=v)
+        workload = Workload(seq_len=2048, batch=micro, dtype="fp16", impl="megatron", recompute="full")
+        print_train_breakdown(f"Narayanan et al. Table 1, {billions}B ({tp} x {pp} x {dp})", tflops,
+                              ParallelEstimate(gpt(f"gpt-{billions}b", heads, hidden, layers), workload, layout),
+                              load_hardware("a100-80gb"), Overlap(dp=NARAYANAN_DP_OVERLAP))
+    data = other_runs_data()
+    for run in data["runs"]:
+        if not run["id"].startswith("flash-attention-2"):
+            continue
+        from costmodel.config import ModelConfig
+
+        source = data["sources"]["flash-attention-2"]
+        heads, hidden, layers = run["gpt"]
+        cfg = ModelConfig(name=run["model"], family="gpt", vocab_size=source["vocabulary"], d_model=hidden,
+                          n_heads=heads, d_ff=4 * hidden, n_decoder_layers=layers, max_positions=run["seq_len"],
+                          position="learned", norm="layernorm", activation="gelu", dropout=0.1)
+        micro = run["micro_batch"]
+        layout = Layout(tp=1, pp=1, dp=run["dp"], sp=source["sp"], zero=source["zero"], framework=source["framework"],
+                        microbatches=run["global_batch"] // (run["dp"] * micro))
+        workload = Workload(seq_len=run["seq_len"], batch=micro, dtype=source["dtype"], impl="megatron",
+                            attention=source["attention"])
+        print_train_breakdown(run["id"], run["published_tflops_per_gpu"], ParallelEstimate(cfg, workload, layout),
+                              run_hardware(source))
+
+
 def main() -> None:
     data = other_runs_data()
     for run in data["runs"]:
@@ -73,4 +157,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    training_breakdowns() if "--training" in sys.argv[1:] else main()

@@ -2,7 +2,7 @@
 each recipe keeps beside the bf16 training state. Each row names its source.
 
 What runs in FP8, in every recipe: the layers' linear products, forward and backward (Q/K/V,
-attention output, the FFN and the routed experts: costmodel/blocks.py's QKVProjection,
+attention output, the FFN and the routed experts: costmodel/blocks/' QKVProjection,
 AttentionOutput, FeedForward, Experts), at the hardware file's flops_per_s["fp8"]. What stays in
 bf16: the embedding, the output head and the loss, the attention core (QK^T and PV), the router,
 norms and softmax (torchao's float8 training converts nn.Linear modules and its torchtitan recipe

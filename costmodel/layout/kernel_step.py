@@ -48,13 +48,14 @@ _TIMERS: dict[tuple, tuple[Hardware, KernelTimer]] = {}
 
 
 def _timer(hardware: Hardware, dtype: str, attention: str, efficiency: Efficiency | None,
-           compiled: bool, matmul_dtype: str | None = None) -> KernelTimer:
+           compiled: bool, matmul_dtype: str | None = None, sustained: bool = False) -> KernelTimer:
     """One KernelTimer (and so one memo of kernel seconds) per hardware object and options."""
-    key = (id(hardware), dtype, attention, efficiency, compiled, matmul_dtype)
+    key = (id(hardware), dtype, attention, efficiency, compiled, matmul_dtype, sustained)
     held = _TIMERS.get(key)
     if held is None or held[0] is not hardware:
         held = _TIMERS[key] = (hardware, KernelTimer(hardware, dtype, attention, efficiency=efficiency,
-                                                     compiled=compiled, matmul_dtype=matmul_dtype))
+                                                     compiled=compiled, matmul_dtype=matmul_dtype,
+                                                     sustained=sustained))
     return held[1]
 
 
@@ -93,7 +94,7 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
 
     from .. import symbols as S
     from ..kernel_time import launches_of, leaf_kernels
-    from ..model import CostModel, profile_for
+    from ..tree import CostModel, profile_for
     from .rank import part_of
     from .split import substitution
 
@@ -147,10 +148,14 @@ class KernelStepTime(StepTime):
         super().__init__(estimate, hardware, efficiency, flops_convention, cuda_graphs, overlap)
         check_kernel_model(hardware)
         workload = estimate.workload
-        self.timer = _timer(hardware, workload.dtype, workload.attention, efficiency, compiled)
+        # A training step keeps the GPU saturated: its GEMMs at the sustained (power-limited)
+        # matmul efficiency where the hardware file states one (kernel_time.KernelTimer).
+        sustained = estimate.phase == "train"
+        self.timer = _timer(hardware, workload.dtype, workload.attention, efficiency, compiled, sustained=sustained)
         # --fp8: the linear layers' GEMMs on the FP8 tensor cores (StepTime checked the peak).
         self.fp8_timer = None if estimate.layout.fp8 is None else \
-            _timer(hardware, workload.dtype, workload.attention, efficiency, compiled, matmul_dtype="fp8")
+            _timer(hardware, workload.dtype, workload.attention, efficiency, compiled, matmul_dtype="fp8",
+                   sustained=sustained)
 
     @cached_property
     def part_seconds(self) -> dict[str, tuple[float, int]]:

@@ -1,234 +1,29 @@
-"""Per-rank memory and communication of a layout: the cost tree's leaves, split, placed and summed.
+"""Per-rank memory and communication of a layout: the cost tree's parts, placed on the ranks and summed.
 
-The training tree (costmodel/model.py) is cut into parts, each placed on pipeline stages:
-  embedding  the first stage           shared  every stage (RoPE tables, ALiBi slopes)
-  layer      each stage, its layers    tail    the last stage (the final norm)
-  head       the last stage (the output projection and the loss)
-Each leaf's per-rank cost is its block's cost with tensor (and sequence) parallelism's
-substitution (costmodel/layout/split.py); a part's quantities are sums of those, as expressions in
-the model and workload symbols and tp, dp (compiled once per structure, costmodel/compiled.py).
-This module then places the parts on the stages, multiplies by the micro-batches a stage holds
-(costmodel/layout/spec.py), shards the parameter state over dp as the framework does
-(costmodel/layout/frameworks.py), and counts each collective's payload. Formulas stay in the
-blocks: here are only sums, counts of collectives and the frameworks' sharding rules.
-
-A collective's payload is its full buffer: the output of an all-gather, the input of a
-reduce-scatter, the buffer of an all-reduce, the tensor of a send or receive. Wire bytes apply
-the ring algorithm's factors: 2(w - 1)/w for an all-reduce, (w - 1)/w for an all-gather or a
-reduce-scatter over w ranks.
+The parts (costmodel/layout/parts.py: embedding, shared, layer, tail, head) hold the leaves'
+per-rank quantities as expressions. This module places the parts on the pipeline stages,
+multiplies by the micro-batches a stage holds (costmodel/layout/spec.py), shards the parameter
+state over dp as the framework does (costmodel/layout/frameworks.py): what a rank holds. What it
+sends, each collective's payload and its wire bytes, is costmodel/layout/communication.py's part of
+ParallelEstimate. Formulas stay in the blocks: here are only sums and the frameworks' sharding rules.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
 
-from .. import compiled, offload
+from .. import offload
 from ..config import ConfigError, ModelConfig, Workload
-from ..model_flops import leaf_model_flops
+from .communication import RankCommunication
 from .experts import expert_load
 from .frameworks import FRAMEWORKS, Framework
+from .parts import Stage, evaluate_parts, part_evaluator, part_of, uses_loss_parallel
 from .spec import Layout
 
-PARTS = ("embedding", "shared", "layer", "tail", "head")
-PART_QUANTITIES = ("params", "padded", "tensors", "gradient_params", "saved", "rebuilt", "inputs",
-                   "buffers", "norm_params", "flops", "kv_cache", "latent_gradient", "expert_params",
-                   "expert_saved", "routed_slots", "fp8_params")
-COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
-
-
-def _options(layout: Layout) -> dict[str, Any]:
-    """What the per-part expressions depend on besides the symbols (their cache key)."""
-    framework = FRAMEWORKS[layout.framework]
-    return {"framework": layout.framework, "sp": layout.sp, "loss_parallel": uses_loss_parallel(layout),
-            "device": layout.device, "vocabulary": framework.vocabulary}
-
-
-def uses_loss_parallel(layout: Layout) -> bool:
-    framework = FRAMEWORKS[layout.framework]
-    return framework.vocabulary_parallel_loss or (layout.framework == "fsdp2" and layout.loss_parallel)
-
-
-def part_of(tree: Any) -> dict[int, str]:
-    """Each leaf's part (by its index in the tree): a stack's own leaves before its layers are
-    shared by every stage, those after them (the final norm) go with the head."""
-    seen_layer: set[str] = set()
-    parts = {}
-    for i, leaf in enumerate(tree.leaves):
-        if leaf.part == "layer":
-            seen_layer.add(leaf.stack)
-            parts[i] = "layer"
-        elif leaf.part == "stack":
-            parts[i] = "tail" if leaf.stack in seen_layer else "shared"
-        elif leaf.part in ("head", "loss"):
-            parts[i] = "head"
-        elif leaf.part == "embedding":
-            parts[i] = "embedding"
-    return parts
-
-
-def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase: str = "train"
-                     ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Every part's per-rank quantities as expressions (one layer for the layer part, per stack),
-    and the structure beside them: each part's collectives per micro-batch. phase "decode": the
-    cost tree of one decode step (serving), whose work is a forward."""
-    import sympy as sp
-
-    from .. import blocks as B
-    from .. import symbols as S
-    from ..model import CostModel, profile_for
-    from .split import column_inputs, local, row_outputs, substitution
-
-    framework = FRAMEWORKS[layout.framework]
-    FP8_BLOCKS = (B.QKVProjection, B.AttentionOutput, B.FeedForward, B.Experts)
-    profile = profile_for(cfg, workload, precision=framework.precision_for(workload.dtype), device=layout.device,
-                          optimizer_impl="foreach" if layout.device == "cuda" else "single")
-    tree = CostModel(cfg, profile, phase=phase)
-    parts = part_of(tree)
-    loss_parallel = uses_loss_parallel(layout)
-    exprs: dict[str, Any] = {}
-    structure: dict[str, Any] = {"stacks": [], "layers": {}, "counts": {}, "work": []}
-
-    def add(key: str, value: Any) -> None:
-        exprs[key] = exprs.get(key, sp.Integer(0)) + value
-
-    for i, leaf in enumerate(tree.leaves):
-        part = parts.get(i)
-        if part is None:
-            continue
-        key = part
-        if part == "layer":  # one key per stack and kind of layer (windowed/full, dense/experts)
-            key = f"layer.{leaf.stack}" + (f".{leaf.kind}" if leaf.kind else "")
-            structure["layers"][key] = [leaf.stack, leaf.kind]
-            if leaf.stack not in structure["stacks"]:
-                structure["stacks"].append(leaf.stack)
-        encoder = leaf.stack == "encoder" and cfg.architecture == "encoder-decoder"
-        subs = substitution(leaf.block, sp_on=layout.sp, vocabulary=framework.vocabulary,
-                            loss_parallel=loss_parallel, encoder=encoder)
-        cost = leaf.cost
-        for tensor in cost.tensors:
-            rows, cols = local(tensor.rows, subs), local(tensor.cols, subs)
-            add(f"{key}.params", rows * cols)
-            add(f"{key}.padded", sp.ceiling(rows / S.dp) * cols)
-            add(f"{key}.tensors", 1)
-            full = isinstance(leaf.block, B.TokenEmbedding) and framework.embedding_gradient_full
-            add(f"{key}.gradient_params", tensor.elements if full else rows * cols)
-            if isinstance(leaf.block, B.Norm):
-                add(f"{key}.norm_params", rows * cols)
-        saved = local(cost.saved_bytes, subs)
-        if layout.sp and isinstance(leaf.block, B.Norm) and not framework.sp_regathers_input:
-            # DTensor keeps the all-gathered input of the column-parallel layers this norm feeds
-            # (FINDINGS 10.3): its output term is the whole sequence's.
-            tokens = leaf.block.tokens
-            saved += S.e * tokens * S.d - local(S.e * tokens * S.d, subs)
-        add(f"{key}.{'rebuilt' if leaf.checkpointed else 'saved'}", saved)
-        add(f"{key}.inputs", local(cost.input_bytes, subs))
-        add(f"{key}.buffers", local(cost.buffer_bytes, subs))
-        add(f"{key}.flops", local(cost.flops_matmul + cost.flops_matmul_backward, subs))
-        add(f"{key}.kv_cache", local(cost.kv_cache_bytes, subs))
-        if isinstance(leaf.block, B.LatentAttention):
-            add(f"{key}.latent_gradient", local(leaf.block.latent_gradient_bytes(), subs))
-        if isinstance(leaf.block, FP8_BLOCKS):  # the linear layers FP8 recipes convert (layout/fp8.py)
-            add(f"{key}.fp8_params", sum(local(t.rows, subs) * local(t.cols, subs) for t in cost.tensors))
-        if isinstance(leaf.block, B.Experts):  # what expert parallelism divides (layout/experts.py)
-            add(f"{key}.expert_params", sum(local(t.rows, subs) * local(t.cols, subs) for t in cost.tensors))
-            add(f"{key}.expert_saved", 0 if leaf.checkpointed else saved)
-            add(f"{key}.routed_slots", local(leaf.block.tokens * S.k, subs))
-        # A training micro-batch's work (costmodel/roofline.py divides it by the rates): the
-        # forward (twice when recomputation reruns it), the backward.
-        forwards, backwards = (2 if leaf.recomputed else 1), int(phase == "train")
-        work = {"f_mm": forwards * cost.flops_matmul + backwards * cost.flops_matmul_backward,
-                "b_mm": forwards * cost.bytes_matmul + backwards * cost.bytes_matmul_backward,
-                "f_o": forwards * cost.flops_other + backwards * cost.flops_other_backward,
-                "b_o": forwards * cost.bytes_other + backwards * cost.bytes_other_backward}
-        index = len(structure["work"])
-        structure["work"].append({"key": key, "active": cost.is_active(),
-            "experts": isinstance(leaf.block, B.Experts), "fp8": isinstance(leaf.block, FP8_BLOCKS),
-            "attention_core": isinstance(leaf.block, B.AttentionCore)})
-        for name, value in work.items():
-            exprs[f"work.{index}.{name}"] = local(value, subs)
-        # Model FLOPs by convention (costmodel/model_flops.py: no recomputation, not even flash's
-        # of Q K^T) for MFU; what the kernels execute for HFU.
-        add("model_flops", leaf.count * leaf_model_flops(leaf, "dense"))
-        add("model_flops_causal", leaf.count * leaf_model_flops(leaf, "causal"))
-        add("executed_flops", leaf.count * (cost.flops_matmul + cost.flops_matmul_backward))
-        if isinstance(leaf.block, B.AttentionCore):  # context parallelism: n / cp queries, all n keys
-            add("attention_flops", leaf.count * leaf_model_flops(leaf, "dense"))
-            add("attention_flops_causal", leaf.count * leaf_model_flops(leaf, "causal"))
-            add("attention_executed_flops", leaf.count * (cost.flops_matmul + cost.flops_matmul_backward))
-        if leaf.recomputed:
-            add("recomputed_flops", leaf.count * cost.flops_matmul)
-        counts = structure["counts"].setdefault(key, {"column_inputs": 0, "row_outputs": 0, "sublayers": 0,
-                                                      "latents": 0})
-        counts["column_inputs"] += column_inputs(leaf.block, framework.column_layers, cfg.gated)
-        counts["row_outputs"] += row_outputs(leaf.block)
-        counts["sublayers"] += int(isinstance(leaf.block, (B.QKVProjection, B.FeedForward)))
-        counts["latents"] += int(isinstance(leaf.block, B.LatentAttention))
-    for key in list(structure["counts"]):
-        for quantity in PART_QUANTITIES:
-            exprs.setdefault(f"{key}.{quantity}", sp.Integer(0))
-    per_param = profile.param_bytes
-    exprs["bytes.weights"], exprs["bytes.gradients"] = per_param.weights, per_param.gradients
-    exprs["bytes.optimizer"] = per_param.optimizer
-    exprs["bytes.moment"] = per_param.moment
-    exprs.setdefault("recomputed_flops", sp.Integer(0))
-    exprs.setdefault("attention_flops", sp.Integer(0))
-    exprs["step_traffic"] = per_param.step_traffic  # bytes a fused optimizer moves per parameter
-    tokens = S.b * (1 if phase == "decode" else S.n)
-    exprs["boundary"] = S.e * tokens * S.d  # one sublayer's input or output, every token
-    exprs["logits"] = S.e * tokens * S.tp * sp.ceiling(S.V / S.tp)
-    exprs["loss_reduction"] = 3 * 4 * S.b * S.n  # fp32 max, sum of exponentials, target logit
-    exprs["embedding_table"] = sp.ceiling(S.V / S.tp) * S.d
-    structure["tied"] = bool(cfg.tie_embeddings and cfg.head == "lm")
-    structure["step_counters"] = framework.step_counters and layout.device == "cpu"
-    return exprs, structure
-
-
-_EVALUATORS: dict[tuple, tuple[Any, dict[str, Any]]] = {}
-
-
-def _evaluator(cfg: ModelConfig, workload: Workload, layout: Layout, phase: str) -> tuple[Any, dict[str, Any]]:
-    """The compiled per-part expressions of a structure (memoised in this process: a plan asks
-    for the same few structures thousands of times)."""
-    options = _options(layout)
-    memo = (cfg, tuple(workload.options().items()), tuple(options.items()), phase)
-    if memo not in _EVALUATORS:
-        key = {"model": cfg.structure(), "workload": workload.options(), "layout": options,
-               "layers": cfg.n_layers, "phase": phase}
-        _EVALUATORS[memo] = compiled.cached("layout", key, lambda: part_expressions(cfg, workload, layout, phase))
-    return _EVALUATORS[memo]
-
-
-@lru_cache(maxsize=4096)
-def _evaluate(evaluate: Any, values: tuple[tuple[str, int], ...]) -> dict[str, Any]:
-    """The compiled expressions at these values (a plan evaluates each (structure, tp, dp, batch)
-    once for all its ZeRO stages, schedules and pipeline sizes)."""
-    return evaluate(dict(values))
-
-
-def _ring(kind: str, world: int) -> float:
-    """Wire bytes per payload byte: 2(w - 1)/w for an all-reduce, (w - 1)/w for an all-gather,
-    a reduce-scatter or an all-to-all (a rank's own share stays)."""
-    if world <= 1:
-        return 0.0
-    return 2 * (world - 1) / world if kind == "all_reduce" else (world - 1) / world
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One pipeline rank: its (virtual) stages' layers, the micro-batches each holds at the
-    rank's peak, whether it runs the first and the last stage, and each (virtual) stage's layers
-    by kind ((part key, layers), ...: a stack's layers, or its windowed and full, dense and
-    expert layers)."""
-
-    rank: int
-    layers: tuple[int, ...]
-    in_flight: tuple[int, ...]
-    first: bool
-    last: bool
-    kinds: tuple[tuple[tuple[str, int], ...], ...] = ()
+#: What other modules import from here besides ParallelEstimate (layout/kernel_step.py, layout/time.py).
+__all__ = ["FRAMEWORKS", "ParallelEstimate", "Stage", "part_of", "uses_loss_parallel"]
 
 
 @lru_cache(maxsize=4096)
@@ -254,7 +49,7 @@ def _runs(kinds: tuple[tuple[tuple[str, int], ...], ...]) -> tuple[tuple[str, in
     return tuple(runs.items())
 
 
-class ParallelEstimate:
+class ParallelEstimate(RankCommunication):
     """Per-rank memory and communication of one model, workload and layout (exact integers)."""
 
     def __init__(self, cfg: ModelConfig, workload: Workload, layout: Layout, phase: str = "train"):
@@ -279,7 +74,7 @@ class ParallelEstimate:
         self.framework: Framework = FRAMEWORKS[layout.framework]
         self.phase = phase
         self._memo: dict[Any, Any] = {}
-        evaluate, self.structure = _evaluator(cfg, workload, layout, phase)
+        evaluate, self.structure = part_evaluator(cfg, workload, layout, phase)
         values = {**cfg.dimensions(), **workload.dimensions(cfg), "tp": layout.tp, "dp": layout.shard_ranks}
         if layout.cp > 1:  # each rank holds n / cp tokens of every sequence (layout/context.py)
             from .context import check_workload
@@ -287,7 +82,7 @@ class ParallelEstimate:
             check_workload(workload, layout.cp)
             values["n"] //= layout.cp
         self.values = values  # one rank's values (the kernel model's shapes: layout/kernel_step.py)
-        self.numbers = _evaluate(evaluate, tuple(values.items()))
+        self.numbers = evaluate_parts(evaluate, tuple(values.items()))
         self.load = expert_load(cfg.n_experts, layout.ep, workload.expert_load, layout.capacity_factor) \
             if cfg.moe else None
 
@@ -503,160 +298,6 @@ class ParallelEstimate:
         candidates = self.stages if len(self.structure["layers"]) > 1 else [self.stages[0], self.stages[-1]]
         stage = max(candidates, key=lambda s: (self.memory(s)["total"], -s.rank))
         return {**self.memory(stage), "stage": stage.rank}
-
-    # -- communication ----------------------------------------------------------------------
-
-    def communication(self, stage: Stage) -> dict[str, dict[str, int]]:
-        """Payload bytes one rank of this pipeline stage sends per training step, by group
-        (tp, dp, pp) and collective."""
-        signature = ("communication", stage.layers, stage.in_flight, stage.first, stage.last, stage.kinds,
-                     stage.rank if self.layout.virtual_stages > 1 else None)
-        if signature not in self._memo:
-            self._memo[signature] = self._communication(stage)
-        return self._memo[signature]
-
-    def _communication(self, stage: Stage) -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {}
-
-        def add(group: str, kind: str, value: int) -> None:
-            if value:
-                out.setdefault(group, {})
-                out[group][kind] = out[group].get(kind, 0) + int(value)
-
-        layout, n, m = self.layout, self.numbers, self.layout.microbatches
-        if layout.tp > 1:
-            for kind, calls, payload in self.tensor_parallel_collectives(stage):
-                if kind == "optimizer_all_reduce":  # once per step, not per micro-batch
-                    add("tp", "all_reduce", calls * payload)
-                else:
-                    add("tp", kind, m * calls * payload)
-        if layout.cp > 1 and self.phase == "train":
-            from .context import exchange
-
-            attention = sum(self.layer_runs(stage).values())  # every layer attends
-            for kind, value in exchange(self.cfg, self.workload, layout.cp, layout.cp_rotate, attention).items():
-                add("cp", kind, m * value)
-        if layout.shard_ranks > 1:
-            for group, kinds in self._data_parallel_groups(stage).items():
-                for kind, value in kinds.items():
-                    add(group, kind, value)
-        if layout.ep > 1:
-            add("ep", "all_to_all", m * self._all_to_all(stage))
-        if layout.pp > 1:
-            # Each (virtual) stage sends its output forward unless it is the last and its input's
-            # gradient backward unless it is the first; it receives as much (FINDINGS 10.4).
-            boundary = n["boundary"] // (layout.tp if layout.sp else 1)
-            for index in layout.stages_of(stage.rank):  # a V's turn (stage p - 1 to p) stays on a rank
-                crossings = (int(index < layout.stages - 1 and layout.rank_of(index + 1) != stage.rank)
-                             + int(index > 0 and layout.rank_of(index - 1) != stage.rank))
-                add("pp", "send", m * boundary * crossings)
-                add("pp", "recv", m * boundary * crossings)
-            if self.structure["tied"] and (stage.first or stage.last) and not (stage.first and stage.last):
-                width = 4 if self._gradient_dtype == "fp32" else self.workload.bytes_per_element
-                add("pp", "all_reduce", width * n["embedding_table"])
-        return out
-
-    def tensor_parallel_collectives(self, stage: Stage) -> list[tuple[str, int, int]]:
-        """One micro-batch's tensor-parallel collectives as (kind, calls, payload of each call);
-        "optimizer_all_reduce" once per step."""
-        n, layout = self.numbers, self.layout
-        x = n["boundary"]
-        counts = self.structure["counts"]
-        runs = self.layer_runs(stage)
-
-        def per_layer(name: str) -> int:
-            return sum(count * counts.get(key, {}).get(name, 0) for key, count in runs.items())
-
-        rows, columns, sublayers = per_layer("row_outputs"), per_layer("column_inputs"), per_layer("sublayers")
-        first = int(stage.first)
-        head_loss = int(stage.last and self.cfg.head == "lm")
-        events: list[tuple[str, int, int]] = []
-        if self.phase == "decode":  # a forward: the row-parallel outputs, then the logits gathered
-            events.append(("all_reduce", rows + first, x))
-            if head_loss:
-                events.append(("all_gather", 1, n["logits"]))
-            return [event for event in events if event[1] and event[2]]
-        if not layout.sp:
-            # Forward: the row-parallel outputs and the embedding's; backward: the inputs of the
-            # column-parallel layers and of the head.
-            events.append(("all_reduce", rows + first + columns + head_loss, x))
-            latents = per_layer("latents")  # latent attention: its latents' gradient, each layer
-            if latents:
-                events.append(("all_reduce", latents, self._layer_sum(stage, "latent_gradient") // latents))
-        else:
-            gathers = sublayers + head_loss  # the inputs of the column-parallel regions
-            scatters = rows + first  # the outputs of the row-parallel regions and the embedding
-            regathers = gathers if self.framework.sp_regathers_input else 0  # Megatron, in backward
-            events.append(("reduce_scatter", scatters + gathers, x))  # forward, and the gathers' gradients
-            events.append(("all_gather", gathers + scatters + regathers, x))
-            norms = self.on_stage(stage, "norm_params")
-            reads = self.framework.norm_gradient_all_reduces
-            events.append(("optimizer_all_reduce", reads, norms * n["bytes.gradients"]))
-        if head_loss:
-            if uses_loss_parallel(layout):
-                events.append(("all_reduce", 1, n["loss_reduction"]))
-            else:
-                events.append(("all_gather", 1, n["logits"]))
-        return [event for event in events if event[1] and event[2]]
-
-    def _all_to_all(self, stage: Stage) -> int:
-        """One micro-batch's all-to-all payload on this rank (costmodel/layout/experts.py): per
-        mixture-of-experts layer the counts (8 E), dispatch and combine forward and backward."""
-        slots = self._layer_sum(stage, "routed_slots")
-        layers = sum(count for key, count in self.layer_runs(stage).items() if self._part(key, "routed_slots"))
-        if stage.last and self._part("head", "routed_slots"):  # a multi-token prediction module's experts
-            slots += self._part("head", "routed_slots")
-            layers += 1
-        token = self.workload.bytes_per_element * self.cfg.d_model
-        sent, received = slots * self.load.kept, slots * self.load.factor
-        return int(layers * 8 * self.cfg.n_experts + math.ceil(2 * (sent + received) * token))
-
-    def _data_parallel_groups(self, stage: Stage) -> dict[str, dict[str, int]]:
-        """The data-parallel collectives by group: "dp", and under expert parallelism "edp" (the
-        experts' own gradients over the dp / ep ranks that hold the same experts)."""
-        if self.layout.ep == 1:
-            return {"dp": self._data_parallel(stage)}
-        experts = self.on_stage(stage, "expert_params")
-        local = experts // self.layout.ep
-        edp = self.layout.dp // self.layout.ep
-        out = {"dp": self._data_parallel(stage, exclude=experts)}
-        if edp > 1:
-            out["edp"] = self._data_parallel(stage, params=local, ranks=edp)
-        return out
-
-    def _data_parallel(self, stage: Stage, exclude: int = 0, params: int | None = None,
-                       ranks: int | None = None) -> dict[str, int]:
-        """The data-parallel collectives of one step (FSDP2 and ZeRO-3 gather and scatter per
-        micro-batch)."""
-        layout, n, m, e = self.layout, self.numbers, self.layout.microbatches, self.workload.bytes_per_element
-        dp = ranks or layout.shard_ranks
-        grad = 4 if self._gradient_dtype == "fp32" else e
-        if self.framework.sharding == "per_tensor":
-            everything = dp * self.on_stage(stage, "padded")
-            layers = dp * self._layer_sum(stage, "padded")
-            backward = {None: layers, True: everything, False: 0}[
-                False if layout.zero == 2 else layout.reshard_after_forward]
-            return {"all_gather": m * e * (everything + backward), "reduce_scatter": m * 4 * everything}
-        if params is None:
-            params = self.on_stage(stage, "params") + self.tied_copy(stage) - exclude
-        padded = dp * math.ceil(params / dp)
-        if layout.zero == 0:
-            return {"all_reduce": grad * params}
-        if layout.zero in (1, 2):
-            return {"reduce_scatter": grad * padded, "all_gather": e * padded}
-        return {"all_gather": m * 2 * e * padded, "reduce_scatter": m * grad * padded}
-
-    def wire(self, communication: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
-        """Bytes each rank puts on the wire, with the ring factors."""
-        layout = self.layout
-        sizes = {"tp": layout.tp, "dp": layout.shard_ranks, "pp": 2, "ep": layout.ep,
-                 "edp": layout.dp // layout.ep, "cp": layout.cp}
-        out: dict[str, dict[str, int]] = {}
-        for group, kinds in communication.items():
-            for kind, payload in kinds.items():
-                factor = 1.0 if kind in ("send", "recv") else _ring(kind, sizes[group])
-                out.setdefault(group, {})[kind] = round(payload * factor)
-        return out
 
     # -- the answer ---------------------------------------------------------------------------
 

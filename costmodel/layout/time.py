@@ -2,14 +2,15 @@
 overlap, the pipeline bubble and the optimizer; MFU and HFU.
 
 Nothing here is a formula of a block. A stage's micro-batch time is its leaves' training work
-(costmodel/layout/rank.py: forward, backward, the recomputed forward) at the roofline's two kernels
+(costmodel/layout/parts.py: forward, backward, the recomputed forward) at the roofline's two kernels
 per block (costmodel/hardware.kernel_times), plus the per-block overhead. Collectives, under both
 time models, take NCCL's achievable bus bandwidth at their message size, hierarchically when their
 group spans nodes (costmodel/collectives.py); the groups are laid out tensor-parallel ranks first,
 then data-parallel, then pipeline (Megatron's order).
 
 The overlap model (stated conventions, not measurements; each settable with Overlap):
-- tensor-parallel collectives and pipeline sends are on the critical path (exposed);
+- tensor-parallel collectives and pipeline sends are on the critical path (exposed); under full
+  recomputation the re-run forward's tensor-parallel collectives count again (recomputed_collectives);
 - the gradient all-reduce or reduce-scatter of DDP and ZeRO-1/2 overlaps the last micro-batch's
   backward (two thirds of its compute); ZeRO-1/2's parameter all-gather after the optimizer step
   is exposed;
@@ -63,7 +64,7 @@ class Overlap:
 
 def leaf_factor(leaf: dict[str, Any], estimate: ParallelEstimate) -> float:
     """The factor one run of a leaf's time on one rank's tree takes in this layout, from its work
-    entry's flags (layout/rank.py), under every time model:
+    entry's flags (layout/parts.py), under every time model:
     - the attention core under context parallelism: the rank's tree has n / cp queries against
       n / cp keys; its queries see all n keys, cp times that work (layout/context.py);
     - the experts under expert parallelism: the most loaded rank's share (layout/experts.py)."""
@@ -142,14 +143,14 @@ class StepTime:
     def compute(self, stage: Stage) -> float:
         """One micro-batch's forward (and backward, training) on one rank of this pipeline stage."""
         seconds, active = 0.0, 0
-        for key, count in self._runs(stage).items():
+        for key, count in self.part_runs(stage).items():
             part, blocks = self.part_seconds.get(key, (0.0, 0))
             seconds += count * part
             active += count * blocks
         passes = 3 if self.estimate.phase == "train" else 1  # a backward runs about twice the forward's ops
         return seconds + passes * active * self.overhead_s
 
-    def _runs(self, stage: Stage) -> dict[str, int]:
+    def part_runs(self, stage: Stage) -> dict[str, int]:
         """How many times each part's leaves run on this rank in one micro-batch."""
         runs: dict[str, int] = {"shared": len(stage.layers), **self.estimate.layer_runs(stage)}
         if stage.first:
@@ -162,12 +163,34 @@ class StepTime:
         """Seconds of one micro-batch's tensor-parallel collectives, and of the step's once-per-step
         ones (the norms' gradients under SP)."""
         per_microbatch = per_step = 0.0
-        for kind, calls, payload in self.estimate.tensor_parallel_collectives(stage):
+        collectives = self.estimate.tensor_parallel_collectives(stage) + self.recomputed_collectives(stage)
+        for kind, calls, payload in collectives:
             if kind == "optimizer_all_reduce":
                 per_step += self.collective("tp", "all_reduce", calls * payload, calls)
             else:
                 per_microbatch += self.collective("tp", kind, calls * payload, calls)
         return per_microbatch, per_step
+
+    def recomputed_collectives(self, stage: Stage) -> list[tuple[str, int, int]]:
+        """The collectives a recomputed forward runs again, per micro-batch: under full
+        recomputation each layer's forward is re-run in the backward, its tensor-parallel
+        collectives with it (Megatron-LM's mpu.checkpoint, megatron/mpu/random.py
+        CheckpointFunction.backward re-runs the checkpointed layers' forward, commit 83c4d95 of
+        June 2021; torch.utils.checkpoint does the same): the row-parallel outputs' all-reduces,
+        or under sequence parallelism their reduce-scatters and the column-parallel inputs'
+        all-gathers. The embedding and the head are not recomputed; selective recomputation
+        re-runs only the attention core, which has none."""
+        estimate = self.estimate
+        if estimate.phase != "train" or estimate.workload.recompute != "full":
+            return []
+        counts, runs = estimate.structure["counts"], estimate.layer_runs(stage)
+        def per_layer(name: str) -> int:
+            return sum(count * counts.get(key, {}).get(name, 0) for key, count in runs.items())
+        x = estimate.numbers["boundary"]
+        rows = per_layer("row_outputs")
+        events = [("all_reduce", rows, x)] if not estimate.layout.sp else \
+            [("reduce_scatter", rows, x), ("all_gather", per_layer("sublayers"), x)]
+        return [event for event in events if event[1] and event[2]]
 
     def stage(self, stage: Stage) -> dict[str, float]:
         """One micro-batch of this rank: compute, tensor-parallel and pipeline communication."""
@@ -184,7 +207,8 @@ class StepTime:
         context = 0.0
         cp = communication.get("cp", {})
         if cp:  # a ring's sends overlap the attention on the block before; an all-gather does not
-            attention = sum(count * self.attention_seconds.get(key, 0.0) for key, count in self._runs(stage).items())
+            attention = sum(count * self.attention_seconds.get(key, 0.0)
+                            for key, count in self.part_runs(stage).items())
             gathered = self.collective("cp", "all_gather", cp.get("all_gather", 0) / m)
             sent = self.collective("cp", "send", cp.get("send", 0) / m)
             context = gathered + max(0.0, sent - attention)

@@ -123,12 +123,7 @@ class Replica:
             computed = sequence.computed + tokens
             sequence.computed = computed
             if tokens and computed >= sequence.known:
-                sequence.generated += 1
-                sequence.known += 1
-                sequence.token_times.append(now)
-                if sequence.generated >= sequence.output:
-                    finished.append(sequence.request.id)
-                    scheduler.finished(sequence)
+                emit_token(sequence, now, scheduler, finished)
         if self.record:
             self.timeline.steps.append(Step(start, seconds, [(s.request.id, q) for s, q in batch], free_blocks,
                                             finished, scheduler.preempted_total - before, int(sum(query))))
@@ -167,6 +162,17 @@ def simulate_replicas(requests: list[Request], schedulers: list[Scheduler], step
     return [r.timeline for r in replicas]
 
 
+def emit_token(sequence: Sequence, now: float, scheduler: Scheduler, finished: list[int]) -> None:
+    """A sequence whose known tokens are all computed emits one at `now` (a step's end); one with
+    all its output tokens finishes: its id goes to `finished` and the scheduler frees its blocks."""
+    sequence.generated += 1
+    sequence.known += 1
+    sequence.token_times.append(now)
+    if sequence.generated >= sequence.output:
+        finished.append(sequence.request.id)
+        scheduler.finished(sequence)
+
+
 STEADY_STEPS = 64  # the most steps advanced at once
 
 
@@ -200,13 +206,8 @@ def _steady_steps(scheduler: Scheduler, decode_run: Any, now: float, arrival: fl
         finished = []
         for s in list(running):
             s.computed += 1
-            s.generated += 1
-            s.known += 1
-            s.token_times.append(now)
-            if s.generated >= s.output:
-                finished.append(s.request.id)
-                scheduler.finished(s)
-                done += 1
+            emit_token(s, now, scheduler, finished)
+        done += len(finished)
         if record:
             timeline.steps.append(Step(start, seconds, list(entries), free, finished, 0, count))
     return now, done

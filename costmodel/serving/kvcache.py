@@ -90,7 +90,7 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
     token (layers split evenly; the embedding and the head counted as spread too, a stated
     approximation), and the whole activation peak / tp (the last stage's logits; conservative)."""
     from ..memory import inference_phases
-    from ..model import CostModel, model_values
+    from ..tree import CostModel, model_values
 
     if not 0 < utilization <= 1:
         raise ConfigError(f"--gpu-memory-utilization must be in (0, 1], got {utilization}.")

@@ -3,7 +3,7 @@ with its own query tokens and context, timed from the cost tree's leaves.
 
 This is the one place the serving simulator asks for time (the event loop only calls
 StepTime.seconds and StepTime.decode_run). Both time models read the tree's "chunk" phase
-(costmodel/model.py: a decode step with n new tokens per sequence attending to c keys; n = 1 is
+(costmodel/tree.py: a decode step with n new tokens per sequence attending to c keys; n = 1 is
 the decode step exactly) and split its leaves the same way:
 
 - leaves whose work depends on the context (attention scores, softmax, weighted sum) are
@@ -68,7 +68,7 @@ from ..blocks import AttentionScores, WeightedSum
 from ..hardware import Efficiency, Hardware, kernel_times, time_model_for
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompute, Pointwise, check_kernel_model,
                            kernels_seconds, launches_of, leaf_kernels)
-from ..model import CostModel, model_values, profile_for
+from ..tree import CostModel, model_values, profile_for
 
 QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")
 

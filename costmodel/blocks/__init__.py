@@ -1,0 +1,61 @@
+"""One class per Transformer block, each owning all of its formulas as sympy expressions.
+
+By kind, one module each: base.py (Profile, Tensor, Cost, Block and the helpers they share),
+embedding.py (token, position and token-type embeddings, rotary tables, ALiBi, masks), norms.py
+(norms, residual adds, dropout, a recomputed layer's input), attention.py (Q, K, V, RoPE, scores,
+softmax, weighted sum, output; the KV cache), mla.py (latent attention), ffn.py (the FFN, a
+mixture of experts' router, experts and shared-expert gate), head.py (LM head, soft-capping,
+pooler, losses) and optimizer.py (the optimizer step). This package re-exports them all.
+
+A block's cost() returns a Cost: parameters, forward matmul FLOPs, the elements of every other op
+(norms, softmax, activations, residual adds, scaling, RoPE), backward matmul FLOPs, bytes saved for
+backward and KV-cache bytes. Nothing else in the project types a formula: totals are sums of these,
+LaTeX is sympy.latex of these, numbers are these with the dimensions substituted.
+
+Conventions (what "formula == measurement" means, see docs/design.md):
+- matmul FLOPs are 2*m*n*k per matrix product, as torch.utils.flop_counter.FlopCounterMode counts
+  them; bias adds are not counted; attention scores are dense (n_q x n_k, the causal mask ignored).
+- backward matmul FLOPs are 2x forward for a product whose two inputs both need gradients (a weight
+  and an activation, or two activations): one product for each input's gradient.
+- other ops are counted in output elements per op kind; OTHER_FLOPS_PER_ELEMENT turns elements into
+  FLOPs (a stated convention, not a measurement): softmax and log-softmax 5 (max, subtract, exp,
+  sum, divide or log),
+  layernorm 5 (mean, subtract, square-mean, divide, affine), rmsnorm 4 (square, mean, rsqrt-scale,
+  weight), gelu 8, gelu_tanh 8, silu 4, relu 1, add 1, mul 1, rope 3 (two products, one sum per
+  rotated element).
+- bytes saved for backward follow an implementation profile (Profile, in base.py): which tensors
+  the code that runs keeps for the backward pass, in which dtype. e is the activation dtype's bytes.
+- bytes moved (for the roofline) count one forward's memory traffic if every op reads its inputs
+  and writes its outputs once, and every weight is read once, all in the activation dtype; fused
+  attention (sdpa, flash) never writes the n_q x n_k matrix. A model of traffic, not a measurement.
+  It is split in two: bytes_matmul, the matrix products' traffic (weights, their inputs, their
+  outputs), and bytes_other, the other ops' (they run as separate kernels with their own roofs).
+"""
+
+from __future__ import annotations
+
+from .attention import (
+    KV_SCALE_BYTES, AttentionCore, AttentionOutput, AttentionScores, QKVProjection, RotaryEmbedding,
+    Softmax, WeightedSum, kv_cache_bytes,
+)
+from .base import OTHER_FLOPS_PER_ELEMENT, Block, Cost, Profile, Tensor, quantized_bytes
+from .embedding import (
+    AlibiSlopes, EmbeddingProjection, LearnedPositions, RelativePositionBias, RotaryTables,
+    SharedAttentionMask, SinusoidalPositions, TokenEmbedding, TokenTypes,
+)
+from .ffn import ACTIVATION_OPS, Experts, FeedForward, Router, SharedExpertGate
+from .head import CrossEntropy, LMHead, LogitSoftcap, Pooler, SumLoss
+from .mla import LatentAttention
+from .norms import Dropout, HeadNorms, LayerCheckpoint, Norm, Residual
+from .optimizer import OptimizerStep, TensorRun
+
+__all__ = [
+    "ACTIVATION_OPS", "KV_SCALE_BYTES", "OTHER_FLOPS_PER_ELEMENT", "AlibiSlopes", "AttentionCore",
+    "AttentionOutput", "AttentionScores", "Block", "Cost", "CrossEntropy", "Dropout",
+    "EmbeddingProjection", "Experts", "FeedForward", "HeadNorms", "LMHead", "LatentAttention",
+    "LayerCheckpoint", "LearnedPositions", "LogitSoftcap", "Norm", "OptimizerStep", "Pooler",
+    "Profile", "QKVProjection", "RelativePositionBias", "Residual", "RotaryEmbedding",
+    "RotaryTables", "Router", "SharedAttentionMask", "SharedExpertGate", "SinusoidalPositions",
+    "Softmax", "SumLoss", "Tensor", "TensorRun", "TokenEmbedding", "TokenTypes", "WeightedSum",
+    "kv_cache_bytes", "quantized_bytes",
+]

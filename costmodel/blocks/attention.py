@@ -1,0 +1,262 @@
+"""Attention's blocks: the Q, K, V projections (and the KV cache they fill), RoPE's rotation, the
+kernel's three parts (scores, softmax, weighted sum; what each keeps is the kernel's, see
+costmodel/kernels.py) and the output projection. Latent attention's projections are in mla.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from .. import symbols as S
+from ..kernels import Kernel
+from ..terms import FP32, ZERO, Expr, elementwise_bytes
+from .base import (
+    Block, Cost, Profile, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix,
+)
+
+
+#: Bytes of the per-tensor scales a quantized KV cache keeps beside one layer's keys and values:
+#: one fp32 scale for the keys and one for the values (transformers' QuantizedCache(backend="fp8"),
+#: FINDINGS 11.4; TensorRT-LLM's int8 and fp8 KV caches scale per tensor the same way).
+KV_SCALE_BYTES = 2 * FP32
+
+
+def kv_cache_bytes(elements: Expr, profile: Profile) -> Expr:
+    """Bytes of one layer's cached key/value elements: the activation dtype, or with a quantized
+    cache (profile.kv_dtype fp8 or int8) one byte each plus the layer's two scales."""
+    if elements == 0 or profile.kv_dtype is None:
+        return elements * S.e
+    return elements + KV_SCALE_BYTES
+
+
+@dataclass(frozen=True)
+class QKVProjection(Block):
+    """Queries from q_tokens, keys and values from kv_tokens; h query heads, h_kv KV heads of d_h.
+
+    In cross-attention kv_tokens are the encoder's tokens. The KV cache (when cached) holds the
+    keys and values of every KV head: 2 * b * h_kv * d_h per cached token per layer. A fused
+    projection (facts.fused_qkv, GPT-2's c_attn) is one weight and one bias.
+    """
+
+    q_tokens: Expr
+    kv_tokens: Expr
+    bias: bool
+    cached_tokens: Expr = ZERO  # tokens held in this layer's KV cache after prefill + decode
+    copies_cache: bool = False  # a decode step's append copies the cache (torch.cat)
+    fused: bool = False
+    transposed: bool = False  # weights stored (d_in, d_out) (facts.linear_weights_transposed)
+    profile: Profile = Profile()
+    cache_heads: Expr = S.h_kv  # heads the cache holds (Falcon's new layout: h, see facts)
+    title = "Q, K, V projections"
+
+    def cost(self) -> Cost:
+        q_fwd, q_bwd = linear_flops(self.q_tokens, S.d, S.h * S.d_h)
+        kv_fwd, kv_bwd = linear_flops(self.kv_tokens, S.d, 2 * S.h_kv * S.d_h)
+        if self.fused:
+            tensors = weight_and_bias(S.d, (S.h + 2 * S.h_kv) * S.d_h, self.bias, self.transposed)
+            matrices = [weight_matrix(S.d, (S.h + 2 * S.h_kv) * S.d_h)]
+        else:
+            tensors = (weight_and_bias(S.d, S.h * S.d_h, self.bias, self.transposed)
+                       + 2 * weight_and_bias(S.d, S.h_kv * S.d_h, self.bias, self.transposed))
+            matrices = [weight_matrix(S.d, S.h * S.d_h), weight_matrix(S.d, S.h_kv * S.d_h, 2)]
+        kv_cache = kv_cache_bytes(2 * S.b * self.cache_heads * S.d_h * self.cached_tokens,
+                                  self.profile)
+        moved = linear_bytes(self.q_tokens, S.d, S.h * S.d_h)
+        moved += linear_bytes(self.kv_tokens, S.d, 2 * S.h_kv * S.d_h)
+        return make_cost(
+            tensors=tensors,
+            matrices=matrices,
+            flops_matmul=q_fwd + kv_fwd,
+            flops_matmul_backward=q_bwd + kv_bwd,
+            # Falcon splits its fused output with qkv[..., [-2]] and [-1]: two int64 index tensors.
+            saved_bytes=self.profile.facts.qkv_split_index_bytes if self.fused else 0,
+            kv_cache_bytes=kv_cache,
+            bytes_matmul=moved,
+            # torch.cat reads the cache and the new token's keys and values, writes them all.
+            bytes_other=2 * kv_cache if self.copies_cache else ZERO,
+        )
+
+
+@dataclass(frozen=True)
+class RotaryEmbedding(Block):
+    """RoPE: rotate the first `width` dimensions (all d_h, or d_r) of every query and key head by
+    its position (cos/sin from RotaryTables); MLA rotates one shared key head."""
+
+    q_tokens: Expr
+    kv_tokens: Expr
+    width: Expr = S.d_h
+    key_heads: Expr = S.h_kv
+    title = "rotary position embedding"
+
+    def cost(self) -> Cost:
+        rotated = (self.q_tokens * S.h + self.kv_tokens * self.key_heads) * self.width
+        return make_cost(elements=[("rope", rotated)], bytes_other=elementwise_bytes(rotated))
+
+
+@dataclass(frozen=True)
+class AttentionCore(Block):
+    """What the scores, softmax and weighted-sum blocks share: lengths, profile, kernel.
+
+    What they keep for backward, their backward FLOPs and whether the n_q x n_k matrix moves
+    through memory are the kernel's (costmodel/kernels.py); b sequences, h heads,
+    pairs = b*h*q_len*k_len.
+    """
+
+    q_len: Expr
+    k_len: Expr
+    profile: Profile = Profile()
+    bias_needs_grad: bool = False  # a trained position bias (T5's self-attention) is added
+    cross: bool = False
+    causal: bool = False  # a decoder's self-attention
+    qk_dim: Expr = S.d_h  # width of a query/key head
+    value_dim: Expr = S.d_h  # width of a value head (MLA: d_v)
+    kv_heads: Expr = S.h_kv  # heads of K and V as they reach the kernel (Falcon's new layout: h)
+    windowed: bool = False  # a sliding-window layer's prefill (its "windowed" variant)
+    latent: bool = False  # MLA (its "absorbed" variant)
+
+    @property
+    def windowed_pairs(self) -> Expr:
+        """(query, key) pairs a causal kernel with a window of w computes over a prompt of n:
+        query i attends min(i, w) keys, n w - w (w - 1) / 2 in all once n >= w."""
+        n = self.q_len
+        return S.b * S.h * sp.Piecewise((n * S.w - S.w * (S.w - 1) / 2, n >= S.w),
+                                        (n * (n + 1) / 2, True))
+
+    def core_variants(self, width: Expr, latent_width: Expr) -> list[tuple[str, Expr]]:
+        """This product's FLOPs under a windowed kernel, or absorbed MLA (attending in the
+        latent: latent_width per head, every key of one shared head)."""
+        variants = []
+        if self.windowed:
+            variants.append(("windowed", 2 * self.windowed_pairs * width))
+        if self.latent:
+            variants.append(("absorbed", 2 * self.pairs * latent_width))
+        return variants
+
+    @property
+    def kernel(self) -> Kernel:
+        return self.profile.kernel(self.bias_needs_grad)
+
+    @property
+    def pairs(self) -> Expr:
+        return S.b * S.h * self.q_len * self.k_len
+
+    @property
+    def kv_heads_kept(self) -> Expr:
+        """Heads of K and V an eager product keeps: h, except that repeating K/V (expand then
+        reshape) stays a view for multi-query attention (h_kv = 1) at b = 1 where the code does it
+        that way (facts.repeat_kv_view_for_mqa)."""
+        if self.profile.facts.repeat_kv_view_for_mqa:
+            return sp.Piecewise((S.h_kv, sp.And(sp.Eq(S.b, 1), sp.Eq(S.h_kv, 1))), (S.h, True))
+        return S.h
+
+    @property
+    def fused_qkv_extra(self) -> Expr:
+        """A fused QKV projection's query is a view of its output ((h + 2 h_kv) d_h wide), which
+        a kept query keeps whole (facts.fused_qkv_query_view; when the kernel keeps a view)."""
+        if not self.profile.facts.fused_qkv_query_view or self.cross:
+            return ZERO
+        return self.kernel.query_view_saved(2 * S.e * S.b * self.q_len * S.h_kv * S.d_h)
+
+
+@dataclass(frozen=True)
+class AttentionScores(AttentionCore):
+    """Q K^T times the scale over every (query, key) pair, plus mask and position bias adds."""
+
+    causal_or_padding_mask: bool = True
+    position_bias: bool = False  # ALiBi or T5 relative bias added to the scores
+    scaled: bool = True  # False: no multiply at all (a scale of 1, T5's)
+    softcap: bool = False  # cap * tanh(scores / cap) before the softmax (Gemma 2)
+    title = "attention scores"
+
+    def cost(self) -> Cost:
+        pairs, kernel = self.pairs, self.kernel
+        forward = 2 * pairs * self.qk_dim
+        elements = [("mul", pairs * (int(self.scaled) + 2 * int(self.softcap)))]
+        elements.append(("add", pairs * (int(self.causal_or_padding_mask) + int(self.position_bias))))
+        elements.append(("tanh", pairs if self.softcap else 0))
+        # Reads the queries and the keys (h_kv heads: the cache in a decode step); a dense kernel
+        # writes the scores, and its scaling, mask and position bias each read and write them (the
+        # broadcast mask or bias itself is small); a fused kernel does them in registers.
+        moved = S.e * S.b * self.qk_dim * (S.h * self.q_len + self.kv_heads * self.k_len)
+        pointwise = ZERO
+        if kernel.dense:
+            moved += S.e * pairs
+            pointwise = sp.Add(*(elementwise_bytes(x) for _, x in elements))
+        # Soft-capping keeps tanh's result (its backward reads it), in the activation dtype.
+        capped = S.e * pairs if self.softcap and kernel.dense else ZERO
+        return make_cost(
+            flops_matmul=forward,
+            variants=self.core_variants(self.qk_dim, S.r_kv + S.d_r),
+            flops_matmul_backward=kernel.scores_backward(forward),
+            elements=elements,
+            saved_bytes=kernel.scores_saved(self) + self.fused_qkv_extra + capped,
+            bytes_matmul=moved,
+            bytes_other=pointwise,
+        )
+
+
+@dataclass(frozen=True)
+class Softmax(AttentionCore):
+    """Softmax over keys for every (query, key) pair (inside the kernel when fused)."""
+
+    title = "softmax"
+
+    def cost(self) -> Cost:
+        kernel = self.kernel
+        moved = elementwise_bytes(self.pairs) if kernel.dense else 0
+        return make_cost(elements=[("softmax", self.pairs)], saved_bytes=kernel.softmax_saved(self),
+                     bytes_other=moved)
+
+
+@dataclass(frozen=True)
+class WeightedSum(AttentionCore):
+    """Probabilities times values: (n_q x n_k) @ (n_k x d_h) per head."""
+
+    # Absorbed MLA: the values are the first r_kv of the keys' own cached latent, which a fused
+    # kernel has already read for the scores (FlashMLA, vLLM's MLA backend): not read again.
+    values_are_keys: bool = False
+    title = "weighted sum of values"
+
+    def cost(self) -> Cost:
+        pairs, kernel = self.pairs, self.kernel
+        forward = 2 * pairs * self.value_dim
+        # Reads the values (h_kv heads) and, dense, the probabilities; writes the heads' output.
+        values_read = 0 if self.values_are_keys and not kernel.dense else self.kv_heads * self.k_len
+        moved = S.e * S.b * self.value_dim * (values_read + S.h * self.q_len)
+        if kernel.dense:
+            moved += S.e * pairs
+        return make_cost(
+            flops_matmul=forward,
+            variants=self.core_variants(self.value_dim, S.r_kv),
+            flops_matmul_backward=2 * forward,
+            saved_bytes=kernel.weighted_sum_saved(self),
+            bytes_matmul=moved,
+        )
+
+
+@dataclass(frozen=True)
+class AttentionOutput(Block):
+    """The output projection h*d_h -> d."""
+
+    tokens: Expr
+    bias: bool
+    input_kept_by_kernel: bool = False  # a fused kernel's saved output is this block's input
+    transposed: bool = False  # the weight stored (d_in, d_out) (facts.linear_weights_transposed)
+    value_dim: Expr = S.d_h  # width of a value head (MLA: d_v)
+    title = "attention output projection"
+
+    def cost(self) -> Cost:
+        width = S.h * self.value_dim
+        forward, backward = linear_flops(self.tokens, width, S.d)
+        # It keeps its input: the heads transposed back to (b, len, h*d_h), a contiguous copy.
+        saved = 0 if self.input_kept_by_kernel else S.e * self.tokens * width
+        return make_cost(
+            tensors=weight_and_bias(width, S.d, self.bias, self.transposed),
+            matrices=[weight_matrix(width, S.d)],
+            flops_matmul=forward,
+            flops_matmul_backward=backward,
+            saved_bytes=saved,
+            bytes_matmul=linear_bytes(self.tokens, width, S.d),
+        )

@@ -1,0 +1,297 @@
+"""What every block module shares: the cost record and the pieces formulas are built from.
+
+Profile (which code runs, and how), Tensor (a parameter's shape), Cost (one block's expressions),
+Block (the base class), OTHER_FLOPS_PER_ELEMENT (the stated convention that turns other ops'
+elements into FLOPs), and the helpers several kinds of block use: make_cost, weight_matrix,
+linear_flops, linear_bytes, weight_and_bias and quantized_bytes. The conventions these follow are
+in the package's docstring (costmodel/blocks/__init__.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import sympy as sp
+
+from .. import symbols as S
+from ..facts import Facts, facts_for
+from ..kernels import Kernel, choose
+from ..precision import ParamBytes, param_bytes
+from ..terms import FP32, ZERO, Expr, dtype_bytes
+
+
+OTHER_FLOPS_PER_ELEMENT = {
+    "add": 1,
+    "mul": 1,
+    "softmax": 5,
+    "log_softmax": 5,
+    "layernorm": 5,
+    "rmsnorm": 4,
+    "relu": 1,
+    "gelu": 8,
+    "gelu_tanh": 8,
+    "silu": 4,
+    "tanh": 1,
+    "sigmoid": 4,
+    "rope": 3,
+}
+
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Which code runs, and how: everything about a run that is not the architecture.
+
+    impl: "hf" (transformers 5.24's code for the family) or "reference" (validate/reference.py,
+    which computes everything in the activation dtype); what each keeps, and in which dtype, is a
+    row of the facts table (costmodel/facts.py), looked up by (impl, family). attention: the kernel
+    choice (costmodel/kernels.py). dropout: whether dropout runs (a training forward with p > 0).
+    kv_cache: "dynamic" appends each step's keys and values with torch.cat, copying the whole
+    cache (Hugging Face's DynamicCache and the reference model), "static" writes them into a
+    preallocated cache. recompute: none, selective (the attention core) or full (every layer).
+    precision and optimizer: the bytes per parameter (costmodel/precision.py). optimizer_impl and
+    device: torch's AdamW variant (single-tensor, the CPU default; foreach, the CUDA default;
+    fused) and where it runs, which set the optimizer step's temporaries and step counters.
+    mla: how latent attention runs at inference: "naive" (transformers' code: every cached latent
+    up-projected to keys and values at every step) or "absorbed" (inference engines: W_UK folded
+    into the queries and W_UV applied after the weighted sum, attention over the cached latents).
+    """
+
+    impl: str = "hf"
+    attention: str = "eager"
+    dropout: bool = False
+    attention_dropout: bool | None = None  # dropout on the attention probabilities (None: as dropout)
+    family: str = "custom"
+    kv_cache: str = "dynamic"
+    recompute: str = "none"
+    precision: str = "mixed"
+    optimizer: str = "adamw"
+    optimizer_impl: str = "single"
+    device: str = "cpu"
+    kv_dtype: str | None = None  # a quantized KV cache (fp8, int8): one byte per element + scales
+    weight_format: Any = None  # quantization.WeightFormat of the weights (inference), or None
+    mla: str = "naive"  # latent attention's form: "naive" or "absorbed" (inference only)
+
+    @cached_property
+    def facts(self) -> Facts:
+        return facts_for(self.impl, self.family)
+
+    def kernel(self, bias_needs_grad: bool = False) -> Kernel:
+        """The attention kernel that runs (a position bias that needs gradients can change it)."""
+        return choose(self.attention, self.probs_dropout, bias_needs_grad,
+                      self.recompute == "selective")
+
+    @property
+    def probs_dropout(self) -> bool:
+        """Whether dropout runs on the attention probabilities."""
+        return "probs" in self.dropout_sites()
+
+    @property
+    def mask_bytes(self) -> Expr:
+        return dtype_bytes(self.facts.dropout_mask_dtype)
+
+    def dropout_sites(self) -> tuple[str, ...]:
+        """Where dropout runs, if it runs (the facts' dropout_sites): on the probabilities when the
+        attention dropout is on, everywhere else when the dropout is."""
+        probs = self.dropout if self.attention_dropout is None else self.attention_dropout
+        return tuple(site for site in self.facts.dropout_sites
+                     if (probs if site == "probs" else self.dropout))
+
+    @property
+    def param_bytes(self) -> ParamBytes:
+        return param_bytes(self.precision, self.optimizer)
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A parameter tensor's shape: `rows` along dim 0 (what FSDP2 and a Shard(0) split, padding
+    to ceil(rows / world)), `cols` the product of the other dimensions."""
+
+    rows: Expr
+    cols: Expr = sp.Integer(1)
+
+    @property
+    def elements(self) -> Expr:
+        return self.rows * self.cols
+
+
+@dataclass(frozen=True)
+class Cost:
+    """The costs of one block, as sympy expressions (for a whole batch, one run of the block).
+
+    Forward: parameters (tensors, in the order the code registers them), matmul FLOPs, other ops'
+    elements, traffic. Backward: matmul FLOPs, and the traffic and other-op work by the stated
+    convention (twice the forward's). Memory: bytes saved for backward, KV cache, buffers (non-
+    parameter tensors the module holds), inputs (int64 ids the caller passes and holds), results
+    (what the caller holds: the loss, inference logits) and the transients that set a peak: what
+    the block's backward holds when it starts (less what it has freed by then) and what an
+    optimizer step allocates. The optimizer leaf also holds its step counters and moves the
+    optimizer step's traffic.
+    """
+
+    tensors: tuple[Tensor, ...] = ()  # parameter tensors, in registration order
+    flops_matmul: Expr = ZERO
+    elements: tuple[tuple[str, Expr], ...] = ()  # (op kind, output elements) of non-matmul ops
+    flops_matmul_backward: Expr = ZERO
+    saved_bytes: Expr = ZERO
+    kv_cache_bytes: Expr = ZERO
+    bytes_matmul: Expr = ZERO  # traffic of the matrix products: weights, their inputs and outputs
+    bytes_other: Expr = ZERO  # traffic of the other ops (elementwise, reductions, gathers)
+    buffer_bytes: Expr = ZERO
+    input_bytes: Expr = ZERO
+    result_bytes: Expr = ZERO
+    backward_transient_bytes: Expr = ZERO
+    step_transient_bytes: Expr = ZERO
+    step_state_bytes: Expr = ZERO
+    bytes_optimizer: Expr = ZERO
+    inactive_params: Expr = ZERO  # parameters a token does not use (routed experts it skips)
+    # The weight matrices a quantized format stores quantized, as (rows, columns, how many): the
+    # matrices a layer multiplies by (costmodel/quantization.py says which stay unquantized).
+    matrices: tuple[tuple[Expr, Expr, Expr], ...] = ()
+    # Forward matmul FLOPs under a named variant of how the block runs, where it has one:
+    # "windowed" (a kernel that computes only the keys in a sliding window) and "absorbed" (MLA
+    # with its key/value up-projections folded into the query and the output).
+    variants: tuple[tuple[str, Expr], ...] = ()
+
+    @property
+    def params(self) -> Expr:
+        return sp.Add(*(t.elements for t in self.tensors))
+
+    @property
+    def active_params(self) -> Expr:
+        """Parameters one token's forward uses (all but the routed experts it is not sent to)."""
+        return self.params - self.inactive_params
+
+    @property
+    def matrix_params(self) -> Expr:
+        """Elements of the weight matrices a quantized format quantizes."""
+        return sp.Add(*(rows * cols * count for rows, cols, count in self.matrices))
+
+    def variant_flops(self, name: str) -> Expr:
+        """Forward matmul FLOPs under a variant (the block's own when it has none of that name)."""
+        return dict(self.variants).get(name, self.flops_matmul)
+
+    @property
+    def bytes_moved(self) -> Expr:
+        return self.bytes_matmul + self.bytes_other
+
+    @property
+    def flops_other(self) -> Expr:
+        return sp.Add(*(OTHER_FLOPS_PER_ELEMENT[k] * x for k, x in self.elements))
+
+    # Backward traffic and other-op work (a stated convention, not a measurement): a backward
+    # reads and writes about twice what its forward does, and runs about twice its other ops.
+    @property
+    def bytes_matmul_backward(self) -> Expr:
+        return 2 * self.bytes_matmul
+
+    @property
+    def flops_other_backward(self) -> Expr:
+        return 2 * self.flops_other
+
+    @property
+    def bytes_other_backward(self) -> Expr:
+        return 2 * self.bytes_other
+
+    def element_counts(self) -> dict[str, Expr]:
+        out: dict[str, Expr] = {}
+        for kind, count in self.elements:
+            out[kind] = out.get(kind, ZERO) + count
+        return out
+
+    QUANTITIES = (
+        "params", "flops_matmul", "flops_other", "flops_matmul_backward", "saved_bytes",
+        "kv_cache_bytes", "bytes_matmul", "bytes_other", "bytes_moved",
+    )
+    #: Memory and traffic of a training step beyond the forward's (for the peak and the roofline).
+    STEP_QUANTITIES = (
+        "buffer_bytes", "input_bytes", "result_bytes", "backward_transient_bytes",
+        "step_transient_bytes", "step_state_bytes", "bytes_optimizer", "bytes_matmul_backward",
+        "flops_other_backward", "bytes_other_backward",
+    )
+
+    def get(self, quantity: str) -> Expr:
+        return getattr(self, quantity)
+
+    def is_active(self) -> bool:
+        """Whether the block runs any op (what a per-block launch overhead is paid for)."""
+        return any(self.get(q) != 0 for q in ("flops_matmul", "flops_other", "bytes_moved"))
+
+
+def make_cost(**kwargs) -> Cost:
+    """A Cost with every value made a sympy expression (zero elements and tensors dropped; a
+    tensor given as an expression is one-dimensional)."""
+    pairs = ("elements", "tensors", "matrices", "variants")
+    values = {k: sp.sympify(v) for k, v in kwargs.items() if k not in pairs}
+    elements = tuple((k, sp.sympify(x)) for k, x in kwargs.get("elements", ()) if x != 0)
+    tensors = tuple(t if isinstance(t, Tensor) else Tensor(sp.sympify(t))
+                    for t in kwargs.get("tensors", ()) if t != 0)
+    matrices = tuple(tuple(sp.sympify(x) for x in m) for m in kwargs.get("matrices", ()))
+    variants = tuple((k, sp.sympify(x)) for k, x in kwargs.get("variants", ()))
+    return Cost(elements=elements, tensors=tensors, matrices=matrices, variants=variants, **values)
+
+
+def weight_matrix(d_in: Expr, d_out: Expr, count: Expr = 1) -> tuple[Expr, Expr, Expr]:
+    """A linear layer's weight as quantized: d_out rows (output features) of d_in columns."""
+    return (d_out, d_in, count)
+
+
+def quantized_bytes(matrices: tuple[tuple[Expr, Expr, Expr], ...], fmt: Any) -> dict[str, Expr]:
+    """Bytes of quantized weight matrices by part (data, scales, zeros, tables) in a format of
+    costmodel/quantization.py; R rows of C columns, N = R C values per matrix:
+
+      row   data N bits/8, scales 4 R (one fp32 per output row)
+      gptq  data N bits/8, per group of g columns of a row (G = R ceil(C/g)): scales 2 G (fp16),
+            zeros G bits/8 (packed)
+      nf4   data N/2; per block of g values (B = ceil(N/g)): scales 4 B, tables 64 (the code); with
+            double quantisation scales B + 4 ceil(B/256), tables 64 + 1024 + 4 (the second code
+            and the offset)
+    """
+    parts = {"data": ZERO, "scales": ZERO, "zeros": ZERO, "tables": ZERO}
+    for rows, cols, count in matrices:
+        values = rows * cols
+        parts["data"] += count * sp.ceiling(values * fmt.bits / 8)
+        if fmt.layout == "row":
+            parts["scales"] += count * FP32 * rows
+        elif fmt.layout == "gptq":
+            groups = rows * sp.ceiling(cols / fmt.group)
+            parts["scales"] += count * 2 * groups
+            parts["zeros"] += count * sp.ceiling(groups * fmt.bits / 8)
+        elif fmt.double_quant:
+            blocks = sp.ceiling(values / fmt.group)
+            parts["scales"] += count * (blocks + FP32 * sp.ceiling(blocks / 256))
+            parts["tables"] += count * (16 * FP32 + 256 * FP32 + FP32)
+        else:
+            parts["scales"] += count * FP32 * sp.ceiling(values / fmt.group)
+            parts["tables"] += count * 16 * FP32
+    return parts
+
+
+class Block:
+    """A piece of the model with formulas; subclasses are frozen dataclasses."""
+
+    #: A short description for tables and the formulas command.
+    title = "block"
+
+    def cost(self) -> Cost:  # pragma: no cover - every subclass overrides it
+        raise NotImplementedError
+
+
+def linear_flops(tokens: Expr, d_in: Expr, d_out: Expr) -> tuple[Expr, Expr]:
+    """Forward and backward matmul FLOPs of tokens x (d_in -> d_out) with a trained weight."""
+    forward = 2 * tokens * d_in * d_out
+    return forward, 2 * forward
+
+
+def linear_bytes(tokens: Expr, d_in: Expr, d_out: Expr) -> Expr:
+    """Traffic of a linear layer: the weight once, the input read, the output written."""
+    return S.e * (d_in * d_out + tokens * (d_in + d_out))
+
+
+def weight_and_bias(d_in: Expr, d_out: Expr, bias: bool, transposed: bool = False) -> tuple[Tensor, ...]:
+    """A linear layer's tensors as torch registers them: the weight (d_out x d_in, or d_in x
+    d_out for a transposed one such as GPT-2's Conv1D), then the bias."""
+    weight = Tensor(d_in, d_out) if transposed else Tensor(d_out, d_in)
+    return (weight, Tensor(d_out)) if bias else (weight,)

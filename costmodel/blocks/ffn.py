@@ -1,0 +1,193 @@
+"""Feed-forward blocks: the dense FFN (gated or not) and a mixture of experts' router, routed
+experts and Qwen2-MoE's shared-expert gate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from .. import symbols as S
+from ..config import GATED_ACTIVATIONS
+from ..terms import FP32, INDEX, Expr, dtype_bytes, elementwise_bytes, unless_fp32
+from .base import (
+    Block, Cost, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix,
+)
+
+
+#: ModelConfig.activation -> the elementwise op it runs over d_ff (gated: on the gate projection).
+ACTIVATION_OPS = {"relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu_tanh", "silu": "silu",
+                  "swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh"}
+
+
+@dataclass(frozen=True)
+class FeedForward(Block):
+    """d -> d_ff -> d with an activation; gated variants (SwiGLU, GeGLU) have a third matrix."""
+
+    tokens: Expr
+    activation: str  # a key of ACTIVATION_OPS
+    bias: bool
+    profile: Profile = Profile()
+    inner_dropout: bool = True  # dropout on the hidden layer, where the profile has it
+    width: Expr = S.d_ff  # the inner width (a shared expert's: d_s)
+    title = "feed-forward network"
+
+    @property
+    def gated(self) -> bool:
+        return self.activation in GATED_ACTIVATIONS
+
+    def cost(self) -> Cost:
+        n_in = 2 if self.gated else 1  # matrices d -> d_ff
+        transposed = self.profile.facts.linear_weights_transposed
+        if self.gated and self.profile.facts.fused_gate_up:  # one gate_up weight (Phi-3)
+            inputs = weight_and_bias(S.d, 2 * self.width, self.bias, transposed)
+            matrices = [weight_matrix(S.d, 2 * self.width)]
+        else:
+            inputs = n_in * weight_and_bias(S.d, self.width, self.bias, transposed)  # (gate,) up
+            matrices = [weight_matrix(S.d, self.width, n_in)]
+        forward_in, backward_in = linear_flops(self.tokens, S.d, n_in * self.width)
+        forward_out, backward_out = linear_flops(self.tokens, self.width, S.d)
+        act = ACTIVATION_OPS[self.activation]
+        inner = self.tokens * self.width
+        elements = [(act, inner), ("mul", inner if self.gated else 0)]
+        return make_cost(
+            tensors=inputs + weight_and_bias(self.width, S.d, self.bias, transposed),
+            matrices=[*matrices, weight_matrix(self.width, S.d)],
+            flops_matmul=forward_in + forward_out,
+            flops_matmul_backward=backward_in + backward_out,
+            elements=elements,
+            saved_bytes=self.saved(act),
+            bytes_matmul=(linear_bytes(self.tokens, S.d, n_in * self.width)
+                          + linear_bytes(self.tokens, self.width, S.d)),
+            # The activation over d_ff (and, gated, the product with the second projection).
+            bytes_other=elementwise_bytes(inner) + (elementwise_bytes(inner, reads=2) if self.gated else 0),
+        )
+
+    def saved(self, act: str) -> Expr:
+        """Hidden tensors (b, len, d_ff) kept for backward; the input is counted by the norm.
+
+        The activation keeps what its backward needs: relu its output, gelu and silu their input,
+        a gelu with the tanh approximation written in Python (facts.gelu_tanh_python: GPT-2, BERT
+        and T5 in Hugging Face) x, tanh, 0.5*x and 1+tanh. A gate's product keeps both factors.
+        The output matrix keeps its input, which for an ungated relu is relu's own output (one
+        tensor). Dropout inside the FFN keeps its mask, and the output matrix then keeps
+        dropout's output instead. A fused SwiGLU (facts.fused_swiglu, Megatron) keeps its input,
+        gate and up, and recomputes the rest: three tensors with the output matrix's input.
+        """
+        python_gelu = act == "gelu_tanh" and self.profile.facts.gelu_tanh_python
+        internal = 4 if python_gelu else 1
+        dropout = self.inner_dropout and "ffn" in self.profile.dropout_sites()
+        kept = internal + (2 if self.gated else 0) + 1
+        if self.gated and self.profile.facts.fused_swiglu:
+            kept = 3  # the fused kernel's input (gate and up) and the output matrix's input
+        if act == "relu" and not self.gated and not dropout:
+            kept -= 1  # relu's output is the output matrix's input
+        inner = self.tokens * self.width
+        return kept * S.e * inner + (self.profile.mask_bytes * inner if dropout else 0)
+
+
+@dataclass(frozen=True)
+class Router(Block):
+    """A mixture-of-experts router: logits d -> E for every token, then the top k experts.
+
+    "softmax" (Mixtral, Qwen2-MoE): an fp32 softmax over the logits and its top k. "sigmoid"
+    (DeepSeek-V3): fp32 sigmoid scores, plus a bias for the choice only (e_score_correction_bias,
+    an fp32 buffer of E), the top k within the best groups. Kept for backward (FINDINGS 11.3): the
+    fp32 probabilities, the int64 top-k indices, and where the weights are renormalised
+    (renormalize) their fp32 sum and values; a router run in fp32 (facts.router_dtype) keeps an fp32
+    copy of its input in a narrower model. Its input is the norm's output, kept there. The group
+    choice keeps tensors too, but no path from the loss reaches them: they are freed (11.5).
+    """
+
+    tokens: Expr
+    kind: str = "softmax"
+    renormalize: bool = True
+    profile: Profile = Profile()
+    title = "router"
+
+    def cost(self) -> Cost:
+        forward, backward = linear_flops(self.tokens, S.d, S.E)
+        tokens = self.tokens
+        saved = FP32 * tokens * S.E + INDEX * tokens * S.k
+        if self.renormalize:
+            saved += FP32 * tokens + FP32 * tokens * S.k
+        if self.profile.facts.router_dtype == "fp32":
+            saved += unless_fp32(FP32 * tokens * S.d)
+        return make_cost(
+            tensors=[Tensor(S.E, S.d)],
+            flops_matmul=forward,
+            flops_matmul_backward=backward,
+            elements=[(self.kind, tokens * S.E)],
+            saved_bytes=saved,
+            bytes_matmul=linear_bytes(tokens, S.d, S.E),
+            bytes_other=elementwise_bytes(tokens * S.E),
+            buffer_bytes=FP32 * S.E if self.kind == "sigmoid" else 0,
+        )
+
+
+@dataclass(frozen=True)
+class Experts(Block):
+    """The routed experts of a mixture-of-experts layer: E SwiGLU FFNs of inner width d_x, stored
+    as gate_up_proj (E, 2 d_x, d) and down_proj (E, d, d_x), run by torch._grouped_mm over the
+    S = tokens k routed slots (transformers' default experts kernel, integrations/moe.py).
+
+    Without a capacity limit every slot runs one expert, so the FLOPs are S times one expert's,
+    whatever the routing; the load per expert (expert_flops) is what the routing decides. Kept for
+    backward (FINDINGS 11.3): the int64 slot permutation, its inverse and the token of each slot
+    (24 S), the int32 group offsets (one per expert, shared by both grouped products), the gathered
+    input (S, d), the gate_up output (SiLU keeps its gate half, a view of all of it), the SiLU
+    output, the product, the down output and the routing weights (facts.routing_weights_dtype).
+    A token uses k of the E experts: the other E - k are its inactive parameters.
+    """
+
+    tokens: Expr
+    profile: Profile = Profile()
+    title = "routed experts"
+
+    def expert_flops(self, routed_tokens: Expr) -> Expr:
+        """Forward matmul FLOPs of one expert given the tokens routed to it."""
+        return 2 * routed_tokens * 3 * S.d * S.d_x
+
+    def cost(self) -> Cost:
+        slots = self.tokens * S.k
+        forward = self.expert_flops(slots)
+        weights = dtype_bytes(self.profile.facts.routing_weights_dtype)
+        saved = 3 * INDEX * slots + 4 * S.E + S.e * slots * (2 * S.d + 4 * S.d_x) + weights * slots
+        one_expert = 3 * S.d * S.d_x
+        return make_cost(
+            tensors=[Tensor(S.E, 2 * S.d_x * S.d), Tensor(S.E, S.d * S.d_x)],
+            # each expert's own matrices
+            matrices=[weight_matrix(S.d, 2 * S.d_x, S.E), weight_matrix(S.d_x, S.d, S.E)],
+            flops_matmul=forward,
+            flops_matmul_backward=2 * forward,
+            elements=[("silu", slots * S.d_x), ("mul", slots * S.d_x + slots * S.d),
+                      ("add", slots * S.d)],
+            saved_bytes=saved,
+            inactive_params=(S.E - S.k) * one_expert,
+            # Traffic: each expert that gets a slot reads its weights once (balanced routing: all
+            # of them once there are E slots; a decode step of b tokens reads at most b k).
+            bytes_matmul=S.e * (sp.Min(S.E, slots) * one_expert + slots * (2 * S.d + 3 * S.d_x)),
+            bytes_other=elementwise_bytes(slots * S.d_x, reads=2) + elementwise_bytes(slots * S.d, reads=2),
+        )
+
+
+@dataclass(frozen=True)
+class SharedExpertGate(Block):
+    """Qwen2-MoE's gate on the shared expert: sigmoid(x w), w of d -> 1, times the shared expert's
+    output. The product keeps both factors: the sigmoid (one per token) and that output."""
+
+    tokens: Expr
+    title = "shared expert gate"
+
+    def cost(self) -> Cost:
+        forward, backward = linear_flops(self.tokens, S.d, 1)
+        return make_cost(
+            tensors=[Tensor(sp.Integer(1), S.d)],  # nn.Linear(d, 1): one row of d
+            flops_matmul=forward,
+            flops_matmul_backward=backward,
+            elements=[("sigmoid", self.tokens), ("mul", self.tokens * S.d)],
+            saved_bytes=S.e * self.tokens + S.e * self.tokens * S.d,
+            bytes_matmul=linear_bytes(self.tokens, S.d, 1),
+            bytes_other=elementwise_bytes(self.tokens * S.d, reads=2),
+        )

@@ -1,0 +1,118 @@
+"""Blocks after the last layer: the LM head, Gemma 2's logit soft-capping, BERT's pooler, and
+the losses (cross-entropy over the logits, or the sum of the outputs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import symbols as S
+from ..terms import INDEX, Expr, dtype_bytes, elementwise_bytes, if_batch_of_one
+from .base import Block, Cost, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias
+
+
+@dataclass(frozen=True)
+class LMHead(Block):
+    """Logits over the vocabulary for every position: d -> V (weight tied or its own)."""
+
+    tokens: Expr
+    owns_weight: bool
+    bias: bool
+    scaled_input: bool = False  # the decoder output times d**-0.5 first (T5 with a tied head)
+    returns_logits: bool = False  # inference: the caller holds the logits
+    width: Expr = S.d  # its input's width (OPT-350m's head reads the d_e-wide projection out)
+    title = "output projection to the vocabulary"
+
+    def cost(self) -> Cost:
+        forward, backward = linear_flops(self.tokens, self.width, S.V)
+        tensors = ([Tensor(S.V, self.width)] if self.owns_weight else []) + ([S.V] if self.bias else [])
+        return make_cost(
+            tensors=tensors,
+            flops_matmul=forward,
+            flops_matmul_backward=backward,
+            elements=[("mul", self.tokens * S.d if self.scaled_input else 0)],
+            bytes_matmul=linear_bytes(self.tokens, self.width, S.V),  # the weight is read, tied or not
+            result_bytes=S.e * self.tokens * S.V if self.returns_logits else 0,
+        )
+
+
+@dataclass(frozen=True)
+class LogitSoftcap(Block):
+    """Gemma 2's final soft-capping, logits -> cap * tanh(logits / cap): two multiplies and a tanh
+    over the logits. It keeps tanh's result, in the activation dtype (the loss upcasts after). Its
+    own block because tensor parallelism runs it on the gathered logits unless the loss is
+    vocabulary-parallel (measured: FINDINGS 10.7)."""
+
+    tokens: Expr
+    title = "logit soft-capping"
+
+    def cost(self) -> Cost:
+        logits = self.tokens * S.V
+        return make_cost(
+            elements=[("mul", 2 * logits), ("tanh", logits)],
+            saved_bytes=S.e * logits,
+            bytes_other=3 * elementwise_bytes(logits),
+        )
+
+
+@dataclass(frozen=True)
+class Pooler(Block):
+    """BERT's pooler: dense d -> d with bias and tanh on the first ([CLS]) token of each sequence."""
+
+    title = "pooler (CLS head)"
+
+    def cost(self) -> Cost:
+        forward, backward = linear_flops(S.b, S.d, S.d)
+        # The dense layer keeps hidden[:, 0], a view of the whole last hidden state: the last
+        # norm's output, counted there. tanh keeps its output.
+        saved = S.e * S.b * S.d
+        return make_cost(
+            tensors=weight_and_bias(S.d, S.d, True),
+            flops_matmul=forward,
+            flops_matmul_backward=backward,
+            elements=[("tanh", S.b * S.d)],
+            saved_bytes=saved,
+            bytes_matmul=linear_bytes(S.b, S.d, S.d),
+            bytes_other=elementwise_bytes(S.b * S.d),
+        )
+
+
+@dataclass(frozen=True)
+class CrossEntropy(Block):
+    """The training loss over the logits: log-softmax and the negative log-likelihood.
+
+    Kept for backward: the log-softmax output and a scalar total weight in the loss dtype
+    (facts.loss_dtype), the int64 targets (shifted labels: one more id at b = 1). The caller passes
+    and holds the labels and holds the scalar loss. When its backward starts it holds the gradient
+    of the log-softmax output and of the logits at once (2 * tokens * V elements in the loss
+    dtype), and has freed the two int64 target tensors (measured with MemTracker: FINDINGS 7).
+    """
+
+    tokens: Expr
+    profile: Profile = Profile()
+    title = "cross-entropy loss"
+
+    def cost(self) -> Cost:
+        facts = self.profile.facts
+        width = dtype_bytes(facts.loss_dtype)
+        saved = width * (self.tokens * S.V + 1) + INDEX * self.tokens
+        if facts.shifted_labels:
+            saved += if_batch_of_one(INDEX)
+        return make_cost(
+            elements=[("log_softmax", self.tokens * S.V)],
+            saved_bytes=saved,
+            input_bytes=INDEX * self.tokens,
+            result_bytes=width,
+            backward_transient_bytes=2 * self.tokens * S.V * width - 2 * INDEX * self.tokens,
+        )
+
+
+@dataclass(frozen=True)
+class SumLoss(Block):
+    """A model without an LM head trained on the sum of its outputs (how validate/ trains
+    BertModel and bare encoders): a scalar in the activation dtype, nothing kept."""
+
+    title = "sum of the outputs (loss)"
+
+    def cost(self) -> Cost:
+        return make_cost(result_bytes=S.e)

@@ -1,0 +1,116 @@
+"""Multi-head latent attention's projections (DeepSeek-V2/V3), naive or absorbed; its scores,
+softmax and weighted sum are attention.py's blocks with latent=True.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from .. import symbols as S
+from ..terms import FP32, ZERO, Expr
+from .attention import kv_cache_bytes
+from .base import Block, Cost, Profile, Tensor, linear_flops, make_cost, weight_and_bias, weight_matrix
+from .norms import norm_saved
+
+
+@dataclass(frozen=True)
+class LatentAttention(Block):
+    """Multi-head latent attention's projections (DeepSeek-V2/V3, modeling_deepseek_v3.py).
+
+    Queries: d -> r_q (q_a_proj), an RMSNorm, r_q -> h d_h (q_b_proj); or d -> h d_h directly
+    (q_proj) without a query rank. Keys and values: d -> r_kv + d_r (kv_a_proj_with_mqa), the r_kv
+    latent normed (kv_a_layernorm) and cached with the d_r RoPE key; every attention step then
+    up-projects every latent it attends to, r_kv -> h (d_h - d_r + d_v) (kv_b_proj), so a decode
+    step re-projects the whole cache (up_tokens = b c). The cache per token per layer is r_kv + d_r
+    values, one head.
+
+    absorbed (how inference engines run it; DeepSeek-V2, arXiv:2405.04434, section 2.1.2: W_UK
+    "can be absorbed into W_Q" and W_UV into W_O; vLLM's MLA attention backend,
+    vllm/attention/backends/mla): kv_b_proj's two halves are applied to the queries and to the
+    attention's output instead of the cache. Each query head's d_h - d_r non-rotated part goes
+    through W_UK (-> r_kv) and each head's r_kv-wide weighted sum through W_UV (-> d_v): 2 q_tokens
+    h r_kv (d_h - d_r + d_v) FLOPs, whatever the context; no latent is up-projected (up_tokens
+    unused) and the core attends with one shared head of r_kv + d_r (values: its first r_kv).
+
+    Kept for backward beyond the norms and the attention core: q_b's input (the normed query
+    latent); kv_a_layernorm in fp32, whose input is a view of kv_a's whole r_kv + d_r output in an
+    fp32 model and an fp32 copy of the latent otherwise, its rsqrt, its cast output and kv_b's
+    input (the normed latent); at b = 1 the kept V is a view of kv_b's whole output (the keys'
+    d_h - d_r part with it).
+    """
+
+    q_tokens: Expr
+    kv_tokens: Expr  # tokens whose latent is computed here
+    up_tokens: Expr  # tokens whose latent kv_b up-projects (all the keys attended)
+    cached_tokens: Expr = ZERO
+    q_lora: bool = True
+    bias: bool = False  # attention_bias: q_a_proj and kv_a_proj_with_mqa (and o_proj)
+    profile: Profile = Profile()
+    absorbed: bool = False
+    title = "latent attention projections (MLA)"
+
+    def absorbed_flops(self, q_fwd: Expr, kv_fwd: Expr) -> Expr:
+        """Forward FLOPs of the absorbed form: the query and latent projections, then W_UK on each
+        query head's non-rotated part and W_UV on each head's latent-wide output."""
+        return q_fwd + kv_fwd + 2 * self.q_tokens * S.h * S.r_kv * (S.d_h - S.d_r + S.d_v)
+
+    def cost(self) -> Cost:
+        nope = S.d_h - S.d_r
+        up_width = S.h * (nope + S.d_v)
+        if self.q_lora:
+            q_tensors = (*weight_and_bias(S.d, S.r_q, self.bias), Tensor(S.r_q),
+                         Tensor(S.h * S.d_h, S.r_q))
+            q_matrices = [weight_matrix(S.d, S.r_q), weight_matrix(S.r_q, S.h * S.d_h)]
+            q_fwd = (linear_flops(self.q_tokens, S.d, S.r_q)[0]
+                     + linear_flops(self.q_tokens, S.r_q, S.h * S.d_h)[0])
+        else:
+            q_tensors = (Tensor(S.h * S.d_h, S.d),)
+            q_matrices = [weight_matrix(S.d, S.h * S.d_h)]
+            q_fwd = linear_flops(self.q_tokens, S.d, S.h * S.d_h)[0]
+        kv_fwd = linear_flops(self.kv_tokens, S.d, S.r_kv + S.d_r)[0]
+        up_fwd = linear_flops(self.up_tokens, S.r_kv, up_width)[0]
+        forward = q_fwd + kv_fwd + up_fwd
+        tensors = (*q_tensors, *weight_and_bias(S.d, S.r_kv + S.d_r, self.bias), Tensor(S.r_kv),
+                   Tensor(up_width, S.r_kv))
+        absorbed = self.absorbed_flops(q_fwd, kv_fwd)
+        # Activations the projections read and write besides the weights: naive, kv_b reads every
+        # latent attended and writes its keys and values; absorbed, W_UK reads the queries'
+        # non-rotated parts and writes latent-wide queries, W_UV reads the latent-wide outputs and
+        # writes d_v-wide ones.
+        up_bytes = (S.e * self.q_tokens * S.h * (nope + 2 * S.r_kv + S.d_v) if self.absorbed
+                    else S.e * self.up_tokens * (S.r_kv + up_width))
+        return make_cost(
+            tensors=tensors,
+            matrices=[*q_matrices, weight_matrix(S.d, S.r_kv + S.d_r), weight_matrix(S.r_kv, up_width)],
+            variants=[("absorbed", absorbed)],
+            flops_matmul=absorbed if self.absorbed else forward,
+            flops_matmul_backward=2 * forward,
+            elements=[("rmsnorm", self.q_tokens * S.r_q if self.q_lora else 0),
+                      ("rmsnorm", self.kv_tokens * S.r_kv)],
+            saved_bytes=self.saved(),
+            kv_cache_bytes=kv_cache_bytes(S.b * self.cached_tokens * (S.r_kv + S.d_r), self.profile),
+            bytes_matmul=(S.e * sp.Add(*(t.elements for t in tensors)) + S.e * self.q_tokens * (S.d + S.h * S.d_h)
+                          + S.e * self.kv_tokens * (S.d + S.r_kv + S.d_r) + up_bytes),
+        )
+
+    def latent_gradient_bytes(self) -> Expr:
+        """The latents read by the head-split up-projections (q_b_proj and kv_b_proj): under tensor
+        parallelism each rank's backward gives a partial gradient of them, which is all-reduced."""
+        return S.e * (self.q_tokens * S.r_q if self.q_lora else ZERO) + S.e * self.up_tokens * S.r_kv
+
+    def saved(self) -> Expr:
+        facts, tokens = self.profile.facts, self.kv_tokens
+        saved = ZERO
+        if self.q_lora:  # q_a_layernorm, its output kept by q_b_proj
+            saved += norm_saved("rmsnorm", self.q_tokens, S.r_q, facts)
+        if facts.norm_dtype == "fp32":
+            latent_input = sp.Piecewise((FP32 * tokens * (S.r_kv + S.d_r), sp.Eq(S.e, FP32)),
+                                        (FP32 * tokens * S.r_kv, True))
+            saved += latent_input + FP32 * tokens + S.e * tokens * S.r_kv
+        else:
+            saved += S.e * tokens * (2 * S.r_kv + S.d_r) + S.e * tokens
+        saved += S.e * tokens * S.r_kv  # kv_b_proj's input: the normed latent
+        kernel = self.profile.kernel()
+        return saved + kernel.query_view_saved(S.e * self.up_tokens * S.h * (S.d_h - S.d_r))

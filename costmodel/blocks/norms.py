@@ -1,0 +1,136 @@
+"""What surrounds a layer's sublayers: norms (and Qwen3's per-head query and key norms), residual
+adds, dropout, and the input a fully recomputed layer keeps.
+
+norm_saved is what a norm keeps for backward; latent attention's own norms use it too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from .. import symbols as S
+from ..facts import Facts
+from ..terms import ZERO, Expr, dtype_bytes, elementwise_bytes, unless_fp32
+from .base import Block, Cost, Profile, make_cost
+
+
+def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: bool = True,
+                output_kept: bool = True) -> Expr:
+    """Bytes a norm over rows x width keeps for backward (see Norm.saved)."""
+    values = rows * width
+    output = S.e * values if output_kept else ZERO
+    if not facts.norm_keeps_stats:  # its input and its output (the next linear's input) only
+        return (S.e * values if input_kept else ZERO) + output
+    if kind == "layernorm":
+        return (S.e * values if input_kept else ZERO) + 2 * S.e * rows + output
+    if facts.norm_dtype == "activation":
+        return (S.e * values if input_kept else ZERO) + S.e * rows + S.e * values + output
+    size = dtype_bytes(facts.norm_dtype)
+    # x.to(float32) is the input itself in an fp32 model (then shared with whoever keeps it), a
+    # new fp32 copy otherwise.
+    saved = (size * values if input_kept else unless_fp32(size * values)) + size * rows + output
+    if facts.rmsnorm_weight_fp32:  # (x_hat * (1 + w.float())).type_as(x): fp32 x_hat and (1 + w)
+        saved += size * values + size * width
+    else:
+        saved += S.e * values  # x_hat cast back, which the weight multiplies
+    if facts.norm_keeps_uncast_input:
+        saved += unless_fp32(S.e * values)
+    return saved
+
+
+@dataclass(frozen=True)
+class Norm(Block):
+    """LayerNorm (weight and bias) or RMSNorm (weight only) over d (or another width)."""
+
+    tokens: Expr
+    kind: str  # "layernorm" | "rmsnorm"
+    profile: Profile = Profile()
+    width: Expr = S.d
+    input_kept: bool = True  # False: another norm keeps the same input (parallel attention/FFN)
+    output_kept: bool = True  # False: only a residual add reads it (Gemma 2's post-sublayer norms)
+    title = "norm"
+
+    def cost(self) -> Cost:
+        tensors = [self.width, self.width] if self.kind == "layernorm" else [self.width]
+        values = self.tokens * self.width
+        return make_cost(
+            tensors=tensors,
+            elements=[(self.kind, values)],
+            saved_bytes=self.saved(),
+            bytes_other=elementwise_bytes(values) + S.e * sp.Add(*tensors),
+        )
+
+    def saved(self) -> Expr:
+        """Kept for backward, including the output (the next linear keeps it as its input).
+
+        RMSNorm: the input, the rsqrt per token, the normalised tensor (multiplied by the weight),
+        the output; computed in fp32 (facts.norm_dtype) it keeps the input and rsqrt in fp32, and
+        an implementation that multiplies the un-cast input (facts.norm_keeps_uncast_input, T5)
+        keeps that too; one that multiplies by (1 + weight) in fp32 before casting
+        (facts.rmsnorm_weight_fp32, Gemma) keeps the fp32 normalised tensor and the fp32 (1 + w)
+        instead of the cast. LayerNorm (aten.native_layer_norm): the input, mean and rstd per
+        token (in the activation dtype on the CPU), the output.
+        """
+        return norm_saved(self.kind, self.tokens, self.width, self.profile.facts,
+                           self.input_kept, self.output_kept)
+
+
+@dataclass(frozen=True)
+class HeadNorms(Block):
+    """Qwen3's q_norm and k_norm: an RMSNorm over each query and each key head (d_h wide), before
+    RoPE. Their outputs go on to RoPE, which keeps only cos and sin: nothing keeps them."""
+
+    q_tokens: Expr
+    kv_tokens: Expr
+    profile: Profile = Profile()
+    title = "query and key norms"
+
+    def cost(self) -> Cost:
+        rows = self.q_tokens * S.h + self.kv_tokens * S.h_kv
+        return make_cost(
+            tensors=[S.d_h, S.d_h],
+            elements=[("rmsnorm", rows * S.d_h)],
+            saved_bytes=norm_saved("rmsnorm", rows, S.d_h, self.profile.facts, output_kept=False),
+            bytes_other=elementwise_bytes(rows * S.d_h) + 2 * S.e * S.d_h,
+        )
+
+
+@dataclass(frozen=True)
+class Residual(Block):
+    """x + sublayer(x)."""
+
+    tokens: Expr
+    title = "residual add"
+
+    def cost(self) -> Cost:
+        values = self.tokens * S.d
+        return make_cost(elements=[("add", values)], bytes_other=elementwise_bytes(values, reads=2))
+
+
+@dataclass(frozen=True)
+class Dropout(Block):
+    """Training-time dropout over tokens x width: keeps its mask for backward (its output takes
+    the place of its input wherever the next op keeps one, so it adds nothing else)."""
+
+    tokens: Expr
+    width: Expr
+    profile: Profile = Profile()
+    title = "dropout"
+
+    def cost(self) -> Cost:
+        elements = self.tokens * self.width
+        return make_cost(elements=[("mul", elements)], saved_bytes=self.profile.mask_bytes * elements)
+
+
+@dataclass(frozen=True)
+class LayerCheckpoint(Block):
+    """Full recomputation keeps each layer's input (tokens x d) and nothing else of the layer; its
+    backward reruns the layer's forward (Korthikanti et al. 2022, section 4)."""
+
+    tokens: Expr
+    title = "layer input kept for recomputation"
+
+    def cost(self) -> Cost:
+        return make_cost(saved_bytes=S.e * self.tokens * S.d)

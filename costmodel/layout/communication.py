@@ -1,0 +1,183 @@
+"""What one rank of a layout sends per training step (or decode step): its collectives' payloads, and the bytes on the wire.
+
+A collective's payload is its full buffer: the output of an all-gather, the input of a
+reduce-scatter, the buffer of an all-reduce, the tensor of a send or receive. Wire bytes apply
+the ring algorithm's factors: 2(w - 1)/w for an all-reduce, (w - 1)/w for an all-gather or a
+reduce-scatter over w ranks. Counts of collectives and the frameworks' rules only: the payloads
+are sums of the parts' quantities (costmodel/layout/parts.py) over what a rank holds
+(costmodel/layout/rank.py, whose ParallelEstimate these methods are part of).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .parts import Stage, uses_loss_parallel
+
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
+
+
+def ring(kind: str, world: int) -> float:
+    """Wire bytes per payload byte: 2(w - 1)/w for an all-reduce, (w - 1)/w for an all-gather,
+    a reduce-scatter or an all-to-all (a rank's own share stays)."""
+    if world <= 1:
+        return 0.0
+    return 2 * (world - 1) / world if kind == "all_reduce" else (world - 1) / world
+
+
+class RankCommunication:
+    """ParallelEstimate's communication: the payloads a rank of a pipeline stage sends, by group
+    and collective, and their wire bytes. A part of ParallelEstimate (costmodel/layout/rank.py),
+    whose sums over a rank's parts (on_stage, tied_copy, layer_runs, the part numbers) it reads."""
+
+    def communication(self, stage: Stage) -> dict[str, dict[str, int]]:
+        """Payload bytes one rank of this pipeline stage sends per training step, by group
+        (tp, dp, pp) and collective."""
+        signature = ("communication", stage.layers, stage.in_flight, stage.first, stage.last, stage.kinds,
+                     stage.rank if self.layout.virtual_stages > 1 else None)
+        if signature not in self._memo:
+            self._memo[signature] = self._communication(stage)
+        return self._memo[signature]
+
+    def _communication(self, stage: Stage) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+
+        def add(group: str, kind: str, value: int) -> None:
+            if value:
+                out.setdefault(group, {})
+                out[group][kind] = out[group].get(kind, 0) + int(value)
+
+        layout, n, m = self.layout, self.numbers, self.layout.microbatches
+        if layout.tp > 1:
+            for kind, calls, payload in self.tensor_parallel_collectives(stage):
+                if kind == "optimizer_all_reduce":  # once per step, not per micro-batch
+                    add("tp", "all_reduce", calls * payload)
+                else:
+                    add("tp", kind, m * calls * payload)
+        if layout.cp > 1 and self.phase == "train":
+            from .context import exchange
+
+            attention = sum(self.layer_runs(stage).values())  # every layer attends
+            for kind, value in exchange(self.cfg, self.workload, layout.cp, layout.cp_rotate, attention).items():
+                add("cp", kind, m * value)
+        if layout.shard_ranks > 1:
+            for group, kinds in self._data_parallel_groups(stage).items():
+                for kind, value in kinds.items():
+                    add(group, kind, value)
+        if layout.ep > 1:
+            add("ep", "all_to_all", m * self._all_to_all(stage))
+        if layout.pp > 1:
+            # Each (virtual) stage sends its output forward unless it is the last and its input's
+            # gradient backward unless it is the first; it receives as much (FINDINGS 10.4).
+            boundary = n["boundary"] // (layout.tp if layout.sp else 1)
+            for index in layout.stages_of(stage.rank):  # a V's turn (stage p - 1 to p) stays on a rank
+                crossings = (int(index < layout.stages - 1 and layout.rank_of(index + 1) != stage.rank)
+                             + int(index > 0 and layout.rank_of(index - 1) != stage.rank))
+                add("pp", "send", m * boundary * crossings)
+                add("pp", "recv", m * boundary * crossings)
+            if self.structure["tied"] and (stage.first or stage.last) and not (stage.first and stage.last):
+                width = 4 if self._gradient_dtype == "fp32" else self.workload.bytes_per_element
+                add("pp", "all_reduce", width * n["embedding_table"])
+        return out
+
+    def tensor_parallel_collectives(self, stage: Stage) -> list[tuple[str, int, int]]:
+        """One micro-batch's tensor-parallel collectives as (kind, calls, payload of each call);
+        "optimizer_all_reduce" once per step."""
+        n, layout = self.numbers, self.layout
+        x = n["boundary"]
+        counts = self.structure["counts"]
+        runs = self.layer_runs(stage)
+
+        def per_layer(name: str) -> int:
+            return sum(count * counts.get(key, {}).get(name, 0) for key, count in runs.items())
+
+        rows, columns, sublayers = per_layer("row_outputs"), per_layer("column_inputs"), per_layer("sublayers")
+        first = int(stage.first)
+        head_loss = int(stage.last and self.cfg.head == "lm")
+        events: list[tuple[str, int, int]] = []
+        if self.phase == "decode":  # a forward: the row-parallel outputs, then the logits gathered
+            events.append(("all_reduce", rows + first, x))
+            if head_loss:
+                events.append(("all_gather", 1, n["logits"]))
+            return [event for event in events if event[1] and event[2]]
+        if not layout.sp:
+            # Forward: the row-parallel outputs and the embedding's; backward: the inputs of the
+            # column-parallel layers and of the head.
+            events.append(("all_reduce", rows + first + columns + head_loss, x))
+            latents = per_layer("latents")  # latent attention: its latents' gradient, each layer
+            if latents:
+                events.append(("all_reduce", latents, self._layer_sum(stage, "latent_gradient") // latents))
+        else:
+            gathers = sublayers + head_loss  # the inputs of the column-parallel regions
+            scatters = rows + first  # the outputs of the row-parallel regions and the embedding
+            regathers = gathers if self.framework.sp_regathers_input else 0  # Megatron, in backward
+            events.append(("reduce_scatter", scatters + gathers, x))  # forward, and the gathers' gradients
+            events.append(("all_gather", gathers + scatters + regathers, x))
+            norms = self.on_stage(stage, "norm_params")
+            reads = self.framework.norm_gradient_all_reduces
+            events.append(("optimizer_all_reduce", reads, norms * n["bytes.gradients"]))
+        if head_loss:
+            if uses_loss_parallel(layout):
+                events.append(("all_reduce", 1, n["loss_reduction"]))
+            else:
+                events.append(("all_gather", 1, n["logits"]))
+        return [event for event in events if event[1] and event[2]]
+
+    def _all_to_all(self, stage: Stage) -> int:
+        """One micro-batch's all-to-all payload on this rank (costmodel/layout/experts.py): per
+        mixture-of-experts layer the counts (8 E), dispatch and combine forward and backward."""
+        slots = self._layer_sum(stage, "routed_slots")
+        layers = sum(count for key, count in self.layer_runs(stage).items() if self._part(key, "routed_slots"))
+        if stage.last and self._part("head", "routed_slots"):  # a multi-token prediction module's experts
+            slots += self._part("head", "routed_slots")
+            layers += 1
+        token = self.workload.bytes_per_element * self.cfg.d_model
+        sent, received = slots * self.load.kept, slots * self.load.factor
+        return int(layers * 8 * self.cfg.n_experts + math.ceil(2 * (sent + received) * token))
+
+    def _data_parallel_groups(self, stage: Stage) -> dict[str, dict[str, int]]:
+        """The data-parallel collectives by group: "dp", and under expert parallelism "edp" (the
+        experts' own gradients over the dp / ep ranks that hold the same experts)."""
+        if self.layout.ep == 1:
+            return {"dp": self._data_parallel(stage)}
+        experts = self.on_stage(stage, "expert_params")
+        local = experts // self.layout.ep
+        edp = self.layout.dp // self.layout.ep
+        out = {"dp": self._data_parallel(stage, exclude=experts)}
+        if edp > 1:
+            out["edp"] = self._data_parallel(stage, params=local, ranks=edp)
+        return out
+
+    def _data_parallel(self, stage: Stage, exclude: int = 0, params: int | None = None,
+                       ranks: int | None = None) -> dict[str, int]:
+        """The data-parallel collectives of one step (FSDP2 and ZeRO-3 gather and scatter per
+        micro-batch)."""
+        layout, n, m, e = self.layout, self.numbers, self.layout.microbatches, self.workload.bytes_per_element
+        dp = ranks or layout.shard_ranks
+        grad = 4 if self._gradient_dtype == "fp32" else e
+        if self.framework.sharding == "per_tensor":
+            everything = dp * self.on_stage(stage, "padded")
+            layers = dp * self._layer_sum(stage, "padded")
+            backward = {None: layers, True: everything, False: 0}[
+                False if layout.zero == 2 else layout.reshard_after_forward]
+            return {"all_gather": m * e * (everything + backward), "reduce_scatter": m * 4 * everything}
+        if params is None:
+            params = self.on_stage(stage, "params") + self.tied_copy(stage) - exclude
+        padded = dp * math.ceil(params / dp)
+        if layout.zero == 0:
+            return {"all_reduce": grad * params}
+        if layout.zero in (1, 2):
+            return {"reduce_scatter": grad * padded, "all_gather": e * padded}
+        return {"all_gather": m * 2 * e * padded, "reduce_scatter": m * grad * padded}
+
+    def wire(self, communication: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+        """Bytes each rank puts on the wire, with the ring factors."""
+        layout = self.layout
+        sizes = {"tp": layout.tp, "dp": layout.shard_ranks, "pp": 2, "ep": layout.ep,
+                 "edp": layout.dp // layout.ep, "cp": layout.cp}
+        out: dict[str, dict[str, int]] = {}
+        for group, kinds in communication.items():
+            for kind, payload in kinds.items():
+                factor = 1.0 if kind in ("send", "recv") else ring(kind, sizes[group])
+                out.setdefault(group, {})[kind] = round(payload * factor)
+        return out

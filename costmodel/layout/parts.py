@@ -1,0 +1,214 @@
+"""The cost tree cut into the parts a pipeline stage holds, each part's per-rank quantities as expressions.
+
+The training tree (costmodel/tree.py) is cut into parts, each placed on pipeline stages:
+  embedding  the first stage           shared  every stage (RoPE tables, ALiBi slopes)
+  layer      each stage, its layers    tail    the last stage (the final norm)
+  head       the last stage (the output projection and the loss)
+Each leaf's per-rank cost is its block's cost with tensor (and sequence) parallelism's
+substitution (costmodel/layout/split.py); a part's quantities are sums of those, as expressions in
+the model and workload symbols and tp, dp (compiled once per structure, costmodel/compiled.py),
+beside the structure the rank's sums need (each part's collectives per micro-batch). Stage is one
+pipeline rank: which parts and layers it holds. costmodel/layout/rank.py places the parts on the
+stages and sums them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from .. import compiled
+from ..config import ModelConfig, Workload
+from ..model_flops import leaf_model_flops
+from .frameworks import FRAMEWORKS
+from .spec import Layout
+
+PARTS = ("embedding", "shared", "layer", "tail", "head")
+PART_QUANTITIES = ("params", "padded", "tensors", "gradient_params", "saved", "rebuilt", "inputs",
+                   "buffers", "norm_params", "flops", "kv_cache", "latent_gradient", "expert_params",
+                   "expert_saved", "routed_slots", "fp8_params")
+
+
+def _options(layout: Layout) -> dict[str, Any]:
+    """What the per-part expressions depend on besides the symbols (their cache key)."""
+    framework = FRAMEWORKS[layout.framework]
+    return {"framework": layout.framework, "sp": layout.sp, "loss_parallel": uses_loss_parallel(layout),
+            "device": layout.device, "vocabulary": framework.vocabulary}
+
+
+def uses_loss_parallel(layout: Layout) -> bool:
+    framework = FRAMEWORKS[layout.framework]
+    return framework.vocabulary_parallel_loss or (layout.framework == "fsdp2" and layout.loss_parallel)
+
+
+def part_of(tree: Any) -> dict[int, str]:
+    """Each leaf's part (by its index in the tree): a stack's own leaves before its layers are
+    shared by every stage, those after them (the final norm) go with the head."""
+    seen_layer: set[str] = set()
+    parts = {}
+    for i, leaf in enumerate(tree.leaves):
+        if leaf.part == "layer":
+            seen_layer.add(leaf.stack)
+            parts[i] = "layer"
+        elif leaf.part == "stack":
+            parts[i] = "tail" if leaf.stack in seen_layer else "shared"
+        elif leaf.part in ("head", "loss"):
+            parts[i] = "head"
+        elif leaf.part == "embedding":
+            parts[i] = "embedding"
+    return parts
+
+
+def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase: str = "train"
+                     ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Every part's per-rank quantities as expressions (one layer for the layer part, per stack),
+    and the structure beside them: each part's collectives per micro-batch. phase "decode": the
+    cost tree of one decode step (serving), whose work is a forward."""
+    import sympy as sp
+
+    from .. import blocks as B
+    from .. import symbols as S
+    from ..tree import CostModel, profile_for
+    from .split import column_inputs, local, row_outputs, substitution
+
+    framework = FRAMEWORKS[layout.framework]
+    FP8_BLOCKS = (B.QKVProjection, B.AttentionOutput, B.FeedForward, B.Experts)
+    profile = profile_for(cfg, workload, precision=framework.precision_for(workload.dtype), device=layout.device,
+                          optimizer_impl="foreach" if layout.device == "cuda" else "single")
+    tree = CostModel(cfg, profile, phase=phase)
+    parts = part_of(tree)
+    loss_parallel = uses_loss_parallel(layout)
+    exprs: dict[str, Any] = {}
+    structure: dict[str, Any] = {"stacks": [], "layers": {}, "counts": {}, "work": []}
+
+    def add(key: str, value: Any) -> None:
+        exprs[key] = exprs.get(key, sp.Integer(0)) + value
+
+    for i, leaf in enumerate(tree.leaves):
+        part = parts.get(i)
+        if part is None:
+            continue
+        key = part
+        if part == "layer":  # one key per stack and kind of layer (windowed/full, dense/experts)
+            key = f"layer.{leaf.stack}" + (f".{leaf.kind}" if leaf.kind else "")
+            structure["layers"][key] = [leaf.stack, leaf.kind]
+            if leaf.stack not in structure["stacks"]:
+                structure["stacks"].append(leaf.stack)
+        encoder = leaf.stack == "encoder" and cfg.architecture == "encoder-decoder"
+        subs = substitution(leaf.block, sp_on=layout.sp, vocabulary=framework.vocabulary,
+                            loss_parallel=loss_parallel, encoder=encoder)
+        cost = leaf.cost
+        for tensor in cost.tensors:
+            rows, cols = local(tensor.rows, subs), local(tensor.cols, subs)
+            add(f"{key}.params", rows * cols)
+            add(f"{key}.padded", sp.ceiling(rows / S.dp) * cols)
+            add(f"{key}.tensors", 1)
+            full = isinstance(leaf.block, B.TokenEmbedding) and framework.embedding_gradient_full
+            add(f"{key}.gradient_params", tensor.elements if full else rows * cols)
+            if isinstance(leaf.block, B.Norm):
+                add(f"{key}.norm_params", rows * cols)
+        saved = local(cost.saved_bytes, subs)
+        if layout.sp and isinstance(leaf.block, B.Norm) and not framework.sp_regathers_input:
+            # DTensor keeps the all-gathered input of the column-parallel layers this norm feeds
+            # (FINDINGS 10.3): its output term is the whole sequence's.
+            tokens = leaf.block.tokens
+            saved += S.e * tokens * S.d - local(S.e * tokens * S.d, subs)
+        add(f"{key}.{'rebuilt' if leaf.checkpointed else 'saved'}", saved)
+        add(f"{key}.inputs", local(cost.input_bytes, subs))
+        add(f"{key}.buffers", local(cost.buffer_bytes, subs))
+        add(f"{key}.flops", local(cost.flops_matmul + cost.flops_matmul_backward, subs))
+        add(f"{key}.kv_cache", local(cost.kv_cache_bytes, subs))
+        if isinstance(leaf.block, B.LatentAttention):
+            add(f"{key}.latent_gradient", local(leaf.block.latent_gradient_bytes(), subs))
+        if isinstance(leaf.block, FP8_BLOCKS):  # the linear layers FP8 recipes convert (layout/fp8.py)
+            add(f"{key}.fp8_params", sum(local(t.rows, subs) * local(t.cols, subs) for t in cost.tensors))
+        if isinstance(leaf.block, B.Experts):  # what expert parallelism divides (layout/experts.py)
+            add(f"{key}.expert_params", sum(local(t.rows, subs) * local(t.cols, subs) for t in cost.tensors))
+            add(f"{key}.expert_saved", 0 if leaf.checkpointed else saved)
+            add(f"{key}.routed_slots", local(leaf.block.tokens * S.k, subs))
+        # A training micro-batch's work (costmodel/roofline.py divides it by the rates): the
+        # forward (twice when recomputation reruns it), the backward.
+        forwards, backwards = (2 if leaf.recomputed else 1), int(phase == "train")
+        work = {"f_mm": forwards * cost.flops_matmul + backwards * cost.flops_matmul_backward,
+                "b_mm": forwards * cost.bytes_matmul + backwards * cost.bytes_matmul_backward,
+                "f_o": forwards * cost.flops_other + backwards * cost.flops_other_backward,
+                "b_o": forwards * cost.bytes_other + backwards * cost.bytes_other_backward}
+        index = len(structure["work"])
+        structure["work"].append({"key": key, "active": cost.is_active(),
+            "experts": isinstance(leaf.block, B.Experts), "fp8": isinstance(leaf.block, FP8_BLOCKS),
+            "attention_core": isinstance(leaf.block, B.AttentionCore)})
+        for name, value in work.items():
+            exprs[f"work.{index}.{name}"] = local(value, subs)
+        # Model FLOPs by convention (costmodel/model_flops.py: no recomputation, not even flash's
+        # of Q K^T) for MFU; what the kernels execute for HFU.
+        add("model_flops", leaf.count * leaf_model_flops(leaf, "dense"))
+        add("model_flops_causal", leaf.count * leaf_model_flops(leaf, "causal"))
+        add("executed_flops", leaf.count * (cost.flops_matmul + cost.flops_matmul_backward))
+        if isinstance(leaf.block, B.AttentionCore):  # context parallelism: n / cp queries, all n keys
+            add("attention_flops", leaf.count * leaf_model_flops(leaf, "dense"))
+            add("attention_flops_causal", leaf.count * leaf_model_flops(leaf, "causal"))
+            add("attention_executed_flops", leaf.count * (cost.flops_matmul + cost.flops_matmul_backward))
+        if leaf.recomputed:
+            add("recomputed_flops", leaf.count * cost.flops_matmul)
+        counts = structure["counts"].setdefault(key, {"column_inputs": 0, "row_outputs": 0, "sublayers": 0,
+                                                      "latents": 0})
+        counts["column_inputs"] += column_inputs(leaf.block, framework.column_layers, cfg.gated)
+        counts["row_outputs"] += row_outputs(leaf.block)
+        counts["sublayers"] += int(isinstance(leaf.block, (B.QKVProjection, B.FeedForward)))
+        counts["latents"] += int(isinstance(leaf.block, B.LatentAttention))
+    for key in list(structure["counts"]):
+        for quantity in PART_QUANTITIES:
+            exprs.setdefault(f"{key}.{quantity}", sp.Integer(0))
+    per_param = profile.param_bytes
+    exprs["bytes.weights"], exprs["bytes.gradients"] = per_param.weights, per_param.gradients
+    exprs["bytes.optimizer"] = per_param.optimizer
+    exprs["bytes.moment"] = per_param.moment
+    exprs.setdefault("recomputed_flops", sp.Integer(0))
+    exprs.setdefault("attention_flops", sp.Integer(0))
+    exprs["step_traffic"] = per_param.step_traffic  # bytes a fused optimizer moves per parameter
+    tokens = S.b * (1 if phase == "decode" else S.n)
+    exprs["boundary"] = S.e * tokens * S.d  # one sublayer's input or output, every token
+    exprs["logits"] = S.e * tokens * S.tp * sp.ceiling(S.V / S.tp)
+    exprs["loss_reduction"] = 3 * 4 * S.b * S.n  # fp32 max, sum of exponentials, target logit
+    exprs["embedding_table"] = sp.ceiling(S.V / S.tp) * S.d
+    structure["tied"] = bool(cfg.tie_embeddings and cfg.head == "lm")
+    structure["step_counters"] = framework.step_counters and layout.device == "cpu"
+    return exprs, structure
+
+
+_EVALUATORS: dict[tuple, tuple[Any, dict[str, Any]]] = {}
+
+
+def part_evaluator(cfg: ModelConfig, workload: Workload, layout: Layout, phase: str) -> tuple[Any, dict[str, Any]]:
+    """The compiled per-part expressions of a structure (memoised in this process: a plan asks
+    for the same few structures thousands of times)."""
+    options = _options(layout)
+    memo = (cfg, tuple(workload.options().items()), tuple(options.items()), phase)
+    if memo not in _EVALUATORS:
+        key = {"model": cfg.structure(), "workload": workload.options(), "layout": options,
+               "layers": cfg.n_layers, "phase": phase}
+        _EVALUATORS[memo] = compiled.cached("layout", key, lambda: part_expressions(cfg, workload, layout, phase))
+    return _EVALUATORS[memo]
+
+
+@lru_cache(maxsize=4096)
+def evaluate_parts(evaluate: Any, values: tuple[tuple[str, int], ...]) -> dict[str, Any]:
+    """The compiled expressions at these values (a plan evaluates each (structure, tp, dp, batch)
+    once for all its ZeRO stages, schedules and pipeline sizes)."""
+    return evaluate(dict(values))
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One pipeline rank: its (virtual) stages' layers, the micro-batches each holds at the
+    rank's peak, whether it runs the first and the last stage, and each (virtual) stage's layers
+    by kind ((part key, layers), ...: a stack's layers, or its windowed and full, dense and
+    expert layers)."""
+
+    rank: int
+    layers: tuple[int, ...]
+    in_flight: tuple[int, ...]
+    first: bool
+    last: bool
+    kinds: tuple[tuple[tuple[str, int], ...], ...] = ()

@@ -1,0 +1,207 @@
+"""The cost tree: a ModelConfig's blocks as an ordered list of leaves, with totals and selections.
+
+A leaf (costmodel/leaves.py, which also places the blocks) is one block where it runs: its stack,
+its part of the model (the embeddings, a repeated layer, a stack's own blocks, the head, the loss,
+the optimizer), its sublayer inside a layer and its name, and how many times it runs (a layer leaf
+L times). The path ("decoder.layer.self_attention.scores") is only for display: consumers select
+leaves by these fields, never by parsing a path. A total is the sum over leaves of count x the
+block's cost; the order of the leaves is the order the code registers its parameters, which is the
+order an optimizer visits them.
+
+Three phases: "train" (a forward with the loss, then the optimizer step), "prefill" (a forward over
+the prompt, returning logits) and "decode" (one cached step: one new token per sequence attending
+to c keys).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import cached_property
+from typing import Callable, Iterable
+
+import sympy as sp
+
+from . import blocks as B
+from . import symbols as S
+from .config import ModelConfig, Workload
+from .leaves import ONE, Leaf, TreeBuilder
+
+PHASES = ("train", "prefill", "decode", "chunk")
+
+# The names of the blocks in each regime, for the crossover n*.
+ATTENTION_CORE = ("scores", "weighted_sum")
+#: How latent attention runs (Profile.mla): transformers' form, or the engines' absorbed one.
+MLA_FORMS = ("naive", "absorbed")
+
+PROJECTIONS_AND_FFN = ("qkv", "mla", "out", "mlp", "router", "experts", "shared_expert",
+                       "shared_expert_gate")
+
+
+def profile_for(cfg: ModelConfig, workload: Workload | None = None, **changes) -> B.Profile:
+    """The implementation profile a workload asks for (training forward: dropout if p > 0)."""
+    workload = workload or Workload()
+    from .quantization import weight_format
+
+    attention_dropout = None if cfg.attention_dropout is None else cfg.attention_dropout > 0
+    profile = B.Profile(
+        impl=workload.impl, attention=workload.attention, dropout=cfg.dropout > 0,
+        attention_dropout=attention_dropout, family=cfg.family, recompute=workload.recompute,
+        precision=workload.precision, optimizer=workload.optimizer, kv_dtype=workload.kv_dtype,
+        kv_cache=workload.kv_cache,
+        mla=workload.mla,
+        weight_format=weight_format(workload.weight_dtype, workload.weight_group,
+                                    workload.double_quant),
+    )
+    return dataclasses.replace(profile, **changes)
+
+
+def _norm_first(layer: list[Leaf]) -> list[Leaf]:
+    """Each sublayer's norm before its other blocks, sublayers in their order."""
+    sublayers = list(dict.fromkeys(leaf.sublayer for leaf in layer))
+    return sorted(layer, key=lambda leaf: (sublayers.index(leaf.sublayer),
+                                           not isinstance(leaf.block, B.Norm)))
+
+
+#: Layer parameter orders (facts.parameter_order): one layer's leaves -> registration order.
+_PARAMETER_ORDERS: dict[str, Callable[[list[Leaf]], list[Leaf]]] = {
+    "tree": list,
+    "norm_first": _norm_first,
+    "norms_last": lambda layer: sorted(layer, key=lambda leaf: isinstance(leaf.block, B.Norm)),
+}
+
+
+class CostModel:
+    """The cost tree of one ModelConfig, with totals and selections as sympy expressions."""
+
+    def __init__(self, cfg: ModelConfig, profile: B.Profile | None = None, phase: str = "train"):
+        """phase "train": a forward over b sequences of n tokens (s source tokens) with the loss,
+        then the optimizer step; "prefill": the same forward returning logits; "decode": one
+        cached decoding step of b sequences whose new token attends to c keys; "chunk" (serving): the
+        decode step with n new tokens per sequence (a prefill chunk), attending to c keys."""
+        if phase not in PHASES:
+            raise ValueError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}.")
+        self.cfg = cfg
+        self.phase = phase
+        self.profile = profile or profile_for(cfg)
+        if phase != "train":  # inference: no dropout, nothing recomputed
+            self.profile = dataclasses.replace(self.profile, dropout=False, recompute="none")
+        if self.profile.mla not in MLA_FORMS:
+            raise ValueError(f"mla must be one of {', '.join(MLA_FORMS)}, got {self.profile.mla!r}.")
+        if phase == "train" and self.profile.mla != "naive":  # the absorbed form has no backward here
+            self.profile = dataclasses.replace(self.profile, mla="naive")
+
+    @cached_property
+    def leaves(self) -> tuple[Leaf, ...]:
+        per_param = self.profile.param_bytes
+        # Quantized weights are an inference format: the training tree keeps them in its policy.
+        fmt = self.profile.weight_format if self.phase != "train" else None
+        leaves = [dataclasses.replace(leaf, per_param=per_param, recomputed=self._reruns(leaf),
+                                      weight_format=fmt)
+                  for leaf in TreeBuilder(self.cfg, self.profile, self.phase).build()]
+        if self.phase == "train":
+            step = B.OptimizerStep(self.parameter_runs(leaves), self.profile)
+            leaves.append(Leaf(step, step.cost(), ONE, "optimizer", "optimizer", "step",
+                               per_param=per_param))
+        return tuple(leaves)
+
+    def _reruns(self, leaf: Leaf) -> bool:
+        """Whether recomputation reruns this leaf's forward in backward: every block under full
+        recomputation, the attention core under selective (its kernel says so)."""
+        if self.phase != "train":
+            return False
+        if self.profile.recompute == "full":
+            return True
+        return isinstance(leaf.block, B.AttentionCore) and leaf.block.kernel.recomputes_core
+
+    def parameter_runs(self, leaves: Iterable[Leaf]) -> tuple[B.TensorRun, ...]:
+        """The parameter tensors in registration order: leaves outside layers in tree order, each
+        stack's layer in the implementation's order (facts.parameter_order), repeated L times (each
+        kind of layer its count of times, one kind after the other)."""
+        order = _PARAMETER_ORDERS[self.profile.facts.parameter_order]
+        runs: list[B.TensorRun] = []
+        outside: list[sp.Expr] = []
+        layer: list[Leaf] = []
+
+        def close_layer() -> None:
+            if layer:
+                tensors = tuple(t.elements for leaf in order(layer) for t in leaf.cost.tensors)
+                runs.append(B.TensorRun(tensors, layer[0].count))
+                layer.clear()
+
+        for leaf in leaves:
+            if leaf.in_layer:
+                if outside:
+                    runs.append(B.TensorRun(tuple(outside)))
+                    outside = []
+                if layer and (layer[0].stack, layer[0].kind) != (leaf.stack, leaf.kind):
+                    close_layer()
+                layer.append(leaf)
+            else:
+                close_layer()
+                outside += [t.elements for t in leaf.cost.tensors]
+        close_layer()
+        if outside:
+            runs.append(B.TensorRun(tuple(outside)))
+        return tuple(runs)
+
+    def select(self, **fields) -> tuple[Leaf, ...]:
+        """The leaves whose fields have these values; a tuple value means any of them
+        (select(part="layer", name=("scores", "weighted_sum")))."""
+        def matches(leaf: Leaf) -> bool:
+            return all(getattr(leaf, k) in v if isinstance(v, tuple) else getattr(leaf, k) == v
+                       for k, v in fields.items())
+        return tuple(leaf for leaf in self.leaves if matches(leaf))
+
+    def total(self, quantity: str, leaves: Iterable[Leaf] | None = None) -> sp.Expr:
+        """Sum of one quantity over every leaf (or the leaves given)."""
+        return sp.Add(*(leaf.total(quantity) for leaf in (self.leaves if leaves is None else leaves)))
+
+    def variant_flops(self, name: str, leaves: Iterable[Leaf] | None = None) -> sp.Expr:
+        """Forward matmul FLOPs with every block that has the variant `name` run that way."""
+        return sp.Add(*(leaf.count * leaf.cost.variant_flops(name)
+                        for leaf in (self.leaves if leaves is None else leaves)))
+
+    def element_counts(self) -> dict[str, sp.Expr]:
+        """Output elements of the non-matmul ops, per op kind, over the whole model."""
+        out: dict[str, sp.Expr] = {}
+        for leaf in self.leaves:
+            for kind, count in leaf.cost.element_counts().items():
+                out[kind] = out.get(kind, sp.Integer(0)) + leaf.count * count
+        return out
+
+    def layer_leaves(self) -> tuple[Leaf, ...]:
+        return self.select(part="layer")
+
+    def layer_total(self, quantity: str, names: tuple[str, ...]) -> sp.Expr:
+        """A quantity summed over the layers' leaves of these names."""
+        return self.total(quantity, self.select(part="layer", name=names))
+
+    def attention_flops(self) -> sp.Expr:
+        """The layers' attention matmuls (scores and weighted sum): the n^2 d term."""
+        return self.layer_total("flops_matmul", ATTENTION_CORE)
+
+    def projection_ffn_flops(self) -> sp.Expr:
+        """The layers' Q/K/V, output and FFN matmuls: the n d^2 term."""
+        return self.layer_total("flops_matmul", PROJECTIONS_AND_FFN)
+
+    @cached_property
+    def crossover(self) -> sp.Expr:
+        """n* where the layers' attention matmuls (~n^2 d) equal their projections + FFN (~n d^2).
+
+        Solved symbolically: attention = a n^2 and projections + FFN = c n (source length taken
+        equal to the target length), so n* = c / a.
+        """
+        difference = self.attention_flops() - self.projection_ffn_flops()
+        difference = sp.expand(difference.xreplace({S.s: S.n}))
+        quadratic, linear_coeff = difference.coeff(S.n, 2), difference.coeff(S.n, 1)
+        return sp.factor(-linear_coeff / quadratic)
+
+
+def model_values(cfg: ModelConfig) -> dict[sp.Symbol, int]:
+    """The model dimensions' values."""
+    return {getattr(S, symbol): value for symbol, value in cfg.dimensions().items()}
+
+
+def workload_values(cfg: ModelConfig, workload: Workload) -> dict[sp.Symbol, int]:
+    """The workload dimensions' values: n is the decoder (or only) side, s the encoder side."""
+    return {getattr(S, symbol): value for symbol, value in workload.dimensions(cfg).items()}
