@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import ConfigError, ModelConfig, show
+from ..spec import SCHEDULES
 
-SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zbv", "dualpipev")
 V_SCHEDULES = ("zbv", "dualpipev")  # two stages a rank, r and 2p - 1 - r
 
 
