@@ -237,7 +237,7 @@ def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: 
                           slo_tpot: float | None, requests: int, prompt: str, gen: str, tp: int | None,
                           top: int, as_json: bool, processes: int | None = None, mla: str = "absorbed",
                           pp: int | None = None) -> None:
-    """`plan --serve --rate`: the search and its table (cli.py's plan delegates here)."""
+    """`plan --serve --rate`: the search and its table (cli/plan.py's plan delegates here)."""
     from costmodel.hardware import load_hardware
     from costmodel.serving.capacity import Target, plan_capacity
 
