@@ -7,8 +7,6 @@ in the input end with one line on stderr and exit status 2; no formula lives her
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from reports.commands import COMMANDS  # report, plot, claims, sweep (lazy imports inside)
@@ -58,7 +56,3 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     return 0
-
-
-if __name__ == "__main__":  # python -m cli
-    sys.exit(main())

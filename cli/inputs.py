@@ -89,13 +89,3 @@ def make_layout(cfg: ModelConfig, options: dict[str, Any]) -> Any:
     except ConfigError as error:
         raise InputError(str(error)) from None
     return layout
-
-
-def load_hardware(name: str) -> Any:
-    """The Hardware a --hardware option names (a preset, any case, or a hardware file)."""
-    from costmodel.hardware import load_hardware as load
-
-    try:
-        return load(name)
-    except ConfigError as error:
-        raise InputError(str(error)) from None

@@ -14,7 +14,7 @@ from costmodel.config import ConfigError, require_decoder
 from costmodel.defaults import implied
 
 from .inputs import InputError, finite, load_model, make_layout, make_workload, microbatches_for, with_mtp
-from .options import (IMPL_HELP, ATTENTION_HELP, batch_option, choice_option, dtype_option, hardware_option,
+from .options import (ATTENTION_HELP, IMPL_HELP, batch_option, choice_option, dtype_option, hardware_option,
                       json_option, layout_options, model_options, mtp_option)
 
 TIME_MODEL_HELP = (f"kernels (the default: {spec.TIME_MODELS.meanings['kernels']}) or roofline "
