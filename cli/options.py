@@ -25,7 +25,7 @@ def stack(*options: Callable) -> Callable:
     return apply
 
 
-IMPL_HELP = (f"Whose code the activation memory models: {spec.IMPLEMENTATIONS.listed()} (default: the "
+IMPL_HELP = (f"Whose code the activation memory models: {spec.IMPLEMENTATIONS.listed(first=spec.DEFAULT_IMPL)} (default: the "
              "framework's, megatron for --framework megatron, else hf; costmodel/defaults.py).")
 ATTENTION_HELP = (f"{spec.ATTENTIONS.listed()}; fused kernels keep no n x n matrix (default: the framework's, "
                   "flash for megatron, sdpa for deepspeed and fsdp2; eager without a layout).")

@@ -24,9 +24,10 @@ class Choices(tuple):
     def __reduce__(self):  # pickled with its meanings (worker processes of plan --serve --rate)
         return Choices, (self.meanings,)
 
-    def listed(self, values: tuple[str, ...] | None = None) -> str:
-        """The values as a phrase: "a, b or c"."""
+    def listed(self, values: tuple[str, ...] | None = None, first: str | None = None) -> str:
+        """The values as a phrase: "a, b or c" (first, if given, leads: the default)."""
         values = tuple(self if values is None else values)
+        values = tuple(sorted(values, key=lambda value: value != first)) if first else values
         return values[0] if len(values) == 1 else f"{', '.join(values[:-1])} or {values[-1]}"
 
     def phrase(self) -> str:

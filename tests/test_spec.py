@@ -38,6 +38,7 @@ def test_each_value_has_its_meaning_and_the_phrases_read_as_sentences():
         assert tuple(choices.meanings) == tuple(choices) and len(set(choices)) == len(choices)
     assert spec.RECOMPUTES.phrase() == "none, selective (the attention core) or full (each layer)"
     assert spec.OPTIMIZERS.listed() == "adamw or sgd"
+    assert spec.IMPLEMENTATIONS.listed(first="hf") == "hf, reference or megatron"
     assert spec.KV_CACHES.described().startswith("dynamic: each decode step copies the cache")
     restored = pickle.loads(pickle.dumps(spec.ATTENTIONS))
     assert restored == spec.ATTENTIONS and restored.meanings == spec.ATTENTIONS.meanings
