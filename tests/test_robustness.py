@@ -170,7 +170,7 @@ def test_json_output_is_byte_identical_across_runs():
 
 def test_no_code_from_input():
     # Nothing a user passes may reach eval, exec, pickle or remote code: configs are JSON only.
-    sources = [ROOT / "cli.py", *sorted((ROOT / "costmodel").rglob("*.py")),
+    sources = [ROOT / "cli.py", *sorted((ROOT / "cli").rglob("*.py")), *sorted((ROOT / "costmodel").rglob("*.py")),
                *sorted((ROOT / "validate").rglob("*.py")), *sorted((ROOT / "reports").rglob("*.py"))]
     assert len(sources) > 20
     import re
