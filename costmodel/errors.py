@@ -12,6 +12,9 @@ from typing import Any
 #: Largest accepted value of any size: beyond it a value is a typo, not a model (10^9 tokens,
 #: widths or vocabulary entries; layers and heads stay far below it in any real model).
 MAX_SIZE = 10**9
+#: Layers a config may list one by one (a per-layer pattern is a tuple of this length; the deepest
+#: published models have a few hundred).
+MAX_LAYERS = 100_000
 
 
 class ConfigError(ValueError):
@@ -24,14 +27,14 @@ def show(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def check_int(owner: str, name: str, value: Any, minimum: int = 1) -> None:
-    """An integer from minimum to MAX_SIZE, else ConfigError."""
+def check_int(owner: str, name: str, value: Any, minimum: int = 1, maximum: int = MAX_SIZE) -> None:
+    """An integer from minimum to maximum (MAX_SIZE unless told), else ConfigError."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"{owner}: {name} must be an integer, got {show(value)}.")
     if value < minimum:
         raise ConfigError(f"{owner}: {name} must be at least {minimum}, got {value}.")
-    if value > MAX_SIZE:
-        raise ConfigError(f"{owner}: {name} = {value} is beyond {MAX_SIZE:,}; is it a typo?")
+    if value > maximum:
+        raise ConfigError(f"{owner}: {name} = {value} is beyond {maximum:,}; is it a typo?")
 
 
 def check_choice(owner: str, name: str, value: Any, choices: tuple[str, ...]) -> None:
