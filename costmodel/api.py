@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, ModelConfig, Workload
-
-DEFAULT_SEQ_LEN = 2048
+from .spec import DEFAULT_SEQ_LEN
 
 
 def load_model(model: Any) -> ModelConfig:

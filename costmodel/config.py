@@ -1,4 +1,5 @@
-"""What is being costed: ModelConfig (the architecture) and Workload (how it is run).
+"""What is being costed: ModelConfig (the architecture) and Workload (how it is run; defined in
+workload.py and re-exported here, as are the choices spec.py defines).
 
 Both are frozen dataclasses validated on construction; an invalid value raises ConfigError with a
 sentence that names the field and what is wrong. Every Transformer family in the seeds is a
@@ -11,7 +12,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConfigError  # noqa: F401 (re-exported: costmodel.config.ConfigError)
+from .errors import MAX_SIZE, ConfigError, show  # noqa: F401 (re-exported: costmodel.config.ConfigError, show)
+from .errors import check_bool, check_choice, check_int
+# The workload's choices and dtypes, defined in spec.py, and Workload itself, re-exported where
+# the modules that cost a model have always imported them from.
+from .spec import (ATTENTIONS, CANONICAL_DTYPE, DTYPE_BYTES, DTYPES, IMPLEMENTATIONS,  # noqa: F401
+                   KV_CACHES, OPTIMIZERS, PRECISIONS, RECOMPUTES)
+from .workload import NOT_IN_REFERENCE, Workload, reference_unsupported  # noqa: F401
 
 #: The ModelConfig fields a layer_pattern must agree with.
 _PATTERN_COUNTS = ("n_decoder_layers", "sliding_window", "window_layers", "n_experts", "n_dense_layers")
@@ -23,83 +30,11 @@ GATED_ACTIVATIONS = ("swiglu", "geglu", "geglu_tanh")
 HEADS = ("lm", "pooler", "none")
 ROUTERS = ("softmax", "sigmoid")
 
-#: Bytes per element of each dtype, under every spelling the CLI accepts.
-DTYPE_BYTES = {
-    "fp32": 4,
-    "float32": 4,
-    "fp16": 2,
-    "float16": 2,
-    "bf16": 2,
-    "bfloat16": 2,
-}
-DTYPES = tuple(DTYPE_BYTES)  # every accepted spelling: the CLI's one --dtype choice
-CANONICAL_DTYPE = {
-    "fp32": "fp32",
-    "float32": "fp32",
-    "fp16": "fp16",
-    "float16": "fp16",
-    "bf16": "bf16",
-    "bfloat16": "bf16",
-}
-
-IMPLEMENTATIONS = ("reference", "hf", "megatron")
-
-#: ModelConfig fields of the newer families (issue 14) that the reference model
-#: (validate/reference.py) does not implement, with the value that means "not used".
-NOT_IN_REFERENCE = {
-    "qk_norm": False, "post_sublayer_norm": False, "attention_softcap": None,
-    "logit_softcap": None, "rotary_dim": None, "parallel_attention": False, "position_offset": 0,
-    "embedding_dim": None, "n_experts": 0, "kv_lora_rank": None, "attention_dropout": None,
-    "mtp_layers": 0,
-}
-
-
-def reference_unsupported(cfg: "ModelConfig") -> list[str]:
-    """The fields of a ModelConfig the reference model would have to ignore (so it refuses)."""
-    return [name for name, off in NOT_IN_REFERENCE.items() if getattr(cfg, name) != off]
-
 
 def require_decoder(cfg: "ModelConfig") -> None:
     """Generation needs a decoder: an encoder-only model is refused in one sentence."""
     if not cfg.n_decoder_layers:
         raise ConfigError(f"model {show(cfg.name)} has no decoder; it does not generate.")
-
-
-ATTENTIONS = ("eager", "sdpa", "flash")
-RECOMPUTES = ("none", "selective", "full")
-OPTIMIZERS = ("adamw", "sgd")
-PRECISIONS = ("mixed", "pure", "megatron", "fsdp2")  # costmodel/precision.py
-KV_CACHES = ("dynamic", "static")  # appended by torch.cat each decode step, or preallocated
-
-
-#: Largest accepted value of any size: beyond it a value is a typo, not a model (10^9 tokens,
-#: widths or vocabulary entries; layers and heads stay far below it in any real model).
-MAX_SIZE = 10**9
-
-
-def show(value: Any, limit: int = 60) -> str:
-    """A value as it reads in an error message: its repr, cut to one short line."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _check_int(owner: str, name: str, value: Any, minimum: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{owner}: {name} must be an integer, got {show(value)}.")
-    if value < minimum:
-        raise ConfigError(f"{owner}: {name} must be at least {minimum}, got {value}.")
-    if value > MAX_SIZE:
-        raise ConfigError(f"{owner}: {name} = {value} is beyond {MAX_SIZE:,}; is it a typo?")
-
-
-def _check_choice(owner: str, name: str, value: Any, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ConfigError(f"{owner}: {name} must be one of {', '.join(choices)}; got {show(value)}.")
-
-
-def _check_bool(owner: str, name: str, value: Any) -> None:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{owner}: {name} must be true or false, got {show(value)}.")
 
 
 @dataclass(frozen=True)
@@ -204,16 +139,16 @@ class ModelConfig:
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError("model: name must be a non-empty string.")
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "max_positions"):
-            _check_int(owner, name, getattr(self, name))
+            check_int(owner, name, getattr(self, name))
         for name in ("n_encoder_layers", "n_decoder_layers", "token_types"):
-            _check_int(owner, name, getattr(self, name), minimum=0)
+            check_int(owner, name, getattr(self, name), minimum=0)
         if self.n_encoder_layers == 0 and self.n_decoder_layers == 0:
             raise ConfigError(f"{owner}: needs at least one encoder or decoder layer.")
         derived = set()
         if self.n_kv_heads is None:
             object.__setattr__(self, "n_kv_heads", self.n_heads)
             derived.add("n_kv_heads")
-        _check_int(owner, "n_kv_heads", self.n_kv_heads)
+        check_int(owner, "n_kv_heads", self.n_kv_heads)
         if self.n_heads % self.n_kv_heads:
             raise ConfigError(
                 f"{owner}: n_heads ({self.n_heads}) is not divisible by n_kv_heads "
@@ -228,18 +163,18 @@ class ModelConfig:
             object.__setattr__(self, "d_head", self.d_model // self.n_heads)
             derived.add("d_head")
         object.__setattr__(self, "_derived", frozenset(derived))
-        _check_int(owner, "d_head", self.d_head)
-        _check_choice(owner, "position", self.position, POSITIONS)
-        _check_int(owner, "relative_buckets", self.relative_buckets)
-        _check_choice(owner, "norm", self.norm, NORMS)
-        _check_choice(owner, "norm_position", self.norm_position, NORM_POSITIONS)
-        _check_choice(owner, "activation", self.activation, ACTIVATIONS)
-        _check_choice(owner, "head", self.head, HEADS)
+        check_int(owner, "d_head", self.d_head)
+        check_choice(owner, "position", self.position, POSITIONS)
+        check_int(owner, "relative_buckets", self.relative_buckets)
+        check_choice(owner, "norm", self.norm, NORMS)
+        check_choice(owner, "norm_position", self.norm_position, NORM_POSITIONS)
+        check_choice(owner, "activation", self.activation, ACTIVATIONS)
+        check_choice(owner, "head", self.head, HEADS)
         for name in (
             "embedding_norm", "qkv_bias", "out_bias", "ffn_bias", "lm_head_bias",
             "tie_embeddings", "share_embeddings", "scale_embeddings", "scale_lm_head_input",
         ):
-            _check_bool(owner, name, getattr(self, name))
+            check_bool(owner, name, getattr(self, name))
         if self.attention_scale is not None and (
             isinstance(self.attention_scale, bool) or not isinstance(self.attention_scale, (int, float))
             or not 0 < self.attention_scale < float("inf")
@@ -267,12 +202,12 @@ class ModelConfig:
                           "kv_lora_rank", "q_lora_rank", "v_head_dim")
         for name in optional_sizes:
             if getattr(self, name) is not None:
-                _check_int(owner, name, getattr(self, name))
+                check_int(owner, name, getattr(self, name))
         for name in ("n_experts", "top_k", "d_shared", "n_dense_layers", "position_offset", "mtp_layers"):
-            _check_int(owner, name, getattr(self, name), minimum=0)
+            check_int(owner, name, getattr(self, name), minimum=0)
         for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
                      "renormalize_top_k"):
-            _check_bool(owner, name, getattr(self, name))
+            check_bool(owner, name, getattr(self, name))
         for name in ("attention_softcap", "logit_softcap"):
             cap = getattr(self, name)
             if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float))
@@ -308,11 +243,11 @@ class ModelConfig:
         self._check_layer_pattern(owner)
 
     def _check_experts(self, owner: str) -> None:
-        _check_choice(owner, "router", self.router, ROUTERS)
+        check_choice(owner, "router", self.router, ROUTERS)
         if self.d_expert is None:
             object.__setattr__(self, "d_expert", self.d_ff)
             object.__setattr__(self, "_derived", self._derived | {"d_expert"})
-        _check_int(owner, "d_expert", self.d_expert)
+        check_int(owner, "d_expert", self.d_expert)
         if not self.n_experts:
             extras = [name for name, default in (("top_k", 0), ("d_shared", 0), ("n_dense_layers", 0),
                                                  ("shared_expert_gate", False), ("router", "softmax"))
@@ -537,171 +472,3 @@ class ModelConfig:
         if missing:
             raise ConfigError(f"{source}: missing field {missing[0]!r}.")
         return cls(**data)
-
-
-@dataclass(frozen=True)
-class Workload:
-    """How the model is run: batch, lengths, dtype and the implementation whose memory is modelled.
-
-    seq_len is the decoder length for decoders, the encoder (source) length for encoder-decoders,
-    whose decoder length is tgt_len (None: the same as seq_len). gen_tokens is the number of tokens
-    generated after a prefill of seq_len tokens (for the KV cache).
-    """
-
-    seq_len: int = 2048
-    batch: int = 1
-    dtype: str = "bf16"
-    tgt_len: int | None = None
-    gen_tokens: int = 0
-    impl: str = "hf"
-    attention: str = "eager"
-    recompute: str = "none"
-    optimizer: str = "adamw"
-    precision: str = "mixed"  # pure or mixed (an fp32 master copy and fp32 moments; pure in fp32)
-    # Quantized inference (costmodel/quantization.py): the layers' weight matrices in int8, int4,
-    # fp8 or nf4, with scales per group of weight_group values (None: the format's default) and,
-    # for nf4, double quantisation of the scales; the KV cache in fp8 or int8.
-    weight_dtype: str | None = None
-    weight_group: int | None = None
-    double_quant: bool = True
-    kv_dtype: str | None = None
-    # How a decode step appends to the KV cache (KV_CACHES): dynamic (torch.cat copies the cache,
-    # Hugging Face's DynamicCache) or static (preallocated, written in place).
-    kv_cache: str = "dynamic"
-    # A mixture of experts' routed load: one non-negative share per expert (normalised), the same
-    # in every expert layer; None: balanced. It sets each expert's tokens and FLOPs, not the total.
-    expert_load: tuple[float, ...] | None = None
-    # Latent attention's form at inference (costmodel/blocks/mla.py LatentAttention): "naive", as
-    # transformers runs it, or "absorbed", as inference engines do (vLLM's MLA backend).
-    mla: str = "naive"
-
-    def __post_init__(self) -> None:
-        owner = "workload"
-        _check_int(owner, "seq_len", self.seq_len)
-        _check_int(owner, "batch", self.batch)
-        if self.tgt_len is not None:
-            _check_int(owner, "tgt_len", self.tgt_len)
-        _check_int(owner, "gen_tokens", self.gen_tokens, minimum=0)
-        if self.dtype not in DTYPE_BYTES:
-            raise ConfigError(
-                f"workload: unknown dtype {show(self.dtype)}; use one of fp32, fp16, bf16 "
-                "(or float32, float16, bfloat16)."
-            )
-        object.__setattr__(self, "dtype", CANONICAL_DTYPE[self.dtype])
-        _check_choice(owner, "impl", self.impl, IMPLEMENTATIONS)
-        _check_choice(owner, "attention", self.attention, ATTENTIONS)
-        _check_choice(owner, "recompute", self.recompute, RECOMPUTES)
-        _check_choice(owner, "optimizer", self.optimizer, OPTIMIZERS)
-        _check_choice(owner, "precision", self.precision, PRECISIONS)
-        _check_choice(owner, "kv_cache", self.kv_cache, KV_CACHES)
-        self._check_inference_options(owner)
-
-    def _check_inference_options(self, owner: str) -> None:
-        """Quantized weights and cache, and the experts' load."""
-        from .quantization import KV_DTYPES, weight_format
-
-        if self.weight_group is not None:
-            _check_int(owner, "weight_group", self.weight_group)
-        _check_bool(owner, "double_quant", self.double_quant)
-        if not self.double_quant and self.weight_dtype != "nf4":
-            raise ConfigError(f"{owner}: double_quant applies only to nf4 weights.")
-        weight_format(self.weight_dtype, self.weight_group, self.double_quant)
-        if self.kv_dtype is not None:
-            _check_choice(owner, "kv_dtype", self.kv_dtype, KV_DTYPES)
-        _check_choice(owner, "mla", self.mla, ("naive", "absorbed"))
-        if self.expert_load is not None:
-            load = tuple(self.expert_load)
-            if not load or any(isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0
-                               or x != x or x == float("inf") for x in load) or not sum(load) > 0:
-                raise ConfigError(f"{owner}: expert_load must be non-negative numbers, one per "
-                                  f"expert, not all zero; got {show(self.expert_load)}.")
-            object.__setattr__(self, "expert_load", load)
-
-    @property
-    def bytes_per_element(self) -> int:
-        return DTYPE_BYTES[self.dtype]
-
-    @property
-    def decoder_len(self) -> int:
-        return self.seq_len if self.tgt_len is None else self.tgt_len
-
-    def replace(self, **changes: Any) -> "Workload":
-        return dataclasses.replace(self, **changes)
-
-    def options(self) -> dict[str, Any]:
-        """The choices that shape the cost tree (everything but the sizes)."""
-        options = {"dtype": self.dtype, "impl": self.impl, "attention": self.attention,
-                   "recompute": self.recompute, "optimizer": self.optimizer,
-                   "precision": self.precision}
-        if self.weight_dtype is not None or self.kv_dtype is not None:
-            options.update(weight_dtype=self.weight_dtype, weight_group=self.weight_group,
-                           double_quant=self.double_quant, kv_dtype=self.kv_dtype)
-        if self.kv_cache != "dynamic":
-            options["kv_cache"] = self.kv_cache
-        if self.mla != "naive":  # (naive keeps the keys compiled before the option existed)
-            options["mla"] = self.mla
-        return options
-
-    def dimensions(self, cfg: ModelConfig) -> dict[str, int]:
-        """The workload symbols' values for a model, by symbol name: n is the decoder (or only)
-        side, s the encoder side, c the keys of the last decode step (n + T)."""
-        if cfg.architecture == "encoder-decoder":
-            n, s = self.decoder_len, self.seq_len
-        else:
-            n, s = self.seq_len, self.seq_len
-        return {"b": self.batch, "n": n, "s": s, "T": self.gen_tokens, "c": n + self.gen_tokens,
-                "e": self.bytes_per_element}
-
-    def check_fits(self, cfg: ModelConfig) -> list[str]:
-        """Raise ConfigError if the workload cannot run on the model; return warnings otherwise.
-
-        Generated tokens extend the decoder (an encoder does not generate: they are ignored, with a
-        warning). Longer than a learned
-        position table is an error (there is no row for the position); longer than the context of
-        any other encoding is a warning (it runs, maybe badly), and so is a sequence longer than a
-        sliding window (what the implementation does with it is said). The reference
-        implementation refuses the fields it does not build.
-        """
-        missing = reference_unsupported(cfg) if self.impl == "reference" else []
-        if missing:
-            raise ConfigError(f"the reference implementation does not build {', '.join(missing)} of model "
-                              f"{show(cfg.name)}; use --impl hf.")
-        if cfg.architecture != "encoder-decoder" and self.tgt_len is not None:
-            raise ConfigError(
-                f"tgt_len applies only to encoder-decoder models; {cfg.name} is a {cfg.architecture}."
-            )
-        warnings = []
-        if self.gen_tokens and not cfg.n_decoder_layers:
-            warnings.append(f"model {show(cfg.name)} is an encoder: it does not generate tokens, so "
-                            f"the {self.gen_tokens} generated tokens asked for are ignored.")
-        for side, length in self.lengths(cfg).items():
-            if length <= cfg.max_positions:
-                continue
-            if cfg.position == "learned":
-                raise ConfigError(
-                    f"{side} length {length} exceeds the {cfg.max_positions} learned positions of "
-                    f"model {show(cfg.name)}."
-                )
-            warnings.append(f"{side} length {length} is beyond the context of model "
-                            f"{show(cfg.name)} ({cfg.max_positions} tokens).")
-        decoder = self.decoder_len + self.gen_tokens
-        if cfg.sliding_window is not None and cfg.n_decoder_layers and decoder > cfg.sliding_window:
-            window = f"model {show(cfg.name)} attends within a sliding window of {cfg.sliding_window:,} tokens"
-            if self.impl == "reference":
-                warnings.append(f"{window}; the reference implementation has no window: attention and "
-                                f"the KV cache are counted over all {decoder:,} tokens.")
-            else:
-                warnings.append(f"{window}: eager attention still computes every score, and Hugging "
-                                f"Face's cache holds the whole prompt after the prefill and "
-                                f"{cfg.sliding_window:,} tokens once decoding begins (see the KV cache "
-                                f"line).")
-        return warnings
-
-    def lengths(self, cfg: ModelConfig) -> dict[str, int]:
-        """The longest position each side reaches: "sequence" for a decoder or an encoder (with
-        the generated tokens), "source" and "target" for an encoder-decoder (the generated tokens
-        extend the target)."""
-        if cfg.architecture == "encoder-decoder":
-            return {"source": self.seq_len, "target": self.decoder_len + self.gen_tokens}
-        generated = self.gen_tokens if cfg.n_decoder_layers else 0  # an encoder generates nothing
-        return {"sequence": self.seq_len + generated}

@@ -2,7 +2,7 @@
 
 An installed wheel keeps the project's top-level folders out of site-packages' top level, where
 generic names (cli, validate, reports) could collide with other distributions: it installs them
-under costmodel/tools/ (pyproject.toml maps cli.py, validate/ and reports/ there), and this entry
+under costmodel/tools/ (pyproject.toml maps cli.py, cli/, validate/ and reports/ there), and this entry
 puts that folder on sys.path before it imports cli. From a source checkout (`pip install -e .`,
 or no install at all) the checkout's root holds them and goes on sys.path instead, so
 `python cli.py` and `costmodel` run the same code.
@@ -17,7 +17,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def tools_dir() -> Path:
-    """The folder that holds cli.py, validate/ and reports/: the checkout's root when this
+    """The folder that holds cli.py, cli/, validate/ and reports/: the checkout's root when this
     package runs from one, else the installed costmodel/tools/."""
     checkout = PACKAGE_DIR.parent
     return checkout if (checkout / "cli.py").is_file() else PACKAGE_DIR / "tools"

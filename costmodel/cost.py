@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from .config import ConfigError
+from .spec import RANK_BY as RANKINGS
 
 
 def check_price(price: float | None) -> None:
@@ -40,9 +41,6 @@ def training_cost(tokens: float, tokens_per_second: float, gpus: int, step_model
         "price_per_gpu_hour": price_per_gpu_hour,
         "dollars": None if price_per_gpu_hour is None else gpu_hours * price_per_gpu_hour,
     }
-
-
-RANKINGS = ("time", "cost")
 
 
 def gpus_of(entry: dict[str, Any]) -> int:

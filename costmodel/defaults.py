@@ -1,7 +1,7 @@
-"""The one set of defaults every command and the API share, and what a framework implies.
+"""What a framework implies for the code it runs, over the one set of defaults (costmodel/spec.py).
 
 estimate, simulate, plan and sweep used to default differently (plan to sdpa and the H100, the
-others to eager and the A100). They now read these:
+others to eager and the A100). They now read spec.py's:
 
   hardware   h100-sxm: the GPU the runs people plan today are on (plan's default already)
   dtype      bf16
@@ -19,11 +19,8 @@ the Hugging Face model they are given, whose default kernel in transformers 5.24
 
 from __future__ import annotations
 
-DEFAULT_HARDWARE = "h100-sxm"
-DEFAULT_DTYPE = "bf16"
-DEFAULT_IMPL = "hf"
-DEFAULT_ATTENTION = "eager"
-DEFAULT_RECOMPUTE = "none"
+from .spec import (DEFAULT_ATTENTION, DEFAULT_DTYPE, DEFAULT_HARDWARE, DEFAULT_IMPL,  # noqa: F401 (re-exported)
+                   DEFAULT_RECOMPUTE)
 
 #: framework -> (activation profile, attention kernel) it implies, each with its source above.
 FRAMEWORK_CODE = {

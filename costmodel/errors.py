@@ -1,11 +1,49 @@
-"""The error every invalid input raises: a model config, a workload, a layout, a hardware file.
+"""The error every invalid input raises (a model config, a workload, a layout, a hardware file),
+and the checks of one value that raise it with a sentence naming the field.
 
-It lives apart from config.py so that modules config.py reads (quantization.py) can raise it
-without importing config.py back (no import cycle). costmodel.config re-exports it.
+It lives apart from config.py so that modules config.py reads (quantization.py, workload.py) can
+raise it without importing config.py back (no import cycle). costmodel.config re-exports it.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+#: Largest accepted value of any size: beyond it a value is a typo, not a model (10^9 tokens,
+#: widths or vocabulary entries; layers and heads stay far below it in any real model).
+MAX_SIZE = 10**9
+#: Layers a config may list one by one (a per-layer pattern is a tuple of this length; the deepest
+#: published models have a few hundred).
+MAX_LAYERS = 100_000
+
 
 class ConfigError(ValueError):
     """An invalid model config or workload; the message is one sentence for the user."""
+
+
+def show(value: Any, limit: int = 60) -> str:
+    """A value as it reads in an error message: its repr, cut to one short line."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_int(owner: str, name: str, value: Any, minimum: int = 1, maximum: int = MAX_SIZE) -> None:
+    """An integer from minimum to maximum (MAX_SIZE unless told), else ConfigError."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{owner}: {name} must be an integer, got {show(value)}.")
+    if value < minimum:
+        raise ConfigError(f"{owner}: {name} must be at least {minimum}, got {value}.")
+    if value > maximum:
+        raise ConfigError(f"{owner}: {name} = {value} is beyond {maximum:,}; is it a typo?")
+
+
+def check_choice(owner: str, name: str, value: Any, choices: tuple[str, ...]) -> None:
+    """One of choices, else ConfigError listing them."""
+    if value not in choices:
+        raise ConfigError(f"{owner}: {name} must be one of {', '.join(choices)}; got {show(value)}.")
+
+
+def check_bool(owner: str, name: str, value: Any) -> None:
+    """True or False, else ConfigError."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{owner}: {name} must be true or false, got {show(value)}.")

@@ -40,17 +40,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import ConfigError, ModelConfig, Workload
+# The LoRA targets (Llama's and GPT-NeoX's linear layers, peft's default) and the choices of a
+# fine-tune, defined in spec.py.
+from .spec import ADAPTER_DTYPES, DEFAULT_LORA_TARGETS as DEFAULT_TARGETS, NEOX_LORA_TARGETS as NEOX_TARGETS
+from .spec import LORA_TARGETS as TARGETS
+from .spec import FINETUNE_METHODS as METHODS
+from .spec import FINETUNE_OPTIMIZERS as OPTIMIZERS
 
-#: The linear layers of a Llama-layout decoder layer (by Hugging Face's module names).
-TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-#: GPT-NeoX's: the fused query/key/value projection, the attention's dense, the MLP's two.
-NEOX_TARGETS = ("query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h")
 ALL_TARGETS = TARGETS + NEOX_TARGETS
-#: peft's default target modules for the Llama layout (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING).
-DEFAULT_TARGETS = ("q_proj", "v_proj")
-METHODS = ("lora", "qlora")
-OPTIMIZERS = ("adamw", "adamw8bit", "paged_adamw", "paged_adamw8bit", "adafactor", "sgd_momentum")
-ADAPTER_DTYPES = ("fp32", "bf16", "fp16")
 #: bitsandbytes 8-bit optimizers: tensors of at least this many values get 8-bit state
 #: (min_8bit_size), quantized in blocks of this many values (one fp32 absmax each).
 BNB_MIN_8BIT_SIZE = 4096

@@ -20,12 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, show
+from .spec import DEFAULT_TIME_MODEL, TIME_MODELS  # the time models and the default (spec.py says why)
 
-#: The time models (docs/time.md, "Which time model"). DEFAULT_TIME_MODEL is every command's and
-#: every library function's default (simulate, simulate with a layout, plan, plan --serve), as
-#: time_model_for resolves it: the kernel-level model, better on the published runs (docs/time.md).
-TIME_MODELS = ("roofline", "kernels")
-DEFAULT_TIME_MODEL = "kernels"
 
 
 def time_model_for(hardware: "Hardware", time_model: str | None = None) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
+from .errors import MAX_LAYERS, check_int
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi3",
                          "gpt_neox", "falcon", "opt", "bloom", "mixtral", "qwen2_moe",
@@ -138,6 +139,7 @@ def _llama_like(f: _Fields, name: str, family: str) -> ModelConfig:
     n_heads = f.get("num_attention_heads")
     d_model = f.get("hidden_size")
     n_layers = f.get("num_hidden_layers")
+    check_int(f.source, "num_hidden_layers", n_layers, maximum=MAX_LAYERS)  # before any per-layer list
     head_dim = f.get("head_dim", defaults.get("head_dim"))
     act_key = "hidden_activation" if family == "gemma2" else "hidden_act"
     act = f.get(act_key, defaults[act_key], str)

@@ -20,8 +20,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from .config import ConfigError, show
-
-FLOPS_CONVENTIONS = ("dense", "causal")
+from .spec import FLOPS_CONVENTIONS
 
 
 def check_convention(convention: str) -> str:

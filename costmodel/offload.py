@@ -36,9 +36,8 @@ import math
 from typing import Any
 
 from .config import ConfigError
+from .spec import OFFLOAD_DEVICES, OFFLOADS
 
-OFFLOADS = ("none", "optimizer", "params")
-OFFLOAD_DEVICES = ("cpu", "nvme")
 FP32 = 4  # bytes of the gradient partition DeepSpeed keeps on the host for its CPU Adam
 
 #: DeepSpeed's model-state estimators, read from the release whose functions the tests call

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 from .config import ConfigError, require_decoder
 from .defaults import DEFAULT_DTYPE, DEFAULT_HARDWARE
+from .spec import RANK_BY
 
 DEFAULT_SERVING_BATCH = 32
 
@@ -114,8 +115,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     data: dict[str, Any] = {"feasible": feasible, "infeasible": infeasible}
     if serve:
         key = "time_per_output_token" if rank_by == "time" else None
-        if rank_by not in ("time", "cost"):
-            raise ConfigError(f"--rank-by must be one of time, cost, got {rank_by!r}.")
+        if rank_by not in RANK_BY:
+            raise ConfigError(f"--rank-by must be one of {', '.join(RANK_BY)}, got {rank_by!r}.")
         feasible.sort(key=(lambda e: e[key]) if key else
                       (lambda e: e["layout"]["tp"] * e["layout"]["pp"] * e["layout"]["dp"] / e["tokens_per_second"]))
     else:

@@ -28,11 +28,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import ConfigError
+from .spec import KV_DTYPES  # noqa: F401 (--kv-dtype: one byte per cached element, plus two fp32 scales per layer)
 
 #: --weight-dtype -> (bits per value, the default group: None is one scale per output row).
 WEIGHT_DTYPES = {"int8": (8, None), "int4": (4, 128), "fp8": (8, None), "nf4": (4, 64)}
-#: --kv-dtype: one byte per cached element, plus two fp32 scales per layer (blocks.kv_cache_bytes).
-KV_DTYPES = ("fp8", "int8")
 
 
 @dataclass(frozen=True)

@@ -25,14 +25,12 @@ from . import blocks as B
 from . import symbols as S
 from .config import ModelConfig, Workload
 from .leaves import ONE, Leaf, TreeBuilder
+from .spec import MLA_FORMS
 
 PHASES = ("train", "prefill", "decode", "chunk")
 
 # The names of the blocks in each regime, for the crossover n*.
 ATTENTION_CORE = ("scores", "weighted_sum")
-#: How latent attention runs (Profile.mla): transformers' form, or the engines' absorbed one.
-MLA_FORMS = ("naive", "absorbed")
-
 PROJECTIONS_AND_FFN = ("qkv", "mla", "out", "mlp", "router", "experts", "shared_expert",
                        "shared_expert_gate")
 

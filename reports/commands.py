@@ -1,6 +1,6 @@
 """Click commands of reports/: report, plot (a group), claims and sweep; COMMANDS lists them.
 
-cli.py registers them with cli.add_command. Importing this module is cheap (click and costmodel's
+cli/__init__.py registers them with cli.add_command; their choices and defaults are costmodel/spec.py's. Importing this module is cheap (click and costmodel's
 config only): matplotlib, numpy, sympy evaluation and torch are imported inside the commands.
 Bad input raises ReportInputError (one line, exit status 2); `claims` exits 1 when a claim fails.
 """
@@ -14,9 +14,9 @@ from typing import Any
 
 import click
 
-from costmodel.config import ATTENTIONS, DTYPES, IMPLEMENTATIONS, RECOMPUTES
-from costmodel.defaults import DEFAULT_ATTENTION, DEFAULT_HARDWARE, DEFAULT_IMPL, DEFAULT_RECOMPUTE
-from costmodel.layout.frameworks import FRAMEWORKS
+from costmodel.spec import (ATTENTIONS, DEFAULT_ATTENTION, DEFAULT_DTYPE, DEFAULT_HARDWARE, DEFAULT_IMPL,
+                            DEFAULT_OPTIMIZER, DEFAULT_RECOMPUTE, DTYPES, FRAMEWORK_NAMES, IMPLEMENTATIONS, OPTIMIZERS,
+                            RECOMPUTES)
 
 from .output import ReportInputError
 
@@ -84,7 +84,7 @@ def model_choice(function):
 @click.option("--out", "-o", required=True, type=str, help="Output directory (created if missing).")
 @click.option("--batch", "-b", type=click.IntRange(min=1), default=1, show_default=True,
               help="Sequences per batch for the summary and the memory figures.")
-@click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True,
+@click.option("--dtype", type=click.Choice(DTYPES), default=DEFAULT_DTYPE, show_default=True,
               help="Activation and weight dtype for the summary and the memory figures.")
 @click.option("--no-measure", is_flag=True,
               help="Skip every measurement (torch): faster, no formula-vs-measurement figure.")
@@ -96,7 +96,7 @@ def model_choice(function):
 @click.option("--zero", type=click.IntRange(0, 3), default=None, help="A layout: ZeRO stage.")
 @click.option("--sp", is_flag=True, default=None, help="A layout: sequence parallelism.")
 @click.option("--microbatches", type=int, default=None, help="A layout: micro-batches per step.")
-@click.option("--framework", type=click.Choice(tuple(FRAMEWORKS)), default=None,
+@click.option("--framework", type=click.Choice(FRAMEWORK_NAMES), default=None,
               help="A layout: whose conventions.")
 @click.option("--hardware", "hardware_name", default=DEFAULT_HARDWARE, show_default=True,
               help="The GPU of the layout figures.")
@@ -210,7 +210,7 @@ def plot_regimes(model, models, config, out, csv_path) -> None:
 @_figure_options
 @click.option("--batch", "-b", type=click.IntRange(min=1), default=1, show_default=True,
               help="Sequences per batch.")
-@click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True,
+@click.option("--dtype", type=click.Choice(DTYPES), default=DEFAULT_DTYPE, show_default=True,
               help="Activation and weight dtype.")
 def plot_memory(model, models, config, out, csv_path, batch, dtype) -> None:
     """Activations (eager, flash, recomputation) and the KV cache vs n, against GPU memory."""
@@ -337,7 +337,7 @@ def claims(no_measure, as_json) -> None:
               help="Sequence lengths: a,b,c or start:stop[:+step | :xfactor] (mixable with commas).")
 @click.option("--batch", "-b", "batch", default="1", show_default=True,
               help="Batch sizes, same syntax as --seq-len.")
-@click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True,
+@click.option("--dtype", type=click.Choice(DTYPES), default=DEFAULT_DTYPE, show_default=True,
               help="Activation and weight dtype.")
 @click.option("--impl", type=click.Choice(IMPLEMENTATIONS), default=DEFAULT_IMPL, show_default=True,
               help="Whose code the activation memory models (costmodel/defaults.py).")
@@ -347,7 +347,7 @@ def claims(no_measure, as_json) -> None:
               show_default=True, help="Activation recomputation.")
 @click.option("--gen-tokens", "-T", type=click.IntRange(min=0), default=0, show_default=True,
               help="Tokens generated after the prefill (KV cache).")
-@click.option("--optimizer", type=click.Choice(("adamw", "sgd")), default="adamw", show_default=True,
+@click.option("--optimizer", type=click.Choice(OPTIMIZERS), default=DEFAULT_OPTIMIZER, show_default=True,
               help="Optimizer (state bytes).")
 @click.option("--csv", "csv_path", type=str, default=None, help="Write the grid as CSV here.")
 @click.option("--json-out", "json_path", type=str, default=None, help="Write the grid as JSON here.")

@@ -28,6 +28,18 @@ class ReportInputError(click.ClickException):
     exit_code = 2
 
 
+def finite(value: Any, nan: bool = False) -> Any:
+    """JSON has no infinity: an unbounded figure (a crossover that never comes) becomes null, and
+    with nan=True so does a NaN (a percentile of no requests)."""
+    if isinstance(value, float) and (value in (float("inf"), float("-inf")) or nan and value != value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v, nan) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite(v, nan) for v in value]
+    return value
+
+
 def progress(message: str) -> None:
     """A progress line on stderr (long runs say what they are doing)."""
     click.echo(message, err=True)

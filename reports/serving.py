@@ -1,5 +1,5 @@
 """The `serve` command and the text of `plan --serve --rate`: parse, call costmodel.serving,
-format. Registered by cli.py; bad input is one line and exit status 2."""
+format. Registered by cli/__init__.py, its choices costmodel/spec.py's; bad input is one line and exit status 2."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Any
 
 import click
 
-from costmodel.config import DTYPES, ConfigError
+from costmodel.config import ConfigError
+from costmodel.spec import (DEFAULT_HARDWARE, DEFAULT_SCHEDULER, DEFAULT_SERVE_ATTENTION, DEFAULT_SERVE_MLA, DTYPES,
+                            KV_DTYPES, MLA_FORMS, ROUTERS, SCHEDULERS, SERVE_ATTENTIONS, WEIGHT_DTYPES)
 
-from .output import ReportInputError
-
-SCHEDULER_NAMES = ("vllm", "sarathi", "orca", "static", "hf-fifo", "hf-prefill-first")
+from .output import ReportInputError, finite
 
 
 def _ms(value: float) -> str:
@@ -96,20 +96,10 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
     return fig
 
 
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
-
-
 @click.command()
 @click.option("--model", "-m", "model", type=str, help="A preset name or alias (see `models`).")
 @click.option("--config", "config", type=str, help="A Hugging Face config.json or a ModelConfig JSON file.")
-@click.option("--hardware", "hardware_name", default="h100-sxm", show_default=True, help="A hardware preset.")
+@click.option("--hardware", "hardware_name", default=DEFAULT_HARDWARE, show_default=True, help="A hardware preset.")
 @click.option("--rate", type=float, default=None, help="Poisson arrivals, requests per second (or --trace).")
 @click.option("--requests", "count", type=int, default=1000, show_default=True, help="With --rate: how many.")
 @click.option("--trace", type=str, default=None, help='JSONL: {"arrival": s, "prompt_tokens": N, "output_tokens": M}.')
@@ -117,7 +107,8 @@ def _finite(value: Any) -> Any:
               help="Prompt tokens: N, uniform:LOW:HIGH, lognormal:MEDIAN:SIGMA[:LOW:HIGH], histogram:FILE.json.")
 @click.option("--output", "output_tokens", default="128", show_default=True, help="Output tokens, as --prompt.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--scheduler", type=click.Choice(SCHEDULER_NAMES), default="vllm", show_default=True)
+@click.option("--scheduler", type=click.Choice(SCHEDULERS), default=DEFAULT_SCHEDULER, show_default=True,
+              help=f"How each step is batched: {SCHEDULERS.described()}.")
 @click.option("--max-num-seqs", type=int, default=None, help="Sequences per step (default per scheduler).")
 @click.option("--max-batched-tokens", type=int, default=None, help="Token budget per step (chunk size).")
 @click.option("--block-size", type=int, default=16, show_default=True, help="Tokens per KV block.")
@@ -129,15 +120,15 @@ def _finite(value: Any) -> Any:
 @click.option("--pp", type=int, default=1, show_default=True,
               help="Pipeline stages per replica (pp batches in flight, as vLLM's pipeline parallelism).")
 @click.option("--replicas", type=int, default=1, show_default=True, help="Replicas behind the router.")
-@click.option("--router", type=click.Choice(("round-robin", "least-outstanding")), default="round-robin",
+@click.option("--router", type=click.Choice(ROUTERS), default=ROUTERS[0],
               show_default=True, help="How arrivals are spread over the replicas.")
 @click.option("--disaggregate", type=str, default=None,
               help="P:D: P prefill-only and D decode-only replicas, the KV cache sent between them (replaces --replicas).")
 @click.option("--dtype", type=click.Choice(DTYPES), default=None, help="Default: the hardware's.")
-@click.option("--weight-dtype", type=click.Choice(("int8", "int4", "fp8", "nf4")), default=None)
-@click.option("--kv-dtype", type=click.Choice(("fp8", "int8")), default=None)
-@click.option("--attention", type=click.Choice(("flash", "sdpa", "eager")), default="flash", show_default=True)
-@click.option("--mla", type=click.Choice(("absorbed", "naive")), default="absorbed", show_default=True,
+@click.option("--weight-dtype", type=click.Choice(WEIGHT_DTYPES), default=None)
+@click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default=None)
+@click.option("--attention", type=click.Choice(SERVE_ATTENTIONS), default=DEFAULT_SERVE_ATTENTION, show_default=True)
+@click.option("--mla", type=click.Choice(MLA_FORMS), default=DEFAULT_SERVE_MLA, show_default=True,
               help="Latent attention (DeepSeek): absorbed, as vLLM's MLA backend runs it, or naive (transformers').")
 @click.option("--time-model", type=click.Choice(("roofline", "kernels")), default=None,
               help="Step times from the kernel-level model (default where the hardware file has sm_count) or the roofline.")
@@ -201,7 +192,7 @@ def serve(model, config, hardware_name, rate, count, trace, prompt, output_token
         figure = timeline_figure(run.steps, f"{setup['model']} on {setup['tp']} x {setup['hardware']}, "
                                             f"{setup['scheduler']}")
         figure.savefig(plot_path)
-    click.echo(json.dumps(_finite(summary), indent=2) if as_json else render_serve(summary))
+    click.echo(json.dumps(finite(summary, nan=True), indent=2) if as_json else render_serve(summary))
 
 
 def _latency_vs_rate(model: str, hardware_name: str, rates: list[float], options: dict[str, Any],
@@ -218,7 +209,7 @@ def _latency_vs_rate(model: str, hardware_name: str, rates: list[float], options
     if plot_path:
         latency_figure(rows, f"{model} on {hardware_name}, {options['scheduler']}").savefig(plot_path)
     if as_json:
-        click.echo(json.dumps(_finite(rows), indent=2))
+        click.echo(json.dumps(finite(rows, nan=True), indent=2))
         return
     click.echo(f"{'req/s':>7}{'TTFT p50':>10}{'TTFT p99':>10}{'TPOT p50':>10}{'TPOT p99':>10}{'out tok/s':>11}  (ms)")
     for r in rows:
@@ -249,7 +240,7 @@ def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: 
                           slo_tpot: float | None, requests: int, prompt: str, gen: str, tp: int | None,
                           top: int, as_json: bool, processes: int | None = None, mla: str = "absorbed",
                           pp: int | None = None) -> None:
-    """`plan --serve --rate`: the search and its table (cli.py's plan delegates here)."""
+    """`plan --serve --rate`: the search and its table (cli/plan.py's plan delegates here)."""
     from costmodel.hardware import load_hardware
     from costmodel.serving.capacity import Target, plan_capacity
 
@@ -261,4 +252,4 @@ def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: 
                                tps=[tp] if tp else None, pps=[pp] if pp else None, processes=processes, mla=mla)
     except ConfigError as error:
         raise ReportInputError(str(error)) from None
-    click.echo(json.dumps(_finite(result), indent=2) if as_json else render_capacity(result, top))
+    click.echo(json.dumps(finite(result, nan=True), indent=2) if as_json else render_capacity(result, top))

@@ -228,8 +228,10 @@ def render_offload(o: dict[str, Any], deepspeed: dict[str, Any] | None) -> list[
     if deepspeed is not None and "omitted" in deepspeed:
         lines.append(f"DeepSpeed {deepspeed['version']}'s estimator left out: {deepspeed['omitted']}.")
     elif deepspeed is not None:
+        largest = deepspeed["largest_layer_params"]  # ZeRO-3's estimator only; ZeRO-2's has none
         lines.append(f"DeepSpeed {deepspeed['version']}'s estimator (model states only, x{deepspeed['additional_buffer_factor']} "
-                     f"on the host, {plural(deepspeed['largest_layer_params'], 'parameter')} in its largest layer"
+                     "on the host"
+                     + (f", {plural(largest, 'parameter')} in its largest layer" if largest is not None else "")
                      + ("; it has no NVMe case: its CPU figure" if o["device"] == "nvme" else "") + "): "
                      f"{binary_bytes(deepspeed['bytes_per_gpu'])} per GPU, "
                      f"{binary_bytes(deepspeed['host_bytes_per_node'])} per node")

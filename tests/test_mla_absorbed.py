@@ -109,7 +109,7 @@ def test_serving_runs_the_absorbed_form_by_default(cfg):
     absorbed = StepTime(cfg, hardware, profile=serving_profile(cfg, mla="absorbed"))
     assert step.seconds([1, 1], [50, 60]) == absorbed.seconds([1, 1], [50, 60])
     assert naive.seconds([1] * 64, [32768] * 64) > absorbed.seconds([1] * 64, [32768] * 64)
-    with pytest.raises(ConfigError, match="--mla must be absorbed or naive"):
+    with pytest.raises(ConfigError, match="--mla must be naive or absorbed"):
         build_replica(cfg, hardware, mla="folded")
 
 

@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from cli import cli
+from reports.text import binary_bytes
 from costmodel.config import ConfigError, Workload
 from costmodel.estimation import Estimate
 from costmodel.layout import Layout
@@ -167,6 +168,19 @@ def test_estimate_offload_options_and_fit(tmp_path):
     bad = runner.invoke(cli, args + ["--offload", "params"])
     assert bad.exit_code == 2 and "needs --zero 3" in bad.output
 
+
+def test_zero2_offload_text_names_no_largest_layer():
+    """ZeRO-2's DeepSpeed estimator takes no largest layer (the text once formatted its None and
+    crashed); its host figure is estimate_zero2_model_states_mem_needs' for 8 GPUs on one node."""
+    args = ["estimate", "--model", "llama2-7b", "--tp", "2", "--dp", "4", "--zero", "2", "--offload", "optimizer"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    figures = json.loads(CliRunner().invoke(cli, args + ["--json"]).output)["parallel"]["deepspeed_estimator"]
+    assert figures["largest_layer_params"] is None and figures["total_params"] == 6_738_415_616
+    line = next(x for x in result.output.splitlines() if x.startswith("DeepSpeed"))
+    assert "largest layer" not in line and "x1.5 on the host)" in line
+    host, _ = deepspeed_zero2(6_738_415_616, num_gpus_per_node=8)
+    assert f"{binary_bytes(host)} per node" in line
 
 def _ds_model_to_params(model) -> tuple[int, int]:
     """DeepSpeed's model_to_params (stage3.py): unique parameters, and the most one module holds itself."""

@@ -1,6 +1,6 @@
 """Packaging: the `costmodel` console script runs the same commands as `python cli.py`, and an
-installed wheel puts nothing at site-packages' top level but `costmodel` (cli.py, validate/ and
-reports/ go under costmodel/tools/, costmodel/console.py)."""
+installed wheel puts nothing at site-packages' top level but `costmodel` (cli.py, cli/, validate/
+and reports/ go under costmodel/tools/, costmodel/console.py)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ def test_pyproject_installs_one_top_level_package_and_the_script():
     setuptools = project["tool"]["setuptools"]
     assert {name.split(".")[0] for name in setuptools["packages"]} == {"costmodel"}
     assert "py-modules" not in setuptools
+    assert "costmodel.tools.cli" in setuptools["packages"] and setuptools["package-dir"]["costmodel.tools.cli"] == "cli"
     assert project["project"]["scripts"] == {"costmodel": "costmodel.console:main"}
     assert project["project"]["optional-dependencies"]["measure"] == ["torch>=2.6", "transformers>=5"]
     pinned = project["project"]["optional-dependencies"]["test"]
@@ -54,7 +55,7 @@ def test_the_wheel_holds_only_costmodel_and_its_script_runs(tmp_path):
     away from the checkout."""
     source = tmp_path / "source"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in ("costmodel", "validate", "reports"):
+    for name in ("costmodel", "cli", "validate", "reports"):
         shutil.copytree(ROOT / name, source / name, ignore=ignore)
     for name in ("cli.py", "pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)

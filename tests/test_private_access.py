@@ -2,7 +2,7 @@
 needs from another is public (costmodel/layout/rank.py's ParallelEstimate.on_stage, tied_copy,
 tensor_parallel_collectives; costmodel/roofline_model.py's Roofline.decoder_tree; ...).
 
-Read from the source (ast), in costmodel/, validate/, reports/, benchmarks/ and cli.py:
+Read from the source (ast), in costmodel/, validate/, reports/, benchmarks/, cli/ and cli.py:
 - `from project.module import _name` is a reach-through;
 - `something._name` where _name is defined private in another project module and `something` is
   not `self`, `cls` or `super()` is one too. Private names of other libraries (torch's `_C`,
@@ -15,12 +15,13 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = ("costmodel", "validate", "reports", "benchmarks")
+FOLDERS = ("costmodel", "validate", "reports", "benchmarks", "cli")
 
 
 def sources() -> dict[str, Path]:
-    files = [path for folder in FOLDERS for path in sorted((ROOT / folder).rglob("*.py"))] + [ROOT / "cli.py"]
-    return {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p for p in files}
+    files = [path for folder in FOLDERS for path in sorted((ROOT / folder).rglob("*.py"))]
+    return {**{".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p for p in files},
+            "__main__": ROOT / "cli.py"}
 
 
 def is_private(name: str) -> bool:

@@ -69,6 +69,16 @@ def test_config_loader_returns_a_config_or_one_clear_error(text):
     assert isinstance(cfg, ModelConfig)
 
 
+@pytest.mark.parametrize("family", ["llama", "qwen2_moe", "gemma2", "deepseek_v3"])
+def test_a_huge_layer_count_is_one_clear_error_not_a_memory_error(family):
+    """The fuzz above once drew num_hidden_layers = 3,567,587,328: the per-layer pattern was built as a
+    list of that length before any check (a MemoryError). Now the count is checked first."""
+    text = json.dumps({"model_type": family, "num_hidden_layers": 3567587328, "hidden_size": 64,
+                       "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100})
+    with pytest.raises(ConfigError, match=r"^config.json: num_hidden_layers = 3567587328 is beyond 100,000; is it a typo\?$"):
+        parse_config(text, source="config.json", name="fuzz")
+
+
 OPTION_VALUES = st.one_of(
     st.integers(-3, 3).map(str),
     st.integers(10**6, 10**12).map(str),
@@ -170,7 +180,7 @@ def test_json_output_is_byte_identical_across_runs():
 
 def test_no_code_from_input():
     # Nothing a user passes may reach eval, exec, pickle or remote code: configs are JSON only.
-    sources = [ROOT / "cli.py", *sorted((ROOT / "costmodel").rglob("*.py")),
+    sources = [ROOT / "cli.py", *sorted((ROOT / "cli").rglob("*.py")), *sorted((ROOT / "costmodel").rglob("*.py")),
                *sorted((ROOT / "validate").rglob("*.py")), *sorted((ROOT / "reports").rglob("*.py"))]
     assert len(sources) > 20
     import re

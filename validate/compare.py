@@ -17,12 +17,12 @@ import torch
 
 from costmodel.config import ModelConfig, Workload
 from costmodel.estimation import Estimate
+from costmodel.spec import DEFAULT_SEQ_LEN  # the prompt a validation runs when none is given, if the context allows
 
 from . import measure
 from .hf_models import HF_FAMILIES, build_hf_model, default_dtype, fake_mode, make_inputs
 
 TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-DEFAULT_SEQ_LEN = 2048  # the prompt a validation runs when none is given, if the context allows
 
 
 def prompt_length(cfg: ModelConfig, seq_len: int | None, gen_tokens: int,

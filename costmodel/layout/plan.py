@@ -18,6 +18,7 @@ from typing import Any, Iterator
 
 from ..config import ConfigError, ModelConfig, Workload, require_decoder
 from ..defaults import implied
+from ..spec import RECOMPUTES
 from ..hardware import Efficiency, Hardware, time_model_for
 from .frameworks import FRAMEWORKS
 from .rank import ParallelEstimate
@@ -27,7 +28,6 @@ from .timing import step_time
 
 MICRO_BATCHES = (1, 2, 4, 8)
 CP_MIN_TOKENS = 4096  # plan tries context parallelism only where each rank keeps this many tokens
-RECOMPUTES = ("none", "selective", "full")
 
 
 def _divisors(n: int) -> list[int]:

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import ConfigError, ModelConfig, show
+from ..spec import CP_ROTATES, DEVICES, SCHEDULES
 
-SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zbv", "dualpipev")
 V_SCHEDULES = ("zbv", "dualpipev")  # two stages a rank, r and 2p - 1 - r
 
 
@@ -123,12 +123,12 @@ class Layout:
             raise ConfigError("layout: --zero 2 with fsdp2 means reshard_after_forward=False already.")
         from .fp8 import RECIPES
 
-        if self.cp_rotate not in ("allgather", "ring"):
-            raise ConfigError(f"layout: cp_rotate must be allgather or ring, got {show(self.cp_rotate)}.")
+        if self.cp_rotate not in CP_ROTATES:
+            raise ConfigError(f"layout: cp_rotate must be {CP_ROTATES.listed()}, got {show(self.cp_rotate)}.")
         if self.fp8 is not None and self.fp8 not in RECIPES:
             raise ConfigError(f"layout: fp8 must be one of {', '.join(RECIPES)}, got {show(self.fp8)}.")
-        if self.device not in ("cuda", "cpu"):
-            raise ConfigError(f"layout: device must be cuda or cpu, got {show(self.device)}.")
+        if self.device not in DEVICES:
+            raise ConfigError(f"layout: device must be {DEVICES.listed()}, got {show(self.device)}.")
         from ..offload import check as check_offload
 
         check_offload(self)

@@ -9,6 +9,7 @@ from functools import partial
 from typing import Any
 
 from ..config import ConfigError, show
+from ..spec import MLA_FORMS
 from . import metrics
 from .engine import simulate_replicas
 from .kvcache import BlockPool, cache_sizing
@@ -91,8 +92,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     if prefix_caching and scheduler != "vllm":
         raise ConfigError(f"--prefix-caching is modelled for vLLM's scheduler only, not {scheduler}.")
     prefix_caching = scheduler == "vllm" if prefix_caching is None else prefix_caching
-    if mla not in ("absorbed", "naive"):
-        raise ConfigError(f"--mla must be absorbed or naive, got {show(mla)}.")
+    if mla not in MLA_FORMS:
+        raise ConfigError(f"--mla must be {MLA_FORMS.listed()}, got {show(mla)}.")
     profile = serving_profile(cfg, attention, weight_dtype, kv_dtype, mla)
     from ..config import DTYPE_BYTES, Workload
 

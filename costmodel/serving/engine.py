@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..spec import ROUTERS
 from .schedulers import Scheduler, SchedulingError, Sequence, StaticScheduler
 from .workload import Request
 
@@ -54,7 +55,6 @@ def simulate(requests: list[Request], scheduler: Scheduler, step_seconds: StepSe
                              decode_run)[0]
 
 
-ROUTERS = ("round-robin", "least-outstanding")
 
 
 class Replica:

@@ -1,0 +1,58 @@
+"""The command line: a thin click group over costmodel/, validate/ and reports/, one module per
+command (their options built from costmodel/spec.py by cli/options.py).
+
+`python cli.py` (the README's entry) and the `costmodel` console script both call main(). Errors
+in the input end with one line on stderr and exit status 2; no formula lives here.
+"""
+
+from __future__ import annotations
+
+import click
+
+from reports.commands import COMMANDS  # report, plot, claims, sweep (lazy imports inside)
+from reports.serving import serve  # the serving simulator (lazy imports inside)
+
+from . import estimate, finetune, formulas, hardware, models, plan, published, simulate, train_demo, validate
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """An analytic cost model for Transformers, proven against real PyTorch code."""
+
+
+for _command in (estimate.estimate, formulas.formulas, models.models, simulate.simulate, plan.plan,
+                 published.published, hardware.hardware, validate.validate, train_demo.train_demo,
+                 finetune.finetune, *COMMANDS, serve):
+    cli.add_command(_command)
+
+
+def one_line(message: str) -> str:
+    """The message with every non-printable character (newlines included) escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; usage errors and bad input print one line and return 2."""
+    try:
+        code = cli.main(args=argv, prog_name="cli.py", standalone_mode=False)
+        if isinstance(code, int):  # a command that ended with ctx.exit(code): plan with nothing feasible
+            return code
+    except click.exceptions.NoArgsIsHelpError as error:  # pragma: no cover - click >= 8.2
+        click.echo(error.ctx.get_help() if error.ctx else str(error))
+        return 0
+    except click.UsageError as error:
+        click.echo(f"error: {one_line(error.format_message())}", err=True)
+        return 2
+    except click.ClickException as error:
+        click.echo(f"error: {one_line(error.format_message())}", err=True)
+        return error.exit_code
+    except click.Abort:
+        click.echo("aborted.", err=True)
+        return 1
+    except OSError as error:  # a path that cannot be read or written, wherever it is used
+        where = f"{error.filename}: " if error.filename else ""
+        click.echo(f"error: {one_line(where + (error.strerror or str(error)))}.", err=True)
+        return 2
+    except BrokenPipeError:
+        return 0
+    return 0

@@ -1,0 +1,63 @@
+"""`estimate`: parameters, FLOPs, memory and the regime of a model for a workload; with a layout,
+each rank's memory and communication; with --hardware, whether it fits."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from costmodel.config import ConfigError
+from costmodel.defaults import implied
+
+from .inputs import InputError, load_model, make_layout, make_workload, with_mtp
+from .options import (LAYOUT_OPTIONS, OFFLOAD_OPTIONS, hardware_option, json_option, layout_options, model_options,
+                      mtp_option, offload_options, workload_options)
+
+
+@click.command()
+@model_options
+@workload_options
+@layout_options
+@offload_options
+@hardware_option(None, "A GPU (see `hardware`): say whether training and inference fit in its memory, and what to "
+                 "change if not.")
+@mtp_option
+@json_option("Exact integers as JSON on stdout.")
+def estimate(model, config, seq_len, hardware_name, mtp, as_json, **options) -> None:
+    """Parameters, FLOPs, memory and the regime of a model for a workload; with a layout, the
+    memory and communication of each rank; with --hardware (and --gpus), whether it fits."""
+    from costmodel.estimation import Estimate
+
+    layout_given = {k: options.pop(k) for k in list(options)
+                    if k in LAYOUT_OPTIONS or k in OFFLOAD_OPTIONS or k == "layout_device"}
+    cfg = with_mtp(load_model(model, config), mtp)
+    gpus = layout_given.get("gpus")
+    if hardware_name is not None and all(v is None for k, v in layout_given.items() if k != "gpus"):
+        layout_given["gpus"] = None  # --gpus alone with --hardware: data parallel over them
+    layout = make_layout(cfg, layout_given)
+    options.update(implied(layout.framework if layout else None, options["impl"], options["attention"]))
+    workload = make_workload(cfg, seq_len, **options)
+    try:
+        result = Estimate(cfg, workload, layout)
+        data = result.to_dict()
+        if hardware_name is not None:
+            from costmodel.hardware import load_hardware
+            from costmodel.verdict import verdict
+
+            hardware = load_hardware(hardware_name)
+            data["fit"] = {"hardware": hardware.name, **{
+                phase: verdict(cfg, workload, layout, capacity, gpus, phase)
+                for phase, capacity in (("training", hardware.training_memory_bytes),
+                                        ("inference", hardware.serving_memory_bytes))}}
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+    if as_json:
+        click.echo(json.dumps(data, indent=2, sort_keys=False))
+        return
+    from reports.text import render_estimate, render_fit
+
+    click.echo(render_estimate(data, result.held_rows))
+    if "fit" in data:
+        click.echo("")
+        click.echo(render_fit(data["fit"]))

@@ -1,0 +1,73 @@
+"""`finetune`: the memory of a LoRA or QLoRA fine-tuning step (costmodel/finetune.py), and with
+--hardware whether it fits."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from costmodel import spec
+from costmodel.config import ConfigError
+
+from .inputs import InputError, load_model, make_workload
+from .options import SEQ_LEN_HELP, choice_option, dtype_option, hardware_option, json_option, model_options
+
+TARGETS_HELP = ("Linear layers that get adapters, comma-separated, by their module names: "
+                f"{', '.join(spec.LORA_TARGETS)} (Llama layout), {', '.join(spec.NEOX_LORA_TARGETS)} (GPT-NeoX), "
+                f"or all-linear (default: peft's, {','.join(spec.DEFAULT_LORA_TARGETS)} or query_key_value).")
+
+
+@click.command()
+@model_options
+@choice_option("--method", spec.FINETUNE_METHODS, f"{spec.FINETUNE_METHODS.described()}.", "lora")
+@click.option("--lora-rank", "rank", type=int, default=16, show_default=True, help="The adapters' rank r.")
+@click.option("--lora-alpha", "alpha", type=float, default=32.0, show_default=True, help="Scales the adapters' output by alpha / r (no memory of its own).")
+@click.option("--lora-targets", "targets", default=None, help=TARGETS_HELP)
+@choice_option("--adapter-dtype", spec.ADAPTER_DTYPES,
+               "The adapters' dtype (peft makes them fp32 unless autocast_adapter_dtype=False).", "fp32")
+@choice_option("--optimizer", spec.FINETUNE_OPTIMIZERS,
+               "The optimizer of the adapters (8-bit and paged: bitsandbytes; adafactor: transformers').", "adamw")
+@click.option("--offload-optimizer", is_flag=True, help="ZeRO-Offload: the optimizer state and its update on the host.")
+@choice_option("--offload-device", spec.OFFLOAD_DEVICES,
+               "With --offload-optimizer: where the state lives (nvme: ZeRO-Infinity).", "cpu")
+@click.option("--seq-len", "-n", type=int, default=None, help=SEQ_LEN_HELP)
+@click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per step.")
+@dtype_option(spec.DEFAULT_DTYPE, "The base's dtype and its activations.")
+@choice_option("--attention", spec.ATTENTIONS, f"{spec.ATTENTIONS.listed()}.", "sdpa")
+@choice_option("--recompute", spec.RECOMPUTES, "full: gradient checkpointing (what QLoRA recipes turn on).",
+               spec.DEFAULT_RECOMPUTE)
+@hardware_option(None, "A GPU (see `hardware`): whether the step fits, and what would make it fit.")
+@json_option("As JSON on stdout.")
+def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimizer, offload_optimizer,
+             offload_device, seq_len, batch, dtype, attention, recompute, hardware_name, as_json) -> None:
+    """Memory of a LoRA or QLoRA fine-tuning step: the frozen base, the adapters, their gradients
+    and optimizer state, and the activations; with --hardware, whether it fits and what would."""
+    from costmodel.finetune import FineTune, finetune_memory, finetune_verdict, targets_of
+
+    cfg = load_model(model, config)
+    workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, attention=attention, recompute=recompute)
+    try:
+        tune = FineTune(method=method, rank=rank, alpha=alpha,
+                        targets=None if targets is None else tuple(t.strip() for t in targets.split(",")),
+                        adapter_dtype=adapter_dtype, optimizer=optimizer, offload_optimizer=offload_optimizer,
+                        offload_device=offload_device)
+        memory = finetune_memory(cfg, workload, tune)
+        data = {"inputs": {"model": cfg.name, "method": method, "rank": rank, "alpha": alpha,
+                           "targets": list(targets_of(cfg, tune)), "adapter_dtype": adapter_dtype, "optimizer": optimizer,
+                           "offload_optimizer": offload_optimizer, "offload_device": offload_device, "seq_len": workload.seq_len, "batch": batch,
+                           "dtype": workload.dtype, "attention": attention, "recompute": recompute},
+                "memory": memory.to_dict()}
+        if hardware_name is not None:
+            from costmodel.hardware import load_hardware
+
+            hardware = load_hardware(hardware_name)
+            data["fit"] = {"hardware": hardware.name, **finetune_verdict(cfg, workload, tune, hardware.training_memory_bytes)}
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    from reports.text import render_finetune
+
+    click.echo(render_finetune(data))

@@ -1,0 +1,103 @@
+"""`hardware`: the hardware presets; --measure benchmarks this machine as `local`, --out writes a
+hardware file of a device, --show prints one."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from costmodel import spec
+from costmodel.config import ConfigError, Workload
+
+from .inputs import InputError, require_measure_extra
+from .options import json_option
+
+
+def measure_hardware_file(out: str, device: str, like: str | None, dtypes: tuple[str, ...], quick: bool) -> None:
+    """`hardware --measure --out FILE`: measure a device and write its hardware file."""
+    from pathlib import Path
+
+    from costmodel.hardware import load_hardware
+
+    require_measure_extra("hardware --measure --out")
+    import torch
+
+    from validate.hardware_file import measure_file, write_hardware_file
+
+    if device not in spec.DEVICES or device == "cuda" and not torch.cuda.is_available():
+        raise InputError(f"--device {device}: no such device here (cpu, or cuda where a GPU is present).")
+    try:
+        reference = load_hardware(like) if like else None
+        wanted = tuple(dict.fromkeys(Workload(dtype=d).dtype for d in dtypes)) or (("fp32",) if device == "cpu" else ("bf16",))
+        path = Path(out)
+        data = measure_file(path.stem, device, wanted, reference, "quick" if quick else "full")
+        write_hardware_file(path, data)
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+    click.echo(str(path))
+
+
+def hardware_rows() -> list[dict]:
+    """Each hardware that loads (`local` only once measured), as the table and --json show it."""
+    from costmodel.hardware import hardware_names, load_hardware
+
+    rows = []
+    for name in hardware_names():
+        try:
+            hw = load_hardware(name)
+        except ConfigError:
+            continue  # `local` before it is measured
+        rows.append({"name": name, "description": hw.description, "flops_per_s": hw.flops_per_s,
+                     "vector_flops_per_s": hw.vector_flops_per_s,
+                     "bandwidth_bytes_per_s": hw.bandwidth_bytes_per_s,
+                     "memory_bytes": hw.memory_bytes, "serving_memory_bytes": hw.serving_memory_bytes,
+                     "sm_count": hw.sm_count, "efficiency": hw.efficiency, "source": hw.source})
+    return rows
+
+
+@click.command()
+@click.option("--measure", is_flag=True, help="Benchmark this machine (matmul and vector FLOP/s, bandwidth, overhead) and cache it as `local`.")
+@click.option("--dtype", "dtypes", type=click.Choice(spec.DTYPES), multiple=True,
+              help="With --measure: the matmul dtypes to measure (repeatable; default fp32, the first is "
+              "local's default dtype; bf16 takes about a minute on this kind of CPU).")
+@click.option("--show", "shown", default=None,
+              help="Print one hardware (a preset's name, any case, or a path to a hardware file) as a "
+              "hardware file, after checking it (docs/time.md gives the schema).")
+@click.option("--out", "out", default=None,
+              help="With --measure: write a hardware file here instead of caching `local` (a GEMM grid, "
+              "attention, bandwidth, the CUDA context's memory; validate/hardware_file.py).")
+@click.option("--device", default="cuda", show_default=True,
+              help=f"With --out: the device to measure ({spec.DEVICES.listed()}).")
+@click.option("--like", default=None, help="With --out: a preset whose datasheet peaks, interconnect and clocks to "
+              "keep; the measurements become its efficiencies.")
+@click.option("--quick", is_flag=True, help="With --out: a small grid (seconds; for a test).")
+@json_option("As JSON on stdout.")
+def hardware(measure, dtypes, shown, out, device, like, quick, as_json) -> None:
+    """The hardware presets; --measure benchmarks this machine as `local` (or, with --out, writes
+    a hardware file of a device); --show prints one."""
+    from costmodel.hardware import load_hardware
+
+    if out is not None:
+        measure_hardware_file(out, device, like, dtypes, quick)
+        return
+    if shown is not None:
+        try:
+            click.echo(json.dumps(load_hardware(shown).to_dict(), indent=2))
+        except ConfigError as error:
+            raise InputError(str(error)) from None
+        return
+    if measure:
+        require_measure_extra("hardware --measure")
+        from validate.calibrate import calibrate
+
+        click.echo("measuring matmul and vector FLOP/s, memory bandwidth and per-block overhead "
+                   "(about 15 seconds)...", err=True)
+        calibrate(dtypes=tuple(dict.fromkeys(Workload(dtype=d).dtype for d in dtypes)) or ("fp32",))
+    rows = hardware_rows()
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    from .format import render_hardware
+
+    click.echo(render_hardware(rows))

@@ -1,0 +1,91 @@
+"""What the commands share between parsing and the library: the model, the workload and the layout
+the options describe, and the errors they end with.
+
+Bad input raises InputError (one line on stderr, exit status 2); a formula that disagrees with its
+measurement raises Mismatch (exit status 1). No formula lives here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from costmodel.config import ConfigError, ModelConfig, Workload
+from reports.commands import require_measure_extra  # noqa: F401 (re-exported for the commands)
+from reports.output import ReportInputError as InputError  # one line on stderr, exit status 2
+from reports.output import finite  # noqa: F401 (re-exported: JSON without infinities)
+
+
+class Mismatch(click.ClickException):
+    """A formula and its measurement disagree: exit status 1."""
+
+    exit_code = 1
+
+
+def load_model(model: str | None, config: str | None) -> ModelConfig:
+    """The ModelConfig named by --model or read from --config (exactly one of them)."""
+    from costmodel.hub import load_named
+    from costmodel.presets import load_config_file
+
+    if (model is None) == (config is None):
+        raise InputError("give exactly one of --model NAME or --config PATH.")
+    try:
+        return load_named(model) if model is not None else load_config_file(config)
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+
+
+def make_workload(cfg: ModelConfig, seq_len: int | None, **options: Any) -> Workload:
+    """A Workload with the defaults (costmodel.api.make_workload: seq_len 2048, or the model's
+    context if that is shorter); its warnings go to stderr."""
+    from costmodel.api import make_workload as workload_for
+
+    try:
+        workload, warnings = workload_for(cfg, seq_len, **options)
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
+    return workload
+
+
+def with_mtp(cfg: ModelConfig, mtp: int | None) -> ModelConfig:
+    """The model with DeepSeek-V3's multi-token prediction modules (--mtp N) while training."""
+    if not mtp:
+        return cfg
+    try:
+        return cfg.replace(mtp_layers=mtp)
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+
+
+def microbatches_for(global_batch: int, batch: int, layout_given: dict[str, Any]) -> int:
+    """Micro-batches per step for a global batch: global / (micro-batch x dp)."""
+    dp = layout_given.get("dp") or 1
+    if global_batch < 1 or global_batch % (batch * dp):
+        raise InputError(f"--global-batch {global_batch} is not a multiple of batch x dp = {batch} x {dp}.")
+    return global_batch // (batch * dp)
+
+
+def make_layout(cfg: ModelConfig, options: dict[str, Any]) -> Any:
+    """The Layout the options describe, checked against the model; None if none was given."""
+    given = {k: v for k, v in options.items() if v is not None}
+    if not given:
+        return None
+    from costmodel.layout import Layout
+
+    gpus = given.pop("gpus", None)
+    if "layout_device" in given:
+        given["device"] = given.pop("layout_device")
+    if "stage_layers" in given:
+        try:
+            given["stage_layers"] = tuple(int(x) for x in given["stage_layers"].split(","))
+        except ValueError:
+            raise InputError(f"--stage-layers {given['stage_layers']!r}: give integers separated by commas.") from None
+    try:
+        layout = Layout(**given)
+        layout.check(cfg, gpus)
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+    return layout

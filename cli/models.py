@@ -1,0 +1,38 @@
+"""`models`: the presets, one line each, with their aliases."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from costmodel.config import Workload
+from costmodel.spec import DEFAULT_SEQ_LEN
+
+from .options import json_option
+
+
+@click.command()
+@json_option("As JSON on stdout.")
+def models(as_json) -> None:
+    """The presets, one line each, with their aliases: a name or an alias, in any case, works as
+    --model (LLAMA2-7B, meta-llama/Llama-2-7b-hf)."""
+    from costmodel.estimation import Estimate
+    from costmodel.presets import load_preset, preset_aliases
+
+    from .format import render_models
+
+    rows = []
+    for name, aliases in preset_aliases().items():
+        cfg = load_preset(name)
+        params = Estimate(cfg, Workload(seq_len=min(DEFAULT_SEQ_LEN, cfg.max_positions))).total("params")
+        rows.append({
+            "name": name, "family": cfg.family, "architecture": cfg.architecture,
+            "params": params, "layers": cfg.n_layers, "d_model": cfg.d_model,
+            "heads": cfg.n_heads, "kv_heads": cfg.n_kv_heads, "context": cfg.max_positions,
+            "position": cfg.position, "aliases": list(aliases),
+        })
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    click.echo(render_models(rows))

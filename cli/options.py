@@ -1,0 +1,154 @@
+"""The options several commands share, built from costmodel/spec.py: each choice list gives the
+values click accepts and the words its help uses, so a help text cannot drift from its list.
+
+A decorator here adds a group of options in the order `-h` lists them (model, workload, layout,
+offload); the one-off options of a command stay beside it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import click
+
+from costmodel import spec
+
+from .inputs import InputError
+
+
+def stack(*options: Callable) -> Callable:
+    """One decorator that adds the options in the order given (the first listed first by -h)."""
+    def apply(function: Callable) -> Callable:
+        for option in reversed(options):
+            function = option(function)
+        return function
+    return apply
+
+
+IMPL_HELP = (f"Whose code the activation memory models: {spec.IMPLEMENTATIONS.listed(first=spec.DEFAULT_IMPL)} (default: the "
+             "framework's, megatron for --framework megatron, else hf; costmodel/defaults.py).")
+ATTENTION_HELP = (f"{spec.ATTENTIONS.listed()}; fused kernels keep no n x n matrix (default: the framework's, "
+                  "flash for megatron, sdpa for deepspeed and fsdp2; eager without a layout).")
+MTP_HELP = ("Training: DeepSeek-V3's multi-token prediction, this many modules (norms, a 2d -> d "
+            "projection, one more layer, the shared head and a loss; docs/layouts.md).")
+HARDWARE_HELP = "A hardware preset (see `hardware`; any case) or a path to a hardware file (docs/time.md)."
+SEQ_LEN_HELP = "Tokens per sequence (default 2048 or the context)."
+
+model_options = stack(
+    click.option("--model", "-m", "model", type=str, help="A preset name or alias, any case (see `models`), or a "
+                 "Hugging Face Hub id (org/name: its config.json, from the local cache first)."),
+    click.option("--config", "config", type=str, help="A Hugging Face config.json or a ModelConfig JSON file."),
+)
+
+
+def json_option(help: str) -> Callable:
+    """--json: the command's result as JSON on stdout."""
+    return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def hardware_option(default: str | None = spec.DEFAULT_HARDWARE, help: str = HARDWARE_HELP) -> Callable:
+    """--hardware: a preset or a hardware file."""
+    return click.option("--hardware", "hardware_name", default=default, show_default=default is not None, help=help)
+
+
+def dtype_option(default: str | None = spec.DEFAULT_DTYPE, help: str = "Weights and activations.") -> Callable:
+    """--dtype, any spelling of fp32, fp16 or bf16."""
+    return click.option("--dtype", type=click.Choice(spec.DTYPES), default=default,
+                        show_default=default is not None, help=help)
+
+
+def choice_option(name: str, choices: spec.Choices, help: str, default: Any = None, **kwargs: Any) -> Callable:
+    """An option that takes one of a spec list (show_default when it has a default)."""
+    return click.option(name, type=click.Choice(choices), default=default, show_default=default is not None,
+                        help=help, **kwargs)
+
+
+mtp_option = click.option("--mtp", type=click.IntRange(min=0), default=None, help=MTP_HELP)
+batch_option = click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch.")
+
+
+def _expert_load(ctx: Any, param: Any, value: str | None) -> tuple[float, ...] | None:
+    """--expert-load as numbers (Workload checks them)."""
+    if value is None:
+        return None
+    try:
+        return tuple(float(x) for x in value.split(","))
+    except ValueError:
+        raise InputError(f"--expert-load must be comma-separated numbers, got {value!r}.") from None
+
+
+#: The workload options shared by estimate and the commands built on it.
+workload_options = stack(
+    click.option("--seq-len", "-n", type=int, help="Tokens per sequence (encoder side for encoder-decoders). "
+                 "Default 2048 or the model's context."),
+    click.option("--tgt-len", type=int, help="Decoder tokens of an encoder-decoder (default: --seq-len)."),
+    batch_option,
+    dtype_option(),
+    choice_option("--impl", spec.IMPLEMENTATIONS, IMPL_HELP),
+    choice_option("--attention", spec.ATTENTIONS, ATTENTION_HELP),
+    choice_option("--recompute", spec.RECOMPUTES, f"Activation recomputation: {spec.RECOMPUTES.phrase()}.",
+                  spec.DEFAULT_RECOMPUTE),
+    click.option("--gen-tokens", "-T", type=int, default=0, show_default=True,
+                 help="Tokens generated after the prefill (KV cache)."),
+    choice_option("--optimizer", spec.OPTIMIZERS,
+                  f"The optimizer whose state is counted: {spec.OPTIMIZERS.phrase()}.", spec.DEFAULT_OPTIMIZER),
+    choice_option("--precision", spec.PRECISIONS, f"{spec.PRECISIONS.described()}.", spec.DEFAULT_PRECISION),
+    click.option("--weight-dtype", default=None, help=f"Quantized inference weights: {spec.WEIGHT_DTYPES.phrase()}; "
+                 "embeddings, head and norms stay in --dtype."),
+    click.option("--weight-group", type=int, default=None,
+                 help="Values per scale (and zero): int4 128, nf4 64 by default; int8 per row unless given."),
+    click.option("--no-double-quant", "double_quant", flag_value=False, default=True,
+                 help="nf4 without double quantisation of its scales."),
+    click.option("--kv-dtype", default=None, help=f"A quantized KV cache: {spec.KV_DTYPES.listed()}."),
+    click.option("--expert-load", default=None, callback=_expert_load,
+                 help="Mixture of experts: tokens routed to each expert, as relative shares "
+                 "(e.g. 3,1,1,1,1,1,1,1); default balanced. Sets per-expert FLOPs, not totals."),
+)
+
+#: The parameter names layout_options adds (estimate and simulate pass them to make_layout).
+LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "virtual_stages",
+                  "framework", "stage_layers", "gpus", "device", "ep", "capacity_factor", "fp8", "cp",
+                  "cp_rotate")
+FP8_HELP = ("FP8 training: the layers' linear products at the FP8 peak, as torchao's tensorwise or rowwise recipe "
+            "or DeepSeek-V3's blockwise one (docs/layouts.md).")
+
+#: The parallel layout: group sizes, schedule, ZeRO stage, framework (costmodel/layout).
+layout_options = stack(
+    click.option("--dp", type=int, default=None, help="Data-parallel ranks (--batch is per rank)."),
+    click.option("--tp", type=int, default=None, help="Tensor-parallel ranks."),
+    click.option("--pp", type=int, default=None, help="Pipeline-parallel ranks (stages)."),
+    click.option("--sp", is_flag=True, default=None, help="Sequence parallelism over the tensor-parallel ranks."),
+    click.option("--zero", type=click.IntRange(0, 3), default=None,
+                 help="ZeRO stage: 1 optimizer state, 2 + gradients, 3 + parameters sharded over dp."),
+    click.option("--microbatches", type=int, default=None, help="Micro-batches per step per pipeline (gradient "
+                 "accumulation without --pp); global batch = batch x microbatches x dp."),
+    choice_option("--schedule", spec.SCHEDULES, "Pipeline schedule (default 1f1b)."),
+    click.option("--virtual-stages", type=int, default=None, help="Stages per pipeline rank (interleaved)."),
+    choice_option("--framework", spec.FRAMEWORK_NAMES, "Whose conventions set the bytes per parameter, sharding "
+                  "and collectives (default deepspeed: 2 + 2 + 12, as estimate prints)."),
+    click.option("--stage-layers", type=str, default=None, help="Layers per stage, comma-separated (an uneven split)."),
+    click.option("--gpus", type=int, default=None, help="Check that tp x pp x dp is this many GPUs."),
+    click.option("--device", "layout_device", type=click.Choice(spec.DEVICES), default=None,
+                 help="Where the ranks run (torch's AdamW keeps its step counters on the host on CUDA)."),
+    click.option("--ep", type=int, default=None,
+                 help="Expert-parallel ranks, drawn from dp: each holds E / ep experts (docs/layouts.md)."),
+    click.option("--cp", type=int, default=None,
+                 help="Context-parallel ranks: each holds seq-len / cp tokens of every sequence (docs/layouts.md)."),
+    choice_option("--cp-rotate", spec.CP_ROTATES, "How context parallelism moves keys and values (default "
+                  f"{spec.CP_ROTATES[0]}, {spec.CP_ROTATES.meanings[spec.CP_ROTATES[0]]})."),
+    choice_option("--fp8", spec.FP8_RECIPES, FP8_HELP),
+    click.option("--capacity-factor", type=float, default=None,
+                 help="Mixture of experts: each expert takes at most this times its balanced share of "
+                 "the routed tokens, the rest are dropped (default: dropless)."),
+)
+
+#: DeepSpeed's ZeRO-Offload and ZeRO-Infinity (costmodel/offload.py), for estimate's layout.
+OFFLOAD_OPTIONS = ("offload", "offload_device", "gpus_per_node")
+offload_options = stack(
+    choice_option("--offload", spec.OFFLOADS, "DeepSpeed offload: optimizer (ZeRO-Offload, --zero 1-3) or params "
+                  "too (ZeRO-Infinity, --zero 3)."),
+    choice_option("--offload-device", spec.OFFLOAD_DEVICES,
+                  "Where the offloaded state lives (nvme needs --zero 3; default cpu)."),
+    click.option("--gpus-per-node", type=int, default=None,
+                 help="GPUs sharing a host, for host memory per node (default 8)."),
+)

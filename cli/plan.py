@@ -1,0 +1,100 @@
+"""`plan`: every layout of a model on N GPUs, ranked; with --serve, serving layouts; with --serve
+--rate, the deployments that meet p99 SLOs (reports/serving.py's capacity search)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from costmodel import spec
+from costmodel.config import ConfigError
+
+from .inputs import InputError, finite, load_model, with_mtp
+from .options import (ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, dtype_option, hardware_option, json_option,
+                      model_options, mtp_option)
+
+
+@click.command()
+@model_options
+@hardware_option()
+@click.option("--gpus", type=str, default=None, help="How many GPUs of that kind; several counts comma-separated (8,16,32) to compare them (required unless --serve --rate).")
+@click.option("--seq-len", "-n", type=int, default=None, help="Training: tokens per sequence (default 2048 or the context).")
+@click.option("--global-batch", type=int, default=None, help="Training: sequences per step (default 8 x gpus).")
+@click.option("--serve", is_flag=True, help="Plan serving instead: layouts for --batch sequences of --prompt + --gen tokens.")
+@click.option("--batch", "-b", type=int, default=None, help="Training: fix the micro-batch; --serve: the sequences served at once (default 32).")
+@click.option("--prompt", type=int, default=None, help="--serve: prompt tokens (default 2048, or what the context leaves after --gen).")
+@click.option("--gen", type=int, default=256, show_default=True, help="--serve: generated tokens.")
+@dtype_option()
+@choice_option("--impl", spec.IMPLEMENTATIONS, "Only this activation profile: " + IMPL_HELP)
+@choice_option("--attention", spec.ATTENTIONS, "Only this kernel: " + ATTENTION_HELP)
+@choice_option("--kv-cache", spec.KV_CACHES, "--serve: dynamic (torch.cat copies the cache each step) or static "
+               "(written in place).", spec.DEFAULT_KV_CACHE)
+@click.option("--tp", type=int, default=None, help="Only this tensor-parallel size.")
+@click.option("--pp", type=int, default=None, help="Only this pipeline size.")
+@click.option("--dp", type=int, default=None, help="Only this data-parallel size.")
+@click.option("--zero", type=click.IntRange(0, 3), default=None, help="Only this ZeRO stage.")
+@click.option("--sp/--no-sp", default=None, help="Only with (or without) sequence parallelism.")
+@choice_option("--framework", spec.FRAMEWORK_NAMES, "Only this framework.")
+@click.option("--ep", type=int, default=None, help="Only this expert-parallel size (a mixture of experts).")
+@click.option("--cp", type=int, default=None, help="Only this context-parallel size (default: 1, and sizes that "
+              "keep at least 4096 tokens a rank).")
+@choice_option("--schedule", spec.SCHEDULES, "Only this pipeline schedule (default: 1f1b and interleaved).")
+@choice_option("--fp8", spec.FP8_RECIPES, "Train every layout with this FP8 recipe (docs/layouts.md).")
+@choice_option("--recompute", spec.RECOMPUTES, "Only this recomputation.")
+@click.option("--tokens", type=float, default=None, help="Training: tokens to train on (e.g. 1e12): each layout's days, GPU-hours and FLOPs.")
+@click.option("--price", type=float, default=None, help="Training with --tokens: dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one).")
+@choice_option("--rank-by", spec.RANK_BY, f"{spec.RANK_BY.described()}.", "time")
+@mtp_option
+@click.option("--top", type=int, default=10, show_default=True, help="Rows of the ranked table.")
+@choice_option("--time-model", spec.TIME_MODELS, "kernels (the default) or roofline, as simulate's (docs/time.md).")
+@json_option('{"feasible": [...], "infeasible": [...]} on stdout.')
+@click.option("--rate", type=float, default=None,
+              help="--serve: requests per second to serve within --slo-ttft/--slo-tpot (a capacity search; "
+                   "--hardware may list presets).")
+@click.option("--slo-ttft", type=float, default=None, help="--serve --rate: p99 time to first token, seconds.")
+@click.option("--slo-tpot", type=float, default=None, help="--serve --rate: p99 time per output token, seconds.")
+@click.option("--requests", type=int, default=300, show_default=True, help="--serve --rate: requests simulated per point.")
+@choice_option("--mla", spec.MLA_FORMS, "--serve: latent attention (DeepSeek) absorbed, as vLLM runs it, or naive "
+               "(see simulate).", spec.DEFAULT_SERVE_MLA)
+def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
+         attention, kv_cache, tp, pp, dp, zero, sp, framework, ep, cp, schedule, fp8, recompute, mtp, tokens, price,
+         rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, mla) -> None:
+    """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
+    ranked by step time (training) or time per output token (--serve); with --tokens, the days,
+    GPU-hours, FLOPs and dollars of the run. With --serve --rate: the deployments (GPUs, tp,
+    replicas, budgets) that meet p99 SLOs, simulated (docs/serving.md). Exit status 1 when no
+    layout fits."""
+    from costmodel.planning import plan as make_plan
+
+    cfg = with_mtp(load_model(model, config), None if serve else mtp)
+    if rate is not None:
+        if not serve:
+            raise InputError("--rate plans serving: add --serve.")
+        from reports.serving import plan_capacity_command
+
+        plan_capacity_command(cfg, hardware_name, rate, slo_ttft, slo_tpot, requests, prompt or 512, gen, tp,
+                              top, as_json, mla=mla, pp=pp)
+        return
+    if gpus is None:
+        raise InputError("--gpus is required (how many GPUs of that kind).")
+    try:
+        counts = [int(x) for x in gpus.split(",")]
+    except ValueError:
+        raise InputError(f"--gpus {gpus!r}: give a whole number, or several separated by commas.") from None
+    try:
+        if tokens is not None and not tokens > 0:
+            raise ConfigError(f"--tokens must be positive, got {tokens}.")
+        result = make_plan(cfg, counts if len(counts) > 1 else counts[0], hardware_name, serve=serve,
+                           seq_len=seq_len, global_batch=global_batch, batch=batch, prompt=prompt, gen=gen,
+                           dtype=dtype, impl=impl, attention=attention, kv_cache=kv_cache, tokens=tokens,
+                           price=price, rank_by=rank_by, time_model=time_model, mla=mla, tp=tp, pp=pp, dp=dp,
+                           zero=zero, sp=sp, framework=framework, recompute=recompute, ep=ep, cp=cp,
+                           schedule=schedule, fp8=fp8)
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    click.echo(json.dumps(finite(result.to_dict()), indent=2) if as_json else result.text(top))
+    if not result.feasible:
+        click.get_current_context().exit(1)

@@ -1,0 +1,25 @@
+"""`published`: published training runs beside the layout model's figures for them."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from .options import json_option
+
+
+@click.command()
+@json_option("The rows as JSON on stdout.")
+def published(as_json) -> None:
+    """Published training runs beside the layout model: Narayanan et al. 2021 Table 1 (parameters,
+    TFLOP/s per GPU), Korthikanti et al. 2022 Table 5 (seconds per iteration, MFU, HFU), more published
+    runs (costmodel/published_runs.json), DeepSeek-V3 and Llama 3 405B's 131k-context run."""
+    from reports.published_frontier import frontier
+    from reports.published_runs import korthikanti, narayanan, other_runs
+
+    from .format import render_published
+
+    tables = {"narayanan_2021_table_1": narayanan(), "korthikanti_2022_table_5": korthikanti(),
+              "other_runs": other_runs(), "frontier": frontier()}
+    click.echo(json.dumps(tables, indent=2) if as_json else render_published(tables))

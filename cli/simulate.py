@@ -1,0 +1,159 @@
+"""`simulate`: the time of prefill, decode and a training step on a hardware preset; with a layout,
+per GPU, with its communication and pipeline bubble. Four modes: inference or training, on one
+GPU (costmodel/roofline.py) or with a layout (costmodel/layout/timing.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from costmodel import spec
+from costmodel.config import ConfigError, require_decoder
+from costmodel.defaults import implied
+
+from .inputs import InputError, finite, load_model, make_layout, make_workload, microbatches_for, with_mtp
+from .options import (ATTENTION_HELP, IMPL_HELP, batch_option, choice_option, dtype_option, hardware_option,
+                      json_option, layout_options, model_options, mtp_option)
+
+TIME_MODEL_HELP = (f"kernels (the default: {spec.TIME_MODELS.meanings['kernels']}) or roofline "
+                   f"({spec.TIME_MODELS.meanings['roofline']}); a hardware without sm_count, and training on one "
+                   "GPU without a layout, are timed by the roofline (docs/time.md).")
+
+
+def efficiency_of(hardware: Any, compute: float | None, memory: float | None) -> Any:
+    """The preset's efficiencies with --compute-efficiency / --memory-efficiency in their place."""
+    from costmodel.hardware import Efficiency
+
+    if compute is None and memory is None:
+        return None
+    return Efficiency(compute=hardware.efficiency.get("compute", 1.0) if compute is None else compute,
+                      memory=hardware.efficiency.get("memory", 1.0) if memory is None else memory)
+
+
+@click.command()
+@model_options
+@hardware_option()
+@click.option("--prompt", type=int, default=None, help="Prompt tokens (inference). Default 2048, or what the context leaves after --gen.")
+@click.option("--gen", type=int, default=128, show_default=True, help="Tokens to generate (inference).")
+@batch_option
+@dtype_option(None, "Weights and activations (default: the hardware's, bf16 for the GPU presets and the "
+              "calibrated dtype for local).")
+@choice_option("--attention", spec.ATTENTIONS, ATTENTION_HELP)
+@choice_option("--kv-cache", spec.KV_CACHES, f"{spec.KV_CACHES.described()}.", spec.DEFAULT_KV_CACHE)
+@choice_option("--mla", spec.MLA_FORMS, f"Latent attention (DeepSeek): {spec.MLA_FORMS.phrase()}.", spec.DEFAULT_MLA)
+@click.option("--train", is_flag=True, help="Simulate a training step instead of inference.")
+@click.option("--seq-len", "-n", type=int, default=None, help="Training sequence length (default 2048 or the context).")
+@choice_option("--recompute", spec.RECOMPUTES, f"Training: {spec.RECOMPUTES.listed()}.", spec.DEFAULT_RECOMPUTE)
+@click.option("--tokens", type=float, default=None, help="Training: tokens to train on (e.g. 2e12) for the time to train.")
+@click.option("--price", type=float, default=None, help="Training with --tokens: dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one).")
+@click.option("--step-time", type=float, default=None, help="Training: a measured step time in seconds, for its MFU.")
+@click.option("--compute-efficiency", type=float, default=None, help="Fraction of peak FLOP/s reached (default: the preset's).")
+@click.option("--memory-efficiency", type=float, default=None, help="Fraction of peak bandwidth reached (default: the preset's).")
+@click.option("--global-batch", type=int, default=None, help="Training with a layout: sequences per step (sets --microbatches = global / (batch x dp)).")
+@choice_option("--impl", spec.IMPLEMENTATIONS, "Training: " + IMPL_HELP)
+@choice_option("--flops-convention", spec.FLOPS_CONVENTIONS, "Training: the model FLOPs MFU divides by: "
+               f"{spec.FLOPS_CONVENTIONS.phrase()}. Never counts recomputation.", "dense")
+@click.option("--tp-overlap", type=float, default=0.0, show_default=True,
+              help="Training with a layout: the fraction of tensor-parallel communication hidden behind compute.")
+@click.option("--dp-overlap", type=float, default=2 / 3, show_default=True,
+              help="Training with a layout: the fraction of the last micro-batch's compute a gradient reduction "
+              "(DDP, ZeRO-1/2) overlaps (0: reduced after backward).")
+@click.option("--no-prefetch", is_flag=True, help="Training with a layout: FSDP/ZeRO-3 collectives exposed, not prefetched.")
+@click.option("--compile", "compiled", is_flag=True,
+              help="With --time-model kernels: torch.compile's fusions (a residual add with the next norm, a "
+              "gated activation with its product; docs/time.md).")
+@click.option("--cuda-graphs", is_flag=True, help="Inference: decode steps replayed from a CUDA graph (no launch overhead per kernel).")
+@choice_option("--time-model", spec.TIME_MODELS, TIME_MODEL_HELP)
+@click.option("--weight-dtype", default=None, help=f"Inference: quantized weights ({', '.join(spec.WEIGHT_DTYPES)}), read as stored.")
+@click.option("--weight-group", type=int, default=None, help="Inference: values per scale of --weight-dtype.")
+@click.option("--kv-dtype", default=None, help=f"Inference: a quantized KV cache ({spec.KV_DTYPES.listed()}): its memory.")
+@layout_options
+@mtp_option
+@json_option("As JSON on stdout.")
+def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, mla, train, seq_len,
+             recompute, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
+             flops_convention, tp_overlap, dp_overlap, no_prefetch, compiled, cuda_graphs, time_model,
+             weight_dtype, weight_group, kv_dtype, mtp, as_json, **layout_given) -> None:
+    """Time of prefill, decode and training on a hardware preset (the kernel-level model by default,
+    --time-model roofline for the roofline); with a layout
+    (--tp/--pp/--dp...), per GPU: the step time with communication and pipeline bubble, MFU and
+    HFU, or the time per output token with tensor parallelism's all-reduces."""
+    from costmodel import roofline as sim
+    from costmodel.hardware import load_hardware
+
+    cfg = with_mtp(load_model(model, config), mtp if train else None)
+    try:
+        hardware = load_hardware(hardware_name)
+        efficiency = efficiency_of(hardware, compute_efficiency, memory_efficiency)
+        for name, value in (("--tokens", tokens), ("--step-time", step_time), ("--price", price)):
+            if value is not None and not value > 0:
+                raise ConfigError(f"{name} must be positive, got {value}.")
+        note = None
+        if dtype is None:
+            dtype = hardware.default_dtype
+            if hardware.name == "local":
+                note = (f"dtype {dtype}: the dtype `local` was calibrated in (--dtype to choose; "
+                        "`hardware --measure --dtype bf16` measures another)")
+        if global_batch is not None:
+            layout_given["microbatches"] = microbatches_for(global_batch, batch, layout_given)
+        if not train:
+            require_decoder(cfg)  # before the workload warns that generated tokens are ignored
+        layout = make_layout(cfg, layout_given)
+        code = implied(layout.framework if layout else None, impl, attention)
+        impl, attention = code["impl"], code["attention"]
+        quantization = {"weight_dtype": weight_dtype, "weight_group": weight_group, "kv_dtype": kv_dtype}
+        if layout is not None:
+            from costmodel.layout import timing as parallel_time
+
+            if train:
+                workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
+                                         attention=attention, impl=impl)
+                overlap = parallel_time.Overlap(tp=tp_overlap, dp=dp_overlap, prefetch=not no_prefetch)
+                result = parallel_time.simulate_training(cfg, workload, layout, hardware, efficiency,
+                                                         tokens, step_time, flops_convention, time_model, overlap,
+                                                         compiled, price)
+            else:
+                workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
+                                         gen_tokens=gen, precision="pure", kv_cache=kv_cache, **quantization)
+                result = parallel_time.simulate_decode(cfg, workload, layout, hardware, efficiency,
+                                                       cuda_graphs, time_model, compiled)
+            result["inputs"] = {"model": cfg.name, "hardware": hardware.name, "dtype": workload.dtype,
+                                "seq_len": workload.seq_len, "gen": workload.gen_tokens,
+                                "batch": workload.batch, "recompute": workload.recompute,
+                                "tokens": tokens}
+        elif train:
+            if time_model == "kernels" or compiled:
+                raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "
+                                  "for --time-model kernels or --compile.")
+            workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
+                                     **implied(None, impl, attention))
+            result = sim.simulate_training(cfg, workload, hardware, tokens=tokens,
+                                           step_seconds=step_time, efficiency=efficiency,
+                                           flops_convention=flops_convention, price=price)
+        else:
+            if gen < 0:
+                raise ConfigError(f"--gen must be at least 0, got {gen}.")
+            workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention, gen_tokens=gen,
+                                     **quantization)
+            result = sim.simulate_inference(cfg, hardware, prompt=workload.seq_len, gen=gen, batch=batch,
+                                            dtype=workload.dtype, efficiency=efficiency, attention=attention,
+                                            kv_cache=kv_cache, cuda_graphs=cuda_graphs,
+                                            quantization=quantization, time_model=time_model, compiled=compiled,
+                                            mla=mla)
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+    if note:
+        result["inputs"]["dtype_note"] = note
+        click.echo(f"note: {note}", err=True)
+    if as_json:
+        click.echo(json.dumps(finite(result), indent=2))
+        return
+    from reports.text import (render_inference, render_parallel_decode, render_parallel_training,
+                              render_training)
+
+    if layout is not None:
+        click.echo(render_parallel_training(result) if train else render_parallel_decode(result))
+    else:
+        click.echo(render_training(result) if train else render_inference(result))

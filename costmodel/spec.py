@@ -1,0 +1,168 @@
+"""The one set of choices and defaults: every list of accepted values and every default a command,
+the library or a check reads, each value with what it means.
+
+Commands build their options, help and validation from these (cli/options.py, reports/commands.py,
+reports/serving.py); the library's dataclasses check against them (config.py, workload.py,
+layout/, serving/). A list is a Choices: a tuple of the values, so `value in ATTENTIONS` and
+click.Choice(ATTENTIONS) work as before, that also carries each value's meaning for help text.
+Nothing here imports the rest of costmodel.
+"""
+
+from __future__ import annotations
+
+
+class Choices(tuple):
+    """Accepted values in order, each with what it means (an empty meaning: the name says it)."""
+
+    meanings: dict[str, str]
+
+    def __new__(cls, meanings: dict[str, str]) -> "Choices":
+        choices = super().__new__(cls, meanings)
+        choices.meanings = dict(meanings)
+        return choices
+
+    def __reduce__(self):  # pickled with its meanings (worker processes of plan --serve --rate)
+        return Choices, (self.meanings,)
+
+    def listed(self, values: tuple[str, ...] | None = None, first: str | None = None) -> str:
+        """The values as a phrase: "a, b or c" (first, if given, leads: the default)."""
+        values = tuple(self if values is None else values)
+        values = tuple(sorted(values, key=lambda value: value != first)) if first else values
+        return values[0] if len(values) == 1 else f"{', '.join(values[:-1])} or {values[-1]}"
+
+    def phrase(self) -> str:
+        """The values with their meanings in brackets: "a, b (what b is) or c (what c is)"."""
+        return self.listed(tuple(f"{v} ({m})" if m else v for v, m in self.meanings.items()))
+
+    def described(self, sep: str = "; ") -> str:
+        """Each value and its meaning: "a: what a is; b: what b is"."""
+        return sep.join(f"{v}: {m}" if m else v for v, m in self.meanings.items())
+
+
+# ---------------------------------------------------------------------------------------------
+# dtypes
+
+#: Bytes per element of each dtype, under every spelling the commands accept.
+DTYPE_BYTES = {"fp32": 4, "float32": 4, "fp16": 2, "float16": 2, "bf16": 2, "bfloat16": 2}
+DTYPES = Choices({name: "" for name in DTYPE_BYTES})  # every accepted spelling: the one --dtype choice
+CANONICAL_DTYPE = {"fp32": "fp32", "float32": "fp32", "fp16": "fp16", "float16": "fp16",
+                   "bf16": "bf16", "bfloat16": "bf16"}
+#: --weight-dtype: quantized weights (costmodel/quantization.py has each format's bits and groups).
+WEIGHT_DTYPES = Choices({"int8": "LLM.int8", "int4": "GPTQ/AWQ", "fp8": "", "nf4": "bitsandbytes"})
+#: --kv-dtype: one byte per cached element, plus two fp32 scales per layer (blocks.kv_cache_bytes).
+KV_DTYPES = Choices({"fp8": "", "int8": ""})
+#: The adapters' dtype of a LoRA fine-tune.
+ADAPTER_DTYPES = Choices({"fp32": "", "bf16": "", "fp16": ""})
+
+# ---------------------------------------------------------------------------------------------
+# the workload: whose code, which kernels, what is kept
+
+IMPLEMENTATIONS = Choices({
+    "reference": "validate/reference.py's model",
+    "hf": "Hugging Face's classes, the code the activation profile was measured on",
+    "megatron": "Megatron-LM's layers: Korthikanti et al. 2022's accounting, a fused SwiGLU",
+})
+ATTENTIONS = Choices({"eager": "an n x n score matrix", "sdpa": "torch's fused kernel",
+                      "flash": "flash attention"})
+#: The attention a measurement runs (validate): the kernels torch's FlopCounterMode sees.
+MEASURED_ATTENTIONS = Choices({"eager": "", "sdpa": ""})
+RECOMPUTES = Choices({"none": "", "selective": "the attention core", "full": "each layer"})
+OPTIMIZERS = Choices({"adamw": "two moments", "sgd": "none"})
+PRECISIONS = Choices({  # costmodel/precision.py
+    "mixed": "--dtype weights and gradients, fp32 master weights and moments (2 + 2 + 12 bytes a "
+             "parameter with AdamW)",
+    "pure": "everything in --dtype, as torch.optim on a model built in it",
+    "megatron": "fp32 gradients too (2 + 4 + 12)",
+    "fsdp2": "fp32 sharded weights and gradients, fp32 moments (4 + 4 + 8)",
+})
+KV_CACHES = Choices({
+    "dynamic": "each decode step copies the cache to append (torch.cat, Hugging Face's default)",
+    "static": "a preallocated cache written in place",
+})
+MLA_FORMS = Choices({  # latent attention at inference (costmodel/blocks/mla.py LatentAttention)
+    "naive": "every cached latent up-projected each step, as transformers runs it",
+    "absorbed": "W_UK/W_UV folded into queries and output, as vLLM runs it",
+})
+FLOPS_CONVENTIONS = Choices({
+    "dense": "PaLM's 6N + 12LHQT, every attention pair",
+    "causal": "Megatron's, half the causal attention core",
+})
+
+DEFAULT_SEQ_LEN = 2048  # or the model's context where that is shorter (costmodel/api.py)
+DEFAULT_DTYPE = "bf16"
+DEFAULT_IMPL = "hf"
+DEFAULT_ATTENTION = "eager"
+DEFAULT_RECOMPUTE = "none"
+DEFAULT_OPTIMIZER = "adamw"
+DEFAULT_PRECISION = "mixed"
+DEFAULT_KV_CACHE = "dynamic"
+DEFAULT_MLA = "naive"
+
+# ---------------------------------------------------------------------------------------------
+# hardware and time
+
+DEFAULT_HARDWARE = "h100-sxm"
+#: The time models (docs/time.md, "Which time model"). DEFAULT_TIME_MODEL is every command's and
+#: every library function's default (simulate, simulate with a layout, plan, plan --serve), as
+#: hardware.time_model_for resolves it: the kernel-level model, better on the published runs.
+TIME_MODELS = Choices({
+    "roofline": "each block's two kernels at the efficiencies",
+    "kernels": "GEMM tiles and waves, flash attention's executed FLOPs",
+})
+DEFAULT_TIME_MODEL = "kernels"
+#: Where a hardware file is measured (hardware --out) and where a layout's ranks run.
+DEVICES = Choices({"cuda": "", "cpu": ""})
+RANK_BY = Choices({"time": "step time (time per output token with --serve)",
+                   "cost": "GPU-seconds per token, which differs where the GPU counts do"})
+
+# ---------------------------------------------------------------------------------------------
+# layouts
+
+#: Whose conventions set the bytes per parameter, sharding and collectives (layout/frameworks.py).
+FRAMEWORK_NAMES = Choices({"megatron": "Megatron-LM", "deepspeed": "DeepSpeed", "fsdp2": "torch's FSDP2"})
+SCHEDULES = Choices({"gpipe": "", "1f1b": "", "interleaved": "", "zb-h1": "", "zbv": "", "dualpipev": ""})
+CP_ROTATES = Choices({"allgather": "torch's", "ring": ""})  # how context parallelism moves keys and values
+FP8_RECIPES = Choices({  # layout/fp8.py has each recipe's scales and sources
+    "tensorwise": "torchao's, one scale per tensor",
+    "rowwise": "torchao's, one scale per row",
+    "blockwise": "DeepSeek-V3's 1 x 128 and 128 x 128 blocks",
+})
+#: DeepSpeed's ZeRO-Offload and ZeRO-Infinity (costmodel/offload.py).
+OFFLOADS = Choices({"none": "", "optimizer": "ZeRO-Offload, --zero 1-3", "params": "ZeRO-Infinity, --zero 3"})
+OFFLOAD_DEVICES = Choices({"cpu": "", "nvme": "needs --zero 3"})
+
+# ---------------------------------------------------------------------------------------------
+# fine-tuning (costmodel/finetune.py)
+
+FINETUNE_METHODS = Choices({"lora": "adapters on the frozen base in --dtype",
+                            "qlora": "the base's linear layers in nf4 with double quantization"})
+#: The linear layers of a Llama-layout decoder layer (by Hugging Face's module names).
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+#: GPT-NeoX's: the fused query/key/value projection, the attention's dense, the MLP's two.
+NEOX_LORA_TARGETS = ("query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h")
+#: peft's default target modules for the Llama layout (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING).
+DEFAULT_LORA_TARGETS = ("q_proj", "v_proj")
+FINETUNE_OPTIMIZERS = Choices({"adamw": "", "adamw8bit": "bitsandbytes", "paged_adamw": "bitsandbytes",
+                               "paged_adamw8bit": "bitsandbytes", "adafactor": "transformers'",
+                               "sgd_momentum": ""})
+
+# ---------------------------------------------------------------------------------------------
+# serving (costmodel/serving)
+
+SCHEDULERS = Choices({"vllm": "vLLM v1's, chunked prefill within a token budget",
+                      "sarathi": "Sarathi-Serve's stall-free batching",
+                      "orca": "Orca's iteration-level batching, no chunking",
+                      "static": "Hugging Face generate's batch, to the longest output",
+                      "hf-fifo": "transformers' continuous batching, FIFO",
+                      "hf-prefill-first": "transformers' continuous batching, split prefills first"})
+ROUTERS = Choices({"round-robin": "", "least-outstanding": ""})
+DEFAULT_SCHEDULER = "vllm"
+SERVE_ATTENTIONS = Choices({name: ATTENTIONS.meanings[name] for name in ("flash", "sdpa", "eager")})
+DEFAULT_SERVE_ATTENTION = "flash"
+DEFAULT_SERVE_MLA = "absorbed"
+
+# ---------------------------------------------------------------------------------------------
+# measurement (validate/)
+
+TARGETS = Choices({"hf": "Hugging Face's class", "reference": "validate/reference.py's model"})
+MEASURE_DEVICES = Choices({"fake": "FakeTensorMode: full size, no memory", "cpu": "real tensors"})

@@ -1,0 +1,199 @@
+"""How a model is run: Workload (batch, lengths, dtype, whose code, which kernels, what is kept),
+validated on construction against the choices in spec.py.
+
+It lives apart from config.py (the architecture) and reads a ModelConfig only through its
+attributes, so config.py can re-export it without an import cycle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from . import spec
+from .errors import ConfigError, check_bool, check_choice, check_int, show
+from .spec import (ATTENTIONS, CANONICAL_DTYPE, DTYPE_BYTES, IMPLEMENTATIONS, KV_CACHES, MLA_FORMS, OPTIMIZERS,
+                   PRECISIONS, RECOMPUTES)
+
+#: ModelConfig fields of the newer families (issue 14) that the reference model
+#: (validate/reference.py) does not implement, with the value that means "not used".
+NOT_IN_REFERENCE = {
+    "qk_norm": False, "post_sublayer_norm": False, "attention_softcap": None,
+    "logit_softcap": None, "rotary_dim": None, "parallel_attention": False, "position_offset": 0,
+    "embedding_dim": None, "n_experts": 0, "kv_lora_rank": None, "attention_dropout": None,
+    "mtp_layers": 0,
+}
+
+
+def reference_unsupported(cfg: Any) -> list[str]:
+    """The fields of a ModelConfig the reference model would have to ignore (so it refuses)."""
+    return [name for name, off in NOT_IN_REFERENCE.items() if getattr(cfg, name) != off]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """How the model is run: batch, lengths, dtype and the implementation whose memory is modelled.
+
+    seq_len is the decoder length for decoders, the encoder (source) length for encoder-decoders,
+    whose decoder length is tgt_len (None: the same as seq_len). gen_tokens is the number of tokens
+    generated after a prefill of seq_len tokens (for the KV cache).
+    """
+
+    seq_len: int = spec.DEFAULT_SEQ_LEN
+    batch: int = 1
+    dtype: str = spec.DEFAULT_DTYPE
+    tgt_len: int | None = None
+    gen_tokens: int = 0
+    impl: str = spec.DEFAULT_IMPL
+    attention: str = spec.DEFAULT_ATTENTION
+    recompute: str = spec.DEFAULT_RECOMPUTE
+    optimizer: str = spec.DEFAULT_OPTIMIZER
+    precision: str = spec.DEFAULT_PRECISION  # pure or mixed (an fp32 master copy and fp32 moments; pure in fp32)
+    # Quantized inference (costmodel/quantization.py): the layers' weight matrices in int8, int4,
+    # fp8 or nf4, with scales per group of weight_group values (None: the format's default) and,
+    # for nf4, double quantisation of the scales; the KV cache in fp8 or int8.
+    weight_dtype: str | None = None
+    weight_group: int | None = None
+    double_quant: bool = True
+    kv_dtype: str | None = None
+    # How a decode step appends to the KV cache (KV_CACHES): dynamic (torch.cat copies the cache,
+    # Hugging Face's DynamicCache) or static (preallocated, written in place).
+    kv_cache: str = spec.DEFAULT_KV_CACHE
+    # A mixture of experts' routed load: one non-negative share per expert (normalised), the same
+    # in every expert layer; None: balanced. It sets each expert's tokens and FLOPs, not the total.
+    expert_load: tuple[float, ...] | None = None
+    # Latent attention's form at inference (costmodel/blocks/mla.py LatentAttention): "naive", as
+    # transformers runs it, or "absorbed", as inference engines do (vLLM's MLA backend).
+    mla: str = spec.DEFAULT_MLA
+
+    def __post_init__(self) -> None:
+        owner = "workload"
+        check_int(owner, "seq_len", self.seq_len)
+        check_int(owner, "batch", self.batch)
+        if self.tgt_len is not None:
+            check_int(owner, "tgt_len", self.tgt_len)
+        check_int(owner, "gen_tokens", self.gen_tokens, minimum=0)
+        if self.dtype not in DTYPE_BYTES:
+            raise ConfigError(
+                f"workload: unknown dtype {show(self.dtype)}; use one of fp32, fp16, bf16 "
+                "(or float32, float16, bfloat16)."
+            )
+        object.__setattr__(self, "dtype", CANONICAL_DTYPE[self.dtype])
+        check_choice(owner, "impl", self.impl, IMPLEMENTATIONS)
+        check_choice(owner, "attention", self.attention, ATTENTIONS)
+        check_choice(owner, "recompute", self.recompute, RECOMPUTES)
+        check_choice(owner, "optimizer", self.optimizer, OPTIMIZERS)
+        check_choice(owner, "precision", self.precision, PRECISIONS)
+        check_choice(owner, "kv_cache", self.kv_cache, KV_CACHES)
+        self._check_inference_options(owner)
+
+    def _check_inference_options(self, owner: str) -> None:
+        """Quantized weights and cache, and the experts' load."""
+        from .quantization import weight_format
+
+        if self.weight_group is not None:
+            check_int(owner, "weight_group", self.weight_group)
+        check_bool(owner, "double_quant", self.double_quant)
+        if not self.double_quant and self.weight_dtype != "nf4":
+            raise ConfigError(f"{owner}: double_quant applies only to nf4 weights.")
+        weight_format(self.weight_dtype, self.weight_group, self.double_quant)
+        if self.kv_dtype is not None:
+            check_choice(owner, "kv_dtype", self.kv_dtype, spec.KV_DTYPES)
+        check_choice(owner, "mla", self.mla, MLA_FORMS)
+        if self.expert_load is not None:
+            load = tuple(self.expert_load)
+            if not load or any(isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0
+                               or x != x or x == float("inf") for x in load) or not sum(load) > 0:
+                raise ConfigError(f"{owner}: expert_load must be non-negative numbers, one per "
+                                  f"expert, not all zero; got {show(self.expert_load)}.")
+            object.__setattr__(self, "expert_load", load)
+
+    @property
+    def bytes_per_element(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    @property
+    def decoder_len(self) -> int:
+        return self.seq_len if self.tgt_len is None else self.tgt_len
+
+    def replace(self, **changes: Any) -> "Workload":
+        return dataclasses.replace(self, **changes)
+
+    def options(self) -> dict[str, Any]:
+        """The choices that shape the cost tree (everything but the sizes)."""
+        options = {"dtype": self.dtype, "impl": self.impl, "attention": self.attention,
+                   "recompute": self.recompute, "optimizer": self.optimizer,
+                   "precision": self.precision}
+        if self.weight_dtype is not None or self.kv_dtype is not None:
+            options.update(weight_dtype=self.weight_dtype, weight_group=self.weight_group,
+                           double_quant=self.double_quant, kv_dtype=self.kv_dtype)
+        if self.kv_cache != "dynamic":
+            options["kv_cache"] = self.kv_cache
+        if self.mla != "naive":  # (naive keeps the keys compiled before the option existed)
+            options["mla"] = self.mla
+        return options
+
+    def dimensions(self, cfg: Any) -> dict[str, int]:
+        """The workload symbols' values for a model, by symbol name: n is the decoder (or only)
+        side, s the encoder side, c the keys of the last decode step (n + T)."""
+        if cfg.architecture == "encoder-decoder":
+            n, s = self.decoder_len, self.seq_len
+        else:
+            n, s = self.seq_len, self.seq_len
+        return {"b": self.batch, "n": n, "s": s, "T": self.gen_tokens, "c": n + self.gen_tokens,
+                "e": self.bytes_per_element}
+
+    def check_fits(self, cfg: Any) -> list[str]:
+        """Raise ConfigError if the workload cannot run on the model; return warnings otherwise.
+
+        Generated tokens extend the decoder (an encoder does not generate: they are ignored, with a
+        warning). Longer than a learned
+        position table is an error (there is no row for the position); longer than the context of
+        any other encoding is a warning (it runs, maybe badly), and so is a sequence longer than a
+        sliding window (what the implementation does with it is said). The reference
+        implementation refuses the fields it does not build.
+        """
+        missing = reference_unsupported(cfg) if self.impl == "reference" else []
+        if missing:
+            raise ConfigError(f"the reference implementation does not build {', '.join(missing)} of model "
+                              f"{show(cfg.name)}; use --impl hf.")
+        if cfg.architecture != "encoder-decoder" and self.tgt_len is not None:
+            raise ConfigError(
+                f"tgt_len applies only to encoder-decoder models; {cfg.name} is a {cfg.architecture}."
+            )
+        warnings = []
+        if self.gen_tokens and not cfg.n_decoder_layers:
+            warnings.append(f"model {show(cfg.name)} is an encoder: it does not generate tokens, so "
+                            f"the {self.gen_tokens} generated tokens asked for are ignored.")
+        for side, length in self.lengths(cfg).items():
+            if length <= cfg.max_positions:
+                continue
+            if cfg.position == "learned":
+                raise ConfigError(
+                    f"{side} length {length} exceeds the {cfg.max_positions} learned positions of "
+                    f"model {show(cfg.name)}."
+                )
+            warnings.append(f"{side} length {length} is beyond the context of model "
+                            f"{show(cfg.name)} ({cfg.max_positions} tokens).")
+        decoder = self.decoder_len + self.gen_tokens
+        if cfg.sliding_window is not None and cfg.n_decoder_layers and decoder > cfg.sliding_window:
+            window = f"model {show(cfg.name)} attends within a sliding window of {cfg.sliding_window:,} tokens"
+            if self.impl == "reference":
+                warnings.append(f"{window}; the reference implementation has no window: attention and "
+                                f"the KV cache are counted over all {decoder:,} tokens.")
+            else:
+                warnings.append(f"{window}: eager attention still computes every score, and Hugging "
+                                f"Face's cache holds the whole prompt after the prefill and "
+                                f"{cfg.sliding_window:,} tokens once decoding begins (see the KV cache "
+                                f"line).")
+        return warnings
+
+    def lengths(self, cfg: Any) -> dict[str, int]:
+        """The longest position each side reaches: "sequence" for a decoder or an encoder (with
+        the generated tokens), "source" and "target" for an encoder-decoder (the generated tokens
+        extend the target)."""
+        if cfg.architecture == "encoder-decoder":
+            return {"source": self.seq_len, "target": self.decoder_len + self.gen_tokens}
+        generated = self.gen_tokens if cfg.n_decoder_layers else 0  # an encoder generates nothing
+        return {"sequence": self.seq_len + generated}
