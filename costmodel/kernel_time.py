@@ -316,14 +316,17 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
             return [Gemm(n_q, n_kv, int(_number(block.qk_dim, subs)), b * h)]
         return [Gemm(n_q, int(_number(block.value_dim, subs)), n_kv, b * h)]
     # Cost.matrices: (output features, input features, how many) per weight matrix.
+    # A quantized format stores only these matrices quantized (the tree's weight bytes).
     shapes = [(int(_number(out, subs)), int(_number(inner, subs)), int(_number(how_many, subs)))
               for out, inner, how_many in cost.matrices]
-    if not shapes and hasattr(block, "tokens") and hasattr(block, "width"):  # the LM head
+    quantized = bool(shapes)
+    if not shapes and hasattr(block, "tokens") and hasattr(block, "width"):
+        # The LM head: the tree keeps it unquantized (transformers' quantizers skip lm_head).
         shapes = [(int(_number(S.V, subs)), int(_number(block.width, subs)), 1)]
     weights = sum(out * inner * how_many for out, inner, how_many in shapes)
     if weights and flops % (2 * weights) == 0:
         tokens = int(flops // (2 * weights))
-        return [Gemm(tokens, out, inner, weight_bytes=_stored(leaf, out, inner, subs))
+        return [Gemm(tokens, out, inner, weight_bytes=_stored(leaf, out, inner, subs) if quantized else None)
                 for out, inner, how_many in shapes for _ in range(how_many)]
     return [Pointwise(_number(cost.bytes_matmul, subs), 0.0), MatmulCompute(flops)]
 

@@ -190,17 +190,20 @@ def test_quantized_weights_are_read_as_stored() -> None:
     # The kernel model: each GEMM reads its weight matrix as stored, the tree's weight_bytes exactly.
     kernels = StepTime(cfg, hw, profile=serving_profile(cfg, weight_dtype="int4"), time_model="kernels")
     checked = 0
-    # (the LM head is left out: the tree keeps it unquantized while kernel_time._stored reads any
-    # leaf with a weight format as quantized; reported, kernel_time.py is not this module's)
-    for name in ("tokens",):
+    for name in ("tokens", "head"):
         for leaf, count in kernels.groups[name]:
             gemms = [k for k in leaf(1, 1) if isinstance(k, Gemm)]
             if gemms and leaf.leaf.weight_format is not None:
                 stored = int(leaf.leaf.total("weight_bytes").xreplace(fixed))
-                assert count * sum(g.weight_bytes for g in gemms) == pytest.approx(stored, rel=1e-12)
-                assert stored < count * sum(2 * g.n * g.k for g in gemms)
+                read = sum(2 * g.n * g.k if g.weight_bytes is None else g.weight_bytes for g in gemms)
+                assert count * read == pytest.approx(stored, rel=1e-12)
+                if name == "tokens":
+                    assert stored < count * sum(2 * g.n * g.k for g in gemms)
                 checked += 1
-    assert checked >= 3  # qkv, out, mlp
+    assert checked >= 4  # qkv, out, mlp and the LM head
+    # the head stays in bf16 as the tree keeps it (transformers' quantizers skip lm_head)
+    head = [k for leaf, _ in kernels.groups["head"] for k in leaf(1, 1) if isinstance(k, Gemm)]
+    assert [g.weight_bytes for g in head] == [None]
 
 
 # --- queueing sanity ----------------------------------------------------------------------------
