@@ -14,7 +14,7 @@ by an exact power of ten in numpy's long double (64-bit mantissa on x86): within
 exact product, so the rounding is certain unless the product lies within 1e-3 of a half. Those
 few values, and any that are not finite, out of the range of the powers of ten, or on a machine
 whose long double is a plain double, are formatted by Python itself (_python_text).
-tests/test_reports.py compares the two ways on a million values.
+tests/test_reports_sweep.py compares the two ways on a million values.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Tiers: `pytest -m "not slow"` is the fast tier for development (about two minutes on 2 cores);
 plain `pytest` is the full run. A test is slow when it takes more than about 3 s: it carries
 @pytest.mark.slow, and every test that needs one of HEAVY_FIXTURES (each takes 8-60 s to set up
-once: the gloo ranks below, test_reports.py's figures and report folders) is made slow here.
+once: the gloo ranks below, the figures and report folders of tests/test_reports*.py) is made
+slow here.
 
 Sides: a test is `measured` when its module imports torch, transformers or validate/ (the
 measured side) or when it carries @pytest.mark.measured itself; the rest are core tests of the

@@ -1,0 +1,12 @@
+"""Run the command line in-process for a test: cli.main with the output captured by pytest's capsys."""
+
+from __future__ import annotations
+
+import cli
+
+
+def run_main(args: list[str], capsys) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of `python cli.py *args`."""
+    code = cli.main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
