@@ -219,8 +219,10 @@ def validate(cfg: ModelConfig, workload: Workload, *, target: str = "hf", device
         progress(f"building {target} {cfg.name} ({workload.dtype}, {device})")
         model, inputs, prompt = build(cfg, workload, target)
         rows.append(Row("parameters", estimate.total("params"), measure.count_parameters(model)))
-        progress("counting matmul FLOPs (FlopCounterMode, forward and backward)")
-        flops = measure.matmul_flops(model, inputs, backward=True, depth=6, loss_fn=loss_fn)
+        progress("counting matmul FLOPs (FlopCounterMode, forward and backward) and recording "
+                 "the tensors saved for backward")
+        flops = measure.matmul_flops(model, inputs, backward=True, depth=6, loss_fn=loss_fn,
+                                     saved=True)  # one training pass measures both
         rows.append(Row("forward matmul FLOPs", estimate.total("flops_matmul"), flops.forward))
         rows.append(Row("backward matmul FLOPs", estimate.total("flops_matmul_backward"), flops.backward))
         if device != "fake" and workload.attention == "eager":
@@ -232,9 +234,8 @@ def validate(cfg: ModelConfig, workload: Workload, *, target: str = "hf", device
         progress("counting the output elements of the other ops (TorchDispatchMode)")
         elements = measure.other_op_elements(model, inputs)
         rows += _other_op_rows(estimate, elements, fused=workload.attention != "eager")
-        progress("recording tensors saved for backward")
-        saved = measure.saved_activation_bytes(model, inputs, loss_fn=loss_fn)
-        rows.append(Row("bytes saved for backward", estimate.total("saved_bytes"), saved.total_bytes))
+        rows.append(Row("bytes saved for backward", estimate.total("saved_bytes"),
+                        flops.saved.total_bytes))
         if blocks:
             stacks = _stacks(cfg, target)
             rows += _block_rows(estimate, "params", measure.parameters_by_module(model, depth=8), stacks)
