@@ -111,11 +111,14 @@ def _window(f: _Fields, family: str, n_layers: int) -> tuple[int | None, list[in
 
 def _pattern(n_layers: int, sliding: list[int], moe: list[int] | None) -> tuple[str, ...] | None:
     """ModelConfig.layer_pattern: which layers are dense and which have experts, or which slide,
-    where the layers differ (None where they are alike)."""
+    where the layers differ (None where they are alike). Membership in sets: a list made this
+    quadratic, minutes for a config of 100,000 layers."""
     if moe and len(moe) < n_layers:
-        return tuple("moe" if i in moe else "dense" for i in range(n_layers))
+        experts = set(moe)
+        return tuple("moe" if i in experts else "dense" for i in range(n_layers))
     if 0 < len(sliding) < n_layers:
-        return tuple("sliding" if i in sliding else "full" for i in range(n_layers))
+        slide = set(sliding)
+        return tuple("sliding" if i in slide else "full" for i in range(n_layers))
     return None
 
 

@@ -79,6 +79,23 @@ def test_a_huge_layer_count_is_one_clear_error_not_a_memory_error(family):
         parse_config(text, source="config.json", name="fuzz")
 
 
+def test_a_long_layer_pattern_is_built_in_linear_time():
+    """The fuzz above once drew a Qwen2 config of ~100,000 layers with half of them sliding: the
+    per-layer pattern tested each layer against a list (quadratic, minutes, the suite hung)."""
+    import time
+
+    layers = 99_999
+    text = json.dumps({"model_type": "qwen2", "num_hidden_layers": layers, "hidden_size": 64,
+                       "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 128,
+                       "vocab_size": 100, "use_sliding_window": True, "sliding_window": 16,
+                       "max_window_layers": layers // 2})
+    start = time.process_time()
+    cfg = parse_config(text, source="config.json", name="fuzz")
+    assert time.process_time() - start < 5  # the quadratic build took 38 s of CPU here
+    assert len(cfg.layer_pattern) == layers
+    assert cfg.layer_pattern.count("sliding") == layers - layers // 2
+
+
 OPTION_VALUES = st.one_of(
     st.integers(-3, 3).map(str),
     st.integers(10**6, 10**12).map(str),
