@@ -99,6 +99,15 @@ class StepTime:
             cls = KernelStepTime if time_model_for(hardware, time_model) == "kernels" else RooflineStepTime
         return object.__new__(cls)
 
+    def context_sums(self, query: Any, context: Any) -> Any:
+        """The context-dependent leaves' work summed over the step's sequences: a decode sequence's
+        row read from the table over context, a prefill chunk's at its own (query, context)."""
+        if query.max() == 1:  # decode only
+            return self._decode_rows(context).sum(axis=0)
+        decode = query == 1
+        total = self._decode_rows(context[decode]).sum(axis=0) if decode.any() else 0.0
+        return total + self._chunk_rows(query[~decode], context[~decode])
+
 
 class RooflineStepTime(StepTime):
     """The roofline of each leaf's two kernels (the module's docstring, "The roofline")."""
@@ -240,13 +249,7 @@ class RooflineStepTime(StepTime):
         if emitting:
             seconds += self._per_token_group("head", emitting)
         if self._sizes["context"]:
-            if query.max() == 1:  # decode only
-                total = self._decode_rows(context).sum(axis=0)
-            else:
-                decode = query == 1
-                total = self._decode_rows(context[decode]).sum(axis=0) if decode.any() else 0.0
-                total = total + self._chunk_rows(query[~decode], context[~decode])
-            seconds += self._busy(np.asarray(total))
+            seconds += self._busy(np.asarray(self.context_sums(query, context)))
         return seconds + tokens * self.all_reduce + self.per_call
 
 
@@ -524,11 +527,5 @@ class KernelStepTime(StepTime):
         emitting = len(query) if emitting is None else emitting
         seconds = self._per_token_group("tokens", int(query.sum())) + self._per_token_group("head", emitting)
         if self.groups["context"]:
-            if query.max() == 1:  # decode only
-                total = self._decode_rows(context).sum(axis=0)
-            else:
-                decode = query == 1
-                total = self._decode_rows(context[decode]).sum(axis=0) if decode.any() else 0.0
-                total = total + self._chunk_rows(query[~decode], context[~decode])
-            seconds += float(self._finish(np.asarray(total)))
+            seconds += float(self._finish(np.asarray(self.context_sums(query, context))))
         return seconds
