@@ -131,6 +131,24 @@ def test_mixed_step_is_its_parts(h100):
     assert step.seconds([512], [1024], emitting=0) < step.seconds([512], [1024], emitting=1)
 
 
+def test_decode_table_fills_only_the_contexts_a_step_asks_for(h100):
+    """A leaf read from the tree costs a sympy substitution per context (naive latent attention's
+    projections are not affine in (n, c)): a step at 32k keys once filled all 32k contexts below
+    it (two minutes for DeepSeek-V3's naive form). The rows read are the ones asked, and a row is
+    the same whichever order the table was filled in."""
+    cfg = costmodel.load_model("deepseek-v3")
+    naive = StepTime(cfg, h100, profile=serving_profile(cfg, mla="naive"))
+    assert any(kernels.fit is None for kernels, _ in naive.groups["context"])
+    first = naive.seconds([1, 1], [32768, 40])
+    assert sorted(np.flatnonzero(naive._known)) == [40, 32768]
+    again = StepTime(cfg, h100, profile=serving_profile(cfg, mla="naive"))
+    again.seconds([1], [40])
+    assert again.seconds([1, 1], [32768, 40]) == first
+    run = naive.decode_run([100, 200], 3)  # contexts 100..102 and 200..202
+    assert sorted(np.flatnonzero(naive._known)) == [40, 100, 101, 102, 200, 201, 202, 32768]
+    assert list(run) == [naive.seconds([1, 1], [100 + i, 200 + i]) for i in range(3)]
+
+
 def test_time_model_option(h100):
     cfg = costmodel.load_model("llama3-8b")
     roofline = StepTime(cfg, h100, time_model="roofline")

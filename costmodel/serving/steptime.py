@@ -359,6 +359,7 @@ class KernelStepTime(StepTime):
         self._token_seconds: dict[tuple[str, int], float] = {}
         self._layout = self._context_layout()
         self._decode_table = np.zeros((0, self._layout[1]))
+        self._known = np.zeros(0, dtype=bool)  # which contexts' rows the table holds
         self._chunks: dict[tuple[int, int], Any] = {}
 
     # -- the leaves that depend on the token count only ------------------------------------------
@@ -482,15 +483,22 @@ class KernelStepTime(StepTime):
         return seconds
 
     def _decode_rows(self, contexts: Any) -> Any:
-        """Rows of decode sequences (n = 1) at each context, from a table over c."""
+        """Rows of decode sequences (n = 1) at each context, from a table over c filled at the
+        contexts asked for (a leaf read from the tree at each c costs a sympy substitution, so a
+        step at 32k keys must not fill the 32k below it)."""
         import numpy as np
 
         top = int(contexts.max())
         if top >= len(self._decode_table):
-            size = max(top + 1, 2 * len(self._decode_table), 1024)
-            start = len(self._decode_table)
-            more = np.array([self._row(1, max(c, 1)) for c in range(start, size)]).reshape(size - start, -1)
-            self._decode_table = np.concatenate([self._decode_table, more])
+            grow = max(top + 1, 2 * len(self._decode_table), 1024) - len(self._decode_table)
+            self._decode_table = np.concatenate([self._decode_table, np.zeros((grow, self._layout[1]))])
+            self._known = np.concatenate([self._known, np.zeros(grow, dtype=bool)])
+        known = self._known[contexts]
+        if not known.all():
+            missing = np.unique(contexts[~known])
+            rows = [self._row(1, max(int(c), 1)) for c in missing]
+            self._decode_table[missing] = np.array(rows).reshape(len(missing), -1)
+            self._known[missing] = True
         return self._decode_table[contexts]
 
     def _chunk_rows(self, query: Any, context: Any) -> Any:
@@ -514,8 +522,7 @@ class KernelStepTime(StepTime):
         base = self._per_token_group("tokens", count) + self._per_token_group("head", count)
         if not self.groups["context"]:
             return np.full(steps, base)
-        self._decode_rows(keys + steps)  # grow the table first
-        rows = self._decode_table[keys[:, None] + np.arange(steps)].sum(axis=0)  # (steps, width)
+        rows = self._decode_rows(keys[:, None] + np.arange(steps)).sum(axis=0)  # (steps, width)
         return base + self._finish(rows)
 
     def seconds(self, query: Any, context: Any, emitting: int | None = None) -> float:
