@@ -115,11 +115,11 @@ def test_full_recomputation_reruns_the_forwards_tensor_parallel_collectives():
         stage = full.estimate.stages[0]
         boundary = full.estimate.numbers["boundary"]
         assert boundary == 2048 * 4096 * 2  # the layer's output, bf16
-        assert full.recomputed_collectives(stage) == [("all_reduce", 2 * 32, boundary)]
-        assert none.recomputed_collectives(stage) == selective.recomputed_collectives(stage) == []
+        assert full.estimate.recomputed_collectives(stage) == [("all_reduce", 2 * 32, boundary)]
+        assert none.estimate.recomputed_collectives(stage) == selective.estimate.recomputed_collectives(stage) == []
         rerun = full.collective("tp", "all_reduce", 2 * 32 * boundary, 2 * 32)
         assert rerun > 0
         assert full.stage(stage)["tp"] - none.stage(stage)["tp"] == pytest.approx(rerun, rel=1e-12)
         with_sp = step("full", sp=True, model=model)
-        assert with_sp.recomputed_collectives(stage) == [("reduce_scatter", 2 * 32, boundary),
-                                                         ("all_gather", 2 * 32, boundary)]
+        assert with_sp.estimate.recomputed_collectives(stage) == [("reduce_scatter", 2 * 32, boundary),
+                                                                  ("all_gather", 2 * 32, boundary)]

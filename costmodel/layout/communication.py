@@ -80,16 +80,36 @@ class RankCommunication:
                 add("pp", "all_reduce", width * n["embedding_table"])
         return out
 
+    def layer_count(self, stage: Stage, name: str) -> int:
+        """How many of `name` (row_outputs, column_inputs, sublayers, latents) the stage's layers
+        hold, summed over its layers of each kind."""
+        counts = self.structure["counts"]
+        return sum(count * counts.get(key, {}).get(name, 0) for key, count in self.layer_runs(stage).items())
+
+    def recomputed_collectives(self, stage: Stage) -> list[tuple[str, int, int]]:
+        """The collectives a recomputed forward runs again, per micro-batch: under full
+        recomputation each layer's forward is re-run in the backward, its tensor-parallel
+        collectives with it (Megatron-LM's mpu.checkpoint, megatron/mpu/random.py
+        CheckpointFunction.backward re-runs the checkpointed layers' forward, commit 83c4d95 of
+        June 2021; torch.utils.checkpoint does the same): the row-parallel outputs' all-reduces,
+        or under sequence parallelism their reduce-scatters and the column-parallel inputs'
+        all-gathers. The embedding and the head are not recomputed; selective recomputation
+        re-runs only the attention core, which has none."""
+        if self.phase != "train" or self.workload.recompute != "full":
+            return []
+        x, rows = self.numbers["boundary"], self.layer_count(stage, "row_outputs")
+        events = [("all_reduce", rows, x)] if not self.layout.sp else \
+            [("reduce_scatter", rows, x), ("all_gather", self.layer_count(stage, "sublayers"), x)]
+        return [event for event in events if event[1] and event[2]]
+
     def tensor_parallel_collectives(self, stage: Stage) -> list[tuple[str, int, int]]:
         """One micro-batch's tensor-parallel collectives as (kind, calls, payload of each call);
         "optimizer_all_reduce" once per step."""
         n, layout = self.numbers, self.layout
         x = n["boundary"]
-        counts = self.structure["counts"]
-        runs = self.layer_runs(stage)
 
         def per_layer(name: str) -> int:
-            return sum(count * counts.get(key, {}).get(name, 0) for key, count in runs.items())
+            return self.layer_count(stage, name)
 
         rows, columns, sublayers = per_layer("row_outputs"), per_layer("column_inputs"), per_layer("sublayers")
         first = int(stage.first)

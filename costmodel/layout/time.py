@@ -10,7 +10,8 @@ then data-parallel, then pipeline (Megatron's order).
 
 The overlap model (stated conventions, not measurements; each settable with Overlap):
 - tensor-parallel collectives and pipeline sends are on the critical path (exposed); under full
-  recomputation the re-run forward's tensor-parallel collectives count again (recomputed_collectives);
+  recomputation the re-run forward's tensor-parallel collectives count again
+  (ParallelEstimate.recomputed_collectives);
 - the gradient all-reduce or reduce-scatter of DDP and ZeRO-1/2 overlaps the last micro-batch's
   backward (two thirds of its compute); ZeRO-1/2's parameter all-gather after the optimizer step
   is exposed;
@@ -163,34 +164,13 @@ class StepTime:
         """Seconds of one micro-batch's tensor-parallel collectives, and of the step's once-per-step
         ones (the norms' gradients under SP)."""
         per_microbatch = per_step = 0.0
-        collectives = self.estimate.tensor_parallel_collectives(stage) + self.recomputed_collectives(stage)
+        collectives = self.estimate.tensor_parallel_collectives(stage) + self.estimate.recomputed_collectives(stage)
         for kind, calls, payload in collectives:
             if kind == "optimizer_all_reduce":
                 per_step += self.collective("tp", "all_reduce", calls * payload, calls)
             else:
                 per_microbatch += self.collective("tp", kind, calls * payload, calls)
         return per_microbatch, per_step
-
-    def recomputed_collectives(self, stage: Stage) -> list[tuple[str, int, int]]:
-        """The collectives a recomputed forward runs again, per micro-batch: under full
-        recomputation each layer's forward is re-run in the backward, its tensor-parallel
-        collectives with it (Megatron-LM's mpu.checkpoint, megatron/mpu/random.py
-        CheckpointFunction.backward re-runs the checkpointed layers' forward, commit 83c4d95 of
-        June 2021; torch.utils.checkpoint does the same): the row-parallel outputs' all-reduces,
-        or under sequence parallelism their reduce-scatters and the column-parallel inputs'
-        all-gathers. The embedding and the head are not recomputed; selective recomputation
-        re-runs only the attention core, which has none."""
-        estimate = self.estimate
-        if estimate.phase != "train" or estimate.workload.recompute != "full":
-            return []
-        counts, runs = estimate.structure["counts"], estimate.layer_runs(stage)
-        def per_layer(name: str) -> int:
-            return sum(count * counts.get(key, {}).get(name, 0) for key, count in runs.items())
-        x = estimate.numbers["boundary"]
-        rows = per_layer("row_outputs")
-        events = [("all_reduce", rows, x)] if not estimate.layout.sp else \
-            [("reduce_scatter", rows, x), ("all_gather", per_layer("sublayers"), x)]
-        return [event for event in events if event[1] and event[2]]
 
     def stage(self, stage: Stage) -> dict[str, float]:
         """One micro-batch of this rank: compute, tensor-parallel and pipeline communication."""
