@@ -24,8 +24,8 @@ The overlap model (stated conventions, not measurements; each settable with Over
 - the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it;
 - under torch.autocast (`autocast=True`: fp32 parameters, as PyTorch Lightning's precision "bf16"
   runs them) each micro-batch casts the rank's weights and their gradients and accumulates the
-  gradients in fp32 (autocast_bytes_per_parameter in costmodel/precision.py), a memory-bound pass on the
-  critical path.
+  gradients in fp32 (autocast_bytes_per_parameter in costmodel/precision.py), a memory-bound
+  pass on the critical path.
 MFU counts the model FLOPs of a named convention (costmodel/model_flops.py: dense or causal; no
 recomputation, not even flash's recompute of Q K^T); HFU counts what the kernels execute, the
 recomputed forwards included.
