@@ -131,6 +131,10 @@ def test_the_intra_node_choice_leaves_what_it_does_not_run_to_nccl():
     # A small all-reduce over two nodes: IntraNodeComm needs every rank on one host.
     assert collective_seconds(a100, "all_reduce", 8192, 16, 16, all_reduce="intra-node") == \
         collective_seconds(a100, "all_reduce", 8192, 16, 16)
+    # A PCIe node has no NVLink between its GPUs: IntraNodeComm's topology is UNKNOWN, NCCL runs.
+    l40s = load_hardware("l40s")
+    assert collective_seconds(l40s, "all_reduce", 8192, 8, 8, all_reduce="intra-node") == \
+        collective_seconds(l40s, "all_reduce", 8192, 8, 8) == pytest.approx(8192 * 2 * 7 / 8 / (32e9 * 0.8) + 1e-5)
     # It runs all-reduces only.
     assert collective_seconds(a100, "all_gather", 8192, 8, 8, all_reduce="intra-node") == \
         collective_seconds(a100, "all_gather", 8192, 8, 8)
