@@ -121,7 +121,8 @@ def _decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) ->
     workload = Workload(seq_len=source["prompt"], gen_tokens=source["gen"], batch=source["batch"],
                         attention=source["attention"], precision="pure", kv_cache=source["kv_cache"],
                         **quantization)
-    result = simulate_decode(cfg, workload, Layout(tp=run["tp"]), hardware, cuda_graphs=source["cuda_graphs"],
+    layout = Layout(tp=run["tp"], all_reduce=source.get("all_reduce", "nccl"))  # gpt-fast: ENABLE_INTRA_NODE_COMM=1
+    result = simulate_decode(cfg, workload, layout, hardware, cuda_graphs=source["cuda_graphs"],
                              time_model=time_model)
     return 1 / result["token"]["seconds_per_token"]
 

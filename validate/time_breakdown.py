@@ -137,7 +137,8 @@ def main() -> None:
             cfg, hardware = load_preset(run["model"]), run_hardware(source)
             workload = Workload(seq_len=source["prompt"], gen_tokens=source["gen"], batch=source["batch"],
                                 attention=source["attention"], precision="pure", kv_cache=source["kv_cache"])
-            token = simulate_decode(cfg, workload, Layout(tp=run["tp"]), hardware,
+            layout = Layout(tp=run["tp"], all_reduce=source.get("all_reduce", "nccl"))
+            token = simulate_decode(cfg, workload, layout, hardware,
                                     cuda_graphs=source["cuda_graphs"], time_model="kernels")["token"]
             print(f"{run['id']}: published {1e3 / run['published_tokens_per_s']:.2f} ms a token; ours compute "
                   f"{token['compute_seconds'] * 1e3:.2f} ms, all-reduce {token['tp_all_reduce_seconds'] * 1e3:.2f} ms")

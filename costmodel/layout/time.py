@@ -128,7 +128,8 @@ class StepTime:
         model (costmodel/collectives.py), under every time model."""
         if not payload or not ring_factor(kind, self.worlds[group]):
             return 0.0
-        return collective_seconds(self.hardware, kind, payload, self.worlds[group], self.spans[group], calls)
+        return collective_seconds(self.hardware, kind, payload, self.worlds[group], self.spans[group], calls,
+                                  self.estimate.layout.all_reduce)
 
     @cached_property
     def part_seconds(self) -> dict[str, tuple[float, int]]:
