@@ -21,17 +21,24 @@ def script():
 
 
 def test_mlperf_figures_are_the_loadgen_summaries(script):
-    # mlperf_log_summary.txt of Azure's NC_H100_v5_TRT llama2-70b-99.9 runs (inference_results_v4.0, 3c4a1cf)
-    assert script.MLPERF_OFFLINE == {"samples": 24576, "max_num_seqs": 1300, "tokens_per_s": 3900.33}
-    assert script.MLPERF_SERVER == {"rate": 11.97, "requests": 7200, "max_num_seqs": 640, "tokens_per_s": 3458.96,
-                                    "p99_ttft_s": 0.662330280, "p99_tpot_s": 0.171915314}
-    assert script.MLPERF_SETUP == {"model": "llama2-70b", "hardware": "h100-nvl", "tp": 2, "output": 294,
-                                   "gpu_memory_utilization": 0.90}
+    # the mlperf_log_summary.txt files and NVIDIA's config classes the script's docstring names
+    azure, dgx = script.MLPERF
+    assert (script.MLPERF_MODEL, script.MLPERF_OUTPUT, script.MLPERF_PROMPTS) == ("llama2-70b", 294, (128, 512, 1024))
+    assert (azure["hardware"], azure["tp"], azure["replicas"]) == ("h100-nvl", 2, 1)
+    assert azure["offline"] == {"samples": 24576, "max_num_seqs": 1300, "tokens_per_s": 3900.33}
+    assert azure["server"] == {"rate": 11.97, "requests": 7200, "max_num_seqs": 640, "tokens_per_s": 3458.96,
+                               "p99_ttft_s": 0.662330280, "p99_tpot_s": 0.171915314}
+    assert (dgx["hardware"], dgx["tp"], dgx["replicas"]) == ("h100-sxm", 2, 4)
+    assert dgx["offline"] == {"samples": 24576, "max_num_seqs": 896, "tokens_per_s": 24524.9}
+    assert dgx["server"] == {"rate": 75.10, "requests": 9000, "max_num_seqs": 1024, "tokens_per_s": 21605.79,
+                             "p99_ttft_s": 0.461278089, "p99_tpot_s": 0.175354317}
 
 
-def test_mlperf_offline_passes_the_published_setup(script, monkeypatch):
+@pytest.mark.parametrize("index", [0, 1])
+def test_mlperf_offline_passes_the_published_setup(script, monkeypatch, index):
     import costmodel.serving.api as api
 
+    system = script.MLPERF[index]
     seen = {}
     real_build, real_run = script.build_replica, api.run_replicas
 
@@ -39,28 +46,30 @@ def test_mlperf_offline_passes_the_published_setup(script, monkeypatch):
         seen.update(model=cfg.name, hardware=hardware.name, **options)
         return real_build(cfg, hardware, **options)
 
-    def run(requests, *args, **kwargs):
+    def run(requests, replica, step, replicas, *args, **kwargs):
         seen["lengths"] = {(r.prompt_tokens, r.output_tokens) for r in requests}
         seen["arrivals"] = {r.arrival_s for r in requests}
-        seen["count"] = len(requests)
-        return real_run(requests, *args, **kwargs)
+        seen["count"], seen["replicas"] = len(requests), replicas
+        return real_run(requests, replica, step, replicas, *args, **kwargs)
 
     monkeypatch.setattr(script, "build_replica", build)
     monkeypatch.setattr(api, "run_replicas", run)
-    ours = script.mlperf_offline(300, samples=40)
-    assert seen["hardware"] == "h100-nvl" and seen["model"].lower().startswith("llama2-70b")
+    ours = script.mlperf_offline(system, 300, samples=40)
+    assert seen["hardware"] == system["hardware"] and seen["model"].lower().startswith("llama2-70b")
     assert {k: seen[k] for k in ("scheduler", "tp", "max_num_seqs", "weight_dtype", "kv_dtype",
                                  "gpu_memory_utilization")} == {
-        "scheduler": "vllm", "tp": 2, "max_num_seqs": 1300, "weight_dtype": "fp8", "kv_dtype": "fp8",
-        "gpu_memory_utilization": 0.90}
+        "scheduler": "vllm", "tp": 2, "max_num_seqs": system["offline"]["max_num_seqs"], "weight_dtype": "fp8",
+        "kv_dtype": "fp8", "gpu_memory_utilization": 0.90}
     assert seen["lengths"] == {(300, 294)} and seen["arrivals"] == {0.0} and seen["count"] == 40
+    assert seen["replicas"] == system["replicas"]
     # the figure is the run's: 40 x 294 tokens over the simulated span, which longer prompts lengthen
-    assert 0 < ours and script.mlperf_offline(1000, samples=40) < ours
+    assert 0 < ours and script.mlperf_offline(system, 1000, samples=40) < ours
 
 
 def test_mlperf_server_passes_the_published_rate(script, monkeypatch):
     import costmodel.serving.api as api
 
+    system = script.MLPERF[1]
     seen = {}
     real_serve = api.serve
 
@@ -69,13 +78,14 @@ def test_mlperf_server_passes_the_published_rate(script, monkeypatch):
         return real_serve(model, hardware, **options)
 
     monkeypatch.setattr(api, "serve", serve)
-    ours = script.mlperf_server(200, requests=30)
-    assert {k: seen[k] for k in ("model", "hardware", "rate", "requests", "prompt", "output", "tp", "max_num_seqs",
-                                 "weight_dtype", "kv_dtype", "scheduler")} == {
-        "model": "llama2-70b", "hardware": "h100-nvl", "rate": 11.97, "requests": 30, "prompt": "200",
-        "output": "294", "tp": 2, "max_num_seqs": 640, "weight_dtype": "fp8", "kv_dtype": "fp8", "scheduler": "vllm"}
-    direct = real_serve("llama2-70b", "h100-nvl", rate=11.97, requests=30, prompt="200", output="294", seed=0,
-                        **script.mlperf_options(640)).summary()
+    ours = script.mlperf_server(system, 200, requests=40)
+    assert {k: seen[k] for k in ("model", "hardware", "rate", "requests", "prompt", "output", "replicas", "tp",
+                                 "max_num_seqs", "weight_dtype", "kv_dtype", "scheduler")} == {
+        "model": "llama2-70b", "hardware": "h100-sxm", "rate": 75.10, "requests": 40, "prompt": "200",
+        "output": "294", "replicas": 4, "tp": 2, "max_num_seqs": 1024, "weight_dtype": "fp8", "kv_dtype": "fp8",
+        "scheduler": "vllm"}
+    direct = real_serve("llama2-70b", "h100-sxm", rate=75.10, requests=40, prompt="200", output="294", seed=0,
+                        replicas=4, **script.mlperf_options(system, 1024)).summary()
     assert ours == {"tokens_per_s": direct["throughput"]["output_tokens_per_s"], "p99_ttft_s": direct["ttft"]["p99"],
                     "p99_tpot_s": direct["tpot"]["p99"]}
 
