@@ -13,8 +13,6 @@ import costmodel
 from costmodel.hardware import load_hardware
 from costmodel.serving.capacity import Target, plan_capacity
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def ray_one_cpu():
@@ -25,6 +23,7 @@ def ray_one_cpu():
     ray.shutdown()
 
 
+@pytest.mark.slow
 def test_ray_search_ranks_as_the_process_pool(ray_one_cpu):
     cfg = costmodel.load_model("llama3-8b")
     hardwares = [load_hardware("h100-sxm"), load_hardware("a100-80gb")]
@@ -41,6 +40,7 @@ def test_ray_search_ranks_as_the_process_pool(ray_one_cpu):
     assert {r["replicas"] for r in pool["feasible"]} == {1, 2, 3}
 
 
+@pytest.mark.slow
 def test_plan_cli_takes_ray(ray_one_cpu, capsys):
     from cli import main
 
