@@ -23,8 +23,9 @@ settings (tensor parallelism 2, FP8, in-flight batching up to the config's gpu_b
 of free memory for the KV cache) are NVIDIA's config classes of each round (Azure's README says
 it ran NVIDIA's). Ours: `serve` with vLLM's continuous-batching scheduler on the h100-nvl or
 h100-sxm preset, tp 2, as many replicas as engines, FP8 weights and KV cache, bf16 compute (no
-FP8 matmul peak yet: issue 22), the same sequence cap and memory fraction. Output lengths: the reference's 294 tokens per sample (fixed;
-Azure's run: 3,900.33 / 13.3588 = 292). Input lengths: no stored source gives the 24,576
+FP8 matmul peak yet: issue 22), the same sequence cap and memory fraction. Output lengths:
+the reference's 294 tokens per sample (fixed; Azure's run: 3,900.33 / 13.3588 = 292). Input
+lengths: no stored source gives the 24,576
 OpenOrca prompts' lengths (only their cap, 1,024), so each row is run at 128, 512 and 1,024
 prompt tokens and the published figure is read against that range.
 
