@@ -57,3 +57,17 @@ def test_ray_without_rate_is_one_line(capsys):
 
     assert main(["plan", "--serve", "--model", "llama3-8b", "--gpus", "1", "--ray", "local"]) == 2
     assert "--ray runs the capacity search: add --serve --rate." in capsys.readouterr().err
+
+
+def test_ray_missing_is_one_line(monkeypatch, capsys):
+    """Where Ray is not installed, --ray says how to install it (one line, exit 2)."""
+    import sys
+
+    from cli import main
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    args = ["plan", "--serve", "--model", "llama3-8b", "--hardware", "h100-sxm", "--rate", "4", "--slo-ttft", "1",
+            "--slo-tpot", "0.05", "--requests", "10", "--tp", "1", "--ray", "local"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "--ray needs Ray: pip install 'transformer-costmodel[ray]'" in err and len(err.strip().splitlines()) == 1

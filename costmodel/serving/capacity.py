@@ -129,8 +129,8 @@ def _ray_results(address: str, cfg: Any, hardwares: list[Any], scheduler: str, k
     except ImportError:
         raise ConfigError("--ray needs Ray: pip install 'transformer-costmodel[ray]' (or '.[ray]' in a checkout).") \
             from None
-    if not ray.is_initialized():
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    if not ray.is_initialized():  # a local instance without its dashboard; a cluster as it is configured
+        ray.init(address=address, **({"include_dashboard": False} if address == "local" else {}))
     by_name = {hardware.name: hardware for hardware in hardwares}
     groups: dict[tuple, list[tuple]] = {}
     for key in keys:
