@@ -35,9 +35,11 @@ def test_ray_search_ranks_as_the_process_pool(ray_one_cpu):
     pool = plan_capacity(cfg, hardwares, target, processes=2, **options)
     ray_result = plan_capacity(cfg, hardwares, target, ray_address="local", **options)
     assert ray_result == pool
-    # 12 feasible (1 to 3 replicas), the 4 A100 tp 1 configurations not (unloaded TPOT above the SLO)
+    # 12 feasible, needing different replica counts (1 H100 or 3 A100 tp 2 replicas on today's model), and the
+    # 4 A100 tp 1 configurations not (a request alone already takes over 12 ms an output token there)
     assert len(pool["feasible"]) == 12 and len(pool["infeasible"]) == 4
-    assert {r["replicas"] for r in pool["feasible"]} == {1, 2, 3}
+    assert len({r["replicas"] for r in pool["feasible"]}) >= 2
+    assert [r["gpus"] for r in pool["feasible"]] == sorted(r["gpus"] for r in pool["feasible"])
 
 
 @pytest.mark.slow
