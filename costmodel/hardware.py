@@ -59,6 +59,10 @@ class Hardware:
     efficiency: dict[str, float] = field(default_factory=lambda: {"compute": 1.0, "memory": 1.0})
     source: str = ""
     overhead_s_per_block: float = 0.0  # launch/dispatch time of one block's ops
+    # The GPU-side time each kernel of a CUDA graph's replay still takes beyond its own work (the
+    # grid's launch and the previous kernel's drain; a microbenchmark, with its source). The CPU's
+    # launch cost (overhead_s_per_block) is what a graph removes; this it keeps. 0: none known.
+    graph_kernel_s: float = 0.0
     # FLOP/s of the non-matmul ops: a GPU's non-tensor FP32 peak (norms and softmax compute in fp32
     # in these implementations whatever the dtype). Omitted (0): the fp32 matmul peak.
     vector_flops_per_s: float = 0.0
@@ -255,6 +259,8 @@ SCHEMA: dict[str, Field] = {
                                         "such as BabelStream's Dot), bytes/s: the kernel time model's rate for "
                                         "a GEMM's bytes (0 or omitted: bandwidth x efficiency's memory)", low=0),
     "overhead_s_per_block": Field(float, "fixed launch time of one block's kernels, seconds", low=0),
+    "graph_kernel_s": Field(float, "GPU-side seconds each kernel replayed from a CUDA graph takes beyond its "
+                            "work (a measured empty-kernel gap, its source in `source`); 0: none known", low=0),
     "default_dtype": Field(str, "the dtype a simulation uses when none is asked for; must have a peak"),
     "interconnect": Field(dict, "gpus_per_node, intra_node_bandwidth_bytes_per_s, "
                           "inter_node_bandwidth_bytes_per_s (per GPU, per direction), collective_latency_s, source"),
@@ -270,8 +276,8 @@ SCHEMA: dict[str, Field] = {
     "price_per_gpu_hour": Field(float, "dollars per GPU-hour (optional: a rental price, its source in "
                                 "`source`); what --price gives when not set", low=0),
 }
-OPTIONAL_NUMBERS = ("architecture", "sm_count", "clock_mhz", "clock_limit_mhz", "power_watts", "power_limit_watts",
-                    "memory_reserve_bytes", "serving_memory_utilization", "price_per_gpu_hour",
+OPTIONAL_NUMBERS = ("architecture", "graph_kernel_s", "sm_count", "clock_mhz", "clock_limit_mhz", "power_watts",
+                    "power_limit_watts", "memory_reserve_bytes", "serving_memory_utilization", "price_per_gpu_hour",
                     "gemv_bandwidth_bytes_per_s")
 INTERCONNECT: dict[str, Field] = {
     "gpus_per_node": Field(int, "GPUs one node (NVLink domain) holds", low=1),

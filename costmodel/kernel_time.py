@@ -27,7 +27,9 @@ A kernel's time:
     for padded to the next one) at the kernel's published efficiency for
     the GPU's architecture and the sequence length (costmodel/kernel_facts.json);
   - memory-bound kernels: the larger of bytes / achievable bandwidth and FLOPs / vector peak;
-  - each active leaf pays the hardware's launch overhead per block, none under CUDA graphs.
+  - each active leaf pays the hardware's launch overhead per block (the CPU's launches); under
+    CUDA graphs none, but each kernel the leaf launches pays the GPU-side gap a graph's replay
+    keeps (the hardware's graph_kernel_s, a measured empty kernel; 0 where none is published).
 `leaves_time` is the one function that gives the time of a set of leaves (a step, a stage).
 No torch here, and no sympy until a leaf's shapes are read from the tree (plan's cached kernels
 need neither).
@@ -157,7 +159,9 @@ class KernelTimer:
         self.vector = hardware.vector_flops_per_s * eff.compute
         self.sms = hardware.sm_count or 1
         self.fused_attention = attention in ("sdpa", "flash")
+        # Launches: per active leaf, the CPU's (eager); per kernel, the GPU's under a CUDA graph.
         self.launch_s = 0.0 if cuda_graphs else hardware.overhead_s_per_block
+        self.graph_kernel_s = hardware.graph_kernel_s if cuda_graphs else 0.0
         self.compiled = compiled  # torch.compile's fusions (kernel_facts.json "compile")
         facts = kernel_facts()
         self.tiles = [tuple(t) for t in facts["gemm_tiles"]["values"]]
@@ -175,6 +179,12 @@ class KernelTimer:
         # The backward's efficiency over the forward's, where the kernel's paper gives both.
         self.attention_backward_ratio = float(entry.get("backward_ratio", 1.0))
         self.memo: dict[tuple[Any, bool], float] = {}  # (kernel, backward) -> seconds
+
+    def launch_seconds(self, launches: int) -> float:
+        """The launch term of one pass of a leaf that launches `launches` kernels (launches_of):
+        the per-block overhead if it launches any (eager), plus graph_kernel_s for each kernel
+        (under CUDA graphs; 0 otherwise)."""
+        return self.launch_s * bool(launches) + self.graph_kernel_s * launches
 
     def waves(self, gemm: Gemm, tile: tuple[int, int]) -> int:
         tiles = math.ceil(gemm.m / tile[0]) * math.ceil(gemm.n / tile[1]) * gemm.count
@@ -411,7 +421,7 @@ def kernels_seconds(kernels: Iterable[Any], timer: KernelTimer, training: bool =
 
 def leaves_time(leaves: Iterable[Any], subs: dict, timer: KernelTimer, training: bool = False) -> LeavesTime:
     """The time of a set of leaves (a pass, a stage's micro-batch) as their kernels run one
-    after another (leaf_seconds), each active leaf paying the launch overhead per pass."""
+    after another (leaf_seconds), each active leaf paying its launches per pass (launch_seconds)."""
     total = launches = 0.0
     rows = []
     for leaf in leaves:
@@ -420,7 +430,7 @@ def leaves_time(leaves: Iterable[Any], subs: dict, timer: KernelTimer, training:
         if not kernels or not count:
             continue
         passes = (3 if training else 1)
-        launch = passes * timer.launch_s * bool(launches_of(leaf, kernels, timer.compiled))
+        launch = passes * timer.launch_seconds(launches_of(leaf, kernels, timer.compiled))
         seconds = count * (one_run + launch)
         total += seconds
         launches += count * launch

@@ -164,10 +164,38 @@ def test_cuda_graphs_remove_the_launch_overhead():
     subs = inference_subs(cfg, "bf16", 1, 1, context=205)
     eager = leaves_time(decode.leaves, subs, a100())
     graphed = leaves_time(decode.leaves, subs, a100(cuda_graphs=True))
+    # The A100's file states no per-kernel figure under graphs (none published): nothing is left.
+    assert load_hardware("a100-80gb").graph_kernel_s == 0
     assert graphed.launch_seconds == 0 and eager.launch_seconds > 0
     assert eager.seconds - graphed.seconds == pytest.approx(eager.launch_seconds)
     # Per active block, 10 us: 32 layers x 9 blocks + embedding, final norm and head.
     assert eager.launch_seconds == pytest.approx((32 * 9 + 3) * 1e-5)
+
+
+def test_cuda_graphs_keep_each_kernels_gpu_side_launch():
+    """A graph removes the CPU's per-block launches; each kernel still takes the GPU-side gap of
+    an empty kernel replayed from a graph: 1.3 us on an H100 (Hazy Research, 'Look Ma, No
+    Bubbles!', 2025), 0.8 us on a B200 (Mirage Persistent Kernel, arXiv:2512.22219, 6.6)."""
+    cfg = load_preset("llama2-7b")
+    profile = profile_for(cfg, Workload(attention="sdpa"), dropout=False, kv_cache="static")
+    decode = CostModel(cfg, profile, phase="decode")
+    subs = inference_subs(cfg, "bf16", 1, 1, context=205)
+    h100 = load_hardware("h100-sxm")
+    assert h100.graph_kernel_s == 1.3e-6 and load_hardware("b200").graph_kernel_s == 0.8e-6
+    eager = leaves_time(decode.leaves, subs, KernelTimer(h100, "bf16"))
+    graphed = leaves_time(decode.leaves, subs, KernelTimer(h100, "bf16", cuda_graphs=True))
+    # Eager: the per-block overhead only, as on the A100 (no per-kernel term outside a graph).
+    assert eager.launch_seconds == pytest.approx((32 * 9 + 3) * 1e-5)
+    # Kernels a layer launches: two norms, three QKV GEMMs, RoPE, the fused attention call, the
+    # output GEMM, two residual adds, the MLP's three GEMMs and its activation (14); then the
+    # embedding, the final norm and the head: 32 x 14 + 3 = 451 kernels.
+    assert graphed.launch_seconds == pytest.approx(451 * 1.3e-6)
+    assert eager.seconds - graphed.seconds == pytest.approx((32 * 9 + 3) * 1e-5 - 451 * 1.3e-6)
+    # torch.compile: a layer's two norms run inside the residual adds' kernels, 12 a layer.
+    compiled = leaves_time(decode.leaves, subs, KernelTimer(h100, "bf16", cuda_graphs=True, compiled=True))
+    assert compiled.launch_seconds == pytest.approx((32 * 12 + 3) * 1.3e-6)
+    # The prefill runs eagerly (roofline.KernelSteps' prefill timer): no per-kernel term there.
+    assert KernelTimer(h100, "bf16").graph_kernel_s == 0
 
 
 def test_a_gemm_of_less_than_a_wave_splits_k_over_the_idle_sms():

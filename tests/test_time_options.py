@@ -27,6 +27,31 @@ def test_cuda_graphs_remove_the_per_block_overhead_of_decode_steps_only():
     assert float(eager.prefill(1, 5)[1]) == float(graphed.prefill(1, 5)[1])  # the prefill runs eagerly
 
 
+def test_a_layouts_graphed_decode_step_pays_each_kernels_gpu_side_launch():
+    """With a layout (KernelStepTime), a decode step under --cuda-graphs drops the per-block
+    overhead and pays hardware.graph_kernel_s (1.3 us on an H100) for each kernel a rank launches;
+    the roofline, which states no kernels, pays neither."""
+    from costmodel.layout import Layout, ParallelEstimate
+    from costmodel.layout.kernel_step import KernelStepTime
+    from costmodel.layout.time import StepTime
+
+    cfg, h100 = load_preset("llama2-7b"), load_hardware("h100-sxm")
+    estimate = ParallelEstimate(cfg, Workload(seq_len=205, batch=1, attention="sdpa"), Layout(tp=2), phase="decode")
+    eager, graphed = KernelStepTime(estimate, h100), KernelStepTime(estimate, h100, cuda_graphs=True)
+    # One rank's kernels: a layer's 14 on one GPU (test_kernel_time) and the dynamic KV cache's
+    # append in the QKV leaf, 15; 32 x 15 + the embedding, the final norm and the head. Active
+    # blocks: 32 x 9 + 3.
+    runs = graphed.part_runs(estimate.stages[0])
+    assert sum(runs[key] * n for key, n in graphed.part_kernels.items()) == 32 * 15 + 3
+    saved = eager.token()["compute_seconds"] - graphed.token()["compute_seconds"]
+    assert saved == pytest.approx((32 * 9 + 3) * 1e-5 - (32 * 15 + 3) * 1.3e-6)
+    roof_eager, roof_graphed = StepTime(estimate, h100), StepTime(estimate, h100, cuda_graphs=True)
+    assert roof_graphed.part_kernels == {}
+    roof_saved = roof_eager.token()["compute_seconds"] - roof_graphed.token()["compute_seconds"]
+    assert roof_saved == pytest.approx(sum(roof_eager.part_runs(estimate.stages[0])[k] * blocks
+                                           for k, (_, blocks) in roof_eager.part_seconds.items()) * 1e-5)
+
+
 def test_quantized_weights_are_read_as_stored():
     # int8 (LLM.int8 layout): one byte a weight and an fp32 absmax per output row, instead of 2
     # bytes a weight; the embedding and head stay bf16.

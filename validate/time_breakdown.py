@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from costmodel.config import Workload
-from costmodel.kernel_time import AttentionCall, Gemm, KernelTimer, inference_subs, leaf_kernels
+from costmodel.kernel_time import AttentionCall, Gemm, KernelTimer, inference_subs, launches_of, leaf_kernels
 from costmodel.layout import Layout
 from costmodel.layout.timing import simulate_decode
 from costmodel.presets import load_preset
@@ -44,8 +44,7 @@ def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]
             if isinstance(kernel, Gemm):
                 weight_bytes += count * (kernel.weight_bytes if kernel.weight_bytes is not None
                                          else timer.element_bytes * kernel.k * kernel.n)
-        if kernels:
-            split["launches"] += count * timer.launch_s
+        split["launches"] += count * timer.launch_seconds(launches_of(leaf, len(kernels), timer.compiled))
     split["weights GB/s"] = weight_bytes / split["weight GEMMs"] / 1e9
     return dict(split)
 

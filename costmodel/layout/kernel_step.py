@@ -147,6 +147,8 @@ class KernelStepTime(StepTime):
                  compiled: bool = False, autocast: bool = False):
         super().__init__(estimate, hardware, efficiency, flops_convention, cuda_graphs, overlap, autocast)
         check_kernel_model(hardware)
+        # A decode step replayed from a CUDA graph: each kernel's GPU-side gap (kernel_time.KernelTimer).
+        self.graph_kernel_s = hardware.graph_kernel_s if cuda_graphs and estimate.phase == "decode" else 0.0
         workload = estimate.workload
         # A training step keeps the GPU saturated: its GEMMs at the sustained (power-limited)
         # matmul efficiency where the hardware file states one (kernel_time.KernelTimer).
@@ -156,6 +158,14 @@ class KernelStepTime(StepTime):
         self.fp8_timer = None if estimate.layout.fp8 is None else \
             _timer(hardware, workload.dtype, workload.attention, efficiency, compiled, matmul_dtype="fp8",
                    sustained=sustained)
+
+    @cached_property
+    def part_kernels(self) -> dict[str, int]:
+        """Per part (one run of its leaves on one rank): the kernels its leaves launch (launches_of)."""
+        out: dict[str, int] = {}
+        for key, _, launches, kernels in rank_kernels(self.estimate, self.timer.fused_attention, self.timer.compiled):
+            out[key] = out.get(key, 0) + (len(kernels) if launches else 0)
+        return out
 
     @cached_property
     def part_seconds(self) -> dict[str, tuple[float, int]]:

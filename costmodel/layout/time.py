@@ -96,8 +96,11 @@ class StepTime:
         self.autocast = autocast
         self.overlap = overlap or Overlap()
         self.flops_convention = check_convention(flops_convention)
-        # Launch overhead per block; none for decode steps replayed from a CUDA graph.
+        # Launch overhead per block; none for decode steps replayed from a CUDA graph. What such a
+        # replay still takes per kernel (hardware.graph_kernel_s) needs the kernels: the kernel
+        # model's KernelStepTime charges it (part_kernels); the roofline states no kernels.
         self.overhead_s = 0.0 if cuda_graphs and estimate.phase == "decode" else hardware.overhead_s_per_block
+        self.graph_kernel_s = 0.0
         eff = efficiency or Efficiency(**hardware.efficiency)
         dtype = estimate.workload.dtype
         self.peak = hardware.peak(dtype)
@@ -148,15 +151,21 @@ class StepTime:
             out[leaf["key"]] = (seconds + busy, active + int(leaf["active"]))
         return out
 
+    @property
+    def part_kernels(self) -> dict[str, int]:
+        """Per part (one run of its leaves): the kernels it launches; the roofline states none."""
+        return {}
+
     def compute(self, stage: Stage) -> float:
         """One micro-batch's forward (and backward, training) on one rank of this pipeline stage."""
-        seconds, active = 0.0, 0
+        seconds, active, kernels = 0.0, 0, 0
         for key, count in self.part_runs(stage).items():
             part, blocks = self.part_seconds.get(key, (0.0, 0))
             seconds += count * part
             active += count * blocks
+            kernels += count * self.part_kernels.get(key, 0)
         passes = 3 if self.estimate.phase == "train" else 1  # a backward runs about twice the forward's ops
-        return seconds + passes * active * self.overhead_s
+        return seconds + passes * (active * self.overhead_s + kernels * self.graph_kernel_s)
 
     def part_runs(self, stage: Stage) -> dict[str, int]:
         """How many times each part's leaves run on this rank in one micro-batch."""
