@@ -15,6 +15,7 @@ from typing import Any
 from costmodel.config import ModelConfig, Workload
 from costmodel.hardware import load_hardware
 from costmodel.layout import Layout, ParallelEstimate
+from costmodel.layout.spec import empty_edge_chunks
 from costmodel.layout.time import Overlap, StepTime
 from costmodel.published import (KORTHIKANTI_TABLE_5, NARAYANAN_DP_OVERLAP, NARAYANAN_TABLE_1,
                                  narayanan_parameters)
@@ -165,9 +166,13 @@ def train_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> f
     else:
         cfg = load_preset(run["model"])
     micro = run.get("micro_batch", source.get("micro_batch"))
+    virtual = source.get("virtual_stages", 1)
+    stages = run["pp"] * virtual
     layout = Layout(tp=run["tp"], pp=run["pp"], dp=run["dp"], sp=source.get("sp", True),
                     zero=source.get("zero", 1), framework=source.get("framework", "megatron"),
-                    microbatches=run["global_batch"] // (run["dp"] * micro))
+                    microbatches=run["global_batch"] // (run["dp"] * micro),
+                    schedule=source.get("schedule", "1f1b"), virtual_stages=virtual,
+                    stage_layers=empty_edge_chunks(cfg.n_layers, stages) if source.get("empty_edge_chunks") else None)
     workload = Workload(seq_len=run["seq_len"], batch=micro, dtype=source["dtype"], impl="megatron",
                         attention=source["attention"])
     step = step_time(ParallelEstimate(cfg, workload, layout), hardware, time_model=time_model).step()

@@ -14,7 +14,7 @@ from costmodel.collectives import nccl_facts
 from costmodel.hardware import load_hardware
 from costmodel.layout import ParallelEstimate
 from costmodel.layout.time import StepTime
-from reports.published_runs import narayanan_runs
+from reports.published_runs import narayanan_runs, other_runs_data
 
 H, V_SHARD, TOKENS = 16384, 51200 // 8, 2048
 BOUNDARY = 2 * TOKENS * H  # fp16 bytes of one micro-batch's hidden states: 67,108,864
@@ -137,3 +137,38 @@ def test_the_step_adds_every_term():
     parts = (step["compute_seconds"] + exposed["tp"] + exposed["pp"] + exposed["dp"] + step["bubble_seconds"]
              + step["optimizer_seconds"] + step["gradient_accumulation_seconds"])
     assert step["seconds"] == pytest.approx(parts, rel=1e-12)
+
+
+def test_empty_edge_chunks_put_the_layers_between_an_embedding_and_a_head_chunk():
+    from costmodel.config import ConfigError
+    from costmodel.layout.spec import empty_edge_chunks
+
+    assert empty_edge_chunks(126, 128) == (0,) + (1,) * 126 + (0,)
+    assert empty_edge_chunks(7, 5) == (0, 3, 2, 2, 0)
+    with pytest.raises(ConfigError, match="at least 3 pipeline stages"):
+        empty_edge_chunks(4, 2)
+
+
+def test_llama_3s_pipeline_as_section_3_3_2_states_it():
+    """The 8k- and 16k-GPU rows of Llama 3 405B (Table 4): the interleaved schedule whose first
+    and last chunks hold only the embedding and only the head, one layer fewer on the first and
+    last ranks, so a chunk is one layer and V = 8 (16 x 8 - 2 = 126 layers,
+    costmodel/published_runs.json). The same 2,048 sequences a step: doubling dp halves the
+    micro-batches a pipeline (32 -> 16), so the bubble (p - 1)/(v m) doubles (15/256 -> 15/128),
+    and the model's 16k / 8k ratio follows the published 400 / 430 (1F1B made it 0.81)."""
+    from costmodel.layout import Layout
+    from costmodel.presets import load_preset
+    from reports.published_runs import train_run
+
+    data = other_runs_data()
+    source = data["sources"]["llama3"]
+    assert (source["schedule"], source["virtual_stages"], source["empty_edge_chunks"]) == ("interleaved", 8, True)
+    assert 16 * source["virtual_stages"] - 2 == load_preset("llama3.1-405b").n_layers == 126
+    runs = {r["dp"]: r for r in data["runs"] if r["id"].startswith("llama3")}
+    eight, sixteen = (train_run(runs[dp], source, "kernels") for dp in (64, 128))
+    published = runs[128]["published_tflops_per_gpu"] / runs[64]["published_tflops_per_gpu"]
+    assert sixteen / eight == pytest.approx(published, abs=0.015)
+    assert Layout(pp=16, microbatches=16, schedule="interleaved", virtual_stages=8).bubble() == 15 / 8
+    # both rows too fast by 12-13%: the H100's GEMMs at the sustained MSMF, every send exposed
+    assert 1.08 <= eight / runs[64]["published_tflops_per_gpu"] <= 1.16
+    assert 1.08 <= sixteen / runs[128]["published_tflops_per_gpu"] <= 1.16
