@@ -82,7 +82,8 @@ class RankCommunication:
         gradient backward unless it is the first; it receives as much (FINDINGS 10.4). A send
         is the boundary (b n d elements); under sequence parallelism the rank's 1/tp shard of
         it; without, Megatron-LM's scatter/gather (Framework.pp_scatter_gather) sends 1/tp of
-        it from each tensor-parallel rank and all-gathers the whole on the receiver."""
+        it from each tensor-parallel rank and all-gathers the whole on the receiver (training
+        steps; a decode step's sends are left as they were)."""
         layout = self.layout
         if layout.pp == 1:
             return 0, 0, 0
@@ -93,7 +94,7 @@ class RankCommunication:
         boundary = self.numbers["boundary"]
         if layout.sp:
             return crossings, boundary // layout.tp, 0
-        if self.framework.pp_scatter_gather and layout.tp > 1:
+        if self.framework.pp_scatter_gather and layout.tp > 1 and self.phase == "train":  # decode: not modelled
             return crossings, boundary // layout.tp, boundary
         return crossings, boundary, 0
 
