@@ -21,7 +21,13 @@ The overlap model (stated conventions, not measurements; each settable with Over
   GPipe, 1F1B and interleaving; a third of 1F1B's for ZB-H1 and DualPipeV, a sixth for ZB-V);
 - expert parallelism's all-to-alls are exposed, except under DualPipeV, which hides them behind
   the other chunk's compute (DeepSeek-V3 report, section 3.2.1);
-- the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it.
+- the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it;
+- pipelined steps (facts of Megatron-LM's code, ParallelEstimate.pipeline_exchange): the sends
+  block (exposed), scattered over the tensor-parallel ranks and all-gathered on the receiver where
+  the framework does (Framework.pp_scatter_gather); a tied embedding's gradient is all-reduced
+  between the first and the last stage once a step, exposed; in fp16, where the framework does not
+  fuse gradient accumulation into the weight-gradient GEMM, each micro-batch after the first adds
+  its gradient in place, a memory-bound pass (Framework.fp16_gradient_accumulation).
 MFU counts the model FLOPs of a named convention (costmodel/model_flops.py: dense or causal; no
 recomputation, not even flash's recompute of Q K^T); HFU counts what the kernels execute, the
 recomputed forwards included.
