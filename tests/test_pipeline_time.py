@@ -155,7 +155,7 @@ def test_llama_3s_pipeline_as_section_3_3_2_states_it():
     last ranks, so a chunk is one layer and V = 8 (16 x 8 - 2 = 126 layers,
     costmodel/published_runs.json). The same 2,048 sequences a step: doubling dp halves the
     micro-batches a pipeline (32 -> 16), so the bubble (p - 1)/(v m) doubles (15/256 -> 15/128),
-    and the model's 16k / 8k ratio follows the published 400 / 430 (1F1B made it 0.81)."""
+    and the model's 16k / 8k ratio follows the published 400 / 430 (1F1B made it 0.75)."""
     from costmodel.layout import Layout
     from costmodel.presets import load_preset
     from reports.published_runs import train_run
