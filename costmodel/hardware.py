@@ -90,6 +90,10 @@ class Hardware:
     # at its power limit and the clock below boost (MSMF, a microbenchmark): the kernel model's GEMM
     # efficiency for training steps, which run the GPU saturated. Omitted for a dtype: matmul_efficiency.
     sustained_matmul_efficiency: dict[str, float] = field(default_factory=dict)
+    # The bandwidth a kernel that streams memory once and reduces it on chip reaches (a GEMV's
+    # weights: a read-and-reduce microbenchmark such as BabelStream's Dot, with its source): the
+    # kernel-level time model's rate for the bytes of a GEMM. 0: bandwidth x efficiency's memory.
+    gemv_bandwidth_bytes_per_s: float = 0.0
     # The GPU generation (ampere, ada, hopper, blackwell, cdna3): which published attention-kernel
     # efficiencies apply (costmodel/kernel_facts.json). Empty: none do.
     architecture: str = ""
@@ -247,6 +251,9 @@ SCHEMA: dict[str, Field] = {
     "sustained_matmul_efficiency": Field(dict, "per dtype, the fraction of its peak matmuls hold under sustained "
                                          "full load (a microbenchmark such as MSMF), each in (0, 1]; the kernel "
                                          "time model's GEMM efficiency for training steps (omitted: matmul_efficiency)"),
+    "gemv_bandwidth_bytes_per_s": Field(float, "the bandwidth a read-and-reduce stream reaches (a microbenchmark "
+                                        "such as BabelStream's Dot), bytes/s: the kernel time model's rate for "
+                                        "a GEMM's bytes (0 or omitted: bandwidth x efficiency's memory)", low=0),
     "overhead_s_per_block": Field(float, "fixed launch time of one block's kernels, seconds", low=0),
     "default_dtype": Field(str, "the dtype a simulation uses when none is asked for; must have a peak"),
     "interconnect": Field(dict, "gpus_per_node, intra_node_bandwidth_bytes_per_s, "
@@ -264,7 +271,8 @@ SCHEMA: dict[str, Field] = {
                                 "`source`); what --price gives when not set", low=0),
 }
 OPTIONAL_NUMBERS = ("architecture", "sm_count", "clock_mhz", "clock_limit_mhz", "power_watts", "power_limit_watts",
-                    "memory_reserve_bytes", "serving_memory_utilization", "price_per_gpu_hour")
+                    "memory_reserve_bytes", "serving_memory_utilization", "price_per_gpu_hour",
+                    "gemv_bandwidth_bytes_per_s")
 INTERCONNECT: dict[str, Field] = {
     "gpus_per_node": Field(int, "GPUs one node (NVLink domain) holds", low=1),
     "intra_node_bandwidth_bytes_per_s": Field(float, "between two GPUs of a node, per direction", low=0),

@@ -17,7 +17,11 @@ A kernel's time:
     FLOPs at the SM's share of the large-GEMM rate (the hardware's matmul_efficiency, a
     microbenchmark; in a training step its sustained_matmul_efficiency where measured: the GPU
     runs saturated at the clock its power limit allows); no GEMM runs faster than its bytes at
-    the achievable bandwidth;
+    the bandwidth a read-and-reduce stream reaches (the hardware's gemv_bandwidth, a
+    microbenchmark; else the achievable bandwidth); a weight-only quantized GEMM of one or two
+    tokens (a GEMV) whose kernel has a published batch-1 speed (kernel_facts.json
+    "weight_only_gemv") moves its stored bytes at that fraction of the GEMV rate, in place of
+    the tile model (whose tiles of 64 rows and more a GEMV's kernel does not use);
   - fused attention: the FLOPs the kernel executes (blocks of 128 x 128; a causal mask skips the
     blocks above the diagonal, a window those before it; a head width the kernel is not compiled
     for padded to the next one) at the kernel's published efficiency for
@@ -58,6 +62,7 @@ class Gemm:
     k: int
     count: int = 1
     weight_bytes: float | None = None  # a quantized weight as stored (None: e bytes per element)
+    weight_dtype: str | None = None  # the quantized format's dtype (int8, int4, ...; None: unquantized)
 
     @property
     def flops(self) -> int:
@@ -146,6 +151,9 @@ class KernelTimer:
         self.matmul_efficiency = eff.compute if efficiency is not None else measured
         self.sustained = sustained
         self.bandwidth = hardware.bandwidth_bytes_per_s * eff.memory
+        # A GEMM's bytes: the measured read-and-reduce rate, unless an efficiency is given.
+        measured_gemv = efficiency is None and hardware.gemv_bandwidth_bytes_per_s > 0
+        self.gemv_bandwidth = hardware.gemv_bandwidth_bytes_per_s if measured_gemv else self.bandwidth
         self.vector = hardware.vector_flops_per_s * eff.compute
         self.sms = hardware.sm_count or 1
         self.fused_attention = attention in ("sdpa", "flash")
@@ -161,6 +169,9 @@ class KernelTimer:
         # The head widths FlashAttention-2 is compiled for, where its figures apply (a head of
         # another width runs the next one up, padded); elsewhere the head's own width.
         self.attention_head_dims = tuple(facts["attention_head_dims"]["values"]) if entry else ()
+        # Weight-only GEMV kernels' published speed on this architecture: dtype -> (tokens, fraction).
+        self.weight_only_gemv = {e["weight_dtype"]: (int(e["tokens"]), float(e["bandwidth_fraction"]))
+                                 for e in facts["weight_only_gemv"] if e["architecture"] == hardware.architecture}
         # The backward's efficiency over the forward's, where the kernel's paper gives both.
         self.attention_backward_ratio = float(entry.get("backward_ratio", 1.0))
         self.memo: dict[tuple[Any, bool], float] = {}  # (kernel, backward) -> seconds
@@ -193,7 +204,10 @@ class KernelTimer:
     def gemm_seconds(self, gemm: Gemm, tile: tuple[int, int] | None = None) -> float:
         weights = self.element_bytes * gemm.k * gemm.n if gemm.weight_bytes is None else gemm.weight_bytes
         moved = gemm.count * (self.element_bytes * (gemm.m * gemm.k + gemm.m * gemm.n) + weights)
-        return max(self.gemm_compute_seconds(gemm, tile), moved / self.bandwidth)
+        tokens, fraction = self.weight_only_gemv.get(gemm.weight_dtype, (0, 1.0))
+        if gemm.m <= tokens:  # a published weight-only GEMV: its bytes at its measured rate
+            return moved / (self.gemv_bandwidth * fraction)
+        return max(self.gemm_compute_seconds(gemm, tile), moved / self.gemv_bandwidth)
 
     def attention_efficiency(self, n_kv: int) -> float:
         """The fused kernel's published efficiency at this length (log-linear between the
@@ -326,7 +340,10 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
     weights = sum(out * inner * how_many for out, inner, how_many in shapes)
     if weights and flops % (2 * weights) == 0:
         tokens = int(flops // (2 * weights))
-        return [Gemm(tokens, out, inner, weight_bytes=_stored(leaf, out, inner, subs) if quantized else None)
+        stored = quantized and getattr(leaf, "weight_format", None) is not None
+        dtype = leaf.weight_format.dtype if stored else None
+        return [Gemm(tokens, out, inner, weight_bytes=_stored(leaf, out, inner, subs) if quantized else None,
+                     weight_dtype=dtype)
                 for out, inner, how_many in shapes for _ in range(how_many)]
     return [Pointwise(_number(cost.bytes_matmul, subs), 0.0), MatmulCompute(flops)]
 

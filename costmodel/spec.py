@@ -122,6 +122,11 @@ RANK_BY = Choices({"time": "step time (time per output token with --serve)",
 FRAMEWORK_NAMES = Choices({"megatron": "Megatron-LM", "deepspeed": "DeepSpeed", "fsdp2": "torch's FSDP2"})
 SCHEDULES = Choices({"gpipe": "", "1f1b": "", "interleaved": "", "zb-h1": "", "zbv": "", "dualpipev": ""})
 CP_ROTATES = Choices({"allgather": "torch's", "ring": ""})  # how context parallelism moves keys and values
+#: Which code runs an all-reduce inside a node (costmodel/collectives.py; data in nccl_facts.json).
+ALL_REDUCES = Choices({
+    "nccl": "NCCL's, at its measured bus bandwidth",
+    "intra-node": "PyTorch's IntraNodeComm one-shot/two-shot kernels (ENABLE_INTRA_NODE_COMM=1) up to 10 MiB, NCCL above",
+})
 FP8_RECIPES = Choices({  # layout/fp8.py has each recipe's scales and sources
     "tensorwise": "torchao's, one scale per tensor",
     "rowwise": "torchao's, one scale per row",

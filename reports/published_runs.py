@@ -147,14 +147,16 @@ def _decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) ->
     workload = Workload(seq_len=source["prompt"], gen_tokens=source["gen"], batch=source["batch"],
                         attention=source["attention"], precision="pure", kv_cache=source["kv_cache"],
                         **quantization)
-    result = simulate_decode(cfg, workload, Layout(tp=run["tp"]), hardware, cuda_graphs=source["cuda_graphs"],
+    layout = Layout(tp=run["tp"], all_reduce=source.get("all_reduce", "nccl"))  # gpt-fast: ENABLE_INTRA_NODE_COMM=1
+    result = simulate_decode(cfg, workload, layout, hardware, cuda_graphs=source["cuda_graphs"],
                              time_model=time_model)
     return 1 / result["token"]["seconds_per_token"]
 
 
-def train_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
-    """Model TFLOP/s per GPU (MFU x the bf16 peak)."""
-    from costmodel.layout.timing import step_time
+def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEstimate, Any, dict[str, Any]]:
+    """One training run of published_runs.json as the model sees it: the estimate (model, workload,
+    layout), the hardware, and the StepTime options its source states (autocast: fp32 parameters
+    cast each micro-batch, as PyTorch Lightning's precision "bf16" runs them)."""
     from costmodel.presets import load_preset
 
     hardware = run_hardware(source)
@@ -175,7 +177,15 @@ def train_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> f
                     stage_layers=empty_edge_chunks(cfg.n_layers, stages) if source.get("empty_edge_chunks") else None)
     workload = Workload(seq_len=run["seq_len"], batch=micro, dtype=source["dtype"], impl="megatron",
                         attention=source["attention"])
-    step = step_time(ParallelEstimate(cfg, workload, layout), hardware, time_model=time_model).step()
+    return ParallelEstimate(cfg, workload, layout), hardware, {"autocast": source.get("autocast", False)}
+
+
+def train_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
+    """Model TFLOP/s per GPU (MFU x the bf16 peak)."""
+    from costmodel.layout.timing import step_time
+
+    estimate, hardware, options = train_setup(run, source)
+    step = step_time(estimate, hardware, time_model=time_model, **options).step()
     return step["mfu"] * hardware.peak(source["dtype"]) / 1e12
 
 

@@ -123,3 +123,62 @@ def test_full_recomputation_reruns_the_forwards_tensor_parallel_collectives():
         with_sp = step("full", sp=True, model=model)
         assert with_sp.estimate.recomputed_collectives(stage) == [("reduce_scatter", 2 * 32, boundary),
                                                                   ("all_gather", 2 * 32, boundary)]
+
+
+def test_autocast_moves_each_parameter_once_a_micro_batch_each_way_and_accumulates_in_fp32():
+    """torch.autocast with fp32 parameters (PyTorch Lightning's precision "bf16", FlashAttention-2's
+    training runs): each micro-batch casts a weight (read 4, write 2 bytes) and its gradient back
+    (read 2, write 4), and the second micro-batch on adds into the fp32 .grad (read 8, write 4)."""
+    from costmodel.config import ConfigError
+    from costmodel.precision import autocast_bytes_per_parameter
+
+    assert autocast_bytes_per_parameter(1, 2) == 12  # one micro-batch: the two casts only
+    assert autocast_bytes_per_parameter(3, 2) == 3 * 12 + 2 * 12
+    assert autocast_bytes_per_parameter(8, 2) == 180  # FlashAttention-2's 1.3B at 2k: 8 micro-batches
+    assert autocast_bytes_per_parameter(16, 2) == 372  # its 2.7B at 2k: 16
+    with pytest.raises(ConfigError, match="16-bit"):
+        autocast_bytes_per_parameter(4, 4)  # fp32 activations: autocast casts nothing
+    with pytest.raises(ConfigError, match="micro-batch"):
+        autocast_bytes_per_parameter(0, 2)
+
+
+@pytest.mark.parametrize("time_model", ["roofline", "kernels"])
+def test_autocast_adds_its_casts_to_the_step_under_both_time_models(time_model):
+    from costmodel.config import ModelConfig
+    from costmodel.layout import Layout, ParallelEstimate
+    from costmodel.layout.timing import step_time
+
+    # An odd GPT (hidden 96, 3 heads, 5 layers, vocabulary 99, 37 positions, tied, with biases):
+    # 12 L d^2 + 13 L d + V d + n d + 2 d parameters.
+    cfg = ModelConfig(name="odd", family="gpt", vocab_size=99, d_model=96, n_heads=3, d_ff=384,
+                      n_decoder_layers=5, max_positions=37, position="learned", norm="layernorm",
+                      activation="gelu", dropout=0.1)
+    params = 12 * 5 * 96**2 + 13 * 5 * 96 + 99 * 96 + 37 * 96 + 2 * 96
+    assert params == 572448
+    estimate = ParallelEstimate(cfg, Workload(seq_len=37, batch=2, dtype="bf16", attention="flash"),
+                                Layout(dp=2, zero=1, microbatches=3))
+    hardware = load_hardware("a100-80gb")
+    plain = step_time(estimate, hardware, time_model=time_model).step()
+    cast = step_time(estimate, hardware, time_model=time_model, autocast=True).step()
+    # 3 micro-batches: 60 bytes a parameter, at 0.8 of the A100's 2,039 GB/s.
+    expected = params * 60 / (2.039e12 * 0.8)
+    assert plain["autocast_seconds"] == 0.0
+    assert cast["autocast_seconds"] == pytest.approx(expected, rel=1e-12)
+    assert cast["seconds"] - plain["seconds"] == pytest.approx(expected, rel=1e-9)
+    assert cast["compute_seconds"] == plain["compute_seconds"]
+
+
+def test_flash_attention_2s_runs_cast_their_weights_as_lightning_runs_them():
+    """FlashAttention-2's Table 1 runs (published_runs.json: precision bf16 under Lightning, 8
+    micro-batches of 8 at 2k for the 1.3B): 1,315,737,600 parameters x 180 bytes a step."""
+    from costmodel.layout.timing import step_time
+    from reports.published_runs import other_runs_data, train_setup
+
+    data = other_runs_data()
+    source = data["sources"]["flash-attention-2"]
+    assert source["autocast"] is True
+    run = next(r for r in data["runs"] if r["id"] == "flash-attention-2 gpt3-1.3b 2k")
+    estimate, hardware, options = train_setup(run, source)
+    assert options == {"autocast": True} and estimate.layout.microbatches == 8
+    step = step_time(estimate, hardware, time_model="kernels", **options).step()
+    assert step["autocast_seconds"] == pytest.approx(1_315_737_600 * 180 / (2.039e12 * 0.8), rel=1e-12)

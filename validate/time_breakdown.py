@@ -22,7 +22,7 @@ from costmodel.layout import Layout
 from costmodel.layout.timing import simulate_decode
 from costmodel.presets import load_preset
 from costmodel.roofline import Roofline
-from reports.published_runs import run_hardware, train_run, other_runs_data
+from reports.published_runs import other_runs_data, run_hardware, train_run, train_setup
 
 
 def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]:
@@ -51,7 +51,8 @@ def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]
     return dict(split)
 
 
-def train_step_kernels(estimate, hardware, overlap=None) -> tuple[dict, list[tuple[str, float, float | None]]]:
+def train_step_kernels(estimate, hardware, overlap=None, autocast=False
+                       ) -> tuple[dict, list[tuple[str, float, float | None]]]:
     """A training step under the kernel model (issue 18, fourth round): the step's parts
     (KernelStepTime.step()) and, for the first pipeline stage, each kernel's seconds per step
     (forward, backward and recomputed forward, all micro-batches), GEMMs by shape with the
@@ -60,7 +61,7 @@ def train_step_kernels(estimate, hardware, overlap=None) -> tuple[dict, list[tup
     from costmodel.kernel_time import Pointwise, kernels_seconds
     from costmodel.layout.kernel_step import KernelStepTime, rank_kernels
 
-    step_time = KernelStepTime(estimate, hardware, overlap=overlap)
+    step_time = KernelStepTime(estimate, hardware, overlap=overlap, autocast=autocast)
     step, timer = step_time.step(), step_time.timer
     runs = step_time.part_runs(estimate.stages[0])
     microbatches = estimate.layout.microbatches
@@ -88,7 +89,8 @@ def step_split(step: dict) -> str:
     exposed = step["exposed_communication_seconds"]
     return (f"step {step['seconds']:.3f} s = compute {step['compute_seconds']:.3f} + tp {exposed['tp']:.3f} + pp "
             f"{exposed['pp']:.3f} + dp {exposed['dp']:.3f} + bubble {step['bubble_seconds']:.3f} + optimizer "
-            f"{step['optimizer_seconds']:.3f} + gradient accumulation {step['gradient_accumulation_seconds']:.3f}")
+            f"{step['optimizer_seconds']:.3f} + gradient accumulation {step['gradient_accumulation_seconds']:.3f}"
+            + (f" + autocast casts {step['autocast_seconds']:.3f}" if step["autocast_seconds"] else ""))
 
 
 def pipeline_split(estimate, step_time) -> str:
@@ -134,8 +136,8 @@ def pipelined_splits() -> None:
         print(f"  {pipeline_split(estimate, step_time)}")
 
 
-def print_train_breakdown(name: str, published: float, estimate, hardware, overlap=None) -> None:
-    step, rows = train_step_kernels(estimate, hardware, overlap)
+def print_train_breakdown(name: str, published: float, estimate, hardware, overlap=None, autocast=False) -> None:
+    step, rows = train_step_kernels(estimate, hardware, overlap, autocast)
     print(f"{name}: published {published} TFLOP/s, ours {step['tflops_per_gpu']:.1f} (hardware FLOPs); "
           f"{step_split(step)}")
     kernels = sum(s for _, s, _ in rows)
@@ -166,20 +168,8 @@ def training_breakdowns() -> None:
     for run in data["runs"]:
         if not run["id"].startswith("flash-attention-2"):
             continue
-        from costmodel.config import ModelConfig
-
-        source = data["sources"]["flash-attention-2"]
-        heads, hidden, layers = run["gpt"]
-        cfg = ModelConfig(name=run["model"], family="gpt", vocab_size=source["vocabulary"], d_model=hidden,
-                          n_heads=heads, d_ff=4 * hidden, n_decoder_layers=layers, max_positions=run["seq_len"],
-                          position="learned", norm="layernorm", activation="gelu", dropout=0.1)
-        micro = run["micro_batch"]
-        layout = Layout(tp=1, pp=1, dp=run["dp"], sp=source["sp"], zero=source["zero"], framework=source["framework"],
-                        microbatches=run["global_batch"] // (run["dp"] * micro))
-        workload = Workload(seq_len=run["seq_len"], batch=micro, dtype=source["dtype"], impl="megatron",
-                            attention=source["attention"])
-        print_train_breakdown(run["id"], run["published_tflops_per_gpu"], ParallelEstimate(cfg, workload, layout),
-                              run_hardware(source))
+        estimate, hardware, options = train_setup(run, data["sources"]["flash-attention-2"])
+        print_train_breakdown(run["id"], run["published_tflops_per_gpu"], estimate, hardware, **options)
 
 
 def main() -> None:
@@ -196,7 +186,8 @@ def main() -> None:
             cfg, hardware = load_preset(run["model"]), run_hardware(source)
             workload = Workload(seq_len=source["prompt"], gen_tokens=source["gen"], batch=source["batch"],
                                 attention=source["attention"], precision="pure", kv_cache=source["kv_cache"])
-            token = simulate_decode(cfg, workload, Layout(tp=run["tp"]), hardware,
+            layout = Layout(tp=run["tp"], all_reduce=source.get("all_reduce", "nccl"))
+            token = simulate_decode(cfg, workload, layout, hardware,
                                     cuda_graphs=source["cuda_graphs"], time_model="kernels")["token"]
             print(f"{run['id']}: published {1e3 / run['published_tokens_per_s']:.2f} ms a token; ours compute "
                   f"{token['compute_seconds'] * 1e3:.2f} ms, all-reduce {token['tp_all_reduce_seconds'] * 1e3:.2f} ms")

@@ -144,8 +144,8 @@ class KernelStepTime(StepTime):
 
     def __init__(self, estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None,
                  flops_convention: str = "dense", cuda_graphs: bool = False, overlap: Any = None,
-                 compiled: bool = False):
-        super().__init__(estimate, hardware, efficiency, flops_convention, cuda_graphs, overlap)
+                 compiled: bool = False, autocast: bool = False):
+        super().__init__(estimate, hardware, efficiency, flops_convention, cuda_graphs, overlap, autocast)
         check_kernel_model(hardware)
         workload = estimate.workload
         # A training step keeps the GPU saturated: its GEMMs at the sustained (power-limited)

@@ -22,12 +22,17 @@ The overlap model (stated conventions, not measurements; each settable with Over
 - expert parallelism's all-to-alls are exposed, except under DualPipeV, which hides them behind
   the other chunk's compute (DeepSeek-V3 report, section 3.2.1);
 - the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it;
+- under torch.autocast (`autocast=True`: fp32 parameters, as PyTorch Lightning's precision "bf16"
+  runs them) each micro-batch casts the rank's weights and their gradients and accumulates the
+  gradients in fp32 (autocast_bytes_per_parameter in costmodel/precision.py), a memory-bound
+  pass on the critical path;
 - pipelined steps (facts of Megatron-LM's code, ParallelEstimate.pipeline_exchange): the sends
   block (exposed), scattered over the tensor-parallel ranks and all-gathered on the receiver where
   the framework does (Framework.pp_scatter_gather); a tied embedding's gradient is all-reduced
   between the first and the last stage once a step, exposed; in fp16, where the framework does not
   fuse gradient accumulation into the weight-gradient GEMM, each micro-batch after the first adds
-  its gradient in place, a memory-bound pass (Framework.fp16_gradient_accumulation).
+  its gradient in place, a memory-bound pass (Framework.fp16_gradient_accumulation; under
+  autocast that pass is autocast's).
 MFU counts the model FLOPs of a named convention (costmodel/model_flops.py: dense or causal; no
 recomputation, not even flash's recompute of Q K^T); HFU counts what the kernels execute, the
 recomputed forwards included.
@@ -92,8 +97,10 @@ class StepTime:
     """The step time of one ParallelEstimate on one machine."""
 
     def __init__(self, estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None,
-                 flops_convention: str = "dense", cuda_graphs: bool = False, overlap: Overlap | None = None):
+                 flops_convention: str = "dense", cuda_graphs: bool = False, overlap: Overlap | None = None,
+                 autocast: bool = False):
         self.estimate, self.hardware = estimate, hardware
+        self.autocast = autocast
         self.overlap = overlap or Overlap()
         self.flops_convention = check_convention(flops_convention)
         # Launch overhead per block; none for decode steps replayed from a CUDA graph.
@@ -128,7 +135,8 @@ class StepTime:
         model (costmodel/collectives.py), under every time model."""
         if not payload or not ring_factor(kind, self.worlds[group]):
             return 0.0
-        return collective_seconds(self.hardware, kind, payload, self.worlds[group], self.spans[group], calls)
+        return collective_seconds(self.hardware, kind, payload, self.worlds[group], self.spans[group], calls,
+                                  self.estimate.layout.all_reduce)
 
     @cached_property
     def part_seconds(self) -> dict[str, tuple[float, int]]:
@@ -224,7 +232,8 @@ class StepTime:
         micro-batch after the first adds its gradient into the held one, reading both and
         writing one, 3 x the gradient dtype's bytes per parameter of the rank, memory-bound."""
         estimate, m = self.estimate, self.estimate.layout.microbatches
-        if m == 1 or estimate.workload.dtype != "fp16" or estimate.framework.fp16_gradient_accumulation is None:
+        if m == 1 or estimate.workload.dtype != "fp16" or estimate.framework.fp16_gradient_accumulation is None \
+                or self.autocast:  # autocast_casts accumulates in fp32 itself
             return 0.0
         params = estimate.on_stage(stage, "params") + estimate.tied_copy(stage)
         return (m - 1) * 3 * estimate.workload.bytes_per_element * params / self.bytes_per_s
@@ -261,6 +270,19 @@ class StepTime:
                        if sharded else params - experts + local)
         return updated * estimate.numbers["step_traffic"] / self.bytes_per_s
 
+    def autocast_casts(self, stage: Stage) -> float:
+        """Seconds of a step's autocast traffic on this rank (0 without autocast): every weight it
+        holds cast and its gradient cast back and accumulated, once per micro-batch."""
+        if not self.autocast:
+            return 0.0
+        from ..precision import autocast_bytes_per_parameter
+
+        estimate = self.estimate
+        params = estimate.on_stage(stage, "params") + estimate.tied_copy(stage)
+        per_parameter = autocast_bytes_per_parameter(estimate.layout.microbatches,
+                                                     estimate.workload.bytes_per_element)
+        return params * per_parameter / self.bytes_per_s
+
     def token(self) -> dict[str, Any]:
         """Serving (an estimate of the decode phase): seconds per output token of the whole batch,
         the stages run one after the other, each with its tensor-parallel all-reduces, and the
@@ -291,7 +313,8 @@ class StepTime:
         tp_step = max(times["tp_step"] for _, times in stages)
         pp_step = max(times["pp_step"] for _, times in stages)
         accumulation = max(times["accumulation"] for _, times in stages)
-        seconds = m * per_microbatch + bubble + dp + optimizer + tp_step + pp_step + accumulation
+        casts = max(self.autocast_casts(stage) for stage, _ in stages)
+        seconds = m * per_microbatch + bubble + dp + optimizer + tp_step + pp_step + accumulation + casts
         numbers = estimate.numbers
         causal = "" if self.flops_convention == "dense" else "_causal"
         # Per rank at n / cp; the attention core's queries see all n keys: cp times the tree's.
@@ -310,6 +333,7 @@ class StepTime:
             "bubble_seconds": bubble,
             "optimizer_seconds": optimizer,
             "gradient_accumulation_seconds": accumulation,
+            "autocast_seconds": casts,
             "bubble_fraction": layout.bubble() / m,
             "slowest_stage": slowest_stage.rank,
             "mfu": model_flops / (seconds * capacity),

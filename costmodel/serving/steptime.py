@@ -57,6 +57,7 @@ affine in (n, c) from the tree and checked against it (LeafKernels); a leaf that
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import sympy as sp
@@ -477,8 +478,7 @@ class KernelStepTime(StepTime):
             elif kind == "max":
                 seconds = seconds + count * np.maximum(sums[..., column], sums[..., column + 1] + once / timer.bandwidth)
             else:  # one GEMM over the step's rows (the sequences' rows concatenated)
-                gemm = np.vectorize(lambda m: kernels_seconds([Gemm(int(m), kernel.n, kernel.k, kernel.count,
-                                                                    kernel.weight_bytes)], timer))
+                gemm = np.vectorize(lambda m: kernels_seconds([replace(kernel, m=int(m))], timer))
                 seconds = seconds + count * gemm(sums[..., column])
         return seconds
 
