@@ -13,6 +13,7 @@ from typing import Any
 from costmodel.config import Workload
 from costmodel.hardware import load_hardware
 from costmodel.layout import Layout, ParallelEstimate
+from costmodel.layout.spec import empty_edge_chunks
 from costmodel.layout.timing import step_time
 from costmodel.presets import load_preset
 
@@ -34,13 +35,16 @@ DEEPSEEK_V3 = {
 LLAMA3_405B_CP16 = {
     "model": "llama3.1-405b", "hardware": "h100-sxm", "gpus": 16384, "seq_len": 131072, "global_batch": 128,
     "layout": dict(tp=8, cp=16, pp=16, dp=8, zero=1, framework="megatron", schedule="interleaved",
-                   virtual_stages=2, microbatches=16, stage_layers=(3,) + (4,) * 30 + (3,)),
+                   virtual_stages=8, microbatches=16, stage_layers=empty_edge_chunks(126, 16 * 8)),
     "published": {"tflops_per_gpu": 380, "mfu": 0.38},
     "source": "The Llama 3 Herd of Models (arXiv 2407.21783), Table 4, third row: 16,384 GPUs, TP 8, CP 16, "
               "PP 16, DP 8, sequence 131,072, batch 16 a data-parallel group, 380 TFLOP/s a GPU, 38% BF16 "
-              "MFU; section 3.3.2: interleaved schedule, one layer fewer on the first and last stages",
-    "assumed": "two virtual stages a rank (v not published); full recomputation (without it the model "
-               "needs 171 GiB a GPU); Megatron's conventions and profile; the KV all-gather exposed",
+              "MFU; section 3.3.2: interleaved schedule, one layer fewer on the first and last stages, "
+              "whose first and last model chunks hold only the embedding and only the head",
+    "assumed": "eight virtual stages a rank of one layer each (V is not printed; section 3.3.2's chunks "
+               "imply it: costmodel/published_runs.json, llama3's pipeline_source); full recomputation "
+               "(without it the model needs 171 GiB a GPU); Megatron's conventions and profile; the KV "
+               "all-gather and the pipeline sends exposed (the paper's sends are asynchronous)",
 }
 
 

@@ -137,9 +137,12 @@ def test_published_runs_are_reproduced_within_fifteen_percent():
         # (StepTime.recomputed_collectives, validate/FINDINGS.md "Issue 18, fourth round").
         assert 0.88 <= row["tflops_ours"] / row["tflops_published"] <= 1.15, row["model"]
         # The kernel model (hierarchical NCCL collectives, measured GEMM efficiency): every row
-        # too fast, by 3% to 11%, with the recomputed forward's all-reduces (5% to 15% without
-        # them; 2% to 13% before Megatron's fp16 runs kept fp16 gradients and reduced them in
-        # fp16, half the data-parallel bytes, docs/layouts.md, which these fp16 runs do).
+        # too fast, by 3% to 12%: the unpipelined rows 1.03 to 1.05, the pipelined 1.04 to 1.12
+        # with Megatron's scatter/gather sends, the tied-embedding all-reduce and fp16's in-place
+        # gradient accumulation (tests/test_pipeline_time.py; 1.03 to 1.11 before them), 5% to
+        # 15% without the recomputed forward's all-reduces; 2% to 13% before Megatron's fp16 runs
+        # kept fp16 gradients and reduced them in fp16, half the data-parallel bytes,
+        # docs/layouts.md, which these fp16 runs do).
         assert 1.0 <= row["tflops_kernels"] / row["tflops_published"] <= 1.12, row["model"]
     for row in korthikanti():
         # The roofline: its tensor-parallel all-reduces now at NCCL's measured bus bandwidth (they
@@ -151,8 +154,11 @@ def test_published_runs_are_reproduced_within_fifteen_percent():
         assert 0.95 <= row["full_ours"] / row["full_published"] <= 1.24, row["model"]
         assert math.isclose(row["mfu_ours"], row["mfu_published"], abs_tol=7.0), row["model"]
         # The kernel model, with the same communication: 0.92 to 1.00 with sequence parallelism
-        # and selective recomputation; MFU 0.1 to 4.9 points high. Full recomputation: 1.00 to
-        # 1.06 with the re-run forward's all-reduces (0.92 to 1.03 without them).
-        assert 0.9 <= row["present_kernels"] / row["present_published"] <= 1.05, row["model"]
-        assert 0.9 <= row["full_kernels"] / row["full_published"] <= 1.07, row["model"]
+        # and selective recomputation; MFU 0.1 to 4.9 points high. Full recomputation: 0.956 to
+        # 1.008 of the published seconds, every cell within 5% in speed, with Megatron's
+        # scatter/gather pipeline sends (1/tp of the boundary over the network, all-gathered on
+        # the receiver; the pipelined cells were 0.99 to 1.06 sending it whole), and the re-run
+        # forward's all-reduces (0.92 to 1.03 without them).
+        assert 0.92 <= row["present_kernels"] / row["present_published"] <= 1.01, row["model"]
+        assert 0.95 <= row["full_kernels"] / row["full_published"] <= 1.01, row["model"]
         assert math.isclose(row["mfu_kernels"], row["mfu_published"], abs_tol=5.0), row["model"]

@@ -57,3 +57,20 @@ def test_a_training_step_splits_into_its_kernels():
     assert all(0.5 < e <= 0.869 + 1e-9 for e in gemms.values())
     assert gemms["GEMM 2048x2048x128 x128"] < 0.7  # attention's batched products: their bytes
     assert "memory-bound kernels" in dict((label, s) for label, s, _ in rows)
+
+
+def test_every_pipelined_published_row_prints_its_split(capsys):
+    """--training also prints each pipelined row of Narayanan et al.'s Table 1 (6) and
+    Korthikanti et al.'s Table 5 (3 models, two settings each), with its pipeline exchange."""
+    from validate.time_breakdown import pipelined_splits
+
+    pipelined_splits()
+    lines = capsys.readouterr().out.splitlines()
+    steps = [line for line in lines if " step " in line]
+    exchanges = [line for line in lines if line.startswith("  pp = sends ")]
+    assert len(steps) == len(exchanges) == 12
+    assert sum(line.startswith("Narayanan ") for line in steps) == 6
+    assert all("gradient accumulation" in line for line in steps)
+    # sequence parallelism sends its shard and gathers nothing
+    present = [exchange for step, exchange in zip(steps, exchanges) if " present " in step]
+    assert len(present) == 3 and all(" + gathers 0.000 " in line for line in present)

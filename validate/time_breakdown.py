@@ -6,7 +6,8 @@ tensor parallelism: compute against all-reduce; training: compute, exposed commu
 and optimizer of the step.
 
     PYTHONPATH=. python validate/time_breakdown.py
-    PYTHONPATH=. python validate/time_breakdown.py --training   # training steps, kernel by kernel
+    PYTHONPATH=. python validate/time_breakdown.py --training   # training steps, kernel by kernel, and
+                                                                # every pipelined published row's split
 
 No GPU needed; nothing here is fitted (docs/time.md, validate/FINDINGS.md "Issue 18").
 """
@@ -78,18 +79,66 @@ def train_step_kernels(estimate, hardware, overlap=None, autocast=False
                 label = "memory-bound kernels" if isinstance(kernel, Pointwise) else "other products"
             seconds[label] += times * kernels_seconds([kernel], timer, training=True, recomputed=recomputed)
     rows = [(label, s, flops[label] / s / timer.peak if label in flops else None)
-            for label, s in sorted(seconds.items(), key=lambda item: -item[1])]
+            for label, s in sorted(seconds.items(), key=lambda item: -item[1]) if s > 0]  # a part the stage runs
     return step, rows
+
+
+def step_split(step: dict) -> str:
+    """A training step's seconds and their split (StepTime.step())."""
+    exposed = step["exposed_communication_seconds"]
+    return (f"step {step['seconds']:.3f} s = compute {step['compute_seconds']:.3f} + tp {exposed['tp']:.3f} + pp "
+            f"{exposed['pp']:.3f} + dp {exposed['dp']:.3f} + bubble {step['bubble_seconds']:.3f} + optimizer "
+            f"{step['optimizer_seconds']:.3f} + gradient accumulation {step['gradient_accumulation_seconds']:.3f}"
+            + (f" + autocast casts {step['autocast_seconds']:.3f}" if step["autocast_seconds"] else ""))
+
+
+def pipeline_split(estimate, step_time) -> str:
+    """The slowest stage's pipeline exchange per step: the sends (over the network) and the
+    scatter/gather all-gathers (over the tensor-parallel group), and the tied-embedding all-reduce."""
+    stage = estimate.stages[step_time.step()["slowest_stage"]]
+    m = estimate.layout.microbatches
+    crossings, sent, gathered = estimate.pipeline_exchange(stage)
+    sends = m * step_time.collective("pp", "send", crossings * sent, crossings)
+    gathers = m * step_time.collective("tp", "all_gather", crossings * gathered, crossings)
+    tied = max(step_time.tied_embedding(s) for s in (estimate.stages[0], estimate.stages[-1]))
+    return (f"pp = sends {sends:.3f} ({crossings} a micro-batch, {sent / 1e6:.1f} MB each) + gathers {gathers:.3f} "
+            f"+ tied-embedding all-reduce {tied:.3f}")
+
+
+def pipelined_splits() -> None:
+    """Every pipelined row of Narayanan et al.'s Table 1 and Korthikanti et al.'s Table 5 under
+    the kernel model: the step's split and the pipeline exchange's (issue 18, pipelined runs)."""
+    from costmodel.hardware import load_hardware
+    from costmodel.layout import ParallelEstimate
+    from costmodel.layout.kernel_step import KernelStepTime
+    from reports.published_runs import korthikanti_runs, narayanan_runs
+
+    hardware = load_hardware("a100-80gb")
+    for row, cfg, workload, layout, overlap in narayanan_runs():
+        if layout.pp == 1:
+            continue
+        estimate = ParallelEstimate(cfg, workload, layout)
+        step_time = KernelStepTime(estimate, hardware, overlap=overlap)
+        step = step_time.step()
+        print(f"Narayanan {row[0]}B (tp {layout.tp} pp {layout.pp} v {layout.virtual_stages} dp {layout.dp}, "
+              f"m {layout.microbatches}): ours / published {step['tflops_per_gpu'] / row[8]:.3f}; {step_split(step)}")
+        print(f"  {pipeline_split(estimate, step_time)}")
+    for row, key, cfg, workload, layout in korthikanti_runs():
+        if layout.pp == 1:
+            continue
+        estimate = ParallelEstimate(cfg, workload, layout)
+        step_time = KernelStepTime(estimate, hardware)
+        step = step_time.step()
+        published = row[9] if key == "full" else row[10]
+        print(f"Korthikanti {row[0]} {key} (pp {layout.pp} v {layout.virtual_stages}, m {layout.microbatches}): "
+              f"published {published} s, ours / published (speed) {published / step['seconds']:.3f}; {step_split(step)}")
+        print(f"  {pipeline_split(estimate, step_time)}")
 
 
 def print_train_breakdown(name: str, published: float, estimate, hardware, overlap=None, autocast=False) -> None:
     step, rows = train_step_kernels(estimate, hardware, overlap, autocast)
-    exposed = step["exposed_communication_seconds"]
-    print(f"{name}: published {published} TFLOP/s, ours {step['tflops_per_gpu']:.1f} (hardware FLOPs); step "
-          f"{step['seconds']:.3f} s = compute {step['compute_seconds']:.3f} + tp {exposed['tp']:.3f} + pp "
-          f"{exposed['pp']:.3f} + dp {exposed['dp']:.3f} + bubble {step['bubble_seconds']:.3f} + optimizer "
-          f"{step['optimizer_seconds']:.3f}" + (f" + autocast casts {step['autocast_seconds']:.3f}"
-                                                  if step["autocast_seconds"] else ""))
+    print(f"{name}: published {published} TFLOP/s, ours {step['tflops_per_gpu']:.1f} (hardware FLOPs); "
+          f"{step_split(step)}")
     kernels = sum(s for _, s, _ in rows)
     print(f"  kernels {kernels:.3f} s, launches {step['compute_seconds'] - kernels:.3f} s")
     for label, s, efficiency in rows:
@@ -149,4 +198,8 @@ def main() -> None:
 if __name__ == "__main__":
     import sys
 
-    training_breakdowns() if "--training" in sys.argv[1:] else main()
+    if "--training" in sys.argv[1:]:
+        training_breakdowns()
+        pipelined_splits()
+    else:
+        main()

@@ -170,7 +170,8 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
                          "hfu": step["hfu"], "split": {
                              "compute": step["compute_seconds"],
                              "communication": sum(step["exposed_communication_seconds"].values()),
-                             "bubble": step["bubble_seconds"], "optimizer": step["optimizer_seconds"]},
+                             "bubble": step["bubble_seconds"], "optimizer": step["optimizer_seconds"],
+                             "gradient_accumulation": step["gradient_accumulation_seconds"]},
                          "tokens_per_second": step["tokens_per_second"], "model_flops": step["model_flops"]})
     if not feasible and not infeasible:
         raise ConfigError(f"no layout of {cfg.name!r} on {gpus} GPUs can run: {problems[0]}" if problems else

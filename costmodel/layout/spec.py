@@ -176,7 +176,9 @@ class Layout:
         if self.pp > 1:
             if cfg.architecture == "encoder-decoder":
                 raise ConfigError("layout: pipeline parallelism of encoder-decoders is not modelled.")
-            if self.stages > cfg.n_layers:
+            # An even split needs a layer a stage; a given split may leave edge stages with none
+            # (Llama 3's first and last chunks: the embedding alone, the head alone).
+            if self.stages > cfg.n_layers and self.stage_layers is None:
                 raise ConfigError(f"layout: {self.stages} pipeline stages for {cfg.n_layers} layers: "
                                   "pp x virtual stages must not exceed the layers.")
         if self.sp and cfg.norm_position != "pre":
@@ -264,3 +266,13 @@ class Layout:
                 **({"offload": self.offload, "offload_device": self.offload_device,
                     "gpus_per_node": self.gpus_per_node} if self.offload != "none" else {})}
 
+
+def empty_edge_chunks(layers: int, stages: int) -> tuple[int, ...]:
+    """Layers of each (virtual) stage when the first holds only the embedding and the last only
+    the head, the layers as even as they can be over the rest, the extra ones first (Llama 3,
+    arXiv 2407.21783, section 3.3.2: "the first model chunk on the first stage has only the
+    embedding, and the last model chunk on the last stage has only output projection and loss")."""
+    if stages < 3:
+        raise ConfigError(f"layout: empty edge chunks need at least 3 pipeline stages, got {stages}.")
+    base, extra = divmod(layers, stages - 2)
+    return (0,) + tuple(base + (1 if i < extra else 0) for i in range(stages - 2)) + (0,)

@@ -25,7 +25,14 @@ The overlap model (stated conventions, not measurements; each settable with Over
 - under torch.autocast (`autocast=True`: fp32 parameters, as PyTorch Lightning's precision "bf16"
   runs them) each micro-batch casts the rank's weights and their gradients and accumulates the
   gradients in fp32 (autocast_bytes_per_parameter in costmodel/precision.py), a memory-bound
-  pass on the critical path.
+  pass on the critical path;
+- pipelined steps (facts of Megatron-LM's code, ParallelEstimate.pipeline_exchange): the sends
+  block (exposed), scattered over the tensor-parallel ranks and all-gathered on the receiver where
+  the framework does (Framework.pp_scatter_gather); a tied embedding's gradient is all-reduced
+  between the first and the last stage once a step, exposed; in fp16, where the framework does not
+  fuse gradient accumulation into the weight-gradient GEMM, each micro-batch after the first adds
+  its gradient in place, a memory-bound pass (Framework.fp16_gradient_accumulation; under
+  autocast that pass is autocast's).
 MFU counts the model FLOPs of a named convention (costmodel/model_flops.py: dense or causal; no
 recomputation, not even flash's recompute of Q K^T); HFU counts what the kernels execute, the
 recomputed forwards included.
@@ -193,8 +200,7 @@ class StepTime:
         layout, m = self.estimate.layout, self.estimate.layout.microbatches
         communication = self.estimate.communication(stage)
         tp_microbatch, tp_step = self.tensor_parallel(stage) if layout.tp > 1 else (0.0, 0.0)
-        pp = sum(self.collective("pp", kind, value / m) for kind, value in
-                 communication.get("pp", {}).items() if kind == "send")
+        pp = self.pipeline(stage)
         # Expert parallelism's all-to-alls are on the critical path (exposed), counted with tp.
         ep = self.collective("ep", "all_to_all", communication.get("ep", {}).get("all_to_all", 0) / m)
         compute = self.compute(stage)
@@ -210,7 +216,36 @@ class StepTime:
             context = gathered + max(0.0, sent - attention)
         exposed = 1 - self.overlap.tp
         return {"compute": compute, "tp": exposed * tp_microbatch + ep + context, "pp": pp,
-                "tp_step": exposed * tp_step}
+                "tp_step": exposed * tp_step, "pp_step": self.tied_embedding(stage),
+                "accumulation": self.gradient_accumulation(stage)}
+
+    def pipeline(self, stage: Stage) -> float:
+        """Seconds of one micro-batch's pipeline exchange on this rank, exposed (Megatron-LM's
+        sends block: p2p_communication.py waits on them and synchronizes): its sends, each a
+        send/receive pair on a full-duplex link, and under scatter/gather the receivers'
+        all-gathers over the tensor-parallel group (ParallelEstimate.pipeline_exchange)."""
+        crossings, sent, gathered = self.estimate.pipeline_exchange(stage)
+        if not crossings:
+            return 0.0
+        return (self.collective("pp", "send", crossings * sent, crossings)
+                + self.collective("tp", "all_gather", crossings * gathered, crossings))
+
+    def tied_embedding(self, stage: Stage) -> float:
+        """Seconds of the step's tied-embedding gradient all-reduce between the first and the
+        last stage (exposed: Megatron-LM runs it after the backward, before the optimizer)."""
+        return self.collective("pp", "all_reduce", self.estimate.tied_embedding_gradient(stage))
+
+    def gradient_accumulation(self, stage: Stage) -> float:
+        """Seconds of one step's gradient accumulation passes where the framework does not fuse
+        them into the weight-gradient GEMM (Framework.fp16_gradient_accumulation, fp16): each
+        micro-batch after the first adds its gradient into the held one, reading both and
+        writing one, 3 x the gradient dtype's bytes per parameter of the rank, memory-bound."""
+        estimate, m = self.estimate, self.estimate.layout.microbatches
+        if m == 1 or estimate.workload.dtype != "fp16" or estimate.framework.fp16_gradient_accumulation is None \
+                or self.autocast:  # autocast_casts accumulates in fp32 itself
+            return 0.0
+        params = estimate.on_stage(stage, "params") + estimate.tied_copy(stage)
+        return (m - 1) * 3 * estimate.workload.bytes_per_element * params / self.bytes_per_s
 
     def data_parallel(self, stage: Stage, compute: float) -> float:
         """Exposed seconds of the step's data-parallel collectives (see the overlap model)."""
@@ -285,8 +320,10 @@ class StepTime:
         dp = max(self.data_parallel(stage, times["compute"]) for stage, times in stages)
         optimizer = max(self.optimizer(stage) for stage, _ in stages)
         tp_step = max(times["tp_step"] for _, times in stages)
+        pp_step = max(times["pp_step"] for _, times in stages)
+        accumulation = max(times["accumulation"] for _, times in stages)
         casts = max(self.autocast_casts(stage) for stage, _ in stages)
-        seconds = m * per_microbatch + bubble + dp + optimizer + tp_step + casts
+        seconds = m * per_microbatch + bubble + dp + optimizer + tp_step + pp_step + accumulation + casts
         numbers = estimate.numbers
         causal = "" if self.flops_convention == "dense" else "_causal"
         # Per rank at n / cp; the attention core's queries see all n keys: cp times the tree's.
@@ -300,9 +337,11 @@ class StepTime:
         return {
             "seconds": seconds,
             "compute_seconds": m * slowest["compute"],
-            "exposed_communication_seconds": {"tp": m * slowest["tp"] + tp_step, "pp": m * slowest["pp"], "dp": dp},
+            "exposed_communication_seconds": {"tp": m * slowest["tp"] + tp_step, "pp": m * slowest["pp"] + pp_step,
+                                              "dp": dp},
             "bubble_seconds": bubble,
             "optimizer_seconds": optimizer,
+            "gradient_accumulation_seconds": accumulation,
             "autocast_seconds": casts,
             "bubble_fraction": layout.bubble() / m,
             "slowest_stage": slowest_stage.rank,
