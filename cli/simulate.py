@@ -85,13 +85,16 @@ def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None
 @click.option("--weight-dtype", default=None, help=f"Inference: quantized weights ({', '.join(spec.WEIGHT_DTYPES)}), read as stored.")
 @click.option("--weight-group", type=int, default=None, help="Inference: values per scale of --weight-dtype.")
 @click.option("--kv-dtype", default=None, help=f"Inference: a quantized KV cache ({spec.KV_DTYPES.listed()}): its memory.")
+@choice_option("--fp8-gemm", spec.FP8_GEMMS, f"Inference, --weight-dtype fp8: how its GEMMs multiply: "
+               f"{spec.FP8_GEMMS.described()}.", spec.DEFAULT_FP8_GEMM)
 @layout_options
 @mtp_option
 @json_option("As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, mla, train, seq_len,
              recompute, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
              flops_convention, tp_overlap, dp_overlap, no_prefetch, compiled, cuda_graphs, launch_overhead,
-             graph_kernel_gap, time_model, weight_dtype, weight_group, kv_dtype, mtp, as_json, **layout_given) -> None:
+             graph_kernel_gap, time_model, weight_dtype, weight_group, kv_dtype, fp8_gemm, mtp, as_json,
+             **layout_given) -> None:
     """Time of prefill, decode and training on a hardware preset (the kernel-level model by default,
     --time-model roofline for the roofline); with a layout
     (--tp/--pp/--dp...), per GPU: the step time with communication and pipeline bubble, MFU and
@@ -120,6 +123,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         code = implied(layout.framework if layout else None, impl, attention)
         impl, attention = code["impl"], code["attention"]
         quantization = {"weight_dtype": weight_dtype, "weight_group": weight_group, "kv_dtype": kv_dtype}
+        if fp8_gemm != spec.DEFAULT_FP8_GEMM:  # (Workload checks it applies: fp8 weights only)
+            quantization["fp8_gemm"] = fp8_gemm
         if layout is not None:
             from costmodel.layout import timing as parallel_time
 

@@ -65,6 +65,9 @@ class Gemm:
     count: int = 1
     weight_bytes: float | None = None  # a quantized weight as stored (None: e bytes per element)
     weight_dtype: str | None = None  # the quantized format's dtype (int8, int4, ...; None: unquantized)
+    # fp8 weights: the first GEMM of its leaf to read this input, which a W8A8 kernel quantizes
+    # once for all of them (quantization.py: Q, K and V; gate and up share theirs)
+    quantizes_input: bool = False
 
     @property
     def flops(self) -> int:
@@ -134,9 +137,12 @@ class KernelTimer:
 
     def __init__(self, hardware: Hardware, dtype: str = "bf16", attention: str = "sdpa",
                  cuda_graphs: bool = False, efficiency: Efficiency | None = None, compiled: bool = False,
-                 matmul_dtype: str | None = None, sustained: bool = False):
+                 matmul_dtype: str | None = None, sustained: bool = False, w8a8: bool = False):
         """matmul_dtype: the tensor cores' dtype where it is not the data's (FP8 training: bf16
         tensors, products at the FP8 peak and its large-GEMM efficiency); None: the data's.
+        w8a8: GEMMs on fp8-stored weights (Gemm.weight_dtype "fp8") run W8A8 (inference,
+        quantization.runs_w8a8 decides): at the FP8 peak and its large-GEMM efficiency, their
+        input read in one byte after its per-tensor quantization (quantization.activation_quant_bytes).
         sustained: the GPU runs saturated for a long time (a training step), so its GEMMs run at
         the hardware's sustained matmul efficiency (MSMF: the clock its power limit allows under
         full load) where one is measured, else at the large-GEMM (burst, MAMF) efficiency."""
@@ -152,6 +158,10 @@ class KernelTimer:
         measured = hardware.sustained_matmul_efficiency.get(matmul, burst) if sustained else burst
         self.matmul_efficiency = eff.compute if efficiency is not None else measured
         self.sustained = sustained
+        self.w8a8 = w8a8
+        if w8a8:  # the FP8 tensor cores' rate: their peak and measured large-GEMM efficiency
+            fp8 = eff.compute if efficiency is not None else hardware.matmul_efficiency.get("fp8", eff.compute)
+            self.fp8_rate = hardware.peak("fp8") * fp8
         self.bandwidth = hardware.bandwidth_bytes_per_s * eff.memory
         # A GEMM's bytes: the measured read-and-reduce rate, unless an efficiency is given.
         measured_gemv = efficiency is None and hardware.gemv_bandwidth_bytes_per_s > 0
@@ -198,11 +208,13 @@ class KernelTimer:
             return 1
         return max(1, min(self.sms // tiles, gemm.k // self.split_k_min_k))
 
-    def gemm_compute_seconds(self, gemm: Gemm, tile: tuple[int, int] | None = None) -> float:
+    def gemm_compute_seconds(self, gemm: Gemm, tile: tuple[int, int] | None = None,
+                             rate: float | None = None) -> float:
         """Tile and wave quantization: each wave computes one whole tile per SM at the SM's share
         of the large-GEMM rate; a GEMM of less than a wave splits K over the idle SMs and adds the
-        partial sums' fp32 traffic. `tile`: a fixed tile; None: the tile that finishes first."""
-        per_sm = self.peak * self.matmul_efficiency / self.sms
+        partial sums' fp32 traffic. `tile`: a fixed tile; None: the tile that finishes first.
+        rate: the large-GEMM FLOP/s (None: the timer's matmul dtype's)."""
+        per_sm = (self.peak * self.matmul_efficiency if rate is None else rate) / self.sms
         def seconds(t: tuple[int, int]) -> float:
             split = self.split_k(gemm, t)
             if split == 1:
@@ -213,11 +225,24 @@ class KernelTimer:
 
     def gemm_seconds(self, gemm: Gemm, tile: tuple[int, int] | None = None) -> float:
         weights = self.element_bytes * gemm.k * gemm.n if gemm.weight_bytes is None else gemm.weight_bytes
+        if self.w8a8 and gemm.weight_dtype == "fp8":
+            return self.w8a8_gemm_seconds(gemm, weights, tile)
         moved = gemm.count * (self.element_bytes * (gemm.m * gemm.k + gemm.m * gemm.n) + weights)
         tokens, fraction = self.weight_only_gemv.get(gemm.weight_dtype, (0, 1.0))
         if gemm.m <= tokens:  # a published weight-only GEMV: its bytes at its measured rate
             return moved / (self.gemv_bandwidth * fraction)
         return max(self.gemm_compute_seconds(gemm, tile), moved / self.gemv_bandwidth)
+
+    def w8a8_gemm_seconds(self, gemm: Gemm, weights: float, tile: tuple[int, int] | None = None) -> float:
+        """A W8A8 GEMM: the tile model at the FP8 rate against its bytes (input in one byte, output
+        in the data dtype), after its input's quantization pass if it is the first to read it."""
+        from .quantization import activation_quant_bytes
+
+        moved = gemm.count * (gemm.m * gemm.k + self.element_bytes * gemm.m * gemm.n + weights)
+        quantize = activation_quant_bytes(gemm.count * gemm.m * gemm.k, self.element_bytes) \
+            if gemm.quantizes_input else 0
+        return max(self.gemm_compute_seconds(gemm, tile, self.fp8_rate), moved / self.gemv_bandwidth) + \
+            quantize / self.bandwidth
 
     def attention_efficiency(self, n_kv: int) -> float:
         """The fused kernel's published efficiency at this length (log-linear between the
@@ -352,9 +377,15 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
         tokens = int(flops // (2 * weights))
         stored = quantized and getattr(leaf, "weight_format", None) is not None
         dtype = leaf.weight_format.dtype if stored else None
-        return [Gemm(tokens, out, inner, weight_bytes=_stored(leaf, out, inner, subs) if quantized else None,
-                     weight_dtype=dtype)
-                for out, inner, how_many in shapes for _ in range(how_many)]
+        inputs: set[int] = set()  # fp8: the inner widths already quantized (one pass per input)
+        gemms = []
+        for out, inner, how_many in shapes:
+            for _ in range(how_many):
+                first = dtype == "fp8" and inner not in inputs
+                inputs.add(inner)
+                gemms.append(Gemm(tokens, out, inner, weight_bytes=_stored(leaf, out, inner, subs) if quantized
+                                  else None, weight_dtype=dtype, quantizes_input=first))
+        return gemms
     return [Pointwise(_number(cost.bytes_matmul, subs), 0.0), MatmulCompute(flops)]
 
 

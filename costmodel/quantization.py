@@ -21,13 +21,38 @@ columns, N = R C values per matrix):
 What stays in the activation dtype (the integrations' defaults): the embeddings, the output head,
 norms, biases, routers and Qwen2-MoE's shared-expert gate; every other matrix a layer multiplies
 by is quantized, each routed expert as its own matrix.
+
+How an FP8 checkpoint multiplies (--fp8-gemm, spec.FP8_GEMMS; runs_w8a8 is the rule):
+  - vLLM's fp8 ("FP8 W8A8", docs.vllm.ai/en/stable/features/quantization/fp8/): "FP8 computation
+    is supported on NVIDIA GPUs with compute capability >= 8.9 (Ada Lovelace, Hopper). FP8 models
+    will run on compute capability >= 7.5 (Turing) as weight-only W8A16, utilizing FP8 Marlin";
+    every Linear but the lm_head quantized, the activations' scale "calculated dynamically on each
+    forward pass" (docs v0.5.4, "Quick Start with Online Dynamic Quantization"). TensorRT-LLM's FP8
+    checkpoints run W8A8 on Hopper as well. So on a hardware file with an FP8 peak
+    (flops_per_s["fp8"]) the quantized projections' GEMMs run at that peak and its large-GEMM
+    efficiency (matmul_efficiency["fp8"], Bekman's MAMF table where present), reading their input
+    in one byte; where the file has none, weight-only (the data dtype's peak, as before).
+  - Each W8A8 GEMM's input is first quantized with a dynamic per-tensor scale: vLLM's
+    dynamic_scaled_fp8_quant (csrc/quantization/fp8/common.cu, commit 0794945f) launches
+    segmented_max_reduction (reads the input: the amax) then scaled_fp8_quant_kernel (reads it
+    again, writes one byte per element): (2 e + 1) bytes per element, memory-bound
+    (activation_quant_bytes). GEMMs of a leaf reading the same input (Q, K and V; gate and up:
+    one fused GEMM in vLLM, QKVParallelLinear and MergedColumnParallelLinear) quantize it once:
+    one pass per distinct (rows, inner width) of a leaf's GEMMs. For routed experts that is one
+    expert's rows, not the whole batch (vLLM's fused MoE quantizes the hidden states once and the
+    intermediate once): an understatement of a pass that is small beside the GEMMs.
+  - The attention core stays in the data dtype (an FP8 KV cache changes its bytes only), and so do
+    the embedding, the head and the norms. Latent attention's projections, whose GEMMs have no one
+    row count (queries and keys differ), are timed as one product at the data dtype's peak.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import ConfigError
+from .spec import DEFAULT_FP8_GEMM, FP8_GEMMS
 from .spec import KV_DTYPES  # noqa: F401 (--kv-dtype: one byte per cached element, plus two fp32 scales per layer)
 
 #: --weight-dtype -> (bits per value, the default group: None is one scale per output row).
@@ -43,6 +68,7 @@ class WeightFormat:
     group: int | None  # input columns per scale (gptq), values per block (nf4), None: per row
     layout: str  # "row": a scale per output row; "gptq": scale and zero per group; "nf4"
     double_quant: bool = False
+    gemm: str = DEFAULT_FP8_GEMM  # fp8: how its GEMMs multiply (spec.FP8_GEMMS; runs_w8a8)
 
     @property
     def label(self) -> str:
@@ -52,9 +78,13 @@ class WeightFormat:
 
 
 def weight_format(dtype: str | None, group: int | None = None,
-                  double_quant: bool = True) -> WeightFormat | None:
+                  double_quant: bool = True, fp8_gemm: str = DEFAULT_FP8_GEMM) -> WeightFormat | None:
     """The format of --weight-dtype (None: unquantized), with its group size and, for nf4,
-    whether the absmax is quantized again."""
+    whether the absmax is quantized again; for fp8, how its GEMMs multiply (--fp8-gemm)."""
+    if fp8_gemm not in FP8_GEMMS:
+        raise ConfigError(f"workload: unknown fp8_gemm {fp8_gemm!r}; use one of {FP8_GEMMS.listed()}.")
+    if fp8_gemm != DEFAULT_FP8_GEMM and dtype != "fp8":
+        raise ConfigError(f"workload: fp8_gemm {fp8_gemm} applies only to fp8 weights (--weight-dtype fp8).")
     if dtype is None:
         if group is not None:
             raise ConfigError("workload: weight_group applies only with a weight_dtype.")
@@ -68,4 +98,39 @@ def weight_format(dtype: str | None, group: int | None = None,
     group = default if group is None else group
     if dtype == "nf4":
         return WeightFormat(dtype, bits, group, "nf4", double_quant)
-    return WeightFormat(dtype, bits, group, "gptq" if group else "row")
+    return WeightFormat(dtype, bits, group, "gptq" if group else "row", gemm=fp8_gemm)
+
+
+def runs_w8a8(fmt: WeightFormat | None, hardware: Any) -> bool:
+    """Whether the GEMMs on weights of this format run W8A8 at the FP8 peak on this hardware (the
+    module's docstring): fp8 weights, not asked to run weight-only, on a hardware file with an FP8
+    peak; asked for w8a8 where the file has none: an error."""
+    if fmt is None or fmt.dtype != "fp8" or fmt.gemm == "w8a16":
+        return False
+    has_peak = "fp8" in hardware.flops_per_s
+    if fmt.gemm == "w8a8" and not has_peak:
+        raise ConfigError(f"hardware {hardware.name}: no FP8 peak (flops_per_s[\"fp8\"]) for --fp8-gemm w8a8; "
+                          "use w8a16 (weight-only) or auto.")
+    return has_peak
+
+
+def activation_quant_bytes(elements: Any, element_bytes: Any) -> Any:
+    """Bytes of one dynamic per-tensor FP8 quantization of `elements` activations of
+    `element_bytes` each: the amax pass reads them, the cast reads them again and writes one byte
+    each (vLLM's dynamic_scaled_fp8_quant; the module's docstring)."""
+    return (2 * element_bytes + 1) * elements
+
+
+def w8a8_leaf_bytes(leaf: Any, element_bytes: Any) -> tuple[Any, Any]:
+    """A W8A8 leaf's traffic beside the tree's, over all its runs, as expressions: (the change in
+    its matmul bytes: each GEMM reads its input in one byte, not element_bytes; the bytes of its
+    inputs' quantization, one pass per distinct inner width). Rows per GEMM: the leaf's FLOPs over
+    2 x its weights, as kernel_time reads them."""
+    weights = sum(rows * cols * count for rows, cols, count in leaf.cost.matrices)
+    if not weights:
+        return 0, 0
+    tokens = leaf.cost.flops_matmul / (2 * weights)
+    inputs = sum(tokens * cols * count for _, cols, count in leaf.cost.matrices)
+    distinct = sum(tokens * cols for cols in dict.fromkeys(cols for _, cols, _ in leaf.cost.matrices))
+    return (leaf.count * (1 - element_bytes) * inputs,
+            leaf.count * activation_quant_bytes(distinct, element_bytes))

@@ -110,9 +110,10 @@ class KernelSteps:
         check_kernel_model(roof.hardware)
         self.roof = roof
         self.timer = KernelTimer(roof.hardware, roof.dtype, roof.workload.attention,
-                                 efficiency=roof.efficiency_given, compiled=compiled)
+                                 efficiency=roof.efficiency_given, compiled=compiled, w8a8=roof.w8a8)
         self.decode_timer = KernelTimer(roof.hardware, roof.dtype, roof.workload.attention,
-                                        cuda_graphs=cuda_graphs, efficiency=roof.efficiency_given, compiled=compiled)
+                                        cuda_graphs=cuda_graphs, efficiency=roof.efficiency_given, compiled=compiled,
+                                        w8a8=roof.w8a8)
 
     def prefill(self, batch: int, prompt: int, source: int) -> float:
         from .kernel_time import inference_subs, leaves_time

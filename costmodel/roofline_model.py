@@ -33,6 +33,7 @@ from .hardware import Efficiency, Hardware, kernel_times
 from .memory import inference_phases
 from . import blocks as B
 from .leaves import Leaf
+from .quantization import runs_w8a8, w8a8_leaf_bytes
 from .tree import CostModel, model_values, profile_for
 
 KERNEL_QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")  # per block
@@ -112,6 +113,10 @@ class Roofline:
         # Quantized weights or KV cache change the bytes the closed-form sums do not model.
         self.quantized = any(v is not None for v in (quantization or {}).values())
         profile = profile_for(cfg, self.workload, dropout=False, kv_cache=kv_cache)
+        # FP8 weights on FP8 tensor cores (quantization.runs_w8a8): the quantized projections at
+        # the FP8 peak, their inputs read in one byte after a quantization pass (w8a8_leaf_bytes).
+        self.w8a8 = runs_w8a8(profile.weight_format, hardware)
+        self.fp8_flops_per_s = hardware.peak("fp8") * eff.compute if self.w8a8 else None
         self.prefill_model = CostModel(cfg, profile, phase="prefill")
         self.decode_model = CostModel(cfg, profile, phase="decode") if cfg.n_decoder_layers else None
         self.encoder_decoder = cfg.architecture == "encoder-decoder"
@@ -130,10 +135,13 @@ class Roofline:
         runs, expressions = {}, {}
         fixed = {k: sp.Integer(v) for k, v in model_values(model.cfg).items()}
         for leaf in model.leaves if leaves is None else leaves:
-            runs[leaf.path] = (int(leaf.count.xreplace(fixed)), leaf.cost.is_active())
+            fp8 = self.w8a8 and leaf.weight_format is not None and bool(leaf.cost.matrices)
+            runs[leaf.path] = (int(leaf.count.xreplace(fixed)), leaf.cost.is_active(), fp8)
+            read, quantize = w8a8_leaf_bytes(leaf, S.e) if fp8 else (0, 0)
             for quantity in KERNEL_QUANTITIES:
-                expressions[f"{leaf.path}|{quantity}"] = (matmul_traffic(leaf) if quantity == "bytes_matmul"
-                                                          else leaf.total(quantity))
+                expressions[f"{leaf.path}|{quantity}"] = (matmul_traffic(leaf) + read if quantity == "bytes_matmul"
+                                                          else leaf.total(quantity) + quantize
+                                                          if quantity == "bytes_other" else leaf.total(quantity))
         return runs, Sweep(model, expressions)
 
     @cached_property
@@ -163,14 +171,14 @@ class Roofline:
         out = function(e=DTYPE_BYTES[self.dtype], **workload)
         seconds = 0.0
         blocks = []
-        for path, (count, active) in runs.items():
+        for path, (count, active, fp8) in runs.items():
             f_mm, b_mm, f_o, b_o = (np.asarray(out[f"{path}|{q}"]) for q in KERNEL_QUANTITIES)
             overhead = (self.decode_overhead_s if decode else self.overhead_s) * count if active else 0.0
-            _, _, busy = kernel_times(f_mm, b_mm, f_o, b_o, self.flops_per_s,
-                                      self.vector_flops_per_s, self.bytes_per_s)
+            peak = self.fp8_flops_per_s if fp8 else self.flops_per_s
+            _, _, busy = kernel_times(f_mm, b_mm, f_o, b_o, peak, self.vector_flops_per_s, self.bytes_per_s)
             seconds = seconds + busy + overhead
             first = Timing.of((float(f_mm.flat[0]), float(b_mm.flat[0])),
-                              (float(f_o.flat[0]), float(b_o.flat[0])), self.flops_per_s,
+                              (float(f_o.flat[0]), float(b_o.flat[0])), peak,
                               self.vector_flops_per_s, self.bytes_per_s, overhead)
             blocks.append(BlockTiming(path, first, first.seconds))
         return blocks, seconds

@@ -49,6 +49,17 @@ CANONICAL_DTYPE = {"fp32": "fp32", "float32": "fp32", "fp16": "fp16", "float16":
                    "bf16": "bf16", "bfloat16": "bf16"}
 #: --weight-dtype: quantized weights (costmodel/quantization.py has each format's bits and groups).
 WEIGHT_DTYPES = Choices({"int8": "LLM.int8", "int4": "GPTQ/AWQ", "fp8": "", "nf4": "bitsandbytes"})
+#: --fp8-gemm: how a GEMM on --weight-dtype fp8 weights multiplies (costmodel/quantization.py
+#: w8a8 has the rule and its sources).
+FP8_GEMMS = Choices({
+    "auto": "w8a8 where the hardware file has an FP8 peak (vLLM's rule: compute capability >= 8.9), "
+            "w8a16 where it has none",
+    "w8a8": "weights and activations in FP8 at the FP8 peak, each input quantized per tensor first "
+            "(vLLM's fp8 on Hopper/Ada: cutlass scaled_mm; TensorRT-LLM's FP8)",
+    "w8a16": "weight-only: the weights dequantized in the kernel, the product at the data dtype's peak "
+             "(vLLM's FP8 Marlin on Ampere)",
+})
+DEFAULT_FP8_GEMM = "auto"
 #: --kv-dtype: one byte per cached element, plus two fp32 scales per layer (blocks.kv_cache_bytes).
 KV_DTYPES = Choices({"fp8": "", "int8": ""})
 #: The adapters' dtype of a LoRA fine-tune.

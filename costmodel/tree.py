@@ -48,7 +48,7 @@ def profile_for(cfg: ModelConfig, workload: Workload | None = None, **changes) -
         kv_cache=workload.kv_cache,
         mla=workload.mla,
         weight_format=weight_format(workload.weight_dtype, workload.weight_group,
-                                    workload.double_quant),
+                                    workload.double_quant, workload.fp8_gemm),
     )
     return dataclasses.replace(profile, **changes)
 

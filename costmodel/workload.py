@@ -57,6 +57,9 @@ class Workload:
     weight_group: int | None = None
     double_quant: bool = True
     kv_dtype: str | None = None
+    # How GEMMs on fp8 weights multiply (spec.FP8_GEMMS): auto (W8A8 where the hardware has an FP8
+    # peak), w8a8 or w8a16 (weight-only); quantization.runs_w8a8.
+    fp8_gemm: str = spec.DEFAULT_FP8_GEMM
     # How a decode step appends to the KV cache (KV_CACHES): dynamic (torch.cat copies the cache,
     # Hugging Face's DynamicCache) or static (preallocated, written in place).
     kv_cache: str = spec.DEFAULT_KV_CACHE
@@ -97,7 +100,7 @@ class Workload:
         check_bool(owner, "double_quant", self.double_quant)
         if not self.double_quant and self.weight_dtype != "nf4":
             raise ConfigError(f"{owner}: double_quant applies only to nf4 weights.")
-        weight_format(self.weight_dtype, self.weight_group, self.double_quant)
+        weight_format(self.weight_dtype, self.weight_group, self.double_quant, self.fp8_gemm)
         if self.kv_dtype is not None:
             check_choice(owner, "kv_dtype", self.kv_dtype, spec.KV_DTYPES)
         check_choice(owner, "mla", self.mla, MLA_FORMS)
@@ -128,6 +131,8 @@ class Workload:
         if self.weight_dtype is not None or self.kv_dtype is not None:
             options.update(weight_dtype=self.weight_dtype, weight_group=self.weight_group,
                            double_quant=self.double_quant, kv_dtype=self.kv_dtype)
+        if self.fp8_gemm != spec.DEFAULT_FP8_GEMM:
+            options["fp8_gemm"] = self.fp8_gemm
         if self.kv_cache != "dynamic":
             options["kv_cache"] = self.kv_cache
         if self.mla != "naive":  # (naive keeps the keys compiled before the option existed)

@@ -11,6 +11,7 @@ import click
 
 from costmodel.config import ConfigError
 from costmodel.spec import (DEFAULT_HARDWARE, DEFAULT_SCHEDULER, DEFAULT_SERVE_ATTENTION, DEFAULT_SERVE_MLA, DTYPES,
+                            DEFAULT_FP8_GEMM, FP8_GEMMS,
                             KV_DTYPES, MLA_FORMS, ROUTERS, SCHEDULERS, SERVE_ATTENTIONS, WEIGHT_DTYPES)
 
 from .output import ReportInputError, finite
@@ -127,6 +128,8 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 @click.option("--dtype", type=click.Choice(DTYPES), default=None, help="Default: the hardware's.")
 @click.option("--weight-dtype", type=click.Choice(WEIGHT_DTYPES), default=None)
 @click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default=None)
+@click.option("--fp8-gemm", type=click.Choice(FP8_GEMMS), default=DEFAULT_FP8_GEMM, show_default=True,
+              help=f"With --weight-dtype fp8, how its GEMMs multiply: {FP8_GEMMS.described()}.")
 @click.option("--attention", type=click.Choice(SERVE_ATTENTIONS), default=DEFAULT_SERVE_ATTENTION, show_default=True)
 @click.option("--mla", type=click.Choice(MLA_FORMS), default=DEFAULT_SERVE_MLA, show_default=True,
               help="Latent attention (DeepSeek): absorbed, as vLLM's MLA backend runs it, or naive (transformers').")
@@ -143,7 +146,7 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 def serve(model, config, hardware_name, rate, count, trace, prompt, output_tokens, seed, scheduler, max_num_seqs,
           max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, replicas, dtype, weight_dtype,
           kv_dtype, attention, slo_ttft, slo_tpot, csv_path, steps_csv, plot_path, rates, as_json, router,
-          disaggregate, mla, pp, prefix_caching, time_model) -> None:
+          disaggregate, mla, pp, prefix_caching, time_model, fp8_gemm) -> None:
     """Serve a stream of requests on an engine replica, simulated step by step (continuous
     batching, paged KV cache): latency percentiles, throughput and goodput."""
     from costmodel.serving import serve as run_serve
@@ -174,7 +177,7 @@ def serve(model, config, hardware_name, rate, count, trace, prompt, output_token
                    gpu_memory_utilization=gpu_memory_utilization, num_blocks=num_blocks, tp=tp, pp=pp,
                    prefix_caching=prefix_caching, dtype=dtype,
                    weight_dtype=weight_dtype, kv_dtype=kv_dtype, attention=attention, mla=mla,
-                   time_model=time_model)
+                   time_model=time_model, fp8_gemm=fp8_gemm)
     if rates is not None:
         _latency_vs_rate(model or config, hardware_name, chosen, options, plot_path, as_json)
         return

@@ -69,16 +69,19 @@ from ..blocks import AttentionScores, WeightedSum
 from ..hardware import Efficiency, Hardware, kernel_times, time_model_for
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompute, Pointwise, check_kernel_model,
                            kernels_seconds, launches_of, leaf_kernels)
+from ..quantization import runs_w8a8, w8a8_leaf_bytes
 from ..tree import CostModel, model_values, profile_for
 
 QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")
 
 
 def serving_profile(cfg: ModelConfig, attention: str = "flash", weight_dtype: str | None = None,
-                    kv_dtype: str | None = None, mla: str = "absorbed") -> Any:
+                    kv_dtype: str | None = None, mla: str = "absorbed", fp8_gemm: str = "auto") -> Any:
     """The implementation profile of a paged engine: no dropout, a cache written in place, latent
-    attention absorbed (as vLLM's MLA backend runs it)."""
-    workload = Workload(attention=attention, weight_dtype=weight_dtype, kv_dtype=kv_dtype, mla=mla)
+    attention absorbed (as vLLM's MLA backend runs it); fp8 weights' GEMMs as fp8_gemm says
+    (spec.FP8_GEMMS)."""
+    workload = Workload(attention=attention, weight_dtype=weight_dtype, kv_dtype=kv_dtype, mla=mla,
+                        fp8_gemm=fp8_gemm)
     return profile_for(cfg, workload, dropout=False, kv_cache="static")
 
 
@@ -130,12 +133,19 @@ class RooflineStepTime(StepTime):
         model = CostModel(cfg, profile or serving_profile(cfg), phase="chunk")
         fixed = {k: sp.Integer(v) for k, v in model_values(cfg).items()}
         groups: dict[str, list] = {"context": [], "head": [], "tokens": []}
+        fp8_leaves: dict[str, list[bool]] = {"context": [], "head": [], "tokens": []}
         active_blocks = 0
         quantized = getattr(model.profile, "weight_format", None) is not None
+        w8a8 = runs_w8a8(model.profile.weight_format, hardware)  # FP8 projections (quantization.py)
+        fp8_peak = hardware.peak("fp8") * eff.compute if w8a8 else self.peak
         for leaf in model.leaves:
             totals = [leaf.total(q) for q in QUANTITIES]
             if quantized:  # the weights are read as stored (the tree counts e bytes per weight read)
                 totals[1] = totals[1] - S.e * leaf.total("params") + leaf.total("weight_bytes")
+            fp8 = w8a8 and bool(leaf.cost.matrices)
+            if fp8:  # inputs read in one byte, after their quantization pass
+                read, quantize = w8a8_leaf_bytes(leaf, S.e)
+                totals[1], totals[3] = totals[1] + read, totals[3] + quantize
             if any(t != 0 for t in totals) or leaf.cost.get("bytes_moved") != 0:
                 active_blocks += int(leaf.count.xreplace(fixed))
             group = ("context" if any(S.c in t.free_symbols for t in totals)
@@ -144,7 +154,12 @@ class RooflineStepTime(StepTime):
             if group == "context" and weights != 0:  # read once per step, not once per sequence
                 totals[1] = totals[1] - weights
                 groups["tokens"].append([sp.Integer(0), weights, sp.Integer(0), sp.Integer(0)])
+                fp8_leaves["tokens"].append(False)
             groups[group].append(totals)
+            fp8_leaves[group].append(fp8)
+        # Each group's leaves' matmul peaks, in the order of its rows (FP8 leaves at the FP8 peak).
+        self._peaks = {name: np.array([fp8_peak if fp8 else self.peak for fp8 in flags])
+                       for name, flags in fp8_leaves.items()}
         self.overhead_s = active_blocks * hardware.overhead_s_per_block
         self._sweeps = {name: Sweep(model, {f"{i}|{q}": t for i, totals in enumerate(leaves)
                                             for q, t in zip(QUANTITIES, totals)})
@@ -176,7 +191,8 @@ class RooflineStepTime(StepTime):
     def _busy(self, quantities: Any) -> float:
         """Seconds of the leaves' kernels: quantities is (leaves*4,) of F_mm, B_mm, F_o, B_o."""
         q = quantities.reshape(-1, 4) / self.tp
-        _, _, busy = kernel_times(q[:, 0], q[:, 1], q[:, 2], q[:, 3], self.peak, self.vector, self.bandwidth)
+        _, _, busy = kernel_times(q[:, 0], q[:, 1], q[:, 2], q[:, 3], self._peaks["context"], self.vector,
+                                  self.bandwidth)
         return float(busy.sum())
 
     def _per_token_group(self, name: str, tokens: int) -> float:
@@ -191,7 +207,8 @@ class RooflineStepTime(StepTime):
             size = max(tokens + 1, 2 * (0 if table is None else len(table)), 1024)
             counts = np.arange(size)
             q = self._evaluate(name, counts, counts).reshape(-1, 4, size) / self.tp
-            _, _, busy = kernel_times(q[:, 0], q[:, 1], q[:, 2], q[:, 3], self.peak, self.vector, self.bandwidth)
+            _, _, busy = kernel_times(q[:, 0], q[:, 1], q[:, 2], q[:, 3], self._peaks[name][:, None], self.vector,
+                                      self.bandwidth)
             table = busy.sum(axis=0)
             table[0] = 0.0
             self._tables[name] = table
@@ -235,7 +252,8 @@ class RooflineStepTime(StepTime):
         self._decode_rows(keys + steps)  # grow the table first
         rows = self._decode_table[keys[:, None] + np.arange(steps)].sum(axis=0)  # (steps, leaves*4)
         q = rows.reshape(steps, -1, 4) / self.tp
-        _, _, busy = kernel_times(q[..., 0], q[..., 1], q[..., 2], q[..., 3], self.peak, self.vector, self.bandwidth)
+        _, _, busy = kernel_times(q[..., 0], q[..., 1], q[..., 2], q[..., 3], self._peaks["context"], self.vector,
+                                  self.bandwidth)
         return base + busy.sum(axis=1)
 
     def seconds(self, query: Any, context: Any, emitting: int | None = None) -> float:
@@ -334,7 +352,8 @@ class KernelStepTime(StepTime):
         self.dtype = Workload(dtype=dtype).dtype
         self.e = DTYPE_BYTES[self.dtype]
         model = CostModel(cfg, profile or serving_profile(cfg), phase="chunk")
-        self.timer = timer or KernelTimer(hardware, self.dtype, model.profile.attention, efficiency=efficiency)
+        self.timer = timer or KernelTimer(hardware, self.dtype, model.profile.attention, efficiency=efficiency,
+                                          w8a8=runs_w8a8(model.profile.weight_format, hardware))
         subs = {**{k: sp.Integer(v) for k, v in model_values(cfg).items()},
                 S.b: sp.Integer(1), S.s: sp.Integer(1), S.T: sp.Integer(0), S.e: sp.Integer(self.e),
                 S.tp: sp.Integer(tp)}
