@@ -5,7 +5,8 @@ Pure analytic (no torch), and no formulas: it divides the cost tree's leaves by 
 products, on the matmul units (tensor cores; a CPU's fused multiply-add pipelines), and its other
 ops (norms, softmax, activations, adds), on the vector units. Each kind takes its own roofline time,
 max(FLOPs / (peak x compute efficiency), bytes moved / (bandwidth x memory efficiency)), with the
-matmul peak of the dtype for the products and the vector peak for the rest; a block adds a fixed
+matmul peak of the dtype for the products (fp8 weights' projections, where they run W8A8: the FP8
+peak, quantization.runs_w8a8) and the vector peak for the rest; a block adds a fixed
 overhead (kernel launches, or the interpreter's dispatch of its few ops on a CPU). A pass is the sum
 over blocks, and each figure says which resource bounds it.
 

@@ -36,7 +36,6 @@ from ..hardware import Efficiency, Hardware
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, Pointwise, MatmulCompute, check_kernel_model,
                            kernels_seconds)
 from .rank import FRAMEWORKS, ParallelEstimate, uses_loss_parallel
-from ..quantization import runs_w8a8, weight_format
 from .time import StepTime, leaf_factor, runs_fp8
 
 #: One leaf's entry in a rank's kernels: its part key, whether it is recomputed, whether it
@@ -49,15 +48,14 @@ _TIMERS: dict[tuple, tuple[Hardware, KernelTimer]] = {}
 
 
 def _timer(hardware: Hardware, dtype: str, attention: str, efficiency: Efficiency | None,
-           compiled: bool, matmul_dtype: str | None = None, sustained: bool = False,
-           w8a8: bool = False) -> KernelTimer:
+           compiled: bool, matmul_dtype: str | None = None, sustained: bool = False) -> KernelTimer:
     """One KernelTimer (and so one memo of kernel seconds) per hardware object and options."""
-    key = (id(hardware), dtype, attention, efficiency, compiled, matmul_dtype, sustained, w8a8)
+    key = (id(hardware), dtype, attention, efficiency, compiled, matmul_dtype, sustained)
     held = _TIMERS.get(key)
     if held is None or held[0] is not hardware:
         held = _TIMERS[key] = (hardware, KernelTimer(hardware, dtype, attention, efficiency=efficiency,
                                                      compiled=compiled, matmul_dtype=matmul_dtype,
-                                                     sustained=sustained, w8a8=w8a8))
+                                                     sustained=sustained))
     return held[1]
 
 
@@ -155,11 +153,7 @@ class KernelStepTime(StepTime):
         # A training step keeps the GPU saturated: its GEMMs at the sustained (power-limited)
         # matmul efficiency where the hardware file states one (kernel_time.KernelTimer).
         sustained = estimate.phase == "train"
-        # Inference on fp8 weights: their GEMMs W8A8 where the hardware has an FP8 peak (quantization.py).
-        w8a8 = runs_w8a8(weight_format(workload.weight_dtype, workload.weight_group, workload.double_quant,
-                                       workload.fp8_gemm), hardware) if estimate.phase != "train" else False
-        self.timer = _timer(hardware, workload.dtype, workload.attention, efficiency, compiled, sustained=sustained,
-                            w8a8=w8a8)
+        self.timer = _timer(hardware, workload.dtype, workload.attention, efficiency, compiled, sustained=sustained)
         # --fp8: the linear layers' GEMMs on the FP8 tensor cores (StepTime checked the peak).
         self.fp8_timer = None if estimate.layout.fp8 is None else \
             _timer(hardware, workload.dtype, workload.attention, efficiency, compiled, matmul_dtype="fp8",

@@ -30,6 +30,8 @@ The kernel-level model (KernelStepTime; costmodel/kernel_time.py, docs/time.md):
   at one context is then the kernel model's decode step at batch b (leaves_time over the decode
   tree, what simulate sums) to rounding;
 - quantized weights: each GEMM reads its weight matrix as the tree stores it (Gemm.weight_bytes);
+  fp8 weights on a hardware file with an FP8 peak run W8A8 (quantization.runs_w8a8: the GEMMs at
+  the FP8 peak, inputs in one byte after their quantization pass; KernelTimer's w8a8);
 - tensor parallelism (tp > 1): each leaf's kernels at one rank's shapes (layout/split.py's
   substitution: h / tp heads, d_ff / tp columns, ceil(V / tp) vocabulary rows), plus two
   all-reduces of the step's activations per layer (Megatron's row-parallel outputs) from
@@ -40,7 +42,8 @@ The kernel-level model (KernelStepTime; costmodel/kernel_time.py, docs/time.md):
 The roofline (RooflineStepTime): each leaf's two kernels take max(compute, memory) at the
 hardware's peaks and efficiencies (costmodel/hardware.py kernel_times), and every active block
 pays the hardware's per-block overhead once per step. Quantized weights: each leaf's matmul
-traffic reads its weights as the tree stores them (its weight_bytes). tp > 1: each leaf's FLOPs
+traffic reads its weights as the tree stores them (its weight_bytes); W8A8 leaves (fp8 weights on
+an FP8 peak) at the FP8 peak, with quantization.w8a8_leaf_bytes' traffic. tp > 1: each leaf's FLOPs
 and bytes divided by tp, plus two ring all-reduces of the step's activations per layer over the
 hardware's link and its latency per call (a stated approximation). pp > 1: the sum of the stages'
 times plus pp - 1 sends of the hidden states over the link. The pipeline's concurrency (pp

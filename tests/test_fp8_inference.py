@@ -1,0 +1,126 @@
+"""FP8 checkpoints at inference (--weight-dtype fp8, --fp8-gemm): W8A8 GEMMs at the FP8 peak where
+the hardware file has one (vLLM's fp8 on compute capability >= 8.9), weight-only elsewhere or when
+asked (costmodel/quantization.py runs_w8a8), in both time models, exact to the formula."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from costmodel.config import ConfigError
+from costmodel.hardware import load_hardware
+from costmodel.kernel_time import Gemm, KernelTimer, inference_subs, leaf_kernels
+from costmodel.presets import load_preset
+from costmodel.quantization import activation_quant_bytes, runs_w8a8, weight_format
+from costmodel.roofline_model import Roofline
+from costmodel.serving.steptime import StepTime, serving_profile
+from costmodel.tree import CostModel
+
+from cli_run import run_main
+
+H200_FP8 = 1978.9e12 * 0.734  # flops_per_s["fp8"] x matmul_efficiency["fp8"] (h200.json)
+H200_BF16 = 989.4e12 * 0.803
+H200_BYTES = 4.8e12 * 0.8  # bandwidth x the memory efficiency (no gemv_bandwidth in h200.json)
+SMS = 132
+
+
+def test_a_compute_bound_prefill_gemm_runs_at_the_fp8_peak_and_its_efficiency():
+    h200 = load_hardware("h200")
+    weights = 8192 * 8192 + 4 * 8192  # one byte a value, an fp32 scale a row
+    gemm = Gemm(8192, 8192, 8192, weight_bytes=weights, weight_dtype="fp8", quantizes_input=True)
+    # 64 x 64 tiles of 128 x 128 over 132 SMs: 32 waves, each a tile's FLOPs at an SM's share
+    tile_flops = 32 * 2 * 128 * 128 * 8192
+    quantize = 5 * 8192 * 8192 / H200_BYTES  # amax read (2 B), cast read (2 B) and write (1 B)
+    w8a8 = KernelTimer(h200, "bf16", w8a8=True).gemm_seconds(gemm, tile=(128, 128))
+    assert w8a8 == pytest.approx(tile_flops / (H200_FP8 / SMS) + quantize, rel=1e-12)
+    weight_only = KernelTimer(h200, "bf16").gemm_seconds(gemm, tile=(128, 128))
+    assert weight_only == pytest.approx(tile_flops / (H200_BF16 / SMS), rel=1e-12)
+
+
+def test_a_decode_gemm_moves_one_byte_inputs_and_pays_the_quantization_pass():
+    h200 = load_hardware("h200")
+    weights = 11008 * 4096 + 4 * 11008
+    first = Gemm(8, 11008, 4096, weight_bytes=weights, weight_dtype="fp8", quantizes_input=True)
+    w8a8 = KernelTimer(h200, "bf16", w8a8=True)
+    assert w8a8.gemm_seconds(first) == pytest.approx(
+        (8 * 4096 + 2 * 8 * 11008 + weights) / H200_BYTES + 5 * 8 * 4096 / H200_BYTES, rel=1e-12)
+    # the GEMM beside it on the same input (gate and up) reads the quantized copy: no second pass
+    beside = Gemm(8, 11008, 4096, weight_bytes=weights, weight_dtype="fp8")
+    assert w8a8.gemm_seconds(beside) == pytest.approx((8 * 4096 + 2 * 8 * 11008 + weights) / H200_BYTES, rel=1e-12)
+    assert KernelTimer(h200, "bf16").gemm_seconds(first) == pytest.approx(
+        (2 * 8 * 4096 + 2 * 8 * 11008 + weights) / H200_BYTES, rel=1e-12)
+    assert activation_quant_bytes(8 * 4096, 2) == 5 * 8 * 4096
+
+
+def test_each_leaf_quantizes_each_input_once():
+    cfg = load_preset("llama2-7b")
+    profile = serving_profile(cfg, "flash", "fp8")
+    tree = CostModel(cfg, profile, phase="prefill")
+    subs = inference_subs(cfg, "bf16", 1, 37)
+    flags = {leaf.path: [(k.weight_dtype, k.quantizes_input) for k in leaf_kernels(leaf, subs, True)
+                         if isinstance(k, Gemm)] for leaf in tree.leaves}
+    # Q, then K and V on the same input; gate and up on one, down on its own
+    assert flags["decoder.layer.self_attention.qkv"] == [("fp8", True), ("fp8", False), ("fp8", False)]
+    assert flags["decoder.layer.ffn.mlp"] == [("fp8", True), ("fp8", False), ("fp8", True)]
+    assert flags["head.lm_head"] == [(None, False)]  # the head stays unquantized
+
+
+def test_the_roofline_runs_the_quantized_ffn_at_the_fp8_peak():
+    cfg = load_preset("llama2-7b")
+    h200 = load_hardware("h200")
+    blocks = {}
+    for gemm in ("auto", "w8a16"):
+        roof = Roofline(cfg, h200, "bf16", None, "sdpa", "static", False, {"weight_dtype": "fp8", "fp8_gemm": gemm})
+        blocks[gemm] = {b.path: b.timing for b in roof.prefill(1, 2048)[2]}
+    w8a8, weight_only = blocks["auto"]["decoder.layer.ffn.mlp"], blocks["w8a16"]["decoder.layer.ffn.mlp"]
+    flops = 32 * 2 * 2048 * 3 * 4096 * 11008  # 32 layers' gate, up and down over 2,048 tokens
+    compute = 0.7  # h200.json efficiency.compute (the roofline's)
+    assert weight_only.compute_s - w8a8.compute_s == pytest.approx(
+        flops / (989.4e12 * compute) - flops / (1978.9e12 * compute), rel=1e-9)
+    # bytes: the inputs (d for gate and up, d_ff for down) read in 1 byte, not 2; one pass per input
+    inputs = 32 * 2048 * (2 * 4096 + 11008)
+    quantize = 32 * 5 * 2048 * (4096 + 11008)
+    assert w8a8.bytes - weight_only.bytes == -inputs + quantize
+    assert blocks["auto"]["decoder.layer.self_attention.scores"] == blocks["w8a16"]["decoder.layer.self_attention.scores"]
+
+
+def test_an_a100_keeps_weight_only_and_refuses_w8a8():
+    a100, h200 = load_hardware("a100-80gb"), load_hardware("h200")
+    assert not runs_w8a8(weight_format("fp8"), a100) and runs_w8a8(weight_format("fp8"), h200)
+    assert not runs_w8a8(weight_format("fp8", fp8_gemm="w8a16"), h200)
+    assert not runs_w8a8(weight_format("int8"), h200)
+    cfg = load_preset("llama2-7b")
+    query, context = np.array([512, 1, 1]), np.array([512, 900, 40])
+    for model in ("kernels", "roofline"):
+        steps = [StepTime(cfg, a100, "bf16", None, serving_profile(cfg, "flash", "fp8", fp8_gemm=gemm), 1, 1, model)
+                 for gemm in ("auto", "w8a16")]
+        assert steps[0].seconds(query, context) == steps[1].seconds(query, context)
+    with pytest.raises(ConfigError, match="a100-80gb: no FP8 peak"):
+        StepTime(cfg, a100, "bf16", None, serving_profile(cfg, "flash", "fp8", fp8_gemm="w8a8"))
+
+
+def test_w8a16_restores_the_bf16_products_and_w8a8_speeds_the_prefill_only():
+    cfg = load_preset("llama2-7b")
+    h200 = load_hardware("h200")
+    profile = {gemm: serving_profile(cfg, "flash", "fp8", fp8_gemm=gemm) for gemm in ("auto", "w8a16")}
+    bf16 = StepTime(cfg, h200, "bf16", None, profile["auto"], timer=KernelTimer(h200, "bf16", "flash"))
+    weight_only = StepTime(cfg, h200, "bf16", None, profile["w8a16"])
+    w8a8 = StepTime(cfg, h200, "bf16", None, profile["auto"])
+    prefill, decode = (np.array([2048]), np.array([2048])), (np.full(8, 1), np.full(8, 1000))
+    assert weight_only.seconds(*prefill) == bf16.seconds(*prefill)
+    assert weight_only.seconds(*decode) == bf16.seconds(*decode)
+    assert w8a8.seconds(*prefill) < 0.75 * weight_only.seconds(*prefill)  # the GEMMs at twice the peak
+    # decode reads the same weights: within the inputs' and the quantization passes' bytes
+    assert abs(w8a8.seconds(*decode) - weight_only.seconds(*decode)) < 1e-3 * weight_only.seconds(*decode)
+
+
+@pytest.mark.parametrize("args", [
+    ["simulate", "--model", "llama2-7b", "--hardware", "h200", "--weight-dtype", "fp8", "--fp8-gemm", "w4a4"],
+    ["simulate", "--model", "llama2-7b", "--hardware", "h200", "--weight-dtype", "int8", "--fp8-gemm", "w8a8"],
+    ["simulate", "--model", "llama2-7b", "--hardware", "a100-80gb", "--weight-dtype", "fp8", "--fp8-gemm", "w8a8"],
+    ["serve", "--model", "llama2-7b", "--hardware", "h200", "--rate", "1", "--weight-dtype", "fp8",
+     "--fp8-gemm", "fp8"],
+])
+def test_a_bad_fp8_gemm_is_one_line(args, capsys):
+    code, _, err = run_main(args, capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and err.startswith("error: ")
