@@ -13,8 +13,8 @@ Second table: TensorRT-LLM's H200 launch note (docs/source/blogs/H200launch.md o
 release/0.5.0 branch: "H200 FP8 Max throughput", TensorRT-LLM v0.5.0, TensorRT 9.1.0.4,
 preliminary), also static batches (the largest power-of-2 batch that fits). Ours: the static
 scheduler on the h200 preset with FP8 weights and an FP8 KV cache (--weight-dtype fp8
---kv-dtype fp8) and bf16 compute: this model has no FP8 matmul peak yet (issue 22), so a
-compute-bound prefill is timed at the bf16 peak.
+--kv-dtype fp8), bf16 activations: the projections' GEMMs run W8A8 at the FP8 peak (--fp8-gemm
+auto; costmodel/quantization.py runs_w8a8), the attention core in bf16.
 
 Last tables: MLPerf Inference Llama-2-70B (closed division), Offline and Server scenarios, from
 the LoadGen summaries: v4.0 Azure NC80adis_H100_v5 (2 x H100 NVL 94 GB over an NVLink bridge,
@@ -22,8 +22,8 @@ TensorRT 9.3.0) and v4.1 NVIDIA DGX H100 (8 x H100 SXM, four engines of tp 2). T
 settings (tensor parallelism 2, FP8, in-flight batching up to the config's gpu_batch_size, 90%
 of free memory for the KV cache) are NVIDIA's config classes of each round (Azure's README says
 it ran NVIDIA's). Ours: `serve` with vLLM's continuous-batching scheduler on the h100-nvl or
-h100-sxm preset, tp 2, as many replicas as engines, FP8 weights and KV cache, bf16 compute (no
-FP8 matmul peak yet: issue 22), the same sequence cap and memory fraction. Output lengths:
+h100-sxm preset, tp 2, as many replicas as engines, FP8 weights and KV cache, the projections'
+GEMMs W8A8 at the FP8 peak (the attention core in bf16), the same sequence cap and memory fraction. Output lengths:
 the reference's 294 tokens per sample (fixed; Azure's run: 3,900.33 / 13.3588 = 292). Input
 lengths: no stored source gives the 24,576
 OpenOrca prompts' lengths (only their cap, 1,024), so each row is run at 128, 512 and 1,024
@@ -103,7 +103,8 @@ MLPERF = [
 
 
 def mlperf_options(system: dict, max_num_seqs: int) -> dict:
-    """The replica options of our MLPerf runs: vLLM's scheduler, FP8 weights and KV cache, bf16 compute."""
+    """The replica options of our MLPerf runs: vLLM's scheduler, FP8 weights and KV cache, bf16
+    activations (the projections W8A8 at the FP8 peak, as --fp8-gemm auto runs them on an H100)."""
     return {"scheduler": "vllm", "tp": system["tp"], "max_num_seqs": max_num_seqs, "dtype": "bf16",
             "weight_dtype": "fp8", "kv_dtype": "fp8", "gpu_memory_utilization": 0.90}
 
