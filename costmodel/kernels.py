@@ -86,6 +86,8 @@ class Flash(Kernel):
         return 3 * forward  # Q K^T is recomputed in backward
 
     def scores_saved(self, core: Any) -> Expr:
+        if core.inputs_rebuilt:  # q and k rebuilt by the recomputed up-projections
+            return ZERO
         return S.e * S.b * core.qk_dim * (S.h * core.q_len + core.kv_heads * core.k_len)  # q, k
 
     def query_view_saved(self, extra: Expr) -> Expr:
@@ -95,7 +97,8 @@ class Flash(Kernel):
         return FP32 * S.b * S.h * core.q_len  # the log-sum-exp per query row
 
     def weighted_sum_saved(self, core: Any) -> Expr:
-        return S.e * S.b * core.value_dim * (core.kv_heads * core.k_len + S.h * core.q_len)  # v, out
+        values = ZERO if core.inputs_rebuilt else core.kv_heads * core.k_len  # v (unless rebuilt)
+        return S.e * S.b * core.value_dim * (values + S.h * core.q_len)  # and out
 
 
 @dataclass(frozen=True)
