@@ -112,7 +112,8 @@ class CostModel:
         it for every block under full recomputation, for the attention core under selective (its
         kernel says so), for each norm and latent attention's RoPE under "deepseek"
         (spec.RECOMPUTED_PARTS); latent attention's up-projections and own norms, a part of its
-        projections' leaf (LatentAttention.recomputed_part)."""
+        projections' leaf (LatentAttention.recomputed_part); the routed experts' SwiGLU under
+        DeepSeek-V3's FP8 activations (Experts.recomputed_part)."""
         profile = self.profile
         if self.phase != "train":
             return None
@@ -125,7 +126,7 @@ class CostModel:
             return leaf.cost
         if isinstance(block, B.RotaryEmbedding) and self.cfg.mla and profile.recomputes("up_projections"):
             return leaf.cost  # the RoPE applied to the up-projections' output, inside their checkpoint
-        if isinstance(block, B.LatentAttention):
+        if isinstance(block, (B.LatentAttention, B.Experts)):
             return block.recomputed_part()
         return None
 

@@ -129,3 +129,59 @@ def test_without_a_fused_kernel_latent_attention_is_refused_and_other_models_rec
         else:
             assert number(llama, after.cost.saved_bytes) == number(llama, before.cost.saved_bytes)
             assert not after.recomputed
+
+
+# ---------------------------------------------------------------------------------------------
+# DeepSeek-V3's low-precision activations (--fp8 blockwise; report section 3.3.3)
+
+DX, K, EXPERTS, DS, DFF = 16, 3, 8, 16, 37  # the odd config's expert width, top k, experts, shared, dense
+SLOTS = TOKENS * K
+
+
+def layer_saved(cfg, recompute: str, fp8: str | None) -> dict[str, int]:
+    from costmodel.layout import Layout, ParallelEstimate
+
+    workload = Workload(seq_len=N, batch=B, dtype="bf16", impl="megatron", attention="flash", recompute=recompute)
+    numbers = ParallelEstimate(cfg, workload, Layout(framework="megatron", fp8=fp8)).numbers
+    return {kind: numbers[f"layer.decoder.{kind}.saved"] for kind in ("dense", "moe")}
+
+
+def tiles(rows: int, width: int, bits: int = 8) -> int:
+    """rows x width at `bits` a value, an fp32 scale per 1 x 128 tile of a row (hand count)."""
+    return rows * width * bits // 8 + 4 * rows * -(-width // 128)
+
+
+def test_blockwise_fp8_caches_the_linear_inputs_it_states(cfg):
+    """Per layer under --recompute deepseek: the routed experts keep their gathered input and
+    SwiGLU's input in FP8 tiles and not SwiGLU's output (the SiLU output and the product: 2 S d_x
+    bf16 values), the shared expert and the dense FFN their output matrix's input in FP8, the flash
+    kernel its output in E5M6 tiles; tensorwise (torchao) keeps everything as bf16 does."""
+    bf16, blockwise = layer_saved(cfg, "deepseek", None), layer_saved(cfg, "deepseek", "blockwise")
+    assert layer_saved(cfg, "deepseek", "tensorwise") == bf16
+    experts = E * SLOTS * (2 * D + 4 * DX) - (tiles(SLOTS, D) + tiles(SLOTS, 2 * DX) + E * SLOTS * D)
+    assert experts == 14400 - (2340 + 1620 + 4320) == 6120
+    shared = E * TOKENS * DS - tiles(TOKENS, DS)  # one of the fused SwiGLU's three tensors
+    assert shared == 480 - 300
+    attention_output = E * TOKENS * H * DV - tiles(TOKENS, H * DV, bits=12)
+    assert attention_output == 1260 - 1005
+    assert bf16["moe"] - blockwise["moe"] == experts + shared + attention_output == 6555
+    dense = E * TOKENS * DFF - tiles(TOKENS, DFF)
+    assert bf16["dense"] - blockwise["dense"] == dense + attention_output == 1110 - 615 + 255
+
+
+def test_the_experts_rerun_their_swiglu_under_blockwise_fp8(cfg):
+    """SwiGLU's output is recomputed in backward: the routed experts' leaf reruns its SiLU and
+    product over the S d_x hidden values (no GEMM), only under the blockwise recipe."""
+    from costmodel.layout.parts import part_expressions
+    from costmodel.layout import Layout
+
+    workload = Workload(seq_len=N, batch=B, dtype="bf16", impl="megatron", attention="flash", recompute="deepseek")
+    at = {**{k: sp.Integer(v) for k, v in model_values(cfg).items()}, S.b: B, S.n: N, S.e: E, S.T: 0, S.s: N,
+          sp.Symbol("tp", integer=True, positive=True): 1, sp.Symbol("dp", integer=True, positive=True): 1}
+    works = {}
+    for fp8 in (None, "blockwise"):
+        exprs, structure = part_expressions(cfg, workload, Layout(framework="megatron", fp8=fp8))
+        (index,) = [i for i, w in enumerate(structure["work"]) if w["experts"]]
+        works[fp8] = {q: number(cfg, sp.sympify(exprs[f"work.{index}.{q}"]).xreplace(at)) for q in ("f_mm", "f_o")}
+    assert works["blockwise"]["f_mm"] == works[None]["f_mm"]
+    assert works["blockwise"]["f_o"] - works[None]["f_o"] == 4 * SLOTS * DX + SLOTS * DX  # silu 4, mul 1 a value

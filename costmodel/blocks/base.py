@@ -75,6 +75,11 @@ class Profile:
     kv_dtype: str | None = None  # a quantized KV cache (fp8, int8): one byte per element + scales
     weight_format: Any = None  # quantization.WeightFormat of the weights (inference), or None
     mla: str = "naive"  # latent attention's form: "naive" or "absorbed" (inference only)
+    # DeepSeek-V3's low-precision activations (layout --fp8 blockwise; report section 3.3.3): the
+    # linear layers' inputs kept for backward in FP8 (terms.tiled_bytes), the attention output
+    # (the input of the linear after attention) in E5M6, the routed experts' SwiGLU input in FP8
+    # and its output recomputed in backward.
+    fp8_activations: bool = False
 
     @cached_property
     def facts(self) -> Facts:

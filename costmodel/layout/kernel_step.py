@@ -35,6 +35,7 @@ from .. import compiled as compiled_cache
 from ..hardware import Efficiency, Hardware
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, Pointwise, MatmulCompute, check_kernel_model,
                            kernels_seconds)
+from .parts import fp8_activations
 from .rank import FRAMEWORKS, ParallelEstimate, uses_loss_parallel
 from .time import StepTime, leaf_factor, runs_fp8
 
@@ -69,7 +70,8 @@ def _rank_key(estimate: ParallelEstimate, fused_attention: bool, compiled: bool)
     return {"model": cfg.structure(), "values": values, "workload": workload.options(),
             "precision": framework.precision, "device": layout.device, "phase": estimate.phase,
             "sp": layout.sp, "vocabulary": framework.vocabulary, "loss_parallel": uses_loss_parallel(layout),
-            "fused_attention": fused_attention, "compiled": compiled, "framework": layout.framework}
+            "fused_attention": fused_attention, "compiled": compiled, "framework": layout.framework,
+            "fp8_activations": fp8_activations(layout)}
 
 
 def rank_kernels(estimate: ParallelEstimate, fused_attention: bool, compiled: bool) -> list[Entry]:
@@ -77,7 +79,7 @@ def rank_kernels(estimate: ParallelEstimate, fused_attention: bool, compiled: bo
     from this process's memo, the disk cache, or the cost tree (sympy)."""
     cfg, layout = estimate.cfg, estimate.layout
     memo = (cfg, estimate.workload, layout.tp, layout.cp, layout.sp, layout.framework, layout.loss_parallel,
-            layout.device, estimate.phase, fused_attention, compiled)
+            layout.device, estimate.phase, fused_attention, compiled, fp8_activations(layout))
     if memo in _RANK_KERNELS:
         return _RANK_KERNELS[memo]
     name = compiled_cache.key_name("kernels", _rank_key(estimate, fused_attention, compiled))
@@ -102,7 +104,8 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
     cfg, workload, layout = estimate.cfg, estimate.workload, estimate.layout
     framework = FRAMEWORKS[layout.framework]
     profile = profile_for(cfg, workload, precision=framework.precision, device=layout.device,
-                          optimizer_impl="foreach" if layout.device == "cuda" else "single")
+                          optimizer_impl="foreach" if layout.device == "cuda" else "single",
+                          fp8_activations=fp8_activations(layout) and estimate.phase == "train")
     tree = CostModel(cfg, profile, phase=estimate.phase)
     values = _rank_key(estimate, fused_attention, compiled)["values"]
     subs = {getattr(S, k): sp.Integer(v) for k, v in values.items()}

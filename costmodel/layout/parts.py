@@ -34,7 +34,15 @@ def _options(layout: Layout) -> dict[str, Any]:
     """What the per-part expressions depend on besides the symbols (their cache key)."""
     framework = FRAMEWORKS[layout.framework]
     return {"framework": layout.framework, "sp": layout.sp, "loss_parallel": uses_loss_parallel(layout),
-            "device": layout.device, "vocabulary": framework.vocabulary}
+            "device": layout.device, "vocabulary": framework.vocabulary,
+            "fp8_activations": fp8_activations(layout)}
+
+
+def fp8_activations(layout: Layout) -> bool:
+    """Whether the layout's FP8 recipe keeps activations in low precision (layout/fp8.py)."""
+    from .fp8 import RECIPES
+
+    return layout.fp8 is not None and RECIPES[layout.fp8].caches_activations
 
 
 def uses_loss_parallel(layout: Layout) -> bool:
@@ -75,7 +83,8 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     framework = FRAMEWORKS[layout.framework]
     FP8_BLOCKS = (B.QKVProjection, B.AttentionOutput, B.FeedForward, B.Experts)
     profile = profile_for(cfg, workload, precision=framework.precision_for(workload.dtype), device=layout.device,
-                          optimizer_impl="foreach" if layout.device == "cuda" else "single")
+                          optimizer_impl="foreach" if layout.device == "cuda" else "single",
+                          fp8_activations=fp8_activations(layout) and phase == "train")
     tree = CostModel(cfg, profile, phase=phase)
     parts = part_of(tree)
     loss_parallel = uses_loss_parallel(layout)
