@@ -9,6 +9,7 @@ where none is stated, full recomputation (Llama 3); its memory is reported with 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from costmodel.config import Workload
@@ -20,7 +21,7 @@ from costmodel.presets import load_preset
 
 DEEPSEEK_V3 = {
     "model": "deepseek-v3", "hardware": "h800", "gpus": 2048, "seq_len": 4096, "global_batch": 15360,
-    "recompute": "deepseek",
+    "recompute": "deepseek", "mtp_layers": 1,
     "layout": dict(tp=1, pp=16, dp=128, ep=64, zero=1, framework="megatron", schedule="dualpipev",
                    fp8="blockwise", microbatches=120),
     "published": {"gpu_hours_per_trillion_tokens": 180_000},
@@ -31,9 +32,13 @@ DEEPSEEK_V3 = {
               "with the main model's), 3.3 (FP8 training, 1x128 / 128x128 blocks; 3.3.3: BF16 AdamW "
               "moments, activations cached in FP8, the input of the linear after attention in E5M6, the "
               "MoE SwiGLU's input in FP8 and its output recomputed: --fp8 blockwise), 4.2 (sequence 4096, "
-              "batch ramped to 15360); section 1: 180K H800 GPU hours per trillion tokens",
+              "batch ramped to 15360; MTP depth D = 1: one prediction module); section 1: 180K H800 GPU "
+              "hours per trillion tokens",
     "assumed": "micro-batch 1 (120 a step; not published); DualPipeV (torch's, one copy of the weights) for "
-               "DualPipe; the batch at its final 15360, not its ramp; MLA projections at the bf16 peak; the "
+               "DualPipe; the 61 layers split 2 a stage from the first (the last three stages 1), the MTP "
+               "module with the head on the last stage, which DualPipeV puts on the first rank (the report "
+               "does not say how its stages were balanced); the batch at its final 15360, not its ramp; MLA "
+               "projections at the bf16 peak; the "
                "experts' down-projection output, the router's input and the norms' inputs kept in bf16 (the "
                "report does not say how it keeps them): so the model needs more than the H800's 80 GiB (the "
                "row's memory)",
@@ -58,6 +63,8 @@ LLAMA3_405B_CP16 = {
 
 def _run(row: dict[str, Any], time_model: str = "roofline") -> dict[str, Any]:
     cfg = load_preset(row["model"])
+    if row.get("mtp_layers"):  # the prediction modules the run trained with (ModelConfig.mtp_layers)
+        cfg = dataclasses.replace(cfg, mtp_layers=row["mtp_layers"])
     layout = Layout(**row["layout"])
     layout.check(cfg, row["gpus"])
     workload = Workload(seq_len=row["seq_len"], batch=row["global_batch"] // (layout.dp * layout.microbatches),
