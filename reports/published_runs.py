@@ -17,8 +17,8 @@ from costmodel.hardware import load_hardware
 from costmodel.layout import Layout, ParallelEstimate
 from costmodel.layout.spec import empty_edge_chunks
 from costmodel.layout.time import Overlap, StepTime
-from costmodel.published import (KORTHIKANTI_TABLE_5, NARAYANAN_DP_OVERLAP, NARAYANAN_TABLE_1,
-                                 narayanan_parameters)
+from costmodel.published import (KORTHIKANTI_TABLE_5, NARAYANAN_DDP, NARAYANAN_DP_OVERLAP,
+                                 NARAYANAN_TABLE_1, narayanan_parameters)
 
 VOCABULARY, SEQUENCE = 51200, 2048
 
@@ -47,7 +47,8 @@ def narayanan_runs() -> list[tuple[tuple, ModelConfig, Workload, Layout, Overlap
         layout = Layout(tp=tp, pp=pp, dp=dp, microbatches=batch // (micro * dp), framework="megatron",
                         schedule="interleaved" if v > 1 else "1f1b", virtual_stages=v)
         workload = Workload(seq_len=SEQUENCE, batch=micro, dtype="fp16", impl="megatron", recompute="full")
-        overlap = Overlap(dp=NARAYANAN_DP_OVERLAP)  # Megatron-LM 2021: after the backward
+        # The script's --DDP-impl: torch DDP reduces under the last backward, Megatron's local DDP after it
+        overlap = Overlap(dp=NARAYANAN_DP_OVERLAP[NARAYANAN_DDP[billions]])
         runs.append((row, cfg, workload, layout, overlap))
     return runs
 

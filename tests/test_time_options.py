@@ -99,17 +99,19 @@ def test_a_given_compute_efficiency_overrides_the_measured_gemm_efficiency():
 
 def test_training_steps_run_their_gemms_at_the_sustained_efficiency_where_it_is_measured():
     """A training step keeps the GPU saturated: its GEMMs take the hardware file's sustained
-    (MSMF) efficiency, the burst (MAMF) one where no sustained figure is measured (the A100), and
+    (MSMF) efficiency, the burst (MAMF) one where no sustained figure is measured (the GB200), and
     a given --compute-efficiency over both. Inference keeps the burst figure."""
     from costmodel.kernel_time import KernelTimer
     from costmodel.layout import Layout, ParallelEstimate
     from costmodel.layout.kernel_step import KernelStepTime
 
-    h100, a100 = load_hardware("h100-sxm"), load_hardware("a100-80gb")
+    h100, a100, gb200 = load_hardware("h100-sxm"), load_hardware("a100-80gb"), load_hardware("gb200")
     assert KernelTimer(h100, "bf16").matmul_efficiency == 0.803  # MAMF: a burst at the boost clock
     assert KernelTimer(h100, "bf16", sustained=True).matmul_efficiency == 0.716  # MSMF, 708.5 of 989
     assert KernelTimer(h100, "bf16", matmul_dtype="fp8", sustained=True).matmul_efficiency == 0.651
-    assert KernelTimer(a100, "bf16", sustained=True).matmul_efficiency == 0.869  # none measured: MAMF
+    assert KernelTimer(gb200, "bf16", sustained=True).matmul_efficiency == 0.729  # none measured: MAMF
+    assert KernelTimer(a100, "bf16").matmul_efficiency == 0.869  # MAMF, 271.2 of 312
+    assert KernelTimer(a100, "fp16", sustained=True).matmul_efficiency == 0.827  # power-limited, 258 of 312
     assert KernelTimer(h100, "bf16", efficiency=Efficiency(0.5, 0.8), sustained=True).matmul_efficiency == 0.5
     estimate = ParallelEstimate(load_preset("llama2-7b"), Workload(seq_len=4096, attention="flash"), Layout(dp=8))
     step = KernelStepTime(estimate, h100)

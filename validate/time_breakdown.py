@@ -151,7 +151,7 @@ def training_breakdowns() -> None:
     from costmodel.hardware import load_hardware
     from costmodel.layout import ParallelEstimate
     from costmodel.layout.time import Overlap
-    from costmodel.published import NARAYANAN_DP_OVERLAP, NARAYANAN_TABLE_1
+    from costmodel.published import NARAYANAN_DDP, NARAYANAN_DP_OVERLAP, NARAYANAN_TABLE_1
     from reports.published_runs import gpt
 
     for billions, heads, hidden, layers, tp, pp, gpus, batch, tflops, _, micro, v in NARAYANAN_TABLE_1:
@@ -163,7 +163,8 @@ def training_breakdowns() -> None:
         workload = Workload(seq_len=2048, batch=micro, dtype="fp16", impl="megatron", recompute="full")
         print_train_breakdown(f"Narayanan et al. Table 1, {billions}B ({tp} x {pp} x {dp})", tflops,
                               ParallelEstimate(gpt(f"gpt-{billions}b", heads, hidden, layers), workload, layout),
-                              load_hardware("a100-80gb"), Overlap(dp=NARAYANAN_DP_OVERLAP))
+                              load_hardware("a100-80gb"),
+                              Overlap(dp=NARAYANAN_DP_OVERLAP[NARAYANAN_DDP[billions]]))
     data = other_runs_data()
     for run in data["runs"]:
         if not run["id"].startswith("flash-attention-2"):
