@@ -428,13 +428,30 @@ def leaf_seconds(leaf: Any, subs: dict, timer: KernelTimer, training: bool = Fal
     """One run of a leaf: its kernels' seconds (launches aside) and how many kernels. Training
     adds the backward: a GEMM's two products of the same size (input and weight gradients), the
     fused attention's backward (kernel_facts: 5/2 of its forward), twice the forward's
-    memory-bound traffic (the tree's stated convention), and a recomputed leaf's forward again."""
+    memory-bound traffic (the tree's stated convention), and what recomputation reruns of its
+    forward (rerun_kernels) again."""
     kernels = leaf_kernels(leaf, subs, timer.fused_attention, local, timer.compiled)
-    return kernels_seconds(kernels, timer, training, leaf.recomputed), len(kernels)
+    seconds = kernels_seconds(kernels, timer, training)
+    if training:
+        seconds += kernels_seconds(rerun_kernels(leaf, kernels, subs, timer.fused_attention, local, timer.compiled),
+                                   timer)
+    return seconds, len(kernels)
 
 
-def kernels_seconds(kernels: Iterable[Any], timer: KernelTimer, training: bool = False,
-                    recomputed: bool = False) -> float:
+def rerun_kernels(leaf: Any, kernels: list[Kernel], subs: dict, fused_attention: bool,
+                  local: dict | None = None, compiled: bool = False) -> list[Kernel]:
+    """The kernels recomputation reruns of a leaf's forward (Leaf.rerun): all of them, those
+    of the part it reruns (latent attention's up-projections), or none."""
+    if leaf.rerun is None:
+        return []
+    if leaf.rerun is leaf.cost:
+        return kernels
+    import dataclasses
+
+    return leaf_kernels(dataclasses.replace(leaf, cost=leaf.rerun), subs, fused_attention, local, compiled)
+
+
+def kernels_seconds(kernels: Iterable[Any], timer: KernelTimer, training: bool = False) -> float:
     """One run of a leaf's kernels (leaf_seconds' convention); each kernel's seconds computed once
     per timer (KernelTimer.memo: a shape on one hardware in one dtype takes one time)."""
     memo = timer.memo
@@ -447,7 +464,7 @@ def kernels_seconds(kernels: Iterable[Any], timer: KernelTimer, training: bool =
     if not training:
         return forward
     backward = sum(once(k, True) for k in kernels)
-    return forward * (2 if recomputed else 1) + backward
+    return forward + backward
 
 
 def leaves_time(leaves: Iterable[Any], subs: dict, timer: KernelTimer, training: bool = False) -> LeavesTime:

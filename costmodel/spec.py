@@ -77,7 +77,18 @@ ATTENTIONS = Choices({"eager": "an n x n score matrix", "sdpa": "torch's fused k
                       "flash": "flash attention"})
 #: The attention a measurement runs (validate): the kernels torch's FlopCounterMode sees.
 MEASURED_ATTENTIONS = Choices({"eager": "", "sdpa": ""})
-RECOMPUTES = Choices({"none": "", "selective": "the attention core", "full": "each layer"})
+RECOMPUTES = Choices({"none": "", "selective": "the attention core", "full": "each layer",
+                      "deepseek": "every norm and latent attention's up-projections"})
+#: What each recomputation reruns in backward, by what the blocks ask for (costmodel/blocks):
+#: "norms" every Norm (and latent attention's own norms), "up_projections" latent attention's
+#: up-projections and the RoPE applied to their output. "deepseek" is DeepSeek-V3's (technical report,
+#: arXiv 2412.19437, section 3.2.3: "we recompute all RMSNorm operations and MLA up-projections
+#: during back-propagation"), as Megatron-LM runs it (--recompute-modules layernorm mla_up_proj:
+#: output-discarding checkpoints, megatron/core/transformer/transformer_config.py recompute_modules).
+#: selective and full are the kernel's and the layer's (costmodel/kernels.py, costmodel/leaves.py).
+#: A set with "up_projections" has "norms" too (LatentAttention.saved keeps the latents before their norms).
+RECOMPUTED_PARTS = {"none": frozenset(), "selective": frozenset(), "full": frozenset(),
+                    "deepseek": frozenset({"norms", "up_projections"})}
 OPTIMIZERS = Choices({"adamw": "two moments", "sgd": "none"})
 PRECISIONS = Choices({  # costmodel/precision.py
     "mixed": "--dtype weights and gradients, fp32 master weights and moments (2 + 2 + 12 bytes a "
@@ -170,7 +181,8 @@ SCHEDULERS = Choices({"vllm": "vLLM v1's, chunked prefill within a token budget"
                       "orca": "Orca's iteration-level batching, no chunking",
                       "static": "Hugging Face generate's batch, to the longest output",
                       "hf-fifo": "transformers' continuous batching, FIFO",
-                      "hf-prefill-first": "transformers' continuous batching, split prefills first"})
+                      "hf-prefill-first": "transformers' continuous batching, split prefills first",
+                      "vllm-v0": "vLLM v0's, whole prompts first and alone, then decodes"})
 ROUTERS = Choices({"round-robin": "", "least-outstanding": ""})
 DEFAULT_SCHEDULER = "vllm"
 SERVE_ATTENTIONS = Choices({name: ATTENTIONS.meanings[name] for name in ("flash", "sdpa", "eager")})

@@ -66,18 +66,19 @@ def train_step_kernels(estimate, hardware, overlap=None, autocast=False
     microbatches = estimate.layout.microbatches
     seconds: dict[str, float] = defaultdict(float)
     flops: dict[str, float] = defaultdict(float)
-    for key, recomputed, _, kernels in rank_kernels(estimate, timer.fused_attention, timer.compiled):
+    for key, rerun, _, kernels in rank_kernels(estimate, timer.fused_attention, timer.compiled):
         times = runs.get(key, 0) * microbatches
-        for kernel in kernels:
+        # each kernel's forward and backward, then the forwards recomputation reruns
+        for kernel, training in [*((k, True) for k in kernels), *((k, False) for k in rerun)]:
             if isinstance(kernel, Gemm):
                 label = f"GEMM {kernel.m}x{kernel.n}x{kernel.k}" + (f" x{kernel.count}" if kernel.count > 1 else "")
-                # forward (twice when recomputed) and the backward's two products of its size
-                flops[label] += times * kernel.flops * ((2 if recomputed else 1) + 2)
+                # the forward and, in training, the backward's two products of its size
+                flops[label] += times * kernel.flops * (3 if training else 1)
             elif isinstance(kernel, AttentionCall):
                 label = "fused attention"
             else:
                 label = "memory-bound kernels" if isinstance(kernel, Pointwise) else "other products"
-            seconds[label] += times * kernels_seconds([kernel], timer, training=True, recomputed=recomputed)
+            seconds[label] += times * kernels_seconds([kernel], timer, training=training)
     rows = [(label, s, flops[label] / s / timer.peak if label in flops else None)
             for label, s in sorted(seconds.items(), key=lambda item: -item[1]) if s > 0]  # a part the stage runs
     return step, rows
