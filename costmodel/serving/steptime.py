@@ -66,8 +66,9 @@ from ..config import DTYPE_BYTES, ModelConfig, Workload
 from ..evaluate import Sweep
 from ..blocks import AttentionScores, WeightedSum
 from ..hardware import Efficiency, Hardware, kernel_times, time_model_for
+from ..eager_ops import eager_op_counts
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompute, Pointwise, check_kernel_model,
-                           kernels_seconds, launches_of, leaf_kernels)
+                           kernels_seconds, leaf_kernels)
 from ..tree import CostModel, model_values, profile_for
 
 QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")
@@ -333,7 +334,9 @@ class KernelStepTime(StepTime):
         self.dtype = Workload(dtype=dtype).dtype
         self.e = DTYPE_BYTES[self.dtype]
         model = CostModel(cfg, profile or serving_profile(cfg), phase="chunk")
-        self.timer = timer or KernelTimer(hardware, self.dtype, model.profile.attention, efficiency=efficiency)
+        weight_format = getattr(model.profile, "weight_format", None)
+        self.timer = timer or KernelTimer(hardware, self.dtype, model.profile.attention, efficiency=efficiency,
+                                          eager_ops=eager_op_counts(cfg, model.profile.attention, weight_format))
         subs = {**{k: sp.Integer(v) for k, v in model_values(cfg).items()},
                 S.b: sp.Integer(1), S.s: sp.Integer(1), S.T: sp.Integer(0), S.e: sp.Integer(self.e),
                 S.tp: sp.Integer(tp)}
@@ -355,7 +358,6 @@ class KernelStepTime(StepTime):
             if group == "context":
                 weights = leaf.total("weight_bytes") if quantized else S.e * leaf.total("params")
                 self._weights.append(float(weights.xreplace(subs)) / count / tp)
-        self._launch = self.timer.launch_s
         self._token_seconds: dict[tuple[str, int], float] = {}
         self._layout = self._context_layout()
         self._decode_table = np.zeros((0, self._layout[1]))
@@ -373,9 +375,9 @@ class KernelStepTime(StepTime):
             if tokens:
                 for kernels, count in self.groups[name]:
                     run = kernels(tokens, tokens)
-                    if run:
-                        seconds += count * (kernels_seconds(run, self.timer) +
-                                            self._launch * bool(launches_of(kernels.leaf, len(run), False)))
+                    launch = self.timer.launch_seconds(kernels.leaf, len(run))
+                    if run or launch:
+                        seconds += count * (kernels_seconds(run, self.timer) + launch)
                 if name == "tokens":
                     seconds += self.communication_seconds(tokens)
             self._token_seconds[key] = seconds
@@ -421,8 +423,9 @@ class KernelStepTime(StepTime):
                     width += 2
             self._leaf_slots.append(mine)
             slots += mine
-            if run and launches_of(kernels.leaf, len(run), False):
-                slots.append(("launch", None, count, None, 0.0))
+            launch = self.timer.launch_seconds(kernels.leaf, len(run))
+            if launch:  # once per step: the sequences' attention is one call
+                slots.append(("launch", None, count, None, launch))
         return slots, width
 
     def _row(self, n: int, c: int) -> list[float]:
@@ -470,8 +473,8 @@ class KernelStepTime(StepTime):
         timer = self.timer
         seconds = np.zeros(sums.shape[:-1])
         for kind, column, count, kernel, once in self._layout[0]:
-            if kind == "launch":
-                seconds = seconds + count * self._launch
+            if kind == "launch":  # `once` holds the leaf's launch seconds
+                seconds = seconds + count * once
             elif kind == "sum":
                 seconds = seconds + count * sums[..., column]
             elif kind == "max":

@@ -1,0 +1,36 @@
+"""The ops each leaf launches in eager PyTorch, where an implementation's count is stated
+(costmodel/kernel_facts.json "eager_ops": counted on the real transformers module by
+validate/eager_op_counts.py, checked by tests/test_eager_ops.py).
+
+In eager mode every op pays the dispatcher (and the Python around it) whatever its size; on a
+CPU with a few rows per product that is a large share of a step. The kernel model charges an
+eager leaf ops x the hardware's measured dispatch_s_per_op (kernel_time.KernelTimer.launch_seconds)
+where both are known; elsewhere one launch per leaf (overhead_s_per_block), as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def eager_op_counts(cfg: Any, attention: str, weight_format: Any = None) -> dict[str, int] | None:
+    """Ops per run of each block kind (by class name) for a model of this config under this
+    attention implementation, or None where no counted implementation matches it (another family,
+    a bias, experts, latent attention, quantized weights...: they launch other ops)."""
+    from .kernel_time import kernel_facts
+
+    if weight_format is not None:
+        return None
+    for entry in kernel_facts()["eager_ops"]["implementations"]:
+        if cfg.family != entry["family"] or attention != entry["attention"]:
+            continue
+        if all(getattr(cfg, name) == value for name, value in entry["config"].items()):
+            return dict(entry["ops"])
+    return None
+
+
+def leaf_ops(leaf: Any, counts: dict[str, int] | None) -> int | None:
+    """The ops one run of a leaf launches (None: not stated for it)."""
+    if counts is None:
+        return None
+    return counts.get(type(leaf.block).__name__)
