@@ -91,8 +91,8 @@ def one_round() -> dict:
     from costmodel.eager_ops import eager_op_counts
 
     load = os.getloadavg()[0]
-    measured = measure_local()
-    local = Hardware.from_dict(measured, source="measured now")
+    calibrated = measure_local()
+    local = Hardware.from_dict(calibrated, source="measured now")
     cfg = config_from_dict({**MODEL, "model_type": "llama", "torch_dtype": "float32"}, "bench", "bench-llama")
     profile = serving_profile(cfg, attention="sdpa")
     rows = dataclasses.replace(local, dispatch_s_per_op=None)
@@ -137,8 +137,8 @@ def one_round() -> dict:
                             "vector_flops_per_s": local.vector_flops_per_s,
                             "overhead_s_per_block": local.overhead_s_per_block,
                             "dispatch_s_per_op": local.dispatch_s_per_op,
-                            "gemm_efficiency_by_rows": measured["gemm_efficiency_by_rows"]["fp32"],
-                            "gemm_rows_flops_per_s": measured["_gemm_rows_flops_per_s"]["fp32"]}}
+                            "gemm_efficiency_by_rows": calibrated["gemm_efficiency_by_rows"]["fp32"],
+                            "gemm_rows_flops_per_s": calibrated["_gemm_rows_flops_per_s"]["fp32"]}}
 
 
 def main() -> None:

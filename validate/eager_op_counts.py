@@ -147,7 +147,7 @@ def per_leaf(counts: Counter, layers: int) -> dict[str, int]:
 def count_engine_steps(requests: list[tuple[int, int, int]], model: Any, names: bool = False,
                        **budgets: Any) -> list[dict]:
     """Each step of an engine run: its kind (decode when every query is one token, else mixed),
-    its (query tokens) and the ops per leaf run (per_leaf); names: also each region's ops by
+    its query tokens and requests (in the batch's order) and the ops per leaf run (per_leaf); names: also each region's ops by
     name, in order (all layers)."""
     from collections import defaultdict
 
@@ -187,6 +187,7 @@ def count_engine_steps(requests: list[tuple[int, int, int]], model: Any, names: 
     out = []
     for (entries, _, _), (ops, by_name) in zip(run.schedule, steps):
         queries = [q for _, q in entries]
-        out.append({"kind": "decode" if max(queries) == 1 else "mixed", "queries": queries, "ops": ops,
+        out.append({"kind": "decode" if max(queries) == 1 else "mixed", "queries": queries,
+                    "requests": [r for r, _ in entries], "ops": ops,
                     **({"names": dict(by_name)} if names else {})})
     return out
