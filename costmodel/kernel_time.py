@@ -158,7 +158,7 @@ class KernelTimer:
         self.fused_attention = attention in ("sdpa", "flash")
         self.launch_s = 0.0 if cuda_graphs else hardware.overhead_s_per_block
         # A CPU's measured GEMM efficiency by rows (hardware.gemm_efficiency_by_rows): no tiles.
-        self.rows = hardware.gemm_efficiency_by_rows.get(matmul, ())
+        self.gemm_rows = hardware.gemm_efficiency_by_rows.get(matmul, ())
         eager = not (cuda_graphs or compiled) and hardware.dispatch_s_per_op is not None
         self.eager_ops = eager_ops if eager else None
         self.dispatch_s = hardware.dispatch_s_per_op or 0.0
@@ -194,7 +194,7 @@ class KernelTimer:
         of the large-GEMM rate; a GEMM of less than a wave splits K over the idle SMs and adds the
         partial sums' fp32 traffic. `tile`: a fixed tile; None: the tile that finishes first.
         A hardware that measures its GEMM efficiency by rows: the FLOPs at that efficiency."""
-        if self.rows:
+        if self.gemm_rows:
             return gemm.flops / (self.peak * self.rows_efficiency(gemm.m))
         per_sm = self.peak * self.matmul_efficiency / self.sms
         def seconds(t: tuple[int, int]) -> float:
@@ -208,7 +208,7 @@ class KernelTimer:
     def rows_efficiency(self, m: int) -> float:
         """The measured efficiency of a GEMM of m rows: log-linear in m between the measured row
         counts, the first or last value outside them."""
-        points = self.rows
+        points = self.gemm_rows
         if m <= points[0][0]:
             return points[0][1]
         for (m0, e0), (m1, e1) in zip(points, points[1:]):

@@ -83,7 +83,7 @@ def test_the_gpu_presets_keep_tiles_and_one_launch_per_leaf():
         hw = load_hardware(name)
         timer = KernelTimer(hw, "bf16", eager_ops={"Norm": 6})
         assert hw.gemm_efficiency_by_rows == {} and hw.dispatch_s_per_op is None
-        assert timer.rows == () and timer.eager_ops is None
+        assert timer.gemm_rows == () and timer.eager_ops is None
 
 
 def _decode_step(hardware: dict, context: int = 10) -> float:

@@ -15,14 +15,17 @@ the decode step exactly) and split its leaves the same way:
 - the LM head runs on the tokens that emit a token (engines keep only their logits).
 
 StepTime(..., time_model=None) picks the model as every command does
-(costmodel.hardware.time_model_for): the kernel-level model where the hardware file has sm_count,
-the roofline where it does not (the kernel model needs the SMs a GEMM's tiles fill).
+(costmodel.hardware.time_model_for): the kernel-level model where the hardware file has sm_count
+(the SMs a GEMM's tiles fill) or a measured GEMM efficiency by rows (a CPU's), else the roofline.
 
 The kernel-level model (KernelStepTime; costmodel/kernel_time.py, docs/time.md):
 - each leaf's kernels are kernel_time.leaf_kernels' at the step's shapes: the per-token leaves'
   GEMMs (M = the step's tokens, N, K) timed with tile and wave quantization at the measured
-  large-GEMM efficiency, memory-bound kernels at the bandwidth, each active leaf paying the
-  hardware's launch overhead once per step (kernels_seconds, memoised per shape);
+  large-GEMM efficiency (on a hardware with gemm_efficiency_by_rows: at the measured efficiency
+  for M), memory-bound kernels at the bandwidth, each active leaf paying the hardware's launch
+  overhead once per step (kernels_seconds, memoised per shape); on a hardware with
+  dispatch_s_per_op, a leaf of a model whose eager ops are counted (costmodel/eager_ops.py:
+  transformers' Llama under the engine's paged sdpa path) pays its ops at that time instead;
 - the attention of the step's sequences is one batched (varlen) call: each sequence's executed
   FLOPs (128 x 128 blocks, causal) at FlashAttention-2's published efficiency at its context,
   summed, against the sequences' bytes summed; memory-bound context kernels add their bytes and
@@ -87,7 +90,8 @@ class StepTime:
     context[i] keys (its cached tokens plus the new ones); `emitting` of them produce a token.
 
     StepTime(...) builds the time model time_model_for(hardware, time_model) names: a
-    KernelStepTime (the default where the hardware file has sm_count) or a RooflineStepTime."""
+    KernelStepTime (the default where the hardware file has sm_count or gemm_efficiency_by_rows)
+    or a RooflineStepTime."""
 
     time_model = ""
 
