@@ -19,6 +19,12 @@ tokens, keys) mix:
   rows table or dispatch, with sm_count = the torch threads, one core computing one tile at a
   time, and matmul_efficiency 1.0, flops_per_s being itself the large-GEMM rate): cuBLAS's tiles
   and waves (kernel_facts.json), a GPU's, and one launch per leaf;
+- kernels_engine_op: the default kernel model with each op at the time one op takes inside the
+  engine, not torch.add's: the 2-layer, 64-wide Llama of validate/serving_engine.py (its products
+  take microseconds) through the same engine, each step's time over the ops it launches
+  (validate/eager_op_counts.py, counted in a run apart; the model's and the engine's own ops
+  included), the median over its steps. A benchmark-only figure from another model's steps, not
+  the benchmark's; it shows how far the eager Python around each op goes beyond the dispatcher;
 - kernels_gemms: the default kernel model with each GEMM's time measured on this CPU at its own shape
   (MeasuredGemmTimer: torch's linear of M x K by K x N through distinct weights of 64 MiB in all,
   so each reads its weights from memory, median of 3, at every token count the steps ran and
@@ -52,8 +58,23 @@ from validate.serving_engine import TINY_LLAMA, run_engine, tiny_model  # noqa: 
 MODEL = {**TINY_LLAMA, "hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 4,
          "num_attention_heads": 8, "num_key_value_heads": 4, "vocab_size": 2000}
 TRACE = [(i, 24 + 40 * (i % 4), 24) for i in range(12)]
-MODELS = ("roofline", "kernels", "kernels_rows", "kernels_tiles", "kernels_gemms")
+MODELS = ("roofline", "kernels", "kernels_rows", "kernels_tiles", "kernels_gemms", "kernels_engine_op")
 BUDGETS = dict(block_size=16, num_blocks=64, max_batch_tokens=128, max_requests=8)
+
+
+def engine_seconds_per_op() -> float:
+    """One op's time inside the engine: a near compute-free Llama's steps over their ops."""
+    from validate.eager_op_counts import count_engine_steps
+
+    trace, budgets = [(0, 6, 4), (5, 9, 3), (5, 5, 4), (5, 7, 2), (5, 3, 3)] * 2, \
+        dict(scheduler="fifo", block_size=4, num_blocks=64, max_batch_tokens=16, max_requests=8)
+    counted = count_engine_steps(trace, tiny_model(0), **budgets)
+    timed = run_engine(trace, model=tiny_model(0), **budgets)
+    layers = TINY_LLAMA["num_hidden_layers"]
+    ops = [sum(n * (layers if p.startswith("decoder.layer.") else 1) for p, n in step["ops"].items())
+           for step in counted]
+    assert [len(s["queries"]) for s in counted] == [len(e) for e, _, _ in timed.schedule]
+    return statistics.median(seconds / n for seconds, n in zip(timed.seconds[1:], ops[1:]))
 
 
 class MeasuredGemmTimer(KernelTimer):
@@ -100,7 +121,10 @@ def one_round() -> dict:
                                 sm_count=torch.get_num_threads(), matmul_efficiency={"fp32": 1.0})
     ops = eager_op_counts(cfg, "sdpa")
     assert ops is not None, "the benchmark's Llama is one the eager op counts are stated for"
+    per_op = engine_seconds_per_op()
     steps = {"roofline": StepTime(cfg, local, "fp32", profile=profile, time_model="roofline"),
+             "kernels_engine_op": StepTime(cfg, dataclasses.replace(local, dispatch_s_per_op=per_op), "fp32",
+                                           profile=profile),
              "kernels": StepTime(cfg, local, "fp32", profile=profile),
              "kernels_rows": StepTime(cfg, rows, "fp32", profile=profile),
              "kernels_tiles": StepTime(cfg, tiles, "fp32", profile=profile),
@@ -136,7 +160,7 @@ def one_round() -> dict:
             "calibration": {"flops_per_s": peak, "bandwidth_bytes_per_s": local.bandwidth_bytes_per_s,
                             "vector_flops_per_s": local.vector_flops_per_s,
                             "overhead_s_per_block": local.overhead_s_per_block,
-                            "dispatch_s_per_op": local.dispatch_s_per_op,
+                            "dispatch_s_per_op": local.dispatch_s_per_op, "engine_seconds_per_op": per_op,
                             "gemm_efficiency_by_rows": calibrated["gemm_efficiency_by_rows"]["fp32"],
                             "gemm_rows_flops_per_s": calibrated["_gemm_rows_flops_per_s"]["fp32"]}}
 
