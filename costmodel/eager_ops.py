@@ -14,7 +14,8 @@ from typing import Any
 
 
 def eager_op_counts(cfg: Any, attention: str, weight_format: Any = None) -> dict[str, int] | None:
-    """Ops per run of each block kind (by class name) for a model of this config under this
+    """Ops per run of each block kind (by class name: what KernelTimer.launch_seconds looks a
+    leaf's block up by) for a model of this config under this
     attention implementation, or None where no counted implementation matches it (another family,
     a bias, experts, latent attention, quantized weights...: they launch other ops)."""
     from .kernel_time import kernel_facts
@@ -27,10 +28,3 @@ def eager_op_counts(cfg: Any, attention: str, weight_format: Any = None) -> dict
         if all(getattr(cfg, name) == value for name, value in entry["config"].items()):
             return dict(entry["ops"])
     return None
-
-
-def leaf_ops(leaf: Any, counts: dict[str, int] | None) -> int | None:
-    """The ops one run of a leaf launches (None: not stated for it)."""
-    if counts is None:
-        return None
-    return counts.get(type(leaf.block).__name__)

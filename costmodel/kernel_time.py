@@ -219,9 +219,7 @@ class KernelTimer:
     def launch_seconds(self, leaf: Any, kernels: int) -> float:
         """What one run of a leaf pays besides its kernels: in eager mode, its stated ops at the
         hardware's dispatch time each; else the launch overhead if it launches anything."""
-        from .eager_ops import leaf_ops
-
-        ops = leaf_ops(leaf, self.eager_ops)
+        ops = None if self.eager_ops is None else self.eager_ops.get(type(leaf.block).__name__)
         if ops is not None:
             return ops * self.dispatch_s
         return self.launch_s * bool(launches_of(leaf, kernels, self.compiled))
