@@ -12,9 +12,10 @@ tokens, keys) mix:
 - roofline: StepTime(time_model="roofline") on the calibrated `local`;
 - kernels: StepTime() on the calibrated `local` as it is, the default: the kernel model with each
   GEMM at the measured efficiency for its rows and each eager op (kernel_facts.json "eager_ops")
-  at the measured dispatch time;
+  at the measured dispatch time, and the paged path's copies of the keys as bytes;
 - kernels_rows: the same without the dispatch per op (dispatch_s_per_op None): each active leaf
-  pays overhead_s_per_block once, as before the op counts;
+  pays overhead_s_per_block once, as before the op counts, and the paged path's copies (which go
+  with the counted implementation) are not charged;
 - kernels_tiles: the kernel model as it was before the rows table (the same `local` without the
   rows table or dispatch, with sm_count = the torch threads, one core computing one tile at a
   time, and matmul_efficiency 1.0, flops_per_s being itself the large-GEMM rate): cuBLAS's tiles

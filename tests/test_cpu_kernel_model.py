@@ -123,3 +123,29 @@ def test_a_mixed_step_charges_the_ops_once_and_its_gemms_at_their_rows():
     pairs = 4 * 25 + 4 * 10  # the kernel's 128 x 128 blocks: all 5 x 5 pairs per head, 1 x 10
     attention = 2 * 2 * pairs * 32 / 1e11
     assert step.seconds([5, 1], [5, 10]) == pytest.approx(gemms + attention + 199 * 2e-6, rel=1e-12)
+
+
+def test_the_paged_paths_copies_are_one_more_kernel_of_the_attention_leaf():
+    """transformers' paged sdpa path gathers every key the step reads and copies it per query head
+    (kernel_facts.json "eager_ops" "copies": 2 e d_h (3 h_kv + h) bytes a key): 2 x 4 x 16 x
+    (3 x 2 + 4) = 1,280 bytes a key here, one more memory-bound kernel of the weighted-sum leaf,
+    charged with the eager ops only."""
+    from costmodel.kernel_time import AttentionCall, Pointwise
+
+    cfg = config_from_dict(TINY, "tiny", "tiny-llama")
+    profile = serving_profile(cfg, attention="sdpa")
+    step = StepTime(cfg, Hardware.from_dict(CPU, "cpu"), "fp32", profile=profile)
+    (leaf,) = [k for k, _ in step.groups["context"] if k.leaf.path.endswith("weighted_sum")]
+    for n, c in ((1, 10), (5, 5), (64, 300)):
+        call, copies = leaf(n, c)
+        assert isinstance(call, AttentionCall) and copies == Pointwise(1280.0 * c, 0.0)
+    plain = StepTime(cfg, Hardware.from_dict({k: v for k, v in CPU.items() if k != "dispatch_s_per_op"}, "cpu"),
+                     "fp32", profile=profile)
+    (leaf,) = [k for k, _ in plain.groups["context"] if k.leaf.path.endswith("weighted_sum")]
+    assert [type(k) for k in leaf(1, 10)] == [AttentionCall]
+    # a decode step at 10 keys: the same kernels but for the copies (2 layers x 12,800 bytes at
+    # 1e10 B/s) and 199 ops at 2 us instead of 21 launches at 30 us
+    slow_memory = dict(CPU, vector_flops_per_s=1e30)
+    eager, launches = (StepTime(cfg, Hardware.from_dict(hw, "cpu"), "fp32", profile=profile).seconds([1], [10])
+                       for hw in (slow_memory, {k: v for k, v in slow_memory.items() if k != "dispatch_s_per_op"}))
+    assert eager - launches == pytest.approx(199 * 2e-6 - 21 * 3e-5 + 2 * 12_800 / 1e10, rel=1e-9)

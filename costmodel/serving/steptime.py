@@ -25,7 +25,10 @@ The kernel-level model (KernelStepTime; costmodel/kernel_time.py, docs/time.md):
   for M), memory-bound kernels at the bandwidth, each active leaf paying the hardware's launch
   overhead once per step (kernels_seconds, memoised per shape); on a hardware with
   dispatch_s_per_op, a leaf of a model whose eager ops are counted (costmodel/eager_ops.py:
-  transformers' Llama under the engine's paged sdpa path) pays its ops at that time instead;
+  transformers' Llama under the engine's paged sdpa path) pays its ops at that time instead, and
+  its attention leaf the bytes that path copies (the paged cache's gather of every key the step
+  reads, repeat_kv's copies per query head: kernel_facts.json "eager_ops" "copies") as one more
+  memory-bound kernel;
 - the attention of the step's sequences is one batched (varlen) call: each sequence's executed
   FLOPs (128 x 128 blocks, causal) at FlashAttention-2's published efficiency at its context,
   summed, against the sequences' bytes summed; memory-bound context kernels add their bytes and
@@ -69,7 +72,7 @@ from ..config import DTYPE_BYTES, ModelConfig, Workload
 from ..evaluate import Sweep
 from ..blocks import AttentionScores, WeightedSum
 from ..hardware import Efficiency, Hardware, kernel_times, time_model_for
-from ..eager_ops import eager_op_counts
+from ..eager_ops import copy_bytes, eager_implementation, eager_op_counts
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompute, Pointwise, check_kernel_model,
                            kernels_seconds, leaf_kernels)
 from ..tree import CostModel, model_values, profile_for
@@ -271,15 +274,20 @@ class LeafKernels:
     (experts touched at a token count, a window's min) is read from the tree at each (n, c) and
     kept."""
 
-    def __init__(self, leaf: Any, subs: dict, fused_attention: bool, local: dict | None):
-        self.leaf, self.subs, self.fused, self.local = leaf, subs, fused_attention, local
+    def __init__(self, leaf: Any, subs: dict, fused_attention: bool, local: dict | None, copies: Any = None):
+        """copies: bytes the implementation copies beyond the tree's (eager_ops.copy_bytes), one
+        more memory-bound kernel of the leaf; None: none."""
+        self.leaf, self.subs, self.fused, self.local, self.copies = leaf, subs, fused_attention, local, copies
         self.read: dict[tuple[int, int], list] = {}
         self.fit = self._fit()
 
     def _tree(self, n: int, c: int) -> list:
         if (n, c) not in self.read:
             subs = {**self.subs, S.n: sp.Integer(n), S.c: sp.Integer(c)}
-            self.read[(n, c)] = leaf_kernels(self.leaf, subs, self.fused, self.local)
+            kernels = leaf_kernels(self.leaf, subs, self.fused, self.local)
+            if self.copies is not None:
+                kernels = kernels + [Pointwise(float(self.copies.xreplace(subs)), 0.0)]
+            self.read[(n, c)] = kernels
         return self.read[(n, c)]
 
     def _fit(self) -> list | None:
@@ -339,8 +347,11 @@ class KernelStepTime(StepTime):
         self.e = DTYPE_BYTES[self.dtype]
         model = CostModel(cfg, profile or serving_profile(cfg), phase="chunk")
         weight_format = getattr(model.profile, "weight_format", None)
+        eager = eager_implementation(cfg, model.profile.attention, weight_format)
         self.timer = timer or KernelTimer(hardware, self.dtype, model.profile.attention, efficiency=efficiency,
                                           eager_ops=eager_op_counts(cfg, model.profile.attention, weight_format))
+        if self.timer.eager_ops is None:
+            eager = None  # the implementation's copies go with its eager ops (transformers' engine)
         subs = {**{k: sp.Integer(v) for k, v in model_values(cfg).items()},
                 S.b: sp.Integer(1), S.s: sp.Integer(1), S.T: sp.Integer(0), S.e: sp.Integer(self.e),
                 S.tp: sp.Integer(tp)}
@@ -357,7 +368,7 @@ class KernelStepTime(StepTime):
                      else "head" if leaf.path.startswith("head") else "tokens")
             local = substitution(leaf.block, sp_on=False, vocabulary="ceil", loss_parallel=False,
                                  encoder=False) if tp > 1 else None
-            kernels = LeafKernels(leaf, subs, self.timer.fused_attention, local)
+            kernels = LeafKernels(leaf, subs, self.timer.fused_attention, local, copy_bytes(eager, leaf))
             self.groups[group].append((kernels, count))
             if group == "context":
                 weights = leaf.total("weight_bytes") if quantized else S.e * leaf.total("params")
