@@ -146,46 +146,41 @@ def per_leaf(counts: Counter, layers: int) -> dict[str, int]:
 
 def count_engine_steps(requests: list[tuple[int, int, int]], model: Any, names: bool = False,
                        **budgets: Any) -> list[dict]:
-    """Each step of an engine run: its kind (decode when every query is one token, else mixed),
-    its query tokens and requests (in the batch's order) and the ops per leaf run (per_leaf); names: also each region's ops by
-    name, in order (all layers)."""
+    """Each step of an engine run (validate/serving_engine.run_engine's arguments): its kind
+    (decode when every query is one token, else mixed), its query tokens and requests in the
+    batch's order, and the ops per leaf run (per_leaf); names: also each region's ops by name, in
+    order (all layers)."""
     from collections import defaultdict
 
     import torch
+    from transformers.generation.continuous_batching.continuous_api import ContinuousBatchProcessor
 
     from . import serving_engine
 
     counter = OpCounter(model)
-    steps: list[dict] = []
-    original = None
+    counted: list[tuple[dict[str, int], Any]] = []
+    original = ContinuousBatchProcessor._generation_step
 
-    def run_engine_counted() -> Any:
-        # validate.serving_engine wraps _generation_step; count inside the processor's own step
-        from transformers.generation.continuous_batching.continuous_api import ContinuousBatchProcessor
-
-        nonlocal original
-        original = ContinuousBatchProcessor._generation_step
-
-        def step(processor: Any, model_: Any) -> Any:
-            counter.counts = Counter()
-            counter.names = defaultdict(list) if names else None
-            counter.install()
-            try:
-                with counter.mode():
-                    return original(processor, model_)
-            finally:
-                counter.remove()
-                steps.append((per_leaf(counter.counts, model.config.num_hidden_layers), counter.names))
-        ContinuousBatchProcessor._generation_step = step
+    def step(processor: Any, model_: Any) -> Any:
+        # serving_engine wraps the processor's step; this counts inside the class's own
+        counter.counts = Counter()
+        counter.names = defaultdict(list) if names else None
+        counter.install()
         try:
-            return serving_engine.run_engine(requests, model=model, **budgets)
+            with counter.mode():
+                return original(processor, model_)
         finally:
-            ContinuousBatchProcessor._generation_step = original
+            counter.remove()
+            counted.append((per_leaf(counter.counts, model.config.num_hidden_layers), counter.names))
 
-    with torch.no_grad():
-        run = run_engine_counted()
+    ContinuousBatchProcessor._generation_step = step
+    try:
+        with torch.no_grad():
+            run = serving_engine.run_engine(requests, model=model, **budgets)
+    finally:
+        ContinuousBatchProcessor._generation_step = original
     out = []
-    for (entries, _, _), (ops, by_name) in zip(run.schedule, steps):
+    for (entries, _, _), (ops, by_name) in zip(run.schedule, counted):
         queries = [q for _, q in entries]
         out.append({"kind": "decode" if max(queries) == 1 else "mixed", "queries": queries,
                     "requests": [r for r, _ in entries], "ops": ops,
