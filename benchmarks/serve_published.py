@@ -16,6 +16,19 @@ scheduler on the h200 preset with FP8 weights and an FP8 KV cache (--weight-dtyp
 --kv-dtype fp8) and bf16 compute: this model has no FP8 matmul peak yet (issue 22), so a
 compute-bound prefill is timed at the bf16 peak.
 
+Last tables: MLPerf Inference Llama-2-70B (closed division), Offline and Server scenarios, from
+the LoadGen summaries: v4.0 Azure NC80adis_H100_v5 (2 x H100 NVL 94 GB over an NVLink bridge,
+TensorRT 9.3.0) and v4.1 NVIDIA DGX H100 (8 x H100 SXM, four engines of tp 2). The harness
+settings (tensor parallelism 2, FP8, in-flight batching up to the config's gpu_batch_size, 90%
+of free memory for the KV cache) are NVIDIA's config classes of each round (Azure's README says
+it ran NVIDIA's). Ours: `serve` with vLLM's continuous-batching scheduler on the h100-nvl or
+h100-sxm preset, tp 2, as many replicas as engines, FP8 weights and KV cache, bf16 compute (no
+FP8 matmul peak yet: issue 22), the same sequence cap and memory fraction. Output lengths:
+the reference's 294 tokens per sample (fixed; Azure's run: 3,900.33 / 13.3588 = 292). Input
+lengths: no stored source gives the 24,576
+OpenOrca prompts' lengths (only their cap, 1,024), so each row is run at 128, 512 and 1,024
+prompt tokens and the published figure is read against that range.
+
     python benchmarks/serve_published.py
 """
 
@@ -60,6 +73,69 @@ FIRST_TOKEN = [
 ]
 
 
+# MLPerf Inference, Llama-2-70B (closed), from the LoadGen summaries. Shared by every system: the model and the
+# output tokens per sample (language/llama2-70b/README.md of mlcommons/inference: "Tokens per sample: 294.45").
+MLPERF_MODEL, MLPERF_OUTPUT = "llama2-70b", 294
+MLPERF_PROMPTS = (128, 512, 1024)  # no source gives the prompts' lengths: a range up to the dataset's cap
+# One entry per system. Harness settings (tp, FP8, gpu_batch_size, kvcache_free_gpu_mem_frac 0.90) from NVIDIA's
+# config classes (closed/NVIDIA/configs/llama2-70b/{Offline,Server}/__init__.py of the same round). Offline: all
+# samples at once, "Tokens per second". Server: Poisson arrivals at the run's "Scheduled samples per second",
+# "Completed tokens per second", p99 first-token latency and p99 time to output token (constraints 2 s, 200 ms);
+# we simulate `requests` of them (LoadGen's minimum duration would be 10 minutes or more).
+MLPERF = [
+    {"system": "Azure NC80adis_H100_v5, 2 x H100 NVL 94 GB, v4.0",
+     "source": "mlcommons/inference_results_v4.0 (commit 3c4a1cf), closed/Azure/results/NC_H100_v5_TRT/"
+               "llama2-70b-99.9/{Offline,Server}/performance/run_1/mlperf_log_summary.txt; system "
+               "closed/Azure/systems/NC_H100_v5_TRT.json; settings: class H100_NVL_94GB_TP2x1 (configs at commit 8121a81)",
+     "hardware": "h100-nvl", "tp": 2, "replicas": 1,
+     "offline": {"samples": 24576, "max_num_seqs": 1300, "tokens_per_s": 3900.33},
+     "server": {"rate": 11.97, "requests": 7200, "max_num_seqs": 640, "tokens_per_s": 3458.96,
+                "p99_ttft_s": 0.662330280, "p99_tpot_s": 0.171915314}},
+    {"system": "NVIDIA DGX H100, 8 x H100 SXM 80 GB (4 engines of tp 2), v4.1",
+     "source": "mlcommons/inference_results_v4.1 (commit a2f5d66), closed/NVIDIA/results/DGX-H100_H100-SXM-80GBx8_TRT/"
+               "llama2-70b-99.9/{Offline,Server}/performance/run_1/mlperf_log_summary.txt; settings: class "
+               "H100_SXM_80GB_TP2x4",
+     "hardware": "h100-sxm", "tp": 2, "replicas": 4,
+     "offline": {"samples": 24576, "max_num_seqs": 896, "tokens_per_s": 24524.9},
+     "server": {"rate": 75.10, "requests": 9000, "max_num_seqs": 1024, "tokens_per_s": 21605.79,
+                "p99_ttft_s": 0.461278089, "p99_tpot_s": 0.175354317}},
+]
+
+
+def mlperf_options(system: dict, max_num_seqs: int) -> dict:
+    """The replica options of our MLPerf runs: vLLM's scheduler, FP8 weights and KV cache, bf16 compute."""
+    return {"scheduler": "vllm", "tp": system["tp"], "max_num_seqs": max_num_seqs, "dtype": "bf16",
+            "weight_dtype": "fp8", "kv_dtype": "fp8", "gpu_memory_utilization": 0.90}
+
+
+def mlperf_offline(system: dict, prompt: int, samples: int | None = None) -> float:
+    """Our Offline output tokens per second: every sample arrives at 0 (round-robin over the system's
+    engines) and the run ends at the last token."""
+    import costmodel
+    from costmodel.hardware import load_hardware
+    from costmodel.serving.api import run_replicas
+
+    samples = samples or system["offline"]["samples"]
+    cfg = costmodel.load_model(MLPERF_MODEL)
+    replica, step, _ = build_replica(cfg, load_hardware(system["hardware"]),
+                                     **mlperf_options(system, system["offline"]["max_num_seqs"]))
+    requests = [Request(i, 0.0, prompt, MLPERF_OUTPUT) for i in range(samples)]
+    rows, _, _ = run_replicas(requests, replica, step, system["replicas"], cfg.max_positions, record=False)
+    return samples * MLPERF_OUTPUT / max(r["finish_s"] for r in rows)
+
+
+def mlperf_server(system: dict, prompt: int, requests: int | None = None) -> dict:
+    """Our Server figures at the published rate: completed output tokens/s, p99 TTFT and p99 TPOT."""
+    from costmodel.serving.api import serve
+
+    run = serve(MLPERF_MODEL, system["hardware"], rate=system["server"]["rate"],
+                requests=requests or system["server"]["requests"], prompt=str(prompt), output=str(MLPERF_OUTPUT),
+                seed=0, replicas=system["replicas"], **mlperf_options(system, system["server"]["max_num_seqs"]))
+    summary = run.summary()
+    return {"tokens_per_s": summary["throughput"]["output_tokens_per_s"], "p99_ttft_s": summary["ttft"]["p99"],
+            "p99_tpot_s": summary["tpot"]["p99"]}
+
+
 def static_run(model: str, tp: int, batch: int, prompt: int, output: int, hardware: str = "a100-80gb",
                **options):
     import costmodel
@@ -99,7 +175,25 @@ def main() -> None:
         end = max(s.token_times[-1] for s in timeline.sequences)
         ours = batch * output / end
         print(f"| {model} | {tp} | {batch} | {prompt} | {output} | {published:,} | {ours:,.0f} | {ours / published:.2f} |")
+    print_mlperf()
 
+
+def print_mlperf() -> None:
+    for system in MLPERF:
+        print(f"\nMLPerf Inference Llama-2-70B, {system['system']}. Source: {system['source']}\n")
+        print("| scenario | prompt tokens (ours) | metric | published | ours | ours / published |")
+        print("|---|---|---|---|---|---|")
+        for prompt in MLPERF_PROMPTS:
+            ours, published = mlperf_offline(system, prompt), system["offline"]["tokens_per_s"]
+            print(f"| Offline | {prompt} | output tok/s | {published:,.0f} | {ours:,.0f} | {ours / published:.2f} |")
+        for prompt in MLPERF_PROMPTS:
+            ours = mlperf_server(system, prompt)
+            for metric, label, scale, fmt in (("tokens_per_s", "completed output tok/s", 1, ",.0f"),
+                                              ("p99_ttft_s", "p99 TTFT (ms)", 1e3, ",.0f"),
+                                              ("p99_tpot_s", "p99 TPOT (ms)", 1e3, ",.1f")):
+                published = system["server"][metric]
+                print(f"| Server, {system['server']['rate']} req/s | {prompt} | {label} | {published * scale:{fmt}} "
+                      f"| {ours[metric] * scale:{fmt}} | {ours[metric] / published:.2f} |")
 
 if __name__ == "__main__":
     main()

@@ -81,7 +81,7 @@ def render_published(tables: dict[str, list[dict[str, Any]]]) -> str:
          "kernels (default)", "kernels / published", "memory"],
         ([r["run"], r["layout"], r["gpus"], r["quantity"], f"{r['published']:,.0f}",
           f"{r['ours']:,.0f}", f"{r['ratio']:.2f}", f"{r['kernels']:,.0f}", f"{r['kernels_ratio']:.2f}",
-          f"{r['memory_gib']:.1f} GiB"]
+          f"{r['memory_gib']:.1f} GiB" + ("" if r["fits"] else f" ({r['over_gib']:.1f} over)")]
          for r in tables["frontier"]))
     return "\n".join([
         "Narayanan et al. 2021, Table 1 (A100 80GB, full recomputation, fp16): TFLOP/s per GPU with recomputation; "

@@ -108,7 +108,7 @@ workload_options = stack(
 #: The parameter names layout_options adds (estimate and simulate pass them to make_layout).
 LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "virtual_stages",
                   "framework", "stage_layers", "gpus", "device", "ep", "capacity_factor", "fp8", "cp",
-                  "cp_rotate")
+                  "cp_rotate", "all_reduce")
 FP8_HELP = ("FP8 training: the layers' linear products at the FP8 peak, as torchao's tensorwise or rowwise recipe "
             "or DeepSeek-V3's blockwise one (docs/layouts.md).")
 
@@ -136,6 +136,8 @@ layout_options = stack(
                  help="Context-parallel ranks: each holds seq-len / cp tokens of every sequence (docs/layouts.md)."),
     choice_option("--cp-rotate", spec.CP_ROTATES, "How context parallelism moves keys and values (default "
                   f"{spec.CP_ROTATES[0]}, {spec.CP_ROTATES.meanings[spec.CP_ROTATES[0]]})."),
+    choice_option("--all-reduce", spec.ALL_REDUCES, "Whose code runs an all-reduce inside a node (default "
+                  f"{spec.ALL_REDUCES[0]}): {spec.ALL_REDUCES.described()}."),
     choice_option("--fp8", spec.FP8_RECIPES, FP8_HELP),
     click.option("--capacity-factor", type=float, default=None,
                  help="Mixture of experts: each expert takes at most this times its balanced share of "

@@ -57,9 +57,12 @@ from .options import (ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, dtype_
 @click.option("--requests", type=int, default=300, show_default=True, help="--serve --rate: requests simulated per point.")
 @choice_option("--mla", spec.MLA_FORMS, "--serve: latent attention (DeepSeek) absorbed, as vLLM runs it, or naive "
                "(see simulate).", spec.DEFAULT_SERVE_MLA)
+@click.option("--ray", "ray_address", type=str, default=None,
+              help="--serve --rate: run the search's configurations as Ray tasks in the cluster at this address "
+                   "('local' starts one here; needs pip install '.[ray]') instead of a local process pool.")
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
          attention, kv_cache, tp, pp, dp, zero, sp, framework, ep, cp, schedule, fp8, recompute, mtp, tokens, price,
-         rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, mla) -> None:
+         rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, mla, ray_address) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
     ranked by step time (training) or time per output token (--serve); with --tokens, the days,
     GPU-hours, FLOPs and dollars of the run. With --serve --rate: the deployments (GPUs, tp,
@@ -74,8 +77,10 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
         from reports.serving import plan_capacity_command
 
         plan_capacity_command(cfg, hardware_name, rate, slo_ttft, slo_tpot, requests, prompt or 512, gen, tp,
-                              top, as_json, mla=mla, pp=pp)
+                              top, as_json, mla=mla, pp=pp, ray_address=ray_address)
         return
+    if ray_address is not None:
+        raise InputError("--ray runs the capacity search: add --serve --rate.")
     if gpus is None:
         raise InputError("--gpus is required (how many GPUs of that kind).")
     try:

@@ -32,6 +32,17 @@ def efficiency_of(hardware: Any, compute: float | None, memory: float | None) ->
                       memory=hardware.efficiency.get("memory", 1.0) if memory is None else memory)
 
 
+def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None) -> Any:
+    """The hardware with --launch-overhead / --graph-kernel-gap in place of its file's figures."""
+    import dataclasses
+
+    for name, value in (("--launch-overhead", overhead), ("--graph-kernel-gap", graph_gap)):
+        if value is not None and not 0 <= value < 1:
+            raise ConfigError(f"{name} is seconds, at least 0 and below 1, got {value}.")
+    changes = {"overhead_s_per_block": overhead, "graph_kernel_s": graph_gap}
+    return dataclasses.replace(hardware, **{k: v for k, v in changes.items() if v is not None})
+
+
 @click.command()
 @model_options
 @hardware_option()
@@ -65,6 +76,11 @@ def efficiency_of(hardware: Any, compute: float | None, memory: float | None) ->
               help="With --time-model kernels: torch.compile's fusions (a residual add with the next norm, a "
               "gated activation with its product; docs/time.md).")
 @click.option("--cuda-graphs", is_flag=True, help="Inference: decode steps replayed from a CUDA graph (no launch overhead per kernel).")
+@click.option("--launch-overhead", type=float, default=None,
+              help="Seconds of launch overhead per block's kernels, eager (default: the hardware file's overhead_s_per_block).")
+@click.option("--graph-kernel-gap", type=float, default=None,
+              help="With --cuda-graphs, kernel model: seconds each replayed kernel takes beyond its work (default: the "
+              "hardware file's graph_kernel_s, 0 where none is published).")
 @choice_option("--time-model", spec.TIME_MODELS, TIME_MODEL_HELP)
 @click.option("--weight-dtype", default=None, help=f"Inference: quantized weights ({', '.join(spec.WEIGHT_DTYPES)}), read as stored.")
 @click.option("--weight-group", type=int, default=None, help="Inference: values per scale of --weight-dtype.")
@@ -74,8 +90,8 @@ def efficiency_of(hardware: Any, compute: float | None, memory: float | None) ->
 @json_option("As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, mla, train, seq_len,
              recompute, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
-             flops_convention, tp_overlap, dp_overlap, no_prefetch, compiled, cuda_graphs, time_model,
-             weight_dtype, weight_group, kv_dtype, mtp, as_json, **layout_given) -> None:
+             flops_convention, tp_overlap, dp_overlap, no_prefetch, compiled, cuda_graphs, launch_overhead,
+             graph_kernel_gap, time_model, weight_dtype, weight_group, kv_dtype, mtp, as_json, **layout_given) -> None:
     """Time of prefill, decode and training on a hardware preset (the kernel-level model by default,
     --time-model roofline for the roofline); with a layout
     (--tp/--pp/--dp...), per GPU: the step time with communication and pipeline bubble, MFU and
@@ -85,7 +101,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 
     cfg = with_mtp(load_model(model, config), mtp if train else None)
     try:
-        hardware = load_hardware(hardware_name)
+        hardware = with_launches(load_hardware(hardware_name), launch_overhead, graph_kernel_gap)
         efficiency = efficiency_of(hardware, compute_efficiency, memory_efficiency)
         for name, value in (("--tokens", tokens), ("--step-time", step_time), ("--price", price)):
             if value is not None and not value > 0:

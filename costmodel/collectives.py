@@ -11,6 +11,11 @@ NCCL achieves at that message size (costmodel/nccl_facts.json), hierarchical acr
 - A group that spans nodes runs hierarchically (NCCL's tree/ring over nodes): reduce-scatter
   within the node, the all-reduce of each GPU's 1/g share between the nodes at 73% of the NIC's
   bandwidth (a published 4-node measurement), all-gather within the node.
+- The all-reduce's code is a stated choice (costmodel/spec.ALL_REDUCES, Layout.all_reduce): NCCL's
+  (the default), or PyTorch's IntraNodeComm (ENABLE_INTRA_NODE_COMM=1), which runs a bf16
+  all-reduce inside a node as its own one-shot kernel up to 256 KiB and two-shot up to 10 MiB,
+  NCCL's above: alpha + beta, a published per-call latency plus the bytes each rank reads from
+  its peers at 80% of the link (intra_node_all_reduce). A group that spans nodes runs NCCL's.
 Factors: all-reduce 2(n-1)/n, all-gather, reduce-scatter and all-to-all (n-1)/n (payload: the
 whole tensor), send/recv 1. An all-to-all inside a node takes the node's busbw curve as the others
 do (stated, not measured); across nodes, the share bound for other nodes crosses the NIC at the
@@ -68,11 +73,36 @@ def interpolated_busbw(curve: list[tuple[float, float]], payload: float) -> floa
     return curve[-1][1]
 
 
-def within_node(hardware: Hardware, kind: str, payload: float, ranks: int, calls: int = 1) -> float:
-    """Seconds of `calls` equal collectives moving `payload` bytes in all, inside one node."""
+def intra_node_all_reduce(hardware: Hardware, payload: float, ranks: int) -> float | None:
+    """Seconds of one all-reduce of `payload` bytes over `ranks` GPUs of a node by PyTorch's
+    IntraNodeComm, or None where its size hands the call to NCCL (nccl_facts.json): its latency
+    plus what each rank reads from its peers at the achievable link bandwidth; one-shot reads
+    every peer's whole buffer, two-shot a 1/n share of each twice (reduce-scatter, all-gather).
+    Only where NVLink joins every pair of the node's GPUs (its `hardware` list)."""
+    facts = nccl_facts()["intra_node_all_reduce"]
+    if hardware.name not in facts["hardware"]:  # no NVLink between every pair: NCCL's
+        return None
+    if payload <= facts["one_shot_max_bytes"]:
+        read = (ranks - 1) * payload
+    elif payload <= facts["two_shot_max_bytes"]:
+        read = ring_factor("all_reduce", ranks) * payload
+    else:
+        return None
+    link = hardware.link(1) * float(nccl_facts()["link_efficiency"]["value"])  # within the node
+    return float(facts["latency_s"]) + read / link
+
+
+def within_node(hardware: Hardware, kind: str, payload: float, ranks: int, calls: int = 1,
+                all_reduce: str = "nccl") -> float:
+    """Seconds of `calls` equal collectives moving `payload` bytes in all, inside one node;
+    all_reduce: whose code runs an all-reduce (costmodel/spec.ALL_REDUCES)."""
     factor = ring_factor(kind, ranks)
     if not payload or not factor:
         return 0.0
+    if kind == "all_reduce" and all_reduce == "intra-node":
+        each = intra_node_all_reduce(hardware, payload / calls, ranks)
+        if each is not None:
+            return calls * each
     curve = busbw_curve(hardware)
     if curve is not None:
         each = payload / calls
@@ -82,14 +112,15 @@ def within_node(hardware: Hardware, kind: str, payload: float, ranks: int, calls
 
 
 def collective_seconds(hardware: Hardware, kind: str, payload: float, ranks: int, span: int,
-                       calls: int = 1) -> float:
+                       calls: int = 1, all_reduce: str = "nccl") -> float:
     """Seconds of `calls` collectives of `kind` moving `payload` bytes in all over `ranks` GPUs
-    that span `span` consecutive GPUs (hierarchical when that is more than a node holds)."""
+    that span `span` consecutive GPUs (hierarchical when that is more than a node holds);
+    all_reduce: whose code runs an all-reduce inside a node (NCCL's across nodes)."""
     if not payload or ranks <= 1 and kind not in ("send", "recv"):
         return 0.0
     per_node = hardware.gpus_per_node
     if span <= per_node:
-        return within_node(hardware, kind, payload, ranks, calls)
+        return within_node(hardware, kind, payload, ranks, calls, all_reduce)
     inter = hardware.link(span) * float(nccl_facts()["inter_node_efficiency"]["value"])  # between nodes
     if kind in ("send", "recv"):
         return payload / inter + calls * hardware.collective_latency_s

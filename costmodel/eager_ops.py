@@ -4,7 +4,7 @@ validate/eager_op_counts.py, checked by tests/test_eager_ops.py).
 
 In eager mode every op pays the dispatcher (and the Python around it) whatever its size; on a
 CPU with a few rows per product that is a large share of a step. The kernel model charges an
-eager leaf ops x the hardware's measured dispatch_s_per_op (kernel_time.KernelTimer.launch_seconds)
+eager leaf ops x the hardware's measured dispatch_s_per_op (kernel_time.KernelTimer.leaf_launch_seconds)
 where both are known; elsewhere one launch per leaf (overhead_s_per_block), as before.
 """
 
@@ -30,7 +30,7 @@ def eager_implementation(cfg: Any, attention: str, weight_format: Any = None) ->
 
 
 def eager_op_counts(cfg: Any, attention: str, weight_format: Any = None) -> dict[str, int] | None:
-    """Ops per run of each block kind (by class name: what KernelTimer.launch_seconds looks a
+    """Ops per run of each block kind (by class name: what KernelTimer.leaf_launch_seconds looks a
     leaf's block up by) for a model of this config under this attention implementation, or None
     where no counted implementation matches it."""
     entry = eager_implementation(cfg, attention, weight_format)

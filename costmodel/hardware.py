@@ -60,6 +60,10 @@ class Hardware:
     efficiency: dict[str, float] = field(default_factory=lambda: {"compute": 1.0, "memory": 1.0})
     source: str = ""
     overhead_s_per_block: float = 0.0  # launch/dispatch time of one block's ops
+    # The GPU-side time each kernel of a CUDA graph's replay still takes beyond its own work (the
+    # grid's launch and the previous kernel's drain; a microbenchmark, with its source). The CPU's
+    # launch cost (overhead_s_per_block) is what a graph removes; this it keeps. 0: none known.
+    graph_kernel_s: float = 0.0
     # FLOP/s of the non-matmul ops: a GPU's non-tensor FP32 peak (norms and softmax compute in fp32
     # in these implementations whatever the dtype). Omitted (0): the fp32 matmul peak.
     vector_flops_per_s: float = 0.0
@@ -100,6 +104,10 @@ class Hardware:
     # launches (kernel_facts.json "eager_ops"), what an eager leaf pays instead of one
     # overhead_s_per_block. None: not measured (the launch per leaf stands).
     dispatch_s_per_op: float | None = None
+    # The bandwidth a kernel that streams memory once and reduces it on chip reaches (a GEMV's
+    # weights: a read-and-reduce microbenchmark such as BabelStream's Dot, with its source): the
+    # kernel-level time model's rate for the bytes of a GEMM. 0: bandwidth x efficiency's memory.
+    gemv_bandwidth_bytes_per_s: float = 0.0
     # The GPU generation (ampere, ada, hopper, blackwell, cdna3): which published attention-kernel
     # efficiencies apply (costmodel/kernel_facts.json). Empty: none do.
     architecture: str = ""
@@ -268,6 +276,11 @@ SCHEMA: dict[str, Field] = {
     "overhead_s_per_block": Field(float, "fixed launch time of one block's kernels, seconds", low=0),
     "dispatch_s_per_op": Field(float, "time one eager PyTorch op takes to dispatch, seconds (a microbenchmark); "
                                "an eager leaf pays it per op it launches (kernel_facts.json eager_ops)", low=0),
+    "gemv_bandwidth_bytes_per_s": Field(float, "the bandwidth a read-and-reduce stream reaches (a microbenchmark "
+                                        "such as BabelStream's Dot), bytes/s: the kernel time model's rate for "
+                                        "a GEMM's bytes (0 or omitted: bandwidth x efficiency's memory)", low=0),
+    "graph_kernel_s": Field(float, "GPU-side seconds each kernel replayed from a CUDA graph takes beyond its "
+                            "work (a measured empty-kernel gap, its source in `source`); 0: none known", low=0),
     "default_dtype": Field(str, "the dtype a simulation uses when none is asked for; must have a peak"),
     "interconnect": Field(dict, "gpus_per_node, intra_node_bandwidth_bytes_per_s, "
                           "inter_node_bandwidth_bytes_per_s (per GPU, per direction), collective_latency_s, source"),
@@ -283,8 +296,9 @@ SCHEMA: dict[str, Field] = {
     "price_per_gpu_hour": Field(float, "dollars per GPU-hour (optional: a rental price, its source in "
                                 "`source`); what --price gives when not set", low=0),
 }
-OPTIONAL_NUMBERS = ("architecture", "sm_count", "dispatch_s_per_op", "clock_mhz", "clock_limit_mhz", "power_watts", "power_limit_watts",
-                    "memory_reserve_bytes", "serving_memory_utilization", "price_per_gpu_hour")
+OPTIONAL_NUMBERS = ("architecture", "graph_kernel_s", "sm_count", "dispatch_s_per_op", "clock_mhz", "clock_limit_mhz",
+                    "power_watts", "power_limit_watts", "memory_reserve_bytes", "serving_memory_utilization",
+                    "price_per_gpu_hour", "gemv_bandwidth_bytes_per_s")
 INTERCONNECT: dict[str, Field] = {
     "gpus_per_node": Field(int, "GPUs one node (NVLink domain) holds", low=1),
     "intra_node_bandwidth_bytes_per_s": Field(float, "between two GPUs of a node, per direction", low=0),

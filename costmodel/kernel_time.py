@@ -17,15 +17,22 @@ A kernel's time:
     FLOPs at the SM's share of the large-GEMM rate (the hardware's matmul_efficiency, a
     microbenchmark; in a training step its sustained_matmul_efficiency where measured: the GPU
     runs saturated at the clock its power limit allows); no GEMM runs faster than its bytes at
-    the achievable bandwidth; where the hardware file measures a GEMM's efficiency by its rows
-    (gemm_efficiency_by_rows, a CPU's), its FLOPs at that fraction of the peak instead (log-linear
-    between the measured row counts, the end values beyond them);
+    the bandwidth a read-and-reduce stream reaches (the hardware's gemv_bandwidth, a
+    microbenchmark; else the achievable bandwidth); a weight-only quantized GEMM of one or two
+    tokens (a GEMV) whose kernel has a published batch-1 speed (kernel_facts.json
+    "weight_only_gemv") moves its stored bytes at that fraction of the GEMV rate, in place of
+    the tile model (whose tiles of 64 rows and more a GEMV's kernel does not use); where the
+    hardware file measures a GEMM's efficiency by its rows (gemm_efficiency_by_rows, a CPU's),
+    its FLOPs at that fraction of the peak instead of the tiles (log-linear between the measured
+    row counts, the end values beyond them);
   - fused attention: the FLOPs the kernel executes (blocks of 128 x 128; a causal mask skips the
     blocks above the diagonal, a window those before it; a head width the kernel is not compiled
     for padded to the next one) at the kernel's published efficiency for
     the GPU's architecture and the sequence length (costmodel/kernel_facts.json);
   - memory-bound kernels: the larger of bytes / achievable bandwidth and FLOPs / vector peak;
-  - each active leaf pays the hardware's launch overhead per block, none under CUDA graphs; in
+  - each active leaf pays the hardware's launch overhead per block (the CPU's launches); under
+    CUDA graphs none, but each kernel the leaf launches pays the GPU-side gap a graph's replay
+    keeps (the hardware's graph_kernel_s, a measured empty kernel; 0 where none is published); in
     eager mode where the hardware measures dispatch_s_per_op and the leaf's ops are stated
     (KernelTimer.eager_ops, costmodel/eager_ops.py), each of its ops that dispatch time instead.
 `leaves_time` is the one function that gives the time of a set of leaves (a step, a stage).
@@ -62,6 +69,7 @@ class Gemm:
     k: int
     count: int = 1
     weight_bytes: float | None = None  # a quantized weight as stored (None: e bytes per element)
+    weight_dtype: str | None = None  # the quantized format's dtype (int8, int4, ...; None: unquantized)
 
     @property
     def flops(self) -> int:
@@ -153,15 +161,20 @@ class KernelTimer:
         self.matmul_efficiency = eff.compute if efficiency is not None else measured
         self.sustained = sustained
         self.bandwidth = hardware.bandwidth_bytes_per_s * eff.memory
+        # A GEMM's bytes: the measured read-and-reduce rate, unless an efficiency is given.
+        measured_gemv = efficiency is None and hardware.gemv_bandwidth_bytes_per_s > 0
+        self.gemv_bandwidth = hardware.gemv_bandwidth_bytes_per_s if measured_gemv else self.bandwidth
         self.vector = hardware.vector_flops_per_s * eff.compute
         self.sms = hardware.sm_count or 1
         self.fused_attention = attention in ("sdpa", "flash")
+        # Launches: per active leaf, the CPU's (eager); per kernel, the GPU's under a CUDA graph.
         self.launch_s = 0.0 if cuda_graphs else hardware.overhead_s_per_block
         # A CPU's measured GEMM efficiency by rows (hardware.gemm_efficiency_by_rows): no tiles.
         self.gemm_rows = hardware.gemm_efficiency_by_rows.get(matmul, ())
         eager = not (cuda_graphs or compiled) and hardware.dispatch_s_per_op is not None
         self.eager_ops = eager_ops if eager else None
         self.dispatch_s = hardware.dispatch_s_per_op or 0.0
+        self.graph_kernel_s = hardware.graph_kernel_s if cuda_graphs else 0.0
         self.compiled = compiled  # torch.compile's fusions (kernel_facts.json "compile")
         facts = kernel_facts()
         self.tiles = [tuple(t) for t in facts["gemm_tiles"]["values"]]
@@ -173,9 +186,18 @@ class KernelTimer:
         # The head widths FlashAttention-2 is compiled for, where its figures apply (a head of
         # another width runs the next one up, padded); elsewhere the head's own width.
         self.attention_head_dims = tuple(facts["attention_head_dims"]["values"]) if entry else ()
+        # Weight-only GEMV kernels' published speed on this architecture: dtype -> (tokens, fraction).
+        self.weight_only_gemv = {e["weight_dtype"]: (int(e["tokens"]), float(e["bandwidth_fraction"]))
+                                 for e in facts["weight_only_gemv"] if e["architecture"] == hardware.architecture}
         # The backward's efficiency over the forward's, where the kernel's paper gives both.
         self.attention_backward_ratio = float(entry.get("backward_ratio", 1.0))
         self.memo: dict[tuple[Any, bool], float] = {}  # (kernel, backward) -> seconds
+
+    def launch_seconds(self, launches: int) -> float:
+        """The launch term of one pass of a leaf that launches `launches` kernels (launches_of):
+        the per-block overhead if it launches any (eager), plus graph_kernel_s for each kernel
+        (under CUDA graphs; 0 otherwise)."""
+        return self.launch_s * bool(launches) + self.graph_kernel_s * launches
 
     def waves(self, gemm: Gemm, tile: tuple[int, int]) -> int:
         tiles = math.ceil(gemm.m / tile[0]) * math.ceil(gemm.n / tile[1]) * gemm.count
@@ -216,18 +238,21 @@ class KernelTimer:
                 return e0 + (e1 - e0) * math.log(m / m0) / math.log(m1 / m0)
         return points[-1][1]
 
-    def launch_seconds(self, leaf: Any, kernels: int) -> float:
-        """What one run of a leaf pays besides its kernels: in eager mode, its stated ops at the
-        hardware's dispatch time each; else the launch overhead if it launches anything."""
+    def leaf_launch_seconds(self, leaf: Any, kernels: int) -> float:
+        """What one run of a leaf of `kernels` kernels pays besides them: in eager mode where its
+        ops are stated, those ops at the hardware's dispatch time each; else launch_seconds."""
         ops = None if self.eager_ops is None else self.eager_ops.get(type(leaf.block).__name__)
         if ops is not None:
             return ops * self.dispatch_s
-        return self.launch_s * bool(launches_of(leaf, kernels, self.compiled))
+        return self.launch_seconds(launches_of(leaf, kernels, self.compiled))
 
     def gemm_seconds(self, gemm: Gemm, tile: tuple[int, int] | None = None) -> float:
         weights = self.element_bytes * gemm.k * gemm.n if gemm.weight_bytes is None else gemm.weight_bytes
         moved = gemm.count * (self.element_bytes * (gemm.m * gemm.k + gemm.m * gemm.n) + weights)
-        return max(self.gemm_compute_seconds(gemm, tile), moved / self.bandwidth)
+        tokens, fraction = self.weight_only_gemv.get(gemm.weight_dtype, (0, 1.0))
+        if gemm.m <= tokens:  # a published weight-only GEMV: its bytes at its measured rate
+            return moved / (self.gemv_bandwidth * fraction)
+        return max(self.gemm_compute_seconds(gemm, tile), moved / self.gemv_bandwidth)
 
     def attention_efficiency(self, n_kv: int) -> float:
         """The fused kernel's published efficiency at this length (log-linear between the
@@ -360,7 +385,10 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
     weights = sum(out * inner * how_many for out, inner, how_many in shapes)
     if weights and flops % (2 * weights) == 0:
         tokens = int(flops // (2 * weights))
-        return [Gemm(tokens, out, inner, weight_bytes=_stored(leaf, out, inner, subs) if quantized else None)
+        stored = quantized and getattr(leaf, "weight_format", None) is not None
+        dtype = leaf.weight_format.dtype if stored else None
+        return [Gemm(tokens, out, inner, weight_bytes=_stored(leaf, out, inner, subs) if quantized else None,
+                     weight_dtype=dtype)
                 for out, inner, how_many in shapes for _ in range(how_many)]
     return [Pointwise(_number(cost.bytes_matmul, subs), 0.0), MatmulCompute(flops)]
 
@@ -404,13 +432,30 @@ def leaf_seconds(leaf: Any, subs: dict, timer: KernelTimer, training: bool = Fal
     """One run of a leaf: its kernels' seconds (launches aside) and how many kernels. Training
     adds the backward: a GEMM's two products of the same size (input and weight gradients), the
     fused attention's backward (kernel_facts: 5/2 of its forward), twice the forward's
-    memory-bound traffic (the tree's stated convention), and a recomputed leaf's forward again."""
+    memory-bound traffic (the tree's stated convention), and what recomputation reruns of its
+    forward (rerun_kernels) again."""
     kernels = leaf_kernels(leaf, subs, timer.fused_attention, local, timer.compiled)
-    return kernels_seconds(kernels, timer, training, leaf.recomputed), len(kernels)
+    seconds = kernels_seconds(kernels, timer, training)
+    if training:
+        seconds += kernels_seconds(rerun_kernels(leaf, kernels, subs, timer.fused_attention, local, timer.compiled),
+                                   timer)
+    return seconds, len(kernels)
 
 
-def kernels_seconds(kernels: Iterable[Any], timer: KernelTimer, training: bool = False,
-                    recomputed: bool = False) -> float:
+def rerun_kernels(leaf: Any, kernels: list[Kernel], subs: dict, fused_attention: bool,
+                  local: dict | None = None, compiled: bool = False) -> list[Kernel]:
+    """The kernels recomputation reruns of a leaf's forward (Leaf.rerun): all of them, those
+    of the part it reruns (latent attention's up-projections), or none."""
+    if leaf.rerun is None:
+        return []
+    if leaf.rerun is leaf.cost:
+        return kernels
+    import dataclasses
+
+    return leaf_kernels(dataclasses.replace(leaf, cost=leaf.rerun), subs, fused_attention, local, compiled)
+
+
+def kernels_seconds(kernels: Iterable[Any], timer: KernelTimer, training: bool = False) -> float:
     """One run of a leaf's kernels (leaf_seconds' convention); each kernel's seconds computed once
     per timer (KernelTimer.memo: a shape on one hardware in one dtype takes one time)."""
     memo = timer.memo
@@ -423,19 +468,19 @@ def kernels_seconds(kernels: Iterable[Any], timer: KernelTimer, training: bool =
     if not training:
         return forward
     backward = sum(once(k, True) for k in kernels)
-    return forward * (2 if recomputed else 1) + backward
+    return forward + backward
 
 
 def leaves_time(leaves: Iterable[Any], subs: dict, timer: KernelTimer, training: bool = False) -> LeavesTime:
     """The time of a set of leaves (a pass, a stage's micro-batch) as their kernels run one
-    after another (leaf_seconds), each active leaf paying the launch overhead per pass."""
+    after another (leaf_seconds), each active leaf paying its launches per pass (leaf_launch_seconds)."""
     total = launches = 0.0
     rows = []
     for leaf in leaves:
         count = int(_number(leaf.count, subs))
         one_run, kernels = leaf_seconds(leaf, subs, timer, training)
         passes = (3 if training else 1)
-        launch = passes * timer.launch_seconds(leaf, kernels)
+        launch = passes * timer.leaf_launch_seconds(leaf, kernels)
         if not (kernels or launch) or not count:
             continue
         seconds = count * (one_run + launch)

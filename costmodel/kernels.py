@@ -7,7 +7,9 @@ goes through memory. Each kernel below owns those formulas; the blocks ask the k
 
   eager   the Python code: Q and K^T copies, the probabilities (softmax dtype), V; writes scores
   flash   a fused kernel: q, k, v (h_kv heads), its output and an fp32 log-sum-exp per query row;
-          its backward recomputes Q K^T (torch's sdpa FLOP formula counts it)
+          its backward recomputes Q K^T (torch's sdpa FLOP formula counts it). Latent attention
+          whose up-projections are recomputed (recompute "deepseek") keeps no q, k, v; DeepSeek-V3's
+          FP8 activations keep the output in E5M6 (Profile.fp8_activations)
   math    sdpa's fallback on the CPU (dropout, or a position bias that needs gradients): q, k, v
           (h heads), softmax, mask and dropped probabilities all in fp32
   recomputed(k)  selective recomputation (Korthikanti et al. 2022) around kernel k: the core is
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import symbols as S
-from .terms import FP32, ZERO, Expr, dtype_bytes, if_batch_of_one, unless_fp32
+from .terms import FP32, ZERO, Expr, dtype_bytes, if_batch_of_one, tiled_bytes, unless_fp32
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,8 @@ class Flash(Kernel):
         return 3 * forward  # Q K^T is recomputed in backward
 
     def scores_saved(self, core: Any) -> Expr:
+        if core.inputs_rebuilt:  # q and k rebuilt by the recomputed up-projections
+            return ZERO
         return S.e * S.b * core.qk_dim * (S.h * core.q_len + core.kv_heads * core.k_len)  # q, k
 
     def query_view_saved(self, extra: Expr) -> Expr:
@@ -95,7 +99,10 @@ class Flash(Kernel):
         return FP32 * S.b * S.h * core.q_len  # the log-sum-exp per query row
 
     def weighted_sum_saved(self, core: Any) -> Expr:
-        return S.e * S.b * core.value_dim * (core.kv_heads * core.k_len + S.h * core.q_len)  # v, out
+        values = ZERO if core.inputs_rebuilt else S.e * S.b * core.value_dim * core.kv_heads * core.k_len
+        if core.profile.fp8_activations:  # the output projection's input, in E5M6 (12 bits) tiles
+            return values + tiled_bytes(S.b * core.q_len, S.h * core.value_dim, bits=12)
+        return values + S.e * S.b * core.value_dim * S.h * core.q_len  # v (unless rebuilt) and out
 
 
 @dataclass(frozen=True)

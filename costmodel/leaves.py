@@ -42,7 +42,8 @@ class Leaf:
     # The layers it runs in when a stack's layers differ (count says how many): "sliding" or
     # "full" (windows on some layers), "dense" or "moe" (experts in some layers); None: every layer.
     kind: str | None = None
-    recomputed: bool = False  # its forward runs again in backward (recomputation)
+    recomputed: bool = False  # its forward, or part of it (rerun), runs again in backward (recomputation)
+    rerun: B.Cost | None = None  # what recomputation reruns: its cost, or a part (CostModel._rerun)
     checkpointed: bool = False  # full recomputation: what it saves is rebuilt one layer at a time
     per_param: object = None  # precision.ParamBytes of the tree (for STATE_QUANTITIES)
     weight_format: object = None  # quantization.WeightFormat of quantized weights (inference)

@@ -98,6 +98,27 @@ def param_bytes(precision: str, optimizer: str) -> ParamBytes:
     )
 
 
+def autocast_bytes_per_parameter(microbatches: int, element_bytes: int) -> int:
+    """Bytes one parameter moves in a training step, outside the model's kernels, under torch.autocast
+    with fp32 parameters (automatic mixed precision: PyTorch Lightning's precision "bf16"/"16",
+    Lightning-AI/pytorch-lightning#9049's NativeMixedPrecisionPlugin; the FlashAttention-2 training
+    runs). Each micro-batch's forward casts the weight to the autocast dtype (autocast's cast cache
+    and flash_attn's FusedDenseFunc both cast once per forward: read 4, write e bytes); its backward
+    returns the weight gradient in e bytes, which autograd casts to the parameter's fp32 (read e,
+    write 4) and, from the second micro-batch of a step on, adds into the fp32 .grad (read 4 + 4,
+    write 4): m (8 + 2e) + 12 (m - 1). Policies whose weights are already in the activation dtype
+    (mixed, megatron) move none of this."""
+    if microbatches < 1 or element_bytes >= FP32:
+        from .config import ConfigError
+
+        raise ConfigError(f"autocast casts fp32 parameters to a 16-bit dtype once per micro-batch; got "
+                          f"{microbatches} micro-batches of {element_bytes}-byte elements.")
+    cast = FP32 + element_bytes  # the forward's copy of the weight
+    gradient = element_bytes + FP32  # the weight gradient cast back to fp32
+    accumulate = 3 * FP32  # .grad += gradient
+    return microbatches * (cast + gradient) + (microbatches - 1) * accumulate
+
+
 def param_bytes_note(precision: str, optimizer: str, dtype: str) -> str:
     """What ParamBytes counts, in words, for a dtype ("fp32", "bf16", "fp16")."""
     opt = OPTIMIZERS[optimizer]

@@ -60,14 +60,27 @@ NARAYANAN_TABLE_1 = (
     (1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163, 52, 1, 1),
 )
 
-#: The data-parallel gradient all-reduce of those runs follows the whole backward pass, overlapping
-#: none of it: Megatron-LM of 2021 (the code the runs used, --DDP-impl local by default) called
-#: model.allreduce_gradients() in train_step after forward_backward_func returned, over one
-#: contiguous buffer (megatron/training.py, megatron/model/distributed.py of v2.x); overlapping the
-#: reduction with backward (--overlap-grad-reduce) came with Megatron-core in 2023. Applied to
-#: every row of Table 1 (a fact of the software, not a per-row setting); Korthikanti et al. have no
-#: data parallelism.
-NARAYANAN_DP_OVERLAP = 0.0
+#: The data-parallel implementation each row of Table 1 ran, as the authors' script states it
+#: (NVIDIA/Megatron-LM examples/sc21/run_table_1.sh, commit de7dc40, 2021-08-10, "scripts for sc21":
+#: `DDP=torch` for 1.7B to 18B, the unpipelined rows; `DDP=local` for 39B to 1T, the pipelined ones;
+#: CONFIG.sh passes it as --DDP-impl). A setting of the script, not a per-row constant of ours.
+NARAYANAN_DDP = {1.7: "torch", 3.6: "torch", 7.5: "torch", 18.4: "torch",
+                 39.1: "local", 76.1: "local", 145.6: "local", 310.1: "local", 529.6: "local", 1008.0: "local"}
+
+#: The fraction of the last micro-batch's compute each implementation reduces the gradients under
+#: (layout/time.py Overlap.dp), from the code of those runs (Megatron-LM, commit cbad126 of March 2021):
+#: - "local": Megatron's own DDP; train_step calls allreduce_params(reduce_after=False) after
+#:   forward_backward_func returns, over the flattened gradients: after the whole backward, 0;
+#: - "torch": torch.nn.parallel.DistributedDataParallel; schedules.py
+#:   forward_backward_no_pipelining runs every micro-batch but the last under model.no_sync() and
+#:   the last outside it "(want to synchronize gradients)", so DDP's bucketed all-reduces (25 MB
+#:   buckets) start as the last backward produces gradients: the DDP convention of Overlap, its
+#:   backward, 2/3 of its compute. Not modelled: the bucket DDP reduces last (the tied embedding's,
+#:   whose gradient is complete only when the backward ends) is exposed: the word embedding's shard
+#:   and the positions, 2.3-7.2% of these rows' gradient bytes, 4-11 ms a step (0.1% of it).
+#:   Korthikanti et al. have no data parallelism.
+NARAYANAN_DP_OVERLAP = {"local": 0.0, "torch": 2 / 3}
+
 
 #: Korthikanti et al. 2022 (arXiv 2205.05198), Tables 3 and 5 (no data parallelism, tp 8,
 #: interleaving with 3 stages a rank for 175B and 530B): (name, heads, hidden, layers, pp, GPUs,

@@ -37,9 +37,10 @@ def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,
     Block by block, as in inference, each block's two kernels at their own roofs, with the
     backward's FLOPs and traffic the tree's (blocks.Cost: backward matmul FLOPs; backward traffic
     and other ops twice the forward's, a stated convention). A block that recomputation reruns
-    (every block under full recomputation, the attention core under selective) runs its forward
-    once more. Then the optimizer leaf's pass: a memory-bound pass of its own, as a fused
-    optimizer makes it (PyTorch's default, unfused AdamW makes about 20 passes over parameter-
+    (every block under full recomputation, the attention core under selective, the norms under
+    "deepseek") runs its forward once more; of latent attention's projections "deepseek" reruns
+    the up-projections (Leaf.rerun). Then the optimizer leaf's pass: a memory-bound pass of its
+    own, as a fused optimizer makes it (PyTorch's default, unfused AdamW makes about 20 passes over parameter-
     sized tensors; validate/FINDINGS.md section 9). Overhead: the per-block overhead for 3x the
     forward's blocks (backward runs about twice the forward's ops).
     """
@@ -52,12 +53,13 @@ def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,
     n = lambda expr: float(expr.xreplace(subs))  # noqa: E731
     timing = Timing(0.0, 0.0, 0.0, 0.0, 0.0)
     for leaf in model.leaves:
-        forwards = 2 if leaf.recomputed else 1
         q = lambda quantity: n(leaf.total(quantity))  # noqa: E731
-        matmul = (forwards * q("flops_matmul") + q("flops_matmul_backward"),
-                  forwards * q("bytes_matmul") + q("bytes_matmul_backward"))
-        others = (forwards * q("flops_other") + q("flops_other_backward"),
-                  forwards * q("bytes_other") + q("bytes_other_backward") + q("bytes_optimizer"))
+        # what recomputation reruns of the forward (Leaf.rerun: all of it, a part, nothing)
+        again = lambda quantity: n(leaf.count * getattr(leaf.rerun, quantity)) if leaf.rerun is not None else 0.0  # noqa: E731
+        matmul = (q("flops_matmul") + again("flops_matmul") + q("flops_matmul_backward"),
+                  q("bytes_matmul") + again("bytes_matmul") + q("bytes_matmul_backward"))
+        others = (q("flops_other") + again("flops_other") + q("flops_other_backward"),
+                  q("bytes_other") + again("bytes_other") + q("bytes_other_backward") + q("bytes_optimizer"))
         timing = timing + Timing.of(matmul, others, peak, vector, bandwidth)
     overhead = 3 * block_runs(model) * hardware.overhead_s_per_block
     timing = timing + Timing(0.0, 0.0, 0.0, 0.0, 0.0, overhead)

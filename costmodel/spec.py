@@ -66,7 +66,18 @@ ATTENTIONS = Choices({"eager": "an n x n score matrix", "sdpa": "torch's fused k
                       "flash": "flash attention"})
 #: The attention a measurement runs (validate): the kernels torch's FlopCounterMode sees.
 MEASURED_ATTENTIONS = Choices({"eager": "", "sdpa": ""})
-RECOMPUTES = Choices({"none": "", "selective": "the attention core", "full": "each layer"})
+RECOMPUTES = Choices({"none": "", "selective": "the attention core", "full": "each layer",
+                      "deepseek": "every norm and latent attention's up-projections"})
+#: What each recomputation reruns in backward, by what the blocks ask for (costmodel/blocks):
+#: "norms" every Norm (and latent attention's own norms), "up_projections" latent attention's
+#: up-projections and the RoPE applied to their output. "deepseek" is DeepSeek-V3's (technical report,
+#: arXiv 2412.19437, section 3.2.3: "we recompute all RMSNorm operations and MLA up-projections
+#: during back-propagation"), as Megatron-LM runs it (--recompute-modules layernorm mla_up_proj:
+#: output-discarding checkpoints, megatron/core/transformer/transformer_config.py recompute_modules).
+#: selective and full are the kernel's and the layer's (costmodel/kernels.py, costmodel/leaves.py).
+#: A set with "up_projections" has "norms" too (LatentAttention.saved keeps the latents before their norms).
+RECOMPUTED_PARTS = {"none": frozenset(), "selective": frozenset(), "full": frozenset(),
+                    "deepseek": frozenset({"norms", "up_projections"})}
 OPTIMIZERS = Choices({"adamw": "two moments", "sgd": "none"})
 PRECISIONS = Choices({  # costmodel/precision.py
     "mixed": "--dtype weights and gradients, fp32 master weights and moments (2 + 2 + 12 bytes a "
@@ -122,6 +133,11 @@ RANK_BY = Choices({"time": "step time (time per output token with --serve)",
 FRAMEWORK_NAMES = Choices({"megatron": "Megatron-LM", "deepspeed": "DeepSpeed", "fsdp2": "torch's FSDP2"})
 SCHEDULES = Choices({"gpipe": "", "1f1b": "", "interleaved": "", "zb-h1": "", "zbv": "", "dualpipev": ""})
 CP_ROTATES = Choices({"allgather": "torch's", "ring": ""})  # how context parallelism moves keys and values
+#: Which code runs an all-reduce inside a node (costmodel/collectives.py; data in nccl_facts.json).
+ALL_REDUCES = Choices({
+    "nccl": "NCCL's, at its measured bus bandwidth",
+    "intra-node": "PyTorch's IntraNodeComm one-shot/two-shot kernels (ENABLE_INTRA_NODE_COMM=1) up to 10 MiB, NCCL above",
+})
 FP8_RECIPES = Choices({  # layout/fp8.py has each recipe's scales and sources
     "tensorwise": "torchao's, one scale per tensor",
     "rowwise": "torchao's, one scale per row",

@@ -39,3 +39,14 @@ def if_batch_of_one(x: Expr) -> Expr:
 def elementwise_bytes(elements: Expr, reads: int = 1) -> Expr:
     """Traffic of an elementwise op: `reads` inputs read, one output written."""
     return S.e * (reads + 1) * elements
+
+
+#: DeepSeek-V3's fine-grained activation quantization (technical report, section 3.3.2): one fp32
+#: scale per 1 x 128 tile of a row.
+TILE = 128
+
+
+def tiled_bytes(rows: Expr, width: Expr, bits: int = 8) -> Expr:
+    """A rows x width activation cached at `bits` per element (8: FP8; 12: DeepSeek-V3's E5M6)
+    with an fp32 scale per 1 x 128 tile of each row (costmodel/layout/fp8.py, "blockwise")."""
+    return sp.Rational(bits, 8) * rows * width + FP32 * rows * sp.ceiling(width / TILE)

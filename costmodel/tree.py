@@ -23,7 +23,7 @@ import sympy as sp
 
 from . import blocks as B
 from . import symbols as S
-from .config import ModelConfig, Workload
+from .config import ConfigError, ModelConfig, Workload
 from .leaves import ONE, Leaf, TreeBuilder
 from .spec import MLA_FORMS
 
@@ -87,29 +87,48 @@ class CostModel:
             raise ValueError(f"mla must be one of {', '.join(MLA_FORMS)}, got {self.profile.mla!r}.")
         if phase == "train" and self.profile.mla != "naive":  # the absorbed form has no backward here
             self.profile = dataclasses.replace(self.profile, mla="naive")
+        if (phase == "train" and cfg.mla and self.profile.recomputes("up_projections")
+                and self.profile.kernel().saves_as != "flash"):
+            raise ConfigError(f"recompute {self.profile.recompute!r} recomputes latent attention's "
+                              "up-projections around a fused attention kernel; use --attention flash or sdpa.")
 
     @cached_property
     def leaves(self) -> tuple[Leaf, ...]:
         per_param = self.profile.param_bytes
         # Quantized weights are an inference format: the training tree keeps them in its policy.
         fmt = self.profile.weight_format if self.phase != "train" else None
-        leaves = [dataclasses.replace(leaf, per_param=per_param, recomputed=self._reruns(leaf),
-                                      weight_format=fmt)
+        leaves = [dataclasses.replace(leaf, per_param=per_param, weight_format=fmt)
                   for leaf in TreeBuilder(self.cfg, self.profile, self.phase).build()]
+        leaves = [dataclasses.replace(leaf, recomputed=rerun is not None, rerun=rerun)
+                  for leaf, rerun in ((leaf, self._rerun(leaf)) for leaf in leaves)]
         if self.phase == "train":
             step = B.OptimizerStep(self.parameter_runs(leaves), self.profile)
             leaves.append(Leaf(step, step.cost(), ONE, "optimizer", "optimizer", "step",
                                per_param=per_param))
         return tuple(leaves)
 
-    def _reruns(self, leaf: Leaf) -> bool:
-        """Whether recomputation reruns this leaf's forward in backward: every block under full
-        recomputation, the attention core under selective (its kernel says so)."""
+    def _rerun(self, leaf: Leaf) -> B.Cost | None:
+        """What of this leaf's forward recomputation reruns in backward (None: nothing): all of
+        it for every block under full recomputation, for the attention core under selective (its
+        kernel says so), for each norm and latent attention's RoPE under "deepseek"
+        (spec.RECOMPUTED_PARTS); latent attention's up-projections and own norms, a part of its
+        projections' leaf (LatentAttention.recomputed_part); the routed experts' SwiGLU under
+        DeepSeek-V3's FP8 activations (Experts.recomputed_part)."""
+        profile = self.profile
         if self.phase != "train":
-            return False
-        if self.profile.recompute == "full":
-            return True
-        return isinstance(leaf.block, B.AttentionCore) and leaf.block.kernel.recomputes_core
+            return None
+        if profile.recompute == "full":
+            return leaf.cost
+        block = leaf.block
+        if isinstance(block, B.AttentionCore) and block.kernel.recomputes_core:
+            return leaf.cost
+        if isinstance(block, (B.Norm, B.HeadNorms)) and profile.recomputes("norms"):
+            return leaf.cost
+        if isinstance(block, B.RotaryEmbedding) and self.cfg.mla and profile.recomputes("up_projections"):
+            return leaf.cost  # the RoPE applied to the up-projections' output, inside their checkpoint
+        if isinstance(block, (B.LatentAttention, B.Experts)):
+            return block.recomputed_part()
+        return None
 
     def parameter_runs(self, leaves: Iterable[Leaf]) -> tuple[B.TensorRun, ...]:
         """The parameter tensors in registration order: leaves outside layers in tree order, each

@@ -108,8 +108,9 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
         add("--attention sdpa", _try(memory, cfg, dataclasses.replace(workload, attention="sdpa"), layout),
             "none: a fused kernel keeps no n x n matrix (the code must use it)")
     if training:
-        order = ("none", "selective", "full")
-        for recompute in order[order.index(workload.recompute) + 1:]:
+        order = ("none", "selective", "full")  # from "deepseek", only full surely keeps less
+        start = order.index(workload.recompute) + 1 if workload.recompute in order else len(order) - 1
+        for recompute in order[start:]:
             add(f"--recompute {recompute}",
                 _try(memory, cfg, dataclasses.replace(workload, recompute=recompute), layout),
                 "reruns the attention core in backward" if recompute == "selective" else

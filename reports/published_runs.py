@@ -15,9 +15,10 @@ from typing import Any
 from costmodel.config import ModelConfig, Workload
 from costmodel.hardware import load_hardware
 from costmodel.layout import Layout, ParallelEstimate
+from costmodel.layout.spec import empty_edge_chunks
 from costmodel.layout.time import Overlap, StepTime
-from costmodel.published import (KORTHIKANTI_TABLE_5, NARAYANAN_DP_OVERLAP, NARAYANAN_TABLE_1,
-                                 narayanan_parameters)
+from costmodel.published import (KORTHIKANTI_TABLE_5, NARAYANAN_DDP, NARAYANAN_DP_OVERLAP,
+                                 NARAYANAN_TABLE_1, narayanan_parameters)
 
 VOCABULARY, SEQUENCE = 51200, 2048
 
@@ -36,16 +37,43 @@ def _step(cfg: ModelConfig, workload: Workload, layout: Layout, time_model: str 
     return step_time(estimate, load_hardware("a100-80gb"), time_model=time_model, overlap=overlap).step()
 
 
-def narayanan() -> list[dict[str, Any]]:
-    """Table 1 (full recomputation, fp16): parameters and TFLOP/s per GPU, published and ours."""
-    rows = []
-    for billions, heads, hidden, layers, tp, pp, gpus, batch, tflops, peak, micro, v in NARAYANAN_TABLE_1:
+def narayanan_runs() -> list[tuple[tuple, ModelConfig, Workload, Layout, Overlap]]:
+    """Each row of Table 1 as (the row, its model, workload, layout and overlap)."""
+    runs = []
+    for row in NARAYANAN_TABLE_1:
+        billions, heads, hidden, layers, tp, pp, gpus, batch, tflops, peak, micro, v = row
         cfg = gpt(f"gpt-{billions}b", heads, hidden, layers)
         dp = gpus // (tp * pp)
         layout = Layout(tp=tp, pp=pp, dp=dp, microbatches=batch // (micro * dp), framework="megatron",
                         schedule="interleaved" if v > 1 else "1f1b", virtual_stages=v)
         workload = Workload(seq_len=SEQUENCE, batch=micro, dtype="fp16", impl="megatron", recompute="full")
-        overlap = Overlap(dp=NARAYANAN_DP_OVERLAP)  # Megatron-LM 2021: after the backward
+        # The script's --DDP-impl: torch DDP reduces under the last backward, Megatron's local DDP after it
+        overlap = Overlap(dp=NARAYANAN_DP_OVERLAP[NARAYANAN_DDP[billions]])
+        runs.append((row, cfg, workload, layout, overlap))
+    return runs
+
+
+def korthikanti_runs() -> list[tuple[tuple, str, ModelConfig, Workload, Layout]]:
+    """Each row of Table 5 twice, as (the row, "full" or "present", its model, workload and
+    layout): full recomputation, and sequence parallelism with selective recomputation."""
+    runs = []
+    for row in KORTHIKANTI_TABLE_5:
+        name, heads, hidden, layers, pp, gpus, batch, micro, v = row[:9]
+        cfg = gpt(name, heads, hidden, layers)
+        common = dict(tp=8, pp=pp, dp=1, microbatches=batch // micro, framework="megatron",
+                      schedule="interleaved" if v > 1 else "1f1b", virtual_stages=v)
+        for key, recompute, sp in (("full", "full", False), ("present", "selective", True)):
+            workload = Workload(seq_len=SEQUENCE, batch=micro, dtype="bf16", impl="megatron", recompute=recompute)
+            runs.append((row, key, cfg, workload, Layout(sp=sp, **common)))
+    return runs
+
+
+def narayanan() -> list[dict[str, Any]]:
+    """Table 1 (full recomputation, fp16): parameters and TFLOP/s per GPU, published and ours."""
+    rows = []
+    for (billions, heads, hidden, layers, tp, pp, gpus, batch, tflops, peak, micro, v), cfg, workload, layout, \
+            overlap in narayanan_runs():
+        dp = layout.dp
         step = _step(cfg, workload, layout, overlap=overlap)
         kernels = _step(cfg, workload, layout, "kernels", overlap=overlap)
         from costmodel.estimation import Estimate
@@ -64,15 +92,14 @@ def korthikanti() -> list[dict[str, Any]]:
     """Table 5: seconds per iteration (full recomputation; sequence parallelism + selective
     recomputation), MFU and HFU of the latter, published and ours."""
     rows = []
-    for name, heads, hidden, layers, pp, gpus, batch, micro, v, full_s, present_s, mfu, hfu in KORTHIKANTI_TABLE_5:
-        cfg = gpt(name, heads, hidden, layers)
-        common = dict(tp=8, pp=pp, dp=1, microbatches=batch // micro, framework="megatron",
-                      schedule="interleaved" if v > 1 else "1f1b", virtual_stages=v)
-        ours, kernels = {}, {}
-        for key, recompute, sp in (("full", "full", False), ("present", "selective", True)):
-            workload = Workload(seq_len=SEQUENCE, batch=micro, dtype="bf16", impl="megatron", recompute=recompute)
-            ours[key] = _step(cfg, workload, Layout(sp=sp, **common))
-            kernels[key] = _step(cfg, workload, Layout(sp=sp, **common), "kernels")
+    ours: dict[str, dict[str, Any]] = {}
+    kernels: dict[str, dict[str, Any]] = {}
+    for row, key, cfg, workload, layout in korthikanti_runs():
+        ours[key] = _step(cfg, workload, layout)
+        kernels[key] = _step(cfg, workload, layout, "kernels")
+        if key != "present":
+            continue
+        name, heads, hidden, layers, pp, gpus, batch, micro, v, full_s, present_s, mfu, hfu = row
         rows.append({"model": name, "gpus": gpus, "full_published": full_s, "full_ours": ours["full"]["seconds"],
                      "present_published": present_s, "present_ours": ours["present"]["seconds"],
                      "full_kernels": kernels["full"]["seconds"], "present_kernels": kernels["present"]["seconds"],
@@ -121,14 +148,16 @@ def _decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) ->
     workload = Workload(seq_len=source["prompt"], gen_tokens=source["gen"], batch=source["batch"],
                         attention=source["attention"], precision="pure", kv_cache=source["kv_cache"],
                         **quantization)
-    result = simulate_decode(cfg, workload, Layout(tp=run["tp"]), hardware, cuda_graphs=source["cuda_graphs"],
+    layout = Layout(tp=run["tp"], all_reduce=source.get("all_reduce", "nccl"))  # gpt-fast: ENABLE_INTRA_NODE_COMM=1
+    result = simulate_decode(cfg, workload, layout, hardware, cuda_graphs=source["cuda_graphs"],
                              time_model=time_model)
     return 1 / result["token"]["seconds_per_token"]
 
 
-def train_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
-    """Model TFLOP/s per GPU (MFU x the bf16 peak)."""
-    from costmodel.layout.timing import step_time
+def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEstimate, Any, dict[str, Any]]:
+    """One training run of published_runs.json as the model sees it: the estimate (model, workload,
+    layout), the hardware, and the StepTime options its source states (autocast: fp32 parameters
+    cast each micro-batch, as PyTorch Lightning's precision "bf16" runs them)."""
     from costmodel.presets import load_preset
 
     hardware = run_hardware(source)
@@ -140,12 +169,24 @@ def train_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> f
     else:
         cfg = load_preset(run["model"])
     micro = run.get("micro_batch", source.get("micro_batch"))
+    virtual = source.get("virtual_stages", 1)
+    stages = run["pp"] * virtual
     layout = Layout(tp=run["tp"], pp=run["pp"], dp=run["dp"], sp=source.get("sp", True),
                     zero=source.get("zero", 1), framework=source.get("framework", "megatron"),
-                    microbatches=run["global_batch"] // (run["dp"] * micro))
+                    microbatches=run["global_batch"] // (run["dp"] * micro),
+                    schedule=source.get("schedule", "1f1b"), virtual_stages=virtual,
+                    stage_layers=empty_edge_chunks(cfg.n_layers, stages) if source.get("empty_edge_chunks") else None)
     workload = Workload(seq_len=run["seq_len"], batch=micro, dtype=source["dtype"], impl="megatron",
                         attention=source["attention"])
-    step = step_time(ParallelEstimate(cfg, workload, layout), hardware, time_model=time_model).step()
+    return ParallelEstimate(cfg, workload, layout), hardware, {"autocast": source.get("autocast", False)}
+
+
+def train_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
+    """Model TFLOP/s per GPU (MFU x the bf16 peak)."""
+    from costmodel.layout.timing import step_time
+
+    estimate, hardware, options = train_setup(run, source)
+    step = step_time(estimate, hardware, time_model=time_model, **options).step()
     return step["mfu"] * hardware.peak(source["dtype"]) / 1e12
 
 

@@ -268,6 +268,8 @@ def render_parallel_training(r: dict[str, Any]) -> str:
         f"({100 * step['bubble_fraction']:.1f}% of the ideal step)",
         f"  {'optimizer step':<22}{seconds(step['optimizer_seconds']):>10}",
     ]
+    if step.get("gradient_accumulation_seconds"):  # fp16 Megatron: each later micro-batch's in-place add
+        out.append(f"  {'gradient accumulation':<22}{seconds(step['gradient_accumulation_seconds']):>10}")
     if "mfu_measured" in r:
         out.append(f"  MFU of the measured step: {100 * r['mfu_measured']:.1f}%")
     out += _train_cost(r)

@@ -95,3 +95,117 @@ def test_the_overlap_conventions_are_settable():
         Overlap(dp=1.5)
     assert cli.main(["simulate", "--model", "gpt2", "--hardware", "a100-80gb", "--train", "--tp", "2", "--dp", "4",
                      "--dp-overlap", "2"]) == 2
+
+
+# --- whose all-reduce runs inside a node (Layout.all_reduce, --all-reduce) -----------------------
+
+A100_LINK = 300e9 * 0.8  # a100-80gb.json's NVLink per direction at nccl_facts' link_efficiency
+
+
+def test_pytorch_intra_node_all_reduce_is_latency_plus_the_bytes_each_rank_reads():
+    # nccl_facts.json: 6 us a call (pytorch/pytorch#114001, as read in #131739); one-shot up to
+    # 256 KiB reads every peer's whole buffer, two-shot up to 10 MiB a 1/n share of each twice.
+    from costmodel.collectives import intra_node_all_reduce
+
+    a100 = load_hardware("a100-80gb")
+    assert intra_node_all_reduce(a100, 8192, 8) == pytest.approx(6e-6 + 7 * 8192 / A100_LINK, rel=1e-12)
+    assert intra_node_all_reduce(a100, 262144, 2) == pytest.approx(6e-6 + 262144 / A100_LINK, rel=1e-12)
+    assert intra_node_all_reduce(a100, 262145, 8) == pytest.approx(6e-6 + 2 * 7 / 8 * 262145 / A100_LINK,
+                                                                   rel=1e-12)
+    assert intra_node_all_reduce(a100, 10 * 2**20 + 1, 8) is None  # NCCL's above 10 MiB
+    # 65 calls of 8 KiB (Llama-2-7B's decode token at tp 8): 405.5 us, against NCCL's curve's
+    # 65 x 43.83 us (its smallest measured size, 32 KiB, charged below it).
+    intra = collective_seconds(a100, "all_reduce", 65 * 8192, 8, 8, calls=65, all_reduce="intra-node")
+    assert intra == pytest.approx(65 * (6e-6 + 7 * 8192 / A100_LINK), rel=1e-12)
+    assert intra == pytest.approx(405.5e-6, rel=1e-3)
+    nccl = collective_seconds(a100, "all_reduce", 65 * 8192, 8, 8, calls=65)
+    assert nccl == pytest.approx(65 * 43.83e-6, rel=0.002)
+
+
+def test_the_intra_node_choice_leaves_what_it_does_not_run_to_nccl():
+    a100 = load_hardware("a100-80gb")
+    big = 64 * 2**20  # over 10 MiB: NCCL's
+    for ranks, span in ((8, 8), (16, 16), (4, 32)):  # in one node; across nodes (hierarchical, strided)
+        assert collective_seconds(a100, "all_reduce", big, ranks, span, all_reduce="intra-node") == \
+            collective_seconds(a100, "all_reduce", big, ranks, span)
+    # A small all-reduce over two nodes: IntraNodeComm needs every rank on one host.
+    assert collective_seconds(a100, "all_reduce", 8192, 16, 16, all_reduce="intra-node") == \
+        collective_seconds(a100, "all_reduce", 8192, 16, 16)
+    # A PCIe node has no NVLink between its GPUs: IntraNodeComm's topology is UNKNOWN, NCCL runs.
+    l40s = load_hardware("l40s")
+    assert collective_seconds(l40s, "all_reduce", 8192, 8, 8, all_reduce="intra-node") == \
+        collective_seconds(l40s, "all_reduce", 8192, 8, 8) == pytest.approx(8192 * 2 * 7 / 8 / (32e9 * 0.8) + 1e-5)
+    # It runs all-reduces only.
+    assert collective_seconds(a100, "all_gather", 8192, 8, 8, all_reduce="intra-node") == \
+        collective_seconds(a100, "all_gather", 8192, 8, 8)
+
+
+def test_the_all_reduce_choice_is_a_validated_layout_field_and_an_option(capsys):
+    from costmodel.config import ConfigError
+    from costmodel.layout import Layout
+
+    assert Layout().all_reduce == "nccl"
+    assert Layout(tp=8, all_reduce="intra-node").to_dict(1)["all_reduce"] == "intra-node"
+    with pytest.raises(ConfigError, match="all_reduce must be nccl or intra-node, got 'mpi'"):
+        Layout(tp=8, all_reduce="mpi")
+    args = ["simulate", "--model", "llama2-7b", "--hardware", "a100-80gb", "--tp", "8", "--prompt", "5", "--gen",
+            "200", "--kv-cache", "static", "--cuda-graphs", "--json"]
+    tokens = {}
+    for choice in ("nccl", "intra-node"):
+        assert cli.main(args + ["--all-reduce", choice]) == 0
+        tokens[choice] = json.loads(capsys.readouterr().out)["token"]
+    assert tokens["nccl"]["compute_seconds"] == tokens["intra-node"]["compute_seconds"]
+    # 65 all-reduces of 8 KiB a token, one-shot instead of NCCL's 43.83 us each; the logits'
+    # all-gather stays NCCL's.
+    saved = 65 * (collective_seconds(load_hardware("a100-80gb"), "all_reduce", 8192, 8, 8)
+                  - (6e-6 + 7 * 8192 / A100_LINK))
+    assert tokens["nccl"]["tp_all_reduce_seconds"] - tokens["intra-node"]["tp_all_reduce_seconds"] == \
+        pytest.approx(saved, rel=1e-9)
+    assert cli.main(args + ["--all-reduce", "mpi"]) == 2
+
+
+def test_gpt_fasts_runs_state_the_intra_node_all_reduce_and_megatrons_rows_do_not_move():
+    # gpt-fast's README: tensor parallelism with ENABLE_INTRA_NODE_COMM=1 (published_runs.json).
+    from reports.published_runs import other_runs_data, run_hardware, _decode_run
+
+    data = other_runs_data()
+    source = data["sources"]["gpt-fast"]
+    assert source["all_reduce"] == "intra-node"
+    run = next(r for r in data["runs"] if r["id"] == "gpt-fast llama2-7b tp8")
+    stated = _decode_run(run, source, "kernels")
+    nccl = _decode_run(run, {**source, "all_reduce": "nccl"}, "kernels")
+    hardware = run_hardware(source)
+    # The token is 65 all-reduces shorter by NCCL's time less IntraNodeComm's, nothing else.
+    saved = 65 * (collective_seconds(hardware, "all_reduce", 8192, 8, 8)
+                  - (6e-6 + 7 * 8192 / (hardware.link(1) * 0.8)))
+    assert 1 / nccl - 1 / stated == pytest.approx(saved, rel=1e-9)
+    # Narayanan's and Korthikanti's rows keep the default (Megatron-LM runs NCCL). Their
+    # tensor-parallel messages (s b h x 2 bytes, tens of MB) are over IntraNodeComm's 10 MiB, so
+    # the choice would move only their small all-reduces (the vocabulary-parallel loss's, SP's
+    # once-a-step norm gradients).
+    from costmodel.collectives import intra_node_all_reduce
+    from costmodel.config import Workload
+    from costmodel.layout import Layout, ParallelEstimate
+    from costmodel.layout.time import StepTime
+    from reports.published_runs import gpt
+
+    a100 = load_hardware("a100-80gb")
+    for cfg, workload, layout in (
+            (gpt("gpt-22b", 64, 6144, 48),  # Korthikanti et al., Table 5's 22B (tp 8, SP)
+             Workload(seq_len=2048, batch=4, dtype="bf16", impl="megatron", recompute="selective"),
+             dict(tp=8, microbatches=1, sp=True, framework="megatron")),
+            (gpt("gpt-3.6b", 32, 3072, 30),  # Narayanan et al., Table 1's 3.6B (tp 2)
+             Workload(seq_len=2048, batch=4, dtype="fp16", impl="megatron", recompute="full"),
+             dict(tp=2, dp=4, microbatches=1, framework="megatron"))):
+        times, saved = {}, 0.0
+        for choice in ("nccl", "intra-node"):
+            estimate = ParallelEstimate(cfg, workload, Layout(all_reduce=choice, **layout))
+            times[choice] = StepTime(estimate, a100).tensor_parallel(estimate.stages[0])[0]
+        stage, tp = estimate.stages[0], layout["tp"]
+        for kind, calls, payload in estimate.tensor_parallel_collectives(stage) + estimate.recomputed_collectives(stage):
+            if kind == "all_reduce" and payload < 2**20:  # the loss's
+                saved += calls * (collective_seconds(a100, kind, payload, tp, tp) - intra_node_all_reduce(a100, payload, tp))
+            elif kind != "optimizer_all_reduce":
+                assert payload > 10 * 2**20
+        assert times["nccl"] - times["intra-node"] == pytest.approx(saved, rel=1e-9)
+        assert saved < 1e-3 * times["nccl"]

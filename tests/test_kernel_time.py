@@ -8,7 +8,7 @@ import json
 import pytest
 
 from costmodel.config import Workload
-from costmodel.hardware import load_hardware
+from costmodel.hardware import Efficiency, load_hardware
 from costmodel.kernel_time import (AttentionCall, Gemm, KernelTimer, Pointwise, inference_subs,
                                    leaf_kernels, leaves_time)
 from costmodel.presets import load_preset
@@ -37,11 +37,52 @@ def test_wave_quantization_of_nvidias_guide():
     assert throughput(full) == pytest.approx(312e12 * 0.869)
 
 
+#: BabelStream 5.0's Dot kernel on an A100-SXM4-80GB (Tursa): 1,586,905.948 MB/s (a100-80gb.json).
+A100_DOT = 1_586_905.948e6
+
+
 def test_a_decode_gemv_is_bound_by_its_bytes():
     timer = a100()
     gemv = Gemm(1, 4096, 4096)
     bytes_moved = 2 * (4096 + 4096 * 4096 + 4096)
-    assert timer.gemm_seconds(gemv) == pytest.approx(bytes_moved / (2039e9 * 0.8))
+    # Its bytes at the read-and-reduce rate BabelStream's Dot measures: 33,570,816 B in 21.155 us.
+    assert timer.gemm_seconds(gemv) == pytest.approx(bytes_moved / A100_DOT)
+    assert timer.gemm_seconds(gemv) == pytest.approx(21.1549e-6, rel=1e-5)
+    # An efficiency given (--memory-efficiency) is the bandwidth x memory efficiency, as before.
+    given = a100(efficiency=Efficiency(compute=0.7, memory=0.8))
+    assert given.gemm_seconds(gemv) == pytest.approx(bytes_moved / (2039e9 * 0.8))
+
+
+def test_a_llama_ffn_gemv_takes_its_bytes_at_the_dot_rate():
+    # Llama-2-7B's down projection at one token: 11,008 inputs -> 4,096 outputs in bf16 moves
+    # 2 x (11,008 + 11,008 x 4,096 + 4,096) = 90,207,744 B: 56.845 us at 1,586.9 GB/s.
+    seconds = a100().gemm_seconds(Gemm(1, 4096, 11008))
+    assert 2 * (11008 + 11008 * 4096 + 4096) == 90_207_744
+    assert seconds == pytest.approx(90_207_744 / A100_DOT)
+    assert seconds == pytest.approx(56.8445e-6, rel=1e-5)
+    # A hardware file without a measured GEMV rate keeps bandwidth x memory efficiency (H100 SXM).
+    h100 = KernelTimer(load_hardware("h100-sxm"), "bf16")
+    assert h100.gemm_seconds(Gemm(1, 4096, 11008)) == pytest.approx(90_207_744 / (3.35e12 * 0.8))
+
+
+def test_an_int4_gemv_moves_its_bytes_at_the_published_fraction_of_the_dense_rate():
+    # gpt-fast's int4 (groups of 32) at one token: the Marlin README's figure puts PyTorch's int4
+    # kernel at 3.59 of the ideal 3.87 over FP16 at batch 1 (0.928, kernel_facts.json), so the
+    # stored bytes move at 0.928 x 1,586.9 GB/s, whatever the tile model's 64-row tiles would say.
+    timer = a100()
+    stored = 4096 * 11008 // 2 + 4096 * (11008 // 32) * (2 + 0.5)  # 4-bit values, scale + zero per group
+    moved = 2 * (11008 + 4096) + stored
+    gemv = Gemm(1, 4096, 11008, weight_bytes=stored, weight_dtype="int4")
+    assert timer.gemm_seconds(gemv) == pytest.approx(moved / (A100_DOT * 0.928))
+    assert timer.gemm_seconds(gemv) == pytest.approx(17.7212e-6, rel=1e-5)  # 26,097,152 B
+    # Without the kernel's figure (an unknown format, or three tokens: past the figure's batches
+    # 1 and 2) the GEMM is the tile model's, here compute-bound: M = 3 padded to a 64-row tile.
+    for other in (Gemm(1, 4096, 11008, weight_bytes=stored, weight_dtype="fp8"),
+                  Gemm(3, 4096, 11008, weight_bytes=stored, weight_dtype="int4")):
+        assert timer.gemm_seconds(other) == pytest.approx(timer.gemm_compute_seconds(other))
+        assert timer.gemm_seconds(other) > timer.gemm_seconds(gemv)
+    # The fraction is the Ampere figure: a Hopper GPU has none (no published batch-1 figure).
+    assert KernelTimer(load_hardware("h100-sxm"), "bf16").weight_only_gemv == {}
 
 
 def test_causal_flash_executes_about_half_of_dense_at_long_n():
@@ -123,10 +164,38 @@ def test_cuda_graphs_remove_the_launch_overhead():
     subs = inference_subs(cfg, "bf16", 1, 1, context=205)
     eager = leaves_time(decode.leaves, subs, a100())
     graphed = leaves_time(decode.leaves, subs, a100(cuda_graphs=True))
+    # The A100's file states no per-kernel figure under graphs (none published): nothing is left.
+    assert load_hardware("a100-80gb").graph_kernel_s == 0
     assert graphed.launch_seconds == 0 and eager.launch_seconds > 0
     assert eager.seconds - graphed.seconds == pytest.approx(eager.launch_seconds)
     # Per active block, 10 us: 32 layers x 9 blocks + embedding, final norm and head.
     assert eager.launch_seconds == pytest.approx((32 * 9 + 3) * 1e-5)
+
+
+def test_cuda_graphs_keep_each_kernels_gpu_side_launch():
+    """A graph removes the CPU's per-block launches; each kernel still takes the GPU-side gap of
+    an empty kernel replayed from a graph: 1.3 us on an H100 (Hazy Research, 'Look Ma, No
+    Bubbles!', 2025), 0.8 us on a B200 (Mirage Persistent Kernel, arXiv:2512.22219, 6.6)."""
+    cfg = load_preset("llama2-7b")
+    profile = profile_for(cfg, Workload(attention="sdpa"), dropout=False, kv_cache="static")
+    decode = CostModel(cfg, profile, phase="decode")
+    subs = inference_subs(cfg, "bf16", 1, 1, context=205)
+    h100 = load_hardware("h100-sxm")
+    assert h100.graph_kernel_s == 1.3e-6 and load_hardware("b200").graph_kernel_s == 0.8e-6
+    eager = leaves_time(decode.leaves, subs, KernelTimer(h100, "bf16"))
+    graphed = leaves_time(decode.leaves, subs, KernelTimer(h100, "bf16", cuda_graphs=True))
+    # Eager: the per-block overhead only, as on the A100 (no per-kernel term outside a graph).
+    assert eager.launch_seconds == pytest.approx((32 * 9 + 3) * 1e-5)
+    # Kernels a layer launches: two norms, three QKV GEMMs, RoPE, the fused attention call, the
+    # output GEMM, two residual adds, the MLP's three GEMMs and its activation (14); then the
+    # embedding, the final norm and the head: 32 x 14 + 3 = 451 kernels.
+    assert graphed.launch_seconds == pytest.approx(451 * 1.3e-6)
+    assert eager.seconds - graphed.seconds == pytest.approx((32 * 9 + 3) * 1e-5 - 451 * 1.3e-6)
+    # torch.compile: a layer's two norms run inside the residual adds' kernels, 12 a layer.
+    compiled = leaves_time(decode.leaves, subs, KernelTimer(h100, "bf16", cuda_graphs=True, compiled=True))
+    assert compiled.launch_seconds == pytest.approx((32 * 12 + 3) * 1.3e-6)
+    # The prefill runs eagerly (roofline.KernelSteps' prefill timer): no per-kernel term there.
+    assert KernelTimer(h100, "bf16").graph_kernel_s == 0
 
 
 def test_a_gemm_of_less_than_a_wave_splits_k_over_the_idle_sms():
@@ -136,7 +205,7 @@ def test_a_gemm_of_less_than_a_wave_splits_k_over_the_idle_sms():
     timer, gemv = a100(), Gemm(1, 512, 4096)
     assert timer.split_k(gemv, (64, 64)) == 13
     assert timer.gemm_compute_seconds(gemv) < timer.gemm_seconds(gemv)
-    assert timer.gemm_seconds(gemv) == pytest.approx(2 * (4096 + 512 * 4096 + 512) / (2039e9 * 0.8))
+    assert timer.gemm_seconds(gemv) == pytest.approx(2 * (4096 + 512 * 4096 + 512) / A100_DOT)
     assert timer.split_k(Gemm(4096, 4096, 4096), (128, 128)) == 1  # 1,024 tiles: whole waves
 
 

@@ -224,3 +224,29 @@ def test_recomputation_reruns_the_forward_of_what_it_recomputes():
     # Full: one more forward of every block; selective: of the attention core only.
     assert steps["full"]["flops"] - steps["none"]["flops"] == pytest.approx(forward, rel=1e-12)
     assert steps["selective"]["flops"] - steps["none"]["flops"] == pytest.approx(core, rel=1e-12)
+
+
+def test_launch_options_set_the_hardware_files_launch_figures(capsys):
+    """--graph-kernel-gap charges each kernel of a graphed decode step; --launch-overhead replaces
+    the per-block overhead of an eager step; a negative one is one line and exit 2. Llama-2-7B under
+    simulate's default eager attention, per layer: norm 1, q/k/v 3, rotary 1, scores 2 (the product
+    and a memory-bound pass), softmax 1, weighted sum 1, output 1, residual 1, norm 1, the gated
+    MLP's 3 products and its activation 4, residual 1: 17 kernels in 11 active blocks; with the
+    embedding, final norm and head, 32 x 17 + 3 = 547 kernels and 32 x 11 + 3 = 355 blocks."""
+    from tests.cli_run import run_main
+
+    base = ["simulate", "--model", "llama2-7b", "--hardware", "a100-80gb", "--prompt", "5", "--gen", "200",
+            "--kv-cache", "static", "--json"]
+
+    def first_step(*extra: str) -> float:
+        code, out, _ = run_main([*base, *extra], capsys)
+        assert code == 0
+        return json.loads(out)["decode"]["first_token"]["seconds"]
+
+    graphed = first_step("--cuda-graphs")
+    assert first_step("--cuda-graphs", "--graph-kernel-gap", "2e-6") - graphed == pytest.approx(547 * 2e-6, rel=1e-9)
+    eager = first_step()  # the a100-80gb file's 10 us per block
+    assert eager - graphed == pytest.approx(355 * 1e-5, rel=1e-9)
+    assert first_step("--launch-overhead", "3e-5") - graphed == pytest.approx(355 * 3e-5, rel=1e-9)
+    code, out, err = run_main([*base, "--launch-overhead", "-1"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "--launch-overhead" in err

@@ -6,7 +6,8 @@ tensor parallelism: compute against all-reduce; training: compute, exposed commu
 and optimizer of the step.
 
     PYTHONPATH=. python validate/time_breakdown.py
-    PYTHONPATH=. python validate/time_breakdown.py --training   # training steps, kernel by kernel
+    PYTHONPATH=. python validate/time_breakdown.py --training   # training steps, kernel by kernel, and
+                                                                # every pipelined published row's split
 
 No GPU needed; nothing here is fitted (docs/time.md, validate/FINDINGS.md "Issue 18").
 """
@@ -16,12 +17,12 @@ from __future__ import annotations
 from collections import defaultdict
 
 from costmodel.config import Workload
-from costmodel.kernel_time import AttentionCall, Gemm, KernelTimer, inference_subs, leaf_kernels
+from costmodel.kernel_time import AttentionCall, Gemm, KernelTimer, inference_subs, launches_of, leaf_kernels
 from costmodel.layout import Layout
 from costmodel.layout.timing import simulate_decode
 from costmodel.presets import load_preset
 from costmodel.roofline import Roofline
-from reports.published_runs import run_hardware, train_run, other_runs_data
+from reports.published_runs import other_runs_data, run_hardware, train_run, train_setup
 
 
 def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]:
@@ -44,13 +45,13 @@ def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]
             if isinstance(kernel, Gemm):
                 weight_bytes += count * (kernel.weight_bytes if kernel.weight_bytes is not None
                                          else timer.element_bytes * kernel.k * kernel.n)
-        if kernels:
-            split["launches"] += count * timer.launch_s
+        split["launches"] += count * timer.launch_seconds(launches_of(leaf, len(kernels), timer.compiled))
     split["weights GB/s"] = weight_bytes / split["weight GEMMs"] / 1e9
     return dict(split)
 
 
-def train_step_kernels(estimate, hardware, overlap=None) -> tuple[dict, list[tuple[str, float, float | None]]]:
+def train_step_kernels(estimate, hardware, overlap=None, autocast=False
+                       ) -> tuple[dict, list[tuple[str, float, float | None]]]:
     """A training step under the kernel model (issue 18, fourth round): the step's parts
     (KernelStepTime.step()) and, for the first pipeline stage, each kernel's seconds per step
     (forward, backward and recomputed forward, all micro-batches), GEMMs by shape with the
@@ -59,36 +60,86 @@ def train_step_kernels(estimate, hardware, overlap=None) -> tuple[dict, list[tup
     from costmodel.kernel_time import Pointwise, kernels_seconds
     from costmodel.layout.kernel_step import KernelStepTime, rank_kernels
 
-    step_time = KernelStepTime(estimate, hardware, overlap=overlap)
+    step_time = KernelStepTime(estimate, hardware, overlap=overlap, autocast=autocast)
     step, timer = step_time.step(), step_time.timer
     runs = step_time.part_runs(estimate.stages[0])
     microbatches = estimate.layout.microbatches
     seconds: dict[str, float] = defaultdict(float)
     flops: dict[str, float] = defaultdict(float)
-    for key, recomputed, _, kernels in rank_kernels(estimate, timer.fused_attention, timer.compiled):
+    for key, rerun, _, kernels in rank_kernels(estimate, timer.fused_attention, timer.compiled):
         times = runs.get(key, 0) * microbatches
-        for kernel in kernels:
+        # each kernel's forward and backward, then the forwards recomputation reruns
+        for kernel, training in [*((k, True) for k in kernels), *((k, False) for k in rerun)]:
             if isinstance(kernel, Gemm):
                 label = f"GEMM {kernel.m}x{kernel.n}x{kernel.k}" + (f" x{kernel.count}" if kernel.count > 1 else "")
-                # forward (twice when recomputed) and the backward's two products of its size
-                flops[label] += times * kernel.flops * ((2 if recomputed else 1) + 2)
+                # the forward and, in training, the backward's two products of its size
+                flops[label] += times * kernel.flops * (3 if training else 1)
             elif isinstance(kernel, AttentionCall):
                 label = "fused attention"
             else:
                 label = "memory-bound kernels" if isinstance(kernel, Pointwise) else "other products"
-            seconds[label] += times * kernels_seconds([kernel], timer, training=True, recomputed=recomputed)
+            seconds[label] += times * kernels_seconds([kernel], timer, training=training)
     rows = [(label, s, flops[label] / s / timer.peak if label in flops else None)
-            for label, s in sorted(seconds.items(), key=lambda item: -item[1])]
+            for label, s in sorted(seconds.items(), key=lambda item: -item[1]) if s > 0]  # a part the stage runs
     return step, rows
 
 
-def print_train_breakdown(name: str, published: float, estimate, hardware, overlap=None) -> None:
-    step, rows = train_step_kernels(estimate, hardware, overlap)
+def step_split(step: dict) -> str:
+    """A training step's seconds and their split (StepTime.step())."""
     exposed = step["exposed_communication_seconds"]
-    print(f"{name}: published {published} TFLOP/s, ours {step['tflops_per_gpu']:.1f} (hardware FLOPs); step "
-          f"{step['seconds']:.3f} s = compute {step['compute_seconds']:.3f} + tp {exposed['tp']:.3f} + pp "
-          f"{exposed['pp']:.3f} + dp {exposed['dp']:.3f} + bubble {step['bubble_seconds']:.3f} + optimizer "
-          f"{step['optimizer_seconds']:.3f}")
+    return (f"step {step['seconds']:.3f} s = compute {step['compute_seconds']:.3f} + tp {exposed['tp']:.3f} + pp "
+            f"{exposed['pp']:.3f} + dp {exposed['dp']:.3f} + bubble {step['bubble_seconds']:.3f} + optimizer "
+            f"{step['optimizer_seconds']:.3f} + gradient accumulation {step['gradient_accumulation_seconds']:.3f}"
+            + (f" + autocast casts {step['autocast_seconds']:.3f}" if step["autocast_seconds"] else ""))
+
+
+def pipeline_split(estimate, step_time) -> str:
+    """The slowest stage's pipeline exchange per step: the sends (over the network) and the
+    scatter/gather all-gathers (over the tensor-parallel group), and the tied-embedding all-reduce."""
+    stage = estimate.stages[step_time.step()["slowest_stage"]]
+    m = estimate.layout.microbatches
+    crossings, sent, gathered = estimate.pipeline_exchange(stage)
+    sends = m * step_time.collective("pp", "send", crossings * sent, crossings)
+    gathers = m * step_time.collective("tp", "all_gather", crossings * gathered, crossings)
+    tied = max(step_time.tied_embedding(s) for s in (estimate.stages[0], estimate.stages[-1]))
+    return (f"pp = sends {sends:.3f} ({crossings} a micro-batch, {sent / 1e6:.1f} MB each) + gathers {gathers:.3f} "
+            f"+ tied-embedding all-reduce {tied:.3f}")
+
+
+def pipelined_splits() -> None:
+    """Every pipelined row of Narayanan et al.'s Table 1 and Korthikanti et al.'s Table 5 under
+    the kernel model: the step's split and the pipeline exchange's (issue 18, pipelined runs)."""
+    from costmodel.hardware import load_hardware
+    from costmodel.layout import ParallelEstimate
+    from costmodel.layout.kernel_step import KernelStepTime
+    from reports.published_runs import korthikanti_runs, narayanan_runs
+
+    hardware = load_hardware("a100-80gb")
+    for row, cfg, workload, layout, overlap in narayanan_runs():
+        if layout.pp == 1:
+            continue
+        estimate = ParallelEstimate(cfg, workload, layout)
+        step_time = KernelStepTime(estimate, hardware, overlap=overlap)
+        step = step_time.step()
+        print(f"Narayanan {row[0]}B (tp {layout.tp} pp {layout.pp} v {layout.virtual_stages} dp {layout.dp}, "
+              f"m {layout.microbatches}): ours / published {step['tflops_per_gpu'] / row[8]:.3f}; {step_split(step)}")
+        print(f"  {pipeline_split(estimate, step_time)}")
+    for row, key, cfg, workload, layout in korthikanti_runs():
+        if layout.pp == 1:
+            continue
+        estimate = ParallelEstimate(cfg, workload, layout)
+        step_time = KernelStepTime(estimate, hardware)
+        step = step_time.step()
+        published = row[9] if key == "full" else row[10]
+        print(f"Korthikanti {row[0]} {key} (pp {layout.pp} v {layout.virtual_stages}, m {layout.microbatches}): "
+              f"published {published} s, ours / published (speed) {published / step['seconds']:.3f}; {step_split(step)}")
+        print(f"  {pipeline_split(estimate, step_time)}")
+
+
+def print_train_breakdown(name: str, published: float, estimate, hardware, overlap=None, autocast=False) -> None:
+    step, rows = train_step_kernels(estimate, hardware, overlap, autocast)
+    print(f"{name}: published {published} TFLOP/s, ours {step['tflops_per_gpu']:.1f} (hardware FLOPs); "
+          f"{step_split(step)}")
     kernels = sum(s for _, s, _ in rows)
     print(f"  kernels {kernels:.3f} s, launches {step['compute_seconds'] - kernels:.3f} s")
     for label, s, efficiency in rows:
@@ -100,7 +151,7 @@ def training_breakdowns() -> None:
     from costmodel.hardware import load_hardware
     from costmodel.layout import ParallelEstimate
     from costmodel.layout.time import Overlap
-    from costmodel.published import NARAYANAN_DP_OVERLAP, NARAYANAN_TABLE_1
+    from costmodel.published import NARAYANAN_DDP, NARAYANAN_DP_OVERLAP, NARAYANAN_TABLE_1
     from reports.published_runs import gpt
 
     for billions, heads, hidden, layers, tp, pp, gpus, batch, tflops, _, micro, v in NARAYANAN_TABLE_1:
@@ -112,25 +163,14 @@ def training_breakdowns() -> None:
         workload = Workload(seq_len=2048, batch=micro, dtype="fp16", impl="megatron", recompute="full")
         print_train_breakdown(f"Narayanan et al. Table 1, {billions}B ({tp} x {pp} x {dp})", tflops,
                               ParallelEstimate(gpt(f"gpt-{billions}b", heads, hidden, layers), workload, layout),
-                              load_hardware("a100-80gb"), Overlap(dp=NARAYANAN_DP_OVERLAP))
+                              load_hardware("a100-80gb"),
+                              Overlap(dp=NARAYANAN_DP_OVERLAP[NARAYANAN_DDP[billions]]))
     data = other_runs_data()
     for run in data["runs"]:
         if not run["id"].startswith("flash-attention-2"):
             continue
-        from costmodel.config import ModelConfig
-
-        source = data["sources"]["flash-attention-2"]
-        heads, hidden, layers = run["gpt"]
-        cfg = ModelConfig(name=run["model"], family="gpt", vocab_size=source["vocabulary"], d_model=hidden,
-                          n_heads=heads, d_ff=4 * hidden, n_decoder_layers=layers, max_positions=run["seq_len"],
-                          position="learned", norm="layernorm", activation="gelu", dropout=0.1)
-        micro = run["micro_batch"]
-        layout = Layout(tp=1, pp=1, dp=run["dp"], sp=source["sp"], zero=source["zero"], framework=source["framework"],
-                        microbatches=run["global_batch"] // (run["dp"] * micro))
-        workload = Workload(seq_len=run["seq_len"], batch=micro, dtype=source["dtype"], impl="megatron",
-                            attention=source["attention"])
-        print_train_breakdown(run["id"], run["published_tflops_per_gpu"], ParallelEstimate(cfg, workload, layout),
-                              run_hardware(source))
+        estimate, hardware, options = train_setup(run, data["sources"]["flash-attention-2"])
+        print_train_breakdown(run["id"], run["published_tflops_per_gpu"], estimate, hardware, **options)
 
 
 def main() -> None:
@@ -147,7 +187,8 @@ def main() -> None:
             cfg, hardware = load_preset(run["model"]), run_hardware(source)
             workload = Workload(seq_len=source["prompt"], gen_tokens=source["gen"], batch=source["batch"],
                                 attention=source["attention"], precision="pure", kv_cache=source["kv_cache"])
-            token = simulate_decode(cfg, workload, Layout(tp=run["tp"]), hardware,
+            layout = Layout(tp=run["tp"], all_reduce=source.get("all_reduce", "nccl"))
+            token = simulate_decode(cfg, workload, layout, hardware,
                                     cuda_graphs=source["cuda_graphs"], time_model="kernels")["token"]
             print(f"{run['id']}: published {1e3 / run['published_tokens_per_s']:.2f} ms a token; ours compute "
                   f"{token['compute_seconds'] * 1e3:.2f} ms, all-reduce {token['tp_all_reduce_seconds'] * 1e3:.2f} ms")
@@ -159,4 +200,8 @@ def main() -> None:
 if __name__ == "__main__":
     import sys
 
-    training_breakdowns() if "--training" in sys.argv[1:] else main()
+    if "--training" in sys.argv[1:]:
+        training_breakdowns()
+        pipelined_splits()
+    else:
+        main()

@@ -139,6 +139,14 @@ class AttentionCore(Block):
         return self.profile.kernel(self.bias_needs_grad)
 
     @property
+    def inputs_rebuilt(self) -> bool:
+        """Latent attention whose up-projections are recomputed (recompute "deepseek"): the
+        queries, keys and values the kernel reads are their discarded outputs, rebuilt before the
+        kernel's backward (Megatron-LM's mla_up_proj checkpoint frees them once the core has run),
+        so the kernel keeps none of them."""
+        return self.latent and self.profile.recomputes("up_projections")
+
+    @property
     def pairs(self) -> Expr:
         return S.b * S.h * self.q_len * self.k_len
 

@@ -19,6 +19,7 @@ from .. import symbols as S
 from ..facts import Facts, facts_for
 from ..kernels import Kernel, choose
 from ..precision import ParamBytes, param_bytes
+from ..spec import RECOMPUTED_PARTS
 from ..terms import FP32, ZERO, Expr, dtype_bytes
 
 
@@ -50,7 +51,8 @@ class Profile:
     choice (costmodel/kernels.py). dropout: whether dropout runs (a training forward with p > 0).
     kv_cache: "dynamic" appends each step's keys and values with torch.cat, copying the whole
     cache (Hugging Face's DynamicCache and the reference model), "static" writes them into a
-    preallocated cache. recompute: none, selective (the attention core) or full (every layer).
+    preallocated cache. recompute: none, selective (the attention core), full (every layer) or
+    deepseek (every norm and latent attention's up-projections: recomputes(part)).
     precision and optimizer: the bytes per parameter (costmodel/precision.py). optimizer_impl and
     device: torch's AdamW variant (single-tensor, the CPU default; foreach, the CUDA default;
     fused) and where it runs, which set the optimizer step's temporaries and step counters.
@@ -73,6 +75,11 @@ class Profile:
     kv_dtype: str | None = None  # a quantized KV cache (fp8, int8): one byte per element + scales
     weight_format: Any = None  # quantization.WeightFormat of the weights (inference), or None
     mla: str = "naive"  # latent attention's form: "naive" or "absorbed" (inference only)
+    # DeepSeek-V3's low-precision activations (layout --fp8 blockwise; report section 3.3.3): the
+    # linear layers' inputs kept for backward in FP8 (terms.tiled_bytes), the attention output
+    # (the input of the linear after attention) in E5M6, the routed experts' SwiGLU input in FP8
+    # and its output recomputed in backward.
+    fp8_activations: bool = False
 
     @cached_property
     def facts(self) -> Facts:
@@ -82,6 +89,11 @@ class Profile:
         """The attention kernel that runs (a position bias that needs gradients can change it)."""
         return choose(self.attention, self.probs_dropout, bias_needs_grad,
                       self.recompute == "selective")
+
+    def recomputes(self, part: str) -> bool:
+        """Whether the recomputation reruns this part in backward ("norms", "up_projections":
+        spec.RECOMPUTED_PARTS), so that what it outputs is not kept."""
+        return part in RECOMPUTED_PARTS[self.recompute]
 
     @property
     def probs_dropout(self) -> bool:

@@ -10,7 +10,7 @@ import sympy as sp
 
 from .. import symbols as S
 from ..config import GATED_ACTIVATIONS
-from ..terms import FP32, INDEX, Expr, dtype_bytes, elementwise_bytes, unless_fp32
+from ..terms import FP32, INDEX, Expr, dtype_bytes, elementwise_bytes, tiled_bytes, unless_fp32
 from .base import (
     Block, Cost, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix,
 )
@@ -73,7 +73,9 @@ class FeedForward(Block):
         The output matrix keeps its input, which for an ungated relu is relu's own output (one
         tensor). Dropout inside the FFN keeps its mask, and the output matrix then keeps
         dropout's output instead. A fused SwiGLU (facts.fused_swiglu, Megatron) keeps its input,
-        gate and up, and recomputes the rest: three tensors with the output matrix's input.
+        gate and up, and recomputes the rest: three tensors with the output matrix's input. With
+        DeepSeek-V3's FP8 activations (Profile.fp8_activations) a gated FFN's output matrix keeps
+        its input in FP8, with its tiles' scales.
         """
         python_gelu = act == "gelu_tanh" and self.profile.facts.gelu_tanh_python
         internal = 4 if python_gelu else 1
@@ -84,7 +86,10 @@ class FeedForward(Block):
         if act == "relu" and not self.gated and not dropout:
             kept -= 1  # relu's output is the output matrix's input
         inner = self.tokens * self.width
-        return kept * S.e * inner + (self.profile.mask_bytes * inner if dropout else 0)
+        mask = self.profile.mask_bytes * inner if dropout else 0
+        if self.gated and self.profile.fp8_activations:  # the output matrix's input cached in FP8
+            return (kept - 1) * S.e * inner + tiled_bytes(self.tokens, self.width) + mask
+        return kept * S.e * inner + mask
 
 
 @dataclass(frozen=True)
@@ -138,12 +143,25 @@ class Experts(Block):
     (24 S), the int32 group offsets (one per expert, shared by both grouped products), the gathered
     input (S, d), the gate_up output (SiLU keeps its gate half, a view of all of it), the SiLU
     output, the product, the down output and the routing weights (facts.routing_weights_dtype).
+    With DeepSeek-V3's FP8 activations (Profile.fp8_activations) the gathered input and the
+    gate_up output (SwiGLU's input) are kept in FP8 with their tiles' scales, the SiLU output and
+    the product not at all (recomputed_part).
     A token uses k of the E experts: the other E - k are its inactive parameters.
     """
 
     tokens: Expr
     profile: Profile = Profile()
     title = "routed experts"
+
+    def recomputed_part(self) -> Cost | None:
+        """What reruns in backward: with DeepSeek-V3's FP8 activations (Profile.fp8_activations;
+        report section 3.3.3, "we cache the inputs of the SwiGLU operator and recompute its output
+        in the backward pass") the SiLU and the product over the S d_x hidden values; else nothing."""
+        if not self.profile.fp8_activations:
+            return None
+        hidden = self.tokens * S.k * S.d_x
+        return make_cost(elements=[("silu", hidden), ("mul", hidden)],
+                         bytes_other=elementwise_bytes(hidden, reads=2))
 
     def expert_flops(self, routed_tokens: Expr) -> Expr:
         """Forward matmul FLOPs of one expert given the tokens routed to it."""
@@ -153,7 +171,11 @@ class Experts(Block):
         slots = self.tokens * S.k
         forward = self.expert_flops(slots)
         weights = dtype_bytes(self.profile.facts.routing_weights_dtype)
-        saved = 3 * INDEX * slots + 4 * S.E + S.e * slots * (2 * S.d + 4 * S.d_x) + weights * slots
+        saved = 3 * INDEX * slots + 4 * S.E + weights * slots
+        if self.profile.fp8_activations:  # the gathered input and SwiGLU's input in FP8, the down output
+            saved += tiled_bytes(slots, S.d) + tiled_bytes(slots, 2 * S.d_x) + S.e * slots * S.d
+        else:
+            saved += S.e * slots * (2 * S.d + 4 * S.d_x)
         one_expert = 3 * S.d * S.d_x
         return make_cost(
             tensors=[Tensor(S.E, 2 * S.d_x * S.d), Tensor(S.E, S.d * S.d_x)],

@@ -100,8 +100,38 @@ class LatentAttention(Block):
         parallelism each rank's backward gives a partial gradient of them, which is all-reduced."""
         return S.e * (self.q_tokens * S.r_q if self.q_lora else ZERO) + S.e * self.up_tokens * S.r_kv
 
+    def recomputed_part(self) -> Cost | None:
+        """What recomputation reruns of these projections (None: nothing): its own norms
+        (Profile.recomputes("norms")) and the up-projections, q_b_proj (q_proj without a query
+        rank) and kv_b_proj (Profile.recomputes("up_projections")); never the down-projections."""
+        norms, up = self.profile.recomputes("norms"), self.profile.recomputes("up_projections")
+        if not (norms or up):
+            return None
+        elements = [("rmsnorm", self.q_tokens * S.r_q if self.q_lora else 0),
+                    ("rmsnorm", self.kv_tokens * S.r_kv)] if norms else []
+        if not up:
+            return make_cost(elements=elements)
+        up_width = S.h * (S.d_h - S.d_r + S.d_v)
+        q_in = S.r_q if self.q_lora else S.d
+        matrices = [weight_matrix(q_in, S.h * S.d_h), weight_matrix(S.r_kv, up_width)]
+        forward = (linear_flops(self.q_tokens, q_in, S.h * S.d_h)[0]
+                   + linear_flops(self.up_tokens, S.r_kv, up_width)[0])
+        return make_cost(
+            matrices=matrices, elements=elements, flops_matmul=forward,
+            bytes_matmul=(S.e * (q_in * S.h * S.d_h + S.r_kv * up_width) + S.e * self.q_tokens * (q_in + S.h * S.d_h)
+                          + S.e * self.up_tokens * (S.r_kv + up_width)))
+
     def saved(self) -> Expr:
+        """Kept for backward (the class's docstring). Recomputed up-projections (recompute
+        "deepseek", whose norms are recomputed too) keep only their checkpoint's inputs: the
+        latents before their norms, q_a_proj's r_q-wide output (without a query rank, q_proj's
+        d-wide input) and kv_a_proj's whole r_kv + d_r output (the RoPE key with it); the queries,
+        keys and values they output are rebuilt (AttentionCore.inputs_rebuilt). (No recomputation
+        reruns the norms without the up-projections: spec.RECOMPUTED_PARTS.)"""
         facts, tokens = self.profile.facts, self.kv_tokens
+        if self.profile.recomputes("up_projections"):
+            return S.e * self.q_tokens * (S.r_q if self.q_lora else S.d) + S.e * tokens * (S.r_kv + S.d_r)
+        kernel = self.profile.kernel()
         saved = ZERO
         if self.q_lora:  # q_a_layernorm, its output kept by q_b_proj
             saved += norm_saved("rmsnorm", self.q_tokens, S.r_q, facts)
@@ -112,5 +142,4 @@ class LatentAttention(Block):
         else:
             saved += S.e * tokens * (2 * S.r_kv + S.d_r) + S.e * tokens
         saved += S.e * tokens * S.r_kv  # kv_b_proj's input: the normed latent
-        kernel = self.profile.kernel()
         return saved + kernel.query_view_saved(S.e * self.up_tokens * S.h * (S.d_h - S.d_r))

@@ -17,9 +17,14 @@ from .base import Block, Cost, Profile, make_cost
 
 
 def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: bool = True,
-                output_kept: bool = True) -> Expr:
-    """Bytes a norm over rows x width keeps for backward (see Norm.saved)."""
+                output_kept: bool = True, recomputed: bool = False) -> Expr:
+    """Bytes a norm over rows x width keeps for backward (see Norm.saved). A recomputed norm
+    (Profile.recomputes("norms")) keeps only its input, as passed to it, and nothing it computes:
+    its statistics and output are rebuilt in backward (Megatron-LM's output-discarding checkpoint,
+    CheckpointWithoutOutput, saves the function's inputs only)."""
     values = rows * width
+    if recomputed:
+        return S.e * values if input_kept else ZERO
     output = S.e * values if output_kept else ZERO
     if not facts.norm_keeps_stats:  # its input and its output (the next linear's input) only
         return (S.e * values if input_kept else ZERO) + output
@@ -74,7 +79,12 @@ class Norm(Block):
         token (in the activation dtype on the CPU), the output.
         """
         return norm_saved(self.kind, self.tokens, self.width, self.profile.facts,
-                           self.input_kept, self.output_kept)
+                          self.input_kept, self.output_kept, self.recomputed)
+
+    @property
+    def recomputed(self) -> bool:
+        """Rerun in backward (recompute "deepseek"): it keeps its input only."""
+        return self.profile.recomputes("norms")
 
 
 @dataclass(frozen=True)
@@ -92,7 +102,8 @@ class HeadNorms(Block):
         return make_cost(
             tensors=[S.d_h, S.d_h],
             elements=[("rmsnorm", rows * S.d_h)],
-            saved_bytes=norm_saved("rmsnorm", rows, S.d_h, self.profile.facts, output_kept=False),
+            saved_bytes=norm_saved("rmsnorm", rows, S.d_h, self.profile.facts, output_kept=False,
+                                   recomputed=self.profile.recomputes("norms")),
             bytes_other=elementwise_bytes(rows * S.d_h) + 2 * S.e * S.d_h,
         )
 

@@ -67,18 +67,47 @@ class RankCommunication:
         if layout.ep > 1:
             add("ep", "all_to_all", m * self._all_to_all(stage))
         if layout.pp > 1:
-            # Each (virtual) stage sends its output forward unless it is the last and its input's
-            # gradient backward unless it is the first; it receives as much (FINDINGS 10.4).
-            boundary = n["boundary"] // (layout.tp if layout.sp else 1)
-            for index in layout.stages_of(stage.rank):  # a V's turn (stage p - 1 to p) stays on a rank
-                crossings = (int(index < layout.stages - 1 and layout.rank_of(index + 1) != stage.rank)
-                             + int(index > 0 and layout.rank_of(index - 1) != stage.rank))
-                add("pp", "send", m * boundary * crossings)
-                add("pp", "recv", m * boundary * crossings)
-            if self.structure["tied"] and (stage.first or stage.last) and not (stage.first and stage.last):
-                width = 4 if self._gradient_dtype == "fp32" else self.workload.bytes_per_element
-                add("pp", "all_reduce", width * n["embedding_table"])
+            crossings, sent, gathered = self.pipeline_exchange(stage)
+            add("pp", "send", m * sent * crossings)
+            add("pp", "recv", m * sent * crossings)
+            add("tp", "all_gather", m * gathered * crossings)  # scatter/gather's receivers
+            add("pp", "all_reduce", self.tied_embedding_gradient(stage))
         return out
+
+    def pipeline_exchange(self, stage: Stage) -> tuple[int, int, int]:
+        """One micro-batch's pipeline sends on this rank: how many tensors it sends (as many as
+        it receives), the bytes of each, and the bytes each receiver all-gathers over the
+        tensor-parallel group (0 unless the framework scatters and gathers).
+        Each (virtual) stage sends its output forward unless it is the last and its input's
+        gradient backward unless it is the first; it receives as much (FINDINGS 10.4). A send
+        is the boundary (b n d elements); under sequence parallelism the rank's 1/tp shard of
+        it; without, Megatron-LM's scatter/gather (Framework.pp_scatter_gather) sends 1/tp of
+        it from each tensor-parallel rank and all-gathers the whole on the receiver (training
+        steps; a decode step's sends are left as they were)."""
+        layout = self.layout
+        if layout.pp == 1:
+            return 0, 0, 0
+        crossings = 0
+        for index in layout.stages_of(stage.rank):  # a V's turn (stage p - 1 to p) stays on a rank
+            crossings += (int(index < layout.stages - 1 and layout.rank_of(index + 1) != stage.rank)
+                          + int(index > 0 and layout.rank_of(index - 1) != stage.rank))
+        boundary = self.numbers["boundary"]
+        if layout.sp:
+            return crossings, boundary // layout.tp, 0
+        if self.framework.pp_scatter_gather and layout.tp > 1 and self.phase == "train":  # decode: not modelled
+            return crossings, boundary // layout.tp, boundary
+        return crossings, boundary, 0
+
+    def tied_embedding_gradient(self, stage: Stage) -> int:
+        """Bytes of the step's all-reduce of a tied word embedding's gradient between the first
+        and the last pipeline stage, which both hold it (Megatron-LM training.py train_step,
+        after the data-parallel all-reduce and before the optimizer, commit cbad126): the
+        rank's V / tp rows in the gradient dtype; 0 on the other ranks, and on a rank that holds
+        both (a V schedule's rank 0)."""
+        if not (self.layout.pp > 1 and self.structure["tied"] and stage.first != stage.last):
+            return 0
+        width = 4 if self._gradient_dtype == "fp32" else self.workload.bytes_per_element
+        return int(width * self.numbers["embedding_table"])
 
     def layer_count(self, stage: Stage, name: str) -> int:
         """How many of `name` (row_outputs, column_inputs, sublayers, latents) the stage's layers

@@ -11,8 +11,14 @@ DeepSeek-V3 keeps "the embedding module, the output head, MoE gating modules, no
 operators, and attention operators" in higher precision, report section 3.3.1). Latent attention's
 projections are counted at bf16 here (they run in FP8 in DeepSeek-V3): an understatement.
 
-Not modelled: activations saved in FP8 (DeepSeek-V3 caches some linear inputs in FP8) and FSDP2's
-FP8 all-gather (torchao enable_fsdp_float8_all_gather). torchao's tensorwise and rowwise save the
+blockwise also keeps activations in low precision (report section 3.3.3; Profile.fp8_activations):
+the gated FFNs' output-matrix input and the routed experts' gathered input in FP8 with an fp32
+scale per 1 x 128 tile (terms.tiled_bytes), the experts' SwiGLU input in FP8 and its output
+recomputed, the flash kernel's output (the input of the linear after attention) in E5M6 (12 bits).
+What stays in the activation dtype: the norms' inputs and outputs (DeepSeek recomputes the norms:
+--recompute deepseek), latent attention's latents, the router's input and the experts' down output
+(the routing weights' gradient reads it), and an eager kernel's output projection input. Not
+modelled: the casts' own time, and FSDP2's FP8 all-gather (torchao enable_fsdp_float8_all_gather). torchao's tensorwise and rowwise save the
 bf16 input and weight and cast again in backward: measured, validate/fp8.py (FINDINGS 22.5).
 """
 
@@ -31,6 +37,8 @@ class Recipe:
     # bytes of each AdamW moment, where the recipe changes it (None: the precision policy's)
     moment_bytes: int | None
     source: str
+    # the activations kept for backward in low precision (blocks' Profile.fp8_activations)
+    caches_activations: bool = False
 
 
 RECIPES = {
@@ -46,5 +54,8 @@ RECIPES = {
         1 + 4 / (128 * 128), 2,
         "DeepSeek-V3 technical report, section 3.3: fine-grained (1 x 128 / 128 x 128) quantization; the "
         "FP8 weights with one fp32 scale a 128 x 128 block; fp32 master weights and gradients; AdamW's "
-        "moments in bf16"),
+        "moments in bf16 (3.3.3); activations cached for the linear layers' backward in FP8, the input "
+        "of the linear after attention in E5M6, the MoE SwiGLU's input in FP8 and its output "
+        "recomputed (3.3.3, Low-Precision Activation)",
+        caches_activations=True),
 }

@@ -50,6 +50,21 @@ class Framework:
     # partition (stage_1_and_2.py: single_partition_of_fp32_groups[i].grad; stage3.py: the fp32
     # partitioned gradients), 4 bytes per parameter of the shard at the peak (issue 22 defect 3).
     fp32_gradient_partition_stages: tuple[int, ...] = ()
+    # Pipeline sends without sequence parallelism: each tensor-parallel rank sends 1/tp of the
+    # boundary (which every rank of the group holds whole) and the receivers all-gather it over
+    # the tensor-parallel group (Narayanan et al. 2021, section 4.1, "scatter/gather"; Megatron-LM
+    # p2p_communication.py _communicate, on unless --no-scatter-gather-tensors-in-pipeline,
+    # commit cbad126 of March 2021 to 2022). Under sequence parallelism the boundary is already
+    # the rank's 1/tp shard and is sent as it is.
+    pp_scatter_gather: bool = False
+    # Gradient accumulation over micro-batches in fp16, where the weight-gradient GEMM does not
+    # accumulate in place: "in_place" adds each micro-batch's gradient after the first into the
+    # held one (torch's AccumulateGrad: grad += new, reading both and writing one, in the gradient
+    # dtype). Megatron-LM of Narayanan et al.'s runs (March-April 2021, before contiguous DDP
+    # buffers became its default in August 2021, commit e8fb052; gradient_accumulation_fusion,
+    # February 2022, is switched off in fp16 by arguments.py). None: not modelled (bf16 Megatron
+    # fuses it into the weight-gradient GEMM's fp32 output).
+    fp16_gradient_accumulation: str | None = None
 
     def precision_for(self, dtype: str) -> str:
         """The precision policy (costmodel/precision.py) in this activation dtype."""
@@ -70,6 +85,7 @@ FRAMEWORKS = {
         embedding_gradient_full=False, norm_gradient_all_reduces=1, whole_batch_inputs=False,
         step_counters=False, dp_gradient_dtype="fp32", vocabulary_parallel_loss=True,
         fp16_precision="mixed", fp16_dp_gradient_dtype="activation",
+        pp_scatter_gather=True, fp16_gradient_accumulation="in_place",
     ),
     "deepspeed": Framework(
         name="deepspeed", precision="mixed", zero_stages=(0, 1, 2, 3),

@@ -35,11 +35,13 @@ from .. import compiled as compiled_cache
 from ..hardware import Efficiency, Hardware
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, Pointwise, MatmulCompute, check_kernel_model,
                            kernels_seconds)
+from .parts import fp8_activations
 from .rank import FRAMEWORKS, ParallelEstimate, uses_loss_parallel
 from .time import StepTime, leaf_factor, runs_fp8
 
-#: One leaf's entry in a rank's kernels: its part key, whether it is recomputed, whether it
-#: launches any kernel, and one run's kernels.
+#: One leaf's entry in a rank's kernels: its part key, the kernels recomputation reruns of its
+#: forward (kernel_time.rerun_kernels; none, all or a part), whether it launches any kernel, and
+#: one run's kernels.
 Entry = tuple[str, bool, bool, list]
 _KINDS = {cls.__name__: cls for cls in (Gemm, AttentionCall, Pointwise, MatmulCompute)}
 _RANK_KERNELS: dict[tuple, list[Entry]] = {}  # this process's, by what _rank_key reads
@@ -68,15 +70,16 @@ def _rank_key(estimate: ParallelEstimate, fused_attention: bool, compiled: bool)
     return {"model": cfg.structure(), "values": values, "workload": workload.options(),
             "precision": framework.precision, "device": layout.device, "phase": estimate.phase,
             "sp": layout.sp, "vocabulary": framework.vocabulary, "loss_parallel": uses_loss_parallel(layout),
-            "fused_attention": fused_attention, "compiled": compiled, "framework": layout.framework}
+            "fused_attention": fused_attention, "compiled": compiled, "framework": layout.framework,
+            "fp8_activations": fp8_activations(layout)}
 
 
 def rank_kernels(estimate: ParallelEstimate, fused_attention: bool, compiled: bool) -> list[Entry]:
-    """Each leaf of one tensor-parallel rank as (part key, recomputed, launches, kernels):
+    """Each leaf of one tensor-parallel rank as (part key, rerun kernels, launches, kernels):
     from this process's memo, the disk cache, or the cost tree (sympy)."""
     cfg, layout = estimate.cfg, estimate.layout
     memo = (cfg, estimate.workload, layout.tp, layout.cp, layout.sp, layout.framework, layout.loss_parallel,
-            layout.device, estimate.phase, fused_attention, compiled)
+            layout.device, estimate.phase, fused_attention, compiled, fp8_activations(layout))
     if memo in _RANK_KERNELS:
         return _RANK_KERNELS[memo]
     name = compiled_cache.key_name("kernels", _rank_key(estimate, fused_attention, compiled))
@@ -93,7 +96,7 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
     import sympy as sp
 
     from .. import symbols as S
-    from ..kernel_time import launches_of, leaf_kernels
+    from ..kernel_time import launches_of, leaf_kernels, rerun_kernels
     from ..tree import CostModel, profile_for
     from .rank import part_of
     from .split import substitution
@@ -101,7 +104,8 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
     cfg, workload, layout = estimate.cfg, estimate.workload, estimate.layout
     framework = FRAMEWORKS[layout.framework]
     profile = profile_for(cfg, workload, precision=framework.precision, device=layout.device,
-                          optimizer_impl="foreach" if layout.device == "cuda" else "single")
+                          optimizer_impl="foreach" if layout.device == "cuda" else "single",
+                          fp8_activations=fp8_activations(layout) and estimate.phase == "train")
     tree = CostModel(cfg, profile, phase=estimate.phase)
     values = _rank_key(estimate, fused_attention, compiled)["values"]
     subs = {getattr(S, k): sp.Integer(v) for k, v in values.items()}
@@ -113,23 +117,24 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
         local = substitution(leaf.block, sp_on=layout.sp, vocabulary=framework.vocabulary,
                              loss_parallel=uses_loss_parallel(layout), encoder=encoder)
         kernels = leaf_kernels(leaf, subs, fused_attention, local, compiled)
-        entries.append((key, bool(leaf.recomputed), launches_of(leaf, len(kernels), compiled) > 0, kernels))
+        rerun = rerun_kernels(leaf, kernels, subs, fused_attention, local, compiled)
+        entries.append((key, rerun, launches_of(leaf, len(kernels), compiled) > 0, kernels))
     return entries
 
 
 def _read(path: Any) -> list[Entry] | None:
     try:
         rows = json.loads(path.read_text())
-        return [(key, recomputed, launches, [_KINDS[kind](**fields) for kind, fields in kernels])
-                for key, recomputed, launches, kernels in rows]
+        kinds = lambda listed: [_KINDS[kind](**fields) for kind, fields in listed]  # noqa: E731
+        return [(key, kinds(rerun), launches, kinds(kernels)) for key, rerun, launches, kernels in rows]
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
 def _write(path: Any, entries: list[Entry]) -> None:
     """Atomically; no cache when the folder cannot be written."""
-    rows = [[key, recomputed, launches, [[type(k).__name__, dataclasses.asdict(k)] for k in kernels]]
-            for key, recomputed, launches, kernels in entries]
+    listed = lambda kernels: [[type(k).__name__, dataclasses.asdict(k)] for k in kernels]  # noqa: E731
+    rows = [[key, listed(rerun), launches, listed(kernels)] for key, rerun, launches, kernels in entries]
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as out:
@@ -144,9 +149,11 @@ class KernelStepTime(StepTime):
 
     def __init__(self, estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None,
                  flops_convention: str = "dense", cuda_graphs: bool = False, overlap: Any = None,
-                 compiled: bool = False):
-        super().__init__(estimate, hardware, efficiency, flops_convention, cuda_graphs, overlap)
+                 compiled: bool = False, autocast: bool = False):
+        super().__init__(estimate, hardware, efficiency, flops_convention, cuda_graphs, overlap, autocast)
         check_kernel_model(hardware)
+        # A decode step replayed from a CUDA graph: each kernel's GPU-side gap (kernel_time.KernelTimer).
+        self.graph_kernel_s = hardware.graph_kernel_s if cuda_graphs and estimate.phase == "decode" else 0.0
         workload = estimate.workload
         # A training step keeps the GPU saturated: its GEMMs at the sustained (power-limited)
         # matmul efficiency where the hardware file states one (kernel_time.KernelTimer).
@@ -156,6 +163,14 @@ class KernelStepTime(StepTime):
         self.fp8_timer = None if estimate.layout.fp8 is None else \
             _timer(hardware, workload.dtype, workload.attention, efficiency, compiled, matmul_dtype="fp8",
                    sustained=sustained)
+
+    @cached_property
+    def part_kernels(self) -> dict[str, int]:
+        """Per part (one run of its leaves on one rank): the kernels its leaves launch (launches_of)."""
+        out: dict[str, int] = {}
+        for key, _, launches, kernels in rank_kernels(self.estimate, self.timer.fused_attention, self.timer.compiled):
+            out[key] = out.get(key, 0) + (len(kernels) if launches else 0)
+        return out
 
     @cached_property
     def part_seconds(self) -> dict[str, tuple[float, int]]:
@@ -183,14 +198,15 @@ def _parts(entries: list[Entry], rules: tuple[tuple[float, bool], ...], timer: K
     times its layout factor, an FP8 leaf's GEMMs on the FP8 timer."""
     out: dict[str, tuple[float, int]] = {}
     attention_seconds: dict[str, float] = {}
-    for (key, recomputed, launches, kernels), (factor, fp8), core in zip(entries, rules, attention):
-        if fp8:
-            gemms = [k for k in kernels if isinstance(k, (Gemm, MatmulCompute))]
-            others = [k for k in kernels if not isinstance(k, (Gemm, MatmulCompute))]
-            seconds = kernels_seconds(gemms, fp8_timer, training, recomputed) + \
-                kernels_seconds(others, timer, training, recomputed)
-        else:
-            seconds = kernels_seconds(kernels, timer, training, recomputed)
+    def run(kernels: list, training: bool, fp8: bool) -> float:
+        if not fp8:
+            return kernels_seconds(kernels, timer, training)
+        gemms = [k for k in kernels if isinstance(k, (Gemm, MatmulCompute))]
+        others = [k for k in kernels if not isinstance(k, (Gemm, MatmulCompute))]
+        return kernels_seconds(gemms, fp8_timer, training) + kernels_seconds(others, timer, training)
+
+    for (key, rerun, launches, kernels), (factor, fp8), core in zip(entries, rules, attention):
+        seconds = run(kernels, training, fp8) + (run(rerun, False, fp8) if training else 0.0)
         seconds *= factor
         if core:
             attention_seconds[key] = attention_seconds.get(key, 0.0) + seconds

@@ -34,7 +34,15 @@ def _options(layout: Layout) -> dict[str, Any]:
     """What the per-part expressions depend on besides the symbols (their cache key)."""
     framework = FRAMEWORKS[layout.framework]
     return {"framework": layout.framework, "sp": layout.sp, "loss_parallel": uses_loss_parallel(layout),
-            "device": layout.device, "vocabulary": framework.vocabulary}
+            "device": layout.device, "vocabulary": framework.vocabulary,
+            "fp8_activations": fp8_activations(layout)}
+
+
+def fp8_activations(layout: Layout) -> bool:
+    """Whether the layout's FP8 recipe keeps activations in low precision (layout/fp8.py)."""
+    from .fp8 import RECIPES
+
+    return layout.fp8 is not None and RECIPES[layout.fp8].caches_activations
 
 
 def uses_loss_parallel(layout: Layout) -> bool:
@@ -75,7 +83,8 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     framework = FRAMEWORKS[layout.framework]
     FP8_BLOCKS = (B.QKVProjection, B.AttentionOutput, B.FeedForward, B.Experts)
     profile = profile_for(cfg, workload, precision=framework.precision_for(workload.dtype), device=layout.device,
-                          optimizer_impl="foreach" if layout.device == "cuda" else "single")
+                          optimizer_impl="foreach" if layout.device == "cuda" else "single",
+                          fp8_activations=fp8_activations(layout) and phase == "train")
     tree = CostModel(cfg, profile, phase=phase)
     parts = part_of(tree)
     loss_parallel = uses_loss_parallel(layout)
@@ -109,7 +118,8 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
             if isinstance(leaf.block, B.Norm):
                 add(f"{key}.norm_params", rows * cols)
         saved = local(cost.saved_bytes, subs)
-        if layout.sp and isinstance(leaf.block, B.Norm) and not framework.sp_regathers_input:
+        if layout.sp and isinstance(leaf.block, B.Norm) and not framework.sp_regathers_input \
+                and not leaf.block.recomputed:
             # DTensor keeps the all-gathered input of the column-parallel layers this norm feeds
             # (FINDINGS 10.3): its output term is the whole sequence's.
             tokens = leaf.block.tokens
@@ -128,12 +138,13 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
             add(f"{key}.expert_saved", 0 if leaf.checkpointed else saved)
             add(f"{key}.routed_slots", local(leaf.block.tokens * S.k, subs))
         # A training micro-batch's work (costmodel/roofline.py divides it by the rates): the
-        # forward (twice when recomputation reruns it), the backward.
-        forwards, backwards = (2 if leaf.recomputed else 1), int(phase == "train")
-        work = {"f_mm": forwards * cost.flops_matmul + backwards * cost.flops_matmul_backward,
-                "b_mm": forwards * cost.bytes_matmul + backwards * cost.bytes_matmul_backward,
-                "f_o": forwards * cost.flops_other + backwards * cost.flops_other_backward,
-                "b_o": forwards * cost.bytes_other + backwards * cost.bytes_other_backward}
+        # forward, what recomputation reruns of it (Leaf.rerun), the backward.
+        rerun, backwards = leaf.rerun, int(phase == "train")
+        again = (lambda quantity: getattr(rerun, quantity)) if rerun is not None else (lambda quantity: 0)
+        work = {"f_mm": cost.flops_matmul + again("flops_matmul") + backwards * cost.flops_matmul_backward,
+                "b_mm": cost.bytes_matmul + again("bytes_matmul") + backwards * cost.bytes_matmul_backward,
+                "f_o": cost.flops_other + again("flops_other") + backwards * cost.flops_other_backward,
+                "b_o": cost.bytes_other + again("bytes_other") + backwards * cost.bytes_other_backward}
         index = len(structure["work"])
         structure["work"].append({"key": key, "active": cost.is_active(),
             "experts": isinstance(leaf.block, B.Experts), "fp8": isinstance(leaf.block, FP8_BLOCKS),
@@ -149,8 +160,8 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
             add("attention_flops", leaf.count * leaf_model_flops(leaf, "dense"))
             add("attention_flops_causal", leaf.count * leaf_model_flops(leaf, "causal"))
             add("attention_executed_flops", leaf.count * (cost.flops_matmul + cost.flops_matmul_backward))
-        if leaf.recomputed:
-            add("recomputed_flops", leaf.count * cost.flops_matmul)
+        if rerun is not None:
+            add("recomputed_flops", leaf.count * rerun.flops_matmul)
         counts = structure["counts"].setdefault(key, {"column_inputs": 0, "row_outputs": 0, "sublayers": 0,
                                                       "latents": 0})
         counts["column_inputs"] += column_inputs(leaf.block, framework.column_layers, cfg.gated)

@@ -19,6 +19,10 @@ from typing import Any, Iterator
 from ..config import ConfigError, ModelConfig, Workload, require_decoder
 from ..defaults import implied
 from ..spec import RECOMPUTES
+
+#: The recomputations plan tries unless --recompute names one: "deepseek" (spec.RECOMPUTED_PARTS) is
+#: DeepSeek-V3's stated choice for latent attention around a fused kernel, asked for by name.
+PLANNED_RECOMPUTES = tuple(r for r in RECOMPUTES if r != "deepseek")
 from ..hardware import Efficiency, Hardware, time_model_for
 from .frameworks import FRAMEWORKS
 from .rank import ParallelEstimate
@@ -116,7 +120,7 @@ def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_bat
                                 # At dp = 1 every ZeRO stage shards over one rank: the same layout.
                                 for zero in zeros if dp > 1 or fixed.get("zero") is not None else zeros[:1]:
                                     for ep in expert_sizes(cfg, framework, tp, dp, zero, fixed):
-                                        for recompute in [fixed["recompute"]] if fixed.get("recompute") else RECOMPUTES:
+                                        for recompute in [fixed["recompute"]] if fixed.get("recompute") else PLANNED_RECOMPUTES:
                                             try:
                                                 layout = Layout(dp=dp, tp=tp, pp=pp, sp=sp, zero=zero, microbatches=m,
                                                                 schedule=schedule, virtual_stages=v,
@@ -170,7 +174,8 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
                          "hfu": step["hfu"], "split": {
                              "compute": step["compute_seconds"],
                              "communication": sum(step["exposed_communication_seconds"].values()),
-                             "bubble": step["bubble_seconds"], "optimizer": step["optimizer_seconds"]},
+                             "bubble": step["bubble_seconds"], "optimizer": step["optimizer_seconds"],
+                             "gradient_accumulation": step["gradient_accumulation_seconds"]},
                          "tokens_per_second": step["tokens_per_second"], "model_flops": step["model_flops"]})
     if not feasible and not infeasible:
         raise ConfigError(f"no layout of {cfg.name!r} on {gpus} GPUs can run: {problems[0]}" if problems else

@@ -16,6 +16,8 @@
   fp8              an FP8 training recipe: tensorwise, rowwise or blockwise (costmodel/layout/fp8.py)
   cp, cp_rotate    context-parallel ranks, each holding n / cp of every sequence; how keys and
                    values travel: "allgather" (torch 2.13's default) or "ring" (costmodel/layout/context.py)
+  all_reduce       whose code runs an all-reduce inside a node: "nccl" (the default) or "intra-node"
+                   (PyTorch's IntraNodeComm, ENABLE_INTRA_NODE_COMM=1; costmodel/collectives.py)
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import ConfigError, ModelConfig, show
-from ..spec import CP_ROTATES, DEVICES, SCHEDULES
+from ..spec import ALL_REDUCES, CP_ROTATES, DEVICES, SCHEDULES
 
 V_SCHEDULES = ("zbv", "dualpipev")  # two stages a rank, r and 2p - 1 - r
 
@@ -69,6 +71,7 @@ class Layout:
     fp8: str | None = None  # an FP8 training recipe (costmodel/layout/fp8.py)
     cp: int = 1
     cp_rotate: str = "allgather"
+    all_reduce: str = "nccl"  # whose all-reduce runs inside a node (costmodel/spec.ALL_REDUCES)
     # DeepSpeed's ZeRO-Offload/Infinity (costmodel/offload.py): what leaves the GPU, and where to.
     offload: str = "none"  # none, optimizer, params
     offload_device: str = "cpu"  # cpu, nvme
@@ -125,6 +128,8 @@ class Layout:
 
         if self.cp_rotate not in CP_ROTATES:
             raise ConfigError(f"layout: cp_rotate must be {CP_ROTATES.listed()}, got {show(self.cp_rotate)}.")
+        if self.all_reduce not in ALL_REDUCES:
+            raise ConfigError(f"layout: all_reduce must be {ALL_REDUCES.listed()}, got {show(self.all_reduce)}.")
         if self.fp8 is not None and self.fp8 not in RECIPES:
             raise ConfigError(f"layout: fp8 must be one of {', '.join(RECIPES)}, got {show(self.fp8)}.")
         if self.device not in DEVICES:
@@ -171,7 +176,9 @@ class Layout:
         if self.pp > 1:
             if cfg.architecture == "encoder-decoder":
                 raise ConfigError("layout: pipeline parallelism of encoder-decoders is not modelled.")
-            if self.stages > cfg.n_layers:
+            # An even split needs a layer a stage; a given split may leave edge stages with none
+            # (Llama 3's first and last chunks: the embedding alone, the head alone).
+            if self.stages > cfg.n_layers and self.stage_layers is None:
                 raise ConfigError(f"layout: {self.stages} pipeline stages for {cfg.n_layers} layers: "
                                   "pp x virtual stages must not exceed the layers.")
         if self.sp and cfg.norm_position != "pre":
@@ -254,7 +261,18 @@ class Layout:
                 "stage_layers": list(self.stage_layers) if self.stage_layers else None,
                 "gpus": self.gpus, "micro_batch": batch, "ep": self.ep,
                 "capacity_factor": self.capacity_factor, "fp8": self.fp8, "cp": self.cp,
+                "all_reduce": self.all_reduce,
                 "global_batch": batch * self.microbatches * self.dp,
                 **({"offload": self.offload, "offload_device": self.offload_device,
                     "gpus_per_node": self.gpus_per_node} if self.offload != "none" else {})}
 
+
+def empty_edge_chunks(layers: int, stages: int) -> tuple[int, ...]:
+    """Layers of each (virtual) stage when the first holds only the embedding and the last only
+    the head, the layers as even as they can be over the rest, the extra ones first (Llama 3,
+    arXiv 2407.21783, section 3.3.2: "the first model chunk on the first stage has only the
+    embedding, and the last model chunk on the last stage has only output projection and loss")."""
+    if stages < 3:
+        raise ConfigError(f"layout: empty edge chunks need at least 3 pipeline stages, got {stages}.")
+    base, extra = divmod(layers, stages - 2)
+    return (0,) + tuple(base + (1 if i < extra else 0) for i in range(stages - 2)) + (0,)

@@ -21,7 +21,18 @@ The overlap model (stated conventions, not measurements; each settable with Over
   GPipe, 1F1B and interleaving; a third of 1F1B's for ZB-H1 and DualPipeV, a sixth for ZB-V);
 - expert parallelism's all-to-alls are exposed, except under DualPipeV, which hides them behind
   the other chunk's compute (DeepSeek-V3 report, section 3.2.1);
-- the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it.
+- the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it;
+- under torch.autocast (`autocast=True`: fp32 parameters, as PyTorch Lightning's precision "bf16"
+  runs them) each micro-batch casts the rank's weights and their gradients and accumulates the
+  gradients in fp32 (autocast_bytes_per_parameter in costmodel/precision.py), a memory-bound
+  pass on the critical path;
+- pipelined steps (facts of Megatron-LM's code, ParallelEstimate.pipeline_exchange): the sends
+  block (exposed), scattered over the tensor-parallel ranks and all-gathered on the receiver where
+  the framework does (Framework.pp_scatter_gather); a tied embedding's gradient is all-reduced
+  between the first and the last stage once a step, exposed; in fp16, where the framework does not
+  fuse gradient accumulation into the weight-gradient GEMM, each micro-batch after the first adds
+  its gradient in place, a memory-bound pass (Framework.fp16_gradient_accumulation; under
+  autocast that pass is autocast's).
 MFU counts the model FLOPs of a named convention (costmodel/model_flops.py: dense or causal; no
 recomputation, not even flash's recompute of Q K^T); HFU counts what the kernels execute, the
 recomputed forwards included.
@@ -86,12 +97,17 @@ class StepTime:
     """The step time of one ParallelEstimate on one machine."""
 
     def __init__(self, estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None,
-                 flops_convention: str = "dense", cuda_graphs: bool = False, overlap: Overlap | None = None):
+                 flops_convention: str = "dense", cuda_graphs: bool = False, overlap: Overlap | None = None,
+                 autocast: bool = False):
         self.estimate, self.hardware = estimate, hardware
+        self.autocast = autocast
         self.overlap = overlap or Overlap()
         self.flops_convention = check_convention(flops_convention)
-        # Launch overhead per block; none for decode steps replayed from a CUDA graph.
+        # Launch overhead per block; none for decode steps replayed from a CUDA graph. What such a
+        # replay still takes per kernel (hardware.graph_kernel_s) needs the kernels: the kernel
+        # model's KernelStepTime charges it (part_kernels); the roofline states no kernels.
         self.overhead_s = 0.0 if cuda_graphs and estimate.phase == "decode" else hardware.overhead_s_per_block
+        self.graph_kernel_s = 0.0
         eff = efficiency or Efficiency(**hardware.efficiency)
         dtype = estimate.workload.dtype
         self.peak = hardware.peak(dtype)
@@ -122,7 +138,8 @@ class StepTime:
         model (costmodel/collectives.py), under every time model."""
         if not payload or not ring_factor(kind, self.worlds[group]):
             return 0.0
-        return collective_seconds(self.hardware, kind, payload, self.worlds[group], self.spans[group], calls)
+        return collective_seconds(self.hardware, kind, payload, self.worlds[group], self.spans[group], calls,
+                                  self.estimate.layout.all_reduce)
 
     @cached_property
     def part_seconds(self) -> dict[str, tuple[float, int]]:
@@ -141,15 +158,21 @@ class StepTime:
             out[leaf["key"]] = (seconds + busy, active + int(leaf["active"]))
         return out
 
+    @property
+    def part_kernels(self) -> dict[str, int]:
+        """Per part (one run of its leaves): the kernels it launches; the roofline states none."""
+        return {}
+
     def compute(self, stage: Stage) -> float:
         """One micro-batch's forward (and backward, training) on one rank of this pipeline stage."""
-        seconds, active = 0.0, 0
+        seconds, active, kernels = 0.0, 0, 0
         for key, count in self.part_runs(stage).items():
             part, blocks = self.part_seconds.get(key, (0.0, 0))
             seconds += count * part
             active += count * blocks
+            kernels += count * self.part_kernels.get(key, 0)
         passes = 3 if self.estimate.phase == "train" else 1  # a backward runs about twice the forward's ops
-        return seconds + passes * active * self.overhead_s
+        return seconds + passes * (active * self.overhead_s + kernels * self.graph_kernel_s)
 
     def part_runs(self, stage: Stage) -> dict[str, int]:
         """How many times each part's leaves run on this rank in one micro-batch."""
@@ -177,8 +200,7 @@ class StepTime:
         layout, m = self.estimate.layout, self.estimate.layout.microbatches
         communication = self.estimate.communication(stage)
         tp_microbatch, tp_step = self.tensor_parallel(stage) if layout.tp > 1 else (0.0, 0.0)
-        pp = sum(self.collective("pp", kind, value / m) for kind, value in
-                 communication.get("pp", {}).items() if kind == "send")
+        pp = self.pipeline(stage)
         # Expert parallelism's all-to-alls are on the critical path (exposed), counted with tp.
         ep = self.collective("ep", "all_to_all", communication.get("ep", {}).get("all_to_all", 0) / m)
         compute = self.compute(stage)
@@ -194,7 +216,36 @@ class StepTime:
             context = gathered + max(0.0, sent - attention)
         exposed = 1 - self.overlap.tp
         return {"compute": compute, "tp": exposed * tp_microbatch + ep + context, "pp": pp,
-                "tp_step": exposed * tp_step}
+                "tp_step": exposed * tp_step, "pp_step": self.tied_embedding(stage),
+                "accumulation": self.gradient_accumulation(stage)}
+
+    def pipeline(self, stage: Stage) -> float:
+        """Seconds of one micro-batch's pipeline exchange on this rank, exposed (Megatron-LM's
+        sends block: p2p_communication.py waits on them and synchronizes): its sends, each a
+        send/receive pair on a full-duplex link, and under scatter/gather the receivers'
+        all-gathers over the tensor-parallel group (ParallelEstimate.pipeline_exchange)."""
+        crossings, sent, gathered = self.estimate.pipeline_exchange(stage)
+        if not crossings:
+            return 0.0
+        return (self.collective("pp", "send", crossings * sent, crossings)
+                + self.collective("tp", "all_gather", crossings * gathered, crossings))
+
+    def tied_embedding(self, stage: Stage) -> float:
+        """Seconds of the step's tied-embedding gradient all-reduce between the first and the
+        last stage (exposed: Megatron-LM runs it after the backward, before the optimizer)."""
+        return self.collective("pp", "all_reduce", self.estimate.tied_embedding_gradient(stage))
+
+    def gradient_accumulation(self, stage: Stage) -> float:
+        """Seconds of one step's gradient accumulation passes where the framework does not fuse
+        them into the weight-gradient GEMM (Framework.fp16_gradient_accumulation, fp16): each
+        micro-batch after the first adds its gradient into the held one, reading both and
+        writing one, 3 x the gradient dtype's bytes per parameter of the rank, memory-bound."""
+        estimate, m = self.estimate, self.estimate.layout.microbatches
+        if m == 1 or estimate.workload.dtype != "fp16" or estimate.framework.fp16_gradient_accumulation is None \
+                or self.autocast:  # autocast_casts accumulates in fp32 itself
+            return 0.0
+        params = estimate.on_stage(stage, "params") + estimate.tied_copy(stage)
+        return (m - 1) * 3 * estimate.workload.bytes_per_element * params / self.bytes_per_s
 
     def data_parallel(self, stage: Stage, compute: float) -> float:
         """Exposed seconds of the step's data-parallel collectives (see the overlap model)."""
@@ -228,6 +279,19 @@ class StepTime:
                        if sharded else params - experts + local)
         return updated * estimate.numbers["step_traffic"] / self.bytes_per_s
 
+    def autocast_casts(self, stage: Stage) -> float:
+        """Seconds of a step's autocast traffic on this rank (0 without autocast): every weight it
+        holds cast and its gradient cast back and accumulated, once per micro-batch."""
+        if not self.autocast:
+            return 0.0
+        from ..precision import autocast_bytes_per_parameter
+
+        estimate = self.estimate
+        params = estimate.on_stage(stage, "params") + estimate.tied_copy(stage)
+        per_parameter = autocast_bytes_per_parameter(estimate.layout.microbatches,
+                                                     estimate.workload.bytes_per_element)
+        return params * per_parameter / self.bytes_per_s
+
     def token(self) -> dict[str, Any]:
         """Serving (an estimate of the decode phase): seconds per output token of the whole batch,
         the stages run one after the other, each with its tensor-parallel all-reduces, and the
@@ -256,7 +320,10 @@ class StepTime:
         dp = max(self.data_parallel(stage, times["compute"]) for stage, times in stages)
         optimizer = max(self.optimizer(stage) for stage, _ in stages)
         tp_step = max(times["tp_step"] for _, times in stages)
-        seconds = m * per_microbatch + bubble + dp + optimizer + tp_step
+        pp_step = max(times["pp_step"] for _, times in stages)
+        accumulation = max(times["accumulation"] for _, times in stages)
+        casts = max(self.autocast_casts(stage) for stage, _ in stages)
+        seconds = m * per_microbatch + bubble + dp + optimizer + tp_step + pp_step + accumulation + casts
         numbers = estimate.numbers
         causal = "" if self.flops_convention == "dense" else "_causal"
         # Per rank at n / cp; the attention core's queries see all n keys: cp times the tree's.
@@ -270,9 +337,12 @@ class StepTime:
         return {
             "seconds": seconds,
             "compute_seconds": m * slowest["compute"],
-            "exposed_communication_seconds": {"tp": m * slowest["tp"] + tp_step, "pp": m * slowest["pp"], "dp": dp},
+            "exposed_communication_seconds": {"tp": m * slowest["tp"] + tp_step, "pp": m * slowest["pp"] + pp_step,
+                                              "dp": dp},
             "bubble_seconds": bubble,
             "optimizer_seconds": optimizer,
+            "gradient_accumulation_seconds": accumulation,
+            "autocast_seconds": casts,
             "bubble_fraction": layout.bubble() / m,
             "slowest_stage": slowest_stage.rank,
             "mfu": model_flops / (seconds * capacity),

@@ -6,7 +6,11 @@ The search space: hardware presets x tensor-parallel sizes (dividing the KV head
 node) x pipeline stages (pps; default 1) x max_num_seqs x the token budget (chunk size). For each, the fewest replicas: requests are
 routed round-robin, so a replica sees rate / replicas; its p99s are simulated at that rate for
 doubling replica counts, then bisected. Each configuration is one task in a local process pool
-(fork: the step-time models, built once per (hardware, tp) in the parent, are inherited).
+(fork: the step-time models, built once per (hardware, tp) in the parent, are inherited), or,
+with `ray_address` (`plan --serve --rate --ray ADDRESS`), in a Ray cluster: one Ray task per
+(hardware, tp, pp) builds that step-time model once, as the parent does, and runs the same
+per-configuration search (`_task`) on each of its configurations, so both paths rank the same
+results. Ray is the optional extra `pip install '.[ray]'`; it is imported only on that path.
 """
 
 from __future__ import annotations
@@ -104,6 +108,42 @@ def _task(args: tuple) -> dict[str, Any]:
         return {"key": key, "replicas": None, "reason": str(error)}
 
 
+def _group_task(cfg: Any, hardware: Any, scheduler: str, keys: list[tuple], target: Target,
+                replica_options: dict[str, Any]) -> list[dict[str, Any]]:
+    """One (hardware, tp, pp): build its replicas as plan_capacity does (one StepTime, one sizing
+    per token budget), then each configuration's `_task`, in `keys` order (a Ray worker's job)."""
+    step, sizings = None, {}
+    for key in keys:
+        _, tp, pp, seqs, tokens = key
+        _REPLICAS[key] = build_replica(cfg, hardware, scheduler=scheduler, tp=tp, pp=pp, max_num_seqs=seqs,
+                                       max_batched_tokens=tokens, step=step, sizings=sizings, **replica_options)
+        step = _REPLICAS[key][1]
+    return [_task((key, target, cfg.max_positions)) for key in keys]
+
+
+def _ray_results(address: str, cfg: Any, hardwares: list[Any], scheduler: str, keys: list[tuple], target: Target,
+                 replica_options: dict[str, Any]) -> list[dict[str, Any]]:
+    """`_task`'s results for `keys`, in that order, from Ray tasks (one per hardware, tp and pp)."""
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("--ray needs Ray: pip install 'transformer-costmodel[ray]' (or '.[ray]' in a checkout).") \
+            from None
+    if not ray.is_initialized():  # a local instance without its dashboard; a cluster as it is configured
+        ray.init(address=address, **({"include_dashboard": False} if address == "local" else {}))
+    by_name = {hardware.name: hardware for hardware in hardwares}
+    groups: dict[tuple, list[tuple]] = {}
+    for key in keys:
+        groups.setdefault((key[0], key[1], key[2]), []).append(key)
+    remote = ray.remote(_group_task)
+    futures = {group: remote.remote(cfg, by_name[group[0]], scheduler, members, target, replica_options)
+               for group, members in groups.items()}
+    results = {}
+    for group, future in futures.items():
+        results.update({result["key"]: result for result in ray.get(future)})
+    return [results[key] for key in keys]
+
+
 def tensor_sizes(cfg: Any, hardware: Any) -> list[int]:
     return [tp for tp in (1, 2, 4, 8) if tp <= max(1, hardware.gpus_per_node) and cfg.n_kv_heads % tp == 0
             and cfg.n_heads % tp == 0]
@@ -112,8 +152,10 @@ def tensor_sizes(cfg: Any, hardware: Any) -> list[int]:
 def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: str = "vllm",
                   tps: list[int] | None = None, pps: list[int] | None = None, max_num_seqs: list[int] | None = None,
                   max_batched_tokens: list[int] | None = None, processes: int | None = None,
-                  **replica_options: Any) -> dict[str, Any]:
-    """Every configuration's fewest replicas meeting the target, ranked by GPUs then $/h."""
+                  ray_address: str | None = None, **replica_options: Any) -> dict[str, Any]:
+    """Every configuration's fewest replicas meeting the target, ranked by GPUs then $/h; the
+    searches run in a local process pool, or in the Ray cluster at ray_address ("local" starts
+    one on this machine; an already initialised Ray is used as it is)."""
     import multiprocessing
     import os
 
@@ -142,7 +184,9 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
     tasks = [(key, target, cfg.max_positions) for key in keys]
     configurations = len(keys) + len(infeasible)
     processes = processes or os.cpu_count() or 1
-    if processes > 1 and len(tasks) > 1:
+    if ray_address is not None:
+        results = _ray_results(ray_address, cfg, hardwares, scheduler, keys, target, replica_options)
+    elif processes > 1 and len(tasks) > 1:
         with multiprocessing.get_context("fork").Pool(processes) as pool:
             results = pool.map(_task, tasks, chunksize=1)
     else:

@@ -63,6 +63,7 @@ affine in (n, c) from the tree and checked against it (LeafKernels); a leaf that
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import sympy as sp
@@ -390,7 +391,7 @@ class KernelStepTime(StepTime):
             if tokens:
                 for kernels, count in self.groups[name]:
                     run = kernels(tokens, tokens)
-                    launch = self.timer.launch_seconds(kernels.leaf, len(run))
+                    launch = self.timer.leaf_launch_seconds(kernels.leaf, len(run))
                     if run or launch:
                         seconds += count * (kernels_seconds(run, self.timer) + launch)
                 if name == "tokens":
@@ -438,7 +439,7 @@ class KernelStepTime(StepTime):
                     width += 2
             self._leaf_slots.append(mine)
             slots += mine
-            launch = self.timer.launch_seconds(kernels.leaf, len(run))
+            launch = self.timer.leaf_launch_seconds(kernels.leaf, len(run))
             if launch:  # once per step: the sequences' attention is one call
                 slots.append(("launch", None, count, None, launch))
         return slots, width
@@ -495,8 +496,7 @@ class KernelStepTime(StepTime):
             elif kind == "max":
                 seconds = seconds + count * np.maximum(sums[..., column], sums[..., column + 1] + once / timer.bandwidth)
             else:  # one GEMM over the step's rows (the sequences' rows concatenated)
-                gemm = np.vectorize(lambda m: kernels_seconds([Gemm(int(m), kernel.n, kernel.k, kernel.count,
-                                                                    kernel.weight_bytes)], timer))
+                gemm = np.vectorize(lambda m: kernels_seconds([replace(kernel, m=int(m))], timer))
                 seconds = seconds + count * gemm(sums[..., column])
         return seconds
 

@@ -1,0 +1,105 @@
+"""benchmarks/serve_published.py: its rows are computed by the simulator from the published setups
+(the script passes each source's exact model, hardware, parallelism, precision, batch cap and
+lengths), not typed in; and the published figures are the sources' own numbers."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "serve_published.py"
+
+
+@pytest.fixture(scope="module")
+def script():
+    spec = importlib.util.spec_from_file_location("serve_published", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_mlperf_figures_are_the_loadgen_summaries(script):
+    # the mlperf_log_summary.txt files and NVIDIA's config classes the script's docstring names
+    azure, dgx = script.MLPERF
+    assert (script.MLPERF_MODEL, script.MLPERF_OUTPUT, script.MLPERF_PROMPTS) == ("llama2-70b", 294, (128, 512, 1024))
+    assert (azure["hardware"], azure["tp"], azure["replicas"]) == ("h100-nvl", 2, 1)
+    assert azure["offline"] == {"samples": 24576, "max_num_seqs": 1300, "tokens_per_s": 3900.33}
+    assert azure["server"] == {"rate": 11.97, "requests": 7200, "max_num_seqs": 640, "tokens_per_s": 3458.96,
+                               "p99_ttft_s": 0.662330280, "p99_tpot_s": 0.171915314}
+    assert (dgx["hardware"], dgx["tp"], dgx["replicas"]) == ("h100-sxm", 2, 4)
+    assert dgx["offline"] == {"samples": 24576, "max_num_seqs": 896, "tokens_per_s": 24524.9}
+    assert dgx["server"] == {"rate": 75.10, "requests": 9000, "max_num_seqs": 1024, "tokens_per_s": 21605.79,
+                             "p99_ttft_s": 0.461278089, "p99_tpot_s": 0.175354317}
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_mlperf_offline_passes_the_published_setup(script, monkeypatch, index):
+    import costmodel.serving.api as api
+
+    system = script.MLPERF[index]
+    seen = {}
+    real_build, real_run = script.build_replica, api.run_replicas
+
+    def build(cfg, hardware, **options):
+        seen.update(model=cfg.name, hardware=hardware.name, **options)
+        return real_build(cfg, hardware, **options)
+
+    def run(requests, replica, step, replicas, *args, **kwargs):
+        seen["lengths"] = {(r.prompt_tokens, r.output_tokens) for r in requests}
+        seen["arrivals"] = {r.arrival_s for r in requests}
+        seen["count"], seen["replicas"] = len(requests), replicas
+        return real_run(requests, replica, step, replicas, *args, **kwargs)
+
+    monkeypatch.setattr(script, "build_replica", build)
+    monkeypatch.setattr(api, "run_replicas", run)
+    ours = script.mlperf_offline(system, 300, samples=40)
+    assert seen["hardware"] == system["hardware"] and seen["model"].lower().startswith("llama2-70b")
+    assert {k: seen[k] for k in ("scheduler", "tp", "max_num_seqs", "weight_dtype", "kv_dtype",
+                                 "gpu_memory_utilization")} == {
+        "scheduler": "vllm", "tp": 2, "max_num_seqs": system["offline"]["max_num_seqs"], "weight_dtype": "fp8",
+        "kv_dtype": "fp8", "gpu_memory_utilization": 0.90}
+    assert seen["lengths"] == {(300, 294)} and seen["arrivals"] == {0.0} and seen["count"] == 40
+    assert seen["replicas"] == system["replicas"]
+    # the figure is the run's: 40 x 294 tokens over the simulated span, which longer prompts lengthen
+    assert 0 < ours and script.mlperf_offline(system, 1000, samples=40) < ours
+
+
+def test_mlperf_server_passes_the_published_rate(script, monkeypatch):
+    import costmodel.serving.api as api
+
+    system = script.MLPERF[1]
+    seen = {}
+    real_serve = api.serve
+
+    def serve(model, hardware, **options):
+        seen.update(model=model, hardware=hardware, **options)
+        return real_serve(model, hardware, **options)
+
+    monkeypatch.setattr(api, "serve", serve)
+    ours = script.mlperf_server(system, 200, requests=40)
+    assert {k: seen[k] for k in ("model", "hardware", "rate", "requests", "prompt", "output", "replicas", "tp",
+                                 "max_num_seqs", "weight_dtype", "kv_dtype", "scheduler")} == {
+        "model": "llama2-70b", "hardware": "h100-sxm", "rate": 75.10, "requests": 40, "prompt": "200",
+        "output": "294", "replicas": 4, "tp": 2, "max_num_seqs": 1024, "weight_dtype": "fp8", "kv_dtype": "fp8",
+        "scheduler": "vllm"}
+    direct = real_serve("llama2-70b", "h100-sxm", rate=75.10, requests=40, prompt="200", output="294", seed=0,
+                        replicas=4, **script.mlperf_options(system, 1024)).summary()
+    assert ours == {"tokens_per_s": direct["throughput"]["output_tokens_per_s"], "p99_ttft_s": direct["ttft"]["p99"],
+                    "p99_tpot_s": direct["tpot"]["p99"]}
+
+
+def test_static_rows_use_the_table_lengths(script, monkeypatch):
+    seen = []
+    real_simulate = script.simulate
+
+    def simulate(requests, *args, **kwargs):
+        seen.append({(r.prompt_tokens, r.output_tokens) for r in requests} | {("count", len(requests))})
+        return real_simulate(requests, *args, **kwargs)
+
+    monkeypatch.setattr(script, "simulate", simulate)
+    model, tp, batch, prompt, output, _ = script.THROUGHPUT[0]
+    timeline = script.static_run(model, tp, 4, prompt, 8)
+    assert seen == [{(prompt, 8), ("count", 4)}]
+    assert len(timeline.sequences) == 4 and all(len(s.token_times) == 8 for s in timeline.sequences)
