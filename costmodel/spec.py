@@ -170,7 +170,8 @@ SCHEDULERS = Choices({"vllm": "vLLM v1's, chunked prefill within a token budget"
                       "orca": "Orca's iteration-level batching, no chunking",
                       "static": "Hugging Face generate's batch, to the longest output",
                       "hf-fifo": "transformers' continuous batching, FIFO",
-                      "hf-prefill-first": "transformers' continuous batching, split prefills first"})
+                      "hf-prefill-first": "transformers' continuous batching, split prefills first",
+                      "vllm-v0": "vLLM v0's, whole prompts first and alone, then decodes"})
 ROUTERS = Choices({"round-robin": "", "least-outstanding": ""})
 DEFAULT_SCHEDULER = "vllm"
 SERVE_ATTENTIONS = Choices({name: ATTENTIONS.meanings[name] for name in ("flash", "sdpa", "eager")})

@@ -256,7 +256,7 @@ GPU_LABEL_OFFSET = 4  # points right of the panel
 
 
 def gpu_labels(gpus: Sequence[dict]) -> dict[int, str]:
-    """One label per capacity, smallest first: '80 GiB: A100 SXM, H100 PCIe, H100 SXM5' (the
+    """One label per capacity, smallest first: '80 GiB: A100 PCIe, A100 SXM, H100 PCIe, H100 SXM5' (the
     capacity once, not again inside each name)."""
     import re
 

@@ -47,6 +47,12 @@ FLAGSHIPS = {
     "mixtral-8x7b": 46_702_792_704,
     "mixtral-8x22b": 140_620_634_112,
     "deepseek-v3": 671_026_404_352,
+    # Sarathi-Serve's Table 2 model, 01-ai/Yi-34B-200K: the preset holds the values of its
+    # config.json on the Hub (huggingface.co/01-ai/Yi-34B-200K/blob/837927e/config.json, written for
+    # the remote-code YiForCausalLM, model_type "Yi"; 01-ai later re-published it as
+    # LlamaForCausalLM, the class the leaderboard entry in CARDS names). Llama with GQA (56 query,
+    # 8 KV heads): 2 x 64,000 x 7,168 (embedding, head) + 60 x 557,856,768 + 7,168 (final norm).
+    "yi-34b-200k": 34_388_917_248,
 }
 
 #: Active parameters per token of the mixtures of experts (every routed expert a token skips left
@@ -86,5 +92,10 @@ CARDS = {
     # 37.55B active counts the embedding table and the head (0.93B each).
     "deepseek-v3": (671e9, 37e9, 1e9, "DeepSeek-AI 2024, DeepSeek-V3 Technical Report: 671B, 37B "
                                       "activated"),
+    # The checkpoint's count as the Open LLM Leaderboard read it from the Hub: "params": 34.389
+    # (billions), "architectures": "LlamaForCausalLM" (huggingface.co/datasets/open-llm-leaderboard/
+    # requests, 01-ai/Yi-34B-200K_eval_request_False_bfloat16_Original.json, revision 8ac1a1eb).
+    "yi-34b-200k": (34.389e9, None, 0.001e9, "Open LLM Leaderboard request for 01-ai/Yi-34B-200K: "
+                                             "34.389B parameters"),
 }
 

@@ -14,9 +14,9 @@ from costmodel.presets import load_preset
 from costmodel.roofline import Roofline
 
 #: The presets issue 18 asks for, and the GPUs among them with FP8 tensor cores (A100: none).
-PRESETS = ("a100-40gb", "a100-80gb", "b200", "gb200", "h100-nvl", "h100-pcie", "h100-sxm", "h200",
+PRESETS = ("a100-40gb", "a100-80gb", "a100-pcie", "b200", "gb200", "h100-nvl", "h100-pcie", "h100-sxm", "h200",
            "h800", "l40s", "mi300x", "mi325x", "rtx-4090")
-FP8 = set(PRESETS) - {"a100-40gb", "a100-80gb"}
+FP8 = set(PRESETS) - {"a100-40gb", "a100-80gb", "a100-pcie"}
 
 
 def run(args: list[str], capsys) -> tuple[int, str, str]:
@@ -48,6 +48,12 @@ def test_datasheet_peaks_of_the_new_presets():
     nvl = load_hardware("h100-nvl")
     assert nvl.memory_bytes == 94 * 2**30 and nvl.bandwidth_bytes_per_s == 3.9e12
     assert load_hardware("gb200").gpus_per_node == 72
+    # A100 80GB PCIe (the datasheet's PCIe column): the SXM's peaks and SMs, 1,935 GB/s, 300 W, and
+    # an NVLink bridge (600 GB/s both ways) between two GPUs only, PCIe Gen4 x16 beyond the pair.
+    pcie, sxm = load_hardware("a100-pcie"), load_hardware("a100-80gb")
+    assert pcie.flops_per_s == sxm.flops_per_s and pcie.sm_count == sxm.sm_count == 108
+    assert pcie.bandwidth_bytes_per_s == 1935e9 and pcie.power_watts == 300 and pcie.memory_bytes == 80 * 2**30
+    assert (pcie.gpus_per_node, pcie.link(2), pcie.link(4)) == (2, 300e9, 32e9)
 
 
 def test_names_are_case_insensitive():

@@ -202,7 +202,7 @@ def test_gpu_labels_join_equal_capacities_and_name_the_capacity_once():
 
     labels = gpu_labels(series.gpus())
     assert list(labels) == sorted(labels)  # smallest first, as they are stacked
-    assert labels[80 * 2**30] == "80 GiB: A100 SXM, H100 PCIe, H100 SXM5"
+    assert labels[80 * 2**30] == "80 GiB: A100 PCIe, A100 SXM, H100 PCIe, H100 SXM5"
     assert labels[141 * 2**30] == "141 GiB: H200 SXM" and labels[24 * 2**30] == "24 GiB: RTX 4090"
 
 

@@ -19,7 +19,8 @@ from costmodel.hardware import load_hardware
 from costmodel.serving import serve
 from costmodel.serving.engine import simulate
 from costmodel.serving.kvcache import BlockPool, cache_sizing
-from costmodel.serving.schedulers import OrcaScheduler, SarathiScheduler, StaticScheduler, VLLMScheduler
+from costmodel.serving.schedulers import (OrcaScheduler, SarathiScheduler, StaticScheduler, VLLMScheduler,
+                                         VLLMV0Scheduler)
 from costmodel.serving.steptime import QUANTITIES, StepTime, serving_profile
 from costmodel.serving.workload import Lengths, Request, poisson, read_trace
 from costmodel.tree import CostModel, model_values
@@ -121,6 +122,29 @@ def test_orca_reserves_the_whole_request_and_never_chunks() -> None:
     assert max(s.preempted for s in timeline.steps) == 0
 
 
+def test_vllm_v0_runs_whole_prompts_first_and_alone() -> None:
+    """Budget 8, 2 sequences: r0's 6-token prompt runs alone (r1's 6 do not fit the 2 left), then
+    r1's alone (a waiting prompt that fits goes before any decode), then both decode until both
+    end; r2 waits for a free sequence slot and runs its prompt alone."""
+    timeline = simulate(requests((0, 6, 3), (0, 6, 3), (0, 6, 2)), VLLMV0Scheduler(BlockPool(100, 4), 2, 8),
+                        ONE_STEP, 512)
+    assert [s.entries for s in timeline.steps] == [
+        [(0, 6)], [(1, 6)], [(0, 1), (1, 1)], [(0, 1), (1, 1)], [(2, 6)], [(2, 1)]]
+    assert [s.finished for s in timeline.steps] == [[], [], [], [0, 1], [], [2]]
+
+
+def test_vllm_v0_preempts_the_newest_by_recompute_and_refuses_what_it_cannot_run() -> None:
+    """4 blocks of 2 tokens: both 3-token prompts fit the budget of 8 together; at r0's 5th token
+    r1 (the newest) is preempted, then recomputes its prompt and 2 tokens (5) alone. A prompt
+    (and its recompute) past the budget can never run: refused before the simulation starts."""
+    timeline = simulate(requests((0, 3, 3), (0, 3, 3)), VLLMV0Scheduler(BlockPool(4, 2), 8, 8), ONE_STEP, 512)
+    assert [s.entries for s in timeline.steps] == [[(0, 3), (1, 3)], [(0, 1), (1, 1)], [(0, 1)], [(1, 5)]]
+    assert [s.preempted for s in timeline.steps] == [0, 0, 1, 0]
+    assert timeline.sequences[1].preemptions == 1 and timeline.sequences[1].generated == 3
+    with pytest.raises(ConfigError, match="does not fit --max-batched-tokens 256: vllm-v0 does not chunk"):
+        simulate(requests((0, 300, 2)), VLLMV0Scheduler(BlockPool(1000, 16), 8, 256), ONE_STEP, 8192)
+
+
 def test_sarathi_puts_decodes_first_and_chunks_the_rest() -> None:
     timeline = simulate(requests((0, 4, 3), (1, 9, 2)), SarathiScheduler(BlockPool(100, 4), 8, 5), ONE_STEP, 512)
     assert [s.entries for s in timeline.steps] == [[(0, 4)], [(0, 1), (1, 4)], [(0, 1), (1, 4)], [(1, 1)], [(1, 1)]]
@@ -155,7 +179,7 @@ def test_step_time_adds_context_work_per_sequence() -> None:
     assert step.seconds([512], [512]) > one
 
 
-@pytest.mark.parametrize("scheduler", ["vllm", "sarathi", "orca"])
+@pytest.mark.parametrize("scheduler", ["vllm", "sarathi", "orca", "vllm-v0"])
 def test_steady_decoding_advanced_at_once_is_the_same_schedule(scheduler: str) -> None:
     """The event loop's shortcut (several decode-only steps computed together) changes nothing:
     the same steps, entries, free blocks, finishes and token times as one step at a time."""

@@ -120,6 +120,23 @@ def test_tensor_parallel_step_adds_two_all_reduces_per_layer(h100):
     assert two.seconds([1], [100]) - two.communication_seconds(1) < 0.6 * one.seconds([1], [100])
 
 
+def test_gemm_seconds_by_leaf_are_each_ranks_projections():
+    """Per token-count leaf, its GEMMs alone (what Sarathi-Serve's per-operation timers measure):
+    at tp 2 a rank's attention output projection is 60 layers of (n x d/2) @ (d/2 x d) and its
+    head (n x d) @ (d x V/2), each timed as the kernel model times that GEMM; norms and
+    residuals launch no GEMM and are left out."""
+    from costmodel.kernel_time import Gemm
+
+    cfg, hardware = costmodel.load_model("yi-34b-200k"), load_hardware("a100-pcie")
+    step = StepTime(cfg, hardware, "fp16", tp=2)
+    timer = KernelTimer(hardware, "fp16", "flash")
+    for tokens in (4, 1021):
+        gemms = step.gemm_seconds_by_leaf(tokens)
+        assert gemms["decoder.layer.self_attention.out"] == 60 * timer.seconds(Gemm(tokens, 7168, 3584))
+        assert gemms["head.lm_head"] == timer.seconds(Gemm(tokens, 32000, 7168))
+        assert "decoder.layer.ffn.norm" not in gemms and gemms["decoder.layer.ffn.mlp"] > 0
+
+
 def test_mixed_step_is_its_parts(h100):
     """A mixed step: the per-token leaves at the step's tokens (one GEMM of all rows), the head at
     the emitting sequences, each sequence's attention in one batched call."""

@@ -26,6 +26,9 @@ DEFAULT_BUDGETS = {
     "static": (8, 1 << 62, "a batch of 8, as one would call generate()"),
     "hf-fifo": (32, 2048, "transformers ContinuousBatchingConfig-like budgets"),
     "hf-prefill-first": (32, 2048, "transformers ContinuousBatchingConfig-like budgets"),
+    # None: the model's context or 2048, whichever is larger.
+    "vllm-v0": (256, None, "vLLM v0's SchedulerConfig defaults (vllm/config.py: max_num_seqs 256, "
+                           "max_num_batched_tokens max(max_model_len, 2048))"),
 }
 
 #: vLLM's OpenAI-server defaults on GPUs of 70 GiB or more other than the A100 (H100, H200, MI300X).
@@ -83,6 +86,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     if scheduler == "vllm" and hardware.memory_bytes >= 70 * 2**30 and "a100" not in hardware.name:
         seqs, tokens, budget_source = VLLM_LARGE_GPU_BUDGETS
     max_num_seqs = seqs if max_num_seqs is None else max_num_seqs
+    tokens = max(cfg.max_positions, 2048) if tokens is None else tokens
     max_batched_tokens = tokens if max_batched_tokens is None else max_batched_tokens
     if max_num_seqs < 1:
         raise ConfigError(f"--max-num-seqs must be at least 1, got {max_num_seqs}.")

@@ -346,6 +346,58 @@ class OrcaScheduler(Scheduler):
         return batch
 
 
+class VLLMV0Scheduler(Scheduler):
+    """vLLM v0's scheduler as Sarathi-Serve runs it for its vLLM baseline (microsoft/sarathi-serve,
+    sarathi/core/scheduler/vllm_scheduler.py, VLLMScheduler._schedule; vLLM before v1 had the same
+    policy): prefills first and alone. While requests wait, a step admits whole prompts from the
+    queue's front, in order, while each fits the token budget left, max_num_seqs and the free
+    blocks (the first that does not stops admission); a step that admits any runs only those
+    prompts. Otherwise every running sequence decodes one token; when no block is free for one,
+    the newest running sequence is preempted by recompute (to the queue's front), the sequence
+    itself if it is the last."""
+
+    name = "vllm-v0"
+    steady_decode = True
+    source = ("vLLM v0 (prefill-first, no chunking), as sarathi-serve's sarathi/core/scheduler/vllm_scheduler.py "
+              "runs it")
+
+    def check_request(self, request: Request, max_model_len: int) -> None:
+        super().check_request(request, max_model_len)
+        if request.prompt_tokens + request.output_tokens - 1 > self.max_batched_tokens:
+            raise SchedulingError(
+                f"request {request.id}: a prompt of {request.prompt_tokens} tokens (and its recompute) "
+                f"does not fit --max-batched-tokens {self.max_batched_tokens}: vllm-v0 does not chunk.")
+
+    def schedule(self) -> list[tuple[Sequence, int]]:
+        batch: list[tuple[Sequence, int]] = []
+        budget = self.max_batched_tokens
+        while self.waiting and len(self.running) < self.max_num_seqs:
+            sequence = self.waiting[0]
+            tokens = sequence.remaining
+            if tokens > budget or not self.allocate(sequence, sequence.computed + tokens):
+                break
+            self.waiting.popleft()
+            self.running.append(sequence)
+            sequence.status = PREFILLING
+            batch.append((sequence, tokens))
+            budget -= tokens
+        if batch:
+            return batch
+        for sequence in list(self.running):
+            if sequence not in self.running:
+                continue
+            while not self.allocate(sequence, sequence.computed + 1):
+                victim = self.running.pop()
+                self.reset(victim)
+                self.waiting.appendleft(victim)
+                batch = [(s, q) for s, q in batch if s is not victim]
+                if victim is sequence:
+                    break
+            else:
+                batch.append((sequence, 1))
+        return batch
+
+
 class StaticScheduler(Scheduler):
     """Static batching, as Hugging Face `generate` runs a batch (transformers GenerationMixin):
     up to max_num_seqs waiting requests start together; the prompts are padded to the longest and
@@ -538,4 +590,4 @@ class PrefillFirstScheduler(TransformersScheduler):
 
 
 SCHEDULERS = {cls.name: cls for cls in (VLLMScheduler, SarathiScheduler, OrcaScheduler, StaticScheduler,
-                                        TransformersScheduler, PrefillFirstScheduler)}
+                                        TransformersScheduler, PrefillFirstScheduler, VLLMV0Scheduler)}

@@ -399,6 +399,18 @@ class KernelStepTime(StepTime):
             self._token_seconds[key] = seconds
         return self._token_seconds[key]
 
+    def gemm_seconds_by_leaf(self, tokens: int) -> dict[str, float]:
+        """Per leaf whose work depends on the token count only, the seconds of its GEMMs in a step
+        of `tokens` tokens (all layers; launches, pointwise kernels and communication left out):
+        what an engine's per-operation timers around its projections measure."""
+        seconds: dict[str, float] = {}
+        for name in ("tokens", "head"):
+            for kernels, count in self.groups[name]:
+                gemms = [k for k in kernels(tokens, tokens) if isinstance(k, Gemm)]
+                if gemms:
+                    seconds[kernels.leaf.path] = count * kernels_seconds(gemms, self.timer)
+        return seconds
+
     def communication_seconds(self, tokens: int) -> float:
         """tp > 1: two all-reduces of the step's activations per layer (Megatron's row-parallel
         outputs: attention and FFN); pp > 1: pp - 1 sends of its hidden states between stages;
