@@ -2,24 +2,31 @@
 simulator's step time (costmodel/serving/steptime.py), step by step, with both time models.
 
 Each round, in this process and right before the timed steps, calibrates `local` afresh
-(validate/calibrate.py: matmul and vector FLOP/s, bandwidth, per-block overhead; one torch
-thread) and measures two microbenchmarks beside it: the linear chain's FLOP/s at 1 to 256 rows
-(few-row products) and one tiny op's dispatch time. It then runs a trace through the engine
+(validate/calibrate.py, what `hardware --measure` writes: matmul and vector FLOP/s, bandwidth,
+per-block overhead, the GEMM efficiency by rows from the linear chain at 1 to 256 rows, and one
+tiny op's dispatch time; one torch thread). It then runs a trace through the engine
 (validate/serving_engine.py, a random Llama in fp32, sdpa paged attention) and times every step's
 forward (ContinuousBatchProcessor._generation_step: the model, the logits and the sampling;
 scheduling and batch preparation excluded), and predicts each recorded step from its (query
 tokens, keys) mix:
 - roofline: StepTime(time_model="roofline") on the calibrated `local`;
-- kernels: StepTime(time_model="kernels") on the same `local` with the two fields the kernel model
-  needs and a CPU calibration does not hold: sm_count = the torch threads (one core computes one
-  tile at a time) and matmul_efficiency 1.0 (flops_per_s is itself the measured large-GEMM rate);
-  its GEMMs are cuBLAS's tiles and waves (kernel_facts.json), a GPU's;
-- kernels_rows: the same kernel model with each GEMM at the efficiency the few-row microbenchmark
-  measured at its row count (RowsTimer: log-linear in the rows between the measured counts, the
-  end values beyond them) instead of the GPU's tiles: what a shape-dependent GEMM efficiency
-  measured on this CPU gives. A benchmark-only timer, from a microbenchmark of other shapes
-  (1024 <-> 4096), not from the engine's steps;
-- kernels_gemms: the kernel model with each GEMM's time measured on this CPU at its own shape
+- kernels: StepTime() on the calibrated `local` as it is, the default: the kernel model with each
+  GEMM at the measured efficiency for its rows and each eager op (kernel_facts.json "eager_ops")
+  at the measured dispatch time, and the paged path's copies of the keys as bytes;
+- kernels_rows: the same without the dispatch per op (dispatch_s_per_op None): each active leaf
+  pays overhead_s_per_block once, as before the op counts, and the paged path's copies (which go
+  with the counted implementation) are not charged;
+- kernels_tiles: the kernel model as it was before the rows table (the same `local` without the
+  rows table or dispatch, with sm_count = the torch threads, one core computing one tile at a
+  time, and matmul_efficiency 1.0, flops_per_s being itself the large-GEMM rate): cuBLAS's tiles
+  and waves (kernel_facts.json), a GPU's, and one launch per leaf;
+- kernels_engine_op: the default kernel model with each op at the time one op takes inside the
+  engine, not torch.add's: the 2-layer, 64-wide Llama of validate/serving_engine.py (its products
+  take microseconds) through the same engine, each step's time over the ops it launches
+  (validate/eager_op_counts.py, counted in a run apart; the model's and the engine's own ops
+  included), the median over its steps. A benchmark-only figure from another model's steps, not
+  the benchmark's; it shows how far the eager Python around each op goes beyond the dispatcher;
+- kernels_gemms: the default kernel model with each GEMM's time measured on this CPU at its own shape
   (MeasuredGemmTimer: torch's linear of M x K by K x N through distinct weights of 64 MiB in all,
   so each reads its weights from memory, median of 3, at every token count the steps ran and
   every weight shape of the model, measured right after the timed steps): what the step would be
@@ -52,30 +59,23 @@ from validate.serving_engine import TINY_LLAMA, run_engine, tiny_model  # noqa: 
 MODEL = {**TINY_LLAMA, "hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 4,
          "num_attention_heads": 8, "num_key_value_heads": 4, "vocab_size": 2000}
 TRACE = [(i, 24 + 40 * (i % 4), 24) for i in range(12)]
-MODELS = ("roofline", "kernels", "kernels_rows", "kernels_gemms")
+MODELS = ("roofline", "kernels", "kernels_rows", "kernels_tiles", "kernels_gemms", "kernels_engine_op")
 BUDGETS = dict(block_size=16, num_blocks=64, max_batch_tokens=128, max_requests=8)
 
 
-class RowsTimer(KernelTimer):
-    """A KernelTimer whose GEMMs run at the efficiency measured at their row count (M)."""
+def engine_seconds_per_op() -> float:
+    """One op's time inside the engine: a near compute-free Llama's steps over their ops."""
+    from validate.eager_op_counts import count_engine_steps
 
-    def __init__(self, hardware: Hardware, efficiency_by_rows: dict[int, float], **options):
-        super().__init__(hardware, "fp32", "sdpa", **options)
-        self.points = sorted(efficiency_by_rows.items())
-
-    def gemm_compute_seconds(self, gemm, tile=None) -> float:
-        import math
-
-        rows = [m for m, _ in self.points]
-        effs = [e for _, e in self.points]
-        m = min(max(gemm.m, rows[0]), rows[-1])
-        for (m0, e0), (m1, e1) in zip(self.points, self.points[1:]):
-            if m0 <= m <= m1:
-                efficiency = e0 + (e1 - e0) * math.log(m / m0) / math.log(m1 / m0)
-                break
-        else:
-            efficiency = effs[-1]
-        return gemm.flops / (self.peak * efficiency)
+    trace, budgets = [(0, 6, 4), (5, 9, 3), (5, 5, 4), (5, 7, 2), (5, 3, 3)] * 2, \
+        dict(scheduler="fifo", block_size=4, num_blocks=64, max_batch_tokens=16, max_requests=8)
+    counted = count_engine_steps(trace, tiny_model(0), **budgets)
+    timed = run_engine(trace, model=tiny_model(0), **budgets)
+    layers = TINY_LLAMA["num_hidden_layers"]
+    ops = [sum(n * (layers if p.startswith("decoder.layer.") else 1) for p, n in step["ops"].items())
+           for step in counted]
+    assert [len(s["queries"]) for s in counted] == [len(e) for e, _, _ in timed.schedule]
+    return statistics.median(seconds / n for seconds, n in zip(timed.seconds[1:], ops[1:]))
 
 
 class MeasuredGemmTimer(KernelTimer):
@@ -110,22 +110,27 @@ def one_round() -> dict:
     import dataclasses
     import os
 
-    from validate.calibrate import dispatch_s_per_op, gemm_rows_flops_per_s
+    from costmodel.eager_ops import eager_op_counts
 
     load = os.getloadavg()[0]
-    local = Hardware.from_dict(measure_local(), source="measured now")
-    rows_flops = gemm_rows_flops_per_s()
-    dispatch = dispatch_s_per_op()
+    calibrated = measure_local()
+    local = Hardware.from_dict(calibrated, source="measured now")
     cfg = config_from_dict({**MODEL, "model_type": "llama", "torch_dtype": "float32"}, "bench", "bench-llama")
     profile = serving_profile(cfg, attention="sdpa")
-    cpu = dataclasses.replace(local, sm_count=torch.get_num_threads(), matmul_efficiency={"fp32": 1.0})
+    rows = dataclasses.replace(local, dispatch_s_per_op=None)
+    tiles = dataclasses.replace(local, gemm_efficiency_by_rows={}, dispatch_s_per_op=None,
+                                sm_count=torch.get_num_threads(), matmul_efficiency={"fp32": 1.0})
+    ops = eager_op_counts(cfg, "sdpa")
+    assert ops is not None, "the benchmark's Llama is one the eager op counts are stated for"
+    per_op = engine_seconds_per_op()
     steps = {"roofline": StepTime(cfg, local, "fp32", profile=profile, time_model="roofline"),
-             "kernels": StepTime(cfg, cpu, "fp32", profile=profile, time_model="kernels"),
-             "kernels_rows": StepTime(cfg, cpu, "fp32", profile=profile, time_model="kernels",
-                                      timer=RowsTimer(cpu, {m: f / local.flops_per_s["fp32"]
-                                                            for m, f in rows_flops.items()})),
-             "kernels_gemms": StepTime(cfg, cpu, "fp32", profile=profile, time_model="kernels",
-                                       timer=MeasuredGemmTimer(cpu))}
+             "kernels_engine_op": StepTime(cfg, dataclasses.replace(local, dispatch_s_per_op=per_op), "fp32",
+                                           profile=profile),
+             "kernels": StepTime(cfg, local, "fp32", profile=profile),
+             "kernels_rows": StepTime(cfg, rows, "fp32", profile=profile),
+             "kernels_tiles": StepTime(cfg, tiles, "fp32", profile=profile),
+             "kernels_gemms": StepTime(cfg, local, "fp32", profile=profile, time_model="kernels",
+                                       timer=MeasuredGemmTimer(local, eager_ops=ops))}
     from costmodel.kernel_time import Gemm
 
     timer = steps["kernels_gemms"].timer
@@ -155,8 +160,10 @@ def one_round() -> dict:
     return {"load_before": load, "load_after": os.getloadavg()[0], "steps": rows,
             "calibration": {"flops_per_s": peak, "bandwidth_bytes_per_s": local.bandwidth_bytes_per_s,
                             "vector_flops_per_s": local.vector_flops_per_s,
-                            "overhead_s_per_block": local.overhead_s_per_block, "dispatch_s_per_op": dispatch,
-                            "gemm_efficiency_by_rows": {m: f / peak for m, f in rows_flops.items()}}}
+                            "overhead_s_per_block": local.overhead_s_per_block,
+                            "dispatch_s_per_op": local.dispatch_s_per_op, "engine_seconds_per_op": per_op,
+                            "gemm_efficiency_by_rows": calibrated["gemm_efficiency_by_rows"]["fp32"],
+                            "gemm_rows_flops_per_s": calibrated["_gemm_rows_flops_per_s"]["fp32"]}}
 
 
 def main() -> None:

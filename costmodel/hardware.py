@@ -26,13 +26,14 @@ from .spec import DEFAULT_TIME_MODEL, TIME_MODELS  # the time models and the def
 
 def time_model_for(hardware: "Hardware", time_model: str | None = None) -> str:
     """The time model a command runs: the one asked for, else the default; the roofline for a
-    hardware without sm_count (the kernel model's tiles per wave), the one case the default
-    cannot serve (a user file or a calibration without it)."""
+    hardware with neither sm_count (the kernel model's tiles per wave) nor a measured GEMM
+    efficiency by rows (gemm_efficiency_by_rows, which times GEMMs without tiles), the one case
+    the default cannot serve (a user file or an older calibration without them)."""
     if time_model is not None:
         if time_model not in TIME_MODELS:
             raise ConfigError(f"time model must be one of {', '.join(TIME_MODELS)}, got {show(time_model)}.")
         return time_model
-    return DEFAULT_TIME_MODEL if hardware.sm_count else "roofline"
+    return DEFAULT_TIME_MODEL if hardware.sm_count or hardware.gemm_efficiency_by_rows else "roofline"
 
 HARDWARE_DIR = Path(__file__).resolve().parent / "hardware"
 
@@ -94,6 +95,15 @@ class Hardware:
     # at its power limit and the clock below boost (MSMF, a microbenchmark): the kernel model's GEMM
     # efficiency for training steps, which run the GPU saturated. Omitted for a dtype: matmul_efficiency.
     sustained_matmul_efficiency: dict[str, float] = field(default_factory=dict)
+    # Per dtype, a GEMM's fraction of that dtype's peak by its rows (M, the tokens), measured at a
+    # few row counts (validate/calibrate.py on a CPU, where a few rows reach neither the large-GEMM
+    # rate nor the weights' streaming rate): where given, the kernel model's GEMM time instead of
+    # the GPU's tiles and waves (kernel_time.KernelTimer). ((rows, efficiency), ...) by rows.
+    gemm_efficiency_by_rows: dict[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
+    # The time one eager PyTorch op takes to dispatch (a microbenchmark): with the ops each leaf
+    # launches (kernel_facts.json "eager_ops"), what an eager leaf pays instead of one
+    # overhead_s_per_block. None: not measured (the launch per leaf stands).
+    dispatch_s_per_op: float | None = None
     # The bandwidth a kernel that streams memory once and reduces it on chip reaches (a GEMV's
     # weights: a read-and-reduce microbenchmark such as BabelStream's Dot, with its source): the
     # kernel-level time model's rate for the bytes of a GEMM. 0: bandwidth x efficiency's memory.
@@ -183,6 +193,8 @@ class Hardware:
             matmul_efficiency={str(k): float(v) for k, v in data.get("matmul_efficiency", {}).items()},
             sustained_matmul_efficiency={str(k): float(v)
                                          for k, v in data.get("sustained_matmul_efficiency", {}).items()},
+            gemm_efficiency_by_rows={str(dtype): tuple(sorted((int(m), float(e)) for m, e in table.items()))
+                                     for dtype, table in data.get("gemm_efficiency_by_rows", {}).items()},
             **{name: SCHEMA[name].kind(data[name]) for name in OPTIONAL_NUMBERS if name in data},
         )
 
@@ -207,6 +219,9 @@ class Hardware:
         }
         if self.sustained_matmul_efficiency:
             out["sustained_matmul_efficiency"] = dict(self.sustained_matmul_efficiency)
+        if self.gemm_efficiency_by_rows:
+            out["gemm_efficiency_by_rows"] = {dtype: {str(m): e for m, e in table}
+                                              for dtype, table in self.gemm_efficiency_by_rows.items()}
         out.update({name: getattr(self, name) for name in OPTIONAL_NUMBERS if getattr(self, name) is not None})
         return out
 
@@ -255,10 +270,15 @@ SCHEMA: dict[str, Field] = {
     "sustained_matmul_efficiency": Field(dict, "per dtype, the fraction of its peak matmuls hold under sustained "
                                          "full load (a microbenchmark such as MSMF), each in (0, 1]; the kernel "
                                          "time model's GEMM efficiency for training steps (omitted: matmul_efficiency)"),
+    "gemm_efficiency_by_rows": Field(dict, "per dtype, {rows: the fraction of its peak a GEMM of that many rows "
+                                     "(tokens) reaches}, each in (0, 1], measured (validate/calibrate.py on a "
+                                     "CPU); the kernel time model's GEMM efficiency instead of tiles and waves"),
+    "overhead_s_per_block": Field(float, "fixed launch time of one block's kernels, seconds", low=0),
+    "dispatch_s_per_op": Field(float, "time one eager PyTorch op takes to dispatch, seconds (a microbenchmark); "
+                               "an eager leaf pays it per op it launches (kernel_facts.json eager_ops)", low=0),
     "gemv_bandwidth_bytes_per_s": Field(float, "the bandwidth a read-and-reduce stream reaches (a microbenchmark "
                                         "such as BabelStream's Dot), bytes/s: the kernel time model's rate for "
                                         "a GEMM's bytes (0 or omitted: bandwidth x efficiency's memory)", low=0),
-    "overhead_s_per_block": Field(float, "fixed launch time of one block's kernels, seconds", low=0),
     "graph_kernel_s": Field(float, "GPU-side seconds each kernel replayed from a CUDA graph takes beyond its "
                             "work (a measured empty-kernel gap, its source in `source`); 0: none known", low=0),
     "default_dtype": Field(str, "the dtype a simulation uses when none is asked for; must have a peak"),
@@ -276,9 +296,9 @@ SCHEMA: dict[str, Field] = {
     "price_per_gpu_hour": Field(float, "dollars per GPU-hour (optional: a rental price, its source in "
                                 "`source`); what --price gives when not set", low=0),
 }
-OPTIONAL_NUMBERS = ("architecture", "graph_kernel_s", "sm_count", "clock_mhz", "clock_limit_mhz", "power_watts",
-                    "power_limit_watts", "memory_reserve_bytes", "serving_memory_utilization", "price_per_gpu_hour",
-                    "gemv_bandwidth_bytes_per_s")
+OPTIONAL_NUMBERS = ("architecture", "graph_kernel_s", "sm_count", "dispatch_s_per_op", "clock_mhz", "clock_limit_mhz",
+                    "power_watts", "power_limit_watts", "memory_reserve_bytes", "serving_memory_utilization",
+                    "price_per_gpu_hour", "gemv_bandwidth_bytes_per_s")
 INTERCONNECT: dict[str, Field] = {
     "gpus_per_node": Field(int, "GPUs one node (NVLink domain) holds", low=1),
     "intra_node_bandwidth_bytes_per_s": Field(float, "between two GPUs of a node, per direction", low=0),
@@ -305,7 +325,37 @@ def schema_problems(data: Any) -> list[str]:
     for section in ("matmul_efficiency", "sustained_matmul_efficiency"):
         problems += _section_problems(data, section, {k: Field(float, "", low=0, strict=True, high=1)
                                                       for k in PEAK_DTYPES})
+    problems += _rows_problems(data)
     return [p for p in problems if p]
+
+
+def _rows_problems(data: dict) -> list[str | None]:
+    """gemm_efficiency_by_rows: {dtype: {rows: efficiency}}, rows a whole number >= 1 (as JSON
+    writes it, a string), each efficiency in (0, 1]."""
+    tables = data.get("gemm_efficiency_by_rows")
+    if tables is None:
+        return []
+    if not isinstance(tables, dict):
+        return [f"gemm_efficiency_by_rows must be an object of dtype: {{rows: efficiency}}, got {show(tables)}"]
+    problems: list[str | None] = []
+    for dtype, table in tables.items():
+        name = f"gemm_efficiency_by_rows.{dtype}"
+        if dtype not in PEAK_DTYPES:
+            problems.append(f"gemm_efficiency_by_rows has an unknown dtype {show(dtype)} (known: {', '.join(PEAK_DTYPES)})")
+        elif not isinstance(table, dict) or not table:
+            problems.append(f"{name} must be a non-empty object of rows: efficiency, got {show(table)}")
+        else:
+            problems += [f"{name} has a row count {show(m)} that is not a whole number of at least 1"
+                         for m in table if not _row_count(m)]
+            problems += [Field(float, "", low=0, strict=True, high=1).problem(f"{name}.{m}", e) for m, e in table.items()]
+    return problems
+
+
+def _row_count(m: Any) -> bool:
+    """A row count as a table's key: a whole number >= 1, or its digits (JSON's keys are strings)."""
+    if isinstance(m, str):
+        return m.isdigit() and int(m) >= 1
+    return isinstance(m, int) and not isinstance(m, bool) and m >= 1
 
 
 def _peak_problems(data: dict) -> list[str | None]:

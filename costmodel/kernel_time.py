@@ -21,7 +21,10 @@ A kernel's time:
     microbenchmark; else the achievable bandwidth); a weight-only quantized GEMM of one or two
     tokens (a GEMV) whose kernel has a published batch-1 speed (kernel_facts.json
     "weight_only_gemv") moves its stored bytes at that fraction of the GEMV rate, in place of
-    the tile model (whose tiles of 64 rows and more a GEMV's kernel does not use);
+    the tile model (whose tiles of 64 rows and more a GEMV's kernel does not use); where the
+    hardware file measures a GEMM's efficiency by its rows (gemm_efficiency_by_rows, a CPU's),
+    its FLOPs at that fraction of the peak instead of the tiles (log-linear between the measured
+    row counts, the end values beyond them);
   - fused attention: the FLOPs the kernel executes (blocks of 128 x 128; a causal mask skips the
     blocks above the diagonal, a window those before it; a head width the kernel is not compiled
     for padded to the next one) at the kernel's published efficiency for
@@ -29,7 +32,9 @@ A kernel's time:
   - memory-bound kernels: the larger of bytes / achievable bandwidth and FLOPs / vector peak;
   - each active leaf pays the hardware's launch overhead per block (the CPU's launches); under
     CUDA graphs none, but each kernel the leaf launches pays the GPU-side gap a graph's replay
-    keeps (the hardware's graph_kernel_s, a measured empty kernel; 0 where none is published).
+    keeps (the hardware's graph_kernel_s, a measured empty kernel; 0 where none is published); in
+    eager mode where the hardware measures dispatch_s_per_op and the leaf's ops are stated
+    (KernelTimer.eager_ops, costmodel/eager_ops.py), each of its ops that dispatch time instead.
 `leaves_time` is the one function that gives the time of a set of leaves (a step, a stage).
 No torch here, and no sympy until a leaf's shapes are read from the tree (plan's cached kernels
 need neither).
@@ -137,7 +142,8 @@ class KernelTimer:
 
     def __init__(self, hardware: Hardware, dtype: str = "bf16", attention: str = "sdpa",
                  cuda_graphs: bool = False, efficiency: Efficiency | None = None, compiled: bool = False,
-                 matmul_dtype: str | None = None, sustained: bool = False, w8a8: bool = False):
+                 matmul_dtype: str | None = None, sustained: bool = False,
+                 eager_ops: dict[str, int] | None = None, w8a8: bool = False):
         """matmul_dtype: the tensor cores' dtype where it is not the data's (FP8 training: bf16
         tensors, products at the FP8 peak and its large-GEMM efficiency); None: the data's.
         w8a8: GEMMs on fp8-stored weights (Gemm.weight_dtype "fp8") run W8A8 (inference,
@@ -145,7 +151,9 @@ class KernelTimer:
         input read in one byte after its per-tensor quantization (quantization.activation_quant_bytes).
         sustained: the GPU runs saturated for a long time (a training step), so its GEMMs run at
         the hardware's sustained matmul efficiency (MSMF: the clock its power limit allows under
-        full load) where one is measured, else at the large-GEMM (burst, MAMF) efficiency."""
+        full load) where one is measured, else at the large-GEMM (burst, MAMF) efficiency.
+        eager_ops: ops per run of each block kind (costmodel/eager_ops.py), charged at the
+        hardware's dispatch_s_per_op in eager mode (not compiled, no CUDA graphs)."""
         self.hardware = hardware
         self.dtype = Workload(dtype=dtype).dtype
         self.element_bytes = DTYPE_BYTES[self.dtype]
@@ -171,6 +179,11 @@ class KernelTimer:
         self.fused_attention = attention in ("sdpa", "flash")
         # Launches: per active leaf, the CPU's (eager); per kernel, the GPU's under a CUDA graph.
         self.launch_s = 0.0 if cuda_graphs else hardware.overhead_s_per_block
+        # A CPU's measured GEMM efficiency by rows (hardware.gemm_efficiency_by_rows): no tiles.
+        self.gemm_rows = hardware.gemm_efficiency_by_rows.get(matmul, ())
+        eager = not (cuda_graphs or compiled) and hardware.dispatch_s_per_op is not None
+        self.eager_ops = eager_ops if eager else None
+        self.dispatch_s = hardware.dispatch_s_per_op or 0.0
         self.graph_kernel_s = hardware.graph_kernel_s if cuda_graphs else 0.0
         self.compiled = compiled  # torch.compile's fusions (kernel_facts.json "compile")
         facts = kernel_facts()
@@ -213,7 +226,10 @@ class KernelTimer:
         """Tile and wave quantization: each wave computes one whole tile per SM at the SM's share
         of the large-GEMM rate; a GEMM of less than a wave splits K over the idle SMs and adds the
         partial sums' fp32 traffic. `tile`: a fixed tile; None: the tile that finishes first.
-        rate: the large-GEMM FLOP/s (None: the timer's matmul dtype's)."""
+        rate: the large-GEMM FLOP/s (None: the timer's matmul dtype's). A hardware that measures
+        its GEMM efficiency by rows: the FLOPs at that efficiency of its own peak."""
+        if self.gemm_rows:
+            return gemm.flops / (self.peak * self.rows_efficiency(gemm.m))
         per_sm = (self.peak * self.matmul_efficiency if rate is None else rate) / self.sms
         def seconds(t: tuple[int, int]) -> float:
             split = self.split_k(gemm, t)
@@ -222,6 +238,25 @@ class KernelTimer:
             partials = 4 * split * gemm.m * gemm.n * gemm.count * 2  # fp32 written, then read to reduce
             return 2 * t[0] * t[1] * math.ceil(gemm.k / split) / per_sm + partials / self.bandwidth
         return seconds(tile) if tile else min(seconds(t) for t in self.tiles)
+
+    def rows_efficiency(self, m: int) -> float:
+        """The measured efficiency of a GEMM of m rows: log-linear in m between the measured row
+        counts, the first or last value outside them."""
+        points = self.gemm_rows
+        if m <= points[0][0]:
+            return points[0][1]
+        for (m0, e0), (m1, e1) in zip(points, points[1:]):
+            if m <= m1:
+                return e0 + (e1 - e0) * math.log(m / m0) / math.log(m1 / m0)
+        return points[-1][1]
+
+    def leaf_launch_seconds(self, leaf: Any, kernels: int) -> float:
+        """What one run of a leaf of `kernels` kernels pays besides them: in eager mode where its
+        ops are stated, those ops at the hardware's dispatch time each; else launch_seconds."""
+        ops = None if self.eager_ops is None else self.eager_ops.get(type(leaf.block).__name__)
+        if ops is not None:
+            return ops * self.dispatch_s
+        return self.launch_seconds(launches_of(leaf, kernels, self.compiled))
 
     def gemm_seconds(self, gemm: Gemm, tile: tuple[int, int] | None = None) -> float:
         weights = self.element_bytes * gemm.k * gemm.n if gemm.weight_bytes is None else gemm.weight_bytes
@@ -469,16 +504,16 @@ def kernels_seconds(kernels: Iterable[Any], timer: KernelTimer, training: bool =
 
 def leaves_time(leaves: Iterable[Any], subs: dict, timer: KernelTimer, training: bool = False) -> LeavesTime:
     """The time of a set of leaves (a pass, a stage's micro-batch) as their kernels run one
-    after another (leaf_seconds), each active leaf paying its launches per pass (launch_seconds)."""
+    after another (leaf_seconds), each active leaf paying its launches per pass (leaf_launch_seconds)."""
     total = launches = 0.0
     rows = []
     for leaf in leaves:
         count = int(_number(leaf.count, subs))
         one_run, kernels = leaf_seconds(leaf, subs, timer, training)
-        if not kernels or not count:
-            continue
         passes = (3 if training else 1)
-        launch = passes * timer.launch_seconds(launches_of(leaf, kernels, timer.compiled))
+        launch = passes * timer.leaf_launch_seconds(leaf, kernels)
+        if not (kernels or launch) or not count:
+            continue
         seconds = count * (one_run + launch)
         total += seconds
         launches += count * launch
@@ -512,5 +547,6 @@ def inference_subs(cfg: Any, dtype: str, batch: int, seq_len: int, context: int 
 
 
 def check_kernel_model(hardware: Hardware) -> None:
-    if not hardware.sm_count:
-        raise ConfigError(f"hardware {hardware.name}: the kernel time model needs sm_count (tiles per wave).")
+    if not (hardware.sm_count or hardware.gemm_efficiency_by_rows):
+        raise ConfigError(f"hardware {hardware.name}: the kernel time model needs sm_count (tiles per wave) "
+                          "or a measured gemm_efficiency_by_rows.")

@@ -218,7 +218,10 @@ def memory(curves: Any, cfg: ModelConfig, gpus: Sequence[dict]) -> Any:
         left.plot(ns, values / GiB, style, color=colour, linewidth=2, label=f"activations, {label}")
     left.axhline(curves.states / GiB, color="#555555", linewidth=1.5, linestyle=(0, (6, 2)),
                  label=f"weights + gradients + AdamW ({binary_bytes(curves.states)})")
-    left.set_title(f"{cfg.name}, training: activations (b = {curves.batch}, {curves.dtype})")
+    # The model's name once, over both panels: the panels narrow as the GPU labels right of them
+    # grow (a capacity shared by four GPUs), and a panel title holding it too outgrew its panel.
+    fig.suptitle(cfg.name, fontsize=12)
+    left.set_title(f"training: activations (b = {curves.batch}, {curves.dtype})")
     has_cache = bool(np.any(curves.kv_cache > 0))
     if has_cache:
         right.plot(ns, curves.kv_cache / GiB, color="#9467bd", linewidth=2, label="KV cache")
@@ -229,7 +232,7 @@ def memory(curves: Any, cfg: ModelConfig, gpus: Sequence[dict]) -> Any:
                    transform=right.transAxes, ha="center", va="center", fontsize=11)
     right.axhline(curves.weights / GiB, color="#555555", linewidth=1.5, linestyle=(0, (6, 2)),
                   label=f"weights ({binary_bytes(curves.weights)})")
-    right.set_title(f"{cfg.name}, inference: KV cache (b = {curves.batch}, {curves.dtype})")
+    right.set_title(f"inference: KV cache (b = {curves.batch}, {curves.dtype})")
     values = [v for v in [*curves.activations.values(), curves.kv_cache] if np.any(v > 0)]
     low = min(float(np.min(v[v > 0])) for v in values) / GiB
     high = max(float(np.max(v)) for v in values) / GiB

@@ -62,6 +62,21 @@ def test_hardware_measure_measures_the_dtype_asked_for(monkeypatch):
     data = calibrate.measure_local(memory_bytes=2**30, dtypes=("bf16", "fp32"))
     assert set(data["flops_per_s"]) == {"bf16", "fp32"} and data["default_dtype"] == "bf16"
     assert all(value > 0 for value in data["flops_per_s"].values())
+    # fp32 measured: its GEMM efficiency by rows and the dispatch per op, so the kernel model runs
+    from costmodel.hardware import Hardware, time_model_for
+
+    table = data["gemm_efficiency_by_rows"]["fp32"]
+    assert list(table) == ["1", "2", "4", "8", "16", "32", "64", "128", "256"]
+    assert set(data["_gemm_rows_flops_per_s"]["fp32"]) == set(table) and 0 < data["dispatch_s_per_op"] < 1e-3
+    hw = Hardware.from_dict(data, "local")
+    assert time_model_for(hw) == "kernels" and hw.gemm_efficiency_by_rows["fp32"][0][0] == 1
+
+
+def test_the_efficiency_by_rows_is_the_rates_over_the_best_never_falling_with_rows():
+    """A product of m rows can run as products of fewer (m' dividing m on the grid): a lower
+    reading at more rows is the machine's noise, so the table keeps the best so far."""
+    rates = {1: 5e9, 2: 4e9, 4: 2e10, 8: 1.5e10, 16: 1e11, 32: 8e10}
+    assert calibrate.efficiency_by_rows(rates) == {"1": 0.05, "2": 0.05, "4": 0.2, "8": 0.2, "16": 1.0, "32": 1.0}
 
 
 def test_inference_that_does_not_fit_says_so(capsys):

@@ -9,7 +9,11 @@ the shapes a Transformer runs:
   which streams every weight once;
 - vector FLOP/s: softmax, layernorm, rmsnorm, gelu, gelu (tanh) and silu over 2M fp32 elements,
   each counted with costmodel.blocks' FLOPs-per-element convention; the median of the six;
-- overhead per block: a tiny model's decode step, divided by its blocks.
+- overhead per block: a tiny model's decode step, divided by its blocks;
+- GEMM efficiency by rows (fp32): the linear chain at 1 to 256 rows over the best of those rates
+  (few rows reach neither the large-GEMM rate nor the weights' streaming rate on a CPU): the
+  kernel model's GEMM time on `local` (costmodel/kernel_time.py);
+- dispatch per op: one tiny op's time, what each op of an eager leaf pays (costmodel/eager_ops.py).
 A plain copy's bandwidth is recorded beside them. The first dtype measured is the preset's default
 dtype. The result is cached as JSON where costmodel.hardware.load_hardware("local") reads it.
 """
@@ -79,13 +83,20 @@ def gemm_rows_flops_per_s(rows: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 
                           dtype: str = "fp32") -> dict[int, float]:
     """FLOP/s of the linear chain's products at each row count (tokens): how fast few-row products
     run against the large-GEMM rate flops_per_s measures at 256 rows (a shape-dependent
-    efficiency; on this CPU a few rows reach neither that rate nor the weights' streaming rate)."""
+    efficiency; on this CPU a few rows reach neither that rate nor the weights' streaming rate).
+    The row counts are timed in turn, `repeats` times round (the median of each): a machine whose
+    load changes during the measurement slows every row count alike."""
     chain = LinearChain(dtype=TORCH_DTYPES[dtype])
-    out = {}
-    for m in rows:
-        x = torch.randn(m, chain.d, dtype=chain.dtype)
-        out[m] = 2 * m * chain.elements / median_seconds(lambda: chain.run(x), repeats)
-    return out
+    inputs = {m: torch.randn(m, chain.d, dtype=chain.dtype) for m in rows}
+    times: dict[int, list[float]] = {m: [] for m in rows}
+    for m in rows:  # warm-up
+        chain.run(inputs[m])
+    for _ in range(repeats):
+        for m in rows:
+            start = time.perf_counter()
+            chain.run(inputs[m])
+            times[m].append(time.perf_counter() - start)
+    return {m: 2 * m * chain.elements / statistics.median(times[m]) for m in rows}
 
 
 def dispatch_s_per_op(repeats: int = 2001) -> float:
@@ -144,6 +155,19 @@ def overhead_s_per_block(repeats: int = 41) -> float:
     return seconds / block_runs(CostModel(cfg, phase="decode"))
 
 
+def efficiency_by_rows(rates: dict[int, float]) -> dict[str, float]:
+    """The measured FLOP/s by rows as fractions of the best of them (the large-GEMM rate, which
+    flops_per_s measures apart), for the hardware file: each at least that of fewer rows (a
+    product of m rows can run as products of m' < m rows, m' dividing m on this grid of powers of
+    two, so a lower reading is the shared machine's noise). A ratio within one interleaved
+    measurement, so a load that differs from flops_per_s's does not move it."""
+    out, best, top = {}, 0.0, max(rates.values())
+    for m in sorted(rates):
+        best = max(best, rates[m] / top)
+        out[str(m)] = best
+    return out
+
+
 def measure_local(memory_bytes: int | None = None, dtypes: tuple[str, ...] = ("fp32",)) -> dict[str, Any]:
     """The `local` preset's fields, measured now: matmul FLOP/s in each of `dtypes` (the first is
     the default dtype of a simulation on `local`)."""
@@ -155,6 +179,11 @@ def measure_local(memory_bytes: int | None = None, dtypes: tuple[str, ...] = ("f
         flops[dtype] = measured.flops_per_s(tokens, repeats)
     if memory_bytes is None:
         memory_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    rows = {}
+    if "fp32" in dtypes:
+        rates = gemm_rows_flops_per_s()
+        rows = {"gemm_efficiency_by_rows": {"fp32": efficiency_by_rows(rates)},
+                "_gemm_rows_flops_per_s": {"fp32": {str(m): r for m, r in rates.items()}}}
     return {
         "name": "local",
         "description": f"this machine: {platform.processor() or platform.machine()}, "
@@ -167,12 +196,16 @@ def measure_local(memory_bytes: int | None = None, dtypes: tuple[str, ...] = ("f
         "memory_bytes": memory_bytes,
         "efficiency": {"compute": 1.0, "memory": 1.0},
         "overhead_s_per_block": overhead_s_per_block(),
+        "dispatch_s_per_op": dispatch_s_per_op(),
+        **rows,
         "source": f"measured by validate/calibrate.py with torch {torch.__version__} (medians: "
         f"matmuls of tokens through 16 linear layers 1024 <-> 4096 in {', '.join(dtypes)} (256 "
         "tokens in fp32, 32 in 16-bit dtypes); one fp32 token through the same layers (256 MiB "
         "of weights) for the bandwidth; "
         "softmax, norms and activations over 2M elements for the vector FLOP/s; a tiny "
-        "model's decode step per block for the overhead)",
+        "model's decode step per block for the overhead; the same fp32 chain at 1-256 tokens, the row counts "
+        "in turn, over the best of them for the GEMM efficiency by rows (raw rates in _gemm_rows_flops_per_s); "
+        "an add of two 1-element tensors for the dispatch per op)",
     }
 
 

@@ -15,14 +15,20 @@ the decode step exactly) and split its leaves the same way:
 - the LM head runs on the tokens that emit a token (engines keep only their logits).
 
 StepTime(..., time_model=None) picks the model as every command does
-(costmodel.hardware.time_model_for): the kernel-level model where the hardware file has sm_count,
-the roofline where it does not (the kernel model needs the SMs a GEMM's tiles fill).
+(costmodel.hardware.time_model_for): the kernel-level model where the hardware file has sm_count
+(the SMs a GEMM's tiles fill) or a measured GEMM efficiency by rows (a CPU's), else the roofline.
 
 The kernel-level model (KernelStepTime; costmodel/kernel_time.py, docs/time.md):
 - each leaf's kernels are kernel_time.leaf_kernels' at the step's shapes: the per-token leaves'
   GEMMs (M = the step's tokens, N, K) timed with tile and wave quantization at the measured
-  large-GEMM efficiency, memory-bound kernels at the bandwidth, each active leaf paying the
-  hardware's launch overhead once per step (kernels_seconds, memoised per shape);
+  large-GEMM efficiency (on a hardware with gemm_efficiency_by_rows: at the measured efficiency
+  for M), memory-bound kernels at the bandwidth, each active leaf paying the hardware's launch
+  overhead once per step (kernels_seconds, memoised per shape); on a hardware with
+  dispatch_s_per_op, a leaf of a model whose eager ops are counted (costmodel/eager_ops.py:
+  transformers' Llama under the engine's paged sdpa path) pays its ops at that time instead, and
+  its attention leaf the bytes that path copies (the paged cache's gather of every key the step
+  reads, repeat_kv's copies per query head: kernel_facts.json "eager_ops" "copies") as one more
+  memory-bound kernel;
 - the attention of the step's sequences is one batched (varlen) call: each sequence's executed
   FLOPs (128 x 128 blocks, causal) at FlashAttention-2's published efficiency at its context,
   summed, against the sequences' bytes summed; memory-bound context kernels add their bytes and
@@ -70,8 +76,9 @@ from ..config import DTYPE_BYTES, ModelConfig, Workload
 from ..evaluate import Sweep
 from ..blocks import AttentionScores, WeightedSum
 from ..hardware import Efficiency, Hardware, kernel_times, time_model_for
+from ..eager_ops import copy_bytes, eager_implementation, eager_op_counts
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompute, Pointwise, check_kernel_model,
-                           kernels_seconds, launches_of, leaf_kernels)
+                           kernels_seconds, leaf_kernels)
 from ..quantization import runs_w8a8, w8a8_leaf_bytes
 from ..tree import CostModel, model_values, profile_for
 
@@ -93,7 +100,8 @@ class StepTime:
     context[i] keys (its cached tokens plus the new ones); `emitting` of them produce a token.
 
     StepTime(...) builds the time model time_model_for(hardware, time_model) names: a
-    KernelStepTime (the default where the hardware file has sm_count) or a RooflineStepTime."""
+    KernelStepTime (the default where the hardware file has sm_count or gemm_efficiency_by_rows)
+    or a RooflineStepTime."""
 
     time_model = ""
 
@@ -288,15 +296,20 @@ class LeafKernels:
     (experts touched at a token count, a window's min) is read from the tree at each (n, c) and
     kept."""
 
-    def __init__(self, leaf: Any, subs: dict, fused_attention: bool, local: dict | None):
-        self.leaf, self.subs, self.fused, self.local = leaf, subs, fused_attention, local
+    def __init__(self, leaf: Any, subs: dict, fused_attention: bool, local: dict | None, copies: Any = None):
+        """copies: bytes the implementation copies beyond the tree's (eager_ops.copy_bytes), one
+        more memory-bound kernel of the leaf; None: none."""
+        self.leaf, self.subs, self.fused, self.local, self.copies = leaf, subs, fused_attention, local, copies
         self.read: dict[tuple[int, int], list] = {}
         self.fit = self._fit()
 
     def _tree(self, n: int, c: int) -> list:
         if (n, c) not in self.read:
             subs = {**self.subs, S.n: sp.Integer(n), S.c: sp.Integer(c)}
-            self.read[(n, c)] = leaf_kernels(self.leaf, subs, self.fused, self.local)
+            kernels = leaf_kernels(self.leaf, subs, self.fused, self.local)
+            if self.copies is not None:
+                kernels = kernels + [Pointwise(float(self.copies.xreplace(subs)), 0.0)]
+            self.read[(n, c)] = kernels
         return self.read[(n, c)]
 
     def _fit(self) -> list | None:
@@ -355,8 +368,13 @@ class KernelStepTime(StepTime):
         self.dtype = Workload(dtype=dtype).dtype
         self.e = DTYPE_BYTES[self.dtype]
         model = CostModel(cfg, profile or serving_profile(cfg), phase="chunk")
+        weight_format = getattr(model.profile, "weight_format", None)
+        eager = eager_implementation(cfg, model.profile.attention, weight_format)
         self.timer = timer or KernelTimer(hardware, self.dtype, model.profile.attention, efficiency=efficiency,
-                                          w8a8=runs_w8a8(model.profile.weight_format, hardware))
+                                          eager_ops=eager_op_counts(cfg, model.profile.attention, weight_format),
+                                          w8a8=runs_w8a8(weight_format, hardware))
+        if self.timer.eager_ops is None:
+            eager = None  # the implementation's copies go with its eager ops (transformers' engine)
         subs = {**{k: sp.Integer(v) for k, v in model_values(cfg).items()},
                 S.b: sp.Integer(1), S.s: sp.Integer(1), S.T: sp.Integer(0), S.e: sp.Integer(self.e),
                 S.tp: sp.Integer(tp)}
@@ -373,12 +391,11 @@ class KernelStepTime(StepTime):
                      else "head" if leaf.path.startswith("head") else "tokens")
             local = substitution(leaf.block, sp_on=False, vocabulary="ceil", loss_parallel=False,
                                  encoder=False) if tp > 1 else None
-            kernels = LeafKernels(leaf, subs, self.timer.fused_attention, local)
+            kernels = LeafKernels(leaf, subs, self.timer.fused_attention, local, copy_bytes(eager, leaf))
             self.groups[group].append((kernels, count))
             if group == "context":
                 weights = leaf.total("weight_bytes") if quantized else S.e * leaf.total("params")
                 self._weights.append(float(weights.xreplace(subs)) / count / tp)
-        self._launch = self.timer.launch_s
         self._token_seconds: dict[tuple[str, int], float] = {}
         self._layout = self._context_layout()
         self._decode_table = np.zeros((0, self._layout[1]))
@@ -396,9 +413,9 @@ class KernelStepTime(StepTime):
             if tokens:
                 for kernels, count in self.groups[name]:
                     run = kernels(tokens, tokens)
-                    if run:
-                        seconds += count * (kernels_seconds(run, self.timer) +
-                                            self._launch * bool(launches_of(kernels.leaf, len(run), False)))
+                    launch = self.timer.leaf_launch_seconds(kernels.leaf, len(run))
+                    if run or launch:
+                        seconds += count * (kernels_seconds(run, self.timer) + launch)
                 if name == "tokens":
                     seconds += self.communication_seconds(tokens)
             self._token_seconds[key] = seconds
@@ -456,8 +473,9 @@ class KernelStepTime(StepTime):
                     width += 2
             self._leaf_slots.append(mine)
             slots += mine
-            if run and launches_of(kernels.leaf, len(run), False):
-                slots.append(("launch", None, count, None, 0.0))
+            launch = self.timer.leaf_launch_seconds(kernels.leaf, len(run))
+            if launch:  # once per step: the sequences' attention is one call
+                slots.append(("launch", None, count, None, launch))
         return slots, width
 
     def _row(self, n: int, c: int) -> list[float]:
@@ -505,8 +523,8 @@ class KernelStepTime(StepTime):
         timer = self.timer
         seconds = np.zeros(sums.shape[:-1])
         for kind, column, count, kernel, once in self._layout[0]:
-            if kind == "launch":
-                seconds = seconds + count * self._launch
+            if kind == "launch":  # `once` holds the leaf's launch seconds
+                seconds = seconds + count * once
             elif kind == "sum":
                 seconds = seconds + count * sums[..., column]
             elif kind == "max":

@@ -1,0 +1,54 @@
+"""The ops each leaf launches in eager PyTorch, where an implementation's count is stated
+(costmodel/kernel_facts.json "eager_ops": counted on the real transformers module by
+validate/eager_op_counts.py, checked by tests/test_eager_ops.py).
+
+In eager mode every op pays the dispatcher (and the Python around it) whatever its size; on a
+CPU with a few rows per product that is a large share of a step. The kernel model charges an
+eager leaf ops x the hardware's measured dispatch_s_per_op (kernel_time.KernelTimer.leaf_launch_seconds)
+where both are known; elsewhere one launch per leaf (overhead_s_per_block), as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def eager_implementation(cfg: Any, attention: str, weight_format: Any = None) -> dict | None:
+    """The counted implementation (kernel_facts.json "eager_ops") a model of this config runs
+    under this attention, or None where none matches it (another family, a bias, experts, latent
+    attention, quantized weights...: they launch other ops)."""
+    from .kernel_time import kernel_facts
+
+    if weight_format is not None:
+        return None
+    for entry in kernel_facts()["eager_ops"]["implementations"]:
+        if cfg.family != entry["family"] or attention != entry["attention"]:
+            continue
+        if all(getattr(cfg, name) == value for name, value in entry["config"].items()):
+            return entry
+    return None
+
+
+def eager_op_counts(cfg: Any, attention: str, weight_format: Any = None) -> dict[str, int] | None:
+    """Ops per run of each block kind (by class name: what KernelTimer.leaf_launch_seconds looks a
+    leaf's block up by) for a model of this config under this attention implementation, or None
+    where no counted implementation matches it."""
+    entry = eager_implementation(cfg, attention, weight_format)
+    return None if entry is None else dict(entry["ops"])
+
+
+def copy_bytes(entry: dict | None, leaf: Any) -> Any:
+    """The bytes one run of a leaf copies beyond the tree's (the implementation's "copies": the
+    paged cache's gather and repeat_kv's copies of every key the attention reads), as a sympy
+    expression of the leaf's symbols; None where the implementation states none for its block."""
+    if entry is None:
+        return None
+    stated = entry.get("copies", {}).get(type(leaf.block).__name__)
+    if stated is None:
+        return None
+    import sympy as sp
+
+    from . import symbols as S
+
+    per_key = sp.sympify(stated["bytes_per_key"], locals={"e": S.e, "d_h": S.d_h, "h": S.h, "h_kv": S.h_kv})
+    return per_key * S.b * leaf.block.k_len

@@ -1,0 +1,151 @@
+"""The kernel model on a CPU (issue 19): a measured GEMM efficiency by rows and a dispatch time per
+eager op as hardware-file fields (costmodel/hardware.py), the GEMM time they give
+(kernel_time.KernelTimer) and a serving step's seconds from them (serving/steptime.py), exactly."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+import cli
+from costmodel.hardware import Hardware, hardware_names, load_hardware, schema_problems, time_model_for
+from costmodel.kernel_time import Gemm, KernelTimer
+from costmodel.presets import config_from_dict
+from costmodel.serving.steptime import StepTime, serving_profile
+
+TINY = dict(vocab_size=101, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=512, model_type="llama", torch_dtype="float32")
+ROWS = {"1": 0.05, "4": 0.1, "8": 0.2, "64": 0.8}
+CPU = {"name": "cpu", "flops_per_s": {"fp32": 1e11}, "default_dtype": "fp32", "bandwidth_bytes_per_s": 1e10,
+       "memory_bytes": 2**34, "overhead_s_per_block": 3e-5, "gemm_efficiency_by_rows": {"fp32": ROWS},
+       "dispatch_s_per_op": 2e-6}
+
+
+def test_the_two_fields_are_optional_checked_and_round_trip():
+    minimal = {k: CPU[k] for k in ("name", "flops_per_s", "bandwidth_bytes_per_s", "memory_bytes")}
+    assert schema_problems(CPU) == [] and schema_problems(minimal) == []
+    bad = dict(CPU, dispatch_s_per_op=-1, gemm_efficiency_by_rows={"fp32": {"0": 0.5, "two": 0.2, "8": 1.5},
+                                                                    "fp9": {"1": 0.1}, "bf16": {}})
+    assert schema_problems(bad) == [
+        "dispatch_s_per_op must be at least 0, got -1",
+        "gemm_efficiency_by_rows.fp32 has a row count '0' that is not a whole number of at least 1",
+        "gemm_efficiency_by_rows.fp32 has a row count 'two' that is not a whole number of at least 1",
+        "gemm_efficiency_by_rows.fp32.8 must be at most 1, got 1.5",
+        "gemm_efficiency_by_rows has an unknown dtype 'fp9' (known: fp32, tf32, bf16, fp16, fp8, int8)",
+        "gemm_efficiency_by_rows.bf16 must be a non-empty object of rows: efficiency, got {}"]
+    assert schema_problems(dict(CPU, gemm_efficiency_by_rows=[1])) == [
+        "gemm_efficiency_by_rows must be an object of dtype: {rows: efficiency}, got [1]"]
+    hw = Hardware.from_dict(CPU, "cpu")
+    assert hw.gemm_efficiency_by_rows == {"fp32": ((1, 0.05), (4, 0.1), (8, 0.2), (64, 0.8))}
+    assert hw.dispatch_s_per_op == 2e-6
+    assert Hardware.from_dict(hw.to_dict(), "again") == hw
+    plain = Hardware.from_dict(minimal, "minimal")
+    assert plain.gemm_efficiency_by_rows == {} and plain.dispatch_s_per_op is None
+    assert "gemm_efficiency_by_rows" not in plain.to_dict() and "dispatch_s_per_op" not in plain.to_dict()
+
+
+def test_a_bad_field_is_one_line_and_exit_2(tmp_path, capsys):
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps(dict(CPU, gemm_efficiency_by_rows={"fp32": {"8": 0}})))
+    assert cli.main(["hardware", "--show", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "gemm_efficiency_by_rows.fp32.8 must be greater than 0, got 0" in err
+
+
+def test_the_rows_table_makes_the_kernel_model_the_default_without_sm_count():
+    hw = Hardware.from_dict(CPU, "cpu")
+    assert hw.sm_count == 0 and time_model_for(hw) == "kernels"
+    assert time_model_for(Hardware.from_dict(dict(CPU, gemm_efficiency_by_rows={}), "no rows")) == "roofline"
+
+
+def test_a_gemm_at_the_measured_efficiency_for_its_rows():
+    timer = KernelTimer(Hardware.from_dict(CPU, "cpu"), "fp32")
+    assert [timer.rows_efficiency(m) for m in (1, 4, 8, 64, 1000)] == [0.05, 0.1, 0.2, 0.8, 0.8]
+    # log-linear between the measured counts: 2 rows is halfway from 1 to 4, 16 a third of 8 -> 64
+    assert timer.rows_efficiency(2) == pytest.approx(0.075, rel=1e-12)
+    assert timer.rows_efficiency(16) == pytest.approx(0.2 + 0.6 / 3, rel=1e-12)
+    # 5 rows of 512 x 512: 2,621,440 FLOPs at 0.1 + 0.1 log2(5/4) of 1e11 (compute-bound: its
+    # 1,069,056 bytes take 1.07e-4 s at 1e10 B/s)
+    gemm = Gemm(5, 512, 512)
+    efficiency = 0.1 + 0.1 * math.log(5 / 4) / math.log(2)
+    assert timer.gemm_seconds(gemm) == pytest.approx(2 * 5 * 512 * 512 / (1e11 * efficiency), rel=1e-12)
+    # a single row is bound by its weights' bytes here: 4 (512 + 512 + 512^2) / 1e10
+    assert timer.gemm_seconds(Gemm(1, 512, 512)) == pytest.approx(4 * (512 + 512 + 512**2) / 1e10, rel=1e-12)
+
+
+def test_the_gpu_presets_keep_tiles_and_one_launch_per_leaf():
+    """No preset states either field, so their numbers do not move (python cli.py published)."""
+    for name in hardware_names():
+        if name == "local":
+            continue
+        hw = load_hardware(name)
+        timer = KernelTimer(hw, "bf16", eager_ops={"Norm": 6})
+        assert hw.gemm_efficiency_by_rows == {} and hw.dispatch_s_per_op is None
+        assert timer.gemm_rows == () and timer.eager_ops is None
+
+
+def _decode_step(hardware: dict, context: int = 10) -> float:
+    cfg = config_from_dict(TINY, "tiny", "tiny-llama")
+    step = StepTime(cfg, Hardware.from_dict(hardware, "cpu"), "fp32", profile=serving_profile(cfg, attention="sdpa"))
+    return step.seconds([1], [context])
+
+
+def test_a_decode_step_from_the_rows_table_and_the_ops():
+    """One sequence decoding at 10 keys on a 2-layer Llama (d 64, 4 heads of 16, 2 KV heads, FFN 96,
+    vocabulary 101), on a CPU whose bandwidth and vector rate are made so large that only the
+    GEMMs, the attention call and the dispatch take time:
+    - GEMMs: one row through 2 x (64 x 64 + 2 x 64 x 32 + 64 x 64 + 3 x 64 x 96) + 101 x 64 =
+      67,904 weights: 135,808 FLOPs at 0.05 of 1e11;
+    - attention: 2 layers x 4 heads x 10 keys x 2 x (16 + 16) = 5,120 FLOPs at the peak;
+    - ops: 1 + 8 + 2 x (6 + 12 + 16 + 30 + 4 + 1 + 6 + 14 + 1) + 6 + 4 = 199 at 2 us."""
+    fast = dict(CPU, bandwidth_bytes_per_s=1e30, vector_flops_per_s=1e30)
+    expected = 135_808 / (1e11 * 0.05) + 5_120 / 1e11 + 199 * 2e-6
+    assert _decode_step(fast) == pytest.approx(expected, rel=1e-12)
+    # without a dispatch time each leaf that launches a kernel pays 30 us once: the embedding, 2 x 9
+    # per layer (two norms, qkv, rope, the attention call, out, two residuals, the MLP), the final
+    # norm and the head (the rotary tables' leaf holds no kernel)
+    no_dispatch = {k: v for k, v in fast.items() if k != "dispatch_s_per_op"}
+    assert _decode_step(no_dispatch) == pytest.approx(expected - 199 * 2e-6 + 21 * 3e-5, rel=1e-12)
+
+
+def test_a_mixed_step_charges_the_ops_once_and_its_gemms_at_their_rows():
+    """A chunk of 5 tokens at 5 keys beside a decode at 10: 6 rows through every weight matrix but
+    the head (2 rows: the two sequences' last tokens); the attention call's executed pairs; the
+    same 199 ops (one batched step: the counts of a step with a mask and cached keys)."""
+    fast = dict(CPU, bandwidth_bytes_per_s=1e30, vector_flops_per_s=1e30)
+    cfg = config_from_dict(TINY, "tiny", "tiny-llama")
+    step = StepTime(cfg, Hardware.from_dict(fast, "cpu"), "fp32", profile=serving_profile(cfg, attention="sdpa"))
+    rows6 = 0.1 + 0.1 * math.log(6 / 4) / math.log(2)
+    rows2 = 0.05 + 0.05 * math.log(2) / math.log(4)
+    gemms = 2 * 6 * 61_440 / (1e11 * rows6) + 2 * 2 * 6_464 / (1e11 * rows2)
+    pairs = 4 * 25 + 4 * 10  # the kernel's 128 x 128 blocks: all 5 x 5 pairs per head, 1 x 10
+    attention = 2 * 2 * pairs * 32 / 1e11
+    assert step.seconds([5, 1], [5, 10]) == pytest.approx(gemms + attention + 199 * 2e-6, rel=1e-12)
+
+
+def test_the_paged_paths_copies_are_one_more_kernel_of_the_attention_leaf():
+    """transformers' paged sdpa path gathers every key the step reads and copies it per query head
+    (kernel_facts.json "eager_ops" "copies": 2 e d_h (3 h_kv + h) bytes a key): 2 x 4 x 16 x
+    (3 x 2 + 4) = 1,280 bytes a key here, one more memory-bound kernel of the weighted-sum leaf,
+    charged with the eager ops only."""
+    from costmodel.kernel_time import AttentionCall, Pointwise
+
+    cfg = config_from_dict(TINY, "tiny", "tiny-llama")
+    profile = serving_profile(cfg, attention="sdpa")
+    step = StepTime(cfg, Hardware.from_dict(CPU, "cpu"), "fp32", profile=profile)
+    (leaf,) = [k for k, _ in step.groups["context"] if k.leaf.path.endswith("weighted_sum")]
+    for n, c in ((1, 10), (5, 5), (64, 300)):
+        call, copies = leaf(n, c)
+        assert isinstance(call, AttentionCall) and copies == Pointwise(1280.0 * c, 0.0)
+    plain = StepTime(cfg, Hardware.from_dict({k: v for k, v in CPU.items() if k != "dispatch_s_per_op"}, "cpu"),
+                     "fp32", profile=profile)
+    (leaf,) = [k for k, _ in plain.groups["context"] if k.leaf.path.endswith("weighted_sum")]
+    assert [type(k) for k in leaf(1, 10)] == [AttentionCall]
+    # a decode step at 10 keys: the same kernels but for the copies (2 layers x 12,800 bytes at
+    # 1e10 B/s) and 199 ops at 2 us instead of 21 launches at 30 us
+    slow_memory = dict(CPU, vector_flops_per_s=1e30)
+    eager, launches = (StepTime(cfg, Hardware.from_dict(hw, "cpu"), "fp32", profile=profile).seconds([1], [10])
+                       for hw in (slow_memory, {k: v for k, v in slow_memory.items() if k != "dispatch_s_per_op"}))
+    assert eager - launches == pytest.approx(199 * 2e-6 - 21 * 3e-5 + 2 * 12_800 / 1e10, rel=1e-9)
