@@ -83,6 +83,10 @@ def render_published(tables: dict[str, list[dict[str, Any]]]) -> str:
           f"{r['ours']:,.0f}", f"{r['ratio']:.2f}", f"{r['kernels']:,.0f}", f"{r['kernels_ratio']:.2f}",
           f"{r['memory_gib']:.1f} GiB" + ("" if r["fits"] else f" ({r['over_gib']:.1f} over)")]
          for r in tables["frontier"]))
+    totals = table(
+        ["time model", "comparisons", "median error", "range", "within 0.75-1.33x", "within 5%", "within 10%"],
+        ([model, s["comparisons"], f"{100 * s['median_error']:.1f}%", f"{s['lowest']:.2f}-{s['highest']:.2f}",
+          s["within_0.75_1.33"], s["within_5%"], s["within_10%"]] for model, s in tables["summary"].items()))
     return "\n".join([
         "Narayanan et al. 2021, Table 1 (A100 80GB, full recomputation, fp16): TFLOP/s per GPU with recomputation; "
         "parameters ours vs their Eq. (2), which leaves out the final LayerNorm (2h)",
@@ -94,5 +98,7 @@ def render_published(tables: dict[str, list[dict[str, Any]]]) -> str:
         "and the kernel-level time model (docs/time.md)",
         others, "",
         "Frontier runs (what each assumes: docs/layouts.md)",
-        frontier,
+        frontier, "",
+        "All comparisons above but the frontier runs (ratio: our speed over the published one; error: |ratio - 1|)",
+        totals,
     ])

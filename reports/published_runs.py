@@ -210,3 +210,33 @@ def other_runs() -> list[dict[str, Any]]:
             row["not_expressible"] = str(error)
         rows.append(row)
     return rows
+
+
+def speed_ratios(tables: dict[str, list[dict[str, Any]]], model: str) -> list[float]:
+    """Our speed over the published one, per comparison, under one time model ("roofline" or
+    "kernels"): Narayanan's TFLOP/s, Korthikanti's seconds (both columns, inverted: a speed),
+    and every expressible run of published_runs.json. The frontier rows are not in it (each
+    assumes what its paper does not state: docs/layouts.md)."""
+    ours = {"roofline": ("tflops_ours", "full_ours", "present_ours", "roofline"),
+            "kernels": ("tflops_kernels", "full_kernels", "present_kernels", "kernels")}[model]
+    ratios = [r[ours[0]] / r["tflops_published"] for r in tables["narayanan_2021_table_1"]]
+    for r in tables["korthikanti_2022_table_5"]:
+        ratios += [r["full_published"] / r[ours[1]], r["present_published"] / r[ours[2]]]
+    ratios += [r[ours[3]] / r["published"] for r in tables["other_runs"] if r["not_expressible"] is None]
+    return ratios
+
+
+def summary(tables: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Per time model: how many comparisons, the median of |ratio - 1|, the range, and how many
+    fall within 0.75-1.33x, 5% and 10% (ratio: our speed over the published one)."""
+    import statistics
+
+    out = {}
+    for model in ("roofline", "kernels"):
+        ratios = speed_ratios(tables, model)
+        errors = [abs(r - 1) for r in ratios]
+        out[model] = {"comparisons": len(ratios), "median_error": statistics.median(errors),
+                      "lowest": min(ratios), "highest": max(ratios),
+                      "within_0.75_1.33": sum(0.75 <= r <= 1.33 for r in ratios),
+                      "within_5%": sum(e <= 0.05 for e in errors), "within_10%": sum(e <= 0.10 for e in errors)}
+    return out

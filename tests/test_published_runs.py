@@ -54,3 +54,26 @@ def test_flash_attention_2s_long_runs_are_faster_under_the_kernel_model_as_publi
     assert long["published_tflops_per_gpu"] > short["published_tflops_per_gpu"]
     assert train_run(long, source, "kernels") > train_run(short, source, "kernels")
     assert train_run(long, source, "roofline") < train_run(short, source, "roofline")
+
+
+def test_the_summary_counts_every_comparison_as_a_speed_ratio():
+    """Narayanan's TFLOP/s as they are, Korthikanti's seconds inverted (published / ours is our
+    speed over theirs), the other runs' expressible rows; the frontier left out."""
+    from reports.published_runs import speed_ratios, summary
+
+    tables = {
+        "narayanan_2021_table_1": [{"tflops_published": 100, "tflops_ours": 90, "tflops_kernels": 104}],
+        "korthikanti_2022_table_5": [{"full_published": 10.0, "full_ours": 12.5, "full_kernels": 10.0,
+                                      "present_published": 8.0, "present_ours": 10.0, "present_kernels": 5.0}],
+        "other_runs": [{"published": 50, "roofline": 100, "kernels": 56, "not_expressible": None},
+                       {"published": 50, "roofline": None, "kernels": None, "not_expressible": "quantized tp"}],
+        "frontier": [{"ratio": 9.0}],
+    }
+    assert speed_ratios(tables, "roofline") == [0.9, 0.8, 0.8, 2.0]
+    assert speed_ratios(tables, "kernels") == [1.04, 1.0, 1.6, 1.12]
+    kernels = summary(tables)["kernels"]
+    assert kernels["comparisons"] == 4
+    assert kernels["median_error"] == pytest.approx((0.04 + 0.12) / 2)
+    assert (kernels["lowest"], kernels["highest"]) == (1.0, 1.6)
+    assert (kernels["within_0.75_1.33"], kernels["within_5%"], kernels["within_10%"]) == (3, 2, 2)
+    assert summary(tables)["roofline"]["within_0.75_1.33"] == 3
