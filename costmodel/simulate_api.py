@@ -42,10 +42,13 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
              gen: int = 128, batch: int = 1, dtype: str | None = None, attention: str = "eager",
              kv_cache: str = "dynamic", seq_len: int | None = None, recompute: str = "none", impl: str = "hf",
              tokens: float | None = None, price: float | None = None, step_time: float | None = None,
-             layout: Any = None) -> SimulationResult:
+             layout: Any = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
+             fp8_gemm: str = "auto") -> SimulationResult:
     """Inference (prompt, gen) or a training step (train=True: seq_len, recompute, impl; tokens
     and price for the time, GPU-hours, FLOPs and dollars of a run) on `hardware`; layout: a
-    costmodel.layout.Layout or a dict of its fields for per-GPU time and memory."""
+    costmodel.layout.Layout or a dict of its fields for per-GPU time and memory. Inference on
+    one GPU: weight_dtype and kv_dtype quantize the weights and the cache (`simulate
+    --weight-dtype/--kv-dtype`), fp8_gemm says how fp8 weights multiply (spec.FP8_GEMMS)."""
     from . import roofline as sim
     from .api import load_model, make_layout, make_workload
     from .config import require_decoder
@@ -61,6 +64,11 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
         require_decoder(cfg)
         if gen < 0:
             raise ConfigError(f"gen must be at least 0, got {gen}.")
+    quantization = {"weight_dtype": weight_dtype, "kv_dtype": kv_dtype}
+    if fp8_gemm != "auto":
+        quantization["fp8_gemm"] = fp8_gemm
+    if train and (weight_dtype or kv_dtype or fp8_gemm != "auto"):
+        raise ConfigError("weight_dtype, kv_dtype and fp8_gemm apply to inference, not to train=True.")
     chosen_layout = make_layout(layout)
     if chosen_layout is not None:
         from .layout import timing as parallel_time
@@ -73,7 +81,7 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
                                                    price)
         else:
             workload, warnings = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
-                                               gen_tokens=gen, precision="pure")
+                                               gen_tokens=gen, precision="pure", **quantization)
             data = parallel_time.simulate_decode(cfg, workload, chosen_layout, chosen)
         data["inputs"] = {"model": cfg.name, "hardware": chosen.name, "dtype": workload.dtype,
                           "seq_len": workload.seq_len, "gen": workload.gen_tokens, "batch": workload.batch,
@@ -84,7 +92,8 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
         data = sim.simulate_training(cfg, workload, chosen, tokens=tokens, step_seconds=step_time, price=price)
     else:
         workload, warnings = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
-                                           gen_tokens=gen)
+                                           gen_tokens=gen, **quantization)
         data = sim.simulate_inference(cfg, chosen, prompt=workload.seq_len, gen=gen, batch=batch,
-                                      dtype=workload.dtype, attention=attention, kv_cache=kv_cache)
+                                      dtype=workload.dtype, attention=attention, kv_cache=kv_cache,
+                                      quantization=quantization)
     return SimulationResult(data, train, chosen_layout is not None, warnings)

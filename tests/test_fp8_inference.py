@@ -124,3 +124,18 @@ def test_w8a16_restores_the_bf16_products_and_w8a8_speeds_the_prefill_only():
 def test_a_bad_fp8_gemm_is_one_line(args, capsys):
     code, _, err = run_main(args, capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and err.startswith("error: ")
+
+
+def test_the_library_calls_take_the_choice():
+    import costmodel
+    from costmodel.serving import serve
+
+    prefill = {gemm: costmodel.simulate("llama2-7b", "h200", prompt=2048, gen=4, batch=8, attention="sdpa",
+                                        weight_dtype="fp8", fp8_gemm=gemm).to_dict()["prefill"]["seconds"]
+               for gemm in ("auto", "w8a16")}
+    assert prefill["auto"] < 0.8 * prefill["w8a16"]
+    with pytest.raises(ConfigError, match="apply to inference"):
+        costmodel.simulate("llama2-7b", "h200", train=True, weight_dtype="fp8")
+    ttft = {gemm: serve("llama2-7b", "h200", rate=2.0, requests=12, prompt="2048", output="8", weight_dtype="fp8",
+                        fp8_gemm=gemm).summary()["ttft"]["p50"] for gemm in ("auto", "w8a16")}
+    assert ttft["auto"] < 0.8 * ttft["w8a16"]
