@@ -103,6 +103,8 @@ def test_the_weight_only_gemvs_are_recorded_with_their_bytes(cpu_file):
     n, k, group = gemv["n"], gemv["k"], gemv["int4_group"]
     products = gemv["products"]
     assert products["bf16"]["fraction_of_bf16"] == 1.0 and products["bf16"]["stored_bytes"] == 2 * n * k
+    dot = data["_measurements"]["stream"]["dot_bytes_per_s"]
+    assert gemv["bf16_over_dot"] == pytest.approx(products["bf16"]["bytes_per_s"] / dot)
     # int8: a byte a weight and a bf16 scale a row; int4: half a byte a weight and a bf16 scale
     # and zero a group of 128 along K.
     expected = {"int8": n * k + 2 * n, "int8_eager_dequantize": n * k + 2 * n, "int4": n * k // 2 + 4 * n * k // group}
@@ -171,3 +173,84 @@ def test_gpu_check_measures_the_device_after_its_table(tmp_path, monkeypatch, ca
     assert hw.name == "after-check" and hw.gemv_bandwidth_bytes_per_s > 0 and hw.gemm_efficiency_by_rows["fp32"]
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert printed["gemv_bandwidth_bytes_per_s"] == hw.gemv_bandwidth_bytes_per_s
+
+
+class FakeGpu:
+    """torch.cuda's calls that graph_kernel_gap and device_seconds make, on a clock of its own:
+    each in-place add costs `stream_s` launched eagerly and `graph_s` replayed from a graph (no
+    GPU here; the arithmetic and the calls' order are what is tested)."""
+
+    def __init__(self, stream_s: float, graph_s: float):
+        import torch
+
+        self.clock, self.capturing, self.stream_s, self.graph_s = 0.0, None, stream_s, graph_s
+        gpu = self
+
+        class Event:
+            def __init__(self, enable_timing=False):
+                self.at = None
+
+            def record(self):
+                self.at = gpu.clock
+
+            def elapsed_time(self, end):
+                return (end.at - self.at) * 1e3
+
+            def query(self):
+                return False  # the sleep still runs
+
+            def synchronize(self):
+                pass
+
+        class Graph:
+            def __init__(self):
+                self.adds = 0
+
+            def replay(self):
+                gpu.clock += self.adds * gpu.graph_s
+
+        class Capture:
+            def __init__(self, graph):
+                self.graph = graph
+
+            def __enter__(self):
+                gpu.capturing = self.graph
+
+            def __exit__(self, *exc):
+                gpu.capturing = None
+
+        class Counting(torch.overrides.TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                if getattr(func, "__name__", "") == "add_":
+                    if gpu.capturing is not None:
+                        gpu.capturing.adds += 1
+                    else:
+                        gpu.clock += gpu.stream_s
+                return func(*args, **(kwargs or {}))
+
+        class Stream:
+            def wait_stream(self, other):
+                pass
+
+        self.calls = {"Event": Event, "CUDAGraph": Graph, "graph": Capture, "Stream": Stream,
+                      "stream": lambda s: __import__("contextlib").nullcontext(),
+                      "current_stream": Stream, "synchronize": lambda: None, "_sleep": lambda cycles: None}
+        self.mode = Counting
+
+
+def test_the_graph_gap_is_the_slope_over_two_chain_lengths(monkeypatch):
+    import torch
+
+    from validate import device_rates
+
+    gpu = FakeGpu(stream_s=2.1e-6, graph_s=1.3e-6)
+    for name, call in gpu.calls.items():
+        monkeypatch.setattr(torch.cuda, name, call, raising=False)
+    with gpu.mode():
+        gap = device_rates.graph_kernel_gap(repeats=3, device="cpu")
+    assert gap["graph_kernel_s"] == pytest.approx(1.3e-6) and gap["stream_kernel_s"] == pytest.approx(2.1e-6)
+    short, long = device_rates.GRAPH_LENGTHS
+    assert gap["graph"][str(long)]["seconds"] == pytest.approx(long * 1.3e-6) and gap["graph"][str(short)]["queued"]
+    assert "torch.cuda.CUDAGraph" in gap["method"] and f"(t({long}) - t({short}))" in gap["method"]
+    # device_seconds on a GPU: CUDA events around `inner` calls, per call
+    assert device_rates.device_seconds(lambda: setattr(gpu, "clock", gpu.clock + 5e-6), "cuda", 3, 4) == pytest.approx(5e-6)

@@ -136,20 +136,47 @@ def weight_only_gemv(device: str, grid: str, repeats: int = 10, inner: int = 10)
                       "its fraction that rate over the bf16 GEMV's (F.linear)"}
 
 
-def graph_kernel_gap(repeats: int = 5) -> dict[str, Any]:
-    """The GPU-side seconds per kernel of a chain of trivial kernels (an in-place add to a
-    1-element tensor), replayed from a CUDA graph and, for comparison, queued on a stream.
+def queued_seconds(launch: Callable[[], Any], repeats: int) -> dict[str, Any]:
+    """GPU seconds of what `launch` queues, measured behind a sleeping kernel (torch.cuda._sleep):
+    the CPU queues everything while the GPU sleeps, so the two events around it time the GPU's
+    work alone, none of the CPU's launching. The median of `repeats` (after a warm-up); `queued`
+    says whether the sleep outlasted the launching every time (else the CPU's pace is in it)."""
+    times, launching, queued = [], [], True
+    for round_ in range(repeats + 1):
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(SLEEP_CYCLES)
+        start.record()
+        begin = time.perf_counter()
+        launch()
+        cpu = time.perf_counter() - begin
+        on_time = not start.query()  # the sleep still ran when the last launch was queued
+        end.record()
+        end.synchronize()
+        if round_:
+            times.append(start.elapsed_time(end) / 1e3)
+            launching.append(cpu)
+            queued = queued and on_time
+    return {"seconds": statistics.median(times), "cpu_launch_seconds": statistics.median(launching), "queued": queued}
 
-    Graph: a graph of each length in GRAPH_LENGTHS is captured, then each replayed `repeats` times
-    between two CUDA events; the gap per kernel is the difference of the two lengths' medians over
-    the difference of their kernels, which removes what a replay pays once (the graph's launch
-    from the CPU, the first kernel's start). It includes the trivial kernel's own run (one element
-    read and written), which is why it is an upper bound of the gap beyond a kernel's work.
-    Stream: the same chains launched eagerly behind a sleeping kernel (torch.cuda._sleep), so that
-    every launch is queued before the GPU reaches the first (the GPU waits on no CPU); timed the
-    same way. `queued` says whether the sleep outlasted the CPU's launches in every round (else the
-    stream figure is the CPU's launch rate, not the GPU's)."""
-    counter = torch.zeros(1, device="cuda")
+
+#: The sleep that holds the GPU while the CPU queues a chain: ~0.1 s at a 2 GHz SM clock, far
+#: longer than the CPU takes to launch GRAPH_LENGTHS[-1] small ops or one graph.
+SLEEP_CYCLES = 200_000_000
+
+
+def graph_kernel_gap(repeats: int = 5, device: str = "cuda") -> dict[str, Any]:
+    """The GPU-side seconds per kernel of a chain of trivial kernels (an in-place add to a
+    1-element tensor), replayed from a CUDA graph and, for comparison, launched on a stream.
+
+    Each chain length in GRAPH_LENGTHS is captured in a torch.cuda.CUDAGraph; each graph's replay,
+    and the same chain launched eagerly, is timed by queued_seconds (the GPU's time alone). The
+    gap per kernel is the difference of the two lengths' times over the difference of their
+    kernels, which removes what a chain pays once (the first kernel's start, the last one's
+    drain). It includes the trivial kernel's own run (one element read and written): an upper
+    bound of the gap beyond a kernel's work, as Hazy Research's empty kernel is. `device`: where
+    the counter lives (a test runs the same steps on a CPU with torch.cuda's calls stood in)."""
+    counter = torch.zeros(1, device=device)
     def chain(length: int) -> None:
         for _ in range(length):
             counter.add_(1)
@@ -163,38 +190,20 @@ def graph_kernel_gap(repeats: int = 5) -> dict[str, Any]:
         graphs[length] = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graphs[length]):
             chain(length)
-    graph_s = {length: device_seconds(graphs[length].replay, "cuda", repeats) for length in GRAPH_LENGTHS}
+    graph = {length: queued_seconds(graphs[length].replay, repeats) for length in GRAPH_LENGTHS}
+    stream = {length: queued_seconds(lambda length=length: chain(length), repeats) for length in GRAPH_LENGTHS}
     short, long = GRAPH_LENGTHS
-    per_kernel_graph = (graph_s[long] - graph_s[short]) / (long - short)
-
-    sleep_cycles = int(2e8)  # ~0.1 s at a 2 GHz SM clock: longer than the CPU takes to launch `long` adds
-    stream_s: dict[int, list[float]] = {length: [] for length in GRAPH_LENGTHS}
-    enqueue_s: dict[int, list[float]] = {length: [] for length in GRAPH_LENGTHS}
-    queued = True
-    for _ in range(repeats):
-        for length in GRAPH_LENGTHS:
-            torch.cuda.synchronize()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda._sleep(sleep_cycles)
-            start.record()
-            begin = time.perf_counter()
-            chain(length)
-            enqueue_s[length].append(time.perf_counter() - begin)
-            queued = queued and not start.query()  # the sleep still ran when the last add was queued
-            end.record()
-            end.synchronize()
-            stream_s[length].append(start.elapsed_time(end) / 1e3)
-    stream = {length: statistics.median(times) for length, times in stream_s.items()}
+    def per_kernel(times: dict[int, dict[str, Any]]) -> float:
+        return (times[long]["seconds"] - times[short]["seconds"]) / (long - short)
     return {
-        "graph_kernel_s": per_kernel_graph,
-        "graph_seconds": {str(length): s for length, s in graph_s.items()},
-        "stream_kernel_s": (stream[long] - stream[short]) / (long - short),
-        "stream_seconds": {str(length): s for length, s in stream.items()},
-        "stream_queued_before_start": queued,
-        "cpu_launch_s_per_op": statistics.median(enqueue_s[long]) / long,
-        "method": f"in-place adds to a 1-element tensor, chains of {short} and {long}: captured in a "
-                  f"torch.cuda.CUDAGraph and replayed between two CUDA events (median of {repeats}); the gap "
-                  f"per kernel is (t({long}) - t({short})) / {long - short}, which removes the replay's fixed "
-                  "cost and keeps the trivial kernel's own run (an upper bound); the stream figure: the same "
-                  "chains launched behind torch.cuda._sleep so that all are queued before the first runs",
+        "graph_kernel_s": per_kernel(graph),
+        "stream_kernel_s": per_kernel(stream),
+        "graph": {str(length): t for length, t in graph.items()},
+        "stream": {str(length): t for length, t in stream.items()},
+        "cpu_launch_s_per_op": stream[long]["cpu_launch_seconds"] / long,
+        "method": f"in-place adds to a 1-element tensor, chains of {short} and {long}, captured in a "
+                  "torch.cuda.CUDAGraph and replayed, queued behind torch.cuda._sleep and timed between two CUDA "
+                  f"events (the GPU's time alone; median of {repeats}); the gap per kernel is "
+                  f"(t({long}) - t({short})) / {long - short}, which removes what a chain pays once and keeps the "
+                  "trivial kernel's own run (an upper bound); the same chains launched on a stream beside it",
     }

@@ -209,7 +209,10 @@ def measure_kernel_rates(device: str, grid: str, cpu_tables: bool, rows: bool) -
     stream = stream_rates(device, grid, repeats=5 if grid == "quick" else 20)
     fields: dict[str, Any] = {"gemv_bandwidth_bytes_per_s": stream["dot_bytes_per_s"]}
     sources = [f"gemv_bandwidth_bytes_per_s: {stream['method']}, the Dot's rate"]
-    measurements: dict[str, Any] = {"stream": stream, "weight_only_gemv": weight_only_gemv(device, grid)}
+    gemv = weight_only_gemv(device, grid)
+    if "bf16" in gemv["products"]:  # does a bf16 GEMV move its weight at the Dot's rate, as the model takes it?
+        gemv["bf16_over_dot"] = gemv["products"]["bf16"]["bytes_per_s"] / stream["dot_bytes_per_s"]
+    measurements: dict[str, Any] = {"stream": stream, "weight_only_gemv": gemv}
     if device.startswith("cuda"):
         try:
             gap = graph_kernel_gap()
