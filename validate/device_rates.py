@@ -28,7 +28,8 @@ STREAM_ELEMENTS = {"quick": 2**21, "full": 2**25}
 #: The GEMV's weight, N x K: quick, and full (16384 x 16384: 512 MiB in bf16, 128 MiB in int4,
 #: each beyond the L2 of the GPUs the presets hold).
 GEMV_SHAPE = {"quick": (1024, 1024), "full": (16384, 16384)}
-#: The int4 products' group size (gpt-fast's default) and the CUDA kernel's inner K tiles.
+#: The int4 products' group size (that of the Marlin figure kernel_facts.json's int4 entry reads)
+#: and the CUDA kernel's inner K tiles (gpt-fast's).
 INT4_GROUP, INT4_INNER_K_TILES = 128, 8
 #: The chains of trivial kernels whose difference gives the graph's gap per kernel.
 GRAPH_LENGTHS = (100, 1000)
