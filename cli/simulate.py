@@ -29,7 +29,9 @@ def efficiency_of(hardware: Any, compute: float | None, memory: float | None) ->
     if compute is None and memory is None:
         return None
     return Efficiency(compute=hardware.efficiency.get("compute", 1.0) if compute is None else compute,
-                      memory=hardware.efficiency.get("memory", 1.0) if memory is None else memory)
+                      memory=hardware.efficiency.get("memory", 1.0) if memory is None else memory,
+                      given=tuple(name for name, value in (("compute", compute), ("memory", memory))
+                                  if value is not None))
 
 
 def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None) -> Any:
