@@ -397,6 +397,7 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
     (eager); any other product as one memory-or-compute kernel of its FLOPs and bytes."""
     from . import symbols as S
     from .blocks import AttentionScores, WeightedSum
+    from .quantization import gemm_rows, quantizing_inputs
 
     block, cost = leaf.block, leaf.cost
     if isinstance(block, (AttentionScores, WeightedSum)):
@@ -415,18 +416,13 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
         shapes = [(int(_number(S.V, subs)), int(_number(block.width, subs)), 1)]
     weights = sum(out * inner * how_many for out, inner, how_many in shapes)
     if weights and flops % (2 * weights) == 0:
-        tokens = int(flops // (2 * weights))
+        tokens = int(gemm_rows(flops, weights))
         stored = quantized and getattr(leaf, "weight_format", None) is not None
         dtype = leaf.weight_format.dtype if stored else None
-        inputs: set[int] = set()  # fp8: the inner widths already quantized (one pass per input)
-        gemms = []
-        for out, inner, how_many in shapes:
-            for _ in range(how_many):
-                first = dtype == "fp8" and inner not in inputs
-                inputs.add(inner)
-                gemms.append(Gemm(tokens, out, inner, weight_bytes=_stored(leaf, out, inner, subs) if quantized
-                                  else None, weight_dtype=dtype, quantizes_input=first))
-        return gemms
+        each = [(out, inner) for out, inner, how_many in shapes for _ in range(how_many)]
+        return [Gemm(tokens, out, inner, weight_bytes=_stored(leaf, out, inner, subs) if quantized else None,
+                     weight_dtype=dtype, quantizes_input=dtype == "fp8" and first)
+                for (out, inner), first in zip(each, quantizing_inputs(inner for _, inner in each))]
     return [Pointwise(_number(cost.bytes_matmul, subs), 0.0), MatmulCompute(flops)]
 
 

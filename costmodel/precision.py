@@ -98,6 +98,12 @@ def param_bytes(precision: str, optimizer: str) -> ParamBytes:
     )
 
 
+def in_place_add_bytes(element_bytes: int) -> int:
+    """Bytes one parameter's gradient moves when added in place into the held one, outside a
+    fused kernel: both read and the sum written, 3 x the element's bytes."""
+    return 3 * element_bytes
+
+
 def autocast_bytes_per_parameter(microbatches: int, element_bytes: int) -> int:
     """Bytes one parameter moves in a training step, outside the model's kernels, under torch.autocast
     with fp32 parameters (automatic mixed precision: PyTorch Lightning's precision "bf16"/"16",
@@ -115,7 +121,7 @@ def autocast_bytes_per_parameter(microbatches: int, element_bytes: int) -> int:
                           f"{microbatches} micro-batches of {element_bytes}-byte elements.")
     cast = FP32 + element_bytes  # the forward's copy of the weight
     gradient = element_bytes + FP32  # the weight gradient cast back to fp32
-    accumulate = 3 * FP32  # .grad += gradient
+    accumulate = in_place_add_bytes(FP32)  # .grad += gradient
     return microbatches * (cast + gradient) + (microbatches - 1) * accumulate
 
 

@@ -114,6 +114,41 @@ def runs_w8a8(fmt: WeightFormat | None, hardware: Any) -> bool:
     return has_peak
 
 
+def w8a8_peak(hardware: Any, efficiency: Any) -> float:
+    """FLOP/s of a W8A8 GEMM: the hardware's FP8 peak at the efficiency's compute fraction."""
+    return hardware.peak("fp8") * efficiency.compute
+
+
+def gemm_rows(flops: Any, weights: Any) -> Any:
+    """Rows (tokens) per GEMM of a projection leaf: its matmul FLOPs over 2 x its weights."""
+    return flops / (2 * weights)
+
+
+def quantizing_inputs(widths: Any) -> list[bool]:
+    """Whether each W8A8 GEMM, by its inner width in order, quantizes its input: one dynamic FP8
+    quantization pass per distinct inner width (GEMMs of one width share one quantized input)."""
+    seen: set = set()
+    first = []
+    for width in widths:
+        first.append(width not in seen)
+        seen.add(width)
+    return first
+
+
+def w8a8_leaf(leaf: Any, w8a8: bool) -> bool:
+    """Whether a leaf's GEMMs run W8A8: the model runs it (runs_w8a8) and the leaf has quantized
+    weight matrices."""
+    return w8a8 and leaf.weight_format is not None and bool(leaf.cost.matrices)
+
+
+def w8a8_leaf_adjustment(leaf: Any, w8a8: bool, element_bytes: Any) -> tuple[bool, Any, Any]:
+    """(whether the leaf runs W8A8, the change in its matmul bytes, its quantization bytes) as
+    w8a8_leaf_bytes gives them; no change for a leaf that does not run W8A8."""
+    fp8 = w8a8_leaf(leaf, w8a8)
+    read, quantize = w8a8_leaf_bytes(leaf, element_bytes) if fp8 else (0, 0)
+    return fp8, read, quantize
+
+
 def activation_quant_bytes(elements: Any, element_bytes: Any) -> Any:
     """Bytes of one dynamic per-tensor FP8 quantization of `elements` activations of
     `element_bytes` each: the amax pass reads them, the cast reads them again and writes one byte
@@ -129,8 +164,9 @@ def w8a8_leaf_bytes(leaf: Any, element_bytes: Any) -> tuple[Any, Any]:
     weights = sum(rows * cols * count for rows, cols, count in leaf.cost.matrices)
     if not weights:
         return 0, 0
-    tokens = leaf.cost.flops_matmul / (2 * weights)
+    tokens = gemm_rows(leaf.cost.flops_matmul, weights)
     inputs = sum(tokens * cols * count for _, cols, count in leaf.cost.matrices)
-    distinct = sum(tokens * cols for cols in dict.fromkeys(cols for _, cols, _ in leaf.cost.matrices))
+    widths = [cols for _, cols, _ in leaf.cost.matrices]
+    distinct = sum(tokens * cols for cols, first in zip(widths, quantizing_inputs(widths)) if first)
     return (leaf.count * (1 - element_bytes) * inputs,
             leaf.count * activation_quant_bytes(distinct, element_bytes))

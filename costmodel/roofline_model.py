@@ -34,7 +34,7 @@ from .hardware import Efficiency, Hardware, kernel_times
 from .memory import inference_phases
 from . import blocks as B
 from .leaves import Leaf
-from .quantization import runs_w8a8, w8a8_leaf_bytes
+from .quantization import runs_w8a8, w8a8_leaf_adjustment, w8a8_peak
 from .tree import CostModel, model_values, profile_for
 
 KERNEL_QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")  # per block
@@ -117,7 +117,7 @@ class Roofline:
         # FP8 weights on FP8 tensor cores (quantization.runs_w8a8): the quantized projections at
         # the FP8 peak, their inputs read in one byte after a quantization pass (w8a8_leaf_bytes).
         self.w8a8 = runs_w8a8(profile.weight_format, hardware)
-        self.fp8_flops_per_s = hardware.peak("fp8") * eff.compute if self.w8a8 else None
+        self.fp8_flops_per_s = w8a8_peak(hardware, eff) if self.w8a8 else None
         self.prefill_model = CostModel(cfg, profile, phase="prefill")
         self.decode_model = CostModel(cfg, profile, phase="decode") if cfg.n_decoder_layers else None
         self.encoder_decoder = cfg.architecture == "encoder-decoder"
@@ -136,9 +136,8 @@ class Roofline:
         runs, expressions = {}, {}
         fixed = {k: sp.Integer(v) for k, v in model_values(model.cfg).items()}
         for leaf in model.leaves if leaves is None else leaves:
-            fp8 = self.w8a8 and leaf.weight_format is not None and bool(leaf.cost.matrices)
+            fp8, read, quantize = w8a8_leaf_adjustment(leaf, self.w8a8, S.e)
             runs[leaf.path] = (int(leaf.count.xreplace(fixed)), leaf.cost.is_active(), fp8)
-            read, quantize = w8a8_leaf_bytes(leaf, S.e) if fp8 else (0, 0)
             for quantity in KERNEL_QUANTITIES:
                 expressions[f"{leaf.path}|{quantity}"] = (matmul_traffic(leaf) + read if quantity == "bytes_matmul"
                                                           else leaf.total(quantity) + quantize

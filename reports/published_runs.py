@@ -131,6 +131,12 @@ def run_hardware(source: dict[str, Any]) -> Any:
     return hardware
 
 
+def decode_layout(run: dict[str, Any], source: dict[str, Any]) -> Layout:
+    """The layout of a tensor-parallel decode run: its tp, and the all-reduce its source names
+    (gpt-fast: ENABLE_INTRA_NODE_COMM=1)."""
+    return Layout(tp=run["tp"], all_reduce=source.get("all_reduce", "nccl"))
+
+
 def _decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
     """Tokens per second of one sequence (batch 1) decoding after a short prompt."""
     from costmodel.layout.timing import simulate_decode
@@ -148,8 +154,7 @@ def _decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) ->
     workload = Workload(seq_len=source["prompt"], gen_tokens=source["gen"], batch=source["batch"],
                         attention=source["attention"], precision="pure", kv_cache=source["kv_cache"],
                         **quantization)
-    layout = Layout(tp=run["tp"], all_reduce=source.get("all_reduce", "nccl"))  # gpt-fast: ENABLE_INTRA_NODE_COMM=1
-    result = simulate_decode(cfg, workload, layout, hardware, cuda_graphs=source["cuda_graphs"],
+    result = simulate_decode(cfg, workload, decode_layout(run, source), hardware, cuda_graphs=source["cuda_graphs"],
                              time_model=time_model)
     return 1 / result["token"]["seconds_per_token"]
 

@@ -22,7 +22,7 @@ from costmodel.layout import Layout
 from costmodel.layout.timing import simulate_decode
 from costmodel.presets import load_preset
 from costmodel.roofline import Roofline
-from reports.published_runs import other_runs_data, run_hardware, train_run, train_setup
+from reports.published_runs import decode_layout, other_runs_data, run_hardware, train_run, train_setup
 
 
 def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]:
@@ -98,9 +98,8 @@ def pipeline_split(estimate, step_time) -> str:
     scatter/gather all-gathers (over the tensor-parallel group), and the tied-embedding all-reduce."""
     stage = estimate.stages[step_time.step()["slowest_stage"]]
     m = estimate.layout.microbatches
-    crossings, sent, gathered = estimate.pipeline_exchange(stage)
-    sends = m * step_time.collective("pp", "send", crossings * sent, crossings)
-    gathers = m * step_time.collective("tp", "all_gather", crossings * gathered, crossings)
+    crossings, sent, _ = estimate.pipeline_exchange(stage)  # (for the message)
+    sends, gathers = (m * seconds for seconds in step_time.pipeline_parts(stage))
     tied = max(step_time.tied_embedding(s) for s in (estimate.stages[0], estimate.stages[-1]))
     return (f"pp = sends {sends:.3f} ({crossings} a micro-batch, {sent / 1e6:.1f} MB each) + gathers {gathers:.3f} "
             f"+ tied-embedding all-reduce {tied:.3f}")
@@ -187,8 +186,7 @@ def main() -> None:
             cfg, hardware = load_preset(run["model"]), run_hardware(source)
             workload = Workload(seq_len=source["prompt"], gen_tokens=source["gen"], batch=source["batch"],
                                 attention=source["attention"], precision="pure", kv_cache=source["kv_cache"])
-            layout = Layout(tp=run["tp"], all_reduce=source.get("all_reduce", "nccl"))
-            token = simulate_decode(cfg, workload, layout, hardware,
+            token = simulate_decode(cfg, workload, decode_layout(run, source), hardware,
                                     cuda_graphs=source["cuda_graphs"], time_model="kernels")["token"]
             print(f"{run['id']}: published {1e3 / run['published_tokens_per_s']:.2f} ms a token; ours compute "
                   f"{token['compute_seconds'] * 1e3:.2f} ms, all-reduce {token['tp_all_reduce_seconds'] * 1e3:.2f} ms")

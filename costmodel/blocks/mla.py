@@ -11,7 +11,7 @@ import sympy as sp
 from .. import symbols as S
 from ..terms import FP32, ZERO, Expr
 from .attention import kv_cache_bytes
-from .base import Block, Cost, Profile, Tensor, linear_flops, make_cost, weight_and_bias, weight_matrix
+from .base import Block, Cost, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix
 from .norms import norm_saved
 
 
@@ -56,24 +56,36 @@ class LatentAttention(Block):
         query head's non-rotated part and W_UV on each head's latent-wide output."""
         return q_fwd + kv_fwd + 2 * self.q_tokens * S.h * S.r_kv * (S.d_h - S.d_r + S.d_v)
 
+    def up_projections(self) -> tuple[tuple[Expr, Expr, Expr], tuple[Expr, Expr, Expr]]:
+        """The up-projections as (tokens, input width, output width): the queries' (q_b_proj from
+        the r_q latent, or q_proj from d without a query rank) and kv_b_proj (r_kv -> every head's
+        non-rotated key and value)."""
+        return ((self.q_tokens, S.r_q if self.q_lora else S.d, S.h * S.d_h),
+                (self.up_tokens, S.r_kv, S.h * (S.d_h - S.d_r + S.d_v)))
+
+    def norm_elements(self) -> list[tuple[str, Expr]]:
+        """Its RMSNorms' elements: q_a_layernorm (with a query rank) and kv_a_layernorm."""
+        return [("rmsnorm", self.q_tokens * S.r_q if self.q_lora else 0),
+                ("rmsnorm", self.kv_tokens * S.r_kv)]
+
     def cost(self) -> Cost:
         nope = S.d_h - S.d_r
-        up_width = S.h * (nope + S.d_v)
+        q_up, kv_up = self.up_projections()
+        up_width = kv_up[2]
+        q_up_tensor, kv_up_tensor = (Tensor(d_out, d_in) for _, d_in, d_out in (q_up, kv_up))
+        q_up_fwd = linear_flops(*q_up)[0]
         if self.q_lora:
-            q_tensors = (*weight_and_bias(S.d, S.r_q, self.bias), Tensor(S.r_q),
-                         Tensor(S.h * S.d_h, S.r_q))
-            q_matrices = [weight_matrix(S.d, S.r_q), weight_matrix(S.r_q, S.h * S.d_h)]
-            q_fwd = (linear_flops(self.q_tokens, S.d, S.r_q)[0]
-                     + linear_flops(self.q_tokens, S.r_q, S.h * S.d_h)[0])
+            q_tensors = (*weight_and_bias(S.d, S.r_q, self.bias), Tensor(S.r_q), q_up_tensor)
+            q_down = [weight_matrix(S.d, S.r_q)]
+            q_fwd = linear_flops(self.q_tokens, S.d, S.r_q)[0] + q_up_fwd
         else:
-            q_tensors = (Tensor(S.h * S.d_h, S.d),)
-            q_matrices = [weight_matrix(S.d, S.h * S.d_h)]
-            q_fwd = linear_flops(self.q_tokens, S.d, S.h * S.d_h)[0]
+            q_tensors = (q_up_tensor,)
+            q_down = []
+            q_fwd = q_up_fwd
         kv_fwd = linear_flops(self.kv_tokens, S.d, S.r_kv + S.d_r)[0]
-        up_fwd = linear_flops(self.up_tokens, S.r_kv, up_width)[0]
+        up_fwd = linear_flops(*kv_up)[0]
         forward = q_fwd + kv_fwd + up_fwd
-        tensors = (*q_tensors, *weight_and_bias(S.d, S.r_kv + S.d_r, self.bias), Tensor(S.r_kv),
-                   Tensor(up_width, S.r_kv))
+        tensors = (*q_tensors, *weight_and_bias(S.d, S.r_kv + S.d_r, self.bias), Tensor(S.r_kv), kv_up_tensor)
         absorbed = self.absorbed_flops(q_fwd, kv_fwd)
         # Activations the projections read and write besides the weights: naive, kv_b reads every
         # latent attended and writes its keys and values; absorbed, W_UK reads the queries'
@@ -83,12 +95,12 @@ class LatentAttention(Block):
                     else S.e * self.up_tokens * (S.r_kv + up_width))
         return make_cost(
             tensors=tensors,
-            matrices=[*q_matrices, weight_matrix(S.d, S.r_kv + S.d_r), weight_matrix(S.r_kv, up_width)],
+            matrices=[*q_down, weight_matrix(*q_up[1:]), weight_matrix(S.d, S.r_kv + S.d_r),
+                      weight_matrix(*kv_up[1:])],
             variants=[("absorbed", absorbed)],
             flops_matmul=absorbed if self.absorbed else forward,
             flops_matmul_backward=2 * forward,
-            elements=[("rmsnorm", self.q_tokens * S.r_q if self.q_lora else 0),
-                      ("rmsnorm", self.kv_tokens * S.r_kv)],
+            elements=self.norm_elements(),
             saved_bytes=self.saved(),
             kv_cache_bytes=kv_cache_bytes(S.b * self.cached_tokens * (S.r_kv + S.d_r), self.profile),
             bytes_matmul=(S.e * sp.Add(*(t.elements for t in tensors)) + S.e * self.q_tokens * (S.d + S.h * S.d_h)
@@ -107,19 +119,14 @@ class LatentAttention(Block):
         norms, up = self.profile.recomputes("norms"), self.profile.recomputes("up_projections")
         if not (norms or up):
             return None
-        elements = [("rmsnorm", self.q_tokens * S.r_q if self.q_lora else 0),
-                    ("rmsnorm", self.kv_tokens * S.r_kv)] if norms else []
+        elements = self.norm_elements() if norms else []
         if not up:
             return make_cost(elements=elements)
-        up_width = S.h * (S.d_h - S.d_r + S.d_v)
-        q_in = S.r_q if self.q_lora else S.d
-        matrices = [weight_matrix(q_in, S.h * S.d_h), weight_matrix(S.r_kv, up_width)]
-        forward = (linear_flops(self.q_tokens, q_in, S.h * S.d_h)[0]
-                   + linear_flops(self.up_tokens, S.r_kv, up_width)[0])
+        projections = self.up_projections()
         return make_cost(
-            matrices=matrices, elements=elements, flops_matmul=forward,
-            bytes_matmul=(S.e * (q_in * S.h * S.d_h + S.r_kv * up_width) + S.e * self.q_tokens * (q_in + S.h * S.d_h)
-                          + S.e * self.up_tokens * (S.r_kv + up_width)))
+            matrices=[weight_matrix(d_in, d_out) for _, d_in, d_out in projections], elements=elements,
+            flops_matmul=sp.Add(*(linear_flops(*p)[0] for p in projections)),
+            bytes_matmul=sp.Add(*(linear_bytes(*p) for p in projections)))
 
     def saved(self) -> Expr:
         """Kept for backward (the class's docstring). Recomputed up-projections (recompute

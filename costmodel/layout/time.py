@@ -224,16 +224,27 @@ class StepTime:
         sends block: p2p_communication.py waits on them and synchronizes): its sends, each a
         send/receive pair on a full-duplex link, and under scatter/gather the receivers'
         all-gathers over the tensor-parallel group (ParallelEstimate.pipeline_exchange)."""
+        sends, gathers = self.pipeline_parts(stage)
+        return sends + gathers
+
+    def pipeline_parts(self, stage: Stage) -> tuple[float, float]:
+        """pipeline()'s two terms, seconds a micro-batch: (the sends, the scatter/gather
+        all-gathers)."""
         crossings, sent, gathered = self.estimate.pipeline_exchange(stage)
         if not crossings:
-            return 0.0
-        return (self.collective("pp", "send", crossings * sent, crossings)
-                + self.collective("tp", "all_gather", crossings * gathered, crossings))
+            return 0.0, 0.0
+        return (self.collective("pp", "send", crossings * sent, crossings),
+                self.collective("tp", "all_gather", crossings * gathered, crossings))
 
     def tied_embedding(self, stage: Stage) -> float:
         """Seconds of the step's tied-embedding gradient all-reduce between the first and the
         last stage (exposed: Megatron-LM runs it after the backward, before the optimizer)."""
         return self.collective("pp", "all_reduce", self.estimate.tied_embedding_gradient(stage))
+
+    def rank_params(self, stage: Stage) -> int:
+        """The parameters a rank of the stage holds: the stage's share and its copy of a tied
+        embedding."""
+        return self.estimate.on_stage(stage, "params") + self.estimate.tied_copy(stage)
 
     def gradient_accumulation(self, stage: Stage) -> float:
         """Seconds of one step's gradient accumulation passes where the framework does not fuse
@@ -244,8 +255,10 @@ class StepTime:
         if m == 1 or estimate.workload.dtype != "fp16" or estimate.framework.fp16_gradient_accumulation is None \
                 or self.autocast:  # autocast_casts accumulates in fp32 itself
             return 0.0
-        params = estimate.on_stage(stage, "params") + estimate.tied_copy(stage)
-        return (m - 1) * 3 * estimate.workload.bytes_per_element * params / self.bytes_per_s
+        from ..precision import in_place_add_bytes
+
+        params = self.rank_params(stage)
+        return (m - 1) * in_place_add_bytes(estimate.workload.bytes_per_element) * params / self.bytes_per_s
 
     def data_parallel(self, stage: Stage, compute: float) -> float:
         """Exposed seconds of the step's data-parallel collectives (see the overlap model)."""
@@ -268,7 +281,7 @@ class StepTime:
     def optimizer(self, stage: Stage) -> float:
         """The optimizer's pass over the parameters this rank updates."""
         estimate = self.estimate
-        params = estimate.on_stage(stage, "params") + estimate.tied_copy(stage)
+        params = self.rank_params(stage)
         sharded = estimate.layout.zero >= 1 or estimate.framework.sharding == "per_tensor"
         updated = math.ceil(params / estimate.layout.shard_ranks) if sharded else params
         layout = estimate.layout
@@ -287,7 +300,7 @@ class StepTime:
         from ..precision import autocast_bytes_per_parameter
 
         estimate = self.estimate
-        params = estimate.on_stage(stage, "params") + estimate.tied_copy(stage)
+        params = self.rank_params(stage)
         per_parameter = autocast_bytes_per_parameter(estimate.layout.microbatches,
                                                      estimate.workload.bytes_per_element)
         return params * per_parameter / self.bytes_per_s

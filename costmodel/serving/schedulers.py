@@ -160,6 +160,20 @@ class Scheduler:
         sequence.preemptions += 1
         self.preempted_total += 1
 
+    def _allocate_or_preempt(self, sequence: Sequence, upto: int,
+                             batch: list[tuple[Sequence, int]]) -> bool:
+        """Give the running sequence blocks for `upto` cached tokens, preempting the newest running
+        sequence by recompute (to the queue's front, and out of this step's batch) until they fit;
+        False when the sequence itself was preempted."""
+        while not self.allocate(sequence, upto):
+            victim = self.running.pop()
+            self.reset(victim)
+            self.waiting.appendleft(victim)
+            batch[:] = [(s, q) for s, q in batch if s is not victim]
+            if victim is sequence:
+                return False
+        return True
+
     def finished(self, sequence: Sequence) -> None:
         """Called by the engine after the step in which the sequence emitted its last token."""
         sequence.status = FINISHED
@@ -225,19 +239,14 @@ class VLLMScheduler(Scheduler):
                 budget -= tokens
                 index += 1
                 continue
-            while not self.allocate(sequence, sequence.computed + tokens):
-                victim = self.running.pop()
-                self.reset(victim)
-                self.waiting.appendleft(victim)
-                preempted = True
-                if victim is sequence:
-                    break
-            else:
-                batch.append((sequence, tokens))
-                budget -= tokens
-                index += 1
-                continue
-            break
+            running = len(self.running)
+            allocated = self._allocate_or_preempt(sequence, sequence.computed + tokens, batch)
+            preempted = preempted or len(self.running) < running
+            if not allocated:
+                break
+            batch.append((sequence, tokens))
+            budget -= tokens
+            index += 1
         if self.unregistered:
             self.register_prefixes()
         while not preempted and self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
@@ -287,14 +296,7 @@ class SarathiScheduler(Scheduler):
         for sequence in decoding:
             if sequence not in self.running or budget == 0:
                 continue
-            while not self.allocate(sequence, sequence.computed + 1):
-                victim = self.running.pop()
-                self.reset(victim)
-                self.waiting.appendleft(victim)
-                batch = [(s, q) for s, q in batch if s is not victim]
-                if victim is sequence:
-                    break
-            else:
+            if self._allocate_or_preempt(sequence, sequence.computed + 1, batch):
                 batch.append((sequence, 1))
                 budget -= 1
         for sequence in prefilling:
@@ -386,14 +388,7 @@ class VLLMV0Scheduler(Scheduler):
         for sequence in list(self.running):
             if sequence not in self.running:
                 continue
-            while not self.allocate(sequence, sequence.computed + 1):
-                victim = self.running.pop()
-                self.reset(victim)
-                self.waiting.appendleft(victim)
-                batch = [(s, q) for s, q in batch if s is not victim]
-                if victim is sequence:
-                    break
-            else:
+            if self._allocate_or_preempt(sequence, sequence.computed + 1, batch):
                 batch.append((sequence, 1))
         return batch
 

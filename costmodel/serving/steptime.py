@@ -79,7 +79,7 @@ from ..hardware import Efficiency, Hardware, kernel_times, time_model_for
 from ..eager_ops import copy_bytes, eager_implementation, eager_op_counts
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompute, Pointwise, check_kernel_model,
                            kernels_seconds, leaf_kernels)
-from ..quantization import runs_w8a8, w8a8_leaf_bytes
+from ..quantization import runs_w8a8, w8a8_leaf_adjustment, w8a8_peak
 from ..tree import CostModel, model_values, profile_for
 
 QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")
@@ -148,14 +148,13 @@ class RooflineStepTime(StepTime):
         active_blocks = 0
         quantized = getattr(model.profile, "weight_format", None) is not None
         w8a8 = runs_w8a8(model.profile.weight_format, hardware)  # FP8 projections (quantization.py)
-        fp8_peak = hardware.peak("fp8") * eff.compute if w8a8 else self.peak
+        fp8_peak = w8a8_peak(hardware, eff) if w8a8 else self.peak
         for leaf in model.leaves:
             totals = [leaf.total(q) for q in QUANTITIES]
             if quantized:  # the weights are read as stored (the tree counts e bytes per weight read)
                 totals[1] = totals[1] - S.e * leaf.total("params") + leaf.total("weight_bytes")
-            fp8 = w8a8 and bool(leaf.cost.matrices)
+            fp8, read, quantize = w8a8_leaf_adjustment(leaf, w8a8, S.e)
             if fp8:  # inputs read in one byte, after their quantization pass
-                read, quantize = w8a8_leaf_bytes(leaf, S.e)
                 totals[1], totals[3] = totals[1] + read, totals[3] + quantize
             if any(t != 0 for t in totals) or leaf.cost.get("bytes_moved") != 0:
                 active_blocks += int(leaf.count.xreplace(fixed))
