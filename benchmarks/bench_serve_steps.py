@@ -141,7 +141,8 @@ def one_round() -> dict:
     rows = dataclasses.replace(local, dispatch_s_per_op=None)
     peak_attention = dataclasses.replace(local, attention_efficiency_by_queries={})
     tiles = dataclasses.replace(local, gemm_efficiency_by_rows={}, attention_efficiency_by_queries={},
-                                dispatch_s_per_op=None, sm_count=torch.get_num_threads(), matmul_efficiency={"fp32": 1.0})
+                                dispatch_s_per_op=None, sm_count=torch.get_num_threads(),
+                                matmul_efficiency={"fp32": 1.0})
     ops = eager_op_counts(cfg, "sdpa")
     assert ops is not None, "the benchmark's Llama is one the eager op counts are stated for"
     per_op = engine_seconds_per_op()

@@ -200,8 +200,9 @@ class Hardware:
                                          for k, v in data.get("sustained_matmul_efficiency", {}).items()},
             gemm_efficiency_by_rows={str(dtype): tuple(sorted((int(m), float(e)) for m, e in table.items()))
                                      for dtype, table in data.get("gemm_efficiency_by_rows", {}).items()},
-            attention_efficiency_by_queries={str(dtype): tuple(sorted((int(m), float(e)) for m, e in table.items()))
-                                             for dtype, table in data.get("attention_efficiency_by_queries", {}).items()},
+            attention_efficiency_by_queries={
+                str(dtype): tuple(sorted((int(m), float(e)) for m, e in table.items()))
+                for dtype, table in data.get("attention_efficiency_by_queries", {}).items()},
             **{name: SCHEMA[name].kind(data[name]) for name in OPTIONAL_NUMBERS if name in data},
         )
 

@@ -181,7 +181,8 @@ def test_the_attention_table_is_optional_checked_and_round_trips(tmp_path, capsy
     path.write_text(json.dumps(dict(CPU, attention_efficiency_by_queries={"fp32": {"4": -0.2}})))
     assert cli.main(["hardware", "--show", str(path)]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "attention_efficiency_by_queries.fp32.4 must be greater than 0, got -0.2" in err
+    assert len(err.splitlines()) == 1
+    assert "attention_efficiency_by_queries.fp32.4 must be greater than 0, got -0.2" in err
 
 
 def test_an_attention_call_at_the_measured_efficiency_for_its_queries():

@@ -112,10 +112,12 @@ ATTENTION_HEADS, ATTENTION_HEAD_DIM = 8, 64
 
 
 def attention_flops_per_s(shapes: tuple[tuple[int, int], ...] = ATTENTION_SHAPES, repeats: int = 5,
-                          heads: int = ATTENTION_HEADS, head_dim: int = ATTENTION_HEAD_DIM) -> tuple[dict[int, float], float]:
+                          heads: int = ATTENTION_HEADS, head_dim: int = ATTENTION_HEAD_DIM,
+                          chain: "LinearChain | None" = None) -> tuple[dict[int, float], float]:
     """FLOP/s of torch's scaled_dot_product_attention (fp32) at each (queries, keys), and of the
     linear chain at 256 tokens timed in turn with them (the rate flops_per_s measures), as
-    (rates by queries, chain rate). Each call's FLOPs are those the kernel model counts for it
+    (rates by queries, chain rate); `chain`: an fp32 LinearChain already built (None: a new one).
+    Each call's FLOPs are those the kernel model counts for it
     (kernel_time.AttentionCall.executed_flops, causal, the queries the last of the keys), so the
     model gives the measured time back at each measured shape. torch's is_causal aligns the
     first query with the first key, so only a call of as many queries as keys runs causal; one
@@ -124,7 +126,7 @@ def attention_flops_per_s(shapes: tuple[tuple[int, int], ...] = ATTENTION_SHAPES
     from costmodel.kernel_time import AttentionCall, kernel_facts
 
     block = int(kernel_facts()["attention_block"]["value"])
-    chain = LinearChain()
+    chain = chain or LinearChain()
     x = torch.randn(256, chain.d)
     tensors = {shape: [torch.randn(1, heads, n, head_dim) for n in (shape[0], shape[1], shape[1])]
                for shape in shapes}
@@ -238,8 +240,9 @@ def measure_local(memory_bytes: int | None = None, dtypes: tuple[str, ...] = ("f
         rates = gemm_rows_flops_per_s()
         rows = {"gemm_efficiency_by_rows": {"fp32": efficiency_by_rows(rates)},
                 "_gemm_rows_flops_per_s": {"fp32": {str(m): r for m, r in rates.items()}}}
-        attention, chain_rate = attention_flops_per_s()
-        rows.update({"attention_efficiency_by_queries": {"fp32": attention_efficiency_by_queries(attention, chain_rate)},
+        attention, chain_rate = attention_flops_per_s(chain=chain)
+        efficiency = attention_efficiency_by_queries(attention, chain_rate)
+        rows.update({"attention_efficiency_by_queries": {"fp32": efficiency},
                      "_attention_flops_per_s": {"fp32": {**{str(n): r for n, r in attention.items()},
                                                          "chain": chain_rate}}})
     return {
