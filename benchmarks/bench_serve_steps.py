@@ -3,20 +3,21 @@ simulator's step time (costmodel/serving/steptime.py), step by step, with both t
 
 Each round, in this process and right before the timed steps, calibrates `local` afresh
 (validate/calibrate.py, what `hardware --measure` writes: matmul and vector FLOP/s, bandwidth,
-per-block overhead, the GEMM efficiency by rows from the linear chain at 1 to 256 rows, and one
-tiny op's dispatch time; one torch thread). It then runs a trace through the engine
+per-block overhead, the GEMM efficiency by rows from the linear chain at 1 to 256 rows, one
+tiny op's dispatch time, and torch sdpa's efficiency by query rows; one torch thread). It then runs a trace through the engine
 (validate/serving_engine.py, a random Llama in fp32, sdpa paged attention) and times every step's
 forward (ContinuousBatchProcessor._generation_step: the model, the logits and the sampling;
 scheduling and batch preparation excluded), and predicts each recorded step from its (query
 tokens, keys) mix:
 - roofline: StepTime(time_model="roofline") on the calibrated `local`;
 - kernels: StepTime() on the calibrated `local` as it is, the default: the kernel model with each
-  GEMM at the measured efficiency for its rows and each eager op (kernel_facts.json "eager_ops")
+  GEMM at the measured efficiency for its rows, each sequence's attention call at the measured
+  efficiency for its queries, and each eager op (kernel_facts.json "eager_ops")
   at the measured dispatch time, and the paged path's copies of the keys as bytes;
 - kernels_peak_attention: the default without the attention efficiency by queries (the attention
   call at the peak, as the default was before calibrate measured it);
-- kernels_rows: the same as the default without the dispatch per op (dispatch_s_per_op None): each active leaf
-  pays overhead_s_per_block once, as before the op counts, and the paged path's copies (which go
+- kernels_rows: the default without the dispatch per op (dispatch_s_per_op None): each active
+  leaf pays overhead_s_per_block once, as before the op counts, and the paged path's copies (which go
   with the counted implementation) are not charged;
 - kernels_tiles: the kernel model as it was before the rows table (the same `local` without the
   rows table, attention table or dispatch, with sm_count = the torch threads, one core computing one tile at a
