@@ -17,6 +17,13 @@ the model is built in that dtype and AdamW keeps its moments in it; no autocast)
 
 Writes a table to stdout and <out>.json / <out>.md (default benchmarks/results_gpu_check[_cpu]).
 Without a CUDA GPU (and --device cuda) it prints one line and exits with status 2.
+
+    python benchmarks/gpu_check.py --measure-hardware h200-measured.json   # then the device's file
+
+--measure-hardware FILE then measures the device into a hardware file, as `python cli.py hardware
+--measure --out FILE --device cuda --like <--hardware>` does (validate/hardware_file.py: the GEMM
+grid, sustained GEMM, copy, Dot, weight-only GEMVs, the CUDA graph's kernel gap; about a minute
+more on a GPU); on --device cpu the quick grid, without --like.
 """
 
 from __future__ import annotations
@@ -218,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hardware", default="h200")
     parser.add_argument("--repeats", type=int, default=None, help="timing repeats (cuda 5, cpu 2)")
     parser.add_argument("--out", default=None, help="output path without suffix")
+    parser.add_argument("--measure-hardware", default=None, metavar="FILE",
+                        help="then measure the device into this hardware file (validate/hardware_file.py), "
+                        "like --hardware's preset on cuda")
     args = parser.parse_args(argv)
 
     import torch
@@ -242,7 +252,26 @@ def main(argv: list[str] | None = None) -> int:
     out.with_suffix(".md").write_text(table)
     out.with_suffix(".json").write_text(json.dumps({"note": note, "rows": rows}, indent=1))
     print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}", file=sys.stderr)
+    if args.measure_hardware:
+        measure_hardware(Path(args.measure_hardware), args.device, args.hardware)
     return 0
+
+
+def measure_hardware(path: Path, device: str, like: str) -> None:
+    """The device measured into a hardware file (on cuda like the preset `like`, the full grid;
+    on cpu the quick grid without a preset), its kernel-model fields printed."""
+    from costmodel.hardware import load_hardware
+    from validate.hardware_file import measure_file, write_hardware_file
+
+    print(f"measuring the {device} into {path} ...", file=sys.stderr, flush=True)
+    cuda = device == "cuda"
+    data = measure_file(path.stem, device, ("bf16",) if cuda else ("fp32",),
+                        load_hardware(like) if cuda else None, "full" if cuda else "quick")
+    write_hardware_file(path, data)
+    shown = ("matmul_efficiency", "sustained_matmul_efficiency", "gemv_bandwidth_bytes_per_s", "graph_kernel_s",
+             "memory_reserve_bytes")
+    print(json.dumps({k: data[k] for k in shown if k in data}))
+    print(f"wrote {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -66,7 +66,8 @@ def hardware_rows() -> list[dict]:
               "hardware file, after checking it (docs/time.md gives the schema).")
 @click.option("--out", "out", default=None,
               help="With --measure: write a hardware file here instead of caching `local` (a GEMM grid, "
-              "attention, bandwidth, the CUDA context's memory; validate/hardware_file.py).")
+              "attention, bandwidth, the Dot's read-and-reduce rate, a CUDA graph's kernel gap, the CUDA context's "
+              "memory; validate/hardware_file.py).")
 @click.option("--device", default="cuda", show_default=True,
               help=f"With --out: the device to measure ({spec.DEVICES.listed()}).")
 @click.option("--like", default=None, help="With --out: a preset whose datasheet peaks, interconnect and clocks to "

@@ -73,6 +73,11 @@ def make_layout(cfg: ModelConfig, options: dict[str, Any]) -> Any:
     given = {k: v for k, v in options.items() if v is not None}
     if not given:
         return None
+    # Options that say how a layout's collectives run, not which layout: alone they describe none.
+    qualifiers = {"all_reduce": "--all-reduce", "cp_rotate": "--cp-rotate"}
+    if set(given) <= set(qualifiers):
+        named = ", ".join(qualifiers[k] for k in given)
+        raise InputError(f"{named} says how a layout's collectives run; give the layout too (--tp, --dp, --cp, ...).")
     from costmodel.layout import Layout
 
     gpus = given.pop("gpus", None)

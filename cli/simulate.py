@@ -29,7 +29,9 @@ def efficiency_of(hardware: Any, compute: float | None, memory: float | None) ->
     if compute is None and memory is None:
         return None
     return Efficiency(compute=hardware.efficiency.get("compute", 1.0) if compute is None else compute,
-                      memory=hardware.efficiency.get("memory", 1.0) if memory is None else memory)
+                      memory=hardware.efficiency.get("memory", 1.0) if memory is None else memory,
+                      given=tuple(name for name, value in (("compute", compute), ("memory", memory))
+                                  if value is not None))
 
 
 def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None) -> Any:
@@ -75,7 +77,8 @@ def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None
 @click.option("--compile", "compiled", is_flag=True,
               help="With --time-model kernels: torch.compile's fusions (a residual add with the next norm, a "
               "gated activation with its product; docs/time.md).")
-@click.option("--cuda-graphs", is_flag=True, help="Inference: decode steps replayed from a CUDA graph (no launch overhead per kernel).")
+@click.option("--cuda-graphs", is_flag=True, help="Inference: decode steps replayed from a CUDA graph (no CPU launch "
+              "overhead; each kernel keeps the GPU's gap between kernels, the hardware's graph_kernel_s).")
 @click.option("--launch-overhead", type=float, default=None,
               help="Seconds of launch overhead per block's kernels, eager (default: the hardware file's overhead_s_per_block).")
 @click.option("--graph-kernel-gap", type=float, default=None,
@@ -104,6 +107,9 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 
     cfg = with_mtp(load_model(model, config), mtp if train else None)
     try:
+        if graph_kernel_gap is not None and not (cuda_graphs and time_model != "roofline"):
+            raise ConfigError("--graph-kernel-gap is the per-kernel gap of a CUDA graph's replay: it needs "
+                              "--cuda-graphs and the kernel model (the roofline counts no kernels).")
         hardware = with_launches(load_hardware(hardware_name), launch_overhead, graph_kernel_gap)
         efficiency = efficiency_of(hardware, compute_efficiency, memory_efficiency)
         for name, value in (("--tokens", tokens), ("--step-time", step_time), ("--price", price)):

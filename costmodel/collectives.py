@@ -78,9 +78,10 @@ def intra_node_all_reduce(hardware: Hardware, payload: float, ranks: int) -> flo
     IntraNodeComm, or None where its size hands the call to NCCL (nccl_facts.json): its latency
     plus what each rank reads from its peers at the achievable link bandwidth; one-shot reads
     every peer's whole buffer, two-shot a 1/n share of each twice (reduce-scatter, all-gather).
-    Only where NVLink joins every pair of the node's GPUs (its `hardware` list)."""
+    Only where NVLink joins every pair of the node's GPUs (its `hardware` list), and for at most
+    its max_ranks GPUs (8). Not checked: its bf16-only rule (the collectives carry no dtype)."""
     facts = nccl_facts()["intra_node_all_reduce"]
-    if hardware.name not in facts["hardware"]:  # no NVLink between every pair: NCCL's
+    if hardware.name not in facts["hardware"] or ranks > facts["max_ranks"]:  # NCCL's
         return None
     if payload <= facts["one_shot_max_bytes"]:
         read = (ranks - 1) * payload

@@ -465,12 +465,18 @@ def _load_local() -> Hardware:
 
 @dataclass(frozen=True)
 class Efficiency:
-    """Fractions of the peaks a real run reaches (stated, settable)."""
+    """Fractions of the peaks a real run reaches (stated, settable). `given`: the fractions a user
+    set (--compute-efficiency / --memory-efficiency); the kernel model keeps a hardware file's
+    measured rate for the other (its MAMF for GEMMs, its read-and-reduce rate for a GEMM's bytes)."""
 
     compute: float = 1.0
     memory: float = 1.0
+    given: tuple[str, ...] = ("compute", "memory")
 
     def __post_init__(self) -> None:
+        unknown = set(self.given) - {"compute", "memory"}
+        if unknown:
+            raise ConfigError(f"efficiency: 'given' names compute and memory only, got {sorted(unknown)}.")
         for name in ("compute", "memory"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and 0 < value <= 1):

@@ -172,21 +172,27 @@ class KernelTimer:
         self.dtype = Workload(dtype=dtype).dtype
         self.element_bytes = DTYPE_BYTES[self.dtype]
         eff = efficiency or Efficiency(**hardware.efficiency)
+        # Each fraction a user gives (Efficiency.given) replaces the file's measured rate for it
+        # alone: --compute-efficiency the GEMMs' (MAMF, MSMF, the rows table), --memory-efficiency
+        # a GEMM's bytes' (the read-and-reduce rate).
+        compute_given = efficiency is not None and "compute" in efficiency.given
+        memory_given = efficiency is not None and "memory" in efficiency.given
         matmul = matmul_dtype or self.dtype
         self.peak = hardware.peak(matmul)
         # The measured large-GEMM efficiency, unless an efficiency is given (--compute-efficiency);
         # sustained (training): the power-saturated one where the hardware file states it.
         burst = hardware.matmul_efficiency.get(matmul, eff.compute)
         measured = hardware.sustained_matmul_efficiency.get(matmul, burst) if sustained else burst
-        self.matmul_efficiency = eff.compute if efficiency is not None else measured
+        self.matmul_efficiency = eff.compute if compute_given else measured
+        self.rows_scale = eff.compute if compute_given else 1.0  # a rows table is relative to the best rate
         self.sustained = sustained
         self.w8a8 = w8a8
         if w8a8:  # the FP8 tensor cores' rate: their peak and measured large-GEMM efficiency
-            fp8 = eff.compute if efficiency is not None else hardware.matmul_efficiency.get("fp8", eff.compute)
+            fp8 = eff.compute if compute_given else hardware.matmul_efficiency.get("fp8", eff.compute)
             self.fp8_rate = hardware.peak("fp8") * fp8
         self.bandwidth = hardware.bandwidth_bytes_per_s * eff.memory
-        # A GEMM's bytes: the measured read-and-reduce rate, unless an efficiency is given.
-        measured_gemv = efficiency is None and hardware.gemv_bandwidth_bytes_per_s > 0
+        # A GEMM's bytes: the measured read-and-reduce rate, unless a memory efficiency is given.
+        measured_gemv = not memory_given and hardware.gemv_bandwidth_bytes_per_s > 0
         self.gemv_bandwidth = hardware.gemv_bandwidth_bytes_per_s if measured_gemv else self.bandwidth
         self.vector = hardware.vector_flops_per_s * eff.compute
         self.sms = hardware.sm_count or 1
@@ -245,7 +251,7 @@ class KernelTimer:
         rate: the large-GEMM FLOP/s (None: the timer's matmul dtype's). A hardware that measures
         its GEMM efficiency by rows: the FLOPs at that efficiency of its own peak."""
         if self.gemm_rows:
-            return gemm.flops / (self.peak * self.rows_efficiency(gemm.m))
+            return gemm.flops / (self.peak * self.rows_scale * self.rows_efficiency(gemm.m))
         per_sm = (self.peak * self.matmul_efficiency if rate is None else rate) / self.sms
         def seconds(t: tuple[int, int]) -> float:
             split = self.split_k(gemm, t)
@@ -294,8 +300,8 @@ class KernelTimer:
         n_q (log-linear between the measured query counts); else the kernel's published efficiency
         at this length (log-linear between the published points); the large-GEMM efficiency where
         none is published."""
-        if self.attention_queries and n_q is not None:
-            return log_linear(self.attention_queries, n_q)
+        if self.attention_queries and n_q is not None:  # relative to the large-GEMM rate, as the rows table
+            return self.rows_scale * log_linear(self.attention_queries, n_q)
         points = self.attention_points
         if not points:
             return self.matmul_efficiency

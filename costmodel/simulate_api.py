@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from . import spec
 from .config import ConfigError
 
 
@@ -43,7 +44,7 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
              kv_cache: str = "dynamic", seq_len: int | None = None, recompute: str = "none", impl: str = "hf",
              tokens: float | None = None, price: float | None = None, step_time: float | None = None,
              layout: Any = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
-             fp8_gemm: str = "auto") -> SimulationResult:
+             fp8_gemm: str = spec.DEFAULT_FP8_GEMM) -> SimulationResult:
     """Inference (prompt, gen) or a training step (train=True: seq_len, recompute, impl; tokens
     and price for the time, GPU-hours, FLOPs and dollars of a run) on `hardware`; layout: a
     costmodel.layout.Layout or a dict of its fields for per-GPU time and memory. Inference on
@@ -65,9 +66,9 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
         if gen < 0:
             raise ConfigError(f"gen must be at least 0, got {gen}.")
     quantization = {"weight_dtype": weight_dtype, "kv_dtype": kv_dtype}
-    if fp8_gemm != "auto":
+    if fp8_gemm != spec.DEFAULT_FP8_GEMM:
         quantization["fp8_gemm"] = fp8_gemm
-    if train and (weight_dtype or kv_dtype or fp8_gemm != "auto"):
+    if train and (weight_dtype or kv_dtype or fp8_gemm != spec.DEFAULT_FP8_GEMM):
         raise ConfigError("weight_dtype, kv_dtype and fp8_gemm apply to inference, not to train=True.")
     chosen_layout = make_layout(layout)
     if chosen_layout is not None:

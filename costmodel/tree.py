@@ -90,7 +90,9 @@ class CostModel:
         if (phase == "train" and cfg.mla and self.profile.recomputes("up_projections")
                 and self.profile.kernel().saves_as != "flash"):
             raise ConfigError(f"recompute {self.profile.recompute!r} recomputes latent attention's "
-                              "up-projections around a fused attention kernel; use --attention flash or sdpa.")
+                              "up-projections around a fused attention kernel that keeps its own output and "
+                              f"log-sum-exp, and attention {self.profile.attention!r} runs none here; use "
+                              "--attention flash (or sdpa where it runs the flash kernel).")
 
     @cached_property
     def leaves(self) -> tuple[Leaf, ...]:

@@ -138,6 +138,14 @@ def test_the_intra_node_choice_leaves_what_it_does_not_run_to_nccl():
     # It runs all-reduces only.
     assert collective_seconds(a100, "all_gather", 8192, 8, 8, all_reduce="intra-node") == \
         collective_seconds(a100, "all_gather", 8192, 8, 8)
+    # At most 8 GPUs (intra_node_comm.hpp's kMaxDevices): a 16-GPU group inside a GB200 NVL72
+    # domain is NCCL's; 8 of them are IntraNodeComm's one-shot.
+    gb200 = load_hardware("gb200")
+    assert gb200.gpus_per_node >= 16
+    assert collective_seconds(gb200, "all_reduce", 8192, 16, 16, all_reduce="intra-node") == \
+        collective_seconds(gb200, "all_reduce", 8192, 16, 16)
+    assert collective_seconds(gb200, "all_reduce", 8192, 8, 8, all_reduce="intra-node") == \
+        pytest.approx(6e-6 + 7 * 8192 / (gb200.link(1) * 0.8))
 
 
 def test_the_all_reduce_choice_is_a_validated_layout_field_and_an_option(capsys):

@@ -205,6 +205,12 @@ def test_an_attention_call_at_the_measured_efficiency_for_its_queries():
     # without the table the CPU's call runs at the peak (no published figure for it), as before
     plain = KernelTimer(Hardware.from_dict(dict(CPU, bandwidth_bytes_per_s=1e30), "cpu"), "fp32")
     assert plain.attention_seconds(call) == pytest.approx(2 * 8 * 4 * 300 * 128 / 1e11, rel=1e-12)
+    # a given compute efficiency scales the table, as it does the rows table (both are fractions
+    # of the large-GEMM rate the calibration measured)
+    from costmodel.hardware import Efficiency
+
+    given = KernelTimer(Hardware.from_dict(fast, "cpu"), "fp32", efficiency=Efficiency(compute=0.5, memory=1.0))
+    assert given.attention_efficiency(10, 4) == pytest.approx(0.15, rel=1e-12)
     # another dtype than the table's: the table does not apply
     bf16 = dict(fast, flops_per_s={"fp32": 1e11, "bf16": 2e11})
     assert KernelTimer(Hardware.from_dict(bf16, "cpu"), "bf16").attention_efficiency(10, 4) == 1.0

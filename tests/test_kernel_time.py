@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from costmodel.config import Workload
+from costmodel.config import ConfigError, Workload
 from costmodel.hardware import Efficiency, load_hardware
 from costmodel.kernel_time import (AttentionCall, Gemm, KernelTimer, Pointwise, inference_subs,
                                    leaf_kernels, leaves_time)
@@ -235,3 +235,20 @@ def test_compile_needs_the_kernel_model(capsys):
     assert cli.main(["simulate", "--model", "gpt2", "--hardware", "a100-80gb", "--compile", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["inputs"]["compiled"] is True and result["inputs"]["time_model"] == "kernels"
+
+
+def test_a_given_efficiency_replaces_only_its_own_measured_rate():
+    """--compute-efficiency replaces the GEMMs' measured rate (the A100 80GB's MAMF, 0.869), not
+    the read-and-reduce rate a GEMM's bytes move at (BabelStream's Dot, 1,586.9 GB/s); and
+    --memory-efficiency the bytes' rate, not the MAMF."""
+    a100 = load_hardware("a100-80gb")
+    compute = KernelTimer(a100, "bf16", efficiency=Efficiency(0.5, 0.8, given=("compute",)))
+    assert compute.matmul_efficiency == 0.5
+    assert compute.gemv_bandwidth == a100.gemv_bandwidth_bytes_per_s == pytest.approx(1586.9e9, rel=1e-5)
+    memory = KernelTimer(a100, "bf16", efficiency=Efficiency(0.7, 0.6, given=("memory",)))
+    assert memory.matmul_efficiency == 0.869
+    assert memory.gemv_bandwidth == pytest.approx(0.6 * 2039e9)
+    both = KernelTimer(a100, "bf16", efficiency=Efficiency(0.5, 0.6))  # the API's default: both given
+    assert (both.matmul_efficiency, both.gemv_bandwidth) == (0.5, pytest.approx(0.6 * 2039e9))
+    with pytest.raises(ConfigError, match="given"):
+        Efficiency(0.5, 0.6, given=("latency",))

@@ -73,3 +73,19 @@ def test_ray_missing_is_one_line(monkeypatch, capsys):
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "--ray needs Ray: pip install 'transformer-costmodel[ray]'" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("address, said", [("", "--ray needs an address"),
+                                           ("not a host", "--ray 'not a host': Ray could not connect")])
+def test_a_bad_ray_address_is_one_line(monkeypatch, capsys, address, said):
+    """An empty or malformed address: one line naming --ray, exit 2 (Ray's ValueError was a traceback)."""
+    import ray
+
+    from cli import main
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # as a fresh process finds it
+    args = ["plan", "--serve", "--model", "llama3-8b", "--hardware", "h100-sxm", "--rate", "4", "--slo-ttft", "1",
+            "--slo-tpot", "0.05", "--requests", "10", "--tp", "1", "--ray", address]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1

@@ -250,3 +250,15 @@ def test_launch_options_set_the_hardware_files_launch_figures(capsys):
     assert first_step("--launch-overhead", "3e-5") - graphed == pytest.approx(355 * 3e-5, rel=1e-9)
     code, out, err = run_main([*base, "--launch-overhead", "-1"], capsys)
     assert code == 2 and err.count("\n") == 1 and "--launch-overhead" in err
+
+
+@pytest.mark.parametrize("args, named", [
+    (["--all-reduce", "intra-node"], "--all-reduce"),  # says how a layout's collectives run, not which layout
+    (["--graph-kernel-gap", "1e-6"], "--graph-kernel-gap"),  # without --cuda-graphs
+    (["--graph-kernel-gap", "1e-6", "--cuda-graphs", "--time-model", "roofline"], "--graph-kernel-gap"),
+])
+def test_options_that_would_be_ignored_are_refused(capsys, args, named):
+    from tests.cli_run import run_main
+
+    code, out, err = run_main(["simulate", "--model", "llama2-7b", *args], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and named in err

@@ -13,8 +13,17 @@ What it measures, each the median of a few runs after a warm-up:
   becomes efficiency.memory;
 - scaled_dot_product_attention at a few lengths (causal, head_dim 128): FLOP/s under the dense
   convention, recorded for comparison in `_measurements`;
-- on CUDA: the SM count, the memory a fresh context takes (total - free after initialisation:
-  memory_reserve_bytes), the driver and CUDA versions.
+- the read-and-reduce rate (BabelStream's Dot beside its Copy, validate/device_rates.py): the
+  file's gemv_bandwidth_bytes_per_s, what the kernel model moves a GEMM's bytes at;
+- a batch-1 GEMV in bf16 and with int8 and int4 weights (PyTorch's weight-only ops, where the
+  build has them): recorded in `_measurements` as fractions of the bf16 rate;
+- on CUDA: the gap each kernel of a CUDA graph's replay takes (a chain of trivial kernels, two
+  lengths), the file's graph_kernel_s, beside the same chain on a stream; the SM count, the
+  memory a fresh context takes (total - free after initialisation: memory_reserve_bytes), the
+  driver and CUDA versions;
+- on a CPU (without --like): the GEMM efficiency by rows and the dispatch time per op, as
+  validate/calibrate.py measures them for `local` (on a GPU the kernel model's tiles and launches
+  serve instead, and with --like the preset's do).
 The file names the date, torch and the device in `source`, and is checked (Hardware.from_dict)
 before it is written. `--device cpu` runs the same code on this machine's CPU, so that the path
 a GPU takes is tested here.
@@ -44,6 +53,8 @@ ATTENTION_LENGTHS = {"quick": [128], "full": [1024, 4096, 16384]}
 #: The sustained GEMM: seconds run back to back first (the clock settles at the power limit),
 #: then the seconds timed.
 SUSTAIN_SECONDS = {"quick": (0.2, 0.2), "full": (20.0, 4.0)}
+#: A CPU's GEMM efficiency by rows: the row counts of the linear chain (validate/calibrate.py).
+CPU_ROWS = {"quick": (1, 8, 64), "full": (1, 2, 4, 8, 16, 32, 64, 128, 256)}
 
 
 def _synchronize(device: str) -> None:
@@ -157,10 +168,12 @@ def measure_file(name: str, device: str = "cuda", dtypes: tuple[str, ...] = ("bf
                             "flops_per_s": sustained_rate(device, dtype, shape, settle_s, window_s)}
     bandwidth = copy_bandwidth(device, 64 if grid == "quick" else 1024)
     attention = attention_rates(device, dtypes[0], grid)
+    kernel_rates = measure_kernel_rates(device, grid, cpu_tables=like is None, rows="fp32" in dtypes)
     today = datetime.date.today().isoformat()
     measured = (f"measured {today} by validate/hardware_file.py on {facts['description']} ({facts['versions']}): "
                 f"the best of a GEMM grid of {len(GRIDS[grid])} shapes per dtype, that shape sustained ({settle_s:g} s "
-                f"to settle, {window_s:g} s timed), a {'64' if grid == 'quick' else '1024'} MiB copy")
+                f"to settle, {window_s:g} s timed), a {'64' if grid == 'quick' else '1024'} MiB copy; "
+                + "; ".join(kernel_rates["sources"]))
     if like is None:
         data = {"name": name, "description": facts["description"], "flops_per_s": best,
                 "bandwidth_bytes_per_s": bandwidth, "memory_bytes": facts["memory_bytes"],
@@ -173,15 +186,58 @@ def measure_file(name: str, device: str = "cuda", dtypes: tuple[str, ...] = ("bf
         data = like.to_dict()
         peaks = data["flops_per_s"]
         data.update(name=name, memory_reserve_bytes=facts["memory_reserve_bytes"],
-                    source=f"{measured}; datasheet peaks, interconnect and clocks of {like.name} ({like.source})")
+                    source=f"{measured}; datasheet peaks, interconnect and clocks of {like.name}, whose other "
+                           f"fields stay where not measured here ({like.source})")
         data["matmul_efficiency"] = {d: min(1.0, best[d] / peaks[d]) for d in best if d in peaks}
         data["sustained_matmul_efficiency"] = {d: min(1.0, sustained[d]["flops_per_s"] / peaks[d])
                                                for d in best if d in peaks}
         data["efficiency"] = dict(data["efficiency"], memory=min(1.0, bandwidth / data["bandwidth_bytes_per_s"]))
+    data.update(kernel_rates["fields"])
     data["_measurements"] = {"gemm": grids, "sustained_gemm": sustained, "attention": attention,
-                             "copy_bandwidth_bytes_per_s": bandwidth,
+                             "copy_bandwidth_bytes_per_s": bandwidth, **kernel_rates["measurements"],
                              "device": facts["description"], "versions": facts["versions"], "date": today}
     return data
+
+
+def measure_kernel_rates(device: str, grid: str, cpu_tables: bool, rows: bool) -> dict[str, Any]:
+    """The kernel model's per-kernel fields (validate/device_rates.py): `fields` for the file,
+    `measurements` for its `_measurements`, `sources` (the method of each field, for `source`).
+    cpu_tables: on a CPU, also the dispatch per op and (rows: fp32 is measured, the peak its
+    fractions are of) the fp32 GEMM efficiency by rows, validate/calibrate.py's, as `local` has them."""
+    from .device_rates import graph_kernel_gap, stream_rates, weight_only_gemv
+
+    stream = stream_rates(device, grid, repeats=5 if grid == "quick" else 20)
+    fields: dict[str, Any] = {"gemv_bandwidth_bytes_per_s": stream["dot_bytes_per_s"]}
+    sources = [f"gemv_bandwidth_bytes_per_s: {stream['method']}, the Dot's rate"]
+    gemv = weight_only_gemv(device, grid)
+    if "bf16" in gemv["products"]:  # does a bf16 GEMV move its weight at the Dot's rate, as the model takes it?
+        gemv["bf16_over_dot"] = gemv["products"]["bf16"]["bytes_per_s"] / stream["dot_bytes_per_s"]
+    measurements: dict[str, Any] = {"stream": stream, "weight_only_gemv": gemv}
+    if device.startswith("cuda"):
+        try:
+            gap = graph_kernel_gap()
+        except RuntimeError as error:  # a build without graphs: the field stays unwritten, the reason kept
+            gap = {"not_measured": f"the CUDA graph failed: {str(error).strip().splitlines()[0]}"}
+        if gap.get("graph_kernel_s", 0) > 0:
+            fields["graph_kernel_s"] = gap["graph_kernel_s"]
+            sources.append(f"graph_kernel_s: {gap['method']}")
+        measurements["graph_kernel"] = gap
+    else:
+        measurements["graph_kernel"] = {"not_measured": "a CPU has no CUDA graphs: graph_kernel_s is not written"}
+    if cpu_tables and not device.startswith("cuda"):
+        from .calibrate import dispatch_s_per_op, efficiency_by_rows, gemm_rows_flops_per_s
+
+        fields["dispatch_s_per_op"] = dispatch_s_per_op(201 if grid == "quick" else 2001)
+        sources.append("dispatch_s_per_op as validate/calibrate.py measures `local`: an add of two 1-element tensors")
+        if rows:
+            counts = CPU_ROWS[grid]
+            rates = gemm_rows_flops_per_s(counts, repeats=3 if grid == "quick" else 5)
+            fields["gemm_efficiency_by_rows"] = {"fp32": efficiency_by_rows(rates)}
+            measurements["gemm_rows_flops_per_s"] = {"fp32": {str(m): r for m, r in rates.items()}}
+            sources.append(f"gemm_efficiency_by_rows as validate/calibrate.py measures `local`: 16 fp32 linear "
+                           f"layers 1024 <-> 4096 at {', '.join(map(str, counts))} tokens, the row counts in turn, "
+                           "over the best of them")
+    return {"fields": fields, "measurements": measurements, "sources": sources}
 
 
 def write_hardware_file(path: Path, data: dict[str, Any]) -> None:

@@ -42,7 +42,7 @@ from .time import StepTime, leaf_factor, runs_fp8
 #: One leaf's entry in a rank's kernels: its part key, the kernels recomputation reruns of its
 #: forward (kernel_time.rerun_kernels; none, all or a part), whether it launches any kernel, and
 #: one run's kernels.
-Entry = tuple[str, bool, bool, list]
+Entry = tuple[str, list, bool, list]
 _KINDS = {cls.__name__: cls for cls in (Gemm, AttentionCall, Pointwise, MatmulCompute)}
 _RANK_KERNELS: dict[tuple, list[Entry]] = {}  # this process's, by what _rank_key reads
 _PARTS: dict[tuple, tuple[dict[str, tuple[float, int]], dict[str, float]]] = {}  # a rank's parts, per timers

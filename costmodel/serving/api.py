@@ -9,6 +9,7 @@ from functools import partial
 from typing import Any
 
 from ..config import ConfigError, show
+from .. import spec
 from ..spec import MLA_FORMS
 from . import metrics
 from .engine import simulate_replicas
@@ -65,7 +66,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                   max_batched_tokens: int | None = None, block_size: int = 16,
                   gpu_memory_utilization: float = 0.9, num_blocks: int | None = None, tp: int = 1, pp: int = 1,
                   dtype: str | None = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
-                  attention: str = "flash", mla: str = "absorbed", fp8_gemm: str = "auto",
+                  attention: str = "flash", mla: str = "absorbed", fp8_gemm: str = spec.DEFAULT_FP8_GEMM,
                   prefix_caching: bool | None = None,
                   efficiency: Any = None, time_model: str | None = None,
                   step: StepTime | None = None,

@@ -130,7 +130,13 @@ def _ray_results(address: str, cfg: Any, hardwares: list[Any], scheduler: str, k
         raise ConfigError("--ray needs Ray: pip install 'transformer-costmodel[ray]' (or '.[ray]' in a checkout).") \
             from None
     if not ray.is_initialized():  # a local instance without its dashboard; a cluster as it is configured
-        ray.init(address=address, **({"include_dashboard": False} if address == "local" else {}))
+        if not address.strip():
+            raise ConfigError("--ray needs an address: 'local', 'auto' or a cluster's HOST:PORT.")
+        try:
+            ray.init(address=address, **({"include_dashboard": False} if address == "local" else {}))
+        except (ValueError, ConnectionError, RuntimeError) as error:
+            message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise ConfigError(f"--ray {address!r}: Ray could not connect ({message}).") from None
     by_name = {hardware.name: hardware for hardware in hardwares}
     groups: dict[tuple, list[tuple]] = {}
     for key in keys:

@@ -1,0 +1,210 @@
+"""The per-kernel rates of a device that the kernel-level time model reads from a hardware file,
+measured (validate/hardware_file.py writes them; docs/time.md, "Measuring a GPU into a hardware
+file"):
+- `stream_rates`: BabelStream's Copy and Dot on the same two fp64 arrays, timed in turn. Dot
+  (each array read once, the products reduced on chip, nothing written) is a GEMV's access
+  pattern: its rate is the file's gemv_bandwidth_bytes_per_s, what costmodel/kernel_time.py moves
+  a GEMM's bytes at;
+- `weight_only_gemv`: a batch-1 bf16 GEMV and PyTorch's weight-only int8 and int4 products of the
+  same weight, each as the bytes it stores over its time, and the quantized ones as a fraction of
+  the bf16 rate (kernel_facts.json "weight_only_gemv" states that fraction from a published
+  figure; a measured one is recorded beside the file, not written into the facts);
+- `graph_kernel_gap` (CUDA only): the GPU-side time each kernel of a CUDA graph's replay takes
+  beyond its work, the file's graph_kernel_s, beside the same chain of kernels on a stream.
+Each returns a dict with its method in words (`method`), kept under the file's `_measurements`.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any, Callable
+
+import torch
+
+#: Elements of each fp64 array of the stream kernels: quick (a CPU test) and full (BabelStream's
+#: default array size, 2^25 doubles, 268 MB an array: far beyond any GPU's L2).
+STREAM_ELEMENTS = {"quick": 2**21, "full": 2**25}
+#: The GEMV's weight, N x K: quick, and full (16384 x 16384: 512 MiB in bf16, 128 MiB in int4,
+#: each beyond the L2 of the GPUs the presets hold).
+GEMV_SHAPE = {"quick": (1024, 1024), "full": (16384, 16384)}
+#: The int4 products' group size (that of the Marlin figure kernel_facts.json's int4 entry reads)
+#: and the CUDA kernel's inner K tiles (gpt-fast's).
+INT4_GROUP, INT4_INNER_K_TILES = 128, 8
+#: The chains of trivial kernels whose difference gives the graph's gap per kernel.
+GRAPH_LENGTHS = (100, 1000)
+
+
+def device_seconds(function: Callable[[], Any], device: str, repeats: int, inner: int = 1) -> float:
+    """The median seconds of one call: `inner` calls timed together (CUDA events on a GPU, the
+    wall clock on a CPU), `repeats` times, after one warm-up round."""
+    cuda = device.startswith("cuda")
+    times = []
+    for round_ in range(repeats + 1):
+        if cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(inner):
+                function()
+            end.record()
+            end.synchronize()
+            seconds = start.elapsed_time(end) / 1e3
+        else:
+            begin = time.perf_counter()
+            for _ in range(inner):
+                function()
+            seconds = time.perf_counter() - begin
+        if round_:  # the first round warms up
+            times.append(seconds / inner)
+    return statistics.median(times)
+
+
+def stream_rates(device: str, grid: str, repeats: int = 20) -> dict[str, Any]:
+    """BabelStream's Copy (c = a: one array read, one written) and Dot (sum of a * b: two read,
+    none written) on fp64 arrays, timed in turn, round by round, so that a load that changes
+    during the run slows both alike; bytes per second as BabelStream counts them (Copy 2 arrays,
+    Dot 2 arrays), the median of `repeats` rounds."""
+    elements = STREAM_ELEMENTS[grid]
+    a = torch.full((elements,), 0.1, device=device, dtype=torch.float64)
+    b = torch.full((elements,), 0.2, device=device, dtype=torch.float64)
+    c = torch.empty_like(a)
+    copies, dots = [], []
+    for _ in range(repeats):
+        copies.append(device_seconds(lambda: c.copy_(a), device, 1))
+        dots.append(device_seconds(lambda: torch.dot(a, b), device, 1))
+    array_bytes = elements * a.element_size()
+    return {"dtype": "fp64", "elements": elements, "array_bytes": array_bytes, "repeats": repeats,
+            "copy_bytes_per_s": 2 * array_bytes / statistics.median(copies),
+            "dot_bytes_per_s": 2 * array_bytes / statistics.median(dots),
+            "method": f"BabelStream's Copy (c = a) and Dot (torch.dot(a, b): two arrays read once and "
+                      f"reduced on chip, nothing written) on two fp64 arrays of {elements} elements "
+                      f"({array_bytes / 1e6:.0f} MB each), timed in turn, the median of {repeats} rounds; "
+                      "bytes as BabelStream counts them (2 arrays each)"}
+
+
+def _int4_product(x: torch.Tensor, n: int, k: int) -> tuple[Callable[[], Any], int, str]:
+    """PyTorch's int4 weight-only product of x by an n x k weight (random codes, groups of
+    INT4_GROUP, bf16 scales and zeros): the call, the bytes it stores, the op's name. The CUDA op
+    takes the codes packed two to a byte (the even column in the high nibble); the CPU op takes
+    them one to an int32 and packs them itself."""
+    codes = torch.randint(0, 16, (n, k), dtype=torch.int32, device=x.device)
+    scales_and_zeros = torch.rand(k // INT4_GROUP, n, 2, dtype=torch.bfloat16, device=x.device)
+    if x.is_cuda:
+        nibbles = (codes[:, ::2] << 4 | codes[:, 1::2]).to(torch.uint8)
+        packed = torch._convert_weight_to_int4pack(nibbles, INT4_INNER_K_TILES)
+        product, name = torch._weight_int4pack_mm, "torch._weight_int4pack_mm"
+    else:
+        packed = torch._convert_weight_to_int4pack_for_cpu(codes, 1)
+        product, name = torch._weight_int4pack_mm_for_cpu, "torch._weight_int4pack_mm_for_cpu"
+    stored = packed.numel() * packed.element_size() + scales_and_zeros.numel() * scales_and_zeros.element_size()
+    return (lambda: product(x, packed, INT4_GROUP, scales_and_zeros)), stored, name
+
+
+def weight_only_gemv(device: str, grid: str, repeats: int = 10, inner: int = 10) -> dict[str, Any]:
+    """A batch-1 product with one N x K weight: in bf16 (F.linear), then with the weight in int8
+    (torch._weight_int8pack_mm, per-row bf16 scales; and gpt-fast's WeightOnlyInt8Linear.forward,
+    F.linear(x, w.to(bf16)) * scales, eager: its cast is a kernel of its own) and in int4
+    (torch._weight_int4pack_mm). Each: the bytes its weight stores over its time, and that rate
+    over the bf16 GEMV's; an op this torch build or device lacks is recorded as unavailable, with
+    the error's first line."""
+    n, k = GEMV_SHAPE[grid]
+    functional = torch.nn.functional
+    x = torch.randn(1, k, device=device, dtype=torch.bfloat16)
+    weight = torch.randn(n, k, device=device, dtype=torch.bfloat16)
+    bf16_rate = weight.numel() * 2 / device_seconds(lambda: functional.linear(x, weight), device, repeats, inner)
+    rows: dict[str, Any] = {"bf16": {"op": "torch.nn.functional.linear", "stored_bytes": weight.numel() * 2,
+                                     "bytes_per_s": bf16_rate, "fraction_of_bf16": 1.0}}
+    del weight
+    int8 = torch.randint(-128, 128, (n, k), dtype=torch.int8, device=device)
+    scales = torch.rand(n, dtype=torch.bfloat16, device=device)
+    candidates: dict[str, Callable[[], tuple[Callable[[], Any], int, str]]] = {
+        "int8": lambda: ((lambda: torch._weight_int8pack_mm(x, int8, scales)), int8.numel() + 2 * n,
+                         "torch._weight_int8pack_mm"),
+        "int8_eager_dequantize": lambda: ((lambda: functional.linear(x, int8.to(x.dtype)) * scales),
+                                          int8.numel() + 2 * n, "gpt-fast's WeightOnlyInt8Linear.forward, eager"),
+        "int4": lambda: _int4_product(x, n, k),
+    }
+    for key, build in candidates.items():
+        try:
+            call, stored, op = build()
+            rate = stored / device_seconds(call, device, repeats, inner)
+            rows[key] = {"op": op, "stored_bytes": stored, "bytes_per_s": rate, "fraction_of_bf16": rate / bf16_rate}
+        except (RuntimeError, NotImplementedError, AttributeError) as error:
+            rows[key] = {"op": key, "unavailable": (str(error).strip().splitlines() or [type(error).__name__])[0]}
+    return {"n": n, "k": k, "tokens": 1, "int4_group": INT4_GROUP, "products": rows,
+            "method": f"one token (bf16) by a weight of {n} x {k}, the median of {repeats} rounds of {inner} calls; "
+                      "each product's rate is its weight's stored bytes (codes, scales and zeros) over its time, "
+                      "its fraction that rate over the bf16 GEMV's (F.linear)"}
+
+
+def queued_seconds(launch: Callable[[], Any], repeats: int) -> dict[str, Any]:
+    """GPU seconds of what `launch` queues, measured behind a sleeping kernel (torch.cuda._sleep):
+    the CPU queues everything while the GPU sleeps, so the two events around it time the GPU's
+    work alone, none of the CPU's launching. The median of `repeats` (after a warm-up); `queued`
+    says whether the sleep outlasted the launching every time (else the CPU's pace is in it)."""
+    times, launching, queued = [], [], True
+    for round_ in range(repeats + 1):
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(SLEEP_CYCLES)
+        start.record()
+        begin = time.perf_counter()
+        launch()
+        cpu = time.perf_counter() - begin
+        on_time = not start.query()  # the sleep still ran when the last launch was queued
+        end.record()
+        end.synchronize()
+        if round_:
+            times.append(start.elapsed_time(end) / 1e3)
+            launching.append(cpu)
+            queued = queued and on_time
+    return {"seconds": statistics.median(times), "cpu_launch_seconds": statistics.median(launching), "queued": queued}
+
+
+#: The sleep that holds the GPU while the CPU queues a chain: ~0.1 s at a 2 GHz SM clock, far
+#: longer than the CPU takes to launch GRAPH_LENGTHS[-1] small ops or one graph.
+SLEEP_CYCLES = 200_000_000
+
+
+def graph_kernel_gap(repeats: int = 5, device: str = "cuda") -> dict[str, Any]:
+    """The GPU-side seconds per kernel of a chain of trivial kernels (an in-place add to a
+    1-element tensor), replayed from a CUDA graph and, for comparison, launched on a stream.
+
+    Each chain length in GRAPH_LENGTHS is captured in a torch.cuda.CUDAGraph; each graph's replay,
+    and the same chain launched eagerly, is timed by queued_seconds (the GPU's time alone). The
+    gap per kernel is the difference of the two lengths' times over the difference of their
+    kernels, which removes what a chain pays once (the first kernel's start, the last one's
+    drain). It includes the trivial kernel's own run (one element read and written): an upper
+    bound of the gap beyond a kernel's work, as Hazy Research's empty kernel is. `device`: where
+    the counter lives (a test runs the same steps on a CPU with torch.cuda's calls stood in)."""
+    counter = torch.zeros(1, device=device)
+    def chain(length: int) -> None:
+        for _ in range(length):
+            counter.add_(1)
+    side = torch.cuda.Stream()  # warm-up on a side stream before capture (torch.cuda.graphs' rule)
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        chain(3)
+    torch.cuda.current_stream().wait_stream(side)
+    graphs = {}
+    for length in GRAPH_LENGTHS:
+        graphs[length] = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graphs[length]):
+            chain(length)
+    graph = {length: queued_seconds(graphs[length].replay, repeats) for length in GRAPH_LENGTHS}
+    stream = {length: queued_seconds(lambda length=length: chain(length), repeats) for length in GRAPH_LENGTHS}
+    short, long = GRAPH_LENGTHS
+    def per_kernel(times: dict[int, dict[str, Any]]) -> float:
+        return (times[long]["seconds"] - times[short]["seconds"]) / (long - short)
+    return {
+        "graph_kernel_s": per_kernel(graph),
+        "stream_kernel_s": per_kernel(stream),
+        "graph": {str(length): t for length, t in graph.items()},
+        "stream": {str(length): t for length, t in stream.items()},
+        "cpu_launch_s_per_op": stream[long]["cpu_launch_seconds"] / long,
+        "method": f"in-place adds to a 1-element tensor, chains of {short} and {long}, captured in a "
+                  "torch.cuda.CUDAGraph and replayed, queued behind torch.cuda._sleep and timed between two CUDA "
+                  f"events (the GPU's time alone; median of {repeats}); the gap per kernel is "
+                  f"(t({long}) - t({short})) / {long - short}, which removes what a chain pays once and keeps the "
+                  "trivial kernel's own run (an upper bound); the same chains launched on a stream beside it",
+    }
