@@ -3,21 +3,24 @@ simulator's step time (costmodel/serving/steptime.py), step by step, with both t
 
 Each round, in this process and right before the timed steps, calibrates `local` afresh
 (validate/calibrate.py, what `hardware --measure` writes: matmul and vector FLOP/s, bandwidth,
-per-block overhead, the GEMM efficiency by rows from the linear chain at 1 to 256 rows, and one
-tiny op's dispatch time; one torch thread). It then runs a trace through the engine
+per-block overhead, the GEMM efficiency by rows from the linear chain at 1 to 256 rows, one
+tiny op's dispatch time, and torch sdpa's efficiency by query rows; one torch thread). It then runs a trace through the engine
 (validate/serving_engine.py, a random Llama in fp32, sdpa paged attention) and times every step's
 forward (ContinuousBatchProcessor._generation_step: the model, the logits and the sampling;
 scheduling and batch preparation excluded), and predicts each recorded step from its (query
 tokens, keys) mix:
 - roofline: StepTime(time_model="roofline") on the calibrated `local`;
 - kernels: StepTime() on the calibrated `local` as it is, the default: the kernel model with each
-  GEMM at the measured efficiency for its rows and each eager op (kernel_facts.json "eager_ops")
+  GEMM at the measured efficiency for its rows, each sequence's attention call at the measured
+  efficiency for its queries, and each eager op (kernel_facts.json "eager_ops")
   at the measured dispatch time, and the paged path's copies of the keys as bytes;
-- kernels_rows: the same without the dispatch per op (dispatch_s_per_op None): each active leaf
-  pays overhead_s_per_block once, as before the op counts, and the paged path's copies (which go
+- kernels_peak_attention: the default without the attention efficiency by queries (the attention
+  call at the peak, as the default was before calibrate measured it);
+- kernels_rows: the default without the dispatch per op (dispatch_s_per_op None): each active
+  leaf pays overhead_s_per_block once, as before the op counts, and the paged path's copies (which go
   with the counted implementation) are not charged;
 - kernels_tiles: the kernel model as it was before the rows table (the same `local` without the
-  rows table or dispatch, with sm_count = the torch threads, one core computing one tile at a
+  rows table, attention table or dispatch, with sm_count = the torch threads, one core computing one tile at a
   time, and matmul_efficiency 1.0, flops_per_s being itself the large-GEMM rate): cuBLAS's tiles
   and waves (kernel_facts.json), a GPU's, and one launch per leaf;
 - kernels_engine_op: the default kernel model with each op at the time one op takes inside the
@@ -26,6 +29,12 @@ tokens, keys) mix:
   (validate/eager_op_counts.py, counted in a run apart; the model's and the engine's own ops
   included), the median over its steps. A benchmark-only figure from another model's steps, not
   the benchmark's; it shows how far the eager Python around each op goes beyond the dispatcher;
+- kernels_packed_attention: the default with each layer's attention as the one call transformers'
+  paged sdpa path makes (generation/continuous_batching/input_outputs.py builds one block-diagonal
+  mask of all the step's queries by all its keys; sdpa_attention_forward passes it, so is_causal is
+  False and torch computes every pair): the step's queries against its keys, unmasked, at the
+  measured efficiency for their number, in place of the sequences' causal calls (the compute terms
+  swapped, the bytes kept). A benchmark-only figure: what the engine's packing costs;
 - kernels_gemms: the default kernel model with each GEMM's time measured on this CPU at its own shape
   (MeasuredGemmTimer: torch's linear of M x K by K x N through distinct weights of 64 MiB in all,
   so each reads its weights from memory, median of 3, at every token count the steps ran and
@@ -59,7 +68,7 @@ from validate.serving_engine import TINY_LLAMA, run_engine, tiny_model  # noqa: 
 MODEL = {**TINY_LLAMA, "hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 4,
          "num_attention_heads": 8, "num_key_value_heads": 4, "vocab_size": 2000}
 TRACE = [(i, 24 + 40 * (i % 4), 24) for i in range(12)]
-MODELS = ("roofline", "kernels", "kernels_rows", "kernels_tiles", "kernels_gemms", "kernels_engine_op")
+MODELS = ("roofline", "kernels", "kernels_peak_attention", "kernels_packed_attention", "kernels_rows", "kernels_tiles", "kernels_gemms", "kernels_engine_op")
 BUDGETS = dict(block_size=16, num_blocks=64, max_batch_tokens=128, max_requests=8)
 
 
@@ -106,6 +115,19 @@ class MeasuredGemmTimer(KernelTimer):
         return self.measure(gemm.m, gemm.n, gemm.k, gemm.count)
 
 
+def packing_seconds(timer: KernelTimer, cfg, queries: list[int], keys: list[int]) -> float:
+    """What the engine's one packed attention call per layer (every query against every key of
+    the step) costs beyond the sequences' causal calls, compute terms only."""
+    from costmodel.kernel_time import AttentionCall
+
+    heads, head_dim = cfg.n_heads, cfg.d_model // cfg.n_heads
+    def compute(call: AttentionCall) -> float:
+        return call.executed_flops(timer.block) / (timer.peak * timer.attention_efficiency(call.n_kv, call.n_q))
+    packed = compute(AttentionCall(1, heads, sum(queries), sum(keys), head_dim, causal=False))
+    apart = sum(compute(AttentionCall(1, heads, q, k, head_dim)) for q, k in zip(queries, keys))
+    return cfg.n_decoder_layers * (packed - apart)
+
+
 def one_round() -> dict:
     import dataclasses
     import os
@@ -118,8 +140,10 @@ def one_round() -> dict:
     cfg = config_from_dict({**MODEL, "model_type": "llama", "torch_dtype": "float32"}, "bench", "bench-llama")
     profile = serving_profile(cfg, attention="sdpa")
     rows = dataclasses.replace(local, dispatch_s_per_op=None)
-    tiles = dataclasses.replace(local, gemm_efficiency_by_rows={}, dispatch_s_per_op=None,
-                                sm_count=torch.get_num_threads(), matmul_efficiency={"fp32": 1.0})
+    peak_attention = dataclasses.replace(local, attention_efficiency_by_queries={})
+    tiles = dataclasses.replace(local, gemm_efficiency_by_rows={}, attention_efficiency_by_queries={},
+                                dispatch_s_per_op=None, sm_count=torch.get_num_threads(),
+                                matmul_efficiency={"fp32": 1.0})
     ops = eager_op_counts(cfg, "sdpa")
     assert ops is not None, "the benchmark's Llama is one the eager op counts are stated for"
     per_op = engine_seconds_per_op()
@@ -127,6 +151,7 @@ def one_round() -> dict:
              "kernels_engine_op": StepTime(cfg, dataclasses.replace(local, dispatch_s_per_op=per_op), "fp32",
                                            profile=profile),
              "kernels": StepTime(cfg, local, "fp32", profile=profile),
+             "kernels_peak_attention": StepTime(cfg, peak_attention, "fp32", profile=profile),
              "kernels_rows": StepTime(cfg, rows, "fp32", profile=profile),
              "kernels_tiles": StepTime(cfg, tiles, "fp32", profile=profile),
              "kernels_gemms": StepTime(cfg, local, "fp32", profile=profile, time_model="kernels",
@@ -154,6 +179,8 @@ def one_round() -> dict:
         rows.append({"queries": queries, "keys": keys, "measured_s": measured,
                      "kind": "decode" if max(queries) == 1 else "mixed",
                      **{f"{name}_s": step.seconds(queries, keys) for name, step in steps.items()}})
+        rows[-1]["kernels_packed_attention_s"] = rows[-1]["kernels_s"] + packing_seconds(
+            steps["kernels"].timer, cfg, queries, keys)
         for request in finished:
             cached.pop(request, None)
     peak = local.flops_per_s["fp32"]
@@ -163,7 +190,8 @@ def one_round() -> dict:
                             "overhead_s_per_block": local.overhead_s_per_block,
                             "dispatch_s_per_op": local.dispatch_s_per_op, "engine_seconds_per_op": per_op,
                             "gemm_efficiency_by_rows": calibrated["gemm_efficiency_by_rows"]["fp32"],
-                            "gemm_rows_flops_per_s": calibrated["_gemm_rows_flops_per_s"]["fp32"]}}
+                            "gemm_rows_flops_per_s": calibrated["_gemm_rows_flops_per_s"]["fp32"],
+                            "attention_efficiency_by_queries": calibrated["attention_efficiency_by_queries"]["fp32"]}}
 
 
 def main() -> None:

@@ -100,6 +100,11 @@ class Hardware:
     # rate nor the weights' streaming rate): where given, the kernel model's GEMM time instead of
     # the GPU's tiles and waves (kernel_time.KernelTimer). ((rows, efficiency), ...) by rows.
     gemm_efficiency_by_rows: dict[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
+    # Per dtype, a fused attention call's fraction of that dtype's peak by its query rows (n_q),
+    # measured at a few query counts (validate/calibrate.py on a CPU: torch's sdpa, whose rate
+    # follows its queries as a GEMM's follows its rows): where given, the kernel model's attention
+    # efficiency instead of kernel_facts.json's published GPU figures. ((queries, efficiency), ...).
+    attention_efficiency_by_queries: dict[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
     # The time one eager PyTorch op takes to dispatch (a microbenchmark): with the ops each leaf
     # launches (kernel_facts.json "eager_ops"), what an eager leaf pays instead of one
     # overhead_s_per_block. None: not measured (the launch per leaf stands).
@@ -195,6 +200,9 @@ class Hardware:
                                          for k, v in data.get("sustained_matmul_efficiency", {}).items()},
             gemm_efficiency_by_rows={str(dtype): tuple(sorted((int(m), float(e)) for m, e in table.items()))
                                      for dtype, table in data.get("gemm_efficiency_by_rows", {}).items()},
+            attention_efficiency_by_queries={
+                str(dtype): tuple(sorted((int(m), float(e)) for m, e in table.items()))
+                for dtype, table in data.get("attention_efficiency_by_queries", {}).items()},
             **{name: SCHEMA[name].kind(data[name]) for name in OPTIONAL_NUMBERS if name in data},
         )
 
@@ -222,6 +230,9 @@ class Hardware:
         if self.gemm_efficiency_by_rows:
             out["gemm_efficiency_by_rows"] = {dtype: {str(m): e for m, e in table}
                                               for dtype, table in self.gemm_efficiency_by_rows.items()}
+        if self.attention_efficiency_by_queries:
+            out["attention_efficiency_by_queries"] = {dtype: {str(m): e for m, e in table}
+                                                      for dtype, table in self.attention_efficiency_by_queries.items()}
         out.update({name: getattr(self, name) for name in OPTIONAL_NUMBERS if getattr(self, name) is not None})
         return out
 
@@ -273,6 +284,10 @@ SCHEMA: dict[str, Field] = {
     "gemm_efficiency_by_rows": Field(dict, "per dtype, {rows: the fraction of its peak a GEMM of that many rows "
                                      "(tokens) reaches}, each in (0, 1], measured (validate/calibrate.py on a "
                                      "CPU); the kernel time model's GEMM efficiency instead of tiles and waves"),
+    "attention_efficiency_by_queries": Field(dict, "per dtype, {queries: the fraction of its peak a fused attention "
+                                             "call of that many query rows reaches}, each in (0, 1], measured "
+                                             "(validate/calibrate.py on a CPU: torch's sdpa); the kernel time model's "
+                                             "attention efficiency instead of kernel_facts.json's"),
     "overhead_s_per_block": Field(float, "fixed launch time of one block's kernels, seconds", low=0),
     "dispatch_s_per_op": Field(float, "time one eager PyTorch op takes to dispatch, seconds (a microbenchmark); "
                                "an eager leaf pays it per op it launches (kernel_facts.json eager_ops)", low=0),
@@ -325,27 +340,30 @@ def schema_problems(data: Any) -> list[str]:
     for section in ("matmul_efficiency", "sustained_matmul_efficiency"):
         problems += _section_problems(data, section, {k: Field(float, "", low=0, strict=True, high=1)
                                                       for k in PEAK_DTYPES})
-    problems += _rows_problems(data)
+    problems += _rows_problems(data, "gemm_efficiency_by_rows", "rows")
+    problems += _rows_problems(data, "attention_efficiency_by_queries", "queries")
     return [p for p in problems if p]
 
 
-def _rows_problems(data: dict) -> list[str | None]:
-    """gemm_efficiency_by_rows: {dtype: {rows: efficiency}}, rows a whole number >= 1 (as JSON
-    writes it, a string), each efficiency in (0, 1]."""
-    tables = data.get("gemm_efficiency_by_rows")
+def _rows_problems(data: dict, field_name: str, counted: str) -> list[str | None]:
+    """A table of efficiency by a count (gemm_efficiency_by_rows: rows; attention_efficiency_by_queries:
+    queries): {dtype: {count: efficiency}}, the count a whole number >= 1 (as JSON writes it, a
+    string), each efficiency in (0, 1]."""
+    tables = data.get(field_name)
     if tables is None:
         return []
     if not isinstance(tables, dict):
-        return [f"gemm_efficiency_by_rows must be an object of dtype: {{rows: efficiency}}, got {show(tables)}"]
+        return [f"{field_name} must be an object of dtype: {{{counted}: efficiency}}, got {show(tables)}"]
     problems: list[str | None] = []
+    what = {"rows": "a row count", "queries": "a query count"}[counted]
     for dtype, table in tables.items():
-        name = f"gemm_efficiency_by_rows.{dtype}"
+        name = f"{field_name}.{dtype}"
         if dtype not in PEAK_DTYPES:
-            problems.append(f"gemm_efficiency_by_rows has an unknown dtype {show(dtype)} (known: {', '.join(PEAK_DTYPES)})")
+            problems.append(f"{field_name} has an unknown dtype {show(dtype)} (known: {', '.join(PEAK_DTYPES)})")
         elif not isinstance(table, dict) or not table:
-            problems.append(f"{name} must be a non-empty object of rows: efficiency, got {show(table)}")
+            problems.append(f"{name} must be a non-empty object of {counted}: efficiency, got {show(table)}")
         else:
-            problems += [f"{name} has a row count {show(m)} that is not a whole number of at least 1"
+            problems += [f"{name} has {what} {show(m)} that is not a whole number of at least 1"
                          for m in table if not _row_count(m)]
             problems += [Field(float, "", low=0, strict=True, high=1).problem(f"{name}.{m}", e) for m, e in table.items()]
     return problems

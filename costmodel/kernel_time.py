@@ -28,7 +28,10 @@ A kernel's time:
   - fused attention: the FLOPs the kernel executes (blocks of 128 x 128; a causal mask skips the
     blocks above the diagonal, a window those before it; a head width the kernel is not compiled
     for padded to the next one) at the kernel's published efficiency for
-    the GPU's architecture and the sequence length (costmodel/kernel_facts.json);
+    the GPU's architecture and the sequence length (costmodel/kernel_facts.json); where the
+    hardware file measures the call's efficiency by its query rows (attention_efficiency_by_queries,
+    a CPU's torch sdpa), at that fraction of the peak instead (log-linear between the measured
+    query counts, the end values beyond them);
   - memory-bound kernels: the larger of bytes / achievable bandwidth and FLOPs / vector peak;
   - each active leaf pays the hardware's launch overhead per block (the CPU's launches); under
     CUDA graphs none, but each kernel the leaf launches pays the GPU-side gap a graph's replay
@@ -137,6 +140,17 @@ class Pointwise:
 Kernel = Gemm | AttentionCall | Pointwise
 
 
+def log_linear(points: tuple[tuple[int, float], ...], x: int) -> float:
+    """A measured table's value at x: log-linear in x between its points (sorted by x), the first
+    or last value outside them."""
+    if x <= points[0][0]:
+        return points[0][1]
+    for (x0, e0), (x1, e1) in zip(points, points[1:]):
+        if x <= x1:
+            return e0 + (e1 - e0) * math.log(x / x0) / math.log(x1 / x0)
+    return points[-1][1]
+
+
 class KernelTimer:
     """Seconds of one kernel on one hardware in one dtype."""
 
@@ -187,6 +201,8 @@ class KernelTimer:
         self.launch_s = 0.0 if cuda_graphs else hardware.overhead_s_per_block
         # A CPU's measured GEMM efficiency by rows (hardware.gemm_efficiency_by_rows): no tiles.
         self.gemm_rows = hardware.gemm_efficiency_by_rows.get(matmul, ())
+        # A CPU's measured attention efficiency by query rows (hardware.attention_efficiency_by_queries).
+        self.attention_queries = hardware.attention_efficiency_by_queries.get(self.dtype, ())
         eager = not (cuda_graphs or compiled) and hardware.dispatch_s_per_op is not None
         self.eager_ops = eager_ops if eager else None
         self.dispatch_s = hardware.dispatch_s_per_op or 0.0
@@ -248,13 +264,7 @@ class KernelTimer:
     def rows_efficiency(self, m: int) -> float:
         """The measured efficiency of a GEMM of m rows: log-linear in m between the measured row
         counts, the first or last value outside them."""
-        points = self.gemm_rows
-        if m <= points[0][0]:
-            return points[0][1]
-        for (m0, e0), (m1, e1) in zip(points, points[1:]):
-            if m <= m1:
-                return e0 + (e1 - e0) * math.log(m / m0) / math.log(m1 / m0)
-        return points[-1][1]
+        return log_linear(self.gemm_rows, m)
 
     def leaf_launch_seconds(self, leaf: Any, kernels: int) -> float:
         """What one run of a leaf of `kernels` kernels pays besides them: in eager mode where its
@@ -285,9 +295,13 @@ class KernelTimer:
         return max(self.gemm_compute_seconds(gemm, tile, self.fp8_rate), moved / self.gemv_bandwidth) + \
             quantize / self.bandwidth
 
-    def attention_efficiency(self, n_kv: int) -> float:
-        """The fused kernel's published efficiency at this length (log-linear between the
-        published points); the large-GEMM efficiency where none is published."""
+    def attention_efficiency(self, n_kv: int, n_q: int | None = None) -> float:
+        """A fused attention call's efficiency: where the hardware measures it by query rows, at
+        n_q (log-linear between the measured query counts); else the kernel's published efficiency
+        at this length (log-linear between the published points); the large-GEMM efficiency where
+        none is published."""
+        if self.attention_queries and n_q is not None:  # relative to the large-GEMM rate, as the rows table
+            return self.rows_scale * log_linear(self.attention_queries, n_q)
         points = self.attention_points
         if not points:
             return self.matmul_efficiency
@@ -307,7 +321,7 @@ class KernelTimer:
         value_dim = call.value_dim or call.head_dim
         padding = (self.padded_head_dim(call.head_dim) + self.padded_head_dim(value_dim)) / (call.head_dim + value_dim)
         flops = call.executed_flops(self.block) * padding
-        efficiency = self.attention_efficiency(call.n_kv)
+        efficiency = self.attention_efficiency(call.n_kv, call.n_q)
         if backward:
             flops *= float(kernel_facts()["attention_backward_factor"]["value"])
             efficiency *= self.attention_backward_ratio

@@ -149,3 +149,94 @@ def test_the_paged_paths_copies_are_one_more_kernel_of_the_attention_leaf():
     eager, launches = (StepTime(cfg, Hardware.from_dict(hw, "cpu"), "fp32", profile=profile).seconds([1], [10])
                        for hw in (slow_memory, {k: v for k, v in slow_memory.items() if k != "dispatch_s_per_op"}))
     assert eager - launches == pytest.approx(199 * 2e-6 - 21 * 3e-5 + 2 * 12_800 / 1e10, rel=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# The attention call's measured efficiency by query rows (attention_efficiency_by_queries)
+
+QUERIES = {"1": 0.1, "16": 0.5, "256": 0.6}
+
+
+def test_the_attention_table_is_optional_checked_and_round_trips(tmp_path, capsys):
+    cpu = dict(CPU, attention_efficiency_by_queries={"fp32": QUERIES})
+    assert schema_problems(cpu) == []
+    bad = dict(CPU, attention_efficiency_by_queries={"fp32": {"0": 0.5, "one": 0.2, "16": 1.5, "64": "x"},
+                                                     "fp9": {"1": 0.1}, "bf16": {}})
+    assert schema_problems(bad) == [
+        "attention_efficiency_by_queries.fp32 has a query count '0' that is not a whole number of at least 1",
+        "attention_efficiency_by_queries.fp32 has a query count 'one' that is not a whole number of at least 1",
+        "attention_efficiency_by_queries.fp32.16 must be at most 1, got 1.5",
+        "attention_efficiency_by_queries.fp32.64 must be a number, got 'x'",
+        "attention_efficiency_by_queries has an unknown dtype 'fp9' (known: fp32, tf32, bf16, fp16, fp8, int8)",
+        "attention_efficiency_by_queries.bf16 must be a non-empty object of queries: efficiency, got {}"]
+    assert schema_problems(dict(CPU, attention_efficiency_by_queries=[[1, 0.1]])) == [
+        "attention_efficiency_by_queries must be an object of dtype: {queries: efficiency}, got [[1, 0.1]]"]
+    hw = Hardware.from_dict(cpu, "cpu")
+    assert hw.attention_efficiency_by_queries == {"fp32": ((1, 0.1), (16, 0.5), (256, 0.6))}
+    assert Hardware.from_dict(hw.to_dict(), "again") == hw
+    assert Hardware.from_dict(CPU, "cpu").attention_efficiency_by_queries == {}
+    assert "attention_efficiency_by_queries" not in Hardware.from_dict(CPU, "cpu").to_dict()
+    # a bad value in a file: one line, exit 2
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps(dict(CPU, attention_efficiency_by_queries={"fp32": {"4": -0.2}})))
+    assert cli.main(["hardware", "--show", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "attention_efficiency_by_queries.fp32.4 must be greater than 0, got -0.2" in err
+
+
+def test_an_attention_call_at_the_measured_efficiency_for_its_queries():
+    from costmodel.kernel_time import AttentionCall
+
+    fast = dict(CPU, bandwidth_bytes_per_s=1e30, attention_efficiency_by_queries={"fp32": QUERIES})
+    timer = KernelTimer(Hardware.from_dict(fast, "cpu"), "fp32")
+    assert [timer.attention_efficiency(9999, n_q) for n_q in (1, 16, 256, 4096)] == [0.1, 0.5, 0.6, 0.6]
+    # log-linear in the queries: 4 is halfway from 1 to 16 (the keys do not enter)
+    assert timer.attention_efficiency(10, 4) == pytest.approx(0.3, rel=1e-12)
+    assert timer.attention_efficiency(5000, 4) == pytest.approx(0.3, rel=1e-12)
+    # 4 queries (the last of 300 positions) of 8 heads of 64: every key is in the kernel's blocks,
+    # 2 x 8 x 4 x 300 x 128 FLOPs at 0.3 of 1e11
+    call = AttentionCall(batch=1, heads=8, n_q=4, n_kv=300, head_dim=64)
+    assert timer.attention_seconds(call) == pytest.approx(2 * 8 * 4 * 300 * 128 / (1e11 * 0.3), rel=1e-12)
+    # 256 causal queries against 256 keys: 128 x 128 + 128 x 256 pairs per head, at 0.6
+    square = AttentionCall(batch=2, heads=8, n_q=256, n_kv=256, head_dim=64)
+    assert timer.attention_seconds(square) == pytest.approx(
+        2 * 2 * 8 * (128 * 128 + 128 * 256) * 128 / (1e11 * 0.6), rel=1e-12)
+    # without the table the CPU's call runs at the peak (no published figure for it), as before
+    plain = KernelTimer(Hardware.from_dict(dict(CPU, bandwidth_bytes_per_s=1e30), "cpu"), "fp32")
+    assert plain.attention_seconds(call) == pytest.approx(2 * 8 * 4 * 300 * 128 / 1e11, rel=1e-12)
+    # a given compute efficiency scales the table, as it does the rows table (both are fractions
+    # of the large-GEMM rate the calibration measured)
+    from costmodel.hardware import Efficiency
+
+    given = KernelTimer(Hardware.from_dict(fast, "cpu"), "fp32", efficiency=Efficiency(compute=0.5, memory=1.0))
+    assert given.attention_efficiency(10, 4) == pytest.approx(0.15, rel=1e-12)
+    # another dtype than the table's: the table does not apply
+    bf16 = dict(fast, flops_per_s={"fp32": 1e11, "bf16": 2e11})
+    assert KernelTimer(Hardware.from_dict(bf16, "cpu"), "bf16").attention_efficiency(10, 4) == 1.0
+
+
+def test_a_mixed_step_times_each_sequences_attention_at_its_queries():
+    """test_a_mixed_step_charges_the_ops_once_and_its_gemms_at_their_rows' step with the table:
+    the chunk's 5 x 5 pairs per head at the efficiency for 5 queries, the decode's 1 x 10 at 1's."""
+    fast = dict(CPU, bandwidth_bytes_per_s=1e30, vector_flops_per_s=1e30)
+    measured = dict(fast, attention_efficiency_by_queries={"fp32": QUERIES})
+    cfg = config_from_dict(TINY, "tiny", "tiny-llama")
+    profile = serving_profile(cfg, attention="sdpa")
+    plain, timed = (StepTime(cfg, Hardware.from_dict(hw, "cpu"), "fp32", profile=profile) for hw in (fast, measured))
+    five = 0.1 + 0.4 * math.log(5) / math.log(16)
+    at_peak = 2 * 2 * (4 * 25 + 4 * 10) * 32 / 1e11
+    measured_attention = 2 * 2 * (4 * 25 * 32 / five + 4 * 10 * 32 / 0.1) / 1e11
+    assert timed.seconds([5, 1], [5, 10]) - plain.seconds([5, 1], [5, 10]) == pytest.approx(
+        measured_attention - at_peak, rel=1e-9)
+    # a decode-only step of two sequences: the same as the kernel model's per-call time summed
+    assert timed.seconds([1, 1], [10, 20]) - plain.seconds([1, 1], [10, 20]) == pytest.approx(
+        2 * 2 * 4 * 30 * 32 * (1 / 0.1 - 1) / 1e11, rel=1e-9)
+
+
+def test_no_gpu_preset_states_an_attention_table():
+    """So their attention keeps kernel_facts.json's figures (python cli.py published does not move)."""
+    for name in hardware_names():
+        if name != "local":
+            hw = load_hardware(name)
+            assert hw.attention_efficiency_by_queries == {} and KernelTimer(hw, "bf16").attention_queries == ()

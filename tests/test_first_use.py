@@ -70,6 +70,15 @@ def test_hardware_measure_measures_the_dtype_asked_for(monkeypatch):
     assert set(data["_gemm_rows_flops_per_s"]["fp32"]) == set(table) and 0 < data["dispatch_s_per_op"] < 1e-3
     hw = Hardware.from_dict(data, "local")
     assert time_model_for(hw) == "kernels" and hw.gemm_efficiency_by_rows["fp32"][0][0] == 1
+    # and the attention efficiency by queries: one per measured shape's queries, each a fraction
+    # of the chain's rate measured with them, the raw rates beside
+    attention = data["attention_efficiency_by_queries"]["fp32"]
+    assert list(attention) == [str(q) for q, _ in calibrate.ATTENTION_SHAPES] == ["1", "16", "64", "256", "512"]
+    assert all(0 < e <= 1 for e in attention.values())
+    raw = data["_attention_flops_per_s"]["fp32"]
+    assert set(raw) == set(attention) | {"chain"} and all(r > 0 for r in raw.values())
+    assert attention == calibrate.attention_efficiency_by_queries({int(q): raw[q] for q in attention}, raw["chain"])
+    assert hw.attention_efficiency_by_queries["fp32"][0] == (1, attention["1"])
 
 
 def test_the_efficiency_by_rows_is_the_rates_over_the_best_never_falling_with_rows():
@@ -77,6 +86,13 @@ def test_the_efficiency_by_rows_is_the_rates_over_the_best_never_falling_with_ro
     reading at more rows is the machine's noise, so the table keeps the best so far."""
     rates = {1: 5e9, 2: 4e9, 4: 2e10, 8: 1.5e10, 16: 1e11, 32: 8e10}
     assert calibrate.efficiency_by_rows(rates) == {"1": 0.05, "2": 0.05, "4": 0.2, "8": 0.2, "16": 1.0, "32": 1.0}
+
+
+def test_the_attention_efficiency_is_the_rates_over_the_chain_at_most_one():
+    """By queries, as fractions of the linear chain's rate timed with them; a reading above it is
+    the shared machine's noise (the field is a fraction of the peak)."""
+    rates = {512: 6e10, 1: 1e10, 16: 5e10, 64: 1.3e11}
+    assert calibrate.attention_efficiency_by_queries(rates, 1e11) == {"1": 0.1, "16": 0.5, "64": 1.0, "512": 0.6}
 
 
 def test_inference_that_does_not_fit_says_so(capsys):

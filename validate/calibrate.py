@@ -14,6 +14,12 @@ the shapes a Transformer runs:
   (few rows reach neither the large-GEMM rate nor the weights' streaming rate on a CPU): the
   kernel model's GEMM time on `local` (costmodel/kernel_time.py);
 - dispatch per op: one tiny op's time, what each op of an eager leaf pays (costmodel/eager_ops.py).
+- attention efficiency by queries (fp32): torch's scaled_dot_product_attention, 8 heads of 64 (the
+  serving benchmark's Llama), at (queries, keys) (1, 256), (16, 256), (64, 512), (256, 256) and
+  (512, 512), causal where queries and keys are as many, timed in turn with the linear chain at 256
+  tokens: the FLOPs the kernel model counts for the call over the chain's rate (what flops_per_s
+  measures). Its rate follows the queries (1 query: a tenth of the peak; 16 and more: about half),
+  not the keys: the kernel model's attention time on `local`.
 A plain copy's bandwidth is recorded beside them. The first dtype measured is the preset's default
 dtype. The result is cached as JSON where costmodel.hardware.load_hardware("local") reads it.
 """
@@ -97,6 +103,56 @@ def gemm_rows_flops_per_s(rows: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 
             chain.run(inputs[m])
             times[m].append(time.perf_counter() - start)
     return {m: 2 * m * chain.elements / statistics.median(times[m]) for m in rows}
+
+
+#: (queries, keys) of the attention calls calibrate times, and their heads and head width: the
+#: serving benchmark's Llama (benchmarks/bench_serve_steps.py: 512 wide, 8 heads of 64).
+ATTENTION_SHAPES = ((1, 256), (16, 256), (64, 512), (256, 256), (512, 512))
+ATTENTION_HEADS, ATTENTION_HEAD_DIM = 8, 64
+
+
+def attention_flops_per_s(shapes: tuple[tuple[int, int], ...] = ATTENTION_SHAPES, repeats: int = 5,
+                          heads: int = ATTENTION_HEADS, head_dim: int = ATTENTION_HEAD_DIM,
+                          chain: "LinearChain | None" = None) -> tuple[dict[int, float], float]:
+    """FLOP/s of torch's scaled_dot_product_attention (fp32) at each (queries, keys), and of the
+    linear chain at 256 tokens timed in turn with them (the rate flops_per_s measures), as
+    (rates by queries, chain rate); `chain`: an fp32 LinearChain already built (None: a new one).
+    Each call's FLOPs are those the kernel model counts for it
+    (kernel_time.AttentionCall.executed_flops, causal, the queries the last of the keys), so the
+    model gives the measured time back at each measured shape. torch's is_causal aligns the
+    first query with the first key, so only a call of as many queries as keys runs causal; one
+    of fewer queries runs unmasked: the last positions' queries see every key but their own
+    block's upper triangle, and the model counts every pair of those calls (whole 128-key blocks)."""
+    from costmodel.kernel_time import AttentionCall, kernel_facts
+
+    block = int(kernel_facts()["attention_block"]["value"])
+    chain = chain or LinearChain()
+    x = torch.randn(256, chain.d)
+    tensors = {shape: [torch.randn(1, heads, n, head_dim) for n in (shape[0], shape[1], shape[1])]
+               for shape in shapes}
+    def attend(shape: tuple[int, int]) -> Any:
+        return torch.nn.functional.scaled_dot_product_attention(*tensors[shape], is_causal=shape[0] == shape[1] > 1)
+    times: dict[Any, list[float]] = {shape: [] for shape in (*shapes, "chain")}
+    runs = {**{shape: (lambda s=shape: attend(s)) for shape in shapes}, "chain": lambda: chain.run(x)}
+    for run in runs.values():  # warm-up
+        run()
+    for _ in range(repeats):
+        for key, run in runs.items():
+            for _ in range(3 if key != "chain" else 0):  # the call hot (its operands and code in the
+                run()  # caches) as an engine's layers run it, not cold after the chain's 256 MiB of weights
+            start = time.perf_counter()
+            run()
+            times[key].append(time.perf_counter() - start)
+    flops = {shape: AttentionCall(1, heads, shape[0], shape[1], head_dim).executed_flops(block) for shape in shapes}
+    rates = {shape[0]: flops[shape] / statistics.median(times[shape]) for shape in shapes}
+    return rates, 2 * 256 * chain.elements / statistics.median(times["chain"])
+
+
+def attention_efficiency_by_queries(rates: dict[int, float], chain: float) -> dict[str, float]:
+    """The attention rates by queries as fractions of the chain's rate measured with them (a ratio
+    within one interleaved measurement, as efficiency_by_rows' is), each at most 1: the hardware
+    file's fraction of the peak (a reading above the chain's rate is the shared machine's noise)."""
+    return {str(n_q): min(1.0, rate / chain) for n_q, rate in sorted(rates.items())}
 
 
 def dispatch_s_per_op(repeats: int = 2001) -> float:
@@ -184,6 +240,11 @@ def measure_local(memory_bytes: int | None = None, dtypes: tuple[str, ...] = ("f
         rates = gemm_rows_flops_per_s()
         rows = {"gemm_efficiency_by_rows": {"fp32": efficiency_by_rows(rates)},
                 "_gemm_rows_flops_per_s": {"fp32": {str(m): r for m, r in rates.items()}}}
+        attention, chain_rate = attention_flops_per_s(chain=chain)
+        efficiency = attention_efficiency_by_queries(attention, chain_rate)
+        rows.update({"attention_efficiency_by_queries": {"fp32": efficiency},
+                     "_attention_flops_per_s": {"fp32": {**{str(n): r for n, r in attention.items()},
+                                                         "chain": chain_rate}}})
     return {
         "name": "local",
         "description": f"this machine: {platform.processor() or platform.machine()}, "
@@ -205,7 +266,10 @@ def measure_local(memory_bytes: int | None = None, dtypes: tuple[str, ...] = ("f
         "softmax, norms and activations over 2M elements for the vector FLOP/s; a tiny "
         "model's decode step per block for the overhead; the same fp32 chain at 1-256 tokens, the row counts "
         "in turn, over the best of them for the GEMM efficiency by rows (raw rates in _gemm_rows_flops_per_s); "
-        "an add of two 1-element tensors for the dispatch per op)",
+        "an add of two 1-element tensors for the dispatch per op; torch's scaled_dot_product_attention, 8 heads "
+        "of 64, at (queries, keys) " + ", ".join(f"({q}, {k})" for q, k in ATTENTION_SHAPES) + " timed in turn "
+        "with the chain at 256 tokens, the kernel model's FLOPs of each call over the chain's rate, for the "
+        "attention efficiency by queries (raw rates in _attention_flops_per_s))",
     }
 
 

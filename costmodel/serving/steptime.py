@@ -30,8 +30,9 @@ The kernel-level model (KernelStepTime; costmodel/kernel_time.py, docs/time.md):
   reads, repeat_kv's copies per query head: kernel_facts.json "eager_ops" "copies") as one more
   memory-bound kernel;
 - the attention of the step's sequences is one batched (varlen) call: each sequence's executed
-  FLOPs (128 x 128 blocks, causal) at FlashAttention-2's published efficiency at its context,
-  summed, against the sequences' bytes summed; memory-bound context kernels add their bytes and
+  FLOPs (128 x 128 blocks, causal) at FlashAttention-2's published efficiency at its context
+  (on a hardware with attention_efficiency_by_queries: at the measured efficiency for its query
+  tokens), summed, against the sequences' bytes summed; memory-bound context kernels add their bytes and
   FLOPs; eager attention's batched GEMMs are timed per sequence. A decode-only step of b sequences
   at one context is then the kernel model's decode step at batch b (leaves_time over the decode
   tree, what simulate sums) to rounding;
@@ -486,7 +487,7 @@ class KernelStepTime(StepTime):
                 run = self._as_one_product(run, kernels.leaf.path, n, c, len(slots))
             for kernel, (kind, _, _, _, once) in zip(run, slots):
                 if isinstance(kernel, AttentionCall):
-                    row += [kernel.executed_flops(timer.block) / (timer.peak * timer.attention_efficiency(kernel.n_kv)),
+                    row += [kernel.executed_flops(timer.block) / (timer.peak * timer.attention_efficiency(kernel.n_kv, kernel.n_q)),
                             kernel.moved_bytes(timer.element_bytes) / timer.bandwidth]
                 elif isinstance(kernel, Pointwise):
                     row += [kernel.flops / timer.vector, (kernel.bytes - once) / timer.bandwidth]
