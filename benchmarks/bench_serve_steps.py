@@ -11,9 +11,10 @@ scheduling and batch preparation excluded), and predicts each recorded step from
 tokens, keys) mix:
 - roofline: StepTime(time_model="roofline") on the calibrated `local`;
 - kernels: StepTime() on the calibrated `local` as it is, the default: the kernel model with each
-  GEMM at the measured efficiency for its rows, each sequence's attention call at the measured
-  efficiency for its queries, and each eager op (kernel_facts.json "eager_ops")
-  at the measured dispatch time, and the paged path's copies of the keys as bytes;
+  GEMM at the measured efficiency for its rows, the attention at the measured efficiency for its
+  queries, as the engine runs it (a masked step's sequences packed into one call per layer, every
+  query against every key, not causal: kernel_facts.json eager_ops "packed_attention"), each eager
+  op at the measured dispatch time, and the paged path's copies of the keys as bytes;
 - kernels_peak_attention: the default without the attention efficiency by queries (the attention
   call at the peak, as the default was before calibrate measured it);
 - kernels_rows: the default without the dispatch per op (dispatch_s_per_op None): each active
@@ -29,12 +30,6 @@ tokens, keys) mix:
   (validate/eager_op_counts.py, counted in a run apart; the model's and the engine's own ops
   included), the median over its steps. A benchmark-only figure from another model's steps, not
   the benchmark's; it shows how far the eager Python around each op goes beyond the dispatcher;
-- kernels_packed_attention: the default with each layer's attention as the one call transformers'
-  paged sdpa path makes (generation/continuous_batching/input_outputs.py builds one block-diagonal
-  mask of all the step's queries by all its keys; sdpa_attention_forward passes it, so is_causal is
-  False and torch computes every pair): the step's queries against its keys, unmasked, at the
-  measured efficiency for their number, in place of the sequences' causal calls (the compute terms
-  swapped, the bytes kept). A benchmark-only figure: what the engine's packing costs;
 - kernels_gemms: the default kernel model with each GEMM's time measured on this CPU at its own shape
   (MeasuredGemmTimer: torch's linear of M x K by K x N through distinct weights of 64 MiB in all,
   so each reads its weights from memory, median of 3, at every token count the steps ran and
@@ -68,7 +63,7 @@ from validate.serving_engine import TINY_LLAMA, run_engine, tiny_model  # noqa: 
 MODEL = {**TINY_LLAMA, "hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 4,
          "num_attention_heads": 8, "num_key_value_heads": 4, "vocab_size": 2000}
 TRACE = [(i, 24 + 40 * (i % 4), 24) for i in range(12)]
-MODELS = ("roofline", "kernels", "kernels_peak_attention", "kernels_packed_attention", "kernels_rows", "kernels_tiles", "kernels_gemms", "kernels_engine_op")
+MODELS = ("roofline", "kernels", "kernels_peak_attention", "kernels_rows", "kernels_tiles", "kernels_gemms", "kernels_engine_op")
 BUDGETS = dict(block_size=16, num_blocks=64, max_batch_tokens=128, max_requests=8)
 
 
@@ -113,19 +108,6 @@ class MeasuredGemmTimer(KernelTimer):
 
     def gemm_seconds(self, gemm, tile=None) -> float:
         return self.measure(gemm.m, gemm.n, gemm.k, gemm.count)
-
-
-def packing_seconds(timer: KernelTimer, cfg, queries: list[int], keys: list[int]) -> float:
-    """What the engine's one packed attention call per layer (every query against every key of
-    the step) costs beyond the sequences' causal calls, compute terms only."""
-    from costmodel.kernel_time import AttentionCall
-
-    heads, head_dim = cfg.n_heads, cfg.d_model // cfg.n_heads
-    def compute(call: AttentionCall) -> float:
-        return call.executed_flops(timer.block) / (timer.peak * timer.attention_efficiency(call.n_kv, call.n_q))
-    packed = compute(AttentionCall(1, heads, sum(queries), sum(keys), head_dim, causal=False))
-    apart = sum(compute(AttentionCall(1, heads, q, k, head_dim)) for q, k in zip(queries, keys))
-    return cfg.n_decoder_layers * (packed - apart)
 
 
 def one_round() -> dict:
@@ -179,8 +161,6 @@ def one_round() -> dict:
         rows.append({"queries": queries, "keys": keys, "measured_s": measured,
                      "kind": "decode" if max(queries) == 1 else "mixed",
                      **{f"{name}_s": step.seconds(queries, keys) for name, step in steps.items()}})
-        rows[-1]["kernels_packed_attention_s"] = rows[-1]["kernels_s"] + packing_seconds(
-            steps["kernels"].timer, cfg, queries, keys)
         for request in finished:
             cached.pop(request, None)
     peak = local.flops_per_s["fp32"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 import cli
@@ -112,15 +113,17 @@ def test_a_decode_step_from_the_rows_table_and_the_ops():
 
 def test_a_mixed_step_charges_the_ops_once_and_its_gemms_at_their_rows():
     """A chunk of 5 tokens at 5 keys beside a decode at 10: 6 rows through every weight matrix but
-    the head (2 rows: the two sequences' last tokens); the attention call's executed pairs; the
-    same 199 ops (one batched step: the counts of a step with a mask and cached keys)."""
+    the head (2 rows: the two sequences' last tokens); the attention as transformers' engine runs
+    a masked step, one call per layer of the step's 6 queries against its 15 keys, not causal
+    (kernel_facts.json eager_ops "packed_attention"); the same 199 ops (one batched step: the
+    counts of a step with a mask and cached keys)."""
     fast = dict(CPU, bandwidth_bytes_per_s=1e30, vector_flops_per_s=1e30)
     cfg = config_from_dict(TINY, "tiny", "tiny-llama")
     step = StepTime(cfg, Hardware.from_dict(fast, "cpu"), "fp32", profile=serving_profile(cfg, attention="sdpa"))
     rows6 = 0.1 + 0.1 * math.log(6 / 4) / math.log(2)
     rows2 = 0.05 + 0.05 * math.log(2) / math.log(4)
     gemms = 2 * 6 * 61_440 / (1e11 * rows6) + 2 * 2 * 6_464 / (1e11 * rows2)
-    pairs = 4 * 25 + 4 * 10  # the kernel's 128 x 128 blocks: all 5 x 5 pairs per head, 1 x 10
+    pairs = 4 * 6 * 15  # per head every one of the 6 queries against every one of the 15 keys
     attention = 2 * 2 * pairs * 32 / 1e11
     assert step.seconds([5, 1], [5, 10]) == pytest.approx(gemms + attention + 199 * 2e-6, rel=1e-12)
 
@@ -218,20 +221,22 @@ def test_an_attention_call_at_the_measured_efficiency_for_its_queries():
 
 def test_a_mixed_step_times_each_sequences_attention_at_its_queries():
     """test_a_mixed_step_charges_the_ops_once_and_its_gemms_at_their_rows' step with the table:
-    the chunk's 5 x 5 pairs per head at the efficiency for 5 queries, the decode's 1 x 10 at 1's."""
+    the packed call's 6 x 15 pairs per head at the efficiency for its 6 queries; a decode-only step
+    of two sequences, the packed 2 x 30 at 2 queries' (a mask: two sequences)."""
     fast = dict(CPU, bandwidth_bytes_per_s=1e30, vector_flops_per_s=1e30)
     measured = dict(fast, attention_efficiency_by_queries={"fp32": QUERIES})
     cfg = config_from_dict(TINY, "tiny", "tiny-llama")
     profile = serving_profile(cfg, attention="sdpa")
     plain, timed = (StepTime(cfg, Hardware.from_dict(hw, "cpu"), "fp32", profile=profile) for hw in (fast, measured))
-    five = 0.1 + 0.4 * math.log(5) / math.log(16)
-    at_peak = 2 * 2 * (4 * 25 + 4 * 10) * 32 / 1e11
-    measured_attention = 2 * 2 * (4 * 25 * 32 / five + 4 * 10 * 32 / 0.1) / 1e11
+    six = 0.1 + 0.4 * math.log(6) / math.log(16)
     assert timed.seconds([5, 1], [5, 10]) - plain.seconds([5, 1], [5, 10]) == pytest.approx(
-        measured_attention - at_peak, rel=1e-9)
-    # a decode-only step of two sequences: the same as the kernel model's per-call time summed
+        2 * 2 * 4 * 90 * 32 * (1 / six - 1) / 1e11, rel=1e-9)
+    two = 0.1 + 0.4 * math.log(2) / math.log(16)
     assert timed.seconds([1, 1], [10, 20]) - plain.seconds([1, 1], [10, 20]) == pytest.approx(
-        2 * 2 * 4 * 30 * 32 * (1 / 0.1 - 1) / 1e11, rel=1e-9)
+        2 * 2 * 4 * 60 * 32 * (1 / two - 1) / 1e11, rel=1e-9)
+    # one sequence decoding alone passes no mask: its own causal call, 1 x 10 at 1 query's 0.1
+    assert timed.seconds([1], [10]) - plain.seconds([1], [10]) == pytest.approx(
+        2 * 2 * 4 * 10 * 32 * (1 / 0.1 - 1) / 1e11, rel=1e-9)
 
 
 def test_no_gpu_preset_states_an_attention_table():
@@ -240,3 +245,20 @@ def test_no_gpu_preset_states_an_attention_table():
         if name != "local":
             hw = load_hardware(name)
             assert hw.attention_efficiency_by_queries == {} and KernelTimer(hw, "bf16").attention_queries == ()
+
+
+def test_steady_decoding_packs_its_steps_as_one_step_at_a_time_does():
+    """decode_run (the engine loop's vectorised steady decoding) adds each step's packed call as
+    seconds() does (two sequences: a mask, so the engine packs them)."""
+    cfg = config_from_dict(TINY, "tiny", "tiny-llama")
+    compute_bound = dict(CPU, bandwidth_bytes_per_s=1e30, vector_flops_per_s=1e30,
+                         attention_efficiency_by_queries={"fp32": QUERIES})
+    step = StepTime(cfg, Hardware.from_dict(compute_bound, "cpu"), "fp32", profile=serving_profile(cfg, attention="sdpa"))
+    run = step.decode_run([10, 20, 30], 3)
+    assert list(run) == pytest.approx([step.seconds([1, 1, 1], [10 + i, 20 + i, 30 + i]) for i in range(3)],
+                                      rel=1e-12)
+    # 3 queries x 60 keys per head at 3 queries' efficiency against 60 causal pairs at 1 query's
+    three = 0.1 + 0.4 * math.log(3) / math.log(16)
+    assert step.packing_seconds(np.array([1, 1, 1]), np.array([10, 20, 30])) == pytest.approx(
+        2 * 2 * 4 * 32 * (180 / three - 60 / 0.1) / 1e11, rel=1e-9)
+    assert step.packing_seconds(np.array([1]), np.array([10])) == 0.0

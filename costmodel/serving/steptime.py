@@ -79,9 +79,10 @@ from ..blocks import AttentionScores, WeightedSum
 from ..hardware import Efficiency, Hardware, kernel_times, time_model_for
 from ..eager_ops import copy_bytes, eager_implementation, eager_op_counts
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompute, Pointwise, check_kernel_model,
-                           kernels_seconds, leaf_kernels)
+                           kernels_seconds)
 from ..quantization import runs_w8a8, w8a8_leaf_adjustment, w8a8_peak
 from ..tree import CostModel, model_values, profile_for
+from .leaf_kernels import LeafKernels
 
 QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")
 
@@ -283,73 +284,6 @@ class RooflineStepTime(StepTime):
         return seconds + tokens * self.all_reduce + self.per_call
 
 
-#: The (n, c) points a leaf's kernels are read at to fit each field as a + b n + d c (the first
-#: three), and checked at (the rest) before the fit stands for the tree.
-FIT_POINTS = ((2, 3), (3, 3), (2, 4))
-CHECK_POINTS = ((1, 1), (5, 17), (64, 300), (4096, 8191))
-
-
-class LeafKernels:
-    """One leaf's kernels (kernel_time.leaf_kernels) at b = 1, n query tokens and c keys: each
-    numeric field of each kernel fitted as a + b n + d c from the tree at FIT_POINTS and checked
-    at CHECK_POINTS, so a step builds kernels without sympy; a leaf whose fields are not affine
-    (experts touched at a token count, a window's min) is read from the tree at each (n, c) and
-    kept."""
-
-    def __init__(self, leaf: Any, subs: dict, fused_attention: bool, local: dict | None, copies: Any = None):
-        """copies: bytes the implementation copies beyond the tree's (eager_ops.copy_bytes), one
-        more memory-bound kernel of the leaf; None: none."""
-        self.leaf, self.subs, self.fused, self.local, self.copies = leaf, subs, fused_attention, local, copies
-        self.read: dict[tuple[int, int], list] = {}
-        self.fit = self._fit()
-
-    def _tree(self, n: int, c: int) -> list:
-        if (n, c) not in self.read:
-            subs = {**self.subs, S.n: sp.Integer(n), S.c: sp.Integer(c)}
-            kernels = leaf_kernels(self.leaf, subs, self.fused, self.local)
-            if self.copies is not None:
-                kernels = kernels + [Pointwise(float(self.copies.xreplace(subs)), 0.0)]
-            self.read[(n, c)] = kernels
-        return self.read[(n, c)]
-
-    def _fit(self) -> list | None:
-        import dataclasses
-
-        (n0, c0), (n1, _), (_, c2) = FIT_POINTS
-        base, along_n, along_c = (self._tree(*p) for p in FIT_POINTS)
-        if not (len(base) == len(along_n) == len(along_c)) or \
-                any(type(k) is not type(x) or type(k) is not type(y) for k, x, y in zip(base, along_n, along_c)):
-            return None
-        fit = []
-        for k, x, y in zip(base, along_n, along_c):
-            fields = {}
-            for f in dataclasses.fields(k):
-                v0, vn, vc = getattr(k, f.name), getattr(x, f.name), getattr(y, f.name)
-                if isinstance(v0, bool) or not isinstance(v0, (int, float)) or v0 is None:
-                    if not (v0 == vn == vc):
-                        return None
-                    fields[f.name] = (v0, 0, 0)
-                else:
-                    b, d = (vn - v0) / (n1 - n0), (vc - v0) / (c2 - c0)
-                    a = v0 - b * n0 - d * c0
-                    if isinstance(v0, int):
-                        a, b, d = int(a), int(b), int(d)
-                    fields[f.name] = (a, b, d)
-            fit.append((type(k), fields))
-        self.fit = fit
-        for n, c in CHECK_POINTS:  # the fit must give the tree's kernels exactly
-            if self(n, c) != self._tree(n, c):
-                return None
-        self.read.clear()
-        return fit
-
-    def __call__(self, n: int, c: int) -> list:
-        if self.fit is None:
-            return self._tree(n, c)
-        return [kind(**{name: (a if b == d == 0 else a + b * n + d * c) for name, (a, b, d) in fields.items()})
-                for kind, fields in self.fit]
-
-
 class KernelStepTime(StepTime):
     """The kernel-level model of a step (the module's docstring, "The kernel-level model")."""
 
@@ -396,6 +330,16 @@ class KernelStepTime(StepTime):
             if group == "context":
                 weights = leaf.total("weight_bytes") if quantized else S.e * leaf.total("params")
                 self._weights.append(float(weights.xreplace(subs)) / count / tp)
+        # An implementation that packs a masked step's sequences into one attention call per layer
+        # (kernel_facts.json eager_ops "packed_attention": transformers' engine): that call, per
+        # layer, in place of the sequences' own (the layer count and the call's heads and widths
+        # read from the weighted-sum leaf's kernels).
+        self._packed: tuple[int, AttentionCall] | None = None
+        if eager is not None and "packed_attention" in eager:
+            for kernels, count in self.groups["context"]:
+                if isinstance(kernels.leaf.block, WeightedSum) and self.timer.fused_attention:
+                    call = next(k for k in kernels(1, 1) if isinstance(k, AttentionCall))
+                    self._packed = (count, call)
         self._token_seconds: dict[tuple[str, int], float] = {}
         self._layout = self._context_layout()
         self._decode_table = np.zeros((0, self._layout[1]))
@@ -564,6 +508,26 @@ class KernelStepTime(StepTime):
             rows.append(self._chunks[pair])
         return np.sum(rows, axis=0)
 
+    def packing_seconds(self, query: Any, context: Any) -> float:
+        """What packing a masked step's sequences into one attention call per layer adds (the
+        implementation's "packed_attention"; 0 where it packs nothing). The context leaves charge
+        the step's attention as one batched call, the larger of its sequences' summed compute
+        (causal, each its own queries against its own keys) and their summed bytes (_row,
+        _finish); the packed call computes every query of the step against every key it reads,
+        not causal, and reads the same bytes. A step of one sequence decoding alone has no mask."""
+        if self._packed is None or (len(query) == 1 and int(query[0]) == 1):
+            return 0.0
+        layers, call = self._packed
+        timer = self.timer
+
+        def compute(one: AttentionCall) -> float:
+            return one.executed_flops(timer.block) / (timer.peak * timer.attention_efficiency(one.n_kv, one.n_q))
+
+        calls = [replace(call, n_q=int(q), n_kv=int(c)) for q, c in zip(query.tolist(), context.tolist())]
+        moved = sum(one.moved_bytes(timer.element_bytes) for one in calls) / timer.bandwidth
+        packed = compute(replace(call, n_q=int(query.sum()), n_kv=int(context.sum()), causal=False))
+        return layers * (max(packed, moved) - max(sum(compute(one) for one in calls), moved))
+
     def decode_run(self, keys: Any, steps: int) -> Any:
         """Seconds of `steps` consecutive decode-only steps of the same sequences, the first with
         `keys` keys each (one more per step): seconds() of each, vectorised over the steps."""
@@ -575,7 +539,11 @@ class KernelStepTime(StepTime):
         if not self.groups["context"]:
             return np.full(steps, base)
         rows = self._decode_rows(keys[:, None] + np.arange(steps)).sum(axis=0)  # (steps, width)
-        return base + self._finish(rows)
+        seconds = base + self._finish(rows)
+        if self._packed is not None:
+            ones = np.ones(count, dtype=np.int64)
+            seconds = seconds + np.array([self.packing_seconds(ones, keys + i) for i in range(steps)])
+        return seconds
 
     def seconds(self, query: Any, context: Any, emitting: int | None = None) -> float:
         """One step's seconds: query and context are integer arrays, one entry per sequence."""
@@ -587,4 +555,4 @@ class KernelStepTime(StepTime):
         seconds = self._per_token_group("tokens", int(query.sum())) + self._per_token_group("head", emitting)
         if self.groups["context"]:
             seconds += float(self._finish(np.asarray(self.context_sums(query, context))))
-        return seconds
+        return seconds + self.packing_seconds(query, context)
