@@ -20,20 +20,24 @@ from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, show
-from .spec import DEFAULT_TIME_MODEL, TIME_MODELS  # the time models and the default (spec.py says why)
+from .spec import CANONICAL_DTYPE, DEFAULT_TIME_MODEL, TIME_MODELS  # the time models and the default (spec.py says why)
 
 
 
-def time_model_for(hardware: "Hardware", time_model: str | None = None) -> str:
+def time_model_for(hardware: "Hardware", time_model: str | None = None, dtype: str | None = None) -> str:
     """The time model a command runs: the one asked for, else the default; the roofline for a
     hardware with neither sm_count (the kernel model's tiles per wave) nor a measured GEMM
-    efficiency by rows (gemm_efficiency_by_rows, which times GEMMs without tiles), the one case
-    the default cannot serve (a user file or an older calibration without them)."""
+    efficiency by rows (gemm_efficiency_by_rows, which times GEMMs without tiles) in `dtype`
+    (any dtype where none is named), the one case the default cannot serve (a user file or an
+    older calibration without them, or `local` calibrated in another dtype)."""
     if time_model is not None:
         if time_model not in TIME_MODELS:
             raise ConfigError(f"time model must be one of {', '.join(TIME_MODELS)}, got {show(time_model)}.")
         return time_model
-    return DEFAULT_TIME_MODEL if hardware.sm_count or hardware.gemm_efficiency_by_rows else "roofline"
+    rows = hardware.gemm_efficiency_by_rows
+    if dtype is not None:
+        rows = rows.get(CANONICAL_DTYPE.get(dtype, dtype))
+    return DEFAULT_TIME_MODEL if hardware.sm_count or rows else "roofline"
 
 HARDWARE_DIR = Path(__file__).resolve().parent / "hardware"
 

@@ -221,7 +221,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     step attends to the source and to the decoder's tokens so far."""
     import numpy as np
 
-    time_model = time_model_for(hardware, time_model)
+    time_model = time_model_for(hardware, time_model, dtype)
     if compiled and time_model != "kernels":
         raise ConfigError("--compile is modelled by the kernel-level time model only; add --time-model kernels.")
     roof = Roofline(cfg, hardware, dtype, efficiency, attention, kv_cache, cuda_graphs, quantization, mla)

@@ -262,3 +262,18 @@ def test_steady_decoding_packs_its_steps_as_one_step_at_a_time_does():
     assert step.packing_seconds(np.array([1, 1, 1]), np.array([10, 20, 30])) == pytest.approx(
         2 * 2 * 4 * 32 * (180 / three - 60 / 0.1) / 1e11, rel=1e-9)
     assert step.packing_seconds(np.array([1]), np.array([10])) == 0.0
+
+
+def test_a_rows_table_in_one_dtype_serves_the_kernel_model_in_that_dtype_only():
+    """A CPU calibrated in fp32 (rows table in fp32, no sm_count): fp32 runs take the kernel
+    model; bf16 runs the roofline, instead of cuBLAS's tiles on one 'SM' at no measured rate."""
+    from costmodel.hardware import time_model_for
+    from costmodel.serving.steptime import KernelStepTime, RooflineStepTime
+
+    cpu = Hardware.from_dict(dict(CPU, flops_per_s={"fp32": 1e11, "bf16": 5e10}), "cpu")
+    assert (time_model_for(cpu, None, "fp32"), time_model_for(cpu, None, "float32")) == ("kernels", "kernels")
+    assert time_model_for(cpu, None, "bf16") == "roofline" and time_model_for(cpu) == "kernels"
+    cfg = config_from_dict(TINY, "tiny", "tiny-llama")
+    profile = serving_profile(cfg, attention="sdpa")
+    assert type(StepTime(cfg, cpu, "fp32", profile=profile)) is KernelStepTime
+    assert type(StepTime(cfg, cpu, "bf16", profile=profile)) is RooflineStepTime

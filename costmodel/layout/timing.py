@@ -19,7 +19,7 @@ def step_time(estimate: ParallelEstimate, hardware: Hardware, efficiency: Effici
               time_model: str | None = None, **options: Any) -> StepTime:
     """The StepTime of a time model: the roofline's (costmodel/layout/time.py) or the kernel-level
     one (costmodel/layout/kernel_step.py); None: the default (costmodel/hardware.time_model_for)."""
-    time_model = time_model_for(hardware, time_model)
+    time_model = time_model_for(hardware, time_model, estimate.workload.dtype)
     if time_model == "kernels":
         return KernelStepTime(estimate, hardware, efficiency, **options)
     if options.pop("compiled", False):
@@ -44,7 +44,7 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
     parallel = estimate.to_dict()
     capacity = hardware.training_memory_bytes
     result = {"step": step, "parallel": parallel, "fits": parallel["per_rank"]["total"] <= capacity,
-              "memory_capacity": capacity, "time_model": time_model_for(hardware, time_model)}
+              "memory_capacity": capacity, "time_model": time_model_for(hardware, time_model, workload.dtype)}
     if tokens is not None:
         step_tokens = step["tokens_per_second"] * step["seconds"]
         result["cost"] = training_cost(tokens, step["tokens_per_second"], layout.gpus, step["model_flops"],
@@ -68,4 +68,5 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
     per_rank = serving_memory(estimate)
     return {"token": token, "per_rank": per_rank, "layout": layout.to_dict(workload.batch),
             "fits": per_rank["total"] <= hardware.serving_memory_bytes,
-            "memory_capacity": hardware.serving_memory_bytes, "time_model": time_model_for(hardware, time_model)}
+            "memory_capacity": hardware.serving_memory_bytes,
+            "time_model": time_model_for(hardware, time_model, workload.dtype)}

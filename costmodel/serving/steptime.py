@@ -113,7 +113,8 @@ class StepTime:
         if cls is StepTime:
             hardware = args[1] if len(args) > 1 else options["hardware"]
             time_model = args[7] if len(args) > 7 else options.get("time_model")
-            cls = KernelStepTime if time_model_for(hardware, time_model) == "kernels" else RooflineStepTime
+            dtype = args[2] if len(args) > 2 else options.get("dtype", "bf16")
+            cls = KernelStepTime if time_model_for(hardware, time_model, dtype) == "kernels" else RooflineStepTime
         return object.__new__(cls)
 
     def context_sums(self, query: Any, context: Any) -> Any:
