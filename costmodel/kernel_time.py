@@ -302,15 +302,9 @@ class KernelTimer:
         none is published."""
         if self.attention_queries and n_q is not None:  # relative to the large-GEMM rate, as the rows table
             return self.rows_scale * log_linear(self.attention_queries, n_q)
-        points = self.attention_points
-        if not points:
+        if not self.attention_points:
             return self.matmul_efficiency
-        (n0, e0), (n1, e1) = points[0], points[-1]
-        if n_kv <= n0 or n1 == n0:
-            return e0
-        if n_kv >= n1:
-            return e1
-        return e0 + (e1 - e0) * math.log(n_kv / n0) / math.log(n1 / n0)
+        return log_linear(self.attention_points, n_kv)
 
     def padded_head_dim(self, width: int) -> int:
         """The head width the fused kernel computes for a head of `width`: the smallest compiled

@@ -432,8 +432,7 @@ class KernelStepTime(StepTime):
                 run = self._as_one_product(run, kernels.leaf.path, n, c, len(slots))
             for kernel, (kind, _, _, _, once) in zip(run, slots):
                 if isinstance(kernel, AttentionCall):
-                    row += [kernel.executed_flops(timer.block) / (timer.peak * timer.attention_efficiency(kernel.n_kv, kernel.n_q)),
-                            kernel.moved_bytes(timer.element_bytes) / timer.bandwidth]
+                    row += self._attention_terms(kernel)
                 elif isinstance(kernel, Pointwise):
                     row += [kernel.flops / timer.vector, (kernel.bytes - once) / timer.bandwidth]
                 elif isinstance(kernel, MatmulCompute):
@@ -519,15 +518,18 @@ class KernelStepTime(StepTime):
         if self._packed is None or (len(query) == 1 and int(query[0]) == 1):
             return 0.0
         layers, call = self._packed
+        terms = [self._attention_terms(replace(call, n_q=int(q), n_kv=int(c)))
+                 for q, c in zip(query.tolist(), context.tolist())]
+        compute, moved = (sum(column) for column in zip(*terms))
+        packed, _ = self._attention_terms(replace(call, n_q=int(query.sum()), n_kv=int(context.sum()), causal=False))
+        return layers * (max(packed, moved) - max(compute, moved))
+
+    def _attention_terms(self, call: AttentionCall) -> list[float]:
+        """An attention call's two columns of a sequence's row: its executed FLOPs at the call's
+        efficiency, and its bytes, in seconds."""
         timer = self.timer
-
-        def compute(one: AttentionCall) -> float:
-            return one.executed_flops(timer.block) / (timer.peak * timer.attention_efficiency(one.n_kv, one.n_q))
-
-        calls = [replace(call, n_q=int(q), n_kv=int(c)) for q, c in zip(query.tolist(), context.tolist())]
-        moved = sum(one.moved_bytes(timer.element_bytes) for one in calls) / timer.bandwidth
-        packed = compute(replace(call, n_q=int(query.sum()), n_kv=int(context.sum()), causal=False))
-        return layers * (max(packed, moved) - max(sum(compute(one) for one in calls), moved))
+        return [call.executed_flops(timer.block) / (timer.peak * timer.attention_efficiency(call.n_kv, call.n_q)),
+                call.moved_bytes(timer.element_bytes) / timer.bandwidth]
 
     def decode_run(self, keys: Any, steps: int) -> Any:
         """Seconds of `steps` consecutive decode-only steps of the same sequences, the first with
