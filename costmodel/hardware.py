@@ -68,6 +68,12 @@ class Hardware:
     # grid's launch and the previous kernel's drain; a microbenchmark, with its source). The CPU's
     # launch cost (overhead_s_per_block) is what a graph removes; this it keeps. 0: none known.
     graph_kernel_s: float = 0.0
+    # The fixed time a kernel streaming its operands from DRAM takes beyond its bytes at the
+    # bandwidth and beyond graph_kernel_s (the first bytes' latency, the last wave's drain): the
+    # intercept a of T = a + V / b fitted to a streaming kernel's times at DRAM-resident sizes, less
+    # the smallest kernel's time in the same run (a microbenchmark, with its source). The kernel
+    # model charges it to each GEMM and attention call (weights and KV caches live in DRAM). 0: none.
+    dram_kernel_startup_s: float = 0.0
     # FLOP/s of the non-matmul ops: a GPU's non-tensor FP32 peak (norms and softmax compute in fp32
     # in these implementations whatever the dtype). Omitted (0): the fp32 matmul peak.
     vector_flops_per_s: float = 0.0
@@ -300,6 +306,10 @@ SCHEMA: dict[str, Field] = {
                                         "a GEMM's bytes (0 or omitted: bandwidth x efficiency's memory)", low=0),
     "graph_kernel_s": Field(float, "GPU-side seconds each kernel replayed from a CUDA graph takes beyond its "
                             "work (a measured empty-kernel gap, its source in `source`); 0: none known", low=0),
+    "dram_kernel_startup_s": Field(float, "fixed seconds a kernel streaming from DRAM takes beyond its bytes at the "
+                                   "bandwidth and beyond graph_kernel_s (the intercept of T = a + V/b over "
+                                   "DRAM-resident sizes, less the smallest kernel's time; its source in "
+                                   "`source`); charged to each GEMM and attention call; 0: none known", low=0),
     "default_dtype": Field(str, "the dtype a simulation uses when none is asked for; must have a peak"),
     "interconnect": Field(dict, "gpus_per_node, intra_node_bandwidth_bytes_per_s, "
                           "inter_node_bandwidth_bytes_per_s (per GPU, per direction), collective_latency_s, source"),
@@ -315,7 +325,7 @@ SCHEMA: dict[str, Field] = {
     "price_per_gpu_hour": Field(float, "dollars per GPU-hour (optional: a rental price, its source in "
                                 "`source`); what --price gives when not set", low=0),
 }
-OPTIONAL_NUMBERS = ("architecture", "graph_kernel_s", "sm_count", "dispatch_s_per_op", "clock_mhz", "clock_limit_mhz",
+OPTIONAL_NUMBERS = ("architecture", "graph_kernel_s", "dram_kernel_startup_s", "sm_count", "dispatch_s_per_op", "clock_mhz", "clock_limit_mhz",
                     "power_watts", "power_limit_watts", "memory_reserve_bytes", "serving_memory_utilization",
                     "price_per_gpu_hour", "gemv_bandwidth_bytes_per_s")
 INTERCONNECT: dict[str, Field] = {

@@ -33,6 +33,10 @@ A kernel's time:
     a CPU's torch sdpa), at that fraction of the peak instead (log-linear between the measured
     query counts, the end values beyond them);
   - memory-bound kernels: the larger of bytes / achievable bandwidth and FLOPs / vector peak;
+  - each GEMM and attention call also pays the hardware's dram_kernel_startup_s (a streaming
+    kernel's fixed time beyond its bytes at the bandwidth, measured at DRAM-resident sizes: the
+    first bytes' latency and the last wave's drain; 0 where none is published); pointwise
+    kernels do not (their operands are the previous kernel's output, in L2 at decode's sizes);
   - each active leaf pays the hardware's launch overhead per block (the CPU's launches); under
     CUDA graphs none, but each kernel the leaf launches pays the GPU-side gap a graph's replay
     keeps (the hardware's graph_kernel_s, a measured empty kernel; 0 where none is published); in
@@ -207,6 +211,9 @@ class KernelTimer:
         self.eager_ops = eager_ops if eager else None
         self.dispatch_s = hardware.dispatch_s_per_op or 0.0
         self.graph_kernel_s = hardware.graph_kernel_s if cuda_graphs else 0.0
+        # What each kernel reading DRAM (a GEMM's weights, an attention call's keys and values)
+        # takes beyond its bytes at the bandwidth, in any launch mode (hardware.dram_kernel_startup_s).
+        self.dram_startup_s = hardware.dram_kernel_startup_s
         self.compiled = compiled  # torch.compile's fusions (kernel_facts.json "compile")
         facts = kernel_facts()
         self.tiles = [tuple(t) for t in facts["gemm_tiles"]["values"]]
@@ -281,8 +288,8 @@ class KernelTimer:
         moved = gemm.count * (self.element_bytes * (gemm.m * gemm.k + gemm.m * gemm.n) + weights)
         tokens, fraction = self.weight_only_gemv.get(gemm.weight_dtype, (0, 1.0))
         if gemm.m <= tokens:  # a published weight-only GEMV: its bytes at its measured rate
-            return moved / (self.gemv_bandwidth * fraction)
-        return max(self.gemm_compute_seconds(gemm, tile), moved / self.gemv_bandwidth)
+            return self.dram_startup_s + moved / (self.gemv_bandwidth * fraction)
+        return self.dram_startup_s + max(self.gemm_compute_seconds(gemm, tile), moved / self.gemv_bandwidth)
 
     def w8a8_gemm_seconds(self, gemm: Gemm, weights: float, tile: tuple[int, int] | None = None) -> float:
         """A W8A8 GEMM: the tile model at the FP8 rate against its bytes (input in one byte, output
@@ -292,8 +299,8 @@ class KernelTimer:
         moved = gemm.count * (gemm.m * gemm.k + self.element_bytes * gemm.m * gemm.n + weights)
         quantize = activation_quant_bytes(gemm.count * gemm.m * gemm.k, self.element_bytes) \
             if gemm.quantizes_input else 0
-        return max(self.gemm_compute_seconds(gemm, tile, self.fp8_rate), moved / self.gemv_bandwidth) + \
-            quantize / self.bandwidth
+        return self.dram_startup_s + max(self.gemm_compute_seconds(gemm, tile, self.fp8_rate),
+                                         moved / self.gemv_bandwidth) + quantize / self.bandwidth
 
     def attention_efficiency(self, n_kv: int, n_q: int | None = None) -> float:
         """A fused attention call's efficiency: where the hardware measures it by query rows, at
@@ -320,7 +327,7 @@ class KernelTimer:
             flops *= float(kernel_facts()["attention_backward_factor"]["value"])
             efficiency *= self.attention_backward_ratio
         compute = flops / (self.peak * efficiency)
-        return max(compute, call.moved_bytes(self.element_bytes) / self.bandwidth)
+        return self.dram_startup_s + max(compute, call.moved_bytes(self.element_bytes) / self.bandwidth)
 
     def pointwise_seconds(self, kernel: Pointwise) -> float:
         return max(kernel.bytes / self.bandwidth, kernel.flops / self.vector)

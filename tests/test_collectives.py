@@ -54,8 +54,8 @@ def test_a_static_cache_and_cuda_graphs_are_honoured_with_a_layout(capsys):
     assert static < 0.6 * dynamic  # no torch.cat copy of the cache every step
     # Every rank runs all 32 layers at tp 2. The kernel model (the default): 9 launching leaves a
     # layer (one fused attention call stands for the scores, softmax and weighted sum) and 3 more,
-    # 10 us each.
-    assert static - graphed == pytest.approx((32 * 9 + 3) * 1e-5, rel=1e-6)
+    # 10 us each; the graph keeps the A100's 1.34 us floor for each of a rank's 32 x 14 + 3 kernels.
+    assert static - graphed == pytest.approx((32 * 9 + 3) * 1e-5 - (32 * 14 + 3) * 1.34e-6, rel=1e-6)
     # The roofline: 11 active blocks a layer (the fused kernel's softmax and weighted sum still
     # count as blocks there) and 3 more.
     roofline = {}

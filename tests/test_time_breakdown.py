@@ -18,11 +18,15 @@ def test_batch_one_bf16_decoding_reads_the_weights_at_the_achievable_bandwidth()
     run, source = _run("gpt-fast llama2-7b bf16")
     split = decode_step_split(run, source, context=105)
     # a100-80gb: the GEMVs' bytes at BabelStream's Dot rate, 1,586.9 GB/s (the GEMVs' activations,
-    # 0.04% of the bytes, move too); CUDA graphs: no launches.
+    # 0.04% of the bytes, move too); CUDA graphs: no per-block launches, but each of the step's
+    # 32 x 14 + 3 kernels keeps the A100's 1.34 us floor, and each of its 32 x 8 + 1 GEMMs and
+    # attention calls (7 projections and the attention a layer, the head) its 1.96 us DRAM start.
     assert split["weights GB/s"] == pytest.approx(1586.906, rel=1e-3)
     assert split["weights GB/s"] < 1586.906
-    assert split["launches"] == 0.0
-    assert split["weight GEMMs"] > 0.99 * sum(v for k, v in split.items() if k != "weights GB/s")
+    assert split["launches"] == pytest.approx(451 * 1.34e-6)
+    assert split["DRAM startups"] == pytest.approx(257 * 1.96e-6)
+    total = sum(v for k, v in split.items() if k != "weights GB/s")
+    assert split["weight GEMMs"] > 0.87 * total
 
 
 def test_int4_weights_at_batch_one_move_at_the_int4_kernels_published_fraction():

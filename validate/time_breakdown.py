@@ -41,7 +41,10 @@ def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]
         for kernel in kernels:
             kind = ("weight GEMMs" if isinstance(kernel, Gemm) else
                     "attention" if isinstance(kernel, AttentionCall) else "memory-bound")
-            split[kind] += count * timer.seconds(kernel)
+            # a GEMM's or attention call's fixed start from DRAM (hardware.dram_kernel_startup_s), apart
+            startup = timer.dram_startup_s if isinstance(kernel, (Gemm, AttentionCall)) else 0.0
+            split[kind] += count * (timer.seconds(kernel) - startup)
+            split["DRAM startups"] += count * startup
             if isinstance(kernel, Gemm):
                 weight_bytes += count * (kernel.weight_bytes if kernel.weight_bytes is not None
                                          else timer.element_bytes * kernel.k * kernel.n)

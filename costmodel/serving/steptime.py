@@ -473,6 +473,8 @@ class KernelStepTime(StepTime):
                 seconds = seconds + count * sums[..., column]
             elif kind == "max":
                 seconds = seconds + count * np.maximum(sums[..., column], sums[..., column + 1] + once / timer.bandwidth)
+                if isinstance(kernel, AttentionCall):  # one call per layer reading the step's caches from DRAM
+                    seconds = seconds + count * timer.dram_startup_s
             else:  # one GEMM over the step's rows (the sequences' rows concatenated)
                 gemm = np.vectorize(lambda m: kernels_seconds([replace(kernel, m=int(m))], timer))
                 seconds = seconds + count * gemm(sums[..., column])
