@@ -257,3 +257,55 @@ def test_the_graph_gap_is_the_slope_over_two_chain_lengths(monkeypatch):
     assert "torch.cuda.CUDAGraph" in gap["method"] and f"(t({long}) - t({short}))" in gap["method"]
     # device_seconds on a GPU: CUDA events around `inner` calls, per call
     assert device_rates.device_seconds(lambda: setattr(gpu, "clock", gpu.clock + 5e-6), "cuda", 3, 4) == pytest.approx(5e-6)
+
+
+def test_the_streaming_fit_reproduces_gpu_benches_a100_intercept():
+    """gpu-benches' SCALE kernel in a CUDA graph on an A100 80GB (te42kyfo/gpu-benches,
+    gpu-small-kernels/a100_80_graph.txt: elements, then GB/s at the best block size): the fit the
+    a100-80gb file's dram_kernel_startup_s comes from, a = 3.30 us and b = 1,752 GB/s."""
+    from validate.device_rates import streaming_fit
+
+    table = {3_308_414: 1580, 4_861_142: 1633, 7_142_609: 1669, 10_494_834: 1694, 15_420_351: 1712,
+             22_657_553: 1724, 33_291_376: 1734, 48_915_950: 1740, 61_620_009: 1742}
+    a, b = streaming_fit({16 * n: 16 * n / (rate * 1e9) for n, rate in table.items()})
+    assert a == pytest.approx(3.30e-6, abs=0.05e-6) and b == pytest.approx(1752e9, rel=0.005)
+    assert load_hardware("a100-80gb").dram_kernel_startup_s == pytest.approx(a - 4096 * 16 / 49e9, abs=0.05e-6)
+    with pytest.raises(ValueError):
+        streaming_fit({1: 1.0})
+
+
+def test_the_dram_startup_is_the_fits_intercept_less_the_smallest_kernel(monkeypatch):
+    """dram_kernel_startup's steps on a CPU, torch.cuda's calls stood in by a clock on which each
+    SCALE kernel of n fp64 elements takes 1.3 us + 16 n / 2 TB/s (the arithmetic and the calls'
+    order are what is tested; no GPU here)."""
+    import torch
+
+    from validate import device_rates
+
+    gpu = FakeGpu(stream_s=0.0, graph_s=0.0)
+    floor, start, rate = 1.3e-6, 2.0e-6, 2e12
+
+    class Graph:
+        def __init__(self):
+            self.seconds = 0.0
+
+        def replay(self):
+            gpu.clock += self.seconds
+
+    class Scaling(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if getattr(func, "__name__", "") == "mul" and gpu.capturing is not None:
+                n = args[0].numel()
+                gpu.capturing.seconds += floor + (start if n > 4096 else 0.0) + 16 * n / rate
+            return func(*args, **(kwargs or {}))
+
+    for name, call in {**gpu.calls, "CUDAGraph": Graph}.items():
+        monkeypatch.setattr(torch.cuda, name, call, raising=False)
+    with Scaling():
+        out = device_rates.dram_kernel_startup(repeats=3, device="cpu", elements=(2**12 + 8, 2**14, 2**16),
+                                               smallest=4096, kernels=10)
+    assert out["smallest_kernel_s"] == pytest.approx(floor + 16 * 4096 / rate)
+    assert out["bandwidth_bytes_per_s"] == pytest.approx(rate)
+    assert out["intercept_s"] == pytest.approx(floor + start)
+    assert out["dram_kernel_startup_s"] == pytest.approx(start - 16 * 4096 / rate)
+    assert "torch.cuda.CUDAGraph" in out["method"]

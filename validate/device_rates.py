@@ -10,7 +10,10 @@ file"):
   the bf16 rate (kernel_facts.json "weight_only_gemv" states that fraction from a published
   figure; a measured one is recorded beside the file, not written into the facts);
 - `graph_kernel_gap` (CUDA only): the GPU-side time each kernel of a CUDA graph's replay takes
-  beyond its work, the file's graph_kernel_s, beside the same chain of kernels on a stream.
+  beyond its work, the file's graph_kernel_s, beside the same chain of kernels on a stream;
+- `dram_kernel_startup` (CUDA only): a SCALE kernel's time per kernel in a CUDA graph at sizes
+  past the L2, fitted as T = a + V/b (`streaming_fit`), less the same kernel's time at its
+  smallest size: the file's dram_kernel_startup_s, as gpu-benches' gpu-small-kernels measures it.
 Each returns a dict with its method in words (`method`), kept under the file's `_measurements`.
 """
 
@@ -33,6 +36,10 @@ GEMV_SHAPE = {"quick": (1024, 1024), "full": (16384, 16384)}
 INT4_GROUP, INT4_INNER_K_TILES = 128, 8
 #: The chains of trivial kernels whose difference gives the graph's gap per kernel.
 GRAPH_LENGTHS = (100, 1000)
+#: The SCALE kernel's sizes (fp64 elements of each of its two arrays): the smallest (64 KiB read
+#: and written, gpu-benches' first size), and the sizes the fit runs over, 128 MiB to 1 GiB read
+#: and written, past the L2 of every GPU the presets hold; kernels captured per graph.
+STARTUP_SMALLEST, STARTUP_ELEMENTS, STARTUP_KERNELS = 4096, (2**23, 2**24, 2**25, 2**26), 50
 
 
 def device_seconds(function: Callable[[], Any], device: str, repeats: int, inner: int = 1) -> float:
@@ -207,4 +214,58 @@ def graph_kernel_gap(repeats: int = 5, device: str = "cuda") -> dict[str, Any]:
                   f"events (the GPU's time alone; median of {repeats}); the gap per kernel is "
                   f"(t({long}) - t({short})) / {long - short}, which removes what a chain pays once and keeps the "
                   "trivial kernel's own run (an upper bound); the same chains launched on a stream beside it",
+    }
+
+
+def streaming_fit(points: dict[int, float]) -> tuple[float, float]:
+    """The least-squares line T = a + V / b through {bytes V: seconds T} of one kernel at several
+    sizes: (a, its fixed seconds; b, its bytes/s at large sizes)."""
+    n = len(points)
+    if n < 2:
+        raise ValueError("a streaming fit needs two sizes or more.")
+    volumes, times = list(points), list(points.values())
+    mean_v, mean_t = sum(volumes) / n, sum(times) / n
+    slope = sum((v - mean_v) * (t - mean_t) for v, t in zip(volumes, times)) / \
+        sum((v - mean_v) ** 2 for v in volumes)
+    return mean_t - slope * mean_v, 1 / slope
+
+
+def dram_kernel_startup(repeats: int = 5, device: str = "cuda", elements: tuple[int, ...] = STARTUP_ELEMENTS,
+                        smallest: int = STARTUP_SMALLEST, kernels: int = STARTUP_KERNELS) -> dict[str, Any]:
+    """The fixed seconds a kernel streaming from DRAM takes beyond its bytes: a SCALE kernel
+    (y = 0.25 x in fp64, each element read and written once: 16 bytes) captured `kernels` times
+    in a torch.cuda.CUDAGraph per size (alternating x -> y and y -> x, as gpu-benches does), each
+    replay timed by queued_seconds; the seconds per kernel at each size in `elements` fitted as
+    T = a + V/b (streaming_fit), less the seconds per kernel at `smallest` (the floor every
+    kernel of the run pays, which graph_kernel_s states). `device`: where the arrays live (a
+    test runs the same steps on a CPU with torch.cuda's calls stood in)."""
+    per_kernel: dict[int, float] = {}
+    for n in (smallest, *elements):
+        x = torch.ones(n, dtype=torch.float64, device=device)
+        y = torch.empty_like(x)
+        def run(x: torch.Tensor = x, y: torch.Tensor = y) -> None:
+            for _ in range(kernels // 2):
+                torch.mul(x, 0.25, out=y)
+                torch.mul(y, 0.25, out=x)
+        side = torch.cuda.Stream()  # warm-up on a side stream before capture (torch.cuda.graphs' rule)
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            run()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            run()
+        per_kernel[n] = queued_seconds(graph.replay, repeats)["seconds"] / (2 * (kernels // 2))
+        del x, y, graph
+    intercept, rate = streaming_fit({16 * n: per_kernel[n] for n in elements})
+    return {
+        "dram_kernel_startup_s": intercept - per_kernel[smallest],
+        "intercept_s": intercept,
+        "bandwidth_bytes_per_s": rate,
+        "smallest_kernel_s": per_kernel[smallest],
+        "seconds_per_kernel": {str(16 * n): t for n, t in per_kernel.items()},
+        "method": f"a SCALE kernel (y = 0.25 x, fp64: 16 bytes an element read and written), {kernels} captured "
+                  f"in a torch.cuda.CUDAGraph per size, replayed behind torch.cuda._sleep (median of {repeats}); "
+                  f"T = a + V/b fitted by least squares at {', '.join(str(16 * n) for n in elements)} bytes, "
+                  f"less the time per kernel at {16 * smallest} bytes (gpu-benches' gpu-small-kernels method)",
     }

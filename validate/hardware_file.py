@@ -18,7 +18,9 @@ What it measures, each the median of a few runs after a warm-up:
 - a batch-1 GEMV in bf16 and with int8 and int4 weights (PyTorch's weight-only ops, where the
   build has them): recorded in `_measurements` as fractions of the bf16 rate;
 - on CUDA: the gap each kernel of a CUDA graph's replay takes (a chain of trivial kernels, two
-  lengths), the file's graph_kernel_s, beside the same chain on a stream; the SM count, the
+  lengths), the file's graph_kernel_s, beside the same chain on a stream; a streaming kernel's
+  fixed start at sizes past the L2 (T = a + V/b, less its smallest size's time), the file's
+  dram_kernel_startup_s; the SM count, the
   memory a fresh context takes (total - free after initialisation: memory_reserve_bytes), the
   driver and CUDA versions;
 - on a CPU (without --like): the GEMM efficiency by rows and the dispatch time per op, as
@@ -204,7 +206,7 @@ def measure_kernel_rates(device: str, grid: str, cpu_tables: bool, rows: bool) -
     `measurements` for its `_measurements`, `sources` (the method of each field, for `source`).
     cpu_tables: on a CPU, also the dispatch per op and (rows: fp32 is measured, the peak its
     fractions are of) the fp32 GEMM efficiency by rows, validate/calibrate.py's, as `local` has them."""
-    from .device_rates import graph_kernel_gap, stream_rates, weight_only_gemv
+    from .device_rates import dram_kernel_startup, graph_kernel_gap, stream_rates, weight_only_gemv
 
     stream = stream_rates(device, grid, repeats=5 if grid == "quick" else 20)
     fields: dict[str, Any] = {"gemv_bandwidth_bytes_per_s": stream["dot_bytes_per_s"]}
@@ -222,8 +224,17 @@ def measure_kernel_rates(device: str, grid: str, cpu_tables: bool, rows: bool) -
             fields["graph_kernel_s"] = gap["graph_kernel_s"]
             sources.append(f"graph_kernel_s: {gap['method']}")
         measurements["graph_kernel"] = gap
+        try:
+            startup = dram_kernel_startup()
+        except RuntimeError as error:
+            startup = {"not_measured": f"the CUDA graph failed: {str(error).strip().splitlines()[0]}"}
+        if startup.get("dram_kernel_startup_s", 0) > 0:
+            fields["dram_kernel_startup_s"] = startup["dram_kernel_startup_s"]
+            sources.append(f"dram_kernel_startup_s: {startup['method']}")
+        measurements["dram_startup"] = startup
     else:
         measurements["graph_kernel"] = {"not_measured": "a CPU has no CUDA graphs: graph_kernel_s is not written"}
+        measurements["dram_startup"] = {"not_measured": "a CPU has no CUDA graphs: dram_kernel_startup_s is not written"}
     if cpu_tables and not device.startswith("cuda"):
         from .calibrate import dispatch_s_per_op, efficiency_by_rows, gemm_rows_flops_per_s
 
