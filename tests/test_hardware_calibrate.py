@@ -154,10 +154,15 @@ def test_on_cuda_a_positive_graph_gap_is_written_with_its_method(monkeypatch):
     monkeypatch.setattr(device_rates, "weight_only_gemv", lambda device, grid: {"products": {}})
     for gap, written in ((1.5e-6, True), (-2e-8, False)):
         monkeypatch.setattr(device_rates, "graph_kernel_gap", lambda gap=gap: {"graph_kernel_s": gap, "method": "chains"})
+        monkeypatch.setattr(device_rates, "dram_kernel_startup",
+                            lambda gap=gap: {"dram_kernel_startup_s": 2 * gap, "method": "the fit"})
         rates = hardware_file.measure_kernel_rates("cuda", "full", cpu_tables=True, rows=True)
         assert rates["fields"].get("graph_kernel_s") == (gap if written else None)
         assert ("graph_kernel_s: chains" in rates["sources"]) == written
         assert rates["measurements"]["graph_kernel"]["graph_kernel_s"] == gap
+        assert rates["fields"].get("dram_kernel_startup_s") == (2 * gap if written else None)
+        assert ("dram_kernel_startup_s: the fit" in rates["sources"]) == written
+        assert rates["measurements"]["dram_startup"]["dram_kernel_startup_s"] == 2 * gap
         assert rates["fields"]["gemv_bandwidth_bytes_per_s"] == 4e12
         assert "gemm_efficiency_by_rows" not in rates["fields"] and "dispatch_s_per_op" not in rates["fields"]
 
