@@ -157,10 +157,17 @@ def activation_quant_bytes(elements: Any, element_bytes: Any) -> Any:
 
 
 def w8a8_leaf_bytes(leaf: Any, element_bytes: Any) -> tuple[Any, Any]:
-    """A W8A8 leaf's traffic beside the tree's, over all its runs, as expressions: (the change in
-    its matmul bytes: each GEMM reads its input in one byte, not element_bytes; the bytes of its
+    """A W8A8 leaf's traffic beside the tree's, over all its runs (w8a8_run_bytes times its runs)."""
+    read, quantize = w8a8_run_bytes(leaf, element_bytes)
+    return leaf.count * read, leaf.count * quantize
+
+
+def w8a8_run_bytes(leaf: Any, element_bytes: Any) -> tuple[Any, Any]:
+    """One run of a W8A8 leaf's traffic beside the tree's, as expressions: (the change in its
+    matmul bytes: each GEMM reads its input in one byte, not element_bytes; the bytes of its
     inputs' quantization, one pass per distinct inner width). Rows per GEMM: the leaf's FLOPs over
-    2 x its weights, as kernel_time reads them."""
+    2 x its weights, as kernel_time reads them. At a tensor-parallel rank's substitution
+    (layout/split.py): the rank's GEMMs."""
     weights = sum(rows * cols * count for rows, cols, count in leaf.cost.matrices)
     if not weights:
         return 0, 0
@@ -168,5 +175,4 @@ def w8a8_leaf_bytes(leaf: Any, element_bytes: Any) -> tuple[Any, Any]:
     inputs = sum(tokens * cols * count for _, cols, count in leaf.cost.matrices)
     widths = [cols for _, cols, _ in leaf.cost.matrices]
     distinct = sum(tokens * cols for cols, first in zip(widths, quantizing_inputs(widths)) if first)
-    return (leaf.count * (1 - element_bytes) * inputs,
-            leaf.count * activation_quant_bytes(distinct, element_bytes))
+    return (1 - element_bytes) * inputs, activation_quant_bytes(distinct, element_bytes)
