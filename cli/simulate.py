@@ -129,6 +129,9 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         code = implied(layout.framework if layout else None, impl, attention)
         impl, attention = code["impl"], code["attention"]
         quantization = {"weight_dtype": weight_dtype, "weight_group": weight_group, "kv_dtype": kv_dtype}
+        if train and (any(v is not None for v in quantization.values()) or fp8_gemm != spec.DEFAULT_FP8_GEMM):
+            raise ConfigError("--weight-dtype, --weight-group, --kv-dtype and --fp8-gemm are inference options; "
+                              "training on quantized weights (QLoRA) is `finetune`'s.")
         if fp8_gemm != spec.DEFAULT_FP8_GEMM:  # (Workload checks it applies: fp8 weights only)
             quantization["fp8_gemm"] = fp8_gemm
         if layout is not None:

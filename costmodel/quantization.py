@@ -101,6 +101,25 @@ def weight_format(dtype: str | None, group: int | None = None,
     return WeightFormat(dtype, bits, group, "gptq" if group else "row", gemm=fp8_gemm)
 
 
+def check_shard_groups(fmt: WeightFormat | None, widths: Any, tp: int) -> None:
+    """A format with groups along a matrix's input columns (int4, a grouped int8) needs whole groups
+    on each row-parallel shard of tensor parallelism (K / tp columns of each of `widths`' K): an
+    error sentence where a group straddles two ranks. Both engines that shard these formats require
+    it: gpt-fast's tp.py shards int4's scales_and_zeros (K / g groups) along K and asserts they
+    split evenly (pytorch-labs/gpt-fast tp.py, _apply_tp_linear's shard(), commit 141c69e1); vLLM's
+    GPTQ and AWQ linear methods refuse an input_size_per_partition that is not a multiple of the group
+    ("The input size is not aligned with the quantized weight shape. This can be caused by too large
+    tensor parallel size.": create_weights; vllm-project/vllm issue #2699)."""
+    if fmt is None or fmt.layout != "gptq" or tp == 1:
+        return
+    for width in widths:
+        if width % (tp * fmt.group):
+            raise ConfigError(f"--tp {tp}: {fmt.dtype} groups of {fmt.group} input columns do not divide a "
+                              f"row-parallel shard's {width} / {tp} = {width / tp:g} columns (gpt-fast and vLLM "
+                              f"need whole groups on each rank); use a --weight-group that divides "
+                              f"{width // tp} or another --tp.")
+
+
 def runs_w8a8(fmt: WeightFormat | None, hardware: Any) -> bool:
     """Whether the GEMMs on weights of this format run W8A8 at the FP8 peak on this hardware (the
     module's docstring): fp8 weights, not asked to run weight-only, on a hardware file with an FP8

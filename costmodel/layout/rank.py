@@ -90,21 +90,14 @@ class ParallelEstimate(RankCommunication):
             self._check_groups()
 
     def _check_groups(self) -> None:
-        """A format with groups along a matrix's input columns (int4, a grouped int8) needs whole
-        groups on each row-parallel shard: gpt-fast's tp.py shards int4's scales_and_zeros (K / g
-        groups) along K and asserts they split evenly over the ranks (pytorch-labs/gpt-fast tp.py,
-        _apply_tp_linear's shard(), commit 141c69e1)."""
-        from ..quantization import weight_format
+        """Whole groups on each row-parallel shard (quantization.check_shard_groups), the widths
+        from the parts' row_parallel_width expressions (layout/parts.py)."""
+        from ..quantization import check_shard_groups, weight_format
 
-        w, tp = self.workload, self.layout.tp
-        fmt = weight_format(w.weight_dtype, w.weight_group, w.double_quant, w.fp8_gemm)
-        if fmt.layout != "gptq" or tp == 1:
-            return
-        for key, width in self.numbers.items():
-            if key.startswith("row_parallel_width.") and width % (tp * fmt.group):
-                raise ConfigError(f"layout: {fmt.dtype} groups of {fmt.group} input columns do not divide a "
-                                  f"row-parallel shard's {width} / tp {tp} = {width / tp:g} columns; use a "
-                                  f"--weight-group that divides {width // tp} or another --tp.")
+        w = self.workload
+        widths = [v for k, v in self.numbers.items() if k.startswith("row_parallel_width.")]
+        check_shard_groups(weight_format(w.weight_dtype, w.weight_group, w.double_quant, w.fp8_gemm),
+                           widths, self.layout.tp)
 
     @property
     def _gradient_dtype(self) -> str:
