@@ -152,7 +152,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             result["inputs"] = {"model": cfg.name, "hardware": hardware.name, "dtype": workload.dtype,
                                 "seq_len": workload.seq_len, "gen": workload.gen_tokens,
                                 "batch": workload.batch, "recompute": workload.recompute,
-                                "tokens": tokens}
+                                "tokens": tokens, **{k: v for k, v in quantization.items() if v is not None}}
         elif train:
             if time_model == "kernels" or compiled:
                 raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "
