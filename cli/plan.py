@@ -55,6 +55,11 @@ from .options import (ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, dtype_
 @click.option("--slo-ttft", type=float, default=None, help="--serve --rate: p99 time to first token, seconds.")
 @click.option("--slo-tpot", type=float, default=None, help="--serve --rate: p99 time per output token, seconds.")
 @click.option("--requests", type=int, default=300, show_default=True, help="--serve --rate: requests simulated per point.")
+@choice_option("--weight-dtype", spec.WEIGHT_DTYPES, "--serve: quantized weights, each tensor-parallel rank's "
+               "shards as stored (as simulate's).")
+@click.option("--weight-group", type=int, default=None, help="--serve: values per scale of --weight-dtype.")
+@choice_option("--kv-dtype", spec.KV_DTYPES, "--serve: a quantized KV cache.")
+@choice_option("--fp8-gemm", spec.FP8_GEMMS, "--serve, --weight-dtype fp8: how its GEMMs multiply.")
 @choice_option("--mla", spec.MLA_FORMS, "--serve: latent attention (DeepSeek) absorbed, as vLLM runs it, or naive "
                "(see simulate).", spec.DEFAULT_SERVE_MLA)
 @click.option("--ray", "ray_address", type=str, default=None,
@@ -62,7 +67,8 @@ from .options import (ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, dtype_
                    "('local' starts one here; needs pip install '.[ray]') instead of a local process pool.")
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
          attention, kv_cache, tp, pp, dp, zero, sp, framework, ep, cp, schedule, fp8, recompute, mtp, tokens, price,
-         rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, mla, ray_address) -> None:
+         rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, weight_dtype, weight_group, kv_dtype,
+         fp8_gemm, mla, ray_address) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
     ranked by step time (training) or time per output token (--serve); with --tokens, the days,
     GPU-hours, FLOPs and dollars of the run. With --serve --rate: the deployments (GPUs, tp,
@@ -95,7 +101,8 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                            dtype=dtype, impl=impl, attention=attention, kv_cache=kv_cache, tokens=tokens,
                            price=price, rank_by=rank_by, time_model=time_model, mla=mla, tp=tp, pp=pp, dp=dp,
                            zero=zero, sp=sp, framework=framework, recompute=recompute, ep=ep, cp=cp,
-                           schedule=schedule, fp8=fp8)
+                           schedule=schedule, fp8=fp8, weight_dtype=weight_dtype, weight_group=weight_group,
+                           kv_dtype=kv_dtype, fp8_gemm=fp8_gemm)
     except ConfigError as error:
         raise InputError(str(error)) from None
     for warning in result.warnings:

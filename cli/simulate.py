@@ -129,6 +129,9 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         code = implied(layout.framework if layout else None, impl, attention)
         impl, attention = code["impl"], code["attention"]
         quantization = {"weight_dtype": weight_dtype, "weight_group": weight_group, "kv_dtype": kv_dtype}
+        if train and (any(v is not None for v in quantization.values()) or fp8_gemm != spec.DEFAULT_FP8_GEMM):
+            raise ConfigError("--weight-dtype, --weight-group, --kv-dtype and --fp8-gemm are inference options; "
+                              "training on quantized weights (QLoRA) is `finetune`'s.")
         if fp8_gemm != spec.DEFAULT_FP8_GEMM:  # (Workload checks it applies: fp8 weights only)
             quantization["fp8_gemm"] = fp8_gemm
         if layout is not None:
@@ -149,7 +152,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             result["inputs"] = {"model": cfg.name, "hardware": hardware.name, "dtype": workload.dtype,
                                 "seq_len": workload.seq_len, "gen": workload.gen_tokens,
                                 "batch": workload.batch, "recompute": workload.recompute,
-                                "tokens": tokens}
+                                "tokens": tokens, **{k: v for k, v in quantization.items() if v is not None}}
         elif train:
             if time_model == "kernels" or compiled:
                 raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "

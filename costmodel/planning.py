@@ -64,7 +64,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
          prompt: int | None = None, gen: int = 256, dtype: str = DEFAULT_DTYPE, impl: str | None = None,
          attention: str | None = None, kv_cache: str = "dynamic", tokens: float | None = None,
          price: float | None = None, rank_by: str = "time", time_model: str | None = None,
-         mla: str = "absorbed", **fixed: Any) -> PlanResult:
+         mla: str = "absorbed", weight_dtype: str | None = None, weight_group: int | None = None,
+         kv_dtype: str | None = None, fp8_gemm: str | None = None, **fixed: Any) -> PlanResult:
     """Every layout of `model` on each count in `gpus` (training, or serving with serve=True):
     those that fit ranked by time (step time; time per output token when serving) or by cost
     (GPU-seconds per token), those that do not with their reason. fixed: tp, pp, dp, zero, sp,
@@ -73,7 +74,9 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     tokens: time to train, GPU-hours, FLOPs; price (dollars per GPU-hour; default the hardware
     file's) adds dollars. time_model: roofline or kernels (docs/time.md; None: kernels where the
     hardware file has what the kernel model needs). mla: latent attention
-    served absorbed (as engines run it) or naive (as transformers does)."""
+    served absorbed (as engines run it) or naive (as transformers does). weight_dtype, weight_group,
+    kv_dtype and fp8_gemm (serving): quantized weights and KV cache, each tensor-parallel rank
+    holding its shards as stored (costmodel/layout/rank.py)."""
     from .api import load_model, make_workload
     from .cost import price_plan
     from .defaults import implied
@@ -90,12 +93,18 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         raise ConfigError(f"plan: unknown option {sorted(unknown)[0]!r}.")
     fixed = {**fixed, "batch": batch, "impl": impl, "attention": attention}
     chosen = load_hardware(hardware)
+    quantization = {k: v for k, v in (("weight_dtype", weight_dtype), ("weight_group", weight_group),
+                                      ("kv_dtype", kv_dtype), ("fp8_gemm", fp8_gemm)) if v is not None}
+    if quantization and not serve:
+        raise ConfigError("--weight-dtype, --weight-group, --kv-dtype and --fp8-gemm plan serving (add --serve); "
+                          "training on quantized weights (QLoRA) is `finetune`'s.")
     if serve:
         if tokens is not None or price is not None:
             raise ConfigError("--tokens and --price cost a training run; leave them out with --serve.")
         require_decoder(cfg)
         batch = DEFAULT_SERVING_BATCH if batch is None else batch
-        workload, warnings = make_workload(cfg, prompt, dtype=dtype, gen_tokens=gen, kv_cache=kv_cache)
+        workload, warnings = make_workload(cfg, prompt, dtype=dtype, gen_tokens=gen, kv_cache=kv_cache,
+                                           **quantization)
     else:
         workload, warnings = make_workload(cfg, seq_len, dtype=dtype,
                                            **implied(fixed.get("framework"), impl, attention))
@@ -103,7 +112,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     for count in counts:
         if serve:
             result = planner.plan_serving(cfg, chosen, count, batch, workload.seq_len, gen, workload.dtype,
-                                          fixed, kv_cache=kv_cache, time_model=time_model, mla=mla)
+                                          fixed, kv_cache=kv_cache, quantization=quantization,
+                                          time_model=time_model, mla=mla)
         else:
             batches[count] = 8 * count if global_batch is None else global_batch
             result = planner.plan_training(cfg, chosen, count, workload.seq_len, batches[count], workload,
@@ -126,7 +136,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     one = len(counts) == 1
     data["inputs"] = {"model": cfg.name, "hardware": chosen.name, "gpus": counts[0] if one else counts,
                       "serve": serve, "time_model": ran, "seq_len": workload.seq_len,
-                      "dtype": workload.dtype,
+                      "dtype": workload.dtype, **quantization,
                       **({"gen": gen, "batch": batch} if serve else
                          {"global_batch": batches[counts[0]] if one else batches, "batch": batch,
                           "tokens": tokens, "price_per_gpu_hour": chosen.price_per_gpu_hour if price is None else price}),

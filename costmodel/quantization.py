@@ -101,6 +101,25 @@ def weight_format(dtype: str | None, group: int | None = None,
     return WeightFormat(dtype, bits, group, "gptq" if group else "row", gemm=fp8_gemm)
 
 
+def check_shard_groups(fmt: WeightFormat | None, widths: Any, tp: int) -> None:
+    """A format with groups along a matrix's input columns (int4, a grouped int8) needs whole groups
+    on each row-parallel shard of tensor parallelism (K / tp columns of each of `widths`' K): an
+    error sentence where a group straddles two ranks. Both engines that shard these formats require
+    it: gpt-fast's tp.py shards int4's scales_and_zeros (K / g groups) along K and asserts they
+    split evenly (pytorch-labs/gpt-fast tp.py, _apply_tp_linear's shard(), commit 141c69e1); vLLM's
+    GPTQ and AWQ linear methods refuse an input_size_per_partition that is not a multiple of the group
+    ("The input size is not aligned with the quantized weight shape. This can be caused by too large
+    tensor parallel size.": create_weights; vllm-project/vllm issue #2699)."""
+    if fmt is None or fmt.layout != "gptq" or tp == 1:
+        return
+    for width in widths:
+        if width % (tp * fmt.group):
+            raise ConfigError(f"--tp {tp}: {fmt.dtype} groups of {fmt.group} input columns do not divide a "
+                              f"row-parallel shard's {width} / {tp} = {width / tp:g} columns (gpt-fast and vLLM "
+                              f"need whole groups on each rank); use a --weight-group that divides "
+                              f"{width // tp} or another --tp.")
+
+
 def runs_w8a8(fmt: WeightFormat | None, hardware: Any) -> bool:
     """Whether the GEMMs on weights of this format run W8A8 at the FP8 peak on this hardware (the
     module's docstring): fp8 weights, not asked to run weight-only, on a hardware file with an FP8
@@ -157,10 +176,17 @@ def activation_quant_bytes(elements: Any, element_bytes: Any) -> Any:
 
 
 def w8a8_leaf_bytes(leaf: Any, element_bytes: Any) -> tuple[Any, Any]:
-    """A W8A8 leaf's traffic beside the tree's, over all its runs, as expressions: (the change in
-    its matmul bytes: each GEMM reads its input in one byte, not element_bytes; the bytes of its
+    """A W8A8 leaf's traffic beside the tree's, over all its runs (w8a8_run_bytes times its runs)."""
+    read, quantize = w8a8_run_bytes(leaf, element_bytes)
+    return leaf.count * read, leaf.count * quantize
+
+
+def w8a8_run_bytes(leaf: Any, element_bytes: Any) -> tuple[Any, Any]:
+    """One run of a W8A8 leaf's traffic beside the tree's, as expressions: (the change in its
+    matmul bytes: each GEMM reads its input in one byte, not element_bytes; the bytes of its
     inputs' quantization, one pass per distinct inner width). Rows per GEMM: the leaf's FLOPs over
-    2 x its weights, as kernel_time reads them."""
+    2 x its weights, as kernel_time reads them. At a tensor-parallel rank's substitution
+    (layout/split.py): the rank's GEMMs."""
     weights = sum(rows * cols * count for rows, cols, count in leaf.cost.matrices)
     if not weights:
         return 0, 0
@@ -168,5 +194,4 @@ def w8a8_leaf_bytes(leaf: Any, element_bytes: Any) -> tuple[Any, Any]:
     inputs = sum(tokens * cols * count for _, cols, count in leaf.cost.matrices)
     widths = [cols for _, cols, _ in leaf.cost.matrices]
     distinct = sum(tokens * cols for cols, first in zip(widths, quantizing_inputs(widths)) if first)
-    return (leaf.count * (1 - element_bytes) * inputs,
-            leaf.count * activation_quant_bytes(distinct, element_bytes))
+    return (1 - element_bytes) * inputs, activation_quant_bytes(distinct, element_bytes)

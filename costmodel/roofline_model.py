@@ -32,7 +32,6 @@ from .config import DTYPE_BYTES, KV_CACHES, ConfigError, ModelConfig, Workload, 
 from .evaluate import Sweep
 from .hardware import Efficiency, Hardware, kernel_times
 from .memory import inference_phases
-from . import blocks as B
 from .leaves import Leaf
 from .quantization import runs_w8a8, w8a8_leaf_adjustment, w8a8_peak
 from .tree import CostModel, model_values, profile_for
@@ -285,16 +284,9 @@ class Roofline:
 
 
 def matmul_traffic(leaf: Leaf) -> sp.Expr:
-    """A leaf's matrix-product traffic with its weights as stored: a quantized leaf reads its
-    quantized matrices (data, scales, zeros, tables) instead of e bytes per weight. The
-    dequantisation runs in the GEMM's registers (weight-only kernels: gpt-fast, Marlin, bitsandbytes):
-    no traffic of its own, a stated convention. Routed experts (only some of their weights read)
-    keep the unquantized traffic."""
-    moved = leaf.total("bytes_matmul")
-    if leaf.weight_format is None or not leaf.cost.matrices or leaf.cost.inactive_params != 0:
-        return moved
-    stored = leaf.count * sp.Add(*B.quantized_bytes(leaf.cost.matrices, leaf.weight_format).values())
-    return moved - leaf.count * S.e * leaf.cost.matrix_params + stored
+    """A leaf's matrix-product traffic over all its runs, its weights as stored
+    (Leaf.matmul_bytes_as_stored)."""
+    return leaf.count * leaf.matmul_bytes_as_stored()
 
 
 def linear_pieces(expr: sp.Expr, variable: sp.Symbol) -> list[tuple[float, float, sp.Expr]]:

@@ -47,9 +47,10 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
              fp8_gemm: str = spec.DEFAULT_FP8_GEMM) -> SimulationResult:
     """Inference (prompt, gen) or a training step (train=True: seq_len, recompute, impl; tokens
     and price for the time, GPU-hours, FLOPs and dollars of a run) on `hardware`; layout: a
-    costmodel.layout.Layout or a dict of its fields for per-GPU time and memory. Inference on
-    one GPU: weight_dtype and kv_dtype quantize the weights and the cache (`simulate
-    --weight-dtype/--kv-dtype`), fp8_gemm says how fp8 weights multiply (spec.FP8_GEMMS)."""
+    costmodel.layout.Layout or a dict of its fields for per-GPU time and memory. Inference, on
+    one GPU or with a layout (each tensor-parallel rank's shards): weight_dtype and kv_dtype
+    quantize the weights and the cache (`simulate --weight-dtype/--kv-dtype`), fp8_gemm says how
+    fp8 weights multiply (spec.FP8_GEMMS)."""
     from . import roofline as sim
     from .api import load_model, make_layout, make_workload
     from .config import require_decoder

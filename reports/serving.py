@@ -127,6 +127,9 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
               help="P:D: P prefill-only and D decode-only replicas, the KV cache sent between them (replaces --replicas).")
 @click.option("--dtype", type=click.Choice(DTYPES), default=None, help="Default: the hardware's.")
 @click.option("--weight-dtype", type=click.Choice(WEIGHT_DTYPES), default=None)
+@click.option("--weight-group", type=int, default=None,
+              help="Values per scale of --weight-dtype (int4 128, nf4 64 by default); with --tp, whole groups "
+                   "on each row-parallel shard.")
 @click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default=None)
 @click.option("--fp8-gemm", type=click.Choice(FP8_GEMMS), default=DEFAULT_FP8_GEMM, show_default=True,
               help=f"With --weight-dtype fp8, how its GEMMs multiply: {FP8_GEMMS.described()}.")
@@ -146,7 +149,7 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 def serve(model, config, hardware_name, rate, count, trace, prompt, output_tokens, seed, scheduler, max_num_seqs,
           max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, replicas, dtype, weight_dtype,
           kv_dtype, attention, slo_ttft, slo_tpot, csv_path, steps_csv, plot_path, rates, as_json, router,
-          disaggregate, mla, pp, prefix_caching, time_model, fp8_gemm) -> None:
+          disaggregate, mla, pp, prefix_caching, time_model, fp8_gemm, weight_group) -> None:
     """Serve a stream of requests on an engine replica, simulated step by step (continuous
     batching, paged KV cache): latency percentiles, throughput and goodput."""
     from costmodel.serving import serve as run_serve
@@ -176,7 +179,8 @@ def serve(model, config, hardware_name, rate, count, trace, prompt, output_token
                    max_batched_tokens=max_batched_tokens, block_size=block_size,
                    gpu_memory_utilization=gpu_memory_utilization, num_blocks=num_blocks, tp=tp, pp=pp,
                    prefix_caching=prefix_caching, dtype=dtype,
-                   weight_dtype=weight_dtype, kv_dtype=kv_dtype, attention=attention, mla=mla,
+                   weight_dtype=weight_dtype, weight_group=weight_group, kv_dtype=kv_dtype, attention=attention,
+                   mla=mla,
                    time_model=time_model, fp8_gemm=fp8_gemm)
     if rates is not None:
         _latency_vs_rate(model or config, hardware_name, chosen, options, plot_path, as_json)

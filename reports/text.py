@@ -306,7 +306,10 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
     gpus = ", ".join(f"{g:,}" for g in i["gpus"]) if several else f"{i['gpus']:,}"
     global_batch = (", ".join(f"{b:,}" for b in i["global_batch"].values()) if several and not serve
                     else f"{i.get('global_batch') or 0:,}")
-    asked = (f"{i['model']} on {gpus} x {i['hardware']}, {i['dtype']}: "
+    group = f" g{i['weight_group']}" if i.get("weight_group") else ""
+    quantized = (f", {i['weight_dtype']}{group} weights" if i.get("weight_dtype") else "") + \
+        (f", {i['kv_dtype']} KV cache" if i.get("kv_dtype") else "")
+    asked = (f"{i['model']} on {gpus} x {i['hardware']}, {i['dtype']}{quantized}: "
              + (f"{plural(i['batch'], 'sequence')} of prompt {i['seq_len']:,} + {i['gen']:,} generated tokens"
                 if serve else f"global batch {global_batch} of {i['seq_len']:,} tokens")
              + (f"; time model {i['time_model']}" if i.get("time_model") else "")

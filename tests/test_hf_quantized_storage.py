@@ -85,3 +85,42 @@ def test_quantized_weight_storage(scheme, quant_checkpoint):
     assert storage_by_part(model) == quantized_layout(scheme, QUANT_MODEL)
     with torch.no_grad():  # and it runs on this CPU
         assert model(input_ids=torch.arange(8).reshape(1, 8)).logits.shape == (1, 8, 320)
+
+
+def rank_config(c, tp):
+    """The shapes one tensor-parallel rank's layers hold (gpt-fast's tp.py, Megatron's split): q, k,
+    v, gate and up column-parallel (heads and intermediate / tp), o and down row-parallel (their
+    inputs / tp). A Llama built with these sizes has exactly the rank's shards as its linears."""
+    return {**c, "num_attention_heads": c["num_attention_heads"] // tp,
+            "num_key_value_heads": c["num_key_value_heads"] // tp,
+            "intermediate_size": c["intermediate_size"] // tp}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scheme, weight_dtype", [("bnb-int8", "int8"), ("bnb-nf4-double", "nf4")])
+def test_a_tensor_parallel_ranks_quantized_shards_as_bitsandbytes_stores_them(scheme, weight_dtype, tmp_path):
+    """A tp 2 rank's quantized matrices (ParallelEstimate, costmodel/layout/rank.py) against the
+    storage bitsandbytes gives the rank's shards, quantized on their own as gpt-fast quantizes
+    then shards (an int8 row keeps its own absmax; nf4's blocks of 64 run over the shard). Measured
+    without torch.distributed: the bytes of a shard depend on its shape only, so a model built at
+    the rank's sizes holds them (the collectives are not what is measured here)."""
+    for module in LIBRARIES["bnb"]:
+        pytest.importorskip(module)
+    from costmodel.config import Workload
+    from costmodel.hf import from_hf_config
+    from costmodel.layout.rank import ParallelEstimate
+    from costmodel.layout.serving_memory import serving_memory
+    from costmodel.layout.spec import Layout
+    from validate.quantized import load_quantized, storage_by_part
+
+    tp, c = 2, QUANT_MODEL
+    torch.manual_seed(0)
+    build_hf_from_dict(rank_config(c, tp), dtype=torch.bfloat16).save_pretrained(tmp_path)
+    measured = storage_by_part(load_quantized(str(tmp_path), scheme))
+    quantized = sum(v for k, v in measured.items() if k != "unquantized")
+    cfg = from_hf_config(c, "tiny-llama")
+    workload = Workload(seq_len=8, batch=1, precision="pure", weight_dtype=weight_dtype)
+    estimate = ParallelEstimate(cfg, workload, Layout(tp=tp, framework="deepspeed"), phase="decode")
+    d, V, L = c["hidden_size"], c["vocab_size"], c["num_hidden_layers"]
+    replicated = 2 * ((2 * L + 1) * d + 2 * (V // tp) * d)  # bf16 norms whole, embedding and head shards
+    assert serving_memory(estimate)["weights"] - replicated == quantized

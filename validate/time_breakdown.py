@@ -185,10 +185,12 @@ def main() -> None:
             parts = ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in split.items() if k != "weights GB/s")
             print(f"{run['id']}: published {published_ms:.2f} ms a token; ours {parts}; "
                   f"weights at {split['weights GB/s']:.0f} GB/s")
-        elif run["kind"] == "decode" and "weight_dtype" not in run:
+        elif run["kind"] == "decode":  # a layout (quantized weights: each rank's shards as stored)
             cfg, hardware = load_preset(run["model"]), run_hardware(source)
+            quantization = {k: run[k] for k in ("weight_dtype", "weight_group") if k in run}
             workload = Workload(seq_len=source["prompt"], gen_tokens=source["gen"], batch=source["batch"],
-                                attention=source["attention"], precision="pure", kv_cache=source["kv_cache"])
+                                attention=source["attention"], precision="pure", kv_cache=source["kv_cache"],
+                                **quantization)
             token = simulate_decode(cfg, workload, decode_layout(run, source), hardware,
                                     cuda_graphs=source["cuda_graphs"], time_model="kernels")["token"]
             print(f"{run['id']}: published {1e3 / run['published_tokens_per_s']:.2f} ms a token; ours compute "

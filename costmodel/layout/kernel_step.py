@@ -50,14 +50,15 @@ _TIMERS: dict[tuple, tuple[Hardware, KernelTimer]] = {}
 
 
 def _timer(hardware: Hardware, dtype: str, attention: str, efficiency: Efficiency | None,
-           compiled: bool, matmul_dtype: str | None = None, sustained: bool = False) -> KernelTimer:
+           compiled: bool, matmul_dtype: str | None = None, sustained: bool = False,
+           w8a8: bool = False) -> KernelTimer:
     """One KernelTimer (and so one memo of kernel seconds) per hardware object and options."""
-    key = (id(hardware), dtype, attention, efficiency, compiled, matmul_dtype, sustained)
+    key = (id(hardware), dtype, attention, efficiency, compiled, matmul_dtype, sustained, w8a8)
     held = _TIMERS.get(key)
     if held is None or held[0] is not hardware:
         held = _TIMERS[key] = (hardware, KernelTimer(hardware, dtype, attention, efficiency=efficiency,
                                                      compiled=compiled, matmul_dtype=matmul_dtype,
-                                                     sustained=sustained))
+                                                     sustained=sustained, w8a8=w8a8))
     return held[1]
 
 
@@ -158,7 +159,10 @@ class KernelStepTime(StepTime):
         # A training step keeps the GPU saturated: its GEMMs at the sustained (power-limited)
         # matmul efficiency where the hardware file states one (kernel_time.KernelTimer).
         sustained = estimate.phase == "train"
-        self.timer = _timer(hardware, workload.dtype, workload.attention, efficiency, compiled, sustained=sustained)
+        # Quantized weights: each GEMM reads the rank's shard as stored (kernel_time._gemms at the
+        # rank's shapes); fp8 weights W8A8 where StepTime found the hardware runs it.
+        self.timer = _timer(hardware, workload.dtype, workload.attention, efficiency, compiled, sustained=sustained,
+                            w8a8=self.w8a8)
         # --fp8: the linear layers' GEMMs on the FP8 tensor cores (StepTime checked the peak).
         self.fp8_timer = None if estimate.layout.fp8 is None else \
             _timer(hardware, workload.dtype, workload.attention, efficiency, compiled, matmul_dtype="fp8",

@@ -21,6 +21,7 @@ from typing import Any
 from .. import compiled
 from ..config import ModelConfig, Workload
 from ..model_flops import leaf_model_flops
+from ..quantization import w8a8_leaf, w8a8_run_bytes
 from .frameworks import FRAMEWORKS
 from .spec import Layout
 
@@ -137,18 +138,26 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
             add(f"{key}.expert_params", sum(local(t.rows, subs) * local(t.cols, subs) for t in cost.tensors))
             add(f"{key}.expert_saved", 0 if leaf.checkpointed else saved)
             add(f"{key}.routed_slots", local(leaf.block.tokens * S.k, subs))
+        if leaf.weight_format is not None:  # quantized weights (inference): the rank's shards as stored
+            add(f"{key}.weight_bytes", local(leaf.weight_part("weight_bytes"), subs))
+            row_parallel_widths(leaf, subs, exprs)
         # A training micro-batch's work (costmodel/roofline.py divides it by the rates): the
-        # forward, what recomputation reruns of it (Leaf.rerun), the backward.
+        # forward, what recomputation reruns of it (Leaf.rerun), the backward; a quantized leaf's
+        # weights read as stored (Leaf.matmul_bytes_as_stored).
         rerun, backwards = leaf.rerun, int(phase == "train")
         again = (lambda quantity: getattr(rerun, quantity)) if rerun is not None else (lambda quantity: 0)
         work = {"f_mm": cost.flops_matmul + again("flops_matmul") + backwards * cost.flops_matmul_backward,
-                "b_mm": cost.bytes_matmul + again("bytes_matmul") + backwards * cost.bytes_matmul_backward,
+                "b_mm": leaf.matmul_bytes_as_stored() + again("bytes_matmul")
+                + backwards * cost.bytes_matmul_backward,
                 "f_o": cost.flops_other + again("flops_other") + backwards * cost.flops_other_backward,
                 "b_o": cost.bytes_other + again("bytes_other") + backwards * cost.bytes_other_backward}
         index = len(structure["work"])
+        w8a8 = w8a8_leaf(leaf, True)  # fp8 weights: W8A8 where the hardware runs it (quantization.runs_w8a8)
         structure["work"].append({"key": key, "active": cost.is_active(),
             "experts": isinstance(leaf.block, B.Experts), "fp8": isinstance(leaf.block, FP8_BLOCKS),
-            "attention_core": isinstance(leaf.block, B.AttentionCore)})
+            "attention_core": isinstance(leaf.block, B.AttentionCore), "w8a8": w8a8})
+        if w8a8:  # its inputs read in one byte, after their quantization pass
+            work["w8a8_b_mm"], work["w8a8_b_o"] = w8a8_run_bytes(leaf, S.e)
         for name, value in work.items():
             exprs[f"work.{index}.{name}"] = local(value, subs)
         # Model FLOPs by convention (costmodel/model_flops.py: no recomputation, not even flash's
@@ -186,6 +195,17 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     structure["tied"] = bool(cfg.tie_embeddings and cfg.head == "lm")
     structure["step_counters"] = framework.step_counters and layout.device == "cpu"
     return exprs, structure
+
+
+def row_parallel_widths(leaf: Any, subs: dict, exprs: dict[str, Any]) -> None:
+    """The input widths K of a quantized leaf's matrices that tensor parallelism splits (row-parallel:
+    the attention's and the FFN's output projections), as `row_parallel_width.<K>` expressions: a
+    format with groups along K needs whole groups on each rank (ParallelEstimate checks them)."""
+    from .split import local
+
+    for _, cols, _ in leaf.cost.matrices:
+        if local(cols, subs) != cols:
+            exprs[f"row_parallel_width.{cols}"] = cols
 
 
 _EVALUATORS: dict[tuple, tuple[Any, dict[str, Any]]] = {}

@@ -56,9 +56,10 @@ class ParallelEstimate(RankCommunication):
         """phase "train" (a training step) or "decode" (one decode step at the workload's
         context: serving)."""
         layout.check(cfg)
-        if workload.weight_dtype is not None or workload.kv_dtype is not None:
-            raise ConfigError("layout: quantized weights or KV cache in a parallel layout are not modelled; "
-                              "estimate them on one device.")
+        self.quantized = workload.weight_dtype is not None
+        if phase == "train" and (self.quantized or workload.kv_dtype is not None):
+            raise ConfigError("layout: quantized weights and KV caches are inference formats; training on "
+                              "quantized weights (QLoRA) in a layout is not modelled (`finetune` on one device).")
         if workload.expert_load is not None and len(workload.expert_load) != cfg.n_experts:
             raise ConfigError(f"expert_load gives {len(workload.expert_load)} shares; model {cfg.name!r} "
                               f"has {cfg.n_experts} experts.")
@@ -85,6 +86,18 @@ class ParallelEstimate(RankCommunication):
         self.numbers = evaluate_parts(evaluate, tuple(values.items()))
         self.load = expert_load(cfg.n_experts, layout.ep, workload.expert_load, layout.capacity_factor) \
             if cfg.moe else None
+        if self.quantized:
+            self._check_groups()
+
+    def _check_groups(self) -> None:
+        """Whole groups on each row-parallel shard (quantization.check_shard_groups), the widths
+        from the parts' row_parallel_width expressions (layout/parts.py)."""
+        from ..quantization import check_shard_groups, weight_format
+
+        w = self.workload
+        widths = [v for k, v in self.numbers.items() if k.startswith("row_parallel_width.")]
+        check_shard_groups(weight_format(w.weight_dtype, w.weight_group, w.double_quant, w.fp8_gemm),
+                           widths, self.layout.tp)
 
     @property
     def _gradient_dtype(self) -> str:
@@ -149,12 +162,24 @@ class ParallelEstimate(RankCommunication):
 
     # -- state ------------------------------------------------------------------------------
 
+    def weight_bytes(self, stage: Stage) -> int:
+        """Bytes of the weights one rank of this stage holds whole (serving: dp is replicas):
+        quantized weights (inference) as the rank's shards store them, each with its own scales and
+        zeros (Leaf.weight_part at the rank's substitution); the rest, and a tied embedding's copy,
+        in the dtype's bytes per parameter."""
+        tied = self.numbers["bytes.weights"] * self.tied_copy(stage)
+        if self.quantized:
+            return self.on_stage(stage, "weight_bytes") + tied
+        return self.numbers["bytes.weights"] * self.on_stage(stage, "params") + tied
+
     def state(self, stage: Stage) -> dict[str, int]:
         """Weights, gradients and optimizer state of one rank of this pipeline stage, sharded
         over dp as the framework shards them (rank 0 of the data-parallel group: the most
-        loaded, holding every padded row)."""
+        loaded, holding every padded row); quantized weights (inference) whole on each replica."""
         layout = self.layout
         w, g, o = self._per_param()
+        if self.quantized:
+            return {"weights": self.weight_bytes(stage), "gradients": 0, "optimizer": 0}
         params = self.on_stage(stage, "params") + self.tied_copy(stage)
         gradient_params = self.on_stage(stage, "gradient_params") + self.tied_copy(stage)
         tensors = self.on_stage(stage, "tensors")

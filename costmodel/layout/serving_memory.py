@@ -8,11 +8,12 @@ from .rank import ParallelEstimate
 
 
 def serving_memory(estimate: ParallelEstimate) -> dict[str, int]:
-    """The most loaded rank while serving: its weights (the dtype's bytes per parameter), its
-    share of the KV cache at the last step and the modules' buffers."""
+    """The most loaded rank while serving: its weights (ParallelEstimate.weight_bytes: the dtype's
+    bytes per parameter, quantized shards as stored), its share of the KV cache at the last step
+    (in --kv-dtype's bytes) and the modules' buffers."""
     worst = None
     for stage in estimate.stages:
-        weights = estimate.numbers["bytes.weights"] * (estimate.on_stage(stage, "params") + estimate.tied_copy(stage))
+        weights = estimate.weight_bytes(stage)
         kv = estimate.on_stage(stage, "kv_cache")
         buffers = estimate.on_stage(stage, "buffers", per_stage=True)
         row = {"stage": stage.rank, "weights": weights, "kv_cache": kv, "buffers": buffers,

@@ -48,6 +48,7 @@ from typing import Any
 from ..collectives import collective_seconds, ring_factor
 from ..hardware import Efficiency, Hardware, kernel_times
 from ..model_flops import check_convention
+from ..quantization import runs_w8a8, w8a8_peak, weight_format
 from .rank import ParallelEstimate, Stage
 
 
@@ -88,6 +89,11 @@ def leaf_factor(leaf: dict[str, Any], estimate: ParallelEstimate) -> float:
     return factor
 
 
+def weight_format_of(workload: Any) -> Any:
+    """The quantization.WeightFormat of a workload's --weight-dtype (None: unquantized)."""
+    return weight_format(workload.weight_dtype, workload.weight_group, workload.double_quant, workload.fp8_gemm)
+
+
 def runs_fp8(leaf: dict[str, Any], estimate: ParallelEstimate) -> bool:
     """Whether a leaf's matrix products run at the FP8 peak (--fp8: the linear layers, layout/fp8.py)."""
     return estimate.layout.fp8 is not None and bool(leaf.get("fp8"))
@@ -122,6 +128,10 @@ class StepTime:
             self.fp8_per_s = hardware.flops_per_s["fp8"] * eff.compute
         self.vector_per_s = hardware.vector_flops_per_s * eff.compute
         self.bytes_per_s = hardware.bandwidth_bytes_per_s * eff.memory
+        # fp8 weights (inference) run W8A8 where the hardware has an FP8 peak and --fp8-gemm allows
+        # it (quantization.runs_w8a8), as on one device.
+        self.w8a8 = estimate.phase != "train" and runs_w8a8(weight_format_of(estimate.workload), hardware)
+        self.w8a8_per_s = w8a8_peak(hardware, eff) if self.w8a8 else None
         layout = estimate.layout
         # Expert parallelism (layout/experts.py): the ep group is ep neighbouring data-parallel
         # ranks; the expert-data-parallel group strides over the rest of dp.
@@ -151,6 +161,10 @@ class StepTime:
         for index, leaf in enumerate(estimate.structure["work"]):
             work = [float(numbers[f"work.{index}.{q}"]) for q in ("f_mm", "b_mm", "f_o", "b_o")]
             rate = self.fp8_per_s if runs_fp8(leaf, estimate) else self.flops_per_s
+            if self.w8a8 and leaf.get("w8a8"):  # inputs in one byte after their quantization pass
+                work[1] += float(numbers[f"work.{index}.w8a8_b_mm"])
+                work[3] += float(numbers[f"work.{index}.w8a8_b_o"])
+                rate = self.w8a8_per_s
             busy = kernel_times(*work, rate, self.vector_per_s, self.bytes_per_s)[2] * leaf_factor(leaf, estimate)
             if leaf.get("attention_core"):  # what a ring's sends overlap (stage())
                 self.attention_seconds[leaf["key"]] = self.attention_seconds.get(leaf["key"], 0.0) + busy

@@ -15,7 +15,7 @@ from . import metrics
 from .engine import simulate_replicas
 from .kvcache import BlockPool, cache_sizing
 from .schedulers import SCHEDULERS
-from .steptime import StepTime, serving_profile
+from .steptime import StepTime, check_tensor_parallel_groups, serving_profile
 from .workload import Lengths, Request, poisson, read_trace
 
 #: Per scheduler: (max_num_seqs, max_batched_tokens) when not given, with where each comes from.
@@ -67,6 +67,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                   gpu_memory_utilization: float = 0.9, num_blocks: int | None = None, tp: int = 1, pp: int = 1,
                   dtype: str | None = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
                   attention: str = "flash", mla: str = "absorbed", fp8_gemm: str = spec.DEFAULT_FP8_GEMM,
+                  weight_group: int | None = None,
                   prefix_caching: bool | None = None,
                   efficiency: Any = None, time_model: str | None = None,
                   step: StepTime | None = None,
@@ -100,7 +101,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     prefix_caching = scheduler == "vllm" if prefix_caching is None else prefix_caching
     if mla not in MLA_FORMS:
         raise ConfigError(f"--mla must be {MLA_FORMS.listed()}, got {show(mla)}.")
-    profile = serving_profile(cfg, attention, weight_dtype, kv_dtype, mla, fp8_gemm)
+    profile = serving_profile(cfg, attention, weight_dtype, kv_dtype, mla, fp8_gemm, weight_group)
+    check_tensor_parallel_groups(cfg, profile, tp)
     from ..config import DTYPE_BYTES, Workload
 
     sizings = {} if sizings is None else sizings
@@ -122,7 +124,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
              "max_num_seqs": max_num_seqs, "max_batched_tokens": max_batched_tokens,
              "budget_source": budget_source if (max_num_seqs, max_batched_tokens) == (seqs, tokens) else "given",
              "block_size": block_size, "num_blocks": blocks, "kv_cache": sizing.to_dict(),
-             "weight_dtype": weight_dtype, "kv_dtype": kv_dtype, "attention": attention,
+             "weight_dtype": weight_dtype, "weight_group": profile.weight_format.group if weight_dtype else None,
+             "kv_dtype": kv_dtype, "attention": attention,
              "fp8_gemm": fp8_gemm if weight_dtype == "fp8" else None,
              "mla": mla if cfg.mla else None,
              "max_model_len": cfg.max_positions}
@@ -164,7 +167,7 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     or, with disaggregate=(P, D), on P prefill-only and D decode-only replicas
     (costmodel/serving/disaggregated.py). replica_options: scheduler, max_num_seqs,
     max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, pp, dtype, weight_dtype,
-    kv_dtype, attention, mla, fp8_gemm, prefix_caching (default: on for vllm, as vLLM v1), efficiency,
+    weight_group, kv_dtype, attention, mla, fp8_gemm, prefix_caching (default: on for vllm, as vLLM v1), efficiency,
     time_model (default: hardware.time_model_for's)."""
     import pandas as pd
 
