@@ -149,7 +149,14 @@ def print_train_breakdown(name: str, published: float, estimate, hardware, overl
         ours = f"{tokens / step['seconds'] / layout.gpus:,.0f} ({tokens / step['seconds'] / layout.gpus / published:.2f}x)"
     print(f"{name}: published {published:,} {unit}, ours {ours}; {step_split(step)}")
     kernels = sum(s for _, s, _ in rows)
-    print(f"  kernels {kernels:.3f} s, launches {step['compute_seconds'] - kernels:.3f} s")
+    rest = step["compute_seconds"] - kernels
+    if estimate.layout.pp == 1 and estimate.layout.fp8 is None:
+        print(f"  kernels {kernels:.3f} s, launches {rest:.3f} s")
+    else:  # the list is the first stage's, at the activation dtype's rates
+        print(f"  kernels {kernels:.3f} s (the first stage's, every GEMM at the {estimate.workload.dtype} rate), "
+              f"compute less these {rest:.3f} s (launches"
+              + (", the slowest stage's extra layers" if estimate.layout.pp > 1 else "")
+              + (", the FP8 GEMMs' saving" if estimate.layout.fp8 else "") + ")")
     for label, s, efficiency in rows:
         print(f"  {s:8.3f} s  {label}" + (f"  at {efficiency:.3f} of peak" if efficiency else ""))
 
