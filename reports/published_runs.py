@@ -121,13 +121,19 @@ def other_runs_data() -> dict[str, Any]:
     return json.loads((Path(costmodel.__file__).parent / "published_runs.json").read_text())
 
 
-def run_hardware(source: dict[str, Any]) -> Any:
+def run_hardware(source: dict[str, Any], run: dict[str, Any] | None = None) -> Any:
+    """The hardware a run names (its own "hardware", else its source's), with the departures from
+    the preset its source states: a power cap (power_limit_watts) and "hardware_overrides" (e.g.
+    torchtitan's H100s: 96 GB of HBM2e at 2.4 TB/s, capped at 500 W)."""
     from costmodel.hardware import Hardware
 
-    hardware = load_hardware(source["hardware"])
+    name = (run or {}).get("hardware", source["hardware"])
+    hardware = load_hardware(name)
+    changes = dict(source.get("hardware_overrides", {}))
     if "power_limit_watts" in source:
-        return Hardware.from_dict(dict(hardware.to_dict(), power_limit_watts=source["power_limit_watts"]),
-                                  source["hardware"])
+        changes["power_limit_watts"] = source["power_limit_watts"]
+    if changes:
+        return Hardware.from_dict(dict(hardware.to_dict(), **changes), name)
     return hardware
 
 
@@ -159,60 +165,101 @@ def _decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) ->
     return 1 / result["token"]["seconds_per_token"]
 
 
+def _stated(run: dict[str, Any], source: dict[str, Any], key: str, default: Any = None) -> Any:
+    """A run's own value for `key`, else its source's, else the default."""
+    return run.get(key, source.get(key, default))
+
+
 def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEstimate, Any, dict[str, Any]]:
     """One training run of published_runs.json as the model sees it: the estimate (model, workload,
     layout), the hardware, and the StepTime options its source states (autocast: fp32 parameters
-    cast each micro-batch, as PyTorch Lightning's precision "bf16" runs them)."""
+    cast each micro-batch, as PyTorch Lightning's precision "bf16" runs them; compiled:
+    torch.compile, which only the kernel-level model expresses)."""
     from costmodel.presets import load_preset
 
-    hardware = run_hardware(source)
+    hardware = run_hardware(source, run)
     if "gpt" in run:  # a GPT of the run's own sizes (heads, hidden, layers; its padded vocabulary)
         heads, hidden, layers = run["gpt"]
         cfg = ModelConfig(name=run["model"], family="gpt", vocab_size=source["vocabulary"], d_model=hidden,
                           n_heads=heads, d_ff=4 * hidden, n_decoder_layers=layers, max_positions=run["seq_len"],
-                          position="learned", norm="layernorm", activation="gelu", dropout=0.1)
-    else:
-        cfg = load_preset(run["model"])
-    micro = run.get("micro_batch", source.get("micro_batch"))
-    virtual = source.get("virtual_stages", 1)
+                          position="learned", norm="layernorm", activation="gelu",
+                          dropout=source.get("dropout", 0.1))
+    else:  # a preset, or a preset's family at the run's own sizes ("preset" and "config_changes")
+        cfg = load_preset(run.get("preset", run["model"]))
+        if "config_changes" in run:
+            cfg = cfg.replace(name=run["model"], **run["config_changes"])
+    micro = _stated(run, source, "micro_batch")
+    virtual = _stated(run, source, "virtual_stages", 1)
     stages = run["pp"] * virtual
-    layout = Layout(tp=run["tp"], pp=run["pp"], dp=run["dp"], sp=source.get("sp", True),
-                    zero=source.get("zero", 1), framework=source.get("framework", "megatron"),
+    cp = run.get("cp", 1)
+    if "stage_layers" in run:
+        stage_layers = tuple(run["stage_layers"])
+    elif source.get("empty_edge_chunks"):
+        stage_layers = empty_edge_chunks(cfg.n_layers, stages)
+    else:
+        stage_layers = None
+    layout = Layout(tp=run["tp"], pp=run["pp"], dp=run["dp"], cp=cp, sp=source.get("sp", True) and run["tp"] > 1,
+                    zero=_stated(run, source, "zero", 1), framework=source.get("framework", "megatron"),
                     microbatches=run["global_batch"] // (run["dp"] * micro),
-                    schedule=source.get("schedule", "1f1b"), virtual_stages=virtual,
-                    stage_layers=empty_edge_chunks(cfg.n_layers, stages) if source.get("empty_edge_chunks") else None)
-    workload = Workload(seq_len=run["seq_len"], batch=micro, dtype=source["dtype"], impl="megatron",
-                        attention=source["attention"])
-    return ParallelEstimate(cfg, workload, layout), hardware, {"autocast": source.get("autocast", False)}
+                    schedule=_stated(run, source, "schedule", "1f1b"), virtual_stages=virtual,
+                    stage_layers=stage_layers, fp8=_stated(run, source, "fp8"))
+    workload = Workload(seq_len=run["seq_len"], batch=micro, dtype=source["dtype"],
+                        impl=source.get("impl", "megatron"), attention=source["attention"],
+                        recompute=_stated(run, source, "recompute", "none"))
+    options: dict[str, Any] = {"autocast": _stated(run, source, "autocast", False)}
+    if _stated(run, source, "compiled", False):
+        options["compiled"] = True
+    return ParallelEstimate(cfg, workload, layout), hardware, options
+
+
+def _train_step(run: dict[str, Any], source: dict[str, Any], time_model: str) -> tuple[dict[str, Any], Any]:
+    from costmodel.layout.timing import step_time
+
+    estimate, hardware, options = train_setup(run, source)
+    return step_time(estimate, hardware, time_model=time_model, **options).step(), hardware
 
 
 def train_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
     """Model TFLOP/s per GPU (MFU x the bf16 peak)."""
-    from costmodel.layout.timing import step_time
-
-    estimate, hardware, options = train_setup(run, source)
-    step = step_time(estimate, hardware, time_model=time_model, **options).step()
+    step, hardware = _train_step(run, source, time_model)
     return step["mfu"] * hardware.peak(source["dtype"]) / 1e12
+
+
+def train_tokens(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
+    """Tokens a second per GPU: the step's tokens (global batch x sequence) over its time and the
+    run's GPUs, the figure torchtitan and llm-foundry publish (no FLOP convention in it)."""
+    step, _ = _train_step(run, source, time_model)
+    return run["global_batch"] * run["seq_len"] / step["seconds"] / run["gpus"]
+
+
+TRAIN_UNITS = {"published_tflops_per_gpu": ("TFLOP/s per GPU", train_run),
+               "published_tokens_per_s_per_gpu": ("tokens/s per GPU", train_tokens)}
 
 
 def other_runs() -> list[dict[str, Any]]:
     """Each run of costmodel/published_runs.json: published, and ours under the roofline and
-    the kernel-level time model (None, with the reason, where the model cannot express it)."""
+    the kernel-level time model (None, with the reason, where a model cannot express it: the
+    roofline has no torch.compile, so a compiled run is the kernel model's alone)."""
     from costmodel.config import ConfigError
 
     data = other_runs_data()
     rows = []
     for run in data["runs"]:
         source = data["sources"][run["id"].split()[0]]
-        measure = _decode_run if run["kind"] == "decode" else train_run
-        published = run.get("published_tokens_per_s", run.get("published_tflops_per_gpu"))
-        unit = "tokens/s" if run["kind"] == "decode" else "TFLOP/s per GPU"
-        row = {"run": run["id"], "unit": unit, "published": published, "roofline": None, "kernels": None,
+        if run["kind"] == "decode":
+            key, unit, measure = "published_tokens_per_s", "tokens/s", _decode_run
+        else:
+            key = next(k for k in TRAIN_UNITS if k in run)
+            unit, measure = TRAIN_UNITS[key]
+        row = {"run": run["id"], "unit": unit, "published": run[key], "roofline": None, "kernels": None,
                "not_expressible": None, "source": source["source"]}
-        try:
-            row.update(roofline=measure(run, source, "roofline"), kernels=measure(run, source, "kernels"))
-        except ConfigError as error:
-            row["not_expressible"] = str(error)
+        reasons = []
+        for model in ("roofline", "kernels"):
+            try:
+                row[model] = measure(run, source, model)
+            except ConfigError as error:
+                reasons.append(str(error))
+        row["not_expressible"] = " ".join(dict.fromkeys(reasons)) or None
         rows.append(row)
     return rows
 
@@ -220,14 +267,14 @@ def other_runs() -> list[dict[str, Any]]:
 def speed_ratios(tables: dict[str, list[dict[str, Any]]], model: str) -> list[float]:
     """Our speed over the published one, per comparison, under one time model ("roofline" or
     "kernels"): Narayanan's TFLOP/s, Korthikanti's seconds (both columns, inverted: a speed),
-    and every expressible run of published_runs.json. The frontier rows are not in it (each
+    and every run of published_runs.json this model expresses. The frontier rows are not in it (each
     assumes what its paper does not state: docs/layouts.md)."""
     ours = {"roofline": ("tflops_ours", "full_ours", "present_ours", "roofline"),
             "kernels": ("tflops_kernels", "full_kernels", "present_kernels", "kernels")}[model]
     ratios = [r[ours[0]] / r["tflops_published"] for r in tables["narayanan_2021_table_1"]]
     for r in tables["korthikanti_2022_table_5"]:
         ratios += [r["full_published"] / r[ours[1]], r["present_published"] / r[ours[2]]]
-    ratios += [r[ours[3]] / r["published"] for r in tables["other_runs"] if r["not_expressible"] is None]
+    ratios += [r[ours[3]] / r["published"] for r in tables["other_runs"] if r[ours[3]] is not None]
     return ratios
 
 

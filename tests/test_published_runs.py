@@ -8,6 +8,7 @@ import json
 import pytest
 
 import cli
+from costmodel.config import Workload
 from reports.published_runs import other_runs, other_runs_data
 
 
@@ -19,7 +20,7 @@ def test_every_run_has_a_source_and_its_stated_layout():
         assert source["source"] and source["hardware"] and "assumed" in source
         assert run["kind"] in ("decode", "train") and run["tp"] >= 1
         if run["kind"] == "train":
-            assert run["tp"] * run["pp"] * run["dp"] == run["gpus"]
+            assert run["tp"] * run["pp"] * run["dp"] * run.get("cp", 1) == run["gpus"]
 
 
 @pytest.mark.slow
@@ -84,3 +85,130 @@ def test_the_summary_counts_every_comparison_as_a_speed_ratio():
     assert (kernels["lowest"], kernels["highest"]) == (1.0, 1.6)
     assert (kernels["within_0.75_1.33"], kernels["within_5%"], kernels["within_10%"]) == (3, 2, 2)
     assert summary(tables)["roofline"]["within_0.75_1.33"] == 3
+
+
+# The training runs added from torchtitan, llm-foundry and BLOOM, typed here from their sources
+# (published_runs.json "sources" cite each): the published figure, the layout (tp, pp, dp), the
+# micro-batch, the global batch, the sequence and the recomputation as each source states them.
+STATED = {
+    # torchtitan docs/performance.md, Tables 1, 3, 4, 5 (TPS/GPU); sequences 8,192 (train_configs)
+    "torchtitan llama3.1-8b fsdp 8 GPUs": (5762, 1, 1, 8, 2, 16, 8192, "selective"),
+    "torchtitan llama3.1-8b fsdp compile 8 GPUs": (6667, 1, 1, 8, 2, 16, 8192, "selective"),
+    "torchtitan llama3.1-8b fsdp compile float8 8 GPUs": (8532, 1, 1, 8, 2, 16, 8192, "selective"),
+    "torchtitan llama3.1-8b fsdp 128 GPUs": (5605, 1, 1, 128, 2, 256, 8192, "selective"),
+    "torchtitan llama3.1-70b fsdp32 tp8 compile float8 256 GPUs": (829, 8, 1, 32, 16, 512, 8192, "full"),
+    # local batch 32 in 8 micro-batches (1F1B: 8 stages) or 16 (interleaved: 16 stages)
+    "torchtitan llama3.1-405b fsdp8 tp8 pp8 1f1b compile float8 512 GPUs": (100, 8, 8, 8, 4, 256, 8192, "full"),
+    "torchtitan llama3.1-405b fsdp8 tp8 pp8 interleaved compile float8 512 GPUs": (128, 8, 8, 8, 2, 256, 8192, "full"),
+    # llm-foundry scripts/train/benchmarking/README.md: Throughput (T/s/GPU); the global batch is
+    # MicroBatchSize x GradAccum x # GPUs; Activation Checkpointing True -> full
+    "llm-foundry mpt-1b 2048 8xh100-sxm": (45455, 1, 1, 8, 14, 112, 2048, "none"),
+    "llm-foundry mpt-7b 2048 8xh100-sxm": (10643, 1, 1, 8, 6, 48, 2048, "none"),
+    "llm-foundry mpt-7b 32768 8xh100-sxm": (3318, 1, 1, 8, 2, 32, 32768, "full"),
+    "llm-foundry mpt-13b 2048 64xh100-sxm": (4800, 1, 1, 64, 2, 128, 2048, "none"),
+    "llm-foundry mpt-30b 2048 32xh100-sxm": (2308, 1, 1, 32, 14, 1344, 2048, "full"),
+    "llm-foundry mpt-70b 2048 64xh100-sxm": (1039, 1, 1, 64, 8, 2048, 2048, "full"),
+    "llm-foundry mpt-7b 2048 8xa100-80gb": (4641, 1, 1, 8, 6, 96, 2048, "none"),
+    "llm-foundry mpt-30b 2048 8xa100-80gb": (916, 1, 1, 8, 3, 504, 2048, "full"),
+    # BLOOM tr11 README: 104.70 s an iteration of 2,048 x 2,048 tokens on 384 GPUs; TP 4 PP 12 DP 8 MBS 2
+    "bloom 176b 384 GPUs": (2048 * 2048 / (104.70 * 384), 4, 12, 8, 2, 2048, 2048, "full"),
+}
+
+
+def _runs() -> tuple[dict, dict]:
+    data = other_runs_data()
+    return {r["id"]: r for r in data["runs"]}, data["sources"]
+
+
+@pytest.mark.parametrize("run_id", sorted(STATED))
+def test_each_added_run_is_expressed_as_its_source_states_it(run_id):
+    from reports.published_runs import train_setup
+
+    runs, sources = _runs()
+    run = runs[run_id]
+    published, tp, pp, dp, micro, global_batch, seq_len, recompute = STATED[run_id]
+    assert run["published_tokens_per_s_per_gpu"] == pytest.approx(published, abs=0.005)
+    estimate, hardware, options = train_setup(run, sources[run_id.split()[0]])
+    layout, workload = estimate.layout, estimate.workload
+    assert (layout.tp, layout.pp, layout.dp, layout.gpus) == (tp, pp, dp, run["gpus"])
+    assert workload.batch == micro and workload.batch * layout.microbatches * layout.dp == global_batch
+    assert (workload.seq_len, workload.recompute) == (seq_len, recompute)
+    assert hardware.name == run.get("hardware", sources[run_id.split()[0]]["hardware"])
+    assert options.get("compiled", False) == ("compile" in run_id)
+    assert layout.fp8 == ("tensorwise" if "float8" in run_id else None)
+
+
+def test_the_added_models_have_their_sources_parameter_counts():
+    """llm-foundry's NumParams column and BLOOM's 176,247M, exactly: a wrong width, depth,
+    vocabulary, position table (MPT's is max_seq_len rows: the 32k row has 6,784,688,128) or bias
+    would miss. Llama 3.1's 8B, 70B and 405B (Llama 3 paper, Table 3) within 1%."""
+    from costmodel.estimation import Estimate
+    from reports.published_runs import train_setup
+
+    runs, sources = _runs()
+    counted = 0
+    for run_id, run in runs.items():
+        if run_id not in STATED:
+            continue
+        estimate, _, _ = train_setup(run, sources[run_id.split()[0]])
+        params = Estimate(estimate.cfg, Workload(seq_len=8)).total("params")
+        if "params" in run:
+            assert params == run["params"], run_id
+            counted += 1
+        else:
+            stated = {"llama3-8b": 8e9, "llama3-70b": 70e9, "llama3.1-405b": 405e9}[run["model"]]
+            assert params == pytest.approx(stated, rel=0.01), run_id
+    assert counted == 9
+    assert runs["llm-foundry mpt-7b 32768 8xh100-sxm"]["params"] == 6_784_688_128
+    assert runs["bloom 176b 384 GPUs"]["params"] == 176_247_271_424
+
+
+def _torchtitan_split_points(layers: int, stages: int) -> list[int]:
+    """torchtitan's generate_split_points (parallelisms/pipelining_utils.py at 9dec370): the first
+    stage layers // stages, the middle ones one more while the remainder lasts, the last the rest."""
+    base, extra = divmod(layers, stages)
+    sizes = [base]
+    for _ in range(stages - 2):
+        sizes.append(base + 1 if extra > 0 else base)
+        extra -= 1 if extra > 0 else 0
+    return sizes + [layers - sum(sizes)]
+
+
+def test_the_pipelined_runs_split_their_layers_as_their_code_does():
+    runs, _ = _runs()
+    one_f_one_b = runs["torchtitan llama3.1-405b fsdp8 tp8 pp8 1f1b compile float8 512 GPUs"]
+    interleaved = runs["torchtitan llama3.1-405b fsdp8 tp8 pp8 interleaved compile float8 512 GPUs"]
+    assert one_f_one_b["stage_layers"] == _torchtitan_split_points(126, 8) == [15, *[16] * 6, 15]
+    assert interleaved["stage_layers"] == _torchtitan_split_points(126, 16) == [7, *[8] * 14, 7]
+    # the default micro-batches are the stages: 32 sequences a rank in 8 of 4 and 16 of 2
+    assert 32 // len(one_f_one_b["stage_layers"]) == one_f_one_b["micro_batch"]
+    assert 32 // len(interleaved["stage_layers"]) == interleaved["micro_batch"]
+    # BLOOM: embeddings counted as layers ('type:transformer|embedding'), 72 over 12 stages
+    assert runs["bloom 176b 384 GPUs"]["stage_layers"] == [5, *[6] * 10, 5]
+
+
+def test_torchtitans_gpus_are_the_h100s_its_page_describes():
+    """96 GB of HBM2e at 2.4 TB/s under a 500 W cap: the compute peak scaled by the cube root of
+    500/700 (Hardware.power_limit_watts), the bandwidth and memory as stated."""
+    from costmodel.hardware import load_hardware
+    from reports.published_runs import run_hardware
+
+    _, sources = _runs()
+    hardware, sxm = run_hardware(sources["torchtitan"]), load_hardware("h100-sxm")
+    assert hardware.bandwidth_bytes_per_s == 2.4e12 and hardware.memory_bytes == 96 * 2**30
+    assert hardware.peak("bf16") == pytest.approx(sxm.peak("bf16") * (500 / 700) ** (1 / 3), rel=1e-9)
+
+
+@pytest.mark.slow
+def test_a_compiled_run_is_the_kernel_models_alone():
+    """The roofline has no torch.compile: the row says so and the summary leaves it out of the
+    roofline's count, not the kernel model's."""
+    from reports.published_runs import speed_ratios
+
+    rows = {r["run"]: r for r in other_runs()}
+    compiled = rows["torchtitan llama3.1-8b fsdp compile 8 GPUs"]
+    assert compiled["roofline"] is None and compiled["kernels"] > 0
+    assert "--compile" in compiled["not_expressible"]
+    tables = {"narayanan_2021_table_1": [], "korthikanti_2022_table_5": [], "other_runs": list(rows.values())}
+    assert len(speed_ratios(tables, "kernels")) - len(speed_ratios(tables, "roofline")) == \
+        sum(r["roofline"] is None and r["kernels"] is not None for r in rows.values())

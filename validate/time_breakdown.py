@@ -22,7 +22,8 @@ from costmodel.layout import Layout
 from costmodel.layout.timing import simulate_decode
 from costmodel.presets import load_preset
 from costmodel.roofline import Roofline
-from reports.published_runs import decode_layout, other_runs_data, run_hardware, train_run, train_setup
+from reports.published_runs import (decode_layout, other_runs_data, run_hardware, train_run, train_setup,
+                                    train_tokens)
 
 
 def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]:
@@ -53,7 +54,7 @@ def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]
     return dict(split)
 
 
-def train_step_kernels(estimate, hardware, overlap=None, autocast=False
+def train_step_kernels(estimate, hardware, overlap=None, autocast=False, compiled=False
                        ) -> tuple[dict, list[tuple[str, float, float | None]]]:
     """A training step under the kernel model (issue 18, fourth round): the step's parts
     (KernelStepTime.step()) and, for the first pipeline stage, each kernel's seconds per step
@@ -63,7 +64,7 @@ def train_step_kernels(estimate, hardware, overlap=None, autocast=False
     from costmodel.kernel_time import Pointwise, kernels_seconds
     from costmodel.layout.kernel_step import KernelStepTime, rank_kernels
 
-    step_time = KernelStepTime(estimate, hardware, overlap=overlap, autocast=autocast)
+    step_time = KernelStepTime(estimate, hardware, overlap=overlap, autocast=autocast, compiled=compiled)
     step, timer = step_time.step(), step_time.timer
     runs = step_time.part_runs(estimate.stages[0])
     microbatches = estimate.layout.microbatches
@@ -138,18 +139,34 @@ def pipelined_splits() -> None:
         print(f"  {pipeline_split(estimate, step_time)}")
 
 
-def print_train_breakdown(name: str, published: float, estimate, hardware, overlap=None, autocast=False) -> None:
-    step, rows = train_step_kernels(estimate, hardware, overlap, autocast)
-    print(f"{name}: published {published} TFLOP/s, ours {step['tflops_per_gpu']:.1f} (hardware FLOPs); "
-          f"{step_split(step)}")
+def print_train_breakdown(name: str, published: float, estimate, hardware, overlap=None, autocast=False,
+                          compiled=False, unit: str = "TFLOP/s") -> None:
+    """One training step's split and its first stage's kernels; `published` in `unit` (TFLOP/s
+    per GPU, or tokens/s per GPU beside ours from the step's seconds)."""
+    step, rows = train_step_kernels(estimate, hardware, overlap, autocast, compiled)
+    if unit == "TFLOP/s":
+        ours = f"{step['tflops_per_gpu']:.1f} (hardware FLOPs)"
+    else:
+        layout, workload = estimate.layout, estimate.workload
+        tokens = workload.batch * layout.microbatches * layout.dp * workload.seq_len
+        ours = f"{tokens / step['seconds'] / layout.gpus:,.0f} ({tokens / step['seconds'] / layout.gpus / published:.2f}x)"
+    print(f"{name}: published {published:,} {unit}, ours {ours}; {step_split(step)}")
     kernels = sum(s for _, s, _ in rows)
-    print(f"  kernels {kernels:.3f} s, launches {step['compute_seconds'] - kernels:.3f} s")
+    rest = step["compute_seconds"] - kernels
+    if estimate.layout.pp == 1 and estimate.layout.fp8 is None:
+        print(f"  kernels {kernels:.3f} s, launches {rest:.3f} s")
+    else:  # the list is the first stage's, at the activation dtype's rates
+        print(f"  kernels {kernels:.3f} s (the first stage's, every GEMM at the {estimate.workload.dtype} rate), "
+              f"compute less these {rest:.3f} s (launches"
+              + (", the slowest stage's extra layers" if estimate.layout.pp > 1 else "")
+              + (", the FP8 GEMMs' saving" if estimate.layout.fp8 else "") + ")")
     for label, s, efficiency in rows:
         print(f"  {s:8.3f} s  {label}" + (f"  at {efficiency:.3f} of peak" if efficiency else ""))
 
 
 def training_breakdowns() -> None:
-    """Narayanan et al.'s 7.5B row (tp 4, dp 32) and FlashAttention-2's runs, kernel by kernel."""
+    """Narayanan et al.'s 7.5B row (tp 4, dp 32) and every training run of published_runs.json but
+    Llama 3's (pipelined_splits has those), kernel by kernel."""
     from costmodel.hardware import load_hardware
     from costmodel.layout import ParallelEstimate
     from costmodel.layout.time import Overlap
@@ -169,10 +186,14 @@ def training_breakdowns() -> None:
                               Overlap(dp=NARAYANAN_DP_OVERLAP[NARAYANAN_DDP[billions]]))
     data = other_runs_data()
     for run in data["runs"]:
-        if not run["id"].startswith("flash-attention-2"):
+        if run["kind"] != "train" or run["id"].startswith("llama3"):  # the llama3 rows: pipelined_splits
             continue
-        estimate, hardware, options = train_setup(run, data["sources"]["flash-attention-2"])
-        print_train_breakdown(run["id"], run["published_tflops_per_gpu"], estimate, hardware, **options)
+        estimate, hardware, options = train_setup(run, data["sources"][run["id"].split()[0]])
+        if "published_tflops_per_gpu" in run:
+            print_train_breakdown(run["id"], run["published_tflops_per_gpu"], estimate, hardware, **options)
+        else:
+            print_train_breakdown(run["id"], run["published_tokens_per_s_per_gpu"], estimate, hardware,
+                                  unit="tokens/s per GPU", **options)
 
 
 def main() -> None:
@@ -195,9 +216,12 @@ def main() -> None:
                                     cuda_graphs=source["cuda_graphs"], time_model="kernels")["token"]
             print(f"{run['id']}: published {1e3 / run['published_tokens_per_s']:.2f} ms a token; ours compute "
                   f"{token['compute_seconds'] * 1e3:.2f} ms, all-reduce {token['tp_all_reduce_seconds'] * 1e3:.2f} ms")
-        elif run["kind"] == "train":
+        elif run["kind"] == "train" and "published_tflops_per_gpu" in run:
             print(f"{run['id']}: published {run['published_tflops_per_gpu']} TFLOP/s; ours "
                   f"{train_run(run, source, 'kernels'):.0f} (kernel model)")
+        elif run["kind"] == "train":
+            print(f"{run['id']}: published {run['published_tokens_per_s_per_gpu']:,} tokens/s a GPU; ours "
+                  f"{train_tokens(run, source, 'kernels'):,.0f} (kernel model)")
 
 
 if __name__ == "__main__":
