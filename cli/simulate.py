@@ -74,6 +74,9 @@ def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None
               help="Training with a layout: the fraction of the last micro-batch's compute a gradient reduction "
               "(DDP, ZeRO-1/2) overlaps (0: reduced after backward).")
 @click.option("--no-prefetch", is_flag=True, help="Training with a layout: FSDP/ZeRO-3 collectives exposed, not prefetched.")
+@click.option("--overlap-slowdown", type=float, default=None,
+              help="Training with a layout: how much slower compute runs while a hidden collective runs beside it "
+              "(default: 0.189, Lee et al. 2025's measured average; 0: free overlap).")
 @click.option("--compile", "compiled", is_flag=True,
               help="With --time-model kernels: torch.compile's fusions (a residual add with the next norm, a "
               "gated activation with its product; docs/time.md).")
@@ -95,8 +98,8 @@ def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None
 @json_option("As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, mla, train, seq_len,
              recompute, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
-             flops_convention, tp_overlap, dp_overlap, no_prefetch, compiled, cuda_graphs, launch_overhead,
-             graph_kernel_gap, time_model, weight_dtype, weight_group, kv_dtype, fp8_gemm, mtp, as_json,
+             flops_convention, tp_overlap, dp_overlap, no_prefetch, overlap_slowdown, compiled, cuda_graphs,
+             launch_overhead, graph_kernel_gap, time_model, weight_dtype, weight_group, kv_dtype, fp8_gemm, mtp, as_json,
              **layout_given) -> None:
     """Time of prefill, decode and training on a hardware preset (the kernel-level model by default,
     --time-model roofline for the roofline); with a layout
@@ -140,7 +143,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             if train:
                 workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                          attention=attention, impl=impl)
-                overlap = parallel_time.Overlap(tp=tp_overlap, dp=dp_overlap, prefetch=not no_prefetch)
+                overlap = parallel_time.Overlap(tp=tp_overlap, dp=dp_overlap, prefetch=not no_prefetch,
+                                                slowdown=overlap_slowdown)
                 result = parallel_time.simulate_training(cfg, workload, layout, hardware, efficiency,
                                                          tokens, step_time, flops_convention, time_model, overlap,
                                                          compiled, price)

@@ -270,6 +270,9 @@ def render_parallel_training(r: dict[str, Any]) -> str:
     ]
     if step.get("gradient_accumulation_seconds"):  # fp16 Megatron: each later micro-batch's in-place add
         out.append(f"  {'gradient accumulation':<22}{seconds(step['gradient_accumulation_seconds']):>10}")
+    if step.get("overlap_contention_seconds"):  # compute slowed under the hidden collectives
+        out.append(f"  {'overlap contention':<22}{seconds(step['overlap_contention_seconds']):>10}   "
+                   f"(compute under {seconds(step['hidden_communication_seconds'])} of hidden communication)")
     if "mfu_measured" in r:
         out.append(f"  MFU of the measured step: {100 * r['mfu_measured']:.1f}%")
     out += _train_cost(r)

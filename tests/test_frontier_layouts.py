@@ -393,10 +393,12 @@ def test_plan_enumerates_expert_and_context_parallel_sizes():
 
 
 def test_published_frontier_runs_with_their_error_stated():
-    """DeepSeek-V3: 1.31x (roofline) and 1.29x (kernel model) the published 180K H800-hours per
-    trillion tokens, under its own recomputation and FP8 activations (report sections 3.2.3 and
-    3.3.3) and with its one MTP module (1.19x without it); it was 1.47x and 1.45x under full
-    recomputation, which the model needed to fit, and without the MTP module. Its memory is the
+    """DeepSeek-V3: 1.40x (both time models) the published 180K H800-hours per trillion tokens,
+    under its own recomputation and FP8 activations (report sections 3.2.3 and 3.3.3), with its
+    one MTP module (1.19x without it) and with DualPipeV's hidden all-to-alls slowing the compute
+    they run under (Overlap.slowdown, 18.9%; the report gives its communication 20 of the H800's
+    132 SMs: 132 / 112 - 1 = 17.9%); 1.31x and 1.29x before that term; it was 1.47x and 1.45x
+    under full recomputation, which the model needed to fit, and without the MTP module. Its memory is the
     layout's, 83.0 GiB a GPU: 3.5 GiB more than the H800 leaves (80 GiB less the reserve). Llama 3
     405B at 131k: 0.90x and 0.96x its 380 TFLOP/s a GPU (docs/layouts.md says why); it fits."""
     import dataclasses
@@ -405,8 +407,8 @@ def test_published_frontier_runs_with_their_error_stated():
     from reports.published_frontier import DEEPSEEK_V3, frontier
 
     deepseek, llama = frontier()
-    assert 1.24 <= deepseek["ratio"] <= 1.36  # was 1.40 <= ratio <= 1.56 under full recomputation
-    assert 1.22 <= deepseek["kernels_ratio"] <= 1.34  # FP8 GEMMs at the fp8 peak, EP64 balanced (was 1.38-1.48)
+    assert 1.35 <= deepseek["ratio"] <= 1.45  # was 1.40 <= ratio <= 1.56 under full recomputation
+    assert 1.35 <= deepseek["kernels_ratio"] <= 1.45  # FP8 GEMMs at the fp8 peak, EP64 balanced (was 1.38-1.48)
     workload = Workload(seq_len=4096, batch=1, dtype="bf16", impl="megatron", attention="flash", recompute="deepseek")
     cfg = dataclasses.replace(load_preset("deepseek-v3"), mtp_layers=1)
     rank = ParallelEstimate(cfg, workload, Layout(**DEEPSEEK_V3["layout"]))
@@ -428,9 +430,11 @@ def test_published_frontier_runs_with_their_error_stated():
     # V = 8 (16 x 8 - 2 = 126 layers), not the two assumed before: the interleaved bubble
     # (p - 1)/(v m) falls from 15/32 to 15/128 of the step's micro-batches (8.1 s to 2.1 s under
     # the kernel model) and the row is 0.96 (the roofline 0.90); it was 0.74 and 0.70 with v = 2.
-    assert 0.86 <= llama["ratio"] <= 0.94 and llama["memory_gib"] < 80
-    assert 0.92 <= llama["kernels_ratio"] <= 1.0
-    assert llama["kernels_ratio"] == pytest.approx(0.961, abs=0.005)
+    # Its context-parallel ring sends and data-parallel reduction, hidden, slow the compute under
+    # them by 18.9% (Overlap.slowdown): 0.93 (the roofline 0.87).
+    assert 0.84 <= llama["ratio"] <= 0.92 and llama["memory_gib"] < 80
+    assert 0.90 <= llama["kernels_ratio"] <= 1.0
+    assert llama["kernels_ratio"] == pytest.approx(0.930, abs=0.005)
 
 
 def test_shared_experts_and_dense_layers_stay_on_the_data_parallel_path():

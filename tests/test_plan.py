@@ -26,7 +26,7 @@ def test_the_step_splits_into_compute_communication_bubble_and_optimizer():
     step = StepTime(estimate, hardware).step()
     assert step["bubble_fraction"] == (4 - 1) / (16 * 2)
     parts = (step["compute_seconds"] + sum(step["exposed_communication_seconds"].values())
-             + step["bubble_seconds"] + step["optimizer_seconds"])
+             + step["bubble_seconds"] + step["optimizer_seconds"] + step["overlap_contention_seconds"])
     assert step["seconds"] == pytest.approx(parts)
     # MFU: the model's forward and backward matmul FLOPs of the global batch (32 sequences of 4096)
     # over the step and the 64 GPUs' bf16 peak; HFU adds the recomputed attention core.
@@ -141,7 +141,9 @@ def test_narayanan_rows_reduce_their_gradients_as_the_script_ran_them():
     # after the backward, fits under 2/3 of the micro-batch's 3.0013 s, so none of it is exposed
     # and the step is 3.6967 - 0.2086 = 3.4881 s (kernel model, GEMMs at the A100's sustained
     # 0.827, each GEMM and attention call starting with 1.96 us from DRAM; at the burst 0.869 and
-    # no start it was 3.6023 - 0.2086 = 3.3937 s, 1.096 and 1.033 of published).
+    # no start it was 3.6023 - 0.2086 = 3.3937 s, 1.096 and 1.033 of published), plus what the
+    # hidden reduction costs the backward it runs under: 0.2086 x 0.189 / 1.189 = 0.0332 s
+    # (Overlap.slowdown, Lee et al. 2025's average).
     row, cfg, workload, layout, overlap = next(run for run in narayanan_runs() if run[0][0] == 7.5)
     torch_ddp = _step(cfg, workload, layout, "kernels", overlap=overlap)
     local = _step(cfg, workload, layout, "kernels", overlap=Overlap(dp=0.0))
@@ -150,8 +152,10 @@ def test_narayanan_rows_reduce_their_gradients_as_the_script_ran_them():
     assert reduce < 2 / 3 * torch_ddp["compute_seconds"] == pytest.approx(2 / 3 * 3.0013, abs=5e-4)
     assert torch_ddp["exposed_communication_seconds"]["dp"] == 0.0
     assert local["seconds"] == pytest.approx(3.6967, abs=5e-4)
-    assert torch_ddp["seconds"] == pytest.approx(local["seconds"] - reduce)
-    assert torch_ddp["tflops_per_gpu"] / 142 == pytest.approx(1.067, abs=5e-4)
+    assert torch_ddp["hidden_communication_seconds"] == pytest.approx(reduce, rel=1e-12)
+    assert torch_ddp["overlap_contention_seconds"] == pytest.approx(reduce * 0.189 / 1.189, rel=1e-12)
+    assert torch_ddp["seconds"] == pytest.approx(local["seconds"] - reduce + reduce * 0.189 / 1.189)
+    assert torch_ddp["tflops_per_gpu"] / 142 == pytest.approx(1.0566, abs=5e-4)
     assert local["tflops_per_gpu"] / 142 == pytest.approx(1.0065, abs=5e-4)
 
 

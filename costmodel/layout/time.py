@@ -60,15 +60,25 @@ class Overlap:
     dp: the fraction of the last micro-batch's compute a gradient reduction (DDP, ZeRO-1/2) runs
         under (2/3: its backward; 0: reduced after backward, Megatron-LM before
         --overlap-grad-reduce);
-    prefetch: FSDP/ZeRO-3 gather and scatter each micro-batch while it computes (False: exposed)."""
+    prefetch: FSDP/ZeRO-3 gather and scatter each micro-batch while it computes (False: exposed);
+    slowdown: how much slower compute runs while a hidden collective runs beside it (its kernels
+        hold SMs and memory bandwidth): the step pays hidden x slowdown / (1 + slowdown) more
+        (None: nccl_facts.json "overlap_compute_slowdown", a published average; 0: free overlap)."""
 
     tp: float = 0.0
     dp: float = 2 / 3
     prefetch: bool = True
+    slowdown: float | None = None
 
     def __post_init__(self) -> None:
         from ..config import ConfigError
 
+        if self.slowdown is None:
+            from ..collectives import nccl_facts
+
+            object.__setattr__(self, "slowdown", float(nccl_facts()["overlap_compute_slowdown"]["value"]))
+        if isinstance(self.slowdown, bool) or not isinstance(self.slowdown, (int, float)) or not 0 <= self.slowdown <= 1:
+            raise ConfigError(f"overlap slowdown must be a fraction in [0, 1], got {self.slowdown!r}.")
         for name in ("tp", "dp"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
@@ -216,11 +226,12 @@ class StepTime:
         tp_microbatch, tp_step = self.tensor_parallel(stage) if layout.tp > 1 else (0.0, 0.0)
         pp = self.pipeline(stage)
         # Expert parallelism's all-to-alls are on the critical path (exposed), counted with tp.
-        ep = self.collective("ep", "all_to_all", communication.get("ep", {}).get("all_to_all", 0) / m)
+        all_to_all = self.collective("ep", "all_to_all", communication.get("ep", {}).get("all_to_all", 0) / m)
         compute = self.compute(stage)
+        ep = all_to_all
         if layout.schedule == "dualpipev":  # DualPipe overlaps a chunk's all-to-all with another's compute
-            ep = max(0.0, ep - compute)
-        context = 0.0
+            ep = max(0.0, all_to_all - compute)
+        context = hidden_sends = 0.0
         cp = communication.get("cp", {})
         if cp:  # a ring's sends overlap the attention on the block before; an all-gather does not
             attention = sum(count * self.attention_seconds.get(key, 0.0)
@@ -228,10 +239,14 @@ class StepTime:
             gathered = self.collective("cp", "all_gather", cp.get("all_gather", 0) / m)
             sent = self.collective("cp", "send", cp.get("send", 0) / m)
             context = gathered + max(0.0, sent - attention)
+            hidden_sends = sent - max(0.0, sent - attention)
         exposed = 1 - self.overlap.tp
         return {"compute": compute, "tp": exposed * tp_microbatch + ep + context, "pp": pp,
                 "tp_step": exposed * tp_step, "pp_step": self.tied_embedding(stage),
-                "accumulation": self.gradient_accumulation(stage)}
+                "accumulation": self.gradient_accumulation(stage),
+                # what runs hidden under this micro-batch's compute, and under the step's
+                "hidden": self.overlap.tp * tp_microbatch + (all_to_all - ep) + hidden_sends,
+                "hidden_step": self.overlap.tp * tp_step}
 
     def pipeline(self, stage: Stage) -> float:
         """Seconds of one micro-batch's pipeline exchange on this rank, exposed (Megatron-LM's
@@ -276,21 +291,27 @@ class StepTime:
 
     def data_parallel(self, stage: Stage, compute: float) -> float:
         """Exposed seconds of the step's data-parallel collectives (see the overlap model)."""
+        return self.data_parallel_split(stage, compute)[0]
+
+    def data_parallel_split(self, stage: Stage, compute: float) -> tuple[float, float]:
+        """Seconds of the step's data-parallel collectives, (exposed, hidden under compute)."""
         layout, m = self.estimate.layout, self.estimate.layout.microbatches
         if layout.shard_ranks == 1:
-            return 0.0
+            return 0.0, 0.0
         communication = self.estimate.communication(stage)
         groups = [(group, kind, value) for group in ("dp", "edp")
                   for kind, value in communication.get(group, {}).items()]
         per_microbatch = self.estimate.framework.sharding == "per_tensor" or layout.zero == 3
         if per_microbatch:
             each = sum(self.collective(group, kind, value / m) for group, kind, value in groups)
-            return m * (max(0.0, each - compute) if self.overlap.prefetch else each)
+            exposed = max(0.0, each - compute) if self.overlap.prefetch else each
+            return m * exposed, m * (each - exposed)
         gradients = sum(self.collective(group, kind, value) for group, kind, value in groups
                         if kind in ("all_reduce", "reduce_scatter"))
         parameters = sum(self.collective(group, kind, value) for group, kind, value in groups
                          if kind == "all_gather")
-        return max(0.0, gradients - self.overlap.dp * compute) + parameters
+        exposed = max(0.0, gradients - self.overlap.dp * compute)
+        return exposed + parameters, gradients - exposed
 
     def optimizer(self, stage: Stage) -> float:
         """The optimizer's pass over the parameters this rank updates."""
@@ -344,13 +365,16 @@ class StepTime:
         slowest_stage, slowest = max(stages, key=lambda item: sum(item[1][k] for k in ("compute", "tp", "pp")))
         per_microbatch = slowest["compute"] + slowest["tp"] + slowest["pp"]
         bubble = layout.bubble() * per_microbatch
-        dp = max(self.data_parallel(stage, times["compute"]) for stage, times in stages)
+        dp, dp_hidden = max(self.data_parallel_split(stage, times["compute"]) for stage, times in stages)
+        # Compute under a hidden collective runs slower (Overlap.slowdown: its kernels hold SMs).
+        hidden = m * slowest["hidden"] + max(times["hidden_step"] for _, times in stages) + dp_hidden
+        contention = hidden * self.overlap.slowdown / (1 + self.overlap.slowdown)
         optimizer = max(self.optimizer(stage) for stage, _ in stages)
         tp_step = max(times["tp_step"] for _, times in stages)
         pp_step = max(times["pp_step"] for _, times in stages)
         accumulation = max(times["accumulation"] for _, times in stages)
         casts = max(self.autocast_casts(stage) for stage, _ in stages)
-        seconds = m * per_microbatch + bubble + dp + optimizer + tp_step + pp_step + accumulation + casts
+        seconds = m * per_microbatch + bubble + dp + optimizer + tp_step + pp_step + accumulation + casts + contention
         numbers = estimate.numbers
         causal = "" if self.flops_convention == "dense" else "_causal"
         # Per rank at n / cp; the attention core's queries see all n keys: cp times the tree's.
@@ -370,6 +394,8 @@ class StepTime:
             "optimizer_seconds": optimizer,
             "gradient_accumulation_seconds": accumulation,
             "autocast_seconds": casts,
+            "hidden_communication_seconds": hidden,
+            "overlap_contention_seconds": contention,
             "bubble_fraction": layout.bubble() / m,
             "slowest_stage": slowest_stage.rank,
             "mfu": model_flops / (seconds * capacity),
