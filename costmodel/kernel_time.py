@@ -311,7 +311,11 @@ class KernelTimer:
         one at least as wide (kernel_facts.json "attention_head_dims"); wider ones as they are."""
         return next((d for d in self.attention_head_dims if d >= width), width)
 
-    def attention_seconds(self, call: AttentionCall, backward: bool = False) -> float:
+    def attention_terms(self, call: AttentionCall, backward: bool = False) -> tuple[float, float]:
+        """A fused attention call's two terms, in seconds: the FLOPs it executes (its blocks, its
+        head widths padded to the compiled ones) at its efficiency, and the bytes it moves (the
+        head's own widths) at the bandwidth. The one formula for both simulate's kernel model
+        (attention_seconds) and a serving step's batched call (serving/steptime.py)."""
         value_dim = call.value_dim or call.head_dim
         padding = (self.padded_head_dim(call.head_dim) + self.padded_head_dim(value_dim)) / (call.head_dim + value_dim)
         flops = call.executed_flops(self.block) * padding
@@ -319,8 +323,10 @@ class KernelTimer:
         if backward:
             flops *= float(kernel_facts()["attention_backward_factor"]["value"])
             efficiency *= self.attention_backward_ratio
-        compute = flops / (self.peak * efficiency)
-        return max(compute, call.moved_bytes(self.element_bytes) / self.bandwidth)
+        return flops / (self.peak * efficiency), call.moved_bytes(self.element_bytes) / self.bandwidth
+
+    def attention_seconds(self, call: AttentionCall, backward: bool = False) -> float:
+        return max(self.attention_terms(call, backward))
 
     def pointwise_seconds(self, kernel: Pointwise) -> float:
         return max(kernel.bytes / self.bandwidth, kernel.flops / self.vector)

@@ -30,7 +30,8 @@ The kernel-level model (KernelStepTime; costmodel/kernel_time.py, docs/time.md):
   reads, repeat_kv's copies per query head: kernel_facts.json "eager_ops" "copies") as one more
   memory-bound kernel;
 - the attention of the step's sequences is one batched (varlen) call: each sequence's executed
-  FLOPs (128 x 128 blocks, causal) at FlashAttention-2's published efficiency at its context
+  FLOPs (128 x 128 blocks, causal; a head width FlashAttention-2 is not compiled for padded to
+  the next one, KernelTimer.attention_terms) at FlashAttention-2's published efficiency at its context
   (on a hardware with attention_efficiency_by_queries: at the measured efficiency for its query
   tokens), summed, against the sequences' bytes summed; memory-bound context kernels add their bytes and
   FLOPs; eager attention's batched GEMMs are timed per sequence. A decode-only step of b sequences
@@ -525,11 +526,9 @@ class KernelStepTime(StepTime):
         return layers * (max(packed, moved) - max(compute, moved))
 
     def _attention_terms(self, call: AttentionCall) -> list[float]:
-        """An attention call's two columns of a sequence's row: its executed FLOPs at the call's
-        efficiency, and its bytes, in seconds."""
-        timer = self.timer
-        return [call.executed_flops(timer.block) / (timer.peak * timer.attention_efficiency(call.n_kv, call.n_q)),
-                call.moved_bytes(timer.element_bytes) / timer.bandwidth]
+        """An attention call's two columns of a sequence's row: its compute and its bytes, in
+        seconds, as KernelTimer.attention_terms gives them (padded head widths included)."""
+        return list(self.timer.attention_terms(call))
 
     def decode_run(self, keys: Any, steps: int) -> Any:
         """Seconds of `steps` consecutive decode-only steps of the same sequences, the first with
