@@ -149,16 +149,21 @@ def test_mixed_step_is_its_parts(h100):
 
 
 def test_decode_table_fills_only_the_contexts_a_step_asks_for(h100):
-    """A leaf read from the tree costs a sympy substitution per context (naive latent attention's
-    projections are not affine in (n, c)): a step at 32k keys once filled all 32k contexts below
-    it (two minutes for DeepSeek-V3's naive form). The rows read are the ones asked, and a row is
-    the same whichever order the table was filled in."""
-    cfg = costmodel.load_model("deepseek-v3")
-    naive = StepTime(cfg, h100, profile=serving_profile(cfg, mla="naive"))
+    """A leaf read from the tree costs a sympy substitution per context (a sliding window's call
+    reads min(c, w) keys, not affine in (n, c); naive latent attention's projections were not
+    either before each matrix had its own rows): a step at 32k keys once filled all 32k contexts
+    below it (two minutes for DeepSeek-V3's naive form). The rows read are the ones asked, and a
+    row is the same whichever order the table was filled in."""
+    deepseek = costmodel.load_model("deepseek-v3")
+    latent = StepTime(deepseek, h100, profile=serving_profile(deepseek, mla="naive"))
+    # The naive projections are GEMMs at their own rows (queries n, keys c): affine, fitted.
+    assert all(kernels.fit is not None for kernels, _ in latent.groups["context"])
+    cfg = costmodel.load_model("mistral-7b")
+    naive = StepTime(cfg, h100)
     assert any(kernels.fit is None for kernels, _ in naive.groups["context"])
     first = naive.seconds([1, 1], [32768, 40])
     assert sorted(np.flatnonzero(naive._known)) == [40, 32768]
-    again = StepTime(cfg, h100, profile=serving_profile(cfg, mla="naive"))
+    again = StepTime(cfg, h100)
     again.seconds([1], [40])
     assert again.seconds([1, 1], [32768, 40]) == first
     run = naive.decode_run([100, 200], 3)  # contexts 100..102 and 200..202
