@@ -15,7 +15,9 @@ NCCL achieves at that message size (costmodel/nccl_facts.json), hierarchical acr
   (the default), or PyTorch's IntraNodeComm (ENABLE_INTRA_NODE_COMM=1), which runs a bf16
   all-reduce inside a node as its own one-shot kernel up to 256 KiB and two-shot up to 10 MiB,
   NCCL's above: alpha + beta, a published per-call latency plus the bytes each rank reads from
-  its peers at 80% of the link (intra_node_all_reduce). A group that spans nodes runs NCCL's.
+  its peers at 80% of the link (intra_node_all_reduce). A group that spans nodes runs NCCL's, and
+  so does a tensor of another dtype (fp16 activations, fp32 gradients): PyTorch falls back to NCCL
+  for it (nccl_facts.json "dtypes"), so the caller states each all-reduce's dtype.
 Factors: all-reduce 2(n-1)/n, all-gather, reduce-scatter and all-to-all (n-1)/n (payload: the
 whole tensor), send/recv 1. An all-to-all inside a node takes the node's busbw curve as the others
 do (stated, not measured); across nodes, the share bound for other nodes crosses the NIC at the
@@ -73,16 +75,16 @@ def interpolated_busbw(curve: list[tuple[float, float]], payload: float) -> floa
     return curve[-1][1]
 
 
-def intra_node_all_reduce(hardware: Hardware, payload: float, ranks: int) -> float | None:
-    """Seconds of one all-reduce of `payload` bytes over `ranks` GPUs of a node by PyTorch's
-    IntraNodeComm, or None where its size hands the call to NCCL (nccl_facts.json): its latency
-    plus what each rank reads from its peers at the achievable link bandwidth; one-shot reads
-    every peer's whole buffer, two-shot a 1/n share of each twice (reduce-scatter, all-gather).
-    Only where NVLink joins every pair of the node's GPUs (its `hardware` list), and for at most
-    its max_ranks GPUs (8). Not checked: its bf16-only rule (the collectives carry no dtype)."""
+def intra_node_all_reduce(hardware: Hardware, payload: float, ranks: int, dtype: str) -> float | None:
+    """Seconds of one all-reduce of `payload` bytes of `dtype` over `ranks` GPUs of a node by
+    PyTorch's IntraNodeComm, or None where PyTorch hands the call to NCCL (nccl_facts.json): its
+    latency plus what each rank reads from its peers at the achievable link bandwidth; one-shot
+    reads every peer's whole buffer, two-shot a 1/n share of each twice (reduce-scatter,
+    all-gather). Only for the dtypes its kernels add (bf16), where NVLink joins every pair of the
+    node's GPUs (its `hardware` list), for at most its max_ranks GPUs (8), up to its sizes."""
     facts = nccl_facts()["intra_node_all_reduce"]
-    if hardware.name not in facts["hardware"] or ranks > facts["max_ranks"]:  # NCCL's
-        return None
+    if dtype not in facts["dtypes"] or hardware.name not in facts["hardware"] or ranks > facts["max_ranks"]:
+        return None  # NCCL's
     if payload <= facts["one_shot_max_bytes"]:
         read = (ranks - 1) * payload
     elif payload <= facts["two_shot_max_bytes"]:
@@ -94,14 +96,17 @@ def intra_node_all_reduce(hardware: Hardware, payload: float, ranks: int) -> flo
 
 
 def within_node(hardware: Hardware, kind: str, payload: float, ranks: int, calls: int = 1,
-                all_reduce: str = "nccl") -> float:
+                all_reduce: str = "nccl", dtype: str | None = None) -> float:
     """Seconds of `calls` equal collectives moving `payload` bytes in all, inside one node;
-    all_reduce: whose code runs an all-reduce (costmodel/spec.ALL_REDUCES)."""
+    all_reduce: whose code runs an all-reduce (costmodel/spec.ALL_REDUCES); dtype: the reduced
+    tensor's, which decides whether IntraNodeComm takes it (needed with all_reduce "intra-node")."""
     factor = ring_factor(kind, ranks)
     if not payload or not factor:
         return 0.0
     if kind == "all_reduce" and all_reduce == "intra-node":
-        each = intra_node_all_reduce(hardware, payload / calls, ranks)
+        if dtype is None:
+            raise ValueError("an intra-node all-reduce needs its tensor's dtype (PyTorch runs bf16 only).")
+        each = intra_node_all_reduce(hardware, payload / calls, ranks, dtype)
         if each is not None:
             return calls * each
     curve = busbw_curve(hardware)
@@ -113,15 +118,16 @@ def within_node(hardware: Hardware, kind: str, payload: float, ranks: int, calls
 
 
 def collective_seconds(hardware: Hardware, kind: str, payload: float, ranks: int, span: int,
-                       calls: int = 1, all_reduce: str = "nccl") -> float:
+                       calls: int = 1, all_reduce: str = "nccl", dtype: str | None = None) -> float:
     """Seconds of `calls` collectives of `kind` moving `payload` bytes in all over `ranks` GPUs
     that span `span` consecutive GPUs (hierarchical when that is more than a node holds);
-    all_reduce: whose code runs an all-reduce inside a node (NCCL's across nodes)."""
+    all_reduce: whose code runs an all-reduce inside a node (NCCL's across nodes); dtype: the
+    tensor's (IntraNodeComm reduces bf16 only; within_node)."""
     if not payload or ranks <= 1 and kind not in ("send", "recv"):
         return 0.0
     per_node = hardware.gpus_per_node
     if span <= per_node:
-        return within_node(hardware, kind, payload, ranks, calls, all_reduce)
+        return within_node(hardware, kind, payload, ranks, calls, all_reduce, dtype)
     inter = hardware.link(span) * float(nccl_facts()["inter_node_efficiency"]["value"])  # between nodes
     if kind in ("send", "recv"):
         return payload / inter + calls * hardware.collective_latency_s

@@ -3,7 +3,8 @@ hardware file (docs/time.md, "The kernel-level model").
 
 A leaf already knows its work; here it becomes kernels with shapes, read from the leaf itself:
   - a projection (QKV, output, FFN, experts, the head): one GEMM (M, N, K) per weight matrix of
-    the leaf (Cost.matrices), M the tokens its FLOPs imply (flops / (2 K N));
+    the leaf (Cost.matrices), M the rows the leaf states for it (Cost.matrix_tokens: latent
+    attention's) or else the tokens its FLOPs imply (flops / (2 K N));
   - the attention core: one fused call (b, heads, KV heads, n_q, n_kv, head_dim, value width,
     causal, window) under sdpa/flash, read from the weighted-sum leaf, the core's last product,
     which states every field of it (the scores' key width is the core's, shared by its three
@@ -318,7 +319,11 @@ class KernelTimer:
         one at least as wide (kernel_facts.json "attention_head_dims"); wider ones as they are."""
         return next((d for d in self.attention_head_dims if d >= width), width)
 
-    def attention_seconds(self, call: AttentionCall, backward: bool = False) -> float:
+    def attention_terms(self, call: AttentionCall, backward: bool = False) -> tuple[float, float]:
+        """A fused attention call's two terms, in seconds: the FLOPs it executes (its blocks, its
+        head widths padded to the compiled ones) at its efficiency, and the bytes it moves (the
+        head's own widths) at the bandwidth. The one formula for both simulate's kernel model
+        (attention_seconds) and a serving step's batched call (serving/steptime.py)."""
         value_dim = call.value_dim or call.head_dim
         padding = (self.padded_head_dim(call.head_dim) + self.padded_head_dim(value_dim)) / (call.head_dim + value_dim)
         flops = call.executed_flops(self.block) * padding
@@ -326,8 +331,11 @@ class KernelTimer:
         if backward:
             flops *= float(kernel_facts()["attention_backward_factor"]["value"])
             efficiency *= self.attention_backward_ratio
-        compute = flops / (self.peak * efficiency)
-        return self.dram_startup_s + max(compute, call.moved_bytes(self.element_bytes) / self.bandwidth)
+        return flops / (self.peak * efficiency), call.moved_bytes(self.element_bytes) / self.bandwidth
+
+    def attention_seconds(self, call: AttentionCall, backward: bool = False) -> float:
+        """The call's compute or bytes, whichever is longer, after its start from DRAM."""
+        return self.dram_startup_s + max(self.attention_terms(call, backward))
 
     def pointwise_seconds(self, kernel: Pointwise) -> float:
         return max(kernel.bytes / self.bandwidth, kernel.flops / self.vector)
@@ -412,7 +420,7 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
     (eager); any other product as one memory-or-compute kernel of its FLOPs and bytes."""
     from . import symbols as S
     from .blocks import AttentionScores, WeightedSum
-    from .quantization import gemm_rows, quantizing_inputs
+    from .quantization import gemm_rows, matrix_rows, quantizing_inputs, runs_quantized
 
     block, cost = leaf.block, leaf.cost
     if isinstance(block, (AttentionScores, WeightedSum)):
@@ -430,15 +438,25 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
         # The LM head: the tree keeps it unquantized (transformers' quantizers skip lm_head).
         shapes = [(int(_number(S.V, subs)), int(_number(block.width, subs)), 1)]
     weights = sum(out * inner * how_many for out, inner, how_many in shapes)
-    if weights and flops % (2 * weights) == 0:
-        tokens = int(gemm_rows(flops, weights))
-        stored = quantized and getattr(leaf, "weight_format", None) is not None
-        dtype = leaf.weight_format.dtype if stored else None
-        each = [(out, inner) for out, inner, how_many in shapes for _ in range(how_many)]
-        return [Gemm(tokens, out, inner, weight_bytes=_stored(leaf, out, inner, subs) if quantized else None,
-                     weight_dtype=dtype, quantizes_input=dtype == "fp8" and first)
-                for (out, inner), first in zip(each, quantizing_inputs(inner for _, inner in each))]
-    return [Pointwise(_number(cost.bytes_matmul, subs), 0.0), MatmulCompute(flops)]
+    if cost.matrix_tokens:  # each matrix its own rows (latent attention's queries, latents and keys)
+        rows = [int(_number(tokens, subs)) for tokens in matrix_rows(cost)]
+    elif weights and flops % (2 * weights) == 0:
+        rows = [int(gemm_rows(flops, weights))] * len(shapes)
+    else:
+        return [Pointwise(_number(cost.bytes_matmul, subs), 0.0), MatmulCompute(flops)]
+    stored = quantized and getattr(leaf, "weight_format", None) is not None
+    # Each matrix in the format's kernel, or (absorbed MLA's kv_b_proj) dequantized to the
+    # activations' dtype (quantization.runs_quantized); the fp8 ones W8A8 under KernelTimer's w8a8.
+    kernels = runs_quantized(leaf) if quantized else [False] * len(shapes)
+    each = [(tokens, out, inner, stored and kernel) for (out, inner, how_many), tokens, kernel
+            in zip(shapes, rows, kernels) for _ in range(how_many)]
+    dtype = leaf.weight_format.dtype if stored else None
+    fp8 = [(tokens, inner) for tokens, _, inner, kernel in each if kernel and dtype == "fp8"]
+    first = iter(quantizing_inputs(fp8))
+    return [Gemm(tokens, out, inner, weight_bytes=_stored(leaf, out, inner, subs) if quantized else None,
+                 weight_dtype=dtype if kernel else None,
+                 quantizes_input=kernel and dtype == "fp8" and next(first))
+            for tokens, out, inner, kernel in each]
 
 
 def _stored(leaf: Any, out: int, inner: int, subs: dict) -> float | None:

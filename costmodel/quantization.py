@@ -42,8 +42,18 @@ How an FP8 checkpoint multiplies (--fp8-gemm, spec.FP8_GEMMS; runs_w8a8 is the r
     expert's rows, not the whole batch (vLLM's fused MoE quantizes the hidden states once and the
     intermediate once): an understatement of a pass that is small beside the GEMMs.
   - The attention core stays in the data dtype (an FP8 KV cache changes its bytes only), and so do
-    the embedding, the head and the norms. Latent attention's projections, whose GEMMs have no one
-    row count (queries and keys differ), are timed as one product at the data dtype's peak.
+    the embedding, the head and the norms.
+  - Latent attention (runs_quantized is the rule, both time models read it): q_a_proj,
+    kv_a_proj_with_mqa (vLLM fuses the two) and q_b_proj are quantized Linear layers, W8A8 like
+    any other, each at its own rows (Cost.matrix_tokens: the queries, the new latents). kv_b_proj
+    is a Linear where the naive form up-projects the keys' latents (vLLM's prefill path,
+    `kv_nope = self.kv_b_proj(kv_c_normed)[0]`), W8A8 at the keys' rows; absorbed, vLLM
+    dequantizes it into 16-bit W_UK and W_UV and multiplies them as bmm's in the activations'
+    dtype ("we currently do not have quantized bmm's which are needed for `W_UV` and `W_UK_T`, we
+    just store fp16/bf16 copies and perform the bmm's in 16-bit": MLACommonImpl
+    .process_weights_after_loading, vllm/v1/attention/backends/mla/common.py, commit 37fa5c0), so
+    those products run at the data dtype's peak with no quantization pass. (Their weights are still
+    read as the tree stores them, fp8: vLLM's 16-bit copies are not modelled.)
 """
 
 from __future__ import annotations
@@ -144,8 +154,9 @@ def gemm_rows(flops: Any, weights: Any) -> Any:
 
 
 def quantizing_inputs(widths: Any) -> list[bool]:
-    """Whether each W8A8 GEMM, by its inner width in order, quantizes its input: one dynamic FP8
-    quantization pass per distinct inner width (GEMMs of one width share one quantized input)."""
+    """Whether each W8A8 GEMM, by its input's shape in order ((rows, inner width), or the inner
+    width where the rows are the leaf's), quantizes its input: one dynamic FP8 quantization pass
+    per distinct input (GEMMs of one input share one quantized copy)."""
     seen: set = set()
     first = []
     for width in widths:
@@ -154,18 +165,62 @@ def quantizing_inputs(widths: Any) -> list[bool]:
     return first
 
 
+def runs_quantized(leaf: Any) -> list[bool]:
+    """Which of a leaf's weight matrices (Cost.matrices, in order) multiply in the quantized
+    format's kernel (W8A8 where runs_w8a8, else its weight-only kernel): all of them but those its
+    block says an engine multiplies dequantized (Block.dequantized_matrices: absorbed latent
+    attention's kv_b_proj, vLLM's 16-bit W_UK and W_UV; the module's docstring, "Latent
+    attention"). The one rule both time models read."""
+    dequantized = leaf.block.dequantized_matrices()
+    return [index not in dequantized for index in range(len(leaf.cost.matrices))]
+
+
+def matrix_rows(cost: Any) -> list[Any]:
+    """The rows each of a cost's weight matrices multiplies: its matrix_tokens where it states
+    them; else its forward matmul FLOPs over 2 x its weights, the same for every matrix."""
+    if cost.matrix_tokens:
+        return list(cost.matrix_tokens)
+    weights = sum(rows * cols * count for rows, cols, count in cost.matrices)
+    return [gemm_rows(cost.flops_matmul, weights)] * len(cost.matrices)
+
+
 def w8a8_leaf(leaf: Any, w8a8: bool) -> bool:
-    """Whether a leaf's GEMMs run W8A8: the model runs it (runs_w8a8) and the leaf has quantized
-    weight matrices."""
+    """Whether any of a leaf's GEMMs run W8A8: the model runs it (runs_w8a8) and the leaf has
+    quantized weight matrices."""
     return w8a8 and leaf.weight_format is not None and bool(leaf.cost.matrices)
 
 
-def w8a8_leaf_adjustment(leaf: Any, w8a8: bool, element_bytes: Any) -> tuple[bool, Any, Any]:
-    """(whether the leaf runs W8A8, the change in its matmul bytes, its quantization bytes) as
-    w8a8_leaf_bytes gives them; no change for a leaf that does not run W8A8."""
-    fp8 = w8a8_leaf(leaf, w8a8)
-    read, quantize = w8a8_leaf_bytes(leaf, element_bytes) if fp8 else (0, 0)
-    return fp8, read, quantize
+def w8a8_flops(leaf: Any) -> Any:
+    """Forward FLOPs of one run of a W8A8 leaf's products that run at the FP8 peak (runs_quantized);
+    the rest of its matmul FLOPs run at the data dtype's."""
+    return sum(2 * rows * out * inner * count for (out, inner, count), rows, fp8
+               in zip(leaf.cost.matrices, matrix_rows(leaf.cost), runs_quantized(leaf)) if fp8)
+
+
+def w8a8_leaf_adjustment(leaf: Any, w8a8: bool, element_bytes: Any) -> tuple[Any, Any, Any]:
+    """(the leaf's matmul FLOPs at the FP8 peak, all its runs; the change in its matmul bytes; its
+    quantization bytes) as w8a8_flops and w8a8_leaf_bytes give them; zeros for a leaf that does
+    not run W8A8. blended_peak turns the first into the leaf's matmul rate."""
+    if not w8a8_leaf(leaf, w8a8):
+        return 0, 0, 0
+    read, quantize = w8a8_leaf_bytes(leaf, element_bytes)
+    return leaf.count * w8a8_flops(leaf), read, quantize
+
+
+def blended_peak(flops: Any, fp8_flops: Any, peak: float, fp8_peak: float, values: dict) -> float:
+    """The one matmul rate of a leaf whose fp8_flops of flops run at fp8_peak and the rest at
+    peak (the roofline's one kernel per leaf): flops / (fp8_flops / fp8_peak + rest / peak). The
+    share must not depend on the workload (it does not: a leaf's products scale together); values:
+    the model's sizes."""
+    import sympy as sp
+
+    if fp8_flops == 0:
+        return peak
+    share = sp.cancel(sp.sympify(fp8_flops) / flops).xreplace(values)
+    if share.free_symbols:
+        raise ValueError(f"a leaf's FP8 share of its FLOPs depends on the workload ({share}); not modelled.")
+    share = float(share)
+    return 1.0 / (share / fp8_peak + (1 - share) / peak)
 
 
 def activation_quant_bytes(elements: Any, element_bytes: Any) -> Any:
@@ -183,15 +238,15 @@ def w8a8_leaf_bytes(leaf: Any, element_bytes: Any) -> tuple[Any, Any]:
 
 def w8a8_run_bytes(leaf: Any, element_bytes: Any) -> tuple[Any, Any]:
     """One run of a W8A8 leaf's traffic beside the tree's, as expressions: (the change in its
-    matmul bytes: each GEMM reads its input in one byte, not element_bytes; the bytes of its
-    inputs' quantization, one pass per distinct inner width). Rows per GEMM: the leaf's FLOPs over
-    2 x its weights, as kernel_time reads them. At a tensor-parallel rank's substitution
+    matmul bytes: each W8A8 GEMM (runs_quantized) reads its input in one byte, not element_bytes;
+    the bytes of its inputs' quantization, one pass per distinct (rows, inner width)). Rows per
+    GEMM: matrix_rows, as kernel_time reads them. At a tensor-parallel rank's substitution
     (layout/split.py): the rank's GEMMs."""
-    weights = sum(rows * cols * count for rows, cols, count in leaf.cost.matrices)
-    if not weights:
+    if not leaf.cost.matrices:
         return 0, 0
-    tokens = gemm_rows(leaf.cost.flops_matmul, weights)
-    inputs = sum(tokens * cols * count for _, cols, count in leaf.cost.matrices)
-    widths = [cols for _, cols, _ in leaf.cost.matrices]
-    distinct = sum(tokens * cols for cols, first in zip(widths, quantizing_inputs(widths)) if first)
+    products = [(rows, cols, count) for (_, cols, count), rows, fp8
+                in zip(leaf.cost.matrices, matrix_rows(leaf.cost), runs_quantized(leaf)) if fp8]
+    inputs = sum(rows * cols * count for rows, cols, count in products)
+    shapes = [(rows, cols) for rows, cols, _ in products]
+    distinct = sum(rows * cols for (rows, cols), first in zip(shapes, quantizing_inputs(shapes)) if first)
     return (1 - element_bytes) * inputs, activation_quant_bytes(distinct, element_bytes)

@@ -33,7 +33,7 @@ from .evaluate import Sweep
 from .hardware import Efficiency, Hardware, kernel_times
 from .memory import inference_phases
 from .leaves import Leaf
-from .quantization import runs_w8a8, w8a8_leaf_adjustment, w8a8_peak
+from .quantization import blended_peak, runs_w8a8, w8a8_leaf_adjustment, w8a8_peak
 from .tree import CostModel, model_values, profile_for
 
 KERNEL_QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")  # per block
@@ -135,8 +135,9 @@ class Roofline:
         runs, expressions = {}, {}
         fixed = {k: sp.Integer(v) for k, v in model_values(model.cfg).items()}
         for leaf in model.leaves if leaves is None else leaves:
-            fp8, read, quantize = w8a8_leaf_adjustment(leaf, self.w8a8, S.e)
-            runs[leaf.path] = (int(leaf.count.xreplace(fixed)), leaf.cost.is_active(), fp8)
+            fp8_flops, read, quantize = w8a8_leaf_adjustment(leaf, self.w8a8, S.e)
+            peak = blended_peak(leaf.total("flops_matmul"), fp8_flops, self.flops_per_s, self.fp8_flops_per_s, fixed)
+            runs[leaf.path] = (int(leaf.count.xreplace(fixed)), leaf.cost.is_active(), peak)
             for quantity in KERNEL_QUANTITIES:
                 expressions[f"{leaf.path}|{quantity}"] = (matmul_traffic(leaf) + read if quantity == "bytes_matmul"
                                                           else leaf.total(quantity) + quantize
@@ -170,10 +171,9 @@ class Roofline:
         out = function(e=DTYPE_BYTES[self.dtype], **workload)
         seconds = 0.0
         blocks = []
-        for path, (count, active, fp8) in runs.items():
+        for path, (count, active, peak) in runs.items():
             f_mm, b_mm, f_o, b_o = (np.asarray(out[f"{path}|{q}"]) for q in KERNEL_QUANTITIES)
             overhead = (self.decode_overhead_s if decode else self.overhead_s) * count if active else 0.0
-            peak = self.fp8_flops_per_s if fp8 else self.flops_per_s
             _, _, busy = kernel_times(f_mm, b_mm, f_o, b_o, peak, self.vector_flops_per_s, self.bytes_per_s)
             seconds = seconds + busy + overhead
             first = Timing.of((float(f_mm.flat[0]), float(b_mm.flat[0])),

@@ -147,7 +147,7 @@ CP_ROTATES = Choices({"allgather": "torch's", "ring": ""})  # how context parall
 #: Which code runs an all-reduce inside a node (costmodel/collectives.py; data in nccl_facts.json).
 ALL_REDUCES = Choices({
     "nccl": "NCCL's, at its measured bus bandwidth",
-    "intra-node": "PyTorch's IntraNodeComm one-shot/two-shot kernels (ENABLE_INTRA_NODE_COMM=1) up to 10 MiB, NCCL above",
+    "intra-node": "PyTorch's IntraNodeComm one-shot/two-shot kernels (ENABLE_INTRA_NODE_COMM=1) for bf16 tensors up to 10 MiB, NCCL above and for other dtypes",
 })
 FP8_RECIPES = Choices({  # layout/fp8.py has each recipe's scales and sources
     "tensorwise": "torchao's, one scale per tensor",

@@ -117,14 +117,18 @@ def test_pytorch_intra_node_all_reduce_is_latency_plus_the_bytes_each_rank_reads
     from costmodel.collectives import intra_node_all_reduce
 
     a100 = load_hardware("a100-80gb")
-    assert intra_node_all_reduce(a100, 8192, 8) == pytest.approx(6e-6 + 7 * 8192 / A100_LINK, rel=1e-12)
-    assert intra_node_all_reduce(a100, 262144, 2) == pytest.approx(6e-6 + 262144 / A100_LINK, rel=1e-12)
-    assert intra_node_all_reduce(a100, 262145, 8) == pytest.approx(6e-6 + 2 * 7 / 8 * 262145 / A100_LINK,
+    assert intra_node_all_reduce(a100, 8192, 8, "bf16") == pytest.approx(6e-6 + 7 * 8192 / A100_LINK, rel=1e-12)
+    assert intra_node_all_reduce(a100, 262144, 2, "bf16") == pytest.approx(6e-6 + 262144 / A100_LINK, rel=1e-12)
+    assert intra_node_all_reduce(a100, 262145, 8, "bf16") == pytest.approx(6e-6 + 2 * 7 / 8 * 262145 / A100_LINK,
                                                                    rel=1e-12)
-    assert intra_node_all_reduce(a100, 10 * 2**20 + 1, 8) is None  # NCCL's above 10 MiB
+    assert intra_node_all_reduce(a100, 10 * 2**20 + 1, 8, "bf16") is None  # NCCL's above 10 MiB
+    # Its kernels add bf16 only (intra_node_comm.cu selectAllReduceAlgo: any other dtype is
+    # AllReduceAlgo::NONE, and ProcessGroupNCCL::allreduce then runs NCCL's): fp16 and fp32 are NCCL's.
+    assert intra_node_all_reduce(a100, 8192, 8, "fp16") is None
+    assert intra_node_all_reduce(a100, 8192, 8, "fp32") is None
     # 65 calls of 8 KiB (Llama-2-7B's decode token at tp 8): 405.5 us, against NCCL's curve's
     # 65 x 43.83 us (its smallest measured size, 32 KiB, charged below it).
-    intra = collective_seconds(a100, "all_reduce", 65 * 8192, 8, 8, calls=65, all_reduce="intra-node")
+    intra = collective_seconds(a100, "all_reduce", 65 * 8192, 8, 8, calls=65, all_reduce="intra-node", dtype="bf16")
     assert intra == pytest.approx(65 * (6e-6 + 7 * 8192 / A100_LINK), rel=1e-12)
     assert intra == pytest.approx(405.5e-6, rel=1e-3)
     nccl = collective_seconds(a100, "all_reduce", 65 * 8192, 8, 8, calls=65)
@@ -135,25 +139,25 @@ def test_the_intra_node_choice_leaves_what_it_does_not_run_to_nccl():
     a100 = load_hardware("a100-80gb")
     big = 64 * 2**20  # over 10 MiB: NCCL's
     for ranks, span in ((8, 8), (16, 16), (4, 32)):  # in one node; across nodes (hierarchical, strided)
-        assert collective_seconds(a100, "all_reduce", big, ranks, span, all_reduce="intra-node") == \
+        assert collective_seconds(a100, "all_reduce", big, ranks, span, all_reduce="intra-node", dtype="bf16") == \
             collective_seconds(a100, "all_reduce", big, ranks, span)
     # A small all-reduce over two nodes: IntraNodeComm needs every rank on one host.
-    assert collective_seconds(a100, "all_reduce", 8192, 16, 16, all_reduce="intra-node") == \
+    assert collective_seconds(a100, "all_reduce", 8192, 16, 16, all_reduce="intra-node", dtype="bf16") == \
         collective_seconds(a100, "all_reduce", 8192, 16, 16)
     # A PCIe node has no NVLink between its GPUs: IntraNodeComm's topology is UNKNOWN, NCCL runs.
     l40s = load_hardware("l40s")
-    assert collective_seconds(l40s, "all_reduce", 8192, 8, 8, all_reduce="intra-node") == \
+    assert collective_seconds(l40s, "all_reduce", 8192, 8, 8, all_reduce="intra-node", dtype="bf16") == \
         collective_seconds(l40s, "all_reduce", 8192, 8, 8) == pytest.approx(8192 * 2 * 7 / 8 / (32e9 * 0.8) + 1e-5)
     # It runs all-reduces only.
-    assert collective_seconds(a100, "all_gather", 8192, 8, 8, all_reduce="intra-node") == \
+    assert collective_seconds(a100, "all_gather", 8192, 8, 8, all_reduce="intra-node", dtype="bf16") == \
         collective_seconds(a100, "all_gather", 8192, 8, 8)
     # At most 8 GPUs (intra_node_comm.hpp's kMaxDevices): a 16-GPU group inside a GB200 NVL72
     # domain is NCCL's; 8 of them are IntraNodeComm's one-shot.
     gb200 = load_hardware("gb200")
     assert gb200.gpus_per_node >= 16
-    assert collective_seconds(gb200, "all_reduce", 8192, 16, 16, all_reduce="intra-node") == \
+    assert collective_seconds(gb200, "all_reduce", 8192, 16, 16, all_reduce="intra-node", dtype="bf16") == \
         collective_seconds(gb200, "all_reduce", 8192, 16, 16)
-    assert collective_seconds(gb200, "all_reduce", 8192, 8, 8, all_reduce="intra-node") == \
+    assert collective_seconds(gb200, "all_reduce", 8192, 8, 8, all_reduce="intra-node", dtype="bf16") == \
         pytest.approx(6e-6 + 7 * 8192 / (gb200.link(1) * 0.8))
 
 
@@ -179,6 +183,41 @@ def test_the_all_reduce_choice_is_a_validated_layout_field_and_an_option(capsys)
     assert tokens["nccl"]["tp_all_reduce_seconds"] - tokens["intra-node"]["tp_all_reduce_seconds"] == \
         pytest.approx(saved, rel=1e-9)
     assert cli.main(args + ["--all-reduce", "mpi"]) == 2
+
+
+def test_intra_node_all_reduces_only_bf16_tensors_and_leaves_the_others_to_nccl(capsys):
+    """PyTorch's IntraNodeComm adds bf16 only: selectAllReduceAlgo returns NONE for any other
+    dtype and ProcessGroupNCCL::allreduce runs NCCL's (intra_node_comm.cu, commit 1023fda). So
+    --all-reduce intra-node moves a bf16 decode's tensor-parallel all-reduces and leaves an fp16
+    one's (and fp32 gradients and losses) where NCCL puts them; it is a fallback, not an error."""
+    import costmodel
+    from costmodel.config import Workload
+    from costmodel.layout import Layout, ParallelEstimate
+
+    args = ["simulate", "--model", "llama2-7b", "--hardware", "a100-80gb", "--tp", "8", "--prompt", "5", "--gen",
+            "200", "--kv-cache", "static", "--cuda-graphs", "--json"]
+    tokens = {}
+    for dtype in ("bf16", "fp16"):
+        for choice in ("nccl", "intra-node"):
+            assert cli.main(args + ["--dtype", dtype, "--all-reduce", choice]) == 0
+            tokens[dtype, choice] = json.loads(capsys.readouterr().out)["token"]["tp_all_reduce_seconds"]
+    # bf16: 65 all-reduces of 8 KiB a token, one-shot instead of NCCL's 43.83 us each
+    saved = 65 * (collective_seconds(load_hardware("a100-80gb"), "all_reduce", 8192, 8, 8)
+                  - (6e-6 + 7 * 8192 / A100_LINK))
+    assert tokens["bf16", "nccl"] - tokens["bf16", "intra-node"] == pytest.approx(saved, rel=1e-9)
+    assert tokens["fp16", "intra-node"] == tokens["fp16", "nccl"] == pytest.approx(tokens["bf16", "nccl"], rel=1e-12)
+    # Each collective's tensor: activations in the workload's dtype; the loss's in fp32;
+    # Megatron's bf16 data-parallel gradients in fp32 (its accumulate_allreduce_grads_in_fp32),
+    # DeepSpeed's in the activations' dtype.
+    for framework, workload_dtype, gradients in (("megatron", "bf16", "fp32"), ("megatron", "fp16", "fp16"),
+                                                 ("deepspeed", "bf16", "bf16")):
+        estimate = ParallelEstimate(costmodel.load_model("llama2-7b"),
+                                    Workload(seq_len=512, batch=8, dtype=workload_dtype),
+                                    Layout(tp=2, dp=4, framework=framework, all_reduce="intra-node"))
+        assert estimate.collective_dtype("tp", "all_reduce") == workload_dtype
+        assert estimate.collective_dtype("tp", "loss_all_reduce") == "fp32"
+        assert estimate.collective_dtype("dp", "all_reduce") == gradients
+        assert estimate.collective_dtype("pp", "all_reduce") == gradients
 
 
 def test_gpt_fasts_runs_state_the_intra_node_all_reduce_and_megatrons_rows_do_not_move():
@@ -219,10 +258,18 @@ def test_gpt_fasts_runs_state_the_intra_node_all_reduce_and_megatrons_rows_do_no
             estimate = ParallelEstimate(cfg, workload, Layout(all_reduce=choice, **layout))
             times[choice] = StepTime(estimate, a100).tensor_parallel(estimate.stages[0])[0]
         stage, tp = estimate.stages[0], layout["tp"]
+        kinds = set()
         for kind, calls, payload in estimate.tensor_parallel_collectives(stage) + estimate.recomputed_collectives(stage):
-            if kind == "all_reduce" and payload < 2**20:  # the loss's
-                saved += calls * (collective_seconds(a100, kind, payload, tp, tp) - intra_node_all_reduce(a100, payload, tp))
+            kinds.add(kind)
+            if kind == "loss_all_reduce":  # the loss's max, sum and target logit: 3 x 4 bytes a token, fp32
+                assert payload == 3 * 4 * 2048 * 4 < 2**20
+                # fp32: IntraNodeComm hands it to NCCL (bf16 only), so the choice saves nothing here
+                assert intra_node_all_reduce(a100, payload, tp, "fp32") is None
+                saved += calls * (collective_seconds(a100, "all_reduce", payload, tp, tp)
+                                  - collective_seconds(a100, "all_reduce", payload, tp, tp, all_reduce="intra-node",
+                                                       dtype="fp32"))
             elif kind != "optimizer_all_reduce":
                 assert payload > 10 * 2**20
+        assert "loss_all_reduce" in kinds
         assert times["nccl"] - times["intra-node"] == pytest.approx(saved, rel=1e-9)
         assert saved < 1e-3 * times["nccl"]

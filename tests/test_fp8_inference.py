@@ -142,3 +142,51 @@ def test_the_library_calls_take_the_choice():
     ttft = {gemm: serve("llama2-7b", "h200", rate=2.0, requests=12, prompt="2048", output="8", weight_dtype="fp8",
                         fp8_gemm=gemm).summary()["ttft"]["p50"] for gemm in ("auto", "w8a16")}
     assert ttft["auto"] < 0.8 * ttft["w8a16"]
+
+
+@pytest.mark.parametrize("mla", ["naive", "absorbed"])
+def test_latent_attentions_fp8_projections_are_the_same_in_both_time_models(mla):
+    """vLLM's fp8 MLA (costmodel/quantization.py, "Latent attention"): q_a_proj, q_b_proj and
+    kv_a_proj_with_mqa are FP8 Linear layers, W8A8; kv_b_proj is one too where it up-projects the
+    keys' latents (naive), but absorbed vLLM multiplies 16-bit copies of it (W_UK, W_UV) as bmm's.
+    Odd DeepSeek-V3 (d 48, h 6, r_q 20, r_kv 12, d_r 4, nope 6, d_v 7, 3 layers), fp8 weights on
+    an H100: the kernel model's W8A8 GEMMs are those matrices, each at its own rows, and the
+    roofline runs exactly their FLOPs at the FP8 peak."""
+    import sys
+    from pathlib import Path
+
+    from costmodel.hf import from_hf_config
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from family_odd_configs import _deepseek_v3
+
+    cfg = from_hf_config(_deepseek_v3()[0], "odd-deepseek-v3")
+    h100 = load_hardware("h100-sxm")
+    d, h, r_q, r_kv, d_r, nope, d_v = 48, 6, 20, 12, 4, 6, 7
+    batch, context = 3, 37  # a decode step: 3 queries and new latents, 3 x 37 keys
+    q_a, q_b, kv_a, kv_b = (r_q, d), (h * (nope + d_r), r_q), (r_kv + d_r, d), (h * (nope + d_v), r_kv)
+    rows = {q_a: batch, q_b: batch, kv_a: batch, kv_b: batch if mla == "absorbed" else batch * context}
+    fp8_matrices = {q_a, q_b, kv_a} if mla == "absorbed" else {q_a, q_b, kv_a, kv_b}
+    fp8_flops = sum(2 * rows[m] * m[0] * m[1] for m in fp8_matrices)  # one layer's
+
+    profile = serving_profile(cfg, "flash", "fp8", mla=mla)
+    leaves = [leaf for leaf in CostModel(cfg, profile, phase="decode").leaves if leaf.path.endswith(".mla")]
+    subs = inference_subs(cfg, "bf16", batch, 1, context=context)
+    assert len(leaves) == 2 and sum(int(leaf.count.xreplace(subs)) for leaf in leaves) == 3  # 1 dense, 2 MoE
+    for leaf in leaves:
+        gemms = [k for k in leaf_kernels(leaf, subs, True) if isinstance(k, Gemm)]
+        assert {(g.n, g.k): g.m for g in gemms} == rows  # each matrix at its own rows
+        assert {(g.n, g.k) for g in gemms if g.weight_dtype == "fp8"} == fp8_matrices
+        # one quantization pass per distinct input: q_a and kv_a share the hidden states
+        assert [((g.n, g.k), g.quantizes_input) for g in gemms] == \
+            [(q_a, True), (q_b, True), (kv_a, False), (kv_b, mla == "naive")]
+
+    seconds = {}
+    for gemm in ("auto", "w8a16"):
+        roof = Roofline(cfg, h100, "bf16", None, "flash", "static", False, {"weight_dtype": "fp8", "fp8_gemm": gemm},
+                        mla=mla)
+        blocks = roof.decode(batch, context)[2]
+        seconds[gemm] = sum(b.timing.compute_s for b in blocks if b.path.endswith(".mla"))
+    compute = 0.7  # h100-sxm.json efficiency.compute (the roofline's)
+    assert seconds["w8a16"] - seconds["auto"] == pytest.approx(
+        3 * fp8_flops * (1 / (h100.peak("bf16") * compute) - 1 / (h100.peak("fp8") * compute)), rel=1e-9)

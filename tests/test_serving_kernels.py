@@ -17,7 +17,7 @@ from costmodel import symbols as S
 from costmodel.collectives import collective_seconds
 from costmodel.config import ConfigError
 from costmodel.hardware import load_hardware
-from costmodel.kernel_time import KernelTimer, inference_subs, leaf_seconds, leaves_time
+from costmodel.kernel_time import AttentionCall, KernelTimer, inference_subs, leaf_seconds, leaves_time
 from costmodel.layout.split import substitution
 from costmodel.tree import CostModel
 from costmodel.serving.steptime import KernelStepTime, LeafKernels, RooflineStepTime, StepTime, serving_profile
@@ -149,16 +149,21 @@ def test_mixed_step_is_its_parts(h100):
 
 
 def test_decode_table_fills_only_the_contexts_a_step_asks_for(h100):
-    """A leaf read from the tree costs a sympy substitution per context (naive latent attention's
-    projections are not affine in (n, c)): a step at 32k keys once filled all 32k contexts below
-    it (two minutes for DeepSeek-V3's naive form). The rows read are the ones asked, and a row is
-    the same whichever order the table was filled in."""
-    cfg = costmodel.load_model("deepseek-v3")
-    naive = StepTime(cfg, h100, profile=serving_profile(cfg, mla="naive"))
+    """A leaf read from the tree costs a sympy substitution per context (a sliding window's call
+    reads min(c, w) keys, not affine in (n, c); naive latent attention's projections were not
+    either before each matrix had its own rows): a step at 32k keys once filled all 32k contexts
+    below it (two minutes for DeepSeek-V3's naive form). The rows read are the ones asked, and a
+    row is the same whichever order the table was filled in."""
+    deepseek = costmodel.load_model("deepseek-v3")
+    latent = StepTime(deepseek, h100, profile=serving_profile(deepseek, mla="naive"))
+    # The naive projections are GEMMs at their own rows (queries n, keys c): affine, fitted.
+    assert all(kernels.fit is not None for kernels, _ in latent.groups["context"])
+    cfg = costmodel.load_model("mistral-7b")
+    naive = StepTime(cfg, h100)
     assert any(kernels.fit is None for kernels, _ in naive.groups["context"])
     first = naive.seconds([1, 1], [32768, 40])
     assert sorted(np.flatnonzero(naive._known)) == [40, 32768]
-    again = StepTime(cfg, h100, profile=serving_profile(cfg, mla="naive"))
+    again = StepTime(cfg, h100)
     again.seconds([1], [40])
     assert again.seconds([1, 1], [32768, 40]) == first
     run = naive.decode_run([100, 200], 3)  # contexts 100..102 and 200..202
@@ -208,3 +213,32 @@ def test_cpu_microbenchmarks_for_the_kernel_model():
         assert 0 < dispatch_s_per_op(repeats=101) < 1e-3
     finally:
         torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("hardware, d_head, padded", [("a100-80gb", 80, 96), ("h100-sxm", 80, 96),
+                                                      ("h100-sxm", 112, 128)])
+def test_a_serving_steps_attention_pads_the_head_as_simulate_does(hardware, d_head, padded):
+    """A head width FlashAttention-2 is not compiled for runs the next one up (kernel_facts.json
+    "attention_head_dims"), in a serving step as in simulate's kernel model: the step's attention
+    (its context leaves: under flash one fused call per layer) is what KernelTimer gives for the
+    same call, and compute-bound at 4096 queries it is padded/d_head of the unpadded FLOPs' time."""
+    hw = load_hardware(hardware)
+    base = costmodel.load_model("llama3-8b")
+    cfg = base.replace(name=f"odd-head-{d_head}", d_head=d_head)
+    step = StepTime(cfg, hw)
+    n = 4096
+    context = float(step._finish(step._chunk_rows(np.array([n]), np.array([n]))))
+    timer = KernelTimer(hw, "bf16", "flash")
+    call = AttentionCall(batch=1, heads=cfg.n_heads, n_q=n, n_kv=n, head_dim=d_head, causal=True,
+                         value_dim=d_head, kv_heads=cfg.n_kv_heads)
+    layers = cfg.n_decoder_layers
+    assert context == pytest.approx(layers * (timer.attention_seconds(call) + timer.launch_seconds(1)), rel=1e-12)
+    # The same leaf in simulate's prefill tree, through leaf_seconds.
+    leaf = next(leaf for leaf in CostModel(cfg, serving_profile(cfg), phase="prefill").leaves
+                if leaf.path == "decoder.layer.self_attention.weighted_sum")
+    simulate, kernels = leaf_seconds(leaf, inference_subs(cfg, "bf16", 1, n), timer)
+    assert context == pytest.approx(layers * (simulate + timer.launch_seconds(kernels)), rel=1e-12)
+    # Compute-bound: the executed FLOPs padded to the compiled width, not the head's own.
+    flops = 2 * call.executed_pairs(timer.block) * 2 * padded
+    assert timer.attention_seconds(call) == pytest.approx(
+        flops / (hw.peak("bf16") * timer.attention_efficiency(n, n)), rel=1e-12)

@@ -162,6 +162,10 @@ class Cost:
     # The weight matrices a quantized format stores quantized, as (rows, columns, how many): the
     # matrices a layer multiplies by (costmodel/quantization.py says which stay unquantized).
     matrices: tuple[tuple[Expr, Expr, Expr], ...] = ()
+    # The rows (tokens) each of those matrices multiplies, in their order, where they differ
+    # (latent attention's: the queries, the new latents, the keys up-projected); empty: every
+    # matrix the same rows, the forward matmul FLOPs over 2 x the weights (quantization.matrix_rows).
+    matrix_tokens: tuple[Expr, ...] = ()
     # Forward matmul FLOPs under a named variant of how the block runs, where it has one:
     # "windowed" (a kernel that computes only the keys in a sliding window) and "absorbed" (MLA
     # with its key/value up-projections folded into the query and the output).
@@ -235,14 +239,18 @@ class Cost:
 def make_cost(**kwargs) -> Cost:
     """A Cost with every value made a sympy expression (zero elements and tensors dropped; a
     tensor given as an expression is one-dimensional)."""
-    pairs = ("elements", "tensors", "matrices", "variants")
+    pairs = ("elements", "tensors", "matrices", "variants", "matrix_tokens")
     values = {k: sp.sympify(v) for k, v in kwargs.items() if k not in pairs}
     elements = tuple((k, sp.sympify(x)) for k, x in kwargs.get("elements", ()) if x != 0)
     tensors = tuple(t if isinstance(t, Tensor) else Tensor(sp.sympify(t))
                     for t in kwargs.get("tensors", ()) if t != 0)
     matrices = tuple(tuple(sp.sympify(x) for x in m) for m in kwargs.get("matrices", ()))
     variants = tuple((k, sp.sympify(x)) for k, x in kwargs.get("variants", ()))
-    return Cost(elements=elements, tensors=tensors, matrices=matrices, variants=variants, **values)
+    matrix_tokens = tuple(sp.sympify(x) for x in kwargs.get("matrix_tokens", ()))
+    if matrix_tokens and len(matrix_tokens) != len(matrices):
+        raise ValueError(f"matrix_tokens gives {len(matrix_tokens)} row counts for {len(matrices)} matrices.")
+    return Cost(elements=elements, tensors=tensors, matrices=matrices, variants=variants,
+                matrix_tokens=matrix_tokens, **values)
 
 
 def weight_matrix(d_in: Expr, d_out: Expr, count: Expr = 1) -> tuple[Expr, Expr, Expr]:
@@ -289,6 +297,12 @@ class Block:
 
     def cost(self) -> Cost:  # pragma: no cover - every subclass overrides it
         raise NotImplementedError
+
+    def dequantized_matrices(self) -> frozenset[int]:
+        """Indices (into its Cost.matrices) of the weight matrices an inference engine multiplies
+        dequantized, in the activations' dtype, though a quantized checkpoint stores them so
+        (quantization.runs_quantized); none but absorbed latent attention's."""
+        return frozenset()
 
 
 def linear_flops(tokens: Expr, d_in: Expr, d_out: Expr) -> tuple[Expr, Expr]:

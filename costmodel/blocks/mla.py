@@ -63,6 +63,15 @@ class LatentAttention(Block):
         return ((self.q_tokens, S.r_q if self.q_lora else S.d, S.h * S.d_h),
                 (self.up_tokens, S.r_kv, S.h * (S.d_h - S.d_r + S.d_v)))
 
+    def dequantized_matrices(self) -> frozenset[int]:
+        """Absorbed, kv_b_proj (the last of its matrices): vLLM's MLA backend multiplies 16-bit
+        copies of it, W_UK and W_UV, as bmm's ("we currently do not have quantized bmm's which are
+        needed for `W_UV` and `W_UK_T`, we just store fp16/bf16 copies and perform the bmm's in
+        16-bit": MLACommonImpl.process_weights_after_loading, vllm/v1/attention/backends/mla/
+        common.py, commit 37fa5c0). Naive, it is a Linear over the keys' latents, as vLLM's
+        prefill path runs it (self.kv_b_proj(kv_c_normed)), quantized like the others."""
+        return frozenset({3 if self.q_lora else 2}) if self.absorbed else frozenset()
+
     def norm_elements(self) -> list[tuple[str, Expr]]:
         """Its RMSNorms' elements: q_a_layernorm (with a query rank) and kv_a_layernorm."""
         return [("rmsnorm", self.q_tokens * S.r_q if self.q_lora else 0),
@@ -93,10 +102,14 @@ class LatentAttention(Block):
         # writes d_v-wide ones.
         up_bytes = (S.e * self.q_tokens * S.h * (nope + 2 * S.r_kv + S.d_v) if self.absorbed
                     else S.e * self.up_tokens * (S.r_kv + up_width))
+        # kv_b_proj last (dequantized_matrices): its rows are the keys it up-projects, or,
+        # absorbed, the queries W_UK and W_UV multiply (the same FLOPs).
         return make_cost(
             tensors=tensors,
             matrices=[*q_down, weight_matrix(*q_up[1:]), weight_matrix(S.d, S.r_kv + S.d_r),
                       weight_matrix(*kv_up[1:])],
+            matrix_tokens=[*([self.q_tokens] if self.q_lora else []), q_up[0], self.kv_tokens,
+                           self.q_tokens if self.absorbed else self.up_tokens],
             variants=[("absorbed", absorbed)],
             flops_matmul=absorbed if self.absorbed else forward,
             flops_matmul_backward=2 * forward,
@@ -125,6 +138,7 @@ class LatentAttention(Block):
         projections = self.up_projections()
         return make_cost(
             matrices=[weight_matrix(d_in, d_out) for _, d_in, d_out in projections], elements=elements,
+            matrix_tokens=[tokens for tokens, _, _ in projections],
             flops_matmul=sp.Add(*(linear_flops(*p)[0] for p in projections)),
             bytes_matmul=sp.Add(*(linear_bytes(*p) for p in projections)))
 

@@ -53,7 +53,7 @@ class RankCommunication:
                 if kind == "optimizer_all_reduce":  # once per step, not per micro-batch
                     add("tp", "all_reduce", calls * payload)
                 else:
-                    add("tp", kind, m * calls * payload)
+                    add("tp", "all_reduce" if kind == "loss_all_reduce" else kind, m * calls * payload)
         if layout.cp > 1 and self.phase == "train":
             from .context import exchange
 
@@ -133,7 +133,8 @@ class RankCommunication:
 
     def tensor_parallel_collectives(self, stage: Stage) -> list[tuple[str, int, int]]:
         """One micro-batch's tensor-parallel collectives as (kind, calls, payload of each call);
-        "optimizer_all_reduce" once per step."""
+        "optimizer_all_reduce" (the norms' gradients) once per step; "loss_all_reduce" the
+        vocabulary-parallel loss's all-reduces (each an all-reduce: collective_dtype says of what)."""
         n, layout = self.numbers, self.layout
         x = n["boundary"]
 
@@ -167,10 +168,26 @@ class RankCommunication:
             events.append(("optimizer_all_reduce", reads, norms * n["bytes.gradients"]))
         if head_loss:
             if uses_loss_parallel(layout):
-                events.append(("all_reduce", 1, n["loss_reduction"]))
+                events.append(("loss_all_reduce", 1, n["loss_reduction"]))
             else:
                 events.append(("all_gather", 1, n["logits"]))
         return [event for event in events if event[1] and event[2]]
+
+    def collective_dtype(self, group: str, kind: str) -> str:
+        """The dtype of the tensor a collective of this group moves, which decides whether
+        PyTorch's IntraNodeComm reduces it (bf16 only; costmodel/collectives.py): the
+        vocabulary-parallel loss's max, sum and target logit in fp32 (parts.py loss_reduction);
+        the norms' gradients under SP in the tree's gradient bytes (4: fp32); the data-parallel and
+        tied-embedding gradients in the framework's gradient dtype; everything else (the
+        tensor-parallel activations and their gradients) in the activations' dtype."""
+        activations = self.workload.dtype
+        if kind == "loss_all_reduce":
+            return "fp32"
+        if kind == "optimizer_all_reduce":
+            return "fp32" if self.numbers["bytes.gradients"] == 4 else activations
+        if group in ("dp", "edp", "pp") and kind in ("all_reduce", "reduce_scatter"):
+            return "fp32" if self._gradient_dtype == "fp32" else activations
+        return activations
 
     def _all_to_all(self, stage: Stage) -> int:
         """One micro-batch's all-to-all payload on this rank (costmodel/layout/experts.py): per

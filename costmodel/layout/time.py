@@ -155,11 +155,16 @@ class StepTime:
 
     def collective(self, group: str, kind: str, payload: float, calls: int = 1) -> float:
         """Seconds of `calls` collectives moving `payload` bytes in all: the one communication
-        model (costmodel/collectives.py), under every time model."""
+        model (costmodel/collectives.py), under every time model. kind: a collective, or one of
+        the tensor-parallel all-reduces tensor_parallel_collectives names by its tensor
+        ("loss_all_reduce", "optimizer_all_reduce"), whose dtype (collective_dtype) decides
+        whose code runs it under Layout.all_reduce "intra-node"."""
+        dtype = self.estimate.collective_dtype(group, kind)
+        kind = "all_reduce" if kind in ("loss_all_reduce", "optimizer_all_reduce") else kind
         if not payload or not ring_factor(kind, self.worlds[group]):
             return 0.0
         return collective_seconds(self.hardware, kind, payload, self.worlds[group], self.spans[group], calls,
-                                  self.estimate.layout.all_reduce)
+                                  self.estimate.layout.all_reduce, dtype)
 
     @cached_property
     def part_seconds(self) -> dict[str, tuple[float, int]]:
@@ -214,7 +219,7 @@ class StepTime:
         collectives = self.estimate.tensor_parallel_collectives(stage) + self.estimate.recomputed_collectives(stage)
         for kind, calls, payload in collectives:
             if kind == "optimizer_all_reduce":
-                per_step += self.collective("tp", "all_reduce", calls * payload, calls)
+                per_step += self.collective("tp", kind, calls * payload, calls)
             else:
                 per_microbatch += self.collective("tp", kind, calls * payload, calls)
         return per_microbatch, per_step

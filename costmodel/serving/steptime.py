@@ -30,7 +30,8 @@ The kernel-level model (KernelStepTime; costmodel/kernel_time.py, docs/time.md):
   reads, repeat_kv's copies per query head: kernel_facts.json "eager_ops" "copies") as one more
   memory-bound kernel;
 - the attention of the step's sequences is one batched (varlen) call: each sequence's executed
-  FLOPs (128 x 128 blocks, causal) at FlashAttention-2's published efficiency at its context
+  FLOPs (128 x 128 blocks, causal; a head width FlashAttention-2 is not compiled for padded to
+  the next one, KernelTimer.attention_terms) at FlashAttention-2's published efficiency at its context
   (on a hardware with attention_efficiency_by_queries: at the measured efficiency for its query
   tokens), summed, against the sequences' bytes summed; memory-bound context kernels add their bytes and
   FLOPs; eager attention's batched GEMMs are timed per sequence. A decode-only step of b sequences
@@ -50,7 +51,8 @@ The roofline (RooflineStepTime): each leaf's two kernels take max(compute, memor
 hardware's peaks and efficiencies (costmodel/hardware.py kernel_times), and every active block
 pays the hardware's per-block overhead once per step. Quantized weights: each leaf's matmul
 traffic reads its weights as the tree stores them (its weight_bytes); W8A8 leaves (fp8 weights on
-an FP8 peak) at the FP8 peak, with quantization.w8a8_leaf_bytes' traffic. tp > 1: each leaf's FLOPs
+an FP8 peak) at the FP8 peak (the products quantization.runs_quantized names; the rest of the
+leaf's at the dtype's: quantization.blended_peak), with quantization.w8a8_leaf_bytes' traffic. tp > 1: each leaf's FLOPs
 and bytes divided by tp, plus two ring all-reduces of the step's activations per layer over the
 hardware's link and its latency per call (a stated approximation). pp > 1: the sum of the stages'
 times plus pp - 1 sends of the hidden states over the link. The pipeline's concurrency (pp
@@ -80,7 +82,7 @@ from ..hardware import Efficiency, Hardware, kernel_times, time_model_for
 from ..eager_ops import copy_bytes, eager_implementation, eager_op_counts
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompute, Pointwise, check_kernel_model,
                            kernels_seconds)
-from ..quantization import runs_w8a8, w8a8_leaf_adjustment, w8a8_peak
+from ..quantization import blended_peak, runs_w8a8, w8a8_leaf_adjustment, w8a8_peak
 from ..tree import CostModel, model_values, profile_for
 from .leaf_kernels import LeafKernels
 
@@ -165,7 +167,7 @@ class RooflineStepTime(StepTime):
         model = CostModel(cfg, profile or serving_profile(cfg), phase="chunk")
         fixed = {k: sp.Integer(v) for k, v in model_values(cfg).items()}
         groups: dict[str, list] = {"context": [], "head": [], "tokens": []}
-        fp8_leaves: dict[str, list[bool]] = {"context": [], "head": [], "tokens": []}
+        peaks: dict[str, list[float]] = {"context": [], "head": [], "tokens": []}
         active_blocks = 0
         quantized = getattr(model.profile, "weight_format", None) is not None
         w8a8 = runs_w8a8(model.profile.weight_format, hardware)  # FP8 projections (quantization.py)
@@ -174,8 +176,8 @@ class RooflineStepTime(StepTime):
             totals = [leaf.total(q) for q in QUANTITIES]
             if quantized:  # the weights are read as stored (the tree counts e bytes per weight read)
                 totals[1] = totals[1] - S.e * leaf.total("params") + leaf.total("weight_bytes")
-            fp8, read, quantize = w8a8_leaf_adjustment(leaf, w8a8, S.e)
-            if fp8:  # inputs read in one byte, after their quantization pass
+            fp8_flops, read, quantize = w8a8_leaf_adjustment(leaf, w8a8, S.e)
+            if fp8_flops != 0:  # inputs read in one byte, after their quantization pass
                 totals[1], totals[3] = totals[1] + read, totals[3] + quantize
             if any(t != 0 for t in totals) or leaf.cost.get("bytes_moved") != 0:
                 active_blocks += int(leaf.count.xreplace(fixed))
@@ -185,12 +187,12 @@ class RooflineStepTime(StepTime):
             if group == "context" and weights != 0:  # read once per step, not once per sequence
                 totals[1] = totals[1] - weights
                 groups["tokens"].append([sp.Integer(0), weights, sp.Integer(0), sp.Integer(0)])
-                fp8_leaves["tokens"].append(False)
+                peaks["tokens"].append(self.peak)
             groups[group].append(totals)
-            fp8_leaves[group].append(fp8)
-        # Each group's leaves' matmul peaks, in the order of its rows (FP8 leaves at the FP8 peak).
-        self._peaks = {name: np.array([fp8_peak if fp8 else self.peak for fp8 in flags])
-                       for name, flags in fp8_leaves.items()}
+            peaks[group].append(blended_peak(totals[0], fp8_flops, self.peak, fp8_peak, fixed))
+        # Each group's leaves' matmul peaks, in the order of its rows (a W8A8 leaf's products at
+        # the FP8 peak, those it runs in the data dtype at that one: quantization.runs_quantized).
+        self._peaks = {name: np.array(values) for name, values in peaks.items()}
         self.overhead_s = active_blocks * hardware.overhead_s_per_block
         self._sweeps = {name: Sweep(model, {f"{i}|{q}": t for i, totals in enumerate(leaves)
                                             for q, t in zip(QUANTITIES, totals)})
@@ -545,11 +547,9 @@ class KernelStepTime(StepTime):
         return layers * (max(packed, moved) - max(compute, moved))
 
     def _attention_terms(self, call: AttentionCall) -> list[float]:
-        """An attention call's two columns of a sequence's row: its executed FLOPs at the call's
-        efficiency, and its bytes, in seconds."""
-        timer = self.timer
-        return [call.executed_flops(timer.block) / (timer.peak * timer.attention_efficiency(call.n_kv, call.n_q)),
-                call.moved_bytes(timer.element_bytes) / timer.bandwidth]
+        """An attention call's two columns of a sequence's row: its compute and its bytes, in
+        seconds, as KernelTimer.attention_terms gives them (padded head widths included)."""
+        return list(self.timer.attention_terms(call))
 
     def decode_run(self, keys: Any, steps: int) -> Any:
         """Seconds of `steps` consecutive decode-only steps of the same sequences, the first with
