@@ -199,9 +199,11 @@ def chart_reading(gridlines: dict[int, float], top_row: int) -> float:
 
 
 def vllm_options(tp: int) -> dict:
-    """vLLM v0.6.0's defaults for Llama 3 (max_model_len 8,192): no chunked prefill (it was on by
-    default only past 32K tokens), so v0's prefill-first scheduler with max(8,192, 2,048) batched
-    tokens, 256 sequences, 90% of memory, bf16 (the checkpoints' dtype)."""
+    """vLLM v0.6.0's defaults for Llama 3 (max_model_len 8,192): no chunked prefill (vllm/engine/
+    arg_utils.py, EngineArgs.create_engine_config, turned it on only when max_model_len > 32768),
+    so v0's prefill-first scheduler with max(max_model_len, 2048) = 8,192 batched tokens
+    (vllm/config.py, SchedulerConfig, without chunked prefill), 256 sequences, 90% of memory, bf16
+    (the checkpoints' dtype)."""
     return {"scheduler": "vllm-v0", "tp": tp, "max_num_seqs": 256, "max_batched_tokens": 8192, "dtype": "bf16",
             "gpu_memory_utilization": 0.90}
 
