@@ -26,8 +26,27 @@ h100-sxm preset, tp 2, as many replicas as engines, FP8 weights and KV cache, th
 GEMMs W8A8 at the FP8 peak (the attention core in bf16), the same sequence cap and memory fraction. Output lengths:
 the reference's 294 tokens per sample (fixed; Azure's run: 3,900.33 / 13.3588 = 292). Input
 lengths: no stored source gives the 24,576
-OpenOrca prompts' lengths (only their cap, 1,024), so each row is run at 128, 512 and 1,024
-prompt tokens and the published figure is read against that range.
+OpenOrca prompts' lengths (only their cap, 1,024: the reference's processorca.py --seqlen_limit;
+searched: mlcommons/inference's language/llama2-70b/ README, processorca.py and dataset.py, its
+docs/ pages, the submitters' READMEs, AMD's and MLCommons' posts as stored), so each row is run at
+128, 512 and 1,024 prompt tokens and the published figure is read against that range.
+
+vLLM's v0.6.0 performance post (vllm-project/vllm-project.github.io at commit c3a01c4,
+_posts/2024-09-05-perf-update.md, https://blog.vllm.ai/2024/09/05/perf-update.html): vLLM v0.6.0
+with --num-scheduler-steps 10 and otherwise default settings, Llama 3 8B on 1 H100 and Llama 3
+70B on 4 H100s, 500 prompts sent at once ("QPS inf"), throughput in requests per second, for three
+datasets: ShareGPT ("Average input tokens: 202, average output tokens: 179"), decode-heavy
+("roughly 462 input tokens and 256 output tokens on average") and prefill-heavy (462 and 16).
+The figures are bars without printed values (assets/figures/perf-v060/overall_throughput.png):
+each is read off the image as the top pixel row of vLLM's bar against the y axis's gridlines
+(a straight-line fit of the gridlines' rows to their labels; one pixel is 0.05-0.22 req/s), the
+rows kept below (VLLM_CHART). Ours: `serve` with vLLM v0's scheduler (vllm-v0: v0.6.0 ran
+without chunked prefill for a context of 8,192, prefills first), v0.6.0's defaults (256
+sequences, max(max_model_len, 2048) = 8,192 batched tokens, 90% of memory, block 16, bf16) on
+h100-sxm (the post says "H100"), the 500 requests at time 0 with each dataset's mean lengths,
+fixed: the post gives means only, so ShareGPT's spread (and the long outputs that end a run) is
+not in ours. Multi-step scheduling (the CPU's work spread over 10 steps) is not modelled; nor is
+any CPU time.
 
 Sarathi-Serve's Table 2 (Agrawal et al., OSDI 2024; microsoft/sarathi-serve, branch
 osdi-sarathi-serve, commit 02d2567, osdi-experiments/table-2/): Yi-34B-200K in fp16, tp 2 on two
@@ -150,6 +169,68 @@ def mlperf_server(system: dict, prompt: int, requests: int | None = None) -> dic
     summary = run.summary()
     return {"tokens_per_s": summary["throughput"]["output_tokens_per_s"], "p99_ttft_s": summary["ttft"]["p99"],
             "p99_tpot_s": summary["tpot"]["p99"]}
+
+
+VLLM_SOURCE = ("vllm-project/vllm-project.github.io (commit c3a01c4), _posts/2024-09-05-perf-update.md; bars read "
+               "from assets/figures/perf-v060/overall_throughput.png")
+VLLM_REQUESTS = 500  # "500 prompts randomly sampled", all sent at once ("QPS inf")
+# (prompt, output) tokens: the post's averages per dataset
+VLLM_DATASETS = {"ShareGPT": (202, 179), "decode-heavy": (462, 256), "prefill-heavy": (462, 16)}
+VLLM_TP = {"llama3-8b": 1, "llama3-70b": 4}  # "Llama 8B on 1xH100 and 70B on 4xH100"
+# overall_throughput.png (1,783 x 862 pixels): per panel, the y gridlines' pixel rows and labels (the x axis's
+# row is 0) and the top pixel row of vLLM's (leftmost, blue) bar.
+VLLM_CHART = {
+    ("llama3-8b", "ShareGPT"): ({118: 30, 205: 20, 293: 10, 381: 0}, 57),
+    ("llama3-8b", "decode-heavy"): ({68: 30, 172: 20, 276: 10, 381: 0}, 57),
+    ("llama3-8b", "prefill-heavy"): ({113: 60, 202: 40, 291: 20, 381: 0}, 117),
+    ("llama3-70b", "ShareGPT"): ({536: 15, 630: 10, 723: 5, 816: 0}, 493),
+    ("llama3-70b", "decode-heavy"): ({501: 15, 606: 10, 711: 5, 816: 0}, 493),
+    ("llama3-70b", "prefill-heavy"): ({530: 25, 587: 20, 644: 15, 702: 10, 759: 5, 816: 0}, 527),
+}
+
+
+def chart_reading(gridlines: dict[int, float], top_row: int) -> float:
+    """A bar's value read off its chart: the gridlines' labels fitted as a straight line of their
+    pixel rows (least squares), evaluated at the bar's top row, to 0.1."""
+    import numpy as np
+
+    slope, intercept = np.polyfit(list(gridlines), list(gridlines.values()), 1)
+    return round(float(slope * top_row + intercept), 1)
+
+
+def vllm_options(tp: int) -> dict:
+    """vLLM v0.6.0's defaults for Llama 3 (max_model_len 8,192): no chunked prefill (vllm/engine/
+    arg_utils.py, EngineArgs.create_engine_config, turned it on only when max_model_len > 32768),
+    so v0's prefill-first scheduler with max(max_model_len, 2048) = 8,192 batched tokens
+    (vllm/config.py, SchedulerConfig, without chunked prefill), 256 sequences, 90% of memory, bf16
+    (the checkpoints' dtype)."""
+    return {"scheduler": "vllm-v0", "tp": tp, "max_num_seqs": 256, "max_batched_tokens": 8192, "dtype": "bf16",
+            "gpu_memory_utilization": 0.90}
+
+
+def vllm_throughput(model: str, dataset: str, requests: int = VLLM_REQUESTS) -> float:
+    """Our requests per second for one of the post's bars: every request at time 0 with the
+    dataset's mean lengths, the run's requests over its span."""
+    import math
+
+    from costmodel.serving.api import serve
+
+    prompt, output = VLLM_DATASETS[dataset]
+    run = serve(model, "h100-sxm", rate=math.inf, requests=requests, prompt=str(prompt), output=str(output), seed=0,
+                **vllm_options(VLLM_TP[model]))
+    return run.summary()["throughput"]["requests_per_s"]
+
+
+def print_vllm() -> None:
+    print(f"\nvLLM v0.6.0 on H100, {VLLM_REQUESTS} requests at once. Source: {VLLM_SOURCE}\n")
+    print("| model | GPUs (tp) | dataset | in / out tokens (means) | published req/s (read from the chart) | ours "
+          "| ours / published |")
+    print("|---|---|---|---|---|---|---|")
+    for (model, dataset), (gridlines, top_row) in VLLM_CHART.items():
+        published, ours = chart_reading(gridlines, top_row), vllm_throughput(model, dataset)
+        prompt, output = VLLM_DATASETS[dataset]
+        print(f"| {model} | {VLLM_TP[model]} | {dataset} | {prompt} / {output} | {published:.1f} | {ours:.1f} "
+              f"| {ours / published:.2f} |")
 
 
 SARATHI_SOURCE = ("microsoft/sarathi-serve, branch osdi-sarathi-serve (commit 02d2567), osdi-experiments/table-2/"
@@ -277,6 +358,7 @@ def main() -> None:
         ours = batch * output / end
         print(f"| {model} | {tp} | {batch} | {prompt} | {output} | {published:,} | {ours:,.0f} | {ours / published:.2f} |")
     print_sarathi()
+    print_vllm()
     print_mlperf()
 
 

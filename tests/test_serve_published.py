@@ -199,3 +199,66 @@ def test_sarathi_rows_are_computed_from_the_setup(script, monkeypatch):
         linear = sum(seconds for path, seconds in gemms.items() if path != "head.lm_head")
         assert row["ours_linear_ms"] == pytest.approx(1e3 * linear, rel=1e-12)
         assert (row["published_ms"], row["published_linear_ms"]) == published[kind]
+
+
+def test_vllm_post_figures_are_the_charts_bars(script):
+    """The post's setup (_posts/2024-09-05-perf-update.md: 500 prompts, the datasets' mean lengths,
+    8B on 1 H100 and 70B on 4) and the six bars of overall_throughput.png, read from the stored
+    pixel rows: 3 datasets x 2 models, in the chart's order."""
+    assert script.VLLM_REQUESTS == 500
+    assert script.VLLM_DATASETS == {"ShareGPT": (202, 179), "decode-heavy": (462, 256), "prefill-heavy": (462, 16)}
+    assert script.VLLM_TP == {"llama3-8b": 1, "llama3-70b": 4}
+    assert list(script.VLLM_CHART) == [(model, dataset) for model in ("llama3-8b", "llama3-70b")
+                                       for dataset in ("ShareGPT", "decode-heavy", "prefill-heavy")]
+    readings = [script.chart_reading(*panel) for panel in script.VLLM_CHART.values()]
+    assert readings == [36.9, 31.0, 59.1, 17.3, 15.4, 25.2]
+    for gridlines, top_row in script.VLLM_CHART.values():
+        rows, labels = list(gridlines), list(gridlines.values())
+        assert labels[-1] == 0 and max(rows) == rows[-1] and top_row < rows[-1]  # the x axis is the lowest row
+        above = [label for row, label in gridlines.items() if row <= top_row]  # gridlines the bar does not reach
+        below = [label for row, label in gridlines.items() if row > top_row]
+        assert (min(above) if above else float("inf")) >= script.chart_reading(gridlines, top_row) >= max(below)
+        gaps = [(b - a) / (la - lb) for a, b, la, lb in zip(rows, rows[1:], labels, labels[1:])]
+        assert max(gaps) - min(gaps) < 1.5 / min(la - lb for la, lb in zip(labels, labels[1:]))  # evenly spaced
+
+
+def test_chart_reading_is_the_gridlines_line_at_the_bar_top(script):
+    # labels 7, 4, 1 at rows 10, 40, 70: 0.1 per pixel downwards, 8 at row 0
+    assert script.chart_reading({10: 7, 40: 4, 70: 1}, 25) == 5.5
+    assert script.chart_reading({10: 7, 40: 4, 70: 1}, 0) == 8.0
+    assert script.chart_reading({100: 20, 200: 10, 300: 0}, 300) == 0.0
+
+
+def test_vllm_rows_pass_the_posts_setup(script, monkeypatch):
+    """Every request at time 0 with the dataset's mean lengths (their means are the post's), vLLM
+    v0's scheduler with v0.6.0's defaults, the model's GPUs as tp, on h100-sxm in bf16; the figure
+    is the run's requests per second."""
+    import costmodel.serving.api as api
+
+    seen, made = {}, []
+    real_serve, real_make = api.serve, api.make_requests
+
+    def serve(model, hardware, **options):
+        seen.update(model=model, hardware=hardware, **options)
+        return real_serve(model, hardware, **options)
+
+    def make_requests(*args, **kwargs):
+        made.append(real_make(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(api, "serve", serve)
+    monkeypatch.setattr(api, "make_requests", make_requests)
+    ours = script.vllm_throughput("llama3-70b", "decode-heavy", requests=24)
+    assert {k: seen[k] for k in ("model", "hardware", "requests", "prompt", "output", "scheduler", "tp",
+                                 "max_num_seqs", "max_batched_tokens", "dtype", "gpu_memory_utilization")} == {
+        "model": "llama3-70b", "hardware": "h100-sxm", "requests": 24, "prompt": "462", "output": "256",
+        "scheduler": "vllm-v0", "tp": 4, "max_num_seqs": 256, "max_batched_tokens": 8192, "dtype": "bf16",
+        "gpu_memory_utilization": 0.90}
+    chosen = made[0]
+    assert seen["rate"] == float("inf") and {r.arrival_s for r in chosen} == {0.0} and len(chosen) == 24
+    assert sum(r.prompt_tokens for r in chosen) / 24 == 462 and sum(r.output_tokens for r in chosen) / 24 == 256
+    direct = real_serve("llama3-70b", "h100-sxm", rate=float("inf"), requests=24, prompt="462", output="256", seed=0,
+                        **script.vllm_options(4)).summary()
+    assert ours == direct["throughput"]["requests_per_s"]
+    # the dataset picks the lengths: ShareGPT's shorter prompts and outputs finish sooner than decode-heavy's
+    assert script.vllm_throughput("llama3-70b", "ShareGPT", requests=24) > ours
