@@ -199,7 +199,8 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
     else:
         stage_layers = None
     layout = Layout(tp=run["tp"], pp=run["pp"], dp=run["dp"], cp=cp, sp=source.get("sp", True) and run["tp"] > 1,
-                    zero=_stated(run, source, "zero", 1), framework=source.get("framework", "megatron"),
+                    cp_rotate=_stated(run, source, "cp_rotate", "allgather"),
+                    zero=_stated(run, source, "zero", 1), framework=_stated(run, source, "framework", "megatron"),
                     microbatches=run["global_batch"] // (run["dp"] * micro),
                     schedule=_stated(run, source, "schedule", "1f1b"), virtual_stages=virtual,
                     stage_layers=stage_layers, fp8=_stated(run, source, "fp8"))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from costmodel.config import Workload
+from costmodel.config import ConfigError, Workload
 from costmodel.kernel_time import AttentionCall, Gemm, KernelTimer, inference_subs, launches_of, leaf_kernels
 from costmodel.layout import Layout
 from costmodel.layout.timing import simulate_decode
@@ -188,7 +188,11 @@ def training_breakdowns() -> None:
     for run in data["runs"]:
         if run["kind"] != "train" or run["id"].startswith("llama3"):  # the llama3 rows: pipelined_splits
             continue
-        estimate, hardware, options = train_setup(run, data["sources"][run["id"].split()[0]])
+        try:
+            estimate, hardware, options = train_setup(run, data["sources"][run["id"].split()[0]])
+        except ConfigError as error:  # a layout the model cannot express (other_runs says so too)
+            print(f"{run['id']}: not expressible: {error}")
+            continue
         if "published_tflops_per_gpu" in run:
             print_train_breakdown(run["id"], run["published_tflops_per_gpu"], estimate, hardware, **options)
         else:
