@@ -212,3 +212,68 @@ def test_a_compiled_run_is_the_kernel_models_alone():
     tables = {"narayanan_2021_table_1": [], "korthikanti_2022_table_5": [], "other_runs": list(rows.values())}
     assert len(speed_ratios(tables, "kernels")) - len(speed_ratios(tables, "roofline")) == \
         sum(r["roofline"] is None and r["kernels"] is not None for r in rows.values())
+
+
+# NVIDIA's tuned stack (issue 18): Megatron-Bridge's performance summary archive
+# (docs/performance-summary-archive.md), typed here from its rows: (Tokens / sec / GPU, Model TFLOP /
+# sec / GPU, #-GPUs, TP, PP, CP, VP, MBS, GBS, Sequence Length, FSDP, system). FSDP 0 is DDP with
+# Megatron's distributed optimizer (ZeRO-1); the 8B H100 row's FSDP 8 is one sharding group of 8.
+MEGATRON_BRIDGE = {
+    # 25.11 NeMo Container, System: DGX-H100 (FP8-CS)
+    "megatron-bridge 25.11 llama3-8b fp8-cs fsdp 8xh100": (14451, 744, 8, 1, 1, 1, 1, 1, 128, 8192, 8, "h100-sxm"),
+    "megatron-bridge 25.11 llama3-70b fp8-cs 64xh100": (1602, 719, 64, 4, 8, 1, 5, 1, 128, 8192, 0, "h100-sxm"),
+    "megatron-bridge 25.11 llama3.1-405b fp8-cs 1024xh100": (292, 737, 1024, 8, 8, 2, 8, 1, 512, 8192, 0, "h100-sxm"),
+    # 26.04.01 NeMo Container, Model: LLAMA3_70B and LLAMA3.1_405B, DGX-H100 (FP8)
+    "megatron-bridge 26.04.01 llama3-70b fp8-cs 64xh100": (1664, 731, 64, 4, 8, 1, 5, 1, 256, 8192, 0, "h100-sxm"),
+    "megatron-bridge 26.04.01 llama3.1-405b fp8-cs 1024xh100": (328, 827, 1024, 8, 8, 2, 8, 1, 1536, 8192, 0,
+                                                                 "h100-sxm"),
+    # 25.11 NeMo Container, System: DGX-B200 (the FP8-CS figures, not the parenthesised FP8-MX ones)
+    "megatron-bridge 25.11 llama3-8b fp8-cs 8xb200": (30624, 1576, 8, 1, 1, 1, 1, 2, 128, 8192, 0, "b200"),
+    "megatron-bridge 25.11 llama3.1-405b fp8-cs 128xb200": (661, 1667, 128, 4, 8, 2, 8, 1, 64, 8192, 0, "b200"),
+}
+
+
+@pytest.mark.parametrize("run_id", sorted(MEGATRON_BRIDGE))
+def test_each_megatron_bridge_row_is_expressed_as_the_page_states_it(run_id):
+    """The JSON holds the page's row, and the built setup is that layout: Megatron-Core with the
+    distributed optimizer (or FSDP where the row says so), sequence parallelism where tp > 1, the
+    interleaved schedule where VP is given, FP8 current scaling as tensorwise, the ring CP. The
+    rows with CP 2 and TP > 1 are not expressible (CP with SP is not modelled): their setup says so."""
+    from costmodel.config import ConfigError
+    from reports.published_runs import train_setup
+
+    runs, sources = _runs()
+    run, source = runs[run_id], sources["megatron-bridge"]
+    tokens, tflops, gpus, tp, pp, cp, vp, micro, global_batch, seq_len, fsdp, system = MEGATRON_BRIDGE[run_id]
+    assert (run["published_tokens_per_s_per_gpu"], run["published_model_tflops_per_gpu"]) == (tokens, tflops)
+    assert "published_tflops_per_gpu" not in run  # compared in tokens/s: no FLOP convention in it
+    assert (run["gpus"], run["tp"], run["pp"], run.get("cp", 1), run.get("virtual_stages", 1)) == (gpus, tp, pp, cp, vp)
+    assert run["tp"] * run["pp"] * run.get("cp", 1) * run["dp"] == gpus
+    assert (run["micro_batch"], run["global_batch"], run["seq_len"]) == (micro, global_batch, seq_len)
+    assert run.get("hardware", source["hardware"]) == system
+    if cp > 1 and tp > 1:
+        with pytest.raises(ConfigError, match="context parallelism with sequence parallelism"):
+            train_setup(run, source)
+        return
+    estimate, hardware, options = train_setup(run, source)
+    layout, workload = estimate.layout, estimate.workload
+    assert (layout.tp, layout.pp, layout.cp, layout.dp, layout.virtual_stages) == (tp, pp, cp, run["dp"], vp)
+    assert workload.batch == micro and workload.batch * layout.microbatches * layout.dp == global_batch
+    assert (workload.seq_len, workload.recompute, workload.attention) == (seq_len, "none", "flash")
+    assert layout.schedule == ("interleaved" if vp > 1 else "1f1b") and layout.sp == (tp > 1)
+    assert (layout.framework, layout.zero) == (("fsdp2", 3) if fsdp else ("megatron", 1))
+    assert layout.fp8 == "tensorwise" and layout.cp_rotate == "ring" and hardware.name == system
+    assert options == {"autocast": False}
+
+
+def test_megatron_bridges_405b_splits_count_the_embedding_and_the_loss_as_layers():
+    """account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split (the 405B
+    recipe, src/megatron/bridge/recipes/llama/llama3.py): 126 layers + 2 over PP x VP chunks,
+    the same number each, so the first and last chunks hold one layer fewer."""
+    runs, _ = _runs()
+    for run_id, run in runs.items():
+        if run_id.startswith("megatron-bridge") and run["model"] == "llama3.1-405b":
+            chunks = run["pp"] * run["virtual_stages"]
+            each = (126 + 2) // chunks
+            assert (126 + 2) % chunks == 0
+            assert run["stage_layers"] == [each - 1, *[each] * (chunks - 2), each - 1] == [1, *[2] * 62, 1]
