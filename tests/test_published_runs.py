@@ -219,6 +219,9 @@ def test_a_compiled_run_is_the_kernel_models_alone():
 # sec / GPU, #-GPUs, TP, PP, CP, VP, MBS, GBS, Sequence Length, FSDP, system). FSDP 0 is DDP with
 # Megatron's distributed optimizer (ZeRO-1); the 8B H100 row's FSDP 8 is one sharding group of 8.
 MEGATRON_BRIDGE = {
+    # 25.09 NeMo Container, System: DGX-H100 (no precision printed; the recipes' FP8 layouts)
+    "megatron-bridge 25.09 llama3-8b fp8 fsdp 8xh100": (14079, 725, 8, 1, 1, 1, 1, 1, 128, 8192, 8, "h100-sxm"),
+    "megatron-bridge 25.09 llama3-70b fp8 64xh100": (1619, 727, 64, 4, 8, 1, 5, 1, 128, 8192, 0, "h100-sxm"),
     # 25.11 NeMo Container, System: DGX-H100 (FP8-CS)
     "megatron-bridge 25.11 llama3-8b fp8-cs fsdp 8xh100": (14451, 744, 8, 1, 1, 1, 1, 1, 128, 8192, 8, "h100-sxm"),
     "megatron-bridge 25.11 llama3-70b fp8-cs 64xh100": (1602, 719, 64, 4, 8, 1, 5, 1, 128, 8192, 0, "h100-sxm"),
