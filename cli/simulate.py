@@ -74,6 +74,9 @@ def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None
               help="Training with a layout: the fraction of the last micro-batch's compute a gradient reduction "
               "(DDP, ZeRO-1/2) overlaps (0: reduced after backward).")
 @click.option("--no-prefetch", is_flag=True, help="Training with a layout: FSDP/ZeRO-3 collectives exposed, not prefetched.")
+@click.option("--pp-overlap", type=float, default=0.0, show_default=True,
+              help="Training with a layout: the fraction of each micro-batch's pipeline sends hidden behind compute "
+              "(1: Megatron-Core's overlap_p2p_comm).")
 @click.option("--overlap-slowdown", type=float, default=None,
               help="Training with a layout: how much slower compute runs while a hidden collective runs beside it "
               "(default: 0.189, Lee et al. 2025's measured average; 0: free overlap).")
@@ -98,7 +101,7 @@ def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None
 @json_option("As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, mla, train, seq_len,
              recompute, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
-             flops_convention, tp_overlap, dp_overlap, no_prefetch, overlap_slowdown, compiled, cuda_graphs,
+             flops_convention, tp_overlap, dp_overlap, no_prefetch, pp_overlap, overlap_slowdown, compiled, cuda_graphs,
              launch_overhead, graph_kernel_gap, time_model, weight_dtype, weight_group, kv_dtype, fp8_gemm, mtp, as_json,
              **layout_given) -> None:
     """Time of prefill, decode and training on a hardware preset (the kernel-level model by default,
@@ -144,7 +147,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                          attention=attention, impl=impl)
                 overlap = parallel_time.Overlap(tp=tp_overlap, dp=dp_overlap, prefetch=not no_prefetch,
-                                                slowdown=overlap_slowdown)
+                                                slowdown=overlap_slowdown, pp=pp_overlap)
                 result = parallel_time.simulate_training(cfg, workload, layout, hardware, efficiency,
                                                          tokens, step_time, flops_convention, time_model, overlap,
                                                          compiled, price)

@@ -106,6 +106,37 @@ def test_the_overlap_conventions_are_settable():
                      "--dp-overlap", "2"]) == 2
 
 
+def test_pipeline_sends_can_be_hidden_as_megatron_cores_overlap_p2p_comm_does():
+    """Overlap.pp: the share of each micro-batch's pipeline exchange hidden under compute (0 by
+    default: Megatron-LM's sends block; 1: overlap_p2p_comm, which Megatron-Bridge turns on for every
+    interleaved schedule); hidden, it slows the compute beside it (Overlap.slowdown)."""
+    from costmodel.config import ConfigError, Workload
+    from costmodel.layout import Layout, ParallelEstimate
+    from costmodel.layout.time import Overlap, StepTime
+    from costmodel.presets import load_preset
+
+    estimate = ParallelEstimate(load_preset("llama2-7b"), Workload(seq_len=4096, attention="sdpa"),
+                                Layout(tp=2, pp=4, dp=2, microbatches=8, schedule="interleaved", virtual_stages=2,
+                                       framework="megatron"))
+    hw = load_hardware("h100-sxm")
+    blocking = StepTime(estimate, hw).step()
+    hidden = StepTime(estimate, hw, overlap=Overlap(pp=1.0)).step()
+    half = StepTime(estimate, hw, overlap=Overlap(pp=0.5, slowdown=0.0)).step()
+    free = StepTime(estimate, hw, overlap=Overlap(pp=1.0, slowdown=0.0)).step()
+    sends = blocking["exposed_communication_seconds"]["pp"] - hidden["exposed_communication_seconds"]["pp"]
+    assert sends > 0 and hidden["exposed_communication_seconds"]["pp"] == pytest.approx(
+        blocking["exposed_communication_seconds"]["pp"] - sends)
+    assert half["exposed_communication_seconds"]["pp"] == pytest.approx(
+        blocking["exposed_communication_seconds"]["pp"] - sends / 2, rel=1e-12)
+    assert hidden["hidden_communication_seconds"] - blocking["hidden_communication_seconds"] == pytest.approx(sends)
+    assert hidden["seconds"] - free["seconds"] == pytest.approx(
+        hidden["hidden_communication_seconds"] * 0.189 / 1.189, rel=1e-9)
+    with pytest.raises(ConfigError, match="overlap pp"):
+        Overlap(pp=2.0)
+    assert cli.main(["simulate", "--model", "gpt2", "--hardware", "a100-80gb", "--train", "--pp", "2", "--dp", "4",
+                     "--pp-overlap", "-1"]) == 2
+
+
 # --- whose all-reduce runs inside a node (Layout.all_reduce, --all-reduce) -----------------------
 
 A100_LINK = 300e9 * 0.8  # a100-80gb.json's NVLink per direction at nccl_facts' link_efficiency

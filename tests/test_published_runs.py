@@ -266,6 +266,12 @@ def test_each_megatron_bridge_row_is_expressed_as_the_page_states_it(run_id):
     assert layout.schedule == ("interleaved" if vp > 1 else "1f1b") and layout.sp == (tp > 1)
     assert (layout.framework, layout.zero) == (("fsdp2", 3) if fsdp else ("megatron", 1))
     assert layout.fp8 == "tensorwise" and layout.cp_rotate == "ring" and hardware.name == system
+    # The recipes' communication overlap: tp_comm_overlap (userbuffers) on every tp > 1 Llama recipe,
+    # and overlap_p2p_comm wherever pp > 1 and vp > 1 (Megatron-Bridge training/comm_overlap.py).
+    if tp > 1 and pp > 1 and vp > 1:
+        overlap = options.pop("overlap")
+        assert (overlap.tp, overlap.pp, overlap.dp, overlap.prefetch) == (1.0, 1.0, 2 / 3, True)
+        assert overlap.slowdown == 0.189
     assert options == {"autocast": False}
 
 

@@ -61,6 +61,9 @@ class Overlap:
         under (2/3: its backward; 0: reduced after backward, Megatron-LM before
         --overlap-grad-reduce);
     prefetch: FSDP/ZeRO-3 gather and scatter each micro-batch while it computes (False: exposed);
+    pp: the fraction of each micro-batch's pipeline exchange hidden behind compute (0: exposed, as
+        Megatron-LM's blocking sends; 1: Megatron-Core's overlap_p2p_comm, which Megatron-Bridge
+        turns on for every interleaved schedule, training/comm_overlap.py);
     slowdown: how much slower compute runs while a hidden collective runs beside it (its kernels
         hold SMs and memory bandwidth): the step pays hidden x slowdown / (1 + slowdown) more
         (None: nccl_facts.json "overlap_compute_slowdown", a published average; 0: free overlap)."""
@@ -69,6 +72,7 @@ class Overlap:
     dp: float = 2 / 3
     prefetch: bool = True
     slowdown: float | None = None
+    pp: float = 0.0
 
     def __post_init__(self) -> None:
         from ..config import ConfigError
@@ -79,7 +83,7 @@ class Overlap:
             object.__setattr__(self, "slowdown", float(nccl_facts()["overlap_compute_slowdown"]["value"]))
         if isinstance(self.slowdown, bool) or not isinstance(self.slowdown, (int, float)) or not 0 <= self.slowdown <= 1:
             raise ConfigError(f"overlap slowdown must be a fraction in [0, 1], got {self.slowdown!r}.")
-        for name in ("tp", "dp"):
+        for name in ("tp", "dp", "pp"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
                 raise ConfigError(f"overlap {name} must be a fraction in [0, 1], got {value!r}.")
@@ -229,7 +233,8 @@ class StepTime:
         layout, m = self.estimate.layout, self.estimate.layout.microbatches
         communication = self.estimate.communication(stage)
         tp_microbatch, tp_step = self.tensor_parallel(stage) if layout.tp > 1 else (0.0, 0.0)
-        pp = self.pipeline(stage)
+        exchange = self.pipeline(stage)
+        pp = (1 - self.overlap.pp) * exchange
         # Expert parallelism's all-to-alls are on the critical path (exposed), counted with tp.
         all_to_all = self.collective("ep", "all_to_all", communication.get("ep", {}).get("all_to_all", 0) / m)
         compute = self.compute(stage)
@@ -250,7 +255,7 @@ class StepTime:
                 "tp_step": exposed * tp_step, "pp_step": self.tied_embedding(stage),
                 "accumulation": self.gradient_accumulation(stage),
                 # what runs hidden under this micro-batch's compute, and under the step's
-                "hidden": self.overlap.tp * tp_microbatch + (all_to_all - ep) + hidden_sends,
+                "hidden": self.overlap.tp * tp_microbatch + (all_to_all - ep) + hidden_sends + self.overlap.pp * exchange,
                 "hidden_step": self.overlap.tp * tp_step}
 
     def pipeline(self, stage: Stage) -> float:
