@@ -171,3 +171,10 @@ def test_serve_json_and_csv_name_the_load(tmp_path, capsys) -> None:
     assert main(["serve", "--model", "llama3-8b", "--rate", "5", "--requests", "5", "--json"]) == 0
     setup = json.loads(capsys.readouterr().out)["setup"]
     assert (setup["load"], setup["concurrency"]) == ("poisson", None)
+
+
+def test_the_engine_refuses_no_clients() -> None:
+    from costmodel.serving.schedulers import SchedulingError
+
+    with pytest.raises(SchedulingError, match="--concurrency must be a positive number of clients, got 0"):
+        simulate(requests((4, 3)), VLLMScheduler(BlockPool(100, 4), 8, 8), ONE_STEP, 512, concurrency=0)

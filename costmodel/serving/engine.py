@@ -152,6 +152,8 @@ def simulate_replicas(requests: list[Request], schedulers: list[Scheduler], step
     for request in requests:
         schedulers[0].check_request(request, max_model_len)
     closed = concurrency is not None
+    if closed and concurrency < 1:
+        raise SchedulingError(f"--concurrency must be a positive number of clients, got {concurrency}.")
     if closed:
         queue = sorted(requests, key=lambda r: r.id)
         free = [0.0] * min(concurrency, len(queue))  # a heap: when each client is free to send
