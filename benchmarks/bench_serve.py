@@ -4,6 +4,8 @@
    on one H100 under vLLM's scheduler (its default 1,024 sequences, and 256): the whole `costmodel.serve` call (building the step-time
    model from the tree, the event loop, the frames), median of --runs runs in fresh processes
    (so no run reuses the lambdified tree of another).
+   The same 10,000 requests from a closed loop of 256 clients (`serve --concurrency 256`: each
+   client sends its next request when its previous one finishes).
 2. A 200-configuration `plan --serve --rate` search (Llama-3-70B at 10 req/s, p99 TTFT <= 2 s,
    TPOT <= 60 ms; 4 GPU presets x tp 2, 4 x 5 max-num-seqs x 5 token budgets; 200 simulated
    requests per point), with a process pool of all cores; one run.
@@ -28,21 +30,23 @@ ONE_RUN = """
 import time
 t = time.perf_counter()
 import costmodel
-run = costmodel.serving.serve("llama3-8b", "h100-sxm", rate=float("inf"), requests=10000,
+run = costmodel.serving.serve("llama3-8b", "h100-sxm", LOAD, requests=10000,
                               prompt="512", output="128", scheduler="vllm", max_num_seqs=SEQS)
 print(time.perf_counter() - t, len(run.requests), len(run.steps))
 """
 
 
-def ten_thousand(runs: int, seqs: int | None) -> dict:
+def ten_thousand(runs: int, seqs: int | None, concurrency: int | None = None) -> dict:
     seconds = []
+    load = 'rate=float("inf")' if concurrency is None else f"concurrency={concurrency}"
     for _ in range(runs):
-        code = "import costmodel.serving\n" + ONE_RUN.replace("SEQS", repr(seqs))
+        code = "import costmodel.serving\n" + ONE_RUN.replace("SEQS", repr(seqs)).replace("LOAD", load)
         out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                              env={"PYTHONPATH": str(ROOT)})
         value, requests, steps = out.stdout.split()
         seconds.append(float(value))
-    return {"what": f"10,000 requests of 512 + 128 tokens, llama3-8b, h100-sxm, vllm, max_num_seqs {seqs or 'default'}",
+    return {"what": f"10,000 requests of 512 + 128 tokens, llama3-8b, h100-sxm, vllm, max_num_seqs {seqs or 'default'}, "
+                    + ("all at once" if concurrency is None else f"concurrency {concurrency}"),
             "runs": seconds, "median_s": statistics.median(seconds), "requests": int(requests), "steps": int(steps)}
 
 
@@ -69,9 +73,10 @@ def main() -> None:
     parser.add_argument("--json", type=str, default=None)
     args = parser.parse_args()
     results = {"simulate_10k_default": ten_thousand(args.runs, None),
-               "simulate_10k_256_seqs": ten_thousand(args.runs, 256)}
-    print(json.dumps(results["simulate_10k_default"]))
-    print(json.dumps(results["simulate_10k_256_seqs"]))
+               "simulate_10k_256_seqs": ten_thousand(args.runs, 256),
+               "simulate_10k_concurrency_256": ten_thousand(args.runs, None, 256)}
+    for name in ("simulate_10k_default", "simulate_10k_256_seqs", "simulate_10k_concurrency_256"):
+        print(json.dumps(results[name]))
     if not args.skip_plan:
         results["plan_search"] = plan_search()
         print(json.dumps(results["plan_search"]))

@@ -21,10 +21,18 @@ def _ms(value: float) -> str:
     return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{1e3 * value:9.1f}"
 
 
+def load_source(setup: dict[str, Any]) -> str:
+    """Where the requests came from: the load generator in words."""
+    if setup.get("load") == "concurrency":
+        lengths = f"trace {setup['trace']}'s lengths" if setup["trace"] else f"seed {setup['seed']}"
+        return f"{setup['concurrency']} concurrent clients, closed loop ({lengths})"
+    return f"trace {setup['trace']}" if setup["trace"] else f"Poisson {setup['rate']} req/s (seed {setup['seed']})"
+
+
 def render_serve(summary: dict[str, Any]) -> str:
     setup = summary["setup"]
     kv = setup["kv_cache"]
-    source = f"trace {setup['trace']}" if setup["trace"] else f"Poisson {setup['rate']} req/s (seed {setup['seed']})"
+    source = load_source(setup)
     lines = [
         f"{setup['model']} on {setup['replicas']} replica(s) ({setup['router']}"
         + (f"; {setup['disaggregate'][0]} prefill + {setup['disaggregate'][1]} decode" if setup["disaggregate"] else "")
@@ -102,7 +110,11 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 @click.option("--config", "config", type=str, help="A Hugging Face config.json or a ModelConfig JSON file.")
 @click.option("--hardware", "hardware_name", default=DEFAULT_HARDWARE, show_default=True, help="A hardware preset.")
 @click.option("--rate", type=float, default=None, help="Poisson arrivals, requests per second (or --trace).")
-@click.option("--requests", "count", type=int, default=1000, show_default=True, help="With --rate: how many.")
+@click.option("--concurrency", type=int, default=None,
+              help="A closed loop of N clients, each sending its next request when its previous one finishes "
+                   "(vLLM benchmark_serving --max-concurrency, AIPerf --concurrency); instead of --rate.")
+@click.option("--requests", "count", type=int, default=1000, show_default=True,
+              help="With --rate or --concurrency: how many.")
 @click.option("--trace", type=str, default=None, help='JSONL: {"arrival": s, "prompt_tokens": N, "output_tokens": M}.')
 @click.option("--prompt", default="512", show_default=True,
               help="Prompt tokens: N, uniform:LOW:HIGH, lognormal:MEDIAN:SIGMA[:LOW:HIGH], histogram:FILE.json.")
@@ -146,7 +158,7 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
               help="Save a figure here (.png/.svg): the KV and batch timeline, or latency vs rate with --rates.")
 @click.option("--rates", type=str, default=None, help="Comma-separated rates: p50/p99 TTFT and TPOT at each.")
 @click.option("--json", "as_json", is_flag=True, help="The summary as JSON on stdout.")
-def serve(model, config, hardware_name, rate, count, trace, prompt, output_tokens, seed, scheduler, max_num_seqs,
+def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt, output_tokens, seed, scheduler, max_num_seqs,
           max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, replicas, dtype, weight_dtype,
           kv_dtype, attention, slo_ttft, slo_tpot, csv_path, steps_csv, plot_path, rates, as_json, router,
           disaggregate, mla, pp, prefix_caching, time_model, fp8_gemm, weight_group) -> None:
@@ -156,6 +168,11 @@ def serve(model, config, hardware_name, rate, count, trace, prompt, output_token
 
     if (model is None) == (config is None):
         raise ReportInputError("give exactly one of --model NAME or --config PATH.")
+    if concurrency is not None:
+        if rate is not None or rates is not None:
+            raise ReportInputError("--concurrency and --rate are two load generators: give one of them.")
+        if concurrency < 1:
+            raise ReportInputError(f"--concurrency must be a positive number of clients, got {concurrency}.")
     if rates is not None:
         if rate is not None or trace is not None:
             raise ReportInputError("--rates replaces --rate and --trace: give one of the three.")
@@ -164,8 +181,8 @@ def serve(model, config, hardware_name, rate, count, trace, prompt, output_token
         except ValueError:
             raise ReportInputError(f"--rates must be comma-separated numbers, got {rates!r}.") from None
         rate = chosen[0]
-    if (rate is None) == (trace is None):
-        raise ReportInputError("give exactly one of --rate (requests per second) or --trace FILE.")
+    if concurrency is None and (rate is None) == (trace is None):
+        raise ReportInputError("give exactly one of --rate (requests per second), --concurrency N or --trace FILE.")
     if plot_path is not None and not plot_path.endswith((".png", ".svg", ".pdf")):
         raise ReportInputError(f"--plot must name a .png, .svg or .pdf file, got {plot_path!r}.")
     pools = None
@@ -186,7 +203,7 @@ def serve(model, config, hardware_name, rate, count, trace, prompt, output_token
         _latency_vs_rate(model or config, hardware_name, chosen, options, plot_path, as_json)
         return
     try:
-        run = run_serve(model or config, hardware_name, rate=rate, trace=trace, **options)
+        run = run_serve(model or config, hardware_name, rate=rate, trace=trace, concurrency=concurrency, **options)
     except ConfigError as error:
         raise ReportInputError(str(error)) from None
     if csv_path:

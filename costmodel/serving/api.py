@@ -53,13 +53,29 @@ class ServeRun:
 
 
 def make_requests(rate: float | None = None, requests: int = 1000, trace: str | None = None,
-                  prompt: str | Lengths = "512", output: str | Lengths = "128", seed: int = 0) -> list[Request]:
+                  prompt: str | Lengths = "512", output: str | Lengths = "128", seed: int = 0,
+                  concurrency: int | None = None) -> list[Request]:
+    """The requests of a run: a trace's; Poisson arrivals at `rate`; or, with `concurrency`, the
+    lengths of `requests` requests (or of the trace's, in its order) whose arrivals the closed
+    loop sets (engine.simulate_replicas)."""
+    if concurrency is not None:
+        if rate is not None:
+            raise ConfigError("--concurrency and --rate are two load generators: give one of them.")
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise ConfigError(f"--concurrency must be a positive number of clients, got {show(concurrency)}.")
     if trace is not None:
         return read_trace(trace)
-    if rate is None:
-        raise ConfigError("give --rate (requests per second) or --trace.")
+    if rate is None and concurrency is None:
+        raise ConfigError("give --rate (requests per second), --concurrency (clients) or --trace.")
     as_lengths = lambda x: x if isinstance(x, Lengths) else Lengths.parse(str(x))  # noqa: E731
-    return poisson(float(rate), int(requests), as_lengths(prompt), as_lengths(output), seed)
+    # A closed loop draws its lengths as the all-at-once Poisson stream does (rate inf: no gaps).
+    return poisson(math.inf if concurrency is not None else float(rate), int(requests), as_lengths(prompt),
+                   as_lengths(output), seed)
+
+
+def load_mode(rate: float | None, trace: str | None, concurrency: int | None) -> str:
+    """The load generator's name, as the setup and the per-request CSV give it."""
+    return "concurrency" if concurrency is not None else "trace" if trace is not None else "poisson"
 
 
 def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_seqs: int | None = None,
@@ -135,7 +151,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
 
 
 def run_replicas(requests: list[Request], replica: tuple, step: StepTime, replicas: int,
-                 max_model_len: int, record: bool = True, router: str = "round-robin") -> tuple[list, list, list]:
+                 max_model_len: int, record: bool = True, router: str = "round-robin",
+                 concurrency: int | None = None) -> tuple[list, list, list]:
     """Simulate the replicas behind the router (steady decoding advanced several steps at a time;
     record=False keeps no per-step timeline).
 
@@ -149,7 +166,8 @@ def run_replicas(requests: list[Request], replica: tuple, step: StepTime, replic
     cls, blocks, block_size, seqs, tokens = replica
     pp = getattr(step, "pp", 1)
     schedulers = [cls(BlockPool(blocks // pp, block_size), seqs, tokens) for _ in range(replicas * pp)]
-    timelines = simulate_replicas(requests, schedulers, step.seconds, max_model_len, router, record, step.decode_run)
+    timelines = simulate_replicas(requests, schedulers, step.seconds, max_model_len, router, record, step.decode_run,
+                                  concurrency)
     rows, steps, itl = [], [], []
     for index, timeline in enumerate(timelines):
         rows += metrics.request_rows(timeline, index)
@@ -162,10 +180,12 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
           trace: str | None = None, prompt: str | Lengths = "512", output: str | Lengths = "128",
           seed: int = 0, replicas: int = 1, router: str = "round-robin", slo_ttft: float | None = None,
           slo_tpot: float | None = None, disaggregate: tuple[int, int] | None = None,
-          **replica_options: Any) -> ServeRun:
+          concurrency: int | None = None, **replica_options: Any) -> ServeRun:
     """Simulate serving `model` on `replicas` replicas of `hardware` (a preset name or Hardware),
     or, with disaggregate=(P, D), on P prefill-only and D decode-only replicas
-    (costmodel/serving/disaggregated.py). replica_options: scheduler, max_num_seqs,
+    (costmodel/serving/disaggregated.py). The load: Poisson arrivals at `rate`, a `trace`, or
+    `concurrency` clients in a closed loop (each sends its next request when its previous one
+    finishes; `requests` in all, or the trace's lengths in its order). replica_options: scheduler, max_num_seqs,
     max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, pp, dtype, weight_dtype,
     weight_group, kv_dtype, attention, mla, fp8_gemm, prefix_caching (default: on for vllm, as vLLM v1), efficiency,
     time_model (default: hardware.time_model_for's)."""
@@ -181,7 +201,9 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     for name, value in (("--slo-ttft", slo_ttft), ("--slo-tpot", slo_tpot)):
         if value is not None and not (value > 0 and math.isfinite(value)):
             raise ConfigError(f"{name} must be a positive number of seconds, got {show(value)}.")
-    chosen = make_requests(rate, requests, trace, prompt, output, seed)
+    chosen = make_requests(rate, requests, trace, prompt, output, seed, concurrency)
+    if concurrency is not None and disaggregate is not None:
+        raise ConfigError("--concurrency runs aggregated replicas; --disaggregate takes --rate or --trace.")
     replica, step, setup = build_replica(cfg, hw, **replica_options)
     if disaggregate is not None:
         from .disaggregated import run_disaggregated
@@ -194,9 +216,13 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
         rows, steps, itl = run_disaggregated(chosen, replica, step, disaggregate[0], disaggregate[1], cfg.max_positions,
                                              hw, setup["kv_cache"]["kv_bytes_per_token"], router)
     else:
-        rows, steps, itl = run_replicas(chosen, replica, step, replicas, cfg.max_positions, router=router)
-    setup.update({"replicas": replicas, "router": router, "rate": rate, "trace": trace,
+        rows, steps, itl = run_replicas(chosen, replica, step, replicas, cfg.max_positions, router=router,
+                                        concurrency=concurrency)
+    load = load_mode(rate, trace, concurrency)
+    setup.update({"replicas": replicas, "router": router, "load": load, "concurrency": concurrency,
+                  "rate": rate, "trace": trace,
                   "prompt": str(prompt), "output": str(output), "seed": seed, "disaggregate": disaggregate,
                   "slo_ttft_s": slo_ttft, "slo_tpot_s": slo_tpot, "gpus": replicas * setup["tp"] * setup["pp"]})
     frame = pd.DataFrame(rows).sort_values("id").reset_index(drop=True)
+    frame["load"] = load
     return ServeRun(frame, pd.DataFrame(steps), itl[0], setup)

@@ -10,7 +10,8 @@ is recorded step by step, so tests can compare it with a real engine's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import heapq
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from ..spec import ROUTERS
@@ -47,14 +48,14 @@ class Timeline:
 
 
 def simulate(requests: list[Request], scheduler: Scheduler, step_seconds: StepSeconds,
-             max_model_len: int, record: bool = True, decode_run: Any = None) -> Timeline:
+             max_model_len: int, record: bool = True, decode_run: Any = None,
+             concurrency: int | None = None) -> Timeline:
     """Run every request to completion on one replica; returns its timeline. decode_run(keys,
     steps), if given (StepTime.decode_run), lets steady decoding advance several steps per
-    iteration: the same steps, each recorded, computed together."""
+    iteration: the same steps, each recorded, computed together. concurrency: a closed loop
+    (simulate_replicas)."""
     return simulate_replicas(requests, [scheduler], step_seconds, max_model_len, "round-robin", record,
-                             decode_run)[0]
-
-
+                             decode_run, concurrency)[0]
 
 
 class Replica:
@@ -132,20 +133,39 @@ class Replica:
 
 def simulate_replicas(requests: list[Request], schedulers: list[Scheduler], step_seconds: StepSeconds,
                       max_model_len: int, router: str = "round-robin", record: bool = True,
-                      decode_run: Any = None) -> list[Timeline]:
+                      decode_run: Any = None, concurrency: int | None = None) -> list[Timeline]:
     """Replicas behind a router, one event loop: the next event is the earliest of the next
     arrival and the busy replicas' next step starts. An arrival goes to the next replica in turn
     (round-robin) or to the one with the fewest outstanding tokens (as its steps started before the
-    arrival left it; ties to the lowest index). A replica admits what it was sent at its next step."""
+    arrival left it; ties to the lowest index). A replica admits what it was sent at its next step.
+
+    concurrency=N: a closed loop, as benchmark clients run at a fixed concurrency (vLLM's
+    benchmark_serving.py --max-concurrency: an asyncio.Semaphore(N) held around each request;
+    AIPerf/genai-perf --concurrency N): N clients, each sending its next request the moment its
+    previous one finishes (its last token). The requests go out in id order, the first N at time
+    0; their arrival_s is replaced by the time they are sent (TTFT counts from there, as those
+    clients time a request from when it holds a slot). With several replicas a steady decoding
+    run stops at the next step start of any other busy replica, since a request finishing there
+    may send one here."""
     if router not in ROUTERS:
         raise SchedulingError(f"--router must be one of {', '.join(ROUTERS)}, got {router!r}.")
     for request in requests:
         schedulers[0].check_request(request, max_model_len)
-    sequences = [Sequence(r) for r in sorted(requests, key=lambda r: (r.arrival_s, r.id))]
+    closed = concurrency is not None
+    if closed and concurrency < 1:
+        raise SchedulingError(f"--concurrency must be a positive number of clients, got {concurrency}.")
+    if closed:
+        queue = sorted(requests, key=lambda r: r.id)
+        free = [0.0] * min(concurrency, len(queue))  # a heap: when each client is free to send
+    else:
+        sequences = [Sequence(r) for r in sorted(requests, key=lambda r: (r.arrival_s, r.id))]
     replicas = [Replica(s, step_seconds, record, decode_run) for s in schedulers]
-    next_arrival, left, turn = 0, len(sequences), 0
+    issued, left, turn, total = 0, len(requests), 0, len(requests)
     while left:
-        arrival = sequences[next_arrival].request.arrival_s if next_arrival < len(sequences) else None
+        if closed:
+            arrival = free[0] if issued < total and free else None
+        else:
+            arrival = sequences[issued].request.arrival_s if issued < total else None
         busy = [r for r in replicas if r.active()]
         replica = min(busy, key=lambda r: r.now) if busy else None
         if replica is None or (arrival is not None and arrival <= replica.now):
@@ -155,10 +175,23 @@ def simulate_replicas(requests: list[Request], schedulers: list[Scheduler], step
                 target, turn = replicas[turn], (turn + 1) % len(replicas)
             else:
                 target = min(replicas, key=lambda r: r.outstanding_tokens())
-            target.add(sequences[next_arrival], arrival)
-            next_arrival += 1
+            if closed:
+                heapq.heappop(free)
+                sequence = Sequence(replace(queue[issued], arrival_s=arrival))
+            else:
+                sequence = sequences[issued]
+            target.add(sequence, arrival)
+            issued += 1
             continue
-        left -= replica.step(arrival)
+        horizon = arrival
+        if closed and len(busy) > 1:
+            others = min(r.now for r in busy if r is not replica)
+            horizon = others if horizon is None else min(horizon, others)
+        done = replica.step(horizon)
+        left -= done
+        if closed:
+            for _ in range(done):  # every sequence a step finishes ends at the step's end
+                heapq.heappush(free, replica.now)
     return [r.timeline for r in replicas]
 
 
