@@ -13,6 +13,7 @@ from .. import spec
 from ..spec import MLA_FORMS
 from . import metrics
 from .engine import simulate_replicas
+from .graphs import engine_graphs
 from .kvcache import BlockPool, cache_sizing
 from .schedulers import SCHEDULERS
 from .steptime import StepTime, check_tensor_parallel_groups, serving_profile
@@ -85,12 +86,13 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                   attention: str = "flash", mla: str = "absorbed", fp8_gemm: str = spec.DEFAULT_FP8_GEMM,
                   weight_group: int | None = None,
                   prefix_caching: bool | None = None,
-                  efficiency: Any = None, time_model: str | None = None,
+                  efficiency: Any = None, time_model: str | None = None, cuda_graphs: str = "auto",
                   step: StepTime | None = None,
                   sizings: dict | None = None) -> tuple[Any, Any, dict[str, Any]]:
     """The scheduler class's arguments, a StepTime and the setup dict of one replica (a search
     passes the StepTime it built for this hardware and tp, and a dict that keeps the cache
-    sizings by token budget)."""
+    sizings by token budget). cuda_graphs: "auto" (the scheduler's engine's default: graphs.py
+    ENGINE_GRAPHS), "on" (the same; an error where that engine has none) or "off" (eager)."""
     if cfg.architecture != "decoder" or not cfg.n_decoder_layers:
         raise ConfigError(f"serving simulates decoder-only models; {cfg.name} is {cfg.architecture}.")
     if scheduler not in SCHEDULERS:
@@ -133,9 +135,10 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                           f"weights {sizing.weight_bytes / 2**30:.1f} GiB and activations "
                           f"{sizing.activation_bytes / 2**30:.1f} GiB per GPU against "
                           f"{gpu_memory_utilization:.0%} of {hardware.memory_bytes / 2**30:.0f} GiB.")
-    step = step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp, time_model)
+    graphs = engine_graphs(cuda_graphs, scheduler, max_num_seqs, max_batched_tokens, hardware)
+    step = (step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp, time_model)).with_graphs(graphs)
     setup = {"model": cfg.name, "hardware": hardware.name, "dtype": step.dtype, "tp": tp, "pp": pp,
-             "time_model": step.time_model,
+             "time_model": step.time_model, "cuda_graphs": graphs.mode, "cuda_graphs_source": graphs.source,
              "scheduler": scheduler, "scheduler_source": SCHEDULERS[scheduler].source,
              "max_num_seqs": max_num_seqs, "max_batched_tokens": max_batched_tokens,
              "budget_source": budget_source if (max_num_seqs, max_batched_tokens) == (seqs, tokens) else "given",
@@ -188,7 +191,7 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     finishes; `requests` in all, or the trace's lengths in its order). replica_options: scheduler, max_num_seqs,
     max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, pp, dtype, weight_dtype,
     weight_group, kv_dtype, attention, mla, fp8_gemm, prefix_caching (default: on for vllm, as vLLM v1), efficiency,
-    time_model (default: hardware.time_model_for's)."""
+    time_model (default: hardware.time_model_for's), cuda_graphs (auto: the engine's, graphs.py; on; off)."""
     import pandas as pd
 
     from ..api import load_model

@@ -84,6 +84,7 @@ from ..kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompute, Poin
                            kernels_seconds)
 from ..quantization import blended_peak, runs_w8a8, w8a8_leaf_adjustment, w8a8_peak
 from ..tree import CostModel, model_values, profile_for
+from .graphs import EAGER, CudaGraphs, Graphed
 from .leaf_kernels import LeafKernels
 
 QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")
@@ -126,6 +127,7 @@ class StepTime:
     or a RooflineStepTime."""
 
     time_model = ""
+    graphs: CudaGraphs = EAGER  # the engine's CUDA graphs (graphs.py); eager unless with_graphs says
 
     def __new__(cls, *args: Any, **options: Any):
         """(cfg, hardware, dtype, efficiency, profile, tp, pp, time_model), as the subclasses take
@@ -136,6 +138,25 @@ class StepTime:
             dtype = args[2] if len(args) > 2 else options.get("dtype", "bf16")
             cls = KernelStepTime if time_model_for(hardware, time_model, dtype) == "kernels" else RooflineStepTime
         return object.__new__(cls)
+
+    def with_graphs(self, graphs: CudaGraphs) -> "StepTime":
+        """This step model under an engine's CUDA graphs (graphs.py): a copy sharing its tables."""
+        import copy
+
+        timed = copy.copy(self)
+        timed.graphs = graphs
+        return timed
+
+    def _run_plans(self, keys: Any, steps: int) -> list[Graphed | None]:
+        """The graph of each of `steps` decode-only steps of sequences at `keys` keys (one more
+        per step): one plan for all unless the run crosses the graphs' context limit."""
+        import numpy as np
+
+        ones = np.ones(len(keys), dtype=np.int64)
+        first, last = self.graphs.plan(ones, keys), self.graphs.plan(ones, keys + steps - 1)
+        if first == last:
+            return [first] * steps
+        return [self.graphs.plan(ones, keys + j) for j in range(steps)]
 
     def context_sums(self, query: Any, context: Any) -> Any:
         """The context-dependent leaves' work summed over the step's sequences: a decode sequence's
@@ -168,7 +189,7 @@ class RooflineStepTime(StepTime):
         fixed = {k: sp.Integer(v) for k, v in model_values(cfg).items()}
         groups: dict[str, list] = {"context": [], "head": [], "tokens": []}
         peaks: dict[str, list[float]] = {"context": [], "head": [], "tokens": []}
-        active_blocks = 0
+        active_blocks = {"context": 0, "head": 0, "tokens": 0}
         quantized = getattr(model.profile, "weight_format", None) is not None
         w8a8 = runs_w8a8(model.profile.weight_format, hardware)  # FP8 projections (quantization.py)
         fp8_peak = w8a8_peak(hardware, eff) if w8a8 else self.peak
@@ -179,10 +200,10 @@ class RooflineStepTime(StepTime):
             fp8_flops, read, quantize = w8a8_leaf_adjustment(leaf, w8a8, S.e)
             if fp8_flops != 0:  # inputs read in one byte, after their quantization pass
                 totals[1], totals[3] = totals[1] + read, totals[3] + quantize
-            if any(t != 0 for t in totals) or leaf.cost.get("bytes_moved") != 0:
-                active_blocks += int(leaf.count.xreplace(fixed))
             group = ("context" if any(S.c in t.free_symbols for t in totals)
                      else "head" if leaf.path.startswith("head") else "tokens")
+            if any(t != 0 for t in totals) or leaf.cost.get("bytes_moved") != 0:
+                active_blocks[group] += int(leaf.count.xreplace(fixed))
             weights = (leaf.total("weight_bytes") if quantized else S.e * leaf.total("params"))
             if group == "context" and weights != 0:  # read once per step, not once per sequence
                 totals[1] = totals[1] - weights
@@ -193,7 +214,9 @@ class RooflineStepTime(StepTime):
         # Each group's leaves' matmul peaks, in the order of its rows (a W8A8 leaf's products at
         # the FP8 peak, those it runs in the data dtype at that one: quantization.runs_quantized).
         self._peaks = {name: np.array(values) for name, values in peaks.items()}
-        self.overhead_s = active_blocks * hardware.overhead_s_per_block
+        # The per-block overhead of each group's active blocks (a graph's leaves pay none).
+        self._overheads = {name: count * hardware.overhead_s_per_block for name, count in active_blocks.items()}
+        self.overhead_s = sum(self._overheads.values())
         self._sweeps = {name: Sweep(model, {f"{i}|{q}": t for i, totals in enumerate(leaves)
                                             for q, t in zip(QUANTITIES, totals)})
                         for name, leaves in groups.items() if leaves}
@@ -278,8 +301,9 @@ class RooflineStepTime(StepTime):
 
         keys = np.asarray(keys, dtype=np.int64)
         count = len(keys)
-        base = self.overhead_s + self._per_token_group("tokens", count) + self._per_token_group("head", count)
-        base += count * self.all_reduce + self.per_call
+        plans = self._run_plans(keys, steps)
+        seconds = {plan: self._fixed_seconds(plan, count, count) for plan in set(plans)}
+        base = seconds[plans[0]] if len(seconds) == 1 else np.array([seconds[plan] for plan in plans])
         if not self._sizes["context"]:
             return np.full(steps, base)
         self._decode_rows(keys + steps)  # grow the table first
@@ -289,20 +313,30 @@ class RooflineStepTime(StepTime):
                                   self.bandwidth)
         return base + busy.sum(axis=1)
 
+    def _fixed_seconds(self, plan: Graphed | None, tokens: int, emitting: int) -> float:
+        """A step's seconds but its context leaves' busy time: the per-block overheads (none for
+        the leaves a graph replays), the per-token leaves (at the graph's padded rows), the head
+        on the emitting tokens, the communication."""
+        overhead = self.overhead_s
+        if plan is not None:  # the per-token leaves (and a whole-forward graph's context leaves) in a graph
+            overhead -= self._overheads["tokens"] + (self._overheads["context"] if plan.context else 0.0)
+            tokens = plan.tokens
+        seconds = overhead + self._per_token_group("tokens", tokens)
+        if emitting:
+            seconds += self._per_token_group("head", emitting)
+        return seconds + tokens * self.all_reduce + self.per_call
+
     def seconds(self, query: Any, context: Any, emitting: int | None = None) -> float:
         """One step's seconds: query and context are integer arrays, one entry per sequence."""
         import numpy as np
 
         query = np.asarray(query, dtype=np.int64)
         context = np.asarray(context, dtype=np.int64)
-        tokens = int(query.sum())
         emitting = len(query) if emitting is None else emitting
-        seconds = self.overhead_s + self._per_token_group("tokens", tokens)
-        if emitting:
-            seconds += self._per_token_group("head", emitting)
+        seconds = self._fixed_seconds(self.graphs.plan(query, context), int(query.sum()), emitting)
         if self._sizes["context"]:
             seconds += self._busy(np.asarray(self.context_sums(query, context)))
-        return seconds + tokens * self.all_reduce + self.per_call
+        return seconds
 
 
 class KernelStepTime(StepTime):
@@ -330,6 +364,9 @@ class KernelStepTime(StepTime):
                                           w8a8=runs_w8a8(weight_format, hardware))
         if self.timer.eager_ops is None:
             eager = None  # the implementation's copies go with its eager ops (transformers' engine)
+        # The launches of the leaves a CUDA graph replays (graphs.py): graph_kernel_s per kernel.
+        self.graph_timer = KernelTimer(hardware, self.dtype, model.profile.attention, cuda_graphs=True,
+                                       efficiency=efficiency, w8a8=runs_w8a8(weight_format, hardware))
         subs = {**{k: sp.Integer(v) for k, v in model_values(cfg).items()},
                 S.b: sp.Integer(1), S.s: sp.Integer(1), S.T: sp.Integer(0), S.e: sp.Integer(self.e),
                 S.tp: sp.Integer(tp)}
@@ -369,16 +406,18 @@ class KernelStepTime(StepTime):
 
     # -- the leaves that depend on the token count only ------------------------------------------
 
-    def _per_token_group(self, name: str, tokens: int) -> float:
-        """Seconds of a group's leaves at `tokens` tokens, launches and (for "tokens") the step's
-        tensor- and pipeline-parallel communication included; kept by token count."""
-        key = (name, tokens)
+    def _per_token_group(self, name: str, tokens: int, graphed: bool = False) -> float:
+        """Seconds of a group's leaves at `tokens` tokens, launches (replayed from a CUDA graph if
+        `graphed`) and (for "tokens") the step's tensor- and pipeline-parallel communication
+        included; kept by token count."""
+        key = (name, tokens, graphed)
         if key not in self._token_seconds:
             seconds = 0.0
+            timer = self.graph_timer if graphed else self.timer
             if tokens:
                 for kernels, count in self.groups[name]:
                     run = kernels(tokens, tokens)
-                    launch = self.timer.leaf_launch_seconds(kernels.leaf, len(run))
+                    launch = timer.leaf_launch_seconds(kernels.leaf, len(run))
                     if run or launch:
                         seconds += count * (kernels_seconds(run, self.timer) + launch)
                 if name == "tokens":
@@ -439,8 +478,9 @@ class KernelStepTime(StepTime):
             self._leaf_slots.append(mine)
             slots += mine
             launch = self.timer.leaf_launch_seconds(kernels.leaf, len(run))
-            if launch:  # once per step: the sequences' attention is one call
-                slots.append(("launch", None, count, None, launch))
+            graphed = self.graph_timer.leaf_launch_seconds(kernels.leaf, len(run))
+            if launch or graphed:  # once per step: the sequences' attention is one call
+                slots.append(("launch", None, count, None, (launch, graphed)))
         return slots, width
 
     def _row(self, n: int, c: int) -> list[float]:
@@ -480,15 +520,16 @@ class KernelStepTime(StepTime):
             raise AssertionError(f"{path}: {len(run)} kernels at n={n}, c={c}, {slots} at n=2, c=3.")
         return merged
 
-    def _finish(self, sums: Any) -> Any:
-        """Seconds of the context leaves from the sums of their sequences' rows (..., width)."""
+    def _finish(self, sums: Any, graphed: Any = False) -> Any:
+        """Seconds of the context leaves from the sums of their sequences' rows (..., width);
+        graphed: launched from a CUDA graph (a bool, or one per row of sums)."""
         import numpy as np
 
         timer = self.timer
         seconds = np.zeros(sums.shape[:-1])
         for kind, column, count, kernel, once in self._layout[0]:
-            if kind == "launch":  # `once` holds the leaf's launch seconds
-                seconds = seconds + count * once
+            if kind == "launch":  # `once` holds the leaf's launch seconds: (eager, from a graph)
+                seconds = seconds + count * np.where(graphed, once[1], once[0])
             elif kind == "sum":
                 seconds = seconds + count * sums[..., column]
             elif kind == "max":
@@ -558,11 +599,16 @@ class KernelStepTime(StepTime):
 
         keys = np.asarray(keys, dtype=np.int64)
         count = len(keys)
-        base = self._per_token_group("tokens", count) + self._per_token_group("head", count)
+        plans = self._run_plans(keys, steps)
+        fixed = {plan: self._fixed_seconds(plan, count, count) for plan in set(plans)}
+        uniform = len(fixed) == 1
+        base = fixed[plans[0]] if uniform else np.array([fixed[plan] for plan in plans])
         if not self.groups["context"]:
             return np.full(steps, base)
+        graphed = (plans[0] is not None and plans[0].context) if uniform else \
+            np.array([plan is not None and plan.context for plan in plans])
         rows = self._decode_rows(keys[:, None] + np.arange(steps)).sum(axis=0)  # (steps, width)
-        seconds = base + self._finish(rows)
+        seconds = base + self._finish(rows, graphed)
         if self._packed is not None:
             ones = np.ones(count, dtype=np.int64)
             seconds = seconds + np.array([self.packing_seconds(ones, keys + i) for i in range(steps)])
@@ -575,7 +621,16 @@ class KernelStepTime(StepTime):
         query = np.asarray(query, dtype=np.int64)
         context = np.asarray(context, dtype=np.int64)
         emitting = len(query) if emitting is None else emitting
-        seconds = self._per_token_group("tokens", int(query.sum())) + self._per_token_group("head", emitting)
+        plan = self.graphs.plan(query, context)
+        seconds = self._fixed_seconds(plan, int(query.sum()), emitting)
         if self.groups["context"]:
-            seconds += float(self._finish(np.asarray(self.context_sums(query, context))))
+            graphed = plan is not None and plan.context
+            seconds += float(self._finish(np.asarray(self.context_sums(query, context)), graphed))
         return seconds + self.packing_seconds(query, context)
+
+    def _fixed_seconds(self, plan: Graphed | None, tokens: int, emitting: int) -> float:
+        """A step's per-token leaves (replayed from a graph at its padded rows where `plan` says)
+        and its LM head on the emitting tokens (eager: every engine runs it after the graph)."""
+        if plan is None:
+            return self._per_token_group("tokens", tokens) + self._per_token_group("head", emitting)
+        return self._per_token_group("tokens", plan.tokens, True) + self._per_token_group("head", emitting)
