@@ -287,14 +287,17 @@ def batch_kinds(timeline, prompt: int) -> list[tuple[tuple[int, int, int], float
 
 
 def sarathi_run(scheduler: str, budget: int):
-    """Our run of Table 2's setup under one of its schedulers: its steps' kinds and the step model."""
+    """Our run of Table 2's setup under one of its schedulers: its steps' kinds and the step model.
+    Both run on Sarathi-Serve's engine (its vLLM baseline is its own vllm_scheduler.py), which has
+    no CUDA graphs (costmodel/serving/graphs.py): eager, whatever vLLM v0 itself does."""
     import costmodel
     from costmodel.hardware import load_hardware
 
     cfg = costmodel.load_model(SARATHI["model"])
     replica, step, _ = build_replica(cfg, load_hardware(SARATHI["hardware"]), scheduler=scheduler,
                                      max_num_seqs=SARATHI["max_num_seqs"], max_batched_tokens=budget, tp=SARATHI["tp"],
-                                     dtype=SARATHI["dtype"], gpu_memory_utilization=SARATHI["gpu_memory_utilization"])
+                                     dtype=SARATHI["dtype"], gpu_memory_utilization=SARATHI["gpu_memory_utilization"],
+                                     cuda_graphs="off")
     cls, blocks, block_size, seqs, tokens = replica
     requests = [Request(i, 0.0, SARATHI["prompt"], SARATHI["output"]) for i in range(SARATHI["requests"])]
     timeline = simulate(requests, cls(BlockPool(blocks, block_size), seqs, tokens), step.seconds,

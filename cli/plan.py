@@ -62,13 +62,15 @@ from .options import (ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, dtype_
 @choice_option("--fp8-gemm", spec.FP8_GEMMS, "--serve, --weight-dtype fp8: how its GEMMs multiply.")
 @choice_option("--mla", spec.MLA_FORMS, "--serve: latent attention (DeepSeek) absorbed, as vLLM runs it, or naive "
                "(see simulate).", spec.DEFAULT_SERVE_MLA)
+@click.option("--cuda-graphs", type=click.Choice(spec.CUDA_GRAPHS), default=None,
+              help="--serve --rate: steps replayed from CUDA graphs, as serve's (default auto: the engine's).")
 @click.option("--ray", "ray_address", type=str, default=None,
               help="--serve --rate: run the search's configurations as Ray tasks in the cluster at this address "
                    "('local' starts one here; needs pip install '.[ray]') instead of a local process pool.")
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
          attention, kv_cache, tp, pp, dp, zero, sp, framework, ep, cp, schedule, fp8, recompute, mtp, tokens, price,
          rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, weight_dtype, weight_group, kv_dtype,
-         fp8_gemm, mla, ray_address) -> None:
+         fp8_gemm, mla, ray_address, cuda_graphs) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
     ranked by step time (training) or time per output token (--serve); with --tokens, the days,
     GPU-hours, FLOPs and dollars of the run. With --serve --rate: the deployments (GPUs, tp,
@@ -83,8 +85,11 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
         from reports.serving import plan_capacity_command
 
         plan_capacity_command(cfg, hardware_name, rate, slo_ttft, slo_tpot, requests, prompt or 512, gen, tp,
-                              top, as_json, mla=mla, pp=pp, ray_address=ray_address)
+                              top, as_json, mla=mla, pp=pp, ray_address=ray_address,
+                              cuda_graphs=cuda_graphs or "auto")
         return
+    if cuda_graphs is not None:
+        raise InputError("--cuda-graphs applies to the serving simulator's capacity search: add --serve --rate.")
     if ray_address is not None:
         raise InputError("--ray runs the capacity search: add --serve --rate.")
     if gpus is None:

@@ -184,6 +184,9 @@ SCHEDULERS = Choices({"vllm": "vLLM v1's, chunked prefill within a token budget"
                       "hf-prefill-first": "transformers' continuous batching, split prefills first",
                       "vllm-v0": "vLLM v0's, whole prompts first and alone, then decodes"})
 ROUTERS = Choices({"round-robin": "", "least-outstanding": ""})
+# serve --cuda-graphs (costmodel/serving/graphs.py): which steps replay a CUDA graph.
+CUDA_GRAPHS = Choices({"auto": "the engine's default", "on": "the engine's graphs, an error where it has none",
+                       "off": "eager everywhere"})
 DEFAULT_SCHEDULER = "vllm"
 SERVE_ATTENTIONS = Choices({name: ATTENTIONS.meanings[name] for name in ("flash", "sdpa", "eager")})
 DEFAULT_SERVE_ATTENTION = "flash"

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from costmodel.config import ConfigError
-from costmodel.spec import (DEFAULT_HARDWARE, DEFAULT_SCHEDULER, DEFAULT_SERVE_ATTENTION, DEFAULT_SERVE_MLA, DTYPES,
+from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, DEFAULT_SCHEDULER, DEFAULT_SERVE_ATTENTION, DEFAULT_SERVE_MLA, DTYPES,
                             DEFAULT_FP8_GEMM, FP8_GEMMS,
                             KV_DTYPES, MLA_FORMS, ROUTERS, SCHEDULERS, SERVE_ATTENTIONS, WEIGHT_DTYPES)
 
@@ -150,6 +150,10 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
               help="Latent attention (DeepSeek): absorbed, as vLLM's MLA backend runs it, or naive (transformers').")
 @click.option("--time-model", type=click.Choice(("roofline", "kernels")), default=None,
               help="Step times from the kernel-level model (default where the hardware file has sm_count) or the roofline.")
+@click.option("--cuda-graphs", type=click.Choice(CUDA_GRAPHS), default="auto", show_default=True,
+              help="Steps replayed from CUDA graphs (graph_kernel_s per kernel, no launch overhead): auto, the "
+                   "engine's default (vllm-v0: decode-only steps; vllm: piecewise, attention eager; the others "
+                   "eager); on (an error where the engine has none); off (eager everywhere).")
 @click.option("--slo-ttft", type=float, default=None, help="Seconds, for goodput.")
 @click.option("--slo-tpot", type=float, default=None, help="Seconds per output token, for goodput.")
 @click.option("--csv", "csv_path", type=str, default=None, help="Write the per-request table here.")
@@ -161,7 +165,7 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt, output_tokens, seed, scheduler, max_num_seqs,
           max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, replicas, dtype, weight_dtype,
           kv_dtype, attention, slo_ttft, slo_tpot, csv_path, steps_csv, plot_path, rates, as_json, router,
-          disaggregate, mla, pp, prefix_caching, time_model, fp8_gemm, weight_group) -> None:
+          disaggregate, mla, pp, prefix_caching, time_model, fp8_gemm, weight_group, cuda_graphs) -> None:
     """Serve a stream of requests on an engine replica, simulated step by step (continuous
     batching, paged KV cache): latency percentiles, throughput and goodput."""
     from costmodel.serving import serve as run_serve
@@ -198,7 +202,7 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
                    prefix_caching=prefix_caching, dtype=dtype,
                    weight_dtype=weight_dtype, weight_group=weight_group, kv_dtype=kv_dtype, attention=attention,
                    mla=mla,
-                   time_model=time_model, fp8_gemm=fp8_gemm)
+                   time_model=time_model, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs)
     if rates is not None:
         _latency_vs_rate(model or config, hardware_name, chosen, options, plot_path, as_json)
         return
@@ -263,7 +267,7 @@ def render_capacity(result: dict[str, Any], top: int = 10) -> str:
 def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: float | None,
                           slo_tpot: float | None, requests: int, prompt: str, gen: str, tp: int | None,
                           top: int, as_json: bool, processes: int | None = None, mla: str = "absorbed",
-                          pp: int | None = None, ray_address: str | None = None) -> None:
+                          pp: int | None = None, ray_address: str | None = None, cuda_graphs: str = "auto") -> None:
     """`plan --serve --rate`: the search and its table (cli/plan.py's plan delegates here)."""
     from costmodel.hardware import load_hardware
     from costmodel.serving.capacity import Target, plan_capacity
@@ -274,7 +278,7 @@ def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: 
         hardwares = [load_hardware(name.strip()) for name in hardware_names.split(",")]
         result = plan_capacity(cfg, hardwares, Target(rate, slo_ttft, slo_tpot, requests, str(prompt), str(gen)),
                                tps=[tp] if tp else None, pps=[pp] if pp else None, processes=processes, mla=mla,
-                               ray_address=ray_address)
+                               ray_address=ray_address, cuda_graphs=cuda_graphs)
     except ConfigError as error:
         raise ReportInputError(str(error)) from None
     click.echo(json.dumps(finite(result, nan=True), indent=2) if as_json else render_capacity(result, top))

@@ -239,8 +239,8 @@ def llama_step() -> StepTime:
 
 def test_vanishing_rate_gives_prefill_and_batch_one_decode(llama_step: StepTime) -> None:
     """Requests 1000 s apart never meet: TTFT is the prefill step of the whole prompt, TPOT the
-    mean of the batch-1 decode steps at contexts 513..639."""
-    run = costmodel.serve("llama3-8b", rate=0.001, requests=5, prompt="512", output="128", seed=3)
+    mean of the batch-1 decode steps at contexts 513..639 (eager: --cuda-graphs off)."""
+    run = costmodel.serve("llama3-8b", rate=0.001, requests=5, prompt="512", output="128", seed=3, cuda_graphs="off")
     prefill = llama_step.seconds([512], [512])
     decode = np.mean([llama_step.seconds([1], [512 + i]) for i in range(1, 128)])
     assert run.requests["ttft_s"].to_numpy() == pytest.approx([prefill] * 5, rel=1e-12)
@@ -444,7 +444,8 @@ def test_disaggregated_request_alone_pays_the_transfer(capsys) -> None:
 
     hw = load_hardware("h100-sxm")
     step = StepTime(costmodel.load_model("llama3-8b"), hw)
-    run = costmodel.serve("llama3-8b", "h100-sxm", rate=1, requests=1, prompt="512", output="3", disaggregate=(1, 1))
+    run = costmodel.serve("llama3-8b", "h100-sxm", rate=1, requests=1, prompt="512", output="3", disaggregate=(1, 1),
+                          cuda_graphs="off")
     row = run.requests.iloc[0]
     transfer = transfer_seconds(hw, 131072, 512)
     assert transfer == 512 * 131072 / hw.inter_node_bandwidth_bytes_per_s + hw.collective_latency_s

@@ -52,9 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import ConfigError, show
-
-#: What --cuda-graphs takes.
-GRAPH_CHOICES = ("auto", "on", "off")
+from ..spec import CUDA_GRAPHS
 
 VLLM_V0_SOURCE = ("vLLM v0.6 vllm/worker/model_runner.py: decode-only batches replay CUDAGraphRunner at "
                   "_BATCH_SIZES_TO_CAPTURE (1, 2, 4, 8..256), padded to the next; longest sequence <= "
@@ -139,8 +137,8 @@ def engine_graphs(choice: str, scheduler: str, max_num_seqs: int, max_batched_to
     """The graphs a replica runs: `auto` the engine's default (eager on a hardware without
     sm_count, a CPU's file: no CUDA there), `on` the same but an error where the engine has none,
     `off` eager."""
-    if choice not in GRAPH_CHOICES:
-        raise ConfigError(f"--cuda-graphs must be one of {', '.join(GRAPH_CHOICES)}, got {show(choice)}.")
+    if choice not in CUDA_GRAPHS:
+        raise ConfigError(f"--cuda-graphs must be {CUDA_GRAPHS.listed()}, got {show(choice)}.")
     if choice == "off":
         return EAGER
     graphs = ENGINE_GRAPHS[scheduler](max_num_seqs, max_batched_tokens)
