@@ -47,6 +47,13 @@ The kernel-level model (KernelStepTime; costmodel/kernel_time.py, docs/time.md):
 - pipeline parallelism (pp > 1): the whole model's leaves (the stages in sequence) plus pp - 1
   sends of the step's hidden states from costmodel/collectives.py.
 
+CUDA graphs (graphs.py; StepTime.with_graphs, which build_replica applies with the scheduler's
+engine's default): a step the engine replays from a graph has its per-token leaves at the
+graph's padded token count, each leaf inside the graph paying graph_kernel_s per kernel (the
+kernel model's KernelTimer(cuda_graphs=True)) or, under the roofline, no per-block overhead; the
+leaves outside it (the LM head always; the attention under piecewise graphs) and every other step
+as eager. StepTime alone (no with_graphs) is eager.
+
 The roofline (RooflineStepTime): each leaf's two kernels take max(compute, memory) at the
 hardware's peaks and efficiencies (costmodel/hardware.py kernel_times), and every active block
 pays the hardware's per-block overhead once per step. Quantized weights: each leaf's matmul
