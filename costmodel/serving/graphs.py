@@ -101,6 +101,17 @@ class CudaGraphs:
         tokens = int(query.sum())
         return Graphed(self.pad(tokens), False) if tokens <= self.sizes[-1] else None
 
+    def run_plans(self, keys: Any, steps: int) -> list[Graphed | None]:
+        """The graph of each of `steps` decode-only steps of sequences at `keys` keys (one more
+        per step): one plan for all unless the run crosses the context limit."""
+        import numpy as np
+
+        ones = np.ones(len(keys), dtype=np.int64)
+        first, last = self.plan(ones, keys), self.plan(ones, keys + steps - 1)
+        if first == last:
+            return [first] * steps
+        return [self.plan(ones, keys + j) for j in range(steps)]
+
 
 EAGER = CudaGraphs()
 

@@ -47,12 +47,9 @@ The kernel-level model (KernelStepTime; costmodel/kernel_time.py, docs/time.md):
 - pipeline parallelism (pp > 1): the whole model's leaves (the stages in sequence) plus pp - 1
   sends of the step's hidden states from costmodel/collectives.py.
 
-CUDA graphs (graphs.py; StepTime.with_graphs, which build_replica applies with the scheduler's
-engine's default): a step the engine replays from a graph has its per-token leaves at the
-graph's padded token count, each leaf inside the graph paying graph_kernel_s per kernel (the
-kernel model's KernelTimer(cuda_graphs=True)) or, under the roofline, no per-block overhead; the
-leaves outside it (the LM head always; the attention under piecewise graphs) and every other step
-as eager. StepTime alone (no with_graphs) is eager.
+CUDA graphs (graphs.py; StepTime.with_graphs, as build_replica applies the engine's): a graphed
+step runs its per-token leaves at the padded size, each leaf inside the graph paying graph_kernel_s
+per kernel (KernelTimer(cuda_graphs=True); the roofline: no per-block overhead); the rest eager.
 
 The roofline (RooflineStepTime): each leaf's two kernels take max(compute, memory) at the
 hardware's peaks and efficiencies (costmodel/hardware.py kernel_times), and every active block
@@ -90,39 +87,12 @@ from ..eager_ops import copy_bytes, eager_implementation, eager_op_counts
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompute, Pointwise, check_kernel_model,
                            kernels_seconds)
 from ..quantization import blended_peak, runs_w8a8, w8a8_leaf_adjustment, w8a8_peak
-from ..tree import CostModel, model_values, profile_for
+from ..tree import CostModel, model_values
 from .graphs import EAGER, CudaGraphs, Graphed
 from .leaf_kernels import LeafKernels
+from .profile import check_tensor_parallel_groups, serving_profile  # noqa: F401 (re-exported)
 
 QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")
-
-
-def serving_profile(cfg: ModelConfig, attention: str = "flash", weight_dtype: str | None = None,
-                    kv_dtype: str | None = None, mla: str = "absorbed", fp8_gemm: str = "auto",
-                    weight_group: int | None = None) -> Any:
-    """The implementation profile of a paged engine: no dropout, a cache written in place, latent
-    attention absorbed (as vLLM's MLA backend runs it); fp8 weights' GEMMs as fp8_gemm says
-    (spec.FP8_GEMMS); weight_group: values per scale of weight_dtype (its default when None)."""
-    workload = Workload(attention=attention, weight_dtype=weight_dtype, kv_dtype=kv_dtype, mla=mla,
-                        fp8_gemm=fp8_gemm, weight_group=weight_group)
-    return profile_for(cfg, workload, dropout=False, kv_cache="static")
-
-
-def check_tensor_parallel_groups(cfg: ModelConfig, profile: Any, tp: int) -> None:
-    """Whole groups of a grouped format on each row-parallel shard (quantization.check_shard_groups):
-    the input widths of the decode tree's matrices that tensor parallelism splits (layout/split.py)."""
-    from ..layout.split import local, substitution
-    from ..quantization import check_shard_groups
-
-    fmt = getattr(profile, "weight_format", None)
-    if fmt is None or tp == 1:
-        return
-    fixed = {k: sp.Integer(v) for k, v in model_values(cfg).items()}
-    widths = set()
-    for leaf in CostModel(cfg, profile, phase="decode").leaves:
-        split = substitution(leaf.block, sp_on=False, vocabulary="ceil", loss_parallel=False, encoder=False)
-        widths |= {int(cols.xreplace(fixed)) for _, cols, _ in leaf.cost.matrices if local(cols, split) != cols}
-    check_shard_groups(fmt, sorted(widths), tp)
 
 
 class StepTime:
@@ -153,17 +123,6 @@ class StepTime:
         timed = copy.copy(self)
         timed.graphs = graphs
         return timed
-
-    def _run_plans(self, keys: Any, steps: int) -> list[Graphed | None]:
-        """The graph of each of `steps` decode-only steps of sequences at `keys` keys (one more
-        per step): one plan for all unless the run crosses the graphs' context limit."""
-        import numpy as np
-
-        ones = np.ones(len(keys), dtype=np.int64)
-        first, last = self.graphs.plan(ones, keys), self.graphs.plan(ones, keys + steps - 1)
-        if first == last:
-            return [first] * steps
-        return [self.graphs.plan(ones, keys + j) for j in range(steps)]
 
     def context_sums(self, query: Any, context: Any) -> Any:
         """The context-dependent leaves' work summed over the step's sequences: a decode sequence's
@@ -308,7 +267,7 @@ class RooflineStepTime(StepTime):
 
         keys = np.asarray(keys, dtype=np.int64)
         count = len(keys)
-        plans = self._run_plans(keys, steps)
+        plans = self.graphs.run_plans(keys, steps)
         seconds = {plan: self._fixed_seconds(plan, count, count) for plan in set(plans)}
         base = seconds[plans[0]] if len(seconds) == 1 else np.array([seconds[plan] for plan in plans])
         if not self._sizes["context"]:
@@ -321,9 +280,8 @@ class RooflineStepTime(StepTime):
         return base + busy.sum(axis=1)
 
     def _fixed_seconds(self, plan: Graphed | None, tokens: int, emitting: int) -> float:
-        """A step's seconds but its context leaves' busy time: the per-block overheads (none for
-        the leaves a graph replays), the per-token leaves (at the graph's padded rows), the head
-        on the emitting tokens, the communication."""
+        """A step's seconds but its context leaves' busy time (none of the per-block overhead of
+        the leaves a graph replays; the per-token leaves at its padded rows)."""
         overhead = self.overhead_s
         if plan is not None:  # the per-token leaves (and a whole-forward graph's context leaves) in a graph
             overhead -= self._overheads["tokens"] + (self._overheads["context"] if plan.context else 0.0)
@@ -606,7 +564,7 @@ class KernelStepTime(StepTime):
 
         keys = np.asarray(keys, dtype=np.int64)
         count = len(keys)
-        plans = self._run_plans(keys, steps)
+        plans = self.graphs.run_plans(keys, steps)
         fixed = {plan: self._fixed_seconds(plan, count, count) for plan in set(plans)}
         uniform = len(fixed) == 1
         base = fixed[plans[0]] if uniform else np.array([fixed[plan] for plan in plans])
@@ -636,8 +594,7 @@ class KernelStepTime(StepTime):
         return seconds + self.packing_seconds(query, context)
 
     def _fixed_seconds(self, plan: Graphed | None, tokens: int, emitting: int) -> float:
-        """A step's per-token leaves (replayed from a graph at its padded rows where `plan` says)
-        and its LM head on the emitting tokens (eager: every engine runs it after the graph)."""
+        """A step's per-token leaves (from a graph at its padded rows where `plan` says) and head."""
         if plan is None:
             return self._per_token_group("tokens", tokens) + self._per_token_group("head", emitting)
         return self._per_token_group("tokens", plan.tokens, True) + self._per_token_group("head", emitting)

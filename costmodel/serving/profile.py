@@ -1,0 +1,40 @@
+"""The implementation profile a paged serving engine runs (serving_profile) and the check that a
+grouped weight format splits into whole groups over tensor-parallel ranks; StepTime and
+build_replica read both (steptime.py re-exports them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy as sp
+
+from ..config import ModelConfig, Workload
+from ..tree import CostModel, model_values, profile_for
+
+
+def serving_profile(cfg: ModelConfig, attention: str = "flash", weight_dtype: str | None = None,
+                    kv_dtype: str | None = None, mla: str = "absorbed", fp8_gemm: str = "auto",
+                    weight_group: int | None = None) -> Any:
+    """The implementation profile of a paged engine: no dropout, a cache written in place, latent
+    attention absorbed (as vLLM's MLA backend runs it); fp8 weights' GEMMs as fp8_gemm says
+    (spec.FP8_GEMMS); weight_group: values per scale of weight_dtype (its default when None)."""
+    workload = Workload(attention=attention, weight_dtype=weight_dtype, kv_dtype=kv_dtype, mla=mla,
+                        fp8_gemm=fp8_gemm, weight_group=weight_group)
+    return profile_for(cfg, workload, dropout=False, kv_cache="static")
+
+
+def check_tensor_parallel_groups(cfg: ModelConfig, profile: Any, tp: int) -> None:
+    """Whole groups of a grouped format on each row-parallel shard (quantization.check_shard_groups):
+    the input widths of the decode tree's matrices that tensor parallelism splits (layout/split.py)."""
+    from ..layout.split import local, substitution
+    from ..quantization import check_shard_groups
+
+    fmt = getattr(profile, "weight_format", None)
+    if fmt is None or tp == 1:
+        return
+    fixed = {k: sp.Integer(v) for k, v in model_values(cfg).items()}
+    widths = set()
+    for leaf in CostModel(cfg, profile, phase="decode").leaves:
+        split = substitution(leaf.block, sp_on=False, vocabulary="ceil", loss_parallel=False, encoder=False)
+        widths |= {int(cols.xreplace(fixed)) for _, cols, _ in leaf.cost.matrices if local(cols, split) != cols}
+    check_shard_groups(fmt, sorted(widths), tp)
