@@ -74,6 +74,9 @@ class Scheduler:
     # token each, until one finishes, needs a block or a request arrives: the event loop may then
     # advance several steps at once (engine.py). True for the policies whose steps are that.
     steady_decode = False
+    # Steps the batch schedule() returned runs before the next decision (multi-step scheduling;
+    # engine.py runs them as one window). 1 for every policy but vllm-v0 with num_scheduler_steps.
+    window = 1
 
     def __init__(self, pool: BlockPool, max_num_seqs: int, max_batched_tokens: int):
         if max_num_seqs < 1:
@@ -356,12 +359,29 @@ class VLLMV0Scheduler(Scheduler):
     blocks (the first that does not stops admission); a step that admits any runs only those
     prompts. Otherwise every running sequence decodes one token; when no block is free for one,
     the newest running sequence is preempted by recompute (to the queue's front), the sequence
-    itself if it is the last."""
+    itself if it is the last.
+
+    Multi-step scheduling (vLLM v0.6's --num-scheduler-steps N; docs/serving.md cites the source):
+    a prefill batch runs one step (a prefill gets no lookahead slots, so init_multi_step gives it
+    num_lookahead_slots 0 + 1 steps); a decode batch runs N steps before the scheduler decides
+    again (the engine reuses its cached schedule while steps remain), each of its sequences given
+    blocks for N tokens ahead when it is scheduled (num_lookahead_slots = N - 1 beyond the one
+    token; a sequence that cannot get them preempts, as a decode that cannot get its block). So a
+    request that arrives during a window waits for its end, and a sequence that finishes inside a
+    window is still computed, and keeps its slot and blocks, until the window ends, when its
+    outputs are processed (engine.py). Chunked prefill is off: v0.6.0 refused it with multi-step."""
 
     name = "vllm-v0"
     steady_decode = True
     source = ("vLLM v0 (prefill-first, no chunking), as sarathi-serve's sarathi/core/scheduler/vllm_scheduler.py "
               "runs it")
+
+    def __init__(self, pool: BlockPool, max_num_seqs: int, max_batched_tokens: int, num_scheduler_steps: int = 1):
+        super().__init__(pool, max_num_seqs, max_batched_tokens)
+        if num_scheduler_steps < 1:
+            raise ConfigError(f"--num-scheduler-steps must be at least 1, got {num_scheduler_steps}.")
+        self.num_scheduler_steps = num_scheduler_steps
+        self.steady_decode = num_scheduler_steps == 1  # windows are run whole instead (engine.py)
 
     def check_request(self, request: Request, max_model_len: int) -> None:
         super().check_request(request, max_model_len)
@@ -384,12 +404,15 @@ class VLLMV0Scheduler(Scheduler):
             batch.append((sequence, tokens))
             budget -= tokens
         if batch:
+            self.window = 1
             return batch
+        ahead = self.num_scheduler_steps  # the token and its lookahead slots
         for sequence in list(self.running):
             if sequence not in self.running:
                 continue
-            if self._allocate_or_preempt(sequence, sequence.computed + 1, batch):
+            if self._allocate_or_preempt(sequence, sequence.computed + ahead, batch):
                 batch.append((sequence, 1))
+        self.window = ahead
         return batch
 
 
