@@ -183,6 +183,12 @@ def test_vllm_v0_multi_step_lookahead_blocks_can_preempt() -> None:
     assert [s.preempted for s in four.steps] == [0, 1] + [0] * 8
     assert [s.free_blocks for s in four.steps] == [1, 2, 2, 2, 2, 3, 2, 2, 2, 2]
     assert [s.token_times for s in four.sequences] == [[1, 5, 5], [1, 6, 10]]
+    # a request whose last window's lookahead cannot fit the whole cache is refused before the run
+    # (6 + 3 tokens: one step at a time at most 8 cached, 2 blocks; the last window, from 7 computed,
+    # holds 7 + 4 = 11 tokens, 3 blocks)
+    simulate(requests((0, 6, 3)), VLLMV0Scheduler(BlockPool(2, 4), 8, 64), ONE_STEP, 512)
+    with pytest.raises(ConfigError, match="needs 3 KV blocks of 4 tokens with 3 lookahead slots; the cache holds 2"):
+        simulate(requests((0, 6, 3)), VLLMV0Scheduler(BlockPool(2, 4), 8, 64, num_scheduler_steps=4), ONE_STEP, 512)
 
 
 def test_vllm_v0_multi_step_one_is_todays_schedule_and_windows_run_whole() -> None:

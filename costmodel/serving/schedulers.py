@@ -389,6 +389,12 @@ class VLLMV0Scheduler(Scheduler):
             raise SchedulingError(
                 f"request {request.id}: a prompt of {request.prompt_tokens} tokens (and its recompute) "
                 f"does not fit --max-batched-tokens {self.max_batched_tokens}: vllm-v0 does not chunk.")
+        ahead = request.prompt_tokens + request.output_tokens - 2 + self.num_scheduler_steps  # its last window's
+        if self.num_scheduler_steps > 1 and self.pool.needed(0, ahead) > self.pool.num_blocks:
+            raise SchedulingError(
+                f"request {request.id} needs {self.pool.needed(0, ahead)} KV blocks of {self.pool.block_size} "
+                f"tokens with {self.num_scheduler_steps - 1} lookahead slots; the cache holds "
+                f"{self.pool.num_blocks} (lower --num-scheduler-steps or raise --num-blocks).")
 
     def schedule(self) -> list[tuple[Sequence, int]]:
         batch: list[tuple[Sequence, int]] = []
