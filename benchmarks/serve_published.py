@@ -46,7 +46,7 @@ sequences, max(max_model_len, 2048) = 8,192 batched tokens, 90% of memory, block
 h100-sxm (the post says "H100"), the 500 requests at time 0 with each dataset's mean lengths,
 fixed: the post gives means only, so ShareGPT's spread (and the long outputs that end a run) is
 not in ours. The post's multi-step scheduling (--num-scheduler-steps 10) is ours too: decode
-windows of 10 steps per scheduling decision (costmodel/serving/schedulers.py, VLLMV0Scheduler);
+windows of 10 steps per scheduling decision (costmodel/serving/vllm_v0.py, VLLMV0Scheduler);
 the CPU time it spreads over the 10 steps is not modelled, nor is any CPU time.
 
 Sarathi-Serve's Table 2 (Agrawal et al., OSDI 2024; microsoft/sarathi-serve, branch

@@ -5,7 +5,8 @@ queue; the scheduler picks the step's mix; the step time model says how long it 
 end each sequence whose known tokens are all computed emits a token (at the step's end), and a
 sequence with all its output tokens finishes and frees its blocks. An idle replica jumps to the
 next arrival. The schedule itself (which sequences, how many tokens, blocks in use, which finish)
-is recorded step by step, so tests can compare it with a real engine's.
+is recorded step by step, so tests can compare it with a real engine's. Under multi-step
+scheduling (vllm_v0.py) one decision runs a window of steps, run here as a whole (Replica.window).
 """
 
 from __future__ import annotations
