@@ -16,7 +16,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from ..spec import ROUTERS
-from .schedulers import Scheduler, SchedulingError, Sequence, StaticScheduler
+from .scheduler_state import Scheduler, SchedulingError, Sequence
+from .schedulers import StaticScheduler
 from .workload import Request
 
 StepSeconds = Callable[[Any, Any, int], float]  # (query tokens, keys, emitting) -> seconds

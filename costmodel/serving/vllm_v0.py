@@ -1,12 +1,12 @@
 """vLLM v0's scheduler (prefill-first, no chunking) and its multi-step scheduling (vLLM v0.6's
---num-scheduler-steps): one policy of schedulers.py's, in its own module. schedulers.py imports it
-into SCHEDULERS at its end; the package imports schedulers.py first."""
+--num-scheduler-steps): one policy of schedulers.py's (which registers it in SCHEDULERS), in its own
+module."""
 
 from __future__ import annotations
 
 from ..config import ConfigError
 from .kvcache import BlockPool
-from .schedulers import PREFILLING, Scheduler, SchedulingError
+from .scheduler_state import PREFILLING, Scheduler, SchedulingError
 from .workload import Request
 
 
