@@ -45,8 +45,9 @@ without chunked prefill for a context of 8,192, prefills first), v0.6.0's defaul
 sequences, max(max_model_len, 2048) = 8,192 batched tokens, 90% of memory, block 16, bf16) on
 h100-sxm (the post says "H100"), the 500 requests at time 0 with each dataset's mean lengths,
 fixed: the post gives means only, so ShareGPT's spread (and the long outputs that end a run) is
-not in ours. Multi-step scheduling (the CPU's work spread over 10 steps) is not modelled; nor is
-any CPU time.
+not in ours. The post's multi-step scheduling (--num-scheduler-steps 10) is ours too: decode
+windows of 10 steps per scheduling decision (costmodel/serving/vllm_v0.py, VLLMV0Scheduler);
+the CPU time it spreads over the 10 steps is not modelled, nor is any CPU time.
 
 Sarathi-Serve's Table 2 (Agrawal et al., OSDI 2024; microsoft/sarathi-serve, branch
 osdi-sarathi-serve, commit 02d2567, osdi-experiments/table-2/): Yi-34B-200K in fp16, tp 2 on two
@@ -194,6 +195,7 @@ VLLM_REQUESTS = 500  # "500 prompts randomly sampled", all sent at once ("QPS in
 # (prompt, output) tokens: the post's averages per dataset
 VLLM_DATASETS = {"ShareGPT": (202, 179), "decode-heavy": (462, 256), "prefill-heavy": (462, 16)}
 VLLM_TP = {"llama3-8b": 1, "llama3-70b": 4}  # "Llama 8B on 1xH100 and 70B on 4xH100"
+VLLM_SCHEDULER_STEPS = 10  # "with multistep scheduling via setting `--num-scheduler-steps 10`"
 # overall_throughput.png (1,783 x 862 pixels): per panel, the y gridlines' pixel rows and labels (the x axis's
 # row is 0) and the top pixel row of vLLM's (leftmost, blue) bar.
 VLLM_CHART = {
@@ -220,9 +222,10 @@ def vllm_options(tp: int) -> dict:
     arg_utils.py, EngineArgs.create_engine_config, turned it on only when max_model_len > 32768),
     so v0's prefill-first scheduler with max(max_model_len, 2048) = 8,192 batched tokens
     (vllm/config.py, SchedulerConfig, without chunked prefill), 256 sequences, 90% of memory, bf16
-    (the checkpoints' dtype)."""
+    (the checkpoints' dtype); and the post's `--num-scheduler-steps 10` (multi-step scheduling:
+    decode windows of 10 steps per decision; v0.6.0 refused it with chunked prefill)."""
     return {"scheduler": "vllm-v0", "tp": tp, "max_num_seqs": 256, "max_batched_tokens": 8192, "dtype": "bf16",
-            "gpu_memory_utilization": 0.90}
+            "gpu_memory_utilization": 0.90, "num_scheduler_steps": VLLM_SCHEDULER_STEPS}
 
 
 def vllm_throughput(model: str, dataset: str, requests: int = VLLM_REQUESTS) -> float:

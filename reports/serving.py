@@ -40,7 +40,9 @@ def render_serve(summary: dict[str, Any]) -> str:
         + (f" per stage, {setup['pp']} pipeline stages " if setup.get("pp", 1) > 1 else " ")
         + f"({setup['dtype']}), scheduler {setup['scheduler']}: {setup['scheduler_source']}",
         f"budgets: max-num-seqs {setup['max_num_seqs']}, max-batched-tokens {setup['max_batched_tokens']} "
-        f"({setup['budget_source']})",
+        f"({setup['budget_source']})"
+        + (f"; {setup['num_scheduler_steps']} decode steps per decision" if setup.get("num_scheduler_steps", 1) > 1
+           else ""),
         f"KV cache per replica: {setup['num_blocks']:,} blocks of {setup['block_size']} tokens "
         f"({kv['kv_bytes_per_token']:,} B per token per GPU; weights {kv['weight_bytes'] / 2**30:.1f} GiB and "
         f"activations {kv['activation_bytes'] / 2**30:.2f} GiB per GPU; {kv['gpu_memory_utilization']:.0%} of "
@@ -130,6 +132,8 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 @click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel GPUs per replica.")
 @click.option("--prefix-caching/--no-prefix-caching", default=None,
               help="Reuse a trace's shared-prefix blocks (vLLM's automatic prefix caching; default: on for vllm).")
+@click.option("--num-scheduler-steps", type=int, default=1, show_default=True,
+              help="vllm-v0 only: decode steps run per scheduling decision (vLLM v0.6's multi-step scheduling).")
 @click.option("--pp", type=int, default=1, show_default=True,
               help="Pipeline stages per replica (pp batches in flight, as vLLM's pipeline parallelism).")
 @click.option("--replicas", type=int, default=1, show_default=True, help="Replicas behind the router.")
@@ -165,7 +169,8 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt, output_tokens, seed, scheduler, max_num_seqs,
           max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, replicas, dtype, weight_dtype,
           kv_dtype, attention, slo_ttft, slo_tpot, csv_path, steps_csv, plot_path, rates, as_json, router,
-          disaggregate, mla, pp, prefix_caching, time_model, fp8_gemm, weight_group, cuda_graphs) -> None:
+          disaggregate, mla, pp, prefix_caching, time_model, fp8_gemm, weight_group, num_scheduler_steps,
+          cuda_graphs) -> None:
     """Serve a stream of requests on an engine replica, simulated step by step (continuous
     batching, paged KV cache): latency percentiles, throughput and goodput."""
     from costmodel.serving import serve as run_serve
@@ -199,7 +204,7 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
                    slo_ttft=slo_ttft, slo_tpot=slo_tpot, scheduler=scheduler, max_num_seqs=max_num_seqs,
                    max_batched_tokens=max_batched_tokens, block_size=block_size,
                    gpu_memory_utilization=gpu_memory_utilization, num_blocks=num_blocks, tp=tp, pp=pp,
-                   prefix_caching=prefix_caching, dtype=dtype,
+                   prefix_caching=prefix_caching, num_scheduler_steps=num_scheduler_steps, dtype=dtype,
                    weight_dtype=weight_dtype, weight_group=weight_group, kv_dtype=kv_dtype, attention=attention,
                    mla=mla,
                    time_model=time_model, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs)

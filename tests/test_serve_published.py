@@ -231,8 +231,8 @@ def test_chart_reading_is_the_gridlines_line_at_the_bar_top(script):
 
 def test_vllm_rows_pass_the_posts_setup(script, monkeypatch):
     """Every request at time 0 with the dataset's mean lengths (their means are the post's), vLLM
-    v0's scheduler with v0.6.0's defaults, the model's GPUs as tp, on h100-sxm in bf16; the figure
-    is the run's requests per second."""
+    v0's scheduler with v0.6.0's defaults and the post's 10 scheduler steps, the model's GPUs as
+    tp, on h100-sxm in bf16; the figure is the run's requests per second."""
     import costmodel.serving.api as api
 
     seen, made = {}, []
@@ -250,10 +250,11 @@ def test_vllm_rows_pass_the_posts_setup(script, monkeypatch):
     monkeypatch.setattr(api, "make_requests", make_requests)
     ours = script.vllm_throughput("llama3-70b", "decode-heavy", requests=24)
     assert {k: seen[k] for k in ("model", "hardware", "requests", "prompt", "output", "scheduler", "tp",
-                                 "max_num_seqs", "max_batched_tokens", "dtype", "gpu_memory_utilization")} == {
+                                 "max_num_seqs", "max_batched_tokens", "dtype", "gpu_memory_utilization",
+                                 "num_scheduler_steps")} == {
         "model": "llama3-70b", "hardware": "h100-sxm", "requests": 24, "prompt": "462", "output": "256",
         "scheduler": "vllm-v0", "tp": 4, "max_num_seqs": 256, "max_batched_tokens": 8192, "dtype": "bf16",
-        "gpu_memory_utilization": 0.90}
+        "gpu_memory_utilization": 0.90, "num_scheduler_steps": 10}
     chosen = made[0]
     assert seen["rate"] == float("inf") and {r.arrival_s for r in chosen} == {0.0} and len(chosen) == 24
     assert sum(r.prompt_tokens for r in chosen) / 24 == 462 and sum(r.output_tokens for r in chosen) / 24 == 256

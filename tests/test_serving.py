@@ -145,6 +145,86 @@ def test_vllm_v0_preempts_the_newest_by_recompute_and_refuses_what_it_cannot_run
         simulate(requests((0, 300, 2)), VLLMV0Scheduler(BlockPool(1000, 16), 8, 256), ONE_STEP, 8192)
 
 
+def test_vllm_v0_multi_step_decides_once_per_window() -> None:
+    """--num-scheduler-steps 4 (vLLM v0.6's multi-step scheduling): the prompts run as one step;
+    the decode batch runs 4 steps on one decision, each sequence given blocks for 4 tokens ahead
+    (r0 and r1 at 6 + 4 = 10 tokens: 3 blocks each, 94 free where one step's 7 tokens leave 96).
+    r0 emits its last token at the window's second step but is computed to the window's end and
+    keeps its slot and blocks until then; r2, arriving at 2.5 inside the window, is admitted at its
+    end (5). The window's tokens come out at its end (its outputs are processed then). With 1
+    step the same trace is today's schedule: r2 admitted at 3, when r0 finishes."""
+    chosen = requests((0, 6, 3), (0, 6, 6), (2.5, 4, 2))
+    four = simulate(chosen, VLLMV0Scheduler(BlockPool(100, 4), 8, 64, num_scheduler_steps=4), ONE_STEP, 512)
+    both, late = [(0, 1), (1, 1)], [(1, 1), (2, 1)]
+    assert [s.entries for s in four.steps] == [[(0, 6), (1, 6)], both, both, both, both, [(2, 4)], late, late, late,
+                                              late]
+    assert [s.free_blocks for s in four.steps] == [96, 94, 94, 94, 94, 96, 94, 94, 94, 94]
+    assert [s.finished for s in four.steps] == [[], [], [], [], [0], [], [], [], [], [1, 2]]
+    assert [s.token_times for s in four.sequences] == [[1, 5, 5], [1, 5, 5, 5, 5, 10], [6, 10]]
+    assert [s.first_scheduled_s for s in four.sequences] == [0, 0, 5]
+    one = simulate(chosen, VLLMV0Scheduler(BlockPool(100, 4), 8, 64, num_scheduler_steps=1), ONE_STEP, 512)
+    assert [s.entries for s in one.steps] == [[(0, 6), (1, 6)], both, both, [(2, 4)], late, [(1, 1)], [(1, 1)]]
+    assert [s.free_blocks for s in one.steps] == [96, 96, 96, 97, 95, 97, 97]
+    assert [s.finished for s in one.steps] == [[], [], [0], [], [2], [], [1]]
+    assert [s.token_times for s in one.sequences] == [[1, 2, 3], [1, 2, 3, 5, 6, 7], [4, 5]]
+
+
+def test_vllm_v0_multi_step_lookahead_blocks_can_preempt() -> None:
+    """5 blocks of 4 tokens, two prompts of 6 (2 blocks each, 1 left): one step at a time both
+    decode to the end in their 2 blocks; with 4 steps each needs 3 blocks for the window, so r1
+    (the newest) is preempted by recompute, r0 runs its window alone, and r1 recomputes its prompt
+    and first token (7) after it, then runs a window of 4 for its last token."""
+    chosen = requests((0, 6, 3), (0, 6, 3))
+    one = simulate(chosen, VLLMV0Scheduler(BlockPool(5, 4), 8, 64), ONE_STEP, 512)
+    assert [s.entries for s in one.steps] == [[(0, 6), (1, 6)], [(0, 1), (1, 1)], [(0, 1), (1, 1)]]
+    assert max(s.preempted for s in one.steps) == 0
+    four = simulate(chosen, VLLMV0Scheduler(BlockPool(5, 4), 8, 64, num_scheduler_steps=4), ONE_STEP, 512)
+    assert [s.entries for s in four.steps] == [[(0, 6), (1, 6)]] + [[(0, 1)]] * 4 + [[(1, 7)]] + [[(1, 1)]] * 4
+    assert [s.preempted for s in four.steps] == [0, 1] + [0] * 8
+    assert [s.free_blocks for s in four.steps] == [1, 2, 2, 2, 2, 3, 2, 2, 2, 2]
+    assert [s.token_times for s in four.sequences] == [[1, 5, 5], [1, 6, 10]]
+    # a request whose last window's lookahead cannot fit the whole cache is refused before the run
+    # (6 + 3 tokens: one step at a time at most 8 cached, 2 blocks; the last window, from 7 computed,
+    # holds 7 + 4 = 11 tokens, 3 blocks)
+    simulate(requests((0, 6, 3)), VLLMV0Scheduler(BlockPool(2, 4), 8, 64), ONE_STEP, 512)
+    with pytest.raises(ConfigError, match="needs 3 KV blocks of 4 tokens with 3 lookahead slots; the cache holds 2"):
+        simulate(requests((0, 6, 3)), VLLMV0Scheduler(BlockPool(2, 4), 8, 64, num_scheduler_steps=4), ONE_STEP, 512)
+
+
+def test_vllm_v0_multi_step_one_is_todays_schedule_and_windows_run_whole() -> None:
+    """num_scheduler_steps=1 is the scheduler as it was (same steps, blocks, finishes and token
+    times on a Poisson trace, with and without the steady-decode shortcut); with 4, a window's
+    steps computed together (decode_run) are the steps one at a time."""
+    from costmodel.serving.api import build_replica
+
+    cfg = costmodel.load_model("llama3-8b")
+    replica, step, _ = build_replica(cfg, load_hardware("h100-sxm"), scheduler="vllm-v0", num_blocks=4000)
+    _, blocks, size, seqs, tokens = replica
+    chosen = poisson(20, 300, Lengths.parse("uniform:16:1024"), Lengths.parse("uniform:1:300"), seed=4)
+    base = simulate(chosen, VLLMV0Scheduler(BlockPool(blocks, size), seqs, tokens), step.seconds, 8192)
+    for run in (simulate(chosen, VLLMV0Scheduler(BlockPool(blocks, size), seqs, tokens, 1), step.seconds, 8192),
+                simulate(chosen, VLLMV0Scheduler(BlockPool(blocks, size), seqs, tokens, 1), step.seconds, 8192, True,
+                         step.decode_run)):
+        assert run.schedule() == base.schedule()
+        assert [s.token_times for s in run.sequences] == [s.token_times for s in base.sequences]
+    slow = simulate(chosen, VLLMV0Scheduler(BlockPool(blocks, size), seqs, tokens, 4), step.seconds, 8192)
+    fast = simulate(chosen, VLLMV0Scheduler(BlockPool(blocks, size), seqs, tokens, 4), step.seconds, 8192, True,
+                    step.decode_run)
+    assert fast.schedule() == slow.schedule() != base.schedule()
+    assert [s.token_times for s in fast.sequences] == [s.token_times for s in slow.sequences]
+    assert all(len(s.token_times) == s.output for s in fast.sequences)
+
+
+def test_serve_num_scheduler_steps_reaches_the_scheduler() -> None:
+    """costmodel.serve(num_scheduler_steps=N) runs vllm-v0 with N steps a window (setup says N)."""
+    common = dict(rate=float("inf"), requests=20, prompt="64", output="40", scheduler="vllm-v0")
+    one = costmodel.serve("llama3-8b", "h100-sxm", **common)
+    ten = costmodel.serve("llama3-8b", "h100-sxm", num_scheduler_steps=10, **common)
+    assert one.setup["num_scheduler_steps"] == 1 and ten.setup["num_scheduler_steps"] == 10
+    # 20 prompts in one step, then 39 decode steps one at a time or 4 windows of 10 (40 steps)
+    assert len(one.steps) == 40 and len(ten.steps) == 41
+
+
 def test_sarathi_puts_decodes_first_and_chunks_the_rest() -> None:
     timeline = simulate(requests((0, 4, 3), (1, 9, 2)), SarathiScheduler(BlockPool(100, 4), 8, 5), ONE_STEP, 512)
     assert [s.entries for s in timeline.steps] == [[(0, 4)], [(0, 1), (1, 4)], [(0, 1), (1, 4)], [(1, 1)], [(1, 1)]]
@@ -350,6 +430,10 @@ def _bad(tmp_path, lines: str) -> str:
     (["--rate", "5", "--scheduler", "orca", "--max-batched-tokens", "100", "--prompt", "600"], None),
     (["--rate", "5", "--prompt", "lognormal:x"], "cannot read the length distribution"),
     (["--rate", "5", "--trace", "x.jsonl"], "exactly one of --rate"),
+    (["--rate", "5", "--scheduler", "vllm-v0", "--num-scheduler-steps", "0"], "--num-scheduler-steps must be"),
+    (["--rate", "5", "--scheduler", "vllm-v0", "--num-scheduler-steps", "-2"], "--num-scheduler-steps must be"),
+    (["--rate", "5", "--num-scheduler-steps", "4"], "modelled for the vllm-v0 scheduler only, not vllm"),
+    (["--rate", "5", "--scheduler", "sarathi", "--num-scheduler-steps", "2"], "vllm-v0 scheduler only, not sarathi"),
 ])
 def test_serve_bad_input(args, message, capsys) -> None:
     code = main(["serve", "--model", "llama3-8b", "--requests", "3", *args])

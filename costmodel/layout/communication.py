@@ -58,7 +58,8 @@ class RankCommunication:
             from .context import exchange
 
             attention = sum(self.layer_runs(stage).values())  # every layer attends
-            for kind, value in exchange(self.cfg, self.workload, layout.cp, layout.cp_rotate, attention).items():
+            moved = exchange(self.cfg, self.workload, layout.cp, layout.cp_rotate, attention, layout.tp)
+            for kind, value in moved.items():
                 add("cp", kind, m * value)
         if layout.shard_ranks > 1:
             for group, kinds in self._data_parallel_groups(stage).items():

@@ -9,10 +9,15 @@ core sees n / cp queries against all n keys, cp times the tree's work at n / cp.
 balance: torch's default cuts the sequence into 2 cp chunks and gives rank r chunks r and
 2cp - 1 - r, so every rank does the same causal work (n must be a multiple of 2 cp).
 
-The exchange, per attention layer and micro-batch, with kv = 2 b h_kv (n / cp) d_h e, the rank's
-keys and values (torch sends them as attention receives them: a model that repeats its KV heads
-before sdpa, as Hugging Face's and torchtitan's Llama do, sends h heads; this counts h_kv, as
-Megatron's Transformer Engine does):
+The exchange, per attention layer and micro-batch, with kv = 2 b (h_kv / tp) (n / cp) d_h e, the
+rank's keys and values: under tensor parallelism a rank's attention holds h_kv / tp of the KV
+heads, and the ring moves only those (Transformer Engine at d0067d0,
+transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py,
+AttnFuncWithCPAndKVP2P.forward: `p2p_comm_buffers[0] = torch.cat((k.view(-1), v.view(-1)))`, the
+local k and v, which dot_product_attention.py asserts hold `num_gqa_groups_per_partition =
+num_gqa_groups // tp_size` heads; torch's DTensor sdpa likewise sees the local heads). torch sends
+them as attention receives them: a model that repeats its KV heads before sdpa, as Hugging Face's
+and torchtitan's Llama do, sends h heads; this counts h_kv, as Megatron's Transformer Engine does:
   allgather (torch's default rotate method)
       forward   one all-gather of the keys and values: payload cp kv
       backward  one all-gather of them again (cp kv), and cp sends of the key and value
@@ -43,22 +48,28 @@ def check_context_parallel(cfg: ModelConfig, layout: Any) -> None:
         raise ConfigError("layout: context parallelism with latent attention is not modelled.")
     if layout.ep > 1:
         raise ConfigError("layout: context parallelism with expert parallelism is not modelled.")
-    if layout.sp:
-        raise ConfigError("layout: context parallelism with sequence parallelism is not modelled.")
 
 
-def check_workload(workload: Workload, cp: int) -> None:
+def check_workload(workload: Workload, cp: int, sp_ranks: int = 1) -> None:
+    """Raise ConfigError where the sequence does not cut into the rank's pieces: 2 cp chunks, and
+    under sequence parallelism the rank's n / cp tokens into sp_ranks (tp) pieces."""
     if workload.attention == "eager":
         raise ConfigError("layout: context parallelism runs fused attention (sdpa or flash), not eager.")
     if workload.seq_len % (2 * cp):
         raise ConfigError(f"layout: --cp {cp} cuts each sequence into 2 cp = {2 * cp} chunks; "
                           f"{workload.seq_len} tokens do not divide.")
+    if sp_ranks > 1 and (workload.seq_len // cp) % sp_ranks:
+        raise ConfigError(f"layout: sequence parallelism splits a rank's {workload.seq_len // cp} tokens "
+                          f"(--cp {cp}) over --tp {sp_ranks}; they do not divide.")
 
 
-def exchange(cfg: ModelConfig, workload: Workload, cp: int, rotate: str, attention_layers: int) -> dict[str, int]:
-    """Payload bytes one rank moves for one micro-batch over `attention_layers` layers."""
+def exchange(cfg: ModelConfig, workload: Workload, cp: int, rotate: str, attention_layers: int,
+             tp: int = 1) -> dict[str, int]:
+    """Payload bytes one rank moves for one micro-batch over `attention_layers` layers: its own
+    keys and values, the n / cp tokens of its tp-th share of the KV heads (Layout.check has tp
+    divide them)."""
     e = workload.bytes_per_element
-    elements = 2 * workload.batch * cfg.n_kv_heads * (workload.seq_len // cp) * cfg.d_head
+    elements = 2 * workload.batch * (cfg.n_kv_heads // tp) * (workload.seq_len // cp) * cfg.d_head
     kv, gradients = e * elements, 4 * elements
     if rotate == "allgather":
         per_layer = {"all_gather": 2 * cp * kv, "send": cp * gradients}

@@ -9,8 +9,10 @@ a router) under a stream of requests.
 The parts, each in its module and each replaceable on its own:
   workload.py   the requests: Poisson arrivals, a JSONL trace, synthetic length distributions
   kvcache.py    the paged KV cache: blocks of --block-size tokens, sized from the cost tree
+  scheduler_state.py  a sequence's state and the moves every scheduler makes (blocks, preemption)
   schedulers.py one class per engine's policy (vLLM v1, Sarathi-Serve, Orca, static batching,
                 transformers' FIFO and prefill-first), each with its source
+  vllm_v0.py    vLLM v0's scheduler and its multi-step scheduling (--num-scheduler-steps)
   steptime.py   the seconds of one step's mix of prefill chunks and decode tokens, from the tree
   engine.py     the event loop: arrivals, step start, step end
   metrics.py    per-request and aggregate figures

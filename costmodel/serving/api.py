@@ -85,7 +85,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                   dtype: str | None = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
                   attention: str = "flash", mla: str = "absorbed", fp8_gemm: str = spec.DEFAULT_FP8_GEMM,
                   weight_group: int | None = None,
-                  prefix_caching: bool | None = None,
+                  prefix_caching: bool | None = None, num_scheduler_steps: int = 1,
                   efficiency: Any = None, time_model: str | None = None, cuda_graphs: str = "auto",
                   step: StepTime | None = None,
                   sizings: dict | None = None) -> tuple[Any, Any, dict[str, Any]]:
@@ -117,6 +117,12 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     if prefix_caching and scheduler != "vllm":
         raise ConfigError(f"--prefix-caching is modelled for vLLM's scheduler only, not {scheduler}.")
     prefix_caching = scheduler == "vllm" if prefix_caching is None else prefix_caching
+    if isinstance(num_scheduler_steps, bool) or not isinstance(num_scheduler_steps, int) or num_scheduler_steps < 1:
+        raise ConfigError(f"--num-scheduler-steps must be a whole number of steps, at least 1; got "
+                          f"{show(num_scheduler_steps)}.")
+    if num_scheduler_steps != 1 and scheduler != "vllm-v0":
+        raise ConfigError(f"--num-scheduler-steps (vLLM v0's multi-step scheduling) is modelled for the vllm-v0 "
+                          f"scheduler only, not {scheduler}.")
     if mla not in MLA_FORMS:
         raise ConfigError(f"--mla must be {MLA_FORMS.listed()}, got {show(mla)}.")
     profile = serving_profile(cfg, attention, weight_dtype, kv_dtype, mla, fp8_gemm, weight_group)
@@ -149,7 +155,10 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
              "mla": mla if cfg.mla else None,
              "max_model_len": cfg.max_positions}
     cls = partial(SCHEDULERS[scheduler], prefix_caching=True) if prefix_caching else SCHEDULERS[scheduler]
+    if num_scheduler_steps != 1:
+        cls = partial(SCHEDULERS[scheduler], num_scheduler_steps=num_scheduler_steps)
     setup["prefix_caching"] = prefix_caching
+    setup["num_scheduler_steps"] = num_scheduler_steps
     return (cls, blocks, block_size, max_num_seqs, max_batched_tokens), step, setup
 
 
@@ -190,7 +199,8 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     `concurrency` clients in a closed loop (each sends its next request when its previous one
     finishes; `requests` in all, or the trace's lengths in its order). replica_options: scheduler, max_num_seqs,
     max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, pp, dtype, weight_dtype,
-    weight_group, kv_dtype, attention, mla, fp8_gemm, prefix_caching (default: on for vllm, as vLLM v1), efficiency,
+    weight_group, kv_dtype, attention, mla, fp8_gemm, prefix_caching (default: on for vllm, as vLLM v1),
+    num_scheduler_steps (vllm-v0's multi-step scheduling; default 1), efficiency,
     time_model (default: hardware.time_model_for's), cuda_graphs (auto: the engine's, graphs.py; on; off)."""
     import pandas as pd
 

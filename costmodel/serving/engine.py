@@ -5,7 +5,8 @@ queue; the scheduler picks the step's mix; the step time model says how long it 
 end each sequence whose known tokens are all computed emits a token (at the step's end), and a
 sequence with all its output tokens finishes and frees its blocks. An idle replica jumps to the
 next arrival. The schedule itself (which sequences, how many tokens, blocks in use, which finish)
-is recorded step by step, so tests can compare it with a real engine's.
+is recorded step by step, so tests can compare it with a real engine's. Under multi-step
+scheduling (vllm_v0.py) one decision runs a window of steps, run here as a whole (Replica.window).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from ..spec import ROUTERS
-from .schedulers import Scheduler, SchedulingError, Sequence, StaticScheduler
+from .scheduler_state import Scheduler, SchedulingError, Sequence
+from .schedulers import StaticScheduler
 from .workload import Request
 
 StepSeconds = Callable[[Any, Any, int], float]  # (query tokens, keys, emitting) -> seconds
@@ -104,6 +106,8 @@ class Replica:
                 raise SchedulingError("the scheduler cannot run the requests left: the budgets are too small.")
             self.stalled = True
             return 0
+        if scheduler.window > 1:
+            return self.window(batch, scheduler.window, free_blocks, scheduler.preempted_total - before)
         if self.static:
             query, keys = scheduler.padded(batch)
             emitting = sum(1 for s, q in batch if q and s.computed + q >= s.known)
@@ -129,6 +133,49 @@ class Replica:
             self.timeline.steps.append(Step(start, seconds, [(s.request.id, q) for s, q in batch], free_blocks,
                                             finished, scheduler.preempted_total - before, int(sum(query))))
         return len(finished)
+
+
+    def window(self, batch: list[tuple[Sequence, int]], steps: int, free_blocks: int, preempted: int) -> int:
+        """Multi-step scheduling: the decode batch runs `steps` steps on one decision (nothing is
+        admitted before the last ends). A sequence that emits its last token inside the window is
+        still computed (its later tokens discarded) and keeps its slot and blocks; the window's
+        outputs are processed at its end, where its tokens are stamped and the finished freed
+        (vLLM v0.6's LLMEngine.step processes outputs once no steps remain)."""
+        import numpy as np
+
+        scheduler = self.scheduler
+        sequences = [s for s, _ in batch]
+        count = len(sequences)
+        keys = np.asarray([s.computed + 1 for s in sequences], dtype=np.int64)
+        if self.decode_run is not None:
+            times = self.decode_run(keys, steps)
+        else:
+            ones = np.ones(count, dtype=np.int64)
+            times = [self.step_seconds(ones, keys + j, count) for j in range(steps)]
+        entries = [(s.request.id, 1) for s in sequences]
+        emitted = [0] * count
+        done: list[Sequence] = []
+        for j in range(steps):
+            seconds = float(times[j])
+            start, self.now = self.now, self.now + seconds
+            for index, sequence in enumerate(sequences):
+                sequence.computed += 1
+                if sequence.generated < sequence.output:
+                    sequence.generated += 1
+                    sequence.known += 1
+                    emitted[index] += 1
+                    if sequence.generated >= sequence.output:
+                        done.append(sequence)
+            if self.record:
+                last = j == steps - 1
+                self.timeline.steps.append(Step(start, seconds, list(entries), free_blocks,
+                                                [s.request.id for s in done] if last else [],
+                                                preempted if j == 0 else 0, count))
+        for sequence, tokens in zip(sequences, emitted):
+            sequence.token_times.extend([self.now] * tokens)
+        for sequence in done:
+            scheduler.finished(sequence)
+        return len(done)
 
 
 def simulate_replicas(requests: list[Request], schedulers: list[Scheduler], step_seconds: StepSeconds,

@@ -17,7 +17,7 @@ from ..config import ConfigError, show
 class Request:
     """One request: its arrival (seconds), prompt tokens, tokens to generate, and an optional
     shared prefix: its id and how many of the prompt's first tokens it is (a trace's; what vLLM's
-    prefix caching reuses, costmodel/serving/schedulers.py).
+    prefix caching reuses, costmodel/serving/scheduler_state.py).
     prefilled: it arrives with its prompt's KV cache and its first token (a disaggregated decode
     pool's request, its prefill done elsewhere)."""
 
