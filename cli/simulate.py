@@ -79,7 +79,8 @@ def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None
               "(1: Megatron-Core's overlap_p2p_comm).")
 @click.option("--overlap-slowdown", type=float, default=None,
               help="Training with a layout: how much slower compute runs while a hidden collective runs beside it "
-              "(default: 0.189, Lee et al. 2025's measured average; 0: free overlap).")
+              "(default: nccl_facts.json's overlap_compute_slowdown, Lee et al. 2025's measured average; 0: free "
+              "overlap).")
 @click.option("--compile", "compiled", is_flag=True,
               help="With --time-model kernels: torch.compile's fusions (a residual add with the next norm, a "
               "gated activation with its product; docs/time.md).")
@@ -132,6 +133,12 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         if not train:
             require_decoder(cfg)  # before the workload warns that generated tokens are ignored
         layout = make_layout(cfg, layout_given)
+        overlap_given = [name for name, given in (
+            ("--tp-overlap", tp_overlap != 0.0), ("--dp-overlap", dp_overlap != 2 / 3), ("--pp-overlap", pp_overlap != 0.0),
+            ("--no-prefetch", no_prefetch), ("--overlap-slowdown", overlap_slowdown is not None)) if given]
+        if overlap_given and not (train and layout is not None):
+            raise ConfigError(f"{', '.join(overlap_given)}: the overlap options time training with a layout "
+                              "(--train with --tp/--pp/--dp/...); nothing here would read them.")
         code = implied(layout.framework if layout else None, impl, attention)
         impl, attention = code["impl"], code["attention"]
         quantization = {"weight_dtype": weight_dtype, "weight_group": weight_group, "kv_dtype": kv_dtype}

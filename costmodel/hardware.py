@@ -71,8 +71,9 @@ class Hardware:
     # The fixed time a kernel streaming its operands from DRAM takes beyond its bytes at the
     # bandwidth and beyond graph_kernel_s (the first bytes' latency, the last wave's drain): the
     # intercept a of T = a + V / b fitted to a streaming kernel's times at DRAM-resident sizes, less
-    # the smallest kernel's time in the same run (a microbenchmark, with its source). The kernel
-    # model charges it to each GEMM and attention call (weights and KV caches live in DRAM). 0: none.
+    # the file's graph_kernel_s (so graph_kernel_s + this = a; a microbenchmark, with its source).
+    # The kernel model charges it to each GEMM and attention call (weights and KV caches live in
+    # DRAM). 0: none.
     dram_kernel_startup_s: float = 0.0
     # FLOP/s of the non-matmul ops: a GPU's non-tensor FP32 peak (norms and softmax compute in fp32
     # in these implementations whatever the dtype). Omitted (0): the fp32 matmul peak.
@@ -308,8 +309,8 @@ SCHEMA: dict[str, Field] = {
                             "work (a measured empty-kernel gap, its source in `source`); 0: none known", low=0),
     "dram_kernel_startup_s": Field(float, "fixed seconds a kernel streaming from DRAM takes beyond its bytes at the "
                                    "bandwidth and beyond graph_kernel_s (the intercept of T = a + V/b over "
-                                   "DRAM-resident sizes, less the smallest kernel's time; its source in "
-                                   "`source`); charged to each GEMM and attention call; 0: none known", low=0),
+                                   "DRAM-resident sizes, less graph_kernel_s; its source in `source`); "
+                                   "charged to each GEMM and attention call; 0: none known", low=0),
     "default_dtype": Field(str, "the dtype a simulation uses when none is asked for; must have a peak"),
     "interconnect": Field(dict, "gpus_per_node, intra_node_bandwidth_bytes_per_s, "
                           "inter_node_bandwidth_bytes_per_s (per GPU, per direction), collective_latency_s, source"),

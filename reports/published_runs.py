@@ -232,10 +232,10 @@ def train_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> f
 
 
 def train_tokens(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
-    """Tokens a second per GPU: the step's tokens (global batch x sequence) over its time and the
-    run's GPUs, the figure torchtitan and llm-foundry publish (no FLOP convention in it)."""
+    """Tokens a second per GPU: the step's tokens a second (global batch x sequence over its time)
+    over the run's GPUs, the figure torchtitan and llm-foundry publish (no FLOP convention in it)."""
     step, _ = _train_step(run, source, time_model)
-    return run["global_batch"] * run["seq_len"] / step["seconds"] / run["gpus"]
+    return step["tokens_per_second"] / run["gpus"]
 
 
 TRAIN_UNITS = {"published_tflops_per_gpu": ("TFLOP/s per GPU", train_run),

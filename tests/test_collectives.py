@@ -107,10 +107,12 @@ def test_the_overlap_conventions_are_settable():
 
 
 def test_pipeline_sends_can_be_hidden_as_megatron_cores_overlap_p2p_comm_does():
-    """Overlap.pp: the share of each micro-batch's pipeline exchange hidden under compute (0 by
-    default: Megatron-LM's sends block; 1: overlap_p2p_comm, which Megatron-Bridge turns on for every
-    interleaved schedule); hidden, it slows the compute beside it (Overlap.slowdown)."""
+    """Overlap.pp: the share of each micro-batch's pipeline exchange (StepTime.pipeline) hidden
+    under compute (0 by default: Megatron-LM's sends block; 1: overlap_p2p_comm, which
+    Megatron-Bridge turns on for every interleaved schedule), never more than the compute it hides
+    under; hidden, it slows the compute beside it (Overlap.slowdown)."""
     from costmodel.config import ConfigError, Workload
+    from costmodel.hardware import Hardware
     from costmodel.layout import Layout, ParallelEstimate
     from costmodel.layout.time import Overlap, StepTime
     from costmodel.presets import load_preset
@@ -119,18 +121,26 @@ def test_pipeline_sends_can_be_hidden_as_megatron_cores_overlap_p2p_comm_does():
                                 Layout(tp=2, pp=4, dp=2, microbatches=8, schedule="interleaved", virtual_stages=2,
                                        framework="megatron"))
     hw = load_hardware("h100-sxm")
+    m = estimate.layout.microbatches
     blocking = StepTime(estimate, hw).step()
+    stage = estimate.stages[blocking["slowest_stage"]]
+    exchange = StepTime(estimate, hw).pipeline(stage)  # one micro-batch's sends on the slowest rank
+    assert exchange > 0 and blocking["exposed_communication_seconds"]["pp"] == pytest.approx(m * exchange, rel=1e-12)
     hidden = StepTime(estimate, hw, overlap=Overlap(pp=1.0)).step()
     half = StepTime(estimate, hw, overlap=Overlap(pp=0.5, slowdown=0.0)).step()
-    free = StepTime(estimate, hw, overlap=Overlap(pp=1.0, slowdown=0.0)).step()
-    sends = blocking["exposed_communication_seconds"]["pp"] - hidden["exposed_communication_seconds"]["pp"]
-    assert sends > 0 and hidden["exposed_communication_seconds"]["pp"] == pytest.approx(
-        blocking["exposed_communication_seconds"]["pp"] - sends)
-    assert half["exposed_communication_seconds"]["pp"] == pytest.approx(
-        blocking["exposed_communication_seconds"]["pp"] - sends / 2, rel=1e-12)
-    assert hidden["hidden_communication_seconds"] - blocking["hidden_communication_seconds"] == pytest.approx(sends)
-    assert hidden["seconds"] - free["seconds"] == pytest.approx(
+    assert hidden["exposed_communication_seconds"]["pp"] == 0
+    assert half["exposed_communication_seconds"]["pp"] == pytest.approx(m * exchange / 2, rel=1e-12)
+    assert hidden["hidden_communication_seconds"] - blocking["hidden_communication_seconds"] == pytest.approx(
+        m * exchange, rel=1e-9)
+    assert hidden["overlap_contention_seconds"] == pytest.approx(
         hidden["hidden_communication_seconds"] * 0.189 / 1.189, rel=1e-9)
+    # A link so slow the sends outlast the compute: only the compute's length hides, the rest is exposed.
+    slow = Hardware.from_dict({**hw.to_dict(), "interconnect": {**hw.to_dict()["interconnect"],
+                                                                 "inter_node_bandwidth_bytes_per_s": 1e8}}, "slow")
+    crawl = StepTime(estimate, slow, overlap=Overlap(pp=1.0, slowdown=0.0))
+    times = crawl.stage(stage)
+    assert crawl.pipeline(stage) > times["compute"] == pytest.approx(times["hidden"], rel=1e-12)
+    assert times["pp"] == pytest.approx(crawl.pipeline(stage) - times["compute"], rel=1e-12)
     with pytest.raises(ConfigError, match="overlap pp"):
         Overlap(pp=2.0)
     assert cli.main(["simulate", "--model", "gpt2", "--hardware", "a100-80gb", "--train", "--pp", "2", "--dp", "4",

@@ -154,8 +154,10 @@ def test_on_cuda_a_positive_graph_gap_is_written_with_its_method(monkeypatch):
     monkeypatch.setattr(device_rates, "weight_only_gemv", lambda device, grid: {"products": {}})
     for gap, written in ((1.5e-6, True), (-2e-8, False)):
         monkeypatch.setattr(device_rates, "graph_kernel_gap", lambda gap=gap: {"graph_kernel_s": gap, "method": "chains"})
+        floors = []
         monkeypatch.setattr(device_rates, "dram_kernel_startup",
-                            lambda gap=gap: {"dram_kernel_startup_s": 2 * gap, "method": "the fit"})
+                            lambda floor=None, gap=gap: floors.append(floor) or {"dram_kernel_startup_s": 2 * gap,
+                                                                                   "method": "the fit"})
         rates = hardware_file.measure_kernel_rates("cuda", "full", cpu_tables=True, rows=True)
         assert rates["fields"].get("graph_kernel_s") == (gap if written else None)
         assert ("graph_kernel_s: chains" in rates["sources"]) == written
@@ -163,6 +165,7 @@ def test_on_cuda_a_positive_graph_gap_is_written_with_its_method(monkeypatch):
         assert rates["fields"].get("dram_kernel_startup_s") == (2 * gap if written else None)
         assert ("dram_kernel_startup_s: the fit" in rates["sources"]) == written
         assert rates["measurements"]["dram_startup"]["dram_kernel_startup_s"] == 2 * gap
+        assert floors == [gap if written else None]  # less the gap measured beside it, where there is one
         assert rates["fields"]["gemv_bandwidth_bytes_per_s"] == 4e12
         assert "gemm_efficiency_by_rows" not in rates["fields"] and "dispatch_s_per_op" not in rates["fields"]
 
@@ -313,4 +316,8 @@ def test_the_dram_startup_is_the_fits_intercept_less_the_smallest_kernel(monkeyp
     assert out["bandwidth_bytes_per_s"] == pytest.approx(rate)
     assert out["intercept_s"] == pytest.approx(floor + start)
     assert out["dram_kernel_startup_s"] == pytest.approx(start - 16 * 4096 / rate)
+    with Scaling():  # less a graph gap measured beside it: graph_kernel_s + the start = the intercept
+        beside = device_rates.dram_kernel_startup(repeats=3, device="cpu", elements=(2**12 + 8, 2**14, 2**16),
+                                                  smallest=4096, kernels=10, floor=1.0e-6)
+    assert beside["dram_kernel_startup_s"] == pytest.approx(floor + start - 1.0e-6)
     assert "torch.cuda.CUDAGraph" in out["method"]

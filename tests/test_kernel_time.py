@@ -59,6 +59,11 @@ def test_the_dram_startup_is_the_streaming_fits_intercept_less_the_smallest_kern
     assert hw.graph_kernel_s == pytest.approx(smallest, rel=0.01)
     assert hw.dram_kernel_startup_s == A100_STARTUP
     assert hw.dram_kernel_startup_s == pytest.approx(a - smallest, abs=0.2e-6)
+    # Each measured file's gap and start add up to its run's intercept (the H200: Hazy's 1.3 us gap,
+    # gpu-benches' h200_graph.txt intercept 3.255 us).
+    assert hw.graph_kernel_s + hw.dram_kernel_startup_s == pytest.approx(3.300e-6, abs=0.01e-6)
+    h200 = load_hardware("h200")
+    assert h200.graph_kernel_s + h200.dram_kernel_startup_s == pytest.approx(3.255e-6, abs=0.01e-6)
     # Only GEMMs and attention calls pay it; a pointwise kernel's bytes alone.
     timer = a100()
     assert timer.pointwise_seconds(Pointwise(1e6, 0.0)) == pytest.approx(1e6 / (2039e9 * hw.efficiency["memory"]))
@@ -85,9 +90,10 @@ def test_a_llama_ffn_gemv_takes_its_bytes_at_the_dot_rate():
     assert seconds == pytest.approx(A100_STARTUP + 90_207_744 / A100_DOT)
     assert seconds == pytest.approx((1.96 + 56.8445) * 1e-6, rel=1e-5)
     # A hardware file without a measured GEMV rate keeps bandwidth x memory efficiency (H100 SXM;
-    # its DRAM startup the H200's 1.07 us, gpu-benches h200_graph.txt: the same GH100 chip).
+    # its DRAM startup the H200's 1.955 us, gpu-benches h200_graph.txt's intercept less Hazy's 1.3 us
+    # gap: the same GH100 chip).
     h100 = KernelTimer(load_hardware("h100-sxm"), "bf16")
-    assert h100.gemm_seconds(Gemm(1, 4096, 11008)) == pytest.approx(1.07e-6 + 90_207_744 / (3.35e12 * 0.8))
+    assert h100.gemm_seconds(Gemm(1, 4096, 11008)) == pytest.approx(1.955e-6 + 90_207_744 / (3.35e12 * 0.8))
 
 
 def test_an_int4_gemv_moves_its_bytes_at_the_published_fraction_of_the_dense_rate():

@@ -20,6 +20,23 @@ def script():
     return module
 
 
+@pytest.fixture
+def served(monkeypatch):
+    """costmodel.serving.api.serve spied on: the options of its last call (the dict it yields),
+    the real serve run with them."""
+    import costmodel.serving.api as api
+
+    seen, real_serve = {}, api.serve
+
+    def serve(model, hardware, **options):
+        seen.update(model=model, hardware=hardware, **options)
+        return real_serve(model, hardware, **options)
+
+    monkeypatch.setattr(api, "serve", serve)
+    seen["_real"] = real_serve
+    return seen
+
+
 def test_mlperf_figures_are_the_loadgen_summaries(script):
     # the mlperf_log_summary.txt files and NVIDIA's config classes the script's docstring names
     azure, dgx = script.MLPERF
@@ -71,18 +88,9 @@ def test_mlperf_offline_passes_the_published_setup(script, monkeypatch, index, h
     assert 0 < ours and script.mlperf_offline(system, 1000, samples=40) < ours
 
 
-def test_mlperf_server_passes_the_published_rate(script, monkeypatch):
-    import costmodel.serving.api as api
-
+def test_mlperf_server_passes_the_published_rate(script, served):
     system = script.MLPERF[1]
-    seen = {}
-    real_serve = api.serve
-
-    def serve(model, hardware, **options):
-        seen.update(model=model, hardware=hardware, **options)
-        return real_serve(model, hardware, **options)
-
-    monkeypatch.setattr(api, "serve", serve)
+    seen, real_serve = served, served["_real"]
     ours = script.mlperf_server(system, 200, requests=40)
     assert {k: seen[k] for k in ("model", "hardware", "rate", "requests", "prompt", "output", "replicas", "tp",
                                  "max_num_seqs", "weight_dtype", "kv_dtype", "scheduler")} == {
@@ -229,24 +237,19 @@ def test_chart_reading_is_the_gridlines_line_at_the_bar_top(script):
     assert script.chart_reading({100: 20, 200: 10, 300: 0}, 300) == 0.0
 
 
-def test_vllm_rows_pass_the_posts_setup(script, monkeypatch):
+def test_vllm_rows_pass_the_posts_setup(script, served, monkeypatch):
     """Every request at time 0 with the dataset's mean lengths (their means are the post's), vLLM
     v0's scheduler with v0.6.0's defaults and the post's 10 scheduler steps, the model's GPUs as
     tp, on h100-sxm in bf16; the figure is the run's requests per second."""
     import costmodel.serving.api as api
 
-    seen, made = {}, []
-    real_serve, real_make = api.serve, api.make_requests
-
-    def serve(model, hardware, **options):
-        seen.update(model=model, hardware=hardware, **options)
-        return real_serve(model, hardware, **options)
+    seen, made = served, []
+    real_serve, real_make = served["_real"], api.make_requests
 
     def make_requests(*args, **kwargs):
         made.append(real_make(*args, **kwargs))
         return made[-1]
 
-    monkeypatch.setattr(api, "serve", serve)
     monkeypatch.setattr(api, "make_requests", make_requests)
     ours = script.vllm_throughput("llama3-70b", "decode-heavy", requests=24)
     assert {k: seen[k] for k in ("model", "hardware", "requests", "prompt", "output", "scheduler", "tp",
@@ -287,20 +290,11 @@ def test_nim_tables_are_the_pages(script):
     assert 500 / (ttft / 1e3 + 499 * itl / 1e3) == pytest.approx(tokens, rel=2e-3)
 
 
-def test_nim_rows_pass_the_tables_setup(script, monkeypatch):
+def test_nim_rows_pass_the_tables_setup(script, served):
     """Each row runs `serve` with the table's concurrency and fixed lengths, vLLM's scheduler,
     tp 2 on h100-sxm, FP8 weights and KV cache; the figures are the run's mean TTFT and TPOT and
     its output tokens per second."""
-    import costmodel.serving.api as api
-
-    seen = {}
-    real_serve = api.serve
-
-    def serve(model, hardware, **options):
-        seen.update(model=model, hardware=hardware, **options)
-        return real_serve(model, hardware, **options)
-
-    monkeypatch.setattr(api, "serve", serve)
+    seen, real_serve = served, served["_real"]
     table = script.NIM[0]
     ours = script.nim_row(table, 3, requests=6)
     assert {k: seen[k] for k in ("model", "hardware", "concurrency", "requests", "prompt", "output", "scheduler",

@@ -243,3 +243,18 @@ def test_a_serving_steps_attention_pads_the_head_as_simulate_does(hardware, d_he
     flops = 2 * call.executed_pairs(timer.block) * 2 * padded
     assert timer.attention_seconds(call) == pytest.approx(
         hw.dram_kernel_startup_s + flops / (hw.peak("bf16") * timer.attention_efficiency(n, n)), rel=1e-12)
+
+
+def test_eager_attentions_batched_gemms_start_from_dram_once_a_step():
+    """Under eager attention a step's sequences run the core's two batched GEMMs as one call a
+    layer each, so the step pays their start from DRAM (hardware.dram_kernel_startup_s) once, not
+    once per sequence: the start's share of a decode step is the same at 1, 8 and 64 sequences,
+    as simulate's kernel model charges it (the review's item 1)."""
+    cfg = costmodel.load_model("llama2-7b")
+    a100 = load_hardware("a100-80gb")
+    no_start = a100.__class__.from_dict(dict(a100.to_dict(), dram_kernel_startup_s=0.0), "no-start")
+    profile = serving_profile(cfg, "eager")
+    with_start, without = StepTime(cfg, a100, profile=profile), StepTime(cfg, no_start, profile=profile)
+    shares = [with_start.seconds([1] * b, [1024] * b) - without.seconds([1] * b, [1024] * b) for b in (1, 8, 64)]
+    # per layer: q, k, v, o, gate, up, down and the two batched attention products; and the head
+    assert shares == pytest.approx([(32 * 9 + 1) * 1.96e-6] * 3, rel=1e-9)

@@ -231,14 +231,16 @@ def streaming_fit(points: dict[int, float]) -> tuple[float, float]:
 
 
 def dram_kernel_startup(repeats: int = 5, device: str = "cuda", elements: tuple[int, ...] = STARTUP_ELEMENTS,
-                        smallest: int = STARTUP_SMALLEST, kernels: int = STARTUP_KERNELS) -> dict[str, Any]:
+                        smallest: int = STARTUP_SMALLEST, kernels: int = STARTUP_KERNELS,
+                        floor: float | None = None) -> dict[str, Any]:
     """The fixed seconds a kernel streaming from DRAM takes beyond its bytes: a SCALE kernel
     (y = 0.25 x in fp64, each element read and written once: 16 bytes) captured `kernels` times
     in a torch.cuda.CUDAGraph per size (alternating x -> y and y -> x, as gpu-benches does), each
     replay timed by queued_seconds; the seconds per kernel at each size in `elements` fitted as
-    T = a + V/b (streaming_fit), less the seconds per kernel at `smallest` (the floor every
-    kernel of the run pays, which graph_kernel_s states). `device`: where the arrays live (a
-    test runs the same steps on a CPU with torch.cuda's calls stood in)."""
+    T = a + V/b (streaming_fit), less `floor` (the file's graph_kernel_s, measured beside it), or
+    where none is given the seconds per kernel at `smallest` (the floor every kernel of the run
+    pays): graph_kernel_s + the start = a. `device`: where the arrays live (a test runs the same
+    steps on a CPU with torch.cuda's calls stood in)."""
     per_kernel: dict[int, float] = {}
     for n in (smallest, *elements):
         x = torch.ones(n, dtype=torch.float64, device=device)
@@ -259,7 +261,7 @@ def dram_kernel_startup(repeats: int = 5, device: str = "cuda", elements: tuple[
         del x, y, graph
     intercept, rate = streaming_fit({16 * n: per_kernel[n] for n in elements})
     return {
-        "dram_kernel_startup_s": intercept - per_kernel[smallest],
+        "dram_kernel_startup_s": intercept - (per_kernel[smallest] if floor is None else floor),
         "intercept_s": intercept,
         "bandwidth_bytes_per_s": rate,
         "smallest_kernel_s": per_kernel[smallest],
@@ -267,5 +269,6 @@ def dram_kernel_startup(repeats: int = 5, device: str = "cuda", elements: tuple[
         "method": f"a SCALE kernel (y = 0.25 x, fp64: 16 bytes an element read and written), {kernels} captured "
                   f"in a torch.cuda.CUDAGraph per size, replayed behind torch.cuda._sleep (median of {repeats}); "
                   f"T = a + V/b fitted by least squares at {', '.join(str(16 * n) for n in elements)} bytes, "
-                  f"less the time per kernel at {16 * smallest} bytes (gpu-benches' gpu-small-kernels method)",
+                  + (f"less the time per kernel at {16 * smallest} bytes (gpu-benches' gpu-small-kernels method)"
+                     if floor is None else f"less graph_kernel_s ({floor:.3g} s)"),
     }

@@ -201,11 +201,10 @@ def row_parallel_widths(leaf: Any, subs: dict, exprs: dict[str, Any]) -> None:
     """The input widths K of a quantized leaf's matrices that tensor parallelism splits (row-parallel:
     the attention's and the FFN's output projections), as `row_parallel_width.<K>` expressions: a
     format with groups along K needs whole groups on each rank (ParallelEstimate checks them)."""
-    from .split import local
+    from .split import split_inputs
 
-    for _, cols, _ in leaf.cost.matrices:
-        if local(cols, subs) != cols:
-            exprs[f"row_parallel_width.{cols}"] = cols
+    for cols in split_inputs(leaf.cost.matrices, subs):
+        exprs[f"row_parallel_width.{cols}"] = cols
 
 
 _EVALUATORS: dict[tuple, tuple[Any, dict[str, Any]]] = {}

@@ -99,3 +99,10 @@ def is_shared_expert(block: B.Block) -> bool:
 
 def local(expr: Any, subs: dict) -> sp.Expr:
     return sp.sympify(expr).xreplace(subs) if subs else sp.sympify(expr)
+
+
+def split_inputs(matrices: Any, subs: dict) -> list[Any]:
+    """The input widths K of a leaf's matrices ((rows, cols, count), Cost.matrices) that tensor
+    parallelism splits at `subs` (row-parallel: the attention's and the FFN's output projections):
+    a quantized format with groups along K needs whole groups of them on each rank."""
+    return [cols for _, cols, _ in matrices if local(cols, subs) != cols]

@@ -74,6 +74,10 @@ class Overlap:
     slowdown: float | None = None
     pp: float = 0.0
 
+    def contention(self, hidden: float) -> float:
+        """The seconds compute loses while `hidden` seconds of communication run beside it."""
+        return hidden * self.slowdown / (1 + self.slowdown)
+
     def __post_init__(self) -> None:
         from ..config import ConfigError
 
@@ -82,7 +86,7 @@ class Overlap:
 
             object.__setattr__(self, "slowdown", float(nccl_facts()["overlap_compute_slowdown"]["value"]))
         if isinstance(self.slowdown, bool) or not isinstance(self.slowdown, (int, float)) or not 0 <= self.slowdown <= 1:
-            raise ConfigError(f"overlap slowdown must be a fraction in [0, 1], got {self.slowdown!r}.")
+            raise ConfigError(f"overlap slowdown must be a rate in [0, 1] (0.4 the largest published), got {self.slowdown!r}.")
         for name in ("tp", "dp", "pp"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
@@ -234,13 +238,16 @@ class StepTime:
         communication = self.estimate.communication(stage)
         tp_microbatch, tp_step = self.tensor_parallel(stage) if layout.tp > 1 else (0.0, 0.0)
         exchange = self.pipeline(stage)
-        pp = (1 - self.overlap.pp) * exchange
         # Expert parallelism's all-to-alls are on the critical path (exposed), counted with tp.
         all_to_all = self.collective("ep", "all_to_all", communication.get("ep", {}).get("all_to_all", 0) / m)
         compute = self.compute(stage)
-        ep = all_to_all
-        if layout.schedule == "dualpipev":  # DualPipe overlaps a chunk's all-to-all with another's compute
-            ep = max(0.0, all_to_all - compute)
+        budget = [compute]  # what communication can still hide under: the micro-batch's compute
+        def hide(seconds: float) -> float:
+            hidden = min(seconds, budget[0])
+            budget[0] -= hidden
+            return hidden
+        # DualPipe overlaps a chunk's all-to-all with another's compute
+        ep = all_to_all - (hide(all_to_all) if layout.schedule == "dualpipev" else 0.0)
         context = hidden_sends = 0.0
         cp = communication.get("cp", {})
         if cp:  # a ring's sends overlap the attention on the block before; an all-gather does not
@@ -248,15 +255,17 @@ class StepTime:
                             for key, count in self.part_runs(stage).items())
             gathered = self.collective("cp", "all_gather", cp.get("all_gather", 0) / m)
             sent = self.collective("cp", "send", cp.get("send", 0) / m)
-            context = gathered + max(0.0, sent - attention)
-            hidden_sends = sent - max(0.0, sent - attention)
-        exposed = 1 - self.overlap.tp
-        return {"compute": compute, "tp": exposed * tp_microbatch + ep + context, "pp": pp,
-                "tp_step": exposed * tp_step, "pp_step": self.tied_embedding(stage),
+            hidden_sends = hide(min(sent, attention))
+            context = gathered + sent - hidden_sends
+        hidden_tp = hide(self.overlap.tp * tp_microbatch)  # each share hidden at most under the compute left
+        hidden_pp = hide(self.overlap.pp * exchange)
+        return {"compute": compute, "tp": tp_microbatch - hidden_tp + ep + context, "pp": exchange - hidden_pp,
+                "tp_step": (1 - self.overlap.tp) * tp_step, "pp_step": self.tied_embedding(stage),
                 "accumulation": self.gradient_accumulation(stage),
-                # what runs hidden under this micro-batch's compute, and under the step's
-                "hidden": self.overlap.tp * tp_microbatch + (all_to_all - ep) + hidden_sends + self.overlap.pp * exchange,
-                "hidden_step": self.overlap.tp * tp_step}
+                # what runs hidden under this micro-batch's compute (at most the compute), and under the
+                # step's; the compute beside it runs slower (Overlap.slowdown: its kernels hold SMs)
+                "hidden": compute - budget[0], "hidden_step": self.overlap.tp * tp_step,
+                "contention": self.overlap.contention(compute - budget[0])}
 
     def pipeline(self, stage: Stage) -> float:
         """Seconds of one micro-batch's pipeline exchange on this rank, exposed (Megatron-LM's
@@ -372,19 +381,24 @@ class StepTime:
         # or an inner one (it sends both ways): one of each kind stands for the rest.
         ranks = sorted({0, min(1, p - 1), p - 1})
         stages = [(estimate.stages[r], self.stage(estimate.stages[r])) for r in ranks]
-        slowest_stage, slowest = max(stages, key=lambda item: sum(item[1][k] for k in ("compute", "tp", "pp")))
-        per_microbatch = slowest["compute"] + slowest["tp"] + slowest["pp"]
+        parts = ("compute", "tp", "pp", "contention")
+        slowest_stage, slowest = max(stages, key=lambda item: sum(item[1][k] for k in parts))
+        per_microbatch = sum(slowest[k] for k in parts)
         bubble = layout.bubble() * per_microbatch
-        dp, dp_hidden = max(self.data_parallel_split(stage, times["compute"]) for stage, times in stages)
-        # Compute under a hidden collective runs slower (Overlap.slowdown: its kernels hold SMs).
-        hidden = m * slowest["hidden"] + max(times["hidden_step"] for _, times in stages) + dp_hidden
-        contention = hidden * self.overlap.slowdown / (1 + self.overlap.slowdown)
+        splits = [(self.data_parallel_split(stage, times["compute"]), times) for stage, times in stages]
+        dp = max(exposed for (exposed, _), _ in splits)
+        # The step's own hidden collectives (data-parallel, the step's tensor-parallel ones) slow the
+        # compute they run under as the micro-batches' do (in per_microbatch): the most any rank hides.
+        hidden_step = max(times["hidden_step"] + dp_hidden for (_, dp_hidden), times in splits)
+        hidden = m * slowest["hidden"] + hidden_step
+        contention = m * slowest["contention"] + self.overlap.contention(hidden_step)
         optimizer = max(self.optimizer(stage) for stage, _ in stages)
         tp_step = max(times["tp_step"] for _, times in stages)
         pp_step = max(times["pp_step"] for _, times in stages)
         accumulation = max(times["accumulation"] for _, times in stages)
         casts = max(self.autocast_casts(stage) for stage, _ in stages)
-        seconds = m * per_microbatch + bubble + dp + optimizer + tp_step + pp_step + accumulation + casts + contention
+        seconds = m * per_microbatch + bubble + dp + optimizer + tp_step + pp_step + accumulation + casts \
+            + self.overlap.contention(hidden_step)
         numbers = estimate.numbers
         causal = "" if self.flops_convention == "dense" else "_causal"
         # Per rank at n / cp; the attention core's queries see all n keys: cp times the tree's.

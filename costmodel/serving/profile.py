@@ -26,7 +26,7 @@ def serving_profile(cfg: ModelConfig, attention: str = "flash", weight_dtype: st
 def check_tensor_parallel_groups(cfg: ModelConfig, profile: Any, tp: int) -> None:
     """Whole groups of a grouped format on each row-parallel shard (quantization.check_shard_groups):
     the input widths of the decode tree's matrices that tensor parallelism splits (layout/split.py)."""
-    from ..layout.split import local, substitution
+    from ..layout.split import split_inputs, substitution
     from ..quantization import check_shard_groups
 
     fmt = getattr(profile, "weight_format", None)
@@ -36,5 +36,5 @@ def check_tensor_parallel_groups(cfg: ModelConfig, profile: Any, tp: int) -> Non
     widths = set()
     for leaf in CostModel(cfg, profile, phase="decode").leaves:
         split = substitution(leaf.block, sp_on=False, vocabulary="ceil", loss_parallel=False, encoder=False)
-        widths |= {int(cols.xreplace(fixed)) for _, cols, _ in leaf.cost.matrices if local(cols, split) != cols}
+        widths |= {int(cols.xreplace(fixed)) for cols in split_inputs(leaf.cost.matrices, split)}
     check_shard_groups(fmt, sorted(widths), tp)

@@ -161,8 +161,8 @@ class RooflineStepTime(StepTime):
         fp8_peak = w8a8_peak(hardware, eff) if w8a8 else self.peak
         for leaf in model.leaves:
             totals = [leaf.total(q) for q in QUANTITIES]
-            if quantized:  # the weights are read as stored (the tree counts e bytes per weight read)
-                totals[1] = totals[1] - S.e * leaf.total("params") + leaf.total("weight_bytes")
+            if quantized:  # the weights are read as stored (Leaf.matmul_bytes_as_stored, the one rule)
+                totals[1] = leaf.count * leaf.matmul_bytes_as_stored()
             fp8_flops, read, quantize = w8a8_leaf_adjustment(leaf, w8a8, S.e)
             if fp8_flops != 0:  # inputs read in one byte, after their quantization pass
                 totals[1], totals[3] = totals[1] + read, totals[3] + quantize
@@ -464,8 +464,8 @@ class KernelStepTime(StepTime):
                     row.append(kernel.flops / (timer.peak * timer.matmul_efficiency))
                 elif kind == "gemm":
                     row.append(kernel.m)
-                else:
-                    row.append(kernels_seconds([kernel], timer))
+                else:  # a batched GEMM of the core: its start from DRAM once per step (_finish)
+                    row.append(kernels_seconds([kernel], timer) - timer.dram_startup_s)
         return row
 
     def _as_one_product(self, run: list, path: str, n: int, c: int, slots: int) -> list:
@@ -495,8 +495,8 @@ class KernelStepTime(StepTime):
         for kind, column, count, kernel, once in self._layout[0]:
             if kind == "launch":  # `once` holds the leaf's launch seconds: (eager, from a graph)
                 seconds = seconds + count * np.where(graphed, once[1], once[0])
-            elif kind == "sum":
-                seconds = seconds + count * sums[..., column]
+            elif kind == "sum":  # a core GEMM is one batched call a layer: its start from DRAM once
+                seconds = seconds + count * (sums[..., column] + (timer.dram_startup_s if isinstance(kernel, Gemm) else 0))
             elif kind == "max":
                 seconds = seconds + count * np.maximum(sums[..., column], sums[..., column + 1] + once / timer.bandwidth)
                 if isinstance(kernel, AttentionCall):  # one call per layer reading the step's caches from DRAM
