@@ -85,8 +85,9 @@ class Overlap:
             from ..collectives import nccl_facts
 
             object.__setattr__(self, "slowdown", float(nccl_facts()["overlap_compute_slowdown"]["value"]))
-        if isinstance(self.slowdown, bool) or not isinstance(self.slowdown, (int, float)) or not 0 <= self.slowdown <= 1:
-            raise ConfigError(f"overlap slowdown must be a rate in [0, 1] (0.4 the largest published), got {self.slowdown!r}.")
+        rate = self.slowdown
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
+            raise ConfigError(f"overlap slowdown must be a rate in [0, 1] (0.4 the largest published), got {rate!r}.")
         for name in ("tp", "dp", "pp"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
@@ -241,31 +242,33 @@ class StepTime:
         # Expert parallelism's all-to-alls are on the critical path (exposed), counted with tp.
         all_to_all = self.collective("ep", "all_to_all", communication.get("ep", {}).get("all_to_all", 0) / m)
         compute = self.compute(stage)
-        budget = [compute]  # what communication can still hide under: the micro-batch's compute
-        def hide(seconds: float) -> float:
-            hidden = min(seconds, budget[0])
-            budget[0] -= hidden
-            return hidden
-        # DualPipe overlaps a chunk's all-to-all with another's compute
-        ep = all_to_all - (hide(all_to_all) if layout.schedule == "dualpipev" else 0.0)
+        # What each collective hides under the micro-batch's compute, in turn, never more than the
+        # compute left: DualPipe's all-to-alls (a chunk's beside another's compute), a ring's sends
+        # (beside the attention on the block before; an all-gather hides nothing), the tp and pp shares.
+        left = compute
+        hidden_ep = min(all_to_all, left) if layout.schedule == "dualpipev" else 0.0
+        left -= hidden_ep
         context = hidden_sends = 0.0
         cp = communication.get("cp", {})
-        if cp:  # a ring's sends overlap the attention on the block before; an all-gather does not
+        if cp:
             attention = sum(count * self.attention_seconds.get(key, 0.0)
                             for key, count in self.part_runs(stage).items())
             gathered = self.collective("cp", "all_gather", cp.get("all_gather", 0) / m)
             sent = self.collective("cp", "send", cp.get("send", 0) / m)
-            hidden_sends = hide(min(sent, attention))
+            hidden_sends = min(sent, attention, left)
+            left -= hidden_sends
             context = gathered + sent - hidden_sends
-        hidden_tp = hide(self.overlap.tp * tp_microbatch)  # each share hidden at most under the compute left
-        hidden_pp = hide(self.overlap.pp * exchange)
-        return {"compute": compute, "tp": tp_microbatch - hidden_tp + ep + context, "pp": exchange - hidden_pp,
-                "tp_step": (1 - self.overlap.tp) * tp_step, "pp_step": self.tied_embedding(stage),
-                "accumulation": self.gradient_accumulation(stage),
-                # what runs hidden under this micro-batch's compute (at most the compute), and under the
-                # step's; the compute beside it runs slower (Overlap.slowdown: its kernels hold SMs)
-                "hidden": compute - budget[0], "hidden_step": self.overlap.tp * tp_step,
-                "contention": self.overlap.contention(compute - budget[0])}
+        hidden_tp = min(self.overlap.tp * tp_microbatch, left)
+        left -= hidden_tp
+        hidden_pp = min(self.overlap.pp * exchange, left)
+        hidden = compute - left + hidden_pp
+        return {"compute": compute, "tp": tp_microbatch - hidden_tp + all_to_all - hidden_ep + context,
+                "pp": exchange - hidden_pp, "tp_step": (1 - self.overlap.tp) * tp_step,
+                "pp_step": self.tied_embedding(stage), "accumulation": self.gradient_accumulation(stage),
+                # what runs hidden under this micro-batch's compute, and under the step's; the compute
+                # beside it runs slower (Overlap.slowdown: the collectives' kernels hold SMs)
+                "hidden": hidden, "hidden_step": self.overlap.tp * tp_step,
+                "contention": self.overlap.contention(hidden)}
 
     def pipeline(self, stage: Stage) -> float:
         """Seconds of one micro-batch's pipeline exchange on this rank, exposed (Megatron-LM's
