@@ -9,9 +9,10 @@ and tensor parallelism. The A100 table's header reads "out tok/s" where the H100
 "out tok/s/GPU"; its tp > 1 rows agree with ours only per GPU, so both columns are printed.
 Printed as a Markdown table (docs/serving.md holds a copy).
 
-Second table: TensorRT-LLM's H200 launch note (docs/source/blogs/H200launch.md on the
-release/0.5.0 branch: "H200 FP8 Max throughput", TensorRT-LLM v0.5.0, TensorRT 9.1.0.4,
-preliminary), also static batches (the largest power-of-2 batch that fits). Ours: the static
+Second table: TensorRT-LLM's H200 launch note (docs/source/blogs/H200launch.md at commits 1555478
+and 2c39687: "H200 FP8 Max throughput", output tokens/s per GPU, TensorRT-LLM v0.5.0, TensorRT
+9.1.0.4, preliminary), also static batches (the largest power-of-2 batch that fits); ours per GPU
+too (a tp 2 run's tokens/s over 2). Ours: the static
 scheduler on the h200 preset with FP8 weights and an FP8 KV cache (--weight-dtype fp8
 --kv-dtype fp8), bf16 activations: the projections' GEMMs run W8A8 at the FP8 peak (--fp8-gemm
 auto; costmodel/quantization.py runs_w8a8), the attention core in bf16.
@@ -107,15 +108,16 @@ THROUGHPUT = [
     ("llama2-70b", 4, 240, 128, 2048, 525),
     ("llama2-70b", 4, 120, 2048, 128, 79),
 ]
-# (model, tp, batch, input, output, published output tokens/s) -- "H200 FP8 Max throughput"
-H200_SOURCE = "TensorRT-LLM docs/source/blogs/H200launch.md (release/0.5.0), H200 FP8, v0.5.0 preliminary"
+# (model, tp, batch, input, output, published output tokens/s per GPU) -- "H200 FP8 Max throughput"
+H200_SOURCE = ("NVIDIA/TensorRT-LLM docs/source/blogs/H200launch.md (commits 1555478 and 2c39687), "
+               "'H200 FP8 Max throughput', out tok/s/GPU, TensorRT-LLM v0.5.0 preliminary")
 H200_FP8 = [
     ("llama2-13b", 1, 1024, 128, 128, 11819),
     ("llama2-13b", 1, 128, 128, 2048, 4750),
     ("llama2-13b", 1, 64, 2048, 128, 1349),
     ("llama2-70b", 1, 512, 128, 128, 3014),
-    ("llama2-70b", 4, 512, 128, 2048, 6616),
-    ("llama2-70b", 2, 64, 2048, 128, 682),
+    ("llama2-70b", 2, 512, 128, 2048, 1654),
+    ("llama2-70b", 1, 64, 2048, 128, 341),
     ("llama2-70b", 1, 32, 2048, 128, 303),
 ]
 # (model, tp, input, published first-token latency in ms at batch 1) -- "Low Latency" table (v0.5)
@@ -421,13 +423,13 @@ def main() -> None:
         ours = 1e3 * timeline.sequences[0].token_times[0]
         print(f"| {model} | {tp} | {prompt} | {published} | {ours:.0f} | {ours / published:.2f} |")
     print(f"\nSource: {H200_SOURCE}\n")
-    print("| model | tp | batch | in | out | published out tok/s | ours | ours / published |")
+    print("| model | tp | batch | in | out | published out tok/s per GPU | ours | ours / published |")
     print("|---|---|---|---|---|---|---|---|")
     for model, tp, batch, prompt, output, published in H200_FP8:
         timeline = static_run(model, tp, batch, prompt, output, "h200", dtype="bf16", weight_dtype="fp8",
                               kv_dtype="fp8")
         end = max(s.token_times[-1] for s in timeline.sequences)
-        ours = batch * output / end
+        ours = batch * output / end / tp  # per GPU, as the table states every row
         print(f"| {model} | {tp} | {batch} | {prompt} | {output} | {published:,} | {ours:,.0f} | {ours / published:.2f} |")
     print_sarathi()
     print_vllm()
