@@ -43,6 +43,8 @@ def render_serve(summary: dict[str, Any]) -> str:
         f"({setup['budget_source']})"
         + (f"; {setup['num_scheduler_steps']} decode steps per decision" if setup.get("num_scheduler_steps", 1) > 1
            else ""),
+        f"CUDA graphs: {setup['cuda_graphs']} ({setup['cuda_graphs_source']})" if setup.get("cuda_graphs_source")
+        else f"CUDA graphs: {setup.get('cuda_graphs', 'off')}",
         f"KV cache per replica: {setup['num_blocks']:,} blocks of {setup['block_size']} tokens "
         f"({kv['kv_bytes_per_token']:,} B per token per GPU; weights {kv['weight_bytes'] / 2**30:.1f} GiB and "
         f"activations {kv['activation_bytes'] / 2**30:.2f} GiB per GPU; {kv['gpu_memory_utilization']:.0%} of "
