@@ -124,6 +124,14 @@ class StepTime:
         timed.graphs = graphs
         return timed
 
+    def _run_plans(self, keys: Any, steps: int) -> tuple[list, Any]:
+        """A decode run's plan for each step, and _fixed_seconds once per distinct plan (one figure
+        where one plan serves every step)."""
+        import numpy as np
+        plans = self.graphs.run_plans(keys, steps)
+        fixed = {plan: self._fixed_seconds(plan, len(keys), len(keys)) for plan in set(plans)}
+        return plans, fixed[plans[0]] if len(fixed) == 1 else np.array([fixed[plan] for plan in plans])
+
     def context_sums(self, query: Any, context: Any) -> Any:
         """The context-dependent leaves' work summed over the step's sequences: a decode sequence's
         row read from the table over context, a prefill chunk's at its own (query, context)."""
@@ -266,10 +274,7 @@ class RooflineStepTime(StepTime):
         import numpy as np
 
         keys = np.asarray(keys, dtype=np.int64)
-        count = len(keys)
-        plans = self.graphs.run_plans(keys, steps)
-        seconds = {plan: self._fixed_seconds(plan, count, count) for plan in set(plans)}
-        base = seconds[plans[0]] if len(seconds) == 1 else np.array([seconds[plan] for plan in plans])
+        _, base = self._run_plans(keys, steps)
         if not self._sizes["context"]:
             return np.full(steps, base)
         self._decode_rows(keys + steps)  # grow the table first
@@ -495,12 +500,11 @@ class KernelStepTime(StepTime):
         for kind, column, count, kernel, once in self._layout[0]:
             if kind == "launch":  # `once` holds the leaf's launch seconds: (eager, from a graph)
                 seconds = seconds + count * np.where(graphed, once[1], once[0])
-            elif kind == "sum":  # a core GEMM is one batched call a layer: its start from DRAM once
-                seconds = seconds + count * (sums[..., column] + (timer.dram_startup_s if isinstance(kernel, Gemm) else 0))
-            elif kind == "max":
-                seconds = seconds + count * np.maximum(sums[..., column], sums[..., column + 1] + once / timer.bandwidth)
-                if isinstance(kernel, AttentionCall):  # one call per layer reading the step's caches from DRAM
-                    seconds = seconds + count * timer.dram_startup_s
+            elif kind == "sum":  # a core GEMM: one batched call a layer, one start from DRAM
+                seconds = seconds + count * (sums[..., column] + timer.dram_startup_s * isinstance(kernel, Gemm))
+            elif kind == "max":  # an attention call: one a layer, one start from DRAM
+                busy = np.maximum(sums[..., column], sums[..., column + 1] + once / timer.bandwidth)
+                seconds = seconds + count * (busy + timer.dram_startup_s * isinstance(kernel, AttentionCall))
             else:  # one GEMM over the step's rows (the sequences' rows concatenated)
                 gemm = np.vectorize(lambda m: kernels_seconds([replace(kernel, m=int(m))], timer))
                 seconds = seconds + count * gemm(sums[..., column])
@@ -564,14 +568,10 @@ class KernelStepTime(StepTime):
 
         keys = np.asarray(keys, dtype=np.int64)
         count = len(keys)
-        plans = self.graphs.run_plans(keys, steps)
-        fixed = {plan: self._fixed_seconds(plan, count, count) for plan in set(plans)}
-        uniform = len(fixed) == 1
-        base = fixed[plans[0]] if uniform else np.array([fixed[plan] for plan in plans])
+        plans, base = self._run_plans(keys, steps)
         if not self.groups["context"]:
             return np.full(steps, base)
-        graphed = (plans[0] is not None and plans[0].context) if uniform else \
-            np.array([plan is not None and plan.context for plan in plans])
+        graphed = np.array([plan is not None and plan.context for plan in plans])
         rows = self._decode_rows(keys[:, None] + np.arange(steps)).sum(axis=0)  # (steps, width)
         seconds = base + self._finish(rows, graphed)
         if self._packed is not None:
