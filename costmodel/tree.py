@@ -38,8 +38,6 @@ PROJECTIONS_AND_FFN = ("qkv", "mla", "out", "mlp", "router", "experts", "shared_
 def profile_for(cfg: ModelConfig, workload: Workload | None = None, **changes) -> B.Profile:
     """The implementation profile a workload asks for (training forward: dropout if p > 0)."""
     workload = workload or Workload()
-    from .quantization import weight_format
-
     attention_dropout = None if cfg.attention_dropout is None else cfg.attention_dropout > 0
     profile = B.Profile(
         impl=workload.impl, attention=workload.attention, dropout=cfg.dropout > 0,
@@ -47,8 +45,7 @@ def profile_for(cfg: ModelConfig, workload: Workload | None = None, **changes) -
         precision=workload.precision, optimizer=workload.optimizer, kv_dtype=workload.kv_dtype,
         kv_cache=workload.kv_cache,
         mla=workload.mla,
-        weight_format=weight_format(workload.weight_dtype, workload.weight_group,
-                                    workload.double_quant, workload.fp8_gemm),
+        weight_format=workload.weight_format,
     )
     return dataclasses.replace(profile, **changes)
 

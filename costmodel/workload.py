@@ -93,14 +93,12 @@ class Workload:
 
     def _check_inference_options(self, owner: str) -> None:
         """Quantized weights and cache, and the experts' load."""
-        from .quantization import weight_format
-
         if self.weight_group is not None:
             check_int(owner, "weight_group", self.weight_group)
         check_bool(owner, "double_quant", self.double_quant)
         if not self.double_quant and self.weight_dtype != "nf4":
             raise ConfigError(f"{owner}: double_quant applies only to nf4 weights.")
-        weight_format(self.weight_dtype, self.weight_group, self.double_quant, self.fp8_gemm)
+        self.weight_format  # checks the format (one line per bad field)
         if self.kv_dtype is not None:
             check_choice(owner, "kv_dtype", self.kv_dtype, spec.KV_DTYPES)
         check_choice(owner, "mla", self.mla, MLA_FORMS)
@@ -111,6 +109,14 @@ class Workload:
                 raise ConfigError(f"{owner}: expert_load must be non-negative numbers, one per "
                                   f"expert, not all zero; got {show(self.expert_load)}.")
             object.__setattr__(self, "expert_load", load)
+
+    @property
+    def weight_format(self) -> Any:
+        """The quantization.WeightFormat of --weight-dtype, --weight-group, --double-quant and
+        --fp8-gemm (None: unquantized weights)."""
+        from .quantization import weight_format
+
+        return weight_format(self.weight_dtype, self.weight_group, self.double_quant, self.fp8_gemm)
 
     @property
     def bytes_per_element(self) -> int:

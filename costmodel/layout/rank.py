@@ -92,12 +92,10 @@ class ParallelEstimate(RankCommunication):
     def _check_groups(self) -> None:
         """Whole groups on each row-parallel shard (quantization.check_shard_groups), the widths
         from the parts' row_parallel_width expressions (layout/parts.py)."""
-        from ..quantization import check_shard_groups, weight_format
+        from ..quantization import check_shard_groups
 
-        w = self.workload
         widths = [v for k, v in self.numbers.items() if k.startswith("row_parallel_width.")]
-        check_shard_groups(weight_format(w.weight_dtype, w.weight_group, w.double_quant, w.fp8_gemm),
-                           widths, self.layout.tp)
+        check_shard_groups(self.workload.weight_format, widths, self.layout.tp)
 
     @property
     def _gradient_dtype(self) -> str:

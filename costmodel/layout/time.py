@@ -48,7 +48,7 @@ from typing import Any
 from ..collectives import collective_seconds, ring_factor
 from ..hardware import Efficiency, Hardware, kernel_times
 from ..model_flops import check_convention
-from ..quantization import runs_w8a8, w8a8_peak, weight_format
+from ..quantization import runs_w8a8, w8a8_peak
 from .rank import ParallelEstimate, Stage
 
 
@@ -108,11 +108,6 @@ def leaf_factor(leaf: dict[str, Any], estimate: ParallelEstimate) -> float:
     return factor
 
 
-def weight_format_of(workload: Any) -> Any:
-    """The quantization.WeightFormat of a workload's --weight-dtype (None: unquantized)."""
-    return weight_format(workload.weight_dtype, workload.weight_group, workload.double_quant, workload.fp8_gemm)
-
-
 def runs_fp8(leaf: dict[str, Any], estimate: ParallelEstimate) -> bool:
     """Whether a leaf's matrix products run at the FP8 peak (--fp8: the linear layers, layout/fp8.py)."""
     return estimate.layout.fp8 is not None and bool(leaf.get("fp8"))
@@ -149,7 +144,7 @@ class StepTime:
         self.bytes_per_s = hardware.bandwidth_bytes_per_s * eff.memory
         # fp8 weights (inference) run W8A8 where the hardware has an FP8 peak and --fp8-gemm allows
         # it (quantization.runs_w8a8), as on one device.
-        self.w8a8 = estimate.phase != "train" and runs_w8a8(weight_format_of(estimate.workload), hardware)
+        self.w8a8 = estimate.phase != "train" and runs_w8a8(estimate.workload.weight_format, hardware)
         self.w8a8_per_s = w8a8_peak(hardware, eff) if self.w8a8 else None
         layout = estimate.layout
         # Expert parallelism (layout/experts.py): the ep group is ep neighbouring data-parallel
