@@ -19,10 +19,11 @@ A kernel's time:
     microbenchmark; in a training step its sustained_matmul_efficiency where measured: the GPU
     runs saturated at the clock its power limit allows); no GEMM runs faster than its bytes at
     the bandwidth a read-and-reduce stream reaches (the hardware's gemv_bandwidth, a
-    microbenchmark; else the achievable bandwidth); a weight-only quantized GEMM of one or two
-    tokens (a GEMV) whose kernel has a published batch-1 speed (kernel_facts.json
-    "weight_only_gemv") moves its stored bytes at that fraction of the GEMV rate, in place of
-    the tile model (whose tiles of 64 rows and more a GEMV's kernel does not use); where the
+    microbenchmark; else the achievable bandwidth); a weight-only quantized GEMM of no more
+    tokens than its kernel's published small-batch speed covers (kernel_facts.json
+    "weight_only_gemv": int4 one or two, int8 one) moves its stored bytes at that fraction of the
+    GEMV rate, in place of the tile model (whose tiles of 64 rows and more a GEMV's kernel does
+    not use); where the
     hardware file measures a GEMM's efficiency by its rows (gemm_efficiency_by_rows, a CPU's),
     its FLOPs at that fraction of the peak instead of the tiles (log-linear between the measured
     row counts, the end values beyond them);
