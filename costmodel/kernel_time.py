@@ -57,6 +57,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
+from .attention_kernels import attention_points
 from .config import DTYPE_BYTES, ConfigError, Workload
 from .hardware import Efficiency, Hardware
 
@@ -156,34 +157,6 @@ def log_linear(points: tuple[tuple[int, float], ...], x: int) -> float:
     return points[-1][1]
 
 
-def backward_tflops(forward: float, forward_backward: float, backward_factor: float) -> float:
-    """A fused attention kernel's backward TFLOP/s from its published forward and forward-plus-
-    backward rates at one length (FLOPs of the forward F, the backward backward_factor F): the
-    backward's FLOPs over the forward-plus-backward time less the forward's."""
-    return backward_factor / ((1 + backward_factor) / forward_backward - 1 / forward)
-
-
-def attention_points(entry: dict[str, Any], backward_factor: float
-                     ) -> tuple[tuple[tuple[int, float], ...] | None, tuple[tuple[int, float], ...] | None]:
-    """One kernel_facts.json attention_efficiency entry as (forward, backward) efficiencies by
-    length: its stated points (backward None: the forward's times backward_ratio), or, where it
-    states the published TFLOP/s, those over its reference peak, the backward from both figures;
-    where only the forward-plus-backward figure is published, that efficiency for both passes
-    (what reproduces the figure's time)."""
-    if "forward_backward_tflops" not in entry:
-        points = entry.get("points")
-        return (tuple((int(n), float(e)) for n, e in points) if points else None), None
-    peak = float(entry["reference_peak_tflops"])
-    both = dict(entry["forward_backward_tflops"])
-    if "forward_tflops" not in entry:
-        combined = tuple((int(n), tf / peak) for n, tf in entry["forward_backward_tflops"])
-        return combined, combined
-    forward = tuple((int(n), tf / peak) for n, tf in entry["forward_tflops"])
-    backward = tuple((int(n), backward_tflops(tf, both[n], backward_factor) / peak)
-                     for n, tf in entry["forward_tflops"])
-    return forward, backward
-
-
 class KernelTimer:
     """Seconds of one kernel on one hardware in one dtype."""
 
@@ -202,9 +175,8 @@ class KernelTimer:
         full load) where one is measured, else at the large-GEMM (burst, MAMF) efficiency.
         eager_ops: ops per run of each block kind (costmodel/eager_ops.py), charged at the
         hardware's dispatch_s_per_op in eager mode (not compiled, no CUDA graphs).
-        attention_kernel: the fused attention kernel whose published figures time the attention
-        calls (kernel_facts.json attention_efficiency: "flash2", FlashAttention-2, the default;
-        "flash1", FlashAttention (v1))."""
+        attention_kernel: the fused attention kernel whose published figures time attention calls
+        (kernel_facts.json attention_efficiency: "flash2", the default, or "flash1")."""
         self.hardware = hardware
         self.dtype = Workload(dtype=dtype).dtype
         self.element_bytes = DTYPE_BYTES[self.dtype]
@@ -268,8 +240,7 @@ class KernelTimer:
         # Weight-only GEMV kernels' published speed on this architecture: dtype -> (tokens, fraction).
         self.weight_only_gemv = {e["weight_dtype"]: (int(e["tokens"]), float(e["bandwidth_fraction"]))
                                  for e in facts["weight_only_gemv"] if e["architecture"] == hardware.architecture}
-        # The backward's efficiency over the forward's, where the kernel's paper gives both
-        # maxima (the backward's own points, where its figures give them by length, win).
+        # The backward's efficiency over the forward's, where a paper gives both maxima only.
         self.attention_backward_ratio = float(entry.get("backward_ratio", 1.0))
         self.memo: dict[tuple[Any, bool], float] = {}  # (kernel, backward) -> seconds
 

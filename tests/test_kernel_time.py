@@ -179,7 +179,8 @@ FA2_H100_BOTH = [[512, 163], [1024, 221], [2048, 265], [4096, 294], [8192, 308],
 
 
 def test_flash2_on_the_h100_runs_at_its_published_rates_by_length():
-    from costmodel.kernel_time import backward_tflops, kernel_facts
+    from costmodel.attention_kernels import backward_tflops
+    from costmodel.kernel_time import kernel_facts
 
     entry = next(e for e in kernel_facts()["attention_efficiency"]
                  if e["kernel"] == "flash2" and e["architecture"] == "hopper")
