@@ -58,6 +58,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
+from .attention_kernels import attention_points
 from .config import DTYPE_BYTES, ConfigError, Workload
 from .hardware import Efficiency, Hardware
 
@@ -163,7 +164,8 @@ class KernelTimer:
     def __init__(self, hardware: Hardware, dtype: str = "bf16", attention: str = "sdpa",
                  cuda_graphs: bool = False, efficiency: Efficiency | None = None, compiled: bool = False,
                  matmul_dtype: str | None = None, sustained: bool = False,
-                 eager_ops: dict[str, int] | None = None, w8a8: bool = False):
+                 eager_ops: dict[str, int] | None = None, w8a8: bool = False,
+                 attention_kernel: str = "flash2"):
         """matmul_dtype: the tensor cores' dtype where it is not the data's (FP8 training: bf16
         tensors, products at the FP8 peak and its large-GEMM efficiency); None: the data's.
         w8a8: GEMMs on fp8-stored weights (Gemm.weight_dtype "fp8") run W8A8 (inference,
@@ -173,7 +175,9 @@ class KernelTimer:
         the hardware's sustained matmul efficiency (MSMF: the clock its power limit allows under
         full load) where one is measured, else at the large-GEMM (burst, MAMF) efficiency.
         eager_ops: ops per run of each block kind (costmodel/eager_ops.py), charged at the
-        hardware's dispatch_s_per_op in eager mode (not compiled, no CUDA graphs)."""
+        hardware's dispatch_s_per_op in eager mode (not compiled, no CUDA graphs).
+        attention_kernel: the fused attention kernel whose published figures time attention calls
+        (kernel_facts.json attention_efficiency: "flash2", the default, or "flash1")."""
         self.hardware = hardware
         self.dtype = Workload(dtype=dtype).dtype
         self.element_bytes = DTYPE_BYTES[self.dtype]
@@ -221,16 +225,23 @@ class KernelTimer:
         self.tiles = [tuple(t) for t in facts["gemm_tiles"]["values"]]
         self.split_k_min_k = int(facts["split_k"]["min_k_per_split"])
         self.block = int(facts["attention_block"]["value"])
+        kernels = {e["kernel"] for e in facts["attention_efficiency"]}
+        if attention_kernel not in kernels:
+            raise ConfigError(f"attention kernel {attention_kernel!r} has no published figures; "
+                              f"known: {', '.join(sorted(kernels))}.")
         entry = next((e for e in facts["attention_efficiency"]
-                      if e["kernel"] == "flash2" and e["architecture"] == hardware.architecture), {})
-        self.attention_points = entry.get("points")
-        # The head widths FlashAttention-2 is compiled for, where its figures apply (a head of
-        # another width runs the next one up, padded); elsewhere the head's own width.
-        self.attention_head_dims = tuple(facts["attention_head_dims"]["values"]) if entry else ()
+                      if e["kernel"] == attention_kernel and e["architecture"] == hardware.architecture), {})
+        backward_factor = float(facts["attention_backward_factor"]["value"])
+        self.attention_points, self.attention_backward_points = attention_points(entry, backward_factor)
+        # The head widths the kernel is compiled for, where its figures apply (a head of another
+        # width runs the next one up, padded): the entry's own, else FlashAttention-2's; elsewhere
+        # the head's own width.
+        self.attention_head_dims = tuple(entry.get("head_dims", facts["attention_head_dims"]["values"])) \
+            if entry else ()
         # Weight-only GEMV kernels' published speed on this architecture: dtype -> (tokens, fraction).
         self.weight_only_gemv = {e["weight_dtype"]: (int(e["tokens"]), float(e["bandwidth_fraction"]))
                                  for e in facts["weight_only_gemv"] if e["architecture"] == hardware.architecture}
-        # The backward's efficiency over the forward's, where the kernel's paper gives both.
+        # The backward's efficiency over the forward's, where a paper gives both maxima only.
         self.attention_backward_ratio = float(entry.get("backward_ratio", 1.0))
         self.memo: dict[tuple[Any, bool], float] = {}  # (kernel, backward) -> seconds
 
@@ -304,16 +315,19 @@ class KernelTimer:
         return self.dram_startup_s + max(self.gemm_compute_seconds(gemm, tile, self.fp8_rate),
                                          moved / self.gemv_bandwidth) + quantize / self.bandwidth
 
-    def attention_efficiency(self, n_kv: int, n_q: int | None = None) -> float:
+    def attention_efficiency(self, n_kv: int, n_q: int | None = None, backward: bool = False) -> float:
         """A fused attention call's efficiency: where the hardware measures it by query rows, at
         n_q (log-linear between the measured query counts); else the kernel's published efficiency
-        at this length (log-linear between the published points); the large-GEMM efficiency where
+        at this length (log-linear between the published points; the backward's: its own points
+        where published, else the forward's times backward_ratio); the large-GEMM efficiency where
         none is published."""
         if self.attention_queries and n_q is not None:  # relative to the large-GEMM rate, as the rows table
             return self.rows_scale * log_linear(self.attention_queries, n_q)
         if not self.attention_points:
             return self.matmul_efficiency
-        return log_linear(self.attention_points, n_kv)
+        if backward and self.attention_backward_points:
+            return log_linear(self.attention_backward_points, n_kv)
+        return log_linear(self.attention_points, n_kv) * (self.attention_backward_ratio if backward else 1.0)
 
     def padded_head_dim(self, width: int) -> int:
         """The head width the fused kernel computes for a head of `width`: the smallest compiled
@@ -328,10 +342,9 @@ class KernelTimer:
         value_dim = call.value_dim or call.head_dim
         padding = (self.padded_head_dim(call.head_dim) + self.padded_head_dim(value_dim)) / (call.head_dim + value_dim)
         flops = call.executed_flops(self.block) * padding
-        efficiency = self.attention_efficiency(call.n_kv, call.n_q)
+        efficiency = self.attention_efficiency(call.n_kv, call.n_q, backward)
         if backward:
             flops *= float(kernel_facts()["attention_backward_factor"]["value"])
-            efficiency *= self.attention_backward_ratio
         return flops / (self.peak * efficiency), call.moved_bytes(self.element_bytes) / self.bandwidth
 
     def attention_seconds(self, call: AttentionCall, backward: bool = False) -> float:

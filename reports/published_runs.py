@@ -210,6 +210,8 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
     options: dict[str, Any] = {"autocast": _stated(run, source, "autocast", False)}
     if _stated(run, source, "compiled", False):
         options["compiled"] = True
+    if _stated(run, source, "attention_kernel"):  # the fused attention kernel the run calls (KernelTimer)
+        options["attention_kernel"] = _stated(run, source, "attention_kernel")
     overlap = _stated(run, source, "overlap")  # the overlap a run's recipe states (Overlap's fields)
     if overlap:
         from costmodel.layout.time import Overlap

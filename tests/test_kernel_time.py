@@ -186,8 +186,74 @@ def test_the_flash_backward_runs_at_its_published_share_of_the_forwards_efficien
     forward, backward = timer.attention_seconds(call), timer.attention_seconds(call, backward=True)
     # Each call also starts by streaming its keys and values from DRAM (1.96 us, A100_STARTUP).
     assert (backward - A100_STARTUP) / (forward - A100_STARTUP) == pytest.approx(2.5 / 0.863, rel=1e-12)
-    hopper = KernelTimer(load_hardware("h100-sxm"))  # FlashAttention-2 on the H100: one figure
+    hopper = KernelTimer(load_hardware("h100-sxm"))  # FlashAttention-2 on the H100: its own backward figures
     assert hopper.attention_backward_ratio == 1.0
+
+
+#: FlashAttention-2 on the H100 SXM5, causal, head dim 128, TFLOP/s at 512 to 16k tokens: forward
+#: (FlashAttention-3 paper, Figure "Forward, with causal mask, head dim 128") and forward plus
+#: backward (FlashAttention-2 paper, H100 figure, panel (d)); kernel_facts.json.
+FA2_H100_FORWARD = [[512, 191], [1024, 260], [2048, 298], [4096, 319], [8192, 333], [16384, 335]]
+FA2_H100_BOTH = [[512, 163], [1024, 221], [2048, 265], [4096, 294], [8192, 308], [16384, 328]]
+
+
+def test_flash2_on_the_h100_runs_at_its_published_rates_by_length():
+    from costmodel.attention_kernels import backward_tflops
+    from costmodel.kernel_time import kernel_facts
+
+    entry = next(e for e in kernel_facts()["attention_efficiency"]
+                 if e["kernel"] == "flash2" and e["architecture"] == "hopper")
+    assert entry["forward_tflops"] == FA2_H100_FORWARD and entry["forward_backward_tflops"] == FA2_H100_BOTH
+    assert entry["reference_peak_tflops"] == 989.4
+    # The backward from the two: 5/2 F of FLOPs in (7/2 F / 265 - F / 298) at 2k: 253.8 TFLOP/s.
+    assert backward_tflops(298, 265, 2.5) == pytest.approx(2.5 / (3.5 / 265 - 1 / 298), rel=1e-12)
+    assert backward_tflops(298, 265, 2.5) == pytest.approx(253.76, abs=0.01)
+    timer = KernelTimer(load_hardware("h100-sxm"), "bf16", "flash")
+    assert timer.attention_efficiency(2048) == pytest.approx(298 / 989.4, rel=1e-12)
+    assert timer.attention_efficiency(2048, backward=True) == pytest.approx(253.76 / 989.4, abs=1e-5)
+    # The backward is the slower pass at every published length: 0.81 of the forward at 512, 0.85
+    # at 2k, 0.97 at 16k (kernel_facts.json's source text).
+    ratios = [timer.attention_efficiency(n, backward=True) / timer.attention_efficiency(n) for n, _ in FA2_H100_FORWARD]
+    assert all(r < 1 for r in ratios)
+    assert [round(ratios[i], 2) for i in (0, 2, 5)] == [0.81, 0.85, 0.97]
+    # Log-linear between the points, the end values outside them.
+    assert timer.attention_efficiency(1448) == pytest.approx((260 + (298 - 260) * 0.5) / 989.4, rel=1e-3)
+    assert timer.attention_efficiency(32768) == timer.attention_efficiency(16384) == pytest.approx(335 / 989.4)
+    # A training call's forward plus backward time is the FlashAttention-2 paper's figure at 2k.
+    call = AttentionCall(4, 32, 2048, 2048, 128, causal=True)
+    startup = load_hardware("h100-sxm").dram_kernel_startup_s
+    total = timer.attention_seconds(call) + timer.attention_seconds(call, backward=True) - 2 * startup
+    assert call.executed_flops(128) * 3.5 / total == pytest.approx(265e12, rel=1e-9)
+
+
+#: FlashAttention (v1), causal, head dim 128, forward plus backward TFLOP/s at 512 to 16k tokens
+#: (FlashAttention-2 paper, A100 and H100 figures, panel (d), the FlashAttention bars).
+FA1_A100_BOTH = [[512, 55], [1024, 62], [2048, 69], [4096, 76], [8192, 80], [16384, 83]]
+FA1_H100_BOTH = [[512, 98], [1024, 109], [2048, 108], [4096, 126], [8192, 135], [16384, 137]]
+
+
+def test_flash1_runs_both_passes_at_its_published_forward_plus_backward_rate():
+    from costmodel.kernel_time import kernel_facts
+
+    entries = {e["architecture"]: e for e in kernel_facts()["attention_efficiency"] if e["kernel"] == "flash1"}
+    assert entries["ampere"]["forward_backward_tflops"] == FA1_A100_BOTH and entries["ampere"]["reference_peak_tflops"] == 312.0
+    assert entries["hopper"]["forward_backward_tflops"] == FA1_H100_BOTH and entries["hopper"]["reference_peak_tflops"] == 989.4
+    assert "forward_tflops" not in entries["hopper"]  # only the sum is published: one efficiency for both
+    h100 = KernelTimer(load_hardware("h100-sxm"), "bf16", "flash", attention_kernel="flash1")
+    assert h100.attention_efficiency(2048) == h100.attention_efficiency(2048, backward=True) == 108 / 989.4
+    assert a100(attention="flash", attention_kernel="flash1").attention_efficiency(16384) == 83 / 312.0
+    # A training call's forward plus backward time is the figure's: 108 TFLOP/s at 2k on the H100,
+    # a third of FlashAttention-2's 265 there.
+    call = AttentionCall(4, 32, 2048, 2048, 128, causal=True)
+    startup = load_hardware("h100-sxm").dram_kernel_startup_s
+    total = h100.attention_seconds(call) + h100.attention_seconds(call, backward=True) - 2 * startup
+    assert call.executed_flops(128) * 3.5 / total == pytest.approx(108e12, rel=1e-9)
+    # Its kernels are compiled for heads of 32, 64 and 128 (v1.0.9's fmha_api.cpp): 112 runs 128,
+    # 80 runs 128 (FlashAttention-2 has a 96 kernel for it).
+    assert (h100.padded_head_dim(112), h100.padded_head_dim(80), h100.padded_head_dim(48)) == (128, 128, 64)
+    assert KernelTimer(load_hardware("h100-sxm"), "bf16", "flash").padded_head_dim(80) == 96
+    with pytest.raises(ConfigError, match="attention kernel 'flash3' has no published figures; known: flash1, flash2."):
+        KernelTimer(load_hardware("h100-sxm"), "bf16", "flash", attention_kernel="flash3")
 
 
 def test_kernel_shapes_come_from_the_tree():

@@ -136,6 +136,34 @@ def test_each_added_run_is_expressed_as_its_source_states_it(run_id):
     assert hardware.name == run.get("hardware", sources[run_id.split()[0]]["hardware"])
     assert options.get("compiled", False) == ("compile" in run_id)
     assert layout.fp8 == ("tensorwise" if "float8" in run_id else None)
+    # llm-foundry's table ran MPT's Triton FlashAttention (sweep.sh passes no --attn_impl;
+    # submit_benchmarks.py's default is 'triton'), timed as FlashAttention (v1); the rest FlashAttention-2.
+    assert options.get("attention_kernel", "flash2") == ("flash1" if run_id.startswith("llm-foundry") else "flash2")
+
+
+def test_llm_foundrys_mpt_runs_time_their_attention_as_flash_attention_v1():
+    """The kernel model's step of MPT-7B at 2k on 8 H100s with the attention kernel its source
+    states (flash1: 108 TFLOP/s forward plus backward at 2k, the FlashAttention-2 paper's H100
+    figure) is slower than with FlashAttention-2 (265) by the attention's extra time alone."""
+    from costmodel.layout.kernel_step import KernelStepTime
+    from reports.published_runs import train_setup
+
+    runs, sources = _runs()
+    estimate, hardware, options = train_setup(runs["llm-foundry mpt-7b 2048 8xh100-sxm"], sources["llm-foundry"])
+    assert options["attention_kernel"] == "flash1"
+    from costmodel.kernel_time import AttentionCall, KernelTimer
+
+    v1 = KernelStepTime(estimate, hardware, **options)
+    v2 = KernelStepTime(estimate, hardware, **dict(options, attention_kernel="flash2"))
+    # 32 layers, one micro-batch of 6 sequences, 32 causal heads of 128: each layer's call forward
+    # and backward under each kernel; nothing else in the step moves.
+    call = AttentionCall(6, 32, 2048, 2048, 128, causal=True)
+    def layer(kernel: str) -> float:
+        timer = KernelTimer(hardware, "bf16", "flash", attention_kernel=kernel)
+        return timer.attention_seconds(call) + timer.attention_seconds(call, backward=True)
+    extra = v1.step()["seconds"] - v2.step()["seconds"]
+    assert extra == pytest.approx(32 * (layer("flash1") - layer("flash2")), rel=1e-6)
+    assert extra / v2.step()["seconds"] == pytest.approx(0.151, abs=0.005)  # 13,808 -> 11,994 tokens/s a GPU
 
 
 def test_the_added_models_have_their_sources_parameter_counts():

@@ -54,7 +54,7 @@ def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]
     return dict(split)
 
 
-def train_step_kernels(estimate, hardware, overlap=None, autocast=False, compiled=False
+def train_step_kernels(estimate, hardware, overlap=None, autocast=False, compiled=False, attention_kernel="flash2"
                        ) -> tuple[dict, list[tuple[str, float, float | None]]]:
     """A training step under the kernel model (issue 18, fourth round): the step's parts
     (KernelStepTime.step()) and, for the first pipeline stage, each kernel's seconds per step
@@ -64,7 +64,8 @@ def train_step_kernels(estimate, hardware, overlap=None, autocast=False, compile
     from costmodel.kernel_time import Pointwise, kernels_seconds
     from costmodel.layout.kernel_step import KernelStepTime, rank_kernels
 
-    step_time = KernelStepTime(estimate, hardware, overlap=overlap, autocast=autocast, compiled=compiled)
+    step_time = KernelStepTime(estimate, hardware, overlap=overlap, autocast=autocast, compiled=compiled,
+                               attention_kernel=attention_kernel)
     step, timer = step_time.step(), step_time.timer
     runs = step_time.part_runs(estimate.stages[0])
     microbatches = estimate.layout.microbatches
@@ -140,10 +141,10 @@ def pipelined_splits() -> None:
 
 
 def print_train_breakdown(name: str, published: float, estimate, hardware, overlap=None, autocast=False,
-                          compiled=False, unit: str = "TFLOP/s") -> None:
+                          compiled=False, unit: str = "TFLOP/s", attention_kernel: str = "flash2") -> None:
     """One training step's split and its first stage's kernels; `published` in `unit` (TFLOP/s
     per GPU, or tokens/s per GPU beside ours from the step's seconds)."""
-    step, rows = train_step_kernels(estimate, hardware, overlap, autocast, compiled)
+    step, rows = train_step_kernels(estimate, hardware, overlap, autocast, compiled, attention_kernel)
     if unit == "TFLOP/s":
         ours = f"{step['tflops_per_gpu']:.1f} (hardware FLOPs)"
     else:

@@ -51,14 +51,15 @@ _TIMERS: dict[tuple, tuple[Hardware, KernelTimer]] = {}
 
 def _timer(hardware: Hardware, dtype: str, attention: str, efficiency: Efficiency | None,
            compiled: bool, matmul_dtype: str | None = None, sustained: bool = False,
-           w8a8: bool = False) -> KernelTimer:
+           w8a8: bool = False, attention_kernel: str = "flash2") -> KernelTimer:
     """One KernelTimer (and so one memo of kernel seconds) per hardware object and options."""
-    key = (id(hardware), dtype, attention, efficiency, compiled, matmul_dtype, sustained, w8a8)
+    key = (id(hardware), dtype, attention, efficiency, compiled, matmul_dtype, sustained, w8a8, attention_kernel)
     held = _TIMERS.get(key)
     if held is None or held[0] is not hardware:
         held = _TIMERS[key] = (hardware, KernelTimer(hardware, dtype, attention, efficiency=efficiency,
                                                      compiled=compiled, matmul_dtype=matmul_dtype,
-                                                     sustained=sustained, w8a8=w8a8))
+                                                     sustained=sustained, w8a8=w8a8,
+                                                     attention_kernel=attention_kernel))
     return held[1]
 
 
@@ -150,7 +151,8 @@ class KernelStepTime(StepTime):
 
     def __init__(self, estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None,
                  flops_convention: str = "dense", cuda_graphs: bool = False, overlap: Any = None,
-                 compiled: bool = False, autocast: bool = False):
+                 compiled: bool = False, autocast: bool = False, attention_kernel: str = "flash2"):
+        """attention_kernel: the fused attention kernel the run calls (KernelTimer's)."""
         super().__init__(estimate, hardware, efficiency, flops_convention, cuda_graphs, overlap, autocast)
         check_kernel_model(hardware)
         # A decode step replayed from a CUDA graph: each kernel's GPU-side gap (kernel_time.KernelTimer).
@@ -162,11 +164,11 @@ class KernelStepTime(StepTime):
         # Quantized weights: each GEMM reads the rank's shard as stored (kernel_time._gemms at the
         # rank's shapes); fp8 weights W8A8 where StepTime found the hardware runs it.
         self.timer = _timer(hardware, workload.dtype, workload.attention, efficiency, compiled, sustained=sustained,
-                            w8a8=self.w8a8)
+                            w8a8=self.w8a8, attention_kernel=attention_kernel)
         # --fp8: the linear layers' GEMMs on the FP8 tensor cores (StepTime checked the peak).
         self.fp8_timer = None if estimate.layout.fp8 is None else \
             _timer(hardware, workload.dtype, workload.attention, efficiency, compiled, matmul_dtype="fp8",
-                   sustained=sustained)
+                   sustained=sustained, attention_kernel=attention_kernel)
 
     @cached_property
     def part_kernels(self) -> dict[str, int]:

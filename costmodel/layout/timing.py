@@ -24,6 +24,7 @@ def step_time(estimate: ParallelEstimate, hardware: Hardware, efficiency: Effici
         return KernelStepTime(estimate, hardware, efficiency, **options)
     if options.pop("compiled", False):
         raise ConfigError("--compile is modelled by the kernel-level time model only; add --time-model kernels.")
+    options.pop("attention_kernel", None)  # the roofline times attention at its one efficiency
     return StepTime(estimate, hardware, efficiency, **options)
 
 
