@@ -41,6 +41,11 @@ class Facts:
     softmax_dtype: str = "activation"
     # dtype of the log-softmax the cross-entropy keeps, and of the loss and its gradients
     loss_dtype: str = "activation"
+    # the loss the model's code calls: "none" (not modelled in time: its FLOPs only) or
+    # "vocab_parallel" (Megatron-LM's mpu.vocab_parallel_cross_entropy on the fp32 logits, unfused:
+    # its passes timed where the framework runs it, Profile.framework_loss, blocks/head.py
+    # vocab_parallel_loss_bytes)
+    loss_passes: str = "none"
     # the causal-LM loss pads the labels by one and shifts: at b = 1 the target is a view of the
     # padded row (one more id)
     shifted_labels: bool = False

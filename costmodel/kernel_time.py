@@ -138,10 +138,12 @@ class AttentionCall:
 
 @dataclass(frozen=True)
 class Pointwise:
-    """A memory-bound kernel (norms, activations, adds, softmax): its bytes and FLOPs."""
+    """A memory-bound kernel (norms, activations, adds, softmax): its bytes and FLOPs, and its
+    backward's bytes where the leaf states them (Cost.backward_bytes_other; None: twice these)."""
 
     bytes: float
     flops: float = 0.0
+    backward_bytes: float | None = None
 
 
 Kernel = Gemm | AttentionCall | Pointwise
@@ -401,7 +403,8 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
     other = _number(cost.bytes_other, subs) - (_fused_away(leaf, subs) if compiled else 0.0)
     other_flops = sum(_number(x, subs) for _, x in cost.elements)
     if other or other_flops:
-        kernels.append(Pointwise(other, other_flops))
+        stated = cost.backward_bytes_other
+        kernels.append(Pointwise(other, other_flops, None if stated is None else _number(stated, subs)))
     return kernels
 
 
@@ -577,7 +580,9 @@ def _seconds(timer: KernelTimer, kernel: Any, backward: bool = False) -> float:
         return timer.gemm_seconds(Gemm(kernel.m, kernel.k, kernel.n, kernel.count)) + \
             timer.gemm_seconds(Gemm(kernel.k, kernel.n, kernel.m, kernel.count))
     if isinstance(kernel, Pointwise) and backward:
-        return 2 * timer.pointwise_seconds(kernel)
+        if kernel.backward_bytes is None:  # the convention: twice the forward's bytes and FLOPs
+            return 2 * timer.pointwise_seconds(kernel)
+        return timer.pointwise_seconds(Pointwise(kernel.backward_bytes, 2 * kernel.flops))
     return timer.seconds(kernel, backward)
 
 

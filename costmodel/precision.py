@@ -98,6 +98,28 @@ def param_bytes(precision: str, optimizer: str) -> ParamBytes:
     )
 
 
+def megatron_fp16_step_bytes(element_bytes: int) -> int:
+    """Bytes one parameter moves in Megatron-LM's fp16 optimizer step, whose passes are separate
+    kernels (NVIDIA/Megatron-LM megatron/optimizer/optimizer.py FP16OptimizerWithFP16Params.step
+    and clip_grads.py, commit cbad126 of March 2021; --clip-grad 1.0 in examples/sc21/CONFIG.sh):
+      _copy_model_grads_to_main_grads  multi_tensor_scale by 1.0: read e, write 4
+      _unscale_main_grads_and_check_for_nan  torch._amp_foreach_non_finite_check_and_unscale_ on
+                                       the fp32 gradients, in place: read 4, write 4
+      clip_grad_norm_fp32              multi_tensor_l2norm: read 4 (its multi_tensor_scale runs only
+                                       when the norm exceeds the clip: not counted)
+      apex FusedAdam (optimizer/__init__.py) over the fp32 main parameters: read the parameter,
+                                       gradient and two moments, write the parameter and moments: 28
+      _copy_main_params_to_model_params  multi_tensor_scale by 1.0: read 4, write e
+    48 + 2e bytes (52 in fp16), where one fused pass (ParamBytes.step_traffic) moves 30; zero_grad
+    sets the fp16 gradients to None (no pass)."""
+    copy_gradients = element_bytes + FP32
+    unscale = 2 * FP32
+    norm = FP32
+    adam = 4 * FP32 + 3 * FP32
+    copy_parameters = FP32 + element_bytes
+    return copy_gradients + unscale + norm + adam + copy_parameters
+
+
 def in_place_add_bytes(element_bytes: int) -> int:
     """Bytes one parameter's gradient moves when added in place into the held one, outside a
     fused kernel: both read and the sum written, 3 x the element's bytes."""

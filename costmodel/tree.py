@@ -108,8 +108,12 @@ class CostModel:
 
     def _rerun(self, leaf: Leaf) -> B.Cost | None:
         """What of this leaf's forward recomputation reruns in backward (None: nothing): all of
-        it for every block under full recomputation, for the attention core under selective (its
-        kernel says so), for each norm and latent attention's RoPE under "deepseek"
+        it for every block of a layer under full recomputation (the leaves it checkpoints; the
+        embedding, the final norm, the head and the loss run once, outside the checkpoints, and
+        keep their saved tensors in the memory model: Megatron-LM's ParallelTransformer
+        _checkpointed_forward wraps its layers only and runs the final LayerNorm after them,
+        NVIDIA/Megatron-LM megatron/model/transformer.py at cbad126), for the attention core
+        under selective (its kernel says so), for each norm and latent attention's RoPE under "deepseek"
         (spec.RECOMPUTED_PARTS); latent attention's up-projections and own norms, a part of its
         projections' leaf (LatentAttention.recomputed_part); the routed experts' SwiGLU under
         DeepSeek-V3's FP8 activations (Experts.recomputed_part)."""
@@ -117,7 +121,7 @@ class CostModel:
         if self.phase != "train":
             return None
         if profile.recompute == "full":
-            return leaf.cost
+            return leaf.cost if leaf.checkpointed else None
         block = leaf.block
         if isinstance(block, B.AttentionCore) and block.kernel.recomputes_core:
             return leaf.cost

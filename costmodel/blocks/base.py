@@ -80,6 +80,11 @@ class Profile:
     # (the input of the linear after attention) in E5M6, the routed experts' SwiGLU input in FP8
     # and its output recomputed in backward.
     fp8_activations: bool = False
+    # The loss code of the training framework a layout runs (Framework.loss): "vocab_parallel",
+    # Megatron-LM's _VocabParallelCrossEntropy; None: not a framework's (one device, or a framework
+    # that leaves the loss to the model's code). Its passes are timed where the model's code calls
+    # it unfused (facts.loss_passes).
+    framework_loss: str | None = None
 
     @cached_property
     def facts(self) -> Facts:
@@ -151,6 +156,9 @@ class Cost:
     kv_cache_bytes: Expr = ZERO
     bytes_matmul: Expr = ZERO  # traffic of the matrix products: weights, their inputs and outputs
     bytes_other: Expr = ZERO  # traffic of the other ops (elementwise, reductions, gathers)
+    # their backward's traffic where the block states the code's passes (Megatron's vocabulary-
+    # parallel cross-entropy); None: the convention below, twice the forward's
+    backward_bytes_other: Expr | None = None
     buffer_bytes: Expr = ZERO
     input_bytes: Expr = ZERO
     result_bytes: Expr = ZERO
@@ -198,7 +206,8 @@ class Cost:
         return sp.Add(*(OTHER_FLOPS_PER_ELEMENT[k] * x for k, x in self.elements))
 
     # Backward traffic and other-op work (a stated convention, not a measurement): a backward
-    # reads and writes about twice what its forward does, and runs about twice its other ops.
+    # reads and writes about twice what its forward does, and runs about twice its other ops;
+    # a block that states its backward's passes (backward_bytes_other) moves those instead.
     @property
     def bytes_matmul_backward(self) -> Expr:
         return 2 * self.bytes_matmul
@@ -209,7 +218,7 @@ class Cost:
 
     @property
     def bytes_other_backward(self) -> Expr:
-        return 2 * self.bytes_other
+        return 2 * self.bytes_other if self.backward_bytes_other is None else self.backward_bytes_other
 
     def element_counts(self) -> dict[str, Expr]:
         out: dict[str, Expr] = {}
@@ -240,7 +249,7 @@ def make_cost(**kwargs) -> Cost:
     """A Cost with every value made a sympy expression (zero elements and tensors dropped; a
     tensor given as an expression is one-dimensional)."""
     pairs = ("elements", "tensors", "matrices", "variants", "matrix_tokens")
-    values = {k: sp.sympify(v) for k, v in kwargs.items() if k not in pairs}
+    values = {k: None if v is None else sp.sympify(v) for k, v in kwargs.items() if k not in pairs}
     elements = tuple((k, sp.sympify(x)) for k, x in kwargs.get("elements", ()) if x != 0)
     tensors = tuple(t if isinstance(t, Tensor) else Tensor(sp.sympify(t))
                     for t in kwargs.get("tensors", ()) if t != 0)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import symbols as S
-from ..terms import INDEX, Expr, dtype_bytes, elementwise_bytes, if_batch_of_one
+from ..terms import FP32, INDEX, Expr, dtype_bytes, elementwise_bytes, if_batch_of_one, unless_fp32
 from .base import Block, Cost, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias
 
 
@@ -98,13 +98,36 @@ class CrossEntropy(Block):
         saved = width * (self.tokens * S.V + 1) + INDEX * self.tokens
         if facts.shifted_labels:
             saved += if_batch_of_one(INDEX)
+        # the passes' traffic where the model's code calls Megatron's loss unfused (facts.loss_passes)
+        # and the framework runs it (Profile.framework_loss); else none is modelled
+        megatron = facts.loss_passes == self.profile.framework_loss == "vocab_parallel"
+        forward, backward = vocab_parallel_loss_bytes(self.tokens * S.V) if megatron else (0, None)
         return make_cost(
             elements=[("log_softmax", self.tokens * S.V)],
+            bytes_other=forward,
+            backward_bytes_other=backward,
             saved_bytes=saved,
             input_bytes=INDEX * self.tokens,
             result_bytes=width,
             backward_transient_bytes=2 * self.tokens * S.V * width - 2 * INDEX * self.tokens,
         )
+
+
+def vocab_parallel_loss_bytes(logits: Expr) -> tuple[Expr, Expr]:
+    """Traffic of Megatron-LM's vocabulary-parallel cross-entropy over a rank's `logits` elements
+    (its tokens x its share of V), forward and backward: gpt_model.py passes output.float(), and
+    mpu/cross_entropy.py's _VocabParallelCrossEntropy makes one pass per op over the fp32 copy
+    (the gathers of the target logits and the per-token reductions' outputs are a token's, not a
+    logit's: left out).
+      forward   the cast to fp32 (read e, write 4; none in an fp32 model, where .float() is the
+                tensor itself), max (read 4), sub_ (read 4, write 4), exp(out=) (read 4, write 4),
+                sum (read 4), div_ (read 4, write 4): e + 36 bytes a logit (38 in fp16/bf16);
+      backward  grad_input.mul_ on the kept softmax (read 4, write 4), the cast's backward to the
+                logits' dtype (read 4, write e; none in fp32): 12 + e bytes a logit (14)."""
+    cast = unless_fp32(S.e + FP32)
+    forward = cast + FP32 + 2 * FP32 + 2 * FP32 + FP32 + 2 * FP32
+    backward = 2 * FP32 + cast
+    return forward * logits, backward * logits
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,16 @@ class Framework:
     # February 2022, is switched off in fp16 by arguments.py). None: not modelled (bf16 Megatron
     # fuses it into the weight-gradient GEMM's fp32 output).
     fp16_gradient_accumulation: str | None = None
+    # The optimizer step in fp16 as the framework runs it, where it is not one fused pass over the
+    # parameter's copies (ParamBytes.step_traffic): "megatron", FP16OptimizerWithFP16Params' five
+    # passes (precision.megatron_fp16_step_bytes: the fp16 gradients copied to fp32, unscaled and
+    # checked, their norm, FusedAdam, the fp32 parameters copied back to fp16). None: one pass.
+    fp16_optimizer_passes: str | None = None
+    # The loss code the framework runs (Profile.framework_loss): "vocab_parallel", Megatron-LM's
+    # _VocabParallelCrossEntropy (megatron/mpu/cross_entropy.py), timed where the model's code
+    # calls it unfused (facts.loss_passes: Megatron-LM's GPTModel). None: the framework leaves the
+    # loss to the model's code (DeepSpeed, FSDP2), not modelled in time.
+    loss: str | None = None
 
     def precision_for(self, dtype: str) -> str:
         """The precision policy (costmodel/precision.py) in this activation dtype."""
@@ -85,7 +95,8 @@ FRAMEWORKS = {
         embedding_gradient_full=False, norm_gradient_all_reduces=1, whole_batch_inputs=False,
         step_counters=False, dp_gradient_dtype="fp32", vocabulary_parallel_loss=True,
         fp16_precision="mixed", fp16_dp_gradient_dtype="activation",
-        pp_scatter_gather=True, fp16_gradient_accumulation="in_place",
+        pp_scatter_gather=True, fp16_gradient_accumulation="in_place", fp16_optimizer_passes="megatron",
+        loss="vocab_parallel",
     ),
     "deepspeed": Framework(
         name="deepspeed", precision="mixed", zero_stages=(0, 1, 2, 3),

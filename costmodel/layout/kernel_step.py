@@ -107,7 +107,8 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
     framework = FRAMEWORKS[layout.framework]
     profile = profile_for(cfg, workload, precision=framework.precision, device=layout.device,
                           optimizer_impl="foreach" if layout.device == "cuda" else "single",
-                          fp8_activations=fp8_activations(layout) and estimate.phase == "train")
+                          fp8_activations=fp8_activations(layout) and estimate.phase == "train",
+                          framework_loss=framework.loss)
     tree = CostModel(cfg, profile, phase=estimate.phase)
     values = _rank_key(estimate, fused_attention, compiled)["values"]
     subs = {getattr(S, k): sp.Integer(v) for k, v in values.items()}

@@ -21,7 +21,8 @@ The overlap model (stated conventions, not measurements; each settable with Over
   GPipe, 1F1B and interleaving; a third of 1F1B's for ZB-H1 and DualPipeV, a sixth for ZB-V);
 - expert parallelism's all-to-alls are exposed, except under DualPipeV, which hides them behind
   the other chunk's compute (DeepSeek-V3 report, section 3.2.1);
-- the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it;
+- the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it
+  (Megatron-LM's fp16 optimizer: its five passes, Framework.fp16_optimizer_passes);
 - under torch.autocast (`autocast=True`: fp32 parameters, as PyTorch Lightning's precision "bf16"
   runs them) each micro-batch casts the rank's weights and their gradients and accumulates the
   gradients in fp32 (autocast_bytes_per_parameter in costmodel/precision.py), a memory-bound
@@ -342,7 +343,19 @@ class StepTime:
             local = experts // layout.ep
             updated = (math.ceil((params - experts) / layout.dp) + math.ceil(local / (layout.dp // layout.ep))
                        if sharded else params - experts + local)
-        return updated * estimate.numbers["step_traffic"] / self.bytes_per_s
+        return updated * self.step_traffic() / self.bytes_per_s
+
+    def step_traffic(self) -> float:
+        """Bytes the optimizer step moves per parameter it updates: one fused pass over the
+        parameter's copies (ParamBytes.step_traffic), or in fp16 the framework's own passes where
+        it states them (Framework.fp16_optimizer_passes)."""
+        estimate = self.estimate
+        if estimate.workload.dtype == "fp16" and estimate.framework.fp16_optimizer_passes == "megatron" \
+                and not self.autocast:
+            from ..precision import megatron_fp16_step_bytes
+
+            return megatron_fp16_step_bytes(estimate.workload.bytes_per_element)
+        return float(estimate.numbers["step_traffic"])
 
     def autocast_casts(self, stage: Stage) -> float:
         """Seconds of a step's autocast traffic on this rank (0 without autocast): every weight it
