@@ -46,8 +46,11 @@ class Leaf:
     recomputed: bool = False  # its forward, or part of it (rerun), runs again in backward (recomputation)
     rerun: B.Cost | None = None  # what recomputation reruns: its cost, or a part (CostModel._rerun)
     checkpointed: bool = False  # full or op recomputation: what it saves is rebuilt one layer at a time
-    # recompute "torchtitan-op": its linear ops (Block.linear_ops) whose outputs the policy keeps
+    # recompute "torchtitan-op" (costmodel/op_checkpoint.py): its linear ops (Block.linear_ops) whose
+    # outputs the policy keeps, and those that do not rerun (the kept ones, and the one the recompute
+    # stops before)
     kept_outputs: tuple[str, ...] = ()
+    not_rerun: tuple[str, ...] = ()
     per_param: object = None  # precision.ParamBytes of the tree (for STATE_QUANTITIES)
     weight_format: object = None  # quantization.WeightFormat of quantized weights (inference)
 

@@ -22,8 +22,9 @@ Over the tree's leaves of one layer, in the order they run (the order they are b
            norms, RoPE, the activation and the gate's product, the residual add between the
            sublayers, the even matmuls; an eager (or math) attention core whole (bmm and softmax
            are not in the list). torch.utils.checkpoint stops the recompute once the layer's last
-           saved tensor is rebuilt (its early stop, on by default): the leaves after the last one
-           that saves anything (the closing residual add) do not rerun.
+           saved tensor is rebuilt (its early stop, on by default), and autograd saves a linear's
+           input before it runs the product: the layer's last linear (the FFN's down projection,
+           kept or not) and the leaves after it (the closing residual add) do not rerun.
   rebuilt  in backward, one layer at a time, what its leaves save (as under full recomputation);
            the kept tensors autograd also saves (the kernel's output and log-sum-exp, the gate's
            output the SiLU saves, v the kernel saves) are counted there again: a stated upper
@@ -57,13 +58,16 @@ def checkpointed_layer(checkpoint: Any, body: list[Any]) -> list[Any]:
     last = max((i for i, leaf in enumerate(body) if leaf.cost.saved_bytes != 0), default=-1)
     out = [checkpoint]
     for i, (leaf, kept) in enumerate(zip(body, kept_names)):
-        leaf = dataclasses.replace(leaf, checkpointed=i <= last, kept_outputs=kept)
+        ops = leaf.block.linear_ops()
+        stop = (ops[-1].name,) if i == last and ops else ()  # the recompute stops at its input
+        leaf = dataclasses.replace(leaf, checkpointed=i <= last, kept_outputs=kept,
+                                   not_rerun=tuple(dict.fromkeys(kept + stop)))
         out.append(leaf)
         saved = kept_bytes(leaf)
         if saved != 0:
             block = B.KeptOutputs(leaf.block, saved)
             out.append(dataclasses.replace(leaf, name=f"{leaf.name}_kept", block=block, cost=block.cost(),
-                                           checkpointed=False, kept_outputs=()))
+                                           checkpointed=False, kept_outputs=(), not_rerun=()))
     return out
 
 
@@ -97,14 +101,14 @@ def kept_bytes(leaf: Any) -> Any:
 
 def rerun(leaf: Any) -> B.Cost | None:
     """What the recompute reruns of a leaf (None: nothing): all of a leaf inside the recompute but
-    a fused attention kernel, and of a block with linears the ones it does not keep, with all its
-    other ops."""
+    a fused attention kernel, and of a block with linears all its other ops and the linears
+    Leaf.not_rerun does not name."""
     block, cost = leaf.block, leaf.cost
     if not leaf.checkpointed or not cost.is_active():
         return None
     if isinstance(block, B.AttentionCore) and block.kernel.keeps_output:
         return None
-    again = [op for op in block.linear_ops() if op.name not in leaf.kept_outputs]
+    again = [op for op in block.linear_ops() if op.name not in leaf.not_rerun]
     if len(again) == len(block.linear_ops()):
         return cost
     return B.linears_cost(again, elements=cost.elements, bytes_other=cost.bytes_other)
