@@ -111,4 +111,5 @@ def rerun(leaf: Any) -> B.Cost | None:
     again = [op for op in block.linear_ops() if op.name not in leaf.not_rerun]
     if len(again) == len(block.linear_ops()):
         return cost
-    return B.linears_cost(again, elements=cost.elements, bytes_other=cost.bytes_other)
+    part = B.linears_cost(again, elements=cost.elements, bytes_other=cost.bytes_other)
+    return part if part.is_active() else None
