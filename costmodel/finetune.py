@@ -290,6 +290,9 @@ def check(cfg: ModelConfig, workload: Workload) -> None:
         raise ConfigError("fine-tuning memory models Hugging Face's code with peft: use --impl hf.")
     if workload.gen_tokens:
         raise ConfigError("fine-tuning trains on sequences: leave out --gen-tokens.")
+    if workload.recompute == "torchtitan-op":
+        raise ConfigError("fine-tuning memory does not model --recompute torchtitan-op: the adapters' "
+                          "matmuls would join the policy's count of a layer's matmuls.")
     if cfg.n_window_layers and workload.attention != "eager" and workload.seq_len > cfg.sliding_window:
         raise ConfigError(f"fine-tuning memory with a sliding window ({cfg.sliding_window:,}) shorter than the "
                           f"sequence matches peft under --attention eager only ({workload.attention} keeps more, "

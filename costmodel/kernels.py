@@ -100,9 +100,14 @@ class Flash(Kernel):
 
     def weighted_sum_saved(self, core: Any) -> Expr:
         values = ZERO if core.inputs_rebuilt else S.e * S.b * core.value_dim * core.kv_heads * core.k_len
-        if core.profile.fp8_activations:  # the output projection's input, in E5M6 (12 bits) tiles
-            return values + tiled_bytes(S.b * core.q_len, S.h * core.value_dim, bits=12)
-        return values + S.e * S.b * core.value_dim * S.h * core.q_len  # v (unless rebuilt) and out
+        return values + self.output_saved(core)  # v (unless rebuilt) and out
+
+    def output_saved(self, core: Any) -> Expr:
+        """The kernel's output (b, h, q_len, value_dim), the output projection's input; with
+        DeepSeek-V3's FP8 activations in E5M6 (12 bits) tiles."""
+        if core.profile.fp8_activations:
+            return tiled_bytes(S.b * core.q_len, S.h * core.value_dim, bits=12)
+        return S.e * S.b * core.value_dim * S.h * core.q_len
 
 
 @dataclass(frozen=True)

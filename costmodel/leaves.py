@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from . import blocks as B
+from . import op_checkpoint
 from . import symbols as S
 from .config import ConfigError, ModelConfig
 
@@ -44,7 +45,12 @@ class Leaf:
     kind: str | None = None
     recomputed: bool = False  # its forward, or part of it (rerun), runs again in backward (recomputation)
     rerun: B.Cost | None = None  # what recomputation reruns: its cost, or a part (CostModel._rerun)
-    checkpointed: bool = False  # full recomputation: what it saves is rebuilt one layer at a time
+    checkpointed: bool = False  # full or op recomputation: what it saves is rebuilt one layer at a time
+    # recompute "torchtitan-op" (costmodel/op_checkpoint.py): its linear ops (Block.linear_ops) whose
+    # outputs the policy keeps, and those that do not rerun (the kept ones, and the one the recompute
+    # stops before)
+    kept_outputs: tuple[str, ...] = ()
+    not_rerun: tuple[str, ...] = ()
     per_param: object = None  # precision.ParamBytes of the tree (for STATE_QUANTITIES)
     weight_format: object = None  # quantization.WeightFormat of quantized weights (inference)
 
@@ -330,10 +336,12 @@ class TreeBuilder:
             cross = self.attention(cross_at, seq, cross_len, cross=True, cached=cross_len, kv_len=kv_len)
         body = [*self_attention, *cross,
                 *self.ffn(dataclasses.replace(layer, sublayer="ffn"), S.b * seq, kind.experts)]
-        if self.profile.recompute == "full" and self.phase == "train":
-            body = [dataclasses.replace(leaf, checkpointed=True) for leaf in body]
-            body.insert(0, layer.leaf("checkpoint", B.LayerCheckpoint(S.b * seq)))
-        return body
+        if self.phase != "train" or self.profile.recompute not in ("full", "torchtitan-op"):
+            return body
+        checkpoint = layer.leaf("checkpoint", B.LayerCheckpoint(S.b * seq))
+        if self.profile.recompute == "torchtitan-op":
+            return op_checkpoint.checkpointed_layer(checkpoint, body)
+        return [checkpoint, *(dataclasses.replace(leaf, checkpointed=True) for leaf in body)]
 
     def stack(self, stack: str, seq: sp.Expr, layers: sp.Expr, *, cross_len: sp.Expr | None) -> Leaves:
         """A stack of layers. A decoder caches its n prompt + T generated tokens' keys/values and,

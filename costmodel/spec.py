@@ -78,7 +78,8 @@ ATTENTIONS = Choices({"eager": "an n x n score matrix", "sdpa": "torch's fused k
 #: The attention a measurement runs (validate): the kernels torch's FlopCounterMode sees.
 MEASURED_ATTENTIONS = Choices({"eager": "", "sdpa": ""})
 RECOMPUTES = Choices({"none": "", "selective": "the attention core", "full": "each layer",
-                      "deepseek": "every norm and latent attention's up-projections"})
+                      "deepseek": "every norm and latent attention's up-projections",
+                      "torchtitan-op": "torchtitan's op policy: the attention kernel and every other matmul kept, the rest rerun"})
 #: What each recomputation reruns in backward, by what the blocks ask for (costmodel/blocks):
 #: "norms" every Norm (and latent attention's own norms), "up_projections" latent attention's
 #: up-projections and the RoPE applied to their output. "deepseek" is DeepSeek-V3's (technical report,
@@ -87,8 +88,10 @@ RECOMPUTES = Choices({"none": "", "selective": "the attention core", "full": "ea
 #: output-discarding checkpoints, megatron/core/transformer/transformer_config.py recompute_modules).
 #: selective and full are the kernel's and the layer's (costmodel/kernels.py, costmodel/leaves.py).
 #: A set with "up_projections" has "norms" too (LatentAttention.saved keeps the latents before their norms).
+#: "torchtitan-op" is torchtitan's selective op checkpointing (selective_ac_option = 'op'), a policy
+#: over a layer's ops in the order they run: costmodel/op_checkpoint.py.
 RECOMPUTED_PARTS = {"none": frozenset(), "selective": frozenset(), "full": frozenset(),
-                    "deepseek": frozenset({"norms", "up_projections"})}
+                    "deepseek": frozenset({"norms", "up_projections"}), "torchtitan-op": frozenset()}
 OPTIMIZERS = Choices({"adamw": "two moments", "sgd": "none"})
 PRECISIONS = Choices({  # costmodel/precision.py
     "mixed": "--dtype weights and gradients, fp32 master weights and moments (2 + 2 + 12 bytes a "

@@ -22,6 +22,7 @@ from typing import Callable, Iterable
 import sympy as sp
 
 from . import blocks as B
+from . import op_checkpoint
 from . import symbols as S
 from .config import ConfigError, ModelConfig, Workload
 from .leaves import ONE, Leaf, TreeBuilder
@@ -116,10 +117,13 @@ class CostModel:
         under selective (its kernel says so), for each norm and latent attention's RoPE under "deepseek"
         (spec.RECOMPUTED_PARTS); latent attention's up-projections and own norms, a part of its
         projections' leaf (LatentAttention.recomputed_part); the routed experts' SwiGLU under
-        DeepSeek-V3's FP8 activations (Experts.recomputed_part)."""
+        DeepSeek-V3's FP8 activations (Experts.recomputed_part); under "torchtitan-op" all of a
+        layer but its fused attention kernel and the matmuls it keeps (op_checkpoint.rerun)."""
         profile = self.profile
         if self.phase != "train":
             return None
+        if profile.recompute == op_checkpoint.NAME:
+            return op_checkpoint.rerun(leaf)
         if profile.recompute == "full":
             return leaf.cost if leaf.checkpointed else None
         block = leaf.block

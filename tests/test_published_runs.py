@@ -91,11 +91,13 @@ def test_the_summary_counts_every_comparison_as_a_speed_ratio():
 # (published_runs.json "sources" cite each): the published figure, the layout (tp, pp, dp), the
 # micro-batch, the global batch, the sequence and the recomputation as each source states them.
 STATED = {
-    # torchtitan docs/performance.md, Tables 1, 3, 4, 5 (TPS/GPU); sequences 8,192 (train_configs)
-    "torchtitan llama3.1-8b fsdp 8 GPUs": (5762, 1, 1, 8, 2, 16, 8192, "selective"),
-    "torchtitan llama3.1-8b fsdp compile 8 GPUs": (6667, 1, 1, 8, 2, 16, 8192, "selective"),
-    "torchtitan llama3.1-8b fsdp compile float8 8 GPUs": (8532, 1, 1, 8, 2, 16, 8192, "selective"),
-    "torchtitan llama3.1-8b fsdp 128 GPUs": (5605, 1, 1, 128, 2, 256, 8192, "selective"),
+    # torchtitan docs/performance.md, Tables 1, 3, 4, 5 (TPS/GPU); sequences 8,192 (train_configs);
+    # the 8B's train_configs/llama3_8b.toml (9dec370) lines 53-55: mode 'selective', selective_ac_option
+    # 'op', torchtitan's op policy (costmodel/op_checkpoint.py)
+    "torchtitan llama3.1-8b fsdp 8 GPUs": (5762, 1, 1, 8, 2, 16, 8192, "torchtitan-op"),
+    "torchtitan llama3.1-8b fsdp compile 8 GPUs": (6667, 1, 1, 8, 2, 16, 8192, "torchtitan-op"),
+    "torchtitan llama3.1-8b fsdp compile float8 8 GPUs": (8532, 1, 1, 8, 2, 16, 8192, "torchtitan-op"),
+    "torchtitan llama3.1-8b fsdp 128 GPUs": (5605, 1, 1, 128, 2, 256, 8192, "torchtitan-op"),
     "torchtitan llama3.1-70b fsdp32 tp8 compile float8 256 GPUs": (829, 8, 1, 32, 16, 512, 8192, "full"),
     # local batch 32 in 8 micro-batches (1F1B: 8 stages) or 16 (interleaved: 16 stages)
     "torchtitan llama3.1-405b fsdp8 tp8 pp8 1f1b compile float8 512 GPUs": (100, 8, 8, 8, 4, 256, 8192, "full"),

@@ -38,7 +38,7 @@ from .attention import (
     KV_SCALE_BYTES, AttentionCore, AttentionOutput, AttentionScores, QKVProjection, RotaryEmbedding,
     Softmax, WeightedSum, kv_cache_bytes,
 )
-from .base import OTHER_FLOPS_PER_ELEMENT, Block, Cost, Profile, Tensor, quantized_bytes
+from .base import OTHER_FLOPS_PER_ELEMENT, Block, Cost, LinearOp, Profile, Tensor, linears_cost, quantized_bytes
 from .embedding import (
     AlibiSlopes, EmbeddingProjection, LearnedPositions, RelativePositionBias, RotaryTables,
     SharedAttentionMask, SinusoidalPositions, TokenEmbedding, TokenTypes,
@@ -46,16 +46,16 @@ from .embedding import (
 from .ffn import ACTIVATION_OPS, Experts, FeedForward, Router, SharedExpertGate
 from .head import CrossEntropy, LMHead, LogitSoftcap, Pooler, SumLoss
 from .mla import LatentAttention
-from .norms import Dropout, HeadNorms, LayerCheckpoint, Norm, Residual
+from .norms import Dropout, HeadNorms, KeptOutputs, LayerCheckpoint, Norm, Residual
 from .optimizer import OptimizerStep, TensorRun
 
 __all__ = [
     "ACTIVATION_OPS", "KV_SCALE_BYTES", "OTHER_FLOPS_PER_ELEMENT", "AlibiSlopes", "AttentionCore",
     "AttentionOutput", "AttentionScores", "Block", "Cost", "CrossEntropy", "Dropout",
-    "EmbeddingProjection", "Experts", "FeedForward", "HeadNorms", "LMHead", "LatentAttention",
-    "LayerCheckpoint", "LearnedPositions", "LogitSoftcap", "Norm", "OptimizerStep", "Pooler",
+    "EmbeddingProjection", "Experts", "FeedForward", "HeadNorms", "KeptOutputs", "LMHead",
+    "LatentAttention", "LayerCheckpoint", "LinearOp", "LearnedPositions", "LogitSoftcap", "Norm", "OptimizerStep", "Pooler",
     "Profile", "QKVProjection", "RelativePositionBias", "Residual", "RotaryEmbedding",
     "RotaryTables", "Router", "SharedAttentionMask", "SharedExpertGate", "SinusoidalPositions",
     "Softmax", "SumLoss", "Tensor", "TensorRun", "TokenEmbedding", "TokenTypes", "WeightedSum",
-    "kv_cache_bytes", "quantized_bytes",
+    "kv_cache_bytes", "linears_cost", "quantized_bytes",
 ]

@@ -13,7 +13,7 @@ from .. import symbols as S
 from ..kernels import Kernel
 from ..terms import FP32, ZERO, Expr, elementwise_bytes
 from .base import (
-    Block, Cost, Profile, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix,
+    Block, Cost, LinearOp, Profile, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix,
 )
 
 
@@ -50,6 +50,14 @@ class QKVProjection(Block):
     profile: Profile = Profile()
     cache_heads: Expr = S.h_kv  # heads the cache holds (Falcon's new layout: h, see facts)
     title = "Q, K, V projections"
+
+    def linear_ops(self) -> tuple[LinearOp, ...]:
+        """q, k, v in the order the attention's forward runs them (or the one fused projection)."""
+        if self.fused:
+            return (LinearOp("qkv", self.q_tokens, S.d, (S.h + 2 * S.h_kv) * S.d_h, self.bias),)
+        return (LinearOp("q", self.q_tokens, S.d, S.h * S.d_h, self.bias),
+                LinearOp("k", self.kv_tokens, S.d, S.h_kv * S.d_h, self.bias),
+                LinearOp("v", self.kv_tokens, S.d, S.h_kv * S.d_h, self.bias))
 
     def cost(self) -> Cost:
         q_fwd, q_bwd = linear_flops(self.q_tokens, S.d, S.h * S.d_h)
@@ -254,6 +262,9 @@ class AttentionOutput(Block):
     transposed: bool = False  # the weight stored (d_in, d_out) (facts.linear_weights_transposed)
     value_dim: Expr = S.d_h  # width of a value head (MLA: d_v)
     title = "attention output projection"
+
+    def linear_ops(self) -> tuple[LinearOp, ...]:
+        return (LinearOp("out", self.tokens, S.h * self.value_dim, S.d, self.bias),)
 
     def cost(self) -> Cost:
         width = S.h * self.value_dim

@@ -307,6 +307,11 @@ class Block:
     def cost(self) -> Cost:  # pragma: no cover - every subclass overrides it
         raise NotImplementedError
 
+    def linear_ops(self) -> tuple[LinearOp, ...]:
+        """Its linear layers in the order its forward runs them (op recomputation counts them:
+        costmodel/op_checkpoint.py); none but the blocks that say so."""
+        return ()
+
     def dequantized_matrices(self) -> frozenset[int]:
         """Indices (into its Cost.matrices) of the weight matrices an inference engine multiplies
         dequantized, in the activations' dtype, though a quantized checkpoint stores them so
@@ -323,6 +328,33 @@ def linear_flops(tokens: Expr, d_in: Expr, d_out: Expr) -> tuple[Expr, Expr]:
 def linear_bytes(tokens: Expr, d_in: Expr, d_out: Expr) -> Expr:
     """Traffic of a linear layer: the weight once, the input read, the output written."""
     return S.e * (d_in * d_out + tokens * (d_in + d_out))
+
+
+@dataclass(frozen=True)
+class LinearOp:
+    """One linear layer as a block runs it: tokens x (d_in -> d_out). Without a bias torch runs it
+    as aten.mm (F.linear on a 3-d input: a view, mm, a view); with one, as aten.addmm."""
+
+    name: str
+    tokens: Expr
+    d_in: Expr
+    d_out: Expr
+    biased: bool = False
+
+    @property
+    def output_bytes(self) -> Expr:
+        return S.e * self.tokens * self.d_out
+
+
+def linears_cost(ops: tuple[LinearOp, ...] | list[LinearOp], **others: Any) -> Cost:
+    """The cost of running these linear ops of a block (a part of it: what op recomputation reruns),
+    each its own matrix and rows, with the block's other work given in `others`."""
+    return make_cost(
+        matrices=[weight_matrix(op.d_in, op.d_out) for op in ops],
+        matrix_tokens=[op.tokens for op in ops],
+        flops_matmul=sp.Add(*(linear_flops(op.tokens, op.d_in, op.d_out)[0] for op in ops)),
+        bytes_matmul=sp.Add(*(linear_bytes(op.tokens, op.d_in, op.d_out) for op in ops)),
+        **others)
 
 
 def weight_and_bias(d_in: Expr, d_out: Expr, bias: bool, transposed: bool = False) -> tuple[Tensor, ...]:

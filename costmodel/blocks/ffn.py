@@ -12,7 +12,7 @@ from .. import symbols as S
 from ..config import GATED_ACTIVATIONS
 from ..terms import FP32, INDEX, Expr, dtype_bytes, elementwise_bytes, tiled_bytes, unless_fp32
 from .base import (
-    Block, Cost, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix,
+    Block, Cost, LinearOp, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix,
 )
 
 
@@ -36,6 +36,17 @@ class FeedForward(Block):
     @property
     def gated(self) -> bool:
         return self.activation in GATED_ACTIVATIONS
+
+    def linear_ops(self) -> tuple[LinearOp, ...]:
+        """In the order the forward runs them: gated, down(act(gate(x)) * up(x)) runs the gate,
+        then the up projection (one gate_up where fused), then down; ungated, up then down."""
+        if self.gated and not self.profile.facts.fused_gate_up:
+            inputs = (LinearOp("gate", self.tokens, S.d, self.width, self.bias),
+                      LinearOp("up", self.tokens, S.d, self.width, self.bias))
+        else:
+            inputs = (LinearOp("gate_up" if self.gated else "up", self.tokens, S.d,
+                               (2 if self.gated else 1) * self.width, self.bias),)
+        return (*inputs, LinearOp("down", self.tokens, self.width, S.d, self.bias))
 
     def cost(self) -> Cost:
         n_in = 2 if self.gated else 1  # matrices d -> d_ff

@@ -1,5 +1,5 @@
 """What surrounds a layer's sublayers: norms (and Qwen3's per-head query and key norms), residual
-adds, dropout, and the input a fully recomputed layer keeps.
+adds, dropout, the input a recomputed layer keeps, and the outputs an op policy keeps.
 
 norm_saved is what a norm keeps for backward; latent attention's own norms use it too.
 """
@@ -145,3 +145,17 @@ class LayerCheckpoint(Block):
 
     def cost(self) -> Cost:
         return make_cost(saved_bytes=S.e * self.tokens * S.d)
+
+
+@dataclass(frozen=True)
+class KeptOutputs(Block):
+    """Outputs of a block's ops that torchtitan's op policy keeps through the forward (recompute
+    "torchtitan-op", costmodel/op_checkpoint.py): `saved` bytes of the `source` block's outputs,
+    which also says how tensor parallelism splits them (layout/split.py)."""
+
+    source: Block
+    saved: Expr
+    title = "outputs the op policy keeps"
+
+    def cost(self) -> Cost:
+        return make_cost(saved_bytes=self.saved)

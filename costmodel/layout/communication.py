@@ -124,12 +124,15 @@ class RankCommunication:
         June 2021; torch.utils.checkpoint does the same): the row-parallel outputs' all-reduces,
         or under sequence parallelism their reduce-scatters and the column-parallel inputs'
         all-gathers. The embedding and the head are not recomputed; selective recomputation
-        re-runs only the attention core, which has none."""
-        if self.phase != "train" or self.workload.recompute != "full":
+        re-runs only the attention core, which has none. torchtitan's op policy (costmodel/
+        op_checkpoint.py) keeps the reduce-scatters' outputs (its _save_list): under sequence
+        parallelism only the all-gathers rerun; without it, the all-reduces (not in the list)."""
+        if self.phase != "train" or self.workload.recompute not in ("full", "torchtitan-op"):
             return []
         x, rows = self.numbers["boundary"], self.layer_count(stage, "row_outputs")
         events = [("all_reduce", rows, x)] if not self.layout.sp else \
-            [("reduce_scatter", rows, x), ("all_gather", self.layer_count(stage, "sublayers"), x)]
+            [("reduce_scatter", rows if self.workload.recompute == "full" else 0, x),
+             ("all_gather", self.layer_count(stage, "sublayers"), x)]
         return [event for event in events if event[1] and event[2]]
 
     def tensor_parallel_collectives(self, stage: Stage) -> list[tuple[str, int, int]]:

@@ -21,8 +21,9 @@ from ..defaults import implied
 from ..spec import RECOMPUTES
 
 #: The recomputations plan tries unless --recompute names one: "deepseek" (spec.RECOMPUTED_PARTS) is
-#: DeepSeek-V3's stated choice for latent attention around a fused kernel, asked for by name.
-PLANNED_RECOMPUTES = tuple(r for r in RECOMPUTES if r != "deepseek")
+#: DeepSeek-V3's stated choice for latent attention around a fused kernel, "torchtitan-op" torchtitan's
+#: op policy (costmodel/op_checkpoint.py, dense layers only), each asked for by name.
+PLANNED_RECOMPUTES = tuple(r for r in RECOMPUTES if r not in ("deepseek", "torchtitan-op"))
 from ..hardware import Efficiency, Hardware, time_model_for
 from .frameworks import FRAMEWORKS
 from .rank import ParallelEstimate

@@ -54,7 +54,10 @@ def local_vocabulary(vocabulary: str) -> sp.Expr:
 
 def substitution(block: B.Block, *, sp_on: bool, vocabulary: str, loss_parallel: bool,
                  encoder: bool) -> dict[sp.Symbol, sp.Expr]:
-    """The symbols to replace in one block's cost for its per-rank share."""
+    """The symbols to replace in one block's cost for its per-rank share (the outputs an op policy
+    keeps of a block: that block's)."""
+    if isinstance(block, B.KeptOutputs):
+        block = block.source
     kind = TP_SPLITS.get(type(block))
     subs: dict[sp.Symbol, sp.Expr] = {}
     if kind == "heads":
