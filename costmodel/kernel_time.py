@@ -34,6 +34,10 @@ A kernel's time:
     a CPU's torch sdpa), at that fraction of the peak instead (log-linear between the measured
     query counts, the end values beyond them);
   - memory-bound kernels: the larger of bytes / achievable bandwidth and FLOPs / vector peak;
+    their bytes the tree's bytes_other (one fused kernel's traffic; under torch.compile less what
+    its fusions save), or in an eager training step of a measured implementation the bytes its
+    aten ops move, forward and backward (costmodel/eager_ops.py, kernel_facts.json
+    "eager_training_bytes");
   - each GEMM and attention call also pays the hardware's dram_kernel_startup_s (a streaming
     kernel's fixed time beyond its bytes at the bandwidth, measured at DRAM-resident sizes: the
     first bytes' latency and the last wave's drain; 0 where none is published); pointwise
@@ -50,6 +54,7 @@ need neither).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
@@ -136,10 +141,12 @@ class AttentionCall:
 
 @dataclass(frozen=True)
 class Pointwise:
-    """A memory-bound kernel (norms, activations, adds, softmax): its bytes and FLOPs."""
+    """A memory-bound kernel (norms, activations, adds, softmax): its bytes and FLOPs, and the
+    bytes of its backward where they are measured (None: twice the forward's)."""
 
     bytes: float
     flops: float = 0.0
+    backward_bytes: float | None = None
 
 
 Kernel = Gemm | AttentionCall | Pointwise
@@ -358,10 +365,12 @@ def _number(expr: Any, subs: dict) -> float:
 
 
 def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | None = None,
-                 compiled: bool = False) -> list[Kernel]:
+                 compiled: bool = False, eager: dict | None = None) -> list[Kernel]:
     """The kernels of one run of a leaf, with their shapes, at these values. `local`: symbols
     to replace first (a tensor-parallel rank's share: h -> h / tp, ...; layout/split.py).
-    compiled: torch.compile's fusions (kernel_facts.json "compile")."""
+    compiled: torch.compile's fusions (kernel_facts.json "compile"). eager: the measured eager
+    training implementation the step runs (eager_ops.eager_training_implementation): a leaf it
+    states moves its measured bytes, forward and backward, in place of bytes_other."""
     import sympy as sp
 
     from . import symbols as S
@@ -371,6 +380,7 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
         subs = {**subs, **{symbol: sp.sympify(value).xreplace(subs) for symbol, value in local.items()}}
     cost, block = leaf.cost, leaf.block
     kernels: list[Kernel] = []
+    measured = _measured_bytes(leaf, subs, eager)
     if isinstance(block, AttentionCore) and fused_attention:
         if not isinstance(block, WeightedSum):
             return []  # inside the one fused call the weighted-sum leaf stands for
@@ -380,15 +390,31 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
             n_q=int(_number(block.q_len, subs)), n_kv=int(_number(block.k_len, subs)),
             head_dim=int(_number(block.qk_dim, subs)), causal=block.causal, window=window,
             value_dim=int(_number(block.value_dim, subs)), kv_heads=int(_number(block.kv_heads, subs)),
-            values_are_keys=block.values_are_keys)]
+            values_are_keys=block.values_are_keys)] + (
+            [Pointwise(measured[0], 0.0, measured[1])] if measured and any(measured) else [])  # its body's copies
     flops = _number(cost.flops_matmul, subs)
     if flops:
         kernels += _gemms(leaf, subs, flops)
-    other = _number(cost.bytes_other, subs) - (_fused_away(leaf, subs) if compiled else 0.0)
     other_flops = sum(_number(x, subs) for _, x in cost.elements)
+    if measured is not None:  # the eager implementation's bytes, forward and backward
+        forward, backward = measured
+        if forward or backward or other_flops:
+            kernels.append(Pointwise(forward, other_flops, backward))
+        return kernels
+    other = _number(cost.bytes_other, subs) - (_fused_away(leaf, subs) if compiled else 0.0)
     if other or other_flops:
         kernels.append(Pointwise(other, other_flops))
     return kernels
+
+
+def _measured_bytes(leaf: Any, subs: dict, eager: dict | None) -> tuple[float, float] | None:
+    """The bytes the measured eager implementation's ops move in one run of the leaf, forward
+    and backward, or None where it states nothing for the leaf (kernel_facts.json
+    "eager_training_bytes"; the tree's bytes_other stands)."""
+    from .eager_ops import training_bytes
+
+    stated = training_bytes(eager, leaf.path)
+    return None if stated is None else (_number(stated[0], subs), _number(stated[1], subs))
 
 
 def _fused_away(leaf: Any, subs: dict) -> float:
@@ -497,9 +523,9 @@ def leaf_seconds(leaf: Any, subs: dict, timer: KernelTimer, training: bool = Fal
                  local: dict | None = None) -> tuple[float, int]:
     """One run of a leaf: its kernels' seconds (launches aside) and how many kernels. Training
     adds the backward: a GEMM's two products of the same size (input and weight gradients), the
-    fused attention's backward (kernel_facts: 5/2 of its forward), twice the forward's
-    memory-bound traffic (the tree's stated convention), and what recomputation reruns of its
-    forward (rerun_kernels) again."""
+    fused attention's backward (kernel_facts: 5/2 of its forward), the memory-bound traffic's
+    backward (measured where Pointwise.backward_bytes states it, else twice the forward's: the
+    tree's stated convention), and what recomputation reruns of its forward (rerun_kernels) again."""
     kernels = leaf_kernels(leaf, subs, timer.fused_attention, local, timer.compiled)
     seconds = kernels_seconds(kernels, timer, training)
     if training:
@@ -509,16 +535,14 @@ def leaf_seconds(leaf: Any, subs: dict, timer: KernelTimer, training: bool = Fal
 
 
 def rerun_kernels(leaf: Any, kernels: list[Kernel], subs: dict, fused_attention: bool,
-                  local: dict | None = None, compiled: bool = False) -> list[Kernel]:
+                  local: dict | None = None, compiled: bool = False, eager: dict | None = None) -> list[Kernel]:
     """The kernels recomputation reruns of a leaf's forward (Leaf.rerun): all of them, those
     of the part it reruns (latent attention's up-projections), or none."""
     if leaf.rerun is None:
         return []
     if leaf.rerun is leaf.cost:
         return kernels
-    import dataclasses
-
-    return leaf_kernels(dataclasses.replace(leaf, cost=leaf.rerun), subs, fused_attention, local, compiled)
+    return leaf_kernels(dataclasses.replace(leaf, cost=leaf.rerun), subs, fused_attention, local, compiled, eager)
 
 
 def kernels_seconds(kernels: Iterable[Any], timer: KernelTimer, training: bool = False) -> float:
@@ -563,6 +587,8 @@ def _seconds(timer: KernelTimer, kernel: Any, backward: bool = False) -> float:
         return timer.gemm_seconds(Gemm(kernel.m, kernel.k, kernel.n, kernel.count)) + \
             timer.gemm_seconds(Gemm(kernel.k, kernel.n, kernel.m, kernel.count))
     if isinstance(kernel, Pointwise) and backward:
+        if kernel.backward_bytes is not None:  # measured (eager_ops.training_bytes)
+            return timer.pointwise_seconds(Pointwise(kernel.backward_bytes, 2 * kernel.flops))
         return 2 * timer.pointwise_seconds(kernel)
     return timer.seconds(kernel, backward)
 
