@@ -14,8 +14,9 @@ at the FP8 peak and its large-GEMM efficiency (a second KernelTimer; memory-boun
 
 Fast enough for plan, which times hundreds of layouts: a rank's kernels (their shapes, read from
 the cost tree with sympy) depend only on the model, the workload's options, the framework's
-precision, the phase and the rank's values (tp, b, n / cp, ...), not on pp, dp, ep, ZeRO, FP8 or the
-schedule (those scale or re-time the kernels, per part, below).
+precision, the phase, the rank's values (tp, b, n / cp, ...) and whether an eager training step
+runs a measured implementation (eager_training: its memory-bound bytes as measured), not on pp, dp,
+ep, ZeRO, FP8 or the schedule (those scale or re-time the kernels, per part, below).
 They are kept per that key in this process and on disk beside the compiled expressions
 (costmodel/compiled.py's cache folder and source digest, so editing a formula invalidates them);
 a kernel's seconds are kept per KernelTimer (one per hardware and dtype). A warm plan imports no
@@ -65,8 +66,10 @@ def _timer(hardware: Hardware, dtype: str, attention: str, efficiency: Efficienc
 def eager_training(estimate: ParallelEstimate, compiled: bool, autocast: bool = False) -> dict | None:
     """The measured eager implementation a training step runs (costmodel/eager_ops.py: its
     leaves' memory-bound bytes, forward and backward), or None: not a training step, or compiled,
-    under autocast or with FP8 linears (other ops), or no measured implementation matches."""
-    if estimate.phase != "train" or compiled or autocast or estimate.layout.fp8 is not None:
+    or under autocast (other dtypes, other ops), or no measured implementation matches. FP8
+    linears keep it: their casts are their GEMMs' own, the norms, RoPE and activation run as
+    measured."""
+    if estimate.phase != "train" or compiled or autocast:
         return None
     from ..eager_ops import eager_training_implementation
 
@@ -95,8 +98,7 @@ def rank_kernels(estimate: ParallelEstimate, fused_attention: bool, compiled: bo
     from this process's memo, the disk cache, or the cost tree (sympy)."""
     cfg, layout = estimate.cfg, estimate.layout
     memo = (cfg, estimate.workload, layout.tp, layout.cp, layout.sp, layout.framework, layout.loss_parallel,
-            layout.device, estimate.phase, fused_attention, compiled, fp8_activations(layout), layout.fp8,
-            autocast)
+            layout.device, estimate.phase, fused_attention, compiled, fp8_activations(layout), autocast)
     if memo in _RANK_KERNELS:
         return _RANK_KERNELS[memo]
     name = compiled_cache.key_name("kernels", _rank_key(estimate, fused_attention, compiled, autocast))
