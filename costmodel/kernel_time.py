@@ -34,10 +34,8 @@ A kernel's time:
     a CPU's torch sdpa), at that fraction of the peak instead (log-linear between the measured
     query counts, the end values beyond them);
   - memory-bound kernels: the larger of bytes / achievable bandwidth and FLOPs / vector peak;
-    their bytes the tree's bytes_other (one fused kernel's traffic; under torch.compile less what
-    its fusions save), or in an eager training step of a measured implementation the bytes its
-    aten ops move, forward and backward (costmodel/eager_ops.py, kernel_facts.json
-    "eager_training_bytes");
+    their bytes the tree's bytes_other (less torch.compile's fusions), or in an eager training
+    step of a measured implementation what its aten ops move (costmodel/eager_ops.py);
   - each GEMM and attention call also pays the hardware's dram_kernel_startup_s (a streaming
     kernel's fixed time beyond its bytes at the bandwidth, measured at DRAM-resident sizes: the
     first bytes' latency and the last wave's drain; 0 where none is published); pointwise
@@ -54,10 +52,9 @@ need neither).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
@@ -375,12 +372,12 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
 
     from . import symbols as S
     from .blocks import AttentionCore, WeightedSum
+    from .eager_ops import training_bytes
 
     if local:
         subs = {**subs, **{symbol: sp.sympify(value).xreplace(subs) for symbol, value in local.items()}}
     cost, block = leaf.cost, leaf.block
     kernels: list[Kernel] = []
-    measured = _measured_bytes(leaf, subs, eager)
     if isinstance(block, AttentionCore) and fused_attention:
         if not isinstance(block, WeightedSum):
             return []  # inside the one fused call the weighted-sum leaf stands for
@@ -390,14 +387,14 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
             n_q=int(_number(block.q_len, subs)), n_kv=int(_number(block.k_len, subs)),
             head_dim=int(_number(block.qk_dim, subs)), causal=block.causal, window=window,
             value_dim=int(_number(block.value_dim, subs)), kv_heads=int(_number(block.kv_heads, subs)),
-            values_are_keys=block.values_are_keys)] + (
-            [Pointwise(measured[0], 0.0, measured[1])] if measured and any(measured) else [])  # its body's copies
+            values_are_keys=block.values_are_keys)]
     flops = _number(cost.flops_matmul, subs)
     if flops:
         kernels += _gemms(leaf, subs, flops)
     other_flops = sum(_number(x, subs) for _, x in cost.elements)
-    if measured is not None:  # the eager implementation's bytes, forward and backward
-        forward, backward = measured
+    measured = training_bytes(eager, leaf.path)  # the eager implementation's, forward and backward
+    if measured is not None:
+        forward, backward = (_number(x, subs) for x in measured)
         if forward or backward or other_flops:
             kernels.append(Pointwise(forward, other_flops, backward))
         return kernels
@@ -405,16 +402,6 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
     if other or other_flops:
         kernels.append(Pointwise(other, other_flops))
     return kernels
-
-
-def _measured_bytes(leaf: Any, subs: dict, eager: dict | None) -> tuple[float, float] | None:
-    """The bytes the measured eager implementation's ops move in one run of the leaf, forward
-    and backward, or None where it states nothing for the leaf (kernel_facts.json
-    "eager_training_bytes"; the tree's bytes_other stands)."""
-    from .eager_ops import training_bytes
-
-    stated = training_bytes(eager, leaf.path)
-    return None if stated is None else (_number(stated[0], subs), _number(stated[1], subs))
 
 
 def _fused_away(leaf: Any, subs: dict) -> float:
@@ -542,7 +529,7 @@ def rerun_kernels(leaf: Any, kernels: list[Kernel], subs: dict, fused_attention:
         return []
     if leaf.rerun is leaf.cost:
         return kernels
-    return leaf_kernels(dataclasses.replace(leaf, cost=leaf.rerun), subs, fused_attention, local, compiled, eager)
+    return leaf_kernels(replace(leaf, cost=leaf.rerun), subs, fused_attention, local, compiled, eager)
 
 
 def kernels_seconds(kernels: Iterable[Any], timer: KernelTimer, training: bool = False) -> float:
