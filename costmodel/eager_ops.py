@@ -78,16 +78,17 @@ def eager_training_implementation(cfg: Any, workload: Any) -> dict | None:
     return None
 
 
-def training_bytes(entry: dict | None, path: str) -> tuple[Any, Any] | None:
-    """A leaf's measured (forward, backward) bytes in one training step of the implementation,
-    as sympy expressions of the tree's symbols; None where the implementation states none for
-    that leaf (the tree's bytes_other stands)."""
-    stated = None if entry is None else entry["leaves"].get(path)
-    if stated is None:
+def training_bytes(entry: dict | None) -> dict[str, tuple[Any, Any]] | None:
+    """Each stated leaf's measured (forward, backward) bytes in one training step of the
+    implementation, by leaf path, as sympy expressions of the tree's symbols (what
+    kernel_time.leaf_kernels takes as `eager`; a leaf not stated keeps the tree's bytes_other);
+    None without an implementation."""
+    if entry is None:
         return None
     import sympy as sp
 
     from . import symbols as S
 
     names = {str(symbol): symbol for symbol in S.MODEL_SYMBOLS + S.WORKLOAD_SYMBOLS}
-    return tuple(sp.sympify(stated.get(phase, "0"), locals=names) for phase in ("forward", "backward"))
+    return {path: tuple(sp.sympify(stated[phase], locals=names) for phase in ("forward", "backward"))
+            for path, stated in entry["leaves"].items()}

@@ -365,14 +365,13 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
                  compiled: bool = False, eager: dict | None = None) -> list[Kernel]:
     """The kernels of one run of a leaf, with their shapes, at these values. `local`: symbols
     to replace first (a tensor-parallel rank's share: h -> h / tp, ...; layout/split.py).
-    compiled: torch.compile's fusions (kernel_facts.json "compile"). eager: the measured eager
-    training implementation the step runs (eager_ops.eager_training_implementation): a leaf it
-    states moves its measured bytes, forward and backward, in place of bytes_other."""
+    compiled: torch.compile's fusions (kernel_facts.json "compile"). eager: the bytes the
+    measured eager training implementation the step runs moves (eager_ops.training_bytes: leaf
+    path -> forward and backward bytes): a leaf it states moves them in place of bytes_other."""
     import sympy as sp
 
     from . import symbols as S
     from .blocks import AttentionCore, WeightedSum
-    from .eager_ops import training_bytes
 
     if local:
         subs = {**subs, **{symbol: sp.sympify(value).xreplace(subs) for symbol, value in local.items()}}
@@ -392,7 +391,7 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
     if flops:
         kernels += _gemms(leaf, subs, flops)
     other_flops = sum(_number(x, subs) for _, x in cost.elements)
-    measured = training_bytes(eager, leaf.path)  # the eager implementation's, forward and backward
+    measured = None if eager is None else eager.get(leaf.path)  # the eager implementation's
     if measured is not None:
         forward, backward = (_number(x, subs) for x in measured)
         if forward or backward or other_flops:

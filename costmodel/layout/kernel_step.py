@@ -115,6 +115,7 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
     import sympy as sp
 
     from .. import symbols as S
+    from ..eager_ops import training_bytes
     from ..kernel_time import launches_of, leaf_kernels, rerun_kernels
     from ..tree import CostModel, profile_for
     from .rank import part_of
@@ -127,7 +128,7 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
                           fp8_activations=fp8_activations(layout) and estimate.phase == "train")
     tree = CostModel(cfg, profile, phase=estimate.phase)
     values = _rank_key(estimate, fused_attention, compiled, autocast)["values"]
-    eager = eager_training(estimate, compiled, autocast)
+    eager = training_bytes(eager_training(estimate, compiled, autocast))
     subs = {getattr(S, k): sp.Integer(v) for k, v in values.items()}
     entries: list[Entry] = []
     for i, part in part_of(tree).items():
