@@ -64,7 +64,7 @@ def eager_training_implementation(cfg: Any, workload: Any) -> dict | None:
     training step of this config and workload runs, or None where none matches: another family
     or block (a bias, experts, latent attention...), another attention path, dtype or
     implementation, or quantized weights (they run other ops). The caller decides the step is
-    eager: not compiled, no autocast, no FP8 linears."""
+    eager: not compiled, not under autocast (layout/kernel_step.eager_training)."""
     from .kernel_time import kernel_facts
 
     if workload.weight_format is not None:

@@ -23,6 +23,31 @@ the region that runs it:
     holds either.
 Layer leaves are counted per layer (the total over layers divided by the layers, which must be
 equal for every layer).
+
+The same attribution measures the bytes each leaf's memory-bound ops move in a TRAINING step
+(ByteCounter, training_leaves; kernel_facts.json "eager_training_bytes", what the kernel model
+gives an eager training step's leaves; `python -m validate.eager_op_counts` prints them): a
+forward and backward of LlamaForCausalLM (bf16, sdpa, causal, no cache; the loss outside the
+model, as torchtitan computes it) under a TorchDispatchMode that adds, for each op, the bytes of
+its tensor inputs and outputs (numel x element size; a list argument's tensors each; a broadcast
+operand at its own size). Excluded, with the reason:
+  - views and metadata: every op whose schema returns an alias (OpOverload.is_view: view, t,
+    transpose, unsqueeze, expand, slice, select, detach, alias...) and _unsafe_view (a view of a
+    fresh tensor, no data moved);
+  - the GEMMs (mm, addmm, bmm) and the attention call (scaled-dot-product forward and backward):
+    the tile model and the attention model time those.
+Forward ops go to leaves as OpCounter's hooks give them. Backward ops go to the leaf whose
+forward created the autograd node that runs them (torch._C._current_autograd_node() inside
+the dispatch mode): a TorchFunctionMode during the forward gives each new node of every
+function's output (walking its graph back to the nodes already given) the forward's leaf at
+that moment. So a backward op is the leaf's own op's backward. One case runs outside a node's
+own formula: where a tensor feeds two consumers, the engine adds the two gradients while the
+node whose gradient arrives last is current, so that add is that node's leaf's: the residual
+stream's sum (the layer's norm input read by the norm and the residual) lands in the norm's
+backward (its input cast, ToCopyBackward0), q, k and v's input gradients in the QKV leaf, gate
+and up's in the MLP leaf.
+Each leaf's bytes are then an integer combination of tokens x widths (BYTE_TERMS), solved on
+odd shapes and required to be exact on every shape (fit_bytes).
 """
 
 from __future__ import annotations
@@ -189,27 +214,8 @@ def count_engine_steps(requests: list[tuple[int, int, int]], model: Any, names: 
 
 
 # ---------------------------------------------------------------------------------------------
-# A training step's memory-bound bytes per leaf (kernel_facts.json "eager_training_bytes")
-#
-# A forward and backward of LlamaForCausalLM (bf16, sdpa, causal, no cache; the loss outside the
-# model, as torchtitan computes it) under a TorchDispatchMode that adds, for each op, the bytes of
-# its tensor inputs and outputs (numel x element size; a list argument's tensors each; a broadcast
-# operand at its own size). Excluded, with the reason:
-#   - views and metadata: every op whose schema returns an alias (OpOverload.is_view: view, t,
-#     transpose, unsqueeze, expand, slice, select, detach, alias...) and _unsafe_view (a view of a
-#     fresh tensor, no data moved);
-#   - the GEMMs (mm, addmm, bmm) and the attention call (scaled-dot-product forward and backward):
-#     the tile model and the attention model time those.
-# Forward ops go to leaves as OpCounter's hooks give them. Backward ops go to the leaf whose
-# forward created the autograd node that runs them (torch._C._current_autograd_node() inside
-# the dispatch mode): a TorchFunctionMode during the forward gives each new node of every
-# function's output (walking its graph back to the nodes already given) the forward's leaf at
-# that moment. So a backward op is the leaf's own op's backward. One case runs outside a node's
-# own formula: where a tensor feeds two consumers, the engine adds the two gradients while the
-# node whose gradient arrives last is current, so that add is that node's leaf's: the residual
-# stream's sum (the layer's norm input read by the norm and the residual) lands in the norm's
-# backward (its input cast, ToCopyBackward0), q, k and v's input gradients in the QKV leaf, gate
-# and up's in the MLP leaf.
+# A training step's memory-bound bytes per leaf (kernel_facts.json "eager_training_bytes";
+# the module's docstring says how).
 
 EXCLUDED_OPS = ("aten.mm.", "aten.addmm.", "aten.bmm.", "aten._unsafe_view.")
 
