@@ -1,11 +1,16 @@
-"""The ops each leaf launches in eager PyTorch, where an implementation's count is stated
-(costmodel/kernel_facts.json "eager_ops": counted on the real transformers module by
-validate/eager_op_counts.py, checked by tests/test_eager_ops.py).
-
-In eager mode every op pays the dispatcher (and the Python around it) whatever its size; on a
-CPU with a few rows per product that is a large share of a step. The kernel model charges an
-eager leaf ops x the hardware's measured dispatch_s_per_op (kernel_time.KernelTimer.leaf_launch_seconds)
-where both are known; elsewhere one launch per leaf (overhead_s_per_block), as before.
+"""What each leaf runs in eager PyTorch, where an implementation is measured on the real
+transformers module (validate/eager_op_counts.py, checked again by tests/test_eager_ops.py):
+  - the ops it launches in a serving step (costmodel/kernel_facts.json "eager_ops"): in eager
+    mode every op pays the dispatcher (and the Python around it) whatever its size; on a CPU with
+    a few rows per product that is a large share of a step. The kernel model charges an eager
+    leaf ops x the hardware's measured dispatch_s_per_op (kernel_time.KernelTimer.leaf_launch_seconds)
+    where both are known; elsewhere one launch per leaf (overhead_s_per_block), as before;
+  - the bytes its memory-bound ops move in a training step, forward and backward
+    (kernel_facts.json "eager_training_bytes"): eager PyTorch runs a norm as some eight kernels
+    with an fp32 upcast, RoPE as ten, and backward as its own sequence of aten ops, where the
+    tree's bytes_other is the traffic of one fused kernel. In a training step that is not
+    compiled, the kernel model gives a leaf of a measured implementation these bytes instead
+    (kernel_time.leaf_kernels; the backward's in place of twice the forward's).
 """
 
 from __future__ import annotations
@@ -52,3 +57,38 @@ def copy_bytes(entry: dict | None, leaf: Any) -> Any:
 
     per_key = sp.sympify(stated["bytes_per_key"], locals={"e": S.e, "d_h": S.d_h, "h": S.h, "h_kv": S.h_kv})
     return per_key * S.b * leaf.block.k_len
+
+
+def eager_training_implementation(cfg: Any, workload: Any) -> dict | None:
+    """The measured training implementation (kernel_facts.json "eager_training_bytes") an eager
+    training step of this config and workload runs, or None where none matches: another family
+    or block (a bias, experts, latent attention...), another attention path, dtype or
+    implementation, or quantized weights (they run other ops). The caller decides the step is
+    eager: not compiled, not under autocast (layout/kernel_step.eager_training)."""
+    from .kernel_time import kernel_facts
+
+    if workload.weight_format is not None:
+        return None
+    for entry in kernel_facts()["eager_training_bytes"]["implementations"]:
+        if (cfg.family != entry["family"] or workload.attention not in entry["attention"]
+                or workload.dtype != entry["dtype"] or workload.impl != entry["impl"]):
+            continue
+        if all(getattr(cfg, name) == value for name, value in entry["config"].items()):
+            return entry
+    return None
+
+
+def training_bytes(entry: dict | None) -> dict[str, tuple[Any, Any]] | None:
+    """Each stated leaf's measured (forward, backward) bytes in one training step of the
+    implementation, by leaf path, as sympy expressions of the tree's symbols (what
+    kernel_time.leaf_kernels takes as `eager`; a leaf not stated keeps the tree's bytes_other);
+    None without an implementation."""
+    if entry is None:
+        return None
+    import sympy as sp
+
+    from . import symbols as S
+
+    names = {str(symbol): symbol for symbol in S.MODEL_SYMBOLS + S.WORKLOAD_SYMBOLS}
+    return {path: tuple(sp.sympify(stated[phase], locals=names) for phase in ("forward", "backward"))
+            for path, stated in entry["leaves"].items()}

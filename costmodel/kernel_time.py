@@ -35,6 +35,8 @@ A kernel's time:
     a CPU's torch sdpa), at that fraction of the peak instead (log-linear between the measured
     query counts, the end values beyond them);
   - memory-bound kernels: the larger of bytes / achievable bandwidth and FLOPs / vector peak;
+    their bytes the tree's bytes_other (less torch.compile's fusions), or in an eager training
+    step of a measured implementation what its aten ops move (costmodel/eager_ops.py);
   - each GEMM and attention call also pays the hardware's dram_kernel_startup_s (a streaming
     kernel's fixed time beyond its bytes at the bandwidth, measured at DRAM-resident sizes: the
     first bytes' latency and the last wave's drain; 0 where none is published); pointwise
@@ -53,7 +55,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
@@ -139,7 +141,8 @@ class AttentionCall:
 @dataclass(frozen=True)
 class Pointwise:
     """A memory-bound kernel (norms, activations, adds, softmax): its bytes and FLOPs, and its
-    backward's bytes where the leaf states them (Cost.backward_bytes_other; None: twice these)."""
+    backward's bytes where stated (Cost.backward_bytes_other) or measured (eager_ops.training_bytes;
+    None: twice these)."""
 
     bytes: float
     flops: float = 0.0
@@ -374,10 +377,12 @@ def _number(expr: Any, subs: dict) -> float:
 
 
 def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | None = None,
-                 compiled: bool = False) -> list[Kernel]:
+                 compiled: bool = False, eager: dict | None = None) -> list[Kernel]:
     """The kernels of one run of a leaf, with their shapes, at these values. `local`: symbols
     to replace first (a tensor-parallel rank's share: h -> h / tp, ...; layout/split.py).
-    compiled: torch.compile's fusions (kernel_facts.json "compile")."""
+    compiled: torch.compile's fusions (kernel_facts.json "compile"). eager: the bytes the
+    measured eager training implementation the step runs moves (eager_ops.training_bytes: leaf
+    path -> forward and backward bytes): a leaf it states moves them in place of bytes_other."""
     import sympy as sp
 
     from . import symbols as S
@@ -400,8 +405,14 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
     flops = _number(cost.flops_matmul, subs)
     if flops:
         kernels += _gemms(leaf, subs, flops)
-    other = _number(cost.bytes_other, subs) - (_fused_away(leaf, subs) if compiled else 0.0)
     other_flops = sum(_number(x, subs) for _, x in cost.elements)
+    measured = None if eager is None else eager.get(leaf.path)  # the eager implementation's
+    if measured is not None:
+        forward, backward = (_number(x, subs) for x in measured)
+        if forward or backward or other_flops:
+            kernels.append(Pointwise(forward, other_flops, backward))
+        return kernels
+    other = _number(cost.bytes_other, subs) - (_fused_away(leaf, subs) if compiled else 0.0)
     if other or other_flops:
         stated = cost.backward_bytes_other
         kernels.append(Pointwise(other, other_flops, None if stated is None else _number(stated, subs)))
@@ -514,9 +525,9 @@ def leaf_seconds(leaf: Any, subs: dict, timer: KernelTimer, training: bool = Fal
                  local: dict | None = None) -> tuple[float, int]:
     """One run of a leaf: its kernels' seconds (launches aside) and how many kernels. Training
     adds the backward: a GEMM's two products of the same size (input and weight gradients), the
-    fused attention's backward (kernel_facts: 5/2 of its forward), twice the forward's
-    memory-bound traffic (the tree's stated convention), and what recomputation reruns of its
-    forward (rerun_kernels) again."""
+    fused attention's backward (kernel_facts: 5/2 of its forward), the memory-bound traffic's
+    backward (measured where Pointwise.backward_bytes states it, else twice the forward's: the
+    tree's stated convention), and what recomputation reruns of its forward (rerun_kernels) again."""
     kernels = leaf_kernels(leaf, subs, timer.fused_attention, local, timer.compiled)
     seconds = kernels_seconds(kernels, timer, training)
     if training:
@@ -526,16 +537,14 @@ def leaf_seconds(leaf: Any, subs: dict, timer: KernelTimer, training: bool = Fal
 
 
 def rerun_kernels(leaf: Any, kernels: list[Kernel], subs: dict, fused_attention: bool,
-                  local: dict | None = None, compiled: bool = False) -> list[Kernel]:
+                  local: dict | None = None, compiled: bool = False, eager: dict | None = None) -> list[Kernel]:
     """The kernels recomputation reruns of a leaf's forward (Leaf.rerun): all of them, those
     of the part it reruns (latent attention's up-projections), or none."""
     if leaf.rerun is None:
         return []
     if leaf.rerun is leaf.cost:
         return kernels
-    import dataclasses
-
-    return leaf_kernels(dataclasses.replace(leaf, cost=leaf.rerun), subs, fused_attention, local, compiled)
+    return leaf_kernels(replace(leaf, cost=leaf.rerun), subs, fused_attention, local, compiled, eager)
 
 
 def kernels_seconds(kernels: Iterable[Any], timer: KernelTimer, training: bool = False) -> float:

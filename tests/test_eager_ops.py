@@ -1,7 +1,11 @@
-"""The ops each leaf launches in eager PyTorch (costmodel/kernel_facts.json "eager_ops"), counted
-again on the real transformers Llama inside transformers' continuous-batching engine
-(validate/eager_op_counts.py: TorchDispatchMode, each op given to the leaf whose module or function
-runs it) and checked as exact integers, step by step."""
+"""What each leaf runs in eager PyTorch, measured again on the real transformers Llama
+(validate/eager_op_counts.py: TorchDispatchMode, each op given to the leaf whose module, function
+or autograd node runs it) and checked as exact integers:
+  - the ops it launches inside transformers' continuous-batching engine (kernel_facts.json
+    "eager_ops"), step by step;
+  - the bytes its memory-bound ops move in a training step, forward and backward
+    (kernel_facts.json "eager_training_bytes"), at shapes the stored expressions were not fitted
+    on; and how the kernel model uses them."""
 
 from __future__ import annotations
 
@@ -91,3 +95,107 @@ def cfg_layers(cfg) -> dict:
     from costmodel import symbols as S
 
     return {S.L_dec: cfg.n_decoder_layers}
+
+
+# ---------------------------------------------------------------------------------------------
+# A training step's bytes (kernel_facts.json "eager_training_bytes")
+
+#: Two odd shapes (hidden, heads, KV heads, head width, FFN, batch, sequence) outside
+#: validate/eager_op_counts.TRAINING_SHAPES: the stored expressions must hold here too.
+CHECK_SHAPES = ((60, 6, 3, 12, 67, 2, 7), (34, 2, 2, 18, 71, 3, 5))
+
+
+def _training() -> dict:
+    (entry,) = kernel_facts()["eager_training_bytes"]["implementations"]
+    return entry
+
+
+@pytest.fixture(scope="module")
+def trained():
+    import torch
+
+    from validate.eager_op_counts import measure_shapes
+
+    torch.set_num_threads(1)
+    return measure_shapes(CHECK_SHAPES)
+
+
+def _at(text: str, values: dict) -> int:
+    import sympy as sp
+
+    return int(sp.sympify(text).subs({sp.Symbol(k): v for k, v in values.items()}))
+
+
+def test_every_leaf_moves_its_stated_bytes_forward_and_backward(trained):
+    entry = _training()
+    stated = {**entry["leaves"], **entry["cpu_only"]["leaves"]}
+    for values, measured in trained:
+        for phase in ("forward", "backward"):
+            moved = measured["bytes"][phase]
+            # every leaf that moved bytes is stated, but the embedding (its gather: the tree's)
+            # and what no leaf holds (the model's position ids; the loss, outside the model)
+            assert set(moved) - set(stated) <= {"embedding.tokens", "model", "engine"}, phase
+            for leaf, fields in stated.items():
+                assert moved.get(leaf, 0) == _at(fields[phase], values), (values, leaf, phase)
+                assert measured["kernels"][phase].get(leaf, 0) == fields[f"{phase}_kernels"], (leaf, phase)
+
+
+def test_a_norm_moves_eight_kernels_of_fp32_traffic():
+    """HF's LlamaRMSNorm in bf16: _to_copy (2 + 4 bytes an element), pow (4 + 4), mean (4 + 4
+    a token), add and rsqrt (4 + 4 a token each), mul (4 + 4 + 4 a token), _to_copy (4 + 2),
+    the weight's mul (2 + 2 + 2 a weight): 36 bytes an element, 24 a token, 2 a weight; the tree's
+    fused norm moves 2 e = 4 an element."""
+    norm = _training()["leaves"]["decoder.layer.self_attention.norm"]
+    assert norm["forward"] == "36*b*d*n + 24*b*n + 2*d" and norm["forward_kernels"] == 8
+    assert _training()["leaves"]["decoder.layer.ffn.mlp"]["forward"] == "10*b*d_ff*n"  # silu and mul: 5 e
+
+
+def test_the_measured_implementation_applies_to_eager_hf_llama_training():
+    from costmodel.config import Workload
+    from costmodel.eager_ops import eager_training_implementation
+    from costmodel.presets import load_preset
+
+    cfg, workload = load_preset("llama3-8b"), Workload(seq_len=64, batch=2, dtype="bf16", impl="hf",
+                                                        attention="flash")
+    assert eager_training_implementation(cfg, workload) is _training()
+    assert eager_training_implementation(cfg, workload.replace(attention="sdpa")) is _training()
+    assert eager_training_implementation(cfg, workload.replace(attention="eager")) is None
+    assert eager_training_implementation(cfg, workload.replace(impl="megatron")) is None  # fused kernels
+    assert eager_training_implementation(cfg, workload.replace(dtype="fp32")) is None
+    assert eager_training_implementation(cfg, workload.replace(weight_dtype="int8")) is None
+    assert eager_training_implementation(cfg.replace(qkv_bias=True), workload) is None
+    assert eager_training_implementation(load_preset("gpt2"), workload) is None
+
+
+def test_an_eager_training_step_moves_the_measured_bytes_and_a_compiled_one_the_trees():
+    """llama3-8b, b = 2, n = 8192 (torchtitan's run): the layer's first norm moves 36 bytes an
+    element forward and 102 backward when eager; compiled, the tree's fused kernel less what its
+    fusion saves, backward twice it; the attention call is the same either way."""
+    from costmodel.config import Workload
+    from costmodel.hardware import load_hardware
+    from costmodel.kernel_time import AttentionCall, KernelTimer, Pointwise, kernels_seconds
+    from costmodel.layout.kernel_step import KernelStepTime, eager_training, rank_kernels
+    from costmodel.layout.rank import Layout, ParallelEstimate
+    from costmodel.presets import load_preset
+
+    cfg = load_preset("llama3-8b")
+    workload = Workload(seq_len=8192, batch=2, dtype="bf16", impl="hf", attention="flash", recompute="selective")
+    estimate = ParallelEstimate(cfg, workload, Layout(dp=8, zero=3, framework="fsdp2"))
+    assert eager_training(estimate, compiled=False) is _training()
+    assert eager_training(estimate, compiled=True) is None and eager_training(estimate, False, autocast=True) is None
+    eager, compiled = rank_kernels(estimate, True, False), rank_kernels(estimate, True, True)
+    tokens, d = 2 * 8192, cfg.d_model
+    norm = [kernels for key, _, _, kernels in eager if key.startswith("layer")][0]
+    assert norm == [Pointwise(36 * tokens * d + 24 * tokens + 2 * d, norm[0].flops,
+                              102 * tokens * d + 36 * tokens + 4 * d)]
+    fused = [kernels for key, _, _, kernels in compiled if key.startswith("layer")][0]
+    # the tree's 2 e t d + e d (e = 2), less the residual's sum it does not read again (e t d)
+    assert fused[0].backward_bytes is None and fused[0].bytes == 4 * tokens * d + 2 * d - 2 * tokens * d
+    calls = lambda entries: [k for _, _, _, ks in entries for k in ks if isinstance(k, AttentionCall)]  # noqa: E731
+    assert calls(eager) == calls(compiled) and len(calls(eager)) == 1
+    # the backward of a measured kernel is its measured bytes at the bandwidth, not twice the forward's
+    timer = KernelStepTime(estimate, load_hardware("h100-sxm")).timer
+    assert isinstance(timer, KernelTimer)
+    kernel = norm[0]
+    backward = kernels_seconds([kernel], timer, training=True) - kernels_seconds([kernel], timer)
+    assert backward == pytest.approx(max(kernel.backward_bytes / timer.bandwidth, 2 * kernel.flops / timer.vector))

@@ -23,6 +23,31 @@ the region that runs it:
     holds either.
 Layer leaves are counted per layer (the total over layers divided by the layers, which must be
 equal for every layer).
+
+The same attribution measures the bytes each leaf's memory-bound ops move in a TRAINING step
+(ByteCounter, training_leaves; kernel_facts.json "eager_training_bytes", what the kernel model
+gives an eager training step's leaves; `python -m validate.eager_op_counts` prints them): a
+forward and backward of LlamaForCausalLM (bf16, sdpa, causal, no cache; the loss outside the
+model, as torchtitan computes it) under a TorchDispatchMode that adds, for each op, the bytes of
+its tensor inputs and outputs (numel x element size; a list argument's tensors each; a broadcast
+operand at its own size). Excluded, with the reason:
+  - views and metadata: every op whose schema returns an alias (OpOverload.is_view: view, t,
+    transpose, unsqueeze, expand, slice, select, detach, alias...) and _unsafe_view (a view of a
+    fresh tensor, no data moved);
+  - the GEMMs (mm, addmm, bmm) and the attention call (scaled-dot-product forward and backward):
+    the tile model and the attention model time those.
+Forward ops go to leaves as OpCounter's hooks give them. Backward ops go to the leaf whose
+forward created the autograd node that runs them (torch._C._current_autograd_node() inside
+the dispatch mode): a TorchFunctionMode during the forward gives each new node of every
+function's output (walking its graph back to the nodes already given) the forward's leaf at
+that moment. So a backward op is the leaf's own op's backward. One case runs outside a node's
+own formula: where a tensor feeds two consumers, the engine adds the two gradients while the
+node whose gradient arrives last is current, so that add is that node's leaf's: the residual
+stream's sum (the layer's norm input read by the norm and the residual) lands in the norm's
+backward (its input cast, ToCopyBackward0), q, k and v's input gradients in the QKV leaf, gate
+and up's in the MLP leaf.
+Each leaf's bytes are then an integer combination of tokens x widths (BYTE_TERMS), solved on
+odd shapes and required to be exact on every shape (fit_bytes).
 """
 
 from __future__ import annotations
@@ -186,3 +211,229 @@ def count_engine_steps(requests: list[tuple[int, int, int]], model: Any, names: 
                     "requests": [r for r, _ in entries], "ops": ops,
                     **({"names": dict(by_name)} if names else {})})
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# A training step's memory-bound bytes per leaf (kernel_facts.json "eager_training_bytes";
+# the module's docstring says how).
+
+EXCLUDED_OPS = ("aten.mm.", "aten.addmm.", "aten.bmm.", "aten._unsafe_view.")
+
+
+def _moves_bytes(func: Any) -> bool:
+    name = str(func)
+    return not (func.is_view or name.startswith(EXCLUDED_OPS) or "scaled_dot_product" in name)
+
+
+def _tensor_bytes(value: Any) -> int:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, (list, tuple)):
+        return sum(_tensor_bytes(v) for v in value)
+    return 0
+
+
+class ByteCounter:
+    """Bytes and ops (those that move bytes: _moves_bytes) by region and pass over one forward and
+    backward of a model (count)."""
+
+    def __init__(self, model: Any):
+        self.ops = OpCounter(model)
+        self.nodes: dict[Any, str] = {}
+        self.bytes: dict[str, Counter] = {"forward": Counter(), "backward": Counter()}
+        self.kernels: dict[str, Counter] = {"forward": Counter(), "backward": Counter()}
+        self.names: dict[str, dict[str, list[str]]] = {"forward": {}, "backward": {}}
+        self.backward = False
+
+    def claim(self, value: Any, region: str) -> None:
+        """Give every autograd node behind `value` that has no leaf yet this region."""
+        import torch
+
+        stack = [value.grad_fn] if isinstance(value, torch.Tensor) and value.grad_fn is not None else []
+        while stack:
+            node = stack.pop()
+            if node is None or node in self.nodes:
+                continue
+            self.nodes[node] = region
+            stack += [parent for parent, _ in node.next_functions]
+
+    def region(self) -> str:
+        import torch
+
+        if not self.backward:
+            return self.ops.region()
+        node = torch._C._current_autograd_node()
+        return "engine" if node is None else self.nodes.get(node, "engine")
+
+    def modes(self) -> tuple[Any, Any]:
+        """The function mode (forward only: who created each node) and the dispatch mode."""
+        from torch.overrides import TorchFunctionMode
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        counter = self
+
+        class Functions(TorchFunctionMode):
+            def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                out = func(*args, **(kwargs or {}))
+                for value in out if isinstance(out, (tuple, list)) else (out,):
+                    counter.claim(value, counter.region())
+                return out
+
+        class Dispatch(TorchDispatchMode):
+            def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                out = func(*args, **(kwargs or {}))
+                if _moves_bytes(func):
+                    moved = _tensor_bytes(list(args) + list((kwargs or {}).values())) + _tensor_bytes(out)
+                    phase, region = ("backward" if counter.backward else "forward"), counter.region()
+                    counter.bytes[phase][region] += moved
+                    counter.kernels[phase][region] += 1
+                    counter.names[phase].setdefault(region, []).append(str(func))
+                return out
+        return Functions(), Dispatch()
+
+    def count(self, input_ids: Any) -> None:
+        import torch
+
+        functions, dispatch = self.modes()
+        self.ops.install()
+        try:
+            with functions, dispatch:
+                logits = self.ops.model(input_ids, use_cache=False).logits
+                loss = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), input_ids.flatten())
+        finally:
+            self.ops.remove()
+        self.backward = True
+        with dispatch:
+            loss.backward()
+
+
+def training_model(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn: int, layers: int = 2,
+                   vocab: int = 97, seed: int = 0) -> Any:
+    """A random LlamaForCausalLM of these sizes in bf16 (sdpa), as a training step runs it."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=ffn, num_hidden_layers=layers,
+                         num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=head_dim,
+                         max_position_embeddings=256, attn_implementation="sdpa")
+    return LlamaForCausalLM(config).to(torch.bfloat16).train()
+
+
+def training_step_bytes(model: Any, batch: int, seq_len: int) -> dict[str, dict[str, dict[str, int]]]:
+    """One training step's bytes and kernels per leaf run (per_leaf: a layer leaf per layer),
+    forward and backward: {"bytes": {"forward": {leaf: bytes}, "backward": ...}, "kernels": ...}."""
+    import torch
+
+    counter = ByteCounter(model)
+    generator = torch.Generator().manual_seed(1)
+    counter.count(torch.randint(0, model.config.vocab_size, (batch, seq_len), generator=generator))
+    layers = model.config.num_hidden_layers
+    return {kind: {phase: per_leaf(counted[phase], layers) for phase in ("forward", "backward")}
+            for kind, counted in (("bytes", counter.bytes), ("kernels", counter.kernels))}
+
+
+#: The sizes a leaf's bytes may grow with (costmodel/symbols.py's names): tokens times a width,
+#: tokens alone (a norm's statistics), a sequence's rotary tables, and a weight's size.
+BYTE_TERMS = ("b*n*d", "b*n*d_ff", "b*n*h*d_h", "b*n*h_kv*d_h", "b*n*h", "b*n*h_kv", "b*n", "n*d_h", "n",
+              "d", "d_ff", "d_h", "1")
+
+#: Odd, unequal sizes (hidden, heads, KV heads, head width, FFN, batch, sequence): a head width
+#: apart from hidden / heads, so that no two terms move together; at least two heads of each
+#: kind (a transpose over one head is already contiguous, and its copy would vanish); the first
+#: rows fit, the last two check.
+TRAINING_SHAPES = ((32, 4, 2, 6, 37, 2, 5), (24, 6, 3, 10, 29, 3, 7), (40, 4, 4, 8, 53, 1, 11),
+                   (36, 6, 2, 4, 31, 2, 9), (28, 2, 2, 12, 41, 4, 3), (56, 8, 4, 6, 23, 3, 6),
+                   (21, 3, 3, 14, 47, 1, 13), (48, 4, 2, 10, 35, 2, 8), (30, 5, 5, 6, 43, 5, 4),
+                   (52, 2, 2, 16, 61, 1, 10), (28, 4, 2, 10, 33, 3, 5), (36, 6, 3, 8, 39, 2, 12),
+                   (42, 3, 3, 12, 45, 1, 9), (40, 8, 2, 4, 27, 4, 7), (44, 4, 2, 14, 59, 2, 6),
+                   (22, 2, 2, 8, 51, 3, 11))
+
+
+def shape_values(shape: tuple[int, ...]) -> dict[str, int]:
+    hidden, heads, kv_heads, head_dim, ffn, batch, seq_len = shape
+    return {"d": hidden, "h": heads, "h_kv": kv_heads, "d_h": head_dim, "d_ff": ffn, "b": batch, "n": seq_len}
+
+
+def measure_shapes(shapes: tuple[tuple[int, ...], ...]) -> list[tuple[dict[str, int], dict]]:
+    """(the shape's symbol values, training_step_bytes) for each shape."""
+    out = []
+    for shape in shapes:
+        hidden, heads, kv_heads, head_dim, ffn, batch, seq_len = shape
+        model = training_model(hidden, heads, kv_heads, head_dim, ffn)
+        out.append((shape_values(shape), training_step_bytes(model, batch, seq_len)))
+    return out
+
+
+def fit_bytes(measured: list[tuple[dict[str, int], dict]], check: int = 2) -> dict[str, dict[str, str]]:
+    """Each leaf's forward and backward bytes as an integer combination of BYTE_TERMS (sympy text),
+    solved on all but the last `check` shapes and required to be exact on every shape."""
+    import numpy as np
+    import sympy as sp
+
+    terms = [sp.sympify(t) for t in BYTE_TERMS]
+    symbols = sorted(set().union(*(t.free_symbols for t in terms)), key=str)
+    rows = [[float(t.subs({s: values[str(s)] for s in symbols})) for t in terms] for values, _ in measured]
+    fit = np.array(rows[:len(rows) - check])
+    out: dict[str, dict[str, str]] = {}
+    for phase in ("forward", "backward"):
+        leaves = sorted(set().union(*(m["bytes"][phase] for _, m in measured)))
+        for leaf in leaves:
+            if leaf in ("model", "engine"):
+                continue
+            seen = [m["bytes"][phase].get(leaf, 0) for _, m in measured]
+            solution, *_ = np.linalg.lstsq(fit, np.array(seen[:len(fit)], dtype=float), rcond=None)
+            coefficients = [int(round(c)) for c in solution]
+            expr = sum((c * t for c, t in zip(coefficients, terms)), sp.Integer(0))
+            exact = [int(sum(c * r for c, r in zip(coefficients, row))) for row in rows]
+            if exact != seen:
+                raise AssertionError(f"{leaf} ({phase}): no integer combination of {BYTE_TERMS} gives the "
+                                     f"measured bytes {seen} (fit {exact}).")
+            out.setdefault(leaf, {})[phase] = str(sp.expand(expr))
+    return out
+
+
+#: The leaves whose training bytes are stated: every leaf of the Llama tree the decoder runs
+#: but the attention core's. The embedding's gather reads rows, not the table the in-plus-out
+#: rule would count, and the head's loss runs outside the model (its own implementation): they
+#: keep the tree's bytes.
+STATED_LEAVES = ("decoder.rope_tables",) + tuple(LAYER + leaf for leaf in (
+    "self_attention.norm", "self_attention.qkv", "self_attention.rope", "self_attention.out",
+    "self_attention.residual", "ffn.norm", "ffn.mlp", "ffn.residual")) + ("decoder.final_norm",)
+
+#: Measured and recorded, not used: the attention module's own body around the call (the
+#: weighted-sum leaf, as OpCounter gives it). On the CPU its backward copies the query and key
+#: gradients back from (batch, heads, tokens, width) memory; CUDA's flash backward returns them
+#: in (batch, tokens, heads, width) memory (transposed views), so the heads' views need no copy
+#: there, and the leaf's time is the attention model's.
+CPU_ONLY_LEAVES = (LAYER + "self_attention.weighted_sum",)
+
+
+def training_leaves(measured: list[tuple[dict[str, int], dict]],
+                    leaves: tuple[str, ...] = STATED_LEAVES) -> dict[str, dict[str, Any]]:
+    """kernel_facts.json "eager_training_bytes" leaves: each leaf's bytes (fit_bytes) and its
+    kernels (ops that move bytes) per run, forward and backward, the same at every shape."""
+    fitted = fit_bytes(measured)
+    out: dict[str, dict[str, Any]] = {}
+    for leaf in leaves:
+        entry: dict[str, Any] = {phase: fitted.get(leaf, {}).get(phase, "0") for phase in ("forward", "backward")}
+        for phase in ("forward", "backward"):
+            kernels = {m["kernels"][phase].get(leaf, 0) for _, m in measured}
+            if len(kernels) != 1:
+                raise AssertionError(f"{leaf} ({phase}): {sorted(kernels)} kernels at different shapes.")
+            entry[f"{phase}_kernels"] = kernels.pop()
+        out[leaf] = entry
+    return out
+
+
+if __name__ == "__main__":  # python -m validate.eager_op_counts: the training bytes, as JSON
+    import json
+
+    import torch
+
+    torch.set_num_threads(1)
+    shapes = measure_shapes(TRAINING_SHAPES)
+    print(json.dumps({"leaves": training_leaves(shapes), "cpu_only": training_leaves(shapes, CPU_ONLY_LEAVES)},
+                     indent=1))

@@ -14,8 +14,9 @@ at the FP8 peak and its large-GEMM efficiency (a second KernelTimer; memory-boun
 
 Fast enough for plan, which times hundreds of layouts: a rank's kernels (their shapes, read from
 the cost tree with sympy) depend only on the model, the workload's options, the framework's
-precision, the phase and the rank's values (tp, b, n / cp, ...), not on pp, dp, ep, ZeRO, FP8 or the
-schedule (those scale or re-time the kernels, per part, below).
+precision, the phase, the rank's values (tp, b, n / cp, ...) and whether an eager training step
+runs a measured implementation (eager_training: its memory-bound bytes as measured), not on pp, dp,
+ep, ZeRO, FP8 or the schedule (those scale or re-time the kernels, per part, below).
 They are kept per that key in this process and on disk beside the compiled expressions
 (costmodel/compiled.py's cache folder and source digest, so editing a formula invalidates them);
 a kernel's seconds are kept per KernelTimer (one per hardware and dtype). A warm plan imports no
@@ -63,9 +64,24 @@ def _timer(hardware: Hardware, dtype: str, attention: str, efficiency: Efficienc
     return held[1]
 
 
-def _rank_key(estimate: ParallelEstimate, fused_attention: bool, compiled: bool) -> dict[str, Any]:
+def eager_training(estimate: ParallelEstimate, compiled: bool, autocast: bool = False) -> dict | None:
+    """The measured eager implementation a training step runs (costmodel/eager_ops.py: its
+    leaves' memory-bound bytes, forward and backward), or None: not a training step, or compiled,
+    or under autocast (other dtypes, other ops), or no measured implementation matches. FP8
+    linears keep it: their casts are their GEMMs' own, the norms, RoPE and activation run as
+    measured."""
+    if estimate.phase != "train" or compiled or autocast:
+        return None
+    from ..eager_ops import eager_training_implementation
+
+    return eager_training_implementation(estimate.cfg, estimate.workload)
+
+
+def _rank_key(estimate: ParallelEstimate, fused_attention: bool, compiled: bool,
+              autocast: bool = False) -> dict[str, Any]:
     """Everything a rank's kernels depend on (not dp: no leaf's cost does): the rank's values,
-    n / cp under context parallelism (ParallelEstimate.values)."""
+    n / cp under context parallelism (ParallelEstimate.values), and the eager implementation
+    measured for its step (eager_training), if any."""
     cfg, workload, layout = estimate.cfg, estimate.workload, estimate.layout
     framework = FRAMEWORKS[layout.framework]
     values = {k: v for k, v in estimate.values.items() if k != "dp"}
@@ -73,31 +89,34 @@ def _rank_key(estimate: ParallelEstimate, fused_attention: bool, compiled: bool)
             "precision": framework.precision, "device": layout.device, "phase": estimate.phase,
             "sp": layout.sp, "vocabulary": framework.vocabulary, "loss_parallel": uses_loss_parallel(layout),
             "fused_attention": fused_attention, "compiled": compiled, "framework": layout.framework,
-            "fp8_activations": fp8_activations(layout)}
+            "fp8_activations": fp8_activations(layout),
+            "eager_training": (eager_training(estimate, compiled, autocast) or {}).get("name")}
 
 
-def rank_kernels(estimate: ParallelEstimate, fused_attention: bool, compiled: bool) -> list[Entry]:
+def rank_kernels(estimate: ParallelEstimate, fused_attention: bool, compiled: bool,
+                 autocast: bool = False) -> list[Entry]:
     """Each leaf of one tensor-parallel rank as (part key, rerun kernels, launches, kernels):
     from this process's memo, the disk cache, or the cost tree (sympy)."""
     cfg, layout = estimate.cfg, estimate.layout
     memo = (cfg, estimate.workload, layout.tp, layout.cp, layout.sp, layout.framework, layout.loss_parallel,
-            layout.device, estimate.phase, fused_attention, compiled, fp8_activations(layout))
+            layout.device, estimate.phase, fused_attention, compiled, fp8_activations(layout), autocast)
     if memo in _RANK_KERNELS:
         return _RANK_KERNELS[memo]
-    name = compiled_cache.key_name("kernels", _rank_key(estimate, fused_attention, compiled))
+    name = compiled_cache.key_name("kernels", _rank_key(estimate, fused_attention, compiled, autocast))
     path = compiled_cache.cache_dir() / f"{name}.json"
     entries = _read(path)
     if entries is None:
-        entries = _from_tree(estimate, fused_attention, compiled)
+        entries = _from_tree(estimate, fused_attention, compiled, autocast)
         _write(path, entries)
     _RANK_KERNELS[memo] = entries
     return entries
 
 
-def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool) -> list[Entry]:
+def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool, autocast: bool) -> list[Entry]:
     import sympy as sp
 
     from .. import symbols as S
+    from ..eager_ops import training_bytes
     from ..kernel_time import launches_of, leaf_kernels, rerun_kernels
     from ..tree import CostModel, profile_for
     from .rank import part_of
@@ -110,7 +129,8 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
                           fp8_activations=fp8_activations(layout) and estimate.phase == "train",
                           framework_loss=framework.loss)
     tree = CostModel(cfg, profile, phase=estimate.phase)
-    values = _rank_key(estimate, fused_attention, compiled)["values"]
+    values = _rank_key(estimate, fused_attention, compiled, autocast)["values"]
+    eager = training_bytes(eager_training(estimate, compiled, autocast))
     subs = {getattr(S, k): sp.Integer(v) for k, v in values.items()}
     entries: list[Entry] = []
     for i, part in part_of(tree).items():
@@ -119,8 +139,8 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
         encoder = leaf.stack == "encoder" and cfg.architecture == "encoder-decoder"
         local = substitution(leaf.block, sp_on=layout.sp, vocabulary=framework.vocabulary,
                              loss_parallel=uses_loss_parallel(layout), encoder=encoder)
-        kernels = leaf_kernels(leaf, subs, fused_attention, local, compiled)
-        rerun = rerun_kernels(leaf, kernels, subs, fused_attention, local, compiled)
+        kernels = leaf_kernels(leaf, subs, fused_attention, local, compiled, eager)
+        rerun = rerun_kernels(leaf, kernels, subs, fused_attention, local, compiled, eager)
         entries.append((key, rerun, launches_of(leaf, len(kernels), compiled) > 0, kernels))
     return entries
 
@@ -175,7 +195,8 @@ class KernelStepTime(StepTime):
     def part_kernels(self) -> dict[str, int]:
         """Per part (one run of its leaves on one rank): the kernels its leaves launch (launches_of)."""
         out: dict[str, int] = {}
-        for key, _, launches, kernels in rank_kernels(self.estimate, self.timer.fused_attention, self.timer.compiled):
+        for key, _, launches, kernels in rank_kernels(self.estimate, self.timer.fused_attention, self.timer.compiled,
+                                                      self.autocast):
             out[key] = out.get(key, 0) + (len(kernels) if launches else 0)
         return out
 
@@ -185,7 +206,7 @@ class KernelStepTime(StepTime):
         its leaves run any kernel (what the per-block overhead is paid for); attention_seconds:
         the attention core's share of each part (what a context-parallel ring's sends overlap)."""
         timer, fp8_timer, estimate = self.timer, self.fp8_timer, self.estimate
-        entries = rank_kernels(estimate, timer.fused_attention, timer.compiled)
+        entries = rank_kernels(estimate, timer.fused_attention, timer.compiled, self.autocast)
         work = estimate.structure["work"]
         if [w["key"] for w in work] != [entry[0] for entry in entries]:
             raise AssertionError("the kernel model's leaves are not the layout's work entries, in order.")
