@@ -63,6 +63,7 @@ from typing import Any, Iterable
 from .attention_kernels import attention_points
 from .config import DTYPE_BYTES, ConfigError, Workload
 from .hardware import Efficiency, Hardware
+from .kernel_shapes import AttentionCall, Gemm, Kernel, Pointwise  # noqa: F401 (re-exported)
 
 FACTS_PATH = Path(__file__).resolve().parent / "kernel_facts.json"
 
@@ -71,85 +72,6 @@ FACTS_PATH = Path(__file__).resolve().parent / "kernel_facts.json"
 def kernel_facts() -> dict[str, Any]:
     return json.loads(FACTS_PATH.read_text())
 
-
-@dataclass(frozen=True)
-class Gemm:
-    """count independent products (M x K) @ (K x N), as one launch (a batched GEMM)."""
-
-    m: int
-    n: int
-    k: int
-    count: int = 1
-    weight_bytes: float | None = None  # a quantized weight as stored (None: e bytes per element)
-    weight_dtype: str | None = None  # the quantized format's dtype (int8, int4, ...; None: unquantized)
-    # fp8 weights: the first GEMM of its leaf to read this input, which a W8A8 kernel quantizes
-    # once for all of them (quantization.py: Q, K and V; gate and up share theirs)
-    quantizes_input: bool = False
-
-    @property
-    def flops(self) -> int:
-        return 2 * self.m * self.n * self.k * self.count
-
-
-@dataclass(frozen=True)
-class AttentionCall:
-    """One fused attention call: batch x heads queries of n_q against n_kv keys of kv_heads heads
-    (grouped-query: fewer than heads; absorbed latent attention: one shared head)."""
-
-    batch: int
-    heads: int
-    n_q: int
-    n_kv: int
-    head_dim: int
-    causal: bool = True
-    window: int | None = None  # keys a query sees, itself included (None: all)
-    value_dim: int | None = None
-    kv_heads: int | None = None  # heads of K and V the kernel reads (None: heads)
-    values_are_keys: bool = False  # the values are the keys' own first value_dim (not read again)
-
-    def moved_bytes(self, element_bytes: int) -> int:
-        """What the call reads and writes, as the tree's fused scores and weighted sum state it:
-        the queries and the output (heads), the keys and, unless they are the keys, the values
-        (kv_heads)."""
-        value_dim = self.value_dim or self.head_dim
-        kv_heads = self.heads if self.kv_heads is None else self.kv_heads
-        per_key = self.head_dim + (0 if self.values_are_keys else value_dim)
-        return element_bytes * self.batch * (self.heads * self.n_q * (self.head_dim + value_dim)
-                                             + kv_heads * self.n_kv * per_key)
-
-    def dense_flops(self) -> int:
-        """Q K^T and P V over every (query, key) pair: the FLOPs convention of the tree."""
-        return 2 * self.batch * self.heads * self.n_q * self.n_kv * (self.head_dim + (self.value_dim or self.head_dim))
-
-    def executed_pairs(self, block: int) -> int:
-        """(query, key) pairs in the blocks the kernel computes: for each block of `block`
-        queries, the key blocks from the first key any of them sees (a window) to the last (the
-        causal diagonal; queries are the last n_q of the n_kv positions)."""
-        offset, pairs = self.n_kv - self.n_q, 0
-        for start in range(0, self.n_q, block):  # integers only (no numpy: plan imports neither)
-            rows = min(start + block, self.n_q) - start
-            last = self.n_kv if not self.causal else min(offset + start + rows, self.n_kv)
-            first = 0 if self.window is None else max(offset + start - self.window + 1, 0) // block * block
-            last_block = min(-(-last // block) * block, self.n_kv)
-            pairs += rows * max(last_block - first, 0)
-        return self.batch * self.heads * pairs
-
-    def executed_flops(self, block: int) -> int:
-        return 2 * self.executed_pairs(block) * (self.head_dim + (self.value_dim or self.head_dim))
-
-
-@dataclass(frozen=True)
-class Pointwise:
-    """A memory-bound kernel (norms, activations, adds, softmax): its bytes and FLOPs, and its
-    backward's bytes where stated (Cost.backward_bytes_other) or measured (eager_ops.training_bytes;
-    None: twice these)."""
-
-    bytes: float
-    flops: float = 0.0
-    backward_bytes: float | None = None
-
-
-Kernel = Gemm | AttentionCall | Pointwise
 
 
 def log_linear(points: tuple[tuple[int, float], ...], x: int) -> float:
