@@ -1,13 +1,35 @@
 """The fused attention kernels' published figures (kernel_facts.json "attention_efficiency") as
 efficiencies by sequence length, forward and backward, for kernel_time.KernelTimer: stated
-points, or the authors' TFLOP/s over the peak they ran at, the backward derived where the forward
-and the forward-plus-backward are both published."""
+points, or the authors' TFLOP/s over the peak they ran at: the backward's own figures where
+published (cuDNN, FlashAttention-3), else derived where the forward and the forward-plus-backward
+are both published (FlashAttention-2 on the H100)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from .config import ConfigError
+
 Points = tuple[tuple[int, float], ...]
+
+
+#: The kernel a run calls unless it names another (KernelTimer's attention_kernel).
+DEFAULT_KERNEL = "flash2"
+
+
+def kernel_entry(entries: list[dict[str, Any]], kernel: str, architecture: str) -> dict[str, Any]:
+    """The attention_efficiency entry of `kernel` on `architecture`. A kernel no entry names is
+    refused, and so is a named one with no figures on this architecture; the default kernel
+    without figures there gives {} (its calls run at the large-GEMM efficiency, docs/time.md)."""
+    known = sorted({e["kernel"] for e in entries})
+    if kernel not in known:
+        raise ConfigError(f"attention kernel {kernel!r} has no published figures; known: {', '.join(known)}.")
+    entry = next((e for e in entries if e["kernel"] == kernel and e["architecture"] == architecture), None)
+    if entry is None and kernel != DEFAULT_KERNEL:
+        where = sorted(e["architecture"] for e in entries if e["kernel"] == kernel)
+        raise ConfigError(f"attention kernel {kernel!r} has no published figures on {architecture}; "
+                          f"it has on: {', '.join(where)}.")
+    return entry or {}
 
 
 def backward_tflops(forward: float, forward_backward: float, backward_factor: float) -> float:
@@ -20,13 +42,17 @@ def backward_tflops(forward: float, forward_backward: float, backward_factor: fl
 def attention_points(entry: dict[str, Any], backward_factor: float) -> tuple[Points | None, Points | None]:
     """One kernel_facts.json attention_efficiency entry as (forward, backward) efficiencies by
     length: its stated points (backward None: the forward's times backward_ratio), or, where it
-    states the published TFLOP/s, those over its reference peak, the backward from both figures;
+    states the published TFLOP/s, those over its reference peak: the backward's own figures where
+    published (backward_tflops), else derived from the forward and forward-plus-backward figures;
     where only the forward-plus-backward figure is published, that efficiency for both passes
     (what reproduces the figure's time)."""
-    if "forward_backward_tflops" not in entry:
+    if "forward_backward_tflops" not in entry and "backward_tflops" not in entry:
         points = entry.get("points")
         return (tuple((int(n), float(e)) for n, e in points) if points else None), None
     peak = float(entry["reference_peak_tflops"])
+    if "backward_tflops" in entry:  # both passes measured
+        return (tuple((int(n), tf / peak) for n, tf in entry["forward_tflops"]),
+                tuple((int(n), tf / peak) for n, tf in entry["backward_tflops"]))
     both = dict(entry["forward_backward_tflops"])
     if "forward_tflops" not in entry:
         combined = tuple((int(n), tf / peak) for n, tf in entry["forward_backward_tflops"])

@@ -60,7 +60,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
-from .attention_kernels import attention_points
+from .attention_kernels import DEFAULT_KERNEL, attention_points, kernel_entry
 from .config import DTYPE_BYTES, ConfigError, Workload
 from .hardware import Efficiency, Hardware
 from .kernel_shapes import AttentionCall, Gemm, Kernel, Pointwise  # noqa: F401 (re-exported)
@@ -92,7 +92,7 @@ class KernelTimer:
                  cuda_graphs: bool = False, efficiency: Efficiency | None = None, compiled: bool = False,
                  matmul_dtype: str | None = None, sustained: bool = False,
                  eager_ops: dict[str, int] | None = None, w8a8: bool = False,
-                 attention_kernel: str = "flash2"):
+                 attention_kernel: str = DEFAULT_KERNEL):
         """matmul_dtype: the tensor cores' dtype where it is not the data's (FP8 training: bf16
         tensors, products at the FP8 peak and its large-GEMM efficiency); None: the data's.
         w8a8: GEMMs on fp8-stored weights (Gemm.weight_dtype "fp8") run W8A8 (inference,
@@ -104,7 +104,8 @@ class KernelTimer:
         eager_ops: ops per run of each block kind (costmodel/eager_ops.py), charged at the
         hardware's dispatch_s_per_op in eager mode (not compiled, no CUDA graphs).
         attention_kernel: the fused attention kernel whose published figures time attention calls
-        (kernel_facts.json attention_efficiency: "flash2", the default, or "flash1")."""
+        (kernel_facts.json attention_efficiency: "flash2", the default, "flash1", "flash3" or
+        "cudnn"); one without figures on this hardware's architecture is refused (attention_kernels.kernel_entry)."""
         self.hardware = hardware
         self.dtype = Workload(dtype=dtype).dtype
         self.element_bytes = DTYPE_BYTES[self.dtype]
@@ -152,12 +153,7 @@ class KernelTimer:
         self.tiles = [tuple(t) for t in facts["gemm_tiles"]["values"]]
         self.split_k_min_k = int(facts["split_k"]["min_k_per_split"])
         self.block = int(facts["attention_block"]["value"])
-        kernels = {e["kernel"] for e in facts["attention_efficiency"]}
-        if attention_kernel not in kernels:
-            raise ConfigError(f"attention kernel {attention_kernel!r} has no published figures; "
-                              f"known: {', '.join(sorted(kernels))}.")
-        entry = next((e for e in facts["attention_efficiency"]
-                      if e["kernel"] == attention_kernel and e["architecture"] == hardware.architecture), {})
+        entry = kernel_entry(facts["attention_efficiency"], attention_kernel, hardware.architecture)
         backward_factor = float(facts["attention_backward_factor"]["value"])
         self.attention_points, self.attention_backward_points = attention_points(entry, backward_factor)
         # The head widths the kernel is compiled for, where its figures apply (a head of another
