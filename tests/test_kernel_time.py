@@ -252,8 +252,85 @@ def test_flash1_runs_both_passes_at_its_published_forward_plus_backward_rate():
     # 80 runs 128 (FlashAttention-2 has a 96 kernel for it).
     assert (h100.padded_head_dim(112), h100.padded_head_dim(80), h100.padded_head_dim(48)) == (128, 128, 64)
     assert KernelTimer(load_hardware("h100-sxm"), "bf16", "flash").padded_head_dim(80) == 96
-    with pytest.raises(ConfigError, match="attention kernel 'flash3' has no published figures; known: flash1, flash2."):
-        KernelTimer(load_hardware("h100-sxm"), "bf16", "flash", attention_kernel="flash3")
+    with pytest.raises(ConfigError, match="attention kernel 'flash4' has no published figures; "
+                                          "known: cudnn, flash1, flash2, flash3."):
+        KernelTimer(load_hardware("h100-sxm"), "bf16", "flash", attention_kernel="flash4")
+
+
+#: cuDNN's fused attention, causal, head 128, BF16, forward and backward TFLOP/s by length, as
+#: NVIDIA's cudnn-frontend benchmark files print them (kernel_facts.json): the H200 at cuDNN 9.19.1
+#: (results/h200_919_only_cudnn/llama3.1_20260227_034703.csv) and the B200 at cuDNN 9.13.1
+#: (artifacts/sdpa_bf16_benchmark_results_NVIDIA_B200.csv, commit 0b1577c), 2k and longer.
+CUDNN_HOPPER_FORWARD = [[2048, 484], [4096, 591], [8192, 644], [16384, 673], [32768, 688]]
+CUDNN_HOPPER_BACKWARD = [[2048, 370], [4096, 474], [8192, 541], [16384, 579], [32768, 581]]
+CUDNN_B200_FORWARD = [[2048, 478.921], [4096, 855.678], [8192, 1171.278], [16384, 1332.415], [32768, 1419.0],
+                      [65536, 1382.33], [131072, 1355.418]]
+CUDNN_B200_BACKWARD = [[2048, 371.486], [4096, 701.265], [8192, 942.509], [16384, 1074.776], [32768, 1108.688],
+                       [65536, 1073.059], [131072, 1047.843]]
+#: FlashAttention-3 on the H100, head 128: the paper's causal forward figure and its (unmasked)
+#: backward figure, the FlashAttention-3 bars.
+FA3_H100_FORWARD = [[512, 292], [1024, 423], [2048, 521], [4096, 579], [8192, 602], [16384, 616]]
+FA3_H100_BACKWARD = [[512, 316], [1024, 424], [2048, 501], [4096, 542], [8192, 559], [16384, 561]]
+
+
+@pytest.mark.parametrize("kernel, architecture, hardware, peak, forward, backward", [
+    ("cudnn", "hopper", "h100-sxm", 989.4, CUDNN_HOPPER_FORWARD, CUDNN_HOPPER_BACKWARD),
+    ("cudnn", "hopper", "h200", 989.4, CUDNN_HOPPER_FORWARD, CUDNN_HOPPER_BACKWARD),
+    ("cudnn", "blackwell", "b200", 2250.0, CUDNN_B200_FORWARD, CUDNN_B200_BACKWARD),
+    ("flash3", "hopper", "h100-sxm", 989.4, FA3_H100_FORWARD, FA3_H100_BACKWARD),
+])
+def test_a_kernel_with_both_passes_published_runs_each_at_its_figure(kernel, architecture, hardware, peak,
+                                                                     forward, backward):
+    """Where both passes are measured (cuDNN's files, FlashAttention-3's figures) the timer reads
+    each at its own published TFLOP/s over the peak the figures were taken against: exactly at
+    the points, log-linear between them, the end values outside; nothing derived."""
+    from costmodel.kernel_time import kernel_facts
+
+    entry = next(e for e in kernel_facts()["attention_efficiency"]
+                 if e["kernel"] == kernel and e["architecture"] == architecture)
+    assert (entry["forward_tflops"], entry["backward_tflops"], entry["reference_peak_tflops"]) == (forward, backward, peak)
+    timer = KernelTimer(load_hardware(hardware), "bf16", "flash", attention_kernel=kernel)
+    assert timer.peak == peak * 1e12
+    for (n, fwd), (m, bwd) in zip(forward, backward):
+        assert n == m
+        assert timer.attention_efficiency(n) == fwd / peak
+        assert timer.attention_efficiency(n, backward=True) == bwd / peak
+    (first, f0), (last, f1) = forward[0], forward[-1]
+    assert timer.attention_efficiency(first // 2) == f0 / peak and timer.attention_efficiency(2 * last) == f1 / peak
+    mid = int((forward[1][0] * forward[2][0]) ** 0.5)  # log-midway between two points
+    assert timer.attention_efficiency(mid) == pytest.approx((forward[1][1] + forward[2][1]) / 2 / peak, rel=1e-3)
+    # A training call's time is its forward FLOPs at the forward figure plus 5/2 of them at the backward's.
+    call = AttentionCall(2, 32, 8192, 8192, 128, causal=True)
+    startup = load_hardware(hardware).dram_kernel_startup_s
+    flops = call.executed_flops(128)
+    seconds = timer.attention_seconds(call) + timer.attention_seconds(call, backward=True) - 2 * startup
+    at_8k = dict(forward)[8192], dict(backward)[8192]
+    assert seconds == pytest.approx(flops / (at_8k[0] * 1e12) + 2.5 * flops / (at_8k[1] * 1e12), rel=1e-9)
+
+
+def test_cudnn_times_the_heads_own_width_and_flash3_pads_to_its_compiled_ones():
+    """No compiled-width table is published for cuDNN: a head of 80 runs 80. FlashAttention-3's
+    kernels are compiled for 64, 96, 128, 192 and 256 (hopper/setup.py): 80 runs 96, 112 runs 128."""
+    h100 = load_hardware("h100-sxm")
+    cudnn = KernelTimer(h100, "bf16", "flash", attention_kernel="cudnn")
+    flash3 = KernelTimer(h100, "bf16", "flash", attention_kernel="flash3")
+    assert (cudnn.padded_head_dim(80), cudnn.padded_head_dim(112)) == (80, 112)
+    assert (flash3.padded_head_dim(80), flash3.padded_head_dim(112), flash3.padded_head_dim(48)) == (96, 128, 64)
+
+
+def test_a_named_kernel_without_figures_on_the_architecture_is_refused():
+    """cuDNN has no published figure here for the A100, FlashAttention-3 runs on Hopper only, and
+    FlashAttention (v1) has none for Blackwell: naming them there is an error, not a silent fall
+    back to the large-GEMM rate, which only the default kernel (FlashAttention-2) takes where it
+    has no figures."""
+    for kernel, hardware, where in (("cudnn", "a100-80gb", "blackwell, hopper"), ("flash3", "b200", "hopper"),
+                                    ("flash1", "b200", "ampere, hopper")):
+        architecture = load_hardware(hardware).architecture
+        with pytest.raises(ConfigError, match=f"attention kernel '{kernel}' has no published figures on "
+                                              f"{architecture}; it has on: {where}."):
+            KernelTimer(load_hardware(hardware), "bf16", "flash", attention_kernel=kernel)
+    b200 = KernelTimer(load_hardware("b200"), "bf16", "flash")  # flash2, no Blackwell figure
+    assert b200.attention_efficiency(8192) == b200.matmul_efficiency
 
 
 def test_kernel_shapes_come_from_the_tree():
