@@ -357,7 +357,7 @@ def test_each_classic_run_is_expressed_as_its_paper_states_it(run_id):
     assert run[key] == pytest.approx(published, abs=0.005)
     estimate, hardware, options = train_setup(run, source)
     layout, workload = estimate.layout, estimate.workload
-    assert (layout.tp, layout.pp, layout.dp, layout.gpus) == (tp, pp, dp, gpus) == (tp, pp, dp, run["gpus"])
+    assert (layout.tp, layout.pp, layout.dp, layout.gpus) == (tp, pp, dp, gpus) and run["gpus"] == gpus
     assert workload.batch == micro and workload.batch * layout.microbatches * layout.dp == global_batch
     assert (workload.seq_len, workload.recompute) == (seq_len, recompute)
     params = Estimate(estimate.cfg, Workload(seq_len=8)).total("params")
