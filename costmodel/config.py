@@ -25,7 +25,8 @@ _PATTERN_COUNTS = ("n_decoder_layers", "sliding_window", "window_layers", "n_exp
 POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "relative", "none")
 NORMS = ("layernorm", "rmsnorm")
 NORM_POSITIONS = ("pre", "post")
-ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh")
+#: relu2: squared ReLU, relu(x)^2 (So et al. 2021, "Primer"; Nemotron-4), run as relu then a square.
+ACTIVATIONS = ("relu", "relu2", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh")
 GATED_ACTIVATIONS = ("swiglu", "geglu", "geglu_tanh")
 HEADS = ("lm", "pooler", "none")
 ROUTERS = ("softmax", "sigmoid")

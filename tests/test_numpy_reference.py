@@ -191,7 +191,7 @@ def test_cross_attention_reads_keys_from_the_memory_and_t5_does_not_scale():
 # Feed-forward and norms -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("activation", ["relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu"])
+@pytest.mark.parametrize("activation", ["relu", "relu2", "gelu", "gelu_tanh", "silu", "swiglu", "geglu"])
 @pytest.mark.parametrize("bias", [True, False])
 def test_feed_forward(activation, bias):
     block = randomise(FeedForward(cfg(activation=activation, ffn_bias=bias)))

@@ -316,3 +316,77 @@ def test_megatron_bridges_405b_splits_count_the_embedding_and_the_loss_as_layers
             each = (126 + 2) // chunks
             assert (126 + 2) % chunks == 0
             assert run["stage_layers"] == [each - 1, *[each] * (chunks - 2), each - 1] == [1, *[2] * 62, 1]
+
+
+# The classic runs (issue 18), typed from their papers (published_runs.json "sources" cite each):
+# (published figure, its unit's key, GPUs, tp, pp, dp, micro-batch, global batch, sequence,
+# recompute, the parameters the paper states in billions).
+CLASSIC = {
+    # OPT (arXiv 2205.01068) section 2.4: 992 A100s, up to 147 TFLOP/s; metaseq's launcher: model
+    # parallel 8, (2M tokens // 124 replicas) // 2048 = 8 sequences a replica, --checkpoint-activations
+    "opt 175b 992 GPUs": (147, "published_tflops_per_gpu", 992, 8, 1, 124, 8, 992, 2048, "full", 175),
+    # LLaMA (arXiv 2302.13971) section 2.4: ~380 tokens/s/GPU on 2048 A100s; Table 2: 4M tokens a batch
+    "llama 65b 2048 GPUs": (380, "published_tokens_per_s_per_gpu", 2048, 8, 1, 256, 8, 2048, 2048,
+                            "torchtitan-op", 65.2),
+    # MT-NLG (arXiv 2201.11990): batch 1,920 on 280, 350, 420 DGX A100s in 60.1, 50.2, 44.4 s; tp 8, pp 35
+    "mt-nlg 530b 2240 GPUs": (1920 * 2048 / (60.1 * 2240), "published_tokens_per_s_per_gpu", 2240, 8, 35, 8, 1,
+                              1920, 2048, "full", 530),
+    "mt-nlg 530b 2800 GPUs": (1920 * 2048 / (50.2 * 2800), "published_tokens_per_s_per_gpu", 2800, 8, 35, 10, 1,
+                              1920, 2048, "full", 530),
+    "mt-nlg 530b 3360 GPUs": (1920 * 2048 / (44.4 * 3360), "published_tokens_per_s_per_gpu", 3360, 8, 35, 12, 1,
+                              1920, 2048, "full", 530),
+    # Nemotron-4 340B (arXiv 2406.11704) Table 2: DP 16, 32, 64; batch 768, 1536, 2304; 10.3, 10.3, 8.0 s
+    "nemotron-4 340b 1536 GPUs": (768 * 4096 / (10.3 * 1536), "published_tokens_per_s_per_gpu", 1536, 8, 12, 16, 1,
+                                  768, 4096, "none", 340),
+    "nemotron-4 340b 3072 GPUs": (1536 * 4096 / (10.3 * 3072), "published_tokens_per_s_per_gpu", 3072, 8, 12, 32, 1,
+                                  1536, 4096, "none", 340),
+    "nemotron-4 340b 6144 GPUs": (2304 * 4096 / (8.0 * 6144), "published_tokens_per_s_per_gpu", 6144, 8, 12, 64, 1,
+                                  2304, 4096, "none", 340),
+}
+
+
+@pytest.mark.parametrize("run_id", sorted(CLASSIC))
+def test_each_classic_run_is_expressed_as_its_paper_states_it(run_id):
+    """The JSON holds the paper's figure and layout, the built setup is that layout, the model has
+    the paper's parameter count (within 1%), and both time models express it."""
+    from costmodel.estimation import Estimate
+    from reports.published_runs import TRAIN_UNITS, train_setup
+
+    runs, sources = _runs()
+    run, source = runs[run_id], sources[run_id.split()[0]]
+    published, key, gpus, tp, pp, dp, micro, global_batch, seq_len, recompute, billions = CLASSIC[run_id]
+    assert run[key] == pytest.approx(published, abs=0.005)
+    estimate, hardware, options = train_setup(run, source)
+    layout, workload = estimate.layout, estimate.workload
+    assert (layout.tp, layout.pp, layout.dp, layout.gpus) == (tp, pp, dp, gpus) and run["gpus"] == gpus
+    assert workload.batch == micro and workload.batch * layout.microbatches * layout.dp == global_batch
+    assert (workload.seq_len, workload.recompute) == (seq_len, recompute)
+    params = Estimate(estimate.cfg, Workload(seq_len=8)).total("params")
+    assert params == pytest.approx(billions * 1e9, rel=0.01)
+    for model in ("roofline", "kernels"):
+        assert TRAIN_UNITS[key][1](run, source, model) > 0
+
+
+def test_the_classic_runs_hardware_and_precision_are_their_papers():
+    """A100 80GB for OPT, LLaMA and MT-NLG (fp16 for OPT's memory-efficient fp16), H100 SXM for
+    Nemotron-4; OPT's FSDP with its parameters kept from forward to backward (zero 2) without
+    sequence parallelism; MT-NLG's DeepSpeed pipeline; Nemotron-4's interleaved 12-way pipeline,
+    its squared ReLU and its 8 KV heads."""
+    from reports.published_runs import train_setup
+
+    runs, sources = _runs()
+    built = {run_id: train_setup(runs[run_id], sources[run_id.split()[0]]) for run_id in CLASSIC}
+    for run_id, (estimate, hardware, _) in built.items():
+        assert hardware.name == ("h100-sxm" if run_id.startswith("nemotron") else "a100-80gb")
+    opt, _, _ = built["opt 175b 992 GPUs"]
+    assert (opt.layout.framework, opt.layout.zero, opt.layout.sp, opt.workload.dtype) == ("fsdp2", 2, False, "fp16")
+    assert (opt.cfg.d_model, opt.cfg.n_heads, opt.cfg.n_layers, opt.cfg.activation) == (12288, 96, 96, "relu")
+    mtnlg, _, _ = built["mt-nlg 530b 2240 GPUs"]
+    assert (mtnlg.layout.framework, mtnlg.layout.schedule, mtnlg.cfg.d_model, mtnlg.cfg.n_layers) == (
+        "deepspeed", "1f1b", 20480, 105)
+    nemotron, _, _ = built["nemotron-4 340b 6144 GPUs"]
+    assert (nemotron.layout.schedule, nemotron.layout.virtual_stages, nemotron.layout.sp) == ("interleaved", 8, True)
+    assert (nemotron.cfg.activation, nemotron.cfg.n_kv_heads, nemotron.cfg.d_ff, nemotron.cfg.vocab_size) == (
+        "relu2", 8, 73728, 256000)
+    llama, _, options = built["llama 65b 2048 GPUs"]
+    assert (llama.cfg.d_ff, llama.cfg.n_layers, options["attention_kernel"]) == (22016, 80, "flash1")

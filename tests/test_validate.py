@@ -65,6 +65,10 @@ REFERENCE_CONFIGS = {
     "gpt2-alibi-relu": load_preset("gpt2").replace(
         name="alibi", vocab_size=99, d_model=48, n_heads=6, d_ff=37, n_decoder_layers=2,
         position="alibi", activation="relu"),
+    # Nemotron-4's layer (its partial rotation aside): LayerNorm, no linear biases, GQA, squared ReLU
+    "nemotron-relu2": load_preset("llama2-7b").replace(
+        name="nemotron", vocab_size=99, d_model=48, n_heads=6, n_kv_heads=2, d_ff=37, n_decoder_layers=2,
+        norm="layernorm", activation="relu2", max_positions=64),
     "bert": load_preset("bert-base-uncased").replace(
         name="bert", vocab_size=99, d_model=48, n_heads=6, d_ff=37, n_encoder_layers=2),
     "t5-gated": load_preset("t5-small").replace(

@@ -188,6 +188,7 @@ def silu(x: Array) -> Array:
 
 ACTIVATIONS: dict[str, Callable[[Array], Array]] = {
     "relu": lambda x: np.maximum(x, 0.0),
+    "relu2": lambda x: np.maximum(x, 0.0) ** 2,
     "gelu": gelu,
     "gelu_tanh": gelu_tanh,
     "silu": silu,

@@ -218,6 +218,7 @@ class MultiHeadAttention(nn.Module):
 
 ACTIVATIONS = {
     "relu": F.relu,
+    "relu2": lambda x: torch.square(F.relu(x)),  # squared ReLU (Nemotron-4): relu, then a square
     "gelu": F.gelu,
     "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
     "silu": F.silu,

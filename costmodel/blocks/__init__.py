@@ -22,7 +22,7 @@ Conventions (what "formula == measurement" means, see docs/design.md):
   sum, divide or log),
   layernorm 5 (mean, subtract, square-mean, divide, affine), rmsnorm 4 (square, mean, rsqrt-scale,
   weight), gelu 8, gelu_tanh 8, silu 4, relu 1, add 1, mul 1, rope 3 (two products, one sum per
-  rotated element).
+  rotated element); a squared relu (relu2) is a relu and a mul.
 - bytes saved for backward follow an implementation profile (Profile, in base.py): which tensors
   the code that runs keeps for the backward pass, in which dtype. e is the activation dtype's bytes.
 - bytes moved (for the roofline) count one forward's memory traffic if every op reads its inputs

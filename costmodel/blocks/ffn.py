@@ -17,8 +17,11 @@ from .base import (
 
 
 #: ModelConfig.activation -> the elementwise op it runs over d_ff (gated: on the gate projection).
-ACTIVATION_OPS = {"relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu_tanh", "silu": "silu",
+#: A squared ReLU (relu2) runs relu and then a square, one multiply an element (SQUARED below).
+ACTIVATION_OPS = {"relu": "relu", "relu2": "relu", "gelu": "gelu", "gelu_tanh": "gelu_tanh", "silu": "silu",
                   "swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh"}
+#: The activations squared after their op: a second elementwise kernel over d_ff.
+SQUARED = ("relu2",)
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,9 @@ class FeedForward(Block):
         forward_out, backward_out = linear_flops(self.tokens, self.width, S.d)
         act = ACTIVATION_OPS[self.activation]
         inner = self.tokens * self.width
-        elements = [(act, inner), ("mul", inner if self.gated else 0)]
+        squared = self.activation in SQUARED
+        # The gate's product with the up projection, and a squared activation's square: a multiply each
+        elements = [(act, inner), ("mul", inner * (int(self.gated) + int(squared)))]
         return make_cost(
             tensors=inputs + weight_and_bias(self.width, S.d, self.bias, transposed),
             matrices=[*matrices, weight_matrix(self.width, S.d)],
@@ -71,8 +76,10 @@ class FeedForward(Block):
             saved_bytes=self.saved(act),
             bytes_matmul=(linear_bytes(self.tokens, S.d, n_in * self.width)
                           + linear_bytes(self.tokens, self.width, S.d)),
-            # The activation over d_ff (and, gated, the product with the second projection).
-            bytes_other=elementwise_bytes(inner) + (elementwise_bytes(inner, reads=2) if self.gated else 0),
+            # The activation over d_ff (and, gated, the product with the second projection; squared,
+            # the square: one more kernel reading and writing d_ff).
+            bytes_other=elementwise_bytes(inner) + (elementwise_bytes(inner, reads=2) if self.gated else 0)
+            + (elementwise_bytes(inner) if squared else 0),
         )
 
     def saved(self, act: str) -> Expr:
@@ -94,8 +101,8 @@ class FeedForward(Block):
         kept = internal + (2 if self.gated else 0) + 1
         if self.gated and self.profile.facts.fused_swiglu:
             kept = 3  # the fused kernel's input (gate and up) and the output matrix's input
-        if act == "relu" and not self.gated and not dropout:
-            kept -= 1  # relu's output is the output matrix's input
+        if self.activation == "relu" and not dropout:
+            kept -= 1  # relu's output is the output matrix's input (a squared relu keeps both)
         inner = self.tokens * self.width
         mask = self.profile.mask_bytes * inner if dropout else 0
         if self.gated and self.profile.fp8_activations:  # the output matrix's input cached in FP8
