@@ -335,11 +335,7 @@ CLASSIC = {
                               1920, 2048, "full", 530),
     "mt-nlg 530b 3360 GPUs": (1920 * 2048 / (44.4 * 3360), "published_tokens_per_s_per_gpu", 3360, 8, 35, 12, 1,
                               1920, 2048, "full", 530),
-    # Nemotron-4 340B (arXiv 2406.11704) Table 2: DP 16, 32, 64; batch 768, 1536, 2304; 10.3, 10.3, 8.0 s
-    "nemotron-4 340b 1536 GPUs": (768 * 4096 / (10.3 * 1536), "published_tokens_per_s_per_gpu", 1536, 8, 12, 16, 1,
-                                  768, 4096, "none", 340),
-    "nemotron-4 340b 3072 GPUs": (1536 * 4096 / (10.3 * 3072), "published_tokens_per_s_per_gpu", 3072, 8, 12, 32, 1,
-                                  1536, 4096, "none", 340),
+    # Nemotron-4 340B (arXiv 2406.11704) Table 2's last stage: DP 64, batch 2304, 8.0 s
     "nemotron-4 340b 6144 GPUs": (2304 * 4096 / (8.0 * 6144), "published_tokens_per_s_per_gpu", 6144, 8, 12, 64, 1,
                                   2304, 4096, "none", 340),
 }
