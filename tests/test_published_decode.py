@@ -106,3 +106,59 @@ def test_the_llama_3_1_rows_run_presets_of_their_sizes():
         cfg = load_preset(name)
         assert (cfg.d_model, cfg.n_decoder_layers, cfg.d_ff, cfg.n_kv_heads, cfg.vocab_size) == \
             (d, layers, d_ff, 8, 128256)
+
+
+def _mixtral_experts(quantization: dict):
+    from costmodel.hardware import load_hardware
+    from costmodel.kernel_time import KernelTimer, inference_subs
+    from costmodel.presets import load_preset
+    from costmodel.roofline import Roofline
+
+    cfg, hardware = load_preset("mixtral-8x7b"), load_hardware("a100-80gb")
+    roof = Roofline(cfg, hardware, "bf16", None, "sdpa", "static", True, quantization)
+    leaf = next(x for x in roof.decoder_tree().leaves if x.path == "decoder.layer.ffn.experts")
+    return leaf, inference_subs(cfg, "bf16", 1, 1, context=105), KernelTimer(hardware, "bf16", "sdpa", cuda_graphs=True)
+
+
+def test_a_decode_step_reads_its_two_experts_int8_weights_as_stored():
+    """Mixtral 8x7B, one token, int8 weight-only (a fp32 scale per output row): the step reads the 2
+    experts its token is routed to, each 3 x 4,096 x 14,336 int8 values and 2 x 14,336 + 4,096 row
+    scales, and moves its activations in bf16 (2 slots x (2 x 4,096 + 3 x 14,336) x 2 bytes). Before
+    the fix the routed experts kept bf16 weight bytes (704,643,072 + the same activations)."""
+    leaf, subs, _ = _mixtral_experts({"weight_dtype": "int8"})
+    d, d_x = 4096, 14336
+    expected = 2 * 3 * d * d_x + 2 * 4 * (2 * d_x + d) + 2 * (2 * d + 3 * d_x) * 2
+    assert float(leaf.matmul_bytes_as_stored().xreplace(subs)) == expected == 352_788_480
+    bf16, subs, _ = _mixtral_experts({})
+    assert float(bf16.matmul_bytes_as_stored().xreplace(subs)) == 2 * 2 * 3 * d * d_x + 2 * (2 * d + 3 * d_x) * 2
+
+
+def test_a_decode_step_runs_each_chosen_experts_matrices_as_a_weight_only_gemv():
+    """The kernel model: the 2 chosen experts' gate_up (4,096 -> 2 x 14,336) and down (14,336 ->
+    4,096) products, one token each, each reading its int8 matrix and row scales (the dense
+    layers' weight-only GEMV), then the memory-bound SiLU and product."""
+    from costmodel.kernel_time import Gemm, Pointwise, leaf_kernels
+
+    leaf, subs, timer = _mixtral_experts({"weight_dtype": "int8"})
+    kernels = leaf_kernels(leaf, subs, timer.fused_attention)
+    gemms = [k for k in kernels if isinstance(k, Gemm)]
+    assert [(g.m, g.n, g.k, g.count) for g in gemms] == [(1, 28672, 4096, 1)] * 2 + [(1, 4096, 14336, 1)] * 2
+    assert [g.weight_bytes for g in gemms] == [28672 * 4096 + 4 * 28672] * 2 + [4096 * 14336 + 4 * 4096] * 2
+    assert all(g.weight_dtype == "int8" for g in gemms)
+    assert [type(k) for k in kernels[len(gemms):]] == [Pointwise]
+
+
+def test_a_step_with_more_slots_than_experts_reads_every_expert():
+    """With more slots than experts (a decode step of 64 sequences: 128 slots over 8 experts)
+    every expert is read: the share is 1 and the quantized traffic is all 8 experts' int8 matrices."""
+    import sympy as sp
+
+    from costmodel import symbols as S
+
+    leaf, subs, _ = _mixtral_experts({"weight_dtype": "int8"})
+    batch = {**subs, S.b: 64}
+    assert leaf.cost.matrix_read_share.xreplace(batch) == 1
+    d, d_x = 4096, 14336
+    weights = 8 * (3 * d * d_x + 4 * (2 * d_x + d))
+    activations = 128 * (2 * d + 3 * d_x) * 2
+    assert sp.Integer(leaf.matmul_bytes_as_stored().xreplace(batch)) == weights + activations
