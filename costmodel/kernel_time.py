@@ -384,10 +384,16 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
         # The LM head: the tree keeps it unquantized (transformers' quantizers skip lm_head).
         shapes = [(int(_number(S.V, subs)), int(_number(block.width, subs)), 1)]
     weights = sum(out * inner * how_many for out, inner, how_many in shapes)
+    read = _read_shapes(shapes, _number(cost.matrix_read_share, subs))
     if cost.matrix_tokens:  # each matrix its own rows (latent attention's queries, latents and keys)
         rows = [int(_number(tokens, subs)) for tokens in matrix_rows(cost)]
     elif weights and flops % (2 * weights) == 0:
         rows = [int(gemm_rows(flops, weights))] * len(shapes)
+    elif read and flops % (2 * sum(out * inner * n for out, inner, n in read)) == 0:
+        # Routed experts with fewer slots than experts (a decode step): each expert that gets a
+        # token multiplies its own matrices, one GEMM each (gpt-fast's Mixtral gathers them).
+        shapes = read
+        rows = [int(gemm_rows(flops, sum(out * inner * n for out, inner, n in read)))] * len(shapes)
     else:
         return [Pointwise(_number(cost.bytes_matmul, subs), 0.0), MatmulCompute(flops)]
     stored = quantized and getattr(leaf, "weight_format", None) is not None
@@ -403,6 +409,17 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
                  weight_dtype=dtype if kernel else None,
                  quantizes_input=kernel and dtype == "fp8" and next(first))
             for tokens, out, inner, kernel in each]
+
+
+def _read_shapes(shapes: list[tuple[int, int, int]], share: float) -> list[tuple[int, int, int]] | None:
+    """The matrices one run reads (Cost.matrix_read_share of each kind), where that is a whole
+    number of each; None where every matrix is read (share 1) or the share splits one."""
+    if share >= 1:
+        return None
+    counts = [how_many * share for _, _, how_many in shapes]
+    if any(abs(c - round(c)) > 1e-9 or round(c) == 0 for c in counts):
+        return None
+    return [(out, inner, round(c)) for (out, inner, _), c in zip(shapes, counts)]
 
 
 def _stored(leaf: Any, out: int, inner: int, subs: dict) -> float | None:

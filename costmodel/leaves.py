@@ -81,14 +81,16 @@ class Leaf:
         """One run's matrix-product traffic with its weights as stored: a quantized leaf reads its
         quantized matrices (data, scales, zeros, tables) instead of e bytes per weight. The
         dequantisation runs in the GEMM's registers (weight-only kernels: gpt-fast, Marlin,
-        bitsandbytes): no traffic of its own, a stated convention. Routed experts (only some of their
-        weights read) keep the unquantized traffic. At a tensor-parallel rank's substitution
-        (layout/split.py) the matrices are the rank's shards, each with its own scales and zeros."""
+        bitsandbytes): no traffic of its own, a stated convention. Routed experts read the share of
+        their matrices that gets a token (Cost.matrix_read_share: each chosen expert's matrices with
+        their scales, as gpt-fast's Mixtral gathers them, self.w1[expert_indices]). At a
+        tensor-parallel rank's substitution (layout/split.py) the matrices are the rank's shards,
+        each with its own scales and zeros."""
         moved = self.cost.bytes_matmul
-        if self.weight_format is None or not self.cost.matrices or self.cost.inactive_params != 0:
+        if self.weight_format is None or not self.cost.matrices:
             return moved
         stored = sp.Add(*B.quantized_bytes(self.cost.matrices, self.weight_format).values())
-        return moved - S.e * self.cost.matrix_params + stored
+        return moved - self.cost.matrix_read_share * (S.e * self.cost.matrix_params - stored)
 
     def total(self, quantity: str) -> sp.Expr:
         if quantity in WEIGHT_PARTS or (quantity == "weight_bytes" and self.weight_format):

@@ -143,24 +143,40 @@ def decode_layout(run: dict[str, Any], source: dict[str, Any]) -> Layout:
     return Layout(tp=run["tp"], all_reduce=source.get("all_reduce", "nccl"))
 
 
+#: What a decode run may state for itself over its source's setup (a table's eager row beside its
+#: compiled ones: cuda_graphs false; an fp32 row: dtype), and the quantization keys it may carry.
+DECODE_SETTINGS = ("prompt", "gen", "batch", "attention", "kv_cache", "cuda_graphs", "dtype")
+DECODE_QUANTIZATION = ("weight_dtype", "weight_group", "fp8_gemm")
+
+
+def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConfig, Any, dict[str, Any], dict[str, Any]]:
+    """One decode run as the model sees it: its model (the run's "preset" where the source's model
+    has the sizes of a preset under another name: Llama 3.1 8B as llama3-8b), its hardware, its
+    settings (DECODE_SETTINGS: the run's own, else its source's; dtype bf16 where neither states
+    one) and its quantization (weight dtype, group, fp8 GEMM)."""
+    from costmodel.presets import load_preset
+
+    cfg = load_preset(run.get("preset", run["model"]))
+    settings = {key: _stated(run, source, key) for key in DECODE_SETTINGS}
+    settings["dtype"] = settings["dtype"] or "bf16"
+    quantization = {k: run[k] for k in DECODE_QUANTIZATION if k in run}
+    return cfg, run_hardware(source, run), settings, quantization
+
+
 def _decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
     """Tokens per second of one sequence (batch 1) decoding after a short prompt."""
     from costmodel.layout.timing import simulate_decode
-    from costmodel.presets import load_preset
     from costmodel.roofline import simulate_inference
 
-    cfg, hardware = load_preset(run["model"]), run_hardware(source)
-    quantization = {k: run[k] for k in ("weight_dtype", "weight_group") if k in run}
+    cfg, hardware, s, quantization = decode_setup(run, source)
     if run["tp"] == 1:
-        result = simulate_inference(cfg, hardware, prompt=source["prompt"], gen=source["gen"],
-                                    batch=source["batch"], attention=source["attention"],
-                                    kv_cache=source["kv_cache"], cuda_graphs=source["cuda_graphs"],
-                                    quantization=quantization, time_model=time_model)
-        return result["decode"]["tokens_per_second"] / source["batch"]
-    workload = Workload(seq_len=source["prompt"], gen_tokens=source["gen"], batch=source["batch"],
-                        attention=source["attention"], precision="pure", kv_cache=source["kv_cache"],
-                        **quantization)
-    result = simulate_decode(cfg, workload, decode_layout(run, source), hardware, cuda_graphs=source["cuda_graphs"],
+        result = simulate_inference(cfg, hardware, prompt=s["prompt"], gen=s["gen"], batch=s["batch"],
+                                    dtype=s["dtype"], attention=s["attention"], kv_cache=s["kv_cache"],
+                                    cuda_graphs=s["cuda_graphs"], quantization=quantization, time_model=time_model)
+        return result["decode"]["tokens_per_second"] / s["batch"]
+    workload = Workload(seq_len=s["prompt"], gen_tokens=s["gen"], batch=s["batch"], dtype=s["dtype"],
+                        attention=s["attention"], precision="pure", kv_cache=s["kv_cache"], **quantization)
+    result = simulate_decode(cfg, workload, decode_layout(run, source), hardware, cuda_graphs=s["cuda_graphs"],
                              time_model=time_model)
     return 1 / result["token"]["seconds_per_token"]
 

@@ -17,34 +17,33 @@ from __future__ import annotations
 from collections import defaultdict
 
 from costmodel.config import ConfigError, Workload
-from costmodel.kernel_time import AttentionCall, Gemm, KernelTimer, inference_subs, launches_of, leaf_kernels
+from costmodel.kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompute, inference_subs, kernels_seconds,
+                                   launches_of, leaf_kernels)
 from costmodel.layout import Layout
 from costmodel.layout.timing import simulate_decode
-from costmodel.presets import load_preset
 from costmodel.roofline import Roofline
-from reports.published_runs import (decode_layout, other_runs_data, run_hardware, train_run, train_setup,
+from reports.published_runs import (decode_layout, decode_setup, other_runs_data, train_run, train_setup,
                                     train_tokens)
 
 
 def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]:
     """Seconds of one batch-1 decode step at `context` keys by kernel kind (one GPU)."""
-    cfg, hardware = load_preset(run["model"]), run_hardware(source)
-    quantization = {k: run[k] for k in ("weight_dtype", "weight_group") if k in run}
-    roof = Roofline(cfg, hardware, "bf16", None, source["attention"], source["kv_cache"],
-                    source["cuda_graphs"], quantization)
-    timer = KernelTimer(hardware, "bf16", source["attention"], cuda_graphs=source["cuda_graphs"])
-    subs = inference_subs(cfg, "bf16", source["batch"], 1, context=context)
+    cfg, hardware, settings, quantization = decode_setup(run, source)
+    dtype, attention, graphs = settings["dtype"], settings["attention"], settings["cuda_graphs"]
+    roof = Roofline(cfg, hardware, dtype, None, attention, settings["kv_cache"], graphs, quantization)
+    timer = KernelTimer(hardware, dtype, attention, cuda_graphs=graphs)
+    subs = inference_subs(cfg, dtype, settings["batch"], 1, context=context)
     split: dict[str, float] = defaultdict(float)
     weight_bytes = 0.0
     for leaf in roof.decoder_tree().leaves:
         count = int(float(leaf.count.xreplace(subs))) if hasattr(leaf.count, "xreplace") else int(leaf.count)
         kernels = leaf_kernels(leaf, subs, timer.fused_attention)
         for kernel in kernels:
-            kind = ("weight GEMMs" if isinstance(kernel, Gemm) else
+            kind = ("weight GEMMs" if isinstance(kernel, (Gemm, MatmulCompute)) else
                     "attention" if isinstance(kernel, AttentionCall) else "memory-bound")
             # a GEMM's or attention call's fixed start from DRAM (hardware.dram_kernel_startup_s), apart
             startup = timer.dram_startup_s if isinstance(kernel, (Gemm, AttentionCall)) else 0.0
-            split[kind] += count * (timer.seconds(kernel) - startup)
+            split[kind] += count * (kernels_seconds([kernel], timer) - startup)
             split["DRAM startups"] += count * startup
             if isinstance(kernel, Gemm):
                 weight_bytes += count * (kernel.weight_bytes if kernel.weight_bytes is not None
@@ -206,19 +205,18 @@ def main() -> None:
     for run in data["runs"]:
         source = data["sources"][run["id"].split()[0]]
         if run["kind"] == "decode" and run["tp"] == 1:
-            split = decode_step_split(run, source, context=source["prompt"] + source["gen"] // 2)
+            _, _, settings, _ = decode_setup(run, source)
+            split = decode_step_split(run, source, context=settings["prompt"] + settings["gen"] // 2)
             published_ms = 1e3 / run["published_tokens_per_s"]
             parts = ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in split.items() if k != "weights GB/s")
             print(f"{run['id']}: published {published_ms:.2f} ms a token; ours {parts}; "
                   f"weights at {split['weights GB/s']:.0f} GB/s")
         elif run["kind"] == "decode":  # a layout (quantized weights: each rank's shards as stored)
-            cfg, hardware = load_preset(run["model"]), run_hardware(source)
-            quantization = {k: run[k] for k in ("weight_dtype", "weight_group") if k in run}
-            workload = Workload(seq_len=source["prompt"], gen_tokens=source["gen"], batch=source["batch"],
-                                attention=source["attention"], precision="pure", kv_cache=source["kv_cache"],
-                                **quantization)
+            cfg, hardware, s, quantization = decode_setup(run, source)
+            workload = Workload(seq_len=s["prompt"], gen_tokens=s["gen"], batch=s["batch"], dtype=s["dtype"],
+                                attention=s["attention"], precision="pure", kv_cache=s["kv_cache"], **quantization)
             token = simulate_decode(cfg, workload, decode_layout(run, source), hardware,
-                                    cuda_graphs=source["cuda_graphs"], time_model="kernels")["token"]
+                                    cuda_graphs=s["cuda_graphs"], time_model="kernels")["token"]
             print(f"{run['id']}: published {1e3 / run['published_tokens_per_s']:.2f} ms a token; ours compute "
                   f"{token['compute_seconds'] * 1e3:.2f} ms, all-reduce {token['tp_all_reduce_seconds'] * 1e3:.2f} ms")
         elif run["kind"] == "train" and "published_tflops_per_gpu" in run:

@@ -174,6 +174,9 @@ class Cost:
     # (latent attention's: the queries, the new latents, the keys up-projected); empty: every
     # matrix the same rows, the forward matmul FLOPs over 2 x the weights (quantization.matrix_rows).
     matrix_tokens: tuple[Expr, ...] = ()
+    # The share of those matrices' weights one run reads (bytes_matmul's weight term over all of
+    # them): 1, except routed experts, which read only the experts that get a token.
+    matrix_read_share: Expr = sp.Integer(1)
     # Forward matmul FLOPs under a named variant of how the block runs, where it has one:
     # "windowed" (a kernel that computes only the keys in a sliding window) and "absorbed" (MLA
     # with its key/value up-projections folded into the query and the output).

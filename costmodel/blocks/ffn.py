@@ -195,6 +195,7 @@ class Experts(Block):
         else:
             saved += S.e * slots * (2 * S.d + 4 * S.d_x)
         one_expert = 3 * S.d * S.d_x
+        read = sp.Min(S.E, slots)  # the experts that get a slot, each read once
         return make_cost(
             tensors=[Tensor(S.E, 2 * S.d_x * S.d), Tensor(S.E, S.d * S.d_x)],
             # each expert's own matrices
@@ -207,7 +208,8 @@ class Experts(Block):
             inactive_params=(S.E - S.k) * one_expert,
             # Traffic: each expert that gets a slot reads its weights once (balanced routing: all
             # of them once there are E slots; a decode step of b tokens reads at most b k).
-            bytes_matmul=S.e * (sp.Min(S.E, slots) * one_expert + slots * (2 * S.d + 3 * S.d_x)),
+            bytes_matmul=S.e * (read * one_expert + slots * (2 * S.d + 3 * S.d_x)),
+            matrix_read_share=read / S.E,
             bytes_other=elementwise_bytes(slots * S.d_x, reads=2) + elementwise_bytes(slots * S.d, reads=2),
         )
 

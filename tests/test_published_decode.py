@@ -1,0 +1,164 @@
+"""The published batch-1 decoding runs (issue 18): every decode row of published_runs.json typed
+here from its source, as reports/published_runs.decode_setup expresses it, and the defect the
+Mixtral int8 rows showed (routed experts read unquantized) fixed and pinned."""
+
+from __future__ import annotations
+
+import pytest
+
+from reports.published_runs import decode_setup, other_runs_data
+
+# id: (tokens/s as published, the preset it runs, tp, weight dtype, group, fp8 GEMM, hardware,
+#      power cap in W, CUDA graphs, dtype, prompt tokens)
+A100_330W = ("a100-80gb", 330)
+GPT_FAST = {
+    # pytorch-labs/gpt-fast README.md at 32971d3: 'Benchmarks', 'Tensor Parallelism' and
+    # 'Tensor Parallelism + Quantization' tables (8x A100-80GB at 330 W, batch 1, 5-token prompt)
+    "gpt-fast llama2-7b bf16": (104.9, "llama2-7b", 1, None, None),
+    "gpt-fast llama2-7b int8": (155.58, "llama2-7b", 1, "int8", None),
+    "gpt-fast llama2-7b int4 g32": (196.8, "llama2-7b", 1, "int4", 32),
+    "gpt-fast llama2-7b tp2": (168.84, "llama2-7b", 2, None, None),
+    "gpt-fast llama2-7b tp4": (254.02, "llama2-7b", 4, None, None),
+    "gpt-fast llama2-7b tp8": (328.43, "llama2-7b", 8, None, None),
+    "gpt-fast llama2-70b int8": (19.13, "llama2-70b", 1, "int8", None),
+    "gpt-fast llama2-70b int4 g32": (25.25, "llama2-70b", 1, "int4", 32),
+    "gpt-fast llama2-70b tp2": (21.32, "llama2-70b", 2, None, None),
+    "gpt-fast llama2-70b tp4": (38.01, "llama2-70b", 4, None, None),
+    "gpt-fast llama2-70b tp8": (62.50, "llama2-70b", 8, None, None),
+    "gpt-fast llama2-70b int8 tp8": (80.44, "llama2-70b", 8, "int8", None),
+    "gpt-fast llama2-70b int4 g32 tp8": (90.77, "llama2-70b", 8, "int4", 32),
+    "gpt-fast llama3.1-8b bf16": (93.89, "llama3-8b", 1, None, None),
+    "gpt-fast llama3.1-8b int8": (137.64, "llama3-8b", 1, "int8", None),
+    "gpt-fast llama3.1-8b tp2": (149.10, "llama3-8b", 2, None, None),
+    "gpt-fast llama3.1-8b tp4": (217.21, "llama3-8b", 4, None, None),
+    "gpt-fast llama3.1-8b tp8": (276.01, "llama3-8b", 8, None, None),
+    "gpt-fast llama3.1-70b int8": (18.04, "llama3-70b", 1, "int8", None),
+    "gpt-fast llama3.1-70b tp2": (16.03, "llama3-70b", 2, None, None),
+    "gpt-fast llama3.1-70b tp4": (37.45, "llama3-70b", 4, None, None),
+    "gpt-fast llama3.1-70b tp8": (58.78, "llama3-70b", 8, None, None),
+    "gpt-fast llama3.1-70b int8 tp8": (75.58, "llama3-70b", 8, "int8", None),
+    "gpt-fast llama3.1-405b int8 tp8": (15.60, "llama3.1-405b", 8, "int8", None),
+    # gpt-fast mixtral-moe/README.md at 48328fb (unchanged at 32971d3): the same machine
+    "gpt-fast-mixtral mixtral-8x7b tp2": (96.67, "mixtral-8x7b", 2, None, None),
+    "gpt-fast-mixtral mixtral-8x7b tp4": (155.35, "mixtral-8x7b", 4, None, None),
+    "gpt-fast-mixtral mixtral-8x7b tp8": (227.82, "mixtral-8x7b", 8, None, None),
+    "gpt-fast-mixtral mixtral-8x7b int8": (97.92, "mixtral-8x7b", 1, "int8", None),
+    "gpt-fast-mixtral mixtral-8x7b int8 tp2": (155.03, "mixtral-8x7b", 2, "int8", None),
+    "gpt-fast-mixtral mixtral-8x7b int8 tp4": (216.87, "mixtral-8x7b", 4, "int8", None),
+    "gpt-fast-mixtral mixtral-8x7b int8 tp8": (279.35, "mixtral-8x7b", 8, "int8", None),
+}
+STATED = {run_id: (*row, None, *A100_330W, True, "bf16", 5) for run_id, row in GPT_FAST.items()}
+STATED.update({
+    # pytorch/ao torchao/quantization/README.md at b4d0768 (one A100-80GB, no cap stated) and
+    # torchao/_models/llama/benchmark_results.txt there (the eager rows: generate.py without --compile)
+    "torchao llama2-7b bf16": (107.38, "llama2-7b", 1, None, None, None, "a100-80gb", None, True, "bf16", 6),
+    "torchao llama2-7b int8wo": (170.83, "llama2-7b", 1, "int8", None, None, "a100-80gb", None, True, "bf16", 6),
+    "torchao llama2-7b int4wo-64": (201.14, "llama2-7b", 1, "int4", 64, None, "a100-80gb", None, True, "bf16", 6),
+    "torchao llama3-8b bf16": (95.64, "llama3-8b", 1, None, None, None, "a100-80gb", None, True, "bf16", 6),
+    "torchao llama3-8b int8wo": (153.03, "llama3-8b", 1, "int8", None, None, "a100-80gb", None, True, "bf16", 6),
+    "torchao llama3-8b int4wo-64": (180.80, "llama3-8b", 1, "int4", 64, None, "a100-80gb", None, True, "bf16", 6),
+    "torchao llama2-7b bf16 eager": (22.97, "llama2-7b", 1, None, None, None, "a100-80gb", None, False, "bf16", 6),
+    "torchao llama2-7b fp32 eager": (26.75, "llama2-7b", 1, None, None, None, "a100-80gb", None, False, "fp32", 6),
+    "torchao llama3-8b bf16 eager": (23.67, "llama3-8b", 1, None, None, None, "a100-80gb", None, False, "bf16", 6),
+    "torchao llama3-8b fp32 eager": (26.54, "llama3-8b", 1, None, None, None, "a100-80gb", None, False, "fp32", 6),
+    # the same README at 92dd5f5: Llama 3.1 8B on one H100
+    "torchao-h100 llama3.1-8b bf16": (126.90, "llama3-8b", 1, None, None, None, "h100-sxm", None, True, "bf16", 6),
+    "torchao-h100 llama3.1-8b int8wo": (198.85, "llama3-8b", 1, "int8", None, None, "h100-sxm", None, True, "bf16", 6),
+    "torchao-h100 llama3.1-8b int4wo-64": (241.39, "llama3-8b", 1, "int4", 64, None, "h100-sxm", None, True,
+                                           "bf16", 6),
+    "torchao-h100 llama3.1-8b float8wo": (178.46, "llama3-8b", 1, "fp8", None, "w8a16", "h100-sxm", None, True,
+                                          "bf16", 6),
+    "torchao-h100 llama3.1-8b float8dq-tensor": (116.40, "llama3-8b", 1, "fp8", None, "w8a8", "h100-sxm", None, True,
+                                                 "bf16", 6),
+})
+
+
+def test_every_decode_run_is_typed_here_from_its_source():
+    data = other_runs_data()
+    decode = {r["id"] for r in data["runs"] if r["kind"] == "decode"}
+    assert decode == set(STATED)
+
+
+@pytest.mark.parametrize("run_id", sorted(STATED))
+def test_each_decode_run_is_expressed_as_its_source_states_it(run_id):
+    data = other_runs_data()
+    run = next(r for r in data["runs"] if r["id"] == run_id)
+    source = data["sources"][run_id.split()[0]]
+    published, preset, tp, weight_dtype, group, fp8_gemm, hardware, watts, graphs, dtype, prompt = STATED[run_id]
+    assert run["published_tokens_per_s"] == pytest.approx(published, abs=0.005)
+    cfg, hw, settings, quantization = decode_setup(run, source)
+    assert run.get("preset", run["model"]) == preset and run["tp"] == tp
+    assert quantization == {k: v for k, v in (("weight_dtype", weight_dtype), ("weight_group", group),
+                                              ("fp8_gemm", fp8_gemm)) if v is not None}
+    assert hw.name == hardware and hw.power_limit_watts == (watts or hw.power_limit_watts)
+    if watts is None:  # no cap stated: the preset's own board power
+        assert "power_limit_watts" not in source
+    assert (settings["cuda_graphs"], settings["dtype"], settings["prompt"]) == (graphs, dtype, prompt)
+    assert (settings["gen"], settings["batch"], settings["kv_cache"]) == (200, 1, "static")
+
+
+def test_the_llama_3_1_rows_run_presets_of_their_sizes():
+    """Llama 3.1 8B and 70B as the llama3-8b and llama3-70b presets: the sizes Meta's configs give
+    (hidden 4,096 / 8,192, 32 / 80 layers, 8 KV heads, FFN 14,336 / 28,672, vocabulary 128,256)."""
+    from costmodel.presets import load_preset
+
+    for name, (d, layers, d_ff) in {"llama3-8b": (4096, 32, 14336), "llama3-70b": (8192, 80, 28672)}.items():
+        cfg = load_preset(name)
+        assert (cfg.d_model, cfg.n_decoder_layers, cfg.d_ff, cfg.n_kv_heads, cfg.vocab_size) == \
+            (d, layers, d_ff, 8, 128256)
+
+
+def _mixtral_experts(quantization: dict):
+    from costmodel.hardware import load_hardware
+    from costmodel.kernel_time import KernelTimer, inference_subs
+    from costmodel.presets import load_preset
+    from costmodel.roofline import Roofline
+
+    cfg, hardware = load_preset("mixtral-8x7b"), load_hardware("a100-80gb")
+    roof = Roofline(cfg, hardware, "bf16", None, "sdpa", "static", True, quantization)
+    leaf = next(x for x in roof.decoder_tree().leaves if x.path == "decoder.layer.ffn.experts")
+    return leaf, inference_subs(cfg, "bf16", 1, 1, context=105), KernelTimer(hardware, "bf16", "sdpa", cuda_graphs=True)
+
+
+def test_a_decode_step_reads_its_two_experts_int8_weights_as_stored():
+    """Mixtral 8x7B, one token, int8 weight-only (a fp32 scale per output row): the step reads the 2
+    experts its token is routed to, each 3 x 4,096 x 14,336 int8 values and 2 x 14,336 + 4,096 row
+    scales, and moves its activations in bf16 (2 slots x (2 x 4,096 + 3 x 14,336) x 2 bytes). Before
+    the fix the routed experts kept bf16 weight bytes (704,643,072 + the same activations)."""
+    leaf, subs, _ = _mixtral_experts({"weight_dtype": "int8"})
+    d, d_x = 4096, 14336
+    expected = 2 * 3 * d * d_x + 2 * 4 * (2 * d_x + d) + 2 * (2 * d + 3 * d_x) * 2
+    assert float(leaf.matmul_bytes_as_stored().xreplace(subs)) == expected == 352_788_480
+    bf16, subs, _ = _mixtral_experts({})
+    assert float(bf16.matmul_bytes_as_stored().xreplace(subs)) == 2 * 2 * 3 * d * d_x + 2 * (2 * d + 3 * d_x) * 2
+
+
+def test_a_decode_step_runs_each_chosen_experts_matrices_as_a_weight_only_gemv():
+    """The kernel model: the 2 chosen experts' gate_up (4,096 -> 2 x 14,336) and down (14,336 ->
+    4,096) products, one token each, each reading its int8 matrix and row scales (the dense
+    layers' weight-only GEMV), then the memory-bound SiLU and product."""
+    from costmodel.kernel_time import Gemm, Pointwise, leaf_kernels
+
+    leaf, subs, timer = _mixtral_experts({"weight_dtype": "int8"})
+    kernels = leaf_kernels(leaf, subs, timer.fused_attention)
+    gemms = [k for k in kernels if isinstance(k, Gemm)]
+    assert [(g.m, g.n, g.k, g.count) for g in gemms] == [(1, 28672, 4096, 1)] * 2 + [(1, 4096, 14336, 1)] * 2
+    assert [g.weight_bytes for g in gemms] == [28672 * 4096 + 4 * 28672] * 2 + [4096 * 14336 + 4 * 4096] * 2
+    assert all(g.weight_dtype == "int8" for g in gemms)
+    assert [type(k) for k in kernels[len(gemms):]] == [Pointwise]
+
+
+def test_a_step_with_more_slots_than_experts_reads_every_expert():
+    """With more slots than experts (a decode step of 64 sequences: 128 slots over 8 experts)
+    every expert is read: the share is 1 and the quantized traffic is all 8 experts' int8 matrices."""
+    import sympy as sp
+
+    from costmodel import symbols as S
+
+    leaf, subs, _ = _mixtral_experts({"weight_dtype": "int8"})
+    batch = {**subs, S.b: 64}
+    assert leaf.cost.matrix_read_share.xreplace(batch) == 1
+    d, d_x = 4096, 14336
+    weights = 8 * (3 * d * d_x + 4 * (2 * d_x + d))
+    activations = 128 * (2 * d + 3 * d_x) * 2
+    assert sp.Integer(leaf.matmul_bytes_as_stored().xreplace(batch)) == weights + activations
