@@ -42,6 +42,18 @@ def exact_rational(expr: sp.Expr, subs: Mapping[sp.Symbol, int]) -> sp.Rational:
     return sp.Rational(sp.sympify(expr).xreplace(_integers(subs)))
 
 
+_LAMBDIFIED: dict[tuple, object] = {}  # this process's functions, by their expressions
+
+
+def _lambdified(expressions: tuple) -> object:
+    """One numpy function of the workload symbols for these expressions, built once a process
+    (printing and common-subexpression elimination are most of a sweep's cost; equal trees, as a
+    model's roofline and kernel runs build, share one)."""
+    if expressions not in _LAMBDIFIED:
+        _LAMBDIFIED[expressions] = sp.lambdify(S.WORKLOAD_SYMBOLS, list(expressions), modules="numpy", cse=True)
+    return _LAMBDIFIED[expressions]
+
+
 class Sweep:
     """Named expressions of one model, lambdified once over the workload symbols.
 
@@ -55,8 +67,8 @@ class Sweep:
         fixed = {k: sp.Integer(v) for k, v in model_values(model.cfg).items()}
         self.names = tuple(expressions)
         self.arguments = S.WORKLOAD_SYMBOLS
-        reduced = [sp.sympify(expressions[name]).xreplace(fixed) for name in self.names]
-        self._function = sp.lambdify(self.arguments, reduced, modules="numpy", cse=True)
+        reduced = tuple(sp.sympify(expressions[name]).xreplace(fixed) for name in self.names)
+        self._function = _lambdified(reduced)
 
     def __call__(self, *, n, b=1, s=None, T=0, c=None, e=2) -> dict[str, "np.ndarray"]:
         """Evaluate on arrays (broadcast together); s and c default to n."""
