@@ -225,6 +225,8 @@ class KernelTimer:
         tokens, fraction = self.weight_only_gemv.get(gemm.weight_dtype, (0, 1.0))
         if gemm.m <= tokens:  # a published weight-only GEMV: its bytes at its measured rate
             return self.dram_startup_s + moved / (self.gemv_bandwidth * fraction)
+        if gemm.m == 1 and gemm.weight_dtype is None and not self.gemm_rows:  # cuBLAS's GEMV (gemv2T)
+            return self.dram_startup_s + max(moved / self.gemv_bandwidth, gemm.flops / self.vector)
         return self.dram_startup_s + max(self.gemm_compute_seconds(gemm, tile), moved / self.gemv_bandwidth)
 
     def w8a8_gemm_seconds(self, gemm: Gemm, weights: float, tile: tuple[int, int] | None = None) -> float:

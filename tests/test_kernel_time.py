@@ -82,6 +82,22 @@ def test_a_decode_gemv_is_bound_by_its_bytes():
     assert given.gemm_seconds(gemv) == pytest.approx(A100_STARTUP + bytes_moved / (2039e9 * 0.8))
 
 
+def test_a_one_row_fp32_product_is_a_gemv_not_a_tile_of_the_fp32_peak():
+    """cuBLAS runs a one-row product as a matrix-vector kernel (gemv2T_kernel_val in PyTorch
+    profiles of batch-1 decoding), not as 128-row tiles: in fp32 the tiles would charge 128x the
+    FLOPs at the 19.5 TFLOP/s non-tensor peak (about 220 us for 4,096 x 4,096), where the GEMV moves
+    its 67,141,632 bytes at the Dot rate (42.3 us) and runs its 33.6 MFLOP in 2.5 us."""
+    timer = KernelTimer(load_hardware("a100-80gb"), "fp32")
+    gemv = Gemm(1, 4096, 4096)
+    moved = 4 * (4096 + 4096 * 4096 + 4096)
+    assert moved == 67_141_632
+    assert timer.gemm_seconds(gemv) == pytest.approx(A100_STARTUP + moved / A100_DOT)
+    assert timer.gemm_compute_seconds(gemv) > 4 * moved / A100_DOT  # what the tiles would have charged
+    # Two rows are a GEMM again: its tiles at the peak.
+    assert timer.gemm_seconds(Gemm(2, 4096, 4096)) == pytest.approx(
+        A100_STARTUP + timer.gemm_compute_seconds(Gemm(2, 4096, 4096)))
+
+
 def test_a_llama_ffn_gemv_takes_its_bytes_at_the_dot_rate():
     # Llama-2-7B's down projection at one token: 11,008 inputs -> 4,096 outputs in bf16 moves
     # 2 x (11,008 + 11,008 x 4,096 + 4,096) = 90,207,744 B: 56.845 us at 1,586.9 GB/s.
