@@ -23,7 +23,8 @@ A kernel's time:
     tokens than its kernel's published small-batch speed covers (kernel_facts.json
     "weight_only_gemv": int4 one or two, int8 one) moves its stored bytes at that fraction of the
     GEMV rate, in place of the tile model (whose tiles of 64 rows and more a GEMV's kernel does
-    not use); where the
+    not use); a product of one row with unquantized weights is cuBLAS's GEMV kernel: its bytes
+    at the GEMV rate or its FLOPs at the vector peak, whichever is longer, no tiles; where the
     hardware file measures a GEMM's efficiency by its rows (gemm_efficiency_by_rows, a CPU's),
     its FLOPs at that fraction of the peak instead of the tiles (log-linear between the measured
     row counts, the end values beyond them);
