@@ -108,7 +108,7 @@ workload_options = stack(
 #: The parameter names layout_options adds (estimate and simulate pass them to make_layout).
 LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "virtual_stages",
                   "framework", "stage_layers", "gpus", "device", "ep", "capacity_factor", "fp8", "cp",
-                  "cp_rotate", "all_reduce")
+                  "cp_rotate", "all_reduce", "vocab_parallel")
 FP8_HELP = ("FP8 training: the layers' linear products at the FP8 peak, as torchao's tensorwise or rowwise recipe "
             "or DeepSeek-V3's blockwise one (docs/layouts.md).")
 
@@ -138,6 +138,9 @@ layout_options = stack(
                   f"{spec.CP_ROTATES[0]}, {spec.CP_ROTATES.meanings[spec.CP_ROTATES[0]]})."),
     choice_option("--all-reduce", spec.ALL_REDUCES, "Whose code runs an all-reduce inside a node (default "
                   f"{spec.ALL_REDUCES[0]}): {spec.ALL_REDUCES.described()}."),
+    click.option("--replicated-vocab", "vocab_parallel", flag_value=False, default=None,
+                 help="Decoding: every tensor-parallel rank holds the embedding and head whole and computes "
+                 "every logit (gpt-fast's tp.py), no embedding all-reduce or logits all-gather."),
     choice_option("--fp8", spec.FP8_RECIPES, FP8_HELP),
     click.option("--capacity-factor", type=float, default=None,
                  help="Mixture of experts: each expert takes at most this times its balanced share of "

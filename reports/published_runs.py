@@ -138,9 +138,11 @@ def run_hardware(source: dict[str, Any], run: dict[str, Any] | None = None) -> A
 
 
 def decode_layout(run: dict[str, Any], source: dict[str, Any]) -> Layout:
-    """The layout of a tensor-parallel decode run: its tp, and the all-reduce its source names
-    (gpt-fast: ENABLE_INTRA_NODE_COMM=1)."""
-    return Layout(tp=run["tp"], all_reduce=source.get("all_reduce", "nccl"))
+    """The layout of a tensor-parallel decode run: its tp, the all-reduce its source names
+    (gpt-fast: ENABLE_INTRA_NODE_COMM=1), and whether its code splits the embedding and head by
+    the vocabulary (gpt-fast's tp.py does not: "vocab_parallel": false)."""
+    return Layout(tp=run["tp"], all_reduce=source.get("all_reduce", "nccl"),
+                  vocab_parallel=source.get("vocab_parallel", True))
 
 
 #: What a decode run may state for itself over its source's setup (a table's eager row beside its

@@ -150,8 +150,11 @@ class RankCommunication:
         head_loss = int(stage.last and self.cfg.head == "lm")
         events: list[tuple[str, int, int]] = []
         if self.phase == "decode":  # a forward: the row-parallel outputs, then the logits gathered
-            events.append(("all_reduce", rows + first, x))
-            if head_loss:
+            # A replicated vocabulary (Layout.vocab_parallel False, gpt-fast's tp.py) looks up the
+            # embedding and computes every logit on each rank: neither collective runs.
+            vocabulary = int(layout.vocab_parallel)
+            events.append(("all_reduce", rows + first * vocabulary, x))
+            if head_loss and vocabulary:
                 events.append(("all_gather", 1, n["logits"]))
             return [event for event in events if event[1] and event[2]]
         if not layout.sp:

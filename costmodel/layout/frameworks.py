@@ -115,3 +115,12 @@ FRAMEWORKS = {
         vocabulary_parallel_loss=False,  # unless the layout asks for loss_parallel
     ),
 }
+
+
+def layout_vocabulary(layout: object) -> str:
+    """How a layout's ranks hold the vocabulary (costmodel/layout/split.py local_vocabulary): its
+    framework's rows a rank ("pad128", "ceil"), or "replicated" where the layout keeps the
+    embedding and head whole on every rank (Layout.vocab_parallel False)."""
+    if not getattr(layout, "vocab_parallel", True):
+        return "replicated"
+    return FRAMEWORKS[getattr(layout, "framework")].vocabulary

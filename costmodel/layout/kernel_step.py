@@ -36,6 +36,7 @@ from .. import compiled as compiled_cache
 from ..hardware import Efficiency, Hardware
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, Pointwise, MatmulCompute, check_kernel_model,
                            kernels_seconds)
+from .frameworks import layout_vocabulary
 from .parts import fp8_activations
 from .rank import FRAMEWORKS, ParallelEstimate, uses_loss_parallel
 from .time import StepTime, leaf_factor, runs_fp8
@@ -87,7 +88,7 @@ def _rank_key(estimate: ParallelEstimate, fused_attention: bool, compiled: bool,
     values = {k: v for k, v in estimate.values.items() if k != "dp"}
     return {"model": cfg.structure(), "values": values, "workload": workload.options(),
             "precision": framework.precision, "device": layout.device, "phase": estimate.phase,
-            "sp": layout.sp, "vocabulary": framework.vocabulary, "loss_parallel": uses_loss_parallel(layout),
+            "sp": layout.sp, "vocabulary": layout_vocabulary(layout), "loss_parallel": uses_loss_parallel(layout),
             "fused_attention": fused_attention, "compiled": compiled, "framework": layout.framework,
             "fp8_activations": fp8_activations(layout),
             "eager_training": (eager_training(estimate, compiled, autocast) or {}).get("name")}
@@ -137,7 +138,7 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
         leaf = tree.leaves[i]
         key = part if part != "layer" else f"layer.{leaf.stack}" + (f".{leaf.kind}" if leaf.kind else "")
         encoder = leaf.stack == "encoder" and cfg.architecture == "encoder-decoder"
-        local = substitution(leaf.block, sp_on=layout.sp, vocabulary=framework.vocabulary,
+        local = substitution(leaf.block, sp_on=layout.sp, vocabulary=layout_vocabulary(layout),
                              loss_parallel=uses_loss_parallel(layout), encoder=encoder)
         kernels = leaf_kernels(leaf, subs, fused_attention, local, compiled, eager)
         rerun = rerun_kernels(leaf, kernels, subs, fused_attention, local, compiled, eager)

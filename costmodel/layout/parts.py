@@ -22,7 +22,7 @@ from .. import compiled
 from ..config import ModelConfig, Workload
 from ..model_flops import leaf_model_flops
 from ..quantization import w8a8_leaf, w8a8_run_bytes
-from .frameworks import FRAMEWORKS
+from .frameworks import FRAMEWORKS, layout_vocabulary
 from .spec import Layout
 
 PARTS = ("embedding", "shared", "layer", "tail", "head")
@@ -33,9 +33,8 @@ PART_QUANTITIES = ("params", "padded", "tensors", "gradient_params", "saved", "r
 
 def _options(layout: Layout) -> dict[str, Any]:
     """What the per-part expressions depend on besides the symbols (their cache key)."""
-    framework = FRAMEWORKS[layout.framework]
     return {"framework": layout.framework, "sp": layout.sp, "loss_parallel": uses_loss_parallel(layout),
-            "device": layout.device, "vocabulary": framework.vocabulary,
+            "device": layout.device, "vocabulary": layout_vocabulary(layout),
             "fp8_activations": fp8_activations(layout)}
 
 
@@ -107,7 +106,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
             if leaf.stack not in structure["stacks"]:
                 structure["stacks"].append(leaf.stack)
         encoder = leaf.stack == "encoder" and cfg.architecture == "encoder-decoder"
-        subs = substitution(leaf.block, sp_on=layout.sp, vocabulary=framework.vocabulary,
+        subs = substitution(leaf.block, sp_on=layout.sp, vocabulary=layout_vocabulary(layout),
                             loss_parallel=loss_parallel, encoder=encoder)
         cost = leaf.cost
         for tensor in cost.tensors:

@@ -63,6 +63,9 @@ class ParallelEstimate(RankCommunication):
         if workload.expert_load is not None and len(workload.expert_load) != cfg.n_experts:
             raise ConfigError(f"expert_load gives {len(workload.expert_load)} shares; model {cfg.name!r} "
                               f"has {cfg.n_experts} experts.")
+        if phase == "train" and not layout.vocab_parallel and layout.tp > 1:
+            raise ConfigError("layout: a replicated vocabulary (vocab_parallel false, --replicated-vocab) is "
+                              "modelled for decoding only; a training layout splits the embedding and head by tp.")
         if cfg.mtp_layers > 1:  # the head part's leaves are summed once each (one module)
             raise ConfigError("layout: more than one multi-token prediction module in a layout is not modelled.")
         if layout.fp8 is not None and workload.dtype != "bf16":

@@ -18,6 +18,10 @@
                    values travel: "allgather" (torch 2.13's default) or "ring" (costmodel/layout/context.py)
   all_reduce       whose code runs an all-reduce inside a node: "nccl" (the default) or "intra-node"
                    (PyTorch's IntraNodeComm, ENABLE_INTRA_NODE_COMM=1; costmodel/collectives.py)
+  vocab_parallel   tensor parallelism splits the embedding and the output head by the vocabulary
+                   (True: Megatron's, DTensor's); False: every rank holds both whole and computes
+                   every logit, so no embedding all-reduce and no logits all-gather (gpt-fast's
+                   tp.py shards only attention and the FFN); decoding only
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ class Layout:
     cp: int = 1
     cp_rotate: str = "allgather"
     all_reduce: str = "nccl"  # whose all-reduce runs inside a node (costmodel/spec.ALL_REDUCES)
+    vocab_parallel: bool = True  # the embedding and head split by the vocabulary (False: replicated)
     # DeepSpeed's ZeRO-Offload/Infinity (costmodel/offload.py): what leaves the GPU, and where to.
     offload: str = "none"  # none, optimizer, params
     offload_device: str = "cpu"  # cpu, nvme
@@ -130,6 +135,8 @@ class Layout:
             raise ConfigError(f"layout: cp_rotate must be {CP_ROTATES.listed()}, got {show(self.cp_rotate)}.")
         if self.all_reduce not in ALL_REDUCES:
             raise ConfigError(f"layout: all_reduce must be {ALL_REDUCES.listed()}, got {show(self.all_reduce)}.")
+        if not isinstance(self.vocab_parallel, bool):
+            raise ConfigError(f"layout: vocab_parallel must be true or false, got {show(self.vocab_parallel)}.")
         if self.fp8 is not None and self.fp8 not in RECIPES:
             raise ConfigError(f"layout: fp8 must be one of {', '.join(RECIPES)}, got {show(self.fp8)}.")
         if self.device not in DEVICES:
@@ -261,7 +268,7 @@ class Layout:
                 "stage_layers": list(self.stage_layers) if self.stage_layers else None,
                 "gpus": self.gpus, "micro_batch": batch, "ep": self.ep,
                 "capacity_factor": self.capacity_factor, "fp8": self.fp8, "cp": self.cp,
-                "all_reduce": self.all_reduce,
+                "all_reduce": self.all_reduce, "vocab_parallel": self.vocab_parallel,
                 "global_batch": batch * self.microbatches * self.dp,
                 **({"offload": self.offload, "offload_device": self.offload_device,
                     "gpus_per_node": self.gpus_per_node} if self.offload != "none" else {})}

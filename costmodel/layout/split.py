@@ -46,7 +46,10 @@ SP_SPLITS = (B.Norm, B.Residual, B.Dropout, B.LayerCheckpoint, B.LearnedPosition
 
 def local_vocabulary(vocabulary: str) -> sp.Expr:
     """The rows of the vocabulary a tensor-parallel rank holds: Megatron pads V to a multiple of
-    128 tp (make-vocab-size-divisible-by 128); DTensor's Shard(0) keeps ceil(V / tp) rows."""
+    128 tp (make-vocab-size-divisible-by 128); DTensor's Shard(0) keeps ceil(V / tp) rows;
+    "replicated" (gpt-fast's tp.py, which shards neither the embedding nor the head) all V."""
+    if vocabulary == "replicated":
+        return S.V
     if vocabulary == "pad128":
         return sp.ceiling(S.V / (128 * S.tp)) * 128
     return sp.ceiling(S.V / S.tp)
@@ -64,7 +67,7 @@ def substitution(block: B.Block, *, sp_on: bool, vocabulary: str, loss_parallel:
         subs = {S.h: S.h / S.tp, S.h_kv: S.h_kv / S.tp}
     elif kind == "ffn":
         subs = {S.d_ff: S.d_ff / S.tp, S.d_s: S.d_s / S.tp, S.d_x: S.d_x / S.tp}
-    elif kind == "vocabulary" or (kind == "loss" and loss_parallel):
+    elif (kind == "vocabulary" or (kind == "loss" and loss_parallel)) and vocabulary != "replicated":
         subs = {S.V: local_vocabulary(vocabulary)}
     if sp_on and isinstance(block, SP_SPLITS):
         subs[S.s if encoder else S.n] = (S.s if encoder else S.n) / S.tp
