@@ -155,6 +155,7 @@ ALL_REDUCES = Choices({
 FP8_RECIPES = Choices({  # layout/fp8.py has each recipe's scales and sources
     "tensorwise": "torchao's, one scale per tensor",
     "rowwise": "torchao's, one scale per row",
+    "current": "Transformer Engine's Float8CurrentScaling, one scale per tensor",
     "blockwise": "DeepSeek-V3's 1 x 128 and 128 x 128 blocks",
 })
 #: DeepSpeed's ZeRO-Offload and ZeRO-Infinity (costmodel/offload.py).
