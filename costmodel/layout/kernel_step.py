@@ -235,7 +235,7 @@ def fp8_casts(estimate: ParallelEstimate, hardware: Hardware) -> tuple | None:
             bool(layout.sp))
 
 
-def _cast_kernel(gemms: list, casts: tuple | None, rerun: bool) -> list[Pointwise]:
+def cast_kernel(gemms: list, casts: tuple | None, rerun: bool) -> list[Pointwise]:
     """The recipe's casts beside a leaf's FP8 GEMMs, as one memory-bound kernel (forward, backward)."""
     from .fp8 import cast_bytes
 
@@ -261,7 +261,7 @@ def _parts(entries: list[Entry], rules: tuple[tuple[float, bool], ...], timer: K
             return kernels_seconds(kernels, timer, training)
         gemms = [k for k in kernels if isinstance(k, (Gemm, MatmulCompute))]
         others = [k for k in kernels if not isinstance(k, (Gemm, MatmulCompute))]
-        others += _cast_kernel(gemms, casts, rerun)
+        others += cast_kernel(gemms, casts, rerun)
         return kernels_seconds(gemms, fp8_timer, training) + kernels_seconds(others, timer, training)
 
     for (key, rerun, launches, kernels), (factor, fp8), core in zip(entries, rules, attention):
