@@ -92,3 +92,21 @@ def test_the_cli_takes_recompute_layers(capsys):
     assert cli.main(args + ["--recompute-layers", "5"]) == 0
     assert cli.main(args[:-1] + ["--recompute-layers", "40"]) == 2
     assert "more than the model's 32 layers" in capsys.readouterr().err
+
+
+def test_hardware_flops_count_the_recomputed_layers_of_every_stage():
+    """HFU: pp 2 recomputes 5 layers on each stage, 10 in all: twice pp 1's recomputed FLOPs."""
+    from costmodel.layout.time import StepTime
+
+    hardware = load_hardware("h100-sxm")
+
+    def recomputed_flops(pp: int) -> float:  # the step's hardware FLOPs, all GPUs, beyond "none"'s
+        total = []
+        for recompute, layers in (("full", 5), ("none", None)):
+            step = StepTime(_estimate(recompute, layers, pp=pp), hardware).step()
+            total.append(step["tflops_per_gpu"] * 1e12 * step["seconds"] * pp)
+        return total[0] - total[1]
+
+    assert StepTime(_estimate("full", 5, pp=2), hardware).recomputed_layers_share() == 2
+    assert StepTime(_estimate("full", 5), hardware).recomputed_layers_share() == 1
+    assert recomputed_flops(2) == pytest.approx(2 * recomputed_flops(1), rel=1e-9)

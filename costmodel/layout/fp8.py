@@ -188,8 +188,9 @@ def cast_bytes(gemms: list, casts: Casts, *, needs_tn: bool, microbatches: int =
                sequence_parallel: bool = False, rerun: bool = False) -> tuple[float, float]:
     """(forward, backward) bytes of the recipe's casts beside one run of a leaf's FP8 GEMMs
     (kernel_shapes.Gemm, forward shapes: the input M x K, the weight K x N, the output M x N).
-    Each distinct input (rows, inner width) is cast once; a weight cast once a step is spread over
-    the step's micro-batches; rerun: a recomputed forward (no backward, no cached weight's cast)."""
+    Each distinct input (rows, inner width) is cast once (two inputs of one shape in a leaf, an FFN
+    with d_ff = d, count once: an understatement); a weight cast once a step is spread over the
+    step's micro-batches; rerun: a recomputed forward (no backward, no cached weight's cast)."""
     elements = {"input": 0, "normed_input": 0, "weight": 0, "grad": 0}
     seen: set = set()
     for gemm in gemms:
