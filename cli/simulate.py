@@ -59,6 +59,9 @@ def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None
 @click.option("--train", is_flag=True, help="Simulate a training step instead of inference.")
 @click.option("--seq-len", "-n", type=int, default=None, help="Training sequence length (default 2048 or the context).")
 @choice_option("--recompute", spec.RECOMPUTES, f"Training: {spec.RECOMPUTES.listed()}.", spec.DEFAULT_RECOMPUTE)
+@click.option("--recompute-layers", type=int, default=None,
+              help="Training, --recompute full: only the first N layers of each pipeline stage recompute (Megatron's "
+              "recompute_method block, recompute_num_layers); the others keep everything.")
 @click.option("--tokens", type=float, default=None, help="Training: tokens to train on (e.g. 2e12) for the time to train.")
 @click.option("--price", type=float, default=None, help="Training with --tokens: dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one).")
 @click.option("--step-time", type=float, default=None, help="Training: a measured step time in seconds, for its MFU.")
@@ -101,7 +104,7 @@ def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None
 @mtp_option
 @json_option("As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, mla, train, seq_len,
-             recompute, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
+             recompute, recompute_layers, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
              flops_convention, tp_overlap, dp_overlap, no_prefetch, pp_overlap, overlap_slowdown, compiled, cuda_graphs,
              launch_overhead, graph_kernel_gap, time_model, weight_dtype, weight_group, kv_dtype, fp8_gemm, mtp, as_json,
              **layout_given) -> None:
@@ -152,7 +155,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 
             if train:
                 workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
-                                         attention=attention, impl=impl)
+                                         recompute_layers=recompute_layers, attention=attention, impl=impl)
                 overlap = parallel_time.Overlap(tp=tp_overlap, dp=dp_overlap, prefetch=not no_prefetch,
                                                 slowdown=overlap_slowdown, pp=pp_overlap)
                 result = parallel_time.simulate_training(cfg, workload, layout, hardware, efficiency,
@@ -172,7 +175,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "
                                   "for --time-model kernels or --compile.")
             workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
-                                     **implied(None, impl, attention))
+                                     recompute_layers=recompute_layers, **implied(None, impl, attention))
             result = sim.simulate_training(cfg, workload, hardware, tokens=tokens,
                                            step_seconds=step_time, efficiency=efficiency,
                                            flops_convention=flops_convention, price=price)

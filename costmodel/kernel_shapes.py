@@ -5,7 +5,7 @@ docs/time.md, "The kernel-level model"). Plain integers: no torch, no sympy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,9 @@ class Gemm:
     # fp8 weights: the first GEMM of its leaf to read this input, which a W8A8 kernel quantizes
     # once for all of them (quantization.py: Q, K and V; gate and up share theirs)
     quantizes_input: bool = False
+    # the input is a norm's output (Q/K/V's, the FFN's first): a recipe may fuse its amax into the
+    # norm (layout/fp8.py CAST_PASSES, "normed_input"); not part of the shape (equality, memo keys)
+    normed_input: bool = field(default=False, compare=False)
 
     @property
     def flops(self) -> int:

@@ -125,6 +125,12 @@ class KernelTimer:
         self.matmul_efficiency = eff.compute if compute_given else measured
         self.rows_scale = eff.compute if compute_given else 1.0  # a rows table is relative to the best rate
         self.sustained = sustained
+        # The fused attention kernels' published figures are short runs at the boost clock; in a
+        # training step they run at the clock the power limit leaves, as the GEMMs do: their rate
+        # x the dtype's sustained / burst matmul efficiency, where both are stated (docs/time.md).
+        held = hardware.sustained_matmul_efficiency.get(self.dtype) if sustained else None
+        self.attention_clock = held / hardware.matmul_efficiency[self.dtype] \
+            if held and hardware.matmul_efficiency.get(self.dtype) else 1.0
         self.w8a8 = w8a8
         if w8a8:  # the FP8 tensor cores' rate: their peak and measured large-GEMM efficiency
             fp8 = eff.compute if compute_given else hardware.matmul_efficiency.get("fp8", eff.compute)
@@ -252,8 +258,9 @@ class KernelTimer:
         if not self.attention_points:
             return self.matmul_efficiency
         if backward and self.attention_backward_points:
-            return log_linear(self.attention_backward_points, n_kv)
-        return log_linear(self.attention_points, n_kv) * (self.attention_backward_ratio if backward else 1.0)
+            return log_linear(self.attention_backward_points, n_kv) * self.attention_clock
+        return log_linear(self.attention_points, n_kv) * (self.attention_backward_ratio if backward else 1.0) \
+            * self.attention_clock
 
     def padded_head_dim(self, width: int) -> int:
         """The head width the fused kernel computes for a head of `width`: the smallest compiled
@@ -368,7 +375,7 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
     """A projection's GEMMs from its weight matrices; the attention core's batched GEMMs
     (eager); any other product as one memory-or-compute kernel of its FLOPs and bytes."""
     from . import symbols as S
-    from .blocks import AttentionScores, WeightedSum
+    from .blocks import AttentionScores, FeedForward, QKVProjection, WeightedSum
     from .quantization import gemm_rows, matrix_rows, quantizing_inputs, runs_quantized
 
     block, cost = leaf.block, leaf.cost
@@ -408,9 +415,12 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
     dtype = leaf.weight_format.dtype if stored else None
     fp8 = [(tokens, inner) for tokens, _, inner, kernel in each if kernel and dtype == "fp8"]
     first = iter(quantizing_inputs(fp8))
+    # A norm writes the input of Q/K/V and of the FFN's first matrices (pre- or post-norm alike).
+    normed = each[0][::2] if isinstance(block, (QKVProjection, FeedForward)) else None
     return [Gemm(tokens, out, inner, weight_bytes=_stored(leaf, out, inner, subs) if quantized else None,
                  weight_dtype=dtype if kernel else None,
-                 quantizes_input=kernel and dtype == "fp8" and next(first))
+                 quantizes_input=kernel and dtype == "fp8" and next(first),
+                 normed_input=(tokens, inner) == normed)
             for tokens, out, inner, kernel in each]
 
 

@@ -19,6 +19,7 @@ from . import blocks as B
 from . import op_checkpoint
 from . import symbols as S
 from .config import ConfigError, ModelConfig
+from .spec import RECOMPUTED_LAYERS
 
 ONE = sp.Integer(1)
 #: Quantities a leaf derives from its parameters and the precision policy (bytes per parameter).
@@ -117,6 +118,10 @@ class _Place:
     def leaf(self, name: str, block: B.Block) -> Leaf:
         return Leaf(block, block.cost(), self.count, self.group, self.part, name, self.stack,
                     self.sublayer, kind=self.kind)
+
+
+#: The label of the layers recomputed under full recomputation of N layers (Profile.recompute_layers).
+RECOMPUTED = RECOMPUTED_LAYERS
 
 
 @dataclass(frozen=True)
@@ -302,7 +307,23 @@ class TreeBuilder:
     def layer_kinds(self, stack: str, layers: sp.Expr) -> list[LayerKind]:
         """The kinds of layer of a stack, each with its count: one kind when every layer is
         alike; windowed and full layers (Gemma 2: the sliding ones first, as layer 0 slides);
-        dense and expert layers (DeepSeek-V3: its first dense)."""
+        dense and expert layers (DeepSeek-V3: its first dense); under full recomputation of N
+        layers (Profile.recompute_layers), the first N ("recomputed") and the rest."""
+        kinds = self._layer_kinds(stack, layers)
+        recomputed = self.profile.recompute_layers
+        if self.phase != "train" or recomputed is None:
+            return kinds
+        if len(kinds) != 1 or self.cfg.layer_pattern is not None or stack != "decoder" \
+                or self.cfg.architecture != "decoder":
+            raise ConfigError("recompute_layers needs a decoder-only model whose layers are all of one kind.")
+        if recomputed > self.cfg.n_decoder_layers:
+            raise ConfigError(f"recompute_layers {recomputed} is more than the model's "
+                              f"{self.cfg.n_decoder_layers} layers.")
+        kind = kinds[0]
+        return [dataclasses.replace(kind, label=RECOMPUTED, count=sp.Integer(recomputed)),
+                dataclasses.replace(kind, count=kind.count - recomputed)]
+
+    def _layer_kinds(self, stack: str, layers: sp.Expr) -> list[LayerKind]:
         cfg = self.cfg
         if stack != "decoder":
             return [LayerKind(None, layers)]
@@ -340,6 +361,8 @@ class TreeBuilder:
                 *self.ffn(dataclasses.replace(layer, sublayer="ffn"), S.b * seq, kind.experts)]
         if self.phase != "train" or self.profile.recompute not in ("full", "torchtitan-op"):
             return body
+        if self.profile.recompute_layers is not None and kind.label != RECOMPUTED:
+            return body  # a layer block recomputation leaves out keeps everything
         checkpoint = layer.leaf("checkpoint", B.LayerCheckpoint(S.b * seq))
         if self.profile.recompute == "torchtitan-op":
             return op_checkpoint.checkpointed_layer(checkpoint, body)

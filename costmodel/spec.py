@@ -90,6 +90,9 @@ RECOMPUTES = Choices({"none": "", "selective": "the attention core", "full": "ea
 #: A set with "up_projections" has "norms" too (LatentAttention.saved keeps the latents before their norms).
 #: "torchtitan-op" is torchtitan's selective op checkpointing (selective_ac_option = 'op'), a policy
 #: over a layer's ops in the order they run: costmodel/op_checkpoint.py.
+#: The layer-kind label of the layers recomputed under full recomputation of N layers
+#: (Workload.recompute_layers; leaves.py TreeBuilder.layer_kinds, layout/rank.py).
+RECOMPUTED_LAYERS = "recomputed"
 RECOMPUTED_PARTS = {"none": frozenset(), "selective": frozenset(), "full": frozenset(),
                     "deepseek": frozenset({"norms", "up_projections"}), "torchtitan-op": frozenset()}
 OPTIMIZERS = Choices({"adamw": "two moments", "sgd": "none"})
@@ -155,6 +158,7 @@ ALL_REDUCES = Choices({
 FP8_RECIPES = Choices({  # layout/fp8.py has each recipe's scales and sources
     "tensorwise": "torchao's, one scale per tensor",
     "rowwise": "torchao's, one scale per row",
+    "current": "Transformer Engine's Float8CurrentScaling, one scale per tensor",
     "blockwise": "DeepSeek-V3's 1 x 128 and 128 x 128 blocks",
 })
 #: DeepSpeed's ZeRO-Offload and ZeRO-Infinity (costmodel/offload.py).

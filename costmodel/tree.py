@@ -43,6 +43,7 @@ def profile_for(cfg: ModelConfig, workload: Workload | None = None, **changes) -
     profile = B.Profile(
         impl=workload.impl, attention=workload.attention, dropout=cfg.dropout > 0,
         attention_dropout=attention_dropout, family=cfg.family, recompute=workload.recompute,
+        recompute_layers=workload.recompute_layers,
         precision=workload.precision, optimizer=workload.optimizer, kv_dtype=workload.kv_dtype,
         kv_cache=workload.kv_cache,
         mla=workload.mla,
@@ -80,7 +81,7 @@ class CostModel:
         self.phase = phase
         self.profile = profile or profile_for(cfg)
         if phase != "train":  # inference: no dropout, nothing recomputed
-            self.profile = dataclasses.replace(self.profile, dropout=False, recompute="none")
+            self.profile = dataclasses.replace(self.profile, dropout=False, recompute="none", recompute_layers=None)
         if self.profile.mla not in MLA_FORMS:
             raise ValueError(f"mla must be one of {', '.join(MLA_FORMS)}, got {self.profile.mla!r}.")
         if phase == "train" and self.profile.mla != "naive":  # the absorbed form has no backward here

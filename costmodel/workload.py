@@ -48,6 +48,10 @@ class Workload:
     impl: str = spec.DEFAULT_IMPL
     attention: str = spec.DEFAULT_ATTENTION
     recompute: str = spec.DEFAULT_RECOMPUTE
+    # Under recompute "full": only the first N layers of each pipeline (virtual) stage recompute,
+    # the others keep everything (Megatron-LM's recompute_method "block" with recompute_num_layers);
+    # None: every layer.
+    recompute_layers: int | None = None
     optimizer: str = spec.DEFAULT_OPTIMIZER
     precision: str = spec.DEFAULT_PRECISION  # pure or mixed (an fp32 master copy and fp32 moments; pure in fp32)
     # Quantized inference (costmodel/quantization.py): the layers' weight matrices in int8, int4,
@@ -86,6 +90,11 @@ class Workload:
         check_choice(owner, "impl", self.impl, IMPLEMENTATIONS)
         check_choice(owner, "attention", self.attention, ATTENTIONS)
         check_choice(owner, "recompute", self.recompute, RECOMPUTES)
+        if self.recompute_layers is not None:
+            check_int(owner, "recompute_layers", self.recompute_layers)
+            if self.recompute != "full":
+                raise ConfigError(f"{owner}: recompute_layers applies to recompute 'full' (Megatron's block "
+                                  f"method), not {show(self.recompute)}.")
         check_choice(owner, "optimizer", self.optimizer, OPTIMIZERS)
         check_choice(owner, "precision", self.precision, PRECISIONS)
         check_choice(owner, "kv_cache", self.kv_cache, KV_CACHES)
@@ -133,6 +142,7 @@ class Workload:
         """The choices that shape the cost tree (everything but the sizes)."""
         options = {"dtype": self.dtype, "impl": self.impl, "attention": self.attention,
                    "recompute": self.recompute, "optimizer": self.optimizer,
+                   **({"recompute_layers": self.recompute_layers} if self.recompute_layers is not None else {}),
                    "precision": self.precision}
         if self.weight_dtype is not None or self.kv_dtype is not None:
             options.update(weight_dtype=self.weight_dtype, weight_group=self.weight_group,

@@ -224,7 +224,8 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
                     stage_layers=stage_layers, fp8=_stated(run, source, "fp8"))
     workload = Workload(seq_len=run["seq_len"], batch=micro, dtype=source["dtype"],
                         impl=source.get("impl", "megatron"), attention=source["attention"],
-                        recompute=_stated(run, source, "recompute", "none"))
+                        recompute=_stated(run, source, "recompute", "none"),
+                        recompute_layers=_stated(run, source, "recompute_layers"))
     options: dict[str, Any] = {"autocast": _stated(run, source, "autocast", False)}
     if _stated(run, source, "compiled", False):
         options["compiled"] = True

@@ -480,8 +480,8 @@ def test_published_frontier_runs_with_their_error_stated():
     assert 1.35 <= deepseek["ratio"] <= 1.45  # was 1.40 <= ratio <= 1.56 under full recomputation
     # FP8 GEMMs at the fp8 peak, EP64 balanced (was 1.38-1.48); 1.42 before FlashAttention-2's H100
     # figures by length (kernel_facts.json: 319 TFLOP/s forward and 285 backward at 4k, not 346 for
-    # both), 1.45 with them.
-    assert 1.35 <= deepseek["kernels_ratio"] <= 1.46
+    # both), 1.45 with them; 1.48 with attention at the training step's sustained clock (docs/time.md).
+    assert 1.35 <= deepseek["kernels_ratio"] <= 1.49
     workload = Workload(seq_len=4096, batch=1, dtype="bf16", impl="megatron", attention="flash", recompute="deepseek")
     cfg = dataclasses.replace(load_preset("deepseek-v3"), mtp_layers=1)
     rank = ParallelEstimate(cfg, workload, Layout(**DEEPSEEK_V3["layout"]))
@@ -509,10 +509,11 @@ def test_published_frontier_runs_with_their_error_stated():
     # num_gqa_groups_per_partition; costmodel/layout/context.py): the exposed all-gathers fall from
     # 3.53 s to 0.44 s of the step and the row is 1.15 (the roofline 1.07). FlashAttention-2's H100
     # figures by length (kernel_facts.json; the one 35% before, 346 TFLOP/s both ways) time the
-    # ring's causal calls at up to 335 TFLOP/s forward and 325 backward: 1.09.
+    # ring's causal calls at up to 335 TFLOP/s forward and 325 backward: 1.09. At the training
+    # step's sustained clock (x 0.716 / 0.803, docs/time.md) those calls run at up to 299 and 290: 1.03.
     assert 1.03 <= llama["ratio"] <= 1.10 and llama["memory_gib"] < 80
-    assert 1.05 <= llama["kernels_ratio"] <= 1.20
-    assert llama["kernels_ratio"] == pytest.approx(1.094, abs=0.005)
+    assert 1.00 <= llama["kernels_ratio"] <= 1.20
+    assert llama["kernels_ratio"] == pytest.approx(1.028, abs=0.005)
 
 
 def test_shared_experts_and_dense_layers_stay_on_the_data_parallel_path():

@@ -12,6 +12,7 @@ from costmodel.config import Workload
 from costmodel.hardware import load_hardware
 from costmodel.kernel_time import AttentionCall, Gemm, kernels_seconds
 from costmodel.layout import Layout, ParallelEstimate
+from costmodel.layout.fp8 import CAST_PASSES, cast_bytes
 from costmodel.layout.kernel_step import KernelStepTime, rank_kernels
 from costmodel.presets import load_preset
 
@@ -25,7 +26,8 @@ def test_fp8_gemms_run_at_the_fp8_peak_and_its_large_gemm_efficiency():
     backward products) take bf16's time x (989.4 T x 0.716) / (1978.9 T x 0.651), the hardware
     file's peaks and sustained (MSMF) efficiencies, which a training step runs at (the burst,
     MAMF, ratio 0.803 / 0.709 was the figure before training steps took the sustained rate); the
-    head, the norms, attention and the activation's memory-bound kernel keep their bf16 times."""
+    head, the norms, attention and the activation's memory-bound kernel keep their bf16 times; the
+    recipe's casts are added beside the FP8 leaves, memory-bound at the bandwidth."""
     workload, h800 = Workload(seq_len=4096, attention="flash"), load_hardware("h800")
     bf16 = kernel_time("llama2-7b", workload, "h800", pp=2, microbatches=4)
     fp8 = kernel_time("llama2-7b", workload, "h800", pp=2, microbatches=4, fp8="rowwise")
@@ -48,7 +50,16 @@ def test_fp8_gemms_run_at_the_fp8_peak_and_its_large_gemm_efficiency():
     assert h800.dram_kernel_startup_s == 1.955e-6
     assert on_fp8 - startup == pytest.approx(ratio * (on_bf16 - startup), rel=1e-12)
     layer = next(k for k in bf16.part_seconds if k.startswith("layer"))
-    assert bf16.part_seconds[layer][0] - fp8.part_seconds[layer][0] == pytest.approx(on_bf16 - on_fp8, rel=1e-9)
+    # ... beside them, rowwise's casts (layout/fp8.py CAST_PASSES), per leaf, at the bandwidth
+    leaves = [[k for k in kernels if isinstance(k, Gemm)] for (key, _, _, kernels), w in zip(entries, flags)
+              if w["fp8"] and key == layer]
+    assert [len(g) for g in leaves] == [3, 1, 3]
+    # a norm writes the input of Q, K, V and of gate and up (layout/fp8.py: TE fuses its amax there)
+    assert [[g.normed_input for g in gemms] for gemms in leaves] == [[True] * 3, [False], [True, True, False]]
+    casts = sum(sum(cast_bytes(g, CAST_PASSES["rowwise"], needs_tn=True)) for g in leaves) / bf16.timer.bandwidth
+    assert casts > 0
+    assert bf16.part_seconds[layer][0] - fp8.part_seconds[layer][0] == pytest.approx(on_bf16 - on_fp8 - casts,
+                                                                                      rel=1e-9)
     assert fp8.part_seconds["head"] == bf16.part_seconds["head"]  # the output layer stays bf16
     assert fp8.step()["seconds"] < bf16.step()["seconds"]
 

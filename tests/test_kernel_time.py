@@ -463,3 +463,19 @@ def test_a_given_efficiency_replaces_only_its_own_measured_rate():
     assert (both.matmul_efficiency, both.gemv_bandwidth) == (0.5, pytest.approx(0.6 * 2039e9))
     with pytest.raises(ConfigError, match="given"):
         Efficiency(0.5, 0.6, given=("latency",))
+
+
+def test_a_training_steps_attention_runs_at_the_sustained_clock():
+    """A fused attention call's published efficiency is a short run's at the boost clock; a training
+    step (sustained) runs it x the dtype's sustained / burst matmul efficiency: on the H100 SXM
+    0.716 / 0.803 (bf16), on the B200 0.647 / 0.776; a file without a sustained figure (GB200)
+    keeps the published one."""
+    for name, ratio in (("h100-sxm", 0.716 / 0.803), ("b200", 0.647 / 0.776), ("gb200", 1.0)):
+        hardware = load_hardware(name)
+        burst = KernelTimer(hardware, "bf16", "flash", attention_kernel="cudnn")
+        held = KernelTimer(hardware, "bf16", "flash", attention_kernel="cudnn", sustained=True)
+        assert held.attention_clock == pytest.approx(ratio, rel=1e-12)
+        for n in (1024, 4096, 16384):
+            for backward in (False, True):
+                assert held.attention_efficiency(n, backward=backward) == \
+                    pytest.approx(ratio * burst.attention_efficiency(n, backward=backward), rel=1e-12)

@@ -61,7 +61,8 @@ def train_step_kernels(estimate, hardware, overlap=None, autocast=False, compile
     fraction of the peak they run at. Layouts without context or expert parallelism (their
     per-leaf factors are left out here)."""
     from costmodel.kernel_time import Pointwise, kernels_seconds
-    from costmodel.layout.kernel_step import KernelStepTime, rank_kernels
+    from costmodel.layout.kernel_step import KernelStepTime, cast_kernel, rank_kernels
+    from costmodel.layout.time import runs_fp8
 
     step_time = KernelStepTime(estimate, hardware, overlap=overlap, autocast=autocast, compiled=compiled,
                                attention_kernel=attention_kernel)
@@ -70,8 +71,13 @@ def train_step_kernels(estimate, hardware, overlap=None, autocast=False, compile
     microbatches = estimate.layout.microbatches
     seconds: dict[str, float] = defaultdict(float)
     flops: dict[str, float] = defaultdict(float)
-    for key, rerun, _, kernels in rank_kernels(estimate, timer.fused_attention, timer.compiled):
+    work = estimate.structure["work"]
+    for (key, rerun, _, kernels), leaf in zip(rank_kernels(estimate, timer.fused_attention, timer.compiled), work):
         times = runs.get(key, 0) * microbatches
+        if runs_fp8(leaf, estimate):  # the FP8 recipe's casts beside the leaf's GEMMs (layout/fp8.py)
+            for listed, training in ((kernels, True), (rerun, False)):
+                casts = cast_kernel([k for k in listed if isinstance(k, Gemm)], step_time.casts, not training)
+                seconds["FP8 casts"] += times * kernels_seconds(casts, timer, training=training)
         # each kernel's forward and backward, then the forwards recomputation reruns
         for kernel, training in [*((k, True) for k in kernels), *((k, False) for k in rerun)]:
             if isinstance(kernel, Gemm):

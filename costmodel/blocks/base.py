@@ -68,6 +68,8 @@ class Profile:
     family: str = "custom"
     kv_cache: str = "dynamic"
     recompute: str = "none"
+    # recompute "full" of the first N layers only (Workload.recompute_layers; None: every layer)
+    recompute_layers: int | None = None
     precision: str = "mixed"
     optimizer: str = "adamw"
     optimizer_impl: str = "single"

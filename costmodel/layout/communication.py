@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from ..spec import RECOMPUTED_LAYERS
 from .parts import Stage, uses_loss_parallel
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
@@ -110,11 +111,14 @@ class RankCommunication:
         width = 4 if self._gradient_dtype == "fp32" else self.workload.bytes_per_element
         return int(width * self.numbers["embedding_table"])
 
-    def layer_count(self, stage: Stage, name: str) -> int:
+    def layer_count(self, stage: Stage, name: str, recomputed_only: bool = False) -> int:
         """How many of `name` (row_outputs, column_inputs, sublayers, latents) the stage's layers
-        hold, summed over its layers of each kind."""
-        counts = self.structure["counts"]
-        return sum(count * counts.get(key, {}).get(name, 0) for key, count in self.layer_runs(stage).items())
+        hold, summed over its layers of each kind (recomputed_only: those full recomputation of N
+        layers recomputes, Workload.recompute_layers)."""
+        counts, layers = self.structure["counts"], self.structure["layers"]
+        partial = recomputed_only and self.workload.recompute_layers is not None
+        return sum(count * counts.get(key, {}).get(name, 0) for key, count in self.layer_runs(stage).items()
+                   if not partial or layers[key][1] == RECOMPUTED_LAYERS)
 
     def recomputed_collectives(self, stage: Stage) -> list[tuple[str, int, int]]:
         """The collectives a recomputed forward runs again, per micro-batch: under full
@@ -129,10 +133,10 @@ class RankCommunication:
         parallelism only the all-gathers rerun; without it, the all-reduces (not in the list)."""
         if self.phase != "train" or self.workload.recompute not in ("full", "torchtitan-op"):
             return []
-        x, rows = self.numbers["boundary"], self.layer_count(stage, "row_outputs")
+        x, rows = self.numbers["boundary"], self.layer_count(stage, "row_outputs", recomputed_only=True)
         events = [("all_reduce", rows, x)] if not self.layout.sp else \
             [("reduce_scatter", rows if self.workload.recompute == "full" else 0, x),
-             ("all_gather", self.layer_count(stage, "sublayers"), x)]
+             ("all_gather", self.layer_count(stage, "sublayers", recomputed_only=True), x)]
         return [event for event in events if event[1] and event[2]]
 
     def tensor_parallel_collectives(self, stage: Stage) -> list[tuple[str, int, int]]:

@@ -18,8 +18,17 @@ recomputed, the flash kernel's output (the input of the linear after attention) 
 What stays in the activation dtype: the norms' inputs and outputs (DeepSeek recomputes the norms:
 --recompute deepseek), latent attention's latents, the router's input and the experts' down output
 (the routing weights' gradient reads it), and an eager kernel's output projection input. Not
-modelled: the casts' own time, and FSDP2's FP8 all-gather (torchao enable_fsdp_float8_all_gather). torchao's tensorwise and rowwise save the
-bf16 input and weight and cast again in backward: measured, validate/fp8.py (FINDINGS 22.5).
+modelled: FSDP2's FP8 all-gather (torchao enable_fsdp_float8_all_gather), Transformer Engine's FP8
+all-gather under sequence parallelism (its bytes: the collectives stay at the activation dtype).
+torchao 0.18's tensorwise and rowwise save the bf16 input and weight and cast again in backward:
+measured, validate/fp8.py (FINDINGS 22.5); torchao eab345c (the torchtitan rows) saved the FP8 copies.
+
+The casts' own time (CAST_PASSES, `cast_kernels`): the memory-bound passes each recipe runs beside
+each FP8 linear, as bytes per element of the linear's input (M x K, once per distinct input: Q, K
+and V share theirs), weight (K x N) and output gradient (M x N): an amax (a reduction that reads
+the tensor), the cast (reads it, writes one byte an element) and the column-major copy the FP8
+GEMM needs for its second operand. The kernel-level model charges them (layout/kernel_step.py);
+the roofline does not (it has no operand shapes: docs/time.md). Each pass's source is beside it.
 """
 
 from __future__ import annotations
@@ -49,6 +58,12 @@ RECIPES = {
     "rowwise": Recipe(
         "rowwise", "one fp32 scale per row of each operand (dynamic)", 0, None,
         "torchao float8 training (recipe 'rowwise'): per-row scales, cast per product; no copy is kept"),
+    "current": Recipe(
+        "current", "one fp32 scale per tensor, computed from its amax at each cast (current scaling)", 0, None,
+        "Transformer Engine's Float8CurrentScaling (Megatron-Bridge's fp8_cs): per-tensor scales from the "
+        "tensor's own amax at each cast (transformer_engine/pytorch/csrc/quantizer.cpp, "
+        "Float8CurrentScalingQuantizer::quantize_impl, TE v2.9); the FP8 weight and its transpose cached "
+        "across a step's micro-batches (not counted here as memory: weight_copy_bytes 0)"),
     "blockwise": Recipe(
         "blockwise", "activations per 1 x 128 tile, weights per 128 x 128 block (fp32 scales)",
         1 + 4 / (128 * 128), 2,
@@ -59,3 +74,144 @@ RECIPES = {
         "recomputed (3.3.3, Low-Precision Activation)",
         caches_activations=True),
 }
+
+
+#: GPUs whose FP8 GEMMs take operands in any layout: Transformer Engine makes no column-major copy
+#: there (transformer_engine/pytorch/utils.py is_non_tn_fp8_gemm_supported, TE v2.9 lines 490-495:
+#: compute capability 10.x, 11.x and >= 13.0; quantizer.cpp: `with_transpose = columnwise_usage &&
+#: !nvte_is_non_tn_fp8_gemm_supported()`), by the hardware files' architecture.
+NON_TN_FP8_ARCHITECTURES = ("blackwell",)
+
+
+@dataclass(frozen=True)
+class CastPass:
+    """One memory-bound pass of a recipe beside an FP8 linear: which tensor, in which pass of the
+    step, what it does, and the bytes it moves per element of that tensor."""
+
+    tensor: str  # "input", "normed_input" (an input a norm writes: Q/K/V's, the FFN's first), "weight", "grad"
+    phase: str  # "forward" (also rerun by recomputation) or "backward"
+    what: str  # "amax", "cast" or "transpose" (the column-major copy; skipped where TN is not needed)
+    bytes_per_element: float
+    # "always"; "sp" / "no_sp": only with / without sequence parallelism over tp > 1 (TE all-gathers a
+    # norm's output in FP8: quantized on the rank's 1 / tp of the tokens, transposed after the gather)
+    when: str = "always"
+
+
+#: torchao float8 at eab345c (2024-12-26; the torchtitan rows), tensorwise: Float8Linear.forward
+#: (torchao/float8/float8_linear.py lines 355-388) casts the input and the weight with dynamic scales
+#: (float8_scaling_utils.py hp_tensor_to_float8_dynamic: tensor_to_scale, whose tensor_to_amax is
+#: torch.max(torch.abs(x)), float8_utils.py line 100, then hp_tensor_and_scale_to_float8: two passes,
+#: the scale needing the whole reduction), saves the two FP8 tensors
+#: (manual_float8_matmul_with_args_in_float8.forward, ctx.save_for_backward(input_fp8, weight_fp8_t),
+#: line 49), and casts the output gradient in backward (NoopFwToFloat8BwDynamic,
+#: float8_scaling_utils.py lines 246-270). torch._scaled_mm takes its first operand row-major and its
+#: second column-major: float8_ops.py preprocess_addmm (lines 250-253) copies `a.contiguous()` and
+#: `b.t().contiguous().t()` where they are not, which in backward is the weight (dgrad's second
+#: operand), the output gradient transposed (wgrad's first) and the saved input (wgrad's second):
+#: each one FP8 read and one FP8 write. torchtitan 9dec370 leaves enable_fsdp_float8_all_gather off
+#: unless asked (torchtitan/config_manager.py line 542, store_true; the published tables do not
+#: say), so the whole weight is cast in each forward. Under torch.compile (the rows are compiled) no
+#: pass is credited as fused: the amax must finish before its cast, and no source shows the amax in
+#: its producer's kernel (a norm's is a row reduction, the amax a whole-tensor one) or the backward's
+#: copies in the casts' kernels.
+_TORCHAO_TENSORWISE = (
+    CastPass("input", "forward", "amax", 2), CastPass("input", "forward", "cast", 3),
+    CastPass("normed_input", "forward", "amax", 2), CastPass("normed_input", "forward", "cast", 3),
+    CastPass("weight", "forward", "amax", 2), CastPass("weight", "forward", "cast", 3),
+    CastPass("grad", "backward", "amax", 2), CastPass("grad", "backward", "cast", 3),
+    CastPass("input", "backward", "transpose", 2), CastPass("normed_input", "backward", "transpose", 2),
+    CastPass("weight", "backward", "transpose", 2), CastPass("grad", "backward", "transpose", 2),
+)
+
+#: torchao eab345c, rowwise (axiswise scaling): manual_float8_matmul_with_args_in_hp (float8_linear.py
+#: lines 106-254) saves the bf16 input and weight and casts each operand for each GEMM: forward the
+#: input and the weight; backward the output gradient twice (along each dimension, lines 169-231),
+#: the weight again (lines 183-199) and the input again (lines 233-245); each cast an amax along a
+#: dimension and a cast; the same column-major copies as tensorwise (preprocess_addmm).
+_TORCHAO_ROWWISE = _TORCHAO_TENSORWISE + (
+    CastPass("input", "backward", "amax", 2), CastPass("input", "backward", "cast", 3),
+    CastPass("normed_input", "backward", "amax", 2), CastPass("normed_input", "backward", "cast", 3),
+    CastPass("weight", "backward", "amax", 2), CastPass("weight", "backward", "cast", 3),
+    CastPass("grad", "backward", "amax", 2), CastPass("grad", "backward", "cast", 3),
+)
+
+#: Transformer Engine v2.9 Float8CurrentScaling (Megatron-Bridge fp8_cs; Megatron-Core's GPT layer
+#: spec builds linear_qkv and linear_fc1 as TE's LayerNormLinear, megatron/core/models/gpt/
+#: gpt_layer_specs.py line 145 at Megatron-LM d98e8a64): quantize_impl (csrc/quantizer.cpp lines
+#: 497-536) runs nvte_compute_amax, the scale, then nvte_quantize_v2, which writes the row-major
+#: data and, where the GPU needs it (NON_TN_FP8_ARCHITECTURES), the transpose in the same kernel
+#: (cast + transpose: one byte more an element). A norm's output: the amax inside the norm kernel
+#: (csrc/extensions/normalization.cpp lines 116-120, FUSED_NORM_AMAX_FP8), then the cast
+#: (quantize_with_amax); under sequence parallelism the norm's output is quantized row-major only on
+#: the rank's tokens and all-gathered in FP8 (module/layernorm_linear.py lines 255-266), its
+#: transpose made in backward after the gather ("we compute FP8 transposes manually", line 659).
+#: The input is saved quantized (its column-major copy). The weight is quantized with its
+#: transpose once a step and cached across micro-batches (layernorm_linear.py lines 288-296,
+#: cache_name "weight", updated when is_first_microbatch; Megatron-Core passes it,
+#: megatron/core/extensions/transformer_engine.py lines 1338-1344, set by
+#: pipeline_parallel/schedules.py line 497). The output gradient: amax, cast + transpose.
+_TE_CURRENT = (
+    CastPass("input", "forward", "amax", 2), CastPass("input", "forward", "cast", 3),
+    CastPass("input", "forward", "transpose", 1),
+    CastPass("normed_input", "forward", "cast", 3),
+    CastPass("normed_input", "forward", "transpose", 1, when="no_sp"),
+    CastPass("normed_input", "backward", "transpose", 2, when="sp"),
+    CastPass("weight", "forward", "amax", 2), CastPass("weight", "forward", "cast", 3),
+    CastPass("weight", "forward", "transpose", 1),
+    CastPass("grad", "backward", "amax", 2), CastPass("grad", "backward", "cast", 3),
+    CastPass("grad", "backward", "transpose", 1),
+)
+
+
+@dataclass(frozen=True)
+class Casts:
+    """A recipe's cast passes and the rules that scale them."""
+
+    passes: tuple[CastPass, ...]
+    # the column-major copies: "always" (torch._scaled_mm's layout rule) or "tn_only" (TE: only on
+    # GPUs outside NON_TN_FP8_ARCHITECTURES)
+    transposes: str
+    # the weight cast once a step and cached across micro-batches (not rerun by recomputation)
+    weight_once_per_step: bool
+
+
+#: Each recipe's casts (None: not stated by any source found: DeepSeek-V3's kernels are its own).
+CAST_PASSES: dict[str, Casts | None] = {
+    "tensorwise": Casts(_TORCHAO_TENSORWISE, "always", False),
+    "rowwise": Casts(_TORCHAO_ROWWISE, "always", False),
+    "current": Casts(_TE_CURRENT, "tn_only", True),
+    "blockwise": None,
+}
+
+
+def cast_bytes(gemms: list, casts: Casts, *, needs_tn: bool, microbatches: int = 1, tp: int = 1,
+               sequence_parallel: bool = False, rerun: bool = False) -> tuple[float, float]:
+    """(forward, backward) bytes of the recipe's casts beside one run of a leaf's FP8 GEMMs
+    (kernel_shapes.Gemm, forward shapes: the input M x K, the weight K x N, the output M x N).
+    Each distinct input (rows, inner width) is cast once (two inputs of one shape in a leaf, an FFN
+    with d_ff = d, count once: an understatement); a weight cast once a step is spread over the
+    step's micro-batches; rerun: a recomputed forward (no backward, no cached weight's cast)."""
+    elements = {"input": 0, "normed_input": 0, "weight": 0, "grad": 0}
+    seen: set = set()
+    for gemm in gemms:
+        if (gemm.m, gemm.k) not in seen:
+            seen.add((gemm.m, gemm.k))
+            elements["normed_input" if gemm.normed_input else "input"] += gemm.m * gemm.k * gemm.count
+        elements["weight"] += gemm.k * gemm.n * gemm.count
+        elements["grad"] += gemm.m * gemm.n * gemm.count
+    sp = sequence_parallel and tp > 1
+    totals = {"forward": 0.0, "backward": 0.0}
+    for one in casts.passes:
+        if one.what == "transpose" and casts.transposes == "tn_only" and not needs_tn:
+            continue
+        if one.when == ("no_sp" if sp else "sp") or (rerun and one.phase == "backward"):
+            continue
+        count: float = elements[one.tensor]
+        if one.tensor == "weight" and casts.weight_once_per_step:
+            if rerun:
+                continue
+            count /= microbatches
+        if sp and one.tensor == "normed_input" and one.what != "transpose":
+            count /= tp  # quantized on the rank's tokens before the FP8 all-gather
+        totals[one.phase] += one.bytes_per_element * count
+    return totals["forward"], totals["backward"]

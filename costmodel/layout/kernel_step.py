@@ -191,6 +191,8 @@ class KernelStepTime(StepTime):
         self.fp8_timer = None if estimate.layout.fp8 is None else \
             _timer(hardware, workload.dtype, workload.attention, efficiency, compiled, matmul_dtype="fp8",
                    sustained=sustained, attention_kernel=attention_kernel)
+        # ... and the recipe's casts beside them, memory-bound at the dtype's timer (layout/fp8.py).
+        self.casts = fp8_casts(estimate, hardware)
 
     @cached_property
     def part_kernels(self) -> dict[str, int]:
@@ -212,30 +214,59 @@ class KernelStepTime(StepTime):
         if [w["key"] for w in work] != [entry[0] for entry in entries]:
             raise AssertionError("the kernel model's leaves are not the layout's work entries, in order.")
         rules = tuple((leaf_factor(w, estimate), runs_fp8(w, estimate)) for w in work)
-        memo = (id(entries), id(timer), id(fp8_timer), rules)
+        memo = (id(entries), id(timer), id(fp8_timer), rules, self.casts)
         if memo not in _PARTS:
             _PARTS[memo] = _parts(entries, rules, timer, fp8_timer, estimate.phase == "train",
-                                  [w.get("attention_core", False) for w in work])
+                                  [w.get("attention_core", False) for w in work], self.casts)
         out, self.attention_seconds = _PARTS[memo]
         return out
 
 
+def fp8_casts(estimate: ParallelEstimate, hardware: Hardware) -> tuple | None:
+    """What a training step's FP8 casts depend on (layout/fp8.py cast_bytes): the recipe's passes,
+    whether the GPU needs column-major copies, the micro-batches, tp and sequence parallelism;
+    None where nothing is cast or no source states the recipe's casts."""
+    from .fp8 import CAST_PASSES, NON_TN_FP8_ARCHITECTURES
+
+    layout = estimate.layout
+    casts = None if layout.fp8 is None or estimate.phase != "train" else CAST_PASSES[layout.fp8]
+    if casts is None:
+        return None
+    return (casts, hardware.architecture not in NON_TN_FP8_ARCHITECTURES, layout.microbatches, layout.tp,
+            bool(layout.sp))
+
+
+def cast_kernel(gemms: list, casts: tuple | None, rerun: bool) -> list[Pointwise]:
+    """The recipe's casts beside a leaf's FP8 GEMMs, as one memory-bound kernel (forward, backward)."""
+    from .fp8 import cast_bytes
+
+    shaped = [g for g in gemms if isinstance(g, Gemm)]  # MatmulCompute: no shapes, nothing charged
+    if casts is None or not shaped:
+        return []
+    recipe, needs_tn, microbatches, tp, sp = casts
+    forward, backward = cast_bytes(shaped, recipe, needs_tn=needs_tn, microbatches=microbatches, tp=tp,
+                                   sequence_parallel=sp, rerun=rerun)
+    return [Pointwise(forward, 0.0, backward)]
+
+
 def _parts(entries: list[Entry], rules: tuple[tuple[float, bool], ...], timer: KernelTimer,
-           fp8_timer: KernelTimer | None, training: bool, attention: list[bool]
+           fp8_timer: KernelTimer | None, training: bool, attention: list[bool], casts: tuple | None = None
            ) -> tuple[dict[str, tuple[float, int]], dict[str, float]]:
     """Each part's seconds and active leaves, and its attention core's seconds: a leaf's kernels
-    times its layout factor, an FP8 leaf's GEMMs on the FP8 timer."""
+    times its layout factor, an FP8 leaf's GEMMs on the FP8 timer and its recipe's casts (fp8_casts)
+    on the dtype's."""
     out: dict[str, tuple[float, int]] = {}
     attention_seconds: dict[str, float] = {}
-    def run(kernels: list, training: bool, fp8: bool) -> float:
+    def run(kernels: list, training: bool, fp8: bool, rerun: bool = False) -> float:
         if not fp8:
             return kernels_seconds(kernels, timer, training)
         gemms = [k for k in kernels if isinstance(k, (Gemm, MatmulCompute))]
         others = [k for k in kernels if not isinstance(k, (Gemm, MatmulCompute))]
+        others += cast_kernel(gemms, casts, rerun)
         return kernels_seconds(gemms, fp8_timer, training) + kernels_seconds(others, timer, training)
 
     for (key, rerun, launches, kernels), (factor, fp8), core in zip(entries, rules, attention):
-        seconds = run(kernels, training, fp8) + (run(rerun, False, fp8) if training else 0.0)
+        seconds = run(kernels, training, fp8) + (run(rerun, False, fp8, rerun=True) if training else 0.0)
         seconds *= factor
         if core:
             attention_seconds[key] = attention_seconds.get(key, 0.0) + seconds

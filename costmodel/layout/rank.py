@@ -20,6 +20,7 @@ from .communication import RankCommunication
 from .experts import expert_load
 from .frameworks import FRAMEWORKS, Framework
 from .parts import Stage, evaluate_parts, part_evaluator, part_of, uses_loss_parallel
+from ..spec import RECOMPUTED_LAYERS as RECOMPUTED
 from .spec import Layout
 
 #: What other modules import from here besides ParallelEstimate (layout/kernel_step.py, layout/time.py).
@@ -128,9 +129,20 @@ class ParallelEstimate(RankCommunication):
         return out
 
     def _kinds(self, stack: str, start: int, layers: int) -> tuple[tuple[str, int], ...]:
-        """Layers start .. start + layers - 1 of a stack by part key (ModelConfig.layer_kind_at)."""
+        """Layers start .. start + layers - 1 of a stack by part key (ModelConfig.layer_kind_at);
+        under full recomputation of N layers, the first N of these (one pipeline stage; one model
+        chunk of an interleaved schedule, assumed) recomputed: Megatron-Core's block method
+        (TransformerConfig.recompute_method "block": "the number of transformer layers to
+        recompute within each pipeline stage", megatron/core/transformer/transformer_config.py
+        lines 543-555 at Megatron-LM d98e8a64)."""
         layer_keys = tuple((key, tuple(kind)) for key, kind in self.structure["layers"].items())
-        return _layer_kinds(self.cfg, layer_keys, stack, start, layers)
+        recomputed = self.workload.recompute_layers if self.phase == "train" else None
+        if recomputed is None:
+            return _layer_kinds(self.cfg, layer_keys, stack, start, layers)
+        keys = {kind: key for key, (s, kind) in layer_keys if s == stack}
+        rerun = min(recomputed, layers)
+        return tuple((key, count) for key, count in ((keys[RECOMPUTED], rerun), (keys[None], layers - rerun))
+                     if count)
 
     def layer_runs(self, stage: Stage) -> dict[str, int]:
         """How many layers of each part key the rank runs per micro-batch."""

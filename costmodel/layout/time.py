@@ -50,6 +50,7 @@ from ..collectives import collective_seconds, ring_factor
 from ..hardware import Efficiency, Hardware, kernel_times
 from ..model_flops import check_convention
 from ..quantization import runs_w8a8, w8a8_peak
+from ..spec import RECOMPUTED_LAYERS
 from .rank import ParallelEstimate, Stage
 
 
@@ -207,6 +208,16 @@ class StepTime:
             kernels += count * self.part_kernels.get(key, 0)
         passes = 3 if self.estimate.phase == "train" else 1  # a backward runs about twice the forward's ops
         return seconds + passes * (active * self.overhead_s + kernels * self.graph_kernel_s)
+
+    def recomputed_layers_share(self) -> float:
+        """Under full recomputation of N layers, the layers the pipeline recomputes (N of each
+        stage's, rank._kinds) over the tree's N (its recomputed_flops counts N layers); else 1."""
+        estimate = self.estimate
+        recomputed = estimate.workload.recompute_layers
+        if recomputed is None or estimate.phase != "train":
+            return 1.0
+        keys = [key for key, (_, kind) in estimate.structure["layers"].items() if kind == RECOMPUTED_LAYERS]
+        return sum(estimate.layer_runs(stage).get(key, 0) for stage in estimate.stages for key in keys) / recomputed
 
     def part_runs(self, stage: Stage) -> dict[str, int]:
         """How many times each part's leaves run on this rank in one micro-batch."""
@@ -417,7 +428,7 @@ class StepTime:
         model_flops = (numbers["model_flops" + causal] + extra * numbers["attention_flops" + causal]) \
             * m * layout.dp * layout.cp
         hardware_flops = (numbers["executed_flops"] + extra * numbers["attention_executed_flops"]
-                          + numbers["recomputed_flops"]) * m * layout.dp * layout.cp
+                          + numbers["recomputed_flops"] * self.recomputed_layers_share()) * m * layout.dp * layout.cp
         tokens = estimate.workload.batch * estimate.workload.dimensions(estimate.cfg)["n"] * m * layout.dp
         capacity = self.hardware.peak(estimate.workload.dtype) * layout.gpus
         return {
