@@ -50,7 +50,8 @@ def test_the_stated_counts_apply_to_the_engines_llama(counted):
 
 def test_every_leaf_launches_its_stated_ops_in_every_step(counted):
     steps, _, blocks = counted
-    ops, cases = _entry()["ops"], list(_entry()["cases"]["WeightedSum"].values())
+    ops = _entry()["ops"]
+    cases = [case["ops"] for case in _entry()["cases"]["WeightedSum"].values() if isinstance(case, dict)]
     assert cases == [30, 28, 23] and cases[0] == ops["WeightedSum"]
     seen, cached = set(), {}
     for index, step in enumerate(steps):
