@@ -92,3 +92,26 @@ def cfg_layers(cfg) -> dict:
     from costmodel import symbols as S
 
     return {S.L_dec: cfg.n_decoder_layers}
+
+
+def test_the_copies_stated_are_the_bytes_the_engine_writes_in_each_case(counted):
+    """kernel_facts.json eager_ops "copies", per case: the bytes index_select (the paged cache's
+    gather) and clone (repeat_kv) write in each step, counted with TorchDispatchMode, are the
+    stated parts' written halves for every key of the step (gather h_kv d_h e, repeat_kv h d_h e,
+    K and V, per layer), where the step's case runs them (costmodel/serving/eager_step.py)."""
+    from costmodel.serving.eager_step import EagerStep
+
+    steps, cfg, _ = counted
+    cases = _entry()["cases"]["WeightedSum"]
+    e, d_h, layers = 4, cfg.d_model // cfg.n_heads, cfg.n_decoder_layers
+    cached: dict = {}
+    for step in steps:
+        keys = [cached.get(r, 0) + q for r, q in zip(step["requests"], step["queries"])]
+        case = EagerStep.case(step["queries"], keys)
+        skips = cases[case].get("skips", [])
+        gather = 0 if "gather" in skips else 2 * e * d_h * cfg.n_kv_heads * sum(keys) * layers
+        repeat = 0 if "repeat_kv" in skips else 2 * e * d_h * cfg.n_heads * sum(keys) * layers
+        assert step["written"].get("index_select", 0) == gather, (step["queries"], case)
+        assert step["written"].get("clone", 0) == repeat, (step["queries"], case)
+        for r, k in zip(step["requests"], keys):
+            cached[r] = k
