@@ -16,7 +16,12 @@ logits the engine keeps (validate/serving_engine.step_features):
   GEMM at the measured efficiency for its rows, the attention at the measured efficiency for its
   queries, as the engine runs it (a masked step's sequences packed into one call per layer, every
   query against every key, not causal: kernel_facts.json eager_ops "packed_attention"), each eager
-  op at the measured dispatch time, and the paged path's copies of the keys as bytes;
+  op at the measured dispatch time, and the paged path's copies of the keys as bytes, each step
+  charged the ops and copies of its attention module's case (eager_ops "cases");
+- kernels_one_case: the default with every step charged the attention module's ops and copies of a
+  masked step reading keys from the cache, whatever its mix (as before round 7: a sequence
+  decoding alone runs neither repeat_kv nor its ops, a step with nothing cached no gather;
+  costmodel/serving/eager_step.py);
 - kernels_peak_attention: the default without the attention efficiency by queries (the attention
   call at the peak, as the default was before calibrate measured it);
 - kernels_rows: the default without the dispatch per op (dispatch_s_per_op None): each active
@@ -72,7 +77,7 @@ from validate.serving_engine import TINY_LLAMA, run_engine, step_features, tiny_
 MODEL = {**TINY_LLAMA, "hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 4,
          "num_attention_heads": 8, "num_key_value_heads": 4, "vocab_size": 2000}
 TRACE = [(i, 24 + 40 * (i % 4), 24) for i in range(12)]
-MODELS = ("roofline", "kernels", "kernels_peak_attention", "kernels_rows", "kernels_tiles", "kernels_gemms", "kernels_engine_op")
+MODELS = ("roofline", "kernels", "kernels_one_case", "kernels_peak_attention", "kernels_rows", "kernels_tiles", "kernels_gemms", "kernels_engine_op")
 BUDGETS = dict(block_size=16, num_blocks=64, max_batch_tokens=128, max_requests=8)
 
 
@@ -147,6 +152,8 @@ def one_round(repeats: int = 1) -> dict:
              "kernels_tiles": StepTime(cfg, tiles, "fp32", profile=profile),
              "kernels_gemms": StepTime(cfg, local, "fp32", profile=profile, time_model="kernels",
                                        timer=MeasuredGemmTimer(local, eager_ops=ops))}
+    steps["kernels_one_case"] = StepTime(cfg, local, "fp32", profile=profile)
+    steps["kernels_one_case"].eager_step.cases = {}  # every step charged the masked, cached case
     from costmodel.kernel_time import Gemm
 
     timer = steps["kernels_gemms"].timer
