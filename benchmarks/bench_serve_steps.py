@@ -49,7 +49,11 @@ with the steps more closely than they agree with themselves); and, for the defau
 step pooled over the rounds (the median of its measured times over the median of its predictions),
 its misses by what the step was (a request joined, one finished the step before, cache blocks
 opened, one sequence alone, 1 MiB or more of page faults), the worst eight, and how far the
-rounds' calibrations moved the same step's prediction. `--steady-malloc` keeps glibc from
+rounds' calibrations moved the same step's prediction and the rounds the same step's measured time.
+Each round times the calibration's linear chain again right after its timed steps (FLOP/s at 256
+tokens, bytes/s at one): a round whose chain moved by more than 10% from its calibration ran on
+another machine than the one calibrated (other jobs on the 2 shared cores, or on the host), and the
+default's medians are also given over the rounds that stayed within it. `--steady-malloc` keeps glibc from
 returning freed memory to the kernel for the whole run (steady_malloc).
 
     python benchmarks/bench_serve_steps.py [--rounds 3] [--repeats 3] [--steady-malloc] [--json out.json]
@@ -71,7 +75,7 @@ from costmodel.hardware import Hardware  # noqa: E402
 from costmodel.kernel_time import KernelTimer  # noqa: E402
 from costmodel.presets import config_from_dict  # noqa: E402
 from costmodel.serving.steptime import StepTime, serving_profile  # noqa: E402
-from validate.calibrate import measure_local  # noqa: E402
+from validate.calibrate import CHAIN_RUNS, LinearChain, measure_local  # noqa: E402
 from validate.serving_engine import TINY_LLAMA, run_engine, step_features, tiny_model  # noqa: E402
 
 MODEL = {**TINY_LLAMA, "hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 4,
@@ -168,6 +172,11 @@ def one_round(repeats: int = 1) -> dict:
                     {len(entries) for entries, _, _ in runs[0].schedule}):
         for n, k in sorted(shapes):
             timer.measure(m, n, k)
+    # did the machine stay as calibrated? the calibration's chain again, right after the timed runs
+    chain = LinearChain()
+    drift = {"flops": chain.flops_per_s(*CHAIN_RUNS["fp32"]) / local.flops_per_s["fp32"],
+             "bandwidth": chain.bytes_per_s() / local.bandwidth_bytes_per_s}
+    del chain
     rows = []
     for index, step in enumerate(step_features(runs[0], TRACE, BUDGETS["block_size"])):
         repeated = [run.seconds[index] for run in runs]
@@ -176,7 +185,7 @@ def one_round(repeats: int = 1) -> dict:
                      **{f"{name}_s": model_step.seconds(step["queries"], step["keys"], step["emitting"])
                         for name, model_step in steps.items()}})
     peak = local.flops_per_s["fp32"]
-    return {"load_before": load, "load_after": os.getloadavg()[0], "steps": rows,
+    return {"load_before": load, "load_after": os.getloadavg()[0], "steps": rows, "drift": drift,
             "calibration": {"flops_per_s": peak, "bandwidth_bytes_per_s": local.bandwidth_bytes_per_s,
                             "vector_flops_per_s": local.vector_flops_per_s,
                             "overhead_s_per_block": local.overhead_s_per_block,
@@ -187,6 +196,7 @@ def one_round(repeats: int = 1) -> dict:
 
 
 FEATURES = ("joined", "after_finish", "blocks", "alone", "faults")
+DRIFT = 0.1  # the chain after the steps against the calibration's, for a round to count as steady
 FAULTS = 256  # minor page faults (4 KiB pages: 1 MiB) for a step to count as faulting
 
 
@@ -237,6 +247,19 @@ def pooled(rounds: list[dict], name: str) -> list[dict]:
                     "measured_s": measured, "predicted_s": predicted, "ratio": measured / predicted,
                     "predictions_over_their_median": [min(predictions), max(predictions)]})
     return out
+
+
+def across_rounds(rounds: list[dict]) -> dict:
+    """The same step in different rounds (minutes apart): each round's measured time (a median of
+    repeats) and each round's prediction over the step's median across rounds, within 25%."""
+    measured, predicted = [], []
+    for index in range(1, len(rounds[0]["steps"])):
+        times = [r["steps"][index]["measured_s"] for r in rounds]
+        models = [r["steps"][index]["kernels_s"] for r in rounds]
+        measured += [t / statistics.median(times) for t in times]
+        predicted += [m / statistics.median(models) for m in models]
+    return {"measured_within_25pct_of_their_median": within(measured),
+            "predicted_within_25pct_of_their_median": within(predicted)}
 
 
 def by_feature(steps: list[dict]) -> dict:
@@ -297,6 +320,14 @@ def main() -> None:
         [x for s in steps for x in s["predictions_over_their_median"]]),
         "peak_flops_per_s": [r["calibration"]["flops_per_s"] for r in rounds]}
     summary["loads"] = [(r["load_before"], r["load_after"]) for r in rounds]
+    # rounds in which the machine stayed as calibrated (the chain after the steps within 10% of the
+    # calibration's, in FLOP/s and in bytes/s): the default model's medians over those alone
+    summary["drift"] = [r["drift"] for r in rounds]
+    steady = [r for r in rounds if all(abs(x - 1) <= DRIFT for x in r["drift"].values())]
+    summary["kernels_steady_rounds"] = {"rounds": len(steady), **({
+        kind: {field: statistics.median(r[f"kernels_{kind}"][field] for r in steady)
+               for field in ("median_ratio", "share_within_25pct")} for kind in ("decode", "mixed")} if steady else {})}
+    summary["same_step_across_rounds"] = across_rounds(rounds)
     summary["options"] = {"repeats": args.repeats, "steady_malloc": args.steady_malloc}
     print(json.dumps(summary, indent=2))
     if args.json:
