@@ -5,16 +5,23 @@ Each round, in this process and right before the timed steps, calibrates `local`
 (validate/calibrate.py, what `hardware --measure` writes: matmul and vector FLOP/s, bandwidth,
 per-block overhead, the GEMM efficiency by rows from the linear chain at 1 to 256 rows, one
 tiny op's dispatch time, and torch sdpa's efficiency by query rows; one torch thread). It then runs a trace through the engine
-(validate/serving_engine.py, a random Llama in fp32, sdpa paged attention) and times every step's
-forward (ContinuousBatchProcessor._generation_step: the model, the logits and the sampling;
-scheduling and batch preparation excluded), and predicts each recorded step from its (query
-tokens, keys) mix:
+(validate/serving_engine.py, a random Llama in fp32, sdpa paged attention) `--repeats` times (the
+engine is deterministic: the same schedule each run, checked) and times every step's forward
+(ContinuousBatchProcessor._generation_step: the model, the logits and the sampling; scheduling and
+batch preparation excluded), each step's time the median of its runs, its minor page faults beside
+it; and predicts each recorded step from its (query tokens, keys) mix and the sequences whose
+logits the engine keeps (validate/serving_engine.step_features):
 - roofline: StepTime(time_model="roofline") on the calibrated `local`;
 - kernels: StepTime() on the calibrated `local` as it is, the default: the kernel model with each
   GEMM at the measured efficiency for its rows, the attention at the measured efficiency for its
   queries, as the engine runs it (a masked step's sequences packed into one call per layer, every
   query against every key, not causal: kernel_facts.json eager_ops "packed_attention"), each eager
-  op at the measured dispatch time, and the paged path's copies of the keys as bytes;
+  op at the measured dispatch time, and the paged path's copies of the keys as bytes, each step
+  charged the ops and copies of its attention module's case (eager_ops "cases");
+- kernels_one_case: the default with every step charged the attention module's ops and copies of a
+  masked step reading keys from the cache, whatever its mix (as before round 7: a sequence
+  decoding alone runs neither repeat_kv nor its ops, a step with nothing cached no gather;
+  costmodel/serving/eager_step.py);
 - kernels_peak_attention: the default without the attention efficiency by queries (the attention
   call at the peak, as the default was before calibrate measured it);
 - kernels_rows: the default without the dispatch per op (dispatch_s_per_op None): each active
@@ -36,9 +43,20 @@ tokens, keys) mix:
   every weight shape of the model, measured right after the timed steps): what the step would be
   if the kernel model's GEMMs were exact, so the rest of the gap is not theirs.
 Reports, per kind of step (decode-only, mixed) and model, the median of measured / predicted and
-the share of steps within 25%, per round with the load average, and their medians over rounds.
+the share of steps within 25%, per round with the load average, and their medians over rounds; the
+measurement's own spread (each run of a step over the median of its runs: a model cannot agree
+with the steps more closely than they agree with themselves); and, for the default model, each
+step pooled over the rounds (the median of its measured times over the median of its predictions),
+its misses by what the step was (a request joined, one finished the step before, cache blocks
+opened, one sequence alone, 1 MiB or more of page faults), the worst eight, and how far the
+rounds' calibrations moved the same step's prediction and the rounds the same step's measured time.
+Each round times the calibration's linear chain again right after its timed steps (FLOP/s at 256
+tokens, bytes/s at one): a round whose chain moved by more than 10% from its calibration ran on
+another machine than the one calibrated (other jobs on the 2 shared cores, or on the host), and the
+default's medians are also given over the rounds that stayed within it. `--steady-malloc` keeps glibc from
+returning freed memory to the kernel for the whole run (steady_malloc).
 
-    python benchmarks/bench_serve_steps.py [--rounds 3] [--json out.json]
+    python benchmarks/bench_serve_steps.py [--rounds 3] [--repeats 3] [--steady-malloc] [--json out.json]
 """
 
 from __future__ import annotations
@@ -57,13 +75,13 @@ from costmodel.hardware import Hardware  # noqa: E402
 from costmodel.kernel_time import KernelTimer  # noqa: E402
 from costmodel.presets import config_from_dict  # noqa: E402
 from costmodel.serving.steptime import StepTime, serving_profile  # noqa: E402
-from validate.calibrate import measure_local  # noqa: E402
-from validate.serving_engine import TINY_LLAMA, run_engine, tiny_model  # noqa: E402
+from validate.calibrate import CHAIN_RUNS, LinearChain, measure_local  # noqa: E402
+from validate.serving_engine import TINY_LLAMA, run_engine, step_features, tiny_model  # noqa: E402
 
 MODEL = {**TINY_LLAMA, "hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 4,
          "num_attention_heads": 8, "num_key_value_heads": 4, "vocab_size": 2000}
 TRACE = [(i, 24 + 40 * (i % 4), 24) for i in range(12)]
-MODELS = ("roofline", "kernels", "kernels_peak_attention", "kernels_rows", "kernels_tiles", "kernels_gemms", "kernels_engine_op")
+MODELS = ("roofline", "kernels", "kernels_one_case", "kernels_peak_attention", "kernels_rows", "kernels_tiles", "kernels_gemms", "kernels_engine_op")
 BUDGETS = dict(block_size=16, num_blocks=64, max_batch_tokens=128, max_requests=8)
 
 
@@ -110,7 +128,7 @@ class MeasuredGemmTimer(KernelTimer):
         return self.measure(gemm.m, gemm.n, gemm.k, gemm.count)
 
 
-def one_round() -> dict:
+def one_round(repeats: int = 1) -> dict:
     import dataclasses
     import os
 
@@ -138,33 +156,36 @@ def one_round() -> dict:
              "kernels_tiles": StepTime(cfg, tiles, "fp32", profile=profile),
              "kernels_gemms": StepTime(cfg, local, "fp32", profile=profile, time_model="kernels",
                                        timer=MeasuredGemmTimer(local, eager_ops=ops))}
+    steps["kernels_one_case"] = StepTime(cfg, local, "fp32", profile=profile)
+    steps["kernels_one_case"].eager_step.cases = {}  # every step charged the masked, cached case
     from costmodel.kernel_time import Gemm
 
     timer = steps["kernels_gemms"].timer
     shapes = {(g.n, g.k) for group in ("tokens", "head") for kernels, _ in steps["kernels_gemms"].groups[group]
               for g in kernels(1, 1) if isinstance(g, Gemm)}
     model = tiny_model(0, **{k: v for k, v in MODEL.items() if k not in TINY_LLAMA or TINY_LLAMA[k] != v})
-    run = run_engine(TRACE, scheduler="fifo", model=model, **BUDGETS)
+    runs = [run_engine(TRACE, scheduler="fifo", model=model, **BUDGETS) for _ in range(repeats)]
+    if any(run.schedule != runs[0].schedule for run in runs):
+        raise RuntimeError("the engine scheduled the same trace differently in two runs.")
     # the GEMMs at every token count the steps ran (M) and weight shape, right after the timed steps
-    for m in sorted({sum(q for _, q in entries) for entries, _, _ in run.schedule} |
-                    {len(entries) for entries, _, _ in run.schedule}):
+    for m in sorted({sum(q for _, q in entries) for entries, _, _ in runs[0].schedule} |
+                    {len(entries) for entries, _, _ in runs[0].schedule}):
         for n, k in sorted(shapes):
             timer.measure(m, n, k)
+    # did the machine stay as calibrated? the calibration's chain again, right after the timed runs
+    chain = LinearChain()
+    drift = {"flops": chain.flops_per_s(*CHAIN_RUNS["fp32"]) / local.flops_per_s["fp32"],
+             "bandwidth": chain.bytes_per_s() / local.bandwidth_bytes_per_s}
+    del chain
     rows = []
-    cached: dict[int, int] = {}
-    for (entries, _, finished), measured in zip(run.schedule, run.seconds):
-        queries, keys = [], []
-        for request, q in entries:  # keys: what each request has cached after this step
-            cached[request] = cached.get(request, 0) + q
-            queries.append(q)
-            keys.append(cached[request])
-        rows.append({"queries": queries, "keys": keys, "measured_s": measured,
-                     "kind": "decode" if max(queries) == 1 else "mixed",
-                     **{f"{name}_s": step.seconds(queries, keys) for name, step in steps.items()}})
-        for request in finished:
-            cached.pop(request, None)
+    for index, step in enumerate(step_features(runs[0], TRACE, BUDGETS["block_size"])):
+        repeated = [run.seconds[index] for run in runs]
+        rows.append({**step, "measured_s": statistics.median(repeated), "repeats_s": repeated,
+                     "faults": [run.faults[index] for run in runs],
+                     **{f"{name}_s": model_step.seconds(step["queries"], step["keys"], step["emitting"])
+                        for name, model_step in steps.items()}})
     peak = local.flops_per_s["fp32"]
-    return {"load_before": load, "load_after": os.getloadavg()[0], "steps": rows,
+    return {"load_before": load, "load_after": os.getloadavg()[0], "steps": rows, "drift": drift,
             "calibration": {"flops_per_s": peak, "bandwidth_bytes_per_s": local.bandwidth_bytes_per_s,
                             "vector_flops_per_s": local.vector_flops_per_s,
                             "overhead_s_per_block": local.overhead_s_per_block,
@@ -174,31 +195,140 @@ def one_round() -> dict:
                             "attention_efficiency_by_queries": calibrated["attention_efficiency_by_queries"]["fp32"]}}
 
 
+FEATURES = ("joined", "after_finish", "blocks", "alone", "faults")
+DRIFT = 0.1  # the chain after the steps against the calibration's, for a round to count as steady
+FAULTS = 256  # minor page faults (4 KiB pages: 1 MiB) for a step to count as faulting
+
+
+def steady_malloc() -> None:
+    """glibc's malloc told to keep what it frees (mallopt(3): M_MMAP_MAX 0, no allocation from a
+    fresh mapping; M_TRIM_THRESHOLD 1 GiB, no return of the heap's top to the kernel), so a step's
+    tensors reuse pages already touched, as a caching allocator (jemalloc, tcmalloc: the ones
+    PyTorch's CPU tuning guide recommends) does."""
+    import ctypes
+
+    libc = ctypes.CDLL("libc.so.6")
+    if not (libc.mallopt(-4, 0) and libc.mallopt(-1, 2**30)):
+        raise RuntimeError("glibc's mallopt refused M_MMAP_MAX or M_TRIM_THRESHOLD.")
+
+
+def kind_summary(rows: list[dict], name: str, kind: str) -> dict:
+    """One round's steps of a kind: the median of measured / predicted and the share within 25%."""
+    ratios = [r["measured_s"] / r[f"{name}_s"] for r in rows if r["kind"] == kind]
+    return {"median_ratio": statistics.median(ratios), "share_within_25pct": within(ratios),
+            "median_measured_s": statistics.median(r["measured_s"] for r in rows if r["kind"] == kind),
+            "median_predicted_s": statistics.median(r[f"{name}_s"] for r in rows if r["kind"] == kind)}
+
+
+def within(ratios: list[float]) -> float:
+    return sum(abs(x - 1) <= 0.25 for x in ratios) / len(ratios)
+
+
+def spread(rows: list[dict], kind: str) -> dict:
+    """The measurement's own spread: each repeat of a step over the median of its repeats."""
+    ratios = [x / r["measured_s"] for r in rows if r["kind"] == kind for x in r["repeats_s"]]
+    return {"repeats_within_25pct_of_their_median": within(ratios),
+            "median_abs_deviation": statistics.median(abs(x - 1) for x in ratios)}
+
+
+def pooled(rounds: list[dict], name: str) -> list[dict]:
+    """Each step (the first left out) over all rounds: the median of its measured times (each a
+    median of repeats) over the median of its predictions (each from its round's calibration)."""
+    out = []
+    for index in range(1, len(rounds[0]["steps"])):
+        step = rounds[0]["steps"][index]
+        measured = statistics.median(r["steps"][index]["measured_s"] for r in rounds)
+        predicted = statistics.median(r["steps"][index][f"{name}_s"] for r in rounds)
+        faults = statistics.median(f for r in rounds for f in r["steps"][index]["faults"])
+        predictions = [r["steps"][index][f"{name}_s"] / predicted for r in rounds]
+        out.append({"step": index, "kind": step["kind"], "sequences": len(step["queries"]),
+                    "query_tokens": sum(step["queries"]), "keys": sum(step["keys"]),
+                    **{k: step[k] for k in ("joined", "after_finish", "blocks", "alone")}, "faults": faults,
+                    "measured_s": measured, "predicted_s": predicted, "ratio": measured / predicted,
+                    "predictions_over_their_median": [min(predictions), max(predictions)]})
+    return out
+
+
+def across_rounds(rounds: list[dict]) -> dict:
+    """The same step in different rounds (minutes apart): each round's measured time (a median of
+    repeats) and each round's prediction over the step's median across rounds, within 25%."""
+    measured, predicted = [], []
+    for index in range(1, len(rounds[0]["steps"])):
+        times = [r["steps"][index]["measured_s"] for r in rounds]
+        models = [r["steps"][index]["kernels_s"] for r in rounds]
+        measured += [t / statistics.median(times) for t in times]
+        predicted += [m / statistics.median(models) for m in models]
+    return {"measured_within_25pct_of_their_median": within(measured),
+            "predicted_within_25pct_of_their_median": within(predicted)}
+
+
+def by_feature(steps: list[dict]) -> dict:
+    """Per kind and feature, the steps with it and without it: count, median ratio, share within 25%."""
+    out = {}
+    for kind in ("decode", "mixed"):
+        mine = [s for s in steps if s["kind"] == kind]
+        for feature in FEATURES:
+            test = (lambda s: s["faults"] >= FAULTS) if feature == "faults" else (lambda s, f=feature: bool(s[f]))
+            for label, group in (("with", [s for s in mine if test(s)]), ("without", [s for s in mine if not test(s)])):
+                if group:
+                    ratios = [s["ratio"] for s in group]
+                    out[f"{kind} {label} {feature}"] = {"steps": len(group), "median_ratio": statistics.median(ratios),
+                                                         "share_within_25pct": within(ratios)}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3, help="runs of the trace per round; each step's time is "
+                        "the median of its runs")
+    parser.add_argument("--steady-malloc", action="store_true", help="keep glibc from returning freed memory to "
+                        "the kernel (steady_malloc), so no step pays first touches of fresh pages")
     parser.add_argument("--json", type=str, default=None)
     args = parser.parse_args()
+    if args.rounds < 1 or args.repeats < 1:
+        parser.error("--rounds and --repeats must be at least 1.")
+    if args.steady_malloc:
+        steady_malloc()
     torch.set_num_threads(1)
     rounds = []
     for _ in range(args.rounds):
-        result = one_round()
+        result = one_round(args.repeats)
         rows = result["steps"][1:]  # the first step warms the engine up
         for name in MODELS:
             for kind in ("decode", "mixed"):
-                ratios = [r["measured_s"] / r[f"{name}_s"] for r in rows if r["kind"] == kind]
-                result[f"{name}_{kind}"] = {"median_ratio": statistics.median(ratios),
-                                            "share_within_25pct": sum(abs(x - 1) <= 0.25 for x in ratios) / len(ratios),
-                                            "median_measured_s": statistics.median(r["measured_s"] for r in rows
-                                                                                   if r["kind"] == kind),
-                                            "median_predicted_s": statistics.median(r[f"{name}_s"] for r in rows
-                                                                                    if r["kind"] == kind)}
+                result[f"{name}_{kind}"] = kind_summary(rows, name, kind)
+        for kind in ("decode", "mixed"):
+            result[f"measurement_{kind}"] = spread(rows, kind)
         rounds.append(result)
         print(json.dumps({k: v for k, v in result.items() if k != "steps"}))
     summary = {f"{name}_{kind}": {field: statistics.median(r[f"{name}_{kind}"][field] for r in rounds)
                                   for field in ("median_ratio", "share_within_25pct")}
                for name in MODELS for kind in ("decode", "mixed")}
+    steps = pooled(rounds, "kernels")
+    summary["measurement"] = {kind: {field: statistics.median(r[f"measurement_{kind}"][field] for r in rounds)
+                                     for field in ("repeats_within_25pct_of_their_median", "median_abs_deviation")}
+                              for kind in ("decode", "mixed")}
+    summary["kernels_pooled"] = {kind: {"median_ratio": statistics.median(s["ratio"] for s in steps if s["kind"] == kind),
+                                        "share_within_25pct": within([s["ratio"] for s in steps if s["kind"] == kind])}
+                                 for kind in ("decode", "mixed")}
+    summary["kernels_pooled_by_feature"] = by_feature(steps)
+    summary["kernels_pooled_worst"] = [" ".join(f"{k}={round(v, 3) if isinstance(v, float) else v}"
+                                                for k, v in s.items() if k != "predictions_over_their_median")
+                                       for s in sorted(steps, key=lambda s: -abs(s["ratio"] - 1))[:8]]
+    summary["calibration"] = {"predictions_within_25pct_of_their_median": within(
+        [x for s in steps for x in s["predictions_over_their_median"]]),
+        "peak_flops_per_s": [r["calibration"]["flops_per_s"] for r in rounds]}
     summary["loads"] = [(r["load_before"], r["load_after"]) for r in rounds]
+    # rounds in which the machine stayed as calibrated (the chain after the steps within 10% of the
+    # calibration's, in FLOP/s and in bytes/s): the default model's medians over those alone
+    summary["drift"] = [r["drift"] for r in rounds]
+    steady = [r for r in rounds if all(abs(x - 1) <= DRIFT for x in r["drift"].values())]
+    summary["kernels_steady_rounds"] = {"rounds": len(steady), **({
+        kind: {field: statistics.median(r[f"kernels_{kind}"][field] for r in steady)
+               for field in ("median_ratio", "share_within_25pct")} for kind in ("decode", "mixed")} if steady else {})}
+    summary["same_step_across_rounds"] = across_rounds(rounds)
+    summary["options"] = {"repeats": args.repeats, "steady_malloc": args.steady_malloc}
     print(json.dumps(summary, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps({"summary": summary, "rounds": rounds}, indent=2))

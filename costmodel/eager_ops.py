@@ -42,21 +42,33 @@ def eager_op_counts(cfg: Any, attention: str, weight_format: Any = None) -> dict
     return None if entry is None else dict(entry["ops"])
 
 
-def copy_bytes(entry: dict | None, leaf: Any) -> Any:
-    """The bytes one run of a leaf copies beyond the tree's (the implementation's "copies": the
-    paged cache's gather and repeat_kv's copies of every key the attention reads), as a sympy
-    expression of the leaf's symbols; None where the implementation states none for its block."""
+def copy_parts(entry: dict | None, block: str) -> dict[str, Any]:
+    """The copies one run of a block's leaf makes beyond the tree's bytes (the implementation's
+    "copies": the paged cache's gather and repeat_kv's copies of every key the attention reads),
+    by name, each as bytes per key: a sympy expression of e, d_h, h and h_kv. Empty where the
+    implementation states none for the block."""
     if entry is None:
-        return None
-    stated = entry.get("copies", {}).get(type(leaf.block).__name__)
-    if stated is None:
-        return None
+        return {}
     import sympy as sp
 
     from . import symbols as S
 
-    per_key = sp.sympify(stated["bytes_per_key"], locals={"e": S.e, "d_h": S.d_h, "h": S.h, "h_kv": S.h_kv})
-    return per_key * S.b * leaf.block.k_len
+    names = {"e": S.e, "d_h": S.d_h, "h": S.h, "h_kv": S.h_kv}
+    stated = entry.get("copies", {}).get(block, {})
+    return {name: sp.sympify(part["bytes_per_key"], locals=names)
+            for name, part in stated.items() if isinstance(part, dict)}
+
+
+def copy_bytes(entry: dict | None, leaf: Any) -> Any:
+    """The bytes one run of a leaf copies beyond the tree's (every part of copy_parts, for every
+    key of the run), as a sympy expression of the leaf's symbols; None where the implementation
+    states none for its block."""
+    parts = copy_parts(entry, type(leaf.block).__name__)
+    if not parts:
+        return None
+    from . import symbols as S
+
+    return sum(parts.values()) * S.b * leaf.block.k_len
 
 
 def eager_training_implementation(cfg: Any, workload: Any) -> dict | None:

@@ -100,15 +100,17 @@ def test_a_decode_step_from_the_rows_table_and_the_ops():
     - GEMMs: one row through 2 x (64 x 64 + 2 x 64 x 32 + 64 x 64 + 3 x 64 x 96) + 101 x 64 =
       67,904 weights: 135,808 FLOPs at 0.05 of 1e11;
     - attention: 2 layers x 4 heads x 10 keys x 2 x (16 + 16) = 5,120 FLOPs at the peak;
-    - ops: 1 + 8 + 2 x (6 + 12 + 16 + 30 + 4 + 1 + 6 + 14 + 1) + 6 + 4 = 199 at 2 us."""
+    - ops: 1 + 8 + 2 x (6 + 12 + 16 + 23 + 4 + 1 + 6 + 14 + 1) + 6 + 4 = 185 at 2 us: a sequence
+      decoding alone passes no mask, so its attention module runs 23 ops, not the 30 of a masked
+      step (kernel_facts.json eager_ops "cases"; 199 ops in all for a masked step)."""
     fast = dict(CPU, bandwidth_bytes_per_s=1e30, vector_flops_per_s=1e30)
-    expected = 135_808 / (1e11 * 0.05) + 5_120 / 1e11 + 199 * 2e-6
+    expected = 135_808 / (1e11 * 0.05) + 5_120 / 1e11 + 185 * 2e-6
     assert _decode_step(fast) == pytest.approx(expected, rel=1e-12)
     # without a dispatch time each leaf that launches a kernel pays 30 us once: the embedding, 2 x 9
     # per layer (two norms, qkv, rope, the attention call, out, two residuals, the MLP), the final
     # norm and the head (the rotary tables' leaf holds no kernel)
     no_dispatch = {k: v for k, v in fast.items() if k != "dispatch_s_per_op"}
-    assert _decode_step(no_dispatch) == pytest.approx(expected - 199 * 2e-6 + 21 * 3e-5, rel=1e-12)
+    assert _decode_step(no_dispatch) == pytest.approx(expected - 185 * 2e-6 + 21 * 3e-5, rel=1e-12)
 
 
 def test_a_mixed_step_charges_the_ops_once_and_its_gemms_at_their_rows():
@@ -146,12 +148,54 @@ def test_the_paged_paths_copies_are_one_more_kernel_of_the_attention_leaf():
                      "fp32", profile=profile)
     (leaf,) = [k for k, _ in plain.groups["context"] if k.leaf.path.endswith("weighted_sum")]
     assert [type(k) for k in leaf(1, 10)] == [AttentionCall]
-    # a decode step at 10 keys: the same kernels but for the copies (2 layers x 12,800 bytes at
-    # 1e10 B/s) and 199 ops at 2 us instead of 21 launches at 30 us
+    # a decode step of one sequence at 10 keys: the same kernels but for the copies and the ops; it
+    # passes no mask (kernel_facts.json "cases": no_mask), so of the copies only the cache's gather
+    # runs (4 e d_h h_kv = 512 bytes a key: 2 layers x 5,120 bytes at 1e10 B/s, not 2 x 12,800),
+    # and 185 ops at 2 us (23 for each attention module, not 30) instead of 21 launches at 30 us
     slow_memory = dict(CPU, vector_flops_per_s=1e30)
     eager, launches = (StepTime(cfg, Hardware.from_dict(hw, "cpu"), "fp32", profile=profile).seconds([1], [10])
                        for hw in (slow_memory, {k: v for k, v in slow_memory.items() if k != "dispatch_s_per_op"}))
-    assert eager - launches == pytest.approx(199 * 2e-6 - 21 * 3e-5 + 2 * 12_800 / 1e10, rel=1e-9)
+    assert eager - launches == pytest.approx(185 * 2e-6 - 21 * 3e-5 + 2 * 5_120 / 1e10, rel=1e-9)
+    # the charged case (a mask, keys cached): two sequences at 10 keys each, every copy (2 layers x
+    # 1,280 x 20 bytes) and 199 ops; the packed call beside them is compute at the peak
+    slow = StepTime(cfg, Hardware.from_dict(slow_memory, "cpu"), "fp32", profile=profile)
+    packed = slow.packing_seconds(np.array([1, 1]), np.array([10, 10]))
+    assert slow.eager_step.case_seconds([1, 1], [10, 10]) == 0.0
+    assert slow.seconds([1, 1], [10, 10]) - launches_of_two(cfg, profile, slow_memory) - packed == pytest.approx(
+        199 * 2e-6 - 21 * 3e-5 + 2 * 1_280 * 20 / 1e10, rel=1e-9)
+
+
+def launches_of_two(cfg, profile, hardware: dict) -> float:
+    """Two sequences decoding at 10 keys each, each leaf paying one launch (no dispatch time)."""
+    no_dispatch = {k: v for k, v in hardware.items() if k != "dispatch_s_per_op"}
+    return StepTime(cfg, Hardware.from_dict(no_dispatch, "cpu"), "fp32", profile=profile).seconds([1, 1], [10, 10])
+
+
+def test_a_step_is_charged_the_attention_modules_ops_and_copies_of_its_case():
+    """transformers' paged sdpa path runs the attention module three ways (kernel_facts.json
+    eager_ops "cases", counted by tests/test_eager_ops.py; the copies' bytes counted in
+    validate/FINDINGS.md 'Issue 19, round 7'): the leaf is charged the first; the step adds the
+    difference of its own, per layer (2 here): its ops beyond 30 at 2 us, less the copies it skips
+    for every key of the step at 1e10 B/s (gather: 4 e d_h h_kv = 512 bytes a key; repeat_kv:
+    2 e d_h (h_kv + h) = 768)."""
+    cfg = config_from_dict(TINY, "tiny", "tiny-llama")
+    step = StepTime(cfg, Hardware.from_dict(CPU, "cpu"), "fp32", profile=serving_profile(cfg, attention="sdpa"))
+    eager = step.eager_step
+    # a mask and keys read from the cache (a decode beside a chunk; two decodes): what is charged
+    assert [eager.case(q, c) for q, c in (([5, 1], [5, 10]), ([1, 1], [10, 20]), ([3], [9]))] == ["mask_cached"] * 3
+    assert eager.case_seconds([5, 1], [5, 10]) == 0.0 and eager.case_seconds([3], [9]) == 0.0
+    # one sequence decoding alone: no mask, 23 ops, no repeat_kv copies of its 10 keys
+    assert eager.case([1], [10]) == "no_mask"
+    assert eager.case_seconds([1], [10]) == pytest.approx(2 * (-7 * 2e-6 - 768 * 10 / 1e10), rel=1e-12)
+    # every sequence's first chunk: nothing read from the cache, 28 ops, no gather of its 8 keys
+    assert eager.case([5, 3], [5, 3]) == "mask_nothing_cached"
+    assert eager.case_seconds([5, 3], [5, 3]) == pytest.approx(2 * (-2 * 2e-6 - 512 * 8 / 1e10), rel=1e-12)
+    # a decoding run of one sequence is charged as its steps one at a time are
+    assert list(step.decode_run([10], 3)) == pytest.approx([step.seconds([1], [10 + i]) for i in range(3)], rel=1e-12)
+    # without a counted implementation (no dispatch time: no eager ops) nothing is added
+    plain = StepTime(cfg, Hardware.from_dict({k: v for k, v in CPU.items() if k != "dispatch_s_per_op"}, "cpu"),
+                     "fp32", profile=serving_profile(cfg, attention="sdpa"))
+    assert plain.eager_step.seconds([1], [10]) == 0.0 and plain.eager_step.layers == 0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -54,7 +54,8 @@ def test_the_stated_counts_apply_to_the_engines_llama(counted):
 
 def test_every_leaf_launches_its_stated_ops_in_every_step(counted):
     steps, _, blocks = counted
-    ops, cases = _entry()["ops"], list(_entry()["cases"]["WeightedSum"].values())
+    ops = _entry()["ops"]
+    cases = [case["ops"] for case in _entry()["cases"]["WeightedSum"].values() if isinstance(case, dict)]
     assert cases == [30, 28, 23] and cases[0] == ops["WeightedSum"]
     seen, cached = set(), {}
     for index, step in enumerate(steps):
@@ -199,3 +200,25 @@ def test_an_eager_training_step_moves_the_measured_bytes_and_a_compiled_one_the_
     kernel = norm[0]
     backward = kernels_seconds([kernel], timer, training=True) - kernels_seconds([kernel], timer)
     assert backward == pytest.approx(max(kernel.backward_bytes / timer.bandwidth, 2 * kernel.flops / timer.vector))
+
+def test_the_copies_stated_are_the_bytes_the_engine_writes_in_each_case(counted):
+    """kernel_facts.json eager_ops "copies", per case: the bytes index_select (the paged cache's
+    gather) and clone (repeat_kv) write in each step, counted with TorchDispatchMode, are the
+    stated parts' written halves for every key of the step (gather h_kv d_h e, repeat_kv h d_h e,
+    K and V, per layer), where the step's case runs them (costmodel/serving/eager_step.py)."""
+    from costmodel.serving.eager_step import EagerStep
+
+    steps, cfg, _ = counted
+    cases = _entry()["cases"]["WeightedSum"]
+    e, d_h, layers = 4, cfg.d_model // cfg.n_heads, cfg.n_decoder_layers
+    cached: dict = {}
+    for step in steps:
+        keys = [cached.get(r, 0) + q for r, q in zip(step["requests"], step["queries"])]
+        case = EagerStep.case(step["queries"], keys)
+        skips = cases[case].get("skips", [])
+        gather = 0 if "gather" in skips else 2 * e * d_h * cfg.n_kv_heads * sum(keys) * layers
+        repeat = 0 if "repeat_kv" in skips else 2 * e * d_h * cfg.n_heads * sum(keys) * layers
+        assert step["written"].get("index_select", 0) == gather, (step["queries"], case)
+        assert step["written"].get("clone", 0) == repeat, (step["queries"], case)
+        for r, k in zip(step["requests"], keys):
+            cached[r] = k

@@ -72,3 +72,47 @@ def test_small_cache_exercises_soft_resets() -> None:
     timeline = simulated(requests, "fifo", budgets["num_blocks"], budgets["max_batch_tokens"], budgets["max_requests"])
     assert sum(step.preempted for step in timeline.steps) > 0
     assert min(step.free_blocks for step in timeline.steps) == 0
+
+
+@pytest.mark.parametrize("trace", ["staggered", "gap", "mixed"])
+def test_step_features_match_the_simulator(trace: str) -> None:
+    """What validate/serving_engine.step_features reads off an engine run (each step's query
+    tokens, keys per sequence, and the sequences whose logits the engine keeps) is what the
+    simulator passes its step time for the same schedule; and the features that tell a step's
+    misses apart (bench_serve_steps.py) are counted right."""
+    from validate.serving_engine import run_engine, step_features
+
+    requests, budgets = TRACES[trace]
+    engine = run_engine(requests, scheduler="fifo", block_size=4, **budgets)
+    asked = []
+
+    def one_step(query, keys, emitting):
+        asked.append((query.tolist(), keys.tolist(), emitting))
+        return 1.0
+    timeline = simulate([Request(i, float(a), p, o) for i, (a, p, o) in enumerate(requests)],
+                        TransformersScheduler(BlockPool(engine.num_blocks, 4), budgets["max_requests"],
+                                              engine.max_batch_tokens), one_step, 512)
+    assert timeline.schedule() == engine.schedule
+    features = step_features(engine, requests, 4)
+    assert [(f["queries"], f["keys"], f["emitting"]) for f in features] == asked
+    assert len(engine.faults) == len(engine.seconds) == len(features)
+    assert all(f >= 0 for f in engine.faults)
+    assert [f["first"] for f in features] == [True] + [False] * (len(features) - 1)
+    for index, (entries, _, _) in enumerate(engine.schedule):
+        f = features[index]
+        assert f["kind"] == ("decode" if all(q == 1 for _, q in entries) else "mixed")
+        assert f["alone"] == (len(entries) == 1 and entries[0][1] == 1)
+        assert f["after_finish"] == (index > 0 and bool(engine.schedule[index - 1][2]))
+        joined = any(r not in {r2 for e, _, _ in engine.schedule[:index] for r2, _ in e} for r, _ in entries)
+        assert f["joined"] == joined
+    # blocks opened: over the run, every request's tokens fill ceil(tokens / 4) blocks once
+    assert sum(f["blocks"] for f in features) == sum(-(-(p + o - 1) // 4) for _, p, o in requests)
+
+
+def test_step_features_refuse_a_preempted_run() -> None:
+    from validate.serving_engine import run_engine, step_features
+
+    requests, budgets = TRACES["small_cache"]
+    engine = run_engine(requests, scheduler="fifo", block_size=4, **budgets)
+    with pytest.raises(ValueError, match="preempted"):
+        step_features(engine, requests, 4)

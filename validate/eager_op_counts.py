@@ -94,6 +94,7 @@ class OpCounter:
         self.stack: list[str] = ["engine"]
         self.counts: Counter = Counter()
         self.names: dict[str, list[str]] | None = None  # each region's ops by name, when asked
+        self.written: Counter = Counter()  # bytes each op (by name) writes to a new tensor
         self.mlp_done = False
         self.handles: list[Any] = []
         self.patched: list[tuple[Any, str, Any]] = []
@@ -143,6 +144,7 @@ class OpCounter:
         self.handles, self.patched = [], []
 
     def mode(self) -> Any:
+        import torch
         from torch.utils._python_dispatch import TorchDispatchMode
 
         counter = self
@@ -152,7 +154,12 @@ class OpCounter:
                 counter.counts[counter.region()] += 1
                 if counter.names is not None:
                     counter.names[counter.region()].append(str(func))
-                return func(*args, **(kwargs or {}))
+                out = func(*args, **(kwargs or {}))
+                if all(r.alias_info is None for r in func._schema.returns):  # not a view, not in place
+                    outs = out if isinstance(out, (tuple, list)) else (out,)
+                    counter.written[func.overloadpacket.__name__] += sum(
+                        o.numel() * o.element_size() for o in outs if isinstance(o, torch.Tensor))
+                return out
         return Mode()
 
 
@@ -173,8 +180,9 @@ def count_engine_steps(requests: list[tuple[int, int, int]], model: Any, names: 
                        **budgets: Any) -> list[dict]:
     """Each step of an engine run (validate/serving_engine.run_engine's arguments): its kind
     (decode when every query is one token, else mixed), its query tokens and requests in the
-    batch's order, and the ops per leaf run (per_leaf); names: also each region's ops by name, in
-    order (all layers)."""
+    batch's order, the ops per leaf run (per_leaf) and the bytes each op (by name: index_select,
+    clone...) wrote to new tensors, all layers (views and in-place ops write none here); names:
+    also each region's ops by name, in order (all layers)."""
     from collections import defaultdict
 
     import torch
@@ -188,7 +196,7 @@ def count_engine_steps(requests: list[tuple[int, int, int]], model: Any, names: 
 
     def step(processor: Any, model_: Any) -> Any:
         # serving_engine wraps the processor's step; this counts inside the class's own
-        counter.counts = Counter()
+        counter.counts, counter.written = Counter(), Counter()
         counter.names = defaultdict(list) if names else None
         counter.install()
         try:
@@ -196,7 +204,8 @@ def count_engine_steps(requests: list[tuple[int, int, int]], model: Any, names: 
                 return original(processor, model_)
         finally:
             counter.remove()
-            counted.append((per_leaf(counter.counts, model.config.num_hidden_layers), counter.names))
+            counted.append((per_leaf(counter.counts, model.config.num_hidden_layers), counter.names,
+                            dict(counter.written)))
 
     ContinuousBatchProcessor._generation_step = step
     try:
@@ -205,10 +214,10 @@ def count_engine_steps(requests: list[tuple[int, int, int]], model: Any, names: 
     finally:
         ContinuousBatchProcessor._generation_step = original
     out = []
-    for (entries, _, _), (ops, by_name) in zip(run.schedule, counted):
+    for (entries, _, _), (ops, by_name, written) in zip(run.schedule, counted):
         queries = [q for _, q in entries]
         out.append({"kind": "decode" if max(queries) == 1 else "mixed", "queries": queries,
-                    "requests": [r for r, _ in entries], "ops": ops,
+                    "requests": [r for r, _ in entries], "ops": ops, "written": written,
                     **({"names": dict(by_name)} if names else {})})
     return out
 

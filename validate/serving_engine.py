@@ -8,13 +8,17 @@ step in this thread (the manager's own body, not a copy), so requests can arrive
 before step k every request whose arrival is <= the clock joins (the clock counts steps; an idle
 engine jumps to the next arrival, as the simulator does). Hooks record, per step, the batch the
 scheduler returned (request, query tokens), the free cache blocks when the forward runs, and the
-requests that finished; `seconds` is each step's measured wall time.
+requests that finished; `seconds` is each step's measured wall time and `faults` the minor page
+faults the process took during it (resource.getrusage's ru_minflt, read outside the timed span):
+a step whose tensors land on pages the C allocator had returned to the kernel pays the kernel's
+first touch of each page (validate/FINDINGS.md, "Issue 19, round 7").
 """
 
 from __future__ import annotations
 
+import resource
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 TINY_LLAMA = dict(vocab_size=101, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
@@ -27,6 +31,7 @@ class EngineRun:
     num_blocks: int
     max_batch_tokens: int
     seconds: list[float]
+    faults: list[int] = field(default_factory=list)
 
 
 def tiny_model(seed: int = 0, **changes: Any) -> Any:
@@ -79,9 +84,12 @@ def run_engine(requests: list[tuple[int, int, int]], *, scheduler: str = "fifo",
         batch = scheduled[-1]
         entries = tuple((int(f.state.request_id[1:]), f.query_length) for f in batch)
         free = int(cache.compute_free_capacity(relative=False)) // cache.bytes_per_sector
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         start = time.perf_counter()
         original_step(model_)
-        steps.append([entries, free, [f.state for f in batch], time.perf_counter() - start])
+        seconds = time.perf_counter() - start
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+        steps.append([entries, free, [f.state for f in batch], seconds, faults])
 
     processor.scheduler.schedule_batch = schedule_batch
     processor._generation_step = generation_step
@@ -101,12 +109,12 @@ def run_engine(requests: list[tuple[int, int, int]], *, scheduler: str = "fifo",
             manager._generation_loop_body(processor, bootstrapping=False)
             if len(steps) == done:
                 raise RuntimeError("the engine ran no step while requests were pending.")
-            entries, free, states, seconds = steps[-1]
+            entries, free, states, seconds, faults = steps[-1]
             finished = tuple(int(s.request_id[1:]) for s in states if s.status.name == "FINISHED")
-            records.append(((entries, free, finished), seconds))
+            records.append(((entries, free, finished), seconds, faults))
             clock += 1
-    return EngineRun([r for r, _ in records], cache.num_blocks, cache.max_batch_tokens,
-                     [s for _, s in records])
+    return EngineRun([r for r, _, _ in records], cache.num_blocks, cache.max_batch_tokens,
+                     [s for _, s, _ in records], [f for _, _, f in records])
 
 
 def _add(manager: Any, rng: Any, index: int, request: tuple[int, int, int]) -> None:
@@ -114,3 +122,38 @@ def _add(manager: Any, rng: Any, index: int, request: tuple[int, int, int]) -> N
     vocab = manager.model.config.vocab_size
     manager.add_request(input_ids=[rng.randrange(vocab) for _ in range(prompt)], request_id=f"r{index}",
                         max_new_tokens=output)
+
+
+def step_features(run: EngineRun, requests: list[tuple[int, int, int]], block_size: int) -> list[dict]:
+    """What each recorded step of a run_engine(requests) was, for telling its misses apart: its
+    query tokens and keys per sequence (what each request has cached after the step), `emitting`
+    (the sequences whose logits the engine keeps: a prompt's last chunk and every decode token;
+    input_outputs.py's logits_indices), `kind` (decode when every query is one token, else
+    mixed), `first` (the run's first step), `joined` (a request's first chunk is in it),
+    `after_finish` (a request finished in the step before), `blocks` (cache blocks the step's
+    tokens open: the paged cache allocates them), `alone` (one sequence decoding alone: no mask)
+    and `faults` (minor page faults during the step). A run whose requests were preempted (and
+    recomputed) is refused."""
+    cached: dict[int, int] = {}
+    out, finished_before = [], False
+    for index, (entries, _, finished) in enumerate(run.schedule):
+        queries, keys, emitting, joined, blocks = [], [], 0, False, 0
+        for request, q in entries:
+            before = cached.get(request, 0)
+            cached[request] = before + q
+            if cached[request] > sum(requests[request][1:]):
+                raise ValueError(f"request {request} ran more tokens than its prompt and output: it was "
+                                 "preempted and recomputed, which step_features does not follow.")
+            queries.append(q)
+            keys.append(cached[request])
+            emitting += cached[request] >= requests[request][1]
+            joined = joined or before == 0
+            blocks += -(-cached[request] // block_size) - -(-before // block_size)
+        out.append({"queries": queries, "keys": keys, "emitting": emitting,
+                    "kind": "decode" if max(queries) == 1 else "mixed", "first": index == 0,
+                    "joined": joined, "after_finish": finished_before, "blocks": blocks,
+                    "alone": queries == [1], "faults": run.faults[index] if run.faults else None})
+        for request in finished:
+            cached.pop(request, None)
+        finished_before = bool(finished)
+    return out

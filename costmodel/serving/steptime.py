@@ -28,7 +28,8 @@ The kernel-level model (KernelStepTime; costmodel/kernel_time.py, docs/time.md):
   transformers' Llama under the engine's paged sdpa path) pays its ops at that time instead, and
   its attention leaf the bytes that path copies (the paged cache's gather of every key the step
   reads, repeat_kv's copies per query head: kernel_facts.json "eager_ops" "copies") as one more
-  memory-bound kernel;
+  memory-bound kernel; and the step what its mix makes that implementation do beyond the leaves
+  (eager_step.py: the sequences packed into one attention call, the attention module's case);
 - the attention of the step's sequences is one batched (varlen) call: each sequence's executed
   FLOPs (128 x 128 blocks, causal; a head width FlashAttention-2 is not compiled for padded to
   the next one, KernelTimer.attention_terms) at FlashAttention-2's published efficiency at its context
@@ -89,6 +90,7 @@ from ..kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompute, Poin
 from ..quantization import blended_peak, runs_w8a8, w8a8_leaf_adjustment, w8a8_peak
 from ..tree import CostModel, model_values
 from .graphs import EAGER, CudaGraphs, Graphed
+from .eager_step import EagerStep
 from .leaf_kernels import LeafKernels
 from .profile import check_tensor_parallel_groups, serving_profile  # noqa: F401 (re-exported)
 
@@ -358,16 +360,9 @@ class KernelStepTime(StepTime):
             if group == "context":
                 weights = leaf.total("weight_bytes") if quantized else S.e * leaf.total("params")
                 self._weights.append(float(weights.xreplace(subs)) / count / tp)
-        # An implementation that packs a masked step's sequences into one attention call per layer
-        # (kernel_facts.json eager_ops "packed_attention": transformers' engine): that call, per
-        # layer, in place of the sequences' own (the layer count and the call's heads and widths
-        # read from the weighted-sum leaf's kernels).
-        self._packed: tuple[int, AttentionCall] | None = None
-        if eager is not None and "packed_attention" in eager:
-            for kernels, count in self.groups["context"]:
-                if isinstance(kernels.leaf.block, WeightedSum) and self.timer.fused_attention:
-                    call = next(k for k in kernels(1, 1) if isinstance(k, AttentionCall))
-                    self._packed = (count, call)
+        # What the counted implementation's step does beyond the leaves (eager_step.py: the packed
+        # attention call, the attention module's case by the step's mix).
+        self.eager_step = EagerStep(eager, self.groups["context"], self.timer, subs, tp)
         self._token_seconds: dict[tuple[str, int], float] = {}
         self._layout = self._context_layout()
         self._decode_table = np.zeros((0, self._layout[1]))
@@ -541,20 +536,9 @@ class KernelStepTime(StepTime):
         return np.sum(rows, axis=0)
 
     def packing_seconds(self, query: Any, context: Any) -> float:
-        """What packing a masked step's sequences into one attention call per layer adds (the
-        implementation's "packed_attention"; 0 where it packs nothing). The context leaves charge
-        the step's attention as one batched call, the larger of its sequences' summed compute
-        (causal, each its own queries against its own keys) and their summed bytes (_row,
-        _finish); the packed call computes every query of the step against every key it reads,
-        not causal, and reads the same bytes. A step of one sequence decoding alone has no mask."""
-        if self._packed is None or (len(query) == 1 and int(query[0]) == 1):
-            return 0.0
-        layers, call = self._packed
-        terms = [self._attention_terms(replace(call, n_q=int(q), n_kv=int(c)))
-                 for q, c in zip(query.tolist(), context.tolist())]
-        compute, moved = (sum(column) for column in zip(*terms))
-        packed, _ = self._attention_terms(replace(call, n_q=int(query.sum()), n_kv=int(context.sum()), causal=False))
-        return layers * (max(packed, moved) - max(compute, moved))
+        """What packing a masked step's sequences into one attention call per layer adds
+        (EagerStep.packing_seconds; 0 where the implementation packs nothing)."""
+        return self.eager_step.packing_seconds(query, context)
 
     def _attention_terms(self, call: AttentionCall) -> list[float]:
         """An attention call's two columns of a sequence's row: its compute and its bytes, in
@@ -574,9 +558,9 @@ class KernelStepTime(StepTime):
         graphed = np.array([plan is not None and plan.context for plan in plans])
         rows = self._decode_rows(keys[:, None] + np.arange(steps)).sum(axis=0)  # (steps, width)
         seconds = base + self._finish(rows, graphed)
-        if self._packed is not None:
+        if self.eager_step.layers:
             ones = np.ones(count, dtype=np.int64)
-            seconds = seconds + np.array([self.packing_seconds(ones, keys + i) for i in range(steps)])
+            seconds = seconds + np.array([self.eager_step.seconds(ones, keys + i) for i in range(steps)])
         return seconds
 
     def seconds(self, query: Any, context: Any, emitting: int | None = None) -> float:
@@ -591,7 +575,7 @@ class KernelStepTime(StepTime):
         if self.groups["context"]:
             graphed = plan is not None and plan.context
             seconds += float(self._finish(np.asarray(self.context_sums(query, context)), graphed))
-        return seconds + self.packing_seconds(query, context)
+        return seconds + self.eager_step.seconds(query, context)
 
     def _fixed_seconds(self, plan: Graphed | None, tokens: int, emitting: int) -> float:
         """A step's per-token leaves (from a graph at its padded rows where `plan` says) and head."""
