@@ -107,3 +107,21 @@ def test_the_cli_takes_replicated_vocab_with_a_layout_and_refuses_it_alone(capsy
     assert cli.main([*base, "--replicated-vocab"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and "--replicated-vocab" in err and "\n" not in err
+
+
+def test_the_kernel_models_rank_memo_keeps_the_two_vocabularies_apart(tmp_path, monkeypatch):
+    """One process times a split and a replicated vocabulary of the same model, workload and tp:
+    each gets its own kernels (the in-process memo of layout/kernel_step.rank_kernels keys on the
+    vocabulary as its disk cache does), whichever runs first."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cfg, hw = load_preset("llama2-7b"), load_hardware("a100-80gb")
+    wl = Workload(seq_len=5, gen_tokens=20, batch=1, attention="sdpa", precision="pure", kv_cache="static")
+
+    def seconds(vocab_parallel: bool) -> float:
+        result = simulate_decode(cfg, wl, Layout(tp=8, vocab_parallel=vocab_parallel), hw, cuda_graphs=True,
+                                 time_model="kernels")
+        return result["token"]["seconds_per_token"]
+
+    split, replicated = seconds(True), seconds(False)
+    assert replicated > split  # every rank reads the whole head
+    assert seconds(True) == split and seconds(False) == replicated

@@ -33,6 +33,7 @@ from functools import cached_property
 from typing import Any
 
 from .. import compiled as compiled_cache
+from ..attention_kernels import DEFAULT_KERNEL
 from ..hardware import Efficiency, Hardware
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, Pointwise, MatmulCompute, check_kernel_model,
                            kernels_seconds)
@@ -53,7 +54,7 @@ _TIMERS: dict[tuple, tuple[Hardware, KernelTimer]] = {}
 
 def _timer(hardware: Hardware, dtype: str, attention: str, efficiency: Efficiency | None,
            compiled: bool, matmul_dtype: str | None = None, sustained: bool = False,
-           w8a8: bool = False, attention_kernel: str = "flash2") -> KernelTimer:
+           w8a8: bool = False, attention_kernel: str = DEFAULT_KERNEL) -> KernelTimer:
     """One KernelTimer (and so one memo of kernel seconds) per hardware object and options."""
     key = (id(hardware), dtype, attention, efficiency, compiled, matmul_dtype, sustained, w8a8, attention_kernel)
     held = _TIMERS.get(key)
@@ -100,7 +101,8 @@ def rank_kernels(estimate: ParallelEstimate, fused_attention: bool, compiled: bo
     from this process's memo, the disk cache, or the cost tree (sympy)."""
     cfg, layout = estimate.cfg, estimate.layout
     memo = (cfg, estimate.workload, layout.tp, layout.cp, layout.sp, layout.framework, layout.loss_parallel,
-            layout.device, estimate.phase, fused_attention, compiled, fp8_activations(layout), autocast)
+            layout_vocabulary(layout), layout.device, estimate.phase, fused_attention, compiled,
+            fp8_activations(layout), autocast)
     if memo in _RANK_KERNELS:
         return _RANK_KERNELS[memo]
     name = compiled_cache.key_name("kernels", _rank_key(estimate, fused_attention, compiled, autocast))
@@ -173,7 +175,7 @@ class KernelStepTime(StepTime):
 
     def __init__(self, estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None,
                  flops_convention: str = "dense", cuda_graphs: bool = False, overlap: Any = None,
-                 compiled: bool = False, autocast: bool = False, attention_kernel: str = "flash2"):
+                 compiled: bool = False, autocast: bool = False, attention_kernel: str = DEFAULT_KERNEL):
         """attention_kernel: the fused attention kernel the run calls (KernelTimer's)."""
         super().__init__(estimate, hardware, efficiency, flops_convention, cuda_graphs, overlap, autocast)
         check_kernel_model(hardware)
