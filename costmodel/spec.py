@@ -79,7 +79,7 @@ ATTENTIONS = Choices({"eager": "an n x n score matrix", "sdpa": "torch's fused k
 MEASURED_ATTENTIONS = Choices({"eager": "", "sdpa": ""})
 RECOMPUTES = Choices({"none": "", "selective": "the attention core", "full": "each layer",
                       "deepseek": "every norm and latent attention's up-projections",
-                      "torchtitan-op": "torchtitan's op policy: the attention kernel and every other matmul kept, the rest rerun"})
+                      "torchtitan-op": "torchtitan's op policy: the attention kernel and every second (odd-numbered) matmul kept, the rest rerun"})
 #: What each recomputation reruns in backward, by what the blocks ask for (costmodel/blocks):
 #: "norms" every Norm (and latent attention's own norms), "up_projections" latent attention's
 #: up-projections and the RoPE applied to their output. "deepseek" is DeepSeek-V3's (technical report,

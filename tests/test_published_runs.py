@@ -332,7 +332,7 @@ CLASSIC = {
     "opt 175b 992 GPUs": (147, "published_tflops_per_gpu", 992, 8, 1, 124, 8, 992, 2048, "full", 175),
     # LLaMA (arXiv 2302.13971) section 2.4: ~380 tokens/s/GPU on 2048 A100s; Table 2: 4M tokens a batch
     "llama 65b 2048 GPUs": (380, "published_tokens_per_s_per_gpu", 2048, 8, 1, 256, 8, 2048, 2048,
-                            "torchtitan-op", 65.2),
+                            "none", 65.2),
     # MT-NLG (arXiv 2201.11990): batch 1,920 on 280, 350, 420 DGX A100s in 60.1, 50.2, 44.4 s; tp 8, pp 35
     "mt-nlg 530b 2240 GPUs": (1920 * 2048 / (60.1 * 2240), "published_tokens_per_s_per_gpu", 2240, 8, 35, 8, 1,
                               1920, 2048, "full", 530),
