@@ -72,8 +72,10 @@ class Framework:
     fp16_optimizer_passes: str | None = None
     # The loss code the framework runs (Profile.framework_loss): "vocab_parallel", Megatron-LM's
     # _VocabParallelCrossEntropy (megatron/mpu/cross_entropy.py), timed where the model's code
-    # calls it unfused (facts.loss_passes: Megatron-LM's GPTModel). None: the framework leaves the
-    # loss to the model's code (DeepSpeed, FSDP2), not modelled in time.
+    # calls it unfused (facts.loss_passes: Megatron-LM's GPTModel). None: not timed, whatever the
+    # model's code runs (DeepSpeed, FSDP2): Megatron-DeepSpeed's GPTModel calls the same
+    # vocab_parallel_cross_entropy, so its runs (BLOOM, MT-NLG) leave those passes out, as do runs
+    # whose own code fuses the loss (FlashAttention-2's GPTs), which this field keeps apart.
     loss: str | None = None
 
     def precision_for(self, dtype: str) -> str:
