@@ -22,14 +22,19 @@ def eager_implementation(cfg: Any, attention: str, weight_format: Any = None) ->
     """The counted implementation (kernel_facts.json "eager_ops") a model of this config runs
     under this attention, or None where none matches it (another family, a bias, experts, latent
     attention, quantized weights...: they launch other ops)."""
-    from .kernel_time import kernel_facts
-
     if weight_format is not None:
         return None
-    for entry in kernel_facts()["eager_ops"]["implementations"]:
-        if cfg.family != entry["family"] or attention != entry["attention"]:
-            continue
-        if all(getattr(cfg, name) == value for name, value in entry["config"].items()):
+    return _matching("eager_ops", cfg, lambda entry: attention == entry["attention"])
+
+
+def _matching(table: str, cfg: Any, runs: Any) -> dict | None:
+    """The first implementation of kernel_facts.json's `table` whose family and stated config
+    fields are this config's and whose own conditions `runs(entry)` holds; None where none does."""
+    from .kernel_time import kernel_facts
+
+    for entry in kernel_facts()[table]["implementations"]:
+        if (cfg.family == entry["family"] and runs(entry)
+                and all(getattr(cfg, name) == value for name, value in entry["config"].items())):
             return entry
     return None
 
@@ -77,17 +82,11 @@ def eager_training_implementation(cfg: Any, workload: Any) -> dict | None:
     or block (a bias, experts, latent attention...), another attention path, dtype or
     implementation, or quantized weights (they run other ops). The caller decides the step is
     eager: not compiled, not under autocast (layout/kernel_step.eager_training)."""
-    from .kernel_time import kernel_facts
-
     if workload.weight_format is not None:
         return None
-    for entry in kernel_facts()["eager_training_bytes"]["implementations"]:
-        if (cfg.family != entry["family"] or workload.attention not in entry["attention"]
-                or workload.dtype != entry["dtype"] or workload.impl != entry["impl"]):
-            continue
-        if all(getattr(cfg, name) == value for name, value in entry["config"].items()):
-            return entry
-    return None
+    return _matching("eager_training_bytes", cfg, lambda entry: (
+        workload.attention in entry["attention"] and workload.dtype == entry["dtype"]
+        and workload.impl == entry["impl"]))
 
 
 def training_bytes(entry: dict | None) -> dict[str, tuple[Any, Any]] | None:
