@@ -54,6 +54,10 @@ def attention_points(entry: dict[str, Any], backward_factor: float) -> tuple[Poi
         return (tuple((int(n), tf / peak) for n, tf in entry["forward_tflops"]),
                 tuple((int(n), tf / peak) for n, tf in entry["backward_tflops"]))
     both = dict(entry["forward_backward_tflops"])
+    missing = sorted({int(n) for n, _ in entry.get("forward_tflops", ())} - {int(n) for n in both})
+    if missing:
+        raise ConfigError(f"attention kernel {entry.get('kernel')!r} ({entry.get('architecture')}) states a "
+                          f"forward figure at {missing} without its forward-plus-backward figure there.")
     if "forward_tflops" not in entry:
         combined = tuple((int(n), tf / peak) for n, tf in entry["forward_backward_tflops"])
         return combined, combined

@@ -479,3 +479,15 @@ def test_a_training_steps_attention_runs_at_the_sustained_clock():
             for backward in (False, True):
                 assert held.attention_efficiency(n, backward=backward) == \
                     pytest.approx(ratio * burst.attention_efficiency(n, backward=backward), rel=1e-12)
+
+
+def test_a_forward_figure_without_its_forward_plus_backward_figure_is_a_sentence():
+    """attention_points derives a backward from the forward and forward-plus-backward figures at
+    each length: a length missing from the second is a data error named in one ConfigError, not a
+    KeyError."""
+    from costmodel.attention_kernels import attention_points
+
+    entry = {"kernel": "flash2", "architecture": "hopper", "reference_peak_tflops": 989.4,
+             "forward_tflops": [[512, 191], [1024, 250]], "forward_backward_tflops": [[512, 163]]}
+    with pytest.raises(ConfigError, match=r"'flash2' \(hopper\) states a forward figure at \[1024\]"):
+        attention_points(entry, 2.5)
