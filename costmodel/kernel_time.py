@@ -23,8 +23,9 @@ A kernel's time:
     tokens than its kernel's published small-batch speed covers (kernel_facts.json
     "weight_only_gemv": int4 one or two, int8 one) moves its stored bytes at that fraction of the
     GEMV rate, in place of the tile model (whose tiles of 64 rows and more a GEMV's kernel does
-    not use); a product of one row with unquantized weights is cuBLAS's GEMV kernel: its bytes
-    at the GEMV rate or its FLOPs at the vector peak, whichever is longer, no tiles; where the
+    not use); a product of one row with unquantized weights is a GEMV (cuBLAS's gemv2T in eager
+    mode, Inductor's reduction when compiled): its bytes at the GEMV rate or its FLOPs at the
+    vector peak, whichever is longer, no tiles; where the
     hardware file measures a GEMM's efficiency by its rows (gemm_efficiency_by_rows, a CPU's),
     its FLOPs at that fraction of the peak instead of the tiles (log-linear between the measured
     row counts, the end values beyond them);
@@ -232,7 +233,7 @@ class KernelTimer:
         tokens, fraction = self.weight_only_gemv.get(gemm.weight_dtype, (0, 1.0))
         if gemm.m <= tokens:  # a published weight-only GEMV: its bytes at its measured rate
             return self.dram_startup_s + moved / (self.gemv_bandwidth * fraction)
-        if gemm.m == 1 and gemm.weight_dtype is None and not self.gemm_rows:  # cuBLAS's GEMV (gemv2T)
+        if gemm.m == 1 and gemm.weight_dtype is None and not self.gemm_rows:  # a GEMV (gemv2T; compiled: a reduction)
             return self.dram_startup_s + max(moved / self.gemv_bandwidth, gemm.flops / self.vector)
         return self.dram_startup_s + max(self.gemm_compute_seconds(gemm, tile), moved / self.gemv_bandwidth)
 
