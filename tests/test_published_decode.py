@@ -122,7 +122,7 @@ def _mixtral_experts(quantization: dict):
 
 def test_a_decode_step_reads_its_two_experts_int8_weights_as_stored():
     """Mixtral 8x7B, one token, int8 weight-only in the model's int8 format (an fp32 scale per output
-    row; gpt-fast's quantize.py keeps bf16 ones: 0.12 MB fewer of these 353 MB): the step reads the 2
+    row; gpt-fast's quantize.py keeps bf16 ones: 131,072 bytes fewer of these 352,788,480): the step reads the 2
     experts its token is routed to, each 3 x 4,096 x 14,336 int8 values and 2 x 14,336 + 4,096 row
     scales, and moves its activations in bf16 (2 slots x (2 x 4,096 + 3 x 14,336) x 2 bytes). Before
     the fix the routed experts kept bf16 weight bytes (704,643,072 + the same activations)."""
