@@ -38,8 +38,8 @@ def test_each_value_has_its_meaning_and_the_phrases_read_as_sentences():
         assert tuple(choices.meanings) == tuple(choices) and len(set(choices)) == len(choices)
     assert spec.RECOMPUTES.phrase() == ("none, selective (the attention core), full (each layer), deepseek "
                                         "(every norm and latent attention's up-projections) or torchtitan-op "
-                                        "(torchtitan's op policy: the attention kernel and every other matmul "
-                                        "kept, the rest rerun)")
+                                        "(torchtitan's op policy: the attention kernel and every second "
+                                        "(odd-numbered) matmul kept, the rest rerun)")
     assert spec.OPTIMIZERS.listed() == "adamw or sgd"
     assert spec.IMPLEMENTATIONS.listed(first="hf") == "hf, reference or megatron"
     assert spec.KV_CACHES.described().startswith("dynamic: each decode step copies the cache")
