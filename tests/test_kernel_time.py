@@ -105,11 +105,14 @@ def test_a_llama_ffn_gemv_takes_its_bytes_at_the_dot_rate():
     assert 2 * (11008 + 11008 * 4096 + 4096) == 90_207_744
     assert seconds == pytest.approx(A100_STARTUP + 90_207_744 / A100_DOT)
     assert seconds == pytest.approx((1.96 + 56.8445) * 1e-6, rel=1e-5)
-    # A hardware file without a measured GEMV rate keeps bandwidth x memory efficiency (H100 SXM;
-    # its DRAM startup the H200's 1.955 us, gpu-benches h200_graph.txt's intercept less Hazy's 1.3 us
-    # gap: the same GH100 chip).
+    # A hardware file without a measured GEMV rate keeps bandwidth x memory efficiency (H200; its
+    # DRAM startup 1.955 us, gpu-benches h200_graph.txt's intercept less Hazy's 1.3 us gap).
+    h200 = KernelTimer(load_hardware("h200"), "bf16")
+    assert h200.gemm_seconds(Gemm(1, 4096, 11008)) == pytest.approx(1.955e-6 + 90_207_744 / (4.8e12 * 0.8))
+    # The H100 SXM's is Vidur's one-row streaming rate, 3,016.544 GB/s (validate/vidur_profiles.py
+    # --gemv), its DRAM startup the H200's (the same GH100 chip).
     h100 = KernelTimer(load_hardware("h100-sxm"), "bf16")
-    assert h100.gemm_seconds(Gemm(1, 4096, 11008)) == pytest.approx(1.955e-6 + 90_207_744 / (3.35e12 * 0.8))
+    assert h100.gemm_seconds(Gemm(1, 4096, 11008)) == pytest.approx(1.955e-6 + 90_207_744 / 3016.544e9)
 
 
 def test_an_int4_gemv_moves_its_bytes_at_the_published_fraction_of_the_dense_rate():

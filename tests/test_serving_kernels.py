@@ -92,9 +92,10 @@ def test_step_is_monotone_in_tokens(h100):
                     assert np.all(np.diff(times) >= 0)
                 else:
                     # kernel_time's split-K: a rank's k/v projection (N 512) at M 64 splits K 16
-                    # ways and its fp32 partials cost more than M 65's 8-way split (1.91 vs 1.79 us
-                    # on an H100); the step dips by that, under 0.2%
-                    assert np.all(np.diff(times) >= -2e-3 * np.asarray(times[1:]))
+                    # ways and its fp32 partials cost more than M 65's 8-way split (3.87 vs 3.54 us
+                    # on an H100 at its measured GEMV rate, 3.87 vs 3.74 at 0.8 x 3.35 TB/s); the
+                    # 8B's step dips by that, 0.29% (0.07% before the GEMV rate shortened the step)
+                    assert np.all(np.diff(times) >= -3e-3 * np.asarray(times[1:]))
 
 
 def test_tensor_parallel_step_adds_two_all_reduces_per_layer(h100):
