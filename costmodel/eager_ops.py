@@ -54,14 +54,17 @@ def copy_parts(entry: dict | None, block: str) -> dict[str, Any]:
     implementation states none for the block."""
     if entry is None:
         return {}
+    stated = entry.get("copies", {}).get(block, {})
+    return {name: _expression(part["bytes_per_key"]) for name, part in stated.items() if isinstance(part, dict)}
+
+
+def _expression(text: str) -> Any:
+    """A stated count (kernel_facts.json) as a sympy expression of the tree's symbols, by name."""
     import sympy as sp
 
     from . import symbols as S
 
-    names = {"e": S.e, "d_h": S.d_h, "h": S.h, "h_kv": S.h_kv}
-    stated = entry.get("copies", {}).get(block, {})
-    return {name: sp.sympify(part["bytes_per_key"], locals=names)
-            for name, part in stated.items() if isinstance(part, dict)}
+    return sp.sympify(text, locals={str(symbol): symbol for symbol in S.MODEL_SYMBOLS + S.WORKLOAD_SYMBOLS})
 
 
 def copy_bytes(entry: dict | None, leaf: Any) -> Any:
@@ -96,10 +99,5 @@ def training_bytes(entry: dict | None) -> dict[str, tuple[Any, Any]] | None:
     None without an implementation."""
     if entry is None:
         return None
-    import sympy as sp
-
-    from . import symbols as S
-
-    names = {str(symbol): symbol for symbol in S.MODEL_SYMBOLS + S.WORKLOAD_SYMBOLS}
-    return {path: tuple(sp.sympify(stated[phase], locals=names) for phase in ("forward", "backward"))
+    return {path: tuple(_expression(stated[phase]) for phase in ("forward", "backward"))
             for path, stated in entry["leaves"].items()}

@@ -23,7 +23,7 @@ all-gather under sequence parallelism (its bytes: the collectives stay at the ac
 torchao 0.18's tensorwise and rowwise save the bf16 input and weight and cast again in backward:
 measured, validate/fp8.py (FINDINGS 22.5); torchao eab345c (the torchtitan rows) saved the FP8 copies.
 
-The casts' own time (CAST_PASSES, `cast_kernels`): the memory-bound passes each recipe runs beside
+The casts' own time (CAST_PASSES, `cast_bytes`): the memory-bound passes each recipe runs beside
 each FP8 linear, as bytes per element of the linear's input (M x K, once per distinct input: Q, K
 and V share theirs), weight (K x N) and output gradient (M x N): an amax (a reduction that reads
 the tensor), the cast (reads it, writes one byte an element) and the column-major copy the FP8
