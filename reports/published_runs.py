@@ -167,20 +167,27 @@ def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConf
 
 def _decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
     """Tokens per second of one sequence (batch 1) decoding after a short prompt."""
-    from costmodel.layout.timing import simulate_decode
     from costmodel.roofline import simulate_inference
 
+    if run["tp"] > 1:
+        return 1 / decode_layout_run(run, source, time_model)["token"]["seconds_per_token"]
     cfg, hardware, s, quantization = decode_setup(run, source)
-    if run["tp"] == 1:
-        result = simulate_inference(cfg, hardware, prompt=s["prompt"], gen=s["gen"], batch=s["batch"],
-                                    dtype=s["dtype"], attention=s["attention"], kv_cache=s["kv_cache"],
-                                    cuda_graphs=s["cuda_graphs"], quantization=quantization, time_model=time_model)
-        return result["decode"]["tokens_per_second"] / s["batch"]
+    result = simulate_inference(cfg, hardware, prompt=s["prompt"], gen=s["gen"], batch=s["batch"],
+                                dtype=s["dtype"], attention=s["attention"], kv_cache=s["kv_cache"],
+                                cuda_graphs=s["cuda_graphs"], quantization=quantization, time_model=time_model)
+    return result["decode"]["tokens_per_second"] / s["batch"]
+
+
+def decode_layout_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> dict[str, Any]:
+    """A tensor-parallel decode run as its source states it (decode_setup, decode_layout), through
+    the layout model's simulate_decode (quantized weights: each rank's shards as stored)."""
+    from costmodel.layout.timing import simulate_decode
+
+    cfg, hardware, s, quantization = decode_setup(run, source)
     workload = Workload(seq_len=s["prompt"], gen_tokens=s["gen"], batch=s["batch"], dtype=s["dtype"],
                         attention=s["attention"], precision="pure", kv_cache=s["kv_cache"], **quantization)
-    result = simulate_decode(cfg, workload, decode_layout(run, source), hardware, cuda_graphs=s["cuda_graphs"],
-                             time_model=time_model)
-    return 1 / result["token"]["seconds_per_token"]
+    return simulate_decode(cfg, workload, decode_layout(run, source), hardware, cuda_graphs=s["cuda_graphs"],
+                           time_model=time_model)
 
 
 def _stated(run: dict[str, Any], source: dict[str, Any], key: str, default: Any = None) -> Any:

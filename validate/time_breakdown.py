@@ -19,10 +19,10 @@ from collections import defaultdict
 from costmodel.config import ConfigError, Workload
 from costmodel.kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompute, inference_subs, kernels_seconds,
                                    launches_of, leaf_kernels)
+from costmodel.attention_kernels import DEFAULT_KERNEL
 from costmodel.layout import Layout
-from costmodel.layout.timing import simulate_decode
 from costmodel.roofline import Roofline
-from reports.published_runs import (decode_layout, decode_setup, other_runs_data, train_run, train_setup,
+from reports.published_runs import (decode_layout_run, decode_setup, other_runs_data, train_run, train_setup,
                                     train_tokens)
 
 
@@ -53,7 +53,7 @@ def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]
     return dict(split)
 
 
-def train_step_kernels(estimate, hardware, overlap=None, autocast=False, compiled=False, attention_kernel="flash2"
+def train_step_kernels(estimate, hardware, overlap=None, autocast=False, compiled=False, attention_kernel=DEFAULT_KERNEL
                        ) -> tuple[dict, list[tuple[str, float, float | None]]]:
     """A training step under the kernel model (issue 18, fourth round): the step's parts
     (KernelStepTime.step()) and, for the first pipeline stage, each kernel's seconds per step
@@ -146,7 +146,7 @@ def pipelined_splits() -> None:
 
 
 def print_train_breakdown(name: str, published: float, estimate, hardware, overlap=None, autocast=False,
-                          compiled=False, unit: str = "TFLOP/s", attention_kernel: str = "flash2") -> None:
+                          compiled=False, unit: str = "TFLOP/s", attention_kernel: str = DEFAULT_KERNEL) -> None:
     """One training step's split and its first stage's kernels; `published` in `unit` (TFLOP/s
     per GPU, or tokens/s per GPU beside ours from the step's seconds)."""
     step, rows = train_step_kernels(estimate, hardware, overlap, autocast, compiled, attention_kernel)
@@ -218,11 +218,7 @@ def main() -> None:
             print(f"{run['id']}: published {published_ms:.2f} ms a token; ours {parts}; "
                   f"weights at {split['weights GB/s']:.0f} GB/s")
         elif run["kind"] == "decode":  # a layout (quantized weights: each rank's shards as stored)
-            cfg, hardware, s, quantization = decode_setup(run, source)
-            workload = Workload(seq_len=s["prompt"], gen_tokens=s["gen"], batch=s["batch"], dtype=s["dtype"],
-                                attention=s["attention"], precision="pure", kv_cache=s["kv_cache"], **quantization)
-            token = simulate_decode(cfg, workload, decode_layout(run, source), hardware,
-                                    cuda_graphs=s["cuda_graphs"], time_model="kernels")["token"]
+            token = decode_layout_run(run, source, "kernels")["token"]
             print(f"{run['id']}: published {1e3 / run['published_tokens_per_s']:.2f} ms a token; ours compute "
                   f"{token['compute_seconds'] * 1e3:.2f} ms, all-reduce {token['tp_all_reduce_seconds'] * 1e3:.2f} ms")
         elif run["kind"] == "train" and "published_tflops_per_gpu" in run:
