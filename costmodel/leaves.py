@@ -120,10 +120,6 @@ class _Place:
                     self.sublayer, kind=self.kind)
 
 
-#: The label of the layers recomputed under full recomputation of N layers (Profile.recompute_layers).
-RECOMPUTED = RECOMPUTED_LAYERS
-
-
 @dataclass(frozen=True)
 class LayerKind:
     """One kind of layer of a stack and how many of it: whether its attention slides over a
@@ -320,7 +316,7 @@ class TreeBuilder:
             raise ConfigError(f"recompute_layers {recomputed} is more than the model's "
                               f"{self.cfg.n_decoder_layers} layers.")
         kind = kinds[0]
-        return [dataclasses.replace(kind, label=RECOMPUTED, count=sp.Integer(recomputed)),
+        return [dataclasses.replace(kind, label=RECOMPUTED_LAYERS, count=sp.Integer(recomputed)),
                 dataclasses.replace(kind, count=kind.count - recomputed)]
 
     def _layer_kinds(self, stack: str, layers: sp.Expr) -> list[LayerKind]:
@@ -361,7 +357,7 @@ class TreeBuilder:
                 *self.ffn(dataclasses.replace(layer, sublayer="ffn"), S.b * seq, kind.experts)]
         if self.phase != "train" or self.profile.recompute not in ("full", "torchtitan-op"):
             return body
-        if self.profile.recompute_layers is not None and kind.label != RECOMPUTED:
+        if self.profile.recompute_layers is not None and kind.label != RECOMPUTED_LAYERS:
             return body  # a layer block recomputation leaves out keeps everything
         checkpoint = layer.leaf("checkpoint", B.LayerCheckpoint(S.b * seq))
         if self.profile.recompute == "torchtitan-op":

@@ -20,7 +20,7 @@ from .communication import RankCommunication
 from .experts import expert_load
 from .frameworks import FRAMEWORKS, Framework
 from .parts import Stage, evaluate_parts, part_evaluator, part_of, uses_loss_parallel
-from ..spec import RECOMPUTED_LAYERS as RECOMPUTED
+from ..spec import RECOMPUTED_LAYERS
 from .spec import Layout
 
 #: What other modules import from here besides ParallelEstimate (layout/kernel_step.py, layout/time.py).
@@ -141,7 +141,7 @@ class ParallelEstimate(RankCommunication):
             return _layer_kinds(self.cfg, layer_keys, stack, start, layers)
         keys = {kind: key for key, (s, kind) in layer_keys if s == stack}
         rerun = min(recomputed, layers)
-        return tuple((key, count) for key, count in ((keys[RECOMPUTED], rerun), (keys[None], layers - rerun))
+        return tuple((key, count) for key, count in ((keys[RECOMPUTED_LAYERS], rerun), (keys[None], layers - rerun))
                      if count)
 
     def layer_runs(self, stage: Stage) -> dict[str, int]:
