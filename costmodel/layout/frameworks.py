@@ -18,6 +18,7 @@ shards, pads and communicates. Every row says where the convention comes from.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -119,10 +120,10 @@ FRAMEWORKS = {
 }
 
 
-def layout_vocabulary(layout: object) -> str:
+def layout_vocabulary(layout: Any) -> str:
     """How a layout's ranks hold the vocabulary (costmodel/layout/split.py local_vocabulary): its
     framework's rows a rank ("pad128", "ceil"), or "replicated" where the layout keeps the
     embedding and head whole on every rank (Layout.vocab_parallel False)."""
-    if not getattr(layout, "vocab_parallel", True):
+    if not layout.vocab_parallel:
         return "replicated"
-    return FRAMEWORKS[getattr(layout, "framework")].vocabulary
+    return FRAMEWORKS[layout.framework].vocabulary
