@@ -24,7 +24,7 @@ from .spec import DEFAULT_SEQ_LEN
 
 def load_model(model: Any) -> ModelConfig:
     """A ModelConfig from a preset name, a config file's path, a config dict or a ModelConfig."""
-    from .presets import config_from_dict, load_config_file, load_preset
+    from .presets import config_from_dict, load_config_file
 
     if isinstance(model, ModelConfig):
         return model

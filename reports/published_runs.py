@@ -16,7 +16,7 @@ from costmodel.config import ModelConfig, Workload
 from costmodel.hardware import load_hardware
 from costmodel.layout import Layout, ParallelEstimate
 from costmodel.layout.spec import empty_edge_chunks
-from costmodel.layout.time import Overlap, StepTime
+from costmodel.layout.time import Overlap
 from costmodel.published import (KORTHIKANTI_TABLE_5, NARAYANAN_DDP, NARAYANAN_DP_OVERLAP,
                                  NARAYANAN_TABLE_1, narayanan_parameters)
 

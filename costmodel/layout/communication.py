@@ -48,7 +48,7 @@ class RankCommunication:
                 out.setdefault(group, {})
                 out[group][kind] = out[group].get(kind, 0) + int(value)
 
-        layout, n, m = self.layout, self.numbers, self.layout.microbatches
+        layout, m = self.layout, self.layout.microbatches
         if layout.tp > 1:
             for kind, calls, payload in self.tensor_parallel_collectives(stage):
                 if kind == "optimizer_all_reduce":  # once per step, not per micro-batch
@@ -229,7 +229,7 @@ class RankCommunication:
                        ranks: int | None = None) -> dict[str, int]:
         """The data-parallel collectives of one step (FSDP2 and ZeRO-3 gather and scatter per
         micro-batch)."""
-        layout, n, m, e = self.layout, self.numbers, self.layout.microbatches, self.workload.bytes_per_element
+        layout, m, e = self.layout, self.layout.microbatches, self.workload.bytes_per_element
         dp = ranks or layout.shard_ranks
         grad = 4 if self._gradient_dtype == "fp32" else e
         if self.framework.sharding == "per_tensor":

@@ -296,7 +296,7 @@ class ParallelEstimate(RankCommunication):
         gathered parameters of the group computing (and of the root, not resharded) with one
         all-gather and one reduce-scatter buffer (FINDINGS 10.2); ZeRO-3 two gathered layers
         (the current and the prefetched one; DeepSpeed's buckets, not measured)."""
-        layout, n = self.layout, self.numbers
+        layout = self.layout
         own = self.on_stage(stage, "buffers", per_stage=True)
         dp = layout.shard_ranks
         if dp == 1:

@@ -260,8 +260,6 @@ def _steady_steps(scheduler: Scheduler, decode_run: Any, now: float, arrival: fl
                   timeline: Timeline, record: bool) -> tuple[float, int] | None:
     """Every running sequence decoding and none waiting: run the steps before one finishes,
     one needs a new block, or a request arrives, all at once. None if fewer than 2 qualify."""
-    import numpy as np
-
     running = scheduler.running
     if not running or len(running) > scheduler.max_batched_tokens:
         return None

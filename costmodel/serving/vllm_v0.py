@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..config import ConfigError
 from .kvcache import BlockPool
-from .scheduler_state import PREFILLING, Scheduler, SchedulingError
+from .scheduler_state import PREFILLING, Scheduler, SchedulingError, Sequence
 from .workload import Request
 
 
