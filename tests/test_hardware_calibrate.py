@@ -134,6 +134,7 @@ def test_the_int4_gemvs_are_recorded_by_shape_and_group_each_call_reading_a_fres
         assert (n, k) == (384, 512) and bf16["stored_bytes"] == 2 * 384 * 512 == 393_216
         assert bf16["copies"] == 11  # ceil(4 MiB / 393,216): the fewest copies spanning the rotation
         assert bf16["bytes_per_s"] == pytest.approx(bf16["stored_bytes"] / bf16["seconds"])
+        assert bf16["queued"] is None  # a CPU's wall clock; a GPU's queued behind a sleep
         # half a byte a weight, a bf16 scale and zero a group along K: 98,304 + 4 n k / group
         expected = {"32": 122_880, "64": 110_592, "128": 104_448}
         for group, stored in expected.items():
@@ -141,6 +142,24 @@ def test_the_int4_gemvs_are_recorded_by_shape_and_group_each_call_reading_a_fres
             assert int4["op"] == "torch._weight_int4pack_mm_for_cpu" and int4["stored_bytes"] == stored
             assert (int4["copies"] - 1) * stored < rotation <= int4["copies"] * stored
             assert int4["fraction_of_bf16"] == pytest.approx(stored / int4["seconds"] / bf16["bytes_per_s"])
+
+
+def test_on_cuda_a_rotation_is_timed_by_the_gpu_behind_a_sleep(monkeypatch):
+    """rotating_seconds' CUDA branch, queued_seconds stood in (no GPU here): the whole rotation is
+    queued once a round, its GPU time divided by the copies, and whether it was queued is kept."""
+    from validate import device_rates
+
+    called, rounds = [], []
+    def queued(launch, repeats):
+        rounds.append(repeats)
+        launch()
+        return {"seconds": 3e-4, "cpu_launch_seconds": 1e-4, "queued": True}
+    monkeypatch.setattr(device_rates, "queued_seconds", queued)
+    timed = device_rates.rotating_seconds(called.append, ["a", "b", "c"], "cuda", repeats=7)
+    assert timed == {"seconds": pytest.approx(1e-4), "queued": True}
+    assert called == ["a", "b", "c"] and rounds == [7]
+    timed = device_rates.rotating_seconds(called.append, ["a", "b"], "cpu", repeats=2)
+    assert timed["queued"] is None and timed["seconds"] > 0 and called[3:] == ["a", "b"] * 3  # a warm-up round
 
 
 def test_the_int4_shapes_are_the_published_int4_runs_weights():

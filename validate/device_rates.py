@@ -174,14 +174,21 @@ def weight_only_gemv(device: str, grid: str, repeats: int = 10, inner: int = 10)
                       "its fraction that rate over the bf16 GEMV's (F.linear)"}
 
 
-def rotating_seconds(call: Callable[[Any], Any], operands: list[Any], device: str, repeats: int) -> float:
-    """The median seconds of one call of `call` on each of `operands` in turn (device_seconds with
-    one round the length of the rotation), so that every call reads operands the previous ones did
-    not: a weight copy no cache holds when the rotation spans more than the caches."""
-    return device_seconds(lambda: [call(operand) for operand in operands], device, repeats) / len(operands)
+def rotating_seconds(call: Callable[[Any], Any], operands: list[Any], device: str, repeats: int) -> dict[str, Any]:
+    """The seconds of one call of `call`, called on each of `operands` in turn, so that every call
+    reads operands the previous ones did not (a weight copy no cache holds when the rotation spans
+    more than the caches): the median of `repeats` rotations over the rotation's length. On a GPU
+    the rotation is queued behind a sleeping kernel (queued_seconds), so a call shorter than its
+    launch is timed by the GPU's work, not by the CPU's launching; `queued` says whether it was."""
+    def rotation() -> list[Any]:
+        return [call(operand) for operand in operands]
+    if device.startswith("cuda"):
+        timed = queued_seconds(rotation, repeats)
+        return {"seconds": timed["seconds"] / len(operands), "queued": timed["queued"]}
+    return {"seconds": device_seconds(rotation, device, repeats) / len(operands), "queued": None}
 
 
-def int4_gemv_by_shape(device: str, grid: str, repeats: int = 10) -> dict[str, Any]:
+def int4_gemv_by_shape(device: str, grid: str, repeats: int = 5) -> dict[str, Any]:
     """One bf16 token by each weight of INT4_DECODE_SHAPES, in bf16 (F.linear) and in int4
     (_int4_operands) in each group size of INT4_DECODE_GROUPS: each call's seconds, its weight's
     stored bytes over them, and the int4 rate over the bf16 rate of the same shape. Every product
@@ -194,9 +201,9 @@ def int4_gemv_by_shape(device: str, grid: str, repeats: int = 10) -> dict[str, A
         x = torch.randn(1, k, device=device, dtype=torch.bfloat16)
         weight = torch.randn(n, k, device=device, dtype=torch.bfloat16)
         copies = [weight] + [weight.clone() for _ in range(math.ceil(rotation / _stored_bytes(weight)) - 1)]
-        seconds = rotating_seconds(lambda w: functional.linear(x, w), copies, device, repeats)
+        timed = rotating_seconds(lambda w: functional.linear(x, w), copies, device, repeats)
         bf16 = {"op": "torch.nn.functional.linear", "stored_bytes": _stored_bytes(weight), "copies": len(copies),
-                "seconds": seconds, "bytes_per_s": _stored_bytes(weight) / seconds}
+                **timed, "bytes_per_s": _stored_bytes(weight) / timed["seconds"]}
         del weight, copies
         row: dict[str, Any] = {"n": n, "k": k, "bf16": bf16, "int4": {}}
         for group in INT4_DECODE_GROUPS:
@@ -205,10 +212,10 @@ def int4_gemv_by_shape(device: str, grid: str, repeats: int = 10) -> dict[str, A
                 stored = _stored_bytes(packed, scales_and_zeros)
                 copies = [(packed, scales_and_zeros)] + [(packed.clone(), scales_and_zeros.clone())
                                                          for _ in range(math.ceil(rotation / stored) - 1)]
-                seconds = rotating_seconds(lambda c: op(x, c[0], group, c[1]), copies, device, repeats)
-                row["int4"][str(group)] = {"op": name, "stored_bytes": stored, "copies": len(copies),
-                                           "seconds": seconds, "bytes_per_s": stored / seconds,
-                                           "fraction_of_bf16": stored / seconds / bf16["bytes_per_s"]}
+                timed = rotating_seconds(lambda c: op(x, c[0], group, c[1]), copies, device, repeats)
+                row["int4"][str(group)] = {"op": name, "stored_bytes": stored, "copies": len(copies), **timed,
+                                           "bytes_per_s": stored / timed["seconds"],
+                                           "fraction_of_bf16": stored / timed["seconds"] / bf16["bytes_per_s"]}
                 del packed, scales_and_zeros, copies
             except (RuntimeError, NotImplementedError, AttributeError) as error:
                 row["int4"][str(group)] = {"unavailable": (str(error).strip().splitlines() or [type(error).__name__])[0]}
@@ -218,8 +225,9 @@ def int4_gemv_by_shape(device: str, grid: str, repeats: int = 10) -> dict[str, A
                       f"weight-only product, bf16 scales and zeros, groups of {', '.join(map(str, INT4_DECODE_GROUPS))}); "
                       f"each product called on copies of its weight in turn, the copies spanning at least "
                       f"{rotation / 2**20:.0f} MiB so that no call finds its weight in a cache, the median of {repeats} "
-                      "rotations; a call's rate is its weight's stored bytes over its seconds, the int4 fraction "
-                      "that rate over the same shape's bf16 rate"}
+                      "rotations (on a GPU each queued behind torch.cuda._sleep: the GPU's time, not the launches'); "
+                      "a call's rate is its weight's stored bytes over its seconds, the int4 fraction that rate over "
+                      "the same shape's bf16 rate"}
 
 
 def queued_seconds(launch: Callable[[], Any], repeats: int) -> dict[str, Any]:
