@@ -218,13 +218,15 @@ def int4_gemv_by_shape(device: str, grid: str, repeats: int = 5) -> dict[str, An
                                            "fraction_of_bf16": stored / timed["seconds"] / bf16["bytes_per_s"]}
                 del packed, scales_and_zeros, copies
             except (RuntimeError, NotImplementedError, AttributeError) as error:
-                row["int4"][str(group)] = {"unavailable": (str(error).strip().splitlines() or [type(error).__name__])[0]}
+                first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+                row["int4"][str(group)] = {"unavailable": first_line}
         shapes.append(row)
+    groups = ", ".join(map(str, INT4_DECODE_GROUPS))
     return {"tokens": 1, "groups": list(INT4_DECODE_GROUPS), "rotation_bytes": rotation, "shapes": shapes,
             "method": f"one bf16 token by each N x K weight, in bf16 (F.linear) and in int4 (PyTorch's int4 "
-                      f"weight-only product, bf16 scales and zeros, groups of {', '.join(map(str, INT4_DECODE_GROUPS))}); "
-                      f"each product called on copies of its weight in turn, the copies spanning at least "
-                      f"{rotation / 2**20:.0f} MiB so that no call finds its weight in a cache, the median of {repeats} "
+                      f"weight-only product, bf16 scales and zeros, groups of {groups}); each product called on "
+                      f"copies of its weight in turn, the copies spanning at least {rotation / 2**20:.0f} MiB "
+                      f"so that no call finds its weight in a cache, the median of {repeats} "
                       "rotations (on a GPU each queued behind torch.cuda._sleep: the GPU's time, not the launches'); "
                       "a call's rate is its weight's stored bytes over its seconds, the int4 fraction that rate over "
                       "the same shape's bf16 rate"}
