@@ -22,8 +22,8 @@ Without a CUDA GPU (and --device cuda) it prints one line and exits with status 
 
 --measure-hardware FILE then measures the device into a hardware file, as `python cli.py hardware
 --measure --out FILE --device cuda --like <--hardware>` does (validate/hardware_file.py: the GEMM
-grid, sustained GEMM, copy, Dot, weight-only GEMVs, the CUDA graph's kernel gap; about a minute
-more on a GPU); on --device cpu the quick grid, without --like.
+grid, sustained GEMM, copy, Dot, weight-only GEMVs and the int4 ones by shape and group, the CUDA
+graph's kernel gap; about a minute and a half more on a GPU); on --device cpu the quick grid, without --like.
 """
 
 from __future__ import annotations

@@ -120,6 +120,66 @@ def test_the_weight_only_gemvs_are_recorded_with_their_bytes(cpu_file):
     assert products["int4"]["op"] == "torch._weight_int4pack_mm_for_cpu"
 
 
+def test_the_int4_gemvs_are_recorded_by_shape_and_group_each_call_reading_a_fresh_copy(cpu_file):
+    from validate.device_rates import INT4_DECODE_GROUPS, INT4_DECODE_SHAPES, ROTATION_BYTES
+
+    _, data = cpu_file
+    table = data["_measurements"]["int4_gemv_by_shape"]
+    assert [(row["n"], row["k"]) for row in table["shapes"]] == list(INT4_DECODE_SHAPES["quick"])
+    assert table["groups"] == [32, 64, 128] == list(INT4_DECODE_GROUPS)
+    rotation = table["rotation_bytes"]
+    assert rotation == ROTATION_BYTES["quick"] == 4 * 2**20
+    for row in table["shapes"]:
+        n, k, bf16 = row["n"], row["k"], row["bf16"]
+        assert (n, k) == (384, 512) and bf16["stored_bytes"] == 2 * 384 * 512 == 393_216
+        assert bf16["copies"] == 11  # ceil(4 MiB / 393,216): the fewest copies spanning the rotation
+        assert bf16["bytes_per_s"] == pytest.approx(bf16["stored_bytes"] / bf16["seconds"])
+        assert bf16["queued"] is None  # a CPU's wall clock; a GPU's queued behind a sleep
+        # half a byte a weight, a bf16 scale and zero a group along K: 98,304 + 4 n k / group
+        expected = {"32": 122_880, "64": 110_592, "128": 104_448}
+        for group, stored in expected.items():
+            int4 = row["int4"][group]
+            assert int4["op"] == "torch._weight_int4pack_mm_for_cpu" and int4["stored_bytes"] == stored
+            assert (int4["copies"] - 1) * stored < rotation <= int4["copies"] * stored
+            assert int4["fraction_of_bf16"] == pytest.approx(stored / int4["seconds"] / bf16["bytes_per_s"])
+
+
+def test_on_cuda_a_rotation_is_timed_by_the_gpu_behind_a_sleep(monkeypatch):
+    """rotating_seconds' CUDA branch, queued_seconds stood in (no GPU here): the whole rotation is
+    queued once a round, its GPU time divided by the copies, and whether it was queued is kept."""
+    from validate import device_rates
+
+    called, rounds = [], []
+    def queued(launch, repeats):
+        rounds.append(repeats)
+        launch()
+        return {"seconds": 3e-4, "cpu_launch_seconds": 1e-4, "queued": True}
+    monkeypatch.setattr(device_rates, "queued_seconds", queued)
+    timed = device_rates.rotating_seconds(called.append, ["a", "b", "c"], "cuda", repeats=7)
+    assert timed == {"seconds": pytest.approx(1e-4), "queued": True}
+    assert called == ["a", "b", "c"] and rounds == [7]
+    timed = device_rates.rotating_seconds(called.append, ["a", "b"], "cpu", repeats=2)
+    assert timed["queued"] is None and timed["seconds"] > 0 and called[3:] == ["a", "b"] * 3  # a warm-up round
+
+
+def test_the_int4_shapes_are_the_published_int4_runs_weights():
+    """INT4_DECODE_SHAPES["full"]: each (N, K) one of the weight matrices of the published int4
+    decoding runs (published_runs.json: Llama-2-7B, Llama-2-70B at tp 8, Llama-3-8B; gpt-fast and
+    torchao fuse q, k and v into one wqkv), derived here from the presets."""
+    from costmodel.presets import load_preset
+    from validate.device_rates import INT4_DECODE_SHAPES
+
+    expected = []
+    for name, tp in (("llama2-7b", 1), ("llama2-70b", 8), ("llama3-8b", 1)):
+        c = load_preset(name)
+        expected += [((c.n_heads + 2 * c.n_kv_heads) * c.d_head // tp, c.d_model),  # wqkv
+                     (c.d_model, c.n_heads * c.d_head // tp),  # wo
+                     (c.d_ff // tp, c.d_model),  # w1 and w3
+                     (c.d_model, c.d_ff // tp)]  # w2
+    assert sorted(set(expected)) == sorted(INT4_DECODE_SHAPES["full"])
+    assert len(INT4_DECODE_SHAPES["full"]) == 11  # Llama-3-8B's wo (4096 x 4096) is Llama-2-7B's
+
+
 def test_the_written_file_round_trips(cpu_file):
     from costmodel.hardware import Hardware
 
@@ -152,6 +212,7 @@ def test_on_cuda_a_positive_graph_gap_is_written_with_its_method(monkeypatch):
     stream = {"dot_bytes_per_s": 4e12, "copy_bytes_per_s": 3e12, "method": "the stream"}
     monkeypatch.setattr(device_rates, "stream_rates", lambda device, grid, repeats: stream)
     monkeypatch.setattr(device_rates, "weight_only_gemv", lambda device, grid: {"products": {}})
+    monkeypatch.setattr(device_rates, "int4_gemv_by_shape", lambda device, grid: {"shapes": [], "device": device})
     for gap, written in ((1.5e-6, True), (-2e-8, False)):
         monkeypatch.setattr(device_rates, "graph_kernel_gap", lambda gap=gap: {"graph_kernel_s": gap, "method": "chains"})
         floors = []
@@ -167,6 +228,7 @@ def test_on_cuda_a_positive_graph_gap_is_written_with_its_method(monkeypatch):
         assert rates["measurements"]["dram_startup"]["dram_kernel_startup_s"] == 2 * gap
         assert floors == [gap if written else None]  # less the gap measured beside it, where there is one
         assert rates["fields"]["gemv_bandwidth_bytes_per_s"] == 4e12
+        assert rates["measurements"]["int4_gemv_by_shape"] == {"shapes": [], "device": "cuda"}  # kept, not a field
         assert "gemm_efficiency_by_rows" not in rates["fields"] and "dispatch_s_per_op" not in rates["fields"]
 
 

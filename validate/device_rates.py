@@ -9,6 +9,11 @@ file"):
   same weight, each as the bytes it stores over its time, and the quantized ones as a fraction of
   the bf16 rate (kernel_facts.json "weight_only_gemv" states that fraction from a published
   figure; a measured one is recorded beside the file, not written into the facts);
+- `int4_gemv_by_shape`: PyTorch's int4 product (tinygemm) and the bf16 GEMV at the weight shapes
+  and group sizes of the published int4 decoding runs, each call reading its weight from DRAM (a
+  rotation over copies larger than any L2), as a fraction of the bf16 rate by shape and group:
+  the kernel-level figure no source publishes for an A100 or H100 (validate/FINDINGS.md, "int4
+  tinygemm on the A100 and H100");
 - `graph_kernel_gap` (CUDA only): the GPU-side time each kernel of a CUDA graph's replay takes
   beyond its work, the file's graph_kernel_s, beside the same chain of kernels on a stream;
 - `dram_kernel_startup` (CUDA only): a SCALE kernel's time per kernel in a CUDA graph at sizes
@@ -19,6 +24,7 @@ Each returns a dict with its method in words (`method`), kept under the file's `
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from typing import Any, Callable
@@ -34,6 +40,20 @@ GEMV_SHAPE = {"quick": (1024, 1024), "full": (16384, 16384)}
 #: The int4 products' group size (that of the Marlin figure kernel_facts.json's int4 entry reads)
 #: and the CUDA kernel's inner K tiles (gpt-fast's).
 INT4_GROUP, INT4_INNER_K_TILES = 128, 8
+#: The (N, K) weights of the published int4 decoding runs (costmodel/published_runs.json), one token
+#: by each: gpt-fast's Llama-2-7B (fused wqkv, wo, w1 and w3, w2), its Llama-2-70B at tp 8 (a rank's
+#: shards) and torchao's Llama-3-8B; quick: one small odd shape (a CPU test).
+INT4_DECODE_SHAPES = {
+    "quick": ((384, 512),),
+    "full": ((12288, 4096), (4096, 4096), (11008, 4096), (4096, 11008),
+             (1280, 8192), (8192, 1024), (3584, 8192), (8192, 3584),
+             (6144, 4096), (14336, 4096), (4096, 14336)),
+}
+#: The runs' group sizes (gpt-fast 32, torchao 64) and the Marlin figure's (128).
+INT4_DECODE_GROUPS = (32, 64, 128)
+#: The bytes each product's rotation of weight copies spans at least, so that no call finds its
+#: weight in a cache: full, 512 MiB (past the L2 of every GPU the presets hold: 40-126 MB); quick, 4 MiB.
+ROTATION_BYTES = {"quick": 4 * 2**20, "full": 512 * 2**20}
 #: The chains of trivial kernels whose difference gives the graph's gap per kernel.
 GRAPH_LENGTHS = (100, 1000)
 #: The SCALE kernel's sizes (fp64 elements of each of its two arrays): the smallest (64 KiB read
@@ -89,22 +109,32 @@ def stream_rates(device: str, grid: str, repeats: int = 20) -> dict[str, Any]:
                       "bytes as BabelStream counts them (2 arrays each)"}
 
 
-def _int4_product(x: torch.Tensor, n: int, k: int) -> tuple[Callable[[], Any], int, str]:
-    """PyTorch's int4 weight-only product of x by an n x k weight (random codes, groups of
-    INT4_GROUP, bf16 scales and zeros): the call, the bytes it stores, the op's name. The CUDA op
-    takes the codes packed two to a byte (the even column in the high nibble); the CPU op takes
-    them one to an int32 and packs them itself."""
+def _int4_operands(x: torch.Tensor, n: int, k: int, group: int) -> tuple[Callable[..., Any], torch.Tensor,
+                                                                         torch.Tensor, str]:
+    """PyTorch's int4 weight-only product for x by an n x k weight (random codes, groups of `group`
+    along K, bf16 scales and zeros): the op (called as op(x, packed, group, scales_and_zeros)), the
+    packed codes, the scales and zeros, the op's name. The CUDA op takes the codes packed two to a
+    byte (the even column in the high nibble); the CPU op takes them one to an int32 and packs them
+    itself."""
     codes = torch.randint(0, 16, (n, k), dtype=torch.int32, device=x.device)
-    scales_and_zeros = torch.rand(k // INT4_GROUP, n, 2, dtype=torch.bfloat16, device=x.device)
+    scales_and_zeros = torch.rand(k // group, n, 2, dtype=torch.bfloat16, device=x.device)
     if x.is_cuda:
         nibbles = (codes[:, ::2] << 4 | codes[:, 1::2]).to(torch.uint8)
         packed = torch._convert_weight_to_int4pack(nibbles, INT4_INNER_K_TILES)
-        product, name = torch._weight_int4pack_mm, "torch._weight_int4pack_mm"
-    else:
-        packed = torch._convert_weight_to_int4pack_for_cpu(codes, 1)
-        product, name = torch._weight_int4pack_mm_for_cpu, "torch._weight_int4pack_mm_for_cpu"
-    stored = packed.numel() * packed.element_size() + scales_and_zeros.numel() * scales_and_zeros.element_size()
-    return (lambda: product(x, packed, INT4_GROUP, scales_and_zeros)), stored, name
+        return torch._weight_int4pack_mm, packed, scales_and_zeros, "torch._weight_int4pack_mm"
+    packed = torch._convert_weight_to_int4pack_for_cpu(codes, 1)
+    return torch._weight_int4pack_mm_for_cpu, packed, scales_and_zeros, "torch._weight_int4pack_mm_for_cpu"
+
+
+def _stored_bytes(*tensors: torch.Tensor) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def _int4_product(x: torch.Tensor, n: int, k: int) -> tuple[Callable[[], Any], int, str]:
+    """The int4 product of x by an n x k weight in groups of INT4_GROUP (_int4_operands): the call,
+    the bytes it stores, the op's name."""
+    op, packed, scales_and_zeros, name = _int4_operands(x, n, k, INT4_GROUP)
+    return (lambda: op(x, packed, INT4_GROUP, scales_and_zeros)), _stored_bytes(packed, scales_and_zeros), name
 
 
 def weight_only_gemv(device: str, grid: str, repeats: int = 10, inner: int = 10) -> dict[str, Any]:
@@ -142,6 +172,64 @@ def weight_only_gemv(device: str, grid: str, repeats: int = 10, inner: int = 10)
             "method": f"one token (bf16) by a weight of {n} x {k}, the median of {repeats} rounds of {inner} calls; "
                       "each product's rate is its weight's stored bytes (codes, scales and zeros) over its time, "
                       "its fraction that rate over the bf16 GEMV's (F.linear)"}
+
+
+def rotating_seconds(call: Callable[[Any], Any], operands: list[Any], device: str, repeats: int) -> dict[str, Any]:
+    """The seconds of one call of `call`, called on each of `operands` in turn, so that every call
+    reads operands the previous ones did not (a weight copy no cache holds when the rotation spans
+    more than the caches): the median of `repeats` rotations over the rotation's length. On a GPU
+    the rotation is queued behind a sleeping kernel (queued_seconds), so a call shorter than its
+    launch is timed by the GPU's work, not by the CPU's launching; `queued` says whether it was."""
+    def rotation() -> list[Any]:
+        return [call(operand) for operand in operands]
+    if device.startswith("cuda"):
+        timed = queued_seconds(rotation, repeats)
+        return {"seconds": timed["seconds"] / len(operands), "queued": timed["queued"]}
+    return {"seconds": device_seconds(rotation, device, repeats) / len(operands), "queued": None}
+
+
+def int4_gemv_by_shape(device: str, grid: str, repeats: int = 5) -> dict[str, Any]:
+    """One bf16 token by each weight of INT4_DECODE_SHAPES, in bf16 (F.linear) and in int4
+    (_int4_operands) in each group size of INT4_DECODE_GROUPS: each call's seconds, its weight's
+    stored bytes over them, and the int4 rate over the bf16 rate of the same shape. Every product
+    rotates over copies of its weight spanning ROTATION_BYTES, so each call reads its weight from
+    DRAM, as a decode step's GEMVs do (one weight per layer, the model far larger than the L2)."""
+    rotation = ROTATION_BYTES[grid]
+    functional = torch.nn.functional
+    shapes = []
+    for n, k in INT4_DECODE_SHAPES[grid]:
+        x = torch.randn(1, k, device=device, dtype=torch.bfloat16)
+        weight = torch.randn(n, k, device=device, dtype=torch.bfloat16)
+        copies = [weight] + [weight.clone() for _ in range(math.ceil(rotation / _stored_bytes(weight)) - 1)]
+        timed = rotating_seconds(lambda w: functional.linear(x, w), copies, device, repeats)
+        bf16 = {"op": "torch.nn.functional.linear", "stored_bytes": _stored_bytes(weight), "copies": len(copies),
+                **timed, "bytes_per_s": _stored_bytes(weight) / timed["seconds"]}
+        del weight, copies
+        row: dict[str, Any] = {"n": n, "k": k, "bf16": bf16, "int4": {}}
+        for group in INT4_DECODE_GROUPS:
+            try:
+                op, packed, scales_and_zeros, name = _int4_operands(x, n, k, group)
+                stored = _stored_bytes(packed, scales_and_zeros)
+                copies = [(packed, scales_and_zeros)] + [(packed.clone(), scales_and_zeros.clone())
+                                                         for _ in range(math.ceil(rotation / stored) - 1)]
+                timed = rotating_seconds(lambda c: op(x, c[0], group, c[1]), copies, device, repeats)
+                row["int4"][str(group)] = {"op": name, "stored_bytes": stored, "copies": len(copies), **timed,
+                                           "bytes_per_s": stored / timed["seconds"],
+                                           "fraction_of_bf16": stored / timed["seconds"] / bf16["bytes_per_s"]}
+                del packed, scales_and_zeros, copies
+            except (RuntimeError, NotImplementedError, AttributeError) as error:
+                first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+                row["int4"][str(group)] = {"unavailable": first_line}
+        shapes.append(row)
+    groups = ", ".join(map(str, INT4_DECODE_GROUPS))
+    return {"tokens": 1, "groups": list(INT4_DECODE_GROUPS), "rotation_bytes": rotation, "shapes": shapes,
+            "method": f"one bf16 token by each N x K weight, in bf16 (F.linear) and in int4 (PyTorch's int4 "
+                      f"weight-only product, bf16 scales and zeros, groups of {groups}); each product called on "
+                      f"copies of its weight in turn, the copies spanning at least {rotation / 2**20:.0f} MiB "
+                      f"so that no call finds its weight in a cache, the median of {repeats} "
+                      "rotations (on a GPU each queued behind torch.cuda._sleep: the GPU's time, not the launches'); "
+                      "a call's rate is its weight's stored bytes over its seconds, the int4 fraction that rate over "
+                      "the same shape's bf16 rate"}
 
 
 def queued_seconds(launch: Callable[[], Any], repeats: int) -> dict[str, Any]:

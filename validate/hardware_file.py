@@ -206,7 +206,7 @@ def measure_kernel_rates(device: str, grid: str, cpu_tables: bool, rows: bool) -
     `measurements` for its `_measurements`, `sources` (the method of each field, for `source`).
     cpu_tables: on a CPU, also the dispatch per op and (rows: fp32 is measured, the peak its
     fractions are of) the fp32 GEMM efficiency by rows, validate/calibrate.py's, as `local` has them."""
-    from .device_rates import dram_kernel_startup, graph_kernel_gap, stream_rates, weight_only_gemv
+    from .device_rates import dram_kernel_startup, graph_kernel_gap, int4_gemv_by_shape, stream_rates, weight_only_gemv
 
     stream = stream_rates(device, grid, repeats=5 if grid == "quick" else 20)
     fields: dict[str, Any] = {"gemv_bandwidth_bytes_per_s": stream["dot_bytes_per_s"]}
@@ -214,7 +214,8 @@ def measure_kernel_rates(device: str, grid: str, cpu_tables: bool, rows: bool) -
     gemv = weight_only_gemv(device, grid)
     if "bf16" in gemv["products"]:  # does a bf16 GEMV move its weight at the Dot's rate, as the model takes it?
         gemv["bf16_over_dot"] = gemv["products"]["bf16"]["bytes_per_s"] / stream["dot_bytes_per_s"]
-    measurements: dict[str, Any] = {"stream": stream, "weight_only_gemv": gemv}
+    measurements: dict[str, Any] = {"stream": stream, "weight_only_gemv": gemv,
+                                    "int4_gemv_by_shape": int4_gemv_by_shape(device, grid)}
     if device.startswith("cuda"):
         try:
             gap = graph_kernel_gap()
