@@ -10,7 +10,11 @@ transformers module (validate/eager_op_counts.py, checked again by tests/test_ea
     with an fp32 upcast, RoPE as ten, and backward as its own sequence of aten ops, where the
     tree's bytes_other is the traffic of one fused kernel. In a training step that is not
     compiled, the kernel model gives a leaf of a measured implementation these bytes instead
-    (kernel_time.leaf_kernels; the backward's in place of twice the forward's).
+    (kernel_time.leaf_kernels; the backward's in place of twice the forward's);
+  - the ops one decoding step of a counted implementation issues, all told (kernel_facts.json
+    "eager_step_ops": gpt-fast's Transformer, validate/gpt_fast_ops.py): on a GPU the host issues
+    them ahead of the GPU, so an eager step takes the longer of their host time and the kernels'
+    (kernel_time.host_bound_seconds).
 """
 
 from __future__ import annotations
@@ -101,3 +105,15 @@ def training_bytes(entry: dict | None) -> dict[str, tuple[Any, Any]] | None:
         return None
     return {path: tuple(_expression(stated[phase]) for phase in ("forward", "backward"))
             for path, stated in entry["leaves"].items()}
+
+
+def step_ops(cfg: Any, implementation: str, dtype: str, quantized: bool = False) -> int | None:
+    """The aten ops one eager decoding step at batch 1 of this implementation issues
+    (kernel_facts.json "eager_step_ops": per layer x the layers, plus the step's own), in this
+    dtype; None where no counted implementation of that name matches the config or the dtype,
+    or the weights are quantized (their kernels are other ops)."""
+    if quantized:
+        return None
+    entry = _matching("eager_step_ops", cfg, lambda entry: entry["name"] == implementation)
+    counts = None if entry is None else entry["ops"].get(dtype)
+    return None if counts is None else counts["per_layer"] * cfg.n_layers + counts["per_step"]

@@ -116,9 +116,11 @@ class Hardware:
     # follows its queries as a GEMM's follows its rows): where given, the kernel model's attention
     # efficiency instead of kernel_facts.json's published GPU figures. ((queries, efficiency), ...).
     attention_efficiency_by_queries: dict[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
-    # The time one eager PyTorch op takes to dispatch (a microbenchmark): with the ops each leaf
-    # launches (kernel_facts.json "eager_ops"), what an eager leaf pays instead of one
-    # overhead_s_per_block. None: not measured (the launch per leaf stands).
+    # The time one eager PyTorch op takes to dispatch (a microbenchmark): on a CPU, with the ops
+    # each leaf launches (kernel_facts.json "eager_ops"), what an eager leaf pays instead of one
+    # overhead_s_per_block; on a GPU, the host's time per op of an eager step, which runs
+    # alongside the GPU's (kernel_time.host_bound_seconds). None: not measured (the launch per
+    # leaf stands).
     dispatch_s_per_op: float | None = None
     # The bandwidth a kernel that streams memory once and reduces it on chip reaches (a GEMV's
     # weights: a read-and-reduce microbenchmark such as BabelStream's Dot, with its source): the
@@ -129,6 +131,13 @@ class Hardware:
     architecture: str = ""
     # Dollars per GPU-hour (optional: a rental price, with its source in `source`); None: unknown.
     price_per_gpu_hour: float | None = None
+
+    @property
+    def issues_ahead(self) -> bool:
+        """Whether the host drives this device asynchronously (a GPU: kernels queued on a stream
+        while the host goes on) rather than running each op in its own thread (a CPU, whose
+        GEMMs the file measures by rows)."""
+        return self.sm_count > 0 and not self.gemm_efficiency_by_rows
 
     def link(self, span: int) -> float:
         """The bandwidth of a group that spans `span` consecutive GPUs (within a node, or not)."""
