@@ -12,7 +12,8 @@ transformers module (validate/eager_op_counts.py, checked again by tests/test_ea
     compiled, the kernel model gives a leaf of a measured implementation these bytes instead
     (kernel_time.leaf_kernels; the backward's in place of twice the forward's);
   - the ops one decoding step of a counted implementation issues, all told (kernel_facts.json
-    "eager_step_ops": gpt-fast's Transformer, validate/gpt_fast_ops.py): on a GPU the host issues
+    "eager_step_ops": gpt-fast's Transformer, validate/gpt_fast_ops.py; Hugging Face generate,
+    validate/generate_ops.py): on a GPU the host issues
     them ahead of the GPU, so an eager step takes the longer of their host time and the kernels'
     (kernel_time.host_bound_seconds).
 """
@@ -107,13 +108,21 @@ def training_bytes(entry: dict | None) -> dict[str, tuple[Any, Any]] | None:
             for path, stated in entry["leaves"].items()}
 
 
-def step_ops(cfg: Any, implementation: str, dtype: str, quantized: bool = False) -> int | None:
+def step_ops(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache: str,
+             quantized: bool = False) -> int | None:
     """The aten ops one eager decoding step at batch 1 of this implementation issues
-    (kernel_facts.json "eager_step_ops": per layer x the layers, plus the step's own), in this
-    dtype; None where no counted implementation of that name matches the config or the dtype,
-    or the weights are quantized (their kernels are other ops)."""
+    (kernel_facts.json "eager_step_ops": per layer x the layers, plus the step's own, plus the
+    copies of grouped KV heads per layer where the KV heads are fewer than the query heads and
+    the implementation states them), in this dtype, under this attention and KV cache where the
+    implementation states which it counted; None where no counted implementation of that name
+    matches, or the weights are quantized (their kernels are other ops)."""
     if quantized:
         return None
-    entry = _matching("eager_step_ops", cfg, lambda entry: entry["name"] == implementation)
+    entry = _matching("eager_step_ops", cfg, lambda entry: (
+        entry["name"] == implementation and entry.get("attention", attention) == attention
+        and entry.get("kv_cache", kv_cache) == kv_cache))
     counts = None if entry is None else entry["ops"].get(dtype)
-    return None if counts is None else counts["per_layer"] * cfg.n_layers + counts["per_step"]
+    if counts is None:
+        return None
+    per_layer = counts["per_layer"] + (counts.get("grouped_kv_per_layer", 0) if cfg.n_kv_heads < cfg.n_heads else 0)
+    return per_layer * cfg.n_layers + counts["per_step"]

@@ -1,8 +1,9 @@
-"""Eager decoding on a GPU is host-bound (issue 18): the ops one decoding step of gpt-fast's
-Transformer issues (kernel_facts.json "eager_step_ops", counted again here on
-validate/gpt_fast_ops.py's reproduction of its source lines), the A100 files' sourced
-dispatch_s_per_op, and the one rule that combines them with the kernels
-(kernel_time.host_bound_seconds: the longer of the two, the host issuing ahead)."""
+"""Eager decoding on a GPU is host-bound (issue 18): the ops one decoding step issues
+(kernel_facts.json "eager_step_ops", counted again here: gpt-fast's Transformer on
+validate/gpt_fast_ops.py's reproduction of its source lines, Hugging Face generate on transformers'
+own Llama, validate/generate_ops.py), the A100 files' sourced dispatch_s_per_op, and the one rule
+that combines them with the kernels (kernel_time.host_bound_seconds: the longer of the two, the
+host issuing ahead)."""
 
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ MODEL_PY = os.environ.get("GPT_FAST_MODEL_PY", "")
 A100_DISPATCH_S = 7.1e-6  # FlagGems issue #4558: torch.add of (1, 4096) bf16 tensors on an A100
 
 
-def _stated(dtype: str) -> dict[str, int]:
-    entry = next(e for e in kernel_facts()["eager_step_ops"]["implementations"] if e["name"] == "gpt-fast")
+def _stated(dtype: str, name: str = "gpt-fast", attention: str | None = None) -> dict[str, int]:
+    entry = next(e for e in kernel_facts()["eager_step_ops"]["implementations"]
+                 if e["name"] == name and e.get("attention") == attention)
     return dict(entry["ops"][dtype])
 
 
@@ -53,16 +55,26 @@ def test_the_reproduction_counts_what_gpt_fast_model_py_dispatches():
 
 
 def test_a_step_of_a_counted_model_issues_its_layers_ops_and_its_own():
-    """Llama-2-7B and Llama-3-8B, 32 layers each (GQA does not change the count: repeat_interleave
-    expands and copies at any head ratio)."""
+    """Llama-2-7B (32 query and KV heads) and Llama-3-8B (8 KV heads), 32 layers each. gpt-fast:
+    GQA does not change the count (repeat_interleave expands and copies at any head ratio).
+    generate: under eager, repeat_kv's 8 copies per layer where the KV heads are fewer; under sdpa
+    none; its static cache is not counted."""
     for name in ("llama2-7b", "llama3-8b"):
         cfg = load_preset(name)
-        assert step_ops(cfg, "gpt-fast", "bf16") == 32 * 126 + 36 == 4068
-        assert step_ops(cfg, "gpt-fast", "fp32") == 32 * 113 + 34 == 3650
-        assert step_ops(cfg, "gpt-fast", "bf16", quantized=True) is None
-        assert step_ops(cfg, "transformers", "bf16") is None  # generate's step is not counted
-        assert step_ops(cfg, "gpt-fast", "fp16") is None
-    assert step_ops(load_preset("gpt2"), "gpt-fast", "bf16") is None  # another family
+        for attention, kv_cache in (("sdpa", "static"), ("eager", "dynamic")):  # gpt-fast's own cache either way
+            assert step_ops(cfg, "gpt-fast", "bf16", attention, kv_cache) == 32 * 126 + 36 == 4068
+            assert step_ops(cfg, "gpt-fast", "fp32", attention, kv_cache) == 32 * 113 + 34 == 3650
+        assert step_ops(cfg, "gpt-fast", "bf16", "sdpa", "static", quantized=True) is None
+        assert step_ops(cfg, "gpt-fast", "fp16", "sdpa", "static") is None
+        assert step_ops(cfg, "transformers", "bf16", "sdpa", "dynamic") == 32 * 76 + 56 == 2488
+        assert step_ops(cfg, "transformers", "fp32", "sdpa", "dynamic") == 32 * 72 + 51 == 2355
+        assert step_ops(cfg, "transformers", "bf16", "sdpa", "static") is None
+        assert step_ops(cfg, "transformers", "bf16", "flash", "dynamic") is None
+    assert step_ops(load_preset("llama2-7b"), "transformers", "bf16", "eager", "dynamic") == 32 * 92 + 79 == 3023
+    assert step_ops(load_preset("llama3-8b"), "transformers", "bf16", "eager", "dynamic") == 32 * 100 + 79 == 3279
+    assert step_ops(load_preset("llama3-8b"), "transformers", "fp32", "eager", "dynamic") == 32 * 94 + 74 == 3082
+    assert step_ops(load_preset("gpt2"), "gpt-fast", "bf16", "sdpa", "static") is None  # another family
+    assert step_ops(load_preset("gpt2"), "transformers", "bf16", "eager", "dynamic") is None
 
 
 def test_the_a100_files_state_the_sourced_dispatch_time():
@@ -115,8 +127,51 @@ def _decode_step(dtype: str, cuda_graphs: bool, implementation: str = "gpt-fast"
 def test_eager_gpt_fast_on_an_a100_is_host_bound_and_slower_than_its_graphs(dtype):
     """Llama-2-7B at batch 1: the eager step is its ops at 7.1 us each (more than the kernels' time),
     while CUDA graphs replay the same kernels with no host term."""
-    ops = step_ops(load_preset("llama2-7b"), "gpt-fast", dtype)
+    ops = step_ops(load_preset("llama2-7b"), "gpt-fast", dtype, "sdpa", "static")
     eager, graphs = _decode_step(dtype, False), _decode_step(dtype, True)
     assert eager == pytest.approx(ops * A100_DISPATCH_S, rel=1e-12)
     assert graphs < eager
-    assert _decode_step(dtype, False, "transformers") < eager  # uncounted code: the launches per block
+    assert _decode_step(dtype, False, "transformers") < eager  # generate's static cache: not counted
+
+
+def test_simulate_times_hugging_face_generate_on_an_a100_by_its_host():
+    """The default simulate (generate, eager attention, its dynamic cache): Llama-2-7B's step is
+    3,023 ops at 7.1 us, 21.5 ms, longer than its 12.5 ms of kernels and launches."""
+    result = simulate_inference(load_preset("llama2-7b"), load_hardware("a100-80gb"), prompt=5, gen=200, batch=1,
+                                time_model="kernels")
+    assert result["inputs"]["implementation"] == "transformers"
+    assert result["decode"]["first_token"]["seconds"] == pytest.approx(3023 * A100_DISPATCH_S, rel=1e-12)
+    graphs = simulate_inference(load_preset("llama2-7b"), load_hardware("a100-80gb"), prompt=5, gen=200, batch=1,
+                                time_model="kernels", cuda_graphs=True)
+    assert graphs["decode"]["first_token"]["seconds"] < 3023 * A100_DISPATCH_S / 1.5
+    batched = simulate_inference(load_preset("llama2-7b"), load_hardware("a100-80gb"), prompt=5, gen=200, batch=2,
+                                 time_model="kernels")  # counted at batch 1 only
+    assert batched["decode"]["first_token"]["seconds"] < 3023 * A100_DISPATCH_S
+
+
+def _generate_stated(attention: str, dtype: str, kv_heads: int) -> dict[str, int]:
+    stated = _stated(dtype, "transformers", attention)
+    grouped = stated.pop("grouped_kv_per_layer", 0) if kv_heads < 4 else 0
+    stated.pop("grouped_kv_per_layer", None)
+    return {"per_layer": stated["per_layer"] + grouped, "per_step": stated["per_step"]}
+
+
+def test_generate_issues_the_stated_ops_every_step():
+    """sdpa, bf16, 2 KV heads of 4: the same count over steps 3-7 and 7-11, and per layer and the
+    step's own as stated."""
+    pytest.importorskip("transformers")
+    from validate.generate_ops import per_step, step_ops as counted
+
+    assert per_step(1, 2, "sdpa", "bf16", 3, 7) == per_step(1, 2, "sdpa", "bf16", 7, 11)
+    assert counted("sdpa", "bf16", 2) == _generate_stated("sdpa", "bf16", 2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+@pytest.mark.parametrize("kv_heads", [4, 2])
+def test_every_stated_generate_count_is_counted_again(attention, dtype, kv_heads):
+    pytest.importorskip("transformers")
+    from validate.generate_ops import step_ops as counted
+
+    assert counted(attention, dtype, kv_heads) == _generate_stated(attention, dtype, kv_heads)

@@ -148,7 +148,7 @@ def _count(model: Any, dtype: Any) -> int:
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    ops = _Dispatched()
+    ops = DispatchCounter()
     token, input_pos = torch.tensor([[3]], dtype=torch.int), torch.tensor([5], dtype=torch.int)
     model = model.to(dtype)
     with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), ops:
@@ -156,8 +156,9 @@ def _count(model: Any, dtype: Any) -> int:
     return ops.count
 
 
-class _Dispatched:
-    """A TorchDispatchMode that counts every aten op reaching the dispatcher (built lazily)."""
+class DispatchCounter:
+    """A TorchDispatchMode that counts every aten op reaching the dispatcher (built lazily; also
+    validate/generate_ops.py's)."""
 
     def __init__(self):
         from torch.utils._python_dispatch import TorchDispatchMode
