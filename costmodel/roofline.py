@@ -128,6 +128,13 @@ class KernelSteps:
         subs = inference_subs(self.roof.cfg, self.roof.dtype, batch, prompt, source_len=source)
         return leaves_time(self.roof.prefill_model.leaves, subs, self.timer).seconds
 
+    def host_seconds(self, batch: int) -> float | None:
+        """The host's time to issue one eager decoding step (its counted ops at the hardware's
+        dispatch_s_per_op), where the kernel model weighs it against the kernels; else None."""
+        if self.step_ops is None or batch != 1 or self.decode_timer.host_s_per_op is None:
+            return None
+        return self.step_ops * self.decode_timer.host_s_per_op
+
     def decode_curve(self, batch: int, contexts: Any, source: int) -> tuple[list[int], list[float]]:
         """The decode step's seconds at each of `contexts` (sorted): the points linear_sum and
         np.interp take."""
@@ -308,6 +315,10 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
             "crossover_batch_weights_only": roof.decode_crossover_batch(),
             "crossover_batch_at_context": roof.decode_crossover_batch(decoder_prompt + gen, source),
         }
+        host = kernels.host_seconds(batch) if kernels else None
+        if host is not None:  # an eager step whose host time the kernel model weighs (host_bound_seconds)
+            result["decode"]["host"] = {"ops_per_step": kernels.step_ops, "seconds_per_step": host,
+                                        "bound": host >= first_s}
         result["memory"] = roof.fits(batch, decoder_prompt + gen, source_len=source,
                                      prompt=decoder_prompt)
         result["generation_table"] = table

@@ -141,12 +141,18 @@ def test_simulate_times_hugging_face_generate_on_an_a100_by_its_host():
                                 time_model="kernels")
     assert result["inputs"]["implementation"] == "transformers"
     assert result["decode"]["first_token"]["seconds"] == pytest.approx(3023 * A100_DISPATCH_S, rel=1e-12)
+    host = result["decode"]["host"]
+    assert (host["ops_per_step"], host["bound"]) == (3023, True)
+    assert host["seconds_per_step"] == pytest.approx(3023 * A100_DISPATCH_S, rel=1e-12)
+    from reports.text import render_inference
+
+    assert "host: 3,023 eager ops a step (transformers), 21.5 ms to issue" in render_inference(result)
     graphs = simulate_inference(load_preset("llama2-7b"), load_hardware("a100-80gb"), prompt=5, gen=200, batch=1,
                                 time_model="kernels", cuda_graphs=True)
     assert graphs["decode"]["first_token"]["seconds"] < 3023 * A100_DISPATCH_S / 1.5
     batched = simulate_inference(load_preset("llama2-7b"), load_hardware("a100-80gb"), prompt=5, gen=200, batch=2,
                                  time_model="kernels")  # counted at batch 1 only
-    assert batched["decode"]["first_token"]["seconds"] < 3023 * A100_DISPATCH_S
+    assert batched["decode"]["first_token"]["seconds"] < 3023 * A100_DISPATCH_S and "host" not in batched["decode"]
 
 
 def _generate_stated(attention: str, dtype: str, kv_heads: int) -> dict[str, int]:
