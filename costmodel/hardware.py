@@ -310,7 +310,9 @@ SCHEMA: dict[str, Field] = {
                                              "attention efficiency instead of kernel_facts.json's"),
     "overhead_s_per_block": Field(float, "fixed launch time of one block's kernels, seconds", low=0),
     "dispatch_s_per_op": Field(float, "time one eager PyTorch op takes to dispatch, seconds (a microbenchmark); "
-                               "an eager leaf pays it per op it launches (kernel_facts.json eager_ops)", low=0),
+                               "on a CPU an eager leaf pays it per op it launches (kernel_facts.json eager_ops); "
+                               "on a GPU an eager decode step takes the longer of its kernels and its ops at this "
+                               "time (kernel_facts.json eager_step_ops)", low=0),
     "gemv_bandwidth_bytes_per_s": Field(float, "the bandwidth a read-and-reduce stream reaches (a microbenchmark "
                                         "such as BabelStream's Dot), bytes/s: the kernel time model's rate for "
                                         "a GEMM's bytes (0 or omitted: bandwidth x efficiency's memory)", low=0),
