@@ -10,7 +10,12 @@ transformers module (validate/eager_op_counts.py, checked again by tests/test_ea
     with an fp32 upcast, RoPE as ten, and backward as its own sequence of aten ops, where the
     tree's bytes_other is the traffic of one fused kernel. In a training step that is not
     compiled, the kernel model gives a leaf of a measured implementation these bytes instead
-    (kernel_time.leaf_kernels; the backward's in place of twice the forward's).
+    (kernel_time.leaf_kernels; the backward's in place of twice the forward's);
+  - the ops one decoding step of a counted implementation issues, all told (kernel_facts.json
+    "eager_step_ops": gpt-fast's Transformer, validate/gpt_fast_ops.py; Hugging Face generate,
+    validate/generate_ops.py): on a GPU the host issues
+    them ahead of the GPU, so an eager step takes the longer of their host time and the kernels'
+    (kernel_time.host_bound_seconds).
 """
 
 from __future__ import annotations
@@ -101,3 +106,23 @@ def training_bytes(entry: dict | None) -> dict[str, tuple[Any, Any]] | None:
         return None
     return {path: tuple(_expression(stated[phase]) for phase in ("forward", "backward"))
             for path, stated in entry["leaves"].items()}
+
+
+def step_ops(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache: str,
+             quantized: bool = False) -> int | None:
+    """The aten ops one eager decoding step at batch 1 of this implementation issues
+    (kernel_facts.json "eager_step_ops": per layer x the layers, plus the step's own, plus the
+    copies of grouped KV heads per layer where the KV heads are fewer than the query heads and
+    the implementation states them), in this dtype, under this attention and KV cache where the
+    implementation states which it counted; None where no counted implementation of that name
+    matches, or the weights are quantized (their kernels are other ops)."""
+    if quantized:
+        return None
+    entry = _matching("eager_step_ops", cfg, lambda entry: (
+        entry["name"] == implementation and entry.get("attention", attention) == attention
+        and entry.get("kv_cache", kv_cache) == kv_cache))
+    counts = None if entry is None else entry["ops"].get(dtype)
+    if counts is None:
+        return None
+    per_layer = counts["per_layer"] + (counts.get("grouped_kv_per_layer", 0) if cfg.n_kv_heads < cfg.n_heads else 0)
+    return per_layer * cfg.n_layers + counts["per_step"]

@@ -116,9 +116,11 @@ class Hardware:
     # follows its queries as a GEMM's follows its rows): where given, the kernel model's attention
     # efficiency instead of kernel_facts.json's published GPU figures. ((queries, efficiency), ...).
     attention_efficiency_by_queries: dict[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
-    # The time one eager PyTorch op takes to dispatch (a microbenchmark): with the ops each leaf
-    # launches (kernel_facts.json "eager_ops"), what an eager leaf pays instead of one
-    # overhead_s_per_block. None: not measured (the launch per leaf stands).
+    # The time one eager PyTorch op takes to dispatch (a microbenchmark): on a CPU, with the ops
+    # each leaf launches (kernel_facts.json "eager_ops"), what an eager leaf pays instead of one
+    # overhead_s_per_block; on a GPU, the host's time per op of an eager step, which runs
+    # alongside the GPU's (kernel_time.host_bound_seconds). None: not measured (the launch per
+    # leaf stands).
     dispatch_s_per_op: float | None = None
     # The bandwidth a kernel that streams memory once and reduces it on chip reaches (a GEMV's
     # weights: a read-and-reduce microbenchmark such as BabelStream's Dot, with its source): the
@@ -129,6 +131,13 @@ class Hardware:
     architecture: str = ""
     # Dollars per GPU-hour (optional: a rental price, with its source in `source`); None: unknown.
     price_per_gpu_hour: float | None = None
+
+    @property
+    def issues_ahead(self) -> bool:
+        """Whether the host drives this device asynchronously (a GPU: kernels queued on a stream
+        while the host goes on) rather than running each op in its own thread (a CPU, whose
+        GEMMs the file measures by rows)."""
+        return self.sm_count > 0 and not self.gemm_efficiency_by_rows
 
     def link(self, span: int) -> float:
         """The bandwidth of a group that spans `span` consecutive GPUs (within a node, or not)."""
@@ -301,7 +310,9 @@ SCHEMA: dict[str, Field] = {
                                              "attention efficiency instead of kernel_facts.json's"),
     "overhead_s_per_block": Field(float, "fixed launch time of one block's kernels, seconds", low=0),
     "dispatch_s_per_op": Field(float, "time one eager PyTorch op takes to dispatch, seconds (a microbenchmark); "
-                               "an eager leaf pays it per op it launches (kernel_facts.json eager_ops)", low=0),
+                               "on a CPU an eager leaf pays it per op it launches (kernel_facts.json eager_ops); "
+                               "on a GPU an eager decode step takes the longer of its kernels and its ops at this "
+                               "time (kernel_facts.json eager_step_ops)", low=0),
     "gemv_bandwidth_bytes_per_s": Field(float, "the bandwidth a read-and-reduce stream reaches (a microbenchmark "
                                         "such as BabelStream's Dot), bytes/s: the kernel time model's rate for "
                                         "a GEMM's bytes (0 or omitted: bandwidth x efficiency's memory)", low=0),

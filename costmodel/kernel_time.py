@@ -46,8 +46,11 @@ A kernel's time:
   - each active leaf pays the hardware's launch overhead per block (the CPU's launches); under
     CUDA graphs none, but each kernel the leaf launches pays the GPU-side gap a graph's replay
     keeps (the hardware's graph_kernel_s, a measured empty kernel; 0 where none is published); in
-    eager mode where the hardware measures dispatch_s_per_op and the leaf's ops are stated
-    (KernelTimer.eager_ops, costmodel/eager_ops.py), each of its ops that dispatch time instead.
+    eager mode on a CPU where the hardware measures dispatch_s_per_op and the leaf's ops are
+    stated (KernelTimer.eager_ops, costmodel/eager_ops.py), each of its ops that dispatch time
+    instead; an eager decoding step on a GPU whose hardware states dispatch_s_per_op, of an
+    implementation whose step's ops are counted, takes the longer of its kernels and its ops'
+    host time (host_bound_seconds: the host issues ahead).
 `leaves_time` is the one function that gives the time of a set of leaves (a step, a stage).
 No torch here, and no sympy until a leaf's shapes are read from the tree (plan's cached kernels
 need neither).
@@ -150,7 +153,11 @@ class KernelTimer:
         # A CPU's measured attention efficiency by query rows (hardware.attention_efficiency_by_queries).
         self.attention_queries = hardware.attention_efficiency_by_queries.get(self.dtype, ())
         eager = not (cuda_graphs or compiled) and hardware.dispatch_s_per_op is not None
-        self.eager_ops = eager_ops if eager else None
+        # A CPU runs each op in the thread that dispatches it: a leaf pays its ops' dispatch on
+        # top of its kernels (leaf_launch_seconds). A GPU's host issues them ahead of the GPU: a
+        # step takes the longer of the two (host_bound_seconds), so no leaf adds them.
+        self.eager_ops = eager_ops if eager and not hardware.issues_ahead else None
+        self.host_s_per_op = hardware.dispatch_s_per_op if eager and hardware.issues_ahead else None
         self.dispatch_s = hardware.dispatch_s_per_op or 0.0
         self.graph_kernel_s = hardware.graph_kernel_s if cuda_graphs else 0.0
         # What each kernel reading DRAM (a GEMM's weights, an attention call's keys and values)
@@ -529,6 +536,20 @@ def leaves_time(leaves: Iterable[Any], subs: dict, timer: KernelTimer, training:
         launches += count * launch
         rows.append(LeafTime(leaf.path, count, kernels, seconds))
     return LeavesTime(total, launches, rows)
+
+
+def host_bound_seconds(times: LeavesTime, host_ops: int | None, timer: KernelTimer) -> float:
+    """An eager step's seconds on a device its host drives asynchronously (a GPU): the host
+    issues the step's `host_ops` ops (eager_ops.step_ops) at the hardware's dispatch_s_per_op
+    each while the GPU runs the kernels queued so far, so the step takes the longer of the two:
+    max(kernels, ops x dispatch_s_per_op). The kernels' time is `times` less its per-block
+    launches (the host's term stands for them). No synchronisation inside the step is charged: the
+    counted implementation's decoding loop has none (kernel_facts.json "eager_step_ops" "runs").
+    Where the timer has no host term (compiled, CUDA graphs, a CPU, no dispatch time) or the ops
+    are not counted: `times` as leaves_time gives it. The one place this rule is applied."""
+    if timer.host_s_per_op is None or host_ops is None:
+        return times.seconds
+    return max(times.seconds - times.launch_seconds, host_ops * timer.host_s_per_op)
 
 
 def _seconds(timer: KernelTimer, kernel: Any, backward: bool = False) -> float:

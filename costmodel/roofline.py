@@ -17,6 +17,7 @@ import sympy as sp
 
 from .config import DTYPE_BYTES, ConfigError, ModelConfig, Workload
 from .decode_sums import NoClosedForm, Rates, StepSums
+from .eager_ops import step_ops
 from .evaluate import values
 from .hardware import Efficiency, Hardware, time_model_for
 from .memory import memory
@@ -104,13 +105,17 @@ class KernelSteps:
     """The kernel-level model's prefill and decode-step times for simulate_inference: the
     Roofline's trees, timed leaf by leaf (costmodel.kernel_time.leaves_time). Decode steps are
     timed at the shown contexts (up to 8) and interpolated linearly in between (the step time is
-    linear in the context but for the attention kernel's block steps)."""
+    linear in the context but for the attention kernel's block steps). step_ops: the ops one
+    eager decoding step issues (eager_ops.step_ops; None: not counted): on a GPU whose file
+    states dispatch_s_per_op, a step takes the longer of its kernels and their host time
+    (kernel_time.host_bound_seconds)."""
 
-    def __init__(self, roof: Roofline, cuda_graphs: bool, compiled: bool = False):
+    def __init__(self, roof: Roofline, cuda_graphs: bool, compiled: bool = False, step_ops: int | None = None):
         from .kernel_time import KernelTimer, check_kernel_model
 
         check_kernel_model(roof.hardware)
         self.roof = roof
+        self.step_ops = step_ops
         self.timer = KernelTimer(roof.hardware, roof.dtype, roof.workload.attention,
                                  efficiency=roof.efficiency_given, compiled=compiled, w8a8=roof.w8a8)
         self.decode_timer = KernelTimer(roof.hardware, roof.dtype, roof.workload.attention,
@@ -123,15 +128,24 @@ class KernelSteps:
         subs = inference_subs(self.roof.cfg, self.roof.dtype, batch, prompt, source_len=source)
         return leaves_time(self.roof.prefill_model.leaves, subs, self.timer).seconds
 
+    def host_seconds(self, batch: int) -> float | None:
+        """The host's time to issue one eager decoding step (its counted ops at the hardware's
+        dispatch_s_per_op), where the kernel model weighs it against the kernels; else None."""
+        if self.step_ops is None or batch != 1 or self.decode_timer.host_s_per_op is None:
+            return None
+        return self.step_ops * self.decode_timer.host_s_per_op
+
     def decode_curve(self, batch: int, contexts: Any, source: int) -> tuple[list[int], list[float]]:
         """The decode step's seconds at each of `contexts` (sorted): the points linear_sum and
         np.interp take."""
-        from .kernel_time import inference_subs, leaves_time
+        from .kernel_time import host_bound_seconds, inference_subs, leaves_time
 
         sampled = sorted({int(c) for c in contexts})
         leaves = self.roof.decoder_tree().leaves
-        times = [leaves_time(leaves, inference_subs(self.roof.cfg, self.roof.dtype, batch, 1, context=c,
-                                                    source_len=source), self.decode_timer).seconds
+        ops = self.step_ops if batch == 1 else None  # counted at batch 1
+        times = [host_bound_seconds(leaves_time(leaves, inference_subs(self.roof.cfg, self.roof.dtype, batch, 1,
+                                                                       context=c, source_len=source),
+                                                self.decode_timer), ops, self.decode_timer)
                  for c in sampled]
         return sampled, times
 
@@ -207,7 +221,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
                        decoder_prompt: int = 1, cuda_graphs: bool = False,
                        quantization: dict[str, Any] | None = None,
                        time_model: str | None = None, compiled: bool = False,
-                       mla: str = "naive") -> dict[str, Any]:
+                       mla: str = "naive", implementation: str = "transformers") -> dict[str, Any]:
     """Prefill latency, time per output token as the context grows, tokens/s, the decode
     crossover batch, what fits in memory, and a step table with and without a KV cache.
 
@@ -215,6 +229,10 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     "kernels" times the leaves' kernels by their shapes (costmodel/kernel_time.py) for the
     prefill and the cached decode steps (the table's uncached reruns stay the roofline's).
     cuda_graphs: decode steps replayed from a CUDA graph, with no launch overhead.
+    implementation: the code that decodes ("transformers": Hugging Face generate; "gpt-fast":
+    gpt-fast's Transformer, as torchao's benchmarks run it): where its eager step's ops are counted
+    (kernel_facts.json "eager_step_ops") and the hardware states dispatch_s_per_op, the kernel
+    model's eager decode steps at batch 1 take the longer of their kernels and their host time.
 
     An encoder-decoder's prompt is its source: the prefill runs the encoder over it and the
     decoder over its own prompt (decoder_prompt tokens, the start token by default); each decode
@@ -230,7 +248,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     decoder_prompt = decoder_prompt if encoder_decoder else prompt
     prefill_total, prefill_s, prefill_blocks = roof.prefill(batch, decoder_prompt, source_len=source)
     prefill_s = float(prefill_s)
-    kernels = KernelSteps(roof, cuda_graphs, compiled) if time_model == "kernels" else None
+    ops = step_ops(cfg, implementation, roof.dtype, attention, kv_cache, quantized=roof.quantized)
+    kernels = KernelSteps(roof, cuda_graphs, compiled, ops) if time_model == "kernels" else None
     if kernels:
         prefill_s = kernels.prefill(batch, decoder_prompt, source)
     first = last = None
@@ -272,7 +291,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
                    "prompt": prompt, "decoder_prompt": decoder_prompt if encoder_decoder else None,
                    "gen": gen, "batch": batch, "attention": attention,
                    "kv_cache": kv_cache, "cuda_graphs": cuda_graphs, "time_model": time_model,
-                   "compiled": compiled,
+                   "compiled": compiled, "implementation": implementation,
                    **{k: v for k, v in (quantization or {}).items() if v is not None},
                    "compute_efficiency": roof.efficiency.compute,
                    "memory_efficiency": roof.efficiency.memory},
@@ -296,6 +315,10 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
             "crossover_batch_weights_only": roof.decode_crossover_batch(),
             "crossover_batch_at_context": roof.decode_crossover_batch(decoder_prompt + gen, source),
         }
+        host = kernels.host_seconds(batch) if kernels else None
+        if host is not None:  # an eager step whose host time the kernel model weighs (host_bound_seconds)
+            result["decode"]["host"] = {"ops_per_step": kernels.step_ops, "seconds_per_step": host,
+                                        "bound": host >= first_s}
         result["memory"] = roof.fits(batch, decoder_prompt + gen, source_len=source,
                                      prompt=decoder_prompt)
         result["generation_table"] = table

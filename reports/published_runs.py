@@ -147,7 +147,7 @@ def decode_layout(run: dict[str, Any], source: dict[str, Any]) -> Layout:
 
 #: What a decode run may state for itself over its source's setup (a table's eager row beside its
 #: compiled ones: cuda_graphs false; an fp32 row: dtype), and the quantization keys it may carry.
-DECODE_SETTINGS = ("prompt", "gen", "batch", "attention", "kv_cache", "cuda_graphs", "dtype")
+DECODE_SETTINGS = ("prompt", "gen", "batch", "attention", "kv_cache", "cuda_graphs", "dtype", "implementation")
 DECODE_QUANTIZATION = ("weight_dtype", "weight_group", "fp8_gemm")
 
 
@@ -161,6 +161,7 @@ def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConf
     cfg = load_preset(run.get("preset", run["model"]))
     settings = {key: _stated(run, source, key) for key in DECODE_SETTINGS}
     settings["dtype"] = settings["dtype"] or "bf16"
+    settings["implementation"] = settings["implementation"] or "transformers"
     quantization = {k: run[k] for k in DECODE_QUANTIZATION if k in run}
     return cfg, run_hardware(source, run), settings, quantization
 
@@ -174,7 +175,8 @@ def _decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) ->
     cfg, hardware, s, quantization = decode_setup(run, source)
     result = simulate_inference(cfg, hardware, prompt=s["prompt"], gen=s["gen"], batch=s["batch"],
                                 dtype=s["dtype"], attention=s["attention"], kv_cache=s["kv_cache"],
-                                cuda_graphs=s["cuda_graphs"], quantization=quantization, time_model=time_model)
+                                cuda_graphs=s["cuda_graphs"], quantization=quantization, time_model=time_model,
+                                implementation=s["implementation"])
     return result["decode"]["tokens_per_second"] / s["batch"]
 
 

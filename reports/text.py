@@ -418,6 +418,10 @@ def render_inference(r: dict[str, Any]) -> str:
             _timing("last decode step", d["last_token"], f"; context {steps[-1]['context']:,}"),
             f"  {'generation':<22}{seconds(d['generate_seconds']):>10}   "
             f"{rate(d['tokens_per_second'])} tokens/s; prefill + generation {seconds(d['end_to_end_seconds'])}",
+            *([f"  host: {d['host']['ops_per_step']:,} eager ops a step ({i.get('implementation', 'transformers')}), "
+               f"{seconds(d['host']['seconds_per_step'])} to issue; the GPU runs behind them, a step takes the "
+               "longer of the two" + (" (host-bound: the first step's kernels take less)" if d["host"]["bound"] else "")]
+              if d.get("host") else []),
             f"  {_crossover(d['crossover_batch_weights_only'])} "
             f"(weights only: 2 FLOPs and {i['dtype']} bytes per parameter per token); with this "
             f"context's KV cache {_crossover(d['crossover_batch_at_context'], again=True)}",

@@ -77,13 +77,16 @@ def test_a_gemm_at_the_measured_efficiency_for_its_rows():
 
 
 def test_the_gpu_presets_keep_tiles_and_one_launch_per_leaf():
-    """No preset states either field, so their numbers do not move (python cli.py published)."""
+    """No preset states a GEMM efficiency by rows, and none charges eager ops per leaf: a GPU's
+    host issues ahead, so the A100 files' dispatch_s_per_op (issue 18, a published figure) times
+    an eager step's host alongside its kernels (kernel_time.host_bound_seconds), not per leaf."""
     for name in hardware_names():
         if name == "local":
             continue
         hw = load_hardware(name)
         timer = KernelTimer(hw, "bf16", eager_ops={"Norm": 6})
-        assert hw.gemm_efficiency_by_rows == {} and hw.dispatch_s_per_op is None
+        assert hw.gemm_efficiency_by_rows == {} and hw.issues_ahead
+        assert hw.dispatch_s_per_op is None or (name.startswith("a100") and hw.dispatch_s_per_op == 7.1e-6)
         assert timer.gemm_rows == () and timer.eager_ops is None
 
 

@@ -95,6 +95,8 @@ def test_each_decode_run_is_expressed_as_its_source_states_it(run_id):
         assert "power_limit_watts" not in source
     assert (settings["cuda_graphs"], settings["dtype"], settings["prompt"]) == (graphs, dtype, prompt)
     assert (settings["gen"], settings["batch"], settings["kv_cache"]) == (200, 1, "static")
+    # the code each source ran: gpt-fast's Transformer (torchao's copy too), or its Mixtral
+    assert settings["implementation"] == ("gpt-fast-mixtral" if run_id.startswith("gpt-fast-mixtral") else "gpt-fast")
 
 
 def test_the_llama_3_1_rows_run_presets_of_their_sizes():

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from costmodel.config import ConfigError, Workload
+from costmodel.eager_ops import step_ops
 from costmodel.kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompute, inference_subs, kernels_seconds,
                                    launches_of, leaf_kernels)
 from costmodel.attention_kernels import DEFAULT_KERNEL
@@ -50,6 +51,11 @@ def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]
                                          else timer.element_bytes * kernel.k * kernel.n)
         split["launches"] += count * timer.launch_seconds(launches_of(leaf, len(kernels), timer.compiled))
     split["weights GB/s"] = weight_bytes / split["weight GEMMs"] / 1e9
+    ops = step_ops(cfg, settings["implementation"], roof.dtype, attention, settings["kv_cache"], roof.quantized)
+    if timer.host_s_per_op is not None and ops is not None and settings["batch"] == 1:
+        # an eager step on a GPU: the host's issue time, which runs alongside the rest (the step
+        # takes the longer: kernel_time.host_bound_seconds; its launches are not charged then)
+        split["host (eager ops, alongside)"] = ops * timer.host_s_per_op
     return dict(split)
 
 
