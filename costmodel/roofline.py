@@ -108,7 +108,11 @@ class KernelSteps:
     linear in the context but for the attention kernel's block steps). step_ops: the ops one
     eager decoding step issues (eager_ops.step_ops; None: not counted): on a GPU whose file
     states dispatch_s_per_op, a step takes the longer of its kernels and their host time
-    (kernel_time.host_bound_seconds)."""
+    (kernel_time.host_bound_seconds), at any batch (an eager step issues one op per tensor, not
+    per row: generate's count is the same at batch 1, 2 and 4, validate/generate_ops.py), and so
+    does the prefill, whose forward runs the same modules once (the step's count, a lower bound:
+    generate's prefill issues a few more, 305 against 279 in validate/generate_ops.py's tiny
+    model, the same for prompts of 5 and 20 tokens)."""
 
     def __init__(self, roof: Roofline, cuda_graphs: bool, compiled: bool = False, step_ops: int | None = None):
         from .kernel_time import KernelTimer, check_kernel_model
@@ -125,13 +129,16 @@ class KernelSteps:
     def prefill(self, batch: int, prompt: int, source: int) -> float:
         from .kernel_time import inference_subs, leaves_time
 
-        subs = inference_subs(self.roof.cfg, self.roof.dtype, batch, prompt, source_len=source)
-        return leaves_time(self.roof.prefill_model.leaves, subs, self.timer).seconds
+        from .kernel_time import host_bound_seconds
 
-    def host_seconds(self, batch: int) -> float | None:
+        subs = inference_subs(self.roof.cfg, self.roof.dtype, batch, prompt, source_len=source)
+        return host_bound_seconds(leaves_time(self.roof.prefill_model.leaves, subs, self.timer), self.step_ops,
+                                  self.timer)
+
+    def host_seconds(self) -> float | None:
         """The host's time to issue one eager decoding step (its counted ops at the hardware's
         dispatch_s_per_op), where the kernel model weighs it against the kernels; else None."""
-        if self.step_ops is None or batch != 1 or self.decode_timer.host_s_per_op is None:
+        if self.step_ops is None or self.decode_timer.host_s_per_op is None:
             return None
         return self.step_ops * self.decode_timer.host_s_per_op
 
@@ -142,10 +149,9 @@ class KernelSteps:
 
         sampled = sorted({int(c) for c in contexts})
         leaves = self.roof.decoder_tree().leaves
-        ops = self.step_ops if batch == 1 else None  # counted at batch 1
         times = [host_bound_seconds(leaves_time(leaves, inference_subs(self.roof.cfg, self.roof.dtype, batch, 1,
                                                                        context=c, source_len=source),
-                                                self.decode_timer), ops, self.decode_timer)
+                                                self.decode_timer), self.step_ops, self.decode_timer)
                  for c in sampled]
         return sampled, times
 
@@ -208,6 +214,27 @@ def generation_seconds(roof: "Roofline", batch: int, lo: int, hi: int, source_le
         return stepwise_generation_seconds(roof, batch, lo, hi, source_len)
 
 
+def rerun_seconds_floored(roof: "Roofline", batch: int, lo: int, hi: int, source_len: int, host: float,
+                          plain: float) -> float:
+    """The sum over contexts lo..hi of max(the uncached step's seconds, host): an eager rerun
+    issues the same ops as a cached step (one per tensor, whatever the context), so no rerun takes
+    less than their host time (kernel_time.host_bound_seconds). `plain`: the sum without the
+    floor (generation_seconds'). The rerun's step grows with the context, so the steps under the
+    floor are a prefix, found by bisection; the rest keep their closed-form sum."""
+    def step(context: int) -> float:
+        return float(roof.rerun(batch, context, source_len=source_len)[1])
+
+    if step(lo) >= host:
+        return plain
+    if step(hi) <= host:
+        return host * (hi - lo + 1)
+    below, above = lo, hi  # step(below) < host < step(above)
+    while above - below > 1:
+        middle = (below + above) // 2
+        below, above = (middle, above) if step(middle) < host else (below, middle)
+    return host * (below - lo + 1) + generation_seconds(roof, batch, above, hi, source_len)[1]
+
+
 def _steps(gen: int, rows: int = 8) -> list[int]:
     """Up to `rows` decode steps spread over 1..gen, always with the first and the last."""
     if gen <= rows:
@@ -232,7 +259,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     implementation: the code that decodes ("transformers": Hugging Face generate; "gpt-fast":
     gpt-fast's Transformer, as torchao's benchmarks run it): where its eager step's ops are counted
     (kernel_facts.json "eager_step_ops") and the hardware states dispatch_s_per_op, the kernel
-    model's eager decode steps at batch 1 take the longer of their kernels and their host time.
+    model's eager steps (the prefill, the cached steps and the table's reruns, at any batch) take
+    the longer of their kernels and their host time.
 
     An encoder-decoder's prompt is its source: the prefill runs the encoder over it and the
     decoder over its own prompt (decoder_prompt tokens, the start token by default); each decode
@@ -266,6 +294,9 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
         with_cache = np.broadcast_to(with_cache, contexts.shape)
         without_cache = np.broadcast_to(without_cache, contexts.shape)
         curve = kernels.decode_curve(batch, contexts, source) if kernels else None
+        host = kernels.host_seconds() if kernels else None  # an eager step's floor: its ops' host time
+        if host is not None:
+            without_cache = np.maximum(without_cache, host)
         if curve is not None:  # the kernel model's decode steps (the reruns stay the roofline's)
             with_cache = np.asarray(curve[1])
             first_s, last_s = float(with_cache[0]), float(with_cache[-1])
@@ -276,6 +307,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
             with_steps, without_steps = generation_seconds(roof, batch, lo, hi, source)
             if curve is not None:  # the kernel model's steps: its curve, linear between the shown steps
                 with_steps = linear_sum(curve, lo, hi)
+            if host is not None:
+                without_steps = rerun_seconds_floored(roof, batch, lo, hi, source, host, without_steps)
             with_total, without_total = with_total + with_steps, without_total + without_steps
             previous = step
             table.append({
@@ -315,7 +348,6 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
             "crossover_batch_weights_only": roof.decode_crossover_batch(),
             "crossover_batch_at_context": roof.decode_crossover_batch(decoder_prompt + gen, source),
         }
-        host = kernels.host_seconds(batch) if kernels else None
         if host is not None:  # an eager step whose host time the kernel model weighs (host_bound_seconds)
             result["decode"]["host"] = {"ops_per_step": kernels.step_ops, "seconds_per_step": host,
                                         "bound": host >= first_s}

@@ -150,9 +150,37 @@ def test_simulate_times_hugging_face_generate_on_an_a100_by_its_host():
     graphs = simulate_inference(load_preset("llama2-7b"), load_hardware("a100-80gb"), prompt=5, gen=200, batch=1,
                                 time_model="kernels", cuda_graphs=True)
     assert graphs["decode"]["first_token"]["seconds"] < 3023 * A100_DISPATCH_S / 1.5
+    # An eager step issues one op per tensor, not per row: batch 2 issues the same 3,023 ops, so its
+    # step is no shorter than batch 1's (it was 12.5 ms, faster than one sequence, when the host
+    # term applied at batch 1 alone).
     batched = simulate_inference(load_preset("llama2-7b"), load_hardware("a100-80gb"), prompt=5, gen=200, batch=2,
-                                 time_model="kernels")  # counted at batch 1 only
-    assert batched["decode"]["first_token"]["seconds"] < 3023 * A100_DISPATCH_S and "host" not in batched["decode"]
+                                 time_model="kernels")
+    assert batched["decode"]["first_token"]["seconds"] == pytest.approx(3023 * A100_DISPATCH_S, rel=1e-12)
+    assert batched["decode"]["host"]["ops_per_step"] == 3023
+
+
+def test_the_prefill_and_the_uncached_reruns_are_host_bound_too():
+    """The prefill and each uncached rerun run the same modules, so they issue at least a cached
+    step's ops: none is shorter than 3,023 x 7.1 us. The reruns' sum over 3,000 steps, where the
+    long contexts' reruns outgrow the floor, equals the step-by-step sum of max(rerun, host)."""
+    import numpy as np
+
+    from costmodel import roofline
+
+    host = 3023 * A100_DISPATCH_S
+    result = simulate_inference(load_preset("llama2-7b"), load_hardware("a100-80gb"), prompt=5, gen=3000, batch=1,
+                                time_model="kernels")
+    assert result["prefill"]["seconds"] == pytest.approx(host, rel=1e-12)  # 12.5 ms of kernels under it
+    table = result["generation_table"]
+    assert min(row["without_cache_seconds"] for row in table) == pytest.approx(host, rel=1e-12)
+    assert table[-1]["without_cache_seconds"] > 10 * host  # context 3,005: the rerun's own time
+    roof = roofline.Roofline(load_preset("llama2-7b"), load_hardware("a100-80gb"), "bf16", None, "eager", "dynamic",
+                             False, None, "naive")
+    contexts = np.arange(6, 3006)
+    reruns = np.asarray(roof.rerun(1, contexts, source_len=1)[1])
+    assert reruns[0] < host < reruns[-1]  # the floor binds on a prefix only
+    expected = result["prefill"]["seconds"] + np.maximum(reruns, host).sum()
+    assert table[-1]["without_cache_cumulative"] == pytest.approx(expected, rel=1e-9)
 
 
 def _generate_stated(attention: str, dtype: str, kv_heads: int) -> dict[str, int]:
