@@ -500,3 +500,21 @@ def test_a_gpu_hours_row_the_cli_cannot_express_says_so():
     run = dict(runs["llama 65b 2048 GPUs"], tokens=1.4e12)
     with pytest.raises(ConfigError, match="attention_kernel"):
         train_gpu_hours(run, sources["llama"], "kernels")
+
+
+def test_the_python_api_gives_a_gpu_hours_row_too():
+    """costmodel.simulate with a layout and tokens (it passed the price where the FLOP convention
+    goes, so it failed: 'flops convention must be one of dense, causal, got None'): the Llama 2 7B
+    row's GPU-hours under the default (kernel) model, and dollars at the price given."""
+    import costmodel
+    from reports.published_runs import train_gpu_hours
+
+    runs, sources = _runs()
+    run = runs["llama2-card 7b 2.0T tokens"]
+    result = costmodel.simulate("llama2-7b", hardware="a100-80gb", train=True, seq_len=4096, attention="flash",
+                                impl="megatron", tokens=2e12, price=2.0,
+                                layout={"dp": 1024, "framework": "fsdp2", "zero": 3, "microbatches": 1}).to_dict()
+    hours = train_gpu_hours(run, sources["llama2-card"], "kernels")
+    assert result["time_model"] == "kernels" and result["step"]["flops_convention"] == "dense"
+    assert result["cost"]["gpu_hours"] == pytest.approx(hours, rel=1e-12)
+    assert result["cost"]["dollars"] == pytest.approx(2.0 * hours, rel=1e-12)
