@@ -406,6 +406,9 @@ CARD_GPU_HOURS = {
     "llama3.1-card 8b 15T tokens": (1_460_000, 15e12, "h100-sxm", 700),
     "llama3.1-card 70b 15T tokens": (7_000_000, 15e12, "h100-sxm", 700),
     "llama3.1-card 405b 15T tokens": (30_840_000, 15e12, "h100-sxm", 700),
+    # Luccioni et al. (arXiv 2211.02001) Table 1: 1,082,990 GPU hours; BLOOM (arXiv 2211.05100): 366B
+    # tokens; no power cap stated (the A100s' 400 W)
+    "bloom-total 176b 366B tokens": (1_082_990, 366e9, "a100-80gb", None),
 }
 
 # Each row as a user types it (README "Published runs", docs/checked.md): `simulate --train
@@ -425,13 +428,19 @@ CARD_COMMANDS = {
     "llama3.1-card 405b 15T tokens": f"--model llama3.1-405b {_LLAMA31}--framework megatron --zero 1 --tp 8 --sp "
                                      f"--pp 16 --dp 128 --schedule interleaved --virtual-stages 8 --stage-layers {_EDGES} "
                                      "--global-batch 2048 --tokens 15e12",
+    # {config}: bloom-560m's config.json at BLOOM's sizes (BLOOM_176B below), as a user writes it
+    "bloom-total 176b 366B tokens": "--config {config} --hardware a100-80gb --train --seq-len 2048 --batch 2 "
+                                    "--dtype bf16 --attention eager --impl megatron --recompute full --framework "
+                                    "deepspeed --zero 1 --tp 4 --pp 12 --dp 8 --stage-layers 5,6,6,6,6,6,6,6,6,6,6,5 "
+                                    "--global-batch 2048 --tokens 366e9",
 }
+BLOOM_176B = {"hidden_size": 14336, "n_head": 112, "n_layer": 70, "hidden_dropout": 0.1, "attention_dropout": 0.1}
 
 
 def test_the_gpu_hours_rows_hold_their_cards_figures():
-    """Six rows, each the card's GPU-hours, tokens, GPU and watts; the cards' totals add up from
-    them (Llama 2's 3,311,616 with the unreleased 34B's 1,038,336 of the paper's Table 2; Llama
-    3.1's 39.3M)."""
+    """Seven rows, each its source's GPU-hours, tokens, GPU and watts; the Llama cards' totals add
+    up from them (Llama 2's 3,311,616 with the unreleased 34B's 1,038,336 of the paper's Table 2;
+    Llama 3.1's 39.3M)."""
     from reports.published_runs import TRAIN_UNITS, train_setup
 
     runs, sources = _runs()
@@ -440,16 +449,22 @@ def test_the_gpu_hours_rows_hold_their_cards_figures():
     for run_id, (hours, tokens, hardware_name, watts) in CARD_GPU_HOURS.items():
         run, source = hours_rows[run_id], sources[run_id.split()[0]]
         assert (run["published_gpu_hours"], run["tokens"]) == (hours, tokens)
-        assert source["power_limit_watts"] == watts and source["not_modelled"] and source["assumed"]
+        assert source.get("power_limit_watts") == watts and source["not_modelled"] and source["assumed"]
         estimate, hardware, _ = train_setup(run, source)
         assert hardware.name == hardware_name and hardware.clock_scale == 1.0  # the card's watts: the preset's
-        assert estimate.layout.gpus == run["gpus"] and estimate.workload.batch == 1
+        assert estimate.layout.gpus == run["gpus"]
         if estimate.layout.framework == "fsdp2":  # the layout assumed: one sequence a replica, no accumulation
-            assert estimate.layout.microbatches == 1 and estimate.layout.dp == run["global_batch"]
+            assert estimate.workload.batch == estimate.layout.microbatches == 1
+            assert estimate.layout.dp == run["global_batch"]
         assert TRAIN_UNITS["published_gpu_hours"][0] == "GPU-hours"
     assert sum(CARD_GPU_HOURS[f"llama2-card {size} 2.0T tokens"][0] for size in ("7b", "13b", "70b")) + 1_038_336 \
         == 3_311_616
     assert sum(CARD_GPU_HOURS[f"llama3.1-card {size} 15T tokens"][0] for size in ("8b", "70b", "405b")) == 39_300_000
+    # BLOOM's layout is the tr11 README's, the throughput row's, with the attention dropout its source states
+    bloom, _, _ = train_setup(runs["bloom-total 176b 366B tokens"], sources["bloom-total"])
+    throughput, _, _ = train_setup(runs["bloom 176b 384 GPUs"], sources["bloom"])
+    assert bloom.layout == throughput.layout and bloom.workload == throughput.workload
+    assert (bloom.cfg.dropout, bloom.cfg.attention_dropout) == (0.1, 0.1)
 
 
 def test_the_405b_gpu_hours_row_runs_table_4s_16k_layout():
@@ -465,14 +480,21 @@ def test_the_405b_gpu_hours_row_runs_table_4s_16k_layout():
 
 
 @pytest.mark.parametrize("run_id", sorted(CARD_COMMANDS))
-def test_each_gpu_hours_row_is_its_cli_command(run_id, capsys):
+def test_each_gpu_hours_row_is_its_cli_command(run_id, capsys, tmp_path):
     """The row's GPU-hours, under both time models, are those of the command the docs print."""
+    from pathlib import Path
+
+    import costmodel
     from reports.published_runs import train_gpu_hours
 
     runs, sources = _runs()
     run, source = runs[run_id], sources[run_id.split()[0]]
+    config = tmp_path / "bloom-176b.json"
+    preset = json.loads((Path(costmodel.__file__).parent / "presets" / "bloom-560m.json").read_text())
+    config.write_text(json.dumps({**preset, **BLOOM_176B}))
+    command = CARD_COMMANDS[run_id].format(config=config).split()
     for model in ("roofline", "kernels"):
-        assert cli.main(["simulate", *CARD_COMMANDS[run_id].split(), "--time-model", model, "--json"]) == 0
+        assert cli.main(["simulate", *command, "--time-model", model, "--json"]) == 0
         cost = json.loads(capsys.readouterr().out)["cost"]
         assert cost["tokens"] == run["tokens"]
         assert train_gpu_hours(run, source, model) == pytest.approx(cost["gpu_hours"], rel=1e-12)
