@@ -309,6 +309,8 @@ def other_runs() -> list[dict[str, Any]]:
             unit, measure = TRAIN_UNITS[key]
         row = {"run": run["id"], "unit": unit, "published": run[key], "roofline": None, "kernels": None,
                "not_expressible": None, "source": source["source"]}
+        if "not_modelled" in source:  # what a published total holds that no step model times
+            row["not_modelled"] = source["not_modelled"]
         reasons = []
         for model in ("roofline", "kernels"):
             try:

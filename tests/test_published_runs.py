@@ -47,6 +47,8 @@ def test_the_runs_are_computed_under_both_models(capsys):
     tables = json.loads(capsys.readouterr().out)
     assert len(tables["other_runs"]) == len(rows)
     assert all("tflops_kernels" in r for r in tables["narayanan_2021_table_1"])
+    hours = [r for r in tables["other_runs"] if r["unit"] == "GPU-hours"]
+    assert len(hours) == 7 and all(r["not_modelled"] and r["not_expressible"] is None for r in hours)
 
 
 def test_flash_attention_2s_long_runs_are_faster_under_the_kernel_model_as_published():
@@ -398,17 +400,17 @@ def test_the_classic_runs_hardware_and_precision_are_their_papers():
 CARD_GPU_HOURS = {
     # models/llama2/MODEL_CARD.md, 'CO2 emissions during pretraining': 184320, 368640, 1720320 GPU
     # hours at 400 W; 2.0T tokens ('Llama 2 family of models')
-    "llama2-card 7b 2.0T tokens": (184_320, 2.0e12, "a100-80gb", 400),
-    "llama2-card 13b 2.0T tokens": (368_640, 2.0e12, "a100-80gb", 400),
-    "llama2-card 70b 2.0T tokens": (1_720_320, 2.0e12, "a100-80gb", 400),
+    "gpu-hours-llama2 7b 2.0T tokens": (184_320, 2.0e12, "a100-80gb", 400),
+    "gpu-hours-llama2 13b 2.0T tokens": (368_640, 2.0e12, "a100-80gb", 400),
+    "gpu-hours-llama2 70b 2.0T tokens": (1_720_320, 2.0e12, "a100-80gb", 400),
     # models/llama3_1/MODEL_CARD.md, 'Training Energy Use': 1.46M, 7.0M, 30.84M GPU hours on
     # H100-80GB (TDP of 700W); '~15 trillion tokens'
-    "llama3.1-card 8b 15T tokens": (1_460_000, 15e12, "h100-sxm", 700),
-    "llama3.1-card 70b 15T tokens": (7_000_000, 15e12, "h100-sxm", 700),
-    "llama3.1-card 405b 15T tokens": (30_840_000, 15e12, "h100-sxm", 700),
+    "gpu-hours-llama3.1 8b 15T tokens": (1_460_000, 15e12, "h100-sxm", 700),
+    "gpu-hours-llama3.1 70b 15T tokens": (7_000_000, 15e12, "h100-sxm", 700),
+    "gpu-hours-llama3.1 405b 15T tokens": (30_840_000, 15e12, "h100-sxm", 700),
     # Luccioni et al. (arXiv 2211.02001) Table 1: 1,082,990 GPU hours; BLOOM (arXiv 2211.05100): 366B
     # tokens; no power cap stated (the A100s' 400 W)
-    "bloom-total 176b 366B tokens": (1_082_990, 366e9, "a100-80gb", None),
+    "gpu-hours-bloom 176b 366B tokens": (1_082_990, 366e9, "a100-80gb", None),
 }
 
 # Each row as a user types it (README "Published runs", docs/checked.md): `simulate --train
@@ -418,21 +420,24 @@ _LLAMA31 = "--hardware h100-sxm --train --seq-len 8192 --batch 1 --dtype bf16 --
 _FSDP = "--framework fsdp2 --zero 3 "
 _EDGES = ",".join(["0"] + ["1"] * 126 + ["0"])  # Llama 3's first and last chunks without layers
 CARD_COMMANDS = {
-    "llama2-card 7b 2.0T tokens": f"--model llama2-7b {_LLAMA2}{_FSDP}--dp 1024 --global-batch 1024 --tokens 2e12",
-    "llama2-card 13b 2.0T tokens": f"--model llama2-13b {_LLAMA2}{_FSDP}--dp 1024 --global-batch 1024 --tokens 2e12",
-    "llama2-card 70b 2.0T tokens": f"--model llama2-70b {_LLAMA2}{_FSDP}--tp 8 --sp --dp 1024 --global-batch 1024 "
-                                   "--tokens 2e12",
-    "llama3.1-card 8b 15T tokens": f"--model llama3-8b {_LLAMA31}{_FSDP}--dp 2048 --global-batch 2048 --tokens 15e12",
-    "llama3.1-card 70b 15T tokens": f"--model llama3-70b {_LLAMA31}{_FSDP}--tp 8 --sp --dp 2048 --global-batch 2048 "
-                                    "--tokens 15e12",
-    "llama3.1-card 405b 15T tokens": f"--model llama3.1-405b {_LLAMA31}--framework megatron --zero 1 --tp 8 --sp "
-                                     f"--pp 16 --dp 128 --schedule interleaved --virtual-stages 8 --stage-layers {_EDGES} "
-                                     "--global-batch 2048 --tokens 15e12",
+    "gpu-hours-llama2 7b 2.0T tokens":
+        f"--model llama2-7b {_LLAMA2}{_FSDP}--dp 1024 --global-batch 1024 --tokens 2e12",
+    "gpu-hours-llama2 13b 2.0T tokens":
+        f"--model llama2-13b {_LLAMA2}{_FSDP}--dp 1024 --global-batch 1024 --tokens 2e12",
+    "gpu-hours-llama2 70b 2.0T tokens":
+        f"--model llama2-70b {_LLAMA2}{_FSDP}--tp 8 --sp --dp 1024 --global-batch 1024 --tokens 2e12",
+    "gpu-hours-llama3.1 8b 15T tokens":
+        f"--model llama3-8b {_LLAMA31}{_FSDP}--dp 2048 --global-batch 2048 --tokens 15e12",
+    "gpu-hours-llama3.1 70b 15T tokens":
+        f"--model llama3-70b {_LLAMA31}{_FSDP}--tp 8 --sp --dp 2048 --global-batch 2048 --tokens 15e12",
+    "gpu-hours-llama3.1 405b 15T tokens":
+        f"--model llama3.1-405b {_LLAMA31}--framework megatron --zero 1 --tp 8 --sp --pp 16 --dp 128 "
+        f"--schedule interleaved --virtual-stages 8 --stage-layers {_EDGES} --global-batch 2048 --tokens 15e12",
     # {config}: bloom-560m's config.json at BLOOM's sizes (BLOOM_176B below), as a user writes it
-    "bloom-total 176b 366B tokens": "--config {config} --hardware a100-80gb --train --seq-len 2048 --batch 2 "
-                                    "--dtype bf16 --attention eager --impl megatron --recompute full --framework "
-                                    "deepspeed --zero 1 --tp 4 --pp 12 --dp 8 --stage-layers 5,6,6,6,6,6,6,6,6,6,6,5 "
-                                    "--global-batch 2048 --tokens 366e9",
+    "gpu-hours-bloom 176b 366B tokens":
+        "--config {config} --hardware a100-80gb --train --seq-len 2048 --batch 2 --dtype bf16 --attention eager "
+        "--impl megatron --recompute full --framework deepspeed --zero 1 --tp 4 --pp 12 --dp 8 "
+        "--stage-layers 5,6,6,6,6,6,6,6,6,6,6,5 --global-batch 2048 --tokens 366e9",
 }
 BLOOM_176B = {"hidden_size": 14336, "n_head": 112, "n_layer": 70, "hidden_dropout": 0.1, "attention_dropout": 0.1}
 
@@ -457,11 +462,12 @@ def test_the_gpu_hours_rows_hold_their_cards_figures():
             assert estimate.workload.batch == estimate.layout.microbatches == 1
             assert estimate.layout.dp == run["global_batch"]
         assert TRAIN_UNITS["published_gpu_hours"][0] == "GPU-hours"
-    assert sum(CARD_GPU_HOURS[f"llama2-card {size} 2.0T tokens"][0] for size in ("7b", "13b", "70b")) + 1_038_336 \
-        == 3_311_616
-    assert sum(CARD_GPU_HOURS[f"llama3.1-card {size} 15T tokens"][0] for size in ("8b", "70b", "405b")) == 39_300_000
+    llama2 = (CARD_GPU_HOURS[f"gpu-hours-llama2 {size} 2.0T tokens"][0] for size in ("7b", "13b", "70b"))
+    assert sum(llama2) + 1_038_336 == 3_311_616
+    llama31 = (CARD_GPU_HOURS[f"gpu-hours-llama3.1 {size} 15T tokens"][0] for size in ("8b", "70b", "405b"))
+    assert sum(llama31) == 39_300_000
     # BLOOM's layout is the tr11 README's, the throughput row's, with the attention dropout its source states
-    bloom, _, _ = train_setup(runs["bloom-total 176b 366B tokens"], sources["bloom-total"])
+    bloom, _, _ = train_setup(runs["gpu-hours-bloom 176b 366B tokens"], sources["gpu-hours-bloom"])
     throughput, _, _ = train_setup(runs["bloom 176b 384 GPUs"], sources["bloom"])
     assert bloom.layout == throughput.layout and bloom.workload == throughput.workload
     assert (bloom.cfg.dropout, bloom.cfg.attention_dropout) == (0.1, 0.1)
@@ -473,7 +479,7 @@ def test_the_405b_gpu_hours_row_runs_table_4s_16k_layout():
     from reports.published_runs import train_setup
 
     runs, sources = _runs()
-    hours, _, _ = train_setup(runs["llama3.1-card 405b 15T tokens"], sources["llama3.1-card"])
+    hours, _, _ = train_setup(runs["gpu-hours-llama3.1 405b 15T tokens"], sources["gpu-hours-llama3.1"])
     speed, _, _ = train_setup(runs["llama3 405b 16k GPUs"], sources["llama3"])
     assert hours.layout == speed.layout and hours.workload == speed.workload
     assert hours.layout.stage_layers == (0, *[1] * 126, 0)
@@ -532,11 +538,11 @@ def test_the_python_api_gives_a_gpu_hours_row_too():
     from reports.published_runs import train_gpu_hours
 
     runs, sources = _runs()
-    run = runs["llama2-card 7b 2.0T tokens"]
+    run = runs["gpu-hours-llama2 7b 2.0T tokens"]
     result = costmodel.simulate("llama2-7b", hardware="a100-80gb", train=True, seq_len=4096, attention="flash",
                                 impl="megatron", tokens=2e12, price=2.0,
                                 layout={"dp": 1024, "framework": "fsdp2", "zero": 3, "microbatches": 1}).to_dict()
-    hours = train_gpu_hours(run, sources["llama2-card"], "kernels")
+    hours = train_gpu_hours(run, sources["gpu-hours-llama2"], "kernels")
     assert result["time_model"] == "kernels" and result["step"]["flops_convention"] == "dense"
     assert result["cost"]["gpu_hours"] == pytest.approx(hours, rel=1e-12)
     assert result["cost"]["dollars"] == pytest.approx(2.0 * hours, rel=1e-12)
