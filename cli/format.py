@@ -95,7 +95,8 @@ def render_published(tables: dict[str, list[dict[str, Any]]]) -> str:
         "sequence parallelism + selective recomputation",
         korthikanti, "",
         "More published runs (costmodel/published_runs.json: sources and stated layouts), ours under the roofline "
-        "and the kernel-level time model (docs/time.md)",
+        "and the kernel-level time model (docs/time.md); a GPU-hours row's ratio is ours over the published hours "
+        "(above 1: slower)",
         others, "",
         "Frontier runs (what each assumes: docs/layouts.md)",
         frontier, "",

@@ -79,8 +79,8 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
         if train:
             workload, warnings = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                                attention=attention, impl=impl)
-            data = parallel_time.simulate_training(cfg, workload, chosen_layout, chosen, None, tokens, step_time,
-                                                   price)
+            data = parallel_time.simulate_training(cfg, workload, chosen_layout, chosen, tokens=tokens,
+                                                   step_seconds=step_time, price=price)
         else:
             workload, warnings = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
                                                gen_tokens=gen, precision="pure", **quantization)

@@ -221,7 +221,7 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
     cp = run.get("cp", 1)
     if "stage_layers" in run:
         stage_layers = tuple(run["stage_layers"])
-    elif source.get("empty_edge_chunks"):
+    elif _stated(run, source, "empty_edge_chunks"):
         stage_layers = empty_edge_chunks(cfg.n_layers, stages)
     else:
         stage_layers = None
@@ -268,8 +268,30 @@ def train_tokens(run: dict[str, Any], source: dict[str, Any], time_model: str) -
     return step["tokens_per_second"] / run["gpus"]
 
 
+def train_gpu_hours(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
+    """GPU-hours to train on the run's tokens, computed as `simulate --train --tokens` computes
+    them (costmodel/layout/timing.simulate_training, then costmodel/cost.training_cost): the
+    tokens over the step's tokens a second, times the GPUs. Step options that command has no
+    flag for (autocast, a named attention kernel) make the row not expressible."""
+    from costmodel.config import ConfigError
+    from costmodel.layout.timing import simulate_training
+
+    estimate, hardware, options = train_setup(run, source)
+    unexpressed = [name for name in ("autocast", "attention_kernel") if options.get(name)]
+    if unexpressed:
+        raise ConfigError(f"{', '.join(unexpressed)}: `simulate --train --tokens` has no option for it.")
+    result = simulate_training(estimate.cfg, estimate.workload, estimate.layout, hardware, tokens=run["tokens"],
+                               time_model=time_model, overlap=options.get("overlap"),
+                               compiled=options.get("compiled", False))
+    return result["cost"]["gpu_hours"]
+
+
 TRAIN_UNITS = {"published_tflops_per_gpu": ("TFLOP/s per GPU", train_run),
-               "published_tokens_per_s_per_gpu": ("tokens/s per GPU", train_tokens)}
+               "published_tokens_per_s_per_gpu": ("tokens/s per GPU", train_tokens),
+               "published_gpu_hours": ("GPU-hours", train_gpu_hours)}
+
+#: Units of a cost, not a speed: our speed over the published one is published / ours.
+COST_UNITS = ("GPU-hours",)
 
 
 def other_runs() -> list[dict[str, Any]]:
@@ -289,6 +311,8 @@ def other_runs() -> list[dict[str, Any]]:
             unit, measure = TRAIN_UNITS[key]
         row = {"run": run["id"], "unit": unit, "published": run[key], "roofline": None, "kernels": None,
                "not_expressible": None, "source": source["source"]}
+        if "not_modelled" in source:  # what a published total holds that no step model times
+            row["not_modelled"] = source["not_modelled"]
         reasons = []
         for model in ("roofline", "kernels"):
             try:
@@ -303,14 +327,16 @@ def other_runs() -> list[dict[str, Any]]:
 def speed_ratios(tables: dict[str, list[dict[str, Any]]], model: str) -> list[float]:
     """Our speed over the published one, per comparison, under one time model ("roofline" or
     "kernels"): Narayanan's TFLOP/s, Korthikanti's seconds (both columns, inverted: a speed),
-    and every run of published_runs.json this model expresses. The frontier rows are not in it (each
-    assumes what its paper does not state: docs/layouts.md)."""
+    and every run of published_runs.json this model expresses (a GPU-hours row inverted, as
+    Korthikanti's seconds: COST_UNITS). The frontier rows are not in it (each assumes what its
+    paper does not state: docs/layouts.md)."""
     ours = {"roofline": ("tflops_ours", "full_ours", "present_ours", "roofline"),
             "kernels": ("tflops_kernels", "full_kernels", "present_kernels", "kernels")}[model]
     ratios = [r[ours[0]] / r["tflops_published"] for r in tables["narayanan_2021_table_1"]]
     for r in tables["korthikanti_2022_table_5"]:
         ratios += [r["full_published"] / r[ours[1]], r["present_published"] / r[ours[2]]]
-    ratios += [r[ours[3]] / r["published"] for r in tables["other_runs"] if r[ours[3]] is not None]
+    ratios += [r["published"] / r[ours[3]] if r.get("unit") in COST_UNITS else r[ours[3]] / r["published"]
+               for r in tables["other_runs"] if r[ours[3]] is not None]
     return ratios
 
 

@@ -207,6 +207,10 @@ def training_breakdowns() -> None:
             continue
         if "published_tflops_per_gpu" in run:
             print_train_breakdown(run["id"], run["published_tflops_per_gpu"], estimate, hardware, **options)
+        elif "published_gpu_hours" in run:  # the rate a whole run's GPU-hours imply: its tokens a GPU-second
+            implied = round(run["tokens"] / (run["published_gpu_hours"] * 3600), 1)
+            print_train_breakdown(run["id"], implied, estimate, hardware,
+                                  unit="tokens/s per GPU (the published GPU-hours')", **options)
         else:
             print_train_breakdown(run["id"], run["published_tokens_per_s_per_gpu"], estimate, hardware,
                                   unit="tokens/s per GPU", **options)
