@@ -100,6 +100,7 @@ def render_published(tables: dict[str, list[dict[str, Any]]]) -> str:
         others, "",
         "Frontier runs (what each assumes: docs/layouts.md)",
         frontier, "",
-        "All comparisons above but the frontier runs (ratio: our speed over the published one; error: |ratio - 1|)",
+        "All comparisons above but the frontier runs (ratio: our speed over the published one; error: |ratio - 1|); "
+        "the whole runs' GPU-hours apart from the rates",
         totals,
     ])

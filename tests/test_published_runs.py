@@ -507,7 +507,8 @@ def test_each_gpu_hours_row_is_its_cli_command(run_id, capsys, tmp_path):
 
 
 def test_a_gpu_hours_row_counts_as_a_speed_inverted():
-    """A GPU-hours row is a cost: 125 of ours for 100 published is our speed at 0.8 of theirs."""
+    """A GPU-hours row is a cost: 125 of ours for 100 published is our speed at 0.8 of theirs,
+    summed apart from the rates."""
     from reports.published_runs import speed_ratios
 
     tables = {"narayanan_2021_table_1": [], "korthikanti_2022_table_5": [],
@@ -515,8 +516,14 @@ def test_a_gpu_hours_row_counts_as_a_speed_inverted():
                               "not_expressible": None},
                              {"unit": "tokens/s per GPU", "published": 100, "roofline": 125, "kernels": 80,
                               "not_expressible": None}]}
-    assert speed_ratios(tables, "roofline") == [0.8, 1.25]
-    assert speed_ratios(tables, "kernels") == [1.25, 0.8]
+    assert speed_ratios(tables, "roofline") == [1.25] and speed_ratios(tables, "roofline", costs=True) == [0.8]
+    assert speed_ratios(tables, "kernels") == [0.8] and speed_ratios(tables, "kernels", costs=True) == [1.25]
+    from reports.published_runs import summary
+
+    totals = summary(tables)  # the runs' rates apart from the whole runs' GPU-hours
+    assert list(totals) == ["roofline", "kernels", "roofline, GPU-hours", "kernels, GPU-hours"]
+    assert (totals["kernels"]["lowest"], totals["kernels, GPU-hours"]["highest"]) == (0.8, 1.25)
+    assert all(t["comparisons"] == 1 for t in totals.values())
 
 
 def test_a_gpu_hours_row_the_cli_cannot_express_says_so():
