@@ -24,13 +24,16 @@ settings (tensor parallelism 2, FP8, in-flight batching up to the config's gpu_b
 of free memory for the KV cache) are NVIDIA's config classes of each round (Azure's README says
 it ran NVIDIA's). Ours: `serve` with vLLM's continuous-batching scheduler on the h100-nvl or
 h100-sxm preset, tp 2, as many replicas as engines, FP8 weights and KV cache, the projections'
-GEMMs W8A8 at the FP8 peak (the attention core in bf16), the same sequence cap and memory fraction. Output lengths:
-the reference's 294 tokens per sample (fixed; Azure's run: 3,900.33 / 13.3588 = 292). Input
-lengths: no stored source gives the 24,576
-OpenOrca prompts' lengths (only their cap, 1,024: the reference's processorca.py --seqlen_limit;
-searched: mlcommons/inference's language/llama2-70b/ README, processorca.py and dataset.py, its
-docs/ pages, the submitters' READMEs, AMD's and MLCommons' posts as stored), so each row is run at
-128, 512 and 1,024 prompt tokens and the published figure is read against that range.
+GEMMs W8A8 at the FP8 peak (the attention core in bf16), the same sequence cap and memory fraction, and
+(v4.0) the engine's token budget: max_num_tokens 16,384, the default of NVIDIA's v4.0 LLAMA2EngineBuilderOp
+(closed/NVIDIA/code/llama2-70b/tensorrt/builder.py, commit 9201484; the config classes set none); v4.1's
+builder is not stored here, so that system keeps vLLM's 8,192. Output lengths: the reference's 294 tokens
+per sample (fixed; "Tokens per sample: 294.45"; Azure's run: 3,900.33 / 13.3588 = 292). Input lengths: the
+24,576 samples' own prompt lengths (mlperf_llama2_70b_lengths.json beside this script: a histogram of the
+dataset's tok_input_length column as openshift-psap/performance-dashboard extracted it from MLCommons'
+pickle, mean 222.33, median 152, 48-1,021 tokens): Offline runs every sample once (in a seeded shuffled
+order), Server draws each request's prompt from the histogram. A row at the mean (222 tokens, fixed) shows
+what the spread changes.
 
 vLLM's v0.6.0 performance post (vllm-project/vllm-project.github.io at commit c3a01c4,
 _posts/2024-09-05-perf-update.md, https://blog.vllm.ai/2024/09/05/perf-update.html): vLLM v0.6.0
@@ -82,20 +85,22 @@ context of 128K is not used by 5,500 tokens) on two h100-sxm as tp 2, FP8 weight
 (the projections W8A8 at the FP8 peak), vLLM's default budgets, 10 requests per client at the
 table's fixed lengths; the means of TTFT and TPOT and the run's output tokens per second.
 
-    python benchmarks/serve_published.py
+    python benchmarks/serve_published.py [nim | mlperf [LENGTHS.json]]
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from costmodel.config import ConfigError  # noqa: E402
 from costmodel.serving.api import build_replica  # noqa: E402
 from costmodel.serving.engine import simulate  # noqa: E402
 from costmodel.serving.kvcache import BlockPool  # noqa: E402
-from costmodel.serving.workload import Request  # noqa: E402
+from costmodel.serving.workload import Lengths, Request  # noqa: E402
 
 SOURCE = "TensorRT-LLM docs/source/performance.md (commit 138f96d, v0.6.1 data), A100 FP16"
 # (model, tp, batch, input, output, published output tokens/s) -- "Peak Throughput" table
@@ -130,18 +135,26 @@ FIRST_TOKEN = [
 # MLPerf Inference, Llama-2-70B (closed), from the LoadGen summaries. Shared by every system: the model and the
 # output tokens per sample (language/llama2-70b/README.md of mlcommons/inference: "Tokens per sample: 294.45").
 MLPERF_MODEL, MLPERF_OUTPUT = "llama2-70b", 294
-MLPERF_PROMPTS = (128, 512, 1024)  # no source gives the prompts' lengths: a range up to the dataset's cap
+# The prompts: the dataset's own lengths (a histogram, with its source and stated statistics) and, beside them,
+# every prompt at the histogram's mean rounded to a token (what a run without the spread gives).
+MLPERF_LENGTHS = Path(__file__).resolve().parent / "mlperf_llama2_70b_lengths.json"
+MLPERF_MEAN_PROMPT = 222
+MLPERF_SHUFFLE_SEED = 0  # the order in which Offline's samples are issued (LoadGen shuffles them with its own seed)
 # One entry per system. Harness settings (tp, FP8, gpu_batch_size, kvcache_free_gpu_mem_frac 0.90) from NVIDIA's
-# config classes (closed/NVIDIA/configs/llama2-70b/{Offline,Server}/__init__.py of the same round). Offline: all
-# samples at once, "Tokens per second". Server: Poisson arrivals at the run's "Scheduled samples per second",
-# "Completed tokens per second", p99 first-token latency and p99 time to output token (constraints 2 s, 200 ms);
-# we simulate `requests` of them (LoadGen's minimum duration would be 10 minutes or more).
+# config classes (closed/NVIDIA/configs/llama2-70b/{Offline,Server}/__init__.py of the same round); the token
+# budget (max_num_tokens) where the round's engine builder is stored. Offline: all samples at once, "Tokens per
+# second". Server: Poisson arrivals at the run's "Scheduled samples per second", "Completed tokens per second",
+# p99 first-token latency and p99 time to output token (constraints 2 s, 200 ms); we simulate `requests` of them
+# (LoadGen's minimum duration would be 10 minutes or more).
 MLPERF = [
     {"system": "Azure NC80adis_H100_v5, 2 x H100 NVL 94 GB, v4.0",
      "source": "mlcommons/inference_results_v4.0 (commit 3c4a1cf), closed/Azure/results/NC_H100_v5_TRT/"
                "llama2-70b-99.9/{Offline,Server}/performance/run_1/mlperf_log_summary.txt; system "
                "closed/Azure/systems/NC_H100_v5_TRT.json; settings: class H100_NVL_94GB_TP2x1 (configs at commit 8121a81)",
      "hardware": "h100-nvl", "tp": 2, "replicas": 1,
+     # LLAMA2EngineBuilderOp(max_num_tokens=16384), closed/NVIDIA/code/llama2-70b/tensorrt/builder.py at commit
+     # 9201484 of inference_results_v4.0, passed to TensorRT-LLM's build as --max_num_tokens
+     "max_batched_tokens": 16384,
      "offline": {"samples": 24576, "max_num_seqs": 1300, "tokens_per_s": 3900.33},
      "server": {"rate": 11.97, "requests": 7200, "max_num_seqs": 640, "tokens_per_s": 3458.96,
                 "p99_ttft_s": 0.662330280, "p99_tpot_s": 0.171915314}},
@@ -150,22 +163,76 @@ MLPERF = [
                "llama2-70b-99.9/{Offline,Server}/performance/run_1/mlperf_log_summary.txt; settings: class "
                "H100_SXM_80GB_TP2x4",
      "hardware": "h100-sxm", "tp": 2, "replicas": 4,
+     "max_batched_tokens": None,  # v4.1's builder and parent config are not stored: vLLM's default budget
      "offline": {"samples": 24576, "max_num_seqs": 896, "tokens_per_s": 24524.9},
      "server": {"rate": 75.10, "requests": 9000, "max_num_seqs": 1024, "tokens_per_s": 21605.79,
                 "p99_ttft_s": 0.461278089, "p99_tpot_s": 0.175354317}},
 ]
+STATED_KEYS = ("samples", "below", "mean", "median", "min", "max")
+
+
+def mlperf_input_lengths(path: Path = MLPERF_LENGTHS) -> Lengths:
+    """The dataset's prompt lengths as a histogram (values: each length; weights: its number of
+    samples), checked against the file's stated statistics: as many samples as the dataset has, every
+    length under its cap, and the source column's min, max, median and mean (to 0.01) reproduced.
+    A malformed file is one line naming it."""
+    import numpy as np
+
+    where = str(path)
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"cannot read the MLPerf length histogram {where} ({error}).") from None
+    if not isinstance(data, dict) or not {"source", "stated", "values", "weights"} <= data.keys():
+        raise ConfigError(f"{where}: needs an object with source, stated, values and weights.")
+    stated, values, weights = data["stated"], data["values"], data["weights"]
+    if not isinstance(stated, dict) or any(not isinstance(stated.get(k), (int, float)) for k in STATED_KEYS):
+        raise ConfigError(f"{where}: stated needs numbers for {', '.join(STATED_KEYS)}.")
+    whole = (lambda xs: isinstance(xs, list) and xs and all(isinstance(x, int) and not isinstance(x, bool)
+                                                             for x in xs))
+    if not whole(values) or not whole(weights):
+        raise ConfigError(f"{where}: values and weights must be non-empty lists of whole numbers (tokens, samples).")
+    try:
+        lengths = Lengths("histogram", values=tuple(values), weights=tuple(float(w) for w in weights))
+    except ConfigError as error:
+        raise ConfigError(f"{where}: {error}") from None
+    if any(b <= a for a, b in zip(values, values[1:])):
+        raise ConfigError(f"{where}: values must be increasing, each length once.")
+    counts = np.repeat(np.asarray(values), np.asarray(weights))
+    checks = (("samples", len(counts), stated["samples"]), ("min", int(counts.min()), stated["min"]),
+              ("max", int(counts.max()), stated["max"]), ("median", float(np.median(counts)), stated["median"]),
+              ("mean", round(float(counts.mean()), 2), stated["mean"]))
+    for name, ours, theirs in checks:
+        if ours != theirs:
+            raise ConfigError(f"{where}: the histogram's {name} is {ours}, the stated {name} {theirs}.")
+    if counts.max() >= stated["below"]:
+        raise ConfigError(f"{where}: a length of {int(counts.max())} is not under the dataset's cap {stated['below']}.")
+    return lengths
+
+
+def mlperf_prompts(lengths: Lengths, samples: int | None = None) -> list[int]:
+    """Offline's prompts: every sample of the histogram once, in a seeded shuffled order (the first
+    `samples` of it for a shorter run)."""
+    import numpy as np
+
+    every = np.repeat(np.asarray(lengths.values), np.asarray(lengths.weights, dtype=np.int64))
+    order = np.random.default_rng(MLPERF_SHUFFLE_SEED).permutation(len(every))
+    return [int(n) for n in every[order][:samples]]
 
 
 def mlperf_options(system: dict, max_num_seqs: int) -> dict:
     """The replica options of our MLPerf runs: vLLM's scheduler, FP8 weights and KV cache, bf16
-    activations (the projections W8A8 at the FP8 peak, as --fp8-gemm auto runs them on an H100)."""
+    activations (the projections W8A8 at the FP8 peak, as --fp8-gemm auto runs them on an H100),
+    and the engine's token budget where its source gives it."""
     return {"scheduler": "vllm", "tp": system["tp"], "max_num_seqs": max_num_seqs, "dtype": "bf16",
-            "weight_dtype": "fp8", "kv_dtype": "fp8", "gpu_memory_utilization": 0.90}
+            "weight_dtype": "fp8", "kv_dtype": "fp8", "gpu_memory_utilization": 0.90,
+            "max_batched_tokens": system["max_batched_tokens"]}
 
 
-def mlperf_offline(system: dict, prompt: int, samples: int | None = None) -> float:
+def mlperf_offline(system: dict, prompt: int | Lengths, samples: int | None = None) -> float:
     """Our Offline output tokens per second: every sample arrives at 0 (round-robin over the system's
-    engines) and the run ends at the last token."""
+    engines) and the run ends at the last token. prompt: a fixed length, or the dataset's histogram
+    (each of its samples once)."""
     import costmodel
     from costmodel.hardware import load_hardware
     from costmodel.serving.api import run_replicas
@@ -174,17 +241,22 @@ def mlperf_offline(system: dict, prompt: int, samples: int | None = None) -> flo
     cfg = costmodel.load_model(MLPERF_MODEL)
     replica, step, _ = build_replica(cfg, load_hardware(system["hardware"]),
                                      **mlperf_options(system, system["offline"]["max_num_seqs"]))
-    requests = [Request(i, 0.0, prompt, MLPERF_OUTPUT) for i in range(samples)]
+    prompts = mlperf_prompts(prompt, samples) if isinstance(prompt, Lengths) else [prompt] * samples
+    if len(prompts) < samples:
+        raise ConfigError(f"the length histogram holds {len(prompts)} samples, fewer than the {samples} asked for.")
+    requests = [Request(i, 0.0, n, MLPERF_OUTPUT) for i, n in enumerate(prompts)]
     rows, _, _ = run_replicas(requests, replica, step, system["replicas"], cfg.max_positions, record=False)
     return samples * MLPERF_OUTPUT / max(r["finish_s"] for r in rows)
 
 
-def mlperf_server(system: dict, prompt: int, requests: int | None = None) -> dict:
-    """Our Server figures at the published rate: completed output tokens/s, p99 TTFT and p99 TPOT."""
+def mlperf_server(system: dict, prompt: int | Lengths, requests: int | None = None) -> dict:
+    """Our Server figures at the published rate: completed output tokens/s, p99 TTFT and p99 TPOT.
+    prompt: a fixed length, or the dataset's histogram (each request's drawn from it, seed 0)."""
     from costmodel.serving.api import serve
 
     run = serve(MLPERF_MODEL, system["hardware"], rate=system["server"]["rate"],
-                requests=requests or system["server"]["requests"], prompt=str(prompt), output=str(MLPERF_OUTPUT),
+                requests=requests or system["server"]["requests"],
+                prompt=prompt if isinstance(prompt, Lengths) else str(prompt), output=str(MLPERF_OUTPUT),
                 seed=0, replicas=system["replicas"], **mlperf_options(system, system["server"]["max_num_seqs"]))
     summary = run.summary()
     return {"tokens_per_s": summary["throughput"]["output_tokens_per_s"], "p99_ttft_s": summary["ttft"]["p99"],
@@ -437,25 +509,35 @@ def main() -> None:
     print_mlperf()
 
 
-def print_mlperf() -> None:
+def print_mlperf(path: str | Path = MLPERF_LENGTHS) -> None:
+    lengths = mlperf_input_lengths(Path(path))
+    prompts = (("dataset's (mean 222.33)", lengths), (f"{MLPERF_MEAN_PROMPT}, fixed", MLPERF_MEAN_PROMPT))
     for system in MLPERF:
         print(f"\nMLPerf Inference Llama-2-70B, {system['system']}. Source: {system['source']}\n")
         print("| scenario | prompt tokens (ours) | metric | published | ours | ours / published |")
         print("|---|---|---|---|---|---|")
-        for prompt in MLPERF_PROMPTS:
+        for label, prompt in prompts:
             ours, published = mlperf_offline(system, prompt), system["offline"]["tokens_per_s"]
-            print(f"| Offline | {prompt} | output tok/s | {published:,.0f} | {ours:,.0f} | {ours / published:.2f} |")
-        for prompt in MLPERF_PROMPTS:
+            print(f"| Offline | {label} | output tok/s | {published:,.0f} | {ours:,.0f} | {ours / published:.2f} |")
+        for label, prompt in prompts:
             ours = mlperf_server(system, prompt)
-            for metric, label, scale, fmt in (("tokens_per_s", "completed output tok/s", 1, ",.0f"),
-                                              ("p99_ttft_s", "p99 TTFT (ms)", 1e3, ",.0f"),
-                                              ("p99_tpot_s", "p99 TPOT (ms)", 1e3, ",.1f")):
+            for metric, name, scale, fmt in (("tokens_per_s", "completed output tok/s", 1, ",.0f"),
+                                             ("p99_ttft_s", "p99 TTFT (ms)", 1e3, ",.0f"),
+                                             ("p99_tpot_s", "p99 TPOT (ms)", 1e3, ",.1f")):
                 published = system["server"][metric]
-                print(f"| Server, {system['server']['rate']} req/s | {prompt} | {label} | {published * scale:{fmt}} "
+                print(f"| Server, {system['server']['rate']} req/s | {label} | {name} | {published * scale:{fmt}} "
                       f"| {ours[metric] * scale:{fmt}} | {ours[metric] / published:.2f} |")
 
+
 if __name__ == "__main__":
-    if sys.argv[1:] == ["nim"]:
-        print_nim()
-    else:
-        main()
+    command = sys.argv[1] if sys.argv[1:] else ""
+    try:
+        if command == "nim":
+            print_nim()
+        elif command == "mlperf":  # the MLPerf tables alone, from another histogram file if one is named
+            print_mlperf(*sys.argv[2:3])
+        else:
+            main()
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)

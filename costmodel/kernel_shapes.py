@@ -45,16 +45,20 @@ class AttentionCall:
     value_dim: int | None = None
     kv_heads: int | None = None  # heads of K and V the kernel reads (None: heads)
     values_are_keys: bool = False  # the values are the keys' own first value_dim (not read again)
+    # bytes of each key and value element read (None: the activations'): a quantized cache the
+    # kernel reads as stored (blocks.AttentionCore.cache_element_bytes)
+    kv_element_bytes: int | None = None
 
     def moved_bytes(self, element_bytes: int) -> int:
         """What the call reads and writes, as the tree's fused scores and weighted sum state it:
-        the queries and the output (heads), the keys and, unless they are the keys, the values
-        (kv_heads)."""
+        the queries and the output (heads) in the activations' dtype, the keys and, unless they are
+        the keys, the values (kv_heads) in the cache's."""
         value_dim = self.value_dim or self.head_dim
         kv_heads = self.heads if self.kv_heads is None else self.kv_heads
         per_key = self.head_dim + (0 if self.values_are_keys else value_dim)
-        return element_bytes * self.batch * (self.heads * self.n_q * (self.head_dim + value_dim)
-                                             + kv_heads * self.n_kv * per_key)
+        kv_bytes = element_bytes if self.kv_element_bytes is None else self.kv_element_bytes
+        return self.batch * (element_bytes * self.heads * self.n_q * (self.head_dim + value_dim)
+                             + kv_bytes * kv_heads * self.n_kv * per_key)
 
     def dense_flops(self) -> int:
         """Q K^T and P V over every (query, key) pair: the FLOPs convention of the tree."""

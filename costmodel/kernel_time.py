@@ -337,7 +337,8 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
             n_q=int(_number(block.q_len, subs)), n_kv=int(_number(block.k_len, subs)),
             head_dim=int(_number(block.qk_dim, subs)), causal=block.causal, window=window,
             value_dim=int(_number(block.value_dim, subs)), kv_heads=int(_number(block.kv_heads, subs)),
-            values_are_keys=block.values_are_keys)]
+            values_are_keys=block.values_are_keys,
+            kv_element_bytes=None if block.cache_element_bytes == S.e else int(block.cache_element_bytes))]
     flops = _number(cost.flops_matmul, subs)
     if flops:
         kernels += _gemms(leaf, subs, flops)

@@ -5,6 +5,9 @@ lengths), not typed in; and the published figures are the sources' own numbers."
 from __future__ import annotations
 
 import importlib.util
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,8 +43,12 @@ def served(monkeypatch):
 def test_mlperf_figures_are_the_loadgen_summaries(script):
     # the mlperf_log_summary.txt files and NVIDIA's config classes the script's docstring names
     azure, dgx = script.MLPERF
-    assert (script.MLPERF_MODEL, script.MLPERF_OUTPUT, script.MLPERF_PROMPTS) == ("llama2-70b", 294, (128, 512, 1024))
+    # prompts: the dataset's histogram and its mean rounded to a token (mlperf_llama2_70b_lengths.json, below)
+    assert (script.MLPERF_MODEL, script.MLPERF_OUTPUT, script.MLPERF_MEAN_PROMPT) == ("llama2-70b", 294, 222)
     assert (azure["hardware"], azure["tp"], azure["replicas"]) == ("h100-nvl", 2, 1)
+    # max_num_tokens=16384: LLAMA2EngineBuilderOp's default in inference_results_v4.0's builder.py (commit
+    # 9201484); v4.1's builder is not stored, so that system keeps vLLM's default (None here)
+    assert (azure["max_batched_tokens"], dgx["max_batched_tokens"]) == (16384, None)
     assert azure["offline"] == {"samples": 24576, "max_num_seqs": 1300, "tokens_per_s": 3900.33}
     assert azure["server"] == {"rate": 11.97, "requests": 7200, "max_num_seqs": 640, "tokens_per_s": 3458.96,
                                "p99_ttft_s": 0.662330280, "p99_tpot_s": 0.171915314}
@@ -79,9 +86,9 @@ def test_mlperf_offline_passes_the_published_setup(script, monkeypatch, index, h
     ours = script.mlperf_offline(system, 300, samples=40)
     assert seen["hardware"] == hardware and seen["model"].lower().startswith("llama2-70b")
     assert {k: seen[k] for k in ("scheduler", "tp", "max_num_seqs", "weight_dtype", "kv_dtype",
-                                 "gpu_memory_utilization")} == {
+                                 "gpu_memory_utilization", "max_batched_tokens")} == {
         "scheduler": "vllm", "tp": 2, "max_num_seqs": max_num_seqs, "weight_dtype": "fp8",
-        "kv_dtype": "fp8", "gpu_memory_utilization": 0.90}
+        "kv_dtype": "fp8", "gpu_memory_utilization": 0.90, "max_batched_tokens": system["max_batched_tokens"]}
     assert seen["lengths"] == {(300, 294)} and seen["arrivals"] == {0.0} and seen["count"] == 40
     assert seen["replicas"] == replicas
     # the figure is the run's: 40 x 294 tokens over the simulated span, which longer prompts lengthen
@@ -93,15 +100,93 @@ def test_mlperf_server_passes_the_published_rate(script, served):
     seen, real_serve = served, served["_real"]
     ours = script.mlperf_server(system, 200, requests=40)
     assert {k: seen[k] for k in ("model", "hardware", "rate", "requests", "prompt", "output", "replicas", "tp",
-                                 "max_num_seqs", "weight_dtype", "kv_dtype", "scheduler")} == {
+                                 "max_num_seqs", "weight_dtype", "kv_dtype", "scheduler", "max_batched_tokens")} == {
         "model": "llama2-70b", "hardware": "h100-sxm", "rate": 75.10, "requests": 40, "prompt": "200",
         "output": "294", "replicas": 4, "tp": 2, "max_num_seqs": 1024, "weight_dtype": "fp8", "kv_dtype": "fp8",
-        "scheduler": "vllm"}
+        "scheduler": "vllm", "max_batched_tokens": None}
     direct = real_serve("llama2-70b", "h100-sxm", rate=75.10, requests=40, prompt="200", output="294", seed=0,
                         replicas=4, scheduler="vllm", tp=2, max_num_seqs=1024, dtype="bf16", weight_dtype="fp8",
                         kv_dtype="fp8", gpu_memory_utilization=0.90).summary()
     assert ours == {"tokens_per_s": direct["throughput"]["output_tokens_per_s"], "p99_ttft_s": direct["ttft"]["p99"],
                     "p99_tpot_s": direct["tpot"]["p99"]}
+
+
+# The dataset's prompt lengths (benchmarks/mlperf_llama2_70b_lengths.json): 24,576 samples (processorca.py
+# n_samples), each under 1,024 tokens (its filter tok_input_length < --seqlen_limit 1024), and the statistics of
+# openshift-psap/performance-dashboard's mlperf-data/summaries/llama2-70b-99.csv (commit 7cd1065), input_length:
+# mean 222.33, median 152, min 48, max 1,021, typed here from that file rather than read from the JSON.
+def test_mlperf_lengths_reproduce_the_dataset(script):
+    lengths = script.mlperf_input_lengths()
+    data = json.loads(script.MLPERF_LENGTHS.read_text())
+    assert data["stated"] == {"samples": 24576, "below": 1024, "mean": 222.33, "median": 152, "min": 48, "max": 1021}
+    assert data["source"]["repo"] == "openshift-psap/performance-dashboard"
+    assert data["source"]["commit"] == "7cd1065d1e2c53ee745cbda08e2a8f13a42c93bb"
+    assert lengths.kind == "histogram" and sum(lengths.weights) == 24576 and len(lengths.values) == 879
+    prompts = script.mlperf_prompts(lengths)
+    assert len(prompts) == 24576 and sorted(prompts) == sorted(script.mlperf_prompts(lengths))
+    assert round(sum(prompts) / len(prompts), 2) == 222.33 and max(prompts) == 1021 and min(prompts) < 128
+    assert round(sum(prompts) / len(prompts)) == script.MLPERF_MEAN_PROMPT
+    # shuffled (LoadGen issues samples in a seeded random order), and the same order each call
+    assert prompts == script.mlperf_prompts(lengths) and prompts != sorted(prompts)
+    assert script.mlperf_prompts(lengths, 40) == prompts[:40]
+
+
+def _corrupt(data, change):
+    data = json.loads(json.dumps(data))
+    change(data)
+    return data
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda d: d.pop("stated"), "needs an object"),
+    (lambda d: d["stated"].pop("mean"), "stated needs numbers"),
+    (lambda d: d["values"].__setitem__(0, 48.5), "whole numbers"),
+    (lambda d: d["weights"].__setitem__(3, -1), "non-negative weights"),
+    (lambda d: d["values"].__setitem__(1, 48), "increasing"),
+    (lambda d: d["weights"].__setitem__(0, d["weights"][0] + 1), "samples"),
+    (lambda d: d["stated"].__setitem__("mean", 222.34), "mean"),
+    (lambda d: d["stated"].__setitem__("median", 153), "median"),
+    (lambda d: d["stated"].__setitem__("below", 1021), "cap"),
+])
+def test_a_malformed_mlperf_histogram_is_one_line(script, tmp_path, change, words):
+    from costmodel.config import ConfigError
+
+    bad = tmp_path / "lengths.json"
+    bad.write_text(json.dumps(_corrupt(json.loads(script.MLPERF_LENGTHS.read_text()), change)))
+    with pytest.raises(ConfigError) as error:
+        script.mlperf_input_lengths(bad)
+    assert words in str(error.value) and "lengths.json" in str(error.value) and "\n" not in str(error.value)
+
+
+def test_the_script_stops_on_a_bad_histogram_with_one_line(tmp_path):
+    bad = tmp_path / "lengths.json"
+    bad.write_text("{not json")
+    run = subprocess.run([sys.executable, str(SCRIPT), "mlperf", str(bad)], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.count("\n") == 1 and run.stderr.startswith("error: cannot read the MLPerf length histogram")
+
+
+def test_mlperf_offline_runs_each_sample_of_the_histogram(script, monkeypatch):
+    import costmodel.serving.api as api
+
+    seen, real_run = {}, api.run_replicas
+
+    def run(requests, *args, **kwargs):
+        seen["prompts"] = [r.prompt_tokens for r in requests]
+        seen["outputs"] = {r.output_tokens for r in requests}
+        return real_run(requests, *args, **kwargs)
+
+    monkeypatch.setattr(api, "run_replicas", run)
+    lengths = script.mlperf_input_lengths()
+    assert script.mlperf_offline(script.MLPERF[0], lengths, samples=60) > 0
+    assert seen["prompts"] == script.mlperf_prompts(lengths, 60) and seen["outputs"] == {294}
+
+
+def test_mlperf_server_draws_prompts_from_the_histogram(script, served):
+    lengths = script.mlperf_input_lengths()
+    script.mlperf_server(script.MLPERF[0], lengths, requests=30)
+    assert served["prompt"] is lengths and served["output"] == "294" and served["max_batched_tokens"] == 16384
 
 
 def test_static_rows_use_the_table_lengths(script, monkeypatch):

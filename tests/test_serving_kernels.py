@@ -259,3 +259,40 @@ def test_eager_attentions_batched_gemms_start_from_dram_once_a_step():
     shares = [with_start.seconds([1] * b, [1024] * b) - without.seconds([1] * b, [1024] * b) for b in (1, 8, 64)]
     # per layer: q, k, v, o, gate, up, down and the two batched attention products; and the head
     assert shares == pytest.approx([(32 * 9 + 1) * 1.96e-6] * 3, rel=1e-9)
+
+
+def test_a_quantized_cache_is_read_as_stored_by_an_engines_fused_kernel():
+    # one byte per key and value element where a paged engine keeps an FP8 (or int8) cache and its
+    # fused kernel attends on it (vLLM docs, features/quantization/quantized_kvcache.md: FlashAttention-3
+    # runs attention in FP8 on an FP8 cache); the activation dtype's bytes where transformers'
+    # QuantizedCache hands the kernel a dequantized cache (kv_cache "dynamic") or a dense kernel runs
+    from costmodel.blocks import AttentionScores, WeightedSum
+    from costmodel.blocks.base import Profile
+
+    for block in (AttentionScores, WeightedSum):
+        engine = block(q_len=1, k_len=S.c,
+                       profile=Profile(attention="flash", kv_cache="static", kv_dtype="fp8"))
+        assert engine.cache_element_bytes == 1
+        for profile in (Profile(attention="flash", kv_cache="dynamic", kv_dtype="fp8"),
+                        Profile(attention="flash", kv_cache="static"),
+                        Profile(attention="eager", kv_cache="static", kv_dtype="fp8")):
+            assert block(q_len=1, k_len=S.c, profile=profile).cache_element_bytes == S.e
+    # the kernel model's call: the keys and values at the cache's bytes, the queries and output not
+    call = AttentionCall(batch=4, heads=64, n_q=1, n_kv=5000, head_dim=128, kv_heads=8)
+    queries_and_output = 2 * 4 * 64 * 1 * 2 * 128
+    keys_and_values = 2 * 4 * 8 * 5000 * 2 * 128
+    assert call.moved_bytes(2) == queries_and_output + keys_and_values
+    assert dataclasses.replace(call, kv_element_bytes=1).moved_bytes(2) == queries_and_output + keys_and_values // 2
+
+
+def test_an_fp8_cache_halves_the_decode_steps_context_time(h100):
+    # llama3-70b, tp 2: 88 decodes at 5,250 keys read 37.8 GB of FP8 cache per GPU (80 layers x 8 KV heads
+    # x 128 x 2 x 88 x 5,250 / 2); the step's context-dependent part halves against a bf16 cache's
+    cfg = costmodel.load_model("llama3-70b")
+    parts = {}
+    for kv_dtype in ("fp8", None):
+        step = StepTime(cfg, h100, profile=serving_profile(cfg, weight_dtype="fp8", kv_dtype=kv_dtype), tp=2)
+        ones = [1] * 88
+        parts[kv_dtype] = step.seconds(ones, [5250] * 88) - step.seconds(ones, [1] * 88)
+    assert parts["fp8"] / parts[None] == pytest.approx(0.5, abs=0.02)
+    assert 37.8e9 / h100.bandwidth_bytes_per_s < parts["fp8"] < 2 * 37.8e9 / h100.bandwidth_bytes_per_s

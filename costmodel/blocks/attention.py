@@ -147,6 +147,18 @@ class AttentionCore(Block):
         return self.profile.kernel(self.bias_needs_grad)
 
     @property
+    def cache_element_bytes(self) -> Expr:
+        """Bytes of each key and value element the kernel reads: one where a paged engine keeps a
+        quantized cache (kv_dtype with the in-place "static" cache of serving_profile) and its
+        fused kernel attends on it as stored (vLLM's FlashAttention-3 backend runs attention in
+        FP8 on an FP8 cache, its queries quantized too: vLLM docs,
+        features/quantization/quantized_kvcache.md), the activation dtype's otherwise
+        (transformers' QuantizedCache hands the kernel the dequantized cache)."""
+        if self.profile.kv_dtype is not None and self.profile.kv_cache == "static" and not self.kernel.dense:
+            return sp.Integer(1)
+        return S.e
+
+    @property
     def inputs_rebuilt(self) -> bool:
         """Latent attention whose up-projections are recomputed (recompute "deepseek"): the
         queries, keys and values the kernel reads are their discarded outputs, rebuilt before the
@@ -195,7 +207,7 @@ class AttentionScores(AttentionCore):
         # Reads the queries and the keys (h_kv heads: the cache in a decode step); a dense kernel
         # writes the scores, and its scaling, mask and position bias each read and write them (the
         # broadcast mask or bias itself is small); a fused kernel does them in registers.
-        moved = S.e * S.b * self.qk_dim * (S.h * self.q_len + self.kv_heads * self.k_len)
+        moved = S.b * self.qk_dim * (S.e * S.h * self.q_len + self.cache_element_bytes * self.kv_heads * self.k_len)
         pointwise = ZERO
         if kernel.dense:
             moved += S.e * pairs
@@ -240,7 +252,7 @@ class WeightedSum(AttentionCore):
         forward = 2 * pairs * self.value_dim
         # Reads the values (h_kv heads) and, dense, the probabilities; writes the heads' output.
         values_read = 0 if self.values_are_keys and not kernel.dense else self.kv_heads * self.k_len
-        moved = S.e * S.b * self.value_dim * (values_read + S.h * self.q_len)
+        moved = S.b * self.value_dim * (self.cache_element_bytes * values_read + S.e * S.h * self.q_len)
         if kernel.dense:
             moved += S.e * pairs
         return make_cost(
