@@ -85,7 +85,7 @@ context of 128K is not used by 5,500 tokens) on two h100-sxm as tp 2, FP8 weight
 (the projections W8A8 at the FP8 peak), vLLM's default budgets, 10 requests per client at the
 table's fixed lengths; the means of TTFT and TPOT and the run's output tokens per second.
 
-    python benchmarks/serve_published.py [nim | mlperf [LENGTHS.json]]
+    python benchmarks/serve_published.py [nim | vllm | mlperf [LENGTHS.json]]
 """
 
 from __future__ import annotations
@@ -534,6 +534,8 @@ if __name__ == "__main__":
     try:
         if command == "nim":
             print_nim()
+        elif command == "vllm":  # the vLLM v0.6.0 table alone
+            print_vllm()
         elif command == "mlperf":  # the MLPerf tables alone, from another histogram file if one is named
             print_mlperf(*sys.argv[2:3])
         else:

@@ -354,6 +354,17 @@ def test_vllm_rows_pass_the_posts_setup(script, served, monkeypatch):
     assert script.vllm_throughput("llama3-70b", "ShareGPT", requests=24) > ours
 
 
+def test_the_vllm_selector_prints_the_posts_table_alone():
+    """`serve_published.py vllm`: the six rows of the post's table, nothing of the other tables."""
+    run = subprocess.run([sys.executable, str(SCRIPT), "vllm"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stderr == ""
+    rows = [line for line in run.stdout.splitlines() if line.startswith("| llama3-")]
+    assert [tuple(cell.strip() for cell in row.split("|")[1:4]) for row in rows] == [
+        (model, tp, dataset) for model, tp in (("llama3-8b", "1"), ("llama3-70b", "4"))
+        for dataset in ("ShareGPT", "decode-heavy", "prefill-heavy")]
+    assert "MLPerf" not in run.stdout and "NIM" not in run.stdout and "Sarathi" not in run.stdout
+
+
 def test_nim_tables_are_the_pages(script):
     """NVIDIA NIM's benchmarking guide 1.0.0, Performance (docs.nvidia.com/nim/benchmarking/llm/1.0.0/
     performance.md), Llama-3.3-70b-instruct, Version 1.8.0: "2 x H100 80G", "fp8 TP2", then
