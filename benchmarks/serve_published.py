@@ -85,7 +85,7 @@ context of 128K is not used by 5,500 tokens) on two h100-sxm as tp 2, FP8 weight
 (the projections W8A8 at the FP8 peak), vLLM's default budgets, 10 requests per client at the
 table's fixed lengths; the means of TTFT and TPOT and the run's output tokens per second.
 
-    python benchmarks/serve_published.py [nim | vllm | mlperf [LENGTHS.json]]
+    python benchmarks/serve_published.py [nim | vllm [SHAREGPT.json] | mlperf [LENGTHS.json]]
 """
 
 from __future__ import annotations
@@ -179,18 +179,11 @@ def mlperf_input_lengths(path: Path = MLPERF_LENGTHS) -> Lengths:
     import numpy as np
 
     where = str(path)
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as error:
-        raise ConfigError(f"cannot read the MLPerf length histogram {where} ({error}).") from None
-    if not isinstance(data, dict) or not {"source", "stated", "values", "weights"} <= data.keys():
-        raise ConfigError(f"{where}: needs an object with source, stated, values and weights.")
+    data = read_length_file(path, ("values", "weights"), "MLPerf length histogram")
     stated, values, weights = data["stated"], data["values"], data["weights"]
     if not isinstance(stated, dict) or any(not isinstance(stated.get(k), (int, float)) for k in STATED_KEYS):
         raise ConfigError(f"{where}: stated needs numbers for {', '.join(STATED_KEYS)}.")
-    whole = (lambda xs: isinstance(xs, list) and xs and all(isinstance(x, int) and not isinstance(x, bool)
-                                                             for x in xs))
-    if not whole(values) or not whole(weights):
+    if not whole_numbers(values) or not whole_numbers(weights):
         raise ConfigError(f"{where}: values and weights must be non-empty lists of whole numbers (tokens, samples).")
     try:
         lengths = Lengths("histogram", values=tuple(values), weights=tuple(float(w) for w in weights))
@@ -199,15 +192,41 @@ def mlperf_input_lengths(path: Path = MLPERF_LENGTHS) -> Lengths:
     if any(b <= a for a, b in zip(values, values[1:])):
         raise ConfigError(f"{where}: values must be increasing, each length once.")
     counts = np.repeat(np.asarray(values), np.asarray(weights))
+    check_stated(where, "the histogram's", counts, stated)
+    if counts.max() >= stated["below"]:
+        raise ConfigError(f"{where}: a length of {int(counts.max())} is not under the dataset's cap {stated['below']}.")
+    return lengths
+
+
+def whole_numbers(xs) -> bool:
+    """A non-empty list of whole numbers (not booleans)."""
+    return isinstance(xs, list) and bool(xs) and all(isinstance(x, int) and not isinstance(x, bool) for x in xs)
+
+
+def check_stated(where: str, what: str, counts, stated: dict) -> None:
+    """A length file's lengths against its stated statistics (samples, min, max, median, mean to
+    0.01): the one check every length file here passes. what names the lengths in the error."""
+    import numpy as np
+
     checks = (("samples", len(counts), stated["samples"]), ("min", int(counts.min()), stated["min"]),
               ("max", int(counts.max()), stated["max"]), ("median", float(np.median(counts)), stated["median"]),
               ("mean", round(float(counts.mean()), 2), stated["mean"]))
     for name, ours, theirs in checks:
         if ours != theirs:
-            raise ConfigError(f"{where}: the histogram's {name} is {ours}, the stated {name} {theirs}.")
-    if counts.max() >= stated["below"]:
-        raise ConfigError(f"{where}: a length of {int(counts.max())} is not under the dataset's cap {stated['below']}.")
-    return lengths
+            raise ConfigError(f"{where}: {what} {name} is {ours}, the stated {name} {theirs}.")
+
+
+def read_length_file(path: Path, keys: tuple[str, ...], what: str) -> dict:
+    """A length file's JSON object, with source, stated and `keys` present; a file that cannot be
+    read or lacks them is one line naming it."""
+    where = str(path)
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"cannot read the {what} {where} ({error}).") from None
+    if not isinstance(data, dict) or not {"source", "stated", *keys} <= data.keys():
+        raise ConfigError(f"{where}: needs an object with source, stated, {', '.join(keys[:-1])} and {keys[-1]}.")
+    return data
 
 
 def mlperf_prompts(lengths: Lengths, samples: int | None = None) -> list[int]:
@@ -268,6 +287,9 @@ VLLM_SOURCE = ("vllm-project/vllm-project.github.io (commit c3a01c4), _posts/202
 VLLM_REQUESTS = 500  # "500 prompts randomly sampled", all sent at once ("QPS inf")
 # (prompt, output) tokens: the post's averages per dataset
 VLLM_DATASETS = {"ShareGPT": (202, 179), "decode-heavy": (462, 256), "prefill-heavy": (462, 16)}
+# ShareGPT's own lengths: the 500 requests vLLM's benchmark_serving.py samples, prompt and output paired (the post
+# gives their means only); sharegpt_vllm_lengths.json beside this script, from JonnyKong/vidur (see its source).
+VLLM_SHAREGPT = Path(__file__).resolve().parent / "sharegpt_vllm_lengths.json"
 VLLM_TP = {"llama3-8b": 1, "llama3-70b": 4}  # "Llama 8B on 1xH100 and 70B on 4xH100"
 VLLM_SCHEDULER_STEPS = 10  # "with multistep scheduling via setting `--num-scheduler-steps 10`"
 # overall_throughput.png (1,783 x 862 pixels): per panel, the y gridlines' pixel rows and labels (the x axis's
@@ -291,6 +313,36 @@ def chart_reading(gridlines: dict[int, float], top_row: int) -> float:
     return round(float(slope * top_row + intercept), 1)
 
 
+def sharegpt_lengths(path: Path = VLLM_SHAREGPT) -> list[tuple[int, int]]:
+    """The ShareGPT requests' (prompt, output) lengths, in the order sent, checked as the MLPerf
+    histogram is (check_stated: each column's samples, min, max, median and mean) and against vLLM's
+    filter (every prompt and output at least min_tokens, prompts at most max_prompt, prompt + output
+    at most max_total). A malformed file is one line naming it."""
+    import numpy as np
+
+    where = str(path)
+    data = read_length_file(path, ("prompts", "outputs"), "ShareGPT length file")
+    stated, prompts, outputs = data["stated"], data["prompts"], data["outputs"]
+    limits = ("min_tokens", "max_prompt", "max_total")
+    if not isinstance(stated, dict) or any(not isinstance(stated.get(column), dict) for column in ("prompt", "output")) \
+            or any(not isinstance(stated[column].get(k), (int, float)) for column in ("prompt", "output")
+                   for k in STATED_KEYS if k != "below") \
+            or any(not isinstance(stated.get(k), int) for k in limits):
+        raise ConfigError(f"{where}: stated needs prompt and output statistics ({', '.join(k for k in STATED_KEYS if k != 'below')}) "
+                          f"and {', '.join(limits)}.")
+    if not whole_numbers(prompts) or not whole_numbers(outputs) or len(prompts) != len(outputs):
+        raise ConfigError(f"{where}: prompts and outputs must be lists of whole numbers (tokens), one of each per request.")
+    check_stated(where, "the prompts'", np.asarray(prompts), stated["prompt"])
+    check_stated(where, "the outputs'", np.asarray(outputs), stated["output"])
+    for i, (prompt, output) in enumerate(zip(prompts, outputs)):
+        if min(prompt, output) < stated["min_tokens"] or prompt > stated["max_prompt"] \
+                or prompt + output > stated["max_total"]:
+            raise ConfigError(f"{where}: request {i} ({prompt} + {output} tokens) is outside vLLM's filter "
+                              f"(at least {stated['min_tokens']} each, prompts up to {stated['max_prompt']}, "
+                              f"both up to {stated['max_total']}).")
+    return list(zip(prompts, outputs))
+
+
 def vllm_options(tp: int) -> dict:
     """vLLM v0.6.0's defaults for Llama 3 (max_model_len 8,192): no chunked prefill (vllm/engine/
     arg_utils.py, EngineArgs.create_engine_config, turned it on only when max_model_len > 32768),
@@ -302,29 +354,49 @@ def vllm_options(tp: int) -> dict:
             "gpu_memory_utilization": 0.90, "num_scheduler_steps": VLLM_SCHEDULER_STEPS}
 
 
-def vllm_throughput(model: str, dataset: str, requests: int = VLLM_REQUESTS) -> float:
+def vllm_throughput(model: str, dataset: str, requests: int = VLLM_REQUESTS,
+                    pairs: list[tuple[int, int]] | None = None) -> float:
     """Our requests per second for one of the post's bars: every request at time 0 with the
-    dataset's mean lengths, the run's requests over its span."""
+    dataset's mean lengths, the run's requests over its span. pairs: each request's own (prompt,
+    output) lengths instead, the first `requests` of them in their order (ShareGPT's sample)."""
     import math
 
     from costmodel.serving.api import serve
 
+    if pairs is not None:
+        import costmodel
+        from costmodel.hardware import load_hardware
+        from costmodel.serving.api import run_replicas
+
+        if len(pairs) < requests:
+            raise ConfigError(f"the length file holds {len(pairs)} requests, fewer than the {requests} asked for.")
+        cfg = costmodel.load_model(model)
+        replica, step, _ = build_replica(cfg, load_hardware("h100-sxm"), **vllm_options(VLLM_TP[model]))
+        chosen = [Request(i, 0.0, prompt, output) for i, (prompt, output) in enumerate(pairs[:requests])]
+        rows, _, _ = run_replicas(chosen, replica, step, 1, cfg.max_positions, record=False)
+        return requests / max(r["finish_s"] for r in rows)
     prompt, output = VLLM_DATASETS[dataset]
     run = serve(model, "h100-sxm", rate=math.inf, requests=requests, prompt=str(prompt), output=str(output), seed=0,
                 **vllm_options(VLLM_TP[model]))
     return run.summary()["throughput"]["requests_per_s"]
 
 
-def print_vllm() -> None:
+def print_vllm(path: str | Path = VLLM_SHAREGPT) -> None:
+    pairs = sharegpt_lengths(Path(path))
+    mean_in, mean_out = (sum(column) / len(column) for column in zip(*pairs[:VLLM_REQUESTS]))
     print(f"\nvLLM v0.6.0 on H100, {VLLM_REQUESTS} requests at once. Source: {VLLM_SOURCE}\n")
-    print("| model | GPUs (tp) | dataset | in / out tokens (means) | published req/s (read from the chart) | ours "
+    print("| model | GPUs (tp) | dataset | in / out tokens | published req/s (read from the chart) | ours "
           "| ours / published |")
     print("|---|---|---|---|---|---|---|")
     for (model, dataset), (gridlines, top_row) in VLLM_CHART.items():
         published, ours = chart_reading(gridlines, top_row), vllm_throughput(model, dataset)
         prompt, output = VLLM_DATASETS[dataset]
-        print(f"| {model} | {VLLM_TP[model]} | {dataset} | {prompt} / {output} | {published:.1f} | {ours:.1f} "
-              f"| {ours / published:.2f} |")
+        print(f"| {model} | {VLLM_TP[model]} | {dataset} | {prompt} / {output} (means, fixed) | {published:.1f} "
+              f"| {ours:.1f} | {ours / published:.2f} |")
+        if dataset == "ShareGPT":  # the same bar with the sampled requests' own lengths
+            ours = vllm_throughput(model, dataset, pairs=pairs)
+            print(f"| {model} | {VLLM_TP[model]} | {dataset} | each request's own (means {mean_in:.0f} / "
+                  f"{mean_out:.0f}) | {published:.1f} | {ours:.1f} | {ours / published:.2f} |")
 
 
 SARATHI_SOURCE = ("microsoft/sarathi-serve, branch osdi-sarathi-serve (commit 02d2567), osdi-experiments/table-2/"
@@ -534,8 +606,8 @@ if __name__ == "__main__":
     try:
         if command == "nim":
             print_nim()
-        elif command == "vllm":  # the vLLM v0.6.0 table alone
-            print_vllm()
+        elif command == "vllm":  # the vLLM v0.6.0 table alone, from another ShareGPT length file if one is named
+            print_vllm(*sys.argv[2:3])
         elif command == "mlperf":  # the MLPerf tables alone, from another histogram file if one is named
             print_mlperf(*sys.argv[2:3])
         else:

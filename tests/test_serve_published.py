@@ -361,8 +361,91 @@ def test_the_vllm_selector_prints_the_posts_table_alone():
     rows = [line for line in run.stdout.splitlines() if line.startswith("| llama3-")]
     assert [tuple(cell.strip() for cell in row.split("|")[1:4]) for row in rows] == [
         (model, tp, dataset) for model, tp in (("llama3-8b", "1"), ("llama3-70b", "4"))
-        for dataset in ("ShareGPT", "decode-heavy", "prefill-heavy")]
+        for dataset in ("ShareGPT", "ShareGPT", "decode-heavy", "prefill-heavy")]
+    # each ShareGPT bar twice: at the post's means, fixed, then with the sampled requests' own lengths
+    assert [row.split("|")[4].strip() for row in rows[:2]] == ["202 / 179 (means, fixed)",
+                                                               "each request's own (means 202 / 214)"]
     assert "MLPerf" not in run.stdout and "NIM" not in run.stdout and "Sarathi" not in run.stdout
+
+
+def test_sharegpt_lengths_are_vllms_sample(script):
+    """sharegpt_vllm_lengths.json: the first 500 rows of JonnyKong/vidur's sharegpt_v3_filtered.csv
+    (vLLM's sample_sharegpt_requests, Llama 3.1's tokenizer), paired; its statistics reproduced, the
+    prompts' mean the post's 202, every request inside vLLM's filter."""
+    pairs = script.sharegpt_lengths()
+    data = json.loads(script.VLLM_SHAREGPT.read_text())
+    assert data["source"]["repo"] == "JonnyKong/vidur"
+    assert data["source"]["commit"] == "941a76c34cc3135db0dd13250252e4b23f7ea103"
+    assert data["source"]["path"] == "data/processed_traces/sharegpt_v3_filtered.csv"
+    assert data["stated"]["prompt"] == {"samples": 500, "mean": 201.79, "median": 76.0, "min": 4, "max": 933}
+    assert data["stated"]["output"] == {"samples": 500, "mean": 213.92, "median": 173.0, "min": 4, "max": 806}
+    assert len(pairs) == script.VLLM_REQUESTS == 500
+    prompts, outputs = zip(*pairs)
+    assert round(sum(prompts) / 500) == script.VLLM_DATASETS["ShareGPT"][0] == 202
+    assert pairs[:3] == [(13, 120), (25, 770), (27, 233)]  # the source file's first rows, paired as there
+    assert min(prompts) >= 4 and min(outputs) >= 4 and max(prompts) <= 1024 and max(p + o for p, o in pairs) <= 2048
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda d: d.pop("outputs"), "needs an object"),
+    (lambda d: d["stated"]["prompt"].pop("mean"), "stated needs"),
+    (lambda d: d["stated"].pop("max_total"), "stated needs"),
+    (lambda d: d["prompts"].__setitem__(0, 13.5), "whole numbers"),
+    (lambda d: d["outputs"].pop(), "one of each"),
+    (lambda d: d["stated"]["prompt"].__setitem__("mean", 201.8), "mean"),
+    (lambda d: d["stated"]["output"].__setitem__("median", 174.0), "median"),
+    (lambda d: d["stated"]["output"].__setitem__("max", 807), "max"),
+    (lambda d: d["stated"].__setitem__("max_total", 1500), "filter"),
+    (lambda d: d["stated"].__setitem__("min_tokens", 5), "filter"),
+])
+def test_a_malformed_sharegpt_file_is_one_line(script, tmp_path, change, words):
+    from costmodel.config import ConfigError
+
+    bad = tmp_path / "sharegpt.json"
+    bad.write_text(json.dumps(_corrupt(json.loads(script.VLLM_SHAREGPT.read_text()), change)))
+    with pytest.raises(ConfigError) as error:
+        script.sharegpt_lengths(bad)
+    assert words in str(error.value) and "sharegpt.json" in str(error.value) and "\n" not in str(error.value)
+
+
+def test_the_script_stops_on_a_bad_sharegpt_file_with_one_line(tmp_path):
+    bad = tmp_path / "sharegpt.json"
+    bad.write_text("[]")
+    run = subprocess.run([sys.executable, str(SCRIPT), "vllm", str(bad)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.count("\n") == 1 and run.stderr.startswith("error: ") and "sharegpt.json" in run.stderr
+
+
+def test_vllm_sharegpt_rows_run_each_requests_own_lengths(script, monkeypatch):
+    """With pairs, every request arrives at 0 with its own prompt and output, in the file's order,
+    under the post's setup (vllm_options, the model's tp); the figure is the requests over the span."""
+    import costmodel.serving.api as api
+
+    seen, real_run, real_build = {}, api.run_replicas, api.build_replica
+
+    def build(cfg, hardware, **options):
+        seen.update(hardware=hardware.name, **options)
+        return real_build(cfg, hardware, **options)
+
+    def run(requests, *args, **kwargs):
+        seen["requests"] = requests
+        rows, steps, itl = real_run(requests, *args, **kwargs)
+        seen["end"] = max(r["finish_s"] for r in rows)
+        return rows, steps, itl
+
+    monkeypatch.setattr(script, "build_replica", build)
+    monkeypatch.setattr(api, "run_replicas", run)
+    pairs = script.sharegpt_lengths()
+    ours = script.vllm_throughput("llama3-8b", "ShareGPT", requests=40, pairs=pairs)
+    assert [(r.arrival_s, r.prompt_tokens, r.output_tokens) for r in seen["requests"]] == [(0.0, p, o) for p, o in pairs[:40]]
+    assert {k: seen[k] for k in script.vllm_options(1)} == script.vllm_options(1) and "h100" in seen["hardware"].lower()
+    assert ours == 40 / seen["end"]
+    # the spread matters: the same 40 requests at their mean lengths, fixed, finish sooner
+    at_means = script.vllm_throughput("llama3-8b", "ShareGPT", requests=40)
+    assert at_means > ours
+    from costmodel.config import ConfigError
+    with pytest.raises(ConfigError, match="fewer than the 501"):
+        script.vllm_throughput("llama3-8b", "ShareGPT", requests=501, pairs=pairs)
 
 
 def test_nim_tables_are_the_pages(script):
