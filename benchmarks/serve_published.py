@@ -48,8 +48,11 @@ rows kept below (VLLM_CHART). Ours: `serve` with vLLM v0's scheduler (vllm-v0: v
 without chunked prefill for a context of 8,192, prefills first), v0.6.0's defaults (256
 sequences, max(max_model_len, 2048) = 8,192 batched tokens, 90% of memory, block 16, bf16) on
 h100-sxm (the post says "H100"), the 500 requests at time 0 with each dataset's mean lengths,
-fixed: the post gives means only, so ShareGPT's spread (and the long outputs that end a run) is
-not in ours. The post's multi-step scheduling (--num-scheduler-steps 10) is ours too: decode
+fixed (the post gives means only); and ShareGPT once more with the 500 sampled requests' own
+lengths, prompt and output paired (sharegpt_vllm_lengths.json beside this script: the first 500
+rows of JonnyKong/vidur's data/processed_traces/sharegpt_v3_filtered.csv at commit 941a76c, vLLM's
+sample_sharegpt_requests run with the Llama 3.1 tokenizer; their prompts average the post's 202, their
+outputs 214, the completions' lengths the benchmark passes as max_tokens, against the post's 179 generated). The post's multi-step scheduling (--num-scheduler-steps 10) is ours too: decode
 windows of 10 steps per scheduling decision (costmodel/serving/vllm_v0.py, VLLMV0Scheduler);
 the CPU time it spreads over the 10 steps is not modelled, nor is any CPU time.
 
