@@ -93,7 +93,6 @@ table's fixed lengths; the means of TTFT and TPOT and the run's output tokens pe
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -104,6 +103,8 @@ from costmodel.serving.api import build_replica  # noqa: E402
 from costmodel.serving.engine import simulate  # noqa: E402
 from costmodel.serving.kvcache import BlockPool  # noqa: E402
 from costmodel.serving.workload import Lengths, Request  # noqa: E402
+from benchmarks.published_lengths import (  # noqa: E402
+    MLPERF_LENGTHS, VLLM_SHAREGPT, mlperf_input_lengths, sharegpt_lengths)
 
 SOURCE = "TensorRT-LLM docs/source/performance.md (commit 138f96d, v0.6.1 data), A100 FP16"
 # (model, tp, batch, input, output, published output tokens/s) -- "Peak Throughput" table
@@ -138,9 +139,8 @@ FIRST_TOKEN = [
 # MLPerf Inference, Llama-2-70B (closed), from the LoadGen summaries. Shared by every system: the model and the
 # output tokens per sample (language/llama2-70b/README.md of mlcommons/inference: "Tokens per sample: 294.45").
 MLPERF_MODEL, MLPERF_OUTPUT = "llama2-70b", 294
-# The prompts: the dataset's own lengths (a histogram, with its source and stated statistics) and, beside them,
-# every prompt at the histogram's mean rounded to a token (what a run without the spread gives).
-MLPERF_LENGTHS = Path(__file__).resolve().parent / "mlperf_llama2_70b_lengths.json"
+# Beside the dataset's own prompts (MLPERF_LENGTHS, published_lengths.py): every prompt at the histogram's mean
+# rounded to a token (what a run without the spread gives).
 MLPERF_MEAN_PROMPT = 222
 MLPERF_SHUFFLE_SEED = 0  # the order in which Offline's samples are issued (LoadGen shuffles them with its own seed)
 # One entry per system. Harness settings (tp, FP8, gpu_batch_size, kvcache_free_gpu_mem_frac 0.90) from NVIDIA's
@@ -171,67 +171,6 @@ MLPERF = [
      "server": {"rate": 75.10, "requests": 9000, "max_num_seqs": 1024, "tokens_per_s": 21605.79,
                 "p99_ttft_s": 0.461278089, "p99_tpot_s": 0.175354317}},
 ]
-STATED_KEYS = ("samples", "below", "mean", "median", "min", "max")
-
-
-def mlperf_input_lengths(path: Path = MLPERF_LENGTHS) -> Lengths:
-    """The dataset's prompt lengths as a histogram (values: each length; weights: its number of
-    samples), checked against the file's stated statistics: as many samples as the dataset has, every
-    length under its cap, and the source column's min, max, median and mean (to 0.01) reproduced.
-    A malformed file is one line naming it."""
-    import numpy as np
-
-    where = str(path)
-    data = read_length_file(path, ("values", "weights"), "MLPerf length histogram")
-    stated, values, weights = data["stated"], data["values"], data["weights"]
-    if not isinstance(stated, dict) or any(not isinstance(stated.get(k), (int, float)) for k in STATED_KEYS):
-        raise ConfigError(f"{where}: stated needs numbers for {', '.join(STATED_KEYS)}.")
-    if not whole_numbers(values) or not whole_numbers(weights):
-        raise ConfigError(f"{where}: values and weights must be non-empty lists of whole numbers (tokens, samples).")
-    try:
-        lengths = Lengths("histogram", values=tuple(values), weights=tuple(float(w) for w in weights))
-    except ConfigError as error:
-        raise ConfigError(f"{where}: {error}") from None
-    if any(b <= a for a, b in zip(values, values[1:])):
-        raise ConfigError(f"{where}: values must be increasing, each length once.")
-    counts = np.repeat(np.asarray(values), np.asarray(weights))
-    check_stated(where, "the histogram's", counts, stated)
-    if counts.max() >= stated["below"]:
-        raise ConfigError(f"{where}: a length of {int(counts.max())} is not under the dataset's cap {stated['below']}.")
-    return lengths
-
-
-def whole_numbers(xs) -> bool:
-    """A non-empty list of whole numbers (not booleans)."""
-    return isinstance(xs, list) and bool(xs) and all(isinstance(x, int) and not isinstance(x, bool) for x in xs)
-
-
-def check_stated(where: str, what: str, counts, stated: dict) -> None:
-    """A length file's lengths against its stated statistics (samples, min, max, median, mean to
-    0.01): the one check every length file here passes. what names the lengths in the error."""
-    import numpy as np
-
-    checks = (("samples", len(counts), stated["samples"]), ("min", int(counts.min()), stated["min"]),
-              ("max", int(counts.max()), stated["max"]), ("median", float(np.median(counts)), stated["median"]),
-              ("mean", round(float(counts.mean()), 2), stated["mean"]))
-    for name, ours, theirs in checks:
-        if ours != theirs:
-            raise ConfigError(f"{where}: {what} {name} is {ours}, the stated {name} {theirs}.")
-
-
-def read_length_file(path: Path, keys: tuple[str, ...], what: str) -> dict:
-    """A length file's JSON object, with source, stated and `keys` present; a file that cannot be
-    read or lacks them is one line naming it."""
-    where = str(path)
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as error:
-        raise ConfigError(f"cannot read the {what} {where} ({error}).") from None
-    if not isinstance(data, dict) or not {"source", "stated", *keys} <= data.keys():
-        raise ConfigError(f"{where}: needs an object with source, stated, {', '.join(keys[:-1])} and {keys[-1]}.")
-    return data
-
-
 def mlperf_prompts(lengths: Lengths, samples: int | None = None) -> list[int]:
     """Offline's prompts: every sample of the histogram once, in a seeded shuffled order (the first
     `samples` of it for a shorter run)."""
@@ -290,9 +229,6 @@ VLLM_SOURCE = ("vllm-project/vllm-project.github.io (commit c3a01c4), _posts/202
 VLLM_REQUESTS = 500  # "500 prompts randomly sampled", all sent at once ("QPS inf")
 # (prompt, output) tokens: the post's averages per dataset
 VLLM_DATASETS = {"ShareGPT": (202, 179), "decode-heavy": (462, 256), "prefill-heavy": (462, 16)}
-# ShareGPT's own lengths: the 500 requests vLLM's benchmark_serving.py samples, prompt and output paired (the post
-# gives their means only); sharegpt_vllm_lengths.json beside this script, from JonnyKong/vidur (see its source).
-VLLM_SHAREGPT = Path(__file__).resolve().parent / "sharegpt_vllm_lengths.json"
 VLLM_TP = {"llama3-8b": 1, "llama3-70b": 4}  # "Llama 8B on 1xH100 and 70B on 4xH100"
 VLLM_SCHEDULER_STEPS = 10  # "with multistep scheduling via setting `--num-scheduler-steps 10`"
 # overall_throughput.png (1,783 x 862 pixels): per panel, the y gridlines' pixel rows and labels (the x axis's
@@ -314,36 +250,6 @@ def chart_reading(gridlines: dict[int, float], top_row: int) -> float:
 
     slope, intercept = np.polyfit(list(gridlines), list(gridlines.values()), 1)
     return round(float(slope * top_row + intercept), 1)
-
-
-def sharegpt_lengths(path: Path = VLLM_SHAREGPT) -> list[tuple[int, int]]:
-    """The ShareGPT requests' (prompt, output) lengths, in the order sent, checked as the MLPerf
-    histogram is (check_stated: each column's samples, min, max, median and mean) and against vLLM's
-    filter (every prompt and output at least min_tokens, prompts at most max_prompt, prompt + output
-    at most max_total). A malformed file is one line naming it."""
-    import numpy as np
-
-    where = str(path)
-    data = read_length_file(path, ("prompts", "outputs"), "ShareGPT length file")
-    stated, prompts, outputs = data["stated"], data["prompts"], data["outputs"]
-    limits = ("min_tokens", "max_prompt", "max_total")
-    if not isinstance(stated, dict) or any(not isinstance(stated.get(column), dict) for column in ("prompt", "output")) \
-            or any(not isinstance(stated[column].get(k), (int, float)) for column in ("prompt", "output")
-                   for k in STATED_KEYS if k != "below") \
-            or any(not isinstance(stated.get(k), int) for k in limits):
-        raise ConfigError(f"{where}: stated needs prompt and output statistics ({', '.join(k for k in STATED_KEYS if k != 'below')}) "
-                          f"and {', '.join(limits)}.")
-    if not whole_numbers(prompts) or not whole_numbers(outputs) or len(prompts) != len(outputs):
-        raise ConfigError(f"{where}: prompts and outputs must be lists of whole numbers (tokens), one of each per request.")
-    check_stated(where, "the prompts'", np.asarray(prompts), stated["prompt"])
-    check_stated(where, "the outputs'", np.asarray(outputs), stated["output"])
-    for i, (prompt, output) in enumerate(zip(prompts, outputs)):
-        if min(prompt, output) < stated["min_tokens"] or prompt > stated["max_prompt"] \
-                or prompt + output > stated["max_total"]:
-            raise ConfigError(f"{where}: request {i} ({prompt} + {output} tokens) is outside vLLM's filter "
-                              f"(at least {stated['min_tokens']} each, prompts up to {stated['max_prompt']}, "
-                              f"both up to {stated['max_total']}).")
-    return list(zip(prompts, outputs))
 
 
 def vllm_options(tp: int) -> dict:
