@@ -24,7 +24,13 @@ class _Fields:
         self.data = data
         self.source = source
 
-    def get(self, key: str, default: Any = ..., kind: type | tuple[type, ...] = int) -> Any:
+    def get(self, key: str, default: Any = ..., kind: type | tuple[type, ...] = int,
+            minimum: int | None = None) -> Any:
+        """The field's value (or the default); `minimum`: an integer at least this (a divisor)."""
+        if minimum is not None:
+            value = self.get(key, default, kind)
+            check_int(self.source, key, value, minimum=minimum)
+            return value
         if key not in self.data or self.data[key] is None:
             if default is ...:
                 raise ConfigError(f"{self.source}: missing field {key!r}.")
@@ -139,7 +145,7 @@ def _rotary_fraction(f: _Fields, key: str | None, default: float) -> float:
 
 def _llama_like(f: _Fields, name: str, family: str) -> ModelConfig:
     defaults = _LLAMA_DEFAULTS[family]
-    n_heads = f.get("num_attention_heads")
+    n_heads = f.get("num_attention_heads", minimum=1)  # a divisor of hidden_size (Phi-3's head_dim)
     d_model = f.get("hidden_size")
     n_layers = f.get("num_hidden_layers")
     check_int(f.source, "num_hidden_layers", n_layers, maximum=MAX_LAYERS)  # before any per-layer list
@@ -237,7 +243,7 @@ def _experts(f: _Fields, family: str, fields: dict[str, Any]) -> list[int]:
         return list(range(layers))
     if family == "qwen2_moe":
         experts = f.get("num_experts", 60)
-        step = f.get("decoder_sparse_step", 1)
+        step = f.get("decoder_sparse_step", 1, minimum=1)
         dense_only = f.data.get("mlp_only_layers") or []
         if not isinstance(dense_only, list) or any(isinstance(i, bool) or not isinstance(i, int)
                                                    for i in dense_only):
@@ -320,7 +326,7 @@ def _falcon(f: _Fields, name: str) -> ModelConfig:
     or Falcon-RW's (alibi: multi-head attention, sequential by parallel_attn false); RoPE
     otherwise, fused query_key_value, a GELU MLP of ffn_hidden_size, biases per `bias`."""
     d_model = f.get("n_embed", f.get("hidden_size", 4544))  # n_embed: FalconConfig's legacy name
-    n_heads = f.get("num_attention_heads", 71)
+    n_heads = f.get("num_attention_heads", 71, minimum=1)
     if d_model % n_heads:
         raise ConfigError(f"{f.source}: hidden_size ({d_model}) is not divisible by "
                           f"num_attention_heads ({n_heads}).")
@@ -405,7 +411,7 @@ def _bloom(f: _Fields, name: str) -> ModelConfig:
     # A legacy n_embed overrides hidden_size (BloomConfig.__post_init__), and the attribute-mapped
     # names num_attention_heads / num_hidden_layers override n_head / n_layer (they are set last).
     d_model = f.get("n_embed", f.get("hidden_size", 64))
-    n_heads = f.get("num_attention_heads", f.get("n_head", 8))
+    n_heads = f.get("num_attention_heads", f.get("n_head", 8, minimum=1), minimum=1)
     if d_model % n_heads:
         raise ConfigError(f"{f.source}: hidden_size ({d_model}) is not divisible by n_head ({n_heads}).")
     if f.get("apply_residual_connection_post_layernorm", False, bool):
