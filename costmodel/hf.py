@@ -12,9 +12,9 @@ from typing import Any, Callable
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
 
-SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi3",
-                         "gpt_neox", "falcon", "opt", "bloom", "mixtral", "qwen2_moe",
-                         "deepseek_v3", "gpt2", "bert", "t5")
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "qwen2", "qwen3", "gemma", "gemma2",
+                         "gemma3_text", "phi3", "gpt_neox", "falcon", "opt", "bloom", "mixtral",
+                         "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt2", "bert", "t5")
 
 
 class _Fields:
@@ -64,6 +64,8 @@ _LLAMA_DEFAULTS: dict[str, dict[str, Any]] = {
     "llama": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
     "mistral": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
                     sliding_window=4096),
+    "ministral": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
+                      num_key_value_heads=8, sliding_window=4096),
     "qwen2": dict(max_position_embeddings=32768, hidden_act="silu", tie_word_embeddings=False,
                   num_key_value_heads=32, sliding_window=4096, max_window_layers=28),
     "qwen3": dict(max_position_embeddings=32768, hidden_act="silu", tie_word_embeddings=False,
@@ -74,11 +76,18 @@ _LLAMA_DEFAULTS: dict[str, dict[str, Any]] = {
                    tie_word_embeddings=True, num_key_value_heads=4, head_dim=256,
                    query_pre_attn_scalar=256, sliding_window=4096, attn_logit_softcapping=50.0,
                    final_logit_softcapping=30.0),
+    "gemma3_text": dict(max_position_embeddings=131072, hidden_activation="gelu_pytorch_tanh",
+                        tie_word_embeddings=True, num_key_value_heads=4, head_dim=256,
+                        query_pre_attn_scalar=256, sliding_window=4096, attn_logit_softcapping=None,
+                        final_logit_softcapping=None, sliding_window_pattern=6),
     "phi3": dict(max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False),
     "mixtral": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
                     num_key_value_heads=8),
     "qwen2_moe": dict(max_position_embeddings=32768, hidden_act="silu", tie_word_embeddings=False,
                       num_key_value_heads=16, sliding_window=4096, max_window_layers=28),
+    "qwen3_moe": dict(max_position_embeddings=32768, hidden_act="silu", tie_word_embeddings=False,
+                      num_key_value_heads=4, sliding_window=4096),
+    "deepseek_v2": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
     "deepseek_v3": dict(max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False),
 }
 
@@ -87,13 +96,14 @@ def _window(f: _Fields, family: str, n_layers: int) -> tuple[int | None, list[in
     """(sliding_window, the layers that slide) as transformers' DynamicCache reads them: an
     explicit layer_types list, else each family's rule (Gemma 2 every other layer from layer 0;
     Qwen2/Qwen3 with use_sliding_window from layer max_window_layers on; Qwen2-MoE every other
-    layer below max_window_layers; Mistral, Mixtral and Phi-3 every layer when sliding_window is
-    set). No window: (None, [])."""
+    layer below max_window_layers; Gemma 3 all but every sliding_window_pattern-th; Mistral,
+    Ministral, Mixtral, Phi-3 and Qwen3-MoE (with use_sliding_window) every layer when
+    sliding_window is set). No window: (None, [])."""
     defaults = _LLAMA_DEFAULTS[family]
     window = f.nullable("sliding_window", defaults.get("sliding_window"))
-    if family in ("qwen2", "qwen3", "qwen2_moe") and not f.get("use_sliding_window", False, bool):
+    if family in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe") and not f.get("use_sliding_window", False, bool):
         window = None
-    if family in ("llama", "gemma", "deepseek_v3") or not window:
+    if family in ("llama", "gemma", "deepseek_v2", "deepseek_v3") or not window:
         return None, []
     types = f.data.get("layer_types")
     if types is not None:
@@ -104,6 +114,9 @@ def _window(f: _Fields, family: str, n_layers: int) -> tuple[int | None, list[in
         sliding = [i for i, t in enumerate(types) if t == "sliding_attention"]
     elif family == "gemma2":
         sliding = [i for i in range(n_layers) if (i + 1) % 2]
+    elif family == "gemma3_text":
+        every = f.get("sliding_window_pattern", defaults["sliding_window_pattern"], minimum=1)
+        sliding = [i for i in range(n_layers) if (i + 1) % every]
     elif family in ("qwen2", "qwen3"):
         first = f.get("max_window_layers", defaults["max_window_layers"])
         sliding = [i for i in range(n_layers) if i >= first]
@@ -150,14 +163,15 @@ def _llama_like(f: _Fields, name: str, family: str) -> ModelConfig:
     n_layers = f.get("num_hidden_layers")
     check_int(f.source, "num_hidden_layers", n_layers, maximum=MAX_LAYERS)  # before any per-layer list
     head_dim = f.get("head_dim", defaults.get("head_dim"))
-    act_key = "hidden_activation" if family == "gemma2" else "hidden_act"
+    act_key = "hidden_activation" if family in ("gemma2", "gemma3_text") else "hidden_act"
     act = f.get(act_key, defaults[act_key], str)
     if family == "gemma" and act == "gelu":
         act = "gelu_pytorch_tanh"  # GemmaConfig reads the legacy "gelu" as the tanh approximation
     if act not in _GATED:
         raise ConfigError(f"{f.source}: unsupported {act_key} {show(act)} for {family}.")
     # Llama reads attention_bias (all four projections) and mlp_bias; Qwen2 has biases on q/k/v
-    # only (Qwen2-MoE: qkv_bias), fixed in its code; Qwen3, Gemma 1/2 read attention_bias (q/k/v/o).
+    # only (Qwen2-MoE: qkv_bias), fixed in its code; Qwen3, Qwen3-MoE, Gemma 1-3 and DeepSeek read
+    # attention_bias (q/k/v/o).
     qkv_bias = out_bias = ffn_bias = False
     if family == "llama":
         qkv_bias = out_bias = f.get("attention_bias", False, bool)
@@ -166,8 +180,14 @@ def _llama_like(f: _Fields, name: str, family: str) -> ModelConfig:
         qkv_bias = True
     elif family == "qwen2_moe":
         qkv_bias = f.get("qkv_bias", True, bool)
-    elif family in ("qwen3", "gemma", "gemma2", "deepseek_v3"):
+    elif family in ("qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "deepseek_v2", "deepseek_v3"):
         qkv_bias = out_bias = f.get("attention_bias", False, bool)
+    if family == "deepseek_v2" and f.get("mlp_bias", False, bool):
+        raise ConfigError(f"{f.source}: mlp_bias (biases on DeepSeek-V2's dense and shared MLPs, "
+                          "not its routed experts) is not modelled.")
+    if family == "gemma3_text" and f.get("use_bidirectional_attention", False, bool):
+        raise ConfigError(f"{f.source}: use_bidirectional_attention (an encoder, not a causal LM) "
+                          "is not modelled for gemma3_text.")
     window, sliding = _window(f, family, n_layers)
     n_kv_heads = f.get("num_key_value_heads", defaults.get("num_key_value_heads", n_heads))
     if "num_key_value_heads" not in f.data and isinstance(n_heads, int) and n_heads % n_kv_heads:
@@ -199,11 +219,11 @@ def _llama_like(f: _Fields, name: str, family: str) -> ModelConfig:
         sliding_window=window,
         window_layers=None if len(sliding) == n_layers else len(sliding) or None,
     )
-    if family == "qwen3":
+    if family in ("qwen3", "qwen3_moe", "gemma3_text"):
         fields["qk_norm"] = True
-    if family in ("gemma", "gemma2"):
+    if family in ("gemma", "gemma2", "gemma3_text"):
         fields["scale_embeddings"] = True
-    if family == "gemma2":
+    if family in ("gemma2", "gemma3_text"):
         fields["post_sublayer_norm"] = True
         fields["attention_scale"] = f.get("query_pre_attn_scalar", defaults["query_pre_attn_scalar"], float) ** -0.5
         for key, field in (("attn_logit_softcapping", "attention_softcap"),
@@ -212,8 +232,9 @@ def _llama_like(f: _Fields, name: str, family: str) -> ModelConfig:
             fields[field] = None if value is None else float(value)
     if family == "phi3":
         _phi3(f, fields)
-    moe = _experts(f, family, fields) if family in ("mixtral", "qwen2_moe", "deepseek_v3") else None
-    if family == "deepseek_v3":
+    moe = (_experts(f, family, fields)
+           if family in ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3") else None)
+    if family in ("deepseek_v2", "deepseek_v3"):
         _latent_attention(f, fields)
     return ModelConfig(**fields, layer_pattern=_pattern(n_layers, sliding, moe))
 
@@ -232,17 +253,19 @@ def _phi3(f: _Fields, fields: dict[str, Any]) -> None:
 def _experts(f: _Fields, family: str, fields: dict[str, Any]) -> list[int]:
     """Mixtral: top-k of num_local_experts experts of intermediate_size in every layer.
     Qwen2-MoE: top-k of num_experts of moe_intermediate_size where (i + 1) % decoder_sparse_step == 0
-    and i is not in mlp_only_layers, a shared expert with a sigmoid gate. DeepSeek-V3: from layer
-    first_k_dense_replace on, n_routed_experts of moe_intermediate_size, sigmoid routing over
-    groups and n_shared_experts shared experts (one MLP of their summed width). Returns the
-    layers with experts."""
+    and i is not in mlp_only_layers, a shared expert with a sigmoid gate; Qwen3-MoE the same
+    layers and routing without the shared expert. DeepSeek-V3: from layer first_k_dense_replace
+    on, n_routed_experts of moe_intermediate_size, sigmoid routing over groups and
+    n_shared_experts shared experts (one MLP of their summed width); DeepSeek-V2 the same with
+    softmax routing. Returns the layers with experts."""
     layers = fields["n_decoder_layers"]
     if family == "mixtral":
         experts = f.get("num_experts", f.get("num_local_experts", 8))  # the mapped name wins
         fields.update(n_experts=experts, top_k=f.get("num_experts_per_tok", 2))
         return list(range(layers))
-    if family == "qwen2_moe":
-        experts = f.get("num_experts", 60)
+    if family in ("qwen2_moe", "qwen3_moe"):
+        qwen2 = family == "qwen2_moe"
+        experts = f.get("num_experts", 60) if qwen2 else f.get("num_experts", f.get("num_local_experts", 128))
         step = f.get("decoder_sparse_step", 1, minimum=1)
         dense_only = f.data.get("mlp_only_layers") or []
         if not isinstance(dense_only, list) or any(isinstance(i, bool) or not isinstance(i, int)
@@ -250,19 +273,23 @@ def _experts(f: _Fields, family: str, fields: dict[str, Any]) -> list[int]:
             raise ConfigError(f"{f.source}: mlp_only_layers must be a list of layer indices.")
         moe = [i for i in range(layers)
                if i not in dense_only and experts > 0 and (i + 1) % step == 0]
-        shared = f.get("shared_expert_intermediate_size", 5632)
-        fields.update(n_experts=experts, top_k=f.get("num_experts_per_tok", 4),
-                      d_expert=f.get("moe_intermediate_size", 1408), d_shared=shared,
-                      shared_expert_gate=True, n_dense_layers=layers - len(moe),
+        fields.update(n_experts=experts, top_k=f.get("num_experts_per_tok", 4 if qwen2 else 8),
+                      d_expert=f.get("moe_intermediate_size", 1408 if qwen2 else 768),
+                      d_shared=f.get("shared_expert_intermediate_size", 5632) if qwen2 else 0,
+                      shared_expert_gate=qwen2, n_dense_layers=layers - len(moe),
                       renormalize_top_k=f.get("norm_topk_prob", False, bool))
     else:
-        experts = f.get("num_local_experts", f.get("n_routed_experts", 256))  # the mapped name wins
-        first_dense = min(f.get("first_k_dense_replace", 3, int), layers)
-        moe_width = f.get("moe_intermediate_size", 2048)
-        fields.update(n_experts=experts, top_k=f.get("num_experts_per_tok", 8), d_expert=moe_width,
-                      d_shared=moe_width * f.get("n_shared_experts", 1, int), router="sigmoid",
-                      n_dense_layers=first_dense,
-                      renormalize_top_k=f.get("norm_topk_prob", True, bool))
+        v3 = family == "deepseek_v3"
+        mapped = "num_local_experts" if v3 else "num_experts"  # the mapped name wins
+        experts = f.get(mapped, f.get("n_routed_experts", 256 if v3 else 64))
+        first_dense = min(f.get("first_k_dense_replace", 3 if v3 else 0, int), layers)
+        moe_width = f.get("moe_intermediate_size", 2048 if v3 else 1407)
+        # DeepSeek-V2's num_experts_per_tok defaults to null, which its class cannot run with.
+        top_k = f.get("num_experts_per_tok", 8) if v3 else f.get("num_experts_per_tok")
+        fields.update(n_experts=experts, top_k=top_k, d_expert=moe_width,
+                      d_shared=moe_width * f.get("n_shared_experts", 1 if v3 else 2, int),
+                      router="sigmoid" if v3 else "softmax", n_dense_layers=first_dense,
+                      renormalize_top_k=f.get("norm_topk_prob", v3, bool))
         moe = list(range(first_dense, layers))
     if not moe:  # no layer has experts: a dense model
         for key in ("n_experts", "top_k", "d_expert", "d_shared", "shared_expert_gate",
@@ -542,6 +569,8 @@ ARCHITECTURE_TYPES = {
     "Phi3ForCausalLM": "phi3", "GPTNeoXForCausalLM": "gpt_neox", "FalconForCausalLM": "falcon",
     "OPTForCausalLM": "opt", "BloomForCausalLM": "bloom", "MixtralForCausalLM": "mixtral",
     "Qwen2MoeForCausalLM": "qwen2_moe", "DeepseekV3ForCausalLM": "deepseek_v3",
+    "MinistralForCausalLM": "ministral", "Gemma3ForCausalLM": "gemma3_text",
+    "Qwen3MoeForCausalLM": "qwen3_moe", "DeepseekV2ForCausalLM": "deepseek_v2",
     "GPT2LMHeadModel": "gpt2", "GPT2Model": "gpt2", "BertModel": "bert", "BertForMaskedLM": "bert",
     "T5ForConditionalGeneration": "t5", "T5Model": "t5",
 }
