@@ -605,6 +605,13 @@ def _model_type(data: dict[str, Any], source: str) -> str:
                if architectures else "")
             + f"; add \"model_type\" (one of {', '.join(SUPPORTED_MODEL_TYPES)}).")
     if not isinstance(model_type, str) or model_type not in _BUILDERS:
+        text = data.get("text_config")
+        inner = text.get("model_type") if isinstance(text, dict) else None
+        if isinstance(inner, str) and inner in _BUILDERS:  # Gemma 3, Mistral 3...: a vision tower too
+            raise ConfigError(
+                f"{source}: unsupported model_type {show(model_type)} (a multimodal model); its "
+                f"language model, text_config, is model_type {inner!r}, which is supported: save "
+                "text_config as its own config.json to estimate the language model alone.")
         raise ConfigError(
             f"{source}: unsupported model_type {show(model_type)}; supported: "
             f"{', '.join(SUPPORTED_MODEL_TYPES)}."
