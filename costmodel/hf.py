@@ -14,7 +14,8 @@ from .errors import MAX_LAYERS, check_int
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "qwen2", "qwen3", "gemma", "gemma2",
                          "gemma3_text", "phi3", "gpt_neox", "falcon", "opt", "bloom", "mixtral",
-                         "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt2", "bert", "t5")
+                         "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "internlm3",
+                         "exaone", "iquestcoder", "gpt2", "bert", "t5")
 
 
 class _Fields:
@@ -92,6 +93,32 @@ _LLAMA_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
+#: Model types transformers runs with LlamaForCausalLM under a configuration class of their own
+#: (modular_<type>.py: `class ...Config(LlamaConfig)`, no modeling file; AutoModelForCausalLM maps
+#: them to LlamaForCausalLM): that class's defaults, and its attribute_map from the names its
+#: config.json may use to Llama's (where both are given, the mapped name wins).
+_RUN_AS_LLAMA: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
+    "internlm3": (dict(max_position_embeddings=32768, hidden_act="silu", tie_word_embeddings=False,
+                       num_key_value_heads=2, head_dim=128),
+                  {"qkv_bias": "attention_bias", "bias": "mlp_bias"}),
+    "exaone": (dict(max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False,
+                    num_key_value_heads=8),
+               {"num_layers": "num_hidden_layers", "activation_function": "hidden_act"}),
+    "iquestcoder": (dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
+                         num_key_value_heads=8, head_dim=128), {}),
+}
+
+
+def _as_llama(f: _Fields, name: str, model_type: str) -> ModelConfig:
+    """A _RUN_AS_LLAMA model type: its fields under Llama's names, its defaults, Llama's blocks."""
+    defaults, names = _RUN_AS_LLAMA[model_type]
+    data = dict(f.data)
+    for alias, field in names.items():
+        if alias in data:
+            data[field] = data.pop(alias)
+    return _llama_like(_Fields(data, f.source), name, "llama", defaults)
+
+
 def _window(f: _Fields, family: str, n_layers: int) -> tuple[int | None, list[int]]:
     """(sliding_window, the layers that slide) as transformers' DynamicCache reads them: an
     explicit layer_types list, else each family's rule (Gemma 2 every other layer from layer 0;
@@ -156,8 +183,11 @@ def _rotary_fraction(f: _Fields, key: str | None, default: float) -> float:
     return float(value)
 
 
-def _llama_like(f: _Fields, name: str, family: str) -> ModelConfig:
-    defaults = _LLAMA_DEFAULTS[family]
+def _llama_like(f: _Fields, name: str, family: str,
+                defaults: dict[str, Any] | None = None) -> ModelConfig:
+    """A Llama-like family's config.json; `defaults` (a model type run as Llama) overrides the
+    family's own (_LLAMA_DEFAULTS)."""
+    defaults = _LLAMA_DEFAULTS[family] if defaults is None else defaults
     n_heads = f.get("num_attention_heads", minimum=1)  # a divisor of hidden_size (Phi-3's head_dim)
     d_model = f.get("hidden_size")
     n_layers = f.get("num_hidden_layers")
@@ -551,6 +581,8 @@ def _t5(f: _Fields, name: str) -> ModelConfig:
 _BUILDERS: dict[str, Callable[[_Fields, str], ModelConfig]] = {
     **{family: (lambda f, name, family=family: _llama_like(f, name, family))
        for family in _LLAMA_DEFAULTS},
+    **{model_type: (lambda f, name, model_type=model_type: _as_llama(f, name, model_type))
+       for model_type in _RUN_AS_LLAMA},
     "gpt_neox": _gpt_neox,
     "falcon": _falcon,
     "opt": _opt,
@@ -580,7 +612,7 @@ _LLAMA_NAMES = {"n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_h
                 "d_model": "hidden_size", "d_ff": "intermediate_size", "d_head": "head_dim",
                 "n_decoder_layers": "num_hidden_layers", "max_positions": "max_position_embeddings"}
 HF_FIELD_NAMES: dict[str, dict[str, str]] = {
-    **{family: _LLAMA_NAMES for family in _LLAMA_DEFAULTS},
+    **{family: _LLAMA_NAMES for family in (*_LLAMA_DEFAULTS, *_RUN_AS_LLAMA)},
     "gpt_neox": _LLAMA_NAMES, "falcon": {**_LLAMA_NAMES, "n_decoder_layers": "num_hidden_layers"},
     "gpt2": {"n_heads": "n_head", "d_model": "n_embd", "d_ff": "n_inner", "n_decoder_layers": "n_layer",
              "max_positions": "n_positions"},

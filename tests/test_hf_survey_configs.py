@@ -61,6 +61,15 @@ NEW_FAMILY_CONFIGS = {
                         kv_lora_rank=7, qk_nope_head_dim=6, qk_rope_head_dim=4, v_head_dim=5,
                         n_routed_experts=5, num_experts_per_tok=2, moe_intermediate_size=16,
                         n_shared_experts=2, first_k_dense_replace=1, topk_method="greedy"),
+    # Model types transformers runs with LlamaForCausalLM, under their own names and defaults:
+    # InternLM3's qkv_bias and bias (Llama's attention_bias and mlp_bias), EXAONE's num_layers and
+    # activation_function, IQuest-Coder's head_dim 128 when it is left out.
+    "internlm3": dict(_BASE, model_type="internlm3", num_key_value_heads=2, head_dim=10,
+                      qkv_bias=True, bias=True),
+    "exaone": dict({k: v for k, v in _BASE.items() if k != "num_hidden_layers"}, num_layers=3,
+                   model_type="exaone", num_key_value_heads=2, activation_function="silu"),
+    "iquestcoder": dict(_BASE, model_type="iquestcoder", num_key_value_heads=2, hidden_size=60,
+                        num_attention_heads=6),
 }
 
 
