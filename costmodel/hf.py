@@ -255,7 +255,10 @@ def _llama_like(f: _Fields, name: str, family: str,
         fields["scale_embeddings"] = True
     if family in ("gemma2", "gemma3_text"):
         fields["post_sublayer_norm"] = True
-        fields["attention_scale"] = f.get("query_pre_attn_scalar", defaults["query_pre_attn_scalar"], float) ** -0.5
+        scalar = f.get("query_pre_attn_scalar", defaults["query_pre_attn_scalar"], float)
+        if scalar <= 0:
+            raise ConfigError(f"{f.source}: query_pre_attn_scalar must be positive, got {show(scalar)}.")
+        fields["attention_scale"] = scalar ** -0.5
         for key, field in (("attn_logit_softcapping", "attention_softcap"),
                            ("final_logit_softcapping", "logit_softcap")):
             value = f.nullable(key, defaults[key], float)
