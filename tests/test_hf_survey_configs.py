@@ -49,6 +49,9 @@ NEW_FAMILY_CONFIGS = {
     "ministral": dict(_BASE, model_type="ministral", num_key_value_heads=2, head_dim=10,
                       sliding_window=5, rope_theta=10000.0,
                       layer_types=["sliding_attention", "full_attention", "sliding_attention"]),
+    # CWM: Llama's layers, a window on all but every fourth layer from layer 0 (here 1-3 of 5).
+    "cwm": dict(_BASE, model_type="cwm", num_hidden_layers=5, num_key_value_heads=2, head_dim=10,
+                sliding_window=4),
     # Gemma 3 text: Gemma 2's four norms and query_pre_attn_scalar, Qwen3-style q/k norms,
     # five sliding layers to one full by default (here sliding_window_pattern 2), no soft caps.
     "gemma3_text": dict(_BASE, model_type="gemma3_text", num_key_value_heads=2, head_dim=10,

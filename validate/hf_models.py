@@ -22,7 +22,7 @@ from .torch_modes import default_dtype, fake_mode  # noqa: F401 (fake_mode: re-e
 #: Families built through a config.json dict (config_dict below) and AutoModelForCausalLM.
 DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falcon_new",
                  "falcon_rw", "opt", "bloom", "mixtral", "qwen2_moe", "deepseek_v3", "ministral",
-                 "gemma3_text", "qwen3_moe", "deepseek_v2")
+                 "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm")
 HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5", *DICT_FAMILIES)
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
@@ -241,8 +241,9 @@ def _gemma_dict(cfg: ModelConfig) -> dict[str, Any]:
     return dict(_llama_dict(cfg, "gemma"), attention_bias=cfg.qkv_bias)
 
 
-def _ministral_dict(cfg: ModelConfig) -> dict[str, Any]:
-    return dict(_llama_dict(cfg, "ministral"), sliding_window=cfg.sliding_window,
+def _ministral_dict(cfg: ModelConfig, model_type: str = "ministral") -> dict[str, Any]:
+    """Ministral's config.json; CWM's has the same fields (its window rule differs)."""
+    return dict(_llama_dict(cfg, model_type), sliding_window=cfg.sliding_window,
                 layer_types=_layer_types(cfg))
 
 
@@ -364,6 +365,7 @@ _DICTS = {
     "opt": _opt_dict, "bloom": _bloom_dict, "ministral": _ministral_dict,
     "gemma3_text": lambda cfg: _gemma2_dict(cfg, "gemma3_text"), "qwen3_moe": _qwen3_moe_dict,
     "deepseek_v2": lambda cfg: _deepseek_v3_dict(cfg, "deepseek_v2"),
+    "cwm": lambda cfg: _ministral_dict(cfg, "cwm"),
 }
 
 
