@@ -189,6 +189,9 @@ def test_a_model_folder_is_read_through_its_config_json(tmp_path, capsys):
     assert result["inputs"]["model"] == "gemma-3-1b-it"
     code, _, err = run_main(["estimate", "--config", str(tmp_path)], capsys)
     assert code == 2 and err.count("\n") == 1 and "no config.json" in err
+    # --model takes the same folder, as transformers' from_pretrained takes a local path
+    code, out, _ = run_main(["estimate", "--model", str(folder), "--json"], capsys)
+    assert code == 0 and json.loads(out)["params"]["total"] == 999_885_952
 
 
 def test_a_multimodal_config_names_its_supported_text_config(tmp_path, capsys):
