@@ -205,3 +205,14 @@ def test_a_multimodal_config_names_its_supported_text_config(tmp_path, capsys):
     code, _, err = run_main(["estimate", "--config", str(path)], capsys)
     assert code == 2 and err.count("\n") == 1
     assert "'gemma3'" in err and "text_config" in err and "'gemma3_text'" in err
+
+
+@pytest.mark.parametrize("name", sorted(REAL_ADDED))
+def test_architectures_alone_name_the_added_model_types(name):
+    """A config.json that names only `architectures` is read as the model type that class is
+    registered under (costmodel.hf.ARCHITECTURE_TYPES)."""
+    from costmodel.hf import from_hf_config
+
+    fields = REAL_ADDED[name]
+    bare = {k: v for k, v in fields.items() if k != "model_type"}
+    assert from_hf_config(bare, name=name) == from_hf_config(fields, name=name)
