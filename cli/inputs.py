@@ -24,14 +24,16 @@ class Mismatch(click.ClickException):
 
 
 def load_model(model: str | None, config: str | None) -> ModelConfig:
-    """The ModelConfig named by --model or read from --config (exactly one of them)."""
-    from costmodel.hub import load_named
+    """The ModelConfig named by --model or read from --config (exactly one of them). --model reads
+    a path as the Python API does (costmodel.api.load_model: a name ending in .json, or a path with
+    a slash that exists, file or model folder), else a preset or a Hub id."""
+    from costmodel.api import load_model as load_named_or_path
     from costmodel.presets import load_config_file
 
     if (model is None) == (config is None):
         raise InputError("give exactly one of --model NAME or --config PATH.")
     try:
-        return load_named(model) if model is not None else load_config_file(config)
+        return load_named_or_path(model) if model is not None else load_config_file(config)
     except ConfigError as error:
         raise InputError(str(error)) from None
 

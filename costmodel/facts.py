@@ -108,6 +108,9 @@ class Facts:
     # RoPE's cos/sin: "forward" (computed each forward in the activation dtype, kept for backward;
     # inv_freq and original_inv_freq buffers in fp32) or "buffer" (P x d_h tables held as buffers)
     rotary_tables: str = "forward"
+    # "forward" tables are made once per attention type the layers have (Gemma 3: a local RoPE for
+    # its sliding layers, a global one for its full layers), not once per stack
+    rotary_tables_per_layer_type: bool = False
     # int64 buffers of P ids held by the embeddings (BERT: position_ids, token_type_ids)
     id_buffers: tuple[str, ...] = ()
     # the order parameters are registered in a layer (AdamW visits them so): "tree" (as the cost

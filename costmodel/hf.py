@@ -3,6 +3,9 @@
 Read as plain JSON: no transformers import, no network, no code from the file. The ModelConfig
 describes the class a user trains: *ForCausalLM for decoders, BertModel (with pooler) for BERT,
 T5ForConditionalGeneration for T5. Defaults are those of transformers' configuration classes.
+This module reads the Llama-like families and dispatches on model_type; costmodel/hf_classic.py
+reads the others (GPT-NeoX, Falcon, OPT, BLOOM, GPT-2, BERT, T5), both through
+costmodel/hf_fields.py's typed field access.
 """
 
 from __future__ import annotations
@@ -11,41 +14,13 @@ from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
+from .hf_classic import CLASSIC_BUILDERS
+from .hf_fields import Fields, rotary_fraction
 
-SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi3",
-                         "gpt_neox", "falcon", "opt", "bloom", "mixtral", "qwen2_moe",
-                         "deepseek_v3", "gpt2", "bert", "t5")
-
-
-class _Fields:
-    """Typed access to a config dict; a missing or mistyped field is a one-line ConfigError."""
-
-    def __init__(self, data: dict[str, Any], source: str):
-        self.data = data
-        self.source = source
-
-    def get(self, key: str, default: Any = ..., kind: type | tuple[type, ...] = int) -> Any:
-        if key not in self.data or self.data[key] is None:
-            if default is ...:
-                raise ConfigError(f"{self.source}: missing field {key!r}.")
-            return default
-        value = self.data[key]
-        if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-            raise ConfigError(f"{self.source}: field {key!r} must be an integer, got {show(value)}.")
-        if kind is bool and not isinstance(value, bool):
-            raise ConfigError(f"{self.source}: field {key!r} must be true or false, got {show(value)}.")
-        if kind is float and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise ConfigError(f"{self.source}: field {key!r} must be a number, got {show(value)}.")
-        if kind is str and not isinstance(value, str):
-            raise ConfigError(f"{self.source}: field {key!r} must be a string, got {show(value)}.")
-        return value
-
-    def nullable(self, key: str, default: Any, kind: type = int) -> Any:
-        """A field where null means "none" (a window, a soft cap, a query rank): None when the
-        config says null, the default when it leaves the field out, else the checked value."""
-        if key in self.data and self.data[key] is None:
-            return None
-        return self.get(key, default, kind)
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3", "gemma", "gemma2",
+                         "gemma3_text", "phi3", "gpt_neox", "falcon", "opt", "bloom", "mixtral",
+                         "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "internlm3",
+                         "exaone", "iquestcoder", "gpt2", "bert", "t5")
 
 
 #: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
@@ -58,6 +33,10 @@ _LLAMA_DEFAULTS: dict[str, dict[str, Any]] = {
     "llama": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
     "mistral": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
                     sliding_window=4096),
+    "ministral": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
+                      num_key_value_heads=8, sliding_window=4096),
+    "cwm": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
+                num_key_value_heads=8, head_dim=128, sliding_window=8192),
     "qwen2": dict(max_position_embeddings=32768, hidden_act="silu", tie_word_embeddings=False,
                   num_key_value_heads=32, sliding_window=4096, max_window_layers=28),
     "qwen3": dict(max_position_embeddings=32768, hidden_act="silu", tie_word_embeddings=False,
@@ -68,26 +47,61 @@ _LLAMA_DEFAULTS: dict[str, dict[str, Any]] = {
                    tie_word_embeddings=True, num_key_value_heads=4, head_dim=256,
                    query_pre_attn_scalar=256, sliding_window=4096, attn_logit_softcapping=50.0,
                    final_logit_softcapping=30.0),
+    "gemma3_text": dict(max_position_embeddings=131072, hidden_activation="gelu_pytorch_tanh",
+                        tie_word_embeddings=True, num_key_value_heads=4, head_dim=256,
+                        query_pre_attn_scalar=256, sliding_window=4096, attn_logit_softcapping=None,
+                        final_logit_softcapping=None, sliding_window_pattern=6),
     "phi3": dict(max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False),
     "mixtral": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
                     num_key_value_heads=8),
     "qwen2_moe": dict(max_position_embeddings=32768, hidden_act="silu", tie_word_embeddings=False,
                       num_key_value_heads=16, sliding_window=4096, max_window_layers=28),
+    "qwen3_moe": dict(max_position_embeddings=32768, hidden_act="silu", tie_word_embeddings=False,
+                      num_key_value_heads=4, sliding_window=4096),
+    "deepseek_v2": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
     "deepseek_v3": dict(max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False),
 }
 
 
-def _window(f: _Fields, family: str, n_layers: int) -> tuple[int | None, list[int]]:
+#: Model types transformers runs with LlamaForCausalLM under a configuration class of their own
+#: (modular_<type>.py: `class ...Config(LlamaConfig)`, no modeling file; AutoModelForCausalLM maps
+#: them to LlamaForCausalLM): that class's defaults, and its attribute_map from the names its
+#: config.json may use to Llama's (where both are given, the mapped name wins).
+_RUN_AS_LLAMA: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
+    "internlm3": (dict(max_position_embeddings=32768, hidden_act="silu", tie_word_embeddings=False,
+                       num_key_value_heads=2, head_dim=128),
+                  {"qkv_bias": "attention_bias", "bias": "mlp_bias"}),
+    "exaone": (dict(max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False,
+                    num_key_value_heads=8),
+               {"num_layers": "num_hidden_layers", "activation_function": "hidden_act"}),
+    "iquestcoder": (dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
+                         num_key_value_heads=8, head_dim=128), {}),
+}
+
+
+def _as_llama(f: Fields, name: str, model_type: str) -> ModelConfig:
+    """A _RUN_AS_LLAMA model type: its fields under Llama's names, its defaults, Llama's blocks."""
+    defaults, names = _RUN_AS_LLAMA[model_type]
+    data = dict(f.data)
+    for alias, field in names.items():
+        if alias in data:
+            data[field] = data.pop(alias)
+    return _llama_like(Fields(data, f.source), name, "llama", defaults)
+
+
+def _window(f: Fields, family: str, n_layers: int) -> tuple[int | None, list[int]]:
     """(sliding_window, the layers that slide) as transformers' DynamicCache reads them: an
     explicit layer_types list, else each family's rule (Gemma 2 every other layer from layer 0;
     Qwen2/Qwen3 with use_sliding_window from layer max_window_layers on; Qwen2-MoE every other
-    layer below max_window_layers; Mistral, Mixtral and Phi-3 every layer when sliding_window is
-    set). No window: (None, [])."""
+    layer below max_window_layers; Gemma 3 all but every sliding_window_pattern-th; CWM all but
+    every fourth from layer 0; Mistral,
+    Ministral, Mixtral, Phi-3 and Qwen3-MoE (with use_sliding_window) every layer when
+    sliding_window is set). No window: (None, [])."""
     defaults = _LLAMA_DEFAULTS[family]
     window = f.nullable("sliding_window", defaults.get("sliding_window"))
-    if family in ("qwen2", "qwen3", "qwen2_moe") and not f.get("use_sliding_window", False, bool):
+    if family in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe") and not f.get("use_sliding_window", False, bool):
         window = None
-    if family in ("llama", "gemma", "deepseek_v3") or not window:
+    if family in ("llama", "gemma", "deepseek_v2", "deepseek_v3") or not window:
         return None, []
     types = f.data.get("layer_types")
     if types is not None:
@@ -98,6 +112,11 @@ def _window(f: _Fields, family: str, n_layers: int) -> tuple[int | None, list[in
         sliding = [i for i, t in enumerate(types) if t == "sliding_attention"]
     elif family == "gemma2":
         sliding = [i for i in range(n_layers) if (i + 1) % 2]
+    elif family == "cwm":
+        sliding = [i for i in range(n_layers) if i % 4]
+    elif family == "gemma3_text":
+        every = f.get("sliding_window_pattern", defaults["sliding_window_pattern"], minimum=1)
+        sliding = [i for i in range(n_layers) if (i + 1) % every]
     elif family in ("qwen2", "qwen3"):
         first = f.get("max_window_layers", defaults["max_window_layers"])
         sliding = [i for i in range(n_layers) if i >= first]
@@ -122,36 +141,26 @@ def _pattern(n_layers: int, sliding: list[int], moe: list[int] | None) -> tuple[
     return None
 
 
-def _rotary_fraction(f: _Fields, key: str | None, default: float) -> float:
-    """partial_rotary_factor as transformers 5.24 resolves it: rope_parameters (or the legacy
-    rope_scaling dict) first, then the top-level field (`key`), then the family's default."""
-    for name in ("rope_parameters", "rope_scaling"):
-        rope = f.data.get(name)
-        if isinstance(rope, dict) and rope.get("partial_rotary_factor") is not None:
-            value = rope["partial_rotary_factor"]
-            break
-    else:
-        value = f.get(key, default, float) if key else default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-        raise ConfigError(f"{f.source}: partial_rotary_factor must be in (0, 1], got {show(value)}.")
-    return float(value)
 
-
-def _llama_like(f: _Fields, name: str, family: str) -> ModelConfig:
-    defaults = _LLAMA_DEFAULTS[family]
-    n_heads = f.get("num_attention_heads")
+def _llama_like(f: Fields, name: str, family: str,
+                defaults: dict[str, Any] | None = None) -> ModelConfig:
+    """A Llama-like family's config.json; `defaults` (a model type run as Llama) overrides the
+    family's own (_LLAMA_DEFAULTS)."""
+    defaults = _LLAMA_DEFAULTS[family] if defaults is None else defaults
+    n_heads = f.get("num_attention_heads", minimum=1)  # a divisor of hidden_size (Phi-3's head_dim)
     d_model = f.get("hidden_size")
     n_layers = f.get("num_hidden_layers")
     check_int(f.source, "num_hidden_layers", n_layers, maximum=MAX_LAYERS)  # before any per-layer list
     head_dim = f.get("head_dim", defaults.get("head_dim"))
-    act_key = "hidden_activation" if family == "gemma2" else "hidden_act"
+    act_key = "hidden_activation" if family in ("gemma2", "gemma3_text") else "hidden_act"
     act = f.get(act_key, defaults[act_key], str)
     if family == "gemma" and act == "gelu":
         act = "gelu_pytorch_tanh"  # GemmaConfig reads the legacy "gelu" as the tanh approximation
     if act not in _GATED:
         raise ConfigError(f"{f.source}: unsupported {act_key} {show(act)} for {family}.")
     # Llama reads attention_bias (all four projections) and mlp_bias; Qwen2 has biases on q/k/v
-    # only (Qwen2-MoE: qkv_bias), fixed in its code; Qwen3, Gemma 1/2 read attention_bias (q/k/v/o).
+    # only (Qwen2-MoE: qkv_bias), fixed in its code; Qwen3, Qwen3-MoE, Gemma 1-3 and DeepSeek read
+    # attention_bias (q/k/v/o).
     qkv_bias = out_bias = ffn_bias = False
     if family == "llama":
         qkv_bias = out_bias = f.get("attention_bias", False, bool)
@@ -160,8 +169,14 @@ def _llama_like(f: _Fields, name: str, family: str) -> ModelConfig:
         qkv_bias = True
     elif family == "qwen2_moe":
         qkv_bias = f.get("qkv_bias", True, bool)
-    elif family in ("qwen3", "gemma", "gemma2", "deepseek_v3"):
+    elif family in ("qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "deepseek_v2", "deepseek_v3"):
         qkv_bias = out_bias = f.get("attention_bias", False, bool)
+    if family == "deepseek_v2" and f.get("mlp_bias", False, bool):
+        raise ConfigError(f"{f.source}: mlp_bias (biases on DeepSeek-V2's dense and shared MLPs, "
+                          "not its routed experts) is not modelled.")
+    if family == "gemma3_text" and f.get("use_bidirectional_attention", False, bool):
+        raise ConfigError(f"{f.source}: use_bidirectional_attention (an encoder, not a causal LM) "
+                          "is not modelled for gemma3_text.")
     window, sliding = _window(f, family, n_layers)
     n_kv_heads = f.get("num_key_value_heads", defaults.get("num_key_value_heads", n_heads))
     if "num_key_value_heads" not in f.data and isinstance(n_heads, int) and n_heads % n_kv_heads:
@@ -193,70 +208,80 @@ def _llama_like(f: _Fields, name: str, family: str) -> ModelConfig:
         sliding_window=window,
         window_layers=None if len(sliding) == n_layers else len(sliding) or None,
     )
-    if family == "qwen3":
+    if family in ("qwen3", "qwen3_moe", "gemma3_text"):
         fields["qk_norm"] = True
-    if family in ("gemma", "gemma2"):
+    if family in ("gemma", "gemma2", "gemma3_text"):
         fields["scale_embeddings"] = True
-    if family == "gemma2":
+    if family in ("gemma2", "gemma3_text"):
         fields["post_sublayer_norm"] = True
-        fields["attention_scale"] = f.get("query_pre_attn_scalar", defaults["query_pre_attn_scalar"], float) ** -0.5
+        scalar = f.get("query_pre_attn_scalar", defaults["query_pre_attn_scalar"], float)
+        if scalar <= 0:
+            raise ConfigError(f"{f.source}: query_pre_attn_scalar must be positive, got {show(scalar)}.")
+        fields["attention_scale"] = scalar ** -0.5
         for key, field in (("attn_logit_softcapping", "attention_softcap"),
                            ("final_logit_softcapping", "logit_softcap")):
             value = f.nullable(key, defaults[key], float)
             fields[field] = None if value is None else float(value)
     if family == "phi3":
         _phi3(f, fields)
-    moe = _experts(f, family, fields) if family in ("mixtral", "qwen2_moe", "deepseek_v3") else None
-    if family == "deepseek_v3":
+    moe = (_experts(f, family, fields)
+           if family in ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3") else None)
+    if family in ("deepseek_v2", "deepseek_v3"):
         _latent_attention(f, fields)
     return ModelConfig(**fields, layer_pattern=_pattern(n_layers, sliding, moe))
 
 
-def _phi3(f: _Fields, fields: dict[str, Any]) -> None:
+def _phi3(f: Fields, fields: dict[str, Any]) -> None:
     """Phi-3 (fused qkv_proj and gate_up_proj: facts) drops out after each sublayer with
     resid_pdrop and rotates partial_rotary_factor of each head (Phi-4-mini: 0.75)."""
     d_head = fields["d_head"] or fields["d_model"] // fields["n_heads"]
-    rotary = int(d_head * _rotary_fraction(f, "partial_rotary_factor", 1.0))
+    rotary = int(d_head * rotary_fraction(f, "partial_rotary_factor", 1.0))
     fields["rotary_dim"] = None if rotary == d_head else rotary
     attention = fields["dropout"]
     fields["dropout"] = float(f.get("resid_pdrop", 0.0, float))
     fields["attention_dropout"] = attention
 
 
-def _experts(f: _Fields, family: str, fields: dict[str, Any]) -> list[int]:
+def _experts(f: Fields, family: str, fields: dict[str, Any]) -> list[int]:
     """Mixtral: top-k of num_local_experts experts of intermediate_size in every layer.
     Qwen2-MoE: top-k of num_experts of moe_intermediate_size where (i + 1) % decoder_sparse_step == 0
-    and i is not in mlp_only_layers, a shared expert with a sigmoid gate. DeepSeek-V3: from layer
-    first_k_dense_replace on, n_routed_experts of moe_intermediate_size, sigmoid routing over
-    groups and n_shared_experts shared experts (one MLP of their summed width). Returns the
-    layers with experts."""
+    and i is not in mlp_only_layers, a shared expert with a sigmoid gate; Qwen3-MoE the same
+    layers and routing without the shared expert. DeepSeek-V3: from layer first_k_dense_replace
+    on, n_routed_experts of moe_intermediate_size, sigmoid routing over groups and
+    n_shared_experts shared experts (one MLP of their summed width); DeepSeek-V2 the same with
+    softmax routing. Returns the layers with experts."""
     layers = fields["n_decoder_layers"]
     if family == "mixtral":
         experts = f.get("num_experts", f.get("num_local_experts", 8))  # the mapped name wins
         fields.update(n_experts=experts, top_k=f.get("num_experts_per_tok", 2))
         return list(range(layers))
-    if family == "qwen2_moe":
-        experts = f.get("num_experts", 60)
-        step = f.get("decoder_sparse_step", 1)
+    if family in ("qwen2_moe", "qwen3_moe"):
+        qwen2 = family == "qwen2_moe"
+        experts = f.get("num_experts", 60) if qwen2 else f.get("num_experts", f.get("num_local_experts", 128))
+        step = f.get("decoder_sparse_step", 1, minimum=1)
         dense_only = f.data.get("mlp_only_layers") or []
         if not isinstance(dense_only, list) or any(isinstance(i, bool) or not isinstance(i, int)
                                                    for i in dense_only):
             raise ConfigError(f"{f.source}: mlp_only_layers must be a list of layer indices.")
         moe = [i for i in range(layers)
                if i not in dense_only and experts > 0 and (i + 1) % step == 0]
-        shared = f.get("shared_expert_intermediate_size", 5632)
-        fields.update(n_experts=experts, top_k=f.get("num_experts_per_tok", 4),
-                      d_expert=f.get("moe_intermediate_size", 1408), d_shared=shared,
-                      shared_expert_gate=True, n_dense_layers=layers - len(moe),
+        fields.update(n_experts=experts, top_k=f.get("num_experts_per_tok", 4 if qwen2 else 8),
+                      d_expert=f.get("moe_intermediate_size", 1408 if qwen2 else 768),
+                      d_shared=f.get("shared_expert_intermediate_size", 5632) if qwen2 else 0,
+                      shared_expert_gate=qwen2, n_dense_layers=layers - len(moe),
                       renormalize_top_k=f.get("norm_topk_prob", False, bool))
     else:
-        experts = f.get("num_local_experts", f.get("n_routed_experts", 256))  # the mapped name wins
-        first_dense = min(f.get("first_k_dense_replace", 3, int), layers)
-        moe_width = f.get("moe_intermediate_size", 2048)
-        fields.update(n_experts=experts, top_k=f.get("num_experts_per_tok", 8), d_expert=moe_width,
-                      d_shared=moe_width * f.get("n_shared_experts", 1, int), router="sigmoid",
-                      n_dense_layers=first_dense,
-                      renormalize_top_k=f.get("norm_topk_prob", True, bool))
+        v3 = family == "deepseek_v3"
+        mapped = "num_local_experts" if v3 else "num_experts"  # the mapped name wins
+        experts = f.get(mapped, f.get("n_routed_experts", 256 if v3 else 64))
+        first_dense = min(f.get("first_k_dense_replace", 3 if v3 else 0, int), layers)
+        moe_width = f.get("moe_intermediate_size", 2048 if v3 else 1407)
+        # DeepSeek-V2's num_experts_per_tok defaults to null, which its class cannot run with.
+        top_k = f.get("num_experts_per_tok", 8) if v3 else f.get("num_experts_per_tok")
+        fields.update(n_experts=experts, top_k=top_k, d_expert=moe_width,
+                      d_shared=moe_width * f.get("n_shared_experts", 1 if v3 else 2, int),
+                      router="sigmoid" if v3 else "softmax", n_dense_layers=first_dense,
+                      renormalize_top_k=f.get("norm_topk_prob", v3, bool))
         moe = list(range(first_dense, layers))
     if not moe:  # no layer has experts: a dense model
         for key in ("n_experts", "top_k", "d_expert", "d_shared", "shared_expert_gate",
@@ -268,7 +293,7 @@ def _experts(f: _Fields, family: str, fields: dict[str, Any]) -> list[int]:
     return moe
 
 
-def _latent_attention(f: _Fields, fields: dict[str, Any]) -> None:
+def _latent_attention(f: Fields, fields: dict[str, Any]) -> None:
     """DeepSeek-V3's multi-head latent attention: queries through q_lora_rank (or directly when it
     is null), keys and values from a cached kv_lora_rank latent and a qk_rope_head_dim RoPE key;
     a query/key head is qk_nope_head_dim + qk_rope_head_dim wide, a value head v_head_dim."""
@@ -281,250 +306,14 @@ def _latent_attention(f: _Fields, fields: dict[str, Any]) -> None:
     )
 
 
-def _gpt_neox(f: _Fields, name: str) -> ModelConfig:
-    """GPT-NeoX (Pythia): fused query_key_value with attention_bias, a GELU MLP with biases,
-    LayerNorms, RoPE on rotary_pct of each head (0.25 by default), parallel residual by default."""
-    d_model = f.get("hidden_size", 6144)
-    n_heads = f.get("num_attention_heads", 64)
-    act = f.get("hidden_act", "gelu", str)
-    acts = {"gelu": "gelu", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
-    if act not in acts:
-        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for gpt_neox.")
-    d_head = d_model // n_heads if n_heads and d_model % n_heads == 0 else None
-    if d_head is None:
-        raise ConfigError(f"{f.source}: hidden_size ({d_model}) is not divisible by "
-                          f"num_attention_heads ({n_heads}).")
-    rotary = int(d_head * _rotary_fraction(f, "rotary_pct", 0.25))
-    if rotary < 2:
-        raise ConfigError(f"{f.source}: rotary_pct leaves {rotary} rotary dimensions per head.")
-    bias = f.get("attention_bias", True, bool)
-    hidden_dropout = float(f.get("hidden_dropout", 0.0, float))
-    return ModelConfig(
-        name=name, family="gpt_neox", vocab_size=f.get("vocab_size", 50432), d_model=d_model,
-        n_heads=n_heads, d_ff=f.get("intermediate_size", 24576),
-        n_decoder_layers=f.get("num_hidden_layers", 44),
-        max_positions=f.get("max_position_embeddings", 2048), position="rope",
-        rotary_dim=None if rotary == d_head else rotary, norm="layernorm", norm_position="pre",
-        activation=acts[act], qkv_bias=bias, out_bias=bias, ffn_bias=True, head="lm",
-        tie_embeddings=f.get("tie_word_embeddings", False, bool),
-        parallel_attention=f.get("use_parallel_residual", True, bool),
-        dropout=hidden_dropout,
-        attention_dropout=float(f.get("attention_dropout", 0.0, float)),
-    )
 
 
-def _falcon(f: _Fields, name: str) -> ModelConfig:
-    """Falcon: the 7B layout (multi_query: one K/V head, one LayerNorm feeding attention and MLP
-    in parallel), the new layout (new_decoder_architecture: num_kv_heads K/V heads, which the
-    cache holds broadcast to every query head; num_ln_in_parallel_attn LayerNorms, 2 by default)
-    or Falcon-RW's (alibi: multi-head attention, sequential by parallel_attn false); RoPE
-    otherwise, fused query_key_value, a GELU MLP of ffn_hidden_size, biases per `bias`."""
-    d_model = f.get("n_embed", f.get("hidden_size", 4544))  # n_embed: FalconConfig's legacy name
-    n_heads = f.get("num_attention_heads", 71)
-    if d_model % n_heads:
-        raise ConfigError(f"{f.source}: hidden_size ({d_model}) is not divisible by "
-                          f"num_attention_heads ({n_heads}).")
-    act = f.get("activation", "gelu", str)
-    if act not in ("gelu", "relu"):
-        raise ConfigError(f"{f.source}: unsupported activation {show(act)} for falcon.")
-    new = f.get("new_decoder_architecture", False, bool)
-    parallel = f.get("parallel_attn", True, bool)
-    bias = f.get("bias", False, bool)
-    alibi = f.get("alibi", False, bool)
-    if alibi:  # Falcon-RW: the old layout's multi-head attention with ALiBi
-        if new or f.get("multi_query", True, bool):
-            raise ConfigError(f"{f.source}: Falcon's ALiBi is modelled in the old multi-head layout "
-                              "(Falcon-RW: multi_query and new_decoder_architecture false).")
-        if f.get("attention_dropout", 0.0, float) > 0 or f.get("hidden_dropout", 0.0, float) > 0:
-            raise ConfigError(f"{f.source}: dropout in Falcon's ALiBi layout is not modelled.")
-        layout = dict(family="falcon_rw", n_kv_heads=n_heads, parallel_attention=parallel,
-                      parallel_norms=1 if parallel else 2, position="alibi")
-    elif new:
-        n_kv = f.get("num_kv_heads", n_heads)
-        norms = f.get("num_ln_in_parallel_attn", 2)
-        if norms not in (1, 2) or (norms == 1 and not parallel):
-            raise ConfigError(f"{f.source}: num_ln_in_parallel_attn {norms} with parallel_attn "
-                              f"{parallel} is not a layout transformers runs.")
-        layout = dict(family="falcon_new", n_kv_heads=n_kv, parallel_attention=True,
-                      parallel_norms=norms)
-    else:
-        if not f.get("multi_query", True, bool):
-            raise ConfigError(f"{f.source}: Falcon's old layout without multi_query is not "
-                              "modelled; the multi-query (Falcon-7B) and new layouts are.")
-        if not parallel and f.get("attention_dropout", 0.0, float) > 0:
-            raise ConfigError(f"{f.source}: Falcon's sequential layout drops the attention output "
-                              "out with attention_dropout, which is not modelled.")
-        layout = dict(family="falcon", n_kv_heads=1, parallel_attention=parallel,
-                      parallel_norms=1 if parallel else 2)
-    return ModelConfig(
-        name=name, vocab_size=f.get("vocab_size", 65024), d_model=d_model, n_heads=n_heads,
-        d_ff=f.get("ffn_hidden_size", 4 * d_model), n_decoder_layers=f.get("num_hidden_layers", 32),
-        max_positions=f.get("max_position_embeddings", 2048), norm="layernorm",
-        norm_position="pre", activation=act, qkv_bias=bias, out_bias=bias, ffn_bias=bias,
-        head="lm", tie_embeddings=f.get("tie_word_embeddings", True, bool),
-        dropout=float(f.get("hidden_dropout", 0.0, float)),
-        attention_dropout=0.0,  # the rotary path applies no dropout to the probabilities
-        **{"position": "rope", **layout},
-    )
-
-
-def _opt(f: _Fields, name: str) -> ModelConfig:
-    """OPT: learned positions looked up at position + 2, ReLU MLP of ffn_dim, biases
-    (enable_bias), LayerNorms before (do_layer_norm_before, >= 1.3b, with a final one) or after
-    (350m) each sublayer, embeddings of word_embed_proj_dim projected in and out when it differs
-    from hidden_size, a head tied to them; dropout after each sublayer."""
-    d_model = f.get("hidden_size", 768)
-    act = f.get("activation_function", "relu", str)
-    acts = {"relu": "relu", "gelu": "gelu"}
-    if act not in acts:
-        raise ConfigError(f"{f.source}: unsupported activation_function {show(act)} for opt.")
-    if not f.get("layer_norm_elementwise_affine", True, bool):
-        raise ConfigError(f"{f.source}: LayerNorms without weights are not modelled for opt.")
-    pre = f.get("do_layer_norm_before", True, bool)
-    if pre and f.get("_remove_final_layer_norm", False, bool):
-        raise ConfigError(f"{f.source}: _remove_final_layer_norm is not modelled for opt.")
-    width = f.get("word_embed_proj_dim", d_model)
-    bias = f.get("enable_bias", True, bool)
-    return ModelConfig(
-        name=name, family="opt", vocab_size=f.get("vocab_size", 50272), d_model=d_model,
-        n_heads=f.get("num_attention_heads", 12), d_ff=f.get("ffn_dim", 3072),
-        n_decoder_layers=f.get("num_hidden_layers", 12),
-        max_positions=f.get("max_position_embeddings", 2048), position="learned",
-        position_offset=2, embedding_dim=None if width == d_model else width, norm="layernorm",
-        norm_position="pre" if pre else "post", activation=acts[act], qkv_bias=bias,
-        out_bias=bias, ffn_bias=bias, head="lm",
-        tie_embeddings=f.get("tie_word_embeddings", True, bool),
-        dropout=float(f.get("dropout", 0.1, float)),
-        attention_dropout=float(f.get("attention_dropout", 0.0, float)),
-    )
-
-
-def _bloom(f: _Fields, name: str) -> ModelConfig:
-    """BLOOM: ALiBi, a LayerNorm after the embeddings, fused query_key_value, an MLP of 4d with
-    the tanh GELU, biases everywhere, tied head."""
-    # A legacy n_embed overrides hidden_size (BloomConfig.__post_init__), and the attribute-mapped
-    # names num_attention_heads / num_hidden_layers override n_head / n_layer (they are set last).
-    d_model = f.get("n_embed", f.get("hidden_size", 64))
-    n_heads = f.get("num_attention_heads", f.get("n_head", 8))
-    if d_model % n_heads:
-        raise ConfigError(f"{f.source}: hidden_size ({d_model}) is not divisible by n_head ({n_heads}).")
-    if f.get("apply_residual_connection_post_layernorm", False, bool):
-        raise ConfigError(f"{f.source}: apply_residual_connection_post_layernorm is not modelled "
-                          "for bloom.")
-    return ModelConfig(
-        name=name, family="bloom", vocab_size=f.get("vocab_size", 250880), d_model=d_model,
-        n_heads=n_heads, d_ff=4 * d_model, n_decoder_layers=f.get("num_hidden_layers", f.get("n_layer", 2)),
-        max_positions=f.get("seq_length", 2048),  # ALiBi has no table: only the context warned of
-        position="alibi", norm="layernorm", norm_position="pre", embedding_norm=True,
-        activation="gelu_tanh", head="lm", tie_embeddings=f.get("tie_word_embeddings", True, bool),
-        dropout=float(f.get("hidden_dropout", 0.0, float)),
-        attention_dropout=float(f.get("attention_dropout", 0.0, float)),
-    )
-
-
-def _gpt2(f: _Fields, name: str) -> ModelConfig:
-    d_model = f.get("n_embd", 768)
-    act = f.get("activation_function", "gelu_new", str)
-    acts = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
-    if act not in acts:
-        raise ConfigError(f"{f.source}: unsupported activation_function {show(act)} for gpt2.")
-    return ModelConfig(
-        name=name,
-        family="gpt2",
-        vocab_size=f.get("vocab_size", 50257),
-        d_model=d_model,
-        n_heads=f.get("n_head", 12),
-        d_ff=f.get("n_inner", 4 * d_model),
-        n_decoder_layers=f.get("n_layer", 12),
-        max_positions=f.get("n_positions", 1024),
-        position="learned",
-        norm="layernorm",
-        norm_position="pre",
-        activation=acts[act],
-        head="lm",
-        tie_embeddings=f.get("tie_word_embeddings", True, bool),
-        dropout=float(max(f.get(k, 0.1, float) for k in ("resid_pdrop", "embd_pdrop", "attn_pdrop"))),
-    )
-
-
-def _bert(f: _Fields, name: str) -> ModelConfig:
-    act = f.get("hidden_act", "gelu", str)
-    acts = {"gelu": "gelu", "relu": "relu", "gelu_new": "gelu_tanh"}
-    if act not in acts:
-        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for bert.")
-    position = f.get("position_embedding_type", "absolute", str)
-    if position != "absolute":
-        raise ConfigError(f"{f.source}: unsupported position_embedding_type {show(position)} for bert.")
-    return ModelConfig(
-        name=name,
-        family="bert",
-        vocab_size=f.get("vocab_size", 30522),
-        d_model=f.get("hidden_size", 768),
-        n_heads=f.get("num_attention_heads", 12),
-        d_ff=f.get("intermediate_size", 3072),
-        n_encoder_layers=f.get("num_hidden_layers", 12),
-        max_positions=f.get("max_position_embeddings", 512),
-        position="learned",
-        norm="layernorm",
-        norm_position="post",
-        embedding_norm=True,
-        activation=acts[act],
-        head="pooler",
-        tie_embeddings=False,
-        token_types=f.get("type_vocab_size", 2),
-        dropout=float(
-            max(f.get(k, 0.1, float) for k in ("hidden_dropout_prob", "attention_probs_dropout_prob"))
-        ),
-    )
-
-
-def _t5(f: _Fields, name: str) -> ModelConfig:
-    proj = f.get("feed_forward_proj", "relu", str)
-    acts = {"relu": "relu", "gated-gelu": "geglu_tanh", "gelu": "gelu", "gated-relu": None}
-    if acts.get(proj) is None:
-        raise ConfigError(f"{f.source}: unsupported feed_forward_proj {show(proj)} for t5.")
-    n_layers = f.get("num_layers", 6)
-    # transformers 5 ties T5's output projection to the shared table whatever tie_word_embeddings
-    # says; the flag only switches the d**-0.5 scaling of the decoder output off.
-    scale_output = f.get("tie_word_embeddings", True, bool)
-    return ModelConfig(
-        name=name,
-        family="t5",
-        vocab_size=f.get("vocab_size", 32128),
-        d_model=f.get("d_model", 512),
-        n_heads=f.get("num_heads", 8),
-        d_head=f.get("d_kv", 64),
-        d_ff=f.get("d_ff", 2048),
-        n_encoder_layers=n_layers,
-        n_decoder_layers=f.get("num_decoder_layers", n_layers),
-        max_positions=f.get("n_positions", 512),
-        position="relative",
-        relative_buckets=f.get("relative_attention_num_buckets", 32),
-        norm="rmsnorm",
-        norm_position="pre",
-        activation=acts[proj],
-        qkv_bias=False,
-        out_bias=False,
-        ffn_bias=False,
-        head="lm",
-        tie_embeddings=True,
-        share_embeddings=True,
-        scale_lm_head_input=scale_output,
-        attention_scale=1.0,  # T5 folds 1/sqrt(d_kv) into its initialisation
-        dropout=float(f.get("dropout_rate", 0.1, float)),
-    )
-
-
-_BUILDERS: dict[str, Callable[[_Fields, str], ModelConfig]] = {
+_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
     **{family: (lambda f, name, family=family: _llama_like(f, name, family))
        for family in _LLAMA_DEFAULTS},
-    "gpt_neox": _gpt_neox,
-    "falcon": _falcon,
-    "opt": _opt,
-    "bloom": _bloom,
-    "gpt2": _gpt2,
-    "bert": _bert,
-    "t5": _t5,
+    **{model_type: (lambda f, name, model_type=model_type: _as_llama(f, name, model_type))
+       for model_type in _RUN_AS_LLAMA},
+    **CLASSIC_BUILDERS,
 }
 
 
@@ -536,6 +325,8 @@ ARCHITECTURE_TYPES = {
     "Phi3ForCausalLM": "phi3", "GPTNeoXForCausalLM": "gpt_neox", "FalconForCausalLM": "falcon",
     "OPTForCausalLM": "opt", "BloomForCausalLM": "bloom", "MixtralForCausalLM": "mixtral",
     "Qwen2MoeForCausalLM": "qwen2_moe", "DeepseekV3ForCausalLM": "deepseek_v3",
+    "MinistralForCausalLM": "ministral", "Gemma3ForCausalLM": "gemma3_text", "CwmForCausalLM": "cwm",
+    "Qwen3MoeForCausalLM": "qwen3_moe", "DeepseekV2ForCausalLM": "deepseek_v2",
     "GPT2LMHeadModel": "gpt2", "GPT2Model": "gpt2", "BertModel": "bert", "BertForMaskedLM": "bert",
     "T5ForConditionalGeneration": "t5", "T5Model": "t5",
 }
@@ -545,7 +336,7 @@ _LLAMA_NAMES = {"n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_h
                 "d_model": "hidden_size", "d_ff": "intermediate_size", "d_head": "head_dim",
                 "n_decoder_layers": "num_hidden_layers", "max_positions": "max_position_embeddings"}
 HF_FIELD_NAMES: dict[str, dict[str, str]] = {
-    **{family: _LLAMA_NAMES for family in _LLAMA_DEFAULTS},
+    **{family: _LLAMA_NAMES for family in (*_LLAMA_DEFAULTS, *_RUN_AS_LLAMA)},
     "gpt_neox": _LLAMA_NAMES, "falcon": {**_LLAMA_NAMES, "n_decoder_layers": "num_hidden_layers"},
     "gpt2": {"n_heads": "n_head", "d_model": "n_embd", "d_ff": "n_inner", "n_decoder_layers": "n_layer",
              "max_positions": "n_positions"},
@@ -570,6 +361,13 @@ def _model_type(data: dict[str, Any], source: str) -> str:
                if architectures else "")
             + f"; add \"model_type\" (one of {', '.join(SUPPORTED_MODEL_TYPES)}).")
     if not isinstance(model_type, str) or model_type not in _BUILDERS:
+        text = data.get("text_config")
+        inner = text.get("model_type") if isinstance(text, dict) else None
+        if isinstance(inner, str) and inner in _BUILDERS:  # Gemma 3, Mistral 3...: a vision tower too
+            raise ConfigError(
+                f"{source}: unsupported model_type {show(model_type)} (a multimodal model); its "
+                f"language model, text_config, is model_type {inner!r}, which is supported: save "
+                "text_config as its own config.json to estimate the language model alone.")
         raise ConfigError(
             f"{source}: unsupported model_type {show(model_type)}; supported: "
             f"{', '.join(SUPPORTED_MODEL_TYPES)}."
@@ -593,6 +391,6 @@ def from_hf_config(data: Any, name: str, source: str = "config.json") -> ModelCo
         raise ConfigError(f"{source}: expected a JSON object, got {type(data).__name__}.")
     model_type = _model_type(data, source)
     try:
-        return _BUILDERS[model_type](_Fields(data, source), name)
+        return _BUILDERS[model_type](Fields(data, source), name)
     except ConfigError as error:
         raise ConfigError(_in_config_names(str(error), model_type)) from None

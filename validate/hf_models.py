@@ -21,7 +21,8 @@ from .torch_modes import default_dtype, fake_mode  # noqa: F401 (fake_mode: re-e
 
 #: Families built through a config.json dict (config_dict below) and AutoModelForCausalLM.
 DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falcon_new",
-                 "falcon_rw", "opt", "bloom", "mixtral", "qwen2_moe", "deepseek_v3")
+                 "falcon_rw", "opt", "bloom", "mixtral", "qwen2_moe", "deepseek_v3", "ministral",
+                 "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm")
 HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5", *DICT_FAMILIES)
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
@@ -240,8 +241,15 @@ def _gemma_dict(cfg: ModelConfig) -> dict[str, Any]:
     return dict(_llama_dict(cfg, "gemma"), attention_bias=cfg.qkv_bias)
 
 
-def _gemma2_dict(cfg: ModelConfig) -> dict[str, Any]:
-    data = dict(_llama_dict(cfg, "gemma2"), attention_bias=cfg.qkv_bias,
+def _ministral_dict(cfg: ModelConfig, model_type: str = "ministral") -> dict[str, Any]:
+    """Ministral's config.json; CWM's has the same fields (its window rule differs)."""
+    return dict(_llama_dict(cfg, model_type), sliding_window=cfg.sliding_window,
+                layer_types=_layer_types(cfg))
+
+
+def _gemma2_dict(cfg: ModelConfig, model_type: str = "gemma2") -> dict[str, Any]:
+    """Gemma 2's config.json; Gemma 3's text model (gemma3_text) has the same fields."""
+    data = dict(_llama_dict(cfg, model_type), attention_bias=cfg.qkv_bias,
                 hidden_activation=_LLAMA_ACTS.get(cfg.activation, cfg.activation),
                 attn_logit_softcapping=cfg.attention_softcap,
                 final_logit_softcapping=cfg.logit_softcap,
@@ -270,27 +278,40 @@ def _mixtral_dict(cfg: ModelConfig) -> dict[str, Any]:
                 num_experts_per_tok=cfg.top_k, sliding_window=cfg.sliding_window)
 
 
-def _qwen2_moe_dict(cfg: ModelConfig) -> dict[str, Any]:
-    return dict(_llama_dict(cfg, "qwen2_moe"), num_experts=cfg.n_experts,
-                num_experts_per_tok=cfg.top_k, moe_intermediate_size=cfg.d_expert,
-                shared_expert_intermediate_size=cfg.d_shared,
+def _qwen_moe_experts(cfg: ModelConfig) -> dict[str, Any]:
+    """The expert fields Qwen2-MoE and Qwen3-MoE share."""
+    return dict(num_experts=cfg.n_experts, num_experts_per_tok=cfg.top_k,
+                moe_intermediate_size=cfg.d_expert, norm_topk_prob=cfg.renormalize_top_k,
                 mlp_only_layers=[i for i in range(cfg.n_decoder_layers)
-                                 if cfg.layer_kind_at("decoder", i) == "dense"], qkv_bias=cfg.qkv_bias,
-                norm_topk_prob=cfg.renormalize_top_k)
+                                 if cfg.layer_kind_at("decoder", i) == "dense"])
 
 
-def _deepseek_v3_dict(cfg: ModelConfig) -> dict[str, Any]:
+def _qwen2_moe_dict(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(_llama_dict(cfg, "qwen2_moe"), **_qwen_moe_experts(cfg),
+                shared_expert_intermediate_size=cfg.d_shared, qkv_bias=cfg.qkv_bias)
+
+
+def _qwen3_moe_dict(cfg: ModelConfig) -> dict[str, Any]:
+    window = (dict(use_sliding_window=True, sliding_window=cfg.sliding_window)
+              if cfg.sliding_window is not None else {})
+    return dict(_llama_dict(cfg, "qwen3_moe"), **_qwen_moe_experts(cfg),
+                attention_bias=cfg.qkv_bias, **window)
+
+
+def _deepseek_v3_dict(cfg: ModelConfig, model_type: str = "deepseek_v3") -> dict[str, Any]:
+    """DeepSeek-V3's config.json; DeepSeek-V2's differs in its routing (softmax, no groups)."""
     shared, rest = divmod(cfg.d_shared, cfg.d_expert) if cfg.d_expert else (0, 0)
     _require(cfg, rest == 0, "a shared width that is not a whole number of experts")
-    data = _llama_dict(cfg, "deepseek_v3")
+    data = _llama_dict(cfg, model_type)
     del data["head_dim"]  # DeepseekV3Config sets it to qk_rope_head_dim (the rotary width)
+    groups = dict(n_group=1, topk_group=1) if model_type == "deepseek_v3" else {}
     return dict(data, q_lora_rank=cfg.q_lora_rank,
                 kv_lora_rank=cfg.kv_lora_rank, qk_rope_head_dim=cfg.rotary_dim,
                 qk_nope_head_dim=cfg.d_head - (cfg.rotary_dim or 0), v_head_dim=cfg.v_head_dim,
                 n_routed_experts=cfg.n_experts, num_experts_per_tok=cfg.top_k,
                 moe_intermediate_size=cfg.d_expert, n_shared_experts=shared,
                 first_k_dense_replace=cfg.n_dense_layers, norm_topk_prob=cfg.renormalize_top_k,
-                n_group=1, topk_group=1, attention_bias=cfg.qkv_bias)
+                attention_bias=cfg.qkv_bias, **groups)
 
 
 def _gpt_neox_dict(cfg: ModelConfig) -> dict[str, Any]:
@@ -341,7 +362,10 @@ _DICTS = {
     "mixtral": _mixtral_dict, "qwen2_moe": _qwen2_moe_dict, "deepseek_v3": _deepseek_v3_dict,
     "gpt_neox": _gpt_neox_dict, "falcon": _falcon_dict, "falcon_new": _falcon_dict,
     "falcon_rw": _falcon_dict,
-    "opt": _opt_dict, "bloom": _bloom_dict,
+    "opt": _opt_dict, "bloom": _bloom_dict, "ministral": _ministral_dict,
+    "gemma3_text": lambda cfg: _gemma2_dict(cfg, "gemma3_text"), "qwen3_moe": _qwen3_moe_dict,
+    "deepseek_v2": lambda cfg: _deepseek_v3_dict(cfg, "deepseek_v2"),
+    "cwm": lambda cfg: _ministral_dict(cfg, "cwm"),
 }
 
 

@@ -139,18 +139,20 @@ class RotaryTables(Block):
     Computed per forward (facts.rotary_tables == "forward", Hugging Face) in the activation dtype:
     the rotation keeps both for backward, 2 * n * d_h elements, and the module holds inv_freq and
     original_inv_freq (d_h / 2 each, fp32). Held as buffers ("buffer", the reference): cos and sin
-    of P x d_h in the model dtype, nothing kept.
+    of P x d_h in the model dtype, nothing kept. `sets` of them where each attention type has its
+    own (facts.rotary_tables_per_layer_type: Gemma 3's local and global RoPE).
     """
 
     seq: Expr
     profile: Profile = Profile()
     width: Expr = S.d_h  # the rotated part of a head: d_h, or d_r where RoPE is partial
+    sets: int = 1
     title = "rotary cos/sin tables"
 
     def cost(self) -> Cost:
         if self.profile.facts.rotary_tables == "forward":
-            return make_cost(saved_bytes=2 * self.seq * self.width * S.e,
-                         buffer_bytes=2 * FP32 * (self.width / 2))
+            return make_cost(saved_bytes=self.sets * 2 * self.seq * self.width * S.e,
+                             buffer_bytes=self.sets * 2 * FP32 * (self.width / 2))
         return make_cost(buffer_bytes=2 * S.P * self.width * S.e)
 
 

@@ -99,11 +99,14 @@ class HeadNorms(Block):
 
     def cost(self) -> Cost:
         rows = self.q_tokens * S.h + self.kv_tokens * S.h_kv
+        facts, recomputed = self.profile.facts, self.profile.recomputes("norms")
         return make_cost(
             tensors=[S.d_h, S.d_h],
             elements=[("rmsnorm", rows * S.d_h)],
-            saved_bytes=norm_saved("rmsnorm", rows, S.d_h, self.profile.facts, output_kept=False,
-                                   recomputed=self.profile.recomputes("norms")),
+            # two norms: Gemma 3's each keep their own fp32 (1 + w)
+            saved_bytes=sum(norm_saved("rmsnorm", heads, S.d_h, facts, output_kept=False,
+                                       recomputed=recomputed)
+                            for heads in (self.q_tokens * S.h, self.kv_tokens * S.h_kv)),
             bytes_other=elementwise_bytes(rows * S.d_h) + 2 * S.e * S.d_h,
         )
 

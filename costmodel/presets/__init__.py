@@ -92,8 +92,13 @@ def load_preset(name: str) -> ModelConfig:
 
 
 def load_config_file(path: str | Path) -> ModelConfig:
-    """A user's config file: a Hugging Face config.json or ModelConfig fields, as JSON only."""
+    """A user's config file: a Hugging Face config.json or ModelConfig fields, as JSON only; a
+    folder (a model downloaded from the Hub) is read through its config.json."""
     path = Path(path)
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ConfigError(f"{path}: is a directory with no config.json, not a config file.")
+        path = path / "config.json"
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -1,0 +1,64 @@
+"""Typed access to a Hugging Face config.json's fields, shared by the readers of costmodel/hf.py
+and costmodel/hf_classic.py: a missing or mistyped field is a one-line ConfigError."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .config import ConfigError, show
+from .errors import check_int
+
+
+class Fields:
+    """Typed access to a config dict; a missing or mistyped field is a one-line ConfigError."""
+
+    def __init__(self, data: dict[str, Any], source: str):
+        self.data = data
+        self.source = source
+
+    def get(self, key: str, default: Any = ..., kind: type | tuple[type, ...] = int,
+            minimum: int | None = None) -> Any:
+        """The field's value (or the default); `minimum`: an integer at least this (a divisor)."""
+        if minimum is not None:
+            value = self.get(key, default, kind)
+            check_int(self.source, key, value, minimum=minimum)
+            return value
+        if key not in self.data or self.data[key] is None:
+            if default is ...:
+                raise ConfigError(f"{self.source}: missing field {key!r}.")
+            return default
+        value = self.data[key]
+        if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ConfigError(f"{self.source}: field {key!r} must be an integer, got {show(value)}.")
+        if kind is bool and not isinstance(value, bool):
+            raise ConfigError(f"{self.source}: field {key!r} must be true or false, got {show(value)}.")
+        if kind is float and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ConfigError(f"{self.source}: field {key!r} must be a number, got {show(value)}.")
+        if kind is str and not isinstance(value, str):
+            raise ConfigError(f"{self.source}: field {key!r} must be a string, got {show(value)}.")
+        return value
+
+    def nullable(self, key: str, default: Any, kind: type = int) -> Any:
+        """A field where null means "none" (a window, a soft cap, a query rank): None when the
+        config says null, the default when it leaves the field out, else the checked value."""
+        if key in self.data and self.data[key] is None:
+            return None
+        return self.get(key, default, kind)
+
+
+
+
+def rotary_fraction(f: Fields, key: str | None, default: float) -> float:
+    """partial_rotary_factor as transformers 5.24 resolves it: rope_parameters (or the legacy
+    rope_scaling dict) first, then the top-level field (`key`), then the family's default."""
+    for name in ("rope_parameters", "rope_scaling"):
+        rope = f.data.get(name)
+        if isinstance(rope, dict) and rope.get("partial_rotary_factor") is not None:
+            value = rope["partial_rotary_factor"]
+            break
+    else:
+        value = f.get(key, default, float) if key else default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise ConfigError(f"{f.source}: partial_rotary_factor must be in (0, 1], got {show(value)}.")
+    return float(value)
+

@@ -1,0 +1,218 @@
+"""What validate/hf_survey.py found running the CLI on transformers' own configs, kept as tests.
+
+A field that divides another (attention heads, Qwen2-MoE's decoder_sparse_step, Gemma 2's
+query_pre_attn_scalar) set to 0 was a ZeroDivisionError traceback; it is one `error:` line naming
+the field, exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cli_run import run_main
+from tests.family_configs import FAMILY_CONFIGS
+
+#: (family config, field, value): each was a traceback before validate/FINDINGS.md's survey.
+ZERO_DIVISORS = [
+    ("phi3", "num_attention_heads", 0),
+    ("falcon_new", "num_attention_heads", 0),
+    ("bloom", "n_head", 0),
+    ("bloom", "num_attention_heads", 0),
+    ("qwen2_moe", "decoder_sparse_step", 0),
+    ("gemma2", "query_pre_attn_scalar", 0),
+    ("gemma2", "query_pre_attn_scalar", -1),  # was an attention_scale of (6e-17-1j)
+]
+
+
+@pytest.mark.parametrize("family, field, value", ZERO_DIVISORS)
+def test_a_zero_divisor_is_one_line_naming_the_field(family, field, value, tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**FAMILY_CONFIGS[family], field: value}))
+    code, _, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("error:")
+    assert field in err and ("at least 1" in err or "must be positive" in err)
+
+
+# =============================================================================================
+# The families the survey added: model types whose blocks already existed under other field names
+
+_BASE = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_size=37,
+             num_hidden_layers=3, max_position_embeddings=64)
+
+#: Tiny, odd configs of the added model types (sizes as tests/family_configs.py; expert widths a
+#: multiple of 8, which the experts' grouped_mm needs in bf16).
+NEW_FAMILY_CONFIGS = {
+    # Ministral: Mistral's layers with a per-layer window (layer_types).
+    "ministral": dict(_BASE, model_type="ministral", num_key_value_heads=2, head_dim=10,
+                      sliding_window=5, rope_theta=10000.0,
+                      layer_types=["sliding_attention", "full_attention", "sliding_attention"]),
+    # CWM: Llama's layers, a window on all but every fourth layer from layer 0 (here 1-3 of 5).
+    "cwm": dict(_BASE, model_type="cwm", num_hidden_layers=5, num_key_value_heads=2, head_dim=10,
+                sliding_window=4),
+    # Gemma 3 text: Gemma 2's four norms and query_pre_attn_scalar, Qwen3-style q/k norms,
+    # five sliding layers to one full by default (here sliding_window_pattern 2), no soft caps.
+    "gemma3_text": dict(_BASE, model_type="gemma3_text", num_key_value_heads=2, head_dim=10,
+                        query_pre_attn_scalar=12, sliding_window=4, sliding_window_pattern=2,
+                        tie_word_embeddings=True),
+    # Qwen3-MoE: Qwen3's attention, Qwen2-MoE's routing without the shared expert, a dense layer.
+    "qwen3_moe": dict(_BASE, model_type="qwen3_moe", num_key_value_heads=2, head_dim=10,
+                      num_experts=5, num_experts_per_tok=2, moe_intermediate_size=24,
+                      mlp_only_layers=[1], norm_topk_prob=True, tie_word_embeddings=False),
+    # DeepSeek-V2 (Lite: no query compression): latent attention, a first dense layer, softmax
+    # routing over routed experts, two shared experts.
+    "deepseek_v2": dict(_BASE, model_type="deepseek_v2", num_key_value_heads=6, q_lora_rank=None,
+                        kv_lora_rank=7, qk_nope_head_dim=6, qk_rope_head_dim=4, v_head_dim=5,
+                        n_routed_experts=5, num_experts_per_tok=2, moe_intermediate_size=16,
+                        n_shared_experts=2, first_k_dense_replace=1, topk_method="greedy"),
+    # Model types transformers runs with LlamaForCausalLM, under their own names and defaults:
+    # InternLM3's qkv_bias and bias (Llama's attention_bias and mlp_bias), EXAONE's num_layers and
+    # activation_function, IQuest-Coder's head_dim 128 when it is left out.
+    "internlm3": dict(_BASE, model_type="internlm3", num_key_value_heads=2, head_dim=10,
+                      qkv_bias=True, bias=True),
+    "exaone": dict({k: v for k, v in _BASE.items() if k != "num_hidden_layers"}, num_layers=3,
+                   model_type="exaone", num_key_value_heads=2, activation_function="silu"),
+    "iquestcoder": dict(_BASE, model_type="iquestcoder", num_key_value_heads=2, hidden_size=60,
+                        num_attention_heads=6),
+}
+
+
+def _hf_count(fields: dict) -> int:
+    import torch
+    import transformers
+
+    config = transformers.AutoConfig.for_model(**fields)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    return sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("family", sorted(NEW_FAMILY_CONFIGS))
+def test_added_family_parameters_equal_hugging_face(family):
+    pytest.importorskip("transformers")
+    from costmodel import estimate
+
+    fields = NEW_FAMILY_CONFIGS[family]
+    total = estimate(dict(fields, name=family), seq_len=16).to_dict()["params"]["total"]
+    assert total == _hf_count(fields)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", sorted(NEW_FAMILY_CONFIGS))
+def test_added_family_is_exact_on_every_validate_row(family):
+    pytest.importorskip("transformers")
+    from costmodel.config import Workload
+    from costmodel.presets import config_from_dict
+    from validate.compare import validate
+
+    cfg = config_from_dict(dict(NEW_FAMILY_CONFIGS[family]), source=family, name=family)
+    rows = validate(cfg, Workload(seq_len=12, batch=2, dtype="bf16", gen_tokens=2), target="hf")
+    assert {"parameters", "forward matmul FLOPs", "backward matmul FLOPs", "bytes saved for backward",
+            "KV-cache bytes"} <= {row.quantity for row in rows}
+    assert [row for row in rows if row.difference != 0] == []
+
+
+#: Real config.json files of the added families (the fields that shape the model, with the Hub's
+#: keys and values), with the published total where one is published.
+#: - Qwen/Qwen3-30B-A3B: 48 layers, hidden 2048, 32 query and 4 KV heads of 128, 128 experts of 768,
+#:   8 per token (github.com/zyzshishui/slime scripts/models/qwen3-30B-A3B.sh; model card: 30.5B
+#:   total, 3.3B activated).
+#: - deepseek-ai/DeepSeek-V2-Lite: 27 layers, hidden 2048, 16 heads, q_lora_rank null, kv_lora_rank
+#:   512, one dense layer of 10944, 64 routed experts of 1408 (6 per token) and 2 shared (Megatron
+#:   Bridge's deepseek_v2_lite recipe; model card: 15.7B total, 2.4B active).
+#: - google/gemma-3-1b-it: 26 layers, hidden 1152, 4 query heads and 1 KV head of 256, a window of
+#:   512 on five layers in six (keras-hub keras_hub/src/models/gemma3/gemma3_presets.py:
+#:   "gemma3_instruct_1b" params 999,885,952).
+REAL_ADDED = {
+    "qwen3-30b-a3b": {
+        "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "attention_bias": False,
+        "decoder_sparse_step": 1, "head_dim": 128, "hidden_act": "silu", "hidden_size": 2048,
+        "intermediate_size": 6144, "max_position_embeddings": 40960, "max_window_layers": 48,
+        "mlp_only_layers": [], "moe_intermediate_size": 768, "norm_topk_prob": True,
+        "num_attention_heads": 32, "num_experts": 128, "num_experts_per_tok": 8,
+        "num_hidden_layers": 48, "num_key_value_heads": 4, "rope_scaling": None,
+        "rope_theta": 1000000.0, "sliding_window": None, "tie_word_embeddings": False,
+        "use_sliding_window": False, "vocab_size": 151936,
+    },
+    "deepseek-v2-lite": {
+        "architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2",
+        "first_k_dense_replace": 1, "hidden_act": "silu", "hidden_size": 2048,
+        "intermediate_size": 10944, "kv_lora_rank": 512, "max_position_embeddings": 163840,
+        "moe_intermediate_size": 1408, "moe_layer_freq": 1, "n_group": 1, "n_routed_experts": 64,
+        "n_shared_experts": 2, "norm_topk_prob": False, "num_attention_heads": 16,
+        "num_experts_per_tok": 6, "num_hidden_layers": 27, "num_key_value_heads": 16,
+        "q_lora_rank": None, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+        "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 0.707,
+                         "mscale_all_dim": 0.707, "original_max_position_embeddings": 4096,
+                         "type": "yarn"},
+        "rope_theta": 10000, "routed_scaling_factor": 1.0, "scoring_func": "softmax",
+        "tie_word_embeddings": False, "topk_group": 1, "topk_method": "greedy",
+        "v_head_dim": 128, "vocab_size": 102400,
+    },
+    "gemma-3-1b-it": {
+        "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "attention_bias": False,
+        "attn_logit_softcapping": None, "final_logit_softcapping": None, "head_dim": 256,
+        "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 1152, "intermediate_size": 6912,
+        "max_position_embeddings": 32768, "num_attention_heads": 4, "num_hidden_layers": 26,
+        "num_key_value_heads": 1, "query_pre_attn_scalar": 256, "rope_local_base_freq": 10000,
+        "rope_scaling": None, "rope_theta": 1000000, "sliding_window": 512,
+        "sliding_window_pattern": 6, "vocab_size": 262144,
+    },
+}
+PUBLISHED = {"gemma-3-1b-it": 999_885_952}
+
+
+@pytest.mark.parametrize("name", sorted(REAL_ADDED))
+def test_real_added_config_parameters_equal_hugging_face(name, tmp_path, capsys):
+    pytest.importorskip("transformers")
+    fields = REAL_ADDED[name]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    code, out, _ = run_main(["estimate", "--config", str(path), "--json"], capsys)
+    assert code == 0
+    total = json.loads(out)["params"]["total"]
+    assert total == _hf_count({k: v for k, v in fields.items() if k != "architectures"})
+    assert total == PUBLISHED.get(name, total)
+
+
+def test_a_model_folder_is_read_through_its_config_json(tmp_path, capsys):
+    """`--config` on a folder downloaded from the Hub reads its config.json (the folder names it)."""
+    folder = tmp_path / "gemma-3-1b-it"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(REAL_ADDED["gemma-3-1b-it"]))
+    code, out, _ = run_main(["estimate", "--config", str(folder), "--json"], capsys)
+    assert code == 0
+    result = json.loads(out)
+    assert result["params"]["total"] == 999_885_952
+    assert result["inputs"]["model"] == "gemma-3-1b-it"
+    code, _, err = run_main(["estimate", "--config", str(tmp_path)], capsys)
+    assert code == 2 and err.count("\n") == 1 and "no config.json" in err
+    # --model takes the same folder, as transformers' from_pretrained takes a local path
+    code, out, _ = run_main(["estimate", "--model", str(folder), "--json"], capsys)
+    assert code == 0 and json.loads(out)["params"]["total"] == 999_885_952
+
+
+def test_a_multimodal_config_names_its_supported_text_config(tmp_path, capsys):
+    """Gemma 3 4B's config.json is Gemma3ForConditionalGeneration (a vision tower too): one line
+    that says its text_config is a supported model type."""
+    text = dict(REAL_ADDED["gemma-3-1b-it"], hidden_size=2560, num_hidden_layers=34)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"architectures": ["Gemma3ForConditionalGeneration"],
+                                "model_type": "gemma3", "text_config": text,
+                                "vision_config": {"model_type": "siglip_vision_model"}}))
+    code, _, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "'gemma3'" in err and "text_config" in err and "'gemma3_text'" in err
+
+
+@pytest.mark.parametrize("name", sorted(REAL_ADDED))
+def test_architectures_alone_name_the_added_model_types(name):
+    """A config.json that names only `architectures` is read as the model type that class is
+    registered under (costmodel.hf.ARCHITECTURE_TYPES)."""
+    from costmodel.hf import from_hf_config
+
+    fields = REAL_ADDED[name]
+    bare = {k: v for k, v in fields.items() if k != "model_type"}
+    assert from_hf_config(bare, name=name) == from_hf_config(fields, name=name)
