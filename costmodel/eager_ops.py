@@ -115,13 +115,15 @@ def step_ops(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache
     copies of grouped KV heads per layer where the KV heads are fewer than the query heads and
     the implementation states them), in this dtype, under this attention and KV cache where the
     implementation states which it counted; None where no counted implementation of that name
-    matches, or the weights are quantized (their kernels are other ops)."""
+    matches, or the weights are quantized (their kernels are other ops). fp16 takes bf16's
+    counts: both are half types, so the same casts (x.float(), type_as) dispatch. A quantized
+    KV cache keeps the counts, a lower bound (its quantize and dequantize ops are not counted)."""
     if quantized:
         return None
     entry = _matching("eager_step_ops", cfg, lambda entry: (
         entry["name"] == implementation and entry.get("attention", attention) == attention
         and entry.get("kv_cache", kv_cache) == kv_cache))
-    counts = None if entry is None else entry["ops"].get(dtype)
+    counts = None if entry is None else entry["ops"].get("bf16" if dtype == "fp16" else dtype)
     if counts is None:
         return None
     per_layer = counts["per_layer"] + (counts.get("grouped_kv_per_layer", 0) if cfg.n_kv_heads < cfg.n_heads else 0)

@@ -276,7 +276,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     decoder_prompt = decoder_prompt if encoder_decoder else prompt
     prefill_total, prefill_s, prefill_blocks = roof.prefill(batch, decoder_prompt, source_len=source)
     prefill_s = float(prefill_s)
-    ops = step_ops(cfg, implementation, roof.dtype, attention, kv_cache, quantized=roof.quantized)
+    weights_quantized = any((quantization or {}).get(key) is not None for key in ("weight_dtype", "fp8_gemm"))
+    ops = step_ops(cfg, implementation, roof.dtype, attention, kv_cache, quantized=weights_quantized)
     kernels = KernelSteps(roof, cuda_graphs, compiled, ops) if time_model == "kernels" else None
     if kernels:
         prefill_s = kernels.prefill(batch, decoder_prompt, source)
@@ -351,6 +352,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
         if host is not None:  # an eager step whose host time the kernel model weighs (host_bound_seconds)
             result["decode"]["host"] = {"ops_per_step": kernels.step_ops, "seconds_per_step": host,
                                         "bound": host >= first_s}
+        elif kernels and kernels.decode_timer.host_s_per_op is not None:  # eager on a GPU host, ops not counted
+            result["decode"]["host"] = {"ops_per_step": None, "seconds_per_step": None, "bound": None}
         result["memory"] = roof.fits(batch, decoder_prompt + gen, source_len=source,
                                      prompt=decoder_prompt)
         result["generation_table"] = table

@@ -421,7 +421,11 @@ def render_inference(r: dict[str, Any]) -> str:
             *([f"  host: {d['host']['ops_per_step']:,} eager ops a step ({i.get('implementation', 'transformers')}), "
                f"{seconds(d['host']['seconds_per_step'])} to issue; the GPU runs behind them, a step takes the "
                "longer of the two" + (" (host-bound: the first step's kernels take less)" if d["host"]["bound"] else "")]
-              if d.get("host") else []),
+              if d.get("host") and d["host"]["ops_per_step"] is not None else []),
+            *([f"  host: the eager ops a {i.get('implementation', 'transformers')} step issues are not counted for this "
+               "model, attention or cache (kernel_facts.json \"eager_step_ops\"): the steps are the kernels' alone, "
+               "though an eager step on a GPU is often host-bound (docs/time.md)"]
+              if d.get("host") and d["host"]["ops_per_step"] is None else []),
             f"  {_crossover(d['crossover_batch_weights_only'])} "
             f"(weights only: 2 FLOPs and {i['dtype']} bytes per parameter per token); with this "
             f"context's KV cache {_crossover(d['crossover_batch_at_context'], again=True)}",

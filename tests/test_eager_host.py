@@ -65,7 +65,8 @@ def test_a_step_of_a_counted_model_issues_its_layers_ops_and_its_own():
             assert step_ops(cfg, "gpt-fast", "bf16", attention, kv_cache) == 32 * 126 + 36 == 4068
             assert step_ops(cfg, "gpt-fast", "fp32", attention, kv_cache) == 32 * 113 + 34 == 3650
         assert step_ops(cfg, "gpt-fast", "bf16", "sdpa", "static", quantized=True) is None
-        assert step_ops(cfg, "gpt-fast", "fp16", "sdpa", "static") is None
+        # fp16 is a half type as bf16 is: the same casts dispatch, the same count
+        assert step_ops(cfg, "gpt-fast", "fp16", "sdpa", "static") == step_ops(cfg, "gpt-fast", "bf16", "sdpa", "static")
         assert step_ops(cfg, "transformers", "bf16", "sdpa", "dynamic") == 32 * 76 + 56 == 2488
         assert step_ops(cfg, "transformers", "fp32", "sdpa", "dynamic") == 32 * 72 + 51 == 2355
         assert step_ops(cfg, "transformers", "bf16", "sdpa", "static") is None
@@ -209,3 +210,22 @@ def test_every_stated_generate_count_is_counted_again(attention, dtype, kv_heads
     from validate.generate_ops import step_ops as counted
 
     assert counted(attention, dtype, kv_heads) == _generate_stated(attention, dtype, kv_heads)
+
+
+def test_an_uncounted_eager_step_on_a_gpu_says_so_and_a_quantized_cache_keeps_the_count():
+    """sdpa with a static cache (generate's static cache is not counted): the steps are the kernels'
+    and the text says the host's ops are not counted, rather than silently dropping the host term.
+    An fp8 KV cache alone keeps the bf16 step's count (a lower bound), and fp16 is bf16's."""
+    from reports.text import render_inference
+
+    def run(**options):
+        return simulate_inference(load_preset("llama2-7b"), load_hardware("a100-80gb"), prompt=5, gen=20, batch=1,
+                                  time_model="kernels", **options)
+
+    static = run(attention="sdpa", kv_cache="static")
+    assert static["decode"]["host"] == {"ops_per_step": None, "seconds_per_step": None, "bound": None}
+    assert "host: the eager ops a transformers step issues are not counted" in render_inference(static)
+    host = 3023 * A100_DISPATCH_S
+    for options in ({"quantization": {"kv_dtype": "fp8"}}, {"dtype": "fp16"}):
+        assert run(**options)["decode"]["first_token"]["seconds"] == pytest.approx(host, rel=1e-12)
+    assert "host" not in run(cuda_graphs=True)["decode"]  # no host term under graphs: nothing to say
