@@ -271,11 +271,13 @@ def test_a_quantized_cache_is_read_as_stored_by_an_engines_fused_kernel():
 
     for block in (AttentionScores, WeightedSum):
         engine = block(q_len=1, k_len=S.c,
-                       profile=Profile(attention="flash", kv_cache="static", kv_dtype="fp8"))
+                       profile=Profile(attention="flash", kv_cache="static", kv_dtype="fp8", kv_read_as_stored=True))
         assert engine.cache_element_bytes == 1
         for profile in (Profile(attention="flash", kv_cache="dynamic", kv_dtype="fp8"),
                         Profile(attention="flash", kv_cache="static"),
-                        Profile(attention="eager", kv_cache="static", kv_dtype="fp8")):
+                        # generate's static cache (simulate --kv-cache static): torch's sdpa takes no FP8
+                        Profile(attention="sdpa", kv_cache="static", kv_dtype="fp8"),
+                        Profile(attention="eager", kv_cache="static", kv_dtype="fp8", kv_read_as_stored=True)):
             assert block(q_len=1, k_len=S.c, profile=profile).cache_element_bytes == S.e
     # the kernel model's call: the keys and values at the cache's bytes, the queries and output not
     call = AttentionCall(batch=4, heads=64, n_q=1, n_kv=5000, head_dim=128, kv_heads=8)
@@ -296,3 +298,14 @@ def test_an_fp8_cache_halves_the_decode_steps_context_time(h100):
         parts[kv_dtype] = step.seconds(ones, [5250] * 88) - step.seconds(ones, [1] * 88)
     assert parts["fp8"] / parts[None] == pytest.approx(0.5, abs=0.02)
     assert 37.8e9 / h100.bandwidth_bytes_per_s < parts["fp8"] < 2 * 37.8e9 / h100.bandwidth_bytes_per_s
+
+
+def test_transformers_continuous_batching_refuses_a_quantized_cache():
+    """transformers 5.24's continuous batching keeps its paged cache in the model's dtype: a
+    quantized KV cache there is refused, not read at one byte as vLLM's kernels read theirs."""
+    from costmodel.config import ConfigError
+    from costmodel.serving.api import serve
+
+    for scheduler in ("hf-fifo", "hf-prefill-first"):
+        with pytest.raises(ConfigError, match="keeps its paged cache in the model's dtype"):
+            serve("llama3-8b", "h100-sxm", rate=1.0, requests=4, scheduler=scheduler, kv_dtype="fp8")

@@ -148,13 +148,14 @@ class AttentionCore(Block):
 
     @property
     def cache_element_bytes(self) -> Expr:
-        """Bytes of each key and value element the kernel reads: one where a paged engine keeps a
-        quantized cache (kv_dtype with the in-place "static" cache of serving_profile) and its
-        fused kernel attends on it as stored (vLLM's FlashAttention-3 backend runs attention in
-        FP8 on an FP8 cache, its queries quantized too: vLLM docs,
+        """Bytes of each key and value element the kernel reads: one where a serving engine keeps a
+        quantized cache and its fused kernel attends on it as stored (Profile.kv_read_as_stored,
+        which serving_profile sets for vLLM-style engines: vLLM's FlashAttention-3 backend runs
+        attention in FP8 on an FP8 cache, its queries quantized too: vLLM docs,
         features/quantization/quantized_kvcache.md), the activation dtype's otherwise
-        (transformers' QuantizedCache hands the kernel the dequantized cache)."""
-        if self.profile.kv_dtype is not None and self.profile.kv_cache == "static" and not self.kernel.dense:
+        (transformers' QuantizedCache hands the kernel the dequantized cache; torch's sdpa takes
+        no FP8 inputs)."""
+        if self.profile.kv_dtype is not None and self.profile.kv_read_as_stored and not self.kernel.dense:
             return sp.Integer(1)
         return S.e
 

@@ -75,6 +75,10 @@ class Profile:
     optimizer_impl: str = "single"
     device: str = "cpu"
     kv_dtype: str | None = None  # a quantized KV cache (fp8, int8): one byte per element + scales
+    # A serving engine's fused attention kernel attends on a quantized cache as stored (vLLM's
+    # FlashAttention-3 backend on an FP8 cache), reading its keys and values at one byte each;
+    # False: the kernel is handed the cache in the activations' dtype (transformers' QuantizedCache).
+    kv_read_as_stored: bool = False
     weight_format: Any = None  # quantization.WeightFormat of the weights (inference), or None
     mla: str = "naive"  # latent attention's form: "naive" or "absorbed" (inference only)
     # DeepSeek-V3's low-precision activations (layout --fp8 blockwise; report section 3.3.3): the
