@@ -135,9 +135,10 @@ class Hardware:
     @property
     def issues_ahead(self) -> bool:
         """Whether the host drives this device asynchronously (a GPU: kernels queued on a stream
-        while the host goes on) rather than running each op in its own thread (a CPU, whose
-        GEMMs the file measures by rows)."""
-        return self.sm_count > 0 and not self.gemm_efficiency_by_rows
+        while the host goes on) rather than running each op in its own thread: a CPU, which its
+        file names by architecture "cpu" (`hardware --measure` on a CPU writes it) or, in files
+        written before that field, by a GEMM table by rows."""
+        return self.architecture != "cpu" and self.sm_count > 0 and not self.gemm_efficiency_by_rows
 
     def link(self, span: int) -> float:
         """The bandwidth of a group that spans `span` consecutive GPUs (within a node, or not)."""
@@ -325,7 +326,8 @@ SCHEMA: dict[str, Field] = {
     "default_dtype": Field(str, "the dtype a simulation uses when none is asked for; must have a peak"),
     "interconnect": Field(dict, "gpus_per_node, intra_node_bandwidth_bytes_per_s, "
                           "inter_node_bandwidth_bytes_per_s (per GPU, per direction), collective_latency_s, source"),
-    "architecture": Field(str, "the GPU generation (ampere, ada, hopper, blackwell, cdna3): which attention-kernel figures apply"),
+    "architecture": Field(str, "the GPU generation (ampere, ada, hopper, blackwell, cdna3): which attention-kernel figures apply; "
+                               "\"cpu\" for a CPU (each op runs in the thread that issues it)"),
     "sm_count": Field(int, "streaming multiprocessors (AMD: compute units)", low=0),
     "clock_mhz": Field(float, "the datasheet's boost clock, MHz", low=0),
     "clock_limit_mhz": Field(float, "a clock limit (nvidia-smi -lgc); scales the compute peaks", low=0),

@@ -115,6 +115,14 @@ def test_a_cpu_keeps_its_per_leaf_dispatch_and_a_gpu_does_not_add_it_per_leaf():
     assert KernelTimer(cpu, "fp32", "sdpa").host_s_per_op is None
     gpu = _timer(load_hardware("a100-80gb"), eager_ops=ops)
     assert gpu.eager_ops is None and gpu.host_s_per_op == A100_DISPATCH_S
+    # A CPU measured in bf16 alone has no rows table (it is measured in fp32) but a core count as
+    # sm_count: its architecture "cpu", which `hardware --measure` writes, still names it a CPU.
+    bf16_cpu = Hardware.from_dict({"name": "cpu", "flops_per_s": {"bf16": 1e11}, "bandwidth_bytes_per_s": 1e10,
+                                   "memory_bytes": 2**34, "sm_count": 2, "architecture": "cpu",
+                                   "dispatch_s_per_op": 2e-6}, "cpu")
+    assert not bf16_cpu.issues_ahead
+    timer = KernelTimer(bf16_cpu, "bf16", "sdpa", eager_ops=ops)
+    assert timer.eager_ops == ops and timer.host_s_per_op is None
 
 
 def _decode_step(dtype: str, cuda_graphs: bool, implementation: str = "gpt-fast") -> float:

@@ -247,6 +247,7 @@ def measure_local(memory_bytes: int | None = None, dtypes: tuple[str, ...] = ("f
                                                          "chain": chain_rate}}})
     return {
         "name": "local",
+        "architecture": "cpu",
         "description": f"this machine: {platform.processor() or platform.machine()}, "
         f"{torch.get_num_threads()} torch threads",
         "flops_per_s": flops,

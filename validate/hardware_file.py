@@ -140,7 +140,7 @@ def device_facts(device: str) -> dict[str, Any]:
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     return {"description": f"CPU: {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads",
             "memory_bytes": memory, "memory_reserve_bytes": 0, "sm_count": os.cpu_count() or 1,
-            "versions": f"torch {torch.__version__}"}
+            "architecture": "cpu", "versions": f"torch {torch.__version__}"}
 
 
 def _driver() -> str:
@@ -181,6 +181,7 @@ def measure_file(name: str, device: str = "cuda", dtypes: tuple[str, ...] = ("bf
                 "bandwidth_bytes_per_s": bandwidth, "memory_bytes": facts["memory_bytes"],
                 "efficiency": {"compute": 1.0, "memory": 1.0}, "default_dtype": dtypes[0],
                 "sm_count": facts["sm_count"], "memory_reserve_bytes": facts["memory_reserve_bytes"],
+                **({"architecture": facts["architecture"]} if "architecture" in facts else {}),
                 "source": measured + "; peaks as measured (efficiencies 1); sustained_matmul_efficiency: the "
                           "fastest shape held under full load over the grid's best"}
         data["sustained_matmul_efficiency"] = {d: min(1.0, sustained[d]["flops_per_s"] / best[d]) for d in best}
