@@ -544,8 +544,9 @@ def host_bound_seconds(times: LeavesTime, host_ops: int | None, timer: KernelTim
     issues the step's `host_ops` ops (eager_ops.step_ops) at the hardware's dispatch_s_per_op
     each while the GPU runs the kernels queued so far, so the step takes the longer of the two:
     max(kernels, ops x dispatch_s_per_op). The kernels' time is `times` less its per-block
-    launches (the host's term stands for them). No synchronisation inside the step is charged: the
-    counted implementation's decoding loop has none (kernel_facts.json "eager_step_ops" "runs").
+    launches (the host's term stands for them). No synchronisation is charged: gpt-fast's decoding
+    loop has none inside a step, and generate's one wait a step (its stopping check) costs a
+    host-bound step only the last kernel's tail (kernel_facts.json "eager_step_ops" "runs").
     Where the timer has no host term (compiled, CUDA graphs, a CPU, no dispatch time) or the ops
     are not counted: `times` as leaves_time gives it. The one place this rule is applied."""
     if timer.host_s_per_op is None or host_ops is None:

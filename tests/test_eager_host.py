@@ -206,6 +206,11 @@ def test_generate_issues_the_stated_ops_every_step():
     from validate.generate_ops import per_step, step_ops as counted
 
     assert per_step(1, 2, "sdpa", "bf16", 3, 7) == per_step(1, 2, "sdpa", "bf16", 7, 11)
+    # one op per tensor, not per row: the same count at batches 2 and 4 (roofline.KernelSteps
+    # charges it at any batch)
+    assert per_step(1, 2, "sdpa", "bf16") == per_step(1, 2, "sdpa", "bf16", batch=2) == per_step(
+        1, 2, "sdpa", "bf16", batch=4)
+    assert per_step(1, 2, "eager", "bf16") == per_step(1, 2, "eager", "bf16", batch=2)
     assert counted("sdpa", "bf16", 2) == _generate_stated("sdpa", "bf16", 2)
 
 

@@ -44,13 +44,14 @@ def _model(layers: int, kv_heads: int, attention: str, dtype: str) -> Any:
     return model.to({"bf16": torch.bfloat16, "fp32": torch.float32}[dtype])
 
 
-def generate_ops(model: Any, new_tokens: int) -> int:
-    """Aten ops of model.generate(PROMPT, max_new_tokens=new_tokens), greedy."""
+def generate_ops(model: Any, new_tokens: int, batch: int = 1) -> int:
+    """Aten ops of model.generate(PROMPT, max_new_tokens=new_tokens), greedy, PROMPT repeated
+    over `batch` rows (a mask of ones: no padding)."""
     import torch
 
     from validate.gpt_fast_ops import DispatchCounter
 
-    ids = torch.tensor([PROMPT])
+    ids = torch.tensor([PROMPT] * batch)
     with torch.no_grad(), DispatchCounter() as counter:
         out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens, do_sample=False)
     if out.shape[1] != len(PROMPT) + new_tokens:
@@ -59,10 +60,10 @@ def generate_ops(model: Any, new_tokens: int) -> int:
 
 
 def per_step(layers: int, kv_heads: int, attention: str, dtype: str, short: int = K_SHORT,
-             long: int = K_LONG) -> float:
+             long: int = K_LONG, batch: int = 1) -> float:
     """One decoding step's ops: the ops of the steps between `short` and `long` new tokens, per step."""
     model = _model(layers, kv_heads, attention, dtype)
-    return (generate_ops(model, long) - generate_ops(model, short)) / (long - short)
+    return (generate_ops(model, long, batch) - generate_ops(model, short, batch)) / (long - short)
 
 
 def step_ops(attention: str, dtype: str, kv_heads: int) -> dict[str, float]:
