@@ -213,6 +213,10 @@ def test_on_cuda_a_positive_graph_gap_is_written_with_its_method(monkeypatch):
     monkeypatch.setattr(device_rates, "stream_rates", lambda device, grid, repeats: stream)
     monkeypatch.setattr(device_rates, "weight_only_gemv", lambda device, grid: {"products": {}})
     monkeypatch.setattr(device_rates, "int4_gemv_by_shape", lambda device, grid: {"shapes": [], "device": device})
+    from validate import calibrate
+
+    issued = []  # the host's issue time per op on the GPU (the eager step's host term)
+    monkeypatch.setattr(calibrate, "dispatch_s_per_op", lambda repeats, device: issued.append(device) or 6.5e-6)
     for gap, written in ((1.5e-6, True), (-2e-8, False)):
         monkeypatch.setattr(device_rates, "graph_kernel_gap", lambda gap=gap: {"graph_kernel_s": gap, "method": "chains"})
         floors = []
@@ -229,7 +233,9 @@ def test_on_cuda_a_positive_graph_gap_is_written_with_its_method(monkeypatch):
         assert floors == [gap if written else None]  # less the gap measured beside it, where there is one
         assert rates["fields"]["gemv_bandwidth_bytes_per_s"] == 4e12
         assert rates["measurements"]["int4_gemv_by_shape"] == {"shapes": [], "device": "cuda"}  # kept, not a field
-        assert "gemm_efficiency_by_rows" not in rates["fields"] and "dispatch_s_per_op" not in rates["fields"]
+        assert "gemm_efficiency_by_rows" not in rates["fields"]  # a CPU's table: not a GPU's
+        assert rates["fields"]["dispatch_s_per_op"] == 6.5e-6 and issued[-1] == "cuda"
+        assert any(s.startswith("dispatch_s_per_op: the host's time to issue") for s in rates["sources"])
 
 
 def test_gpu_check_measures_the_device_after_its_table(tmp_path, monkeypatch, capsys):

@@ -155,11 +155,25 @@ def attention_efficiency_by_queries(rates: dict[int, float], chain: float) -> di
     return {str(n_q): min(1.0, rate / chain) for n_q, rate in sorted(rates.items())}
 
 
-def dispatch_s_per_op(repeats: int = 2001) -> float:
+def dispatch_s_per_op(repeats: int = 2001, device: str = "cpu") -> float:
     """The time one tiny op takes (an add of two 1-element tensors): PyTorch's per-op dispatch,
-    what each of the ~1,000 small ops of an eager engine step pays."""
-    a, b = torch.ones(1), torch.ones(1)
-    return median_seconds(lambda: torch.add(a, b), repeats, warmup=50)
+    what each of the ~1,000 small ops of an eager engine step pays. On a GPU, the host's time to
+    issue one (Python, the dispatcher and the launch; what an eager step's host term charges,
+    kernel_time.host_bound_seconds): batches of 100 adds timed on the host without waiting for
+    the GPU, the queue drained between batches, the median batch's time per add."""
+    a, b = torch.ones(1, device=device), torch.ones(1, device=device)
+    if not device.startswith("cuda"):
+        return median_seconds(lambda: torch.add(a, b), repeats, warmup=50)
+    per_op = []
+    for batch in range(max(6, repeats // 100) + 1):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(100):
+            torch.add(a, b)
+        if batch:  # the first batch warms up
+            per_op.append((time.perf_counter() - start) / 100)
+    torch.cuda.synchronize()
+    return statistics.median(per_op)
 
 
 def vector_flops_per_s(elements: int = 2**21, repeats: int = 7) -> float:

@@ -238,6 +238,13 @@ def measure_kernel_rates(device: str, grid: str, cpu_tables: bool, rows: bool) -
     else:
         measurements["graph_kernel"] = {"not_measured": "a CPU has no CUDA graphs: graph_kernel_s is not written"}
         measurements["dram_startup"] = {"not_measured": "a CPU has no CUDA graphs: dram_kernel_startup_s is not written"}
+    if device.startswith("cuda"):  # the host's issue time per eager op (an eager step's host term)
+        from .calibrate import dispatch_s_per_op
+
+        fields["dispatch_s_per_op"] = dispatch_s_per_op(201 if grid == "quick" else 2001, device)
+        sources.append("dispatch_s_per_op: the host's time to issue one add of two 1-element tensors on the GPU "
+                       "(validate/calibrate.py dispatch_s_per_op: batches of 100 timed on the host, not waiting "
+                       "for the GPU)")
     if cpu_tables and not device.startswith("cuda"):
         from .calibrate import dispatch_s_per_op, efficiency_by_rows, gemm_rows_flops_per_s
 
