@@ -471,6 +471,7 @@ def test_the_gpu_hours_rows_hold_their_cards_figures():
     throughput, _, _ = train_setup(runs["bloom 176b 384 GPUs"], sources["bloom"])
     assert bloom.layout == throughput.layout and bloom.workload == throughput.workload
     assert (bloom.cfg.dropout, bloom.cfg.attention_dropout) == (0.1, 0.1)
+    assert bloom.cfg == throughput.cfg  # one model for the one run, both rows (tr11: both dropouts 0.1)
 
 
 def test_the_405b_gpu_hours_row_runs_table_4s_16k_layout():
