@@ -100,14 +100,16 @@ def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None
 @click.option("--kv-dtype", default=None, help=f"Inference: a quantized KV cache ({spec.KV_DTYPES.listed()}): its memory.")
 @choice_option("--fp8-gemm", spec.FP8_GEMMS, f"Inference, --weight-dtype fp8: how its GEMMs multiply: "
                f"{spec.FP8_GEMMS.described()}.", spec.DEFAULT_FP8_GEMM)
+@choice_option("--decode-code", spec.DECODE_CODES, "Inference, eager on a GPU: whose decoding loop issues the "
+               f"ops the host time counts: {spec.DECODE_CODES.described()}.", spec.DEFAULT_DECODE_CODE)
 @layout_options
 @mtp_option
 @json_option("As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, mla, train, seq_len,
              recompute, recompute_layers, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
              flops_convention, tp_overlap, dp_overlap, no_prefetch, pp_overlap, overlap_slowdown, compiled, cuda_graphs,
-             launch_overhead, graph_kernel_gap, time_model, weight_dtype, weight_group, kv_dtype, fp8_gemm, mtp, as_json,
-             **layout_given) -> None:
+             launch_overhead, graph_kernel_gap, time_model, weight_dtype, weight_group, kv_dtype, fp8_gemm, decode_code, mtp,
+             as_json, **layout_given) -> None:
     """Time of prefill, decode and training on a hardware preset (the kernel-level model by default,
     --time-model roofline for the roofline); with a layout
     (--tp/--pp/--dp...), per GPU: the step time with communication and pipeline bubble, MFU and
@@ -188,7 +190,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                             dtype=workload.dtype, efficiency=efficiency, attention=attention,
                                             kv_cache=kv_cache, cuda_graphs=cuda_graphs,
                                             quantization=quantization, time_model=time_model, compiled=compiled,
-                                            mla=mla)
+                                            mla=mla, implementation=decode_code)
     except ConfigError as error:
         raise InputError(str(error)) from None
     if note:

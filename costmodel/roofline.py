@@ -267,6 +267,10 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     step attends to the source and to the decoder's tokens so far."""
     import numpy as np
 
+    from .spec import DECODE_CODES
+
+    if implementation not in DECODE_CODES:
+        raise ConfigError(f"--decode-code must be {DECODE_CODES.listed()}, got {implementation!r}.")
     time_model = time_model_for(hardware, time_model, dtype)
     if compiled and time_model != "kernels":
         raise ConfigError("--compile is modelled by the kernel-level time model only; add --time-model kernels.")

@@ -44,13 +44,15 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
              kv_cache: str = "dynamic", seq_len: int | None = None, recompute: str = "none", impl: str = "hf",
              tokens: float | None = None, price: float | None = None, step_time: float | None = None,
              layout: Any = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
-             fp8_gemm: str = spec.DEFAULT_FP8_GEMM) -> SimulationResult:
+             fp8_gemm: str = spec.DEFAULT_FP8_GEMM,
+             decode_code: str = spec.DEFAULT_DECODE_CODE) -> SimulationResult:
     """Inference (prompt, gen) or a training step (train=True: seq_len, recompute, impl; tokens
     and price for the time, GPU-hours, FLOPs and dollars of a run) on `hardware`; layout: a
     costmodel.layout.Layout or a dict of its fields for per-GPU time and memory. Inference, on
     one GPU or with a layout (each tensor-parallel rank's shards): weight_dtype and kv_dtype
     quantize the weights and the cache (`simulate --weight-dtype/--kv-dtype`), fp8_gemm says how
-    fp8 weights multiply (spec.FP8_GEMMS)."""
+    fp8 weights multiply (spec.FP8_GEMMS); decode_code whose decoding loop an eager step's host
+    time counts (spec.DECODE_CODES, `simulate --decode-code`)."""
     from . import roofline as sim
     from .api import load_model, make_layout, make_workload
     from .config import require_decoder
@@ -97,5 +99,5 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
                                            gen_tokens=gen, **quantization)
         data = sim.simulate_inference(cfg, chosen, prompt=workload.seq_len, gen=gen, batch=batch,
                                       dtype=workload.dtype, attention=attention, kv_cache=kv_cache,
-                                      quantization=quantization)
+                                      quantization=quantization, implementation=decode_code)
     return SimulationResult(data, train, chosen_layout is not None, warnings)

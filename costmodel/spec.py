@@ -111,6 +111,12 @@ MLA_FORMS = Choices({  # latent attention at inference (costmodel/blocks/mla.py 
     "naive": "every cached latent up-projected each step, as transformers runs it",
     "absorbed": "W_UK/W_UV folded into queries and output, as vLLM runs it",
 })
+#: The code that decodes (simulate's eager host term: kernel_facts.json "eager_step_ops").
+DECODE_CODES = Choices({
+    "transformers": "Hugging Face generate",
+    "gpt-fast": "gpt-fast's Transformer and generate loop (as torchao's benchmarks run it)",
+})
+DEFAULT_DECODE_CODE = "transformers"
 FLOPS_CONVENTIONS = Choices({
     "dense": "PaLM's 6N + 12LHQT, every attention pair",
     "causal": "Megatron's, half the causal attention core",

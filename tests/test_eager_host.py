@@ -242,3 +242,24 @@ def test_an_uncounted_eager_step_on_a_gpu_says_so_and_a_quantized_cache_keeps_th
     for options in ({"quantization": {"kv_dtype": "fp8"}}, {"dtype": "fp16"}):
         assert run(**options)["decode"]["first_token"]["seconds"] == pytest.approx(host, rel=1e-12)
     assert "host" not in run(cuda_graphs=True)["decode"]  # no host term under graphs: nothing to say
+
+
+def test_the_decoding_code_is_chosen_on_the_cli_and_in_the_api():
+    """`simulate --decode-code gpt-fast` (and costmodel.simulate's decode_code): gpt-fast's
+    4,068 ops a step in bf16 at 7.1 us; an unknown code is one error line, exit 2."""
+    import json
+
+    import costmodel
+    from cli import main
+
+    result = costmodel.simulate("llama2-7b", "a100-80gb", prompt=5, gen=20, attention="sdpa", kv_cache="static",
+                                decode_code="gpt-fast")
+    assert result.data["decode"]["host"]["ops_per_step"] == 4068
+    assert result.data["decode"]["first_token"]["seconds"] == pytest.approx(4068 * A100_DISPATCH_S, rel=1e-12)
+    from costmodel.config import ConfigError
+
+    with pytest.raises(ConfigError, match="--decode-code must be transformers or gpt-fast"):
+        costmodel.simulate("llama2-7b", "a100-80gb", prompt=5, gen=20, decode_code="vllm")
+    assert main(["simulate", "--model", "llama2-7b", "--hardware", "a100-80gb", "--prompt", "5", "--gen", "20",
+                 "--attention", "sdpa", "--kv-cache", "static", "--decode-code", "gpt-fast", "--json"]) == 0
+    assert main(["simulate", "--model", "llama2-7b", "--decode-code", "vllm"]) == 2
