@@ -20,11 +20,11 @@ VLLM_SHAREGPT = Path(__file__).resolve().parent / "sharegpt_vllm_lengths.json"
 STATED_KEYS = ("samples", "below", "mean", "median", "min", "max")
 
 
-def mlperf_input_lengths(path: Path = MLPERF_LENGTHS) -> Lengths:
+def mlperf_input_lengths(path: Path = MLPERF_LENGTHS, at_least: int = 0) -> Lengths:
     """The dataset's prompt lengths as a histogram (values: each length; weights: its number of
     samples), checked against the file's stated statistics: as many samples as the dataset has, every
     length under its cap, and the source column's min, max, median and mean (to 0.01) reproduced.
-    A malformed file is one line naming it."""
+    at_least: the samples a run will take from it. A malformed or short file is one line naming it."""
     import numpy as np
 
     where = str(path)
@@ -44,6 +44,8 @@ def mlperf_input_lengths(path: Path = MLPERF_LENGTHS) -> Lengths:
     check_stated(where, "the histogram's", counts, stated)
     if counts.max() >= stated["below"]:
         raise ConfigError(f"{where}: a length of {int(counts.max())} is not under the dataset's cap {stated['below']}.")
+    if len(counts) < at_least:
+        raise ConfigError(f"{where}: the histogram holds {len(counts)} samples, fewer than the {at_least} a run takes.")
     return lengths
 
 
@@ -78,12 +80,12 @@ def read_length_file(path: Path, keys: tuple[str, ...], what: str) -> dict:
     return data
 
 
-
-def sharegpt_lengths(path: Path = VLLM_SHAREGPT) -> list[tuple[int, int]]:
+def sharegpt_lengths(path: Path = VLLM_SHAREGPT, at_least: int = 0) -> list[tuple[int, int]]:
     """The ShareGPT requests' (prompt, output) lengths, in the order sent, checked as the MLPerf
     histogram is (check_stated: each column's samples, min, max, median and mean) and against vLLM's
     filter (every prompt and output at least min_tokens, prompts at most max_prompt, prompt + output
-    at most max_total). A malformed file is one line naming it."""
+    at most max_total). at_least: the requests a run will send. A malformed or short file is one
+    line naming it."""
     import numpy as np
 
     where = str(path)
@@ -106,4 +108,6 @@ def sharegpt_lengths(path: Path = VLLM_SHAREGPT) -> list[tuple[int, int]]:
             raise ConfigError(f"{where}: request {i} ({prompt} + {output} tokens) is outside vLLM's filter "
                               f"(at least {stated['min_tokens']} each, prompts up to {stated['max_prompt']}, "
                               f"both up to {stated['max_total']}).")
+    if len(prompts) < at_least:
+        raise ConfigError(f"{where}: the file holds {len(prompts)} requests, fewer than the {at_least} a run sends.")
     return list(zip(prompts, outputs))

@@ -32,8 +32,8 @@ per sample (fixed; "Tokens per sample: 294.45"; Azure's run: 3,900.33 / 13.3588 
 24,576 samples' own prompt lengths (mlperf_llama2_70b_lengths.json beside this script: a histogram of the
 dataset's tok_input_length column as openshift-psap/performance-dashboard extracted it from MLCommons'
 pickle, mean 222.33, median 152, 48-1,021 tokens): Offline runs every sample once (in a seeded shuffled
-order), Server draws each request's prompt from the histogram. A row at the mean (222 tokens, fixed) shows
-what the spread changes.
+order), Server draws each request's prompt from the histogram. A row at the mean rounded to a token (222,
+fixed; another histogram's own mean when one is named) shows what the spread changes.
 
 vLLM's v0.6.0 performance post (vllm-project/vllm-project.github.io at commit c3a01c4,
 _posts/2024-09-05-perf-update.md, https://blog.vllm.ai/2024/09/05/perf-update.html): vLLM v0.6.0
@@ -139,9 +139,6 @@ FIRST_TOKEN = [
 # MLPerf Inference, Llama-2-70B (closed), from the LoadGen summaries. Shared by every system: the model and the
 # output tokens per sample (language/llama2-70b/README.md of mlcommons/inference: "Tokens per sample: 294.45").
 MLPERF_MODEL, MLPERF_OUTPUT = "llama2-70b", 294
-# Beside the dataset's own prompts (MLPERF_LENGTHS, published_lengths.py): every prompt at the histogram's mean
-# rounded to a token (what a run without the spread gives).
-MLPERF_MEAN_PROMPT = 222
 MLPERF_SHUFFLE_SEED = 0  # the order in which Offline's samples are issued (LoadGen shuffles them with its own seed)
 # One entry per system. Harness settings (tp, FP8, gpu_batch_size, kvcache_free_gpu_mem_frac 0.90) from NVIDIA's
 # config classes (closed/NVIDIA/configs/llama2-70b/{Offline,Server}/__init__.py of the same round); the token
@@ -181,6 +178,17 @@ def mlperf_prompts(lengths: Lengths, samples: int | None = None) -> list[int]:
     return [int(n) for n in every[order][:samples]]
 
 
+def mlperf_mean(lengths: Lengths) -> float:
+    """The histogram's mean prompt length (tokens)."""
+    return sum(v * w for v, w in zip(lengths.values, lengths.weights)) / sum(lengths.weights)
+
+
+def mlperf_mean_prompt(lengths: Lengths) -> int:
+    """Beside the dataset's own prompts: every prompt at the loaded histogram's mean rounded to a
+    token (what a run without the spread gives; 222 for MLPERF_LENGTHS)."""
+    return round(mlperf_mean(lengths))
+
+
 def mlperf_options(system: dict, max_num_seqs: int) -> dict:
     """The replica options of our MLPerf runs: vLLM's scheduler, FP8 weights and KV cache, bf16
     activations (the projections W8A8 at the FP8 peak, as --fp8-gemm auto runs them on an H100),
@@ -194,20 +202,28 @@ def mlperf_offline(system: dict, prompt: int | Lengths, samples: int | None = No
     """Our Offline output tokens per second: every sample arrives at 0 (round-robin over the system's
     engines) and the run ends at the last token. prompt: a fixed length, or the dataset's histogram
     (each of its samples once)."""
-    import costmodel
-    from costmodel.hardware import load_hardware
-    from costmodel.serving.api import run_replicas
-
     samples = samples or system["offline"]["samples"]
-    cfg = costmodel.load_model(MLPERF_MODEL)
-    replica, step, _ = build_replica(cfg, load_hardware(system["hardware"]),
-                                     **mlperf_options(system, system["offline"]["max_num_seqs"]))
     prompts = mlperf_prompts(prompt, samples) if isinstance(prompt, Lengths) else [prompt] * samples
     if len(prompts) < samples:
         raise ConfigError(f"the length histogram holds {len(prompts)} samples, fewer than the {samples} asked for.")
     requests = [Request(i, 0.0, n, MLPERF_OUTPUT) for i, n in enumerate(prompts)]
-    rows, _, _ = run_replicas(requests, replica, step, system["replicas"], cfg.max_positions, record=False)
-    return samples * MLPERF_OUTPUT / max(r["finish_s"] for r in rows)
+    span = span_at_once(MLPERF_MODEL, system["hardware"], requests, system["replicas"],
+                        **mlperf_options(system, system["offline"]["max_num_seqs"]))
+    return samples * MLPERF_OUTPUT / span
+
+
+def span_at_once(model: str, hardware: str, requests: list[Request], replicas: int = 1, **options) -> float:
+    """Seconds from 0 to the last token of `requests` (all arriving at 0, their own lengths) on
+    `replicas` replicas of the model built with `options` (build_replica's) on the hardware preset:
+    the span of MLPerf's Offline run and of the vLLM post's ShareGPT requests."""
+    import costmodel
+    from costmodel.hardware import load_hardware
+    from costmodel.serving.api import run_replicas
+
+    cfg = costmodel.load_model(model)
+    replica, step, _ = build_replica(cfg, load_hardware(hardware), **options)
+    rows, _, _ = run_replicas(requests, replica, step, replicas, cfg.max_positions, record=False)
+    return max(r["finish_s"] for r in rows)
 
 
 def mlperf_server(system: dict, prompt: int | Lengths, requests: int | None = None) -> dict:
@@ -230,6 +246,7 @@ VLLM_REQUESTS = 500  # "500 prompts randomly sampled", all sent at once ("QPS in
 # (prompt, output) tokens: the post's averages per dataset
 VLLM_DATASETS = {"ShareGPT": (202, 179), "decode-heavy": (462, 256), "prefill-heavy": (462, 16)}
 VLLM_TP = {"llama3-8b": 1, "llama3-70b": 4}  # "Llama 8B on 1xH100 and 70B on 4xH100"
+VLLM_HARDWARE = "h100-sxm"  # the post says "H100"
 VLLM_SCHEDULER_STEPS = 10  # "with multistep scheduling via setting `--num-scheduler-steps 10`"
 # overall_throughput.png (1,783 x 862 pixels): per panel, the y gridlines' pixel rows and labels (the x axis's
 # row is 0) and the top pixel row of vLLM's (leftmost, blue) bar.
@@ -273,25 +290,18 @@ def vllm_throughput(model: str, dataset: str, requests: int = VLLM_REQUESTS,
     from costmodel.serving.api import serve
 
     if pairs is not None:
-        import costmodel
-        from costmodel.hardware import load_hardware
-        from costmodel.serving.api import run_replicas
-
         if len(pairs) < requests:
             raise ConfigError(f"the length file holds {len(pairs)} requests, fewer than the {requests} asked for.")
-        cfg = costmodel.load_model(model)
-        replica, step, _ = build_replica(cfg, load_hardware("h100-sxm"), **vllm_options(VLLM_TP[model]))
         chosen = [Request(i, 0.0, prompt, output) for i, (prompt, output) in enumerate(pairs[:requests])]
-        rows, _, _ = run_replicas(chosen, replica, step, 1, cfg.max_positions, record=False)
-        return requests / max(r["finish_s"] for r in rows)
+        return requests / span_at_once(model, VLLM_HARDWARE, chosen, **vllm_options(VLLM_TP[model]))
     prompt, output = VLLM_DATASETS[dataset]
-    run = serve(model, "h100-sxm", rate=math.inf, requests=requests, prompt=str(prompt), output=str(output), seed=0,
+    run = serve(model, VLLM_HARDWARE, rate=math.inf, requests=requests, prompt=str(prompt), output=str(output), seed=0,
                 **vllm_options(VLLM_TP[model]))
     return run.summary()["throughput"]["requests_per_s"]
 
 
 def print_vllm(path: str | Path = VLLM_SHAREGPT) -> None:
-    pairs = sharegpt_lengths(Path(path))
+    pairs = sharegpt_lengths(Path(path), at_least=VLLM_REQUESTS)
     mean_in, mean_out = (sum(column) / len(column) for column in zip(*pairs[:VLLM_REQUESTS]))
     print(f"\nvLLM v0.6.0 on H100, {VLLM_REQUESTS} requests at once. Source: {VLLM_SOURCE}\n")
     print("| model | GPUs (tp) | dataset | in / out tokens | published req/s (read from the chart) | ours "
@@ -491,8 +501,9 @@ def main() -> None:
 
 
 def print_mlperf(path: str | Path = MLPERF_LENGTHS) -> None:
-    lengths = mlperf_input_lengths(Path(path))
-    prompts = (("dataset's (mean 222.33)", lengths), (f"{MLPERF_MEAN_PROMPT}, fixed", MLPERF_MEAN_PROMPT))
+    lengths = mlperf_input_lengths(Path(path), at_least=max(system["offline"]["samples"] for system in MLPERF))
+    mean_prompt = mlperf_mean_prompt(lengths)
+    prompts = ((f"dataset's (mean {mlperf_mean(lengths):.2f})", lengths), (f"{mean_prompt}, fixed", mean_prompt))
     for system in MLPERF:
         print(f"\nMLPerf Inference Llama-2-70B, {system['system']}. Source: {system['source']}\n")
         print("| scenario | prompt tokens (ours) | metric | published | ours | ours / published |")
@@ -510,17 +521,30 @@ def print_mlperf(path: str | Path = MLPERF_LENGTHS) -> None:
                       f"| {ours[metric] * scale:{fmt}} | {ours[metric] / published:.2f} |")
 
 
+# The selectors: each table alone (vllm and mlperf from another length file if one is named), with the
+# most arguments each takes after its name; no selector runs every table.
+SELECTORS = {"nim": (print_nim, 0), "vllm": (print_vllm, 1), "mlperf": (print_mlperf, 1)}
+USAGE = "nim, vllm [SHAREGPT.json] or mlperf [LENGTHS.json] (none: every table)"
+
+
+def command(argv: list[str]):
+    """The table printer and its arguments that argv (the script's arguments) names; an unknown
+    selector or an argument past what it takes is one ConfigError line."""
+    if not argv:
+        return main, []
+    if argv[0] not in SELECTORS:
+        raise ConfigError(f"unknown selector {argv[0]!r}; the selectors are {USAGE}.")
+    printer, most = SELECTORS[argv[0]]
+    if len(argv) - 1 > most:
+        raise ConfigError(f"unexpected argument {argv[1 + most]!r} after {' '.join(argv[:1 + most])}; "
+                          f"the selectors are {USAGE}.")
+    return printer, argv[1:]
+
+
 if __name__ == "__main__":
-    command = sys.argv[1] if sys.argv[1:] else ""
     try:
-        if command == "nim":
-            print_nim()
-        elif command == "vllm":  # the vLLM v0.6.0 table alone, from another ShareGPT length file if one is named
-            print_vllm(*sys.argv[2:3])
-        elif command == "mlperf":  # the MLPerf tables alone, from another histogram file if one is named
-            print_mlperf(*sys.argv[2:3])
-        else:
-            main()
+        printer, arguments = command(sys.argv[1:])
+        printer(*arguments)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)

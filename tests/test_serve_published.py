@@ -44,7 +44,8 @@ def test_mlperf_figures_are_the_loadgen_summaries(script):
     # the mlperf_log_summary.txt files and NVIDIA's config classes the script's docstring names
     azure, dgx = script.MLPERF
     # prompts: the dataset's histogram and its mean rounded to a token (mlperf_llama2_70b_lengths.json, below)
-    assert (script.MLPERF_MODEL, script.MLPERF_OUTPUT, script.MLPERF_MEAN_PROMPT) == ("llama2-70b", 294, 222)
+    assert (script.MLPERF_MODEL, script.MLPERF_OUTPUT) == ("llama2-70b", 294)
+    assert script.mlperf_mean_prompt(script.mlperf_input_lengths()) == 222
     assert (azure["hardware"], azure["tp"], azure["replicas"]) == ("h100-nvl", 2, 1)
     # max_num_tokens=16384: LLAMA2EngineBuilderOp's default in inference_results_v4.0's builder.py (commit
     # 9201484); v4.1's builder is not stored, so that system keeps vLLM's default (None here)
@@ -125,7 +126,7 @@ def test_mlperf_lengths_reproduce_the_dataset(script):
     prompts = script.mlperf_prompts(lengths)
     assert len(prompts) == 24576 and sorted(prompts) == sorted(script.mlperf_prompts(lengths))
     assert round(sum(prompts) / len(prompts), 2) == 222.33 and max(prompts) == 1021 and min(prompts) < 128
-    assert round(sum(prompts) / len(prompts)) == script.MLPERF_MEAN_PROMPT
+    assert round(sum(prompts) / len(prompts)) == script.mlperf_mean_prompt(lengths)
     # shuffled (LoadGen issues samples in a seeded random order), and the same order each call
     assert prompts == script.mlperf_prompts(lengths) and prompts != sorted(prompts)
     assert script.mlperf_prompts(lengths, 40) == prompts[:40]
@@ -487,3 +488,78 @@ def test_nim_rows_pass_the_tables_setup(script, served):
     assert direct["setup"]["load"] == "concurrency"
     assert ours == {"ttft_ms": 1e3 * direct["ttft"]["mean"], "itl_ms": 1e3 * direct["tpot"]["mean"],
                     "tokens_per_s": direct["throughput"]["output_tokens_per_s"]}
+
+
+def _restated(data: dict, column: list[int]) -> dict:
+    """A length file's stated statistics recomputed for a changed column (samples, min, max, median, mean)."""
+    import numpy as np
+
+    stated = dict(data)
+    stated.update(samples=len(column), min=int(min(column)), max=int(max(column)),
+                  median=float(np.median(column)), mean=round(float(np.mean(column)), 2))
+    return stated
+
+
+def test_the_mlperf_rows_state_the_loaded_files_mean(script, tmp_path, monkeypatch, capsys):
+    """`mlperf OTHER.json`: the label's mean and the fixed row's prompt are that file's, not the default's."""
+    import numpy as np
+
+    data = json.loads(script.MLPERF_LENGTHS.read_text())
+    data["values"] = [v - 10 for v in data["values"]]  # every prompt 10 tokens shorter: mean 212.33
+    counts = np.repeat(data["values"], data["weights"])
+    data["stated"] = _restated(data["stated"], counts.tolist())
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(data))
+    seen = []
+    monkeypatch.setattr(script, "mlperf_offline", lambda system, prompt: seen.append(prompt) or 1.0)
+    monkeypatch.setattr(script, "mlperf_server", lambda system, prompt: seen.append(prompt) or
+                        {"tokens_per_s": 1.0, "p99_ttft_s": 1.0, "p99_tpot_s": 1.0})
+    script.print_mlperf(other)
+    out = capsys.readouterr().out
+    assert "mean 212.33" in out and "222" not in out and "| 212, fixed |" in out
+    assert 212 in seen and 222 not in seen
+    # the default file's: its mean, 222.33, and the fixed row at 222
+    assert script.mlperf_mean_prompt(script.mlperf_input_lengths()) == 222
+
+
+def test_a_sharegpt_file_short_of_the_posts_requests_stops_before_any_row(script, tmp_path):
+    """`vllm FILE` with fewer than the 500 requests the post sends: one line naming the file, exit 2,
+    no table printed."""
+    data = json.loads(script.VLLM_SHAREGPT.read_text())
+    data["prompts"], data["outputs"] = data["prompts"][:100], data["outputs"][:100]
+    data["stated"]["prompt"] = _restated(data["stated"]["prompt"], data["prompts"])
+    data["stated"]["output"] = _restated(data["stated"]["output"], data["outputs"])
+    short = tmp_path / "short.json"
+    short.write_text(json.dumps(data))
+    assert len(script.sharegpt_lengths(short)) == 100  # a valid file, only short
+    run = subprocess.run([sys.executable, str(SCRIPT), "vllm", str(short)], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.count("\n") == 1 and run.stderr.startswith("error: ")
+    assert "short.json" in run.stderr and "100" in run.stderr and "500" in run.stderr
+
+
+def test_a_mlperf_file_short_of_offlines_samples_stops_before_any_row(script, tmp_path):
+    """`mlperf FILE` with fewer samples than Offline runs: one line naming the file, exit 2, no table."""
+    data = {"source": {}, "values": [100, 300], "weights": [3, 1]}
+    data["stated"] = dict(_restated({}, [100, 100, 100, 300]), below=1024)
+    short = tmp_path / "few.json"
+    short.write_text(json.dumps(data))
+    assert sum(script.mlperf_input_lengths(short).weights) == 4  # a valid file, only short
+    run = subprocess.run([sys.executable, str(SCRIPT), "mlperf", str(short)], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.count("\n") == 1 and "few.json" in run.stderr and "24576" in run.stderr
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["bogus"], "'bogus'"),
+    (["nim", "extra"], "'extra'"),
+    (["vllm", "a.json", "b.json"], "'b.json'"),
+    (["mlperf", "a.json", "b.json"], "'b.json'"),
+])
+def test_an_unknown_selector_or_extra_argument_is_one_line(argv, words):
+    run = subprocess.run([sys.executable, str(SCRIPT), *argv], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.count("\n") == 1 and run.stderr.startswith("error: ") and words in run.stderr
+    assert all(name in run.stderr for name in ("nim", "vllm", "mlperf"))
