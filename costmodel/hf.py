@@ -86,7 +86,15 @@ def _as_llama(f: Fields, name: str, model_type: str) -> ModelConfig:
     for alias, field in names.items():
         if alias in data:
             data[field] = data.pop(alias)
-    return _llama_like(Fields(data, f.source), name, "llama", defaults)
+    llama = Fields(data, f.source)
+    if model_type == "internlm3" and (llama.get("attention_bias", False, bool)
+                                      != llama.get("mlp_bias", False, bool)):
+        # InternLM3Config.validate_architecture refuses it: Llama's attention_bias puts one
+        # setting on q, k, v and o, so qkv_bias cannot differ from bias (the o and MLP biases).
+        raise ConfigError(f"{f.source}: InternLM3 with qkv_bias different from bias is not "
+                          "supported (transformers runs it as Llama, whose attention_bias sets "
+                          "the q, k, v and o biases together).")
+    return _llama_like(llama, name, "llama", defaults)
 
 
 def _window(f: Fields, family: str, n_layers: int) -> tuple[int | None, list[int]]:

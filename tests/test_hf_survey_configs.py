@@ -99,6 +99,37 @@ def test_added_family_parameters_equal_hugging_face(family):
     assert total == _hf_count(fields)
 
 
+@pytest.mark.parametrize("biases", [dict(qkv_bias=True, bias=True), dict(qkv_bias=False, bias=False),
+                                    dict(attention_bias=True, mlp_bias=True), {}])
+def test_internlm3_biases_equal_hugging_face(biases):
+    """InternLM3's qkv_bias and bias together: q, k, v, o and MLP biases, or none (the default)."""
+    pytest.importorskip("transformers")
+    from costmodel import estimate
+
+    fields = {k: v for k, v in NEW_FAMILY_CONFIGS["internlm3"].items() if k not in ("qkv_bias", "bias")}
+    fields.update(biases)
+    total = estimate(dict(fields, name="internlm3"), seq_len=16).to_dict()["params"]["total"]
+    assert total == _hf_count(fields)
+
+
+@pytest.mark.parametrize("biases", [dict(qkv_bias=True, bias=False), dict(qkv_bias=False, bias=True),
+                                    dict(qkv_bias=True), dict(attention_bias=True)])
+def test_internlm3_with_qkv_bias_unlike_bias_is_refused_as_transformers_does(biases, tmp_path, capsys):
+    """transformers 5.24's InternLM3Config refuses qkv_bias != bias ("InternLM3 with `qkv_bias`
+    different from `bias` is not supported"), which was counted as Llama's attention_bias (q, k, v
+    and o biases) with a count no model has: one line, exit 2."""
+    fields = {k: v for k, v in NEW_FAMILY_CONFIGS["internlm3"].items() if k not in ("qkv_bias", "bias")}
+    fields.update(biases)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error:") and "qkv_bias different from bias" in err
+    transformers = pytest.importorskip("transformers")
+    with pytest.raises(Exception, match="qkv_bias` different from `bias"):
+        transformers.AutoConfig.for_model(**fields)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("family", sorted(NEW_FAMILY_CONFIGS))
 def test_added_family_is_exact_on_every_validate_row(family):
