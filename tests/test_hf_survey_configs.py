@@ -130,6 +130,40 @@ def test_internlm3_with_qkv_bias_unlike_bias_is_refused_as_transformers_does(bia
         transformers.AutoConfig.for_model(**fields)
 
 
+@pytest.mark.parametrize("window", [None, 4, 4096])
+@pytest.mark.parametrize("name", ["tiny", "gemma-3-1b-it"])
+def test_gemma3_rotary_buffers_equal_the_meta_models_with_or_without_a_window(name, window):
+    """Gemma3RotaryEmbedding holds inv_freq and original_inv_freq for each kind in
+    set(layer_types), which sliding_window_pattern gives even where sliding_window is null (the
+    null window counted one set of two). Bytes of every buffer of the bf16 meta model."""
+    pytest.importorskip("transformers")
+    import torch
+    import transformers
+    from costmodel import estimate
+
+    base = NEW_FAMILY_CONFIGS["gemma3_text"] if name == "tiny" else {
+        k: v for k, v in REAL_ADDED[name].items() if k != "architectures"}
+    fields = dict(base, sliding_window=window)
+    config = transformers.AutoConfig.for_model(**fields)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    hf = sum(b.numel() * b.element_size() for b in model.buffers())
+    assert len(set(config.layer_types)) == 2  # both kinds, whatever the window
+    ours = estimate(dict(fields, name=name), seq_len=16, dtype="bf16").to_dict()["memory"]["buffers"]
+    assert ours == hf
+
+
+@pytest.mark.parametrize("layer_types, sets", [(["full_attention"] * 3, 1),
+                                               (["sliding_attention"] * 3, 1),
+                                               (["full_attention", "sliding_attention", "full_attention"], 2)])
+def test_gemma3_rotary_sets_follow_layer_types_without_a_window(layer_types, sets):
+    """With sliding_window null, the kinds in an explicit layer_types list decide the sets."""
+    from costmodel.hf import from_hf_config
+
+    fields = dict(NEW_FAMILY_CONFIGS["gemma3_text"], sliding_window=None, layer_types=layer_types)
+    assert from_hf_config(fields, name="g").rotary_sets == sets
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("family", sorted(NEW_FAMILY_CONFIGS))
 def test_added_family_is_exact_on_every_validate_row(family):
