@@ -35,9 +35,11 @@ HARDWARE_HELP = "A hardware preset (see `hardware`; any case) or a path to a har
 SEQ_LEN_HELP = "Tokens per sequence (default 2048 or the context)."
 
 model_options = stack(
-    click.option("--model", "-m", "model", type=str, help="A preset name or alias, any case (see `models`), or a "
-                 "Hugging Face Hub id (org/name: its config.json, from the local cache first)."),
-    click.option("--config", "config", type=str, help="A Hugging Face config.json or a ModelConfig JSON file."),
+    click.option("--model", "-m", "model", type=str, help="A preset name or alias, any case (see `models`), a "
+                 "Hugging Face Hub id (org/name: its config.json, from the local cache first), or a path to "
+                 "a config file or a model's folder (one with a slash that exists, or a name ending in .json)."),
+    click.option("--config", "config", type=str, help="A Hugging Face config.json, a model's folder holding "
+                 "one (as downloaded from the Hub), or a ModelConfig JSON file."),
 )
 
 

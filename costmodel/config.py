@@ -91,6 +91,10 @@ class ModelConfig:
     attention_softcap: float | None = None  # scores -> cap * tanh(scores / cap) (Gemma 2)
     logit_softcap: float | None = None  # logits -> cap * tanh(logits / cap) (Gemma 2)
     rotary_dim: int | None = None  # RoPE rotates this many of each head's dimensions (None: d_head)
+    # RoPE cos/sin sets a stack builds where each kind of attention layer has its own
+    # (facts.rotary_tables_per_layer_type): Gemma 3 one per kind in layer_types, a window or not.
+    # None: one per kind the window makes (2 where some layers slide, else 1).
+    rotary_sets: int | None = None
     # Attention and FFN both read the layer input and add their outputs to it together (GPT-NeoX,
     # Falcon); parallel_norms: one norm per branch (2) or one norm feeding both (1, Falcon-7B).
     parallel_attention: bool = False
@@ -199,7 +203,7 @@ class ModelConfig:
 
     def _check_newer_fields(self, owner: str) -> None:
         """Windows, partial rotary, parallel layers, projections, experts and latent attention."""
-        optional_sizes = ("sliding_window", "window_layers", "rotary_dim", "embedding_dim",
+        optional_sizes = ("sliding_window", "window_layers", "rotary_dim", "rotary_sets", "embedding_dim",
                           "kv_lora_rank", "q_lora_rank", "v_head_dim")
         for name in optional_sizes:
             if getattr(self, name) is not None:

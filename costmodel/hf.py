@@ -86,7 +86,15 @@ def _as_llama(f: Fields, name: str, model_type: str) -> ModelConfig:
     for alias, field in names.items():
         if alias in data:
             data[field] = data.pop(alias)
-    return _llama_like(Fields(data, f.source), name, "llama", defaults)
+    llama = Fields(data, f.source)
+    if model_type == "internlm3" and (llama.get("attention_bias", False, bool)
+                                      != llama.get("mlp_bias", False, bool)):
+        # InternLM3Config.validate_architecture refuses it: Llama's attention_bias puts one
+        # setting on q, k, v and o, so qkv_bias cannot differ from bias (the o and MLP biases).
+        raise ConfigError(f"{f.source}: InternLM3 with qkv_bias different from bias is not "
+                          "supported (transformers runs it as Llama, whose attention_bias sets "
+                          "the q, k, v and o biases together).")
+    return _llama_like(llama, name, "llama", defaults)
 
 
 def _window(f: Fields, family: str, n_layers: int) -> tuple[int | None, list[int]]:
@@ -103,20 +111,15 @@ def _window(f: Fields, family: str, n_layers: int) -> tuple[int | None, list[int
         window = None
     if family in ("llama", "gemma", "deepseek_v2", "deepseek_v3") or not window:
         return None, []
-    types = f.data.get("layer_types")
+    types = _layer_types(f, n_layers)
     if types is not None:
-        if not isinstance(types, list) or len(types) != n_layers or any(
-                t not in ("sliding_attention", "full_attention") for t in types):
-            raise ConfigError(f"{f.source}: layer_types must list sliding_attention or "
-                              f"full_attention for each of the {n_layers} layers.")
         sliding = [i for i, t in enumerate(types) if t == "sliding_attention"]
     elif family == "gemma2":
         sliding = [i for i in range(n_layers) if (i + 1) % 2]
     elif family == "cwm":
         sliding = [i for i in range(n_layers) if i % 4]
     elif family == "gemma3_text":
-        every = f.get("sliding_window_pattern", defaults["sliding_window_pattern"], minimum=1)
-        sliding = [i for i in range(n_layers) if (i + 1) % every]
+        sliding = [i for i, t in enumerate(_gemma3_layer_types(f, n_layers)) if t == "sliding_attention"]
     elif family in ("qwen2", "qwen3"):
         first = f.get("max_window_layers", defaults["max_window_layers"])
         sliding = [i for i in range(n_layers) if i >= first]
@@ -126,6 +129,27 @@ def _window(f: Fields, family: str, n_layers: int) -> tuple[int | None, list[int
     else:
         sliding = list(range(n_layers))
     return (window, sliding) if sliding else (None, [])
+
+
+def _layer_types(f: Fields, n_layers: int) -> list[str] | None:
+    """The config's explicit layer_types list (None where it has none), checked."""
+    types = f.data.get("layer_types")
+    if types is not None and (not isinstance(types, list) or len(types) != n_layers or any(
+            t not in ("sliding_attention", "full_attention") for t in types)):
+        raise ConfigError(f"{f.source}: layer_types must list sliding_attention or "
+                          f"full_attention for each of the {n_layers} layers.")
+    return types
+
+
+def _gemma3_layer_types(f: Fields, n_layers: int) -> list[str]:
+    """Gemma3TextConfig's layer_types, with or without a window: the config's list, else all but
+    every sliding_window_pattern-th layer slide."""
+    types = _layer_types(f, n_layers)
+    if types is not None:
+        return types
+    every = f.get("sliding_window_pattern", _LLAMA_DEFAULTS["gemma3_text"]["sliding_window_pattern"],
+                  minimum=1)
+    return ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(n_layers)]
 
 
 def _pattern(n_layers: int, sliding: list[int], moe: list[int] | None) -> tuple[str, ...] | None:
@@ -212,6 +236,10 @@ def _llama_like(f: Fields, name: str, family: str,
         fields["qk_norm"] = True
     if family in ("gemma", "gemma2", "gemma3_text"):
         fields["scale_embeddings"] = True
+    if family == "gemma3_text":
+        # Gemma3RotaryEmbedding builds one cos/sin set (and inv_freq buffers) per kind in
+        # set(layer_types), which the pattern gives even where sliding_window is null.
+        fields["rotary_sets"] = max(len(set(_gemma3_layer_types(f, n_layers))), 1)
     if family in ("gemma2", "gemma3_text"):
         fields["post_sublayer_norm"] = True
         scalar = f.get("query_pre_attn_scalar", defaults["query_pre_attn_scalar"], float)

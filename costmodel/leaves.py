@@ -373,9 +373,11 @@ class TreeBuilder:
         body = [leaf for kind in self.layer_kinds(stack, layers)
                 for leaf in self.layer(stack, seq, kind, cross_len)]
         final_norm = B.Norm(S.b * seq, cfg.norm, self.profile) if cfg.norm_position == "pre" else None
-        mixed = 0 < cfg.n_window_layers < cfg.n_decoder_layers and stack == "decoder"
+        mixed = 0 < cfg.n_window_layers < cfg.n_decoder_layers
+        sets = cfg.rotary_sets if cfg.rotary_sets is not None else 2 if mixed else 1
+        per_type = self.profile.facts.rotary_tables_per_layer_type and stack == "decoder"
         rotary = B.RotaryTables(seq, self.profile, S.d_r if cfg.partial_rotary else S.d_h,
-                                sets=2 if mixed and self.profile.facts.rotary_tables_per_layer_type else 1)
+                                sets=sets if per_type else 1)
         # OPT-350m: the last hidden state projected out to the d_e-wide head, which keeps it.
         project_out = B.EmbeddingProjection(S.b * seq, S.d, S.d_e, output_kept=True)
         return [

@@ -142,6 +142,22 @@ def test_every_command_has_help():
         assert result.exit_code == 0 and "Usage" in result.output
 
 
+def test_model_and_config_help_name_the_paths_they_read():
+    """--model takes a path to a config file or folder, --config a folder holding config.json
+    (docs/commands.md); the help says so."""
+    import click
+
+    from cli.options import model_options
+
+    @model_options
+    def command(**_):
+        pass
+
+    options = {p.name: " ".join(p.help.split()) for p in click.command()(command).params}
+    assert "path to a config file or a model's folder" in options["model"]
+    assert "folder holding one" in options["config"] and "config.json" in options["config"]
+
+
 def test_formulas_latex_prints_the_expressions_numbers_come_from(capsys):
     code, out, _ = run_main(["formulas", "--model", "llama2-7b", "--block", "attention", "--latex"], capsys)
     assert code == 0

@@ -99,6 +99,71 @@ def test_added_family_parameters_equal_hugging_face(family):
     assert total == _hf_count(fields)
 
 
+@pytest.mark.parametrize("biases", [dict(qkv_bias=True, bias=True), dict(qkv_bias=False, bias=False),
+                                    dict(attention_bias=True, mlp_bias=True), {}])
+def test_internlm3_biases_equal_hugging_face(biases):
+    """InternLM3's qkv_bias and bias together: q, k, v, o and MLP biases, or none (the default)."""
+    pytest.importorskip("transformers")
+    from costmodel import estimate
+
+    fields = {k: v for k, v in NEW_FAMILY_CONFIGS["internlm3"].items() if k not in ("qkv_bias", "bias")}
+    fields.update(biases)
+    total = estimate(dict(fields, name="internlm3"), seq_len=16).to_dict()["params"]["total"]
+    assert total == _hf_count(fields)
+
+
+@pytest.mark.parametrize("biases", [dict(qkv_bias=True, bias=False), dict(qkv_bias=False, bias=True),
+                                    dict(qkv_bias=True), dict(attention_bias=True)])
+def test_internlm3_with_qkv_bias_unlike_bias_is_refused_as_transformers_does(biases, tmp_path, capsys):
+    """transformers 5.24's InternLM3Config refuses qkv_bias != bias ("InternLM3 with `qkv_bias`
+    different from `bias` is not supported"), which was counted as Llama's attention_bias (q, k, v
+    and o biases) with a count no model has: one line, exit 2."""
+    fields = {k: v for k, v in NEW_FAMILY_CONFIGS["internlm3"].items() if k not in ("qkv_bias", "bias")}
+    fields.update(biases)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error:") and "qkv_bias different from bias" in err
+    transformers = pytest.importorskip("transformers")
+    with pytest.raises(Exception, match="qkv_bias` different from `bias"):
+        transformers.AutoConfig.for_model(**fields)
+
+
+@pytest.mark.parametrize("window", [None, 4, 4096])
+@pytest.mark.parametrize("name", ["tiny", "gemma-3-1b-it"])
+def test_gemma3_rotary_buffers_equal_the_meta_models_with_or_without_a_window(name, window):
+    """Gemma3RotaryEmbedding holds inv_freq and original_inv_freq for each kind in
+    set(layer_types), which sliding_window_pattern gives even where sliding_window is null (the
+    null window counted one set of two). Bytes of every buffer of the bf16 meta model."""
+    pytest.importorskip("transformers")
+    import torch
+    import transformers
+    from costmodel import estimate
+
+    base = NEW_FAMILY_CONFIGS["gemma3_text"] if name == "tiny" else {
+        k: v for k, v in REAL_ADDED[name].items() if k != "architectures"}
+    fields = dict(base, sliding_window=window)
+    config = transformers.AutoConfig.for_model(**fields)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    hf = sum(b.numel() * b.element_size() for b in model.buffers())
+    assert len(set(config.layer_types)) == 2  # both kinds, whatever the window
+    ours = estimate(dict(fields, name=name), seq_len=16, dtype="bf16").to_dict()["memory"]["buffers"]
+    assert ours == hf
+
+
+@pytest.mark.parametrize("layer_types, sets", [(["full_attention"] * 3, 1),
+                                               (["sliding_attention"] * 3, 1),
+                                               (["full_attention", "sliding_attention", "full_attention"], 2)])
+def test_gemma3_rotary_sets_follow_layer_types_without_a_window(layer_types, sets):
+    """With sliding_window null, the kinds in an explicit layer_types list decide the sets."""
+    from costmodel.hf import from_hf_config
+
+    fields = dict(NEW_FAMILY_CONFIGS["gemma3_text"], sliding_window=None, layer_types=layer_types)
+    assert from_hf_config(fields, name="g").rotary_sets == sets
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("family", sorted(NEW_FAMILY_CONFIGS))
 def test_added_family_is_exact_on_every_validate_row(family):
@@ -164,17 +229,27 @@ REAL_ADDED = {
 PUBLISHED = {"gemma-3-1b-it": 999_885_952}
 
 
+def _cli_total(name: str, tmp_path, capsys) -> int:
+    """The parameters `estimate --config` reports for REAL_ADDED[name]'s config.json."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(REAL_ADDED[name]))
+    code, out, _ = run_main(["estimate", "--config", str(path), "--json"], capsys)
+    assert code == 0
+    return json.loads(out)["params"]["total"]
+
+
 @pytest.mark.parametrize("name", sorted(REAL_ADDED))
 def test_real_added_config_parameters_equal_hugging_face(name, tmp_path, capsys):
     pytest.importorskip("transformers")
     fields = REAL_ADDED[name]
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(fields))
-    code, out, _ = run_main(["estimate", "--config", str(path), "--json"], capsys)
-    assert code == 0
-    total = json.loads(out)["params"]["total"]
+    total = _cli_total(name, tmp_path, capsys)
     assert total == _hf_count({k: v for k, v in fields.items() if k != "architectures"})
-    assert total == PUBLISHED.get(name, total)
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_real_added_config_parameters_equal_the_published_total(name, tmp_path, capsys):
+    assert name in REAL_ADDED
+    assert _cli_total(name, tmp_path, capsys) == PUBLISHED[name]
 
 
 def test_a_model_folder_is_read_through_its_config_json(tmp_path, capsys):

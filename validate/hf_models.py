@@ -256,6 +256,10 @@ def _gemma2_dict(cfg: ModelConfig, model_type: str = "gemma2") -> dict[str, Any]
                 query_pre_attn_scalar=_pre_attn_scalar(cfg), sliding_window=cfg.sliding_window)
     if cfg.sliding_window is not None:
         data["layer_types"] = _layer_types(cfg)
+    elif model_type == "gemma3_text":  # no window: layer_types still sets its RoPE sets (rotary_sets)
+        layers = cfg.n_decoder_layers
+        data["layer_types"] = (["full_attention"] * layers if (cfg.rotary_sets or 1) == 1
+                               else ["sliding_attention"] + ["full_attention"] * (layers - 1))
     return data
 
 
