@@ -115,6 +115,7 @@ MLA_FORMS = Choices({  # latent attention at inference (costmodel/blocks/mla.py 
 DECODE_CODES = Choices({
     "transformers": "Hugging Face generate",
     "gpt-fast": "gpt-fast's Transformer and generate loop (as torchao's benchmarks run it)",
+    "gpt-fast-mixtral": "gpt-fast's mixtral-moe model (its ops not counted)",
 })
 DEFAULT_DECODE_CODE = "transformers"
 FLOPS_CONVENTIONS = Choices({

@@ -97,6 +97,10 @@ def test_each_decode_run_is_expressed_as_its_source_states_it(run_id):
     assert (settings["gen"], settings["batch"], settings["kv_cache"]) == (200, 1, "static")
     # the code each source ran: gpt-fast's Transformer (torchao's copy too), or its Mixtral
     assert settings["implementation"] == ("gpt-fast-mixtral" if run_id.startswith("gpt-fast-mixtral") else "gpt-fast")
+    if run_id.startswith("gpt-fast-mixtral") and tp == 1:  # the code is a simulate choice: the run is timed
+        from reports.published_runs import _decode_run
+
+        assert _decode_run(run, source, "kernels") > 0
 
 
 def test_the_llama_3_1_rows_run_presets_of_their_sizes():
