@@ -151,6 +151,9 @@ class Hardware:
     def __post_init__(self) -> None:
         if not self.vector_flops_per_s > 0:
             object.__setattr__(self, "vector_flops_per_s", self.flops_per_s.get("fp32", 0.0))
+        if not self.vector_flops_per_s > 0:
+            raise ConfigError(f"hardware {self.name}: no vector_flops_per_s and no fp32 peak to stand for it (the "
+                              f"non-matmul ops' rate); give vector_flops_per_s.")
         scale = self.clock_scale
         if scale != 1.0:  # the peaks as this limit runs them; the datasheet's stay in `source`
             object.__setattr__(self, "flops_per_s", {k: v * scale for k, v in self.flops_per_s.items()})

@@ -150,3 +150,16 @@ def test_serving_plans_with_the_utilisation_less_the_reserve_and_training_with_t
     weights = 6_738_415_616 * 2
     assert Roofline(cfg, h100).fits(1, 4096)["max_batch"] == (h100.serving_memory_bytes - weights) // per_sequence == 29
     assert Roofline(cfg, whole).fits(1, 4096)["max_batch"] == (80 * 2**30 - weights) // per_sequence == 33
+
+
+def test_a_file_without_a_vector_rate_or_an_fp32_peak_is_one_error_line():
+    """The non-matmul ops run at vector_flops_per_s, or the fp32 peak where none is given: a file
+    with neither (a CPU measured in bf16 alone, as `hardware --measure --dtype bf16` wrote it before
+    it measured the vector rate) is refused in one sentence, not divided by zero later."""
+    from costmodel.config import ConfigError
+    from costmodel.hardware import Hardware
+
+    data = {"name": "cpu", "flops_per_s": {"bf16": 1e11}, "bandwidth_bytes_per_s": 1e10, "memory_bytes": 2**34}
+    with pytest.raises(ConfigError, match="no vector_flops_per_s and no fp32 peak"):
+        Hardware.from_dict(data, "cpu")
+    assert Hardware.from_dict(dict(data, vector_flops_per_s=5e9), "cpu").vector_flops_per_s == 5e9

@@ -143,6 +143,17 @@ def device_facts(device: str) -> dict[str, Any]:
             "architecture": "cpu", "versions": f"torch {torch.__version__}"}
 
 
+def _vector_rate(device: str, peaks: dict[str, float]) -> dict[str, float]:
+    """A CPU measured without fp32 (whose peak stands for the non-matmul ops' rate): that rate
+    measured (validate/calibrate.py vector_flops_per_s: softmax, norms and activations over 2M
+    fp32 elements, the median op's FLOP/s); else nothing (the fp32 peak stands for it)."""
+    if device.startswith("cuda") or "fp32" in peaks:
+        return {}
+    from .calibrate import vector_flops_per_s
+
+    return {"vector_flops_per_s": vector_flops_per_s()}
+
+
 def _driver() -> str:
     import subprocess
 
@@ -182,6 +193,7 @@ def measure_file(name: str, device: str = "cuda", dtypes: tuple[str, ...] = ("bf
                 "efficiency": {"compute": 1.0, "memory": 1.0}, "default_dtype": dtypes[0],
                 "sm_count": facts["sm_count"], "memory_reserve_bytes": facts["memory_reserve_bytes"],
                 **({"architecture": facts["architecture"]} if "architecture" in facts else {}),
+                **_vector_rate(device, best),
                 "source": measured + "; peaks as measured (efficiencies 1); sustained_matmul_efficiency: the "
                           "fastest shape held under full load over the grid's best"}
         data["sustained_matmul_efficiency"] = {d: min(1.0, sustained[d]["flops_per_s"] / best[d]) for d in best}
