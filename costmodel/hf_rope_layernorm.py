@@ -16,6 +16,10 @@ def _heads(f: Fields, n_heads_default: int, kv_default: int | None) -> tuple[int
     """(num_attention_heads, num_key_value_heads), the KV default when the field is missing."""
     n_heads = f.get("num_attention_heads", n_heads_default, minimum=1)
     n_kv = f.get("num_key_value_heads", n_heads if kv_default is None else kv_default, minimum=1)
+    if "num_key_value_heads" not in f.data and n_heads % n_kv:
+        raise ConfigError(f"{f.source}: num_attention_heads ({n_heads}) is not divisible by "
+                          f"num_key_value_heads ({n_kv}, transformers' default when the field is "
+                          "missing); give num_key_value_heads.")
     return n_heads, n_kv
 
 
