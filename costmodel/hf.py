@@ -4,8 +4,9 @@ Read as plain JSON: no transformers import, no network, no code from the file. T
 describes the class a user trains: *ForCausalLM for decoders, BertModel (with pooler) for BERT,
 T5ForConditionalGeneration for T5. Defaults are those of transformers' configuration classes.
 This module reads the Llama-like families and dispatches on model_type; costmodel/hf_classic.py
-reads the others (GPT-NeoX, Falcon, OPT, BLOOM, GPT-2, BERT, T5), both through
-costmodel/hf_fields.py's typed field access.
+reads the others (GPT-NeoX, Falcon, OPT, BLOOM, GPT-2, BERT, T5) and
+costmodel/hf_rope_layernorm.py StarCoder2 and Phi, all through costmodel/hf_fields.py's typed
+field access.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
 from .hf_classic import CLASSIC_BUILDERS
 from .hf_fields import Fields, rotary_fraction
+from .hf_rope_layernorm import (ROPE_LAYERNORM_ARCHITECTURES, ROPE_LAYERNORM_BUILDERS,
+                                ROPE_LAYERNORM_NAMES)
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3", "gemma", "gemma2",
                          "gemma3_text", "phi3", "gpt_neox", "falcon", "opt", "bloom", "mixtral",
                          "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "internlm3",
-                         "exaone", "iquestcoder", "gpt2", "bert", "t5")
+                         "exaone", "iquestcoder", "gpt2", "bert", "t5", *ROPE_LAYERNORM_BUILDERS)
 
 
 #: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
@@ -342,6 +345,7 @@ _BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
     **{model_type: (lambda f, name, model_type=model_type: _as_llama(f, name, model_type))
        for model_type in _RUN_AS_LLAMA},
     **CLASSIC_BUILDERS,
+    **ROPE_LAYERNORM_BUILDERS,
 }
 
 
@@ -357,6 +361,7 @@ ARCHITECTURE_TYPES = {
     "Qwen3MoeForCausalLM": "qwen3_moe", "DeepseekV2ForCausalLM": "deepseek_v2",
     "GPT2LMHeadModel": "gpt2", "GPT2Model": "gpt2", "BertModel": "bert", "BertForMaskedLM": "bert",
     "T5ForConditionalGeneration": "t5", "T5Model": "t5",
+    **ROPE_LAYERNORM_ARCHITECTURES,
 }
 
 #: The config.json names of ModelConfig's fields, by family (the ones its errors may name).
@@ -371,6 +376,7 @@ HF_FIELD_NAMES: dict[str, dict[str, str]] = {
     "bert": {**_LLAMA_NAMES, "n_encoder_layers": "num_hidden_layers"},
     "t5": {"n_heads": "num_heads", "d_head": "d_kv", "n_encoder_layers": "num_layers",
            "n_decoder_layers": "num_decoder_layers"},
+    **ROPE_LAYERNORM_NAMES,
 }
 
 

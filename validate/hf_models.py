@@ -22,7 +22,7 @@ from .torch_modes import default_dtype, fake_mode  # noqa: F401 (fake_mode: re-e
 #: Families built through a config.json dict (config_dict below) and AutoModelForCausalLM.
 DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falcon_new",
                  "falcon_rw", "opt", "bloom", "mixtral", "qwen2_moe", "deepseek_v3", "ministral",
-                 "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm")
+                 "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm", "starcoder2", "phi")
 HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5", *DICT_FAMILIES)
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
@@ -361,6 +361,29 @@ def _bloom_dict(cfg: ModelConfig) -> dict[str, Any]:
                 tie_word_embeddings=cfg.tie_embeddings)
 
 
+def _starcoder2_dict(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(model_type="starcoder2", vocab_size=cfg.vocab_size, hidden_size=cfg.d_model,
+                num_hidden_layers=cfg.n_decoder_layers, num_attention_heads=cfg.n_heads,
+                num_key_value_heads=cfg.n_kv_heads, head_dim=cfg.d_head,
+                intermediate_size=cfg.d_ff, max_position_embeddings=cfg.max_positions,
+                hidden_act={"gelu_tanh": "gelu_pytorch_tanh"}.get(cfg.activation, cfg.activation),
+                use_bias=cfg.qkv_bias, sliding_window=cfg.sliding_window,
+                residual_dropout=cfg.dropout, embedding_dropout=cfg.dropout,
+                attention_dropout=cfg.attention_dropout or 0.0,
+                tie_word_embeddings=cfg.tie_embeddings)
+
+
+def _phi_dict(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(model_type="phi", vocab_size=cfg.vocab_size, hidden_size=cfg.d_model,
+                num_hidden_layers=cfg.n_decoder_layers, num_attention_heads=cfg.n_heads,
+                num_key_value_heads=cfg.n_kv_heads, head_dim=cfg.d_head,
+                intermediate_size=cfg.d_ff, max_position_embeddings=cfg.max_positions,
+                hidden_act={"gelu_tanh": "gelu_new"}.get(cfg.activation, cfg.activation),
+                partial_rotary_factor=_rotary_factor(cfg), resid_pdrop=cfg.dropout,
+                embd_pdrop=0.0, attention_dropout=cfg.attention_dropout or 0.0,
+                tie_word_embeddings=cfg.tie_embeddings)
+
+
 _DICTS = {
     "qwen3": _qwen3_dict, "gemma": _gemma_dict, "gemma2": _gemma2_dict, "phi3": _phi3_dict,
     "mixtral": _mixtral_dict, "qwen2_moe": _qwen2_moe_dict, "deepseek_v3": _deepseek_v3_dict,
@@ -370,6 +393,7 @@ _DICTS = {
     "gemma3_text": lambda cfg: _gemma2_dict(cfg, "gemma3_text"), "qwen3_moe": _qwen3_moe_dict,
     "deepseek_v2": lambda cfg: _deepseek_v3_dict(cfg, "deepseek_v2"),
     "cwm": lambda cfg: _ministral_dict(cfg, "cwm"),
+    "starcoder2": _starcoder2_dict, "phi": _phi_dict,
 }
 
 
