@@ -90,6 +90,12 @@ class ModelConfig:
     post_sublayer_norm: bool = False  # a norm on each sublayer's output before its residual add (Gemma 2)
     attention_softcap: float | None = None  # scores -> cap * tanh(scores / cap) (Gemma 2)
     logit_softcap: float | None = None  # logits -> cap * tanh(logits / cap) (Gemma 2)
+    # Granite's scalar multipliers, each one pointwise op by a Python number that keeps nothing for
+    # backward (None: no op): the token embeddings times embedding_multiplier, each sublayer's
+    # output times residual_multiplier before its residual add, the logits over logits_scaling.
+    embedding_multiplier: float | None = None
+    residual_multiplier: float | None = None
+    logits_scaling: float | None = None
     rotary_dim: int | None = None  # RoPE rotates this many of each head's dimensions (None: d_head)
     # RoPE cos/sin sets a stack builds where each kind of attention layer has its own
     # (facts.rotary_tables_per_layer_type): Gemma 3 one per kind in layer_types, a window or not.
@@ -213,7 +219,8 @@ class ModelConfig:
         for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
                      "renormalize_top_k"):
             check_bool(owner, name, getattr(self, name))
-        for name in ("attention_softcap", "logit_softcap"):
+        for name in ("attention_softcap", "logit_softcap", "embedding_multiplier",
+                     "residual_multiplier", "logits_scaling"):
             cap = getattr(self, name)
             if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float))
                                     or not 0 < cap < float("inf")):

@@ -20,7 +20,7 @@ from .hf_fields import Fields, rotary_fraction
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3", "gemma", "gemma2",
                          "gemma3_text", "phi3", "gpt_neox", "falcon", "opt", "bloom", "mixtral",
                          "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "internlm3",
-                         "exaone", "iquestcoder", "gpt2", "bert", "t5")
+                         "exaone", "iquestcoder", "granite", "gpt2", "bert", "t5")
 
 
 #: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
@@ -60,6 +60,7 @@ _LLAMA_DEFAULTS: dict[str, dict[str, Any]] = {
                       num_key_value_heads=4, sliding_window=4096),
     "deepseek_v2": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
     "deepseek_v3": dict(max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False),
+    "granite": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
 }
 
 
@@ -186,7 +187,7 @@ def _llama_like(f: Fields, name: str, family: str,
     # only (Qwen2-MoE: qkv_bias), fixed in its code; Qwen3, Qwen3-MoE, Gemma 1-3 and DeepSeek read
     # attention_bias (q/k/v/o).
     qkv_bias = out_bias = ffn_bias = False
-    if family == "llama":
+    if family in ("llama", "granite"):
         qkv_bias = out_bias = f.get("attention_bias", False, bool)
         ffn_bias = f.get("mlp_bias", False, bool)
     elif family == "qwen2":
@@ -252,6 +253,8 @@ def _llama_like(f: Fields, name: str, family: str,
             fields[field] = None if value is None else float(value)
     if family == "phi3":
         _phi3(f, fields)
+    if family == "granite":
+        _granite(f, fields)
     moe = (_experts(f, family, fields)
            if family in ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3") else None)
     if family in ("deepseek_v2", "deepseek_v3"):
@@ -268,6 +271,25 @@ def _phi3(f: Fields, fields: dict[str, Any]) -> None:
     attention = fields["dropout"]
     fields["dropout"] = float(f.get("resid_pdrop", 0.0, float))
     fields["attention_dropout"] = attention
+
+
+#: Granite's scalar multipliers (GraniteConfig's fields, 1.0 by default) -> ModelConfig's fields.
+_GRANITE_MULTIPLIERS = {"embedding_multiplier": "embedding_multiplier",
+                        "attention_multiplier": "attention_scale",
+                        "residual_multiplier": "residual_multiplier",
+                        "logits_scaling": "logits_scaling"}
+
+
+def _granite(f: Fields, fields: dict[str, Any]) -> None:
+    """Granite: Llama's layers and parameters with four scalar multipliers, each applied even at
+    its default 1.0: the embeddings times embedding_multiplier, the attention scores times
+    attention_multiplier (in place of 1/sqrt(head_dim)), each sublayer's output times
+    residual_multiplier before its residual add, the logits divided by logits_scaling."""
+    for key, field in _GRANITE_MULTIPLIERS.items():
+        value = f.get(key, 1.0, float)
+        if not 0 < value < float("inf"):
+            raise ConfigError(f"{f.source}: {key} must be a positive number, got {show(value)}.")
+        fields[field] = float(value)
 
 
 def _experts(f: Fields, family: str, fields: dict[str, Any]) -> list[int]:
@@ -355,6 +377,7 @@ ARCHITECTURE_TYPES = {
     "Qwen2MoeForCausalLM": "qwen2_moe", "DeepseekV3ForCausalLM": "deepseek_v3",
     "MinistralForCausalLM": "ministral", "Gemma3ForCausalLM": "gemma3_text", "CwmForCausalLM": "cwm",
     "Qwen3MoeForCausalLM": "qwen3_moe", "DeepseekV2ForCausalLM": "deepseek_v2",
+    "GraniteForCausalLM": "granite",
     "GPT2LMHeadModel": "gpt2", "GPT2Model": "gpt2", "BertModel": "bert", "BertForMaskedLM": "bert",
     "T5ForConditionalGeneration": "t5", "T5Model": "t5",
 }

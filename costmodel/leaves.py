@@ -171,9 +171,10 @@ class TreeBuilder:
 
     def residual(self, at: _Place, tokens: sp.Expr, post: Leaves, site: str) -> Leaves:
         """Dropout, the residual add and a post-LN norm, or a post-sublayer norm then the add."""
+        residual = at.leaf("residual", B.Residual(tokens, self.cfg.residual_multiplier is not None))
         if self.cfg.post_sublayer_norm:
-            return [*post, *self.dropout(at, tokens, site), at.leaf("residual", B.Residual(tokens))]
-        return [*self.dropout(at, tokens, site), at.leaf("residual", B.Residual(tokens)), *post]
+            return [*post, *self.dropout(at, tokens, site), residual]
+        return [*self.dropout(at, tokens, site), residual, *post]
 
     def cached_tokens(self, windowed: bool) -> sp.Expr:
         """Tokens one self-attention layer's cache holds, as Hugging Face's DynamicCache holds them.
@@ -286,7 +287,8 @@ class TreeBuilder:
         post = cfg.norm_position == "post"
         output_kept = post and not cfg.embedding_norm
         width = S.d_e if cfg.projected_embeddings else S.d
-        token_embedding = B.TokenEmbedding(tokens, owns_table, cfg.scale_embeddings, output_kept,
+        scaled = cfg.scale_embeddings or cfg.embedding_multiplier is not None
+        token_embedding = B.TokenEmbedding(tokens, owns_table, scaled, output_kept,
                                            width, self.profile)
         # OPT-350m: d_e-wide embeddings projected in to d (the projection keeps its input).
         project_in = B.EmbeddingProjection(tokens, S.d_e, S.d, input_kept=True)
@@ -411,6 +413,8 @@ class TreeBuilder:
                           scaled_input=cfg.scale_lm_head_input, returns_logits=self.phase != "train",
                           width=S.d_e if cfg.projected_embeddings else S.d)
             leaves = [at.leaf("lm_head", lm)]
+            if cfg.logits_scaling is not None:
+                leaves.append(at.leaf("logit_scale", B.LogitScale(tokens)))
             if cfg.logit_softcap is not None:
                 leaves.append(at.leaf("softcap", B.LogitSoftcap(tokens)))
         else:

@@ -76,6 +76,11 @@ NEW_FAMILY_CONFIGS = {
                    model_type="exaone", num_key_value_heads=2, activation_function="silu"),
     "iquestcoder": dict(_BASE, model_type="iquestcoder", num_key_value_heads=2, hidden_size=60,
                         num_attention_heads=6),
+    # Granite: Llama's layers with four scalar multipliers (embeddings, attention scores, each
+    # sublayer's output before its residual add, logits), all pointwise by Python numbers.
+    "granite": dict(_BASE, model_type="granite", num_key_value_heads=2, embedding_multiplier=12.0,
+                    attention_multiplier=0.125, residual_multiplier=0.22, logits_scaling=8.0,
+                    attention_bias=True, mlp_bias=True),
 }
 
 
@@ -97,6 +102,43 @@ def test_added_family_parameters_equal_hugging_face(family):
     fields = NEW_FAMILY_CONFIGS[family]
     total = estimate(dict(fields, name=family), seq_len=16).to_dict()["params"]["total"]
     assert total == _hf_count(fields)
+
+
+#: Model types whose transformers defaults (the configuration class's own values) are counted too.
+DEFAULT_CONFIGS = ("granite",)
+
+
+@pytest.mark.parametrize("model_type", DEFAULT_CONFIGS)
+def test_added_family_default_config_parameters_equal_hugging_face(model_type):
+    """The configuration class's defaults (GraniteConfig(): 32 layers of 4096) as its to_dict()."""
+    transformers = pytest.importorskip("transformers")
+    from costmodel import estimate
+
+    fields = transformers.AutoConfig.for_model(model_type).to_dict()
+    total = estimate(dict(fields, name=model_type), seq_len=16).to_dict()["params"]["total"]
+    assert total == _hf_count({"model_type": model_type})
+
+
+def test_granite_multipliers_are_pointwise_ops_by_python_numbers():
+    """Granite's four multipliers: the attention scale, and three more multiplies (embeddings,
+    each sublayer before its residual add, the logits) that keep nothing for backward; a zero
+    or negative one is one line naming it, as the multipliers are scales."""
+    from costmodel import estimate
+    from costmodel.config import ConfigError
+    from costmodel.hf import from_hf_config
+
+    fields = NEW_FAMILY_CONFIGS["granite"]
+    cfg = from_hf_config(fields, name="g")
+    assert (cfg.embedding_multiplier, cfg.attention_scale, cfg.residual_multiplier,
+            cfg.logits_scaling) == (12.0, 0.125, 0.22, 8.0)
+    plain = {k: v for k, v in fields.items() if not k.endswith(("multiplier", "scaling"))}
+    base = estimate(dict(plain, model_type="llama", name="l"), seq_len=16).to_dict()
+    ours = estimate(dict(fields, name="g"), seq_len=16).to_dict()
+    assert ours["params"] == base["params"]
+    assert ours["memory"]["activations"] == base["memory"]["activations"]
+    for key in ("embedding_multiplier", "residual_multiplier", "logits_scaling", "attention_multiplier"):
+        with pytest.raises(ConfigError, match=key):
+            from_hf_config(dict(fields, **{key: 0}), name="g")
 
 
 @pytest.mark.parametrize("biases", [dict(qkv_bias=True, bias=True), dict(qkv_bias=False, bias=False),
@@ -225,8 +267,21 @@ REAL_ADDED = {
         "rope_scaling": None, "rope_theta": 1000000, "sliding_window": 512,
         "sliding_window_pattern": 6, "vocab_size": 262144,
     },
+    # ibm-granite/granite-3.2-2b-instruct (granite-3.1-2b's shape: 40 layers, hidden 2048, 32
+    # query and 8 KV heads, 8192-wide MLP, 49,155 tokens, tied embeddings).
+    "granite-3.2-2b-instruct": {
+        "architectures": ["GraniteForCausalLM"], "model_type": "granite", "attention_bias": False,
+        "attention_multiplier": 0.015625, "embedding_multiplier": 12.0, "hidden_act": "silu",
+        "hidden_size": 2048, "intermediate_size": 8192, "logits_scaling": 8.0,
+        "max_position_embeddings": 131072, "mlp_bias": False, "num_attention_heads": 32,
+        "num_hidden_layers": 40, "num_key_value_heads": 8, "residual_multiplier": 0.22,
+        "rope_theta": 5000000.0, "tie_word_embeddings": True, "vocab_size": 49155,
+    },
 }
-PUBLISHED = {"gemma-3-1b-it": 999_885_952}
+#: Published totals: Gemma-3-1B keras-hub's (above); Granite 3.2 2B the Hub's safetensors count
+#: of ibm-granite/granite-3.2-2b-instruct and ibm-granite/granite-guardian-3.1-2b, 2,533,531,648,
+#: as a public parameter table of Hub repos lists them (find_string "2,533,531,648").
+PUBLISHED = {"gemma-3-1b-it": 999_885_952, "granite-3.2-2b-instruct": 2_533_531_648}
 
 
 def _cli_total(name: str, tmp_path, capsys) -> int:

@@ -22,7 +22,7 @@ from .torch_modes import default_dtype, fake_mode  # noqa: F401 (fake_mode: re-e
 #: Families built through a config.json dict (config_dict below) and AutoModelForCausalLM.
 DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falcon_new",
                  "falcon_rw", "opt", "bloom", "mixtral", "qwen2_moe", "deepseek_v3", "ministral",
-                 "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm")
+                 "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm", "granite")
 HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5", *DICT_FAMILIES)
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
@@ -271,6 +271,19 @@ def _pre_attn_scalar(cfg: ModelConfig) -> float:
     return round(scalar) if round(scalar) ** -0.5 == scale else scalar
 
 
+def _granite_dict(cfg: ModelConfig) -> dict[str, Any]:
+    """Granite's config.json: Llama's fields and its four multipliers (1.0 where the ModelConfig
+    has none, which reads back as a multiply by 1.0 and so is refused by config_dict)."""
+    def one(value: float | None) -> float:
+        return 1.0 if value is None else value
+
+    return dict(_llama_dict(cfg, "granite"), attention_bias=cfg.qkv_bias, mlp_bias=cfg.ffn_bias,
+                embedding_multiplier=one(cfg.embedding_multiplier),
+                attention_multiplier=one(cfg.attention_scale),
+                residual_multiplier=one(cfg.residual_multiplier),
+                logits_scaling=one(cfg.logits_scaling))
+
+
 def _phi3_dict(cfg: ModelConfig) -> dict[str, Any]:
     return dict(_llama_dict(cfg, "phi3"), sliding_window=cfg.sliding_window, pad_token_id=None,
                 resid_pdrop=cfg.dropout, attention_dropout=cfg.attention_dropout or 0.0,
@@ -369,7 +382,7 @@ _DICTS = {
     "opt": _opt_dict, "bloom": _bloom_dict, "ministral": _ministral_dict,
     "gemma3_text": lambda cfg: _gemma2_dict(cfg, "gemma3_text"), "qwen3_moe": _qwen3_moe_dict,
     "deepseek_v2": lambda cfg: _deepseek_v3_dict(cfg, "deepseek_v2"),
-    "cwm": lambda cfg: _ministral_dict(cfg, "cwm"),
+    "cwm": lambda cfg: _ministral_dict(cfg, "cwm"), "granite": _granite_dict,
 }
 
 

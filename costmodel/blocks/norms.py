@@ -113,14 +113,19 @@ class HeadNorms(Block):
 
 @dataclass(frozen=True)
 class Residual(Block):
-    """x + sublayer(x)."""
+    """x + sublayer(x); scaled: x + sublayer(x) * a Python number first (Granite's
+    residual_multiplier: one more pointwise op, which keeps nothing for backward)."""
 
     tokens: Expr
+    scaled: bool = False
     title = "residual add"
 
     def cost(self) -> Cost:
         values = self.tokens * S.d
-        return make_cost(elements=[("add", values)], bytes_other=elementwise_bytes(values, reads=2))
+        scale = values if self.scaled else 0
+        return make_cost(elements=[("add", values), ("mul", scale)],
+                         bytes_other=elementwise_bytes(values, reads=2)
+                         + (elementwise_bytes(values) if self.scaled else 0))
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ TP_SPLITS: dict[type, str] = {
     B.LMHead: "vocabulary",
     B.CrossEntropy: "loss",  # the vocabulary, when the loss runs on the rank's shard
     B.LogitSoftcap: "loss",  # runs on the gathered logits unless the loss is vocabulary-parallel
+    B.LogitScale: "loss",  # the same logits as the soft cap (Granite's logits_scaling)
 }
 
 #: Blocks whose tokens sequence parallelism divides by tp.
