@@ -42,7 +42,8 @@ class Leaf:
     stack: str | None = None  # encoder or decoder: the side it runs on (None: the optimizer)
     sublayer: str | None = None  # self_attention, cross_attention or ffn (layer leaves only)
     # The layers it runs in when a stack's layers differ (count says how many): "sliding" or
-    # "full" (windows on some layers), "dense" or "moe" (experts in some layers); None: every layer.
+    # "full" (windows on some layers), "dense" or "moe" (experts in some layers), "rope" or "nope"
+    # (RoPE on some layers); None: every layer.
     kind: str | None = None
     recomputed: bool = False  # its forward, or part of it (rerun), runs again in backward (recomputation)
     rerun: B.Cost | None = None  # what recomputation reruns: its cost, or a part (CostModel._rerun)
@@ -123,12 +124,14 @@ class _Place:
 @dataclass(frozen=True)
 class LayerKind:
     """One kind of layer of a stack and how many of it: whether its attention slides over a
-    window and whether its FFN is a mixture of experts (label None when every layer is alike)."""
+    window, whether its FFN is a mixture of experts and whether its attention applies RoPE where
+    the model has it (label None when every layer is alike)."""
 
     label: str | None
     count: sp.Expr
     window: bool = False
     experts: bool = False
+    rope: bool = True
 
 
 Leaves = list[Leaf]
@@ -193,14 +196,15 @@ class TreeBuilder:
 
     def attention(
         self, at: _Place, q_len: sp.Expr, k_len: sp.Expr, *, cross: bool, cached: sp.Expr,
-        kv_len: sp.Expr | None = None, window: bool = False,
+        kv_len: sp.Expr | None = None, window: bool = False, rope: bool = True,
     ) -> Leaves:
         """One attention sublayer; `cached` tokens of its keys/values stay in the KV cache.
 
         kv_len is the number of tokens whose keys and values are projected here (default k_len;
         in a decode step, the new token for self-attention and none for cross-attention). A
         windowed layer's decode step attends min(c, w) keys; its prefill, run eagerly, computes
-        every score and masks (the same FLOPs as a full layer).
+        every score and masks (the same FLOPs as a full layer). rope False: a NoPE layer of a RoPE
+        model (SmolLM3), which rotates neither queries nor keys.
         """
         cfg, profile = self.cfg, self.profile
         q_tokens = S.b * q_len
@@ -234,7 +238,7 @@ class TreeBuilder:
                 cache_heads=core["kv_heads"], transposed=profile.facts.linear_weights_transposed))]
             if cfg.qk_norm and not cross:
                 projections.append(at.leaf("qk_norm", B.HeadNorms(q_tokens, kv_tokens, profile)))
-        if cfg.rope and not cross:
+        if cfg.rope and rope and not cross:
             width = S.d_r if cfg.partial_rotary else S.d_h
             key_heads = ONE if cfg.mla else S.h_kv
             projections.append(at.leaf("rope", B.RotaryEmbedding(q_tokens, kv_tokens, width, key_heads)))
@@ -331,6 +335,9 @@ class TreeBuilder:
         if cfg.n_dense_layers:
             return [LayerKind("dense", S.L_dec - S.L_moe, all_window, False),
                     LayerKind("moe", S.L_moe, all_window, True)]
+        if cfg.nope_layers:  # SmolLM3: RoPE on all but the NoPE layers (layer 0 has it)
+            return [LayerKind("rope", S.L_dec - S.L_np, all_window, experts),
+                    LayerKind("nope", S.L_np, all_window, experts, rope=False)]
         if windows and not all_window:
             return [LayerKind("sliding", S.L_w, True, experts),
                     LayerKind("full", S.L_dec - S.L_w, False, experts)]
@@ -346,10 +353,10 @@ class TreeBuilder:
         cached = self.cached_tokens(kind.window) if decoder else sp.Integer(0)
         if self.decode:
             self_attention = self.attention(self_at, seq, S.c, cross=False, cached=cached,
-                                            kv_len=seq, window=kind.window)
+                                            kv_len=seq, window=kind.window, rope=kind.rope)
         else:  # the cache after the prompt (prefill), or after it and T generated tokens (train)
             self_attention = self.attention(self_at, seq, seq, cross=False, cached=cached,
-                                            window=kind.window)
+                                            window=kind.window, rope=kind.rope)
         cross: Leaves = []
         if cross_len is not None:
             cross_at = dataclasses.replace(layer, sublayer="cross_attention")

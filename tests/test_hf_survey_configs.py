@@ -81,6 +81,13 @@ NEW_FAMILY_CONFIGS = {
     "granite": dict(_BASE, model_type="granite", num_key_value_heads=2, embedding_multiplier=12.0,
                     attention_multiplier=0.125, residual_multiplier=0.22, logits_scaling=8.0,
                     attention_bias=True, mlp_bias=True),
+    # SmolLM3: Llama's layers, no RoPE on every no_rope_layer_interval-th layer (here layers 1
+    # and 3 of 5), or on the layers no_rope_layers marks 0.
+    "smollm3": dict(_BASE, model_type="smollm3", num_hidden_layers=5, num_key_value_heads=2,
+                    head_dim=10, no_rope_layer_interval=2, tie_word_embeddings=False,
+                    pad_token_id=None),  # its default pad 128004 is past this vocabulary
+    "smollm3_listed": dict(_BASE, model_type="smollm3", num_key_value_heads=3, mlp_bias=True,
+                           no_rope_layers=[0, 1, 1], pad_token_id=None),
 }
 
 
@@ -105,12 +112,13 @@ def test_added_family_parameters_equal_hugging_face(family):
 
 
 #: Model types whose transformers defaults (the configuration class's own values) are counted too.
-DEFAULT_CONFIGS = ("granite",)
+DEFAULT_CONFIGS = ("granite", "smollm3")
 
 
 @pytest.mark.parametrize("model_type", DEFAULT_CONFIGS)
 def test_added_family_default_config_parameters_equal_hugging_face(model_type):
-    """The configuration class's defaults (GraniteConfig(): 32 layers of 4096) as its to_dict()."""
+    """The configuration class's defaults (GraniteConfig(): 32 layers of 4096; SmolLM3Config():
+    36 of 2048, a NoPE layer in four) as its to_dict()."""
     transformers = pytest.importorskip("transformers")
     from costmodel import estimate
 
@@ -139,6 +147,84 @@ def test_granite_multipliers_are_pointwise_ops_by_python_numbers():
     for key in ("embedding_multiplier", "residual_multiplier", "logits_scaling", "attention_multiplier"):
         with pytest.raises(ConfigError, match=key):
             from_hf_config(dict(fields, **{key: 0}), name="g")
+
+
+@pytest.mark.parametrize("family", ["smollm3", "smollm3_listed"])
+def test_smollm3_rotates_on_the_layers_transformers_rotates(family):
+    """The validate rows cannot see RoPE (it keeps nothing the scores do not): the layers whose
+    attention runs apply_rotary_pos_emb in one forward of the real class are the layers the
+    tree gives a rope leaf (its runs per pass, the NoPE layers left out), and their pattern."""
+    transformers = pytest.importorskip("transformers")
+    import torch
+    from transformers.models.smollm3 import modeling_smollm3
+
+    from costmodel import symbols as S
+    from costmodel.hf import from_hf_config
+    from costmodel.tree import CostModel
+
+    fields = NEW_FAMILY_CONFIGS[family]
+    cfg = from_hf_config(fields, name=family)
+    dims = {getattr(S, name): value for name, value in cfg.dimensions().items()}
+    rope_runs = sum(int(leaf.count.subs(dims)) for leaf in CostModel(cfg).leaves if leaf.name == "rope")
+    model = modeling_smollm3.SmolLM3ForCausalLM(transformers.AutoConfig.for_model(**fields)).eval()
+    calls = {"n": 0}
+    original = modeling_smollm3.apply_rotary_pos_emb
+
+    def counting(*args, **kwargs):
+        calls["n"] += 1
+        return original(*args, **kwargs)
+
+    per_layer: list[tuple[int, int]] = []  # (layer, calls before it ran)
+    for index, layer in enumerate(model.model.layers):
+        layer.register_forward_pre_hook(lambda *_, i=index: per_layer.append((i, calls["n"])))
+    modeling_smollm3.apply_rotary_pos_emb = counting
+    try:
+        with torch.no_grad():
+            model(input_ids=torch.arange(6).reshape(1, 6))
+    finally:
+        modeling_smollm3.apply_rotary_pos_emb = original
+    marks = [n for _, n in per_layer] + [calls["n"]]
+    hf_rotates = [marks[i + 1] > marks[i] for i in range(len(per_layer))]
+    assert calls["n"] == rope_runs == cfg.n_decoder_layers - cfg.nope_layers
+    assert hf_rotates == [cfg.layer_kind_at("decoder", i) == "rope" for i in range(cfg.n_decoder_layers)]
+    assert 0 < cfg.nope_layers < cfg.n_decoder_layers
+
+
+def test_nope_layers_pattern_follows_the_count_or_the_config():
+    """ModelConfig.nope_layers: layer_pattern "rope"/"nope" as SmolLM3's rule places them when no
+    config said which (every fourth of 36), checked against the count where one did; the
+    per-layer kinds a pipeline stage counts follow it."""
+    from costmodel.config import ConfigError
+    from costmodel.hf import from_hf_config
+
+    real = from_hf_config(REAL_ADDED["smollm3-3b"], name="s")
+    assert real.nope_layers == 9 and real.layer_pattern == real.replace(layer_pattern=None).layer_pattern
+    assert [i for i in range(36) if real.layer_kind_at("decoder", i) == "nope"] == list(range(3, 36, 4))
+    listed = from_hf_config(NEW_FAMILY_CONFIGS["smollm3_listed"], name="s")
+    assert listed.layer_pattern == ("nope", "rope", "rope")
+    with pytest.raises(ConfigError, match="layer_pattern has 2 nope layers"):
+        listed.replace(layer_pattern=("nope", "nope", "rope"), nope_layers=1)
+    with pytest.raises(ConfigError, match="must leave a decoder layer with RoPE"):
+        listed.replace(nope_layers=3)
+    with pytest.raises(ConfigError, match="nope_layers applies only with RoPE"):
+        listed.replace(position="none")
+
+
+@pytest.mark.parametrize("change, words", [
+    (dict(no_rope_layers=[0, 1]), "no_rope_layers must give 1 (RoPE) or 0"),
+    (dict(no_rope_layers=[0, 2, 1]), "no_rope_layers must give 1 (RoPE) or 0"),
+    (dict(no_rope_layers=[0, 0, 0]), "leaves no layer with RoPE"),
+    (dict(use_sliding_window=True, sliding_window=4), "use_sliding_window with a sliding_window"),
+    (dict(no_rope_layers=None, no_rope_layer_interval=0), "no_rope_layer_interval"),
+])
+def test_smollm3_config_it_does_not_model_is_one_line(change, words, tmp_path, capsys):
+    """A SmolLM3 config the tree does not model (a window, no RoPE layer at all) or a malformed
+    no_rope_layers: one error line, exit 2."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(dict(NEW_FAMILY_CONFIGS["smollm3_listed"], **change)))
+    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error:") and words in err
 
 
 @pytest.mark.parametrize("biases", [dict(qkv_bias=True, bias=True), dict(qkv_bias=False, bias=False),
@@ -277,11 +363,24 @@ REAL_ADDED = {
         "num_hidden_layers": 40, "num_key_value_heads": 8, "residual_multiplier": 0.22,
         "rope_theta": 5000000.0, "tie_word_embeddings": True, "vocab_size": 49155,
     },
+    # HuggingFaceTB/SmolLM3-3B: 36 layers, hidden 2048, 16 query and 4 KV heads, 11008-wide MLP,
+    # 128,256 tokens, tied embeddings, no RoPE on every fourth layer (layers 3, 7, ..., 35).
+    "smollm3-3b": {
+        "architectures": ["SmolLM3ForCausalLM"], "model_type": "smollm3", "attention_bias": False,
+        "hidden_act": "silu", "hidden_size": 2048, "intermediate_size": 11008,
+        "max_position_embeddings": 65536, "mlp_bias": False, "num_attention_heads": 16,
+        "num_hidden_layers": 36, "num_key_value_heads": 4, "no_rope_layer_interval": 4,
+        "no_rope_layers": [int((i + 1) % 4 != 0) for i in range(36)], "pad_token_id": 128004,
+        "rope_theta": 5000000.0, "sliding_window": None, "tie_word_embeddings": True,
+        "use_sliding_window": False, "vocab_size": 128256,
+    },
 }
 #: Published totals: Gemma-3-1B keras-hub's (above); Granite 3.2 2B the Hub's safetensors count
 #: of ibm-granite/granite-3.2-2b-instruct and ibm-granite/granite-guardian-3.1-2b, 2,533,531,648,
-#: as a public parameter table of Hub repos lists them (find_string "2,533,531,648").
-PUBLISHED = {"gemma-3-1b-it": 999_885_952, "granite-3.2-2b-instruct": 2_533_531_648}
+#: as a public parameter table of Hub repos lists them (find_string "2,533,531,648"); SmolLM3-3B
+#: 3,075,098,624 in the same table (HuggingFaceTB/SmolLM3-3B).
+PUBLISHED = {"gemma-3-1b-it": 999_885_952, "granite-3.2-2b-instruct": 2_533_531_648,
+             "smollm3-3b": 3_075_098_624}
 
 
 def _cli_total(name: str, tmp_path, capsys) -> int:
