@@ -227,6 +227,57 @@ def test_smollm3_config_it_does_not_model_is_one_line(change, words, tmp_path, c
     assert err.count("\n") == 1 and err.startswith("error:") and words in err
 
 
+def _tree_multiplies(fields: dict, batch: int, seq: int) -> int:
+    """Elements the cost tree's forward multiplies (its "mul" elements) for one batch."""
+    from costmodel import symbols as S
+    from costmodel.hf import from_hf_config
+    from costmodel.tree import CostModel
+
+    cfg = from_hf_config(fields, name="m")
+    values = {getattr(S, name): value for name, value in cfg.dimensions().items()}
+    values.update({S.b: batch, S.n: seq, S.T: 0, S.e: 2})
+    return int(sum((leaf.count * x).subs(values) for leaf in CostModel(cfg).leaves
+                   for kind, x in leaf.cost.elements if kind == "mul"))
+
+
+def _hf_multiplies(fields: dict, batch: int, seq: int) -> int:
+    """Elements aten's mul and div write in one eager forward of the real class."""
+    import torch
+    import transformers
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        total = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if func.overloadpacket.__name__ in ("mul", "div"):
+                Count.total += out.numel()
+            return out
+
+    config = transformers.AutoConfig.for_model(**fields)
+    config._attn_implementation = "eager"
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    with torch.no_grad(), Count():
+        model(input_ids=torch.arange(batch * seq).reshape(batch, seq))
+    return Count.total
+
+
+def test_granite_multiplies_beyond_llama_equal_the_classes():
+    """The validate rows cannot see Granite's multipliers (a multiply by a number keeps nothing):
+    the elements GraniteForCausalLM multiplies or divides beyond LlamaForCausalLM of the same
+    shape and attention scale (the embeddings, each sublayer's output, the logits) are the
+    tree's extra "mul" elements."""
+    pytest.importorskip("transformers")
+    shape = {k: v for k, v in NEW_FAMILY_CONFIGS["granite"].items()
+             if k != "model_type" and not k.endswith(("multiplier", "scaling"))}
+    llama = dict(shape, model_type="llama")
+    granite = dict(NEW_FAMILY_CONFIGS["granite"], attention_multiplier=(48 / 6) ** -0.5)
+    extra_hf = _hf_multiplies(granite, 2, 12) - _hf_multiplies(llama, 2, 12)
+    assert extra_hf == 2 * 12 * (48 * (1 + 2 * 3) + 99)  # embeddings, 2 residuals a layer, logits
+    assert _tree_multiplies(granite, 2, 12) - _tree_multiplies(llama, 2, 12) == extra_hf
+
+
 @pytest.mark.parametrize("biases", [dict(qkv_bias=True, bias=True), dict(qkv_bias=False, bias=False),
                                     dict(attention_bias=True, mlp_bias=True), {}])
 def test_internlm3_biases_equal_hugging_face(biases):
