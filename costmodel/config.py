@@ -89,6 +89,12 @@ class ModelConfig:
     window_layers: int | None = None
     qk_norm: bool = False  # an RMSNorm over each query and key head before RoPE (Qwen3)
     post_sublayer_norm: bool = False  # a norm on each sublayer's output before its residual add (Gemma 2)
+    # False: no norm before each sublayer, only post_sublayer_norm's after it (OLMo 2); the
+    # sublayer's linears keep its input, the residual stream
+    input_norms: bool = True
+    # the query and key norms (qk_norm) each span the whole projection, h d_h and h_kv d_h wide,
+    # with a weight that wide (OLMo 2), not one head (Qwen3)
+    qk_norm_whole: bool = False
     attention_softcap: float | None = None  # scores -> cap * tanh(scores / cap) (Gemma 2)
     logit_softcap: float | None = None  # logits -> cap * tanh(logits / cap) (Gemma 2)
     # Granite's scalar multipliers, each one pointwise op by a Python number that keeps nothing for
@@ -223,8 +229,14 @@ class ModelConfig:
                      "nope_layers"):
             check_int(owner, name, getattr(self, name), minimum=0)
         for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
-                     "renormalize_top_k"):
+                     "renormalize_top_k", "input_norms", "qk_norm_whole"):
             check_bool(owner, name, getattr(self, name))
+        if not self.input_norms and (not self.post_sublayer_norm or self.norm_position != "pre"
+                                     or self.parallel_attention):
+            raise ConfigError(f"{owner}: input_norms false (norms after the sublayers only) needs "
+                              "post_sublayer_norm, norm_position pre and sequential layers.")
+        if self.qk_norm_whole and not self.qk_norm:
+            raise ConfigError(f"{owner}: qk_norm_whole applies only with qk_norm.")
         for name in ("attention_softcap", "logit_softcap", "embedding_multiplier",
                      "residual_multiplier", "logits_scaling"):
             cap = getattr(self, name)

@@ -20,7 +20,7 @@ from .hf_fields import Fields, rotary_fraction
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3", "gemma", "gemma2",
                          "gemma3_text", "phi3", "gpt_neox", "falcon", "opt", "bloom", "mixtral",
                          "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "internlm3",
-                         "exaone", "iquestcoder", "granite", "smollm3", "gpt2", "bert", "t5")
+                         "exaone", "iquestcoder", "granite", "smollm3", "olmo2", "gpt2", "bert", "t5")
 
 
 #: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
@@ -63,6 +63,7 @@ _LLAMA_DEFAULTS: dict[str, dict[str, Any]] = {
     "granite": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
     "smollm3": dict(max_position_embeddings=32768, hidden_act="silu", tie_word_embeddings=True,
                     num_key_value_heads=4, no_rope_layer_interval=4),
+    "olmo2": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
 }
 
 
@@ -113,7 +114,7 @@ def _window(f: Fields, family: str, n_layers: int) -> tuple[int | None, list[int
     if family in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "smollm3") and not f.get(
             "use_sliding_window", False, bool):
         window = None
-    if family in ("llama", "gemma", "deepseek_v2", "deepseek_v3") or not window:
+    if family in ("llama", "gemma", "deepseek_v2", "deepseek_v3", "olmo2") or not window:
         return None, []
     types = _layer_types(f, n_layers)
     if types is not None:
@@ -197,7 +198,8 @@ def _llama_like(f: Fields, name: str, family: str,
         qkv_bias = True
     elif family == "qwen2_moe":
         qkv_bias = f.get("qkv_bias", True, bool)
-    elif family in ("qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "deepseek_v2", "deepseek_v3"):
+    elif family in ("qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "deepseek_v2", "deepseek_v3",
+                    "olmo2"):
         qkv_bias = out_bias = f.get("attention_bias", False, bool)
     if family == "deepseek_v2" and f.get("mlp_bias", False, bool):
         raise ConfigError(f"{f.source}: mlp_bias (biases on DeepSeek-V2's dense and shared MLPs, "
@@ -260,6 +262,10 @@ def _llama_like(f: Fields, name: str, family: str,
         _granite(f, fields)
     if family == "smollm3":
         return _smollm3(f, fields)
+    if family == "olmo2":
+        # OLMo 2: an RMSNorm over the whole query and the whole key projection, and the layer's
+        # norms after its sublayers (before each residual add) instead of before them.
+        fields.update(qk_norm=True, qk_norm_whole=True, post_sublayer_norm=True, input_norms=False)
     moe = (_experts(f, family, fields)
            if family in ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3") else None)
     if family in ("deepseek_v2", "deepseek_v3"):
@@ -407,6 +413,7 @@ ARCHITECTURE_TYPES = {
     "MinistralForCausalLM": "ministral", "Gemma3ForCausalLM": "gemma3_text", "CwmForCausalLM": "cwm",
     "Qwen3MoeForCausalLM": "qwen3_moe", "DeepseekV2ForCausalLM": "deepseek_v2",
     "GraniteForCausalLM": "granite", "SmolLM3ForCausalLM": "smollm3",
+    "Olmo2ForCausalLM": "olmo2",
     "GPT2LMHeadModel": "gpt2", "GPT2Model": "gpt2", "BertModel": "bert", "BertForMaskedLM": "bert",
     "T5ForConditionalGeneration": "t5", "T5Model": "t5",
 }

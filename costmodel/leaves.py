@@ -169,7 +169,10 @@ class TreeBuilder:
             return [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, input_kept=False))], []
         norm = [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile))]
         if cfg.post_sublayer_norm:
-            return norm, [at.leaf("post_norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=False))]
+            post = [at.leaf("post_norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=False))]
+            if not cfg.input_norms:  # OLMo 2: the sublayer's linears keep its input themselves
+                return [at.leaf("input", B.SublayerInput(tokens))], post
+            return norm, post
         return (norm, []) if cfg.norm_position == "pre" else ([], norm)
 
     def residual(self, at: _Place, tokens: sp.Expr, post: Leaves, site: str) -> Leaves:
@@ -237,7 +240,7 @@ class TreeBuilder:
                 fused=profile.facts.fused_qkv and not cross, profile=profile,
                 cache_heads=core["kv_heads"], transposed=profile.facts.linear_weights_transposed))]
             if cfg.qk_norm and not cross:
-                projections.append(at.leaf("qk_norm", B.HeadNorms(q_tokens, kv_tokens, profile)))
+                projections.append(at.leaf("qk_norm", B.HeadNorms(q_tokens, kv_tokens, profile, cfg.qk_norm_whole)))
         if cfg.rope and rope and not cross:
             width = S.d_r if cfg.partial_rotary else S.d_h
             key_heads = ONE if cfg.mla else S.h_kv

@@ -88,6 +88,10 @@ NEW_FAMILY_CONFIGS = {
                     pad_token_id=None),  # its default pad 128004 is past this vocabulary
     "smollm3_listed": dict(_BASE, model_type="smollm3", num_key_value_heads=3, mlp_bias=True,
                            no_rope_layers=[0, 1, 1], pad_token_id=None),
+    # OLMo 2: RMSNorms over the whole query and key projections, the layer's norms after its
+    # sublayers only.
+    "olmo2": dict(_BASE, model_type="olmo2", num_key_value_heads=2, head_dim=10, pad_token_id=None,
+                  attention_bias=True),
 }
 
 
@@ -112,13 +116,13 @@ def test_added_family_parameters_equal_hugging_face(family):
 
 
 #: Model types whose transformers defaults (the configuration class's own values) are counted too.
-DEFAULT_CONFIGS = ("granite", "smollm3")
+DEFAULT_CONFIGS = ("granite", "smollm3", "olmo2")
 
 
 @pytest.mark.parametrize("model_type", DEFAULT_CONFIGS)
 def test_added_family_default_config_parameters_equal_hugging_face(model_type):
     """The configuration class's defaults (GraniteConfig(): 32 layers of 4096; SmolLM3Config():
-    36 of 2048, a NoPE layer in four) as its to_dict()."""
+    36 of 2048, a NoPE layer in four; Olmo2Config(): 32 of 4096) as its to_dict()."""
     transformers = pytest.importorskip("transformers")
     from costmodel import estimate
 
@@ -358,6 +362,23 @@ def test_added_family_is_exact_on_every_validate_row(family):
     assert [row for row in rows if row.difference != 0] == []
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_olmo2_is_exact_in_either_dtype(dtype):
+    """OLMo 2's fp32 cos/sin and fp32 weight product (facts rotary_tables_fp32 and
+    rmsnorm_weight_times_fp32) are extra bytes in bf16 only: fp32 and bf16, 4 layers, b 1, n 7."""
+    pytest.importorskip("transformers")
+    from costmodel.config import Workload
+    from costmodel.presets import config_from_dict
+    from validate.compare import validate
+
+    cfg = config_from_dict(dict(NEW_FAMILY_CONFIGS["olmo2"], num_hidden_layers=4), source="olmo2",
+                           name="olmo2")
+    rows = validate(cfg, Workload(seq_len=7, batch=1, dtype=dtype, gen_tokens=2), target="hf")
+    assert "bytes saved for backward" in {row.quantity for row in rows}
+    assert [row for row in rows if row.difference != 0] == []
+
+
 #: Real config.json files of the added families (the fields that shape the model, with the Hub's
 #: keys and values), with the published total where one is published.
 #: - Qwen/Qwen3-30B-A3B: 48 layers, hidden 2048, 32 query and 4 KV heads of 128, 128 experts of 768,
@@ -425,13 +446,23 @@ REAL_ADDED = {
         "rope_theta": 5000000.0, "sliding_window": None, "tie_word_embeddings": True,
         "use_sliding_window": False, "vocab_size": 128256,
     },
+    # allenai/OLMo-2-0425-1B: 16 layers, hidden 2048, 16 heads (no GQA), 8192-wide MLP, 100,352
+    # tokens, untied embeddings.
+    "olmo-2-0425-1b": {
+        "architectures": ["Olmo2ForCausalLM"], "model_type": "olmo2", "attention_bias": False,
+        "hidden_act": "silu", "hidden_size": 2048, "intermediate_size": 8192,
+        "max_position_embeddings": 4096, "num_attention_heads": 16, "num_hidden_layers": 16,
+        "num_key_value_heads": 16, "pad_token_id": 100277, "rms_norm_eps": 1e-06,
+        "rope_theta": 500000, "tie_word_embeddings": False, "vocab_size": 100352,
+    },
 }
 #: Published totals: Gemma-3-1B keras-hub's (above); Granite 3.2 2B the Hub's safetensors count
 #: of ibm-granite/granite-3.2-2b-instruct and ibm-granite/granite-guardian-3.1-2b, 2,533,531,648,
 #: as a public parameter table of Hub repos lists them (find_string "2,533,531,648"); SmolLM3-3B
-#: 3,075,098,624 in the same table (HuggingFaceTB/SmolLM3-3B).
+#: 3,075,098,624 and OLMo-2-0425-1B (its Instruct) 1,484,916,736 in the same table
+#: (HuggingFaceTB/SmolLM3-3B, allenai/OLMo-2-0425-1B-Instruct).
 PUBLISHED = {"gemma-3-1b-it": 999_885_952, "granite-3.2-2b-instruct": 2_533_531_648,
-             "smollm3-3b": 3_075_098_624}
+             "smollm3-3b": 3_075_098_624, "olmo-2-0425-1b": 1_484_916_736}
 
 
 def _cli_total(name: str, tmp_path, capsys) -> int:

@@ -22,7 +22,7 @@ from .torch_modes import default_dtype, fake_mode  # noqa: F401 (fake_mode: re-e
 #: Families built through a config.json dict (config_dict below) and AutoModelForCausalLM.
 DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falcon_new",
                  "falcon_rw", "opt", "bloom", "mixtral", "qwen2_moe", "deepseek_v3", "ministral",
-                 "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm", "granite", "smollm3")
+                 "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm", "granite", "smollm3", "olmo2")
 HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5", *DICT_FAMILIES)
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
@@ -294,6 +294,11 @@ def _smollm3_dict(cfg: ModelConfig) -> dict[str, Any]:
                                 for i in range(cfg.n_decoder_layers)])
 
 
+def _olmo2_dict(cfg: ModelConfig) -> dict[str, Any]:
+    """OLMo 2's config.json: Llama's fields (attention_bias on q, k, v and o; its MLP has none)."""
+    return dict(_llama_dict(cfg, "olmo2"), attention_bias=cfg.qkv_bias, pad_token_id=None)
+
+
 def _phi3_dict(cfg: ModelConfig) -> dict[str, Any]:
     return dict(_llama_dict(cfg, "phi3"), sliding_window=cfg.sliding_window, pad_token_id=None,
                 resid_pdrop=cfg.dropout, attention_dropout=cfg.attention_dropout or 0.0,
@@ -393,7 +398,7 @@ _DICTS = {
     "gemma3_text": lambda cfg: _gemma2_dict(cfg, "gemma3_text"), "qwen3_moe": _qwen3_moe_dict,
     "deepseek_v2": lambda cfg: _deepseek_v3_dict(cfg, "deepseek_v2"),
     "cwm": lambda cfg: _ministral_dict(cfg, "cwm"), "granite": _granite_dict,
-    "smollm3": _smollm3_dict,
+    "smollm3": _smollm3_dict, "olmo2": _olmo2_dict,
 }
 
 

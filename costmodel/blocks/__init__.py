@@ -46,7 +46,7 @@ from .embedding import (
 from .ffn import ACTIVATION_OPS, Experts, FeedForward, Router, SharedExpertGate
 from .head import CrossEntropy, LMHead, LogitScale, LogitSoftcap, Pooler, SumLoss
 from .mla import LatentAttention
-from .norms import Dropout, HeadNorms, KeptOutputs, LayerCheckpoint, Norm, Residual
+from .norms import Dropout, HeadNorms, KeptOutputs, LayerCheckpoint, Norm, Residual, SublayerInput
 from .optimizer import OptimizerStep, TensorRun
 
 __all__ = [
@@ -54,7 +54,7 @@ __all__ = [
     "AttentionOutput", "AttentionScores", "Block", "Cost", "CrossEntropy", "Dropout",
     "EmbeddingProjection", "Experts", "FeedForward", "HeadNorms", "KeptOutputs", "LMHead",
     "LatentAttention", "LayerCheckpoint", "LinearOp", "LearnedPositions", "LogitScale", "LogitSoftcap", "Norm", "OptimizerStep", "Pooler",
-    "Profile", "QKVProjection", "RelativePositionBias", "Residual", "RotaryEmbedding",
+    "Profile", "QKVProjection", "RelativePositionBias", "Residual", "RotaryEmbedding", "SublayerInput",
     "RotaryTables", "Router", "SharedAttentionMask", "SharedExpertGate", "SinusoidalPositions",
     "Softmax", "SumLoss", "Tensor", "TensorRun", "TokenEmbedding", "TokenTypes", "WeightedSum",
     "kv_cache_bytes", "linears_cost", "quantized_bytes",

@@ -42,7 +42,7 @@ TP_SPLITS: dict[type, str] = {
 }
 
 #: Blocks whose tokens sequence parallelism divides by tp.
-SP_SPLITS = (B.Norm, B.Residual, B.Dropout, B.LayerCheckpoint, B.LearnedPositions,
+SP_SPLITS = (B.Norm, B.Residual, B.Dropout, B.LayerCheckpoint, B.SublayerInput, B.LearnedPositions,
              B.SinusoidalPositions, B.TokenTypes)
 
 def local_vocabulary(vocabulary: str) -> sp.Expr:
