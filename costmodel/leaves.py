@@ -240,7 +240,8 @@ class TreeBuilder:
                 fused=profile.facts.fused_qkv and not cross, profile=profile,
                 cache_heads=core["kv_heads"], transposed=profile.facts.linear_weights_transposed))]
             if cfg.qk_norm and not cross:
-                projections.append(at.leaf("qk_norm", B.HeadNorms(q_tokens, kv_tokens, profile, cfg.qk_norm_whole)))
+                norms = B.HeadNorms(q_tokens, kv_tokens, profile, cfg.qk_norm_whole)
+                projections.append(at.leaf("qk_norm", norms))
         if cfg.rope and rope and not cross:
             width = S.d_r if cfg.partial_rotary else S.d_h
             key_heads = ONE if cfg.mla else S.h_kv
