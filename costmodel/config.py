@@ -21,7 +21,8 @@ from .spec import (ATTENTIONS, CANONICAL_DTYPE, DTYPE_BYTES, DTYPES, IMPLEMENTAT
 from .workload import NOT_IN_REFERENCE, Workload, reference_unsupported  # noqa: F401
 
 #: The ModelConfig fields a layer_pattern must agree with.
-_PATTERN_COUNTS = ("n_decoder_layers", "sliding_window", "window_layers", "n_experts", "n_dense_layers")
+_PATTERN_COUNTS = ("n_decoder_layers", "sliding_window", "window_layers", "n_experts", "n_dense_layers",
+                   "nope_layers")
 POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "relative", "none")
 NORMS = ("layernorm", "rmsnorm")
 NORM_POSITIONS = ("pre", "post")
@@ -88,8 +89,20 @@ class ModelConfig:
     window_layers: int | None = None
     qk_norm: bool = False  # an RMSNorm over each query and key head before RoPE (Qwen3)
     post_sublayer_norm: bool = False  # a norm on each sublayer's output before its residual add (Gemma 2)
+    # False: no norm before each sublayer, only post_sublayer_norm's after it (OLMo 2); the
+    # sublayer's linears keep its input, the residual stream
+    input_norms: bool = True
+    # the query and key norms (qk_norm) each span the whole projection, h d_h and h_kv d_h wide,
+    # with a weight that wide (OLMo 2), not one head (Qwen3)
+    qk_norm_whole: bool = False
     attention_softcap: float | None = None  # scores -> cap * tanh(scores / cap) (Gemma 2)
     logit_softcap: float | None = None  # logits -> cap * tanh(logits / cap) (Gemma 2)
+    # Granite's scalar multipliers, each one pointwise op by a Python number that keeps nothing for
+    # backward (None: no op): the token embeddings times embedding_multiplier, each sublayer's
+    # output times residual_multiplier before its residual add, the logits over logits_scaling.
+    embedding_multiplier: float | None = None
+    residual_multiplier: float | None = None
+    logits_scaling: float | None = None
     rotary_dim: int | None = None  # RoPE rotates this many of each head's dimensions (None: d_head)
     # RoPE cos/sin sets a stack builds where each kind of attention layer has its own
     # (facts.rotary_tables_per_layer_type): Gemma 3 one per kind in layer_types, a window or not.
@@ -128,9 +141,13 @@ class ModelConfig:
     # last kind and the shared head with its own loss. 0 (the default, and what Hugging Face's
     # class builds): none. Set on purpose (`--mtp`); never read from a config.json.
     mtp_layers: int = 0
+    # Decoder layers whose attention applies no RoPE to queries and keys (SmolLM3's NoPE layers,
+    # every no_rope_layer_interval-th); layer_pattern says which ("rope" or "nope").
+    nope_layers: int = 0
     family: str = "custom"  # whose code runs it (the facts table's key): llama, gpt2, bert, t5...
     # The kind of each decoder layer, in order, where the layers differ: "sliding" or "full"
-    # (windows on some layers), "dense" or "moe" (experts in some layers); None where every layer
+    # (windows on some layers), "dense" or "moe" (experts in some layers), "rope" or "nope" (RoPE
+    # on some layers); None where every layer
     # is alike. costmodel/hf.py reads it from the config.json, which says which layers they are;
     # left out, it follows from the counts: the first n_dense_layers dense (DeepSeek-V3), every
     # other layer from layer 0 sliding when half of them slide (Gemma 2), else the last ones.
@@ -208,12 +225,20 @@ class ModelConfig:
         for name in optional_sizes:
             if getattr(self, name) is not None:
                 check_int(owner, name, getattr(self, name))
-        for name in ("n_experts", "top_k", "d_shared", "n_dense_layers", "position_offset", "mtp_layers"):
+        for name in ("n_experts", "top_k", "d_shared", "n_dense_layers", "position_offset", "mtp_layers",
+                     "nope_layers"):
             check_int(owner, name, getattr(self, name), minimum=0)
         for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
-                     "renormalize_top_k"):
+                     "renormalize_top_k", "input_norms", "qk_norm_whole"):
             check_bool(owner, name, getattr(self, name))
-        for name in ("attention_softcap", "logit_softcap"):
+        if not self.input_norms and (not self.post_sublayer_norm or self.norm_position != "pre"
+                                     or self.parallel_attention):
+            raise ConfigError(f"{owner}: input_norms false (norms after the sublayers only) needs "
+                              "post_sublayer_norm, norm_position pre and sequential layers.")
+        if self.qk_norm_whole and not self.qk_norm:
+            raise ConfigError(f"{owner}: qk_norm_whole applies only with qk_norm.")
+        for name in ("attention_softcap", "logit_softcap", "embedding_multiplier",
+                     "residual_multiplier", "logits_scaling"):
             cap = getattr(self, name)
             if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float))
                                     or not 0 < cap < float("inf")):
@@ -245,6 +270,7 @@ class ModelConfig:
             raise ConfigError(f"{owner}: multi-token prediction (mtp_layers) needs a decoder-only language model.")
         self._check_experts(owner)
         self._check_latent_attention(owner)
+        self._check_nope_layers(owner)
         self._check_layer_pattern(owner)
 
     def _check_experts(self, owner: str) -> None:
@@ -276,9 +302,27 @@ class ModelConfig:
             raise ConfigError(f"{owner}: dense and expert layers with windows on only some layers "
                               "are not modelled.")
 
+    def _check_nope_layers(self, owner: str) -> None:
+        """NoPE layers: RoPE on the others, layers of one kind otherwise (no windows on some
+        layers, no dense layers beside expert ones)."""
+        if not self.nope_layers:
+            return
+        if not self.rope:
+            raise ConfigError(f"{owner}: nope_layers applies only with RoPE.")
+        if self.nope_layers >= self.n_decoder_layers:
+            raise ConfigError(f"{owner}: nope_layers ({self.nope_layers}) must leave a decoder layer "
+                              f"with RoPE (of {self.n_decoder_layers}).")
+        if self.n_dense_layers or 0 < self.n_window_layers < self.n_decoder_layers:
+            raise ConfigError(f"{owner}: layers without RoPE beside windows on some layers or dense "
+                              "and expert layers are not modelled.")
+
     def _rule_pattern(self) -> tuple[str, ...] | None:
         """The per-layer pattern that the counts imply when no config said which layers."""
         layers, windows = self.n_decoder_layers, self.n_window_layers
+        if self.nope_layers:  # SmolLM3's rule for its default interval of 4: every fourth
+            every = layers // self.nope_layers
+            nope = {i for i in range(layers) if (i + 1) % every == 0 and (i + 1) // every <= self.nope_layers}
+            return tuple("nope" if i in nope else "rope" for i in range(layers))
         if self.n_dense_layers:
             return tuple("dense" if i < self.n_dense_layers else "moe" for i in range(layers))
         if not windows or windows == layers:
@@ -296,17 +340,17 @@ class ModelConfig:
         if isinstance(pattern, list):
             pattern = tuple(pattern)
             object.__setattr__(self, "layer_pattern", pattern)
-        kinds = (("dense", "moe") if self.n_dense_layers else ("sliding", "full")
-                 if 0 < self.n_window_layers < self.n_decoder_layers else ())
+        kinds = (("dense", "moe") if self.n_dense_layers else ("nope", "rope") if self.nope_layers
+                 else ("sliding", "full") if 0 < self.n_window_layers < self.n_decoder_layers else ())
         if not kinds:
             raise ConfigError(f"{owner}: layer_pattern applies only where layers differ (windows on "
-                              "some layers, or dense and expert layers).")
+                              "some layers, dense and expert layers, or RoPE on some layers).")
         if (not isinstance(pattern, tuple) or len(pattern) != self.n_decoder_layers
                 or any(kind not in kinds for kind in pattern)):
             raise ConfigError(f"{owner}: layer_pattern must give one of {', '.join(kinds)} for each "
                               f"of the {self.n_decoder_layers} decoder layers.")
         counted = sum(kind == kinds[0] for kind in pattern)
-        expected = self.n_dense_layers or self.n_window_layers
+        expected = self.n_dense_layers or self.nope_layers or self.n_window_layers
         if counted != expected:
             raise ConfigError(f"{owner}: layer_pattern has {counted} {kinds[0]} layers, the config "
                               f"{expected}.")
@@ -416,6 +460,7 @@ class ModelConfig:
             "w": self.sliding_window or 1, "L_w": max(self.n_window_layers, 1),
             "E": max(self.n_experts, 1), "k": max(self.top_k, 1), "d_x": self.d_expert,
             "d_s": max(self.d_shared, 1), "L_moe": max(self.n_moe_layers, 1),
+            "L_np": max(self.nope_layers, 1),
             "r_q": self.q_lora_rank or 1, "r_kv": self.kv_lora_rank or 1,
             "d_v": self.v_head_dim or self.d_head,
         }
@@ -426,7 +471,7 @@ class ModelConfig:
                         "max_positions", "relative_buckets", "rotary_dim", "embedding_dim",
                         "sliding_window", "window_layers", "n_experts", "top_k", "d_expert",
                         "d_shared", "n_dense_layers", "kv_lora_rank", "q_lora_rank", "v_head_dim",
-                        "layer_pattern")
+                        "nope_layers", "layer_pattern")
 
     def structure(self) -> dict[str, Any]:
         """What the cost tree's expressions depend on besides the dimensions' values: every
@@ -442,7 +487,7 @@ class ModelConfig:
             "partial_rotary": self.partial_rotary, "projected_embeddings": self.projected_embeddings,
             "windows": "none" if not windowed else "all" if windowed == self.n_decoder_layers else "some",
             "moe": self.moe, "dense_layers": self.n_dense_layers > 0, "shared_expert": self.d_shared > 0,
-            "mla": self.mla, "q_lora": self.q_lora_rank is not None,
+            "mla": self.mla, "q_lora": self.q_lora_rank is not None, "nope": self.nope_layers > 0,
         }
         return data
 

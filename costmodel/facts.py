@@ -86,6 +86,9 @@ class Facts:
     # the RMSNorm multiplies by (1 + weight) in fp32 and casts after: it keeps the fp32 normalised
     # tensor and the fp32 (1 + w) instead of a cast normalised tensor
     rmsnorm_weight_fp32: bool = False
+    # the RMSNorm multiplies the fp32 normalised tensor by its weight and casts the product
+    # (OLMo 2): it keeps the fp32 normalised tensor (the weight is a parameter, not kept anew)
+    rmsnorm_weight_times_fp32: bool = False
     # the embedding scale sqrt(d) is a one-element buffer in the model dtype
     embed_scale_buffer: bool = False
     # ALiBi's slopes are a buffer (False: the bias is built each forward, nothing held)
@@ -108,6 +111,8 @@ class Facts:
     # RoPE's cos/sin: "forward" (computed each forward in the activation dtype, kept for backward;
     # inv_freq and original_inv_freq buffers in fp32) or "buffer" (P x d_h tables held as buffers)
     rotary_tables: str = "forward"
+    # "forward" tables left in fp32 (OLMo 2's rotary module returns them uncast), kept so
+    rotary_tables_fp32: bool = False
     # "forward" tables are made once per attention type the layers have (Gemma 3: a local RoPE for
     # its sliding layers, a global one for its full layers), not once per stack
     rotary_tables_per_layer_type: bool = False

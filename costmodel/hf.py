@@ -23,7 +23,8 @@ from .hf_rope_layernorm import (ROPE_LAYERNORM_ARCHITECTURES, ROPE_LAYERNORM_BUI
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3", "gemma", "gemma2",
                          "gemma3_text", "phi3", "gpt_neox", "falcon", "opt", "bloom", "mixtral",
                          "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "internlm3",
-                         "exaone", "iquestcoder", "gpt2", "bert", "t5", *ROPE_LAYERNORM_BUILDERS)
+                         "exaone", "iquestcoder", "granite", "smollm3", "olmo2", "gpt2", "bert", "t5",
+                         *ROPE_LAYERNORM_BUILDERS)
 
 
 #: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
@@ -63,6 +64,10 @@ _LLAMA_DEFAULTS: dict[str, dict[str, Any]] = {
                       num_key_value_heads=4, sliding_window=4096),
     "deepseek_v2": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
     "deepseek_v3": dict(max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False),
+    "granite": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
+    "smollm3": dict(max_position_embeddings=32768, hidden_act="silu", tie_word_embeddings=True,
+                    num_key_value_heads=4, no_rope_layer_interval=4),
+    "olmo2": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
 }
 
 
@@ -110,9 +115,10 @@ def _window(f: Fields, family: str, n_layers: int) -> tuple[int | None, list[int
     sliding_window is set). No window: (None, [])."""
     defaults = _LLAMA_DEFAULTS[family]
     window = f.nullable("sliding_window", defaults.get("sliding_window"))
-    if family in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe") and not f.get("use_sliding_window", False, bool):
+    if family in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "smollm3") and not f.get(
+            "use_sliding_window", False, bool):
         window = None
-    if family in ("llama", "gemma", "deepseek_v2", "deepseek_v3") or not window:
+    if family in ("llama", "gemma", "deepseek_v2", "deepseek_v3", "olmo2") or not window:
         return None, []
     types = _layer_types(f, n_layers)
     if types is not None:
@@ -189,14 +195,15 @@ def _llama_like(f: Fields, name: str, family: str,
     # only (Qwen2-MoE: qkv_bias), fixed in its code; Qwen3, Qwen3-MoE, Gemma 1-3 and DeepSeek read
     # attention_bias (q/k/v/o).
     qkv_bias = out_bias = ffn_bias = False
-    if family == "llama":
+    if family in ("llama", "granite", "smollm3"):
         qkv_bias = out_bias = f.get("attention_bias", False, bool)
         ffn_bias = f.get("mlp_bias", False, bool)
     elif family == "qwen2":
         qkv_bias = True
     elif family == "qwen2_moe":
         qkv_bias = f.get("qkv_bias", True, bool)
-    elif family in ("qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "deepseek_v2", "deepseek_v3"):
+    elif family in ("qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "deepseek_v2", "deepseek_v3",
+                    "olmo2"):
         qkv_bias = out_bias = f.get("attention_bias", False, bool)
     if family == "deepseek_v2" and f.get("mlp_bias", False, bool):
         raise ConfigError(f"{f.source}: mlp_bias (biases on DeepSeek-V2's dense and shared MLPs, "
@@ -255,6 +262,14 @@ def _llama_like(f: Fields, name: str, family: str,
             fields[field] = None if value is None else float(value)
     if family == "phi3":
         _phi3(f, fields)
+    if family == "granite":
+        _granite(f, fields)
+    if family == "smollm3":
+        return _smollm3(f, fields)
+    if family == "olmo2":
+        # OLMo 2: an RMSNorm over the whole query and the whole key projection, and the layer's
+        # norms after its sublayers (before each residual add) instead of before them.
+        fields.update(qk_norm=True, qk_norm_whole=True, post_sublayer_norm=True, input_norms=False)
     moe = (_experts(f, family, fields)
            if family in ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3") else None)
     if family in ("deepseek_v2", "deepseek_v3"):
@@ -271,6 +286,49 @@ def _phi3(f: Fields, fields: dict[str, Any]) -> None:
     attention = fields["dropout"]
     fields["dropout"] = float(f.get("resid_pdrop", 0.0, float))
     fields["attention_dropout"] = attention
+
+
+#: Granite's scalar multipliers (GraniteConfig's fields, 1.0 by default) -> ModelConfig's fields.
+_GRANITE_MULTIPLIERS = {"embedding_multiplier": "embedding_multiplier",
+                        "attention_multiplier": "attention_scale",
+                        "residual_multiplier": "residual_multiplier",
+                        "logits_scaling": "logits_scaling"}
+
+
+def _granite(f: Fields, fields: dict[str, Any]) -> None:
+    """Granite: Llama's layers and parameters with four scalar multipliers, each applied even at
+    its default 1.0: the embeddings times embedding_multiplier, the attention scores times
+    attention_multiplier (in place of 1/sqrt(head_dim)), each sublayer's output times
+    residual_multiplier before its residual add, the logits divided by logits_scaling."""
+    for key, field in _GRANITE_MULTIPLIERS.items():
+        value = f.get(key, 1.0, float)
+        if not 0 < value < float("inf"):
+            raise ConfigError(f"{f.source}: {key} must be a positive number, got {show(value)}.")
+        fields[field] = float(value)
+
+
+def _smollm3(f: Fields, fields: dict[str, Any]) -> ModelConfig:
+    """SmolLM3: Llama's layers and parameters, no RoPE on the layers whose no_rope_layers entry is
+    0 (SmolLM3Config's default: every no_rope_layer_interval-th, counting from 1). Its window
+    (use_sliding_window, on the NoPE layers by default) is not modelled."""
+    n_layers = fields["n_decoder_layers"]
+    if fields["sliding_window"] is not None:
+        raise ConfigError(f"{f.source}: use_sliding_window with a sliding_window (SmolLM3's window "
+                          "on its NoPE layers) is not modelled.")
+    flags = f.data.get("no_rope_layers")
+    if flags is None:
+        every = f.get("no_rope_layer_interval", _LLAMA_DEFAULTS["smollm3"]["no_rope_layer_interval"],
+                      minimum=1)
+        flags = [int((i + 1) % every != 0) for i in range(n_layers)]
+    elif (not isinstance(flags, list) or len(flags) != n_layers
+          or any(isinstance(x, bool) or x not in (0, 1) for x in flags)):
+        raise ConfigError(f"{f.source}: no_rope_layers must give 1 (RoPE) or 0 (none) for each of "
+                          f"the {n_layers} layers.")
+    nope = sum(1 for x in flags if x == 0)
+    if nope == n_layers:
+        raise ConfigError(f"{f.source}: no_rope_layers leaves no layer with RoPE, which is not modelled.")
+    pattern = tuple("rope" if x else "nope" for x in flags) if nope else None
+    return ModelConfig(**fields, nope_layers=nope, layer_pattern=pattern)
 
 
 def _experts(f: Fields, family: str, fields: dict[str, Any]) -> list[int]:
@@ -359,6 +417,8 @@ ARCHITECTURE_TYPES = {
     "Qwen2MoeForCausalLM": "qwen2_moe", "DeepseekV3ForCausalLM": "deepseek_v3",
     "MinistralForCausalLM": "ministral", "Gemma3ForCausalLM": "gemma3_text", "CwmForCausalLM": "cwm",
     "Qwen3MoeForCausalLM": "qwen3_moe", "DeepseekV2ForCausalLM": "deepseek_v2",
+    "GraniteForCausalLM": "granite", "SmolLM3ForCausalLM": "smollm3",
+    "Olmo2ForCausalLM": "olmo2",
     "GPT2LMHeadModel": "gpt2", "GPT2Model": "gpt2", "BertModel": "bert", "BertForMaskedLM": "bert",
     "T5ForConditionalGeneration": "t5", "T5Model": "t5",
     **ROPE_LAYERNORM_ARCHITECTURES,

@@ -42,7 +42,8 @@ class Leaf:
     stack: str | None = None  # encoder or decoder: the side it runs on (None: the optimizer)
     sublayer: str | None = None  # self_attention, cross_attention or ffn (layer leaves only)
     # The layers it runs in when a stack's layers differ (count says how many): "sliding" or
-    # "full" (windows on some layers), "dense" or "moe" (experts in some layers); None: every layer.
+    # "full" (windows on some layers), "dense" or "moe" (experts in some layers), "rope" or "nope"
+    # (RoPE on some layers); None: every layer.
     kind: str | None = None
     recomputed: bool = False  # its forward, or part of it (rerun), runs again in backward (recomputation)
     rerun: B.Cost | None = None  # what recomputation reruns: its cost, or a part (CostModel._rerun)
@@ -123,12 +124,14 @@ class _Place:
 @dataclass(frozen=True)
 class LayerKind:
     """One kind of layer of a stack and how many of it: whether its attention slides over a
-    window and whether its FFN is a mixture of experts (label None when every layer is alike)."""
+    window, whether its FFN is a mixture of experts and whether its attention applies RoPE where
+    the model has it (label None when every layer is alike)."""
 
     label: str | None
     count: sp.Expr
     window: bool = False
     experts: bool = False
+    rope: bool = True
 
 
 Leaves = list[Leaf]
@@ -166,14 +169,18 @@ class TreeBuilder:
             return [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, input_kept=False))], []
         norm = [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile))]
         if cfg.post_sublayer_norm:
-            return norm, [at.leaf("post_norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=False))]
+            post = [at.leaf("post_norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=False))]
+            if not cfg.input_norms:  # OLMo 2: the sublayer's linears keep its input themselves
+                return [at.leaf("input", B.SublayerInput(tokens))], post
+            return norm, post
         return (norm, []) if cfg.norm_position == "pre" else ([], norm)
 
     def residual(self, at: _Place, tokens: sp.Expr, post: Leaves, site: str) -> Leaves:
         """Dropout, the residual add and a post-LN norm, or a post-sublayer norm then the add."""
+        residual = at.leaf("residual", B.Residual(tokens, self.cfg.residual_multiplier is not None))
         if self.cfg.post_sublayer_norm:
-            return [*post, *self.dropout(at, tokens, site), at.leaf("residual", B.Residual(tokens))]
-        return [*self.dropout(at, tokens, site), at.leaf("residual", B.Residual(tokens)), *post]
+            return [*post, *self.dropout(at, tokens, site), residual]
+        return [*self.dropout(at, tokens, site), residual, *post]
 
     def cached_tokens(self, windowed: bool) -> sp.Expr:
         """Tokens one self-attention layer's cache holds, as Hugging Face's DynamicCache holds them.
@@ -192,14 +199,15 @@ class TreeBuilder:
 
     def attention(
         self, at: _Place, q_len: sp.Expr, k_len: sp.Expr, *, cross: bool, cached: sp.Expr,
-        kv_len: sp.Expr | None = None, window: bool = False,
+        kv_len: sp.Expr | None = None, window: bool = False, rope: bool = True,
     ) -> Leaves:
         """One attention sublayer; `cached` tokens of its keys/values stay in the KV cache.
 
         kv_len is the number of tokens whose keys and values are projected here (default k_len;
         in a decode step, the new token for self-attention and none for cross-attention). A
         windowed layer's decode step attends min(c, w) keys; its prefill, run eagerly, computes
-        every score and masks (the same FLOPs as a full layer).
+        every score and masks (the same FLOPs as a full layer). rope False: a NoPE layer of a RoPE
+        model (SmolLM3), which rotates neither queries nor keys.
         """
         cfg, profile = self.cfg, self.profile
         q_tokens = S.b * q_len
@@ -232,8 +240,9 @@ class TreeBuilder:
                 fused=profile.facts.fused_qkv and not cross, profile=profile,
                 cache_heads=core["kv_heads"], transposed=profile.facts.linear_weights_transposed))]
             if cfg.qk_norm and not cross:
-                projections.append(at.leaf("qk_norm", B.HeadNorms(q_tokens, kv_tokens, profile)))
-        if cfg.rope and not cross:
+                norms = B.HeadNorms(q_tokens, kv_tokens, profile, cfg.qk_norm_whole)
+                projections.append(at.leaf("qk_norm", norms))
+        if cfg.rope and rope and not cross:
             width = S.d_r if cfg.partial_rotary else S.d_h
             key_heads = ONE if cfg.mla else S.h_kv
             projections.append(at.leaf("rope", B.RotaryEmbedding(q_tokens, kv_tokens, width, key_heads)))
@@ -286,7 +295,8 @@ class TreeBuilder:
         post = cfg.norm_position == "post"
         output_kept = post and not cfg.embedding_norm
         width = S.d_e if cfg.projected_embeddings else S.d
-        token_embedding = B.TokenEmbedding(tokens, owns_table, cfg.scale_embeddings, output_kept,
+        scaled = cfg.scale_embeddings or cfg.embedding_multiplier is not None
+        token_embedding = B.TokenEmbedding(tokens, owns_table, scaled, output_kept,
                                            width, self.profile)
         # OPT-350m: d_e-wide embeddings projected in to d (the projection keeps its input).
         project_in = B.EmbeddingProjection(tokens, S.d_e, S.d, input_kept=True)
@@ -329,6 +339,9 @@ class TreeBuilder:
         if cfg.n_dense_layers:
             return [LayerKind("dense", S.L_dec - S.L_moe, all_window, False),
                     LayerKind("moe", S.L_moe, all_window, True)]
+        if cfg.nope_layers:  # SmolLM3: RoPE on all but the NoPE layers (layer 0 has it)
+            return [LayerKind("rope", S.L_dec - S.L_np, all_window, experts),
+                    LayerKind("nope", S.L_np, all_window, experts, rope=False)]
         if windows and not all_window:
             return [LayerKind("sliding", S.L_w, True, experts),
                     LayerKind("full", S.L_dec - S.L_w, False, experts)]
@@ -344,10 +357,10 @@ class TreeBuilder:
         cached = self.cached_tokens(kind.window) if decoder else sp.Integer(0)
         if self.decode:
             self_attention = self.attention(self_at, seq, S.c, cross=False, cached=cached,
-                                            kv_len=seq, window=kind.window)
+                                            kv_len=seq, window=kind.window, rope=kind.rope)
         else:  # the cache after the prompt (prefill), or after it and T generated tokens (train)
             self_attention = self.attention(self_at, seq, seq, cross=False, cached=cached,
-                                            window=kind.window)
+                                            window=kind.window, rope=kind.rope)
         cross: Leaves = []
         if cross_len is not None:
             cross_at = dataclasses.replace(layer, sublayer="cross_attention")
@@ -411,6 +424,8 @@ class TreeBuilder:
                           scaled_input=cfg.scale_lm_head_input, returns_logits=self.phase != "train",
                           width=S.d_e if cfg.projected_embeddings else S.d)
             leaves = [at.leaf("lm_head", lm)]
+            if cfg.logits_scaling is not None:
+                leaves.append(at.leaf("logit_scale", B.LogitScale(tokens)))
             if cfg.logit_softcap is not None:
                 leaves.append(at.leaf("softcap", B.LogitSoftcap(tokens)))
         else:

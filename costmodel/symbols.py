@@ -36,6 +36,7 @@ k = _dim("k")  # experts each token is routed to (top-k)
 d_x = _dim("d_x")  # one routed expert's inner width (moe_intermediate_size)
 d_s = _dim("d_s")  # the shared experts' inner width (all shared experts as one MLP)
 L_moe = _dim("L_moe")  # decoder layers whose FFN is a mixture of experts
+L_np = _dim("L_np")  # decoder layers whose attention has no RoPE (SmolLM3's NoPE layers)
 r_q = _dim("r_q")  # MLA: rank of the compressed query (q_lora_rank)
 r_kv = _dim("r_kv")  # MLA: rank of the compressed key/value latent (kv_lora_rank), what is cached
 d_v = _dim("d_v")  # MLA: value head dimension (v_head_dim); d_h is the query/key head width
@@ -53,7 +54,7 @@ tp = _dim("tp")  # tensor-parallel ranks (heads, d_ff and the vocabulary split; 
 dp = _dim("dp")  # data-parallel ranks (ZeRO/FSDP shard over them)
 
 MODEL_SYMBOLS = (d, h, h_kv, d_h, d_ff, V, P, N_tt, N_rb, L_enc, L_dec, d_r, d_e, w, L_w, E, k,
-                 d_x, d_s, L_moe, r_q, r_kv, d_v)
+                 d_x, d_s, L_moe, r_q, r_kv, d_v, L_np)
 WORKLOAD_SYMBOLS = (b, n, s, T, c, e)
 LAYOUT_SYMBOLS = (tp, dp)
 
@@ -80,6 +81,7 @@ LATEX_NAMES = {
     d_x: r"d_{x}",
     d_s: r"d_{s}",
     L_moe: r"L_{moe}",
+    L_np: r"L_{nope}",
     r_q: r"r_{q}",
     r_kv: r"r_{kv}",
     d_v: r"d_{v}",
@@ -114,6 +116,7 @@ DESCRIPTIONS = {
     d_x: "routed expert inner width",
     d_s: "shared experts' inner width",
     L_moe: "mixture-of-experts layers",
+    L_np: "layers without RoPE",
     r_q: "MLA query rank",
     r_kv: "MLA key/value latent rank",
     d_v: "value head dimension",

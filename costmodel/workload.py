@@ -22,7 +22,8 @@ NOT_IN_REFERENCE = {
     "qk_norm": False, "post_sublayer_norm": False, "attention_softcap": None,
     "logit_softcap": None, "rotary_dim": None, "parallel_attention": False, "position_offset": 0,
     "embedding_dim": None, "n_experts": 0, "kv_lora_rank": None, "attention_dropout": None,
-    "mtp_layers": 0,
+    "mtp_layers": 0, "embedding_multiplier": None, "residual_multiplier": None,
+    "logits_scaling": None, "nope_layers": 0,
 }
 
 

@@ -76,6 +76,22 @@ NEW_FAMILY_CONFIGS = {
                    model_type="exaone", num_key_value_heads=2, activation_function="silu"),
     "iquestcoder": dict(_BASE, model_type="iquestcoder", num_key_value_heads=2, hidden_size=60,
                         num_attention_heads=6),
+    # Granite: Llama's layers with four scalar multipliers (embeddings, attention scores, each
+    # sublayer's output before its residual add, logits), all pointwise by Python numbers.
+    "granite": dict(_BASE, model_type="granite", num_key_value_heads=2, embedding_multiplier=12.0,
+                    attention_multiplier=0.125, residual_multiplier=0.22, logits_scaling=8.0,
+                    attention_bias=True, mlp_bias=True),
+    # SmolLM3: Llama's layers, no RoPE on every no_rope_layer_interval-th layer (here layers 1
+    # and 3 of 5), or on the layers no_rope_layers marks 0.
+    "smollm3": dict(_BASE, model_type="smollm3", num_hidden_layers=5, num_key_value_heads=2,
+                    head_dim=10, no_rope_layer_interval=2, tie_word_embeddings=False,
+                    pad_token_id=None),  # its default pad 128004 is past this vocabulary
+    "smollm3_listed": dict(_BASE, model_type="smollm3", num_key_value_heads=3, mlp_bias=True,
+                           no_rope_layers=[0, 1, 1], pad_token_id=None),
+    # OLMo 2: RMSNorms over the whole query and key projections, the layer's norms after its
+    # sublayers only.
+    "olmo2": dict(_BASE, model_type="olmo2", num_key_value_heads=2, head_dim=10, pad_token_id=None,
+                  attention_bias=True),
 }
 
 
@@ -97,6 +113,173 @@ def test_added_family_parameters_equal_hugging_face(family):
     fields = NEW_FAMILY_CONFIGS[family]
     total = estimate(dict(fields, name=family), seq_len=16).to_dict()["params"]["total"]
     assert total == _hf_count(fields)
+
+
+#: Model types whose transformers defaults (the configuration class's own values) are counted too.
+DEFAULT_CONFIGS = ("granite", "smollm3", "olmo2")
+
+
+@pytest.mark.parametrize("model_type", DEFAULT_CONFIGS)
+def test_added_family_default_config_parameters_equal_hugging_face(model_type):
+    """The configuration class's defaults (GraniteConfig(): 32 layers of 4096; SmolLM3Config():
+    36 of 2048, a NoPE layer in four; Olmo2Config(): 32 of 4096) as its to_dict()."""
+    transformers = pytest.importorskip("transformers")
+    from costmodel import estimate
+
+    fields = transformers.AutoConfig.for_model(model_type).to_dict()
+    total = estimate(dict(fields, name=model_type), seq_len=16).to_dict()["params"]["total"]
+    assert total == _hf_count({"model_type": model_type})
+
+
+def test_granite_multipliers_are_pointwise_ops_by_python_numbers():
+    """Granite's four multipliers: the attention scale, and three more multiplies (embeddings,
+    each sublayer before its residual add, the logits) that keep nothing for backward; a zero
+    or negative one is one line naming it, as the multipliers are scales."""
+    from costmodel import estimate
+    from costmodel.config import ConfigError
+    from costmodel.hf import from_hf_config
+
+    fields = NEW_FAMILY_CONFIGS["granite"]
+    cfg = from_hf_config(fields, name="g")
+    assert (cfg.embedding_multiplier, cfg.attention_scale, cfg.residual_multiplier,
+            cfg.logits_scaling) == (12.0, 0.125, 0.22, 8.0)
+    plain = {k: v for k, v in fields.items() if not k.endswith(("multiplier", "scaling"))}
+    base = estimate(dict(plain, model_type="llama", name="l"), seq_len=16).to_dict()
+    ours = estimate(dict(fields, name="g"), seq_len=16).to_dict()
+    assert ours["params"] == base["params"]
+    assert ours["memory"]["activations"] == base["memory"]["activations"]
+    for key in ("embedding_multiplier", "residual_multiplier", "logits_scaling", "attention_multiplier"):
+        with pytest.raises(ConfigError, match=key):
+            from_hf_config(dict(fields, **{key: 0}), name="g")
+
+
+@pytest.mark.parametrize("family", ["smollm3", "smollm3_listed"])
+def test_smollm3_rotates_on_the_layers_transformers_rotates(family):
+    """The validate rows cannot see RoPE (it keeps nothing the scores do not): the layers whose
+    attention runs apply_rotary_pos_emb in one forward of the real class are the layers the
+    tree gives a rope leaf (its runs per pass, the NoPE layers left out), and their pattern."""
+    transformers = pytest.importorskip("transformers")
+    import torch
+    from transformers.models.smollm3 import modeling_smollm3
+
+    from costmodel import symbols as S
+    from costmodel.hf import from_hf_config
+    from costmodel.tree import CostModel
+
+    fields = NEW_FAMILY_CONFIGS[family]
+    cfg = from_hf_config(fields, name=family)
+    dims = {getattr(S, name): value for name, value in cfg.dimensions().items()}
+    rope_runs = sum(int(leaf.count.subs(dims)) for leaf in CostModel(cfg).leaves if leaf.name == "rope")
+    model = modeling_smollm3.SmolLM3ForCausalLM(transformers.AutoConfig.for_model(**fields)).eval()
+    calls = {"n": 0}
+    original = modeling_smollm3.apply_rotary_pos_emb
+
+    def counting(*args, **kwargs):
+        calls["n"] += 1
+        return original(*args, **kwargs)
+
+    per_layer: list[tuple[int, int]] = []  # (layer, calls before it ran)
+    for index, layer in enumerate(model.model.layers):
+        layer.register_forward_pre_hook(lambda *_, i=index: per_layer.append((i, calls["n"])))
+    modeling_smollm3.apply_rotary_pos_emb = counting
+    try:
+        with torch.no_grad():
+            model(input_ids=torch.arange(6).reshape(1, 6))
+    finally:
+        modeling_smollm3.apply_rotary_pos_emb = original
+    marks = [n for _, n in per_layer] + [calls["n"]]
+    hf_rotates = [marks[i + 1] > marks[i] for i in range(len(per_layer))]
+    assert calls["n"] == rope_runs == cfg.n_decoder_layers - cfg.nope_layers
+    assert hf_rotates == [cfg.layer_kind_at("decoder", i) == "rope" for i in range(cfg.n_decoder_layers)]
+    assert 0 < cfg.nope_layers < cfg.n_decoder_layers
+
+
+def test_nope_layers_pattern_follows_the_count_or_the_config():
+    """ModelConfig.nope_layers: layer_pattern "rope"/"nope" as SmolLM3's rule places them when no
+    config said which (every fourth of 36), checked against the count where one did; the
+    per-layer kinds a pipeline stage counts follow it."""
+    from costmodel.config import ConfigError
+    from costmodel.hf import from_hf_config
+
+    real = from_hf_config(REAL_ADDED["smollm3-3b"], name="s")
+    assert real.nope_layers == 9 and real.layer_pattern == real.replace(layer_pattern=None).layer_pattern
+    assert [i for i in range(36) if real.layer_kind_at("decoder", i) == "nope"] == list(range(3, 36, 4))
+    listed = from_hf_config(NEW_FAMILY_CONFIGS["smollm3_listed"], name="s")
+    assert listed.layer_pattern == ("nope", "rope", "rope")
+    with pytest.raises(ConfigError, match="layer_pattern has 2 nope layers"):
+        listed.replace(layer_pattern=("nope", "nope", "rope"), nope_layers=1)
+    with pytest.raises(ConfigError, match="must leave a decoder layer with RoPE"):
+        listed.replace(nope_layers=3)
+    with pytest.raises(ConfigError, match="nope_layers applies only with RoPE"):
+        listed.replace(position="none")
+
+
+@pytest.mark.parametrize("change, words", [
+    (dict(no_rope_layers=[0, 1]), "no_rope_layers must give 1 (RoPE) or 0"),
+    (dict(no_rope_layers=[0, 2, 1]), "no_rope_layers must give 1 (RoPE) or 0"),
+    (dict(no_rope_layers=[0, 0, 0]), "leaves no layer with RoPE"),
+    (dict(use_sliding_window=True, sliding_window=4), "use_sliding_window with a sliding_window"),
+    (dict(no_rope_layers=None, no_rope_layer_interval=0), "no_rope_layer_interval"),
+])
+def test_smollm3_config_it_does_not_model_is_one_line(change, words, tmp_path, capsys):
+    """A SmolLM3 config the tree does not model (a window, no RoPE layer at all) or a malformed
+    no_rope_layers: one error line, exit 2."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(dict(NEW_FAMILY_CONFIGS["smollm3_listed"], **change)))
+    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error:") and words in err
+
+
+def _tree_multiplies(fields: dict, batch: int, seq: int) -> int:
+    """Elements the cost tree's forward multiplies (its "mul" elements) for one batch."""
+    from costmodel import symbols as S
+    from costmodel.hf import from_hf_config
+    from costmodel.tree import CostModel
+
+    cfg = from_hf_config(fields, name="m")
+    values = {getattr(S, name): value for name, value in cfg.dimensions().items()}
+    values.update({S.b: batch, S.n: seq, S.T: 0, S.e: 2})
+    return int(sum((leaf.count * x).subs(values) for leaf in CostModel(cfg).leaves
+                   for kind, x in leaf.cost.elements if kind == "mul"))
+
+
+def _hf_multiplies(fields: dict, batch: int, seq: int) -> int:
+    """Elements aten's mul and div write in one eager forward of the real class."""
+    import torch
+    import transformers
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        total = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if func.overloadpacket.__name__ in ("mul", "div"):
+                Count.total += out.numel()
+            return out
+
+    config = transformers.AutoConfig.for_model(**fields)
+    config._attn_implementation = "eager"
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    with torch.no_grad(), Count():
+        model(input_ids=torch.arange(batch * seq).reshape(batch, seq))
+    return Count.total
+
+
+def test_granite_multiplies_beyond_llama_equal_the_classes():
+    """The validate rows cannot see Granite's multipliers (a multiply by a number keeps nothing):
+    the elements GraniteForCausalLM multiplies or divides beyond LlamaForCausalLM of the same
+    shape and attention scale (the embeddings, each sublayer's output, the logits) are the
+    tree's extra "mul" elements."""
+    pytest.importorskip("transformers")
+    shape = {k: v for k, v in NEW_FAMILY_CONFIGS["granite"].items()
+             if k != "model_type" and not k.endswith(("multiplier", "scaling"))}
+    llama = dict(shape, model_type="llama")
+    granite = dict(NEW_FAMILY_CONFIGS["granite"], attention_multiplier=(48 / 6) ** -0.5)
+    extra_hf = _hf_multiplies(granite, 2, 12) - _hf_multiplies(llama, 2, 12)
+    assert extra_hf == 2 * 12 * (48 * (1 + 2 * 3) + 99)  # embeddings, 2 residuals a layer, logits
+    assert _tree_multiplies(granite, 2, 12) - _tree_multiplies(llama, 2, 12) == extra_hf
 
 
 @pytest.mark.parametrize("biases", [dict(qkv_bias=True, bias=True), dict(qkv_bias=False, bias=False),
@@ -179,6 +362,23 @@ def test_added_family_is_exact_on_every_validate_row(family):
     assert [row for row in rows if row.difference != 0] == []
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_olmo2_is_exact_in_either_dtype(dtype):
+    """OLMo 2's fp32 cos/sin and fp32 weight product (facts rotary_tables_fp32 and
+    rmsnorm_weight_times_fp32) are extra bytes in bf16 only: fp32 and bf16, 4 layers, b 1, n 7."""
+    pytest.importorskip("transformers")
+    from costmodel.config import Workload
+    from costmodel.presets import config_from_dict
+    from validate.compare import validate
+
+    cfg = config_from_dict(dict(NEW_FAMILY_CONFIGS["olmo2"], num_hidden_layers=4), source="olmo2",
+                           name="olmo2")
+    rows = validate(cfg, Workload(seq_len=7, batch=1, dtype=dtype, gen_tokens=2), target="hf")
+    assert "bytes saved for backward" in {row.quantity for row in rows}
+    assert [row for row in rows if row.difference != 0] == []
+
+
 #: Real config.json files of the added families (the fields that shape the model, with the Hub's
 #: keys and values), with the published total where one is published.
 #: - Qwen/Qwen3-30B-A3B: 48 layers, hidden 2048, 32 query and 4 KV heads of 128, 128 experts of 768,
@@ -225,8 +425,44 @@ REAL_ADDED = {
         "rope_scaling": None, "rope_theta": 1000000, "sliding_window": 512,
         "sliding_window_pattern": 6, "vocab_size": 262144,
     },
+    # ibm-granite/granite-3.2-2b-instruct (granite-3.1-2b's shape: 40 layers, hidden 2048, 32
+    # query and 8 KV heads, 8192-wide MLP, 49,155 tokens, tied embeddings).
+    "granite-3.2-2b-instruct": {
+        "architectures": ["GraniteForCausalLM"], "model_type": "granite", "attention_bias": False,
+        "attention_multiplier": 0.015625, "embedding_multiplier": 12.0, "hidden_act": "silu",
+        "hidden_size": 2048, "intermediate_size": 8192, "logits_scaling": 8.0,
+        "max_position_embeddings": 131072, "mlp_bias": False, "num_attention_heads": 32,
+        "num_hidden_layers": 40, "num_key_value_heads": 8, "residual_multiplier": 0.22,
+        "rope_theta": 5000000.0, "tie_word_embeddings": True, "vocab_size": 49155,
+    },
+    # HuggingFaceTB/SmolLM3-3B: 36 layers, hidden 2048, 16 query and 4 KV heads, 11008-wide MLP,
+    # 128,256 tokens, tied embeddings, no RoPE on every fourth layer (layers 3, 7, ..., 35).
+    "smollm3-3b": {
+        "architectures": ["SmolLM3ForCausalLM"], "model_type": "smollm3", "attention_bias": False,
+        "hidden_act": "silu", "hidden_size": 2048, "intermediate_size": 11008,
+        "max_position_embeddings": 65536, "mlp_bias": False, "num_attention_heads": 16,
+        "num_hidden_layers": 36, "num_key_value_heads": 4, "no_rope_layer_interval": 4,
+        "no_rope_layers": [int((i + 1) % 4 != 0) for i in range(36)], "pad_token_id": 128004,
+        "rope_theta": 5000000.0, "sliding_window": None, "tie_word_embeddings": True,
+        "use_sliding_window": False, "vocab_size": 128256,
+    },
+    # allenai/OLMo-2-0425-1B: 16 layers, hidden 2048, 16 heads (no GQA), 8192-wide MLP, 100,352
+    # tokens, untied embeddings.
+    "olmo-2-0425-1b": {
+        "architectures": ["Olmo2ForCausalLM"], "model_type": "olmo2", "attention_bias": False,
+        "hidden_act": "silu", "hidden_size": 2048, "intermediate_size": 8192,
+        "max_position_embeddings": 4096, "num_attention_heads": 16, "num_hidden_layers": 16,
+        "num_key_value_heads": 16, "pad_token_id": 100277, "rms_norm_eps": 1e-06,
+        "rope_theta": 500000, "tie_word_embeddings": False, "vocab_size": 100352,
+    },
 }
-PUBLISHED = {"gemma-3-1b-it": 999_885_952}
+#: Published totals: Gemma-3-1B keras-hub's (above); Granite 3.2 2B the Hub's safetensors count
+#: of ibm-granite/granite-3.2-2b-instruct and ibm-granite/granite-guardian-3.1-2b, 2,533,531,648,
+#: as a public parameter table of Hub repos lists them (find_string "2,533,531,648"); SmolLM3-3B
+#: 3,075,098,624 and OLMo-2-0425-1B (its Instruct) 1,484,916,736 in the same table
+#: (HuggingFaceTB/SmolLM3-3B, allenai/OLMo-2-0425-1B-Instruct).
+PUBLISHED = {"gemma-3-1b-it": 999_885_952, "granite-3.2-2b-instruct": 2_533_531_648,
+             "smollm3-3b": 3_075_098_624, "olmo-2-0425-1b": 1_484_916_736}
 
 
 def _cli_total(name: str, tmp_path, capsys) -> int:

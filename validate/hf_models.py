@@ -22,7 +22,8 @@ from .torch_modes import default_dtype, fake_mode  # noqa: F401 (fake_mode: re-e
 #: Families built through a config.json dict (config_dict below) and AutoModelForCausalLM.
 DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falcon_new",
                  "falcon_rw", "opt", "bloom", "mixtral", "qwen2_moe", "deepseek_v3", "ministral",
-                 "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm", "starcoder2", "phi")
+                 "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm", "starcoder2", "phi", "granite", "smollm3",
+                 "olmo2")
 HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5", *DICT_FAMILIES)
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
@@ -109,7 +110,8 @@ def _llama_like(cfg: ModelConfig, attn: str) -> Any:
 #: ModelConfig fields that only the dict-built families set.
 _NEWER_FIELDS = ("qk_norm", "post_sublayer_norm", "attention_softcap", "logit_softcap", "rotary_dim",
                  "parallel_attention", "parallel_norms", "position_offset", "embedding_dim",
-                 "n_experts", "kv_lora_rank", "attention_dropout")
+                 "n_experts", "kv_lora_rank", "attention_dropout", "embedding_multiplier",
+                 "residual_multiplier", "logits_scaling", "nope_layers")
 
 
 def _only_llama_fields(cfg: ModelConfig) -> bool:
@@ -271,6 +273,33 @@ def _pre_attn_scalar(cfg: ModelConfig) -> float:
     return round(scalar) if round(scalar) ** -0.5 == scale else scalar
 
 
+def _granite_dict(cfg: ModelConfig) -> dict[str, Any]:
+    """Granite's config.json: Llama's fields and its four multipliers (1.0 where the ModelConfig
+    has none, which reads back as a multiply by 1.0 and so is refused by config_dict)."""
+    def one(value: float | None) -> float:
+        return 1.0 if value is None else value
+
+    return dict(_llama_dict(cfg, "granite"), attention_bias=cfg.qkv_bias, mlp_bias=cfg.ffn_bias,
+                embedding_multiplier=one(cfg.embedding_multiplier),
+                attention_multiplier=one(cfg.attention_scale),
+                residual_multiplier=one(cfg.residual_multiplier),
+                logits_scaling=one(cfg.logits_scaling))
+
+
+def _smollm3_dict(cfg: ModelConfig) -> dict[str, Any]:
+    """SmolLM3's config.json: Llama's fields and its no_rope_layers (0 on the NoPE layers)."""
+    _require(cfg, cfg.sliding_window is None, "a sliding window (on its NoPE layers)")
+    return dict(_llama_dict(cfg, "smollm3"), attention_bias=cfg.qkv_bias, mlp_bias=cfg.ffn_bias,
+                pad_token_id=None,  # its default, 128004, is past a small vocabulary
+                no_rope_layers=[int(cfg.layer_kind_at("decoder", i) != "nope")
+                                for i in range(cfg.n_decoder_layers)])
+
+
+def _olmo2_dict(cfg: ModelConfig) -> dict[str, Any]:
+    """OLMo 2's config.json: Llama's fields (attention_bias on q, k, v and o; its MLP has none)."""
+    return dict(_llama_dict(cfg, "olmo2"), attention_bias=cfg.qkv_bias, pad_token_id=None)
+
+
 def _phi3_dict(cfg: ModelConfig) -> dict[str, Any]:
     return dict(_llama_dict(cfg, "phi3"), sliding_window=cfg.sliding_window, pad_token_id=None,
                 resid_pdrop=cfg.dropout, attention_dropout=cfg.attention_dropout or 0.0,
@@ -393,7 +422,8 @@ _DICTS = {
     "gemma3_text": lambda cfg: _gemma2_dict(cfg, "gemma3_text"), "qwen3_moe": _qwen3_moe_dict,
     "deepseek_v2": lambda cfg: _deepseek_v3_dict(cfg, "deepseek_v2"),
     "cwm": lambda cfg: _ministral_dict(cfg, "cwm"),
-    "starcoder2": _starcoder2_dict, "phi": _phi_dict,
+    "starcoder2": _starcoder2_dict, "phi": _phi_dict, "granite": _granite_dict,
+    "smollm3": _smollm3_dict, "olmo2": _olmo2_dict,
 }
 
 

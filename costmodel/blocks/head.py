@@ -56,6 +56,19 @@ class LogitSoftcap(Block):
 
 
 @dataclass(frozen=True)
+class LogitScale(Block):
+    """Granite's logits / logits_scaling: one pointwise op over the logits by a Python number,
+    which keeps nothing for backward (the loss keeps what it reads)."""
+
+    tokens: Expr
+    title = "logit scaling"
+
+    def cost(self) -> Cost:
+        logits = self.tokens * S.V
+        return make_cost(elements=[("mul", logits)], bytes_other=elementwise_bytes(logits))
+
+
+@dataclass(frozen=True)
 class Pooler(Block):
     """BERT's pooler: dense d -> d with bias and tanh on the first ([CLS]) token of each sequence."""
 

@@ -38,6 +38,8 @@ def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: boo
     saved = (size * values if input_kept else unless_fp32(size * values)) + size * rows + output
     if facts.rmsnorm_weight_fp32:  # (x_hat * (1 + w.float())).type_as(x): fp32 x_hat and (1 + w)
         saved += size * values + size * width
+    elif facts.rmsnorm_weight_times_fp32:  # (w * x_hat).to(dtype): the fp32 x_hat
+        saved += size * values
     else:
         saved += S.e * values  # x_hat cast back, which the weight multiplies
     if facts.norm_keeps_uncast_input:
@@ -90,37 +92,61 @@ class Norm(Block):
 @dataclass(frozen=True)
 class HeadNorms(Block):
     """Qwen3's q_norm and k_norm: an RMSNorm over each query and each key head (d_h wide), before
-    RoPE. Their outputs go on to RoPE, which keeps only cos and sin: nothing keeps them."""
+    RoPE. Their outputs go on to RoPE, which keeps only cos and sin: nothing keeps them.
+    whole: OLMo 2's, one RMSNorm over the whole query projection (h d_h wide) and one over the
+    whole key projection (h_kv d_h), each with a weight that wide."""
 
     q_tokens: Expr
     kv_tokens: Expr
     profile: Profile = Profile()
+    whole: bool = False
     title = "query and key norms"
 
     def cost(self) -> Cost:
-        rows = self.q_tokens * S.h + self.kv_tokens * S.h_kv
         facts, recomputed = self.profile.facts, self.profile.recomputes("norms")
+        # (rows, width) of the query and the key norm
+        if self.whole:
+            norms = ((self.q_tokens, S.h * S.d_h), (self.kv_tokens, S.h_kv * S.d_h))
+        else:
+            norms = ((self.q_tokens * S.h, S.d_h), (self.kv_tokens * S.h_kv, S.d_h))
+        values = sp.Add(*(rows * width for rows, width in norms))
         return make_cost(
-            tensors=[S.d_h, S.d_h],
-            elements=[("rmsnorm", rows * S.d_h)],
+            tensors=[width for _, width in norms],
+            elements=[("rmsnorm", values)],
             # two norms: Gemma 3's each keep their own fp32 (1 + w)
-            saved_bytes=sum(norm_saved("rmsnorm", heads, S.d_h, facts, output_kept=False,
-                                       recomputed=recomputed)
-                            for heads in (self.q_tokens * S.h, self.kv_tokens * S.h_kv)),
-            bytes_other=elementwise_bytes(rows * S.d_h) + 2 * S.e * S.d_h,
+            saved_bytes=sum(norm_saved("rmsnorm", rows, width, facts, output_kept=False,
+                                       recomputed=recomputed) for rows, width in norms),
+            bytes_other=elementwise_bytes(values) + S.e * sp.Add(*(width for _, width in norms)),
         )
 
 
 @dataclass(frozen=True)
-class Residual(Block):
-    """x + sublayer(x)."""
+class SublayerInput(Block):
+    """The input a sublayer's first linears keep where no norm before the sublayer keeps it as
+    its output (OLMo 2: norms only after the sublayers): tokens x d, the residual stream."""
 
     tokens: Expr
+    title = "sublayer input kept"
+
+    def cost(self) -> Cost:
+        return make_cost(saved_bytes=S.e * self.tokens * S.d)
+
+
+@dataclass(frozen=True)
+class Residual(Block):
+    """x + sublayer(x); scaled: x + sublayer(x) * a Python number first (Granite's
+    residual_multiplier: one more pointwise op, which keeps nothing for backward)."""
+
+    tokens: Expr
+    scaled: bool = False
     title = "residual add"
 
     def cost(self) -> Cost:
         values = self.tokens * S.d
-        return make_cost(elements=[("add", values)], bytes_other=elementwise_bytes(values, reads=2))
+        scale = values if self.scaled else 0
+        return make_cost(elements=[("add", values), ("mul", scale)],
+                         bytes_other=elementwise_bytes(values, reads=2)
+                         + (elementwise_bytes(values) if self.scaled else 0))
 
 
 @dataclass(frozen=True)

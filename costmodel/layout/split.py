@@ -38,10 +38,11 @@ TP_SPLITS: dict[type, str] = {
     B.LMHead: "vocabulary",
     B.CrossEntropy: "loss",  # the vocabulary, when the loss runs on the rank's shard
     B.LogitSoftcap: "loss",  # runs on the gathered logits unless the loss is vocabulary-parallel
+    B.LogitScale: "loss",  # the same logits as the soft cap (Granite's logits_scaling)
 }
 
 #: Blocks whose tokens sequence parallelism divides by tp.
-SP_SPLITS = (B.Norm, B.Residual, B.Dropout, B.LayerCheckpoint, B.LearnedPositions,
+SP_SPLITS = (B.Norm, B.Residual, B.Dropout, B.LayerCheckpoint, B.SublayerInput, B.LearnedPositions,
              B.SinusoidalPositions, B.TokenTypes)
 
 def local_vocabulary(vocabulary: str) -> sp.Expr:
