@@ -119,6 +119,7 @@ def test_a_cpu_keeps_its_per_leaf_dispatch_and_a_gpu_does_not_add_it_per_leaf():
     # sm_count: its architecture "cpu", which `hardware --measure` writes, still names it a CPU.
     bf16_cpu = Hardware.from_dict({"name": "cpu", "flops_per_s": {"bf16": 1e11}, "bandwidth_bytes_per_s": 1e10,
                                    "memory_bytes": 2**34, "sm_count": 2, "architecture": "cpu",
+                                   "vector_flops_per_s": 5e9,
                                    "dispatch_s_per_op": 2e-6}, "cpu")
     assert not bf16_cpu.issues_ahead
     timer = KernelTimer(bf16_cpu, "bf16", "sdpa", eager_ops=ops)
