@@ -88,3 +88,14 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
                         n_shared_experts=1, moe_intermediate_size=16, first_k_dense_replace=1,
                         routed_scaling_factor=2.5, norm_topk_prob=True, tie_word_embeddings=False),
 }
+
+
+def odd_config_rows(fields: dict[str, Any], name: str) -> list[Any]:
+    """validate's rows (formula beside measurement, Hugging Face's class) for a config dict at the
+    odd configs' workload: b = 2, n = 12, bf16, 2 generated tokens."""
+    from costmodel.config import Workload
+    from costmodel.presets import config_from_dict
+    from validate.compare import validate
+
+    cfg = config_from_dict(dict(fields), source=name, name=name)
+    return validate(cfg, Workload(seq_len=12, batch=2, dtype="bf16", gen_tokens=2), target="hf")
