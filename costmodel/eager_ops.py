@@ -109,16 +109,17 @@ def training_bytes(entry: dict | None) -> dict[str, tuple[Any, Any]] | None:
 
 
 def step_ops(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache: str,
-             quantized: bool = False) -> int | None:
+             quantization: dict[str, Any] | None = None) -> int | None:
     """The aten ops one eager decoding step at batch 1 of this implementation issues
     (kernel_facts.json "eager_step_ops": per layer x the layers, plus the step's own, plus the
     copies of grouped KV heads per layer where the KV heads are fewer than the query heads and
     the implementation states them), in this dtype, under this attention and KV cache where the
     implementation states which it counted; None where no counted implementation of that name
-    matches, or the weights are quantized (their kernels are other ops). fp16 takes bf16's
-    counts: both are half types, so the same casts (x.float(), type_as) dispatch. A quantized
-    KV cache keeps the counts, a lower bound (its quantize and dequantize ops are not counted)."""
-    if quantized:
+    matches, or the weights are quantized (quantization's weight_dtype or fp8_gemm: their
+    kernels are other ops). fp16 takes bf16's counts: both are half types, so the same casts
+    (x.float(), type_as) dispatch. A quantized KV cache (quantization's kv_dtype) keeps the
+    counts, a lower bound (its quantize and dequantize ops are not counted)."""
+    if any((quantization or {}).get(key) is not None for key in ("weight_dtype", "fp8_gemm")):
         return None
     entry = _matching("eager_step_ops", cfg, lambda entry: (
         entry["name"] == implementation and entry.get("attention", attention) == attention

@@ -280,8 +280,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     decoder_prompt = decoder_prompt if encoder_decoder else prompt
     prefill_total, prefill_s, prefill_blocks = roof.prefill(batch, decoder_prompt, source_len=source)
     prefill_s = float(prefill_s)
-    weights_quantized = any((quantization or {}).get(key) is not None for key in ("weight_dtype", "fp8_gemm"))
-    ops = step_ops(cfg, implementation, roof.dtype, attention, kv_cache, quantized=weights_quantized)
+    ops = step_ops(cfg, implementation, roof.dtype, attention, kv_cache, quantization)
     kernels = KernelSteps(roof, cuda_graphs, compiled, ops) if time_model == "kernels" else None
     if kernels:
         prefill_s = kernels.prefill(batch, decoder_prompt, source)

@@ -64,7 +64,8 @@ def test_a_step_of_a_counted_model_issues_its_layers_ops_and_its_own():
         for attention, kv_cache in (("sdpa", "static"), ("eager", "dynamic")):  # gpt-fast's own cache either way
             assert step_ops(cfg, "gpt-fast", "bf16", attention, kv_cache) == 32 * 126 + 36 == 4068
             assert step_ops(cfg, "gpt-fast", "fp32", attention, kv_cache) == 32 * 113 + 34 == 3650
-        assert step_ops(cfg, "gpt-fast", "bf16", "sdpa", "static", quantized=True) is None
+        assert step_ops(cfg, "gpt-fast", "bf16", "sdpa", "static", {"weight_dtype": "int8"}) is None
+        assert step_ops(cfg, "gpt-fast", "bf16", "sdpa", "static", {"kv_dtype": "fp8"}) == 4068  # a lower bound
         # fp16 is a half type as bf16 is: the same casts dispatch, the same count
         assert step_ops(cfg, "gpt-fast", "fp16", "sdpa", "static") == step_ops(cfg, "gpt-fast", "bf16", "sdpa", "static")
         assert step_ops(cfg, "transformers", "bf16", "sdpa", "dynamic") == 32 * 76 + 56 == 2488
