@@ -183,6 +183,12 @@ class KernelTimer:
         self.attention_backward_ratio = float(entry.get("backward_ratio", 1.0))
         self.memo: dict[tuple[Any, bool], float] = {}  # (kernel, backward) -> seconds
 
+    def host_seconds(self, ops: int | None) -> float | None:
+        """The host's time to issue an eager step's `ops` ops on a GPU (dispatch_s_per_op each);
+        None where the timer has no host term (compiled, CUDA graphs, a CPU, no dispatch time)
+        or the ops are not counted."""
+        return None if self.host_s_per_op is None or ops is None else ops * self.host_s_per_op
+
     def launch_seconds(self, launches: int) -> float:
         """The launch term of one pass of a leaf that launches `launches` kernels (launches_of):
         the per-block overhead if it launches any (eager), plus graph_kernel_s for each kernel
@@ -549,9 +555,8 @@ def host_bound_seconds(times: LeavesTime, host_ops: int | None, timer: KernelTim
     host-bound step only the last kernel's tail (kernel_facts.json "eager_step_ops" "runs").
     Where the timer has no host term (compiled, CUDA graphs, a CPU, no dispatch time) or the ops
     are not counted: `times` as leaves_time gives it. The one place this rule is applied."""
-    if timer.host_s_per_op is None or host_ops is None:
-        return times.seconds
-    return max(times.seconds - times.launch_seconds, host_ops * timer.host_s_per_op)
+    host = timer.host_seconds(host_ops)
+    return times.seconds if host is None else max(times.seconds - times.launch_seconds, host)
 
 
 def _seconds(timer: KernelTimer, kernel: Any, backward: bool = False) -> float:

@@ -138,9 +138,7 @@ class KernelSteps:
     def host_seconds(self) -> float | None:
         """The host's time to issue one eager decoding step (its counted ops at the hardware's
         dispatch_s_per_op), where the kernel model weighs it against the kernels; else None."""
-        if self.step_ops is None or self.decode_timer.host_s_per_op is None:
-            return None
-        return self.step_ops * self.decode_timer.host_s_per_op
+        return self.decode_timer.host_seconds(self.step_ops)
 
     def decode_curve(self, batch: int, contexts: Any, source: int) -> tuple[list[int], list[float]]:
         """The decode step's seconds at each of `contexts` (sorted): the points linear_sum and

@@ -52,10 +52,11 @@ def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]
         split["launches"] += count * timer.launch_seconds(launches_of(leaf, len(kernels), timer.compiled))
     split["weights GB/s"] = weight_bytes / split["weight GEMMs"] / 1e9
     ops = step_ops(cfg, settings["implementation"], roof.dtype, attention, settings["kv_cache"], quantization)
-    if timer.host_s_per_op is not None and ops is not None:
+    host = timer.host_seconds(ops)
+    if host is not None:
         # an eager step on a GPU: the host's issue time, which runs alongside the rest (the step
         # takes the longer: kernel_time.host_bound_seconds; its launches are not charged then)
-        split["host (eager ops, alongside)"] = ops * timer.host_s_per_op
+        split["host (eager ops, alongside)"] = host
     return dict(split)
 
 
