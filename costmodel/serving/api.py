@@ -128,7 +128,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     if kv_dtype is not None and scheduler.startswith("hf-"):
         raise ConfigError(f"--kv-dtype: transformers' continuous batching ({scheduler}) keeps its paged cache in the "
                           f"model's dtype (no quantized cache in transformers 5.24's continuous_batching); a quantized "
-                          f"cache is modelled for the vllm, vllm-v0, sarathi, orca and static schedulers.")
+                          f"cache is modelled for the {', '.join(s for s in SCHEDULERS if not s.startswith('hf-'))} "
+                          f"schedulers.")
     profile = serving_profile(cfg, attention, weight_dtype, kv_dtype, mla, fp8_gemm, weight_group,
                               kv_read_as_stored=scheduler != "static")
     check_tensor_parallel_groups(cfg, profile, tp)
