@@ -118,6 +118,9 @@ class Facts:
     rotary_tables_per_layer_type: bool = False
     # int64 buffers of P ids held by the embeddings (BERT: position_ids, token_type_ids)
     id_buffers: tuple[str, ...] = ()
+    # a (P, P) bool causal mask held as a buffer beside a learned position table (GPT-BigCode's
+    # `bias`, one byte per pair of positions)
+    causal_mask_buffer: bool = False
     # the order parameters are registered in a layer (AdamW visits them so): "tree" (as the cost
     # tree lists them), "norm_first" (each sublayer's norm before its block), "norms_last" (every
     # norm after the sublayers)

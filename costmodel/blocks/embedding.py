@@ -73,7 +73,8 @@ class EmbeddingProjection(Block):
 
 @dataclass(frozen=True)
 class LearnedPositions(Block):
-    """A learned position table P x d added to the token embeddings."""
+    """A learned position table P x d added to the token embeddings; the P-long buffers a class
+    holds beside it (BERT's position ids, GPT-BigCode's P x P causal mask: facts)."""
 
     tokens: Expr
     seq: Expr = S.n
@@ -92,7 +93,8 @@ class LearnedPositions(Block):
             elements=[("add", self.tokens * S.d)],
             saved_bytes=saved,
             bytes_other=elementwise_bytes(self.tokens * S.d, reads=2),
-            buffer_bytes=INDEX * S.P if "position_ids" in facts.id_buffers else 0,
+            buffer_bytes=(INDEX * S.P if "position_ids" in facts.id_buffers else 0)
+            + (S.P**2 if facts.causal_mask_buffer else 0),
         )
 
 

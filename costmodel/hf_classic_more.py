@@ -1,0 +1,120 @@
+"""config.json readers of more classic families: StableLM (partial rotary, LayerNorms, a SwiGLU
+MLP) and GPT-BigCode (StarCoder 1 / SantaCoder: GPT-2's layers with multi-query attention).
+costmodel/hf.py dispatches on model_type. Defaults are those of transformers 5.24's configuration
+classes."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .config import ConfigError, ModelConfig, show
+from .errors import MAX_LAYERS, check_int
+from .hf_fields import Fields, rotary_fraction
+
+
+def _divided(f: Fields, d_model: int, n_heads: int, heads_key: str) -> int:
+    """d_model / n_heads, the head width these classes derive (they have no head_dim field)."""
+    if d_model % n_heads:
+        raise ConfigError(f"{f.source}: hidden_size ({d_model}) is not divisible by {heads_key} "
+                          f"({n_heads}).")
+    return d_model // n_heads
+
+
+def _stablelm(f: Fields, name: str) -> ModelConfig:
+    """StableLM (StableLM-2, StableLM-3B-4E1T): q/k/v (biases per use_qkv_bias) and o_proj without
+    a bias, RoPE on partial_rotary_factor of each head (0.25 by default), LayerNorms with biases, a
+    SwiGLU MLP without biases, and either sequential layers or one LayerNorm into attention and
+    MLP in parallel (use_parallel_residual); an untied head by default. qk_layernorm (a LayerNorm
+    per head on queries and keys) and a nonzero hidden_dropout are refused."""
+    n_layers = f.get("num_hidden_layers", 32)
+    check_int(f.source, "num_hidden_layers", n_layers, maximum=MAX_LAYERS)
+    n_heads = f.get("num_attention_heads", 32, minimum=1)
+    n_kv = f.get("num_key_value_heads", 32, minimum=1)
+    d_model = f.get("hidden_size", 2560)
+    head_dim = _divided(f, d_model, n_heads, "num_attention_heads")
+    if f.get("qk_layernorm", False, bool):
+        raise ConfigError(f"{f.source}: qk_layernorm (a LayerNorm per head on StableLM's queries and "
+                          "keys) is not modelled.")
+    if f.get("hidden_dropout", 0.0, float):
+        raise ConfigError(f"{f.source}: hidden_dropout (StableLM's dropout after the MLP only) is "
+                          "not modelled; the released StableLM models have 0.")
+    act = f.get("hidden_act", "silu", str)
+    if act not in ("silu", "swish"):
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for stablelm.")
+    rotary = int(head_dim * rotary_fraction(f, "partial_rotary_factor", 0.25))
+    if rotary < 2 or rotary % 2:
+        raise ConfigError(f"{f.source}: partial_rotary_factor leaves {rotary} rotary dimensions "
+                          "per head (an even number, at least 2, is needed).")
+    parallel = f.get("use_parallel_residual", False, bool)
+    return ModelConfig(
+        name=name, family="stablelm", vocab_size=f.get("vocab_size", 50304), d_model=d_model,
+        n_heads=n_heads, n_kv_heads=n_kv, d_ff=f.get("intermediate_size", 6912),
+        n_decoder_layers=n_layers, max_positions=f.get("max_position_embeddings", 4096),
+        position="rope", rotary_dim=None if rotary == head_dim else rotary, norm="layernorm",
+        norm_position="pre", activation="swiglu", qkv_bias=f.get("use_qkv_bias", False, bool),
+        out_bias=False, ffn_bias=False, head="lm",
+        tie_embeddings=f.get("tie_word_embeddings", False, bool),
+        parallel_attention=parallel, parallel_norms=1 if parallel else 2,
+        dropout=0.0, attention_dropout=float(f.get("attention_dropout", 0.0, float)),
+    )
+
+
+def _gpt_bigcode(f: Fields, name: str) -> ModelConfig:
+    """GPT-BigCode (SantaCoder, StarCoder 1): GPT-2's layers (learned positions, LayerNorms, biases
+    everywhere, a tanh-GELU MLP of n_inner, 4d by default, a tied head) with torch Linears, one
+    fused c_attn and multi-query attention (one K/V head) unless multi_query is false; resid_pdrop
+    after each sublayer, embd_pdrop after the embeddings, attn_pdrop on the probabilities."""
+    n_layers = f.get("num_hidden_layers", f.get("n_layer", 12))
+    check_int(f.source, "n_layer", n_layers, maximum=MAX_LAYERS)
+    d_model = f.get("hidden_size", f.get("n_embd", 768))
+    n_heads = f.get("num_attention_heads", f.get("n_head", 12, minimum=1), minimum=1)
+    _divided(f, d_model, n_heads, "n_head")
+    if f.get("add_cross_attention", False, bool):
+        raise ConfigError(f"{f.source}: add_cross_attention (GPT-BigCode as a decoder with "
+                          "cross-attention) is not modelled.")
+    if not f.get("scale_attn_weights", True, bool):
+        raise ConfigError(f"{f.source}: scale_attn_weights false (unscaled scores) is not "
+                          "modelled for gpt_bigcode.")
+    act = f.get("activation_function", "gelu_pytorch_tanh", str)
+    acts = {"gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
+    if act not in acts:
+        raise ConfigError(f"{f.source}: unsupported activation_function {show(act)} for "
+                          "gpt_bigcode.")
+    values = {key: float(f.get(key, 0.1, float)) for key in ("resid_pdrop", "embd_pdrop")}
+    if values["resid_pdrop"] != values["embd_pdrop"]:
+        raise ConfigError(f"{f.source}: resid_pdrop {show(values['resid_pdrop'])} and embd_pdrop "
+                          f"{show(values['embd_pdrop'])} differ; gpt_bigcode is modelled with one "
+                          "dropout probability on the embeddings and the sublayer outputs.")
+    d_ff = f.get("n_inner", None)
+    return ModelConfig(
+        name=name, family="gpt_bigcode", vocab_size=f.get("vocab_size", 50257), d_model=d_model,
+        n_heads=n_heads, n_kv_heads=1 if f.get("multi_query", True, bool) else n_heads,
+        d_ff=4 * d_model if d_ff is None else d_ff, n_decoder_layers=n_layers,
+        max_positions=f.get("max_position_embeddings", f.get("n_positions", 1024)),
+        position="learned", norm="layernorm", norm_position="pre", activation=acts[act],
+        head="lm", tie_embeddings=f.get("tie_word_embeddings", True, bool),
+        dropout=values["resid_pdrop"], attention_dropout=float(f.get("attn_pdrop", 0.1, float)),
+    )
+
+
+#: model_type -> its reader.
+CLASSIC_MORE_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
+    "stablelm": _stablelm, "gpt_bigcode": _gpt_bigcode,
+}
+
+#: The transformers class of each, for a config.json that names `architectures` only.
+CLASSIC_MORE_ARCHITECTURES: dict[str, str] = {
+    "StableLmForCausalLM": "stablelm", "GPTBigCodeForCausalLM": "gpt_bigcode",
+}
+
+_LLAMA_NAMES: dict[str, str] = {
+    "n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_heads", "d_model": "hidden_size",
+    "d_ff": "intermediate_size", "n_decoder_layers": "num_hidden_layers",
+    "max_positions": "max_position_embeddings"}
+_GPT2_NAMES: dict[str, str] = {
+    "n_heads": "n_head", "d_model": "n_embd", "d_ff": "n_inner", "n_decoder_layers": "n_layer",
+    "max_positions": "n_positions"}
+#: The config.json names of ModelConfig's fields (the ones its errors may name).
+CLASSIC_MORE_NAMES: dict[str, dict[str, Any]] = {
+    "stablelm": _LLAMA_NAMES, "gpt_bigcode": _GPT2_NAMES,
+}

@@ -1,0 +1,208 @@
+"""The classic families of costmodel/hf_classic_more.py: parameters equal to the class transformers
+builds on the meta device (default and odd configs), every `validate` row exact on odd configs
+(slow; at b = 2 and, where a view changes what is kept, at b = 1), released configs equal to
+their published totals, and the fields their code runs that are not modelled refused in one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cli_run import run_main
+
+_BASE = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_size=37,
+             num_hidden_layers=3, max_position_embeddings=64)
+#: GPT-2's field names (GPT-BigCode); token ids inside the tiny vocabulary.
+_GPT2_BASE = dict(vocab_size=99, n_embd=48, n_head=6, n_inner=37, n_layer=3, n_positions=64,
+                  bos_token_id=None, eos_token_id=None)
+
+#: Tiny, odd configs (sizes as tests/family_configs.py; a rotary part other than a quarter).
+CONFIGS = {
+    # StableLM: grouped KV heads, rotary on half of each head, sequential layers, untied head.
+    "stablelm": dict(_BASE, model_type="stablelm", num_key_value_heads=2,
+                     partial_rotary_factor=0.5),
+    # StableLM-3B-4E1T's layout: one LayerNorm into attention and MLP in parallel, q/k/v biases,
+    # dropout on the probabilities, a tied head.
+    "stablelm-parallel": dict(_BASE, model_type="stablelm", num_key_value_heads=3,
+                              use_parallel_residual=True, use_qkv_bias=True, attention_dropout=0.1,
+                              tie_word_embeddings=True),
+    # Rotary on every dimension, one KV head.
+    "stablelm-mqa": dict(_BASE, model_type="stablelm", num_key_value_heads=1,
+                         partial_rotary_factor=1.0),
+    # GPT-BigCode (StarCoder 1): multi-query attention, GPT-2's dropout of 0.1 everywhere.
+    "gpt_bigcode": dict(_GPT2_BASE, model_type="gpt_bigcode"),
+    # multi_query false: multi-head attention, the erf GELU, an untied head, no dropout.
+    "gpt_bigcode-mha": dict(_GPT2_BASE, model_type="gpt_bigcode", multi_query=False,
+                            activation_function="gelu", tie_word_embeddings=False, resid_pdrop=0.0,
+                            embd_pdrop=0.0, attn_pdrop=0.0),
+}
+#: Configs also measured at b = 1, where a fused projection's views change what is kept.
+BATCH_OF_ONE = {
+    "gpt_bigcode-mqa-b1": dict(CONFIGS["gpt_bigcode"], resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0),
+    "gpt_bigcode-mha-b1": CONFIGS["gpt_bigcode-mha"],
+    "stablelm-mqa-b1": CONFIGS["stablelm-mqa"],
+}
+
+#: Real config.json files (the fields that shape the model, with the Hub's keys and values):
+#: - stabilityai/stablelm-2-1_6b: its model card's table (hidden 2048, 24 layers, 32 heads, a
+#:   4096 context; rotary on the first 25% of each head; LayerNorms with biases; biases on q, k and
+#:   v only; vocabulary 100,352: github.com/YinanWusoymilk/hf-readme, training_and_application/
+#:   readme_files/stabilityai_stablelm-2-1_6b.md at 1ab39f24), its config.json's intermediate_size
+#:   5632 and untied head. Published: "1.6 billion parameter" (the card's text). The card's table
+#:   says 1,644,417,024: transformers' count of this config less exactly the 24 layers' two
+#:   LayerNorm biases of 2048 (98,304; tested below), which that figure leaves out.
+#: - bigcode/starcoderbase (StarCoder 1): n_embd 6144, 48 heads, 40 layers, n_inner 24576, vocab
+#:   49152, 8192 positions, multi-query (Cerebras modelzoo's StarCoder checkpoint converter,
+#:   ConfigConverter_StarcoderModel_HF_CS20's Hugging Face defaults). Published: "15.5B parameter
+#:   models" (StarCoder's model card, quoted in bentoml/OpenLLM openllm-core/src/openllm_core/
+#:   config/configuration_starcoder.py).
+REAL = {
+    "stablelm-2-1_6b": {
+        "architectures": ["StableLmForCausalLM"], "model_type": "stablelm", "hidden_act": "silu",
+        "hidden_size": 2048, "intermediate_size": 5632, "max_position_embeddings": 4096,
+        "num_attention_heads": 32, "num_hidden_layers": 24, "num_key_value_heads": 32,
+        "partial_rotary_factor": 0.25, "use_qkv_bias": True, "use_parallel_residual": False,
+        "qk_layernorm": False, "tie_word_embeddings": False, "vocab_size": 100352,
+        "layer_norm_eps": 1e-5,
+    },
+    "starcoderbase": {
+        "architectures": ["GPTBigCodeForCausalLM"], "model_type": "gpt_bigcode",
+        "activation_function": "gelu_pytorch_tanh", "n_embd": 6144, "n_head": 48, "n_layer": 40,
+        "n_inner": 24576, "n_positions": 8192, "vocab_size": 49152, "multi_query": True,
+        "scale_attn_weights": True, "attn_pdrop": 0.0, "embd_pdrop": 0.0, "resid_pdrop": 0.0,
+        "tie_word_embeddings": True, "bos_token_id": 0, "eos_token_id": 0,
+    },
+}
+#: The published totals in billions and the digits published: the total cut to those digits.
+PUBLISHED = {"stablelm-2-1_6b": (1.6, 1), "starcoderbase": (15.5, 1)}
+#: transformers 5.24's counts of REAL (the meta model's numel; equal to ours, tested below).
+EXACT = {"stablelm-2-1_6b": 1_644_515_328, "starcoderbase": 15_517_456_384}
+
+
+def _hf_count(fields: dict) -> int:
+    import torch
+    import transformers
+
+    config = transformers.AutoConfig.for_model(**fields)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    return sum(p.numel() for p in model.parameters())
+
+
+def _ours(fields: dict, name: str) -> int:
+    from costmodel import estimate
+
+    return estimate(dict(fields, name=name), seq_len=16).to_dict()["params"]["total"]
+
+
+DEFAULTS = ["stablelm", "gpt_bigcode"]
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS) + [f"{t}-default" for t in DEFAULTS])
+def test_parameters_equal_hugging_face(name):
+    pytest.importorskip("transformers")
+    fields = CONFIGS.get(name) or {"model_type": name.removesuffix("-default")}
+    assert _ours(fields, name) == _hf_count(fields)
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_buffers_equal_the_meta_models(name):
+    """StableLM's inv_freq and original_inv_freq (the rotary part of each head), GPT-BigCode's
+    P x P bool causal mask: bytes of every buffer of the bf16 meta model."""
+    pytest.importorskip("transformers")
+    import torch
+    import transformers
+    from costmodel import estimate
+
+    fields = CONFIGS[name]
+    config = transformers.AutoConfig.for_model(**fields)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    hf = sum(b.numel() * b.element_size() for b in model.buffers())
+    ours = estimate(dict(fields, name=name), seq_len=16, dtype="bf16").to_dict()["memory"]["buffers"]
+    assert ours == hf
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_every_validate_row_is_exact(name):
+    pytest.importorskip("transformers")
+    from tests.family_configs import odd_config_rows
+
+    rows = odd_config_rows(CONFIGS[name], name)
+    assert {"parameters", "forward matmul FLOPs", "backward matmul FLOPs", "bytes saved for backward",
+            "KV-cache bytes", "layernorm elements"} <= {row.quantity for row in rows}
+    assert [row for row in rows if row.difference != 0] == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(BATCH_OF_ONE))
+def test_every_validate_row_is_exact_at_batch_one(name):
+    """At b = 1 GPT-BigCode's query (and its one K/V head's expand) stay views of c_attn's output."""
+    pytest.importorskip("transformers")
+    from costmodel.config import Workload
+    from costmodel.presets import config_from_dict
+    from validate.compare import validate
+
+    cfg = config_from_dict(dict(BATCH_OF_ONE[name]), source=name, name=name)
+    rows = validate(cfg, Workload(seq_len=12, batch=1, dtype="bf16", gen_tokens=2), target="hf")
+    assert "bytes saved for backward" in {row.quantity for row in rows}
+    assert [row for row in rows if row.difference != 0] == []
+
+
+def _cli_total(fields: dict, tmp_path, capsys) -> int:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    code, out, _ = run_main(["estimate", "--config", str(path), "--json"], capsys)
+    assert code == 0
+    return json.loads(out)["params"]["total"]
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_real_config_gives_the_published_total(name, tmp_path, capsys):
+    total = _cli_total(REAL[name], tmp_path, capsys)
+    assert total == EXACT[name]
+    value, digits = PUBLISHED[name]
+    assert total * 10**digits // 10**9 == round(value * 10**digits)
+
+
+def test_stablelm_2_card_count_leaves_out_the_layer_norm_biases():
+    """The card's 1,644,417,024 is our total less the 24 layers' two LayerNorm biases of 2048."""
+    fields = REAL["stablelm-2-1_6b"]
+    layer_norm_biases = fields["num_hidden_layers"] * 2 * fields["hidden_size"]
+    assert EXACT["stablelm-2-1_6b"] - layer_norm_biases == 1_644_417_024
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_real_config_equals_hugging_face(name):
+    pytest.importorskip("transformers")
+    assert _hf_count({k: v for k, v in REAL[name].items() if k != "architectures"}) == EXACT[name]
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_architectures_alone_name_the_model_type(name):
+    from costmodel.hf import from_hf_config
+
+    bare = {k: v for k, v in REAL[name].items() if k != "model_type"}
+    assert from_hf_config(bare, name=name) == from_hf_config(REAL[name], name=name)
+
+
+@pytest.mark.parametrize("fields, words", [
+    (dict(CONFIGS["stablelm"], qk_layernorm=True), "qk_layernorm"),
+    (dict(CONFIGS["stablelm"], hidden_dropout=0.1), "hidden_dropout"),
+    (dict(CONFIGS["stablelm"], hidden_act="gelu"), "hidden_act"),
+    (dict(CONFIGS["stablelm"], partial_rotary_factor=0.01), "partial_rotary_factor"),
+    (dict(CONFIGS["stablelm"], hidden_size=50), "num_attention_heads"),
+    (dict(CONFIGS["gpt_bigcode"], add_cross_attention=True), "add_cross_attention"),
+    (dict(CONFIGS["gpt_bigcode"], scale_attn_weights=False), "scale_attn_weights"),
+    (dict(CONFIGS["gpt_bigcode"], embd_pdrop=0.0), "embd_pdrop"),
+    (dict(CONFIGS["gpt_bigcode"], activation_function="silu"), "activation_function"),
+    (dict(CONFIGS["gpt_bigcode"], n_head=0), "n_head"),
+])
+def test_what_is_not_modelled_is_one_line(fields, words, tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error:") and words in err

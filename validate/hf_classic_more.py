@@ -1,0 +1,42 @@
+"""The config.json of each family of costmodel/hf_classic_more.py built from its ModelConfig (the
+inverse of the readers there): validate/hf_models.config_dict calls these, then checks that the
+dict reads back as the same ModelConfig."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from costmodel.config import ModelConfig
+
+
+def _rotary_factor(cfg: ModelConfig) -> float:
+    """A partial_rotary_factor whose int(d_head * factor) is rotary_dim again."""
+    rotary = cfg.rotary_dim or cfg.d_head
+    factor = rotary / cfg.d_head
+    return factor if int(cfg.d_head * factor) == rotary else (rotary + 0.5) / cfg.d_head
+
+
+def _stablelm_dict(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(model_type="stablelm", vocab_size=cfg.vocab_size, hidden_size=cfg.d_model,
+                num_hidden_layers=cfg.n_decoder_layers, num_attention_heads=cfg.n_heads,
+                num_key_value_heads=cfg.n_kv_heads, intermediate_size=cfg.d_ff,
+                max_position_embeddings=cfg.max_positions, hidden_act="silu",
+                partial_rotary_factor=_rotary_factor(cfg), use_qkv_bias=cfg.qkv_bias,
+                use_parallel_residual=cfg.parallel_attention, hidden_dropout=0.0,
+                attention_dropout=cfg.attention_dropout or 0.0,
+                tie_word_embeddings=cfg.tie_embeddings)
+
+
+def _gpt_bigcode_dict(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(model_type="gpt_bigcode", vocab_size=cfg.vocab_size, n_embd=cfg.d_model,
+                n_layer=cfg.n_decoder_layers, n_head=cfg.n_heads, n_inner=cfg.d_ff,
+                n_positions=cfg.max_positions, multi_query=cfg.n_kv_heads == 1 != cfg.n_heads,
+                activation_function={"gelu_tanh": "gelu_pytorch_tanh"}.get(cfg.activation,
+                                                                           cfg.activation),
+                resid_pdrop=cfg.dropout, embd_pdrop=cfg.dropout,
+                attn_pdrop=cfg.dropout if cfg.attention_dropout is None else cfg.attention_dropout,
+                tie_word_embeddings=cfg.tie_embeddings)
+
+
+#: family -> its config.json builder.
+CLASSIC_MORE_DICTS = {"stablelm": _stablelm_dict, "gpt_bigcode": _gpt_bigcode_dict}
