@@ -62,6 +62,7 @@ class ModelConfig:
     relative_buckets: int = 32  # used only by position == "relative"
     norm: str = "layernorm"
     norm_position: str = "pre"
+    norm_bias: bool = True  # a LayerNorm's bias (False: weight only, MPT's); RMSNorm has none
     embedding_norm: bool = False  # a norm right after the embeddings (BERT)
     activation: str = "gelu"
     qkv_bias: bool = True
@@ -193,7 +194,7 @@ class ModelConfig:
         check_choice(owner, "activation", self.activation, ACTIVATIONS)
         check_choice(owner, "head", self.head, HEADS)
         for name in (
-            "embedding_norm", "qkv_bias", "out_bias", "ffn_bias", "lm_head_bias",
+            "embedding_norm", "norm_bias", "qkv_bias", "out_bias", "ffn_bias", "lm_head_bias",
             "tie_embeddings", "share_embeddings", "scale_embeddings", "scale_lm_head_input",
         ):
             check_bool(owner, name, getattr(self, name))

@@ -121,6 +121,9 @@ class Facts:
     # a (P, P) bool causal mask held as a buffer beside a learned position table (GPT-BigCode's
     # `bias`, one byte per pair of positions)
     causal_mask_buffer: bool = False
+    # the eager attention masks its scores with masked_fill of one (b, 1, n, n) bool causal mask
+    # made once a forward, which every layer's masked_fill keeps (MPT): b n^2 bytes once a stack
+    masked_fill_causal_mask: bool = False
     # the order parameters are registered in a layer (AdamW visits them so): "tree" (as the cost
     # tree lists them), "norm_first" (each sublayer's norm before its block), "norms_last" (every
     # norm after the sublayers)

@@ -1,5 +1,6 @@
 """config.json readers of more classic families: StableLM (partial rotary, LayerNorms, a SwiGLU
-MLP) and GPT-BigCode (StarCoder 1 / SantaCoder: GPT-2's layers with multi-query attention).
+MLP), GPT-BigCode (StarCoder 1 / SantaCoder: GPT-2's layers with multi-query attention) and MPT
+(ALiBi, no biases, LayerNorms with a weight only).
 costmodel/hf.py dispatches on model_type. Defaults are those of transformers 5.24's configuration
 classes."""
 
@@ -97,14 +98,75 @@ def _gpt_bigcode(f: Fields, name: str) -> ModelConfig:
     )
 
 
+def _mpt_attention(f: Fields) -> Fields:
+    """MPT's attn_config (a dict in config.json; MptAttentionConfig's defaults where it is missing)."""
+    attn = f.data.get("attn_config")
+    if attn is None:
+        attn = {}
+    if not isinstance(attn, dict):
+        raise ConfigError(f"{f.source}: attn_config must be an object, got {show(attn)}.")
+    return Fields(attn, f"{f.source} (attn_config)")
+
+
+def _mpt(f: Fields, name: str) -> ModelConfig:
+    """MPT (MosaicML): ALiBi (the bias built each forward from max_seq_len, in fp32), a fused Wqkv
+    and out_proj without biases, LayerNorms with a weight only, an MLP of 4d with the erf GELU, no
+    bias anywhere, a tied head, no dropout (attn_config's attn_pdrop must be 0: transformers 5.24
+    types it an integer). transformers' MptForCausalLM reads neither expansion_ratio nor no_bias nor
+    learned_pos_emb (4d, no biases and ALiBi whatever they say): a config asking for another MLP
+    width, biases or no ALiBi describes a model that class does not build, refused in one line;
+    so are clip_qkv, qk_ln, multi-query attention and a prefix LM."""
+    n_layers = f.get("num_hidden_layers", f.get("n_layers", 24))
+    check_int(f.source, "n_layers", n_layers, maximum=MAX_LAYERS)
+    d_model = f.get("hidden_size", f.get("d_model", 2048))
+    n_heads = f.get("num_attention_heads", f.get("n_heads", 16, minimum=1), minimum=1)
+    _divided(f, d_model, n_heads, "n_heads")
+    if f.get("expansion_ratio", 4, (int, float)) != 4:
+        raise ConfigError(f"{f.source}: expansion_ratio {show(f.data['expansion_ratio'])}: "
+                          "transformers' MptMLP is 4 d wide whatever it says; only 4 is modelled.")
+    if not f.get("no_bias", True, bool):
+        raise ConfigError(f"{f.source}: no_bias false: transformers' MPT builds no biases whatever "
+                          "it says; only no_bias true is modelled.")
+    attn = _mpt_attention(f)
+    if not attn.get("alibi", True, bool):
+        raise ConfigError(f"{f.source}: attn_config alibi false: transformers' MPT always adds "
+                          "ALiBi (and has no position table); only alibi true is modelled.")
+    for key, default in (("clip_qkv", None), ("qk_ln", False), ("prefix_lm", False),
+                         ("attn_uses_sequence_id", False)):
+        if attn.data.get(key, default) not in (default, None, False):
+            raise ConfigError(f"{f.source}: attn_config {key} {show(attn.data[key])} is not "
+                              "modelled for mpt.")
+    if attn.get("attn_type", "multihead_attention", str) != "multihead_attention":
+        raise ConfigError(f"{f.source}: attn_config attn_type {show(attn.data['attn_type'])}: "
+                          "transformers' MPT runs multi-head attention only.")
+    if attn.get("alibi_bias_max", 8) != 8:
+        raise ConfigError(f"{f.source}: attn_config alibi_bias_max other than 8 is not modelled "
+                          "(transformers' MPT builds its slopes with 8 whatever it says).")
+    scale = attn.nullable("softmax_scale", None, float)
+    if attn.get("attn_pdrop", 0, float):  # MptAttentionConfig types it int: only 0 builds
+        raise ConfigError(f"{f.source}: attn_config attn_pdrop {show(attn.data['attn_pdrop'])}: "
+                          "dropout in MPT is not modelled (transformers 5.24 takes an integer "
+                          "attn_pdrop, so only 0 builds).")
+    return ModelConfig(
+        name=name, family="mpt", vocab_size=f.get("vocab_size", 50368), d_model=d_model,
+        n_heads=n_heads, d_ff=4 * d_model, n_decoder_layers=n_layers,
+        max_positions=f.get("max_seq_len", 2048),  # ALiBi has no table: the bias is this long
+        position="alibi", norm="layernorm", norm_bias=False, norm_position="pre",
+        activation="gelu", qkv_bias=False, out_bias=False, ffn_bias=False, head="lm",
+        tie_embeddings=f.get("tie_word_embeddings", True, bool),
+        attention_scale=None if scale is None else float(scale), dropout=0.0,
+    )
+
+
 #: model_type -> its reader.
 CLASSIC_MORE_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
-    "stablelm": _stablelm, "gpt_bigcode": _gpt_bigcode,
+    "stablelm": _stablelm, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 CLASSIC_MORE_ARCHITECTURES: dict[str, str] = {
     "StableLmForCausalLM": "stablelm", "GPTBigCodeForCausalLM": "gpt_bigcode",
+    "MptForCausalLM": "mpt",
 }
 
 _LLAMA_NAMES: dict[str, str] = {
@@ -117,4 +179,6 @@ _GPT2_NAMES: dict[str, str] = {
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
 CLASSIC_MORE_NAMES: dict[str, dict[str, Any]] = {
     "stablelm": _LLAMA_NAMES, "gpt_bigcode": _GPT2_NAMES,
+    "mpt": {"n_heads": "n_heads", "d_model": "d_model", "n_decoder_layers": "n_layers",
+            "max_positions": "max_seq_len"},
 }

@@ -166,10 +166,12 @@ class TreeBuilder:
         if cfg.parallel_attention and sublayer == "ffn":
             if cfg.parallel_norms == 1:
                 return [], []
-            return [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, input_kept=False))], []
-        norm = [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile))]
+            return [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, input_kept=False,
+                                           bias=cfg.norm_bias))], []
+        norm = [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, bias=cfg.norm_bias))]
         if cfg.post_sublayer_norm:
-            post = [at.leaf("post_norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=False))]
+            post = [at.leaf("post_norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=False,
+                                                bias=cfg.norm_bias))]
             if not cfg.input_norms:  # OLMo 2: the sublayer's linears keep its input themselves
                 return [at.leaf("input", B.SublayerInput(tokens))], post
             return norm, post
@@ -305,7 +307,7 @@ class TreeBuilder:
             *([at.leaf("project_in", project_in)] if cfg.projected_embeddings else []),
             *([at.leaf("positions", positions())] if positions else []),
             *([at.leaf("token_types", B.TokenTypes(tokens, self.profile))] if cfg.token_types else []),
-            *([at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=post))]
+            *([at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=post, bias=cfg.norm_bias))]
               if cfg.embedding_norm else []),
             *self.dropout(at, tokens, "embedding"),
         ]
@@ -385,7 +387,8 @@ class TreeBuilder:
         own = _Place(stack, "stack", stack)
         body = [leaf for kind in self.layer_kinds(stack, layers)
                 for leaf in self.layer(stack, seq, kind, cross_len)]
-        final_norm = B.Norm(S.b * seq, cfg.norm, self.profile) if cfg.norm_position == "pre" else None
+        final_norm = (B.Norm(S.b * seq, cfg.norm, self.profile, bias=cfg.norm_bias)
+                      if cfg.norm_position == "pre" else None)
         mixed = 0 < cfg.n_window_layers < cfg.n_decoder_layers
         sets = cfg.rotary_sets if cfg.rotary_sets is not None else 2 if mixed else 1
         per_type = self.profile.facts.rotary_tables_per_layer_type and stack == "decoder"
@@ -398,6 +401,8 @@ class TreeBuilder:
             *self.shared_cross_mask(own, seq, cross_len),
             *([own.leaf("rope_tables", rotary)] if cfg.rope else []),
             *([own.leaf("alibi_slopes", B.AlibiSlopes(self.profile))] if cfg.position == "alibi" else []),
+            *([own.leaf("causal_mask", B.KeptCausalMask(seq, self.profile))]
+              if self.profile.facts.masked_fill_causal_mask and stack == "decoder" else []),
             *body,
             *([own.leaf("final_norm", final_norm)] if final_norm else []),
             *self.dropout(own, S.b * seq, "final", "final_dropout"),
@@ -470,11 +475,11 @@ class TreeBuilder:
                  for leaf in self.layer(stack, seq, self.layer_kinds(stack, S.L_dec)[-1], None)]
         head = B.LMHead(tokens, False, False)
         return [
-            at.leaf("hidden_norm", B.Norm(tokens, cfg.norm, self.profile)),
-            at.leaf("embedding_norm", B.Norm(tokens, cfg.norm, self.profile)),
+            at.leaf("hidden_norm", B.Norm(tokens, cfg.norm, self.profile, bias=cfg.norm_bias)),
+            at.leaf("embedding_norm", B.Norm(tokens, cfg.norm, self.profile, bias=cfg.norm_bias)),
             at.leaf("projection", B.EmbeddingProjection(tokens, 2 * S.d, S.d, input_kept=True)),
             *layer,
-            at.leaf("final_norm", B.Norm(tokens, cfg.norm, self.profile)),
+            at.leaf("final_norm", B.Norm(tokens, cfg.norm, self.profile, bias=cfg.norm_bias)),
             at.leaf("lm_head", head),
             dataclasses.replace(at, part="loss").leaf("loss", B.CrossEntropy(tokens, self.profile)),
         ]

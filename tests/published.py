@@ -53,6 +53,13 @@ FLAGSHIPS = {
     # LlamaForCausalLM, the class the leaderboard entry in CARDS names). Llama with GQA (56 query,
     # 8 KV heads): 2 x 64,000 x 7,168 (embedding, head) + 60 x 557,856,768 + 7,168 (final norm).
     "yi-34b-200k": 34_388_917_248,
+    # mosaicml/mpt-7b: its config.json on the Hub (the architecture fields as the mpt-7b-instruct
+    # copy quoted in an mlc-llm Relax port's notes shows them: d_model 4096, 32 heads, 32 layers,
+    # vocab 50432, ALiBi, no_bias, expansion_ratio 4; "architectures" names transformers' own
+    # MptForCausalLM instead of the remote-code MPTForCausalLM, auto_map, init_config and the
+    # tokenizer name left out). No biases, weight-only LayerNorms, no position table: 50,432 x
+    # 4,096 (embedding, tied head) + 32 x 201,334,784 + 4,096 (final norm).
+    "mpt-7b": 6_649_286_656,
 }
 
 #: Active parameters per token of the mixtures of experts (every routed expert a token skips left
@@ -97,5 +104,7 @@ CARDS = {
     # requests, 01-ai/Yi-34B-200K_eval_request_False_bfloat16_Original.json, revision 8ac1a1eb).
     "yi-34b-200k": (34.389e9, None, 0.001e9, "Open LLM Leaderboard request for 01-ai/Yi-34B-200K: "
                                              "34.389B parameters"),
+    "mpt-7b": (6.7e9, None, 0.1e9, "mosaicml/mpt-7b model card: 6.7B parameters "
+                                   "(www.promptlayer.com/models/mpt-7b quotes it)"),
 }
 

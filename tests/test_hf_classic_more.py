@@ -1,4 +1,4 @@
-"""The classic families of costmodel/hf_classic_more.py: parameters equal to the class transformers
+"""The classic families of costmodel/hf_classic_more.py (StableLM, GPT-BigCode, MPT): parameters equal to the class transformers
 builds on the meta device (default and odd configs), every `validate` row exact on odd configs
 (slow; at b = 2 and, where a view changes what is kept, at b = 1), released configs equal to
 their published totals, and the fields their code runs that are not modelled refused in one line."""
@@ -36,12 +36,21 @@ CONFIGS = {
     "gpt_bigcode-mha": dict(_GPT2_BASE, model_type="gpt_bigcode", multi_query=False,
                             activation_function="gelu", tie_word_embeddings=False, resid_pdrop=0.0,
                             embd_pdrop=0.0, attn_pdrop=0.0),
+    # MPT: ALiBi over 6 heads (a power of two's slopes cut), weight-only LayerNorms, no biases.
+    "mpt": dict(vocab_size=99, d_model=48, n_heads=6, n_layers=3, max_seq_len=64,
+                model_type="mpt"),
+    # 12 heads (not a power of two: MPT interleaves the slopes of 16), a softmax_scale of its
+    # own, an untied head.
+    "mpt-scaled": dict(vocab_size=99, d_model=48, n_heads=12, n_layers=2, max_seq_len=64,
+                       model_type="mpt", attn_config={"softmax_scale": 0.3},
+                       tie_word_embeddings=False),
 }
 #: Configs also measured at b = 1, where a fused projection's views change what is kept.
 BATCH_OF_ONE = {
     "gpt_bigcode-mqa-b1": dict(CONFIGS["gpt_bigcode"], resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0),
     "gpt_bigcode-mha-b1": CONFIGS["gpt_bigcode-mha"],
     "stablelm-mqa-b1": CONFIGS["stablelm-mqa"],
+    "mpt-b1": CONFIGS["mpt"],
 }
 
 #: Real config.json files (the fields that shape the model, with the Hub's keys and values):
@@ -96,7 +105,7 @@ def _ours(fields: dict, name: str) -> int:
     return estimate(dict(fields, name=name), seq_len=16).to_dict()["params"]["total"]
 
 
-DEFAULTS = ["stablelm", "gpt_bigcode"]
+DEFAULTS = ["stablelm", "gpt_bigcode", "mpt"]
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS) + [f"{t}-default" for t in DEFAULTS])
@@ -109,7 +118,8 @@ def test_parameters_equal_hugging_face(name):
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_buffers_equal_the_meta_models(name):
     """StableLM's inv_freq and original_inv_freq (the rotary part of each head), GPT-BigCode's
-    P x P bool causal mask: bytes of every buffer of the bf16 meta model."""
+    P x P bool causal mask, none for MPT (its ALiBi is built each forward): bytes of every buffer
+    of the bf16 meta model."""
     pytest.importorskip("transformers")
     import torch
     import transformers
@@ -199,6 +209,15 @@ def test_architectures_alone_name_the_model_type(name):
     (dict(CONFIGS["gpt_bigcode"], embd_pdrop=0.0), "embd_pdrop"),
     (dict(CONFIGS["gpt_bigcode"], activation_function="silu"), "activation_function"),
     (dict(CONFIGS["gpt_bigcode"], n_head=0), "n_head"),
+    (dict(CONFIGS["mpt"], expansion_ratio=2), "expansion_ratio"),
+    (dict(CONFIGS["mpt"], no_bias=False), "no_bias"),
+    (dict(CONFIGS["mpt"], attn_config={"alibi": False}), "alibi"),
+    (dict(CONFIGS["mpt"], attn_config={"clip_qkv": 6}), "clip_qkv"),
+    (dict(CONFIGS["mpt"], attn_config={"qk_ln": True}), "qk_ln"),
+    (dict(CONFIGS["mpt"], attn_config={"attn_type": "multiquery_attention"}), "attn_type"),
+    (dict(CONFIGS["mpt"], attn_config={"attn_pdrop": 0.1}), "attn_pdrop"),
+    (dict(CONFIGS["mpt"], attn_config=[1]), "attn_config"),
+    (dict(CONFIGS["mpt"], n_heads=5), "n_heads"),
 ])
 def test_what_is_not_modelled_is_one_line(fields, words, tmp_path, capsys):
     path = tmp_path / "config.json"

@@ -38,5 +38,12 @@ def _gpt_bigcode_dict(cfg: ModelConfig) -> dict[str, Any]:
                 tie_word_embeddings=cfg.tie_embeddings)
 
 
+def _mpt_dict(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(model_type="mpt", vocab_size=cfg.vocab_size, d_model=cfg.d_model,
+                n_layers=cfg.n_decoder_layers, n_heads=cfg.n_heads, max_seq_len=cfg.max_positions,
+                attn_config=dict(attn_pdrop=0, softmax_scale=cfg.attention_scale),
+                tie_word_embeddings=cfg.tie_embeddings)
+
+
 #: family -> its config.json builder.
-CLASSIC_MORE_DICTS = {"stablelm": _stablelm_dict, "gpt_bigcode": _gpt_bigcode_dict}
+CLASSIC_MORE_DICTS = {"stablelm": _stablelm_dict, "gpt_bigcode": _gpt_bigcode_dict, "mpt": _mpt_dict}

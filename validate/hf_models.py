@@ -51,6 +51,7 @@ def _check_common(cfg: ModelConfig, position: str, norm: str, norm_position: str
         f"{cfg.norm_position}-norm layers (it uses {norm_position}-norm)",
     )
     _require(cfg, not cfg.scale_embeddings, "scaled embeddings")
+    _require(cfg, cfg.norm_bias, "LayerNorms without biases")
     _require(cfg, not cfg.lm_head_bias, "a bias on the output projection")
     _require(cfg, cfg.attention_scale == attention_scale,
              f"attention_scale {cfg.attention_scale!r} (it uses {attention_scale!r})")

@@ -41,7 +41,7 @@ from .attention import (
 from .base import OTHER_FLOPS_PER_ELEMENT, Block, Cost, LinearOp, Profile, Tensor, linears_cost, quantized_bytes
 from .embedding import (
     AlibiSlopes, EmbeddingProjection, LearnedPositions, RelativePositionBias, RotaryTables,
-    SharedAttentionMask, SinusoidalPositions, TokenEmbedding, TokenTypes,
+    KeptCausalMask, SharedAttentionMask, SinusoidalPositions, TokenEmbedding, TokenTypes,
 )
 from .ffn import ACTIVATION_OPS, Experts, FeedForward, Router, SharedExpertGate
 from .head import CrossEntropy, LMHead, LogitScale, LogitSoftcap, Pooler, SumLoss
@@ -55,7 +55,7 @@ __all__ = [
     "EmbeddingProjection", "Experts", "FeedForward", "HeadNorms", "KeptOutputs", "LMHead",
     "LatentAttention", "LayerCheckpoint", "LinearOp", "LearnedPositions", "LogitScale", "LogitSoftcap", "Norm", "OptimizerStep", "Pooler",
     "Profile", "QKVProjection", "RelativePositionBias", "Residual", "RotaryEmbedding", "SublayerInput",
-    "RotaryTables", "Router", "SharedAttentionMask", "SharedExpertGate", "SinusoidalPositions",
+    "RotaryTables", "Router", "KeptCausalMask", "SharedAttentionMask", "SharedExpertGate", "SinusoidalPositions",
     "Softmax", "SumLoss", "Tensor", "TensorRun", "TokenEmbedding", "TokenTypes", "WeightedSum",
     "kv_cache_bytes", "linears_cost", "quantized_bytes",
 ]

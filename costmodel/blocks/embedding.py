@@ -185,6 +185,20 @@ class RelativePositionBias(Block):
 
 
 @dataclass(frozen=True)
+class KeptCausalMask(Block):
+    """A (b, 1, n, n) bool causal mask made once a forward and passed to every layer, whose
+    masked_fill keeps it for backward under the eager kernel (facts.masked_fill_causal_mask:
+    MPT); a fused kernel masks inside and keeps none."""
+
+    seq: Expr
+    profile: Profile = Profile()
+    title = "causal mask kept"
+
+    def cost(self) -> Cost:
+        return make_cost(saved_bytes=S.b * self.seq**2 if self.profile.kernel().dense else 0)
+
+
+@dataclass(frozen=True)
 class SharedAttentionMask(Block):
     """A float mask of shape (1, h, q_len, k_len) made once and passed to every layer, which a
     fused kernel keeps (Hugging Face's T5 cross-attention under sdpa: a zero position bias)."""

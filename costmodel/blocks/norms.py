@@ -49,7 +49,8 @@ def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: boo
 
 @dataclass(frozen=True)
 class Norm(Block):
-    """LayerNorm (weight and bias) or RMSNorm (weight only) over d (or another width)."""
+    """LayerNorm (weight and bias, or weight only) or RMSNorm (weight only) over d (or another
+    width)."""
 
     tokens: Expr
     kind: str  # "layernorm" | "rmsnorm"
@@ -57,10 +58,11 @@ class Norm(Block):
     width: Expr = S.d
     input_kept: bool = True  # False: another norm keeps the same input (parallel attention/FFN)
     output_kept: bool = True  # False: only a residual add reads it (Gemma 2's post-sublayer norms)
+    bias: bool = True  # a LayerNorm's bias (False: weight only, MPT's)
     title = "norm"
 
     def cost(self) -> Cost:
-        tensors = [self.width, self.width] if self.kind == "layernorm" else [self.width]
+        tensors = [self.width, self.width] if self.kind == "layernorm" and self.bias else [self.width]
         values = self.tokens * self.width
         return make_cost(
             tensors=tensors,
