@@ -109,8 +109,16 @@ class Facts:
     # cross-attention gets a zero position bias (1, h, m, n) made once, kept by the flash kernel
     cross_attention_zero_bias: bool = False
     # RoPE's cos/sin: "forward" (computed each forward in the activation dtype, kept for backward;
-    # inv_freq and original_inv_freq buffers in fp32) or "buffer" (P x d_h tables held as buffers)
+    # inv_freq and original_inv_freq buffers in fp32), "buffer" (P x d_h tables held as buffers)
+    # or "sincos_buffer" (one P x d_r fp32 buffer of sin and cos halves, looked up and cast each
+    # forward, nothing kept at the stack: GPT-J's embed_positions)
     rotary_tables: str = "forward"
+    # the rotation repeats sin and cos to the rotated width (repeat_interleave) for the queries and
+    # again for the keys, and its products keep all four: 4 n d_r a layer (GPT-J)
+    rotary_repeats_per_call: bool = False
+    # the eager attention casts queries and keys to fp32 before Q K^T, which keeps the fp32
+    # copies (GPT-J): 4-byte q and k, whatever the activation dtype
+    eager_scores_fp32: bool = False
     # "forward" tables left in fp32 (OLMo 2's rotary module returns them uncast), kept so
     rotary_tables_fp32: bool = False
     # "forward" tables are made once per attention type the layers have (Gemma 3: a local RoPE for

@@ -1,6 +1,7 @@
 """config.json readers of more classic families: StableLM (partial rotary, LayerNorms, a SwiGLU
 MLP), GPT-BigCode (StarCoder 1 / SantaCoder: GPT-2's layers with multi-query attention) and MPT
-(ALiBi, no biases, LayerNorms with a weight only).
+(ALiBi, no biases, LayerNorms with a weight only) and GPT-J (parallel attention and MLP, interleaved
+partial rotary, scores in fp32).
 costmodel/hf.py dispatches on model_type. Defaults are those of transformers 5.24's configuration
 classes."""
 
@@ -158,15 +159,58 @@ def _mpt(f: Fields, name: str) -> ModelConfig:
     )
 
 
+def _gptj(f: Fields, name: str) -> ModelConfig:
+    """GPT-J: one LayerNorm feeding attention and the MLP in parallel, q/k/v/out without biases,
+    RoPE on rotary_dim of each head (64 by default) rotating interleaved pairs (rotate_every_two)
+    with sin and cos from a P x rotary_dim fp32 buffer, scores computed in fp32, a gelu_new MLP of
+    n_inner (4d by default) with biases, an lm_head with a bias, untied by default; resid_pdrop
+    after each sublayer, embd_pdrop after the embeddings, attn_pdrop on the probabilities.
+    rotary_dim null (transformers sizes the sin/cos table by hidden_size then, which only one
+    head fits) is refused."""
+    n_layers = f.get("num_hidden_layers", f.get("n_layer", 28))
+    check_int(f.source, "n_layer", n_layers, maximum=MAX_LAYERS)
+    d_model = f.get("hidden_size", f.get("n_embd", 4096))
+    n_heads = f.get("num_attention_heads", f.get("n_head", 16, minimum=1), minimum=1)
+    head_dim = _divided(f, d_model, n_heads, "n_head")
+    rotary = f.nullable("rotary_dim", 64)
+    if rotary is None:
+        raise ConfigError(f"{f.source}: rotary_dim null (rotary on the whole head) is not modelled "
+                          "for gptj; transformers sizes its sin/cos table by n_embd then.")
+    check_int(f.source, "rotary_dim", rotary)
+    if rotary % 2 or rotary > head_dim:
+        raise ConfigError(f"{f.source}: rotary_dim ({rotary}) must be even and at most the head "
+                          f"dimension ({head_dim}).")
+    act = f.get("activation_function", "gelu_new", str)
+    acts = {"gelu_new": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
+    if act not in acts:
+        raise ConfigError(f"{f.source}: unsupported activation_function {show(act)} for gptj.")
+    values = {key: float(f.get(key, 0.0, float)) for key in ("resid_pdrop", "embd_pdrop")}
+    if values["resid_pdrop"] != values["embd_pdrop"]:
+        raise ConfigError(f"{f.source}: resid_pdrop {show(values['resid_pdrop'])} and embd_pdrop "
+                          f"{show(values['embd_pdrop'])} differ; gptj is modelled with one "
+                          "dropout probability on the embeddings and the sublayer outputs.")
+    d_ff = f.get("n_inner", None)
+    return ModelConfig(
+        name=name, family="gptj", vocab_size=f.get("vocab_size", 50400), d_model=d_model,
+        n_heads=n_heads, d_ff=4 * d_model if d_ff is None else d_ff, n_decoder_layers=n_layers,
+        max_positions=f.get("max_position_embeddings", f.get("n_positions", 2048)),
+        position="rope", rotary_dim=None if rotary == head_dim else rotary, norm="layernorm",
+        norm_position="pre", activation=acts[act], qkv_bias=False, out_bias=False, ffn_bias=True,
+        lm_head_bias=True, head="lm", tie_embeddings=f.get("tie_word_embeddings", False, bool),
+        parallel_attention=True, parallel_norms=1, dropout=values["resid_pdrop"],
+        attention_dropout=float(f.get("attn_pdrop", 0.0, float)),
+    )
+
+
 #: model_type -> its reader.
 CLASSIC_MORE_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
-    "stablelm": _stablelm, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt,
+    "stablelm": _stablelm, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "gptj": _gptj,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 CLASSIC_MORE_ARCHITECTURES: dict[str, str] = {
     "StableLmForCausalLM": "stablelm", "GPTBigCodeForCausalLM": "gpt_bigcode",
-    "MptForCausalLM": "mpt",
+    "MptForCausalLM": "mpt", "GPTJForCausalLM": "gptj",
 }
 
 _LLAMA_NAMES: dict[str, str] = {
@@ -178,7 +222,7 @@ _GPT2_NAMES: dict[str, str] = {
     "max_positions": "n_positions"}
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
 CLASSIC_MORE_NAMES: dict[str, dict[str, Any]] = {
-    "stablelm": _LLAMA_NAMES, "gpt_bigcode": _GPT2_NAMES,
+    "stablelm": _LLAMA_NAMES, "gpt_bigcode": _GPT2_NAMES, "gptj": _GPT2_NAMES,
     "mpt": {"n_heads": "n_heads", "d_model": "d_model", "n_decoder_layers": "n_layers",
             "max_positions": "max_seq_len"},
 }

@@ -48,8 +48,10 @@ class Kernel:
         return 2 * forward
 
     def scores_saved(self, core: Any) -> Expr:
-        """Q and K^T copies (GQA keys repeated to the heads kept)."""
-        return S.e * S.b * core.qk_dim * (S.h * core.q_len + core.kv_heads_kept * core.k_len)
+        """Q and K^T copies (GQA keys repeated to the heads kept), in fp32 where the code casts
+        them first (facts.eager_scores_fp32, GPT-J)."""
+        size = FP32 if core.profile.facts.eager_scores_fp32 else S.e
+        return size * S.b * core.qk_dim * (S.h * core.q_len + core.kv_heads_kept * core.k_len)
 
     def query_view_saved(self, extra: Expr) -> Expr:
         """A projection's whole output, kept when the query (or value) the kernel keeps is a view

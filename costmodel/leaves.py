@@ -247,7 +247,8 @@ class TreeBuilder:
         if cfg.rope and rope and not cross:
             width = S.d_r if cfg.partial_rotary else S.d_h
             key_heads = ONE if cfg.mla else S.h_kv
-            projections.append(at.leaf("rope", B.RotaryEmbedding(q_tokens, kv_tokens, width, key_heads)))
+            projections.append(at.leaf("rope", B.RotaryEmbedding(q_tokens, kv_tokens, width, key_heads,
+                                                                 profile)))
         scores = B.AttentionScores(q_len, k_len, **core, position_bias=position_bias,
                                    scaled=cfg.scaled_scores,
                                    softcap=cfg.attention_softcap is not None and not cross)

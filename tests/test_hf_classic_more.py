@@ -1,4 +1,4 @@
-"""The classic families of costmodel/hf_classic_more.py (StableLM, GPT-BigCode, MPT): parameters equal to the class transformers
+"""The classic families of costmodel/hf_classic_more.py (StableLM, GPT-BigCode, MPT, GPT-J): parameters equal to the class transformers
 builds on the meta device (default and odd configs), every `validate` row exact on odd configs
 (slow; at b = 2 and, where a view changes what is kept, at b = 1), released configs equal to
 their published totals, and the fields their code runs that are not modelled refused in one line."""
@@ -44,6 +44,12 @@ CONFIGS = {
     "mpt-scaled": dict(vocab_size=99, d_model=48, n_heads=12, n_layers=2, max_seq_len=64,
                        model_type="mpt", attn_config={"softmax_scale": 0.3},
                        tie_word_embeddings=False),
+    # GPT-J: one LayerNorm into attention and MLP, rotary on 4 of 8 dimensions (interleaved),
+    # fp32 scores, gelu_new, a biased untied head.
+    "gptj": dict(_GPT2_BASE, model_type="gptj", rotary_dim=4),
+    # Rotary on the whole head, dropout everywhere (probabilities apart), a tied head.
+    "gptj-dropout": dict(_GPT2_BASE, model_type="gptj", rotary_dim=8, resid_pdrop=0.1,
+                         embd_pdrop=0.1, attn_pdrop=0.05, tie_word_embeddings=True),
 }
 #: Configs also measured at b = 1, where a fused projection's views change what is kept.
 BATCH_OF_ONE = {
@@ -51,6 +57,7 @@ BATCH_OF_ONE = {
     "gpt_bigcode-mha-b1": CONFIGS["gpt_bigcode-mha"],
     "stablelm-mqa-b1": CONFIGS["stablelm-mqa"],
     "mpt-b1": CONFIGS["mpt"],
+    "gptj-b1": CONFIGS["gptj"],
 }
 
 #: Real config.json files (the fields that shape the model, with the Hub's keys and values):
@@ -66,6 +73,13 @@ BATCH_OF_ONE = {
 #:   ConfigConverter_StarcoderModel_HF_CS20's Hugging Face defaults). Published: "15.5B parameter
 #:   models" (StarCoder's model card, quoted in bentoml/OpenLLM openllm-core/src/openllm_core/
 #:   config/configuration_starcoder.py).
+#: - EleutherAI/gpt-j-6b: n_embd 4096, 16 heads, 28 layers, d_ff 16384, rotary_dim 64, 2048
+#:   positions, vocab 50400 (its model card's hyperparameter table; transformers 5.24's GPTJConfig
+#:   defaults are this model). Published: "6B" (the card: '"6B" represents the number of
+#:   trainable parameters'). The card's table also prints n_parameters 6,053,381,344,
+#:   2,498,560 more than transformers' class of this config holds (6,050,882,784, its vocabulary
+#:   of 50400 included); the difference is not explained by any tensor of the class, so that
+#:   figure is not asserted.
 REAL = {
     "stablelm-2-1_6b": {
         "architectures": ["StableLmForCausalLM"], "model_type": "stablelm", "hidden_act": "silu",
@@ -82,11 +96,18 @@ REAL = {
         "scale_attn_weights": True, "attn_pdrop": 0.0, "embd_pdrop": 0.0, "resid_pdrop": 0.0,
         "tie_word_embeddings": True, "bos_token_id": 0, "eos_token_id": 0,
     },
+    "gpt-j-6b": {
+        "architectures": ["GPTJForCausalLM"], "model_type": "gptj", "activation_function": "gelu_new",
+        "n_embd": 4096, "n_head": 16, "n_layer": 28, "n_inner": None, "n_positions": 2048,
+        "rotary_dim": 64, "vocab_size": 50400, "attn_pdrop": 0.0, "embd_pdrop": 0.0,
+        "resid_pdrop": 0.0, "tie_word_embeddings": False, "layer_norm_epsilon": 1e-5,
+    },
 }
 #: The published totals in billions and the digits published: the total cut to those digits.
-PUBLISHED = {"stablelm-2-1_6b": (1.6, 1), "starcoderbase": (15.5, 1)}
+PUBLISHED = {"stablelm-2-1_6b": (1.6, 1), "starcoderbase": (15.5, 1), "gpt-j-6b": (6, 0)}
 #: transformers 5.24's counts of REAL (the meta model's numel; equal to ours, tested below).
-EXACT = {"stablelm-2-1_6b": 1_644_515_328, "starcoderbase": 15_517_456_384}
+EXACT = {"stablelm-2-1_6b": 1_644_515_328, "starcoderbase": 15_517_456_384,
+         "gpt-j-6b": 6_050_882_784}
 
 
 def _hf_count(fields: dict) -> int:
@@ -105,7 +126,7 @@ def _ours(fields: dict, name: str) -> int:
     return estimate(dict(fields, name=name), seq_len=16).to_dict()["params"]["total"]
 
 
-DEFAULTS = ["stablelm", "gpt_bigcode", "mpt"]
+DEFAULTS = ["stablelm", "gpt_bigcode", "mpt", "gptj"]
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS) + [f"{t}-default" for t in DEFAULTS])
@@ -118,8 +139,8 @@ def test_parameters_equal_hugging_face(name):
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_buffers_equal_the_meta_models(name):
     """StableLM's inv_freq and original_inv_freq (the rotary part of each head), GPT-BigCode's
-    P x P bool causal mask, none for MPT (its ALiBi is built each forward): bytes of every buffer
-    of the bf16 meta model."""
+    P x P bool causal mask, none for MPT (its ALiBi is built each forward), GPT-J's P x rotary_dim
+    fp32 sin/cos table: bytes of every buffer of the bf16 meta model."""
     pytest.importorskip("transformers")
     import torch
     import transformers
@@ -218,6 +239,11 @@ def test_architectures_alone_name_the_model_type(name):
     (dict(CONFIGS["mpt"], attn_config={"attn_pdrop": 0.1}), "attn_pdrop"),
     (dict(CONFIGS["mpt"], attn_config=[1]), "attn_config"),
     (dict(CONFIGS["mpt"], n_heads=5), "n_heads"),
+    (dict(CONFIGS["gptj"], rotary_dim=None), "rotary_dim"),
+    (dict(CONFIGS["gptj"], rotary_dim=5), "rotary_dim"),
+    (dict(CONFIGS["gptj"], rotary_dim=10), "rotary_dim"),
+    (dict(CONFIGS["gptj"], embd_pdrop=0.1), "embd_pdrop"),
+    (dict(CONFIGS["gptj"], activation_function="silu"), "activation_function"),
 ])
 def test_what_is_not_modelled_is_one_line(fields, words, tmp_path, capsys):
     path = tmp_path / "config.json"

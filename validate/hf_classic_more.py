@@ -45,5 +45,16 @@ def _mpt_dict(cfg: ModelConfig) -> dict[str, Any]:
                 tie_word_embeddings=cfg.tie_embeddings)
 
 
+def _gptj_dict(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(model_type="gptj", vocab_size=cfg.vocab_size, n_embd=cfg.d_model,
+                n_layer=cfg.n_decoder_layers, n_head=cfg.n_heads, n_inner=cfg.d_ff,
+                n_positions=cfg.max_positions, rotary_dim=cfg.rotary_dim or cfg.d_head,
+                activation_function={"gelu_tanh": "gelu_new"}.get(cfg.activation, cfg.activation),
+                resid_pdrop=cfg.dropout, embd_pdrop=cfg.dropout,
+                attn_pdrop=cfg.dropout if cfg.attention_dropout is None else cfg.attention_dropout,
+                tie_word_embeddings=cfg.tie_embeddings)
+
+
 #: family -> its config.json builder.
-CLASSIC_MORE_DICTS = {"stablelm": _stablelm_dict, "gpt_bigcode": _gpt_bigcode_dict, "mpt": _mpt_dict}
+CLASSIC_MORE_DICTS = {"stablelm": _stablelm_dict, "gpt_bigcode": _gpt_bigcode_dict, "mpt": _mpt_dict,
+                      "gptj": _gptj_dict}

@@ -96,11 +96,17 @@ class RotaryEmbedding(Block):
     kv_tokens: Expr
     width: Expr = S.d_h
     key_heads: Expr = S.h_kv
+    profile: Profile = Profile()
     title = "rotary position embedding"
 
     def cost(self) -> Cost:
         rotated = (self.q_tokens * S.h + self.kv_tokens * self.key_heads) * self.width
-        return make_cost(elements=[("rope", rotated)], bytes_other=elementwise_bytes(rotated))
+        # GPT-J repeats sin and cos for the queries and again for the keys (one row of positions
+        # shared by the batch), and the products keep each: facts.rotary_repeats_per_call.
+        repeats = (2 * S.e * (self.q_tokens + self.kv_tokens) / S.b * self.width
+                   if self.profile.facts.rotary_repeats_per_call else ZERO)
+        return make_cost(elements=[("rope", rotated)], saved_bytes=repeats,
+                         bytes_other=elementwise_bytes(rotated))
 
 
 @dataclass(frozen=True)

@@ -142,8 +142,10 @@ class RotaryTables(Block):
     (OLMo 2: fp32, facts.rotary_tables_fp32):
     the rotation keeps both for backward, 2 * n * d_h elements, and the module holds inv_freq and
     original_inv_freq (d_h / 2 each, fp32). Held as buffers ("buffer", the reference): cos and sin
-    of P x d_h in the model dtype, nothing kept. `sets` of them where each attention type has its
-    own (facts.rotary_tables_per_layer_type: Gemma 3's local and global RoPE).
+    of P x d_h in the model dtype, nothing kept; GPT-J's ("sincos_buffer") one P x d_r fp32 table
+    of sin and cos halves, nothing kept here (facts.rotary_repeats_per_call: each layer keeps its
+    own repeats). `sets` of them where each attention type has its own
+    (facts.rotary_tables_per_layer_type: Gemma 3's local and global RoPE).
     """
 
     seq: Expr
@@ -157,6 +159,8 @@ class RotaryTables(Block):
             size = FP32 if self.profile.facts.rotary_tables_fp32 else S.e
             return make_cost(saved_bytes=self.sets * 2 * self.seq * self.width * size,
                              buffer_bytes=self.sets * 2 * FP32 * (self.width / 2))
+        if self.profile.facts.rotary_tables == "sincos_buffer":  # sin and cos halves, fp32
+            return make_cost(buffer_bytes=FP32 * S.P * self.width)
         return make_cost(buffer_bytes=2 * S.P * self.width * S.e)
 
 
