@@ -126,9 +126,10 @@ class Facts:
     rotary_tables_per_layer_type: bool = False
     # int64 buffers of P ids held by the embeddings (BERT: position_ids, token_type_ids)
     id_buffers: tuple[str, ...] = ()
-    # a (P, P) bool causal mask held as a buffer beside a learned position table (GPT-BigCode's
-    # `bias`, one byte per pair of positions)
-    causal_mask_buffer: bool = False
+    # a (P, P) bool causal mask held as a buffer, one byte per pair of positions: "model" (one,
+    # beside the learned position table: GPT-BigCode's `bias`), "layer" (one in every layer's
+    # attention: GPT-Neo's) or "" (none)
+    causal_mask_buffer: str = ""
     # the eager attention masks its scores with masked_fill of one (b, 1, n, n) bool causal mask
     # made once a forward, which every layer's masked_fill keeps (MPT): b n^2 bytes once a stack
     masked_fill_causal_mask: bool = False

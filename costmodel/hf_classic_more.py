@@ -1,7 +1,7 @@
 """config.json readers of more classic families: StableLM (partial rotary, LayerNorms, a SwiGLU
 MLP), GPT-BigCode (StarCoder 1 / SantaCoder: GPT-2's layers with multi-query attention) and MPT
 (ALiBi, no biases, LayerNorms with a weight only) and GPT-J (parallel attention and MLP, interleaved
-partial rotary, scores in fp32).
+partial rotary, scores in fp32) and GPT-Neo (local attention on alternate layers, learned positions).
 costmodel/hf.py dispatches on model_type. Defaults are those of transformers 5.24's configuration
 classes."""
 
@@ -202,15 +202,78 @@ def _gptj(f: Fields, name: str) -> ModelConfig:
     )
 
 
+def _gpt_neo_layers(f: Fields, n_layers: int) -> list[str]:
+    """GPT-Neo's attention type of each layer ("global" or "local"), as GPTNeoConfig expands
+    attention_types ([[["global", "local"], 12]] by default: 24 layers alternating from a global
+    layer 0; the class refuses any other number of layers without a list of their own)."""
+    kinds = f.data.get("attention_types") or [[["global", "local"], 12]]
+    layers: list[str] = []
+    try:
+        for types, repeat in kinds:
+            check_int(f.source, "attention_types", repeat, minimum=0)
+            if not isinstance(types, list) or any(t not in ("global", "local") for t in types):
+                raise TypeError
+            layers += types * repeat
+    except (TypeError, ValueError):
+        raise ConfigError(f"{f.source}: attention_types must list [[\"global\" or \"local\", ...], "
+                          "count] pairs.") from None
+    if len(layers) != n_layers:
+        raise ConfigError(f"{f.source}: attention_types describe {len(layers)} layers, num_layers is "
+                          f"{n_layers}.")
+    return layers
+
+
+def _gpt_neo(f: Fields, name: str) -> ModelConfig:
+    """GPT-Neo: GPT-2's layers (learned positions, LayerNorms, a gelu_new MLP of intermediate_size,
+    4d by default, a tied head) with q/k/v without biases, unscaled scores computed in fp32, and
+    local attention (a window of window_size keys, as a mask: every score is computed and every
+    token cached) on the layers attention_types names; resid_dropout after each sublayer,
+    embed_dropout after the embeddings, attention_dropout on the probabilities."""
+    n_layers = f.get("num_hidden_layers", f.get("num_layers", 24))
+    check_int(f.source, "num_layers", n_layers, maximum=MAX_LAYERS)
+    d_model = f.get("hidden_size", 2048)
+    n_heads = f.get("num_attention_heads", f.get("num_heads", 16, minimum=1), minimum=1)
+    _divided(f, d_model, n_heads, "num_heads")
+    layers = _gpt_neo_layers(f, n_layers)
+    window = f.get("window_size", 256)
+    check_int(f.source, "window_size", window)
+    local = sum(kind == "local" for kind in layers)
+    act = f.get("activation_function", "gelu_new", str)
+    acts = {"gelu_new": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
+    if act not in acts:
+        raise ConfigError(f"{f.source}: unsupported activation_function {show(act)} for gpt_neo.")
+    values = {key: float(f.get(key, 0.0, float)) for key in ("resid_dropout", "embed_dropout")}
+    if values["resid_dropout"] != values["embed_dropout"]:
+        raise ConfigError(f"{f.source}: resid_dropout {show(values['resid_dropout'])} and "
+                          f"embed_dropout {show(values['embed_dropout'])} differ; gpt_neo is modelled "
+                          "with one dropout probability on the embeddings and the sublayer outputs.")
+    d_ff = f.get("intermediate_size", None)
+    return ModelConfig(
+        name=name, family="gpt_neo", vocab_size=f.get("vocab_size", 50257), d_model=d_model,
+        n_heads=n_heads, d_ff=4 * d_model if d_ff is None else d_ff, n_decoder_layers=n_layers,
+        max_positions=f.get("max_position_embeddings", 2048), position="learned",
+        norm="layernorm", norm_position="pre", activation=acts[act], qkv_bias=False,
+        out_bias=True, ffn_bias=True, head="lm",
+        tie_embeddings=f.get("tie_word_embeddings", True, bool), attention_scale=1.0,
+        dropout=values["resid_dropout"],
+        attention_dropout=float(f.get("attention_dropout", 0.0, float)),
+        sliding_window=window if local else None,
+        window_layers=local if 0 < local < n_layers else None,
+        layer_pattern=(tuple("sliding" if kind == "local" else "full" for kind in layers)
+                       if 0 < local < n_layers else None),
+    )
+
+
 #: model_type -> its reader.
 CLASSIC_MORE_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
     "stablelm": _stablelm, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "gptj": _gptj,
+    "gpt_neo": _gpt_neo,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 CLASSIC_MORE_ARCHITECTURES: dict[str, str] = {
     "StableLmForCausalLM": "stablelm", "GPTBigCodeForCausalLM": "gpt_bigcode",
-    "MptForCausalLM": "mpt", "GPTJForCausalLM": "gptj",
+    "MptForCausalLM": "mpt", "GPTJForCausalLM": "gptj", "GPTNeoForCausalLM": "gpt_neo",
 }
 
 _LLAMA_NAMES: dict[str, str] = {
@@ -223,6 +286,9 @@ _GPT2_NAMES: dict[str, str] = {
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
 CLASSIC_MORE_NAMES: dict[str, dict[str, Any]] = {
     "stablelm": _LLAMA_NAMES, "gpt_bigcode": _GPT2_NAMES, "gptj": _GPT2_NAMES,
+    "gpt_neo": {"n_heads": "num_heads", "d_model": "hidden_size", "d_ff": "intermediate_size",
+                "n_decoder_layers": "num_layers", "max_positions": "max_position_embeddings",
+                "sliding_window": "window_size"},
     "mpt": {"n_heads": "n_heads", "d_model": "d_model", "n_decoder_layers": "n_layers",
             "max_positions": "max_seq_len"},
 }

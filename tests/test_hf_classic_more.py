@@ -1,7 +1,8 @@
-"""The classic families of costmodel/hf_classic_more.py (StableLM, GPT-BigCode, MPT, GPT-J): parameters equal to the class transformers
-builds on the meta device (default and odd configs), every `validate` row exact on odd configs
-(slow; at b = 2 and, where a view changes what is kept, at b = 1), released configs equal to
-their published totals, and the fields their code runs that are not modelled refused in one line."""
+"""The classic families of costmodel/hf_classic_more.py (StableLM, GPT-BigCode, MPT, GPT-J,
+GPT-Neo): parameters equal to the class transformers builds on the meta device (default and odd
+configs), every `validate` row exact on odd configs (slow; at b = 2 and, where a view changes
+what is kept, at b = 1), released configs equal to their published totals, and the fields their
+code runs that are not modelled refused in one line."""
 
 from __future__ import annotations
 
@@ -16,6 +17,11 @@ _BASE = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_
 #: GPT-2's field names (GPT-BigCode); token ids inside the tiny vocabulary.
 _GPT2_BASE = dict(vocab_size=99, n_embd=48, n_head=6, n_inner=37, n_layer=3, n_positions=64,
                   bos_token_id=None, eos_token_id=None)
+
+#: GPT-Neo's field names; a window shorter than the odd configs' 12 tokens.
+_GPT_NEO_BASE = dict(vocab_size=99, hidden_size=48, num_heads=6, intermediate_size=37, num_layers=3,
+                     max_position_embeddings=64, window_size=5, model_type="gpt_neo",
+                     bos_token_id=None, eos_token_id=None)
 
 #: Tiny, odd configs (sizes as tests/family_configs.py; a rotary part other than a quarter).
 CONFIGS = {
@@ -50,6 +56,13 @@ CONFIGS = {
     # Rotary on the whole head, dropout everywhere (probabilities apart), a tied head.
     "gptj-dropout": dict(_GPT2_BASE, model_type="gptj", rotary_dim=8, resid_pdrop=0.1,
                          embd_pdrop=0.1, attn_pdrop=0.05, tie_word_embeddings=True),
+    # GPT-Neo: a window of 5 keys (as a mask) on the layers attention_types marks local (here
+    # global, local, global), unscaled fp32 scores, learned positions, gelu_new, a tied head.
+    "gpt_neo": dict(_GPT_NEO_BASE, attention_types=[[["global", "local"], 1], [["global"], 1]]),
+    # The default alternation over 4 layers, dropout everywhere (probabilities apart), untied.
+    "gpt_neo-dropout": dict(_GPT_NEO_BASE, num_layers=4, attention_types=[[["global", "local"], 2]],
+                            resid_dropout=0.1, embed_dropout=0.1, attention_dropout=0.05,
+                            tie_word_embeddings=False),
 }
 #: Configs also measured at b = 1, where a fused projection's views change what is kept.
 BATCH_OF_ONE = {
@@ -58,6 +71,7 @@ BATCH_OF_ONE = {
     "stablelm-mqa-b1": CONFIGS["stablelm-mqa"],
     "mpt-b1": CONFIGS["mpt"],
     "gptj-b1": CONFIGS["gptj"],
+    "gpt_neo-b1": dict(_GPT_NEO_BASE, num_layers=4, attention_types=[[["global", "local"], 2]]),
 }
 
 #: Real config.json files (the fields that shape the model, with the Hub's keys and values):
@@ -80,6 +94,10 @@ BATCH_OF_ONE = {
 #:   2,498,560 more than transformers' class of this config holds (6,050,882,784, its vocabulary
 #:   of 50400 included); the difference is not explained by any tensor of the class, so that
 #:   figure is not asserted.
+#: - EleutherAI/gpt-neo-1.3B: hidden 2048, 24 layers alternating global and local (a window of
+#:   256), 16 heads, vocab 50257, 2048 positions (transformers 5.24's GPTNeoConfig defaults are
+#:   this model). Published: "1.3B represents the number of parameters" (its model card, quoted in
+#:   FreeWheel's and others' READMEs found by find_string).
 REAL = {
     "stablelm-2-1_6b": {
         "architectures": ["StableLmForCausalLM"], "model_type": "stablelm", "hidden_act": "silu",
@@ -102,12 +120,21 @@ REAL = {
         "rotary_dim": 64, "vocab_size": 50400, "attn_pdrop": 0.0, "embd_pdrop": 0.0,
         "resid_pdrop": 0.0, "tie_word_embeddings": False, "layer_norm_epsilon": 1e-5,
     },
+    "gpt-neo-1.3B": {
+        "architectures": ["GPTNeoForCausalLM"], "model_type": "gpt_neo",
+        "activation_function": "gelu_new", "hidden_size": 2048, "num_heads": 16, "num_layers": 24,
+        "attention_types": [[["global", "local"], 12]], "window_size": 256,
+        "max_position_embeddings": 2048, "vocab_size": 50257, "intermediate_size": None,
+        "resid_dropout": 0, "embed_dropout": 0, "attention_dropout": 0,
+        "tie_word_embeddings": True,
+    },
 }
 #: The published totals in billions and the digits published: the total cut to those digits.
-PUBLISHED = {"stablelm-2-1_6b": (1.6, 1), "starcoderbase": (15.5, 1), "gpt-j-6b": (6, 0)}
+PUBLISHED = {"stablelm-2-1_6b": (1.6, 1), "starcoderbase": (15.5, 1), "gpt-j-6b": (6, 0),
+             "gpt-neo-1.3B": (1.3, 1)}
 #: transformers 5.24's counts of REAL (the meta model's numel; equal to ours, tested below).
 EXACT = {"stablelm-2-1_6b": 1_644_515_328, "starcoderbase": 15_517_456_384,
-         "gpt-j-6b": 6_050_882_784}
+         "gpt-j-6b": 6_050_882_784, "gpt-neo-1.3B": 1_315_575_808}
 
 
 def _hf_count(fields: dict) -> int:
@@ -126,7 +153,7 @@ def _ours(fields: dict, name: str) -> int:
     return estimate(dict(fields, name=name), seq_len=16).to_dict()["params"]["total"]
 
 
-DEFAULTS = ["stablelm", "gpt_bigcode", "mpt", "gptj"]
+DEFAULTS = ["stablelm", "gpt_bigcode", "mpt", "gptj", "gpt_neo"]
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS) + [f"{t}-default" for t in DEFAULTS])
@@ -140,7 +167,8 @@ def test_parameters_equal_hugging_face(name):
 def test_buffers_equal_the_meta_models(name):
     """StableLM's inv_freq and original_inv_freq (the rotary part of each head), GPT-BigCode's
     P x P bool causal mask, none for MPT (its ALiBi is built each forward), GPT-J's P x rotary_dim
-    fp32 sin/cos table: bytes of every buffer of the bf16 meta model."""
+    fp32 sin/cos table, GPT-Neo's P x P bool mask in every layer: bytes of every buffer of the
+    bf16 meta model."""
     pytest.importorskip("transformers")
     import torch
     import transformers
@@ -244,6 +272,13 @@ def test_architectures_alone_name_the_model_type(name):
     (dict(CONFIGS["gptj"], rotary_dim=10), "rotary_dim"),
     (dict(CONFIGS["gptj"], embd_pdrop=0.1), "embd_pdrop"),
     (dict(CONFIGS["gptj"], activation_function="silu"), "activation_function"),
+    (dict(CONFIGS["gpt_neo"], attention_types=[[["global"], 2]]), "num_layers is 3"),
+    (dict(CONFIGS["gpt_neo"], attention_types=[[["sparse"], 3]]), "attention_types"),
+    (dict(CONFIGS["gpt_neo"], attention_types="global"), "attention_types"),
+    (dict(CONFIGS["gpt_neo"], window_size=0), "window_size"),
+    # GPTNeoConfig's default attention_types describe 24 layers, whatever num_layers says
+    ({k: v for k, v in CONFIGS["gpt_neo"].items() if k != "attention_types"}, "describe 24 layers"),
+    (dict(CONFIGS["gpt_neo"], embed_dropout=0.1), "embed_dropout"),
 ])
 def test_what_is_not_modelled_is_one_line(fields, words, tmp_path, capsys):
     path = tmp_path / "config.json"

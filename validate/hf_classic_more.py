@@ -55,6 +55,19 @@ def _gptj_dict(cfg: ModelConfig) -> dict[str, Any]:
                 tie_word_embeddings=cfg.tie_embeddings)
 
 
+def _gpt_neo_dict(cfg: ModelConfig) -> dict[str, Any]:
+    kinds = ["local" if cfg.layer_slides(i) else "global" for i in range(cfg.n_decoder_layers)]
+    return dict(model_type="gpt_neo", vocab_size=cfg.vocab_size, hidden_size=cfg.d_model,
+                num_layers=cfg.n_decoder_layers, num_heads=cfg.n_heads, intermediate_size=cfg.d_ff,
+                max_position_embeddings=cfg.max_positions,
+                attention_types=[[[kind], 1] for kind in kinds],
+                window_size=cfg.sliding_window or 256,
+                activation_function={"gelu_tanh": "gelu_new"}.get(cfg.activation, cfg.activation),
+                resid_dropout=cfg.dropout, embed_dropout=cfg.dropout,
+                attention_dropout=cfg.dropout if cfg.attention_dropout is None else cfg.attention_dropout,
+                tie_word_embeddings=cfg.tie_embeddings)
+
+
 #: family -> its config.json builder.
 CLASSIC_MORE_DICTS = {"stablelm": _stablelm_dict, "gpt_bigcode": _gpt_bigcode_dict, "mpt": _mpt_dict,
-                      "gptj": _gptj_dict}
+                      "gptj": _gptj_dict, "gpt_neo": _gpt_neo_dict}

@@ -221,6 +221,8 @@ class AttentionScores(AttentionCore):
             pointwise = sp.Add(*(elementwise_bytes(x) for _, x in elements))
         # Soft-capping keeps tanh's result (its backward reads it), in the activation dtype.
         capped = S.e * pairs if self.softcap and kernel.dense else ZERO
+        # GPT-Neo's attention holds its own P x P bool causal (or local) mask as a buffer.
+        mask = S.P**2 if self.profile.facts.causal_mask_buffer == "layer" and not self.cross else 0
         return make_cost(
             flops_matmul=forward,
             variants=self.core_variants(self.qk_dim, S.r_kv + S.d_r),
@@ -229,6 +231,7 @@ class AttentionScores(AttentionCore):
             saved_bytes=kernel.scores_saved(self) + self.fused_qkv_extra + capped,
             bytes_matmul=moved,
             bytes_other=pointwise,
+            buffer_bytes=mask,
         )
 
 

@@ -94,7 +94,7 @@ class LearnedPositions(Block):
             saved_bytes=saved,
             bytes_other=elementwise_bytes(self.tokens * S.d, reads=2),
             buffer_bytes=(INDEX * S.P if "position_ids" in facts.id_buffers else 0)
-            + (S.P**2 if facts.causal_mask_buffer else 0),
+            + (S.P**2 if facts.causal_mask_buffer == "model" else 0),
         )
 
 
