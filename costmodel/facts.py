@@ -108,6 +108,11 @@ class Facts:
     sdpa_causal_bool_mask: bool = False
     # cross-attention gets a zero position bias (1, h, m, n) made once, kept by the flash kernel
     cross_attention_zero_bias: bool = False
+    # LayerNorm written in Python in fp32 with a weight only (Cohere's CohereLayerNorm): no aten
+    # layer_norm runs; it keeps x - mean (computed twice) and the normalised tensor in fp32, rsqrt
+    # per row, the fp32
+    # copy of a narrower weight and its output cast back, not its input
+    layernorm_python_fp32: bool = False
     # RoPE's cos/sin: "forward" (computed each forward in the activation dtype, kept for backward;
     # inv_freq and original_inv_freq buffers in fp32), "buffer" (P x d_h tables held as buffers)
     # or "sincos_buffer" (one P x d_r fp32 buffer of sin and cos halves, looked up and cast each

@@ -68,6 +68,17 @@ def _gpt_neo_dict(cfg: ModelConfig) -> dict[str, Any]:
                 tie_word_embeddings=cfg.tie_embeddings)
 
 
+def _cohere_dict(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(model_type="cohere", vocab_size=cfg.vocab_size, hidden_size=cfg.d_model,
+                num_hidden_layers=cfg.n_decoder_layers, num_attention_heads=cfg.n_heads,
+                num_key_value_heads=cfg.n_kv_heads, intermediate_size=cfg.d_ff,
+                max_position_embeddings=cfg.max_positions, hidden_act="silu",
+                attention_bias=cfg.qkv_bias, attention_dropout=cfg.attention_dropout or 0.0,
+                logit_scale=1 / (cfg.logits_scaling or 1.0),
+                tie_word_embeddings=cfg.tie_embeddings)
+
+
 #: family -> its config.json builder.
 CLASSIC_MORE_DICTS = {"stablelm": _stablelm_dict, "gpt_bigcode": _gpt_bigcode_dict, "mpt": _mpt_dict,
-                      "gptj": _gptj_dict, "gpt_neo": _gpt_neo_dict}
+                      "gptj": _gptj_dict, "gpt_neo": _gpt_neo_dict,
+                      "cohere": _cohere_dict}

@@ -29,6 +29,7 @@ OTHER_FLOPS_PER_ELEMENT = {
     "softmax": 5,
     "log_softmax": 5,
     "layernorm": 5,
+    "layernorm_python": 5,  # the same arithmetic as separate Python ops (facts.layernorm_python_fp32)
     "rmsnorm": 4,
     "relu": 1,
     "gelu": 8,

@@ -12,7 +12,7 @@ import sympy as sp
 
 from .. import symbols as S
 from ..facts import Facts
-from ..terms import ZERO, Expr, dtype_bytes, elementwise_bytes, unless_fp32
+from ..terms import FP32, ZERO, Expr, dtype_bytes, elementwise_bytes, unless_fp32
 from .base import Block, Cost, Profile, make_cost
 
 
@@ -25,6 +25,11 @@ def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: boo
     values = rows * width
     if recomputed:
         return S.e * values if input_kept else ZERO
+    if kind == "layernorm" and facts.layernorm_python_fp32:
+        # x - mean twice (the variance's and x_hat's, two subtractions) and x_hat in fp32, rsqrt
+        # per row, w.to(fp32) when w is narrower; the output w * x_hat (cast back); not the input
+        output = S.e * values if output_kept else ZERO
+        return FP32 * (3 * values + rows) + unless_fp32(FP32 * width) + output
     output = S.e * values if output_kept else ZERO
     if not facts.norm_keeps_stats:  # its input and its output (the next linear's input) only
         return (S.e * values if input_kept else ZERO) + output
@@ -64,9 +69,10 @@ class Norm(Block):
     def cost(self) -> Cost:
         tensors = [self.width, self.width] if self.kind == "layernorm" and self.bias else [self.width]
         values = self.tokens * self.width
+        python = self.kind == "layernorm" and self.profile.facts.layernorm_python_fp32
         return make_cost(
             tensors=tensors,
-            elements=[(self.kind, values)],
+            elements=[("layernorm_python" if python else self.kind, values)],
             saved_bytes=self.saved(),
             bytes_other=elementwise_bytes(values) + S.e * sp.Add(*tensors),
         )
@@ -80,7 +86,9 @@ class Norm(Block):
         keeps that too; one that multiplies by (1 + weight) in fp32 before casting
         (facts.rmsnorm_weight_fp32, Gemma) keeps the fp32 normalised tensor and the fp32 (1 + w)
         instead of the cast. LayerNorm (aten.native_layer_norm): the input, mean and rstd per
-        token (in the activation dtype on the CPU), the output.
+        token (in the activation dtype on the CPU), the output; Cohere's LayerNorm in Python in
+        fp32 (facts.layernorm_python_fp32) keeps two copies of x - mean, x_hat and rsqrt in fp32 and
+        the output.
         """
         return norm_saved(self.kind, self.tokens, self.width, self.profile.facts,
                           self.input_kept, self.output_kept, self.recomputed)
