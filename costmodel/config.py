@@ -304,8 +304,9 @@ class ModelConfig:
                               "are not modelled.")
 
     def _check_nope_layers(self, owner: str) -> None:
-        """NoPE layers: RoPE on the others, layers of one kind otherwise (no windows on some
-        layers, no dense layers beside expert ones)."""
+        """NoPE layers: RoPE on the others, layers of one kind otherwise (no dense layers beside
+        expert ones; windows on some layers only where the NoPE layers are exactly the full ones,
+        Cohere 2's: nope_on_full_layers)."""
         if not self.nope_layers:
             return
         if not self.rope:
@@ -313,14 +314,23 @@ class ModelConfig:
         if self.nope_layers >= self.n_decoder_layers:
             raise ConfigError(f"{owner}: nope_layers ({self.nope_layers}) must leave a decoder layer "
                               f"with RoPE (of {self.n_decoder_layers}).")
-        if self.n_dense_layers or 0 < self.n_window_layers < self.n_decoder_layers:
-            raise ConfigError(f"{owner}: layers without RoPE beside windows on some layers or dense "
-                              "and expert layers are not modelled.")
+        if self.n_dense_layers or (0 < self.n_window_layers < self.n_decoder_layers
+                                   and not self.nope_on_full_layers):
+            raise ConfigError(f"{owner}: layers without RoPE beside windows on some layers (unless "
+                              "they are the full layers) or dense and expert layers are not "
+                              "modelled.")
+
+    @property
+    def nope_on_full_layers(self) -> bool:
+        """Windows on some layers and no RoPE on exactly the others, the full layers (Cohere 2);
+        layer_pattern then says which layers slide."""
+        return (0 < self.n_window_layers < self.n_decoder_layers
+                and self.nope_layers == self.n_decoder_layers - self.n_window_layers)
 
     def _rule_pattern(self) -> tuple[str, ...] | None:
         """The per-layer pattern that the counts imply when no config said which layers."""
         layers, windows = self.n_decoder_layers, self.n_window_layers
-        if self.nope_layers:  # SmolLM3's rule for its default interval of 4: every fourth
+        if self.nope_layers and not self.nope_on_full_layers:  # SmolLM3's rule: every fourth
             every = layers // self.nope_layers
             nope = {i for i in range(layers) if (i + 1) % every == 0 and (i + 1) // every <= self.nope_layers}
             return tuple("nope" if i in nope else "rope" for i in range(layers))
@@ -341,8 +351,10 @@ class ModelConfig:
         if isinstance(pattern, list):
             pattern = tuple(pattern)
             object.__setattr__(self, "layer_pattern", pattern)
-        kinds = (("dense", "moe") if self.n_dense_layers else ("nope", "rope") if self.nope_layers
-                 else ("sliding", "full") if 0 < self.n_window_layers < self.n_decoder_layers else ())
+        windows = 0 < self.n_window_layers < self.n_decoder_layers
+        nope = self.nope_layers and not self.nope_on_full_layers
+        kinds = (("dense", "moe") if self.n_dense_layers else ("nope", "rope") if nope
+                 else ("sliding", "full") if windows else ())
         if not kinds:
             raise ConfigError(f"{owner}: layer_pattern applies only where layers differ (windows on "
                               "some layers, dense and expert layers, or RoPE on some layers).")
@@ -351,7 +363,7 @@ class ModelConfig:
             raise ConfigError(f"{owner}: layer_pattern must give one of {', '.join(kinds)} for each "
                               f"of the {self.n_decoder_layers} decoder layers.")
         counted = sum(kind == kinds[0] for kind in pattern)
-        expected = self.n_dense_layers or self.nope_layers or self.n_window_layers
+        expected = self.n_dense_layers or (self.nope_layers if nope else self.n_window_layers)
         if counted != expected:
             raise ConfigError(f"{owner}: layer_pattern has {counted} {kinds[0]} layers, the config "
                               f"{expected}.")

@@ -2,7 +2,8 @@
 MLP), GPT-BigCode (StarCoder 1 / SantaCoder: GPT-2's layers with multi-query attention) and MPT
 (ALiBi, no biases, LayerNorms with a weight only) and GPT-J (parallel attention and MLP, interleaved
 partial rotary, scores in fp32) GPT-Neo (local attention on alternate layers, learned positions) and Cohere (Command R: an fp32
-Python LayerNorm into parallel attention and MLP, a scaled head).
+Python LayerNorm into parallel attention and MLP, a scaled head; Cohere 2 adds windows and NoPE on
+the full layers).
 costmodel/hf.py dispatches on model_type. Defaults are those of transformers 5.24's configuration
 classes."""
 
@@ -265,55 +266,92 @@ def _gpt_neo(f: Fields, name: str) -> ModelConfig:
     )
 
 
-def _cohere(f: Fields, name: str) -> ModelConfig:
-    """Command R (Cohere): one LayerNorm with a weight only, computed in Python in fp32, feeding
-    attention and a SwiGLU MLP in parallel; RoPE on every dimension rotating interleaved pairs in
-    fp32; biases on q/k/v/o per attention_bias, none in the MLP; a tied head whose logits are
-    multiplied by logit_scale (0.0625 by default: ModelConfig.logits_scaling is its inverse).
-    use_qk_norm (Command R+'s LayerNorms on queries and keys) is refused."""
+def _cohere_fields(f: Fields, family: str) -> dict[str, Any]:
+    """The ModelConfig fields Cohere and Cohere 2 share (the layer counts checked)."""
     n_layers = f.get("num_hidden_layers", 40)
     check_int(f.source, "num_hidden_layers", n_layers, maximum=MAX_LAYERS)
     n_heads = f.get("num_attention_heads", 64, minimum=1)
     n_kv = f.get("num_key_value_heads", n_heads, minimum=1)
     d_model = f.get("hidden_size", 8192)
     _divided(f, d_model, n_heads, "num_attention_heads")
-    if f.get("use_qk_norm", False, bool):
-        raise ConfigError(f"{f.source}: use_qk_norm (Command R+'s LayerNorms on queries and keys) "
-                          "is not modelled for cohere.")
     act = f.get("hidden_act", "silu", str)
     if act not in ("silu", "swish"):
-        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for cohere.")
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for {family}.")
     scale = f.nullable("logit_scale", 0.0625, float)
     if scale is None:
-        raise ConfigError(f"{f.source}: logit_scale null: transformers' CohereForCausalLM "
-                          "multiplies the logits by it (logits * None fails); give a number.")
+        raise ConfigError(f"{f.source}: logit_scale null: transformers' {family} multiplies the "
+                          "logits by it (logits * None fails); give a number.")
     if not 0 < scale < float("inf"):
         raise ConfigError(f"{f.source}: logit_scale must be a positive number, got {show(scale)}.")
     bias = f.get("attention_bias", False, bool)
-    return ModelConfig(
-        name=name, family="cohere", vocab_size=f.get("vocab_size", 256000), d_model=d_model,
+    return dict(
+        family=family, vocab_size=f.get("vocab_size", 256000), d_model=d_model,
         n_heads=n_heads, n_kv_heads=n_kv, d_ff=f.get("intermediate_size", 22528),
         n_decoder_layers=n_layers, max_positions=f.get("max_position_embeddings", 8192),
         position="rope", norm="layernorm", norm_bias=False, norm_position="pre",
         activation="swiglu", qkv_bias=bias, out_bias=bias, ffn_bias=False, head="lm",
         tie_embeddings=f.get("tie_word_embeddings", True, bool),
-        parallel_attention=True, parallel_norms=1,
-        logits_scaling=1 / float(scale),
+        parallel_attention=True, parallel_norms=1, logits_scaling=1 / float(scale),
         dropout=0.0, attention_dropout=float(f.nullable("attention_dropout", 0.0, float) or 0.0),
+    )
+
+
+def _cohere(f: Fields, name: str) -> ModelConfig:
+    """Command R (Cohere): one LayerNorm with a weight only, computed in Python in fp32, feeding
+    attention and a SwiGLU MLP in parallel; RoPE on every dimension rotating interleaved pairs in
+    fp32; biases on q/k/v/o per attention_bias, none in the MLP; a tied head whose logits are
+    multiplied by logit_scale (0.0625 by default: ModelConfig.logits_scaling is its inverse).
+    use_qk_norm (Command R+'s LayerNorms on queries and keys) is refused."""
+    if f.get("use_qk_norm", False, bool):
+        raise ConfigError(f"{f.source}: use_qk_norm (Command R+'s LayerNorms on queries and keys) "
+                          "is not modelled for cohere.")
+    return ModelConfig(name=name, **_cohere_fields(f, "cohere"))
+
+
+def _cohere2(f: Fields, name: str) -> ModelConfig:
+    """Command R7B / Command A (Cohere 2): Cohere's layers with a window of sliding_window on the
+    layers layer_types marks sliding_attention (three in four by default: sliding_window_pattern
+    4), RoPE on those only, none on the full layers (NoPE: ModelConfig.nope_layers on exactly
+    the full layers). A null sliding_window (no window and no RoPE anywhere) or no sliding layer
+    is refused."""
+    fields = _cohere_fields(f, "cohere2")
+    n_layers = fields["n_decoder_layers"]
+    window = f.nullable("sliding_window", 4096)
+    if window is None:
+        raise ConfigError(f"{f.source}: sliding_window null (no window and no RoPE on any layer) is "
+                          "not modelled for cohere2.")
+    check_int(f.source, "sliding_window", window)
+    types = f.data.get("layer_types")
+    if types is None:
+        every = f.get("sliding_window_pattern", 4, minimum=1)
+        types = ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(n_layers)]
+    if (not isinstance(types, list) or len(types) != n_layers
+            or any(t not in ("sliding_attention", "full_attention") for t in types)):
+        raise ConfigError(f"{f.source}: layer_types must list sliding_attention or full_attention "
+                          f"for each of the {n_layers} layers.")
+    sliding = sum(t == "sliding_attention" for t in types)
+    if not sliding:
+        raise ConfigError(f"{f.source}: layer_types has no sliding_attention layer: no layer of "
+                          "cohere2 would apply RoPE, which is not modelled.")
+    pattern = tuple("sliding" if t == "sliding_attention" else "full" for t in types)
+    return ModelConfig(
+        name=name, **fields, sliding_window=window,
+        window_layers=None if sliding == n_layers else sliding,
+        nope_layers=n_layers - sliding, layer_pattern=None if sliding == n_layers else pattern,
     )
 
 
 #: model_type -> its reader.
 CLASSIC_MORE_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
     "stablelm": _stablelm, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "gptj": _gptj,
-    "gpt_neo": _gpt_neo, "cohere": _cohere,
+    "gpt_neo": _gpt_neo, "cohere": _cohere, "cohere2": _cohere2,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 CLASSIC_MORE_ARCHITECTURES: dict[str, str] = {
     "StableLmForCausalLM": "stablelm", "GPTBigCodeForCausalLM": "gpt_bigcode",
     "MptForCausalLM": "mpt", "GPTJForCausalLM": "gptj", "GPTNeoForCausalLM": "gpt_neo",
-    "CohereForCausalLM": "cohere",
+    "CohereForCausalLM": "cohere", "Cohere2ForCausalLM": "cohere2",
 }
 
 _LLAMA_NAMES: dict[str, str] = {
@@ -326,6 +364,7 @@ _GPT2_NAMES: dict[str, str] = {
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
 CLASSIC_MORE_NAMES: dict[str, dict[str, Any]] = {
     "stablelm": _LLAMA_NAMES, "gpt_bigcode": _GPT2_NAMES, "gptj": _GPT2_NAMES, "cohere": _LLAMA_NAMES,
+    "cohere2": _LLAMA_NAMES,
     "gpt_neo": {"n_heads": "num_heads", "d_model": "hidden_size", "d_ff": "intermediate_size",
                 "n_decoder_layers": "num_layers", "max_positions": "max_position_embeddings",
                 "sliding_window": "window_size"},

@@ -1,5 +1,5 @@
 """The classic families of costmodel/hf_classic_more.py (StableLM, GPT-BigCode, MPT, GPT-J,
-GPT-Neo, Cohere): parameters equal to the class transformers builds on the meta device (default and odd
+GPT-Neo, Cohere, Cohere 2): parameters equal to the class transformers builds on the meta device (default and odd
 configs), every `validate` row exact on odd configs (slow; at b = 2 and, where a view changes
 what is kept, at b = 1), released configs equal to their published totals, and the fields their
 code runs that are not modelled refused in one line."""
@@ -71,6 +71,15 @@ CONFIGS = {
     "cohere-mqa": dict(_BASE, model_type="cohere", num_key_value_heads=1, attention_bias=True,
                        logit_scale=0.25, tie_word_embeddings=False, attention_dropout=0.1,
                        bos_token_id=None, eos_token_id=None, pad_token_id=None),
+    # Cohere 2 (Command R7B's layout): a window of 5 on three layers in four, RoPE on those only
+    # (none on the full layer 3), Cohere's fp32 LayerNorm, grouped KV heads.
+    "cohere2": dict(_BASE, model_type="cohere2", num_hidden_layers=4, num_key_value_heads=2,
+                    sliding_window=5, bos_token_id=None, eos_token_id=None, pad_token_id=None),
+    # layer_types of its own (full, sliding, full: RoPE on layer 1 only), one KV head, biases.
+    "cohere2-types": dict(_BASE, model_type="cohere2", num_key_value_heads=1, sliding_window=5,
+                          layer_types=["full_attention", "sliding_attention", "full_attention"],
+                          attention_bias=True, tie_word_embeddings=False, bos_token_id=None,
+                          eos_token_id=None, pad_token_id=None),
 }
 #: Configs also measured at b = 1, where a fused projection's views change what is kept.
 BATCH_OF_ONE = {
@@ -81,9 +90,10 @@ BATCH_OF_ONE = {
     "gptj-b1": CONFIGS["gptj"],
     "gpt_neo-b1": dict(_GPT_NEO_BASE, num_layers=4, attention_types=[[["global", "local"], 2]]),
     "cohere-b1": dict(CONFIGS["cohere-mqa"], attention_dropout=0.0),
+    "cohere2-b1": CONFIGS["cohere2-types"],
 }
 #: Configs also measured in fp32, where a cast to fp32 in the code is the tensor itself.
-FP32 = {name: CONFIGS[name] for name in ("cohere", "gptj", "gpt_neo")}
+FP32 = {name: CONFIGS[name] for name in ("cohere", "cohere2", "gptj", "gpt_neo")}
 
 #: Real config.json files (the fields that shape the model, with the Hub's keys and values):
 #: - stabilityai/stablelm-2-1_6b: its model card's table (hidden 2048, 24 layers, 32 heads, a
@@ -180,7 +190,7 @@ def _ours(fields: dict, name: str) -> int:
     return estimate(dict(fields, name=name), seq_len=16).to_dict()["params"]["total"]
 
 
-DEFAULTS = ["stablelm", "gpt_bigcode", "mpt", "gptj", "gpt_neo", "cohere"]
+DEFAULTS = ["stablelm", "gpt_bigcode", "mpt", "gptj", "gpt_neo", "cohere", "cohere2"]
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS) + [f"{t}-default" for t in DEFAULTS])
@@ -328,6 +338,10 @@ def test_architectures_alone_name_the_model_type(name):
     (dict(CONFIGS["cohere"], logit_scale=None), "logit_scale"),
     (dict(CONFIGS["cohere"], logit_scale=0), "logit_scale"),
     (dict(CONFIGS["cohere"], hidden_act="gelu"), "hidden_act"),
+    (dict(CONFIGS["cohere2"], sliding_window=None), "sliding_window"),
+    (dict(CONFIGS["cohere2"], layer_types=["full_attention"] * 4), "no sliding_attention"),
+    (dict(CONFIGS["cohere2"], layer_types=["sliding_attention"] * 3), "layer_types"),
+    (dict(CONFIGS["cohere2"], logit_scale=None), "logit_scale"),
 ])
 def test_what_is_not_modelled_is_one_line(fields, words, tmp_path, capsys):
     path = tmp_path / "config.json"
@@ -335,3 +349,17 @@ def test_what_is_not_modelled_is_one_line(fields, words, tmp_path, capsys):
     code, out, err = run_main(["estimate", "--config", str(path)], capsys)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("error:") and words in err
+
+
+def test_cohere2_rope_only_on_its_sliding_layers():
+    """NoPE on exactly the full layers: the tree's full layers have no RoPE leaf, its sliding
+    layers one, and the pattern says which layers slide."""
+    from costmodel.hf import from_hf_config
+    from costmodel.tree import CostModel
+
+    cfg = from_hf_config(CONFIGS["cohere2"], name="cohere2")
+    assert (cfg.nope_layers, cfg.n_window_layers) == (1, 3)
+    assert cfg.layer_pattern == ("sliding", "sliding", "sliding", "full")
+    paths = {leaf.path for leaf in CostModel(cfg).leaves}
+    assert "decoder.sliding_layer.self_attention.rope" in paths
+    assert not any(p.startswith("decoder.full_layer.") and p.endswith(".rope") for p in paths)

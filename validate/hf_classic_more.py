@@ -78,7 +78,14 @@ def _cohere_dict(cfg: ModelConfig) -> dict[str, Any]:
                 tie_word_embeddings=cfg.tie_embeddings)
 
 
+def _cohere2_dict(cfg: ModelConfig) -> dict[str, Any]:
+    data = dict(_cohere_dict(cfg), model_type="cohere2", sliding_window=cfg.sliding_window,
+                layer_types=["sliding_attention" if cfg.layer_slides(i) else "full_attention"
+                             for i in range(cfg.n_decoder_layers)])
+    return data
+
+
 #: family -> its config.json builder.
 CLASSIC_MORE_DICTS = {"stablelm": _stablelm_dict, "gpt_bigcode": _gpt_bigcode_dict, "mpt": _mpt_dict,
                       "gptj": _gptj_dict, "gpt_neo": _gpt_neo_dict,
-                      "cohere": _cohere_dict}
+                      "cohere": _cohere_dict, "cohere2": _cohere2_dict}
