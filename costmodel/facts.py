@@ -113,6 +113,9 @@ class Facts:
     rotary_tables: str = "forward"
     # "forward" tables left in fp32 (OLMo 2's rotary module returns them uncast), kept so
     rotary_tables_fp32: bool = False
+    # "forward" tables d_h / 2 wide, one value per rotated pair (gpt-oss's rotary module returns
+    # cos and sin of the frequencies without repeating them; its rotation multiplies each half)
+    rotary_tables_half: bool = False
     # "forward" tables are made once per attention type the layers have (Gemma 3: a local RoPE for
     # its sliding layers, a global one for its full layers), not once per stack
     rotary_tables_per_layer_type: bool = False

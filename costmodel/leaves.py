@@ -224,6 +224,7 @@ class TreeBuilder:
             kv_heads=S.h if all_heads else S.h_kv,
             windowed=window and not self.decode,
             latent=cfg.mla and not cross,
+            sinks=cfg.attention_sinks and not cross,
         )
         absorbed = cfg.mla and not cross and profile.mla == "absorbed"
         if absorbed:  # attention over the cached latents: one head of r_kv + d_r, values r_kv of it
@@ -271,8 +272,10 @@ class TreeBuilder:
             body = [at.leaf("mlp", B.FeedForward(tokens, cfg.activation, cfg.ffn_bias, self.profile))]
         else:
             body = [
-                at.leaf("router", B.Router(tokens, cfg.router, cfg.renormalize_top_k, self.profile)),
-                at.leaf("experts", B.Experts(tokens, self.profile)),
+                at.leaf("router", B.Router(tokens, cfg.router, cfg.renormalize_top_k, self.profile,
+                                           bias=cfg.router_bias)),
+                at.leaf("experts", B.Experts(tokens, self.profile, bias=cfg.expert_bias,
+                                             clamped=cfg.swiglu_limit is not None)),
             ]
             if cfg.d_shared:
                 body.append(at.leaf("shared_expert", B.FeedForward(

@@ -36,6 +36,7 @@ OTHER_FLOPS_PER_ELEMENT = {
     "silu": 4,
     "tanh": 1,
     "sigmoid": 4,
+    "clamp": 1,  # one comparison an element (gpt-oss's clamped SwiGLU)
     "rope": 3,
 }
 
