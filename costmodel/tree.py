@@ -98,7 +98,11 @@ class CostModel:
         per_param = self.profile.param_bytes
         # Quantized weights are an inference format: the training tree keeps them in its policy.
         fmt = self.profile.weight_format if self.phase != "train" else None
-        leaves = [dataclasses.replace(leaf, per_param=per_param, weight_format=fmt)
+        if fmt is not None and fmt.scope == "experts" and not self.cfg.moe:
+            raise ConfigError(f"weight_dtype {fmt.dtype} quantizes routed experts only, and model "
+                              f"{self.cfg.name!r} has none.")
+        leaves = [dataclasses.replace(leaf, per_param=per_param, weight_format=fmt if fmt is None
+                                      or fmt.quantizes(isinstance(leaf.block, B.Experts)) else None)
                   for leaf in TreeBuilder(self.cfg, self.profile, self.phase).build()]
         leaves = [dataclasses.replace(leaf, recomputed=rerun is not None, rerun=rerun)
                   for leaf, rerun in ((leaf, self._rerun(leaf)) for leaf in leaves)]

@@ -53,6 +53,17 @@ FLAGSHIPS = {
     # LlamaForCausalLM, the class the leaderboard entry in CARDS names). Llama with GQA (56 query,
     # 8 KV heads): 2 x 64,000 x 7,168 (embedding, head) + 60 x 557,856,768 + 7,168 (final norm).
     "yi-34b-200k": 34_388_917_248,
+    # OpenAI's gpt-oss (GptOssForCausalLM): the presets hold the values of each model's
+    # config.json on the Hub (huggingface.co/openai/gpt-oss-20b and openai/gpt-oss-120b,
+    # blob/main/config.json: the 120b's as a public test transcribes it with its URL, found with
+    # find_string '"initial_context_length": 4096,'; the 20b's as the mirror EchoCog/gpt-oss-20b
+    # config.json at 52971a1 holds it), less quantization_config (mxfp4 on the experts, which
+    # from_config does not build): 24 / 36 layers of 2880, 64 query and 8 KV heads of 64, 32 / 128
+    # experts of 2880, top 4, a window of 128 on every other layer from layer 0, 201,088 tokens,
+    # untied. 2 V d + L (attention 2 d (h + 2 h_kv) d_h + h d_h + d + h (sinks) + router E d + E +
+    # experts E (3 d d_x + 2 d_x + d) + 2 d) + d.
+    "gpt-oss-20b": 20_914_757_184,
+    "gpt-oss-120b": 116_829_156_672,
 }
 
 #: Active parameters per token of the mixtures of experts (every routed expert a token skips left
@@ -61,6 +72,8 @@ PUBLISHED_ACTIVE = {
     "mixtral-8x7b": 12_879_925_248,
     "mixtral-8x22b": 39_152_031_744,
     "deepseek-v3": 37_552_282_624,
+    "gpt-oss-20b": 4_187_440_704,
+    "gpt-oss-120b": 5_711_982_912,
 }
 
 #: What the model cards and papers print, as (total, active or None, the figure's unit, source).
@@ -97,5 +110,19 @@ CARDS = {
     # requests, 01-ai/Yi-34B-200K_eval_request_False_bfloat16_Original.json, revision 8ac1a1eb).
     "yi-34b-200k": (34.389e9, None, 0.001e9, "Open LLM Leaderboard request for 01-ai/Yi-34B-200K: "
                                              "34.389B parameters"),
+    # OpenAI 2025, gpt-oss-120b & gpt-oss-20b Model Card (arXiv 2508.10925), Table 1: total
+    # parameters 20.91B and 116.83B; active 3.61B and 5.13B, where "Unembedding parameters are
+    # counted towards active, but not embeddings": our active counts the embedding table too
+    # (V d = 579,133,440 more), so the card's active is compared less it (GPT_OSS_CARD,
+    # tests/test_hf_gpt_oss.py).
+    "gpt-oss-20b": (20.91e9, None, 0.01e9, "gpt-oss model card (arXiv 2508.10925), Table 1: 20.91B"),
+    "gpt-oss-120b": (116.83e9, None, 0.01e9, "gpt-oss model card (arXiv 2508.10925), Table 1: 116.83B"),
+}
+
+#: The gpt-oss model card's Table 1 beyond the totals (active parameters without the embedding
+#: table; the MLP, attention and embedding + unembedding rows), in its units of 0.01B.
+GPT_OSS_CARD = {
+    "gpt-oss-20b": {"active": 3.61e9, "mlp": 19.12e9, "attention": 0.64e9, "embeddings": 1.16e9},
+    "gpt-oss-120b": {"active": 5.13e9, "mlp": 114.71e9, "attention": 0.96e9, "embeddings": 1.16e9},
 }
 
