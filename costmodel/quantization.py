@@ -79,7 +79,8 @@ from .spec import DEFAULT_FP8_GEMM, FP8_GEMMS
 from .spec import KV_DTYPES  # noqa: F401 (--kv-dtype: one byte per cached element, plus two fp32 scales per layer)
 
 #: --weight-dtype -> (bits per value, the default group: None is one scale per output row).
-WEIGHT_DTYPES = {"int8": (8, None), "int4": (4, 128), "fp8": (8, None), "nf4": (4, 64), "mxfp4": (4, 32)}
+WEIGHT_DTYPES = {"int8": (8, None), "int4": (4, 128), "fp8": (8, None), "nf4": (4, 64),
+                 "mxfp4": (4, 32)}
 #: Formats that quantize only some of a model's matrices (the module's docstring): "experts", the
 #: routed experts' (vLLM's Mxfp4Config). Every other format: all of a layer's matrices.
 WEIGHT_SCOPES = {"mxfp4": "experts"}

@@ -70,7 +70,8 @@ def test_reader_takes_each_part_of_the_layer():
     from costmodel.hf import from_hf_config
 
     cfg = from_hf_config(ODD, name="g")
-    assert (cfg.attention_sinks, cfg.router, cfg.router_bias, cfg.expert_bias) == (True, "topk_softmax", True, True)
+    assert (cfg.attention_sinks, cfg.router, cfg.router_bias, cfg.expert_bias) == \
+        (True, "topk_softmax", True, True)
     assert (cfg.swiglu_limit, cfg.swiglu_alpha) == (7.0, 1.702)
     assert cfg.layer_pattern == ("sliding", "full", "sliding") and cfg.sliding_window == 5
     assert cfg.qkv_bias and cfg.out_bias and not cfg.ffn_bias and cfg.d_shared == 0
@@ -107,7 +108,8 @@ def _tree_elements(fields: dict, batch: int, seq: int) -> dict:
     cfg = from_hf_config(fields, name="g")
     values = {getattr(S, name): value for name, value in cfg.dimensions().items()}
     values.update({S.b: batch, S.n: seq, S.T: 0, S.e: 4})
-    return {kind: int(count.subs(values)) for kind, count in CostModel(cfg, phase="prefill").element_counts().items()}
+    counts = CostModel(cfg, phase="prefill").element_counts()
+    return {kind: int(count.subs(values)) for kind, count in counts.items()}
 
 
 def _hf_elements(fields: dict, batch: int, seq: int, ops: tuple[str, ...]) -> dict:
@@ -239,7 +241,8 @@ def test_mxfp4_weights_of_the_presets_are_the_released_checkpoints(name):
     from costmodel import estimate
 
     params = estimate(name, seq_len=8, dtype="bf16").to_dict()["params"]
-    stored = estimate(name, seq_len=8, dtype="bf16", weight_dtype="mxfp4").to_dict()["memory"]["quantized_weights"]
+    stored = estimate(name, seq_len=8, dtype="bf16",
+                      weight_dtype="mxfp4").to_dict()["memory"]["quantized_weights"]
     cfg_layers, experts = {"gpt-oss-20b": (24, 32), "gpt-oss-120b": (36, 128)}[name]
     expert_values = cfg_layers * experts * 3 * 2880 * 2880
     assert stored["data"] == expert_values // 2 and stored["scales"] == expert_values // 32
