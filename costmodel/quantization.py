@@ -148,7 +148,7 @@ def check_shard_groups(fmt: WeightFormat | None, widths: Any, tp: int) -> None:
     GPTQ and AWQ linear methods refuse an input_size_per_partition that is not a multiple of the group
     ("The input size is not aligned with the quantized weight shape. This can be caused by too large
     tensor parallel size.": create_weights; vllm-project/vllm issue #2699)."""
-    if fmt is None or fmt.layout not in ("gptq", "mx") or tp == 1:
+    if fmt is None or fmt.layout != "gptq" or tp == 1:
         return
     for width in widths:
         if width % (tp * fmt.group):
