@@ -242,7 +242,7 @@ class ModelConfig:
                      "nope_layers"):
             check_int(owner, name, getattr(self, name), minimum=0)
         for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
-                     "renormalize_top_k", "input_norms", "qk_norm_whole"):
+                     "renormalize_top_k", "input_norms", "qk_norm_whole", "attention_sinks"):
             check_bool(owner, name, getattr(self, name))
         if not self.input_norms and (not self.post_sublayer_norm or self.norm_position != "pre"
                                      or self.parallel_attention):
@@ -292,7 +292,7 @@ class ModelConfig:
             object.__setattr__(self, "d_expert", self.d_ff)
             object.__setattr__(self, "_derived", self._derived | {"d_expert"})
         check_int(owner, "d_expert", self.d_expert)
-        for name in ("router_bias", "expert_bias", "attention_sinks"):
+        for name in ("router_bias", "expert_bias"):
             check_bool(owner, name, getattr(self, name))
         if (self.swiglu_limit is None) != (self.swiglu_alpha is None):
             raise ConfigError(f"{owner}: swiglu_limit and swiglu_alpha (the clamped SwiGLU) go together.")

@@ -121,6 +121,9 @@ class Router(Block):
     (renormalize) their fp32 sum and values; a router run in fp32 (facts.router_dtype) keeps an fp32
     copy of its input in a narrower model. Its input is the norm's output, kept there. The group
     choice keeps tensors too, but no path from the loss reaches them: they are freed (11.5).
+    "topk_softmax" (gpt-oss's GptOssTopKRouter): logits with a bias (a parameter of E, `bias`),
+    their top k, a softmax over those k in the router's dtype; it keeps the int64 top-k indices and
+    the k weights (measured: tests/test_hf_gpt_oss.py's validate rows).
     """
 
     tokens: Expr
