@@ -77,6 +77,9 @@ def test_reader_takes_each_part_of_the_layer():
     assert cfg.qkv_bias and cfg.out_bias and not cfg.ffn_bias and cfg.d_shared == 0
     assert (cfg.n_experts, cfg.top_k, cfg.d_expert) == (5, 2, 24)
     assert from_hf_config(VARIANTS["full_no_bias"], name="g").sliding_window is None
+    from costmodel.workload import reference_unsupported
+
+    assert {"attention_sinks", "n_experts"} <= set(reference_unsupported(cfg))  # the reference refuses it
     bare = {k: v for k, v in ODD.items() if k != "model_type"}
     assert from_hf_config(dict(bare, architectures=["GptOssForCausalLM"]), name="g") == cfg
 
