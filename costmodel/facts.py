@@ -104,6 +104,9 @@ class Facts:
     # the code honours sliding_window: a windowed layer's decode step attends min(c, w) keys and
     # its cache keeps the window (False: every key, every token)
     applies_sliding_window: bool = True
+    # the class runs torch's scaled_dot_product_attention (False: transformers refuses
+    # attn_implementation="sdpa" for it, so --attention sdpa is refused too)
+    sdpa_supported: bool = True
     # sdpa's math path gets a bool causal mask per decoder layer (m^2 bytes kept)
     sdpa_causal_bool_mask: bool = False
     # cross-attention gets a zero position bias (1, h, m, n) made once, kept by the flash kernel

@@ -102,6 +102,23 @@ def test_a_config_it_does_not_model_is_one_line(change, words, tmp_path, capsys)
     assert err.count("\n") == 1 and err.startswith("error:") and words in err
 
 
+def test_sdpa_is_refused_as_transformers_refuses_it(tmp_path, capsys):
+    """GptOssPreTrainedModel._supports_sdpa is False (fact sdpa_supported): --attention sdpa is one
+    line naming the way out, exit 2; eager and flash answer."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(ODD))
+    code, out, err = run_main(["estimate", "--config", str(path), "--attention", "sdpa"], capsys)
+    assert code == 2 and out == ""
+    assert err.splitlines()[-1].startswith("error:") and "scaled_dot_product_attention" in err
+    for attention in ("eager", "flash"):
+        code, out, _ = run_main(["estimate", "--config", str(path), "--attention", attention, "--json"], capsys)
+        assert code == 0 and json.loads(out)["params"]["total"] == 87_357
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.gpt_oss.modeling_gpt_oss import GptOssPreTrainedModel
+
+    assert GptOssPreTrainedModel._supports_sdpa is False
+
+
 def _tree_elements(fields: dict, batch: int, seq: int) -> dict:
     """The cost tree's forward elements per op kind (inference, one batch)."""
     from costmodel import symbols as S
