@@ -251,7 +251,7 @@ class TreeBuilder:
                                    softcap=cfg.attention_softcap is not None and not cross)
         pre, post = self.norms(at, q_tokens)
         output = B.AttentionOutput(q_tokens, cfg.out_bias, value_dim=core.get("value_dim", S.d_h),
-                                   input_kept_by_kernel=scores.kernel.keeps_output,
+                                   input_kept_by_kernel=scores.kernel.keeps_projection_input(scores),
                                    transposed=profile.facts.linear_weights_transposed)
         return [
             *pre,

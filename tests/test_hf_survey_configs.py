@@ -347,13 +347,22 @@ def test_gemma3_rotary_sets_follow_layer_types_without_a_window(layer_types, set
     assert from_hf_config(fields, name="g").rotary_sets == sets
 
 
+#: (family, attention) of the exactness test: every family under eager and under sdpa, except
+#: DeepSeek-V2's latent attention under sdpa (its backward FLOPs and saved bytes are not modelled
+#: there yet: validate/FINDINGS.md, sdpa's saved bytes).
+EXACT_CASES = [(family, attention) for attention in ("eager", "sdpa") for family in sorted(NEW_FAMILY_CONFIGS)
+               if (family, attention) != ("deepseek_v2", "sdpa")]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("family", sorted(NEW_FAMILY_CONFIGS))
-def test_added_family_is_exact_on_every_validate_row(family):
+@pytest.mark.parametrize("family, attention", EXACT_CASES)
+def test_added_family_is_exact_on_every_validate_row(family, attention):
+    """Under sdpa, Ministral's, CWM's and Gemma 3's windowed layers keep the mask and K/V of h
+    heads (facts.sdpa_mask; were 121,636 vs 130,468 and 189,604 vs 202,852 bytes without it)."""
     pytest.importorskip("transformers")
     from tests.family_configs import odd_config_rows
 
-    rows = odd_config_rows(NEW_FAMILY_CONFIGS[family], family)
+    rows = odd_config_rows(NEW_FAMILY_CONFIGS[family], family, attention)
     assert {"parameters", "forward matmul FLOPs", "backward matmul FLOPs", "bytes saved for backward",
             "KV-cache bytes"} <= {row.quantity for row in rows}
     assert [row for row in rows if row.difference != 0] == []
