@@ -115,6 +115,10 @@ class Facts:
     # parts), so the kernel's output is too and its transpose back is a copy the output
     # projection keeps (False: a view of the kernel's kept output)
     sdpa_query_contiguous: bool = False
+    # the code multiplies the scores by their scale even when the scale is exactly 1 (the
+    # attention functions' `* scaling`); False: a scale of 1 is no multiply (T5's code has none,
+    # the reference skips it)
+    scores_times_unit_scale: bool = False
     # cross-attention gets a zero position bias (1, h, m, n) made once, kept by the flash kernel
     cross_attention_zero_bias: bool = False
     # RoPE's cos/sin: "forward" (computed each forward in the activation dtype, kept for backward;

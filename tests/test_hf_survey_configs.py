@@ -267,19 +267,35 @@ def _hf_multiplies(fields: dict, batch: int, seq: int) -> int:
     return Count.total
 
 
-def test_granite_multiplies_beyond_llama_equal_the_classes():
+@pytest.mark.parametrize("attention_multiplier", [(48 / 6) ** -0.5, 1.0])
+def test_granite_multiplies_beyond_llama_equal_the_classes(attention_multiplier):
     """The validate rows cannot see Granite's multipliers (a multiply by a number keeps nothing):
     the elements GraniteForCausalLM multiplies or divides beyond LlamaForCausalLM of the same
-    shape and attention scale (the embeddings, each sublayer's output, the logits) are the
-    tree's extra "mul" elements."""
+    shape (the embeddings, each sublayer's output, the logits) are the tree's extra "mul"
+    elements. GraniteAttention multiplies the scores by attention_multiplier even when it is
+    exactly 1.0 (GraniteConfig's default), as Llama multiplies by 1/sqrt(d_h): the same count
+    (facts.scores_times_unit_scale; the tree dropped 3 x 2 x 6 x 12 x 12 = 5,184 at 1.0 before)."""
     pytest.importorskip("transformers")
     shape = {k: v for k, v in NEW_FAMILY_CONFIGS["granite"].items()
              if k != "model_type" and not k.endswith(("multiplier", "scaling"))}
     llama = dict(shape, model_type="llama")
-    granite = dict(NEW_FAMILY_CONFIGS["granite"], attention_multiplier=(48 / 6) ** -0.5)
+    granite = dict(NEW_FAMILY_CONFIGS["granite"], attention_multiplier=attention_multiplier)
     extra_hf = _hf_multiplies(granite, 2, 12) - _hf_multiplies(llama, 2, 12)
     assert extra_hf == 2 * 12 * (48 * (1 + 2 * 3) + 99)  # embeddings, 2 residuals a layer, logits
     assert _tree_multiplies(granite, 2, 12) - _tree_multiplies(llama, 2, 12) == extra_hf
+
+
+@pytest.mark.parametrize("family", ["gemma3_text", "granite"])
+def test_a_scale_of_exactly_one_is_still_a_multiply_where_the_code_multiplies(family):
+    """Gemma 3's query_pre_attn_scalar of 1 and Granite's attention_multiplier of 1 give a scale of
+    exactly 1.0, which their attention still multiplies by: the class's aten mul elements and
+    the tree's mul elements do not change from another scale to 1.0."""
+    pytest.importorskip("transformers")
+    field, other = {"gemma3_text": ("query_pre_attn_scalar", 12),
+                    "granite": ("attention_multiplier", 0.125)}[family]
+    one, scaled = (dict(NEW_FAMILY_CONFIGS[family], **{field: value}) for value in (1, other))
+    assert _hf_multiplies(one, 2, 12) == _hf_multiplies(scaled, 2, 12)
+    assert _tree_multiplies(one, 2, 12) == _tree_multiplies(scaled, 2, 12)
 
 
 @pytest.mark.parametrize("biases", [dict(qkv_bias=True, bias=True), dict(qkv_bias=False, bias=False),
