@@ -115,6 +115,38 @@ def test_added_family_parameters_equal_hugging_face(family):
     assert total == _hf_count(fields)
 
 
+def test_deepseek_v2_default_top_k_null_is_refused_as_transformers_cannot_run_it(tmp_path, capsys):
+    """DeepseekV2Config() leaves num_experts_per_tok null: transformers builds the model but its
+    router's torch.topk(k=None) fails at the first forward (measured below), so the CLI refuses
+    it in one line saying why; with every layer dense (no router) transformers runs it, and so
+    do we, with its meta model's parameters."""
+    transformers = pytest.importorskip("transformers")
+    import torch
+
+    fields = transformers.AutoConfig.for_model("deepseek_v2").to_dict()
+    assert fields["num_experts_per_tok"] is None
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    code, _, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and err.count("\n") <= 1, err
+    assert "num_experts_per_tok is null" in err and "torch.topk" in err, err
+    small = dict(NEW_FAMILY_CONFIGS["deepseek_v2"], num_experts_per_tok=None, kv_lora_rank=8)
+    config = transformers.AutoConfig.for_model(**small)
+    config._experts_implementation = "eager"
+    with pytest.raises(TypeError, match="topk"):
+        transformers.AutoModelForCausalLM.from_config(config)(input_ids=torch.arange(6)[None])
+    dense = dict(small, first_k_dense_replace=small["num_hidden_layers"])
+    config = transformers.AutoConfig.for_model(**dense)
+    transformers.AutoModelForCausalLM.from_config(config)(input_ids=torch.arange(6)[None])
+    from costmodel import estimate
+
+    ours = estimate(dict(dense, name="dense"), seq_len=16).to_dict()["params"]["total"]
+    assert ours == _hf_count(dense)
+    released = dict(fields, first_k_dense_replace=fields["num_hidden_layers"])
+    assert estimate(dict(released, name="dense"), seq_len=16).to_dict()["params"]["total"] == \
+        _hf_count({k: v for k, v in released.items() if k not in ("architectures", "transformers_version")})
+
+
 #: Model types whose transformers defaults (the configuration class's own values) are counted too.
 DEFAULT_CONFIGS = ("granite", "smollm3", "olmo2")
 
