@@ -107,7 +107,12 @@ CARDS = {
 # - citsjtu2020/LLM-Prof sglang/Model_Config.md (commit 8434c8d1): Llama-3.1-8B, Llama-3.2-3B,
 #   Qwen2.5-32B, Qwen3-30B-A3B, Qwen3-32B;
 # - kevinstephano/thunder_model_blocks thunder_model_blocks/mistral/mistral_config.py (commit
-#   a23dd8fe): mistralai/Mistral-Nemo-Base-2407.
+#   a23dd8fe): mistralai/Mistral-Nemo-Base-2407;
+# - NVIDIA-NeMo/Megatron-Bridge tests/unit_tests/models/gemma/test_gemma3_bridge.py (commit
+#   067f987d), its gemma3_27b_config_dict: google/gemma-3-27b's text model (Gemma3ForCausalLM), which
+#   the fixture labels model_type "gemma3" (the multimodal wrapper's); the preset says "gemma3_text",
+#   the model type of that class. Its non-embedding count, 25,599,716,096, is the Gemma 3 report's
+#   25,600M (Gemma Team 2025, Table 1).
 # The counts are the classes' (LlamaForCausalLM, Qwen3/Qwen3Moe/Qwen2, Gemma3ForCausalLM,
 # MistralForCausalLM, DeepseekV2ForCausalLM) built from those dicts under FakeTensorMode, which
 # the tree equals (tests/test_presets_issue14.py, tests/test_presets_requested.py).
@@ -123,6 +128,7 @@ REQUESTED = {
     "gemma3-1b": 999_885_952,
     "mistral-nemo-12b": 12_247_782_400,
     "deepseek-v2-lite": 15_748_993_024,
+    "gemma3-27b": 27_009_346_304,
 }
 REQUESTED_ACTIVE = {
     "qwen3-30b-a3b": 3_353_032_704,
@@ -139,6 +145,7 @@ REQUESTED_CARDS = {
     "qwen3-30b-a3b": (30.5e9, 3.3e9, 0.1e9, "Qwen/Qwen3-30B-A3B model card: 30.5B in total, 3.3B "
                                             "activated"),
     "gemma3-1b": (1e9, None, 1e9, "Gemma 3 model card (google/gemma-3-1b-it): 1B"),
+    "gemma3-27b": (27e9, None, 1e9, "Gemma 3 model card (google/gemma-3-27b-it): 27B"),
     "mistral-nemo-12b": (12e9, None, 1e9, "mistral.ai, Mistral NeMo (2024): a 12B model"),
     # (qwen2.5-32b: Qwen/Qwen2.5-32B's card prints 32.5B, 31.0B non-embedding, 0.26B under the
     # class's 32.76B, which no field of its config.json explains: not compared.)
