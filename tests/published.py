@@ -111,8 +111,9 @@ CARDS = {
 # - NVIDIA-NeMo/Megatron-Bridge tests/unit_tests/models/gemma/test_gemma3_bridge.py (commit
 #   067f987d), its gemma3_27b_config_dict: google/gemma-3-27b's text model (Gemma3ForCausalLM), which
 #   the fixture labels model_type "gemma3" (the multimodal wrapper's); the preset says "gemma3_text",
-#   the model type of that class. Its non-embedding count, 25,599,716,096, is the Gemma 3 report's
-#   25,600M (Gemma Team 2025, Table 1).
+#   the model type of that class. Its shapes are the released model's as printed module by module
+#   (sarghydesign.ro, "Gemma explained: What's new in Gemma 3": Gemma3TextScaledWordEmbedding(262208,
+#   5376), 62 layers, q_proj 5376 -> 4096, k_proj and v_proj 5376 -> 2048, q_norm over 128).
 # The counts are the classes' (LlamaForCausalLM, Qwen3/Qwen3Moe/Qwen2, Gemma3ForCausalLM,
 # MistralForCausalLM, DeepseekV2ForCausalLM) built from those dicts under FakeTensorMode, which
 # the tree equals (tests/test_presets_issue14.py, tests/test_presets_requested.py).
