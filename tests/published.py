@@ -113,7 +113,10 @@ CARDS = {
 #   the fixture labels model_type "gemma3" (the multimodal wrapper's); the preset says "gemma3_text",
 #   the model type of that class. Its shapes are the released model's as printed module by module
 #   (sarghydesign.ro, "Gemma explained: What's new in Gemma 3": Gemma3TextScaledWordEmbedding(262208,
-#   5376), 62 layers, q_proj 5376 -> 4096, k_proj and v_proj 5376 -> 2048, q_norm over 128).
+#   5376), 62 layers, q_proj 5376 -> 4096, k_proj and v_proj 5376 -> 2048, q_norm over 128);
+# - mehmetcc/pal phi-4/config.json (commit b5a7a0de, "_name_or_path": "microsoft/phi-4"), verbatim.
+#   Another stored copy (unattributed) has "sliding_window": null where this one has 16384, the
+#   model's whole context: the same parameters, and a window that never bites within it.
 # The counts are the classes' (LlamaForCausalLM, Qwen3/Qwen3Moe/Qwen2, Gemma3ForCausalLM,
 # MistralForCausalLM, DeepseekV2ForCausalLM) built from those dicts under FakeTensorMode, which
 # the tree equals (tests/test_presets_issue14.py, tests/test_presets_requested.py).
@@ -130,6 +133,7 @@ REQUESTED = {
     "mistral-nemo-12b": 12_247_782_400,
     "deepseek-v2-lite": 15_748_993_024,
     "gemma3-27b": 27_009_346_304,
+    "phi-4": 14_659_507_200,
 }
 REQUESTED_ACTIVE = {
     "qwen3-30b-a3b": 3_353_032_704,
@@ -148,6 +152,8 @@ REQUESTED_CARDS = {
     "gemma3-1b": (1e9, None, 1e9, "Gemma 3 model card (google/gemma-3-1b-it): 1B"),
     "gemma3-27b": (27e9, None, 1e9, "Gemma 3 model card (google/gemma-3-27b-it): 27B"),
     "mistral-nemo-12b": (12e9, None, 1e9, "mistral.ai, Mistral NeMo (2024): a 12B model"),
+    "phi-4": (14e9, None, 1e9, "Abdin et al. 2024, Phi-4 Technical Report: a 14-billion parameter "
+                              "language model"),
     # (qwen2.5-32b: Qwen/Qwen2.5-32B's card prints 32.5B, 31.0B non-embedding, 0.26B under the
     # class's 32.76B, which no field of its config.json explains: not compared.)
     # The card's 2.4B activated leaves out the embedding table (a lookup, 0.21B): our 2.70B
