@@ -109,6 +109,19 @@ class Facts:
     sdpa_supported: bool = True
     # sdpa's math path gets a bool causal mask per decoder layer (m^2 bytes kept)
     sdpa_causal_bool_mask: bool = False
+    # a mask torch's sdpa gets from the code and keeps, (b, 1, n_q, n_k) in the activation dtype per
+    # layer (costmodel/kernels.py Sdpa): "none" (is_causal, no mask), "window" (a sliding-window
+    # layer's once its keys reach the window, K/V then repeated to h heads), "always" (every
+    # causal layer)
+    sdpa_mask: str = "none"
+    # the query reaches sdpa contiguous in (b, h, n, d_h) (a torch.cat of its rotated and passed
+    # parts), so the kernel's output is too and its transpose back is a copy the output
+    # projection keeps (False: a view of the kernel's kept output)
+    sdpa_query_contiguous: bool = False
+    # the code multiplies the scores by their scale even when the scale is exactly 1 (the
+    # attention functions' `* scaling`); False: a scale of 1 is no multiply (T5's code has none,
+    # the reference skips it)
+    scores_times_unit_scale: bool = False
     # cross-attention gets a zero position bias (1, h, m, n) made once, kept by the flash kernel
     cross_attention_zero_bias: bool = False
     # RoPE's cos/sin: "forward" (computed each forward in the activation dtype, kept for backward;

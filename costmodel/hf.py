@@ -366,13 +366,22 @@ def _experts(f: Fields, family: str, fields: dict[str, Any]) -> list[int]:
         experts = f.get(mapped, f.get("n_routed_experts", 256 if v3 else 64))
         first_dense = min(f.get("first_k_dense_replace", 3 if v3 else 0, int), layers)
         moe_width = f.get("moe_intermediate_size", 2048 if v3 else 1407)
-        # DeepSeek-V2's num_experts_per_tok defaults to null, which its class cannot run with.
-        top_k = f.get("num_experts_per_tok", 8) if v3 else f.get("num_experts_per_tok")
+        moe = list(range(first_dense, layers))
+        top_k = f.get("num_experts_per_tok", 8) if v3 else f.nullable("num_experts_per_tok", None)
+        if top_k is None and moe:
+            # DeepseekV2Config's default: transformers builds the model (its parameters are
+            # defined) but DeepseekV2TopkRouter calls torch.topk(scores, k=None), a TypeError at
+            # the first forward; with every layer dense (first_k_dense_replace >= layers) there is
+            # no router and it runs.
+            raise ConfigError(
+                f"{f.source}: num_experts_per_tok is null (DeepseekV2Config's default) but layers "
+                f"{first_dense}-{layers - 1} have experts, and transformers cannot run that model "
+                "(its router calls torch.topk with k=None): set num_experts_per_tok, the experts "
+                "each token is routed to.")
         fields.update(n_experts=experts, top_k=top_k, d_expert=moe_width,
                       d_shared=moe_width * f.get("n_shared_experts", 1 if v3 else 2, int),
                       router="sigmoid" if v3 else "softmax", n_dense_layers=first_dense,
                       renormalize_top_k=f.get("norm_topk_prob", v3, bool))
-        moe = list(range(first_dense, layers))
     if not moe:  # no layer has experts: a dense model
         for key in ("n_experts", "top_k", "d_expert", "d_shared", "shared_expert_gate",
                     "n_dense_layers", "router", "renormalize_top_k"):

@@ -248,11 +248,11 @@ class TreeBuilder:
             key_heads = ONE if cfg.mla else S.h_kv
             projections.append(at.leaf("rope", B.RotaryEmbedding(q_tokens, kv_tokens, width, key_heads)))
         scores = B.AttentionScores(q_len, k_len, **core, position_bias=position_bias,
-                                   scaled=cfg.scaled_scores,
+                                   scaled=cfg.scaled_scores or profile.facts.scores_times_unit_scale,
                                    softcap=cfg.attention_softcap is not None and not cross)
         pre, post = self.norms(at, q_tokens)
         output = B.AttentionOutput(q_tokens, cfg.out_bias, value_dim=core.get("value_dim", S.d_h),
-                                   input_kept_by_kernel=scores.kernel.keeps_output,
+                                   input_kept_by_kernel=scores.kernel.keeps_projection_input(scores),
                                    transposed=profile.facts.linear_weights_transposed)
         return [
             *pre,
