@@ -65,12 +65,13 @@ def test_the_gemv_bandwidth_is_the_dot_beside_its_copy(cpu_file):
     path, data = cpu_file
     hw = load_hardware(str(path))
     stream = data["_measurements"]["stream"]
-    # BabelStream's pair on the same arrays, timed in turn: on a quiet machine the Dot (two arrays
-    # read) stays within about twice the Copy's rate (one read, one written); on this shared 2-core
-    # machine under a parallel test run one such check failed at 2x, so the bound is 4x, still
-    # tight enough to catch a unit slip (bits for bytes: 8x; one array's bytes for two: 2x the other way).
-    assert 0 < hw.gemv_bandwidth_bytes_per_s == stream["dot_bytes_per_s"] <= 4 * stream["copy_bytes_per_s"]
-    assert stream["dot_bytes_per_s"] >= stream["copy_bytes_per_s"] / 4
+    # BabelStream's counting, exactly: each rate is two arrays' bytes over its median time (a unit
+    # slip, bits for bytes or one array for two, breaks the equality). How the two rates compare is
+    # the machine's, not the code's: on this shared 2-core machine under a parallel test run the Dot
+    # has read from under a quarter to over four times the Copy's rate, so no bound is asserted on it.
+    assert 0 < hw.gemv_bandwidth_bytes_per_s == stream["dot_bytes_per_s"]
+    assert stream["dot_bytes_per_s"] == 2 * stream["array_bytes"] / stream["dot_seconds"]
+    assert stream["copy_bytes_per_s"] == 2 * stream["array_bytes"] / stream["copy_seconds"]
     assert stream["dtype"] == "fp64" and stream["array_bytes"] == 8 * stream["elements"]
     assert "gemv_bandwidth_bytes_per_s: BabelStream's Copy (c = a) and Dot (torch.dot(a, b)" in hw.source
     assert "the Dot's rate" in hw.source
