@@ -13,6 +13,7 @@ from typing import Any
 
 from . import spec
 from .errors import ConfigError, check_bool, check_choice, check_int, show
+from .facts import facts_for
 from .spec import (ATTENTIONS, CANONICAL_DTYPE, DTYPE_BYTES, IMPLEMENTATIONS, KV_CACHES, MLA_FORMS, OPTIMIZERS,
                    PRECISIONS, RECOMPUTES)
 
@@ -204,6 +205,9 @@ class Workload:
             if self.impl == "reference":
                 warnings.append(f"{window}; the reference implementation has no window: attention and "
                                 f"the KV cache are counted over all {decoder:,} tokens.")
+            elif not facts_for(self.impl, cfg.family).applies_sliding_window:  # GPT-Neo's mask
+                warnings.append(f"{window}, applied as a mask: every score is computed and Hugging "
+                                f"Face's cache keeps all {decoder:,} tokens.")
             else:
                 warnings.append(f"{window}: eager attention still computes every score, and Hugging "
                                 f"Face's cache holds the whole prompt after the prefill and "

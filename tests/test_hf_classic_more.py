@@ -234,6 +234,45 @@ def test_every_validate_row_is_exact(name):
     assert [row for row in rows if row.difference != 0] == []
 
 
+#: The types whose class runs torch's sdpa (MPT's and GPT-Neo's refuse it: so does --attention sdpa).
+SDPA = ["stablelm", "stablelm-parallel", "gpt_bigcode", "gpt_bigcode-mha", "gptj", "cohere", "cohere2",
+        "cohere2-types"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SDPA)
+def test_every_validate_row_is_exact_under_sdpa(name):
+    """sdpa (the CPU flash kernel): StableLM's concatenated query makes the output projection keep
+    a copy (facts.sdpa_query_contiguous); Cohere 2's window of 5 bites at n = 12 (its mask kept)."""
+    pytest.importorskip("transformers")
+    from costmodel.config import Workload
+    from costmodel.presets import config_from_dict
+    from validate.compare import validate
+
+    fields = dict(CONFIGS[name], attention_dropout=0.0)  # sdpa without dropout: the flash kernel
+    cfg = config_from_dict(fields, source=name, name=name)
+    workload = Workload(seq_len=12, batch=2, dtype="bf16", gen_tokens=2, attention="sdpa")
+    rows = validate(cfg, workload, target="hf")
+    assert "bytes saved for backward" in {row.quantity for row in rows}
+    assert [row for row in rows if row.difference != 0] == []
+
+
+@pytest.mark.parametrize("name", ["mpt", "gpt_neo"])
+def test_sdpa_is_refused_where_the_class_refuses_it(name, tmp_path, capsys):
+    pytest.importorskip("transformers")
+    import transformers
+
+    config = transformers.AutoConfig.for_model(**CONFIGS[name])
+    config._attn_implementation = "sdpa"
+    with pytest.raises(ValueError, match="scaled_dot_product_attention"):
+        transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIGS[name]))
+    code, out, err = run_main(["estimate", "--config", str(path), "--attention", "sdpa"], capsys)
+    error = err.strip().splitlines()[-1]  # after GPT-Neo's warning about its window
+    assert code == 2 and out == "" and error.startswith("error:") and "sdpa" in error
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FP32))
 def test_every_validate_row_is_exact_in_fp32(name):
@@ -363,3 +402,14 @@ def test_cohere2_rope_only_on_its_sliding_layers():
     paths = {leaf.path for leaf in CostModel(cfg).leaves}
     assert "decoder.sliding_layer.self_attention.rope" in paths
     assert not any(p.startswith("decoder.full_layer.") and p.endswith(".rope") for p in paths)
+
+
+def test_gpt_neo_window_warning_says_the_cache_keeps_every_token(tmp_path, capsys):
+    """GPT-Neo's local layers are a mask (facts.applies_sliding_window false): the warning does not
+    promise a cache cut to the window as Mistral's does."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIGS["gpt_neo"]))
+    code, _, err = run_main(["estimate", "--config", str(path), "--seq-len", "16"], capsys)
+    assert code == 0
+    assert "applied as a mask" in err and "keeps all 16 tokens" in err
+    assert "once decoding begins" not in err
