@@ -16,14 +16,18 @@ from typing import Any
 import torch
 
 from costmodel.config import ModelConfig
+from costmodel.hf_llama_variants import LLAMA_VARIANT_BUILDERS
 
 from .torch_modes import default_dtype, fake_mode  # noqa: F401 (fake_mode: re-exported)
+
+#: costmodel/hf_llama_variants.py's families (their config.json: validate/hf_llama_variants.py).
+LLAMA_VARIANT_FAMILIES = tuple(LLAMA_VARIANT_BUILDERS)
 
 #: Families built through a config.json dict (config_dict below) and AutoModelForCausalLM.
 DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falcon_new",
                  "falcon_rw", "opt", "bloom", "mixtral", "qwen2_moe", "deepseek_v3", "ministral",
                  "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm", "starcoder2", "phi", "granite", "smollm3",
-                 "olmo2")
+                 "olmo2", *LLAMA_VARIANT_FAMILIES)
 HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5", *DICT_FAMILIES)
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
@@ -434,7 +438,9 @@ def config_dict(cfg: ModelConfig) -> dict[str, Any]:
     from costmodel.config import ConfigError
     from costmodel.hf import from_hf_config
 
-    data = _DICTS[cfg.family](cfg)
+    from .hf_llama_variants import LLAMA_VARIANT_DICTS
+
+    data = {**_DICTS, **LLAMA_VARIANT_DICTS}[cfg.family](cfg)
     try:
         back = from_hf_config(data, name=cfg.name)
     except ConfigError as error:

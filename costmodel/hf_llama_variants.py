@@ -1,0 +1,75 @@
+"""config.json readers of Llama-like families whose blocks costmodel/hf.py already has under other
+names: Seed-OSS (biases on q/k/v, not o; dropout after each sublayer) and Arcee (a squared-ReLU
+MLP without a gate). costmodel/hf.py dispatches on model_type. Defaults are those of transformers
+5.24's configuration classes; each family reads Llama's fields through hf.py's Llama reader and
+changes what its own code does otherwise."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .config import ConfigError, ModelConfig, show
+from .hf_fields import Fields
+
+#: transformers 5.24's defaults for the Llama fields each family reads (its configuration class).
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "seed_oss": dict(max_position_embeddings=524288, hidden_act="silu", tie_word_embeddings=False,
+                     num_key_value_heads=8, head_dim=128),
+    "arcee": dict(max_position_embeddings=4096, hidden_act="relu2", tie_word_embeddings=False),
+}
+
+
+def _llama(f: Fields, name: str, family: str, **changes: Any) -> ModelConfig:
+    """The family's config.json read as Llama's (hf.py's reader, the family's defaults), then
+    `changes` and the family's own name (the facts table's key)."""
+    from .hf import _llama_like  # hf.py imports this module
+
+    base = _llama_like(f, name, "llama", _DEFAULTS[family])
+    return base.replace(family=family, **changes)
+
+
+def _probability(f: Fields, key: str, default: float) -> float:
+    return float(f.get(key, default, float))
+
+
+def _seed_oss(f: Fields, name: str) -> ModelConfig:
+    """Seed-OSS: Llama's layers with attention_bias on q, k and v and attention_out_bias on o
+    (True and False by default), mlp_bias on the MLP, residual_dropout on each sublayer's output
+    before its residual add (0.1 by default) and attention_dropout on the probabilities (0.1)."""
+    act = f.get("hidden_act", "silu", str)
+    if act != "silu":
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for seed_oss.")
+    return _llama(f, name, "seed_oss", qkv_bias=f.get("attention_bias", True, bool),
+                  out_bias=f.get("attention_out_bias", False, bool),
+                  ffn_bias=f.get("mlp_bias", False, bool),
+                  dropout=_probability(f, "residual_dropout", 0.1),
+                  attention_dropout=_probability(f, "attention_dropout", 0.1))
+
+
+def _arcee(f: Fields, name: str) -> ModelConfig:
+    """Arcee (AFM): Llama's attention (attention_bias on q, k, v and o) and an MLP without a gate,
+    up_proj -> relu(x)^2 -> down_proj (Nemotron's; mlp_bias on both)."""
+    act = f.get("hidden_act", "relu2", str)
+    if act != "relu2":
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for arcee (its MLP has "
+                          "no gate; relu2 is modelled).")
+    return _llama(Fields(dict(f.data, hidden_act="silu"), f.source), name, "arcee",
+                  activation="relu2")
+
+
+#: model_type -> its reader.
+LLAMA_VARIANT_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
+    "seed_oss": _seed_oss, "arcee": _arcee,
+}
+
+#: The transformers class of each, for a config.json that names `architectures` only.
+LLAMA_VARIANT_ARCHITECTURES: dict[str, str] = {
+    "SeedOssForCausalLM": "seed_oss", "ArceeForCausalLM": "arcee",
+}
+
+_NAMES: dict[str, str] = {
+    "n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_heads", "d_model": "hidden_size",
+    "d_ff": "intermediate_size", "d_head": "head_dim", "n_decoder_layers": "num_hidden_layers",
+    "max_positions": "max_position_embeddings"}
+#: The config.json names of ModelConfig's fields (the ones its errors may name).
+LLAMA_VARIANT_NAMES: dict[str, dict[str, Any]] = {family: _NAMES for family in LLAMA_VARIANT_BUILDERS}

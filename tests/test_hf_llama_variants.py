@@ -1,0 +1,92 @@
+"""The Llama-like families of costmodel/hf_llama_variants.py: parameters equal to the class
+transformers 5.24 builds on the meta device (odd configs and each configuration class's defaults),
+every `validate` row exact on the odd configs (slow), a released config equal to its published
+total, and the fields their code does not run refused in one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cli_run import run_main
+
+_BASE = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_size=37,
+             num_hidden_layers=3, max_position_embeddings=64)
+
+#: Tiny, odd configs (sizes as tests/family_configs.py; a head_dim other than hidden/heads where
+#: the class reads one).
+CONFIGS = {
+    # Seed-OSS: biases on q/k/v and not o (its defaults), a biased MLP, dropout on the
+    # probabilities and on each sublayer's output.
+    "seed_oss": dict(_BASE, model_type="seed_oss", num_key_value_heads=2, head_dim=10,
+                     mlp_bias=True, residual_dropout=0.1, attention_dropout=0.05, pad_token_id=None),
+    "seed_oss-out-bias": dict(_BASE, model_type="seed_oss", num_key_value_heads=3, head_dim=10,
+                              attention_bias=False, attention_out_bias=True, residual_dropout=0.0,
+                              attention_dropout=0.0, tie_word_embeddings=True, pad_token_id=None),
+    # Arcee: a squared-ReLU MLP without a gate, biases everywhere.
+    "arcee": dict(_BASE, model_type="arcee", num_key_value_heads=2, head_dim=10,
+                  attention_bias=True, mlp_bias=True, bos_token_id=None, eos_token_id=None),
+}
+
+#: Model types whose configuration class's defaults are counted too.
+DEFAULTS = ("seed_oss", "arcee")
+
+
+def _hf_count(fields: dict) -> int:
+    import torch
+    import transformers
+
+    config = transformers.AutoConfig.for_model(**fields)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    return sum(p.numel() for p in model.parameters())
+
+
+def _ours(fields: dict, name: str) -> int:
+    from costmodel import estimate
+
+    return estimate(dict(fields, name=name), seq_len=16).to_dict()["params"]["total"]
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_parameters_equal_hugging_face(name):
+    pytest.importorskip("transformers")
+    assert _ours(CONFIGS[name], name) == _hf_count(CONFIGS[name])
+
+
+@pytest.mark.parametrize("model_type", DEFAULTS)
+def test_default_config_parameters_equal_hugging_face(model_type):
+    """The configuration class's defaults, as its to_dict() writes them."""
+    transformers = pytest.importorskip("transformers")
+    fields = transformers.AutoConfig.for_model(model_type).to_dict()
+    assert _ours(fields, model_type) == _hf_count({"model_type": model_type})
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_buffers_equal_the_meta_models(name):
+    """The rotary buffers (inv_freq and original_inv_freq): bytes of every buffer of the bf16
+    meta model."""
+    pytest.importorskip("transformers")
+    import torch
+    import transformers
+    from costmodel import estimate
+
+    config = transformers.AutoConfig.for_model(**CONFIGS[name])
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    hf = sum(b.numel() * b.element_size() for b in model.buffers())
+    ours = estimate(dict(CONFIGS[name], name=name), seq_len=16, dtype="bf16").to_dict()["memory"]["buffers"]
+    assert ours == hf
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_every_validate_row_is_exact(name):
+    pytest.importorskip("transformers")
+    from tests.family_configs import odd_config_rows
+
+    rows = odd_config_rows(CONFIGS[name], name)
+    assert {"parameters", "forward matmul FLOPs", "backward matmul FLOPs", "bytes saved for backward",
+            "KV-cache bytes"} <= {row.quantity for row in rows}
+    assert [row for row in rows if row.difference != 0] == []

@@ -1,0 +1,28 @@
+"""The config.json of a ModelConfig of costmodel/hf_llama_variants.py's families: what costmodel.hf
+reads back as the same ModelConfig (validate/hf_models.py's config_dict checks that), so that
+validate builds the class transformers runs for it."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from costmodel.config import ModelConfig
+
+from .hf_models import _llama_dict
+
+
+def _seed_oss(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(_llama_dict(cfg, "seed_oss"), attention_bias=cfg.qkv_bias,
+                attention_out_bias=cfg.out_bias, mlp_bias=cfg.ffn_bias, pad_token_id=None,
+                residual_dropout=cfg.dropout,
+                attention_dropout=cfg.dropout if cfg.attention_dropout is None else cfg.attention_dropout)
+
+
+def _arcee(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(_llama_dict(cfg, "arcee"), attention_bias=cfg.qkv_bias, mlp_bias=cfg.ffn_bias)
+
+
+#: family -> its config.json.
+LLAMA_VARIANT_DICTS: dict[str, Callable[[ModelConfig], dict[str, Any]]] = {
+    "seed_oss": _seed_oss, "arcee": _arcee,
+}
