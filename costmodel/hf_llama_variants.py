@@ -28,6 +28,31 @@ def _llama(f: Fields, name: str, family: str, **changes: Any) -> ModelConfig:
     return base.replace(family=family, **changes)
 
 
+def _olmo3(f: Fields, name: str) -> ModelConfig:
+    """OLMo 3: OLMo 2's layers (RMSNorms over the whole query and key projections, the norms after
+    the sublayers) with a sliding_window (4096 by default) on the layers layer_types marks
+    sliding_attention (by default all but every fourth, counting from 1), and one RoPE per kind
+    of layer in layer_types (Olmo3RotaryEmbedding: Gemma 3's, fp32 tables as OLMo 2's). A null
+    sliding_window, which its class cannot run, is refused."""
+    from .hf import _layer_types, _llama_like, _pattern
+
+    base = _llama_like(f, name, "olmo2")
+    layers = base.n_decoder_layers
+    types = _layer_types(f, layers) or ["sliding_attention" if (i + 1) % 4 else "full_attention"
+                                        for i in range(layers)]
+    window = f.nullable("sliding_window", 4096)
+    if window is None:
+        raise ConfigError(f"{f.source}: sliding_window null is not modelled for olmo3: transformers "
+                          "5.24's Olmo3Model builds a sliding-window mask on every forward and "
+                          "cannot run without a window (mark every layer full_attention instead).")
+    sliding = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
+    if not sliding:
+        window = None
+    return base.replace(family="olmo3", sliding_window=window,
+                        window_layers=None if len(sliding) in (0, layers) else len(sliding),
+                        layer_pattern=_pattern(layers, sliding, None), rotary_sets=len(set(types)))
+
+
 def _probability(f: Fields, key: str, default: float) -> float:
     return float(f.get(key, default, float))
 
@@ -59,12 +84,12 @@ def _arcee(f: Fields, name: str) -> ModelConfig:
 
 #: model_type -> its reader.
 LLAMA_VARIANT_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
-    "seed_oss": _seed_oss, "arcee": _arcee,
+    "olmo3": _olmo3, "seed_oss": _seed_oss, "arcee": _arcee,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 LLAMA_VARIANT_ARCHITECTURES: dict[str, str] = {
-    "SeedOssForCausalLM": "seed_oss", "ArceeForCausalLM": "arcee",
+    "Olmo3ForCausalLM": "olmo3", "SeedOssForCausalLM": "seed_oss", "ArceeForCausalLM": "arcee",
 }
 
 _NAMES: dict[str, str] = {

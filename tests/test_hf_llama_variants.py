@@ -17,6 +17,16 @@ _BASE = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_
 #: Tiny, odd configs (sizes as tests/family_configs.py; a head_dim other than hidden/heads where
 #: the class reads one).
 CONFIGS = {
+    # OLMo 3: OLMo 2's whole-projection q/k norms and post-sublayer norms, a window on the layers
+    # layer_types marks (by default all but every fourth: 5 layers, 1-3 and 5 slide), one RoPE
+    # set per kind of layer.
+    "olmo3": dict(_BASE, model_type="olmo3", num_hidden_layers=5, num_key_value_heads=2,
+                  head_dim=10, sliding_window=4, attention_bias=True, pad_token_id=None),
+    "olmo3-listed": dict(_BASE, model_type="olmo3", num_key_value_heads=3, sliding_window=5,
+                         layer_types=["full_attention", "sliding_attention", "full_attention"],
+                         tie_word_embeddings=True, pad_token_id=None),
+    "olmo3-all-full": dict(_BASE, model_type="olmo3", num_key_value_heads=2, sliding_window=7,
+                           layer_types=["full_attention"] * 3, pad_token_id=None),
     # Seed-OSS: biases on q/k/v and not o (its defaults), a biased MLP, dropout on the
     # probabilities and on each sublayer's output.
     "seed_oss": dict(_BASE, model_type="seed_oss", num_key_value_heads=2, head_dim=10,
@@ -30,7 +40,7 @@ CONFIGS = {
 }
 
 #: Model types whose configuration class's defaults are counted too.
-DEFAULTS = ("seed_oss", "arcee")
+DEFAULTS = ("olmo3", "seed_oss", "arcee")
 
 
 def _hf_count(fields: dict) -> int:

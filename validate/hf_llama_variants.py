@@ -8,7 +8,14 @@ from typing import Any, Callable
 
 from costmodel.config import ModelConfig
 
-from .hf_models import _llama_dict
+from .hf_models import _layer_types, _llama_dict
+
+
+def _olmo3(cfg: ModelConfig) -> dict[str, Any]:
+    """OLMo 3's config.json: OLMo 2's fields, the window and layer_types (where no layer slides,
+    all full_attention and its default window, which its class needs and no layer uses)."""
+    return dict(_llama_dict(cfg, "olmo3"), attention_bias=cfg.qkv_bias, pad_token_id=None,
+                sliding_window=cfg.sliding_window or 4096, layer_types=_layer_types(cfg))
 
 
 def _seed_oss(cfg: ModelConfig) -> dict[str, Any]:
@@ -24,5 +31,5 @@ def _arcee(cfg: ModelConfig) -> dict[str, Any]:
 
 #: family -> its config.json.
 LLAMA_VARIANT_DICTS: dict[str, Callable[[ModelConfig], dict[str, Any]]] = {
-    "seed_oss": _seed_oss, "arcee": _arcee,
+    "olmo3": _olmo3, "seed_oss": _seed_oss, "arcee": _arcee,
 }
