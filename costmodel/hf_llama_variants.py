@@ -16,6 +16,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "seed_oss": dict(max_position_embeddings=524288, hidden_act="silu", tie_word_embeddings=False,
                      num_key_value_heads=8, head_dim=128),
     "arcee": dict(max_position_embeddings=4096, hidden_act="relu2", tie_word_embeddings=False),
+    "olmoe": dict(max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False),
 }
 
 
@@ -53,6 +54,32 @@ def _olmo3(f: Fields, name: str) -> ModelConfig:
                         layer_pattern=_pattern(layers, sliding, None), rotary_sets=len(set(types)))
 
 
+def _no_clip(f: Fields, family: str) -> None:
+    """clip_qkv (an in-place clamp of the q, k and v projections) is not modelled."""
+    if f.get("clip_qkv", None, float) is not None:
+        raise ConfigError(f"{f.source}: clip_qkv (clamping {family}'s q, k and v projections) is not "
+                          "modelled; the released models have null.")
+
+
+def _olmoe(f: Fields, name: str) -> ModelConfig:
+    """OLMoE: Llama's pre-norm layers (LlamaRMSNorm) with RMSNorms over the whole query and key
+    projections (hidden_size and its key share wide), and in every layer top num_experts_per_tok
+    of num_experts SwiGLU experts of intermediate_size (Mixtral's experts, Qwen2-MoE's softmax
+    router, the top-k weights renormalised when norm_topk_prob)."""
+    _no_clip(f, "olmoe")
+    n_heads = f.get("num_attention_heads", minimum=1)
+    d_model = f.get("hidden_size")
+    head_dim = f.get("head_dim", None)
+    if head_dim is not None and head_dim * n_heads != d_model:
+        raise ConfigError(f"{f.source}: head_dim ({head_dim}) times num_attention_heads ({n_heads}) "
+                          f"is not hidden_size ({d_model}), which OLMoE's query norm (hidden_size "
+                          "wide) cannot run.")
+    experts = f.get("num_experts", f.get("num_local_experts", 64))  # the mapped name wins
+    return _llama(f, name, "olmoe", qk_norm=True, qk_norm_whole=True, n_experts=experts,
+                  top_k=f.get("num_experts_per_tok", 8),
+                  renormalize_top_k=f.get("norm_topk_prob", False, bool))
+
+
 def _probability(f: Fields, key: str, default: float) -> float:
     return float(f.get(key, default, float))
 
@@ -84,12 +111,12 @@ def _arcee(f: Fields, name: str) -> ModelConfig:
 
 #: model_type -> its reader.
 LLAMA_VARIANT_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
-    "olmo3": _olmo3, "seed_oss": _seed_oss, "arcee": _arcee,
+    "olmo3": _olmo3, "olmoe": _olmoe, "seed_oss": _seed_oss, "arcee": _arcee,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 LLAMA_VARIANT_ARCHITECTURES: dict[str, str] = {
-    "Olmo3ForCausalLM": "olmo3", "SeedOssForCausalLM": "seed_oss", "ArceeForCausalLM": "arcee",
+    "Olmo3ForCausalLM": "olmo3", "OlmoeForCausalLM": "olmoe", "SeedOssForCausalLM": "seed_oss", "ArceeForCausalLM": "arcee",
 }
 
 _NAMES: dict[str, str] = {

@@ -27,6 +27,13 @@ CONFIGS = {
                          tie_word_embeddings=True, pad_token_id=None),
     "olmo3-all-full": dict(_BASE, model_type="olmo3", num_key_value_heads=2, sliding_window=7,
                            layer_types=["full_attention"] * 3, pad_token_id=None),
+    # OLMoE: whole-projection q/k norms before RoPE in Llama's pre-norm layers, top-3 of 5
+    # experts (widths a multiple of 8 for grouped_mm), with and without renormalised weights.
+    "olmoe": dict(_BASE, model_type="olmoe", num_key_value_heads=2, intermediate_size=24,
+                  num_experts=5, num_experts_per_tok=3, pad_token_id=None),
+    "olmoe-renormalised": dict(_BASE, model_type="olmoe", num_key_value_heads=3, intermediate_size=16,
+                               num_experts=4, num_experts_per_tok=2, norm_topk_prob=True,
+                               attention_bias=True, tie_word_embeddings=True, pad_token_id=None),
     # Seed-OSS: biases on q/k/v and not o (its defaults), a biased MLP, dropout on the
     # probabilities and on each sublayer's output.
     "seed_oss": dict(_BASE, model_type="seed_oss", num_key_value_heads=2, head_dim=10,
@@ -40,7 +47,7 @@ CONFIGS = {
 }
 
 #: Model types whose configuration class's defaults are counted too.
-DEFAULTS = ("olmo3", "seed_oss", "arcee")
+DEFAULTS = ("olmo3", "olmoe", "seed_oss", "arcee")
 
 
 def _hf_count(fields: dict) -> int:

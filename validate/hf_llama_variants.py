@@ -18,6 +18,14 @@ def _olmo3(cfg: ModelConfig) -> dict[str, Any]:
                 sliding_window=cfg.sliding_window or 4096, layer_types=_layer_types(cfg))
 
 
+def _olmoe(cfg: ModelConfig) -> dict[str, Any]:
+    data = dict(_llama_dict(cfg, "olmoe"), attention_bias=cfg.qkv_bias, pad_token_id=None,
+                num_experts=cfg.n_experts, num_experts_per_tok=cfg.top_k,
+                norm_topk_prob=cfg.renormalize_top_k)
+    del data["intermediate_size"]
+    return dict(data, intermediate_size=cfg.d_expert)
+
+
 def _seed_oss(cfg: ModelConfig) -> dict[str, Any]:
     return dict(_llama_dict(cfg, "seed_oss"), attention_bias=cfg.qkv_bias,
                 attention_out_bias=cfg.out_bias, mlp_bias=cfg.ffn_bias, pad_token_id=None,
@@ -31,5 +39,5 @@ def _arcee(cfg: ModelConfig) -> dict[str, Any]:
 
 #: family -> its config.json.
 LLAMA_VARIANT_DICTS: dict[str, Callable[[ModelConfig], dict[str, Any]]] = {
-    "olmo3": _olmo3, "seed_oss": _seed_oss, "arcee": _arcee,
+    "olmo3": _olmo3, "olmoe": _olmoe, "seed_oss": _seed_oss, "arcee": _arcee,
 }
