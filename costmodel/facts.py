@@ -113,6 +113,10 @@ class Facts:
     rotary_tables: str = "forward"
     # "forward" tables left in fp32 (OLMo 2's rotary module returns them uncast), kept so
     rotary_tables_fp32: bool = False
+    # the rotation takes the first half of cos and sin and repeat_interleaves it in every layer
+    # (interleaved RoPE: GLM, Helium, ERNIE 4.5): each layer with RoPE keeps its own cos and sin
+    # (the "forward" tables' dtype and width), the stack's tables are kept by no one
+    rotary_tables_per_layer: bool = False
     # "forward" tables are made once per attention type the layers have (Gemma 3: a local RoPE for
     # its sliding layers, a global one for its full layers), not once per stack
     rotary_tables_per_layer_type: bool = False

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
-from .hf_fields import Fields
+from .hf_fields import Fields, rotary_fraction
 
 #: transformers 5.24's defaults for the Llama fields each family reads (its configuration class).
 _DEFAULTS: dict[str, dict[str, Any]] = {
@@ -17,6 +17,8 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                      num_key_value_heads=8, head_dim=128),
     "arcee": dict(max_position_embeddings=4096, hidden_act="relu2", tie_word_embeddings=False),
     "olmoe": dict(max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False),
+    "glm4": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
+                 num_key_value_heads=2, head_dim=128),
 }
 
 
@@ -80,6 +82,23 @@ def _olmoe(f: Fields, name: str) -> ModelConfig:
                   renormalize_top_k=f.get("norm_topk_prob", False, bool))
 
 
+def _glm4(f: Fields, name: str) -> ModelConfig:
+    """GLM-4 (0414): Llama's attention with attention_bias on q, k and v (o has none), RoPE on
+    partial_rotary_factor of each head (0.5 by default) with cos and sin interleaved in each
+    layer, a norm after each sublayer as well as before it (four per layer), and Phi-3's MLP
+    (one fused gate_up_proj)."""
+    act = f.get("hidden_act", "silu", str)
+    if act != "silu":
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for glm4.")
+    base = _llama(f, name, "glm4", qkv_bias=f.get("attention_bias", True, bool), out_bias=False,
+                  post_sublayer_norm=True)
+    rotary = int(base.d_head * rotary_fraction(f, "partial_rotary_factor", 0.5))
+    if rotary < 2 or rotary % 2:
+        raise ConfigError(f"{f.source}: partial_rotary_factor leaves {rotary} rotary dimensions per "
+                          "head; an even number of at least 2 is modelled.")
+    return base.replace(rotary_dim=None if rotary == base.d_head else rotary)
+
+
 def _probability(f: Fields, key: str, default: float) -> float:
     return float(f.get(key, default, float))
 
@@ -111,12 +130,13 @@ def _arcee(f: Fields, name: str) -> ModelConfig:
 
 #: model_type -> its reader.
 LLAMA_VARIANT_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
-    "olmo3": _olmo3, "olmoe": _olmoe, "seed_oss": _seed_oss, "arcee": _arcee,
+    "olmo3": _olmo3, "olmoe": _olmoe, "seed_oss": _seed_oss, "arcee": _arcee, "glm4": _glm4,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 LLAMA_VARIANT_ARCHITECTURES: dict[str, str] = {
     "Olmo3ForCausalLM": "olmo3", "OlmoeForCausalLM": "olmoe", "SeedOssForCausalLM": "seed_oss", "ArceeForCausalLM": "arcee",
+    "Glm4ForCausalLM": "glm4",
 }
 
 _NAMES: dict[str, str] = {

@@ -20,6 +20,7 @@ from . import op_checkpoint
 from . import symbols as S
 from .config import ConfigError, ModelConfig
 from .spec import RECOMPUTED_LAYERS
+from .terms import FP32, ZERO
 
 ONE = sp.Integer(1)
 #: Quantities a leaf derives from its parameters and the precision policy (bytes per parameter).
@@ -245,7 +246,11 @@ class TreeBuilder:
         if cfg.rope and rope and not cross:
             width = S.d_r if cfg.partial_rotary else S.d_h
             key_heads = ONE if cfg.mla else S.h_kv
-            projections.append(at.leaf("rope", B.RotaryEmbedding(q_tokens, kv_tokens, width, key_heads)))
+            tables = ZERO  # interleaved RoPE: this layer's own cos and sin, q_len positions
+            if profile.facts.rotary_tables_per_layer and profile.facts.rotary_tables == "forward":
+                tables = 2 * q_len * width * (FP32 if profile.facts.rotary_tables_fp32 else S.e)
+            projections.append(at.leaf("rope", B.RotaryEmbedding(q_tokens, kv_tokens, width, key_heads,
+                                                                 tables)))
         scores = B.AttentionScores(q_len, k_len, **core, position_bias=position_bias,
                                    scaled=cfg.scaled_scores,
                                    softcap=cfg.attention_softcap is not None and not cross)

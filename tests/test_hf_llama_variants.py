@@ -44,10 +44,16 @@ CONFIGS = {
     # Arcee: a squared-ReLU MLP without a gate, biases everywhere.
     "arcee": dict(_BASE, model_type="arcee", num_key_value_heads=2, head_dim=10,
                   attention_bias=True, mlp_bias=True, bos_token_id=None, eos_token_id=None),
+    # GLM-4: four norms a layer, q/k/v biases, interleaved RoPE on part of each head (0.6 of 10:
+    # 6 dimensions; by default half), the fused gate/up projection.
+    "glm4": dict(_BASE, model_type="glm4", num_key_value_heads=2, head_dim=10,
+                 partial_rotary_factor=0.6, pad_token_id=None, eos_token_id=None),
+    "glm4-defaults": dict(_BASE, model_type="glm4", num_key_value_heads=3, attention_bias=False,
+                          tie_word_embeddings=True, pad_token_id=None, eos_token_id=None),
 }
 
 #: Model types whose configuration class's defaults are counted too.
-DEFAULTS = ("olmo3", "olmoe", "seed_oss", "arcee")
+DEFAULTS = ("olmo3", "olmoe", "seed_oss", "arcee", "glm4")
 
 
 def _hf_count(fields: dict) -> int:

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from costmodel.config import ModelConfig
 
-from .hf_models import _layer_types, _llama_dict
+from .hf_models import _layer_types, _llama_dict, _rotary_factor
 
 
 def _olmo3(cfg: ModelConfig) -> dict[str, Any]:
@@ -37,7 +37,12 @@ def _arcee(cfg: ModelConfig) -> dict[str, Any]:
     return dict(_llama_dict(cfg, "arcee"), attention_bias=cfg.qkv_bias, mlp_bias=cfg.ffn_bias)
 
 
+def _glm4(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(_llama_dict(cfg, "glm4"), attention_bias=cfg.qkv_bias, pad_token_id=None,
+                eos_token_id=None, partial_rotary_factor=_rotary_factor(cfg))
+
+
 #: family -> its config.json.
 LLAMA_VARIANT_DICTS: dict[str, Callable[[ModelConfig], dict[str, Any]]] = {
-    "olmo3": _olmo3, "olmoe": _olmoe, "seed_oss": _seed_oss, "arcee": _arcee,
+    "olmo3": _olmo3, "olmoe": _olmoe, "seed_oss": _seed_oss, "arcee": _arcee, "glm4": _glm4,
 }
