@@ -89,6 +89,9 @@ class Facts:
     # the RMSNorm multiplies the fp32 normalised tensor by its weight and casts the product
     # (OLMo 2): it keeps the fp32 normalised tensor (the weight is a parameter, not kept anew)
     rmsnorm_weight_times_fp32: bool = False
+    # with rmsnorm_weight_times_fp32, the weight is cast to fp32 first (Helium:
+    # self.weight.to(torch.float32) * x_hat): that copy is kept too, where activations are narrower
+    rmsnorm_weight_cast_fp32: bool = False
     # the embedding scale sqrt(d) is a one-element buffer in the model dtype
     embed_scale_buffer: bool = False
     # ALiBi's slopes are a buffer (False: the bias is built each forward, nothing held)

@@ -17,6 +17,10 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                      num_key_value_heads=8, head_dim=128),
     "arcee": dict(max_position_embeddings=4096, hidden_act="relu2", tie_word_embeddings=False),
     "olmoe": dict(max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False),
+    "helium": dict(max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False,
+                   num_key_value_heads=20, head_dim=128),
+    "ernie4_5": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=True,
+                     num_key_value_heads=2, head_dim=128),
     "glm4": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
                  num_key_value_heads=2, head_dim=128),
 }
@@ -99,6 +103,35 @@ def _glm4(f: Fields, name: str) -> ModelConfig:
     return base.replace(rotary_dim=None if rotary == base.d_head else rotary)
 
 
+def _silu(f: Fields, family: str) -> None:
+    act = f.get("hidden_act", "silu", str)
+    if act != "silu":
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for {family}.")
+
+
+def _helium(f: Fields, name: str) -> ModelConfig:
+    """Helium: Llama's layers (attention_bias on q, k and v; o without one; mlp_bias), an RMSNorm
+    that multiplies the fp32 normalised tensor by an fp32 copy of its weight, and RoPE with cos
+    and sin interleaved in each layer. Its o_proj is hidden_size wide on both sides, so heads
+    times head_dim must be hidden_size."""
+    _silu(f, "helium")
+    cfg = _llama(f, name, "helium", out_bias=False, ffn_bias=f.get("mlp_bias", False, bool))
+    if cfg.n_heads * cfg.d_head != cfg.d_model:
+        raise ConfigError(f"{f.source}: num_attention_heads ({cfg.n_heads}) times head_dim "
+                          f"({cfg.d_head}) is not hidden_size ({cfg.d_model}), which Helium's o_proj "
+                          "(hidden_size to hidden_size) cannot run.")
+    return cfg
+
+
+def _ernie4_5(f: Fields, name: str) -> ModelConfig:
+    """ERNIE 4.5 (dense): Llama's layers with use_bias on q, k, v, o and the MLP, no attention
+    dropout whatever attention_dropout says (its attention sets 0), and RoPE in fp32 with cos and
+    sin interleaved in each layer."""
+    _silu(f, "ernie4_5")
+    bias = f.get("use_bias", False, bool)
+    return _llama(f, name, "ernie4_5", qkv_bias=bias, out_bias=bias, ffn_bias=bias, dropout=0.0)
+
+
 def _probability(f: Fields, key: str, default: float) -> float:
     return float(f.get(key, default, float))
 
@@ -131,12 +164,13 @@ def _arcee(f: Fields, name: str) -> ModelConfig:
 #: model_type -> its reader.
 LLAMA_VARIANT_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
     "olmo3": _olmo3, "olmoe": _olmoe, "seed_oss": _seed_oss, "arcee": _arcee, "glm4": _glm4,
+    "helium": _helium, "ernie4_5": _ernie4_5,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 LLAMA_VARIANT_ARCHITECTURES: dict[str, str] = {
     "Olmo3ForCausalLM": "olmo3", "OlmoeForCausalLM": "olmoe", "SeedOssForCausalLM": "seed_oss", "ArceeForCausalLM": "arcee",
-    "Glm4ForCausalLM": "glm4",
+    "Glm4ForCausalLM": "glm4", "HeliumForCausalLM": "helium", "Ernie4_5ForCausalLM": "ernie4_5",
 }
 
 _NAMES: dict[str, str] = {

@@ -50,10 +50,20 @@ CONFIGS = {
                  partial_rotary_factor=0.6, pad_token_id=None, eos_token_id=None),
     "glm4-defaults": dict(_BASE, model_type="glm4", num_key_value_heads=3, attention_bias=False,
                           tie_word_embeddings=True, pad_token_id=None, eos_token_id=None),
+    # Helium: fp32 weights in its RMSNorm, interleaved RoPE, q/k/v biases without an o bias.
+    "helium": dict(_BASE, model_type="helium", num_key_value_heads=2, head_dim=8,
+                   attention_bias=True, mlp_bias=True, pad_token_id=None, bos_token_id=None,
+                   eos_token_id=None),
+    # ERNIE 4.5: biases everywhere (use_bias), interleaved RoPE in fp32, a tied head.
+    "ernie4_5": dict(_BASE, model_type="ernie4_5", num_key_value_heads=2, head_dim=10,
+                     use_bias=True, pad_token_id=None, bos_token_id=None, eos_token_id=None),
+    "ernie4_5-untied": dict(_BASE, model_type="ernie4_5", num_key_value_heads=3, head_dim=10,
+                            tie_word_embeddings=False, pad_token_id=None, bos_token_id=None,
+                            eos_token_id=None),
 }
 
 #: Model types whose configuration class's defaults are counted too.
-DEFAULTS = ("olmo3", "olmoe", "seed_oss", "arcee", "glm4")
+DEFAULTS = ("olmo3", "olmoe", "seed_oss", "arcee", "glm4", "helium", "ernie4_5")
 
 
 def _hf_count(fields: dict) -> int:

@@ -42,7 +42,18 @@ def _glm4(cfg: ModelConfig) -> dict[str, Any]:
                 eos_token_id=None, partial_rotary_factor=_rotary_factor(cfg))
 
 
+def _helium(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(_llama_dict(cfg, "helium"), attention_bias=cfg.qkv_bias, mlp_bias=cfg.ffn_bias,
+                pad_token_id=None, bos_token_id=None, eos_token_id=None)
+
+
+def _ernie4_5(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(_llama_dict(cfg, "ernie4_5"), use_bias=cfg.qkv_bias, pad_token_id=None,
+                bos_token_id=None, eos_token_id=None)
+
+
 #: family -> its config.json.
 LLAMA_VARIANT_DICTS: dict[str, Callable[[ModelConfig], dict[str, Any]]] = {
-    "olmo3": _olmo3, "olmoe": _olmoe, "seed_oss": _seed_oss, "arcee": _arcee, "glm4": _glm4,
+    "olmo3": _olmo3, "olmoe": _olmoe, "seed_oss": _seed_oss, "arcee": _arcee, "glm4": _glm4, "helium": _helium,
+    "ernie4_5": _ernie4_5,
 }

@@ -40,6 +40,8 @@ def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: boo
         saved += size * values + size * width
     elif facts.rmsnorm_weight_times_fp32:  # (w * x_hat).to(dtype): the fp32 x_hat
         saved += size * values
+        if facts.rmsnorm_weight_cast_fp32:  # w.to(float32): a new fp32 copy unless w is fp32
+            saved += unless_fp32(size * width)
     else:
         saved += S.e * values  # x_hat cast back, which the weight multiplies
     if facts.norm_keeps_uncast_input:
