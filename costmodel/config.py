@@ -142,7 +142,8 @@ class ModelConfig:
     # class builds): none. Set on purpose (`--mtp`); never read from a config.json.
     mtp_layers: int = 0
     # Decoder layers whose attention applies no RoPE to queries and keys (SmolLM3's NoPE layers,
-    # every no_rope_layer_interval-th); layer_pattern says which ("rope" or "nope").
+    # every no_rope_layer_interval-th); layer_pattern says which ("rope" or "nope"), or, where
+    # they are exactly the layers without a window (EXAONE 4), "sliding" or "full".
     nope_layers: int = 0
     family: str = "custom"  # whose code runs it (the facts table's key): llama, gpt2, bert, t5...
     # The kind of each decoder layer, in order, where the layers differ: "sliding" or "full"
@@ -302,9 +303,17 @@ class ModelConfig:
             raise ConfigError(f"{owner}: dense and expert layers with windows on only some layers "
                               "are not modelled.")
 
+    @property
+    def nope_full_layers(self) -> bool:
+        """The NoPE layers are exactly the layers without a window (EXAONE 4: RoPE on its
+        sliding-window layers only); layer_pattern then says "sliding" or "full"."""
+        windows = self.n_window_layers
+        return bool(self.nope_layers) and 0 < windows < self.n_decoder_layers \
+            and self.nope_layers == self.n_decoder_layers - windows
+
     def _check_nope_layers(self, owner: str) -> None:
         """NoPE layers: RoPE on the others, layers of one kind otherwise (no windows on some
-        layers, no dense layers beside expert ones)."""
+        layers unless the NoPE layers are the full ones, no dense layers beside expert ones)."""
         if not self.nope_layers:
             return
         if not self.rope:
@@ -312,14 +321,16 @@ class ModelConfig:
         if self.nope_layers >= self.n_decoder_layers:
             raise ConfigError(f"{owner}: nope_layers ({self.nope_layers}) must leave a decoder layer "
                               f"with RoPE (of {self.n_decoder_layers}).")
-        if self.n_dense_layers or 0 < self.n_window_layers < self.n_decoder_layers:
-            raise ConfigError(f"{owner}: layers without RoPE beside windows on some layers or dense "
-                              "and expert layers are not modelled.")
+        if self.n_dense_layers or (0 < self.n_window_layers < self.n_decoder_layers
+                                   and not self.nope_full_layers):
+            raise ConfigError(f"{owner}: layers without RoPE beside windows on some layers (unless "
+                              "they are the layers without a window) or dense and expert layers "
+                              "are not modelled.")
 
     def _rule_pattern(self) -> tuple[str, ...] | None:
         """The per-layer pattern that the counts imply when no config said which layers."""
         layers, windows = self.n_decoder_layers, self.n_window_layers
-        if self.nope_layers:  # SmolLM3's rule for its default interval of 4: every fourth
+        if self.nope_layers and not self.nope_full_layers:  # SmolLM3's rule for its default interval of 4: every fourth
             every = layers // self.nope_layers
             nope = {i for i in range(layers) if (i + 1) % every == 0 and (i + 1) // every <= self.nope_layers}
             return tuple("nope" if i in nope else "rope" for i in range(layers))
@@ -340,7 +351,8 @@ class ModelConfig:
         if isinstance(pattern, list):
             pattern = tuple(pattern)
             object.__setattr__(self, "layer_pattern", pattern)
-        kinds = (("dense", "moe") if self.n_dense_layers else ("nope", "rope") if self.nope_layers
+        kinds = (("dense", "moe") if self.n_dense_layers
+                 else ("nope", "rope") if self.nope_layers and not self.nope_full_layers
                  else ("sliding", "full") if 0 < self.n_window_layers < self.n_decoder_layers else ())
         if not kinds:
             raise ConfigError(f"{owner}: layer_pattern applies only where layers differ (windows on "
@@ -350,7 +362,8 @@ class ModelConfig:
             raise ConfigError(f"{owner}: layer_pattern must give one of {', '.join(kinds)} for each "
                               f"of the {self.n_decoder_layers} decoder layers.")
         counted = sum(kind == kinds[0] for kind in pattern)
-        expected = self.n_dense_layers or self.nope_layers or self.n_window_layers
+        expected = self.n_dense_layers or (not self.nope_full_layers and self.nope_layers) \
+            or self.n_window_layers
         if counted != expected:
             raise ConfigError(f"{owner}: layer_pattern has {counted} {kinds[0]} layers, the config "
                               f"{expected}.")

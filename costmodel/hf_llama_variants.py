@@ -21,6 +21,8 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                    num_key_value_heads=20, head_dim=128),
     "ernie4_5": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=True,
                      num_key_value_heads=2, head_dim=128),
+    "exaone4": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False,
+                    num_key_value_heads=32),
     "glm4": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
                  num_key_value_heads=2, head_dim=128),
 }
@@ -132,6 +134,45 @@ def _ernie4_5(f: Fields, name: str) -> ModelConfig:
     return _llama(f, name, "ernie4_5", qkv_bias=bias, out_bias=bias, ffn_bias=bias, dropout=0.0)
 
 
+def _exaone4(f: Fields, name: str) -> ModelConfig:
+    """EXAONE 4.0: OLMo 2's layer (norms after the sublayers only; Llama's RMSNorm) with an
+    RMSNorm on each query and key head (Qwen3's), no biases, and a sliding_window (4096 by
+    default) on the layers layer_types marks sliding_attention (by default all but every
+    sliding_window_pattern-th). With a window, only the sliding layers apply RoPE (the full ones
+    are NoPE); without one, every layer does. A null window beside sliding layers (its mask
+    needs one) and a window with no sliding layer (no RoPE at all) are refused."""
+    from .hf import _layer_types, _pattern
+
+    _silu(f, "exaone4")
+    base = _llama(f, name, "exaone4", qkv_bias=False, out_bias=False, ffn_bias=False, qk_norm=True,
+                  post_sublayer_norm=True, input_norms=False)
+    layers = base.n_decoder_layers
+    window = f.nullable("sliding_window", 4096)
+    types = _layer_types(f, layers)
+    if types is None:
+        every = f.get("sliding_window_pattern", 4) if window else 0
+        if not isinstance(every, int) or every < 1:
+            raise ConfigError(f"{f.source}: without layer_types, transformers 5.24 reads "
+                              "sliding_window_pattern as a whole number of at least 1 (every "
+                              "that-many-th layer full) and sliding_window as set; give "
+                              f"layer_types (got sliding_window_pattern {show(every)}, "
+                              f"sliding_window {show(window)}).")
+        types = ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(layers)]
+    sliding = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
+    if window is None:
+        if sliding:
+            raise ConfigError(f"{f.source}: layer_types marks sliding_attention layers but "
+                              "sliding_window is null, which transformers 5.24's Exaone4Model cannot "
+                              "run (its sliding-window mask needs a window).")
+        return base
+    if not sliding:
+        raise ConfigError(f"{f.source}: a sliding_window with no sliding_attention layer leaves "
+                          "EXAONE 4 with no RoPE on any layer, which is not modelled.")
+    return base.replace(sliding_window=window,
+                        window_layers=None if len(sliding) == layers else len(sliding),
+                        nope_layers=layers - len(sliding), layer_pattern=_pattern(layers, sliding, None))
+
+
 def _probability(f: Fields, key: str, default: float) -> float:
     return float(f.get(key, default, float))
 
@@ -164,13 +205,14 @@ def _arcee(f: Fields, name: str) -> ModelConfig:
 #: model_type -> its reader.
 LLAMA_VARIANT_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
     "olmo3": _olmo3, "olmoe": _olmoe, "seed_oss": _seed_oss, "arcee": _arcee, "glm4": _glm4,
-    "helium": _helium, "ernie4_5": _ernie4_5,
+    "helium": _helium, "ernie4_5": _ernie4_5, "exaone4": _exaone4,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 LLAMA_VARIANT_ARCHITECTURES: dict[str, str] = {
     "Olmo3ForCausalLM": "olmo3", "OlmoeForCausalLM": "olmoe", "SeedOssForCausalLM": "seed_oss", "ArceeForCausalLM": "arcee",
     "Glm4ForCausalLM": "glm4", "HeliumForCausalLM": "helium", "Ernie4_5ForCausalLM": "ernie4_5",
+    "Exaone4ForCausalLM": "exaone4",
 }
 
 _NAMES: dict[str, str] = {

@@ -344,6 +344,9 @@ class TreeBuilder:
         if cfg.n_dense_layers:
             return [LayerKind("dense", S.L_dec - S.L_moe, all_window, False),
                     LayerKind("moe", S.L_moe, all_window, True)]
+        if cfg.nope_full_layers:  # EXAONE 4: RoPE on the sliding layers, none on the full ones
+            return [LayerKind("sliding", S.L_w, True, experts),
+                    LayerKind("full", S.L_dec - S.L_w, False, experts, rope=False)]
         if cfg.nope_layers:  # SmolLM3: RoPE on all but the NoPE layers (layer 0 has it)
             return [LayerKind("rope", S.L_dec - S.L_np, all_window, experts),
                     LayerKind("nope", S.L_np, all_window, experts, rope=False)]

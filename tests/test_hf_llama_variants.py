@@ -60,10 +60,22 @@ CONFIGS = {
     "ernie4_5-untied": dict(_BASE, model_type="ernie4_5", num_key_value_heads=3, head_dim=10,
                             tie_word_embeddings=False, pad_token_id=None, bos_token_id=None,
                             eos_token_id=None),
+    # EXAONE 4: norms after the sublayers only, per-head q/k norms; with a window, RoPE on the
+    # sliding layers only (here 1-3 and 5 of 5; layer 4 full and NoPE); without, on all.
+    "exaone4": dict(_BASE, model_type="exaone4", num_hidden_layers=5, num_key_value_heads=2,
+                    head_dim=10, sliding_window=4, sliding_window_pattern=4, pad_token_id=None,
+                    bos_token_id=None, eos_token_id=None),
+    "exaone4-listed": dict(_BASE, model_type="exaone4", num_key_value_heads=3, sliding_window=5,
+                           layer_types=["full_attention", "sliding_attention", "full_attention"],
+                           tie_word_embeddings=True, pad_token_id=None, bos_token_id=None,
+                           eos_token_id=None),
+    "exaone4-no-window": dict(_BASE, model_type="exaone4", num_key_value_heads=2, sliding_window=None,
+                              layer_types=["full_attention"] * 3, pad_token_id=None,
+                              bos_token_id=None, eos_token_id=None),
 }
 
 #: Model types whose configuration class's defaults are counted too.
-DEFAULTS = ("olmo3", "olmoe", "seed_oss", "arcee", "glm4", "helium", "ernie4_5")
+DEFAULTS = ("olmo3", "olmoe", "seed_oss", "arcee", "glm4", "helium", "ernie4_5", "exaone4")
 
 
 def _hf_count(fields: dict) -> int:
@@ -123,3 +135,43 @@ def test_every_validate_row_is_exact(name):
     assert {"parameters", "forward matmul FLOPs", "backward matmul FLOPs", "bytes saved for backward",
             "KV-cache bytes"} <= {row.quantity for row in rows}
     assert [row for row in rows if row.difference != 0] == []
+
+
+@pytest.mark.parametrize("name", ["exaone4", "exaone4-listed", "exaone4-no-window"])
+def test_exaone4_rotates_on_the_layers_transformers_rotates(name):
+    """The validate rows cannot see RoPE (it keeps nothing the scores do not): the layers whose
+    attention runs apply_rotary_pos_emb in one forward of the real class are the layers the
+    tree gives a rope leaf (its runs per pass), the sliding ones where there is a window."""
+    transformers = pytest.importorskip("transformers")
+    import torch
+    from transformers.models.exaone4 import modeling_exaone4
+
+    from costmodel import symbols as S
+    from costmodel.hf import from_hf_config
+    from costmodel.tree import CostModel
+
+    fields = CONFIGS[name]
+    cfg = from_hf_config(fields, name=name)
+    dims = {getattr(S, key): value for key, value in cfg.dimensions().items()}
+    rope_runs = sum(int(leaf.count.subs(dims)) for leaf in CostModel(cfg).leaves if leaf.name == "rope")
+    model = modeling_exaone4.Exaone4ForCausalLM(transformers.AutoConfig.for_model(**fields)).eval()
+    rotated: list[int] = []
+    original = modeling_exaone4.apply_rotary_pos_emb
+    current = {"layer": -1}
+    for index, layer in enumerate(model.model.layers):
+        layer.register_forward_pre_hook(lambda *_, i=index: current.update(layer=i))
+
+    def recording(*args, **kwargs):
+        rotated.append(current["layer"])
+        return original(*args, **kwargs)
+
+    modeling_exaone4.apply_rotary_pos_emb = recording
+    try:
+        with torch.no_grad():
+            model(input_ids=torch.arange(6).reshape(1, 6))
+    finally:
+        modeling_exaone4.apply_rotary_pos_emb = original
+    ours = [i for i in range(cfg.n_decoder_layers)
+            if cfg.sliding_window is None or cfg.layer_kind_at("decoder", i) != "full"]
+    assert rotated == ours and len(rotated) == rope_runs
+    assert cfg.nope_layers == cfg.n_decoder_layers - len(ours)

@@ -52,8 +52,16 @@ def _ernie4_5(cfg: ModelConfig) -> dict[str, Any]:
                 bos_token_id=None, eos_token_id=None)
 
 
+def _exaone4(cfg: ModelConfig) -> dict[str, Any]:
+    window = (dict(sliding_window=cfg.sliding_window, layer_types=_layer_types(cfg))
+              if cfg.sliding_window is not None
+              else dict(sliding_window=None, layer_types=["full_attention"] * cfg.n_decoder_layers))
+    return dict(_llama_dict(cfg, "exaone4"), pad_token_id=None, bos_token_id=None,
+                eos_token_id=None, **window)
+
+
 #: family -> its config.json.
 LLAMA_VARIANT_DICTS: dict[str, Callable[[ModelConfig], dict[str, Any]]] = {
     "olmo3": _olmo3, "olmoe": _olmoe, "seed_oss": _seed_oss, "arcee": _arcee, "glm4": _glm4, "helium": _helium,
-    "ernie4_5": _ernie4_5,
+    "ernie4_5": _ernie4_5, "exaone4": _exaone4,
 }
