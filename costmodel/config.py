@@ -95,6 +95,11 @@ class ModelConfig:
     # the query and key norms (qk_norm) each span the whole projection, h d_h and h_kv d_h wide,
     # with a weight that wide (OLMo 2), not one head (Qwen3)
     qk_norm_whole: bool = False
+    # False: the norms have no weight or bias (OLMo 1's LayerNorm), so no parameters
+    norm_affine: bool = True
+    # clamp the q, k and v projections in place to [-clip_qkv, clip_qkv] (OLMo 1.7, OLMoE): autograd
+    # keeps a copy of each unclamped projection
+    clip_qkv: float | None = None
     attention_softcap: float | None = None  # scores -> cap * tanh(scores / cap) (Gemma 2)
     logit_softcap: float | None = None  # logits -> cap * tanh(logits / cap) (Gemma 2)
     # Granite's scalar multipliers, each one pointwise op by a Python number that keeps nothing for
@@ -230,7 +235,7 @@ class ModelConfig:
                      "nope_layers"):
             check_int(owner, name, getattr(self, name), minimum=0)
         for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
-                     "renormalize_top_k", "input_norms", "qk_norm_whole"):
+                     "renormalize_top_k", "input_norms", "qk_norm_whole", "norm_affine"):
             check_bool(owner, name, getattr(self, name))
         if not self.input_norms and (not self.post_sublayer_norm or self.norm_position != "pre"
                                      or self.parallel_attention):
@@ -238,8 +243,11 @@ class ModelConfig:
                               "post_sublayer_norm, norm_position pre and sequential layers.")
         if self.qk_norm_whole and not self.qk_norm:
             raise ConfigError(f"{owner}: qk_norm_whole applies only with qk_norm.")
+        if self.clip_qkv is not None and (self.kv_lora_rank is not None or self.n_encoder_layers):
+            raise ConfigError(f"{owner}: clip_qkv is modelled for decoder-only models with q, k and v "
+                              "projections.")
         for name in ("attention_softcap", "logit_softcap", "embedding_multiplier",
-                     "residual_multiplier", "logits_scaling"):
+                     "residual_multiplier", "logits_scaling", "clip_qkv"):
             cap = getattr(self, name)
             if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float))
                                     or not 0 < cap < float("inf")):

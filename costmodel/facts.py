@@ -32,6 +32,9 @@ class Facts:
 
     # dtype of RMSNorm's computation: "fp32" keeps the input and rsqrt in fp32
     norm_dtype: str = "activation"
+    # the LayerNorm runs on an fp32 copy of its input and casts its output back (OLMo 1):
+    # it keeps that copy and its mean and rstd in fp32
+    layernorm_fp32: bool = False
     # the norm multiplies the un-cast input by rsqrt, keeping it beside the fp32 copy
     norm_keeps_uncast_input: bool = False
     # a norm keeps its per-token statistics and normalised tensor for backward (aten's kernels);

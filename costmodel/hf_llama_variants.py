@@ -16,6 +16,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "seed_oss": dict(max_position_embeddings=524288, hidden_act="silu", tie_word_embeddings=False,
                      num_key_value_heads=8, head_dim=128),
     "arcee": dict(max_position_embeddings=4096, hidden_act="relu2", tie_word_embeddings=False),
+    "olmo": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
     "olmoe": dict(max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False),
     "helium": dict(max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False,
                    num_key_value_heads=20, head_dim=128),
@@ -62,19 +63,29 @@ def _olmo3(f: Fields, name: str) -> ModelConfig:
                         layer_pattern=_pattern(layers, sliding, None), rotary_sets=len(set(types)))
 
 
-def _no_clip(f: Fields, family: str) -> None:
-    """clip_qkv (an in-place clamp of the q, k and v projections) is not modelled."""
-    if f.get("clip_qkv", None, float) is not None:
-        raise ConfigError(f"{f.source}: clip_qkv (clamping {family}'s q, k and v projections) is not "
-                          "modelled; the released models have null.")
+def _clip(f: Fields) -> float | None:
+    """clip_qkv: the bound the q, k and v projections are clamped to in place (null: none)."""
+    clip = f.get("clip_qkv", None, float)
+    if clip is not None and not 0 < clip < float("inf"):
+        raise ConfigError(f"{f.source}: clip_qkv must be a positive number or null, got {show(clip)}.")
+    return None if clip is None else float(clip)
+
+
+def _olmo(f: Fields, name: str) -> ModelConfig:
+    """OLMo (1 and 1.7): Llama's layers (attention_bias on q, k, v and o; no MLP bias whatever
+    mlp_bias says) with LayerNorms that have no weight or bias and run in fp32, RoPE tables left
+    in fp32, and clip_qkv (null by default; 8 in OLMo 1.7) clamping q, k and v."""
+    _silu(f, "olmo")
+    return _llama(f, name, "olmo", ffn_bias=False, norm="layernorm", norm_affine=False,
+                  clip_qkv=_clip(f))
 
 
 def _olmoe(f: Fields, name: str) -> ModelConfig:
     """OLMoE: Llama's pre-norm layers (LlamaRMSNorm) with RMSNorms over the whole query and key
     projections (hidden_size and its key share wide), and in every layer top num_experts_per_tok
     of num_experts SwiGLU experts of intermediate_size (Mixtral's experts, Qwen2-MoE's softmax
-    router, the top-k weights renormalised when norm_topk_prob)."""
-    _no_clip(f, "olmoe")
+    router, the top-k weights renormalised when norm_topk_prob), and clip_qkv (null by default)
+    clamping the normalised q and k and v."""
     n_heads = f.get("num_attention_heads", minimum=1)
     d_model = f.get("hidden_size")
     head_dim = f.get("head_dim", None)
@@ -83,7 +94,7 @@ def _olmoe(f: Fields, name: str) -> ModelConfig:
                           f"is not hidden_size ({d_model}), which OLMoE's query norm (hidden_size "
                           "wide) cannot run.")
     experts = f.get("num_experts", f.get("num_local_experts", 64))  # the mapped name wins
-    return _llama(f, name, "olmoe", qk_norm=True, qk_norm_whole=True, n_experts=experts,
+    return _llama(f, name, "olmoe", qk_norm=True, qk_norm_whole=True, clip_qkv=_clip(f), n_experts=experts,
                   top_k=f.get("num_experts_per_tok", 8),
                   renormalize_top_k=f.get("norm_topk_prob", False, bool))
 
@@ -204,13 +215,13 @@ def _arcee(f: Fields, name: str) -> ModelConfig:
 
 #: model_type -> its reader.
 LLAMA_VARIANT_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
-    "olmo3": _olmo3, "olmoe": _olmoe, "seed_oss": _seed_oss, "arcee": _arcee, "glm4": _glm4,
+    "olmo": _olmo, "olmo3": _olmo3, "olmoe": _olmoe, "seed_oss": _seed_oss, "arcee": _arcee, "glm4": _glm4,
     "helium": _helium, "ernie4_5": _ernie4_5, "exaone4": _exaone4,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 LLAMA_VARIANT_ARCHITECTURES: dict[str, str] = {
-    "Olmo3ForCausalLM": "olmo3", "OlmoeForCausalLM": "olmoe", "SeedOssForCausalLM": "seed_oss", "ArceeForCausalLM": "arcee",
+    "OlmoForCausalLM": "olmo", "Olmo3ForCausalLM": "olmo3", "OlmoeForCausalLM": "olmoe", "SeedOssForCausalLM": "seed_oss", "ArceeForCausalLM": "arcee",
     "Glm4ForCausalLM": "glm4", "HeliumForCausalLM": "helium", "Ernie4_5ForCausalLM": "ernie4_5",
     "Exaone4ForCausalLM": "exaone4",
 }

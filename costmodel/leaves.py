@@ -167,10 +167,12 @@ class TreeBuilder:
         if cfg.parallel_attention and sublayer == "ffn":
             if cfg.parallel_norms == 1:
                 return [], []
-            return [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, input_kept=False))], []
-        norm = [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile))]
+            return [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, input_kept=False,
+                                           affine=cfg.norm_affine))], []
+        norm = [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, affine=cfg.norm_affine))]
         if cfg.post_sublayer_norm:
-            post = [at.leaf("post_norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=False))]
+            post = [at.leaf("post_norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=False,
+                                                affine=cfg.norm_affine))]
             if not cfg.input_norms:  # OLMo 2: the sublayer's linears keep its input themselves
                 return [at.leaf("input", B.SublayerInput(tokens))], post
             return norm, post
@@ -240,6 +242,8 @@ class TreeBuilder:
                 copies_cache=self.decode and not cross and profile.kv_cache == "dynamic",
                 fused=profile.facts.fused_qkv and not cross, profile=profile,
                 cache_heads=core["kv_heads"], transposed=profile.facts.linear_weights_transposed))]
+            if cfg.clip_qkv is not None and not cross:
+                projections.append(at.leaf("clip_qkv", B.ClipQKV(q_tokens, kv_tokens)))
             if cfg.qk_norm and not cross:
                 norms = B.HeadNorms(q_tokens, kv_tokens, profile, cfg.qk_norm_whole)
                 projections.append(at.leaf("qk_norm", norms))
@@ -310,7 +314,8 @@ class TreeBuilder:
             *([at.leaf("project_in", project_in)] if cfg.projected_embeddings else []),
             *([at.leaf("positions", positions())] if positions else []),
             *([at.leaf("token_types", B.TokenTypes(tokens, self.profile))] if cfg.token_types else []),
-            *([at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=post))]
+            *([at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=post,
+                                      affine=cfg.norm_affine))]
               if cfg.embedding_norm else []),
             *self.dropout(at, tokens, "embedding"),
         ]
@@ -393,7 +398,8 @@ class TreeBuilder:
         own = _Place(stack, "stack", stack)
         body = [leaf for kind in self.layer_kinds(stack, layers)
                 for leaf in self.layer(stack, seq, kind, cross_len)]
-        final_norm = B.Norm(S.b * seq, cfg.norm, self.profile) if cfg.norm_position == "pre" else None
+        final_norm = (B.Norm(S.b * seq, cfg.norm, self.profile, affine=cfg.norm_affine)
+                      if cfg.norm_position == "pre" else None)
         mixed = 0 < cfg.n_window_layers < cfg.n_decoder_layers
         sets = cfg.rotary_sets if cfg.rotary_sets is not None else 2 if mixed else 1
         per_type = self.profile.facts.rotary_tables_per_layer_type and stack == "decoder"

@@ -17,6 +17,13 @@ _BASE = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_
 #: Tiny, odd configs (sizes as tests/family_configs.py; a head_dim other than hidden/heads where
 #: the class reads one).
 CONFIGS = {
+    # OLMo 1: LayerNorms without parameters in fp32, biases on q/k/v/o (none on the MLP); OLMo
+    # 1.7's clip_qkv clamping q, k and v. (clip_qkv with biases: validate/FINDINGS.md's OLMo
+    # section; the measurement cannot reach the copy a clamp of a biased projection keeps.)
+    "olmo": dict(_BASE, model_type="olmo", num_key_value_heads=2, head_dim=10, attention_bias=True,
+                 pad_token_id=None),
+    "olmo-clip": dict(_BASE, model_type="olmo", num_key_value_heads=3, clip_qkv=0.05,
+                      tie_word_embeddings=True, pad_token_id=None),
     # OLMo 3: OLMo 2's whole-projection q/k norms and post-sublayer norms, a window on the layers
     # layer_types marks (by default all but every fourth: 5 layers, 1-3 and 5 slide), one RoPE
     # set per kind of layer.
@@ -33,7 +40,10 @@ CONFIGS = {
                   num_experts=5, num_experts_per_tok=3, pad_token_id=None),
     "olmoe-renormalised": dict(_BASE, model_type="olmoe", num_key_value_heads=3, intermediate_size=16,
                                num_experts=4, num_experts_per_tok=2, norm_topk_prob=True,
-                               attention_bias=True, tie_word_embeddings=True, pad_token_id=None),
+                               tie_word_embeddings=True, clip_qkv=0.05, pad_token_id=None),
+    "olmoe-biases": dict(_BASE, model_type="olmoe", num_key_value_heads=2, intermediate_size=16,
+                         num_experts=4, num_experts_per_tok=2, attention_bias=True,
+                         pad_token_id=None),
     # Seed-OSS: biases on q/k/v and not o (its defaults), a biased MLP, dropout on the
     # probabilities and on each sublayer's output.
     "seed_oss": dict(_BASE, model_type="seed_oss", num_key_value_heads=2, head_dim=10,
@@ -75,7 +85,7 @@ CONFIGS = {
 }
 
 #: Model types whose configuration class's defaults are counted too.
-DEFAULTS = ("olmo3", "olmoe", "seed_oss", "arcee", "glm4", "helium", "ernie4_5", "exaone4")
+DEFAULTS = ("olmo", "olmo3", "olmoe", "seed_oss", "arcee", "glm4", "helium", "ernie4_5", "exaone4")
 
 
 def _hf_count(fields: dict) -> int:
@@ -175,3 +185,32 @@ def test_exaone4_rotates_on_the_layers_transformers_rotates(name):
             if cfg.sliding_window is None or cfg.layer_kind_at("decoder", i) != "full"]
     assert rotated == ours and len(rotated) == rope_runs
     assert cfg.nope_layers == cfg.n_decoder_layers - len(ours)
+
+
+@pytest.mark.slow
+def test_clip_qkv_copies_of_biased_projections_are_held_but_unreachable_to_the_walk():
+    """clip_qkv clamps q, k and v in place; on a biased projection (addmm, viewed to 3-D) the
+    clamp rewrites a view, so autograd puts its ClampBackward inside a CopySlices node, where
+    validate/measure/saved.py's walk from the loss does not look: the copies it keeps are
+    counted as unreachable. They are held all the same (the graph owns CopySlices and its
+    function): the formula is the measured total plus exactly those copies,
+    b n (h + 2 h_kv) d_h bf16 values per layer."""
+    pytest.importorskip("transformers")
+    import torch
+
+    from costmodel.hf import from_hf_config
+    from tests.family_configs import odd_config_rows
+    from validate.hf_models import build_hf_model, make_inputs
+    from validate.measure.saved import saved_activation_bytes
+
+    fields = dict(CONFIGS["olmo-clip"], attention_bias=True)
+    cfg = from_hf_config(fields, name="olmo-clip-biased")
+    (row,) = [r for r in odd_config_rows(fields, "olmo-clip-biased")
+              if r.quantity == "bytes saved for backward"]
+    torch.manual_seed(0)
+    model = build_hf_model(cfg, dtype=torch.bfloat16)
+    result = saved_activation_bytes(model, make_inputs(cfg, 2, 12, labels=True))
+    copies = 2 * 12 * (cfg.n_heads + 2 * cfg.n_kv_heads) * cfg.d_head * 2 * cfg.n_decoder_layers
+    assert result.total_bytes == row.measured
+    assert result.unreachable_bytes == copies
+    assert row.formula == row.measured + copies

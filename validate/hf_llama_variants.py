@@ -11,6 +11,11 @@ from costmodel.config import ModelConfig
 from .hf_models import _layer_types, _llama_dict, _rotary_factor
 
 
+def _olmo(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(_llama_dict(cfg, "olmo"), attention_bias=cfg.qkv_bias, pad_token_id=None,
+                clip_qkv=cfg.clip_qkv)
+
+
 def _olmo3(cfg: ModelConfig) -> dict[str, Any]:
     """OLMo 3's config.json: OLMo 2's fields, the window and layer_types (where no layer slides,
     all full_attention and its default window, which its class needs and no layer uses)."""
@@ -21,7 +26,7 @@ def _olmo3(cfg: ModelConfig) -> dict[str, Any]:
 def _olmoe(cfg: ModelConfig) -> dict[str, Any]:
     data = dict(_llama_dict(cfg, "olmoe"), attention_bias=cfg.qkv_bias, pad_token_id=None,
                 num_experts=cfg.n_experts, num_experts_per_tok=cfg.top_k,
-                norm_topk_prob=cfg.renormalize_top_k)
+                norm_topk_prob=cfg.renormalize_top_k, clip_qkv=cfg.clip_qkv)
     del data["intermediate_size"]
     return dict(data, intermediate_size=cfg.d_expert)
 
@@ -62,6 +67,6 @@ def _exaone4(cfg: ModelConfig) -> dict[str, Any]:
 
 #: family -> its config.json.
 LLAMA_VARIANT_DICTS: dict[str, Callable[[ModelConfig], dict[str, Any]]] = {
-    "olmo3": _olmo3, "olmoe": _olmoe, "seed_oss": _seed_oss, "arcee": _arcee, "glm4": _glm4, "helium": _helium,
+    "olmo": _olmo, "olmo3": _olmo3, "olmoe": _olmoe, "seed_oss": _seed_oss, "arcee": _arcee, "glm4": _glm4, "helium": _helium,
     "ernie4_5": _ernie4_5, "exaone4": _exaone4,
 }

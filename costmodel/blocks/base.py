@@ -37,6 +37,7 @@ OTHER_FLOPS_PER_ELEMENT = {
     "tanh": 1,
     "sigmoid": 4,
     "rope": 3,
+    "clamp": 2,  # a compare with each bound
 }
 
 
