@@ -161,8 +161,8 @@ def _exaone4(f: Fields, name: str) -> ModelConfig:
     window = f.nullable("sliding_window", 4096)
     types = _layer_types(f, layers)
     if types is None:
-        every = f.get("sliding_window_pattern", 4) if window else 0
-        if not isinstance(every, int) or every < 1:
+        every = f.data.get("sliding_window_pattern", 4) if window else 0
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise ConfigError(f"{f.source}: without layer_types, transformers 5.24 reads "
                               "sliding_window_pattern as a whole number of at least 1 (every "
                               "that-many-th layer full) and sliding_window as set; give "

@@ -214,3 +214,93 @@ def test_clip_qkv_copies_of_biased_projections_are_held_but_unreachable_to_the_w
     assert result.total_bytes == row.measured
     assert result.unreachable_bytes == copies
     assert row.formula == row.measured + copies
+
+
+#: Real config.json files (the fields that shape the model, with the Hub's keys and values):
+#: - allenai/OLMoE-1B-7B-0924: 16 layers of 2048, 16 heads, 64 experts of 1024 (top 8), vocab
+#:   50304, untied (its config.json as quoted by a moe_engine test of OLMoE's adapter, and
+#:   transformers' docs/source/en/model_doc/olmoe.md: 16 layers, 64 experts, top-8). Published:
+#:   "OLMoE-1B-7B has 7 billion (B) parameters" (arXiv 2409.02060's abstract), 6.9B on listings.
+#: - ByteDance-Seed/Seed-OSS-36B-Base: 64 layers of 5120, 80 query and 8 KV heads of 128 (the
+#:   README's Model Summary, github.com/ByteDance-Seed/seed-oss README.md @02d7aaa), MLP 27648,
+#:   vocab 155136, q/k/v biases (its config.json, quoted by mlx ports' tests; 155K in the
+#:   README). Published: "Parameters | 36B" (the README's Model Summary).
+#: - allenai/OLMo-7B-hf: 32 layers of 4096, 32 heads, MLP 11008, vocab 50304, untied (OLMo's
+#:   paper, arXiv 2402.00838, Table 1: 32 layers, 4096 wide, 32 heads, MLP ~22/3 d, vocab padded
+#:   to 50304; OlmoConfig's defaults are this model). Published: "OLMo-7B" (6.89B on its Hub page).
+REAL = {
+    "olmoe-1b-7b": {
+        "architectures": ["OlmoeForCausalLM"], "model_type": "olmoe", "hidden_act": "silu",
+        "hidden_size": 2048, "intermediate_size": 1024, "num_hidden_layers": 16, "num_experts": 64,
+        "num_experts_per_tok": 8, "num_attention_heads": 16, "num_key_value_heads": 16,
+        "vocab_size": 50304, "tie_word_embeddings": False, "clip_qkv": None,
+        "max_position_embeddings": 4096, "norm_topk_prob": False,
+    },
+    "seed-oss-36b": {
+        "architectures": ["SeedOssForCausalLM"], "model_type": "seed_oss", "hidden_size": 5120,
+        "num_hidden_layers": 64, "intermediate_size": 27648, "num_attention_heads": 80,
+        "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 155136, "attention_bias": True,
+        "attention_out_bias": False, "mlp_bias": False, "max_position_embeddings": 524288,
+        "tie_word_embeddings": False, "hidden_act": "silu",
+    },
+    "olmo-7b": {
+        "architectures": ["OlmoForCausalLM"], "model_type": "olmo", "hidden_size": 4096,
+        "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32,
+        "num_key_value_heads": 32, "vocab_size": 50304, "max_position_embeddings": 2048,
+        "tie_word_embeddings": False, "clip_qkv": None, "hidden_act": "silu",
+    },
+}
+#: The published totals in billions and the digits published (the total rounded to those digits).
+PUBLISHED = {"olmoe-1b-7b": (6.9, 1), "seed-oss-36b": (36, 0), "olmo-7b": (6.89, 2)}
+#: transformers 5.24's counts of REAL (the meta model's numel; equal to ours, tested below).
+EXACT = {"olmoe-1b-7b": 6_919_161_856, "seed-oss-36b": 36_151_104_512, "olmo-7b": 6_888_095_744}
+
+
+def _cli_total(fields: dict, tmp_path, capsys) -> int:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    code, out, _ = run_main(["estimate", "--config", str(path), "--json"], capsys)
+    assert code == 0
+    return json.loads(out)["params"]["total"]
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_real_config_gives_the_published_total(name, tmp_path, capsys):
+    total = _cli_total(REAL[name], tmp_path, capsys)
+    assert total == EXACT[name]
+    value, digits = PUBLISHED[name]
+    assert round(total / 10**9, digits) == value
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_real_config_equals_hugging_face(name):
+    pytest.importorskip("transformers")
+    assert _hf_count({k: v for k, v in REAL[name].items() if k != "architectures"}) == EXACT[name]
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_architectures_alone_name_the_model_type(name):
+    from costmodel.hf import from_hf_config
+
+    bare = {k: v for k, v in REAL[name].items() if k != "model_type"}
+    assert from_hf_config(bare, name=name) == from_hf_config(REAL[name], name=name)
+
+
+@pytest.mark.parametrize("fields, words", [
+    (dict(CONFIGS["olmo3"], sliding_window=None), "sliding_window"),
+    (dict(CONFIGS["exaone4"], sliding_window=None, layer_types=None), "sliding_window"),
+    (dict(CONFIGS["exaone4"], layer_types=["full_attention"] * 5), "no RoPE"),
+    (dict(CONFIGS["exaone4"], sliding_window_pattern="LLLG"), "layer_types"),
+    (dict(CONFIGS["olmoe"], head_dim=10), "head_dim"),
+    (dict(CONFIGS["olmo"], clip_qkv=-1.0), "clip_qkv"),
+    (dict(CONFIGS["helium"], head_dim=10), "o_proj"),
+    (dict(CONFIGS["glm4"], partial_rotary_factor=0.1), "partial_rotary_factor"),
+    (dict(CONFIGS["arcee"], hidden_act="silu"), "hidden_act"),
+    (dict(CONFIGS["seed_oss"], hidden_act="gelu"), "hidden_act"),
+])
+def test_what_is_not_modelled_is_one_line(fields, words, tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error:") and words in err
