@@ -5,8 +5,9 @@ describes the class a user trains: *ForCausalLM for decoders, BertModel (with po
 T5ForConditionalGeneration for T5. Defaults are those of transformers' configuration classes.
 This module reads the Llama-like families and dispatches on model_type; costmodel/hf_classic.py
 reads the others (GPT-NeoX, Falcon, OPT, BLOOM, GPT-2, BERT, T5) and
-costmodel/hf_rope_layernorm.py StarCoder2 and Phi, all through costmodel/hf_fields.py's typed
-field access.
+costmodel/hf_rope_layernorm.py StarCoder2 and Phi, costmodel/hf_llama_variants.py the Llama-like
+families whose blocks exist here under other names (OLMo 1/3, OLMoE, EXAONE 4, Seed-OSS, Helium,
+Arcee, GLM-4, ERNIE 4.5), all through costmodel/hf_fields.py's typed field access.
 """
 
 from __future__ import annotations
