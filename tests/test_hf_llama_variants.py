@@ -228,7 +228,16 @@ def test_clip_qkv_copies_of_biased_projections_are_held_but_unreachable_to_the_w
 #: - allenai/OLMo-7B-hf: 32 layers of 4096, 32 heads, MLP 11008, vocab 50304, untied (OLMo's
 #:   paper, arXiv 2402.00838, Table 1: 32 layers, 4096 wide, 32 heads, MLP ~22/3 d, vocab padded
 #:   to 50304; OlmoConfig's defaults are this model). Published: "OLMo-7B" (6.89B on its Hub page).
+#: - baidu/ERNIE-4.5-0.3B-PT: 18 layers of 1024, 16 query and 2 KV heads of 128, MLP 3072, vocab
+#:   103424 (apxml.com/models/ernie-45-03b-base's specifications; Ernie4_5Config's defaults, whose
+#:   docstring names this checkpoint), tied. Published: "360 million parameters" (the same page).
 REAL = {
+    "ernie-4.5-0.3b": {
+        "architectures": ["Ernie4_5ForCausalLM"], "model_type": "ernie4_5", "hidden_size": 1024,
+        "intermediate_size": 3072, "num_hidden_layers": 18, "num_attention_heads": 16,
+        "num_key_value_heads": 2, "head_dim": 128, "vocab_size": 103424, "use_bias": False,
+        "max_position_embeddings": 131072, "tie_word_embeddings": True, "hidden_act": "silu",
+    },
     "olmoe-1b-7b": {
         "architectures": ["OlmoeForCausalLM"], "model_type": "olmoe", "hidden_act": "silu",
         "hidden_size": 2048, "intermediate_size": 1024, "num_hidden_layers": 16, "num_experts": 64,
@@ -251,9 +260,9 @@ REAL = {
     },
 }
 #: The published totals in billions and the digits published (the total rounded to those digits).
-PUBLISHED = {"olmoe-1b-7b": (6.9, 1), "seed-oss-36b": (36, 0), "olmo-7b": (6.89, 2)}
+PUBLISHED = {"ernie-4.5-0.3b": (0.36, 2), "olmoe-1b-7b": (6.9, 1), "seed-oss-36b": (36, 0), "olmo-7b": (6.89, 2)}
 #: transformers 5.24's counts of REAL (the meta model's numel; equal to ours, tested below).
-EXACT = {"olmoe-1b-7b": 6_919_161_856, "seed-oss-36b": 36_151_104_512, "olmo-7b": 6_888_095_744}
+EXACT = {"ernie-4.5-0.3b": 360_748_032, "olmoe-1b-7b": 6_919_161_856, "seed-oss-36b": 36_151_104_512, "olmo-7b": 6_888_095_744}
 
 
 def _cli_total(fields: dict, tmp_path, capsys) -> int:
