@@ -7,7 +7,7 @@ This module reads the Llama-like families and dispatches on model_type; costmode
 reads the others (GPT-NeoX, Falcon, OPT, BLOOM, GPT-2, BERT, T5) and
 costmodel/hf_rope_layernorm.py StarCoder2 and Phi, costmodel/hf_llama_variants.py the Llama-like
 families whose blocks exist here under other names (OLMo 1/3, OLMoE, EXAONE 4, Seed-OSS, Helium,
-Arcee, GLM-4, ERNIE 4.5), all through costmodel/hf_fields.py's typed field access.
+Arcee, GLM-4, ERNIE 4.5, Apertus), all through costmodel/hf_fields.py's typed field access.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""config.json readers of Llama-like families whose blocks costmodel/hf.py already has under other
-names: Seed-OSS (biases on q/k/v, not o; dropout after each sublayer) and Arcee (a squared-ReLU
-MLP without a gate). costmodel/hf.py dispatches on model_type. Defaults are those of transformers
-5.24's configuration classes; each family reads Llama's fields through hf.py's Llama reader and
-changes what its own code does otherwise."""
+"""config.json readers of Llama-like families whose blocks costmodel/hf.py mostly has already: OLMo
+1 and 3, OLMoE, EXAONE 4, Seed-OSS, Helium, Arcee, GLM-4, ERNIE 4.5 and Apertus. Each reads Llama's
+fields through hf.py's Llama reader (with its own defaults) and then changes what its own code does
+otherwise (norms, biases, windows, RoPE, experts, the MLP). costmodel/hf.py dispatches on
+model_type. Defaults are those of transformers 5.24's configuration classes."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                      num_key_value_heads=2, head_dim=128),
     "exaone4": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False,
                     num_key_value_heads=32),
+    "apertus": dict(max_position_embeddings=65536, hidden_act="xielu", tie_word_embeddings=False),
     "glm4": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
                  num_key_value_heads=2, head_dim=128),
 }
@@ -184,6 +185,19 @@ def _exaone4(f: Fields, name: str) -> ModelConfig:
                         nope_layers=layers - len(sliding), layer_pattern=_pattern(layers, sliding, None))
 
 
+def _apertus(f: Fields, name: str) -> ModelConfig:
+    """Apertus: Llama's attention (attention_bias on q, k, v and o) with an RMSNorm on each query
+    and key head, and an MLP without a gate or biases: up_proj -> xIELU -> down_proj, xIELU with
+    two trainable scalars (alpha_p, alpha_n) and two buffers (beta, eps) per layer, run as
+    transformers' Python version."""
+    act = f.get("hidden_act", "xielu", str)
+    if act != "xielu":
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for apertus (xielu is "
+                          "modelled).")
+    return _llama(Fields(dict(f.data, hidden_act="silu"), f.source), name, "apertus",
+                  activation="xielu", ffn_bias=False, qk_norm=True)
+
+
 def _probability(f: Fields, key: str, default: float) -> float:
     return float(f.get(key, default, float))
 
@@ -217,13 +231,14 @@ def _arcee(f: Fields, name: str) -> ModelConfig:
 LLAMA_VARIANT_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
     "olmo": _olmo, "olmo3": _olmo3, "olmoe": _olmoe, "seed_oss": _seed_oss, "arcee": _arcee, "glm4": _glm4,
     "helium": _helium, "ernie4_5": _ernie4_5, "exaone4": _exaone4,
+    "apertus": _apertus,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 LLAMA_VARIANT_ARCHITECTURES: dict[str, str] = {
     "OlmoForCausalLM": "olmo", "Olmo3ForCausalLM": "olmo3", "OlmoeForCausalLM": "olmoe", "SeedOssForCausalLM": "seed_oss", "ArceeForCausalLM": "arcee",
     "Glm4ForCausalLM": "glm4", "HeliumForCausalLM": "helium", "Ernie4_5ForCausalLM": "ernie4_5",
-    "Exaone4ForCausalLM": "exaone4",
+    "Exaone4ForCausalLM": "exaone4", "ApertusForCausalLM": "apertus",
 }
 
 _NAMES: dict[str, str] = {

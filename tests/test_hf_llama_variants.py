@@ -82,10 +82,16 @@ CONFIGS = {
     "exaone4-no-window": dict(_BASE, model_type="exaone4", num_key_value_heads=2, sliding_window=None,
                               layer_types=["full_attention"] * 3, pad_token_id=None,
                               bos_token_id=None, eos_token_id=None),
+    # Apertus: per-head q/k norms, an ungated MLP with xIELU (two scalars and two buffers a layer).
+    "apertus": dict(_BASE, model_type="apertus", num_key_value_heads=2, pad_token_id=None,
+                    bos_token_id=None, eos_token_id=None),
+    "apertus-biases": dict(_BASE, model_type="apertus", num_key_value_heads=3, attention_bias=True,
+                           tie_word_embeddings=True, pad_token_id=None, bos_token_id=None,
+                           eos_token_id=None),
 }
 
 #: Model types whose configuration class's defaults are counted too.
-DEFAULTS = ("olmo", "olmo3", "olmoe", "seed_oss", "arcee", "glm4", "helium", "ernie4_5", "exaone4")
+DEFAULTS = ("olmo", "olmo3", "olmoe", "seed_oss", "arcee", "glm4", "helium", "ernie4_5", "exaone4", "apertus")
 
 
 def _hf_count(fields: dict) -> int:

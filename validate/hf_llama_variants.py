@@ -65,8 +65,13 @@ def _exaone4(cfg: ModelConfig) -> dict[str, Any]:
                 eos_token_id=None, **window)
 
 
+def _apertus(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(_llama_dict(cfg, "apertus"), attention_bias=cfg.qkv_bias, pad_token_id=None,
+                bos_token_id=None, eos_token_id=None)
+
+
 #: family -> its config.json.
 LLAMA_VARIANT_DICTS: dict[str, Callable[[ModelConfig], dict[str, Any]]] = {
     "olmo": _olmo, "olmo3": _olmo3, "olmoe": _olmoe, "seed_oss": _seed_oss, "arcee": _arcee, "glm4": _glm4, "helium": _helium,
-    "ernie4_5": _ernie4_5, "exaone4": _exaone4,
+    "ernie4_5": _ernie4_5, "exaone4": _exaone4, "apertus": _apertus,
 }

@@ -38,6 +38,9 @@ OTHER_FLOPS_PER_ELEMENT = {
     "sigmoid": 4,
     "rope": 3,
     "clamp": 2,  # a compare with each bound
+    # transformers' Python xIELU: x > 0, alpha_p x, (alpha_p x) x, beta x, their sum, min(x, eps),
+    # expm1, minus x, times alpha_n, beta x, the sum, where: twelve pointwise ops, one each
+    "xielu": 12,
 }
 
 
