@@ -340,7 +340,8 @@ class ModelConfig:
     def _rule_pattern(self) -> tuple[str, ...] | None:
         """The per-layer pattern that the counts imply when no config said which layers."""
         layers, windows = self.n_decoder_layers, self.n_window_layers
-        if self.nope_layers and not self.nope_full_layers:  # SmolLM3's rule for its default interval of 4: every fourth
+        # SmolLM3's rule for its default interval of 4: every fourth
+        if self.nope_layers and not self.nope_full_layers:
             every = layers // self.nope_layers
             nope = {i for i in range(layers) if (i + 1) % every == 0 and (i + 1) // every <= self.nope_layers}
             return tuple("nope" if i in nope else "rope" for i in range(layers))

@@ -229,16 +229,16 @@ def _arcee(f: Fields, name: str) -> ModelConfig:
 
 #: model_type -> its reader.
 LLAMA_VARIANT_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
-    "olmo": _olmo, "olmo3": _olmo3, "olmoe": _olmoe, "seed_oss": _seed_oss, "arcee": _arcee, "glm4": _glm4,
-    "helium": _helium, "ernie4_5": _ernie4_5, "exaone4": _exaone4,
-    "apertus": _apertus,
+    "olmo": _olmo, "olmo3": _olmo3, "olmoe": _olmoe, "exaone4": _exaone4, "seed_oss": _seed_oss,
+    "helium": _helium, "arcee": _arcee, "apertus": _apertus, "glm4": _glm4, "ernie4_5": _ernie4_5,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 LLAMA_VARIANT_ARCHITECTURES: dict[str, str] = {
-    "OlmoForCausalLM": "olmo", "Olmo3ForCausalLM": "olmo3", "OlmoeForCausalLM": "olmoe", "SeedOssForCausalLM": "seed_oss", "ArceeForCausalLM": "arcee",
-    "Glm4ForCausalLM": "glm4", "HeliumForCausalLM": "helium", "Ernie4_5ForCausalLM": "ernie4_5",
-    "Exaone4ForCausalLM": "exaone4", "ApertusForCausalLM": "apertus",
+    "OlmoForCausalLM": "olmo", "Olmo3ForCausalLM": "olmo3", "OlmoeForCausalLM": "olmoe",
+    "Exaone4ForCausalLM": "exaone4", "SeedOssForCausalLM": "seed_oss",
+    "HeliumForCausalLM": "helium", "ArceeForCausalLM": "arcee", "ApertusForCausalLM": "apertus",
+    "Glm4ForCausalLM": "glm4", "Ernie4_5ForCausalLM": "ernie4_5",
 }
 
 _NAMES: dict[str, str] = {

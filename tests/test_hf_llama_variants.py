@@ -91,7 +91,8 @@ CONFIGS = {
 }
 
 #: Model types whose configuration class's defaults are counted too.
-DEFAULTS = ("olmo", "olmo3", "olmoe", "seed_oss", "arcee", "glm4", "helium", "ernie4_5", "exaone4", "apertus")
+DEFAULTS = ("olmo", "olmo3", "olmoe", "seed_oss", "arcee", "glm4", "helium", "ernie4_5", "exaone4",
+            "apertus")
 
 
 def _hf_count(fields: dict) -> int:
@@ -266,9 +267,11 @@ REAL = {
     },
 }
 #: The published totals in billions and the digits published (the total rounded to those digits).
-PUBLISHED = {"ernie-4.5-0.3b": (0.36, 2), "olmoe-1b-7b": (6.9, 1), "seed-oss-36b": (36, 0), "olmo-7b": (6.89, 2)}
+PUBLISHED = {"ernie-4.5-0.3b": (0.36, 2), "olmoe-1b-7b": (6.9, 1), "seed-oss-36b": (36, 0),
+             "olmo-7b": (6.89, 2)}
 #: transformers 5.24's counts of REAL (the meta model's numel; equal to ours, tested below).
-EXACT = {"ernie-4.5-0.3b": 360_748_032, "olmoe-1b-7b": 6_919_161_856, "seed-oss-36b": 36_151_104_512, "olmo-7b": 6_888_095_744}
+EXACT = {"ernie-4.5-0.3b": 360_748_032, "olmoe-1b-7b": 6_919_161_856,
+         "seed-oss-36b": 36_151_104_512, "olmo-7b": 6_888_095_744}
 
 
 def _cli_total(fields: dict, tmp_path, capsys) -> int:

@@ -72,6 +72,6 @@ def _apertus(cfg: ModelConfig) -> dict[str, Any]:
 
 #: family -> its config.json.
 LLAMA_VARIANT_DICTS: dict[str, Callable[[ModelConfig], dict[str, Any]]] = {
-    "olmo": _olmo, "olmo3": _olmo3, "olmoe": _olmoe, "seed_oss": _seed_oss, "arcee": _arcee, "glm4": _glm4, "helium": _helium,
-    "ernie4_5": _ernie4_5, "exaone4": _exaone4, "apertus": _apertus,
+    "olmo": _olmo, "olmo3": _olmo3, "olmoe": _olmoe, "exaone4": _exaone4, "seed_oss": _seed_oss,
+    "helium": _helium, "arcee": _arcee, "apertus": _apertus, "glm4": _glm4, "ernie4_5": _ernie4_5,
 }

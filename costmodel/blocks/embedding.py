@@ -139,10 +139,11 @@ class RotaryTables(Block):
     Computed per forward (facts.rotary_tables == "forward", Hugging Face) in the activation dtype
     (OLMo 2: fp32, facts.rotary_tables_fp32):
     the rotation keeps both for backward, 2 * n * d_h elements (none where each layer interleaves
-    its own copy, facts.rotary_tables_per_layer: RotaryEmbedding keeps those), and the module holds inv_freq and
-    original_inv_freq (d_h / 2 each, fp32). Held as buffers ("buffer", the reference): cos and sin
-    of P x d_h in the model dtype, nothing kept. `sets` of them where each attention type has its
-    own (facts.rotary_tables_per_layer_type: Gemma 3's local and global RoPE).
+    its own copy, facts.rotary_tables_per_layer: RotaryEmbedding keeps those), and the module
+    holds inv_freq and original_inv_freq (d_h / 2 each, fp32). Held as buffers ("buffer", the
+    reference): cos and sin of P x d_h in the model dtype, nothing kept. `sets` of them where
+    each attention type has its own (facts.rotary_tables_per_layer_type: Gemma 3's local and
+    global RoPE).
     """
 
     seq: Expr
