@@ -19,7 +19,7 @@ from .errors import MAX_LAYERS, check_int
 from .hf_classic import CLASSIC_BUILDERS
 from .hf_fields import Fields, rotary_fraction
 from .hf_llama_variants import (LLAMA_VARIANT_ARCHITECTURES, LLAMA_VARIANT_BUILDERS,
-                                LLAMA_VARIANT_NAMES)
+                                LLAMA_VARIANT_NAMES, LlamaReader)
 from .hf_rope_layernorm import (ROPE_LAYERNORM_ARCHITECTURES, ROPE_LAYERNORM_BUILDERS,
                                 ROPE_LAYERNORM_NAMES)
 
@@ -400,6 +400,9 @@ def _latent_attention(f: Fields, fields: dict[str, Any]) -> None:
 
 
 
+#: The Llama reader hf_llama_variants.py's families read their Llama fields with.
+_LLAMA_READER = LlamaReader(read=_llama_like, layer_types=_layer_types, pattern=_pattern)
+
 _BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
     **{family: (lambda f, name, family=family: _llama_like(f, name, family))
        for family in _LLAMA_DEFAULTS},
@@ -407,7 +410,8 @@ _BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
        for model_type in _RUN_AS_LLAMA},
     **CLASSIC_BUILDERS,
     **ROPE_LAYERNORM_BUILDERS,
-    **LLAMA_VARIANT_BUILDERS,
+    **{model_type: (lambda f, name, build=build: build(f, name, _LLAMA_READER))
+       for model_type, build in LLAMA_VARIANT_BUILDERS.items()},
 }
 
 

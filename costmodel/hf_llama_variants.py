@@ -6,10 +6,23 @@ model_type. Defaults are those of transformers 5.24's configuration classes."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
 from .hf_fields import Fields, rotary_fraction
+
+@dataclass(frozen=True)
+class LlamaReader:
+    """costmodel/hf.py's Llama reader and its per-layer helpers, which hf.py passes to these
+    readers (it imports this module, so this module cannot import it): read(f, name, family,
+    defaults) is a Llama-like family's ModelConfig, layer_types(f, layers) the config's checked
+    layer_types list (None where it has none), pattern(layers, sliding, moe) the layer_pattern."""
+
+    read: Callable[[Fields, str, str, "dict[str, Any] | None"], ModelConfig]
+    layer_types: Callable[[Fields, int], "list[str] | None"]
+    pattern: Callable[[int, "list[int]", "list[int] | None"], "tuple[str, ...] | None"]
+
 
 #: transformers 5.24's defaults for the Llama fields each family reads (its configuration class).
 _DEFAULTS: dict[str, dict[str, Any]] = {
@@ -30,26 +43,22 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _llama(f: Fields, name: str, family: str, **changes: Any) -> ModelConfig:
+def _llama(f: Fields, name: str, family: str, llama: LlamaReader, **changes: Any) -> ModelConfig:
     """The family's config.json read as Llama's (hf.py's reader, the family's defaults), then
     `changes` and the family's own name (the facts table's key)."""
-    from .hf import _llama_like  # hf.py imports this module
-
-    base = _llama_like(f, name, "llama", _DEFAULTS[family])
+    base = llama.read(f, name, "llama", _DEFAULTS[family])
     return base.replace(family=family, **changes)
 
 
-def _olmo3(f: Fields, name: str) -> ModelConfig:
+def _olmo3(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     """OLMo 3: OLMo 2's layers (RMSNorms over the whole query and key projections, the norms after
     the sublayers) with a sliding_window (4096 by default) on the layers layer_types marks
     sliding_attention (by default all but every fourth, counting from 1), and one RoPE per kind
     of layer in layer_types (Olmo3RotaryEmbedding: Gemma 3's, fp32 tables as OLMo 2's). A null
     sliding_window, which its class cannot run, is refused."""
-    from .hf import _layer_types, _llama_like, _pattern
-
-    base = _llama_like(f, name, "olmo2")
+    base = llama.read(f, name, "olmo2", None)
     layers = base.n_decoder_layers
-    types = _layer_types(f, layers) or ["sliding_attention" if (i + 1) % 4 else "full_attention"
+    types = llama.layer_types(f, layers) or ["sliding_attention" if (i + 1) % 4 else "full_attention"
                                         for i in range(layers)]
     window = f.nullable("sliding_window", 4096)
     if window is None:
@@ -61,7 +70,7 @@ def _olmo3(f: Fields, name: str) -> ModelConfig:
         window = None
     return base.replace(family="olmo3", sliding_window=window,
                         window_layers=None if len(sliding) in (0, layers) else len(sliding),
-                        layer_pattern=_pattern(layers, sliding, None), rotary_sets=len(set(types)))
+                        layer_pattern=llama.pattern(layers, sliding, None), rotary_sets=len(set(types)))
 
 
 def _clip(f: Fields) -> float | None:
@@ -72,16 +81,16 @@ def _clip(f: Fields) -> float | None:
     return None if clip is None else float(clip)
 
 
-def _olmo(f: Fields, name: str) -> ModelConfig:
+def _olmo(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     """OLMo (1 and 1.7): Llama's layers (attention_bias on q, k, v and o; no MLP bias whatever
     mlp_bias says) with LayerNorms that have no weight or bias and run in fp32, RoPE tables left
     in fp32, and clip_qkv (null by default; 8 in OLMo 1.7) clamping q, k and v."""
     _silu(f, "olmo")
-    return _llama(f, name, "olmo", ffn_bias=False, norm="layernorm", norm_affine=False,
+    return _llama(f, name, "olmo", llama, ffn_bias=False, norm="layernorm", norm_affine=False,
                   clip_qkv=_clip(f))
 
 
-def _olmoe(f: Fields, name: str) -> ModelConfig:
+def _olmoe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     """OLMoE: Llama's pre-norm layers (LlamaRMSNorm) with RMSNorms over the whole query and key
     projections (hidden_size and its key share wide), and in every layer top num_experts_per_tok
     of num_experts SwiGLU experts of intermediate_size (Mixtral's experts, Qwen2-MoE's softmax
@@ -95,12 +104,13 @@ def _olmoe(f: Fields, name: str) -> ModelConfig:
                           f"is not hidden_size ({d_model}), which OLMoE's query norm (hidden_size "
                           "wide) cannot run.")
     experts = f.get("num_experts", f.get("num_local_experts", 64))  # the mapped name wins
-    return _llama(f, name, "olmoe", qk_norm=True, qk_norm_whole=True, clip_qkv=_clip(f), n_experts=experts,
+    return _llama(f, name, "olmoe", llama, qk_norm=True, qk_norm_whole=True, clip_qkv=_clip(f),
+                  n_experts=experts,
                   top_k=f.get("num_experts_per_tok", 8),
                   renormalize_top_k=f.get("norm_topk_prob", False, bool))
 
 
-def _glm4(f: Fields, name: str) -> ModelConfig:
+def _glm4(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     """GLM-4 (0414): Llama's attention with attention_bias on q, k and v (o has none), RoPE on
     partial_rotary_factor of each head (0.5 by default) with cos and sin interleaved in each
     layer, a norm after each sublayer as well as before it (four per layer), and Phi-3's MLP
@@ -108,8 +118,8 @@ def _glm4(f: Fields, name: str) -> ModelConfig:
     act = f.get("hidden_act", "silu", str)
     if act != "silu":
         raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for glm4.")
-    base = _llama(f, name, "glm4", qkv_bias=f.get("attention_bias", True, bool), out_bias=False,
-                  post_sublayer_norm=True)
+    base = _llama(f, name, "glm4", llama, qkv_bias=f.get("attention_bias", True, bool),
+                  out_bias=False, post_sublayer_norm=True)
     rotary = int(base.d_head * rotary_fraction(f, "partial_rotary_factor", 0.5))
     if rotary < 2 or rotary % 2:
         raise ConfigError(f"{f.source}: partial_rotary_factor leaves {rotary} rotary dimensions per "
@@ -123,13 +133,13 @@ def _silu(f: Fields, family: str) -> None:
         raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for {family}.")
 
 
-def _helium(f: Fields, name: str) -> ModelConfig:
+def _helium(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     """Helium: Llama's layers (attention_bias on q, k and v; o without one; mlp_bias), an RMSNorm
     that multiplies the fp32 normalised tensor by an fp32 copy of its weight, and RoPE with cos
     and sin interleaved in each layer. Its o_proj is hidden_size wide on both sides, so heads
     times head_dim must be hidden_size."""
     _silu(f, "helium")
-    cfg = _llama(f, name, "helium", out_bias=False, ffn_bias=f.get("mlp_bias", False, bool))
+    cfg = _llama(f, name, "helium", llama, out_bias=False, ffn_bias=f.get("mlp_bias", False, bool))
     if cfg.n_heads * cfg.d_head != cfg.d_model:
         raise ConfigError(f"{f.source}: num_attention_heads ({cfg.n_heads}) times head_dim "
                           f"({cfg.d_head}) is not hidden_size ({cfg.d_model}), which Helium's o_proj "
@@ -137,30 +147,28 @@ def _helium(f: Fields, name: str) -> ModelConfig:
     return cfg
 
 
-def _ernie4_5(f: Fields, name: str) -> ModelConfig:
+def _ernie4_5(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     """ERNIE 4.5 (dense): Llama's layers with use_bias on q, k, v, o and the MLP, no attention
     dropout whatever attention_dropout says (its attention sets 0), and RoPE in fp32 with cos and
     sin interleaved in each layer."""
     _silu(f, "ernie4_5")
     bias = f.get("use_bias", False, bool)
-    return _llama(f, name, "ernie4_5", qkv_bias=bias, out_bias=bias, ffn_bias=bias, dropout=0.0)
+    return _llama(f, name, "ernie4_5", llama, qkv_bias=bias, out_bias=bias, ffn_bias=bias, dropout=0.0)
 
 
-def _exaone4(f: Fields, name: str) -> ModelConfig:
+def _exaone4(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     """EXAONE 4.0: OLMo 2's layer (norms after the sublayers only; Llama's RMSNorm) with an
     RMSNorm on each query and key head (Qwen3's), no biases, and a sliding_window (4096 by
     default) on the layers layer_types marks sliding_attention (by default all but every
     sliding_window_pattern-th). With a window, only the sliding layers apply RoPE (the full ones
     are NoPE); without one, every layer does. A null window beside sliding layers (its mask
     needs one) and a window with no sliding layer (no RoPE at all) are refused."""
-    from .hf import _layer_types, _pattern
-
     _silu(f, "exaone4")
-    base = _llama(f, name, "exaone4", qkv_bias=False, out_bias=False, ffn_bias=False, qk_norm=True,
-                  post_sublayer_norm=True, input_norms=False)
+    base = _llama(f, name, "exaone4", llama, qkv_bias=False, out_bias=False, ffn_bias=False,
+                  qk_norm=True, post_sublayer_norm=True, input_norms=False)
     layers = base.n_decoder_layers
     window = f.nullable("sliding_window", 4096)
-    types = _layer_types(f, layers)
+    types = llama.layer_types(f, layers)
     if types is None:
         every = f.data.get("sliding_window_pattern", 4) if window else 0
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
@@ -182,10 +190,10 @@ def _exaone4(f: Fields, name: str) -> ModelConfig:
                           "EXAONE 4 with no RoPE on any layer, which is not modelled.")
     return base.replace(sliding_window=window,
                         window_layers=None if len(sliding) == layers else len(sliding),
-                        nope_layers=layers - len(sliding), layer_pattern=_pattern(layers, sliding, None))
+                        nope_layers=layers - len(sliding), layer_pattern=llama.pattern(layers, sliding, None))
 
 
-def _apertus(f: Fields, name: str) -> ModelConfig:
+def _apertus(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     """Apertus: Llama's attention (attention_bias on q, k, v and o) with an RMSNorm on each query
     and key head, and an MLP without a gate or biases: up_proj -> xIELU -> down_proj, xIELU with
     two trainable scalars (alpha_p, alpha_n) and two buffers (beta, eps) per layer, run as
@@ -194,7 +202,7 @@ def _apertus(f: Fields, name: str) -> ModelConfig:
     if act != "xielu":
         raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for apertus (xielu is "
                           "modelled).")
-    return _llama(Fields(dict(f.data, hidden_act="silu"), f.source), name, "apertus",
+    return _llama(Fields(dict(f.data, hidden_act="silu"), f.source), name, "apertus", llama,
                   activation="xielu", ffn_bias=False, qk_norm=True)
 
 
@@ -202,33 +210,33 @@ def _probability(f: Fields, key: str, default: float) -> float:
     return float(f.get(key, default, float))
 
 
-def _seed_oss(f: Fields, name: str) -> ModelConfig:
+def _seed_oss(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     """Seed-OSS: Llama's layers with attention_bias on q, k and v and attention_out_bias on o
     (True and False by default), mlp_bias on the MLP, residual_dropout on each sublayer's output
     before its residual add (0.1 by default) and attention_dropout on the probabilities (0.1)."""
     act = f.get("hidden_act", "silu", str)
     if act != "silu":
         raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for seed_oss.")
-    return _llama(f, name, "seed_oss", qkv_bias=f.get("attention_bias", True, bool),
+    return _llama(f, name, "seed_oss", llama, qkv_bias=f.get("attention_bias", True, bool),
                   out_bias=f.get("attention_out_bias", False, bool),
                   ffn_bias=f.get("mlp_bias", False, bool),
                   dropout=_probability(f, "residual_dropout", 0.1),
                   attention_dropout=_probability(f, "attention_dropout", 0.1))
 
 
-def _arcee(f: Fields, name: str) -> ModelConfig:
+def _arcee(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     """Arcee (AFM): Llama's attention (attention_bias on q, k, v and o) and an MLP without a gate,
     up_proj -> relu(x)^2 -> down_proj (Nemotron's; mlp_bias on both)."""
     act = f.get("hidden_act", "relu2", str)
     if act != "relu2":
         raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for arcee (its MLP has "
                           "no gate; relu2 is modelled).")
-    return _llama(Fields(dict(f.data, hidden_act="silu"), f.source), name, "arcee",
+    return _llama(Fields(dict(f.data, hidden_act="silu"), f.source), name, "arcee", llama,
                   activation="relu2")
 
 
-#: model_type -> its reader.
-LLAMA_VARIANT_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
+#: model_type -> its reader (hf.py passes its LlamaReader).
+LLAMA_VARIANT_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "olmo": _olmo, "olmo3": _olmo3, "olmoe": _olmoe, "exaone4": _exaone4, "seed_oss": _seed_oss,
     "helium": _helium, "arcee": _arcee, "apertus": _apertus, "glm4": _glm4, "ernie4_5": _ernie4_5,
 }

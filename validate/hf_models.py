@@ -16,12 +16,12 @@ from typing import Any
 import torch
 
 from costmodel.config import ModelConfig
-from costmodel.hf_llama_variants import LLAMA_VARIANT_BUILDERS
 
+from .hf_llama_variants import LLAMA_VARIANT_DICTS
 from .torch_modes import default_dtype, fake_mode  # noqa: F401 (fake_mode: re-exported)
 
 #: costmodel/hf_llama_variants.py's families (their config.json: validate/hf_llama_variants.py).
-LLAMA_VARIANT_FAMILIES = tuple(LLAMA_VARIANT_BUILDERS)
+LLAMA_VARIANT_FAMILIES = tuple(LLAMA_VARIANT_DICTS)
 
 #: Families built through a config.json dict (config_dict below) and AutoModelForCausalLM.
 DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falcon_new",
@@ -438,9 +438,10 @@ def config_dict(cfg: ModelConfig) -> dict[str, Any]:
     from costmodel.config import ConfigError
     from costmodel.hf import from_hf_config
 
-    from .hf_llama_variants import LLAMA_VARIANT_DICTS
-
-    data = {**_DICTS, **LLAMA_VARIANT_DICTS}[cfg.family](cfg)
+    if cfg.family in LLAMA_VARIANT_DICTS:
+        data = LLAMA_VARIANT_DICTS[cfg.family](cfg, _llama_dict(cfg, cfg.family))
+    else:
+        data = _DICTS[cfg.family](cfg)
     try:
         back = from_hf_config(data, name=cfg.name)
     except ConfigError as error:
