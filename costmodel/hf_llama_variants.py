@@ -50,6 +50,12 @@ def _llama(f: Fields, name: str, family: str, llama: LlamaReader, **changes: Any
     return base.replace(family=family, **changes)
 
 
+def _silu(f: Fields, family: str) -> None:
+    act = f.get("hidden_act", "silu", str)
+    if act != "silu":
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for {family}.")
+
+
 def _olmo3(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     """OLMo 3: OLMo 2's layers (RMSNorms over the whole query and key projections, the norms after
     the sublayers) with a sliding_window (4096 by default) on the layers layer_types marks
@@ -125,12 +131,6 @@ def _glm4(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
         raise ConfigError(f"{f.source}: partial_rotary_factor leaves {rotary} rotary dimensions per "
                           "head; an even number of at least 2 is modelled.")
     return base.replace(rotary_dim=None if rotary == base.d_head else rotary)
-
-
-def _silu(f: Fields, family: str) -> None:
-    act = f.get("hidden_act", "silu", str)
-    if act != "silu":
-        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for {family}.")
 
 
 def _helium(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
