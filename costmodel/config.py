@@ -27,7 +27,9 @@ POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "relative", "none")
 NORMS = ("layernorm", "rmsnorm")
 NORM_POSITIONS = ("pre", "post")
 #: relu2: squared ReLU, relu(x)^2 (So et al. 2021, "Primer"; Nemotron-4), run as relu then a square.
-ACTIVATIONS = ("relu", "relu2", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh")
+#: xielu: xIELU (Huang et al. 2024, arXiv 2411.13010; Apertus), two trainable scalars per FFN,
+#: run as transformers' Python version (a dozen pointwise ops).
+ACTIVATIONS = ("relu", "relu2", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh", "xielu")
 GATED_ACTIVATIONS = ("swiglu", "geglu", "geglu_tanh")
 HEADS = ("lm", "pooler", "none")
 #: softmax: an fp32 softmax over the E logits, then the top k (Mixtral, Qwen2-MoE); sigmoid:
@@ -99,6 +101,11 @@ class ModelConfig:
     # the query and key norms (qk_norm) each span the whole projection, h d_h and h_kv d_h wide,
     # with a weight that wide (OLMo 2), not one head (Qwen3)
     qk_norm_whole: bool = False
+    # False: the norms have no weight or bias (OLMo 1's LayerNorm), so no parameters
+    norm_affine: bool = True
+    # clamp the q, k and v projections in place to [-clip_qkv, clip_qkv] (OLMo 1.7, OLMoE): autograd
+    # keeps a copy of each unclamped projection
+    clip_qkv: float | None = None
     attention_softcap: float | None = None  # scores -> cap * tanh(scores / cap) (Gemma 2)
     logit_softcap: float | None = None  # logits -> cap * tanh(logits / cap) (Gemma 2)
     # Granite's scalar multipliers, each one pointwise op by a Python number that keeps nothing for
@@ -156,7 +163,8 @@ class ModelConfig:
     # class builds): none. Set on purpose (`--mtp`); never read from a config.json.
     mtp_layers: int = 0
     # Decoder layers whose attention applies no RoPE to queries and keys (SmolLM3's NoPE layers,
-    # every no_rope_layer_interval-th); layer_pattern says which ("rope" or "nope").
+    # every no_rope_layer_interval-th); layer_pattern says which ("rope" or "nope"), or, where
+    # they are exactly the layers without a window (EXAONE 4), "sliding" or "full".
     nope_layers: int = 0
     family: str = "custom"  # whose code runs it (the facts table's key): llama, gpt2, bert, t5...
     # The kind of each decoder layer, in order, where the layers differ: "sliding" or "full"
@@ -243,7 +251,8 @@ class ModelConfig:
                      "nope_layers"):
             check_int(owner, name, getattr(self, name), minimum=0)
         for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
-                     "renormalize_top_k", "input_norms", "qk_norm_whole", "attention_sinks"):
+                     "renormalize_top_k", "input_norms", "qk_norm_whole", "attention_sinks",
+                     "norm_affine"):
             check_bool(owner, name, getattr(self, name))
         if not self.input_norms and (not self.post_sublayer_norm or self.norm_position != "pre"
                                      or self.parallel_attention):
@@ -251,8 +260,11 @@ class ModelConfig:
                               "post_sublayer_norm, norm_position pre and sequential layers.")
         if self.qk_norm_whole and not self.qk_norm:
             raise ConfigError(f"{owner}: qk_norm_whole applies only with qk_norm.")
+        if self.clip_qkv is not None and (self.kv_lora_rank is not None or self.n_encoder_layers):
+            raise ConfigError(f"{owner}: clip_qkv is modelled for decoder-only models with q, k and v "
+                              "projections.")
         for name in ("attention_softcap", "logit_softcap", "embedding_multiplier",
-                     "residual_multiplier", "logits_scaling"):
+                     "residual_multiplier", "logits_scaling", "clip_qkv"):
             cap = getattr(self, name)
             if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float))
                                     or not 0 < cap < float("inf")):
@@ -327,10 +339,17 @@ class ModelConfig:
             raise ConfigError(f"{owner}: dense and expert layers with windows on only some layers "
                               "are not modelled.")
 
+    @property
+    def nope_full_layers(self) -> bool:
+        """The NoPE layers are exactly the layers without a window (EXAONE 4: RoPE on its
+        sliding-window layers only); layer_pattern then says "sliding" or "full"."""
+        windows = self.n_window_layers
+        return bool(self.nope_layers) and 0 < windows < self.n_decoder_layers \
+            and self.nope_layers == self.n_decoder_layers - windows
+
     def _check_nope_layers(self, owner: str) -> None:
-        """NoPE layers: RoPE on the others, layers of one kind otherwise (no dense layers beside
-        expert ones; windows on some layers only where the NoPE layers are exactly the full ones,
-        Cohere 2's: nope_on_full_layers)."""
+        """NoPE layers: RoPE on the others, layers of one kind otherwise (no windows on some
+        layers unless the NoPE layers are the full ones, no dense layers beside expert ones)."""
         if not self.nope_layers:
             return
         if not self.rope:
@@ -339,22 +358,16 @@ class ModelConfig:
             raise ConfigError(f"{owner}: nope_layers ({self.nope_layers}) must leave a decoder layer "
                               f"with RoPE (of {self.n_decoder_layers}).")
         if self.n_dense_layers or (0 < self.n_window_layers < self.n_decoder_layers
-                                   and not self.nope_on_full_layers):
+                                   and not self.nope_full_layers):
             raise ConfigError(f"{owner}: layers without RoPE beside windows on some layers (unless "
-                              "they are the full layers) or dense and expert layers are not "
-                              "modelled.")
-
-    @property
-    def nope_on_full_layers(self) -> bool:
-        """Windows on some layers and no RoPE on exactly the others, the full layers (Cohere 2);
-        layer_pattern then says which layers slide."""
-        return (0 < self.n_window_layers < self.n_decoder_layers
-                and self.nope_layers == self.n_decoder_layers - self.n_window_layers)
+                              "they are the layers without a window) or dense and expert layers "
+                              "are not modelled.")
 
     def _rule_pattern(self) -> tuple[str, ...] | None:
         """The per-layer pattern that the counts imply when no config said which layers."""
         layers, windows = self.n_decoder_layers, self.n_window_layers
-        if self.nope_layers and not self.nope_on_full_layers:  # SmolLM3's rule: every fourth
+        # SmolLM3's rule for its default interval of 4: every fourth
+        if self.nope_layers and not self.nope_full_layers:
             every = layers // self.nope_layers
             nope = {i for i in range(layers) if (i + 1) % every == 0 and (i + 1) // every <= self.nope_layers}
             return tuple("nope" if i in nope else "rope" for i in range(layers))
@@ -375,10 +388,9 @@ class ModelConfig:
         if isinstance(pattern, list):
             pattern = tuple(pattern)
             object.__setattr__(self, "layer_pattern", pattern)
-        windows = 0 < self.n_window_layers < self.n_decoder_layers
-        nope = self.nope_layers and not self.nope_on_full_layers
-        kinds = (("dense", "moe") if self.n_dense_layers else ("nope", "rope") if nope
-                 else ("sliding", "full") if windows else ())
+        kinds = (("dense", "moe") if self.n_dense_layers
+                 else ("nope", "rope") if self.nope_layers and not self.nope_full_layers
+                 else ("sliding", "full") if 0 < self.n_window_layers < self.n_decoder_layers else ())
         if not kinds:
             raise ConfigError(f"{owner}: layer_pattern applies only where layers differ (windows on "
                               "some layers, dense and expert layers, or RoPE on some layers).")
@@ -387,7 +399,8 @@ class ModelConfig:
             raise ConfigError(f"{owner}: layer_pattern must give one of {', '.join(kinds)} for each "
                               f"of the {self.n_decoder_layers} decoder layers.")
         counted = sum(kind == kinds[0] for kind in pattern)
-        expected = self.n_dense_layers or (self.nope_layers if nope else self.n_window_layers)
+        expected = self.n_dense_layers or (not self.nope_full_layers and self.nope_layers) \
+            or self.n_window_layers
         if counted != expected:
             raise ConfigError(f"{owner}: layer_pattern has {counted} {kinds[0]} layers, the config "
                               f"{expected}.")

@@ -20,6 +20,7 @@ from . import op_checkpoint
 from . import symbols as S
 from .config import ConfigError, ModelConfig
 from .spec import RECOMPUTED_LAYERS
+from .terms import FP32, ZERO
 
 ONE = sp.Integer(1)
 #: Quantities a leaf derives from its parameters and the precision policy (bytes per parameter).
@@ -167,11 +168,12 @@ class TreeBuilder:
             if cfg.parallel_norms == 1:
                 return [], []
             return [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, input_kept=False,
-                                           bias=cfg.norm_bias))], []
-        norm = [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, bias=cfg.norm_bias))]
+                                           affine=cfg.norm_affine, bias=cfg.norm_bias))], []
+        norm = [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, affine=cfg.norm_affine,
+                                       bias=cfg.norm_bias))]
         if cfg.post_sublayer_norm:
             post = [at.leaf("post_norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=False,
-                                                bias=cfg.norm_bias))]
+                                                affine=cfg.norm_affine, bias=cfg.norm_bias))]
             if not cfg.input_norms:  # OLMo 2: the sublayer's linears keep its input themselves
                 return [at.leaf("input", B.SublayerInput(tokens))], post
             return norm, post
@@ -242,14 +244,19 @@ class TreeBuilder:
                 copies_cache=self.decode and not cross and profile.kv_cache == "dynamic",
                 fused=profile.facts.fused_qkv and not cross, profile=profile,
                 cache_heads=core["kv_heads"], transposed=profile.facts.linear_weights_transposed))]
+            if cfg.clip_qkv is not None and not cross:
+                projections.append(at.leaf("clip_qkv", B.ClipQKV(q_tokens, kv_tokens)))
             if cfg.qk_norm and not cross:
                 norms = B.HeadNorms(q_tokens, kv_tokens, profile, cfg.qk_norm_whole)
                 projections.append(at.leaf("qk_norm", norms))
         if cfg.rope and rope and not cross:
             width = S.d_r if cfg.partial_rotary else S.d_h
             key_heads = ONE if cfg.mla else S.h_kv
+            tables = ZERO  # interleaved RoPE: this layer's own cos and sin, q_len positions
+            if profile.facts.rotary_tables_per_layer and profile.facts.rotary_tables == "forward":
+                tables = 2 * q_len * width * (FP32 if profile.facts.rotary_tables_fp32 else S.e)
             projections.append(at.leaf("rope", B.RotaryEmbedding(q_tokens, kv_tokens, width, key_heads,
-                                                                 profile)))
+                                                                 tables, profile)))
         scores = B.AttentionScores(q_len, k_len, **core, position_bias=position_bias,
                                    scaled=cfg.scaled_scores or profile.facts.scores_times_unit_scale,
                                    softcap=cfg.attention_softcap is not None and not cross)
@@ -311,7 +318,8 @@ class TreeBuilder:
             *([at.leaf("project_in", project_in)] if cfg.projected_embeddings else []),
             *([at.leaf("positions", positions())] if positions else []),
             *([at.leaf("token_types", B.TokenTypes(tokens, self.profile))] if cfg.token_types else []),
-            *([at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=post, bias=cfg.norm_bias))]
+            *([at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=post,
+                                      affine=cfg.norm_affine, bias=cfg.norm_bias))]
               if cfg.embedding_norm else []),
             *self.dropout(at, tokens, "embedding"),
         ]
@@ -345,7 +353,7 @@ class TreeBuilder:
         if cfg.n_dense_layers:
             return [LayerKind("dense", S.L_dec - S.L_moe, all_window, False),
                     LayerKind("moe", S.L_moe, all_window, True)]
-        if cfg.nope_on_full_layers:  # Cohere 2: RoPE on the sliding layers, none on the full
+        if cfg.nope_full_layers:  # EXAONE 4: RoPE on the sliding layers, none on the full ones
             return [LayerKind("sliding", S.L_w, True, experts),
                     LayerKind("full", S.L_dec - S.L_w, False, experts, rope=False)]
         if cfg.nope_layers:  # SmolLM3: RoPE on all but the NoPE layers (layer 0 has it)
@@ -394,7 +402,8 @@ class TreeBuilder:
         own = _Place(stack, "stack", stack)
         body = [leaf for kind in self.layer_kinds(stack, layers)
                 for leaf in self.layer(stack, seq, kind, cross_len)]
-        final_norm = (B.Norm(S.b * seq, cfg.norm, self.profile, bias=cfg.norm_bias)
+        final_norm = (B.Norm(S.b * seq, cfg.norm, self.profile, affine=cfg.norm_affine,
+                             bias=cfg.norm_bias)
                       if cfg.norm_position == "pre" else None)
         mixed = 0 < cfg.n_window_layers < cfg.n_decoder_layers
         sets = cfg.rotary_sets if cfg.rotary_sets is not None else 2 if mixed else 1

@@ -18,13 +18,17 @@ import torch
 from costmodel.config import ModelConfig
 
 from .hf_classic_more import CLASSIC_MORE_DICTS
+from .hf_llama_variants import LLAMA_VARIANT_DICTS
 from .torch_modes import default_dtype, fake_mode  # noqa: F401 (fake_mode: re-exported)
+
+#: costmodel/hf_llama_variants.py's families (their config.json: validate/hf_llama_variants.py).
+LLAMA_VARIANT_FAMILIES = tuple(LLAMA_VARIANT_DICTS)
 
 #: Families built through a config.json dict (config_dict below) and AutoModelForCausalLM.
 DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falcon_new",
                  "falcon_rw", "opt", "bloom", "mixtral", "qwen2_moe", "deepseek_v3", "ministral",
                  "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm", "starcoder2", "phi", "granite", "smollm3",
-                 "olmo2", "gpt_oss", *CLASSIC_MORE_DICTS)
+                 "olmo2", "gpt_oss", *LLAMA_VARIANT_FAMILIES, *CLASSIC_MORE_DICTS)
 HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5", *DICT_FAMILIES)
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
@@ -113,7 +117,7 @@ def _llama_like(cfg: ModelConfig, attn: str) -> Any:
 _NEWER_FIELDS = ("qk_norm", "post_sublayer_norm", "attention_softcap", "logit_softcap", "rotary_dim",
                  "parallel_attention", "parallel_norms", "position_offset", "embedding_dim",
                  "n_experts", "kv_lora_rank", "attention_dropout", "embedding_multiplier",
-                 "residual_multiplier", "logits_scaling", "nope_layers")
+                 "residual_multiplier", "logits_scaling", "nope_layers", "norm_affine", "clip_qkv")
 
 
 def _only_llama_fields(cfg: ModelConfig) -> bool:
@@ -449,7 +453,10 @@ def config_dict(cfg: ModelConfig) -> dict[str, Any]:
     from costmodel.config import ConfigError
     from costmodel.hf import from_hf_config
 
-    data = _DICTS[cfg.family](cfg)
+    if cfg.family in LLAMA_VARIANT_DICTS:
+        data = LLAMA_VARIANT_DICTS[cfg.family](cfg, _llama_dict(cfg, cfg.family))
+    else:
+        data = _DICTS[cfg.family](cfg)
     try:
         back = from_hf_config(data, name=cfg.name)
     except ConfigError as error:

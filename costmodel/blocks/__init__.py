@@ -46,13 +46,13 @@ from .embedding import (
 from .ffn import ACTIVATION_OPS, Experts, FeedForward, Router, SharedExpertGate
 from .head import CrossEntropy, LMHead, LogitScale, LogitSoftcap, Pooler, SumLoss
 from .mla import LatentAttention
-from .norms import Dropout, HeadNorms, KeptOutputs, LayerCheckpoint, Norm, Residual, SublayerInput
+from .norms import ClipQKV, Dropout, HeadNorms, KeptOutputs, LayerCheckpoint, Norm, Residual, SublayerInput
 from .optimizer import OptimizerStep, TensorRun
 
 __all__ = [
     "ACTIVATION_OPS", "KV_SCALE_BYTES", "OTHER_FLOPS_PER_ELEMENT", "AlibiSlopes", "AttentionCore",
     "AttentionOutput", "AttentionScores", "Block", "Cost", "CrossEntropy", "Dropout",
-    "EmbeddingProjection", "Experts", "FeedForward", "HeadNorms", "KeptOutputs", "LMHead",
+    "ClipQKV", "EmbeddingProjection", "Experts", "FeedForward", "HeadNorms", "KeptOutputs", "LMHead",
     "LatentAttention", "LayerCheckpoint", "LinearOp", "LearnedPositions", "LogitScale", "LogitSoftcap", "Norm", "OptimizerStep", "Pooler",
     "Profile", "QKVProjection", "RelativePositionBias", "Residual", "RotaryEmbedding", "SublayerInput",
     "RotaryTables", "Router", "KeptCausalMask", "SharedAttentionMask", "SharedExpertGate", "SinusoidalPositions",

@@ -97,6 +97,9 @@ class RotaryEmbedding(Block):
     kv_tokens: Expr
     width: Expr = S.d_h
     key_heads: Expr = S.h_kv
+    # bytes of the cos and sin this layer makes for itself and keeps (interleaved RoPE,
+    # facts.rotary_tables_per_layer); 0: it uses the stack's RotaryTables
+    tables_kept: Expr = ZERO
     profile: Profile = Profile()
     title = "rotary position embedding"
 
@@ -106,8 +109,8 @@ class RotaryEmbedding(Block):
         # shared by the batch), and the products keep each: facts.rotary_repeats_per_call.
         repeats = (2 * S.e * (self.q_tokens + self.kv_tokens) / S.b * self.width
                    if self.profile.facts.rotary_repeats_per_call else ZERO)
-        return make_cost(elements=[("rope", rotated)], saved_bytes=repeats,
-                         bytes_other=elementwise_bytes(rotated))
+        return make_cost(elements=[("rope", rotated)], bytes_other=elementwise_bytes(rotated),
+                         saved_bytes=self.tables_kept + repeats)
 
 
 @dataclass(frozen=True)

@@ -141,7 +141,8 @@ class RotaryTables(Block):
     Computed per forward (facts.rotary_tables == "forward", Hugging Face) in the activation dtype
     (OLMo 2: fp32, facts.rotary_tables_fp32):
     the rotation keeps both for backward, 2 * n * d_h elements (gpt-oss: 2 * n * d_h / 2,
-    facts.rotary_tables_half), and the module holds inv_freq and
+    facts.rotary_tables_half; none where each layer interleaves its own copy,
+    facts.rotary_tables_per_layer: RotaryEmbedding keeps those), and the module holds inv_freq and
     original_inv_freq (d_h / 2 each, fp32). Held as buffers ("buffer", the reference): cos and sin
     of P x d_h in the model dtype, nothing kept; GPT-J's ("sincos_buffer") one P x d_r fp32 table
     of sin and cos halves, nothing kept here (facts.rotary_repeats_per_call: each layer keeps its
@@ -159,8 +160,9 @@ class RotaryTables(Block):
         if self.profile.facts.rotary_tables == "forward":
             facts = self.profile.facts
             size = FP32 if facts.rotary_tables_fp32 else S.e
-            kept = self.width / 2 if facts.rotary_tables_half else self.width
-            return make_cost(saved_bytes=self.sets * 2 * self.seq * kept * size,
+            width = self.width / 2 if facts.rotary_tables_half else self.width
+            kept = 0 if facts.rotary_tables_per_layer else self.sets * 2 * self.seq
+            return make_cost(saved_bytes=kept * width * size,
                              buffer_bytes=self.sets * 2 * FP32 * (self.width / 2))
         if self.profile.facts.rotary_tables == "sincos_buffer":  # sin and cos halves, fp32
             return make_cost(buffer_bytes=FP32 * S.P * self.width)

@@ -33,6 +33,8 @@ def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: boo
     output = S.e * values if output_kept else ZERO
     if not facts.norm_keeps_stats:  # its input and its output (the next linear's input) only
         return (S.e * values if input_kept else ZERO) + output
+    if kind == "layernorm" and facts.layernorm_fp32:  # on x.float(): that copy, fp32 statistics
+        return (FP32 * values if input_kept else unless_fp32(FP32 * values)) + 2 * FP32 * rows + output
     if kind == "layernorm":
         return (S.e * values if input_kept else ZERO) + 2 * S.e * rows + output
     if facts.norm_dtype == "activation":
@@ -45,6 +47,8 @@ def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: boo
         saved += size * values + size * width
     elif facts.rmsnorm_weight_times_fp32:  # (w * x_hat).to(dtype): the fp32 x_hat
         saved += size * values
+        if facts.rmsnorm_weight_cast_fp32:  # w.to(float32): a new fp32 copy unless w is fp32
+            saved += unless_fp32(size * width)
     else:
         saved += S.e * values  # x_hat cast back, which the weight multiplies
     if facts.norm_keeps_uncast_input:
@@ -54,8 +58,8 @@ def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: boo
 
 @dataclass(frozen=True)
 class Norm(Block):
-    """LayerNorm (weight and bias, or weight only) or RMSNorm (weight only) over d (or another
-    width)."""
+    """LayerNorm (weight and bias, or weight only: bias False) or RMSNorm (weight only) over d
+    (or another width); affine False: neither (OLMo 1's LayerNorm)."""
 
     tokens: Expr
     kind: str  # "layernorm" | "rmsnorm"
@@ -63,11 +67,13 @@ class Norm(Block):
     width: Expr = S.d
     input_kept: bool = True  # False: another norm keeps the same input (parallel attention/FFN)
     output_kept: bool = True  # False: only a residual add reads it (Gemma 2's post-sublayer norms)
+    affine: bool = True
     bias: bool = True  # a LayerNorm's bias (False: weight only, MPT's)
     title = "norm"
 
     def cost(self) -> Cost:
-        tensors = [self.width, self.width] if self.kind == "layernorm" and self.bias else [self.width]
+        tensors = ([] if not self.affine else [self.width, self.width]
+                   if self.kind == "layernorm" and self.bias else [self.width])
         values = self.tokens * self.width
         python = self.kind == "layernorm" and self.profile.facts.layernorm_python_fp32
         return make_cost(
@@ -128,6 +134,21 @@ class HeadNorms(Block):
                                        recomputed=recomputed) for rows, width in norms),
             bytes_other=elementwise_bytes(values) + S.e * sp.Add(*(width for _, width in norms)),
         )
+
+
+@dataclass(frozen=True)
+class ClipQKV(Block):
+    """OLMo's clip_qkv: the q, k and v projections clamped in place; autograd keeps a copy of
+    each as it was before the clamp (an in-place op whose backward reads its input)."""
+
+    q_tokens: Expr
+    kv_tokens: Expr
+    title = "q/k/v clamp"
+
+    def cost(self) -> Cost:
+        values = (self.q_tokens * S.h + 2 * self.kv_tokens * S.h_kv) * S.d_h
+        return make_cost(elements=[("clamp", values)], saved_bytes=S.e * values,
+                         bytes_other=elementwise_bytes(values))
 
 
 @dataclass(frozen=True)
