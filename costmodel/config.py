@@ -30,7 +30,8 @@ NORM_POSITIONS = ("pre", "post")
 ACTIVATIONS = ("relu", "relu2", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh")
 GATED_ACTIVATIONS = ("swiglu", "geglu", "geglu_tanh")
 HEADS = ("lm", "pooler", "none")
-ROUTERS = ("softmax", "sigmoid")
+#: sigmoid_topk: Llama 4's router, the top k of the logits then a sigmoid of those (the others 0).
+ROUTERS = ("softmax", "sigmoid", "sigmoid_topk")
 
 
 def require_decoder(cfg: "ModelConfig") -> None:
@@ -144,6 +145,11 @@ class ModelConfig:
     # Decoder layers whose attention applies no RoPE to queries and keys (SmolLM3's NoPE layers,
     # every no_rope_layer_interval-th); layer_pattern says which ("rope" or "nope").
     nope_layers: int = 0
+    # Llama 4: an L2 norm without weights over each query and key head after RoPE, on the layers
+    # with RoPE only (use_qk_norm); and its attention temperature tuning, the queries of the NoPE
+    # layers times a per-position scale (attn_temperature_tuning).
+    qk_l2_norm: bool = False
+    nope_temperature: bool = False
     family: str = "custom"  # whose code runs it (the facts table's key): llama, gpt2, bert, t5...
     # The kind of each decoder layer, in order, where the layers differ: "sliding" or "full"
     # (windows on some layers), "dense" or "moe" (experts in some layers), "rope" or "nope" (RoPE
@@ -229,7 +235,7 @@ class ModelConfig:
                      "nope_layers"):
             check_int(owner, name, getattr(self, name), minimum=0)
         for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
-                     "renormalize_top_k", "input_norms", "qk_norm_whole"):
+                     "renormalize_top_k", "input_norms", "qk_norm_whole", "qk_l2_norm", "nope_temperature"):
             check_bool(owner, name, getattr(self, name))
         if not self.input_norms and (not self.post_sublayer_norm or self.norm_position != "pre"
                                      or self.parallel_attention):
@@ -237,6 +243,11 @@ class ModelConfig:
                               "post_sublayer_norm, norm_position pre and sequential layers.")
         if self.qk_norm_whole and not self.qk_norm:
             raise ConfigError(f"{owner}: qk_norm_whole applies only with qk_norm.")
+        if self.qk_l2_norm and (not self.rope or self.qk_norm):
+            raise ConfigError(f"{owner}: qk_l2_norm (Llama 4's norm on the RoPE layers) needs RoPE "
+                              "and no qk_norm.")
+        if self.nope_temperature and not self.nope_layers:
+            raise ConfigError(f"{owner}: nope_temperature applies only with nope_layers.")
         for name in ("attention_softcap", "logit_softcap", "embedding_multiplier",
                      "residual_multiplier", "logits_scaling"):
             cap = getattr(self, name)
@@ -298,13 +309,15 @@ class ModelConfig:
             raise ConfigError(f"{owner}: shared_expert_gate needs a shared expert (d_shared).")
         if self.activation != "swiglu":
             raise ConfigError(f"{owner}: experts are modelled as SwiGLU FFNs, got {self.activation!r}.")
-        if self.n_dense_layers and self.window_layers not in (None, self.n_decoder_layers):
+        if (self.n_dense_layers and self.window_layers not in (None, self.n_decoder_layers)
+                and not self.windows_on_rope_layers):
             raise ConfigError(f"{owner}: dense and expert layers with windows on only some layers "
                               "are not modelled.")
 
     def _check_nope_layers(self, owner: str) -> None:
-        """NoPE layers: RoPE on the others, layers of one kind otherwise (no windows on some
-        layers, no dense layers beside expert ones)."""
+        """NoPE layers: RoPE on the others; windows on all layers or on exactly the RoPE layers
+        (Llama 4's chunked attention), and dense layers beside expert ones only where every NoPE
+        layer has experts (Llama 4 Maverick; layer_pattern "dense", "moe", "moe_nope")."""
         if not self.nope_layers:
             return
         if not self.rope:
@@ -312,9 +325,13 @@ class ModelConfig:
         if self.nope_layers >= self.n_decoder_layers:
             raise ConfigError(f"{owner}: nope_layers ({self.nope_layers}) must leave a decoder layer "
                               f"with RoPE (of {self.n_decoder_layers}).")
-        if self.n_dense_layers or 0 < self.n_window_layers < self.n_decoder_layers:
-            raise ConfigError(f"{owner}: layers without RoPE beside windows on some layers or dense "
-                              "and expert layers are not modelled.")
+        if 0 < self.n_window_layers < self.n_decoder_layers and not self.windows_on_rope_layers:
+            raise ConfigError(f"{owner}: layers without RoPE beside windows on some layers other "
+                              "than the RoPE layers are not modelled.")
+        if self.n_dense_layers and self.nope_layers > self.n_moe_layers:
+            raise ConfigError(f"{owner}: {self.nope_layers} layers without RoPE beside "
+                              f"{self.n_moe_layers} expert layers: NoPE layers without experts are "
+                              "not modelled.")
 
     def _rule_pattern(self) -> tuple[str, ...] | None:
         """The per-layer pattern that the counts imply when no config said which layers."""
@@ -322,6 +339,10 @@ class ModelConfig:
         if self.nope_layers:  # SmolLM3's rule for its default interval of 4: every fourth
             every = layers // self.nope_layers
             nope = {i for i in range(layers) if (i + 1) % every == 0 and (i + 1) // every <= self.nope_layers}
+            if self.n_dense_layers:  # the first n_dense_layers of the RoPE layers dense
+                dense = set(sorted(set(range(layers)) - nope)[:self.n_dense_layers])
+                return tuple("moe_nope" if i in nope else "dense" if i in dense else "moe"
+                             for i in range(layers))
             return tuple("nope" if i in nope else "rope" for i in range(layers))
         if self.n_dense_layers:
             return tuple("dense" if i < self.n_dense_layers else "moe" for i in range(layers))
@@ -340,8 +361,14 @@ class ModelConfig:
         if isinstance(pattern, list):
             pattern = tuple(pattern)
             object.__setattr__(self, "layer_pattern", pattern)
-        kinds = (("dense", "moe") if self.n_dense_layers else ("nope", "rope") if self.nope_layers
-                 else ("sliding", "full") if 0 < self.n_window_layers < self.n_decoder_layers else ())
+        if self.nope_layers and self.n_dense_layers:
+            kinds = ("moe_nope", "dense", "moe")
+            if isinstance(pattern, tuple) and sum(kind == "dense" for kind in pattern) != self.n_dense_layers:
+                raise ConfigError(f"{owner}: layer_pattern has {sum(kind == 'dense' for kind in pattern)} "
+                                  f"dense layers, the config {self.n_dense_layers}.")
+        else:
+            kinds = (("dense", "moe") if self.n_dense_layers else ("nope", "rope") if self.nope_layers
+                     else ("sliding", "full") if 0 < self.n_window_layers < self.n_decoder_layers else ())
         if not kinds:
             raise ConfigError(f"{owner}: layer_pattern applies only where layers differ (windows on "
                               "some layers, dense and expert layers, or RoPE on some layers).")
@@ -350,7 +377,8 @@ class ModelConfig:
             raise ConfigError(f"{owner}: layer_pattern must give one of {', '.join(kinds)} for each "
                               f"of the {self.n_decoder_layers} decoder layers.")
         counted = sum(kind == kinds[0] for kind in pattern)
-        expected = self.n_dense_layers or self.nope_layers or self.n_window_layers
+        expected = self.nope_layers if kinds[0] == "moe_nope" else (
+            self.n_dense_layers or self.nope_layers or self.n_window_layers)
         if counted != expected:
             raise ConfigError(f"{owner}: layer_pattern has {counted} {kinds[0]} layers, the config "
                               f"{expected}.")
@@ -442,7 +470,15 @@ class ModelConfig:
         """Whether decoder layer `index` attends within the sliding window."""
         if self.layer_pattern is not None and self.layer_pattern[index] in ("sliding", "full"):
             return self.layer_pattern[index] == "sliding"
+        if self.windows_on_rope_layers:
+            return self.layer_pattern is None or not self.layer_pattern[index].endswith("nope")
         return self.n_window_layers > 0
+
+    @property
+    def windows_on_rope_layers(self) -> bool:
+        """Windows on exactly the layers with RoPE, the NoPE layers full (Llama 4's chunked
+        attention, whose cache Hugging Face keeps as a window's)."""
+        return bool(self.nope_layers) and self.n_window_layers == self.n_decoder_layers - self.nope_layers
 
     @property
     def n_moe_layers(self) -> int:

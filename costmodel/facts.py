@@ -109,7 +109,9 @@ class Facts:
     # cross-attention gets a zero position bias (1, h, m, n) made once, kept by the flash kernel
     cross_attention_zero_bias: bool = False
     # RoPE's cos/sin: "forward" (computed each forward in the activation dtype, kept for backward;
-    # inv_freq and original_inv_freq buffers in fp32) or "buffer" (P x d_h tables held as buffers)
+    # inv_freq and original_inv_freq buffers in fp32), "complex" (the same, as one complex64
+    # cos + i sin per pair of dimensions, Llama 4's freqs_cis) or "buffer" (P x d_h tables held as
+    # buffers)
     rotary_tables: str = "forward"
     # "forward" tables left in fp32 (OLMo 2's rotary module returns them uncast), kept so
     rotary_tables_fp32: bool = False
@@ -118,6 +120,10 @@ class Facts:
     rotary_tables_per_layer_type: bool = False
     # int64 buffers of P ids held by the embeddings (BERT: position_ids, token_type_ids)
     id_buffers: tuple[str, ...] = ()
+    # the routed experts run every token through every expert, its input pre-scaled by the token's
+    # router score (zero for the experts it did not choose): Llama 4's Llama4TextExperts, two bmm
+    # over (E, tokens, d); False: each token through its top k only (grouped_mm over the slots)
+    experts_every_token: bool = False
     # the order parameters are registered in a layer (AdamW visits them so): "tree" (as the cost
     # tree lists them), "norm_first" (each sublayer's norm before its block), "norms_last" (every
     # norm after the sublayers)

@@ -17,6 +17,7 @@ from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
 from .hf_classic import CLASSIC_BUILDERS
 from .hf_fields import Fields, rotary_fraction
+from .hf_llama4 import LLAMA4_ARCHITECTURES, LLAMA4_BUILDERS, LLAMA4_NAMES
 from .hf_rope_layernorm import (ROPE_LAYERNORM_ARCHITECTURES, ROPE_LAYERNORM_BUILDERS,
                                 ROPE_LAYERNORM_NAMES)
 
@@ -24,7 +25,7 @@ SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3
                          "gemma3_text", "phi3", "gpt_neox", "falcon", "opt", "bloom", "mixtral",
                          "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "internlm3",
                          "exaone", "iquestcoder", "granite", "smollm3", "olmo2", "gpt2", "bert", "t5",
-                         *ROPE_LAYERNORM_BUILDERS)
+                         *ROPE_LAYERNORM_BUILDERS, *LLAMA4_BUILDERS)
 
 
 #: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
@@ -404,6 +405,7 @@ _BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
        for model_type in _RUN_AS_LLAMA},
     **CLASSIC_BUILDERS,
     **ROPE_LAYERNORM_BUILDERS,
+    **LLAMA4_BUILDERS,
 }
 
 
@@ -422,6 +424,7 @@ ARCHITECTURE_TYPES = {
     "GPT2LMHeadModel": "gpt2", "GPT2Model": "gpt2", "BertModel": "bert", "BertForMaskedLM": "bert",
     "T5ForConditionalGeneration": "t5", "T5Model": "t5",
     **ROPE_LAYERNORM_ARCHITECTURES,
+    **LLAMA4_ARCHITECTURES,
 }
 
 #: The config.json names of ModelConfig's fields, by family (the ones its errors may name).
@@ -437,6 +440,7 @@ HF_FIELD_NAMES: dict[str, dict[str, str]] = {
     "t5": {"n_heads": "num_heads", "d_head": "d_kv", "n_encoder_layers": "num_layers",
            "n_decoder_layers": "num_decoder_layers"},
     **ROPE_LAYERNORM_NAMES,
+    **LLAMA4_NAMES,
 }
 
 

@@ -246,6 +246,10 @@ class TreeBuilder:
             width = S.d_r if cfg.partial_rotary else S.d_h
             key_heads = ONE if cfg.mla else S.h_kv
             projections.append(at.leaf("rope", B.RotaryEmbedding(q_tokens, kv_tokens, width, key_heads)))
+            if cfg.qk_l2_norm:  # Llama 4: after RoPE, on the RoPE layers only
+                projections.append(at.leaf("qk_norm", B.HeadL2Norms(q_tokens, kv_tokens)))
+        if cfg.nope_temperature and not rope and not cross:
+            projections.append(at.leaf("temperature", B.AttentionTemperature(q_tokens, q_len)))
         scores = B.AttentionScores(q_len, k_len, **core, position_bias=position_bias,
                                    scaled=cfg.scaled_scores,
                                    softcap=cfg.attention_softcap is not None and not cross)
@@ -272,7 +276,8 @@ class TreeBuilder:
         else:
             body = [
                 at.leaf("router", B.Router(tokens, cfg.router, cfg.renormalize_top_k, self.profile)),
-                at.leaf("experts", B.Experts(tokens, self.profile)),
+                at.leaf("experts", B.EveryTokenExperts(tokens, self.profile)
+                        if self.profile.facts.experts_every_token else B.Experts(tokens, self.profile)),
             ]
             if cfg.d_shared:
                 body.append(at.leaf("shared_expert", B.FeedForward(
@@ -336,12 +341,17 @@ class TreeBuilder:
         windows = cfg.n_window_layers
         all_window = windows == cfg.n_decoder_layers
         experts = cfg.moe
+        if cfg.nope_layers:  # SmolLM3, Llama 4: RoPE on all but the NoPE layers (layer 0 has it)
+            rope_window = all_window or cfg.windows_on_rope_layers  # Llama 4's chunks: RoPE layers
+            if cfg.n_dense_layers:  # Llama 4 Maverick: every NoPE layer has experts
+                return [LayerKind("dense", S.L_dec - S.L_moe, rope_window, False),
+                        LayerKind("moe", S.L_moe - S.L_np, rope_window, True),
+                        LayerKind("moe_nope", S.L_np, all_window, True, rope=False)]
+            return [LayerKind("rope", S.L_dec - S.L_np, rope_window, experts),
+                    LayerKind("nope", S.L_np, all_window, experts, rope=False)]
         if cfg.n_dense_layers:
             return [LayerKind("dense", S.L_dec - S.L_moe, all_window, False),
                     LayerKind("moe", S.L_moe, all_window, True)]
-        if cfg.nope_layers:  # SmolLM3: RoPE on all but the NoPE layers (layer 0 has it)
-            return [LayerKind("rope", S.L_dec - S.L_np, all_window, experts),
-                    LayerKind("nope", S.L_np, all_window, experts, rope=False)]
         if windows and not all_window:
             return [LayerKind("sliding", S.L_w, True, experts),
                     LayerKind("full", S.L_dec - S.L_w, False, experts)]

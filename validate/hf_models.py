@@ -111,7 +111,8 @@ def _llama_like(cfg: ModelConfig, attn: str) -> Any:
 _NEWER_FIELDS = ("qk_norm", "post_sublayer_norm", "attention_softcap", "logit_softcap", "rotary_dim",
                  "parallel_attention", "parallel_norms", "position_offset", "embedding_dim",
                  "n_experts", "kv_lora_rank", "attention_dropout", "embedding_multiplier",
-                 "residual_multiplier", "logits_scaling", "nope_layers")
+                 "residual_multiplier", "logits_scaling", "nope_layers", "qk_l2_norm",
+                 "nope_temperature")
 
 
 def _only_llama_fields(cfg: ModelConfig) -> bool:

@@ -104,6 +104,25 @@ class RotaryEmbedding(Block):
 
 
 @dataclass(frozen=True)
+class AttentionTemperature(Block):
+    """Llama 4's attention temperature tuning on its NoPE layers: the queries times
+    log1p(floor((position + 1) / floor_scale)) * attn_scale + 1, one fp32 scale per position,
+    broadcast over the batch and the heads. The scales come from q_len positions (an add of the
+    cached length, +1, a divide, floor, log1p, a multiply, +1: the adds and multiplies counted,
+    floor and log1p, kinds of their own, not); the multiply keeps the fp32 scales (not the
+    queries, as the scales need no gradient)."""
+
+    q_tokens: Expr
+    q_len: Expr
+    title = "attention temperature"
+
+    def cost(self) -> Cost:
+        values = self.q_tokens * S.h * S.d_h
+        return make_cost(elements=[("mul", values + 2 * self.q_len), ("add", 3 * self.q_len)],
+                         saved_bytes=FP32 * self.q_len, bytes_other=elementwise_bytes(values))
+
+
+@dataclass(frozen=True)
 class AttentionCore(Block):
     """What the scores, softmax and weighted-sum blocks share: lengths, profile, kernel.
 

@@ -137,7 +137,8 @@ class RotaryTables(Block):
     """RoPE's cos and sin for the n positions, shared by all layers of a stack.
 
     Computed per forward (facts.rotary_tables == "forward", Hugging Face) in the activation dtype
-    (OLMo 2: fp32, facts.rotary_tables_fp32):
+    (OLMo 2: fp32, facts.rotary_tables_fp32; Llama 4: "complex", one complex64 per pair of
+    dimensions, 4 n d_h bytes kept whatever the dtype):
     the rotation keeps both for backward, 2 * n * d_h elements, and the module holds inv_freq and
     original_inv_freq (d_h / 2 each, fp32). Held as buffers ("buffer", the reference): cos and sin
     of P x d_h in the model dtype, nothing kept. `sets` of them where each attention type has its
@@ -151,10 +152,14 @@ class RotaryTables(Block):
     title = "rotary cos/sin tables"
 
     def cost(self) -> Cost:
+        inv_freq = self.sets * 2 * FP32 * (self.width / 2)  # inv_freq and original_inv_freq
+        if self.profile.facts.rotary_tables == "complex":  # complex64: 8 bytes a pair of dimensions
+            return make_cost(saved_bytes=self.sets * 2 * FP32 * self.seq * (self.width / 2),
+                             buffer_bytes=inv_freq)
         if self.profile.facts.rotary_tables == "forward":
             size = FP32 if self.profile.facts.rotary_tables_fp32 else S.e
             return make_cost(saved_bytes=self.sets * 2 * self.seq * self.width * size,
-                             buffer_bytes=self.sets * 2 * FP32 * (self.width / 2))
+                             buffer_bytes=inv_freq)
         return make_cost(buffer_bytes=2 * S.P * self.width * S.e)
 
 
