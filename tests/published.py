@@ -53,7 +53,20 @@ FLAGSHIPS = {
     # LlamaForCausalLM, the class the leaderboard entry in CARDS names). Llama with GQA (56 query,
     # 8 KV heads): 2 x 64,000 x 7,168 (embedding, head) + 60 x 557,856,768 + 7,168 (final norm).
     "yi-34b-200k": 34_388_917_248,
+    # Llama 4's language models (Llama4ForCausalLM from the text_config of meta-llama/Llama-4-
+    # Scout-17B-16E and -Maverick-17B-128E, costmodel/presets/llama4-*.json): 2 x 202,048 x 5,120
+    # (embedding, head) + 48 layers of attention (62,914,560) and two norms, Scout's 48 expert
+    # layers (16 experts and a shared one of 8,192, a router of 16 x 5,120), Maverick's 24 expert
+    # layers of 128 experts and 24 dense layers of 16,384.
+    "llama4-scout": 107_769_861_120,
+    "llama4-maverick": 400_711_848_960,
 }
+
+#: What the Llama 4 model cards count besides the language model: the vision encoder and its
+#: projector, 871,932,416 parameters in both (Llama4ForConditionalGeneration less
+#: Llama4ForCausalLM, from the released vision_config: 34 layers of 1,408, 16 heads, MLP 5,632,
+#: patch 14 at 336, projector 4,096 -> 5,120; tests/test_hf_llama4.py counts both classes).
+LLAMA4_VISION = 871_932_416
 
 #: Active parameters per token of the mixtures of experts (every routed expert a token skips left
 #: out), by the same classes.
@@ -61,6 +74,9 @@ PUBLISHED_ACTIVE = {
     "mixtral-8x7b": 12_879_925_248,
     "mixtral-8x22b": 39_152_031_744,
     "deepseek-v3": 37_552_282_624,
+    # one routed expert of 3 x 5,120 x 8,192 a token in each expert layer, the rest as the total
+    "llama4-scout": 17_172_894_720,
+    "llama4-maverick": 17_184_691_200,
 }
 
 #: What the model cards and papers print, as (total, active or None, the figure's unit, source).
@@ -97,5 +113,12 @@ CARDS = {
     # requests, 01-ai/Yi-34B-200K_eval_request_False_bfloat16_Original.json, revision 8ac1a1eb).
     "yi-34b-200k": (34.389e9, None, 0.001e9, "Open LLM Leaderboard request for 01-ai/Yi-34B-200K: "
                                              "34.389B parameters"),
+    # The Llama 4 model cards (huggingface.co/meta-llama/Llama-4-Scout-17B-16E and
+    # -Maverick-17B-128E; Meta's blog "The Llama 4 herd", 2025-04-05) count the multimodal model:
+    # the language model (FLAGSHIPS) plus LLAMA4_VISION, 108.64B and 401.58B. Scout's "109B"
+    # agrees to its printed digit; Maverick's "400B" is a round figure (the class holds 1.58B
+    # more), so its unit is 10B. Active: the language model's, 17.17B and 17.18B ("17B").
+    "llama4-scout": (109e9, 17e9, 1e9, "Llama 4 Scout model card: 17B active, 109B total"),
+    "llama4-maverick": (400e9, 17e9, 10e9, "Llama 4 Maverick model card: 17B active, 400B total"),
 }
 

@@ -172,7 +172,7 @@ def test_models_lists_every_preset(capsys):
     code, out, _ = run_main(["models"], capsys)
     assert code == 0
     lines = out.strip().splitlines()
-    assert len(lines) == 2 + 31  # 14, issue 14's 16 flagships, and Sarathi-Serve's Yi-34B-200K
+    assert len(lines) == 2 + 33  # 14, issue 14's 16 flagships, Sarathi-Serve's Yi-34B-200K, Llama 4 Scout and Maverick
     assert any(line.startswith("llama2-70b") and "68.98 B" in line for line in lines)
 
 

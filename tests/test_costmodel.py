@@ -33,7 +33,7 @@ def test_params_equal_published_counts(name):
 
 
 def test_every_preset_loads_and_has_a_count():
-    assert len(preset_names()) == 31  # 14, issue 14's 16 flagships, and Sarathi-Serve's Yi-34B-200K
+    assert len(preset_names()) == 33  # 14, issue 14's 16 flagships, Sarathi-Serve's Yi-34B-200K, Llama 4 Scout and Maverick
     for name in preset_names():
         assert estimate(name, seq_len=8).total("params") > 0
 
