@@ -339,8 +339,12 @@ class ModelConfig:
         if self.nope_layers:  # SmolLM3's rule for its default interval of 4: every fourth
             every = layers // self.nope_layers
             nope = {i for i in range(layers) if (i + 1) % every == 0 and (i + 1) // every <= self.nope_layers}
-            if self.n_dense_layers:  # the first n_dense_layers of the RoPE layers dense
-                dense = set(sorted(set(range(layers)) - nope)[:self.n_dense_layers])
+            if self.n_dense_layers:  # Llama 4's rule: experts every (layers // experts)-th
+                step = layers // max(self.n_moe_layers, 1)  # layer from layer step - 1 (Maverick)
+                experts = {i for i in range(layers) if (i + 1) % step == 0}
+                # the dense layers: RoPE layers, those the rule leaves without experts first
+                dense = set(sorted((i for i in range(layers) if i not in nope),
+                                   key=lambda i: (i in experts, i))[:self.n_dense_layers])
                 return tuple("moe_nope" if i in nope else "dense" if i in dense else "moe"
                              for i in range(layers))
             return tuple("nope" if i in nope else "rope" for i in range(layers))

@@ -109,6 +109,9 @@ def _llama4_text(f: Fields, name: str) -> ModelConfig:
         raise ConfigError(f"{f.source}: no_rope_layers leaves no layer with RoPE, which is not modelled.")
     window, chunked = _chunked(f, flags)
     moe = _moe_layers(f, n_layers)
+    if moe and len(moe) < n_layers and not {i for i, x in enumerate(flags) if not x} <= set(moe):
+        raise ConfigError(f"{f.source}: a NoPE layer without experts beside expert layers is not "
+                          "modelled (Llama 4 Maverick's NoPE layers all have experts).")
     tuning = f.data.get("attn_temperature_tuning", d["attn_temperature_tuning"])
     if not isinstance(tuning, (bool, int, float)):  # Scout's config.json says 4: truthy
         raise ConfigError(f"{f.source}: attn_temperature_tuning must be true or false, got {show(tuning)}.")
@@ -143,9 +146,6 @@ def _pattern(flags: list[int], moe: list[int]) -> tuple[str, ...] | None:
     nope = [i for i, x in enumerate(flags) if not x]
     dense = 0 < len(moe) < n_layers
     if nope and dense:
-        if any(i not in experts for i in nope):
-            raise ConfigError("a NoPE layer without experts beside expert layers (llama4_text) is "
-                              "not modelled.")
         return tuple("dense" if i not in experts else "moe_nope" if not flags[i] else "moe"
                      for i in range(n_layers))
     if nope:
