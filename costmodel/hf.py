@@ -4,9 +4,9 @@ Read as plain JSON: no transformers import, no network, no code from the file. T
 describes the class a user trains: *ForCausalLM for decoders, BertModel (with pooler) for BERT,
 T5ForConditionalGeneration for T5. Defaults are those of transformers' configuration classes.
 This module reads the Llama-like families and dispatches on model_type; costmodel/hf_classic.py
-reads the others (GPT-NeoX, Falcon, OPT, BLOOM, GPT-2, BERT, T5) and
-costmodel/hf_rope_layernorm.py StarCoder2 and Phi, all through costmodel/hf_fields.py's typed
-field access.
+reads the others (GPT-NeoX, Falcon, OPT, BLOOM, GPT-2, BERT, T5),
+costmodel/hf_rope_layernorm.py StarCoder2 and Phi and costmodel/hf_llama4.py Llama 4's language
+model, all through costmodel/hf_fields.py's typed field access.
 """
 
 from __future__ import annotations
