@@ -277,7 +277,8 @@ class TreeBuilder:
             body = [
                 at.leaf("router", B.Router(tokens, cfg.router, cfg.renormalize_top_k, self.profile)),
                 at.leaf("experts", B.EveryTokenExperts(tokens, self.profile)
-                        if self.profile.facts.experts_every_token else B.Experts(tokens, self.profile)),
+                        if self.profile.facts.experts_every_token and not self.profile.routed_experts
+                        else B.Experts(tokens, self.profile)),
             ]
             if cfg.d_shared:
                 body.append(at.leaf("shared_expert", B.FeedForward(
