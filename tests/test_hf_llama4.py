@@ -250,3 +250,32 @@ def test_llama4_presets_flops_and_cache_equal_the_class(name):
         assert flops.backward == estimate.total("flops_matmul_backward")
         model.eval()
         assert kv_cache_bytes(model, family_inputs(config, 1, 64)) == estimate.memory_numbers()["kv_cache"]
+
+
+def test_llama4_engines_route_the_experts_transformers_runs_on_every_token():
+    """transformers' Llama4TextExperts runs every token through all E experts (facts
+    experts_every_token); a paged engine's profile (serving_profile, Profile.routed_experts) runs
+    its top k: E / k times fewer expert FLOPs, the same parameters, the same active ones."""
+    from costmodel import blocks as B
+    from costmodel import symbols as S
+    from costmodel.presets import load_preset
+    from costmodel.serving.profile import serving_profile
+    from costmodel.tree import CostModel, model_values, profile_for
+
+    cfg = load_preset("llama4-scout")
+    values = {**{k: v for k, v in model_values(cfg).items()}, S.b: 1, S.n: 64, S.e: 2}
+
+    def experts(profile):
+        leaves = [leaf for leaf in CostModel(cfg, profile, phase="prefill").leaves if leaf.name == "experts"]
+        return ({type(leaf.block) for leaf in leaves},
+                sum(int((leaf.count * leaf.cost.flops_matmul).subs(values)) for leaf in leaves),
+                sum(int((leaf.count * leaf.cost.params).subs(values)) for leaf in leaves),
+                sum(int((leaf.count * leaf.cost.active_params).subs(values)) for leaf in leaves))
+
+    hf_kinds, hf_flops, hf_params, hf_active = experts(profile_for(cfg))
+    engine_kinds, engine_flops, engine_params, engine_active = experts(serving_profile(cfg))
+    assert hf_kinds == {B.EveryTokenExperts} and engine_kinds == {B.Experts}
+    assert hf_flops == cfg.n_experts // cfg.top_k * engine_flops == 48 * 2 * 64 * 16 * 3 * 5120 * 8192
+    assert (hf_params, hf_active) == (engine_params, engine_active)
+    hf_only = serving_profile(cfg, routed_experts=False)  # transformers' own continuous batching
+    assert experts(hf_only)[0] == {B.EveryTokenExperts}
