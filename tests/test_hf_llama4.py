@@ -279,3 +279,16 @@ def test_llama4_engines_route_the_experts_transformers_runs_on_every_token():
     assert (hf_params, hf_active) == (engine_params, engine_active)
     hf_only = serving_profile(cfg, routed_experts=False)  # transformers' own continuous batching
     assert experts(hf_only)[0] == {B.EveryTokenExperts}
+
+
+@pytest.mark.parametrize("name, pattern", [("llama4-scout", ("rope", "nope")),
+                                           ("llama4-maverick", ("dense", "moe_nope"))])
+def test_llama4_tiny_member_keeps_its_layer_kinds(name, pattern):
+    """report's tiny member (2 layers) of a preset with NoPE layers keeps one NoPE layer, the
+    last (it had 12 of 2 layers: a ConfigError before any figure)."""
+    from costmodel.presets import load_preset
+    from reports.measured import tiny
+
+    small = tiny(load_preset(name))
+    assert (small.n_decoder_layers, small.nope_layers, small.layer_pattern) == (2, 1, pattern)
+    assert small.windows_on_rope_layers and small.layer_slides(0) and not small.layer_slides(1)
