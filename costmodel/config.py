@@ -150,6 +150,10 @@ class ModelConfig:
     # layers times a per-position scale (attn_temperature_tuning).
     qk_l2_norm: bool = False
     nope_temperature: bool = False
+    # The window is Llama 4's chunk (attention_chunk_size): query i attends keys from
+    # floor(i / w) w to i, not the last w. Caches and eager scores are a window's (what
+    # transformers keeps and computes); a kernel that skips what the mask hides runs the chunk's.
+    chunked_window: bool = False
     family: str = "custom"  # whose code runs it (the facts table's key): llama, gpt2, bert, t5...
     # The kind of each decoder layer, in order, where the layers differ: "sliding" or "full"
     # (windows on some layers), "dense" or "moe" (experts in some layers), "rope" or "nope" (RoPE
@@ -235,7 +239,8 @@ class ModelConfig:
                      "nope_layers"):
             check_int(owner, name, getattr(self, name), minimum=0)
         for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
-                     "renormalize_top_k", "input_norms", "qk_norm_whole", "qk_l2_norm", "nope_temperature"):
+                     "renormalize_top_k", "input_norms", "qk_norm_whole", "qk_l2_norm", "nope_temperature",
+                     "chunked_window"):
             check_bool(owner, name, getattr(self, name))
         if not self.input_norms and (not self.post_sublayer_norm or self.norm_position != "pre"
                                      or self.parallel_attention):
@@ -248,6 +253,8 @@ class ModelConfig:
                               "and no qk_norm.")
         if self.nope_temperature and not self.nope_layers:
             raise ConfigError(f"{owner}: nope_temperature applies only with nope_layers.")
+        if self.chunked_window and self.sliding_window is None:
+            raise ConfigError(f"{owner}: chunked_window applies only with a sliding_window (the chunk).")
         for name in ("attention_softcap", "logit_softcap", "embedding_multiplier",
                      "residual_multiplier", "logits_scaling"):
             cap = getattr(self, name)

@@ -127,6 +127,7 @@ def _llama4_text(f: Fields, name: str) -> ModelConfig:
         tie_embeddings=f.get("tie_word_embeddings", d["tie_word_embeddings"], bool),
         dropout=float(f.get("attention_dropout", 0.0, float)),
         sliding_window=window, window_layers=None if len(chunked) == n_layers else len(chunked) or None,
+        chunked_window=window is not None,
         qk_l2_norm=f.get("use_qk_norm", d["use_qk_norm"], bool),
         nope_layers=nope, nope_temperature=bool(tuning) and nope > 0,
     )

@@ -42,6 +42,7 @@ class AttentionCall:
     head_dim: int
     causal: bool = True
     window: int | None = None  # keys a query sees, itself included (None: all)
+    chunked: bool = False  # the window is a chunk: position p sees keys from (p // window) window
     value_dim: int | None = None
     kv_heads: int | None = None  # heads of K and V the kernel reads (None: heads)
     values_are_keys: bool = False  # the values are the keys' own first value_dim (not read again)
@@ -67,12 +68,18 @@ class AttentionCall:
     def executed_pairs(self, block: int) -> int:
         """(query, key) pairs in the blocks the kernel computes: for each block of `block`
         queries, the key blocks from the first key any of them sees (a window) to the last (the
-        causal diagonal; queries are the last n_q of the n_kv positions)."""
+        causal diagonal; queries are the last n_q of the n_kv positions). Chunked: from the first
+        query's chunk's first key."""
         offset, pairs = self.n_kv - self.n_q, 0
         for start in range(0, self.n_q, block):  # integers only (no numpy: plan imports neither)
             rows = min(start + block, self.n_q) - start
             last = self.n_kv if not self.causal else min(offset + start + rows, self.n_kv)
-            first = 0 if self.window is None else max(offset + start - self.window + 1, 0) // block * block
+            if self.window is None:
+                first = 0
+            elif self.chunked:
+                first = (offset + start) // self.window * self.window // block * block
+            else:
+                first = max(offset + start - self.window + 1, 0) // block * block
             last_block = min(-(-last // block) * block, self.n_kv)
             pairs += rows * max(last_block - first, 0)
         return self.batch * self.heads * pairs

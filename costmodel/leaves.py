@@ -223,6 +223,7 @@ class TreeBuilder:
             causal=not cross and cached != 0,
             kv_heads=S.h if all_heads else S.h_kv,
             windowed=window and not self.decode,
+            chunked=window and not self.decode and cfg.chunked_window,
             latent=cfg.mla and not cross,
         )
         absorbed = cfg.mla and not cross and profile.mla == "absorbed"

@@ -24,6 +24,7 @@ NOT_IN_REFERENCE = {
     "embedding_dim": None, "n_experts": 0, "kv_lora_rank": None, "attention_dropout": None,
     "mtp_layers": 0, "embedding_multiplier": None, "residual_multiplier": None,
     "logits_scaling": None, "nope_layers": 0, "qk_l2_norm": False, "nope_temperature": False,
+    "chunked_window": False,
 }
 
 

@@ -292,3 +292,50 @@ def test_llama4_tiny_member_keeps_its_layer_kinds(name, pattern):
     small = tiny(load_preset(name))
     assert (small.n_decoder_layers, small.nope_layers, small.layer_pattern) == (2, 1, pattern)
     assert small.windows_on_rope_layers and small.layer_slides(0) and not small.layer_slides(1)
+
+
+@pytest.mark.parametrize("n, w", [(37, 5), (40, 5), (4, 5), (300, 64)])
+def test_llama4_chunked_kernel_runs_each_query_from_its_chunk(n, w):
+    """A kernel that skips what Llama 4's chunked mask hides: query p (from 0) attends p mod w + 1
+    keys. The tree's "windowed" variant counts those pairs (a sliding window: min(p + 1, w)), and
+    the fused call's executed pairs, at a block of one query, are the same count; at blocks of
+    16 they start at the first query's chunk."""
+    from costmodel import symbols as S
+    from costmodel.blocks import AttentionScores
+    from costmodel.kernel_shapes import AttentionCall
+
+    exact = sum(p % w + 1 for p in range(n))
+    sliding = sum(min(p + 1, w) for p in range(n))
+    values = {S.b: 1, S.h: 1, S.w: w}
+    chunked = AttentionScores(S.n, S.n, causal=True, windowed=True, chunked=True)
+    window = AttentionScores(S.n, S.n, causal=True, windowed=True)
+    assert chunked.windowed_pairs.subs({**values, S.n: n}) == exact
+    assert window.windowed_pairs.subs({**values, S.n: n}) == sliding
+    call = AttentionCall(1, 1, n, n, 8, True, w, chunked=True)
+    assert call.executed_pairs(1) == exact
+    blocks = sum(min(-(-min(s + 16, n) // 16) * 16, n) - (s // w * w) // 16 * 16
+                 for s in range(0, n, 16) for _ in range(min(s + 16, n) - s))
+    assert call.executed_pairs(16) == blocks
+
+
+def test_llama4_chunks_halve_the_windowed_kernels_attention_at_long_prompts():
+    """Scout at 131,072 tokens: the windowed kernel's forward with chunks of 8,192 on the 36
+    RoPE layers is below the same model's with sliding windows of 8,192 by 36 layers' difference
+    of pairs, w (w - 1) / 2 per chunk boundary passed; the eager FLOPs (every score) are equal."""
+    import warnings
+
+    from costmodel.config import Workload
+    from costmodel.estimation import Estimate
+    from costmodel.presets import load_preset
+
+    cfg = load_preset("llama4-scout")
+    assert cfg.chunked_window
+    n, w = 131072, 8192
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        chunk = Estimate(cfg, Workload(seq_len=n)).to_dict()["flops"]
+        slide = Estimate(cfg.replace(chunked_window=False), Workload(seq_len=n)).to_dict()["flops"]
+    assert chunk["forward"] == slide["forward"]
+    pairs = (n * w - w * (w - 1) // 2) - (n // w) * w * (w + 1) // 2  # sliding less chunked, per head
+    per_pair = 2 * 2 * cfg.d_head  # Q K^T and P V
+    assert slide["windowed_kernel_forward"] - chunk["windowed_kernel_forward"] == 36 * cfg.n_heads * pairs * per_pair

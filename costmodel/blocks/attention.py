@@ -141,13 +141,19 @@ class AttentionCore(Block):
     value_dim: Expr = S.d_h  # width of a value head (MLA: d_v)
     kv_heads: Expr = S.h_kv  # heads of K and V as they reach the kernel (Falcon's new layout: h)
     windowed: bool = False  # a sliding-window layer's prefill (its "windowed" variant)
+    chunked: bool = False  # the window is Llama 4's chunk (ModelConfig.chunked_window)
     latent: bool = False  # MLA (its "absorbed" variant)
 
     @property
     def windowed_pairs(self) -> Expr:
         """(query, key) pairs a causal kernel with a window of w computes over a prompt of n:
-        query i attends min(i, w) keys, n w - w (w - 1) / 2 in all once n >= w."""
+        query i attends min(i, w) keys, n w - w (w - 1) / 2 in all once n >= w. Chunks of w
+        (chunked): query i (from 0) attends i mod w + 1 keys, w (w + 1) / 2 a whole chunk."""
         n = self.q_len
+        if self.chunked:
+            chunks = sp.floor(n / S.w)
+            rest = n - chunks * S.w
+            return S.b * S.h * (chunks * S.w * (S.w + 1) / 2 + rest * (rest + 1) / 2)
         return S.b * S.h * sp.Piecewise((n * S.w - S.w * (S.w - 1) / 2, n >= S.w),
                                         (n * (n + 1) / 2, True))
 
