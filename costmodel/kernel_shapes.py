@@ -42,13 +42,15 @@ class AttentionCall:
     head_dim: int
     causal: bool = True
     window: int | None = None  # keys a query sees, itself included (None: all)
-    chunked: bool = False  # the window is a chunk: position p sees keys from (p // window) window
     value_dim: int | None = None
     kv_heads: int | None = None  # heads of K and V the kernel reads (None: heads)
     values_are_keys: bool = False  # the values are the keys' own first value_dim (not read again)
     # bytes of each key and value element read (None: the activations'): a quantized cache the
     # kernel reads as stored (blocks.AttentionCore.cache_element_bytes)
     kv_element_bytes: int | None = None
+    # the window is a chunk: position p sees keys from (p // window) window (Llama 4); last, so
+    # that positional construction and the disk cache's rows keep their order
+    chunked: bool = False
 
     def moved_bytes(self, element_bytes: int) -> int:
         """What the call reads and writes, as the tree's fused scores and weighted sum state it:
