@@ -4,7 +4,7 @@ simulator's step time (costmodel/serving/steptime.py), step by step, with both t
 Each round, in this process and right before the timed steps, calibrates `local` afresh
 (validate/calibrate.py, what `hardware --measure` writes: matmul and vector FLOP/s, bandwidth,
 per-block overhead, the GEMM efficiency by rows from the linear chain at 1 to 256 rows, one
-tiny op's dispatch time, and torch sdpa's efficiency by query rows; one torch thread). It then runs a trace through the engine
+tiny op's dispatch time, the module code's time per op, and torch sdpa's efficiency by query rows; one torch thread). It then runs a trace through the engine
 (validate/serving_engine.py, a random Llama in fp32, sdpa paged attention) `--repeats` times (the
 engine is deterministic: the same schedule each run, checked) and times every step's forward
 (ContinuousBatchProcessor._generation_step: the model, the logits and the sampling; scheduling and
@@ -16,7 +16,8 @@ logits the engine keeps (validate/serving_engine.step_features):
   GEMM at the measured efficiency for its rows, the attention at the measured efficiency for its
   queries, as the engine runs it (a masked step's sequences packed into one call per layer, every
   query against every key, not causal: kernel_facts.json eager_ops "packed_attention"), each eager
-  op at the measured dispatch time, and the paged path's copies of the keys as bytes, each step
+  op at the measured module code's time per op (module_s_per_op: validate/calibrate.py
+  module_seconds_per_op, transformers' Llama decoder layers at one token, 32 wide), and the paged path's copies of the keys as bytes, each step
   charged the ops and copies of its attention module's case (eager_ops "cases");
 - kernels_one_case: the default with every step charged the attention module's ops and copies of a
   masked step reading keys from the cache, whatever its mix (as before round 7: a sequence
@@ -24,7 +25,10 @@ logits the engine keeps (validate/serving_engine.step_features):
   costmodel/serving/eager_step.py);
 - kernels_peak_attention: the default without the attention efficiency by queries (the attention
   call at the peak, as the default was before calibrate measured it);
-- kernels_rows: the default without the dispatch per op (dispatch_s_per_op None): each active
+- kernels_add_op: the default with each eager op at one bare op's dispatch time (dispatch_s_per_op,
+  an add of two 1-element tensors) instead of the module code's, as the default was before the
+  module figure was measured;
+- kernels_rows: the default without an op's time (dispatch_s_per_op and module_s_per_op None): each active
   leaf pays overhead_s_per_block once, as before the op counts, and the paged path's copies (which go
   with the counted implementation) are not charged;
 - kernels_tiles: the kernel model as it was before the rows table (the same `local` without the
@@ -81,7 +85,8 @@ from validate.serving_engine import TINY_LLAMA, run_engine, step_features, tiny_
 MODEL = {**TINY_LLAMA, "hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 4,
          "num_attention_heads": 8, "num_key_value_heads": 4, "vocab_size": 2000}
 TRACE = [(i, 24 + 40 * (i % 4), 24) for i in range(12)]
-MODELS = ("roofline", "kernels", "kernels_one_case", "kernels_peak_attention", "kernels_rows", "kernels_tiles", "kernels_gemms", "kernels_engine_op")
+MODELS = ("roofline", "kernels", "kernels_one_case", "kernels_peak_attention", "kernels_rows", "kernels_tiles", "kernels_gemms",
+          "kernels_engine_op", "kernels_add_op")
 BUDGETS = dict(block_size=16, num_blocks=64, max_batch_tokens=128, max_requests=8)
 
 
@@ -139,17 +144,19 @@ def one_round(repeats: int = 1) -> dict:
     local = Hardware.from_dict(calibrated, source="measured now")
     cfg = config_from_dict({**MODEL, "model_type": "llama", "torch_dtype": "float32"}, "bench", "bench-llama")
     profile = serving_profile(cfg, attention="sdpa")
-    rows = dataclasses.replace(local, dispatch_s_per_op=None)
+    rows = dataclasses.replace(local, dispatch_s_per_op=None, module_s_per_op=None)
     peak_attention = dataclasses.replace(local, attention_efficiency_by_queries={})
     tiles = dataclasses.replace(local, gemm_efficiency_by_rows={}, attention_efficiency_by_queries={},
-                                dispatch_s_per_op=None, sm_count=torch.get_num_threads(),
+                                dispatch_s_per_op=None, module_s_per_op=None, sm_count=torch.get_num_threads(),
                                 matmul_efficiency={"fp32": 1.0})
     ops = eager_op_counts(cfg, "sdpa")
     assert ops is not None, "the benchmark's Llama is one the eager op counts are stated for"
     per_op = engine_seconds_per_op()
     steps = {"roofline": StepTime(cfg, local, "fp32", profile=profile, time_model="roofline"),
-             "kernels_engine_op": StepTime(cfg, dataclasses.replace(local, dispatch_s_per_op=per_op), "fp32",
+             "kernels_engine_op": StepTime(cfg, dataclasses.replace(local, module_s_per_op=per_op), "fp32",
                                            profile=profile),
+             "kernels_add_op": StepTime(cfg, dataclasses.replace(local, module_s_per_op=None), "fp32",
+                                        profile=profile),
              "kernels": StepTime(cfg, local, "fp32", profile=profile),
              "kernels_peak_attention": StepTime(cfg, peak_attention, "fp32", profile=profile),
              "kernels_rows": StepTime(cfg, rows, "fp32", profile=profile),
@@ -189,7 +196,8 @@ def one_round(repeats: int = 1) -> dict:
             "calibration": {"flops_per_s": peak, "bandwidth_bytes_per_s": local.bandwidth_bytes_per_s,
                             "vector_flops_per_s": local.vector_flops_per_s,
                             "overhead_s_per_block": local.overhead_s_per_block,
-                            "dispatch_s_per_op": local.dispatch_s_per_op, "engine_seconds_per_op": per_op,
+                            "dispatch_s_per_op": local.dispatch_s_per_op, "module_s_per_op": local.module_s_per_op,
+                            "engine_seconds_per_op": per_op,
                             "gemm_efficiency_by_rows": calibrated["gemm_efficiency_by_rows"]["fp32"],
                             "gemm_rows_flops_per_s": calibrated["_gemm_rows_flops_per_s"]["fp32"],
                             "attention_efficiency_by_queries": calibrated["attention_efficiency_by_queries"]["fp32"]}}

@@ -15,6 +15,15 @@ the model is built in that dtype and AdamW keeps its moments in it; no autocast)
   one training step, beside the roofline of costmodel.roofline (Roofline.prefill / .decode,
   training_step) on the h200 preset (--hardware to change).
 
+Then the host's time per op on the device (host_per_op): one bare op's (validate/calibrate.py
+dispatch_s_per_op, an add of two 1-element tensors) and an op of eager module code's
+(module_seconds_per_op: transformers' Llama decoder layers at one token, 32 wide, the forward over
+the aten ops it dispatches), each issued on the host without waiting for the GPU, their ratio and
+difference: what an eager decode step's host term (kernel_time.host_bound_seconds) pays per op,
+to set beside the A100 files' dispatch_s_per_op (FlagGems' torch.add, 7.1 us) and the torchao eager
+rows of `python cli.py published` (validate/FINDINGS.md, "Issue 19: the host's time per op in
+module code").
+
 Writes a table to stdout and <out>.json / <out>.md (default benchmarks/results_gpu_check[_cpu]).
 Without a CUDA GPU (and --device cuda) it prints one line and exits with status 2.
 
@@ -196,6 +205,18 @@ COLUMNS = [
 ]
 
 
+def host_per_op(device: str, repeats: int | None = None) -> dict:
+    """The host's time per op on `device`: a bare op's dispatch and an op of eager module code
+    (validate/calibrate.py), their ratio and difference, and the module's ops per forward."""
+    from validate.calibrate import dispatch_s_per_op, module_seconds_per_op
+
+    bare = dispatch_s_per_op(2001 if repeats is None else repeats, device)
+    module = module_seconds_per_op(301 if repeats is None else repeats, device=device)
+    per_op = module["seconds_per_op"]
+    return {"dispatch_s_per_op": bare, "module_s_per_op": per_op, "module_ops": module["ops"],
+            "module_over_dispatch": per_op / bare, "module_minus_dispatch_s": per_op - bare}
+
+
 def _cell(row: dict, key: str | None) -> str:
     if key is None:
         return f"{row['batch']}x{row['seq_len']}"
@@ -246,11 +267,15 @@ def main(argv: list[str] | None = None) -> int:
     device_name = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
     note = (f"gpu_check on {device_name}, {args.dtype} (no autocast), roofline: {args.hardware}; "
             f"peaks in bytes, times in seconds (median of {args.repeats})")
-    table = markdown(rows, note)
+    host = host_per_op(args.device, None if args.device == "cuda" else 101)
+    table = markdown(rows, note) + (
+        f"\nhost per op on the {args.device}: a bare add {host['dispatch_s_per_op'] * 1e6:.2f} us, eager module "
+        f"code {host['module_s_per_op'] * 1e6:.2f} us ({host['module_ops']} ops a forward): "
+        f"{host['module_over_dispatch']:.2f}x, +{host['module_minus_dispatch_s'] * 1e6:.2f} us an op\n")
     print(table)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".md").write_text(table)
-    out.with_suffix(".json").write_text(json.dumps({"note": note, "rows": rows}, indent=1))
+    out.with_suffix(".json").write_text(json.dumps({"note": note, "rows": rows, "host_per_op": host}, indent=1))
     print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}", file=sys.stderr)
     if args.measure_hardware:
         measure_hardware(Path(args.measure_hardware), args.device, args.hardware)
@@ -269,7 +294,7 @@ def measure_hardware(path: Path, device: str, like: str) -> None:
                         load_hardware(like) if cuda else None, "full" if cuda else "quick")
     write_hardware_file(path, data)
     shown = ("matmul_efficiency", "sustained_matmul_efficiency", "gemv_bandwidth_bytes_per_s", "graph_kernel_s",
-             "memory_reserve_bytes")
+             "memory_reserve_bytes", "dispatch_s_per_op", "module_s_per_op")
     print(json.dumps({k: data[k] for k in shown if k in data}))
     print(f"wrote {path}", file=sys.stderr)
 

@@ -30,8 +30,11 @@ NORM_POSITIONS = ("pre", "post")
 ACTIVATIONS = ("relu", "relu2", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh")
 GATED_ACTIVATIONS = ("swiglu", "geglu", "geglu_tanh")
 HEADS = ("lm", "pooler", "none")
-#: sigmoid_topk: Llama 4's router, the top k of the logits then a sigmoid of those (the others 0).
-ROUTERS = ("softmax", "sigmoid", "sigmoid_topk")
+#: softmax: an fp32 softmax over the E logits, then the top k (Mixtral, Qwen2-MoE); sigmoid:
+#: DeepSeek-V3's; topk_softmax: the top k of the logits, then a softmax over those k in the
+#: activation dtype (gpt-oss's GptOssTopKRouter); sigmoid_topk: Llama 4's, the top k of the
+#: logits then a sigmoid of those (the others 0).
+ROUTERS = ("softmax", "sigmoid", "topk_softmax", "sigmoid_topk")
 
 
 def require_decoder(cfg: "ModelConfig") -> None:
@@ -130,6 +133,16 @@ class ModelConfig:
     n_dense_layers: int = 0
     router: str = "softmax"
     renormalize_top_k: bool = True  # the top-k routing weights are divided by their sum
+    router_bias: bool = False  # the router's d -> E linear has a bias of E (gpt-oss)
+    expert_bias: bool = False  # each routed expert's gate_up and down projections have biases (gpt-oss)
+    # gpt-oss's clamped SwiGLU in the routed experts, both set or neither (None: plain SwiGLU):
+    # gate clamped above at swiglu_limit, up clamped to [-limit, limit], then
+    # (up + 1) * gate * sigmoid(swiglu_alpha * gate).
+    swiglu_limit: float | None = None
+    swiglu_alpha: float | None = None
+    # A learned logit per query head that joins each softmax row as one more key with no value
+    # (gpt-oss's attention sinks; h parameters a layer).
+    attention_sinks: bool = False
     # Multi-head latent attention (DeepSeek-V2/V3) when kv_lora_rank is set: keys and values come up
     # from a cached latent of kv_lora_rank plus one shared RoPE key of rotary_dim; queries from a
     # latent of q_lora_rank (None: a direct projection); d_head is the query/key width (the part
@@ -239,8 +252,8 @@ class ModelConfig:
                      "nope_layers"):
             check_int(owner, name, getattr(self, name), minimum=0)
         for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
-                     "renormalize_top_k", "input_norms", "qk_norm_whole", "qk_l2_norm", "nope_temperature",
-                     "chunked_window"):
+                     "renormalize_top_k", "input_norms", "qk_norm_whole", "attention_sinks", "qk_l2_norm",
+                     "nope_temperature", "chunked_window"):
             check_bool(owner, name, getattr(self, name))
         if not self.input_norms and (not self.post_sublayer_norm or self.norm_position != "pre"
                                      or self.parallel_attention):
@@ -297,9 +310,20 @@ class ModelConfig:
             object.__setattr__(self, "d_expert", self.d_ff)
             object.__setattr__(self, "_derived", self._derived | {"d_expert"})
         check_int(owner, "d_expert", self.d_expert)
+        for name in ("router_bias", "expert_bias"):
+            check_bool(owner, name, getattr(self, name))
+        if (self.swiglu_limit is None) != (self.swiglu_alpha is None):
+            raise ConfigError(f"{owner}: swiglu_limit and swiglu_alpha (the clamped SwiGLU) go together.")
+        for name in ("swiglu_limit", "swiglu_alpha"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not 0 < value < float("inf")):
+                raise ConfigError(f"{owner}: {name} must be a positive number or null, got {show(value)}.")
         if not self.n_experts:
             extras = [name for name, default in (("top_k", 0), ("d_shared", 0), ("n_dense_layers", 0),
-                                                 ("shared_expert_gate", False), ("router", "softmax"))
+                                                 ("shared_expert_gate", False), ("router", "softmax"),
+                                                 ("router_bias", False), ("expert_bias", False),
+                                                 ("swiglu_limit", None))
                       if getattr(self, name) != default]
             if extras or "d_expert" not in self._derived:
                 raise ConfigError(f"{owner}: {(extras or ['d_expert'])[0]} applies only with n_experts.")

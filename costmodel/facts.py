@@ -104,8 +104,24 @@ class Facts:
     # the code honours sliding_window: a windowed layer's decode step attends min(c, w) keys and
     # its cache keeps the window (False: every key, every token)
     applies_sliding_window: bool = True
+    # the class runs torch's scaled_dot_product_attention (False: transformers refuses
+    # attn_implementation="sdpa" for it, so --attention sdpa is refused too)
+    sdpa_supported: bool = True
     # sdpa's math path gets a bool causal mask per decoder layer (m^2 bytes kept)
     sdpa_causal_bool_mask: bool = False
+    # a mask torch's sdpa gets from the code and keeps, (b, 1, n_q, n_k) in the activation dtype per
+    # layer (costmodel/kernels.py Sdpa): "none" (is_causal, no mask), "window" (a sliding-window
+    # layer's once its keys reach the window, K/V then repeated to h heads), "always" (every
+    # causal layer)
+    sdpa_mask: str = "none"
+    # the query reaches sdpa contiguous in (b, h, n, d_h) (a torch.cat of its rotated and passed
+    # parts), so the kernel's output is too and its transpose back is a copy the output
+    # projection keeps (False: a view of the kernel's kept output)
+    sdpa_query_contiguous: bool = False
+    # the code multiplies the scores by their scale even when the scale is exactly 1 (the
+    # attention functions' `* scaling`); False: a scale of 1 is no multiply (T5's code has none,
+    # the reference skips it)
+    scores_times_unit_scale: bool = False
     # cross-attention gets a zero position bias (1, h, m, n) made once, kept by the flash kernel
     cross_attention_zero_bias: bool = False
     # RoPE's cos/sin: "forward" (computed each forward in the activation dtype, kept for backward;
@@ -115,6 +131,9 @@ class Facts:
     rotary_tables: str = "forward"
     # "forward" tables left in fp32 (OLMo 2's rotary module returns them uncast), kept so
     rotary_tables_fp32: bool = False
+    # "forward" tables d_h / 2 wide, one value per rotated pair (gpt-oss's rotary module returns
+    # cos and sin of the frequencies without repeating them; its rotation multiplies each half)
+    rotary_tables_half: bool = False
     # "forward" tables are made once per attention type the layers have (Gemma 3: a local RoPE for
     # its sliding layers, a global one for its full layers), not once per stack
     rotary_tables_per_layer_type: bool = False

@@ -122,6 +122,13 @@ class Hardware:
     # alongside the GPU's (kernel_time.host_bound_seconds). None: not measured (the launch per
     # leaf stands).
     dispatch_s_per_op: float | None = None
+    # The host's time per aten op in eager module code (a microbenchmark: validate/calibrate.py
+    # module_seconds_per_op, transformers' Llama decoder layers at one token and a tiny width, their
+    # forward over the ops it dispatches): what an op inside a model's nn.Modules pays beyond a bare
+    # op's dispatch (module calls, F.linear's arguments, the views around each product). Where
+    # given, the op time of a counted eager implementation's ops, which are module code, in place
+    # of dispatch_s_per_op (eager_op_s; docs/time.md). None: dispatch_s_per_op stands.
+    module_s_per_op: float | None = None
     # The bandwidth a kernel that streams memory once and reduces it on chip reaches (a GEMV's
     # weights: a read-and-reduce microbenchmark such as BabelStream's Dot, with its source): the
     # kernel-level time model's rate for the bytes of a GEMM. 0: bandwidth x efficiency's memory.
@@ -131,6 +138,14 @@ class Hardware:
     architecture: str = ""
     # Dollars per GPU-hour (optional: a rental price, with its source in `source`); None: unknown.
     price_per_gpu_hour: float | None = None
+
+    @property
+    def eager_op_s(self) -> float | None:
+        """The time each op of a counted eager implementation pays (kernel_facts.json "eager_ops" on
+        a CPU, "eager_step_ops" on a GPU: both count the ops of a model's module code): the module
+        code's time per op where the file measures it, else the bare op's dispatch time; None where
+        it states neither (the launch per leaf stands)."""
+        return self.module_s_per_op if self.module_s_per_op is not None else self.dispatch_s_per_op
 
     @property
     def issues_ahead(self) -> bool:
@@ -317,6 +332,11 @@ SCHEMA: dict[str, Field] = {
                                "on a CPU an eager leaf pays it per op it launches (kernel_facts.json eager_ops); "
                                "on a GPU an eager decode step takes the longer of its kernels and its ops at this "
                                "time (kernel_facts.json eager_step_ops)", low=0),
+    "module_s_per_op": Field(float, "the host's time per aten op in eager module code, seconds (a microbenchmark: "
+                             "validate/calibrate.py module_seconds_per_op, transformers' Llama decoder layers at one "
+                             "token and a tiny width, their forward over the ops it dispatches); where given, a "
+                             "counted eager implementation's ops (module code) take it in place of dispatch_s_per_op",
+                             low=0),
     "gemv_bandwidth_bytes_per_s": Field(float, "the bandwidth a read-and-reduce stream reaches (a microbenchmark "
                                         "such as BabelStream's Dot), bytes/s: the kernel time model's rate for "
                                         "a GEMM's bytes (0 or omitted: bandwidth x efficiency's memory)", low=0),
@@ -342,7 +362,7 @@ SCHEMA: dict[str, Field] = {
     "price_per_gpu_hour": Field(float, "dollars per GPU-hour (optional: a rental price, its source in "
                                 "`source`); what --price gives when not set", low=0),
 }
-OPTIONAL_NUMBERS = ("architecture", "graph_kernel_s", "dram_kernel_startup_s", "sm_count", "dispatch_s_per_op", "clock_mhz", "clock_limit_mhz",
+OPTIONAL_NUMBERS = ("architecture", "graph_kernel_s", "dram_kernel_startup_s", "sm_count", "dispatch_s_per_op", "module_s_per_op", "clock_mhz", "clock_limit_mhz",
                     "power_watts", "power_limit_watts", "memory_reserve_bytes", "serving_memory_utilization",
                     "price_per_gpu_hour", "gemv_bandwidth_bytes_per_s")
 INTERCONNECT: dict[str, Field] = {

@@ -5,8 +5,9 @@ describes the class a user trains: *ForCausalLM for decoders, BertModel (with po
 T5ForConditionalGeneration for T5. Defaults are those of transformers' configuration classes.
 This module reads the Llama-like families and dispatches on model_type; costmodel/hf_classic.py
 reads the others (GPT-NeoX, Falcon, OPT, BLOOM, GPT-2, BERT, T5),
-costmodel/hf_rope_layernorm.py StarCoder2 and Phi and costmodel/hf_llama4.py Llama 4's language
-model, all through costmodel/hf_fields.py's typed field access.
+costmodel/hf_rope_layernorm.py StarCoder2 and Phi, costmodel/hf_gpt_oss.py gpt-oss and
+costmodel/hf_llama4.py Llama 4's language model, all through costmodel/hf_fields.py's typed
+field access.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
 from .hf_classic import CLASSIC_BUILDERS
 from .hf_fields import Fields, rotary_fraction
+from .hf_gpt_oss import GPT_OSS_ARCHITECTURES, GPT_OSS_BUILDERS, GPT_OSS_NAMES
 from .hf_llama4 import LLAMA4_ARCHITECTURES, LLAMA4_BUILDERS, LLAMA4_NAMES
 from .hf_rope_layernorm import (ROPE_LAYERNORM_ARCHITECTURES, ROPE_LAYERNORM_BUILDERS,
                                 ROPE_LAYERNORM_NAMES)
@@ -25,7 +27,7 @@ SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3
                          "gemma3_text", "phi3", "gpt_neox", "falcon", "opt", "bloom", "mixtral",
                          "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "internlm3",
                          "exaone", "iquestcoder", "granite", "smollm3", "olmo2", "gpt2", "bert", "t5",
-                         *ROPE_LAYERNORM_BUILDERS, *LLAMA4_BUILDERS)
+                         *ROPE_LAYERNORM_BUILDERS, *GPT_OSS_BUILDERS, *LLAMA4_BUILDERS)
 
 
 #: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
@@ -366,13 +368,22 @@ def _experts(f: Fields, family: str, fields: dict[str, Any]) -> list[int]:
         experts = f.get(mapped, f.get("n_routed_experts", 256 if v3 else 64))
         first_dense = min(f.get("first_k_dense_replace", 3 if v3 else 0, int), layers)
         moe_width = f.get("moe_intermediate_size", 2048 if v3 else 1407)
-        # DeepSeek-V2's num_experts_per_tok defaults to null, which its class cannot run with.
-        top_k = f.get("num_experts_per_tok", 8) if v3 else f.get("num_experts_per_tok")
+        moe = list(range(first_dense, layers))
+        top_k = f.get("num_experts_per_tok", 8) if v3 else f.nullable("num_experts_per_tok", None)
+        if top_k is None and moe:
+            # DeepseekV2Config's default: transformers builds the model (its parameters are
+            # defined) but DeepseekV2TopkRouter calls torch.topk(scores, k=None), a TypeError at
+            # the first forward; with every layer dense (first_k_dense_replace >= layers) there is
+            # no router and it runs.
+            raise ConfigError(
+                f"{f.source}: num_experts_per_tok is null (DeepseekV2Config's default) but layers "
+                f"{first_dense}-{layers - 1} have experts, and transformers cannot run that model "
+                "(its router calls torch.topk with k=None): set num_experts_per_tok, the experts "
+                "each token is routed to.")
         fields.update(n_experts=experts, top_k=top_k, d_expert=moe_width,
                       d_shared=moe_width * f.get("n_shared_experts", 1 if v3 else 2, int),
                       router="sigmoid" if v3 else "softmax", n_dense_layers=first_dense,
                       renormalize_top_k=f.get("norm_topk_prob", v3, bool))
-        moe = list(range(first_dense, layers))
     if not moe:  # no layer has experts: a dense model
         for key in ("n_experts", "top_k", "d_expert", "d_shared", "shared_expert_gate",
                     "n_dense_layers", "router", "renormalize_top_k"):
@@ -405,6 +416,7 @@ _BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
        for model_type in _RUN_AS_LLAMA},
     **CLASSIC_BUILDERS,
     **ROPE_LAYERNORM_BUILDERS,
+    **GPT_OSS_BUILDERS,
     **LLAMA4_BUILDERS,
 }
 
@@ -424,6 +436,7 @@ ARCHITECTURE_TYPES = {
     "GPT2LMHeadModel": "gpt2", "GPT2Model": "gpt2", "BertModel": "bert", "BertForMaskedLM": "bert",
     "T5ForConditionalGeneration": "t5", "T5Model": "t5",
     **ROPE_LAYERNORM_ARCHITECTURES,
+    **GPT_OSS_ARCHITECTURES,
     **LLAMA4_ARCHITECTURES,
 }
 
@@ -440,6 +453,7 @@ HF_FIELD_NAMES: dict[str, dict[str, str]] = {
     "t5": {"n_heads": "num_heads", "d_head": "d_kv", "n_encoder_layers": "num_layers",
            "n_decoder_layers": "num_decoder_layers"},
     **ROPE_LAYERNORM_NAMES,
+    **GPT_OSS_NAMES,
     **LLAMA4_NAMES,
 }
 

@@ -46,11 +46,13 @@ A kernel's time:
   - each active leaf pays the hardware's launch overhead per block (the CPU's launches); under
     CUDA graphs none, but each kernel the leaf launches pays the GPU-side gap a graph's replay
     keeps (the hardware's graph_kernel_s, a measured empty kernel; 0 where none is published); in
-    eager mode on a CPU where the hardware measures dispatch_s_per_op and the leaf's ops are
-    stated (KernelTimer.eager_ops, costmodel/eager_ops.py), each of its ops that dispatch time
-    instead; an eager decoding step on a GPU whose hardware states dispatch_s_per_op, of an
-    implementation whose step's ops are counted, takes the longer of its kernels and its ops'
-    host time (host_bound_seconds: the host issues ahead).
+    eager mode on a CPU where the hardware measures an op's time and the leaf's ops are
+    stated (KernelTimer.eager_ops, costmodel/eager_ops.py), each of its ops that time instead; an
+    eager decoding step on a GPU whose hardware states an op's time, of an implementation whose
+    step's ops are counted, takes the longer of its kernels and its ops' host time
+    (host_bound_seconds: the host issues ahead). The op's time is Hardware.eager_op_s: the
+    module code's time per op (module_s_per_op) where the file measures it, else a bare op's
+    dispatch (dispatch_s_per_op).
 `leaves_time` is the one function that gives the time of a set of leaves (a step, a stage).
 No torch here, and no sympy until a leaf's shapes are read from the tree (plan's cached kernels
 need neither).
@@ -107,7 +109,8 @@ class KernelTimer:
         the hardware's sustained matmul efficiency (MSMF: the clock its power limit allows under
         full load) where one is measured, else at the large-GEMM (burst, MAMF) efficiency.
         eager_ops: ops per run of each block kind (costmodel/eager_ops.py), charged at the
-        hardware's dispatch_s_per_op in eager mode (not compiled, no CUDA graphs).
+        hardware's eager_op_s (module_s_per_op, else dispatch_s_per_op) in eager mode (not
+        compiled, no CUDA graphs).
         attention_kernel: the fused attention kernel whose published figures time attention calls
         (kernel_facts.json attention_efficiency: "flash2", the default, "flash1", "flash3" or
         "cudnn"); one without figures on this hardware's architecture is refused (attention_kernels.kernel_entry)."""
@@ -152,13 +155,13 @@ class KernelTimer:
         self.gemm_rows = hardware.gemm_efficiency_by_rows.get(matmul, ())
         # A CPU's measured attention efficiency by query rows (hardware.attention_efficiency_by_queries).
         self.attention_queries = hardware.attention_efficiency_by_queries.get(self.dtype, ())
-        eager = not (cuda_graphs or compiled) and hardware.dispatch_s_per_op is not None
+        eager = not (cuda_graphs or compiled) and hardware.eager_op_s is not None
         # A CPU runs each op in the thread that dispatches it: a leaf pays its ops' dispatch on
         # top of its kernels (leaf_launch_seconds). A GPU's host issues them ahead of the GPU: a
         # step takes the longer of the two (host_bound_seconds), so no leaf adds them.
         self.eager_ops = eager_ops if eager and not hardware.issues_ahead else None
-        self.host_s_per_op = hardware.dispatch_s_per_op if eager and hardware.issues_ahead else None
-        self.dispatch_s = hardware.dispatch_s_per_op or 0.0
+        self.host_s_per_op = hardware.eager_op_s if eager and hardware.issues_ahead else None
+        self.dispatch_s = hardware.eager_op_s or 0.0
         self.graph_kernel_s = hardware.graph_kernel_s if cuda_graphs else 0.0
         # What each kernel reading DRAM (a GEMM's weights, an attention call's keys and values)
         # takes beyond its bytes at the bandwidth, in any launch mode (hardware.dram_kernel_startup_s).
@@ -184,7 +187,7 @@ class KernelTimer:
         self.memo: dict[tuple[Any, bool], float] = {}  # (kernel, backward) -> seconds
 
     def host_seconds(self, ops: int | None) -> float | None:
-        """The host's time to issue an eager step's `ops` ops on a GPU (dispatch_s_per_op each);
+        """The host's time to issue an eager step's `ops` ops on a GPU (Hardware.eager_op_s each);
         None where the timer has no host term (compiled, CUDA graphs, a CPU, no dispatch time)
         or the ops are not counted."""
         return None if self.host_s_per_op is None or ops is None else ops * self.host_s_per_op
@@ -548,9 +551,9 @@ def leaves_time(leaves: Iterable[Any], subs: dict, timer: KernelTimer, training:
 
 def host_bound_seconds(times: LeavesTime, host_ops: int | None, timer: KernelTimer) -> float:
     """An eager step's seconds on a device its host drives asynchronously (a GPU): the host
-    issues the step's `host_ops` ops (eager_ops.step_ops) at the hardware's dispatch_s_per_op
+    issues the step's `host_ops` ops (eager_ops.step_ops) at the hardware's eager_op_s
     each while the GPU runs the kernels queued so far, so the step takes the longer of the two:
-    max(kernels, ops x dispatch_s_per_op). The kernels' time is `times` less its per-block
+    max(kernels, ops x eager_op_s). The kernels' time is `times` less its per-block
     launches (the host's term stands for them). No synchronisation is charged: gpt-fast's decoding
     loop has none inside a step, and generate's one wait a step (its stopping check) costs a
     host-bound step only the last kernel's tail (kernel_facts.json "eager_step_ops" "runs").

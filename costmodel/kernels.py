@@ -10,12 +10,17 @@ goes through memory. Each kernel below owns those formulas; the blocks ask the k
           its backward recomputes Q K^T (torch's sdpa FLOP formula counts it). Latent attention
           whose up-projections are recomputed (recompute "deepseek") keeps no q, k, v; DeepSeek-V3's
           FP8 activations keep the output in E5M6 (Profile.fp8_activations)
+  sdpa    torch's scaled_dot_product_attention choosing that flash kernel, as transformers calls
+          it: flash's tensors, plus a mask the call hands it (a sliding-window layer's, with K/V
+          repeated to h heads; Falcon's on every layer) and, where the query reaches it
+          contiguous, a copy of its output for the output projection (facts sdpa_mask,
+          sdpa_query_contiguous)
   math    sdpa's fallback on the CPU (dropout, or a position bias that needs gradients): q, k, v
           (h heads), softmax, mask and dropped probabilities all in fp32
   recomputed(k)  selective recomputation (Korthikanti et al. 2022) around kernel k: the core is
           rerun in backward, so it keeps what a fused kernel keeps; FLOPs and traffic are k's
 
-ATTENTIONS maps the workload's --attention to the kernel that runs: "sdpa" is the flash kernel
+ATTENTIONS maps the workload's --attention to the kernel that runs: "sdpa" is the sdpa kernel
 unless dropout runs or a position bias needs gradients (the math path). `core` below is the
 block asking (blocks.AttentionCore): lengths, heads kept, profile.
 """
@@ -26,6 +31,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import symbols as S
+import sympy as sp
+
 from .terms import FP32, ZERO, Expr, dtype_bytes, if_batch_of_one, tiled_bytes, unless_fp32
 
 
@@ -42,6 +49,10 @@ class Kernel:
     def saves_as(self) -> str:
         """Whose saved bytes apply (a recomputed core keeps what a fused kernel keeps)."""
         return self.name
+
+    def keeps_projection_input(self, core: Any) -> bool:
+        """Whether the output it keeps is the output projection's input (no copy between)."""
+        return self.keeps_output
 
     def scores_backward(self, forward: Expr) -> Expr:
         """Backward FLOPs of Q K^T: one product for each input's gradient."""
@@ -90,7 +101,11 @@ class Flash(Kernel):
     def scores_saved(self, core: Any) -> Expr:
         if core.inputs_rebuilt:  # q and k rebuilt by the recomputed up-projections
             return ZERO
-        return S.e * S.b * core.qk_dim * (S.h * core.q_len + core.kv_heads * core.k_len)  # q, k
+        return S.e * S.b * core.qk_dim * (S.h * core.q_len + self.kv_heads_saved(core) * core.k_len)  # q, k
+
+    def kv_heads_saved(self, core: Any) -> Expr:
+        """Heads of the K and V it keeps: those that reach it (h_kv: grouped heads natively)."""
+        return core.kv_heads
 
     def query_view_saved(self, extra: Expr) -> Expr:
         return extra
@@ -99,7 +114,7 @@ class Flash(Kernel):
         return FP32 * S.b * S.h * core.q_len  # the log-sum-exp per query row
 
     def weighted_sum_saved(self, core: Any) -> Expr:
-        values = ZERO if core.inputs_rebuilt else S.e * S.b * core.value_dim * core.kv_heads * core.k_len
+        values = ZERO if core.inputs_rebuilt else S.e * S.b * core.value_dim * self.kv_heads_saved(core) * core.k_len
         return values + self.output_saved(core)  # v (unless rebuilt) and out
 
     def output_saved(self, core: Any) -> Expr:
@@ -133,6 +148,53 @@ class Math(Kernel):
 
 
 FLASH = Flash()
+
+
+@dataclass(frozen=True)
+class Sdpa(Flash):
+    """torch's scaled_dot_product_attention on its (CPU) flash kernel, called as transformers 5.24's
+    sdpa_attention_forward calls it. The kernel keeps what flash keeps, and what the call adds
+    (measured op by op, validate/FINDINGS.md "sdpa's saved bytes"):
+
+    - a mask (facts.sdpa_mask): transformers lets the kernel mask causally (is_causal, no mask)
+      unless a sliding-window layer's keys reach its window (masking_utils._ignore_causal_mask_sdpa
+      skips the mask only while kv_length < window) or the code always builds one (Falcon:
+      create_causal_mask(allow_is_causal_skip=False)). The kernel converts the bool mask to the
+      query's dtype and keeps that, (b, 1, n_q, n_k), each layer. With a window's mask, grouped
+      K/V reach the kernel through repeat_kv (use_gqa_in_sdpa wants no mask): h heads kept, not
+      h_kv (one KV head's repeat is a view of it).
+    - the output's layout follows the query's (torch's kernel and its meta function allocate it
+      like the query): a query made by torch.cat (partial rotary) is contiguous in
+      (b, h, n, d_h), so the transpose back to (b, n, h d_h) copies, and the output projection
+      keeps that copy (facts.sdpa_query_contiguous); a query transposed from the projection's
+      (b, n, h, d_h) output gives an output whose transpose is a view, the projection's input.
+    """
+
+    def mask_saved(self, core: Any) -> Expr:
+        """The mask the kernel keeps, in the activation dtype."""
+        mask, kind = S.e * S.b * core.q_len * core.k_len, core.profile.facts.sdpa_mask
+        if kind == "always" and core.causal:
+            return mask
+        if kind == "window" and core.windowed:
+            return sp.Piecewise((mask, sp.Ge(core.k_len, S.w)), (ZERO, True))
+        return ZERO
+
+    def kv_heads_saved(self, core: Any) -> Expr:
+        """h once the window's mask reaches the kernel (repeat_kv's expand and reshape copy),
+        except for one KV head, whose repeat stays a view of it at any batch."""
+        if core.profile.facts.sdpa_mask == "window" and core.windowed:
+            repeated = sp.Piecewise((core.kv_heads, sp.Eq(core.kv_heads, 1)), (S.h, True))
+            return sp.Piecewise((repeated, sp.Ge(core.k_len, S.w)), (core.kv_heads, True))
+        return core.kv_heads
+
+    def softmax_saved(self, core: Any) -> Expr:
+        return super().softmax_saved(core) + self.mask_saved(core)
+
+    def keeps_projection_input(self, core: Any) -> bool:
+        return not core.profile.facts.sdpa_query_contiguous
+
+
+SDPA = Sdpa()
 
 
 @dataclass(frozen=True)
@@ -171,9 +233,9 @@ EAGER, MATH = Kernel(), Math()
 
 
 def _sdpa(dropout: bool, bias_needs_grad: bool) -> Kernel:
-    """torch's scaled_dot_product_attention on the CPU: the flash kernel, except with dropout or a
+    """torch's scaled_dot_product_attention on the CPU: its flash kernel, except with dropout or a
     position bias that needs gradients, when it falls back to its math path in fp32."""
-    return MATH if dropout or bias_needs_grad else FLASH
+    return MATH if dropout or bias_needs_grad else SDPA
 
 
 #: --attention -> the kernel that runs, given (dropout runs, a position bias needs gradients).

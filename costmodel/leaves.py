@@ -225,6 +225,7 @@ class TreeBuilder:
             windowed=window and not self.decode,
             chunked=window and not self.decode and cfg.chunked_window,
             latent=cfg.mla and not cross,
+            sinks=cfg.attention_sinks and not cross,
         )
         absorbed = cfg.mla and not cross and profile.mla == "absorbed"
         if absorbed:  # attention over the cached latents: one head of r_kv + d_r, values r_kv of it
@@ -252,11 +253,11 @@ class TreeBuilder:
         if cfg.nope_temperature and not rope and not cross:
             projections.append(at.leaf("temperature", B.AttentionTemperature(q_tokens, q_len)))
         scores = B.AttentionScores(q_len, k_len, **core, position_bias=position_bias,
-                                   scaled=cfg.scaled_scores,
+                                   scaled=cfg.scaled_scores or profile.facts.scores_times_unit_scale,
                                    softcap=cfg.attention_softcap is not None and not cross)
         pre, post = self.norms(at, q_tokens)
         output = B.AttentionOutput(q_tokens, cfg.out_bias, value_dim=core.get("value_dim", S.d_h),
-                                   input_kept_by_kernel=scores.kernel.keeps_output,
+                                   input_kept_by_kernel=scores.kernel.keeps_projection_input(scores),
                                    transposed=profile.facts.linear_weights_transposed)
         return [
             *pre,
@@ -276,10 +277,12 @@ class TreeBuilder:
             body = [at.leaf("mlp", B.FeedForward(tokens, cfg.activation, cfg.ffn_bias, self.profile))]
         else:
             body = [
-                at.leaf("router", B.Router(tokens, cfg.router, cfg.renormalize_top_k, self.profile)),
+                at.leaf("router", B.Router(tokens, cfg.router, cfg.renormalize_top_k, self.profile,
+                                           bias=cfg.router_bias)),
                 at.leaf("experts", B.EveryTokenExperts(tokens, self.profile)
                         if self.profile.facts.experts_every_token and not self.profile.routed_experts
-                        else B.Experts(tokens, self.profile)),
+                        else B.Experts(tokens, self.profile, bias=cfg.expert_bias,
+                                       clamped=cfg.swiglu_limit is not None)),
             ]
             if cfg.d_shared:
                 body.append(at.leaf("shared_expert", B.FeedForward(

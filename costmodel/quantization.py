@@ -17,6 +17,19 @@ columns, N = R C values per matrix):
         16-entry fp32 code per matrix; with double quantisation (the default, as QLoRA runs it)
         the absmax is one uint8 per block plus one fp32 per 256 blocks and an fp32 offset, and
         the 256-entry fp32 second code adds 1,024 bytes per matrix (measured).
+  mxfp4 OCP Microscaling FP4 (E2M1 values packed two per byte, one E8M0 scale byte per block of
+        g = 32 consecutive values along a row's input columns: 4.25 bits a weight), as the gpt-oss
+        checkpoints store their routed experts (*_blocks and *_scales, uint8) and vLLM holds them:
+        Mxfp4MoEMethod.create_weights allocates w13_weight (E, 2 I, H // 2) and w13_weight_scale
+        (E, 2 I, H // mxfp4_block) with mxfp4_block = 32, both uint8, and likewise w2 over I; its
+        biases stay bf16. It quantizes the routed experts only (WEIGHT_SCOPES): Mxfp4Config
+        .get_quant_method returns UnquantizedLinearMethod for every linear layer ("MXFP4 linear
+        layer is not implemented") and Mxfp4MoEMethod for FusedMoE (vllm-project/vllm
+        vllm/model_executor/layers/quantization/mxfp4.py, commit 007d5005), and the checkpoints
+        leave self_attn, the router, embed_tokens and lm_head in bf16 (quantization_config
+        .modules_to_not_convert of openai/gpt-oss-20b and -120b's config.json). The padding some
+        of vLLM's MXFP4 backends add (hidden and intermediate sizes rounded up to 64-256) is not
+        modelled.
 
 What stays in the activation dtype (the integrations' defaults): the embeddings, the output head,
 norms, biases, routers and Qwen2-MoE's shared-expert gate; every other matrix a layer multiplies
@@ -66,7 +79,11 @@ from .spec import DEFAULT_FP8_GEMM, FP8_GEMMS
 from .spec import KV_DTYPES  # noqa: F401 (--kv-dtype: one byte per cached element, plus two fp32 scales per layer)
 
 #: --weight-dtype -> (bits per value, the default group: None is one scale per output row).
-WEIGHT_DTYPES = {"int8": (8, None), "int4": (4, 128), "fp8": (8, None), "nf4": (4, 64)}
+WEIGHT_DTYPES = {"int8": (8, None), "int4": (4, 128), "fp8": (8, None), "nf4": (4, 64),
+                 "mxfp4": (4, 32)}
+#: Formats that quantize only some of a model's matrices (the module's docstring): "experts", the
+#: routed experts' (vLLM's Mxfp4Config). Every other format: all of a layer's matrices.
+WEIGHT_SCOPES = {"mxfp4": "experts"}
 
 
 @dataclass(frozen=True)
@@ -76,15 +93,22 @@ class WeightFormat:
     dtype: str
     bits: int
     group: int | None  # input columns per scale (gptq), values per block (nf4), None: per row
-    layout: str  # "row": a scale per output row; "gptq": scale and zero per group; "nf4"
+    layout: str  # "row": a scale per output row; "gptq": scale and zero per group; "nf4"; "mx"
     double_quant: bool = False
     gemm: str = DEFAULT_FP8_GEMM  # fp8: how its GEMMs multiply (spec.FP8_GEMMS; runs_w8a8)
+    scope: str = "all"  # which matrices it quantizes: "all", or "experts" (the routed experts')
+
+    def quantizes(self, routed_experts: bool) -> bool:
+        """Whether a block's matrices are stored in this format (routed_experts: the block is a
+        mixture of experts' routed experts)."""
+        return self.scope == "all" or routed_experts
 
     @property
     def label(self) -> str:
         grouped = f", groups of {self.group}" if self.group else ", per output row"
         double = ", double quantisation" if self.double_quant else ""
-        return f"{self.dtype}{grouped}{double}"
+        scope = ", routed experts only" if self.scope == "experts" else ""
+        return f"{self.dtype}{grouped}{double}{scope}"
 
 
 def weight_format(dtype: str | None, group: int | None = None,
@@ -105,9 +129,13 @@ def weight_format(dtype: str | None, group: int | None = None,
     bits, default = WEIGHT_DTYPES[dtype]
     if dtype == "fp8" and group is not None:
         raise ConfigError("workload: fp8 weights keep one scale per output row; no weight_group.")
+    if dtype == "mxfp4" and group not in (None, default):
+        raise ConfigError(f"workload: mxfp4 scales blocks of {default} values; no other weight_group.")
     group = default if group is None else group
     if dtype == "nf4":
         return WeightFormat(dtype, bits, group, "nf4", double_quant)
+    if dtype == "mxfp4":
+        return WeightFormat(dtype, bits, group, "mx", scope=WEIGHT_SCOPES[dtype])
     return WeightFormat(dtype, bits, group, "gptq" if group else "row", gemm=fp8_gemm)
 
 

@@ -107,7 +107,7 @@ class KernelSteps:
     timed at the shown contexts (up to 8) and interpolated linearly in between (the step time is
     linear in the context but for the attention kernel's block steps). step_ops: the ops one
     eager decoding step issues (eager_ops.step_ops; None: not counted): on a GPU whose file
-    states dispatch_s_per_op, a step takes the longer of its kernels and their host time
+    states an op's time (Hardware.eager_op_s), a step takes the longer of its kernels and their host time
     (kernel_time.host_bound_seconds), at any batch (an eager step issues one op per tensor, not
     per row: generate's count is the same at batch 1, 2 and 4, validate/generate_ops.py), and so
     does the prefill, whose forward runs the same modules once (the step's count, a lower bound:
@@ -137,7 +137,7 @@ class KernelSteps:
 
     def host_seconds(self) -> float | None:
         """The host's time to issue one eager decoding step (its counted ops at the hardware's
-        dispatch_s_per_op), where the kernel model weighs it against the kernels; else None."""
+        eager_op_s), where the kernel model weighs it against the kernels; else None."""
         return self.decode_timer.host_seconds(self.step_ops)
 
     def decode_curve(self, batch: int, contexts: Any, source: int) -> tuple[list[int], list[float]]:
@@ -256,7 +256,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     cuda_graphs: decode steps replayed from a CUDA graph, with no launch overhead.
     implementation: the code that decodes ("transformers": Hugging Face generate; "gpt-fast":
     gpt-fast's Transformer, as torchao's benchmarks run it): where its eager step's ops are counted
-    (kernel_facts.json "eager_step_ops") and the hardware states dispatch_s_per_op, the kernel
+    (kernel_facts.json "eager_step_ops") and the hardware states an op's time (eager_op_s), the kernel
     model's eager steps (the prefill, the cached steps and the table's reruns, at any batch) take
     the longer of their kernels and their host time.
 

@@ -48,7 +48,8 @@ DTYPES = Choices({name: "" for name in DTYPE_BYTES})  # every accepted spelling:
 CANONICAL_DTYPE = {"fp32": "fp32", "float32": "fp32", "fp16": "fp16", "float16": "fp16",
                    "bf16": "bf16", "bfloat16": "bf16"}
 #: --weight-dtype: quantized weights (costmodel/quantization.py has each format's bits and groups).
-WEIGHT_DTYPES = Choices({"int8": "LLM.int8", "int4": "GPTQ/AWQ", "fp8": "", "nf4": "bitsandbytes"})
+WEIGHT_DTYPES = Choices({"int8": "LLM.int8", "int4": "GPTQ/AWQ", "fp8": "", "nf4": "bitsandbytes",
+                         "mxfp4": "routed experts only, gpt-oss"})
 #: --fp8-gemm: how a GEMM on --weight-dtype fp8 weights multiplies (costmodel/quantization.py
 #: w8a8 has the rule and its sources).
 FP8_GEMMS = Choices({

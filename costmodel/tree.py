@@ -82,6 +82,10 @@ class CostModel:
         self.profile = profile or profile_for(cfg)
         if phase != "train":  # inference: no dropout, nothing recomputed
             self.profile = dataclasses.replace(self.profile, dropout=False, recompute="none", recompute_layers=None)
+        if self.profile.attention == "sdpa" and not self.profile.facts.sdpa_supported:
+            raise ConfigError(f"attention 'sdpa': {cfg.family}'s Hugging Face class has no "
+                              "scaled_dot_product_attention path (transformers refuses it); use "
+                              "--attention eager, or flash for a fused kernel.")
         if self.profile.mla not in MLA_FORMS:
             raise ValueError(f"mla must be one of {', '.join(MLA_FORMS)}, got {self.profile.mla!r}.")
         if phase == "train" and self.profile.mla != "naive":  # the absorbed form has no backward here
@@ -98,7 +102,11 @@ class CostModel:
         per_param = self.profile.param_bytes
         # Quantized weights are an inference format: the training tree keeps them in its policy.
         fmt = self.profile.weight_format if self.phase != "train" else None
-        leaves = [dataclasses.replace(leaf, per_param=per_param, weight_format=fmt)
+        if fmt is not None and fmt.scope == "experts" and not self.cfg.moe:
+            raise ConfigError(f"weight_dtype {fmt.dtype} quantizes routed experts only, and model "
+                              f"{self.cfg.name!r} has none.")
+        leaves = [dataclasses.replace(leaf, per_param=per_param, weight_format=fmt if fmt is None
+                                      or fmt.quantizes(isinstance(leaf.block, B.Experts)) else None)
                   for leaf in TreeBuilder(self.cfg, self.profile, self.phase).build()]
         leaves = [dataclasses.replace(leaf, recomputed=rerun is not None, rerun=rerun)
                   for leaf, rerun in ((leaf, self._rerun(leaf)) for leaf in leaves)]

@@ -23,8 +23,8 @@ NOT_IN_REFERENCE = {
     "logit_softcap": None, "rotary_dim": None, "parallel_attention": False, "position_offset": 0,
     "embedding_dim": None, "n_experts": 0, "kv_lora_rank": None, "attention_dropout": None,
     "mtp_layers": 0, "embedding_multiplier": None, "residual_multiplier": None,
-    "logits_scaling": None, "nope_layers": 0, "qk_l2_norm": False, "nope_temperature": False,
-    "chunked_window": False,
+    "logits_scaling": None, "nope_layers": 0, "attention_sinks": False, "qk_l2_norm": False,
+    "nope_temperature": False, "chunked_window": False,
 }
 
 
@@ -57,8 +57,8 @@ class Workload:
     optimizer: str = spec.DEFAULT_OPTIMIZER
     precision: str = spec.DEFAULT_PRECISION  # pure or mixed (an fp32 master copy and fp32 moments; pure in fp32)
     # Quantized inference (costmodel/quantization.py): the layers' weight matrices in int8, int4,
-    # fp8 or nf4, with scales per group of weight_group values (None: the format's default) and,
-    # for nf4, double quantisation of the scales; the KV cache in fp8 or int8.
+    # fp8, nf4 or mxfp4 (the routed experts' only), with scales per group of weight_group values
+    # (None: the format's default) and, for nf4, double quantisation of the scales; the KV cache in fp8 or int8.
     weight_dtype: str | None = None
     weight_group: int | None = None
     double_quant: bool = True

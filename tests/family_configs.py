@@ -90,12 +90,13 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
 }
 
 
-def odd_config_rows(fields: dict[str, Any], name: str) -> list[Any]:
+def odd_config_rows(fields: dict[str, Any], name: str, attention: str = "eager") -> list[Any]:
     """validate's rows (formula beside measurement, Hugging Face's class) for a config dict at the
-    odd configs' workload: b = 2, n = 12, bf16, 2 generated tokens."""
+    odd configs' workload: b = 2, n = 12, bf16, 2 generated tokens, eager attention or sdpa."""
     from costmodel.config import Workload
     from costmodel.presets import config_from_dict
     from validate.compare import validate
 
     cfg = config_from_dict(dict(fields), source=name, name=name)
-    return validate(cfg, Workload(seq_len=12, batch=2, dtype="bf16", gen_tokens=2), target="hf")
+    workload = Workload(seq_len=12, batch=2, dtype="bf16", gen_tokens=2, attention=attention)
+    return validate(cfg, workload, target="hf")

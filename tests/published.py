@@ -53,6 +53,17 @@ FLAGSHIPS = {
     # LlamaForCausalLM, the class the leaderboard entry in CARDS names). Llama with GQA (56 query,
     # 8 KV heads): 2 x 64,000 x 7,168 (embedding, head) + 60 x 557,856,768 + 7,168 (final norm).
     "yi-34b-200k": 34_388_917_248,
+    # OpenAI's gpt-oss (GptOssForCausalLM): the presets hold the values of each model's
+    # config.json on the Hub (huggingface.co/openai/gpt-oss-20b and openai/gpt-oss-120b,
+    # blob/main/config.json: the 120b's as a public test transcribes it with its URL, found with
+    # find_string '"initial_context_length": 4096,'; the 20b's as the mirror EchoCog/gpt-oss-20b
+    # config.json at 52971a1 holds it), less quantization_config (mxfp4 on the experts, which
+    # from_config does not build): 24 / 36 layers of 2880, 64 query and 8 KV heads of 64, 32 / 128
+    # experts of 2880, top 4, a window of 128 on every other layer from layer 0, 201,088 tokens,
+    # untied. 2 V d + L (attention 2 d (h + 2 h_kv) d_h + h d_h + d + h (sinks) + router E d + E +
+    # experts E (3 d d_x + 2 d_x + d) + 2 d) + d.
+    "gpt-oss-20b": 20_914_757_184,
+    "gpt-oss-120b": 116_829_156_672,
     # Llama 4's language models (Llama4ForCausalLM from the text_config of meta-llama/Llama-4-
     # Scout-17B-16E and -Maverick-17B-128E, costmodel/presets/llama4-*.json): 2 x 202,048 x 5,120
     # (embedding, head) + 48 layers of attention (62,914,560) and two norms, Scout's 48 expert
@@ -74,6 +85,8 @@ PUBLISHED_ACTIVE = {
     "mixtral-8x7b": 12_879_925_248,
     "mixtral-8x22b": 39_152_031_744,
     "deepseek-v3": 37_552_282_624,
+    "gpt-oss-20b": 4_187_440_704,
+    "gpt-oss-120b": 5_711_982_912,
     # one routed expert of 3 x 5,120 x 8,192 a token in each expert layer, the rest as the total
     "llama4-scout": 17_172_894_720,
     "llama4-maverick": 17_184_691_200,
@@ -113,6 +126,13 @@ CARDS = {
     # requests, 01-ai/Yi-34B-200K_eval_request_False_bfloat16_Original.json, revision 8ac1a1eb).
     "yi-34b-200k": (34.389e9, None, 0.001e9, "Open LLM Leaderboard request for 01-ai/Yi-34B-200K: "
                                              "34.389B parameters"),
+    # OpenAI 2025, gpt-oss-120b & gpt-oss-20b Model Card (arXiv 2508.10925), Table 1: total
+    # parameters 20.91B and 116.83B; active 3.61B and 5.13B, where "Unembedding parameters are
+    # counted towards active, but not embeddings": our active counts the embedding table too
+    # (V d = 579,133,440 more), so the card's active is compared less it (GPT_OSS_CARD,
+    # tests/test_hf_gpt_oss.py).
+    "gpt-oss-20b": (20.91e9, None, 0.01e9, "gpt-oss model card (arXiv 2508.10925), Table 1: 20.91B"),
+    "gpt-oss-120b": (116.83e9, None, 0.01e9, "gpt-oss model card (arXiv 2508.10925), Table 1: 116.83B"),
     # The Llama 4 model cards (huggingface.co/meta-llama/Llama-4-Scout-17B-16E and
     # -Maverick-17B-128E; Meta's blog "The Llama 4 herd", 2025-04-05) count the multimodal model:
     # the language model (FLAGSHIPS) plus LLAMA4_VISION, 108.64B and 401.58B. Scout's "109B"
@@ -122,3 +142,75 @@ CARDS = {
     "llama4-maverick": (400e9, 17e9, 10e9, "Llama 4 Maverick model card: 17B active, 400B total"),
 }
 
+#: The gpt-oss model card's Table 1 beyond the totals (active parameters without the embedding
+#: table; the MLP, attention and embedding + unembedding rows), in its units of 0.01B.
+GPT_OSS_CARD = {
+    "gpt-oss-20b": {"active": 3.61e9, "mlp": 19.12e9, "attention": 0.64e9, "embeddings": 1.16e9},
+    "gpt-oss-120b": {"active": 5.13e9, "mlp": 114.71e9, "attention": 0.96e9, "embeddings": 1.16e9},
+}
+
+
+# Presets users asked for (families already supported), each the config.json a stored copy holds:
+# - mlc-ai/mlc-llm python/mlc_llm/model/model_preset.py (commit 79d603f0): llama3_1_70b
+#   (meta-llama/Llama-3.1-70B-Instruct), llama3_2_1b (Llama-3.2-1B-Instruct), qwen3_0.6b,
+#   gemma3_1b_it (google/gemma-3-1b-it), deepseek_v2_lite (deepseek-ai/DeepSeek-V2-Lite);
+# - citsjtu2020/LLM-Prof sglang/Model_Config.md (commit 8434c8d1): Llama-3.1-8B, Llama-3.2-3B,
+#   Qwen2.5-32B, Qwen3-30B-A3B, Qwen3-32B;
+# - kevinstephano/thunder_model_blocks thunder_model_blocks/mistral/mistral_config.py (commit
+#   a23dd8fe): mistralai/Mistral-Nemo-Base-2407;
+# - NVIDIA-NeMo/Megatron-Bridge tests/unit_tests/models/gemma/test_gemma3_bridge.py (commit
+#   067f987d), its gemma3_27b_config_dict: google/gemma-3-27b's text model (Gemma3ForCausalLM), which
+#   the fixture labels model_type "gemma3" (the multimodal wrapper's); the preset says "gemma3_text",
+#   the model type of that class. Its shapes are the released model's as printed module by module
+#   (sarghydesign.ro, "Gemma explained: What's new in Gemma 3": Gemma3TextScaledWordEmbedding(262208,
+#   5376), 62 layers, q_proj 5376 -> 4096, k_proj and v_proj 5376 -> 2048, q_norm over 128);
+# - mehmetcc/pal phi-4/config.json (commit b5a7a0de, "_name_or_path": "microsoft/phi-4"), verbatim.
+#   Another stored copy (unattributed) has "sliding_window": null where this one has 16384, the
+#   model's whole context: the same parameters, and a window that never bites within it.
+# The counts are the classes' (LlamaForCausalLM, Qwen3/Qwen3Moe/Qwen2, Gemma3ForCausalLM,
+# MistralForCausalLM, DeepseekV2ForCausalLM) built from those dicts under FakeTensorMode, which
+# the tree equals (tests/test_presets_issue14.py, tests/test_presets_requested.py).
+REQUESTED = {
+    "llama3.1-8b": 8_030_261_248,
+    "llama3.1-70b": 70_553_706_496,
+    "llama3.2-1b": 1_235_814_400,
+    "llama3.2-3b": 3_212_749_824,
+    "qwen3-0.6b": 596_049_920,
+    "qwen3-32b": 32_762_123_264,
+    "qwen3-30b-a3b": 30_532_122_624,
+    "qwen2.5-32b": 32_763_876_352,
+    "gemma3-1b": 999_885_952,
+    "mistral-nemo-12b": 12_247_782_400,
+    "deepseek-v2-lite": 15_748_993_024,
+    "gemma3-27b": 27_009_346_304,
+    "phi-4": 14_659_507_200,
+}
+REQUESTED_ACTIVE = {
+    "qwen3-30b-a3b": 3_353_032_704,
+    "deepseek-v2-lite": 2_703_659_008,
+}
+REQUESTED_CARDS = {
+    "llama3.1-8b": (8e9, None, 1e9, "Llama 3.1 model card (meta-llama/Llama-3.1-8B): 8B"),
+    "llama3.1-70b": (70e9, None, 1e9, "Llama 3.1 model card (meta-llama/Llama-3.1-70B): 70B"),
+    "llama3.2-1b": (1.23e9, None, 0.01e9, "Llama 3.2 model card (meta-llama/Llama-3.2-1B): "
+                                          "1B (1.23B)"),
+    "llama3.2-3b": (3.21e9, None, 0.01e9, "Llama 3.2 model card: 3B (3.21B)"),
+    "qwen3-0.6b": (0.6e9, None, 0.1e9, "Qwen/Qwen3-0.6B model card: 0.6B (0.44B non-embedding)"),
+    "qwen3-32b": (32.8e9, None, 0.1e9, "Qwen/Qwen3-32B model card: 32.8B (31.2B non-embedding)"),
+    "qwen3-30b-a3b": (30.5e9, 3.3e9, 0.1e9, "Qwen/Qwen3-30B-A3B model card: 30.5B in total, 3.3B "
+                                            "activated"),
+    "gemma3-1b": (1e9, None, 1e9, "Gemma 3 model card (google/gemma-3-1b-it): 1B"),
+    "gemma3-27b": (27e9, None, 1e9, "Gemma 3 model card (google/gemma-3-27b-it): 27B"),
+    "mistral-nemo-12b": (12e9, None, 1e9, "mistral.ai, Mistral NeMo (2024): a 12B model"),
+    "phi-4": (14e9, None, 1e9, "Abdin et al. 2024, Phi-4 Technical Report: a 14-billion parameter "
+                              "language model"),
+    # (qwen2.5-32b: Qwen/Qwen2.5-32B's card prints 32.5B, 31.0B non-embedding, 0.26B under the
+    # class's 32.76B, which no field of its config.json explains: not compared.)
+    # The card's 2.4B activated leaves out the embedding table (a lookup, 0.21B): our 2.70B
+    # counts it, as DeepSeek-V3's entry above does; only the total is compared.
+    "deepseek-v2-lite": (15.7e9, None, 0.1e9, "deepseek-ai/DeepSeek-V2-Lite model card: 15.7B "
+                                              "total, 2.4B activated"),
+}
+FLAGSHIPS.update(REQUESTED)
+PUBLISHED_ACTIVE.update(REQUESTED_ACTIVE)
+CARDS.update(REQUESTED_CARDS)

@@ -33,7 +33,9 @@ def test_params_equal_published_counts(name):
 
 
 def test_every_preset_loads_and_has_a_count():
-    assert len(preset_names()) == 33  # 14, issue 14's 16 flagships, Sarathi-Serve's Yi-34B-200K, Llama 4 Scout and Maverick
+    # 14, issue 14's 16 flagships, Sarathi-Serve's Yi-34B-200K, gpt-oss-20b and gpt-oss-120b, the 13 users asked for,
+    # Llama 4 Scout and Maverick
+    assert len(preset_names()) == 48
     for name in preset_names():
         assert estimate(name, seq_len=8).total("params") > 0
 
@@ -167,7 +169,8 @@ def test_moe_presets_report_active_parameters():
 @pytest.mark.parametrize("name", ["llama3-8b", "llama3-70b", "llama3.1-405b", "qwen2.5-7b",
                                   "qwen2.5-72b", "qwen3-8b", "gemma2-9b", "gemma2-27b", "phi3-mini",
                                   "pythia-1.4b", "falcon-7b", "opt-1.3b", "bloom-560m",
-                                  "mixtral-8x7b", "mixtral-8x22b", "deepseek-v3", "yi-34b-200k"])
+                                  "mixtral-8x7b", "mixtral-8x22b", "deepseek-v3", "yi-34b-200k",
+                                  "gpt-oss-20b", "gpt-oss-120b"])
 def test_model_cards_agree_with_the_classes_within_their_rounding(name):
     from tests.published import CARDS, PUBLISHED_ACTIVE
 

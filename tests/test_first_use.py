@@ -68,6 +68,7 @@ def test_hardware_measure_measures_the_dtype_asked_for(monkeypatch):
     table = data["gemm_efficiency_by_rows"]["fp32"]
     assert list(table) == ["1", "2", "4", "8", "16", "32", "64", "128", "256"]
     assert set(data["_gemm_rows_flops_per_s"]["fp32"]) == set(table) and 0 < data["dispatch_s_per_op"] < 1e-3
+    assert 0 < data["module_s_per_op"] < 1e-3 and "module code per op" in data["source"]
     hw = Hardware.from_dict(data, "local")
     assert time_model_for(hw) == "kernels" and hw.gemm_efficiency_by_rows["fp32"][0][0] == 1
     # and the attention efficiency by queries: one per measured shape's queries, each a fraction

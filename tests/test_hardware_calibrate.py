@@ -65,12 +65,13 @@ def test_the_gemv_bandwidth_is_the_dot_beside_its_copy(cpu_file):
     path, data = cpu_file
     hw = load_hardware(str(path))
     stream = data["_measurements"]["stream"]
-    # BabelStream's pair on the same arrays, timed in turn: on a quiet machine the Dot (two arrays
-    # read) stays within about twice the Copy's rate (one read, one written); on this shared 2-core
-    # machine under a parallel test run one such check failed at 2x, so the bound is 4x, still
-    # tight enough to catch a unit slip (bits for bytes: 8x; one array's bytes for two: 2x the other way).
-    assert 0 < hw.gemv_bandwidth_bytes_per_s == stream["dot_bytes_per_s"] <= 4 * stream["copy_bytes_per_s"]
-    assert stream["dot_bytes_per_s"] >= stream["copy_bytes_per_s"] / 4
+    # BabelStream's counting, exactly: each rate is two arrays' bytes over its median time (a unit
+    # slip, bits for bytes or one array for two, breaks the equality). How the two rates compare is
+    # the machine's, not the code's: on this shared 2-core machine under a parallel test run the Dot
+    # has read from under a quarter to over four times the Copy's rate, so no bound is asserted on it.
+    assert 0 < hw.gemv_bandwidth_bytes_per_s == stream["dot_bytes_per_s"]
+    assert stream["dot_bytes_per_s"] == 2 * stream["array_bytes"] / stream["dot_seconds"]
+    assert stream["copy_bytes_per_s"] == 2 * stream["array_bytes"] / stream["copy_seconds"]
     assert stream["dtype"] == "fp64" and stream["array_bytes"] == 8 * stream["elements"]
     assert "gemv_bandwidth_bytes_per_s: BabelStream's Copy (c = a) and Dot (torch.dot(a, b)" in hw.source
     assert "the Dot's rate" in hw.source
@@ -96,6 +97,9 @@ def test_a_cpu_file_has_local_s_rows_table_and_dispatch(cpu_file):
     assert efficiencies[0] == pytest.approx(raw["1"] / max(raw.values()))
     assert 0 < hw.dispatch_s_per_op < 1e-3
     assert "gemm_efficiency_by_rows as validate/calibrate.py" in hw.source and "dispatch_s_per_op as" in hw.source
+    # and the module code's time per op, which a counted eager implementation's ops take
+    assert 0 < hw.module_s_per_op < 1e-3 and hw.eager_op_s == hw.module_s_per_op and "module_s_per_op as" in hw.source
+    assert data["_measurements"]["module_per_op"]["ops"] == 148  # tests/test_module_per_op.py derives it
 
 
 def test_the_weight_only_gemvs_are_recorded_with_their_bytes(cpu_file):
@@ -189,6 +193,7 @@ def test_the_written_file_round_trips(cpu_file):
     assert again == hw
     assert hw.to_dict()["gemv_bandwidth_bytes_per_s"] == data["gemv_bandwidth_bytes_per_s"]
     assert hw.to_dict()["dispatch_s_per_op"] == data["dispatch_s_per_op"]
+    assert hw.to_dict()["module_s_per_op"] == data["module_s_per_op"]
 
 
 def test_like_a_preset_keeps_its_gpu_tables_and_takes_the_measured_dot(tmp_path):
@@ -199,6 +204,7 @@ def test_like_a_preset_keeps_its_gpu_tables_and_takes_the_measured_dot(tmp_path)
     assert hw.gemv_bandwidth_bytes_per_s == data["_measurements"]["stream"]["dot_bytes_per_s"] > 0
     # a CPU's rows table and dispatch would replace the GPU's tiles and launches: not written
     assert "gemm_efficiency_by_rows" not in data and "dispatch_s_per_op" not in data
+    assert "module_s_per_op" not in data
     assert hw.graph_kernel_s == h100.graph_kernel_s  # not measured on a CPU: the preset's stays
     assert "whose other fields stay where not measured here" in hw.source
 
@@ -217,6 +223,8 @@ def test_on_cuda_a_positive_graph_gap_is_written_with_its_method(monkeypatch):
 
     issued = []  # the host's issue time per op on the GPU (the eager step's host term)
     monkeypatch.setattr(calibrate, "dispatch_s_per_op", lambda repeats, device: issued.append(device) or 6.5e-6)
+    module = {"seconds_per_op": 1.3e-5, "ops": 148, "forward_s": 148 * 1.3e-5, "width": 32}
+    monkeypatch.setattr(calibrate, "module_seconds_per_op", lambda repeats, device: issued.append(device) or module)
     for gap, written in ((1.5e-6, True), (-2e-8, False)):
         monkeypatch.setattr(device_rates, "graph_kernel_gap", lambda gap=gap: {"graph_kernel_s": gap, "method": "chains"})
         floors = []
@@ -236,6 +244,9 @@ def test_on_cuda_a_positive_graph_gap_is_written_with_its_method(monkeypatch):
         assert "gemm_efficiency_by_rows" not in rates["fields"]  # a CPU's table: not a GPU's
         assert rates["fields"]["dispatch_s_per_op"] == 6.5e-6 and issued[-1] == "cuda"
         assert any(s.startswith("dispatch_s_per_op: the host's time to issue") for s in rates["sources"])
+        assert rates["fields"]["module_s_per_op"] == 1.3e-5 and rates["measurements"]["module_per_op"] == module
+        assert issued[-2:] == ["cuda", "cuda"]
+        assert any(s.startswith("module_s_per_op: the host's time per aten op") for s in rates["sources"])
 
 
 def test_gpu_check_measures_the_device_after_its_table(tmp_path, monkeypatch, capsys):
@@ -252,6 +263,13 @@ def test_gpu_check_measures_the_device_after_its_table(tmp_path, monkeypatch, ca
     assert hw.name == "after-check" and hw.gemv_bandwidth_bytes_per_s > 0 and hw.gemm_efficiency_by_rows["fp32"]
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert printed["gemv_bandwidth_bytes_per_s"] == hw.gemv_bandwidth_bytes_per_s
+    assert printed["module_s_per_op"] == hw.module_s_per_op > 0
+    # the host's time per op on the device, beside the table
+    host = json.loads((tmp_path / "r.json").read_text())["host_per_op"]
+    assert host["module_ops"] == 148 and host["dispatch_s_per_op"] > 0 and host["module_s_per_op"] > 0
+    assert host["module_over_dispatch"] == host["module_s_per_op"] / host["dispatch_s_per_op"]
+    assert host["module_minus_dispatch_s"] == host["module_s_per_op"] - host["dispatch_s_per_op"]
+    assert "host per op on the cpu: a bare add" in (tmp_path / "r.md").read_text()
 
 
 class FakeGpu:

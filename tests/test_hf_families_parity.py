@@ -74,6 +74,29 @@ def test_validate_command_path_is_exact(family):
     assert [(r.quantity, r.formula, r.measured) for r in rows if not r.ok] == []
 
 
+#: (family, index in tests/family_odd_configs.py) validated under sdpa: every Mistral (windows that
+#: bite or not, one KV head), Phi-3's fused and partial-rotary layouts, GPT-NeoX's, Falcon's new
+#: layout (a mask on every layer), Qwen2's.
+SDPA_CASES = [*(("mistral", i) for i in range(6)), ("phi3", 0), ("phi3", 3), ("phi3", 7),
+              ("gpt_neox", 0), ("gpt_neox", 3), ("falcon", 0), ("qwen2", 0)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family, index", SDPA_CASES)
+def test_validate_command_path_is_exact_under_sdpa(family, index):
+    """Under sdpa the kernel keeps what transformers hands it: a window's mask and K/V repeated to
+    h heads (a view for one KV head), Falcon's mask on every layer, and where the query is a
+    torch.cat (partial rotary) the output projection keeps its own copy (facts sdpa_mask,
+    sdpa_query_contiguous: GPT-NeoX's odd config kept 4,608 bytes more than the tree without)."""
+    from tests.family_odd_configs import ODD_FAMILY_CONFIGS
+    from validate.compare import validate
+
+    cfg = from_hf_config(ODD_FAMILY_CONFIGS[family][index], name=f"odd-{family}")
+    rows = validate(cfg, Workload(seq_len=9, batch=2, dtype="bf16", gen_tokens=2, attention="sdpa"))
+    assert "bytes saved for backward" in {r.quantity for r in rows}
+    assert [(r.quantity, r.formula, r.measured) for r in rows if not r.ok] == []
+
+
 # ---------------------------------------------------------------------------------------------
 # A decode step: windowed layers attend min(c, w) keys; MLA re-projects every cached latent
 

@@ -115,6 +115,38 @@ def test_added_family_parameters_equal_hugging_face(family):
     assert total == _hf_count(fields)
 
 
+def test_deepseek_v2_default_top_k_null_is_refused_as_transformers_cannot_run_it(tmp_path, capsys):
+    """DeepseekV2Config() leaves num_experts_per_tok null: transformers builds the model but its
+    router's torch.topk(k=None) fails at the first forward (measured below), so the CLI refuses
+    it in one line saying why; with every layer dense (no router) transformers runs it, and so
+    do we, with its meta model's parameters."""
+    transformers = pytest.importorskip("transformers")
+    import torch
+
+    fields = transformers.AutoConfig.for_model("deepseek_v2").to_dict()
+    assert fields["num_experts_per_tok"] is None
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    code, _, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and err.count("\n") <= 1, err
+    assert "num_experts_per_tok is null" in err and "torch.topk" in err, err
+    small = dict(NEW_FAMILY_CONFIGS["deepseek_v2"], num_experts_per_tok=None, kv_lora_rank=8)
+    config = transformers.AutoConfig.for_model(**small)
+    config._experts_implementation = "eager"
+    with pytest.raises(TypeError, match="topk"):
+        transformers.AutoModelForCausalLM.from_config(config)(input_ids=torch.arange(6)[None])
+    dense = dict(small, first_k_dense_replace=small["num_hidden_layers"])
+    config = transformers.AutoConfig.for_model(**dense)
+    transformers.AutoModelForCausalLM.from_config(config)(input_ids=torch.arange(6)[None])
+    from costmodel import estimate
+
+    ours = estimate(dict(dense, name="dense"), seq_len=16).to_dict()["params"]["total"]
+    assert ours == _hf_count(dense)
+    released = dict(fields, first_k_dense_replace=fields["num_hidden_layers"])
+    assert estimate(dict(released, name="dense"), seq_len=16).to_dict()["params"]["total"] == \
+        _hf_count({k: v for k, v in released.items() if k not in ("architectures", "transformers_version")})
+
+
 #: Model types whose transformers defaults (the configuration class's own values) are counted too.
 DEFAULT_CONFIGS = ("granite", "smollm3", "olmo2")
 
@@ -267,19 +299,35 @@ def _hf_multiplies(fields: dict, batch: int, seq: int) -> int:
     return Count.total
 
 
-def test_granite_multiplies_beyond_llama_equal_the_classes():
+@pytest.mark.parametrize("attention_multiplier", [(48 / 6) ** -0.5, 1.0])
+def test_granite_multiplies_beyond_llama_equal_the_classes(attention_multiplier):
     """The validate rows cannot see Granite's multipliers (a multiply by a number keeps nothing):
     the elements GraniteForCausalLM multiplies or divides beyond LlamaForCausalLM of the same
-    shape and attention scale (the embeddings, each sublayer's output, the logits) are the
-    tree's extra "mul" elements."""
+    shape (the embeddings, each sublayer's output, the logits) are the tree's extra "mul"
+    elements. GraniteAttention multiplies the scores by attention_multiplier even when it is
+    exactly 1.0 (GraniteConfig's default), as Llama multiplies by 1/sqrt(d_h): the same count
+    (facts.scores_times_unit_scale; the tree dropped 3 x 2 x 6 x 12 x 12 = 5,184 at 1.0 before)."""
     pytest.importorskip("transformers")
     shape = {k: v for k, v in NEW_FAMILY_CONFIGS["granite"].items()
              if k != "model_type" and not k.endswith(("multiplier", "scaling"))}
     llama = dict(shape, model_type="llama")
-    granite = dict(NEW_FAMILY_CONFIGS["granite"], attention_multiplier=(48 / 6) ** -0.5)
+    granite = dict(NEW_FAMILY_CONFIGS["granite"], attention_multiplier=attention_multiplier)
     extra_hf = _hf_multiplies(granite, 2, 12) - _hf_multiplies(llama, 2, 12)
     assert extra_hf == 2 * 12 * (48 * (1 + 2 * 3) + 99)  # embeddings, 2 residuals a layer, logits
     assert _tree_multiplies(granite, 2, 12) - _tree_multiplies(llama, 2, 12) == extra_hf
+
+
+@pytest.mark.parametrize("family", ["gemma3_text", "granite"])
+def test_a_scale_of_exactly_one_is_still_a_multiply_where_the_code_multiplies(family):
+    """Gemma 3's query_pre_attn_scalar of 1 and Granite's attention_multiplier of 1 give a scale of
+    exactly 1.0, which their attention still multiplies by: the class's aten mul elements and
+    the tree's mul elements do not change from another scale to 1.0."""
+    pytest.importorskip("transformers")
+    field, other = {"gemma3_text": ("query_pre_attn_scalar", 12),
+                    "granite": ("attention_multiplier", 0.125)}[family]
+    one, scaled = (dict(NEW_FAMILY_CONFIGS[family], **{field: value}) for value in (1, other))
+    assert _hf_multiplies(one, 2, 12) == _hf_multiplies(scaled, 2, 12)
+    assert _tree_multiplies(one, 2, 12) == _tree_multiplies(scaled, 2, 12)
 
 
 @pytest.mark.parametrize("biases", [dict(qkv_bias=True, bias=True), dict(qkv_bias=False, bias=False),
@@ -347,13 +395,22 @@ def test_gemma3_rotary_sets_follow_layer_types_without_a_window(layer_types, set
     assert from_hf_config(fields, name="g").rotary_sets == sets
 
 
+#: (family, attention) of the exactness test: every family under eager and under sdpa, except
+#: DeepSeek-V2's latent attention under sdpa (its backward FLOPs and saved bytes are not modelled
+#: there yet: validate/FINDINGS.md, sdpa's saved bytes).
+EXACT_CASES = [(family, attention) for attention in ("eager", "sdpa") for family in sorted(NEW_FAMILY_CONFIGS)
+               if (family, attention) != ("deepseek_v2", "sdpa")]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("family", sorted(NEW_FAMILY_CONFIGS))
-def test_added_family_is_exact_on_every_validate_row(family):
+@pytest.mark.parametrize("family, attention", EXACT_CASES)
+def test_added_family_is_exact_on_every_validate_row(family, attention):
+    """Under sdpa, Ministral's, CWM's and Gemma 3's windowed layers keep the mask and K/V of h
+    heads (facts.sdpa_mask; were 121,636 vs 130,468 and 189,604 vs 202,852 bytes without it)."""
     pytest.importorskip("transformers")
     from tests.family_configs import odd_config_rows
 
-    rows = odd_config_rows(NEW_FAMILY_CONFIGS[family], family)
+    rows = odd_config_rows(NEW_FAMILY_CONFIGS[family], family, attention)
     assert {"parameters", "forward matmul FLOPs", "backward matmul FLOPs", "bytes saved for backward",
             "KV-cache bytes"} <= {row.quantity for row in rows}
     assert [row for row in rows if row.difference != 0] == []

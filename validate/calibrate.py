@@ -13,7 +13,10 @@ the shapes a Transformer runs:
 - GEMM efficiency by rows (fp32): the linear chain at 1 to 256 rows over the best of those rates
   (few rows reach neither the large-GEMM rate nor the weights' streaming rate on a CPU): the
   kernel model's GEMM time on `local` (costmodel/kernel_time.py);
-- dispatch per op: one tiny op's time, what each op of an eager leaf pays (costmodel/eager_ops.py).
+- dispatch per op: one tiny op's time (an add of two 1-element tensors);
+- module code per op: transformers' Llama decoder layers (2, 32 wide) on one token, their forward
+  over the aten ops it dispatches: what each op of an eager leaf pays (costmodel/eager_ops.py
+  counts module code's ops; Hardware.eager_op_s takes this figure over the bare add's).
 - attention efficiency by queries (fp32): torch's scaled_dot_product_attention, 8 heads of 64 (the
   serving benchmark's Llama), at (queries, keys) (1, 256), (16, 256), (64, 512), (256, 256) and
   (512, 512), causal where queries and keys are as many, timed in turn with the linear chain at 256
@@ -176,6 +179,97 @@ def dispatch_s_per_op(repeats: int = 2001, device: str = "cpu") -> float:
     return statistics.median(per_op)
 
 
+#: The module-code microbenchmark's model: transformers' own Llama decoder layers (the module code
+#: the continuous-batching engine runs, validate/serving_engine.py) and its rotary module, 2 layers,
+#: 4 heads, 2 KV heads (grouped, as the serving benchmark's Llama), the MLP 3x the width; fp32, sdpa.
+MODULE_LAYERS, MODULE_HEADS, MODULE_KV_HEADS = 2, 4, 2
+#: The width it runs at: one token through products of 32 x 96 at most, so its kernels take far less
+#: than its ops' host time; module_seconds_per_op is flat in the width (tests/test_module_per_op.py).
+MODULE_WIDTH = 32
+
+
+def module_stack(width: int = MODULE_WIDTH, device: str = "cpu") -> Any:
+    """A small eager stack of transformers' LlamaDecoderLayer (MODULE_LAYERS of them, after the
+    model's rotary module), `width` wide, on `device`, in eval mode: called with one token's
+    hidden state (1, 1, width), it runs each layer's norms, q/k/v/o linears, rotary, sdpa and SwiGLU
+    MLP through their nn.Module calls, as the engine's model does, without the engine's cache."""
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
+
+    config = LlamaConfig(vocab_size=16, hidden_size=width, intermediate_size=3 * width,
+                         num_hidden_layers=MODULE_LAYERS, num_attention_heads=MODULE_HEADS,
+                         num_key_value_heads=MODULE_KV_HEADS, max_position_embeddings=64)
+    config._attn_implementation = "sdpa"
+
+    class Stack(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rotary_emb = LlamaRotaryEmbedding(config)
+            self.layers = torch.nn.ModuleList(LlamaDecoderLayer(config, i) for i in range(MODULE_LAYERS))
+
+        def forward(self, hidden: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
+            position_embeddings = self.rotary_emb(hidden, position_ids)
+            for layer in self.layers:
+                hidden = layer(hidden, attention_mask=None, position_ids=position_ids,
+                               position_embeddings=position_embeddings)
+            return hidden
+
+    return Stack().to(device).eval()
+
+
+def count_aten_ops(function: Callable[[], Any]) -> int:
+    """The aten ops one call of `function` dispatches below autograd (views, copies and products
+    alike, as validate/eager_op_counts.py counts an engine step's), under a TorchDispatchMode."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        ops = 0
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            Count.ops += 1
+            return func(*args, **(kwargs or {}))
+
+    with Count():
+        function()
+    return Count.ops
+
+
+def module_seconds_per_op(repeats: int = 301, width: int = MODULE_WIDTH, device: str = "cpu") -> dict[str, Any]:
+    """The host's time per aten op in eager module code: module_stack's forward on one token
+    (no_grad, as the engine runs), timed, over the aten ops it dispatches (count_aten_ops). What
+    an op inside an engine step's modules pays beyond a bare op's dispatch (dispatch_s_per_op):
+    nn.Module.__call__, F.linear's and sdpa's argument handling, the views and reshapes around each
+    product, transformers' kwargs. On a CPU the median forward's time over its ops; on a GPU, as
+    dispatch_s_per_op: batches of 5 forwards timed on the host without waiting for the GPU (the
+    queue drained between batches), the median batch's time per op. Returns {"seconds_per_op",
+    "ops" (per forward), "forward_s", "width"}."""
+    stack = module_stack(width, device)
+    hidden = torch.randn(1, 1, width, device=device)
+    position = torch.zeros(1, 1, dtype=torch.long, device=device)
+    with torch.no_grad():
+        forward = lambda: stack(hidden, position)  # noqa: E731
+        ops = count_aten_ops(forward)
+        if not device.startswith("cuda"):
+            seconds = median_seconds(forward, repeats, warmup=20)
+        else:
+            batches = []
+            for batch in range(max(6, repeats // 5) + 1):
+                torch.cuda.synchronize()
+                start = time.perf_counter()
+                for _ in range(5):
+                    forward()
+                if batch:  # the first batch warms up
+                    batches.append((time.perf_counter() - start) / 5)
+            torch.cuda.synchronize()
+            seconds = statistics.median(batches)
+    return {"seconds_per_op": seconds / ops, "ops": ops, "forward_s": seconds, "width": width}
+
+
+def module_s_per_op(repeats: int = 301, device: str = "cpu") -> float:
+    """The hardware file's module_s_per_op: module_seconds_per_op's seconds per op at MODULE_WIDTH."""
+    return module_seconds_per_op(repeats, device=device)["seconds_per_op"]
+
+
 def vector_flops_per_s(elements: int = 2**21, repeats: int = 7) -> float:
     """The median over the models' non-matmul ops of their FLOP/s (costmodel's convention)."""
     from costmodel.blocks import OTHER_FLOPS_PER_ELEMENT
@@ -273,6 +367,7 @@ def measure_local(memory_bytes: int | None = None, dtypes: tuple[str, ...] = ("f
         "efficiency": {"compute": 1.0, "memory": 1.0},
         "overhead_s_per_block": overhead_s_per_block(),
         "dispatch_s_per_op": dispatch_s_per_op(),
+        "module_s_per_op": module_s_per_op(),
         **rows,
         "source": f"measured by validate/calibrate.py with torch {torch.__version__} (medians: "
         f"matmuls of tokens through 16 linear layers 1024 <-> 4096 in {', '.join(dtypes)} (256 "
@@ -281,7 +376,9 @@ def measure_local(memory_bytes: int | None = None, dtypes: tuple[str, ...] = ("f
         "softmax, norms and activations over 2M elements for the vector FLOP/s; a tiny "
         "model's decode step per block for the overhead; the same fp32 chain at 1-256 tokens, the row counts "
         "in turn, over the best of them for the GEMM efficiency by rows (raw rates in _gemm_rows_flops_per_s); "
-        "an add of two 1-element tensors for the dispatch per op; torch's scaled_dot_product_attention, 8 heads "
+        "an add of two 1-element tensors for the dispatch per op; transformers' LlamaDecoderLayer x "
+        f"{MODULE_LAYERS} ({MODULE_WIDTH} wide, {MODULE_HEADS} heads, {MODULE_KV_HEADS} KV heads, sdpa) and its rotary "
+        "module on one token, the forward over the aten ops it dispatches, for the module code per op; torch's scaled_dot_product_attention, 8 heads "
         "of 64, at (queries, keys) " + ", ".join(f"({q}, {k})" for q, k in ATTENTION_SHAPES) + " timed in turn "
         "with the chain at 256 tokens, the kernel model's FLOPs of each call over the chain's rate, for the "
         "attention efficiency by queries (raw rates in _attention_flops_per_s))",

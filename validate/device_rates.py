@@ -100,9 +100,10 @@ def stream_rates(device: str, grid: str, repeats: int = 20) -> dict[str, Any]:
         copies.append(device_seconds(lambda: c.copy_(a), device, 1))
         dots.append(device_seconds(lambda: torch.dot(a, b), device, 1))
     array_bytes = elements * a.element_size()
+    copy_s, dot_s = statistics.median(copies), statistics.median(dots)
     return {"dtype": "fp64", "elements": elements, "array_bytes": array_bytes, "repeats": repeats,
-            "copy_bytes_per_s": 2 * array_bytes / statistics.median(copies),
-            "dot_bytes_per_s": 2 * array_bytes / statistics.median(dots),
+            "copy_seconds": copy_s, "dot_seconds": dot_s,
+            "copy_bytes_per_s": 2 * array_bytes / copy_s, "dot_bytes_per_s": 2 * array_bytes / dot_s,
             "method": f"BabelStream's Copy (c = a) and Dot (torch.dot(a, b): two arrays read once and "
                       f"reduced on chip, nothing written) on two fp64 arrays of {elements} elements "
                       f"({array_bytes / 1e6:.0f} MB each), timed in turn, the median of {repeats} rounds; "

@@ -22,10 +22,11 @@ What it measures, each the median of a few runs after a warm-up:
   fixed start at sizes past the L2 (T = a + V/b, less its smallest size's time), the file's
   dram_kernel_startup_s; the SM count, the
   memory a fresh context takes (total - free after initialisation: memory_reserve_bytes), the
-  driver and CUDA versions;
-- on a CPU (without --like): the GEMM efficiency by rows and the dispatch time per op, as
-  validate/calibrate.py measures them for `local` (on a GPU the kernel model's tiles and launches
-  serve instead, and with --like the preset's do).
+  driver and CUDA versions; the host's time to issue one bare op (dispatch_s_per_op) and an op
+  of eager module code (module_s_per_op: validate/calibrate.py module_seconds_per_op);
+- on a CPU (without --like): the GEMM efficiency by rows, the dispatch time per op and the module
+  code's time per op, as validate/calibrate.py measures them for `local` (on a GPU the kernel
+  model's tiles serve instead of the rows table, and with --like the preset's do).
 The file names the date, torch and the device in `source`, and is checked (Hardware.from_dict)
 before it is written. `--device cpu` runs the same code on this machine's CPU, so that the path
 a GPU takes is tested here.
@@ -217,7 +218,8 @@ def measure_file(name: str, device: str = "cuda", dtypes: tuple[str, ...] = ("bf
 def measure_kernel_rates(device: str, grid: str, cpu_tables: bool, rows: bool) -> dict[str, Any]:
     """The kernel model's per-kernel fields (validate/device_rates.py): `fields` for the file,
     `measurements` for its `_measurements`, `sources` (the method of each field, for `source`).
-    cpu_tables: on a CPU, also the dispatch per op and (rows: fp32 is measured, the peak its
+    On a GPU, also the host's dispatch and module-code time per op. cpu_tables: on a CPU, also
+    the dispatch and module-code time per op and (rows: fp32 is measured, the peak its
     fractions are of) the fp32 GEMM efficiency by rows, validate/calibrate.py's, as `local` has them."""
     from .device_rates import dram_kernel_startup, graph_kernel_gap, int4_gemv_by_shape, stream_rates, weight_only_gemv
 
@@ -251,17 +253,29 @@ def measure_kernel_rates(device: str, grid: str, cpu_tables: bool, rows: bool) -
         measurements["graph_kernel"] = {"not_measured": "a CPU has no CUDA graphs: graph_kernel_s is not written"}
         measurements["dram_startup"] = {"not_measured": "a CPU has no CUDA graphs: dram_kernel_startup_s is not written"}
     if device.startswith("cuda"):  # the host's issue time per eager op (an eager step's host term)
-        from .calibrate import dispatch_s_per_op
+        from .calibrate import dispatch_s_per_op, module_seconds_per_op
 
         fields["dispatch_s_per_op"] = dispatch_s_per_op(201 if grid == "quick" else 2001, device)
         sources.append("dispatch_s_per_op: the host's time to issue one add of two 1-element tensors on the GPU "
                        "(validate/calibrate.py dispatch_s_per_op: batches of 100 timed on the host, not waiting "
                        "for the GPU)")
+        module = module_seconds_per_op(31 if grid == "quick" else 301, device=device)
+        fields["module_s_per_op"] = module["seconds_per_op"]
+        measurements["module_per_op"] = module
+        sources.append(f"module_s_per_op: the host's time per aten op of eager module code on the GPU "
+                       f"(validate/calibrate.py module_seconds_per_op: transformers' Llama decoder layers on one "
+                       f"token, {module['ops']} ops a forward, batches of 5 forwards timed on the host, not "
+                       f"waiting for the GPU)")
     if cpu_tables and not device.startswith("cuda"):
-        from .calibrate import dispatch_s_per_op, efficiency_by_rows, gemm_rows_flops_per_s
+        from .calibrate import dispatch_s_per_op, efficiency_by_rows, gemm_rows_flops_per_s, module_seconds_per_op
 
         fields["dispatch_s_per_op"] = dispatch_s_per_op(201 if grid == "quick" else 2001)
         sources.append("dispatch_s_per_op as validate/calibrate.py measures `local`: an add of two 1-element tensors")
+        module = module_seconds_per_op(31 if grid == "quick" else 301)
+        fields["module_s_per_op"] = module["seconds_per_op"]
+        measurements["module_per_op"] = module
+        sources.append(f"module_s_per_op as validate/calibrate.py measures `local`: transformers' Llama decoder "
+                       f"layers on one token, the forward over its {module['ops']} aten ops")
         if rows:
             counts = CPU_ROWS[grid]
             rates = gemm_rows_flops_per_s(counts, repeats=3 if grid == "quick" else 5)

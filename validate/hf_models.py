@@ -23,7 +23,7 @@ from .torch_modes import default_dtype, fake_mode  # noqa: F401 (fake_mode: re-e
 DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falcon_new",
                  "falcon_rw", "opt", "bloom", "mixtral", "qwen2_moe", "deepseek_v3", "ministral",
                  "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm", "starcoder2", "phi", "granite", "smollm3",
-                 "olmo2", "llama4_text")
+                 "olmo2", "gpt_oss", "llama4_text")
 HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5", *DICT_FAMILIES)
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
@@ -431,6 +431,18 @@ def _phi_dict(cfg: ModelConfig) -> dict[str, Any]:
                 tie_word_embeddings=cfg.tie_embeddings)
 
 
+def _gpt_oss_dict(cfg: ModelConfig) -> dict[str, Any]:
+    """gpt-oss's config.json: Llama's shape fields, its experts, its clamped SwiGLU and its
+    layer_types: every layer full where the ModelConfig has no window, with a window of the
+    context all the same (GptOssModel builds its sliding mask whatever the layer types)."""
+    layers = cfg.n_decoder_layers
+    return dict(_llama_dict(cfg, "gpt_oss"), num_local_experts=cfg.n_experts,
+                num_experts_per_tok=cfg.top_k, attention_bias=cfg.qkv_bias,
+                swiglu_limit=cfg.swiglu_limit, swiglu_alpha=cfg.swiglu_alpha,
+                sliding_window=cfg.sliding_window or cfg.max_positions,
+                layer_types=_layer_types(cfg) if cfg.sliding_window else ["full_attention"] * layers)
+
+
 _DICTS = {
     "qwen3": _qwen3_dict, "gemma": _gemma_dict, "gemma2": _gemma2_dict, "phi3": _phi3_dict,
     "mixtral": _mixtral_dict, "qwen2_moe": _qwen2_moe_dict, "deepseek_v3": _deepseek_v3_dict,
@@ -441,7 +453,7 @@ _DICTS = {
     "deepseek_v2": lambda cfg: _deepseek_v3_dict(cfg, "deepseek_v2"),
     "cwm": lambda cfg: _ministral_dict(cfg, "cwm"),
     "starcoder2": _starcoder2_dict, "phi": _phi_dict, "granite": _granite_dict,
-    "smollm3": _smollm3_dict, "olmo2": _olmo2_dict, "llama4_text": _llama4_dict,
+    "smollm3": _smollm3_dict, "olmo2": _olmo2_dict, "gpt_oss": _gpt_oss_dict, "llama4_text": _llama4_dict,
 }
 
 

@@ -11,9 +11,10 @@ import sympy as sp
 
 from .. import symbols as S
 from ..kernels import Kernel
-from ..terms import FP32, ZERO, Expr, elementwise_bytes
+from ..terms import FP32, INDEX, ZERO, Expr, dtype_bytes, elementwise_bytes
 from .base import (
-    Block, Cost, LinearOp, Profile, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix,
+    Block, Cost, LinearOp, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias,
+    weight_matrix,
 )
 
 
@@ -143,6 +144,7 @@ class AttentionCore(Block):
     windowed: bool = False  # a sliding-window layer's prefill (its "windowed" variant)
     chunked: bool = False  # the window is Llama 4's chunk (ModelConfig.chunked_window)
     latent: bool = False  # MLA (its "absorbed" variant)
+    sinks: bool = False  # a learned logit per head joins each softmax row (gpt-oss)
 
     @property
     def windowed_pairs(self) -> Expr:
@@ -253,15 +255,30 @@ class AttentionScores(AttentionCore):
 
 @dataclass(frozen=True)
 class Softmax(AttentionCore):
-    """Softmax over keys for every (query, key) pair (inside the kernel when fused)."""
+    """Softmax over keys for every (query, key) pair (inside the kernel when fused).
+
+    With attention sinks (gpt-oss) each head's learned logit joins every row as one more column:
+    h parameters, and b h n_q more softmax elements. Eagerly (transformers 5.24's
+    eager_attention_forward) the code concatenates the sink column to the scores, subtracts the
+    row maximum and drops the column after the softmax: the softmax keeps its output with that
+    column, and the maximum its int64 index per row; the probabilities the weighted sum reads are
+    a view of that output."""
 
     title = "softmax"
 
     def cost(self) -> Cost:
         kernel = self.kernel
-        moved = elementwise_bytes(self.pairs) if kernel.dense else 0
-        return make_cost(elements=[("softmax", self.pairs)], saved_bytes=kernel.softmax_saved(self),
-                     bytes_other=moved)
+        rows = S.b * S.h * self.q_len if self.sinks else ZERO
+        columns = self.pairs + rows  # the scores and, with sinks, the sink column
+        saved = kernel.softmax_saved(self)
+        elements = [("softmax", columns)]
+        if self.sinks and kernel.dense:
+            # the concatenated copy and the max subtraction over it; the softmax's extra column
+            saved += dtype_bytes(self.profile.facts.softmax_dtype) * rows + INDEX * rows
+            elements.append(("add", columns))
+        moved = elementwise_bytes(columns) * (2 if self.sinks else 1) if kernel.dense else 0
+        return make_cost(tensors=[Tensor(S.h)] if self.sinks else [], elements=elements,
+                         saved_bytes=saved, bytes_other=moved)
 
 
 @dataclass(frozen=True)

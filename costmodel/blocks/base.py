@@ -36,6 +36,7 @@ OTHER_FLOPS_PER_ELEMENT = {
     "silu": 4,
     "tanh": 1,
     "sigmoid": 4,
+    "clamp": 1,  # one comparison an element (gpt-oss's clamped SwiGLU)
     "rope": 3,
 }
 
@@ -287,6 +288,8 @@ def quantized_bytes(matrices: tuple[tuple[Expr, Expr, Expr], ...], fmt: Any) -> 
       row   data N bits/8, scales 4 R (one fp32 per output row)
       gptq  data N bits/8, per group of g columns of a row (G = R ceil(C/g)): scales 2 G (fp16),
             zeros G bits/8 (packed)
+      mx    data N bits/8, per block of g columns of a row (G = R ceil(C/g)): scales G (one E8M0
+            byte each; mxfp4)
       nf4   data N/2; per block of g values (B = ceil(N/g)): scales 4 B, tables 64 (the code); with
             double quantisation scales B + 4 ceil(B/256), tables 64 + 1024 + 4 (the second code
             and the offset)
@@ -301,6 +304,8 @@ def quantized_bytes(matrices: tuple[tuple[Expr, Expr, Expr], ...], fmt: Any) -> 
             groups = rows * sp.ceiling(cols / fmt.group)
             parts["scales"] += count * 2 * groups
             parts["zeros"] += count * sp.ceiling(groups * fmt.bits / 8)
+        elif fmt.layout == "mx":
+            parts["scales"] += count * rows * sp.ceiling(cols / fmt.group)
         elif fmt.double_quant:
             blocks = sp.ceiling(values / fmt.group)
             parts["scales"] += count * (blocks + FP32 * sp.ceiling(blocks / 256))

@@ -10,7 +10,7 @@ import sympy as sp
 
 from .. import symbols as S
 from ..config import GATED_ACTIVATIONS
-from ..terms import FP32, INDEX, Expr, dtype_bytes, elementwise_bytes, tiled_bytes, unless_fp32
+from ..terms import FP32, INDEX, ZERO, Expr, dtype_bytes, elementwise_bytes, tiled_bytes, unless_fp32
 from .base import (
     Block, Cost, LinearOp, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix,
 )
@@ -123,27 +123,38 @@ class Router(Block):
     (renormalize) their fp32 sum and values; a router run in fp32 (facts.router_dtype) keeps an fp32
     copy of its input in a narrower model. Its input is the norm's output, kept there. The group
     choice keeps tensors too, but no path from the loss reaches them: they are freed (11.5).
+    "topk_softmax" (gpt-oss's GptOssTopKRouter): logits with a bias (a parameter of E, `bias`),
+    their top k, a softmax over those k in the router's dtype; it keeps the int64 top-k indices and
+    the k weights (measured: tests/test_hf_gpt_oss.py's validate rows).
     """
 
     tokens: Expr
     kind: str = "softmax"
     renormalize: bool = True
     profile: Profile = Profile()
+    bias: bool = False  # a bias of E on the logits (gpt-oss)
     title = "router"
 
     def cost(self) -> Cost:
         forward, backward = linear_flops(self.tokens, S.d, S.E)
         tokens = self.tokens
-        saved = FP32 * tokens * S.E + INDEX * tokens * S.k
-        if self.renormalize:
-            saved += FP32 * tokens + FP32 * tokens * S.k
+        if self.kind == "topk_softmax":
+            # gpt-oss: topk over the logits keeps its int64 indices, the softmax over the k chosen
+            # logits its output in the router's dtype; the weights need no renormalising.
+            saved = INDEX * tokens * S.k + dtype_bytes(self.profile.facts.router_dtype) * tokens * S.k
+            elements = [("softmax", tokens * S.k)]
+        else:
+            saved = FP32 * tokens * S.E + INDEX * tokens * S.k
+            if self.renormalize:
+                saved += FP32 * tokens + FP32 * tokens * S.k
+            elements = [("sigmoid" if self.kind == "sigmoid_topk" else self.kind, tokens * S.E)]
         if self.profile.facts.router_dtype == "fp32":
             saved += unless_fp32(FP32 * tokens * S.d)
         return make_cost(
-            tensors=[Tensor(S.E, S.d)],
+            tensors=[Tensor(S.E, S.d), *([Tensor(S.E)] if self.bias else [])],
             flops_matmul=forward,
             flops_matmul_backward=backward,
-            elements=[("sigmoid" if self.kind == "sigmoid_topk" else self.kind, tokens * S.E)],
+            elements=elements,
             saved_bytes=saved,
             bytes_matmul=linear_bytes(tokens, S.d, S.E),
             bytes_other=elementwise_bytes(tokens * S.E),
@@ -171,6 +182,8 @@ class Experts(Block):
 
     tokens: Expr
     profile: Profile = Profile()
+    bias: bool = False  # gate_up and down biases per expert, (E, 2 d_x) and (E, d) (gpt-oss)
+    clamped: bool = False  # gpt-oss's clamped SwiGLU in place of SiLU(gate) * up
     title = "routed experts"
 
     def recomputed_part(self) -> Cost | None:
@@ -187,32 +200,59 @@ class Experts(Block):
         """Forward matmul FLOPs of one expert given the tokens routed to it."""
         return 2 * routed_tokens * 3 * S.d * S.d_x
 
+    def glu(self, slots: Expr) -> tuple[list[tuple[str, Expr]], Expr, Expr]:
+        """(elements, bytes saved, traffic) of the gating between the two grouped products over
+        the slots' d_x hidden values. SwiGLU: SiLU(gate) * up, SiLU keeping its gate (a view of
+        the gate_up output, counted with it) and the product both factors. gpt-oss's clamped
+        SwiGLU (GptOssExperts._apply_gate): two clamps (each keeps its input, views of the
+        gate_up output), gate * alpha, a sigmoid (keeps its output), gate * sigmoid (keeps the
+        clamped gate), up + 1, and (up + 1) * glu (keeps both): four hidden tensors beside the
+        down product's input, where SwiGLU keeps one."""
+        hidden = slots * S.d_x
+        if not self.clamped:
+            return ([("silu", hidden), ("mul", hidden)], S.e * hidden,
+                    elementwise_bytes(hidden, reads=2))
+        elements = [("clamp", 2 * hidden), ("mul", 3 * hidden), ("sigmoid", hidden), ("add", hidden)]
+        return (elements, 4 * S.e * hidden,
+                2 * elementwise_bytes(hidden) + 2 * elementwise_bytes(hidden)
+                + elementwise_bytes(hidden) + 2 * elementwise_bytes(hidden, reads=2))
+
     def cost(self) -> Cost:
         slots = self.tokens * S.k
         forward = self.expert_flops(slots)
         weights = dtype_bytes(self.profile.facts.routing_weights_dtype)
         saved = 3 * INDEX * slots + 4 * S.E + weights * slots
+        glu_elements, glu_saved, glu_moved = self.glu(slots)
         if self.profile.fp8_activations:  # the gathered input and SwiGLU's input in FP8, the down output
             saved += tiled_bytes(slots, S.d) + tiled_bytes(slots, 2 * S.d_x) + S.e * slots * S.d
-        else:
-            saved += S.e * slots * (2 * S.d + 4 * S.d_x)
+        else:  # the gathered input, the gate_up output, the gating, the down input and output
+            saved += S.e * slots * (2 * S.d + 3 * S.d_x) + glu_saved
         one_expert = 3 * S.d * S.d_x
+        biases = 2 * S.d_x + S.d if self.bias else ZERO
         read = sp.Min(S.E, slots)  # the experts that get a slot, each read once
+        elements = [*glu_elements, ("mul", slots * S.d), ("add", slots * S.d)]
+        tensors = [Tensor(S.E, 2 * S.d_x * S.d), Tensor(S.E, S.d * S.d_x)]
+        if self.bias:  # registered gate_up_proj, its bias, down_proj, its bias
+            tensors = [tensors[0], Tensor(S.E, 2 * S.d_x), tensors[1], Tensor(S.E, S.d)]
+            # each bias gathered per slot by the sorted expert ids (kept: one int64 per slot),
+            # added in place to its product's output
+            saved += INDEX * slots
+            elements.append(("add", slots * (2 * S.d_x + S.d)))
         return make_cost(
-            tensors=[Tensor(S.E, 2 * S.d_x * S.d), Tensor(S.E, S.d * S.d_x)],
+            tensors=tensors,
             # each expert's own matrices
             matrices=[weight_matrix(S.d, 2 * S.d_x, S.E), weight_matrix(S.d_x, S.d, S.E)],
             flops_matmul=forward,
             flops_matmul_backward=2 * forward,
-            elements=[("silu", slots * S.d_x), ("mul", slots * S.d_x + slots * S.d),
-                      ("add", slots * S.d)],
+            elements=elements,
             saved_bytes=saved,
-            inactive_params=(S.E - S.k) * one_expert,
+            inactive_params=(S.E - S.k) * (one_expert + biases),
             # Traffic: each expert that gets a slot reads its weights once (balanced routing: all
             # of them once there are E slots; a decode step of b tokens reads at most b k).
             bytes_matmul=S.e * (read * one_expert + slots * (2 * S.d + 3 * S.d_x)),
             matrix_read_share=read / S.E,
-            bytes_other=elementwise_bytes(slots * S.d_x, reads=2) + elementwise_bytes(slots * S.d, reads=2),
+            bytes_other=glu_moved + elementwise_bytes(slots * S.d, reads=2)
+            + (elementwise_bytes(slots * (2 * S.d_x + S.d), reads=2) if self.bias else ZERO),
         )
 
 

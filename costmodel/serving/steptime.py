@@ -24,7 +24,7 @@ The kernel-level model (KernelStepTime; costmodel/kernel_time.py, docs/time.md):
   large-GEMM efficiency (on a hardware with gemm_efficiency_by_rows: at the measured efficiency
   for M), memory-bound kernels at the bandwidth, each active leaf paying the hardware's launch
   overhead once per step (kernels_seconds, memoised per shape); on a hardware with
-  dispatch_s_per_op, a leaf of a model whose eager ops are counted (costmodel/eager_ops.py:
+  an op's time (Hardware.eager_op_s: module_s_per_op, else dispatch_s_per_op), a leaf of a model whose eager ops are counted (costmodel/eager_ops.py:
   transformers' Llama under the engine's paged sdpa path) pays its ops at that time instead, and
   its attention leaf the bytes that path copies (the paged cache's gather of every key the step
   reads, repeat_kv's copies per query head: kernel_facts.json "eager_ops" "copies") as one more
