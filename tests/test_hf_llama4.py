@@ -339,3 +339,21 @@ def test_llama4_chunks_halve_the_windowed_kernels_attention_at_long_prompts():
     pairs = (n * w - w * (w - 1) // 2) - (n // w) * w * (w + 1) // 2  # sliding less chunked, per head
     per_pair = 2 * 2 * cfg.d_head  # Q K^T and P V
     assert slide["windowed_kernel_forward"] - chunk["windowed_kernel_forward"] == 36 * cfg.n_heads * pairs * per_pair
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["scout_like", "maverick_like"])
+def test_llama4_is_exact_under_sdpa(name):
+    """sdpa (bf16, b 2, n 12): the chunked layers' mask reaches the CPU flash kernel once the chunk
+    of 5 bites, which keeps it and K and V repeated to every head (facts sdpa_mask "window", the
+    same term as Mistral's windows); the NoPE layers run is_causal."""
+    pytest.importorskip("transformers")
+    from costmodel.config import Workload
+    from costmodel.presets import config_from_dict
+    from validate.compare import validate
+
+    cfg = config_from_dict(dict(LLAMA4_CONFIGS[name]), source=name, name=name)
+    rows = validate(cfg, Workload(seq_len=12, batch=2, dtype="bf16", gen_tokens=2, attention="sdpa"),
+                    target="hf")
+    assert "bytes saved for backward" in {row.quantity for row in rows}
+    assert [row for row in rows if row.difference != 0] == []
