@@ -27,7 +27,9 @@ POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "relative", "none")
 NORMS = ("layernorm", "rmsnorm")
 NORM_POSITIONS = ("pre", "post")
 #: relu2: squared ReLU, relu(x)^2 (So et al. 2021, "Primer"; Nemotron-4), run as relu then a square.
-ACTIVATIONS = ("relu", "relu2", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh")
+#: xielu: xIELU (Huang et al. 2024, arXiv 2411.13010; Apertus), two trainable scalars per FFN,
+#: run as transformers' Python version (a dozen pointwise ops).
+ACTIVATIONS = ("relu", "relu2", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh", "xielu")
 GATED_ACTIVATIONS = ("swiglu", "geglu", "geglu_tanh")
 HEADS = ("lm", "pooler", "none")
 #: softmax: an fp32 softmax over the E logits, then the top k (Mixtral, Qwen2-MoE); sigmoid:
@@ -99,6 +101,11 @@ class ModelConfig:
     # the query and key norms (qk_norm) each span the whole projection, h d_h and h_kv d_h wide,
     # with a weight that wide (OLMo 2), not one head (Qwen3)
     qk_norm_whole: bool = False
+    # False: the norms have no weight or bias (OLMo 1's LayerNorm), so no parameters
+    norm_affine: bool = True
+    # clamp the q, k and v projections in place to [-clip_qkv, clip_qkv] (OLMo 1.7, OLMoE): autograd
+    # keeps a copy of each unclamped projection
+    clip_qkv: float | None = None
     attention_softcap: float | None = None  # scores -> cap * tanh(scores / cap) (Gemma 2)
     logit_softcap: float | None = None  # logits -> cap * tanh(logits / cap) (Gemma 2)
     # Granite's scalar multipliers, each one pointwise op by a Python number that keeps nothing for
@@ -156,7 +163,8 @@ class ModelConfig:
     # class builds): none. Set on purpose (`--mtp`); never read from a config.json.
     mtp_layers: int = 0
     # Decoder layers whose attention applies no RoPE to queries and keys (SmolLM3's NoPE layers,
-    # every no_rope_layer_interval-th); layer_pattern says which ("rope" or "nope").
+    # every no_rope_layer_interval-th); layer_pattern says which ("rope" or "nope"), or, where
+    # they are exactly the layers without a window (EXAONE 4), "sliding" or "full".
     nope_layers: int = 0
     # Llama 4: an L2 norm without weights over each query and key head after RoPE, on the layers
     # with RoPE only (use_qk_norm); and its attention temperature tuning, the queries of the NoPE
@@ -252,8 +260,8 @@ class ModelConfig:
                      "nope_layers"):
             check_int(owner, name, getattr(self, name), minimum=0)
         for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
-                     "renormalize_top_k", "input_norms", "qk_norm_whole", "attention_sinks", "qk_l2_norm",
-                     "nope_temperature", "chunked_window"):
+                     "renormalize_top_k", "input_norms", "qk_norm_whole", "attention_sinks",
+                     "norm_affine", "qk_l2_norm", "nope_temperature", "chunked_window"):
             check_bool(owner, name, getattr(self, name))
         if not self.input_norms and (not self.post_sublayer_norm or self.norm_position != "pre"
                                      or self.parallel_attention):
@@ -268,8 +276,11 @@ class ModelConfig:
             raise ConfigError(f"{owner}: nope_temperature applies only with nope_layers.")
         if self.chunked_window and self.sliding_window is None:
             raise ConfigError(f"{owner}: chunked_window applies only with a sliding_window (the chunk).")
+        if self.clip_qkv is not None and (self.kv_lora_rank is not None or self.n_encoder_layers):
+            raise ConfigError(f"{owner}: clip_qkv is modelled for decoder-only models with q, k and v "
+                              "projections.")
         for name in ("attention_softcap", "logit_softcap", "embedding_multiplier",
-                     "residual_multiplier", "logits_scaling"):
+                     "residual_multiplier", "logits_scaling", "clip_qkv"):
             cap = getattr(self, name)
             if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float))
                                     or not 0 < cap < float("inf")):
@@ -341,14 +352,24 @@ class ModelConfig:
         if self.activation != "swiglu":
             raise ConfigError(f"{owner}: experts are modelled as SwiGLU FFNs, got {self.activation!r}.")
         if (self.n_dense_layers and self.window_layers not in (None, self.n_decoder_layers)
-                and not self.windows_on_rope_layers):
+                and not self.nope_full_layers):
             raise ConfigError(f"{owner}: dense and expert layers with windows on only some layers "
                               "are not modelled.")
 
+    @property
+    def nope_full_layers(self) -> bool:
+        """The NoPE layers are exactly the layers without a window (EXAONE 4: RoPE on its
+        sliding-window layers only; Llama 4: chunks on its RoPE layers); layer_pattern then says
+        "sliding" or "full", or, beside dense layers (Maverick), "dense", "moe" or "moe_nope"."""
+        windows = self.n_window_layers
+        return bool(self.nope_layers) and 0 < windows < self.n_decoder_layers \
+            and self.nope_layers == self.n_decoder_layers - windows
+
     def _check_nope_layers(self, owner: str) -> None:
         """NoPE layers: RoPE on the others; windows on all layers or on exactly the RoPE layers
-        (Llama 4's chunked attention), and dense layers beside expert ones only where every NoPE
-        layer has experts (Llama 4 Maverick; layer_pattern "dense", "moe", "moe_nope")."""
+        (nope_full_layers: EXAONE 4, Llama 4's chunked attention), and dense layers beside expert
+        ones only where every NoPE layer has experts (Llama 4 Maverick; layer_pattern "dense",
+        "moe", "moe_nope")."""
         if not self.nope_layers:
             return
         if not self.rope:
@@ -356,9 +377,9 @@ class ModelConfig:
         if self.nope_layers >= self.n_decoder_layers:
             raise ConfigError(f"{owner}: nope_layers ({self.nope_layers}) must leave a decoder layer "
                               f"with RoPE (of {self.n_decoder_layers}).")
-        if 0 < self.n_window_layers < self.n_decoder_layers and not self.windows_on_rope_layers:
-            raise ConfigError(f"{owner}: layers without RoPE beside windows on some layers other "
-                              "than the RoPE layers are not modelled.")
+        if 0 < self.n_window_layers < self.n_decoder_layers and not self.nope_full_layers:
+            raise ConfigError(f"{owner}: layers without RoPE beside windows on some layers (unless "
+                              "they are the layers without a window) are not modelled.")
         if self.n_dense_layers and self.nope_layers > self.n_moe_layers:
             raise ConfigError(f"{owner}: {self.nope_layers} layers without RoPE beside "
                               f"{self.n_moe_layers} expert layers: NoPE layers without experts are "
@@ -367,7 +388,8 @@ class ModelConfig:
     def _rule_pattern(self) -> tuple[str, ...] | None:
         """The per-layer pattern that the counts imply when no config said which layers."""
         layers, windows = self.n_decoder_layers, self.n_window_layers
-        if self.nope_layers:  # SmolLM3's rule for its default interval of 4: every fourth
+        # SmolLM3's rule for its default interval of 4: every fourth
+        if self.nope_layers and (self.n_dense_layers or not self.nope_full_layers):
             every = layers // self.nope_layers
             nope = {i for i in range(layers) if (i + 1) % every == 0 and (i + 1) // every <= self.nope_layers}
             if self.n_dense_layers:  # Llama 4's rule: experts every (layers // experts)-th
@@ -402,7 +424,8 @@ class ModelConfig:
                 raise ConfigError(f"{owner}: layer_pattern has {sum(kind == 'dense' for kind in pattern)} "
                                   f"dense layers, the config {self.n_dense_layers}.")
         else:
-            kinds = (("dense", "moe") if self.n_dense_layers else ("nope", "rope") if self.nope_layers
+            kinds = (("dense", "moe") if self.n_dense_layers
+                     else ("nope", "rope") if self.nope_layers and not self.nope_full_layers
                      else ("sliding", "full") if 0 < self.n_window_layers < self.n_decoder_layers else ())
         if not kinds:
             raise ConfigError(f"{owner}: layer_pattern applies only where layers differ (windows on "
@@ -413,7 +436,7 @@ class ModelConfig:
                               f"of the {self.n_decoder_layers} decoder layers.")
         counted = sum(kind == kinds[0] for kind in pattern)
         expected = self.nope_layers if kinds[0] == "moe_nope" else (
-            self.n_dense_layers or self.nope_layers or self.n_window_layers)
+            self.n_dense_layers or (not self.nope_full_layers and self.nope_layers) or self.n_window_layers)
         if counted != expected:
             raise ConfigError(f"{owner}: layer_pattern has {counted} {kinds[0]} layers, the config "
                               f"{expected}.")
@@ -505,15 +528,9 @@ class ModelConfig:
         """Whether decoder layer `index` attends within the sliding window."""
         if self.layer_pattern is not None and self.layer_pattern[index] in ("sliding", "full"):
             return self.layer_pattern[index] == "sliding"
-        if self.windows_on_rope_layers:
+        if self.nope_full_layers:
             return self.layer_pattern is None or not self.layer_pattern[index].endswith("nope")
         return self.n_window_layers > 0
-
-    @property
-    def windows_on_rope_layers(self) -> bool:
-        """Windows on exactly the layers with RoPE, the NoPE layers full (Llama 4's chunked
-        attention, whose cache Hugging Face keeps as a window's)."""
-        return bool(self.nope_layers) and self.n_window_layers == self.n_decoder_layers - self.nope_layers
 
     @property
     def n_moe_layers(self) -> int:

@@ -32,6 +32,9 @@ class Facts:
 
     # dtype of RMSNorm's computation: "fp32" keeps the input and rsqrt in fp32
     norm_dtype: str = "activation"
+    # the LayerNorm runs on an fp32 copy of its input and casts its output back (OLMo 1):
+    # it keeps that copy and its mean and rstd in fp32
+    layernorm_fp32: bool = False
     # the norm multiplies the un-cast input by rsqrt, keeping it beside the fp32 copy
     norm_keeps_uncast_input: bool = False
     # a norm keeps its per-token statistics and normalised tensor for backward (aten's kernels);
@@ -89,6 +92,9 @@ class Facts:
     # the RMSNorm multiplies the fp32 normalised tensor by its weight and casts the product
     # (OLMo 2): it keeps the fp32 normalised tensor (the weight is a parameter, not kept anew)
     rmsnorm_weight_times_fp32: bool = False
+    # with rmsnorm_weight_times_fp32, the weight is cast to fp32 first (Helium:
+    # self.weight.to(torch.float32) * x_hat): that copy is kept too, where activations are narrower
+    rmsnorm_weight_cast_fp32: bool = False
     # the embedding scale sqrt(d) is a one-element buffer in the model dtype
     embed_scale_buffer: bool = False
     # ALiBi's slopes are a buffer (False: the bias is built each forward, nothing held)
@@ -134,6 +140,10 @@ class Facts:
     # "forward" tables d_h / 2 wide, one value per rotated pair (gpt-oss's rotary module returns
     # cos and sin of the frequencies without repeating them; its rotation multiplies each half)
     rotary_tables_half: bool = False
+    # the rotation takes the first half of cos and sin and repeat_interleaves it in every layer
+    # (interleaved RoPE: GLM, Helium, ERNIE 4.5): each layer with RoPE keeps its own cos and sin
+    # (the "forward" tables' dtype and width), the stack's tables are kept by no one
+    rotary_tables_per_layer: bool = False
     # "forward" tables are made once per attention type the layers have (Gemma 3: a local RoPE for
     # its sliding layers, a global one for its full layers), not once per stack
     rotary_tables_per_layer_type: bool = False

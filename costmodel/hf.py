@@ -5,7 +5,9 @@ describes the class a user trains: *ForCausalLM for decoders, BertModel (with po
 T5ForConditionalGeneration for T5. Defaults are those of transformers' configuration classes.
 This module reads the Llama-like families and dispatches on model_type; costmodel/hf_classic.py
 reads the others (GPT-NeoX, Falcon, OPT, BLOOM, GPT-2, BERT, T5),
-costmodel/hf_rope_layernorm.py StarCoder2 and Phi, costmodel/hf_gpt_oss.py gpt-oss and
+costmodel/hf_rope_layernorm.py StarCoder2 and Phi, costmodel/hf_gpt_oss.py gpt-oss,
+costmodel/hf_llama_variants.py the Llama-like families whose blocks exist here under other names
+(OLMo 1/3, OLMoE, EXAONE 4, Seed-OSS, Helium, Arcee, GLM-4, ERNIE 4.5, Apertus) and
 costmodel/hf_llama4.py Llama 4's language model, all through costmodel/hf_fields.py's typed
 field access.
 """
@@ -20,6 +22,8 @@ from .hf_classic import CLASSIC_BUILDERS
 from .hf_fields import Fields, rotary_fraction
 from .hf_gpt_oss import GPT_OSS_ARCHITECTURES, GPT_OSS_BUILDERS, GPT_OSS_NAMES
 from .hf_llama4 import LLAMA4_ARCHITECTURES, LLAMA4_BUILDERS, LLAMA4_NAMES
+from .hf_llama_variants import (LLAMA_VARIANT_ARCHITECTURES, LLAMA_VARIANT_BUILDERS,
+                                LLAMA_VARIANT_NAMES, LlamaReader)
 from .hf_rope_layernorm import (ROPE_LAYERNORM_ARCHITECTURES, ROPE_LAYERNORM_BUILDERS,
                                 ROPE_LAYERNORM_NAMES)
 
@@ -27,7 +31,8 @@ SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3
                          "gemma3_text", "phi3", "gpt_neox", "falcon", "opt", "bloom", "mixtral",
                          "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "internlm3",
                          "exaone", "iquestcoder", "granite", "smollm3", "olmo2", "gpt2", "bert", "t5",
-                         *ROPE_LAYERNORM_BUILDERS, *GPT_OSS_BUILDERS, *LLAMA4_BUILDERS)
+                         *ROPE_LAYERNORM_BUILDERS, *GPT_OSS_BUILDERS,
+                         *LLAMA_VARIANT_BUILDERS, *LLAMA4_BUILDERS)
 
 
 #: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
@@ -409,6 +414,9 @@ def _latent_attention(f: Fields, fields: dict[str, Any]) -> None:
 
 
 
+#: The Llama reader hf_llama_variants.py's families read their Llama fields with.
+_LLAMA_READER = LlamaReader(read=_llama_like, layer_types=_layer_types, pattern=_pattern)
+
 _BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
     **{family: (lambda f, name, family=family: _llama_like(f, name, family))
        for family in _LLAMA_DEFAULTS},
@@ -418,6 +426,8 @@ _BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
     **ROPE_LAYERNORM_BUILDERS,
     **GPT_OSS_BUILDERS,
     **LLAMA4_BUILDERS,
+    **{model_type: (lambda f, name, build=build: build(f, name, _LLAMA_READER))
+       for model_type, build in LLAMA_VARIANT_BUILDERS.items()},
 }
 
 
@@ -438,6 +448,7 @@ ARCHITECTURE_TYPES = {
     **ROPE_LAYERNORM_ARCHITECTURES,
     **GPT_OSS_ARCHITECTURES,
     **LLAMA4_ARCHITECTURES,
+    **LLAMA_VARIANT_ARCHITECTURES,
 }
 
 #: The config.json names of ModelConfig's fields, by family (the ones its errors may name).
@@ -455,6 +466,7 @@ HF_FIELD_NAMES: dict[str, dict[str, str]] = {
     **ROPE_LAYERNORM_NAMES,
     **GPT_OSS_NAMES,
     **LLAMA4_NAMES,
+    **LLAMA_VARIANT_NAMES,
 }
 
 

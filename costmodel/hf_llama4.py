@@ -137,18 +137,21 @@ def _llama4_text(f: Fields, name: str) -> ModelConfig:
                       top_k=f.get("num_experts_per_tok", d["num_experts_per_tok"], minimum=1),
                       d_expert=width, d_shared=width, router="sigmoid_topk",
                       renormalize_top_k=False, n_dense_layers=n_layers - len(moe))
-    return ModelConfig(**fields, layer_pattern=_pattern(flags, moe))
+    return ModelConfig(**fields, layer_pattern=_pattern(flags, moe, len(chunked) not in (0, n_layers)))
 
 
-def _pattern(flags: list[int], moe: list[int]) -> tuple[str, ...] | None:
-    """ModelConfig.layer_pattern: "rope"/"nope" where every layer has experts (or none does),
-    "dense"/"moe" without NoPE layers, "dense"/"moe"/"moe_nope" with both (Maverick)."""
+def _pattern(flags: list[int], moe: list[int], chunks_on_rope: bool) -> tuple[str, ...] | None:
+    """ModelConfig.layer_pattern: "dense"/"moe"/"moe_nope" with NoPE and dense layers
+    (Maverick); else "sliding"/"full" where the chunks are on the RoPE layers (nope_full_layers,
+    as EXAONE 4's), "rope"/"nope" where no chunk; "dense"/"moe" without NoPE layers."""
     n_layers, experts = len(flags), set(moe)
     nope = [i for i, x in enumerate(flags) if not x]
     dense = 0 < len(moe) < n_layers
     if nope and dense:
         return tuple("dense" if i not in experts else "moe_nope" if not flags[i] else "moe"
                      for i in range(n_layers))
+    if nope and chunks_on_rope:
+        return tuple("sliding" if x else "full" for x in flags)
     if nope:
         return tuple("rope" if x else "nope" for x in flags)
     if dense:

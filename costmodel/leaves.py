@@ -20,6 +20,7 @@ from . import op_checkpoint
 from . import symbols as S
 from .config import ConfigError, ModelConfig
 from .spec import RECOMPUTED_LAYERS
+from .terms import FP32, ZERO
 
 ONE = sp.Integer(1)
 #: Quantities a leaf derives from its parameters and the precision policy (bytes per parameter).
@@ -166,10 +167,12 @@ class TreeBuilder:
         if cfg.parallel_attention and sublayer == "ffn":
             if cfg.parallel_norms == 1:
                 return [], []
-            return [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, input_kept=False))], []
-        norm = [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile))]
+            return [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, input_kept=False,
+                                           affine=cfg.norm_affine))], []
+        norm = [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, affine=cfg.norm_affine))]
         if cfg.post_sublayer_norm:
-            post = [at.leaf("post_norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=False))]
+            post = [at.leaf("post_norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=False,
+                                                affine=cfg.norm_affine))]
             if not cfg.input_norms:  # OLMo 2: the sublayer's linears keep its input themselves
                 return [at.leaf("input", B.SublayerInput(tokens))], post
             return norm, post
@@ -241,13 +244,19 @@ class TreeBuilder:
                 copies_cache=self.decode and not cross and profile.kv_cache == "dynamic",
                 fused=profile.facts.fused_qkv and not cross, profile=profile,
                 cache_heads=core["kv_heads"], transposed=profile.facts.linear_weights_transposed))]
+            if cfg.clip_qkv is not None and not cross:
+                projections.append(at.leaf("clip_qkv", B.ClipQKV(q_tokens, kv_tokens)))
             if cfg.qk_norm and not cross:
                 norms = B.HeadNorms(q_tokens, kv_tokens, profile, cfg.qk_norm_whole)
                 projections.append(at.leaf("qk_norm", norms))
         if cfg.rope and rope and not cross:
             width = S.d_r if cfg.partial_rotary else S.d_h
             key_heads = ONE if cfg.mla else S.h_kv
-            projections.append(at.leaf("rope", B.RotaryEmbedding(q_tokens, kv_tokens, width, key_heads)))
+            tables = ZERO  # interleaved RoPE: this layer's own cos and sin, q_len positions
+            if profile.facts.rotary_tables_per_layer and profile.facts.rotary_tables == "forward":
+                tables = 2 * q_len * width * (FP32 if profile.facts.rotary_tables_fp32 else S.e)
+            projections.append(at.leaf("rope", B.RotaryEmbedding(q_tokens, kv_tokens, width, key_heads,
+                                                                 tables)))
             if cfg.qk_l2_norm:  # Llama 4: after RoPE, on the RoPE layers only
                 projections.append(at.leaf("qk_norm", B.HeadL2Norms(q_tokens, kv_tokens)))
         if cfg.nope_temperature and not rope and not cross:
@@ -315,7 +324,8 @@ class TreeBuilder:
             *([at.leaf("project_in", project_in)] if cfg.projected_embeddings else []),
             *([at.leaf("positions", positions())] if positions else []),
             *([at.leaf("token_types", B.TokenTypes(tokens, self.profile))] if cfg.token_types else []),
-            *([at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=post))]
+            *([at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=post,
+                                      affine=cfg.norm_affine))]
               if cfg.embedding_norm else []),
             *self.dropout(at, tokens, "embedding"),
         ]
@@ -346,17 +356,20 @@ class TreeBuilder:
         windows = cfg.n_window_layers
         all_window = windows == cfg.n_decoder_layers
         experts = cfg.moe
-        if cfg.nope_layers:  # SmolLM3, Llama 4: RoPE on all but the NoPE layers (layer 0 has it)
-            rope_window = all_window or cfg.windows_on_rope_layers  # Llama 4's chunks: RoPE layers
-            if cfg.n_dense_layers:  # Llama 4 Maverick: every NoPE layer has experts
-                return [LayerKind("dense", S.L_dec - S.L_moe, rope_window, False),
-                        LayerKind("moe", S.L_moe - S.L_np, rope_window, True),
-                        LayerKind("moe_nope", S.L_np, all_window, True, rope=False)]
-            return [LayerKind("rope", S.L_dec - S.L_np, rope_window, experts),
-                    LayerKind("nope", S.L_np, all_window, experts, rope=False)]
+        if cfg.nope_layers and cfg.n_dense_layers:  # Llama 4 Maverick: every NoPE layer has experts
+            rope_window = all_window or cfg.nope_full_layers  # its chunks: on the RoPE layers
+            return [LayerKind("dense", S.L_dec - S.L_moe, rope_window, False),
+                    LayerKind("moe", S.L_moe - S.L_np, rope_window, True),
+                    LayerKind("moe_nope", S.L_np, all_window, True, rope=False)]
         if cfg.n_dense_layers:
             return [LayerKind("dense", S.L_dec - S.L_moe, all_window, False),
                     LayerKind("moe", S.L_moe, all_window, True)]
+        if cfg.nope_full_layers:  # EXAONE 4, Llama 4 Scout: RoPE (and a window, a chunk) on the same layers
+            return [LayerKind("sliding", S.L_w, True, experts),
+                    LayerKind("full", S.L_dec - S.L_w, False, experts, rope=False)]
+        if cfg.nope_layers:  # SmolLM3: RoPE on all but the NoPE layers (layer 0 has it)
+            return [LayerKind("rope", S.L_dec - S.L_np, all_window, experts),
+                    LayerKind("nope", S.L_np, all_window, experts, rope=False)]
         if windows and not all_window:
             return [LayerKind("sliding", S.L_w, True, experts),
                     LayerKind("full", S.L_dec - S.L_w, False, experts)]
@@ -400,7 +413,8 @@ class TreeBuilder:
         own = _Place(stack, "stack", stack)
         body = [leaf for kind in self.layer_kinds(stack, layers)
                 for leaf in self.layer(stack, seq, kind, cross_len)]
-        final_norm = B.Norm(S.b * seq, cfg.norm, self.profile) if cfg.norm_position == "pre" else None
+        final_norm = (B.Norm(S.b * seq, cfg.norm, self.profile, affine=cfg.norm_affine)
+                      if cfg.norm_position == "pre" else None)
         mixed = 0 < cfg.n_window_layers < cfg.n_decoder_layers
         sets = cfg.rotary_sets if cfg.rotary_sets is not None else 2 if mixed else 1
         per_type = self.profile.facts.rotary_tables_per_layer_type and stack == "decoder"

@@ -78,7 +78,8 @@ def test_llama4_layers_follow_the_config():
         (16, 1, 8192, 8192, "sigmoid_topk")
     assert (scout.nope_layers, scout.sliding_window, scout.window_layers) == (12, 8192, 36)
     assert scout.qk_l2_norm and scout.nope_temperature and not scout.renormalize_top_k
-    assert [i for i in range(48) if scout.layer_kind_at("decoder", i) == "nope"] == list(range(3, 48, 4))
+    assert [i for i in range(48) if scout.layer_kind_at("decoder", i) == "full"] == list(range(3, 48, 4))
+    assert scout.nope_full_layers  # its chunks on the RoPE layers, as EXAONE 4's windows
     assert [i for i in range(48) if scout.layer_slides(i)] == [i for i in range(48) if (i + 1) % 4]
     maverick = load_preset("llama4-maverick")
     assert (maverick.n_experts, maverick.n_dense_layers, maverick.d_ff, maverick.nope_layers) == (128, 24, 16384, 12)
@@ -87,7 +88,9 @@ def test_llama4_layers_follow_the_config():
     assert not maverick.qk_l2_norm
     assert maverick.layer_pattern == maverick.replace(layer_pattern=None).layer_pattern  # the rule
     dense = from_hf_config(LLAMA4_CONFIGS["dense"], name="d")
-    assert not dense.moe and dense.layer_pattern == ("rope", "nope", "rope", "rope", "nope")
+    assert not dense.moe and dense.layer_pattern == ("sliding", "full", "sliding", "sliding", "full")
+    unchunked_nope = from_hf_config(dict(LLAMA4_CONFIGS["dense"], attention_chunk_size=None), name="n")
+    assert unchunked_nope.layer_pattern == ("rope", "nope", "rope", "rope", "nope")
     unchunked = from_hf_config(LLAMA4_CONFIGS["unchunked"], name="u")
     assert unchunked.sliding_window is None and unchunked.nope_layers == 0
     assert unchunked.layer_pattern == ("moe", "dense", "moe", "moe", "dense")
@@ -281,7 +284,7 @@ def test_llama4_engines_route_the_experts_transformers_runs_on_every_token():
     assert experts(hf_only)[0] == {B.EveryTokenExperts}
 
 
-@pytest.mark.parametrize("name, pattern", [("llama4-scout", ("rope", "nope")),
+@pytest.mark.parametrize("name, pattern", [("llama4-scout", ("sliding", "full")),
                                            ("llama4-maverick", ("dense", "moe_nope"))])
 def test_llama4_tiny_member_keeps_its_layer_kinds(name, pattern):
     """report's tiny member (2 layers) of a preset with NoPE layers keeps one NoPE layer, the
@@ -291,7 +294,7 @@ def test_llama4_tiny_member_keeps_its_layer_kinds(name, pattern):
 
     small = tiny(load_preset(name))
     assert (small.n_decoder_layers, small.nope_layers, small.layer_pattern) == (2, 1, pattern)
-    assert small.windows_on_rope_layers and small.layer_slides(0) and not small.layer_slides(1)
+    assert small.nope_full_layers and small.layer_slides(0) and not small.layer_slides(1)
 
 
 @pytest.mark.parametrize("n, w", [(37, 5), (40, 5), (4, 5), (300, 64)])

@@ -17,13 +17,17 @@ import torch
 
 from costmodel.config import ModelConfig
 
+from .hf_llama_variants import LLAMA_VARIANT_DICTS
 from .torch_modes import default_dtype, fake_mode  # noqa: F401 (fake_mode: re-exported)
+
+#: costmodel/hf_llama_variants.py's families (their config.json: validate/hf_llama_variants.py).
+LLAMA_VARIANT_FAMILIES = tuple(LLAMA_VARIANT_DICTS)
 
 #: Families built through a config.json dict (config_dict below) and AutoModelForCausalLM.
 DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falcon_new",
                  "falcon_rw", "opt", "bloom", "mixtral", "qwen2_moe", "deepseek_v3", "ministral",
                  "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm", "starcoder2", "phi", "granite", "smollm3",
-                 "olmo2", "gpt_oss", "llama4_text")
+                 "olmo2", "gpt_oss", "llama4_text", *LLAMA_VARIANT_FAMILIES)
 HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5", *DICT_FAMILIES)
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
@@ -111,8 +115,8 @@ def _llama_like(cfg: ModelConfig, attn: str) -> Any:
 _NEWER_FIELDS = ("qk_norm", "post_sublayer_norm", "attention_softcap", "logit_softcap", "rotary_dim",
                  "parallel_attention", "parallel_norms", "position_offset", "embedding_dim",
                  "n_experts", "kv_lora_rank", "attention_dropout", "embedding_multiplier",
-                 "residual_multiplier", "logits_scaling", "nope_layers", "qk_l2_norm",
-                 "nope_temperature", "chunked_window")
+                 "residual_multiplier", "logits_scaling", "nope_layers", "norm_affine", "clip_qkv",
+                 "qk_l2_norm", "nope_temperature", "chunked_window")
 
 
 def _only_llama_fields(cfg: ModelConfig) -> bool:
@@ -308,7 +312,8 @@ def _llama4_dict(cfg: ModelConfig) -> dict[str, Any]:
     return dict(_llama_dict(cfg, "llama4_text"), intermediate_size=cfg.d_expert,
                 intermediate_size_mlp=cfg.d_ff, num_local_experts=max(cfg.n_experts, 1),
                 num_experts_per_tok=max(cfg.top_k, 1), moe_layers=moe,
-                no_rope_layers=[0 if kind is not None and kind.endswith("nope") else 1 for kind in kinds],
+                no_rope_layers=[0 if kind is not None and (kind.endswith("nope") or (
+                    kind == "full" and cfg.nope_full_layers)) else 1 for kind in kinds],
                 use_qk_norm=cfg.qk_l2_norm, attn_temperature_tuning=cfg.nope_temperature,
                 attention_bias=cfg.qkv_bias, pad_token_id=None, **window)
 
@@ -464,7 +469,10 @@ def config_dict(cfg: ModelConfig) -> dict[str, Any]:
     from costmodel.config import ConfigError
     from costmodel.hf import from_hf_config
 
-    data = _DICTS[cfg.family](cfg)
+    if cfg.family in LLAMA_VARIANT_DICTS:
+        data = LLAMA_VARIANT_DICTS[cfg.family](cfg, _llama_dict(cfg, cfg.family))
+    else:
+        data = _DICTS[cfg.family](cfg)
     try:
         back = from_hf_config(data, name=cfg.name)
     except ConfigError as error:

@@ -47,13 +47,14 @@ from .embedding import (
 from .ffn import ACTIVATION_OPS, EveryTokenExperts, Experts, FeedForward, Router, SharedExpertGate
 from .head import CrossEntropy, LMHead, LogitScale, LogitSoftcap, Pooler, SumLoss
 from .mla import LatentAttention
-from .norms import Dropout, HeadL2Norms, HeadNorms, KeptOutputs, LayerCheckpoint, Norm, Residual, SublayerInput
+from .norms import ClipQKV, Dropout, HeadL2Norms, HeadNorms, KeptOutputs, LayerCheckpoint, Norm, Residual, SublayerInput
 from .optimizer import OptimizerStep, TensorRun
 
 __all__ = [
     "ACTIVATION_OPS", "KV_SCALE_BYTES", "OTHER_FLOPS_PER_ELEMENT", "AlibiSlopes", "AttentionCore",
     "AttentionOutput", "AttentionScores", "AttentionTemperature", "Block", "Cost", "CrossEntropy", "Dropout",
-    "EmbeddingProjection", "EveryTokenExperts", "Experts", "FeedForward", "HeadL2Norms", "HeadNorms", "KeptOutputs", "LMHead",
+    "ClipQKV", "EmbeddingProjection", "EveryTokenExperts", "Experts", "FeedForward", "HeadL2Norms", "HeadNorms",
+    "KeptOutputs", "LMHead",
     "LatentAttention", "LayerCheckpoint", "LinearOp", "LearnedPositions", "LogitScale", "LogitSoftcap", "Norm", "OptimizerStep", "Pooler",
     "Profile", "QKVProjection", "RelativePositionBias", "Residual", "RotaryEmbedding", "SublayerInput",
     "RotaryTables", "Router", "SharedAttentionMask", "SharedExpertGate", "SinusoidalPositions",

@@ -97,11 +97,15 @@ class RotaryEmbedding(Block):
     kv_tokens: Expr
     width: Expr = S.d_h
     key_heads: Expr = S.h_kv
+    # bytes of the cos and sin this layer makes for itself and keeps (interleaved RoPE,
+    # facts.rotary_tables_per_layer); 0: it uses the stack's RotaryTables
+    tables_kept: Expr = ZERO
     title = "rotary position embedding"
 
     def cost(self) -> Cost:
         rotated = (self.q_tokens * S.h + self.kv_tokens * self.key_heads) * self.width
-        return make_cost(elements=[("rope", rotated)], bytes_other=elementwise_bytes(rotated))
+        return make_cost(elements=[("rope", rotated)], bytes_other=elementwise_bytes(rotated),
+                         saved_bytes=self.tables_kept)
 
 
 @dataclass(frozen=True)

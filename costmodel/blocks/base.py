@@ -36,8 +36,12 @@ OTHER_FLOPS_PER_ELEMENT = {
     "silu": 4,
     "tanh": 1,
     "sigmoid": 4,
-    "clamp": 1,  # one comparison an element (gpt-oss's clamped SwiGLU)
     "rope": 3,
+    "clamp": 2,  # a compare with each bound (OLMo's clip_qkv, gpt-oss's clamp of up)
+    "clamp_max": 1,  # one bound only (gpt-oss's clamp of the gate: min None)
+    # transformers' Python xIELU: x > 0, alpha_p x, (alpha_p x) x, beta x, their sum, min(x, eps),
+    # expm1, minus x, times alpha_n, beta x, the sum, where: twelve pointwise ops, one each
+    "xielu": 12,
 }
 
 

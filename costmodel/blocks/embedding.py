@@ -140,7 +140,8 @@ class RotaryTables(Block):
     (OLMo 2: fp32, facts.rotary_tables_fp32; Llama 4: "complex", one complex64 per pair of
     dimensions, 4 n d_h bytes kept whatever the dtype):
     the rotation keeps both for backward, 2 * n * d_h elements (gpt-oss: 2 * n * d_h / 2,
-    facts.rotary_tables_half), and the module holds inv_freq and
+    facts.rotary_tables_half; none where each layer interleaves its own copy,
+    facts.rotary_tables_per_layer: RotaryEmbedding keeps those), and the module holds inv_freq and
     original_inv_freq (d_h / 2 each, fp32). Held as buffers ("buffer", the reference): cos and sin
     of P x d_h in the model dtype, nothing kept. `sets` of them where each attention type has its
     own (facts.rotary_tables_per_layer_type: Gemma 3's local and global RoPE).
@@ -160,9 +161,9 @@ class RotaryTables(Block):
         if self.profile.facts.rotary_tables == "forward":
             facts = self.profile.facts
             size = FP32 if facts.rotary_tables_fp32 else S.e
-            kept = self.width / 2 if facts.rotary_tables_half else self.width
-            return make_cost(saved_bytes=self.sets * 2 * self.seq * kept * size,
-                             buffer_bytes=inv_freq)
+            width = self.width / 2 if facts.rotary_tables_half else self.width
+            kept = 0 if facts.rotary_tables_per_layer else self.sets * 2 * self.seq
+            return make_cost(saved_bytes=kept * width * size, buffer_bytes=inv_freq)
         return make_cost(buffer_bytes=2 * S.P * self.width * S.e)
 
 

@@ -19,7 +19,9 @@ from .base import (
 #: ModelConfig.activation -> the elementwise op it runs over d_ff (gated: on the gate projection).
 #: A squared ReLU (relu2) runs relu and then a square, one multiply an element (SQUARED below).
 ACTIVATION_OPS = {"relu": "relu", "relu2": "relu", "gelu": "gelu", "gelu_tanh": "gelu_tanh", "silu": "silu",
-                  "swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh"}
+                  "swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh", "xielu": "xielu"}
+#: xIELU's pointwise kernels over d_ff (OTHER_FLOPS_PER_ELEMENT's twelve ops), for the bytes they move.
+XIELU_KERNELS = 12
 #: The activations squared after their op: a second elementwise kernel over d_ff.
 SQUARED = ("relu2",)
 
@@ -67,8 +69,12 @@ class FeedForward(Block):
         squared = self.activation in SQUARED
         # The gate's product with the up projection, and a squared activation's square: a multiply each
         elements = [(act, inner), ("mul", inner * (int(self.gated) + int(squared)))]
+        xielu = self.activation == "xielu"
         return make_cost(
-            tensors=inputs + weight_and_bias(self.width, S.d, self.bias, transposed),
+            # xIELU: its alpha_p and alpha_n (one element each), and beta and eps as buffers
+            tensors=inputs + weight_and_bias(self.width, S.d, self.bias, transposed) + (
+                (sp.Integer(1), sp.Integer(1)) if xielu else ()),
+            buffer_bytes=2 * S.e if xielu else 0,
             matrices=[*matrices, weight_matrix(self.width, S.d)],
             flops_matmul=forward_in + forward_out,
             flops_matmul_backward=backward_in + backward_out,
@@ -78,7 +84,8 @@ class FeedForward(Block):
                           + linear_bytes(self.tokens, self.width, S.d)),
             # The activation over d_ff (and, gated, the product with the second projection; squared,
             # the square: one more kernel reading and writing d_ff).
-            bytes_other=elementwise_bytes(inner) + (elementwise_bytes(inner, reads=2) if self.gated else 0)
+            bytes_other=(XIELU_KERNELS if xielu else 1) * elementwise_bytes(inner)
+            + (elementwise_bytes(inner, reads=2) if self.gated else 0)
             + (elementwise_bytes(inner) if squared else 0),
         )
 
@@ -105,6 +112,10 @@ class FeedForward(Block):
             kept -= 1  # relu's output is the output matrix's input (a squared relu keeps both)
         inner = self.tokens * self.width
         mask = self.profile.mask_bytes * inner if dropout else 0
+        if self.activation == "xielu":
+            # its input x, alpha_p x, expm1(min(x, eps)) and that minus x, where's bool condition,
+            # the softplus'd alpha_p and alpha_n (one element each), the output matrix's input
+            return 5 * S.e * inner + inner + 2 * S.e + mask
         if self.gated and self.profile.fp8_activations:  # the output matrix's input cached in FP8
             return (kept - 1) * S.e * inner + tiled_bytes(self.tokens, self.width) + mask
         return kept * S.e * inner + mask
@@ -212,7 +223,8 @@ class Experts(Block):
         if not self.clamped:
             return ([("silu", hidden), ("mul", hidden)], S.e * hidden,
                     elementwise_bytes(hidden, reads=2))
-        elements = [("clamp", 2 * hidden), ("mul", 3 * hidden), ("sigmoid", hidden), ("add", hidden)]
+        elements = [("clamp_max", hidden), ("clamp", hidden), ("mul", 3 * hidden), ("sigmoid", hidden),
+                    ("add", hidden)]
         return (elements, 4 * S.e * hidden,
                 2 * elementwise_bytes(hidden) + 2 * elementwise_bytes(hidden)
                 + elementwise_bytes(hidden) + 2 * elementwise_bytes(hidden, reads=2))

@@ -28,6 +28,8 @@ def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: boo
     output = S.e * values if output_kept else ZERO
     if not facts.norm_keeps_stats:  # its input and its output (the next linear's input) only
         return (S.e * values if input_kept else ZERO) + output
+    if kind == "layernorm" and facts.layernorm_fp32:  # on x.float(): that copy, fp32 statistics
+        return (FP32 * values if input_kept else unless_fp32(FP32 * values)) + 2 * FP32 * rows + output
     if kind == "layernorm":
         return (S.e * values if input_kept else ZERO) + 2 * S.e * rows + output
     if facts.norm_dtype == "activation":
@@ -40,6 +42,8 @@ def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: boo
         saved += size * values + size * width
     elif facts.rmsnorm_weight_times_fp32:  # (w * x_hat).to(dtype): the fp32 x_hat
         saved += size * values
+        if facts.rmsnorm_weight_cast_fp32:  # w.to(float32): a new fp32 copy unless w is fp32
+            saved += unless_fp32(size * width)
     else:
         saved += S.e * values  # x_hat cast back, which the weight multiplies
     if facts.norm_keeps_uncast_input:
@@ -49,7 +53,8 @@ def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: boo
 
 @dataclass(frozen=True)
 class Norm(Block):
-    """LayerNorm (weight and bias) or RMSNorm (weight only) over d (or another width)."""
+    """LayerNorm (weight and bias) or RMSNorm (weight only) over d (or another width); affine
+    False: neither (OLMo 1's LayerNorm)."""
 
     tokens: Expr
     kind: str  # "layernorm" | "rmsnorm"
@@ -57,10 +62,12 @@ class Norm(Block):
     width: Expr = S.d
     input_kept: bool = True  # False: another norm keeps the same input (parallel attention/FFN)
     output_kept: bool = True  # False: only a residual add reads it (Gemma 2's post-sublayer norms)
+    affine: bool = True
     title = "norm"
 
     def cost(self) -> Cost:
-        tensors = [self.width, self.width] if self.kind == "layernorm" else [self.width]
+        tensors = ([] if not self.affine else [self.width, self.width] if self.kind == "layernorm"
+                   else [self.width])
         values = self.tokens * self.width
         return make_cost(
             tensors=tensors,
@@ -135,6 +142,21 @@ class HeadL2Norms(Block):
         rows = self.q_tokens * S.h + self.kv_tokens * S.h_kv
         values = rows * S.d_h
         return make_cost(elements=[("rmsnorm", values)], saved_bytes=FP32 * (values + rows),
+                         bytes_other=elementwise_bytes(values))
+
+
+@dataclass(frozen=True)
+class ClipQKV(Block):
+    """OLMo's clip_qkv: the q, k and v projections clamped in place; autograd keeps a copy of
+    each as it was before the clamp (an in-place op whose backward reads its input)."""
+
+    q_tokens: Expr
+    kv_tokens: Expr
+    title = "q/k/v clamp"
+
+    def cost(self) -> Cost:
+        values = (self.q_tokens * S.h + 2 * self.kv_tokens * S.h_kv) * S.d_h
+        return make_cost(elements=[("clamp", values)], saved_bytes=S.e * values,
                          bytes_other=elementwise_bytes(values))
 
 

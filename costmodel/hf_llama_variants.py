@@ -1,0 +1,257 @@
+"""config.json readers of Llama-like families whose blocks costmodel/hf.py mostly has already: OLMo
+1 and 3, OLMoE, EXAONE 4, Seed-OSS, Helium, Arcee, GLM-4, ERNIE 4.5 and Apertus. Each reads Llama's
+fields through hf.py's Llama reader (with its own defaults) and then changes what its own code does
+otherwise (norms, biases, windows, RoPE, experts, the MLP). costmodel/hf.py dispatches on
+model_type. Defaults are those of transformers 5.24's configuration classes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .config import ConfigError, ModelConfig, show
+from .hf_fields import Fields, rotary_fraction
+
+@dataclass(frozen=True)
+class LlamaReader:
+    """costmodel/hf.py's Llama reader and its per-layer helpers, which hf.py passes to these
+    readers (it imports this module, so this module cannot import it): read(f, name, family,
+    defaults) is a Llama-like family's ModelConfig, layer_types(f, layers) the config's checked
+    layer_types list (None where it has none), pattern(layers, sliding, moe) the layer_pattern."""
+
+    read: Callable[[Fields, str, str, "dict[str, Any] | None"], ModelConfig]
+    layer_types: Callable[[Fields, int], "list[str] | None"]
+    pattern: Callable[[int, "list[int]", "list[int] | None"], "tuple[str, ...] | None"]
+
+
+#: transformers 5.24's defaults for the Llama fields each family reads (its configuration class).
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "seed_oss": dict(max_position_embeddings=524288, hidden_act="silu", tie_word_embeddings=False,
+                     num_key_value_heads=8, head_dim=128),
+    "arcee": dict(max_position_embeddings=4096, hidden_act="relu2", tie_word_embeddings=False),
+    "olmo": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
+    "olmoe": dict(max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False),
+    "helium": dict(max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False,
+                   num_key_value_heads=20, head_dim=128),
+    "ernie4_5": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=True,
+                     num_key_value_heads=2, head_dim=128),
+    "exaone4": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False,
+                    num_key_value_heads=32),
+    "apertus": dict(max_position_embeddings=65536, hidden_act="xielu", tie_word_embeddings=False),
+    "glm4": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
+                 num_key_value_heads=2, head_dim=128),
+}
+
+
+def _llama(f: Fields, name: str, family: str, llama: LlamaReader, **changes: Any) -> ModelConfig:
+    """The family's config.json read as Llama's (hf.py's reader, the family's defaults), then
+    `changes` and the family's own name (the facts table's key)."""
+    base = llama.read(f, name, "llama", _DEFAULTS[family])
+    return base.replace(family=family, **changes)
+
+
+def _silu(f: Fields, family: str) -> None:
+    act = f.get("hidden_act", "silu", str)
+    if act != "silu":
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for {family}.")
+
+
+def _olmo3(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """OLMo 3: OLMo 2's layers (RMSNorms over the whole query and key projections, the norms after
+    the sublayers) with a sliding_window (4096 by default) on the layers layer_types marks
+    sliding_attention (by default all but every fourth, counting from 1), and one RoPE per kind
+    of layer in layer_types (Olmo3RotaryEmbedding: Gemma 3's, fp32 tables as OLMo 2's). A null
+    sliding_window, which its class cannot run, is refused."""
+    base = llama.read(f, name, "olmo2", None)
+    layers = base.n_decoder_layers
+    types = llama.layer_types(f, layers) or ["sliding_attention" if (i + 1) % 4 else "full_attention"
+                                        for i in range(layers)]
+    window = f.nullable("sliding_window", 4096)
+    if window is None:
+        raise ConfigError(f"{f.source}: sliding_window null is not modelled for olmo3: transformers "
+                          "5.24's Olmo3Model builds a sliding-window mask on every forward and "
+                          "cannot run without a window (mark every layer full_attention instead).")
+    sliding = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
+    if not sliding:
+        window = None
+    return base.replace(family="olmo3", sliding_window=window,
+                        window_layers=None if len(sliding) in (0, layers) else len(sliding),
+                        layer_pattern=llama.pattern(layers, sliding, None), rotary_sets=len(set(types)))
+
+
+def _clip(f: Fields) -> float | None:
+    """clip_qkv: the bound the q, k and v projections are clamped to in place (null: none)."""
+    clip = f.get("clip_qkv", None, float)
+    if clip is not None and not 0 < clip < float("inf"):
+        raise ConfigError(f"{f.source}: clip_qkv must be a positive number or null, got {show(clip)}.")
+    return None if clip is None else float(clip)
+
+
+def _olmo(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """OLMo (1 and 1.7): Llama's layers (attention_bias on q, k, v and o; no MLP bias whatever
+    mlp_bias says) with LayerNorms that have no weight or bias and run in fp32, RoPE tables left
+    in fp32, and clip_qkv (null by default; 8 in OLMo 1.7) clamping q, k and v."""
+    _silu(f, "olmo")
+    return _llama(f, name, "olmo", llama, ffn_bias=False, norm="layernorm", norm_affine=False,
+                  clip_qkv=_clip(f))
+
+
+def _olmoe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """OLMoE: Llama's pre-norm layers (LlamaRMSNorm) with RMSNorms over the whole query and key
+    projections (hidden_size and its key share wide), and in every layer top num_experts_per_tok
+    of num_experts SwiGLU experts of intermediate_size (Mixtral's experts, Qwen2-MoE's softmax
+    router, the top-k weights renormalised when norm_topk_prob), and clip_qkv (null by default)
+    clamping the normalised q and k and v."""
+    n_heads = f.get("num_attention_heads", minimum=1)
+    d_model = f.get("hidden_size")
+    head_dim = f.get("head_dim", None)
+    if head_dim is not None and head_dim * n_heads != d_model:
+        raise ConfigError(f"{f.source}: head_dim ({head_dim}) times num_attention_heads ({n_heads}) "
+                          f"is not hidden_size ({d_model}), which OLMoE's query norm (hidden_size "
+                          "wide) cannot run.")
+    experts = f.get("num_experts", f.get("num_local_experts", 64))  # the mapped name wins
+    return _llama(f, name, "olmoe", llama, qk_norm=True, qk_norm_whole=True, clip_qkv=_clip(f),
+                  n_experts=experts,
+                  top_k=f.get("num_experts_per_tok", 8),
+                  renormalize_top_k=f.get("norm_topk_prob", False, bool))
+
+
+def _glm4(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """GLM-4 (0414): Llama's attention with attention_bias on q, k and v (o has none), RoPE on
+    partial_rotary_factor of each head (0.5 by default) with cos and sin interleaved in each
+    layer, a norm after each sublayer as well as before it (four per layer), and Phi-3's MLP
+    (one fused gate_up_proj)."""
+    act = f.get("hidden_act", "silu", str)
+    if act != "silu":
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for glm4.")
+    base = _llama(f, name, "glm4", llama, qkv_bias=f.get("attention_bias", True, bool),
+                  out_bias=False, post_sublayer_norm=True)
+    rotary = int(base.d_head * rotary_fraction(f, "partial_rotary_factor", 0.5))
+    if rotary < 2 or rotary % 2:
+        raise ConfigError(f"{f.source}: partial_rotary_factor leaves {rotary} rotary dimensions per "
+                          "head; an even number of at least 2 is modelled.")
+    return base.replace(rotary_dim=None if rotary == base.d_head else rotary)
+
+
+def _helium(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Helium: Llama's layers (attention_bias on q, k and v; o without one; mlp_bias), an RMSNorm
+    that multiplies the fp32 normalised tensor by an fp32 copy of its weight, and RoPE with cos
+    and sin interleaved in each layer. Its o_proj is hidden_size wide on both sides, so heads
+    times head_dim must be hidden_size."""
+    _silu(f, "helium")
+    cfg = _llama(f, name, "helium", llama, out_bias=False, ffn_bias=f.get("mlp_bias", False, bool))
+    if cfg.n_heads * cfg.d_head != cfg.d_model:
+        raise ConfigError(f"{f.source}: num_attention_heads ({cfg.n_heads}) times head_dim "
+                          f"({cfg.d_head}) is not hidden_size ({cfg.d_model}), which Helium's o_proj "
+                          "(hidden_size to hidden_size) cannot run.")
+    return cfg
+
+
+def _ernie4_5(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """ERNIE 4.5 (dense): Llama's layers with use_bias on q, k, v, o and the MLP, no attention
+    dropout whatever attention_dropout says (its attention sets 0), and RoPE in fp32 with cos and
+    sin interleaved in each layer."""
+    _silu(f, "ernie4_5")
+    bias = f.get("use_bias", False, bool)
+    return _llama(f, name, "ernie4_5", llama, qkv_bias=bias, out_bias=bias, ffn_bias=bias, dropout=0.0)
+
+
+def _exaone4(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """EXAONE 4.0: OLMo 2's layer (norms after the sublayers only; Llama's RMSNorm) with an
+    RMSNorm on each query and key head (Qwen3's), no biases, and a sliding_window (4096 by
+    default) on the layers layer_types marks sliding_attention (by default all but every
+    sliding_window_pattern-th). With a window, only the sliding layers apply RoPE (the full ones
+    are NoPE); without one, every layer does. A null window beside sliding layers (its mask
+    needs one) and a window with no sliding layer (no RoPE at all) are refused."""
+    _silu(f, "exaone4")
+    base = _llama(f, name, "exaone4", llama, qkv_bias=False, out_bias=False, ffn_bias=False,
+                  qk_norm=True, post_sublayer_norm=True, input_norms=False)
+    layers = base.n_decoder_layers
+    window = f.nullable("sliding_window", 4096)
+    types = llama.layer_types(f, layers)
+    if types is None:
+        every = f.data.get("sliding_window_pattern", 4) if window else 0
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise ConfigError(f"{f.source}: without layer_types, transformers 5.24 reads "
+                              "sliding_window_pattern as a whole number of at least 1 (every "
+                              "that-many-th layer full) and sliding_window as set; give "
+                              f"layer_types (got sliding_window_pattern {show(every)}, "
+                              f"sliding_window {show(window)}).")
+        types = ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(layers)]
+    sliding = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
+    if window is None:
+        if sliding:
+            raise ConfigError(f"{f.source}: layer_types marks sliding_attention layers but "
+                              "sliding_window is null, which transformers 5.24's Exaone4Model cannot "
+                              "run (its sliding-window mask needs a window).")
+        return base
+    if not sliding:
+        raise ConfigError(f"{f.source}: a sliding_window with no sliding_attention layer leaves "
+                          "EXAONE 4 with no RoPE on any layer, which is not modelled.")
+    return base.replace(sliding_window=window,
+                        window_layers=None if len(sliding) == layers else len(sliding),
+                        nope_layers=layers - len(sliding), layer_pattern=llama.pattern(layers, sliding, None))
+
+
+def _apertus(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Apertus: Llama's attention (attention_bias on q, k, v and o) with an RMSNorm on each query
+    and key head, and an MLP without a gate or biases: up_proj -> xIELU -> down_proj, xIELU with
+    two trainable scalars (alpha_p, alpha_n) and two buffers (beta, eps) per layer, run as
+    transformers' Python version."""
+    act = f.get("hidden_act", "xielu", str)
+    if act != "xielu":
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for apertus (xielu is "
+                          "modelled).")
+    return _llama(Fields(dict(f.data, hidden_act="silu"), f.source), name, "apertus", llama,
+                  activation="xielu", ffn_bias=False, qk_norm=True)
+
+
+def _probability(f: Fields, key: str, default: float) -> float:
+    return float(f.get(key, default, float))
+
+
+def _seed_oss(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Seed-OSS: Llama's layers with attention_bias on q, k and v and attention_out_bias on o
+    (True and False by default), mlp_bias on the MLP, residual_dropout on each sublayer's output
+    before its residual add (0.1 by default) and attention_dropout on the probabilities (0.1)."""
+    act = f.get("hidden_act", "silu", str)
+    if act != "silu":
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for seed_oss.")
+    return _llama(f, name, "seed_oss", llama, qkv_bias=f.get("attention_bias", True, bool),
+                  out_bias=f.get("attention_out_bias", False, bool),
+                  ffn_bias=f.get("mlp_bias", False, bool),
+                  dropout=_probability(f, "residual_dropout", 0.1),
+                  attention_dropout=_probability(f, "attention_dropout", 0.1))
+
+
+def _arcee(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Arcee (AFM): Llama's attention (attention_bias on q, k, v and o) and an MLP without a gate,
+    up_proj -> relu(x)^2 -> down_proj (Nemotron's; mlp_bias on both)."""
+    act = f.get("hidden_act", "relu2", str)
+    if act != "relu2":
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for arcee (its MLP has "
+                          "no gate; relu2 is modelled).")
+    return _llama(Fields(dict(f.data, hidden_act="silu"), f.source), name, "arcee", llama,
+                  activation="relu2")
+
+
+#: model_type -> its reader (hf.py passes its LlamaReader).
+LLAMA_VARIANT_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
+    "olmo": _olmo, "olmo3": _olmo3, "olmoe": _olmoe, "exaone4": _exaone4, "seed_oss": _seed_oss,
+    "helium": _helium, "arcee": _arcee, "apertus": _apertus, "glm4": _glm4, "ernie4_5": _ernie4_5,
+}
+
+#: The transformers class of each, for a config.json that names `architectures` only.
+LLAMA_VARIANT_ARCHITECTURES: dict[str, str] = {
+    "OlmoForCausalLM": "olmo", "Olmo3ForCausalLM": "olmo3", "OlmoeForCausalLM": "olmoe",
+    "Exaone4ForCausalLM": "exaone4", "SeedOssForCausalLM": "seed_oss",
+    "HeliumForCausalLM": "helium", "ArceeForCausalLM": "arcee", "ApertusForCausalLM": "apertus",
+    "Glm4ForCausalLM": "glm4", "Ernie4_5ForCausalLM": "ernie4_5",
+}
+
+_NAMES: dict[str, str] = {
+    "n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_heads", "d_model": "hidden_size",
+    "d_ff": "intermediate_size", "d_head": "head_dim", "n_decoder_layers": "num_hidden_layers",
+    "max_positions": "max_position_embeddings"}
+#: The config.json names of ModelConfig's fields (the ones its errors may name).
+LLAMA_VARIANT_NAMES: dict[str, dict[str, Any]] = {family: _NAMES for family in LLAMA_VARIANT_BUILDERS}

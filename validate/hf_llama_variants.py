@@ -1,0 +1,86 @@
+"""The config.json of a ModelConfig of costmodel/hf_llama_variants.py's families: what costmodel.hf
+reads back as the same ModelConfig (validate/hf_models.py's config_dict checks that), so that
+validate builds the class transformers runs for it. Each writer gets the ModelConfig and the
+Llama fields every Llama-like family shares (hf_models' Llama dict, which hf_models passes in:
+it imports this module) and adds its family's own."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from costmodel.config import ModelConfig
+
+
+def _layer_types(cfg: ModelConfig) -> list[str]:
+    """transformers' layer_types of the config's per-layer pattern."""
+    return ["sliding_attention" if cfg.layer_slides(i) else "full_attention"
+            for i in range(cfg.n_decoder_layers)]
+
+
+def _olmo(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    return dict(llama, attention_bias=cfg.qkv_bias, pad_token_id=None, clip_qkv=cfg.clip_qkv)
+
+
+def _olmo3(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """OLMo 3's config.json: OLMo 2's fields, the window and layer_types (where no layer slides,
+    all full_attention and its default window, which its class needs and no layer uses)."""
+    return dict(llama, attention_bias=cfg.qkv_bias, pad_token_id=None,
+                sliding_window=cfg.sliding_window or 4096, layer_types=_layer_types(cfg))
+
+
+def _olmoe(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    return dict(llama, attention_bias=cfg.qkv_bias, pad_token_id=None, intermediate_size=cfg.d_expert,
+                num_experts=cfg.n_experts, num_experts_per_tok=cfg.top_k,
+                norm_topk_prob=cfg.renormalize_top_k, clip_qkv=cfg.clip_qkv)
+
+
+def _seed_oss(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    return dict(llama, attention_bias=cfg.qkv_bias,
+                attention_out_bias=cfg.out_bias, mlp_bias=cfg.ffn_bias, pad_token_id=None,
+                residual_dropout=cfg.dropout,
+                attention_dropout=cfg.dropout if cfg.attention_dropout is None else cfg.attention_dropout)
+
+
+def _arcee(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    return dict(llama, attention_bias=cfg.qkv_bias, mlp_bias=cfg.ffn_bias)
+
+
+def _rotary_factor(cfg: ModelConfig) -> float:
+    """A partial_rotary_factor whose int(d_head * factor) is rotary_dim again: half a dimension
+    above it, so that rounding cannot fall below."""
+    return 1.0 if cfg.rotary_dim is None else (cfg.rotary_dim + 0.5) / cfg.d_head
+
+
+def _glm4(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    return dict(llama, attention_bias=cfg.qkv_bias, pad_token_id=None,
+                eos_token_id=None, partial_rotary_factor=_rotary_factor(cfg))
+
+
+def _helium(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    return dict(llama, attention_bias=cfg.qkv_bias, mlp_bias=cfg.ffn_bias,
+                pad_token_id=None, bos_token_id=None, eos_token_id=None)
+
+
+def _ernie4_5(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    return dict(llama, use_bias=cfg.qkv_bias, pad_token_id=None,
+                bos_token_id=None, eos_token_id=None)
+
+
+def _exaone4(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    window = (dict(sliding_window=cfg.sliding_window, layer_types=_layer_types(cfg))
+              if cfg.sliding_window is not None
+              else dict(sliding_window=None, layer_types=["full_attention"] * cfg.n_decoder_layers))
+    return dict(llama, pad_token_id=None, bos_token_id=None,
+                eos_token_id=None, **window)
+
+
+def _apertus(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    return dict(llama, attention_bias=cfg.qkv_bias, pad_token_id=None,
+                bos_token_id=None, eos_token_id=None)
+
+
+#: family -> its config.json, from the ModelConfig and its Llama fields.
+LLAMA_VARIANT_DICTS: dict[str, Callable[[ModelConfig, dict[str, Any]], dict[str, Any]]] = {
+    "olmo": _olmo, "olmo3": _olmo3, "olmoe": _olmoe, "exaone4": _exaone4, "seed_oss": _seed_oss,
+    "helium": _helium, "arcee": _arcee, "apertus": _apertus, "glm4": _glm4, "ernie4_5": _ernie4_5,
+}
