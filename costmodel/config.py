@@ -32,10 +32,9 @@ NORM_POSITIONS = ("pre", "post")
 ACTIVATIONS = ("relu", "relu2", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh", "xielu")
 GATED_ACTIVATIONS = ("swiglu", "geglu", "geglu_tanh")
 HEADS = ("lm", "pooler", "none")
-#: softmax: an fp32 softmax over the E logits, then the top k (Mixtral, Qwen2-MoE); sigmoid:
-#: DeepSeek-V3's; topk_softmax: the top k of the logits, then a softmax over those k in the
-#: activation dtype (gpt-oss's GptOssTopKRouter); sigmoid_topk: Llama 4's, the top k of the
-#: logits then a sigmoid of those (the others 0).
+#: softmax: an fp32 softmax over the E logits, then the top k (Mixtral, Qwen2-MoE); sigmoid: DeepSeek-V3's;
+#: topk_softmax: the top k of the logits, then a softmax over those k in the activation dtype (gpt-oss's
+#: GptOssTopKRouter); sigmoid_topk: Llama 4's, the top k of the logits then a sigmoid (the others 0).
 ROUTERS = ("softmax", "sigmoid", "topk_softmax", "sigmoid_topk")
 
 
@@ -166,14 +165,11 @@ class ModelConfig:
     # every no_rope_layer_interval-th); layer_pattern says which ("rope" or "nope"), or, where
     # they are exactly the layers without a window (EXAONE 4), "sliding" or "full".
     nope_layers: int = 0
-    # Llama 4: an L2 norm without weights over each query and key head after RoPE, on the layers
-    # with RoPE only (use_qk_norm); and its attention temperature tuning, the queries of the NoPE
-    # layers times a per-position scale (attn_temperature_tuning).
+    # Llama 4: a weightless L2 norm on each query and key head after RoPE, RoPE layers only (use_qk_norm);
+    # the NoPE layers' queries times a per-position scale (attn_temperature_tuning); the window a chunk,
+    # query i attends keys floor(i / w) w .. i (attention_chunk_size; caches, eager scores: a window's).
     qk_l2_norm: bool = False
     nope_temperature: bool = False
-    # The window is Llama 4's chunk (attention_chunk_size): query i attends keys from
-    # floor(i / w) w to i, not the last w. Caches and eager scores are a window's (what
-    # transformers keeps and computes); a kernel that skips what the mask hides runs the chunk's.
     chunked_window: bool = False
     family: str = "custom"  # whose code runs it (the facts table's key): llama, gpt2, bert, t5...
     # The kind of each decoder layer, in order, where the layers differ: "sliding" or "full"
@@ -269,13 +265,11 @@ class ModelConfig:
                               "post_sublayer_norm, norm_position pre and sequential layers.")
         if self.qk_norm_whole and not self.qk_norm:
             raise ConfigError(f"{owner}: qk_norm_whole applies only with qk_norm.")
-        if self.qk_l2_norm and (not self.rope or self.qk_norm):
-            raise ConfigError(f"{owner}: qk_l2_norm (Llama 4's norm on the RoPE layers) needs RoPE "
-                              "and no qk_norm.")
-        if self.nope_temperature and not self.nope_layers:
-            raise ConfigError(f"{owner}: nope_temperature applies only with nope_layers.")
-        if self.chunked_window and self.sliding_window is None:
-            raise ConfigError(f"{owner}: chunked_window applies only with a sliding_window (the chunk).")
+        for name, needs, ok in (("qk_l2_norm", "RoPE and no qk_norm", self.rope and not self.qk_norm),
+                                ("nope_temperature", "nope_layers", self.nope_layers),
+                                ("chunked_window", "a sliding_window", self.sliding_window is not None)):
+            if getattr(self, name) and not ok:
+                raise ConfigError(f"{owner}: {name} applies only with {needs}.")
         if self.clip_qkv is not None and (self.kv_lora_rank is not None or self.n_encoder_layers):
             raise ConfigError(f"{owner}: clip_qkv is modelled for decoder-only models with q, k and v "
                               "projections.")
@@ -366,10 +360,8 @@ class ModelConfig:
             and self.nope_layers == self.n_decoder_layers - windows
 
     def _check_nope_layers(self, owner: str) -> None:
-        """NoPE layers: RoPE on the others; windows on all layers or on exactly the RoPE layers
-        (nope_full_layers: EXAONE 4, Llama 4's chunked attention), and dense layers beside expert
-        ones only where every NoPE layer has experts (Llama 4 Maverick; layer_pattern "dense",
-        "moe", "moe_nope")."""
+        """NoPE layers: RoPE on the others; windows on all layers or only the RoPE ones (nope_full_layers);
+        dense layers beside expert ones where every NoPE layer has experts (Llama 4 Maverick)."""
         if not self.nope_layers:
             return
         if not self.rope:
@@ -381,9 +373,8 @@ class ModelConfig:
             raise ConfigError(f"{owner}: layers without RoPE beside windows on some layers (unless "
                               "they are the layers without a window) are not modelled.")
         if self.n_dense_layers and self.nope_layers > self.n_moe_layers:
-            raise ConfigError(f"{owner}: {self.nope_layers} layers without RoPE beside "
-                              f"{self.n_moe_layers} expert layers: NoPE layers without experts are "
-                              "not modelled.")
+            raise ConfigError(f"{owner}: {self.nope_layers} layers without RoPE beside {self.n_moe_layers} "
+                              "expert layers: NoPE layers without experts are not modelled.")
 
     def _rule_pattern(self) -> tuple[str, ...] | None:
         """The per-layer pattern that the counts imply when no config said which layers."""
@@ -392,10 +383,9 @@ class ModelConfig:
         if self.nope_layers and (self.n_dense_layers or not self.nope_full_layers):
             every = layers // self.nope_layers
             nope = {i for i in range(layers) if (i + 1) % every == 0 and (i + 1) // every <= self.nope_layers}
-            if self.n_dense_layers:  # Llama 4's rule: experts every (layers // experts)-th
-                step = layers // max(self.n_moe_layers, 1)  # layer from layer step - 1 (Maverick)
+            if self.n_dense_layers:  # Llama 4: experts every (layers // experts)-th from step - 1; dense
+                step = layers // max(self.n_moe_layers, 1)  # the RoPE layers, those without experts first
                 experts = {i for i in range(layers) if (i + 1) % step == 0}
-                # the dense layers: RoPE layers, those the rule leaves without experts first
                 dense = set(sorted((i for i in range(layers) if i not in nope),
                                    key=lambda i: (i in experts, i))[:self.n_dense_layers])
                 return tuple("moe_nope" if i in nope else "dense" if i in dense else "moe"
@@ -418,15 +408,10 @@ class ModelConfig:
         if isinstance(pattern, list):
             pattern = tuple(pattern)
             object.__setattr__(self, "layer_pattern", pattern)
-        if self.nope_layers and self.n_dense_layers:
-            kinds = ("moe_nope", "dense", "moe")
-            if isinstance(pattern, tuple) and sum(kind == "dense" for kind in pattern) != self.n_dense_layers:
-                raise ConfigError(f"{owner}: layer_pattern has {sum(kind == 'dense' for kind in pattern)} "
-                                  f"dense layers, the config {self.n_dense_layers}.")
-        else:
-            kinds = (("dense", "moe") if self.n_dense_layers
-                     else ("nope", "rope") if self.nope_layers and not self.nope_full_layers
-                     else ("sliding", "full") if 0 < self.n_window_layers < self.n_decoder_layers else ())
+        kinds = (("moe_nope", "dense", "moe") if self.nope_layers and self.n_dense_layers  # Llama 4 Maverick
+                 else ("dense", "moe") if self.n_dense_layers
+                 else ("nope", "rope") if self.nope_layers and not self.nope_full_layers
+                 else ("sliding", "full") if 0 < self.n_window_layers < self.n_decoder_layers else ())
         if not kinds:
             raise ConfigError(f"{owner}: layer_pattern applies only where layers differ (windows on "
                               "some layers, dense and expert layers, or RoPE on some layers).")
@@ -440,6 +425,9 @@ class ModelConfig:
         if counted != expected:
             raise ConfigError(f"{owner}: layer_pattern has {counted} {kinds[0]} layers, the config "
                               f"{expected}.")
+        if kinds[0] == "moe_nope" and pattern.count("dense") != self.n_dense_layers:
+            raise ConfigError(f"{owner}: layer_pattern has {pattern.count('dense')} dense layers, the config "
+                              f"{self.n_dense_layers}.")
 
     def _check_latent_attention(self, owner: str) -> None:
         if self.kv_lora_rank is None:
