@@ -32,10 +32,10 @@ NORM_POSITIONS = ("pre", "post")
 ACTIVATIONS = ("relu", "relu2", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh", "xielu")
 GATED_ACTIVATIONS = ("swiglu", "geglu", "geglu_tanh")
 HEADS = ("lm", "pooler", "none")
-#: softmax: an fp32 softmax over the E logits, then the top k (Mixtral, Qwen2-MoE); sigmoid:
-#: DeepSeek-V3's; topk_softmax: the top k of the logits, then a softmax over those k in the
-#: activation dtype (gpt-oss's GptOssTopKRouter).
-ROUTERS = ("softmax", "sigmoid", "topk_softmax")
+#: softmax: an fp32 softmax over the E logits, then the top k (Mixtral, Qwen2-MoE); sigmoid: DeepSeek-V3's;
+#: topk_softmax: the top k of the logits, then a softmax over those k in the activation dtype (gpt-oss's
+#: GptOssTopKRouter); sigmoid_topk: Llama 4's, the top k of the logits then a sigmoid (the others 0).
+ROUTERS = ("softmax", "sigmoid", "topk_softmax", "sigmoid_topk")
 
 
 def require_decoder(cfg: "ModelConfig") -> None:
@@ -166,6 +166,12 @@ class ModelConfig:
     # every no_rope_layer_interval-th); layer_pattern says which ("rope" or "nope"), or, where
     # they are exactly the layers without a window (EXAONE 4), "sliding" or "full".
     nope_layers: int = 0
+    # Llama 4: a weightless L2 norm on each query and key head after RoPE, RoPE layers only (use_qk_norm);
+    # the NoPE layers' queries times a per-position scale (attn_temperature_tuning); the window a chunk,
+    # query i attends keys floor(i / w) w .. i (attention_chunk_size; caches, eager scores: a window's).
+    qk_l2_norm: bool = False
+    nope_temperature: bool = False
+    chunked_window: bool = False
     family: str = "custom"  # whose code runs it (the facts table's key): llama, gpt2, bert, t5...
     # The kind of each decoder layer, in order, where the layers differ: "sliding" or "full"
     # (windows on some layers), "dense" or "moe" (experts in some layers), "rope" or "nope" (RoPE
@@ -252,7 +258,7 @@ class ModelConfig:
             check_int(owner, name, getattr(self, name), minimum=0)
         for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
                      "renormalize_top_k", "input_norms", "qk_norm_whole", "attention_sinks",
-                     "norm_affine"):
+                     "norm_affine", "qk_l2_norm", "nope_temperature", "chunked_window"):
             check_bool(owner, name, getattr(self, name))
         if not self.input_norms and (not self.post_sublayer_norm or self.norm_position != "pre"
                                      or self.parallel_attention):
@@ -260,6 +266,11 @@ class ModelConfig:
                               "post_sublayer_norm, norm_position pre and sequential layers.")
         if self.qk_norm_whole and not self.qk_norm:
             raise ConfigError(f"{owner}: qk_norm_whole applies only with qk_norm.")
+        for name, needs, ok in (("qk_l2_norm", "RoPE and no qk_norm", self.rope and not self.qk_norm),
+                                ("nope_temperature", "nope_layers", self.nope_layers),
+                                ("chunked_window", "a sliding_window", self.sliding_window is not None)):
+            if getattr(self, name) and not ok:
+                raise ConfigError(f"{owner}: {name} applies only with {needs}.")
         if self.clip_qkv is not None and (self.kv_lora_rank is not None or self.n_encoder_layers):
             raise ConfigError(f"{owner}: clip_qkv is modelled for decoder-only models with q, k and v "
                               "projections.")
@@ -335,21 +346,23 @@ class ModelConfig:
             raise ConfigError(f"{owner}: shared_expert_gate needs a shared expert (d_shared).")
         if self.activation != "swiglu":
             raise ConfigError(f"{owner}: experts are modelled as SwiGLU FFNs, got {self.activation!r}.")
-        if self.n_dense_layers and self.window_layers not in (None, self.n_decoder_layers):
+        if (self.n_dense_layers and self.window_layers not in (None, self.n_decoder_layers)
+                and not self.nope_full_layers):
             raise ConfigError(f"{owner}: dense and expert layers with windows on only some layers "
                               "are not modelled.")
 
     @property
     def nope_full_layers(self) -> bool:
         """The NoPE layers are exactly the layers without a window (EXAONE 4: RoPE on its
-        sliding-window layers only); layer_pattern then says "sliding" or "full"."""
+        sliding-window layers only; Llama 4: chunks on its RoPE layers); layer_pattern then says
+        "sliding" or "full", or, beside dense layers (Maverick), "dense", "moe" or "moe_nope"."""
         windows = self.n_window_layers
         return bool(self.nope_layers) and 0 < windows < self.n_decoder_layers \
             and self.nope_layers == self.n_decoder_layers - windows
 
     def _check_nope_layers(self, owner: str) -> None:
-        """NoPE layers: RoPE on the others, layers of one kind otherwise (no windows on some
-        layers unless the NoPE layers are the full ones, no dense layers beside expert ones)."""
+        """NoPE layers: RoPE on the others; windows on all layers or only the RoPE ones (nope_full_layers);
+        dense layers beside expert ones where every NoPE layer has experts (Llama 4 Maverick)."""
         if not self.nope_layers:
             return
         if not self.rope:
@@ -357,19 +370,27 @@ class ModelConfig:
         if self.nope_layers >= self.n_decoder_layers:
             raise ConfigError(f"{owner}: nope_layers ({self.nope_layers}) must leave a decoder layer "
                               f"with RoPE (of {self.n_decoder_layers}).")
-        if self.n_dense_layers or (0 < self.n_window_layers < self.n_decoder_layers
-                                   and not self.nope_full_layers):
+        if 0 < self.n_window_layers < self.n_decoder_layers and not self.nope_full_layers:
             raise ConfigError(f"{owner}: layers without RoPE beside windows on some layers (unless "
-                              "they are the layers without a window) or dense and expert layers "
-                              "are not modelled.")
+                              "they are the layers without a window) are not modelled.")
+        if self.n_dense_layers and self.nope_layers > self.n_moe_layers:
+            raise ConfigError(f"{owner}: {self.nope_layers} layers without RoPE beside {self.n_moe_layers} "
+                              "expert layers: NoPE layers without experts are not modelled.")
 
     def _rule_pattern(self) -> tuple[str, ...] | None:
         """The per-layer pattern that the counts imply when no config said which layers."""
         layers, windows = self.n_decoder_layers, self.n_window_layers
         # SmolLM3's rule for its default interval of 4: every fourth
-        if self.nope_layers and not self.nope_full_layers:
+        if self.nope_layers and (self.n_dense_layers or not self.nope_full_layers):
             every = layers // self.nope_layers
             nope = {i for i in range(layers) if (i + 1) % every == 0 and (i + 1) // every <= self.nope_layers}
+            if self.n_dense_layers:  # Llama 4: experts every (layers // experts)-th from step - 1; dense
+                step = layers // max(self.n_moe_layers, 1)  # the RoPE layers, those without experts first
+                experts = {i for i in range(layers) if (i + 1) % step == 0}
+                dense = set(sorted((i for i in range(layers) if i not in nope),
+                                   key=lambda i: (i in experts, i))[:self.n_dense_layers])
+                return tuple("moe_nope" if i in nope else "dense" if i in dense else "moe"
+                             for i in range(layers))
             return tuple("nope" if i in nope else "rope" for i in range(layers))
         if self.n_dense_layers:
             return tuple("dense" if i < self.n_dense_layers else "moe" for i in range(layers))
@@ -388,7 +409,8 @@ class ModelConfig:
         if isinstance(pattern, list):
             pattern = tuple(pattern)
             object.__setattr__(self, "layer_pattern", pattern)
-        kinds = (("dense", "moe") if self.n_dense_layers
+        kinds = (("moe_nope", "dense", "moe") if self.nope_layers and self.n_dense_layers  # Llama 4 Maverick
+                 else ("dense", "moe") if self.n_dense_layers
                  else ("nope", "rope") if self.nope_layers and not self.nope_full_layers
                  else ("sliding", "full") if 0 < self.n_window_layers < self.n_decoder_layers else ())
         if not kinds:
@@ -399,11 +421,14 @@ class ModelConfig:
             raise ConfigError(f"{owner}: layer_pattern must give one of {', '.join(kinds)} for each "
                               f"of the {self.n_decoder_layers} decoder layers.")
         counted = sum(kind == kinds[0] for kind in pattern)
-        expected = self.n_dense_layers or (not self.nope_full_layers and self.nope_layers) \
-            or self.n_window_layers
+        expected = self.nope_layers if kinds[0] == "moe_nope" else (
+            self.n_dense_layers or (not self.nope_full_layers and self.nope_layers) or self.n_window_layers)
         if counted != expected:
             raise ConfigError(f"{owner}: layer_pattern has {counted} {kinds[0]} layers, the config "
                               f"{expected}.")
+        if kinds[0] == "moe_nope" and pattern.count("dense") != self.n_dense_layers:
+            raise ConfigError(f"{owner}: layer_pattern has {pattern.count('dense')} dense layers, the config "
+                              f"{self.n_dense_layers}.")
 
     def _check_latent_attention(self, owner: str) -> None:
         if self.kv_lora_rank is None:
@@ -492,6 +517,8 @@ class ModelConfig:
         """Whether decoder layer `index` attends within the sliding window."""
         if self.layer_pattern is not None and self.layer_pattern[index] in ("sliding", "full"):
             return self.layer_pattern[index] == "sliding"
+        if self.nope_full_layers:
+            return self.layer_pattern is None or not self.layer_pattern[index].endswith("nope")
         return self.n_window_layers > 0
 
     @property

@@ -136,9 +136,10 @@ class Facts:
     # copy of a narrower weight and its output cast back, not its input
     layernorm_python_fp32: bool = False
     # RoPE's cos/sin: "forward" (computed each forward in the activation dtype, kept for backward;
-    # inv_freq and original_inv_freq buffers in fp32), "buffer" (P x d_h tables held as buffers)
-    # or "sincos_buffer" (one P x d_r fp32 buffer of sin and cos halves, looked up and cast each
-    # forward, nothing kept at the stack: GPT-J's embed_positions)
+    # inv_freq and original_inv_freq buffers in fp32), "complex" (the same, as one complex64
+    # cos + i sin per pair of dimensions, Llama 4's freqs_cis), "buffer" (P x d_h tables held as
+    # buffers) or "sincos_buffer" (one P x d_r fp32 buffer of sin and cos halves, looked up and cast
+    # each forward, nothing kept at the stack: GPT-J's embed_positions)
     rotary_tables: str = "forward"
     # the rotation repeats sin and cos to the rotated width (repeat_interleave) for the queries and
     # again for the keys, and its products keep all four: 4 n d_r a layer (GPT-J)
@@ -167,6 +168,10 @@ class Facts:
     # the eager attention masks its scores with masked_fill of one (b, 1, n, n) bool causal mask
     # made once a forward, which every layer's masked_fill keeps (MPT): b n^2 bytes once a stack
     masked_fill_causal_mask: bool = False
+    # the routed experts run every token through every expert, its input pre-scaled by the token's
+    # router score (zero for the experts it did not choose): Llama 4's Llama4TextExperts, two bmm
+    # over (E, tokens, d); False: each token through its top k only (grouped_mm over the slots)
+    experts_every_token: bool = False
     # the order parameters are registered in a layer (AdamW visits them so): "tree" (as the cost
     # tree lists them), "norm_first" (each sublayer's norm before its block), "norms_last" (every
     # norm after the sublayers)

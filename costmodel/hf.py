@@ -4,12 +4,13 @@ Read as plain JSON: no transformers import, no network, no code from the file. T
 describes the class a user trains: *ForCausalLM for decoders, BertModel (with pooler) for BERT,
 T5ForConditionalGeneration for T5. Defaults are those of transformers' configuration classes.
 This module reads the Llama-like families and dispatches on model_type; costmodel/hf_classic.py
-reads the others (GPT-NeoX, Falcon, OPT, BLOOM, GPT-2, BERT, T5) and
+reads the others (GPT-NeoX, Falcon, OPT, BLOOM, GPT-2, BERT, T5),
 costmodel/hf_rope_layernorm.py StarCoder2 and Phi, costmodel/hf_gpt_oss.py gpt-oss,
 costmodel/hf_llama_variants.py the Llama-like families whose blocks exist here under other names
 (OLMo 1/3, OLMoE, EXAONE 4, Seed-OSS, Helium, Arcee, GLM-4, ERNIE 4.5, Apertus),
-costmodel/hf_classic_more.py StableLM, GPT-BigCode, MPT, GPT-J, GPT-Neo and Cohere 1-2, all through
-costmodel/hf_fields.py's typed field access.
+costmodel/hf_classic_more.py StableLM, GPT-BigCode, MPT, GPT-J, GPT-Neo and Cohere 1-2, and
+costmodel/hf_llama4.py Llama 4's language model, all through costmodel/hf_fields.py's typed
+field access.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .hf_classic import CLASSIC_BUILDERS
 from .hf_classic_more import CLASSIC_MORE_ARCHITECTURES, CLASSIC_MORE_BUILDERS, CLASSIC_MORE_NAMES
 from .hf_fields import Fields, rotary_fraction
 from .hf_gpt_oss import GPT_OSS_ARCHITECTURES, GPT_OSS_BUILDERS, GPT_OSS_NAMES
+from .hf_llama4 import LLAMA4_ARCHITECTURES, LLAMA4_BUILDERS, LLAMA4_NAMES
 from .hf_llama_variants import (LLAMA_VARIANT_ARCHITECTURES, LLAMA_VARIANT_BUILDERS,
                                 LLAMA_VARIANT_NAMES, LlamaReader)
 from .hf_rope_layernorm import (ROPE_LAYERNORM_ARCHITECTURES, ROPE_LAYERNORM_BUILDERS,
@@ -32,7 +34,8 @@ SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3
                          "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "internlm3",
                          "exaone", "iquestcoder", "granite", "smollm3", "olmo2", "gpt2", "bert", "t5",
                          *ROPE_LAYERNORM_BUILDERS, *GPT_OSS_BUILDERS,
-                         *LLAMA_VARIANT_BUILDERS, *CLASSIC_MORE_BUILDERS)
+                         *LLAMA_VARIANT_BUILDERS, *CLASSIC_MORE_BUILDERS,
+                         *LLAMA4_BUILDERS)
 
 
 #: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
@@ -425,6 +428,7 @@ _BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
     **CLASSIC_BUILDERS,
     **ROPE_LAYERNORM_BUILDERS,
     **GPT_OSS_BUILDERS,
+    **LLAMA4_BUILDERS,
     **{model_type: (lambda f, name, build=build: build(f, name, _LLAMA_READER))
        for model_type, build in LLAMA_VARIANT_BUILDERS.items()},
     **CLASSIC_MORE_BUILDERS,
@@ -447,6 +451,7 @@ ARCHITECTURE_TYPES = {
     "T5ForConditionalGeneration": "t5", "T5Model": "t5",
     **ROPE_LAYERNORM_ARCHITECTURES,
     **GPT_OSS_ARCHITECTURES,
+    **LLAMA4_ARCHITECTURES,
     **LLAMA_VARIANT_ARCHITECTURES,
     **CLASSIC_MORE_ARCHITECTURES,
 }
@@ -465,6 +470,7 @@ HF_FIELD_NAMES: dict[str, dict[str, str]] = {
            "n_decoder_layers": "num_decoder_layers"},
     **ROPE_LAYERNORM_NAMES,
     **GPT_OSS_NAMES,
+    **LLAMA4_NAMES,
     **LLAMA_VARIANT_NAMES,
     **CLASSIC_MORE_NAMES,
 }

@@ -48,6 +48,9 @@ class AttentionCall:
     # bytes of each key and value element read (None: the activations'): a quantized cache the
     # kernel reads as stored (blocks.AttentionCore.cache_element_bytes)
     kv_element_bytes: int | None = None
+    # the window is a chunk: position p sees keys from (p // window) window (Llama 4); last, so
+    # that positional construction and the disk cache's rows keep their order
+    chunked: bool = False
 
     def moved_bytes(self, element_bytes: int) -> int:
         """What the call reads and writes, as the tree's fused scores and weighted sum state it:
@@ -67,12 +70,18 @@ class AttentionCall:
     def executed_pairs(self, block: int) -> int:
         """(query, key) pairs in the blocks the kernel computes: for each block of `block`
         queries, the key blocks from the first key any of them sees (a window) to the last (the
-        causal diagonal; queries are the last n_q of the n_kv positions)."""
+        causal diagonal; queries are the last n_q of the n_kv positions). Chunked: from the first
+        query's chunk's first key."""
         offset, pairs = self.n_kv - self.n_q, 0
         for start in range(0, self.n_q, block):  # integers only (no numpy: plan imports neither)
             rows = min(start + block, self.n_q) - start
             last = self.n_kv if not self.causal else min(offset + start + rows, self.n_kv)
-            first = 0 if self.window is None else max(offset + start - self.window + 1, 0) // block * block
+            if self.window is None:
+                first = 0
+            elif self.chunked:
+                first = (offset + start) // self.window * self.window // block * block
+            else:
+                first = max(offset + start - self.window + 1, 0) // block * block
             last_block = min(-(-last // block) * block, self.n_kv)
             pairs += rows * max(last_block - first, 0)
         return self.batch * self.heads * pairs

@@ -345,6 +345,7 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
             batch=int(_number(S.b, subs)), heads=int(_number(S.h, subs)),
             n_q=int(_number(block.q_len, subs)), n_kv=int(_number(block.k_len, subs)),
             head_dim=int(_number(block.qk_dim, subs)), causal=block.causal, window=window,
+            chunked=block.chunked,
             value_dim=int(_number(block.value_dim, subs)), kv_heads=int(_number(block.kv_heads, subs)),
             values_are_keys=block.values_are_keys,
             kv_element_bytes=None if block.cache_element_bytes == S.e else int(block.cache_element_bytes))]

@@ -227,6 +227,7 @@ class TreeBuilder:
             causal=not cross and cached != 0,
             kv_heads=S.h if all_heads else S.h_kv,
             windowed=window and not self.decode,
+            chunked=window and not self.decode and cfg.chunked_window,
             latent=cfg.mla and not cross,
             sinks=cfg.attention_sinks and not cross,
         )
@@ -257,6 +258,10 @@ class TreeBuilder:
                 tables = 2 * q_len * width * (FP32 if profile.facts.rotary_tables_fp32 else S.e)
             projections.append(at.leaf("rope", B.RotaryEmbedding(q_tokens, kv_tokens, width, key_heads,
                                                                  tables, profile)))
+            if cfg.qk_l2_norm:  # Llama 4: after RoPE, on the RoPE layers only
+                projections.append(at.leaf("qk_norm", B.HeadL2Norms(q_tokens, kv_tokens)))
+        if cfg.nope_temperature and not rope and not cross:
+            projections.append(at.leaf("temperature", B.AttentionTemperature(q_tokens, q_len)))
         scores = B.AttentionScores(q_len, k_len, **core, position_bias=position_bias,
                                    scaled=cfg.scaled_scores or profile.facts.scores_times_unit_scale,
                                    softcap=cfg.attention_softcap is not None and not cross)
@@ -284,8 +289,10 @@ class TreeBuilder:
             body = [
                 at.leaf("router", B.Router(tokens, cfg.router, cfg.renormalize_top_k, self.profile,
                                            bias=cfg.router_bias)),
-                at.leaf("experts", B.Experts(tokens, self.profile, bias=cfg.expert_bias,
-                                             clamped=cfg.swiglu_limit is not None)),
+                at.leaf("experts", B.EveryTokenExperts(tokens, self.profile)
+                        if self.profile.facts.experts_every_token and not self.profile.routed_experts
+                        else B.Experts(tokens, self.profile, bias=cfg.expert_bias,
+                                       clamped=cfg.swiglu_limit is not None)),
             ]
             if cfg.d_shared:
                 body.append(at.leaf("shared_expert", B.FeedForward(
@@ -350,10 +357,15 @@ class TreeBuilder:
         windows = cfg.n_window_layers
         all_window = windows == cfg.n_decoder_layers
         experts = cfg.moe
+        if cfg.nope_layers and cfg.n_dense_layers:  # Llama 4 Maverick: every NoPE layer has experts
+            rope_window = all_window or cfg.nope_full_layers  # its chunks: on the RoPE layers
+            return [LayerKind("dense", S.L_dec - S.L_moe, rope_window, False),
+                    LayerKind("moe", S.L_moe - S.L_np, rope_window, True),
+                    LayerKind("moe_nope", S.L_np, all_window, True, rope=False)]
         if cfg.n_dense_layers:
             return [LayerKind("dense", S.L_dec - S.L_moe, all_window, False),
                     LayerKind("moe", S.L_moe, all_window, True)]
-        if cfg.nope_full_layers:  # EXAONE 4: RoPE on the sliding layers, none on the full ones
+        if cfg.nope_full_layers:  # EXAONE 4, Llama 4 Scout: RoPE (and a window, a chunk) on the same layers
             return [LayerKind("sliding", S.L_w, True, experts),
                     LayerKind("full", S.L_dec - S.L_w, False, experts, rope=False)]
         if cfg.nope_layers:  # SmolLM3: RoPE on all but the NoPE layers (layer 0 has it)

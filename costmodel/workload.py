@@ -25,7 +25,8 @@ NOT_IN_REFERENCE = {
     "embedding_dim": None, "n_experts": 0, "kv_lora_rank": None, "attention_dropout": None,
     "mtp_layers": 0, "embedding_multiplier": None, "residual_multiplier": None,
     "logits_scaling": None, "nope_layers": 0, "attention_sinks": False,
-    "norm_affine": True, "clip_qkv": None,
+    "norm_affine": True, "clip_qkv": None, "qk_l2_norm": False, "nope_temperature": False,
+    "chunked_window": False,
 }
 
 

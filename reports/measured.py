@@ -82,12 +82,13 @@ def _scaled(value: int | None, old: int, new: int, even: bool = False) -> int | 
 def _tiny_newer_fields(cfg: ModelConfig, d_head: int) -> dict[str, Any]:
     """The newer families' sizes at the tiny member's scale, every choice kept: the rotary part
     of a head, the embedding width, windows, experts (one dense layer at most: one layer keeps
-    its experts), MLA's ranks."""
+    its experts), layers without RoPE (one at most), MLA's ranks."""
     fields: dict[str, Any] = {
         "rotary_dim": _scaled(cfg.rotary_dim, cfg.d_head, d_head, even=True),
         "embedding_dim": _scaled(cfg.embedding_dim, cfg.d_model, TINY_WIDTH),
         "sliding_window": None if cfg.sliding_window is None else min(cfg.sliding_window, 16),
         "window_layers": None if cfg.window_layers is None else 1,
+        "nope_layers": min(cfg.nope_layers, TINY_LAYERS - 1),  # the last layer without RoPE
     }
     if cfg.moe:
         fields.update(n_dense_layers=min(cfg.n_dense_layers, TINY_LAYERS - 1),

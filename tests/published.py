@@ -71,7 +71,20 @@ FLAGSHIPS = {
     # tokenizer name left out). No biases, weight-only LayerNorms, no position table: 50,432 x
     # 4,096 (embedding, tied head) + 32 x 201,334,784 + 4,096 (final norm).
     "mpt-7b": 6_649_286_656,
+    # Llama 4's language models (Llama4ForCausalLM from the text_config of meta-llama/Llama-4-
+    # Scout-17B-16E and -Maverick-17B-128E, costmodel/presets/llama4-*.json): 2 x 202,048 x 5,120
+    # (embedding, head) + 48 layers of attention (62,914,560) and two norms, Scout's 48 expert
+    # layers (16 experts and a shared one of 8,192, a router of 16 x 5,120), Maverick's 24 expert
+    # layers of 128 experts and 24 dense layers of 16,384.
+    "llama4-scout": 107_769_861_120,
+    "llama4-maverick": 400_711_848_960,
 }
+
+#: What the Llama 4 model cards count besides the language model: the vision encoder and its
+#: projector, 871,932,416 parameters in both (Llama4ForConditionalGeneration less
+#: Llama4ForCausalLM, from the released vision_config: 34 layers of 1,408, 16 heads, MLP 5,632,
+#: patch 14 at 336, projector 4,096 -> 5,120; tests/test_hf_llama4.py counts both classes).
+LLAMA4_VISION = 871_932_416
 
 #: Active parameters per token of the mixtures of experts (every routed expert a token skips left
 #: out), by the same classes.
@@ -81,6 +94,9 @@ PUBLISHED_ACTIVE = {
     "deepseek-v3": 37_552_282_624,
     "gpt-oss-20b": 4_187_440_704,
     "gpt-oss-120b": 5_711_982_912,
+    # one routed expert of 3 x 5,120 x 8,192 a token in each expert layer, the rest as the total
+    "llama4-scout": 17_172_894_720,
+    "llama4-maverick": 17_184_691_200,
 }
 
 #: What the model cards and papers print, as (total, active or None, the figure's unit, source).
@@ -126,6 +142,13 @@ CARDS = {
     "gpt-oss-120b": (116.83e9, None, 0.01e9, "gpt-oss model card (arXiv 2508.10925), Table 1: 116.83B"),
     "mpt-7b": (6.7e9, None, 0.1e9, "mosaicml/mpt-7b model card: 6.7B parameters "
                                    "(www.promptlayer.com/models/mpt-7b quotes it)"),
+    # The Llama 4 model cards (huggingface.co/meta-llama/Llama-4-Scout-17B-16E and
+    # -Maverick-17B-128E; Meta's blog "The Llama 4 herd", 2025-04-05) count the multimodal model:
+    # the language model (FLAGSHIPS) plus LLAMA4_VISION, 108.64B and 401.58B. Scout's "109B"
+    # agrees to its printed digit; Maverick's "400B" is a round figure (the class holds 1.58B
+    # more), so its unit is 10B. Active: the language model's, 17.17B and 17.18B ("17B").
+    "llama4-scout": (109e9, 17e9, 1e9, "Llama 4 Scout model card: 17B active, 109B total"),
+    "llama4-maverick": (400e9, 17e9, 10e9, "Llama 4 Maverick model card: 17B active, 400B total"),
 }
 
 #: The gpt-oss model card's Table 1 beyond the totals (active parameters without the embedding

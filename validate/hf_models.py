@@ -28,7 +28,7 @@ LLAMA_VARIANT_FAMILIES = tuple(LLAMA_VARIANT_DICTS)
 DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falcon_new",
                  "falcon_rw", "opt", "bloom", "mixtral", "qwen2_moe", "deepseek_v3", "ministral",
                  "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm", "starcoder2", "phi", "granite", "smollm3",
-                 "olmo2", "gpt_oss", *LLAMA_VARIANT_FAMILIES, *CLASSIC_MORE_DICTS)
+                 "olmo2", "gpt_oss", "llama4_text", *LLAMA_VARIANT_FAMILIES, *CLASSIC_MORE_DICTS)
 HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5", *DICT_FAMILIES)
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
@@ -117,7 +117,8 @@ def _llama_like(cfg: ModelConfig, attn: str) -> Any:
 _NEWER_FIELDS = ("qk_norm", "post_sublayer_norm", "attention_softcap", "logit_softcap", "rotary_dim",
                  "parallel_attention", "parallel_norms", "position_offset", "embedding_dim",
                  "n_experts", "kv_lora_rank", "attention_dropout", "embedding_multiplier",
-                 "residual_multiplier", "logits_scaling", "nope_layers", "norm_affine", "clip_qkv")
+                 "residual_multiplier", "logits_scaling", "nope_layers", "norm_affine", "clip_qkv",
+                 "qk_l2_norm", "nope_temperature", "chunked_window")
 
 
 def _only_llama_fields(cfg: ModelConfig) -> bool:
@@ -301,6 +302,24 @@ def _smollm3_dict(cfg: ModelConfig) -> dict[str, Any]:
                                 for i in range(cfg.n_decoder_layers)])
 
 
+def _llama4_dict(cfg: ModelConfig) -> dict[str, Any]:
+    """Llama 4's language model (llama4_text): the layers with experts, the NoPE layers, and the
+    chunked layers (its window) listed layer by layer."""
+    kinds = [cfg.layer_kind_at("decoder", i) for i in range(cfg.n_decoder_layers)]
+    moe = [i for i, kind in enumerate(kinds) if cfg.moe and kind != "dense"]
+    window = dict(attention_chunk_size=cfg.sliding_window)
+    if cfg.sliding_window is not None:
+        window["layer_types"] = ["chunked_attention" if cfg.layer_slides(i) else "full_attention"
+                                 for i in range(cfg.n_decoder_layers)]
+    return dict(_llama_dict(cfg, "llama4_text"), intermediate_size=cfg.d_expert,
+                intermediate_size_mlp=cfg.d_ff, num_local_experts=max(cfg.n_experts, 1),
+                num_experts_per_tok=max(cfg.top_k, 1), moe_layers=moe,
+                no_rope_layers=[0 if kind is not None and (kind.endswith("nope") or (
+                    kind == "full" and cfg.nope_full_layers)) else 1 for kind in kinds],
+                use_qk_norm=cfg.qk_l2_norm, attn_temperature_tuning=cfg.nope_temperature,
+                attention_bias=cfg.qkv_bias, pad_token_id=None, **window)
+
+
 def _olmo2_dict(cfg: ModelConfig) -> dict[str, Any]:
     """OLMo 2's config.json: Llama's fields (attention_bias on q, k, v and o; its MLP has none)."""
     return dict(_llama_dict(cfg, "olmo2"), attention_bias=cfg.qkv_bias, pad_token_id=None)
@@ -441,7 +460,7 @@ _DICTS = {
     "deepseek_v2": lambda cfg: _deepseek_v3_dict(cfg, "deepseek_v2"),
     "cwm": lambda cfg: _ministral_dict(cfg, "cwm"),
     "starcoder2": _starcoder2_dict, "phi": _phi_dict, "granite": _granite_dict,
-    "smollm3": _smollm3_dict, "olmo2": _olmo2_dict, "gpt_oss": _gpt_oss_dict,
+    "smollm3": _smollm3_dict, "olmo2": _olmo2_dict, "gpt_oss": _gpt_oss_dict, "llama4_text": _llama4_dict,
     **CLASSIC_MORE_DICTS,
 }
 

@@ -35,7 +35,8 @@ Conventions (what "formula == measurement" means, see docs/design.md):
 from __future__ import annotations
 
 from .attention import (
-    KV_SCALE_BYTES, AttentionCore, AttentionOutput, AttentionScores, QKVProjection, RotaryEmbedding,
+    KV_SCALE_BYTES, AttentionCore, AttentionOutput, AttentionScores, AttentionTemperature, QKVProjection,
+    RotaryEmbedding,
     Softmax, WeightedSum, kv_cache_bytes,
 )
 from .base import OTHER_FLOPS_PER_ELEMENT, Block, Cost, LinearOp, Profile, Tensor, linears_cost, quantized_bytes
@@ -43,16 +44,17 @@ from .embedding import (
     AlibiSlopes, EmbeddingProjection, LearnedPositions, RelativePositionBias, RotaryTables,
     KeptCausalMask, SharedAttentionMask, SinusoidalPositions, TokenEmbedding, TokenTypes,
 )
-from .ffn import ACTIVATION_OPS, Experts, FeedForward, Router, SharedExpertGate
+from .ffn import ACTIVATION_OPS, EveryTokenExperts, Experts, FeedForward, Router, SharedExpertGate
 from .head import CrossEntropy, LMHead, LogitScale, LogitSoftcap, Pooler, SumLoss
 from .mla import LatentAttention
-from .norms import ClipQKV, Dropout, HeadNorms, KeptOutputs, LayerCheckpoint, Norm, Residual, SublayerInput
+from .norms import ClipQKV, Dropout, HeadL2Norms, HeadNorms, KeptOutputs, LayerCheckpoint, Norm, Residual, SublayerInput
 from .optimizer import OptimizerStep, TensorRun
 
 __all__ = [
     "ACTIVATION_OPS", "KV_SCALE_BYTES", "OTHER_FLOPS_PER_ELEMENT", "AlibiSlopes", "AttentionCore",
-    "AttentionOutput", "AttentionScores", "Block", "Cost", "CrossEntropy", "Dropout",
-    "ClipQKV", "EmbeddingProjection", "Experts", "FeedForward", "HeadNorms", "KeptOutputs", "LMHead",
+    "AttentionOutput", "AttentionScores", "AttentionTemperature", "Block", "Cost", "CrossEntropy", "Dropout",
+    "ClipQKV", "EmbeddingProjection", "EveryTokenExperts", "Experts", "FeedForward", "HeadL2Norms", "HeadNorms",
+    "KeptOutputs", "LMHead",
     "LatentAttention", "LayerCheckpoint", "LinearOp", "LearnedPositions", "LogitScale", "LogitSoftcap", "Norm", "OptimizerStep", "Pooler",
     "Profile", "QKVProjection", "RelativePositionBias", "Residual", "RotaryEmbedding", "SublayerInput",
     "RotaryTables", "Router", "KeptCausalMask", "SharedAttentionMask", "SharedExpertGate", "SinusoidalPositions",

@@ -114,6 +114,25 @@ class RotaryEmbedding(Block):
 
 
 @dataclass(frozen=True)
+class AttentionTemperature(Block):
+    """Llama 4's attention temperature tuning on its NoPE layers: the queries times
+    log1p(floor((position + 1) / floor_scale)) * attn_scale + 1, one fp32 scale per position,
+    broadcast over the batch and the heads. The scales come from q_len positions (an add of the
+    cached length, +1, a divide, floor, log1p, a multiply, +1: the adds and multiplies counted,
+    floor and log1p, kinds of their own, not); the multiply keeps the fp32 scales (not the
+    queries, as the scales need no gradient)."""
+
+    q_tokens: Expr
+    q_len: Expr
+    title = "attention temperature"
+
+    def cost(self) -> Cost:
+        values = self.q_tokens * S.h * S.d_h
+        return make_cost(elements=[("mul", values + 2 * self.q_len), ("add", 3 * self.q_len)],
+                         saved_bytes=FP32 * self.q_len, bytes_other=elementwise_bytes(values))
+
+
+@dataclass(frozen=True)
 class AttentionCore(Block):
     """What the scores, softmax and weighted-sum blocks share: lengths, profile, kernel.
 
@@ -132,14 +151,20 @@ class AttentionCore(Block):
     value_dim: Expr = S.d_h  # width of a value head (MLA: d_v)
     kv_heads: Expr = S.h_kv  # heads of K and V as they reach the kernel (Falcon's new layout: h)
     windowed: bool = False  # a sliding-window layer's prefill (its "windowed" variant)
+    chunked: bool = False  # the window is Llama 4's chunk (ModelConfig.chunked_window)
     latent: bool = False  # MLA (its "absorbed" variant)
     sinks: bool = False  # a learned logit per head joins each softmax row (gpt-oss)
 
     @property
     def windowed_pairs(self) -> Expr:
         """(query, key) pairs a causal kernel with a window of w computes over a prompt of n:
-        query i attends min(i, w) keys, n w - w (w - 1) / 2 in all once n >= w."""
+        query i attends min(i, w) keys, n w - w (w - 1) / 2 in all once n >= w. Chunks of w
+        (chunked): query i (from 0) attends i mod w + 1 keys, w (w + 1) / 2 a whole chunk."""
         n = self.q_len
+        if self.chunked:
+            chunks = sp.floor(n / S.w)
+            rest = n - chunks * S.w
+            return S.b * S.h * (chunks * S.w * (S.w + 1) / 2 + rest * (rest + 1) / 2)
         return S.b * S.h * sp.Piecewise((n * S.w - S.w * (S.w - 1) / 2, n >= S.w),
                                         (n * (n + 1) / 2, True))
 

@@ -97,6 +97,10 @@ class Profile:
     # that leaves the loss to the model's code). Its passes are timed where the model's code calls
     # it unfused (facts.loss_passes).
     framework_loss: str | None = None
+    # A serving engine's or a training framework's MoE kernel (vLLM's fused_moe, Megatron's
+    # grouped GEMM) runs each token through its top k experts only, whatever transformers' class
+    # does: facts.experts_every_token (Llama 4's Llama4TextExperts) does not apply.
+    routed_experts: bool = False
 
     @cached_property
     def facts(self) -> Facts:

@@ -139,7 +139,8 @@ class RotaryTables(Block):
     """RoPE's cos and sin for the n positions, shared by all layers of a stack.
 
     Computed per forward (facts.rotary_tables == "forward", Hugging Face) in the activation dtype
-    (OLMo 2: fp32, facts.rotary_tables_fp32):
+    (OLMo 2: fp32, facts.rotary_tables_fp32; Llama 4: "complex", one complex64 per pair of
+    dimensions, 4 n d_h bytes kept whatever the dtype):
     the rotation keeps both for backward, 2 * n * d_h elements (gpt-oss: 2 * n * d_h / 2,
     facts.rotary_tables_half; none where each layer interleaves its own copy,
     facts.rotary_tables_per_layer: RotaryEmbedding keeps those), and the module holds inv_freq and
@@ -157,13 +158,16 @@ class RotaryTables(Block):
     title = "rotary cos/sin tables"
 
     def cost(self) -> Cost:
+        inv_freq = self.sets * 2 * FP32 * (self.width / 2)  # inv_freq and original_inv_freq
+        if self.profile.facts.rotary_tables == "complex":  # complex64: 8 bytes a pair of dimensions
+            return make_cost(saved_bytes=self.sets * 2 * FP32 * self.seq * (self.width / 2),
+                             buffer_bytes=inv_freq)
         if self.profile.facts.rotary_tables == "forward":
             facts = self.profile.facts
             size = FP32 if facts.rotary_tables_fp32 else S.e
             width = self.width / 2 if facts.rotary_tables_half else self.width
             kept = 0 if facts.rotary_tables_per_layer else self.sets * 2 * self.seq
-            return make_cost(saved_bytes=kept * width * size,
-                             buffer_bytes=self.sets * 2 * FP32 * (self.width / 2))
+            return make_cost(saved_bytes=kept * width * size, buffer_bytes=inv_freq)
         if self.profile.facts.rotary_tables == "sincos_buffer":  # sin and cos halves, fp32
             return make_cost(buffer_bytes=FP32 * S.P * self.width)
         return make_cost(buffer_bytes=2 * S.P * self.width * S.e)

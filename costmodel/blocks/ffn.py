@@ -127,7 +127,9 @@ class Router(Block):
 
     "softmax" (Mixtral, Qwen2-MoE): an fp32 softmax over the logits and its top k. "sigmoid"
     (DeepSeek-V3): fp32 sigmoid scores, plus a bias for the choice only (e_score_correction_bias,
-    an fp32 buffer of E), the top k within the best groups. Kept for backward (FINDINGS 11.3): the
+    an fp32 buffer of E), the top k within the best groups. "sigmoid_topk" (Llama 4): the top k
+    of the logits scattered into a row of -inf, then an fp32 sigmoid over all E (the others 0);
+    the scatter keeps the top-k indices the top-k keeps (one tensor). Kept for backward (FINDINGS 11.3): the
     fp32 probabilities, the int64 top-k indices, and where the weights are renormalised
     (renormalize) their fp32 sum and values; a router run in fp32 (facts.router_dtype) keeps an fp32
     copy of its input in a narrower model. Its input is the norm's output, kept there. The group
@@ -156,7 +158,7 @@ class Router(Block):
             saved = FP32 * tokens * S.E + INDEX * tokens * S.k
             if self.renormalize:
                 saved += FP32 * tokens + FP32 * tokens * S.k
-            elements = [(self.kind, tokens * S.E)]
+            elements = [("sigmoid" if self.kind == "sigmoid_topk" else self.kind, tokens * S.E)]
         if self.profile.facts.router_dtype == "fp32":
             saved += unless_fp32(FP32 * tokens * S.d)
         return make_cost(
@@ -263,6 +265,40 @@ class Experts(Block):
             matrix_read_share=read / S.E,
             bytes_other=glu_moved + elementwise_bytes(slots * S.d, reads=2)
             + (elementwise_bytes(slots * (2 * S.d_x + S.d), reads=2) if self.bias else ZERO),
+        )
+
+
+@dataclass(frozen=True)
+class EveryTokenExperts(Experts):
+    """Routed experts that run every token through every expert (facts.experts_every_token,
+    Llama 4's Llama4TextExperts): the input repeated E times and multiplied by each token's
+    router score (a column of E tokens), then bmm by gate_up_proj (E, d, 2 d_x), SiLU times the
+    up half, bmm by down_proj (E, d_x, d), and the E outputs summed. S = tokens E slots, so the
+    FLOPs are E / k times the routed ones whatever the routing. Kept for backward: the repeated
+    input and the score column (the multiply's two factors), its product (the first bmm's input),
+    the gate_up output (SiLU's input and the up half, one tensor), the SiLU output and the product
+    (the second bmm's input): e S (2 d + 1 + 4 d_x). A token still uses k experts' weights (its
+    active parameters); every expert's matrices are read."""
+
+    title = "routed experts (every token)"
+
+    def cost(self) -> Cost:
+        slots = self.tokens * S.E
+        forward = self.expert_flops(slots)
+        one_expert = 3 * S.d * S.d_x
+        return make_cost(
+            tensors=[Tensor(S.E, 2 * S.d_x * S.d), Tensor(S.E, S.d * S.d_x)],
+            matrices=[weight_matrix(S.d, 2 * S.d_x, S.E), weight_matrix(S.d_x, S.d, S.E)],
+            flops_matmul=forward,
+            flops_matmul_backward=2 * forward,
+            elements=[("silu", slots * S.d_x), ("mul", slots * S.d_x + slots * S.d),
+                      ("add", slots * S.d)],
+            saved_bytes=S.e * slots * (2 * S.d + 1 + 4 * S.d_x),
+            inactive_params=(S.E - S.k) * one_expert,
+            bytes_matmul=S.e * (S.E * one_expert + slots * (2 * S.d + 3 * S.d_x)),
+            # the repeat, the scaling, SiLU and the product, the sum of the E outputs
+            bytes_other=elementwise_bytes(slots * S.d) + elementwise_bytes(slots * S.d, reads=2)
+            + elementwise_bytes(slots * S.d_x, reads=2) + elementwise_bytes(slots * S.d),
         )
 
 

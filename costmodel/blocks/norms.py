@@ -137,6 +137,24 @@ class HeadNorms(Block):
 
 
 @dataclass(frozen=True)
+class HeadL2Norms(Block):
+    """Llama 4's qk_norm (Llama4TextL2Norm): x * rsqrt(mean(x^2) + eps) over each query and key
+    head (d_h wide) after RoPE, computed in fp32 (x.float()), no weight. Kept for backward: the
+    fp32 input (pow and the multiply keep the same copy) and the fp32 rsqrt per head row; the
+    output, cast back, goes on to the scores, which keep their own copy."""
+
+    q_tokens: Expr
+    kv_tokens: Expr
+    title = "query and key L2 norms"
+
+    def cost(self) -> Cost:
+        rows = self.q_tokens * S.h + self.kv_tokens * S.h_kv
+        values = rows * S.d_h
+        return make_cost(elements=[("rmsnorm", values)], saved_bytes=FP32 * (values + rows),
+                         bytes_other=elementwise_bytes(values))
+
+
+@dataclass(frozen=True)
 class ClipQKV(Block):
     """OLMo's clip_qkv: the q, k and v projections clamped in place; autograd keeps a copy of
     each as it was before the clamp (an in-place op whose backward reads its input)."""

@@ -130,7 +130,7 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
     profile = profile_for(cfg, workload, precision=framework.precision, device=layout.device,
                           optimizer_impl="foreach" if layout.device == "cuda" else "single",
                           fp8_activations=fp8_activations(layout) and estimate.phase == "train",
-                          framework_loss=framework.loss)
+                          framework_loss=framework.loss, routed_experts=True)
     tree = CostModel(cfg, profile, phase=estimate.phase)
     values = _rank_key(estimate, fused_attention, compiled, autocast)["values"]
     eager = training_bytes(eager_training(estimate, compiled, autocast))

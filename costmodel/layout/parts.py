@@ -85,7 +85,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     profile = profile_for(cfg, workload, precision=framework.precision_for(workload.dtype), device=layout.device,
                           optimizer_impl="foreach" if layout.device == "cuda" else "single",
                           fp8_activations=fp8_activations(layout) and phase == "train",
-                          framework_loss=framework.loss)
+                          framework_loss=framework.loss, routed_experts=True)
     tree = CostModel(cfg, profile, phase=phase)
     parts = part_of(tree)
     loss_parallel = uses_loss_parallel(layout)

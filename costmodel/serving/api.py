@@ -131,7 +131,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                           f"cache is modelled for the {', '.join(s for s in SCHEDULERS if not s.startswith('hf-'))} "
                           f"schedulers.")
     profile = serving_profile(cfg, attention, weight_dtype, kv_dtype, mla, fp8_gemm, weight_group,
-                              kv_read_as_stored=scheduler != "static")
+                              kv_read_as_stored=scheduler != "static",
+                              routed_experts=scheduler != "static" and not scheduler.startswith("hf-"))
     check_tensor_parallel_groups(cfg, profile, tp)
     from ..config import DTYPE_BYTES, Workload
 

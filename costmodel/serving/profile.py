@@ -14,15 +14,19 @@ from ..tree import CostModel, model_values, profile_for
 
 def serving_profile(cfg: ModelConfig, attention: str = "flash", weight_dtype: str | None = None,
                     kv_dtype: str | None = None, mla: str = "absorbed", fp8_gemm: str = "auto",
-                    weight_group: int | None = None, kv_read_as_stored: bool = True) -> Any:
+                    weight_group: int | None = None, kv_read_as_stored: bool = True,
+                    routed_experts: bool = True) -> Any:
     """The implementation profile of a paged engine: no dropout, a cache written in place, latent
     attention absorbed (as vLLM's MLA backend runs it); fp8 weights' GEMMs as fp8_gemm says
     (spec.FP8_GEMMS); weight_group: values per scale of weight_dtype (its default when None);
     kv_read_as_stored: its fused attention reads a quantized cache as stored (Profile's field;
-    False for Hugging Face generate's static batching, whose QuantizedCache dequantizes)."""
+    False for Hugging Face generate's static batching, whose QuantizedCache dequantizes);
+    routed_experts: its MoE kernel runs each token through its top k experts (Profile's field;
+    False for transformers' own serving, which runs its class's experts as they are)."""
     workload = Workload(attention=attention, weight_dtype=weight_dtype, kv_dtype=kv_dtype, mla=mla,
                         fp8_gemm=fp8_gemm, weight_group=weight_group)
-    return profile_for(cfg, workload, dropout=False, kv_cache="static", kv_read_as_stored=kv_read_as_stored)
+    return profile_for(cfg, workload, dropout=False, kv_cache="static", kv_read_as_stored=kv_read_as_stored,
+                       routed_experts=routed_experts)
 
 
 def check_tensor_parallel_groups(cfg: ModelConfig, profile: Any, tp: int) -> None:
