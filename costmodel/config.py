@@ -101,8 +101,7 @@ class ModelConfig:
     # the query and key norms (qk_norm) each span the whole projection, h d_h and h_kv d_h wide,
     # with a weight that wide (OLMo 2), not one head (Qwen3)
     qk_norm_whole: bool = False
-    # False: the norms have no weight or bias (OLMo 1's LayerNorm), so no parameters
-    norm_affine: bool = True
+    norm_affine: bool = True  # False: norms with no weight or bias (OLMo 1's LayerNorm), no parameters
     # clamp the q, k and v projections in place to [-clip_qkv, clip_qkv] (OLMo 1.7, OLMoE): autograd
     # keeps a copy of each unclamped projection
     clip_qkv: float | None = None

@@ -215,6 +215,12 @@ class Workload:
                                 f"Face's cache holds the whole prompt after the prefill and "
                                 f"{cfg.sliding_window:,} tokens once decoding begins (see the KV cache "
                                 f"line).")
+        if cfg.n_experts and self.impl != "reference" and facts_for(self.impl, cfg.family).experts_every_token:
+            warnings.append(f"model {show(cfg.name)} as transformers' code runs it (impl {self.impl}) sends "
+                            f"every token through all {cfg.n_experts} routed experts, each scaled by its "
+                            f"router score, so FLOPs and activations count all {cfg.n_experts}; engines and "
+                            f"frameworks run each token's top {cfg.top_k} only (serve's vllm, sarathi and "
+                            f"orca schedulers, plan, --impl megatron).")
         return warnings
 
     def lengths(self, cfg: Any) -> dict[str, int]:

@@ -360,3 +360,18 @@ def test_llama4_is_exact_under_sdpa(name):
                     target="hf")
     assert "bytes saved for backward" in {row.quantity for row in rows}
     assert [row for row in rows if row.difference != 0] == []
+
+
+def test_estimate_says_transformers_runs_every_expert():
+    """impl hf counts every token through all routed experts (Llama4TextExperts), and says so
+    with the way to the routed count; a routing framework and a model that routes (Mixtral) say
+    nothing."""
+    from costmodel import load_model, make_workload
+
+    scout, mixtral = load_model("llama4-scout"), load_model("mixtral-8x7b")
+
+    def said(cfg, impl):
+        return [w for w in make_workload(cfg, seq_len=16, impl=impl)[1] if "routed experts" in w]
+
+    assert [w for w in said(scout, "hf") if "all 16 routed experts" in w and "top 1 only" in w]
+    assert not said(scout, "megatron") and not said(mixtral, "hf")
