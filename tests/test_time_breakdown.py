@@ -78,3 +78,17 @@ def test_every_pipelined_published_row_prints_its_split(capsys):
     # sequence parallelism sends its shard and gathers nothing
     present = [exchange for step, exchange in zip(steps, exchanges) if " present " in step]
     assert len(present) == 3 and all(" + gathers 0.000 " in line for line in present)
+
+
+def test_the_script_prints_one_line_for_every_published_run(capsys):
+    """`python validate/time_breakdown.py` walks every run of published_runs.json: one line each,
+    the GPU-hours rows in hours (they have no tokens/s figure; the script stopped at them)."""
+    from reports.published_runs import other_runs_data
+    from validate.time_breakdown import main
+
+    main()
+    lines = capsys.readouterr().out.strip().splitlines()
+    runs = other_runs_data()["runs"]
+    assert [line.split(": published")[0] for line in lines] == [run["id"] for run in runs]
+    hours = [line for line in lines if line.startswith("gpu-hours-llama2 7b")]
+    assert hours and "published 184,320 GPU-hours" in hours[0]

@@ -23,8 +23,8 @@ from costmodel.kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompu
 from costmodel.attention_kernels import DEFAULT_KERNEL
 from costmodel.layout import Layout
 from costmodel.roofline import Roofline
-from reports.published_runs import (decode_layout_run, decode_setup, other_runs_data, train_run, train_setup,
-                                    train_tokens)
+from reports.published_runs import (decode_layout_run, decode_setup, other_runs_data, train_gpu_hours, train_run,
+                                    train_setup, train_tokens)
 
 
 def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]:
@@ -235,6 +235,9 @@ def main() -> None:
         elif run["kind"] == "train" and "published_tflops_per_gpu" in run:
             print(f"{run['id']}: published {run['published_tflops_per_gpu']} TFLOP/s; ours "
                   f"{train_run(run, source, 'kernels'):.0f} (kernel model)")
+        elif run["kind"] == "train" and "published_gpu_hours" in run:  # a whole run's hours
+            print(f"{run['id']}: published {run['published_gpu_hours']:,} GPU-hours; ours "
+                  f"{train_gpu_hours(run, source, 'kernels'):,.0f} (kernel model)")
         elif run["kind"] == "train":
             print(f"{run['id']}: published {run['published_tokens_per_s_per_gpu']:,} tokens/s a GPU; ours "
                   f"{train_tokens(run, source, 'kernels'):,.0f} (kernel model)")
