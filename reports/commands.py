@@ -286,8 +286,14 @@ def plot_validation(model, models, config, out, csv_path, no_full_size) -> None:
 
     _check_out(out)
     require_measure_extra("plot validation")
+    from costmodel.config import ConfigError
+
     cfgs = _models(model, models, config)
-    _save(build.make_validation(cfgs, progress, full_size=not no_full_size), out, csv_path)
+    try:
+        made = build.make_validation(cfgs, progress, full_size=not no_full_size)
+    except ConfigError as error:  # no model the reference builds: nothing to plot
+        raise ReportInputError(str(error)) from None
+    _save(made, out, csv_path)
 
 
 # ---------------------------------------------------------------------------------------------

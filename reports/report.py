@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
-from costmodel.config import ModelConfig, Workload
+from costmodel.config import ConfigError, ModelConfig, Workload
 from costmodel.presets import load_preset, preset_names
 
 from . import output, series
@@ -267,6 +267,10 @@ def make_validation(cfgs: Sequence[ModelConfig], progress: Progress, full_size: 
     from .measured import validation_points
 
     points = validation_points(list(cfgs), progress, full_size=full_size)
+    if not points:  # every model has a part the reference model does not build (MoE, windows...)
+        raise ConfigError(f"no formula-vs-measurement points: the reference model builds none of "
+                          f"{', '.join(c.name for c in cfgs)}; `validate --target hf` measures each "
+                          f"against transformers' class.")
     exact_points = sum(p.measured == p.formula for p in points)
     return Made(
         "validation", "Formula vs measurement",
@@ -415,7 +419,10 @@ def build(cfgs: Sequence[ModelConfig], batch: int = 1, dtype: str = "bf16", meas
                                  layout, hardware)
     if measure:
         say("formula vs measurement")
-        made.append(make_validation(cfgs, progress, full_size=full_size))
+        try:
+            made.append(make_validation(cfgs, progress, full_size=full_size))
+        except ConfigError as unmeasured:
+            notes.append(f"No formula-vs-measurement figure: {unmeasured}")
     else:
         notes.append("Measurements were skipped (--no-measure): no formula-vs-measurement figure, "
                      "and the claims show the cost tree's values only.")

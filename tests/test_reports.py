@@ -93,6 +93,25 @@ def test_plot_writes_one_figure(tmp_path, capsys):
     assert rows["llama2-7b"][1:3] == ["4096", "4096"] and rows["llama2-7b"][4] == "projections and FFN"
 
 
+def test_a_validation_figure_with_nothing_to_measure_is_one_line(tmp_path, capsys):
+    """Mixtral has routed experts, which the reference model does not build: no point to plot, so
+    `plot validation` says so in one line (exit 2, no file) and `report` notes it, where both
+    stopped on min() of nothing."""
+    pytest.importorskip("torch")
+    from reports.report import make_validation
+
+    out = tmp_path / "validation.svg"
+    code, _, err = run_main(["plot", "validation", "--model", "mixtral-8x7b", "--out", str(out)], capsys)
+    error = err.strip().splitlines()[-1]  # after the progress line saying it is skipped
+    assert code == 2 and error.startswith("error: ") and "reference model builds none of mixtral-8x7b" in error
+    assert not out.exists()
+    from costmodel import load_model
+    from costmodel.config import ConfigError
+
+    with pytest.raises(ConfigError, match="validate --target hf"):
+        make_validation([load_model("mixtral-8x7b")], lambda message: None)
+
+
 def test_writes_are_atomic(tmp_path, monkeypatch):
     from reports import output
 
