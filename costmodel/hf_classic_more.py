@@ -24,6 +24,25 @@ def _divided(f: Fields, d_model: int, n_heads: int, heads_key: str) -> int:
     return d_model // n_heads
 
 
+def _activation(f: Fields, family: str, default: str, names: dict[str, str]) -> str:
+    """The MLP's activation_function under the names this family's code maps (one line if not)."""
+    act = f.get("activation_function", default, str)
+    if act not in names:
+        raise ConfigError(f"{f.source}: unsupported activation_function {show(act)} for {family}.")
+    return names[act]
+
+
+def _one_dropout(f: Fields, family: str, resid: str, embed: str, default: float) -> float:
+    """The one dropout probability the tree puts on the embeddings and the sublayer outputs: the
+    config's two fields for them, which must agree (one line if not)."""
+    values = {key: float(f.get(key, default, float)) for key in (resid, embed)}
+    if values[resid] != values[embed]:
+        raise ConfigError(f"{f.source}: {resid} {show(values[resid])} and {embed} {show(values[embed])} "
+                          f"differ; {family} is modelled with one dropout probability on the "
+                          "embeddings and the sublayer outputs.")
+    return values[resid]
+
+
 def _stablelm(f: Fields, name: str) -> ModelConfig:
     """StableLM (StableLM-2, StableLM-3B-4E1T): q/k/v (biases per use_qkv_bias) and o_proj without
     a bias, RoPE on partial_rotary_factor of each head (0.25 by default), LayerNorms with biases, a
@@ -79,25 +98,18 @@ def _gpt_bigcode(f: Fields, name: str) -> ModelConfig:
     if not f.get("scale_attn_weights", True, bool):
         raise ConfigError(f"{f.source}: scale_attn_weights false (unscaled scores) is not "
                           "modelled for gpt_bigcode.")
-    act = f.get("activation_function", "gelu_pytorch_tanh", str)
-    acts = {"gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
-    if act not in acts:
-        raise ConfigError(f"{f.source}: unsupported activation_function {show(act)} for "
-                          "gpt_bigcode.")
-    values = {key: float(f.get(key, 0.1, float)) for key in ("resid_pdrop", "embd_pdrop")}
-    if values["resid_pdrop"] != values["embd_pdrop"]:
-        raise ConfigError(f"{f.source}: resid_pdrop {show(values['resid_pdrop'])} and embd_pdrop "
-                          f"{show(values['embd_pdrop'])} differ; gpt_bigcode is modelled with one "
-                          "dropout probability on the embeddings and the sublayer outputs.")
+    activation = _activation(f, "gpt_bigcode", "gelu_pytorch_tanh",
+                             {"gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"})
+    dropout = _one_dropout(f, "gpt_bigcode", "resid_pdrop", "embd_pdrop", 0.1)
     d_ff = f.get("n_inner", None)
     return ModelConfig(
         name=name, family="gpt_bigcode", vocab_size=f.get("vocab_size", 50257), d_model=d_model,
         n_heads=n_heads, n_kv_heads=1 if f.get("multi_query", True, bool) else n_heads,
         d_ff=4 * d_model if d_ff is None else d_ff, n_decoder_layers=n_layers,
         max_positions=f.get("max_position_embeddings", f.get("n_positions", 1024)),
-        position="learned", norm="layernorm", norm_position="pre", activation=acts[act],
+        position="learned", norm="layernorm", norm_position="pre", activation=activation,
         head="lm", tie_embeddings=f.get("tie_word_embeddings", True, bool),
-        dropout=values["resid_pdrop"], attention_dropout=float(f.get("attn_pdrop", 0.1, float)),
+        dropout=dropout, attention_dropout=float(f.get("attn_pdrop", 0.1, float)),
     )
 
 
@@ -182,24 +194,17 @@ def _gptj(f: Fields, name: str) -> ModelConfig:
     if rotary % 2 or rotary > head_dim:
         raise ConfigError(f"{f.source}: rotary_dim ({rotary}) must be even and at most the head "
                           f"dimension ({head_dim}).")
-    act = f.get("activation_function", "gelu_new", str)
-    acts = {"gelu_new": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
-    if act not in acts:
-        raise ConfigError(f"{f.source}: unsupported activation_function {show(act)} for gptj.")
-    values = {key: float(f.get(key, 0.0, float)) for key in ("resid_pdrop", "embd_pdrop")}
-    if values["resid_pdrop"] != values["embd_pdrop"]:
-        raise ConfigError(f"{f.source}: resid_pdrop {show(values['resid_pdrop'])} and embd_pdrop "
-                          f"{show(values['embd_pdrop'])} differ; gptj is modelled with one "
-                          "dropout probability on the embeddings and the sublayer outputs.")
+    activation = _activation(f, "gptj", "gelu_new", {"gelu_new": "gelu_tanh", "gelu": "gelu", "relu": "relu"})
+    dropout = _one_dropout(f, "gptj", "resid_pdrop", "embd_pdrop", 0.0)
     d_ff = f.get("n_inner", None)
     return ModelConfig(
         name=name, family="gptj", vocab_size=f.get("vocab_size", 50400), d_model=d_model,
         n_heads=n_heads, d_ff=4 * d_model if d_ff is None else d_ff, n_decoder_layers=n_layers,
         max_positions=f.get("max_position_embeddings", f.get("n_positions", 2048)),
         position="rope", rotary_dim=None if rotary == head_dim else rotary, norm="layernorm",
-        norm_position="pre", activation=acts[act], qkv_bias=False, out_bias=False, ffn_bias=True,
+        norm_position="pre", activation=activation, qkv_bias=False, out_bias=False, ffn_bias=True,
         lm_head_bias=True, head="lm", tie_embeddings=f.get("tie_word_embeddings", False, bool),
-        parallel_attention=True, parallel_norms=1, dropout=values["resid_pdrop"],
+        parallel_attention=True, parallel_norms=1, dropout=dropout,
         attention_dropout=float(f.get("attn_pdrop", 0.0, float)),
     )
 
@@ -240,24 +245,17 @@ def _gpt_neo(f: Fields, name: str) -> ModelConfig:
     window = f.get("window_size", 256)
     check_int(f.source, "window_size", window)
     local = sum(kind == "local" for kind in layers)
-    act = f.get("activation_function", "gelu_new", str)
-    acts = {"gelu_new": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
-    if act not in acts:
-        raise ConfigError(f"{f.source}: unsupported activation_function {show(act)} for gpt_neo.")
-    values = {key: float(f.get(key, 0.0, float)) for key in ("resid_dropout", "embed_dropout")}
-    if values["resid_dropout"] != values["embed_dropout"]:
-        raise ConfigError(f"{f.source}: resid_dropout {show(values['resid_dropout'])} and "
-                          f"embed_dropout {show(values['embed_dropout'])} differ; gpt_neo is modelled "
-                          "with one dropout probability on the embeddings and the sublayer outputs.")
+    activation = _activation(f, "gpt_neo", "gelu_new", {"gelu_new": "gelu_tanh", "gelu": "gelu", "relu": "relu"})
+    dropout = _one_dropout(f, "gpt_neo", "resid_dropout", "embed_dropout", 0.0)
     d_ff = f.get("intermediate_size", None)
     return ModelConfig(
         name=name, family="gpt_neo", vocab_size=f.get("vocab_size", 50257), d_model=d_model,
         n_heads=n_heads, d_ff=4 * d_model if d_ff is None else d_ff, n_decoder_layers=n_layers,
         max_positions=f.get("max_position_embeddings", 2048), position="learned",
-        norm="layernorm", norm_position="pre", activation=acts[act], qkv_bias=False,
+        norm="layernorm", norm_position="pre", activation=activation, qkv_bias=False,
         out_bias=True, ffn_bias=True, head="lm",
         tie_embeddings=f.get("tie_word_embeddings", True, bool), attention_scale=1.0,
-        dropout=values["resid_dropout"],
+        dropout=dropout,
         attention_dropout=float(f.get("attention_dropout", 0.0, float)),
         sliding_window=window if local else None,
         window_layers=local if 0 < local < n_layers else None,
