@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from .config import ConfigError, require_decoder
 from .defaults import DEFAULT_DTYPE, DEFAULT_HARDWARE
-from .spec import RANK_BY
+from .spec import DEFAULT_SERVE_ATTENTION, RANK_BY
 
 DEFAULT_SERVING_BATCH = 32
 
@@ -70,7 +70,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     those that fit ranked by time (step time; time per output token when serving) or by cost
     (GPU-seconds per token), those that do not with their reason. fixed: tp, pp, dp, zero, sp,
     framework, recompute, ep, cp, schedule, fp8 keep only the layouts with that value; impl and
-    attention, when given, replace what each layout's framework implies (costmodel/defaults.py).
+    attention, when given, replace what each layout's framework implies (costmodel/defaults.py);
+    serving runs attention's kernel, flash (as `serve`) unless given.
     tokens: time to train, GPU-hours, FLOPs; price (dollars per GPU-hour; default the hardware
     file's) adds dollars. time_model: roofline or kernels (docs/time.md; None: kernels where the
     hardware file has what the kernel model needs). mla: latent attention
@@ -113,7 +114,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         if serve:
             result = planner.plan_serving(cfg, chosen, count, batch, workload.seq_len, gen, workload.dtype,
                                           fixed, kv_cache=kv_cache, quantization=quantization,
-                                          time_model=time_model, mla=mla)
+                                          time_model=time_model, mla=mla,
+                                          attention=attention or DEFAULT_SERVE_ATTENTION)
         else:
             batches[count] = 8 * count if global_batch is None else global_batch
             result = planner.plan_training(cfg, chosen, count, workload.seq_len, batches[count], workload,
@@ -137,7 +139,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     data["inputs"] = {"model": cfg.name, "hardware": chosen.name, "gpus": counts[0] if one else counts,
                       "serve": serve, "time_model": ran, "seq_len": workload.seq_len,
                       "dtype": workload.dtype, **quantization,
-                      **({"gen": gen, "batch": batch} if serve else
+                      **({"gen": gen, "batch": batch, "attention": attention or DEFAULT_SERVE_ATTENTION} if serve else
                          {"global_batch": batches[counts[0]] if one else batches, "batch": batch,
                           "tokens": tokens, "price_per_gpu_hour": chosen.price_per_gpu_hour if price is None else price}),
                       "rank_by": rank_by,

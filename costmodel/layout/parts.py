@@ -138,9 +138,12 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
             add(f"{key}.expert_params", sum(local(t.rows, subs) * local(t.cols, subs) for t in cost.tensors))
             add(f"{key}.expert_saved", 0 if leaf.checkpointed else saved)
             add(f"{key}.routed_slots", local(leaf.block.tokens * S.k, subs))
-        if leaf.weight_format is not None:  # quantized weights (inference): the rank's shards as stored
+        if workload.weight_dtype is not None:  # quantized weights (inference): the rank's shards as stored
+            # (rank.weight_bytes sums these alone); a leaf the format leaves alone (mxfp4 quantizes
+            # the routed experts only) in the policy's bytes a weight (Leaf.weight_part).
             add(f"{key}.weight_bytes", local(leaf.weight_part("weight_bytes"), subs))
-            row_parallel_widths(leaf, subs, exprs)
+            if leaf.weight_format is not None:
+                row_parallel_widths(leaf, subs, exprs)
         # A training micro-batch's work (costmodel/roofline.py divides it by the rates): the
         # forward, what recomputation reruns of it (Leaf.rerun), the backward; a quantized leaf's
         # weights read as stored (Leaf.matmul_bytes_as_stored).

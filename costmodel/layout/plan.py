@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 from ..config import ConfigError, ModelConfig, Workload, require_decoder
 from ..defaults import implied
-from ..spec import RECOMPUTES
+from ..spec import DEFAULT_SERVE_ATTENTION, RECOMPUTES
 
 #: The recomputations plan tries unless --recompute names one: "deepseek" (spec.RECOMPUTED_PARTS) is
 #: DeepSeek-V3's stated choice for latent attention around a fused kernel, "torchtitan-op" torchtitan's
@@ -209,13 +209,18 @@ def nearest_fit(gpus: int, capacity: int, infeasible: list[dict[str, Any]],
                 retry: Any) -> dict[str, Any]:
     """When nothing fits: the smallest memory per GPU any layout needed (and which), and the first
     GPU count, doubling up to 1,024 times as many, at which retry(count) (a plan, or None where
-    that count cannot run) has a feasible layout: its best layout and memory."""
+    that count cannot run) has a feasible layout: its best layout and memory. Where no layout was
+    set aside for memory, "unsupported" holds the distinct reasons the model refused them."""
     out: dict[str, Any] = {"memory_capacity": capacity}
     by_memory = [e for e in infeasible if e["reason"] == "memory"]
     if by_memory:
         least = min(by_memory, key=lambda e: e["per_rank"]["total"])
         out["smallest_memory"] = least["per_rank"]["total"]
         out["smallest_layout"] = least["layout"]
+    else:
+        refused = list(dict.fromkeys(e["detail"] for e in infeasible if e["reason"] == "unsupported"))
+        if refused:
+            out["unsupported"] = refused
     count = gpus
     for _ in range(10):
         count *= 2
@@ -233,11 +238,12 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                  efficiency: Efficiency | None = None, kv_cache: str = "dynamic",
                  quantization: dict[str, Any] | None = None,
                  time_model: str | None = None, nearest: bool = True,
-                 mla: str = "absorbed") -> dict[str, Any]:
+                 mla: str = "absorbed", attention: str = DEFAULT_SERVE_ATTENTION) -> dict[str, Any]:
     """Every serving layout for `batch` sequences at a context of prompt + gen: the memory per
     rank (weights and the KV cache at the last step), ranked by time per output token. kv_cache
     and quantization (weight_dtype, weight_group, kv_dtype) are the Workload's; latent attention
-    is absorbed unless mla="naive", as engines serve it."""
+    is absorbed unless mla="naive", as engines serve it; attention: the kernel, flash unless given
+    (as `serve`'s engines run it, serving/profile.py)."""
     fixed = fixed or {}
     check_fixed(fixed, gpus)
     require_decoder(cfg)
@@ -254,7 +260,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                 continue
             layout = Layout(dp=dp, tp=tp, pp=pp, framework="deepspeed")
             workload = Workload(seq_len=prompt, gen_tokens=gen, batch=batch // dp, dtype=dtype,
-                                precision="pure", attention="sdpa", kv_cache=kv_cache, mla=mla,
+                                precision="pure", attention=attention, kv_cache=kv_cache, mla=mla,
                                 **{k: v for k, v in (quantization or {}).items() if v is not None})
             try:
                 layout.check(cfg, gpus)
@@ -276,7 +282,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
         def retry(count: int) -> dict[str, Any] | None:
             try:
                 return plan_serving(cfg, hardware, count, batch, prompt, gen, dtype, {}, efficiency, kv_cache,
-                                    quantization, time_model, nearest=False, mla=mla)
+                                    quantization, time_model, nearest=False, mla=mla, attention=attention)
             except ConfigError:
                 return None
 
