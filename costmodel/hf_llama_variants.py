@@ -120,12 +120,12 @@ def _glm4(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     """GLM-4 (0414): Llama's attention with attention_bias on q, k and v (o has none), RoPE on
     partial_rotary_factor of each head (0.5 by default) with cos and sin interleaved in each
     layer, a norm after each sublayer as well as before it (four per layer), and Phi-3's MLP
-    (one fused gate_up_proj)."""
+    (one fused gate_up_proj, no bias whatever mlp_bias says: Glm4MLP never reads it)."""
     act = f.get("hidden_act", "silu", str)
     if act != "silu":
         raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for glm4.")
     base = _llama(f, name, "glm4", llama, qkv_bias=f.get("attention_bias", True, bool),
-                  out_bias=False, post_sublayer_norm=True)
+                  out_bias=False, ffn_bias=False, post_sublayer_norm=True)
     rotary = int(base.d_head * rotary_fraction(f, "partial_rotary_factor", 0.5))
     if rotary < 2 or rotary % 2:
         raise ConfigError(f"{f.source}: partial_rotary_factor leaves {rotary} rotary dimensions per "

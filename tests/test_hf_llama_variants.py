@@ -60,6 +60,9 @@ CONFIGS = {
                  partial_rotary_factor=0.6, pad_token_id=None, eos_token_id=None),
     "glm4-defaults": dict(_BASE, model_type="glm4", num_key_value_heads=3, attention_bias=False,
                           tie_word_embeddings=True, pad_token_id=None, eos_token_id=None),
+    # mlp_bias is a field of Glm4Config (Llama's) that Glm4MLP never reads: no bias on the MLP.
+    "glm4-mlp-bias": dict(_BASE, model_type="glm4", num_key_value_heads=2, mlp_bias=True,
+                          pad_token_id=None, eos_token_id=None),
     # Helium: fp32 weights in its RMSNorm, interleaved RoPE, q/k/v biases without an o bias.
     "helium": dict(_BASE, model_type="helium", num_key_value_heads=2, head_dim=8,
                    attention_bias=True, mlp_bias=True, pad_token_id=None, bos_token_id=None,
