@@ -168,6 +168,9 @@ def _exaone4(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
                   qk_norm=True, post_sublayer_norm=True, input_norms=False)
     layers = base.n_decoder_layers
     window = f.nullable("sliding_window", 4096)
+    if window is not None and window < 1:  # before the pattern, which a window of 0 would blame
+        raise ConfigError(f"{f.source}: sliding_window must be a whole number of at least 1 or "
+                          f"null (no window), got {window}.")
     types = llama.layer_types(f, layers)
     if types is None:
         every = f.data.get("sliding_window_pattern", 4) if window else 0
@@ -254,4 +257,6 @@ _NAMES: dict[str, str] = {
     "d_ff": "intermediate_size", "d_head": "head_dim", "n_decoder_layers": "num_hidden_layers",
     "max_positions": "max_position_embeddings"}
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
-LLAMA_VARIANT_NAMES: dict[str, dict[str, Any]] = {family: _NAMES for family in LLAMA_VARIANT_BUILDERS}
+LLAMA_VARIANT_NAMES: dict[str, dict[str, Any]] = {
+    **{family: _NAMES for family in LLAMA_VARIANT_BUILDERS},
+    "olmoe": {**_NAMES, "n_experts": "num_experts", "top_k": "num_experts_per_tok"}}

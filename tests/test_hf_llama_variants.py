@@ -318,6 +318,14 @@ def test_architectures_alone_name_the_model_type(name):
     (dict(CONFIGS["glm4"], partial_rotary_factor=0.1), "partial_rotary_factor"),
     (dict(CONFIGS["arcee"], hidden_act="silu"), "hidden_act"),
     (dict(CONFIGS["seed_oss"], hidden_act="gelu"), "hidden_act"),
+    # The config's own names: OLMoE's expert fields, EXAONE 4's window before its pattern.
+    (dict(CONFIGS["olmoe"], num_experts_per_tok=9), "num_experts_per_tok must be between 1 and "
+                                                    "num_experts (5), got 9"),
+    (dict(CONFIGS["olmoe"], num_experts=0), "num_experts_per_tok applies only with num_experts"),
+    (dict(CONFIGS["exaone4"], sliding_window=0), "sliding_window must be a whole number of at "
+                                                 "least 1 or null (no window), got 0"),
+    (dict(CONFIGS["exaone4"], sliding_window=0, layer_types=None, sliding_window_pattern=None),
+     "sliding_window must be"),
 ])
 def test_what_is_not_modelled_is_one_line(fields, words, tmp_path, capsys):
     path = tmp_path / "config.json"
