@@ -121,9 +121,7 @@ def _glm4(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     partial_rotary_factor of each head (0.5 by default) with cos and sin interleaved in each
     layer, a norm after each sublayer as well as before it (four per layer), and Phi-3's MLP
     (one fused gate_up_proj, no bias whatever mlp_bias says: Glm4MLP never reads it)."""
-    act = f.get("hidden_act", "silu", str)
-    if act != "silu":
-        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for glm4.")
+    _silu(f, "glm4")
     base = _llama(f, name, "glm4", llama, qkv_bias=f.get("attention_bias", True, bool),
                   out_bias=False, ffn_bias=False, post_sublayer_norm=True)
     rotary = int(base.d_head * rotary_fraction(f, "partial_rotary_factor", 0.5))
@@ -217,9 +215,7 @@ def _seed_oss(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     """Seed-OSS: Llama's layers with attention_bias on q, k and v and attention_out_bias on o
     (True and False by default), mlp_bias on the MLP, residual_dropout on each sublayer's output
     before its residual add (0.1 by default) and attention_dropout on the probabilities (0.1)."""
-    act = f.get("hidden_act", "silu", str)
-    if act != "silu":
-        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for seed_oss.")
+    _silu(f, "seed_oss")
     return _llama(f, name, "seed_oss", llama, qkv_bias=f.get("attention_bias", True, bool),
                   out_bias=f.get("attention_out_bias", False, bool),
                   ffn_bias=f.get("mlp_bias", False, bool),

@@ -318,6 +318,7 @@ def test_architectures_alone_name_the_model_type(name):
     (dict(CONFIGS["glm4"], partial_rotary_factor=0.1), "partial_rotary_factor"),
     (dict(CONFIGS["arcee"], hidden_act="silu"), "hidden_act"),
     (dict(CONFIGS["seed_oss"], hidden_act="gelu"), "hidden_act"),
+    (dict(CONFIGS["glm4"], hidden_act="gelu"), "unsupported hidden_act 'gelu' for glm4"),
     # The config's own names: OLMoE's expert fields, EXAONE 4's window before its pattern.
     (dict(CONFIGS["olmoe"], num_experts_per_tok=9), "num_experts_per_tok must be between 1 and "
                                                     "num_experts (5), got 9"),
