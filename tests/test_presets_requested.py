@@ -37,9 +37,17 @@ def test_estimate_runs_by_name_and_by_hub_id(name, capsys):
     assert code == 0, err
     assert json.loads(out)["params"]["total"] == REQUESTED[name]
     aliases = json.loads((PRESET_DIR / "aliases.json").read_text())[name]
-    code, out, err = run_main(["estimate", "--model", aliases[0], "--seq-len", "512", "--json"], capsys)
-    assert code == 0, err
-    assert json.loads(out)["params"]["total"] == REQUESTED[name]
+    for alias in aliases:  # each Hub id (a base model and its -Instruct share the shapes)
+        code, out, err = run_main(["estimate", "--model", alias, "--seq-len", "512", "--json"], capsys)
+        assert code == 0, err
+        assert json.loads(out)["params"]["total"] == REQUESTED[name]
+
+
+@pytest.mark.parametrize("name", ["llama3.1-8b", "llama3.1-70b", "llama3.2-1b", "llama3.2-3b"])
+def test_llama_3_presets_answer_to_the_base_and_the_instruct_id(name):
+    aliases = json.loads((PRESET_DIR / "aliases.json").read_text())[name]
+    base = next(alias for alias in aliases if not alias.endswith("-Instruct"))
+    assert base + "-Instruct" in aliases
 
 
 def test_deepseek_v2_lite_preset_is_the_survey_s_released_config():
