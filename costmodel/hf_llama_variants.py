@@ -12,6 +12,7 @@ from typing import Any, Callable
 from .config import ConfigError, ModelConfig, show
 from .hf_fields import Fields, rotary_fraction
 
+
 @dataclass(frozen=True)
 class LlamaReader:
     """costmodel/hf.py's Llama reader and its per-layer helpers, which hf.py passes to these
