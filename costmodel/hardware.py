@@ -335,8 +335,8 @@ SCHEMA: dict[str, Field] = {
     "module_s_per_op": Field(float, "the host's time per aten op in eager module code, seconds (a microbenchmark: "
                              "validate/calibrate.py module_seconds_per_op, transformers' Llama decoder layers at one "
                              "token and a tiny width, their forward over the ops it dispatches); where given, a "
-                             "counted eager implementation's ops (module code) take it in place of dispatch_s_per_op",
-                             low=0),
+                             "counted eager implementation's ops (module code) take it in place of dispatch_s_per_op "
+                             "(so 0 is refused: it would make every such op free)", low=0, strict=True),
     "gemv_bandwidth_bytes_per_s": Field(float, "the bandwidth a read-and-reduce stream reaches (a microbenchmark "
                                         "such as BabelStream's Dot), bytes/s: the kernel time model's rate for "
                                         "a GEMM's bytes (0 or omitted: bandwidth x efficiency's memory)", low=0),

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
-from .hf_fields import Fields, rotary_fraction
+from .hf_fields import Fields, rotary_fraction, same_dropout
 
 
 def _divided(f: Fields, d_model: int, n_heads: int, heads_key: str) -> int:
@@ -30,17 +30,6 @@ def _activation(f: Fields, family: str, default: str, names: dict[str, str]) -> 
     if act not in names:
         raise ConfigError(f"{f.source}: unsupported activation_function {show(act)} for {family}.")
     return names[act]
-
-
-def _one_dropout(f: Fields, family: str, resid: str, embed: str, default: float) -> float:
-    """The one dropout probability the tree puts on the embeddings and the sublayer outputs: the
-    config's two fields for them, which must agree (one line if not)."""
-    values = {key: float(f.get(key, default, float)) for key in (resid, embed)}
-    if values[resid] != values[embed]:
-        raise ConfigError(f"{f.source}: {resid} {show(values[resid])} and {embed} {show(values[embed])} "
-                          f"differ; {family} is modelled with one dropout probability on the "
-                          "embeddings and the sublayer outputs.")
-    return values[resid]
 
 
 def _stablelm(f: Fields, name: str) -> ModelConfig:
@@ -100,7 +89,7 @@ def _gpt_bigcode(f: Fields, name: str) -> ModelConfig:
                           "modelled for gpt_bigcode.")
     activation = _activation(f, "gpt_bigcode", "gelu_pytorch_tanh",
                              {"gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"})
-    dropout = _one_dropout(f, "gpt_bigcode", "resid_pdrop", "embd_pdrop", 0.1)
+    dropout = same_dropout(f, ("resid_pdrop", "embd_pdrop"), "gpt_bigcode", 0.1)
     d_ff = f.get("n_inner", None)
     return ModelConfig(
         name=name, family="gpt_bigcode", vocab_size=f.get("vocab_size", 50257), d_model=d_model,
@@ -195,7 +184,7 @@ def _gptj(f: Fields, name: str) -> ModelConfig:
         raise ConfigError(f"{f.source}: rotary_dim ({rotary}) must be even and at most the head "
                           f"dimension ({head_dim}).")
     activation = _activation(f, "gptj", "gelu_new", {"gelu_new": "gelu_tanh", "gelu": "gelu", "relu": "relu"})
-    dropout = _one_dropout(f, "gptj", "resid_pdrop", "embd_pdrop", 0.0)
+    dropout = same_dropout(f, ("resid_pdrop", "embd_pdrop"), "gptj")
     d_ff = f.get("n_inner", None)
     return ModelConfig(
         name=name, family="gptj", vocab_size=f.get("vocab_size", 50400), d_model=d_model,
@@ -246,7 +235,7 @@ def _gpt_neo(f: Fields, name: str) -> ModelConfig:
     check_int(f.source, "window_size", window)
     local = sum(kind == "local" for kind in layers)
     activation = _activation(f, "gpt_neo", "gelu_new", {"gelu_new": "gelu_tanh", "gelu": "gelu", "relu": "relu"})
-    dropout = _one_dropout(f, "gpt_neo", "resid_dropout", "embed_dropout", 0.0)
+    dropout = same_dropout(f, ("resid_dropout", "embed_dropout"), "gpt_neo")
     d_ff = f.get("intermediate_size", None)
     return ModelConfig(
         name=name, family="gpt_neo", vocab_size=f.get("vocab_size", 50257), d_model=d_model,

@@ -46,6 +46,15 @@ class Fields:
         return self.get(key, default, kind)
 
 
+def same_dropout(f: Fields, keys: tuple[str, ...], family: str, default: float = 0.0) -> float:
+    """The one dropout probability ModelConfig holds for the embeddings and the sublayer outputs:
+    the config's fields for them (each the family's default where left out) must agree."""
+    values = {key: float(f.get(key, default, float)) for key in keys}
+    if len(set(values.values())) > 1:
+        shown = " and ".join(f"{key} {show(value)}" for key, value in values.items())
+        raise ConfigError(f"{f.source}: {shown} differ; {family} is modelled with one dropout "
+                          "probability on the embeddings and the sublayer outputs.")
+    return values[keys[0]]
 
 
 def rotary_fraction(f: Fields, key: str | None, default: float) -> float:

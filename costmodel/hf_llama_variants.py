@@ -12,6 +12,7 @@ from typing import Any, Callable
 from .config import ConfigError, ModelConfig, show
 from .hf_fields import Fields, rotary_fraction
 
+
 @dataclass(frozen=True)
 class LlamaReader:
     """costmodel/hf.py's Llama reader and its per-layer helpers, which hf.py passes to these
@@ -120,12 +121,10 @@ def _glm4(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     """GLM-4 (0414): Llama's attention with attention_bias on q, k and v (o has none), RoPE on
     partial_rotary_factor of each head (0.5 by default) with cos and sin interleaved in each
     layer, a norm after each sublayer as well as before it (four per layer), and Phi-3's MLP
-    (one fused gate_up_proj)."""
-    act = f.get("hidden_act", "silu", str)
-    if act != "silu":
-        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for glm4.")
+    (one fused gate_up_proj, no bias whatever mlp_bias says: Glm4MLP never reads it)."""
+    _silu(f, "glm4")
     base = _llama(f, name, "glm4", llama, qkv_bias=f.get("attention_bias", True, bool),
-                  out_bias=False, post_sublayer_norm=True)
+                  out_bias=False, ffn_bias=False, post_sublayer_norm=True)
     rotary = int(base.d_head * rotary_fraction(f, "partial_rotary_factor", 0.5))
     if rotary < 2 or rotary % 2:
         raise ConfigError(f"{f.source}: partial_rotary_factor leaves {rotary} rotary dimensions per "
@@ -168,6 +167,9 @@ def _exaone4(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
                   qk_norm=True, post_sublayer_norm=True, input_norms=False)
     layers = base.n_decoder_layers
     window = f.nullable("sliding_window", 4096)
+    if window is not None and window < 1:  # before the pattern, which a window of 0 would blame
+        raise ConfigError(f"{f.source}: sliding_window must be a whole number of at least 1 or "
+                          f"null (no window), got {window}.")
     types = llama.layer_types(f, layers)
     if types is None:
         every = f.data.get("sliding_window_pattern", 4) if window else 0
@@ -214,9 +216,7 @@ def _seed_oss(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     """Seed-OSS: Llama's layers with attention_bias on q, k and v and attention_out_bias on o
     (True and False by default), mlp_bias on the MLP, residual_dropout on each sublayer's output
     before its residual add (0.1 by default) and attention_dropout on the probabilities (0.1)."""
-    act = f.get("hidden_act", "silu", str)
-    if act != "silu":
-        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for seed_oss.")
+    _silu(f, "seed_oss")
     return _llama(f, name, "seed_oss", llama, qkv_bias=f.get("attention_bias", True, bool),
                   out_bias=f.get("attention_out_bias", False, bool),
                   ffn_bias=f.get("mlp_bias", False, bool),
@@ -254,4 +254,6 @@ _NAMES: dict[str, str] = {
     "d_ff": "intermediate_size", "d_head": "head_dim", "n_decoder_layers": "num_hidden_layers",
     "max_positions": "max_position_embeddings"}
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
-LLAMA_VARIANT_NAMES: dict[str, dict[str, Any]] = {family: _NAMES for family in LLAMA_VARIANT_BUILDERS}
+LLAMA_VARIANT_NAMES: dict[str, dict[str, Any]] = {
+    **{family: _NAMES for family in LLAMA_VARIANT_BUILDERS},
+    "olmoe": {**_NAMES, "n_experts": "num_experts", "top_k": "num_experts_per_tok"}}

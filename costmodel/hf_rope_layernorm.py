@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
-from .hf_fields import Fields, rotary_fraction
+from .hf_fields import Fields, rotary_fraction, same_dropout
 
 
 def _heads(f: Fields, n_heads_default: int, kv_default: int | None) -> tuple[int, int]:
@@ -21,17 +21,6 @@ def _heads(f: Fields, n_heads_default: int, kv_default: int | None) -> tuple[int
                           f"num_key_value_heads ({n_kv}, transformers' default when the field is "
                           "missing); give num_key_value_heads.")
     return n_heads, n_kv
-
-
-def _same_dropout(f: Fields, keys: tuple[str, ...], family: str) -> float:
-    """The one dropout probability ModelConfig holds for the sublayer outputs and the embeddings:
-    the config's fields must agree."""
-    values = {key: float(f.get(key, 0.0, float)) for key in keys}
-    if len(set(values.values())) > 1:
-        shown = ", ".join(f"{key} {show(value)}" for key, value in values.items())
-        raise ConfigError(f"{f.source}: {shown} differ; {family} is modelled with one dropout "
-                          "probability on the embeddings and the sublayer outputs.")
-    return values[keys[0]]
 
 
 def _starcoder2(f: Fields, name: str) -> ModelConfig:
@@ -56,7 +45,7 @@ def _starcoder2(f: Fields, name: str) -> ModelConfig:
         position="rope", norm="layernorm", norm_position="pre", activation=acts[act],
         qkv_bias=bias, out_bias=bias, ffn_bias=bias, head="lm",
         tie_embeddings=f.get("tie_word_embeddings", True, bool),
-        dropout=_same_dropout(f, ("residual_dropout", "embedding_dropout"), "starcoder2"),
+        dropout=same_dropout(f, ("residual_dropout", "embedding_dropout"), "starcoder2"),
         attention_dropout=float(f.get("attention_dropout", 0.0, float)),
         sliding_window=window or None,
     )

@@ -96,6 +96,8 @@ def test_human_output_names_every_section(capsys):
         (["estimate", "--model", "gpt2", "--config", "x.json"], "exactly one"),
         (["estimate", "--config", "/nonexistent/config.json"], "no such file"),
         (["estimate", "--model", "mixtral-8x7b", "--impl", "reference"], "does not build n_experts"),
+        (["validate", "--model", "mpt-7b", "--target", "reference", "--seq-len", "8"],
+         "does not build norm_bias"),
         (["plan", "--model", "bert-base-uncased", "--serve", "--gpus", "2"], "has no decoder"),
         (["simulate", "--model", "bert-base-uncased", "--tp", "2"], "has no decoder"),
         (["formulas", "--model", "gpt2", "--block", "nothing-like-this"], "no block"),
@@ -109,6 +111,18 @@ def test_bad_input_is_one_line_and_status_2(args, needle, capsys):
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ")
     assert needle in lines[0]
+
+
+def test_reference_refuses_an_activation_its_table_lacks(tmp_path, capsys):
+    """xIELU (Apertus) is not in validate/reference_blocks.py's ACTIVATIONS: refused in one line."""
+    from costmodel.presets import load_preset
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(load_preset("gpt2").replace(activation="xielu", name="x").to_dict()))
+    for command in (["validate", "--target", "reference"], ["estimate", "--impl", "reference"]):
+        code, out, err = run_main([*command, "--config", str(path), "--seq-len", "8"], capsys)
+        assert code == 2 and out == ""
+        assert err.count("\n") == 1 and err.startswith("error: ") and "activation xielu" in err
 
 
 @pytest.mark.parametrize(

@@ -112,6 +112,15 @@ def test_malformed_files_get_one_line_naming_every_bad_field(tmp_path, capsys):
     assert code == 2 and "does not exist" in err
 
 
+def test_a_module_time_per_op_of_zero_is_one_error_line(tmp_path, capsys):
+    """module_s_per_op replaces dispatch_s_per_op for module code's ops: 0 would make them free."""
+    path = tmp_path / "zero.json"
+    path.write_text(json.dumps(dict(load_hardware("a100-80gb").to_dict(), module_s_per_op=0)))
+    code, out, err = run(["simulate", "--model", "gpt2", "--hardware", str(path)], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "module_s_per_op must be greater than 0, got 0" in err
+
+
 def test_schema_problems_of_a_minimal_file():
     minimal = {"name": "x", "flops_per_s": {"bf16": 1e14}, "bandwidth_bytes_per_s": 1e12,
                "memory_bytes": 2**34}

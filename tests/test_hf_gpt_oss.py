@@ -113,7 +113,7 @@ def test_sdpa_is_refused_as_transformers_refuses_it(tmp_path, capsys):
     for attention in ("eager", "flash"):
         code, out, _ = run_main(["estimate", "--config", str(path), "--attention", attention, "--json"], capsys)
         assert code == 0 and json.loads(out)["params"]["total"] == 87_357
-    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("transformers")
     from transformers.models.gpt_oss.modeling_gpt_oss import GptOssPreTrainedModel
 
     assert GptOssPreTrainedModel._supports_sdpa is False

@@ -60,6 +60,9 @@ CONFIGS = {
                  partial_rotary_factor=0.6, pad_token_id=None, eos_token_id=None),
     "glm4-defaults": dict(_BASE, model_type="glm4", num_key_value_heads=3, attention_bias=False,
                           tie_word_embeddings=True, pad_token_id=None, eos_token_id=None),
+    # mlp_bias is a field of Glm4Config (Llama's) that Glm4MLP never reads: no bias on the MLP.
+    "glm4-mlp-bias": dict(_BASE, model_type="glm4", num_key_value_heads=2, mlp_bias=True,
+                          pad_token_id=None, eos_token_id=None),
     # Helium: fp32 weights in its RMSNorm, interleaved RoPE, q/k/v biases without an o bias.
     "helium": dict(_BASE, model_type="helium", num_key_value_heads=2, head_dim=8,
                    attention_bias=True, mlp_bias=True, pad_token_id=None, bos_token_id=None,
@@ -315,6 +318,15 @@ def test_architectures_alone_name_the_model_type(name):
     (dict(CONFIGS["glm4"], partial_rotary_factor=0.1), "partial_rotary_factor"),
     (dict(CONFIGS["arcee"], hidden_act="silu"), "hidden_act"),
     (dict(CONFIGS["seed_oss"], hidden_act="gelu"), "hidden_act"),
+    (dict(CONFIGS["glm4"], hidden_act="gelu"), "unsupported hidden_act 'gelu' for glm4"),
+    # The config's own names: OLMoE's expert fields, EXAONE 4's window before its pattern.
+    (dict(CONFIGS["olmoe"], num_experts_per_tok=9), "num_experts_per_tok must be between 1 and "
+                                                    "num_experts (5), got 9"),
+    (dict(CONFIGS["olmoe"], num_experts=0), "num_experts_per_tok applies only with num_experts"),
+    (dict(CONFIGS["exaone4"], sliding_window=0), "sliding_window must be a whole number of at "
+                                                 "least 1 or null (no window), got 0"),
+    (dict(CONFIGS["exaone4"], sliding_window=0, layer_types=None, sliding_window_pattern=None),
+     "sliding_window must be"),
 ])
 def test_what_is_not_modelled_is_one_line(fields, words, tmp_path, capsys):
     path = tmp_path / "config.json"

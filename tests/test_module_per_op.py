@@ -63,7 +63,8 @@ def test_the_microbenchmark_returns_a_time_per_op_at_each_width():
 
 def test_the_field_is_optional_checked_and_round_trips():
     assert schema_problems(dict(CPU, module_s_per_op=6e-6)) == []
-    assert schema_problems(dict(CPU, module_s_per_op=-1)) == ["module_s_per_op must be at least 0, got -1"]
+    assert schema_problems(dict(CPU, module_s_per_op=-1)) == ["module_s_per_op must be greater than 0, got -1"]
+    assert schema_problems(dict(CPU, module_s_per_op=0)) == ["module_s_per_op must be greater than 0, got 0"]
     hw = Hardware.from_dict(dict(CPU, module_s_per_op=6e-6), "cpu")
     assert hw.module_s_per_op == 6e-6 and hw.to_dict()["module_s_per_op"] == 6e-6
     assert Hardware.from_dict(hw.to_dict(), "again") == hw

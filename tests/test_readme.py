@@ -49,6 +49,15 @@ def test_published_counts_are_cited_to_a_file_in_the_repository():
     assert "tests/published.py" in line
 
 
+def test_the_preset_counts_in_checked_md_are_the_presets_there_are():
+    from costmodel.presets import preset_names
+    from tests.published import FLAGSHIPS
+
+    text = " ".join(DOCS["checked.md"].split())  # the sentence wraps
+    assert re.search(r"all (\d+) presets", text).group(1) == str(len(preset_names()))
+    assert re.search(r"the classes of (\d+) more\s+models", text).group(1) == str(len(FLAGSHIPS))
+
+
 def test_no_docstring_or_comment_points_to_a_design_note_outside_the_repository():
     sources = [path for folder in ("costmodel", "cli", "validate", "reports", "tests", "benchmarks")
                for path in (ROOT / folder).rglob("*.py")] + [ROOT / "cli.py"]

@@ -287,6 +287,21 @@ def test_invalid_calls_raise_value_errors():
         build_reference(ModelConfig(**ODD, n_encoder_layers=1, position="relative", relative_buckets=3))
 
 
+def test_the_reference_refuses_what_it_does_not_build():
+    """Its activation table is config.py's ACTIVATIONS less the ones workload.py lists as not
+    built, and a config using one of those, or weight-only LayerNorms, is refused, not misbuilt."""
+    from costmodel.config import ACTIVATIONS as ALL_ACTIVATIONS
+    from costmodel.workload import NOT_IN_REFERENCE_ACTIVATIONS
+    from validate.reference_blocks import ACTIVATIONS
+
+    assert set(ACTIVATIONS) == set(ALL_ACTIVATIONS) - set(NOT_IN_REFERENCE_ACTIVATIONS)
+    base = ModelConfig(**ODD, n_decoder_layers=1)
+    for cfg, field in [(base.replace(activation="xielu"), "activation xielu"),
+                       (base.replace(norm_bias=False), "norm_bias")]:
+        with pytest.raises(ValueError, match=field):
+            build_reference(cfg)
+
+
 def test_dropout_runs_only_in_training_and_only_when_configured():
     assert not any(isinstance(m, torch.nn.Dropout) for m in build_reference(ModelConfig(**ODD, n_decoder_layers=1, dropout=0.0)).modules())
     model = build_reference(ModelConfig(**ODD, n_decoder_layers=1, dropout=0.5))

@@ -12,7 +12,8 @@ from .. import symbols as S
 from ..config import GATED_ACTIVATIONS
 from ..terms import FP32, INDEX, ZERO, Expr, dtype_bytes, elementwise_bytes, tiled_bytes, unless_fp32
 from .base import (
-    Block, Cost, LinearOp, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix,
+    OTHER_FLOPS_PER_ELEMENT, Block, Cost, LinearOp, Profile, Tensor, linear_bytes, linear_flops, make_cost,
+    weight_and_bias, weight_matrix,
 )
 
 
@@ -20,8 +21,9 @@ from .base import (
 #: A squared ReLU (relu2) runs relu and then a square, one multiply an element (SQUARED below).
 ACTIVATION_OPS = {"relu": "relu", "relu2": "relu", "gelu": "gelu", "gelu_tanh": "gelu_tanh", "silu": "silu",
                   "swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh", "xielu": "xielu"}
-#: xIELU's pointwise kernels over d_ff (OTHER_FLOPS_PER_ELEMENT's twelve ops), for the bytes they move.
-XIELU_KERNELS = 12
+#: xIELU's pointwise kernels over d_ff, for the bytes they move: one per op of OTHER_FLOPS_PER_ELEMENT's
+#: count, each op one flop an element (transformers' Python xIELU).
+XIELU_KERNELS = OTHER_FLOPS_PER_ELEMENT["xielu"]
 #: The activations squared after their op: a second elementwise kernel over d_ff.
 SQUARED = ("relu2",)
 
