@@ -168,7 +168,9 @@ def regime_map(plane: Any, reference: ModelConfig, crossover_text: str, presets:
 
 def _place_presets(ax: Any, presets: Sequence[dict], highlight: Sequence[str]) -> None:
     """A marker per (n, d) point and one label per point (names at the same point joined), each
-    label put where it overlaps no label placed before it (tried right, then left, up, down)."""
+    label put where it overlaps no label placed before it and stays inside the axes (tried right,
+    then left, up, down); a point with no room keeps its marker unlabelled (the table lists every
+    preset), unless it is in this report (highlight), whose label goes on its first place."""
     points: dict[tuple[int, int], list[str]] = {}
     for preset in presets:
         points.setdefault((preset["n"], preset["d"]), []).append(preset["name"])
@@ -176,6 +178,7 @@ def _place_presets(ax: Any, presets: Sequence[dict], highlight: Sequence[str]) -
     offsets = [(7, 0), (-7, 0), (14, 12), (14, -12), (-14, 12), (-14, -12), (18, 24), (18, -24),
                (-18, 24), (-18, -24), (22, 36), (-22, 36)]
     dpi_scale = ax.figure.dpi / 72
+    frame = ax.get_window_extent()
     for n, d in points:  # labels must not cover any marker
         x, y = ax.transData.transform((n, d))
         placed.append((x - 5 * dpi_scale, y - 5 * dpi_scale, x + 5 * dpi_scale, y + 5 * dpi_scale))
@@ -190,9 +193,16 @@ def _place_presets(ax: Any, presets: Sequence[dict], highlight: Sequence[str]) -
             left = x + dx * dpi_scale if dx > 0 else x + dx * dpi_scale - width
             bottom = y + dy * dpi_scale - height / 2
             box = (left, bottom, left + width, bottom + height)
-            if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3]
-                       for b in placed):
+            inside = frame.x0 <= box[0] and box[2] <= frame.x1 and frame.y0 <= box[1] and box[3] <= frame.y1
+            if inside and not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3]
+                                  for b in placed):
                 break
+        else:  # no room anywhere
+            if not bold:
+                continue
+            dx, dy = offsets[0]
+            left = x + dx * dpi_scale
+            box = (left, y - height / 2, left + width, y + height / 2)
         placed.append(box)
         leader = {"arrowstyle": "-", "lw": 0.7, "color": "black", "shrinkA": 0, "shrinkB": 3}
         ax.annotate(text, (n, d), xytext=(dx, dy), textcoords="offset points",

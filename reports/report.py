@@ -95,7 +95,8 @@ def make_regimes(cfgs: Sequence[ModelConfig]) -> Made:
         f"attention (n^2 d) rather than in the projections and FFN (n d^2), for "
         f"{reference.name}'s shape scaled in width (d_ff/d and the head width kept). Red: attention "
         f"dominates; blue: the projections and FFN do; the black line is n* = {crossover}. Every "
-        f"preset sits at its usual context length (bold: in this report); stars mark the "
+        f"preset sits at its usual context length (bold: in this report; a dot without a label "
+        f"had no room for one: the table lists every preset); stars mark the "
         f"examples of the introductory articles whose claims this report checks. The shading uses the reference shape's share at each preset's (n, d).",
         figures.regime_map(plane, reference, crossover, presets, [c.name for c in cfgs],
                            SEEDS_EXAMPLES),
