@@ -21,7 +21,7 @@ from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
 from .hf_classic import CLASSIC_BUILDERS
 from .hf_classic_more import CLASSIC_MORE_ARCHITECTURES, CLASSIC_MORE_BUILDERS, CLASSIC_MORE_NAMES
-from .hf_fields import Fields, rotary_fraction
+from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction
 from .hf_gpt_oss import GPT_OSS_ARCHITECTURES, GPT_OSS_BUILDERS, GPT_OSS_NAMES
 from .hf_llama4 import LLAMA4_ARCHITECTURES, LLAMA4_BUILDERS, LLAMA4_NAMES
 from .hf_llama_variants import (LLAMA_VARIANT_ARCHITECTURES, LLAMA_VARIANT_BUILDERS,
@@ -457,9 +457,7 @@ ARCHITECTURE_TYPES = {
 }
 
 #: The config.json names of ModelConfig's fields, by family (the ones its errors may name).
-_LLAMA_NAMES = {"n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_heads",
-                "d_model": "hidden_size", "d_ff": "intermediate_size", "d_head": "head_dim",
-                "n_decoder_layers": "num_hidden_layers", "max_positions": "max_position_embeddings"}
+_LLAMA_NAMES = LLAMA_NAMES
 HF_FIELD_NAMES: dict[str, dict[str, str]] = {
     **{family: _LLAMA_NAMES for family in (*_LLAMA_DEFAULTS, *_RUN_AS_LLAMA)},
     "gpt_neox": _LLAMA_NAMES, "falcon": {**_LLAMA_NAMES, "n_decoder_layers": "num_hidden_layers"},

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
-from .hf_fields import Fields, rotary_fraction, same_dropout
+from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction, same_dropout
 
 
 def _divided(f: Fields, d_model: int, n_heads: int, heads_key: str) -> int:
@@ -341,10 +341,7 @@ CLASSIC_MORE_ARCHITECTURES: dict[str, str] = {
     "CohereForCausalLM": "cohere", "Cohere2ForCausalLM": "cohere2",
 }
 
-_LLAMA_NAMES: dict[str, str] = {
-    "n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_heads", "d_model": "hidden_size",
-    "d_ff": "intermediate_size", "n_decoder_layers": "num_hidden_layers",
-    "max_positions": "max_position_embeddings"}
+_LLAMA_NAMES: dict[str, str] = {k: v for k, v in LLAMA_NAMES.items() if k != "d_head"}
 _GPT2_NAMES: dict[str, str] = {
     "n_heads": "n_head", "d_model": "n_embd", "d_ff": "n_inner", "n_decoder_layers": "n_layer",
     "max_positions": "n_positions"}

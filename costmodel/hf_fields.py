@@ -71,3 +71,10 @@ def rotary_fraction(f: Fields, key: str | None, default: float) -> float:
         raise ConfigError(f"{f.source}: partial_rotary_factor must be in (0, 1], got {show(value)}.")
     return float(value)
 
+
+#: Llama's config.json names of ModelConfig's fields (the ones an error may name), which most
+#: families' configuration classes share; each reader's *_NAMES table starts from it.
+LLAMA_NAMES: dict[str, str] = {
+    "n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_heads", "d_model": "hidden_size",
+    "d_ff": "intermediate_size", "d_head": "head_dim", "n_decoder_layers": "num_hidden_layers",
+    "max_positions": "max_position_embeddings"}

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig
 from .errors import MAX_LAYERS, check_int
-from .hf_fields import Fields
+from .hf_fields import LLAMA_NAMES, Fields
 
 #: GptOssConfig's defaults (transformers 5.24) for the fields read here.
 _DEFAULTS: dict[str, Any] = dict(
@@ -90,7 +90,4 @@ GPT_OSS_ARCHITECTURES: dict[str, str] = {"GptOssForCausalLM": "gpt_oss"}
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
 GPT_OSS_NAMES: dict[str, dict[str, Any]] = {"gpt_oss": {
-    "n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_heads", "d_model": "hidden_size",
-    "d_ff": "intermediate_size", "d_head": "head_dim", "n_decoder_layers": "num_hidden_layers",
-    "max_positions": "max_position_embeddings", "n_experts": "num_local_experts",
-    "top_k": "num_experts_per_tok"}}
+    **LLAMA_NAMES, "n_experts": "num_local_experts", "top_k": "num_experts_per_tok"}}

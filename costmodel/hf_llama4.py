@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
-from .hf_fields import Fields
+from .hf_fields import LLAMA_NAMES, Fields
 
 #: Llama4TextConfig's defaults for the fields read here (transformers 5.24).
 _DEFAULTS: dict[str, Any] = dict(
@@ -167,7 +167,5 @@ LLAMA4_ARCHITECTURES: dict[str, str] = {"Llama4ForCausalLM": "llama4_text"}
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
 LLAMA4_NAMES: dict[str, dict[str, Any]] = {"llama4_text": {
-    "n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_heads", "d_model": "hidden_size",
-    "d_ff": "intermediate_size_mlp", "d_expert": "intermediate_size", "d_head": "head_dim",
-    "n_decoder_layers": "num_hidden_layers", "max_positions": "max_position_embeddings",
+    **LLAMA_NAMES, "d_ff": "intermediate_size_mlp", "d_expert": "intermediate_size",
     "n_experts": "num_local_experts", "top_k": "num_experts_per_tok"}}

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
-from .hf_fields import Fields, rotary_fraction
+from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction
 
 
 @dataclass(frozen=True)
@@ -249,10 +249,7 @@ LLAMA_VARIANT_ARCHITECTURES: dict[str, str] = {
     "Glm4ForCausalLM": "glm4", "Ernie4_5ForCausalLM": "ernie4_5",
 }
 
-_NAMES: dict[str, str] = {
-    "n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_heads", "d_model": "hidden_size",
-    "d_ff": "intermediate_size", "d_head": "head_dim", "n_decoder_layers": "num_hidden_layers",
-    "max_positions": "max_position_embeddings"}
+_NAMES: dict[str, str] = LLAMA_NAMES
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
 LLAMA_VARIANT_NAMES: dict[str, dict[str, Any]] = {
     **{family: _NAMES for family in LLAMA_VARIANT_BUILDERS},

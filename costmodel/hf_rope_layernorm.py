@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
-from .hf_fields import Fields, rotary_fraction, same_dropout
+from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction, same_dropout
 
 
 def _heads(f: Fields, n_heads_default: int, kv_default: int | None) -> tuple[int, int]:
@@ -104,9 +104,6 @@ ROPE_LAYERNORM_ARCHITECTURES: dict[str, str] = {
     "Starcoder2ForCausalLM": "starcoder2", "PhiForCausalLM": "phi",
 }
 
-_NAMES: dict[str, str] = {
-    "n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_heads", "d_model": "hidden_size",
-    "d_ff": "intermediate_size", "d_head": "head_dim", "n_decoder_layers": "num_hidden_layers",
-    "max_positions": "max_position_embeddings"}
+_NAMES: dict[str, str] = LLAMA_NAMES
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
 ROPE_LAYERNORM_NAMES: dict[str, dict[str, Any]] = {family: _NAMES for family in ROPE_LAYERNORM_BUILDERS}
