@@ -24,6 +24,10 @@ def _divided(f: Fields, d_model: int, n_heads: int, heads_key: str) -> int:
     return d_model // n_heads
 
 
+#: GPT-2's activation names as GPT-J's and GPT-Neo's MLPs read them (ACT2FN: gelu_new is the tanh GELU).
+_GELU_NEW_ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
+
+
 def _activation(f: Fields, family: str, default: str, names: dict[str, str]) -> str:
     """The MLP's activation_function under the names this family's code maps (one line if not)."""
     act = f.get("activation_function", default, str)
@@ -183,7 +187,7 @@ def _gptj(f: Fields, name: str) -> ModelConfig:
     if rotary % 2 or rotary > head_dim:
         raise ConfigError(f"{f.source}: rotary_dim ({rotary}) must be even and at most the head "
                           f"dimension ({head_dim}).")
-    activation = _activation(f, "gptj", "gelu_new", {"gelu_new": "gelu_tanh", "gelu": "gelu", "relu": "relu"})
+    activation = _activation(f, "gptj", "gelu_new", _GELU_NEW_ACTIVATIONS)
     dropout = same_dropout(f, ("resid_pdrop", "embd_pdrop"), "gptj")
     d_ff = f.get("n_inner", None)
     return ModelConfig(
@@ -234,7 +238,7 @@ def _gpt_neo(f: Fields, name: str) -> ModelConfig:
     window = f.get("window_size", 256)
     check_int(f.source, "window_size", window)
     local = sum(kind == "local" for kind in layers)
-    activation = _activation(f, "gpt_neo", "gelu_new", {"gelu_new": "gelu_tanh", "gelu": "gelu", "relu": "relu"})
+    activation = _activation(f, "gpt_neo", "gelu_new", _GELU_NEW_ACTIVATIONS)
     dropout = same_dropout(f, ("resid_dropout", "embed_dropout"), "gpt_neo")
     d_ff = f.get("intermediate_size", None)
     return ModelConfig(

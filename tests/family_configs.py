@@ -100,3 +100,21 @@ def odd_config_rows(fields: dict[str, Any], name: str, attention: str = "eager")
     cfg = config_from_dict(dict(fields), source=name, name=name)
     workload = Workload(seq_len=12, batch=2, dtype="bf16", gen_tokens=2, attention=attention)
     return validate(cfg, workload, target="hf")
+
+
+def hf_meta_count(fields: dict[str, Any]) -> int:
+    """Parameters of the causal-LM class transformers builds from a config dict, on the meta device."""
+    import torch
+    import transformers
+
+    config = transformers.AutoConfig.for_model(**fields)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    return sum(p.numel() for p in model.parameters())
+
+
+def estimated_total(fields: dict[str, Any], name: str) -> int:
+    """The cost tree's total parameters for a config dict (`estimate`, as the CLI reads it)."""
+    from costmodel import estimate
+
+    return estimate(dict(fields, name=name), seq_len=16).to_dict()["params"]["total"]

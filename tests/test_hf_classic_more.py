@@ -11,6 +11,7 @@ import json
 import pytest
 
 from tests.cli_run import run_main
+from tests.family_configs import hf_meta_count as _hf_count, estimated_total as _ours
 
 _BASE = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_size=37,
              num_hidden_layers=3, max_position_embeddings=64)
@@ -172,22 +173,6 @@ PUBLISHED = {"stablelm-2-1_6b": (1.6, 1), "starcoderbase": (15.5, 1), "gpt-j-6b"
 EXACT = {"stablelm-2-1_6b": 1_644_515_328, "starcoderbase": 15_517_456_384,
          "gpt-j-6b": 6_050_882_784, "gpt-neo-1.3B": 1_315_575_808,
          "c4ai-command-r-v01": 34_980_831_232}
-
-
-def _hf_count(fields: dict) -> int:
-    import torch
-    import transformers
-
-    config = transformers.AutoConfig.for_model(**fields)
-    with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(config)
-    return sum(p.numel() for p in model.parameters())
-
-
-def _ours(fields: dict, name: str) -> int:
-    from costmodel import estimate
-
-    return estimate(dict(fields, name=name), seq_len=16).to_dict()["params"]["total"]
 
 
 DEFAULTS = ["stablelm", "gpt_bigcode", "mpt", "gptj", "gpt_neo", "cohere", "cohere2"]

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from tests.cli_run import run_main
+from tests.family_configs import hf_meta_count as _hf_count
 from tests.published import FLAGSHIPS, GPT_OSS_CARD, PUBLISHED_ACTIVE
 
 #: A small, odd gpt-oss: 3 layers (0 and 2 slide, GptOssConfig's default layer_types), a window
@@ -30,16 +31,6 @@ VARIANTS = {
                 layer_types=["full_attention", "sliding_attention", "sliding_attention"]),
     "num_experts": dict({k: v for k, v in ODD.items() if k != "num_local_experts"}, num_experts=7),
 }
-
-
-def _hf_count(fields: dict) -> int:
-    import torch
-    import transformers
-
-    config = transformers.AutoConfig.for_model(**fields)
-    with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(config)
-    return sum(p.numel() for p in model.parameters())
 
 
 def _ours(fields: dict) -> dict:

@@ -10,6 +10,7 @@ import json
 import pytest
 
 from tests.cli_run import run_main
+from tests.family_configs import hf_meta_count as _hf_count, estimated_total as _ours
 
 _BASE = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_size=37,
              num_hidden_layers=3, max_position_embeddings=64)
@@ -96,22 +97,6 @@ CONFIGS = {
 #: Model types whose configuration class's defaults are counted too.
 DEFAULTS = ("olmo", "olmo3", "olmoe", "seed_oss", "arcee", "glm4", "helium", "ernie4_5", "exaone4",
             "apertus")
-
-
-def _hf_count(fields: dict) -> int:
-    import torch
-    import transformers
-
-    config = transformers.AutoConfig.for_model(**fields)
-    with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(config)
-    return sum(p.numel() for p in model.parameters())
-
-
-def _ours(fields: dict, name: str) -> int:
-    from costmodel import estimate
-
-    return estimate(dict(fields, name=name), seq_len=16).to_dict()["params"]["total"]
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from tests.cli_run import run_main
+from tests.family_configs import hf_meta_count as _hf_count, estimated_total as _ours
 
 _BASE = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_size=37,
              num_hidden_layers=3, max_position_embeddings=64)
@@ -68,22 +69,6 @@ REAL = {
 PUBLISHED = {"starcoder2-3b": (3.03, 2), "phi-2": (2.7, 1)}
 #: transformers 5.24's counts of REAL (the meta model's numel; equal to ours, tested below).
 EXACT = {"starcoder2-3b": 3_030_371_328, "phi-2": 2_779_683_840}
-
-
-def _hf_count(fields: dict) -> int:
-    import torch
-    import transformers
-
-    config = transformers.AutoConfig.for_model(**fields)
-    with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(config)
-    return sum(p.numel() for p in model.parameters())
-
-
-def _ours(fields: dict, name: str) -> int:
-    from costmodel import estimate
-
-    return estimate(dict(fields, name=name), seq_len=16).to_dict()["params"]["total"]
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS) + ["starcoder2-default", "phi-default"])

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from tests.cli_run import run_main
-from tests.family_configs import FAMILY_CONFIGS
+from tests.family_configs import FAMILY_CONFIGS, hf_meta_count as _hf_count
 
 #: (family config, field, value): each was a traceback before validate/FINDINGS.md's survey.
 ZERO_DIVISORS = [
@@ -93,16 +93,6 @@ NEW_FAMILY_CONFIGS = {
     "olmo2": dict(_BASE, model_type="olmo2", num_key_value_heads=2, head_dim=10, pad_token_id=None,
                   attention_bias=True),
 }
-
-
-def _hf_count(fields: dict) -> int:
-    import torch
-    import transformers
-
-    config = transformers.AutoConfig.for_model(**fields)
-    with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(config)
-    return sum(p.numel() for p in model.parameters())
 
 
 @pytest.mark.parametrize("family", sorted(NEW_FAMILY_CONFIGS))
