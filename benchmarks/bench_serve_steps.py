@@ -3,8 +3,9 @@ simulator's step time (costmodel/serving/steptime.py), step by step, with both t
 
 Each round, in this process and right before the timed steps, calibrates `local` afresh
 (validate/calibrate.py, what `hardware --measure` writes: matmul and vector FLOP/s, bandwidth,
-per-block overhead, the GEMM efficiency by rows from the linear chain at 1 to 256 rows, one
-tiny op's dispatch time, the module code's time per op, and torch sdpa's efficiency by query rows; one torch thread). It then runs a trace through the engine
+per-block overhead, the GEMM efficiency by rows from the linear chain at 1 to 256 rows, the GEMV
+efficiency by inner width, one tiny op's dispatch time, the module code's and the engine's time per
+op, and torch sdpa's efficiency by query rows; one torch thread). It then runs a trace through the engine
 (validate/serving_engine.py, a random Llama in fp32, sdpa paged attention) `--repeats` times (the
 engine is deterministic: the same schedule each run, checked) and times every step's forward
 (ContinuousBatchProcessor._generation_step: the model, the logits and the sampling; scheduling and
@@ -13,34 +14,35 @@ it; and predicts each recorded step from its (query tokens, keys) mix and the se
 logits the engine keeps (validate/serving_engine.step_features):
 - roofline: StepTime(time_model="roofline") on the calibrated `local`;
 - kernels: StepTime() on the calibrated `local` as it is, the default: the kernel model with each
-  GEMM at the measured efficiency for its rows, the attention at the measured efficiency for its
+  GEMM at the measured efficiency for its rows (a one-row product at the measured GEMV efficiency for
+  its inner width K: gemv_efficiency_by_inner), the attention at the measured efficiency for its
   queries, as the engine runs it (a masked step's sequences packed into one call per layer, every
-  query against every key, not causal: kernel_facts.json eager_ops "packed_attention"), each eager
-  op at the measured module code's time per op (module_s_per_op: validate/calibrate.py
-  module_seconds_per_op, transformers' Llama decoder layers at one token, 32 wide), and the paged path's copies of the keys as bytes, each step
-  charged the ops and copies of its attention module's case (eager_ops "cases");
+  query against every key, not causal: kernel_facts.json eager_ops "packed_attention"), each of the
+  engine's counted ops at the engine's measured time per op (engine_s_per_op: validate/calibrate.py
+  engine_seconds_per_op, a compute-free 64-wide Llama's steps through the same engine over the ops
+  they dispatch), and the paged path's copies of the keys as bytes, each step charged the ops and
+  copies of its attention module's case (eager_ops "cases");
 - kernels_one_case: the default with every step charged the attention module's ops and copies of a
   masked step reading keys from the cache, whatever its mix (as before round 7: a sequence
   decoding alone runs neither repeat_kv nor its ops, a step with nothing cached no gather;
   costmodel/serving/eager_step.py);
 - kernels_peak_attention: the default without the attention efficiency by queries (the attention
   call at the peak, as the default was before calibrate measured it);
+- kernels_module_op: the default with each op at the module code's time per op (module_s_per_op:
+  transformers' Llama decoder layers at one token, 32 wide, without the engine), as the default was
+  before engine_s_per_op;
+- kernels_flat_inner: the default without the GEMV table (one-row products at the rows table's one-row
+  efficiency, the chain's, whatever their K), as the default was before gemv_efficiency_by_inner;
+- kernels_before: without either (the default of the previous stop);
 - kernels_add_op: the default with each eager op at one bare op's dispatch time (dispatch_s_per_op,
-  an add of two 1-element tensors) instead of the module code's, as the default was before the
-  module figure was measured;
-- kernels_rows: the default without an op's time (dispatch_s_per_op and module_s_per_op None): each active
+  an add of two 1-element tensors) instead of the module code's or the engine's;
+- kernels_rows: the default without an op's time (dispatch_s_per_op, module_s_per_op, engine_s_per_op None): each active
   leaf pays overhead_s_per_block once, as before the op counts, and the paged path's copies (which go
   with the counted implementation) are not charged;
 - kernels_tiles: the kernel model as it was before the rows table (the same `local` without the
   rows table, attention table or dispatch, with sm_count = the torch threads, one core computing one tile at a
   time, and matmul_efficiency 1.0, flops_per_s being itself the large-GEMM rate): cuBLAS's tiles
   and waves (kernel_facts.json), a GPU's, and one launch per leaf;
-- kernels_engine_op: the default kernel model with each op at the time one op takes inside the
-  engine, not torch.add's: the 2-layer, 64-wide Llama of validate/serving_engine.py (its products
-  take microseconds) through the same engine, each step's time over the ops it launches
-  (validate/eager_op_counts.py, counted in a run apart; the model's and the engine's own ops
-  included), the median over its steps. A benchmark-only figure from another model's steps, not
-  the benchmark's; it shows how far the eager Python around each op goes beyond the dispatcher;
 - kernels_gemms: the default kernel model with each GEMM's time measured on this CPU at its own shape
   (MeasuredGemmTimer: torch's linear of M x K by K x N through distinct weights of 64 MiB in all,
   so each reads its weights from memory, median of 3, at every token count the steps ran and
@@ -86,23 +88,8 @@ MODEL = {**TINY_LLAMA, "hidden_size": 512, "intermediate_size": 1536, "num_hidde
          "num_attention_heads": 8, "num_key_value_heads": 4, "vocab_size": 2000}
 TRACE = [(i, 24 + 40 * (i % 4), 24) for i in range(12)]
 MODELS = ("roofline", "kernels", "kernels_one_case", "kernels_peak_attention", "kernels_rows", "kernels_tiles", "kernels_gemms",
-          "kernels_engine_op", "kernels_add_op")
+          "kernels_module_op", "kernels_flat_inner", "kernels_before", "kernels_add_op")
 BUDGETS = dict(block_size=16, num_blocks=64, max_batch_tokens=128, max_requests=8)
-
-
-def engine_seconds_per_op() -> float:
-    """One op's time inside the engine: a near compute-free Llama's steps over their ops."""
-    from validate.eager_op_counts import count_engine_steps
-
-    trace, budgets = [(0, 6, 4), (5, 9, 3), (5, 5, 4), (5, 7, 2), (5, 3, 3)] * 2, \
-        dict(scheduler="fifo", block_size=4, num_blocks=64, max_batch_tokens=16, max_requests=8)
-    counted = count_engine_steps(trace, tiny_model(0), **budgets)
-    timed = run_engine(trace, model=tiny_model(0), **budgets)
-    layers = TINY_LLAMA["num_hidden_layers"]
-    ops = [sum(n * (layers if p.startswith("decoder.layer.") else 1) for p, n in step["ops"].items())
-           for step in counted]
-    assert [len(s["queries"]) for s in counted] == [len(e) for e, _, _ in timed.schedule]
-    return statistics.median(seconds / n for seconds, n in zip(timed.seconds[1:], ops[1:]))
 
 
 class MeasuredGemmTimer(KernelTimer):
@@ -144,19 +131,23 @@ def one_round(repeats: int = 1) -> dict:
     local = Hardware.from_dict(calibrated, source="measured now")
     cfg = config_from_dict({**MODEL, "model_type": "llama", "torch_dtype": "float32"}, "bench", "bench-llama")
     profile = serving_profile(cfg, attention="sdpa")
-    rows = dataclasses.replace(local, dispatch_s_per_op=None, module_s_per_op=None)
+    rows = dataclasses.replace(local, dispatch_s_per_op=None, module_s_per_op=None, engine_s_per_op=None)
     peak_attention = dataclasses.replace(local, attention_efficiency_by_queries={})
     tiles = dataclasses.replace(local, gemm_efficiency_by_rows={}, attention_efficiency_by_queries={},
-                                dispatch_s_per_op=None, module_s_per_op=None, sm_count=torch.get_num_threads(),
+                                gemv_efficiency_by_inner={}, dispatch_s_per_op=None, module_s_per_op=None,
+                                engine_s_per_op=None, sm_count=torch.get_num_threads(),
                                 matmul_efficiency={"fp32": 1.0})
     ops = eager_op_counts(cfg, "sdpa")
     assert ops is not None, "the benchmark's Llama is one the eager op counts are stated for"
-    per_op = engine_seconds_per_op()
     steps = {"roofline": StepTime(cfg, local, "fp32", profile=profile, time_model="roofline"),
-             "kernels_engine_op": StepTime(cfg, dataclasses.replace(local, module_s_per_op=per_op), "fp32",
+             "kernels_module_op": StepTime(cfg, dataclasses.replace(local, engine_s_per_op=None), "fp32",
                                            profile=profile),
-             "kernels_add_op": StepTime(cfg, dataclasses.replace(local, module_s_per_op=None), "fp32",
-                                        profile=profile),
+             "kernels_flat_inner": StepTime(cfg, dataclasses.replace(local, gemv_efficiency_by_inner={}), "fp32",
+                                            profile=profile),
+             "kernels_before": StepTime(cfg, dataclasses.replace(local, gemv_efficiency_by_inner={}, engine_s_per_op=None),
+                                        "fp32", profile=profile),
+             "kernels_add_op": StepTime(cfg, dataclasses.replace(local, module_s_per_op=None, engine_s_per_op=None),
+                                        "fp32", profile=profile),
              "kernels": StepTime(cfg, local, "fp32", profile=profile),
              "kernels_peak_attention": StepTime(cfg, peak_attention, "fp32", profile=profile),
              "kernels_rows": StepTime(cfg, rows, "fp32", profile=profile),
@@ -197,7 +188,8 @@ def one_round(repeats: int = 1) -> dict:
                             "vector_flops_per_s": local.vector_flops_per_s,
                             "overhead_s_per_block": local.overhead_s_per_block,
                             "dispatch_s_per_op": local.dispatch_s_per_op, "module_s_per_op": local.module_s_per_op,
-                            "engine_seconds_per_op": per_op,
+                            "engine_s_per_op": local.engine_s_per_op,
+                            "gemv_efficiency_by_inner": calibrated["gemv_efficiency_by_inner"]["fp32"],
                             "gemm_efficiency_by_rows": calibrated["gemm_efficiency_by_rows"]["fp32"],
                             "gemm_rows_flops_per_s": calibrated["_gemm_rows_flops_per_s"]["fp32"],
                             "attention_efficiency_by_queries": calibrated["attention_efficiency_by_queries"]["fp32"]}}

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, show
+from .hardware_schema import (INTERCONNECT, OPTIONAL_NUMBERS, PEAK_DTYPES, SCHEMA, Field,  # noqa: F401 (re-exported)
+                              schema_problems)
 from .spec import CANONICAL_DTYPE, DEFAULT_TIME_MODEL, TIME_MODELS  # the time models and the default (spec.py says why)
 
 
@@ -42,7 +44,6 @@ def time_model_for(hardware: "Hardware", time_model: str | None = None, dtype: s
 HARDWARE_DIR = Path(__file__).resolve().parent / "hardware"
 
 #: The matmul dtypes a hardware file may give a peak for (fp8: E4M3/E5M2 tensor cores; int8: IMMA).
-PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 
 
 def local_cache_path() -> Path:
@@ -116,6 +117,12 @@ class Hardware:
     # follows its queries as a GEMM's follows its rows): where given, the kernel model's attention
     # efficiency instead of kernel_facts.json's published GPU figures. ((queries, efficiency), ...).
     attention_efficiency_by_queries: dict[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
+    # Per dtype, a one-row product's (a GEMV's) fraction of that dtype's peak by its inner width K,
+    # measured at a few widths (validate/calibrate.py on a CPU, beside the rows table's chain: the
+    # BLAS runs one row as a GEMV, one dot product of K per output, whose rate per byte falls with K
+    # on a CPU). Where given, a one-row GEMM's efficiency instead of the rows table's at one row.
+    # ((K, efficiency), ...) by K.
+    gemv_efficiency_by_inner: dict[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
     # The time one eager PyTorch op takes to dispatch (a microbenchmark): on a CPU, with the ops
     # each leaf launches (kernel_facts.json "eager_ops"), what an eager leaf pays instead of one
     # overhead_s_per_block; on a GPU, the host's time per op of an eager step, which runs
@@ -129,6 +136,12 @@ class Hardware:
     # given, the op time of a counted eager implementation's ops, which are module code, in place
     # of dispatch_s_per_op (eager_op_s; docs/time.md). None: dispatch_s_per_op stands.
     module_s_per_op: float | None = None
+    # The host's time per aten op of transformers' continuous-batching engine's steps (a
+    # microbenchmark: validate/calibrate.py engine_seconds_per_op, a compute-free Llama's steps
+    # through the engine over the ops they dispatch: its paged attention's Python, the model's and
+    # the step's own). Where given, the serving step's counted engine ops take it in place of
+    # eager_op_s (engine_op_s). None: eager_op_s stands.
+    engine_s_per_op: float | None = None
     # The bandwidth a kernel that streams memory once and reduces it on chip reaches (a GEMV's
     # weights: a read-and-reduce microbenchmark such as BabelStream's Dot, with its source): the
     # kernel-level time model's rate for the bytes of a GEMM. 0: bandwidth x efficiency's memory.
@@ -146,6 +159,12 @@ class Hardware:
         code's time per op where the file measures it, else the bare op's dispatch time; None where
         it states neither (the launch per leaf stands)."""
         return self.module_s_per_op if self.module_s_per_op is not None else self.dispatch_s_per_op
+
+    @property
+    def engine_op_s(self) -> float | None:
+        """The time each op of transformers' continuous-batching engine's step pays (kernel_facts.json
+        "eager_ops", the engine's counted ops): engine_s_per_op where the file measures it, else eager_op_s."""
+        return self.engine_s_per_op if self.engine_s_per_op is not None else self.eager_op_s
 
     @property
     def issues_ahead(self) -> bool:
@@ -242,6 +261,9 @@ class Hardware:
             attention_efficiency_by_queries={
                 str(dtype): tuple(sorted((int(m), float(e)) for m, e in table.items()))
                 for dtype, table in data.get("attention_efficiency_by_queries", {}).items()},
+            gemv_efficiency_by_inner={
+                str(dtype): tuple(sorted((int(k), float(e)) for k, e in table.items()))
+                for dtype, table in data.get("gemv_efficiency_by_inner", {}).items()},
             **{name: SCHEMA[name].kind(data[name]) for name in OPTIONAL_NUMBERS if name in data},
         )
 
@@ -272,187 +294,14 @@ class Hardware:
         if self.attention_efficiency_by_queries:
             out["attention_efficiency_by_queries"] = {dtype: {str(m): e for m, e in table}
                                                       for dtype, table in self.attention_efficiency_by_queries.items()}
+        if self.gemv_efficiency_by_inner:
+            out["gemv_efficiency_by_inner"] = {dtype: {str(k): e for k, e in table}
+                                               for dtype, table in self.gemv_efficiency_by_inner.items()}
         out.update({name: getattr(self, name) for name in OPTIONAL_NUMBERS if getattr(self, name) is not None})
         return out
 
 
-# ---------------------------------------------------------------------------------------------
-# The schema: each field, its type, its range and what it means (docs/time.md prints this table).
-
-@dataclass(frozen=True)
-class Field:
-    kind: type  # float, int or str
-    meaning: str
-    required: bool = False
-    low: float | None = None  # smallest allowed value (inclusive unless strict)
-    strict: bool = False  # low is exclusive
-    high: float | None = None  # largest allowed value (inclusive)
-
-    def problem(self, name: str, value: Any) -> str | None:
-        """What is wrong with `value` for this field, as a sentence; None when it is right."""
-        if self.kind is str:
-            return None if isinstance(value, str) else f"{name} must be a string, got {show(value)}"
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            return f"{name} must be a number, got {show(value)}"
-        if self.kind is int and value != int(value):
-            return f"{name} must be a whole number, got {show(value)}"
-        if self.low is not None and (value <= self.low if self.strict else value < self.low):
-            bound = "greater than" if self.strict else "at least"
-            return f"{name} must be {bound} {self.low:g}, got {show(value)}"
-        if self.high is not None and value > self.high:
-            return f"{name} must be at most {self.high:g}, got {show(value)}"
-        return None
-
-
-SCHEMA: dict[str, Field] = {
-    "name": Field(str, "the name the CLI shows", required=True),
-    "description": Field(str, "the product, as its datasheet names it"),
-    "source": Field(str, "where each number comes from"),
-    "flops_per_s": Field(dict, f"dense matmul FLOP/s per dtype ({', '.join(PEAK_DTYPES)}); no sparsity",
-                         required=True),
-    "vector_flops_per_s": Field(float, "FLOP/s of the non-matmul ops (the FP32 non-tensor peak); 0: the fp32 peak", low=0),
-    "bandwidth_bytes_per_s": Field(float, "memory bandwidth, bytes/s", required=True, low=0, strict=True),
-    "copy_bandwidth_bytes_per_s": Field(float, "a measured copy bandwidth (calibration, informational)", low=0),
-    "memory_bytes": Field(int, "memory capacity, bytes", required=True, low=0, strict=True),
-    "efficiency": Field(dict, "fractions of the peaks a run reaches: {compute, memory}, each in (0, 1]"),
-    "matmul_efficiency": Field(dict, "per dtype, the fraction of its peak large matmuls reach (a "
-                               "microbenchmark such as MAMF), each in (0, 1]; the kernel time model's GEMM efficiency"),
-    "sustained_matmul_efficiency": Field(dict, "per dtype, the fraction of its peak matmuls hold under sustained "
-                                         "full load (a microbenchmark such as MSMF), each in (0, 1]; the kernel "
-                                         "time model's GEMM efficiency for training steps (omitted: matmul_efficiency)"),
-    "gemm_efficiency_by_rows": Field(dict, "per dtype, {rows: the fraction of its peak a GEMM of that many rows "
-                                     "(tokens) reaches}, each in (0, 1], measured (validate/calibrate.py on a "
-                                     "CPU); the kernel time model's GEMM efficiency instead of tiles and waves"),
-    "attention_efficiency_by_queries": Field(dict, "per dtype, {queries: the fraction of its peak a fused attention "
-                                             "call of that many query rows reaches}, each in (0, 1], measured "
-                                             "(validate/calibrate.py on a CPU: torch's sdpa); the kernel time model's "
-                                             "attention efficiency instead of kernel_facts.json's"),
-    "overhead_s_per_block": Field(float, "fixed launch time of one block's kernels, seconds", low=0),
-    "dispatch_s_per_op": Field(float, "time one eager PyTorch op takes to dispatch, seconds (a microbenchmark); "
-                               "on a CPU an eager leaf pays it per op it launches (kernel_facts.json eager_ops); "
-                               "on a GPU an eager decode step takes the longer of its kernels and its ops at this "
-                               "time (kernel_facts.json eager_step_ops)", low=0),
-    "module_s_per_op": Field(float, "the host's time per aten op in eager module code, seconds (a microbenchmark: "
-                             "validate/calibrate.py module_seconds_per_op, transformers' Llama decoder layers at one "
-                             "token and a tiny width, their forward over the ops it dispatches); where given, a "
-                             "counted eager implementation's ops (module code) take it in place of dispatch_s_per_op "
-                             "(so 0 is refused: it would make every such op free)", low=0, strict=True),
-    "gemv_bandwidth_bytes_per_s": Field(float, "the bandwidth a read-and-reduce stream reaches (a microbenchmark "
-                                        "such as BabelStream's Dot), bytes/s: the kernel time model's rate for "
-                                        "a GEMM's bytes (0 or omitted: bandwidth x efficiency's memory)", low=0),
-    "graph_kernel_s": Field(float, "GPU-side seconds each kernel replayed from a CUDA graph takes beyond its "
-                            "work (a measured empty-kernel gap, its source in `source`); 0: none known", low=0),
-    "dram_kernel_startup_s": Field(float, "fixed seconds a kernel streaming from DRAM takes beyond its bytes at the "
-                                   "bandwidth and beyond graph_kernel_s (the intercept of T = a + V/b over "
-                                   "DRAM-resident sizes, less graph_kernel_s; its source in `source`); "
-                                   "charged to each GEMM and attention call; 0: none known", low=0),
-    "default_dtype": Field(str, "the dtype a simulation uses when none is asked for; must have a peak"),
-    "interconnect": Field(dict, "gpus_per_node, intra_node_bandwidth_bytes_per_s, "
-                          "inter_node_bandwidth_bytes_per_s (per GPU, per direction), collective_latency_s, source"),
-    "architecture": Field(str, "the GPU generation (ampere, ada, hopper, blackwell, cdna3): which attention-kernel figures apply; "
-                               "\"cpu\" for a CPU (each op runs in the thread that issues it)"),
-    "sm_count": Field(int, "streaming multiprocessors (AMD: compute units)", low=0),
-    "clock_mhz": Field(float, "the datasheet's boost clock, MHz", low=0),
-    "clock_limit_mhz": Field(float, "a clock limit (nvidia-smi -lgc); scales the compute peaks", low=0),
-    "power_watts": Field(float, "the board power the datasheet's peaks are at, W", low=0),
-    "power_limit_watts": Field(float, "a power cap (nvidia-smi -pl); scales the compute peaks as its cube root", low=0),
-    "memory_reserve_bytes": Field(int, "memory no run can use: CUDA context, cuBLAS and NCCL workspaces", low=0),
-    "serving_memory_utilization": Field(float, "the fraction of memory a serving engine plans with "
-                                        "(vLLM's gpu_memory_utilization)", low=0, strict=True, high=1),
-    "price_per_gpu_hour": Field(float, "dollars per GPU-hour (optional: a rental price, its source in "
-                                "`source`); what --price gives when not set", low=0),
-}
-OPTIONAL_NUMBERS = ("architecture", "graph_kernel_s", "dram_kernel_startup_s", "sm_count", "dispatch_s_per_op", "module_s_per_op", "clock_mhz", "clock_limit_mhz",
-                    "power_watts", "power_limit_watts", "memory_reserve_bytes", "serving_memory_utilization",
-                    "price_per_gpu_hour", "gemv_bandwidth_bytes_per_s")
-INTERCONNECT: dict[str, Field] = {
-    "gpus_per_node": Field(int, "GPUs one node (NVLink domain) holds", low=1),
-    "intra_node_bandwidth_bytes_per_s": Field(float, "between two GPUs of a node, per direction", low=0),
-    "inter_node_bandwidth_bytes_per_s": Field(float, "between nodes, per GPU, per direction", low=0),
-    "collective_latency_s": Field(float, "fixed latency of one collective call", low=0),
-    "source": Field(str, "where the interconnect's numbers come from"),
-}
-
-
-def schema_problems(data: Any) -> list[str]:
-    """Every problem of a hardware file's JSON, one sentence each (empty: a valid file)."""
-    if not isinstance(data, dict):
-        return [f"a hardware file is a JSON object, got {type(data).__name__}"]
-    problems = [f"unknown field {show(k)} (known: {', '.join(SCHEMA)})" for k in data
-                if k not in SCHEMA and not str(k).startswith("_")]
-    problems += [f"{name} is missing" for name, spec in SCHEMA.items() if spec.required and name not in data]
-    for name, spec in SCHEMA.items():
-        if name in data and spec.kind is not dict:
-            problems.append(spec.problem(name, data[name]))
-    problems += _peak_problems(data)
-    problems += _section_problems(data, "efficiency", {k: Field(float, "", low=0, strict=True, high=1)
-                                                      for k in ("compute", "memory")})
-    problems += _section_problems(data, "interconnect", INTERCONNECT)
-    for section in ("matmul_efficiency", "sustained_matmul_efficiency"):
-        problems += _section_problems(data, section, {k: Field(float, "", low=0, strict=True, high=1)
-                                                      for k in PEAK_DTYPES})
-    problems += _rows_problems(data, "gemm_efficiency_by_rows", "rows")
-    problems += _rows_problems(data, "attention_efficiency_by_queries", "queries")
-    return [p for p in problems if p]
-
-
-def _rows_problems(data: dict, field_name: str, counted: str) -> list[str | None]:
-    """A table of efficiency by a count (gemm_efficiency_by_rows: rows; attention_efficiency_by_queries:
-    queries): {dtype: {count: efficiency}}, the count a whole number >= 1 (as JSON writes it, a
-    string), each efficiency in (0, 1]."""
-    tables = data.get(field_name)
-    if tables is None:
-        return []
-    if not isinstance(tables, dict):
-        return [f"{field_name} must be an object of dtype: {{{counted}: efficiency}}, got {show(tables)}"]
-    problems: list[str | None] = []
-    what = {"rows": "a row count", "queries": "a query count"}[counted]
-    for dtype, table in tables.items():
-        name = f"{field_name}.{dtype}"
-        if dtype not in PEAK_DTYPES:
-            problems.append(f"{field_name} has an unknown dtype {show(dtype)} (known: {', '.join(PEAK_DTYPES)})")
-        elif not isinstance(table, dict) or not table:
-            problems.append(f"{name} must be a non-empty object of {counted}: efficiency, got {show(table)}")
-        else:
-            problems += [f"{name} has {what} {show(m)} that is not a whole number of at least 1"
-                         for m in table if not _row_count(m)]
-            problems += [Field(float, "", low=0, strict=True, high=1).problem(f"{name}.{m}", e) for m, e in table.items()]
-    return problems
-
-
-def _row_count(m: Any) -> bool:
-    """A row count as a table's key: a whole number >= 1, or its digits (JSON's keys are strings)."""
-    if isinstance(m, str):
-        return m.isdigit() and int(m) >= 1
-    return isinstance(m, int) and not isinstance(m, bool) and m >= 1
-
-
-def _peak_problems(data: dict) -> list[str | None]:
-    peaks = data.get("flops_per_s")
-    if peaks is None:
-        return []
-    if not isinstance(peaks, dict) or not peaks:
-        return [f"flops_per_s must be an object of dtype: FLOP/s, got {show(peaks)}"]
-    problems = [f"flops_per_s has an unknown dtype {show(k)} (known: {', '.join(PEAK_DTYPES)})"
-                for k in peaks if k not in PEAK_DTYPES]
-    problems += [Field(float, "", low=0, strict=True).problem(f"flops_per_s.{k}", v) for k, v in peaks.items()]
-    default = data.get("default_dtype", "bf16")
-    if isinstance(default, str) and default not in peaks and "default_dtype" in data:
-        problems.append(f"default_dtype {show(default)} has no peak in flops_per_s")
-    return problems
-
-
-def _section_problems(data: dict, section: str, fields: dict[str, Field]) -> list[str | None]:
-    value = data.get(section)
-    if value is None:
-        return []
-    if not isinstance(value, dict):
-        return [f"{section} must be an object, got {show(value)}"]
-    problems: list[str | None] = [f"{section} has an unknown field {show(k)} (known: {', '.join(fields)})"
-                                  for k in value if k not in fields]
-    problems += [fields[k].problem(f"{section}.{k}", v) for k, v in value.items() if k in fields]
-    return problems
-
+# The schema (Field, SCHEMA, schema_problems) lives in hardware_schema.py; re-exported here.
 
 # ---------------------------------------------------------------------------------------------
 # Finding a hardware: a preset's name (any case), `local`, or a path to a hardware file.

@@ -153,6 +153,8 @@ class KernelTimer:
         self.launch_s = 0.0 if cuda_graphs else hardware.overhead_s_per_block
         # A CPU's measured GEMM efficiency by rows (hardware.gemm_efficiency_by_rows): no tiles.
         self.gemm_rows = hardware.gemm_efficiency_by_rows.get(matmul, ())
+        # ... and its one-row products' (GEMVs') by their inner width K (hardware.gemv_efficiency_by_inner).
+        self.gemv_inner = hardware.gemv_efficiency_by_inner.get(matmul, ()) if self.gemm_rows else ()
         # A CPU's measured attention efficiency by query rows (hardware.attention_efficiency_by_queries).
         self.attention_queries = hardware.attention_efficiency_by_queries.get(self.dtype, ())
         eager = not (cuda_graphs or compiled) and hardware.eager_op_s is not None
@@ -161,7 +163,9 @@ class KernelTimer:
         # step takes the longer of the two (host_bound_seconds), so no leaf adds them.
         self.eager_ops = eager_ops if eager and not hardware.issues_ahead else None
         self.host_s_per_op = hardware.eager_op_s if eager and hardware.issues_ahead else None
-        self.dispatch_s = hardware.eager_op_s or 0.0
+        # The counted ops (eager_ops) are transformers' continuous-batching engine's: its own time per
+        # op where measured (engine_op_s), else the module code's or a bare op's (eager_op_s).
+        self.dispatch_s = (hardware.engine_op_s if eager_ops is not None else hardware.eager_op_s) or 0.0
         self.graph_kernel_s = hardware.graph_kernel_s if cuda_graphs else 0.0
         # What each kernel reading DRAM (a GEMM's weights, an attention call's keys and values)
         # takes beyond its bytes at the bandwidth, in any launch mode (hardware.dram_kernel_startup_s).
@@ -218,7 +222,7 @@ class KernelTimer:
         rate: the large-GEMM FLOP/s (None: the timer's matmul dtype's). A hardware that measures
         its GEMM efficiency by rows: the FLOPs at that efficiency of its own peak."""
         if self.gemm_rows:
-            return gemm.flops / (self.peak * self.rows_scale * self.rows_efficiency(gemm.m))
+            return gemm.flops / (self.peak * self.rows_scale * self.rows_efficiency(gemm.m, gemm.k))
         per_sm = (self.peak * self.matmul_efficiency if rate is None else rate) / self.sms
         def seconds(t: tuple[int, int]) -> float:
             split = self.split_k(gemm, t)
@@ -228,9 +232,13 @@ class KernelTimer:
             return 2 * t[0] * t[1] * math.ceil(gemm.k / split) / per_sm + partials / self.bandwidth
         return seconds(tile) if tile else min(seconds(t) for t in self.tiles)
 
-    def rows_efficiency(self, m: int) -> float:
+    def rows_efficiency(self, m: int, k: int | None = None) -> float:
         """The measured efficiency of a GEMM of m rows: log-linear in m between the measured row
-        counts, the first or last value outside them."""
+        counts, the first or last value outside them. One row of inner width k where the hardware
+        measures GEMVs by their width (gemv_efficiency_by_inner): log-linear in k between the
+        measured widths instead."""
+        if m == 1 and k and self.gemv_inner:
+            return log_linear(self.gemv_inner, k)
         return log_linear(self.gemm_rows, m)
 
     def leaf_launch_seconds(self, leaf: Any, kernels: int) -> float:

@@ -1,6 +1,6 @@
 """Measures this machine as the `local` hardware preset: matmul and vector FLOP/s, memory bandwidth.
 
-A short benchmark (about 15 seconds). The roofs are what each kind of work reaches here, measured on
+A short benchmark (about a minute on a 2-core VM). The roofs are what each kind of work reaches here, measured on
 the shapes a Transformer runs:
 - matmul FLOP/s, in each dtype asked for (fp32 by default): a prefill's linear layers, tokens
   through 16 distinct weights of 1024 x 4096 and 4096 x 1024 (with bias), one after the other:
@@ -13,10 +13,15 @@ the shapes a Transformer runs:
 - GEMM efficiency by rows (fp32): the linear chain at 1 to 256 rows over the best of those rates
   (few rows reach neither the large-GEMM rate nor the weights' streaming rate on a CPU): the
   kernel model's GEMM time on `local` (costmodel/kernel_time.py);
+- GEMV efficiency by inner width (fp32): one row through chains of distinct K x K weights (64 MiB
+  each, K 256 to 4096), timed in turn with the linear chain, over the chain's best rate (a one-row
+  product runs as a GEMV, one dot product of K per output, slower per byte at a short K);
 - dispatch per op: one tiny op's time (an add of two 1-element tensors);
 - module code per op: transformers' Llama decoder layers (2, 32 wide) on one token, their forward
   over the aten ops it dispatches: what each op of an eager leaf pays (costmodel/eager_ops.py
-  counts module code's ops; Hardware.eager_op_s takes this figure over the bare add's).
+  counts module code's ops; Hardware.eager_op_s takes this figure over the bare add's);
+- the engine's time per op: a compute-free Llama's steps through transformers' continuous-batching
+  engine over the aten ops they dispatch (the serving step's counted ops take it: Hardware.engine_op_s).
 - attention efficiency by queries (fp32): torch's scaled_dot_product_attention, 8 heads of 64 (the
   serving benchmark's Llama), at (queries, keys) (1, 256), (16, 256), (64, 512), (256, 256) and
   (512, 512), causal where queries and keys are as many, timed in turn with the linear chain at 256
@@ -95,17 +100,58 @@ def gemm_rows_flops_per_s(rows: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 
     efficiency; on this CPU a few rows reach neither that rate nor the weights' streaming rate).
     The row counts are timed in turn, `repeats` times round (the median of each): a machine whose
     load changes during the measurement slows every row count alike."""
+    return gemm_rates(rows, (), repeats, dtype)["chain"]
+
+
+#: Inner widths (K) of the one-row products gemv_efficiency_by_inner times beside the chain.
+INNER_WIDTHS = (256, 512, 1024, 2048, 4096)
+INNER_MEGABYTES = 64  # each width's distinct weights, so every product reads its weights from memory
+
+
+def gemm_rates(rows: tuple[int, ...], inner: tuple[int, ...] = INNER_WIDTHS, repeats: int = 5,
+               dtype: str = "fp32", megabytes: int = INNER_MEGABYTES) -> dict[Any, dict[int, float]]:
+    """FLOP/s by rows of the linear chain ("chain") and, for each inner width K of `inner`, of one
+    row through a chain of distinct K x K weights (`megabytes` in all, so each product reads its
+    weights from memory, as a step's layers do): every (chain, rows) timed in turn, `repeats` times
+    round, the median of each. The BLAS runs one row as a GEMV, one dot product of K per output:
+    on a CPU its rate per byte falls with K (on a 2-core EPYC VM one row at K 512 ran at 0.58x
+    the chain's one-row rate, at K 256 0.42x), which the chain's 1024 <-> 4096 products do not
+    show. (At 4 rows and more the same square chains ran 0.7-1.4x the chain's rate, and the
+    engine's own products of 8 rows at K 512 at the chain's: the rows table stands there.)"""
     chain = LinearChain(dtype=TORCH_DTYPES[dtype])
-    inputs = {m: torch.randn(m, chain.d, dtype=chain.dtype) for m in rows}
-    times: dict[int, list[float]] = {m: [] for m in rows}
-    for m in rows:  # warm-up
-        chain.run(inputs[m])
+    chains: dict[Any, tuple[list[torch.Tensor], int]] = {"chain": (chain.weights, chain.d)}
+    for k in inner:
+        copies = max(1, megabytes * 2**20 // (chain.weights[0].element_size() * k * k))
+        chains[k] = ([(torch.randn(k, k) / k**0.5).to(chain.dtype) for _ in range(copies)], k)
+    plan = [(name, m) for name in chains for m in (rows if name == "chain" else (1,))]
+    inputs = {(name, m): torch.randn(m, chains[name][1], dtype=chain.dtype) for name, m in plan}
+
+    def run(name: Any, m: int) -> None:
+        x = inputs[(name, m)]
+        for weight in chains[name][0]:
+            x = torch.nn.functional.linear(x, weight)
+
+    times: dict[tuple[Any, int], list[float]] = {key: [] for key in plan}
+    for key in plan:  # warm-up
+        run(*key)
     for _ in range(repeats):
-        for m in rows:
+        for key in plan:
             start = time.perf_counter()
-            chain.run(inputs[m])
-            times[m].append(time.perf_counter() - start)
-    return {m: 2 * m * chain.elements / statistics.median(times[m]) for m in rows}
+            run(*key)
+            times[key].append(time.perf_counter() - start)
+    rates: dict[Any, dict[int, float]] = {name: {} for name in chains}
+    for name, m in plan:
+        elements = sum(w.numel() for w in chains[name][0])
+        rates[name][m] = 2 * m * elements / statistics.median(times[(name, m)])
+    return rates
+
+
+def gemv_efficiency_by_inner(rates: dict[Any, dict[int, float]]) -> dict[str, float]:
+    """gemv_efficiency_by_inner's table from gemm_rates: each width's one-row rate over the best
+    of the chain's rates (efficiency_by_rows' denominator: a ratio within one interleaved
+    measurement), at most 1."""
+    top = max(rates["chain"].values())
+    return {str(k): min(1.0, by_rows[1] / top) for k, by_rows in rates.items() if k != "chain"}
 
 
 #: (queries, keys) of the attention calls calibrate times, and their heads and head width: the
@@ -270,6 +316,33 @@ def module_s_per_op(repeats: int = 301, device: str = "cpu") -> float:
     return module_seconds_per_op(repeats, device=device)["seconds_per_op"]
 
 
+def engine_seconds_per_op(runs: int = 5) -> dict[str, Any]:
+    """The host's time per aten op of transformers' continuous-batching engine: a compute-free Llama
+    (validate/serving_engine.py's TINY_LLAMA: 64 wide, 2 layers; its products take microseconds)
+    runs a fixed trace through the engine; each step's measured time over the aten ops it
+    dispatches (counted in a run apart, validate/eager_op_counts.py: the model's leaves, its own
+    body and the step's sampling), the median over `runs` timed runs' steps but each run's first. What an op of the
+    engine's step pays: the module code's (module_seconds_per_op) and the paged attention's,
+    the model's and the step's Python between ops. Returns {"seconds_per_op", "ops" (per step,
+    the median), "steps"}."""
+    from .eager_op_counts import count_engine_steps
+    from .serving_engine import TINY_LLAMA, run_engine, tiny_model
+
+    trace = [(0, 6, 4), (5, 9, 3), (5, 5, 4), (5, 7, 2), (5, 3, 3)] * 2
+    budgets = dict(scheduler="fifo", block_size=4, num_blocks=64, max_batch_tokens=16, max_requests=8)
+    counted = count_engine_steps(trace, tiny_model(0), **budgets)
+    layers = TINY_LLAMA["num_hidden_layers"]
+    ops = [sum(n * (layers if p.startswith("decoder.layer.") else 1) for p, n in step["ops"].items())
+           for step in counted]
+    model, per_op = tiny_model(0), []
+    for _ in range(runs):
+        timed = run_engine(trace, model=model, **budgets)
+        if [len(s["queries"]) for s in counted] != [len(e) for e, _, _ in timed.schedule]:
+            raise RuntimeError("the engine scheduled the counted and the timed runs differently.")
+        per_op += [t / n for t, n in zip(timed.seconds[1:], ops[1:])]
+    return {"seconds_per_op": statistics.median(per_op), "ops": statistics.median(ops[1:]), "steps": len(ops) - 1}
+
+
 def vector_flops_per_s(elements: int = 2**21, repeats: int = 7) -> float:
     """The median over the models' non-matmul ops of their FLOP/s (costmodel's convention)."""
     from costmodel.blocks import OTHER_FLOPS_PER_ELEMENT
@@ -345,9 +418,11 @@ def measure_local(memory_bytes: int | None = None, dtypes: tuple[str, ...] = ("f
         memory_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     rows = {}
     if "fp32" in dtypes:
-        rates = gemm_rows_flops_per_s()
+        measured = gemm_rates((1, 2, 4, 8, 16, 32, 64, 128, 256))
+        rates = measured["chain"]
         rows = {"gemm_efficiency_by_rows": {"fp32": efficiency_by_rows(rates)},
-                "_gemm_rows_flops_per_s": {"fp32": {str(m): r for m, r in rates.items()}}}
+                "_gemm_rows_flops_per_s": {"fp32": {str(m): r for m, r in rates.items()}},
+                "gemv_efficiency_by_inner": {"fp32": gemv_efficiency_by_inner(measured)}}
         attention, chain_rate = attention_flops_per_s(chain=chain)
         efficiency = attention_efficiency_by_queries(attention, chain_rate)
         rows.update({"attention_efficiency_by_queries": {"fp32": efficiency},
@@ -368,6 +443,7 @@ def measure_local(memory_bytes: int | None = None, dtypes: tuple[str, ...] = ("f
         "overhead_s_per_block": overhead_s_per_block(),
         "dispatch_s_per_op": dispatch_s_per_op(),
         "module_s_per_op": module_s_per_op(),
+        "engine_s_per_op": engine_seconds_per_op()["seconds_per_op"],
         **rows,
         "source": f"measured by validate/calibrate.py with torch {torch.__version__} (medians: "
         f"matmuls of tokens through 16 linear layers 1024 <-> 4096 in {', '.join(dtypes)} (256 "
@@ -376,9 +452,14 @@ def measure_local(memory_bytes: int | None = None, dtypes: tuple[str, ...] = ("f
         "softmax, norms and activations over 2M elements for the vector FLOP/s; a tiny "
         "model's decode step per block for the overhead; the same fp32 chain at 1-256 tokens, the row counts "
         "in turn, over the best of them for the GEMM efficiency by rows (raw rates in _gemm_rows_flops_per_s); "
+        f"one row through chains of distinct K x K weights ({INNER_MEGABYTES} MiB each, K in "
+        f"{', '.join(map(str, INNER_WIDTHS))}), timed in turn with it, over the same best rate, for the GEMV "
+        "efficiency by inner width; "
         "an add of two 1-element tensors for the dispatch per op; transformers' LlamaDecoderLayer x "
         f"{MODULE_LAYERS} ({MODULE_WIDTH} wide, {MODULE_HEADS} heads, {MODULE_KV_HEADS} KV heads, sdpa) and its rotary "
-        "module on one token, the forward over the aten ops it dispatches, for the module code per op; torch's scaled_dot_product_attention, 8 heads "
+        "module on one token, the forward over the aten ops it dispatches, for the module code per op; "
+        "a compute-free Llama's steps (64 wide) through transformers' continuous-batching engine over the ops "
+        "they dispatch, for the engine's time per op; torch's scaled_dot_product_attention, 8 heads "
         "of 64, at (queries, keys) " + ", ".join(f"({q}, {k})" for q, k in ATTENTION_SHAPES) + " timed in turn "
         "with the chain at 256 tokens, the kernel model's FLOPs of each call over the chain's rate, for the "
         "attention efficiency by queries (raw rates in _attention_flops_per_s))",

@@ -267,7 +267,8 @@ def measure_kernel_rates(device: str, grid: str, cpu_tables: bool, rows: bool) -
                        f"token, {module['ops']} ops a forward, batches of 5 forwards timed on the host, not "
                        f"waiting for the GPU)")
     if cpu_tables and not device.startswith("cuda"):
-        from .calibrate import dispatch_s_per_op, efficiency_by_rows, gemm_rows_flops_per_s, module_seconds_per_op
+        from .calibrate import (INNER_MEGABYTES, INNER_WIDTHS, dispatch_s_per_op, efficiency_by_rows,
+                                engine_seconds_per_op, gemm_rates, gemv_efficiency_by_inner, module_seconds_per_op)
 
         fields["dispatch_s_per_op"] = dispatch_s_per_op(201 if grid == "quick" else 2001)
         sources.append("dispatch_s_per_op as validate/calibrate.py measures `local`: an add of two 1-element tensors")
@@ -276,9 +277,20 @@ def measure_kernel_rates(device: str, grid: str, cpu_tables: bool, rows: bool) -
         measurements["module_per_op"] = module
         sources.append(f"module_s_per_op as validate/calibrate.py measures `local`: transformers' Llama decoder "
                        f"layers on one token, the forward over its {module['ops']} aten ops")
+        engine = engine_seconds_per_op()
+        fields["engine_s_per_op"] = engine["seconds_per_op"]
+        measurements["engine_per_op"] = engine
+        sources.append("engine_s_per_op as validate/calibrate.py measures `local`: a compute-free Llama's steps "
+                       "through transformers' continuous-batching engine over the aten ops they dispatch")
         if rows:
             counts = CPU_ROWS[grid]
-            rates = gemm_rows_flops_per_s(counts, repeats=3 if grid == "quick" else 5)
+            widths, megabytes = ((256, 1024), 8) if grid == "quick" else (INNER_WIDTHS, INNER_MEGABYTES)
+            measured = gemm_rates(counts, widths, repeats=3 if grid == "quick" else 5, megabytes=megabytes)
+            rates = measured["chain"]
+            fields["gemv_efficiency_by_inner"] = {"fp32": gemv_efficiency_by_inner(measured)}
+            sources.append(f"gemv_efficiency_by_inner as validate/calibrate.py measures `local`: one row through chains "
+                           f"of distinct K x K weights ({megabytes} MiB each, K in {', '.join(map(str, widths))}) timed "
+                           "in turn with the chain below, over the best of its rates")
             fields["gemm_efficiency_by_rows"] = {"fp32": efficiency_by_rows(rates)}
             measurements["gemm_rows_flops_per_s"] = {"fp32": {str(m): r for m, r in rates.items()}}
             sources.append(f"gemm_efficiency_by_rows as validate/calibrate.py measures `local`: 16 fp32 linear "
