@@ -151,9 +151,8 @@ class KernelTimer:
         self.fused_attention = attention in ("sdpa", "flash")
         # Launches: per active leaf, the CPU's (eager); per kernel, the GPU's under a CUDA graph.
         self.launch_s = 0.0 if cuda_graphs else hardware.overhead_s_per_block
-        # A CPU's measured GEMM efficiency by rows (hardware.gemm_efficiency_by_rows): no tiles.
+        # A CPU's measured GEMM efficiency by rows (no tiles), and its GEMVs' by their inner width K.
         self.gemm_rows = hardware.gemm_efficiency_by_rows.get(matmul, ())
-        # ... and its one-row products' (GEMVs') by their inner width K (hardware.gemv_efficiency_by_inner).
         self.gemv_inner = hardware.gemv_efficiency_by_inner.get(matmul, ()) if self.gemm_rows else ()
         # A CPU's measured attention efficiency by query rows (hardware.attention_efficiency_by_queries).
         self.attention_queries = hardware.attention_efficiency_by_queries.get(self.dtype, ())
@@ -163,8 +162,7 @@ class KernelTimer:
         # step takes the longer of the two (host_bound_seconds), so no leaf adds them.
         self.eager_ops = eager_ops if eager and not hardware.issues_ahead else None
         self.host_s_per_op = hardware.eager_op_s if eager and hardware.issues_ahead else None
-        # The counted ops (eager_ops) are transformers' continuous-batching engine's: its own time per
-        # op where measured (engine_op_s), else the module code's or a bare op's (eager_op_s).
+        # The counted ops (eager_ops) are transformers' engine's: its time per op (engine_op_s).
         self.dispatch_s = (hardware.engine_op_s if eager_ops is not None else hardware.eager_op_s) or 0.0
         self.graph_kernel_s = hardware.graph_kernel_s if cuda_graphs else 0.0
         # What each kernel reading DRAM (a GEMM's weights, an attention call's keys and values)
@@ -233,10 +231,8 @@ class KernelTimer:
         return seconds(tile) if tile else min(seconds(t) for t in self.tiles)
 
     def rows_efficiency(self, m: int, k: int | None = None) -> float:
-        """The measured efficiency of a GEMM of m rows: log-linear in m between the measured row
-        counts, the first or last value outside them. One row of inner width k where the hardware
-        measures GEMVs by their width (gemv_efficiency_by_inner): log-linear in k between the
-        measured widths instead."""
+        """The measured efficiency of a GEMM of m rows (log-linear in m between the measured row
+        counts, the end values outside); one row of inner width k: the GEMV table's at k, if any."""
         if m == 1 and k and self.gemv_inner:
             return log_linear(self.gemv_inner, k)
         return log_linear(self.gemm_rows, m)
