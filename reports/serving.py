@@ -48,7 +48,9 @@ def render_serve(summary: dict[str, Any]) -> str:
         f"KV cache per replica: {setup['num_blocks']:,} blocks of {setup['block_size']} tokens "
         f"({kv['kv_bytes_per_token']:,} B per token per GPU; weights {kv['weight_bytes'] / 2**30:.1f} GiB and "
         f"activations {kv['activation_bytes'] / 2**30:.2f} GiB per GPU; {kv['gpu_memory_utilization']:.0%} of "
-        f"{kv['memory_bytes'] / 2**30:.0f} GiB)",
+        f"{kv['memory_bytes'] / 2**30:.0f} GiB)"
+        + (f"; {setup['kv_paging']} ({kv['paged_block_bytes']:,} B per block per GPU)" if setup.get("kv_paging")
+           else ""),
         f"requests: {summary['requests']} from {source}; prompt {setup['prompt']}, output {setup['output']} tokens",
         "",
         f"{'(ms)':<10}{'mean':>9}{'p50':>9}{'p90':>9}{'p99':>9}",
