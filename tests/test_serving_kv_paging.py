@@ -144,3 +144,19 @@ def test_serve_capacity_gpt_oss_doubles() -> None:
     assert paged["kv_cache"]["paged_block_bytes"] == 18 * 2048 * 16 == 589_824
     assert (paged["num_blocks"], full["num_blocks"]) == (14_861, 7_430)
     assert VLLM.held(8191 + 511, 8192 + 511) == 544 + 9
+
+
+def test_serve_names_the_layer_groups() -> None:
+    """The setup and serve's text name the groups and a block's bytes: gpt-oss-20b, 12 full + 12
+    sliding layers of 64 x 8 x 2 x 2 = 2,048 B per token each; a block of 12 layers and 16 tokens
+    is 393,216 B. A model without windows has neither key."""
+    import costmodel
+    from reports.serving import render_serve
+
+    run = costmodel.serve("gpt-oss-20b", "h100-sxm", rate=1.0, requests=3, prompt="300", output="4")
+    assert run.setup["kv_paging"] == "vllm layer groups: 1 full, 1 sliding 128; a block holds 12 layers"
+    assert run.setup["kv_cache"]["paged_block_bytes"] == 12 * 2048 * 16 == 393_216
+    assert "vllm layer groups: 1 full, 1 sliding 128; a block holds 12 layers (393,216 B per block per GPU)" \
+        in render_serve(run.summary())
+    plain = costmodel.serve("llama3.2-1b", "h100-sxm", rate=1.0, requests=3, prompt="300", output="4")
+    assert "kv_paging" not in plain.setup and "paged_block_bytes" not in plain.setup["kv_cache"]

@@ -166,9 +166,7 @@ class Scheduler:
         """A sequence about to be admitted with nothing computed holds its prefix's cached blocks."""
         request = sequence.request
         entry = self.prefixes.get(request.prefix_id) if request.prefix_id is not None else None
-        if self.pool.paging is not None:
-            return
-        if entry is None or sequence.computed:
+        if entry is None or sequence.computed or self.pool.paging is not None:
             return
         hit = min(entry[0], request.prefix_tokens // self.pool.block_size,
                   (sequence.known - 1) // self.pool.block_size)
