@@ -86,7 +86,8 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
 
         plan_capacity_command(cfg, hardware_name, rate, slo_ttft, slo_tpot, requests, prompt or 512, gen, tp,
                               top, as_json, mla=mla, pp=pp, ray_address=ray_address,
-                              cuda_graphs=cuda_graphs or "auto")
+                              cuda_graphs=cuda_graphs or "auto", weight_dtype=weight_dtype,
+                              weight_group=weight_group, kv_dtype=kv_dtype)
         return
     if cuda_graphs is not None:
         raise InputError("--cuda-graphs applies to the serving simulator's capacity search: add --serve --rate.")

@@ -48,7 +48,9 @@ def render_serve(summary: dict[str, Any]) -> str:
         f"KV cache per replica: {setup['num_blocks']:,} blocks of {setup['block_size']} tokens "
         f"({kv['kv_bytes_per_token']:,} B per token per GPU; weights {kv['weight_bytes'] / 2**30:.1f} GiB and "
         f"activations {kv['activation_bytes'] / 2**30:.2f} GiB per GPU; {kv['gpu_memory_utilization']:.0%} of "
-        f"{kv['memory_bytes'] / 2**30:.0f} GiB)",
+        f"{kv['memory_bytes'] / 2**30:.0f} GiB)"
+        + (f"; {setup['kv_paging']} ({kv['paged_block_bytes']:,} B per block per GPU)" if setup.get("kv_paging")
+           else ""),
         f"requests: {summary['requests']} from {source}; prompt {setup['prompt']}, output {setup['output']} tokens",
         "",
         f"{'(ms)':<10}{'mean':>9}{'p50':>9}{'p90':>9}{'p99':>9}",
@@ -274,8 +276,10 @@ def render_capacity(result: dict[str, Any], top: int = 10) -> str:
 def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: float | None,
                           slo_tpot: float | None, requests: int, prompt: str, gen: str, tp: int | None,
                           top: int, as_json: bool, processes: int | None = None, mla: str = "absorbed",
-                          pp: int | None = None, ray_address: str | None = None, cuda_graphs: str = "auto") -> None:
-    """`plan --serve --rate`: the search and its table (cli/plan.py's plan delegates here)."""
+                          pp: int | None = None, ray_address: str | None = None, cuda_graphs: str = "auto",
+                          **formats: Any) -> None:
+    """`plan --serve --rate`: the search and its table (cli/plan.py's plan delegates here);
+    formats: weight_dtype, weight_group, kv_dtype, as serve takes them."""
     from costmodel.hardware import load_hardware
     from costmodel.serving.capacity import Target, plan_capacity
 
@@ -285,7 +289,7 @@ def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: 
         hardwares = [load_hardware(name.strip()) for name in hardware_names.split(",")]
         result = plan_capacity(cfg, hardwares, Target(rate, slo_ttft, slo_tpot, requests, str(prompt), str(gen)),
                                tps=[tp] if tp else None, pps=[pp] if pp else None, processes=processes, mla=mla,
-                               ray_address=ray_address, cuda_graphs=cuda_graphs)
+                               ray_address=ray_address, cuda_graphs=cuda_graphs, **formats)
     except ConfigError as error:
         raise ReportInputError(str(error)) from None
     click.echo(json.dumps(finite(result, nan=True), indent=2) if as_json else render_capacity(result, top))

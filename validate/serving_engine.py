@@ -32,6 +32,7 @@ class EngineRun:
     max_batch_tokens: int
     seconds: list[float]
     faults: list[int] = field(default_factory=list)
+    num_sectors: int = 0  # the pool's units: one per block when every layer is full attention
 
 
 def tiny_model(seed: int = 0, **changes: Any) -> Any:
@@ -40,6 +41,21 @@ def tiny_model(seed: int = 0, **changes: Any) -> Any:
 
     torch.manual_seed(seed)
     return LlamaForCausalLM(LlamaConfig(**{**TINY_LLAMA, **changes})).eval()
+
+
+def tiny_windowed_model(window: int, hybrid: bool, seed: int = 0) -> Any:
+    """TINY_LLAMA's sizes with sliding-window attention: a Qwen2 whose layer_types are
+    [sliding, full] (hybrid: one sliding and one full allocator, a layer each) or a Mistral with a
+    sliding_window and no layer_types (every layer slides: one sliding allocator)."""
+    import torch
+    from transformers import MistralConfig, MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(seed)
+    if hybrid:
+        config = Qwen2Config(**TINY_LLAMA, layer_types=["sliding_attention", "full_attention"],
+                             sliding_window=window, use_sliding_window=True)
+        return Qwen2ForCausalLM(config).eval()
+    return MistralForCausalLM(MistralConfig(**TINY_LLAMA, sliding_window=window)).eval()
 
 
 def run_engine(requests: list[tuple[int, int, int]], *, scheduler: str = "fifo", block_size: int = 4,
@@ -114,7 +130,7 @@ def run_engine(requests: list[tuple[int, int, int]], *, scheduler: str = "fifo",
             records.append(((entries, free, finished), seconds, faults))
             clock += 1
     return EngineRun([r for r, _, _ in records], cache.num_blocks, cache.max_batch_tokens,
-                     [s for _, s, _ in records], [f for _, _, f in records])
+                     [s for _, s, _ in records], [f for _, _, f in records], cache.num_sectors)
 
 
 def _add(manager: Any, rng: Any, index: int, request: tuple[int, int, int]) -> None:

@@ -14,6 +14,7 @@ from ..spec import MLA_FORMS
 from . import metrics
 from .engine import simulate_replicas
 from .graphs import engine_graphs
+from .kv_paging import kv_paging
 from .kvcache import BlockPool, cache_sizing
 from .schedulers import SCHEDULERS
 from .steptime import StepTime, check_tensor_parallel_groups, serving_profile
@@ -136,11 +137,12 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     check_tensor_parallel_groups(cfg, profile, tp)
     from ..config import DTYPE_BYTES, Workload
 
+    paging = kv_paging(cfg, scheduler, block_size)
     sizings = {} if sizings is None else sizings
     if max_batched_tokens not in sizings:
         sizings[max_batched_tokens] = cache_sizing(
             cfg, profile, DTYPE_BYTES[Workload(dtype=dtype).dtype], hardware.memory_bytes, gpu_memory_utilization,
-            block_size, min(max_batched_tokens, cfg.max_positions), tp, pp)
+            block_size, min(max_batched_tokens, cfg.max_positions), tp, pp, paging)
     sizing = sizings[max_batched_tokens]
     blocks = sizing.num_blocks if num_blocks is None else num_blocks
     if blocks < pp:
@@ -164,9 +166,20 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     cls = partial(SCHEDULERS[scheduler], prefix_caching=True) if prefix_caching else SCHEDULERS[scheduler]
     if num_scheduler_steps != 1:
         cls = partial(SCHEDULERS[scheduler], num_scheduler_steps=num_scheduler_steps)
+    if paging is not None:
+        cls = _paged(cls, paging)
+        setup["kv_paging"] = paging.describe()
     setup["prefix_caching"] = prefix_caching
     setup["num_scheduler_steps"] = num_scheduler_steps
     return (cls, blocks, block_size, max_num_seqs, max_batched_tokens), step, setup
+
+
+def _paged(cls: Any, paging: Any) -> Any:
+    """The scheduler class, building on a pool that pages the model's layer groups."""
+    def build(pool: BlockPool, *args: Any) -> Any:
+        pool.paging = paging
+        return cls(pool, *args)
+    return build
 
 
 def run_replicas(requests: list[Request], replica: tuple, step: StepTime, replicas: int,

@@ -259,16 +259,18 @@ STEADY_STEPS = 64  # the most steps advanced at once
 def _steady_steps(scheduler: Scheduler, decode_run: Any, now: float, arrival: float | None,
                   timeline: Timeline, record: bool) -> tuple[float, int] | None:
     """Every running sequence decoding and none waiting: run the steps before one finishes,
-    one needs a new block, or a request arrives, all at once. None if fewer than 2 qualify."""
+    one needs a new block (or, with layer groups, frees one), or a request arrives, all at once.
+    None if fewer than 2 qualify."""
     running = scheduler.running
     if not running or len(running) > scheduler.max_batched_tokens:
         return None
-    size = scheduler.pool.block_size
+    size, paging = scheduler.pool.block_size, scheduler.pool.paging
     steps = STEADY_STEPS
     for s in running:
         if s.known - s.computed != 1:
             return None
-        steps = min(steps, s.output - s.generated, s.blocks * size - s.computed)
+        room = s.blocks * size - s.computed if paging is None else paging.room(s.computed, s.allocated, s.blocks)
+        steps = min(steps, s.output - s.generated, room)
     if steps < 2:
         return None
     times = decode_run([s.computed + 1 for s in running], steps)

@@ -4,6 +4,10 @@ how many blocks a GPU holds, from the cost tree's bytes per cached token.
 
 A sequence holding t tokens owns ceil(t / block_size) blocks. Blocks are counted, not named:
 which physical block a sequence gets never changes a schedule.
+
+Models with sliding-window or chunked layers are paged per layer group where the engine does so
+(kv_paging.py: vLLM v1's hybrid KV cache manager, transformers' sliding-window allocator): a
+BlockPool with a Paging then counts a sequence's blocks over its groups' block tables.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ def blocks_for(tokens: int, block_size: int) -> int:
 class BlockPool:
     """num_blocks blocks of block_size tokens; a sequence's blocks grow with its tokens."""
 
-    def __init__(self, num_blocks: int, block_size: int):
+    def __init__(self, num_blocks: int, block_size: int, paging: Any = None):
         if block_size < 1:
             raise ConfigError(f"--block-size must be a positive number of tokens, got {block_size}.")
         if num_blocks < 1:
@@ -32,9 +36,13 @@ class BlockPool:
         self.num_blocks = num_blocks
         self.block_size = block_size
         self.free = num_blocks
+        self.paging = paging  # kv_paging.Paging, or None: every layer paged as full attention
 
     def needed(self, held_blocks: int, tokens: int) -> int:
-        """New blocks a sequence holding `held_blocks` needs to hold `tokens` tokens."""
+        """New blocks a sequence holding `held_blocks` needs to hold `tokens` tokens (with a
+        paging: from nothing computed, as a fresh sequence or transformers' allocators count)."""
+        if self.paging is not None:
+            return max(0, self.paging.held(0, tokens) - held_blocks)
         return max(0, blocks_for(tokens, self.block_size) - held_blocks)
 
     def take(self, count: int) -> None:
@@ -61,6 +69,10 @@ class CacheSizing:
     activation_bytes: int
     kv_bytes_per_token: int
     block_size: int
+    # With a Paging: the bytes per GPU of one pool block (block_size tokens of the paging's
+    # layers_per_block layers); None: block_size tokens of every layer (kv_bytes_per_token).
+    paged_block_bytes: int | None = None
+    window_bytes_per_token: int = 0  # of kv_bytes_per_token, the windowed (sliding/chunked) layers'
 
     @property
     def kv_budget_bytes(self) -> int:
@@ -68,21 +80,28 @@ class CacheSizing:
 
     @property
     def num_blocks(self) -> int:
-        return max(0, self.kv_budget_bytes // (self.kv_bytes_per_token * self.block_size))
+        block = self.kv_bytes_per_token * self.block_size if self.paged_block_bytes is None else self.paged_block_bytes
+        return max(0, self.kv_budget_bytes // block)
 
     def to_dict(self) -> dict[str, Any]:
+        paged = {} if self.paged_block_bytes is None else {
+            "window_bytes_per_token": self.window_bytes_per_token, "paged_block_bytes": self.paged_block_bytes}
         return {"memory_bytes": self.memory_bytes, "gpu_memory_utilization": self.utilization,
                 "weight_bytes": self.weight_bytes, "activation_bytes": self.activation_bytes,
-                "kv_bytes_per_token": self.kv_bytes_per_token, "block_size": self.block_size,
+                "kv_bytes_per_token": self.kv_bytes_per_token, "block_size": self.block_size, **paged,
                 "kv_budget_bytes": self.kv_budget_bytes, "num_blocks": self.num_blocks}
 
 
 def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, utilization: float,
-                 block_size: int, max_batched_tokens: int, tp: int = 1, pp: int = 1) -> CacheSizing:
+                 block_size: int, max_batched_tokens: int, tp: int = 1, pp: int = 1,
+                 paging: Any = None) -> CacheSizing:
     """A replica's KV blocks from the tree. Per GPU: its share (1/tp) of the weights (the tree's
     weight bytes, quantized where the profile says so) and of the KV bytes per token (the decode
-    tree's kv_cache_bytes per sequence per key: GQA's KV heads, MLA's latent, the KV dtype; a
-    sliding window's layers are paged like full ones, as the engines here page them). The
+    tree's kv_cache_bytes per sequence per key: GQA's KV heads, MLA's latent, the KV dtype; the
+    tree's min(c, window) terms are its windowed layers'). Without a paging every layer is paged
+    like a full one; with one (kv_paging.py) a pool block holds block_size tokens of
+    paging.layers_per_block layers, each layer's bytes per token the tree's (equal on every layer,
+    or the paging is refused). The
     activation peak: the prefill tree's inference bytes for one sequence of max_batched_tokens
     tokens, less its weights and its KV cache (ids, logits, the transient buffers).
 
@@ -100,12 +119,15 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
             S.e: sp.Integer(dtype_bytes)}
     decode = CostModel(cfg, profile, phase="decode")
     kv = sp.expand(decode.total("kv_cache_bytes").xreplace({k: v for k, v in subs.items() if k != S.c}))
-    kv = kv.replace(sp.Min, lambda *args: S.c if S.c in args else sp.Min(*args))
-    per_token = int(sp.expand(kv).coeff(S.c, 1))
+    as_full = lambda expr: sp.expand(expr.replace(sp.Min, lambda *args: S.c if S.c in args else sp.Min(*args)))  # noqa: E731
+    window_terms = sp.Add(*(term for term in sp.Add.make_args(sp.expand(kv)) if term.has(sp.Min)))
+    per_token = int(as_full(kv).coeff(S.c, 1))
+    window_per_token = int(as_full(window_terms).coeff(S.c, 1))
     prefill = CostModel(cfg, profile, phase="prefill")
     total = int(inference_phases(cfg, prefill.profile)["prefill"].xreplace(subs))
     cache = int(prefill.total("kv_cache_bytes").xreplace(subs))
     weights = int(prefill.total("weight_bytes").xreplace(subs))
     activations = max(0, total - weights - cache)
+    block_bytes = None if paging is None else paging.block_bytes(cfg, per_token, window_per_token, tp * pp)
     return CacheSizing(memory_bytes, utilization, -(-weights // (tp * pp)), -(-activations // tp),
-                       -(-per_token // (tp * pp)), block_size)
+                       -(-per_token // (tp * pp)), block_size, block_bytes, -(-window_per_token // (tp * pp)))

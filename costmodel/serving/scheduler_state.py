@@ -17,6 +17,11 @@ always run, to produce the first token (vLLM's max_cache_hit_length = num_tokens
 blocks go back to the pool when its last holder frees them (vLLM keeps them, evictable, until
 the blocks are needed: not modelled, so a prefix whose requests do not overlap in time is
 recomputed).
+
+With a Paging (kv_paging.py: a model with sliding-window or chunked layers under vllm or hf-*),
+a sequence's blocks are counted over its layer groups' block tables, `allocated` is the tokens
+its tables cover, and an allocation first frees the blocks that left the window (vLLM's
+remove_skipped_blocks); prefix caching shares nothing there (not modelled).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ class Sequence:
     """One request's state in the replica (a slotted class: the event loop touches it often)."""
 
     __slots__ = ("request", "output", "generated", "known", "computed", "blocks", "status", "preemptions",
-                 "first_scheduled_s", "token_times", "shared", "cached_tokens")
+                 "first_scheduled_s", "token_times", "shared", "cached_tokens", "allocated")
 
     def __init__(self, request: Request):
         self.request = request
@@ -43,6 +48,7 @@ class Sequence:
         self.known = request.prompt_tokens  # prompt + generated tokens
         self.computed = 0  # tokens whose keys and values are in the cache
         self.blocks = 0  # blocks it holds, the shared prefix's included
+        self.allocated = 0  # tokens its block tables cover (used with a Paging)
         self.shared = 0  # of them, a cached prefix's (referenced, not its own)
         self.cached_tokens = 0  # prompt tokens its first admission found cached
         self.status = WAITING
@@ -102,11 +108,29 @@ class Scheduler:
 
     def allocate(self, sequence: Sequence, tokens: int) -> bool:
         """Give the sequence blocks for `tokens` cached tokens, if the pool has them."""
+        if self.pool.paging is not None:
+            return self._allocate_paged(sequence, tokens)
         needed = self.pool.needed(sequence.blocks, tokens)
         if needed > self.pool.free:
             return False
         self.pool.take(needed)
         sequence.blocks += needed
+        return True
+
+    def _allocate_paged(self, sequence: Sequence, tokens: int) -> bool:
+        """vLLM's allocate_slots per group: free the blocks before the window for the computed
+        tokens (even when the allocation then fails), then take the new ones if all are free."""
+        paging = self.pool.paging
+        keep = paging.held(sequence.computed, sequence.allocated)
+        if keep < sequence.blocks:
+            self.pool.give_back(sequence.blocks - keep)
+            sequence.blocks = keep
+        upto = max(tokens, sequence.allocated)
+        target = paging.held(sequence.computed, upto)
+        if target - sequence.blocks > self.pool.free:
+            return False
+        self.pool.take(target - sequence.blocks)
+        sequence.blocks, sequence.allocated = target, upto
         return True
 
     def release(self, sequence: Sequence) -> None:
@@ -117,12 +141,15 @@ class Scheduler:
             if entry[1] == 0:  # its last holder: the prefix's blocks go back
                 self.pool.give_back(entry[0])
                 del self.prefixes[sequence.request.prefix_id]
-        sequence.blocks = sequence.shared = 0
+        sequence.blocks = sequence.shared = sequence.allocated = 0
 
     def register_prefixes(self) -> None:
         """Admitted sequences that have computed their prefix's full blocks cache them, if no
         other sequence of that id has (its own blocks become the shared ones)."""
         size, left = self.pool.block_size, []
+        if self.pool.paging is not None:  # no prefix shared over layer groups (not modelled)
+            self.unregistered = []
+            return
         for sequence in self.unregistered:
             request = sequence.request
             full = request.prefix_tokens // size
@@ -139,7 +166,7 @@ class Scheduler:
         """A sequence about to be admitted with nothing computed holds its prefix's cached blocks."""
         request = sequence.request
         entry = self.prefixes.get(request.prefix_id) if request.prefix_id is not None else None
-        if entry is None or sequence.computed:
+        if entry is None or sequence.computed or self.pool.paging is not None:
             return
         hit = min(entry[0], request.prefix_tokens // self.pool.block_size,
                   (sequence.known - 1) // self.pool.block_size)
@@ -190,9 +217,12 @@ class Scheduler:
         if total > max_model_len:
             raise ConfigError(f"request {request.id}: prompt {request.prompt_tokens} + output "
                               f"{request.output_tokens} tokens pass the model's context of {max_model_len}.")
-        if self.pool.needed(0, total - 1) > self.pool.num_blocks:
+        needed = self.pool.needed(0, total - 1)
+        if self.pool.paging is not None and self.pool.paging.engine == "vllm":  # its last chunk's blocks
+            needed = self.pool.paging.held(max(0, total - 1 - self.max_batched_tokens), total - 1)
+        if needed > self.pool.num_blocks:
             raise SchedulingError(
-                f"request {request.id} needs {self.pool.needed(0, total - 1)} KV blocks of "
+                f"request {request.id} needs {needed} KV blocks of "
                 f"{self.pool.block_size} tokens; the cache holds {self.pool.num_blocks} (raise "
                 f"--gpu-memory-utilization or --num-blocks).")
 

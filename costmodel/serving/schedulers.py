@@ -44,12 +44,13 @@ class VLLMScheduler(Scheduler):
         preempted = False
         index = 0
         capacity = self.pool.block_size
+        paged = self.pool.paging  # with layer groups every step allocates (and frees what left the window)
         while index < len(self.running) and budget > 0:
             sequence = self.running[index]
             tokens = sequence.known - sequence.computed
             if tokens > budget:
                 tokens = budget
-            if sequence.computed + tokens <= sequence.blocks * capacity:  # its blocks hold it
+            if paged is None and sequence.computed + tokens <= sequence.blocks * capacity:  # its blocks hold it
                 batch.append((sequence, tokens))
                 budget -= tokens
                 index += 1
@@ -270,6 +271,7 @@ class TransformersScheduler(Scheduler):
     def _try(self) -> tuple[list[tuple[Sequence, int]], bool]:
         token_budget = self.max_batched_tokens
         read_budget = self.pool.num_blocks * self.pool.block_size
+        limit = self.pool.paging.read_limit if self.pool.paging is not None else None
         request_budget = self.max_num_seqs
         in_margin = self.pool.free / self.pool.num_blocks >= self.safety_margin
         batch: list[tuple[Sequence, int]] = []
@@ -279,7 +281,7 @@ class TransformersScheduler(Scheduler):
             if not in_margin and batch and sequence.status != DECODING:
                 break
             tokens = min(sequence.remaining, token_budget)
-            read = sequence.computed
+            read = sequence.computed if limit is None else min(sequence.computed, limit)
             if read_budget < read:
                 continue
             if self.pool.needed(sequence.blocks, sequence.computed + tokens) > self.pool.free:
@@ -306,6 +308,9 @@ class TransformersScheduler(Scheduler):
         starved = self.starved
         if not starved:
             return False
+        paging = self.pool.paging
+        if paging is not None and len(paging.tables) > 1:
+            return self._offload_tables(starved, paging)
         needs = [self.pool.needed(s.blocks, s.computed + q) for s, q in starved]
         active = len(self.order)
         offloaded: list[Sequence] = []
@@ -322,6 +327,39 @@ class TransformersScheduler(Scheduler):
             needs.pop()
             offloaded.append(sequence)
             self.release(sequence)
+        return self._requeue(offloaded)
+
+    def _offload_tables(self, starved: list[tuple[Sequence, int]], paging) -> bool:
+        """_offload with several allocators (transformers' count_storable_requests): a soft reset's
+        blocks go back to its allocators' free lists, each serving only its own allocator until
+        the next batch frees whole sectors (try_to_free_sectors); needs are per allocator."""
+        needs = [[max(0, after - before) for after, before in
+                  zip(paging.by_table(0, s.computed + q), paging.by_table(0, s.allocated))] for s, q in starved]
+        pending = [0] * len(paging.tables)
+        active = len(self.order)
+        offloaded: list[Sequence] = []
+        while starved and active - len(offloaded) > 1:
+            sectors, free, storable = self.pool.free - sum(pending), list(pending), 0
+            for need in needs:
+                for table, blocks in enumerate(need):
+                    missing = blocks - free[table]
+                    if missing > 0:
+                        sectors -= missing
+                        free[table] += missing
+                    free[table] -= blocks
+                if sectors < 0:
+                    break
+                storable += 1
+            if storable == len(starved):
+                break
+            sequence, _ = starved.pop()
+            needs.pop()
+            offloaded.append(sequence)
+            pending = [p + held for p, held in zip(pending, paging.by_table(0, sequence.allocated))]
+            self.release(sequence)
+        return self._requeue(offloaded)
+
+    def _requeue(self, offloaded: list[Sequence]) -> bool:
         if not offloaded:
             return False
         for sequence in reversed(offloaded):
