@@ -546,3 +546,18 @@ def test_disaggregated_request_alone_pays_the_transfer(capsys) -> None:
     assert "1 prefill + 2 decode" in capsys.readouterr().out
     assert main(["serve", "--model", "llama3-8b", "--rate", "20", "--disaggregate", "1:0"]) == 2
     assert main(["serve", "--model", "llama3-8b", "--rate", "20", "--disaggregate", "x"]) == 2
+
+
+def test_a_trace_s_lengths_are_its_own_in_the_text_and_json(tmp_path, capsys) -> None:
+    """serve --trace described the requests by --prompt/--output's defaults (512, 128) though the trace
+    sets each request's lengths: it now gives the trace's range and mean."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"arrival": 0, "prompt_tokens": 100, "output_tokens": 20}\n'
+                     '{"arrival": 0.5, "prompt_tokens": 300, "output_tokens": 40}\n'
+                     '{"arrival": 0.6, "prompt_tokens": 200, "output_tokens": 30}\n')
+    assert main(["serve", "--model", "llama3-8b", "--trace", str(trace)]) == 0
+    assert "requests: 3 from trace" in (out := capsys.readouterr().out)
+    assert "; prompt 100-300 (mean 200), output 20-40 (mean 30) tokens" in out
+    assert main(["serve", "--model", "llama3-8b", "--trace", str(trace), "--json"]) == 0
+    setup = json.loads(capsys.readouterr().out)["setup"]
+    assert (setup["prompt"], setup["output"]) == ("100-300 (mean 200)", "20-40 (mean 30)")

@@ -254,8 +254,16 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     load = load_mode(rate, trace, concurrency)
     setup.update({"replicas": replicas, "router": router, "load": load, "concurrency": concurrency,
                   "rate": rate, "trace": trace,
-                  "prompt": str(prompt), "output": str(output), "seed": seed, "disaggregate": disaggregate,
+                  "prompt": _lengths([r.prompt_tokens for r in chosen]) if trace else str(prompt),
+                  "output": _lengths([r.output_tokens for r in chosen]) if trace else str(output),
+                  "seed": seed, "disaggregate": disaggregate,
                   "slo_ttft_s": slo_ttft, "slo_tpot_s": slo_tpot, "gpus": replicas * setup["tp"] * setup["pp"]})
     frame = pd.DataFrame(rows).sort_values("id").reset_index(drop=True)
     frame["load"] = load
     return ServeRun(frame, pd.DataFrame(steps), itl[0], setup)
+
+
+def _lengths(tokens: list[int]) -> str:
+    """A trace's lengths in words (its own, not the --prompt/--output defaults it overrides)."""
+    low, high = min(tokens), max(tokens)
+    return f"{low}" if low == high else f"{low}-{high} (mean {sum(tokens) / len(tokens):.0f})"
