@@ -95,13 +95,13 @@ workload_options = stack(
     choice_option("--optimizer", spec.OPTIMIZERS,
                   f"The optimizer whose state is counted: {spec.OPTIMIZERS.phrase()}.", spec.DEFAULT_OPTIMIZER),
     choice_option("--precision", spec.PRECISIONS, f"{spec.PRECISIONS.described()}.", spec.DEFAULT_PRECISION),
-    click.option("--weight-dtype", default=None, help=f"Quantized inference weights: {spec.WEIGHT_DTYPES.phrase()}; "
+    click.option("--weight-dtype", type=click.Choice(spec.WEIGHT_DTYPES), default=None, help=f"Quantized inference weights: {spec.WEIGHT_DTYPES.phrase()}; "
                  "embeddings, head and norms stay in --dtype."),
     click.option("--weight-group", type=int, default=None,
                  help="Values per scale (and zero): int4 128, nf4 64 by default; int8 per row unless given."),
     click.option("--no-double-quant", "double_quant", flag_value=False, default=True,
                  help="nf4 without double quantisation of its scales."),
-    click.option("--kv-dtype", default=None, help=f"A quantized KV cache: {spec.KV_DTYPES.listed()}."),
+    click.option("--kv-dtype", type=click.Choice(spec.KV_DTYPES), default=None, help=f"A quantized KV cache: {spec.KV_DTYPES.listed()}."),
     click.option("--expert-load", default=None, callback=_expert_load,
                  help="Mixture of experts: tokens routed to each expert, as relative shares "
                  "(e.g. 3,1,1,1,1,1,1,1); default balanced. Sets per-expert FLOPs, not totals."),

@@ -95,9 +95,9 @@ def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None
               help="With --cuda-graphs, kernel model: seconds each replayed kernel takes beyond its work (default: the "
               "hardware file's graph_kernel_s, 0 where none is published).")
 @choice_option("--time-model", spec.TIME_MODELS, TIME_MODEL_HELP)
-@click.option("--weight-dtype", default=None, help=f"Inference: quantized weights ({', '.join(spec.WEIGHT_DTYPES)}), read as stored.")
+@click.option("--weight-dtype", type=click.Choice(spec.WEIGHT_DTYPES), default=None, help=f"Inference: quantized weights ({', '.join(spec.WEIGHT_DTYPES)}), read as stored.")
 @click.option("--weight-group", type=int, default=None, help="Inference: values per scale of --weight-dtype.")
-@click.option("--kv-dtype", default=None, help=f"Inference: a quantized KV cache ({spec.KV_DTYPES.listed()}): its memory.")
+@click.option("--kv-dtype", type=click.Choice(spec.KV_DTYPES), default=None, help=f"Inference: a quantized KV cache ({spec.KV_DTYPES.listed()}): its memory.")
 @choice_option("--fp8-gemm", spec.FP8_GEMMS, f"Inference, --weight-dtype fp8: how its GEMMs multiply: "
                f"{spec.FP8_GEMMS.described()}.", spec.DEFAULT_FP8_GEMM)
 @choice_option("--decode-code", spec.DECODE_CODES, "Inference, eager on a GPU: whose decoding loop issues the "

@@ -1,0 +1,36 @@
+"""What a new user's first commands turned up (issue 18/19 robustness): each test runs the command
+as the README documents it, with the input a user typed, and checks the answer or the one error line.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cli_run import run_main
+
+
+@pytest.mark.parametrize("args, value", [
+    (["estimate", "--model", "gpt2", "--dtype", "BF16", "--json"], ("inputs", "dtype", "bf16")),
+    (["estimate", "--model", "gpt2", "--dtype", "Float16", "--json"], ("inputs", "dtype", "fp16")),
+    (["estimate", "--model", "gpt2", "--attention", "SDPA", "--json"], ("inputs", "attention", "sdpa")),
+    (["estimate", "--model", "gpt2", "--optimizer", "AdamW", "--json"], ("inputs", "optimizer", "adamw")),
+])
+def test_choice_options_take_any_case_as_model_and_hardware_names_do(args, value, capsys):
+    # `--model LLaMA2-7B` and `--hardware H100-SXM` work; `--dtype BF16` was "not one of 'bf16', ...".
+    code, out, err = run_main(args, capsys)
+    assert code == 0, err
+    section, key, expected = value
+    assert json.loads(out)[section][key] == expected
+
+
+def test_scheduler_and_quantized_dtypes_take_any_case(capsys):
+    code, out, err = run_main(["serve", "--model", "gpt2", "--hardware", "H100-SXM", "--rate", "1",
+                               "--requests", "3", "--scheduler", "Sarathi", "--cuda-graphs", "OFF", "--json"], capsys)
+    assert code == 0, err
+    code, out, err = run_main(["estimate", "--model", "llama2-7b", "--weight-dtype", "INT4", "--kv-dtype", "FP8",
+                               "--json"], capsys)
+    assert code == 0, err
+    inputs = json.loads(out)["inputs"]
+    assert (inputs.get("weight_dtype"), inputs.get("kv_dtype")) == ("int4", "fp8")
