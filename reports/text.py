@@ -396,6 +396,13 @@ def _timing(label: str, t: dict[str, Any], note: str = "") -> str:
             f"memory busy {100 * t['memory_busy_fraction']:.0f}%{note}")
 
 
+def _weight_bytes(inputs: dict[str, Any]) -> str:
+    """The bytes a decode step reads per parameter, as the crossover batch counts them."""
+    if inputs.get("weight_dtype"):
+        return f"the {inputs['weight_dtype']} weights as stored, the rest {inputs['dtype']},"
+    return f"{inputs['dtype']} bytes"
+
+
 def render_inference(r: dict[str, Any]) -> str:
     """The human report of `simulate` for inference."""
     i, hw = r["inputs"], r["hardware"]
@@ -430,7 +437,7 @@ def render_inference(r: dict[str, Any]) -> str:
                "though an eager step on a GPU is often host-bound (docs/time.md)"]
               if d.get("host") and d["host"]["ops_per_step"] is None else []),
             f"  {_crossover(d['crossover_batch_weights_only'])} "
-            f"(weights only: 2 FLOPs and {i['dtype']} bytes per parameter per token); with this "
+            f"(weights only: 2 FLOPs and {_weight_bytes(i)} per parameter per token); with this "
             f"context's KV cache {_crossover(d['crossover_batch_at_context'], again=True)}",
             "",
             f"Memory: {binary_bytes(m['bytes'])} at batch {i['batch']} ("

@@ -34,3 +34,17 @@ def test_scheduler_and_quantized_dtypes_take_any_case(capsys):
     assert code == 0, err
     inputs = json.loads(out)["inputs"]
     assert (inputs.get("weight_dtype"), inputs.get("kv_dtype")) == ("int4", "fp8")
+
+
+def test_the_decode_crossover_names_the_bytes_it_divides_by(capsys):
+    # With int4 weights the crossover (batch 42 on an A100, not bf16's 134) is computed from the
+    # weights as stored; the line said "2 FLOPs and bf16 bytes per parameter per token".
+    code, out, err = run_main(["simulate", "--model", "llama3-8b", "--hardware", "a100-80gb", "--prompt", "128",
+                               "--gen", "8", "--weight-dtype", "int4"], capsys)
+    assert code == 0, err
+    line = next(line for line in out.splitlines() if "decode turns compute-bound" in line)
+    assert "int4 weights as stored" in line and "bf16 bytes" not in line
+    code, out, err = run_main(["simulate", "--model", "llama3-8b", "--hardware", "a100-80gb", "--prompt", "128",
+                               "--gen", "8"], capsys)
+    line = next(line for line in out.splitlines() if "decode turns compute-bound" in line)
+    assert "(weights only: 2 FLOPs and bf16 bytes per parameter per token)" in line
