@@ -48,8 +48,8 @@ def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None
 @click.command()
 @model_options
 @hardware_option()
-@click.option("--prompt", type=int, default=None, help="Prompt tokens (inference). Default 2048, or what the context leaves after --gen.")
-@click.option("--gen", type=int, default=128, show_default=True, help="Tokens to generate (inference).")
+@click.option("--prompt", type=click.IntRange(min=1), default=None, help="Prompt tokens (inference). Default 2048, or what the context leaves after --gen.")
+@click.option("--gen", type=click.IntRange(min=0), default=128, show_default=True, help="Tokens to generate (inference).")
 @batch_option
 @dtype_option(None, "Weights and activations (default: the hardware's, bf16 for the GPU presets and the "
               "calibrated dtype for local).")
@@ -182,8 +182,6 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                            step_seconds=step_time, efficiency=efficiency,
                                            flops_convention=flops_convention, price=price)
         else:
-            if gen < 0:
-                raise ConfigError(f"--gen must be at least 0, got {gen}.")
             workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention, gen_tokens=gen,
                                      **quantization)
             result = sim.simulate_inference(cfg, hardware, prompt=workload.seq_len, gen=gen, batch=batch,

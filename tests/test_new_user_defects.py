@@ -48,3 +48,20 @@ def test_the_decode_crossover_names_the_bytes_it_divides_by(capsys):
                                "--gen", "8"], capsys)
     line = next(line for line in out.splitlines() if "decode turns compute-bound" in line)
     assert "(weights only: 2 FLOPs and bf16 bytes per parameter per token)" in line
+
+
+@pytest.mark.parametrize("args, named", [
+    (["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--prompt", "0"], "--prompt"),
+    (["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--tp", "2", "--prompt", "0"], "--prompt"),
+    (["plan", "--model", "llama3-8b", "--serve", "--gpus", "8", "--prompt", "0"], "--prompt"),
+    (["plan", "--model", "llama3-8b", "--serve", "--gpus", "8", "--gen", "-1"], "--gen"),
+    (["serve", "--model", "llama3-8b", "--rate", "1", "--prompt", "0"], "--prompt"),
+    (["serve", "--model", "llama3-8b", "--rate", "1", "--output", "0"], "--output"),
+    (["serve", "--model", "llama3-8b", "--rate", "1", "--output", "uniform:9:3"], "--output"),
+])
+def test_a_bad_length_is_named_by_the_option_the_user_typed(args, named, capsys):
+    # `simulate --prompt 0` said "workload: seq_len must be at least 1"; serve's --prompt 0 and
+    # --output 0 gave the same line, "cannot read the length distribution '0'", naming neither.
+    code, out, err = run_main(args, capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert named in err, err

@@ -68,10 +68,19 @@ def make_requests(rate: float | None = None, requests: int = 1000, trace: str | 
         return read_trace(trace)
     if rate is None and concurrency is None:
         raise ConfigError("give --rate (requests per second), --concurrency (clients) or --trace.")
-    as_lengths = lambda x: x if isinstance(x, Lengths) else Lengths.parse(str(x))  # noqa: E731
     # A closed loop draws its lengths as the all-at-once Poisson stream does (rate inf: no gaps).
-    return poisson(math.inf if concurrency is not None else float(rate), int(requests), as_lengths(prompt),
-                   as_lengths(output), seed)
+    return poisson(math.inf if concurrency is not None else float(rate), int(requests),
+                   as_lengths(prompt, "--prompt"), as_lengths(output, "--output"), seed)
+
+
+def as_lengths(value: str | Lengths, option: str) -> Lengths:
+    """A length distribution from an option's text; an error names the option."""
+    if isinstance(value, Lengths):
+        return value
+    try:
+        return Lengths.parse(str(value))
+    except ConfigError as error:
+        raise ConfigError(f"{option}: {error}") from None
 
 
 def load_mode(rate: float | None, trace: str | None, concurrency: int | None) -> str:
