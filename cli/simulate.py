@@ -45,6 +45,31 @@ def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None
     return dataclasses.replace(hardware, **{k: v for k, v in changes.items() if v is not None})
 
 
+#: The options one mode reads and the other would ignore (parameter name: option).
+TRAINING_ONLY = {"seq_len": "--seq-len", "recompute": "--recompute", "recompute_layers": "--recompute-layers",
+                 "tokens": "--tokens", "price": "--price", "step_time": "--step-time",
+                 "global_batch": "--global-batch", "impl": "--impl", "flops_convention": "--flops-convention"}
+INFERENCE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
+                  "cuda_graphs": "--cuda-graphs", "decode_code": "--decode-code"}
+
+
+def refuse_other_mode(ctx: click.Context, train: bool) -> None:
+    """One line naming the options typed that this mode would ignore (`--seq-len` without --train
+    left the prompt at 2,048)."""
+    from click.core import ParameterSource
+
+    other = INFERENCE_ONLY if train else TRAINING_ONLY
+    typed = [option for name, option in other.items()
+             if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE]
+    if not typed:
+        return
+    if train:
+        raise ConfigError(f"{', '.join(typed)}: inference options, which --train ignores; a training step "
+                          "takes --seq-len and --batch.")
+    raise ConfigError(f"{', '.join(typed)}: training options, read only with --train; inference takes "
+                      "--prompt, --gen and --batch.")
+
+
 @click.command()
 @model_options
 @hardware_option()
@@ -119,6 +144,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 
     cfg = with_mtp(load_model(model, config), mtp if train else None)
     try:
+        refuse_other_mode(click.get_current_context(), train)
         if graph_kernel_gap is not None and not (cuda_graphs and time_model != "roofline"):
             raise ConfigError("--graph-kernel-gap is the per-kernel gap of a CUDA graph's replay: it needs "
                               "--cuda-graphs and the kernel model (the roofline counts no kernels).")

@@ -65,3 +65,39 @@ def test_a_bad_length_is_named_by_the_option_the_user_typed(args, named, capsys)
     code, out, err = run_main(args, capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert named in err, err
+
+
+@pytest.mark.parametrize("extra, named", [
+    (["--seq-len", "4096"], "--seq-len"),  # the prompt stayed 2,048, silently
+    (["--tokens", "1e12", "--price", "2"], "--tokens, --price"),
+    (["--step-time", "1.5"], "--step-time"),
+    (["--recompute", "full"], "--recompute"),
+    (["--flops-convention", "causal"], "--flops-convention"),
+    (["--impl", "megatron"], "--impl"),
+])
+def test_inference_refuses_the_options_only_training_reads(extra, named, capsys):
+    code, out, err = run_main(["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm", *extra], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert f"error: {named}: " in err and "--train" in err
+
+
+@pytest.mark.parametrize("extra, named", [
+    (["--prompt", "4096"], "--prompt"),
+    (["--gen", "64", "--kv-cache", "static"], "--gen, --kv-cache"),
+    (["--cuda-graphs"], "--cuda-graphs"),
+])
+def test_training_refuses_the_options_only_inference_reads(extra, named, capsys):
+    code, out, err = run_main(["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--train",
+                               "--dp", "8", *extra], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert f"error: {named}: " in err and "--seq-len" in err
+
+
+def test_defaults_typed_out_are_still_taken(capsys):
+    """Only a value that would be ignored is refused: the defaults of the other mode are not."""
+    code, out, err = run_main(["simulate", "--model", "gpt2", "--hardware", "h100-sxm", "--prompt", "64",
+                               "--gen", "4", "--json"], capsys)
+    assert code == 0, err
+    code, out, err = run_main(["simulate", "--model", "gpt2", "--hardware", "h100-sxm", "--train", "--dp", "1",
+                               "--seq-len", "256", "--tokens", "1e9", "--json"], capsys)
+    assert code == 0, err
