@@ -43,6 +43,17 @@ model_options = stack(
 )
 
 
+def refuse_typed(ctx: click.Context, options: dict[str, str], why: str) -> None:
+    """Bad input, one line, when the user typed any of `options` (parameter name: option) that the
+    command's mode would ignore: a typed option is read or refused, never dropped."""
+    from click.core import ParameterSource
+
+    typed = [option for name, option in options.items()
+             if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE]
+    if typed:
+        raise InputError(f"{', '.join(typed)}: {why}")
+
+
 def json_option(help: str) -> Callable:
     """--json: the command's result as JSON on stdout."""
     return click.option("--json", "as_json", is_flag=True, help=help)

@@ -15,7 +15,7 @@ from costmodel.defaults import implied
 
 from .inputs import InputError, finite, load_model, make_layout, make_workload, microbatches_for, with_mtp
 from .options import (ATTENTION_HELP, IMPL_HELP, batch_option, choice_option, dtype_option, hardware_option,
-                      json_option, layout_options, model_options, mtp_option)
+                      json_option, layout_options, model_options, mtp_option, refuse_typed)
 
 TIME_MODEL_HELP = (f"kernels (the default: {spec.TIME_MODELS.meanings['kernels']}) or roofline "
                    f"({spec.TIME_MODELS.meanings['roofline']}); a hardware without sm_count, and training on one "
@@ -56,18 +56,12 @@ INFERENCE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache"
 def refuse_other_mode(ctx: click.Context, train: bool) -> None:
     """One line naming the options typed that this mode would ignore (`--seq-len` without --train
     left the prompt at 2,048)."""
-    from click.core import ParameterSource
-
-    other = INFERENCE_ONLY if train else TRAINING_ONLY
-    typed = [option for name, option in other.items()
-             if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE]
-    if not typed:
-        return
     if train:
-        raise ConfigError(f"{', '.join(typed)}: inference options, which --train ignores; a training step "
-                          "takes --seq-len and --batch.")
-    raise ConfigError(f"{', '.join(typed)}: training options, read only with --train; inference takes "
-                      "--prompt, --gen and --batch.")
+        refuse_typed(ctx, INFERENCE_ONLY, "inference options, which --train ignores; a training step takes "
+                     "--seq-len and --batch.")
+    else:
+        refuse_typed(ctx, TRAINING_ONLY, "training options, read only with --train; inference takes --prompt, "
+                     "--gen and --batch.")
 
 
 @click.command()
@@ -142,9 +136,9 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
     from costmodel import roofline as sim
     from costmodel.hardware import load_hardware
 
+    refuse_other_mode(click.get_current_context(), train)
     cfg = with_mtp(load_model(model, config), mtp if train else None)
     try:
-        refuse_other_mode(click.get_current_context(), train)
         if graph_kernel_gap is not None and not (cuda_graphs and time_model != "roofline"):
             raise ConfigError("--graph-kernel-gap is the per-kernel gap of a CUDA graph's replay: it needs "
                               "--cuda-graphs and the kernel model (the roofline counts no kernels).")

@@ -101,3 +101,19 @@ def test_defaults_typed_out_are_still_taken(capsys):
     code, out, err = run_main(["simulate", "--model", "gpt2", "--hardware", "h100-sxm", "--train", "--dp", "1",
                                "--seq-len", "256", "--tokens", "1e9", "--json"], capsys)
     assert code == 0, err
+
+
+@pytest.mark.parametrize("args, named", [
+    (["--gpus", "8", "--serve", "--seq-len", "4096"], "--seq-len"),  # the serving table was unchanged
+    (["--gpus", "8", "--serve", "--recompute", "full", "--framework", "megatron"], "--framework, --recompute"),
+    (["--gpus", "8", "--prompt", "4096", "--gen", "64"], "--prompt, --gen"),  # a training plan
+    (["--gpus", "8", "--serve", "--slo-ttft", "1"], "--slo-ttft"),  # no --rate: no search
+    (["--serve", "--rate", "5", "--slo-ttft", "1", "--slo-tpot", "0.1", "--weight-dtype", "fp8"], "--weight-dtype"),
+    (["--serve", "--rate", "5", "--slo-ttft", "1", "--slo-tpot", "0.1", "--batch", "8", "--dtype", "fp16"],
+     "--batch, --dtype"),
+])
+def test_plan_refuses_the_options_its_mode_would_ignore(args, named, capsys):
+    # plan --serve --rate with --weight-dtype fp8 searched bf16 weights, without a word.
+    code, out, err = run_main(["plan", "--model", "llama3-8b", "--hardware", "h100-sxm", *args], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert f"error: {named}: " in err, err
