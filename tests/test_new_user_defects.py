@@ -117,3 +117,17 @@ def test_plan_refuses_the_options_its_mode_would_ignore(args, named, capsys):
     code, out, err = run_main(["plan", "--model", "llama3-8b", "--hardware", "h100-sxm", *args], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert f"error: {named}: " in err, err
+
+
+def test_the_fit_verdict_example_in_the_docs_is_what_the_command_prints(capsys):
+    """docs/fit-and-cost.md showed 80.00 GiB usable and 43.35 GiB for ZeRO 3, from before the
+    512 MiB reserve and vLLM's 0.9: a user running it read other numbers."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "docs" / "fit-and-cost.md").read_text()
+    command = "costmodel estimate --model llama3-8b --hardware h100-sxm --seq-len 4096 --gpus 8 --batch 4"
+    block = text.split(command, 1)[1].split("```", 3)[2]  # the output block after the command's
+    code, out, err = run_main(command.split()[1:], capsys)
+    assert code == 0, err
+    shown = [line for line in block.strip().splitlines() if line.strip()]
+    assert shown and all(line in out.splitlines() for line in shown), block
