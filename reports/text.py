@@ -416,8 +416,10 @@ def render_inference(r: dict[str, Any]) -> str:
         f"{i['kv_cache']} KV cache"
         + (f", weights {i['weight_dtype']}" if i.get("weight_dtype") else "")
         + (", CUDA graphs" if i.get("cuda_graphs") else ""),
-        *(["times: the kernel-level model (docs/time.md); the bounds, intensities and busy shares, and "
-           "the uncached steps, are the roofline's"] if i.get("time_model") == "kernels" else []),
+        ("times: the kernel-level model (docs/time.md); the bounds, intensities and busy shares, and "
+         "the uncached steps, are the roofline's" if i.get("time_model") == "kernels" else
+         "times: the roofline (docs/time.md): --time-model roofline, or a hardware file without sm_count, "
+         "which the kernel-level model needs"),
         "",
         _timing("prefill", r["prefill"]),
     ]
@@ -510,6 +512,7 @@ def render_training(r: dict[str, Any]) -> str:
     out = [
         f"{i['model']} training on {i['hardware']} ({i['dtype']}): seq_len {i['seq_len']}, "
         f"batch {i['batch']}, recompute {i['recompute']}",
+        "times: the roofline (docs/time.md), one GPU's training without a layout; --dp 1 for the kernel-level model",
         "",
         _timing("step", r["step"]),
         f"  {'throughput':<22}{rate(r['tokens_per_second']):>10}   tokens/s; MFU at this step time "

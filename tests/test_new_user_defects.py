@@ -163,3 +163,18 @@ def test_when_nothing_fits_the_gpu_count_offered_is_the_first_that_fits(capsys):
                                "--json"], capsys)
     assert code == 0
     assert nearest["per_rank"] == json.loads(out)["feasible"][0]["per_rank"]["total"]  # the same plan's best
+
+
+def test_a_roofline_timing_says_so(tmp_path, capsys):
+    """docs/commands.md: a hardware file without sm_count, and --train on one GPU without a layout,
+    'are timed by the roofline and say so'; the text said nothing (only --json's time_model)."""
+    gpu = tmp_path / "gpu.json"
+    gpu.write_text(json.dumps({"name": "mygpu", "flops_per_s": {"bf16": 5e14, "fp32": 5e13},
+                               "bandwidth_bytes_per_s": 2e12, "memory_bytes": 48 * 2**30}))
+    code, out, err = run_main(["simulate", "--model", "gpt2", "--hardware", str(gpu), "--prompt", "64",
+                               "--gen", "4"], capsys)
+    assert code == 0, err
+    assert "times: the roofline" in out.splitlines()[2]
+    code, out, err = run_main(["simulate", "--model", "gpt2", "--hardware", "h100-sxm", "--train"], capsys)
+    assert code == 0, err
+    assert out.splitlines()[1].startswith("times: the roofline")
