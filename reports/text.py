@@ -100,7 +100,9 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         *([f"  active per token   {count(p['active']):>12}  ({p['active']:,}; routed experts a "
            "token skips left out)"] if "active" in p else []),
         f"  embeddings         {count(p['embeddings']):>12}",
-        f"  output head        {count(p['head']):>12}",
+        f"  output head        {count(p['head']):>12}"
+        + ("  (tied to the embeddings: counted once, above)" if not p["head"] and i["architecture"] != "encoder"
+           else ""),
     ]
     for stack, value in p["per_layer"].items():
         label = f"per {stack} layer"

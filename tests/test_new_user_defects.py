@@ -178,3 +178,13 @@ def test_a_roofline_timing_says_so(tmp_path, capsys):
     code, out, err = run_main(["simulate", "--model", "gpt2", "--hardware", "h100-sxm", "--train"], capsys)
     assert code == 0, err
     assert out.splitlines()[1].startswith("times: the roofline")
+
+
+@pytest.mark.parametrize("model, tied", [("gpt2", True), ("t5-small", True), ("llama3.2-1b", True),
+                                         ("llama3-8b", False)])
+def test_a_tied_head_says_why_it_counts_zero(model, tied, capsys):
+    # GPT-2's "output head 0" read as a missing head: its 38.6 M are the tied embeddings'.
+    code, out, err = run_main(["estimate", "--model", model], capsys)
+    assert code == 0, err
+    line = next(line for line in out.splitlines() if line.startswith("  output head"))
+    assert ("tied to the embeddings" in line) == tied, line
