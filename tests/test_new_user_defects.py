@@ -188,3 +188,15 @@ def test_a_tied_head_says_why_it_counts_zero(model, tied, capsys):
     assert code == 0, err
     line = next(line for line in out.splitlines() if line.startswith("  output head"))
     assert ("tied to the embeddings" in line) == tied, line
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--seed", "-1"], "--seed"),  # a numpy traceback
+    (["--num-blocks", "0"], "--num-blocks must be at least 1, got 0."),  # blamed the weights
+    (["--tp", "3"], "--tp 3 does not divide the query heads (32) of model 'llama3-8b'."),  # 43,691 B a token a GPU
+])
+def test_serve_refuses_what_it_cannot_run_in_one_line(extra, message, capsys):
+    code, out, err = run_main(["serve", "--model", "llama3-8b", "--hardware", "h100-sxm", "--rate", "1",
+                               "--requests", "5", *extra], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert message in err, err

@@ -64,6 +64,8 @@ def make_requests(rate: float | None = None, requests: int = 1000, trace: str | 
             raise ConfigError("--concurrency and --rate are two load generators: give one of them.")
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigError(f"--concurrency must be a positive number of clients, got {show(concurrency)}.")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ConfigError(f"--seed must be a whole number, at least 0, got {show(seed)}.")
     if trace is not None:
         return read_trace(trace)
     if rate is None and concurrency is None:
@@ -110,6 +112,14 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
         raise ConfigError(f"--block-size must be a positive number of tokens, got {block_size}.")
     if tp < 1:
         raise ConfigError(f"--tp must be at least 1, got {tp}.")
+    from ..layout.spec import tensor_split_sizes
+
+    for what, size in tensor_split_sizes(cfg):  # as a layout's check: whole heads and widths a rank
+        if size % tp:
+            raise ConfigError(f"--tp {tp} does not divide the {what} ({size}) of model {show(cfg.name)}.")
+    if num_blocks is not None and num_blocks < max(1, pp):
+        raise ConfigError(f"--num-blocks must be at least {max(1, pp)}" + (" (a block a pipeline stage)" if pp > 1
+                          else "") + f", got {num_blocks}.")
     if not 1 <= pp <= cfg.n_decoder_layers:
         raise ConfigError(f"--pp must be between 1 and the model's {cfg.n_decoder_layers} layers, got {pp}.")
     seqs, tokens, budget_source = DEFAULT_BUDGETS[scheduler]
