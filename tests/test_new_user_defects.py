@@ -200,3 +200,12 @@ def test_serve_refuses_what_it_cannot_run_in_one_line(extra, message, capsys):
                                "--requests", "5", *extra], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert message in err, err
+
+
+def test_validate_takes_its_choices_in_any_case(capsys):
+    # --target, --device and --attention were free strings compared as typed: HF was refused.
+    code, out, err = run_main(["validate", "--model", "no-such-model", "--target", "HF", "--device", "CPU",
+                               "--attention", "Eager"], capsys)
+    assert code == 2 and "unknown model 'no-such-model'" in err  # the options parsed; the model did not
+    code, out, err = run_main(["validate", "--model", "gpt2", "--target", "foo"], capsys)
+    assert code == 2 and "'--target'" in err and "'foo'" in err
