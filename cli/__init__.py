@@ -26,6 +26,20 @@ for _command in (estimate.estimate, formulas.formulas, models.models, simulate.s
     cli.add_command(_command)
 
 
+def any_case(group: click.Group) -> None:
+    """Every choice option of every command takes its values in any case (`--dtype BF16`,
+    `--scheduler Sarathi`), as model and hardware names do; click passes on the listed spelling."""
+    for command in group.commands.values():
+        if isinstance(command, click.Group):
+            any_case(command)
+        for param in command.params:
+            if isinstance(param.type, click.Choice):
+                param.type.case_sensitive = False
+
+
+any_case(cli)
+
+
 def one_line(message: str) -> str:
     """The message with every non-printable character (newlines included) escaped."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)

@@ -43,6 +43,17 @@ model_options = stack(
 )
 
 
+def refuse_typed(ctx: click.Context, options: dict[str, str], why: str) -> None:
+    """Bad input, one line, when the user typed any of `options` (parameter name: option) that the
+    command's mode would ignore: a typed option is read or refused, never dropped."""
+    from click.core import ParameterSource
+
+    typed = [option for name, option in options.items()
+             if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE]
+    if typed:
+        raise InputError(f"{', '.join(typed)}: {why}")
+
+
 def json_option(help: str) -> Callable:
     """--json: the command's result as JSON on stdout."""
     return click.option("--json", "as_json", is_flag=True, help=help)
@@ -95,13 +106,13 @@ workload_options = stack(
     choice_option("--optimizer", spec.OPTIMIZERS,
                   f"The optimizer whose state is counted: {spec.OPTIMIZERS.phrase()}.", spec.DEFAULT_OPTIMIZER),
     choice_option("--precision", spec.PRECISIONS, f"{spec.PRECISIONS.described()}.", spec.DEFAULT_PRECISION),
-    click.option("--weight-dtype", default=None, help=f"Quantized inference weights: {spec.WEIGHT_DTYPES.phrase()}; "
+    click.option("--weight-dtype", type=click.Choice(spec.WEIGHT_DTYPES), default=None, help=f"Quantized inference weights: {spec.WEIGHT_DTYPES.phrase()}; "
                  "embeddings, head and norms stay in --dtype."),
     click.option("--weight-group", type=int, default=None,
                  help="Values per scale (and zero): int4 128, nf4 64 by default; int8 per row unless given."),
     click.option("--no-double-quant", "double_quant", flag_value=False, default=True,
                  help="nf4 without double quantisation of its scales."),
-    click.option("--kv-dtype", default=None, help=f"A quantized KV cache: {spec.KV_DTYPES.listed()}."),
+    click.option("--kv-dtype", type=click.Choice(spec.KV_DTYPES), default=None, help=f"A quantized KV cache: {spec.KV_DTYPES.listed()}."),
     click.option("--expert-load", default=None, callback=_expert_load,
                  help="Mixture of experts: tokens routed to each expert, as relative shares "
                  "(e.g. 3,1,1,1,1,1,1,1); default balanced. Sets per-expert FLOPs, not totals."),

@@ -12,7 +12,34 @@ from costmodel.config import ConfigError
 
 from .inputs import InputError, finite, load_model, with_mtp
 from .options import (ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, dtype_option, hardware_option, json_option,
-                      model_options, mtp_option)
+                      model_options, mtp_option, refuse_typed)
+
+#: The options each mode of plan reads and the others would ignore (parameter name: option).
+SERVE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
+              "slo_ttft": "--slo-ttft", "slo_tpot": "--slo-tpot", "requests": "--requests"}
+TRAINING_ONLY = {"seq_len": "--seq-len", "global_batch": "--global-batch", "impl": "--impl", "zero": "--zero",
+                 "sp": "--sp", "framework": "--framework", "ep": "--ep", "cp": "--cp", "schedule": "--schedule",
+                 "fp8": "--fp8", "recompute": "--recompute", "mtp": "--mtp"}
+SEARCH_IGNORES = {"batch": "--batch", "dtype": "--dtype", "attention": "--attention", "kv_cache": "--kv-cache",
+                  "dp": "--dp", "gpus": "--gpus", "time_model": "--time-model", "rank_by": "--rank-by",
+                  "weight_dtype": "--weight-dtype", "weight_group": "--weight-group", "kv_dtype": "--kv-dtype",
+                  "fp8_gemm": "--fp8-gemm"}
+
+
+def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> None:
+    """One line naming the options typed that this mode of plan would ignore."""
+    if not serve:
+        refuse_typed(ctx, SERVE_ONLY, "serving options (--serve); a training plan takes --seq-len and "
+                     "--global-batch.")
+        return
+    refuse_typed(ctx, TRAINING_ONLY, "training options, which --serve ignores; a serving plan takes --batch, "
+                 "--prompt and --gen.")
+    if rate is None:
+        refuse_typed(ctx, {k: SERVE_ONLY[k] for k in ("slo_ttft", "slo_tpot", "requests")},
+                     "the capacity search's options: add --rate.")
+        return
+    refuse_typed(ctx, SEARCH_IGNORES, "the capacity search (--serve --rate) does not read them: it searches "
+                 "GPU counts and replicas in the hardware's dtype; `serve` takes them for one deployment.")
 
 
 @click.command()
@@ -23,8 +50,8 @@ from .options import (ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, dtype_
 @click.option("--global-batch", type=int, default=None, help="Training: sequences per step (default 8 x gpus).")
 @click.option("--serve", is_flag=True, help="Plan serving instead: layouts for --batch sequences of --prompt + --gen tokens.")
 @click.option("--batch", "-b", type=int, default=None, help="Training: fix the micro-batch; --serve: the sequences served at once (default 32).")
-@click.option("--prompt", type=int, default=None, help="--serve: prompt tokens (default 2048, or what the context leaves after --gen).")
-@click.option("--gen", type=int, default=256, show_default=True, help="--serve: generated tokens.")
+@click.option("--prompt", type=click.IntRange(min=1), default=None, help="--serve: prompt tokens (default 2048, or what the context leaves after --gen).")
+@click.option("--gen", type=click.IntRange(min=0), default=256, show_default=True, help="--serve: generated tokens.")
 @dtype_option()
 @choice_option("--impl", spec.IMPLEMENTATIONS, "Only this activation profile: " + IMPL_HELP)
 @choice_option("--attention", spec.ATTENTIONS, "Only this kernel: " + ATTENTION_HELP)
@@ -78,6 +105,8 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
     layout fits."""
     from costmodel.planning import plan as make_plan
 
+    if rate is None or serve:  # (--rate without --serve: its own line below)
+        refuse_other_modes(click.get_current_context(), serve, rate)
     cfg = with_mtp(load_model(model, config), None if serve else mtp)
     if rate is not None:
         if not serve:

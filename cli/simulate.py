@@ -15,7 +15,7 @@ from costmodel.defaults import implied
 
 from .inputs import InputError, finite, load_model, make_layout, make_workload, microbatches_for, with_mtp
 from .options import (ATTENTION_HELP, IMPL_HELP, batch_option, choice_option, dtype_option, hardware_option,
-                      json_option, layout_options, model_options, mtp_option)
+                      json_option, layout_options, model_options, mtp_option, refuse_typed)
 
 TIME_MODEL_HELP = (f"kernels (the default: {spec.TIME_MODELS.meanings['kernels']}) or roofline "
                    f"({spec.TIME_MODELS.meanings['roofline']}); a hardware without sm_count, and training on one "
@@ -45,11 +45,30 @@ def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None
     return dataclasses.replace(hardware, **{k: v for k, v in changes.items() if v is not None})
 
 
+#: The options one mode reads and the other would ignore (parameter name: option).
+TRAINING_ONLY = {"seq_len": "--seq-len", "recompute": "--recompute", "recompute_layers": "--recompute-layers",
+                 "tokens": "--tokens", "price": "--price", "step_time": "--step-time",
+                 "global_batch": "--global-batch", "impl": "--impl", "flops_convention": "--flops-convention"}
+INFERENCE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
+                  "cuda_graphs": "--cuda-graphs", "decode_code": "--decode-code"}
+
+
+def refuse_other_mode(ctx: click.Context, train: bool) -> None:
+    """One line naming the options typed that this mode would ignore (`--seq-len` without --train
+    left the prompt at 2,048)."""
+    if train:
+        refuse_typed(ctx, INFERENCE_ONLY, "inference options, which --train ignores; a training step takes "
+                     "--seq-len and --batch.")
+    else:
+        refuse_typed(ctx, TRAINING_ONLY, "training options, read only with --train; inference takes --prompt, "
+                     "--gen and --batch.")
+
+
 @click.command()
 @model_options
 @hardware_option()
-@click.option("--prompt", type=int, default=None, help="Prompt tokens (inference). Default 2048, or what the context leaves after --gen.")
-@click.option("--gen", type=int, default=128, show_default=True, help="Tokens to generate (inference).")
+@click.option("--prompt", type=click.IntRange(min=1), default=None, help="Prompt tokens (inference). Default 2048, or what the context leaves after --gen.")
+@click.option("--gen", type=click.IntRange(min=0), default=128, show_default=True, help="Tokens to generate (inference).")
 @batch_option
 @dtype_option(None, "Weights and activations (default: the hardware's, bf16 for the GPU presets and the "
               "calibrated dtype for local).")
@@ -95,9 +114,9 @@ def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None
               help="With --cuda-graphs, kernel model: seconds each replayed kernel takes beyond its work (default: the "
               "hardware file's graph_kernel_s, 0 where none is published).")
 @choice_option("--time-model", spec.TIME_MODELS, TIME_MODEL_HELP)
-@click.option("--weight-dtype", default=None, help=f"Inference: quantized weights ({', '.join(spec.WEIGHT_DTYPES)}), read as stored.")
+@click.option("--weight-dtype", type=click.Choice(spec.WEIGHT_DTYPES), default=None, help=f"Inference: quantized weights ({', '.join(spec.WEIGHT_DTYPES)}), read as stored.")
 @click.option("--weight-group", type=int, default=None, help="Inference: values per scale of --weight-dtype.")
-@click.option("--kv-dtype", default=None, help=f"Inference: a quantized KV cache ({spec.KV_DTYPES.listed()}): its memory.")
+@click.option("--kv-dtype", type=click.Choice(spec.KV_DTYPES), default=None, help=f"Inference: a quantized KV cache ({spec.KV_DTYPES.listed()}): its memory.")
 @choice_option("--fp8-gemm", spec.FP8_GEMMS, f"Inference, --weight-dtype fp8: how its GEMMs multiply: "
                f"{spec.FP8_GEMMS.described()}.", spec.DEFAULT_FP8_GEMM)
 @choice_option("--decode-code", spec.DECODE_CODES, "Inference, eager on a GPU: whose decoding loop issues the "
@@ -117,6 +136,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
     from costmodel import roofline as sim
     from costmodel.hardware import load_hardware
 
+    refuse_other_mode(click.get_current_context(), train)
     cfg = with_mtp(load_model(model, config), mtp if train else None)
     try:
         if graph_kernel_gap is not None and not (cuda_graphs and time_model != "roofline"):
@@ -182,8 +202,6 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                            step_seconds=step_time, efficiency=efficiency,
                                            flops_convention=flops_convention, price=price)
         else:
-            if gen < 0:
-                raise ConfigError(f"--gen must be at least 0, got {gen}.")
             workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention, gen_tokens=gen,
                                      **quantization)
             result = sim.simulate_inference(cfg, hardware, prompt=workload.seq_len, gen=gen, batch=batch,

@@ -13,27 +13,17 @@ from .inputs import InputError, Mismatch, load_model, make_workload, require_mea
 from .options import SEQ_LEN_HELP, batch_option, dtype_option, json_option, model_options
 
 
-def check_choices(device: str, target: str | None, attention: str) -> None:
-    """--device, --target and --attention among what a measurement runs (spec.py's lists)."""
-    if device not in spec.MEASURE_DEVICES:
-        raise InputError(f"--device must be {spec.MEASURE_DEVICES.listed()}, got {device!r}.")
-    if target not in (None, *spec.TARGETS):
-        raise InputError(f"--target must be {spec.TARGETS.listed()}, got {target!r}.")
-    if attention not in spec.MEASURED_ATTENTIONS:
-        raise InputError(f"--attention must be {spec.MEASURED_ATTENTIONS.listed()} for a measurement, got {attention!r}.")
-
-
 @click.command()
 @model_options
 @click.option("--all", "all_presets", is_flag=True, help="Every preset.")
 @click.option("--quick", is_flag=True, help="Small workloads (n=32, b=2) instead of the defaults.")
-@click.option("--target", type=str, default=None, help="hf (Hugging Face's class; default where the family has one) or reference.")
-@click.option("--device", default="fake", show_default=True, help=f"{spec.MEASURE_DEVICES.phrase()}.")
+@click.option("--target", type=click.Choice(spec.TARGETS), default=None, help="hf (Hugging Face's class; default where the family has one) or reference.")
+@click.option("--device", type=click.Choice(spec.MEASURE_DEVICES), default="fake", show_default=True, help=f"{spec.MEASURE_DEVICES.phrase()}.")
 @click.option("--seq-len", "-n", type=int, default=None, help=SEQ_LEN_HELP)
 @click.option("--tgt-len", type=int, default=None, help="Decoder tokens of an encoder-decoder.")
 @batch_option
 @dtype_option(None, "Default: bf16 under FakeTensorMode, fp32 on real CPU tensors, where bf16 matmuls are slow.")
-@click.option("--attention", default="eager", show_default=True,
+@click.option("--attention", type=click.Choice(spec.MEASURED_ATTENTIONS), default="eager", show_default=True,
               help=f"{spec.MEASURED_ATTENTIONS.listed()} (the measured model's attention).")
 @click.option("--gen-tokens", "-T", type=int, default=2, show_default=True, help="Decode steps after the prefill (KV cache).")
 @click.option("--blocks", is_flag=True, help="Also one row per sublayer for parameters and forward FLOPs.")
@@ -44,7 +34,6 @@ def validate(model, config, all_presets, quick, target, device, seq_len, tgt_len
     from costmodel.presets import load_preset, preset_names
 
     require_measure_extra("validate")
-    check_choices(device, target, attention)
     if all_presets:
         if model is not None or config is not None:
             raise InputError("give --all or one of --model/--config, not both.")

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, show
-from .hardware_schema import (INTERCONNECT, OPTIONAL_NUMBERS, PEAK_DTYPES, SCHEMA, Field,  # noqa: F401 (re-exported)
-                              schema_problems)
+from .hardware_schema import (INTERCONNECT, OPTIONAL_NUMBERS, PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION,  # noqa: F401
+                              Field, schema_problems)
 from .spec import CANONICAL_DTYPE, DEFAULT_TIME_MODEL, TIME_MODELS  # the time models and the default (spec.py says why)
 
 
@@ -99,7 +99,7 @@ class Hardware:
     # Memory a run cannot use: the CUDA context, cuBLAS and NCCL workspaces (every run), and the
     # share a serving engine leaves free (vLLM's gpu_memory_utilization).
     memory_reserve_bytes: int = 0
-    serving_memory_utilization: float = 1.0
+    serving_memory_utilization: float = SERVING_MEMORY_UTILIZATION
     # The fraction of each dtype's peak that large matmuls reach (a microbenchmark, with its
     # source): the kernel-level time model's GEMM efficiency (costmodel/kernel_time.py).
     matmul_efficiency: dict[str, float] = field(default_factory=dict)

@@ -99,7 +99,8 @@ SCHEMA: dict[str, Field] = {
     "clock_limit_mhz": Field(float, "a clock limit (nvidia-smi -lgc); scales the compute peaks", low=0),
     "power_watts": Field(float, "the board power the datasheet's peaks are at, W", low=0),
     "power_limit_watts": Field(float, "a power cap (nvidia-smi -pl); scales the compute peaks as its cube root", low=0),
-    "memory_reserve_bytes": Field(int, "memory no run can use: CUDA context, cuBLAS and NCCL workspaces", low=0),
+    "memory_reserve_bytes": Field(int, "memory no run can use: CUDA context, cuBLAS and NCCL workspaces; "
+                                  "less than memory_bytes x serving_memory_utilization", low=0),
     "serving_memory_utilization": Field(float, "the fraction of memory a serving engine plans with "
                                         "(vLLM's gpu_memory_utilization)", low=0, strict=True, high=1),
     "price_per_gpu_hour": Field(float, "dollars per GPU-hour (optional: a rental price, its source in "
@@ -138,7 +139,25 @@ def schema_problems(data: Any) -> list[str]:
     problems += _rows_problems(data, "gemm_efficiency_by_rows", "rows")
     problems += _rows_problems(data, "attention_efficiency_by_queries", "queries")
     problems += _rows_problems(data, "gemv_efficiency_by_inner", "inner")
+    if not any(problems):
+        problems.append(_reserve_problem(data))
     return [p for p in problems if p]
+
+
+#: Hardware.serving_memory_utilization's default (all of the memory).
+SERVING_MEMORY_UTILIZATION = 1.0
+
+
+def _reserve_problem(data: dict) -> str | None:
+    """The reserve must leave memory to plan with (else every fit reads a negative capacity);
+    checked on fields already known to be numbers in range."""
+    reserve = data.get("memory_reserve_bytes", 0)
+    utilization = data.get("serving_memory_utilization", SERVING_MEMORY_UTILIZATION)
+    plannable = math.floor(data["memory_bytes"] * utilization)
+    if reserve < plannable:
+        return None
+    return (f"memory_reserve_bytes ({reserve}) must be less than the memory a serving engine plans with, "
+            f"memory_bytes x serving_memory_utilization ({data['memory_bytes']} x {utilization:g} = {plannable})")
 
 
 def _rows_problems(data: dict, field_name: str, counted: str) -> list[str | None]:

@@ -81,8 +81,15 @@ def hub_config_path(repo_id: str) -> str:
     if offline():
         raise ConfigError(f"model {show(repo_id)}: its config.json is not in {where}, and HF_HUB_OFFLINE is set; "
                           "download it once online, or pass --config.")
+    unreachable = f"its config.json is not in {where}. Pass --config, or try again online."
+    host = hub_host()
+    if not resolves(host):  # no network: huggingface_hub would retry 5 times (23 s) and then blame the model
+        raise ConfigError(f"model {show(repo_id)}: cannot reach the Hugging Face Hub ({host} does not resolve); "
+                          + unreachable)
     try:
         return hf_hub_download(repo_id, "config.json", cache_dir=cache)
+    except errors.LocalEntryNotFoundError:  # (an EntryNotFoundError in huggingface_hub 2.x): it could not connect
+        raise ConfigError(f"model {show(repo_id)}: cannot reach the Hugging Face Hub; " + unreachable) from None
     except errors.GatedRepoError:
         raise ConfigError(f"model {show(repo_id)} is gated: accept its license on the Hub and log in "
                           "(hf auth login), or pass --config.") from None
@@ -93,8 +100,32 @@ def hub_config_path(repo_id: str) -> str:
         raise ConfigError(f"model {show(repo_id)} has no config.json on the Hub.") from None
     except Exception as error:  # no network, a proxy, a timeout: whatever the transport raises
         reason = str(error).splitlines()[0][:120] if str(error) else type(error).__name__
-        raise ConfigError(f"model {show(repo_id)}: cannot reach the Hugging Face Hub ({reason}); its "
-                          f"config.json is not in {where}. Pass --config, or try again online.") from None
+        raise ConfigError(f"model {show(repo_id)}: cannot reach the Hugging Face Hub ({reason}); "
+                          + unreachable) from None
+
+
+PROXIES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+
+
+def hub_host() -> str:
+    """The host huggingface_hub downloads from: HF_ENDPOINT's, else huggingface.co."""
+    from urllib.parse import urlparse
+
+    return urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co").hostname or "huggingface.co"
+
+
+def resolves(host: str) -> bool:
+    """Whether `host` has an address here (a name lookup, no connection); True behind a proxy,
+    which resolves names itself."""
+    import socket
+
+    if any(os.environ.get(name) for name in PROXIES):
+        return True
+    try:
+        socket.getaddrinfo(host, 443)
+    except (socket.gaierror, UnicodeError):
+        return False
+    return True
 
 
 def load_hub_config(repo_id: str) -> ModelConfig:

@@ -100,7 +100,9 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         *([f"  active per token   {count(p['active']):>12}  ({p['active']:,}; routed experts a "
            "token skips left out)"] if "active" in p else []),
         f"  embeddings         {count(p['embeddings']):>12}",
-        f"  output head        {count(p['head']):>12}",
+        f"  output head        {count(p['head']):>12}"
+        + ("  (tied to the embeddings: counted once, above)" if not p["head"] and i["architecture"] != "encoder"
+           else ""),
     ]
     for stack, value in p["per_layer"].items():
         label = f"per {stack} layer"
@@ -396,6 +398,13 @@ def _timing(label: str, t: dict[str, Any], note: str = "") -> str:
             f"memory busy {100 * t['memory_busy_fraction']:.0f}%{note}")
 
 
+def _weight_bytes(inputs: dict[str, Any]) -> str:
+    """The bytes a decode step reads per parameter, as the crossover batch counts them."""
+    if inputs.get("weight_dtype"):
+        return f"the {inputs['weight_dtype']} weights as stored, the rest {inputs['dtype']},"
+    return f"{inputs['dtype']} bytes"
+
+
 def render_inference(r: dict[str, Any]) -> str:
     """The human report of `simulate` for inference."""
     i, hw = r["inputs"], r["hardware"]
@@ -409,8 +418,10 @@ def render_inference(r: dict[str, Any]) -> str:
         f"{i['kv_cache']} KV cache"
         + (f", weights {i['weight_dtype']}" if i.get("weight_dtype") else "")
         + (", CUDA graphs" if i.get("cuda_graphs") else ""),
-        *(["times: the kernel-level model (docs/time.md); the bounds, intensities and busy shares, and "
-           "the uncached steps, are the roofline's"] if i.get("time_model") == "kernels" else []),
+        ("times: the kernel-level model (docs/time.md); the bounds, intensities and busy shares, and "
+         "the uncached steps, are the roofline's" if i.get("time_model") == "kernels" else
+         "times: the roofline (docs/time.md): --time-model roofline, or a hardware file without sm_count, "
+         "which the kernel-level model needs"),
         "",
         _timing("prefill", r["prefill"]),
     ]
@@ -430,7 +441,7 @@ def render_inference(r: dict[str, Any]) -> str:
                "though an eager step on a GPU is often host-bound (docs/time.md)"]
               if d.get("host") and d["host"]["ops_per_step"] is None else []),
             f"  {_crossover(d['crossover_batch_weights_only'])} "
-            f"(weights only: 2 FLOPs and {i['dtype']} bytes per parameter per token); with this "
+            f"(weights only: 2 FLOPs and {_weight_bytes(i)} per parameter per token); with this "
             f"context's KV cache {_crossover(d['crossover_batch_at_context'], again=True)}",
             "",
             f"Memory: {binary_bytes(m['bytes'])} at batch {i['batch']} ("
@@ -503,6 +514,7 @@ def render_training(r: dict[str, Any]) -> str:
     out = [
         f"{i['model']} training on {i['hardware']} ({i['dtype']}): seq_len {i['seq_len']}, "
         f"batch {i['batch']}, recompute {i['recompute']}",
+        "times: the roofline (docs/time.md), one GPU's training without a layout; --dp 1 for the kernel-level model",
         "",
         _timing("step", r["step"]),
         f"  {'throughput':<22}{rate(r['tokens_per_second']):>10}   tokens/s; MFU at this step time "

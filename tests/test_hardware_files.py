@@ -172,3 +172,26 @@ def test_a_file_without_a_vector_rate_or_an_fp32_peak_is_one_error_line():
     with pytest.raises(ConfigError, match="no vector_flops_per_s and no fp32 peak"):
         Hardware.from_dict(data, "cpu")
     assert Hardware.from_dict(dict(data, vector_flops_per_s=5e9), "cpu").vector_flops_per_s == 5e9
+
+
+def test_a_reserve_that_leaves_no_memory_is_one_error_line(tmp_path, capsys):
+    """memory_reserve_bytes of 100 GiB on a 48 GiB GPU was taken: `simulate` then said the model
+    'does NOT fit in -52.00 GiB usable' and asked for --tp."""
+    import json
+
+    from tests.cli_run import run_main
+
+    minimal = {"name": "x", "flops_per_s": {"bf16": 1e14}, "bandwidth_bytes_per_s": 1e12,
+               "memory_bytes": 48 * 2**30}
+    assert schema_problems(dict(minimal, memory_reserve_bytes=100 * 2**30)) == [
+        "memory_reserve_bytes (107374182400) must be less than the memory a serving engine plans with, "
+        "memory_bytes x serving_memory_utilization (51539607552 x 1 = 51539607552)"]
+    assert schema_problems(dict(minimal, memory_reserve_bytes=2**30, serving_memory_utilization=0.01)) == [
+        "memory_reserve_bytes (1073741824) must be less than the memory a serving engine plans with, "
+        "memory_bytes x serving_memory_utilization (51539607552 x 0.01 = 515396075)"]
+    assert schema_problems(dict(minimal, memory_reserve_bytes=2**30)) == []
+    path = tmp_path / "gpu.json"
+    path.write_text(json.dumps(dict(minimal, memory_reserve_bytes=100 * 2**30)))
+    code, out, err = run_main(["simulate", "--model", "gpt2", "--hardware", str(path)], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "memory_reserve_bytes (107374182400) must be less than" in err

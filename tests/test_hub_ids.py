@@ -95,3 +95,58 @@ def test_a_cached_config_needs_no_huggingface_hub(tmp_path, offline, capsys):
     assert json.loads(capsys.readouterr().out)["params"]["total"] == 8_030_261_248
     assert cli.main(["estimate", "--model", "example-org/not-cached"]) == 2
     assert "needs huggingface_hub" in capsys.readouterr().err  # not cached: downloading needs it
+
+
+@pytest.fixture
+def online_without_network(tmp_path, monkeypatch):
+    """Online mode (HF_HUB_OFFLINE unset), an empty cache and no name resolution, as on a machine
+    without a network: huggingface_hub retried for 23 s, then the error blamed the model."""
+    import socket
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_HOME", raising=False)
+    for proxy in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(proxy, raising=False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
+
+    def no_dns(host, *args, **kwargs):
+        raise socket.gaierror(-2, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_dns)
+    return monkeypatch
+
+
+def test_an_uncached_id_without_a_network_says_so_at_once(online_without_network, capsys):
+    import huggingface_hub
+
+    def download(repo_id, filename, **kwargs):
+        if kwargs.get("local_files_only"):
+            raise huggingface_hub.errors.LocalEntryNotFoundError("not in the cache")
+        raise AssertionError("the Hub was asked although its host does not resolve (5 retries, 23 s)")
+
+    online_without_network.setattr(huggingface_hub, "hf_hub_download", download)
+    assert cli.main(["estimate", "--model", "some-org/some-model"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "cannot reach the Hugging Face Hub" in err[0] and "huggingface.co" in err[0]
+    assert "has no config.json on the Hub" not in err[0]
+
+
+def test_a_download_that_cannot_connect_is_not_called_a_missing_file(online_without_network, capsys):
+    """huggingface_hub 2.4 raises LocalEntryNotFoundError, a subclass of EntryNotFoundError, when it
+    cannot connect: that is no network, not a repository without config.json."""
+    import socket
+
+    import huggingface_hub
+
+    online_without_network.setattr(socket, "getaddrinfo", lambda *a, **k: [])  # the host resolves
+
+    def download(repo_id, filename, **kwargs):
+        raise huggingface_hub.errors.LocalEntryNotFoundError(
+            "An error happened while trying to locate the file on the Hub and we cannot find the requested "
+            "files in the local cache. Please check your connection and try again.")
+
+    online_without_network.setattr(huggingface_hub, "hf_hub_download", download)
+    assert cli.main(["estimate", "--model", "some-org/some-model"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "cannot reach the Hugging Face Hub" in err and "has no config.json" not in err

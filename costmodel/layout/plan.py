@@ -186,12 +186,13 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
     feasible.sort(key=lambda e: e["step_time"])
     result = {"feasible": feasible, "infeasible": infeasible, "time_model": time_model}
     if not feasible and nearest:
-        # The leanest layouts on more GPUs: ZeRO 3, full recomputation, micro-batch 1 (unless
-        # fixed), the global batch rounded up to a multiple of the count.
+        # The leanest layouts on more GPUs: ZeRO 3 in every framework that has it (DeepSpeed's and
+        # FSDP2's differ by gigabytes a rank), full recomputation, micro-batch 1 (unless fixed),
+        # the global batch rounded up to a multiple of the count.
         lean = {**fixed, "recompute": fixed.get("recompute") or "full", "batch": fixed.get("batch") or 1,
                 "tp": None, "pp": None, "dp": None}
         if fixed.get("zero") is None:
-            lean["zero"], lean["framework"] = 3, fixed.get("framework") or "deepspeed"
+            lean["zero"] = 3
 
         def retry(count: int) -> dict[str, Any] | None:
             batch = -(-global_batch // count) * count

@@ -65,14 +65,25 @@ def make_requests(rate: float | None = None, requests: int = 1000, trace: str | 
             raise ConfigError("--concurrency and --rate are two load generators: give one of them.")
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigError(f"--concurrency must be a positive number of clients, got {show(concurrency)}.")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ConfigError(f"--seed must be a whole number, at least 0, got {show(seed)}.")
     if trace is not None:
         return read_trace(trace)
     if rate is None and concurrency is None:
         raise ConfigError("give --rate (requests per second), --concurrency (clients) or --trace.")
-    as_lengths = lambda x: x if isinstance(x, Lengths) else Lengths.parse(str(x))  # noqa: E731
     # A closed loop draws its lengths as the all-at-once Poisson stream does (rate inf: no gaps).
-    return poisson(math.inf if concurrency is not None else float(rate), int(requests), as_lengths(prompt),
-                   as_lengths(output), seed)
+    return poisson(math.inf if concurrency is not None else float(rate), int(requests),
+                   as_lengths(prompt, "--prompt"), as_lengths(output, "--output"), seed)
+
+
+def as_lengths(value: str | Lengths, option: str) -> Lengths:
+    """A length distribution from an option's text; an error names the option."""
+    if isinstance(value, Lengths):
+        return value
+    try:
+        return Lengths.parse(str(value))
+    except ConfigError as error:
+        raise ConfigError(f"{option}: {error}") from None
 
 
 def load_mode(rate: float | None, trace: str | None, concurrency: int | None) -> str:
@@ -102,6 +113,14 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
         raise ConfigError(f"--block-size must be a positive number of tokens, got {block_size}.")
     if tp < 1:
         raise ConfigError(f"--tp must be at least 1, got {tp}.")
+    from ..layout.spec import tensor_split_sizes
+
+    for what, size in tensor_split_sizes(cfg):  # as a layout's check: whole heads and widths a rank
+        if size % tp:
+            raise ConfigError(f"--tp {tp} does not divide the {what} ({size}) of model {show(cfg.name)}.")
+    if num_blocks is not None and num_blocks < max(1, pp):
+        raise ConfigError(f"--num-blocks must be at least {max(1, pp)}" + (" (a block a pipeline stage)" if pp > 1
+                          else "") + f", got {num_blocks}.")
     if not 1 <= pp <= cfg.n_decoder_layers:
         raise ConfigError(f"--pp must be between 1 and the model's {cfg.n_decoder_layers} layers, got {pp}.")
     seqs, tokens, budget_source = DEFAULT_BUDGETS[scheduler]
@@ -149,7 +168,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
         raise ConfigError(f"{cfg.name} does not leave room for one KV block on {hardware.name} at tp {tp}: "
                           f"weights {sizing.weight_bytes / 2**30:.1f} GiB and activations "
                           f"{sizing.activation_bytes / 2**30:.1f} GiB per GPU against "
-                          f"{gpu_memory_utilization:.0%} of {hardware.memory_bytes / 2**30:.0f} GiB.")
+                          f"{gpu_memory_utilization:.0%} of {hardware.memory_bytes / 2**30:.0f} GiB; spread it "
+                          "over more GPUs (--tp, --pp) or store its weights in fewer bytes (--weight-dtype).")
     graphs = engine_graphs(cuda_graphs, scheduler, max_num_seqs, max_batched_tokens, hardware)
     step = (step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp, time_model)).with_graphs(graphs)
     setup = {"model": cfg.name, "hardware": hardware.name, "dtype": step.dtype, "tp": tp, "pp": pp,
