@@ -156,14 +156,14 @@ class KernelTimer:
         self.gemv_inner = hardware.gemv_efficiency_by_inner.get(matmul, ()) if self.gemm_rows else ()
         # A CPU's measured attention efficiency by query rows (hardware.attention_efficiency_by_queries).
         self.attention_queries = hardware.attention_efficiency_by_queries.get(self.dtype, ())
-        eager = not (cuda_graphs or compiled) and hardware.eager_op_s is not None
+        op_s = hardware.engine_op_s if eager_ops is not None else hardware.eager_op_s  # the engine's ops: its own
+        eager = not (cuda_graphs or compiled) and op_s is not None
         # A CPU runs each op in the thread that dispatches it: a leaf pays its ops' dispatch on
         # top of its kernels (leaf_launch_seconds). A GPU's host issues them ahead of the GPU: a
         # step takes the longer of the two (host_bound_seconds), so no leaf adds them.
         self.eager_ops = eager_ops if eager and not hardware.issues_ahead else None
         self.host_s_per_op = hardware.eager_op_s if eager and hardware.issues_ahead else None
-        # The counted ops (eager_ops) are transformers' engine's: its time per op (engine_op_s).
-        self.dispatch_s = (hardware.engine_op_s if eager_ops is not None else hardware.eager_op_s) or 0.0
+        self.dispatch_s = op_s or 0.0
         self.graph_kernel_s = hardware.graph_kernel_s if cuda_graphs else 0.0
         # What each kernel reading DRAM (a GEMM's weights, an attention call's keys and values)
         # takes beyond its bytes at the bandwidth, in any launch mode (hardware.dram_kernel_startup_s).
@@ -219,8 +219,9 @@ class KernelTimer:
         partial sums' fp32 traffic. `tile`: a fixed tile; None: the tile that finishes first.
         rate: the large-GEMM FLOP/s (None: the timer's matmul dtype's). A hardware that measures
         its GEMM efficiency by rows: the FLOPs at that efficiency of its own peak."""
-        if self.gemm_rows:
-            return gemm.flops / (self.peak * self.rows_scale * self.rows_efficiency(gemm.m, gemm.k))
+        if self.gemm_rows:  # more rows never take less time than one row of the same weights (a GEMV)
+            rows = gemm.flops / (self.peak * self.rows_scale * self.rows_efficiency(gemm.m, gemm.k))
+            return rows if gemm.m == 1 or not self.gemv_inner else max(rows, self.gemm_compute_seconds(replace(gemm, m=1)))
         per_sm = (self.peak * self.matmul_efficiency if rate is None else rate) / self.sms
         def seconds(t: tuple[int, int]) -> float:
             split = self.split_k(gemm, t)
@@ -231,8 +232,7 @@ class KernelTimer:
         return seconds(tile) if tile else min(seconds(t) for t in self.tiles)
 
     def rows_efficiency(self, m: int, k: int | None = None) -> float:
-        """The measured efficiency of a GEMM of m rows (log-linear in m between the measured row
-        counts, the end values outside); one row of inner width k: the GEMV table's at k, if any."""
+        """A GEMM of m rows' measured efficiency (log-linear in m); one row of width k: the GEMV table's."""
         if m == 1 and k and self.gemv_inner:
             return log_linear(self.gemv_inner, k)
         return log_linear(self.gemm_rows, m)

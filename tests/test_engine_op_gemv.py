@@ -107,3 +107,32 @@ def test_the_measurements_have_their_shapes():
     engine = engine_seconds_per_op(runs=1)
     # the trace's 10 steps but the first; the median step's 221 ops (counted: validate/eager_op_counts.py)
     assert engine["steps"] == 9 and engine["ops"] == 221 and 0 < engine["seconds_per_op"] < 1e-3
+
+
+def test_the_engine_s_figure_alone_charges_the_engine_s_ops():
+    """A file stating engine_s_per_op without dispatch_s_per_op or module_s_per_op: the engine's ops
+    are charged at it (the review found them charged nothing: the op time was gated on eager_op_s)."""
+    bare = {k: v for k, v in CPU.items() if k not in ("dispatch_s_per_op", "module_s_per_op")}
+    hw = Hardware.from_dict(dict(bare, engine_s_per_op=9e-6), "cpu")
+    timer = KernelTimer(hw, "fp32", "sdpa", eager_ops={"Norm": 6})
+    assert timer.dispatch_s == 9e-6 and timer.eager_ops == {"Norm": 6}
+    assert KernelTimer(hw, "fp32", "sdpa").eager_ops is None  # not the engine's ops: no op time stated
+    assert _decode_step(dict(bare, engine_s_per_op=9e-6)) == pytest.approx(
+        _decode_step(dict(bare, dispatch_s_per_op=9e-6)), rel=1e-12)
+
+
+def test_more_rows_never_take_less_time_than_one_row_of_the_same_weights():
+    """With the GEMV table, a two-row product at the rows table's efficiency could finish before one
+    row (K 256: one row at 0.02 of the peak, two rows at 0.05 + 0.05 x 1/2 = 0.075): it now takes at
+    least the one-row product's time (the same weights read); without the table, the rows table alone."""
+    hw = Hardware.from_dict(dict(CPU, gemv_efficiency_by_inner=GEMV), "cpu")
+    timer = KernelTimer(hw, "fp32", "sdpa")
+    one = 2 * 256 * 256 / (1e11 * 0.02)
+    assert timer.gemm_compute_seconds(Gemm(1, 256, 256)) == pytest.approx(one, rel=1e-12)
+    assert timer.gemm_compute_seconds(Gemm(2, 256, 256)) == pytest.approx(one, rel=1e-12)
+    assert 2 * 8 * 256 * 256 / (1e11 * 0.2) < one  # the rows table's 8 rows, bounded by one row too
+    assert timer.gemm_compute_seconds(Gemm(8, 256, 256)) == pytest.approx(one, rel=1e-12)
+    one_wide, eight_wide = 2 * 1024**2 / (1e11 * 0.04), 2 * 8 * 1024**2 / (1e11 * 0.2)  # K 1024: rows win
+    assert eight_wide > one_wide and timer.gemm_compute_seconds(Gemm(8, 1024, 1024)) == pytest.approx(eight_wide, rel=1e-12)
+    plain = KernelTimer(Hardware.from_dict(CPU, "cpu"), "fp32", "sdpa")
+    assert plain.gemm_compute_seconds(Gemm(2, 256, 256)) == pytest.approx(2 * one * 0.02 / 0.075, rel=1e-12)
