@@ -3,8 +3,9 @@ transformers module (validate/eager_op_counts.py, checked again by tests/test_ea
   - the ops it launches in a serving step (costmodel/kernel_facts.json "eager_ops"): in eager
     mode every op pays the dispatcher (and the Python around it) whatever its size; on a CPU with
     a few rows per product that is a large share of a step. The kernel model charges an eager
-    leaf ops x the hardware's measured op time, Hardware.eager_op_s (module_s_per_op, the module
-    code's time per op, else dispatch_s_per_op; kernel_time.KernelTimer.leaf_launch_seconds)
+    leaf ops x the hardware's measured op time, Hardware.engine_op_s (engine_s_per_op, the engine's
+    time per op, else module_s_per_op, the module code's, else dispatch_s_per_op;
+    kernel_time.KernelTimer.leaf_launch_seconds)
     where both are known; elsewhere one launch per leaf (overhead_s_per_block), as before;
   - the bytes its memory-bound ops move in a training step, forward and backward
     (kernel_facts.json "eager_training_bytes"): eager PyTorch runs a norm as some eight kernels

@@ -43,8 +43,6 @@ def time_model_for(hardware: "Hardware", time_model: str | None = None, dtype: s
 
 HARDWARE_DIR = Path(__file__).resolve().parent / "hardware"
 
-#: The matmul dtypes a hardware file may give a peak for (fp8: E4M3/E5M2 tensor cores; int8: IMMA).
-
 
 def local_cache_path() -> Path:
     """Where the `local` calibration is cached (XDG cache directory)."""

@@ -11,8 +11,8 @@ from typing import Any
 
 from .config import show
 
+#: The matmul dtypes a hardware file may give a peak for (fp8: E4M3/E5M2 tensor cores; int8: IMMA).
 PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
-
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,8 @@ SCHEMA: dict[str, Field] = {
     "engine_s_per_op": Field(float, "the host's time per aten op of transformers' continuous-batching engine's "
                              "steps, seconds (a microbenchmark: validate/calibrate.py engine_seconds_per_op, a "
                              "compute-free Llama's steps over the ops they dispatch); where given, the serving "
-                             "step's counted engine ops take it in place of module_s_per_op", low=0, strict=True),
+                             "step's counted engine ops take it in place of eager_op_s (module_s_per_op, else dispatch_s_per_op)",
+                             low=0, strict=True),
     "gemv_bandwidth_bytes_per_s": Field(float, "the bandwidth a read-and-reduce stream reaches (a microbenchmark "
                                         "such as BabelStream's Dot), bytes/s: the kernel time model's rate for "
                                         "a GEMM's bytes (0 or omitted: bandwidth x efficiency's memory)", low=0),

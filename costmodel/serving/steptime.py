@@ -22,9 +22,9 @@ The kernel-level model (KernelStepTime; costmodel/kernel_time.py, docs/time.md):
 - each leaf's kernels are kernel_time.leaf_kernels' at the step's shapes: the per-token leaves'
   GEMMs (M = the step's tokens, N, K) timed with tile and wave quantization at the measured
   large-GEMM efficiency (on a hardware with gemm_efficiency_by_rows: at the measured efficiency
-  for M), memory-bound kernels at the bandwidth, each active leaf paying the hardware's launch
+  for M; one row at the measured GEMV efficiency for its K, gemv_efficiency_by_inner), memory-bound kernels at the bandwidth, each active leaf paying the hardware's launch
   overhead once per step (kernels_seconds, memoised per shape); on a hardware with
-  an op's time (Hardware.eager_op_s: module_s_per_op, else dispatch_s_per_op), a leaf of a model whose eager ops are counted (costmodel/eager_ops.py:
+  an op's time (Hardware.engine_op_s: engine_s_per_op, else module_s_per_op, else dispatch_s_per_op), a leaf of a model whose eager ops are counted (costmodel/eager_ops.py:
   transformers' Llama under the engine's paged sdpa path) pays its ops at that time instead, and
   its attention leaf the bytes that path copies (the paged cache's gather of every key the step
   reads, repeat_kv's copies per query head: kernel_facts.json "eager_ops" "copies") as one more
