@@ -279,7 +279,7 @@ def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: 
                           pp: int | None = None, ray_address: str | None = None, cuda_graphs: str = "auto",
                           **formats: Any) -> None:
     """`plan --serve --rate`: the search and its table (cli/plan.py's plan delegates here);
-    formats: weight_dtype, weight_group, kv_dtype, as serve takes them."""
+    formats: weight_dtype, weight_group, kv_dtype, fp8_gemm, time_model, as serve takes them."""
     from costmodel.hardware import load_hardware
     from costmodel.serving.capacity import Target, plan_capacity
 

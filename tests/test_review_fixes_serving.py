@@ -25,3 +25,26 @@ def test_check_counts_the_chunk_that_holds_most_blocks(capsys) -> None:
         "or --num-blocks)."]
     code, out, err = run_main(SERVE_509 + ["--num-blocks", "57"], capsys)
     assert code == 0, err
+
+
+PLAN_8B = ["plan", "--serve", "--rate", "2", "--model", "llama3-8b", "--hardware", "h100-sxm", "--slo-ttft", "1",
+           "--slo-tpot", "0.05", "--requests", "20", "--tp", "1", "--json"]
+
+
+def _plan_rows(args: list[str], capsys) -> dict[int, dict]:
+    code, out, err = run_main(PLAN_8B + args, capsys)
+    assert code == 0, err
+    return {(row["max_batched_tokens"], row["max_num_seqs"]): row for row in json.loads(out)["feasible"]}
+
+
+def test_plan_serve_rate_reads_fp8_gemm_and_time_model(capsys) -> None:
+    """fp8 weights multiplied as w8a16 (dequantized to bf16) or w8a8 (fp8 tensor cores) step at
+    different speeds, so the search's p99 latencies differ, as serve's do; and so do the kernel and
+    roofline time models."""
+    w8a8 = _plan_rows(["--weight-dtype", "fp8"], capsys)
+    w8a16 = _plan_rows(["--weight-dtype", "fp8", "--fp8-gemm", "w8a16"], capsys)
+    assert w8a8.keys() == w8a16.keys() and w8a8
+    assert all(w8a8[key]["p99_tpot_s"] != w8a16[key]["p99_tpot_s"] for key in w8a8)
+    roofline = _plan_rows(["--time-model", "roofline"], capsys)
+    kernels = _plan_rows(["--time-model", "kernels"], capsys)
+    assert all(roofline[key]["p99_tpot_s"] != kernels[key]["p99_tpot_s"] for key in kernels)
