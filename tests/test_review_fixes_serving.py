@@ -48,3 +48,17 @@ def test_plan_serve_rate_reads_fp8_gemm_and_time_model(capsys) -> None:
     roofline = _plan_rows(["--time-model", "roofline"], capsys)
     kernels = _plan_rows(["--time-model", "kernels"], capsys)
     assert all(roofline[key]["p99_tpot_s"] != kernels[key]["p99_tpot_s"] for key in kernels)
+
+
+def test_plan_serve_rate_refuses_bad_options_before_the_search(capsys) -> None:
+    """An error about the options, not a configuration, is one line and exit 2, as serve's; it was
+    caught per configuration and printed as 'not feasible: 36 (...)' with exit 0."""
+    plan = ["plan", "--serve", "--rate", "1", "--model", "llama3.2-1b", "--slo-ttft", "1", "--slo-tpot", "0.05",
+            "--requests", "20"]
+    for extra, line in ((["--weight-group", "64"], "error: workload: weight_group applies only with a weight_dtype."),
+                        (["--weight-dtype", "mxfp4"], "error: weight_dtype mxfp4 quantizes routed experts only, and "
+                                                      "model 'llama3.2-1b' has none.")):
+        code, out, err = run_main(plan + extra, capsys)
+        assert (code, out, err.strip().splitlines()) == (2, "", [line])
+        code, out, err = run_main(["serve", "--model", "llama3.2-1b", "--rate", "1", "--requests", "5"] + extra, capsys)
+        assert (code, err.strip().splitlines()) == (2, [line])

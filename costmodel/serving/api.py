@@ -11,6 +11,7 @@ from typing import Any
 from ..config import ConfigError, show
 from .. import spec
 from ..spec import MLA_FORMS
+from ..tree import check_weight_scope
 from . import metrics
 from .engine import simulate_replicas
 from .graphs import engine_graphs
@@ -91,6 +92,25 @@ def load_mode(rate: float | None, trace: str | None, concurrency: int | None) ->
     return "concurrency" if concurrency is not None else "trace" if trace is not None else "poisson"
 
 
+def replica_profile(cfg: Any, scheduler: str = "vllm", *, weight_dtype: str | None = None,
+                    kv_dtype: str | None = None, attention: str = "flash", mla: str = "absorbed",
+                    fp8_gemm: str = spec.DEFAULT_FP8_GEMM, weight_group: int | None = None) -> Any:
+    """The serving profile of cfg's formats under `scheduler`'s engine, or a ConfigError about the
+    options (no hardware, tp or budget in it: a search checks them once, before its configurations)."""
+    if mla not in MLA_FORMS:
+        raise ConfigError(f"--mla must be {MLA_FORMS.listed()}, got {show(mla)}.")
+    if kv_dtype is not None and scheduler.startswith("hf-"):
+        raise ConfigError(f"--kv-dtype: transformers' continuous batching ({scheduler}) keeps its paged cache in the "
+                          f"model's dtype (no quantized cache in transformers 5.24's continuous_batching); a quantized "
+                          f"cache is modelled for the {', '.join(s for s in SCHEDULERS if not s.startswith('hf-'))} "
+                          f"schedulers.")
+    profile = serving_profile(cfg, attention, weight_dtype, kv_dtype, mla, fp8_gemm, weight_group,
+                              kv_read_as_stored=scheduler != "static",
+                              routed_experts=scheduler != "static" and not scheduler.startswith("hf-"))
+    check_weight_scope(cfg, getattr(profile, "weight_format", None))
+    return profile
+
+
 def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_seqs: int | None = None,
                   max_batched_tokens: int | None = None, block_size: int = 16,
                   gpu_memory_utilization: float = 0.9, num_blocks: int | None = None, tp: int = 1, pp: int = 1,
@@ -143,16 +163,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     if num_scheduler_steps != 1 and scheduler != "vllm-v0":
         raise ConfigError(f"--num-scheduler-steps (vLLM v0's multi-step scheduling) is modelled for the vllm-v0 "
                           f"scheduler only, not {scheduler}.")
-    if mla not in MLA_FORMS:
-        raise ConfigError(f"--mla must be {MLA_FORMS.listed()}, got {show(mla)}.")
-    if kv_dtype is not None and scheduler.startswith("hf-"):
-        raise ConfigError(f"--kv-dtype: transformers' continuous batching ({scheduler}) keeps its paged cache in the "
-                          f"model's dtype (no quantized cache in transformers 5.24's continuous_batching); a quantized "
-                          f"cache is modelled for the {', '.join(s for s in SCHEDULERS if not s.startswith('hf-'))} "
-                          f"schedulers.")
-    profile = serving_profile(cfg, attention, weight_dtype, kv_dtype, mla, fp8_gemm, weight_group,
-                              kv_read_as_stored=scheduler != "static",
-                              routed_experts=scheduler != "static" and not scheduler.startswith("hf-"))
+    profile = replica_profile(cfg, scheduler, weight_dtype=weight_dtype, kv_dtype=kv_dtype, attention=attention,
+                              mla=mla, fp8_gemm=fp8_gemm, weight_group=weight_group)
     check_tensor_parallel_groups(cfg, profile, tp)
     from ..config import DTYPE_BYTES, Workload
 
