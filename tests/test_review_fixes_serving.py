@@ -62,3 +62,25 @@ def test_plan_serve_rate_refuses_bad_options_before_the_search(capsys) -> None:
         assert (code, out, err.strip().splitlines()) == (2, "", [line])
         code, out, err = run_main(["serve", "--model", "llama3.2-1b", "--rate", "1", "--requests", "5"] + extra, capsys)
         assert (code, err.strip().splitlines()) == (2, [line])
+
+
+PAGED_PREFIX_NOTE = ("the simulator shares no prefix over layer-group block tables (kv_paging.py); vLLM's hybrid "
+                     "KV cache manager caches prefixes per group, which is not modelled")
+
+
+def test_prefix_caching_on_a_model_paged_by_layer_groups_is_reported_off(capsys) -> None:
+    """gpt-oss-20b under vllm is paged by layer groups (one full, one sliding table), where the
+    scheduler shares no prefix: setup and text say prefix caching is off, and why."""
+    serve = ["serve", "--model", "gpt-oss-20b", "--prefix-caching", "--rate", "1", "--requests", "2", "--prompt", "64",
+             "--output", "4"]
+    code, out, err = run_main(serve + ["--json"], capsys)
+    assert code == 0, err
+    setup = json.loads(out)["setup"]
+    assert (setup["prefix_caching"], setup["prefix_caching_note"]) == (False, PAGED_PREFIX_NOTE)
+    code, out, err = run_main(serve, capsys)
+    assert code == 0, err
+    assert f"prefix caching: off ({PAGED_PREFIX_NOTE})" in out.splitlines()
+    code, out, err = run_main(["serve", "--model", "llama3.2-1b", "--rate", "1", "--requests", "2", "--prompt", "64",
+                               "--output", "4", "--json"], capsys)
+    setup = json.loads(out)["setup"]
+    assert (setup["prefix_caching"], "prefix_caching_note" in setup) == (True, False)

@@ -55,6 +55,10 @@ class ServeRun:
         return {"setup": self.setup, **metrics.summarize(self.requests, self.steps, self.itl, slo_ttft, slo_tpot)}
 
 
+PAGED_PREFIX_NOTE = ("the simulator shares no prefix over layer-group block tables (kv_paging.py); vLLM's hybrid "
+                     "KV cache manager caches prefixes per group, which is not modelled")
+
+
 def make_requests(rate: float | None = None, requests: int = 1000, trace: str | None = None,
                   prompt: str | Lengths = "512", output: str | Lengths = "128", seed: int = 0,
                   concurrency: int | None = None) -> list[Request]:
@@ -195,6 +199,9 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
              "fp8_gemm": fp8_gemm if weight_dtype == "fp8" else None,
              "mla": mla if cfg.mla else None,
              "max_model_len": cfg.max_positions}
+    if paging is not None and prefix_caching:  # (scheduler_state.py: no prefix shared over the groups' tables)
+        prefix_caching = False
+        setup["prefix_caching_note"] = PAGED_PREFIX_NOTE
     cls = partial(SCHEDULERS[scheduler], prefix_caching=True) if prefix_caching else SCHEDULERS[scheduler]
     if num_scheduler_steps != 1:
         cls = partial(SCHEDULERS[scheduler], num_scheduler_steps=num_scheduler_steps)
