@@ -21,9 +21,7 @@ TRAINING_ONLY = {"seq_len": "--seq-len", "global_batch": "--global-batch", "impl
                  "sp": "--sp", "framework": "--framework", "ep": "--ep", "cp": "--cp", "schedule": "--schedule",
                  "fp8": "--fp8", "recompute": "--recompute", "mtp": "--mtp"}
 SEARCH_IGNORES = {"batch": "--batch", "dtype": "--dtype", "attention": "--attention", "kv_cache": "--kv-cache",
-                  "dp": "--dp", "gpus": "--gpus", "time_model": "--time-model", "rank_by": "--rank-by",
-                  "weight_dtype": "--weight-dtype", "weight_group": "--weight-group", "kv_dtype": "--kv-dtype",
-                  "fp8_gemm": "--fp8-gemm"}
+                  "dp": "--dp", "gpus": "--gpus", "rank_by": "--rank-by"}
 
 
 def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> None:
@@ -116,7 +114,8 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
         plan_capacity_command(cfg, hardware_name, rate, slo_ttft, slo_tpot, requests, prompt or 512, gen, tp,
                               top, as_json, mla=mla, pp=pp, ray_address=ray_address,
                               cuda_graphs=cuda_graphs or "auto", weight_dtype=weight_dtype,
-                              weight_group=weight_group, kv_dtype=kv_dtype)
+                              weight_group=weight_group, kv_dtype=kv_dtype,
+                              fp8_gemm=fp8_gemm or spec.DEFAULT_FP8_GEMM, time_model=time_model)
         return
     if cuda_graphs is not None:
         raise InputError("--cuda-graphs applies to the serving simulator's capacity search: add --serve --rate.")

@@ -52,6 +52,13 @@ def profile_for(cfg: ModelConfig, workload: Workload | None = None, **changes) -
     return dataclasses.replace(profile, **changes)
 
 
+def check_weight_scope(cfg: ModelConfig, fmt) -> None:
+    """A weight format that quantizes routed experts only (mxfp4) needs a model that has them."""
+    if fmt is not None and fmt.scope == "experts" and not cfg.moe:
+        raise ConfigError(f"weight_dtype {fmt.dtype} quantizes routed experts only, and model "
+                          f"{cfg.name!r} has none.")
+
+
 def _norm_first(layer: list[Leaf]) -> list[Leaf]:
     """Each sublayer's norm before its other blocks, sublayers in their order."""
     sublayers = list(dict.fromkeys(leaf.sublayer for leaf in layer))
@@ -102,9 +109,7 @@ class CostModel:
         per_param = self.profile.param_bytes
         # Quantized weights are an inference format: the training tree keeps them in its policy.
         fmt = self.profile.weight_format if self.phase != "train" else None
-        if fmt is not None and fmt.scope == "experts" and not self.cfg.moe:
-            raise ConfigError(f"weight_dtype {fmt.dtype} quantizes routed experts only, and model "
-                              f"{self.cfg.name!r} has none.")
+        check_weight_scope(self.cfg, fmt)
         leaves = [dataclasses.replace(leaf, per_param=per_param, weight_format=fmt if fmt is None
                                       or fmt.quantizes(isinstance(leaf.block, B.Experts)) else None)
                   for leaf in TreeBuilder(self.cfg, self.profile, self.phase).build()]

@@ -51,6 +51,7 @@ def render_serve(summary: dict[str, Any]) -> str:
         f"{kv['memory_bytes'] / 2**30:.0f} GiB)"
         + (f"; {setup['kv_paging']} ({kv['paged_block_bytes']:,} B per block per GPU)" if setup.get("kv_paging")
            else ""),
+        *([f"prefix caching: off ({setup['prefix_caching_note']})"] if setup.get("prefix_caching_note") else []),
         f"requests: {summary['requests']} from {source}; prompt {setup['prompt']}, output {setup['output']} tokens",
         "",
         f"{'(ms)':<10}{'mean':>9}{'p50':>9}{'p90':>9}{'p99':>9}",
@@ -279,7 +280,7 @@ def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: 
                           pp: int | None = None, ray_address: str | None = None, cuda_graphs: str = "auto",
                           **formats: Any) -> None:
     """`plan --serve --rate`: the search and its table (cli/plan.py's plan delegates here);
-    formats: weight_dtype, weight_group, kv_dtype, as serve takes them."""
+    formats: weight_dtype, weight_group, kv_dtype, fp8_gemm, time_model, as serve takes them."""
     from costmodel.hardware import load_hardware
     from costmodel.serving.capacity import Target, plan_capacity
 

@@ -108,12 +108,13 @@ def test_defaults_typed_out_are_still_taken(capsys):
     (["--gpus", "8", "--serve", "--recompute", "full", "--framework", "megatron"], "--framework, --recompute"),
     (["--gpus", "8", "--prompt", "4096", "--gen", "64"], "--prompt, --gen"),  # a training plan
     (["--gpus", "8", "--serve", "--slo-ttft", "1"], "--slo-ttft"),  # no --rate: no search
-    (["--serve", "--rate", "5", "--slo-ttft", "1", "--slo-tpot", "0.1", "--weight-dtype", "fp8"], "--weight-dtype"),
+    (["--serve", "--rate", "5", "--slo-ttft", "1", "--slo-tpot", "0.1", "--dp", "2"], "--dp"),  # replicas are searched
     (["--serve", "--rate", "5", "--slo-ttft", "1", "--slo-tpot", "0.1", "--batch", "8", "--dtype", "fp16"],
      "--batch, --dtype"),
 ])
 def test_plan_refuses_the_options_its_mode_would_ignore(args, named, capsys):
-    # plan --serve --rate with --weight-dtype fp8 searched bf16 weights, without a word.
+    # plan --serve --rate with --weight-dtype fp8 searched bf16 weights, without a word (the search now
+    # reads the formats: tests/test_plan_serve_formats.py, tests/test_review_fixes_serving.py).
     code, out, err = run_main(["plan", "--model", "llama3-8b", "--hardware", "h100-sxm", *args], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert f"error: {named}: " in err, err

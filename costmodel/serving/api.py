@@ -11,6 +11,7 @@ from typing import Any
 from ..config import ConfigError, show
 from .. import spec
 from ..spec import MLA_FORMS
+from ..tree import check_weight_scope
 from . import metrics
 from .engine import simulate_replicas
 from .graphs import engine_graphs
@@ -54,6 +55,10 @@ class ServeRun:
         return {"setup": self.setup, **metrics.summarize(self.requests, self.steps, self.itl, slo_ttft, slo_tpot)}
 
 
+PAGED_PREFIX_NOTE = ("the simulator shares no prefix over layer-group block tables (kv_paging.py); vLLM's hybrid "
+                     "KV cache manager caches prefixes per group, which is not modelled")
+
+
 def make_requests(rate: float | None = None, requests: int = 1000, trace: str | None = None,
                   prompt: str | Lengths = "512", output: str | Lengths = "128", seed: int = 0,
                   concurrency: int | None = None) -> list[Request]:
@@ -89,6 +94,25 @@ def as_lengths(value: str | Lengths, option: str) -> Lengths:
 def load_mode(rate: float | None, trace: str | None, concurrency: int | None) -> str:
     """The load generator's name, as the setup and the per-request CSV give it."""
     return "concurrency" if concurrency is not None else "trace" if trace is not None else "poisson"
+
+
+def replica_profile(cfg: Any, scheduler: str = "vllm", *, weight_dtype: str | None = None,
+                    kv_dtype: str | None = None, attention: str = "flash", mla: str = "absorbed",
+                    fp8_gemm: str = spec.DEFAULT_FP8_GEMM, weight_group: int | None = None) -> Any:
+    """The serving profile of cfg's formats under `scheduler`'s engine, or a ConfigError about the
+    options (no hardware, tp or budget in it: a search checks them once, before its configurations)."""
+    if mla not in MLA_FORMS:
+        raise ConfigError(f"--mla must be {MLA_FORMS.listed()}, got {show(mla)}.")
+    if kv_dtype is not None and scheduler.startswith("hf-"):
+        raise ConfigError(f"--kv-dtype: transformers' continuous batching ({scheduler}) keeps its paged cache in the "
+                          f"model's dtype (no quantized cache in transformers 5.24's continuous_batching); a quantized "
+                          f"cache is modelled for the {', '.join(s for s in SCHEDULERS if not s.startswith('hf-'))} "
+                          f"schedulers.")
+    profile = serving_profile(cfg, attention, weight_dtype, kv_dtype, mla, fp8_gemm, weight_group,
+                              kv_read_as_stored=scheduler != "static",
+                              routed_experts=scheduler != "static" and not scheduler.startswith("hf-"))
+    check_weight_scope(cfg, getattr(profile, "weight_format", None))
+    return profile
 
 
 def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_seqs: int | None = None,
@@ -143,16 +167,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     if num_scheduler_steps != 1 and scheduler != "vllm-v0":
         raise ConfigError(f"--num-scheduler-steps (vLLM v0's multi-step scheduling) is modelled for the vllm-v0 "
                           f"scheduler only, not {scheduler}.")
-    if mla not in MLA_FORMS:
-        raise ConfigError(f"--mla must be {MLA_FORMS.listed()}, got {show(mla)}.")
-    if kv_dtype is not None and scheduler.startswith("hf-"):
-        raise ConfigError(f"--kv-dtype: transformers' continuous batching ({scheduler}) keeps its paged cache in the "
-                          f"model's dtype (no quantized cache in transformers 5.24's continuous_batching); a quantized "
-                          f"cache is modelled for the {', '.join(s for s in SCHEDULERS if not s.startswith('hf-'))} "
-                          f"schedulers.")
-    profile = serving_profile(cfg, attention, weight_dtype, kv_dtype, mla, fp8_gemm, weight_group,
-                              kv_read_as_stored=scheduler != "static",
-                              routed_experts=scheduler != "static" and not scheduler.startswith("hf-"))
+    profile = replica_profile(cfg, scheduler, weight_dtype=weight_dtype, kv_dtype=kv_dtype, attention=attention,
+                              mla=mla, fp8_gemm=fp8_gemm, weight_group=weight_group)
     check_tensor_parallel_groups(cfg, profile, tp)
     from ..config import DTYPE_BYTES, Workload
 
@@ -183,6 +199,9 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
              "fp8_gemm": fp8_gemm if weight_dtype == "fp8" else None,
              "mla": mla if cfg.mla else None,
              "max_model_len": cfg.max_positions}
+    if paging is not None and prefix_caching:  # (scheduler_state.py: no prefix shared over the groups' tables)
+        prefix_caching = False
+        setup["prefix_caching_note"] = PAGED_PREFIX_NOTE
     cls = partial(SCHEDULERS[scheduler], prefix_caching=True) if prefix_caching else SCHEDULERS[scheduler]
     if num_scheduler_steps != 1:
         cls = partial(SCHEDULERS[scheduler], num_scheduler_steps=num_scheduler_steps)

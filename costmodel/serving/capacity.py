@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import ConfigError, show
-from .api import build_replica, run_replicas
+from .api import build_replica, replica_profile, run_replicas
 from .workload import Lengths, poisson
 
 MAX_REPLICAS = 256
@@ -168,6 +168,8 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
     for name, value in (("--rate", target.rate), ("--slo-ttft", target.slo_ttft), ("--slo-tpot", target.slo_tpot)):
         if not (value > 0 and math.isfinite(value)):
             raise ConfigError(f"{name} must be a positive number, got {show(value)}.")
+    formats = ("weight_dtype", "kv_dtype", "attention", "mla", "fp8_gemm", "weight_group")
+    replica_profile(cfg, scheduler, **{name: replica_options[name] for name in formats if name in replica_options})
     seqs_list = max_num_seqs or [64, 128, 256]
     tokens_list = max_batched_tokens or [512, 2048, 8192]
     keys, infeasible = [], []

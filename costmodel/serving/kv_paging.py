@@ -57,11 +57,24 @@ class Paging:
     layers_per_block: int
     layer_counts: tuple[int, int]
 
-    def _skipped_blocks(self, kind: str, span: int | None, computed: int) -> int:
+    def _skipped_tokens(self, kind: str, span: int | None, computed: int) -> int:
+        """vLLM's get_num_skipped_tokens: the tokens before the window (or the current chunk) that
+        a table holding `computed` tokens no longer keeps; none for a full table or transformers."""
         if self.engine != "vllm" or kind == FULL:
             return 0
-        skipped = max(0, computed - span + 1) if kind == SLIDING else computed // span * span
-        return skipped // self.block_size
+        return max(0, computed - span + 1) if kind == SLIDING else computed // span * span
+
+    def _skipped_blocks(self, kind: str, span: int | None, computed: int) -> int:
+        return self._skipped_tokens(kind, span, computed) // self.block_size
+
+    def _next_skip(self, kind: str, span: int, computed: int) -> int:
+        """The computed tokens at which a vLLM windowed table next frees a block, _skipped_tokens
+        inverted: a sliding window skips one token per token, so the next whole block skipped is
+        reached span - 1 tokens after its end; a chunk skips a whole span at the next boundary."""
+        skipped = self._skipped_tokens(kind, span, computed)
+        if kind == SLIDING:
+            return (skipped // self.block_size + 1) * self.block_size + span - 1
+        return skipped + span
 
     def by_table(self, computed: int, upto: int) -> list[int]:
         """Blocks held in each table by a sequence that computed `computed` tokens and has
@@ -88,13 +101,8 @@ class Paging:
         grows = any(kind != SLIDING or self.engine == "vllm" or allocated < span for kind, span in self.tables)
         steps = _cdiv(allocated, self.block_size) * self.block_size - computed if grows else 1 << 30
         for kind, span in self.tables:
-            if self.engine != "vllm" or kind == FULL:
-                continue
-            if kind == SLIDING:
-                change = (max(0, computed - span + 1) // self.block_size + 1) * self.block_size + span - 1
-            else:
-                change = (computed // span + 1) * span
-            steps = min(steps, change - computed)
+            if self.engine == "vllm" and kind != FULL:
+                steps = min(steps, self._next_skip(kind, span, computed) - computed)
         return steps
 
     @property

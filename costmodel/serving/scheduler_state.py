@@ -99,6 +99,7 @@ class Scheduler:
         self.prefix_caching = False
         self.prefixes: dict[str, list[int]] = {}  # prefix id -> [full blocks cached, holders]
         self.unregistered: list[Sequence] = []  # admitted with a prefix of full blocks not cached
+        self.chunk_peaks: dict[int, int] = {}  # cached tokens -> most blocks a chunk holds (paged by groups)
 
     def add(self, sequence: Sequence) -> None:
         self.waiting.append(sequence)
@@ -218,13 +219,26 @@ class Scheduler:
             raise ConfigError(f"request {request.id}: prompt {request.prompt_tokens} + output "
                               f"{request.output_tokens} tokens pass the model's context of {max_model_len}.")
         needed = self.pool.needed(0, total - 1)
-        if self.pool.paging is not None and self.pool.paging.engine == "vllm":  # its last chunk's blocks
-            needed = self.pool.paging.held(max(0, total - 1 - self.max_batched_tokens), total - 1)
+        if self.pool.paging is not None and self.pool.paging.engine == "vllm":
+            needed = self._most_held_by_a_chunk(total - 1)
         if needed > self.pool.num_blocks:
             raise SchedulingError(
                 f"request {request.id} needs {needed} KV blocks of "
                 f"{self.pool.block_size} tokens; the cache holds {self.pool.num_blocks} (raise "
                 f"--gpu-memory-utilization or --num-blocks).")
+
+    def _most_held_by_a_chunk(self, cached: int) -> int:
+        """The most pool blocks a lone sequence holds while it computes `cached` tokens in chunks of
+        the token budget (its prefill, or its recompute after a preemption): chunk [c, c + B) holds
+        the blocks the window leaves for c computed tokens and all blocks up to its end, so a middle
+        chunk can hold one block more per windowed table than the last. A decode step [k, k + 1)
+        holds no more than the chunk it falls in."""
+        peaks = self.chunk_peaks
+        if cached not in peaks:
+            step = self.max_batched_tokens
+            peaks[cached] = max(self.pool.paging.held(start, min(start + step, cached))
+                                for start in range(0, max(cached, 1), step))
+        return peaks[cached]
 
     def schedule(self) -> list[tuple[Sequence, int]]:
         raise NotImplementedError
