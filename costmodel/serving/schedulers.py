@@ -5,6 +5,8 @@ engine's policy, each stating its source; they share the sequence state and the 
 
 from __future__ import annotations
 
+from typing import Callable
+
 from .kvcache import BlockPool
 from .scheduler_state import DECODING, FINISHED, PREFILLING, WAITING, Scheduler, SchedulingError, Sequence
 from .vllm_v0 import VLLMV0Scheduler
@@ -312,22 +314,16 @@ class TransformersScheduler(Scheduler):
         if paging is not None and len(paging.tables) > 1:
             return self._offload_tables(starved, paging)
         needs = [self.pool.needed(s.blocks, s.computed + q) for s, q in starved]
-        active = len(self.order)
-        offloaded: list[Sequence] = []
-        while starved and active - len(offloaded) > 1:
-            free, storable = self.pool.free, 0
+
+        def storable() -> int:  # how many of the starved, oldest first, the free blocks hold
+            free, count = self.pool.free, 0
             for need in needs:
                 if need > free:
                     break
                 free -= need
-                storable += 1
-            if storable == len(starved):
-                break
-            sequence, _ = starved.pop()
-            needs.pop()
-            offloaded.append(sequence)
-            self.release(sequence)
-        return self._requeue(offloaded)
+                count += 1
+            return count
+        return self._offload_until(starved, needs, storable)
 
     def _offload_tables(self, starved: list[tuple[Sequence, int]], paging) -> bool:
         """_offload with several allocators (transformers' count_storable_requests): a soft reset's
@@ -336,10 +332,9 @@ class TransformersScheduler(Scheduler):
         needs = [[max(0, after - before) for after, before in
                   zip(paging.by_table(0, s.computed + q), paging.by_table(0, s.allocated))] for s, q in starved]
         pending = [0] * len(paging.tables)
-        active = len(self.order)
-        offloaded: list[Sequence] = []
-        while starved and active - len(offloaded) > 1:
-            sectors, free, storable = self.pool.free - sum(pending), list(pending), 0
+
+        def storable() -> int:  # as _offload's, each need drawn from its allocator's pending blocks first
+            sectors, free, count = self.pool.free - sum(pending), list(pending), 0
             for need in needs:
                 for table, blocks in enumerate(need):
                     missing = blocks - free[table]
@@ -349,13 +344,27 @@ class TransformersScheduler(Scheduler):
                     free[table] -= blocks
                 if sectors < 0:
                     break
-                storable += 1
-            if storable == len(starved):
+                count += 1
+            return count
+
+        def offloading(sequence: Sequence) -> None:  # its blocks serve its allocators until the next batch
+            pending[:] = [p + held for p, held in zip(pending, paging.by_table(0, sequence.allocated))]
+        return self._offload_until(starved, needs, storable, offloading)
+
+    def _offload_until(self, starved: list[tuple[Sequence, int]], needs: list, storable: Callable[[], int],
+                       offloading: Callable[[Sequence], None] | None = None) -> bool:
+        """Offload the newest starved sequence (its need popped with it) until storable() holds every
+        starved one left, or one active sequence is left; `offloading` sees each before its release."""
+        active = len(self.order)
+        offloaded: list[Sequence] = []
+        while starved and active - len(offloaded) > 1:
+            if storable() == len(starved):
                 break
             sequence, _ = starved.pop()
             needs.pop()
             offloaded.append(sequence)
-            pending = [p + held for p, held in zip(pending, paging.by_table(0, sequence.allocated))]
+            if offloading is not None:
+                offloading(sequence)
             self.release(sequence)
         return self._requeue(offloaded)
 
