@@ -101,6 +101,7 @@ def render_published(tables: dict[str, list[dict[str, Any]]]) -> str:
         "Frontier runs (what each assumes: docs/layouts.md)",
         frontier, "",
         "All comparisons above but the frontier runs (ratio: our speed over the published one; error: |ratio - 1|); "
-        "the whole runs' GPU-hours apart from the rates",
+        "the whole runs' GPU-hours apart from the rates, their ratio as a speed too (published hours over ours, the "
+        "inverse of their rows')",
         totals,
     ])

@@ -51,7 +51,9 @@ def render_serve(summary: dict[str, Any]) -> str:
         f"{kv['memory_bytes'] / 2**30:.0f} GiB)"
         + (f"; {setup['kv_paging']} ({kv['paged_block_bytes']:,} B per block per GPU)" if setup.get("kv_paging")
            else ""),
-        *([f"prefix caching: off ({setup['prefix_caching_note']})"] if setup.get("prefix_caching_note") else []),
+        *([f"prefix caching: off ({setup['prefix_caching_note']})"] if setup.get("prefix_caching_note")
+          else ["prefix caching: on (blocks of a shared prefix computed once, reused while cached)"]
+          if setup.get("prefix_caching") else []),
         f"requests: {summary['requests']} from {source}; prompt {setup['prompt']}, output {setup['output']} tokens",
         "",
         f"{'(ms)':<10}{'mean':>9}{'p50':>9}{'p90':>9}{'p99':>9}",

@@ -64,3 +64,12 @@ def test_trace_prefix_tokens_and_bad_lines(tmp_path, capsys):
     assert "t.jsonl:1: prefix_tokens must be an integer from 0 to prompt_tokens, got 7." in capsys.readouterr().err
     assert main(["serve", "--model", "llama3-8b", "--rate", "1", "--scheduler", "orca", "--prefix-caching"]) == 2
     assert "--prefix-caching is modelled for vLLM's scheduler only" in capsys.readouterr().err
+
+
+def test_serve_says_whether_prefix_caching_is_on(capsys):
+    """The text named prefix caching only when it was off (a group-paged model); vLLM's scheduler
+    runs it by default, so it now says so, and nothing where the scheduler has none."""
+    assert main(["serve", "--model", "llama3-8b", "--rate", "5", "--requests", "20"]) == 0
+    assert "prefix caching: on (blocks of a shared prefix computed once, reused while cached)" in capsys.readouterr().out
+    assert main(["serve", "--model", "llama3-8b", "--rate", "5", "--requests", "20", "--scheduler", "orca"]) == 0
+    assert "prefix caching" not in capsys.readouterr().out
