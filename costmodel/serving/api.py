@@ -202,9 +202,9 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     if paging is not None and prefix_caching:  # (scheduler_state.py: no prefix shared over the groups' tables)
         prefix_caching = False
         setup["prefix_caching_note"] = PAGED_PREFIX_NOTE
-    cls = partial(SCHEDULERS[scheduler], prefix_caching=True) if prefix_caching else SCHEDULERS[scheduler]
-    if num_scheduler_steps != 1:
-        cls = partial(SCHEDULERS[scheduler], num_scheduler_steps=num_scheduler_steps)
+    options = {**({"prefix_caching": True} if prefix_caching else {}),
+               **({"num_scheduler_steps": num_scheduler_steps} if num_scheduler_steps != 1 else {})}
+    cls = partial(SCHEDULERS[scheduler], **options) if options else SCHEDULERS[scheduler]
     if paging is not None:
         cls = _paged(cls, paging)
         setup["kv_paging"] = paging.describe()

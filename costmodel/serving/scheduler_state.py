@@ -218,9 +218,9 @@ class Scheduler:
         if total > max_model_len:
             raise ConfigError(f"request {request.id}: prompt {request.prompt_tokens} + output "
                               f"{request.output_tokens} tokens pass the model's context of {max_model_len}.")
-        needed = self.pool.needed(0, total - 1)
-        if self.pool.paging is not None and self.pool.paging.engine == "vllm":
-            needed = self._most_held_by_a_chunk(total - 1)
+        paging = self.pool.paging
+        needed = self._most_held_by_a_chunk(total - 1) if paging is not None and paging.engine == "vllm" \
+            else self.pool.needed(0, total - 1)
         if needed > self.pool.num_blocks:
             raise SchedulingError(
                 f"request {request.id} needs {needed} KV blocks of "
