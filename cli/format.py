@@ -21,17 +21,18 @@ def render_models(rows: list[dict[str, Any]]) -> str:
 
 
 def render_hardware(rows: list[dict[str, Any]]) -> str:
-    """One line per hardware: peaks, bandwidth, memory and efficiencies."""
+    """One line per hardware: peaks, bandwidth, memory, efficiencies and other names."""
     text = table(
         ["hardware", "fp8", "bf16", "fp32", "vector", "bandwidth", "memory", "efficiency (compute/memory)",
-         "description"],
+         "description", "aliases"],
         ([r["name"], *(si(r["flops_per_s"][d], "FLOP/s") if d in r["flops_per_s"] else
                        ("not measured" if r["name"] == "local" else "-") for d in ("fp8", "bf16", "fp32")),
           si(r["vector_flops_per_s"], "FLOP/s"), si(r["bandwidth_bytes_per_s"], "B/s"),
           binary_bytes(r["memory_bytes"]),
-          f"{r['efficiency'].get('compute', 1):g} / {r['efficiency'].get('memory', 1):g}", r["description"]]
+          f"{r['efficiency'].get('compute', 1):g} / {r['efficiency'].get('memory', 1):g}", r["description"],
+          ", ".join(r["aliases"])]
          for r in rows),
-        align="lrrrrrrll",
+        align="lrrrrrrlll",
     )
     if "local" not in {r["name"] for r in rows}:
         text += "\n(local: not measured yet; `python cli.py hardware --measure`)"

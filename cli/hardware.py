@@ -40,7 +40,7 @@ def measure_hardware_file(out: str, device: str, like: str | None, dtypes: tuple
 
 def hardware_rows() -> list[dict]:
     """Each hardware that loads (`local` only once measured), as the table and --json show it."""
-    from costmodel.hardware import hardware_names, load_hardware
+    from costmodel.hardware import hardware_aliases, hardware_names, load_hardware
 
     rows = []
     for name in hardware_names():
@@ -52,7 +52,8 @@ def hardware_rows() -> list[dict]:
                      "vector_flops_per_s": hw.vector_flops_per_s,
                      "bandwidth_bytes_per_s": hw.bandwidth_bytes_per_s,
                      "memory_bytes": hw.memory_bytes, "serving_memory_bytes": hw.serving_memory_bytes,
-                     "sm_count": hw.sm_count, "efficiency": hw.efficiency, "source": hw.source})
+                     "sm_count": hw.sm_count, "efficiency": hw.efficiency, "source": hw.source,
+                     "aliases": list(hardware_aliases().get(name, ()))})
     return rows
 
 

@@ -16,6 +16,7 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -308,6 +309,35 @@ def hardware_names() -> list[str]:
     return sorted(p.stem for p in HARDWARE_DIR.glob("*.json")) + ["local"]
 
 
+HARDWARE_ALIASES_FILE = Path(__file__).resolve().parent / "hardware_aliases.json"
+
+
+@lru_cache(maxsize=None)
+def hardware_aliases() -> dict[str, tuple[str, ...]]:
+    """Each preset's other names (hardware_aliases.json: short names and the driver's product
+    name), in the file's order; () for a preset without."""
+    data = json.loads(HARDWARE_ALIASES_FILE.read_text(encoding="utf-8"))
+    names = hardware_names()
+    unknown = [key for key in data if not key.startswith("_") and key not in names]
+    if unknown:
+        raise ConfigError(f"{HARDWARE_ALIASES_FILE.name}: {show(unknown[0])} is not a hardware preset.")
+    return {name: tuple(data.get(name, ())) for name in names}
+
+
+@lru_cache(maxsize=None)
+def _preset_by_alias() -> dict[str, str]:
+    """Every alias, normalized -> its preset; one naming two presets, or shadowing a preset, is an
+    error in the data file."""
+    found: dict[str, str] = {}
+    for name, aliases in hardware_aliases().items():
+        for alias in aliases:
+            key = normalized_name(alias)
+            if key in hardware_names() or found.get(key, name) != name:
+                raise ConfigError(f"{HARDWARE_ALIASES_FILE.name}: {show(alias)} names two hardware presets.")
+            found[key] = name
+    return found
+
+
 def normalized_name(name: str) -> str:
     """A preset's name as typed any way: case, spaces and underscores do not matter."""
     return "-".join(name.strip().lower().replace("_", " ").split())
@@ -318,11 +348,12 @@ def is_hardware_path(name: str) -> bool:
 
 
 def load_hardware(name: str) -> Hardware:
-    """A hardware preset (any case), a path to a hardware file, or `local` (read from the
-    calibration cache, see validate/calibrate.py)."""
+    """A hardware preset (any case) or one of its aliases (hardware_aliases.json), a path to a
+    hardware file, or `local` (read from the calibration cache, see validate/calibrate.py)."""
     if is_hardware_path(name):
         return load_hardware_file(Path(name))
     key = normalized_name(name)
+    key = _preset_by_alias().get(key, key)
     if key == "local":
         return _load_local()
     path = HARDWARE_DIR / f"{key}.json"

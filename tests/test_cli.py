@@ -254,11 +254,11 @@ def test_an_alias_never_shadows_a_path(tmp_path, monkeypatch, capsys):
 def test_models_shows_the_aliases(capsys):
     code, out, _ = run_main(["models", "--json"], capsys)
     rows = {row["name"]: row for row in json.loads(out)}
-    assert rows["llama2-7b"]["aliases"] == ["meta-llama/Llama-2-7b-hf"]
+    assert rows["llama2-7b"]["aliases"] == ["meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-7b-chat-hf"]
     assert rows["seed-toy"]["aliases"] == []
     code, out, _ = run_main(["models"], capsys)
     line = next(line for line in out.splitlines() if line.startswith("mistral-7b "))
-    assert line.endswith("mistralai/Mistral-7B-v0.1")
+    assert line.endswith("mistralai/Mistral-7B-v0.1, mistralai/Mistral-7B-Instruct-v0.1")
 
 
 def test_estimate_does_not_import_torch_matplotlib_or_pandas():

@@ -34,14 +34,15 @@ def offline(monkeypatch):
 
 
 def llama3_8b_instruct() -> dict:
-    """Meta-Llama-3-8B-Instruct's config.json: the base model's, with the chat template's end token."""
+    """Meta-Llama-3-8B-Instruct's config.json (NousResearch's copy, not an alias of a preset, as meta-llama's id
+    is): the base model's, with the chat template's end token."""
     config = json.loads((PRESET_DIR / "llama3-8b.json").read_text())
     config["eos_token_id"] = 128009
     return config
 
 
 def test_an_instruct_id_reads_the_cached_config(tmp_path, offline, capsys):
-    repo_id = "meta-llama/Meta-Llama-3-8B-Instruct"
+    repo_id = "NousResearch/Meta-Llama-3-8B-Instruct"
     offline.setenv("HF_HUB_CACHE", cache_with(tmp_path, repo_id, llama3_8b_instruct()))
     assert cli.main(["estimate", "--model", repo_id, "--hardware", "h100-sxm", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -79,7 +80,7 @@ def test_without_huggingface_hub_the_error_says_how_to_get_it(monkeypatch, capsy
     import sys
 
     monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # as on a core-only install
-    assert cli.main(["estimate", "--model", "meta-llama/Meta-Llama-3-8B-Instruct"]) == 2
+    assert cli.main(["estimate", "--model", "NousResearch/Meta-Llama-3-8B-Instruct"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pip install 'transformer-costmodel[hub]'" in err[0]
 
@@ -88,7 +89,7 @@ def test_a_cached_config_needs_no_huggingface_hub(tmp_path, offline, capsys):
     """The core install (no `hub` extra) reads a cached config.json itself."""
     import sys
 
-    repo_id = "meta-llama/Meta-Llama-3-8B-Instruct"
+    repo_id = "NousResearch/Meta-Llama-3-8B-Instruct"
     offline.setenv("HF_HUB_CACHE", cache_with(tmp_path, repo_id, llama3_8b_instruct()))
     offline.setitem(sys.modules, "huggingface_hub", None)  # import huggingface_hub now fails
     assert cli.main(["estimate", "--model", repo_id, "--json"]) == 0

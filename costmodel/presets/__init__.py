@@ -2,14 +2,17 @@
 
 A file with a "model_type" key is a Hugging Face config.json (read by costmodel.hf); any other file
 holds ModelConfig's own fields. load_config_file() reads a user's file the same way.
-aliases.json lists each preset's other names (its Hugging Face Hub id); a name or an alias matches
-whatever its case, and a config loaded by either is named after its preset.
+aliases.json lists each preset's other names (its Hugging Face Hub ids: the base checkpoint's, and
+its chat or instruct checkpoints' where their config.json has the same architecture and context);
+a name or an alias matches whatever its case, a preset's name whatever its hyphens and underscores
+too, and a config loaded by any of them is named after its preset.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -52,9 +55,33 @@ def _names_by_key() -> dict[str, str]:
     return found
 
 
+def loose_key(name: str) -> str:
+    """A preset's name with case, hyphens, underscores and spaces ignored: `Llama-2-7B` and
+    `llama_2_7b` are llama2-7b. Dots stay (qwen2.5-7b is not a Qwen2 57B)."""
+    return re.sub(r"[-_\s]", "", name.casefold())
+
+
+@lru_cache(maxsize=None)
+def _names_by_loose_key() -> dict[str, str]:
+    """Every preset's own name by loose_key; two names meeting there would be an error in the data."""
+    found: dict[str, str] = {}
+    for name in preset_names():
+        key = loose_key(name)
+        if found.get(key, name) != name:
+            raise ConfigError(f"presets {found[key]} and {name} differ only in case, hyphens or underscores.")
+        found[key] = name
+    return found
+
+
 def resolve_name(name: str) -> str | None:
-    """The preset that a name or an alias stands for, whatever its case; None if none does."""
-    return _names_by_key().get(name.casefold()) if isinstance(name, str) else None
+    """The preset that a name or an alias stands for, whatever its case, and a preset's own name
+    whatever its hyphens and underscores (loose_key; not a Hub id's); None if none does."""
+    if not isinstance(name, str):
+        return None
+    exact = _names_by_key().get(name.casefold())
+    if exact is not None or "/" in name:
+        return exact
+    return _names_by_loose_key().get(loose_key(name))
 
 
 def parse_config(text: str, source: str, name: str) -> ModelConfig:
