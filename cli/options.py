@@ -54,6 +54,13 @@ def refuse_typed(ctx: click.Context, options: dict[str, str], why: str) -> None:
         raise InputError(f"{', '.join(typed)}: {why}")
 
 
+def refuse_mla_without_latent(ctx: click.Context, cfg: Any) -> None:
+    """--mla typed for a model without latent attention would be silently dropped: one line instead."""
+    why = spec.mla_not_applicable(cfg)
+    if why is not None:
+        refuse_typed(ctx, {"mla": "--mla"}, why)
+
+
 def json_option(help: str) -> Callable:
     """--json: the command's result as JSON on stdout."""
     return click.option("--json", "as_json", is_flag=True, help=help)

@@ -12,7 +12,7 @@ from costmodel.config import ConfigError
 
 from .inputs import InputError, finite, load_model, with_mtp
 from .options import (ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, dtype_option, hardware_option, json_option,
-                      model_options, mtp_option, refuse_typed)
+                      model_options, mtp_option, refuse_mla_without_latent, refuse_typed)
 
 #: The options each mode of plan reads and the others would ignore (parameter name: option).
 SERVE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
@@ -106,6 +106,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
     if rate is None or serve:  # (--rate without --serve: its own line below)
         refuse_other_modes(click.get_current_context(), serve, rate)
     cfg = with_mtp(load_model(model, config), None if serve else mtp)
+    refuse_mla_without_latent(click.get_current_context(), cfg)
     if rate is not None:
         if not serve:
             raise InputError("--rate plans serving: add --serve.")

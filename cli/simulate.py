@@ -15,7 +15,8 @@ from costmodel.defaults import implied
 
 from .inputs import InputError, finite, load_model, make_layout, make_workload, microbatches_for, with_mtp
 from .options import (ATTENTION_HELP, IMPL_HELP, batch_option, choice_option, dtype_option, hardware_option,
-                      json_option, layout_options, model_options, mtp_option, refuse_typed)
+                      json_option, layout_options, model_options, mtp_option, refuse_mla_without_latent,
+                      refuse_typed)
 
 TIME_MODEL_HELP = (f"kernels (the default: {spec.TIME_MODELS.meanings['kernels']}) or roofline "
                    f"({spec.TIME_MODELS.meanings['roofline']}); a hardware without sm_count, and training on one "
@@ -138,6 +139,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 
     refuse_other_mode(click.get_current_context(), train)
     cfg = with_mtp(load_model(model, config), mtp if train else None)
+    refuse_mla_without_latent(click.get_current_context(), cfg)
     try:
         if graph_kernel_gap is not None and not (cuda_graphs and time_model != "roofline"):
             raise ConfigError("--graph-kernel-gap is the per-kernel gap of a CUDA graph's replay: it needs "

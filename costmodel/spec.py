@@ -10,6 +10,8 @@ Nothing here imports the rest of costmodel.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class Choices(tuple):
     """Accepted values in order, each with what it means (an empty meaning: the name says it)."""
@@ -112,6 +114,16 @@ MLA_FORMS = Choices({  # latent attention at inference (costmodel/blocks/mla.py 
     "naive": "every cached latent up-projected each step, as transformers runs it",
     "absorbed": "W_UK/W_UV folded into queries and output, as vLLM runs it",
 })
+
+
+def mla_not_applicable(cfg: Any) -> str | None:
+    """Why --mla means nothing for this model (no latent attention: no kv_lora_rank), or None."""
+    if getattr(cfg, "kv_lora_rank", None) is not None:
+        return None
+    return (f"{cfg.name} has no latent attention (its config has no kv_lora_rank), so there is no form "
+            "to choose; the option is for DeepSeek-V2/V3-style models.")
+
+
 #: The code that decodes (simulate's eager host term: kernel_facts.json "eager_step_ops").
 DECODE_CODES = Choices({
     "transformers": "Hugging Face generate",

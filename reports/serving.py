@@ -207,6 +207,8 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
             pools = tuple(int(x) for x in disaggregate.split(":"))
         except ValueError:
             raise ReportInputError(f"--disaggregate must be PREFILL:DECODE replica counts, got {disaggregate!r}.") from None
+    if click.get_current_context().get_parameter_source("mla") == click.core.ParameterSource.COMMANDLINE:
+        _refuse_mla_without_latent(model, config)
     options = dict(disaggregate=pools, requests=count, prompt=prompt, output=output_tokens, seed=seed, replicas=replicas, router=router,
                    slo_ttft=slo_ttft, slo_tpot=slo_tpot, scheduler=scheduler, max_num_seqs=max_num_seqs,
                    max_batched_tokens=max_batched_tokens, block_size=block_size,
@@ -233,6 +235,20 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
                                             f"{setup['scheduler']}")
         figure.savefig(plot_path)
     click.echo(json.dumps(finite(summary, nan=True), indent=2) if as_json else render_serve(summary))
+
+
+def _refuse_mla_without_latent(model: str | None, config: str | None) -> None:
+    """A typed --mla on a model without latent attention: one line (spec.mla_not_applicable)."""
+    from costmodel.api import load_model
+    from costmodel.presets import load_config_file
+    from costmodel.spec import mla_not_applicable
+
+    try:
+        why = mla_not_applicable(load_model(model) if model is not None else load_config_file(config))
+    except ConfigError as error:
+        raise ReportInputError(str(error)) from None
+    if why is not None:
+        raise ReportInputError(f"--mla: {why}")
 
 
 def _latency_vs_rate(model: str, hardware_name: str, rates: list[float], options: dict[str, Any],

@@ -146,6 +146,23 @@ def test_simulate_takes_mla(tmp_path, capsys):
     assert main([*args]) == 0 and json.loads(capsys.readouterr().out) == flops["naive"]  # transformers' form
 
 
+@pytest.mark.parametrize("command", [
+    ["simulate", "--prompt", "40", "--gen", "8"],
+    ["serve", "--rate", "1", "--requests", "2"],
+    ["plan", "--serve", "--gpus", "1"],
+])
+def test_mla_on_a_model_without_latent_attention_is_one_line(command, capsys):
+    """--mla typed for Llama was dropped without a word; now it is refused, and left untyped it is fine."""
+    from cli import main
+
+    args = [command[0], "--model", "llama3-8b", "--hardware", "h100-sxm", *command[1:]]
+    assert main([*args, "--mla", "naive"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --mla: llama3-8b has no latent attention (its config has no kv_lora_rank), so there is "
+                   "no form to choose; the option is for DeepSeek-V2/V3-style models."]
+    assert main(args) == 0
+
+
 def test_plan_serve_layouts_use_the_absorbed_form(cfg):
     from costmodel.hardware import load_hardware
     from costmodel.layout.plan import plan_serving
