@@ -26,6 +26,7 @@ from .hf_gpt_oss import GPT_OSS_ARCHITECTURES, GPT_OSS_BUILDERS, GPT_OSS_NAMES
 from .hf_llama4 import LLAMA4_ARCHITECTURES, LLAMA4_BUILDERS, LLAMA4_NAMES
 from .hf_llama_variants import (LLAMA_VARIANT_ARCHITECTURES, LLAMA_VARIANT_BUILDERS,
                                 LLAMA_VARIANT_NAMES, LlamaReader)
+from .hf_multimodal import language_model
 from .hf_rope_layernorm import (ROPE_LAYERNORM_ARCHITECTURES, ROPE_LAYERNORM_BUILDERS,
                                 ROPE_LAYERNORM_NAMES)
 
@@ -517,6 +518,10 @@ def from_hf_config(data: Any, name: str, source: str = "config.json") -> ModelCo
     model_type is read as the family its `architectures` names."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a JSON object, got {type(data).__name__}.")
+    unwrapped = language_model(data, source, name)
+    if unwrapped is not None:  # Gemma 3, Mistral 3, Llama 4: the language model of a multimodal config
+        text, text_source, text_name = unwrapped
+        return from_hf_config(text, name=text_name, source=text_source)
     model_type = _model_type(data, source)
     try:
         return _BUILDERS[model_type](Fields(data, source), name)

@@ -549,17 +549,21 @@ def test_a_model_folder_is_read_through_its_config_json(tmp_path, capsys):
     assert code == 0 and json.loads(out)["params"]["total"] == 999_885_952
 
 
-def test_a_multimodal_config_names_its_supported_text_config(tmp_path, capsys):
-    """Gemma 3 4B's config.json is Gemma3ForConditionalGeneration (a vision tower too): one line
-    that says its text_config is a supported model type."""
+def test_a_multimodal_config_is_read_as_its_language_model(tmp_path, capsys):
+    """Gemma 3 4B's config.json is Gemma3ForConditionalGeneration (a vision tower too): read as its
+    text_config, the head tied as Gemma3Config's default has it (tests/test_hf_multimodal.py)."""
+    from costmodel import estimate
+    from costmodel.hf import from_hf_config
+
     text = dict(REAL_ADDED["gemma-3-1b-it"], hidden_size=2560, num_hidden_layers=34)
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"architectures": ["Gemma3ForConditionalGeneration"],
                                 "model_type": "gemma3", "text_config": text,
                                 "vision_config": {"model_type": "siglip_vision_model"}}))
-    code, _, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.count("\n") == 1
-    assert "'gemma3'" in err and "text_config" in err and "'gemma3_text'" in err
+    code, out, err = run_main(["estimate", "--config", str(path), "--json"], capsys)
+    assert code == 0, err
+    alone = from_hf_config(dict(text, tie_word_embeddings=True), name="text")
+    assert json.loads(out)["params"]["total"] == estimate(alone).to_dict()["params"]["total"]
 
 
 @pytest.mark.parametrize("name", sorted(REAL_ADDED))
