@@ -83,6 +83,12 @@ def make_layout(cfg: ModelConfig, options: dict[str, Any]) -> Any:
     from costmodel.layout import Layout
 
     gpus = given.pop("gpus", None)
+    if gpus is not None and "dp" not in given:  # dp = world / (tp x pp x cp), as Megatron-LM derives it
+        model_ranks = given.get("tp", 1) * given.get("pp", 1) * given.get("cp", 1)
+        if gpus < 1 or model_ranks < 1 or gpus % model_ranks:
+            raise InputError(f"--gpus {gpus} is not a multiple of tp x pp x cp = {model_ranks}: give --dp too, "
+                             "or GPUs that divide.")
+        given["dp"] = gpus // model_ranks
     if "layout_device" in given:
         given["device"] = given.pop("layout_device")
     if "stage_layers" in given:

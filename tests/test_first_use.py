@@ -168,3 +168,20 @@ def test_the_default_prompt_leaves_room_for_the_generated_tokens(capsys):
     assert json.loads(out)["inputs"]["seq_len"] == 1792
     code, out, err = run(["simulate", "--model", "gpt2", "--gen", "2000"], capsys)
     assert code == 2 and "3024 exceeds the 1024 learned positions" in err
+
+
+def test_gpus_alone_is_data_parallel_over_them(capsys):
+    """`simulate --train --gpus 8` was refused ("tp x pp x dp = 1, not the 8 GPUs asked for"): dp is
+    now GPUs / (tp x pp x cp), as Megatron-LM derives it; a count that does not divide is one line."""
+    base = ["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--train", "--seq-len", "2048", "--json"]
+    code, out, err = run([*base, "--gpus", "8", "--tp", "2"], capsys)
+    assert code == 0, err
+    derived = json.loads(out)
+    code, out, _ = run([*base, "--gpus", "8", "--tp", "2", "--dp", "4"], capsys)
+    layout = derived["parallel"]["layout"]
+    assert json.loads(out) == derived and (layout["dp"], layout["tp"], layout["gpus"]) == (4, 2, 8)
+    code, _, err = run([*base, "--gpus", "8", "--pp", "3"], capsys)
+    assert code == 2 and err.strip() == ("error: --gpus 8 is not a multiple of tp x pp x cp = 3: give --dp too, "
+                                         "or GPUs that divide.")
+    code, _, err = run([*base, "--gpus", "8", "--tp", "2", "--dp", "2"], capsys)
+    assert code == 2 and "not the 8 GPUs asked for" in err  # given both, --gpus still checks
