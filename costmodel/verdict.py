@@ -12,6 +12,8 @@ for one GPU, costmodel.layout for several), and listed in the order of what it c
                with full recomputation fits
   offload      DeepSpeed's ZeRO-Offload (the optimizer on the host) or ZeRO-Infinity (the
                weights too): no more GPUs, a slower step (costmodel/offload.py)
+  more GPUs    inference: the fewest GPUs of one replica that hold it, tensor parallel up to 8,
+               then pipeline stages of tp 8
   int8 / int4  quantized weights (inference only: training needs the full-precision copy)
   batch        the largest batch that fits
   sequence     the longest sequence that fits
@@ -148,6 +150,8 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
                     "ZeRO-Infinity: the weights streamed from the host for every layer, forward and backward")
     for change, needed, cost in extra:
         add(change, needed, cost)
+    if phase == "inference" and cfg.n_decoder_layers:
+        _more_serving_gpus(cfg, workload, layout, capacity, memory, add)
     if phase == "inference":
         for weight_dtype in ("int8", "int4"):
             add(f"--weight-dtype {weight_dtype}",
@@ -162,6 +166,25 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
             if value:
                 add(f"{option} {value}", memory(cfg, dataclasses.replace(workload, **{field: value}), layout), why)
     return [option for option in out if option.fits]
+
+
+def _more_serving_gpus(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int,
+                       memory: Callable[..., int], add: Callable[[str, int | None, str], None]) -> None:
+    """The fewest GPUs of one replica that hold it: tensor parallelism doubled up to a node's 8,
+    then pipeline stages of tp 8 doubled (a layout the model cannot split is skipped)."""
+    tp, pp = (layout.tp, layout.pp) if layout is not None else (1, 1)
+    while tp * pp < MAX_GPUS:
+        tp, pp = (tp * 2, pp) if tp < 8 else (tp, pp * 2)
+        trial = _layout(layout, tp=tp, pp=pp, dp=1)
+        try:
+            trial.check(cfg, tp * pp)
+        except ConfigError:
+            continue
+        needed = _try(memory, cfg, workload, trial)
+        if needed is not None and needed <= capacity:
+            add(f"--gpus {tp * pp} --tp {tp}" + (f" --pp {pp}" if pp > 1 else ""), needed,
+                f"{tp * pp} GPUs: " + ("tensor parallel" if pp == 1 else "tensor parallel 8 x pipeline stages"))
+            return
 
 
 def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gpus: int | None = None,

@@ -84,3 +84,20 @@ def test_an_encoder_on_several_gpus_is_served_whole_on_each(capsys):
     assert cli.main(["estimate", "--model", "bert-base-uncased", "--hardware", "l40s", "--gpus", "2", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["fit"]["inference"]["memory"] == data["memory"]["inference_total"]
+
+
+def test_inference_that_does_not_fit_suggests_the_fewest_tensor_parallel_gpus(capsys):
+    """Llama-3-70B's 132.5 GiB on one H100: "--gpus 2 --tp 2" first, at the memory `estimate --gpus 2`
+    gives (a replica over tp 2); Llama-3.1-405B needs tp 8 x pp 2 (tp 8 alone leaves 94.7 GiB a GPU)."""
+    from costmodel.verdict import inference_memory
+
+    assert cli.main(["estimate", "--model", "llama3-70b", "--hardware", "h100-sxm", "--json"]) == 0
+    options = json.loads(capsys.readouterr().out)["fit"]["inference"]["options"]
+    assert options[0]["change"] == "--gpus 2 --tp 2" and options[0]["cost"] == "2 GPUs: tensor parallel"
+    assert cli.main(["estimate", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["fit"]["inference"]["memory"] == options[0]["memory"]
+    cfg, workload = load_preset("llama3.1-405b"), Workload(seq_len=2048)
+    result = verdict(cfg, workload, None, int(71.5 * 2**30), phase="inference")  # an H100 for serving
+    assert [o["change"] for o in result["options"]] == ["--gpus 16 --tp 8 --pp 2"]
+    assert inference_memory(cfg, workload, Layout(tp=8)) > int(71.5 * 2**30)
+    assert result["options"][0]["memory"] == inference_memory(cfg, workload, Layout(tp=8, pp=2))
