@@ -41,9 +41,7 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import ConfigError, show
-
-#: --weight-dtype's value that asks for unquantized weights in --dtype, whatever the checkpoint stores.
-UNQUANTIZED = "none"
+from .spec import UNQUANTIZED, WEIGHT_DTYPES
 
 
 def checkpoint_weights(quantization: Any, source: str) -> tuple[str, str | None, int | None]:
@@ -61,8 +59,6 @@ def checkpoint_weights(quantization: Any, source: str) -> tuple[str, str | None,
 def check_stored(owner: str, stored: Any) -> tuple[str, str | None, int | None] | None:
     """ModelConfig.checkpoint_weights validated and frozen (a JSON list becomes a tuple): None, or
     (quant_method, a WEIGHT_DTYPES name or None, a positive group or None)."""
-    from .spec import WEIGHT_DTYPES
-
     if stored is None:
         return None
     if (isinstance(stored, (list, tuple)) and len(stored) == 3 and isinstance(stored[0], str)
@@ -127,8 +123,8 @@ _READERS = {
 def inference_weights(cfg: Any, weight_dtype: str | None = None,
                       weight_group: int | None = None) -> tuple[str | None, int | None, str | None]:
     """(weight_dtype, weight_group, source) an inference path runs: the one rule for the default of
-    --weight-dtype. weight_dtype given: that format ("none", UNQUANTIZED: the --dtype's unquantized
-    weights), source "option". Not given: the format the checkpoint stores (cfg.checkpoint_weights;
+    --weight-dtype. weight_dtype given: that format (spec.UNQUANTIZED, "none": the --dtype's
+    unquantized weights), source "option". Not given: the format the checkpoint stores (cfg.checkpoint_weights;
     --weight-group, if given, replaces its group), source "checkpoint"; a checkpoint format not
     modelled is an error that names its quant_method; no quantization_config: unquantized, source
     None."""

@@ -52,7 +52,8 @@ WEIGHT_DTYPES = Choices({"int8": "LLM.int8", "int4": "GPTQ/AWQ", "fp8": "", "nf4
                          "mxfp4": "routed experts only, gpt-oss"})
 #: --weight-dtype's choices: a format, or none (unquantized, in --dtype). Left out, an inference path
 #: takes the format the checkpoint's quantization_config names (costmodel/checkpoint.py).
-WEIGHT_DTYPE_CHOICES = Choices({**WEIGHT_DTYPES.meanings, "none": "unquantized, in --dtype"})
+UNQUANTIZED = "none"
+WEIGHT_DTYPE_CHOICES = Choices({**WEIGHT_DTYPES.meanings, UNQUANTIZED: "unquantized, in --dtype"})
 WEIGHT_DTYPE_DEFAULT = ("Default: the format the checkpoint's quantization_config names (gpt-oss: mxfp4, "
                         "DeepSeek-V3: fp8 in 128 x 128 blocks), else none.")
 #: --fp8-gemm: how a GEMM on --weight-dtype fp8 weights multiplies (costmodel/quantization.py

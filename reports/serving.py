@@ -266,6 +266,7 @@ def render_capacity(result: dict[str, Any], top: int = 10) -> str:
              f"{t['slo_tpot']} s ({result['scheduler']} scheduler; prompt {t['prompt']}, output {t['output']} tokens; "
              f"{t['requests']} simulated requests per point); {result['configurations']} configurations, "
              f"{len(result['feasible'])} meet it",
+             *([note] if (note := weights_note(result.get("weight_dtype"), result.get("weight_dtype_source"))) else []),
              f"{'gpus':>5} {'hardware':<12}{'tp':>3}{'pp':>3}{'replicas':>9}{'seqs':>6}{'tokens':>7}{'p99 TTFT ms':>12}"
              f"{'p99 TPOT ms':>12}{'$/h':>8}"]
     for row in result["feasible"][:top]:

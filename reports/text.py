@@ -315,7 +315,9 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
     global_batch = (", ".join(f"{b:,}" for b in i["global_batch"].values()) if several and not serve
                     else f"{i.get('global_batch') or 0:,}")
     group = f" g{i['weight_group']}" if i.get("weight_group") else ""
-    quantized = (f", {i['weight_dtype']}{group} weights" if i.get("weight_dtype") else "") + \
+    checkpoint = " (the checkpoint's; --weight-dtype none for unquantized)" \
+        if i.get("weight_dtype_source") == "checkpoint" else ""
+    quantized = (f", {i['weight_dtype']}{group} weights{checkpoint}" if i.get("weight_dtype") else "") + \
         (f", {i['kv_dtype']} KV cache" if i.get("kv_dtype") else "")
     asked = (f"{i['model']} on {gpus} x {i['hardware']}, {i['dtype']}{quantized}: "
              + (f"{plural(i['batch'], 'sequence')} of prompt {i['seq_len']:,} + {i['gen']:,} generated tokens"
