@@ -197,3 +197,16 @@ def test_simulate_and_serve_take_the_checkpoint_format():
     assert setups["default"]["weight_dtype_source"] == "checkpoint"
     assert setups["default"]["kv_cache"] == setups["mxfp4"]["kv_cache"] != setups["none"]["kv_cache"]
     assert setups["none"]["weight_dtype"] is None and setups["none"]["weight_dtype_source"] == "option"
+
+
+def test_plan_serve_takes_the_checkpoint_format():
+    # gpt-oss-20b's MXFP4 checkpoint: 13,761,264,768 bytes (tests/test_hf_gpt_oss.py, the model card's 12.8 GiB)
+    runs = {name: costmodel.plan("gpt-oss-20b", 1, "h100-sxm", serve=True, **extra).to_dict()
+            for name, extra in (("default", {}), ("mxfp4", {"weight_dtype": "mxfp4"}),
+                                ("none", {"weight_dtype": "none"}))}
+    weights = {name: run["feasible"][0]["per_rank"]["weights"] for name, run in runs.items()}
+    assert weights["default"] == weights["mxfp4"] == 13_761_264_768
+    assert weights["none"] == 2 * 20_914_757_184  # every parameter in bf16 (tests/published.py FLAGSHIPS)
+    assert runs["default"]["inputs"]["weight_dtype"] == "mxfp4"
+    assert runs["default"]["inputs"]["weight_dtype_source"] == "checkpoint"
+    assert "weight_dtype" not in runs["none"]["inputs"] and runs["none"]["inputs"]["weight_dtype_source"] == "option"
