@@ -220,9 +220,9 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         raise InputError(str(error)) from None
     if note:
         result["inputs"]["dtype_note"] = note
+        click.echo(f"note: {note}", err=True)
     if source:
         result["inputs"]["weight_dtype_source"] = source
-        click.echo(f"note: {note}", err=True)
     if as_json:
         click.echo(json.dumps(finite(result), indent=2))
         return

@@ -175,8 +175,9 @@ class ModelConfig:
     # other layer from layer 0 sliding when half of them slide (Gemma 2), else the last ones.
     # Pipeline stages (layout/rank.py) and the inverse mapping (validate/hf_models.py) read it.
     layer_pattern: tuple[str, ...] | None = None
-    # The format the released checkpoint stores its weights in (checkpoint.py): inference's default.
-    checkpoint_weights: tuple[str, str | None, int | None] | None = None
+    # The format the released checkpoint stores its weights in (checkpoint.py): inference's default;
+    # not the architecture, so equality (and hf_config's round trip) leave it out.
+    checkpoint_weights: tuple[str, str | None, int | None] | None = dataclasses.field(default=None, compare=False)
     # Which of n_kv_heads / d_head were derived rather than given (replace() derives them again).
     _derived: frozenset = dataclasses.field(default=frozenset(), init=False, repr=False, compare=False)
 
