@@ -37,7 +37,7 @@ def estimate(model, config, seq_len, hardware_name, mtp, as_json, **options) -> 
         layout_given["gpus"] = None  # --gpus alone with --hardware: data parallel over them
     layout = make_layout(cfg, layout_given)
     options.update(implied(layout.framework if layout else None, options["impl"], options["attention"]))
-    workload = make_workload(cfg, seq_len, **options)
+    workload = make_workload(cfg, seq_len, inference=True, **options)
     try:
         result = Estimate(cfg, workload, layout)
         data = result.to_dict()

@@ -38,13 +38,15 @@ def load_model(model: str | None, config: str | None) -> ModelConfig:
         raise InputError(str(error)) from None
 
 
-def make_workload(cfg: ModelConfig, seq_len: int | None, **options: Any) -> Workload:
+def make_workload(cfg: ModelConfig, seq_len: int | None, inference: bool = False, **options: Any) -> Workload:
     """A Workload with the defaults (costmodel.api.make_workload: seq_len 2048, or the model's
-    context if that is shorter); its warnings go to stderr."""
+    context if that is shorter); its warnings go to stderr. inference: the weights' format
+    defaults to the checkpoint's (costmodel.checkpoint.inference_options)."""
     from costmodel.api import make_workload as workload_for
+    from costmodel.checkpoint import inference_options
 
     try:
-        workload, warnings = workload_for(cfg, seq_len, **options)
+        workload, warnings = workload_for(cfg, seq_len, **(inference_options(cfg, options) if inference else options))
     except ConfigError as error:
         raise InputError(str(error)) from None
     for warning in warnings:

@@ -113,8 +113,9 @@ workload_options = stack(
     choice_option("--optimizer", spec.OPTIMIZERS,
                   f"The optimizer whose state is counted: {spec.OPTIMIZERS.phrase()}.", spec.DEFAULT_OPTIMIZER),
     choice_option("--precision", spec.PRECISIONS, f"{spec.PRECISIONS.described()}.", spec.DEFAULT_PRECISION),
-    click.option("--weight-dtype", type=click.Choice(spec.WEIGHT_DTYPES), default=None, help=f"Quantized inference weights: {spec.WEIGHT_DTYPES.phrase()}; "
-                 "embeddings, head and norms stay in --dtype."),
+    click.option("--weight-dtype", type=click.Choice(spec.WEIGHT_DTYPE_CHOICES), default=None,
+                 help=f"Quantized inference weights: {spec.WEIGHT_DTYPE_CHOICES.phrase()}; embeddings, head and norms "
+                 f"stay in --dtype. {spec.WEIGHT_DTYPE_DEFAULT}"),
     click.option("--weight-group", type=int, default=None,
                  help="Values per scale (and zero): int4 128, nf4 64 by default; int8 per row unless given."),
     click.option("--no-double-quant", "double_quant", flag_value=False, default=True,

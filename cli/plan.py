@@ -80,8 +80,8 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
 @click.option("--slo-ttft", type=float, default=None, help="--serve --rate: p99 time to first token, seconds.")
 @click.option("--slo-tpot", type=float, default=None, help="--serve --rate: p99 time per output token, seconds.")
 @click.option("--requests", type=int, default=300, show_default=True, help="--serve --rate: requests simulated per point.")
-@choice_option("--weight-dtype", spec.WEIGHT_DTYPES, "--serve: quantized weights, each tensor-parallel rank's "
-               "shards as stored (as simulate's).")
+@choice_option("--weight-dtype", spec.WEIGHT_DTYPE_CHOICES, "--serve: quantized weights, each tensor-parallel "
+               f"rank's shards as stored (as simulate's). {spec.WEIGHT_DTYPE_DEFAULT}")
 @click.option("--weight-group", type=int, default=None, help="--serve: values per scale of --weight-dtype.")
 @choice_option("--kv-dtype", spec.KV_DTYPES, "--serve: a quantized KV cache.")
 @choice_option("--fp8-gemm", spec.FP8_GEMMS, "--serve, --weight-dtype fp8: how its GEMMs multiply.")

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from costmodel import spec
+from costmodel.checkpoint import inference_options
 from costmodel.config import ConfigError, require_decoder
 from costmodel.defaults import implied
 
@@ -115,7 +116,9 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
               help="With --cuda-graphs, kernel model: seconds each replayed kernel takes beyond its work (default: the "
               "hardware file's graph_kernel_s, 0 where none is published).")
 @choice_option("--time-model", spec.TIME_MODELS, TIME_MODEL_HELP)
-@click.option("--weight-dtype", type=click.Choice(spec.WEIGHT_DTYPES), default=None, help=f"Inference: quantized weights ({', '.join(spec.WEIGHT_DTYPES)}), read as stored.")
+@click.option("--weight-dtype", type=click.Choice(spec.WEIGHT_DTYPE_CHOICES), default=None,
+              help=f"Inference: quantized weights ({spec.WEIGHT_DTYPE_CHOICES.listed()}), read as stored. "
+              f"{spec.WEIGHT_DTYPE_DEFAULT}")
 @click.option("--weight-group", type=int, default=None, help="Inference: values per scale of --weight-dtype.")
 @click.option("--kv-dtype", type=click.Choice(spec.KV_DTYPES), default=None, help=f"Inference: a quantized KV cache ({spec.KV_DTYPES.listed()}): its memory.")
 @choice_option("--fp8-gemm", spec.FP8_GEMMS, f"Inference, --weight-dtype fp8: how its GEMMs multiply: "
@@ -174,6 +177,10 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                               "training on quantized weights (QLoRA) is `finetune`'s.")
         if fp8_gemm != spec.DEFAULT_FP8_GEMM:  # (Workload checks it applies: fp8 weights only)
             quantization["fp8_gemm"] = fp8_gemm
+        source = None
+        if not train:  # the weights' format: the checkpoint's unless --weight-dtype says
+            quantization = inference_options(cfg, quantization)
+            source = quantization.pop("weight_dtype_source")
         if layout is not None:
             from costmodel.layout import timing as parallel_time
 
@@ -216,6 +223,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
     if note:
         result["inputs"]["dtype_note"] = note
         click.echo(f"note: {note}", err=True)
+    if source:
+        result["inputs"]["weight_dtype_source"] = source
     if as_json:
         click.echo(json.dumps(finite(result), indent=2))
         return

@@ -12,8 +12,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from .checkpoint import check_stored
 from .errors import MAX_SIZE, ConfigError, show  # noqa: F401 (re-exported: costmodel.config.ConfigError, show)
-from .errors import check_bool, check_choice, check_int
+from .errors import check_bool, check_choice, check_int, require_decoder  # noqa: F401 (re-exported)
 # The workload's choices and dtypes, defined in spec.py, and Workload itself, re-exported where
 # the modules that cost a model have always imported them from.
 from .spec import (ATTENTIONS, CANONICAL_DTYPE, DTYPE_BYTES, DTYPES, IMPLEMENTATIONS,  # noqa: F401
@@ -36,12 +37,6 @@ HEADS = ("lm", "pooler", "none")
 #: topk_softmax: the top k of the logits, then a softmax over those k in the activation dtype (gpt-oss's
 #: GptOssTopKRouter); sigmoid_topk: Llama 4's, the top k of the logits then a sigmoid (the others 0).
 ROUTERS = ("softmax", "sigmoid", "topk_softmax", "sigmoid_topk")
-
-
-def require_decoder(cfg: "ModelConfig") -> None:
-    """Generation needs a decoder: an encoder-only model is refused in one sentence."""
-    if not cfg.n_decoder_layers:
-        raise ConfigError(f"model {show(cfg.name)} has no decoder; it does not generate.")
 
 
 @dataclass(frozen=True)
@@ -180,6 +175,9 @@ class ModelConfig:
     # other layer from layer 0 sliding when half of them slide (Gemma 2), else the last ones.
     # Pipeline stages (layout/rank.py) and the inverse mapping (validate/hf_models.py) read it.
     layer_pattern: tuple[str, ...] | None = None
+    # The format the released checkpoint stores its weights in (checkpoint.py): inference's default;
+    # not the architecture, so equality (and hf_config's round trip) leave it out.
+    checkpoint_weights: tuple[str, str | None, int | None] | None = dataclasses.field(default=None, compare=False)
     # Which of n_kv_heads / d_head were derived rather than given (replace() derives them again).
     _derived: frozenset = dataclasses.field(default=frozenset(), init=False, repr=False, compare=False)
 
@@ -232,6 +230,7 @@ class ModelConfig:
                 f"{owner}: attention_scale must be a positive number or null, got {show(self.attention_scale)}."
             )
         self._check_newer_fields(owner)
+        object.__setattr__(self, "checkpoint_weights", check_stored(owner, self.checkpoint_weights))
         if not isinstance(self.family, str) or not self.family:
             raise ConfigError(f"{owner}: family must be a non-empty string, got {show(self.family)}.")
         for name in ("dropout", "attention_dropout"):
@@ -553,6 +552,7 @@ class ModelConfig:
         """What the cost tree's expressions depend on besides the dimensions' values: every
         field but the sizes, and of the counts only whether they are zero."""
         data = {k: v for k, v in self.to_dict().items() if k not in self.DIMENSION_FIELDS}
+        data.pop("checkpoint_weights")  # inference's default format (the workload's), not the tree's
         for name in ("n_encoder_layers", "n_decoder_layers", "token_types"):
             data[name] = data[name] > 0
         data["dropout"] = data["dropout"] > 0

@@ -47,3 +47,9 @@ def check_bool(owner: str, name: str, value: Any) -> None:
     """True or False, else ConfigError."""
     if not isinstance(value, bool):
         raise ConfigError(f"{owner}: {name} must be true or false, got {show(value)}.")
+
+
+def require_decoder(cfg: Any) -> None:
+    """Generation needs a decoder: an encoder-only model is refused in one sentence."""
+    if not cfg.n_decoder_layers:
+        raise ConfigError(f"model {show(cfg.name)} has no decoder; it does not generate.")

@@ -382,7 +382,7 @@ class Estimate:
 
     def inputs(self) -> dict[str, Any]:
         w = self.workload
-        quantized = {k: getattr(w, k) for k in ("weight_dtype", "weight_group", "kv_dtype")
+        quantized = {k: getattr(w, k) for k in ("weight_dtype", "weight_group", "weight_dtype_source", "kv_dtype")
                      if getattr(w, k) is not None}
         return {**self._inputs(), **quantized}
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .checkpoint import checkpoint_weights
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
 from .hf_classic import CLASSIC_BUILDERS
@@ -515,7 +516,8 @@ def _in_config_names(message: str, model_type: str) -> str:
 
 def from_hf_config(data: Any, name: str, source: str = "config.json") -> ModelConfig:
     """Translate a parsed Hugging Face config.json into a ModelConfig; a config without
-    model_type is read as the family its `architectures` names."""
+    model_type is read as the family its `architectures` names. Its quantization_config, if any,
+    becomes checkpoint_weights (costmodel/checkpoint.py: the default format of inference)."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a JSON object, got {type(data).__name__}.")
     unwrapped = language_model(data, source, name)
@@ -524,6 +526,9 @@ def from_hf_config(data: Any, name: str, source: str = "config.json") -> ModelCo
         return from_hf_config(text, name=text_name, source=text_source)
     model_type = _model_type(data, source)
     try:
-        return _BUILDERS[model_type](Fields(data, source), name)
+        cfg = _BUILDERS[model_type](Fields(data, source), name)
     except ConfigError as error:
         raise ConfigError(_in_config_names(str(error), model_type)) from None
+    if data.get("quantization_config") is None:
+        return cfg
+    return cfg.replace(checkpoint_weights=checkpoint_weights(data["quantization_config"], source))

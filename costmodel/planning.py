@@ -79,6 +79,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     kv_dtype and fp8_gemm (serving): quantized weights and KV cache, each tensor-parallel rank
     holding its shards as stored (costmodel/layout/rank.py)."""
     from .api import load_model, make_workload
+    from .checkpoint import inference_options
     from .cost import price_plan
     from .defaults import implied
     from .hardware import load_hardware
@@ -104,6 +105,10 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
             raise ConfigError("--tokens and --price cost a training run; leave them out with --serve.")
         require_decoder(cfg)
         batch = DEFAULT_SERVING_BATCH if batch is None else batch
+        # the weights' format: the checkpoint's unless weight_dtype says (costmodel/checkpoint.py)
+        quantization = inference_options(cfg, quantization)
+        source = quantization.pop("weight_dtype_source")
+        quantization = {k: v for k, v in quantization.items() if v is not None}
         workload, warnings = make_workload(cfg, prompt, dtype=dtype, gen_tokens=gen, kv_cache=kv_cache,
                                            **quantization)
     else:
@@ -139,6 +144,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     data["inputs"] = {"model": cfg.name, "hardware": chosen.name, "gpus": counts[0] if one else counts,
                       "serve": serve, "time_model": ran, "seq_len": workload.seq_len,
                       "dtype": workload.dtype, **quantization,
+                      **({"weight_dtype_source": source} if serve and source else {}),
                       **({"gen": gen, "batch": batch, "attention": attention or DEFAULT_SERVE_ATTENTION} if serve else
                          {"global_batch": batches[counts[0]] if one else batches, "batch": batch,
                           "tokens": tokens, "price_per_gpu_hour": chosen.price_per_gpu_hour if price is None else price}),

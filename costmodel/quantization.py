@@ -12,7 +12,13 @@ columns, N = R C values per matrix):
         fp16 scale and a 4-bit zero point, packed (stated: their kernels need a GPU; quanto's int4,
         measured here, keeps a bf16 scale and shift per group, 4 bytes, section 12).
   fp8   float8 e4m3, one byte per value and one fp32 scale per output row (torchao's float8
-        weight-only, measured).
+        weight-only, measured). With a group size g: one fp32 scale per g x g block of the matrix,
+        ceil(R/g) ceil(C/g) of them, as DeepSeek-V3's checkpoint keeps its `weight_scale_inv`
+        (quantization_config weight_block_size [128, 128]) and vLLM's block fp8 allocates it
+        (Fp8LinearMethod.create_weights: weight_scale_inv of (ceil(R/128), ceil(C/128)), fp32;
+        vllm/model_executor/layers/quantization/fp8.py). Its activations' per-token-group
+        quantization (one fp32 scale per 128 values, not per tensor) is timed as the per-tensor
+        pass below.
   nf4   bitsandbytes NF4: values packed two per byte, one absmax per block of g (64) values, the
         16-entry fp32 code per matrix; with double quantisation (the default, as QLoRA runs it)
         the absmax is one uint8 per block plus one fp32 per 256 blocks and an fp32 offset, and
@@ -92,8 +98,8 @@ class WeightFormat:
 
     dtype: str
     bits: int
-    group: int | None  # input columns per scale (gptq), values per block (nf4), None: per row
-    layout: str  # "row": a scale per output row; "gptq": scale and zero per group; "nf4"; "mx"
+    group: int | None  # input columns per scale (gptq), values per block (nf4), block side (fp8), None: per row
+    layout: str  # "row": a scale per output row; "gptq": scale and zero per group; "block"; "nf4"; "mx"
     double_quant: bool = False
     gemm: str = DEFAULT_FP8_GEMM  # fp8: how its GEMMs multiply (spec.FP8_GEMMS; runs_w8a8)
     scope: str = "all"  # which matrices it quantizes: "all", or "experts" (the routed experts')
@@ -105,7 +111,8 @@ class WeightFormat:
 
     @property
     def label(self) -> str:
-        grouped = f", groups of {self.group}" if self.group else ", per output row"
+        grouped = (f", blocks of {self.group} x {self.group}" if self.layout == "block" else
+                   f", groups of {self.group}" if self.group else ", per output row")
         double = ", double quantisation" if self.double_quant else ""
         scope = ", routed experts only" if self.scope == "experts" else ""
         return f"{self.dtype}{grouped}{double}{scope}"
@@ -127,8 +134,6 @@ def weight_format(dtype: str | None, group: int | None = None,
         raise ConfigError(f"workload: unknown weight_dtype {dtype!r}; use one of "
                           f"{', '.join(WEIGHT_DTYPES)}.")
     bits, default = WEIGHT_DTYPES[dtype]
-    if dtype == "fp8" and group is not None:
-        raise ConfigError("workload: fp8 weights keep one scale per output row; no weight_group.")
     if dtype == "mxfp4" and group not in (None, default):
         raise ConfigError(f"workload: mxfp4 scales blocks of {default} values; no other weight_group.")
     group = default if group is None else group
@@ -136,7 +141,8 @@ def weight_format(dtype: str | None, group: int | None = None,
         return WeightFormat(dtype, bits, group, "nf4", double_quant)
     if dtype == "mxfp4":
         return WeightFormat(dtype, bits, group, "mx", scope=WEIGHT_SCOPES[dtype])
-    return WeightFormat(dtype, bits, group, "gptq" if group else "row", gemm=fp8_gemm)
+    layout = "row" if not group else "block" if dtype == "fp8" else "gptq"
+    return WeightFormat(dtype, bits, group, layout, gemm=fp8_gemm)
 
 
 def check_shard_groups(fmt: WeightFormat | None, widths: Any, tp: int) -> None:

@@ -55,6 +55,7 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
     time counts (spec.DECODE_CODES, `simulate --decode-code`)."""
     from . import roofline as sim
     from .api import load_model, make_layout, make_workload
+    from .checkpoint import inference_options
     from .config import require_decoder
     from .hardware import load_hardware
 
@@ -73,6 +74,10 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
         quantization["fp8_gemm"] = fp8_gemm
     if train and (weight_dtype or kv_dtype or fp8_gemm != spec.DEFAULT_FP8_GEMM):
         raise ConfigError("weight_dtype, kv_dtype and fp8_gemm apply to inference, not to train=True.")
+    source = None
+    if not train:  # the weights' format: the checkpoint's unless weight_dtype says (checkpoint.py)
+        quantization = inference_options(cfg, quantization)
+        source = quantization.pop("weight_dtype_source")
     chosen_layout = make_layout(layout)
     if chosen_layout is not None:
         from .layout import timing as parallel_time
@@ -100,4 +105,6 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
         data = sim.simulate_inference(cfg, chosen, prompt=workload.seq_len, gen=gen, batch=batch,
                                       dtype=workload.dtype, attention=attention, kv_cache=kv_cache,
                                       quantization=quantization, implementation=decode_code)
+    if source:
+        data["inputs"]["weight_dtype_source"] = source
     return SimulationResult(data, train, chosen_layout is not None, warnings)

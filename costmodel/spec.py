@@ -52,6 +52,12 @@ CANONICAL_DTYPE = {"fp32": "fp32", "float32": "fp32", "fp16": "fp16", "float16":
 #: --weight-dtype: quantized weights (costmodel/quantization.py has each format's bits and groups).
 WEIGHT_DTYPES = Choices({"int8": "LLM.int8", "int4": "GPTQ/AWQ", "fp8": "", "nf4": "bitsandbytes",
                          "mxfp4": "routed experts only, gpt-oss"})
+#: --weight-dtype's choices: a format, or none (unquantized, in --dtype). Left out, an inference path
+#: takes the format the checkpoint's quantization_config names (costmodel/checkpoint.py).
+UNQUANTIZED = "none"
+WEIGHT_DTYPE_CHOICES = Choices({**WEIGHT_DTYPES.meanings, UNQUANTIZED: "unquantized, in --dtype"})
+WEIGHT_DTYPE_DEFAULT = ("Default: the format the checkpoint's quantization_config names (gpt-oss: mxfp4, "
+                        "DeepSeek-V3: fp8 in 128 x 128 blocks), else none.")
 #: --fp8-gemm: how a GEMM on --weight-dtype fp8 weights multiplies (costmodel/quantization.py
 #: w8a8 has the rule and its sources).
 FP8_GEMMS = Choices({

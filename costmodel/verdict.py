@@ -153,9 +153,12 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
     if phase == "inference" and cfg.n_decoder_layers:
         _more_serving_gpus(cfg, workload, layout, capacity, memory, add)
     if phase == "inference":
+        # (a group the checkpoint's format chose is that format's, not the suggestion's)
+        group = None if workload.weight_dtype_source == "checkpoint" else workload.weight_group
         for weight_dtype in ("int8", "int4"):
             add(f"--weight-dtype {weight_dtype}",
-                _try(memory, cfg, dataclasses.replace(workload, weight_dtype=weight_dtype), layout),
+                _try(memory, cfg, dataclasses.replace(workload, weight_dtype=weight_dtype, weight_group=group,
+                                                      weight_dtype_source="option"), layout),
                 "quantized weights (LLM.int8 / GPTQ-AWQ style): some accuracy")
     smaller = (("batch", "--batch", "fewer sequences a step (more steps, or gradient accumulation)" if training
                 else "fewer sequences at once"), ("seq_len", "--seq-len", "shorter sequences"))

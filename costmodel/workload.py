@@ -69,6 +69,10 @@ class Workload:
     # (None: the format's default) and, for nf4, double quantisation of the scales; the KV cache in fp8 or int8.
     weight_dtype: str | None = None
     weight_group: int | None = None
+    # Where weight_dtype came from (checkpoint.inference_weights): "checkpoint" (the model's
+    # quantization_config: training paths hold the weights in the training dtype instead),
+    # "option" (asked for), None (nothing chosen). Not a choice that shapes the tree.
+    weight_dtype_source: str | None = None
     double_quant: bool = True
     kv_dtype: str | None = None
     # How GEMMs on fp8 weights multiply (spec.FP8_GEMMS): auto (W8A8 where the hardware has an FP8
@@ -118,6 +122,9 @@ class Workload:
         if not self.double_quant and self.weight_dtype != "nf4":
             raise ConfigError(f"{owner}: double_quant applies only to nf4 weights.")
         self.weight_format  # checks the format (one line per bad field)
+        if self.weight_dtype_source not in (None, "checkpoint", "option"):
+            raise ConfigError(f"{owner}: weight_dtype_source must be checkpoint, option or None, got "
+                              f"{show(self.weight_dtype_source)}.")
         if self.kv_dtype is not None:
             check_choice(owner, "kv_dtype", self.kv_dtype, spec.KV_DTYPES)
         check_choice(owner, "mla", self.mla, MLA_FORMS)
@@ -147,6 +154,14 @@ class Workload:
 
     def replace(self, **changes: Any) -> "Workload":
         return dataclasses.replace(self, **changes)
+
+    def for_training(self) -> "Workload":
+        """The workload a training path runs: weights the checkpoint's quantization_config chose
+        for inference are held in the training dtype instead (an asked-for format stays, and the
+        training paths refuse it as before)."""
+        if self.weight_dtype_source != "checkpoint":
+            return self
+        return dataclasses.replace(self, weight_dtype=None, weight_group=None, weight_dtype_source=None)
 
     def options(self) -> dict[str, Any]:
         """The choices that shape the cost tree (everything but the sizes)."""

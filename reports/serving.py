@@ -9,10 +9,12 @@ from typing import Any
 
 import click
 
+from costmodel.checkpoint import weights_note
 from costmodel.config import ConfigError
 from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, DEFAULT_SCHEDULER, DEFAULT_SERVE_ATTENTION, DEFAULT_SERVE_MLA, DTYPES,
                             DEFAULT_FP8_GEMM, FP8_GEMMS,
-                            KV_DTYPES, MLA_FORMS, ROUTERS, SCHEDULERS, SERVE_ATTENTIONS, WEIGHT_DTYPES)
+                            KV_DTYPES, MLA_FORMS, ROUTERS, SCHEDULERS, SERVE_ATTENTIONS, WEIGHT_DTYPE_CHOICES,
+                            WEIGHT_DTYPE_DEFAULT)
 
 from .output import ReportInputError, finite
 
@@ -51,6 +53,7 @@ def render_serve(summary: dict[str, Any]) -> str:
         f"{kv['memory_bytes'] / 2**30:.0f} GiB)"
         + (f"; {setup['kv_paging']} ({kv['paged_block_bytes']:,} B per block per GPU)" if setup.get("kv_paging")
            else ""),
+        *([note] if (note := weights_note(setup.get("weight_dtype"), setup.get("weight_dtype_source"))) else []),
         *([f"prefix caching: off ({setup['prefix_caching_note']})"] if setup.get("prefix_caching_note")
           else ["prefix caching: on (blocks of a shared prefix computed once, reused while cached)"]
           if setup.get("prefix_caching") else []),
@@ -149,7 +152,7 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 @click.option("--disaggregate", type=str, default=None,
               help="P:D: P prefill-only and D decode-only replicas, the KV cache sent between them (replaces --replicas).")
 @click.option("--dtype", type=click.Choice(DTYPES), default=None, help="Default: the hardware's.")
-@click.option("--weight-dtype", type=click.Choice(WEIGHT_DTYPES), default=None)
+@click.option("--weight-dtype", type=click.Choice(WEIGHT_DTYPE_CHOICES), default=None, help=WEIGHT_DTYPE_DEFAULT)
 @click.option("--weight-group", type=int, default=None,
               help="Values per scale of --weight-dtype (int4 128, nf4 64 by default); with --tp, whole groups "
                    "on each row-parallel shard.")
@@ -279,6 +282,7 @@ def render_capacity(result: dict[str, Any], top: int = 10) -> str:
              f"{t['slo_tpot']} s ({result['scheduler']} scheduler; prompt {t['prompt']}, output {t['output']} tokens; "
              f"{t['requests']} simulated requests per point); {result['configurations']} configurations, "
              f"{len(result['feasible'])} meet it",
+             *([note] if (note := weights_note(result.get("weight_dtype"), result.get("weight_dtype_source"))) else []),
              f"{'gpus':>5} {'hardware':<12}{'tp':>3}{'pp':>3}{'replicas':>9}{'seqs':>6}{'tokens':>7}{'p99 TTFT ms':>12}"
              f"{'p99 TPOT ms':>12}{'$/h':>8}"]
     for row in result["feasible"][:top]:

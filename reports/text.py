@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
+from costmodel.checkpoint import weights_note
+
 
 #: Decimal prefixes (counts, FLOPs, FLOP/s, bytes per second), largest first.
 SI_PREFIXES = ((1e24, "Y"), (1e21, "Z"), (1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"),
@@ -94,6 +96,7 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         f"{i['model']} ({i['architecture']}, {i['family']}): {lengths}, batch {i['batch']}, "
         f"{i['dtype']}, impl {i['impl']}, attention {i['attention']}, recompute {i['recompute']}"
         + (f", {i['gen_tokens']} generated tokens" if i["gen_tokens"] else ""),
+        *([note] if (note := weights_note(i.get("weight_dtype"), i.get("weight_dtype_source"))) else []),
         "",
         "Parameters",
         f"  total              {count(p['total']):>12}  ({p['total']:,})",
@@ -312,7 +315,9 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
     global_batch = (", ".join(f"{b:,}" for b in i["global_batch"].values()) if several and not serve
                     else f"{i.get('global_batch') or 0:,}")
     group = f" g{i['weight_group']}" if i.get("weight_group") else ""
-    quantized = (f", {i['weight_dtype']}{group} weights" if i.get("weight_dtype") else "") + \
+    checkpoint = " (the checkpoint's; --weight-dtype none for unquantized)" \
+        if i.get("weight_dtype_source") == "checkpoint" else ""
+    quantized = (f", {i['weight_dtype']}{group} weights{checkpoint}" if i.get("weight_dtype") else "") + \
         (f", {i['kv_dtype']} KV cache" if i.get("kv_dtype") else "")
     asked = (f"{i['model']} on {gpus} x {i['hardware']}, {i['dtype']}{quantized}: "
              + (f"{plural(i['batch'], 'sequence')} of prompt {i['seq_len']:,} + {i['gen']:,} generated tokens"
@@ -418,6 +423,7 @@ def render_inference(r: dict[str, Any]) -> str:
         f"{i['kv_cache']} KV cache"
         + (f", weights {i['weight_dtype']}" if i.get("weight_dtype") else "")
         + (", CUDA graphs" if i.get("cuda_graphs") else ""),
+        *([note] if (note := weights_note(i.get("weight_dtype"), i.get("weight_dtype_source"))) else []),
         ("times: the kernel-level model (docs/time.md); the bounds, intensities and busy shares, and "
          "the uncached steps, are the roofline's" if i.get("time_model") == "kernels" else
          "times: the roofline (docs/time.md): --time-model roofline, or a hardware file without sm_count, "

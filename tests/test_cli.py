@@ -465,7 +465,8 @@ def test_quantized_weights_and_cache_in_the_json(capsys):
 
 
 @pytest.mark.parametrize("args", [
-    ["--weight-dtype", "int3"], ["--weight-dtype", "fp8", "--weight-group", "64"],
+    ["--weight-dtype", "int3"], ["--weight-dtype", "mxfp4", "--weight-group", "64"],
+    ["--weight-dtype", "none", "--weight-group", "64"],
     ["--kv-dtype", "int4"], ["--weight-group", "0", "--weight-dtype", "int4"],
     ["--no-double-quant"], ["--expert-load", "1,2"], ["--expert-load", "x"],
 ])

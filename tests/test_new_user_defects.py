@@ -213,10 +213,11 @@ def test_validate_takes_its_choices_in_any_case(capsys):
 
 
 def test_a_model_too_big_for_one_replica_is_told_what_would_fit(capsys):
-    # gpt-oss-120b is released in MXFP4 and served on one H100 so; in bf16 (serve's default) the
-    # line gave the weights against the memory and stopped there.
+    # gpt-oss-120b is released in MXFP4 and served on one H100 so; in bf16 (serve's default before
+    # the checkpoint's quantization_config became it, now --weight-dtype none) the line gave the
+    # weights against the memory and stopped there.
     code, out, err = run_main(["serve", "--model", "gpt-oss-120b", "--hardware", "h100-sxm", "--rate", "1",
-                               "--requests", "3"], capsys)
+                               "--requests", "3", "--weight-dtype", "none"], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "weights 217.6 GiB" in err and "--tp" in err and "--weight-dtype" in err
     code, out, err = run_main(["serve", "--model", "gpt-oss-120b", "--hardware", "h100-sxm", "--rate", "1",

@@ -50,7 +50,7 @@ def test_layouts_by_hand():
     assert (int4["data"], int4["scales"], int4["zeros"]) == (491_520, 2 * groups, groups // 2)
 
 
-@pytest.mark.parametrize("bad", [dict(weight_dtype="int3"), dict(weight_dtype="fp8", weight_group=64),
+@pytest.mark.parametrize("bad", [dict(weight_dtype="int3"), dict(weight_dtype="mxfp4", weight_group=64),
                                  dict(weight_group=64), dict(kv_dtype="int4"),
                                  dict(weight_dtype="int8", double_quant=False),
                                  dict(expert_load=(1, -1)), dict(expert_load=())])

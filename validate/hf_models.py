@@ -481,6 +481,7 @@ def config_dict(cfg: ModelConfig) -> dict[str, Any]:
     except ConfigError as error:
         raise ValueError(f"model {cfg.name!r}: Hugging Face {cfg.family} cannot build it ({error})") from None
     mine, theirs = cfg.to_dict(), back.to_dict()
+    mine.pop("checkpoint_weights")  # how a checkpoint stores the weights, not the class's config
     for field, value in mine.items():
         if theirs[field] != value and not _same_derived(cfg, back, field):
             raise ValueError(f"model {cfg.name!r}: Hugging Face {cfg.family} cannot build "

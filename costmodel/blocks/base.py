@@ -291,6 +291,7 @@ def quantized_bytes(matrices: tuple[tuple[Expr, Expr, Expr], ...], fmt: Any) -> 
     costmodel/quantization.py; R rows of C columns, N = R C values per matrix:
 
       row   data N bits/8, scales 4 R (one fp32 per output row)
+      block data N bits/8, scales 4 ceil(R/g) ceil(C/g) (one fp32 per g x g block; fp8)
       gptq  data N bits/8, per group of g columns of a row (G = R ceil(C/g)): scales 2 G (fp16),
             zeros G bits/8 (packed)
       mx    data N bits/8, per block of g columns of a row (G = R ceil(C/g)): scales G (one E8M0
@@ -305,6 +306,8 @@ def quantized_bytes(matrices: tuple[tuple[Expr, Expr, Expr], ...], fmt: Any) -> 
         parts["data"] += count * sp.ceiling(values * fmt.bits / 8)
         if fmt.layout == "row":
             parts["scales"] += count * FP32 * rows
+        elif fmt.layout == "block":
+            parts["scales"] += count * FP32 * sp.ceiling(rows / fmt.group) * sp.ceiling(cols / fmt.group)
         elif fmt.layout == "gptq":
             groups = rows * sp.ceiling(cols / fmt.group)
             parts["scales"] += count * 2 * groups

@@ -57,6 +57,7 @@ class ParallelEstimate(RankCommunication):
         """phase "train" (a training step) or "decode" (one decode step at the workload's
         context: serving)."""
         layout.check(cfg)
+        workload = workload.for_training() if phase == "train" else workload
         self.quantized = workload.weight_dtype is not None
         if phase == "train" and (self.quantized or workload.kv_dtype is not None):
             raise ConfigError("layout: quantized weights and KV caches are inference formats; training on "

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from ..checkpoint import inference_weights
 from ..config import ConfigError, show
 from .. import spec
 from ..spec import MLA_FORMS
@@ -108,6 +109,7 @@ def replica_profile(cfg: Any, scheduler: str = "vllm", *, weight_dtype: str | No
                           f"model's dtype (no quantized cache in transformers 5.24's continuous_batching); a quantized "
                           f"cache is modelled for the {', '.join(s for s in SCHEDULERS if not s.startswith('hf-'))} "
                           f"schedulers.")
+    weight_dtype, weight_group, _ = inference_weights(cfg, weight_dtype, weight_group)  # the checkpoint's by default
     profile = serving_profile(cfg, attention, weight_dtype, kv_dtype, mla, fp8_gemm, weight_group,
                               kv_read_as_stored=scheduler != "static",
                               routed_experts=scheduler != "static" and not scheduler.startswith("hf-"))
@@ -169,6 +171,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                           f"scheduler only, not {scheduler}.")
     profile = replica_profile(cfg, scheduler, weight_dtype=weight_dtype, kv_dtype=kv_dtype, attention=attention,
                               mla=mla, fp8_gemm=fp8_gemm, weight_group=weight_group)
+    weight_dtype, _, weight_source = inference_weights(cfg, weight_dtype, weight_group)  # as replica_profile's
     check_tensor_parallel_groups(cfg, profile, tp)
     from ..config import DTYPE_BYTES, Workload
 
@@ -195,6 +198,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
              "budget_source": budget_source if (max_num_seqs, max_batched_tokens) == (seqs, tokens) else "given",
              "block_size": block_size, "num_blocks": blocks, "kv_cache": sizing.to_dict(),
              "weight_dtype": weight_dtype, "weight_group": profile.weight_format.group if weight_dtype else None,
+             "weight_dtype_source": weight_source,
              "kv_dtype": kv_dtype, "attention": attention,
              "fp8_gemm": fp8_gemm if weight_dtype == "fp8" else None,
              "mla": mla if cfg.mla else None,

@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ..checkpoint import inference_weights
 from ..config import ConfigError, show
 from .api import build_replica, replica_profile, run_replicas
 from .workload import Lengths, poisson
@@ -213,5 +214,8 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
         row["num_blocks"] = _REPLICAS[(name, tp, pp, seqs, tokens)][2]["num_blocks"]
         feasible.append(row)
     feasible.sort(key=lambda r: (r["gpus"], r["dollars_per_hour"] or 0.0, r["p99_ttft_s"]))
+    weight_dtype, _, source = inference_weights(cfg, replica_options.get("weight_dtype"),
+                                                replica_options.get("weight_group"))  # as build_replica's
     return {"target": target.__dict__, "scheduler": scheduler, "configurations": configurations,
+            "weight_dtype": weight_dtype, "weight_dtype_source": source,
             "feasible": feasible, "infeasible": infeasible}

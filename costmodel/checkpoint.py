@@ -1,0 +1,162 @@
+"""The format a released checkpoint stores its weights in, read from its config.json's
+`quantization_config`, and the one rule that makes it the default of inference's --weight-dtype.
+
+A Hugging Face config.json says how its weights are stored (transformers' quantizers read
+`quantization_config.quant_method`; so does vLLM's get_quantization_config). hf.py reads it into
+ModelConfig.checkpoint_weights as (quant_method, a quantization.WEIGHT_DTYPES name or None, group or
+None); inference_weights() turns it into the default of --weight-dtype and --weight-group for every
+inference path (estimate's inference memory, simulate, serve, plan --serve, the Python API).
+Training paths hold the weights in the training dtype and do not read it.
+
+Which quant_method means which format here (a quant_method or a structure not listed: no format,
+and inference_weights says so in one line unless --weight-dtype chooses one; nothing is guessed):
+
+  mxfp4            gpt-oss (openai/gpt-oss-20b and -120b config.json: `{"quant_method": "mxfp4",
+                   "modules_to_not_convert": [self_attn, router, embed_tokens, lm_head]}`): mxfp4 on
+                   the routed experts only, as quantization.py's mxfp4 (vLLM's Mxfp4Config).
+  fp8              DeepSeek-V3 (deepseek-ai/DeepSeek-V3 config.json: `{"quant_method": "fp8", "fmt":
+                   "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}`;
+                   transformers' FineGrainedFP8Config, vLLM's Fp8Config): fp8 with one fp32
+                   `weight_scale_inv` per 128 x 128 block (group 128: quantization.py's "block"
+                   layout). Without weight_block_size (vLLM's per-tensor fp8): fp8 per output row
+                   (4 bytes a row where the checkpoint keeps 4 a matrix: a difference under 0.03 %
+                   of its bytes at d = 4,096). A block that is not square: not modelled.
+  gptq, awq        `bits` 4 or 8 and `group_size` g (transformers' GPTQConfig and AwqConfig): int4 or
+                   int8 with groups of g (quantization.py's "gptq" layout, an fp16 scale and a packed
+                   zero per group). group_size -1 (one group per row) and other bits: not modelled.
+  bitsandbytes     `load_in_4bit` with `bnb_4bit_quant_type` nf4: nf4 (blocks of 64); `load_in_8bit`:
+                   int8 (LLM.int8, an fp32 absmax per row). The nf4 absmax is counted with double
+                   quantisation unless the workload says otherwise (--no-double-quant): a checkpoint
+                   saved without it (`bnb_4bit_use_double_quant` false) holds ~3 bytes more per 64
+                   values. fp4 (bnb_4bit_quant_type fp4): not modelled.
+  fbgemm_fp8       (Llama 3.1 405B FP8; transformers' FbgemmFp8Config): fp8 rowwise, one fp32 scale per
+                   output row: quantization.py's fp8 exactly.
+  compressed-tensors  one config group whose weights are `{"type": "float", "num_bits": 8}` with
+                   strategy channel (fp8 per row), tensor (per row: as fp8 above) or block with a
+                   square block_structure (fp8 blocks); any other structure: not modelled.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import ConfigError, show
+from .spec import UNQUANTIZED, WEIGHT_DTYPES
+
+
+def checkpoint_weights(quantization: Any, source: str) -> tuple[str, str | None, int | None]:
+    """(quant_method, format, group) of a config.json's quantization_config (the module's
+    docstring); format None where the method or its structure is not modelled."""
+    if not isinstance(quantization, dict) or not isinstance(quantization.get("quant_method"), str):
+        raise ConfigError(f"{source}: quantization_config must be an object with a quant_method, "
+                          f"got {show(quantization)}.")
+    method = quantization["quant_method"]
+    reader = _READERS.get(method)
+    found = reader(quantization) if reader else None
+    return (method, *found) if found else (method, None, None)
+
+
+def check_stored(owner: str, stored: Any) -> tuple[str, str | None, int | None] | None:
+    """ModelConfig.checkpoint_weights validated and frozen (a JSON list becomes a tuple): None, or
+    (quant_method, a WEIGHT_DTYPES name or None, a positive group or None)."""
+    if stored is None:
+        return None
+    if (isinstance(stored, (list, tuple)) and len(stored) == 3 and isinstance(stored[0], str)
+            and (stored[1] is None or stored[1] in WEIGHT_DTYPES) and (stored[2] is None or _positive(stored[2]))):
+        return tuple(stored)
+    raise ConfigError(f"{owner}: checkpoint_weights must be null or [quant_method, one of "
+                      f"{', '.join(WEIGHT_DTYPES)} or null, a group or null], got {show(stored)}.")
+
+
+def _fp8(block: Any) -> tuple[str, int | None] | None:
+    if block is None:
+        return "fp8", None
+    if isinstance(block, (list, tuple)) and len(block) == 2 and block[0] == block[1] and _positive(block[0]):
+        return "fp8", int(block[0])
+    return None
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _gptq(q: dict) -> tuple[str, int | None] | None:
+    bits, group = q.get("bits"), q.get("group_size", 128)
+    if bits in (4, 8) and _positive(group):
+        return f"int{bits}", group
+    return None
+
+
+def _bitsandbytes(q: dict) -> tuple[str, int | None] | None:
+    if q.get("load_in_4bit") and q.get("bnb_4bit_quant_type", "fp4") == "nf4":
+        return "nf4", None
+    if q.get("load_in_8bit") and not q.get("load_in_4bit"):
+        return "int8", None
+    return None
+
+
+def _compressed_tensors(q: dict) -> tuple[str, int | None] | None:
+    groups = q.get("config_groups")
+    if not isinstance(groups, dict) or len(groups) != 1:
+        return None
+    group = next(iter(groups.values()))
+    weights = group.get("weights") if isinstance(group, dict) else None
+    if not isinstance(weights, dict) or weights.get("type") != "float" or weights.get("num_bits") != 8:
+        return None
+    strategy = weights.get("strategy")
+    if strategy in ("channel", "tensor"):
+        return "fp8", None
+    return _fp8(weights.get("block_structure")) if strategy == "block" else None
+
+
+_READERS = {
+    "mxfp4": lambda q: ("mxfp4", None),
+    "fp8": lambda q: _fp8(q.get("weight_block_size")) if q.get("fmt", "e4m3") == "e4m3" else None,
+    "gptq": _gptq,
+    "awq": _gptq,
+    "bitsandbytes": _bitsandbytes,
+    "fbgemm_fp8": lambda q: ("fp8", None),
+    "compressed-tensors": _compressed_tensors,
+}
+
+
+def inference_weights(cfg: Any, weight_dtype: str | None = None,
+                      weight_group: int | None = None) -> tuple[str | None, int | None, str | None]:
+    """(weight_dtype, weight_group, source) an inference path runs: the one rule for the default of
+    --weight-dtype. weight_dtype given: that format (spec.UNQUANTIZED, "none": the --dtype's
+    unquantized weights), source "option". Not given: the format the checkpoint stores (cfg.checkpoint_weights;
+    --weight-group, if given, replaces its group), source "checkpoint"; a checkpoint format not
+    modelled is an error that names its quant_method; no quantization_config: unquantized, source
+    None."""
+    if weight_dtype == UNQUANTIZED:
+        if weight_group is not None:
+            raise ConfigError("--weight-group applies only with a quantized --weight-dtype, not none.")
+        return None, None, "option"
+    if weight_dtype is not None:
+        return weight_dtype, weight_group, "option"
+    stored = getattr(cfg, "checkpoint_weights", None)
+    if stored is None:
+        return None, weight_group, None
+    method, dtype, group = stored
+    if dtype is None:
+        raise ConfigError(f"model {cfg.name!r}: its checkpoint's quantization_config (quant_method {method!r}) "
+                          "is not a format modelled here; --weight-dtype chooses a format (none: "
+                          "unquantized weights in --dtype).")
+    return dtype, group if weight_group is None else weight_group, "checkpoint"
+
+
+def inference_options(cfg: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """Workload keywords of an inference path with weight_dtype and weight_group resolved by
+    inference_weights (weight_dtype "none" becomes None) and weight_dtype_source set."""
+    dtype, group, source = inference_weights(cfg, options.get("weight_dtype"), options.get("weight_group"))
+    return {**options, "weight_dtype": dtype, "weight_group": group, "weight_dtype_source": source}
+
+
+def weights_note(weight_dtype: str | None, source: str | None) -> str | None:
+    """The text line that says where inference's weight format came from; None where nothing
+    was chosen (unquantized weights of a config without quantization_config)."""
+    if source == "checkpoint":
+        return f"weights: {weight_dtype} (the checkpoint's quantization_config; --weight-dtype none for unquantized)"
+    if source == "option" and weight_dtype is None:
+        return "weights: unquantized, in --dtype (--weight-dtype none)"
+    return None
