@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
+from .errors import check_int
 from .hf_fields import LLAMA_NAMES, Fields
 from .hf_llama_variants import LlamaReader
 
@@ -31,10 +32,18 @@ def _silu(f: Fields, family: str) -> None:
         raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for {family}.")
 
 
+def _no_null_head_dim(f: Fields, family: str) -> None:
+    if "head_dim" in f.data and f.data["head_dim"] is None:
+        raise ConfigError(f"{f.source}: head_dim null is not modelled for {family} (transformers "
+                          "5.24 cannot build it: the attention sizes its projections by "
+                          "config.head_dim); give a width or leave the field out.")
+
+
 def _with_head_dim(f: Fields) -> Fields:
     """The fields with head_dim as the attention reads it: the config's, else hidden_size //
     num_attention_heads (floor division, as transformers computes it)."""
-    if f.data.get("head_dim") is not None:
+    _no_null_head_dim(f, "glm4_moe")
+    if "head_dim" in f.data:
         return f
     heads = f.get("num_attention_heads", minimum=1)
     return Fields(dict(f.data, head_dim=f.get("hidden_size") // heads), f.source)
@@ -57,7 +66,11 @@ def _rotary_dim(f: Fields, d_head: int, default: float, legacy_rotary_dim: bool)
         if f.data.get("partial_rotary_factor") is not None:
             factor = f.data["partial_rotary_factor"]
         elif legacy_rotary_dim and f.data.get("rotary_dim") is not None:
-            factor = f.get("rotary_dim", minimum=1) / d_head
+            rotary_dim = f.get("rotary_dim", minimum=1)
+            if rotary_dim > d_head:
+                raise ConfigError(f"{f.source}: rotary_dim ({rotary_dim}) is wider than head_dim "
+                                  f"({d_head}), which RoPE cannot rotate.")
+            factor = rotary_dim / d_head
         else:
             factor = default
     if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
@@ -88,6 +101,7 @@ def _glm4_moe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     base = llama.read(f, name, "llama", _DEFAULTS["glm4_moe"])
     layers = base.n_decoder_layers
     experts = f.get("num_local_experts", f.get("n_routed_experts", 128))  # the mapped name wins
+    check_int(f.source, "n_routed_experts", experts, minimum=1)
     groups = f.get("n_group", 1, minimum=1)
     if experts % groups:
         raise ConfigError(f"{f.source}: n_routed_experts ({experts}) is not divisible by n_group "
@@ -123,11 +137,14 @@ def _minimax_m2(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
         raise ConfigError(f"{f.source}: router_jitter_noise {show(jitter)} (the MoE input "
                           "multiplied in place by uniform noise in training) is not modelled; "
                           "set it to 0.")
+    _no_null_head_dim(f, "minimax_m2")
+    experts = f.get("num_experts", f.get("num_local_experts", 256))  # the mapped name wins
+    check_int(f.source, "num_local_experts", experts, minimum=1)
     base = llama.read(f, name, "llama", _DEFAULTS["minimax_m2"])
     return base.replace(
         family="minimax_m2", qkv_bias=False, out_bias=False, ffn_bias=False, qk_norm=True,
         qk_norm_whole=True, rotary_dim=_rotary_dim(f, base.d_head, 1.0, legacy_rotary_dim=True),
-        n_experts=f.get("num_experts", f.get("num_local_experts", 256)),  # the mapped name wins
+        n_experts=experts,
         top_k=f.get("num_experts_per_tok", 8), router="sigmoid", renormalize_top_k=True)
 
 

@@ -39,6 +39,11 @@ CONFIGS = {
     "minimax_m2-full-rope": dict(_BASE, model_type="minimax_m2", num_key_value_heads=1, head_dim=10,
                                  intermediate_size=16, num_local_experts=4, num_experts_per_tok=2,
                                  tie_word_embeddings=True, bos_token_id=None, eos_token_id=None),
+    # rotary_dim 7 (odd): transformers builds 4 frequencies and rotates 8 dimensions; the
+    # experts' count under the mapped name (num_experts -> num_local_experts).
+    "minimax_m2-odd-rotary": dict(_BASE, model_type="minimax_m2", num_key_value_heads=2, head_dim=10,
+                                  intermediate_size=16, num_experts=4, num_experts_per_tok=2,
+                                  rotary_dim=7, bos_token_id=None, eos_token_id=None),
 }
 
 #: The released models' shapes. GLM-4.5 and GLM-4.5-Air: THUDM/slime's Megatron arguments for
@@ -143,11 +148,27 @@ def test_every_validate_row_is_exact(name, attention):
     assert [row for row in rows if row.difference != 0] == []
 
 
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_architectures_alone_name_the_model_types(name):
+    """A config.json that names only `architectures` reads as its model type."""
+    from costmodel.hf import from_hf_config
+
+    fields = CONFIGS[name]
+    classes = {"glm4_moe": "Glm4MoeForCausalLM", "minimax_m2": "MiniMaxM2ForCausalLM"}
+    bare = {k: v for k, v in fields.items() if k != "model_type"}
+    bare["architectures"] = [classes[fields["model_type"]]]
+    assert from_hf_config(bare, name=name) == from_hf_config(fields, name=name)
+
+
 @pytest.mark.parametrize("fields, words", [
     (dict(CONFIGS["glm4_moe"], n_group=3), "n_routed_experts (8) is not divisible by n_group (3)"),
     (dict(CONFIGS["glm4_moe"], hidden_act="gelu"), "unsupported hidden_act 'gelu' for glm4_moe"),
     (dict(CONFIGS["minimax_m2"], router_jitter_noise=0.1), "router_jitter_noise 0.1"),
     (dict(CONFIGS["minimax_m2"], partial_rotary_factor=0.05), "leaves no dimension to rotate"),
+    (dict(CONFIGS["minimax_m2"], rotary_dim=20), "rotary_dim (20) is wider than head_dim (10)"),
+    (dict(CONFIGS["glm4_moe"], n_routed_experts=0), "n_routed_experts must be at least 1, got 0"),
+    (dict(CONFIGS["minimax_m2"], num_local_experts=0), "num_local_experts must be at least 1, got 0"),
+    (dict(CONFIGS["glm4_moe"], head_dim=None), "head_dim null is not modelled for glm4_moe"),
 ])
 def test_what_the_code_does_not_run_is_refused_in_one_line(fields, words, tmp_path, capsys):
     import json
