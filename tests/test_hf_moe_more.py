@@ -179,3 +179,85 @@ def test_what_the_code_does_not_run_is_refused_in_one_line(fields, words, tmp_pa
     path.write_text(json.dumps(fields))
     code, out, err = run_main(["estimate", "--config", str(path)], capsys)
     assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["glm4_moe", "minimax_m2"])
+def test_every_validate_row_is_exact_in_fp32_on_real_tensors(name):
+    """fp32 on the CPU (real tensors: the fake grouped_mm takes only bf16), where validate adds
+    torch.profiler's count of the training matmul FLOPs as a second, independent measurement."""
+    pytest.importorskip("transformers")
+    from costmodel.config import Workload
+    from costmodel.presets import config_from_dict
+    from validate.compare import validate
+
+    cfg = config_from_dict(dict(CONFIGS[name]), source=name, name=name)
+    rows = validate(cfg, Workload(seq_len=12, batch=2, dtype="fp32", gen_tokens=2), target="hf",
+                    device="cpu")
+    assert "training matmul FLOPs (profiler)" in {row.quantity for row in rows}
+    assert [row for row in rows if row.difference != 0] == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["glm4_moe", "minimax_m2"])
+def test_decode_step_flops_equal_the_decode_tree(name):
+    """One cached decode step of the class (FlopCounterMode) against the decode tree, at three
+    cache lengths: grouped-query attention over the c cached keys, the dense and expert layers."""
+    pytest.importorskip("transformers")
+    import torch
+
+    from costmodel.config import Workload
+    from costmodel.evaluate import exact, values
+    from costmodel.hf import from_hf_config
+    from costmodel.tree import CostModel, profile_for
+    from tests.golden.hf_families import built
+    from validate.hf_families import family_inputs
+    from validate.measure import matmul_flops, run_with_cache
+
+    config = CONFIGS[name]
+    cfg = from_hf_config(config, name="odd")
+    decode = CostModel(cfg, profile_for(cfg), phase="decode")
+    with built(config, torch.bfloat16) as model:
+        model.eval()
+        for b, n, gen in ((2, 10, 2), (1, 2, 0), (1, 3, 4)):
+            cache = run_with_cache(model, family_inputs(config, b, n), gen)
+            step = {"input_ids": torch.ones(b, 1, dtype=torch.long), "cache": cache, "use_cache": True}
+            measured = matmul_flops(model, step).forward
+            subs = values(cfg, Workload(seq_len=n, batch=b, dtype="bf16"))
+            subs[next(s for s in subs if s.name == "c")] = n + gen + 1  # the keys it attends to
+            assert measured == exact(decode.total("flops_matmul"), subs), (b, n, gen)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["glm4_moe", "minimax_m2"])
+def test_expert_flops_follow_the_observed_routing(name):
+    """On real tensors (fp32) each expert gets its own share of the k b n slots (GLM-4.5's
+    group-limited choice, MiniMax-M2's biased sigmoid); given that share (--expert-load) the
+    estimate's per-expert FLOPs sum to what each layer's grouped products cost, and the totals
+    equal the balanced estimate's."""
+    pytest.importorskip("transformers")
+    import torch
+
+    from costmodel.config import Workload
+    from costmodel.estimation import Estimate
+    from costmodel.hf import from_hf_config
+    from tests.golden.hf_families import estimate
+    from validate.hf_families import build_hf_from_dict, family_inputs
+    from validate.measure import expert_loads, matmul_flops
+
+    config = CONFIGS[name]
+    inputs = family_inputs(config, 2, 10)
+    torch.manual_seed(0)
+    model = build_hf_from_dict(dict(config), dtype=torch.float32)
+    loads = expert_loads(model, inputs)
+    flops = matmul_flops(model, inputs, depth=6)
+    balanced = estimate(config, 2, 10, "fp32")
+    assert loads and flops.forward == balanced.total("flops_matmul")
+    cfg = from_hf_config(config, name="odd")
+    for path, load in loads.items():
+        given = Estimate(cfg, Workload(seq_len=10, batch=2, dtype="fp32", expert_load=tuple(load)))
+        moe = given.to_dict()["moe"]
+        assert moe["tokens_per_expert"] == load
+        grouped = sum(v for k, v in flops.forward_by_module.items() if k.startswith(path))
+        assert sum(moe["expert_flops_forward"]) == grouped, path
+        assert given.total("flops_matmul") == balanced.total("flops_matmul")
