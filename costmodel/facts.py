@@ -105,6 +105,9 @@ class Facts:
     # dtype of a mixture-of-experts router's matmul: "fp32" (an fp32 weight; a narrower input is
     # copied to fp32) or "activation"
     router_dtype: str = "activation"
+    # dtype of a sigmoid router's e_score_correction_bias buffer (E values): "fp32" (DeepSeek-V3)
+    # or "activation" (MiniMax-M2's, created in the dtype the model is built in)
+    score_bias_dtype: str = "fp32"
     # dtype of the routing weights the experts' output is multiplied by
     routing_weights_dtype: str = "fp32"
     # the code honours sliding_window: a windowed layer's decode step attends min(c, w) keys and

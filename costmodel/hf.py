@@ -9,7 +9,8 @@ costmodel/hf_rope_layernorm.py StarCoder2 and Phi, costmodel/hf_gpt_oss.py gpt-o
 costmodel/hf_llama_variants.py the Llama-like families whose blocks exist here under other names
 (OLMo 1/3, OLMoE, EXAONE 4, Seed-OSS, Helium, Arcee, GLM-4, ERNIE 4.5, Apertus),
 costmodel/hf_classic_more.py StableLM, GPT-BigCode, MPT, GPT-J, GPT-Neo and Cohere 1-2, and
-costmodel/hf_llama4.py Llama 4's language model, all through costmodel/hf_fields.py's typed
+costmodel/hf_llama4.py Llama 4's language model, costmodel/hf_moe_more.py GLM-4.5 (glm4_moe) and
+MiniMax-M2, all through costmodel/hf_fields.py's typed
 field access.
 """
 
@@ -27,6 +28,7 @@ from .hf_gpt_oss import GPT_OSS_ARCHITECTURES, GPT_OSS_BUILDERS, GPT_OSS_NAMES
 from .hf_llama4 import LLAMA4_ARCHITECTURES, LLAMA4_BUILDERS, LLAMA4_NAMES
 from .hf_llama_variants import (LLAMA_VARIANT_ARCHITECTURES, LLAMA_VARIANT_BUILDERS,
                                 LLAMA_VARIANT_NAMES, LlamaReader)
+from .hf_moe_more import MOE_MORE_ARCHITECTURES, MOE_MORE_BUILDERS, MOE_MORE_NAMES
 from .hf_multimodal import language_model
 from .hf_rope_layernorm import (ROPE_LAYERNORM_ARCHITECTURES, ROPE_LAYERNORM_BUILDERS,
                                 ROPE_LAYERNORM_NAMES)
@@ -37,7 +39,7 @@ SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3
                          "exaone", "iquestcoder", "granite", "smollm3", "olmo2", "gpt2", "bert", "t5",
                          *ROPE_LAYERNORM_BUILDERS, *GPT_OSS_BUILDERS,
                          *LLAMA_VARIANT_BUILDERS, *CLASSIC_MORE_BUILDERS,
-                         *LLAMA4_BUILDERS)
+                         *LLAMA4_BUILDERS, *MOE_MORE_BUILDERS)
 
 
 #: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
@@ -432,7 +434,7 @@ _BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
     **GPT_OSS_BUILDERS,
     **LLAMA4_BUILDERS,
     **{model_type: (lambda f, name, build=build: build(f, name, _LLAMA_READER))
-       for model_type, build in LLAMA_VARIANT_BUILDERS.items()},
+       for model_type, build in {**LLAMA_VARIANT_BUILDERS, **MOE_MORE_BUILDERS}.items()},
     **CLASSIC_MORE_BUILDERS,
 }
 
@@ -456,6 +458,7 @@ ARCHITECTURE_TYPES = {
     **LLAMA4_ARCHITECTURES,
     **LLAMA_VARIANT_ARCHITECTURES,
     **CLASSIC_MORE_ARCHITECTURES,
+    **MOE_MORE_ARCHITECTURES,
 }
 
 #: The config.json names of ModelConfig's fields, by family (the ones its errors may name).
@@ -473,6 +476,7 @@ HF_FIELD_NAMES: dict[str, dict[str, str]] = {
     **LLAMA4_NAMES,
     **LLAMA_VARIANT_NAMES,
     **CLASSIC_MORE_NAMES,
+    **MOE_MORE_NAMES,
 }
 
 

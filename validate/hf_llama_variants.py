@@ -1,4 +1,4 @@
-"""The config.json of a ModelConfig of costmodel/hf_llama_variants.py's families: what costmodel.hf
+"""The config.json of a ModelConfig of costmodel/hf_llama_variants.py's and hf_moe_more.py's families: what costmodel.hf
 reads back as the same ModelConfig (validate/hf_models.py's config_dict checks that), so that
 validate builds the class transformers runs for it. Each writer gets the ModelConfig and the
 Llama fields every Llama-like family shares (hf_models' Llama dict, which hf_models passes in:
@@ -79,8 +79,35 @@ def _apertus(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 bos_token_id=None, eos_token_id=None)
 
 
+def _glm4_moe(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """GLM-4.5's config.json (costmodel/hf_moe_more.py): one group of experts (the groups change
+    which experts a token gets, not what is computed or kept), shared experts as a whole number
+    of experts."""
+    layers = cfg.n_decoder_layers
+    experts: dict[str, Any] = dict(first_k_dense_replace=layers)
+    if cfg.n_experts:
+        shared, rest = divmod(cfg.d_shared, cfg.d_expert)
+        if rest:
+            raise ValueError(f"model {cfg.name!r}: Hugging Face glm4_moe cannot build a shared width "
+                             "that is not a whole number of experts.")
+        experts = dict(first_k_dense_replace=cfg.n_dense_layers, n_routed_experts=cfg.n_experts,
+                       num_experts_per_tok=cfg.top_k, moe_intermediate_size=cfg.d_expert,
+                       n_shared_experts=shared, norm_topk_prob=cfg.renormalize_top_k, n_group=1,
+                       topk_group=1)
+    return dict(llama, attention_bias=cfg.qkv_bias, use_qk_norm=cfg.qk_norm,
+                partial_rotary_factor=_rotary_factor(cfg), pad_token_id=None, eos_token_id=None,
+                **experts)
+
+
+def _minimax_m2(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    return dict(llama, intermediate_size=cfg.d_expert or cfg.d_ff, num_local_experts=cfg.n_experts,
+                num_experts_per_tok=cfg.top_k, partial_rotary_factor=_rotary_factor(cfg),
+                pad_token_id=None, bos_token_id=None, eos_token_id=None)
+
+
 #: family -> its config.json, from the ModelConfig and its Llama fields.
 LLAMA_VARIANT_DICTS: dict[str, Callable[[ModelConfig, dict[str, Any]], dict[str, Any]]] = {
     "olmo": _olmo, "olmo3": _olmo3, "olmoe": _olmoe, "exaone4": _exaone4, "seed_oss": _seed_oss,
     "helium": _helium, "arcee": _arcee, "apertus": _apertus, "glm4": _glm4, "ernie4_5": _ernie4_5,
+    "glm4_moe": _glm4_moe, "minimax_m2": _minimax_m2,
 }

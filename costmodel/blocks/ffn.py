@@ -129,7 +129,7 @@ class Router(Block):
 
     "softmax" (Mixtral, Qwen2-MoE): an fp32 softmax over the logits and its top k. "sigmoid"
     (DeepSeek-V3): fp32 sigmoid scores, plus a bias for the choice only (e_score_correction_bias,
-    an fp32 buffer of E), the top k within the best groups. "sigmoid_topk" (Llama 4): the top k
+    a buffer of E in facts.score_bias_dtype), the top k within the best groups. "sigmoid_topk" (Llama 4): the top k
     of the logits scattered into a row of -inf, then an fp32 sigmoid over all E (the others 0);
     the scatter keeps the top-k indices the top-k keeps (one tensor). Kept for backward (FINDINGS 11.3): the
     fp32 probabilities, the int64 top-k indices, and where the weights are renormalised
@@ -171,7 +171,8 @@ class Router(Block):
             saved_bytes=saved,
             bytes_matmul=linear_bytes(tokens, S.d, S.E),
             bytes_other=elementwise_bytes(tokens * S.E),
-            buffer_bytes=FP32 * S.E if self.kind == "sigmoid" else 0,
+            buffer_bytes=(dtype_bytes(self.profile.facts.score_bias_dtype) * S.E
+                          if self.kind == "sigmoid" else 0),
         )
 
 

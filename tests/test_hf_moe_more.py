@@ -1,0 +1,263 @@
+"""The mixture-of-experts families of costmodel/hf_moe_more.py (GLM-4.5/4.6 as glm4_moe, MiniMax-M2
+as minimax_m2): parameters and buffers equal to the class transformers 5.24 builds on the meta
+device (odd configs, each configuration class's defaults, the released models' shapes), every
+`validate` row exact on the odd configs (slow), and the fields their code does not run refused in
+one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.family_configs import estimated_total as _ours
+from tests.family_configs import hf_meta_count as _hf_count
+
+_BASE = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_size=37,
+             num_hidden_layers=3, max_position_embeddings=64)
+
+#: Tiny, odd configs (sizes as tests/family_configs.py; head_dim 10, not hidden/heads = 8).
+CONFIGS = {
+    # GLM-4.5: q/k/v biases, per-head q/k norms, RoPE on 0.6 of each head (6 of 10), layer 0 dense
+    # (intermediate 37), then top 3 of 8 experts of 16 in 4 groups (top 2 groups) with two shared
+    # experts (one MLP of 32) and routed_scaling_factor.
+    "glm4_moe": dict(_BASE, model_type="glm4_moe", num_key_value_heads=2, head_dim=10,
+                     attention_bias=True, use_qk_norm=True, partial_rotary_factor=0.6,
+                     n_routed_experts=8, n_group=4, topk_group=2, num_experts_per_tok=3,
+                     n_shared_experts=2, moe_intermediate_size=16, first_k_dense_replace=1,
+                     routed_scaling_factor=2.5, pad_token_id=None, eos_token_id=None),
+    # GLM-4.5-Air's choices: no q/k norms, one shared expert, weights not renormalised, two
+    # dense layers, a tied head, hidden/heads as the head width (8, rotary half: 4).
+    "glm4_moe-air": dict(_BASE, model_type="glm4_moe", num_key_value_heads=3, attention_bias=True,
+                         n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=24,
+                         first_k_dense_replace=2, norm_topk_prob=False, tie_word_embeddings=True,
+                         pad_token_id=None, eos_token_id=None),
+    # MiniMax-M2: whole-projection q/k norms, top 3 of 5 experts of 24 in every layer, sigmoid
+    # routing, RoPE on rotary_dim 6 of head_dim 10 (the released files' legacy field).
+    "minimax_m2": dict(_BASE, model_type="minimax_m2", num_key_value_heads=2, head_dim=10,
+                       intermediate_size=24, num_local_experts=5, num_experts_per_tok=3,
+                       rotary_dim=6, bos_token_id=None, eos_token_id=None),
+    # All of each head rotated (no rotary_dim), one KV head, a tied head.
+    "minimax_m2-full-rope": dict(_BASE, model_type="minimax_m2", num_key_value_heads=1, head_dim=10,
+                                 intermediate_size=16, num_local_experts=4, num_experts_per_tok=2,
+                                 tie_word_embeddings=True, bos_token_id=None, eos_token_id=None),
+    # rotary_dim 7 (odd): transformers builds 4 frequencies and rotates 8 dimensions; the
+    # experts' count under the mapped name (num_experts -> num_local_experts).
+    "minimax_m2-odd-rotary": dict(_BASE, model_type="minimax_m2", num_key_value_heads=2, head_dim=10,
+                                  intermediate_size=16, num_experts=4, num_experts_per_tok=2,
+                                  rotary_dim=7, bos_token_id=None, eos_token_id=None),
+}
+
+#: The released models' shapes. GLM-4.5 and GLM-4.5-Air: THUDM/slime's Megatron arguments for
+#: them (scripts/models/glm4.5-355B-A32B.sh and glm4.5-106B-A12B.sh: layers, hidden, heads, query
+#: groups, kv-channels, ffn and moe-ffn widths, experts, top-k, dense layers, rotary-percent 0.5,
+#: qkv bias, qk-layernorm on the 355B only, untied, vocab 151552), which the transformers docs
+#: (model_doc/glm4_moe.md) put at 355B / 106B total. MiniMax-M2: MiniMaxM2Config's defaults
+#: (transformers 5.24; 230B total in model_doc/minimax_m2.md) with the legacy rotary_dim 64 that
+#: its released files carry (MiniMaxM2Config.convert_rope_params_to_dict).
+RELEASED = {
+    "GLM-4.5": (dict(model_type="glm4_moe", vocab_size=151552, hidden_size=5120,
+                     num_hidden_layers=92, num_attention_heads=96, num_key_value_heads=8,
+                     head_dim=128, intermediate_size=12288, moe_intermediate_size=1536,
+                     n_routed_experts=160, num_experts_per_tok=8, n_shared_experts=1,
+                     first_k_dense_replace=3, partial_rotary_factor=0.5, use_qk_norm=True,
+                     attention_bias=True, num_nextn_predict_layers=1, tie_word_embeddings=False),
+                352_797_814_784, 33_632_251_904),
+    "GLM-4.5-Air": (dict(model_type="glm4_moe", vocab_size=151552, hidden_size=4096,
+                         num_hidden_layers=46, num_attention_heads=96, num_key_value_heads=8,
+                         head_dim=128, intermediate_size=10944, moe_intermediate_size=1408,
+                         n_routed_experts=128, num_experts_per_tok=8, n_shared_experts=1,
+                         first_k_dense_replace=1, partial_rotary_factor=0.5, use_qk_norm=False,
+                         attention_bias=True, num_nextn_predict_layers=1, tie_word_embeddings=False),
+                    106_852_245_504, 13_424_123_904),
+    "MiniMax-M2": (dict(model_type="minimax_m2", vocab_size=200064, hidden_size=3072,
+                        num_hidden_layers=62, num_attention_heads=48, num_key_value_heads=8,
+                        head_dim=128, intermediate_size=1536, num_local_experts=256,
+                        num_experts_per_tok=8, rotary_dim=64, tie_word_embeddings=False),
+                   228_689_748_992, 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_parameters_equal_hugging_face(name):
+    pytest.importorskip("transformers")
+    assert _ours(CONFIGS[name], name) == _hf_count(CONFIGS[name])
+
+
+@pytest.mark.parametrize("model_type", ["glm4_moe", "minimax_m2"])
+def test_default_config_parameters_equal_hugging_face(model_type):
+    """The configuration class's defaults, as its to_dict() writes them: Glm4MoeConfig's hidden
+    4096 over 96 heads gives heads of 42 (floor division), RoPE on int(42 * 0.5) = 21, which
+    transformers rotates as 22 (11 frequencies, each twice)."""
+    transformers = pytest.importorskip("transformers")
+    fields = transformers.AutoConfig.for_model(model_type).to_dict()
+    expected = {"glm4_moe": 103_481_200_640, "minimax_m2": 228_689_748_992}[model_type]
+    assert _ours(fields, model_type) == _hf_count({"model_type": model_type}) == expected
+
+
+@pytest.mark.parametrize("name", sorted(RELEASED))
+def test_released_shapes_equal_hugging_face(name):
+    """GLM-4.5: 352,797,814,784 parameters in Glm4MoeForCausalLM (the published 355B also counts
+    its multi-token-prediction layer, which the class does not build); GLM-4.5-Air 106.9B (106B
+    published); MiniMax-M2 228.7B (230B published)."""
+    pytest.importorskip("transformers")
+    fields, total, active = RELEASED[name]
+    assert _ours(fields, name) == _hf_count(fields) == total
+    if active:
+        from costmodel import estimate
+
+        assert estimate(dict(fields, name=name), seq_len=16).to_dict()["params"]["active"] == active
+
+
+def test_mtp_layer_is_not_built():
+    """num_nextn_predict_layers changes nothing transformers builds: Glm4MoeForCausalLM has no
+    MTP module (generate(use_mtp=True) loads one apart, as MtpModel)."""
+    pytest.importorskip("transformers")
+    fields = CONFIGS["glm4_moe"]
+    assert _hf_count(dict(fields, num_nextn_predict_layers=3)) == _hf_count(fields) == _ours(
+        dict(fields, num_nextn_predict_layers=3), "mtp")
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_buffers_equal_the_meta_models(name):
+    """The rotary buffers (inv_freq and original_inv_freq, fp32) and each MoE layer's
+    e_score_correction_bias (fp32 in GLM-4.5's router, bf16 in MiniMax-M2's block when built in
+    bf16): bytes of every buffer of the bf16 meta model."""
+    pytest.importorskip("transformers")
+    import torch
+    import transformers
+
+    from costmodel import estimate
+
+    config = transformers.AutoConfig.for_model(**CONFIGS[name])
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    hf = sum(b.numel() * b.element_size() for b in model.buffers())
+    ours = estimate(dict(CONFIGS[name], name=name), seq_len=16, dtype="bf16").to_dict()["memory"]["buffers"]
+    assert ours == hf
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_every_validate_row_is_exact(name, attention):
+    pytest.importorskip("transformers")
+    from tests.family_configs import odd_config_rows
+
+    rows = odd_config_rows(CONFIGS[name], name, attention)
+    assert {"parameters", "forward matmul FLOPs", "backward matmul FLOPs", "bytes saved for backward",
+            "KV-cache bytes"} <= {row.quantity for row in rows}
+    assert [row for row in rows if row.difference != 0] == []
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_architectures_alone_name_the_model_types(name):
+    """A config.json that names only `architectures` reads as its model type."""
+    from costmodel.hf import from_hf_config
+
+    fields = CONFIGS[name]
+    classes = {"glm4_moe": "Glm4MoeForCausalLM", "minimax_m2": "MiniMaxM2ForCausalLM"}
+    bare = {k: v for k, v in fields.items() if k != "model_type"}
+    bare["architectures"] = [classes[fields["model_type"]]]
+    assert from_hf_config(bare, name=name) == from_hf_config(fields, name=name)
+
+
+@pytest.mark.parametrize("fields, words", [
+    (dict(CONFIGS["glm4_moe"], n_group=3), "n_routed_experts (8) is not divisible by n_group (3)"),
+    (dict(CONFIGS["glm4_moe"], hidden_act="gelu"), "unsupported hidden_act 'gelu' for glm4_moe"),
+    (dict(CONFIGS["minimax_m2"], router_jitter_noise=0.1), "router_jitter_noise 0.1"),
+    (dict(CONFIGS["minimax_m2"], partial_rotary_factor=0.05), "leaves no dimension to rotate"),
+    (dict(CONFIGS["minimax_m2"], rotary_dim=20), "rotary_dim (20) is wider than head_dim (10)"),
+    (dict(CONFIGS["glm4_moe"], n_routed_experts=0), "n_routed_experts must be at least 1, got 0"),
+    (dict(CONFIGS["minimax_m2"], num_local_experts=0), "num_local_experts must be at least 1, got 0"),
+    (dict(CONFIGS["glm4_moe"], head_dim=None), "head_dim null is not modelled for glm4_moe"),
+])
+def test_what_the_code_does_not_run_is_refused_in_one_line(fields, words, tmp_path, capsys):
+    import json
+
+    from tests.cli_run import run_main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["glm4_moe", "minimax_m2"])
+def test_every_validate_row_is_exact_in_fp32_on_real_tensors(name):
+    """fp32 on the CPU (real tensors: the fake grouped_mm takes only bf16), where validate adds
+    torch.profiler's count of the training matmul FLOPs as a second, independent measurement."""
+    pytest.importorskip("transformers")
+    from costmodel.config import Workload
+    from costmodel.presets import config_from_dict
+    from validate.compare import validate
+
+    cfg = config_from_dict(dict(CONFIGS[name]), source=name, name=name)
+    rows = validate(cfg, Workload(seq_len=12, batch=2, dtype="fp32", gen_tokens=2), target="hf",
+                    device="cpu")
+    assert "training matmul FLOPs (profiler)" in {row.quantity for row in rows}
+    assert [row for row in rows if row.difference != 0] == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["glm4_moe", "minimax_m2"])
+def test_decode_step_flops_equal_the_decode_tree(name):
+    """One cached decode step of the class (FlopCounterMode) against the decode tree, at three
+    cache lengths: grouped-query attention over the c cached keys, the dense and expert layers."""
+    pytest.importorskip("transformers")
+    import torch
+
+    from costmodel.config import Workload
+    from costmodel.evaluate import exact, values
+    from costmodel.hf import from_hf_config
+    from costmodel.tree import CostModel, profile_for
+    from tests.golden.hf_families import built
+    from validate.hf_families import family_inputs
+    from validate.measure import matmul_flops, run_with_cache
+
+    config = CONFIGS[name]
+    cfg = from_hf_config(config, name="odd")
+    decode = CostModel(cfg, profile_for(cfg), phase="decode")
+    with built(config, torch.bfloat16) as model:
+        model.eval()
+        for b, n, gen in ((2, 10, 2), (1, 2, 0), (1, 3, 4)):
+            cache = run_with_cache(model, family_inputs(config, b, n), gen)
+            step = {"input_ids": torch.ones(b, 1, dtype=torch.long), "cache": cache, "use_cache": True}
+            measured = matmul_flops(model, step).forward
+            subs = values(cfg, Workload(seq_len=n, batch=b, dtype="bf16"))
+            subs[next(s for s in subs if s.name == "c")] = n + gen + 1  # the keys it attends to
+            assert measured == exact(decode.total("flops_matmul"), subs), (b, n, gen)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["glm4_moe", "minimax_m2"])
+def test_expert_flops_follow_the_observed_routing(name):
+    """On real tensors (fp32) each expert gets its own share of the k b n slots (GLM-4.5's
+    group-limited choice, MiniMax-M2's biased sigmoid); given that share (--expert-load) the
+    estimate's per-expert FLOPs sum to what each layer's grouped products cost, and the totals
+    equal the balanced estimate's."""
+    pytest.importorskip("transformers")
+    import torch
+
+    from costmodel.config import Workload
+    from costmodel.estimation import Estimate
+    from costmodel.hf import from_hf_config
+    from tests.golden.hf_families import estimate
+    from validate.hf_families import build_hf_from_dict, family_inputs
+    from validate.measure import expert_loads, matmul_flops
+
+    config = CONFIGS[name]
+    inputs = family_inputs(config, 2, 10)
+    torch.manual_seed(0)
+    model = build_hf_from_dict(dict(config), dtype=torch.float32)
+    loads = expert_loads(model, inputs)
+    flops = matmul_flops(model, inputs, depth=6)
+    balanced = estimate(config, 2, 10, "fp32")
+    assert loads and flops.forward == balanced.total("flops_matmul")
+    cfg = from_hf_config(config, name="odd")
+    for path, load in loads.items():
+        given = Estimate(cfg, Workload(seq_len=10, batch=2, dtype="fp32", expert_load=tuple(load)))
+        moe = given.to_dict()["moe"]
+        assert moe["tokens_per_expert"] == load
+        grouped = sum(v for k, v in flops.forward_by_module.items() if k.startswith(path))
+        assert sum(moe["expert_flops_forward"]) == grouped, path
+        assert given.total("flops_matmul") == balanced.total("flops_matmul")
