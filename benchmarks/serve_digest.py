@@ -41,14 +41,64 @@ SETTINGS = [  # (label, serve keyword arguments)
     ("disaggregate", dict(rate=20.0, requests=100, prompt="uniform:64:700", output="uniform:1:200", disaggregate=(1, 2))),
     ("tp 2", dict(rate=20.0, requests=100, prompt="uniform:64:700", output="uniform:1:200", tp=2, model="llama3-70b")),
     ("pp 2", dict(rate=20.0, requests=100, prompt="uniform:64:700", output="uniform:1:200", tp=2, pp=2, model="llama3-70b")),
+    ("mixtral", dict(rate=20.0, requests=100, prompt="uniform:64:700", output="uniform:1:200", tp=2,
+                     model="mixtral-8x7b")),
+    ("mistral int4", dict(rate=20.0, requests=100, prompt="uniform:64:700", output="uniform:1:200",
+                          weight_dtype="int4", model="mistral-7b")),
+    ("kv fp8 sdpa", dict(rate=20.0, requests=100, prompt="uniform:64:700", output="uniform:1:200", kv_dtype="fp8",
+                         attention="sdpa")),
+    ("mla (deepseek-v2-lite)", dict(rate=20.0, requests=100, prompt="uniform:64:700", output="uniform:1:200",
+                                    model="deepseek-v2-lite")),
+    ("roofline", dict(rate=20.0, requests=100, prompt="uniform:64:700", output="uniform:1:200",
+                      time_model="roofline")),
+    ("graphs off", dict(rate=20.0, requests=100, prompt="uniform:64:700", output="uniform:1:200", cuda_graphs="off")),
+    ("vllm-v0 long", dict(rate=5.0, requests=40, prompt="uniform:6000:8100", output="uniform:50:300",
+                          scheduler="vllm-v0", max_batched_tokens=16384, model="llama3.1-8b")),
+    ("vllm full seqs small cache", dict(rate=50.0, requests=200, prompt="uniform:64:700", output="uniform:1:300",
+                                        max_num_seqs=16, num_blocks=300)),
+    ("sarathi full seqs small cache", dict(rate=50.0, requests=200, prompt="uniform:64:700",
+                                           output="uniform:1:300", scheduler="sarathi", max_num_seqs=16,
+                                           num_blocks=300)),
+    ("vllm prefix trace", dict(trace="prefixes", prefix_caching=True)),
+    ("vllm prefix trace full seqs", dict(trace="prefixes", prefix_caching=True, max_num_seqs=8)),
+    ("vllm prefix trace small cache", dict(trace="prefixes", prefix_caching=True, num_blocks=200,
+                                           max_batched_tokens=512)),
+    ("vllm full seqs", dict(rate=50.0, requests=200, prompt="uniform:64:700", output="uniform:1:200",
+                            max_num_seqs=16)),
+    ("sarathi full seqs", dict(rate=50.0, requests=200, prompt="uniform:64:700", output="uniform:1:200",
+                               scheduler="sarathi", max_num_seqs=16)),
+    ("orca full seqs", dict(rate=50.0, requests=200, prompt="uniform:64:700", output="uniform:1:200",
+                            scheduler="orca", max_num_seqs=16)),
     ("sliding (gemma2)", dict(rate=10.0, requests=60, prompt="uniform:64:5000", output="uniform:1:100", model="gemma2-9b")),
 ]
+
+
+def prefix_trace() -> str:
+    """A trace of requests in 3 prefix groups (the prompt's first 256-448 tokens shared), written
+    to a temporary file: Poisson requests share no prefix."""
+    import json
+    import random
+    import tempfile
+
+    rng, lines, clock = random.Random(5), [], 0.0
+    for i in range(150):
+        clock += rng.expovariate(40.0)
+        group = i % 3
+        lines.append(json.dumps({"arrival": clock, "prompt_tokens": rng.randint(460, 900),
+                                 "output_tokens": rng.randint(5, 160), "prefix": f"p{group}",
+                                 "prefix_tokens": 256 + 96 * group}))
+    handle = tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False)
+    handle.write("\n".join(lines))
+    handle.close()
+    return handle.name
 
 
 def digest(label: str, options: dict) -> str:
     import costmodel.serving
 
     options = dict(options)
+    if options.get("trace") == "prefixes":
+        options["trace"] = prefix_trace()
     model = options.pop("model", "llama3-8b")
     run = costmodel.serving.serve(model, "h100-sxm", seed=3, **options)
     text = run.requests.to_csv(float_format="%r") + run.steps.to_csv(float_format="%r") + repr(list(run.itl))
