@@ -12,6 +12,7 @@ scheduling (vllm_v0.py) one decision runs a window of steps, run here as a whole
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
@@ -72,6 +73,7 @@ class Replica:
         self.static = isinstance(scheduler, StaticScheduler)
         self.now = 0.0
         self.stalled = False  # nothing schedulable until a request arrives
+        self.pace = 0.0  # its last step's seconds (how far a steady run's times are computed at first)
 
     def add(self, sequence: Sequence, arrival: float) -> None:
         if self.scheduler.idle() or self.stalled:
@@ -95,9 +97,10 @@ class Replica:
         scheduler = self.scheduler
         if (self.decode_run is not None and scheduler.steady_decode
                 and (not scheduler.waiting or len(scheduler.running) >= scheduler.max_num_seqs)):
-            advanced = _steady_steps(scheduler, self.decode_run, self.now, arrival, self.timeline, self.record)
+            advanced = _steady_steps(scheduler, self.decode_run, self.now, arrival, self.timeline, self.record,
+                                     self.pace)
             if advanced is not None:
-                self.now, done = advanced
+                self.now, done, self.pace = advanced
                 return done
         before = scheduler.preempted_total
         batch = scheduler.schedule()
@@ -119,6 +122,7 @@ class Replica:
         seconds = float(self.step_seconds(np.asarray(query), np.asarray(keys), emitting))
         start = self.now
         self.now = now = start + seconds
+        self.pace = seconds
         finished: list[int] = []
         for sequence, tokens in batch:  # (a loop over every sequence of every step: kept lean)
             if sequence.first_scheduled_s is None:
@@ -248,7 +252,7 @@ STEADY_STEPS = 64  # the most steps advanced at once
 
 
 def _steady_steps(scheduler: Scheduler, decode_run: Any, now: float, arrival: float | None,
-                  timeline: Timeline, record: bool) -> tuple[float, int] | None:
+                  timeline: Timeline, record: bool, pace: float = 0.0) -> tuple[float, int, float] | None:
     """Every running sequence decoding and none waiting: run the steps before one finishes or a
     request arrives, all at once. A step in which a sequence needs a new block is one of them
     while the free blocks cover every such block of the run (then each step's schedule() would
@@ -257,7 +261,8 @@ def _steady_steps(scheduler: Scheduler, decode_run: Any, now: float, arrival: fl
     window) or a prefix to register (which schedule() does), the run stops before a sequence
     needs a block instead. (Orca reserves every block at admission: its runs never need one.)
     With requests waiting, it runs while max_num_seqs are running (none is admitted before one
-    finishes, which ends the run). None if fewer than 2 qualify."""
+    finishes, which ends the run). pace: the replica's last step's seconds (0: none yet). None
+    if fewer than 2 qualify."""
     import numpy as np
 
     running = scheduler.running
@@ -281,16 +286,21 @@ def _steady_steps(scheduler: Scheduler, decode_run: Any, now: float, arrival: fl
     keys = np.asarray([s.computed + 1 for s in running], dtype=np.int64)
     starts, ends, times = [], [], []  # each step's start, end and seconds, the clock added to step by step
     while len(ends) < steps and not (ends and arrival is not None and now >= arrival):
-        # the steps' times in runs of 4, 4, 8, 16...: an arrival often ends the run early (each
-        # step's time is the same however many are computed together: StepTime.decode_run)
-        ran = len(ends)
-        for seconds in decode_run(keys + ran, min(steps - ran, max(4, ran))).tolist():
+        # An arrival often ends the run early: the steps' times are computed as far as it at the
+        # last step's pace, then again if it is not reached (a step's time is the same however
+        # many are computed together: StepTime.decode_run; the pace only saves work).
+        ran, count = len(ends), steps - len(ends)
+        if arrival is not None and pace > 0:
+            count = min(count, max(2, math.ceil((arrival - now) / pace) + 1))
+        chunk = decode_run(keys + ran, count).tolist()
+        for seconds in chunk:
             if ends and arrival is not None and now >= arrival:
                 break
             starts.append(now)
             times.append(seconds)
             now = now + seconds
             ends.append(now)
+        pace = chunk[-1]
     ran = len(ends)
     entries, count = [(s.request.id, 1) for s in running], len(running)
     taken = [0] * ran  # blocks taken at each step's start
@@ -318,7 +328,7 @@ def _steady_steps(scheduler: Scheduler, decode_run: Any, now: float, arrival: fl
             free -= taken[j]
             timeline.steps.append(Step(starts[j], times[j], list(entries), free,
                                        finished if j == ran - 1 else [], 0, count))
-    return now, len(finished)
+    return now, len(finished), times[-1]
 
 
 def _steps_within_free_blocks(running: list[Sequence], steps: int, size: int, free: int) -> int:
