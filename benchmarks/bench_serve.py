@@ -8,9 +8,10 @@
    client sends its next request when its previous one finishes).
 2. A 200-configuration `plan --serve --rate` search (Llama-3-70B at 10 req/s, p99 TTFT <= 2 s,
    TPOT <= 60 ms; 4 GPU presets x tp 2, 4 x 5 max-num-seqs x 5 token budgets; 200 simulated
-   requests per point), with a process pool of all cores; one run.
+   requests per point), with a process pool of all cores (--processes 1: in this process, as
+   `python -m cProfile -s tottime benchmarks/bench_serve.py --skip-10k --processes 1` profiles it); one run.
 
-    python benchmarks/bench_serve.py [--runs 5] [--skip-plan] [--json out.json]
+    python benchmarks/bench_serve.py [--runs 5] [--skip-plan] [--skip-10k] [--processes N] [--json out.json]
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def ten_thousand(runs: int, seqs: int | None, concurrency: int | None = None) ->
             "runs": seconds, "median_s": statistics.median(seconds), "requests": int(requests), "steps": int(steps)}
 
 
-def plan_search() -> dict:
+def plan_search(processes: int | None = None) -> dict:
     import costmodel
     from costmodel.hardware import load_hardware
     from costmodel.serving.capacity import Target, plan_capacity
@@ -59,7 +60,8 @@ def plan_search() -> dict:
     hardware = [load_hardware(name) for name in ("h100-sxm", "h100-pcie", "a100-80gb", "h200")]
     result = plan_capacity(costmodel.load_model("llama3-70b"), hardware,
                            Target(10.0, 2.0, 0.06, requests=200, output="128"), tps=[2, 4],
-                           max_num_seqs=[32, 64, 128, 256, 512], max_batched_tokens=[256, 512, 1024, 2048, 8192])
+                           max_num_seqs=[32, 64, 128, 256, 512], max_batched_tokens=[256, 512, 1024, 2048, 8192],
+                           processes=processes)
     seconds = time.perf_counter() - start
     best = result["feasible"][0] if result["feasible"] else None
     return {"what": "plan --serve --rate 10 for llama3-70b (TTFT p99 <= 2 s, TPOT p99 <= 60 ms)",
@@ -70,15 +72,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--skip-plan", action="store_true")
+    parser.add_argument("--skip-10k", action="store_true", help="only the plan search")
+    parser.add_argument("--processes", type=int, default=None, help="the plan search's pool (default: all cores)")
     parser.add_argument("--json", type=str, default=None)
     args = parser.parse_args()
-    results = {"simulate_10k_default": ten_thousand(args.runs, None),
-               "simulate_10k_256_seqs": ten_thousand(args.runs, 256),
-               "simulate_10k_concurrency_256": ten_thousand(args.runs, None, 256)}
-    for name in ("simulate_10k_default", "simulate_10k_256_seqs", "simulate_10k_concurrency_256"):
-        print(json.dumps(results[name]))
+    results = {}
+    if not args.skip_10k:
+        results = {"simulate_10k_default": ten_thousand(args.runs, None),
+                   "simulate_10k_256_seqs": ten_thousand(args.runs, 256),
+                   "simulate_10k_concurrency_256": ten_thousand(args.runs, None, 256)}
+        for name in ("simulate_10k_default", "simulate_10k_256_seqs", "simulate_10k_concurrency_256"):
+            print(json.dumps(results[name]))
     if not args.skip_plan:
-        results["plan_search"] = plan_search()
+        results["plan_search"] = plan_search(args.processes)
         print(json.dumps(results["plan_search"]))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))

@@ -12,6 +12,7 @@ scheduling (vllm_v0.py) one decision runs a window of steps, run here as a whole
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
@@ -72,6 +73,7 @@ class Replica:
         self.static = isinstance(scheduler, StaticScheduler)
         self.now = 0.0
         self.stalled = False  # nothing schedulable until a request arrives
+        self.pace = 0.0  # its last step's seconds (how far a steady run's times are computed at first)
 
     def add(self, sequence: Sequence, arrival: float) -> None:
         if self.scheduler.idle() or self.stalled:
@@ -93,10 +95,12 @@ class Replica:
         import numpy as np
 
         scheduler = self.scheduler
-        if self.decode_run is not None and scheduler.steady_decode and not scheduler.waiting:
-            advanced = _steady_steps(scheduler, self.decode_run, self.now, arrival, self.timeline, self.record)
+        if (self.decode_run is not None and scheduler.steady_decode
+                and (not scheduler.waiting or len(scheduler.running) >= scheduler.max_num_seqs)):
+            advanced = _steady_steps(scheduler, self.decode_run, self.now, arrival, self.timeline, self.record,
+                                     self.pace)
             if advanced is not None:
-                self.now, done = advanced
+                self.now, done, self.pace = advanced
                 return done
         before = scheduler.preempted_total
         batch = scheduler.schedule()
@@ -112,23 +116,25 @@ class Replica:
             query, keys = scheduler.padded(batch)
             emitting = sum(1 for s, q in batch if q and s.computed + q >= s.known)
         else:
-            query, keys, emitting = [], [], 0
-            for sequence, tokens in batch:
-                reach = sequence.computed + tokens
-                query.append(tokens)
-                keys.append(reach)
-                emitting += reach >= sequence.known
+            query = [tokens for _, tokens in batch]
+            keys = [sequence.computed + tokens for sequence, tokens in batch]
+            emitting = sum([reach >= sequence.known for (sequence, _), reach in zip(batch, keys)])
         seconds = float(self.step_seconds(np.asarray(query), np.asarray(keys), emitting))
         start = self.now
         self.now = now = start + seconds
-        finished = []
-        for sequence, tokens in batch:
+        self.pace = seconds
+        finished: list[int] = []
+        for sequence, tokens in batch:  # (a loop over every sequence of every step: kept lean)
             if sequence.first_scheduled_s is None:
                 sequence.first_scheduled_s = start
-            computed = sequence.computed + tokens
-            sequence.computed = computed
-            if tokens and computed >= sequence.known:
-                emit_token(sequence, now, scheduler, finished)
+            computed = sequence.computed = sequence.computed + tokens
+            if tokens and computed >= sequence.known:  # it emits a token; with all its output, finishes
+                generated = sequence.generated = sequence.generated + 1
+                sequence.known += 1
+                sequence.token_times.append(now)
+                if generated >= sequence.output:
+                    finished.append(sequence.request.id)
+                    scheduler.finished(sequence)
         if self.record:
             self.timeline.steps.append(Step(start, seconds, [(s.request.id, q) for s, q in batch], free_blocks,
                                             finished, scheduler.preempted_total - before, int(sum(query))))
@@ -242,52 +248,101 @@ def simulate_replicas(requests: list[Request], schedulers: list[Scheduler], step
     return [r.timeline for r in replicas]
 
 
-def emit_token(sequence: Sequence, now: float, scheduler: Scheduler, finished: list[int]) -> None:
-    """A sequence whose known tokens are all computed emits one at `now` (a step's end); one with
-    all its output tokens finishes: its id goes to `finished` and the scheduler frees its blocks."""
-    sequence.generated += 1
-    sequence.known += 1
-    sequence.token_times.append(now)
-    if sequence.generated >= sequence.output:
-        finished.append(sequence.request.id)
-        scheduler.finished(sequence)
-
-
 STEADY_STEPS = 64  # the most steps advanced at once
 
 
 def _steady_steps(scheduler: Scheduler, decode_run: Any, now: float, arrival: float | None,
-                  timeline: Timeline, record: bool) -> tuple[float, int] | None:
-    """Every running sequence decoding and none waiting: run the steps before one finishes,
-    one needs a new block (or, with layer groups, frees one), or a request arrives, all at once.
-    None if fewer than 2 qualify."""
+                  timeline: Timeline, record: bool, pace: float = 0.0) -> tuple[float, int, float] | None:
+    """Every running sequence decoding and none waiting: run the steps before one finishes or a
+    request arrives, all at once. A step in which a sequence needs a new block is one of them
+    while the free blocks cover every such block of the run (then each step's schedule() would
+    give each its block, in running order, and preempt nothing: the blocks are taken here at the
+    steps they are needed). With layer groups (a Paging, which also frees blocks that leave the
+    window) or a prefix to register (which schedule() does), the run stops before a sequence
+    needs a block instead. (Orca reserves every block at admission: its runs never need one.)
+    With requests waiting, it runs while max_num_seqs are running (none is admitted before one
+    finishes, which ends the run). pace: the replica's last step's seconds (0: none yet). None
+    if fewer than 2 qualify."""
+    import numpy as np
+
     running = scheduler.running
     if not running or len(running) > scheduler.max_batched_tokens:
         return None
-    size, paging = scheduler.pool.block_size, scheduler.pool.paging
+    pool = scheduler.pool
+    size, paging = pool.block_size, pool.paging
+    crossing = paging is None and not scheduler.unregistered
     steps = STEADY_STEPS
     for s in running:
         if s.known - s.computed != 1:
             return None
-        room = s.blocks * size - s.computed if paging is None else paging.room(s.computed, s.allocated, s.blocks)
-        steps = min(steps, s.output - s.generated, room)
+        steps = min(steps, s.output - s.generated)
+        if not crossing:
+            room = s.blocks * size - s.computed if paging is None else paging.room(s.computed, s.allocated, s.blocks)
+            steps = min(steps, room)
+    if crossing:
+        steps = _steps_within_free_blocks(running, steps, size, pool.free)
     if steps < 2:
         return None
-    times = decode_run([s.computed + 1 for s in running], steps)
-    entries = [(s.request.id, 1) for s in running]
-    free = scheduler.pool.free
-    count = len(running)
-    done = 0
-    for j in range(steps):
-        if j and arrival is not None and now >= arrival:
-            break
-        seconds = float(times[j])
-        start, now = now, now + seconds
-        finished = []
-        for s in list(running):
-            s.computed += 1
-            emit_token(s, now, scheduler, finished)
-        done += len(finished)
-        if record:
-            timeline.steps.append(Step(start, seconds, list(entries), free, finished, 0, count))
-    return now, done
+    keys = np.asarray([s.computed + 1 for s in running], dtype=np.int64)
+    starts, ends, times = [], [], []  # each step's start, end and seconds, the clock added to step by step
+    while len(ends) < steps and not (ends and arrival is not None and now >= arrival):
+        # An arrival often ends the run early: the steps' times are computed as far as it at the
+        # last step's pace, then again if it is not reached (a step's time is the same however
+        # many are computed together: StepTime.decode_run; the pace only saves work).
+        ran, count = len(ends), steps - len(ends)
+        if arrival is not None and pace > 0:
+            count = min(count, max(2, math.ceil((arrival - now) / pace) + 1))
+        chunk = decode_run(keys + ran, count).tolist()
+        for seconds in chunk:
+            if ends and arrival is not None and now >= arrival:
+                break
+            starts.append(now)
+            times.append(seconds)
+            now = now + seconds
+            ends.append(now)
+        pace = chunk[-1]
+    ran = len(ends)
+    entries, count = [(s.request.id, 1) for s in running], len(running)
+    taken = [0] * ran  # blocks taken at each step's start
+    # Each sequence emits a token a step (Replica.step's moves, `ran` steps at once); none can
+    # finish before the last step run, since `steps` is at most any one's tokens left.
+    finished = []
+    for s in list(running):
+        if crossing:
+            first = s.blocks * size - s.computed  # the step at which it needs its next block
+            for j in range(first, ran, size):
+                taken[j] += 1
+                s.blocks += 1
+        s.computed += ran
+        s.generated += ran
+        s.known += ran
+        s.token_times += ends
+    free = pool.free
+    pool.take(sum(taken))
+    for s in list(running):
+        if s.generated >= s.output:
+            finished.append(s.request.id)
+            scheduler.finished(s)
+    if record:
+        for j in range(ran):
+            free -= taken[j]
+            timeline.steps.append(Step(starts[j], times[j], list(entries), free,
+                                       finished if j == ran - 1 else [], 0, count))
+    return now, len(finished), times[-1]
+
+
+def _steps_within_free_blocks(running: list[Sequence], steps: int, size: int, free: int) -> int:
+    """The most decode steps, up to `steps`, whose new blocks (one each time a sequence's tokens
+    pass its blocks) the `free` blocks cover."""
+    if len(running) * -(-steps // size) <= free:  # none needs more than that many
+        return steps
+
+    def needed(count: int) -> int:
+        return sum(max(0, -(-(s.computed + count) // size) - s.blocks) for s in running)
+    if needed(steps) <= free:
+        return steps
+    low, high = 0, steps  # needed(low) <= free < needed(high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if needed(middle) <= free else (low, middle)
+    return low

@@ -487,22 +487,33 @@ class KernelStepTime(StepTime):
 
     def _finish(self, sums: Any, graphed: Any = False) -> Any:
         """Seconds of the context leaves from the sums of their sequences' rows (..., width);
-        graphed: launched from a CUDA graph (a bool, or one per row of sums)."""
+        graphed: launched from a CUDA graph (a bool, or one per row of sums). One step's sums
+        (1-D) are added up as Python floats (the same IEEE operations, without numpy's cost per
+        scalar: seconds() runs once a step) and give a float."""
         import numpy as np
 
         timer = self.timer
-        seconds = np.zeros(sums.shape[:-1])
+        one = np.ndim(sums) == 1
+        if one:
+            row, graphed = sums.tolist(), bool(graphed)
+            column_of, maximum = row.__getitem__, max
+            pick = lambda graph, eager: graph if graphed else eager  # noqa: E731
+            seconds: Any = 0.0
+        else:
+            column_of, maximum = (lambda column: sums[..., column]), np.maximum
+            pick = lambda graph, eager: np.where(graphed, graph, eager)  # noqa: E731
+            seconds = np.zeros(sums.shape[:-1])
         for kind, column, count, kernel, once in self._layout[0]:
             if kind == "launch":  # `once` holds the leaf's launch seconds: (eager, from a graph)
-                seconds = seconds + count * np.where(graphed, once[1], once[0])
+                seconds = seconds + count * pick(once[1], once[0])
             elif kind == "sum":  # a core GEMM: one batched call a layer, one start from DRAM
-                seconds = seconds + count * (sums[..., column] + timer.dram_startup_s * isinstance(kernel, Gemm))
+                seconds = seconds + count * (column_of(column) + timer.dram_startup_s * isinstance(kernel, Gemm))
             elif kind == "max":  # an attention call: one a layer, one start from DRAM
-                busy = np.maximum(sums[..., column], sums[..., column + 1] + once / timer.bandwidth)
+                busy = maximum(column_of(column), column_of(column + 1) + once / timer.bandwidth)
                 seconds = seconds + count * (busy + timer.dram_startup_s * isinstance(kernel, AttentionCall))
             else:  # one GEMM over the step's rows (the sequences' rows concatenated)
-                gemm = np.vectorize(lambda m: kernels_seconds([replace(kernel, m=int(m))], timer))
-                seconds = seconds + count * gemm(sums[..., column])
+                gemm = lambda m, kernel=kernel: kernels_seconds([replace(kernel, m=int(m))], timer)  # noqa: E731
+                seconds = seconds + count * (gemm(column_of(column)) if one else np.vectorize(gemm)(column_of(column)))
         return seconds
 
     def _decode_rows(self, contexts: Any) -> Any:
@@ -574,7 +585,7 @@ class KernelStepTime(StepTime):
         seconds = self._fixed_seconds(plan, int(query.sum()), emitting)
         if self.groups["context"]:
             graphed = plan is not None and plan.context
-            seconds += float(self._finish(np.asarray(self.context_sums(query, context)), graphed))
+            seconds += self._finish(np.asarray(self.context_sums(query, context)), graphed)
         return seconds + self.eager_step.seconds(query, context)
 
     def _fixed_seconds(self, plan: Graphed | None, tokens: int, emitting: int) -> float:
