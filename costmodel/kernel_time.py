@@ -418,13 +418,15 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
         shapes = [(int(_number(S.V, subs)), int(_number(block.width, subs)), 1)]
     weights = sum(out * inner * how_many for out, inner, how_many in shapes)
     read = _read_shapes(shapes, _number(cost.matrix_read_share, subs))
+    if _grouped_experts(block) and weights:
+        return _grouped_gemms(leaf, subs, flops, read or shapes, quantized)
     if cost.matrix_tokens:  # each matrix its own rows (latent attention's queries, latents and keys)
         rows = [int(_number(tokens, subs)) for tokens in matrix_rows(cost)]
     elif weights and flops % (2 * weights) == 0:
         rows = [int(gemm_rows(flops, weights))] * len(shapes)
     elif read and flops % (2 * sum(out * inner * n for out, inner, n in read)) == 0:
         # Routed experts with fewer slots than experts (a decode step): each expert that gets a
-        # token multiplies its own matrices, one GEMM each (gpt-fast's Mixtral gathers them).
+        # token multiplies its own matrices, one GEMM each.
         shapes = read
         rows = [int(gemm_rows(flops, sum(out * inner * n for out, inner, n in read)))] * len(shapes)
     else:
@@ -445,6 +447,47 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
                  quantizes_input=kernel and dtype == "fp8" and next(first),
                  normed_input=(tokens, inner) == normed)
             for tokens, out, inner, kernel in each]
+
+
+def _grouped_experts(block: Any) -> bool:
+    """Whether a leaf is routed experts that run as one grouped kernel per weight matrix (every
+    implementation the tree models: transformers' torch._grouped_mm, vLLM's and SGLang's
+    fused_moe, DeepGEMM's grouped GEMM, gpt-fast's gathered einsum); not Llama 4's every-token
+    bmm (EveryTokenExperts), whose kernels stay as they were."""
+    from .blocks import EveryTokenExperts, Experts
+
+    return isinstance(block, Experts) and not isinstance(block, EveryTokenExperts)
+
+
+def _grouped_gemms(leaf: Any, subs: dict, flops: float, touched: list[tuple[int, int, int]],
+                   quantized: bool) -> list[Kernel]:
+    """Routed experts as engines run them: one grouped GEMM per weight matrix of an expert
+    (gate_up, down), one launch over the experts that get a slot (`touched`: (out, inner, how
+    many) per matrix, how many = those experts). vLLM's fused_moe (vllm/model_executor/layers/
+    fused_moe/fused_moe.py, commit 2a3bb5d: invoke_fused_moe_kernel once for w1 (gate_up) and once
+    for w2 (down), a Triton grid over the sorted slots' blocks of BLOCK_SIZE_M rows per expert, so
+    each touched expert's weights are read once and an expert with no slot is not read) and
+    transformers' torch._grouped_mm (integrations/moe.py) alike. Each expert's GEMM has the
+    slots it gets as rows: under balanced routing slots / touched, rounded up (the kernel pads an
+    expert's rows to its block; the most loaded expert sets the last wave). A Gemm of count
+    `touched`: its bytes are every touched expert's weights, its tiles every expert's tiles, one
+    DRAM start and one launch for all."""
+    from .quantization import quantizing_inputs, runs_quantized
+
+    experts = touched[0][2]
+    one_expert = sum(out * inner for out, inner, _ in touched)
+    rows = max(1, math.ceil(flops / (2 * one_expert * experts) - 1e-9))
+    stored = quantized and getattr(leaf, "weight_format", None) is not None
+    kernels = runs_quantized(leaf) if quantized else [False] * len(touched)
+    dtype = leaf.weight_format.dtype if stored else None
+    fp8 = [(rows, inner) for (_, inner, _), kernel in zip(touched, kernels) if stored and kernel and dtype == "fp8"]
+    first = iter(quantizing_inputs(fp8))
+    return [Gemm(rows, out, inner, count=experts,
+                 weight_bytes=_stored(leaf, out, inner, subs) if quantized else None,
+                 weight_dtype=dtype if stored and kernel else None,
+                 quantizes_input=stored and kernel and dtype == "fp8" and next(first),
+                 normed_input=False)
+            for (out, inner, _), kernel in zip(touched, kernels)]
 
 
 def _read_shapes(shapes: list[tuple[int, int, int]], share: float) -> list[tuple[int, int, int]] | None:
