@@ -463,15 +463,17 @@ def _grouped_gemms(leaf: Any, subs: dict, flops: float, touched: list[tuple[int,
                    quantized: bool) -> list[Kernel]:
     """Routed experts as engines run them: one grouped GEMM per weight matrix of an expert
     (gate_up, down), one launch over the experts that get a slot (`touched`: (out, inner, how
-    many) per matrix, how many = those experts). vLLM's fused_moe (vllm/model_executor/layers/
-    fused_moe/fused_moe.py, commit 2a3bb5d: invoke_fused_moe_kernel once for w1 (gate_up) and once
-    for w2 (down), a Triton grid over the sorted slots' blocks of BLOCK_SIZE_M rows per expert, so
-    each touched expert's weights are read once and an expert with no slot is not read) and
-    transformers' torch._grouped_mm (integrations/moe.py) alike. Each expert's GEMM has the
-    slots it gets as rows: under balanced routing slots / touched, rounded up (the kernel pads an
-    expert's rows to its block; the most loaded expert sets the last wave). A Gemm of count
-    `touched`: its bytes are every touched expert's weights, its tiles every expert's tiles, one
-    DRAM start and one launch for all."""
+    many) per matrix, how many = those experts). vLLM's fused_moe (vllm-project/vllm,
+    vllm/model_executor/layers/fused_moe/fused_moe.py, commit 13cb3e4: fused_experts_impl sorts
+    the slots by expert (moe_align_block_size, each expert's rows padded to BLOCK_SIZE_M) and calls
+    invoke_fused_moe_kernel once with w1 (gate_up) and once with w2 (down); the Triton grid runs
+    over those blocks, each loading its expert's weights by expert_ids, so each touched expert's
+    weights are read once and an expert with no slot is not read); SGLang's copy of it
+    (python/sglang/srt/layers/moe/fused_moe_triton/fused_moe.py) and transformers'
+    torch._grouped_mm (integrations/moe.py) alike. Each expert's GEMM has as rows the slots it
+    gets, under balanced routing slots / touched rounded up (the most loaded expert's, which
+    sets the last tile). A Gemm of count `touched`: its bytes every touched expert's weights,
+    its tiles every expert's tiles, one DRAM start and one launch for all."""
     from .quantization import quantizing_inputs, runs_quantized
 
     experts = touched[0][2]
