@@ -4,7 +4,8 @@ hardware file (docs/time.md, "The kernel-level model").
 A leaf already knows its work; here it becomes kernels with shapes, read from the leaf itself:
   - a projection (QKV, output, FFN, experts, the head): one GEMM (M, N, K) per weight matrix of
     the leaf (Cost.matrices), M the rows the leaf states for it (Cost.matrix_tokens: latent
-    attention's) or else the tokens its FLOPs imply (flops / (2 K N));
+    attention's) or else the tokens its FLOPs imply (flops / (2 K N)); routed experts one grouped
+    GEMM per matrix over the experts that get a slot (expert_kernels.py: vLLM's fused_moe);
   - the attention core: one fused call (b, heads, KV heads, n_q, n_kv, head_dim, value width,
     causal, window) under sdpa/flash, read from the weighted-sum leaf, the core's last product,
     which states every field of it (the scores' key width is the core's, shared by its three
@@ -399,6 +400,7 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
     (eager); any other product as one memory-or-compute kernel of its FLOPs and bytes."""
     from . import symbols as S
     from .blocks import AttentionScores, FeedForward, QKVProjection, WeightedSum
+    from .expert_kernels import grouped_experts, grouped_gemms
     from .quantization import gemm_rows, matrix_rows, quantizing_inputs, runs_quantized
 
     block, cost = leaf.block, leaf.cost
@@ -417,18 +419,13 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
         # The LM head: the tree keeps it unquantized (transformers' quantizers skip lm_head).
         shapes = [(int(_number(S.V, subs)), int(_number(block.width, subs)), 1)]
     weights = sum(out * inner * how_many for out, inner, how_many in shapes)
-    read = _read_shapes(shapes, _number(cost.matrix_read_share, subs))
-    if _grouped_experts(block) and weights:
-        return _grouped_gemms(leaf, subs, flops, read or shapes, quantized)
+    if grouped_experts(block) and weights:  # (only routed experts read a share of their matrices)
+        read = _read_shapes(shapes, _number(cost.matrix_read_share, subs))
+        return grouped_gemms(leaf, subs, flops, read or shapes, quantized)
     if cost.matrix_tokens:  # each matrix its own rows (latent attention's queries, latents and keys)
         rows = [int(_number(tokens, subs)) for tokens in matrix_rows(cost)]
     elif weights and flops % (2 * weights) == 0:
         rows = [int(gemm_rows(flops, weights))] * len(shapes)
-    elif read and flops % (2 * sum(out * inner * n for out, inner, n in read)) == 0:
-        # Routed experts with fewer slots than experts (a decode step): each expert that gets a
-        # token multiplies its own matrices, one GEMM each.
-        shapes = read
-        rows = [int(gemm_rows(flops, sum(out * inner * n for out, inner, n in read)))] * len(shapes)
     else:
         return [Pointwise(_number(cost.bytes_matmul, subs), 0.0), MatmulCompute(flops)]
     stored = quantized and getattr(leaf, "weight_format", None) is not None
@@ -447,49 +444,6 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
                  quantizes_input=kernel and dtype == "fp8" and next(first),
                  normed_input=(tokens, inner) == normed)
             for tokens, out, inner, kernel in each]
-
-
-def _grouped_experts(block: Any) -> bool:
-    """Whether a leaf is routed experts that run as one grouped kernel per weight matrix (every
-    implementation the tree models: transformers' torch._grouped_mm, vLLM's and SGLang's
-    fused_moe, DeepGEMM's grouped GEMM, gpt-fast's gathered einsum); not Llama 4's every-token
-    bmm (EveryTokenExperts), whose kernels stay as they were."""
-    from .blocks import EveryTokenExperts, Experts
-
-    return isinstance(block, Experts) and not isinstance(block, EveryTokenExperts)
-
-
-def _grouped_gemms(leaf: Any, subs: dict, flops: float, touched: list[tuple[int, int, int]],
-                   quantized: bool) -> list[Kernel]:
-    """Routed experts as engines run them: one grouped GEMM per weight matrix of an expert
-    (gate_up, down), one launch over the experts that get a slot (`touched`: (out, inner, how
-    many) per matrix, how many = those experts). vLLM's fused_moe (vllm-project/vllm,
-    vllm/model_executor/layers/fused_moe/fused_moe.py, commit 13cb3e4: fused_experts_impl sorts
-    the slots by expert (moe_align_block_size, each expert's rows padded to BLOCK_SIZE_M) and calls
-    invoke_fused_moe_kernel once with w1 (gate_up) and once with w2 (down); the Triton grid runs
-    over those blocks, each loading its expert's weights by expert_ids, so each touched expert's
-    weights are read once and an expert with no slot is not read); SGLang's copy of it
-    (python/sglang/srt/layers/moe/fused_moe_triton/fused_moe.py) and transformers'
-    torch._grouped_mm (integrations/moe.py) alike. Each expert's GEMM has as rows the slots it
-    gets, under balanced routing slots / touched rounded up (the most loaded expert's, which
-    sets the last tile). A Gemm of count `touched`: its bytes every touched expert's weights,
-    its tiles every expert's tiles, one DRAM start and one launch for all."""
-    from .quantization import quantizing_inputs, runs_quantized
-
-    experts = touched[0][2]
-    one_expert = sum(out * inner for out, inner, _ in touched)
-    rows = max(1, math.ceil(flops / (2 * one_expert * experts) - 1e-9))
-    stored = quantized and getattr(leaf, "weight_format", None) is not None
-    kernels = runs_quantized(leaf) if quantized else [False] * len(touched)
-    dtype = leaf.weight_format.dtype if stored else None
-    fp8 = [(rows, inner) for (_, inner, _), kernel in zip(touched, kernels) if stored and kernel and dtype == "fp8"]
-    first = iter(quantizing_inputs(fp8))
-    return [Gemm(rows, out, inner, count=experts,
-                 weight_bytes=_stored(leaf, out, inner, subs) if quantized else None,
-                 weight_dtype=dtype if stored and kernel else None,
-                 quantizes_input=stored and kernel and dtype == "fp8" and next(first),
-                 normed_input=False)
-            for (out, inner, _), kernel in zip(touched, kernels)]
 
 
 def _read_shapes(shapes: list[tuple[int, int, int]], share: float) -> list[tuple[int, int, int]] | None:

@@ -1,4 +1,4 @@
-"""Routed experts as one grouped GEMM per weight matrix (kernel_time._grouped_gemms): the kernels a
+"""Routed experts as one grouped GEMM per weight matrix (expert_kernels.grouped_gemms): the kernels a
 decode step runs, the experts' bytes they read at a batch, and their time against per-expert GEMMs.
 Shapes are DeepSeek-V3's (hidden 7,168, expert width 2,048, 256 experts, top-8, 58 MoE layers,
 fp8 weights in 128 x 128 blocks with an fp32 scale each) and Mixtral 8x7B's (4,096, 14,336, 8
