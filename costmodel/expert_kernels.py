@@ -20,11 +20,12 @@ def grouped_experts(block: Any) -> bool:
     return isinstance(block, Experts) and not isinstance(block, EveryTokenExperts)
 
 
-def grouped_gemms(leaf: Any, subs: dict, flops: float, touched: list[tuple[int, int, int]],
+def grouped_gemms(leaf: Any, subs: dict, flops: float, shapes: list[tuple[int, int, int]], share: float,
                   quantized: bool) -> list[Kernel]:
     """Routed experts as engines run them: one grouped GEMM per weight matrix of an expert
-    (gate_up, down), one launch over the experts that get a slot (`touched`: (out, inner, how
-    many) per matrix, how many = those experts). vLLM's fused_moe (vllm-project/vllm,
+    (gate_up, down), one launch over the experts that get a slot (`shapes`: (out, inner, how many)
+    per matrix, the rank's experts; `share`: Cost.matrix_read_share, the share of them that gets a
+    slot, min(E, b k) / E; a share that splits an expert counts it whole). vLLM's fused_moe (vllm-project/vllm,
     vllm/model_executor/layers/fused_moe/fused_moe.py, commit 13cb3e4: fused_experts_impl sorts
     the slots by expert (moe_align_block_size, each expert's rows padded to BLOCK_SIZE_M) and calls
     invoke_fused_moe_kernel once with w1 (gate_up) and once with w2 (down); the Triton grid runs
@@ -33,22 +34,22 @@ def grouped_gemms(leaf: Any, subs: dict, flops: float, touched: list[tuple[int, 
     (python/sglang/srt/layers/moe/fused_moe_triton/fused_moe.py) and transformers'
     torch._grouped_mm (integrations/moe.py) alike. Each expert's GEMM has as rows the slots it
     gets, under balanced routing slots / touched rounded up (the most loaded expert's, which
-    sets the last tile). A Gemm of count `touched`: its bytes every touched expert's weights,
+    sets the last tile). A Gemm of count the experts touched: its bytes every touched expert's weights,
     its tiles every expert's tiles, one DRAM start and one launch for all."""
     from .kernel_time import _stored
     from .quantization import quantizing_inputs, runs_quantized
 
-    experts = touched[0][2]
-    one_expert = sum(out * inner for out, inner, _ in touched)
+    experts = max(1, math.ceil(shapes[0][2] * share - 1e-9))
+    one_expert = sum(out * inner for out, inner, _ in shapes)
     rows = max(1, math.ceil(flops / (2 * one_expert * experts) - 1e-9))
     stored = quantized and getattr(leaf, "weight_format", None) is not None
-    kernels = runs_quantized(leaf) if quantized else [False] * len(touched)
+    kernels = runs_quantized(leaf) if quantized else [False] * len(shapes)
     dtype = leaf.weight_format.dtype if stored else None
-    fp8 = [(rows, inner) for (_, inner, _), kernel in zip(touched, kernels) if stored and kernel and dtype == "fp8"]
+    fp8 = [(rows, inner) for (_, inner, _), kernel in zip(shapes, kernels) if stored and kernel and dtype == "fp8"]
     first = iter(quantizing_inputs(fp8))
     return [Gemm(rows, out, inner, count=experts,
                  weight_bytes=_stored(leaf, out, inner, subs) if quantized else None,
                  weight_dtype=dtype if stored and kernel else None,
                  quantizes_input=stored and kernel and dtype == "fp8" and next(first),
                  normed_input=False)
-            for (out, inner, _), kernel in zip(touched, kernels)]
+            for (out, inner, _), kernel in zip(shapes, kernels)]

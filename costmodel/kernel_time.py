@@ -420,8 +420,7 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
         shapes = [(int(_number(S.V, subs)), int(_number(block.width, subs)), 1)]
     weights = sum(out * inner * how_many for out, inner, how_many in shapes)
     if grouped_experts(block) and weights:  # (only routed experts read a share of their matrices)
-        read = _read_shapes(shapes, _number(cost.matrix_read_share, subs))
-        return grouped_gemms(leaf, subs, flops, read or shapes, quantized)
+        return grouped_gemms(leaf, subs, flops, shapes, _number(cost.matrix_read_share, subs), quantized)
     if cost.matrix_tokens:  # each matrix its own rows (latent attention's queries, latents and keys)
         rows = [int(_number(tokens, subs)) for tokens in matrix_rows(cost)]
     elif weights and flops % (2 * weights) == 0:
@@ -444,17 +443,6 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
                  quantizes_input=kernel and dtype == "fp8" and next(first),
                  normed_input=(tokens, inner) == normed)
             for tokens, out, inner, kernel in each]
-
-
-def _read_shapes(shapes: list[tuple[int, int, int]], share: float) -> list[tuple[int, int, int]] | None:
-    """The matrices one run reads (Cost.matrix_read_share of each kind), where that is a whole
-    number of each; None where every matrix is read (share 1) or the share splits one."""
-    if share >= 1:
-        return None
-    counts = [how_many * share for _, _, how_many in shapes]
-    if any(abs(c - round(c)) > 1e-9 or round(c) == 0 for c in counts):
-        return None
-    return [(out, inner, round(c)) for (out, inner, _), c in zip(shapes, counts)]
 
 
 def _stored(leaf: Any, out: int, inner: int, subs: dict) -> float | None:
