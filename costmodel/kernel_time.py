@@ -420,7 +420,8 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
         shapes = [(int(_number(S.V, subs)), int(_number(block.width, subs)), 1)]
     weights = sum(out * inner * how_many for out, inner, how_many in shapes)
     if grouped_experts(block) and weights:  # (only routed experts read a share of their matrices)
-        return grouped_gemms(leaf, subs, flops, shapes, _number(cost.matrix_read_share, subs), quantized)
+        stored = [_stored(leaf, out, inner, subs) if quantized else None for out, inner, _ in shapes]
+        return grouped_gemms(leaf, flops, shapes, _number(cost.matrix_read_share, subs), stored)
     if cost.matrix_tokens:  # each matrix its own rows (latent attention's queries, latents and keys)
         rows = [int(_number(tokens, subs)) for tokens in matrix_rows(cost)]
     elif weights and flops % (2 * weights) == 0:

@@ -20,7 +20,7 @@ from costmodel.hardware import load_hardware
 from costmodel.kernel_shapes import AttentionCall, Gemm
 from costmodel.kernel_time import MatmulCompute, launches_of, leaf_kernels
 from costmodel.layout import Layout
-from costmodel.layout.kernel_step import KernelStepTime, _rank_key
+from costmodel.layout.kernel_step import KernelStepTime
 from costmodel.layout.rank import ParallelEstimate, part_of
 from costmodel.layout.split import substitution
 from costmodel.layout.timing import step_time
@@ -48,8 +48,8 @@ def split(model: str, hardware_name: str, tp: int, batch: int, dtype: str | None
     profile = profile_for(cfg, workload, precision="pure", device=layout.device, optimizer_impl="foreach",
                           routed_experts=True)
     tree = CostModel(cfg, profile, phase="decode")
-    values = _rank_key(estimate, timer.fused_attention, timer.compiled)["values"]
-    subs = {getattr(S, k): sp.Integer(v) for k, v in values.items()}
+    # the rank's values, as the layout's kernels read them (kernel_step's key: dp changes no leaf)
+    subs = {getattr(S, k): sp.Integer(v) for k, v in estimate.values.items() if k != "dp"}
     out: dict = defaultdict(float)
     for i in part_of(tree):
         leaf = tree.leaves[i]
