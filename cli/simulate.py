@@ -194,7 +194,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                                          compiled, price)
             else:
                 workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
-                                         gen_tokens=gen, precision="pure", kv_cache=kv_cache, **quantization)
+                                         gen_tokens=gen, precision="pure", kv_cache=kv_cache, mla=mla, **quantization)
                 result = parallel_time.simulate_decode(cfg, workload, layout, hardware, efficiency,
                                                        cuda_graphs, time_model, compiled)
             result["inputs"] = {"model": cfg.name, "hardware": hardware.name, "dtype": workload.dtype,

@@ -4,7 +4,8 @@ hardware file (docs/time.md, "The kernel-level model").
 A leaf already knows its work; here it becomes kernels with shapes, read from the leaf itself:
   - a projection (QKV, output, FFN, experts, the head): one GEMM (M, N, K) per weight matrix of
     the leaf (Cost.matrices), M the rows the leaf states for it (Cost.matrix_tokens: latent
-    attention's) or else the tokens its FLOPs imply (flops / (2 K N));
+    attention's) or else the tokens its FLOPs imply (flops / (2 K N)); routed experts one grouped
+    GEMM per matrix over the experts that get a slot (expert_kernels.py: vLLM's fused_moe);
   - the attention core: one fused call (b, heads, KV heads, n_q, n_kv, head_dim, value width,
     causal, window) under sdpa/flash, read from the weighted-sum leaf, the core's last product,
     which states every field of it (the scores' key width is the core's, shared by its three
@@ -399,6 +400,7 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
     (eager); any other product as one memory-or-compute kernel of its FLOPs and bytes."""
     from . import symbols as S
     from .blocks import AttentionScores, FeedForward, QKVProjection, WeightedSum
+    from .expert_kernels import grouped_experts, grouped_gemms
     from .quantization import gemm_rows, matrix_rows, quantizing_inputs, runs_quantized
 
     block, cost = leaf.block, leaf.cost
@@ -417,16 +419,13 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
         # The LM head: the tree keeps it unquantized (transformers' quantizers skip lm_head).
         shapes = [(int(_number(S.V, subs)), int(_number(block.width, subs)), 1)]
     weights = sum(out * inner * how_many for out, inner, how_many in shapes)
-    read = _read_shapes(shapes, _number(cost.matrix_read_share, subs))
+    if grouped_experts(block) and weights:  # (only routed experts read a share of their matrices)
+        stored = [_stored(leaf, out, inner, subs) if quantized else None for out, inner, _ in shapes]
+        return grouped_gemms(leaf, flops, shapes, _number(cost.matrix_read_share, subs), stored)
     if cost.matrix_tokens:  # each matrix its own rows (latent attention's queries, latents and keys)
         rows = [int(_number(tokens, subs)) for tokens in matrix_rows(cost)]
     elif weights and flops % (2 * weights) == 0:
         rows = [int(gemm_rows(flops, weights))] * len(shapes)
-    elif read and flops % (2 * sum(out * inner * n for out, inner, n in read)) == 0:
-        # Routed experts with fewer slots than experts (a decode step): each expert that gets a
-        # token multiplies its own matrices, one GEMM each (gpt-fast's Mixtral gathers them).
-        shapes = read
-        rows = [int(gemm_rows(flops, sum(out * inner * n for out, inner, n in read)))] * len(shapes)
     else:
         return [Pointwise(_number(cost.bytes_matmul, subs), 0.0), MatmulCompute(flops)]
     stored = quantized and getattr(leaf, "weight_format", None) is not None
@@ -445,17 +444,6 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
                  quantizes_input=kernel and dtype == "fp8" and next(first),
                  normed_input=(tokens, inner) == normed)
             for tokens, out, inner, kernel in each]
-
-
-def _read_shapes(shapes: list[tuple[int, int, int]], share: float) -> list[tuple[int, int, int]] | None:
-    """The matrices one run reads (Cost.matrix_read_share of each kind), where that is a whole
-    number of each; None where every matrix is read (share 1) or the share splits one."""
-    if share >= 1:
-        return None
-    counts = [how_many * share for _, _, how_many in shapes]
-    if any(abs(c - round(c)) > 1e-9 or round(c) == 0 for c in counts):
-        return None
-    return [(out, inner, round(c)) for (out, inner, _), c in zip(shapes, counts)]
 
 
 def _stored(leaf: Any, out: int, inner: int, subs: dict) -> float | None:

@@ -155,15 +155,16 @@ def test_a_decode_step_reads_its_two_experts_int8_weights_as_stored():
 
 def test_a_decode_step_runs_each_chosen_experts_matrices_as_a_weight_only_gemv():
     """The kernel model: the 2 chosen experts' gate_up (4,096 -> 2 x 14,336) and down (14,336 ->
-    4,096) products, one token each, each reading its int8 matrix and row scales (the dense
+    4,096) products, one token each, each matrix kind one grouped launch over both experts
+    (kernel_time._grouped_gemms), each expert reading its int8 matrix and row scales (the dense
     layers' weight-only GEMV), then the memory-bound SiLU and product."""
     from costmodel.kernel_time import Gemm, Pointwise, leaf_kernels
 
     leaf, subs, timer = _mixtral_experts({"weight_dtype": "int8"})
     kernels = leaf_kernels(leaf, subs, timer.fused_attention)
     gemms = [k for k in kernels if isinstance(k, Gemm)]
-    assert [(g.m, g.n, g.k, g.count) for g in gemms] == [(1, 28672, 4096, 1)] * 2 + [(1, 4096, 14336, 1)] * 2
-    assert [g.weight_bytes for g in gemms] == [28672 * 4096 + 4 * 28672] * 2 + [4096 * 14336 + 4 * 4096] * 2
+    assert [(g.m, g.n, g.k, g.count) for g in gemms] == [(1, 28672, 4096, 2), (1, 4096, 14336, 2)]
+    assert [g.weight_bytes for g in gemms] == [28672 * 4096 + 4 * 28672, 4096 * 14336 + 4 * 4096]
     assert all(g.weight_dtype == "int8" for g in gemms)
     assert [type(k) for k in kernels[len(gemms):]] == [Pointwise]
 
