@@ -86,8 +86,10 @@ def make_layout(cfg: ModelConfig, options: dict[str, Any]) -> Any:
 
     gpus = given.pop("gpus", None)
     if gpus is not None and "dp" not in given:  # dp = world / (tp x pp x cp), as Megatron-LM derives it
+        if gpus < 1:
+            raise InputError(f"--gpus must be a positive number of GPUs, got {gpus}.")
         model_ranks = given.get("tp", 1) * given.get("pp", 1) * given.get("cp", 1)
-        if gpus < 1 or model_ranks < 1 or gpus % model_ranks:
+        if model_ranks < 1 or gpus % model_ranks:
             raise InputError(f"--gpus {gpus} is not a multiple of tp x pp x cp = {model_ranks}: give --dp too, "
                              "or GPUs that divide.")
         given["dp"] = gpus // model_ranks
