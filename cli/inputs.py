@@ -40,16 +40,22 @@ def load_model(model: str | None, config: str | None) -> ModelConfig:
 
 def make_workload(cfg: ModelConfig, seq_len: int | None, inference: bool = False, **options: Any) -> Workload:
     """A Workload with the defaults (costmodel.api.make_workload: seq_len 2048, or the model's
-    context if that is shorter); its warnings go to stderr. inference: the weights' format
-    defaults to the checkpoint's (costmodel.checkpoint.inference_options)."""
+    context if that is shorter); its warnings go to stderr. inference (estimate's, beside its
+    training figures): the weights' format defaults to the checkpoint's
+    (costmodel.checkpoint.inference_options)."""
+    import warnings as python_warnings
+
     from costmodel.api import make_workload as workload_for
     from costmodel.checkpoint import inference_options
 
     try:
-        workload, warnings = workload_for(cfg, seq_len, **(inference_options(cfg, options) if inference else options))
+        with python_warnings.catch_warnings(record=True) as caught:
+            python_warnings.simplefilter("always")
+            chosen = inference_options(cfg, options, beside_training=True) if inference else options
+        workload, warnings = workload_for(cfg, seq_len, **chosen)
     except ConfigError as error:
         raise InputError(str(error)) from None
-    for warning in warnings:
+    for warning in [*(str(w.message) for w in caught), *warnings]:
         click.echo(f"warning: {warning}", err=True)
     return workload
 

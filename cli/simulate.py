@@ -171,6 +171,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                               "(--train with --tp/--pp/--dp/...); nothing here would read them.")
         code = implied(layout.framework if layout else None, impl, attention)
         impl, attention = code["impl"], code["attention"]
+        if train and weight_dtype == spec.UNQUANTIZED and weight_group is None:
+            weight_dtype = None  # unquantized weights: what training holds anyway
         quantization = {"weight_dtype": weight_dtype, "weight_group": weight_group, "kv_dtype": kv_dtype}
         if train and (any(v is not None for v in quantization.values()) or fp8_gemm != spec.DEFAULT_FP8_GEMM):
             raise ConfigError("--weight-dtype, --weight-group, --kv-dtype and --fp8-gemm are inference options; "

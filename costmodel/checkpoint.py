@@ -38,6 +38,7 @@ and inference_weights says so in one line unless --weight-dtype chooses one; not
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from .errors import ConfigError, show
@@ -145,10 +146,19 @@ def inference_weights(cfg: Any, weight_dtype: str | None = None,
     return dtype, group if weight_group is None else weight_group, "checkpoint"
 
 
-def inference_options(cfg: Any, options: dict[str, Any]) -> dict[str, Any]:
+def inference_options(cfg: Any, options: dict[str, Any], beside_training: bool = False) -> dict[str, Any]:
     """Workload keywords of an inference path with weight_dtype and weight_group resolved by
-    inference_weights (weight_dtype "none" becomes None) and weight_dtype_source set."""
-    dtype, group, source = inference_weights(cfg, options.get("weight_dtype"), options.get("weight_group"))
+    inference_weights (weight_dtype "none" becomes None) and weight_dtype_source set.
+    beside_training (estimate, whose training figures do not read the format): a checkpoint
+    format not modelled leaves the inference figures unquantized, with a warning, instead of
+    refusing the whole estimate."""
+    try:
+        dtype, group, source = inference_weights(cfg, options.get("weight_dtype"), options.get("weight_group"))
+    except ConfigError as error:
+        if not beside_training or options.get("weight_dtype") is not None:
+            raise
+        warnings.warn(f"{error} The inference figures below are unquantized.", stacklevel=3)
+        dtype, group, source = None, None, None
     return {**options, "weight_dtype": dtype, "weight_group": group, "weight_dtype_source": source}
 
 

@@ -13,7 +13,8 @@ from .kernel_shapes import Gemm, Kernel
 def grouped_experts(block: Any) -> bool:
     """Whether a leaf is routed experts that run as one grouped kernel per weight matrix (every
     implementation the tree models: transformers' torch._grouped_mm, vLLM's and SGLang's
-    fused_moe, DeepGEMM's grouped GEMM, gpt-fast's gathered einsum); not Llama 4's every-token
+    fused_moe, DeepGEMM's grouped GEMM, gpt-fast's gathered einsum, which at batch > 1 gathers each
+    token's experts, so an expert two tokens share is read twice there: not modelled); not Llama 4's every-token
     bmm (EveryTokenExperts), whose kernels stay as they were."""
     from .blocks import EveryTokenExperts, Experts
 

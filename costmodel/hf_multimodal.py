@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .errors import ConfigError, show
+
 #: wrapper model_type -> (the text_config's model_type when it names none, the wrapper's default
 #: tie_word_embeddings where the wrapper's value decides, None where the text_config's does), from
 #: transformers 5.24's configuration_gemma3.py, configuration_mistral3.py, configuration_llama4.py.
@@ -33,8 +35,11 @@ def language_model(data: dict[str, Any], source: str, name: str) -> tuple[dict[s
     with a text_config; None for any other config."""
     wrapper = WRAPPERS.get(data.get("model_type")) if isinstance(data.get("model_type"), str) else None
     text = data.get("text_config")
-    if wrapper is None or not isinstance(text, dict):
+    if wrapper is None:
         return None
+    if not isinstance(text, dict):
+        raise ConfigError(f"{source}: a {data['model_type']!r} config is read as its language model, text_config, "
+                          f"which must be an object, got {show(text)}.")
     inner_type, tie_default = wrapper
     text = dict(text)
     text.setdefault("model_type", inner_type)

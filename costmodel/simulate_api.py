@@ -69,6 +69,8 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
         require_decoder(cfg)
         if gen < 0:
             raise ConfigError(f"gen must be at least 0, got {gen}.")
+    if train and weight_dtype == spec.UNQUANTIZED:
+        weight_dtype = None  # unquantized weights: what training holds anyway
     quantization = {"weight_dtype": weight_dtype, "kv_dtype": kv_dtype}
     if fp8_gemm != spec.DEFAULT_FP8_GEMM:
         quantization["fp8_gemm"] = fp8_gemm

@@ -164,19 +164,29 @@ def test_the_resolution_rule():
 
 
 def test_an_unknown_quant_method_is_one_line_and_exit_2(tmp_path, capsys):
+    """Inference paths refuse it in one line; estimate, whose training figures do not read the
+    format, warns and shows its inference unquantized (it refused the whole estimate before)."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps(_tiny_llama({"quant_method": "exl2", "bits": 4.65})))
-    code, out, err = run_main(["estimate", "--config", str(path), "--seq-len", "16"], capsys)
+    refusal = ("its checkpoint's quantization_config (quant_method 'exl2') is not a format modelled here; "
+               "--weight-dtype chooses a format (none: unquantized weights in --dtype).")
+    code, out, err = run_main(["simulate", "--config", str(path), "--prompt", "8", "--gen", "2"], capsys)
     lines = err.strip().splitlines()
     assert (code, out, len(lines)) == (2, "", 1), err
-    assert lines[0].startswith("error: model ") and lines[0].endswith(
-        ": its checkpoint's quantization_config (quant_method 'exl2') is not a format modelled here; "
-        "--weight-dtype chooses a format (none: unquantized weights in --dtype)."), lines[0]
+    assert lines[0].startswith("error: model ") and lines[0].endswith(refusal), lines[0]
+    code, out, err = run_main(["estimate", "--config", str(path), "--seq-len", "16", "--json"], capsys)
+    assert code == 0 and err.strip().endswith(refusal[:-1] + ". The inference figures below are unquantized.")
+    warned = json.loads(out)
     code, out, _ = run_main(["estimate", "--config", str(path), "--seq-len", "16", "--weight-dtype", "none",
                              "--json"], capsys)
-    assert code == 0 and json.loads(out)["inputs"]["weight_dtype_source"] == "option"
-    # a training path does not read the checkpoint's format
+    unquantized = json.loads(out)
+    assert code == 0 and unquantized["inputs"]["weight_dtype_source"] == "option"
+    assert warned["memory"] == unquantized["memory"] and "weight_dtype_source" not in warned["inputs"]
+    # a training path does not read the checkpoint's format, and takes --weight-dtype none as it is
     code, _, err = run_main(["simulate", "--config", str(path), "--train", "--seq-len", "16"], capsys)
+    assert code == 0, err
+    code, _, err = run_main(["simulate", "--config", str(path), "--train", "--seq-len", "16", "--weight-dtype",
+                             "none"], capsys)
     assert code == 0, err
 
 

@@ -92,3 +92,11 @@ def test_another_wrapper_still_names_its_supported_text_config(tmp_path, capsys)
     path.write_text(json.dumps({"model_type": "llava", "text_config": TEXT["mistral3"] | {"model_type": "llama"}}))
     code, _, err = run_main(["estimate", "--config", str(path)], capsys)
     assert code == 2 and err.count("\n") == 1 and "'llama', which is supported" in err
+
+
+def test_a_wrapper_without_a_text_config_object_is_one_line(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "gemma3", "text_config": None}))
+    code, _, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "a 'gemma3' config is read as its language model, text_config, which must be an object" in err

@@ -23,6 +23,7 @@ def test_a_preset_answers_whatever_its_hyphens(typed, preset):
 
 def test_dots_and_hub_ids_stay_exact():
     assert resolve_name("qwen2-57b") is None  # Qwen2-57B-A14B, not qwen2.5-7b
+    assert [resolve_name(n) for n in ("llama-38b", "qwen-38b", "gemma-32-7b")] == [None] * 3  # digits stay apart
     assert resolve_name("meta-llama/llama-2-7b_hf") is None  # a Hub id matches as typed (any case)
     assert resolve_name("META-LLAMA/LLAMA-2-7B-HF") == "llama2-7b"
 

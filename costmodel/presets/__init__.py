@@ -56,9 +56,10 @@ def _names_by_key() -> dict[str, str]:
 
 
 def loose_key(name: str) -> str:
-    """A preset's name with case, hyphens, underscores and spaces ignored: `Llama-2-7B` and
-    `llama_2_7b` are llama2-7b. Dots stay (qwen2.5-7b is not a Qwen2 57B)."""
-    return re.sub(r"[-_\s]", "", name.casefold())
+    """A preset's name with case ignored and hyphens, underscores and spaces dropped except
+    between two digits, where they count as one hyphen: `Llama-2-7B` and `llama_2_7b` are
+    llama2-7b, but `llama-38b` is not llama3-8b. Dots stay (qwen2.5-7b is not a Qwen2 57B)."""
+    return re.sub(r"(?<!\d)-|-(?!\d)", "", re.sub(r"[-_\s]+", "-", name.strip().casefold()))
 
 
 @lru_cache(maxsize=None)
