@@ -113,6 +113,46 @@ def hf_meta_count(fields: dict[str, Any]) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
+def buffer_bytes_both(fields: dict[str, Any], name: str) -> tuple[int, int]:
+    """(the cost tree's buffer bytes, every buffer's bytes of the bf16 meta model) for a config dict."""
+    import torch
+    import transformers
+
+    from costmodel import estimate
+
+    config = transformers.AutoConfig.for_model(**fields)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    hf = sum(b.numel() * b.element_size() for b in model.buffers())
+    return estimate(dict(fields, name=name), seq_len=16, dtype="bf16").to_dict()["memory"]["buffers"], hf
+
+
+def assert_decode_flops_exact(config: dict[str, Any], label: Any) -> None:
+    """One cached decode step of the class built from `config` (bf16, FlopCounterMode) equals the
+    decode tree's matmul FLOPs, at three (batch, prompt, generated) points."""
+    import torch
+
+    from costmodel.config import Workload
+    from costmodel.evaluate import exact, values
+    from costmodel.hf import from_hf_config
+    from costmodel.tree import CostModel, profile_for
+    from tests.golden.hf_families import built
+    from validate.hf_families import family_inputs
+    from validate.measure import matmul_flops, run_with_cache
+
+    cfg = from_hf_config(config, name="odd")
+    decode = CostModel(cfg, profile_for(cfg), phase="decode")
+    with built(config, torch.bfloat16) as model:
+        model.eval()
+        for b, n, gen in ((2, 10, 2), (1, 2, 0), (1, 3, 4)):
+            cache = run_with_cache(model, family_inputs(config, b, n), gen)
+            step = {"input_ids": torch.ones(b, 1, dtype=torch.long), "cache": cache, "use_cache": True}
+            measured = matmul_flops(model, step).forward
+            subs = values(cfg, Workload(seq_len=n, batch=b, dtype="bf16"))
+            subs[next(s for s in subs if s.name == "c")] = n + gen + 1  # the keys it attends to
+            assert measured == exact(decode.total("flops_matmul"), subs), (label, b, n, gen)
+
+
 def estimated_total(fields: dict[str, Any], name: str) -> int:
     """The cost tree's total parameters for a config dict (`estimate`, as the CLI reads it)."""
     from costmodel import estimate

@@ -106,23 +106,10 @@ def test_validate_command_path_is_exact_under_sdpa(family, index):
                                            ("qwen2", 6), ("deepseek_v3", 0), ("deepseek_v3", 1),
                                            ("falcon", 0), ("mixtral", 5), ("opt", 0)])
 def test_decode_step_flops_equal_the_decode_tree(family, index):
-    from costmodel.evaluate import exact, values
-    from costmodel.tree import CostModel, profile_for
+    from tests.family_configs import assert_decode_flops_exact
     from tests.family_odd_configs import ODD_FAMILY_CONFIGS
-    from validate.measure import run_with_cache
 
-    config = ODD_FAMILY_CONFIGS[family][index]
-    cfg = from_hf_config(config, name="odd")
-    decode = CostModel(cfg, profile_for(cfg), phase="decode")
-    with built(config, torch.bfloat16) as model:
-        model.eval()
-        for b, n, gen in ((2, 10, 2), (1, 2, 0), (1, 3, 4)):
-            cache = run_with_cache(model, family_inputs(config, b, n), gen)
-            step = {"input_ids": torch.ones(b, 1, dtype=torch.long), "cache": cache, "use_cache": True}
-            measured = matmul_flops(model, step).forward
-            subs = values(cfg, Workload(seq_len=n, batch=b, dtype="bf16"))
-            subs[next(s for s in subs if s.name == "c")] = n + gen + 1  # the keys it attends to
-            assert measured == exact(decode.total("flops_matmul"), subs), (family, b, n, gen)
+    assert_decode_flops_exact(ODD_FAMILY_CONFIGS[family][index], family)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from tests.cli_run import run_main
-from tests.family_configs import hf_meta_count as _hf_count, estimated_total as _ours
+from tests.family_configs import buffer_bytes_both, hf_meta_count as _hf_count, estimated_total as _ours
 
 _BASE = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_size=37,
              num_hidden_layers=3, max_position_embeddings=64)
@@ -118,15 +118,7 @@ def test_buffers_equal_the_meta_models(name):
     """The rotary buffers (inv_freq and original_inv_freq): bytes of every buffer of the bf16
     meta model."""
     pytest.importorskip("transformers")
-    import torch
-    import transformers
-    from costmodel import estimate
-
-    config = transformers.AutoConfig.for_model(**CONFIGS[name])
-    with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
-    hf = sum(b.numel() * b.element_size() for b in model.buffers())
-    ours = estimate(dict(CONFIGS[name], name=name), seq_len=16, dtype="bf16").to_dict()["memory"]["buffers"]
+    ours, hf = buffer_bytes_both(CONFIGS[name], name)
     assert ours == hf
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.family_configs import buffer_bytes_both
 from tests.family_configs import estimated_total as _ours
 from tests.family_configs import hf_meta_count as _hf_count
 
@@ -122,16 +123,7 @@ def test_buffers_equal_the_meta_models(name):
     e_score_correction_bias (fp32 in GLM-4.5's router, bf16 in MiniMax-M2's block when built in
     bf16): bytes of every buffer of the bf16 meta model."""
     pytest.importorskip("transformers")
-    import torch
-    import transformers
-
-    from costmodel import estimate
-
-    config = transformers.AutoConfig.for_model(**CONFIGS[name])
-    with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
-    hf = sum(b.numel() * b.element_size() for b in model.buffers())
-    ours = estimate(dict(CONFIGS[name], name=name), seq_len=16, dtype="bf16").to_dict()["memory"]["buffers"]
+    ours, hf = buffer_bytes_both(CONFIGS[name], name)
     assert ours == hf
 
 
@@ -204,28 +196,9 @@ def test_decode_step_flops_equal_the_decode_tree(name):
     """One cached decode step of the class (FlopCounterMode) against the decode tree, at three
     cache lengths: grouped-query attention over the c cached keys, the dense and expert layers."""
     pytest.importorskip("transformers")
-    import torch
+    from tests.family_configs import assert_decode_flops_exact
 
-    from costmodel.config import Workload
-    from costmodel.evaluate import exact, values
-    from costmodel.hf import from_hf_config
-    from costmodel.tree import CostModel, profile_for
-    from tests.golden.hf_families import built
-    from validate.hf_families import family_inputs
-    from validate.measure import matmul_flops, run_with_cache
-
-    config = CONFIGS[name]
-    cfg = from_hf_config(config, name="odd")
-    decode = CostModel(cfg, profile_for(cfg), phase="decode")
-    with built(config, torch.bfloat16) as model:
-        model.eval()
-        for b, n, gen in ((2, 10, 2), (1, 2, 0), (1, 3, 4)):
-            cache = run_with_cache(model, family_inputs(config, b, n), gen)
-            step = {"input_ids": torch.ones(b, 1, dtype=torch.long), "cache": cache, "use_cache": True}
-            measured = matmul_flops(model, step).forward
-            subs = values(cfg, Workload(seq_len=n, batch=b, dtype="bf16"))
-            subs[next(s for s in subs if s.name == "c")] = n + gen + 1  # the keys it attends to
-            assert measured == exact(decode.total("flops_matmul"), subs), (b, n, gen)
+    assert_decode_flops_exact(CONFIGS[name], name)
 
 
 @pytest.mark.slow
