@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import click
 
-from reports.commands import COMMANDS  # report, plot, claims, sweep (lazy imports inside)
+from reports.commands import COMMANDS  # report, plot, claims (lazy imports inside)
 from reports.serving import serve  # the serving simulator (lazy imports inside)
 
-from . import estimate, finetune, formulas, hardware, models, plan, published, simulate, train_demo, validate
+from . import estimate, finetune, formulas, hardware, models, plan, published, simulate, sweep, train_demo, validate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -22,7 +22,7 @@ def cli() -> None:
 
 for _command in (estimate.estimate, formulas.formulas, models.models, simulate.simulate, plan.plan,
                  published.published, hardware.hardware, validate.validate, train_demo.train_demo,
-                 finetune.finetune, *COMMANDS, serve):
+                 finetune.finetune, *COMMANDS, sweep.sweep, serve):
     cli.add_command(_command)
 
 

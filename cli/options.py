@@ -97,6 +97,16 @@ def _expert_load(ctx: Any, param: Any, value: str | None) -> tuple[float, ...] |
         raise InputError(f"--expert-load must be comma-separated numbers, got {value!r}.") from None
 
 
+#: The inference weights' format, which estimate and sweep share; its default is the checkpoint's
+#: (costmodel.checkpoint.inference_options resolves it, training figures stay unquantized).
+weight_dtype_option = click.option(
+    "--weight-dtype", type=click.Choice(spec.WEIGHT_DTYPE_CHOICES), default=None,
+    help=f"Quantized inference weights: {spec.WEIGHT_DTYPE_CHOICES.phrase()}; embeddings, head and norms "
+    f"stay in --dtype. {spec.WEIGHT_DTYPE_DEFAULT}")
+weight_group_option = click.option(
+    "--weight-group", type=int, default=None,
+    help="Values per scale (and zero): int4 128, nf4 64 by default; int8 per row unless given.")
+
 #: The workload options shared by estimate and the commands built on it.
 workload_options = stack(
     click.option("--seq-len", "-n", type=int, help="Tokens per sequence (encoder side for encoder-decoders). "
@@ -113,11 +123,8 @@ workload_options = stack(
     choice_option("--optimizer", spec.OPTIMIZERS,
                   f"The optimizer whose state is counted: {spec.OPTIMIZERS.phrase()}.", spec.DEFAULT_OPTIMIZER),
     choice_option("--precision", spec.PRECISIONS, f"{spec.PRECISIONS.described()}.", spec.DEFAULT_PRECISION),
-    click.option("--weight-dtype", type=click.Choice(spec.WEIGHT_DTYPE_CHOICES), default=None,
-                 help=f"Quantized inference weights: {spec.WEIGHT_DTYPE_CHOICES.phrase()}; embeddings, head and norms "
-                 f"stay in --dtype. {spec.WEIGHT_DTYPE_DEFAULT}"),
-    click.option("--weight-group", type=int, default=None,
-                 help="Values per scale (and zero): int4 128, nf4 64 by default; int8 per row unless given."),
+    weight_dtype_option,
+    weight_group_option,
     click.option("--no-double-quant", "double_quant", flag_value=False, default=True,
                  help="nf4 without double quantisation of its scales."),
     click.option("--kv-dtype", type=click.Choice(spec.KV_DTYPES), default=None, help=f"A quantized KV cache: {spec.KV_DTYPES.listed()}."),

@@ -96,13 +96,14 @@ def estimate(model: Any, seq_len: int | None = None, layout: Any = None, **workl
 def sweep(model: Any, seq_len: Any, batch: Any = 1, **workload: Any) -> Any:
     """Every sweep column (costmodel.grid.QUANTITIES: FLOPs, activations, KV cache, weights,
     training and inference bytes) on the grid seq_len x batch, as a pandas DataFrame; one value
-    or a list for each axis. The `sweep` command writes this frame."""
+    or a list for each axis. The inference bytes hold the weights in weight_dtype, the checkpoint's
+    format by default (as estimate's). The `sweep` command writes this frame."""
     from .grid import run
 
     cfg = load_model(model)
     seq_lens = sorted({int(n) for n in (seq_len if hasattr(seq_len, "__iter__") else [seq_len])})
     batches = sorted({int(b) for b in (batch if hasattr(batch, "__iter__") else [batch])})
-    chosen, notes = make_workload(cfg, seq_lens[-1], **workload)
+    chosen, notes = make_workload(cfg, seq_lens[-1], **inference_options(cfg, workload, beside_training=True))
     for note in notes:
         warnings.warn(note, stacklevel=2)
     for value in seq_lens[:1] + batches[:1]:

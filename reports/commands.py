@@ -1,4 +1,4 @@
-"""Click commands of reports/: report, plot (a group), claims and sweep; COMMANDS lists them.
+"""Click commands of reports/: report, plot (a group) and claims; COMMANDS lists them.
 
 cli/__init__.py registers them with cli.add_command; their choices and defaults are costmodel/spec.py's. Importing this module is cheap (click and costmodel's
 config only): matplotlib, numpy, sympy evaluation and torch are imported inside the commands.
@@ -14,9 +14,7 @@ from typing import Any
 
 import click
 
-from costmodel.spec import (ATTENTIONS, DEFAULT_ATTENTION, DEFAULT_DTYPE, DEFAULT_HARDWARE, DEFAULT_IMPL,
-                            DEFAULT_OPTIMIZER, DEFAULT_RECOMPUTE, DTYPES, FRAMEWORK_NAMES, IMPLEMENTATIONS, OPTIMIZERS,
-                            RECOMPUTES)
+from costmodel.spec import DEFAULT_DTYPE, DEFAULT_HARDWARE, DTYPES, FRAMEWORK_NAMES
 
 from .output import ReportInputError
 
@@ -332,72 +330,4 @@ def claims(no_measure, as_json) -> None:
         raise ClaimsFailed(f"{len(failed)} of {len(checked)} claims fail: {', '.join(failed)}.")
 
 
-# ---------------------------------------------------------------------------------------------
-# sweep
-
-
-@click.command()
-@click.option("--model", "-m", "model", type=str, help="A preset name or alias, any case (see `models`).")
-@click.option("--config", "config", type=str, help="A Hugging Face config.json or a ModelConfig JSON file.")
-@click.option("--seq-len", "-n", "seq_len", default="128:131072:x2", show_default=True,
-              help="Sequence lengths: a,b,c or start:stop[:+step | :xfactor] (mixable with commas).")
-@click.option("--batch", "-b", "batch", default="1", show_default=True,
-              help="Batch sizes, same syntax as --seq-len.")
-@click.option("--dtype", type=click.Choice(DTYPES), default=DEFAULT_DTYPE, show_default=True,
-              help="Activation and weight dtype.")
-@click.option("--impl", type=click.Choice(IMPLEMENTATIONS), default=DEFAULT_IMPL, show_default=True,
-              help="Whose code the activation memory models (costmodel/defaults.py).")
-@click.option("--attention", type=click.Choice(ATTENTIONS), default=DEFAULT_ATTENTION,
-              show_default=True, help="Attention kernel (fused kernels keep no n x n matrix).")
-@click.option("--recompute", type=click.Choice(RECOMPUTES), default=DEFAULT_RECOMPUTE,
-              show_default=True, help="Activation recomputation.")
-@click.option("--gen-tokens", "-T", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Tokens generated after the prefill (KV cache).")
-@click.option("--optimizer", type=click.Choice(OPTIMIZERS), default=DEFAULT_OPTIMIZER, show_default=True,
-              help="Optimizer (state bytes).")
-@click.option("--csv", "csv_path", type=str, default=None, help="Write the grid as CSV here.")
-@click.option("--json-out", "json_path", type=str, default=None, help="Write the grid as JSON here.")
-@click.option("--npz", "npz_path", type=str, default=None,
-              help="Write the grid as columns (numpy .npz: float64 as evaluated) here.")
-def sweep(model, config, seq_len, batch, dtype, impl, attention, recompute, gen_tokens, optimizer,
-          csv_path, json_path, npz_path) -> None:
-    """Every quantity of a model on an (n, b) grid, evaluated in one vectorised call.
-
-    Columns: FLOPs (forward, backward, training, other ops, attention, projections and FFN, the
-    attention share) and bytes (activations, KV cache, weights, training and inference totals).
-    Without --csv, --json-out or --npz the CSV goes to stdout. Values are float64 (exact below
-    2**53). The CSV is written as it is formatted, in pieces; --npz is the fast form of a big grid.
-    """
-    from . import output
-    from . import sweep as grid
-    from .series import make_workload
-    from .text import plural
-
-    if (model is None) == (config is None):
-        raise ReportInputError("give exactly one of --model NAME or --config PATH.")
-    (cfg,) = _models(model, None, config)
-    workload = make_workload(dtype=dtype, impl=impl, attention=attention, recompute=recompute,
-                             gen_tokens=gen_tokens, optimizer=optimizer)
-    seq_lens = grid.parse_values(seq_len, "--seq-len")
-    batches = grid.parse_values(batch, "--batch")
-    for warning in grid.check_lengths(cfg, seq_lens, workload):
-        click.echo(f"warning: {warning}", err=True)
-    result = grid.run(cfg, workload, seq_lens, batches)
-    click.echo(f"{plural(result.points, 'point')} ({plural(len(seq_lens), 'length')} x "
-               f"{plural(len(batches), 'batch size')}) evaluated in {result.evaluate_seconds:.3f} s "
-               f"(lambdify {result.compile_seconds:.3f} s)", err=True)
-    if csv_path:
-        grid.write_csv(result, csv_path)
-    if npz_path:
-        grid.write_npz(result, npz_path)
-    if json_path:
-        output.write_json(json_path, grid.json_data(result))
-    if not (csv_path or json_path or npz_path):
-        sys.stdout.flush()
-        stdout = sys.stdout.buffer
-        for chunk in grid.csv_chunks(result):
-            stdout.write(chunk)
-        stdout.flush()
-
-
-COMMANDS = [report, plot, claims, sweep]
+COMMANDS = [report, plot, claims]  # sweep: cli/sweep.py (it shares estimate's options)

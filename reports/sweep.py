@@ -65,15 +65,6 @@ def _positive(item: str, option: str, text: str) -> int:
     return value
 
 
-def check_lengths(cfg: ModelConfig, seq_lens: list[int], workload: Workload) -> list[str]:
-    """Workload.check_fits at the longest n of the grid: an error (ReportInputError) where the
-    model cannot run it, else its warnings."""
-    try:
-        return workload.replace(seq_len=seq_lens[-1]).check_fits(cfg)
-    except ConfigError as error:
-        raise ReportInputError(str(error)) from None
-
-
 def run(cfg: ModelConfig, workload: Workload, seq_lens: list[int], batches: list[int]) -> SweepResult:
     """Every column on the grid (costmodel.grid.run); a grid too large is one error line."""
     try:
@@ -146,7 +137,9 @@ def json_data(result: SweepResult) -> dict[str, Any]:
     return {
         "model": result.model,
         "workload": {"dtype": w.dtype, "impl": w.impl, "attention": w.attention,
-                     "recompute": w.recompute, "optimizer": w.optimizer, "gen_tokens": w.gen_tokens},
+                     "recompute": w.recompute, "optimizer": w.optimizer, "gen_tokens": w.gen_tokens,
+                     **{k: getattr(w, k) for k in ("weight_dtype", "weight_group", "weight_dtype_source")
+                        if getattr(w, k) is not None}},  # the inference weights, as estimate's inputs
         "units": dict(QUANTITIES),
         "note": "float64 values (exact integers below 2**53); `estimate --json` is exact.",
         "columns": ["seq_len", "batch", *names],

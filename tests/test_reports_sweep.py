@@ -197,7 +197,48 @@ def test_sweep_errors_exit_2(capsys):
         ["sweep", "--model", "no-such-model"],
         ["sweep"],
         ["sweep", "--model", "gpt2", "--batch", "0"],
+        ["sweep", "--model", "gpt2", "--weight-dtype", "int3"],  # not a format
+        ["sweep", "--model", "gpt-oss-20b", "--weight-dtype", "none", "--weight-group", "64"],
+        ["sweep", "--model", "llama2-7b", "--seq-len", "64", "--weight-dtype", "mxfp4"],  # no experts
+        ["sweep", "--model", "llama2-7b", "--seq-len", "64", "--weight-dtype", "int4", "--weight-group", "0"],
     ):
         code, out, err = run_main(args, capsys)
         assert code == 2, args
         assert err.startswith("error: ") and err.count("\n") == 1, err
+
+
+@pytest.mark.filterwarnings("ignore:model 'gpt-oss-20b' attends within a sliding window")
+def test_sweep_inference_weights_default_to_the_checkpoint_as_estimate(tmp_path, capsys):
+    """gpt-oss-20b's config.json stores its experts in MXFP4: sweep's inference bytes hold them so,
+    exactly as estimate's inference_total (14,685,601,152 B at n = 2048, b = 1, of which the weights
+    are 13,761,264,768 B, estimate's memory.quantized_weights.total); its weights and
+    training bytes stay unquantized (41,829,514,368 B of bf16 weights), as estimate's do.
+    --weight-dtype none gives the unquantized inference bytes (42,753,850,752 B, 39.8 GiB, what
+    sweep printed before it had the option)."""
+    import costmodel
+
+    def grid(*extra):
+        path = tmp_path / "grid.json"
+        code, _, err = run_main(["sweep", "--model", "gpt-oss-20b", "--seq-len", "512,2048", "--batch", "1,8",
+                                 "--json-out", str(path), *extra], capsys)
+        assert code == 0, err
+        data = json.loads(path.read_text())
+        return data, err, {(row[0], row[1]): dict(zip(data["columns"], row)) for row in data["rows"]}
+
+    data, err, rows = grid()
+    assert "note: inference weights: mxfp4 (the checkpoint's quantization_config" in err
+    assert data["workload"]["weight_dtype"] == "mxfp4" and data["workload"]["weight_dtype_source"] == "checkpoint"
+    none_data, none_err, unquantized = grid("--weight-dtype", "none")
+    assert "weight_dtype" not in none_data["workload"] and none_data["workload"]["weight_dtype_source"] == "option"
+    assert "note: inference weights: unquantized, in --dtype (--weight-dtype none)" in none_err
+    assert rows[2048, 1]["inference_bytes"] == 14_685_601_152
+    assert unquantized[2048, 1]["inference_bytes"] == 42_753_850_752
+    for (n, b), row in rows.items():
+        memory = costmodel.estimate("gpt-oss-20b", seq_len=n, batch=b).to_dict()["memory"]
+        bf16 = costmodel.estimate("gpt-oss-20b", seq_len=n, batch=b, weight_dtype="none").to_dict()["memory"]
+        assert row["inference_bytes"] == memory["inference_total"] < bf16["inference_total"]
+        assert unquantized[n, b]["inference_bytes"] == bf16["inference_total"]
+        for sweep_name, estimate_name in (("weights_bytes", "weights"), ("training_bytes", "training_total"),
+                                          ("kv_cache_bytes", "kv_cache")):
+            assert row[sweep_name] == unquantized[n, b][sweep_name] == memory[estimate_name], sweep_name
+        assert row["weights_bytes"] == 41_829_514_368

@@ -1,0 +1,79 @@
+"""`sweep`: every quantity of a model on an (n, b) grid, evaluated in one vectorised call.
+
+The grid is costmodel.grid's, its axes and files reports/sweep.py's. The model and the inference
+weights' format are read as `estimate` reads them (cli/inputs.py, cli/options.py): --weight-dtype
+defaults to the checkpoint's quantization_config, and only the inference columns read it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from costmodel.spec import (ATTENTIONS, DEFAULT_ATTENTION, DEFAULT_DTYPE, DEFAULT_IMPL, DEFAULT_OPTIMIZER,
+                            DEFAULT_RECOMPUTE, IMPLEMENTATIONS, OPTIMIZERS, RECOMPUTES)
+
+from .inputs import load_model, make_workload
+from .options import choice_option, dtype_option, model_options, weight_dtype_option, weight_group_option
+
+
+@click.command()
+@model_options
+@click.option("--seq-len", "-n", "seq_len", default="128:131072:x2", show_default=True,
+              help="Sequence lengths: a,b,c or start:stop[:+step | :xfactor] (mixable with commas).")
+@click.option("--batch", "-b", "batch", default="1", show_default=True,
+              help="Batch sizes, same syntax as --seq-len.")
+@dtype_option(DEFAULT_DTYPE, "Activation and weight dtype.")
+@choice_option("--impl", IMPLEMENTATIONS, "Whose code the activation memory models (costmodel/defaults.py).",
+               DEFAULT_IMPL)
+@choice_option("--attention", ATTENTIONS, "Attention kernel (fused kernels keep no n x n matrix).", DEFAULT_ATTENTION)
+@choice_option("--recompute", RECOMPUTES, "Activation recomputation.", DEFAULT_RECOMPUTE)
+@click.option("--gen-tokens", "-T", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Tokens generated after the prefill (KV cache).")
+@choice_option("--optimizer", OPTIMIZERS, "Optimizer (state bytes).", DEFAULT_OPTIMIZER)
+@weight_dtype_option
+@weight_group_option
+@click.option("--csv", "csv_path", type=str, default=None, help="Write the grid as CSV here.")
+@click.option("--json-out", "json_path", type=str, default=None, help="Write the grid as JSON here.")
+@click.option("--npz", "npz_path", type=str, default=None,
+              help="Write the grid as columns (numpy .npz: float64 as evaluated) here.")
+def sweep(model, config, seq_len, batch, csv_path, json_path, npz_path, **options) -> None:
+    """Every quantity of a model on an (n, b) grid, evaluated in one vectorised call.
+
+    Columns: FLOPs (forward, backward, training, other ops, attention, projections and FFN, the
+    attention share) and bytes (activations, KV cache, weights, training and inference totals).
+    The inference bytes hold the weights in --weight-dtype (the checkpoint's format by default,
+    as estimate's); weights and training bytes are unquantized. Without --csv, --json-out or
+    --npz the CSV goes to stdout. Values are float64 (exact below 2**53). The CSV is written as
+    it is formatted, in pieces; --npz is the fast form of a big grid.
+    """
+    from costmodel.checkpoint import weights_note
+    from reports import output
+    from reports import sweep as grid
+    from reports.text import plural
+
+    cfg = load_model(model, config)
+    seq_lens = grid.parse_values(seq_len, "--seq-len")
+    batches = grid.parse_values(batch, "--batch")
+    # at the longest n: an error where the model cannot run it, else its warnings (on stderr)
+    workload = make_workload(cfg, seq_lens[-1], inference=True, **options)
+    note = weights_note(workload.weight_dtype, workload.weight_dtype_source)
+    if note:
+        click.echo(f"note: inference {note}", err=True)
+    result = grid.run(cfg, workload, seq_lens, batches)
+    click.echo(f"{plural(result.points, 'point')} ({plural(len(seq_lens), 'length')} x "
+               f"{plural(len(batches), 'batch size')}) evaluated in {result.evaluate_seconds:.3f} s "
+               f"(lambdify {result.compile_seconds:.3f} s)", err=True)
+    if csv_path:
+        grid.write_csv(result, csv_path)
+    if npz_path:
+        grid.write_npz(result, npz_path)
+    if json_path:
+        output.write_json(json_path, grid.json_data(result))
+    if not (csv_path or json_path or npz_path):
+        sys.stdout.flush()
+        stdout = sys.stdout.buffer
+        for chunk in grid.csv_chunks(result):
+            stdout.write(chunk)
+        stdout.flush()
