@@ -176,6 +176,14 @@ GPT_OSS_CARD = {
 # - mehmetcc/pal phi-4/config.json (commit b5a7a0de, "_name_or_path": "microsoft/phi-4"), verbatim.
 #   Another stored copy (unattributed) has "sliding_window": null where this one has 16384, the
 #   model's whole context: the same parameters, and a window that never bites within it.
+# - mistralai/Mistral-7B-Instruct-v0.2 as a public script transcribes it with its _name_or_path
+#   (find_string '"_name_or_path": "mistralai/Mistral-7B-Instruct-v0'); Mistral-7B-v0.3 and its
+#   Instruct: the same with vocab_size 32768 (the v0.3 model card; no stored copy of that
+#   config.json was found), so 6,291,456 = 2 x 768 x 4096 more than v0.2 (embedding and head);
+# - Qwen/Qwen2.5-7B-Instruct (kevinstephano/thunder_model_blocks, find_string '"_name_or_path":
+#   "Qwen/Qwen2.5-7B-Instruct"'), Qwen2.5-32B-Instruct (as vLLM issue 12328 quotes it) and
+#   Qwen2.5-72B-Instruct: the base presets' shapes and counts with a 32,768-token context.
+#   Each preset's "_source" says where its values come from.
 # The counts are the classes' (LlamaForCausalLM, Qwen3/Qwen3Moe/Qwen2, Gemma3ForCausalLM,
 # MistralForCausalLM, DeepseekV2ForCausalLM) built from those dicts under FakeTensorMode, which
 # the tree equals (tests/test_presets_issue14.py, tests/test_presets_requested.py).
@@ -193,6 +201,11 @@ REQUESTED = {
     "deepseek-v2-lite": 15_706_484_224,
     "gemma3-27b": 27_009_346_304,
     "phi-4": 14_659_507_200,
+    "mistral-7b-v0.2": 7_241_732_096,
+    "mistral-7b-v0.3": 7_248_023_552,
+    "qwen2.5-7b-instruct": 7_615_616_512,
+    "qwen2.5-32b-instruct": 32_763_876_352,
+    "qwen2.5-72b-instruct": 72_706_203_648,
 }
 REQUESTED_ACTIVE = {
     "qwen3-30b-a3b": 3_353_032_704,
@@ -219,6 +232,10 @@ REQUESTED_CARDS = {
     # counts it, as DeepSeek-V3's entry above does; only the total is compared.
     "deepseek-v2-lite": (15.7e9, None, 0.1e9, "deepseek-ai/DeepSeek-V2-Lite model card: 15.7B "
                                               "total, 2.4B activated"),
+    "qwen2.5-7b-instruct": (7.61e9, None, 0.01e9, "Qwen/Qwen2.5-7B-Instruct model card: 7.61B (6.53B "
+                                                  "non-embedding)"),
+    "qwen2.5-72b-instruct": (72.7e9, None, 0.1e9, "Qwen/Qwen2.5-72B-Instruct model card: 72.7B (70.0B "
+                                                  "non-embedding)"),
 }
 FLAGSHIPS.update(REQUESTED)
 PUBLISHED_ACTIVE.update(REQUESTED_ACTIVE)

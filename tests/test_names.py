@@ -43,6 +43,30 @@ def test_chat_and_instruct_ids_are_their_base_preset(hub_id, preset, params, cap
     assert out["inputs"]["model"] == preset and out["params"]["total"] == params
 
 
+@pytest.mark.parametrize("hub_id, preset, params, context", [
+    # tests/published.py REQUESTED: MistralForCausalLM and Qwen2ForCausalLM built from the presets;
+    # v0.3's 32,768-token vocabulary adds 2 x 768 x 4096 = 6,291,456 to v0.1/v0.2's 7,241,732,096
+    ("mistralai/Mistral-7B-Instruct-v0.2", "mistral-7b-v0.2", 7_241_732_096, 32_768),
+    ("mistralai/Mistral-7B-Instruct-v0.3", "mistral-7b-v0.3", 7_248_023_552, 32_768),
+    ("mistralai/Mistral-7B-v0.3", "mistral-7b-v0.3", 7_248_023_552, 32_768),
+    ("Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b-instruct", 7_615_616_512, 32_768),
+    ("Qwen/Qwen2.5-32B-Instruct", "qwen2.5-32b-instruct", 32_763_876_352, 32_768),
+    ("Qwen/Qwen2.5-72B-Instruct", "qwen2.5-72b-instruct", 72_706_203_648, 32_768),
+])
+def test_checkpoints_whose_context_differs_have_their_own_preset(hub_id, preset, params, context, capsys):
+    """Offline, by Hub id: Mistral 7B v0.2/v0.3 attend to all 32k tokens (v0.1, mistral-7b, within a
+    4,096-token window) and Qwen2.5's instruct configs hold 32,768 positions (the bases 131,072)."""
+    assert resolve_name(hub_id) == preset
+    assert cli.main(["estimate", "--model", hub_id, "--seq-len", "64", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["inputs"]["model"] == preset and out["params"]["total"] == params
+    cfg = load_preset(hub_id)
+    assert cfg.max_positions == context and cfg.n_window_layers == 0
+    if preset.startswith("qwen"):  # the base keeps its own, longer context
+        assert load_preset(preset.removesuffix("-instruct")).max_positions == 131_072
+    assert load_preset("mistral-7b").n_window_layers == 32  # v0.1 slides in every layer
+
+
 def test_an_unknown_spelling_still_suggests():
     with pytest.raises(Exception, match="Did you mean .*llama3-8b"):
         load_preset("llama3-8b-chat")
