@@ -242,3 +242,7 @@ def test_sweep_inference_weights_default_to_the_checkpoint_as_estimate(tmp_path,
                                           ("kv_cache_bytes", "kv_cache")):
             assert row[sweep_name] == unquantized[n, b][sweep_name] == memory[estimate_name], sweep_name
         assert row["weights_bytes"] == 41_829_514_368
+    frame = costmodel.sweep("gpt-oss-20b", 2048, [1, 8])  # the Python API resolves the format alike
+    assert frame["inference_bytes"].tolist() == [rows[2048, 1]["inference_bytes"], rows[2048, 8]["inference_bytes"]]
+    frame = costmodel.sweep("gpt-oss-20b", 2048, 1, weight_dtype="none")
+    assert frame["inference_bytes"].tolist() == [42_753_850_752]
