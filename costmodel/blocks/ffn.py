@@ -267,7 +267,10 @@ class Experts(Block):
             saved += S.e * slots * (2 * S.d + 3 * S.d_x) + glu_saved
         one_expert = 3 * S.d * S.d_x
         biases = 2 * S.d_x + S.d if self.bias else ZERO
-        read = experts_touched(self.tokens)  # the experts that get a slot, each read once
+        # The experts that get a slot, each read once. Under expert parallelism a rank's E / ep
+        # experts take the slots of ep ranks' tokens: (E / ep) (1 - (1 - k/E)^(ep T)) of them.
+        ep = self.profile.expert_parallel
+        read = experts_touched(self.tokens * ep) / ep
         elements = [*glu_elements, ("mul", slots * S.d), ("add", slots * S.d)]
         tensors = [Tensor(S.E, 2 * S.d_x * S.d), Tensor(S.E, S.d * S.d_x)]
         if self.bias:  # registered gate_up_proj, its bias, down_proj, its bias
