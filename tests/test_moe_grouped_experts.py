@@ -11,9 +11,10 @@ import pytest
 from costmodel.kernel_shapes import Gemm, Pointwise
 
 
-def _deepseek_experts(batch: int) -> list:
-    """The experts' kernels of one MoE layer of a tp 8 rank in a decode step of `batch` sequences
-    (the layout path simulate and plan use), fp8 weights as the checkpoint stores them."""
+def _deepseek_experts(batch: int, layout: dict | None = None) -> list:
+    """The experts' kernels of one MoE layer of a tp 8 rank (or `layout`'s) in a decode step of
+    `batch` sequences (the layout path simulate and plan use), fp8 weights as the checkpoint
+    stores them."""
     from costmodel.api import make_workload
     from costmodel.checkpoint import inference_options
     from costmodel.layout import Layout
@@ -25,7 +26,7 @@ def _deepseek_experts(batch: int) -> list:
     options = inference_options(cfg, {"weight_dtype": None, "weight_group": None, "kv_dtype": None})
     options.pop("weight_dtype_source")
     workload, _ = make_workload(cfg, 512, batch=batch, gen_tokens=256, precision="pure", **options)
-    estimate = ParallelEstimate(cfg, workload, Layout(tp=8), phase="decode")
+    estimate = ParallelEstimate(cfg, workload, Layout(**(layout or {"tp": 8})), phase="decode")
     work = estimate.structure["work"]
     entries = rank_kernels(estimate, fused_attention=True, compiled=False)
     (kernels,) = [entry[3] for entry, w in zip(entries, work) if w["experts"] and any(
@@ -62,6 +63,19 @@ def test_deepseek_v3_batch_25_reads_141_experts_weights_once_each():
     1,101,273,600)."""
     gemms = [k for k in _deepseek_experts(25) if isinstance(k, Gemm)]
     assert sum(g.count * g.weight_bytes for g in gemms) == 141 * (GATE_UP_BYTES + DOWN_BYTES) == 776_397_888
+
+
+@pytest.mark.parametrize("batch, touched, rows", [(1, 8, 1), (25, 32, 7)])
+def test_an_expert_parallel_rank_reads_the_experts_it_holds(batch, touched, rows):
+    """EP 8 over dp 8: a rank holds 256 / 8 = 32 experts and takes the slots that the 8 ranks'
+    tokens route to them, so it touches 32 (1 - (31/32)^(8 b)) of its own (blocks/ffn.py
+    Experts.cost): b = 1: 7.18 -> 8, each with ceil(8 / 8) = 1 row (its b k = 8 slots, balanced);
+    b = 25: 31.94 -> 32, ceil(200 / 32) = 7 rows. Untouched by tensor parallelism, each expert's
+    matrices whole: gate_up 7,168 -> 4,096, down 2,048 -> 7,168. Before, the rank's tree read the
+    experts that its own b tokens touch among all 256 (min(256, 8 b): 8 and 200 of 1 row), the
+    weights of experts it does not hold."""
+    gemms = [k for k in _deepseek_experts(batch, {"dp": 8, "ep": 8}) if isinstance(k, Gemm)]
+    assert [(g.m, g.n, g.k, g.count) for g in gemms] == [(rows, 4096, 7168, touched), (rows, 7168, 2048, touched)]
 
 
 def _mixtral_experts(batch: int):
