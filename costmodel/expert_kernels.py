@@ -25,10 +25,10 @@ def grouped_gemms(leaf: Any, flops: float, shapes: list[tuple[int, int, int]], s
                   weight_bytes: list[float | None]) -> list[Kernel]:
     """Routed experts as engines run them: one grouped GEMM per weight matrix of an expert
     (gate_up, down), one launch over the experts that get a slot (`shapes`: (out, inner, how many)
-    per matrix, the rank's experts; `share`: Cost.matrix_read_share, the share of them that gets a
-    slot, the expected touched / E (blocks/ffn.py experts_touched: E (1 - (1 - k/E)^T) at T tokens,
-    uniform random top-k routing); a share that splits an expert counts it whole (under expert
-    parallelism `shapes` hold the tree's E, and ranks' shares of them scale with their experts); `weight_bytes`: one
+    per matrix, the tree's E experts; `share`: Cost.matrix_read_share, the expected touched / E
+    (blocks/ffn.py experts_touched: E (1 - (1 - k/E)^T) at T tokens, uniform random top-k routing;
+    under expert parallelism the rank's own touched experts, of its E / ep, over E); a share that
+    splits an expert counts it whole; `weight_bytes`: one
     expert's matrix of each kind as stored, None where unquantized). vLLM's fused_moe (vllm-project/vllm,
     vllm/model_executor/layers/fused_moe/fused_moe.py, commit 13cb3e4: fused_experts_impl sorts
     the slots by expert (moe_align_block_size, each expert's rows padded to BLOCK_SIZE_M) and calls
