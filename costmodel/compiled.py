@@ -190,6 +190,10 @@ def to_python(expr: Any) -> str:
     if expr.is_Pow and expr.exp.is_Integer:
         base, exponent = to_python(expr.base), int(expr.exp)
         return f"({base} ** {exponent})" if exponent >= 0 else f"Fraction(1, {base} ** {-exponent})"
+    if expr.is_Pow and not expr.exp.is_number:
+        # a power to a count of tokens (blocks/ffn.py experts_touched: E^T and (E - k)^T, T >= 0;
+        # cse's symbols carry no assumptions), exact: ints stay ints, a Fraction a Fraction
+        return f"({to_python(expr.base)} ** {to_python(expr.exp)})"
     if isinstance(expr, sp.Piecewise):
         out = "0"
         for value, condition in reversed(expr.args):

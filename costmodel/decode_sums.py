@@ -1,9 +1,11 @@
 """Sums over generation steps in closed form: `simulate --gen 100000000` answers at once.
 
 A decode step's FLOPs and bytes, leaf by leaf, are polynomials in its context c (the prompt plus
-the tokens so far), piecewise where a Min caps them (a sliding window caps the keys at w; an MoE
-layer touches min(E, tokens x k) experts). The same holds for a step without a KV cache, which
-reruns the decoder over its prefix. So the sum over steps c = lo..hi splits at the pieces'
+the tokens so far), piecewise where a Min caps them (a sliding window caps the keys at w). The
+same holds for a step without a KV cache, which reruns the decoder over its prefix, but for an MoE
+layer: its b c tokens touch E (1 - (1 - k/E)^(b c)) experts (blocks/ffn.py experts_touched), not a
+polynomial until the exponent stops at 40 E tokens; those steps are summed one by one. So the sum
+over steps c = lo..hi splits at the pieces'
 breakpoints, and on each piece a polynomial of degree D sums exactly by Newton's forward
 differences and the hockey-stick identity:
 
@@ -169,11 +171,28 @@ class StepSums:
             differences[name] = column[:degree + 1]
         return differences
 
+    def polynomial(self, start: int, end: int, **workload: int) -> dict[str, list[Any]] | None:
+        """newton's differences, or None where a quantity is not a polynomial on the piece: the
+        experts a rerun's prefix of b c tokens touches, E (1 - (1 - k/E)^(b c)) (blocks/ffn.py
+        experts_touched), until b c reaches 40 E tokens, where its exponent stops. Such a piece
+        is summed step by step: at most 40 E / b steps."""
+        try:
+            return self.newton(start, end, **workload)
+        except NoClosedForm:
+            return None
+
     def totals(self, lo: int, hi: int, **workload: int) -> dict[str, Any]:
         """Sum over contexts lo..hi of every leaf quantity (exact ints or Fractions)."""
         out: dict[str, Any] = {}
         for start, end in self.pieces(lo, hi, **workload):
-            for name, column in self.newton(start, end, **workload).items():
+            differences = self.polynomial(start, end, **workload)
+            if differences is None:
+                for context in range(start, end + 1):
+                    for name, value in self.at(context, **workload).items():
+                        if not name.startswith("break|"):
+                            out[name] = out.get(name, 0) + value
+                continue
+            for name, column in differences.items():
                 if name.startswith("break|"):
                     continue
                 out[name] = out.get(name, 0) + _sum_newton(column, 0, end - start)
@@ -185,7 +204,11 @@ class StepSums:
         max(FLOPs / peak, bytes / bandwidth), plus the overhead of the leaves that run an op."""
         total = 0.0
         for start, end in self.pieces(lo, hi, **workload):
-            differences = self.newton(start, end, **workload)
+            differences = self.polynomial(start, end, **workload)
+            if differences is None:
+                total += sum(self._step_seconds(self.at(context, **workload), rates)
+                             for context in range(start, end + 1))
+                continue
             for path, active in zip(self.paths, self.active):
                 for kind, peak in (("matmul", rates.matmul_flops_per_s),
                                    ("other", rates.vector_flops_per_s)):
@@ -194,6 +217,17 @@ class StepSums:
                     total += _sum_max(flops, peak, moved, rates.bytes_per_s, end - start)
                 if active:
                     total += rates.overhead_s * differences[f"{path}|count"][0] * (end - start + 1)
+        return total
+
+    def _step_seconds(self, values: dict[str, Any], rates: Rates) -> float:
+        """One step's roofline seconds from its exact quantities (seconds' per-leaf rule)."""
+        total = 0.0
+        for path, active in zip(self.paths, self.active):
+            for kind, peak in (("matmul", rates.matmul_flops_per_s), ("other", rates.vector_flops_per_s)):
+                total += max(float(values[f"{path}|flops_{kind}"]) / peak,
+                             float(values[f"{path}|bytes_{kind}"]) / rates.bytes_per_s)
+            if active:
+                total += rates.overhead_s * values[f"{path}|count"]
         return total
 
 

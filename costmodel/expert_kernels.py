@@ -25,8 +25,10 @@ def grouped_gemms(leaf: Any, flops: float, shapes: list[tuple[int, int, int]], s
                   weight_bytes: list[float | None]) -> list[Kernel]:
     """Routed experts as engines run them: one grouped GEMM per weight matrix of an expert
     (gate_up, down), one launch over the experts that get a slot (`shapes`: (out, inner, how many)
-    per matrix, the rank's experts; `share`: Cost.matrix_read_share, the share of them that gets a
-    slot, min(E, b k) / E; a share that splits an expert counts it whole; `weight_bytes`: one
+    per matrix, the tree's E experts; `share`: Cost.matrix_read_share, the expected touched / E
+    (blocks/ffn.py experts_touched: E (1 - (1 - k/E)^T) at T tokens, uniform random top-k routing;
+    under expert parallelism the rank's own touched experts, of its E / ep, over E); a share that
+    splits an expert counts it whole; `weight_bytes`: one
     expert's matrix of each kind as stored, None where unquantized). vLLM's fused_moe (vllm-project/vllm,
     vllm/model_executor/layers/fused_moe/fused_moe.py, commit 13cb3e4: fused_experts_impl sorts
     the slots by expert (moe_align_block_size, each expert's rows padded to BLOCK_SIZE_M) and calls
@@ -35,8 +37,8 @@ def grouped_gemms(leaf: Any, flops: float, shapes: list[tuple[int, int, int]], s
     weights are read once and an expert with no slot is not read); SGLang's copy of it
     (python/sglang/srt/layers/moe/fused_moe_triton/fused_moe.py) and transformers'
     torch._grouped_mm (integrations/moe.py) alike. Each expert's GEMM has as rows the slots it
-    gets, under balanced routing slots / touched rounded up (the most loaded expert's, which
-    sets the last tile). A Gemm of count the experts touched: its bytes every touched expert's weights,
+    gets, slots / touched rounded up (the mean load, taken as the most loaded expert's, which
+    sets the last tile; under random routing the most loaded gets more). A Gemm of count the experts touched: its bytes every touched expert's weights,
     its tiles every expert's tiles, one DRAM start and one launch for all."""
     from .quantization import quantizing_inputs, runs_quantized
 

@@ -212,14 +212,16 @@ class Roofline:
     def decode_crossover_batch(self, context: int | None = None, source_len: int = 1) -> float:
         """The batch at which a decode step's matrix products turn from memory- to compute-bound.
 
-        Their FLOPs are linear in b, F = f*b; their bytes piecewise linear, B = B0 + B1*b on each
-        piece (B0: weights; B1: each sequence's activations and KV cache at `context`). A mixture
-        of experts reads an expert's weights once per step if any token routes to it: min(E, b k)
-        experts, so its bytes grow with b up to b = E/k and are all E experts' beyond. On each
-        piece compute time equals memory time at b* = B0*P / (f*W - B1*P) (P peak FLOP/s, W
-        bandwidth; both with efficiencies); the crossover is the first piece whose b* lies in it.
-        context=None drops the per-sequence traffic (B1 = 0): the classic weights-only figure,
-        peak/bandwidth x (bytes per parameter) / (2 FLOPs per parameter).
+        Their FLOPs are linear in b, F = f*b; their bytes B = W(b) + B1*b (B1: each sequence's
+        activations and KV cache at `context`; W: the weights read). A dense model reads all its
+        weights whatever b; a mixture of experts reads an expert's weights once per step if any
+        token routes to it, blocks/ffn.py experts_touched: k experts at b = 1, towards all E as b k
+        grows, so W is nondecreasing and concave in b. Compute time equals memory time where
+        g(b) = f*b/P - B(b)/W_bw = 0 (P peak FLOP/s, W_bw bandwidth; both with efficiencies): g is
+        convex and negative at b = 0 (the weights), so it crosses zero once, found by bisection to
+        double precision; math.inf where it never does. context=None drops the per-sequence
+        traffic (B1 = 0): the classic weights-only figure, peak/bandwidth x (bytes per parameter) /
+        (2 FLOPs per parameter).
         """
         model = self.decoder_tree()
         flops = model.total("flops_matmul")
@@ -228,16 +230,17 @@ class Roofline:
         subs.pop(S.b)
         f = float(sp.expand(flops.xreplace(subs)).coeff(S.b, 1))
         moved_b = moved.xreplace(subs)
-        for lower, upper, piece in linear_pieces(moved_b, S.b):
-            line = sp.expand(piece)
-            b0, b1 = float(line.coeff(S.b, 0)), float(line.coeff(S.b, 1))
-            if context is None:
-                b1 = 0.0
-            denominator = f * self.bytes_per_s - b1 * self.flops_per_s
-            batch = math.inf if denominator <= 0 else b0 * self.flops_per_s / denominator
-            if lower <= batch <= upper:
-                return batch
-        return math.inf
+        # B1: the part linear in b, the experts' (1 - k/E)^b held aside (never expanded: a float
+        # 31.0**b overflows where (31/32)**b does not)
+        powers = {power: sp.Dummy() for power in moved_b.atoms(sp.Pow) if S.b in power.exp.free_symbols}
+        per_sequence = float(sp.expand(moved_b.xreplace(powers)).coeff(S.b, 1))
+        moved_at = sp.lambdify(S.b, moved_b, "math")
+        drop = per_sequence if context is None else 0.0
+
+        def excess(b: float) -> float:  # compute time minus memory time
+            return f * b / self.flops_per_s - (moved_at(b) - drop * b) / self.bytes_per_s
+
+        return first_crossing(excess)
 
     def fits(self, batch: int, context: int, source_len: int = 1,
              prompt: int | None = None) -> dict[str, Any]:
@@ -289,22 +292,19 @@ def matmul_traffic(leaf: Leaf) -> sp.Expr:
     return leaf.count * leaf.matmul_bytes_as_stored()
 
 
-def linear_pieces(expr: sp.Expr, variable: sp.Symbol) -> list[tuple[float, float, sp.Expr]]:
-    """A piecewise-linear expression in `variable` >= 0 whose only kinks are Min/Max of linear
-    terms, as (lower, upper, the linear expression there), pieces in increasing order."""
-    kinks = [a for a in expr.atoms(sp.Min, sp.Max) if variable in a.free_symbols]
-    points = sorted({float(x) for kink in kinks for i, p in enumerate(kink.args) for q in kink.args[i + 1:]
-                     for x in sp.solve(sp.Eq(p, q), variable) if x.is_real and x > 0})
-    edges = [0.0, *points, math.inf]
-    pieces = []
-    for lower, upper in zip(edges, edges[1:]):
-        inside = sp.Float(lower + 1 if upper == math.inf else (lower + upper) / 2)
-        chosen = {kink: min(kink.args, key=lambda a: float(a.xreplace({variable: inside})))
-                  if isinstance(kink, sp.Min) else
-                  max(kink.args, key=lambda a: float(a.xreplace({variable: inside})))
-                  for kink in kinks}
-        pieces.append((lower, upper, expr.xreplace(chosen)))
-    return pieces
+def first_crossing(excess: Any, beyond: float = 2.0**64) -> float:
+    """The b > 0 where a convex function of b, negative at 0, turns nonnegative (bisection to
+    double precision); math.inf where it stays negative up to `beyond`."""
+    low, high = 0.0, 1.0
+    while excess(high) < 0:
+        low, high = high, 2 * high
+        if high > beyond:
+            return math.inf
+    while True:
+        middle = (low + high) / 2
+        if not low < middle < high:
+            return high
+        low, high = (middle, high) if excess(middle) < 0 else (low, middle)
 
 
 def longest_context(needed: sp.Expr, capacity: int) -> int | float:

@@ -2,7 +2,7 @@
 
 Exact integers for every leaf's FLOPs and bytes (the closed form and the sum of each step's exact
 value), on odd configs whose caps switch inside the summed range: sliding windows of 3 and 4 keys
-on all or some layers, and MoE layers that touch min(E, tokens x top-k) experts. Roofline seconds
+on all or some layers, and MoE layers that touch E (1 - (1 - k/E)^tokens) experts. Roofline seconds
 agree with simulate's step-by-step path to float rounding, over ranges where kernels turn from
 memory- to compute-bound.
 """
@@ -52,15 +52,23 @@ def test_closed_form_equals_the_step_sum_exactly(name, phase, batch):
     workload = dict(batch=batch, source_len=1, bytes_per_element=2)
     closed = sums.totals(2, 37, **workload)
     assert closed == exact_step_sum(sums, 2, 37, **workload)
-    assert all(type(v) is int for v in closed.values())  # FLOPs and bytes: integers
+    # FLOPs and bytes: integers, but the routed experts' weight bytes, an expectation over the
+    # routing (blocks/ffn.py experts_touched: 5 (1 - (3/5)^T) of 5 experts at T tokens)
+    assert all(type(v) is int for k, v in closed.items() if not k.endswith("experts|bytes_matmul"))
 
 
 def test_caps_cut_the_range_where_they_switch():
     workload = dict(batch=1, source_len=1, bytes_per_element=2)
     # Mistral's window of 4 keys: a decode step's keys are min(c, 4).
     assert StepSums(odd_config("mistral-window-4"), "decode").pieces(2, 37, **workload) == [(2, 4), (5, 37)]
-    # 5 experts, top-2: a prefix of n tokens touches min(5, 2n) experts, all of them from n = 3.
-    assert StepSums(odd_config("mixtral-window-4-experts"), "rerun").pieces(1, 37, **workload) == [(1, 2), (3, 37)]
+    # 5 experts, top-2: a prefix of n tokens touches 5 (1 - (3/5)^n) experts, the exponent held at
+    # 40 x 5 = 200 tokens from there on (blocks/ffn.py experts_touched); at batch 4, from n = 50.
+    experts = StepSums(odd_config("mixtral-window-4-experts"), "rerun")
+    assert experts.pieces(1, 300, **workload) == [(1, 200), (201, 300)]
+    assert experts.pieces(1, 300, **{**workload, "batch": 4}) == [(1, 50), (51, 300)]
+    # the first piece, not a polynomial, is summed step by step, the second in closed form
+    assert experts.polynomial(1, 200, **workload) is None and experts.polynomial(201, 300, **workload)
+    assert experts.totals(1, 300, **workload) == exact_step_sum(experts, 1, 300, **workload)
 
 
 def test_encoder_decoder_steps_attend_to_the_source():
@@ -73,6 +81,9 @@ def test_encoder_decoder_steps_attend_to_the_source():
     ("mistral-7b", 3, 4000, 4300),  # the window (4096) inside the range
     ("llama3-8b", 1, 1, 1500),  # reruns turn compute-bound as the prefix grows
     ("t5-small", 2, 1, 700),
+    # 8 experts, top-2: a rerun's prefix touches 8 (1 - (3/4)^c) of them, summed step by step up to
+    # c = 40 x 8 = 320 (blocks/ffn.py experts_touched), in closed form beyond
+    ("mixtral-8x7b", 1, 300, 400),
 ])
 def test_roofline_seconds_equal_the_step_by_step_path(model, batch, lo, hi):
     cfg, hardware = load_preset(model), load_hardware("h100-sxm")

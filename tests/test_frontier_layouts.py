@@ -462,8 +462,8 @@ def test_plan_enumerates_expert_and_context_parallel_sizes():
 
 
 def test_published_frontier_runs_with_their_error_stated():
-    """DeepSeek-V3: 1.40x (both time models; the kernel model 1.45x since FlashAttention-2's H100
-    figures by length) the published 180K H800-hours per trillion tokens,
+    """DeepSeek-V3: 1.29x (both time models; 1.40x while an EP64 rank read all 256 experts'
+    weights) the published 180K H800-hours per trillion tokens,
     under its own recomputation and FP8 activations (report sections 3.2.3 and 3.3.3), with its
     one MTP module (1.19x without it) and with DualPipeV's hidden all-to-alls slowing the compute
     they run under (Overlap.slowdown, 18.9%; the report gives its communication 20 of the H800's
@@ -477,11 +477,15 @@ def test_published_frontier_runs_with_their_error_stated():
     from reports.published_frontier import DEEPSEEK_V3, frontier
 
     deepseek, llama = frontier()
-    assert 1.35 <= deepseek["ratio"] <= 1.45  # was 1.40 <= ratio <= 1.56 under full recomputation
+    # 1.29 and 1.29: an EP64 rank reads its own 4 experts' weights (blocks/ffn.py Experts.cost,
+    # Profile.expert_parallel), not all 256 of the tree, which made its grouped GEMMs 256 experts
+    # of 128 rows (11 GB of fp8 weights a layer and micro-batch) where it runs 4 of 8,192: 1.40
+    # and 1.40 before that (validate/FINDINGS.md, "Routed experts touched").
+    assert 1.25 <= deepseek["ratio"] <= 1.33  # was 1.40 <= ratio <= 1.56 under full recomputation
     # FP8 GEMMs at the fp8 peak, EP64 balanced (was 1.38-1.48); 1.42 before FlashAttention-2's H100
     # figures by length (kernel_facts.json: 319 TFLOP/s forward and 285 backward at 4k, not 346 for
     # both), 1.45 with them; 1.48 with attention at the training step's sustained clock (docs/time.md).
-    assert 1.35 <= deepseek["kernels_ratio"] <= 1.49
+    assert 1.25 <= deepseek["kernels_ratio"] <= 1.33
     workload = Workload(seq_len=4096, batch=1, dtype="bf16", impl="megatron", attention="flash", recompute="deepseek")
     cfg = dataclasses.replace(load_preset("deepseek-v3"), mtp_layers=1)
     rank = ParallelEstimate(cfg, workload, Layout(**DEEPSEEK_V3["layout"]))

@@ -1,13 +1,14 @@
 """The decode crossover batch of a mixture of experts: an expert's weights are read once per step
-if any token routes to it (min(E, b k) experts), so a step turns compute-bound only once the
-experts' weights, all of them read, are amortised over b k / E tokens each."""
+if any token routes to it (E (1 - (1 - k/E)^b) experts expected, blocks/ffn.py experts_touched), so
+a step turns compute-bound only once the experts' weights, nearly all of them read, are amortised
+over b k / E tokens each."""
 
 import sympy as sp
 
 from costmodel.api import load_model
 from costmodel.hardware import load_hardware
 from costmodel.roofline import Roofline
-from costmodel.roofline_model import linear_pieces
+from costmodel.roofline_model import first_crossing
 from costmodel import symbols as S
 
 
@@ -32,8 +33,13 @@ def test_mixtral_crossover_agrees_with_its_own_step():
     assert compute > memory
 
 
-def test_linear_pieces_split_at_every_expert_read():
-    b = S.b
-    pieces = linear_pieces(3 + 5 * sp.Min(8, 2 * b) + b, b)
-    assert [(lo, hi) for lo, hi, _ in pieces] == [(0.0, 4.0), (4.0, float("inf"))]
-    assert [sp.expand(p) for _, _, p in pieces] == [3 + 11 * b, 43 + b]
+def test_first_crossing_finds_the_root_of_a_convex_excess():
+    """Compute minus memory time of a step that reads 8 (1 - (3/4)^b) experts of 5 bytes each and 3
+    more bytes, one FLOP per b: b - 3 - 40 (1 - (3/4)^b) is convex, -3 at 0, and turns positive
+    between 42 and 43 (at 42: -1 + 40 (3/4)^42 < 0; at 43: 0.0002 > 0)."""
+    def excess(b: float) -> float:
+        return b - 3 - 40 * (1 - 0.75 ** b)
+
+    root = first_crossing(excess)
+    assert 42 < root < 43 and abs(excess(root)) < 1e-12
+    assert first_crossing(lambda b: -1.0 - b) == float("inf")

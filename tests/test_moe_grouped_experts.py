@@ -11,9 +11,10 @@ import pytest
 from costmodel.kernel_shapes import Gemm, Pointwise
 
 
-def _deepseek_experts(batch: int) -> list:
-    """The experts' kernels of one MoE layer of a tp 8 rank in a decode step of `batch` sequences
-    (the layout path simulate and plan use), fp8 weights as the checkpoint stores them."""
+def _deepseek_experts(batch: int, layout: dict | None = None) -> list:
+    """The experts' kernels of one MoE layer of a tp 8 rank (or `layout`'s) in a decode step of
+    `batch` sequences (the layout path simulate and plan use), fp8 weights as the checkpoint
+    stores them."""
     from costmodel.api import make_workload
     from costmodel.checkpoint import inference_options
     from costmodel.layout import Layout
@@ -25,7 +26,7 @@ def _deepseek_experts(batch: int) -> list:
     options = inference_options(cfg, {"weight_dtype": None, "weight_group": None, "kv_dtype": None})
     options.pop("weight_dtype_source")
     workload, _ = make_workload(cfg, 512, batch=batch, gen_tokens=256, precision="pure", **options)
-    estimate = ParallelEstimate(cfg, workload, Layout(tp=8), phase="decode")
+    estimate = ParallelEstimate(cfg, workload, Layout(**(layout or {"tp": 8})), phase="decode")
     work = estimate.structure["work"]
     entries = rank_kernels(estimate, fused_attention=True, compiled=False)
     (kernels,) = [entry[3] for entry, w in zip(entries, work) if w["experts"] and any(
@@ -39,12 +40,15 @@ GATE_UP_BYTES = 512 * 7168 + 4 * (512 // 128) * (7168 // 128)  # 3,670,912
 DOWN_BYTES = 7168 * 256 + 4 * (7168 // 128) * (256 // 128)  # 1,835,456
 
 
-@pytest.mark.parametrize("batch, touched, rows", [(1, 8, 1), (8, 64, 1), (25, 200, 1), (64, 256, 2)])
+@pytest.mark.parametrize("batch, touched, rows", [(1, 8, 1), (8, 58, 2), (25, 141, 2), (64, 223, 3)])
 def test_deepseek_v3_decode_runs_two_grouped_gemms_over_the_touched_experts(batch, touched, rows):
     """Whatever the batch, a layer's experts are two GEMM launches (gate_up, down) and the gating's
-    memory-bound kernel; each GEMM covers the min(256, 8 b) experts the tree's balanced routing
-    touches, each with 8 b / touched rows (before: one GEMM per touched expert and matrix, 400
-    launches a layer at batch 25)."""
+    memory-bound kernel; each GEMM covers the experts that b tokens' top-8 of 256 touch under
+    uniform random routing, 256 (1 - (31/32)^b) (blocks/ffn.py experts_touched), rounded up:
+    b = 1: 8 exactly; b = 8: 57.42 -> 58; b = 25: 140.25 -> 141; b = 64: 222.44 -> 223 (the worst
+    case min(256, 8 b) read 64, 200 and 256). Each has the most loaded expert's rows,
+    ceil(8 b / touched): 1, ceil(64 / 58) = 2, ceil(200 / 141) = 2, ceil(512 / 223) = 3 (before:
+    one GEMM per touched expert and matrix, 400 launches a layer at batch 25)."""
     kernels = _deepseek_experts(batch)
     gemms = [k for k in kernels if isinstance(k, Gemm)]
     assert [type(k) for k in kernels] == [Gemm, Gemm, Pointwise]
@@ -53,10 +57,25 @@ def test_deepseek_v3_decode_runs_two_grouped_gemms_over_the_touched_experts(batc
     assert [g.weight_dtype for g in gemms] == ["fp8", "fp8"]
 
 
-def test_deepseek_v3_batch_25_reads_200_experts_weights_once_each():
-    """At batch 25 a rank reads 200 experts' shards a layer, each once: 200 x 5,506,368 bytes."""
+def test_deepseek_v3_batch_25_reads_141_experts_weights_once_each():
+    """At batch 25 a rank reads 141 experts' shards a layer (256 (1 - (31/32)^25) = 140.25, a split
+    expert counted whole), each once: 141 x 5,506,368 bytes (the worst case, 200 experts, read
+    1,101,273,600)."""
     gemms = [k for k in _deepseek_experts(25) if isinstance(k, Gemm)]
-    assert sum(g.count * g.weight_bytes for g in gemms) == 200 * (GATE_UP_BYTES + DOWN_BYTES) == 1_101_273_600
+    assert sum(g.count * g.weight_bytes for g in gemms) == 141 * (GATE_UP_BYTES + DOWN_BYTES) == 776_397_888
+
+
+@pytest.mark.parametrize("batch, touched, rows", [(1, 8, 1), (25, 32, 7)])
+def test_an_expert_parallel_rank_reads_the_experts_it_holds(batch, touched, rows):
+    """EP 8 over dp 8: a rank holds 256 / 8 = 32 experts and takes the slots that the 8 ranks'
+    tokens route to them, so it touches 32 (1 - (31/32)^(8 b)) of its own (blocks/ffn.py
+    Experts.cost): b = 1: 7.18 -> 8, each with ceil(8 / 8) = 1 row (its b k = 8 slots, balanced);
+    b = 25: 31.94 -> 32, ceil(200 / 32) = 7 rows. Untouched by tensor parallelism, each expert's
+    matrices whole: gate_up 7,168 -> 4,096, down 2,048 -> 7,168. Before, the rank's tree read the
+    experts that its own b tokens touch among all 256 (min(256, 8 b): 8 and 200 of 1 row), the
+    weights of experts it does not hold."""
+    gemms = [k for k in _deepseek_experts(batch, {"dp": 8, "ep": 8}) if isinstance(k, Gemm)]
+    assert [(g.m, g.n, g.k, g.count) for g in gemms] == [(rows, 4096, 7168, touched), (rows, 7168, 2048, touched)]
 
 
 def _mixtral_experts(batch: int):
@@ -73,8 +92,8 @@ def _mixtral_experts(batch: int):
 
 
 def test_mixtral_batch_25_pads_each_experts_rows_to_the_most_loaded():
-    """50 slots over 8 experts: every expert is read once, its rows the most loaded expert's
-    ceil(50 / 8) = 7 (fused_moe pads each expert's rows to its block); before, 50 / 8 rows did not
+    """50 slots over 8 experts: 8 (1 - (3/4)^25) = 7.994 of them expected touched, counted whole: every
+    expert is read once, its rows the most loaded expert's ceil(50 / 8) = 7 (fused_moe pads each expert's rows to its block); before, 50 / 8 rows did not
     divide and the experts fell back to a shapeless memory-bound kernel."""
     from costmodel.kernel_time import leaf_kernels
 

@@ -170,16 +170,19 @@ def test_a_decode_step_runs_each_chosen_experts_matrices_as_a_weight_only_gemv()
 
 
 def test_a_step_with_more_slots_than_experts_reads_every_expert():
-    """With more slots than experts (a decode step of 64 sequences: 128 slots over 8 experts)
-    every expert is read: the share is 1 and the quantized traffic is all 8 experts' int8 matrices."""
+    """With many more slots than experts (a decode step of 64 sequences: 128 slots over 8 experts)
+    every expert is read but for a share (3/4)^64 = 1.0e-8 (blocks/ffn.py experts_touched: each
+    token's top-2 of 8 misses an expert with probability 3/4): the quantized traffic is all 8
+    experts' int8 matrices times 1 - (3/4)^64 (the worst case, min(8, 128), read them all)."""
     import sympy as sp
 
     from costmodel import symbols as S
 
     leaf, subs, _ = _mixtral_experts({"weight_dtype": "int8"})
     batch = {**subs, S.b: 64}
-    assert leaf.cost.matrix_read_share.xreplace(batch) == 1
+    share = 1 - sp.Rational(3, 4) ** 64
+    assert leaf.cost.matrix_read_share.xreplace(batch) == share and 0 < 1 - float(share) < 1.01e-8
     d, d_x = 4096, 14336
-    weights = 8 * (3 * d * d_x + 4 * (2 * d_x + d))
+    weights = 8 * share * (3 * d * d_x + 4 * (2 * d_x + d))
     activations = 128 * (2 * d + 3 * d_x) * 2
-    assert sp.Integer(leaf.matmul_bytes_as_stored().xreplace(batch)) == weights + activations
+    assert leaf.matmul_bytes_as_stored().xreplace(batch) == weights + activations

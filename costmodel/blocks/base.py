@@ -101,6 +101,10 @@ class Profile:
     # grouped GEMM) runs each token through its top k experts only, whatever transformers' class
     # does: facts.experts_every_token (Llama 4's Llama4TextExperts) does not apply.
     routed_experts: bool = False
+    # Expert parallelism (layout --ep): a rank holds E / ep of the routed experts and runs the
+    # slots that the ep ranks' tokens route to them, so it reads the experts of its own share
+    # that ep times its tokens touch (blocks/ffn.py Experts.cost).
+    expert_parallel: int = 1
 
     @cached_property
     def facts(self) -> Facts:

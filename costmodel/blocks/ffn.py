@@ -176,6 +176,29 @@ class Router(Block):
         )
 
 
+#: Tokens per expert (T / E) beyond which experts_touched stops counting them: the share an expert
+#: misses, (1 - k/E)^T <= exp(-k T / E), is at most e^-40 < 2^-53 there (k >= 1), below double
+#: precision, and capping the exponent spares an exact power of a training step's millions of tokens.
+SATURATING_TOKENS_PER_EXPERT = 40
+
+
+def experts_touched(tokens: Expr) -> Expr:
+    """The expected number of distinct experts that T = `tokens` tokens route to, each token
+    choosing its k distinct experts of E uniformly at random, independently of the others (what a
+    load-balanced router gives on average; the occupancy expectation of balls into bins): a token
+    misses a given expert with probability C(E-1, k) / C(E, k) = 1 - k/E, so
+
+        E [1 - (1 - k/E)^T]
+
+    experts are touched: k exactly at T = 1 (a batch-1 decode step), E to double precision once
+    T k >> E (a prefill, a training step), and fewer than the worst case min(E, T k) in between
+    (DeepSeek-V3, E = 256, k = 8, at 25 tokens: 140.2, not 200). Real routers are imbalanced, which
+    concentrates the slots on fewer experts: the count they touch is lower still, so this is an
+    upper estimate of the typical count at a batch, no longer the worst case. The exponent stops
+    at SATURATING_TOKENS_PER_EXPERT x E tokens (the same count in double precision)."""
+    return S.E * (1 - (1 - S.k / S.E) ** sp.Min(tokens, SATURATING_TOKENS_PER_EXPERT * S.E))
+
+
 @dataclass(frozen=True)
 class Experts(Block):
     """The routed experts of a mixture-of-experts layer: E SwiGLU FFNs of inner width d_x, stored
@@ -244,7 +267,10 @@ class Experts(Block):
             saved += S.e * slots * (2 * S.d + 3 * S.d_x) + glu_saved
         one_expert = 3 * S.d * S.d_x
         biases = 2 * S.d_x + S.d if self.bias else ZERO
-        read = sp.Min(S.E, slots)  # the experts that get a slot, each read once
+        # The experts that get a slot, each read once. Under expert parallelism a rank's E / ep
+        # experts take the slots of ep ranks' tokens: (E / ep) (1 - (1 - k/E)^(ep T)) of them.
+        ep = self.profile.expert_parallel
+        read = experts_touched(self.tokens * ep) / ep
         elements = [*glu_elements, ("mul", slots * S.d), ("add", slots * S.d)]
         tensors = [Tensor(S.E, 2 * S.d_x * S.d), Tensor(S.E, S.d * S.d_x)]
         if self.bias:  # registered gate_up_proj, its bias, down_proj, its bias
@@ -262,8 +288,8 @@ class Experts(Block):
             elements=elements,
             saved_bytes=saved,
             inactive_params=(S.E - S.k) * (one_expert + biases),
-            # Traffic: each expert that gets a slot reads its weights once (balanced routing: all
-            # of them once there are E slots; a decode step of b tokens reads at most b k).
+            # Traffic: each expert that gets a slot reads its weights once (experts_touched: the
+            # expected count under uniform random top-k routing; k at one token, all E at many).
             bytes_matmul=S.e * (read * one_expert + slots * (2 * S.d + 3 * S.d_x)),
             matrix_read_share=read / S.E,
             bytes_other=glu_moved + elementwise_bytes(slots * S.d, reads=2)

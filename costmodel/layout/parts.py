@@ -35,7 +35,7 @@ def _options(layout: Layout) -> dict[str, Any]:
     """What the per-part expressions depend on besides the symbols (their cache key)."""
     return {"framework": layout.framework, "sp": layout.sp, "loss_parallel": uses_loss_parallel(layout),
             "device": layout.device, "vocabulary": layout_vocabulary(layout),
-            "fp8_activations": fp8_activations(layout)}
+            "fp8_activations": fp8_activations(layout), "ep": layout.ep}
 
 
 def fp8_activations(layout: Layout) -> bool:
@@ -85,7 +85,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     profile = profile_for(cfg, workload, precision=framework.precision_for(workload.dtype), device=layout.device,
                           optimizer_impl="foreach" if layout.device == "cuda" else "single",
                           fp8_activations=fp8_activations(layout) and phase == "train",
-                          framework_loss=framework.loss, routed_experts=True)
+                          framework_loss=framework.loss, routed_experts=True, expert_parallel=layout.ep)
     tree = CostModel(cfg, profile, phase=phase)
     parts = part_of(tree)
     loss_parallel = uses_loss_parallel(layout)
