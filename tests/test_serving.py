@@ -84,6 +84,22 @@ def test_blocks_from_memory_left() -> None:
     assert half.weight_bytes == 8_030_261_248 and half.kv_bytes_per_token == 65536
 
 
+@pytest.mark.parametrize("name, tp, per_gpu", [
+    ("deepseek-v3", 8, 61 * (512 + 64) * 2),        # MLA: one latent a token, kept whole on every rank
+    ("deepseek-v2-lite", 2, 27 * (512 + 64) * 2),
+    ("llama3-70b", 8, 2 * 80 * 8 * 128 * 2 // 8),   # GQA: one KV head a rank
+    ("mixtral-8x7b", 2, 2 * 32 * 8 * 128 * 2 // 2),
+])
+def test_kv_bytes_per_token_per_gpu_under_tensor_parallelism(name: str, tp: int, per_gpu: int) -> None:
+    """vLLM keeps the whole MLA latent on each tensor-parallel rank (ModelConfig.get_num_kv_heads:
+    1 under MLA) and splits GQA's KV heads; `simulate --tp` (the layout model's split tree) does the
+    same. serve once divided the latent by tp too: 8,784 B a token for DeepSeek-V3 at tp 8, 8x
+    the KV blocks vLLM has."""
+    cfg = costmodel.load_model(name)
+    sizing = cache_sizing(cfg, serving_profile(cfg), 2, 141 * 2**30, 0.9, 16, 8192, tp=tp)
+    assert sizing.kv_bytes_per_token == per_gpu
+
+
 def test_block_pool_counts() -> None:
     pool = BlockPool(10, 4)
     assert pool.needed(0, 1) == 1 and pool.needed(0, 4) == 1 and pool.needed(0, 5) == 2 and pool.needed(2, 9) == 1

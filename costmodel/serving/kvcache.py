@@ -118,16 +118,35 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
     subs = {**fixed, S.b: sp.Integer(1), S.n: tokens, S.T: sp.Integer(0), S.s: tokens, S.c: tokens,
             S.e: sp.Integer(dtype_bytes)}
     decode = CostModel(cfg, profile, phase="decode")
-    kv = sp.expand(decode.total("kv_cache_bytes").xreplace({k: v for k, v in subs.items() if k != S.c}))
+    kv_symbolic = decode.total("kv_cache_bytes")
+    kv = sp.expand(kv_symbolic.xreplace({k: v for k, v in subs.items() if k != S.c}))
     as_full = lambda expr: sp.expand(expr.replace(sp.Min, lambda *args: S.c if S.c in args else sp.Min(*args)))  # noqa: E731
     window_terms = sp.Add(*(term for term in sp.Add.make_args(sp.expand(kv)) if term.has(sp.Min)))
     per_token = int(as_full(kv).coeff(S.c, 1))
     window_per_token = int(as_full(window_terms).coeff(S.c, 1))
+    kv_tp = kv_tensor_shards(kv_symbolic, subs, tp, as_full, cfg.name)
     prefill = CostModel(cfg, profile, phase="prefill")
     total = int(inference_phases(cfg, prefill.profile)["prefill"].xreplace(subs))
     cache = int(prefill.total("kv_cache_bytes").xreplace(subs))
     weights = int(prefill.total("weight_bytes").xreplace(subs))
     activations = max(0, total - weights - cache)
-    block_bytes = None if paging is None else paging.block_bytes(cfg, per_token, window_per_token, tp * pp)
+    block_bytes = None if paging is None else paging.block_bytes(cfg, per_token, window_per_token, kv_tp * pp)
     return CacheSizing(memory_bytes, utilization, -(-weights // (tp * pp)), -(-activations // tp),
-                       -(-per_token // (tp * pp)), block_size, block_bytes, -(-window_per_token // (tp * pp)))
+                       -(-per_token // (kv_tp * pp)), block_size, block_bytes, -(-window_per_token // (kv_tp * pp)))
+
+
+def kv_tensor_shards(kv: Any, subs: dict, tp: int, as_full: Any, name: str) -> int:
+    """How many ways tensor parallelism divides the KV cache: the decode tree's KV bytes per key
+    with the attention's heads split as layout/split.py splits them (h / tp, h_kv / tp), against
+    the whole. GQA's cache is per KV head: tp ways. Latent attention's (DeepSeek) is one latent
+    per token whatever the heads: every rank keeps all of it (vLLM's ModelConfig.get_num_kv_heads
+    returns 1 under MLA, 'When using MLA during decode it becomes MQA'; the layout model's
+    per-rank KV, what `simulate --tp` prints, is the same split tree)."""
+    if tp == 1:
+        return 1
+    rank = kv.xreplace({S.h: S.h / tp, S.h_kv: S.h_kv / tp}).xreplace({k: v for k, v in subs.items() if k != S.c})
+    whole = as_full(sp.expand(kv.xreplace({k: v for k, v in subs.items() if k != S.c}))).coeff(S.c, 1)
+    shards = whole / as_full(sp.expand(rank)).coeff(S.c, 1)
+    if not shards.is_integer:
+        raise ConfigError(f"{name}: tp {tp} splits its KV cache {shards} ways, not a whole number; not modelled.")
+    return int(shards)
