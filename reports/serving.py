@@ -11,6 +11,7 @@ import click
 
 from costmodel.checkpoint import weights_note
 from costmodel.config import ConfigError
+from costmodel.serving.schedulers import NO_TOKEN_BUDGET
 from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, DEFAULT_SCHEDULER, DEFAULT_SERVE_ATTENTION, DEFAULT_SERVE_MLA, DTYPES,
                             DEFAULT_FP8_GEMM, FP8_GEMMS,
                             KV_DTYPES, MLA_FORMS, ROUTERS, SCHEDULERS, SERVE_ATTENTIONS, WEIGHT_DTYPE_CHOICES,
@@ -41,7 +42,8 @@ def render_serve(summary: dict[str, Any]) -> str:
         + f") of {setup['tp']} x {setup['hardware']}"
         + (f" per stage, {setup['pp']} pipeline stages " if setup.get("pp", 1) > 1 else " ")
         + f"({setup['dtype']}), scheduler {setup['scheduler']}: {setup['scheduler_source']}",
-        f"budgets: max-num-seqs {setup['max_num_seqs']}, max-batched-tokens {setup['max_batched_tokens']} "
+        f"budgets: max-num-seqs {setup['max_num_seqs']}, max-batched-tokens "
+        f"{'none' if setup['max_batched_tokens'] >= NO_TOKEN_BUDGET else setup['max_batched_tokens']} "
         f"({setup['budget_source']})"
         + (f"; {setup['num_scheduler_steps']} decode steps per decision" if setup.get("num_scheduler_steps", 1) > 1
            else ""),

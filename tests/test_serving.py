@@ -425,6 +425,13 @@ def test_serve_json_answers_the_issue_question(capsys) -> None:
     assert "TTFT" in capsys.readouterr().out
 
 
+def test_static_batching_says_it_has_no_token_budget(capsys) -> None:
+    """generate()'s batch has no token budget; the report printed the sentinel, 4611686018427387904."""
+    assert main(["serve", "--model", "llama3-8b", "--rate", "2", "--requests", "10", "--scheduler", "static"]) == 0
+    line = capsys.readouterr().out.splitlines()[1]
+    assert line == "budgets: max-num-seqs 8, max-batched-tokens none (a batch of 8, as one would call generate())"
+
+
 def test_serve_writes_csvs(tmp_path, capsys) -> None:
     out, steps = tmp_path / "r.csv", tmp_path / "s.csv"
     assert main(["serve", "--model", "llama3-8b", "--rate", "50", "--requests", "30", "--csv", str(out),

@@ -18,7 +18,7 @@ from .engine import simulate_replicas
 from .graphs import engine_graphs
 from .kv_paging import kv_paging
 from .kvcache import BlockPool, cache_sizing
-from .schedulers import SCHEDULERS
+from .schedulers import NO_TOKEN_BUDGET, SCHEDULERS
 from .steptime import StepTime, check_tensor_parallel_groups, serving_profile
 from .workload import Lengths, Request, poisson, read_trace
 
@@ -28,7 +28,7 @@ DEFAULT_BUDGETS = {
                         "EngineArgs.get_batch_defaults)"),
     "sarathi": (256, 512, "Sarathi-Serve's chunk size of 512 tokens (its paper's Mistral-7B/Yi-34B setting)"),
     "orca": (256, 8192, "the same budgets as vLLM's"),
-    "static": (8, 1 << 62, "a batch of 8, as one would call generate()"),
+    "static": (8, NO_TOKEN_BUDGET, "a batch of 8, as one would call generate()"),
     "hf-fifo": (32, 2048, "transformers ContinuousBatchingConfig-like budgets"),
     "hf-prefill-first": (32, 2048, "transformers ContinuousBatchingConfig-like budgets"),
     # None: the model's context or 2048, whichever is larger.
