@@ -18,7 +18,7 @@ from costmodel.spec import (ATTENTIONS, DEFAULT_ATTENTION, DEFAULT_DTYPE, DEFAUL
                             DEFAULT_OPTIMIZER, DEFAULT_RECOMPUTE, DTYPES, FRAMEWORK_NAMES, IMPLEMENTATIONS, OPTIMIZERS,
                             RECOMPUTES)
 
-from .output import ReportInputError
+from .output import DtypeChoice, ReportInputError
 
 
 def require_measure_extra(what: str) -> None:
@@ -84,7 +84,7 @@ def model_choice(function):
 @click.option("--out", "-o", required=True, type=str, help="Output directory (created if missing).")
 @click.option("--batch", "-b", type=click.IntRange(min=1), default=1, show_default=True,
               help="Sequences per batch for the summary and the memory figures.")
-@click.option("--dtype", type=click.Choice(DTYPES), default=DEFAULT_DTYPE, show_default=True,
+@click.option("--dtype", type=DtypeChoice(DTYPES), default=DEFAULT_DTYPE, show_default=True,
               help="Activation and weight dtype for the summary and the memory figures.")
 @click.option("--no-measure", is_flag=True,
               help="Skip every measurement (torch): faster, no formula-vs-measurement figure.")
@@ -210,7 +210,7 @@ def plot_regimes(model, models, config, out, csv_path) -> None:
 @_figure_options
 @click.option("--batch", "-b", type=click.IntRange(min=1), default=1, show_default=True,
               help="Sequences per batch.")
-@click.option("--dtype", type=click.Choice(DTYPES), default=DEFAULT_DTYPE, show_default=True,
+@click.option("--dtype", type=DtypeChoice(DTYPES), default=DEFAULT_DTYPE, show_default=True,
               help="Activation and weight dtype.")
 def plot_memory(model, models, config, out, csv_path, batch, dtype) -> None:
     """Activations (eager, flash, recomputation) and the KV cache vs n, against GPU memory."""
@@ -343,7 +343,7 @@ def claims(no_measure, as_json) -> None:
               help="Sequence lengths: a,b,c or start:stop[:+step | :xfactor] (mixable with commas).")
 @click.option("--batch", "-b", "batch", default="1", show_default=True,
               help="Batch sizes, same syntax as --seq-len.")
-@click.option("--dtype", type=click.Choice(DTYPES), default=DEFAULT_DTYPE, show_default=True,
+@click.option("--dtype", type=DtypeChoice(DTYPES), default=DEFAULT_DTYPE, show_default=True,
               help="Activation and weight dtype.")
 @click.option("--impl", type=click.Choice(IMPLEMENTATIONS), default=DEFAULT_IMPL, show_default=True,
               help="Whose code the activation memory models (costmodel/defaults.py).")

@@ -17,7 +17,7 @@ from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, DEFAULT_SCHEDULER, DE
                             KV_DTYPES, MLA_FORMS, ROUTERS, SCHEDULERS, SERVE_ATTENTIONS, WEIGHT_DTYPE_CHOICES,
                             WEIGHT_DTYPE_DEFAULT)
 
-from .output import ReportInputError, finite
+from .output import DtypeChoice, ReportInputError, finite
 
 
 def _ms(value: float) -> str:
@@ -153,7 +153,7 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
               show_default=True, help="How arrivals are spread over the replicas.")
 @click.option("--disaggregate", type=str, default=None,
               help="P:D: P prefill-only and D decode-only replicas, the KV cache sent between them (replaces --replicas).")
-@click.option("--dtype", type=click.Choice(DTYPES), default=None, help="Default: the hardware's.")
+@click.option("--dtype", type=DtypeChoice(DTYPES), default=None, help="Default: the hardware's.")
 @click.option("--weight-dtype", type=click.Choice(WEIGHT_DTYPE_CHOICES), default=None, help=WEIGHT_DTYPE_DEFAULT)
 @click.option("--weight-group", type=int, default=None,
               help="Values per scale of --weight-dtype (int4 128, nf4 64 by default); with --tp, whole groups "
