@@ -35,8 +35,14 @@ class BlockPool:
             raise ConfigError(f"the KV cache holds no block of {block_size} tokens.")
         self.num_blocks = num_blocks
         self.block_size = block_size
-        self.free = num_blocks
+        self.free = num_blocks  # free blocks, a cached prefix's evictable ones included (vLLM's count)
         self.paging = paging  # kv_paging.Paging, or None: every layer paged as full attention
+        # Cached prefixes no sequence holds, least recently freed first: prefix id -> blocks.
+        # Their blocks count as free; taking blocks evicts them, oldest first, once the free
+        # blocks would run into them (vLLM v1's free queue: freed cached blocks at its tail,
+        # allocation from its head, a block's hash dropped when it is reused).
+        self.evictable: dict[str, int] = {}
+        self.evictable_blocks = 0
 
     def needed(self, held_blocks: int, tokens: int) -> int:
         """New blocks a sequence holding `held_blocks` needs to hold `tokens` tokens (with a
@@ -49,9 +55,26 @@ class BlockPool:
         if count > self.free:
             raise RuntimeError("KV blocks over-allocated (a scheduler bug).")
         self.free -= count
+        while self.evictable_blocks > self.free:  # the oldest cached prefixes' blocks reused
+            self.evictable_blocks -= self.evictable.pop(next(iter(self.evictable)))
 
     def give_back(self, count: int) -> None:
         self.free += count
+
+    def keep_cached(self, prefix: str, count: int) -> None:
+        """A prefix's blocks its last holder freed: free, and still cached until taken."""
+        self.free += count
+        self.evictable[prefix] = count
+        self.evictable_blocks += count
+
+    def revive(self, prefix: str) -> bool:
+        """A freed prefix held again, if its blocks were not taken since (False: evicted)."""
+        count = self.evictable.pop(prefix, None)
+        if count is None:
+            return False
+        self.evictable_blocks -= count
+        self.free -= count
+        return True
 
     @property
     def used(self) -> int:
