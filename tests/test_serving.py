@@ -449,7 +449,11 @@ def _bad(tmp_path, lines: str) -> str:
 @pytest.mark.parametrize("args, message", [
     (["--rate", "0"], "--rate must be a positive"),
     (["--rate", "-3"], "--rate must be a positive"),
-    (["--rate", "5", "--prompt", "9000"], "pass the model's context of 8192"),
+    (["--rate", "5", "--prompt", "9000"], "pass the model's context of 8192."),
+    # an unbounded draw past the context says which option drew it and how to bound it
+    (["--rate", "1", "--prompt", "lognormal:6000:1"], "request 2: prompt 8614 + output 128 tokens pass the "
+     "model's context of 8192 (drawn from --prompt lognormal:6000:1 --output 128: bound the distribution "
+     "inside it, e.g. lognormal:MEDIAN:SIGMA:LOW:HIGH)."),
     (["--rate", "5", "--block-size", "0"], "--block-size must be a positive"),
     (["--rate", "5", "--num-blocks", "4", "--prompt", "100"], "needs 15 KV blocks of 16 tokens; the cache holds 4"),
     (["--rate", "5", "--max-batched-tokens", "0"], "--max-batched-tokens must be at least 1"),

@@ -82,6 +82,18 @@ def make_requests(rate: float | None = None, requests: int = 1000, trace: str | 
                    as_lengths(prompt, "--prompt"), as_lengths(output, "--output"), seed)
 
 
+def check_drawn_lengths(chosen: list[Request], prompt: Any, output: Any, context: int) -> None:
+    """A drawn request past the model's context, with the options that drew it: an unbounded
+    distribution (lognormal:MEDIAN:SIGMA) needs the bounds that keep it inside."""
+    past = next((r for r in chosen if r.prompt_tokens + r.output_tokens > context), None)
+    if past is not None:
+        drawn = any(as_lengths(value, "").kind != "fixed" for value in (prompt, output))
+        raise ConfigError(f"request {past.id}: prompt {past.prompt_tokens} + output {past.output_tokens} tokens "
+                          f"pass the model's context of {context}"
+                          + (f" (drawn from --prompt {prompt} --output {output}: bound the distribution inside it, "
+                             "e.g. lognormal:MEDIAN:SIGMA:LOW:HIGH)." if drawn else "."))
+
+
 def as_lengths(value: str | Lengths, option: str) -> Lengths:
     """A length distribution from an option's text; an error names the option."""
     if isinstance(value, Lengths):
@@ -278,6 +290,8 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
         if value is not None and not (value > 0 and math.isfinite(value)):
             raise ConfigError(f"{name} must be a positive number of seconds, got {show(value)}.")
     chosen = make_requests(rate, requests, trace, prompt, output, seed, concurrency)
+    if trace is None:
+        check_drawn_lengths(chosen, prompt, output, cfg.max_positions)
     if concurrency is not None and disaggregate is not None:
         raise ConfigError("--concurrency runs aggregated replicas; --disaggregate takes --rate or --trace.")
     replica, step, setup = build_replica(cfg, hw, **replica_options)
