@@ -13,6 +13,8 @@ import click
 
 from costmodel import spec
 
+from reports.output import DtypeChoice
+
 from .inputs import InputError
 
 
@@ -73,7 +75,7 @@ def hardware_option(default: str | None = spec.DEFAULT_HARDWARE, help: str = HAR
 
 def dtype_option(default: str | None = spec.DEFAULT_DTYPE, help: str = "Weights and activations.") -> Callable:
     """--dtype, any spelling of fp32, fp16 or bf16."""
-    return click.option("--dtype", type=click.Choice(spec.DTYPES), default=default,
+    return click.option("--dtype", type=DtypeChoice(spec.DTYPES), default=default,
                         show_default=default is not None, help=help)
 
 

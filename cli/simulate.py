@@ -14,6 +14,8 @@ from costmodel.checkpoint import inference_options
 from costmodel.config import ConfigError, require_decoder
 from costmodel.defaults import implied
 
+from costmodel.simulate_api import decode_inputs
+
 from .inputs import InputError, finite, load_model, make_layout, make_workload, microbatches_for, with_mtp
 from .options import (ATTENTION_HELP, IMPL_HELP, batch_option, choice_option, dtype_option, hardware_option,
                       json_option, layout_options, model_options, mtp_option, refuse_mla_without_latent,
@@ -203,6 +205,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                 "seq_len": workload.seq_len, "gen": workload.gen_tokens,
                                 "batch": workload.batch, "recompute": workload.recompute,
                                 "tokens": tokens, **{k: v for k, v in quantization.items() if v is not None}}
+            if not train:
+                result["inputs"].update(decode_inputs(workload, cuda_graphs))
         elif train:
             if time_model == "kernels" or compiled:
                 raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "

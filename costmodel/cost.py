@@ -44,8 +44,9 @@ def training_cost(tokens: float, tokens_per_second: float, gpus: int, step_model
 
 
 def gpus_of(entry: dict[str, Any]) -> int:
+    """A plan entry's GPUs: tp x pp x dp x cp (Layout.gpus; context parallelism's ranks are GPUs too)."""
     layout = entry["layout"]
-    return layout["tp"] * layout["pp"] * layout["dp"]
+    return layout["tp"] * layout["pp"] * layout["dp"] * layout.get("cp", 1)
 
 
 def price_plan(result: dict[str, Any], tokens: float | None, price: float | None,

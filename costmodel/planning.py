@@ -80,7 +80,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     holding its shards as stored (costmodel/layout/rank.py)."""
     from .api import load_model, make_workload
     from .checkpoint import inference_options
-    from .cost import price_plan
+    from .cost import gpus_of, price_plan
     from .defaults import implied
     from .hardware import load_hardware
     from .layout import plan as planner
@@ -135,7 +135,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         if rank_by not in RANK_BY:
             raise ConfigError(f"--rank-by must be one of {', '.join(RANK_BY)}, got {rank_by!r}.")
         feasible.sort(key=(lambda e: e[key]) if key else
-                      (lambda e: e["layout"]["tp"] * e["layout"]["pp"] * e["layout"]["dp"] / e["tokens_per_second"]))
+                      (lambda e: gpus_of(e) / e["tokens_per_second"]))
     else:
         price_plan(data, tokens, chosen.price_per_gpu_hour if price is None else price, rank_by)
     if not feasible and nearest is not None:

@@ -39,6 +39,12 @@ class SimulationResult:
         return f"<pre>{html.escape(self.text())}</pre>"
 
 
+def decode_inputs(workload: Any, cuda_graphs: bool) -> dict[str, Any]:
+    """What a decode with a layout ran with, for its report's second line: the attention, the
+    KV cache (dynamic or static) and whether its steps replay a CUDA graph."""
+    return {"attention": workload.attention, "kv_cache": workload.kv_cache, "cuda_graphs": bool(cuda_graphs)}
+
+
 def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, prompt: int | None = None,
              gen: int = 128, batch: int = 1, dtype: str | None = None, attention: str = "eager",
              kv_cache: str = "dynamic", seq_len: int | None = None, recompute: str = "none", impl: str = "hf",
@@ -92,11 +98,15 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
                                                    step_seconds=step_time, price=price)
         else:
             workload, warnings = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
-                                               gen_tokens=gen, precision="pure", **quantization)
+                                               gen_tokens=gen, precision="pure", kv_cache=kv_cache,
+                                               **quantization)
             data = parallel_time.simulate_decode(cfg, workload, chosen_layout, chosen)
         data["inputs"] = {"model": cfg.name, "hardware": chosen.name, "dtype": workload.dtype,
                           "seq_len": workload.seq_len, "gen": workload.gen_tokens, "batch": workload.batch,
                           "recompute": workload.recompute, "tokens": tokens}
+        if not train:
+            data["inputs"].update({**{k: v for k, v in quantization.items() if v is not None},
+                                   **decode_inputs(workload, False)})
     elif train:
         workload, warnings = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                            attention=attention, impl=impl)

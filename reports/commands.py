@@ -16,7 +16,7 @@ import click
 
 from costmodel.spec import DEFAULT_DTYPE, DEFAULT_HARDWARE, DTYPES, FRAMEWORK_NAMES
 
-from .output import ReportInputError
+from .output import DtypeChoice, ReportInputError
 
 
 def require_measure_extra(what: str) -> None:
@@ -82,7 +82,7 @@ def model_choice(function):
 @click.option("--out", "-o", required=True, type=str, help="Output directory (created if missing).")
 @click.option("--batch", "-b", type=click.IntRange(min=1), default=1, show_default=True,
               help="Sequences per batch for the summary and the memory figures.")
-@click.option("--dtype", type=click.Choice(DTYPES), default=DEFAULT_DTYPE, show_default=True,
+@click.option("--dtype", type=DtypeChoice(DTYPES), default=DEFAULT_DTYPE, show_default=True,
               help="Activation and weight dtype for the summary and the memory figures.")
 @click.option("--no-measure", is_flag=True,
               help="Skip every measurement (torch): faster, no formula-vs-measurement figure.")
@@ -208,7 +208,7 @@ def plot_regimes(model, models, config, out, csv_path) -> None:
 @_figure_options
 @click.option("--batch", "-b", type=click.IntRange(min=1), default=1, show_default=True,
               help="Sequences per batch.")
-@click.option("--dtype", type=click.Choice(DTYPES), default=DEFAULT_DTYPE, show_default=True,
+@click.option("--dtype", type=DtypeChoice(DTYPES), default=DEFAULT_DTYPE, show_default=True,
               help="Activation and weight dtype.")
 def plot_memory(model, models, config, out, csv_path, batch, dtype) -> None:
     """Activations (eager, flash, recomputation) and the KV cache vs n, against GPU memory."""

@@ -19,7 +19,24 @@ from typing import Any, BinaryIO, Iterable, Iterator, Sequence
 
 import click
 
+from costmodel.spec import KV_DTYPES, WEIGHT_DTYPES
+
 SVG_HASH_SALT = "costmodel-reports"  # fixed ids in SVG output (matplotlib's svg.hashsalt)
+
+
+class DtypeChoice(click.Choice):
+    """--dtype's choices; a quantized format given there (--dtype fp8) is refused with the options
+    that take it, which a new user looking for FP8 training or int4 weights cannot guess."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter:
+            if str(value).lower() in {*WEIGHT_DTYPES, *KV_DTYPES, "float8"}:
+                self.fail(f"{value!r} is not one of {', '.join(map(repr, self.choices))}: --dtype is the data's "
+                          "dtype; FP8 training's matmuls are --fp8, quantized weights --weight-dtype, a "
+                          "quantized KV cache --kv-dtype (in the commands that have them).", param, ctx)
+            raise
 
 
 class ReportInputError(click.ClickException):

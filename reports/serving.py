@@ -11,12 +11,13 @@ import click
 
 from costmodel.checkpoint import weights_note
 from costmodel.config import ConfigError
+from costmodel.serving.schedulers import NO_TOKEN_BUDGET
 from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, DEFAULT_SCHEDULER, DEFAULT_SERVE_ATTENTION, DEFAULT_SERVE_MLA, DTYPES,
                             DEFAULT_FP8_GEMM, FP8_GEMMS,
                             KV_DTYPES, MLA_FORMS, ROUTERS, SCHEDULERS, SERVE_ATTENTIONS, WEIGHT_DTYPE_CHOICES,
                             WEIGHT_DTYPE_DEFAULT)
 
-from .output import ReportInputError, finite
+from .output import DtypeChoice, ReportInputError, finite
 
 
 def _ms(value: float) -> str:
@@ -41,7 +42,8 @@ def render_serve(summary: dict[str, Any]) -> str:
         + f") of {setup['tp']} x {setup['hardware']}"
         + (f" per stage, {setup['pp']} pipeline stages " if setup.get("pp", 1) > 1 else " ")
         + f"({setup['dtype']}), scheduler {setup['scheduler']}: {setup['scheduler_source']}",
-        f"budgets: max-num-seqs {setup['max_num_seqs']}, max-batched-tokens {setup['max_batched_tokens']} "
+        f"budgets: max-num-seqs {setup['max_num_seqs']}, max-batched-tokens "
+        f"{'none' if setup['max_batched_tokens'] >= NO_TOKEN_BUDGET else setup['max_batched_tokens']} "
         f"({setup['budget_source']})"
         + (f"; {setup['num_scheduler_steps']} decode steps per decision" if setup.get("num_scheduler_steps", 1) > 1
            else ""),
@@ -151,7 +153,7 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
               show_default=True, help="How arrivals are spread over the replicas.")
 @click.option("--disaggregate", type=str, default=None,
               help="P:D: P prefill-only and D decode-only replicas, the KV cache sent between them (replaces --replicas).")
-@click.option("--dtype", type=click.Choice(DTYPES), default=None, help="Default: the hardware's.")
+@click.option("--dtype", type=DtypeChoice(DTYPES), default=None, help="Default: the hardware's.")
 @click.option("--weight-dtype", type=click.Choice(WEIGHT_DTYPE_CHOICES), default=None, help=WEIGHT_DTYPE_DEFAULT)
 @click.option("--weight-group", type=int, default=None,
               help="Values per scale of --weight-dtype (int4 128, nf4 64 by default); with --tp, whole groups "

@@ -293,6 +293,11 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
     return "\n".join([
         f"{i['model']} serving on {lay['gpus']} x {i['hardware']} ({i['dtype']}): tp {lay['tp']} x pp "
         f"{lay['pp']} x dp {lay['dp']}, batch {i['batch']} per replica, context {i['seq_len'] + i['gen']:,}",
+        *([f"prompt {i['seq_len']}, generate {i['gen']}, attention {i['attention']}, {i['kv_cache']} KV cache"
+           + (f" in {i['kv_dtype']}" if i.get("kv_dtype") else "")
+           + (f", weights {i['weight_dtype']}" if i.get("weight_dtype") else "")
+           + (", CUDA graphs" if i.get("cuda_graphs") else "")] if "kv_cache" in i else []),
+        *([note] if (note := weights_note(i.get("weight_dtype"), i.get("weight_dtype_source"))) else []),
         f"  {'time per output token':<24}{seconds(token['seconds_per_token']):>10}   "
         f"{rate(token['tokens_per_second'])} tokens/s over the replicas",
         f"  {'of which tp all-reduces':<24}{seconds(token['tp_all_reduce_seconds']):>10}",

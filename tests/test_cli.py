@@ -337,6 +337,7 @@ def _dtype_commands(tmp_path):
     return [
         ["estimate", "--model", "gpt2"],
         ["simulate", "--model", "gpt2"],
+        ["serve", "--model", "gpt2"],
         ["validate", "--model", "gpt2"],
         ["sweep", "--model", "gpt2"],
         ["report", "--model", "gpt2", "--out", str(tmp_path / "r")],
@@ -355,8 +356,15 @@ def test_dtype_is_one_choice_everywhere(tmp_path, capsys):
         help_text = CliRunner().invoke(cli.cli, [*args[:2 if args[0] == "plot" else 1], "--help"],
                                        terminal_width=200).output
         assert "[" + "|".join(DTYPE_BYTES) + "]" in help_text, args
+    # fp8 is no data dtype; the one line names the options that take it (a new user tried
+    # `simulate --train --dtype fp8` for FP8 training)
     assert errors == {"error: Invalid value for '--dtype': 'fp8' is not one of 'fp32', 'float32', "
-                      "'fp16', 'float16', 'bf16', 'bfloat16'.\n"}
+                      "'fp16', 'float16', 'bf16', 'bfloat16': --dtype is the data's dtype; FP8 training's "
+                      "matmuls are --fp8, quantized weights --weight-dtype, a quantized KV cache --kv-dtype "
+                      "(in the commands that have them).\n"}
+    code, _, err = run_main(["simulate", "--model", "gpt2", "--dtype", "bogus"], capsys)
+    assert code == 2 and err == ("error: Invalid value for '--dtype': 'bogus' is not one of 'fp32', 'float32', "
+                                 "'fp16', 'float16', 'bf16', 'bfloat16'.\n")
     assert not list(tmp_path.iterdir())
 
 

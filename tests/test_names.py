@@ -35,6 +35,10 @@ def test_dots_and_hub_ids_stay_exact():
     ("meta-llama/Llama-3.3-70B-Instruct", "llama3.1-70b", 70_553_706_496),
     ("mistralai/Mixtral-8x7B-Instruct-v0.1", "mixtral-8x7b", 46_702_792_704),
     ("deepseek-ai/DeepSeek-R1", "deepseek-v3", 671_026_404_352),
+    # Llama 3.1's ids as released (the Hub renamed them Llama-3.1-*): a new user's
+    # meta-llama/Meta-Llama-3.1-8B-Instruct was "cannot reach the Hugging Face Hub"
+    ("meta-llama/Meta-Llama-3.1-8B-Instruct", "llama3.1-8b", 8_030_261_248),
+    ("meta-llama/Meta-Llama-3.1-70B-Instruct", "llama3.1-70b", 70_553_706_496),
 ])
 def test_chat_and_instruct_ids_are_their_base_preset(hub_id, preset, params, capsys):
     assert resolve_name(hub_id) == preset

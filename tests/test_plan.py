@@ -209,3 +209,16 @@ def test_published_runs_are_reproduced_within_fifteen_percent():
         assert 0.95 <= row["present_kernels"] / row["present_published"] <= 1.035, row["model"]
         assert 0.98 <= row["full_kernels"] / row["full_published"] <= 1.04, row["model"]
         assert math.isclose(row["mfu_kernels"], row["mfu_published"], abs_tol=5.0), row["model"]
+
+
+def test_plan_counts_context_parallel_ranks_in_gpu_hours():
+    """A layout with cp 2 runs on tp x pp x dp x cp GPUs: its GPU-hours are the time to train x all
+    8 GPUs, as `simulate --train --cp 2` prints them (the plan once counted tp x pp x dp, 4, and
+    gave half the hours)."""
+    import costmodel
+
+    result = costmodel.plan("llama2-7b", gpus=8, seq_len=4096, tokens=1e12, tp=1, pp=1, dp=4, cp=2)
+    best = result.best
+    assert best["layout"]["cp"] == 2 and best["layout"]["dp"] == 4
+    cost = best["cost"]
+    assert cost["gpus"] == 8 and cost["gpu_hours"] == cost["train_seconds"] * 8 / 3600

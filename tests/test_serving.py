@@ -84,6 +84,22 @@ def test_blocks_from_memory_left() -> None:
     assert half.weight_bytes == 8_030_261_248 and half.kv_bytes_per_token == 65536
 
 
+@pytest.mark.parametrize("name, tp, per_gpu", [
+    ("deepseek-v3", 8, 61 * (512 + 64) * 2),        # MLA: one latent a token, kept whole on every rank
+    ("deepseek-v2-lite", 2, 27 * (512 + 64) * 2),
+    ("llama3-70b", 8, 2 * 80 * 8 * 128 * 2 // 8),   # GQA: one KV head a rank
+    ("mixtral-8x7b", 2, 2 * 32 * 8 * 128 * 2 // 2),
+])
+def test_kv_bytes_per_token_per_gpu_under_tensor_parallelism(name: str, tp: int, per_gpu: int) -> None:
+    """vLLM keeps the whole MLA latent on each tensor-parallel rank (ModelConfig.get_num_kv_heads:
+    1 under MLA) and splits GQA's KV heads; `simulate --tp` (the layout model's split tree) does the
+    same. serve once divided the latent by tp too: 8,784 B a token for DeepSeek-V3 at tp 8, 8x
+    the KV blocks vLLM has."""
+    cfg = costmodel.load_model(name)
+    sizing = cache_sizing(cfg, serving_profile(cfg), 2, 141 * 2**30, 0.9, 16, 8192, tp=tp)
+    assert sizing.kv_bytes_per_token == per_gpu
+
+
 def test_block_pool_counts() -> None:
     pool = BlockPool(10, 4)
     assert pool.needed(0, 1) == 1 and pool.needed(0, 4) == 1 and pool.needed(0, 5) == 2 and pool.needed(2, 9) == 1
@@ -409,6 +425,13 @@ def test_serve_json_answers_the_issue_question(capsys) -> None:
     assert "TTFT" in capsys.readouterr().out
 
 
+def test_static_batching_says_it_has_no_token_budget(capsys) -> None:
+    """generate()'s batch has no token budget; the report printed the sentinel, 4611686018427387904."""
+    assert main(["serve", "--model", "llama3-8b", "--rate", "2", "--requests", "10", "--scheduler", "static"]) == 0
+    line = capsys.readouterr().out.splitlines()[1]
+    assert line == "budgets: max-num-seqs 8, max-batched-tokens none (a batch of 8, as one would call generate())"
+
+
 def test_serve_writes_csvs(tmp_path, capsys) -> None:
     out, steps = tmp_path / "r.csv", tmp_path / "s.csv"
     assert main(["serve", "--model", "llama3-8b", "--rate", "50", "--requests", "30", "--csv", str(out),
@@ -426,7 +449,11 @@ def _bad(tmp_path, lines: str) -> str:
 @pytest.mark.parametrize("args, message", [
     (["--rate", "0"], "--rate must be a positive"),
     (["--rate", "-3"], "--rate must be a positive"),
-    (["--rate", "5", "--prompt", "9000"], "pass the model's context of 8192"),
+    (["--rate", "5", "--prompt", "9000"], "pass the model's context of 8192."),
+    # an unbounded draw past the context says which option drew it and how to bound it
+    (["--rate", "1", "--prompt", "lognormal:6000:1"], "request 2: prompt 8614 + output 128 tokens pass the "
+     "model's context of 8192 (drawn from --prompt lognormal:6000:1 --output 128: bound the distribution "
+     "inside it, e.g. lognormal:MEDIAN:SIGMA:LOW:HIGH)."),
     (["--rate", "5", "--block-size", "0"], "--block-size must be a positive"),
     (["--rate", "5", "--num-blocks", "4", "--prompt", "100"], "needs 15 KV blocks of 16 tokens; the cache holds 4"),
     (["--rate", "5", "--max-batched-tokens", "0"], "--max-batched-tokens must be at least 1"),

@@ -270,3 +270,24 @@ def test_options_that_would_be_ignored_are_refused(capsys, args, named):
 
     code, out, err = run_main(["simulate", "--model", "llama2-7b", *args], capsys)
     assert code == 2 and out == "" and err.count("\n") == 1 and named in err
+
+
+def test_a_layout_decode_says_what_it_ran_and_the_api_keeps_its_kv_cache(capsys):
+    """With --tp the report's second line names the attention, the KV cache, the weights and the
+    CUDA graphs (it said only bf16, whatever --weight-dtype); costmodel.simulate with a layout
+    once dropped kv_cache: a static cache's step is the command's, and faster than a dynamic
+    cache's, which copies the whole cache each step."""
+    import costmodel
+    from tests.cli_run import run_main
+
+    args = ["simulate", "--model", "llama2-7b", "--hardware", "a100-80gb", "--tp", "2", "--prompt", "512",
+            "--gen", "256", "--attention", "eager", "--kv-cache", "static"]
+    code, out, _ = run_main([*args, "--weight-dtype", "int4", "--cuda-graphs"], capsys)
+    assert code == 0 and out.splitlines()[1] == ("prompt 512, generate 256, attention eager, static KV cache, "
+                                                 "weights int4, CUDA graphs")
+    code, out, _ = run_main([*args, "--json"], capsys)
+    command = json.loads(out)["token"]["seconds_per_token"]
+    run = {cache: costmodel.simulate("llama2-7b", "a100-80gb", layout={"tp": 2}, prompt=512, gen=256,
+                                     attention="eager", kv_cache=cache).to_dict()["token"]["seconds_per_token"]
+           for cache in ("static", "dynamic")}
+    assert run["static"] == command and run["static"] < run["dynamic"]

@@ -104,8 +104,9 @@ def train_step_kernels(estimate, hardware, overlap=None, autocast=False, compile
 def step_split(step: dict) -> str:
     """A training step's seconds and their split (StepTime.step())."""
     exposed = step["exposed_communication_seconds"]
-    return (f"step {step['seconds']:.3f} s = compute {step['compute_seconds']:.3f} + tp {exposed['tp']:.3f} + pp "
-            f"{exposed['pp']:.3f} + dp {exposed['dp']:.3f} + bubble {step['bubble_seconds']:.3f} + optimizer "
+    return (f"step {step['seconds']:.3f} s = compute {step['compute_seconds']:.3f} + "
+            + "".join(f"{group} {exposed[group]:.3f} + " for group in ("tp", "ep", "cp", "pp") if group in exposed)
+            + f"dp {exposed['dp']:.3f} + bubble {step['bubble_seconds']:.3f} + optimizer "
             f"{step['optimizer_seconds']:.3f} + gradient accumulation {step['gradient_accumulation_seconds']:.3f}"
             + (f" + autocast casts {step['autocast_seconds']:.3f}" if step["autocast_seconds"] else ""))
 

@@ -246,7 +246,7 @@ class StepTime:
         communication = self.estimate.communication(stage)
         tp_microbatch, tp_step = self.tensor_parallel(stage) if layout.tp > 1 else (0.0, 0.0)
         exchange = self.pipeline(stage)
-        # Expert parallelism's all-to-alls are on the critical path (exposed), counted with tp.
+        # Expert parallelism's all-to-alls are on the critical path (exposed).
         all_to_all = self.collective("ep", "all_to_all", communication.get("ep", {}).get("all_to_all", 0) / m)
         compute = self.compute(stage)
         # What each collective hides under the micro-batch's compute, in turn, never more than the
@@ -269,7 +269,7 @@ class StepTime:
         left -= hidden_tp
         hidden_pp = min(self.overlap.pp * exchange, left)
         hidden = compute - left + hidden_pp
-        return {"compute": compute, "tp": tp_microbatch - hidden_tp + all_to_all - hidden_ep + context,
+        return {"compute": compute, "tp": tp_microbatch - hidden_tp, "ep": all_to_all - hidden_ep, "cp": context,
                 "pp": exchange - hidden_pp, "tp_step": (1 - self.overlap.tp) * tp_step,
                 "pp_step": self.tied_embedding(stage), "accumulation": self.gradient_accumulation(stage),
                 # what runs hidden under this micro-batch's compute, and under the step's; the compute
@@ -388,7 +388,7 @@ class StepTime:
         estimate, layout = self.estimate, self.estimate.layout
         stages = [self.stage(stage) for stage in estimate.stages]
         compute = sum(times["compute"] for times in stages)
-        tp = sum(times["tp"] for times in stages)
+        tp = sum(times["tp"] + times["ep"] + times["cp"] for times in stages)
         pp = sum(times["pp"] for times in stages)
         seconds = compute + tp + pp
         batch = estimate.workload.batch * layout.dp
@@ -403,7 +403,7 @@ class StepTime:
         # or an inner one (it sends both ways): one of each kind stands for the rest.
         ranks = sorted({0, min(1, p - 1), p - 1})
         stages = [(estimate.stages[r], self.stage(estimate.stages[r])) for r in ranks]
-        parts = ("compute", "tp", "pp", "contention")
+        parts = ("compute", "tp", "ep", "cp", "pp", "contention")
         slowest_stage, slowest = max(stages, key=lambda item: sum(item[1][k] for k in parts))
         per_microbatch = sum(slowest[k] for k in parts)
         bubble = layout.bubble() * per_microbatch
@@ -434,8 +434,11 @@ class StepTime:
         return {
             "seconds": seconds,
             "compute_seconds": m * slowest["compute"],
-            "exposed_communication_seconds": {"tp": m * slowest["tp"] + tp_step, "pp": m * slowest["pp"] + pp_step,
-                                              "dp": dp},
+            # expert and context parallelism's own entries where the layout has them
+            "exposed_communication_seconds": {"tp": m * slowest["tp"] + tp_step,
+                                              **({"ep": m * slowest["ep"]} if layout.ep > 1 else {}),
+                                              **({"cp": m * slowest["cp"]} if layout.cp > 1 else {}),
+                                              "pp": m * slowest["pp"] + pp_step, "dp": dp},
             "bubble_seconds": bubble,
             "optimizer_seconds": optimizer,
             "gradient_accumulation_seconds": accumulation,

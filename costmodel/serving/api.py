@@ -18,7 +18,7 @@ from .engine import simulate_replicas
 from .graphs import engine_graphs
 from .kv_paging import kv_paging
 from .kvcache import BlockPool, cache_sizing
-from .schedulers import SCHEDULERS
+from .schedulers import NO_TOKEN_BUDGET, SCHEDULERS
 from .steptime import StepTime, check_tensor_parallel_groups, serving_profile
 from .workload import Lengths, Request, poisson, read_trace
 
@@ -28,7 +28,7 @@ DEFAULT_BUDGETS = {
                         "EngineArgs.get_batch_defaults)"),
     "sarathi": (256, 512, "Sarathi-Serve's chunk size of 512 tokens (its paper's Mistral-7B/Yi-34B setting)"),
     "orca": (256, 8192, "the same budgets as vLLM's"),
-    "static": (8, 1 << 62, "a batch of 8, as one would call generate()"),
+    "static": (8, NO_TOKEN_BUDGET, "a batch of 8, as one would call generate()"),
     "hf-fifo": (32, 2048, "transformers ContinuousBatchingConfig-like budgets"),
     "hf-prefill-first": (32, 2048, "transformers ContinuousBatchingConfig-like budgets"),
     # None: the model's context or 2048, whichever is larger.
@@ -80,6 +80,18 @@ def make_requests(rate: float | None = None, requests: int = 1000, trace: str | 
     # A closed loop draws its lengths as the all-at-once Poisson stream does (rate inf: no gaps).
     return poisson(math.inf if concurrency is not None else float(rate), int(requests),
                    as_lengths(prompt, "--prompt"), as_lengths(output, "--output"), seed)
+
+
+def check_drawn_lengths(chosen: list[Request], prompt: Any, output: Any, context: int) -> None:
+    """A drawn request past the model's context, with the options that drew it: an unbounded
+    distribution (lognormal:MEDIAN:SIGMA) needs the bounds that keep it inside."""
+    past = next((r for r in chosen if r.prompt_tokens + r.output_tokens > context), None)
+    if past is not None:
+        drawn = any(as_lengths(value, "").kind != "fixed" for value in (prompt, output))
+        raise ConfigError(f"request {past.id}: prompt {past.prompt_tokens} + output {past.output_tokens} tokens "
+                          f"pass the model's context of {context}"
+                          + (f" (drawn from --prompt {prompt} --output {output}: bound the distribution inside it, "
+                             "e.g. lognormal:MEDIAN:SIGMA:LOW:HIGH)." if drawn else "."))
 
 
 def as_lengths(value: str | Lengths, option: str) -> Lengths:
@@ -278,6 +290,8 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
         if value is not None and not (value > 0 and math.isfinite(value)):
             raise ConfigError(f"{name} must be a positive number of seconds, got {show(value)}.")
     chosen = make_requests(rate, requests, trace, prompt, output, seed, concurrency)
+    if trace is None:
+        check_drawn_lengths(chosen, prompt, output, cfg.max_positions)
     if concurrency is not None and disaggregate is not None:
         raise ConfigError("--concurrency runs aggregated replicas; --disaggregate takes --rate or --trace.")
     replica, step, setup = build_replica(cfg, hw, **replica_options)

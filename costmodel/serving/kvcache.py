@@ -35,8 +35,14 @@ class BlockPool:
             raise ConfigError(f"the KV cache holds no block of {block_size} tokens.")
         self.num_blocks = num_blocks
         self.block_size = block_size
-        self.free = num_blocks
+        self.free = num_blocks  # free blocks, a cached prefix's evictable ones included (vLLM's count)
         self.paging = paging  # kv_paging.Paging, or None: every layer paged as full attention
+        # Cached prefixes no sequence holds, least recently freed first: prefix id -> blocks.
+        # Their blocks count as free; taking blocks evicts them, oldest first, once the free
+        # blocks would run into them (vLLM v1's free queue: freed cached blocks at its tail,
+        # allocation from its head, a block's hash dropped when it is reused).
+        self.evictable: dict[str, int] = {}
+        self.evictable_blocks = 0
 
     def needed(self, held_blocks: int, tokens: int) -> int:
         """New blocks a sequence holding `held_blocks` needs to hold `tokens` tokens (with a
@@ -49,9 +55,26 @@ class BlockPool:
         if count > self.free:
             raise RuntimeError("KV blocks over-allocated (a scheduler bug).")
         self.free -= count
+        while self.evictable_blocks > self.free:  # the oldest cached prefixes' blocks reused
+            self.evictable_blocks -= self.evictable.pop(next(iter(self.evictable)))
 
     def give_back(self, count: int) -> None:
         self.free += count
+
+    def keep_cached(self, prefix: str, count: int) -> None:
+        """A prefix's blocks its last holder freed: free, and still cached until taken."""
+        self.free += count
+        self.evictable[prefix] = count
+        self.evictable_blocks += count
+
+    def revive(self, prefix: str) -> bool:
+        """A freed prefix held again, if its blocks were not taken since (False: evicted)."""
+        count = self.evictable.pop(prefix, None)
+        if count is None:
+            return False
+        self.evictable_blocks -= count
+        self.free -= count
+        return True
 
     @property
     def used(self) -> int:
@@ -118,16 +141,35 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
     subs = {**fixed, S.b: sp.Integer(1), S.n: tokens, S.T: sp.Integer(0), S.s: tokens, S.c: tokens,
             S.e: sp.Integer(dtype_bytes)}
     decode = CostModel(cfg, profile, phase="decode")
-    kv = sp.expand(decode.total("kv_cache_bytes").xreplace({k: v for k, v in subs.items() if k != S.c}))
+    kv_symbolic = decode.total("kv_cache_bytes")
+    kv = sp.expand(kv_symbolic.xreplace({k: v for k, v in subs.items() if k != S.c}))
     as_full = lambda expr: sp.expand(expr.replace(sp.Min, lambda *args: S.c if S.c in args else sp.Min(*args)))  # noqa: E731
     window_terms = sp.Add(*(term for term in sp.Add.make_args(sp.expand(kv)) if term.has(sp.Min)))
     per_token = int(as_full(kv).coeff(S.c, 1))
     window_per_token = int(as_full(window_terms).coeff(S.c, 1))
+    kv_tp = kv_tensor_shards(kv_symbolic, subs, tp, as_full, cfg.name)
     prefill = CostModel(cfg, profile, phase="prefill")
     total = int(inference_phases(cfg, prefill.profile)["prefill"].xreplace(subs))
     cache = int(prefill.total("kv_cache_bytes").xreplace(subs))
     weights = int(prefill.total("weight_bytes").xreplace(subs))
     activations = max(0, total - weights - cache)
-    block_bytes = None if paging is None else paging.block_bytes(cfg, per_token, window_per_token, tp * pp)
+    block_bytes = None if paging is None else paging.block_bytes(cfg, per_token, window_per_token, kv_tp * pp)
     return CacheSizing(memory_bytes, utilization, -(-weights // (tp * pp)), -(-activations // tp),
-                       -(-per_token // (tp * pp)), block_size, block_bytes, -(-window_per_token // (tp * pp)))
+                       -(-per_token // (kv_tp * pp)), block_size, block_bytes, -(-window_per_token // (kv_tp * pp)))
+
+
+def kv_tensor_shards(kv: Any, subs: dict, tp: int, as_full: Any, name: str) -> int:
+    """How many ways tensor parallelism divides the KV cache: the decode tree's KV bytes per key
+    with the attention's heads split as layout/split.py splits them (h / tp, h_kv / tp), against
+    the whole. GQA's cache is per KV head: tp ways. Latent attention's (DeepSeek) is one latent
+    per token whatever the heads: every rank keeps all of it (vLLM's ModelConfig.get_num_kv_heads
+    returns 1 under MLA, 'When using MLA during decode it becomes MQA'; the layout model's
+    per-rank KV, what `simulate --tp` prints, is the same split tree)."""
+    if tp == 1:
+        return 1
+    rank = kv.xreplace({S.h: S.h / tp, S.h_kv: S.h_kv / tp}).xreplace({k: v for k, v in subs.items() if k != S.c})
+    whole = as_full(sp.expand(kv.xreplace({k: v for k, v in subs.items() if k != S.c}))).coeff(S.c, 1)
+    shards = whole / as_full(sp.expand(rank)).coeff(S.c, 1)
+    if not shards.is_integer:
+        raise ConfigError(f"{name}: tp {tp} splits its KV cache {shards} ways, not a whole number; not modelled.")
+    return int(shards)

@@ -13,10 +13,10 @@ get_computed_blocks; on by default in vLLM v1): the full blocks of a shared pref
 prefix id and prefix_tokens) are registered once a sequence has computed them; a sequence of that
 id admitted later holds them too (a reference, no new blocks) and starts with them computed, so
 their prefill is skipped. At most (prompt - 1) // block_size blocks hit: the last prompt token is
-always run, to produce the first token (vLLM's max_cache_hit_length = num_tokens - 1). A prefix's
-blocks go back to the pool when its last holder frees them (vLLM keeps them, evictable, until
-the blocks are needed: not modelled, so a prefix whose requests do not overlap in time is
-recomputed).
+always run, to produce the first token (vLLM's max_cache_hit_length = num_tokens - 1). When its
+last holder frees them a prefix's blocks are free again but stay cached, as vLLM keeps them
+(evictable, at the free queue's tail), until an allocation needs them: BlockPool.evictable, the
+least recently freed prefix evicted first (whole, where vLLM evicts block by block).
 
 With a Paging (kv_paging.py: a model with sliding-window or chunked layers under vllm or hf-*),
 a sequence's blocks are counted over its layer groups' block tables, `allocated` is the tokens
@@ -139,9 +139,8 @@ class Scheduler:
         if sequence.shared:
             entry = self.prefixes[sequence.request.prefix_id]
             entry[1] -= 1
-            if entry[1] == 0:  # its last holder: the prefix's blocks go back
-                self.pool.give_back(entry[0])
-                del self.prefixes[sequence.request.prefix_id]
+            if entry[1] == 0:  # its last holder: the blocks are free, and cached until taken
+                self.pool.keep_cached(sequence.request.prefix_id, entry[0])
         sequence.blocks = sequence.shared = sequence.allocated = 0
 
     def register_prefixes(self) -> None:
@@ -154,7 +153,7 @@ class Scheduler:
         for sequence in self.unregistered:
             request = sequence.request
             full = request.prefix_tokens // size
-            if sequence.status in (WAITING, FINISHED) or request.prefix_id in self.prefixes:
+            if sequence.status in (WAITING, FINISHED) or self.cached(request.prefix_id) is not None:
                 continue  # preempted (re-listed when admitted again), finished, or cached by another
             if sequence.computed >= full * size:
                 self.prefixes[request.prefix_id] = [full, 1]
@@ -166,17 +165,28 @@ class Scheduler:
     def reuse_prefix(self, sequence: Sequence) -> None:
         """A sequence about to be admitted with nothing computed holds its prefix's cached blocks."""
         request = sequence.request
-        entry = self.prefixes.get(request.prefix_id) if request.prefix_id is not None else None
+        entry = self.cached(request.prefix_id) if request.prefix_id is not None else None
         if entry is None or sequence.computed or self.pool.paging is not None:
             return
         hit = min(entry[0], request.prefix_tokens // self.pool.block_size,
                   (sequence.known - 1) // self.pool.block_size)
         if hit:  # (a sequence that finds its prefix cached never registers it)
+            if entry[1] == 0:
+                self.pool.revive(request.prefix_id)
             entry[1] += 1
             sequence.blocks = sequence.shared = hit
             sequence.computed = hit * self.pool.block_size
             if not sequence.preemptions:
                 sequence.cached_tokens = sequence.computed
+
+    def cached(self, prefix: str) -> list[int] | None:
+        """A prefix's [full blocks cached, holders], while its blocks are held or still cached
+        (freed and not yet taken: BlockPool.evictable); None once evicted."""
+        entry = self.prefixes.get(prefix)
+        if entry is not None and entry[1] == 0 and prefix not in self.pool.evictable:
+            del self.prefixes[prefix]
+            return None
+        return entry
 
     def unuse_prefix(self, sequence: Sequence) -> None:
         """Undo reuse_prefix for a sequence that was not admitted after all."""

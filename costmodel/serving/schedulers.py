@@ -13,6 +13,10 @@ from .vllm_v0 import VLLMV0Scheduler
 from .workload import Request
 
 
+#: generate() has no token budget: a batch's whole padded prompts prefill in one step.
+NO_TOKEN_BUDGET = 1 << 62
+
+
 class VLLMScheduler(Scheduler):
     """vLLM v1's scheduler (vllm/v1/core/sched/scheduler.py, Scheduler.schedule, v0.8+; the
     policy the vLLM V1 blog of Jan 2025 describes). A token budget per step
@@ -176,7 +180,7 @@ class StaticScheduler(Scheduler):
     name = "static"
     source = "Hugging Face transformers generate(): one padded batch at a time"
 
-    def __init__(self, pool: BlockPool, max_num_seqs: int = 8, max_batched_tokens: int = 1 << 62):
+    def __init__(self, pool: BlockPool, max_num_seqs: int = 8, max_batched_tokens: int = NO_TOKEN_BUDGET):
         super().__init__(pool, max_num_seqs, max_batched_tokens)
         self.group: list[Sequence] = []
         self.padded_prompt = 0
