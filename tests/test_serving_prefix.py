@@ -34,7 +34,9 @@ def test_second_request_skips_the_cached_prefix():
     assert [s.cached_tokens for s in timeline.sequences] == [0, 64]
     # nothing leaks: every block is free, the prefix's 4 still cached (evictable) for a later request
     assert scheduler.pool.free == 64 and scheduler.prefixes == {"sys": [4, 0]}
-    assert scheduler.pool.evictable == {"sys": 4}
+    # at place 70 of the free queue: behind the 64 blocks it started with and the 3 + 3 the two
+    # requests freed of their own before their last holder freed the prefix
+    assert scheduler.pool.evictable == {"sys": [4, 70]}
     plain, _ = run(rows, caching=False)
     assert plain.schedule()[1] == (((0, 1), (1, 100)), 50, ())
 
@@ -60,7 +62,7 @@ def test_a_freed_prefix_stays_cached_until_its_blocks_are_taken():
     timeline = simulate(requests, scheduler, ONE_STEP, 4096)
     assert [entries for entries, _, _ in timeline.schedule()[::2]] == [((0, 100),), ((1, 150),), ((2, 100),)]
     assert [s.cached_tokens for s in timeline.sequences] == [0, 0, 0]
-    assert scheduler.prefixes == {"sys": [4, 0]} and scheduler.pool.evictable == {"sys": 4}  # request 2's
+    assert scheduler.prefixes == {"sys": [4, 0]} and scheduler.pool.evictable["sys"][0] == 4  # request 2's
 
 
 def test_trace_prefix_tokens_and_bad_lines(tmp_path, capsys):
@@ -87,3 +89,43 @@ def test_serve_says_whether_prefix_caching_is_on(capsys):
     assert "prefix caching: on (blocks of a shared prefix computed once, reused while cached)" in capsys.readouterr().out
     assert main(["serve", "--model", "llama3-8b", "--rate", "5", "--requests", "20", "--scheduler", "orca"]) == 0
     assert "prefix caching" not in capsys.readouterr().out
+
+
+def test_a_freed_prefix_lives_until_the_blocks_ahead_of_it_are_taken():
+    """vLLM v1's free queue (vllm/v1/core/block_pool.py FreeKVCacheBlockQueue): freed blocks join
+    its tail, allocations take from its head. A sequence took 6 of 10 blocks and freed them: 2 of
+    its own, then its prefix's 4 (places 12-15, behind the 6 free blocks ahead of them); then
+    another sequence freed 5 more behind the prefix. Taking 6 reaches place 12 and keeps the
+    prefix; a 7th is its first block, which evicts it, though 8 free blocks were left and the
+    prefix's 4 fit in them (this simulator's first retention kept it there)."""
+    pool = BlockPool(10, 16)
+    pool.take(6)
+    pool.give_back(2)
+    pool.keep_cached("sys", 4)
+    pool.take(5)  # another sequence: its 5 blocks from the head (places 6-10)
+    pool.give_back(5)  # and freed, behind the prefix
+    assert (pool.free, pool.evictable, pool.head, pool.tail) == (10, {"sys": [4, 12]}, 11, 21)
+    pool.take(1)
+    assert pool.evictable == {"sys": [4, 12]}
+    pool.take(1)
+    assert (pool.free, pool.evictable, pool.evictable_blocks) == (8, {}, 0)
+    assert not pool.revive("sys", 3)
+
+
+def test_reviving_a_prefix_holds_only_the_blocks_its_prompt_hits():
+    """A prompt that is all prefix hits (64 - 1) // 16 = 3 of the prefix's 4 cached blocks: reviving
+    it took all 4 back, the fourth held by nobody, and on 8 blocks request 1 (64 + 60 tokens, 8
+    blocks) then preempted itself, re-admitted, took the 4 again, forever ('the budgets are too
+    small'). It now holds 3 and needs 5 of its own: it runs without a preemption."""
+    requests = [Request(0, 0.0, 70, 2, "sys", prefix_tokens=64), Request(1, 10.0, 64, 60, "sys", prefix_tokens=64)]
+    scheduler = VLLMScheduler(BlockPool(8, 16), 256, 8192, prefix_caching=True)
+    timeline = simulate(requests, scheduler, ONE_STEP, 4096)
+    assert [s.cached_tokens for s in timeline.sequences] == [0, 48]
+    assert [s.preemptions for s in timeline.sequences] == [0, 0]
+    assert len(timeline.steps) == 62 and scheduler.pool.free == 8
+    assert scheduler.prefixes == {"sys": [3, 0]} and scheduler.pool.evictable["sys"][0] == 3
+    pool = BlockPool(10, 16)
+    pool.take(6)
+    pool.keep_cached("a", 4)  # places 10-13
+    pool.keep_cached("b", 2)  # places 14-15
+    assert pool.revive("a", 3) and (pool.free, pool.tail, pool.evictable) == (7, 13, {"b": [2, 11]})

@@ -37,12 +37,16 @@ class BlockPool:
         self.block_size = block_size
         self.free = num_blocks  # free blocks, a cached prefix's evictable ones included (vLLM's count)
         self.paging = paging  # kv_paging.Paging, or None: every layer paged as full attention
-        # Cached prefixes no sequence holds, least recently freed first: prefix id -> blocks.
-        # Their blocks count as free; taking blocks evicts them, oldest first, once the free
-        # blocks would run into them (vLLM v1's free queue: freed cached blocks at its tail,
-        # allocation from its head, a block's hash dropped when it is reused).
-        self.evictable: dict[str, int] = {}
+        # Cached prefixes no sequence holds: prefix id -> [blocks, their place in the free queue].
+        # Their blocks count as free. vLLM v1's free queue (vllm/v1/core/block_pool.py,
+        # FreeKVCacheBlockQueue): every freed block joins its tail, an allocation takes from its
+        # head and drops the hash of a cached block it takes. So a freed prefix lives until the
+        # allocations have used the free blocks ahead of it, whatever was freed after it. The
+        # queue is counted, not listed: `head` blocks taken from it so far, `tail` places given;
+        # a prefix freed at place p is evicted (whole: vLLM drops it block by block) once head > p.
+        self.evictable: dict[str, list[int]] = {}
         self.evictable_blocks = 0
+        self.head, self.tail = 0, num_blocks
 
     def needed(self, held_blocks: int, tokens: int) -> int:
         """New blocks a sequence holding `held_blocks` needs to hold `tokens` tokens (with a
@@ -55,25 +59,41 @@ class BlockPool:
         if count > self.free:
             raise RuntimeError("KV blocks over-allocated (a scheduler bug).")
         self.free -= count
-        while self.evictable_blocks > self.free:  # the oldest cached prefixes' blocks reused
-            self.evictable_blocks -= self.evictable.pop(next(iter(self.evictable)))
+        self.head += count
+        while self.evictable:  # cached prefixes whose first block the queue's head reached
+            prefix = next(iter(self.evictable))
+            blocks, place = self.evictable[prefix]
+            if place >= self.head:
+                break
+            del self.evictable[prefix]
+            self.evictable_blocks -= blocks
 
     def give_back(self, count: int) -> None:
         self.free += count
+        self.tail += count
 
     def keep_cached(self, prefix: str, count: int) -> None:
-        """A prefix's blocks its last holder freed: free, and still cached until taken."""
-        self.free += count
-        self.evictable[prefix] = count
+        """A prefix's blocks its last holder freed: free, at the queue's tail, and still cached
+        until the allocations reach them."""
+        self.evictable[prefix] = [count, self.tail]
         self.evictable_blocks += count
+        self.give_back(count)
 
-    def revive(self, prefix: str) -> bool:
-        """A freed prefix held again, if its blocks were not taken since (False: evicted)."""
-        count = self.evictable.pop(prefix, None)
-        if count is None:
+    def revive(self, prefix: str, hit: int) -> bool:
+        """A freed prefix held again, if its blocks were not taken since (False: evicted): its
+        first `hit` blocks leave the free queue (vLLM's touch), the places behind them move up.
+        The rest, beyond what this request's prompt can use, stay free but are no longer
+        counted as cached (vLLM keeps their hashes: a longer prompt could still hit them)."""
+        entry = self.evictable.pop(prefix, None)
+        if entry is None:
             return False
-        self.evictable_blocks -= count
-        self.free -= count
+        blocks, place = entry
+        self.evictable_blocks -= blocks
+        self.free -= hit
+        self.tail -= hit
+        for later in self.evictable.values():
+            if later[1] > place:
+                later[1] -= hit
         return True
 
     @property

@@ -15,8 +15,9 @@ id admitted later holds them too (a reference, no new blocks) and starts with th
 their prefill is skipped. At most (prompt - 1) // block_size blocks hit: the last prompt token is
 always run, to produce the first token (vLLM's max_cache_hit_length = num_tokens - 1). When its
 last holder frees them a prefix's blocks are free again but stay cached, as vLLM keeps them
-(evictable, at the free queue's tail), until an allocation needs them: BlockPool.evictable, the
-least recently freed prefix evicted first (whole, where vLLM evicts block by block).
+(evictable, at the free queue's tail), until the allocations have taken the free blocks ahead of
+them (BlockPool: vLLM v1's free queue, counted; a prefix evicted whole, where vLLM evicts block by
+block). A freed prefix held again keeps the blocks its new holder's prompt hits, no more.
 
 With a Paging (kv_paging.py: a model with sliding-window or chunked layers under vllm or hf-*),
 a sequence's blocks are counted over its layer groups' block tables, `allocated` is the tokens
@@ -171,8 +172,9 @@ class Scheduler:
         hit = min(entry[0], request.prefix_tokens // self.pool.block_size,
                   (sequence.known - 1) // self.pool.block_size)
         if hit:  # (a sequence that finds its prefix cached never registers it)
-            if entry[1] == 0:
-                self.pool.revive(request.prefix_id)
+            if entry[1] == 0:  # freed and still cached: held again, as many blocks as hit
+                self.pool.revive(request.prefix_id, hit)
+                entry[0] = hit
             entry[1] += 1
             sequence.blocks = sequence.shared = hit
             sequence.computed = hit * self.pool.block_size
