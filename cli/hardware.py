@@ -9,6 +9,7 @@ import click
 
 from costmodel import spec
 from costmodel.config import ConfigError, Workload
+from reports.output import DtypeChoice
 
 from .inputs import InputError, require_measure_extra
 from .options import json_option
@@ -59,7 +60,7 @@ def hardware_rows() -> list[dict]:
 
 @click.command()
 @click.option("--measure", is_flag=True, help="Benchmark this machine (matmul and vector FLOP/s, bandwidth, overhead) and cache it as `local`.")
-@click.option("--dtype", "dtypes", type=click.Choice(spec.DTYPES), multiple=True,
+@click.option("--dtype", "dtypes", type=DtypeChoice(spec.DTYPES), multiple=True,
               help="With --measure: the matmul dtypes to measure (repeatable; default fp32, the first is "
               "local's default dtype; bf16 takes about a minute on this kind of CPU).")
 @click.option("--show", "shown", default=None,

@@ -1,6 +1,6 @@
 """A parallel layout as input: group sizes, schedule, ZeRO stage and framework, validated.
 
-  dp, tp, pp       data-, tensor- and pipeline-parallel ranks (gpus = dp x tp x pp)
+  dp, tp, pp       data-, tensor- and pipeline-parallel ranks (gpus = dp x tp x pp x cp)
   sp               Megatron sequence parallelism: norms, dropouts and residuals split by tp
   zero             0-3: ZeRO's optimizer state (1), gradients (2) and parameters (3) sharded over
                    dp; FSDP2's fully_shard is 3 (2: reshard_after_forward=False)
