@@ -11,7 +11,6 @@ import click
 
 from costmodel.checkpoint import weights_note
 from costmodel.config import ConfigError
-from costmodel.serving.schedulers import NO_TOKEN_BUDGET
 from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, DEFAULT_SCHEDULER, DEFAULT_SERVE_ATTENTION, DEFAULT_SERVE_MLA, DTYPES,
                             DEFAULT_FP8_GEMM, FP8_GEMMS,
                             KV_DTYPES, MLA_FORMS, ROUTERS, SCHEDULERS, SERVE_ATTENTIONS, WEIGHT_DTYPE_CHOICES,
@@ -33,6 +32,8 @@ def load_source(setup: dict[str, Any]) -> str:
 
 
 def render_serve(summary: dict[str, Any]) -> str:
+    from costmodel.serving.schedulers import NO_TOKEN_BUDGET  # not at import: costmodel.serving pulls in sympy
+
     setup = summary["setup"]
     kv = setup["kv_cache"]
     source = load_source(setup)
