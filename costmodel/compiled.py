@@ -8,6 +8,8 @@ conditions for Piecewise and max for Max), and caches that module; later runs im
 evaluate it with the dimensions' values, without sympy. The cache file's name is a hash of
 costmodel's own source and facts table and of the structure, so editing a formula or a fact
 invalidates it. Values are exact: the same integers sympy's substitution gives (a test checks).
+A caller may also ask for expressions in float64 over numpy arrays (evaluate_arrays, numpy_source):
+decode_sums sums an MoE rerun's expert bytes, a power of the context, that way.
 
 The cache lives in $XDG_CACHE_HOME/transformer-costmodel/compiled (~/.cache/...); where it cannot
 be written, the module goes to a private temporary folder for this run only.
@@ -32,7 +34,7 @@ ARGUMENTS = ("d", "h", "h_kv", "d_h", "d_ff", "V", "P", "N_tt", "N_rb", "L_enc",
 LAYOUT_ARGUMENTS = ("tp", "dp")
 
 Evaluator = Callable[[dict[str, int]], dict[str, Any]]
-_LOADED: dict[str, tuple[Evaluator, dict[str, Any]]] = {}  # this process's modules, by name
+_LOADED: dict[str, Any] = {}  # this process's modules, by name
 
 
 def cache_dir() -> Path:
@@ -65,23 +67,29 @@ def key_name(namespace: str, key: dict[str, Any]) -> str:
 
 
 def cached(namespace: str, key: dict[str, Any],
-           build: Callable[[], tuple[dict[str, Any], dict[str, Any]]]) -> tuple[Evaluator, dict[str, Any]]:
+           build: Callable[[], tuple[dict[str, Any], ...]]) -> tuple[Evaluator, dict[str, Any]]:
     """The compiled evaluator of the expressions `build()` returns for `key`, and the JSON-able
     constants it returns beside them. build() runs only when the cache has no module for key."""
+    module = cached_module(namespace, key, build)
+    return module.evaluate, module.CONSTANTS
+
+
+def cached_module(namespace: str, key: dict[str, Any], build: Callable[[], tuple[dict[str, Any], ...]]) -> Any:
+    """The compiled module itself: CONSTANTS, evaluate (exact) and evaluate_arrays (floats over
+    numpy arrays, for the expressions in build()'s optional third dict; python_source)."""
     name = key_name(namespace, key)
     if name in _LOADED:
         return _LOADED[name]
     path = cache_dir() / f"{name}.py"
     module = _load(name, path) if path.is_file() else None
     if module is None:
-        expressions, constants = build()
-        source = python_source(expressions, constants)
+        source = python_source(*build())
         if not _write(path, source):  # no cache this time: a private folder for this run
             path = Path(tempfile.mkdtemp(prefix="costmodel-")) / f"{name}.py"
             path.write_text(source)
         module = _load(name, path, quiet=False)
-    _LOADED[name] = module.evaluate, module.CONSTANTS
-    return _LOADED[name]
+    _LOADED[name] = module
+    return module
 
 
 def _load(name: str, path: Path, quiet: bool = True) -> Any:
@@ -113,8 +121,10 @@ def _write(path: Path, source: str) -> bool:
 # sympy -> integer Python
 
 
-def python_source(expressions: dict[str, Any], constants: dict[str, Any]) -> str:
-    """A module with CONSTANTS and evaluate(values) -> {name: exact value} for the expressions."""
+def python_source(expressions: dict[str, Any], constants: dict[str, Any],
+                  arrays: dict[str, Any] | None = None) -> str:
+    """A module with CONSTANTS and evaluate(values) -> {name: exact value} for the expressions,
+    and evaluate_arrays(values) -> {name: float64 array} for `arrays` (numpy_source)."""
     import sympy as sp
 
     from . import symbols as S
@@ -159,7 +169,31 @@ def python_source(expressions: dict[str, Any], constants: dict[str, Any]) -> str
     lines.append("    return {")
     lines += [f"        {name!r}: _exact({to_python(expr)})," for name, expr in zip(names, reduced)]
     lines.append("    }")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + numpy_source(arrays or {})) + "\n"
+
+
+def numpy_source(expressions: dict[str, Any]) -> list[str]:
+    """Lines of evaluate_arrays(values): the expressions in float64, vectorised over whatever
+    values are numpy arrays, printed by sympy's NumPyPrinter. Where evaluate's exact integers
+    would grow with a value (a power to a count of tokens, blocks/ffn.py experts_touched: the
+    exact (E - k)^T / E^T of (1 - k/E)^T has T log2(E) bits), this is O(1) per point: the
+    printer keeps (1 - k/E)^T a power of a float in [0, 1], never a quotient of two that overflow."""
+    import sympy as sp
+    from sympy.printing.numpy import NumPyPrinter
+
+    names = list(expressions)
+    replacements, reduced = sp.cse([sp.sympify(expressions[n]) for n in names],
+                                   symbols=sp.numbered_symbols("_y"), optimizations=None)
+    printer = NumPyPrinter()
+    lines = ["", "", "def evaluate_arrays(values):",
+             "    import functools  # noqa: F401  (the printer's Min and Max)", "    import numpy",
+             f"    {', '.join(ARGUMENTS)} = ({', '.join(_argument(a) for a in ARGUMENTS)})"]
+    lines += [f"    {symbol} = {printer.doprint(expr)}" for symbol, expr in replacements]
+    lines.append("    return {")
+    lines += [f"        {name!r}: numpy.asarray({printer.doprint(expr)}, dtype=numpy.float64),"
+              for name, expr in zip(names, reduced)]
+    lines.append("    }")
+    return lines
 
 
 def _argument(name: str) -> str:

@@ -3,9 +3,11 @@
 A decode step's FLOPs and bytes, leaf by leaf, are polynomials in its context c (the prompt plus
 the tokens so far), piecewise where a Min caps them (a sliding window caps the keys at w). The
 same holds for a step without a KV cache, which reruns the decoder over its prefix, but for an MoE
-layer: its b c tokens touch E (1 - (1 - k/E)^(b c)) experts (blocks/ffn.py experts_touched), not a
-polynomial until the exponent stops at 40 E tokens; those steps are summed one by one. So the sum
-over steps c = lo..hi splits at the pieces'
+layer's expert weights: its b c tokens touch E (1 - (1 - k/E)^(b c)) experts (blocks/ffn.py
+experts_touched), not a polynomial until the exponent stops at 40 E tokens, c = 40 E / b. Those
+at most 40 E / b steps (10,240 for DeepSeek-V3 at batch 1) are summed one by one, in float64 over
+one numpy array (compiled.numpy_source), whatever the number of steps beyond; every other quantity
+keeps its exact closed form there. So the sum over steps c = lo..hi splits at the pieces'
 breakpoints, and on each piece a polynomial of degree D sums exactly by Newton's forward
 differences and the hockey-stick identity:
 
@@ -16,8 +18,9 @@ formula in the dimensions) are compiled once per model structure to exact intege
 (costmodel/compiled.py); a sum then needs a few exact evaluations per piece, whatever the number
 of steps. Roofline seconds sum the same way: each kernel takes max(FLOPs / peak, bytes /
 bandwidth), and on a piece the sign of FLOPs / peak - bytes / bandwidth changes only at the real
-roots of a polynomial, so each piece splits there too. simulate.step_sums keeps the step-by-step
-path that tests check these sums against.
+roots of a polynomial, so each piece splits there too. roofline.stepwise_generation_seconds keeps
+the step-by-step path that tests check these sums against, and that roofline.generation_seconds
+takes where any other quantity is not a piecewise polynomial (NoClosedForm).
 """
 
 from __future__ import annotations
@@ -42,10 +45,12 @@ class NoClosedForm(ConfigError):
 
 
 def _expressions(cfg: ModelConfig, phase: str, attention: str, kv_cache: str, mla: str = "naive"
-                 ) -> tuple[dict[str, Any], dict[str, Any]]:
+                 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Per leaf: its four kernel quantities and its run count, in the context symbol x (c for a
     decode step with n = 1; n = c for a rerun), and the breakpoints where a Min/Max/Piecewise in
-    them switches, each solved for x. Constants: the leaves' paths and whether each runs an op."""
+    them switches, each solved for x. Constants: the leaves' paths, whether each runs an op, and
+    the quantities with a power of x (an MoE rerun's experts, blocks/ffn.py experts_touched),
+    which are also compiled to floats over arrays of contexts (compiled.numpy_source)."""
     import sympy as sp
 
     from . import symbols as S
@@ -70,8 +75,10 @@ def _expressions(cfg: ModelConfig, phase: str, attention: str, kv_cache: str, ml
     breaks = sorted(_breakpoints(list(expressions.values()), x), key=sp.default_sort_key)
     for i, point in enumerate(breaks):
         expressions[f"break|{i}"] = point
+    powered = {name: expression for name, expression in expressions.items()
+               if any(x in power.exp.free_symbols for power in sp.sympify(expression).atoms(sp.Pow))}
     return expressions, {"paths": paths, "active": active, "breaks": len(breaks),
-                         "variable": str(x)}
+                         "variable": str(x), "powered": sorted(powered)}, powered
 
 
 def _breakpoints(expressions: list[Any], x: Any) -> set[Any]:
@@ -127,9 +134,11 @@ class StepSums:
             raise ConfigError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}.")
         key = {"model": cfg.structure(), "layers": cfg.n_layers, "phase": phase,
                "attention": attention, "kv_cache": kv_cache, "mla": mla}
-        self.evaluate, constants = compiled.cached(
-            "stepsums", key, lambda: _expressions(cfg, phase, attention, kv_cache, mla))
+        module = compiled.cached_module("stepsums", key, lambda: _expressions(cfg, phase, attention, kv_cache, mla))
+        self.evaluate, self.evaluate_arrays, constants = module.evaluate, module.evaluate_arrays, module.CONSTANTS
         self.paths: list[str] = constants["paths"]
+        #: quantities with a power of the context (_expressions): not polynomial below the cap
+        self.powered: frozenset[str] = frozenset(constants["powered"])
         self.active: list[bool] = constants["active"]
         self.n_breaks: int = constants["breaks"]
         self.variable: str = constants["variable"]
@@ -153,13 +162,33 @@ class StepSums:
                 start = cut + 1
         return bounds + [(start, hi)]
 
-    def newton(self, start: int, end: int, **workload: int) -> dict[str, list[Any]]:
-        """Forward differences Delta^0..Delta^D at start for every quantity (D: MAX_DEGREE, or the
-        piece's length minus one when it is shorter: then they interpolate it exactly)."""
+    def arrays(self, start: int, end: int, names: list[str], batch: int, source_len: int,
+               bytes_per_element: int) -> dict[str, Any]:
+        """The named quantities at every context start..end in float64, one vectorised call
+        (compiled.numpy_source): for the powered ones, which are not polynomial there."""
+        import numpy as np
+
+        if not names:
+            return {}
+        contexts = np.arange(start, end + 1, dtype=np.float64)
+        values = {**self.dimensions, "b": batch, "s": source_len, "T": 0, "e": bytes_per_element,
+                  "n": 1, "c": contexts}
+        values[self.variable] = contexts
+        out = self.evaluate_arrays(values)
+        return {name: np.broadcast_to(out[name], contexts.shape) for name in names}
+
+    def newton(self, start: int, end: int, **workload: int) -> tuple[dict[str, list[Any]], list[str]]:
+        """Forward differences Delta^0..Delta^D at start for every quantity that is a polynomial
+        on the piece (D: MAX_DEGREE, or the piece's length minus one when it is shorter: then they
+        interpolate it exactly), and the names of those that are not: only a powered quantity may
+        be (the experts that a rerun's prefix of b c tokens touches, E (1 - (1 - k/E)^(b c)),
+        blocks/ffn.py experts_touched, until b c reaches 40 E tokens, where the exponent stops;
+        so at most 40 E / b steps). Any other raises NoClosedForm: the caller sums every step."""
         degree = min(MAX_DEGREE, end - start)
         samples = [self.at(start + j, **workload) for j in range(degree + 1)]
         check = self.at(start + degree + 1, **workload) if end - start > degree else None
         differences: dict[str, list[Any]] = {}
+        stepwise: list[str] = []
         for name in samples[0]:
             row = [s[name] for s in samples] + ([check[name]] if check is not None else [])
             column = []
@@ -167,67 +196,51 @@ class StepSums:
                 column.append(row[0])
                 row = [b - a for a, b in zip(row, row[1:])]
             if check is not None and column[-1] != 0:
-                raise NoClosedForm(f"{name} is not a polynomial of degree <= {MAX_DEGREE} in the context.")
+                if name not in self.powered:
+                    raise NoClosedForm(f"{name} is not a polynomial of degree <= {MAX_DEGREE} in the context.")
+                stepwise.append(name)
+                continue
             differences[name] = column[:degree + 1]
-        return differences
-
-    def polynomial(self, start: int, end: int, **workload: int) -> dict[str, list[Any]] | None:
-        """newton's differences, or None where a quantity is not a polynomial on the piece: the
-        experts a rerun's prefix of b c tokens touches, E (1 - (1 - k/E)^(b c)) (blocks/ffn.py
-        experts_touched), until b c reaches 40 E tokens, where its exponent stops. Such a piece
-        is summed step by step: at most 40 E / b steps."""
-        try:
-            return self.newton(start, end, **workload)
-        except NoClosedForm:
-            return None
+        return differences, stepwise
 
     def totals(self, lo: int, hi: int, **workload: int) -> dict[str, Any]:
-        """Sum over contexts lo..hi of every leaf quantity (exact ints or Fractions)."""
+        """Sum over contexts lo..hi of every leaf quantity: exact ints or Fractions, but a float
+        for a powered quantity summed over a piece where it is not a polynomial (newton)."""
         out: dict[str, Any] = {}
         for start, end in self.pieces(lo, hi, **workload):
-            differences = self.polynomial(start, end, **workload)
-            if differences is None:
-                for context in range(start, end + 1):
-                    for name, value in self.at(context, **workload).items():
-                        if not name.startswith("break|"):
-                            out[name] = out.get(name, 0) + value
-                continue
+            differences, stepwise = self.newton(start, end, **workload)
             for name, column in differences.items():
-                if name.startswith("break|"):
-                    continue
-                out[name] = out.get(name, 0) + _sum_newton(column, 0, end - start)
+                if not name.startswith("break|"):
+                    out[name] = out.get(name, 0) + _sum_newton(column, 0, end - start)
+            for name, values in self.arrays(start, end, stepwise, **workload).items():
+                out[name] = out.get(name, 0) + float(values.sum())
         return {k: (v.numerator if isinstance(v, Fraction) and v.denominator == 1 else v)
                 for k, v in out.items()}
 
     def seconds(self, lo: int, hi: int, rates: Rates, **workload: int) -> float:
         """Roofline seconds of the steps at contexts lo..hi: per leaf and kernel,
-        max(FLOPs / peak, bytes / bandwidth), plus the overhead of the leaves that run an op."""
+        max(FLOPs / peak, bytes / bandwidth), plus the overhead of the leaves that run an op.
+        A kernel with a quantity that is not polynomial on a piece takes the max step by step
+        there, over float arrays (arrays; the polynomial one from its Newton form)."""
+        import numpy as np
+
         total = 0.0
         for start, end in self.pieces(lo, hi, **workload):
-            differences = self.polynomial(start, end, **workload)
-            if differences is None:
-                total += sum(self._step_seconds(self.at(context, **workload), rates)
-                             for context in range(start, end + 1))
-                continue
+            differences, stepwise = self.newton(start, end, **workload)
+            arrays = self.arrays(start, end, stepwise, **workload)
             for path, active in zip(self.paths, self.active):
                 for kind, peak in (("matmul", rates.matmul_flops_per_s),
                                    ("other", rates.vector_flops_per_s)):
-                    flops = differences[f"{path}|flops_{kind}"]
-                    moved = differences[f"{path}|bytes_{kind}"]
-                    total += _sum_max(flops, peak, moved, rates.bytes_per_s, end - start)
+                    flops, moved = f"{path}|flops_{kind}", f"{path}|bytes_{kind}"
+                    if flops in arrays or moved in arrays:
+                        f, m = (arrays[q] if q in arrays else _newton_values(differences[q], end - start)
+                                for q in (flops, moved))
+                        total += float(np.maximum(f / peak, m / rates.bytes_per_s).sum())
+                    else:
+                        total += _sum_max(differences[flops], peak, differences[moved], rates.bytes_per_s,
+                                          end - start)
                 if active:
                     total += rates.overhead_s * differences[f"{path}|count"][0] * (end - start + 1)
-        return total
-
-    def _step_seconds(self, values: dict[str, Any], rates: Rates) -> float:
-        """One step's roofline seconds from its exact quantities (seconds' per-leaf rule)."""
-        total = 0.0
-        for path, active in zip(self.paths, self.active):
-            for kind, peak in (("matmul", rates.matmul_flops_per_s), ("other", rates.vector_flops_per_s)):
-                total += max(float(values[f"{path}|flops_{kind}"]) / peak,
-                             float(values[f"{path}|bytes_{kind}"]) / rates.bytes_per_s)
-            if active:
-                total += rates.overhead_s * values[f"{path}|count"]
         return total
 
 
@@ -235,6 +248,14 @@ def _sum_newton(column: list[Any], j0: int, j1: int) -> Any:
     """sum_{j=j0..j1} f(j) for f(j) = sum_k column[k] * C(j, k)."""
     return sum(delta * (math.comb(j1 + 1, k + 1) - math.comb(j0, k + 1))
                for k, delta in enumerate(column) if delta)
+
+
+def _newton_values(column: list[Any], last: int) -> Any:
+    """f(j) for j = 0..last in float64, f(j) = sum_k column[k] * C(j, k)."""
+    import numpy as np
+
+    j = np.arange(last + 1, dtype=np.float64)
+    return sum((float(delta) * _binomial(j, k) for k, delta in enumerate(column)), np.zeros_like(j))
 
 
 def _power_basis(column: list[Any]) -> list[float]:

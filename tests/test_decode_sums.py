@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 import costmodel.roofline as sim
-from costmodel.decode_sums import StepSums
+from costmodel.decode_sums import NoClosedForm, StepSums
 from costmodel.hardware import load_hardware
 from costmodel.presets import config_from_dict, load_preset
 
@@ -51,10 +51,20 @@ def test_closed_form_equals_the_step_sum_exactly(name, phase, batch):
     sums = StepSums(odd_config(name), phase)
     workload = dict(batch=batch, source_len=1, bytes_per_element=2)
     closed = sums.totals(2, 37, **workload)
-    assert closed == exact_step_sum(sums, 2, 37, **workload)
+    assert_sums_equal(sums, closed, exact_step_sum(sums, 2, 37, **workload))
     # FLOPs and bytes: integers, but the routed experts' weight bytes, an expectation over the
     # routing (blocks/ffn.py experts_touched: 5 (1 - (3/5)^T) of 5 experts at T tokens)
     assert all(type(v) is int for k, v in closed.items() if not k.endswith("experts|bytes_matmul"))
+
+
+def assert_sums_equal(sums: StepSums, closed: dict, exact: dict) -> None:
+    """Every quantity exactly, but a rerun's experts' weight bytes (a power of the context below
+    40 E tokens, summed in float64: decode_sums.StepSums.arrays) to double precision."""
+    assert closed.keys() == exact.keys()
+    powered = sums.powered  # none in a cached decode step: its power is of b, not of c
+    assert {k: v for k, v in closed.items() if k not in powered} == {k: v for k, v in exact.items() if k not in powered}
+    for name in powered:
+        assert closed[name] == pytest.approx(float(exact[name]), rel=1e-13, abs=0)
 
 
 def test_caps_cut_the_range_where_they_switch():
@@ -66,9 +76,21 @@ def test_caps_cut_the_range_where_they_switch():
     experts = StepSums(odd_config("mixtral-window-4-experts"), "rerun")
     assert experts.pieces(1, 300, **workload) == [(1, 200), (201, 300)]
     assert experts.pieces(1, 300, **{**workload, "batch": 4}) == [(1, 50), (51, 300)]
-    # the first piece, not a polynomial, is summed step by step, the second in closed form
-    assert experts.polynomial(1, 200, **workload) is None and experts.polynomial(201, 300, **workload)
-    assert experts.totals(1, 300, **workload) == exact_step_sum(experts, 1, 300, **workload)
+    # the first piece's expert bytes, not a polynomial, are summed step by step (in float64), every
+    # other quantity in closed form; the second piece wholly in closed form
+    bytes_matmul = "decoder.layer.ffn.experts|bytes_matmul"
+    assert experts.powered == {bytes_matmul}
+    assert experts.newton(1, 200, **workload)[1] == [bytes_matmul] and experts.newton(201, 300, **workload)[1] == []
+    totals = experts.totals(1, 300, **workload)
+    assert_sums_equal(experts, totals, exact_step_sum(experts, 1, 300, **workload))
+    assert type(totals[bytes_matmul]) is float and type(totals["decoder.layer.ffn.experts|flops_matmul"]) is int
+    # a cached decode step's b tokens: the power is of b, not of the context, so nothing is powered
+    assert StepSums(odd_config("mixtral-window-4-experts"), "decode").powered == frozenset()
+    # only a powered quantity may be summed step by step: any other without a closed form on a
+    # piece raises, and roofline.generation_seconds takes the step-by-step path for the whole range
+    experts.powered = frozenset()
+    with pytest.raises(NoClosedForm, match="experts.bytes_matmul is not a polynomial"):
+        experts.totals(1, 300, **workload)
 
 
 def test_encoder_decoder_steps_attend_to_the_source():
@@ -84,6 +106,8 @@ def test_encoder_decoder_steps_attend_to_the_source():
     # 8 experts, top-2: a rerun's prefix touches 8 (1 - (3/4)^c) of them, summed step by step up to
     # c = 40 x 8 = 320 (blocks/ffn.py experts_touched), in closed form beyond
     ("mixtral-8x7b", 1, 300, 400),
+    # 64 experts, top-6, batch 3: step by step up to c = 40 x 64 / 3 = 853, MLA's reruns around it
+    ("deepseek-v2-lite", 3, 1, 1000),
 ])
 def test_roofline_seconds_equal_the_step_by_step_path(model, batch, lo, hi):
     cfg, hardware = load_preset(model), load_hardware("h100-sxm")
