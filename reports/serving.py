@@ -20,7 +20,7 @@ from .output import DtypeChoice, ReportInputError, finite
 
 
 def _ms(value: float) -> str:
-    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{1e3 * value:9.1f}"
+    return f"{'-':>9}" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{1e3 * value:9.1f}"
 
 
 def load_source(setup: dict[str, Any]) -> str:
@@ -31,7 +31,8 @@ def load_source(setup: dict[str, Any]) -> str:
     return f"trace {setup['trace']}" if setup["trace"] else f"Poisson {setup['rate']} req/s (seed {setup['seed']})"
 
 
-def render_serve(summary: dict[str, Any]) -> str:
+def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[str]:
+    """The deployment a run simulated, one line per part; `requests` replaces the load's line (--rates)."""
     from costmodel.serving.schedulers import NO_TOKEN_BUDGET  # not at import: costmodel.serving pulls in sympy
 
     setup = summary["setup"]
@@ -60,7 +61,15 @@ def render_serve(summary: dict[str, Any]) -> str:
         *([f"prefix caching: off ({setup['prefix_caching_note']})"] if setup.get("prefix_caching_note")
           else ["prefix caching: on (blocks of a shared prefix computed once, reused while cached)"]
           if setup.get("prefix_caching") else []),
-        f"requests: {summary['requests']} from {source}; prompt {setup['prompt']}, output {setup['output']} tokens",
+        f"requests: {requests or str(summary['requests']) + ' from ' + source}; prompt {setup['prompt']}, output "
+        f"{setup['output']} token{'' if str(setup['output']) == '1' else 's'}",
+    ]
+    return lines
+
+
+def render_serve(summary: dict[str, Any]) -> str:
+    lines = [
+        *render_setup(summary),
         "",
         f"{'(ms)':<10}{'mean':>9}{'p50':>9}{'p90':>9}{'p99':>9}",
     ]
@@ -261,10 +270,11 @@ def _latency_vs_rate(model: str, hardware_name: str, rates: list[float], options
                      plot_path: str | None, as_json: bool) -> None:
     from costmodel.serving import serve as run_serve
 
-    rows = []
+    rows, first = [], None
     try:
         for rate in rates:
             summary = run_serve(model, hardware_name, rate=rate, **options).summary()
+            first = first or summary
             rows.append({"rate": rate, **{k: summary[k] for k in ("ttft", "tpot", "e2e", "throughput", "goodput")}})
     except ConfigError as error:
         raise ReportInputError(str(error)) from None
@@ -273,10 +283,16 @@ def _latency_vs_rate(model: str, hardware_name: str, rates: list[float], options
     if as_json:
         click.echo(json.dumps(finite(rows, nan=True), indent=2))
         return
-    click.echo(f"{'req/s':>7}{'TTFT p50':>10}{'TTFT p99':>10}{'TPOT p50':>10}{'TPOT p99':>10}{'out tok/s':>11}  (ms)")
+    setup = first["setup"]
+    load = f"{first['requests']} at each rate, Poisson (seed {setup['seed']})" if "seed" in setup else None
+    slo = first["goodput"]["slo_ttft_s"] is not None or first["goodput"]["slo_tpot_s"] is not None
+    click.echo("\n".join(render_setup(first, load)) + "\n")
+    click.echo(f"{'req/s':>7}{'TTFT p50':>10}{'TTFT p99':>10}{'TPOT p50':>10}{'TPOT p99':>10}{'out tok/s':>11}"
+               + (f"{'goodput':>9}" if slo else "") + "  (ms)")
     for r in rows:
         click.echo(f"{r['rate']:>7g}" + "".join(_ms(r[n][p]) + " " for n in ("ttft", "tpot") for p in ("p50", "p99"))
-                   + f"{r['throughput']['output_tokens_per_s']:>10,.0f}")
+                   + f"{r['throughput']['output_tokens_per_s']:>10,.0f}"
+                   + (f"{r['goodput']['fraction_meeting_slo']:>9.0%}" if slo else ""))
 
 
 def render_capacity(result: dict[str, Any], top: int = 10) -> str:

@@ -529,6 +529,14 @@ def test_serve_figures_and_rate_sweep(tmp_path, capsys) -> None:
     assert [r["rate"] for r in rows] == [1.0, 50.0] and rows[1]["ttft"]["p99"] > rows[0]["ttft"]["p99"]
     assert latency.read_text().lstrip().startswith("<?xml")
     assert main(["serve", "--model", "llama3-8b", "--rates", "1,x"]) == 2
+    assert main(["serve", "--model", "llama3-8b", "--rates", "1,50", "--requests", "40", "--output", "1",
+                 "--slo-ttft", "0.05"]) == 0
+    text = capsys.readouterr().out
+    # the deployment is named as `serve --rate` names it; one output token reads "token", its TPOT a dash
+    assert text.startswith("llama3-8b on 1 replica(s) (round-robin) of 1 x h100-sxm (bf16), scheduler vllm")
+    assert "requests: 40 at each rate, Poisson (seed 0); prompt 512, output 1 token\n" in text
+    row_1 = [line for line in text.splitlines() if line.startswith("      1 ")][0].split()
+    assert row_1[3:5] == ["-", "-"] and row_1[-1].endswith("%") and "goodput" in text
     assert main(["serve", "--model", "llama3-8b", "--rate", "1", "--plot", str(tmp_path / "a.txt")]) == 2
 
 
