@@ -79,8 +79,8 @@ def microbatches_for(global_batch: int, batch: int, layout_given: dict[str, Any]
 
 
 def make_layout(cfg: ModelConfig, options: dict[str, Any], inference: bool = False) -> Any:
-    """The Layout the options describe, checked against the model (for inference: Layout.check);
-    None if none was given."""
+    """The Layout the options describe, checked against the model (as an inference layout where
+    `inference`: Layout.check); None if none was given."""
     given = {k: v for k, v in options.items() if v is not None}
     if not given:
         return None

@@ -2,12 +2,12 @@
 one-word reason, the rest ranked by step time (training) or time per output token (serving).
 
 Enumerated (any of them can be fixed by the caller): the framework; tp, a divisor of the GPUs a
-node holds that divides the heads, KV heads (serving: or is a multiple of them, each
-replicated) and FFN width; pp, a divisor of the GPUs per tp group
-no larger than the layers; dp = GPUs / (tp pp); sequence parallelism when tp > 1; the framework's
-ZeRO stages; the micro-batch (1, 2, 4, 8) and so the micro-batches per step; the 1F1B schedule,
-and the interleaved one with two stages a rank where it divides; recomputation (none, selective,
-full). Serving enumerates tp and pp; dp is replicas, each serving batch / dp sequences.
+node holds that divides the heads, KV heads (serving: or is a multiple of them, each head
+replicated) and FFN width; pp, a divisor of the GPUs per tp group no larger than the layers;
+dp = GPUs / (tp pp); sequence parallelism when tp > 1; the framework's ZeRO stages; the
+micro-batch (1, 2, 4, 8) and so the micro-batches per step; the 1F1B schedule, and the
+interleaved one with two stages a rank where it divides; recomputation (none, selective, full).
+Serving enumerates tp and pp; dp is replicas, each serving batch / dp sequences.
 Each candidate is a ParallelEstimate (its expressions compiled once per structure) and a StepTime
 of the time model asked for (the kernel model's leaf kernels cached across candidates).
 """

@@ -140,14 +140,14 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
                  paging: Any = None) -> CacheSizing:
     """A replica's KV blocks from the tree. Per GPU: its share (1/tp) of the weights (the tree's
     weight bytes, quantized where the profile says so; where tp exceeds the key/value heads, plus
-    the k/v projections' replicated heads, layout/split.replicated_excess) and of the KV bytes per token (the decode
-    tree's kv_cache_bytes per sequence per key: GQA's KV heads, MLA's latent, the KV dtype; the
-    tree's min(c, window) terms are its windowed layers'). Without a paging every layer is paged
-    like a full one; with one (kv_paging.py) a pool block holds block_size tokens of
-    paging.layers_per_block layers, each layer's bytes per token the tree's (equal on every layer,
-    or the paging is refused). The
-    activation peak: the prefill tree's inference bytes for one sequence of max_batched_tokens
-    tokens, less its weights and its KV cache (ids, logits, the transient buffers).
+    the k/v projections' replicated heads: layout/split.replicated_excess) and of the KV bytes
+    per token (the decode tree's kv_cache_bytes per sequence per key: GQA's KV heads, MLA's
+    latent, the KV dtype; the tree's min(c, window) terms are its windowed layers'). Without a
+    paging every layer is paged like a full one; with one (kv_paging.py) a pool block holds
+    block_size tokens of paging.layers_per_block layers, each layer's bytes per token the tree's
+    (equal on every layer, or the paging is refused). The activation peak: the prefill tree's
+    inference bytes for one sequence of max_batched_tokens tokens, less its weights and its KV
+    cache (ids, logits, the transient buffers).
 
     Pipeline parallelism (pp stages): each GPU holds 1/pp of the weights and of the KV bytes per
     token (layers split evenly; the embedding and the head counted as spread too, a stated
@@ -188,10 +188,11 @@ def kv_tensor_shards(kv: Any, subs: dict, tp: int, as_full: Any, name: str) -> i
     """How many ways tensor parallelism divides the KV cache: the decode tree's KV bytes per key
     with the attention's heads split as layout/split.py splits them (h / tp; h_kv / tp, or one
     head replicated where tp is a multiple of h_kv: split.kv_heads_per_rank), against the whole.
-    GQA's cache is per KV head: tp ways, or h_kv ways where each head is replicated. Latent attention's (DeepSeek) is one latent
-    per token whatever the heads: every rank keeps all of it (vLLM's ModelConfig.get_num_kv_heads
-    returns 1 under MLA, 'When using MLA during decode it becomes MQA'; the layout model's
-    per-rank KV, what `simulate --tp` prints, is the same split tree)."""
+    GQA's cache is per KV head: tp ways, or h_kv ways where each head is replicated. Latent
+    attention's (DeepSeek) is one latent per token whatever the heads: every rank keeps all of it
+    (vLLM's ModelConfig.get_num_kv_heads returns 1 under MLA, 'When using MLA during decode it
+    becomes MQA'; the layout model's per-rank KV, what `simulate --tp` prints, is the same split
+    tree)."""
     from ..layout.split import heads_split
 
     if tp == 1:

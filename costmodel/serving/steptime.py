@@ -58,13 +58,13 @@ pays the hardware's per-block overhead once per step. Quantized weights: each le
 traffic reads its weights as the tree stores them (its weight_bytes); W8A8 leaves (fp8 weights on
 an FP8 peak) at the FP8 peak (the products quantization.runs_quantized names; the rest of the
 leaf's at the dtype's: quantization.blended_peak), with quantization.w8a8_leaf_bytes' traffic. tp > 1: each leaf's FLOPs
-and bytes divided by tp (plus split.replicated_excess where KV heads are replicated), plus two ring all-reduces of the step's activations per layer over the
-hardware's link and its latency per call (a stated approximation; it divides latent attention's
-cache reads too, which every rank reads whole, as the KV sizing and the kernel model's split tree
-count them: under --tp the roofline understates an MLA model's context reads). pp > 1: the sum of the stages'
-times plus pp - 1 sends of the hidden states over the link. The pipeline's concurrency (pp
-batches in flight) is the event loop's: run_replicas gives each replica pp virtual engines
-(costmodel/serving/api.py).
+and bytes divided by tp (plus split.replicated_excess where KV heads are replicated), plus two
+ring all-reduces of the step's activations per layer over the hardware's link and its latency per
+call (a stated approximation; it divides latent attention's cache reads too, which every rank
+reads whole, as the KV sizing and the kernel model's split tree count them: under --tp the
+roofline understates an MLA model's context reads). pp > 1: the sum of the stages' times plus
+pp - 1 sends of the hidden states over the link. The pipeline's concurrency (pp batches in
+flight) is the event loop's: run_replicas gives each replica pp virtual engines (serving/api.py).
 
 Speed: a decode sequence's context work is looked up in a table over c (one row per context: the
 roofline's leaf quantities from one vectorised evaluation; the kernel model's per-kernel
