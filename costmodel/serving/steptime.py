@@ -179,8 +179,8 @@ class RooflineStepTime(StepTime):
             fp8_flops, read, quantize = w8a8_leaf_adjustment(leaf, w8a8, S.e)
             if fp8_flops != 0:  # inputs read in one byte, after their quantization pass
                 totals[1], totals[3] = totals[1] + read, totals[3] + quantize
-            if tp > 1:  # what replicated key/value heads add to a rank's 1 / tp share (layout/split.py)
-                totals = [t + tp * replicated_excess(leaf.block, t, tp) for t in totals]
+            if tp > cfg.n_kv_heads:  # what replicated key/value heads add to a rank's 1 / tp share
+                totals = [t + tp * replicated_excess(leaf.block, t, tp).xreplace(fixed) for t in totals]
             group = ("context" if any(S.c in t.free_symbols for t in totals)
                      else "head" if leaf.path.startswith("head") else "tokens")
             if any(t != 0 for t in totals) or leaf.cost.get("bytes_moved") != 0:
