@@ -78,8 +78,9 @@ def microbatches_for(global_batch: int, batch: int, layout_given: dict[str, Any]
     return global_batch // (batch * dp)
 
 
-def make_layout(cfg: ModelConfig, options: dict[str, Any]) -> Any:
-    """The Layout the options describe, checked against the model; None if none was given."""
+def make_layout(cfg: ModelConfig, options: dict[str, Any], inference: bool = False) -> Any:
+    """The Layout the options describe, checked against the model (as an inference layout where
+    `inference`: Layout.check); None if none was given."""
     given = {k: v for k, v in options.items() if v is not None}
     if not given:
         return None
@@ -108,7 +109,7 @@ def make_layout(cfg: ModelConfig, options: dict[str, Any]) -> Any:
             raise InputError(f"--stage-layers {given['stage_layers']!r}: give integers separated by commas.") from None
     try:
         layout = Layout(**given)
-        layout.check(cfg, gpus)
+        layout.check(cfg, gpus, inference=inference)
     except ConfigError as error:
         raise InputError(str(error)) from None
     return layout

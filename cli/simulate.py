@@ -164,7 +164,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             layout_given["microbatches"] = microbatches_for(global_batch, batch, layout_given)
         if not train:
             require_decoder(cfg)  # before the workload warns that generated tokens are ignored
-        layout = make_layout(cfg, layout_given)
+        layout = make_layout(cfg, layout_given, inference=not train)
         overlap_given = [name for name, given in (
             ("--tp-overlap", tp_overlap != 0.0), ("--dp-overlap", dp_overlap != 2 / 3), ("--pp-overlap", pp_overlap != 0.0),
             ("--no-prefetch", no_prefetch), ("--overlap-slowdown", overlap_slowdown is not None)) if given]

@@ -90,7 +90,7 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
     if chosen_layout is not None:
         from .layout import timing as parallel_time
 
-        chosen_layout.check(cfg)
+        chosen_layout.check(cfg, inference=not train)
         if train:
             workload, warnings = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                                attention=attention, impl=impl)

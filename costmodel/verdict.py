@@ -180,7 +180,7 @@ def _more_serving_gpus(cfg: ModelConfig, workload: Workload, layout: Any, capaci
         tp, pp = (tp * 2, pp) if tp < 8 else (tp, pp * 2)
         trial = _layout(layout, tp=tp, pp=pp, dp=1)
         try:
-            trial.check(cfg, tp * pp)
+            trial.check(cfg, tp * pp, inference=True)
         except ConfigError:
             continue
         needed = _try(memory, cfg, workload, trial)

@@ -66,10 +66,11 @@ def check_workload(workload: Workload, cp: int, sp_ranks: int = 1) -> None:
 def exchange(cfg: ModelConfig, workload: Workload, cp: int, rotate: str, attention_layers: int,
              tp: int = 1) -> dict[str, int]:
     """Payload bytes one rank moves for one micro-batch over `attention_layers` layers: its own
-    keys and values, the n / cp tokens of its tp-th share of the KV heads (Layout.check has tp
-    divide them)."""
+    keys and values, the n / cp tokens of the KV heads it holds (split.kv_heads_per_rank)."""
+    from .split import kv_heads_per_rank
+
     e = workload.bytes_per_element
-    elements = 2 * workload.batch * (cfg.n_kv_heads // tp) * (workload.seq_len // cp) * cfg.d_head
+    elements = 2 * workload.batch * kv_heads_per_rank(cfg.n_kv_heads, tp) * (workload.seq_len // cp) * cfg.d_head
     kv, gradients = e * elements, 4 * elements
     if rotate == "allgather":
         per_layer = {"all_gather": 2 * cp * kv, "send": cp * gradients}

@@ -2,11 +2,12 @@
 one-word reason, the rest ranked by step time (training) or time per output token (serving).
 
 Enumerated (any of them can be fixed by the caller): the framework; tp, a divisor of the GPUs a
-node holds that divides the heads, KV heads and FFN width; pp, a divisor of the GPUs per tp group
-no larger than the layers; dp = GPUs / (tp pp); sequence parallelism when tp > 1; the framework's
-ZeRO stages; the micro-batch (1, 2, 4, 8) and so the micro-batches per step; the 1F1B schedule,
-and the interleaved one with two stages a rank where it divides; recomputation (none, selective,
-full). Serving enumerates tp and pp; dp is replicas, each serving batch / dp sequences.
+node holds that divides the heads, KV heads (serving: or is a multiple of them, each head
+replicated) and FFN width; pp, a divisor of the GPUs per tp group no larger than the layers;
+dp = GPUs / (tp pp); sequence parallelism when tp > 1; the framework's ZeRO stages; the
+micro-batch (1, 2, 4, 8) and so the micro-batches per step; the 1F1B schedule, and the
+interleaved one with two stages a rank where it divides; recomputation (none, selective, full).
+Serving enumerates tp and pp; dp is replicas, each serving batch / dp sequences.
 Each candidate is a ParallelEstimate (its expressions compiled once per structure) and a StepTime
 of the time model asked for (the kernel model's leaf kernels cached across candidates).
 """
@@ -28,7 +29,7 @@ from ..hardware import Efficiency, Hardware, time_model_for
 from .frameworks import FRAMEWORKS
 from .rank import ParallelEstimate
 from .serving_memory import serving_memory
-from .spec import Layout, tensor_split_sizes
+from .spec import Layout, tensor_split_error
 from .timing import step_time
 
 MICRO_BATCHES = (1, 2, 4, 8)
@@ -39,9 +40,11 @@ def _divisors(n: int) -> list[int]:
     return [k for k in range(1, n + 1) if n % k == 0]
 
 
-def tensor_sizes(cfg: ModelConfig, hardware: Hardware, gpus: int) -> list[int]:
+def tensor_sizes(cfg: ModelConfig, hardware: Hardware, gpus: int, inference: bool = False) -> list[int]:
+    """The tensor-parallel sizes to try: divisors of a node's GPUs that split the model
+    (spec.tensor_split_error; inference may replicate key/value heads)."""
     return [t for t in _divisors(min(hardware.gpus_per_node, gpus)) if gpus % t == 0
-            and all(size % t == 0 for _, size in tensor_split_sizes(cfg))]
+            and tensor_split_error(cfg, t, inference) is None]
 
 
 def check_fixed(fixed: dict[str, Any], gpus: int) -> None:
@@ -250,7 +253,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
     require_decoder(cfg)
     time_model = time_model_for(hardware, time_model)
     feasible, infeasible = [], []
-    for tp in [fixed["tp"]] if fixed.get("tp") else tensor_sizes(cfg, hardware, gpus):
+    for tp in [fixed["tp"]] if fixed.get("tp") else tensor_sizes(cfg, hardware, gpus, inference=True):
         for pp in [fixed["pp"]] if fixed.get("pp") else [p for p in _divisors(gpus // tp) if p <= cfg.n_layers]:
             if gpus % (tp * pp):
                 continue
@@ -264,7 +267,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                                 precision="pure", attention=attention, kv_cache=kv_cache, mla=mla,
                                 **{k: v for k, v in (quantization or {}).items() if v is not None})
             try:
-                layout.check(cfg, gpus)
+                layout.check(cfg, gpus, inference=True)
                 estimate = ParallelEstimate(cfg, workload, layout, phase="decode")
             except ConfigError as error:
                 infeasible.append({**entry, "reason": "unsupported", "detail": str(error)})

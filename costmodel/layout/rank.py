@@ -56,7 +56,7 @@ class ParallelEstimate(RankCommunication):
     def __init__(self, cfg: ModelConfig, workload: Workload, layout: Layout, phase: str = "train"):
         """phase "train" (a training step) or "decode" (one decode step at the workload's
         context: serving)."""
-        layout.check(cfg)
+        layout.check(cfg, inference=phase != "train")
         workload = workload.for_training() if phase == "train" else workload
         self.quantized = workload.weight_dtype is not None
         if phase == "train" and (self.quantized or workload.kv_dtype is not None):

@@ -41,13 +41,40 @@ def _positive(name: str, value: Any) -> None:
 
 
 def tensor_split_sizes(cfg: ModelConfig) -> list[tuple[str, int]]:
-    """What tensor parallelism divides (costmodel/layout/split.py), each a size tp must divide."""
-    sizes = [("query heads", cfg.n_heads), ("key/value heads", cfg.n_kv_heads), ("FFN width", cfg.d_ff)]
+    """What tensor parallelism divides (costmodel/layout/split.py), each a size tp must divide;
+    the key/value heads apart (tensor_split_error: inference may replicate them)."""
+    sizes = [("query heads", cfg.n_heads), ("FFN width", cfg.d_ff)]
     if cfg.moe:
         sizes.append(("experts' FFN width", cfg.d_expert))
         if cfg.d_shared:
             sizes.append(("shared expert's FFN width", cfg.d_shared))
     return sizes
+
+
+def tensor_split_error(cfg: ModelConfig, tp: int, inference: bool) -> str | None:
+    """Why tp ranks cannot split the model, as the rest of a sentence after "tp = N" (None: they
+    can). Every size of tensor_split_sizes must divide by tp. The key/value heads too in training:
+    Megatron-LM's TransformerConfig.__post_init__ raises "num_query_groups must be a multiple of
+    tensor_model_parallel_size" (megatron/core/transformer/transformer_config.py at d2c5e8b).
+    Inference also takes tp a multiple
+    of them, each head replicated over tp / h_kv ranks as vLLM does (split.kv_heads_per_rank;
+    QKVParallelLinear's divide(tp_size, total_num_kv_heads) needs the multiple)."""
+    name, kv = show(cfg.name), cfg.n_kv_heads
+    for what, size in tensor_split_sizes(cfg):
+        if size % tp:
+            return f"does not divide the {what} ({size}) of model {name}"
+    if kv % tp == 0:
+        return None
+    if not inference:
+        where = (f"; for inference, where vLLM replicates each key/value head over tp / {kv} ranks, use "
+                 "simulate without --train, serve or plan --serve" if tp % kv == 0 else "")
+        return (f"does not divide the key/value heads ({kv}) of model {name}: training splits whole query "
+                "groups over the tensor-parallel ranks (Megatron-LM: num_query_groups must be a multiple of "
+                f"tensor_model_parallel_size){where}")
+    if tp % kv:
+        return (f"is neither a divisor nor a multiple of the key/value heads ({kv}) of model {name}: inference "
+                f"replicates each head over tp / {kv} ranks, which must be whole (vLLM's QKVParallelLinear)")
+    return None
 
 
 @dataclass(frozen=True)
@@ -161,8 +188,9 @@ class Layout:
         """Pipeline stages: pp, times the virtual stages of each rank when interleaved."""
         return self.pp * self.virtual_stages
 
-    def check(self, cfg: ModelConfig, gpus: int | None = None) -> None:
-        """Raise ConfigError (one sentence) if the layout cannot run the model."""
+    def check(self, cfg: ModelConfig, gpus: int | None = None, inference: bool = False) -> None:
+        """Raise ConfigError (one sentence) if the layout cannot run the model; inference: for
+        prefill and decoding (serving), where tp may exceed the key/value heads (tensor_split_error)."""
         if gpus is not None and gpus != self.gpus:
             sizes = f"tp x pp x dp = {self.tp} x {self.pp} x {self.dp}" + (f" x cp {self.cp}" if self.cp > 1 else "")
             raise ConfigError(f"layout: {sizes} = {self.gpus}, not the {gpus} GPUs asked for.")
@@ -173,10 +201,9 @@ class Layout:
             from .context import check_context_parallel
 
             check_context_parallel(cfg, self)
-        for what, size in tensor_split_sizes(cfg):
-            if size % self.tp:
-                raise ConfigError(f"layout: tp = {self.tp} does not divide the {what} ({size}) of "
-                                  f"model {show(cfg.name)}.")
+        reason = tensor_split_error(cfg, self.tp, inference)
+        if reason:
+            raise ConfigError(f"layout: tp = {self.tp} {reason}.")
         if self.sp and (cfg.moe or cfg.mla):
             raise ConfigError("layout: sequence parallelism with a mixture of experts or latent attention "
                               "is not modelled.")

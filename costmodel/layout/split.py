@@ -1,7 +1,8 @@
 """Which leaves tensor and sequence parallelism split, as data: a substitution per block class.
 
 Tensor parallelism (Megatron's column/row split; DTensor's ColwiseParallel/RowwiseParallel) divides
-a block's heads (h, h_kv), FFN widths (d_ff; a shared expert's d_s and each routed expert's d_x,
+a block's heads (h; h_kv as kv_heads_per_rank says: one head, replicated, where tp exceeds them
+in inference), FFN widths (d_ff; a shared expert's d_s and each routed expert's d_x,
 the experts split as a dense FFN is, without expert parallelism) or vocabulary (V) by tp; every
 other block is replicated (norms, residual adds, dropout, positions, a router, the biases of
 row-parallel layers, latent attention's down-projections to its ranks, which have no split
@@ -45,6 +46,41 @@ TP_SPLITS: dict[type, str] = {
 SP_SPLITS = (B.Norm, B.Residual, B.Dropout, B.LayerCheckpoint, B.SublayerInput, B.LearnedPositions,
              B.SinusoidalPositions, B.TokenTypes)
 
+
+def kv_heads_per_rank(kv_heads: Any, tp: Any) -> Any:
+    """The key/value heads one tensor-parallel rank holds, what every per-rank quantity reads (the
+    k/v projection's weights and GEMM, the KV cache, the attention kernel's KV heads): kv_heads / tp
+    where tp divides them; one where tp is a multiple of them, that head replicated over
+    tp / kv_heads ranks, as vLLM serves it (QKVParallelLinear: num_kv_heads = 1 and
+    num_kv_head_replicas = divide(tp_size, total_num_kv_heads) when tp_size >= total_num_kv_heads,
+    vllm/model_executor/layers/linear.py at 0036d38; ModelConfig.get_num_kv_heads:
+    max(1, total_num_kv_heads // tensor_parallel_size), vllm/config/model.py at 0052a5b). Layout
+    checks (spec.tensor_split_error) allow no other tp, and training only the first. Two ints give
+    an int, anything else a sympy expression (max(1, kv_heads / tp) equals both cases)."""
+    if isinstance(kv_heads, int) and isinstance(tp, int):
+        return max(1, kv_heads // tp)
+    return sp.Max(1, sp.sympify(kv_heads) / tp)
+
+
+def heads_split(tp: Any) -> dict[sp.Symbol, Any]:
+    """A rank's attention heads at tp ranks (a symbol or an int): h / tp query heads, and
+    kv_heads_per_rank key/value heads."""
+    return {S.h: S.h / tp, S.h_kv: kv_heads_per_rank(S.h_kv, tp)}
+
+
+def replicated_excess(block: B.Block, expr: Any, tp: int) -> sp.Expr:
+    """What replicating key/value heads adds to a block's quantity (its whole-model expression) on
+    one rank, over an even split by tp: zero for a block tensor parallelism does not split by
+    heads and where tp divides h_kv; where one head is replicated, the k/v projection's extra
+    (1 - h_kv / tp) heads (weights, bias). For a caller that divides the whole model by tp."""
+    if isinstance(block, B.KeptOutputs):
+        block = block.source
+    if TP_SPLITS.get(type(block)) != "heads":
+        return sp.Integer(0)
+    expr = sp.sympify(expr)
+    return expr.xreplace(heads_split(tp)) - expr.xreplace({S.h: S.h / tp, S.h_kv: S.h_kv / tp})
+
+
 def local_vocabulary(vocabulary: str) -> sp.Expr:
     """The rows of the vocabulary a tensor-parallel rank holds: Megatron pads V to a multiple of
     128 tp (make-vocab-size-divisible-by 128); DTensor's Shard(0) keeps ceil(V / tp) rows;
@@ -65,7 +101,7 @@ def substitution(block: B.Block, *, sp_on: bool, vocabulary: str, loss_parallel:
     kind = TP_SPLITS.get(type(block))
     subs: dict[sp.Symbol, sp.Expr] = {}
     if kind == "heads":
-        subs = {S.h: S.h / S.tp, S.h_kv: S.h_kv / S.tp}
+        subs = heads_split(S.tp)
     elif kind == "ffn":
         subs = {S.d_ff: S.d_ff / S.tp, S.d_s: S.d_s / S.tp, S.d_x: S.d_x / S.tp}
     elif (kind == "vocabulary" or (kind == "loss" and loss_parallel)) and vocabulary != "replicated":

@@ -151,11 +151,11 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
         raise ConfigError(f"--block-size must be a positive number of tokens, got {block_size}.")
     if tp < 1:
         raise ConfigError(f"--tp must be at least 1, got {tp}.")
-    from ..layout.spec import tensor_split_sizes
+    from ..layout.spec import tensor_split_error
 
-    for what, size in tensor_split_sizes(cfg):  # as a layout's check: whole heads and widths a rank
-        if size % tp:
-            raise ConfigError(f"--tp {tp} does not divide the {what} ({size}) of model {show(cfg.name)}.")
+    reason = tensor_split_error(cfg, tp, inference=True)  # as a layout's check: whole heads and widths a rank
+    if reason:
+        raise ConfigError(f"--tp {tp} {reason}.")
     if num_blocks is not None and num_blocks < max(1, pp):
         raise ConfigError(f"--num-blocks must be at least {max(1, pp)}" + (" (a block a pipeline stage)" if pp > 1
                           else "") + f", got {num_blocks}.")

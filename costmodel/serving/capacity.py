@@ -152,8 +152,12 @@ def _ray_results(address: str, cfg: Any, hardwares: list[Any], scheduler: str, k
 
 
 def tensor_sizes(cfg: Any, hardware: Any) -> list[int]:
-    return [tp for tp in (1, 2, 4, 8) if tp <= max(1, hardware.gpus_per_node) and cfg.n_kv_heads % tp == 0
-            and cfg.n_heads % tp == 0]
+    """1, 2, 4 and 8 where a node holds them and they split the model as serving does (key/value
+    heads replicated where tp exceeds them: layout/spec.tensor_split_error)."""
+    from ..layout.spec import tensor_split_error
+
+    return [tp for tp in (1, 2, 4, 8) if tp <= max(1, hardware.gpus_per_node)
+            and tensor_split_error(cfg, tp, inference=True) is None]
 
 
 def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: str = "vllm",

@@ -22,6 +22,7 @@ from typing import Any
 from ..blocks import WeightedSum
 from ..kernel_time import AttentionCall, KernelTimer
 from ..eager_ops import copy_parts
+from ..layout.split import heads_split
 
 CHARGED = "mask_cached"  # the case whose ops and copies the attention leaf is charged
 
@@ -30,7 +31,7 @@ class EagerStep:
     """The step-level facts of an eager implementation `entry` (None: no counted implementation,
     nothing added), for a model whose context leaves are `context` ((LeafKernels, runs per step)
     pairs) timed by `timer`; `subs` the model's symbol values, `tp` the tensor-parallel ranks
-    (each holds 1 / tp of the heads)."""
+    (each holds 1 / tp of the heads, split.heads_split)."""
 
     def __init__(self, entry: dict | None, context: list, timer: KernelTimer, subs: dict, tp: int = 1):
         self.timer = timer
@@ -41,7 +42,8 @@ class EagerStep:
         kernels, self.layers = found[0]
         if "packed_attention" in entry and timer.fused_attention:
             self.call = next(k for k in kernels(1, 1) if isinstance(k, AttentionCall))
-        parts = {name: float(expr.xreplace(subs)) / tp for name, expr in copy_parts(entry, "WeightedSum").items()}
+        parts = {name: float(expr.xreplace(heads_split(tp)).xreplace(subs))
+                 for name, expr in copy_parts(entry, "WeightedSum").items()}
         stated = entry.get("cases", {}).get("WeightedSum", {})
         if CHARGED in stated:
             charged = stated[CHARGED]["ops"]

@@ -139,18 +139,21 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
                  block_size: int, max_batched_tokens: int, tp: int = 1, pp: int = 1,
                  paging: Any = None) -> CacheSizing:
     """A replica's KV blocks from the tree. Per GPU: its share (1/tp) of the weights (the tree's
-    weight bytes, quantized where the profile says so) and of the KV bytes per token (the decode
-    tree's kv_cache_bytes per sequence per key: GQA's KV heads, MLA's latent, the KV dtype; the
-    tree's min(c, window) terms are its windowed layers'). Without a paging every layer is paged
-    like a full one; with one (kv_paging.py) a pool block holds block_size tokens of
-    paging.layers_per_block layers, each layer's bytes per token the tree's (equal on every layer,
-    or the paging is refused). The
-    activation peak: the prefill tree's inference bytes for one sequence of max_batched_tokens
-    tokens, less its weights and its KV cache (ids, logits, the transient buffers).
+    weight bytes, quantized where the profile says so; where tp exceeds the key/value heads, plus
+    the k/v projections' replicated heads: layout/split.replicated_excess) and of the KV bytes
+    per token (the decode tree's kv_cache_bytes per sequence per key: GQA's KV heads, MLA's
+    latent, the KV dtype; the tree's min(c, window) terms are its windowed layers'). Without a
+    paging every layer is paged like a full one; with one (kv_paging.py) a pool block holds
+    block_size tokens of paging.layers_per_block layers, each layer's bytes per token the tree's
+    (equal on every layer, or the paging is refused). The activation peak: the prefill tree's
+    inference bytes for one sequence of max_batched_tokens tokens, less its weights and its KV
+    cache (ids, logits, the transient buffers).
 
     Pipeline parallelism (pp stages): each GPU holds 1/pp of the weights and of the KV bytes per
     token (layers split evenly; the embedding and the head counted as spread too, a stated
-    approximation), and the whole activation peak / tp (the last stage's logits; conservative)."""
+    approximation), and the whole activation peak / tp (the last stage's logits; conservative; a
+    replicated key/value head's activations are not added)."""
+    from ..layout.split import replicated_excess
     from ..memory import inference_phases
     from ..tree import CostModel, model_values
 
@@ -172,22 +175,29 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
     total = int(inference_phases(cfg, prefill.profile)["prefill"].xreplace(subs))
     cache = int(prefill.total("kv_cache_bytes").xreplace(subs))
     weights = int(prefill.total("weight_bytes").xreplace(subs))
+    # Key/value heads replicated where tp exceeds them (layout/split.py): each GPU holds more than 1/tp.
+    replicated = int(sp.ceiling(sp.Add(*(replicated_excess(leaf.block, leaf.total("weight_bytes"), tp)
+                                         for leaf in prefill.leaves)).xreplace(subs) / pp))
     activations = max(0, total - weights - cache)
     block_bytes = None if paging is None else paging.block_bytes(cfg, per_token, window_per_token, kv_tp * pp)
-    return CacheSizing(memory_bytes, utilization, -(-weights // (tp * pp)), -(-activations // tp),
+    return CacheSizing(memory_bytes, utilization, -(-weights // (tp * pp)) + replicated, -(-activations // tp),
                        -(-per_token // (kv_tp * pp)), block_size, block_bytes, -(-window_per_token // (kv_tp * pp)))
 
 
 def kv_tensor_shards(kv: Any, subs: dict, tp: int, as_full: Any, name: str) -> int:
     """How many ways tensor parallelism divides the KV cache: the decode tree's KV bytes per key
-    with the attention's heads split as layout/split.py splits them (h / tp, h_kv / tp), against
-    the whole. GQA's cache is per KV head: tp ways. Latent attention's (DeepSeek) is one latent
-    per token whatever the heads: every rank keeps all of it (vLLM's ModelConfig.get_num_kv_heads
-    returns 1 under MLA, 'When using MLA during decode it becomes MQA'; the layout model's
-    per-rank KV, what `simulate --tp` prints, is the same split tree)."""
+    with the attention's heads split as layout/split.py splits them (h / tp; h_kv / tp, or one
+    head replicated where tp is a multiple of h_kv: split.kv_heads_per_rank), against the whole.
+    GQA's cache is per KV head: tp ways, or h_kv ways where each head is replicated. Latent
+    attention's (DeepSeek) is one latent per token whatever the heads: every rank keeps all of it
+    (vLLM's ModelConfig.get_num_kv_heads returns 1 under MLA, 'When using MLA during decode it
+    becomes MQA'; the layout model's per-rank KV, what `simulate --tp` prints, is the same split
+    tree)."""
+    from ..layout.split import heads_split
+
     if tp == 1:
         return 1
-    rank = kv.xreplace({S.h: S.h / tp, S.h_kv: S.h_kv / tp}).xreplace({k: v for k, v in subs.items() if k != S.c})
+    rank = kv.xreplace(heads_split(tp)).xreplace({k: v for k, v in subs.items() if k != S.c})
     whole = as_full(sp.expand(kv.xreplace({k: v for k, v in subs.items() if k != S.c}))).coeff(S.c, 1)
     shards = whole / as_full(sp.expand(rank)).coeff(S.c, 1)
     if not shards.is_integer:

@@ -42,7 +42,7 @@ The kernel-level model (KernelStepTime; costmodel/kernel_time.py, docs/time.md):
   fp8 weights on a hardware file with an FP8 peak run W8A8 (quantization.runs_w8a8: the GEMMs at
   the FP8 peak, inputs in one byte after their quantization pass; KernelTimer's w8a8);
 - tensor parallelism (tp > 1): each leaf's kernels at one rank's shapes (layout/split.py's
-  substitution: h / tp heads, d_ff / tp columns, ceil(V / tp) vocabulary rows), plus two
+  substitution: h / tp heads, kv_heads_per_rank, d_ff / tp columns, ceil(V / tp) rows), plus two
   all-reduces of the step's activations per layer (Megatron's row-parallel outputs) from
   costmodel/collectives.py;
 - pipeline parallelism (pp > 1): the whole model's leaves (the stages in sequence) plus pp - 1
@@ -58,13 +58,13 @@ pays the hardware's per-block overhead once per step. Quantized weights: each le
 traffic reads its weights as the tree stores them (its weight_bytes); W8A8 leaves (fp8 weights on
 an FP8 peak) at the FP8 peak (the products quantization.runs_quantized names; the rest of the
 leaf's at the dtype's: quantization.blended_peak), with quantization.w8a8_leaf_bytes' traffic. tp > 1: each leaf's FLOPs
-and bytes divided by tp, plus two ring all-reduces of the step's activations per layer over the
-hardware's link and its latency per call (a stated approximation; it divides latent attention's
-cache reads too, which every rank reads whole, as the KV sizing and the kernel model's split tree
-count them: under --tp the roofline understates an MLA model's context reads). pp > 1: the sum of the stages'
-times plus pp - 1 sends of the hidden states over the link. The pipeline's concurrency (pp
-batches in flight) is the event loop's: run_replicas gives each replica pp virtual engines
-(costmodel/serving/api.py).
+and bytes divided by tp (plus split.replicated_excess where KV heads are replicated), plus two
+ring all-reduces of the step's activations per layer over the hardware's link and its latency per
+call (a stated approximation; it divides latent attention's cache reads too, which every rank
+reads whole, as the KV sizing and the kernel model's split tree count them: under --tp the
+roofline understates an MLA model's context reads). pp > 1: the sum of the stages' times plus
+pp - 1 sends of the hidden states over the link. The pipeline's concurrency (pp batches in
+flight) is the event loop's: run_replicas gives each replica pp virtual engines (serving/api.py).
 
 Speed: a decode sequence's context work is looked up in a table over c (one row per context: the
 roofline's leaf quantities from one vectorised evaluation; the kernel model's per-kernel
@@ -89,6 +89,7 @@ from ..hardware import Efficiency, Hardware, kernel_times, time_model_for
 from ..eager_ops import copy_bytes, eager_implementation, eager_op_counts
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompute, Pointwise, check_kernel_model,
                            kernels_seconds)
+from ..layout.split import replicated_excess
 from ..quantization import blended_peak, runs_w8a8, w8a8_leaf_adjustment, w8a8_peak
 from ..tree import CostModel, model_values
 from .graphs import EAGER, CudaGraphs, Graphed
@@ -178,6 +179,8 @@ class RooflineStepTime(StepTime):
             fp8_flops, read, quantize = w8a8_leaf_adjustment(leaf, w8a8, S.e)
             if fp8_flops != 0:  # inputs read in one byte, after their quantization pass
                 totals[1], totals[3] = totals[1] + read, totals[3] + quantize
+            if tp > cfg.n_kv_heads:  # what replicated key/value heads add to a rank's 1 / tp share
+                totals = [t + tp * replicated_excess(leaf.block, t, tp).xreplace(fixed) for t in totals]
             group = ("context" if any(S.c in t.free_symbols for t in totals)
                      else "head" if leaf.path.startswith("head") else "tokens")
             if any(t != 0 for t in totals) or leaf.cost.get("bytes_moved") != 0:
