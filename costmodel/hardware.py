@@ -243,6 +243,15 @@ class Hardware:
         advice = f"; use --dtype {other}" if other else ""
         return f"{self.name} has no {dtype} peak{why}{advice}."
 
+    def require_fp8(self, recipe: str | None) -> None:
+        """Refuse FP8 training (--fp8 RECIPE) on hardware without an FP8 peak, in one line, before the
+        layout's own checks (whose advice, --dtype bf16, a V100 would refuse next)."""
+        if recipe is not None and "fp8" not in self.flops_per_s:
+            generation = GENERATIONS.get(self.architecture)
+            why = f" ({generation} has no FP8 tensor cores)" if generation and generation != "CPU" else ""
+            raise ConfigError(f"hardware {self.name}: no FP8 peak (flops_per_s[\"fp8\"]) for --fp8 {recipe}{why}; "
+                              f"add it to its hardware file or leave --fp8 out.")
+
     def require_peak(self, dtype: str) -> None:
         """Refuse a dtype this hardware has no peak for, in one line (missing_peak), before a command
         builds anything on it."""

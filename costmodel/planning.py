@@ -97,6 +97,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     chosen = load_hardware(hardware)
     dtype = dtype or chosen.default_dtype  # fp16 on a V100 or T4, as simulate and serve take it
     chosen.require_peak(CANONICAL_DTYPE.get(dtype, dtype))
+    chosen.require_fp8(fixed.get("fp8"))
     quantization = {k: v for k, v in (("weight_dtype", weight_dtype), ("weight_group", weight_group),
                                       ("kv_dtype", kv_dtype), ("fp8_gemm", fp8_gemm)) if v is not None}
     if quantization and not serve:
