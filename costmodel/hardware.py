@@ -149,7 +149,7 @@ class Hardware:
     # weights: a read-and-reduce microbenchmark such as BabelStream's Dot, with its source): the
     # kernel-level time model's rate for the bytes of a GEMM. 0: bandwidth x efficiency's memory.
     gemv_bandwidth_bytes_per_s: float = 0.0
-    # The GPU generation (ampere, ada, hopper, blackwell, cdna3): which published attention-kernel
+    # The GPU generation (volta, turing, ampere, ada, hopper, blackwell, cdna2, cdna3): which published attention-kernel
     # efficiencies apply (costmodel/kernel_facts.json). Empty: none do.
     architecture: str = ""
     # Dollars per GPU-hour (optional: a rental price, with its source in `source`); None: unknown.
