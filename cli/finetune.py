@@ -10,7 +10,7 @@ import click
 from costmodel import spec
 from costmodel.config import ConfigError
 
-from .inputs import InputError, load_model, make_workload
+from .inputs import InputError, dtype_on, load_model, make_workload
 from .options import SEQ_LEN_HELP, choice_option, dtype_option, hardware_option, json_option, model_options
 
 TARGETS_HELP = ("Linear layers that get adapters, comma-separated, by their module names: "
@@ -46,6 +46,15 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
     from costmodel.finetune import FineTune, finetune_memory, finetune_verdict, targets_of
 
     cfg = load_model(model, config)
+    hardware = None
+    if hardware_name is not None:
+        from costmodel.hardware import load_hardware
+
+        try:
+            hardware = load_hardware(hardware_name)
+        except ConfigError as error:
+            raise InputError(str(error)) from None
+        dtype = dtype_on(hardware, dtype)
     workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, attention=attention, recompute=recompute)
     try:
         tune = FineTune(method=method, rank=rank, alpha=alpha,
@@ -58,10 +67,7 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
                            "offload_optimizer": offload_optimizer, "offload_device": offload_device, "seq_len": workload.seq_len, "batch": batch,
                            "dtype": workload.dtype, "attention": attention, "recompute": recompute},
                 "memory": memory.to_dict()}
-        if hardware_name is not None:
-            from costmodel.hardware import load_hardware
-
-            hardware = load_hardware(hardware_name)
+        if hardware is not None:
             data["fit"] = {"hardware": hardware.name, **finetune_verdict(cfg, workload, tune, hardware.training_memory_bytes)}
     except ConfigError as error:
         raise InputError(str(error)) from None

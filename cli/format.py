@@ -21,12 +21,19 @@ def render_models(rows: list[dict[str, Any]]) -> str:
 
 
 def render_hardware(rows: list[dict[str, Any]]) -> str:
-    """One line per hardware: peaks, bandwidth, memory, efficiencies and other names."""
+    """One line per hardware: peaks, bandwidth, memory, efficiencies and other names. The 16-bit
+    column is bf16's peak, or fp16's marked so where the GPU has no bf16 tensor cores (V100, T4)."""
+
+    def peak(r: dict[str, Any], dtype: str) -> str:
+        flops = r["flops_per_s"]
+        if dtype == "bf16" and "bf16" not in flops and "fp16" in flops:
+            return si(flops["fp16"], "FLOP/s") + " (fp16)"
+        return si(flops[dtype], "FLOP/s") if dtype in flops else ("not measured" if r["name"] == "local" else "-")
+
     text = table(
         ["hardware", "fp8", "bf16", "fp32", "vector", "bandwidth", "memory", "efficiency (compute/memory)",
          "description", "aliases"],
-        ([r["name"], *(si(r["flops_per_s"][d], "FLOP/s") if d in r["flops_per_s"] else
-                       ("not measured" if r["name"] == "local" else "-") for d in ("fp8", "bf16", "fp32")),
+        ([r["name"], *(peak(r, d) for d in ("fp8", "bf16", "fp32")),
           si(r["vector_flops_per_s"], "FLOP/s"), si(r["bandwidth_bytes_per_s"], "B/s"),
           binary_bytes(r["memory_bytes"]),
           f"{r['efficiency'].get('compute', 1):g} / {r['efficiency'].get('memory', 1):g}", r["description"],

@@ -17,6 +17,22 @@ from reports.output import ReportInputError as InputError  # one line on stderr,
 from reports.output import finite  # noqa: F401 (re-exported: JSON without infinities)
 
 
+def dtype_on(hardware: Any, dtype: str) -> str:
+    """The dtype a memory-only command (estimate, finetune) runs with on `hardware`: --dtype as given
+    where the GPU has a peak for it; a dtype it lacks (bf16 on a V100 or T4) is one error line when
+    the user gave it and the hardware's default dtype (fp16 there, the same bytes) when it is only
+    the option's default, as simulate, serve and plan take it."""
+    from costmodel.spec import CANONICAL_DTYPE
+
+    canonical = CANONICAL_DTYPE.get(dtype, dtype)
+    if canonical in hardware.flops_per_s or hardware.name == "local":
+        return dtype
+    context = click.get_current_context(silent=True)
+    if context is not None and context.get_parameter_source("dtype") == click.core.ParameterSource.COMMANDLINE:
+        raise InputError(hardware.missing_peak(canonical))
+    return hardware.default_dtype
+
+
 class Mismatch(click.ClickException):
     """A formula and its measurement disagree: exit status 1."""
 

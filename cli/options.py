@@ -87,6 +87,10 @@ def choice_option(name: str, choices: spec.Choices, help: str, default: Any = No
 
 mtp_option = click.option("--mtp", type=click.IntRange(min=0), default=None, help=MTP_HELP)
 batch_option = click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per batch.")
+#: --kv-dtype: a quantized KV cache (one byte per element and two fp32 scales per layer), as estimate,
+#: simulate and sweep read it.
+kv_dtype_option = click.option("--kv-dtype", type=click.Choice(spec.KV_DTYPES), default=None,
+                               help=f"A quantized KV cache: {spec.KV_DTYPES.listed()}.")
 
 
 def _expert_load(ctx: Any, param: Any, value: str | None) -> tuple[float, ...] | None:
@@ -129,7 +133,7 @@ workload_options = stack(
     weight_group_option,
     click.option("--no-double-quant", "double_quant", flag_value=False, default=True,
                  help="nf4 without double quantisation of its scales."),
-    click.option("--kv-dtype", type=click.Choice(spec.KV_DTYPES), default=None, help=f"A quantized KV cache: {spec.KV_DTYPES.listed()}."),
+    kv_dtype_option,
     click.option("--expert-load", default=None, callback=_expert_load,
                  help="Mixture of experts: tokens routed to each expert, as relative shares "
                  "(e.g. 3,1,1,1,1,1,1,1); default balanced. Sets per-expert FLOPs, not totals."),

@@ -150,6 +150,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             raise ConfigError("--graph-kernel-gap is the per-kernel gap of a CUDA graph's replay: it needs "
                               "--cuda-graphs and the kernel model (the roofline counts no kernels).")
         hardware = with_launches(load_hardware(hardware_name), launch_overhead, graph_kernel_gap)
+        hardware.require_fp8(layout_given.get("fp8"))
         efficiency = efficiency_of(hardware, compute_efficiency, memory_efficiency)
         for name, value in (("--tokens", tokens), ("--step-time", step_time), ("--price", price)):
             if value is not None and not value > 0:

@@ -2,7 +2,8 @@
 
 The grid is costmodel.grid's, its axes and files reports/sweep.py's. The model and the inference
 weights' format are read as `estimate` reads them (cli/inputs.py, cli/options.py): --weight-dtype
-defaults to the checkpoint's quantization_config, and only the inference columns read it.
+defaults to the checkpoint's quantization_config, and only the inference columns read it; --kv-dtype
+(the option estimate and simulate share, cli/options.py) sets the KV cache's bytes.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from costmodel.spec import (ATTENTIONS, DEFAULT_ATTENTION, DEFAULT_DTYPE, DEFAUL
                             DEFAULT_RECOMPUTE, IMPLEMENTATIONS, OPTIMIZERS, RECOMPUTES)
 
 from .inputs import load_model, make_workload
-from .options import choice_option, dtype_option, model_options, weight_dtype_option, weight_group_option
+from .options import (choice_option, dtype_option, kv_dtype_option, model_options, weight_dtype_option,
+                      weight_group_option)
 
 
 @click.command()
@@ -34,6 +36,7 @@ from .options import choice_option, dtype_option, model_options, weight_dtype_op
 @choice_option("--optimizer", OPTIMIZERS, "Optimizer (state bytes).", DEFAULT_OPTIMIZER)
 @weight_dtype_option
 @weight_group_option
+@kv_dtype_option
 @click.option("--csv", "csv_path", type=str, default=None, help="Write the grid as CSV here.")
 @click.option("--json-out", "json_path", type=str, default=None, help="Write the grid as JSON here.")
 @click.option("--npz", "npz_path", type=str, default=None,
@@ -44,7 +47,8 @@ def sweep(model, config, seq_len, batch, csv_path, json_path, npz_path, **option
     Columns: FLOPs (forward, backward, training, other ops, attention, projections and FFN, the
     attention share) and bytes (activations, KV cache, weights, training and inference totals).
     The inference bytes hold the weights in --weight-dtype (the checkpoint's format by default,
-    as estimate's); weights and training bytes are unquantized. Without --csv, --json-out or
+    as estimate's), and the KV cache in --kv-dtype (fp8 or int8: one byte per element and two fp32
+    scales per layer; the model's dtype by default); weights and training bytes are unquantized. Without --csv, --json-out or
     --npz the CSV goes to stdout. Values are float64 (exact below 2**53). The CSV is written as
     it is formatted, in pieces; --npz is the fast form of a big grid.
     """

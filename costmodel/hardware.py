@@ -44,6 +44,10 @@ def time_model_for(hardware: "Hardware", time_model: str | None = None, dtype: s
 
 HARDWARE_DIR = Path(__file__).resolve().parent / "hardware"
 
+#: A hardware file's architecture as its vendor names the generation (the unsupported-dtype line).
+GENERATIONS = {"volta": "Volta", "turing": "Turing", "ampere": "Ampere", "ada": "Ada Lovelace", "hopper": "Hopper",
+               "blackwell": "Blackwell", "cdna2": "CDNA 2", "cdna3": "CDNA 3", "cpu": "CPU"}
+
 
 def local_cache_path() -> Path:
     """Where the `local` calibration is cached (XDG cache directory)."""
@@ -145,7 +149,7 @@ class Hardware:
     # weights: a read-and-reduce microbenchmark such as BabelStream's Dot, with its source): the
     # kernel-level time model's rate for the bytes of a GEMM. 0: bandwidth x efficiency's memory.
     gemv_bandwidth_bytes_per_s: float = 0.0
-    # The GPU generation (ampere, ada, hopper, blackwell, cdna3): which published attention-kernel
+    # The GPU generation (volta, turing, ampere, ada, hopper, blackwell, cdna2, cdna3): which published attention-kernel
     # efficiencies apply (costmodel/kernel_facts.json). Empty: none do.
     architecture: str = ""
     # Dollars per GPU-hour (optional: a rental price, with its source in `source`); None: unknown.
@@ -225,8 +229,34 @@ class Hardware:
                     f"hardware 'local' was calibrated for {', '.join(self.flops_per_s)} only; run "
                     f"`python cli.py hardware --measure --dtype {dtype}` to measure {dtype}."
                 )
-            raise ConfigError(f"hardware {self.name}: no peak FLOP/s for {dtype}.")
+            raise ConfigError(self.missing_peak(dtype))
         return self.flops_per_s[dtype]
+
+    def missing_peak(self, dtype: str) -> str:
+        """The one line a dtype without a peak here gets: the GPU, its generation (which says why:
+        Volta and Turing have no BF16 tensor cores, nothing before Ada/Hopper FP8) and the dtype to
+        give instead, this hardware's default where it has one."""
+        generation = GENERATIONS.get(self.architecture, self.architecture)
+        why = f" ({generation})" if generation else ""
+        other = self.default_dtype if self.default_dtype in self.flops_per_s and self.default_dtype != dtype else None
+        other = other or next((d for d in ("bf16", "fp16", "fp32") if d in self.flops_per_s and d != dtype), None)
+        advice = f"; use --dtype {other}" if other else ""
+        return f"{self.name} has no {dtype} peak{why}{advice}."
+
+    def require_fp8(self, recipe: str | None) -> None:
+        """Refuse FP8 training (--fp8 RECIPE) on hardware without an FP8 peak, in one line, before the
+        layout's own checks (whose advice, --dtype bf16, a V100 would refuse next)."""
+        if recipe is not None and "fp8" not in self.flops_per_s:
+            generation = GENERATIONS.get(self.architecture)
+            why = f" ({generation} has no FP8 tensor cores)" if generation and generation != "CPU" else ""
+            raise ConfigError(f"hardware {self.name}: no FP8 peak (flops_per_s[\"fp8\"]) for --fp8 {recipe}{why}; "
+                              f"add it to its hardware file or leave --fp8 out.")
+
+    def require_peak(self, dtype: str) -> None:
+        """Refuse a dtype this hardware has no peak for, in one line (missing_peak), before a command
+        builds anything on it."""
+        if dtype not in self.flops_per_s:
+            self.peak(dtype)  # raises: `local`'s line (measure it), or missing_peak's
 
     @classmethod
     def from_dict(cls, data: Any, source: str) -> "Hardware":
@@ -325,6 +355,19 @@ def hardware_aliases() -> dict[str, tuple[str, ...]]:
 
 
 @lru_cache(maxsize=None)
+def refused_hardware_names() -> dict[str, str]:
+    """Names that are no single preset (hardware_aliases.json "_refused", normalized): 'v100' (four
+    presets), 'gh200' (two memories), 'mi250x-package' (the preset is one GCD), each with the sentence
+    that says what to give instead. One that is a preset or an alias is an error in the data file."""
+    data = json.loads(HARDWARE_ALIASES_FILE.read_text(encoding="utf-8")).get("_refused", {})
+    refused = {normalized_name(name): message for name, message in data.items()}
+    clash = [name for name in refused if name in hardware_names() or name in _preset_by_alias()]
+    if clash:
+        raise ConfigError(f"{HARDWARE_ALIASES_FILE.name}: {show(clash[0])} is refused and also a hardware name.")
+    return refused
+
+
+@lru_cache(maxsize=None)
 def _preset_by_alias() -> dict[str, str]:
     """Every alias, normalized -> its preset; one naming two presets, or shadowing a preset, is an
     error in the data file."""
@@ -353,6 +396,8 @@ def load_hardware(name: str) -> Hardware:
     if is_hardware_path(name):
         return load_hardware_file(Path(name))
     key = normalized_name(name)
+    if key in refused_hardware_names():
+        raise ConfigError(f"hardware {show(name)} {refused_hardware_names()[key]}.")
     key = _preset_by_alias().get(key, key)
     if key == "local":
         return _load_local()

@@ -93,7 +93,8 @@ SCHEMA: dict[str, Field] = {
     "default_dtype": Field(str, "the dtype a simulation uses when none is asked for; must have a peak"),
     "interconnect": Field(dict, "gpus_per_node, intra_node_bandwidth_bytes_per_s, "
                           "inter_node_bandwidth_bytes_per_s (per GPU, per direction), collective_latency_s, source"),
-    "architecture": Field(str, "the GPU generation (ampere, ada, hopper, blackwell, cdna3): which attention-kernel figures apply; "
+    "architecture": Field(str, "the GPU generation (volta, turing, ampere, ada, hopper, blackwell, cdna2, cdna3): which "
+                               "attention-kernel figures apply; "
                                "\"cpu\" for a CPU (each op runs in the thread that issues it)"),
     "sm_count": Field(int, "streaming multiprocessors (AMD: compute units)", low=0),
     "clock_mhz": Field(float, "the datasheet's boost clock, MHz", low=0),

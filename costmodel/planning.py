@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .config import ConfigError, require_decoder
-from .defaults import DEFAULT_DTYPE, DEFAULT_HARDWARE
-from .spec import DEFAULT_SERVE_ATTENTION, RANK_BY
+from .defaults import DEFAULT_HARDWARE
+from .spec import CANONICAL_DTYPE, DEFAULT_SERVE_ATTENTION, RANK_BY
 
 DEFAULT_SERVING_BATCH = 32
 
@@ -61,7 +61,7 @@ class PlanResult:
 
 def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE, *, serve: bool = False,
          seq_len: int | None = None, global_batch: int | None = None, batch: int | None = None,
-         prompt: int | None = None, gen: int = 256, dtype: str = DEFAULT_DTYPE, impl: str | None = None,
+         prompt: int | None = None, gen: int = 256, dtype: str | None = None, impl: str | None = None,
          attention: str | None = None, kv_cache: str = "dynamic", tokens: float | None = None,
          price: float | None = None, rank_by: str = "time", time_model: str | None = None,
          mla: str = "absorbed", weight_dtype: str | None = None, weight_group: int | None = None,
@@ -95,6 +95,9 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         raise ConfigError(f"plan: unknown option {sorted(unknown)[0]!r}.")
     fixed = {**fixed, "batch": batch, "impl": impl, "attention": attention}
     chosen = load_hardware(hardware)
+    dtype = dtype or chosen.default_dtype  # fp16 on a V100 or T4, as simulate and serve take it
+    chosen.require_peak(CANONICAL_DTYPE.get(dtype, dtype))
+    chosen.require_fp8(fixed.get("fp8"))
     quantization = {k: v for k, v in (("weight_dtype", weight_dtype), ("weight_group", weight_group),
                                       ("kv_dtype", kv_dtype), ("fp8_gemm", fp8_gemm)) if v is not None}
     if quantization and not serve:

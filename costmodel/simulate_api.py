@@ -68,6 +68,7 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
     cfg = load_model(model)
     chosen = load_hardware(hardware)
     dtype = dtype or chosen.default_dtype
+    chosen.require_peak(spec.CANONICAL_DTYPE.get(dtype, dtype))
     for name, value in (("tokens", tokens), ("price", price), ("step_time", step_time)):
         if value is not None and not value > 0:
             raise ConfigError(f"{name} must be positive, got {value}.")

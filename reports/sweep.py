@@ -138,7 +138,7 @@ def json_data(result: SweepResult) -> dict[str, Any]:
         "model": result.model,
         "workload": {"dtype": w.dtype, "impl": w.impl, "attention": w.attention,
                      "recompute": w.recompute, "optimizer": w.optimizer, "gen_tokens": w.gen_tokens,
-                     **{k: getattr(w, k) for k in ("weight_dtype", "weight_group", "weight_dtype_source")
+                     **{k: getattr(w, k) for k in ("weight_dtype", "weight_group", "weight_dtype_source", "kv_dtype")
                         if getattr(w, k) is not None}},  # the inference weights, as estimate's inputs
         "units": dict(QUANTITIES),
         "note": "float64 values (exact integers below 2**53); `estimate --json` is exact.",

@@ -84,7 +84,7 @@ def test_the_gpu_presets_keep_tiles_and_one_launch_per_leaf():
         if name == "local":
             continue
         hw = load_hardware(name)
-        timer = KernelTimer(hw, "bf16", eager_ops={"Norm": 6})
+        timer = KernelTimer(hw, hw.default_dtype, eager_ops={"Norm": 6})  # fp16 on a V100 or T4
         assert hw.gemm_efficiency_by_rows == {} and hw.issues_ahead
         assert hw.dispatch_s_per_op is None or (name.startswith("a100") and hw.dispatch_s_per_op == 7.1e-6)
         assert timer.gemm_rows == () and timer.eager_ops is None
@@ -291,7 +291,7 @@ def test_no_gpu_preset_states_an_attention_table():
     for name in hardware_names():
         if name != "local":
             hw = load_hardware(name)
-            assert hw.attention_efficiency_by_queries == {} and KernelTimer(hw, "bf16").attention_queries == ()
+            assert hw.attention_efficiency_by_queries == {} and KernelTimer(hw, hw.default_dtype).attention_queries == ()
 
 
 def test_steady_decoding_packs_its_steps_as_one_step_at_a_time_does():

@@ -246,3 +246,37 @@ def test_sweep_inference_weights_default_to_the_checkpoint_as_estimate(tmp_path,
     assert frame["inference_bytes"].tolist() == [rows[2048, 1]["inference_bytes"], rows[2048, 8]["inference_bytes"]]
     frame = costmodel.sweep("gpt-oss-20b", 2048, 1, weight_dtype="none")
     assert frame["inference_bytes"].tolist() == [42_753_850_752]
+
+
+def test_sweep_kv_dtype_sets_the_kv_cache_bytes_as_estimate(tmp_path, capsys):
+    """sweep --kv-dtype (the option estimate and simulate share): Llama-2-7B's KV cache in bf16 is
+    2 (K, V) x 32 layers x 4,096 x n x b x 2 bytes (536,870,912 B at n = 1,024, b = 1); fp8 and int8
+    store one byte per element and two fp32 scales per layer (vLLM's k_scale, v_scale): exactly half,
+    plus 32 x 2 x 4 = 256 bytes, at every point. The inference bytes move by the same difference, the
+    weights, activations and training bytes not at all; estimate's exact integers agree."""
+    import costmodel
+
+    def grid(*extra):
+        path = tmp_path / "grid.json"
+        code, _, err = run_main(["sweep", "--model", "llama2-7b", "--seq-len", "1024,4096", "--batch", "1,8",
+                                 "--json-out", str(path), *extra], capsys)
+        assert code == 0, err
+        data = json.loads(path.read_text())
+        return data, {(row[0], row[1]): dict(zip(data["columns"], row)) for row in data["rows"]}
+
+    plain_data, bf16 = grid()
+    fp8_data, fp8 = grid("--kv-dtype", "fp8")
+    _, int8 = grid("--kv-dtype", "int8")
+    assert "kv_dtype" not in plain_data["workload"] and fp8_data["workload"]["kv_dtype"] == "fp8"
+    assert bf16[1024, 1]["kv_cache_bytes"] == 536_870_912 and fp8[1024, 1]["kv_cache_bytes"] == 268_435_712
+    for (n, b), row in bf16.items():
+        assert row["kv_cache_bytes"] == 2 * 32 * 4096 * n * b * 2
+        assert fp8[n, b]["kv_cache_bytes"] == row["kv_cache_bytes"] // 2 + 32 * 2 * 4 == int8[n, b]["kv_cache_bytes"]
+        saved = row["kv_cache_bytes"] - fp8[n, b]["kv_cache_bytes"]
+        assert row["inference_bytes"] - fp8[n, b]["inference_bytes"] == saved
+        for same in ("weights_bytes", "activation_bytes", "training_bytes", "forward_flops"):
+            assert fp8[n, b][same] == row[same], same
+        exact = costmodel.estimate("llama2-7b", seq_len=n, batch=b, kv_dtype="fp8").to_dict()["memory"]
+        assert fp8[n, b]["kv_cache_bytes"] == exact["kv_cache"]
+    code, _, err = run_main(["sweep", "--model", "llama2-7b", "--seq-len", "64", "--kv-dtype", "fp4"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "--kv-dtype" in err

@@ -136,11 +136,7 @@ class StepTime:
         self.flops_per_s = self.peak * eff.compute
         self.fp8_per_s = None
         if estimate.layout.fp8 is not None:  # the linear layers' products at the FP8 peak (layout/fp8.py)
-            if "fp8" not in hardware.flops_per_s:
-                from ..config import ConfigError
-
-                raise ConfigError(f"hardware {hardware.name}: no FP8 peak (flops_per_s[\"fp8\"]) for --fp8 "
-                                  f"{estimate.layout.fp8}; add it to its hardware file or leave --fp8 out.")
+            hardware.require_fp8(estimate.layout.fp8)
             self.fp8_per_s = hardware.flops_per_s["fp8"] * eff.compute
         self.vector_per_s = hardware.vector_flops_per_s * eff.compute
         self.bytes_per_s = hardware.bandwidth_bytes_per_s * eff.memory

@@ -172,6 +172,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     if max_batched_tokens < 1:
         raise ConfigError(f"--max-batched-tokens must be at least 1, got {max_batched_tokens}.")
     dtype = dtype or hardware.default_dtype
+    hardware.require_peak(spec.CANONICAL_DTYPE.get(dtype, dtype))
     if prefix_caching and scheduler != "vllm":
         raise ConfigError(f"--prefix-caching is modelled for vLLM's scheduler only, not {scheduler}.")
     prefix_caching = scheduler == "vllm" if prefix_caching is None else prefix_caching
