@@ -27,7 +27,7 @@ from ..blocks import WeightedSum
 from ..kernel_time import AttentionCall, KernelTimer
 from ..eager_ops import copy_parts
 
-CHARGED = "mask_cached"  # the case whose ops and copies the attention leaf is charged
+CHARGED = "mask_cached"  # the case whose ops the attention leaf is charged (and whose copies all run)
 
 
 class EagerStep:
