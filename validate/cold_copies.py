@@ -14,7 +14,10 @@ The microbenchmark: a paged cache of COPY_CACHE_KEYS keys x COPY_KV_HEADS heads 
 in COPY_KEYS gathered in random blocks of COPY_BLOCK (as the engine's read index holds a
 sequence's blocks), then the gathered keys as the engine views them ([1, h_kv, keys, d_h])
 copied to COPY_HEADS heads as repeat_kv does; a FLUSH_MEGABYTES read of another tensor before
-each timed call, the counts in turn, `repeats` times round, the median of each. Each op's
+each timed call, the counts in turn, `repeats` times round, the median of each. Cold caches, warm
+pages: a WARM_MEGABYTES tensor is allocated and freed first, so that the outputs reuse memory
+already touched, as in the engine's steps, which take no page faults (in a fresh process the clone
+otherwise wrote to fresh pages and read 1.9-2.2 GB/s, against 6.7-7.9 after). Each op's
 medians are fitted by least squares as T = s_per_call + bytes / bytes_per_s, bytes as
 kernel_facts.json counts them (what the call reads and writes). A microbenchmark of the op, not
 the engine's steps.
@@ -123,5 +126,6 @@ def cold_copies(keys: tuple[int, ...] = COPY_KEYS, repeats: int = 9,
 #: The source string of the fields (the hardware file's `source`).
 SOURCE = (f"cold_copies by validate/cold_copies.py: index_select of {', '.join(map(str, COPY_KEYS))} keys out of a "
           f"[{COPY_CACHE_KEYS}, {COPY_KV_HEADS}, {COPY_HEAD_DIM}] fp32 cache (random blocks of {COPY_BLOCK}), then "
-          f"repeat_kv's clone of them to {COPY_HEADS} heads, a {FLUSH_MEGABYTES} MiB read before each timed call, "
+          f"repeat_kv's clone of them to {COPY_HEADS} heads, a {FLUSH_MEGABYTES} MiB read before each timed call "
+          f"(the allocator warmed by a {WARM_MEGABYTES} MiB tensor), "
           "the medians fitted as T = s_per_call + bytes / bytes_per_s by least squares")
