@@ -5,7 +5,8 @@ Each round, in this process and right before the timed steps, calibrates `local`
 (validate/calibrate.py, what `hardware --measure` writes: matmul and vector FLOP/s, bandwidth,
 per-block overhead, the GEMM efficiency by rows from the linear chain at 1 to 256 rows, the GEMV
 efficiency by inner width, one tiny op's dispatch time, the module code's and the engine's time per
-op, the paged cache's copies cold, and torch sdpa's efficiency by query rows; one torch thread). It then runs a trace through the engine
+op, the paged cache's copies cold, and torch sdpa's efficiency by query rows; one torch thread).
+It then runs a trace through the engine
 (validate/serving_engine.py, a random Llama in fp32, sdpa paged attention) `--repeats` times (the
 engine is deterministic: the same schedule each run, checked) and times every step's forward
 (ContinuousBatchProcessor._generation_step: the model, the logits and the sampling; scheduling and

@@ -216,7 +216,8 @@ def _cold_copy_problems(data: dict) -> list[str | None]:
             problems += [f"{name} has an unknown field {show(k)} (known: {', '.join(COLD_COPY_FIELDS)})"
                          for k in stated if k not in COLD_COPY_FIELDS]
             problems += [f"{name}.{k} is missing" for k in COLD_COPY_FIELDS if k not in stated]
-            problems += [COLD_COPY_FIELDS[k].problem(f"{name}.{k}", v) for k, v in stated.items() if k in COLD_COPY_FIELDS]
+            problems += [COLD_COPY_FIELDS[k].problem(f"{name}.{k}", v)
+                         for k, v in stated.items() if k in COLD_COPY_FIELDS]
     return problems
 
 
