@@ -5,7 +5,8 @@ Each round, in this process and right before the timed steps, calibrates `local`
 (validate/calibrate.py, what `hardware --measure` writes: matmul and vector FLOP/s, bandwidth,
 per-block overhead, the GEMM efficiency by rows from the linear chain at 1 to 256 rows, the GEMV
 efficiency by inner width, one tiny op's dispatch time, the module code's and the engine's time per
-op, and torch sdpa's efficiency by query rows; one torch thread). It then runs a trace through the engine
+op, the paged cache's copies cold, and torch sdpa's efficiency by query rows; one torch thread).
+It then runs a trace through the engine
 (validate/serving_engine.py, a random Llama in fp32, sdpa paged attention) `--repeats` times (the
 engine is deterministic: the same schedule each run, checked) and times every step's forward
 (ContinuousBatchProcessor._generation_step: the model, the logits and the sampling; scheduling and
@@ -20,8 +21,11 @@ logits the engine keeps (validate/serving_engine.step_features):
   query against every key, not causal: kernel_facts.json eager_ops "packed_attention"), each of the
   engine's counted ops at the engine's measured time per op (engine_s_per_op: validate/calibrate.py
   engine_seconds_per_op, a compute-free 64-wide Llama's steps through the same engine over the ops
-  they dispatch), and the paged path's copies of the keys as bytes, each step charged the ops and
-  copies of its attention module's case (eager_ops "cases");
+  they dispatch), and the paged path's copies of the keys, each call at the measured cold copy's fixed
+  time and rate (cold_copies: validate/cold_copies.py, index_select and repeat_kv's clone timed cold
+  at several sizes), each step charged the ops and copies of its attention module's case (eager_ops "cases");
+- kernels_flat_copies: the default with the copies' bytes at the bandwidth (no cold_copies), as the
+  default was before cold_copies;
 - kernels_one_case: the default with every step charged the attention module's ops and copies of a
   masked step reading keys from the cache, whatever its mix (as before round 7: a sequence
   decoding alone runs neither repeat_kv nor its ops, a step with nothing cached no gather;
@@ -88,7 +92,7 @@ MODEL = {**TINY_LLAMA, "hidden_size": 512, "intermediate_size": 1536, "num_hidde
          "num_attention_heads": 8, "num_key_value_heads": 4, "vocab_size": 2000}
 TRACE = [(i, 24 + 40 * (i % 4), 24) for i in range(12)]
 MODELS = ("roofline", "kernels", "kernels_one_case", "kernels_peak_attention", "kernels_rows", "kernels_tiles", "kernels_gemms",
-          "kernels_module_op", "kernels_flat_inner", "kernels_before", "kernels_add_op")
+          "kernels_module_op", "kernels_flat_inner", "kernels_before", "kernels_add_op", "kernels_flat_copies")
 BUDGETS = dict(block_size=16, num_blocks=64, max_batch_tokens=128, max_requests=8)
 
 
@@ -149,6 +153,7 @@ def one_round(repeats: int = 1) -> dict:
              "kernels_add_op": StepTime(cfg, dataclasses.replace(local, module_s_per_op=None, engine_s_per_op=None),
                                         "fp32", profile=profile),
              "kernels": StepTime(cfg, local, "fp32", profile=profile),
+             "kernels_flat_copies": StepTime(cfg, dataclasses.replace(local, cold_copies={}), "fp32", profile=profile),
              "kernels_peak_attention": StepTime(cfg, peak_attention, "fp32", profile=profile),
              "kernels_rows": StepTime(cfg, rows, "fp32", profile=profile),
              "kernels_tiles": StepTime(cfg, tiles, "fp32", profile=profile),
@@ -189,6 +194,8 @@ def one_round(repeats: int = 1) -> dict:
                             "overhead_s_per_block": local.overhead_s_per_block,
                             "dispatch_s_per_op": local.dispatch_s_per_op, "module_s_per_op": local.module_s_per_op,
                             "engine_s_per_op": local.engine_s_per_op,
+                            "cold_copies": calibrated.get("cold_copies", {}),
+                            "cold_copy_seconds": calibrated.get("_cold_copy_seconds", {}),
                             "gemv_efficiency_by_inner": calibrated["gemv_efficiency_by_inner"]["fp32"],
                             "gemm_efficiency_by_rows": calibrated["gemm_efficiency_by_rows"]["fp32"],
                             "gemm_rows_flops_per_s": calibrated["_gemm_rows_flops_per_s"]["fp32"],

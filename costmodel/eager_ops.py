@@ -7,6 +7,10 @@ transformers module (validate/eager_op_counts.py, checked again by tests/test_ea
     time per op, else module_s_per_op, the module code's, else dispatch_s_per_op;
     kernel_time.KernelTimer.leaf_launch_seconds)
     where both are known; elsewhere one launch per leaf (overhead_s_per_block), as before;
+  - the copies a leaf makes beyond the tree's bytes in a serving step (kernel_facts.json
+    "eager_ops" "copies", copy_parts: the paged cache's gather and repeat_kv's copies of every key
+    the step reads, each its aten op's calls per layer): the serving step charges them
+    (costmodel/serving/eager_step.py EagerStep.copy_seconds);
   - the bytes its memory-bound ops move in a training step, forward and backward
     (kernel_facts.json "eager_training_bytes"): eager PyTorch runs a norm as some eight kernels
     with an fp32 upcast, RoPE as ten, and backward as its own sequence of aten ops, where the
@@ -22,6 +26,7 @@ transformers module (validate/eager_op_counts.py, checked again by tests/test_ea
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -54,15 +59,25 @@ def eager_op_counts(cfg: Any, attention: str, weight_format: Any = None) -> dict
     return None if entry is None else dict(entry["ops"])
 
 
-def copy_parts(entry: dict | None, block: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CopyPart:
+    """One copy a run of a leaf makes beyond the tree's bytes (kernel_facts.json eager_ops "copies"):
+    `calls` calls of the aten `op` per run (K's and V's), `bytes_per_key` for every key of the step
+    (a sympy expression of e, d_h, h and h_kv)."""
+    op: str
+    calls: int
+    bytes_per_key: Any
+
+
+def copy_parts(entry: dict | None, block: str) -> dict[str, CopyPart]:
     """The copies one run of a block's leaf makes beyond the tree's bytes (the implementation's
     "copies": the paged cache's gather and repeat_kv's copies of every key the attention reads),
-    by name, each as bytes per key: a sympy expression of e, d_h, h and h_kv. Empty where the
-    implementation states none for the block."""
+    by name. Empty where the implementation states none for the block."""
     if entry is None:
         return {}
     stated = entry.get("copies", {}).get(block, {})
-    return {name: _expression(part["bytes_per_key"]) for name, part in stated.items() if isinstance(part, dict)}
+    return {name: CopyPart(str(part["op"]), int(part["calls"]), _expression(part["bytes_per_key"]))
+            for name, part in stated.items() if isinstance(part, dict)}
 
 
 def _expression(text: str) -> Any:
@@ -72,18 +87,6 @@ def _expression(text: str) -> Any:
     from . import symbols as S
 
     return sp.sympify(text, locals={str(symbol): symbol for symbol in S.MODEL_SYMBOLS + S.WORKLOAD_SYMBOLS})
-
-
-def copy_bytes(entry: dict | None, leaf: Any) -> Any:
-    """The bytes one run of a leaf copies beyond the tree's (every part of copy_parts, for every
-    key of the run), as a sympy expression of the leaf's symbols; None where the implementation
-    states none for its block."""
-    parts = copy_parts(entry, type(leaf.block).__name__)
-    if not parts:
-        return None
-    from . import symbols as S
-
-    return sum(parts.values()) * S.b * leaf.block.k_len
 
 
 def eager_training_implementation(cfg: Any, workload: Any) -> dict | None:

@@ -145,6 +145,13 @@ class Hardware:
     # the step's own). Where given, the serving step's counted engine ops take it in place of
     # eager_op_s (engine_op_s). None: eager_op_s stands.
     engine_s_per_op: float | None = None
+    # Per copy op of the paged cache's path (index_select: the cache's gather of the keys; clone:
+    # repeat_kv's copy per query head), (seconds a call takes beyond its bytes, the rate of the bytes
+    # it reads and writes), measured cold (validate/calibrate.py cold_copies on a CPU: calls of several
+    # sizes with a 64 MiB read between them, least squares). Where given, the serving step charges
+    # each such copy calls x the first + bytes / the second (serving/eager_step.py) instead of its
+    # bytes at the bandwidth. Empty: the bandwidth.
+    cold_copies: dict[str, tuple[float, float]] = field(default_factory=dict)
     # The bandwidth a kernel that streams memory once and reduces it on chip reaches (a GEMV's
     # weights: a read-and-reduce microbenchmark such as BabelStream's Dot, with its source): the
     # kernel-level time model's rate for the bytes of a GEMM. 0: bandwidth x efficiency's memory.
@@ -293,6 +300,8 @@ class Hardware:
             gemv_efficiency_by_inner={
                 str(dtype): tuple(sorted((int(k), float(e)) for k, e in table.items()))
                 for dtype, table in data.get("gemv_efficiency_by_inner", {}).items()},
+            cold_copies={str(op): (float(stated["s_per_call"]), float(stated["bytes_per_s"]))
+                         for op, stated in data.get("cold_copies", {}).items()},
             **{name: SCHEMA[name].kind(data[name]) for name in OPTIONAL_NUMBERS if name in data},
         )
 
@@ -326,6 +335,9 @@ class Hardware:
         if self.gemv_efficiency_by_inner:
             out["gemv_efficiency_by_inner"] = {dtype: {str(k): e for k, e in table}
                                                for dtype, table in self.gemv_efficiency_by_inner.items()}
+        if self.cold_copies:
+            out["cold_copies"] = {op: {"s_per_call": fixed, "bytes_per_s": rate}
+                                  for op, (fixed, rate) in self.cold_copies.items()}
         out.update({name: getattr(self, name) for name in OPTIONAL_NUMBERS if getattr(self, name) is not None})
         return out
 

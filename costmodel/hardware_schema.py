@@ -66,6 +66,12 @@ SCHEMA: dict[str, Field] = {
     "gemv_efficiency_by_inner": Field(dict, "per dtype, {K: the fraction of its peak a one-row product (a GEMV) of "
                                       "inner width K reaches}, each in (0, 1], measured (validate/calibrate.py on a "
                                       "CPU); a one-row GEMM's efficiency instead of gemm_efficiency_by_rows' at one row"),
+    "cold_copies": Field(dict, "per copy op the paged cache's path runs (index_select: the cache's gather of the "
+                         "keys; clone: repeat_kv's copy per query head), {s_per_call: a call's fixed seconds, "
+                         "bytes_per_s: its rate for the bytes it reads and writes}, measured (validate/calibrate.py "
+                         "cold_copies on a CPU: calls of several sizes with a 64 MiB read between them, T = "
+                         "s_per_call + bytes / bytes_per_s fitted by least squares); where given, the serving step "
+                         "charges each such copy that instead of its bytes at the bandwidth"),
     "overhead_s_per_block": Field(float, "fixed launch time of one block's kernels, seconds", low=0),
     "dispatch_s_per_op": Field(float, "time one eager PyTorch op takes to dispatch, seconds (a microbenchmark); "
                                "on a CPU an eager leaf pays it per op it launches (kernel_facts.json eager_ops); "
@@ -141,6 +147,7 @@ def schema_problems(data: Any) -> list[str]:
     problems += _rows_problems(data, "gemm_efficiency_by_rows", "rows")
     problems += _rows_problems(data, "attention_efficiency_by_queries", "queries")
     problems += _rows_problems(data, "gemv_efficiency_by_inner", "inner")
+    problems += _cold_copy_problems(data)
     if not any(problems):
         problems.append(_reserve_problem(data))
     return [p for p in problems if p]
@@ -183,6 +190,35 @@ def _rows_problems(data: dict, field_name: str, counted: str) -> list[str | None
             problems += [f"{name} has {what} {show(m)} that is not a whole number of at least 1"
                          for m in table if not _row_count(m)]
             problems += [Field(float, "", low=0, strict=True, high=1).problem(f"{name}.{m}", e) for m, e in table.items()]
+    return problems
+
+
+#: The copy ops cold_copies may state: the paged cache's gather and repeat_kv's copy (kernel_facts.json
+#: eager_ops "copies" names each part's op), and each op's two numbers.
+COLD_COPY_OPS = ("index_select", "clone")
+COLD_COPY_FIELDS = {"s_per_call": Field(float, "", low=0), "bytes_per_s": Field(float, "", low=0, strict=True)}
+
+
+def _cold_copy_problems(data: dict) -> list[str | None]:
+    """cold_copies: {op: {s_per_call >= 0, bytes_per_s > 0}}, both numbers given, op one of COLD_COPY_OPS."""
+    ops = data.get("cold_copies")
+    if ops is None:
+        return []
+    if not isinstance(ops, dict):
+        return [f"cold_copies must be an object of op: {{s_per_call, bytes_per_s}}, got {show(ops)}"]
+    problems: list[str | None] = []
+    for op, stated in ops.items():
+        name = f"cold_copies.{op}"
+        if op not in COLD_COPY_OPS:
+            problems.append(f"cold_copies has an unknown op {show(op)} (known: {', '.join(COLD_COPY_OPS)})")
+        elif not isinstance(stated, dict):
+            problems.append(f"{name} must be an object of s_per_call and bytes_per_s, got {show(stated)}")
+        else:
+            problems += [f"{name} has an unknown field {show(k)} (known: {', '.join(COLD_COPY_FIELDS)})"
+                         for k in stated if k not in COLD_COPY_FIELDS]
+            problems += [f"{name}.{k} is missing" for k in COLD_COPY_FIELDS if k not in stated]
+            problems += [COLD_COPY_FIELDS[k].problem(f"{name}.{k}", v)
+                         for k, v in stated.items() if k in COLD_COPY_FIELDS]
     return problems
 
 

@@ -169,6 +169,9 @@ class KernelTimer:
         # What each kernel reading DRAM (a GEMM's weights, an attention call's keys and values)
         # takes beyond its bytes at the bandwidth, in any launch mode (hardware.dram_kernel_startup_s).
         self.dram_startup_s = hardware.dram_kernel_startup_s
+        # A copy op's measured cold time, (fixed seconds a call, bytes/s) by op (hardware.cold_copies):
+        # the serving step's paged copies (serving/eager_step.py); an op not measured: the bandwidth.
+        self.cold_copies = hardware.cold_copies
         self.compiled = compiled  # torch.compile's fusions (kernel_facts.json "compile")
         facts = kernel_facts()
         self.tiles = [tuple(t) for t in facts["gemm_tiles"]["values"]]

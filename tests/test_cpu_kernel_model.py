@@ -133,28 +133,25 @@ def test_a_mixed_step_charges_the_ops_once_and_its_gemms_at_their_rows():
     assert step.seconds([5, 1], [5, 10]) == pytest.approx(gemms + attention + 199 * 2e-6, rel=1e-12)
 
 
-def test_the_paged_paths_copies_are_one_more_kernel_of_the_attention_leaf():
+def test_the_paged_paths_copies_are_charged_by_the_step_not_the_attention_leaf():
     """transformers' paged sdpa path gathers every key the step reads and copies it per query head
     (kernel_facts.json "eager_ops" "copies": 2 e d_h (3 h_kv + h) bytes a key): 2 x 4 x 16 x
-    (3 x 2 + 4) = 1,280 bytes a key here, one more memory-bound kernel of the weighted-sum leaf,
-    charged with the eager ops only."""
-    from costmodel.kernel_time import AttentionCall, Pointwise
+    (3 x 2 + 4) = 1,280 bytes a key here, charged by the step (eager_step.py copy_seconds, the one
+    place) at the bandwidth where the hardware measures no cold copy, with the eager ops only; the
+    weighted-sum leaf keeps its attention call alone."""
+    from costmodel.kernel_time import AttentionCall
 
     cfg = config_from_dict(TINY, "tiny", "tiny-llama")
     profile = serving_profile(cfg, attention="sdpa")
     step = StepTime(cfg, Hardware.from_dict(CPU, "cpu"), "fp32", profile=profile)
     (leaf,) = [k for k, _ in step.groups["context"] if k.leaf.path.endswith("weighted_sum")]
     for n, c in ((1, 10), (5, 5), (64, 300)):
-        call, copies = leaf(n, c)
-        assert isinstance(call, AttentionCall) and copies == Pointwise(1280.0 * c, 0.0)
+        assert [type(k) for k in leaf(n, c)] == [AttentionCall]
+    # two sequences at 10 keys (a mask, keys cached: every copy), 2 layers
+    assert step.eager_step.copy_seconds([1, 1], [10, 10]) == pytest.approx(2 * 1_280 * 20 / 1e10, rel=1e-12)
     plain = StepTime(cfg, Hardware.from_dict({k: v for k, v in CPU.items() if k != "dispatch_s_per_op"}, "cpu"),
                      "fp32", profile=profile)
-    (leaf,) = [k for k, _ in plain.groups["context"] if k.leaf.path.endswith("weighted_sum")]
-    assert [type(k) for k in leaf(1, 10)] == [AttentionCall]
-    # a decode step of one sequence at 10 keys: the same kernels but for the copies and the ops; it
-    # passes no mask (kernel_facts.json "cases": no_mask), so of the copies only the cache's gather
-    # runs (4 e d_h h_kv = 512 bytes a key: 2 layers x 5,120 bytes at 1e10 B/s, not 2 x 12,800),
-    # and 185 ops at 2 us (23 for each attention module, not 30) instead of 21 launches at 30 us
+    assert plain.eager_step.copy_seconds([1, 1], [10, 10]) == 0.0
     slow_memory = dict(CPU, vector_flops_per_s=1e30)
     eager, launches = (StepTime(cfg, Hardware.from_dict(hw, "cpu"), "fp32", profile=profile).seconds([1], [10])
                        for hw in (slow_memory, {k: v for k, v in slow_memory.items() if k != "dispatch_s_per_op"}))
@@ -178,9 +175,9 @@ def test_a_step_is_charged_the_attention_modules_ops_and_copies_of_its_case():
     """transformers' paged sdpa path runs the attention module three ways (kernel_facts.json
     eager_ops "cases", counted by tests/test_eager_ops.py; the copies' bytes counted in
     validate/FINDINGS.md 'Issue 19, round 7'): the leaf is charged the first; the step adds the
-    difference of its own, per layer (2 here): its ops beyond 30 at 2 us, less the copies it skips
+    difference of its own, per layer (2 here): its ops beyond 30 at 2 us; and the copies it runs
     for every key of the step at 1e10 B/s (gather: 4 e d_h h_kv = 512 bytes a key; repeat_kv:
-    2 e d_h (h_kv + h) = 768)."""
+    2 e d_h (h_kv + h) = 768), none of those it skips."""
     cfg = config_from_dict(TINY, "tiny", "tiny-llama")
     step = StepTime(cfg, Hardware.from_dict(CPU, "cpu"), "fp32", profile=serving_profile(cfg, attention="sdpa"))
     eager = step.eager_step
@@ -189,10 +186,12 @@ def test_a_step_is_charged_the_attention_modules_ops_and_copies_of_its_case():
     assert eager.case_seconds([5, 1], [5, 10]) == 0.0 and eager.case_seconds([3], [9]) == 0.0
     # one sequence decoding alone: no mask, 23 ops, no repeat_kv copies of its 10 keys
     assert eager.case([1], [10]) == "no_mask"
-    assert eager.case_seconds([1], [10]) == pytest.approx(2 * (-7 * 2e-6 - 768 * 10 / 1e10), rel=1e-12)
+    assert eager.case_seconds([1], [10]) == pytest.approx(2 * -7 * 2e-6, rel=1e-12)
+    assert eager.copy_seconds([1], [10]) == pytest.approx(2 * 512 * 10 / 1e10, rel=1e-12)
     # every sequence's first chunk: nothing read from the cache, 28 ops, no gather of its 8 keys
     assert eager.case([5, 3], [5, 3]) == "mask_nothing_cached"
-    assert eager.case_seconds([5, 3], [5, 3]) == pytest.approx(2 * (-2 * 2e-6 - 512 * 8 / 1e10), rel=1e-12)
+    assert eager.case_seconds([5, 3], [5, 3]) == pytest.approx(2 * -2 * 2e-6, rel=1e-12)
+    assert eager.copy_seconds([5, 3], [5, 3]) == pytest.approx(2 * 768 * 8 / 1e10, rel=1e-12)
     # a decoding run of one sequence is charged as its steps one at a time are
     assert list(step.decode_run([10], 3)) == pytest.approx([step.seconds([1], [10 + i]) for i in range(3)], rel=1e-12)
     # without a counted implementation (no dispatch time: no eager ops) nothing is added

@@ -31,7 +31,7 @@ def counted():
     import torch
 
     torch.set_num_threads(1)
-    steps = count_engine_steps(TRACE, tiny_model(0), scheduler="fifo", block_size=4, num_blocks=32,
+    steps = count_engine_steps(TRACE, tiny_model(0), names=True, scheduler="fifo", block_size=4, num_blocks=32,
                                max_batch_tokens=16, max_requests=8)
     cfg = config_from_dict({**TINY_LLAMA, "model_type": "llama", "torch_dtype": "float32"}, "tiny", "tiny-llama")
     tree = CostModel(cfg, serving_profile(cfg, attention="sdpa"), phase="chunk")
@@ -220,5 +220,30 @@ def test_the_copies_stated_are_the_bytes_the_engine_writes_in_each_case(counted)
         repeat = 0 if "repeat_kv" in skips else 2 * e * d_h * cfg.n_heads * sum(keys) * layers
         assert step["written"].get("index_select", 0) == gather, (step["queries"], case)
         assert step["written"].get("clone", 0) == repeat, (step["queries"], case)
+        for r, k in zip(step["requests"], keys):
+            cached[r] = k
+
+
+def test_each_copy_is_its_stated_calls_of_its_op_per_layer(counted):
+    """kernel_facts.json eager_ops "copies": each part is `calls` calls of its aten `op` in the
+    weighted-sum leaf per layer (2: K's and V's; the serving step charges each call the hardware's
+    cold_copies fixed time, costmodel/serving/eager_step.py), where the step's case runs the part,
+    and none where it skips it."""
+    from costmodel.serving.eager_step import EagerStep
+
+    steps, cfg, _ = counted
+    entry = _entry()
+    cases, parts = entry["cases"]["WeightedSum"], entry["copies"]["WeightedSum"]
+    stated = {name: part for name, part in parts.items() if isinstance(part, dict)}
+    assert {name: (part["op"], part["calls"]) for name, part in stated.items()} == {
+        "gather": ("index_select", 2), "repeat_kv": ("clone", 2)}
+    cached: dict = {}
+    for step in steps:
+        keys = [cached.get(r, 0) + q for r, q in zip(step["requests"], step["queries"])]
+        skips = cases[EagerStep.case(step["queries"], keys)].get("skips", [])
+        names = step["names"]["decoder.layer.self_attention.weighted_sum"]
+        for name, part in stated.items():
+            calls = 0 if name in skips else part["calls"] * cfg.n_decoder_layers
+            assert names.count(f"aten.{part['op']}.default") == calls, (step["queries"], name)
         for r, k in zip(step["requests"], keys):
             cached[r] = k

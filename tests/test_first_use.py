@@ -80,6 +80,10 @@ def test_hardware_measure_measures_the_dtype_asked_for(monkeypatch):
     assert set(raw) == set(attention) | {"chain"} and all(r > 0 for r in raw.values())
     assert attention == calibrate.attention_efficiency_by_queries({int(q): raw[q] for q in attention}, raw["chain"])
     assert hw.attention_efficiency_by_queries["fp32"][0] == (1, attention["1"])
+    # and the paged cache's copies cold (validate/cold_copies.py): each op fitted, its medians beside
+    assert set(data["cold_copies"]) <= {"index_select", "clone"} and "cold_copies by validate" in data["source"]
+    assert set(data["_cold_copy_seconds"]) == {"index_select", "clone"}
+    assert hw.cold_copies.keys() == data["cold_copies"].keys()
 
 
 def test_the_efficiency_by_rows_is_the_rates_over_the_best_never_falling_with_rows():

@@ -21,7 +21,10 @@ the shapes a Transformer runs:
   over the aten ops it dispatches: what each op of an eager leaf pays (costmodel/eager_ops.py
   counts module code's ops; Hardware.eager_op_s takes this figure over the bare add's);
 - the engine's time per op: a compute-free Llama's steps through transformers' continuous-batching
-  engine over the aten ops they dispatch (the serving step's counted ops take it: Hardware.engine_op_s).
+  engine over the aten ops they dispatch (the serving step's counted ops take it: Hardware.engine_op_s);
+- the paged cache's copies cold (validate/cold_copies.py): index_select of keys out of a paged
+  cache and repeat_kv's clone of them, a 64 MiB read before each call, at several key counts, each
+  op's medians fitted as a fixed time per call + bytes at a rate (Hardware.cold_copies).
 - attention efficiency by queries (fp32): torch's scaled_dot_product_attention, 8 heads of 64 (the
   serving benchmark's Llama), at (queries, keys) (1, 256), (16, 256), (64, 512), (256, 256) and
   (512, 512), causal where queries and keys are as many, timed in turn with the linear chain at 256
@@ -45,6 +48,9 @@ from typing import Any, Callable
 import torch
 
 from costmodel.hardware import local_cache_path
+
+from .cold_copies import SOURCE as COLD_COPY_SOURCE
+from .cold_copies import cold_copies
 
 
 def median_seconds(function: Callable[[], Any], repeats: int, warmup: int = 2) -> float:
@@ -431,6 +437,11 @@ def measure_local(memory_bytes: int | None = None, dtypes: tuple[str, ...] = ("f
         rows.update({"attention_efficiency_by_queries": {"fp32": efficiency},
                      "_attention_flops_per_s": {"fp32": {**{str(n): r for n, r in attention.items()},
                                                          "chain": chain_rate}}})
+    copies = cold_copies()
+    if copies["fields"]:
+        rows.update({"cold_copies": copies["fields"],
+                     "_cold_copy_seconds": {op: {str(k): t for k, t in by_keys.items()}
+                                            for op, by_keys in copies["seconds"].items()}})
     return {
         "name": "local",
         "architecture": "cpu",
@@ -465,7 +476,7 @@ def measure_local(memory_bytes: int | None = None, dtypes: tuple[str, ...] = ("f
         "they dispatch, for the engine's time per op; torch's scaled_dot_product_attention, 8 heads "
         "of 64, at (queries, keys) " + ", ".join(f"({q}, {k})" for q, k in ATTENTION_SHAPES) + " timed in turn "
         "with the chain at 256 tokens, the kernel model's FLOPs of each call over the chain's rate, for the "
-        "attention efficiency by queries (raw rates in _attention_flops_per_s))",
+        "attention efficiency by queries (raw rates in _attention_flops_per_s); " + COLD_COPY_SOURCE + ")",
     }
 
 

@@ -26,7 +26,8 @@ What it measures, each the median of a few runs after a warm-up:
   of eager module code (module_s_per_op: validate/calibrate.py module_seconds_per_op);
 - on a CPU (without --like): the GEMM efficiency by rows, the dispatch time per op and the module
   code's time per op, as validate/calibrate.py measures them for `local` (on a GPU the kernel
-  model's tiles serve instead of the rows table, and with --like the preset's do).
+  model's tiles serve instead of the rows table, and with --like the preset's do), and the paged
+  cache's copies cold (cold_copies: validate/cold_copies.py; a GPU file states none).
 The file names the date, torch and the device in `source`, and is checked (Hardware.from_dict)
 before it is written. `--device cpu` runs the same code on this machine's CPU, so that the path
 a GPU takes is tested here.
@@ -282,6 +283,14 @@ def measure_kernel_rates(device: str, grid: str, cpu_tables: bool, rows: bool) -
         measurements["engine_per_op"] = engine
         sources.append("engine_s_per_op as validate/calibrate.py measures `local`: a compute-free Llama's steps "
                        "through transformers' continuous-batching engine over the aten ops they dispatch")
+        from .cold_copies import SOURCE as COLD_COPY_SOURCE
+        from .cold_copies import cold_copies
+
+        copies = cold_copies(repeats=3 if grid == "quick" else 9)
+        measurements["cold_copies"] = copies
+        if copies["fields"]:
+            fields["cold_copies"] = copies["fields"]
+            sources.append(COLD_COPY_SOURCE)
         if rows:
             counts = CPU_ROWS[grid]
             widths, megabytes = ((256, 1024), 8) if grid == "quick" else (INNER_WIDTHS, INNER_MEGABYTES)

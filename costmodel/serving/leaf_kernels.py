@@ -9,7 +9,7 @@ from typing import Any
 import sympy as sp
 
 from .. import symbols as S
-from ..kernel_time import Pointwise, leaf_kernels
+from ..kernel_time import leaf_kernels
 
 #: The (n, c) points a leaf's kernels are read at to fit each field as a + b n + d c (the first
 #: three), and checked at (the rest) before the fit stands for the tree.
@@ -24,20 +24,15 @@ class LeafKernels:
     (experts touched at a token count, a window's min) is read from the tree at each (n, c) and
     kept."""
 
-    def __init__(self, leaf: Any, subs: dict, fused_attention: bool, local: dict | None, copies: Any = None):
-        """copies: bytes the implementation copies beyond the tree's (eager_ops.copy_bytes), one
-        more memory-bound kernel of the leaf; None: none."""
-        self.leaf, self.subs, self.fused, self.local, self.copies = leaf, subs, fused_attention, local, copies
+    def __init__(self, leaf: Any, subs: dict, fused_attention: bool, local: dict | None):
+        self.leaf, self.subs, self.fused, self.local = leaf, subs, fused_attention, local
         self.read: dict[tuple[int, int], list] = {}
         self.fit = self._fit()
 
     def _tree(self, n: int, c: int) -> list:
         if (n, c) not in self.read:
             subs = {**self.subs, S.n: sp.Integer(n), S.c: sp.Integer(c)}
-            kernels = leaf_kernels(self.leaf, subs, self.fused, self.local)
-            if self.copies is not None:
-                kernels = kernels + [Pointwise(float(self.copies.xreplace(subs)), 0.0)]
-            self.read[(n, c)] = kernels
+            self.read[(n, c)] = leaf_kernels(self.leaf, subs, self.fused, self.local)
         return self.read[(n, c)]
 
     def _fit(self) -> list | None:

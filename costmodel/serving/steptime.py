@@ -25,11 +25,12 @@ The kernel-level model (KernelStepTime; costmodel/kernel_time.py, docs/time.md):
   for M; one row at the measured GEMV efficiency for its K, gemv_efficiency_by_inner), memory-bound kernels at the bandwidth, each active leaf paying the hardware's launch
   overhead once per step (kernels_seconds, memoised per shape); on a hardware with
   an op's time (Hardware.engine_op_s: engine_s_per_op, else module_s_per_op, else dispatch_s_per_op), a leaf of a model whose eager ops are counted (costmodel/eager_ops.py:
-  transformers' Llama under the engine's paged sdpa path) pays its ops at that time instead, and
-  its attention leaf the bytes that path copies (the paged cache's gather of every key the step
-  reads, repeat_kv's copies per query head: kernel_facts.json "eager_ops" "copies") as one more
-  memory-bound kernel; and the step what its mix makes that implementation do beyond the leaves
-  (eager_step.py: the sequences packed into one attention call, the attention module's case);
+  transformers' Llama under the engine's paged sdpa path) pays its ops at that time instead; and
+  the step what its mix makes that implementation do beyond the leaves (eager_step.py: the
+  sequences packed into one attention call, the attention module's case, and the copies that path
+  makes: the paged cache's gather of every key the step reads and repeat_kv's copies per query
+  head, kernel_facts.json "eager_ops" "copies", each call at the hardware's measured cold copy
+  time and rate, Hardware.cold_copies, else its bytes at the bandwidth);
 - the attention of the step's sequences is one batched (varlen) call: each sequence's executed
   FLOPs (128 x 128 blocks, causal; a head width FlashAttention-2 is not compiled for padded to
   the next one, KernelTimer.attention_terms) at FlashAttention-2's published efficiency at its context
@@ -86,7 +87,7 @@ from ..config import DTYPE_BYTES, ModelConfig, Workload
 from ..evaluate import Sweep
 from ..blocks import AttentionScores, WeightedSum
 from ..hardware import Efficiency, Hardware, kernel_times, time_model_for
-from ..eager_ops import copy_bytes, eager_implementation, eager_op_counts
+from ..eager_ops import eager_implementation, eager_op_counts
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompute, Pointwise, check_kernel_model,
                            kernels_seconds)
 from ..layout.split import replicated_excess
@@ -360,13 +361,13 @@ class KernelStepTime(StepTime):
                      else "head" if leaf.path.startswith("head") else "tokens")
             local = substitution(leaf.block, sp_on=False, vocabulary="ceil", loss_parallel=False,
                                  encoder=False) if tp > 1 else None
-            kernels = LeafKernels(leaf, subs, self.timer.fused_attention, local, copy_bytes(eager, leaf))
+            kernels = LeafKernels(leaf, subs, self.timer.fused_attention, local)
             self.groups[group].append((kernels, count))
             if group == "context":
                 weights = leaf.total("weight_bytes") if quantized else S.e * leaf.total("params")
                 self._weights.append(float(weights.xreplace(subs)) / count / tp)
         # What the counted implementation's step does beyond the leaves (eager_step.py: the packed
-        # attention call, the attention module's case by the step's mix).
+        # attention call, the attention module's case by the step's mix, the paged path's copies).
         self.eager_step = EagerStep(eager, self.groups["context"], self.timer, subs, tp)
         self._token_seconds: dict[tuple[str, int], float] = {}
         self._layout = self._context_layout()
