@@ -176,9 +176,16 @@ def _save(made: Any, out: str, csv_path: str | None) -> None:
     click.echo(out)
 
 
-def _check_out(out: str) -> None:
+def _check_out(out: str, csv_path: str | None) -> None:
+    """The figure's suffix and both destinations, before the work: nothing is written when either
+    path is bad (the figure used to be written before a --csv into a missing folder failed)."""
+    from .output import check_destination
+
     if Path(out).suffix.lower() not in (".png", ".svg"):
         raise ReportInputError(f"{out}: the figure file must end in .png or .svg.")
+    for path in (out, csv_path):
+        if path:
+            check_destination(path)
 
 
 @plot.command("flops")
@@ -188,7 +195,7 @@ def plot_flops(model, models, config, out, csv_path) -> None:
     """Where the forward FLOPs go vs n, with the crossover n* marked (one panel per model)."""
     from . import report as build
 
-    _check_out(out)
+    _check_out(out, csv_path)
     _save(build.make_flops(_models(model, models, config)), out, csv_path)
 
 
@@ -199,7 +206,7 @@ def plot_regimes(model, models, config, out, csv_path) -> None:
     """The (n, d) plane shaded by the dominant term, every preset at its usual context."""
     from . import report as build
 
-    _check_out(out)
+    _check_out(out, csv_path)
     _save(build.make_regimes(_models(model, models, config)), out, csv_path)
 
 
@@ -215,7 +222,7 @@ def plot_memory(model, models, config, out, csv_path, batch, dtype) -> None:
     from . import report as build
     from .series import make_workload
 
-    _check_out(out)
+    _check_out(out, csv_path)
     (cfg,) = _models(model, models, config, single=True)
     _save(build.make_memory(cfg, batch, make_workload(dtype=dtype).dtype), out, csv_path)
 
@@ -229,7 +236,7 @@ def plot_generation(model, models, config, out, csv_path, no_measure) -> None:
     from . import report as build
     from .output import progress
 
-    _check_out(out)
+    _check_out(out, csv_path)
     if not no_measure:
         require_measure_extra("plot generation (without --no-measure)")
     (cfg,) = _models(model, models, config, single=True)
@@ -252,7 +259,7 @@ def _save_across_presets(make: str, model, models, config, out, csv_path) -> Non
     """A figure across every preset, the models given (if any) highlighted."""
     from . import report as build
 
-    _check_out(out)
+    _check_out(out, csv_path)
     cfgs = _models(model, models, config) if (model or models or config) else []
     _save(getattr(build, make)(cfgs), out, csv_path)
 
@@ -282,7 +289,7 @@ def plot_validation(model, models, config, out, csv_path, no_full_size) -> None:
     from . import report as build
     from .output import progress
 
-    _check_out(out)
+    _check_out(out, csv_path)
     require_measure_extra("plot validation")
     from costmodel.config import ConfigError
 

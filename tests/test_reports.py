@@ -82,6 +82,19 @@ def test_report_errors_exit_2(tmp_path, capsys):
     assert not (tmp_path / "x").exists()
 
 
+def test_plot_with_a_bad_csv_path_writes_no_figure(tmp_path, capsys):
+    """`plot flops --out f.png --csv missing/f.csv` wrote f.png, then failed on the CSV's folder
+    (exit 2 with a figure left behind); both destinations are now checked before the work."""
+    figure = tmp_path / "f.png"
+    for command in ("flops", "memory", "params"):
+        code, stdout, err = run_main(["plot", command, "--model", "gpt2", "--out", str(figure), "--csv",
+                                      str(tmp_path / "missing" / "f.csv")], capsys)
+        assert code == 2 and stdout == "" and err == f"error: {tmp_path / 'missing'}: no such directory.\n", err
+    code, _, err = run_main(["plot", "flops", "--model", "gpt2", "--out", str(figure), "--csv", str(tmp_path)], capsys)
+    assert code == 2 and err == f"error: {tmp_path}: is a directory; give a file name.\n", err
+    assert sorted(tmp_path.iterdir()) == []
+
+
 @pytest.mark.slow
 def test_plot_writes_one_figure(tmp_path, capsys):
     out, table = tmp_path / "regimes.svg", tmp_path / "regimes.csv"
