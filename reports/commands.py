@@ -98,7 +98,8 @@ def model_choice(function):
               help="A layout: whose conventions.")
 @click.option("--hardware", "hardware_name", default=DEFAULT_HARDWARE, show_default=True,
               help="The GPU of the layout figures.")
-@click.option("--seq-len", "-n", type=int, default=None, help="The layout figures' sequence length.")
+@click.option("--seq-len", "-n", type=click.IntRange(min=1), default=None,
+              help="The layout figures' sequence length.")
 def report(model, models, config, out, batch, dtype, no_measure, no_full_size, tp, pp, dp, zero, sp,
            microbatches, framework, hardware_name, seq_len) -> None:
     """A report of one or several models: index.html, report.md, figures (PNG, SVG) and CSV tables.
@@ -116,6 +117,15 @@ def report(model, models, config, out, batch, dtype, no_measure, no_full_size, t
     given = {k: v for k, v in dict(tp=tp, pp=pp, dp=dp, zero=zero, sp=sp, microbatches=microbatches,
                                    framework=framework).items() if v is not None}
     layout = None
+    if not given:  # --hardware and --seq-len shape only the layout figures: typed alone they did nothing
+        from click.core import ParameterSource
+
+        context = click.get_current_context()
+        typed = [option for name, option in (("hardware_name", "--hardware"), ("seq_len", "--seq-len"))
+                 if context.get_parameter_source(name) == ParameterSource.COMMANDLINE]
+        if typed:
+            raise ReportInputError(f"{' and '.join(typed)}: read only by the layout figures; add a layout (--tp, "
+                                   "--pp, --dp, --zero, --sp, --microbatches or --framework).")
     if given:
         from costmodel.hardware import load_hardware
         from costmodel.layout import Layout

@@ -74,6 +74,11 @@ def test_report_errors_exit_2(tmp_path, capsys):
         ["plot", "regimes", "--model", "gpt2", "--out", str(tmp_path / "r.jpg")],
         ["plot", "generation", "--model", "bert-base-uncased", "--out", str(tmp_path / "g.png")],
         ["plot", "memory", "--models", "gpt2,llama2-7b", "--out", str(tmp_path / "m.png")],
+        # the layout figures' options without a layout were accepted and did nothing (any name, n = 0)
+        ["report", "--model", "gpt2", "--out", str(tmp_path / "x"), "--no-measure", "--hardware", "no-such-gpu"],
+        ["report", "--model", "gpt2", "--out", str(tmp_path / "x"), "--no-measure", "--seq-len", "512"],
+        ["report", "--model", "gpt2", "--out", str(tmp_path / "x"), "--no-measure", "--tp", "2", "--seq-len", "0"],
+        ["report", "--model", "gpt2", "--out", str(tmp_path / "x"), "--no-measure", "--tp", "2", "--hardware", "nope"],
     ):
         code, _, err = run_main(args, capsys)
         assert code == 2, args
