@@ -593,5 +593,5 @@ def render_finetune(r: dict[str, Any]) -> str:
         out += ["", f"On one {f['hardware']}: {binary_bytes(f['memory'])} "
                 + ("fits" if f["fits"] else "does NOT fit") + f" in {binary_bytes(f['capacity'])}."]
         if not f["fits"]:
-            out += _fit_options(f, 30, "No single change makes it fit.")
+            out += _fit_options(f, 30, "No single change, nor QLoRA with full recomputation, makes it fit.")
     return "\n".join(out)
