@@ -371,24 +371,25 @@ def finetune_verdict(cfg: ModelConfig, workload: Workload, tune: FineTune, capac
 
 
 def _combined_options(cfg: ModelConfig, workload: Workload, tune: FineTune, capacity: int) -> list[dict[str, Any]]:
-    """Where no single change fits: QLoRA's recipe, the nf4 base with full recomputation (and a
-    fused attention kernel), together; if that is still too much, with the longest sequence that
-    fits. Each figure is finetune_memory's. Empty when neither fits."""
+    """Where no single change fits: QLoRA's recipe, the nf4 base with full recomputation, together
+    (the attention kernel as asked: sdpa alone was tried, and a window shorter than the sequence
+    refuses it); if that is still too much, with the longest sequence that fits. Each figure is
+    finetune_memory's. Empty when neither fits, or when only one of the two is a change."""
     import dataclasses
 
     from .verdict import Option
 
-    changes = {"--method qlora": tune.method == "lora", "--recompute full": workload.recompute != "full",
-               "--attention sdpa": workload.attention == "eager"}
-    lean_tune = dataclasses.replace(tune, method="qlora")
-    lean = dataclasses.replace(workload, recompute="full", attention="sdpa" if workload.attention == "eager"
-                               else workload.attention)
-    change = " ".join(name for name, applies in changes.items() if applies)
-    if " " not in change.strip():  # one change or none: the single changes were tried already
+    if tune.method != "lora" or workload.recompute == "full":  # one change or none: tried already
         return []
+    change = "--method qlora --recompute full"
+    lean_tune = dataclasses.replace(tune, method="qlora")
+    lean = dataclasses.replace(workload, recompute="full")
 
     def needed(seq_len: int) -> int:
-        return finetune_memory(cfg, dataclasses.replace(lean, seq_len=seq_len), lean_tune).total
+        try:
+            return finetune_memory(cfg, dataclasses.replace(lean, seq_len=seq_len), lean_tune).total
+        except ConfigError:  # a setup the model refuses at this length: it does not fit
+            return capacity + 1
 
     cost = "together: nf4 base weights, each layer's forward rerun in backward"
     if needed(workload.seq_len) <= capacity:
