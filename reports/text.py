@@ -550,7 +550,7 @@ def render_fit(fit: dict[str, Any]) -> str:
         v = fit.get(phase)
         if v is None:
             continue
-        where = f"{plural(v['gpus'], fit['hardware'] + ' GPU')}"
+        where = f"{plural(v['gpus'], fit['hardware'] + ' GPU')}" + (f" ({v['split']})" if "split" in v else "")
         out.append(f"{phase.capitalize()} on {where}: {binary_bytes(v['memory'])} per GPU "
                    + ("fits" if v["fits"] else "does NOT fit") + f" in {binary_bytes(v['capacity'])}.")
         if not v["fits"]:
