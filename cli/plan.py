@@ -72,7 +72,7 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
 @click.option("--price", type=float, default=None, help="Training with --tokens: dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one).")
 @choice_option("--rank-by", spec.RANK_BY, f"{spec.RANK_BY.described()}.", "time")
 @mtp_option
-@click.option("--top", type=int, default=10, show_default=True, help="Rows of the ranked table.")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Rows of the ranked table.")
 @choice_option("--time-model", spec.TIME_MODELS, "kernels (the default) or roofline, as simulate's (docs/time.md).")
 @json_option('{"feasible": [...], "infeasible": [...]} on stdout.')
 @click.option("--rate", type=float, default=None,

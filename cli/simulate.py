@@ -155,6 +155,9 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         for name, value in (("--tokens", tokens), ("--step-time", step_time), ("--price", price)):
             if value is not None and not value > 0:
                 raise ConfigError(f"{name} must be positive, got {value}.")
+        from costmodel.cost import check_price_has_tokens
+
+        check_price_has_tokens(tokens, price)
         note = None
         if dtype is None:
             dtype = hardware.default_dtype

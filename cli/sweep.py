@@ -57,6 +57,9 @@ def sweep(model, config, seq_len, batch, csv_path, json_path, npz_path, **option
     from reports import sweep as grid
     from reports.text import plural
 
+    for path in (csv_path, npz_path, json_path):  # every destination before the work: none half-written
+        if path:
+            output.check_destination(path)
     cfg = load_model(model, config)
     seq_lens = grid.parse_values(seq_len, "--seq-len")
     batches = grid.parse_values(batch, "--batch")

@@ -23,6 +23,12 @@ def check_price(price: float | None) -> None:
         raise ConfigError(f"--price must be a positive number of dollars per GPU-hour, got {price}.")
 
 
+def check_price_has_tokens(tokens: float | None, price: float | None) -> None:
+    """A price is read only to cost a run of `tokens`: given alone it would be dropped unread."""
+    if price is not None and tokens is None:
+        raise ConfigError("--price costs a run of --tokens tokens: add --tokens (e.g. 1e12).")
+
+
 def training_cost(tokens: float, tokens_per_second: float, gpus: int, step_model_flops: float,
                   step_tokens: float, price_per_gpu_hour: float | None = None) -> dict[str, Any]:
     """Time to train on `tokens`, GPU-hours, total model FLOPs and (with a price) dollars."""

@@ -363,5 +363,41 @@ def finetune_verdict(cfg: ModelConfig, workload: Workload, tune: FineTune, capac
     if tune.method == "lora":
         extra.append(("--method qlora", memory_with({"method": "qlora"}),
                       "nf4 base weights: dequantized each matmul, slower, slightly less exact"))
-    return verdict(cfg, workload, None, capacity, 1, "finetune",
-                   lambda c, w, _layout: finetune_memory(c, w, tune).total, tuple(extra))
+    result = verdict(cfg, workload, None, capacity, 1, "finetune",
+                     lambda c, w, _layout: finetune_memory(c, w, tune).total, tuple(extra))
+    if not result["fits"] and not result["options"]:
+        result["options"] = _combined_options(cfg, workload, tune, capacity)
+    return result
+
+
+def _combined_options(cfg: ModelConfig, workload: Workload, tune: FineTune, capacity: int) -> list[dict[str, Any]]:
+    """Where no single change fits: QLoRA's recipe, the nf4 base with full recomputation, together
+    (the attention kernel as asked: sdpa alone was tried, and a window shorter than the sequence
+    refuses it); if that is still too much, with the longest sequence that fits. Each figure is
+    finetune_memory's. Empty when neither fits, or when only one of the two is a change."""
+    import dataclasses
+
+    from .verdict import Option
+
+    if tune.method != "lora" or workload.recompute == "full":  # one change or none: tried already
+        return []
+    change = "--method qlora --recompute full"
+    lean_tune = dataclasses.replace(tune, method="qlora")
+    lean = dataclasses.replace(workload, recompute="full")
+
+    def needed(seq_len: int) -> int:
+        try:
+            return finetune_memory(cfg, dataclasses.replace(lean, seq_len=seq_len), lean_tune).total
+        except ConfigError:  # a setup the model refuses at this length: it does not fit
+            return capacity + 1
+
+    cost = "together: nf4 base weights, each layer's forward rerun in backward"
+    if needed(workload.seq_len) <= capacity:
+        return [Option(change, needed(workload.seq_len), True, cost).to_dict()]
+    low, high = 1, workload.seq_len  # the longest sequence that fits with them, if any
+    if needed(low) > capacity:
+        return []
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if needed(middle) <= capacity else (low, middle)
+    return [Option(f"{change} --seq-len {low}", needed(low), True, cost + ", shorter sequences").to_dict()]

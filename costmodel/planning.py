@@ -80,7 +80,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     holding its shards as stored (costmodel/layout/rank.py)."""
     from .api import load_model, make_workload
     from .checkpoint import inference_options
-    from .cost import gpus_of, price_plan
+    from .cost import check_price_has_tokens, gpus_of, price_plan
     from .defaults import implied
     from .hardware import load_hardware
     from .layout import plan as planner
@@ -103,6 +103,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     if quantization and not serve:
         raise ConfigError("--weight-dtype, --weight-group, --kv-dtype and --fp8-gemm plan serving (add --serve); "
                           "training on quantized weights (QLoRA) is `finetune`'s.")
+    if not serve:
+        check_price_has_tokens(tokens, price)
     if serve:
         if tokens is not None or price is not None:
             raise ConfigError("--tokens and --price cost a training run; leave them out with --serve.")

@@ -72,6 +72,9 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
     for name, value in (("tokens", tokens), ("price", price), ("step_time", step_time)):
         if value is not None and not value > 0:
             raise ConfigError(f"{name} must be positive, got {value}.")
+    from .cost import check_price_has_tokens
+
+    check_price_has_tokens(tokens, price)
     if not train:
         require_decoder(cfg)
         if gen < 0:

@@ -198,12 +198,17 @@ def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
     (cheapest first; `extra`: (change, memory, cost) the caller evaluated itself)."""
     memory = memory or (training_memory if phase == "training" else inference_memory)
     gpus = gpus or (layout.gpus if layout is not None else 1)
+    split = None  # how --gpus alone splits the work, said beside the verdict
     if layout is None and gpus > 1:
         from .layout import Layout
 
         layout = Layout(dp=gpus) if phase == "training" else Layout(tp=gpus)
+        split = ("data parallel" if phase == "training" else "tensor parallel" if cfg.n_decoder_layers
+                 else "a whole copy on each")
     needed = memory(cfg, workload, layout)
     result = {"phase": phase, "memory": needed, "capacity": capacity, "gpus": gpus, "fits": needed <= capacity}
+    if split is not None:
+        result["split"] = split
     if not result["fits"]:
         result["options"] = [o.to_dict() for o in options(cfg, workload, layout, capacity, gpus, phase, memory,
                                                            extra)]

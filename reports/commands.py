@@ -98,7 +98,8 @@ def model_choice(function):
               help="A layout: whose conventions.")
 @click.option("--hardware", "hardware_name", default=DEFAULT_HARDWARE, show_default=True,
               help="The GPU of the layout figures.")
-@click.option("--seq-len", "-n", type=int, default=None, help="The layout figures' sequence length.")
+@click.option("--seq-len", "-n", type=click.IntRange(min=1), default=None,
+              help="The layout figures' sequence length.")
 def report(model, models, config, out, batch, dtype, no_measure, no_full_size, tp, pp, dp, zero, sp,
            microbatches, framework, hardware_name, seq_len) -> None:
     """A report of one or several models: index.html, report.md, figures (PNG, SVG) and CSV tables.
@@ -116,6 +117,15 @@ def report(model, models, config, out, batch, dtype, no_measure, no_full_size, t
     given = {k: v for k, v in dict(tp=tp, pp=pp, dp=dp, zero=zero, sp=sp, microbatches=microbatches,
                                    framework=framework).items() if v is not None}
     layout = None
+    if not given:  # --hardware and --seq-len shape only the layout figures: typed alone they did nothing
+        from click.core import ParameterSource
+
+        context = click.get_current_context()
+        typed = [option for name, option in (("hardware_name", "--hardware"), ("seq_len", "--seq-len"))
+                 if context.get_parameter_source(name) == ParameterSource.COMMANDLINE]
+        if typed:
+            raise ReportInputError(f"{' and '.join(typed)}: read only by the layout figures; add a layout (--tp, "
+                                   "--pp, --dp, --zero, --sp, --microbatches or --framework).")
     if given:
         from costmodel.hardware import load_hardware
         from costmodel.layout import Layout
@@ -176,9 +186,16 @@ def _save(made: Any, out: str, csv_path: str | None) -> None:
     click.echo(out)
 
 
-def _check_out(out: str) -> None:
+def _check_out(out: str, csv_path: str | None) -> None:
+    """The figure's suffix and both destinations, before the work: nothing is written when either
+    path is bad (the figure used to be written before a --csv into a missing folder failed)."""
+    from .output import check_destination
+
     if Path(out).suffix.lower() not in (".png", ".svg"):
         raise ReportInputError(f"{out}: the figure file must end in .png or .svg.")
+    for path in (out, csv_path):
+        if path:
+            check_destination(path)
 
 
 @plot.command("flops")
@@ -188,7 +205,7 @@ def plot_flops(model, models, config, out, csv_path) -> None:
     """Where the forward FLOPs go vs n, with the crossover n* marked (one panel per model)."""
     from . import report as build
 
-    _check_out(out)
+    _check_out(out, csv_path)
     _save(build.make_flops(_models(model, models, config)), out, csv_path)
 
 
@@ -199,7 +216,7 @@ def plot_regimes(model, models, config, out, csv_path) -> None:
     """The (n, d) plane shaded by the dominant term, every preset at its usual context."""
     from . import report as build
 
-    _check_out(out)
+    _check_out(out, csv_path)
     _save(build.make_regimes(_models(model, models, config)), out, csv_path)
 
 
@@ -215,7 +232,7 @@ def plot_memory(model, models, config, out, csv_path, batch, dtype) -> None:
     from . import report as build
     from .series import make_workload
 
-    _check_out(out)
+    _check_out(out, csv_path)
     (cfg,) = _models(model, models, config, single=True)
     _save(build.make_memory(cfg, batch, make_workload(dtype=dtype).dtype), out, csv_path)
 
@@ -229,7 +246,7 @@ def plot_generation(model, models, config, out, csv_path, no_measure) -> None:
     from . import report as build
     from .output import progress
 
-    _check_out(out)
+    _check_out(out, csv_path)
     if not no_measure:
         require_measure_extra("plot generation (without --no-measure)")
     (cfg,) = _models(model, models, config, single=True)
@@ -252,7 +269,7 @@ def _save_across_presets(make: str, model, models, config, out, csv_path) -> Non
     """A figure across every preset, the models given (if any) highlighted."""
     from . import report as build
 
-    _check_out(out)
+    _check_out(out, csv_path)
     cfgs = _models(model, models, config) if (model or models or config) else []
     _save(getattr(build, make)(cfgs), out, csv_path)
 
@@ -282,7 +299,7 @@ def plot_validation(model, models, config, out, csv_path, no_full_size) -> None:
     from . import report as build
     from .output import progress
 
-    _check_out(out)
+    _check_out(out, csv_path)
     require_measure_extra("plot validation")
     from costmodel.config import ConfigError
 

@@ -62,17 +62,26 @@ def progress(message: str) -> None:
     click.echo(message, err=True)
 
 
-@contextlib.contextmanager
-def atomic_file(path: str | Path) -> Iterator[BinaryIO]:
-    """A binary stream whose bytes appear at path only when the block ends without an error: a
-    temporary file beside it, then os.replace. Large outputs are written through it piece by
-    piece; on any failure the temporary file is removed and path is left as it was."""
+def check_destination(path: str | Path) -> Path:
+    """The folder a file will be written to, after the checks atomic_file makes (the path is not
+    a folder, its folder exists): a command calls it for every output before its work, so a bad
+    second path fails before the first file is written. Returns the folder."""
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
         raise ReportInputError(f"{path}: is a directory; give a file name.")
     if not directory.is_dir():
         raise ReportInputError(f"{directory}: no such directory.")
+    return directory
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | Path) -> Iterator[BinaryIO]:
+    """A binary stream whose bytes appear at path only when the block ends without an error: a
+    temporary file beside it, then os.replace. Large outputs are written through it piece by
+    piece; on any failure the temporary file is removed and path is left as it was."""
+    path = Path(path)
+    directory = check_destination(path)
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as error:

@@ -550,7 +550,7 @@ def render_fit(fit: dict[str, Any]) -> str:
         v = fit.get(phase)
         if v is None:
             continue
-        where = f"{plural(v['gpus'], fit['hardware'] + ' GPU')}"
+        where = f"{plural(v['gpus'], fit['hardware'] + ' GPU')}" + (f" ({v['split']})" if "split" in v else "")
         out.append(f"{phase.capitalize()} on {where}: {binary_bytes(v['memory'])} per GPU "
                    + ("fits" if v["fits"] else "does NOT fit") + f" in {binary_bytes(v['capacity'])}.")
         if not v["fits"]:
@@ -593,5 +593,5 @@ def render_finetune(r: dict[str, Any]) -> str:
         out += ["", f"On one {f['hardware']}: {binary_bytes(f['memory'])} "
                 + ("fits" if f["fits"] else "does NOT fit") + f" in {binary_bytes(f['capacity'])}."]
         if not f["fits"]:
-            out += _fit_options(f, 30, "No single change makes it fit.")
+            out += _fit_options(f, 30, "No single change, nor QLoRA with full recomputation, makes it fit.")
     return "\n".join(out)

@@ -71,6 +71,39 @@ def test_qlora_70b_on_one_48_gb_gpu(capsys):
         any(o["change"] == "--recompute full" for o in fit["options"])
 
 
+def test_lora_70b_on_one_80_gb_gpu_gets_qlora_with_recomputation_together(capsys):
+    """LoRA on Llama-3-70B, 4 x 4,096 tokens, on one H100: 555.71 GiB, and no single change fits
+    (the bf16 base alone is 131 GiB, QLoRA alone leaves 459 GiB of activations). The verdict said
+    only "No single change makes it fit."; QLoRA's recipe, nf4 with full recomputation, fits at
+    70.82 GiB, and on an L40S at 8,192 tokens it fits with the longest sequence it allows."""
+    import dataclasses
+
+    from costmodel.finetune import finetune_verdict
+
+    cfg = load_preset("llama3-70b")
+    workload = Workload(seq_len=4096, batch=4, attention="sdpa")
+    h100, l40s = 80 * 2**30 - 512 * 2**20, 48 * 2**30 - 512 * 2**20  # the files' memory less their reserve
+    fit = finetune_verdict(cfg, workload, FineTune(), h100)
+    qlora_full = finetune_memory(cfg, dataclasses.replace(workload, recompute="full"), FineTune(method="qlora"))
+    assert fit["fits"] is False
+    assert fit["options"] == [{"change": "--method qlora --recompute full", "memory": qlora_full.total, "fits": True,
+                               "cost": "together: nf4 base weights, each layer's forward rerun in backward"}]
+    assert qlora_full.total <= h100 < finetune_memory(cfg, workload, FineTune(method="qlora")).total
+    long = Workload(seq_len=8192, batch=1, attention="sdpa")
+    (option,) = finetune_verdict(cfg, long, FineTune(), l40s)["options"]
+    seq_len = int(option["change"].rsplit(" ", 1)[1])
+    assert option["change"] == f"--method qlora --recompute full --seq-len {seq_len}" and 1 < seq_len < 8192
+
+    def lean(n: int) -> int:
+        return finetune_memory(cfg, Workload(seq_len=n, batch=1, attention="sdpa", recompute="full"),
+                               FineTune(method="qlora")).total
+
+    assert option["memory"] == lean(seq_len) <= l40s < lean(seq_len + 1)
+    assert cli.main(["finetune", "--model", "llama3-70b", "--hardware", "rtx-4090"]) == 0  # nf4 base 36.8 GiB
+    assert capsys.readouterr().out.rstrip().endswith("No single change, nor QLoRA with full recomputation, "
+                                                     "makes it fit.")
+
+
 # ---------------------------------------------------------------------------------------------
 # Measured: peft, bitsandbytes and torch on the CPU.
 

@@ -78,6 +78,14 @@ def test_gpus_alone_means_data_parallel(capsys):
     cfg = load_preset("llama3-8b")
     assert training["gpus"] == 8
     assert training["memory"] == ParallelEstimate(cfg, Workload(seq_len=2048), Layout(dp=8)).per_rank["total"]
+    # The text said "Inference on 8 h100-sxm GPUs: 1.90 GiB per GPU" with no word that inference,
+    # unlike training, is split tensor parallel (a user's --dp 8 gives 15.21 GiB): each line says it.
+    assert cli.main(["estimate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "Training on 8 h100-sxm GPUs (data parallel): 157.70 GiB per GPU does NOT fit" in out
+    assert "Inference on 8 h100-sxm GPUs (tensor parallel): 1.90 GiB per GPU fits" in out
+    assert cli.main(["estimate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--dp", "8"]) == 0
+    assert "Inference on 8 h100-sxm GPUs: " in capsys.readouterr().out  # a layout given: no split to name
 
 
 def test_an_encoder_on_several_gpus_is_served_whole_on_each(capsys):

@@ -195,3 +195,17 @@ def test_a_reserve_that_leaves_no_memory_is_one_error_line(tmp_path, capsys):
     code, out, err = run_main(["simulate", "--model", "gpt2", "--hardware", str(path)], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "memory_reserve_bytes (107374182400) must be less than" in err
+
+
+def test_every_schema_field_is_in_the_documented_table():
+    """docs/time.md's table of the hardware file names every field a file may hold: a user writing
+    one found no `price_per_gpu_hour` there (what `plan --tokens` prices a run at) nor
+    `copy_bandwidth_bytes_per_s`, both in the schema."""
+    from pathlib import Path
+
+    from costmodel.hardware_schema import SCHEMA
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "time.md").read_text()
+    start = text.index("## The hardware file")
+    table = text[start:text.index("\nPresets (", start)]
+    assert [name for name in SCHEMA if f"| `{name}`" not in table and f", `{name}`" not in table] == []

@@ -222,3 +222,20 @@ def test_plan_counts_context_parallel_ranks_in_gpu_hours():
     assert best["layout"]["cp"] == 2 and best["layout"]["dp"] == 4
     cost = best["cost"]
     assert cost["gpus"] == 8 and cost["gpu_hours"] == cost["train_seconds"] * 8 / 3600
+
+
+def test_plan_refuses_a_price_without_tokens_and_a_top_below_one(capsys):
+    """`plan --price 2` without --tokens printed the plan with no dollars (the price dropped), and
+    `--top -1` printed every ranked row but the last (a Python slice); both are one line, exit 2."""
+    import costmodel
+    from costmodel.config import ConfigError
+
+    with pytest.raises(ConfigError, match="add --tokens"):
+        costmodel.plan("llama2-7b", gpus=8, price=2.0)
+    for args, words in ((["--price", "2"], "--price costs a run of --tokens tokens: add --tokens (e.g. 1e12)."),
+                        (["--top", "-1"], "Invalid value for '--top': -1 is not in the range x>=1."),
+                        (["--top", "0"], "Invalid value for '--top': 0 is not in the range x>=1.")):
+        code = cli.main(["plan", "--model", "llama2-7b", "--gpus", "8", *args])
+        captured = capsys.readouterr()
+        assert (code, captured.out) == (2, ""), args
+        assert captured.err == f"error: {words}\n", captured.err

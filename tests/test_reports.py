@@ -74,12 +74,30 @@ def test_report_errors_exit_2(tmp_path, capsys):
         ["plot", "regimes", "--model", "gpt2", "--out", str(tmp_path / "r.jpg")],
         ["plot", "generation", "--model", "bert-base-uncased", "--out", str(tmp_path / "g.png")],
         ["plot", "memory", "--models", "gpt2,llama2-7b", "--out", str(tmp_path / "m.png")],
+        # the layout figures' options without a layout were accepted and did nothing (any name, n = 0)
+        ["report", "--model", "gpt2", "--out", str(tmp_path / "x"), "--no-measure", "--hardware", "no-such-gpu"],
+        ["report", "--model", "gpt2", "--out", str(tmp_path / "x"), "--no-measure", "--seq-len", "512"],
+        ["report", "--model", "gpt2", "--out", str(tmp_path / "x"), "--no-measure", "--tp", "2", "--seq-len", "0"],
+        ["report", "--model", "gpt2", "--out", str(tmp_path / "x"), "--no-measure", "--tp", "2", "--hardware", "nope"],
     ):
         code, _, err = run_main(args, capsys)
         assert code == 2, args
         assert err.startswith("error: ") and err.count("\n") == 1, err
     assert afile.read_text() == "x"
     assert not (tmp_path / "x").exists()
+
+
+def test_plot_with_a_bad_csv_path_writes_no_figure(tmp_path, capsys):
+    """`plot flops --out f.png --csv missing/f.csv` wrote f.png, then failed on the CSV's folder
+    (exit 2 with a figure left behind); both destinations are now checked before the work."""
+    figure = tmp_path / "f.png"
+    for command in ("flops", "memory", "params"):
+        code, stdout, err = run_main(["plot", command, "--model", "gpt2", "--out", str(figure), "--csv",
+                                      str(tmp_path / "missing" / "f.csv")], capsys)
+        assert code == 2 and stdout == "" and err == f"error: {tmp_path / 'missing'}: no such directory.\n", err
+    code, _, err = run_main(["plot", "flops", "--model", "gpt2", "--out", str(figure), "--csv", str(tmp_path)], capsys)
+    assert code == 2 and err == f"error: {tmp_path}: is a directory; give a file name.\n", err
+    assert sorted(tmp_path.iterdir()) == []
 
 
 @pytest.mark.slow

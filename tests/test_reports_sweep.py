@@ -190,6 +190,16 @@ def test_a_sweep_that_fails_while_writing_leaves_no_file(tmp_path, monkeypatch, 
     assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["grid.csv"]
 
 
+def test_a_sweep_with_one_bad_destination_writes_nothing(tmp_path, capsys):
+    """`sweep --csv ok.csv --json-out missing/x.json` wrote ok.csv, then printed its progress line
+    and failed on the JSON's folder: every destination is now checked before the work (one line,
+    exit 2, no file)."""
+    code, out, err = run_main(["sweep", "--model", "gpt2", "--seq-len", "64", "--csv", str(tmp_path / "ok.csv"),
+                               "--json-out", str(tmp_path / "missing" / "x.json")], capsys)
+    assert (code, out) == (2, "") and err == f"error: {tmp_path / 'missing'}: no such directory.\n", err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_sweep_errors_exit_2(capsys):
     for args in (
         ["sweep", "--model", "gpt2", "--seq-len", "128:4096:x2"],  # beyond 1024 learned positions

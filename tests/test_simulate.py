@@ -264,6 +264,8 @@ def test_launch_options_set_the_hardware_files_launch_figures(capsys):
     (["--all-reduce", "intra-node"], "--all-reduce"),  # says how a layout's collectives run, not which layout
     (["--graph-kernel-gap", "1e-6"], "--graph-kernel-gap"),  # without --cuda-graphs
     (["--graph-kernel-gap", "1e-6", "--cuda-graphs", "--time-model", "roofline"], "--graph-kernel-gap"),
+    (["--train", "--price", "2"], "add --tokens"),  # a price without tokens was dropped unread
+    (["--train", "--tp", "2", "--price", "2"], "add --tokens"),
 ])
 def test_options_that_would_be_ignored_are_refused(capsys, args, named):
     from tests.cli_run import run_main
