@@ -28,9 +28,8 @@ The kernel-level model (KernelStepTime; costmodel/kernel_time.py, docs/time.md):
   transformers' Llama under the engine's paged sdpa path) pays its ops at that time instead; and
   the step what its mix makes that implementation do beyond the leaves (eager_step.py: the
   sequences packed into one attention call, the attention module's case, and the copies that path
-  makes: the paged cache's gather of every key the step reads and repeat_kv's copies per query
-  head, kernel_facts.json "eager_ops" "copies", each call at the hardware's measured cold copy
-  time and rate, Hardware.cold_copies, else its bytes at the bandwidth);
+  makes: the paged cache's gather of every key and repeat_kv's copies per query head,
+  kernel_facts.json "eager_ops" "copies", each call at Hardware.cold_copies, else at the bandwidth);
 - the attention of the step's sequences is one batched (varlen) call: each sequence's executed
   FLOPs (128 x 128 blocks, causal; a head width FlashAttention-2 is not compiled for padded to
   the next one, KernelTimer.attention_terms) at FlashAttention-2's published efficiency at its context
