@@ -33,7 +33,8 @@ TARGETS_HELP = ("Linear layers that get adapters, comma-separated, by their modu
                "With --offload-optimizer: where the state lives (nvme: ZeRO-Infinity).", "cpu")
 @click.option("--seq-len", "-n", type=int, default=None, help=SEQ_LEN_HELP)
 @click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per step.")
-@dtype_option(spec.DEFAULT_DTYPE, "The base's dtype and its activations.")
+@dtype_option(spec.DEFAULT_DTYPE, "The base's dtype and its activations (fp16 where --hardware has no bf16 "
+              "and --dtype is not given: V100, T4).")
 @choice_option("--attention", spec.ATTENTIONS, f"{spec.ATTENTIONS.listed()}.", "sdpa")
 @choice_option("--recompute", spec.RECOMPUTES, "full: gradient checkpointing (what QLoRA recipes turn on).",
                spec.DEFAULT_RECOMPUTE)

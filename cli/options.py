@@ -119,7 +119,8 @@ workload_options = stack(
                  "Default 2048 or the model's context."),
     click.option("--tgt-len", type=int, help="Decoder tokens of an encoder-decoder (default: --seq-len)."),
     batch_option,
-    dtype_option(),
+    dtype_option(help="Weights and activations (fp16 where --hardware has no bf16 and --dtype is not given: "
+                 "V100, T4)."),
     choice_option("--impl", spec.IMPLEMENTATIONS, IMPL_HELP),
     choice_option("--attention", spec.ATTENTIONS, ATTENTION_HELP),
     choice_option("--recompute", spec.RECOMPUTES, f"Activation recomputation: {spec.RECOMPUTES.phrase()}.",

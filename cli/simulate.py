@@ -74,8 +74,8 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @click.option("--prompt", type=click.IntRange(min=1), default=None, help="Prompt tokens (inference). Default 2048, or what the context leaves after --gen.")
 @click.option("--gen", type=click.IntRange(min=0), default=128, show_default=True, help="Tokens to generate (inference).")
 @batch_option
-@dtype_option(None, "Weights and activations (default: the hardware's, bf16 for the GPU presets and the "
-              "calibrated dtype for local).")
+@dtype_option(None, "Weights and activations (default: the hardware's, bf16 for the GPU presets, fp16 on "
+              "V100 and T4, which have no bf16 tensor cores, and the calibrated dtype for local).")
 @choice_option("--attention", spec.ATTENTIONS, ATTENTION_HELP)
 @choice_option("--kv-cache", spec.KV_CACHES, f"{spec.KV_CACHES.described()}.", spec.DEFAULT_KV_CACHE)
 @choice_option("--mla", spec.MLA_FORMS, f"Latent attention (DeepSeek): {spec.MLA_FORMS.phrase()}.", spec.DEFAULT_MLA)

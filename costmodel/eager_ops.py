@@ -36,7 +36,26 @@ def eager_implementation(cfg: Any, attention: str, weight_format: Any = None) ->
     attention, quantized weights...: they launch other ops)."""
     if weight_format is not None:
         return None
-    return _matching("eager_ops", cfg, lambda entry: attention == entry["attention"])
+    entry = _matching("eager_ops", cfg, lambda entry: attention == entry["attention"])
+    if entry is None or cfg.n_kv_heads != cfg.n_heads or "multi_head" not in entry:
+        return entry
+    return _multi_head(entry)
+
+
+def _multi_head(entry: dict) -> dict:
+    """The counted implementation with as many key/value heads as query heads: its "multi_head"
+    counts in place of the grouped-query ones (repeat_kv returns its input: none of its ops, none
+    of its copies). Per model, not per rank: a rank whose tp leaves h / tp query heads over one
+    replicated key/value head (split.kv_heads_per_rank) is not told apart."""
+    same = entry["multi_head"]
+    gone = set(same["skips"])
+    cases = {name: ({**case, "ops": same["cases"][name],
+                     "skips": [part for part in case.get("skips", ()) if part not in gone]}
+                    if isinstance(case, dict) else case)
+             for name, case in entry["cases"]["WeightedSum"].items()}
+    copies = {name: part for name, part in entry["copies"]["WeightedSum"].items() if name not in gone}
+    return {**entry, "ops": {**entry["ops"], **same["ops"]}, "cases": {**entry["cases"], "WeightedSum": cases},
+            "copies": {**entry["copies"], "WeightedSum": copies}}
 
 
 def _matching(table: str, cfg: Any, runs: Any) -> dict | None:

@@ -205,6 +205,12 @@ def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
         layout = Layout(dp=gpus) if phase == "training" else Layout(tp=gpus)
         split = ("data parallel" if phase == "training" else "tensor parallel" if cfg.n_decoder_layers
                  else "a whole copy on each")
+        if phase != "training":
+            try:
+                layout.check(cfg, gpus, inference=True)
+            except ConfigError as error:  # e.g. tp 3 over 32 heads: each GPU serves a whole copy
+                layout = Layout(dp=gpus)
+                split = f"a whole copy on each; {str(error).removeprefix('layout: ').rstrip('.')}"
     needed = memory(cfg, workload, layout)
     result = {"phase": phase, "memory": needed, "capacity": capacity, "gpus": gpus, "fits": needed <= capacity}
     if split is not None:

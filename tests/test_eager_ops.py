@@ -247,3 +247,38 @@ def test_each_copy_is_its_stated_calls_of_its_op_per_layer(counted):
             assert names.count(f"aten.{part['op']}.default") == calls, (step["queries"], name)
         for r, k in zip(step["requests"], keys):
             cached[r] = k
+
+
+def test_multi_head_attention_runs_no_repeat_kv():
+    """With as many key/value heads as query heads (TINY_LLAMA at 4 and 4), transformers'
+    repeat_kv returns its input: the weighted-sum leaf launches the "multi_head" counts (22, 20,
+    22 ops in the three cases, where the grouped-query model launches 30, 28, 23), clone writes
+    nothing, the gather writes its stated bytes, and eager_implementation states no repeat_kv copy
+    (kernel_facts.json eager_ops "multi_head"; a grouped-query step is unchanged, tests above)."""
+    import torch
+
+    from costmodel.eager_ops import eager_implementation
+    from costmodel.serving.eager_step import EagerStep
+
+    torch.set_num_threads(1)
+    steps = count_engine_steps(TRACE, tiny_model(0, num_key_value_heads=4), scheduler="fifo", block_size=4,
+                               num_blocks=32, max_batch_tokens=16, max_requests=8)
+    cfg = config_from_dict({**TINY_LLAMA, "num_key_value_heads": 4, "model_type": "llama", "torch_dtype": "float32"},
+                           "tiny", "tiny-mha")
+    entry = eager_implementation(cfg, "sdpa")
+    cases = entry["cases"]["WeightedSum"]
+    assert [cases[c]["ops"] for c in ("mask_cached", "mask_nothing_cached", "no_mask")] == [22, 20, 22]
+    assert eager_op_counts(cfg, "sdpa") == {**_entry()["ops"], "WeightedSum": 22}
+    assert [p for p, part in entry["copies"]["WeightedSum"].items() if isinstance(part, dict)] == ["gather"]
+    e, d_h, layers, cached, seen = 4, cfg.d_model // cfg.n_heads, cfg.n_decoder_layers, {}, set()
+    for step in steps:
+        keys = [cached.get(r, 0) + q for r, q in zip(step["requests"], step["queries"])]
+        case = EagerStep.case(step["queries"], keys)
+        seen.add(case)
+        weighted = [n for path, n in step["ops"].items() if path.endswith("weighted_sum")]
+        assert weighted == [cases[case]["ops"]], (step["queries"], case)
+        gather = 0 if "gather" in cases[case].get("skips", []) else 2 * e * d_h * 4 * sum(keys) * layers
+        assert step["written"].get("index_select", 0) == gather and step["written"].get("clone", 0) == 0
+        for r, k in zip(step["requests"], keys):
+            cached[r] = k
+    assert seen == {"mask_cached", "mask_nothing_cached", "no_mask"}

@@ -52,10 +52,18 @@ def repeat_kv(hidden: torch.Tensor, n_rep: int) -> torch.Tensor:
 
 def copy_bytes(op: str, keys: int, kv_heads: int = COPY_KV_HEADS, heads: int = COPY_HEADS,
                head_dim: int = COPY_HEAD_DIM, element: int = 4) -> int:
-    """The bytes one call reads and writes, as kernel_facts.json's copies count them (one of K or V):
-    index_select reads and writes keys x h_kv x d_h elements; clone reads those and writes keys x h x d_h."""
-    row = keys * head_dim * element
-    return 2 * kv_heads * row if op == "index_select" else (kv_heads + heads) * row
+    """The bytes one call of `op` reads and writes for `keys` keys (one of K or V), from
+    kernel_facts.json's copies (eager_ops.copy_parts: the part whose op it is, its bytes a key over
+    its calls): index_select reads and writes keys x h_kv x d_h elements; clone reads those and
+    writes keys x h x d_h."""
+    from costmodel import symbols as S
+    from costmodel.eager_ops import copy_parts
+    from costmodel.kernel_time import kernel_facts
+
+    (entry,) = kernel_facts()["eager_ops"]["implementations"]
+    (part,) = [part for part in copy_parts(entry, "WeightedSum").values() if part.op == op]
+    per_key = part.bytes_per_key.xreplace({S.e: element, S.d_h: head_dim, S.h_kv: kv_heads, S.h: heads})
+    return int(per_key * keys / part.calls)
 
 
 def cold_copy_seconds(keys: tuple[int, ...] = COPY_KEYS, repeats: int = 9,

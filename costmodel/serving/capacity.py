@@ -2,8 +2,8 @@
 second within the SLOs (p99 TTFT and p99 TPOT), ranked by GPU count, then by $/h where the
 hardware file gives a price.
 
-The search space: hardware presets x tensor-parallel sizes (dividing the KV heads, within a
-node) x pipeline stages (pps; default 1) x max_num_seqs x the token budget (chunk size). For each, the fewest replicas: requests are
+The search space: hardware presets x tensor-parallel sizes (divisors of the KV heads, or multiples
+that replicate them, split.kv_heads_per_rank; within a node) x pipeline stages (pps; default 1) x max_num_seqs x the token budget (chunk size). For each, the fewest replicas: requests are
 routed round-robin, so a replica sees rate / replicas; its p99s are simulated at that rate for
 doubling replica counts, then bisected. Each configuration is one task in a local process pool
 (fork: the step-time models, built once per (hardware, tp) in the parent, are inherited), or,
