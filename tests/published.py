@@ -183,6 +183,9 @@ GPT_OSS_CARD = {
 # - Qwen/Qwen2.5-7B-Instruct (kevinstephano/thunder_model_blocks, find_string '"_name_or_path":
 #   "Qwen/Qwen2.5-7B-Instruct"'), Qwen2.5-32B-Instruct (as vLLM issue 12328 quotes it) and
 #   Qwen2.5-72B-Instruct: the base presets' shapes and counts with a 32,768-token context.
+# - Qwen/Qwen3-235B-A22B, copied whole in public code (find_string '"num_hidden_layers": 94,':
+#   a litellm_config.py's HARD_CODED_CONFIGS), Qwen3-30B-A3B's fields at 4096 wide, 94 layers,
+#   64 query heads, experts of 1536, a dense width of 12288 (no layer dense).
 #   Each preset's "_source" says where its values come from.
 # The counts are the classes' (LlamaForCausalLM, Qwen3/Qwen3Moe/Qwen2, Gemma3ForCausalLM,
 # MistralForCausalLM, DeepseekV2ForCausalLM) built from those dicts under FakeTensorMode, which
@@ -195,6 +198,7 @@ REQUESTED = {
     "qwen3-0.6b": 596_049_920,
     "qwen3-32b": 32_762_123_264,
     "qwen3-30b-a3b": 30_532_122_624,
+    "qwen3-235b-a22b": 235_093_634_560,
     "qwen2.5-32b": 32_763_876_352,
     "gemma3-1b": 999_885_952,
     "mistral-nemo-12b": 12_247_782_400,
@@ -209,6 +213,7 @@ REQUESTED = {
 }
 REQUESTED_ACTIVE = {
     "qwen3-30b-a3b": 3_353_032_704,
+    "qwen3-235b-a22b": 22_190_763_520,
     "deepseek-v2-lite": 2_661_150_208,
 }
 REQUESTED_CARDS = {
@@ -221,6 +226,8 @@ REQUESTED_CARDS = {
     "qwen3-32b": (32.8e9, None, 0.1e9, "Qwen/Qwen3-32B model card: 32.8B (31.2B non-embedding)"),
     "qwen3-30b-a3b": (30.5e9, 3.3e9, 0.1e9, "Qwen/Qwen3-30B-A3B model card: 30.5B in total, 3.3B "
                                             "activated"),
+    "qwen3-235b-a22b": (235e9, 22e9, 1e9, "Qwen/Qwen3-235B-A22B model card: 235B in total, 22B "
+                                          "activated"),
     "gemma3-1b": (1e9, None, 1e9, "Gemma 3 model card (google/gemma-3-1b-it): 1B"),
     "gemma3-27b": (27e9, None, 1e9, "Gemma 3 model card (google/gemma-3-27b-it): 27B"),
     "mistral-nemo-12b": (12e9, None, 1e9, "mistral.ai, Mistral NeMo (2024): a 12B model"),
