@@ -10,7 +10,7 @@ import click
 from costmodel.config import ConfigError
 from costmodel.defaults import implied
 
-from .inputs import InputError, dtype_on, load_model, make_layout, make_workload, with_mtp
+from .inputs import InputError, hardware_and_dtype, load_model, make_layout, make_workload, with_mtp
 from .options import (LAYOUT_OPTIONS, OFFLOAD_OPTIONS, hardware_option, json_option, layout_options, model_options,
                       mtp_option, offload_options, workload_options)
 
@@ -37,15 +37,7 @@ def estimate(model, config, seq_len, hardware_name, mtp, as_json, **options) -> 
         layout_given["gpus"] = None  # --gpus alone with --hardware: data parallel over them
     layout = make_layout(cfg, layout_given)
     options.update(implied(layout.framework if layout else None, options["impl"], options["attention"]))
-    hardware = None
-    if hardware_name is not None:
-        from costmodel.hardware import load_hardware
-
-        try:
-            hardware = load_hardware(hardware_name)
-        except ConfigError as error:
-            raise InputError(str(error)) from None
-        options["dtype"] = dtype_on(hardware, options["dtype"])
+    hardware, options["dtype"] = hardware_and_dtype(hardware_name, options["dtype"])
     workload = make_workload(cfg, seq_len, inference=True, **options)
     try:
         result = Estimate(cfg, workload, layout)

@@ -10,7 +10,7 @@ import click
 from costmodel import spec
 from costmodel.config import ConfigError
 
-from .inputs import InputError, dtype_on, load_model, make_workload
+from .inputs import InputError, hardware_and_dtype, load_model, make_workload
 from .options import SEQ_LEN_HELP, choice_option, dtype_option, hardware_option, json_option, model_options
 
 TARGETS_HELP = ("Linear layers that get adapters, comma-separated, by their module names: "
@@ -47,15 +47,7 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
     from costmodel.finetune import FineTune, finetune_memory, finetune_verdict, targets_of
 
     cfg = load_model(model, config)
-    hardware = None
-    if hardware_name is not None:
-        from costmodel.hardware import load_hardware
-
-        try:
-            hardware = load_hardware(hardware_name)
-        except ConfigError as error:
-            raise InputError(str(error)) from None
-        dtype = dtype_on(hardware, dtype)
+    hardware, dtype = hardware_and_dtype(hardware_name, dtype)
     workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, attention=attention, recompute=recompute)
     try:
         tune = FineTune(method=method, rank=rank, alpha=alpha,

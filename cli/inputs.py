@@ -17,6 +17,21 @@ from reports.output import ReportInputError as InputError  # one line on stderr,
 from reports.output import finite  # noqa: F401 (re-exported: JSON without infinities)
 
 
+def hardware_and_dtype(name: str | None, dtype: str) -> tuple[Any, str]:
+    """A memory-only command's --hardware (None without one) and the dtype it runs with there
+    (dtype_on); an unknown or malformed hardware is one error line."""
+    if name is None:
+        return None, dtype
+    from costmodel.config import ConfigError
+    from costmodel.hardware import load_hardware
+
+    try:
+        hardware = load_hardware(name)
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+    return hardware, dtype_on(hardware, dtype)
+
+
 def dtype_on(hardware: Any, dtype: str) -> str:
     """The dtype a memory-only command (estimate, finetune) runs with on `hardware`: --dtype as given
     where the GPU has a peak for it; a dtype it lacks (bf16 on a V100 or T4) is one error line when
