@@ -176,8 +176,10 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
     cache = int(prefill.total("kv_cache_bytes").xreplace(subs))
     weights = int(prefill.total("weight_bytes").xreplace(subs))
     # Key/value heads replicated where tp exceeds them (layout/split.py): each GPU holds more than 1/tp.
-    replicated = int(sp.ceiling(sp.Add(*(replicated_excess(leaf.block, leaf.total("weight_bytes"), tp)
-                                         for leaf in prefill.leaves)).xreplace(subs) / pp))
+    replicated = 0  # where tp divides them they split evenly
+    if tp > cfg.n_kv_heads:
+        replicated = int(sp.ceiling(sp.Add(*(replicated_excess(leaf.block, leaf.total("weight_bytes"), tp)
+                                             for leaf in prefill.leaves)).xreplace(subs) / pp))
     activations = max(0, total - weights - cache)
     block_bytes = None if paging is None else paging.block_bytes(cfg, per_token, window_per_token, kv_tp * pp)
     return CacheSizing(memory_bytes, utilization, -(-weights // (tp * pp)) + replicated, -(-activations // tp),
