@@ -217,6 +217,17 @@ def test_sweep_errors_exit_2(capsys):
         assert err.startswith("error: ") and err.count("\n") == 1, err
 
 
+def _json_grid(tmp_path, capsys, model: str, seq_lens: str, *extra: str):
+    """`sweep --json-out` of `model` at the batches 1 and 8: the file's data, stderr, and each row by
+    (n, b) as {column: value}."""
+    path = tmp_path / "grid.json"
+    code, _, err = run_main(["sweep", "--model", model, "--seq-len", seq_lens, "--batch", "1,8",
+                             "--json-out", str(path), *extra], capsys)
+    assert code == 0, err
+    data = json.loads(path.read_text())
+    return data, err, {(row[0], row[1]): dict(zip(data["columns"], row)) for row in data["rows"]}
+
+
 @pytest.mark.filterwarnings("ignore:model 'gpt-oss-20b' attends within a sliding window")
 def test_sweep_inference_weights_default_to_the_checkpoint_as_estimate(tmp_path, capsys):
     """gpt-oss-20b's config.json stores its experts in MXFP4: sweep's inference bytes hold them so,
@@ -228,12 +239,7 @@ def test_sweep_inference_weights_default_to_the_checkpoint_as_estimate(tmp_path,
     import costmodel
 
     def grid(*extra):
-        path = tmp_path / "grid.json"
-        code, _, err = run_main(["sweep", "--model", "gpt-oss-20b", "--seq-len", "512,2048", "--batch", "1,8",
-                                 "--json-out", str(path), *extra], capsys)
-        assert code == 0, err
-        data = json.loads(path.read_text())
-        return data, err, {(row[0], row[1]): dict(zip(data["columns"], row)) for row in data["rows"]}
+        return _json_grid(tmp_path, capsys, "gpt-oss-20b", "512,2048", *extra)
 
     data, err, rows = grid()
     assert "note: inference weights: mxfp4 (the checkpoint's quantization_config" in err
@@ -267,16 +273,11 @@ def test_sweep_kv_dtype_sets_the_kv_cache_bytes_as_estimate(tmp_path, capsys):
     import costmodel
 
     def grid(*extra):
-        path = tmp_path / "grid.json"
-        code, _, err = run_main(["sweep", "--model", "llama2-7b", "--seq-len", "1024,4096", "--batch", "1,8",
-                                 "--json-out", str(path), *extra], capsys)
-        assert code == 0, err
-        data = json.loads(path.read_text())
-        return data, {(row[0], row[1]): dict(zip(data["columns"], row)) for row in data["rows"]}
+        return _json_grid(tmp_path, capsys, "llama2-7b", "1024,4096", *extra)
 
-    plain_data, bf16 = grid()
-    fp8_data, fp8 = grid("--kv-dtype", "fp8")
-    _, int8 = grid("--kv-dtype", "int8")
+    plain_data, _, bf16 = grid()
+    fp8_data, _, fp8 = grid("--kv-dtype", "fp8")
+    _, _, int8 = grid("--kv-dtype", "int8")
     assert "kv_dtype" not in plain_data["workload"] and fp8_data["workload"]["kv_dtype"] == "fp8"
     assert bf16[1024, 1]["kv_cache_bytes"] == 536_870_912 and fp8[1024, 1]["kv_cache_bytes"] == 268_435_712
     for (n, b), row in bf16.items():
