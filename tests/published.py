@@ -186,6 +186,10 @@ GPT_OSS_CARD = {
 # - Qwen/Qwen3-235B-A22B, copied whole in public code (find_string '"num_hidden_layers": 94,':
 #   a litellm_config.py's HARD_CODED_CONFIGS), Qwen3-30B-A3B's fields at 4096 wide, 94 layers,
 #   64 query heads, experts of 1536, a dense width of 12288 (no layer dense).
+# - Qwen/Qwen3-14B, Qwen3-4B, Qwen2.5-14B and Qwen2.5-3B as citsjtu2020/LLM-Prof
+#   sglang/Model_Config.md (commit 8434c8d1) copies them whole; Qwen/Qwen3-1.7B as mlc-ai/mlc-llm's
+#   model_preset.py (commit 79d603f0) does. The cards' figures are quoted from public copies of the
+#   Hub cards (find_string 'Number of Parameters: 14.8B' and so on).
 #   Each preset's "_source" says where its values come from.
 # The counts are the classes' (LlamaForCausalLM, Qwen3/Qwen3Moe/Qwen2, Gemma3ForCausalLM,
 # MistralForCausalLM, DeepseekV2ForCausalLM) built from those dicts under FakeTensorMode, which
@@ -210,6 +214,11 @@ REQUESTED = {
     "qwen2.5-7b-instruct": 7_615_616_512,
     "qwen2.5-32b-instruct": 32_763_876_352,
     "qwen2.5-72b-instruct": 72_706_203_648,
+    "qwen3-14b": 14_768_307_200,
+    "qwen3-4b": 4_022_468_096,
+    "qwen3-1.7b": 1_720_574_976,
+    "qwen2.5-14b": 14_770_033_664,
+    "qwen2.5-3b": 3_085_938_688,
 }
 REQUESTED_ACTIVE = {
     "qwen3-30b-a3b": 3_353_032_704,
@@ -243,6 +252,11 @@ REQUESTED_CARDS = {
                                                   "non-embedding)"),
     "qwen2.5-72b-instruct": (72.7e9, None, 0.1e9, "Qwen/Qwen2.5-72B-Instruct model card: 72.7B (70.0B "
                                                   "non-embedding)"),
+    "qwen3-14b": (14.8e9, None, 0.1e9, "Qwen/Qwen3-14B model card: 14.8B (13.2B non-embedding)"),
+    "qwen3-4b": (4.0e9, None, 0.1e9, "Qwen/Qwen3-4B model card: 4.0B (3.6B non-embedding)"),
+    "qwen3-1.7b": (1.7e9, None, 0.1e9, "Qwen/Qwen3-1.7B model card: 1.7B (1.4B non-embedding)"),
+    "qwen2.5-14b": (14.7e9, None, 0.1e9, "Qwen/Qwen2.5-14B model card: 14.7B (13.1B non-embedding)"),
+    "qwen2.5-3b": (3.09e9, None, 0.01e9, "Qwen/Qwen2.5-3B model card: 3.09B (2.77B non-embedding)"),
 }
 FLAGSHIPS.update(REQUESTED)
 PUBLISHED_ACTIVE.update(REQUESTED_ACTIVE)

@@ -36,7 +36,8 @@ def test_every_preset_loads_and_has_a_count():
     # 14, issue 14's 16 flagships, Sarathi-Serve's Yi-34B-200K, gpt-oss-20b and gpt-oss-120b, the 13
     # users asked for, MPT-7B (llm-foundry's runs), Llama 4 Scout and Maverick, Mistral 7B v0.2 and
     # v0.3, and Qwen2.5's 7B, 32B and 72B instruct checkpoints (a 32k context)
-    assert len(preset_names()) == 55
+    # then Qwen3's 14B, 4B and 1.7B and Qwen2.5's 14B and 3B base checkpoints
+    assert len(preset_names()) == 60
     for name in preset_names():
         assert estimate(name, seq_len=8).total("params") > 0
 
