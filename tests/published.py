@@ -190,6 +190,10 @@ GPT_OSS_CARD = {
 #   sglang/Model_Config.md (commit 8434c8d1) copies them whole; Qwen/Qwen3-1.7B as mlc-ai/mlc-llm's
 #   model_preset.py (commit 79d603f0) does. The cards' figures are quoted from public copies of the
 #   Hub cards (find_string 'Number of Parameters: 14.8B' and so on).
+# - microsoft/Phi-3.5-mini-instruct as mlc-ai/mlc-llm's model_preset.py (commit 79d603f0) copies it
+#   (its "phi-3_5" entry; the LongRoPE factors kept whole); deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B
+#   as transformers 4.48.3 prints the Qwen2Config it loads (a public profiling script's docstring).
+#   The R1 card's distill table gives no parameter count: not compared.
 #   Each preset's "_source" says where its values come from.
 # The counts are the classes' (LlamaForCausalLM, Qwen3/Qwen3Moe/Qwen2, Gemma3ForCausalLM,
 # MistralForCausalLM, DeepseekV2ForCausalLM) built from those dicts under FakeTensorMode, which
@@ -219,6 +223,8 @@ REQUESTED = {
     "qwen3-1.7b": 1_720_574_976,
     "qwen2.5-14b": 14_770_033_664,
     "qwen2.5-3b": 3_085_938_688,
+    "phi3.5-mini": 3_821_079_552,
+    "deepseek-r1-distill-qwen-1.5b": 1_777_088_000,
 }
 REQUESTED_ACTIVE = {
     "qwen3-30b-a3b": 3_353_032_704,
@@ -257,6 +263,8 @@ REQUESTED_CARDS = {
     "qwen3-1.7b": (1.7e9, None, 0.1e9, "Qwen/Qwen3-1.7B model card: 1.7B (1.4B non-embedding)"),
     "qwen2.5-14b": (14.7e9, None, 0.1e9, "Qwen/Qwen2.5-14B model card: 14.7B (13.1B non-embedding)"),
     "qwen2.5-3b": (3.09e9, None, 0.01e9, "Qwen/Qwen2.5-3B model card: 3.09B (2.77B non-embedding)"),
+    "phi3.5-mini": (3.8e9, None, 0.1e9, "microsoft/Phi-3.5-mini-instruct model card: Phi-3.5-mini has 3.8B "
+                                       "parameters"),
 }
 FLAGSHIPS.update(REQUESTED)
 PUBLISHED_ACTIVE.update(REQUESTED_ACTIVE)

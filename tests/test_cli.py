@@ -190,7 +190,8 @@ def test_models_lists_every_preset(capsys):
     # users asked for, MPT-7B (llm-foundry's runs), Llama 4 Scout and Maverick, Mistral 7B v0.2 and
     # v0.3, Qwen2.5's 7B, 32B and 72B instruct checkpoints
     # then Qwen3's 14B, 4B and 1.7B and Qwen2.5's 14B and 3B base checkpoints
-    assert len(lines) == 2 + 60
+    # then Phi-3.5-mini (LongRoPE, 128K) and DeepSeek-R1-Distill-Qwen-1.5B
+    assert len(lines) == 2 + 62
     assert any(line.startswith("llama2-70b") and "68.98 B" in line for line in lines)
 
 

@@ -37,7 +37,8 @@ def test_every_preset_loads_and_has_a_count():
     # users asked for, MPT-7B (llm-foundry's runs), Llama 4 Scout and Maverick, Mistral 7B v0.2 and
     # v0.3, and Qwen2.5's 7B, 32B and 72B instruct checkpoints (a 32k context)
     # then Qwen3's 14B, 4B and 1.7B and Qwen2.5's 14B and 3B base checkpoints
-    assert len(preset_names()) == 60
+    # then Phi-3.5-mini (LongRoPE, 128K) and DeepSeek-R1-Distill-Qwen-1.5B
+    assert len(preset_names()) == 62
     for name in preset_names():
         assert estimate(name, seq_len=8).total("params") > 0
 
