@@ -194,6 +194,8 @@ GPT_OSS_CARD = {
 #   (its "phi-3_5" entry; the LongRoPE factors kept whole); deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B
 #   as transformers 4.48.3 prints the Qwen2Config it loads (a public profiling script's docstring).
 #   The R1 card's distill table gives no parameter count: not compared.
+# - google/gemma-3-4b-it's text model: the Megatron-Bridge fixture next to gemma3-27b's
+#   (gemma3_4b_config_dict, commit 067f987d), read as gemma3_text as gemma3-27b is.
 #   Each preset's "_source" says where its values come from.
 # The counts are the classes' (LlamaForCausalLM, Qwen3/Qwen3Moe/Qwen2, Gemma3ForCausalLM,
 # MistralForCausalLM, DeepseekV2ForCausalLM) built from those dicts under FakeTensorMode, which
@@ -225,6 +227,7 @@ REQUESTED = {
     "qwen2.5-3b": 3_085_938_688,
     "phi3.5-mini": 3_821_079_552,
     "deepseek-r1-distill-qwen-1.5b": 1_777_088_000,
+    "gemma3-4b": 3_880_263_168,
 }
 REQUESTED_ACTIVE = {
     "qwen3-30b-a3b": 3_353_032_704,
@@ -265,6 +268,8 @@ REQUESTED_CARDS = {
     "qwen2.5-3b": (3.09e9, None, 0.01e9, "Qwen/Qwen2.5-3B model card: 3.09B (2.77B non-embedding)"),
     "phi3.5-mini": (3.8e9, None, 0.1e9, "microsoft/Phi-3.5-mini-instruct model card: Phi-3.5-mini has 3.8B "
                                        "parameters"),
+    "gemma3-4b": (4e9, None, 1e9, "Gemma 3 model card (google/gemma-3-4b-it): 4B (with its vision "
+                                   "encoder; the language model alone is 3.88B)"),
 }
 FLAGSHIPS.update(REQUESTED)
 PUBLISHED_ACTIVE.update(REQUESTED_ACTIVE)

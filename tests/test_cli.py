@@ -191,7 +191,8 @@ def test_models_lists_every_preset(capsys):
     # v0.3, Qwen2.5's 7B, 32B and 72B instruct checkpoints
     # then Qwen3's 14B, 4B and 1.7B and Qwen2.5's 14B and 3B base checkpoints
     # then Phi-3.5-mini (LongRoPE, 128K) and DeepSeek-R1-Distill-Qwen-1.5B
-    assert len(lines) == 2 + 62
+    # then Gemma 3 4B's language model
+    assert len(lines) == 2 + 63
     assert any(line.startswith("llama2-70b") and "68.98 B" in line for line in lines)
 
 

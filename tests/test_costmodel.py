@@ -38,7 +38,8 @@ def test_every_preset_loads_and_has_a_count():
     # v0.3, and Qwen2.5's 7B, 32B and 72B instruct checkpoints (a 32k context)
     # then Qwen3's 14B, 4B and 1.7B and Qwen2.5's 14B and 3B base checkpoints
     # then Phi-3.5-mini (LongRoPE, 128K) and DeepSeek-R1-Distill-Qwen-1.5B
-    assert len(preset_names()) == 62
+    # then Gemma 3 4B's language model
+    assert len(preset_names()) == 63
     for name in preset_names():
         assert estimate(name, seq_len=8).total("params") > 0
 
