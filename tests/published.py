@@ -196,6 +196,9 @@ GPT_OSS_CARD = {
 #   The R1 card's distill table gives no parameter count: not compared.
 # - google/gemma-3-4b-it's text model: the Megatron-Bridge fixture next to gemma3-27b's
 #   (gemma3_4b_config_dict, commit 067f987d), read as gemma3_text as gemma3-27b is.
+# - Qwen/Qwen3-235B-A22B-Instruct-2507 as alibaba/InferSim hf_configs/qwen3-235B-A22B_config.json
+#   (commit f2293dab) copies it: qwen3-235b-a22b's shapes with the 2507 revision's 262,144-token
+#   context and rope_theta 5e6 (a preset of its own, as the aliases' policy asks).
 #   Each preset's "_source" says where its values come from.
 # The counts are the classes' (LlamaForCausalLM, Qwen3/Qwen3Moe/Qwen2, Gemma3ForCausalLM,
 # MistralForCausalLM, DeepseekV2ForCausalLM) built from those dicts under FakeTensorMode, which
@@ -228,11 +231,13 @@ REQUESTED = {
     "phi3.5-mini": 3_821_079_552,
     "deepseek-r1-distill-qwen-1.5b": 1_777_088_000,
     "gemma3-4b": 3_880_263_168,
+    "qwen3-235b-a22b-instruct-2507": 235_093_634_560,
 }
 REQUESTED_ACTIVE = {
     "qwen3-30b-a3b": 3_353_032_704,
     "qwen3-235b-a22b": 22_190_763_520,
     "deepseek-v2-lite": 2_661_150_208,
+    "qwen3-235b-a22b-instruct-2507": 22_190_763_520,
 }
 REQUESTED_CARDS = {
     "llama3.1-8b": (8e9, None, 1e9, "Llama 3.1 model card (meta-llama/Llama-3.1-8B): 8B"),
@@ -270,6 +275,8 @@ REQUESTED_CARDS = {
                                        "parameters"),
     "gemma3-4b": (4e9, None, 1e9, "Gemma 3 model card (google/gemma-3-4b-it): 4B (with its vision "
                                    "encoder; the language model alone is 3.88B)"),
+    "qwen3-235b-a22b-instruct-2507": (235e9, 22e9, 1e9, "Qwen/Qwen3-235B-A22B-Instruct-2507 "
+                                                        "model card: 235B in total, 22B activated"),
 }
 FLAGSHIPS.update(REQUESTED)
 PUBLISHED_ACTIVE.update(REQUESTED_ACTIVE)

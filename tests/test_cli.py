@@ -192,7 +192,8 @@ def test_models_lists_every_preset(capsys):
     # then Qwen3's 14B, 4B and 1.7B and Qwen2.5's 14B and 3B base checkpoints
     # then Phi-3.5-mini (LongRoPE, 128K) and DeepSeek-R1-Distill-Qwen-1.5B
     # then Gemma 3 4B's language model
-    assert len(lines) == 2 + 63
+    # then Qwen3-235B-A22B-Instruct-2507 (a 262,144-token context)
+    assert len(lines) == 2 + 64
     assert any(line.startswith("llama2-70b") and "68.98 B" in line for line in lines)
 
 

@@ -39,7 +39,8 @@ def test_every_preset_loads_and_has_a_count():
     # then Qwen3's 14B, 4B and 1.7B and Qwen2.5's 14B and 3B base checkpoints
     # then Phi-3.5-mini (LongRoPE, 128K) and DeepSeek-R1-Distill-Qwen-1.5B
     # then Gemma 3 4B's language model
-    assert len(preset_names()) == 63
+    # then Qwen3-235B-A22B-Instruct-2507 (a 262,144-token context)
+    assert len(preset_names()) == 64
     for name in preset_names():
         assert estimate(name, seq_len=8).total("params") > 0
 
