@@ -199,6 +199,12 @@ GPT_OSS_CARD = {
 # - Qwen/Qwen3-235B-A22B-Instruct-2507 as alibaba/InferSim hf_configs/qwen3-235B-A22B_config.json
 #   (commit f2293dab) copies it: qwen3-235b-a22b's shapes with the 2507 revision's 262,144-token
 #   context and rope_theta 5e6 (a preset of its own, as the aliases' policy asks).
+# - moonshotai/Kimi-K2-Instruct as a public model-information report quotes its config.json whole
+#   (find_string 'moonshotai/Kimi-K2-Instruct/config.json`'), read as deepseek_v3 (its auto_map's
+#   DeepseekV3Config). The same report sums the checkpoint's safetensors to 1,026,470,731,056: the
+#   class's 1,026,408,209,408 plus 62,521,648 that are not parameters of the class (the fp8
+#   blocks' weight_scale_inv tensors, 62,495,192; the routers' e_score_correction_bias, 23,040, a
+#   buffer here; the stored rotary inv_freq, 3,416), to the element.
 #   Each preset's "_source" says where its values come from.
 # The counts are the classes' (LlamaForCausalLM, Qwen3/Qwen3Moe/Qwen2, Gemma3ForCausalLM,
 # MistralForCausalLM, DeepseekV2ForCausalLM) built from those dicts under FakeTensorMode, which
@@ -232,12 +238,14 @@ REQUESTED = {
     "deepseek-r1-distill-qwen-1.5b": 1_777_088_000,
     "gemma3-4b": 3_880_263_168,
     "qwen3-235b-a22b-instruct-2507": 235_093_634_560,
+    "kimi-k2": 1_026_408_209_408,
 }
 REQUESTED_ACTIVE = {
     "qwen3-30b-a3b": 3_353_032_704,
     "qwen3-235b-a22b": 22_190_763_520,
     "deepseek-v2-lite": 2_661_150_208,
     "qwen3-235b-a22b-instruct-2507": 22_190_763_520,
+    "kimi-k2": 32_861_477_888,
 }
 REQUESTED_CARDS = {
     "llama3.1-8b": (8e9, None, 1e9, "Llama 3.1 model card (meta-llama/Llama-3.1-8B): 8B"),
@@ -277,6 +285,8 @@ REQUESTED_CARDS = {
                                    "encoder; the language model alone is 3.88B)"),
     "qwen3-235b-a22b-instruct-2507": (235e9, 22e9, 1e9, "Qwen/Qwen3-235B-A22B-Instruct-2507 "
                                                         "model card: 235B in total, 22B activated"),
+    "kimi-k2": (1e12, None, 1e11, "Kimi K2 (moonshotai/Kimi-K2 README, arXiv 2507.20534): 32 billion "
+                                      "activated parameters and 1 trillion total parameters"),
 }
 FLAGSHIPS.update(REQUESTED)
 PUBLISHED_ACTIVE.update(REQUESTED_ACTIVE)

@@ -193,7 +193,8 @@ def test_models_lists_every_preset(capsys):
     # then Phi-3.5-mini (LongRoPE, 128K) and DeepSeek-R1-Distill-Qwen-1.5B
     # then Gemma 3 4B's language model
     # then Qwen3-235B-A22B-Instruct-2507 (a 262,144-token context)
-    assert len(lines) == 2 + 64
+    # then Kimi K2 (DeepSeek-V3's architecture at 1.03T)
+    assert len(lines) == 2 + 65
     assert any(line.startswith("llama2-70b") and "68.98 B" in line for line in lines)
 
 

@@ -40,7 +40,8 @@ def test_every_preset_loads_and_has_a_count():
     # then Phi-3.5-mini (LongRoPE, 128K) and DeepSeek-R1-Distill-Qwen-1.5B
     # then Gemma 3 4B's language model
     # then Qwen3-235B-A22B-Instruct-2507 (a 262,144-token context)
-    assert len(preset_names()) == 64
+    # then Kimi K2 (DeepSeek-V3's architecture at 1.03T)
+    assert len(preset_names()) == 65
     for name in preset_names():
         assert estimate(name, seq_len=8).total("params") > 0
 
