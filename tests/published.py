@@ -205,6 +205,12 @@ GPT_OSS_CARD = {
 #   class's 1,026,408,209,408 plus 62,521,648 that are not parameters of the class (the fp8
 #   blocks' weight_scale_inv tensors, 62,495,192; the routers' e_score_correction_bias, 23,040, a
 #   buffer here; the stored rotary inv_freq, 3,416), to the element.
+# - Qwen/Qwen2.5-0.5B as a public model-information report quotes its config.json (find_string
+#   '/nfs/ofs-llm-ssd/models/opensource/'), whose sum of the checkpoint's safetensors, 494,032,768,
+#   is the class's count. The same reports quote Qwen/QwQ-32B's config.json (qwen2.5-32b's
+#   architecture, vocabulary and 131,072-token context; eos 151645 and sliding_window 32768, unused
+#   with use_sliding_window false; safetensors 32,763,876,352 = qwen2.5-32b's count) and
+#   Qwen/Qwen2.5-3B-Instruct's (qwen2.5-3b's, 32,768 tokens; safetensors 3,085,938,688): aliases.
 #   Each preset's "_source" says where its values come from.
 # The counts are the classes' (LlamaForCausalLM, Qwen3/Qwen3Moe/Qwen2, Gemma3ForCausalLM,
 # MistralForCausalLM, DeepseekV2ForCausalLM) built from those dicts under FakeTensorMode, which
@@ -239,6 +245,7 @@ REQUESTED = {
     "gemma3-4b": 3_880_263_168,
     "qwen3-235b-a22b-instruct-2507": 235_093_634_560,
     "kimi-k2": 1_026_408_209_408,
+    "qwen2.5-0.5b": 494_032_768,
 }
 REQUESTED_ACTIVE = {
     "qwen3-30b-a3b": 3_353_032_704,
@@ -285,8 +292,9 @@ REQUESTED_CARDS = {
                                    "encoder; the language model alone is 3.88B)"),
     "qwen3-235b-a22b-instruct-2507": (235e9, 22e9, 1e9, "Qwen/Qwen3-235B-A22B-Instruct-2507 "
                                                         "model card: 235B in total, 22B activated"),
-    "kimi-k2": (1e12, None, 1e11, "Kimi K2 (moonshotai/Kimi-K2 README, arXiv 2507.20534): 32 billion "
-                                      "activated parameters and 1 trillion total parameters"),
+    "kimi-k2": (1e12, None, 1e11, "Kimi K2 (moonshotai/Kimi-K2 README, arXiv 2507.20534): "
+                                  "32 billion activated parameters and 1 trillion total parameters"),
+    "qwen2.5-0.5b": (0.49e9, None, 0.01e9, "Qwen/Qwen2.5-0.5B model card: 0.49B (0.36B non-embedding)"),
 }
 FLAGSHIPS.update(REQUESTED)
 PUBLISHED_ACTIVE.update(REQUESTED_ACTIVE)

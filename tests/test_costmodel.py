@@ -41,7 +41,8 @@ def test_every_preset_loads_and_has_a_count():
     # then Gemma 3 4B's language model
     # then Qwen3-235B-A22B-Instruct-2507 (a 262,144-token context)
     # then Kimi K2 (DeepSeek-V3's architecture at 1.03T)
-    assert len(preset_names()) == 65
+    # then Qwen2.5-0.5B
+    assert len(preset_names()) == 66
     for name in preset_names():
         assert estimate(name, seq_len=8).total("params") > 0
 
