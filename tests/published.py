@@ -198,7 +198,8 @@ GPT_OSS_CARD = {
 #   (gemma3_4b_config_dict, commit 067f987d), read as gemma3_text as gemma3-27b is.
 # - Qwen/Qwen3-235B-A22B-Instruct-2507 as alibaba/InferSim hf_configs/qwen3-235B-A22B_config.json
 #   (commit f2293dab) copies it: qwen3-235b-a22b's shapes with the 2507 revision's 262,144-token
-#   context and rope_theta 5e6 (a preset of its own, as the aliases' policy asks).
+#   context and rope_theta 5e6 (a preset of its own, as the aliases' policy asks); a public model
+#   report quotes the same file under the Instruct-2507 checkpoint's path.
 # - moonshotai/Kimi-K2-Instruct as a public model-information report quotes its config.json whole
 #   (find_string 'moonshotai/Kimi-K2-Instruct/config.json`'), read as deepseek_v3 (its auto_map's
 #   DeepseekV3Config). The same report sums the checkpoint's safetensors to 1,026,470,731,056: the
