@@ -214,8 +214,9 @@ GPT_OSS_CARD = {
 #   Qwen/Qwen2.5-3B-Instruct's (qwen2.5-3b's, 32,768 tokens; safetensors 3,085,938,688): aliases.
 #   Each preset's "_source" says where its values come from.
 # The counts are the classes' (LlamaForCausalLM, Qwen3/Qwen3Moe/Qwen2, Gemma3ForCausalLM,
-# MistralForCausalLM, DeepseekV2ForCausalLM) built from those dicts under FakeTensorMode, which
-# the tree equals (tests/test_presets_issue14.py, tests/test_presets_requested.py).
+# MistralForCausalLM, Phi3ForCausalLM, DeepseekV2/V3ForCausalLM) built from those dicts under
+# FakeTensorMode, which the tree equals (tests/test_presets_issue14.py,
+# tests/test_presets_requested.py).
 REQUESTED = {
     "llama3.1-8b": 8_030_261_248,
     "llama3.1-70b": 70_553_706_496,
