@@ -127,14 +127,16 @@ def report(model, models, config, out, batch, dtype, no_measure, no_full_size, t
             raise ReportInputError(f"{' and '.join(typed)}: read only by the layout figures; add a layout (--tp, "
                                    "--pp, --dp, --zero, --sp, --microbatches or --framework).")
     if given:
+        from cli.inputs import dtype_on
         from costmodel.hardware import load_hardware
         from costmodel.layout import Layout
 
         try:
             layout = Layout(**given)
-            load_hardware(hardware_name)
+            hardware = load_hardware(hardware_name)
         except ConfigError as error:
             raise ReportInputError(str(error)) from None
+        dtype = dtype_on(hardware, dtype)  # bf16 on a T4: its fp16 by default, one line when typed
 
     if not no_measure:
         require_measure_extra("report (without --no-measure)")

@@ -58,6 +58,7 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
         + (f"; {setup['kv_paging']} ({kv['paged_block_bytes']:,} B per block per GPU)" if setup.get("kv_paging")
            else ""),
         *([note] if (note := weights_note(setup.get("weight_dtype"), setup.get("weight_dtype_source"))) else []),
+        *([fp8_gemm_line(setup)] if setup.get("fp8_gemm_runs") else []),
         *([f"prefix caching: off ({setup['prefix_caching_note']})"] if setup.get("prefix_caching_note")
           else ["prefix caching: on (blocks of a shared prefix computed once, reused while cached)"]
           if setup.get("prefix_caching") else []),
@@ -65,6 +66,18 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
         f"{setup['output']} token{'' if str(setup['output']) == '1' else 's'}",
     ]
     return lines
+
+
+def fp8_gemm_line(setup: dict[str, Any]) -> str:
+    """Which way fp8 weights multiply here (costmodel/quantization.py, runs_w8a8): W8A8 at the FP8
+    peak, or weight-only where the hardware has no FP8 peak (vLLM runs FP8 checkpoints on compute
+    capability >= 7.5 as W8A16 with its FP8 Marlin kernel)."""
+    if setup["fp8_gemm_runs"] == "w8a8":
+        why = f"{setup['hardware']} has an FP8 peak" if setup["fp8_gemm"] == "auto" else "--fp8-gemm w8a8"
+        return f"fp8 GEMMs: w8a8 ({why}): weights and activations in FP8 at the FP8 peak"
+    why = f"{setup['hardware']} has no FP8 peak" if setup["fp8_gemm"] == "auto" else "--fp8-gemm w8a16"
+    return (f"fp8 GEMMs: w8a16 ({why}): weight-only, dequantized in the kernel, the product at the "
+            f"{setup['dtype']} peak (vLLM's FP8 Marlin)")
 
 
 def render_serve(summary: dict[str, Any]) -> str:

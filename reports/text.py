@@ -303,7 +303,8 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
         f"  {'of which tp all-reduces':<24}{seconds(token['tp_all_reduce_seconds']):>10}",
         f"  {'pipeline sends':<24}{seconds(token['pp_seconds']):>10}",
         f"Memory of the most loaded rank: weights {binary_bytes(rank['weights'])}, KV cache "
-        f"{binary_bytes(rank['kv_cache'])}, total {binary_bytes(rank['total'])} "
+        f"{binary_bytes(rank['kv_cache'])}, ids and logits {binary_bytes(rank['transient'])}, total "
+        f"{binary_bytes(rank['total'])} "
         f"({'fits' if r['fits'] else 'does NOT fit'} in {binary_bytes(r['memory_capacity'])})",
     ])
 

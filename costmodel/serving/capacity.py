@@ -21,6 +21,7 @@ from typing import Any
 
 from ..checkpoint import inference_weights
 from ..config import ConfigError, show
+from ..quantization import runs_w8a8
 from .api import build_replica, replica_profile, run_replicas
 from .workload import Lengths, poisson
 
@@ -160,6 +161,21 @@ def tensor_sizes(cfg: Any, hardware: Any) -> list[int]:
             and tensor_split_error(cfg, tp, inference=True) is None]
 
 
+def require_w8a8_somewhere(fmt: Any, hardwares: list[Any]) -> None:
+    """--fp8-gemm w8a8 where no hardware of the search has an FP8 peak: runs_w8a8's one line, not a
+    table of configurations each refused for the same reason (one of several without it is left
+    out configuration by configuration, its reason in the JSON)."""
+    errors = []
+    for hardware in hardwares:
+        try:
+            runs_w8a8(fmt, hardware)
+            return
+        except ConfigError as error:
+            errors.append(error)
+    if errors:
+        raise errors[0]
+
+
 def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: str = "vllm",
                   tps: list[int] | None = None, pps: list[int] | None = None, max_num_seqs: list[int] | None = None,
                   max_batched_tokens: list[int] | None = None, processes: int | None = None,
@@ -174,7 +190,9 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
         if not (value > 0 and math.isfinite(value)):
             raise ConfigError(f"{name} must be a positive number, got {show(value)}.")
     formats = ("weight_dtype", "kv_dtype", "attention", "mla", "fp8_gemm", "weight_group")
-    replica_profile(cfg, scheduler, **{name: replica_options[name] for name in formats if name in replica_options})
+    profile = replica_profile(cfg, scheduler, **{name: replica_options[name] for name in formats
+                                                 if name in replica_options})
+    require_w8a8_somewhere(getattr(profile, "weight_format", None), hardwares)
     seqs_list = max_num_seqs or [64, 128, 256]
     tokens_list = max_batched_tokens or [512, 2048, 8192]
     keys, infeasible = [], []
