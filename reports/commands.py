@@ -16,7 +16,7 @@ import click
 
 from costmodel.spec import DEFAULT_DTYPE, DEFAULT_HARDWARE, DTYPES, FRAMEWORK_NAMES
 
-from .output import DtypeChoice, ReportInputError
+from .output import DtypeChoice, ReportInputError, dtype_on
 
 
 def require_measure_extra(what: str) -> None:
@@ -127,7 +127,6 @@ def report(model, models, config, out, batch, dtype, no_measure, no_full_size, t
             raise ReportInputError(f"{' and '.join(typed)}: read only by the layout figures; add a layout (--tp, "
                                    "--pp, --dp, --zero, --sp, --microbatches or --framework).")
     if given:
-        from cli.inputs import dtype_on
         from costmodel.hardware import load_hardware
         from costmodel.layout import Layout
 

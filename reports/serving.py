@@ -235,6 +235,9 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
             pools = tuple(int(x) for x in disaggregate.split(":"))
         except ValueError:
             raise ReportInputError(f"--disaggregate must be PREFILL:DECODE replica counts, got {disaggregate!r}.") from None
+        if click.get_current_context().get_parameter_source("replicas") == click.core.ParameterSource.COMMANDLINE:
+            raise ReportInputError(f"--disaggregate {disaggregate} replaces --replicas (its P + D replicas are the "
+                                   f"deployment); give one of them.")
     if click.get_current_context().get_parameter_source("mla") == click.core.ParameterSource.COMMANDLINE:
         _refuse_mla_without_latent(model, config)
     options = dict(disaggregate=pools, requests=count, prompt=prompt, output=output_tokens, seed=seed, replicas=replicas, router=router,

@@ -484,7 +484,8 @@ def _fit_limits(m: dict[str, Any], hw: dict[str, Any]) -> str:
         return (f"the prefill of this prompt ({binary_bytes(m['bytes_by_phase']['prefill'])}) does not "
                 f"fit in {capacity} at this batch; fits batch <= {m['max_batch']:,}")
     return (f"fits batch <= {m['max_batch']:,} at this context, "
-            + (f"context <= {m['max_context']:,} at this batch" if m["max_context"] != float("inf") else
+            + (f"decoding to a context <= {m['max_context']:,} after this prompt at this batch (the prefill's "
+               f"logits and activations grow with a longer prompt)" if m["max_context"] != float("inf") else
                "decoding any number of tokens at this batch (every layer's sliding window caps its "
                "cache)"))
 

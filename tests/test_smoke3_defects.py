@@ -84,3 +84,28 @@ def test_tensor_parallel_ranks_each_hold_the_gathered_logits():
     assert rank["transient"] == 2048 * 128256 * 2 + 2048 * 8
     prompt_cache = 2048 * 32 * 2 * (8 // 2) * 128 * 2  # tokens x layers x (K, V) x KV heads per rank x head dim x 2 B
     assert rank["total"] == rank["weights"] + rank["buffers"] + prompt_cache + rank["transient"]
+
+
+@pytest.mark.parametrize("prompt, says", [
+    # lognormal:0:1 raised "math domain error" from log(0) as a traceback.
+    ("lognormal:0:1", "a lognormal length needs a median of at least 1 token and a finite sigma >= 0, got 0 and 1.0"),
+    ("lognormal:100:-1", "got 100 and -1.0"),
+    # A histogram file without "values" said only "('values')", a KeyError's text.
+    ("histogram:{hist}", 'a histogram file holds {"values": [tokens, ...], "weights": [w, ...]}'),
+])
+def test_a_bad_length_distribution_is_one_line(prompt, says, tmp_path, capsys):
+    hist = tmp_path / "hist.json"
+    hist.write_text('{"128": 3, "512": 5}')
+    code, out, err = run_main(["serve", "--model", "gpt2", "--rate", "2", "--requests", "3",
+                               "--prompt", prompt.format(hist=hist)], capsys)
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert says in err and ".)." not in err
+
+
+def test_replicas_beside_disaggregate_is_refused_not_ignored(capsys):
+    # --disaggregate 1:1 --replicas 3 served 2 replicas and said nothing of the 3.
+    code, out, err = run_main(["serve", "--model", "gpt2", "--rate", "2", "--requests", "3",
+                               "--disaggregate", "1:1", "--replicas", "3"], capsys)
+    assert (code, out) == (2, "")
+    assert err == ("error: --disaggregate 1:1 replaces --replicas (its P + D replicas are the deployment); "
+                   "give one of them.\n")
