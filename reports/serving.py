@@ -97,8 +97,9 @@ def render_serve(summary: dict[str, Any]) -> str:
         f"{tp['total_tokens_per_s']:,.0f} tokens/s over {summary['duration_s']:.1f} s",
     ]
     if good["slo_ttft_s"] is not None or good["slo_tpot_s"] is not None:
-        lines.append(f"goodput: {good['requests_per_s']:.2f} req/s ({good['fraction_meeting_slo']:.1%} within "
-                     f"TTFT <= {good['slo_ttft_s']} s, TPOT <= {good['slo_tpot_s']} s)")
+        bounds = ", ".join(f"{name} <= {good[key]:g} s" for name, key in (("TTFT", "slo_ttft_s"), ("TPOT", "slo_tpot_s"))
+                           if good[key] is not None)  # only the SLOs given
+        lines.append(f"goodput: {good['requests_per_s']:.2f} req/s ({good['fraction_meeting_slo']:.1%} within {bounds})")
     lines.append(f"KV blocks in use: mean {summary['kv_use']['mean_over_time']:.1%}, max {summary['kv_use']['max']:.1%}; "
                  f"sequences per step: mean {summary['batch']['mean_sequences_over_time']:.1f}, max "
                  f"{summary['batch']['max_sequences']}; {summary['steps']:,} steps; preemptions {summary['preemptions']}")
@@ -224,6 +225,10 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
             chosen = [float(x) for x in rates.split(",")]
         except ValueError:
             raise ReportInputError(f"--rates must be comma-separated numbers, got {rates!r}.") from None
+        tables = [name for name, path in (("--csv", csv_path), ("--steps-csv", steps_csv)) if path]
+        if tables:
+            raise ReportInputError(f"{' and '.join(tables)}: one run's tables, not written with --rates (its rows "
+                                   f"are in --json); give --rate for one run's.")
         rate = chosen[0]
     if concurrency is None and (rate is None) == (trace is None):
         raise ReportInputError("give exactly one of --rate (requests per second), --concurrency N or --trace FILE.")

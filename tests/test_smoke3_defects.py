@@ -109,3 +109,20 @@ def test_replicas_beside_disaggregate_is_refused_not_ignored(capsys):
     assert (code, out) == (2, "")
     assert err == ("error: --disaggregate 1:1 replaces --replicas (its P + D replicas are the deployment); "
                    "give one of them.\n")
+
+
+def test_rates_refuses_one_runs_tables_instead_of_dropping_them(tmp_path, capsys):
+    # serve --rates 1,8 --csv FILE exited 0 and wrote no FILE.
+    path = tmp_path / "rows.csv"
+    code, out, err = run_main(["serve", "--model", "gpt2", "--rates", "1,8", "--requests", "3", "--csv", str(path)],
+                              capsys)
+    assert (code, out) == (2, "") and not path.exists()
+    assert err.startswith("error: --csv: one run's tables, not written with --rates")
+
+
+def test_goodput_names_only_the_slos_given(capsys):
+    # "100.0% within TTFT <= None s, TPOT <= 0.5 s" when only --slo-tpot was given.
+    code, out, err = run_main(["serve", "--model", "gpt2", "--rate", "2", "--requests", "3", "--slo-tpot", "0.5"],
+                              capsys)
+    assert code == 0, err
+    assert "(100.0% within TPOT <= 0.5 s)" in out and "None" not in out
