@@ -240,9 +240,6 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
             pools = tuple(int(x) for x in disaggregate.split(":"))
         except ValueError:
             raise ReportInputError(f"--disaggregate must be PREFILL:DECODE replica counts, got {disaggregate!r}.") from None
-        if click.get_current_context().get_parameter_source("replicas") == click.core.ParameterSource.COMMANDLINE:
-            raise ReportInputError(f"--disaggregate {disaggregate} replaces --replicas (its P + D replicas are the "
-                                   f"deployment); give one of them.")
     if click.get_current_context().get_parameter_source("mla") == click.core.ParameterSource.COMMANDLINE:
         _refuse_mla_without_latent(model, config)
     options = dict(disaggregate=pools, requests=count, prompt=prompt, output=output_tokens, seed=seed, replicas=replicas, router=router,
@@ -326,7 +323,7 @@ def render_capacity(result: dict[str, Any], top: int = 10) -> str:
              f"{'gpus':>5} {'hardware':<12}{'tp':>3}{'pp':>3}{'replicas':>9}{'seqs':>6}{'tokens':>7}{'p99 TTFT ms':>12}"
              f"{'p99 TPOT ms':>12}{'$/h':>8}"]
     for row in result["feasible"][:top]:
-        price = f"{row['dollars_per_hour']:.0f}" if row["dollars_per_hour"] else "-"
+        price = f"{row['dollars_per_hour']:.2f}" if row["dollars_per_hour"] else "-"
         lines.append(f"{row['gpus']:>5} {row['hardware']:<12}{row['tp']:>3}{row['pp']:>3}{row['replicas']:>9}"
                      f"{row['max_num_seqs']:>6}{row['max_batched_tokens']:>7}{1e3 * row['p99_ttft_s']:>12.0f}"
                      f"{1e3 * row['p99_tpot_s']:>12.1f}{price:>8}")
@@ -340,7 +337,7 @@ def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: 
                           slo_tpot: float | None, requests: int, prompt: str, gen: str, tp: int | None,
                           top: int, as_json: bool, processes: int | None = None, mla: str = "absorbed",
                           pp: int | None = None, ray_address: str | None = None, cuda_graphs: str = "auto",
-                          **formats: Any) -> None:
+                          price: float | None = None, **formats: Any) -> None:
     """`plan --serve --rate`: the search and its table (cli/plan.py's plan delegates here);
     formats: weight_dtype, weight_group, kv_dtype, fp8_gemm, time_model, as serve takes them."""
     from costmodel.hardware import load_hardware
@@ -352,7 +349,7 @@ def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: 
         hardwares = [load_hardware(name.strip()) for name in hardware_names.split(",")]
         result = plan_capacity(cfg, hardwares, Target(rate, slo_ttft, slo_tpot, requests, str(prompt), str(gen)),
                                tps=[tp] if tp else None, pps=[pp] if pp else None, processes=processes, mla=mla,
-                               ray_address=ray_address, cuda_graphs=cuda_graphs, **formats)
+                               ray_address=ray_address, cuda_graphs=cuda_graphs, price=price, **formats)
     except ConfigError as error:
         raise ReportInputError(str(error)) from None
     click.echo(json.dumps(finite(result, nan=True), indent=2) if as_json else render_capacity(result, top))

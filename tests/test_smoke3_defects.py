@@ -126,3 +126,27 @@ def test_goodput_names_only_the_slos_given(capsys):
                               capsys)
     assert code == 0, err
     assert "(100.0% within TPOT <= 0.5 s)" in out and "None" not in out
+
+
+PLAN_SERVE = ["plan", "--serve", "--model", "gpt2", "--hardware", "l4", "--rate", "2", "--slo-ttft", "1",
+              "--slo-tpot", "0.1", "--requests", "4", "--tp", "1", "--json"]
+
+
+def test_plan_serve_rate_prices_its_rows_with_price(capsys):
+    # --price was read only by training plans: the capacity search's $/h stayed empty.
+    code, out, err = run_main(PLAN_SERVE + ["--price", "0.75"], capsys)
+    assert code == 0, err
+    rows = json.loads(out)["feasible"]
+    assert rows and all(row["dollars_per_hour"] == 0.75 * row["gpus"] for row in rows)
+    code, out, err = run_main(PLAN_SERVE[:5] + ["l4,t4"] + PLAN_SERVE[6:] + ["--price", "0.75"], capsys)
+    assert (code, out) == (2, "") and err.startswith("error: --price is one hardware's dollars per GPU-hour")
+    code, out, err = run_main(PLAN_SERVE + ["--tokens", "1e9"], capsys)  # a training run's tokens: refused
+    assert (code, out) == (2, "") and err.startswith("error: --tokens: the capacity search")
+
+
+def test_the_api_refuses_replicas_beside_disaggregate():
+    import costmodel
+    from costmodel.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="replaces --replicas"):
+        costmodel.serve("gpt2", "h100-sxm", rate=2, requests=3, replicas=2, disaggregate=(1, 1))

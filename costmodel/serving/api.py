@@ -298,6 +298,9 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
         check_drawn_lengths(chosen, prompt, output, cfg.max_positions)
     if concurrency is not None and disaggregate is not None:
         raise ConfigError("--concurrency runs aggregated replicas; --disaggregate takes --rate or --trace.")
+    if disaggregate is not None and replicas != 1:
+        raise ConfigError(f"--disaggregate {':'.join(map(str, disaggregate))} replaces --replicas (its P + D replicas "
+                          f"are the deployment); give one of them.")
     replica, step, setup = build_replica(cfg, hw, **replica_options)
     if disaggregate is not None:
         from .disaggregated import run_disaggregated

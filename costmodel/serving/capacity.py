@@ -179,8 +179,10 @@ def require_w8a8_somewhere(fmt: Any, hardwares: list[Any]) -> None:
 def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: str = "vllm",
                   tps: list[int] | None = None, pps: list[int] | None = None, max_num_seqs: list[int] | None = None,
                   max_batched_tokens: list[int] | None = None, processes: int | None = None,
-                  ray_address: str | None = None, **replica_options: Any) -> dict[str, Any]:
-    """Every configuration's fewest replicas meeting the target, ranked by GPUs then $/h; the
+                  ray_address: str | None = None, price: float | None = None,
+                  **replica_options: Any) -> dict[str, Any]:
+    """Every configuration's fewest replicas meeting the target, ranked by GPUs then $/h (price:
+    dollars per GPU-hour of the one hardware searched, else each hardware file's); the
     searches run in a local process pool, or in the Ray cluster at ray_address ("local" starts
     one on this machine; an already initialised Ray is used as it is)."""
     import multiprocessing
@@ -189,6 +191,11 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
     for name, value in (("--rate", target.rate), ("--slo-ttft", target.slo_ttft), ("--slo-tpot", target.slo_tpot)):
         if not (value > 0 and math.isfinite(value)):
             raise ConfigError(f"{name} must be a positive number, got {show(value)}.")
+    if price is not None and not (price > 0 and math.isfinite(price)):
+        raise ConfigError(f"--price must be a positive number of dollars per GPU-hour, got {show(price)}.")
+    if price is not None and len(hardwares) > 1:
+        raise ConfigError("--price is one hardware's dollars per GPU-hour; to compare several, give each hardware "
+                          "file its price_per_gpu_hour.")
     formats = ("weight_dtype", "kv_dtype", "attention", "mla", "fp8_gemm", "weight_group")
     profile = replica_profile(cfg, scheduler, **{name: replica_options[name] for name in formats
                                                  if name in replica_options})
@@ -222,7 +229,7 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
             results = pool.map(_task, tasks, chunksize=1)
     else:
         results = [_task(task) for task in tasks]
-    prices = {h.name: getattr(h, "price_per_gpu_hour", None) for h in hardwares}
+    prices = {h.name: price if price is not None else getattr(h, "price_per_gpu_hour", None) for h in hardwares}
     feasible = []
     for result in results:
         name, tp, pp, seqs, tokens = result.pop("key")
