@@ -150,3 +150,17 @@ def test_the_api_refuses_replicas_beside_disaggregate():
 
     with pytest.raises(ConfigError, match="replaces --replicas"):
         costmodel.serve("gpt2", "h100-sxm", rate=2, requests=3, replicas=2, disaggregate=(1, 1))
+
+
+@pytest.mark.parametrize("command", [
+    ["serve", "--model", "gpt2", "--hardware", "v100-sxm2-32gb", "--rate", "1", "--requests", "3",
+     "--weight-dtype", "fp8"],
+    ["simulate", "--model", "gpt2", "--hardware", "v100-sxm2-32gb", "--weight-dtype", "fp8", "--fp8-gemm", "w8a16"],
+    ["serve", "--model", "gpt2", "--hardware", "mi250x", "--rate", "1", "--requests", "3", "--weight-dtype", "fp8"],
+])
+def test_fp8_weights_on_a_gpu_with_neither_fp8_path_are_one_line(command, capsys):
+    # A V100 (compute capability 7.0) is below FP8 Marlin's 7.5 and has no FP8 peak: serve timed its
+    # fp8 weights weight-only, as on a T4, for an engine that does not load them there.
+    code, out, err = run_main(command, capsys)
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert "has neither: use --weight-dtype none (the --dtype's bytes), int8 or int4." in err

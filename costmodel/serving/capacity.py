@@ -162,9 +162,10 @@ def tensor_sizes(cfg: Any, hardware: Any) -> list[int]:
 
 
 def require_w8a8_somewhere(fmt: Any, hardwares: list[Any]) -> None:
-    """--fp8-gemm w8a8 where no hardware of the search has an FP8 peak: runs_w8a8's one line, not a
-    table of configurations each refused for the same reason (one of several without it is left
-    out configuration by configuration, its reason in the JSON)."""
+    """fp8 weights no hardware of the search runs (--fp8-gemm w8a8 without an FP8 peak, or a GPU
+    with neither FP8 path): runs_w8a8's one line, not a table of configurations each refused for
+    the same reason (one of several is left out configuration by configuration, its reason in the
+    JSON)."""
     errors = []
     for hardware in hardwares:
         try:
