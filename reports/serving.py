@@ -16,7 +16,7 @@ from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, DEFAULT_SCHEDULER, DE
                             KV_DTYPES, MLA_FORMS, ROUTERS, SCHEDULERS, SERVE_ATTENTIONS, WEIGHT_DTYPE_CHOICES,
                             WEIGHT_DTYPE_DEFAULT)
 
-from .output import DtypeChoice, ReportInputError, finite
+from .output import DtypeChoice, ReportInputError, atomic_file, check_destination, finite, write_text
 
 
 def _ms(value: float) -> str:
@@ -234,6 +234,9 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
         raise ReportInputError("give exactly one of --rate (requests per second), --concurrency N or --trace FILE.")
     if plot_path is not None and not plot_path.endswith((".png", ".svg", ".pdf")):
         raise ReportInputError(f"--plot must name a .png, .svg or .pdf file, got {plot_path!r}.")
+    for path in (csv_path, steps_csv, plot_path):  # every output checked before the run: none half-written
+        if path:
+            check_destination(path)
     pools = None
     if disaggregate is not None:
         try:
@@ -258,16 +261,22 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
     except ConfigError as error:
         raise ReportInputError(str(error)) from None
     if csv_path:
-        run.requests.to_csv(csv_path, index=False)
+        write_text(csv_path, run.requests.to_csv(index=False))
     if steps_csv:
-        run.steps.to_csv(steps_csv, index=False)
+        write_text(steps_csv, run.steps.to_csv(index=False))
     summary = run.summary()
     if plot_path:
         setup = summary["setup"]
         figure = timeline_figure(run.steps, f"{setup['model']} on {setup['tp']} x {setup['hardware']}, "
                                             f"{setup['scheduler']}")
-        figure.savefig(plot_path)
+        save_figure(figure, plot_path)
     click.echo(json.dumps(finite(summary, nan=True), indent=2) if as_json else render_serve(summary))
+
+
+def save_figure(figure: Any, path: str) -> None:
+    """A figure written atomically (reports/output.atomic_file), in the format its suffix names."""
+    with atomic_file(path) as stream:
+        figure.savefig(stream, format=path.rsplit(".", 1)[-1])
 
 
 def _refuse_mla_without_latent(model: str | None, config: str | None) -> None:
@@ -297,7 +306,7 @@ def _latency_vs_rate(model: str, hardware_name: str, rates: list[float], options
     except ConfigError as error:
         raise ReportInputError(str(error)) from None
     if plot_path:
-        latency_figure(rows, f"{model} on {hardware_name}, {options['scheduler']}").savefig(plot_path)
+        save_figure(latency_figure(rows, f"{model} on {hardware_name}, {options['scheduler']}"), plot_path)
     if as_json:
         click.echo(json.dumps(finite(rows, nan=True), indent=2))
         return

@@ -164,3 +164,17 @@ def test_fp8_weights_on_a_gpu_with_neither_fp8_path_are_one_line(command, capsys
     code, out, err = run_main(command, capsys)
     assert (code, out) == (2, "") and err.count("\n") == 1
     assert "has neither: use --weight-dtype none (the --dtype's bytes), int8 or int4." in err
+
+
+def test_serve_checks_every_output_before_writing_any(tmp_path, capsys):
+    # --csv A --plot missing/x.png wrote A, then failed on the plot: a half-written set of outputs.
+    first = tmp_path / "requests.csv"
+    code, out, err = run_main(["serve", "--model", "gpt2", "--rate", "1", "--requests", "3", "--csv", str(first),
+                               "--plot", str(tmp_path / "missing" / "x.png")], capsys)
+    assert (code, out) == (2, "") and err == f"error: {tmp_path / 'missing'}: no such directory.\n"
+    assert not first.exists()
+    code, out, err = run_main(["serve", "--model", "gpt2", "--rate", "1", "--requests", "3", "--csv", str(first),
+                               "--plot", str(tmp_path / "x.svg")], capsys)
+    assert code == 0, err
+    assert first.read_text().splitlines()[0].startswith("id,replica,arrival_s,prompt_tokens,output_tokens")
+    assert len(first.read_text().splitlines()) == 1 + 3 and (tmp_path / "x.svg").stat().st_size > 0
