@@ -14,6 +14,7 @@ import click
 from costmodel.config import ConfigError, ModelConfig, Workload
 from reports.commands import require_measure_extra  # noqa: F401 (re-exported for the commands)
 from reports.output import ReportInputError as InputError  # one line on stderr, exit status 2
+from reports.output import dtype_on  # noqa: F401 (re-exported: --dtype on a hardware without its peak)
 from reports.output import finite  # noqa: F401 (re-exported: JSON without infinities)
 
 
@@ -30,22 +31,6 @@ def hardware_and_dtype(name: str | None, dtype: str) -> tuple[Any, str]:
     except ConfigError as error:
         raise InputError(str(error)) from None
     return hardware, dtype_on(hardware, dtype)
-
-
-def dtype_on(hardware: Any, dtype: str) -> str:
-    """The dtype a memory-only command (estimate, finetune) runs with on `hardware`: --dtype as given
-    where the GPU has a peak for it; a dtype it lacks (bf16 on a V100 or T4) is one error line when
-    the user gave it and the hardware's default dtype (fp16 there, the same bytes) when it is only
-    the option's default, as simulate, serve and plan take it."""
-    from costmodel.spec import CANONICAL_DTYPE
-
-    canonical = CANONICAL_DTYPE.get(dtype, dtype)
-    if canonical in hardware.flops_per_s or hardware.name == "local":
-        return dtype
-    context = click.get_current_context(silent=True)
-    if context is not None and context.get_parameter_source("dtype") == click.core.ParameterSource.COMMANDLINE:
-        raise InputError(hardware.missing_peak(canonical))
-    return hardware.default_dtype
 
 
 class Mismatch(click.ClickException):

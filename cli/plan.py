@@ -21,7 +21,7 @@ TRAINING_ONLY = {"seq_len": "--seq-len", "global_batch": "--global-batch", "impl
                  "sp": "--sp", "framework": "--framework", "ep": "--ep", "cp": "--cp", "schedule": "--schedule",
                  "fp8": "--fp8", "recompute": "--recompute", "mtp": "--mtp"}
 SEARCH_IGNORES = {"batch": "--batch", "dtype": "--dtype", "attention": "--attention", "kv_cache": "--kv-cache",
-                  "dp": "--dp", "gpus": "--gpus", "rank_by": "--rank-by"}
+                  "dp": "--dp", "gpus": "--gpus", "rank_by": "--rank-by", "tokens": "--tokens"}
 
 
 def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> None:
@@ -69,7 +69,7 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
 @choice_option("--fp8", spec.FP8_RECIPES, "Train every layout with this FP8 recipe (docs/layouts.md).")
 @choice_option("--recompute", spec.RECOMPUTES, "Only this recomputation.")
 @click.option("--tokens", type=float, default=None, help="Training: tokens to train on (e.g. 1e12): each layout's days, GPU-hours and FLOPs.")
-@click.option("--price", type=float, default=None, help="Training with --tokens: dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one).")
+@click.option("--price", type=float, default=None, help="Dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one): training with --tokens, or --serve --rate's $/h column.")
 @choice_option("--rank-by", spec.RANK_BY, f"{spec.RANK_BY.described()}.", "time")
 @mtp_option
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Rows of the ranked table.")
@@ -114,7 +114,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
         from reports.serving import plan_capacity_command
 
         plan_capacity_command(cfg, hardware_name, rate, slo_ttft, slo_tpot, requests, prompt or 512, gen, tp,
-                              top, as_json, mla=mla, pp=pp, ray_address=ray_address,
+                              top, as_json, mla=mla, pp=pp, ray_address=ray_address, price=price,
                               cuda_graphs=cuda_graphs or "auto", weight_dtype=weight_dtype,
                               weight_group=weight_group, kv_dtype=kv_dtype,
                               fp8_gemm=fp8_gemm or spec.DEFAULT_FP8_GEMM, time_model=time_model)

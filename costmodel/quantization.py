@@ -164,13 +164,31 @@ def check_shard_groups(fmt: WeightFormat | None, widths: Any, tp: int) -> None:
                               f"{width // tp} or another --tp.")
 
 
+#: Architectures without an FP8 peak where FP8 weights still run, weight-only: vLLM's FP8 Marlin
+#: needs compute capability >= 7.5 (Turing, Ampere; docs.vllm.ai features/quantization/fp8: "FP8
+#: models will run on compute capability >= 7.5 (Turing) as weight-only W8A16, utilizing FP8
+#: Marlin"). Volta (7.0) and CDNA 2 (MI250X: ROCm's FP8 needs MI300) have neither path; a hardware
+#: file with no architecture, or a CPU, is not refused.
+FP8_WEIGHT_ONLY_ARCHITECTURES = ("turing", "ampere")
+FP8_REFUSED_ARCHITECTURES = ("volta", "cdna2")
+
+
 def runs_w8a8(fmt: WeightFormat | None, hardware: Any) -> bool:
     """Whether the GEMMs on weights of this format run W8A8 at the FP8 peak on this hardware (the
     module's docstring): fp8 weights, not asked to run weight-only, on a hardware file with an FP8
-    peak; asked for w8a8 where the file has none: an error."""
-    if fmt is None or fmt.dtype != "fp8" or fmt.gemm == "w8a16":
+    peak; asked for w8a8 where the file has none, or fp8 weights on a GPU that runs neither path
+    (FP8_REFUSED_ARCHITECTURES): an error."""
+    if fmt is None or fmt.dtype != "fp8":
         return False
     has_peak = "fp8" in hardware.flops_per_s
+    architecture = getattr(hardware, "architecture", None)
+    if not has_peak and architecture in FP8_REFUSED_ARCHITECTURES:
+        raise ConfigError(f"hardware {hardware.name}: fp8 weights run W8A8 on an FP8 peak (compute capability >= "
+                          f"8.9) or weight-only with vLLM's FP8 Marlin (>= 7.5: "
+                          f"{', '.join(FP8_WEIGHT_ONLY_ARCHITECTURES)}); {architecture} has neither: use "
+                          f"--weight-dtype none (the --dtype's bytes), int8 or int4.")
+    if fmt.gemm == "w8a16":
+        return False
     if fmt.gemm == "w8a8" and not has_peak:
         raise ConfigError(f"hardware {hardware.name}: no FP8 peak (flops_per_s[\"fp8\"]) for --fp8-gemm w8a8; "
                           "use w8a16 (weight-only) or auto.")

@@ -62,11 +62,11 @@ WEIGHT_DTYPE_DEFAULT = ("Default: the format the checkpoint's quantization_confi
 #: w8a8 has the rule and its sources).
 FP8_GEMMS = Choices({
     "auto": "w8a8 where the hardware file has an FP8 peak (vLLM's rule: compute capability >= 8.9), "
-            "w8a16 where it has none",
+            "w8a16 where it has none (Turing, Ampere; Volta and CDNA 2 run neither: refused)",
     "w8a8": "weights and activations in FP8 at the FP8 peak, each input quantized per tensor first "
             "(vLLM's fp8 on Hopper/Ada: cutlass scaled_mm; TensorRT-LLM's FP8)",
     "w8a16": "weight-only: the weights dequantized in the kernel, the product at the data dtype's peak "
-             "(vLLM's FP8 Marlin on Ampere)",
+             "(vLLM's FP8 Marlin on Turing and Ampere)",
 })
 DEFAULT_FP8_GEMM = "auto"
 #: --kv-dtype: one byte per cached element, plus two fp32 scales per layer (blocks.kv_cache_bytes).

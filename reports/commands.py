@@ -16,7 +16,7 @@ import click
 
 from costmodel.spec import DEFAULT_DTYPE, DEFAULT_HARDWARE, DTYPES, FRAMEWORK_NAMES
 
-from .output import DtypeChoice, ReportInputError
+from .output import DtypeChoice, ReportInputError, dtype_on
 
 
 def require_measure_extra(what: str) -> None:
@@ -132,9 +132,10 @@ def report(model, models, config, out, batch, dtype, no_measure, no_full_size, t
 
         try:
             layout = Layout(**given)
-            load_hardware(hardware_name)
+            hardware = load_hardware(hardware_name)
         except ConfigError as error:
             raise ReportInputError(str(error)) from None
+        dtype = dtype_on(hardware, dtype)  # bf16 on a T4: its fp16 by default, one line when typed
 
     if not no_measure:
         require_measure_extra("report (without --no-measure)")

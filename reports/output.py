@@ -45,6 +45,22 @@ class ReportInputError(click.ClickException):
     exit_code = 2
 
 
+def dtype_on(hardware: Any, dtype: str) -> str:
+    """The dtype a memory-only command (estimate, finetune, report's layout figures) runs with on
+    `hardware`: --dtype as given where the GPU has a peak for it; a dtype it lacks (bf16 on a V100
+    or T4) is one error line when the user gave it and the hardware's default dtype (fp16 there,
+    the same bytes) when it is only the option's default, as simulate, serve and plan take it."""
+    from costmodel.spec import CANONICAL_DTYPE
+
+    canonical = CANONICAL_DTYPE.get(dtype, dtype)
+    if canonical in hardware.flops_per_s or hardware.name == "local":
+        return dtype
+    context = click.get_current_context(silent=True)
+    if context is not None and context.get_parameter_source("dtype") == click.core.ParameterSource.COMMANDLINE:
+        raise ReportInputError(hardware.missing_peak(canonical))
+    return hardware.default_dtype
+
+
 def finite(value: Any, nan: bool = False) -> Any:
     """JSON has no infinity: an unbounded figure (a crossover that never comes) becomes null, and
     with nan=True so does a NaN (a percentile of no requests)."""

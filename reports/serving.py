@@ -16,7 +16,7 @@ from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, DEFAULT_SCHEDULER, DE
                             KV_DTYPES, MLA_FORMS, ROUTERS, SCHEDULERS, SERVE_ATTENTIONS, WEIGHT_DTYPE_CHOICES,
                             WEIGHT_DTYPE_DEFAULT)
 
-from .output import DtypeChoice, ReportInputError, finite
+from .output import DtypeChoice, ReportInputError, atomic_file, check_destination, finite, write_text
 
 
 def _ms(value: float) -> str:
@@ -58,6 +58,7 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
         + (f"; {setup['kv_paging']} ({kv['paged_block_bytes']:,} B per block per GPU)" if setup.get("kv_paging")
            else ""),
         *([note] if (note := weights_note(setup.get("weight_dtype"), setup.get("weight_dtype_source"))) else []),
+        *([fp8_gemm_line(setup)] if setup.get("fp8_gemm_runs") else []),
         *([f"prefix caching: off ({setup['prefix_caching_note']})"] if setup.get("prefix_caching_note")
           else ["prefix caching: on (blocks of a shared prefix computed once, reused while cached)"]
           if setup.get("prefix_caching") else []),
@@ -65,6 +66,18 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
         f"{setup['output']} token{'' if str(setup['output']) == '1' else 's'}",
     ]
     return lines
+
+
+def fp8_gemm_line(setup: dict[str, Any]) -> str:
+    """Which way fp8 weights multiply here (costmodel/quantization.py, runs_w8a8): W8A8 at the FP8
+    peak, or weight-only where the hardware has no FP8 peak (vLLM runs FP8 checkpoints on compute
+    capability >= 7.5 as W8A16 with its FP8 Marlin kernel)."""
+    if setup["fp8_gemm_runs"] == "w8a8":
+        why = f"{setup['hardware']} has an FP8 peak" if setup["fp8_gemm"] == "auto" else "--fp8-gemm w8a8"
+        return f"fp8 GEMMs: w8a8 ({why}): weights and activations in FP8 at the FP8 peak"
+    why = f"{setup['hardware']} has no FP8 peak" if setup["fp8_gemm"] == "auto" else "--fp8-gemm w8a16"
+    return (f"fp8 GEMMs: w8a16 ({why}): weight-only, dequantized in the kernel, the product at the "
+            f"{setup['dtype']} peak (vLLM's FP8 Marlin)")
 
 
 def render_serve(summary: dict[str, Any]) -> str:
@@ -84,8 +97,9 @@ def render_serve(summary: dict[str, Any]) -> str:
         f"{tp['total_tokens_per_s']:,.0f} tokens/s over {summary['duration_s']:.1f} s",
     ]
     if good["slo_ttft_s"] is not None or good["slo_tpot_s"] is not None:
-        lines.append(f"goodput: {good['requests_per_s']:.2f} req/s ({good['fraction_meeting_slo']:.1%} within "
-                     f"TTFT <= {good['slo_ttft_s']} s, TPOT <= {good['slo_tpot_s']} s)")
+        bounds = ", ".join(f"{name} <= {good[key]:g} s" for name, key in (("TTFT", "slo_ttft_s"), ("TPOT", "slo_tpot_s"))
+                           if good[key] is not None)  # only the SLOs given
+        lines.append(f"goodput: {good['requests_per_s']:.2f} req/s ({good['fraction_meeting_slo']:.1%} within {bounds})")
     lines.append(f"KV blocks in use: mean {summary['kv_use']['mean_over_time']:.1%}, max {summary['kv_use']['max']:.1%}; "
                  f"sequences per step: mean {summary['batch']['mean_sequences_over_time']:.1f}, max "
                  f"{summary['batch']['max_sequences']}; {summary['steps']:,} steps; preemptions {summary['preemptions']}")
@@ -211,11 +225,18 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
             chosen = [float(x) for x in rates.split(",")]
         except ValueError:
             raise ReportInputError(f"--rates must be comma-separated numbers, got {rates!r}.") from None
+        tables = [name for name, path in (("--csv", csv_path), ("--steps-csv", steps_csv)) if path]
+        if tables:
+            raise ReportInputError(f"{' and '.join(tables)}: one run's tables, not written with --rates (its rows "
+                                   f"are in --json); give --rate for one run's.")
         rate = chosen[0]
     if concurrency is None and (rate is None) == (trace is None):
         raise ReportInputError("give exactly one of --rate (requests per second), --concurrency N or --trace FILE.")
     if plot_path is not None and not plot_path.endswith((".png", ".svg", ".pdf")):
         raise ReportInputError(f"--plot must name a .png, .svg or .pdf file, got {plot_path!r}.")
+    for path in (csv_path, steps_csv, plot_path):  # every output checked before the run: none half-written
+        if path:
+            check_destination(path)
     pools = None
     if disaggregate is not None:
         try:
@@ -240,16 +261,22 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
     except ConfigError as error:
         raise ReportInputError(str(error)) from None
     if csv_path:
-        run.requests.to_csv(csv_path, index=False)
+        write_text(csv_path, run.requests.to_csv(index=False))
     if steps_csv:
-        run.steps.to_csv(steps_csv, index=False)
+        write_text(steps_csv, run.steps.to_csv(index=False))
     summary = run.summary()
     if plot_path:
         setup = summary["setup"]
         figure = timeline_figure(run.steps, f"{setup['model']} on {setup['tp']} x {setup['hardware']}, "
                                             f"{setup['scheduler']}")
-        figure.savefig(plot_path)
+        save_figure(figure, plot_path)
     click.echo(json.dumps(finite(summary, nan=True), indent=2) if as_json else render_serve(summary))
+
+
+def save_figure(figure: Any, path: str) -> None:
+    """A figure written atomically (reports/output.atomic_file), in the format its suffix names."""
+    with atomic_file(path) as stream:
+        figure.savefig(stream, format=path.rsplit(".", 1)[-1])
 
 
 def _refuse_mla_without_latent(model: str | None, config: str | None) -> None:
@@ -279,7 +306,7 @@ def _latency_vs_rate(model: str, hardware_name: str, rates: list[float], options
     except ConfigError as error:
         raise ReportInputError(str(error)) from None
     if plot_path:
-        latency_figure(rows, f"{model} on {hardware_name}, {options['scheduler']}").savefig(plot_path)
+        save_figure(latency_figure(rows, f"{model} on {hardware_name}, {options['scheduler']}"), plot_path)
     if as_json:
         click.echo(json.dumps(finite(rows, nan=True), indent=2))
         return
@@ -305,7 +332,7 @@ def render_capacity(result: dict[str, Any], top: int = 10) -> str:
              f"{'gpus':>5} {'hardware':<12}{'tp':>3}{'pp':>3}{'replicas':>9}{'seqs':>6}{'tokens':>7}{'p99 TTFT ms':>12}"
              f"{'p99 TPOT ms':>12}{'$/h':>8}"]
     for row in result["feasible"][:top]:
-        price = f"{row['dollars_per_hour']:.0f}" if row["dollars_per_hour"] else "-"
+        price = f"{row['dollars_per_hour']:.2f}" if row["dollars_per_hour"] else "-"
         lines.append(f"{row['gpus']:>5} {row['hardware']:<12}{row['tp']:>3}{row['pp']:>3}{row['replicas']:>9}"
                      f"{row['max_num_seqs']:>6}{row['max_batched_tokens']:>7}{1e3 * row['p99_ttft_s']:>12.0f}"
                      f"{1e3 * row['p99_tpot_s']:>12.1f}{price:>8}")
@@ -319,7 +346,7 @@ def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: 
                           slo_tpot: float | None, requests: int, prompt: str, gen: str, tp: int | None,
                           top: int, as_json: bool, processes: int | None = None, mla: str = "absorbed",
                           pp: int | None = None, ray_address: str | None = None, cuda_graphs: str = "auto",
-                          **formats: Any) -> None:
+                          price: float | None = None, **formats: Any) -> None:
     """`plan --serve --rate`: the search and its table (cli/plan.py's plan delegates here);
     formats: weight_dtype, weight_group, kv_dtype, fp8_gemm, time_model, as serve takes them."""
     from costmodel.hardware import load_hardware
@@ -331,7 +358,7 @@ def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: 
         hardwares = [load_hardware(name.strip()) for name in hardware_names.split(",")]
         result = plan_capacity(cfg, hardwares, Target(rate, slo_ttft, slo_tpot, requests, str(prompt), str(gen)),
                                tps=[tp] if tp else None, pps=[pp] if pp else None, processes=processes, mla=mla,
-                               ray_address=ray_address, cuda_graphs=cuda_graphs, **formats)
+                               ray_address=ray_address, cuda_graphs=cuda_graphs, price=price, **formats)
     except ConfigError as error:
         raise ReportInputError(str(error)) from None
     click.echo(json.dumps(finite(result, nan=True), indent=2) if as_json else render_capacity(result, top))

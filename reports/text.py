@@ -303,7 +303,8 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
         f"  {'of which tp all-reduces':<24}{seconds(token['tp_all_reduce_seconds']):>10}",
         f"  {'pipeline sends':<24}{seconds(token['pp_seconds']):>10}",
         f"Memory of the most loaded rank: weights {binary_bytes(rank['weights'])}, KV cache "
-        f"{binary_bytes(rank['kv_cache'])}, total {binary_bytes(rank['total'])} "
+        f"{binary_bytes(rank['kv_cache'])}, ids and logits {binary_bytes(rank['transient'])}, total "
+        f"{binary_bytes(rank['total'])} "
         f"({'fits' if r['fits'] else 'does NOT fit'} in {binary_bytes(r['memory_capacity'])})",
     ])
 
@@ -338,10 +339,11 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
     if serve:
         rows = ([str(i + 1), f"{e['layout']['tp']} x {e['layout']['pp']} x {e['layout']['dp']}",
                  binary_bytes(e["per_rank"]["weights"]), binary_bytes(e["per_rank"]["kv_cache"]),
+                 binary_bytes(e["per_rank"]["transient"]),
                  binary_bytes(e["per_rank"]["total"]), seconds(e["time_per_output_token"]),
                  seconds(e["tp_all_reduce_seconds"]), rate(e["tokens_per_second"])]
                 for i, e in enumerate(feasible[:top]))
-        out.append(table(["rank", "tp x pp x dp", "weights", "KV cache", "memory", "per token",
+        out.append(table(["rank", "tp x pp x dp", "weights", "KV cache", "ids+logits", "memory", "per token",
                           "all-reduce", "tokens/s"], rows))
         return "\n".join(out)
     rows = []
@@ -483,7 +485,8 @@ def _fit_limits(m: dict[str, Any], hw: dict[str, Any]) -> str:
         return (f"the prefill of this prompt ({binary_bytes(m['bytes_by_phase']['prefill'])}) does not "
                 f"fit in {capacity} at this batch; fits batch <= {m['max_batch']:,}")
     return (f"fits batch <= {m['max_batch']:,} at this context, "
-            + (f"context <= {m['max_context']:,} at this batch" if m["max_context"] != float("inf") else
+            + (f"decoding to a context <= {m['max_context']:,} after this prompt at this batch (the prefill's "
+               f"logits and activations grow with a longer prompt)" if m["max_context"] != float("inf") else
                "decoding any number of tokens at this batch (every layer's sliding window caps its "
                "cache)"))
 

@@ -9,15 +9,28 @@ from .rank import ParallelEstimate
 
 def serving_memory(estimate: ParallelEstimate) -> dict[str, int]:
     """The most loaded rank while serving: its weights (ParallelEstimate.weight_bytes: the dtype's
-    bytes per parameter, quantized shards as stored), its share of the KV cache at the last step
-    (in --kv-dtype's bytes) and the modules' buffers."""
+    bytes per parameter, quantized shards as stored), the modules' buffers, and the larger of the
+    two phases as memory.inference_phases takes them without a layout: the prefill (its KV cache of
+    the prompt, the n tokens' ids on the first stage and their gathered logits on the last) and the
+    last decode step (the KV cache at n + T, in --kv-dtype's bytes, one token's ids and logits).
+    kv_cache is the last step's; transient the ids and logits of the phase that peaks."""
+    prefill = ParallelEstimate(estimate.cfg, estimate.workload, estimate.layout, phase="prefill")
     worst = None
-    for stage in estimate.stages:
+    for stage, prompt_stage in zip(estimate.stages, prefill.stages):
         weights = estimate.weight_bytes(stage)
         kv = estimate.on_stage(stage, "kv_cache")
         buffers = estimate.on_stage(stage, "buffers", per_stage=True)
+        phases = [(held.on_stage(at, "kv_cache"), _ids_and_logits(held, at))
+                  for held, at in ((estimate, stage), (prefill, prompt_stage))]
+        peak_kv, transient = max(phases, key=sum)
         row = {"stage": stage.rank, "weights": weights, "kv_cache": kv, "buffers": buffers,
-               "total": weights + kv + buffers}
+               "transient": transient, "total": weights + buffers + peak_kv + transient}
         if worst is None or row["total"] > worst["total"]:
             worst = row
     return worst
+
+
+def _ids_and_logits(estimate: ParallelEstimate, stage) -> int:
+    """Bytes of a phase's ids passed in (the first stage's) and logits returned, gathered over tp
+    (the last stage's)."""
+    return estimate.on_stage(stage, "inputs") + (estimate.numbers["logits"] if stage.last else 0)

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..checkpoint import inference_weights
 from ..config import ConfigError, show
+from ..quantization import runs_w8a8
 from .. import spec
 from ..spec import MLA_FORMS
 from ..tree import check_weight_scope
@@ -214,6 +215,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
              "weight_dtype_source": weight_source,
              "kv_dtype": kv_dtype, "attention": attention,
              "fp8_gemm": fp8_gemm if weight_dtype == "fp8" else None,
+             "fp8_gemm_runs": (("w8a8" if runs_w8a8(profile.weight_format, hardware) else "w8a16")
+                               if weight_dtype == "fp8" else None),  # what auto chose on this hardware
              "mla": mla if cfg.mla else None,
              "max_model_len": cfg.max_positions}
     if paging is not None and prefix_caching:  # (scheduler_state.py: no prefix shared over the groups' tables)
@@ -295,6 +298,9 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
         check_drawn_lengths(chosen, prompt, output, cfg.max_positions)
     if concurrency is not None and disaggregate is not None:
         raise ConfigError("--concurrency runs aggregated replicas; --disaggregate takes --rate or --trace.")
+    if disaggregate is not None and replicas != 1:
+        raise ConfigError(f"--disaggregate {':'.join(map(str, disaggregate))} replaces --replicas (its P + D replicas "
+                          f"are the deployment); give one of them.")
     replica, step, setup = build_replica(cfg, hw, **replica_options)
     if disaggregate is not None:
         from .disaggregated import run_disaggregated

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..checkpoint import inference_weights
 from ..config import ConfigError, show
+from ..quantization import runs_w8a8
 from .api import build_replica, replica_profile, run_replicas
 from .workload import Lengths, poisson
 
@@ -160,11 +161,29 @@ def tensor_sizes(cfg: Any, hardware: Any) -> list[int]:
             and tensor_split_error(cfg, tp, inference=True) is None]
 
 
+def require_w8a8_somewhere(fmt: Any, hardwares: list[Any]) -> None:
+    """fp8 weights no hardware of the search runs (--fp8-gemm w8a8 without an FP8 peak, or a GPU
+    with neither FP8 path): runs_w8a8's one line, not a table of configurations each refused for
+    the same reason (one of several is left out configuration by configuration, its reason in the
+    JSON)."""
+    errors = []
+    for hardware in hardwares:
+        try:
+            runs_w8a8(fmt, hardware)
+            return
+        except ConfigError as error:
+            errors.append(error)
+    if errors:
+        raise errors[0]
+
+
 def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: str = "vllm",
                   tps: list[int] | None = None, pps: list[int] | None = None, max_num_seqs: list[int] | None = None,
                   max_batched_tokens: list[int] | None = None, processes: int | None = None,
-                  ray_address: str | None = None, **replica_options: Any) -> dict[str, Any]:
-    """Every configuration's fewest replicas meeting the target, ranked by GPUs then $/h; the
+                  ray_address: str | None = None, price: float | None = None,
+                  **replica_options: Any) -> dict[str, Any]:
+    """Every configuration's fewest replicas meeting the target, ranked by GPUs then $/h (price:
+    dollars per GPU-hour of the one hardware searched, else each hardware file's); the
     searches run in a local process pool, or in the Ray cluster at ray_address ("local" starts
     one on this machine; an already initialised Ray is used as it is)."""
     import multiprocessing
@@ -173,8 +192,15 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
     for name, value in (("--rate", target.rate), ("--slo-ttft", target.slo_ttft), ("--slo-tpot", target.slo_tpot)):
         if not (value > 0 and math.isfinite(value)):
             raise ConfigError(f"{name} must be a positive number, got {show(value)}.")
+    if price is not None and not (price > 0 and math.isfinite(price)):
+        raise ConfigError(f"--price must be a positive number of dollars per GPU-hour, got {show(price)}.")
+    if price is not None and len(hardwares) > 1:
+        raise ConfigError("--price is one hardware's dollars per GPU-hour; to compare several, give each hardware "
+                          "file its price_per_gpu_hour.")
     formats = ("weight_dtype", "kv_dtype", "attention", "mla", "fp8_gemm", "weight_group")
-    replica_profile(cfg, scheduler, **{name: replica_options[name] for name in formats if name in replica_options})
+    profile = replica_profile(cfg, scheduler, **{name: replica_options[name] for name in formats
+                                                 if name in replica_options})
+    require_w8a8_somewhere(getattr(profile, "weight_format", None), hardwares)
     seqs_list = max_num_seqs or [64, 128, 256]
     tokens_list = max_batched_tokens or [512, 2048, 8192]
     keys, infeasible = [], []
@@ -204,7 +230,7 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
             results = pool.map(_task, tasks, chunksize=1)
     else:
         results = [_task(task) for task in tasks]
-    prices = {h.name: getattr(h, "price_per_gpu_hour", None) for h in hardwares}
+    prices = {h.name: price if price is not None else getattr(h, "price_per_gpu_hour", None) for h in hardwares}
     feasible = []
     for result in results:
         name, tp, pp, seqs, tokens = result.pop("key")

@@ -51,6 +51,9 @@ class Lengths:
             raise ConfigError(f"length distribution must be one of {', '.join(self.KINDS)}, got {show(self.kind)}.")
         if self.kind == "fixed" and self.mean < 1:
             raise ConfigError(f"a fixed length must be a positive number of tokens, got {self.mean}.")
+        if self.kind == "lognormal" and not (self.mean >= 1 and 0 <= self.sigma < math.inf):
+            raise ConfigError(f"a lognormal length needs a median of at least 1 token and a finite sigma >= 0, "
+                              f"got {self.mean} and {self.sigma}.")
         if self.kind in ("uniform", "lognormal") and not 1 <= self.low <= self.high:
             raise ConfigError(f"a length range must satisfy 1 <= low <= high, got {self.low}..{self.high}.")
         if self.kind == "histogram" and (not self.values or len(self.values) != len(self.weights)
@@ -76,10 +79,13 @@ class Lengths:
                 return cls("lognormal", mean=int(parts[0]), sigma=float(parts[1]), low=bounds[0], high=bounds[1])
             if kind == "histogram":
                 data = json.loads(Path(rest).read_text())
+                if not (isinstance(data, dict) and isinstance(data.get("values"), list)
+                        and isinstance(data.get("weights"), list)):
+                    raise ValueError('a histogram file holds {"values": [tokens, ...], "weights": [w, ...]}')
                 return cls("histogram", values=tuple(int(v) for v in data["values"]),
                            weights=tuple(float(w) for w in data["weights"]))
         except (ValueError, IndexError, KeyError, TypeError, OSError) as error:
-            raise ConfigError(f"cannot read the length distribution {show(text)} ({error}).") from None
+            raise ConfigError(f"cannot read the length distribution {show(text)} ({str(error).rstrip('.')}).") from None
         raise ConfigError(f"length distribution {show(text)}: use N, uniform:LOW:HIGH, "
                           f"lognormal:MEDIAN:SIGMA[:LOW:HIGH] or histogram:FILE.json.")
 
