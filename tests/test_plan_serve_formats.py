@@ -21,7 +21,8 @@ def test_plan_serve_rate_sizes_the_cache_with_the_weight_and_kv_formats() -> Non
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)["feasible"]
     expected = {tokens: build_replica(load_model("llama3-8b"), load_hardware("h100-sxm"), max_batched_tokens=tokens,
-                                      weight_dtype="int4", kv_dtype="fp8")[2]["num_blocks"] for tokens in (512, 2048, 8192)}
+                                      max_num_seqs=64, weight_dtype="int4", kv_dtype="fp8")[2]["num_blocks"] for tokens in (512, 2048, 8192)}
     assert {row["max_batched_tokens"]: row["num_blocks"] for row in rows} == expected
-    plain = build_replica(load_model("llama3-8b"), load_hardware("h100-sxm"), max_batched_tokens=512)[2]["num_blocks"]
+    plain = build_replica(load_model("llama3-8b"), load_hardware("h100-sxm"), max_batched_tokens=512,
+                          max_num_seqs=64)[2]["num_blocks"]
     assert expected[512] > 2 * plain  # fp8 keys and values: twice the blocks, and int4 weights leave more room

@@ -70,8 +70,10 @@ def test_trace_prefix_tokens_and_bad_lines(tmp_path, capsys):
     lines = [{"arrival": 0, "prompt_tokens": 600, "output_tokens": 20, "prefix": "sys", "prefix_tokens": 512}] * 2
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     assert read_trace(path)[1] == Request(1, 0.0, 600, 20, "sys", prefix_tokens=512)
-    on = costmodel.serve("llama3-8b", trace=str(path), max_batched_tokens=600)  # the 2nd waits a step, then hits
-    off = costmodel.serve("llama3-8b", trace=str(path), max_batched_tokens=600, prefix_caching=False)
+    # the 2nd waits a step, then hits
+    on = costmodel.serve("llama3-8b", trace=str(path), max_batched_tokens=600, max_num_seqs=256)
+    off = costmodel.serve("llama3-8b", trace=str(path), max_batched_tokens=600, max_num_seqs=256,
+                          prefix_caching=False)
     assert on.requests["cached_tokens"].tolist() == [0, 512] and off.requests["cached_tokens"].tolist() == [0, 0]
     assert on.requests["ttft_s"][1] < off.requests["ttft_s"][1]
     path.write_text(json.dumps({"arrival": 0, "prompt_tokens": 6, "output_tokens": 2, "prefix": "a",

@@ -178,3 +178,31 @@ def test_serve_checks_every_output_before_writing_any(tmp_path, capsys):
     assert code == 0, err
     assert first.read_text().splitlines()[0].startswith("id,replica,arrival_s,prompt_tokens,output_tokens")
     assert len(first.read_text().splitlines()) == 1 + 3 and (tmp_path / "x.svg").stat().st_size > 0
+
+
+@pytest.mark.parametrize("scheduler", ["vllm", "vllm-v0"])
+def test_a_token_budget_below_the_sequence_cap_is_refused_as_vllm_refuses_it(scheduler, capsys):
+    # vLLM's SchedulerConfig._verify_args (vllm/config/scheduler.py) raises when
+    # max_num_batched_tokens < max_num_seqs; its equal is accepted.
+    args = ["serve", "--model", "gpt2", "--rate", "2", "--requests", "4", "--scheduler", scheduler,
+            "--prompt", "32", "--output", "4", "--max-num-seqs", "64"]
+    code, out, err = run_main(args + ["--max-batched-tokens", "63"], capsys)
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == ["error: --max-batched-tokens (63) must be at least --max-num-seqs (64): vLLM "
+                                        "refuses a token budget below its sequence cap (SchedulerConfig._verify_args, "
+                                        "vllm/config/scheduler.py)."]
+    code, out, err = run_main(args + ["--max-batched-tokens", "64"], capsys)
+    assert code == 0, err
+
+
+def test_plan_serve_lists_a_budget_below_the_sequence_cap_as_not_feasible():
+    from costmodel import load_model
+    from costmodel.hardware import load_hardware
+    from costmodel.serving.capacity import Target, plan_capacity
+
+    target = Target(rate=1, slo_ttft=1.0, slo_tpot=0.05, requests=8, prompt="64", output="8", seed=0)
+    result = plan_capacity(load_model("gpt2"), [load_hardware("h100-sxm")], target, tps=[1], max_num_seqs=[64, 256],
+                           max_batched_tokens=[128], processes=1)
+    assert [(row["max_num_seqs"], row["max_batched_tokens"]) for row in result["feasible"]] == [(64, 128)]
+    assert [(row["max_num_seqs"], "below its sequence cap" in row["reason"]) for row in result["infeasible"]] == [
+        (256, True)]

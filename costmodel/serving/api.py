@@ -172,6 +172,10 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
         raise ConfigError(f"--max-num-seqs must be at least 1, got {max_num_seqs}.")
     if max_batched_tokens < 1:
         raise ConfigError(f"--max-batched-tokens must be at least 1, got {max_batched_tokens}.")
+    if scheduler in ("vllm", "vllm-v0") and max_batched_tokens < max_num_seqs:
+        raise ConfigError(f"--max-batched-tokens ({max_batched_tokens}) must be at least --max-num-seqs "
+                          f"({max_num_seqs}): vLLM refuses a token budget below its sequence cap "
+                          f"(SchedulerConfig._verify_args, vllm/config/scheduler.py).")
     dtype = dtype or hardware.default_dtype
     hardware.require_peak(spec.CANONICAL_DTYPE.get(dtype, dtype))
     if prefix_caching and scheduler != "vllm":
