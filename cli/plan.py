@@ -37,7 +37,8 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
                      "the capacity search's options: add --rate.")
         return
     refuse_typed(ctx, SEARCH_IGNORES, "the capacity search (--serve --rate) does not read them: it searches "
-                 "GPU counts and replicas in the hardware's dtype; `serve` takes them for one deployment.")
+                 "GPU counts and replicas in the hardware's dtype (`serve` takes --dtype and --attention "
+                 "for one deployment; --tokens prices a training run).")
 
 
 @click.command()
