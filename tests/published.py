@@ -208,10 +208,10 @@ GPT_OSS_CARD = {
 #   buffer here; the stored rotary inv_freq, 3,416), to the element.
 # - Qwen/Qwen2.5-0.5B as a public model-information report quotes its config.json (find_string
 #   '/nfs/ofs-llm-ssd/models/opensource/'), whose sum of the checkpoint's safetensors, 494,032,768,
-#   is the class's count. The same reports quote Qwen/QwQ-32B's config.json (qwen2.5-32b's
-#   architecture, vocabulary and 131,072-token context; eos 151645 and sliding_window 32768, unused
-#   with use_sliding_window false; safetensors 32,763,876,352 = qwen2.5-32b's count) and
-#   Qwen/Qwen2.5-3B-Instruct's (qwen2.5-3b's, 32,768 tokens; safetensors 3,085,938,688): aliases.
+#   is the class's count. The same reports quote Qwen/Qwen2.5-3B-Instruct's config.json (qwen2.5-3b's,
+#   32,768 tokens; safetensors 3,085,938,688): an alias. Qwen/QwQ-32B is not one: its config.json as
+#   released had qwen2.5-32b's 131,072-token context, but the Hub's file now says 40,960 (QwenLM/QwQ
+#   issue #26, 2025-05-13), so which context it stands for depends on the download date.
 #   Each preset's "_source" says where its values come from.
 # The counts are the classes' (LlamaForCausalLM, Qwen3/Qwen3Moe/Qwen2, Gemma3ForCausalLM,
 # MistralForCausalLM, Phi3ForCausalLM, DeepseekV2/V3ForCausalLM) built from those dicts under

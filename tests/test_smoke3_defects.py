@@ -189,8 +189,8 @@ def test_a_token_budget_below_the_sequence_cap_is_refused_as_vllm_refuses_it(sch
     code, out, err = run_main(args + ["--max-batched-tokens", "63"], capsys)
     assert code == 2 and out == ""
     assert err.strip().splitlines() == ["error: --max-batched-tokens (63) must be at least --max-num-seqs (64): vLLM "
-                                        "refuses a token budget below its sequence cap (SchedulerConfig._verify_args, "
-                                        "vllm/config/scheduler.py)."]
+                                        "refuses a token budget below its sequence cap (SchedulerConfig._verify_args: "
+                                        "vllm/config.py in v0, vllm/config/scheduler.py in v1)."]
     code, out, err = run_main(args + ["--max-batched-tokens", "64"], capsys)
     assert code == 0, err
 
@@ -206,3 +206,16 @@ def test_plan_serve_lists_a_budget_below_the_sequence_cap_as_not_feasible():
     assert [(row["max_num_seqs"], row["max_batched_tokens"]) for row in result["feasible"]] == [(64, 128)]
     assert [(row["max_num_seqs"], "below its sequence cap" in row["reason"]) for row in result["infeasible"]] == [
         (256, True)]
+
+
+@pytest.mark.parametrize("option", ["100000000000000000000000", "uniform:1:100000000000000000000000",
+                                    "lognormal:5:1:1:100000000000000000000", "histogram"])
+def test_a_length_past_int64_is_one_line_not_an_overflow(option, tmp_path, capsys):
+    if option == "histogram":
+        path = tmp_path / "h.json"
+        path.write_text('{"values": [1e30], "weights": [1]}')
+        option = f"histogram:{path}"
+    code, out, err = run_main(["serve", "--model", "gpt2", "--rate", "1", "--requests", "3", "--prompt", option],
+                              capsys)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "past any model's context; at most 2**40 here" in err

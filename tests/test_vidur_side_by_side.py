@@ -84,7 +84,9 @@ def test_vidurs_command_carries_the_budgets(tmp_path):
     assert flags["--vllm_scheduler_config_batch_size_cap"] == str(side.MAX_NUM_SEQS) == "128"
     assert flags["--vllm_scheduler_config_max_tokens_in_batch"] == "4096"
     assert flags["--cache_config_block_size"] == "16"
-    assert flags["--replica_config_gpu_memory_utilization"] == "0.9"
+    assert flags["--cache_config_memory_margin_fraction"] == "0.1"  # Vidur plans with 1 - margin of the memory
+    assert "--replica_config_gpu_memory_utilization" not in flags  # which only its profilers read
+    assert flags["--trace_request_generator_config_max_tokens"] == "4096"
     assert flags["--random_forrest_execution_time_predictor_config_model_profiling_dataset"] == "local/c"
 
 

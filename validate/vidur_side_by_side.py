@@ -172,13 +172,15 @@ def write_traces(requests: list, jsonl: Path, vidur_csv: Path) -> None:
 
 
 def vidur_command(python: str, case: Case, scheduler: str, trace_csv: Path, repos: tuple[str, str],
-                  cache_dir: Path, out_dir: Path) -> list[str]:
+                  cache_dir: Path, out_dir: Path, max_tokens: int = 4096) -> list[str]:
     """Vidur's command line for one run (flag names from `python -m vidur.main --help`, 0.0.26)."""
     predictor = "--random_forrest_execution_time_predictor_config_"
     args = {"--replica_config_model_name": case.vidur_model, "--replica_config_device": case.vidur_device,
             "--replica_config_network_device": case.vidur_network,
             "--replica_config_tensor_parallel_size": case.tp, "--replica_config_num_pipeline_stages": 1,
-            "--replica_config_gpu_memory_utilization": GPU_MEMORY_UTILIZATION,
+            # Vidur 0.0.26 plans its cache with total memory x (1 - memory_margin_fraction)
+            # (vidur/utils/memory_planner.py); its gpu_memory_utilization is read by the profilers only
+            "--cache_config_memory_margin_fraction": round(1 - GPU_MEMORY_UTILIZATION, 6),
             "--cache_config_block_size": BLOCK_SIZE, "--cluster_config_num_replicas": 1,
             "--replica_scheduler_config_type": scheduler,
             "--request_generator_config_type": "trace_replay",
@@ -187,6 +189,8 @@ def vidur_command(python: str, case: Case, scheduler: str, trace_csv: Path, repo
             "--trace_request_generator_config_prefill_scale_factor": 1,
             "--trace_request_generator_config_decode_scale_factor": 1,
             "--trace_request_generator_config_time_scale_factor": 1,
+            # the replay clips a prompt so that prompt + output <= max_tokens (4,096 by default)
+            "--trace_request_generator_config_max_tokens": max_tokens,
             "--execution_time_predictor_config_type": "random_forrest",
             predictor + "model_profiling_dataset": repos[0], predictor + "network_profiling_dataset": repos[1],
             predictor + "cache_dir": cache_dir, predictor + "num_training_job_threads": 2,
@@ -279,7 +283,9 @@ def run_one(args, case_name: str, scheduler: str, rate: float, files: list[dict]
     cache = work / "vidur_cache"
     repos = write_hf_cache(cache, case, files)
     out_dir = work / f"vidur_{case_name}_{scheduler}_{rate:g}"
-    command = vidur_command(args.vidur_python, case, scheduler, trace_csv, repos, cache, out_dir)
+    longest = max(r.prompt_tokens + r.output_tokens for r in requests)  # so that the replay clips nothing
+    command = vidur_command(args.vidur_python, case, scheduler, trace_csv, repos, cache, out_dir,
+                            max_tokens=max(4096, longest))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=work)

@@ -175,7 +175,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     if scheduler in ("vllm", "vllm-v0") and max_batched_tokens < max_num_seqs:
         raise ConfigError(f"--max-batched-tokens ({max_batched_tokens}) must be at least --max-num-seqs "
                           f"({max_num_seqs}): vLLM refuses a token budget below its sequence cap "
-                          f"(SchedulerConfig._verify_args, vllm/config/scheduler.py).")
+                          f"(SchedulerConfig._verify_args: vllm/config.py in v0, vllm/config/scheduler.py in v1).")
     dtype = dtype or hardware.default_dtype
     hardware.require_peak(spec.CANONICAL_DTYPE.get(dtype, dtype))
     if prefix_caching and scheduler != "vllm":

@@ -12,6 +12,9 @@ from typing import Any
 
 from ..config import ConfigError, show
 
+#: The longest length a distribution may give: past any model's context, and well inside int64.
+MAX_TOKENS = 1 << 40
+
 
 @dataclass(frozen=True)
 class Request:
@@ -56,6 +59,10 @@ class Lengths:
                               f"got {self.mean} and {self.sigma}.")
         if self.kind in ("uniform", "lognormal") and not 1 <= self.low <= self.high:
             raise ConfigError(f"a length range must satisfy 1 <= low <= high, got {self.low}..{self.high}.")
+        largest = max(self.values, default=0) if self.kind == "histogram" else max(self.mean, self.high
+                                                                                   if self.kind != "fixed" else 0)
+        if largest > MAX_TOKENS:
+            raise ConfigError(f"a length of {largest} tokens is past any model's context; at most 2**40 here.")
         if self.kind == "histogram" and (not self.values or len(self.values) != len(self.weights)
                                          or min(self.values) < 1 or min(self.weights) < 0
                                          or not sum(self.weights) > 0):
