@@ -54,9 +54,12 @@ def _expressions(cfg: ModelConfig, phase: str, attention: str, kv_cache: str, ml
     import sympy as sp
 
     from . import symbols as S
-    from .tree import CostModel, profile_for
+    from .tree import CostModel, generate_logits_to_keep, profile_for
 
-    profile = profile_for(cfg, Workload(attention=attention, mla=mla), dropout=False, kv_cache=kv_cache)
+    workload = Workload(attention=attention, mla=mla)
+    # an uncached step of HF generate (a rerun) computes the last position's logits only
+    profile = profile_for(cfg, workload, dropout=False, kv_cache=kv_cache,
+                          logits_to_keep=generate_logits_to_keep(cfg, workload.impl))
     if phase == "decode":
         model = CostModel(cfg, profile, phase="decode")
         leaves, context = model.leaves, {S.n: sp.Integer(1)}

@@ -450,6 +450,8 @@ class TreeBuilder:
         cfg = self.cfg
         at = _Place("head", "head", stack)
         tokens = S.b * seq
+        if self.phase == "prefill" and self.profile.logits_to_keep:  # generate's: the last positions
+            tokens = S.b * self.profile.logits_to_keep
         if cfg.head == "pooler":
             leaves = [at.leaf("pooler", B.Pooler())]
         elif cfg.head == "lm":

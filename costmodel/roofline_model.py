@@ -34,7 +34,7 @@ from .hardware import Efficiency, Hardware, kernel_times
 from .memory import inference_phases
 from .leaves import Leaf
 from .quantization import blended_peak, runs_w8a8, w8a8_leaf_adjustment, w8a8_peak
-from .tree import CostModel, model_values, profile_for
+from .tree import CostModel, generate_logits_to_keep, model_values, profile_for
 
 KERNEL_QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")  # per block
 
@@ -112,7 +112,9 @@ class Roofline:
         self.workload = Workload(attention=attention, dtype=self.dtype, mla=mla, **(quantization or {}))
         # Quantized weights or KV cache change the bytes the closed-form sums do not model.
         self.quantized = any(v is not None for v in (quantization or {}).values())
-        profile = profile_for(cfg, self.workload, dropout=False, kv_cache=kv_cache)
+        # HF generate: its prefill (and an uncached rerun) computes the last position's logits only.
+        profile = profile_for(cfg, self.workload, dropout=False, kv_cache=kv_cache,
+                              logits_to_keep=generate_logits_to_keep(cfg, self.workload.impl))
         # FP8 weights on FP8 tensor cores (quantization.runs_w8a8): the quantized projections at
         # the FP8 peak, their inputs read in one byte after a quantization pass (w8a8_leaf_bytes).
         self.w8a8 = runs_w8a8(profile.weight_format, hardware)

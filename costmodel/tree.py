@@ -48,8 +48,18 @@ def profile_for(cfg: ModelConfig, workload: Workload | None = None, **changes) -
         kv_cache=workload.kv_cache,
         mla=workload.mla,
         weight_format=workload.weight_format,
+        logits_to_keep=workload.logits_to_keep,
     )
     return dataclasses.replace(profile, **changes)
+
+
+def generate_logits_to_keep(cfg: ModelConfig, impl: str) -> int:
+    """The positions whose logits generate's prefill computes (Profile.logits_to_keep). transformers
+    5.24's generate passes logits_to_keep=1 where the model's forward takes it: every causal LM
+    class this project maps does (costmodel/hf.py ARCHITECTURE_TYPES), T5ForConditionalGeneration
+    does not (its decoder prefill is the start token anyway). The reference model's decoding
+    (validate/decoding.py) runs its head on every position and slices the last after: 0."""
+    return int(impl == "hf" and cfg.architecture == "decoder" and cfg.head == "lm")
 
 
 def check_weight_scope(cfg: ModelConfig, fmt) -> None:

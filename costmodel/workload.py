@@ -78,6 +78,9 @@ class Workload:
     # How GEMMs on fp8 weights multiply (spec.FP8_GEMMS): auto (W8A8 where the hardware has an FP8
     # peak), w8a8 or w8a16 (weight-only); quantization.runs_w8a8.
     fp8_gemm: str = spec.DEFAULT_FP8_GEMM
+    # The positions whose logits the prefill computes (Profile.logits_to_keep): 0 all (a plain
+    # forward, estimate's); 1 Hugging Face generate's prefill (tree.generate_logits_to_keep).
+    logits_to_keep: int = 0
     # How a decode step appends to the KV cache (KV_CACHES): dynamic (torch.cat copies the cache,
     # Hugging Face's DynamicCache) or static (preallocated, written in place).
     kv_cache: str = spec.DEFAULT_KV_CACHE
@@ -178,6 +181,8 @@ class Workload:
             options["kv_cache"] = self.kv_cache
         if self.mla != "naive":  # (naive keeps the keys compiled before the option existed)
             options["mla"] = self.mla
+        if self.logits_to_keep:
+            options["logits_to_keep"] = self.logits_to_keep
         return options
 
     def dimensions(self, cfg: Any) -> dict[str, int]:

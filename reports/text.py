@@ -486,7 +486,7 @@ def _fit_limits(m: dict[str, Any], hw: dict[str, Any]) -> str:
                 f"fit in {capacity} at this batch; fits batch <= {m['max_batch']:,}")
     return (f"fits batch <= {m['max_batch']:,} at this context, "
             + (f"decoding to a context <= {m['max_context']:,} after this prompt at this batch (the prefill's "
-               f"logits and activations grow with a longer prompt)" if m["max_context"] != float("inf") else
+               f"ids and KV cache grow with a longer prompt)" if m["max_context"] != float("inf") else
                "decoding any number of tokens at this batch (every layer's sliding window caps its "
                "cache)"))
 

@@ -79,23 +79,28 @@ def test_gpus_alone_means_data_parallel(capsys):
     assert training["gpus"] == 8
     assert training["memory"] == ParallelEstimate(cfg, Workload(seq_len=2048), Layout(dp=8)).per_rank["total"]
     # The text said "Inference on 8 h100-sxm GPUs: 1.90 GiB per GPU" with no word that inference,
-    # unlike training, is split tensor parallel (a user's --dp 8 gives 15.70 GiB, estimate's one-GPU
-    # total): each line says it.
+    # unlike training, is split tensor parallel (a user's --dp 8 gives a whole copy per GPU, 15.21
+    # GiB): each line says it.
     assert cli.main(["estimate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8"]) == 0
     out = capsys.readouterr().out
     assert "Training on 8 h100-sxm GPUs (data parallel): 157.70 GiB per GPU does NOT fit" in out
-    # 2.39 GiB: a rank's 1.87 GiB of weights, the prompt's cache and the prefill's logits gathered
-    # on each rank, 2048 x 128256 x 2 B = 0.49 GiB (as estimate's one-GPU inference total holds them).
-    assert "Inference on 8 h100-sxm GPUs (tensor parallel): 2.39 GiB per GPU fits" in out
+    # 1.90 GiB: a serving rank's 1.87 GiB of weights, its share of the cache, 2048 x 128 KiB / 8 =
+    # 32 MiB, and one position's logits gathered on each rank, 128256 x 2 B = 250.5 KiB: a rank
+    # serves with generate, whose prefill keeps the last position's logits only (before: all 2048
+    # positions', 2048 x 128256 x 2 B = 0.49 GiB, gave 2.39 GiB, as estimate's one-GPU total holds them).
+    assert "Inference on 8 h100-sxm GPUs (tensor parallel): 1.90 GiB per GPU fits" in out
     assert cli.main(["estimate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--dp", "8"]) == 0
     assert "Inference on 8 h100-sxm GPUs: " in capsys.readouterr().out  # a layout given: no split to name
     # --gpus 3: tp 3 cannot split 32 heads; training (dp 3) used to be lost with the inference line's
-    # layout error (exit 2). Inference now serves a whole copy on each GPU: dp 8's 15.70 GiB above.
+    # layout error (exit 2). Inference now serves a whole copy on each GPU: a serving rank under
+    # generate, 15.21 GiB (weights 14.96 GiB and the cache of 2048 tokens, 0.25 GiB, beside one
+    # token's ids and logits: the last decode step peaks), not estimate's one-GPU plain forward,
+    # 15.70 GiB with all 2048 positions' logits (2048 x 128256 x 2 B = 0.49 GiB).
     assert cli.main(["estimate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "3"]) == 0
     out = capsys.readouterr().out
     assert "Training on 3 h100-sxm GPUs (data parallel): " in out
     assert ("Inference on 3 h100-sxm GPUs (a whole copy on each; tp = 3 does not divide the query heads (32) of "
-            "model 'llama3-8b'): 15.70 GiB per GPU fits") in out
+            "model 'llama3-8b'): 15.21 GiB per GPU fits") in out
 
 
 def test_an_encoder_on_several_gpus_is_served_whole_on_each(capsys):

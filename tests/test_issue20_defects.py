@@ -66,10 +66,12 @@ def test_serving_with_a_layout_says_whether_it_fits(capsys):
     assert data["memory_capacity"] == usable
     assert data["fits"] is (data["per_rank"]["total"] <= usable) is False
     _, out, _ = run(args, capsys)
-    # The larger phase is the prefill (as without a layout, memory.inference_phases): weights 64.24
-    # GiB, the prompt's KV cache (2048 of the 2176 tokens: 20.00 GiB) and the gathered logits,
-    # 64 x 2048 x 32000 x 2 B = 7.81 GiB, beside 512 KiB of ids.
-    assert "KV cache 21.25 GiB, ids and logits 7.81 GiB, total 92.05 GiB (does NOT fit in 71.50 GiB)" in out
+    # The larger phase is the last decode step: weights 64.24 GiB, the KV cache of 2176 tokens
+    # (21.25 GiB) and one token's ids and gathered logits, 64 x 8 B + 64 x 32000 x 2 B = 3.91 MiB.
+    # The prefill is generate's (logits of the last position only, 3.91 MiB beside 1 MiB of ids,
+    # and 20.00 GiB of the prompt's cache): smaller. (Before, its logits over all 2048 positions,
+    # 64 x 2048 x 32000 x 2 B = 7.81 GiB, made it peak at 92.05 GiB.)
+    assert "KV cache 21.25 GiB, ids and logits 3.91 MiB, total 85.49 GiB (does NOT fit in 71.50 GiB)" in out
     data = run_json(["simulate", "--model", "llama2-13b", "--hardware", "h100-sxm", "--tp", "2", "--batch", "64"],
                     capsys)
     assert data["fits"] is True
@@ -332,10 +334,12 @@ def test_gpt2_names_its_loss():
 def test_serving_plan_with_nothing_feasible_says_what_would_fit(capsys):
     code, out, _ = run(["plan", "--model", "llama3-70b", "--gpus", "1", "--serve", "--hardware", "h100-sxm"], capsys)
     assert code == 1
-    # estimate's inference total of the same workload: the prefill peaks, its 32 x 2048 x 128256 x 2 B
-    # = 15.66 GiB of logits beside the prompt's 20.00 GiB of cache and 131.42 GiB of weights.
-    assert "The leanest layout (tp 1 x pp 1 x dp 1) needs 167.07 GiB per GPU" in out
-    # Serving uses 71.50 GiB of an H100 (90% less the reserve): half of 167.07 GiB does not fit.
+    # The serving rank's memory: the last decode step peaks, 131.42 GiB of weights and the KV cache
+    # of 2048 + 256 tokens, 32 x 2304 x 80 layers x 2 x 8 heads x 128 x 2 B = 22.50 GiB. generate's
+    # prefill keeps the last position's logits only (32 x 128256 x 2 B = 7.83 MiB); before, all
+    # 2048 positions' (15.66 GiB) made the prefill peak at 167.07 GiB.
+    assert "The leanest layout (tp 1 x pp 1 x dp 1) needs 153.92 GiB per GPU" in out
+    # Serving uses 71.50 GiB of an H100 (90% less the reserve): half of 153.92 GiB does not fit.
     assert "On 4 GPUs it fits: tp 4 x pp 1 x dp 1" in out
 
 

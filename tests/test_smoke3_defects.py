@@ -61,29 +61,39 @@ def test_report_on_a_t4_takes_its_fp16_or_refuses_a_typed_bf16(tmp_path, capsys)
 
 
 @pytest.mark.parametrize("name, prompt, gen", [
-    ("llama-3-8b", 2048, 128),   # the prefill peaks: its logits outweigh 128 more tokens of cache
+    ("llama-3-8b", 2048, 128),   # the last decode step peaks (generate's prefill: one position's logits)
     ("llama-3-8b", 16, 1000),    # the last decode step peaks
     ("gemma2-9b", 5000, 100),    # sliding windows, soft-capped logits
     ("gpt2", 512, 128),          # tied embedding, learned positions
 ])
 def test_a_one_gpu_layout_holds_what_inference_without_one_holds(name, prompt, gen):
-    # simulate --tp 2 left out the prefill's [b, n, vocab] logits that the no-layout total holds
-    # (15.21 vs 15.70 GiB for llama-3-8b at 2048 + 128): at tp 1 the two are now the same bytes.
+    # simulate --tp 2 left out the prefill's logits that the no-layout total holds: at tp 1 the two
+    # are now the same bytes. Both take the prefill as Hugging Face generate's (the last position's
+    # logits: tree.generate_logits_to_keep); estimate's plain forward holds (n - 1) x V more where
+    # its prefill peaks.
+    from costmodel.evaluate import exact, values
+    from costmodel.memory import inference_bytes
+    from costmodel.tree import generate_logits_to_keep, profile_for
+
     cfg = load_preset(name)
     workload = Workload(seq_len=prompt, gen_tokens=gen, batch=3, dtype="bf16", precision="pure")
     rank = serving_memory(ParallelEstimate(cfg, workload, Layout(tp=1, framework="deepspeed"), phase="decode"))
-    assert rank["total"] == Estimate(cfg, workload).memory_numbers()["inference_total"]
+    generate = profile_for(cfg, workload, logits_to_keep=generate_logits_to_keep(cfg, "hf"))
+    assert rank["total"] == exact(inference_bytes(cfg, generate), values(cfg, workload))
+    assert rank["total"] <= Estimate(cfg, workload).memory_numbers()["inference_total"]
 
 
 def test_tensor_parallel_ranks_each_hold_the_gathered_logits():
-    # Llama-3-8B, batch 1, prompt 2048: the prefill's logits gathered over tp 2 on each rank,
-    # 2048 x 128256 x 2 B = 525,336,576 B, with the 2048 int64 ids (16,384 B).
+    # Llama-3-8B, batch 1, prompt 2048 + 128: the logits gathered over tp 2 on each rank, all V of
+    # them: generate's prefill returns the last position's, 128256 x 2 B, beside 2048 int64 ids
+    # (16,384 B) and the prompt's cache; the last decode step's one token (8 B) and its logits
+    # beside the cache of 2176 tokens peaks. (Before: the prefill's 2048 x 128256 x 2 B peaked.)
     cfg = load_preset("llama-3-8b")
     workload = Workload(seq_len=2048, gen_tokens=128, batch=1, dtype="bf16", precision="pure")
     rank = serving_memory(ParallelEstimate(cfg, workload, Layout(tp=2, framework="deepspeed"), phase="decode"))
-    assert rank["transient"] == 2048 * 128256 * 2 + 2048 * 8
-    prompt_cache = 2048 * 32 * 2 * (8 // 2) * 128 * 2  # tokens x layers x (K, V) x KV heads per rank x head dim x 2 B
-    assert rank["total"] == rank["weights"] + rank["buffers"] + prompt_cache + rank["transient"]
+    assert rank["transient"] == 128256 * 2 + 8
+    cache = 2176 * 32 * 2 * (8 // 2) * 128 * 2  # tokens x layers x (K, V) x KV heads per rank x head dim x 2 B
+    assert rank["total"] == rank["weights"] + rank["buffers"] + cache + rank["transient"]
 
 
 @pytest.mark.parametrize("prompt, says", [

@@ -105,6 +105,13 @@ class Profile:
     # slots that the ep ranks' tokens route to them, so it reads the experts of its own share
     # that ep times its tokens touch (blocks/ffn.py Experts.cost).
     expert_parallel: int = 1
+    # Hugging Face generate's prefill (transformers 5.24 GenerationMixin.generate sets
+    # model_kwargs["logits_to_keep"] = 1 where the model's forward accepts it): the LM head, and
+    # the logit scaling and soft-capping after it, run on the last logits_to_keep positions of each
+    # sequence and return [b, logits_to_keep, V] logits; the final norm still runs on all n
+    # (`self.lm_head(hidden_states[:, slice_indices, :])`). 0: every position (a plain forward).
+    # tree.generate_logits_to_keep says which models generate that way.
+    logits_to_keep: int = 0
 
     @cached_property
     def facts(self) -> Facts:

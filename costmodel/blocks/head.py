@@ -13,7 +13,8 @@ from .base import Block, Cost, Profile, Tensor, linear_bytes, linear_flops, make
 
 @dataclass(frozen=True)
 class LMHead(Block):
-    """Logits over the vocabulary for every position: d -> V (weight tied or its own)."""
+    """Logits over the vocabulary for its tokens (every position, or the last of each sequence in
+    generate's prefill: Profile.logits_to_keep): d -> V (weight tied or its own)."""
 
     tokens: Expr
     owns_weight: bool

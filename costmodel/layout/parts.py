@@ -192,7 +192,9 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     exprs["step_traffic"] = per_param.step_traffic  # bytes a fused optimizer moves per parameter
     tokens = S.b * (1 if phase == "decode" else S.n)
     exprs["boundary"] = S.e * tokens * S.d  # one sublayer's input or output, every token
-    exprs["logits"] = S.e * tokens * S.tp * sp.ceiling(S.V / S.tp)
+    # the positions whose logits the phase returns: generate's prefill keeps the last ones only
+    kept = S.b * profile.logits_to_keep if phase == "prefill" and profile.logits_to_keep else tokens
+    exprs["logits"] = S.e * kept * S.tp * sp.ceiling(S.V / S.tp)
     exprs["loss_reduction"] = 3 * 4 * S.b * S.n  # fp32 max, sum of exponentials, target logit
     exprs["embedding_table"] = sp.ceiling(S.V / S.tp) * S.d
     structure["tied"] = bool(cfg.tie_embeddings and cfg.head == "lm")

@@ -4,6 +4,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+from ..tree import generate_logits_to_keep
 from .rank import ParallelEstimate
 
 
@@ -11,10 +14,13 @@ def serving_memory(estimate: ParallelEstimate) -> dict[str, int]:
     """The most loaded rank while serving: its weights (ParallelEstimate.weight_bytes: the dtype's
     bytes per parameter, quantized shards as stored), the modules' buffers, and the larger of the
     two phases as memory.inference_phases takes them without a layout: the prefill (its KV cache of
-    the prompt, the n tokens' ids on the first stage and their gathered logits on the last) and the
+    the prompt, the n tokens' ids on the first stage and the gathered logits on the last) and the
     last decode step (the KV cache at n + T, in --kv-dtype's bytes, one token's ids and logits).
-    kv_cache is the last step's; transient the ids and logits of the phase that peaks."""
-    prefill = ParallelEstimate(estimate.cfg, estimate.workload, estimate.layout, phase="prefill")
+    kv_cache is the last step's; transient the ids and logits of the phase that peaks. The prefill
+    is Hugging Face generate's: the last position's logits only (tree.generate_logits_to_keep)."""
+    cfg, workload = estimate.cfg, estimate.workload
+    generate = dataclasses.replace(workload, logits_to_keep=generate_logits_to_keep(cfg, workload.impl))
+    prefill = ParallelEstimate(cfg, generate, estimate.layout, phase="prefill")
     worst = None
     for stage, prompt_stage in zip(estimate.stages, prefill.stages):
         weights = estimate.weight_bytes(stage)
