@@ -11,6 +11,7 @@ from tests.cli_run import run_main
 
 # gpt-oss-20b under vllm: one full and one sliding table of window 128, blocks of 16 tokens
 SERVE_509 = ["serve", "--model", "gpt-oss-20b", "--prompt", "509", "--output", "1", "--max-batched-tokens", "250",
+             "--max-num-seqs", "250",
              "--requests", "1", "--rate", "1"]
 
 
