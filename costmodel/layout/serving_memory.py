@@ -16,7 +16,8 @@ def serving_memory(estimate: ParallelEstimate) -> dict[str, int]:
     two phases as memory.inference_phases takes them without a layout: the prefill (its KV cache of
     the prompt, the n tokens' ids on the first stage and the gathered logits on the last) and the
     last decode step (the KV cache at n + T, in --kv-dtype's bytes, one token's ids and logits).
-    kv_cache is the last step's; transient the ids and logits of the phase that peaks. The prefill
+    kv_cache and transient (its ids and logits) are those of the phase that peaks, so the row's parts
+    add up to its total (the last decode step's cache unless the prefill peaks). The prefill
     is Hugging Face generate's: the last position's logits only (tree.generate_logits_to_keep)."""
     cfg, workload = estimate.cfg, estimate.workload
     generate = dataclasses.replace(workload, logits_to_keep=generate_logits_to_keep(cfg, workload.impl))
@@ -24,12 +25,11 @@ def serving_memory(estimate: ParallelEstimate) -> dict[str, int]:
     worst = None
     for stage, prompt_stage in zip(estimate.stages, prefill.stages):
         weights = estimate.weight_bytes(stage)
-        kv = estimate.on_stage(stage, "kv_cache")
         buffers = estimate.on_stage(stage, "buffers", per_stage=True)
         phases = [(held.on_stage(at, "kv_cache"), _ids_and_logits(held, at))
                   for held, at in ((estimate, stage), (prefill, prompt_stage))]
         peak_kv, transient = max(phases, key=sum)
-        row = {"stage": stage.rank, "weights": weights, "kv_cache": kv, "buffers": buffers,
+        row = {"stage": stage.rank, "weights": weights, "kv_cache": peak_kv, "buffers": buffers,
                "transient": transient, "total": weights + buffers + peak_kv + transient}
         if worst is None or row["total"] > worst["total"]:
             worst = row
