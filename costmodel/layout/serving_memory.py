@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..tree import generate_logits_to_keep
 from .rank import ParallelEstimate
 
 
@@ -19,6 +18,8 @@ def serving_memory(estimate: ParallelEstimate) -> dict[str, int]:
     kv_cache and transient (its ids and logits) are those of the phase that peaks, so the row's parts
     add up to its total (the last decode step's cache unless the prefill peaks). The prefill
     is Hugging Face generate's: the last position's logits only (tree.generate_logits_to_keep)."""
+    from ..tree import generate_logits_to_keep  # here: a warm training plan never imports the tree
+
     cfg, workload = estimate.cfg, estimate.workload
     generate = dataclasses.replace(workload, logits_to_keep=generate_logits_to_keep(cfg, workload.impl))
     prefill = ParallelEstimate(cfg, generate, estimate.layout, phase="prefill")
