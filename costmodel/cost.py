@@ -11,16 +11,17 @@ costmodel/layout/time.py), no formulas of its own.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from .config import ConfigError
+from .config import ConfigError, show
 from .spec import RANK_BY as RANKINGS
 
 
 def check_price(price: float | None) -> None:
-    """A price per GPU-hour must be a positive number of dollars."""
-    if price is not None and not price > 0:
-        raise ConfigError(f"--price must be a positive number of dollars per GPU-hour, got {price}.")
+    """A price per GPU-hour must be a positive, finite number of dollars."""
+    if price is not None and not (price > 0 and math.isfinite(price)):
+        raise ConfigError(f"--price must be a positive number of dollars per GPU-hour, got {show(price)}.")
 
 
 def check_price_has_tokens(tokens: float | None, price: float | None) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..checkpoint import inference_weights
 from ..config import ConfigError, show
+from ..cost import check_price
 from ..quantization import runs_w8a8
 from .api import build_replica, replica_profile, run_replicas
 from .workload import Lengths, poisson
@@ -192,8 +193,7 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
     for name, value in (("--rate", target.rate), ("--slo-ttft", target.slo_ttft), ("--slo-tpot", target.slo_tpot)):
         if not (value > 0 and math.isfinite(value)):
             raise ConfigError(f"{name} must be a positive number, got {show(value)}.")
-    if price is not None and not (price > 0 and math.isfinite(price)):
-        raise ConfigError(f"--price must be a positive number of dollars per GPU-hour, got {show(price)}.")
+    check_price(price)
     if price is not None and len(hardwares) > 1:
         raise ConfigError("--price is one hardware's dollars per GPU-hour; to compare several, give each hardware "
                           "file its price_per_gpu_hour.")
