@@ -80,7 +80,7 @@ def progress(message: str) -> None:
 
 def check_destination(path: str | Path) -> Path:
     """The folder a file will be written to, after the checks atomic_file makes (the path is not
-    a folder, its folder exists): a command calls it for every output before its work, so a bad
+    a folder, its folder exists and can be written): a command calls it for every output before its work, so a bad
     second path fails before the first file is written. Returns the folder."""
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
@@ -88,7 +88,20 @@ def check_destination(path: str | Path) -> Path:
         raise ReportInputError(f"{path}: is a directory; give a file name.")
     if not directory.is_dir():
         raise ReportInputError(f"{directory}: no such directory.")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ReportInputError(f"{directory}: cannot be written (permission denied).")
     return directory
+
+
+def _file_mode(path: Path) -> int:
+    """The mode the written file gets: an existing file's own (replacing it keeps its permissions),
+    else what open() would give a new file, 0o666 less the process's umask."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 @contextlib.contextmanager
@@ -105,7 +118,7 @@ def atomic_file(path: str | Path) -> Iterator[BinaryIO]:
     try:
         with os.fdopen(handle, "wb") as stream:
             yield stream
-        os.chmod(temporary, 0o644)
+        os.chmod(temporary, _file_mode(path))
         os.replace(temporary, path)
     except OSError as error:
         Path(temporary).unlink(missing_ok=True)

@@ -146,6 +146,30 @@ def test_writes_are_atomic(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["table.csv"]
 
 
+def test_written_files_take_the_umask_or_keep_their_mode(tmp_path, monkeypatch):
+    """A new file gets 0o666 less the umask, as open() gives; a replaced file keeps its mode; a
+    folder that cannot be written is one line before any work."""
+    import os
+    import stat
+
+    from reports import output
+
+    old = os.umask(0o077)
+    try:
+        output.write_text(tmp_path / "new.csv", "a")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "new.csv").stat().st_mode) == 0o600
+    kept = tmp_path / "kept.csv"
+    kept.write_text("old")
+    kept.chmod(0o640)
+    output.write_text(kept, "new")
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o640 and kept.read_text() == "new"
+    monkeypatch.setattr(output.os, "access", lambda path, mode: False)  # as for a non-root user's 0o500 folder
+    with pytest.raises(output.ReportInputError, match="cannot be written .permission denied"):
+        output.check_destination(tmp_path / "x.csv")
+
+
 def test_every_command_has_help():
     for command in COMMANDS:
         assert command.help and command.help.strip()
