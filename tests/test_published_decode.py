@@ -71,6 +71,9 @@ STATED.update({
                                           "bf16", 6),
     "torchao-h100 llama3.1-8b float8dq-tensor": (116.40, "llama3-8b", 1, "fp8", None, "w8a8", "h100-sxm", 500, True,
                                                  "bf16", 6),
+    # gpt-fast README.md, 'AMD' (9ac48bc to 32971d3): one GCD of an MI-250x, no cap stated
+    "gpt-fast-amd llama2-7b bf16": (76.33, "llama2-7b", 1, None, None, None, "mi250x", None, True, "bf16", 5),
+    "gpt-fast-amd llama2-7b int8": (101.86, "llama2-7b", 1, "int8", None, None, "mi250x", None, True, "bf16", 5),
 })
 
 
