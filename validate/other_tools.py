@@ -40,6 +40,7 @@ MEASURED = {
     "saved 7b 2048 sdpa": (12_553_068_556, "saved_tensors_hooks, tests/test_measure.py::"
                            "test_llama2_7b_saved_bytes_under_fake_tensor_mode_equal_the_findings_formula"),
     "gpt3 present s": (13.75, "Korthikanti et al. 2022, Table 5 (SP + selective)"),
+    "gpt-fast tok/s": (104.9, "gpt-fast README's Benchmarks table, costmodel/published_runs.json"),
 }
 
 LLAMA_HF = {"llama2-7b": {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,
@@ -109,6 +110,16 @@ CASES: dict[str, dict[str, Any]] = {
         "llm_viewer": {"config_name": "Llama-2-7b-hf", "hf_config": LLAMA_HF["llama2-7b"],
                        "hardware": "nvidia_A100_80G", "seq_len": 2048, "batch": 1, "flash": True},
     },
+    "llama2-7b decode gpt-fast": {
+        "says": "Llama-2-7B bf16 as gpt-fast's README measured it: batch 1, a 5-token prompt, 200 tokens, "
+                "CUDA graphs, one A100-80GB (power-limited to 330 W)",
+        "preset": "llama2-7b", "kind": "decode", "run": "gpt-fast llama2-7b bf16",
+        "measured": {"tokens_per_second": "gpt-fast tok/s"},
+        "llm_analysis": {"mode": "infer", "model_name": "NousResearch_Llama-2-7b-hf", "gpu_name": LA_GPU,
+                         "dtype_name": LA_DTYPE, "batch_size_per_gpu": 1, "seq_len": 5, "num_tokens_to_generate": 200},
+        "llm_viewer": {"config_name": "Llama-2-7b-hf", "hf_config": LLAMA_HF["llama2-7b"],
+                       "hardware": "nvidia_A100_80G", "seq_len": 5, "gen": 200, "batch": 1, "flash": True},
+    },
     "gpt3-175b Korthikanti tp8 pp8 v3 sp selective": {
         "says": "GPT-3 175B as Korthikanti et al. 2022 Table 5 ran it: tp 8, pp 8 interleaved by 3, SP + "
                 "selective recomputation, 64 sequences of 2,048 in micro-batches of 1, bf16; stage 0's memory",
@@ -176,6 +187,11 @@ NOTES: dict[str, list[str]] = {
         "the eager host's time per op at batch 1 (17.7 ms: tests/test_eager_host.py), without which its decode "
         "step is 10.1 ms at 0.8 of the bandwidth.",
     ],
+    "llama2-7b decode gpt-fast": [
+        "time: the published 104.9 tokens/s; ours (kernel model: the hardware file's measured GEMV bandwidth, "
+        "no host time under CUDA graphs) 1.01x; llm-analysis and LLM-Viewer read the weights at the full "
+        "2,039 GB/s: 1.45x and 1.46x.",
+    ],
     "gpt3-175b Korthikanti tp8 pp8 v3 sp selective": [
         "time: the published 13.75 s; ours (kernel model) and Calculon 0.99x; llm-analysis 0.52x at its default "
         "flops_efficiency 1 and with no pipeline bubble or communication.",
@@ -185,14 +201,16 @@ NOTES: dict[str, list[str]] = {
         "FLOPs: Calculon has no vocabulary (no head: 7.73 T) and adds its elementwise ops; Megatron counts the "
         "attention core causal; llm-analysis adds its recomputed attention core.",
         "gradients: Calculon keeps them in the fp16 of its execution file; Megatron's bf16 path keeps fp32 main "
-        "gradients, as ours (tests/test_frontier_layouts.py). Megatron's weight formula has no biases or position "
-        "table; Calculon's activations add one block's working space (471,859,200 bytes).",
+        "gradients, as ours (tests/test_frontier_layouts.py). Weights: Megatron's formula has no biases or "
+        "position table (ours 18 x 25,586,688 bytes more), Calculon no biases, positions or embedding table. "
+        "Calculon's activations add one block's working space (471,859,200 bytes).",
     ],
 }
 
 
 TRAIN_ROWS = ("params", "flops_sequence", "weights", "gradients", "optimizer", "model_states", "activations",
               "seconds")
+DECODE_ROWS = ("tokens_per_second",)
 INFER_ROWS = ("params", "prefill_flops", "decode_flops", "weights", "kv_cache", "prefill_seconds", "decode_seconds")
 
 
@@ -241,6 +259,12 @@ def ours(name: str) -> dict[str, Any]:
                 "decode_flops": run["decode"]["first_token"]["flops"], "weights": run["memory"]["weights"],
                 "kv_cache": estimate.to_dict()["memory"]["kv_cache"], "prefill_seconds": run["prefill"]["seconds"],
                 "decode_seconds": run["decode"]["first_token"]["seconds"]}
+    if case["kind"] == "decode":
+        from reports.published_runs import _decode_run, other_runs_data
+
+        data = other_runs_data()
+        run = next(r for r in data["runs"] if r["id"] == case["run"])
+        return {"tokens_per_second": _decode_run(run, data["sources"]["gpt-fast"], "kernels")}
     if case["kind"] == "megatron":
         a = MEGATRON_ROWS[case["megatron_row"]]["args"]
         cfg = load_preset(case["preset"])
@@ -298,6 +322,8 @@ def _fmt(value: Any, quantity: str) -> str:
         return "-"
     if "seconds" in quantity:
         return f"{value:.4g} s"
+    if quantity == "tokens_per_second":
+        return f"{value:.1f} tok/s"
     if "flops" in quantity:
         return f"{value / 1e12:,.2f} T" if value >= 1e12 else f"{value / 1e9:,.2f} G"
     if quantity == "params":
@@ -311,7 +337,7 @@ def verdict(quantity: str, value: float, columns: dict[str, float | None],
     if reference is None:
         return "no measurement"
     target, _ = reference
-    if "seconds" in quantity:
+    if "second" in quantity:
         return ", ".join(f"{tool} {v / target:.2f}x" for tool, v in columns.items() if v is not None)
     equal = [tool for tool, v in columns.items() if v is not None and v == target]
     return "= " + ", ".join(equal) if equal else "none equal"
@@ -319,7 +345,7 @@ def verdict(quantity: str, value: float, columns: dict[str, float | None],
 
 def table(name: str, our: dict[str, Any], tools: dict[str, dict[str, Any]]) -> list[str]:
     case = CASES[name]
-    rows = INFER_ROWS if case["kind"] == "infer" else TRAIN_ROWS
+    rows = {"infer": INFER_ROWS, "decode": DECODE_ROWS}.get(case["kind"], TRAIN_ROWS)
     refs = measured(case)
     names = ["ours", *tools]
     lines = [f"### {name}", case["says"], "",

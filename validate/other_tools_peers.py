@@ -92,7 +92,7 @@ def llm_analysis(case: dict[str, Any], python: str) -> dict[str, Any]:
         figures = {"prefill_flops": raw["prefill_num_flops_fwd_total"],
                    "decode_flops": raw["decode_num_flops_fwd_total"], "weights": raw["weight_memory_per_gpu"],
                    "kv_cache": raw["kv_cache_memory_per_gpu"], "prefill_seconds": raw["prefill_latency"],
-                   "decode_seconds": raw["decode_latency"]}
+                   "decode_seconds": raw["decode_latency"], "tokens_per_second": raw["decode_tokens_per_sec"]}
     return {**figures, "raw": raw}
 
 
@@ -109,7 +109,11 @@ analyzer = ModelAnalyzer(spec["config_dir"], spec["hardware"])
 result = analyzer.analyze(seqlen=spec["seq_len"], batchsize=spec["batch"], w_bit=16, a_bit=16,
                           use_flashattention=spec["flash"])
 layers = {stage: {name: row["OPs"] for name, row in result[stage].items()} for stage in ("prefill", "decode")}
-print(json.dumps({"total": result["total_results"], "layer_ops": layers}))
+decode = None
+if spec.get("gen"):  # analyze_generate_task's decode loop, without its prefill
+    decode = sum(analyzer.analyze(seqlen=i, batchsize=spec["batch"], w_bit=16, a_bit=16, use_flashattention=spec["flash"])
+                 ["total_results"]["decode"]["inference_time"] for i in range(spec["seq_len"], spec["seq_len"] + spec["gen"]))
+print(json.dumps({"total": result["total_results"], "layer_ops": layers, "decode_seconds": decode}))
 """
 
 
@@ -125,6 +129,8 @@ def llm_viewer(case: dict[str, Any], python: str, checkout: Path) -> dict[str, A
         (config_dir / "config.json").write_text(json.dumps(spec["hf_config"]))
         raw = _run(python, LLM_VIEWER, {**spec, "config_dir": str(config_dir)}, cwd=str(checkout))
     prefill, decode = raw["total"]["prefill"], raw["total"]["decode"]
+    if spec.get("gen"):
+        return {"tokens_per_second": spec["gen"] / raw["decode_seconds"], "raw": raw}
     return {"prefill_flops": prefill["OPs"], "decode_flops": decode["OPs"],
             "weights": prefill["memory_consumption_weight"], "kv_cache": prefill["memory_consumption_kv_cache"],
             "prefill_seconds": prefill["inference_time"], "decode_seconds": decode["inference_time"], "raw": raw}
