@@ -63,6 +63,8 @@ def test_the_cases_are_our_presets_sizes():
 
 @pytest.mark.parametrize("name", list(ot.CASES))
 def test_our_side_of_the_record_is_what_the_api_gives(name):
+    """When the model changes a figure on purpose, `python -m validate.other_tools --write` records
+    it again (with the tools installed) and FINDINGS' table is updated from its output."""
     now, recorded = ot.ours(name), CASES[name]["ours"]
     assert set(now) == set(recorded)
     for quantity, value in now.items():
@@ -102,7 +104,8 @@ def llm_analysis_fwd(d: int, layers: int, heads: int, kv_heads: int, vocab: int,
 
 def test_llm_analysis_counts_a_4d_two_matrix_ffn_and_a_tied_head():
     seven, seventy = load_preset("llama2-7b"), load_preset("llama2-70b")
-    assert tool("llama2-7b train 1 GPU", "llm-analysis")["params"] == llm_analysis_params(4096, 32, 32, 32, 16384, 32000)
+    assert tool("llama2-7b train 1 GPU", "llm-analysis")["params"] == \
+        llm_analysis_params(4096, 32, 32, 32, 16384, 32000)
     assert tool("llama2-70b train tp8 pp4 dp2 sp selective", "llm-analysis")["params"] == \
         llm_analysis_params(8192, 80, 64, 8, 32768, 32000)
     for cfg, case, ffn in ((seven, "llama2-7b train 1 GPU", 16384),

@@ -111,8 +111,10 @@ result = analyzer.analyze(seqlen=spec["seq_len"], batchsize=spec["batch"], w_bit
 layers = {stage: {name: row["OPs"] for name, row in result[stage].items()} for stage in ("prefill", "decode")}
 decode = None
 if spec.get("gen"):  # analyze_generate_task's decode loop, without its prefill
-    decode = sum(analyzer.analyze(seqlen=i, batchsize=spec["batch"], w_bit=16, a_bit=16, use_flashattention=spec["flash"])
-                 ["total_results"]["decode"]["inference_time"] for i in range(spec["seq_len"], spec["seq_len"] + spec["gen"]))
+    steps = range(spec["seq_len"], spec["seq_len"] + spec["gen"])
+    decode = sum(analyzer.analyze(seqlen=i, batchsize=spec["batch"], w_bit=16, a_bit=16,
+                                  use_flashattention=spec["flash"])["total_results"]["decode"]["inference_time"]
+                 for i in steps)
 print(json.dumps({"total": result["total_results"], "layer_ops": layers, "decode_seconds": decode}))
 """
 
