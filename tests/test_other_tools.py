@@ -83,7 +83,7 @@ def test_ours_equals_every_measurement_but_the_published_time():
                 continue
             assert CASES[name]["ours"][quantity] == value, (name, quantity, source)
             checked += 1
-    assert checked == 7
+    assert checked == 8
     line = ot.verdict("params", 1, {"ours": 1, "x": 2}, (1, "src"))
     assert line == "= ours" and ot.verdict("params", 1, {"ours": 3}, (1, "src")) == "none equal"
 
@@ -214,6 +214,37 @@ def test_the_rooflines_at_full_bandwidth_decode_half_again_faster_than_gpt_fast_
     # both are about the weights over 2,039 GB/s: 2 x 6.57e9 bytes (llm-analysis's count) / 2.039e12
     assert 1 / tool(case, "llm-analysis")["tokens_per_second"] > 2 * 6_573_789_184 / 2.039e12
     assert CASES[case]["ours"]["tokens_per_second"] / published == pytest.approx(1.01, abs=0.01)
+
+
+@pytest.mark.slow
+def test_full_size_kv_cache_and_decode_step_of_the_class():
+    """Llama-2-7B in bf16 under FakeTensorMode (no weights): the cache after a 2,048-token prefill and
+    after one decode step, and FlopCounterMode's matmul FLOPs of that step (about 10 s)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from validate.hf_models import build_hf_model, make_inputs
+    from validate.measure.flops import _flop_counter
+    from validate.measure.memory import cache_bytes, output_cache
+    from validate.torch_modes import fake_mode
+
+    cfg, case = load_preset("llama2-7b"), "llama2-7b prefill 2048 + decode"
+    with fake_mode(), torch.no_grad():
+        model = build_hf_model(cfg, "sdpa", dtype=torch.bfloat16).eval()
+        ids = make_inputs(cfg, 1, 2048)["input_ids"]
+        cache = output_cache(model(input_ids=ids, use_cache=True))
+        prefill = sum(cache_bytes(cache).values())
+        counter = _flop_counter()
+        with counter:
+            cache = output_cache(model(input_ids=torch.ones(1, 1, dtype=torch.long), cache=cache, use_cache=True))
+        step = counter.get_total_flops()
+        after = sum(cache_bytes(cache).values())
+    assert prefill == ot.MEASURED["kv 7b 2048"][0] == CASES[case]["ours"]["kv_cache"]
+    assert prefill == tool(case, "LLM-Viewer")["kv_cache"]
+    assert after == tool(case, "llm-analysis")["kv_cache"] == 1_074_266_112
+    d, layers, v = cfg.d_model, cfg.n_decoder_layers, cfg.vocab_size
+    assert step == 2 * (layers * (4 * d * d + 3 * d * cfg.d_ff) + d * v) + 4 * layers * d * 2049 == 14_288_420_864
+    assert CASES[case]["ours"]["decode_flops"] - step == 18_562_048  # norms, softmax, RoPE, SiLU, adds
+    assert step - tool(case, "llm-analysis")["decode_flops"] > 4 * layers * d * 2048  # no attention over the cache
 
 
 def test_a_tool_not_installed_is_skipped_with_one_line(capsys, tmp_path):

@@ -39,6 +39,8 @@ MEASURED = {
                         "test_llama2_7b_full_size_under_fake_tensor_mode (backward 2x: tests/test_hf_parity.py)"),
     "saved 7b 2048 sdpa": (12_553_068_556, "saved_tensors_hooks, tests/test_measure.py::"
                            "test_llama2_7b_saved_bytes_under_fake_tensor_mode_equal_the_findings_formula"),
+    "kv 7b 2048": (1_073_741_824, "the cache after a 2,048-token prefill of HF's class under FakeTensorMode, "
+                   "tests/test_other_tools.py::test_full_size_kv_cache_and_decode_step_of_the_class"),
     "gpt3 present s": (13.75, "Korthikanti et al. 2022, Table 5 (SP + selective)"),
     "gpt-fast tok/s": (104.9, "gpt-fast README's Benchmarks table, costmodel/published_runs.json"),
 }
@@ -103,7 +105,7 @@ CASES: dict[str, dict[str, Any]] = {
         "says": "Llama-2-7B bf16, batch 1: a 2,048-token prefill and one decode step at that context, "
                 "the KV cache of 2,048 tokens",
         "preset": "llama2-7b", "kind": "infer", "prompt": 2048, "batch": 1,
-        "measured": {"weights": ("params 7b", 2)},
+        "measured": {"weights": ("params 7b", 2), "kv_cache": "kv 7b 2048"},
         "llm_analysis": {"mode": "infer", "model_name": "NousResearch_Llama-2-7b-hf", "gpu_name": LA_GPU,
                          "dtype_name": LA_DTYPE, "batch_size_per_gpu": 1, "seq_len": 2048,
                          "num_tokens_to_generate": 1},
@@ -177,12 +179,13 @@ NOTES: dict[str, list[str]] = {
     "llama2-7b prefill 2048 + decode": [
         "weights: measured 2 x 6,738,415,616 bytes = ours; llm-analysis misses the untied head and its FFN size "
         "(above), LLM-Viewer counts the decoder layers' matrices only (no embedding, head or norms).",
-        "KV cache: 2 L h_kv d_h n e, the formula measured exact on Hugging Face's classes (tests/test_measure.py::"
-        "test_kv_cache_of_gqa_llama_holds_only_kv_heads, tests/test_hf_parity.py): ours and LLM-Viewer for 2,048 "
-        "tokens; llm-analysis for 2,049 (the prompt and the generated token).",
-        "FLOPs: LLM-Viewer counts the head as d V (half its 2 d V) and the core dense; llm-analysis's prefill runs "
-        "the head over all 2,048 positions (generate's runs it on the last one: tests/test_generate_prefill.py) "
-        "and its decode step counts about 2 x its parameters, no attention over the cache.",
+        "KV cache: measured on the full-size class, 2 L h_kv d_h n e: ours and LLM-Viewer for 2,048 tokens; "
+        "llm-analysis for 2,049, the cache after the decode step (1,074,266,112, measured too).",
+        "FLOPs: FlopCounterMode counts 14,288,420,864 matmul FLOPs in the decode step at a 2,048-token cache "
+        "(the same test); ours is those and 18,562,048 of norms, softmax and elementwise ops. LLM-Viewer counts "
+        "the head as d V (half its 2 d V); llm-analysis's step counts about 2 x its parameters, no attention over "
+        "the cache (1.07 G), and its prefill runs the head over all 2,048 positions (generate's runs it on the "
+        "last one: tests/test_generate_prefill.py).",
         "time: no measurement here; the tools are bandwidth and peak rooflines at 100% efficiency; ours charges "
         "the eager host's time per op at batch 1 (17.7 ms: tests/test_eager_host.py), without which its decode "
         "step is 10.1 ms at 0.8 of the bandwidth.",
