@@ -26,6 +26,7 @@ from reports.published_runs import korthikanti_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = ROOT / "validate" / "other_tools.json"
+TOOLS = ROOT / ".other_tools"  # where the tools are looked for by default (ignored by git)
 MEGATRON_ROWS = {row["config"]: row for row in
                  json.loads((ROOT / "validate" / "megatron_reference.json").read_text())["rows"]}
 HARDWARE = "a100-80gb"  # each tool's A100 80GB SXM: a100-sxm-80gb, nvidia_A100_80G, a100_80g.json
@@ -369,11 +370,11 @@ def table(name: str, our: dict[str, Any], tools: dict[str, dict[str, Any]]) -> l
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tools-python", default="/work/tools_venv/bin/python",
+    parser.add_argument("--tools-python", default=str(TOOLS / "venv" / "bin" / "python"),
                         help="the python of the venv holding llm-analysis (and pandas for Calculon)")
-    parser.add_argument("--llm-viewer", default="/work/tools/LLM-Viewer", help="an LLM-Viewer checkout")
-    parser.add_argument("--calculon", default="/work/tools/calculon", help="a Calculon checkout")
-    parser.add_argument("--megatron", default="/work/tools/Megatron-LM", help="a Megatron-LM checkout")
+    parser.add_argument("--llm-viewer", default=str(TOOLS / "LLM-Viewer"), help="an LLM-Viewer checkout")
+    parser.add_argument("--calculon", default=str(TOOLS / "calculon"), help="a Calculon checkout")
+    parser.add_argument("--megatron", default=str(TOOLS / "Megatron-LM"), help="a Megatron-LM checkout")
     parser.add_argument("--case", choices=list(CASES), action="append", help="one case (default: all)")
     parser.add_argument("--write", action="store_true", help=f"record the tools' figures in {RECORD.name}")
     where = parser.parse_args(argv)

@@ -1,13 +1,16 @@
 """Runs the other tools (llm-analysis, LLM-Viewer, Calculon, Megatron-LM's formulas) on one case
 of validate/other_tools.py and returns their figures under our names; never a dependency.
 
-Each tool lives outside the project and outside its venv:
-- llm-analysis (PyPI) in its own venv, `python3 -m venv /work/tools_venv &&
-  /work/tools_venv/bin/pip install llm-analysis==0.2.2 pandas` (pandas for Calculon);
-- LLM-Viewer (github hahnyuan/LLM-Viewer) and Calculon (github calculon-ai/calculon): checkouts,
-  run with that venv's python from their own folder (LLM-Viewer needs transformers' AutoConfig,
-  which llm-analysis installs; it reads a config.json we write, nothing is downloaded);
-- Megatron-LM (github NVIDIA/Megatron-LM): a checkout; compute_weight_and_optimizer_memory,
+Each tool lives outside the project and outside its venv, by default under .other_tools/ at the
+repository's root (ignored by git; validate/FINDINGS.md gives the commits):
+- llm-analysis (PyPI) in its own venv, `python3 -m venv .other_tools/venv &&
+  .other_tools/venv/bin/pip install llm-analysis==0.2.2 pandas` (pandas for Calculon);
+- LLM-Viewer (github hahnyuan/LLM-Viewer) and Calculon (github calculon-ai/calculon): checkouts in
+  .other_tools/LLM-Viewer and .other_tools/calculon, run with that venv's python from their own
+  folder (LLM-Viewer needs transformers' AutoConfig, which llm-analysis installs; it reads a
+  config.json we write, nothing is downloaded);
+- Megatron-LM (github NVIDIA/Megatron-LM): a checkout in .other_tools/Megatron-LM;
+  compute_weight_and_optimizer_memory,
   compute_activation_memory(_without_sp) and num_floating_point_operations are cut out of
   megatron/training/*.py with `ast` and called here with an argparse.Namespace (only `math` is
   needed; the few helpers they call are stubbed to refuse anything but a plain dense model).
