@@ -46,11 +46,10 @@ def test_the_cases_are_our_presets_sizes():
             assert (a["hidden_size"], a["num_layers"], a["num_attention_heads"], a["ffn_hidden_size"]) == \
                 (cfg.d_model, cfg.n_decoder_layers, cfg.n_heads, cfg.d_ff), name
             assert a["num_query_groups"] == cfg.n_kv_heads
-    hf = ot.LLAMA_HF["llama2-7b"]
-    cfg = load_preset("llama2-7b")
-    assert (hf["hidden_size"], hf["intermediate_size"], hf["num_attention_heads"], hf["num_key_value_heads"],
-            hf["num_hidden_layers"], hf["vocab_size"]) == (cfg.d_model, cfg.d_ff, cfg.n_heads, cfg.n_kv_heads,
-                                                           cfg.n_decoder_layers, cfg.vocab_size)
+    # LLM-Viewer's config.json, as Hugging Face's LlamaConfig names Llama-2-7B's sizes
+    assert ot.llama_hf_config("llama2-7b") == {
+        "model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_attention_heads": 32,
+        "num_key_value_heads": 32, "num_hidden_layers": 32, "vocab_size": 32000, "max_position_embeddings": 4096}
     gpt3, workload, layout = ot._korthikanti()
     app = ot.CASES["gpt3-175b Korthikanti tp8 pp8 v3 sp selective"]["calculon"]["application"]
     assert (app["hidden"], app["feedforward"], app["attn_heads"], app["num_blocks"], app["seq_size"]) == \

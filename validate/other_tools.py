@@ -8,7 +8,8 @@ and num_floating_point_operations) are never dependencies of the project: valida
 other_tools_peers.py says how each is installed and run; a tool not found is skipped with one
 line. The cases: Llama-2-7B training on one GPU (the size whose parameters, FLOPs and saved bytes
 the tests measure on Hugging Face's class), Llama-2-7B and -70B in Megatron layouts, Llama-2-7B
-prefill and decode, GPT-3 175B in Korthikanti et al.'s Table 5 layout. "measured" is a figure a
+prefill and decode, Llama-2-7B decoding as gpt-fast measured it, GPT-3 175B in Korthikanti et al.'s
+Table 5 layout. "measured" is a figure a
 test of the project measures (cited beside it) or a published measurement; ours comes from the
 costmodel API, the same functions the CLI calls. tests/test_other_tools.py checks our side and
 explains each of the tools' differences from the recorded figures.
@@ -46,10 +47,18 @@ MEASURED = {
     "gpt-fast tok/s": (104.9, "gpt-fast README's Benchmarks table, costmodel/published_runs.json"),
 }
 
-LLAMA_HF = {"llama2-7b": {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,
-                          "num_attention_heads": 32, "num_key_value_heads": 32, "num_hidden_layers": 32,
-                          "vocab_size": 32000, "max_position_embeddings": 4096}}
 LA_GPU, LA_DTYPE = "a100-sxm-80gb", "w16a16e16"
+
+
+def llama_hf_config(preset: str) -> dict[str, Any]:
+    """The config.json LLM-Viewer reads (its Llama rules), from our preset's sizes."""
+    from costmodel.presets import load_preset
+
+    cfg = load_preset(preset)
+    return {"model_type": "llama", "hidden_size": cfg.d_model, "intermediate_size": cfg.d_ff,
+            "num_attention_heads": cfg.n_heads, "num_key_value_heads": cfg.n_kv_heads,
+            "num_hidden_layers": cfg.n_decoder_layers, "vocab_size": cfg.vocab_size,
+            "max_position_embeddings": cfg.max_positions}
 
 
 def _megatron_case(config: str) -> dict[str, Any]:
@@ -110,7 +119,7 @@ CASES: dict[str, dict[str, Any]] = {
         "llm_analysis": {"mode": "infer", "model_name": "NousResearch_Llama-2-7b-hf", "gpu_name": LA_GPU,
                          "dtype_name": LA_DTYPE, "batch_size_per_gpu": 1, "seq_len": 2048,
                          "num_tokens_to_generate": 1},
-        "llm_viewer": {"config_name": "Llama-2-7b-hf", "hf_config": LLAMA_HF["llama2-7b"],
+        "llm_viewer": {"config_name": "Llama-2-7b-hf", "preset": "llama2-7b",
                        "hardware": "nvidia_A100_80G", "seq_len": 2048, "batch": 1, "flash": True},
     },
     "llama2-7b decode gpt-fast": {
@@ -120,7 +129,7 @@ CASES: dict[str, dict[str, Any]] = {
         "measured": {"tokens_per_second": "gpt-fast tok/s"},
         "llm_analysis": {"mode": "infer", "model_name": "NousResearch_Llama-2-7b-hf", "gpu_name": LA_GPU,
                          "dtype_name": LA_DTYPE, "batch_size_per_gpu": 1, "seq_len": 5, "num_tokens_to_generate": 200},
-        "llm_viewer": {"config_name": "Llama-2-7b-hf", "hf_config": LLAMA_HF["llama2-7b"],
+        "llm_viewer": {"config_name": "Llama-2-7b-hf", "preset": "llama2-7b",
                        "hardware": "nvidia_A100_80G", "seq_len": 5, "gen": 200, "batch": 1, "flash": True},
     },
     "gpt3-175b Korthikanti tp8 pp8 v3 sp selective": {
@@ -296,6 +305,8 @@ def run_tools(name: str, where: argparse.Namespace, skipped: set[str]) -> dict[s
     from validate import other_tools_peers as peers
 
     case = dict(CASES[name])
+    if "llm_viewer" in case:
+        case["llm_viewer"] = {**case["llm_viewer"], "hf_config": llama_hf_config(case["llm_viewer"]["preset"])}
     if "calculon" in case:
         spec = case["calculon"]
         checkout = Path(where.calculon)
