@@ -554,3 +554,103 @@ def test_the_python_api_gives_a_gpu_hours_row_too():
     assert result["time_model"] == "kernels" and result["step"]["flops_convention"] == "dense"
     assert result["cost"]["gpu_hours"] == pytest.approx(hours, rel=1e-12)
     assert result["cost"]["dollars"] == pytest.approx(2.0 * hours, rel=1e-12)
+
+
+# Megatron-LM README's weak-scaling table of Megatron-Core r0.8.0 on H100 (images/model_table.png at
+# f2e5db40, 2024-07-15), typed from the image: (heads, hidden, layers, TP, PP, DP, GPUs, batch,
+# per-GPU teraFLOP/s, MFU %, the 'Model size' column in billions); vocabulary 131,072, sequence 4,096.
+MEGATRON_CORE_R080 = {
+    "megatron-core-r0.8.0 gpt-1.7b 48xh100": (16, 2048, 24, 1, 1, 48, 48, 192, 408.8, 41, 1.7),
+    "megatron-core-r0.8.0 gpt-7.1b 96xh100": (32, 4096, 30, 2, 1, 48, 96, 192, 465.9, 47, 7.1),
+    "megatron-core-r0.8.0 gpt-16b 192xh100": (48, 6144, 32, 4, 1, 48, 192, 192, 489.1, 49, 16),
+    "megatron-core-r0.8.0 gpt-32b 384xh100": (56, 7168, 48, 8, 1, 48, 384, 192, 459.6, 46, 32),
+    "megatron-core-r0.8.0 gpt-70b 768xh100": (64, 8192, 84, 8, 2, 48, 768, 384, 419.7, 42, 70),
+    "megatron-core-r0.8.0 gpt-119b 1536xh100": (80, 10240, 92, 8, 4, 48, 1536, 768, 420.5, 43, 119),
+    "megatron-core-r0.8.0 gpt-177b 2304xh100": (96, 12288, 96, 8, 6, 48, 2304, 1152, 432.8, 44, 177),
+    "megatron-core-r0.8.0 gpt-314b 3072xh100": (128, 16384, 96, 8, 8, 48, 3072, 1536, 474.4, 48, 314),
+    "megatron-core-r0.8.0 gpt-462b 6144xh100": (144, 18432, 112, 8, 16, 48, 6144, 3072, 459.9, 47, 462),
+}
+
+
+@pytest.mark.parametrize("run_id", sorted(MEGATRON_CORE_R080))
+def test_each_megatron_core_r080_row_is_the_readmes_table(run_id):
+    """The row holds the table's figures and layout; the built model is a GPT of its sizes with an
+    untied output layer, whose parameter count is the table's 'Model size' within 3.5% and nearer
+    it than the tied one's (1.75B and 1.49B for '1.7B', 7.13B and 6.60B for '7.1B'); the TFLOP/s are model FLOPs of the 989
+    TFLOP/s bf16 peak (the MFU column); the pipelined rows interleave one layer a chunk."""
+    from costmodel.estimation import Estimate
+    from reports.published_runs import train_setup
+
+    runs, sources = _runs()
+    run, source = runs[run_id], sources["megatron-core-r0.8.0"]
+    heads, hidden, layers, tp, pp, dp, gpus, batch, tflops, mfu, billions = MEGATRON_CORE_R080[run_id]
+    assert (run["published_tflops_per_gpu"], run["published_mfu_percent"]) == (tflops, mfu)
+    assert round(100 * tflops / 989) == mfu
+    estimate, hardware, options = train_setup(run, source)
+    cfg, layout, workload = estimate.cfg, estimate.layout, estimate.workload
+    assert (cfg.n_heads, cfg.d_model, cfg.n_layers, cfg.vocab_size, cfg.tie_embeddings) == (
+        heads, hidden, layers, 131072, False)
+    assert (layout.tp, layout.pp, layout.dp, layout.gpus, layout.zero, layout.sp) == (tp, pp, dp, gpus, 1, tp > 1)
+    assert workload.batch * layout.microbatches * layout.dp == batch and workload.seq_len == 4096
+    assert (layout.schedule, layout.virtual_stages) == (("interleaved", layers // pp) if pp > 1 else ("1f1b", 1))
+    assert layout.microbatches % pp == 0  # r0.8.0's interleaved schedule requires it
+    assert (options["overlap"].tp, options["overlap"].pp, hardware.name) == (1.0, 1.0, "h100-sxm")
+    params = Estimate(cfg, Workload(seq_len=8)).total("params")
+    tied = Estimate(cfg.replace(tie_embeddings=True), Workload(seq_len=8)).total("params")
+    assert params - tied == 131072 * hidden
+    assert params == pytest.approx(billions * 1e9, rel=0.035)
+    assert abs(params - billions * 1e9) < abs(tied - billions * 1e9)
+
+
+@pytest.mark.parametrize("run_id", ["megatron-core-r0.8.0 gpt-177b 2304xh100", "megatron-core-r0.8.0 gpt-1.7b 48xh100"])
+def test_a_megatron_core_r080_row_is_its_cli_command(run_id, capsys, tmp_path):
+    """The row's TFLOP/s, under both time models, are the MFU x peak of the command a user types
+    (a ModelConfig file for the untied GPT, the layout and the overlaps of the README's flags)."""
+    from costmodel.config import ModelConfig
+    from costmodel.hardware import load_hardware
+    from reports.published_runs import train_run
+
+    runs, sources = _runs()
+    run, source = runs[run_id], sources["megatron-core-r0.8.0"]
+    heads, hidden, layers, tp, pp, dp, gpus, batch, *_ = MEGATRON_CORE_R080[run_id]
+    config = tmp_path / "gpt.json"
+    config.write_text(json.dumps(ModelConfig(
+        name=run["model"], family="gpt", vocab_size=131072, d_model=hidden, n_heads=heads, d_ff=4 * hidden,
+        n_decoder_layers=layers, max_positions=4096, position="learned", norm="layernorm", activation="gelu",
+        dropout=0.1, tie_embeddings=False).to_dict()))
+    command = (f"--config {config} --hardware h100-sxm --train --seq-len 4096 --batch 1 --dtype bf16 "
+               f"--attention flash --impl megatron --framework megatron --zero 1 --tp {tp} --pp {pp} --dp {dp} "
+               f"--global-batch {batch} --tp-overlap 1 --pp-overlap 1").split()
+    if tp > 1:
+        command.append("--sp")
+    if pp > 1:
+        command += ["--schedule", "interleaved", "--virtual-stages", str(layers // pp)]
+    peak = load_hardware("h100-sxm").peak("bf16") / 1e12
+    for model in ("roofline", "kernels"):
+        assert cli.main(["simulate", *command, "--time-model", model, "--json"]) == 0
+        step = json.loads(capsys.readouterr().out)["step"]
+        assert train_run(run, source, model) == pytest.approx(step["mfu"] * peak, rel=1e-12)
+
+
+def test_megatron_lms_gpt3_175b_example_is_its_script():
+    """README 'GPT-3 Example' at 152aab30 and examples/pretrain_gpt3_175B.sh: TP 8, PP 16 on 1,024
+    A100s (DP 8), micro-batch 1, global batch 1,536, fp16, --checkpoint-activations, Megatron's
+    local DDP (gradients reduced after the backward); 'around 32 seconds' an iteration: 96 tokens/s
+    a GPU; its 138 teraFLOPs count the recomputed forward (Narayanan's formula gives 137.7)."""
+    from costmodel.estimation import Estimate
+    from costmodel.published import narayanan_parameters
+    from reports.published_runs import train_setup, train_tokens
+
+    runs, sources = _runs()
+    run, source = runs["megatron-lm-gpt3 175b 1024 GPUs"], sources["megatron-lm-gpt3"]
+    assert run["published_tokens_per_s_per_gpu"] == pytest.approx(1536 * 2048 / (32 * 1024), abs=1e-9)
+    hardware_flops = 96 * 1536 * 2048 * 96 * 12288**2 * (1 + 2048 / (6 * 12288) + 51200 / (16 * 96 * 12288))
+    assert round(hardware_flops / 32 / 1024 / 1e12) == run["published_hardware_tflops_per_gpu"]
+    estimate, hardware, options = train_setup(run, source)
+    layout, workload = estimate.layout, estimate.workload
+    assert (layout.tp, layout.pp, layout.dp, layout.zero, layout.sp, layout.schedule) == (8, 16, 8, 0, False, "1f1b")
+    assert (workload.batch, layout.microbatches, workload.dtype, workload.recompute) == (1, 192, "fp16", "full")
+    assert (options["overlap"].dp, hardware.name, estimate.cfg.vocab_size) == (0.0, "a100-80gb", 51200)
+    params = Estimate(estimate.cfg, Workload(seq_len=8)).total("params")
+    assert params == pytest.approx(narayanan_parameters(96, 12288), rel=1e-3)
+    assert train_tokens(run, source, "kernels") > 0
