@@ -654,3 +654,30 @@ def test_megatron_lms_gpt3_175b_example_is_its_script():
     params = Estimate(estimate.cfg, Workload(seq_len=8)).total("params")
     assert params == pytest.approx(narayanan_parameters(96, 12288), rel=1e-3)
     assert train_tokens(run, source, "kernels") > 0
+
+
+def test_automodels_llama3_70b_row_is_its_page_and_its_cli_command(capsys):
+    """NeMo AutoModel's performance summary (2013a4dd): Llama3 70B on 64 DGX-H100s, GBS 128, MBS 1,
+    GA 4, sequence 8,192, TP 1 PP 1 CP 2, FSDP 32, 18.90 s a step, 866.77 tokens/s a GPU, 389
+    model TFLOP/s. The row is `simulate --train ... --dp 32 --cp 2 --compile` (the kernel model
+    alone: torch.compile), and the page's 389 is the causal FLOP convention: ours, at its 18.90 s, 389."""
+    from reports.published_runs import train_setup, train_tokens
+
+    runs, sources = _runs()
+    run, source = runs["automodel llama3.1-70b fsdp32 cp2 compile 64xh100"], sources["automodel"]
+    # 18.90 s is rounded to 0.01 s: 866.77 tokens/s is 18.9024 s
+    assert run["published_tokens_per_s_per_gpu"] == pytest.approx(128 * 8192 / (18.90 * 64), rel=3e-4)
+    estimate, hardware, options = train_setup(run, source)
+    layout, workload = estimate.layout, estimate.workload
+    assert (layout.tp, layout.pp, layout.dp, layout.cp, layout.gpus, layout.framework, layout.zero) == (
+        1, 1, 32, 2, 64, "fsdp2", 3)
+    assert (workload.batch, layout.microbatches, workload.seq_len, workload.recompute) == (1, 4, 8192, "full")
+    assert options["compiled"] and hardware.name == "h100-sxm"
+    command = ("--model llama3.1-70b --hardware h100-sxm --train --seq-len 8192 --batch 1 --dtype bf16 --attention flash "
+               "--impl hf --recompute full --framework fsdp2 --zero 3 --dp 32 --cp 2 --global-batch 128 --compile "
+               "--flops-convention causal --json").split()
+    assert cli.main(["simulate", *command]) == 0
+    step = json.loads(capsys.readouterr().out)["step"]
+    assert train_tokens(run, source, "kernels") == pytest.approx(step["tokens_per_second"] / 64, rel=1e-12)
+    causal_tflops = step["model_flops"] / (18.90 * 64) / 1e12
+    assert round(causal_tflops) == run["published_model_tflops_per_gpu"]
