@@ -56,7 +56,8 @@ def test_each_megatron_core_r080_row_is_the_readmes_table(run_id):
     assert workload.batch * layout.microbatches * layout.dp == batch and workload.seq_len == 4096
     assert (layout.schedule, layout.virtual_stages) == (("interleaved", layers // pp) if pp > 1 else ("1f1b", 1))
     assert layout.microbatches % pp == 0  # r0.8.0's interleaved schedule requires it
-    assert (options["overlap"].tp, options["overlap"].pp, hardware.name) == (1.0, 1.0, "h100-sxm")
+    assert (options["overlap"].tp, options["overlap"].pp, options["overlap"].params, hardware.name) == (
+        1.0, 1.0, 1.0, "h100-sxm")
     params = Estimate(cfg, Workload(seq_len=8)).total("params")
     tied = Estimate(cfg.replace(tie_embeddings=True), Workload(seq_len=8)).total("params")
     assert params - tied == 131072 * hidden
@@ -82,7 +83,7 @@ def test_a_megatron_core_r080_row_is_its_cli_command(run_id, capsys, tmp_path):
         dropout=0.1, tie_embeddings=False).to_dict()))
     command = (f"--config {config} --hardware h100-sxm --train --seq-len 4096 --batch 1 --dtype bf16 "
                f"--attention flash --impl megatron --framework megatron --zero 1 --tp {tp} --pp {pp} --dp {dp} "
-               f"--global-batch {batch} --tp-overlap 1 --pp-overlap 1").split()
+               f"--global-batch {batch} --tp-overlap 1 --pp-overlap 1 --param-gather-overlap 1").split()
     if tp > 1:
         command.append("--sp")
     if pp > 1:
