@@ -103,6 +103,9 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @click.option("--pp-overlap", type=float, default=0.0, show_default=True,
               help="Training with a layout: the fraction of each micro-batch's pipeline sends hidden behind compute "
               "(1: Megatron-Core's overlap_p2p_comm).")
+@click.option("--param-gather-overlap", type=float, default=0.0, show_default=True,
+              help="Training with a layout, ZeRO-1/2: the fraction of the next step's first forward the parameter "
+              "all-gather runs under (1: Megatron-Core's --overlap-param-gather; 0: exposed).")
 @click.option("--overlap-slowdown", type=float, default=None,
               help="Training with a layout: how much slower compute runs while a hidden collective runs beside it "
               "(default: nccl_facts.json's overlap_compute_slowdown, Lee et al. 2025's measured average; 0: free "
@@ -132,7 +135,8 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @json_option("As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, mla, train, seq_len,
              recompute, recompute_layers, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
-             flops_convention, tp_overlap, dp_overlap, no_prefetch, pp_overlap, overlap_slowdown, compiled, cuda_graphs,
+             flops_convention, tp_overlap, dp_overlap, no_prefetch, pp_overlap, param_gather_overlap, overlap_slowdown,
+             compiled, cuda_graphs,
              launch_overhead, graph_kernel_gap, time_model, weight_dtype, weight_group, kv_dtype, fp8_gemm, decode_code, mtp,
              as_json, **layout_given) -> None:
     """Time of prefill, decode and training on a hardware preset (the kernel-level model by default,
@@ -171,7 +175,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         layout = make_layout(cfg, layout_given, inference=not train)
         overlap_given = [name for name, given in (
             ("--tp-overlap", tp_overlap != 0.0), ("--dp-overlap", dp_overlap != 2 / 3), ("--pp-overlap", pp_overlap != 0.0),
-            ("--no-prefetch", no_prefetch), ("--overlap-slowdown", overlap_slowdown is not None)) if given]
+            ("--param-gather-overlap", param_gather_overlap != 0.0), ("--no-prefetch", no_prefetch), ("--overlap-slowdown", overlap_slowdown is not None)) if given]
         if overlap_given and not (train and layout is not None):
             raise ConfigError(f"{', '.join(overlap_given)}: the overlap options time training with a layout "
                               "(--train with --tp/--pp/--dp/...); nothing here would read them.")
@@ -196,7 +200,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                          recompute_layers=recompute_layers, attention=attention, impl=impl)
                 overlap = parallel_time.Overlap(tp=tp_overlap, dp=dp_overlap, prefetch=not no_prefetch,
-                                                slowdown=overlap_slowdown, pp=pp_overlap)
+                                                slowdown=overlap_slowdown, pp=pp_overlap, params=param_gather_overlap)
                 result = parallel_time.simulate_training(cfg, workload, layout, hardware, efficiency,
                                                          tokens, step_time, flops_convention, time_model, overlap,
                                                          compiled, price)

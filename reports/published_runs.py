@@ -205,12 +205,13 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
     from costmodel.presets import load_preset
 
     hardware = run_hardware(source, run)
-    if "gpt" in run:  # a GPT of the run's own sizes (heads, hidden, layers; its padded vocabulary)
+    if "gpt" in run:  # a GPT of the run's own sizes (heads, hidden, layers; its padded vocabulary;
+        # its output layer untied where its source says so: Megatron's --untie-embeddings-and-output-weights)
         heads, hidden, layers = run["gpt"]
         cfg = ModelConfig(name=run["model"], family="gpt", vocab_size=source["vocabulary"], d_model=hidden,
                           n_heads=heads, d_ff=4 * hidden, n_decoder_layers=layers, max_positions=run["seq_len"],
                           position="learned", norm="layernorm", activation="gelu",
-                          dropout=source.get("dropout", 0.1))
+                          dropout=source.get("dropout", 0.1), tie_embeddings=source.get("tie_embeddings", True))
     else:  # a preset, or a preset's family at the run's own sizes ("preset" and "config_changes")
         cfg = load_preset(run.get("preset", run["model"]))
         if "config_changes" in run:
@@ -225,7 +226,8 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
         stage_layers = empty_edge_chunks(cfg.n_layers, stages)
     else:
         stage_layers = None
-    layout = Layout(tp=run["tp"], pp=run["pp"], dp=run["dp"], cp=cp, sp=source.get("sp", True) and run["tp"] > 1,
+    layout = Layout(tp=run["tp"], pp=run["pp"], dp=run["dp"], cp=cp, ep=run.get("ep", 1),
+                    sp=source.get("sp", True) and run["tp"] > 1,
                     cp_rotate=_stated(run, source, "cp_rotate", "allgather"),
                     zero=_stated(run, source, "zero", 1), framework=_stated(run, source, "framework", "megatron"),
                     microbatches=run["global_batch"] // (run["dp"] * micro),

@@ -316,3 +316,37 @@ def test_gpt_fasts_runs_state_the_intra_node_all_reduce_and_megatrons_rows_do_no
         assert "loss_all_reduce" in kinds
         assert times["nccl"] - times["intra-node"] == pytest.approx(saved, rel=1e-9)
         assert saved < 1e-3 * times["nccl"]
+
+
+def test_the_zero1_parameter_all_gather_can_run_under_the_next_forward():
+    """Overlap.params: Megatron-Core's --overlap-param-gather all-gathers the updated parameters
+    bucket by bucket under the next step's first forward (distrib_optimizer.py at core_r0.8.0): the
+    all-gather is hidden up to a third of a micro-batch's compute (0 by default: exposed), and what
+    it hides is counted hidden, slowing the compute beside it (Overlap.slowdown)."""
+    from costmodel.config import ConfigError, Workload
+    from costmodel.layout import Layout, ParallelEstimate
+    from costmodel.layout.time import Overlap, StepTime
+    from costmodel.presets import load_preset
+
+    estimate = ParallelEstimate(load_preset("llama2-7b"), Workload(seq_len=4096, attention="sdpa"),
+                                Layout(tp=2, dp=32, zero=1, microbatches=4, framework="megatron"))
+    hw = load_hardware("h100-sxm")
+    stage = estimate.stages[0]
+    timer = StepTime(estimate, hw)
+    gather = sum(timer.collective("dp", kind, value)
+                 for kind, value in estimate.communication(stage)["dp"].items() if kind == "all_gather")
+    compute = timer.stage(stage)["compute"]
+    assert gather > 0
+    exposed, hidden = timer.data_parallel_split(stage, compute)
+    under = StepTime(estimate, hw, overlap=Overlap(params=1.0, slowdown=0.0))
+    exposed_under, hidden_under = under.data_parallel_split(stage, compute)
+    assert exposed - exposed_under == pytest.approx(min(gather, compute / 3), rel=1e-12)
+    assert hidden_under - hidden == pytest.approx(min(gather, compute / 3), rel=1e-12)
+    half = StepTime(estimate, hw, overlap=Overlap(params=0.5)).data_parallel_split(stage, compute)[0]
+    assert exposed - half == pytest.approx(min(gather, compute / 6), rel=1e-12)
+    assert under.step()["seconds"] < timer.step()["seconds"]
+    with pytest.raises(ConfigError, match="overlap params"):
+        Overlap(params=1.5)
+    assert cli.main(["simulate", "--model", "gpt2", "--hardware", "a100-80gb", "--train", "--dp", "4",
+                     "--param-gather-overlap", "2"]) == 2
+    assert cli.main(["simulate", "--model", "gpt2", "--train", "--param-gather-overlap", "1"]) == 2

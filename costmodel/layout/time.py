@@ -66,6 +66,12 @@ class Overlap:
     pp: the fraction of each micro-batch's pipeline exchange hidden behind compute (0: exposed, as
         Megatron-LM's blocking sends; 1: Megatron-Core's overlap_p2p_comm, which Megatron-Bridge
         turns on for every interleaved schedule, training/comm_overlap.py);
+    params: the fraction of the first micro-batch's forward (a third of its compute, the 2/3
+        convention of dp) the ZeRO-1/2 parameter all-gather runs under (0: exposed, gathered after
+        the optimizer step; 1: Megatron-Core's --overlap-param-gather, which all-gathers the updated
+        parameters bucket by bucket and waits for each in a forward pre-hook of the next step's
+        first micro-batch: megatron/core/optimizer/distrib_optimizer.py at core_r0.8.0, lines
+        1330-1337, 1413-1438, 1454-1475);
     slowdown: how much slower compute runs while a hidden collective runs beside it (its kernels
         hold SMs and memory bandwidth): the step pays hidden x slowdown / (1 + slowdown) more
         (None: nccl_facts.json "overlap_compute_slowdown", a published average; 0: free overlap)."""
@@ -75,6 +81,7 @@ class Overlap:
     prefetch: bool = True
     slowdown: float | None = None
     pp: float = 0.0
+    params: float = 0.0
 
     def contention(self, hidden: float) -> float:
         """The seconds compute loses while `hidden` seconds of communication run beside it."""
@@ -90,7 +97,7 @@ class Overlap:
         rate = self.slowdown
         if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
             raise ConfigError(f"overlap slowdown must be a rate in [0, 1] (0.4 the largest published), got {rate!r}.")
-        for name in ("tp", "dp", "pp"):
+        for name in ("tp", "dp", "pp", "params"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
                 raise ConfigError(f"overlap {name} must be a fraction in [0, 1], got {value!r}.")
@@ -336,7 +343,8 @@ class StepTime:
         parameters = sum(self.collective(group, kind, value) for group, kind, value in groups
                          if kind == "all_gather")
         exposed = max(0.0, gradients - self.overlap.dp * compute)
-        return exposed + parameters, gradients - exposed
+        gathered = max(0.0, parameters - self.overlap.params * compute / 3)  # under the first forward
+        return exposed + gathered, gradients - exposed + parameters - gathered
 
     def optimizer(self, stage: Stage) -> float:
         """The optimizer's pass over the parameters this rank updates."""
