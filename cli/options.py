@@ -143,13 +143,15 @@ workload_options = stack(
 #: The parameter names layout_options adds (estimate and simulate pass them to make_layout).
 LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "virtual_stages",
                   "framework", "stage_layers", "gpus", "device", "ep", "capacity_factor", "fp8", "cp",
-                  "cp_rotate", "all_reduce", "vocab_parallel")
+                  "cp_rotate", "all_reduce", "vocab_parallel", "dp_shard")
 FP8_HELP = ("FP8 training: the layers' linear products at the FP8 peak, as torchao's tensorwise or rowwise recipe "
             "or DeepSeek-V3's blockwise one (docs/layouts.md).")
 
 #: The parallel layout: group sizes, schedule, ZeRO stage, framework (costmodel/layout).
 layout_options = stack(
     click.option("--dp", type=int, default=None, help="Data-parallel ranks (--batch is per rank)."),
+    click.option("--dp-shard", type=int, default=None, help="Hybrid sharding (FSDP2's HSDP, --framework fsdp2): "
+                 "the ranks each shard group spans (default dp); dp / dp-shard replicas all-reduce the shards."),
     click.option("--tp", type=int, default=None, help="Tensor-parallel ranks."),
     click.option("--pp", type=int, default=None, help="Pipeline-parallel ranks (stages)."),
     click.option("--sp", is_flag=True, default=None, help="Sequence parallelism over the tensor-parallel ranks."),

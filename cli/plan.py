@@ -18,7 +18,8 @@ from .options import (ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, dtype_
 SERVE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
               "slo_ttft": "--slo-ttft", "slo_tpot": "--slo-tpot", "requests": "--requests"}
 TRAINING_ONLY = {"seq_len": "--seq-len", "global_batch": "--global-batch", "impl": "--impl", "zero": "--zero",
-                 "sp": "--sp", "framework": "--framework", "ep": "--ep", "cp": "--cp", "schedule": "--schedule",
+                 "sp": "--sp", "framework": "--framework", "ep": "--ep", "cp": "--cp", "dp_shard": "--dp-shard",
+                 "schedule": "--schedule",
                  "fp8": "--fp8", "recompute": "--recompute", "mtp": "--mtp"}
 SEARCH_IGNORES = {"batch": "--batch", "dtype": "--dtype", "attention": "--attention", "kv_cache": "--kv-cache",
                   "dp": "--dp", "gpus": "--gpus", "rank_by": "--rank-by", "tokens": "--tokens"}
@@ -61,6 +62,8 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
 @click.option("--pp", type=int, default=None, help="Only this pipeline size.")
 @click.option("--dp", type=int, default=None, help="Only this data-parallel size.")
 @click.option("--zero", type=click.IntRange(0, 3), default=None, help="Only this ZeRO stage.")
+@click.option("--dp-shard", type=int, default=None, help="Hybrid sharding (FSDP2's HSDP): shard groups of this "
+              "many data-parallel ranks in every layout (fsdp2 only; default: all of dp).")
 @click.option("--sp/--no-sp", default=None, help="Only with (or without) sequence parallelism.")
 @choice_option("--framework", spec.FRAMEWORK_NAMES, "Only this framework.")
 @click.option("--ep", type=int, default=None, help="Only this expert-parallel size (a mixture of experts).")
@@ -95,7 +98,7 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
               help="--serve --rate: run the search's configurations as Ray tasks in the cluster at this address "
                    "('local' starts one here; needs pip install '.[ray]') instead of a local process pool.")
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
-         attention, kv_cache, tp, pp, dp, zero, sp, framework, ep, cp, schedule, fp8, recompute, mtp, tokens, price,
+         attention, kv_cache, tp, pp, dp, zero, dp_shard, sp, framework, ep, cp, schedule, fp8, recompute, mtp, tokens, price,
          rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, weight_dtype, weight_group, kv_dtype,
          fp8_gemm, mla, ray_address, cuda_graphs) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
@@ -137,7 +140,8 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                            seq_len=seq_len, global_batch=global_batch, batch=batch, prompt=prompt, gen=gen,
                            dtype=dtype, impl=impl, attention=attention, kv_cache=kv_cache, tokens=tokens,
                            price=price, rank_by=rank_by, time_model=time_model, mla=mla, tp=tp, pp=pp, dp=dp,
-                           zero=zero, sp=sp, framework=framework, recompute=recompute, ep=ep, cp=cp,
+                           zero=zero, dp_shard=dp_shard, sp=sp, framework=framework, recompute=recompute,
+                           ep=ep, cp=cp,
                            schedule=schedule, fp8=fp8, weight_dtype=weight_dtype, weight_group=weight_group,
                            kv_dtype=kv_dtype, fp8_gemm=fp8_gemm)
     except ConfigError as error:

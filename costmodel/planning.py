@@ -69,7 +69,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     """Every layout of `model` on each count in `gpus` (training, or serving with serve=True):
     those that fit ranked by time (step time; time per output token when serving) or by cost
     (GPU-seconds per token), those that do not with their reason. fixed: tp, pp, dp, zero, sp,
-    framework, recompute, ep, cp, schedule, fp8 keep only the layouts with that value; impl and
+    framework, recompute, ep, cp, schedule, fp8 keep only the layouts with that value
+    (dp_shard: hybrid sharding, FSDP2's only, in every layout); impl and
     attention, when given, replace what each layout's framework implies (costmodel/defaults.py);
     serving runs attention's kernel, flash (as `serve`) unless given.
     tokens: time to train, GPU-hours, FLOPs; price (dollars per GPU-hour; default the hardware
@@ -90,7 +91,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     for name, value in (("--global-batch", global_batch), ("--batch", batch)):
         if value is not None and value < 1:
             raise ConfigError(f"{name} must be at least 1, got {value}.")
-    unknown = set(fixed) - {"tp", "pp", "dp", "zero", "sp", "framework", "recompute", "ep", "cp", "schedule", "fp8"}
+    unknown = set(fixed) - {"tp", "pp", "dp", "zero", "sp", "framework", "recompute", "ep", "cp", "schedule", "fp8",
+                          "dp_shard"}
     if unknown:
         raise ConfigError(f"plan: unknown option {sorted(unknown)[0]!r}.")
     fixed = {**fixed, "batch": batch, "impl": impl, "attention": attention}

@@ -188,8 +188,8 @@ def render_parallel(p: dict[str, Any]) -> str:
     lay = p["layout"]
     head = (f"Parallel layout: {plural(lay['gpus'], 'GPU')} = tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']}"
             + (f" x cp {lay['cp']}" if lay.get("cp", 1) > 1 else "")
-            + (f" (ep {lay['ep']} of dp)" if lay.get("ep", 1) > 1 else "")
-            + (f", FP8 {lay['fp8']}" if lay.get("fp8") else "")
+            + (f" (ep {lay['ep']} of dp)" if lay.get("ep", 1) > 1 else "") + (f", FP8 {lay['fp8']}" if lay.get("fp8") else "")
+            + (f" (HSDP: {lay['dp_replicate']} replicas of shard groups of {lay['dp_shard']})" if lay.get("dp_shard") else "")
             + (" + SP" if lay["sp"] else "") + f", ZeRO {lay['zero']}, {lay['framework']} ({p['precision']} "
             f"precision); {plural(lay['microbatches'], 'micro-batch', 'micro-batches')} of {lay['micro_batch']} per step "
             f"(global batch {lay['global_batch']:,})"
@@ -351,7 +351,7 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
         lay, split = e["layout"], e["split"]
         schedule = (lay["schedule"] + (f" x{lay['virtual_stages']}" if lay["virtual_stages"] > 1 else "")
                     if lay["pp"] > 1 else "")
-        ep = "".join(f" ({name} {lay[name]})" for name in ("ep", "cp") if lay.get(name, 1) > 1)
+        ep = "".join(f" ({name} {lay[name]})" for name in ("ep", "cp", "dp_shard") if (lay.get(name) or 1) > 1)
         rows.append([str(i + 1), f"{lay['tp']} x {lay['pp']} x {lay['dp']}{ep}", lay["framework"],
                      str(lay["zero"]), "yes" if lay["sp"] else "", schedule,
                      f"{lay['batch']} x {lay['microbatches']}", lay["recompute"],

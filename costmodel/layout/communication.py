@@ -196,7 +196,7 @@ class RankCommunication:
             return "fp32"
         if kind == "optimizer_all_reduce":
             return "fp32" if self.numbers["bytes.gradients"] == 4 else activations
-        if group in ("dp", "edp", "pp") and kind in ("all_reduce", "reduce_scatter"):
+        if group in ("dp", "dp_replicate", "edp", "pp") and kind in ("all_reduce", "reduce_scatter"):
             return "fp32" if self._gradient_dtype == "fp32" else activations
         return activations
 
@@ -216,7 +216,7 @@ class RankCommunication:
         """The data-parallel collectives by group: "dp", and under expert parallelism "edp" (the
         experts' own gradients over the dp / ep ranks that hold the same experts)."""
         if self.layout.ep == 1:
-            return {"dp": self._data_parallel(stage)}
+            return {"dp": self._data_parallel(stage), **self._replicas(stage)}
         experts = self.on_stage(stage, "expert_params")
         local = experts // self.layout.ep
         edp = self.layout.dp // self.layout.ep
@@ -224,6 +224,18 @@ class RankCommunication:
         if edp > 1:
             out["edp"] = self._data_parallel(stage, params=local, ranks=edp)
         return out
+
+    def _replicas(self, stage: Stage) -> dict[str, dict[str, int]]:
+        """Hybrid sharding (Layout.dp_shard, FSDP2's HSDP): after each reduce-scatter over the shard
+        group, the rank's gradient shard (the reduce-scatter's input over dp_shard x cp, in the
+        reduce dtype) is all-reduced over the replicas, dp / dp_shard ranks holding the same shard
+        (torch 2.13 torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py foreach_reduce:
+        reduce_scatter_tensor on reduce_scatter_group, then dist.all_reduce(reduce_output,
+        group=all_reduce_group)); per micro-batch as the reduce-scatters are."""
+        if self.layout.replicas == 1:
+            return {}
+        scattered = self._data_parallel(stage)["reduce_scatter"]
+        return {"dp_replicate": {"all_reduce": scattered // self.layout.shard_ranks}}
 
     def _data_parallel(self, stage: Stage, exclude: int = 0, params: int | None = None,
                        ranks: int | None = None) -> dict[str, int]:
@@ -250,7 +262,7 @@ class RankCommunication:
     def wire(self, communication: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
         """Bytes each rank puts on the wire, with the ring factors."""
         layout = self.layout
-        sizes = {"tp": layout.tp, "dp": layout.shard_ranks, "pp": 2, "ep": layout.ep,
+        sizes = {"tp": layout.tp, "dp": layout.shard_ranks, "dp_replicate": layout.replicas, "pp": 2, "ep": layout.ep,
                  "edp": layout.dp // layout.ep, "cp": layout.cp}
         out: dict[str, dict[str, int]] = {}
         for group, kinds in communication.items():

@@ -101,6 +101,8 @@ def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_bat
     """(layout, micro-batch, recompute, None) for each candidate, or (None, ..., reason) for a
     combination that cannot run."""
     frameworks = [fixed["framework"]] if fixed.get("framework") else list(FRAMEWORKS)
+    if fixed.get("dp_shard") and not fixed.get("framework"):
+        frameworks = ["fsdp2"]  # hybrid sharding is FSDP2's (Layout.dp_shard)
     tps = [fixed["tp"]] if fixed.get("tp") else tensor_sizes(cfg, hardware, gpus)
     layers = cfg.n_layers
     for framework in frameworks:
@@ -129,7 +131,7 @@ def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_bat
                                                 layout = Layout(dp=dp, tp=tp, pp=pp, sp=sp, zero=zero, microbatches=m,
                                                                 schedule=schedule, virtual_stages=v,
                                                                 framework=framework, ep=ep, cp=cp,
-                                                                fp8=fixed.get("fp8"))
+                                                                fp8=fixed.get("fp8"), dp_shard=fixed.get("dp_shard"))
                                                 layout.check(cfg, gpus)
                                             except ConfigError as error:
                                                 yield None, b, recompute, str(error)
@@ -141,7 +143,8 @@ def _entry(layout: Layout, batch: int, recompute: str) -> dict[str, Any]:
     return {"layout": {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp, "zero": layout.zero,
                        "microbatches": layout.microbatches, "batch": batch, "recompute": recompute,
                        "sp": layout.sp, "schedule": layout.schedule, "virtual_stages": layout.virtual_stages,
-                       "framework": layout.framework, "ep": layout.ep, "cp": layout.cp, "fp8": layout.fp8}}
+                       "framework": layout.framework, "ep": layout.ep, "cp": layout.cp, "fp8": layout.fp8,
+                       **({"dp_shard": layout.dp_shard} if layout.dp_shard else {})}}
 
 
 def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int, global_batch: int,

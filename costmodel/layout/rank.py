@@ -68,6 +68,9 @@ class ParallelEstimate(RankCommunication):
         if phase == "train" and not layout.vocab_parallel and layout.tp > 1:
             raise ConfigError("layout: a replicated vocabulary (vocab_parallel false, --replicated-vocab) is "
                               "modelled for decoding only; a training layout splits the embedding and head by tp.")
+        if phase != "train" and layout.dp_shard:
+            raise ConfigError("layout: hybrid sharding (--dp-shard) shards a training step's state; serving replicas "
+                              "hold their weights whole (drop --dp-shard).")
         if cfg.mtp_layers > 1:  # the head part's leaves are summed once each (one module)
             raise ConfigError("layout: more than one multi-token prediction module in a layout is not modelled.")
         if layout.fp8 is not None and workload.dtype != "bf16":

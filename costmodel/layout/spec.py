@@ -12,6 +12,10 @@
   stage_layers     layers per pipeline stage (uneven splits allowed); default as even as can be
   framework        whose conventions: megatron, deepspeed or fsdp2 (costmodel/layout/frameworks.py)
   ep               expert-parallel ranks, drawn from dp (costmodel/layout/experts.py)
+  dp_shard         the ranks each parameter's state is sharded over (None: all dp); 1 < dp_shard < dp
+                   is hybrid sharding, FSDP2's HSDP (fully_shard over a 2-D (replicate, shard)
+                   mesh, torchtitan's data_parallel_shard_degree): dp / dp_shard replicas of the
+                   shards, each gradient shard all-reduced over them (costmodel/layout/communication.py)
   capacity_factor  a mixture of experts' capacity per expert (None: dropless)
   fp8              an FP8 training recipe: tensorwise, rowwise or blockwise (costmodel/layout/fp8.py)
   cp, cp_rotate    context-parallel ranks, each holding n / cp of every sequence; how keys and
@@ -98,6 +102,7 @@ class Layout:
     reshard_after_forward: bool | None = None
     device: str = "cuda"  # where AdamW's step counters live (torch keeps them on the host on CUDA)
     ep: int = 1
+    dp_shard: int | None = None  # hybrid sharding: the shard group (None: dp, plain FSDP)
     capacity_factor: float | None = None
     fp8: str | None = None  # an FP8 training recipe (costmodel/layout/fp8.py)
     cp: int = 1
@@ -168,9 +173,38 @@ class Layout:
             raise ConfigError(f"layout: fp8 must be one of {', '.join(RECIPES)}, got {show(self.fp8)}.")
         if self.device not in DEVICES:
             raise ConfigError(f"layout: device must be {DEVICES.listed()}, got {show(self.device)}.")
+        self._check_hybrid()
         from ..offload import check as check_offload
 
         check_offload(self)
+
+    def _check_hybrid(self) -> None:
+        """dp_shard: a divisor of dp, more than one rank, where the framework has hybrid sharding
+        (FSDP2's HSDP); dp_shard = dp is plain sharding (stored as None)."""
+        if self.dp_shard is None:
+            return
+        _positive("dp_shard", self.dp_shard)
+        if self.dp % self.dp_shard:
+            raise ConfigError(f"layout: --dp-shard {self.dp_shard} must divide dp = {self.dp} "
+                              "(dp / dp_shard replicas of each shard group).")
+        if self.dp_shard == self.dp:
+            object.__setattr__(self, "dp_shard", None)
+            return
+        if self.dp_shard == 1:
+            raise ConfigError("layout: --dp-shard 1 shards nothing (every rank a replica); hybrid sharding "
+                              "needs 1 < dp_shard < dp.")
+        if self.framework != "fsdp2":
+            theirs = {"deepspeed": "DeepSpeed's MiCS and ZeRO++ hpZ partition differently and are not modelled",
+                      "megatron": "Megatron's partial distributed optimizer is not modelled"}[self.framework]
+            raise ConfigError(f"layout: hybrid sharding (--dp-shard < dp) is modelled as FSDP2's HSDP "
+                              f"(--framework fsdp2); {theirs}.")
+        if self.ep > 1:
+            raise ConfigError("layout: hybrid sharding (--dp-shard) with expert parallelism is not modelled.")
+
+    @property
+    def replicas(self) -> int:
+        """Hybrid sharding's replicas of each shard group: dp / dp_shard (1: plain sharding)."""
+        return self.dp // self.dp_shard if self.dp_shard else 1
 
     @property
     def gpus(self) -> int:
@@ -178,10 +212,11 @@ class Layout:
 
     @property
     def shard_ranks(self) -> int:
-        """The ranks that hold the same parameters and reduce their gradients: dp x cp (context-
-        parallel ranks see different tokens of the same sequences: Megatron's data-parallel group
-        with context parallelism, torchtitan's dp_shard_cp mesh)."""
-        return self.dp * self.cp
+        """The ranks a parameter's state is sharded over, which gather it and reduce-scatter its
+        gradient: dp x cp (context-parallel ranks see different tokens of the same sequences:
+        Megatron's data-parallel group with context parallelism, torchtitan's dp_shard_cp mesh);
+        under hybrid sharding dp_shard x cp, the rest of dp (replicas) all-reducing the shards."""
+        return (self.dp_shard or self.dp) * self.cp
 
     @property
     def stages(self) -> int:
@@ -297,6 +332,7 @@ class Layout:
                 "capacity_factor": self.capacity_factor, "fp8": self.fp8, "cp": self.cp,
                 "all_reduce": self.all_reduce, "vocab_parallel": self.vocab_parallel,
                 "global_batch": batch * self.microbatches * self.dp,
+                **({"dp_shard": self.dp_shard, "dp_replicate": self.replicas} if self.dp_shard else {}),
                 **({"offload": self.offload, "offload_device": self.offload_device,
                     "gpus_per_node": self.gpus_per_node} if self.offload != "none" else {})}
 

@@ -156,10 +156,14 @@ class StepTime:
         # ranks; the expert-data-parallel group strides over the rest of dp.
         # Context parallelism's ranks sit between tp and dp (Megatron's order tp-cp-dp-pp); the
         # gradients are reduced over dp x cp.
+        # Hybrid sharding's mesh is (replicate, shard), the shard group innermost (neighbours,
+        # within a node where tp x dp_shard x cp fits one); the replicas stride over all of dp.
         shard = layout.shard_ranks
         self.spans = {"tp": layout.tp, "dp": layout.tp * shard, "pp": layout.gpus,
+                      "dp_replicate": layout.tp * layout.dp * layout.cp,
                       "ep": layout.tp * layout.ep, "edp": layout.tp * layout.dp, "cp": layout.tp * layout.cp}
-        self.worlds = {"tp": layout.tp, "dp": shard, "pp": 2, "ep": layout.ep, "edp": layout.dp // layout.ep,
+        self.worlds = {"tp": layout.tp, "dp": shard, "dp_replicate": layout.replicas, "pp": 2, "ep": layout.ep,
+                       "edp": layout.dp // layout.ep,
                        "cp": layout.cp}
 
     def collective(self, group: str, kind: str, payload: float, calls: int = 1) -> float:
@@ -331,7 +335,7 @@ class StepTime:
         if layout.shard_ranks == 1:
             return 0.0, 0.0
         communication = self.estimate.communication(stage)
-        groups = [(group, kind, value) for group in ("dp", "edp")
+        groups = [(group, kind, value) for group in ("dp", "dp_replicate", "edp")
                   for kind, value in communication.get(group, {}).items()]
         per_microbatch = self.estimate.framework.sharding == "per_tensor" or layout.zero == 3
         if per_microbatch:

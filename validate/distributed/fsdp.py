@@ -6,6 +6,7 @@ validate/distributed/launch.py) and returns plain data:
 
     {"state": {"parameters"|"gradients"|"optimizer": {"storage": int, "elements": int}},
      "communication": {phase: {"dp": {"all_gather": bytes, "reduce_scatter": bytes}}},
+                      (hybrid sharding, case.replicate > 1: and "dp_replicate": {"all_reduce": bytes})
      "calls": {phase: {"dp": {"all_gather": count, "reduce_scatter": count}}},
      "steady_communication": the same payloads for the second step,
      "memory_peak": {FSDPMemTracker category: bytes at the step's peak} (when case.memory_tracker),
@@ -46,6 +47,9 @@ class FsdpCase:
     mixed_precision: bool = False  # MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)
     fake: bool = False  # build and run under FakeTensorMode (with the fake process group)
     memory_tracker: bool = True
+    # Hybrid sharding (FSDP2's HSDP): a (replicate, shard) mesh of replicate x world / replicate
+    # ranks, the groups recorded as "dp_replicate" and "dp" (1: one "dp" dimension, plain FSDP).
+    replicate: int = 1
 
 
 def mixed_precision_policy(enabled: bool) -> MixedPrecisionPolicy:
@@ -99,19 +103,25 @@ def _memory_peak(trainee: Trainee, optimizer: torch.optim.Optimizer,
 def measure_fsdp(rank: int, world_size: int, case: FsdpCase) -> dict:
     """One rank's FSDP2 measurements for case (see the module docstring for the keys)."""
     torch.manual_seed(0)
-    mesh = init_device_mesh("cpu", (world_size,), mesh_dim_names=("dp",))
+    if case.replicate == 1:
+        mesh = init_device_mesh("cpu", (world_size,), mesh_dim_names=("dp",))
+        groups = {"dp": mesh.get_group("dp")}
+    else:
+        mesh = init_device_mesh("cpu", (case.replicate, world_size // case.replicate),
+                                mesh_dim_names=("dp_replicate", "dp"))
+        groups = {"dp": mesh.get_group("dp"), "dp_replicate": mesh.get_group("dp_replicate")}
     with run_context(case.fake):
         trainee = build_trainee(case.cfg, case.implementation, case.batch, case.seq_len)
         policy = mixed_precision_policy(case.mixed_precision)
         apply_fsdp(trainee, mesh, case.reshard_after_forward, policy)
         optimizer = torch.optim.AdamW(trainee.model.parameters(), lr=1e-3)
-        first = CommRecorder({"dp": mesh.get_group("dp")})
+        first = CommRecorder(groups)
         with first:
             _train_step(trainee, optimizer, first)
         state = training_state(trainee.model, optimizer)
         padded, local_elements = _shard_elements(trainee)
         optimizer.zero_grad(set_to_none=True)
-        steady = CommRecorder({"dp": mesh.get_group("dp")})
+        steady = CommRecorder(groups)
         if case.memory_tracker:
             memory = _memory_peak(trainee, optimizer, steady)
         else:
