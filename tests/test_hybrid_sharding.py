@@ -144,3 +144,19 @@ def test_cli_takes_dp_shard_and_refuses_bad_values_in_one_line(capsys):
     serve = ["simulate", "--model", "llama2-7b", "--gpus", "16", "--framework", "fsdp2", "--zero", "3", "--dp-shard", "8"]
     assert cli.main(serve) == 2
     assert "serving replicas" in capsys.readouterr().err
+
+
+def test_a_published_run_can_state_hybrid_sharding():
+    """reports/published_runs.train_setup passes a run's (or its source's) dp_shard to the Layout,
+    as fms-fsdp's HSDP rows would state it (FINDINGS, hybrid sharding): shards of 8 on 128 ranks."""
+    from reports.published_runs import train_setup
+
+    source = {"hardware": "a100-80gb", "dtype": "bf16", "attention": "flash", "impl": "hf",
+              "framework": "fsdp2", "zero": 3, "dp_shard": 8}
+    run = {"model": "llama2-7b", "tp": 1, "pp": 1, "dp": 128, "seq_len": 4096, "global_batch": 256,
+           "micro_batch": 2}
+    estimate, _, _ = train_setup(run, source)
+    assert (estimate.layout.shard_ranks, estimate.layout.replicas) == (8, 16)
+    assert "dp_replicate" in estimate.communication(estimate.stages[0])
+    estimate, _, _ = train_setup({**run, "dp_shard": 128}, source)  # the run's own value first
+    assert estimate.layout.replicas == 1
