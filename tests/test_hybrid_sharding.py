@@ -160,3 +160,17 @@ def test_a_published_run_can_state_hybrid_sharding():
     assert "dp_replicate" in estimate.communication(estimate.stages[0])
     estimate, _, _ = train_setup({**run, "dp_shard": 128}, source)  # the run's own value first
     assert estimate.layout.replicas == 1
+
+
+def test_plan_keeps_the_shard_group_in_every_layout(capsys):
+    import json
+
+    args = ["plan", "--model", "llama2-7b", "--hardware", "a100-80gb", "--gpus", "128", "--seq-len", "4096",
+            "--global-batch", "512", "--tp", "1", "--pp", "1", "--dp-shard", "8", "--json"]
+    assert cli.main(args) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["feasible"]
+    for entry in result["feasible"]:
+        assert (entry["layout"]["framework"], entry["layout"]["dp_shard"]) == ("fsdp2", 8)
+    assert cli.main(args[:-1] + ["--framework", "deepspeed"]) == 2
+    assert "MiCS" in capsys.readouterr().err
