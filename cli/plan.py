@@ -90,7 +90,9 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
 @choice_option("--mla", spec.MLA_FORMS, "--serve: latent attention (DeepSeek) absorbed, as vLLM runs it, or naive "
                "(see simulate).", spec.DEFAULT_SERVE_MLA)
 @click.option("--cuda-graphs", type=click.Choice(spec.CUDA_GRAPHS), default=None,
-              help="--serve --rate: steps replayed from CUDA graphs, as serve's (default auto: the engine's).")
+              help="--serve: steps replayed from CUDA graphs. With --rate as serve's (default auto: the engine's); "
+                   "without, on times each layout's decode step replayed from a graph, as simulate --cuda-graphs "
+                   "(default auto: eager, as Hugging Face generate runs).")
 @click.option("--ray", "ray_address", type=str, default=None,
               help="--serve --rate: run the search's configurations as Ray tasks in the cluster at this address "
                    "('local' starts one here; needs pip install '.[ray]') instead of a local process pool.")
@@ -120,8 +122,8 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                               weight_group=weight_group, kv_dtype=kv_dtype,
                               fp8_gemm=fp8_gemm or spec.DEFAULT_FP8_GEMM, time_model=time_model)
         return
-    if cuda_graphs is not None:
-        raise InputError("--cuda-graphs applies to the serving simulator's capacity search: add --serve --rate.")
+    if cuda_graphs is not None and not serve:
+        raise InputError("--cuda-graphs replays decode steps: add --serve (a training step is not captured).")
     if ray_address is not None:
         raise InputError("--ray runs the capacity search: add --serve --rate.")
     if gpus is None:
@@ -139,7 +141,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                            price=price, rank_by=rank_by, time_model=time_model, mla=mla, tp=tp, pp=pp, dp=dp,
                            zero=zero, sp=sp, framework=framework, recompute=recompute, ep=ep, cp=cp,
                            schedule=schedule, fp8=fp8, weight_dtype=weight_dtype, weight_group=weight_group,
-                           kv_dtype=kv_dtype, fp8_gemm=fp8_gemm)
+                           kv_dtype=kv_dtype, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs == "on")
     except ConfigError as error:
         raise InputError(str(error)) from None
     for warning in result.warnings:

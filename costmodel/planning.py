@@ -65,7 +65,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
          attention: str | None = None, kv_cache: str = "dynamic", tokens: float | None = None,
          price: float | None = None, rank_by: str = "time", time_model: str | None = None,
          mla: str = "absorbed", weight_dtype: str | None = None, weight_group: int | None = None,
-         kv_dtype: str | None = None, fp8_gemm: str | None = None, **fixed: Any) -> PlanResult:
+         kv_dtype: str | None = None, fp8_gemm: str | None = None, cuda_graphs: bool = False,
+         **fixed: Any) -> PlanResult:
     """Every layout of `model` on each count in `gpus` (training, or serving with serve=True):
     those that fit ranked by time (step time; time per output token when serving) or by cost
     (GPU-seconds per token), those that do not with their reason. fixed: tp, pp, dp, zero, sp,
@@ -77,7 +78,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     hardware file has what the kernel model needs). mla: latent attention
     served absorbed (as engines run it) or naive (as transformers does). weight_dtype, weight_group,
     kv_dtype and fp8_gemm (serving): quantized weights and KV cache, each tensor-parallel rank
-    holding its shards as stored (costmodel/layout/rank.py)."""
+    holding its shards as stored (costmodel/layout/rank.py). cuda_graphs (serving): each decode
+    step replayed from a CUDA graph (no launch overhead), as simulate --cuda-graphs."""
     from .api import load_model, make_workload
     from .checkpoint import inference_options
     from .cost import check_price_has_tokens, gpus_of, price_plan
@@ -103,6 +105,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     if quantization and not serve:
         raise ConfigError("--weight-dtype, --weight-group, --kv-dtype and --fp8-gemm plan serving (add --serve); "
                           "training on quantized weights (QLoRA) is `finetune`'s.")
+    if cuda_graphs and not serve:
+        raise ConfigError("--cuda-graphs replays decode steps: add --serve (a training step is not captured).")
     if not serve:
         check_price_has_tokens(tokens, price)
     if serve:
@@ -125,7 +129,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
             result = planner.plan_serving(cfg, chosen, count, batch, workload.seq_len, gen, workload.dtype,
                                           fixed, kv_cache=kv_cache, quantization=quantization,
                                           time_model=time_model, mla=mla,
-                                          attention=attention or DEFAULT_SERVE_ATTENTION)
+                                          attention=attention or DEFAULT_SERVE_ATTENTION,
+                                          cuda_graphs=cuda_graphs)
         else:
             batches[count] = 8 * count if global_batch is None else global_batch
             result = planner.plan_training(cfg, chosen, count, workload.seq_len, batches[count], workload,
@@ -150,7 +155,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                       "serve": serve, "time_model": ran, "seq_len": workload.seq_len,
                       "dtype": workload.dtype, **quantization,
                       **({"weight_dtype_source": source} if serve and source else {}),
-                      **({"gen": gen, "batch": batch, "attention": attention or DEFAULT_SERVE_ATTENTION} if serve else
+                      **({"gen": gen, "batch": batch, "attention": attention or DEFAULT_SERVE_ATTENTION,
+                          "kv_cache": kv_cache, "cuda_graphs": cuda_graphs} if serve else
                          {"global_batch": batches[counts[0]] if one else batches, "batch": batch,
                           "tokens": tokens, "price_per_gpu_hour": chosen.price_per_gpu_hour if price is None else price}),
                       "rank_by": rank_by,

@@ -324,7 +324,9 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
     checkpoint = " (the checkpoint's; --weight-dtype none for unquantized)" \
         if i.get("weight_dtype_source") == "checkpoint" else ""
     quantized = (f", {i['weight_dtype']}{group} weights{checkpoint}" if i.get("weight_dtype") else "") + \
-        (f", {i['kv_dtype']} KV cache" if i.get("kv_dtype") else "")
+        (f", {i['kv_dtype']} KV cache" if i.get("kv_dtype") else "") + \
+        (f", {i['kv_cache']} KV cache" if i.get("kv_cache") == "static" else "") + \
+        (", CUDA graphs" if i.get("cuda_graphs") else "")
     asked = (f"{i['model']} on {gpus} x {i['hardware']}, {i['dtype']}{quantized}: "
              + (f"{plural(i['batch'], 'sequence')} of prompt {i['seq_len']:,} + {i['gen']:,} generated tokens"
                 if serve else f"global batch {global_batch} of {i['seq_len']:,} tokens")

@@ -242,12 +242,14 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                  efficiency: Efficiency | None = None, kv_cache: str = "dynamic",
                  quantization: dict[str, Any] | None = None,
                  time_model: str | None = None, nearest: bool = True,
-                 mla: str = "absorbed", attention: str = DEFAULT_SERVE_ATTENTION) -> dict[str, Any]:
+                 mla: str = "absorbed", attention: str = DEFAULT_SERVE_ATTENTION,
+                 cuda_graphs: bool = False) -> dict[str, Any]:
     """Every serving layout for `batch` sequences at a context of prompt + gen: the memory per
     rank (weights and the KV cache at the last step), ranked by time per output token. kv_cache
     and quantization (weight_dtype, weight_group, kv_dtype) are the Workload's; latent attention
     is absorbed unless mla="naive", as engines serve it; attention: the kernel, flash unless given
-    (as `serve`'s engines run it, serving/profile.py)."""
+    (as `serve`'s engines run it, serving/profile.py); cuda_graphs: each decode step replayed
+    from a CUDA graph, as simulate --cuda-graphs times a layout's."""
     fixed = fixed or {}
     check_fixed(fixed, gpus)
     require_decoder(cfg)
@@ -276,7 +278,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
             if per_rank["total"] > hardware.serving_memory_bytes:
                 infeasible.append({**entry, "reason": "memory", "per_rank": per_rank})
                 continue
-            token = step_time(estimate, hardware, efficiency, time_model).token()
+            token = step_time(estimate, hardware, efficiency, time_model, cuda_graphs=cuda_graphs).token()
             feasible.append({**entry, "per_rank": per_rank, "time_per_output_token": token["seconds_per_token"],
                              "tp_all_reduce_seconds": token["tp_all_reduce_seconds"],
                              "tokens_per_second": token["tokens_per_second"]})
@@ -286,7 +288,8 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
         def retry(count: int) -> dict[str, Any] | None:
             try:
                 return plan_serving(cfg, hardware, count, batch, prompt, gen, dtype, {}, efficiency, kv_cache,
-                                    quantization, time_model, nearest=False, mla=mla, attention=attention)
+                                    quantization, time_model, nearest=False, mla=mla, attention=attention,
+                                    cuda_graphs=cuda_graphs)
             except ConfigError:
                 return None
 
