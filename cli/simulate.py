@@ -210,7 +210,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                 "batch": workload.batch, "recompute": workload.recompute,
                                 "tokens": tokens, **{k: v for k, v in quantization.items() if v is not None}}
             if not train:
-                result["inputs"].update(decode_inputs(workload, cuda_graphs))
+                result["inputs"].update(decode_inputs(workload, cuda_graphs, compiled))
         elif train:
             if time_model == "kernels" or compiled:
                 raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "

@@ -296,7 +296,9 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
         *([f"prompt {i['seq_len']}, generate {i['gen']}, attention {i['attention']}, {i['kv_cache']} KV cache"
            + (f" in {i['kv_dtype']}" if i.get("kv_dtype") else "")
            + (f", weights {i['weight_dtype']}" if i.get("weight_dtype") else "")
-           + (", CUDA graphs" if i.get("cuda_graphs") else "")] if "kv_cache" in i else []),
+           + (f" g{i['weight_group']}" if i.get("weight_dtype") and i.get("weight_group") else "")
+           + (", CUDA graphs" if i.get("cuda_graphs") else "")
+           + (", compiled" if i.get("compiled") else "")] if "kv_cache" in i else []),
         *([note] if (note := weights_note(i.get("weight_dtype"), i.get("weight_dtype_source"))) else []),
         f"  {'time per output token':<24}{seconds(token['seconds_per_token']):>10}   "
         f"{rate(token['tokens_per_second'])} tokens/s over the replicas",
@@ -430,8 +432,11 @@ def render_inference(r: dict[str, Any]) -> str:
         + (f"\n{i['dtype_note']}" if i.get("dtype_note") else ""),
         f"prompt {i['prompt']}, generate {i['gen']}, batch {i['batch']}, attention {i['attention']}, "
         f"{i['kv_cache']} KV cache"
+        + (f" in {i['kv_dtype']}" if i.get("kv_dtype") else "")
         + (f", weights {i['weight_dtype']}" if i.get("weight_dtype") else "")
-        + (", CUDA graphs" if i.get("cuda_graphs") else ""),
+        + (f" g{i['weight_group']}" if i.get("weight_dtype") and i.get("weight_group") else "")
+        + (", CUDA graphs" if i.get("cuda_graphs") else "")
+        + (", compiled" if i.get("compiled") else ""),
         *([note] if (note := weights_note(i.get("weight_dtype"), i.get("weight_dtype_source"))) else []),
         ("times: the kernel-level model (docs/time.md); the bounds, intensities and busy shares, and "
          "the uncached steps, are the roofline's" if i.get("time_model") == "kernels" else

@@ -56,3 +56,19 @@ def test_plan_serve_takes_cuda_graphs_as_simulate_times_a_layout(capsys):
     code, out, err = run_main(["plan", "--model", "llama2-7b", "--gpus", "8", "--cuda-graphs", "on"], capsys)
     assert (code, out) == (2, "")
     assert err == "error: --cuda-graphs replays decode steps: add --serve (a training step is not captured).\n"
+
+
+def test_the_inference_header_names_every_option_that_changes_the_run(capsys):
+    # `simulate --kv-dtype fp8 --weight-group 128 --compile` on one GPU said "dynamic KV cache,
+    # weights int4": nothing of the fp8 cache (half the KV memory), the group size or the
+    # compiled fusions; a layout's line named the cache's dtype but not the group or compile.
+    base = ["simulate", "--model", "llama2-7b", "--gen", "2", "--kv-dtype", "fp8", "--weight-dtype", "int4",
+            "--weight-group", "128", "--compile", "--cuda-graphs", "--kv-cache", "static"]
+    code, out, err = run_main(base, capsys)
+    assert code == 0, err
+    assert out.splitlines()[1] == ("prompt 2048, generate 2, batch 1, attention eager, static KV cache in fp8, "
+                                   "weights int4 g128, CUDA graphs, compiled")
+    code, out, err = run_main(base + ["--tp", "2"], capsys)
+    assert code == 0, err
+    assert out.splitlines()[1] == ("prompt 2048, generate 2, attention sdpa, static KV cache in fp8, "
+                                   "weights int4 g128, CUDA graphs, compiled")
