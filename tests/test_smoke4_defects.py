@@ -72,3 +72,13 @@ def test_the_inference_header_names_every_option_that_changes_the_run(capsys):
     assert code == 0, err
     assert out.splitlines()[1] == ("prompt 2048, generate 2, attention sdpa, static KV cache in fp8, "
                                    "weights int4 g128, CUDA graphs, compiled")
+
+
+def test_h800_by_the_names_papers_and_the_driver_give_it(capsys):
+    # DeepSeek-V3's cluster is "H800"; nvidia-smi names the SXM part "NVIDIA H800 80GB HBM3" (as it
+    # names the H100 "NVIDIA H100 80GB HBM3", an alias already). `--hardware h800-sxm` was unknown
+    # while `h100-sxm` is the H100's own name.
+    from costmodel.hardware import load_hardware
+
+    for name in ("h800-sxm", "H800 SXM", "NVIDIA H800", "NVIDIA H800 80GB HBM3", "h800-sxm5"):
+        assert load_hardware(name).name == "h800"
