@@ -82,3 +82,26 @@ def test_h800_by_the_names_papers_and_the_driver_give_it(capsys):
 
     for name in ("h800-sxm", "H800 SXM", "NVIDIA H800", "NVIDIA H800 80GB HBM3", "h800-sxm5"):
         assert load_hardware(name).name == "h800"
+
+
+def test_busy_shares_are_the_roofline_s_and_at_most_one(capsys):
+    # A batched prefill on an A100 (Llama-3-8B, 256 x 512 tokens, flash) printed "compute busy
+    # 114%": the roofline's compute time (at its 0.7 efficiency) over the kernel model's shorter
+    # step. The report says the busy shares are the roofline's; they are now its own fractions,
+    # the same figures --time-model roofline prints, and none is over 1.
+    base = ["simulate", "--model", "llama3-8b", "--hardware", "a100-80gb", "--batch", "256", "--prompt", "512",
+            "--gen", "8", "--attention", "flash", "--json"]
+    code, out, err = run_main(base, capsys)
+    assert code == 0, err
+    kernels = json.loads(out)
+    code, out, err = run_main(base + ["--time-model", "roofline"], capsys)
+    roofline = json.loads(out)
+    parts = [("prefill",), ("decode", "first_token"), ("decode", "last_token")]
+    for path in parts:
+        k, r = kernels, roofline
+        for key in path:
+            k, r = k[key], r[key]
+        assert k["seconds"] != r["seconds"]  # the two models differ in time...
+        for share in ("compute_busy_fraction", "memory_busy_fraction"):
+            assert k[share] == r[share] <= 1  # ...not in the roofline's shares
+    assert kernels["prefill"]["seconds"] < kernels["prefill"]["compute_seconds"]  # why it read 114%
