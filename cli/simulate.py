@@ -165,7 +165,11 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 note = (f"dtype {dtype}: the dtype `local` was calibrated in (--dtype to choose; "
                         "`hardware --measure --dtype bf16` measures another)")
         if global_batch is not None:
-            layout_given["microbatches"] = microbatches_for(global_batch, batch, layout_given)
+            derived = microbatches_for(global_batch, batch, layout_given)
+            if layout_given.get("microbatches") not in (None, derived):
+                raise ConfigError(f"--global-batch {global_batch} sets --microbatches to global / (batch x dp) = "
+                                  f"{derived}, not {layout_given['microbatches']}: give one of them.")
+            layout_given["microbatches"] = derived
         if not train:
             require_decoder(cfg)  # before the workload warns that generated tokens are ignored
         layout = make_layout(cfg, layout_given, inference=not train)

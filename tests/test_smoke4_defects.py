@@ -105,3 +105,15 @@ def test_busy_shares_are_the_roofline_s_and_at_most_one(capsys):
         for share in ("compute_busy_fraction", "memory_busy_fraction"):
             assert k[share] == r[share] <= 1  # ...not in the roofline's shares
     assert kernels["prefill"]["seconds"] < kernels["prefill"]["compute_seconds"]  # why it read 114%
+
+
+def test_global_batch_and_microbatches_that_disagree_are_refused(capsys):
+    # `--dp 8 --batch 4 --global-batch 64 --microbatches 4` ran 2 micro-batches (global 64) and
+    # dropped --microbatches 4 (global 128) without a word. Agreeing values are taken.
+    base = ["simulate", "--train", "--model", "gpt2", "--dp", "8", "--batch", "4", "--global-batch", "64"]
+    code, out, err = run_main(base + ["--microbatches", "4"], capsys)
+    assert (code, out) == (2, "")
+    assert err == "error: --global-batch 64 sets --microbatches to global / (batch x dp) = 2, not 4: give one of them.\n"
+    code, out, err = run_main(base + ["--microbatches", "2", "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["parallel"]["layout"]["microbatches"] == 2
