@@ -308,6 +308,9 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
         f"{binary_bytes(rank['kv_cache'])}, ids and logits {binary_bytes(rank['transient'])}, total "
         f"{binary_bytes(rank['total'])} "
         f"({'fits' if r['fits'] else 'does NOT fit'} in {binary_bytes(r['memory_capacity'])})",
+        *([f"Each of the {lay['dp']} data-parallel replicas holds the whole model (--gpus alone sets dp, as "
+           "Megatron-LM derives it); --tp or --pp splits it over the GPUs."]
+          if not r["fits"] and lay["dp"] > 1 and lay["tp"] == lay["pp"] == 1 else []),
     ])
 
 

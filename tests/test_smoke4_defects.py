@@ -117,3 +117,17 @@ def test_global_batch_and_microbatches_that_disagree_are_refused(capsys):
     code, out, err = run_main(base + ["--microbatches", "2", "--json"], capsys)
     assert code == 0, err
     assert json.loads(out)["parallel"]["layout"]["microbatches"] == 2
+
+
+def test_inference_on_gpus_alone_that_does_not_fit_says_each_replica_holds_the_model(capsys):
+    # `simulate --model llama2-70b --hardware h100 --gpus 8` (a blog's "Llama 2 70B on 8 H100s")
+    # is 8 data-parallel replicas (dp = GPUs / (tp x pp), as documented), each 128.56 GiB: the
+    # report said "does NOT fit" and nothing of why or what splits it (estimate's --gpus alone
+    # means tensor parallelism for inference).
+    base = ["simulate", "--model", "llama2-70b", "--hardware", "h100", "--prompt", "128", "--gen", "128"]
+    code, out, err = run_main(base + ["--gpus", "8"], capsys)
+    assert code == 0, err
+    assert out.splitlines()[-1] == ("Each of the 8 data-parallel replicas holds the whole model (--gpus alone sets "
+                                    "dp, as Megatron-LM derives it); --tp or --pp splits it over the GPUs.")
+    code, out, err = run_main(base + ["--gpus", "8", "--tp", "8"], capsys)
+    assert "(fits in 71.50 GiB)" in out and "replicas holds" not in out
