@@ -300,6 +300,9 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
            + (", CUDA graphs" if i.get("cuda_graphs") else "")
            + (", compiled" if i.get("compiled") else "")] if "kv_cache" in i else []),
         *([note] if (note := weights_note(i.get("weight_dtype"), i.get("weight_dtype_source"))) else []),
+        *([f"  {'prefill (first token)':<24}{seconds(r['prefill']['seconds']):>10}   "
+           f"of which tp all-reduces {seconds(r['prefill']['tp_all_reduce_seconds'])}, pipeline sends "
+           f"{seconds(r['prefill']['pp_seconds'])}"] if "prefill" in r else []),
         f"  {'time per output token':<24}{seconds(token['seconds_per_token']):>10}   "
         f"{rate(token['tokens_per_second'])} tokens/s over the replicas",
         f"  {'of which tp all-reduces':<24}{seconds(token['tp_all_reduce_seconds']):>10}",

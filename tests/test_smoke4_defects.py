@@ -131,3 +131,24 @@ def test_inference_on_gpus_alone_that_does_not_fit_says_each_replica_holds_the_m
                                     "dp, as Megatron-LM derives it); --tp or --pp splits it over the GPUs.")
     code, out, err = run_main(base + ["--gpus", "8", "--tp", "8"], capsys)
     assert "(fits in 71.50 GiB)" in out and "replicas holds" not in out
+
+
+def test_a_layout_s_inference_gives_the_prefill_time(capsys):
+    # A long prompt's time to first token on 4 GPUs (`simulate --prompt 32768 --gen 0 --tp 4`)
+    # could not be asked: with a layout simulate gave only the time per output token. The
+    # prefill is now timed on the layout, generate's forward (the last position's logits), and
+    # at tp 1 it is the one-GPU prefill to the digit.
+    base = ["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--prompt", "32768", "--gen", "1",
+            "--attention", "flash", "--json"]
+    code, out, err = run_main(base, capsys)
+    assert code == 0, err
+    one_gpu = json.loads(out)["prefill"]["seconds"]
+    code, out, err = run_main(base + ["--tp", "1"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["prefill"]["seconds"] == one_gpu
+    code, out, err = run_main(base + ["--tp", "4"], capsys)
+    prefill = json.loads(out)["prefill"]
+    assert prefill["tp_all_reduce_seconds"] > 0 and one_gpu / 4 < prefill["seconds"] < one_gpu
+    assert prefill["seconds"] == prefill["compute_seconds"] + prefill["tp_all_reduce_seconds"] + prefill["pp_seconds"]
+    code, out, err = run_main(base[:-1] + ["--tp", "4"], capsys)
+    assert out.splitlines()[2].startswith("  prefill (first token)  ")
