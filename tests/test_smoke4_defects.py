@@ -152,3 +152,23 @@ def test_a_layout_s_inference_gives_the_prefill_time(capsys):
     assert prefill["seconds"] == prefill["compute_seconds"] + prefill["tp_all_reduce_seconds"] + prefill["pp_seconds"]
     code, out, err = run_main(base[:-1] + ["--tp", "4"], capsys)
     assert out.splitlines()[2].startswith("  prefill (first token)  ")
+
+
+def test_a_hardware_file_without_an_interconnect_says_which_fields_a_layout_needs(tmp_path, capsys):
+    # A minimal user file (name, peaks, bandwidth, memory, sm_count) for an RTX 6000 Ada: --tp 2
+    # said "no interconnect bandwidth for a group of 2 GPUs" and not which fields give it.
+    gpu = {"name": "rtx-6000-ada", "flops_per_s": {"bf16": 364.25e12, "fp32": 91.1e12},
+           "bandwidth_bytes_per_s": 960e9, "memory_bytes": 48 * 2**30, "architecture": "ada", "sm_count": 142}
+    path = tmp_path / "gpu.json"
+    path.write_text(json.dumps(gpu))
+    code, out, err = run_main(["simulate", "--model", "llama3.1-8b", "--hardware", str(path), "--tp", "2",
+                               "--gen", "2"], capsys)
+    assert (code, out) == (2, "")
+    assert err == ("error: hardware rtx-6000-ada: no interconnect bandwidth for a group of 2 GPUs (across nodes "
+                   "of 1); a hardware file's interconnect states gpus_per_node, intra_node_bandwidth_bytes_per_s "
+                   "and inter_node_bandwidth_bytes_per_s (per GPU, per direction; docs/time.md).\n")
+    gpu["interconnect"] = {"gpus_per_node": 2, "intra_node_bandwidth_bytes_per_s": 32e9}
+    path.write_text(json.dumps(gpu))
+    code, out, err = run_main(["simulate", "--model", "llama3.1-8b", "--hardware", str(path), "--tp", "2",
+                               "--gen", "2"], capsys)
+    assert code == 0, err
