@@ -19,7 +19,7 @@ SERVE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "m
               "slo_ttft": "--slo-ttft", "slo_tpot": "--slo-tpot", "requests": "--requests"}
 TRAINING_ONLY = {"seq_len": "--seq-len", "global_batch": "--global-batch", "impl": "--impl", "zero": "--zero",
                  "sp": "--sp", "framework": "--framework", "ep": "--ep", "cp": "--cp", "schedule": "--schedule",
-                 "fp8": "--fp8", "recompute": "--recompute", "mtp": "--mtp"}
+                 "fp8": "--fp8", "recompute": "--recompute", "mtp": "--mtp", "flops_convention": "--flops-convention"}
 SEARCH_IGNORES = {"batch": "--batch", "dtype": "--dtype", "attention": "--attention", "kv_cache": "--kv-cache",
                   "dp": "--dp", "gpus": "--gpus", "rank_by": "--rank-by", "tokens": "--tokens"}
 
@@ -70,6 +70,8 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
 @choice_option("--fp8", spec.FP8_RECIPES, "Train every layout with this FP8 recipe (docs/layouts.md).")
 @choice_option("--recompute", spec.RECOMPUTES, "Only this recomputation.")
 @click.option("--tokens", type=float, default=None, help="Training: tokens to train on (e.g. 1e12): each layout's days, GPU-hours and FLOPs.")
+@choice_option("--flops-convention", spec.FLOPS_CONVENTIONS, "Training: the model FLOPs MFU (and the run's FLOPs) "
+               f"count: {spec.FLOPS_CONVENTIONS.phrase()}, as simulate's.")
 @click.option("--price", type=float, default=None, help="Dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one): training with --tokens, or --serve --rate's $/h column.")
 @choice_option("--rank-by", spec.RANK_BY, f"{spec.RANK_BY.described()}.", "time")
 @mtp_option
@@ -97,7 +99,8 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
               help="--serve --rate: run the search's configurations as Ray tasks in the cluster at this address "
                    "('local' starts one here; needs pip install '.[ray]') instead of a local process pool.")
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
-         attention, kv_cache, tp, pp, dp, zero, sp, framework, ep, cp, schedule, fp8, recompute, mtp, tokens, price,
+         attention, kv_cache, tp, pp, dp, zero, sp, framework, ep, cp, schedule, fp8, recompute, mtp, tokens,
+         flops_convention, price,
          rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, weight_dtype, weight_group, kv_dtype,
          fp8_gemm, mla, ray_address, cuda_graphs) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
@@ -141,7 +144,8 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                            price=price, rank_by=rank_by, time_model=time_model, mla=mla, tp=tp, pp=pp, dp=dp,
                            zero=zero, sp=sp, framework=framework, recompute=recompute, ep=ep, cp=cp,
                            schedule=schedule, fp8=fp8, weight_dtype=weight_dtype, weight_group=weight_group,
-                           kv_dtype=kv_dtype, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs == "on")
+                           kv_dtype=kv_dtype, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs == "on",
+                           flops_convention=flops_convention or "dense")
     except ConfigError as error:
         raise InputError(str(error)) from None
     for warning in result.warnings:

@@ -66,7 +66,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
          price: float | None = None, rank_by: str = "time", time_model: str | None = None,
          mla: str = "absorbed", weight_dtype: str | None = None, weight_group: int | None = None,
          kv_dtype: str | None = None, fp8_gemm: str | None = None, cuda_graphs: bool = False,
-         **fixed: Any) -> PlanResult:
+         flops_convention: str = "dense", **fixed: Any) -> PlanResult:
     """Every layout of `model` on each count in `gpus` (training, or serving with serve=True):
     those that fit ranked by time (step time; time per output token when serving) or by cost
     (GPU-seconds per token), those that do not with their reason. fixed: tp, pp, dp, zero, sp,
@@ -79,7 +79,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     served absorbed (as engines run it) or naive (as transformers does). weight_dtype, weight_group,
     kv_dtype and fp8_gemm (serving): quantized weights and KV cache, each tensor-parallel rank
     holding its shards as stored (costmodel/layout/rank.py). cuda_graphs (serving): each decode
-    step replayed from a CUDA graph (no launch overhead), as simulate --cuda-graphs."""
+    step replayed from a CUDA graph (no launch overhead), as simulate --cuda-graphs.
+    flops_convention (training): the model FLOPs MFU and the run's FLOPs count, dense or causal."""
     from .api import load_model, make_workload
     from .checkpoint import inference_options
     from .cost import check_price_has_tokens, gpus_of, price_plan
@@ -105,6 +106,9 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     if quantization and not serve:
         raise ConfigError("--weight-dtype, --weight-group, --kv-dtype and --fp8-gemm plan serving (add --serve); "
                           "training on quantized weights (QLoRA) is `finetune`'s.")
+    if serve and flops_convention != "dense":
+        raise ConfigError("--flops-convention names the model FLOPs of a training step's MFU; leave it out with "
+                          "--serve.")
     if cuda_graphs and not serve:
         raise ConfigError("--cuda-graphs replays decode steps: add --serve (a training step is not captured).")
     if not serve:
@@ -134,7 +138,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         else:
             batches[count] = 8 * count if global_batch is None else global_batch
             result = planner.plan_training(cfg, chosen, count, workload.seq_len, batches[count], workload,
-                                           fixed, time_model=time_model)
+                                           fixed, time_model=time_model, flops_convention=flops_convention)
         ran = result["time_model"]  # the model that ran (costmodel/hardware.time_model_for)
         feasible += result["feasible"]
         infeasible += result["infeasible"]
@@ -158,6 +162,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                       **({"gen": gen, "batch": batch, "attention": attention or DEFAULT_SERVE_ATTENTION,
                           "kv_cache": kv_cache, "cuda_graphs": cuda_graphs} if serve else
                          {"global_batch": batches[counts[0]] if one else batches, "batch": batch,
+                          "flops_convention": flops_convention,
                           "tokens": tokens, "price_per_gpu_hour": chosen.price_per_gpu_hour if price is None else price}),
                       "rank_by": rank_by,
                       "memory_capacity": chosen.serving_memory_bytes if serve else chosen.training_memory_bytes}

@@ -172,3 +172,28 @@ def test_a_hardware_file_without_an_interconnect_says_which_fields_a_layout_need
     code, out, err = run_main(["simulate", "--model", "llama3.1-8b", "--hardware", str(path), "--tp", "2",
                                "--gen", "2"], capsys)
     assert code == 0, err
+
+
+def test_plan_takes_the_flops_convention_its_mfu_column_divides_by(capsys):
+    # Megatron's tables count causal model FLOPs; `plan --flops-convention causal` was "no such
+    # option", so plan's MFU column could only be PaLM's dense one while simulate --train names
+    # either. The best layout's MFU is simulate's for that layout, under each convention.
+    base = ["--model", "llama2-7b", "--gpus", "8", "--seq-len", "4096", "--global-batch", "64", "--json"]
+    mfu = {}
+    for convention in ("dense", "causal"):
+        code, out, err = run_main(["plan", *base, "--flops-convention", convention, "--framework", "megatron",
+                                   "--zero", "1", "--tp", "1", "--pp", "1", "--recompute", "none"], capsys)
+        assert code == 0, err
+        planned = json.loads(out)
+        assert planned["inputs"]["flops_convention"] == convention
+        best = planned["feasible"][0]
+        assert best["layout"]["batch"] == 1  # the layout simulate runs below: 8 micro-batches of 1
+        code, out, err = run_main(["simulate", "--train", *base, "--flops-convention", convention, "--framework",
+                                   "megatron", "--zero", "1", "--batch", "1"], capsys)
+        assert code == 0, err
+        mfu[convention] = best["mfu"]
+        assert best["mfu"] == json.loads(out)["step"]["mfu"]
+    assert mfu["causal"] < mfu["dense"]  # half the attention core of 4,096-token sequences
+    code, out, err = run_main(["plan", "--serve", "--model", "llama2-7b", "--gpus", "8", "--flops-convention",
+                               "causal"], capsys)
+    assert code == 2 and "--flops-convention" in err

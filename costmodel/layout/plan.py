@@ -147,11 +147,12 @@ def _entry(layout: Layout, batch: int, recompute: str) -> dict[str, Any]:
 def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int, global_batch: int,
                   workload: Workload, fixed: dict[str, Any] | None = None,
                   efficiency: Efficiency | None = None, time_model: str | None = None,
-                  nearest: bool = True) -> dict[str, Any]:
+                  nearest: bool = True, flops_convention: str = "dense") -> dict[str, Any]:
     """Every training layout: {"feasible": [...] by step time, "infeasible": [...]}, and where
     none fits (with nearest), "nearest": what would (nearest_fit). Each layout runs its
     framework's activation profile and attention kernel (costmodel/defaults.py) unless fixed
-    names an "impl" or "attention"; the workload's own are not used."""
+    names an "impl" or "attention"; the workload's own are not used. flops_convention: the model
+    FLOPs each MFU divides (dense or causal, costmodel/model_flops.py)."""
     fixed = fixed or {}
     check_fixed(fixed, gpus)
     time_model = time_model_for(hardware, time_model)
@@ -173,7 +174,7 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
         if per_rank["total"] > hardware.training_memory_bytes:
             infeasible.append({**entry, "reason": "memory", "per_rank": per_rank})
             continue
-        step = step_time(estimate, hardware, efficiency, time_model).step()
+        step = step_time(estimate, hardware, efficiency, time_model, flops_convention=flops_convention).step()
         feasible.append({**entry, "per_rank": per_rank, "step_time": step["seconds"], "mfu": step["mfu"],
                          "hfu": step["hfu"], "split": {
                              "compute": step["compute_seconds"],
@@ -201,7 +202,8 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
             batch = -(-global_batch // count) * count
             try:
                 return {**plan_training(cfg, hardware, count, seq_len, batch, workload, lean, efficiency,
-                                        time_model, nearest=False), "global_batch": batch}
+                                        time_model, nearest=False, flops_convention=flops_convention),
+                        "global_batch": batch}
             except ConfigError:
                 return None
 
