@@ -21,7 +21,7 @@ TRAINING_ONLY = {"seq_len": "--seq-len", "global_batch": "--global-batch", "impl
                  "sp": "--sp", "framework": "--framework", "ep": "--ep", "cp": "--cp", "schedule": "--schedule",
                  "fp8": "--fp8", "recompute": "--recompute", "mtp": "--mtp", "flops_convention": "--flops-convention"}
 SEARCH_IGNORES = {"batch": "--batch", "dtype": "--dtype", "attention": "--attention", "kv_cache": "--kv-cache",
-                  "dp": "--dp", "gpus": "--gpus", "rank_by": "--rank-by", "tokens": "--tokens"}
+                  "dp": "--dp", "gpus": "--gpus", "rank_by": "--rank-by", "tokens": "--tokens", "compiled": "--compile"}
 
 
 def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> None:
@@ -70,6 +70,8 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
 @choice_option("--fp8", spec.FP8_RECIPES, "Train every layout with this FP8 recipe (docs/layouts.md).")
 @choice_option("--recompute", spec.RECOMPUTES, "Only this recomputation.")
 @click.option("--tokens", type=float, default=None, help="Training: tokens to train on (e.g. 1e12): each layout's days, GPU-hours and FLOPs.")
+@click.option("--compile", "compiled", is_flag=True, help="torch.compile's fusions, as simulate --compile (the "
+              "kernel-level model; training, or --serve without --rate).")
 @choice_option("--flops-convention", spec.FLOPS_CONVENTIONS, "Training: the model FLOPs MFU (and the run's FLOPs) "
                f"count: {spec.FLOPS_CONVENTIONS.phrase()}, as simulate's.")
 @click.option("--price", type=float, default=None, help="Dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one): training with --tokens, or --serve --rate's $/h column.")
@@ -100,7 +102,7 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
                    "('local' starts one here; needs pip install '.[ray]') instead of a local process pool.")
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
          attention, kv_cache, tp, pp, dp, zero, sp, framework, ep, cp, schedule, fp8, recompute, mtp, tokens,
-         flops_convention, price,
+         flops_convention, compiled, price,
          rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, weight_dtype, weight_group, kv_dtype,
          fp8_gemm, mla, ray_address, cuda_graphs) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
@@ -145,7 +147,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                            zero=zero, sp=sp, framework=framework, recompute=recompute, ep=ep, cp=cp,
                            schedule=schedule, fp8=fp8, weight_dtype=weight_dtype, weight_group=weight_group,
                            kv_dtype=kv_dtype, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs == "on",
-                           flops_convention=flops_convention or "dense")
+                           flops_convention=flops_convention or "dense", compiled=compiled)
     except ConfigError as error:
         raise InputError(str(error)) from None
     for warning in result.warnings:

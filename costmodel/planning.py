@@ -66,7 +66,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
          price: float | None = None, rank_by: str = "time", time_model: str | None = None,
          mla: str = "absorbed", weight_dtype: str | None = None, weight_group: int | None = None,
          kv_dtype: str | None = None, fp8_gemm: str | None = None, cuda_graphs: bool = False,
-         flops_convention: str = "dense", **fixed: Any) -> PlanResult:
+         flops_convention: str = "dense", compiled: bool = False, **fixed: Any) -> PlanResult:
     """Every layout of `model` on each count in `gpus` (training, or serving with serve=True):
     those that fit ranked by time (step time; time per output token when serving) or by cost
     (GPU-seconds per token), those that do not with their reason. fixed: tp, pp, dp, zero, sp,
@@ -80,7 +80,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     kv_dtype and fp8_gemm (serving): quantized weights and KV cache, each tensor-parallel rank
     holding its shards as stored (costmodel/layout/rank.py). cuda_graphs (serving): each decode
     step replayed from a CUDA graph (no launch overhead), as simulate --cuda-graphs.
-    flops_convention (training): the model FLOPs MFU and the run's FLOPs count, dense or causal."""
+    flops_convention (training): the model FLOPs MFU and the run's FLOPs count, dense or causal.
+    compiled: torch.compile's fusions (the kernel-level model), as simulate --compile."""
     from .api import load_model, make_workload
     from .checkpoint import inference_options
     from .cost import check_price_has_tokens, gpus_of, price_plan
@@ -134,11 +135,12 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                                           fixed, kv_cache=kv_cache, quantization=quantization,
                                           time_model=time_model, mla=mla,
                                           attention=attention or DEFAULT_SERVE_ATTENTION,
-                                          cuda_graphs=cuda_graphs)
+                                          cuda_graphs=cuda_graphs, compiled=compiled)
         else:
             batches[count] = 8 * count if global_batch is None else global_batch
             result = planner.plan_training(cfg, chosen, count, workload.seq_len, batches[count], workload,
-                                           fixed, time_model=time_model, flops_convention=flops_convention)
+                                           fixed, time_model=time_model, flops_convention=flops_convention,
+                                           compiled=compiled)
         ran = result["time_model"]  # the model that ran (costmodel/hardware.time_model_for)
         feasible += result["feasible"]
         infeasible += result["infeasible"]
@@ -156,7 +158,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         data["nearest"] = nearest
     one = len(counts) == 1
     data["inputs"] = {"model": cfg.name, "hardware": chosen.name, "gpus": counts[0] if one else counts,
-                      "serve": serve, "time_model": ran, "seq_len": workload.seq_len,
+                      "serve": serve, "time_model": ran, "compiled": compiled, "seq_len": workload.seq_len,
                       "dtype": workload.dtype, **quantization,
                       **({"weight_dtype_source": source} if serve and source else {}),
                       **({"gen": gen, "batch": batch, "attention": attention or DEFAULT_SERVE_ATTENTION,

@@ -339,6 +339,7 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
              + (f"{plural(i['batch'], 'sequence')} of prompt {i['seq_len']:,} + {i['gen']:,} generated tokens"
                 if serve else f"global batch {global_batch} of {i['seq_len']:,} tokens")
              + (f"; time model {i['time_model']}" if i.get("time_model") else "")
+             + (", compiled" if i.get("compiled") else "")
              + (f"; ranked by cost (GPU-seconds per token)" if i.get("rank_by") == "cost" else "")
              + (f"; MFU of {i['flops_convention']} model FLOPs" if i.get("flops_convention", "dense") != "dense"
                 else ""))

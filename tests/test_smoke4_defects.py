@@ -197,3 +197,29 @@ def test_plan_takes_the_flops_convention_its_mfu_column_divides_by(capsys):
     code, out, err = run_main(["plan", "--serve", "--model", "llama2-7b", "--gpus", "8", "--flops-convention",
                                "causal"], capsys)
     assert code == 2 and "--flops-convention" in err
+
+
+def test_plan_takes_compile_as_simulate_does(capsys):
+    # torchtitan's published Llama 3.1 8B rows are compiled; `plan --compile` was "no such
+    # option", so plan ranked eager layouts only. With it the fixed layout's step is simulate
+    # --train --compile's, and a serving plan's token simulate --compile's with a layout.
+    train = ["--model", "llama3.1-8b", "--hardware", "h100", "--gpus", "8", "--seq-len", "8192", "--global-batch",
+             "16", "--framework", "fsdp2", "--zero", "3", "--recompute", "torchtitan-op", "--batch", "2", "--json"]
+    code, out, err = run_main(["plan", *train, "--compile"], capsys)
+    assert code == 0, err
+    planned = json.loads(out)
+    assert planned["inputs"]["compiled"] is True
+    code, out, err = run_main(["simulate", "--train", *train, "--compile"], capsys)
+    assert code == 0, err
+    assert planned["feasible"][0]["step_time"] == json.loads(out)["step"]["seconds"]
+    code, out, err = run_main(["plan", *train], capsys)
+    assert json.loads(out)["feasible"][0]["step_time"] > planned["feasible"][0]["step_time"]  # eager
+    serve = ["--model", "llama2-7b", "--hardware", "a100-80gb", "--tp", "2", "--prompt", "5", "--gen", "200",
+             "--kv-cache", "static", "--attention", "flash", "--compile", "--json"]
+    code, out, err = run_main(["plan", "--serve", "--gpus", "2", "--batch", "1", "--cuda-graphs", "on", *serve], capsys)
+    assert code == 0, err
+    token = json.loads(out)["feasible"][0]["time_per_output_token"]
+    code, out, err = run_main(["simulate", "--cuda-graphs", *serve], capsys)
+    assert token == json.loads(out)["token"]["seconds_per_token"]
+    code, out, err = run_main(["plan", "--serve", "--model", "gpt2", "--rate", "1", "--compile"], capsys)
+    assert code == 2 and err.startswith("error: --compile: the capacity search")
