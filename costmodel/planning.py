@@ -46,7 +46,7 @@ class PlanResult:
         return self.data
 
     def text(self, top: int = 10) -> str:
-        from reports.text import render_plan
+        from reports.plan_text import render_plan
 
         return render_plan(self.data, self.inputs["serve"], top, self.inputs["memory_capacity"])
 
