@@ -287,6 +287,16 @@ def render_parallel_training(r: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _weight_group(inputs: dict[str, Any]) -> str:
+    """ " g128": the values per scale of the run's quantized weights, typed or the format's default
+    (costmodel/quantization.WEIGHT_DTYPES: int4's 128, nf4's 64); "" where it scales per row."""
+    from costmodel.quantization import WEIGHT_DTYPES
+
+    dtype = inputs.get("weight_dtype")
+    group = inputs.get("weight_group") or WEIGHT_DTYPES.get(dtype, (0, None))[1] if dtype else None
+    return f" g{group}" if group else ""
+
+
 def render_parallel_decode(r: dict[str, Any]) -> str:
     """Inference with a layout: the time per output token and its all-reduces, memory per rank."""
     i, token, rank, lay = r["inputs"], r["token"], r["per_rank"], r["layout"]
@@ -296,7 +306,7 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
         *([f"prompt {i['seq_len']}, generate {i['gen']}, attention {i['attention']}, {i['kv_cache']} KV cache"
            + (f" in {i['kv_dtype']}" if i.get("kv_dtype") else "")
            + (f", weights {i['weight_dtype']}" if i.get("weight_dtype") else "")
-           + (f" g{i['weight_group']}" if i.get("weight_dtype") and i.get("weight_group") else "")
+           + _weight_group(i)
            + (", CUDA graphs" if i.get("cuda_graphs") else "")
            + (", compiled" if i.get("compiled") else "")] if "kv_cache" in i else []),
         *([note] if (note := weights_note(i.get("weight_dtype"), i.get("weight_dtype_source"))) else []),
@@ -343,7 +353,7 @@ def render_inference(r: dict[str, Any]) -> str:
         f"{i['kv_cache']} KV cache"
         + (f" in {i['kv_dtype']}" if i.get("kv_dtype") else "")
         + (f", weights {i['weight_dtype']}" if i.get("weight_dtype") else "")
-        + (f" g{i['weight_group']}" if i.get("weight_dtype") and i.get("weight_group") else "")
+        + _weight_group(i)
         + (", CUDA graphs" if i.get("cuda_graphs") else "")
         + (", compiled" if i.get("compiled") else ""),
         *([note] if (note := weights_note(i.get("weight_dtype"), i.get("weight_dtype_source"))) else []),
