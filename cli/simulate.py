@@ -173,6 +173,11 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         if not train:
             require_decoder(cfg)  # before the workload warns that generated tokens are ignored
         layout = make_layout(cfg, layout_given, inference=not train)
+        if layout is not None and not train and decode_code != spec.DEFAULT_DECODE_CODE:
+            # said, not refused: the published gpt-fast rows name their code at every tp
+            click.echo(f"warning: --decode-code {decode_code} is read by one GPU's eager decode (the host's ops of "
+                       "its loop); a layout's decode times launches per block (--launch-overhead) or CUDA graphs "
+                       "whatever the code: this run is the same without it.", err=True)
         overlap_given = [name for name, given in (
             ("--tp-overlap", tp_overlap != 0.0), ("--dp-overlap", dp_overlap != 2 / 3), ("--pp-overlap", pp_overlap != 0.0),
             ("--no-prefetch", no_prefetch), ("--overlap-slowdown", overlap_slowdown is not None)) if given]

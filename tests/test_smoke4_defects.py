@@ -227,3 +227,18 @@ def test_plan_takes_compile_as_simulate_does(capsys):
     assert token == json.loads(out)["token"]["seconds_per_token"]
     code, out, err = run_main(["plan", "--serve", "--model", "gpt2", "--rate", "1", "--compile"], capsys)
     assert code == 2 and err.startswith("error: --compile: the capacity search")
+
+
+def test_decode_code_with_a_layout_is_said_to_change_nothing(capsys):
+    # `simulate --tp 2 --decode-code gpt-fast` gave the same token as without it, silently: a
+    # layout's decode charges launches per block, not the code's host ops. It still runs (the
+    # published gpt-fast rows name their code at every tp) and says so on stderr.
+    base = ["simulate", "--model", "llama2-7b", "--tp", "2", "--gen", "2", "--json"]
+    code, out, err = run_main(base + ["--decode-code", "gpt-fast"], capsys)
+    assert code == 0
+    assert err == ("warning: --decode-code gpt-fast is read by one GPU's eager decode (the host's ops of its loop); "
+                   "a layout's decode times launches per block (--launch-overhead) or CUDA graphs whatever the "
+                   "code: this run is the same without it.\n")
+    named = json.loads(out)["token"]
+    code, out, err = run_main(base, capsys)
+    assert json.loads(out)["token"] == named and err == ""
