@@ -55,6 +55,10 @@ TRAINING_ONLY = {"seq_len": "--seq-len", "recompute": "--recompute", "recompute_
                  "global_batch": "--global-batch", "impl": "--impl", "flops_convention": "--flops-convention"}
 INFERENCE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
                   "cuda_graphs": "--cuda-graphs", "decode_code": "--decode-code"}
+#: Layout options only a training step reads: an inference layout's decode and prefill ignore them.
+TRAINING_LAYOUT_ONLY = {"microbatches": "--microbatches", "zero": "--zero", "sp": "--sp", "fp8": "--fp8",
+                        "framework": "--framework", "layout_device": "--device",
+                        "capacity_factor": "--capacity-factor"}
 
 
 def refuse_other_mode(ctx: click.Context, train: bool) -> None:
@@ -66,6 +70,8 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
     else:
         refuse_typed(ctx, TRAINING_ONLY, "training options, read only with --train; inference takes --prompt, "
                      "--gen and --batch.")
+        refuse_typed(ctx, TRAINING_LAYOUT_ONLY, "training layout options, read only with --train: an inference "
+                     "layout is --tp, --pp, --dp, --ep, --cp and --stage-layers (FP8 weights: --weight-dtype fp8).")
 
 
 @click.command()

@@ -242,3 +242,22 @@ def test_decode_code_with_a_layout_is_said_to_change_nothing(capsys):
     named = json.loads(out)["token"]
     code, out, err = run_main(base, capsys)
     assert json.loads(out)["token"] == named and err == ""
+
+
+def test_training_layout_options_are_refused_for_inference(capsys):
+    # `simulate --model llama2-7b --tp 2 --zero 3` (or --sp, --microbatches 4, --framework
+    # megatron, --fp8 tensorwise, --device cpu, --capacity-factor 1) decoded exactly as without
+    # them: a decode reads none of them. One line now; --fp8 points at --weight-dtype fp8.
+    why = ("training layout options, read only with --train: an inference layout is --tp, --pp, --dp, --ep, --cp "
+           "and --stage-layers (FP8 weights: --weight-dtype fp8).\n")
+    for typed, named in ((["--zero", "3"], "--zero"), (["--sp"], "--sp"), (["--microbatches", "4"], "--microbatches"),
+                         (["--framework", "megatron"], "--framework"), (["--fp8", "tensorwise"], "--fp8"),
+                         (["--device", "cpu"], "--device")):
+        code, out, err = run_main(["simulate", "--model", "llama2-7b", "--tp", "2", "--gen", "2", *typed], capsys)
+        assert (code, out, err) == (2, "", f"error: {named}: {why}")
+    code, out, err = run_main(["simulate", "--model", "mixtral-8x7b", "--dp", "2", "--gen", "2", "--capacity-factor",
+                               "1"], capsys)
+    assert (code, err) == (2, f"error: --capacity-factor: {why}")
+    code, out, err = run_main(["simulate", "--train", "--model", "gpt2", "--dp", "2", "--zero", "1", "--sp", "--tp",
+                               "2", "--seq-len", "256"], capsys)
+    assert code == 0, err  # training reads them
