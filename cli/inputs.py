@@ -86,9 +86,25 @@ def with_mtp(cfg: ModelConfig, mtp: int | None) -> ModelConfig:
         raise InputError(str(error)) from None
 
 
+def derived_dp(given: dict[str, Any]) -> int | None:
+    """The data-parallel size the layout options give: --dp, else --gpus / (tp x pp x cp), as
+    Megatron-LM derives it; None when neither is given."""
+    gpus = given.get("gpus")
+    if given.get("dp") is not None or gpus is None:
+        return given.get("dp")
+    if gpus < 1:
+        raise InputError(f"--gpus must be a positive number of GPUs, got {gpus}.")
+    model_ranks = (given.get("tp") or 1) * (given.get("pp") or 1) * (given.get("cp") or 1)
+    if model_ranks < 1 or gpus % model_ranks:
+        raise InputError(f"--gpus {gpus} is not a multiple of tp x pp x cp = {model_ranks}: give --dp too, "
+                         "or GPUs that divide.")
+    return gpus // model_ranks
+
+
 def microbatches_for(global_batch: int, batch: int, layout_given: dict[str, Any]) -> int:
-    """Micro-batches per step for a global batch: global / (micro-batch x dp)."""
-    dp = layout_given.get("dp") or 1
+    """Micro-batches per step for a global batch: global / (micro-batch x dp), dp as the layout
+    derives it (from --gpus when --dp is not given)."""
+    dp = derived_dp(layout_given) or 1
     if global_batch < 1 or global_batch % (batch * dp):
         raise InputError(f"--global-batch {global_batch} is not a multiple of batch x dp = {batch} x {dp}.")
     return global_batch // (batch * dp)
@@ -109,13 +125,7 @@ def make_layout(cfg: ModelConfig, options: dict[str, Any], inference: bool = Fal
 
     gpus = given.pop("gpus", None)
     if gpus is not None and "dp" not in given:  # dp = world / (tp x pp x cp), as Megatron-LM derives it
-        if gpus < 1:
-            raise InputError(f"--gpus must be a positive number of GPUs, got {gpus}.")
-        model_ranks = given.get("tp", 1) * given.get("pp", 1) * given.get("cp", 1)
-        if model_ranks < 1 or gpus % model_ranks:
-            raise InputError(f"--gpus {gpus} is not a multiple of tp x pp x cp = {model_ranks}: give --dp too, "
-                             "or GPUs that divide.")
-        given["dp"] = gpus // model_ranks
+        given["dp"] = derived_dp({**given, "gpus": gpus})
     if "layout_device" in given:
         given["device"] = given.pop("layout_device")
     if "stage_layers" in given:

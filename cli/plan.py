@@ -20,9 +20,9 @@ SERVE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "m
 TRAINING_ONLY = {"seq_len": "--seq-len", "global_batch": "--global-batch", "impl": "--impl", "zero": "--zero",
                  "sp": "--sp", "framework": "--framework", "ep": "--ep", "cp": "--cp", "dp_shard": "--dp-shard",
                  "schedule": "--schedule",
-                 "fp8": "--fp8", "recompute": "--recompute", "mtp": "--mtp"}
+                 "fp8": "--fp8", "recompute": "--recompute", "mtp": "--mtp", "flops_convention": "--flops-convention"}
 SEARCH_IGNORES = {"batch": "--batch", "dtype": "--dtype", "attention": "--attention", "kv_cache": "--kv-cache",
-                  "dp": "--dp", "gpus": "--gpus", "rank_by": "--rank-by", "tokens": "--tokens"}
+                  "dp": "--dp", "gpus": "--gpus", "rank_by": "--rank-by", "tokens": "--tokens", "compiled": "--compile"}
 
 
 def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> None:
@@ -73,6 +73,10 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
 @choice_option("--fp8", spec.FP8_RECIPES, "Train every layout with this FP8 recipe (docs/layouts.md).")
 @choice_option("--recompute", spec.RECOMPUTES, "Only this recomputation.")
 @click.option("--tokens", type=float, default=None, help="Training: tokens to train on (e.g. 1e12): each layout's days, GPU-hours and FLOPs.")
+@click.option("--compile", "compiled", is_flag=True, help="torch.compile's fusions, as simulate --compile (the "
+              "kernel-level model; training, or --serve without --rate).")
+@choice_option("--flops-convention", spec.FLOPS_CONVENTIONS, "Training: the model FLOPs MFU (and the run's FLOPs) "
+               f"count: {spec.FLOPS_CONVENTIONS.phrase()}, as simulate's.")
 @click.option("--price", type=float, default=None, help="Dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one): training with --tokens, or --serve --rate's $/h column.")
 @choice_option("--rank-by", spec.RANK_BY, f"{spec.RANK_BY.described()}.", "time")
 @mtp_option
@@ -93,12 +97,15 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
 @choice_option("--mla", spec.MLA_FORMS, "--serve: latent attention (DeepSeek) absorbed, as vLLM runs it, or naive "
                "(see simulate).", spec.DEFAULT_SERVE_MLA)
 @click.option("--cuda-graphs", type=click.Choice(spec.CUDA_GRAPHS), default=None,
-              help="--serve --rate: steps replayed from CUDA graphs, as serve's (default auto: the engine's).")
+              help="--serve: steps replayed from CUDA graphs. With --rate as serve's (default auto: the engine's); "
+                   "without, on times each layout's decode step replayed from a graph, as simulate --cuda-graphs "
+                   "(default auto: eager, as Hugging Face generate runs).")
 @click.option("--ray", "ray_address", type=str, default=None,
               help="--serve --rate: run the search's configurations as Ray tasks in the cluster at this address "
                    "('local' starts one here; needs pip install '.[ray]') instead of a local process pool.")
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
-         attention, kv_cache, tp, pp, dp, zero, dp_shard, sp, framework, ep, cp, schedule, fp8, recompute, mtp, tokens, price,
+         attention, kv_cache, tp, pp, dp, zero, dp_shard, sp, framework, ep, cp, schedule, fp8, recompute, mtp, tokens,
+         flops_convention, compiled, price,
          rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, weight_dtype, weight_group, kv_dtype,
          fp8_gemm, mla, ray_address, cuda_graphs) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
@@ -123,8 +130,8 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                               weight_group=weight_group, kv_dtype=kv_dtype,
                               fp8_gemm=fp8_gemm or spec.DEFAULT_FP8_GEMM, time_model=time_model)
         return
-    if cuda_graphs is not None:
-        raise InputError("--cuda-graphs applies to the serving simulator's capacity search: add --serve --rate.")
+    if cuda_graphs is not None and not serve:
+        raise InputError("--cuda-graphs replays decode steps: add --serve (a training step is not captured).")
     if ray_address is not None:
         raise InputError("--ray runs the capacity search: add --serve --rate.")
     if gpus is None:
@@ -143,7 +150,8 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                            zero=zero, dp_shard=dp_shard, sp=sp, framework=framework, recompute=recompute,
                            ep=ep, cp=cp,
                            schedule=schedule, fp8=fp8, weight_dtype=weight_dtype, weight_group=weight_group,
-                           kv_dtype=kv_dtype, fp8_gemm=fp8_gemm)
+                           kv_dtype=kv_dtype, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs == "on",
+                           flops_convention=flops_convention or "dense", compiled=compiled)
     except ConfigError as error:
         raise InputError(str(error)) from None
     for warning in result.warnings:

@@ -55,6 +55,10 @@ TRAINING_ONLY = {"seq_len": "--seq-len", "recompute": "--recompute", "recompute_
                  "global_batch": "--global-batch", "impl": "--impl", "flops_convention": "--flops-convention"}
 INFERENCE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
                   "cuda_graphs": "--cuda-graphs", "decode_code": "--decode-code"}
+#: Layout options only a training step reads: an inference layout's decode and prefill ignore them.
+TRAINING_LAYOUT_ONLY = {"microbatches": "--microbatches", "zero": "--zero", "sp": "--sp", "fp8": "--fp8",
+                        "framework": "--framework", "layout_device": "--device",
+                        "capacity_factor": "--capacity-factor"}
 
 
 def refuse_other_mode(ctx: click.Context, train: bool) -> None:
@@ -66,6 +70,8 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
     else:
         refuse_typed(ctx, TRAINING_ONLY, "training options, read only with --train; inference takes --prompt, "
                      "--gen and --batch.")
+        refuse_typed(ctx, TRAINING_LAYOUT_ONLY, "training layout options, read only with --train: an inference "
+                     "layout is --tp, --pp, --dp, --ep, --cp and --stage-layers (FP8 weights: --weight-dtype fp8).")
 
 
 @click.command()
@@ -169,10 +175,19 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 note = (f"dtype {dtype}: the dtype `local` was calibrated in (--dtype to choose; "
                         "`hardware --measure --dtype bf16` measures another)")
         if global_batch is not None:
-            layout_given["microbatches"] = microbatches_for(global_batch, batch, layout_given)
+            derived = microbatches_for(global_batch, batch, layout_given)
+            if layout_given.get("microbatches") not in (None, derived):
+                raise ConfigError(f"--global-batch {global_batch} sets --microbatches to global / (batch x dp) = "
+                                  f"{derived}, not {layout_given['microbatches']}: give one of them.")
+            layout_given["microbatches"] = derived
         if not train:
             require_decoder(cfg)  # before the workload warns that generated tokens are ignored
         layout = make_layout(cfg, layout_given, inference=not train)
+        if layout is not None and not train and decode_code != spec.DEFAULT_DECODE_CODE:
+            # said, not refused: the published gpt-fast rows name their code at every tp
+            click.echo(f"warning: --decode-code {decode_code} is read by one GPU's eager decode (the host's ops of "
+                       "its loop); a layout's decode times launches per block (--launch-overhead) or CUDA graphs "
+                       "whatever the code: this run is the same without it.", err=True)
         overlap_given = [name for name, given in (
             ("--tp-overlap", tp_overlap != 0.0), ("--dp-overlap", dp_overlap != 2 / 3), ("--pp-overlap", pp_overlap != 0.0),
             ("--param-gather-overlap", param_gather_overlap != 0.0), ("--no-prefetch", no_prefetch), ("--overlap-slowdown", overlap_slowdown is not None)) if given]
@@ -214,7 +229,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                 "batch": workload.batch, "recompute": workload.recompute,
                                 "tokens": tokens, **{k: v for k, v in quantization.items() if v is not None}}
             if not train:
-                result["inputs"].update(decode_inputs(workload, cuda_graphs))
+                result["inputs"].update(decode_inputs(workload, cuda_graphs, compiled))
         elif train:
             if time_model == "kernels" or compiled:
                 raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "

@@ -189,7 +189,11 @@ class Hardware:
         bandwidth = (self.intra_node_bandwidth_bytes_per_s if span <= self.gpus_per_node
                      else self.inter_node_bandwidth_bytes_per_s)
         if not bandwidth > 0:
-            raise ConfigError(f"hardware {self.name}: no interconnect bandwidth for a group of {span} GPUs.")
+            where = "within" if span <= self.gpus_per_node else "across"
+            raise ConfigError(f"hardware {self.name}: no interconnect bandwidth for a group of {span} GPUs ({where} "
+                              f"nodes of {self.gpus_per_node}); a hardware file's interconnect states gpus_per_node, "
+                              "intra_node_bandwidth_bytes_per_s and inter_node_bandwidth_bytes_per_s (per GPU, per "
+                              "direction; docs/time.md).")
         return bandwidth
 
     def __post_init__(self) -> None:

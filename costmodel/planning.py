@@ -46,7 +46,7 @@ class PlanResult:
         return self.data
 
     def text(self, top: int = 10) -> str:
-        from reports.text import render_plan
+        from reports.plan_text import render_plan
 
         return render_plan(self.data, self.inputs["serve"], top, self.inputs["memory_capacity"])
 
@@ -65,7 +65,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
          attention: str | None = None, kv_cache: str = "dynamic", tokens: float | None = None,
          price: float | None = None, rank_by: str = "time", time_model: str | None = None,
          mla: str = "absorbed", weight_dtype: str | None = None, weight_group: int | None = None,
-         kv_dtype: str | None = None, fp8_gemm: str | None = None, **fixed: Any) -> PlanResult:
+         kv_dtype: str | None = None, fp8_gemm: str | None = None, cuda_graphs: bool = False,
+         flops_convention: str = "dense", compiled: bool = False, **fixed: Any) -> PlanResult:
     """Every layout of `model` on each count in `gpus` (training, or serving with serve=True):
     those that fit ranked by time (step time; time per output token when serving) or by cost
     (GPU-seconds per token), those that do not with their reason. fixed: tp, pp, dp, zero, sp,
@@ -78,7 +79,10 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     hardware file has what the kernel model needs). mla: latent attention
     served absorbed (as engines run it) or naive (as transformers does). weight_dtype, weight_group,
     kv_dtype and fp8_gemm (serving): quantized weights and KV cache, each tensor-parallel rank
-    holding its shards as stored (costmodel/layout/rank.py)."""
+    holding its shards as stored (costmodel/layout/rank.py). cuda_graphs (serving): each decode
+    step replayed from a CUDA graph (no launch overhead), as simulate --cuda-graphs.
+    flops_convention (training): the model FLOPs MFU and the run's FLOPs count, dense or causal.
+    compiled: torch.compile's fusions (the kernel-level model), as simulate --compile."""
     from .api import load_model, make_workload
     from .checkpoint import inference_options
     from .cost import check_price_has_tokens, gpus_of, price_plan
@@ -105,6 +109,11 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     if quantization and not serve:
         raise ConfigError("--weight-dtype, --weight-group, --kv-dtype and --fp8-gemm plan serving (add --serve); "
                           "training on quantized weights (QLoRA) is `finetune`'s.")
+    if serve and flops_convention != "dense":
+        raise ConfigError("--flops-convention names the model FLOPs of a training step's MFU; leave it out with "
+                          "--serve.")
+    if cuda_graphs and not serve:
+        raise ConfigError("--cuda-graphs replays decode steps: add --serve (a training step is not captured).")
     if not serve:
         check_price_has_tokens(tokens, price)
     if serve:
@@ -127,11 +136,13 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
             result = planner.plan_serving(cfg, chosen, count, batch, workload.seq_len, gen, workload.dtype,
                                           fixed, kv_cache=kv_cache, quantization=quantization,
                                           time_model=time_model, mla=mla,
-                                          attention=attention or DEFAULT_SERVE_ATTENTION)
+                                          attention=attention or DEFAULT_SERVE_ATTENTION,
+                                          cuda_graphs=cuda_graphs, compiled=compiled)
         else:
             batches[count] = 8 * count if global_batch is None else global_batch
             result = planner.plan_training(cfg, chosen, count, workload.seq_len, batches[count], workload,
-                                           fixed, time_model=time_model)
+                                           fixed, time_model=time_model, flops_convention=flops_convention,
+                                           compiled=compiled)
         ran = result["time_model"]  # the model that ran (costmodel/hardware.time_model_for)
         feasible += result["feasible"]
         infeasible += result["infeasible"]
@@ -149,11 +160,13 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         data["nearest"] = nearest
     one = len(counts) == 1
     data["inputs"] = {"model": cfg.name, "hardware": chosen.name, "gpus": counts[0] if one else counts,
-                      "serve": serve, "time_model": ran, "seq_len": workload.seq_len,
+                      "serve": serve, "time_model": ran, "compiled": compiled, "seq_len": workload.seq_len,
                       "dtype": workload.dtype, **quantization,
                       **({"weight_dtype_source": source} if serve and source else {}),
-                      **({"gen": gen, "batch": batch, "attention": attention or DEFAULT_SERVE_ATTENTION} if serve else
+                      **({"gen": gen, "batch": batch, "attention": attention or DEFAULT_SERVE_ATTENTION,
+                          "kv_cache": kv_cache, "cuda_graphs": cuda_graphs} if serve else
                          {"global_batch": batches[counts[0]] if one else batches, "batch": batch,
+                          "flops_convention": flops_convention,
                           "tokens": tokens, "price_per_gpu_hour": chosen.price_per_gpu_hour if price is None else price}),
                       "rank_by": rank_by,
                       "memory_capacity": chosen.serving_memory_bytes if serve else chosen.training_memory_bytes}

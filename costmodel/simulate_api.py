@@ -39,10 +39,11 @@ class SimulationResult:
         return f"<pre>{html.escape(self.text())}</pre>"
 
 
-def decode_inputs(workload: Any, cuda_graphs: bool) -> dict[str, Any]:
+def decode_inputs(workload: Any, cuda_graphs: bool, compiled: bool = False) -> dict[str, Any]:
     """What a decode with a layout ran with, for its report's second line: the attention, the
-    KV cache (dynamic or static) and whether its steps replay a CUDA graph."""
-    return {"attention": workload.attention, "kv_cache": workload.kv_cache, "cuda_graphs": bool(cuda_graphs)}
+    KV cache (dynamic or static), whether its steps replay a CUDA graph and torch.compile's fusions."""
+    return {"attention": workload.attention, "kv_cache": workload.kv_cache, "cuda_graphs": bool(cuda_graphs),
+            "compiled": bool(compiled)}
 
 
 def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, prompt: int | None = None,

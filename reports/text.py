@@ -287,6 +287,16 @@ def render_parallel_training(r: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _weight_group(inputs: dict[str, Any]) -> str:
+    """ " g128": the values per scale of the run's quantized weights, typed or the format's default
+    (costmodel/quantization.WEIGHT_DTYPES: int4's 128, nf4's 64); "" where it scales per row."""
+    from costmodel.quantization import WEIGHT_DTYPES
+
+    dtype = inputs.get("weight_dtype")
+    group = inputs.get("weight_group") or WEIGHT_DTYPES.get(dtype, (0, None))[1] if dtype else None
+    return f" g{group}" if group else ""
+
+
 def render_parallel_decode(r: dict[str, Any]) -> str:
     """Inference with a layout: the time per output token and its all-reduces, memory per rank."""
     i, token, rank, lay = r["inputs"], r["token"], r["per_rank"], r["layout"]
@@ -296,8 +306,13 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
         *([f"prompt {i['seq_len']}, generate {i['gen']}, attention {i['attention']}, {i['kv_cache']} KV cache"
            + (f" in {i['kv_dtype']}" if i.get("kv_dtype") else "")
            + (f", weights {i['weight_dtype']}" if i.get("weight_dtype") else "")
-           + (", CUDA graphs" if i.get("cuda_graphs") else "")] if "kv_cache" in i else []),
+           + _weight_group(i)
+           + (", CUDA graphs" if i.get("cuda_graphs") else "")
+           + (", compiled" if i.get("compiled") else "")] if "kv_cache" in i else []),
         *([note] if (note := weights_note(i.get("weight_dtype"), i.get("weight_dtype_source"))) else []),
+        *([f"  {'prefill (first token)':<24}{seconds(r['prefill']['seconds']):>10}   "
+           f"of which tp all-reduces {seconds(r['prefill']['tp_all_reduce_seconds'])}, pipeline sends "
+           f"{seconds(r['prefill']['pp_seconds'])}"] if "prefill" in r else []),
         f"  {'time per output token':<24}{seconds(token['seconds_per_token']):>10}   "
         f"{rate(token['tokens_per_second'])} tokens/s over the replicas",
         f"  {'of which tp all-reduces':<24}{seconds(token['tp_all_reduce_seconds']):>10}",
@@ -306,102 +321,10 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
         f"{binary_bytes(rank['kv_cache'])}, ids and logits {binary_bytes(rank['transient'])}, total "
         f"{binary_bytes(rank['total'])} "
         f"({'fits' if r['fits'] else 'does NOT fit'} in {binary_bytes(r['memory_capacity'])})",
+        *([f"Each of the {lay['dp']} data-parallel replicas holds the whole model (--gpus alone sets dp, as "
+           "Megatron-LM derives it); --tp or --pp splits it over the GPUs."]
+          if not r["fits"] and lay["dp"] > 1 and lay["tp"] == lay["pp"] == 1 else []),
     ])
-
-
-def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) -> str:
-    """`plan`: the best layouts, then how many were set aside and why."""
-    feasible, infeasible = result["feasible"], result["infeasible"]
-    reasons: dict[str, int] = {}
-    for entry in infeasible:
-        reasons[entry["reason"]] = reasons.get(entry["reason"], 0) + 1
-    i = result["inputs"]
-    several = isinstance(i["gpus"], list)
-    gpus = ", ".join(f"{g:,}" for g in i["gpus"]) if several else f"{i['gpus']:,}"
-    global_batch = (", ".join(f"{b:,}" for b in i["global_batch"].values()) if several and not serve
-                    else f"{i.get('global_batch') or 0:,}")
-    group = f" g{i['weight_group']}" if i.get("weight_group") else ""
-    checkpoint = " (the checkpoint's; --weight-dtype none for unquantized)" \
-        if i.get("weight_dtype_source") == "checkpoint" else ""
-    quantized = (f", {i['weight_dtype']}{group} weights{checkpoint}" if i.get("weight_dtype") else "") + \
-        (f", {i['kv_dtype']} KV cache" if i.get("kv_dtype") else "")
-    asked = (f"{i['model']} on {gpus} x {i['hardware']}, {i['dtype']}{quantized}: "
-             + (f"{plural(i['batch'], 'sequence')} of prompt {i['seq_len']:,} + {i['gen']:,} generated tokens"
-                if serve else f"global batch {global_batch} of {i['seq_len']:,} tokens")
-             + (f"; time model {i['time_model']}" if i.get("time_model") else "")
-             + (f"; ranked by cost (GPU-seconds per token)" if i.get("rank_by") == "cost" else ""))
-    out = [asked, f"{plural(len(feasible) + len(infeasible), 'layout')}: {len(feasible):,} fit in "
-           f"{binary_bytes(capacity)} a GPU"
-           + (", " + ", ".join(f"{count:,} set aside for {reason}" for reason, count in reasons.items())
-              if reasons else ""), ""]
-    if not feasible:
-        return "\n".join(out + ["No layout fits.", *_nearest(result.get("nearest") or {}, serve)])
-    if serve:
-        rows = ([str(i + 1), f"{e['layout']['tp']} x {e['layout']['pp']} x {e['layout']['dp']}",
-                 binary_bytes(e["per_rank"]["weights"]), binary_bytes(e["per_rank"]["kv_cache"]),
-                 binary_bytes(e["per_rank"]["transient"]),
-                 binary_bytes(e["per_rank"]["total"]), seconds(e["time_per_output_token"]),
-                 seconds(e["tp_all_reduce_seconds"]), rate(e["tokens_per_second"])]
-                for i, e in enumerate(feasible[:top]))
-        out.append(table(["rank", "tp x pp x dp", "weights", "KV cache", "ids+logits", "memory", "per token",
-                          "all-reduce", "tokens/s"], rows))
-        return "\n".join(out)
-    rows = []
-    for i, e in enumerate(feasible[:top]):
-        lay, split = e["layout"], e["split"]
-        schedule = (lay["schedule"] + (f" x{lay['virtual_stages']}" if lay["virtual_stages"] > 1 else "")
-                    if lay["pp"] > 1 else "")
-        ep = "".join(f" ({name} {lay[name]})" for name in ("ep", "cp", "dp_shard") if (lay.get(name) or 1) > 1)
-        rows.append([str(i + 1), f"{lay['tp']} x {lay['pp']} x {lay['dp']}{ep}", lay["framework"],
-                     str(lay["zero"]), "yes" if lay["sp"] else "", schedule,
-                     f"{lay['batch']} x {lay['microbatches']}", lay["recompute"],
-                     binary_bytes(e["per_rank"]["total"]), seconds(e["step_time"]), seconds(split["compute"]),
-                     seconds(split["communication"]), seconds(split["bubble"]), f"{100 * e['mfu']:.1f}%"])
-        if "cost" in e:
-            c = e["cost"]
-            rows[-1] += [f"{c['train_days']:,.1f}", f"{c['gpu_hours']:,.0f}"]
-            if c["dollars"] is not None:
-                rows[-1].append(dollars(c["dollars"]))
-    headers = ["rank", "tp x pp x dp", "framework", "zero", "sp", "schedule", "b x m", "recompute",
-               "memory", "step", "compute", "exposed comm", "bubble", "MFU"]
-    align = "lllrllrlrrrrrr"
-    if feasible and "cost" in feasible[0]:
-        headers += ["days", "GPU-hours"] + (["dollars"] if feasible[0]["cost"]["dollars"] is not None else [])
-        align += "rrr"
-    out.append(table(headers, rows, align=align))
-    if feasible and "cost" in feasible[0]:
-        c = feasible[0]["cost"]
-        out.append(f"To train on {si(c['tokens'])} tokens ({si(c['flops'], 'FLOP')}, recomputation aside)"
-                   + (f" at ${c['price_per_gpu_hour']:g} per GPU-hour" if c["price_per_gpu_hour"] else
-                      "; --price (dollars per GPU-hour) adds dollars"))
-    return "\n".join(out)
-
-
-def _layout_words(lay: dict[str, Any]) -> str:
-    return (f"tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']}"
-            + (f", ZeRO {lay['zero']}" if "zero" in lay else "")
-            + (f", recompute {lay['recompute']}, micro-batch {lay['batch']}" if "recompute" in lay else ""))
-
-
-def _nearest(nearest: dict[str, Any], serve: bool) -> list[str]:
-    """What would make a plan feasible: the least memory a layout needed, and a GPU count that fits."""
-    out = []
-    if "smallest_memory" in nearest:
-        out.append(f"The leanest layout ({_layout_words(nearest['smallest_layout'])}) needs "
-                   f"{binary_bytes(nearest['smallest_memory'])} per GPU; a GPU holds "
-                   f"{binary_bytes(nearest['memory_capacity'])}.")
-    if "gpus" in nearest:
-        out.append(f"On {nearest['gpus']:,} GPUs it fits: {_layout_words(nearest['layout'])}, "
-                   f"{binary_bytes(nearest['per_rank'])} per GPU"
-                   + (f", global batch {nearest['global_batch']:,}" if "global_batch" in nearest else "")
-                   + " (`plan --gpus " + str(nearest["gpus"]) + "`).")
-    elif "unsupported" in nearest:
-        out.append("No layout was set aside for memory; the layouts were unsupported: "
-                   + " ".join(nearest["unsupported"]))
-    elif nearest:
-        out.append("No count up to 1,024 times as many GPUs fits; use a GPU with more memory"
-                   + (" or quantized weights." if serve else " or a shorter sequence."))
-    return out
 
 
 def _timing(label: str, t: dict[str, Any], note: str = "") -> str:
@@ -428,8 +351,11 @@ def render_inference(r: dict[str, Any]) -> str:
         + (f"\n{i['dtype_note']}" if i.get("dtype_note") else ""),
         f"prompt {i['prompt']}, generate {i['gen']}, batch {i['batch']}, attention {i['attention']}, "
         f"{i['kv_cache']} KV cache"
+        + (f" in {i['kv_dtype']}" if i.get("kv_dtype") else "")
         + (f", weights {i['weight_dtype']}" if i.get("weight_dtype") else "")
-        + (", CUDA graphs" if i.get("cuda_graphs") else ""),
+        + _weight_group(i)
+        + (", CUDA graphs" if i.get("cuda_graphs") else "")
+        + (", compiled" if i.get("compiled") else ""),
         *([note] if (note := weights_note(i.get("weight_dtype"), i.get("weight_dtype_source"))) else []),
         ("times: the kernel-level model (docs/time.md); the bounds, intensities and busy shares, and "
          "the uncached steps, are the roofline's" if i.get("time_model") == "kernels" else

@@ -212,6 +212,8 @@ def test_cli_cuda_graphs(capsys):
     assert "runs no CUDA graphs" in err and len(err.strip().splitlines()) == 1
     assert main(base + ["--cuda-graphs", "sometimes"]) == 2
     capsys.readouterr()
-    assert main(["plan", "--serve", "--model", "llama3-8b", "--gpus", "8", "--cuda-graphs", "on"]) == 2
+    # plan --serve without --rate times its layouts' decode from graphs (tests/test_smoke4_defects.py);
+    # a training plan has no decode to replay
+    assert main(["plan", "--model", "llama3-8b", "--gpus", "8", "--cuda-graphs", "on"]) == 2
     err = capsys.readouterr().err
-    assert "add --serve --rate" in err and len(err.strip().splitlines()) == 1
+    assert "add --serve" in err and len(err.strip().splitlines()) == 1

@@ -286,7 +286,7 @@ def test_a_layout_decode_says_what_it_ran_and_the_api_keeps_its_kv_cache(capsys)
             "--gen", "256", "--attention", "eager", "--kv-cache", "static"]
     code, out, _ = run_main([*args, "--weight-dtype", "int4", "--cuda-graphs"], capsys)
     assert code == 0 and out.splitlines()[1] == ("prompt 512, generate 256, attention eager, static KV cache, "
-                                                 "weights int4, CUDA graphs")
+                                                 "weights int4 g128, CUDA graphs")  # int4's default group
     code, out, _ = run_main([*args, "--json"], capsys)
     command = json.loads(out)["token"]["seconds_per_token"]
     run = {cache: costmodel.simulate("llama2-7b", "a100-80gb", layout={"tp": 2}, prompt=512, gen=256,

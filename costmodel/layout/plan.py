@@ -150,11 +150,13 @@ def _entry(layout: Layout, batch: int, recompute: str) -> dict[str, Any]:
 def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int, global_batch: int,
                   workload: Workload, fixed: dict[str, Any] | None = None,
                   efficiency: Efficiency | None = None, time_model: str | None = None,
-                  nearest: bool = True) -> dict[str, Any]:
+                  nearest: bool = True, flops_convention: str = "dense", compiled: bool = False) -> dict[str, Any]:
     """Every training layout: {"feasible": [...] by step time, "infeasible": [...]}, and where
     none fits (with nearest), "nearest": what would (nearest_fit). Each layout runs its
     framework's activation profile and attention kernel (costmodel/defaults.py) unless fixed
-    names an "impl" or "attention"; the workload's own are not used."""
+    names an "impl" or "attention"; the workload's own are not used. flops_convention: the model
+    FLOPs each MFU divides (dense or causal, costmodel/model_flops.py); compiled: torch.compile's
+    fusions (the kernel-level model only), as simulate --train --compile."""
     fixed = fixed or {}
     check_fixed(fixed, gpus)
     time_model = time_model_for(hardware, time_model)
@@ -176,7 +178,8 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
         if per_rank["total"] > hardware.training_memory_bytes:
             infeasible.append({**entry, "reason": "memory", "per_rank": per_rank})
             continue
-        step = step_time(estimate, hardware, efficiency, time_model).step()
+        step = step_time(estimate, hardware, efficiency, time_model, flops_convention=flops_convention,
+                         **({"compiled": True} if compiled else {})).step()
         feasible.append({**entry, "per_rank": per_rank, "step_time": step["seconds"], "mfu": step["mfu"],
                          "hfu": step["hfu"], "split": {
                              "compute": step["compute_seconds"],
@@ -204,7 +207,9 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
             batch = -(-global_batch // count) * count
             try:
                 return {**plan_training(cfg, hardware, count, seq_len, batch, workload, lean, efficiency,
-                                        time_model, nearest=False), "global_batch": batch}
+                                        time_model, nearest=False, flops_convention=flops_convention,
+                                        compiled=compiled),
+                        "global_batch": batch}
             except ConfigError:
                 return None
 
@@ -245,12 +250,14 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                  efficiency: Efficiency | None = None, kv_cache: str = "dynamic",
                  quantization: dict[str, Any] | None = None,
                  time_model: str | None = None, nearest: bool = True,
-                 mla: str = "absorbed", attention: str = DEFAULT_SERVE_ATTENTION) -> dict[str, Any]:
+                 mla: str = "absorbed", attention: str = DEFAULT_SERVE_ATTENTION,
+                 cuda_graphs: bool = False, compiled: bool = False) -> dict[str, Any]:
     """Every serving layout for `batch` sequences at a context of prompt + gen: the memory per
     rank (weights and the KV cache at the last step), ranked by time per output token. kv_cache
     and quantization (weight_dtype, weight_group, kv_dtype) are the Workload's; latent attention
     is absorbed unless mla="naive", as engines serve it; attention: the kernel, flash unless given
-    (as `serve`'s engines run it, serving/profile.py)."""
+    (as `serve`'s engines run it, serving/profile.py); cuda_graphs: each decode step replayed
+    from a CUDA graph, as simulate --cuda-graphs times a layout's; compiled: torch.compile's fusions."""
     fixed = fixed or {}
     check_fixed(fixed, gpus)
     require_decoder(cfg)
@@ -279,7 +286,8 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
             if per_rank["total"] > hardware.serving_memory_bytes:
                 infeasible.append({**entry, "reason": "memory", "per_rank": per_rank})
                 continue
-            token = step_time(estimate, hardware, efficiency, time_model).token()
+            token = step_time(estimate, hardware, efficiency, time_model, cuda_graphs=cuda_graphs,
+                              **({"compiled": True} if compiled else {})).token()
             feasible.append({**entry, "per_rank": per_rank, "time_per_output_token": token["seconds_per_token"],
                              "tp_all_reduce_seconds": token["tp_all_reduce_seconds"],
                              "tokens_per_second": token["tokens_per_second"]})
@@ -289,7 +297,8 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
         def retry(count: int) -> dict[str, Any] | None:
             try:
                 return plan_serving(cfg, hardware, count, batch, prompt, gen, dtype, {}, efficiency, kv_cache,
-                                    quantization, time_model, nearest=False, mla=mla, attention=attention)
+                                    quantization, time_model, nearest=False, mla=mla, attention=attention,
+                                    cuda_graphs=cuda_graphs, compiled=compiled)
             except ConfigError:
                 return None
 

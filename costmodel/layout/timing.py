@@ -58,16 +58,31 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
 
 def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                     efficiency: Efficiency | None = None, cuda_graphs: bool = False,
-                    time_model: str | None = None, compiled: bool = False) -> dict[str, Any]:
-    """Inference with a layout: the time per output token at the last step's context, its
-    tensor-parallel all-reduce time, and each rank's weights and KV cache."""
+                    time_model: str | None = None, compiled: bool = False, prefill: bool = True) -> dict[str, Any]:
+    """Inference with a layout: the prefill's time (the prompt's forward, stage after stage, with
+    its tensor-parallel all-reduces: the time to the first token), the time per output token at
+    the last step's context, its tensor-parallel all-reduce time, and each rank's weights and KV
+    cache. The prefill is Hugging Face generate's, the last position's logits only, as simulate
+    times it without a layout (equal at tp 1); prefill=False leaves it out (the decoding rows of
+    `published`, which read only the token)."""
+    import dataclasses
+
+    from ..tree import generate_logits_to_keep
     from .serving_memory import serving_memory
 
     estimate = ParallelEstimate(cfg, workload, layout, phase="decode")
     options = {"compiled": True} if compiled else {}
     token = step_time(estimate, hardware, efficiency, time_model, cuda_graphs=cuda_graphs, **options).token()
+    first = {}
+    if prefill:
+        generate = dataclasses.replace(workload, logits_to_keep=generate_logits_to_keep(cfg, workload.impl))
+        forward = step_time(ParallelEstimate(cfg, generate, layout, phase="prefill"), hardware, efficiency,
+                            time_model, **options).token()
+        first = {"prefill": {"seconds": forward["seconds_per_token"], "compute_seconds": forward["compute_seconds"],
+                             "tp_all_reduce_seconds": forward["tp_all_reduce_seconds"],
+                             "pp_seconds": forward["pp_seconds"]}}
     per_rank = serving_memory(estimate)
-    return {"token": token, "per_rank": per_rank, "layout": layout.to_dict(workload.batch),
+    return {**first, "token": token, "per_rank": per_rank, "layout": layout.to_dict(workload.batch),
             "fits": per_rank["total"] <= hardware.serving_memory_bytes,
             "memory_capacity": hardware.serving_memory_bytes,
             "time_model": time_model_for(hardware, time_model, workload.dtype)}

@@ -1,0 +1,110 @@
+"""Plain-text rendering of `plan`'s result: the ranked layouts (training or serving), how many
+were set aside and why, and what would fit when nothing does. Apart from reports/text.py (the
+other commands' renderings) to keep each module short; no formulas live here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .text import _weight_group, binary_bytes, dollars, plural, rate, seconds, si, table
+
+
+def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) -> str:
+    """`plan`: the best layouts, then how many were set aside and why."""
+    feasible, infeasible = result["feasible"], result["infeasible"]
+    reasons: dict[str, int] = {}
+    for entry in infeasible:
+        reasons[entry["reason"]] = reasons.get(entry["reason"], 0) + 1
+    i = result["inputs"]
+    several = isinstance(i["gpus"], list)
+    gpus = ", ".join(f"{g:,}" for g in i["gpus"]) if several else f"{i['gpus']:,}"
+    global_batch = (", ".join(f"{b:,}" for b in i["global_batch"].values()) if several and not serve
+                    else f"{i.get('global_batch') or 0:,}")
+    group = _weight_group(i)
+    checkpoint = " (the checkpoint's; --weight-dtype none for unquantized)" \
+        if i.get("weight_dtype_source") == "checkpoint" else ""
+    quantized = (f", {i['weight_dtype']}{group} weights{checkpoint}" if i.get("weight_dtype") else "") + \
+        (f", {i['kv_dtype']} KV cache" if i.get("kv_dtype") else "") + \
+        (f", {i['kv_cache']} KV cache" if i.get("kv_cache") == "static" else "") + \
+        (", CUDA graphs" if i.get("cuda_graphs") else "")
+    asked = (f"{i['model']} on {gpus} x {i['hardware']}, {i['dtype']}{quantized}: "
+             + (f"{plural(i['batch'], 'sequence')} of prompt {i['seq_len']:,} + {i['gen']:,} generated tokens"
+                if serve else f"global batch {global_batch} of {i['seq_len']:,} tokens")
+             + (f"; time model {i['time_model']}" if i.get("time_model") else "")
+             + (", compiled" if i.get("compiled") else "")
+             + (f"; ranked by cost (GPU-seconds per token)" if i.get("rank_by") == "cost" else "")
+             + (f"; MFU of {i['flops_convention']} model FLOPs" if i.get("flops_convention", "dense") != "dense"
+                else ""))
+    out = [asked, f"{plural(len(feasible) + len(infeasible), 'layout')}: {len(feasible):,} fit in "
+           f"{binary_bytes(capacity)} a GPU"
+           + (", " + ", ".join(f"{count:,} set aside for {reason}" for reason, count in reasons.items())
+              if reasons else ""), ""]
+    if not feasible:
+        return "\n".join(out + ["No layout fits.", *_nearest(result.get("nearest") or {}, serve)])
+    if serve:
+        rows = ([str(i + 1), f"{e['layout']['tp']} x {e['layout']['pp']} x {e['layout']['dp']}",
+                 binary_bytes(e["per_rank"]["weights"]), binary_bytes(e["per_rank"]["kv_cache"]),
+                 binary_bytes(e["per_rank"]["transient"]),
+                 binary_bytes(e["per_rank"]["total"]), seconds(e["time_per_output_token"]),
+                 seconds(e["tp_all_reduce_seconds"]), rate(e["tokens_per_second"])]
+                for i, e in enumerate(feasible[:top]))
+        out.append(table(["rank", "tp x pp x dp", "weights", "KV cache", "ids+logits", "memory", "per token",
+                          "all-reduce", "tokens/s"], rows))
+        return "\n".join(out)
+    rows = []
+    for i, e in enumerate(feasible[:top]):
+        lay, split = e["layout"], e["split"]
+        schedule = (lay["schedule"] + (f" x{lay['virtual_stages']}" if lay["virtual_stages"] > 1 else "")
+                    if lay["pp"] > 1 else "")
+        ep = "".join(f" ({name} {lay[name]})" for name in ("ep", "cp", "dp_shard") if (lay.get(name) or 1) > 1)
+        rows.append([str(i + 1), f"{lay['tp']} x {lay['pp']} x {lay['dp']}{ep}", lay["framework"],
+                     str(lay["zero"]), "yes" if lay["sp"] else "", schedule,
+                     f"{lay['batch']} x {lay['microbatches']}", lay["recompute"],
+                     binary_bytes(e["per_rank"]["total"]), seconds(e["step_time"]), seconds(split["compute"]),
+                     seconds(split["communication"]), seconds(split["bubble"]), f"{100 * e['mfu']:.1f}%"])
+        if "cost" in e:
+            c = e["cost"]
+            rows[-1] += [f"{c['train_days']:,.1f}", f"{c['gpu_hours']:,.0f}"]
+            if c["dollars"] is not None:
+                rows[-1].append(dollars(c["dollars"]))
+    headers = ["rank", "tp x pp x dp", "framework", "zero", "sp", "schedule", "b x m", "recompute",
+               "memory", "step", "compute", "exposed comm", "bubble", "MFU"]
+    align = "lllrllrlrrrrrr"
+    if feasible and "cost" in feasible[0]:
+        headers += ["days", "GPU-hours"] + (["dollars"] if feasible[0]["cost"]["dollars"] is not None else [])
+        align += "rrr"
+    out.append(table(headers, rows, align=align))
+    if feasible and "cost" in feasible[0]:
+        c = feasible[0]["cost"]
+        out.append(f"To train on {si(c['tokens'])} tokens ({si(c['flops'], 'FLOP')}, recomputation aside)"
+                   + (f" at ${c['price_per_gpu_hour']:g} per GPU-hour" if c["price_per_gpu_hour"] else
+                      "; --price (dollars per GPU-hour) adds dollars"))
+    return "\n".join(out)
+
+
+def _layout_words(lay: dict[str, Any]) -> str:
+    return (f"tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']}"
+            + (f", ZeRO {lay['zero']}" if "zero" in lay else "")
+            + (f", recompute {lay['recompute']}, micro-batch {lay['batch']}" if "recompute" in lay else ""))
+
+
+def _nearest(nearest: dict[str, Any], serve: bool) -> list[str]:
+    """What would make a plan feasible: the least memory a layout needed, and a GPU count that fits."""
+    out = []
+    if "smallest_memory" in nearest:
+        out.append(f"The leanest layout ({_layout_words(nearest['smallest_layout'])}) needs "
+                   f"{binary_bytes(nearest['smallest_memory'])} per GPU; a GPU holds "
+                   f"{binary_bytes(nearest['memory_capacity'])}.")
+    if "gpus" in nearest:
+        out.append(f"On {nearest['gpus']:,} GPUs it fits: {_layout_words(nearest['layout'])}, "
+                   f"{binary_bytes(nearest['per_rank'])} per GPU"
+                   + (f", global batch {nearest['global_batch']:,}" if "global_batch" in nearest else "")
+                   + " (`plan --gpus " + str(nearest["gpus"]) + "`).")
+    elif "unsupported" in nearest:
+        out.append("No layout was set aside for memory; the layouts were unsupported: "
+                   + " ".join(nearest["unsupported"]))
+    elif nearest:
+        out.append("No count up to 1,024 times as many GPUs fits; use a GPU with more memory"
+                   + (" or quantized weights." if serve else " or a shorter sequence."))
+    return out
