@@ -217,24 +217,33 @@ class RankCommunication:
         experts' own gradients over the dp / ep ranks that hold the same experts)."""
         if self.layout.ep == 1:
             return {"dp": self._data_parallel(stage)}
+        edp = self.layout.dp // self.layout.ep
+        if self.framework.sharding == "per_tensor":  # FSDP2: torchtitan's placement (layout/experts.py)
+            from .experts import fsdp_split
+
+            (rest, experts), (rest_layers, expert_layers) = (fsdp_split(self, stage, s) for s in ("stage", "layers"))
+            out = {"dp": self._data_parallel(stage, padded=(rest, rest_layers))}
+            if edp > 1:
+                out["edp"] = self._data_parallel(stage, ranks=edp, padded=(experts, expert_layers))
+            return out
         experts = self.on_stage(stage, "expert_params")
         local = experts // self.layout.ep
-        edp = self.layout.dp // self.layout.ep
         out = {"dp": self._data_parallel(stage, exclude=experts)}
         if edp > 1:
             out["edp"] = self._data_parallel(stage, params=local, ranks=edp)
         return out
 
     def _data_parallel(self, stage: Stage, exclude: int = 0, params: int | None = None,
-                       ranks: int | None = None) -> dict[str, int]:
+                       ranks: int | None = None, padded: tuple[int, int] | None = None) -> dict[str, int]:
         """The data-parallel collectives of one step (FSDP2 and ZeRO-3 gather and scatter per
-        micro-batch)."""
+        micro-batch); FSDP2's `padded`: the rank's padded elements of the stage and of its layers,
+        where expert parallelism splits them (layout/experts.py fsdp_split)."""
         layout, m, e = self.layout, self.layout.microbatches, self.workload.bytes_per_element
         dp = ranks or layout.shard_ranks
         grad = 4 if self._gradient_dtype == "fp32" else e
         if self.framework.sharding == "per_tensor":
-            everything = dp * self.on_stage(stage, "padded")
-            layers = dp * self._layer_sum(stage, "padded")
+            stage_padded, layer_padded = padded or (self.on_stage(stage, "padded"), self._layer_sum(stage, "padded"))
+            everything, layers = dp * stage_padded, dp * layer_padded
             backward = {None: layers, True: everything, False: 0}[
                 False if layout.zero == 2 else layout.reshard_after_forward]
             return {"all_gather": m * e * (everything + backward), "reduce_scatter": m * 4 * everything}
