@@ -1,0 +1,103 @@
+"""Expert parallelism under FSDP2 as torchtitan runs it (costmodel/layout/experts.py): the routed
+experts fully_shard over the dp / ep ranks that hold them, on dim 0 or (dp / ep x ep > E) dim 1,
+the rest of the model over dp. Expected numbers are hand-computed from torchtitan's rule
+(torchtitan/models/llama4/infra/parallelize.py apply_fsdp, the dp_shard_mod_ep mesh) and FSDP2's
+padding (each rank's shard of a dim of size s over r ranks is ceil(s / r) rows, rank 0 the fullest)."""
+
+from __future__ import annotations
+
+import pytest
+
+import cli
+from costmodel.config import Workload
+from costmodel.layout import Layout
+from costmodel.layout.rank import ParallelEstimate
+from costmodel.presets import load_preset
+
+MIXTRAL_EXPERT = 3 * 4096 * 14336  # one SwiGLU expert of Mixtral-8x7B (d 4096, d_x 14336)
+V2_LITE_EXPERT = 3 * 2048 * 1408  # one routed expert of DeepSeek-V2-Lite (d 2048, d_x 1408)
+
+
+def parallel(name: str, workload: Workload, **layout) -> ParallelEstimate:
+    return ParallelEstimate(load_preset(name), workload, Layout(framework="fsdp2", zero=3, **layout))
+
+
+def test_fsdp2_experts_shard_on_dim_1_where_dp_exceeds_the_experts():
+    """Mixtral-8x7B on dp 24, ep 8: each rank holds 1 of the 8 experts a layer, sharded over the
+    3 ranks holding it; 3 x 8 > 8 experts, so on dim 1: w1, w3 by ceil(14336 / 3) = 4779 of their
+    rows, w2 by ceil(4096 / 3) = 1366. Without ep, FSDP2 shards the (8, ...) tensors on dim 0 over
+    24 ranks: rank 0 holds one whole expert a layer. fsdp2 keeps 4 + 4 + 8 bytes a parameter
+    (fp32 weights, gradients, AdamW's moments); the rest of the model is the same in both."""
+    workload = Workload(seq_len=8)
+    ep = parallel("mixtral-8x7b", workload, dp=24, ep=8)
+    plain = parallel("mixtral-8x7b", workload, dp=24)
+    sharded = 2 * 4779 * 4096 + 1366 * 14336
+    assert sharded > MIXTRAL_EXPERT // 3  # the padding: 14336 and 4096 are not multiples of 3
+    for name, width in (("weights", 4), ("gradients", 4), ("optimizer", 8)):
+        assert ep.per_rank[name] - plain.per_rank[name] == width * 32 * (sharded - MIXTRAL_EXPERT)
+    # The experts' gathers and reduce-scatters run over the 3 ranks, per micro-batch: forward and
+    # backward all-gathers in bf16 (every layer is resharded after forward), a reduce-scatter in fp32.
+    comm = ep.to_dict()["communication"]
+    assert comm["edp"] == {"all_gather": 2 * 2 * 3 * 32 * sharded, "reduce_scatter": 4 * 3 * 32 * sharded}
+
+
+def test_fsdp2_experts_shard_on_dim_0_within_the_expert_group():
+    """DeepSeek-V2-Lite (64 experts, 26 MoE layers after one dense) on dp 24, ep 8: 8 experts a
+    rank over 3 ranks, 3 x 8 <= 64 so on dim 0: ceil(8 / 3) = 3 experts a layer on rank 0, as many
+    as ceil(64 / 24) without ep, so the state is the same; the experts' collectives leave the dp
+    group (24 ranks gathering 3 experts a layer each) for the 3-rank group."""
+    workload = Workload(seq_len=8)
+    ep = parallel("deepseek-v2-lite", workload, dp=24, ep=8)
+    plain = parallel("deepseek-v2-lite", workload, dp=24)
+    assert ep.per_rank["weights"] == plain.per_rank["weights"]
+    experts = 26 * 3 * V2_LITE_EXPERT
+    comm, before = ep.to_dict()["communication"], plain.to_dict()["communication"]
+    assert comm["edp"] == {"all_gather": 2 * 2 * 3 * experts, "reduce_scatter": 4 * 3 * experts}
+    assert before["dp"]["all_gather"] - comm["dp"]["all_gather"] == 2 * 2 * 24 * experts
+    assert before["dp"]["reduce_scatter"] - comm["dp"]["reduce_scatter"] == 4 * 24 * experts
+
+
+def test_fsdp2_gathers_a_layer_with_its_own_experts_only():
+    """Mixtral-8x7B on dp 16: FSDP2's buffers hold the layer it computes twice over (its gathered
+    parameters in bf16, unsharded and in the all-gather's buffer) and the fp32 reduce-scatter
+    buffer: 2 + 2 + 4 bytes an element. Without ep the 16 ranks gather 16 rows of each (8, ...)
+    expert tensor (8 experts, padded to 16 whole ones); with ep 8 the 2 ranks of a group gather
+    their one expert (dim 1, 2 x 8 > 8)."""
+    workload = Workload(seq_len=8)
+    ep = parallel("mixtral-8x7b", workload, dp=16, ep=8)
+    plain = parallel("mixtral-8x7b", workload, dp=16)
+    assert plain.per_rank["buffers"] - ep.per_rank["buffers"] == (2 + 2 + 4) * (16 - 1) * MIXTRAL_EXPERT
+
+
+def test_fsdp2_and_megatron_exchange_the_same_tokens():
+    """The all-to-all is the token exchange (torchtitan's pattern, measured in
+    validate/distributed/experts.py): the framework does not change it."""
+    workload = Workload(seq_len=64)
+    fsdp = parallel("mixtral-8x7b", workload, dp=16, ep=8)
+    megatron = ParallelEstimate(load_preset("mixtral-8x7b"), workload,
+                                Layout(dp=16, ep=8, zero=1, framework="megatron"))
+    assert fsdp.to_dict()["communication"]["ep"] == megatron.to_dict()["communication"]["ep"]
+    assert fsdp.to_dict()["communication"]["ep"] == {"all_to_all": 32 * (8 * 8 + 4 * 64 * 2 * 2 * 4096)}
+
+
+def test_plan_tries_expert_parallel_sizes_under_fsdp2():
+    from costmodel.hardware import load_hardware
+    from costmodel.layout.plan import plan_training
+
+    moe = plan_training(load_preset("mixtral-8x7b"), load_hardware("h100-sxm"), 16, 4096, 64,
+                        Workload(seq_len=4096), {"tp": 1, "pp": 1, "recompute": "full", "batch": 1,
+                                                 "framework": "fsdp2", "zero": 3})
+    entries = moe["feasible"] + moe["infeasible"]
+    assert {e["layout"]["ep"] for e in entries} == {1, 2, 4, 8}
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--model", "gpt-oss-20b", "--dp", "4", "--ep", "2", "--framework", "fsdp2", "--zero", "3"],
+     "without biases"),
+    (["--model", "mixtral-8x7b", "--dp", "4", "--ep", "2", "--framework", "deepspeed", "--zero", "3"],
+     "with ZeRO-3 is not modelled"),
+])
+def test_fsdp2_expert_parallel_refusals_are_one_line(args, words, capsys):
+    assert cli.main(["estimate", *args]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and words in err
