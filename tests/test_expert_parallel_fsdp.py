@@ -23,22 +23,21 @@ def parallel(name: str, workload: Workload, **layout) -> ParallelEstimate:
 
 
 def test_fsdp2_experts_shard_on_dim_1_where_dp_exceeds_the_experts():
-    """Mixtral-8x7B on dp 24, ep 8: each rank holds 1 of the 8 experts a layer, sharded over the
-    3 ranks holding it; 3 x 8 > 8 experts, so on dim 1: w1, w3 by ceil(14336 / 3) = 4779 of their
-    rows, w2 by ceil(4096 / 3) = 1366. Without ep, FSDP2 shards the (8, ...) tensors on dim 0 over
-    24 ranks: rank 0 holds one whole expert a layer. fsdp2 keeps 4 + 4 + 8 bytes a parameter
-    (fp32 weights, gradients, AdamW's moments); the rest of the model is the same in both."""
+    """Mixtral-8x7B on dp 16, ep 8: each rank holds 1 of the 8 experts a layer, sharded over the
+    2 ranks holding it; 2 x 8 > 8 experts, so on dim 1: w1, w3 by 14336 / 2 of their rows, w2 by
+    4096 / 2. Without ep, FSDP2 shards the (8, ...) tensors on dim 0 over 16 ranks: rank 0 holds
+    one whole expert a layer. fsdp2 keeps 4 + 4 + 8 bytes a parameter (fp32 weights, gradients,
+    AdamW's moments); the rest of the model is the same in both."""
     workload = Workload(seq_len=8)
-    ep = parallel("mixtral-8x7b", workload, dp=24, ep=8)
-    plain = parallel("mixtral-8x7b", workload, dp=24)
-    sharded = 2 * 4779 * 4096 + 1366 * 14336
-    assert sharded > MIXTRAL_EXPERT // 3  # the padding: 14336 and 4096 are not multiples of 3
+    ep = parallel("mixtral-8x7b", workload, dp=16, ep=8)
+    plain = parallel("mixtral-8x7b", workload, dp=16)
+    sharded = 2 * 7168 * 4096 + 2048 * 14336
     for name, width in (("weights", 4), ("gradients", 4), ("optimizer", 8)):
-        assert ep.per_rank[name] - plain.per_rank[name] == width * 32 * (sharded - MIXTRAL_EXPERT)
-    # The experts' gathers and reduce-scatters run over the 3 ranks, per micro-batch: forward and
+        assert plain.per_rank[name] - ep.per_rank[name] == width * 32 * (MIXTRAL_EXPERT - sharded)
+    # The experts' gathers and reduce-scatters run over the 2 ranks, per micro-batch: forward and
     # backward all-gathers in bf16 (every layer is resharded after forward), a reduce-scatter in fp32.
     comm = ep.to_dict()["communication"]
-    assert comm["edp"] == {"all_gather": 2 * 2 * 3 * 32 * sharded, "reduce_scatter": 4 * 3 * 32 * sharded}
+    assert comm["edp"] == {"all_gather": 2 * 2 * 2 * 32 * sharded, "reduce_scatter": 4 * 2 * 32 * sharded}
 
 
 def test_fsdp2_experts_shard_on_dim_0_within_the_expert_group():
@@ -94,6 +93,8 @@ def test_plan_tries_expert_parallel_sizes_under_fsdp2():
 @pytest.mark.parametrize("args, words", [
     (["--model", "gpt-oss-20b", "--dp", "4", "--ep", "2", "--framework", "fsdp2", "--zero", "3"],
      "without biases"),
+    (["--model", "mixtral-8x7b", "--dp", "24", "--ep", "8", "--framework", "fsdp2", "--zero", "3"],
+     "refuses uneven dim-1 shards: dp / ep = 3 must divide"),
     (["--model", "mixtral-8x7b", "--dp", "4", "--ep", "2", "--framework", "deepspeed", "--zero", "3"],
      "with ZeRO-3 is not modelled"),
 ])
@@ -101,3 +102,40 @@ def test_fsdp2_expert_parallel_refusals_are_one_line(args, words, capsys):
     assert cli.main(["estimate", *args]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and words in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("experts, d_x, dim1", [(4, 24, False), (2, 24, True)])
+def test_fsdp2_expert_parallel_bytes_equal_torchtitan_wrapping_on_gloo(experts, d_x, dim1):
+    """Four gloo ranks, ep 2 (two expert groups of two ranks): the experts' all-gathers (forward,
+    and again in backward: resharded) and reduce-scatter over their 2 ranks, and the token
+    exchange, against the model at each EP group's measured load. 4 experts: 2 a rank, dim 0;
+    2 experts: 1 a rank, 2 x 2 > 2 so dim 1, w1 and w3 by 24 / 2 rows, w2 by 16 / 2 (an odd
+    width there raises in fully_shard: the model refuses it). About 15 s each."""
+    from costmodel.hf import from_hf_config
+    from validate.distributed.experts import ExpertCase
+    from validate.distributed.fsdp_experts import measure_fsdp_experts
+    from validate.distributed.launch import run_gloo
+
+    case = ExpertCase(experts=experts, d_x=d_x)
+    results = run_gloo(measure_fsdp_experts, 4, case, 2, timeout_s=240)
+    assert {r["dim1"] for r in results} == {dim1}
+    cfg = from_hf_config({"model_type": "mixtral", "hidden_size": case.d, "intermediate_size": d_x,
+                          "num_local_experts": experts, "num_experts_per_tok": case.k, "num_hidden_layers": 1,
+                          "num_attention_heads": 2, "num_key_value_heads": 2, "vocab_size": 32,
+                          "max_position_embeddings": 64, "tie_word_embeddings": False}, "tiny-moe")
+
+    def measured(r: dict, group: str, kind: str) -> int:
+        return sum(c["payload"] for c in r["records"] if c["group"] == group and c["kind"] == kind)
+
+    for group in (results[:2], results[2:]):  # each EP group routes its own tokens: its load
+        workload = Workload(seq_len=case.seq_len, batch=case.batch, dtype="fp32", precision="pure",
+                            expert_load=tuple(group[0]["counts"]))
+        rank = ParallelEstimate(cfg, workload, Layout(dp=4, ep=2, framework="fsdp2", zero=3))
+        model = rank.to_dict()["communication"]
+        for r in group:
+            assert measured(r, "edp", "all_gather") == model["edp"]["all_gather"]
+            assert measured(r, "edp", "reduce_scatter") == model["edp"]["reduce_scatter"]
+        assert max(measured(r, "ep", "all_to_all") for r in group) == model["ep"]["all_to_all"]
+    if dim1:  # 1 expert a rank: w1, w3 (1, 12, 16) and w2 (1, 8, 24) shards, 4 bytes, 2 ranks
+        assert model["edp"]["reduce_scatter"] == 4 * 2 * (2 * 12 * 16 + 8 * 24)

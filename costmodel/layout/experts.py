@@ -34,7 +34,9 @@ dp_shard_mod_ep mesh, the dp / ep ranks that hold the same experts; the rest of 
 attention, the router, the shared experts) by the block's fully_shard over all dp ranks. FSDP2 shards
 each expert tensor on dim 0 (ceil((E / ep) / (dp / ep)) experts a rank, padded), or on dim 1 where
 dp / ep x ep > E ("FSDP default dim-0 sharding causes inefficiency"): w1, w3 (E / ep, d_x, d) by
-ceil(d_x / (dp / ep)) rows, w2 (E / ep, d, d_x) by ceil(d / (dp / ep)). The experts' all-gathers and
+d_x / (dp / ep) rows, w2 (E / ep, d, d_x) by d / (dp / ep), which FSDP2 requires to be even
+("FSDP does not support uneven sharding on dim 1", torch/distributed/fsdp/_fully_shard/
+_fsdp_param.py _init_sharded_param, torch 2.13; measured on gloo). The experts' all-gathers and
 reduce-scatters run per micro-batch over the dp / ep group ("edp"), the rest's over dp, each as
 FSDP2's (costmodel/layout/communication.py _data_parallel).
 """
@@ -102,6 +104,11 @@ def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int
     if framework == "fsdp2" and cfg.expert_bias:
         raise ConfigError("layout: expert parallelism under fsdp2 is modelled for experts without biases; "
                           f"model {cfg.name!r} has expert biases.")
+    edp = dp // ep
+    if framework == "fsdp2" and edp * ep > cfg.n_experts and (cfg.d_expert % edp or cfg.d_model % edp):
+        raise ConfigError(f"layout: torchtitan shards the experts on dim 1 here (dp = {dp} > {cfg.n_experts} "
+                          f"experts), and FSDP2 refuses uneven dim-1 shards: dp / ep = {edp} must divide the "
+                          f"experts' width {cfg.d_expert} and d_model {cfg.d_model}.")
     if zero >= 3 and framework != "fsdp2":
         raise ConfigError("layout: expert parallelism with ZeRO-3 is not modelled (--zero 0, 1 or 2; or "
                           "--framework fsdp2).")
@@ -114,8 +121,8 @@ def fsdp_expert_elements(cfg: ModelConfig, ep: int, dp: int) -> tuple[int, int]:
     d, d_x, experts = cfg.d_model, cfg.d_expert, cfg.n_experts
     whole = math.ceil(experts / dp) * 3 * d_x * d
     local, edp = experts // ep, dp // ep
-    if edp * ep > experts:  # Shard(1): w1, w3 by their d_x rows, w2 by its d rows
-        return whole, local * (2 * math.ceil(d_x / edp) * d + math.ceil(d / edp) * d_x)
+    if edp * ep > experts:  # Shard(1): w1, w3 by their d_x rows, w2 by its d rows (even: checked)
+        return whole, local * (2 * (d_x // edp) * d + (d // edp) * d_x)
     return whole, math.ceil(local / edp) * 3 * d_x * d
 
 
