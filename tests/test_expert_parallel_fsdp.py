@@ -139,3 +139,30 @@ def test_fsdp2_expert_parallel_bytes_equal_torchtitan_wrapping_on_gloo(experts, 
         assert max(measured(r, "ep", "all_to_all") for r in group) == model["ep"]["all_to_all"]
     if dim1:  # 1 expert a rank: w1, w3 (1, 12, 16) and w2 (1, 8, 24) shards, 4 bytes, 2 ranks
         assert model["edp"]["reduce_scatter"] == 4 * 2 * (2 * 12 * 16 + 8 * 24)
+
+
+@pytest.mark.slow
+def test_full_recomputation_runs_the_token_exchange_again_on_gloo():
+    """The layer of validate/distributed/experts.py under torch.utils.checkpoint on 4 gloo ranks
+    (one EP group): backward re-runs the forward's counts, dispatch and combine before its own
+    two exchanges; the model's all-to-all under --recompute full equals the most loaded rank's
+    (about 15 s)."""
+    from costmodel.hf import from_hf_config
+    from validate.distributed.experts import ExpertCase, measure_experts
+    from validate.distributed.launch import run_gloo
+
+    case = ExpertCase(checkpoint=True)
+    results = run_gloo(measure_experts, 4, case, timeout_s=240)
+    for r in results:
+        assert [c["phase"] for c in r["records"]] == ["forward"] * 3 + ["backward"] * 5
+    cfg = from_hf_config({"model_type": "mixtral", "hidden_size": case.d, "intermediate_size": case.d_x,
+                          "num_local_experts": case.experts, "num_experts_per_tok": case.k, "num_hidden_layers": 1,
+                          "num_attention_heads": 2, "num_key_value_heads": 2, "vocab_size": 32,
+                          "max_position_embeddings": 64, "tie_word_embeddings": False}, "tiny-moe")
+    workload = Workload(seq_len=case.seq_len, batch=case.batch, dtype="fp32", precision="pure",
+                        expert_load=tuple(results[0]["counts"]), recompute="full")
+    rank = ParallelEstimate(cfg, workload, Layout(dp=4, ep=4, framework="megatron"))
+    measured = [sum(c["payload"] for c in r["records"] if c["kind"] == "all_to_all") for r in results]
+    assert rank.to_dict()["communication"]["ep"]["all_to_all"] == max(measured)
+    plain = ParallelEstimate(cfg, workload.replace(recompute="none"), Layout(dp=4, ep=4, framework="megatron"))
+    assert rank.to_dict()["communication"]["ep"]["all_to_all"] > plain.to_dict()["communication"]["ep"]["all_to_all"]

@@ -202,15 +202,25 @@ class RankCommunication:
 
     def _all_to_all(self, stage: Stage) -> int:
         """One micro-batch's all-to-all payload on this rank (costmodel/layout/experts.py): per
-        mixture-of-experts layer the counts (8 E), dispatch and combine forward and backward."""
-        slots = self._layer_sum(stage, "routed_slots")
-        layers = sum(count for key, count in self.layer_runs(stage).items() if self._part(key, "routed_slots"))
-        if stage.last and self._part("head", "routed_slots"):  # a multi-token prediction module's experts
-            slots += self._part("head", "routed_slots")
-            layers += 1
+        mixture-of-experts layer the counts (8 E), dispatch and combine forward and backward; and
+        under full recomputation the recomputed layers' counts, dispatch and combine again (the
+        checkpointed forward re-run in backward, as recomputed_collectives says for the
+        tensor-parallel ones; measured: validate/distributed/experts.py, ExpertCase.checkpoint)."""
         token = self.workload.bytes_per_element * self.cfg.d_model
-        sent, received = slots * self.load.kept, slots * self.load.factor
-        return int(layers * 8 * self.cfg.n_experts + math.ceil(2 * (sent + received) * token))
+        counts = 8 * self.cfg.n_experts
+        partial = self.workload.recompute_layers is not None
+        rerun = self.phase == "train" and self.workload.recompute == "full"
+        total = 0
+        for key, count in self.layer_runs(stage).items():
+            slots = self._part(key, "routed_slots")
+            if not slots:  # a dense layer
+                continue
+            again = rerun and (not partial or self.structure["layers"][key][1] == RECOMPUTED_LAYERS)
+            passes = 3 if again else 2  # forward (and its re-run), backward
+            total += count * (counts * (passes - 1) + passes * slots * (self.load.kept + self.load.factor) * token)
+        if stage.last and self._part("head", "routed_slots"):  # a multi-token prediction module's experts
+            total += counts + 2 * self._part("head", "routed_slots") * (self.load.kept + self.load.factor) * token
+        return int(math.ceil(total))
 
     def _data_parallel_groups(self, stage: Stage) -> dict[str, dict[str, int]]:
         """The data-parallel collectives by group: "dp", and under expert parallelism "edp" (the
