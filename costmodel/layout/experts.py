@@ -11,7 +11,8 @@ layers, embeddings) stays on the data-parallel path over dp ranks.
 The tokens (torchtitan's pattern, validate/distributed/experts.py, measured): each rank routes its
 S = b n k slots, exchanges the tokens-per-expert counts (one all_to_all_single of E int64), sends
 each slot's token to the rank of its expert (dispatch), runs its experts on what it receives,
-and sends the results back (combine). Backward runs both exchanges again the other way. With
+and sends the results back (combine). Backward runs both exchanges again the other way, and under
+full recomputation the re-run forward its three exchanges once more (measured). With
 payload = a call's input (validate/distributed/comm.py), per layer and micro-batch:
 
   forward   dispatch  S_sent d e      combine  S_received d e     counts 8 E
