@@ -202,24 +202,42 @@ class RankCommunication:
 
     def _all_to_all(self, stage: Stage) -> int:
         """One micro-batch's all-to-all payload on this rank (costmodel/layout/experts.py): per
-        mixture-of-experts layer the counts (8 E), dispatch and combine forward and backward."""
-        slots = self._layer_sum(stage, "routed_slots")
-        layers = sum(count for key, count in self.layer_runs(stage).items() if self._part(key, "routed_slots"))
-        if stage.last and self._part("head", "routed_slots"):  # a multi-token prediction module's experts
-            slots += self._part("head", "routed_slots")
-            layers += 1
+        mixture-of-experts layer the counts (8 E), dispatch and combine forward and backward; and
+        under full recomputation the recomputed layers' counts, dispatch and combine again (the
+        checkpointed forward re-run in backward, as recomputed_collectives says for the
+        tensor-parallel ones; measured: validate/distributed/experts.py, ExpertCase.checkpoint)."""
         token = self.workload.bytes_per_element * self.cfg.d_model
-        sent, received = slots * self.load.kept, slots * self.load.factor
-        return int(layers * 8 * self.cfg.n_experts + math.ceil(2 * (sent + received) * token))
+        counts = 8 * self.cfg.n_experts
+        partial = self.workload.recompute_layers is not None
+        rerun = self.phase == "train" and self.workload.recompute == "full"
+        total = 0
+        for key, count in self.layer_runs(stage).items():
+            slots = self._part(key, "routed_slots")
+            if not slots:  # a dense layer
+                continue
+            again = rerun and (not partial or self.structure["layers"][key][1] == RECOMPUTED_LAYERS)
+            passes = 3 if again else 2  # forward (and its re-run), backward
+            total += count * (counts * (passes - 1) + passes * slots * (self.load.kept + self.load.factor) * token)
+        if stage.last and self._part("head", "routed_slots"):  # a multi-token prediction module's experts
+            total += counts + 2 * self._part("head", "routed_slots") * (self.load.kept + self.load.factor) * token
+        return int(math.ceil(total))
 
     def _data_parallel_groups(self, stage: Stage) -> dict[str, dict[str, int]]:
         """The data-parallel collectives by group: "dp", and under expert parallelism "edp" (the
         experts' own gradients over the dp / ep ranks that hold the same experts)."""
         if self.layout.ep == 1:
             return {"dp": self._data_parallel(stage), **self._replicas(stage)}
+        edp = self.layout.dp // self.layout.ep
+        if self.framework.sharding == "per_tensor":  # FSDP2: torchtitan's placement (layout/experts.py)
+            from .experts import fsdp_split
+
+            (rest, experts), (rest_layers, expert_layers) = (fsdp_split(self, stage, s) for s in ("stage", "layers"))
+            out = {"dp": self._data_parallel(stage, padded=(rest, rest_layers))}
+            if edp > 1:
+                out["edp"] = self._data_parallel(stage, ranks=edp, padded=(experts, expert_layers))
+            return out
         experts = self.on_stage(stage, "expert_params")
         local = experts // self.layout.ep
-        edp = self.layout.dp // self.layout.ep
         out = {"dp": self._data_parallel(stage, exclude=experts)}
         if edp > 1:
             out["edp"] = self._data_parallel(stage, params=local, ranks=edp)
@@ -238,15 +256,16 @@ class RankCommunication:
         return {"dp_replicate": {"all_reduce": scattered // self.layout.shard_ranks}}
 
     def _data_parallel(self, stage: Stage, exclude: int = 0, params: int | None = None,
-                       ranks: int | None = None) -> dict[str, int]:
+                       ranks: int | None = None, padded: tuple[int, int] | None = None) -> dict[str, int]:
         """The data-parallel collectives of one step (FSDP2 and ZeRO-3 gather and scatter per
-        micro-batch)."""
+        micro-batch); FSDP2's `padded`: the rank's padded elements of the stage and of its layers,
+        where expert parallelism splits them (layout/experts.py fsdp_split)."""
         layout, m, e = self.layout, self.layout.microbatches, self.workload.bytes_per_element
         dp = ranks or layout.shard_ranks
         grad = 4 if self._gradient_dtype == "fp32" else e
         if self.framework.sharding == "per_tensor":
-            everything = dp * self.on_stage(stage, "padded")
-            layers = dp * self._layer_sum(stage, "padded")
+            stage_padded, layer_padded = padded or (self.on_stage(stage, "padded"), self._layer_sum(stage, "padded"))
+            everything, layers = dp * stage_padded, dp * layer_padded
             backward = {None: layers, True: everything, False: 0}[
                 False if layout.zero == 2 else layout.reshard_after_forward]
             return {"all_gather": m * e * (everything + backward), "reduce_scatter": m * 4 * everything}

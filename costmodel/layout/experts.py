@@ -11,7 +11,8 @@ layers, embeddings) stays on the data-parallel path over dp ranks.
 The tokens (torchtitan's pattern, validate/distributed/experts.py, measured): each rank routes its
 S = b n k slots, exchanges the tokens-per-expert counts (one all_to_all_single of E int64), sends
 each slot's token to the rank of its expert (dispatch), runs its experts on what it receives,
-and sends the results back (combine). Backward runs both exchanges again the other way. With
+and sends the results back (combine). Backward runs both exchanges again the other way, and under
+full recomputation the re-run forward its three exchanges once more (measured). With
 payload = a call's input (validate/distributed/comm.py), per layer and micro-batch:
 
   forward   dispatch  S_sent d e      combine  S_received d e     counts 8 E
@@ -26,6 +27,19 @@ The load (--expert-load, relative shares per expert, balanced by default) and a 
 most c / E of the slots (GShard and Switch Transformer's capacity, Megatron-LM's
 moe_expert_capacity_factor), the rest are dropped. The most loaded rank (the group of experts with
 the largest capped share) sets the per-rank expert activations and FLOPs: f times the balanced ones.
+
+Under FSDP2 (torchtitan's apply_fsdp, torchtitan/models/llama4/infra/parallelize.py, used by its
+DeepSeek-V3 and Llama 4 models, commit 3e3a19f of deepseek_v3/infra/parallelize.py): the routed
+experts, EP-sharded on dim 0 (E / ep a rank), are wrapped by their own fully_shard over the
+dp_shard_mod_ep mesh, the dp / ep ranks that hold the same experts; the rest of the block (the
+attention, the router, the shared experts) by the block's fully_shard over all dp ranks. FSDP2 shards
+each expert tensor on dim 0 (ceil((E / ep) / (dp / ep)) experts a rank, padded), or on dim 1 where
+dp / ep x ep > E ("FSDP default dim-0 sharding causes inefficiency"): w1, w3 (E / ep, d_x, d) by
+d_x / (dp / ep) rows, w2 (E / ep, d, d_x) by d / (dp / ep), which FSDP2 requires to be even
+("FSDP does not support uneven sharding on dim 1", torch/distributed/fsdp/_fully_shard/
+_fsdp_param.py _init_sharded_param, torch 2.13; measured on gloo). The experts' all-gathers and
+reduce-scatters run per micro-batch over the dp / ep group ("edp"), the rest's over dp, each as
+FSDP2's (costmodel/layout/communication.py _data_parallel).
 """
 
 from __future__ import annotations
@@ -33,6 +47,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
+import math
+from typing import Any
 
 from ..config import ConfigError, ModelConfig
 
@@ -83,8 +99,59 @@ def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int
         raise ConfigError(f"layout: ep = {ep} must divide dp = {dp} (the expert-parallel ranks are "
                           "data-parallel ranks).")
     if tp > 1:
-        raise ConfigError("layout: expert parallelism with tensor parallelism is not modelled (use --tp 1).")
-    if framework == "fsdp2":
-        raise ConfigError("layout: expert parallelism is modelled for megatron and deepspeed, not fsdp2.")
-    if zero >= 3:
-        raise ConfigError("layout: expert parallelism with ZeRO-3 is not modelled (--zero 0, 1 or 2).")
+        raise ConfigError("layout: expert parallelism with tensor parallelism is not modelled (use --tp 1): "
+                          "Megatron-Core runs it only under sequence parallelism (ModelParallelConfig), which "
+                          "is not modelled with experts.")
+    if framework == "fsdp2" and cfg.expert_bias:
+        raise ConfigError("layout: expert parallelism under fsdp2 is modelled for experts without biases; "
+                          f"model {cfg.name!r} has expert biases.")
+    edp = dp // ep
+    if framework == "fsdp2" and edp * ep > cfg.n_experts and (cfg.d_expert % edp or cfg.d_model % edp):
+        raise ConfigError(f"layout: torchtitan shards the experts on dim 1 here (dp = {dp} > {cfg.n_experts} "
+                          f"experts), and FSDP2 refuses uneven dim-1 shards: dp / ep = {edp} must divide the "
+                          f"experts' width {cfg.d_expert} and d_model {cfg.d_model}.")
+    if zero >= 3 and framework != "fsdp2":
+        raise ConfigError("layout: expert parallelism with ZeRO-3 is not modelled (--zero 0, 1 or 2; or "
+                          "--framework fsdp2).")
+
+
+def fsdp_expert_elements(cfg: ModelConfig, ep: int, dp: int) -> tuple[int, int]:
+    """One layer's routed experts on one rank under FSDP2, in padded elements: (without expert
+    parallelism: the tree's (E, 2 d_x d) and (E, d d_x) tensors sharded on dim 0 over dp, as
+    layout/parts.py pads them; with ep: torchtitan's placement, module docstring)."""
+    d, d_x, experts = cfg.d_model, cfg.d_expert, cfg.n_experts
+    whole = math.ceil(experts / dp) * 3 * d_x * d
+    local, edp = experts // ep, dp // ep
+    if edp * ep > experts:  # Shard(1): w1, w3 by their d_x rows, w2 by its d rows (even: checked)
+        return whole, local * (2 * (d_x // edp) * d + (d // edp) * d_x)
+    return whole, math.ceil(local / edp) * 3 * d_x * d
+
+
+def fsdp_split(estimate: Any, stage: Any, scope: str) -> tuple[int, int]:
+    """(the rest, the routed experts): padded elements one rank holds under FSDP2 with expert
+    parallelism, of the stage's parts ("stage"), its layers ("layers", what FSDP2 gathers again in
+    backward), the parts outside its layers ("root") or the largest layer ("largest")."""
+    layout, cfg = estimate.layout, estimate.cfg
+    whole, sharded = fsdp_expert_elements(cfg, layout.ep, layout.dp)
+    per_layer = cfg.n_experts * 3 * cfg.d_expert * cfg.d_model  # one layer's expert_params (tp 1)
+    if scope == "largest":
+        keys = estimate.structure["layers"]
+        return max(((estimate._part(k, "padded") - whole * (estimate._part(k, "expert_params") // per_layer),
+                     sharded * (estimate._part(k, "expert_params") // per_layer)) for k in keys),
+                   key=lambda pair: pair[0] * layout.dp + pair[1] * (layout.dp // layout.ep), default=(0, 0))
+    if scope == "root":
+        outer = fsdp_split(estimate, stage, "stage")
+        inner = fsdp_split(estimate, stage, "layers")
+        return outer[0] - inner[0], outer[1] - inner[1]
+    if scope == "layers":
+        padded, experts = estimate._layer_sum(stage, "padded"), estimate._layer_sum(stage, "expert_params")
+    else:
+        padded, experts = estimate.on_stage(stage, "padded"), estimate.on_stage(stage, "expert_params")
+    layers = experts // per_layer
+    return padded - whole * layers, sharded * layers
+
+
+def fsdp_gathered(estimate: Any, stage: Any, scope: str) -> int:
+    """Elements FSDP2 all-gathers of a scope (fsdp_split): the rest over dp, the experts over dp / ep."""
+    rest, experts = fsdp_split(estimate, stage, scope)
+    return estimate.layout.dp * rest + estimate.layout.dp // estimate.layout.ep * experts

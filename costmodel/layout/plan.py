@@ -68,7 +68,7 @@ def expert_sizes(cfg: ModelConfig, framework: str, tp: int, dp: int, zero: int,
     divides the experts where expert parallelism is modelled (costmodel/layout/experts.py)."""
     if fixed.get("ep"):
         return [fixed["ep"]]
-    if not cfg.moe or tp > 1 or framework == "fsdp2" or zero >= 3:
+    if not cfg.moe or tp > 1 or (zero >= 3 and framework != "fsdp2") or (framework == "fsdp2" and cfg.expert_bias):
         return [1]
     return [e for e in _divisors(dp) if cfg.n_experts % e == 0]
 

@@ -17,7 +17,7 @@ from typing import Any
 from .. import offload
 from ..config import ConfigError, ModelConfig, Workload
 from .communication import RankCommunication
-from .experts import expert_load
+from .experts import expert_load, fsdp_gathered, fsdp_split
 from .frameworks import FRAMEWORKS, Framework
 from .parts import Stage, evaluate_parts, part_evaluator, part_of, uses_loss_parallel
 from ..spec import RECOMPUTED_LAYERS
@@ -201,10 +201,11 @@ class ParallelEstimate(RankCommunication):
         gradient_params = self.on_stage(stage, "gradient_params") + self.tied_copy(stage)
         tensors = self.on_stage(stage, "tensors")
         dp = layout.shard_ranks
-        if layout.ep > 1:
+        per_tensor = self.framework.sharding == "per_tensor"
+        if layout.ep > 1 and not per_tensor:
             return self._expert_parallel_state(stage, params, gradient_params)
-        if self.framework.sharding == "per_tensor" and dp > 1:
-            padded = self.on_stage(stage, "padded")
+        if per_tensor and dp > 1:
+            padded = self.on_stage(stage, "padded") if layout.ep == 1 else sum(fsdp_split(self, stage, "stage"))
             out = {"weights": w * padded, "gradients": g * padded, "optimizer": o * padded}
         else:
             shard = math.ceil(params / dp)
@@ -310,6 +311,8 @@ class ParallelEstimate(RankCommunication):
             layer = dp * self._largest_layer("padded")
             root = dp * (self.on_stage(stage, "padded") - self._layer_sum(stage, "padded"))
             everything = dp * self.on_stage(stage, "padded")
+            if layout.ep > 1:  # the experts gathered over dp / ep (layout/experts.py)
+                layer, root, everything = (fsdp_gathered(self, stage, s) for s in ("largest", "root", "stage"))
             unsharded = (everything if layout.zero == 2 or layout.reshard_after_forward is False
                          else layer if layout.reshard_after_forward else root + layer)
             return own + e * unsharded + e * layer + 4 * layer

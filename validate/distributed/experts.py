@@ -8,7 +8,9 @@ every rank (all_to_all_single of E int64, torchtitan's num_tokens_per_expert exc
 slot's token goes to its expert's rank (all_to_all_single_autograd with the split sizes the counts
 give: dispatch); the rank runs its experts on the tokens it received, grouped by local expert;
 the results go back (all_to_all_single_autograd the other way: combine) and are weighted by the
-router's scores and summed over the k slots. Backward runs both token exchanges again.
+router's scores and summed over the k slots. Backward runs both token exchanges again; under
+torch.utils.checkpoint (ExpertCase.checkpoint: full recomputation) the forward's three exchanges
+run once more in backward first.
 
 measure_experts(rank, world, case) returns the rank's expert parameter bytes, every
 collective's payload by phase (CommRecorder: payload = the call's input), and the global
@@ -25,6 +27,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 from torch.distributed import _functional_collectives as funcol
+from torch.utils.checkpoint import checkpoint
 
 from .comm import CommRecorder
 
@@ -39,6 +42,7 @@ class ExpertCase:
     seq_len: int = 5
     seed: int = 0
     dtype: str = "fp32"
+    checkpoint: bool = False  # run the layer under torch.utils.checkpoint (full recomputation)
 
 
 class GroupedExperts(nn.Module):
@@ -111,7 +115,7 @@ def measure_experts(rank: int, world_size: int, case: ExpertCase) -> dict:
     recorder = CommRecorder({"ep": group})
     with recorder:
         with recorder.in_phase("forward"):
-            y = layer(x)
+            y = checkpoint(layer, x, use_reentrant=False) if case.checkpoint else layer(x)
         with recorder.in_phase("backward"):
             y.square().sum().backward()
     # The global tokens per expert (what the model takes as the expert load).
