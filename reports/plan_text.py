@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .text import _weight_group, binary_bytes, dollars, plural, rate, seconds, si, table
+from .text import binary_bytes, dollars, plural, rate, seconds, si, table, weight_group
 
 
 def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) -> str:
@@ -21,7 +21,7 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
     gpus = ", ".join(f"{g:,}" for g in i["gpus"]) if several else f"{i['gpus']:,}"
     global_batch = (", ".join(f"{b:,}" for b in i["global_batch"].values()) if several and not serve
                     else f"{i.get('global_batch') or 0:,}")
-    group = _weight_group(i)
+    group = weight_group(i)
     checkpoint = " (the checkpoint's; --weight-dtype none for unquantized)" \
         if i.get("weight_dtype_source") == "checkpoint" else ""
     quantized = (f", {i['weight_dtype']}{group} weights{checkpoint}" if i.get("weight_dtype") else "") + \

@@ -166,7 +166,7 @@ def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConf
     return cfg, run_hardware(source, run), settings, quantization
 
 
-def _decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
+def decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
     """Tokens per second of one sequence (batch 1) decoding after a short prompt."""
     from costmodel.roofline import simulate_inference
 
@@ -308,7 +308,7 @@ def other_runs() -> list[dict[str, Any]]:
     for run in data["runs"]:
         source = data["sources"][run["id"].split()[0]]
         if run["kind"] == "decode":
-            key, unit, measure = "published_tokens_per_s", "tokens/s", _decode_run
+            key, unit, measure = "published_tokens_per_s", "tokens/s", decode_run
         else:
             key = next(k for k in TRAIN_UNITS if k in run)
             unit, measure = TRAIN_UNITS[key]

@@ -287,7 +287,7 @@ def render_parallel_training(r: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def _weight_group(inputs: dict[str, Any]) -> str:
+def weight_group(inputs: dict[str, Any]) -> str:
     """ " g128": the values per scale of the run's quantized weights, typed or the format's default
     (costmodel/quantization.WEIGHT_DTYPES: int4's 128, nf4's 64); "" where it scales per row."""
     from costmodel.quantization import WEIGHT_DTYPES
@@ -306,7 +306,7 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
         *([f"prompt {i['seq_len']}, generate {i['gen']}, attention {i['attention']}, {i['kv_cache']} KV cache"
            + (f" in {i['kv_dtype']}" if i.get("kv_dtype") else "")
            + (f", weights {i['weight_dtype']}" if i.get("weight_dtype") else "")
-           + _weight_group(i)
+           + weight_group(i)
            + (", CUDA graphs" if i.get("cuda_graphs") else "")
            + (", compiled" if i.get("compiled") else "")] if "kv_cache" in i else []),
         *([note] if (note := weights_note(i.get("weight_dtype"), i.get("weight_dtype_source"))) else []),
@@ -353,7 +353,7 @@ def render_inference(r: dict[str, Any]) -> str:
         f"{i['kv_cache']} KV cache"
         + (f" in {i['kv_dtype']}" if i.get("kv_dtype") else "")
         + (f", weights {i['weight_dtype']}" if i.get("weight_dtype") else "")
-        + _weight_group(i)
+        + weight_group(i)
         + (", CUDA graphs" if i.get("cuda_graphs") else "")
         + (", compiled" if i.get("compiled") else ""),
         *([note] if (note := weights_note(i.get("weight_dtype"), i.get("weight_dtype_source"))) else []),

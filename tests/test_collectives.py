@@ -263,14 +263,14 @@ def test_intra_node_all_reduces_only_bf16_tensors_and_leaves_the_others_to_nccl(
 
 def test_gpt_fasts_runs_state_the_intra_node_all_reduce_and_megatrons_rows_do_not_move():
     # gpt-fast's README: tensor parallelism with ENABLE_INTRA_NODE_COMM=1 (published_runs.json).
-    from reports.published_runs import other_runs_data, run_hardware, _decode_run
+    from reports.published_runs import other_runs_data, run_hardware, decode_run
 
     data = other_runs_data()
     source = data["sources"]["gpt-fast"]
     assert source["all_reduce"] == "intra-node"
     run = next(r for r in data["runs"] if r["id"] == "gpt-fast llama2-7b tp8")
-    stated = _decode_run(run, source, "kernels")
-    nccl = _decode_run(run, {**source, "all_reduce": "nccl"}, "kernels")
+    stated = decode_run(run, source, "kernels")
+    nccl = decode_run(run, {**source, "all_reduce": "nccl"}, "kernels")
     hardware = run_hardware(source)
     # The token is 64 all-reduces (two a layer; gpt-fast's embedding is not split, so it has no
     # all-reduce: vocab_parallel false) shorter by NCCL's time less IntraNodeComm's, nothing else.

@@ -159,7 +159,7 @@ def test_expert_load_and_capacity_set_the_most_loaded_rank():
                        dp=8, ep=8, zero=1)
     balanced_rank = parallel("mixtral-8x7b", Workload(seq_len=64), dp=8, ep=8, zero=1)
     extra = mixtral.per_rank["activations"] - balanced_rank.per_rank["activations"]
-    experts = sum(count * mixtral._part(key, "expert_saved")
+    experts = sum(count * mixtral.part(key, "expert_saved")
                   for key, count in mixtral.layer_runs(mixtral.stages[0]).items())
     # One expert a rank: expert 0 takes 3/10 of the slots, 8 x 3/10 = 12/5 the balanced share.
     assert mixtral.load.factor == Fraction(12, 5) and mixtral.experts()["load_factor"] == 2.4
@@ -201,7 +201,7 @@ def test_expert_parallel_bytes_equal_a_torchtitan_style_layer_on_gloo():
                         expert_load=counts)
     rank = ParallelEstimate(cfg, workload, Layout(dp=4, ep=4, framework="megatron"))
     key = next(k for k in rank.structure["layers"])
-    assert {r["expert_bytes"] for r in results} == {4 * rank._part(key, "expert_params") // 4}
+    assert {r["expert_bytes"] for r in results} == {4 * rank.part(key, "expert_params") // 4}
     measured = [sum(c["payload"] for c in r["records"] if c["kind"] == "all_to_all") for r in results]
     assert rank.to_dict()["communication"]["ep"]["all_to_all"] == max(measured)
     assert measured.index(max(measured)) == rank.load.rank

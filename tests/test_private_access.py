@@ -73,11 +73,11 @@ def test_the_walk_sees_a_reach_through():
     modules = sources()
     probe = ROOT / "tests" / "_probe_private.py"
     probe.write_text("from costmodel.layout.rank import uses_loss_parallel, _probe\n"
-                     "def f(estimate, roof):\n    return roof.decoder_tree(), estimate._layer_sum(1, 'params')\n")
+                     "def f(estimate, roof):\n    return roof.decoder_tree(), estimate._largest_layer('params')\n")
     try:
         found = reach_throughs({**modules, "tests._probe_private": probe})
     finally:
         probe.unlink()
     assert "tests._probe_private: from costmodel.layout.rank import _probe" in found
-    assert any(f.startswith("tests._probe_private: ._layer_sum") for f in found)
+    assert any(f.startswith("tests._probe_private: ._largest_layer") for f in found)
     assert not any("decoder_tree" in f or "uses_loss_parallel" in f for f in found)

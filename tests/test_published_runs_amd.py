@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from costmodel.hardware import load_hardware
-from reports.published_runs import _decode_run, decode_setup, other_runs_data
+from reports.published_runs import decode_run, decode_setup, other_runs_data
 
 
 def _amd_runs() -> tuple[dict, dict]:
@@ -41,7 +41,7 @@ def test_the_mi250x_gcd_decodes_at_its_measured_stream_rate_and_graph_gap():
     run = runs["gpt-fast-amd llama2-7b bf16"]
     gcd = load_hardware("mi250x")
     assert (gcd.gemv_bandwidth_bytes_per_s, gcd.graph_kernel_s, gcd.dram_kernel_startup_s) == (1366e9, 2.048e-6, 0.0)
-    roofline, kernels = _decode_run(run, source, "roofline"), _decode_run(run, source, "kernels")
+    roofline, kernels = decode_run(run, source, "roofline"), decode_run(run, source, "kernels")
     per_token = 1 / roofline * (0.8 * 1600) / 1366 + 451 * 2.048e-6
     assert 1 / kernels == pytest.approx(per_token, rel=0.002)
 
@@ -52,6 +52,6 @@ def test_the_mi300x_moves_a_gemvs_bytes_at_its_babelstream_dot_rate():
     runs, source = _amd_runs()
     on_mi300x = dict(source, hardware="mi300x")
     run = runs["gpt-fast-amd llama2-7b bf16"]
-    roofline, kernels = _decode_run(run, on_mi300x, "roofline"), _decode_run(run, on_mi300x, "kernels")
+    roofline, kernels = decode_run(run, on_mi300x, "roofline"), decode_run(run, on_mi300x, "kernels")
     assert load_hardware("mi300x").gemv_bandwidth_bytes_per_s == 3_878_410_495_000
     assert 1 / kernels == pytest.approx(1 / roofline * (0.8 * 5300) / 3878.410495, rel=0.002)

@@ -37,11 +37,11 @@ def test_the_first_n_layers_of_each_stage_recompute():
 def test_memory_n_layers_keep_their_input_the_others_everything():
     none, full, part = _estimate("none"), _estimate("full"), _estimate("full", 5)
     stage = none.stages[0]
-    kept, checkpointed = none._part("layer.decoder", "saved"), full._part("layer.decoder", "saved")
+    kept, checkpointed = none.part("layer.decoder", "saved"), full.part("layer.decoder", "saved")
     rebuilt = full._largest_layer("rebuilt")
     assert kept > checkpointed > 0 and rebuilt > 0
-    assert part._part("layer.decoder.recomputed", "saved") == checkpointed
-    assert part._part("layer.decoder", "saved") == kept
+    assert part.part("layer.decoder.recomputed", "saved") == checkpointed
+    assert part.part("layer.decoder", "saved") == kept
     assert part.activations(part.stages[0]) == none.activations(stage) - 5 * kept + 5 * checkpointed + rebuilt
     # every layer recomputed: the same memory as --recompute full
     every = _estimate("full", 32)

@@ -273,11 +273,11 @@ def ours(name: str) -> dict[str, Any]:
                 "kv_cache": estimate.to_dict()["memory"]["kv_cache"], "prefill_seconds": run["prefill"]["seconds"],
                 "decode_seconds": run["decode"]["first_token"]["seconds"]}
     if case["kind"] == "decode":
-        from reports.published_runs import _decode_run, other_runs_data
+        from reports.published_runs import decode_run, other_runs_data
 
         data = other_runs_data()
         run = next(r for r in data["runs"] if r["id"] == case["run"])
-        return {"tokens_per_second": _decode_run(run, data["sources"]["gpt-fast"], "kernels")}
+        return {"tokens_per_second": decode_run(run, data["sources"]["gpt-fast"], "kernels")}
     if case["kind"] == "megatron":
         a = MEGATRON_ROWS[case["megatron_row"]]["args"]
         cfg = load_preset(case["preset"])

@@ -167,7 +167,7 @@ class RankCommunication:
             events.append(("all_reduce", rows + first + columns + head_loss, x))
             latents = per_layer("latents")  # latent attention: its latents' gradient, each layer
             if latents:
-                events.append(("all_reduce", latents, self._layer_sum(stage, "latent_gradient") // latents))
+                events.append(("all_reduce", latents, self.layer_sum(stage, "latent_gradient") // latents))
         else:
             gathers = sublayers + head_loss  # the inputs of the column-parallel regions
             scatters = rows + first  # the outputs of the row-parallel regions and the embedding
@@ -212,14 +212,14 @@ class RankCommunication:
         rerun = self.phase == "train" and self.workload.recompute == "full"
         total = 0
         for key, count in self.layer_runs(stage).items():
-            slots = self._part(key, "routed_slots")
+            slots = self.part(key, "routed_slots")
             if not slots:  # a dense layer
                 continue
             again = rerun and (not partial or self.structure["layers"][key][1] == RECOMPUTED_LAYERS)
             passes = 3 if again else 2  # forward (and its re-run), backward
             total += count * (counts * (passes - 1) + passes * slots * (self.load.kept + self.load.factor) * token)
-        if stage.last and self._part("head", "routed_slots"):  # a multi-token prediction module's experts
-            total += counts + 2 * self._part("head", "routed_slots") * (self.load.kept + self.load.factor) * token
+        if stage.last and self.part("head", "routed_slots"):  # a multi-token prediction module's experts
+            total += counts + 2 * self.part("head", "routed_slots") * (self.load.kept + self.load.factor) * token
         return int(math.ceil(total))
 
     def _data_parallel_groups(self, stage: Stage) -> dict[str, dict[str, int]]:
@@ -264,7 +264,7 @@ class RankCommunication:
         dp = ranks or layout.shard_ranks
         grad = 4 if self._gradient_dtype == "fp32" else e
         if self.framework.sharding == "per_tensor":
-            stage_padded, layer_padded = padded or (self.on_stage(stage, "padded"), self._layer_sum(stage, "padded"))
+            stage_padded, layer_padded = padded or (self.on_stage(stage, "padded"), self.layer_sum(stage, "padded"))
             everything, layers = dp * stage_padded, dp * layer_padded
             backward = {None: layers, True: everything, False: 0}[
                 False if layout.zero == 2 else layout.reshard_after_forward]

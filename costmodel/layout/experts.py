@@ -136,15 +136,15 @@ def fsdp_split(estimate: Any, stage: Any, scope: str) -> tuple[int, int]:
     per_layer = cfg.n_experts * 3 * cfg.d_expert * cfg.d_model  # one layer's expert_params (tp 1)
     if scope == "largest":
         keys = estimate.structure["layers"]
-        return max(((estimate._part(k, "padded") - whole * (estimate._part(k, "expert_params") // per_layer),
-                     sharded * (estimate._part(k, "expert_params") // per_layer)) for k in keys),
+        return max(((estimate.part(k, "padded") - whole * (estimate.part(k, "expert_params") // per_layer),
+                     sharded * (estimate.part(k, "expert_params") // per_layer)) for k in keys),
                    key=lambda pair: pair[0] * layout.dp + pair[1] * (layout.dp // layout.ep), default=(0, 0))
     if scope == "root":
         outer = fsdp_split(estimate, stage, "stage")
         inner = fsdp_split(estimate, stage, "layers")
         return outer[0] - inner[0], outer[1] - inner[1]
     if scope == "layers":
-        padded, experts = estimate._layer_sum(stage, "padded"), estimate._layer_sum(stage, "expert_params")
+        padded, experts = estimate.layer_sum(stage, "padded"), estimate.layer_sum(stage, "expert_params")
     else:
         padded, experts = estimate.on_stage(stage, "padded"), estimate.on_stage(stage, "expert_params")
     layers = experts // per_layer

@@ -109,7 +109,7 @@ class ParallelEstimate(RankCommunication):
     def _gradient_dtype(self) -> str:
         return self.framework.gradient_dtype_for(self.workload.dtype)
 
-    def _part(self, key: str, quantity: str) -> int:
+    def part(self, key: str, quantity: str) -> int:
         return self.numbers.get(f"{key}.{quantity}", 0)
 
     @cached_property
@@ -152,23 +152,23 @@ class ParallelEstimate(RankCommunication):
         """How many layers of each part key the rank runs per micro-batch."""
         return dict(_runs(stage.kinds))
 
-    def _layer_sum(self, stage: Stage, quantity: str) -> int:
+    def layer_sum(self, stage: Stage, quantity: str) -> int:
         """A layer quantity over the stage's layers, each kind of layer its own."""
-        return sum(count * self._part(key, quantity) for key, count in self.layer_runs(stage).items())
+        return sum(count * self.part(key, quantity) for key, count in self.layer_runs(stage).items())
 
     def _largest_layer(self, quantity: str) -> int:
         """The quantity of the largest kind of layer (the one a framework gathers or rebuilds)."""
-        return max((self._part(key, quantity) for key in self.structure["layers"]), default=0)
+        return max((self.part(key, quantity) for key in self.structure["layers"]), default=0)
 
     def on_stage(self, stage: Stage, quantity: str, per_stage: bool = False) -> int:
         """A quantity over the parts a pipeline rank holds (shared parts once per virtual stage
         when per_stage)."""
-        total = self._layer_sum(stage, quantity)
-        total += self._part("shared", quantity) * (len(stage.layers) if per_stage else 1)
+        total = self.layer_sum(stage, quantity)
+        total += self.part("shared", quantity) * (len(stage.layers) if per_stage else 1)
         if stage.first:
-            total += self._part("embedding", quantity)
+            total += self.part("embedding", quantity)
         if stage.last:
-            total += self._part("tail", quantity) + self._part("head", quantity)
+            total += self.part("tail", quantity) + self.part("head", quantity)
         return total
 
     def tied_copy(self, stage: Stage) -> int:
@@ -285,9 +285,9 @@ class ParallelEstimate(RankCommunication):
             per_microbatch = self.on_stage(one, "saved", per_stage=True) if self.layout.pp > 1 else \
                 self.on_stage(one, "saved")
             if self.load is not None and self.load.factor != 1:  # the most loaded rank's experts
-                per_microbatch += math.ceil((self.load.factor - 1) * self._layer_sum(one, "expert_saved"))
-            edge_inputs = (self._part("embedding", "inputs") if first else 0) + (
-                self._part("head", "inputs") if last else 0)
+                per_microbatch += math.ceil((self.load.factor - 1) * self.layer_sum(one, "expert_saved"))
+            edge_inputs = (self.part("embedding", "inputs") if first else 0) + (
+                self.part("head", "inputs") if last else 0)
             if self.framework.whole_batch_inputs and self.layout.pp > 1:
                 saved += held * (per_microbatch - edge_inputs)
                 inputs += self.layout.microbatches * edge_inputs if (first or last) else 0
@@ -309,7 +309,7 @@ class ParallelEstimate(RankCommunication):
         if self.framework.sharding == "per_tensor":
             e = self.workload.bytes_per_element
             layer = dp * self._largest_layer("padded")
-            root = dp * (self.on_stage(stage, "padded") - self._layer_sum(stage, "padded"))
+            root = dp * (self.on_stage(stage, "padded") - self.layer_sum(stage, "padded"))
             everything = dp * self.on_stage(stage, "padded")
             if layout.ep > 1:  # the experts gathered over dp / ep (layout/experts.py)
                 layer, root, everything = (fsdp_gathered(self, stage, s) for s in ("largest", "root", "stage"))
