@@ -102,9 +102,9 @@ def test_each_decode_run_is_expressed_as_its_source_states_it(run_id):
     # the code each source ran: gpt-fast's Transformer (torchao's copy too), or its Mixtral
     assert settings["implementation"] == ("gpt-fast-mixtral" if run_id.startswith("gpt-fast-mixtral") else "gpt-fast")
     if run_id.startswith("gpt-fast-mixtral") and tp == 1:  # the code is a simulate choice: the run is timed
-        from reports.published_runs import _decode_run
+        from reports.published_runs import decode_run
 
-        assert _decode_run(run, source, "kernels") > 0
+        assert decode_run(run, source, "kernels") > 0
 
 
 def test_the_torchao_h100_rows_run_on_the_h100s_torchtitan_states():

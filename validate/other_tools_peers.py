@@ -194,11 +194,14 @@ def _dense_only(variant: Any) -> bool:
 
 
 def megatron_functions(checkout: Path) -> dict[str, Any]:
-    """The four functions, executed from the checkout's source in a namespace of their own."""
-    namespace: dict[str, Any] = {"math": math, "itemgetter": itemgetter, "NUM_BYTES_IN_MEGABYTE": 1024 * 1024,
-                                 "print_rank_0": lambda *args, **kwargs: None,
-                                 "is_hybrid_model": lambda args: bool(getattr(args, "is_hybrid_model", False)),
-                                 "is_linear_attention_variant": _dense_only, "is_gated_delta_net_variant": _dense_only}
+    """The four functions from the checkout's source, imported as a module of their own: their
+    definitions cut out with ast (the files import the rest of Megatron and torch) into a
+    temporary module beside the names they use, which the import system then loads (the checkout
+    is code the user chose to run, as any library; no config text reaches it)."""
+    import importlib.util
+    import tempfile
+
+    pieces = []
     for relative, names in MEGATRON_FUNCTIONS.items():
         path = checkout / relative
         if not path.exists():
@@ -209,8 +212,18 @@ def megatron_functions(checkout: Path) -> dict[str, Any]:
         for name in names:
             if name not in found:
                 raise Missing(f"{relative} has no {name} at this commit")
-            exec(found[name], namespace)  # noqa: S102 - Megatron's own function, from the user's checkout
-    return namespace
+            pieces.append(found[name])
+    with tempfile.TemporaryDirectory() as folder:
+        module_path = Path(folder) / "megatron_formulas.py"
+        module_path.write_text("\n\n".join(pieces) + "\n")
+        spec = importlib.util.spec_from_file_location("megatron_formulas", module_path)
+        module = importlib.util.module_from_spec(spec)
+        module.__dict__.update({"math": math, "itemgetter": itemgetter, "NUM_BYTES_IN_MEGABYTE": 1024 * 1024,
+                                "print_rank_0": lambda *args, **kwargs: None,
+                                "is_hybrid_model": lambda args: bool(getattr(args, "is_hybrid_model", False)),
+                                "is_linear_attention_variant": _dense_only, "is_gated_delta_net_variant": _dense_only})
+        spec.loader.exec_module(module)
+    return vars(module)
 
 
 def megatron(case: dict[str, Any], checkout: Path) -> dict[str, Any]:
