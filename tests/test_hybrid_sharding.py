@@ -175,3 +175,11 @@ def test_plan_keeps_the_shard_group_in_every_layout(capsys):
         assert (entry["layout"]["framework"], entry["layout"]["dp_shard"]) == ("fsdp2", 8)
     assert cli.main(args[:-1] + ["--framework", "deepspeed"]) == 2
     assert "MiCS" in capsys.readouterr().err
+
+
+def test_plan_refuses_dp_shard_with_another_framework_before_any_search(capsys):
+    """Review: `plan --gpus 8 --dp-shard 4 --framework deepspeed` listed deepspeed layouts whose dp
+    was 4 (dp_shard = dp is plain sharding), though the help says the option is FSDP2's only."""
+    code = cli.main(["plan", "--model", "llama2-7b", "--gpus", "8", "--dp-shard", "4", "--framework", "deepspeed"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "modelled as FSDP2's HSDP" in err and "MiCS" in err

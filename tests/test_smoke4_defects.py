@@ -158,6 +158,31 @@ def test_a_layout_s_inference_gives_the_prefill_time(capsys):
     assert out.splitlines()[2].startswith("  prefill (first token)  ")
 
 
+def test_an_inference_layout_s_collectives_are_the_forward_s_only():
+    """Review of the layout prefill: the prefill took the training branch (backward's column-input
+    all-reduces, the loss's all-reduce), and every inference phase counted the experts' backward
+    dispatch and combine and the pipeline's backward sends. A forward at tp 2 all-reduces each
+    layer's two row-parallel outputs and the embedding's (2 x 32 + 1 = 65 calls of b n d x 2 bytes)
+    and gathers the kept logits; an expert layer sends its counts (8 E) and each token's dispatch
+    and combine once; a stage sends its output once."""
+    from costmodel import load_model
+    from costmodel.config import Workload
+    from costmodel.layout.rank import ParallelEstimate
+    from costmodel.layout.spec import Layout
+
+    cfg = load_model("llama2-7b")
+    work = Workload(seq_len=2048, batch=1, logits_to_keep=1)
+    tp2 = ParallelEstimate(cfg, work, Layout(tp=2), phase="prefill")
+    stage = tp2.stages[0]
+    assert tp2.tensor_parallel_collectives(stage) == [("all_reduce", 65, 2048 * 4096 * 2), ("all_gather", 1, 2 * 32000)]
+    pp2 = ParallelEstimate(cfg, work, Layout(pp=2), phase="prefill")
+    assert [pp2.pipeline_exchange(s)[:2] for s in pp2.stages] == [(1, 2048 * 4096 * 2), (0, 2048 * 4096 * 2)]
+    mixtral = load_model("mixtral-8x7b")
+    ep8 = ParallelEstimate(mixtral, Workload(seq_len=2048, batch=1), Layout(dp=8, ep=8), phase="prefill")
+    forward = 32 * (8 * 8 + 2048 * 2 * 4096 * 2 * 2)  # layers x (counts + tokens x top-2 x d x bf16 x dispatch and combine)
+    assert ep8.communication(ep8.stages[0])["ep"]["all_to_all"] == forward
+
+
 def test_a_hardware_file_without_an_interconnect_says_which_fields_a_layout_needs(tmp_path, capsys):
     # A minimal user file (name, peaks, bandwidth, memory, sm_count) for an RTX 6000 Ada: --tp 2
     # said "no interconnect bandwidth for a group of 2 GPUs" and not which fields give it.

@@ -81,7 +81,8 @@ class RankCommunication:
         it receives), the bytes of each, and the bytes each receiver all-gathers over the
         tensor-parallel group (0 unless the framework scatters and gathers).
         Each (virtual) stage sends its output forward unless it is the last and its input's
-        gradient backward unless it is the first; it receives as much (FINDINGS 10.4). A send
+        gradient backward unless it is the first (training: inference sends forward only); it
+        receives as much (FINDINGS 10.4). A send
         is the boundary (b n d elements); under sequence parallelism the rank's 1/tp shard of
         it; without, Megatron-LM's scatter/gather (Framework.pp_scatter_gather) sends 1/tp of
         it from each tensor-parallel rank and all-gathers the whole on the receiver (training
@@ -92,7 +93,7 @@ class RankCommunication:
         crossings = 0
         for index in layout.stages_of(stage.rank):  # a V's turn (stage p - 1 to p) stays on a rank
             crossings += (int(index < layout.stages - 1 and layout.rank_of(index + 1) != stage.rank)
-                          + int(index > 0 and layout.rank_of(index - 1) != stage.rank))
+                          + int(self.phase == "train" and index > 0 and layout.rank_of(index - 1) != stage.rank))
         boundary = self.numbers["boundary"]
         if layout.sp:
             return crossings, boundary // layout.tp, 0
@@ -153,7 +154,7 @@ class RankCommunication:
         first = int(stage.first)
         head_loss = int(stage.last and self.cfg.head == "lm")
         events: list[tuple[str, int, int]] = []
-        if self.phase == "decode":  # a forward: the row-parallel outputs, then the logits gathered
+        if self.phase != "train":  # a forward (decode, prefill): the row-parallel outputs, then the logits gathered
             # A replicated vocabulary (Layout.vocab_parallel False, gpt-fast's tp.py) looks up the
             # embedding and computes every logit on each rank: neither collective runs.
             vocabulary = int(layout.vocab_parallel)
@@ -202,7 +203,7 @@ class RankCommunication:
 
     def _all_to_all(self, stage: Stage) -> int:
         """One micro-batch's all-to-all payload on this rank (costmodel/layout/experts.py): per
-        mixture-of-experts layer the counts (8 E), dispatch and combine forward and backward; and
+        mixture-of-experts layer the counts (8 E), dispatch and combine forward and (training) backward; and
         under full recomputation the recomputed layers' counts, dispatch and combine again (the
         checkpointed forward re-run in backward, as recomputed_collectives says for the
         tensor-parallel ones; measured: validate/distributed/experts.py, ExpertCase.checkpoint)."""
@@ -210,16 +211,18 @@ class RankCommunication:
         counts = 8 * self.cfg.n_experts
         partial = self.workload.recompute_layers is not None
         rerun = self.phase == "train" and self.workload.recompute == "full"
+        backward = int(self.phase == "train")  # inference (decode, prefill) runs the forward only
         total = 0
         for key, count in self.layer_runs(stage).items():
             slots = self.part(key, "routed_slots")
             if not slots:  # a dense layer
                 continue
             again = rerun and (not partial or self.structure["layers"][key][1] == RECOMPUTED_LAYERS)
-            passes = 3 if again else 2  # forward (and its re-run), backward
-            total += count * (counts * (passes - 1) + passes * slots * (self.load.kept + self.load.factor) * token)
+            forwards = 1 + int(again)  # the forward (and its re-run): each sends the counts
+            passes = forwards + backward  # and the backward's dispatch and combine
+            total += count * (counts * forwards + passes * slots * (self.load.kept + self.load.factor) * token)
         if stage.last and self.part("head", "routed_slots"):  # a multi-token prediction module's experts
-            total += counts + 2 * self.part("head", "routed_slots") * (self.load.kept + self.load.factor) * token
+            total += counts + (1 + backward) * self.part("head", "routed_slots") * (self.load.kept + self.load.factor) * token
         return int(math.ceil(total))
 
     def _data_parallel_groups(self, stage: Stage) -> dict[str, dict[str, int]]:

@@ -29,7 +29,7 @@ from ..hardware import Efficiency, Hardware, time_model_for
 from .frameworks import FRAMEWORKS
 from .rank import ParallelEstimate
 from .serving_memory import serving_memory
-from .spec import Layout, tensor_split_error
+from .spec import Layout, check_hybrid_framework, tensor_split_error
 from .timing import step_time
 
 MICRO_BATCHES = (1, 2, 4, 8)
@@ -101,7 +101,8 @@ def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_bat
     """(layout, micro-batch, recompute, None) for each candidate, or (None, ..., reason) for a
     combination that cannot run."""
     frameworks = [fixed["framework"]] if fixed.get("framework") else list(FRAMEWORKS)
-    if fixed.get("dp_shard") and not fixed.get("framework"):
+    if fixed.get("dp_shard"):
+        check_hybrid_framework(fixed.get("framework") or "fsdp2")
         frameworks = ["fsdp2"]  # hybrid sharding is FSDP2's (Layout.dp_shard)
     tps = [fixed["tp"]] if fixed.get("tp") else tensor_sizes(cfg, hardware, gpus)
     layers = cfg.n_layers

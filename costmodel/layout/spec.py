@@ -81,6 +81,15 @@ def tensor_split_error(cfg: ModelConfig, tp: int, inference: bool) -> str | None
     return None
 
 
+def check_hybrid_framework(framework: str) -> None:
+    """Hybrid sharding (dp_shard < dp) is FSDP2's HSDP; the others' variants are refused by name."""
+    if framework != "fsdp2":
+        theirs = {"deepspeed": "DeepSpeed's MiCS and ZeRO++ hpZ partition differently and are not modelled",
+                  "megatron": "Megatron's partial distributed optimizer is not modelled"}.get(framework, "")
+        raise ConfigError("layout: hybrid sharding (--dp-shard < dp) is modelled as FSDP2's HSDP "
+                          f"(--framework fsdp2){'; ' + theirs if theirs else ''}.")
+
+
 @dataclass(frozen=True)
 class Layout:
     """How a training step is spread over GPUs (see the module docstring)."""
@@ -193,11 +202,7 @@ class Layout:
         if self.dp_shard == 1:
             raise ConfigError("layout: --dp-shard 1 shards nothing (every rank a replica); hybrid sharding "
                               "needs 1 < dp_shard < dp.")
-        if self.framework != "fsdp2":
-            theirs = {"deepspeed": "DeepSpeed's MiCS and ZeRO++ hpZ partition differently and are not modelled",
-                      "megatron": "Megatron's partial distributed optimizer is not modelled"}[self.framework]
-            raise ConfigError(f"layout: hybrid sharding (--dp-shard < dp) is modelled as FSDP2's HSDP "
-                              f"(--framework fsdp2); {theirs}.")
+        check_hybrid_framework(self.framework)
         if self.ep > 1:
             raise ConfigError("layout: hybrid sharding (--dp-shard) with expert parallelism is not modelled.")
 

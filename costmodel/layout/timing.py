@@ -38,6 +38,10 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
     and dollars (costmodel/cost.py)."""
     from ..cost import training_cost
 
+    if overlap is not None and overlap.params and not (layout.framework == "megatron" and layout.zero in (1, 2)):
+        raise ConfigError("--param-gather-overlap is Megatron-Core's --overlap-param-gather, the parameter "
+                          "all-gather of its distributed optimizer (--framework megatron --zero 1 or 2); "
+                          f"this layout ({layout.framework}, ZeRO {layout.zero}) has none to overlap.")
     estimate = ParallelEstimate(cfg, workload, layout)
     options = {"compiled": True} if compiled else {}
     step = step_time(estimate, hardware, efficiency, time_model, flops_convention=flops_convention,
@@ -74,7 +78,7 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
     options = {"compiled": True} if compiled else {}
     token = step_time(estimate, hardware, efficiency, time_model, cuda_graphs=cuda_graphs, **options).token()
     first = {}
-    if prefill:
+    if prefill and layout.cp == 1:  # a context-parallel prefill's key/value exchange is not modelled: no figure
         generate = dataclasses.replace(workload, logits_to_keep=generate_logits_to_keep(cfg, workload.impl))
         forward = step_time(ParallelEstimate(cfg, generate, layout, phase="prefill"), hardware, efficiency,
                             time_model, **options).token()
