@@ -42,8 +42,9 @@ def test_a_group_across_nodes_runs_hierarchically():
     crossing = payload / 8 * 1.0 / (25e9 * 0.73) + 2 * (7 * 3.4e-6 + 14e-6)
     assert collective_seconds(a100, "all_reduce", payload, 16, 16) == pytest.approx(inside + crossing)
     # A data-parallel group strided by tensor parallelism 8 has one rank a node: all of it crosses,
-    # 2 x 3 network steps and no in-node ones.
-    assert collective_seconds(a100, "all_reduce", payload, 4, 32) == pytest.approx(payload * 2 * 3 / 4 / (25e9 * 0.73) + 6 * 14e-6)
+    # NCCL's 8.4 us base latency (no in-node call carries it), 2 x 3 network steps, no in-node ones.
+    assert collective_seconds(a100, "all_reduce", payload, 4, 32) \
+        == pytest.approx(payload * 2 * 3 / 4 / (25e9 * 0.73) + 8.4e-6 + 6 * 14e-6)
 
 
 def test_a_static_cache_and_cuda_graphs_are_honoured_with_a_layout(capsys):
@@ -407,3 +408,21 @@ def test_a_pcie_node_takes_nccls_pci_ring_step():
     inter = 1e10
     assert between_nodes(l40s, "reduce_scatter", 1e6, 4, 8, inter) \
         == pytest.approx(3 * (7 * 5.7e-6 + 14e-6) + 1e6 * 3 / 4 / inter, rel=1e-12)
+
+
+@pytest.mark.parametrize("nodes, size, algorithm", [
+    (2, 2**20, "ring"), (16, 2**20, "pat"), (256, 2**20, "pat"), (256, 2**30, "ring")])
+def test_an_all_gather_with_one_gpu_a_node_may_run_as_nccls_pat(nodes, size, algorithm):
+    # One GPU a node: NCCL's PAT for an all-gather, 8.0 us base + log2i(N) x 14 / 3.5 us + 2.8 us a
+    # rank, the whole tensor's bytes at .75; its ring: 8.4 us + (N - 1) x 14 us, the bytes x
+    # (N - 1) / N. 1 MiB over 2 nodes: ring 51.1 us, PAT 94.2 us; over 16: ring 272.3, PAT 145.4.
+    a100 = load_hardware("a100-80gb")
+    log2 = {2: 1, 16: 4, 256: 8}[nodes]
+    ring = 8.4e-6 + (nodes - 1) * 14e-6 + size * (nodes - 1) / nodes / A100_INTER
+    pat = 8.0e-6 + log2 * 4e-6 + nodes * 2.8e-6 + size / (0.75 * A100_INTER)
+    assert (pat < ring) == (algorithm == "pat")
+    assert between_nodes(a100, "all_gather", size, nodes, 1, A100_INTER) == pytest.approx(min(ring, pat), rel=1e-12)
+    # The group strided by tp 8: one rank a node, the whole payload crosses.
+    assert collective_seconds(a100, "all_gather", size, nodes, 8 * nodes) == pytest.approx(min(ring, pat), rel=1e-12)
+    if nodes == 2:
+        assert round(ring * 1e7) == 511 and round(pat * 1e7) == 942
