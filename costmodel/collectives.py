@@ -10,7 +10,11 @@ NCCL achieves at that message size (costmodel/nccl_facts.json), hierarchical acr
   the ~80% of the unidirectional spec collectives reach.
 - A group that spans nodes runs hierarchically (NCCL's tree/ring over nodes): reduce-scatter
   within the node, the all-reduce of each GPU's 1/g share between the nodes at 73% of the NIC's
-  bandwidth (a published 4-node measurement), all-gather within the node.
+  bandwidth (a published 4-node measurement), all-gather within the node. The crossing's latency
+  is NCCL's tuning model's (nccl_facts.json "inter_node_latency", its Simple protocol at every
+  size): per step, a ring over N nodes pays 2(N-1) (all-reduce) or N-1 network steps and the
+  in-node steps each share takes; an all-reduce may run as NCCL's tree (2 log2 N network steps at
+  its own bandwidth) and takes the faster, as NCCL's tuner does (between_nodes).
 - The all-reduce's code is a stated choice (costmodel/spec.ALL_REDUCES, Layout.all_reduce): NCCL's
   (the default), or PyTorch's IntraNodeComm (ENABLE_INTRA_NODE_COMM=1), which runs a bf16
   all-reduce inside a node as its own one-shot kernel up to 256 KiB and two-shot up to 10 MiB,
@@ -117,6 +121,39 @@ def within_node(hardware: Hardware, kind: str, payload: float, ranks: int, calls
     return payload * factor / link + calls * hardware.collective_latency_s
 
 
+def between_nodes(hardware: Hardware, kind: str, share: float, nodes: int, local: int, inter: float) -> float:
+    """Seconds of one call's crossing between `nodes` nodes, each GPU's `share` bytes (its 1/local of
+    the call's payload) at `inter` bytes/s, as NCCL's tuning model composes it (nccl_facts.json
+    "inter_node_latency", Simple protocol): a ring pays k(nodes - 1) network steps and the
+    (local - 1) in-node steps each node's share takes beyond the in-node calls' own, k = 2 for an
+    all-reduce, 1 for an all-gather or reduce-scatter; bytes x k(nodes - 1)/nodes. An all-reduce may
+    run as a tree instead: 2 log2i(nodes) network steps, bytes x 2 / (.92 x NCCL's tree correction at
+    the call's size); an all-gather or reduce-scatter with one GPU a node as PAT: log2i(nodes)
+    network steps at 1/3.5 of 14 us, 2.8 us a rank, bytes / .75. The tuner runs the fastest. With
+    one GPU a node no in-node call carries a base latency, so the crossing pays its algorithm's."""
+    facts = nccl_facts()["inter_node_latency"]
+    fabric = "nvlink" if hardware.name in nccl_facts()["intra_node_all_reduce"]["hardware"] else "pci"
+    us = 1e-6
+    intra = max(facts["hw_latency_us"][fabric]["ring"], 3 * facts["net_overhead_us"]) * us
+    net = facts["hw_latency_us"]["net"]["ring" if local > 1 else "tree"] * us  # ppn 1: tree's (NCCL)
+    base = facts["base_latency_us"] if local == 1 else {"ring": 0.0, "tree": 0.0, "pat": 0.0}
+    k = 2 if kind == "all_reduce" else 1
+    ring = (base["ring"] * us + k * (nodes - 1) * ((local - 1) * intra + net)
+            + share * k * (nodes - 1) / nodes / inter)
+    if kind != "all_reduce":
+        if local > 1:
+            return ring
+        pat = facts["pat"]  # one GPU a node: NCCL's PAT may run it
+        logarithmic = (nodes.bit_length() - 1) * net / pat["net_divisor"] + nodes * pat["per_rank_us"] * us
+        return min(ring, base["pat"] * us + logarithmic + share / (pat["bandwidth_factor"] * inter))
+    log_size = int(share * local).bit_length() - 7  # NCCL's log2i(nBytes >> 6), nBytes the call's
+    table = facts["tree_correction_simple"]
+    correction = table[log_size] if 0 <= log_size < 23 else 1.0
+    tree = base["tree"] * us + 2 * (nodes.bit_length() - 1) * facts["hw_latency_us"]["net"]["tree"] * us \
+        + share * 2 / (facts["tree_bandwidth_factor"] * correction * inter)
+    return min(ring, tree)
+
+
 def collective_seconds(hardware: Hardware, kind: str, payload: float, ranks: int, span: int,
                        calls: int = 1, all_reduce: str = "nccl", dtype: str | None = None) -> float:
     """Seconds of `calls` collectives of `kind` moving `payload` bytes in all over `ranks` GPUs
@@ -137,8 +174,7 @@ def collective_seconds(hardware: Hardware, kind: str, payload: float, ranks: int
         return off_node + within_node(hardware, kind, payload * local / ranks, local, calls) \
             + calls * hardware.collective_latency_s
     nodes = max(1, ranks // local)
-    between = 2 * (nodes - 1) / nodes if kind == "all_reduce" else (nodes - 1) / nodes
-    crossing = payload / local * between / inter + calls * hardware.collective_latency_s
+    crossing = calls * between_nodes(hardware, kind, payload / calls / local, nodes, local, inter)
     inside = {"all_reduce": ("reduce_scatter", "all_gather"), "reduce_scatter": ("reduce_scatter",),
               "all_gather": ("all_gather",)}[kind]
     return crossing + sum(within_node(hardware, step, payload, local, calls) for step in inside)

@@ -122,7 +122,8 @@ INTERCONNECT: dict[str, Field] = {
     "gpus_per_node": Field(int, "GPUs one node (NVLink domain) holds", low=1),
     "intra_node_bandwidth_bytes_per_s": Field(float, "between two GPUs of a node, per direction", low=0),
     "inter_node_bandwidth_bytes_per_s": Field(float, "between nodes, per GPU, per direction", low=0),
-    "collective_latency_s": Field(float, "fixed latency of one collective call", low=0),
+    "collective_latency_s": Field(float, "fixed latency of one collective call (inside a node without a measured "
+                                 "busbw curve, sends, all-to-alls; across nodes NCCL's ring/tree steps instead)", low=0),
     "source": Field(str, "where the interconnect's numbers come from"),
 }
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 import cli
-from costmodel.collectives import collective_seconds, interpolated_busbw, busbw_curve
+from costmodel.collectives import between_nodes, collective_seconds, interpolated_busbw, busbw_curve
 from costmodel.hardware import load_hardware
 
 
@@ -37,10 +37,14 @@ def test_a_group_across_nodes_runs_hierarchically():
     a100 = load_hardware("a100-80gb")
     payload = 2**30
     inside = 2 * collective_seconds(a100, "all_gather", payload, 8, 8)
-    crossing = payload / 8 * 1.0 / (25e9 * 0.73) + 1e-5
+    # NCCL's ring latency across nodes (nccl_facts.json inter_node_latency): 2 x (2 - 1) network
+    # steps of 14 us, each with the 7 in-node NVLink steps of 3.4 us its share takes.
+    crossing = payload / 8 * 1.0 / (25e9 * 0.73) + 2 * (7 * 3.4e-6 + 14e-6)
     assert collective_seconds(a100, "all_reduce", payload, 16, 16) == pytest.approx(inside + crossing)
-    # A data-parallel group strided by tensor parallelism 8 has one rank a node: all of it crosses.
-    assert collective_seconds(a100, "all_reduce", payload, 4, 32) == pytest.approx(payload * 2 * 3 / 4 / (25e9 * 0.73) + 1e-5)
+    # A data-parallel group strided by tensor parallelism 8 has one rank a node: all of it crosses,
+    # NCCL's 8.4 us base latency (no in-node call carries it), 2 x 3 network steps, no in-node ones.
+    assert collective_seconds(a100, "all_reduce", payload, 4, 32) \
+        == pytest.approx(payload * 2 * 3 / 4 / (25e9 * 0.73) + 8.4e-6 + 6 * 14e-6)
 
 
 def test_a_static_cache_and_cuda_graphs_are_honoured_with_a_layout(capsys):
@@ -350,3 +354,75 @@ def test_the_zero1_parameter_all_gather_can_run_under_the_next_forward():
     assert cli.main(["simulate", "--model", "gpt2", "--hardware", "a100-80gb", "--train", "--dp", "4",
                      "--param-gather-overlap", "2"]) == 2
     assert cli.main(["simulate", "--model", "gpt2", "--train", "--param-gather-overlap", "1"]) == 2
+
+
+# NCCL's tuning model (NVIDIA/nccl src/graph/tuning.cc at 5067397c, nccl_facts.json
+# inter_node_latency), Simple protocol: NVLink ring step 3.4 us, network step 14 us (ring and tree),
+# tree bandwidth x .92 and its size correction. The A100's NIC: 25 GB/s at 73%.
+A100_INTER = 25e9 * 0.73
+
+
+@pytest.mark.parametrize("nodes, ring_us", [(2, 37.8), (16, 567.0), (256, 9639.0)])
+def test_an_all_gather_across_nodes_pays_nccls_ring_steps(nodes, ring_us):
+    # (nodes - 1) network steps of 14 us, each share also taking 7 NVLink steps of 3.4 us:
+    # (N - 1) x 37.8 us; NCCL runs all-gathers as rings only (no tree).
+    a100 = load_hardware("a100-80gb")
+    share = 2**20  # each GPU's 1/8 of an 8 MiB call
+    expected = ring_us * 1e-6 + share * (nodes - 1) / nodes / A100_INTER
+    assert between_nodes(a100, "all_gather", share, nodes, 8, A100_INTER) == pytest.approx(expected, rel=1e-12)
+    # Through collective_seconds: the two nodes' in-node all-gather plus the crossing, per call.
+    inside = collective_seconds(a100, "all_gather", 8 * share, 8, 8, calls=1)
+    assert collective_seconds(a100, "all_gather", 8 * share * 3, 8 * nodes, 8 * nodes, calls=3) \
+        == pytest.approx(3 * (inside + expected), rel=1e-12)
+
+
+@pytest.mark.parametrize("nodes, seconds, algorithm", [
+    # 1 GiB a call (NCCL's correction 1.0 from 512 MiB): the ring's bytes win at 2 and 16 nodes,
+    # its 2 x 255 x 37.8 us = 19.28 ms of steps lose to the tree's 16 x 14 us at 256.
+    (2, 2 * 1 * 37.8e-6 + 2**27 * 2 * 1 / 2 / A100_INTER, "ring"),
+    (16, 2 * 15 * 37.8e-6 + 2**27 * 2 * 15 / 16 / A100_INTER, "ring"),
+    (256, 2 * 8 * 14e-6 + 2**27 * 2 / (0.92 * 1.0 * A100_INTER), "tree"),
+])
+def test_a_large_all_reduce_takes_the_faster_of_nccls_ring_and_tree(nodes, seconds, algorithm):
+    a100 = load_hardware("a100-80gb")
+    assert between_nodes(a100, "all_reduce", 2**27, nodes, 8, A100_INTER) == pytest.approx(seconds, rel=1e-12)
+    # Hand figures: 7.43 ms, 14.92 ms, 16.21 ms.
+    assert round(seconds * 1e5) == {2: 743, 16: 1492, 256: 1621}[nodes]
+
+
+@pytest.mark.parametrize("nodes, tree_us", [(2, 28.0), (16, 112.0), (256, 224.0)])
+def test_a_small_all_reduce_runs_as_nccls_tree(nodes, tree_us):
+    # 1 MiB a call: log2i(2**20 >> 6) = 14, NCCL's Simple tree correction .5; the tree's 2 log2(N)
+    # network steps and 2 x 128 KiB at .92 x .5 of the NIC beat the ring's 2(N-1) x 37.8 us.
+    a100 = load_hardware("a100-80gb")
+    share = 2**17
+    tree = tree_us * 1e-6 + share * 2 / (0.92 * 0.5 * A100_INTER)
+    ring = 2 * (nodes - 1) * 37.8e-6 + share * 2 * (nodes - 1) / nodes / A100_INTER
+    assert tree < ring
+    assert between_nodes(a100, "all_reduce", share, nodes, 8, A100_INTER) == pytest.approx(tree, rel=1e-12)
+
+
+def test_a_pcie_node_takes_nccls_pci_ring_step():
+    # No NVLink between an L40S's GPUs: NCCL's PCI ring step, 5.7 us.
+    l40s = load_hardware("l40s")
+    inter = 1e10
+    assert between_nodes(l40s, "reduce_scatter", 1e6, 4, 8, inter) \
+        == pytest.approx(3 * (7 * 5.7e-6 + 14e-6) + 1e6 * 3 / 4 / inter, rel=1e-12)
+
+
+@pytest.mark.parametrize("nodes, size, algorithm", [
+    (2, 2**20, "ring"), (16, 2**20, "pat"), (256, 2**20, "pat"), (256, 2**30, "ring")])
+def test_an_all_gather_with_one_gpu_a_node_may_run_as_nccls_pat(nodes, size, algorithm):
+    # One GPU a node: NCCL's PAT for an all-gather, 8.0 us base + log2i(N) x 14 / 3.5 us + 2.8 us a
+    # rank, the whole tensor's bytes at .75; its ring: 8.4 us + (N - 1) x 14 us, the bytes x
+    # (N - 1) / N. 1 MiB over 2 nodes: ring 51.1 us, PAT 94.2 us; over 16: ring 272.3, PAT 145.4.
+    a100 = load_hardware("a100-80gb")
+    log2 = {2: 1, 16: 4, 256: 8}[nodes]
+    ring = 8.4e-6 + (nodes - 1) * 14e-6 + size * (nodes - 1) / nodes / A100_INTER
+    pat = 8.0e-6 + log2 * 4e-6 + nodes * 2.8e-6 + size / (0.75 * A100_INTER)
+    assert (pat < ring) == (algorithm == "pat")
+    assert between_nodes(a100, "all_gather", size, nodes, 1, A100_INTER) == pytest.approx(min(ring, pat), rel=1e-12)
+    # The group strided by tp 8: one rank a node, the whole payload crosses.
+    assert collective_seconds(a100, "all_gather", size, nodes, 8 * nodes) == pytest.approx(min(ring, pat), rel=1e-12)
+    if nodes == 2:
+        assert round(ring * 1e7) == 511 and round(pat * 1e7) == 942

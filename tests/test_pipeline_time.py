@@ -97,7 +97,10 @@ def test_the_tied_embedding_all_reduce_between_the_first_and_the_last_stage():
     first, inner, last = (time.estimate.stages[r] for r in (0, 1, 15))
     assert time.estimate.tied_embedding_gradient(first) == time.estimate.tied_embedding_gradient(last) == payload
     assert time.estimate.tied_embedding_gradient(inner) == 0
-    assert time.tied_embedding(last) == pytest.approx(payload / INTER + LATENCY, rel=1e-12)
+    # NCCL's ring over 2 nodes, one rank each: its 8.4 us base latency (no in-node call carries it)
+    # and 2 network steps of 14 us (nccl_facts.json inter_node_latency; its tree, 2 x log2(2)
+    # steps, moves the bytes at .92 x .9 and is slower).
+    assert time.tied_embedding(last) == pytest.approx(payload / INTER + 8.4e-6 + 2 * 14e-6, rel=1e-12)
     assert time.stage(first)["pp_step"] == time.tied_embedding(first)
 
 
