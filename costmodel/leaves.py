@@ -455,9 +455,14 @@ class TreeBuilder:
         if cfg.head == "pooler":
             leaves = [at.leaf("pooler", B.Pooler())]
         elif cfg.head == "lm":
+            fmt = self.profile.weight_format
+            quantized = self.phase != "train" and fmt is not None and fmt.head
+            if quantized and cfg.tie_embeddings:
+                raise ConfigError(f"quantize_head: {cfg.name!r} ties its head to the embedding; quantizing it "
+                                  "would keep a second, quantized copy of the table (not modelled).")
             lm = B.LMHead(tokens, not cfg.tie_embeddings, cfg.lm_head_bias,
                           scaled_input=cfg.scale_lm_head_input, returns_logits=self.phase != "train",
-                          width=S.d_e if cfg.projected_embeddings else S.d)
+                          width=S.d_e if cfg.projected_embeddings else S.d, quantized=quantized)
             leaves = [at.leaf("lm_head", lm)]
             if cfg.logits_scaling is not None:
                 leaves.append(at.leaf("logit_scale", B.LogitScale(tokens)))

@@ -41,6 +41,20 @@ What stays in the activation dtype (the integrations' defaults): the embeddings,
 norms, biases, routers and Qwen2-MoE's shared-expert gate; every other matrix a layer multiplies
 by is quantized, each routed expert as its own matrix.
 
+The output head too where the weights are quantized as gpt-fast and torchao do it (--quantize-head,
+Workload.quantize_head, WeightFormat.head): gpt-fast's replace_linear_weight_only_int8_per_channel
+and replace_linear_int4 replace every nn.Linear child, the Transformer's untied `output` included
+(int4 where `_check_linear_int4_k(child.in_features, groupsize, inner_k_tiles)` holds, padded
+otherwise; pytorch-labs/gpt-fast quantize.py, commit 32971d3, the same loops at c5d3454), and
+torchao's generate.py calls quantize_(model, int8_weight_only()) or int4_weight_only(group_size=...)
+with no filter_fn, so quant_api's _is_linear selects every nn.Linear, its model's untied `output`
+included (pytorch/ao torchao/_models/llama/generate.py and quantization/quant_api.py, commit
+b4d0768). The head's matrix
+is then stored, read and multiplied in the format like a layer's (blocks.LMHead.quantized). The
+embedding lookup stays 16-bit; a head tied to the embedding is refused (quantizing it would keep a
+second, quantized copy of the table, which is not modelled). gpt-fast's bandwidth column confirms
+it: tests/test_quantize_head.py.
+
 How an FP8 checkpoint multiplies (--fp8-gemm, spec.FP8_GEMMS; runs_w8a8 is the rule):
   - vLLM's fp8 ("FP8 W8A8", docs.vllm.ai/en/stable/features/quantization/fp8/): "FP8 computation
     is supported on NVIDIA GPUs with compute capability >= 8.9 (Ada Lovelace, Hopper). FP8 models
@@ -103,6 +117,7 @@ class WeightFormat:
     double_quant: bool = False
     gemm: str = DEFAULT_FP8_GEMM  # fp8: how its GEMMs multiply (spec.FP8_GEMMS; runs_w8a8)
     scope: str = "all"  # which matrices it quantizes: "all", or "experts" (the routed experts')
+    head: bool = False  # the output head's matrix too (gpt-fast's and torchao's; the module's docstring)
 
     def quantizes(self, routed_experts: bool) -> bool:
         """Whether a block's matrices are stored in this format (routed_experts: the block is a
@@ -115,13 +130,20 @@ class WeightFormat:
                    f", groups of {self.group}" if self.group else ", per output row")
         double = ", double quantisation" if self.double_quant else ""
         scope = ", routed experts only" if self.scope == "experts" else ""
-        return f"{self.dtype}{grouped}{double}{scope}"
+        head = ", the head too" if self.head else ""
+        return f"{self.dtype}{grouped}{double}{scope}{head}"
 
 
 def weight_format(dtype: str | None, group: int | None = None,
-                  double_quant: bool = True, fp8_gemm: str = DEFAULT_FP8_GEMM) -> WeightFormat | None:
+                  double_quant: bool = True, fp8_gemm: str = DEFAULT_FP8_GEMM,
+                  head: bool = False) -> WeightFormat | None:
     """The format of --weight-dtype (None: unquantized), with its group size and, for nf4,
-    whether the absmax is quantized again; for fp8, how its GEMMs multiply (--fp8-gemm)."""
+    whether the absmax is quantized again; for fp8, how its GEMMs multiply (--fp8-gemm); head:
+    the output head's matrix quantized too (--quantize-head)."""
+    if head and dtype is None:
+        raise ConfigError("workload: quantize_head applies only with a weight_dtype.")
+    if head and WEIGHT_SCOPES.get(dtype, "all") != "all":
+        raise ConfigError(f"workload: {dtype} quantizes the routed experts only; no quantize_head.")
     if fp8_gemm not in FP8_GEMMS:
         raise ConfigError(f"workload: unknown fp8_gemm {fp8_gemm!r}; use one of {FP8_GEMMS.listed()}.")
     if fp8_gemm != DEFAULT_FP8_GEMM and dtype != "fp8":
@@ -138,11 +160,11 @@ def weight_format(dtype: str | None, group: int | None = None,
         raise ConfigError(f"workload: mxfp4 scales blocks of {default} values; no other weight_group.")
     group = default if group is None else group
     if dtype == "nf4":
-        return WeightFormat(dtype, bits, group, "nf4", double_quant)
+        return WeightFormat(dtype, bits, group, "nf4", double_quant, head=head)
     if dtype == "mxfp4":
         return WeightFormat(dtype, bits, group, "mx", scope=WEIGHT_SCOPES[dtype])
     layout = "row" if not group else "block" if dtype == "fp8" else "gptq"
-    return WeightFormat(dtype, bits, group, layout, gemm=fp8_gemm)
+    return WeightFormat(dtype, bits, group, layout, gemm=fp8_gemm, head=head)
 
 
 def check_shard_groups(fmt: WeightFormat | None, widths: Any, tp: int) -> None:

@@ -74,6 +74,9 @@ class Workload:
     # "option" (asked for), None (nothing chosen). Not a choice that shapes the tree.
     weight_dtype_source: str | None = None
     double_quant: bool = True
+    # The output head's matrix quantized too, as gpt-fast and torchao do (quantization.py); default
+    # the integrations' (bitsandbytes, AWQ, GPTQ, vLLM): the head in the activation dtype.
+    quantize_head: bool = False
     kv_dtype: str | None = None
     # How GEMMs on fp8 weights multiply (spec.FP8_GEMMS): auto (W8A8 where the hardware has an FP8
     # peak), w8a8 or w8a16 (weight-only); quantization.runs_w8a8.
@@ -122,6 +125,7 @@ class Workload:
         if self.weight_group is not None:
             check_int(owner, "weight_group", self.weight_group)
         check_bool(owner, "double_quant", self.double_quant)
+        check_bool(owner, "quantize_head", self.quantize_head)
         if not self.double_quant and self.weight_dtype != "nf4":
             raise ConfigError(f"{owner}: double_quant applies only to nf4 weights.")
         self.weight_format  # checks the format (one line per bad field)
@@ -142,10 +146,11 @@ class Workload:
     @property
     def weight_format(self) -> Any:
         """The quantization.WeightFormat of --weight-dtype, --weight-group, --double-quant and
-        --fp8-gemm (None: unquantized weights)."""
+        --fp8-gemm and --quantize-head (None: unquantized weights)."""
         from .quantization import weight_format
 
-        return weight_format(self.weight_dtype, self.weight_group, self.double_quant, self.fp8_gemm)
+        return weight_format(self.weight_dtype, self.weight_group, self.double_quant, self.fp8_gemm,
+                             self.quantize_head)
 
     @property
     def bytes_per_element(self) -> int:
@@ -177,6 +182,8 @@ class Workload:
                            double_quant=self.double_quant, kv_dtype=self.kv_dtype)
         if self.fp8_gemm != spec.DEFAULT_FP8_GEMM:
             options["fp8_gemm"] = self.fp8_gemm
+        if self.quantize_head:
+            options["quantize_head"] = True
         if self.kv_cache != "dynamic":
             options["kv_cache"] = self.kv_cache
         if self.mla != "naive":  # (naive keeps the keys compiled before the option existed)

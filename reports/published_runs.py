@@ -155,7 +155,8 @@ def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConf
     """One decode run as the model sees it: its model (the run's "preset" where the source's model
     has the sizes of a preset under another name: Llama 3.1 8B as llama3-8b), its hardware, its
     settings (DECODE_SETTINGS: the run's own, else its source's; dtype bf16 where neither states
-    one) and its quantization (weight dtype, group, fp8 GEMM)."""
+    one) and its quantization (weight dtype, group, fp8 GEMM; the head too where the source says
+    quantize_head)."""
     from costmodel.presets import load_preset
 
     cfg = load_preset(run.get("preset", run["model"]))
@@ -163,6 +164,8 @@ def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConf
     settings["dtype"] = settings["dtype"] or "bf16"
     settings["implementation"] = settings["implementation"] or "transformers"
     quantization = {k: run[k] for k in DECODE_QUANTIZATION if k in run}
+    if "weight_dtype" in quantization and source.get("quantize_head"):  # gpt-fast's, torchao's head
+        quantization["quantize_head"] = True
     return cfg, run_hardware(source, run), settings, quantization
 
 

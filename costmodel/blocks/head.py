@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from .. import symbols as S
 from ..terms import FP32, INDEX, Expr, dtype_bytes, elementwise_bytes, if_batch_of_one, unless_fp32
-from .base import Block, Cost, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias
+from .base import (Block, Cost, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias,
+                   weight_matrix)
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,7 @@ class LMHead(Block):
     scaled_input: bool = False  # the decoder output times d**-0.5 first (T5 with a tied head)
     returns_logits: bool = False  # inference: the caller holds the logits
     width: Expr = S.d  # its input's width (OPT-350m's head reads the d_e-wide projection out)
+    quantized: bool = False  # its matrix in the weight format (gpt-fast's, torchao's; quantization.py)
     title = "output projection to the vocabulary"
 
     def cost(self) -> Cost:
@@ -29,6 +31,7 @@ class LMHead(Block):
         tensors = ([Tensor(S.V, self.width)] if self.owns_weight else []) + ([S.V] if self.bias else [])
         return make_cost(
             tensors=tensors,
+            matrices=[weight_matrix(self.width, S.V)] if self.quantized else [],
             flops_matmul=forward,
             flops_matmul_backward=backward,
             elements=[("mul", self.tokens * S.d if self.scaled_input else 0)],
