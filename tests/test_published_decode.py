@@ -77,6 +77,10 @@ STATED.update({
 })
 
 
+#: Sources whose quantize step replaces every nn.Linear, the output head included (their quantize_head_source).
+HEAD_QUANTIZED = ("gpt-fast", "gpt-fast-mixtral", "gpt-fast-amd", "torchao", "torchao-h100")
+
+
 def test_every_decode_run_is_typed_here_from_its_source():
     data = other_runs_data()
     decode = {r["id"] for r in data["runs"] if r["kind"] == "decode"}
@@ -92,8 +96,10 @@ def test_each_decode_run_is_expressed_as_its_source_states_it(run_id):
     assert run["published_tokens_per_s"] == pytest.approx(published, abs=0.005)
     cfg, hw, settings, quantization = decode_setup(run, source)
     assert run.get("preset", run["model"]) == preset and run["tp"] == tp
+    head = weight_dtype is not None and run_id.split()[0] in HEAD_QUANTIZED  # (tests/test_quantize_head.py)
     assert quantization == {k: v for k, v in (("weight_dtype", weight_dtype), ("weight_group", group),
-                                              ("fp8_gemm", fp8_gemm)) if v is not None}
+                                              ("fp8_gemm", fp8_gemm), ("quantize_head", head or None))
+                            if v is not None}
     assert hw.name == hardware and hw.power_limit_watts == (watts or hw.power_limit_watts)
     if watts is None:  # no cap stated: the preset's own board power
         assert "power_limit_watts" not in source
