@@ -92,6 +92,8 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
 @choice_option("--weight-dtype", spec.WEIGHT_DTYPE_CHOICES, "--serve: quantized weights, each tensor-parallel "
                f"rank's shards as stored (as simulate's). {spec.WEIGHT_DTYPE_DEFAULT}")
 @click.option("--weight-group", type=int, default=None, help="--serve: values per scale of --weight-dtype.")
+@click.option("--quantize-head", is_flag=True, default=False,
+              help="--serve: the output head in --weight-dtype too (gpt-fast's, torchao's); default bf16.")
 @choice_option("--kv-dtype", spec.KV_DTYPES, "--serve: a quantized KV cache.")
 @choice_option("--fp8-gemm", spec.FP8_GEMMS, "--serve, --weight-dtype fp8: how its GEMMs multiply.")
 @choice_option("--mla", spec.MLA_FORMS, "--serve: latent attention (DeepSeek) absorbed, as vLLM runs it, or naive "
@@ -106,8 +108,8 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
          attention, kv_cache, tp, pp, dp, zero, dp_shard, sp, framework, ep, cp, schedule, fp8, recompute, mtp, tokens,
          flops_convention, compiled, price,
-         rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, weight_dtype, weight_group, kv_dtype,
-         fp8_gemm, mla, ray_address, cuda_graphs) -> None:
+         rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, weight_dtype, weight_group, quantize_head,
+         kv_dtype, fp8_gemm, mla, ray_address, cuda_graphs) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
     ranked by step time (training) or time per output token (--serve); with --tokens, the days,
     GPU-hours, FLOPs and dollars of the run. With --serve --rate: the deployments (GPUs, tp,
@@ -120,6 +122,8 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
     cfg = with_mtp(load_model(model, config), None if serve else mtp)
     refuse_mla_without_latent(click.get_current_context(), cfg)
     if rate is not None:
+        if quantize_head:
+            raise InputError("--quantize-head: not modelled by the --rate capacity search (plan --serve without --rate).")
         if not serve:
             raise InputError("--rate plans serving: add --serve.")
         from reports.serving import plan_capacity_command
@@ -150,7 +154,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                            zero=zero, dp_shard=dp_shard, sp=sp, framework=framework, recompute=recompute,
                            ep=ep, cp=cp,
                            schedule=schedule, fp8=fp8, weight_dtype=weight_dtype, weight_group=weight_group,
-                           kv_dtype=kv_dtype, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs == "on",
+                           quantize_head=quantize_head, kv_dtype=kv_dtype, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs == "on",
                            flops_convention=flops_convention or "dense", compiled=compiled)
     except ConfigError as error:
         raise InputError(str(error)) from None

@@ -97,3 +97,26 @@ def test_default_unchanged_and_bad_uses_refused():
         Workload(weight_dtype="mxfp4", quantize_head=True)
     with pytest.raises(ConfigError, match="ties its head"):
         _parts("gpt2", head=True, weight_dtype="int8")
+
+
+def _simulate(*args: str):
+    import json
+
+    from click.testing import CliRunner
+
+    import cli
+
+    result = CliRunner().invoke(cli.cli, ["simulate", "-m", "llama2-7b", "--hardware", "a100-80gb", "--prompt", "5",
+                                          "--gen", "20", *args, "--json"])
+    return result.exit_code, (json.loads(result.output) if result.exit_code == 0 else result.output)
+
+
+def test_simulate_quantize_head_reads_the_head_in_int8():
+    """simulate --quantize-head: the head's 32000 x 4096 in one byte and 32,000 fp32 row scales
+    instead of two bytes: 262,144,000 - 131,200,000 = 130,944,000 fewer weight bytes; without a
+    --weight-dtype it is refused (exit 2, one line)."""
+    code, plain = _simulate("--weight-dtype", "int8")
+    code_head, head = _simulate("--weight-dtype", "int8", "--quantize-head")
+    assert code == code_head == 0
+    assert plain["memory"]["weights"] - head["memory"]["weights"] == 262_144_000 - 131_072_000 - 4 * 32_000
+    assert _simulate("--quantize-head")[0] == 2
