@@ -135,7 +135,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                               fp8_gemm=fp8_gemm or spec.DEFAULT_FP8_GEMM, time_model=time_model)
         return
     if cuda_graphs is not None and not serve:
-        raise InputError("--cuda-graphs replays decode steps: add --serve (a training step is not captured).")
+        raise InputError(spec.CUDA_GRAPHS_NEED_SERVE)
     if ray_address is not None:
         raise InputError("--ray runs the capacity search: add --serve --rate.")
     if gpus is None:

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from .config import ConfigError, require_decoder
 from .defaults import DEFAULT_HARDWARE
-from .spec import CANONICAL_DTYPE, DEFAULT_SERVE_ATTENTION, RANK_BY
+from .spec import CANONICAL_DTYPE, CUDA_GRAPHS_NEED_SERVE, DEFAULT_SERVE_ATTENTION, RANK_BY
 
 DEFAULT_SERVING_BATCH = 32
 
@@ -115,7 +115,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         raise ConfigError("--flops-convention names the model FLOPs of a training step's MFU; leave it out with "
                           "--serve.")
     if cuda_graphs and not serve:
-        raise ConfigError("--cuda-graphs replays decode steps: add --serve (a training step is not captured).")
+        raise ConfigError(CUDA_GRAPHS_NEED_SERVE)
     if not serve:
         check_price_has_tokens(tokens, price)
     if serve:

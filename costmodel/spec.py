@@ -220,6 +220,8 @@ ROUTERS = Choices({"round-robin": "", "least-outstanding": ""})
 # serve --cuda-graphs (costmodel/serving/graphs.py): which steps replay a CUDA graph.
 CUDA_GRAPHS = Choices({"auto": "the engine's default", "on": "the engine's graphs, an error where it has none",
                        "off": "eager everywhere"})
+#: plan --cuda-graphs without --serve: the refusal the CLI (which sees "off" typed) and the API share.
+CUDA_GRAPHS_NEED_SERVE = "--cuda-graphs replays decode steps: add --serve (a training step is not captured)."
 DEFAULT_SCHEDULER = "vllm"
 SERVE_ATTENTIONS = Choices({name: ATTENTIONS.meanings[name] for name in ("flash", "sdpa", "eager")})
 DEFAULT_SERVE_ATTENTION = "flash"

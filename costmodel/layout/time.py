@@ -131,6 +131,13 @@ class StepTime:
         self.estimate, self.hardware = estimate, hardware
         self.autocast = autocast
         self.overlap = overlap or Overlap()
+        layout = estimate.layout
+        if self.overlap.params and not (layout.framework == "megatron" and layout.zero in (1, 2)):
+            from ..config import ConfigError
+
+            raise ConfigError("--param-gather-overlap is Megatron-Core's --overlap-param-gather, the parameter "
+                              "all-gather of its distributed optimizer (--framework megatron --zero 1 or 2); "
+                              f"this layout ({layout.framework}, ZeRO {layout.zero}) has none to overlap.")
         self.flops_convention = check_convention(flops_convention)
         # Launch overhead per block; none for decode steps replayed from a CUDA graph. What such a
         # replay still takes per kernel (hardware.graph_kernel_s) needs the kernels: the kernel

@@ -38,10 +38,6 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
     and dollars (costmodel/cost.py)."""
     from ..cost import training_cost
 
-    if overlap is not None and overlap.params and not (layout.framework == "megatron" and layout.zero in (1, 2)):
-        raise ConfigError("--param-gather-overlap is Megatron-Core's --overlap-param-gather, the parameter "
-                          "all-gather of its distributed optimizer (--framework megatron --zero 1 or 2); "
-                          f"this layout ({layout.framework}, ZeRO {layout.zero}) has none to overlap.")
     estimate = ParallelEstimate(cfg, workload, layout)
     options = {"compiled": True} if compiled else {}
     step = step_time(estimate, hardware, efficiency, time_model, flops_convention=flops_convention,
