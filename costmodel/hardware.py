@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import dataclasses
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -242,6 +243,20 @@ class Hardware:
                 )
             raise ConfigError(self.missing_peak(dtype))
         return self.flops_per_s[dtype]
+
+    def with_changes(self, **changes: Any) -> "Hardware":
+        """This hardware with some fields changed (a launch overhead, a limit). Built from the
+        datasheet's peaks, so a clock or power limit scales them once: `dataclasses.replace` would
+        hand __post_init__ the already-limited peaks and scale them a second time."""
+        scale = self.clock_scale
+        return dataclasses.replace(self, flops_per_s={k: v / scale for k, v in self.flops_per_s.items()},
+                                   vector_flops_per_s=self.vector_flops_per_s / scale, **changes)
+
+    def datasheet_peak(self, dtype: str) -> float:
+        """The datasheet's peak for dtype, whatever clock or power limit this file runs at: the
+        denominator of MFU and HFU, as papers divide by it (a capped GPU's utilisation reads lower,
+        not the same)."""
+        return self.peak(dtype) / self.clock_scale
 
     def missing_peak(self, dtype: str) -> str:
         """The one line a dtype without a peak here gets: the GPU, its generation (which says why:

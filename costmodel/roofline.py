@@ -76,12 +76,13 @@ def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,
         "tokens": tokens,
         "memory": memory_numbers,
         "fits": memory_numbers["total"] <= hardware.training_memory_bytes,
-        "peak_flops_per_s": hardware.peak(workload.dtype),
+        "peak_flops_per_s": hardware.datasheet_peak(workload.dtype),  # MFU's denominator
     }
 
 
 def mfu(model_flops: float, step_seconds: float, peak_flops_per_s: float) -> float:
-    """Model FLOPs utilisation: the step's model FLOPs per second over the peak."""
+    """Model FLOPs utilisation: the step's model FLOPs per second over the datasheet's peak (a clock
+    or power limit slows the step; it does not shrink the denominator)."""
     return model_flops / (step_seconds * peak_flops_per_s)
 
 

@@ -264,7 +264,7 @@ def _train_step(run: dict[str, Any], source: dict[str, Any], time_model: str) ->
 def train_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
     """Model TFLOP/s per GPU (MFU x the bf16 peak)."""
     step, hardware = _train_step(run, source, time_model)
-    return step["mfu"] * hardware.peak(source["dtype"]) / 1e12
+    return step["mfu"] * hardware.datasheet_peak(source["dtype"]) / 1e12
 
 
 def train_tokens(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:

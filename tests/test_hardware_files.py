@@ -209,3 +209,33 @@ def test_every_schema_field_is_in_the_documented_table():
     start = text.index("## The hardware file")
     table = text[start:text.index("\nPresets (", start)]
     assert [name for name in SCHEMA if f"| `{name}`" not in table and f", `{name}`" not in table] == []
+
+
+@pytest.mark.parametrize("layout", [[], ["--gpus", "8", "--tp", "2", "--global-batch", "16"]])
+def test_mfu_divides_by_the_datasheet_peak_on_a_capped_gpu(tmp_path, capsys, layout):
+    """A 250 W cap slows the A100's compute (peaks x (250/400)^(1/3), once: simulate's launch
+    options rebuilt the hardware and scaled a capped file's peaks twice); MFU stays model FLOPs over
+    the step and the datasheet's 312 TFLOP/s, as papers divide, so the capped run's MFU is lower
+    than the uncapped one's, not the same."""
+    a100 = load_hardware("a100-80gb").to_dict()
+    path = tmp_path / "capped.json"
+    path.write_text(json.dumps(dict(a100, name="capped", power_limit_watts=250.0)))
+    results = {}
+    for hardware in ("a100-80gb", str(path)):
+        code, out, _ = run(["simulate", "--train", "--model", "llama2-7b", "--hardware", hardware,
+                            "--seq-len", "2048", "--batch", "1", *layout, "--json"], capsys)
+        assert code == 0
+        data = json.loads(out)
+        step = data["step"]
+        if layout:
+            mfu, flops, gpus = step["mfu"], step["model_flops"], 8
+        else:
+            mfu, flops, gpus = data["mfu_predicted"], 6 * 7 * 10**9, 1  # flops checked by ratio below
+        results[hardware] = (mfu, step["seconds"], flops, gpus, step.get("compute_seconds"))
+    (mfu, seconds, flops, gpus, compute), (capped_mfu, capped_seconds, _, _, capped_compute) = results.values()
+    if not layout:  # the roofline's compute time: FLOPs over the peak, the peak scaled once
+        assert capped_compute / compute == pytest.approx((400 / 250) ** (1 / 3), rel=1e-12)
+    assert capped_seconds > seconds and capped_mfu < mfu
+    assert capped_mfu * capped_seconds == pytest.approx(mfu * seconds, rel=1e-12)  # one denominator, 312e12
+    if layout:
+        assert capped_mfu == pytest.approx(flops / (capped_seconds * 312e12 * gpus), rel=1e-12)

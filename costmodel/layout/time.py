@@ -445,7 +445,7 @@ class StepTime:
         hardware_flops = (numbers["executed_flops"] + extra * numbers["attention_executed_flops"]
                           + numbers["recomputed_flops"] * self.recomputed_layers_share()) * m * layout.dp * layout.cp
         tokens = estimate.workload.batch * estimate.workload.dimensions(estimate.cfg)["n"] * m * layout.dp
-        capacity = self.hardware.peak(estimate.workload.dtype) * layout.gpus
+        capacity = self.hardware.datasheet_peak(estimate.workload.dtype) * layout.gpus  # MFU's denominator
         return {
             "seconds": seconds,
             "compute_seconds": m * slowest["compute"],

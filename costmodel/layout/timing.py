@@ -52,7 +52,7 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                                        step_tokens, hardware.price_per_gpu_hour if price is None else price)
         result["train_seconds"] = result["cost"]["train_seconds"]
     if step_seconds is not None:
-        result["mfu_measured"] = step["model_flops"] / (step_seconds * hardware.peak(workload.dtype) * layout.gpus)
+        result["mfu_measured"] = step["model_flops"] / (step_seconds * hardware.datasheet_peak(workload.dtype) * layout.gpus)
     return result
 
 
