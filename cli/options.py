@@ -112,6 +112,10 @@ weight_dtype_option = click.option(
 weight_group_option = click.option(
     "--weight-group", type=int, default=None,
     help="Values per scale (and zero): int4 128, nf4 64 by default; int8 per row unless given.")
+quant_layout_option = choice_option(
+    "--quant-layout", spec.QUANT_LAYOUTS,
+    f"How int8 and int4 weights are stored (scales, zeros, padding): {spec.QUANT_LAYOUTS.phrase()}.",
+    spec.DEFAULT_QUANT_LAYOUT)
 
 #: The workload options shared by estimate and the commands built on it.
 workload_options = stack(
@@ -132,6 +136,7 @@ workload_options = stack(
     choice_option("--precision", spec.PRECISIONS, f"{spec.PRECISIONS.described()}.", spec.DEFAULT_PRECISION),
     weight_dtype_option,
     weight_group_option,
+    quant_layout_option,
     click.option("--no-double-quant", "double_quant", flag_value=False, default=True,
                  help="nf4 without double quantisation of its scales."),
     kv_dtype_option,

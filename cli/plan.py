@@ -94,6 +94,8 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
 @click.option("--weight-group", type=int, default=None, help="--serve: values per scale of --weight-dtype.")
 @click.option("--quantize-head", is_flag=True, default=False,
               help="--serve: the output head in --weight-dtype too (gpt-fast's, torchao's); default bf16.")
+@choice_option("--quant-layout", spec.QUANT_LAYOUTS, "--serve, --weight-dtype int8 or int4: how the weights are "
+               "stored (gptq's by default; gpt-fast's, torchao's: bf16 scales, tinygemm's int4).")
 @choice_option("--kv-dtype", spec.KV_DTYPES, "--serve: a quantized KV cache.")
 @choice_option("--fp8-gemm", spec.FP8_GEMMS, "--serve, --weight-dtype fp8: how its GEMMs multiply.")
 @choice_option("--mla", spec.MLA_FORMS, "--serve: latent attention (DeepSeek) absorbed, as vLLM runs it, or naive "
@@ -109,7 +111,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
          attention, kv_cache, tp, pp, dp, zero, dp_shard, sp, framework, ep, cp, schedule, fp8, recompute, mtp, tokens,
          flops_convention, compiled, price,
          rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, weight_dtype, weight_group, quantize_head,
-         kv_dtype, fp8_gemm, mla, ray_address, cuda_graphs) -> None:
+         quant_layout, kv_dtype, fp8_gemm, mla, ray_address, cuda_graphs) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
     ranked by step time (training) or time per output token (--serve); with --tokens, the days,
     GPU-hours, FLOPs and dollars of the run. With --serve --rate: the deployments (GPUs, tp,
@@ -122,8 +124,9 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
     cfg = with_mtp(load_model(model, config), None if serve else mtp)
     refuse_mla_without_latent(click.get_current_context(), cfg)
     if rate is not None:
-        if quantize_head:
-            raise InputError("--quantize-head: not modelled by the --rate capacity search (plan --serve without --rate).")
+        for name, given in (("--quantize-head", quantize_head), ("--quant-layout", quant_layout is not None)):
+            if given:
+                raise InputError(f"{name}: not modelled by the --rate capacity search (plan --serve without --rate).")
         if not serve:
             raise InputError("--rate plans serving: add --serve.")
         from reports.serving import plan_capacity_command
@@ -154,7 +157,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                            zero=zero, dp_shard=dp_shard, sp=sp, framework=framework, recompute=recompute,
                            ep=ep, cp=cp,
                            schedule=schedule, fp8=fp8, weight_dtype=weight_dtype, weight_group=weight_group,
-                           quantize_head=quantize_head, kv_dtype=kv_dtype, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs == "on",
+                           quantize_head=quantize_head, quant_layout=quant_layout, kv_dtype=kv_dtype, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs == "on",
                            flops_convention=flops_convention or "dense", compiled=compiled)
     except ConfigError as error:
         raise InputError(str(error)) from None

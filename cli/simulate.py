@@ -133,6 +133,8 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @click.option("--quantize-head", is_flag=True, default=False,
               help="Inference: the output head in --weight-dtype too, as gpt-fast and torchao quantize it "
               "(default: bf16, as bitsandbytes, AWQ, GPTQ and vLLM leave it); the embedding stays in --dtype.")
+@choice_option("--quant-layout", spec.QUANT_LAYOUTS, "Inference, --weight-dtype int8 or int4: how the weights are "
+               f"stored and read: {spec.QUANT_LAYOUTS.described()}.", spec.DEFAULT_QUANT_LAYOUT)
 @click.option("--kv-dtype", type=click.Choice(spec.KV_DTYPES), default=None, help=f"Inference: a quantized KV cache ({spec.KV_DTYPES.listed()}): its memory.")
 @choice_option("--fp8-gemm", spec.FP8_GEMMS, f"Inference, --weight-dtype fp8: how its GEMMs multiply: "
                f"{spec.FP8_GEMMS.described()}.", spec.DEFAULT_FP8_GEMM)
@@ -145,7 +147,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
              recompute, recompute_layers, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
              flops_convention, tp_overlap, dp_overlap, no_prefetch, pp_overlap, param_gather_overlap, overlap_slowdown,
              compiled, cuda_graphs,
-             launch_overhead, graph_kernel_gap, time_model, weight_dtype, weight_group, quantize_head, kv_dtype, fp8_gemm, decode_code, mtp,
+             launch_overhead, graph_kernel_gap, time_model, weight_dtype, weight_group, quantize_head, quant_layout, kv_dtype, fp8_gemm,
+             decode_code, mtp,
              as_json, **layout_given) -> None:
     """Time of prefill, decode and training on a hardware preset (the kernel-level model by default,
     --time-model roofline for the roofline); with a layout
@@ -210,6 +213,10 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             if train:
                 raise ConfigError("--quantize-head is an inference option (with --weight-dtype).")
             quantization["quantize_head"] = True
+        if quant_layout != spec.DEFAULT_QUANT_LAYOUT:  # (Workload checks it applies: int8 or int4)
+            if train:
+                raise ConfigError("--quant-layout is an inference option (with --weight-dtype int8 or int4).")
+            quantization["quant_layout"] = quant_layout
         source = None
         if not train:  # the weights' format: the checkpoint's unless --weight-dtype says
             quantization = inference_options(cfg, quantization)

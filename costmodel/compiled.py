@@ -203,7 +203,7 @@ def _argument(name: str) -> str:
 
 
 def to_python(expr: Any) -> str:
-    """Exact integer Python for a sympy expression (ints, Fraction, conditionals, max/min)."""
+    """Exact integer Python for a sympy expression (ints, Fraction, conditionals, max/min, mod)."""
     import sympy as sp
 
     if isinstance(expr, (bool, sp.logic.boolalg.BooleanAtom)):
@@ -237,6 +237,8 @@ def to_python(expr: Any) -> str:
     if isinstance(expr, (sp.ceiling, sp.floor)):
         function = "_ceil" if isinstance(expr, sp.ceiling) else "_floor"
         return f"{function}({to_python(expr.args[0])})"
+    if isinstance(expr, sp.Mod):  # (int4 padding where K is not a multiple: quantization.stored_shape)
+        return f"({to_python(expr.args[0])} % {to_python(expr.args[1])})"
     if isinstance(expr, (sp.Max, sp.Min)):
         function = "max" if isinstance(expr, sp.Max) else "min"
         return f"{function}(" + ", ".join(to_python(a) for a in expr.args) + ")"

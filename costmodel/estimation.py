@@ -305,14 +305,12 @@ class Estimate:
 
     def quantized_weights(self) -> dict[str, Any]:
         """The inference weights by part when --weight-dtype quantizes them."""
-        from .quantization import weight_format
-
         n = self.numbers
         w = self.workload
         parts = {name: n[f"quantized.weight_{key}_bytes"] for name, key in (
             ("data", "data"), ("scales", "scale"), ("zeros", "zero"), ("tables", "table"),
             ("unquantized", "unquantized"))}
-        return {"format": weight_format(w.weight_dtype, w.weight_group, w.double_quant).label,
+        return {"format": w.weight_format.label,
                 **parts, "total": sum(parts.values())}
 
     def memory_numbers(self) -> dict[str, Any]:

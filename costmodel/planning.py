@@ -65,7 +65,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
          attention: str | None = None, kv_cache: str = "dynamic", tokens: float | None = None,
          price: float | None = None, rank_by: str = "time", time_model: str | None = None,
          mla: str = "absorbed", weight_dtype: str | None = None, weight_group: int | None = None,
-         quantize_head: bool = False, kv_dtype: str | None = None, fp8_gemm: str | None = None, cuda_graphs: bool = False,
+         quantize_head: bool = False, quant_layout: str | None = None, kv_dtype: str | None = None, fp8_gemm: str | None = None, cuda_graphs: bool = False,
          flops_convention: str = "dense", compiled: bool = False, **fixed: Any) -> PlanResult:
     """Every layout of `model` on each count in `gpus` (training, or serving with serve=True):
     those that fit ranked by time (step time; time per output token when serving) or by cost
@@ -80,7 +80,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     served absorbed (as engines run it) or naive (as transformers does). weight_dtype, weight_group,
     kv_dtype and fp8_gemm (serving): quantized weights and KV cache, each tensor-parallel rank
     holding its shards as stored (costmodel/layout/rank.py); quantize_head: the output head in the
-    weight format too (gpt-fast's and torchao's; costmodel/quantization.py). cuda_graphs (serving): each decode
+    weight format too (gpt-fast's and torchao's; costmodel/quantization.py); quant_layout: how int8
+    and int4 weights are stored (spec.QUANT_LAYOUTS; None: gptq's). cuda_graphs (serving): each decode
     step replayed from a CUDA graph (no launch overhead), as simulate --cuda-graphs.
     flops_convention (training): the model FLOPs MFU and the run's FLOPs count, dense or causal.
     compiled: torch.compile's fusions (the kernel-level model), as simulate --compile."""
@@ -107,9 +108,11 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     chosen.require_fp8(fixed.get("fp8"))
     quantization = {k: v for k, v in (("weight_dtype", weight_dtype), ("weight_group", weight_group),
                                       ("kv_dtype", kv_dtype), ("fp8_gemm", fp8_gemm),
-                                      ("quantize_head", quantize_head or None)) if v is not None}
+                                      ("quantize_head", quantize_head or None),
+                                      ("quant_layout", quant_layout)) if v is not None}
     if quantization and not serve:
-        raise ConfigError("--weight-dtype, --weight-group, --quantize-head, --kv-dtype and --fp8-gemm plan serving (add --serve); "
+        raise ConfigError("--weight-dtype, --weight-group, --quantize-head, --quant-layout, --kv-dtype and --fp8-gemm plan "
+                          "serving (add --serve); "
                           "training on quantized weights (QLoRA) is `finetune`'s.")
     if serve and flops_convention != "dense":
         raise ConfigError("--flops-convention names the model FLOPs of a training step's MFU; leave it out with "

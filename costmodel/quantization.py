@@ -55,6 +55,33 @@ embedding lookup stays 16-bit; a head tied to the embedding is refused (quantizi
 second, quantized copy of the table, which is not modelled). gpt-fast's bandwidth column confirms
 it: tests/test_quantize_head.py.
 
+How int8 and int4 weights are stored (--quant-layout, Workload.quant_layout, QUANT_LAYOUTS): the
+layouts above are GPTQ's, AWQ's and bitsandbytes' ("gptq", the default). gpt-fast and torchao
+store the same bits with other scales, zeros and padding:
+  gpt-fast  int8: `self.register_buffer("scales", torch.ones(out_features, dtype=torch.bfloat16))`
+            (WeightOnlyInt8Linear): one bf16 scale per output row, 2 bytes. int4 (tinygemm,
+            torch's `_weight_int4pack_mm`): `weight` int32 (out_features // 8, in_features //
+            (inner_k_tiles * 16), 32, inner_k_tiles // 2), half a byte per value, and
+            `scales_and_zeros` bf16 (in_features // groupsize, out_features, 2): a bf16 scale and a
+            bf16 zero per group, 4 bytes, no packed zero (WeightOnlyInt4Linear). K is padded to a
+            multiple of 1024 only where `_check_linear_int4_k(k, groupsize, inner_k_tiles)` fails,
+            `k % groupsize == 0 and k % (inner_k_tiles * 16) == 0` with inner_k_tiles 8
+            (replace_linear_int4, WeightOnlyInt4QuantHandler; groupsize in [32, 64, 128, 256]).
+            pytorch-labs/gpt-fast quantize.py, commit 0055c42 (the same classes at 32971d3).
+  torchao   int8_weight_only: a scale per output row in the weight's dtype (bf16, 2 bytes);
+            int4_weight_only(group_size): TensorCoreTiledLayoutType (tinygemm) stores the same
+            packed weight and bf16 (scale, zero) pair per group as gpt-fast's, and its pre_process
+            pads every matrix, aligned or not: `in_features = find_multiple(orig_in_features,
+            1024)`, `out_features = find_multiple(orig_out_features, 8)` (pytorch/ao
+            torchao/quantization/quant_api.py and torchao/dtypes/affine_quantized_tensor.py as of
+            its 2024-09 releases, the benchmarks' b4d0768). Llama-2-7B's down_proj (K = 11008) is
+            stored as 11264 columns there and as 11008 in gpt-fast's. Not modelled: the int64 zero
+            point torchao's int8_weight_only also keeps per row (8 bytes a row, stored but not read by
+            its weight-only matmul), and the padding's split under tensor parallelism (gpt-fast pads
+            before sharding; here a rank's shard is padded as its own matrix).
+The layout changes the stored bytes only (quantized_bytes), which every path reads: estimate's
+weights, both time models' weight reads (the weight-only GEMV kernel's included) and memory.
+
 How an FP8 checkpoint multiplies (--fp8-gemm, spec.FP8_GEMMS; runs_w8a8 is the rule):
   - vLLM's fp8 ("FP8 W8A8", docs.vllm.ai/en/stable/features/quantization/fp8/): "FP8 computation
     is supported on NVIDIA GPUs with compute capability >= 8.9 (Ada Lovelace, Hopper). FP8 models
@@ -95,7 +122,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError
-from .spec import DEFAULT_FP8_GEMM, FP8_GEMMS
+from .spec import DEFAULT_FP8_GEMM, DEFAULT_QUANT_LAYOUT, FP8_GEMMS, QUANT_LAYOUTS
 from .spec import KV_DTYPES  # noqa: F401 (--kv-dtype: one byte per cached element, plus two fp32 scales per layer)
 
 #: --weight-dtype -> (bits per value, the default group: None is one scale per output row).
@@ -104,6 +131,47 @@ WEIGHT_DTYPES = {"int8": (8, None), "int4": (4, 128), "fp8": (8, None), "nf4": (
 #: Formats that quantize only some of a model's matrices (the module's docstring): "experts", the
 #: routed experts' (vLLM's Mxfp4Config). Every other format: all of a layer's matrices.
 WEIGHT_SCOPES = {"mxfp4": "experts"}
+
+
+@dataclass(frozen=True)
+class QuantLayout:
+    """How one engine stores an int8 or int4 matrix beside its packed values (the module's
+    docstring): bytes of a per-row scale; bytes of a group's (scale, zero) pair where the zero is
+    16-bit (None: an fp16 scale and a zero packed in the format's bits, GPTQ's); and whether K
+    (input columns) is padded to a multiple of pad_k, "never", "unaligned" (where K is not a
+    multiple of both the group and aligned_k) or "always" (N then padded to a multiple of pad_n)."""
+
+    row_scale_bytes: int
+    group_pair_bytes: int | None
+    pad: str = "never"
+    pad_k: int = 1024
+    aligned_k: int = 128  # tinygemm's inner_k_tiles (8) x 16
+    pad_n: int = 1
+    groups: tuple[int, ...] | None = None  # the group sizes the engine accepts (None: any)
+
+
+#: --quant-layout -> its storage (spec.QUANT_LAYOUTS says each in words; sources: the docstring).
+QUANT_LAYOUT_FACTS = {
+    "gptq": QuantLayout(row_scale_bytes=4, group_pair_bytes=None),
+    "gpt-fast": QuantLayout(row_scale_bytes=2, group_pair_bytes=4, pad="unaligned", groups=(32, 64, 128, 256)),
+    "torchao": QuantLayout(row_scale_bytes=2, group_pair_bytes=4, pad="always", pad_n=8,
+                           groups=(32, 64, 128, 256)),
+}
+
+
+def stored_shape(rows: Any, cols: Any, fmt: "WeightFormat") -> tuple[Any, Any]:
+    """(rows, columns) of a matrix as its format's layout stores it: the layout's padding of K
+    (and N) for int4; int8 and the other formats are stored unpadded."""
+    import sympy as sp
+
+    facts = QUANT_LAYOUT_FACTS[fmt.quant_layout]
+    if fmt.dtype != "int4" or facts.pad == "never":
+        return rows, cols
+    padded = facts.pad_k * sp.ceiling(cols / facts.pad_k)
+    if facts.pad == "always":
+        return facts.pad_n * sp.ceiling(rows / facts.pad_n), padded
+    aligned = sp.ilcm(fmt.group, facts.aligned_k)
+    return rows, sp.Piecewise((cols, sp.Eq(sp.Mod(cols, aligned), 0)), (padded, True))
 
 
 @dataclass(frozen=True)
@@ -118,6 +186,12 @@ class WeightFormat:
     gemm: str = DEFAULT_FP8_GEMM  # fp8: how its GEMMs multiply (spec.FP8_GEMMS; runs_w8a8)
     scope: str = "all"  # which matrices it quantizes: "all", or "experts" (the routed experts')
     head: bool = False  # the output head's matrix too (gpt-fast's and torchao's; the module's docstring)
+    quant_layout: str = DEFAULT_QUANT_LAYOUT  # how int8/int4 scales, zeros and padding are stored (QUANT_LAYOUTS)
+
+    @property
+    def storage(self) -> QuantLayout:
+        """The layout's storage facts (QUANT_LAYOUT_FACTS)."""
+        return QUANT_LAYOUT_FACTS[self.quant_layout]
 
     def quantizes(self, routed_experts: bool) -> bool:
         """Whether a block's matrices are stored in this format (routed_experts: the block is a
@@ -131,15 +205,18 @@ class WeightFormat:
         double = ", double quantisation" if self.double_quant else ""
         scope = ", routed experts only" if self.scope == "experts" else ""
         head = ", the head too" if self.head else ""
-        return f"{self.dtype}{grouped}{double}{scope}{head}"
+        stored = f", {self.quant_layout}'s layout" if self.quant_layout != DEFAULT_QUANT_LAYOUT else ""
+        return f"{self.dtype}{grouped}{double}{scope}{head}{stored}"
 
 
 def weight_format(dtype: str | None, group: int | None = None,
                   double_quant: bool = True, fp8_gemm: str = DEFAULT_FP8_GEMM,
-                  head: bool = False) -> WeightFormat | None:
+                  head: bool = False, quant_layout: str = DEFAULT_QUANT_LAYOUT) -> WeightFormat | None:
     """The format of --weight-dtype (None: unquantized), with its group size and, for nf4,
     whether the absmax is quantized again; for fp8, how its GEMMs multiply (--fp8-gemm); head:
-    the output head's matrix quantized too (--quantize-head)."""
+    the output head's matrix quantized too (--quantize-head); quant_layout: how int8 and int4 are
+    stored (--quant-layout, QUANT_LAYOUTS)."""
+    check_quant_layout(dtype, group, quant_layout)
     if head and dtype is None:
         raise ConfigError("workload: quantize_head applies only with a weight_dtype.")
     if head and WEIGHT_SCOPES.get(dtype, "all") != "all":
@@ -164,7 +241,27 @@ def weight_format(dtype: str | None, group: int | None = None,
     if dtype == "mxfp4":
         return WeightFormat(dtype, bits, group, "mx", scope=WEIGHT_SCOPES[dtype])
     layout = "row" if not group else "block" if dtype == "fp8" else "gptq"
-    return WeightFormat(dtype, bits, group, layout, gemm=fp8_gemm, head=head)
+    return WeightFormat(dtype, bits, group, layout, gemm=fp8_gemm, head=head, quant_layout=quant_layout)
+
+
+def check_quant_layout(dtype: str | None, group: int | None, quant_layout: str) -> None:
+    """An error sentence where --quant-layout is unknown, or names an engine's layout for a
+    format or grouping that engine does not store (gpt-fast and torchao: int8 per output row,
+    int4 in groups)."""
+    if quant_layout not in QUANT_LAYOUTS:
+        raise ConfigError(f"workload: unknown quant_layout {quant_layout!r}; use one of "
+                          f"{QUANT_LAYOUTS.listed(first=DEFAULT_QUANT_LAYOUT)}.")
+    if quant_layout == DEFAULT_QUANT_LAYOUT:
+        return
+    if dtype not in ("int8", "int4"):
+        raise ConfigError(f"workload: quant_layout {quant_layout} applies to int8 and int4 weights "
+                          f"(--weight-dtype int8 or int4), not {dtype or 'unquantized ones'}.")
+    if dtype == "int8" and group is not None:
+        raise ConfigError(f"workload: {quant_layout}'s int8 keeps one scale per output row; no weight_group.")
+    groups = QUANT_LAYOUT_FACTS[quant_layout].groups
+    if dtype == "int4" and group is not None and group not in groups:
+        raise ConfigError(f"workload: {quant_layout}'s int4 takes groups of {', '.join(map(str, groups))} "
+                          f"input columns, not {group}.")
 
 
 def check_shard_groups(fmt: WeightFormat | None, widths: Any, tp: int) -> None:

@@ -69,6 +69,16 @@ FP8_GEMMS = Choices({
              "(vLLM's FP8 Marlin on Turing and Ampere)",
 })
 DEFAULT_FP8_GEMM = "auto"
+#: --quant-layout: how an int8 or int4 weight's scales, zeros and padding are stored (costmodel/
+#: quantization.py QUANT_LAYOUTS has each layout's bytes and its source).
+QUANT_LAYOUTS = Choices({
+    "gptq": "GPTQ/AWQ int4 (an fp16 scale and a packed 4-bit zero per group), LLM.int8 (an fp32 scale per row)",
+    "gpt-fast": "gpt-fast's int4 (tinygemm: a bf16 scale and zero per group, K padded to 1024 only where "
+                "tinygemm needs it) and int8 (a bf16 scale per row)",
+    "torchao": "torchao's int4_weight_only (tinygemm: a bf16 scale and zero per group, K always padded to a "
+               "multiple of 1024, N to 8) and int8_weight_only (a bf16 scale per row)",
+})
+DEFAULT_QUANT_LAYOUT = "gptq"
 #: --kv-dtype: one byte per cached element, plus two fp32 scales per layer (blocks.kv_cache_bytes).
 KV_DTYPES = Choices({"fp8": "", "int8": ""})
 #: The adapters' dtype of a LoRA fine-tune.

@@ -77,6 +77,9 @@ class Workload:
     # The output head's matrix quantized too, as gpt-fast and torchao do (quantization.py); default
     # the integrations' (bitsandbytes, AWQ, GPTQ, vLLM): the head in the activation dtype.
     quantize_head: bool = False
+    # How int8 and int4 weights are stored (spec.QUANT_LAYOUTS, quantization.QUANT_LAYOUT_FACTS):
+    # gptq (GPTQ's, AWQ's, LLM.int8's), gpt-fast or torchao (bf16 scales, tinygemm's int4).
+    quant_layout: str = spec.DEFAULT_QUANT_LAYOUT
     kv_dtype: str | None = None
     # How GEMMs on fp8 weights multiply (spec.FP8_GEMMS): auto (W8A8 where the hardware has an FP8
     # peak), w8a8 or w8a16 (weight-only); quantization.runs_w8a8.
@@ -146,11 +149,11 @@ class Workload:
     @property
     def weight_format(self) -> Any:
         """The quantization.WeightFormat of --weight-dtype, --weight-group, --double-quant and
-        --fp8-gemm and --quantize-head (None: unquantized weights)."""
+        --fp8-gemm, --quantize-head and --quant-layout (None: unquantized weights)."""
         from .quantization import weight_format
 
         return weight_format(self.weight_dtype, self.weight_group, self.double_quant, self.fp8_gemm,
-                             self.quantize_head)
+                             self.quantize_head, self.quant_layout)
 
     @property
     def bytes_per_element(self) -> int:
@@ -169,7 +172,8 @@ class Workload:
         training paths refuse it as before)."""
         if self.weight_dtype_source != "checkpoint":
             return self
-        return dataclasses.replace(self, weight_dtype=None, weight_group=None, weight_dtype_source=None)
+        return dataclasses.replace(self, weight_dtype=None, weight_group=None, weight_dtype_source=None,
+                                   quant_layout=spec.DEFAULT_QUANT_LAYOUT)
 
     def options(self) -> dict[str, Any]:
         """The choices that shape the cost tree (everything but the sizes)."""
@@ -184,6 +188,8 @@ class Workload:
             options["fp8_gemm"] = self.fp8_gemm
         if self.quantize_head:
             options["quantize_head"] = True
+        if self.quant_layout != spec.DEFAULT_QUANT_LAYOUT:
+            options["quant_layout"] = self.quant_layout
         if self.kv_cache != "dynamic":
             options["kv_cache"] = self.kv_cache
         if self.mla != "naive":  # (naive keeps the keys compiled before the option existed)

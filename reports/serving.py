@@ -13,8 +13,8 @@ from costmodel.checkpoint import weights_note
 from costmodel.config import ConfigError
 from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, DEFAULT_SCHEDULER, DEFAULT_SERVE_ATTENTION, DEFAULT_SERVE_MLA, DTYPES,
                             DEFAULT_FP8_GEMM, FP8_GEMMS,
-                            KV_DTYPES, MLA_FORMS, ROUTERS, SCHEDULERS, SERVE_ATTENTIONS, WEIGHT_DTYPE_CHOICES,
-                            WEIGHT_DTYPE_DEFAULT)
+                            DEFAULT_QUANT_LAYOUT, KV_DTYPES, MLA_FORMS, QUANT_LAYOUTS, ROUTERS, SCHEDULERS,
+                            SERVE_ATTENTIONS, WEIGHT_DTYPE_CHOICES, WEIGHT_DTYPE_DEFAULT)
 
 from .output import DtypeChoice, ReportInputError, atomic_file, check_destination, finite, write_text
 
@@ -182,6 +182,8 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 @click.option("--weight-group", type=int, default=None,
               help="Values per scale of --weight-dtype (int4 128, nf4 64 by default); with --tp, whole groups "
                    "on each row-parallel shard.")
+@click.option("--quant-layout", type=click.Choice(QUANT_LAYOUTS), default=DEFAULT_QUANT_LAYOUT, show_default=True,
+              help=f"How int8 and int4 weights are stored: {QUANT_LAYOUTS.described()}.")
 @click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default=None)
 @click.option("--fp8-gemm", type=click.Choice(FP8_GEMMS), default=DEFAULT_FP8_GEMM, show_default=True,
               help=f"With --weight-dtype fp8, how its GEMMs multiply: {FP8_GEMMS.described()}.")
@@ -206,7 +208,7 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
           max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, replicas, dtype, weight_dtype,
           kv_dtype, attention, slo_ttft, slo_tpot, csv_path, steps_csv, plot_path, rates, as_json, router,
           disaggregate, mla, pp, prefix_caching, time_model, fp8_gemm, weight_group, num_scheduler_steps,
-          cuda_graphs) -> None:
+          cuda_graphs, quant_layout) -> None:
     """Serve a stream of requests on an engine replica, simulated step by step (continuous
     batching, paged KV cache): latency percentiles, throughput and goodput."""
     from costmodel.serving import serve as run_serve
@@ -251,7 +253,7 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
                    gpu_memory_utilization=gpu_memory_utilization, num_blocks=num_blocks, tp=tp, pp=pp,
                    prefix_caching=prefix_caching, num_scheduler_steps=num_scheduler_steps, dtype=dtype,
                    weight_dtype=weight_dtype, weight_group=weight_group, kv_dtype=kv_dtype, attention=attention,
-                   mla=mla,
+                   mla=mla, **({"quant_layout": quant_layout} if quant_layout != DEFAULT_QUANT_LAYOUT else {}),
                    time_model=time_model, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs)
     if rates is not None:
         _latency_vs_rate(model or config, hardware_name, chosen, options, plot_path, as_json)

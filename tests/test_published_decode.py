@@ -79,6 +79,9 @@ STATED.update({
 
 #: Sources whose quantize step replaces every nn.Linear, the output head included (their quantize_head_source).
 HEAD_QUANTIZED = ("gpt-fast", "gpt-fast-mixtral", "gpt-fast-amd", "torchao", "torchao-h100")
+#: How each source's code stores int8 and int4 (their quant_layout_source; tests/test_quant_layout.py).
+STORED_AS = {"gpt-fast": "gpt-fast", "gpt-fast-mixtral": "gpt-fast", "gpt-fast-amd": "gpt-fast",
+             "torchao": "torchao", "torchao-h100": "torchao"}
 
 
 def test_every_decode_run_is_typed_here_from_its_source():
@@ -97,8 +100,10 @@ def test_each_decode_run_is_expressed_as_its_source_states_it(run_id):
     cfg, hw, settings, quantization = decode_setup(run, source)
     assert run.get("preset", run["model"]) == preset and run["tp"] == tp
     head = weight_dtype is not None and run_id.split()[0] in HEAD_QUANTIZED  # (tests/test_quantize_head.py)
+    stored = STORED_AS.get(run_id.split()[0]) if weight_dtype in ("int8", "int4") else None
     assert quantization == {k: v for k, v in (("weight_dtype", weight_dtype), ("weight_group", group),
-                                              ("fp8_gemm", fp8_gemm), ("quantize_head", head or None))
+                                              ("fp8_gemm", fp8_gemm), ("quantize_head", head or None),
+                                              ("quant_layout", stored))
                             if v is not None}
     assert hw.name == hardware and hw.power_limit_watts == (watts or hw.power_limit_watts)
     if watts is None:  # no cap stated: the preset's own board power

@@ -31,13 +31,12 @@ def _parts(model: str, head: bool, **quantization) -> dict[str, int]:
 
 
 def _gpt_fast_bytes(run: dict, head: bool) -> int:
-    """gpt-fast's model_size for a run, from our parts: its int8 scales are bf16 (WeightOnlyInt8Linear's
-    `scales` buffer), half our fp32 per row; its int4 keeps scales_and_zeros, a bf16 pair per group of
-    32 (4 bytes; our GPTQ layout: an fp16 scale, 2 bytes, and a packed 4-bit zero)."""
+    """gpt-fast's model_size for a run: our parts in gpt-fast's layout (--quant-layout gpt-fast,
+    quantization.QUANT_LAYOUTS: int8 with a bf16 scale per row, WeightOnlyInt8Linear's `scales`;
+    int4 with scales_and_zeros, a bf16 pair per group, 4 bytes; tests/test_quant_layout.py)."""
     group = {"weight_group": run["weight_group"]} if "weight_group" in run else {}
-    p = _parts(run["model"], head, weight_dtype=run["weight_dtype"], **group)
-    scales = p["weight_scale_bytes"] // 2 if run["weight_dtype"] == "int8" else 2 * p["weight_scale_bytes"]
-    return p["weight_data_bytes"] + scales + p["weight_unquantized_bytes"]
+    p = _parts(run["model"], head, weight_dtype=run["weight_dtype"], quant_layout="gpt-fast", **group)
+    return sum(p.values())
 
 
 def _runs() -> dict[str, dict]:

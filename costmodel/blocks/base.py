@@ -304,21 +304,29 @@ def quantized_bytes(matrices: tuple[tuple[Expr, Expr, Expr], ...], fmt: Any) -> 
       row   data N bits/8, scales 4 R (one fp32 per output row)
       block data N bits/8, scales 4 ceil(R/g) ceil(C/g) (one fp32 per g x g block; fp8)
       gptq  data N bits/8, per group of g columns of a row (G = R ceil(C/g)): scales 2 G (fp16),
-            zeros G bits/8 (packed)
+            zeros G bits/8 (packed); in gpt-fast's and torchao's layout (fmt.storage) a bf16
+            (scale, zero) pair per group, 4 G, no zeros part
+    R and C as the layout stores them (quantization.stored_shape: tinygemm's padding of int4), and
+    int8's row scales of fmt.storage.row_scale_bytes (fp32 in LLM.int8, bf16 in gpt-fast and torchao).
       mx    data N bits/8, per block of g columns of a row (G = R ceil(C/g)): scales G (one E8M0
             byte each; mxfp4)
       nf4   data N/2; per block of g values (B = ceil(N/g)): scales 4 B, tables 64 (the code); with
             double quantisation scales B + 4 ceil(B/256), tables 64 + 1024 + 4 (the second code
             and the offset)
     """
+    from ..quantization import stored_shape
+
     parts = {"data": ZERO, "scales": ZERO, "zeros": ZERO, "tables": ZERO}
     for rows, cols, count in matrices:
+        rows, cols = stored_shape(rows, cols, fmt)
         values = rows * cols
         parts["data"] += count * sp.ceiling(values * fmt.bits / 8)
         if fmt.layout == "row":
-            parts["scales"] += count * FP32 * rows
+            parts["scales"] += count * (FP32 if fmt.dtype == "fp8" else fmt.storage.row_scale_bytes) * rows
         elif fmt.layout == "block":
             parts["scales"] += count * FP32 * sp.ceiling(rows / fmt.group) * sp.ceiling(cols / fmt.group)
+        elif fmt.layout == "gptq" and fmt.storage.group_pair_bytes:
+            parts["scales"] += count * fmt.storage.group_pair_bytes * rows * sp.ceiling(cols / fmt.group)
         elif fmt.layout == "gptq":
             groups = rows * sp.ceiling(cols / fmt.group)
             parts["scales"] += count * 2 * groups

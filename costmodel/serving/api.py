@@ -112,7 +112,8 @@ def load_mode(rate: float | None, trace: str | None, concurrency: int | None) ->
 
 def replica_profile(cfg: Any, scheduler: str = "vllm", *, weight_dtype: str | None = None,
                     kv_dtype: str | None = None, attention: str = "flash", mla: str = "absorbed",
-                    fp8_gemm: str = spec.DEFAULT_FP8_GEMM, weight_group: int | None = None) -> Any:
+                    fp8_gemm: str = spec.DEFAULT_FP8_GEMM, weight_group: int | None = None,
+                    quant_layout: str = spec.DEFAULT_QUANT_LAYOUT) -> Any:
     """The serving profile of cfg's formats under `scheduler`'s engine, or a ConfigError about the
     options (no hardware, tp or budget in it: a search checks them once, before its configurations)."""
     if mla not in MLA_FORMS:
@@ -123,7 +124,7 @@ def replica_profile(cfg: Any, scheduler: str = "vllm", *, weight_dtype: str | No
                           f"cache is modelled for the {', '.join(s for s in SCHEDULERS if not s.startswith('hf-'))} "
                           f"schedulers.")
     weight_dtype, weight_group, _ = inference_weights(cfg, weight_dtype, weight_group)  # the checkpoint's by default
-    profile = serving_profile(cfg, attention, weight_dtype, kv_dtype, mla, fp8_gemm, weight_group,
+    profile = serving_profile(cfg, attention, weight_dtype, kv_dtype, mla, fp8_gemm, weight_group, quant_layout=quant_layout,
                               kv_read_as_stored=scheduler != "static",
                               routed_experts=scheduler != "static" and not scheduler.startswith("hf-"))
     check_weight_scope(cfg, getattr(profile, "weight_format", None))
@@ -135,7 +136,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                   gpu_memory_utilization: float = 0.9, num_blocks: int | None = None, tp: int = 1, pp: int = 1,
                   dtype: str | None = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
                   attention: str = "flash", mla: str = "absorbed", fp8_gemm: str = spec.DEFAULT_FP8_GEMM,
-                  weight_group: int | None = None,
+                  weight_group: int | None = None, quant_layout: str = spec.DEFAULT_QUANT_LAYOUT,
                   prefix_caching: bool | None = None, num_scheduler_steps: int = 1,
                   efficiency: Any = None, time_model: str | None = None, cuda_graphs: str = "auto",
                   step: StepTime | None = None,
@@ -188,7 +189,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
         raise ConfigError(f"--num-scheduler-steps (vLLM v0's multi-step scheduling) is modelled for the vllm-v0 "
                           f"scheduler only, not {scheduler}.")
     profile = replica_profile(cfg, scheduler, weight_dtype=weight_dtype, kv_dtype=kv_dtype, attention=attention,
-                              mla=mla, fp8_gemm=fp8_gemm, weight_group=weight_group)
+                              mla=mla, fp8_gemm=fp8_gemm, weight_group=weight_group, quant_layout=quant_layout)
     weight_dtype, _, weight_source = inference_weights(cfg, weight_dtype, weight_group)  # as replica_profile's
     check_tensor_parallel_groups(cfg, profile, tp)
     from ..config import DTYPE_BYTES, Workload
@@ -217,6 +218,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
              "block_size": block_size, "num_blocks": blocks, "kv_cache": sizing.to_dict(),
              "weight_dtype": weight_dtype, "weight_group": profile.weight_format.group if weight_dtype else None,
              "weight_dtype_source": weight_source,
+             "quant_layout": profile.weight_format.quant_layout if weight_dtype else None,
              "kv_dtype": kv_dtype, "attention": attention,
              "fp8_gemm": fp8_gemm if weight_dtype == "fp8" else None,
              "fp8_gemm_runs": (("w8a8" if runs_w8a8(profile.weight_format, hardware) else "w8a16")
@@ -282,7 +284,7 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     `concurrency` clients in a closed loop (each sends its next request when its previous one
     finishes; `requests` in all, or the trace's lengths in its order). replica_options: scheduler, max_num_seqs,
     max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, pp, dtype, weight_dtype,
-    weight_group, kv_dtype, attention, mla, fp8_gemm, prefix_caching (default: on for vllm, as vLLM v1),
+    weight_group, quant_layout, kv_dtype, attention, mla, fp8_gemm, prefix_caching (default: on for vllm, as vLLM v1),
     num_scheduler_steps (vllm-v0's multi-step scheduling; default 1), efficiency,
     time_model (default: hardware.time_model_for's), cuda_graphs (auto: the engine's, graphs.py; on; off)."""
     import pandas as pd

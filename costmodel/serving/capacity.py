@@ -197,7 +197,7 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
     if price is not None and len(hardwares) > 1:
         raise ConfigError("--price is one hardware's dollars per GPU-hour; to compare several, give each hardware "
                           "file its price_per_gpu_hour.")
-    formats = ("weight_dtype", "kv_dtype", "attention", "mla", "fp8_gemm", "weight_group")
+    formats = ("weight_dtype", "kv_dtype", "attention", "mla", "fp8_gemm", "weight_group", "quant_layout")
     profile = replica_profile(cfg, scheduler, **{name: replica_options[name] for name in formats
                                                  if name in replica_options})
     require_w8a8_somewhere(getattr(profile, "weight_format", None), hardwares)

@@ -15,16 +15,17 @@ from ..tree import CostModel, model_values, profile_for
 def serving_profile(cfg: ModelConfig, attention: str = "flash", weight_dtype: str | None = None,
                     kv_dtype: str | None = None, mla: str = "absorbed", fp8_gemm: str = "auto",
                     weight_group: int | None = None, kv_read_as_stored: bool = True,
-                    routed_experts: bool = True) -> Any:
+                    routed_experts: bool = True, quant_layout: str = "gptq") -> Any:
     """The implementation profile of a paged engine: no dropout, a cache written in place, latent
     attention absorbed (as vLLM's MLA backend runs it); fp8 weights' GEMMs as fp8_gemm says
     (spec.FP8_GEMMS); weight_group: values per scale of weight_dtype (its default when None);
     kv_read_as_stored: its fused attention reads a quantized cache as stored (Profile's field;
     False for Hugging Face generate's static batching, whose QuantizedCache dequantizes);
     routed_experts: its MoE kernel runs each token through its top k experts (Profile's field;
-    False for transformers' own serving, which runs its class's experts as they are)."""
+    False for transformers' own serving, which runs its class's experts as they are); quant_layout:
+    how int8 and int4 weights are stored (spec.QUANT_LAYOUTS)."""
     workload = Workload(attention=attention, weight_dtype=weight_dtype, kv_dtype=kv_dtype, mla=mla,
-                        fp8_gemm=fp8_gemm, weight_group=weight_group)
+                        fp8_gemm=fp8_gemm, weight_group=weight_group, quant_layout=quant_layout)
     return profile_for(cfg, workload, dropout=False, kv_cache="static", kv_read_as_stored=kv_read_as_stored,
                        routed_experts=routed_experts)
 
