@@ -278,6 +278,18 @@ MEGATRON_BRIDGE = {
                                                                   "gb300"),
     "megatron-bridge 26.04.01 llama3.1-405b fp8-cs 256xgb200": (864, 2144, 256, 4, 16, 1, 4, 1, 1536, 8192, 0,
                                                                   "gb200"),
+    # 25.09 NeMo Container, System: DGX-GB200, LLAMA3_8B (no precision printed; the first figure of
+    # '31357 (29925)'); its 70B and 405B rows (FSDP 64) are left out as the 25.11 70B rows are
+    "megatron-bridge 25.09 llama3-8b fp8 8xgb200": (31357, 1614, 8, 1, 1, 1, 1, 2, 128, 8192, 0, "gb200"),
+    # 26.02, 26.02.01 and 26.06 NeMo Containers, Model: LLAMA3.1_405B, DGX-GB300 and DGX-GB200 (FP8)
+    "megatron-bridge 26.02 llama3.1-405b fp8-cs 256xgb300": (988, 2495, 256, 4, 8, 1, 4, 1, 1536, 8192, 0, "gb300"),
+    "megatron-bridge 26.02 llama3.1-405b fp8-cs 256xgb200": (793, 2004, 256, 4, 16, 1, 4, 1, 1536, 8192, 0, "gb200"),
+    "megatron-bridge 26.02.01 llama3.1-405b fp8-cs 256xgb300": (1024, 2585, 256, 2, 8, 2, 4, 1, 1536, 8192, 0,
+                                                                  "gb300"),
+    "megatron-bridge 26.02.01 llama3.1-405b fp8-cs 256xgb200": (818, 2063, 256, 4, 16, 1, 4, 1, 1536, 8192, 0,
+                                                                  "gb200"),
+    "megatron-bridge 26.06 llama3.1-405b fp8-cs 256xgb300": (1048, 2646, 256, 4, 8, 1, 4, 1, 1536, 8192, 0, "gb300"),
+    "megatron-bridge 26.06 llama3.1-405b fp8-cs 256xgb200": (843, 2129, 256, 4, 16, 1, 4, 1, 1536, 8192, 0, "gb200"),
 }
 
 
