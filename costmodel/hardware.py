@@ -47,7 +47,8 @@ HARDWARE_DIR = Path(__file__).resolve().parent / "hardware"
 
 #: A hardware file's architecture as its vendor names the generation (the unsupported-dtype line).
 GENERATIONS = {"volta": "Volta", "turing": "Turing", "ampere": "Ampere", "ada": "Ada Lovelace", "hopper": "Hopper",
-               "blackwell": "Blackwell", "cdna2": "CDNA 2", "cdna3": "CDNA 3", "cpu": "CPU"}
+               "blackwell": "Blackwell", "cdna2": "CDNA 2", "cdna3": "CDNA 3", "cdna4": "CDNA 4",
+               "cpu": "CPU"}
 
 
 def local_cache_path() -> Path:

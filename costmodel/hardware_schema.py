@@ -99,7 +99,7 @@ SCHEMA: dict[str, Field] = {
     "default_dtype": Field(str, "the dtype a simulation uses when none is asked for; must have a peak"),
     "interconnect": Field(dict, "gpus_per_node, intra_node_bandwidth_bytes_per_s, "
                           "inter_node_bandwidth_bytes_per_s (per GPU, per direction), collective_latency_s, source"),
-    "architecture": Field(str, "the GPU generation (volta, turing, ampere, ada, hopper, blackwell, cdna2, cdna3): which "
+    "architecture": Field(str, "the GPU generation (volta, turing, ampere, ada, hopper, blackwell, cdna2, cdna3, cdna4): which "
                                "attention-kernel figures apply; "
                                "\"cpu\" for a CPU (each op runs in the thread that issues it)"),
     "sm_count": Field(int, "streaming multiprocessors (AMD: compute units)", low=0),

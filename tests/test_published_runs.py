@@ -266,6 +266,30 @@ MEGATRON_BRIDGE = {
     # 25.11 NeMo Container, System: DGX-B200 (the FP8-CS figures, not the parenthesised FP8-MX ones)
     "megatron-bridge 25.11 llama3-8b fp8-cs 8xb200": (30624, 1576, 8, 1, 1, 1, 1, 2, 128, 8192, 0, "b200"),
     "megatron-bridge 25.11 llama3.1-405b fp8-cs 128xb200": (661, 1667, 128, 4, 8, 2, 8, 1, 64, 8192, 0, "b200"),
+    # 25.11 NeMo Container, System: DGX-GB300 and DGX-GB200 (FP8-CS; the 8B's parenthesised FP8-MX
+    # figures left). Their LLAMA3_70B rows (FSDP 64) are not here: the recipes offload 20 and 40
+    # layers' activations to the host (cpu_offloading_num_layers), which the model does not express.
+    "megatron-bridge 25.11 llama3-8b fp8-cs 8xgb300": (37556, 1933, 8, 1, 1, 1, 1, 2, 128, 8192, 0, "gb300"),
+    "megatron-bridge 25.11 llama3.1-405b fp8-cs 256xgb300": (999, 2522, 256, 2, 8, 2, 4, 1, 1536, 8192, 0, "gb300"),
+    "megatron-bridge 25.11 llama3-8b fp8-cs 8xgb200": (31508, 1622, 8, 1, 1, 1, 1, 2, 128, 8192, 0, "gb200"),
+    "megatron-bridge 25.11 llama3.1-405b fp8-cs 256xgb200": (813, 2053, 256, 4, 16, 1, 4, 1, 1536, 8192, 0, "gb200"),
+    # 26.04.01 NeMo Container, Model: LLAMA3.1_405B, DGX-GB300 and DGX-GB200 (FP8)
+    "megatron-bridge 26.04.01 llama3.1-405b fp8-cs 256xgb300": (1024, 2617, 256, 4, 8, 1, 4, 1, 1536, 8192, 0,
+                                                                  "gb300"),
+    "megatron-bridge 26.04.01 llama3.1-405b fp8-cs 256xgb200": (864, 2144, 256, 4, 16, 1, 4, 1, 1536, 8192, 0,
+                                                                  "gb200"),
+    # 25.09 NeMo Container, System: DGX-GB200, LLAMA3_8B (no precision printed; the first figure of
+    # '31357 (29925)'); its 70B and 405B rows (FSDP 64) are left out as the 25.11 70B rows are
+    "megatron-bridge 25.09 llama3-8b fp8 8xgb200": (31357, 1614, 8, 1, 1, 1, 1, 2, 128, 8192, 0, "gb200"),
+    # 26.02, 26.02.01 and 26.06 NeMo Containers, Model: LLAMA3.1_405B, DGX-GB300 and DGX-GB200 (FP8)
+    "megatron-bridge 26.02 llama3.1-405b fp8-cs 256xgb300": (988, 2495, 256, 4, 8, 1, 4, 1, 1536, 8192, 0, "gb300"),
+    "megatron-bridge 26.02 llama3.1-405b fp8-cs 256xgb200": (793, 2004, 256, 4, 16, 1, 4, 1, 1536, 8192, 0, "gb200"),
+    "megatron-bridge 26.02.01 llama3.1-405b fp8-cs 256xgb300": (1024, 2585, 256, 2, 8, 2, 4, 1, 1536, 8192, 0,
+                                                                  "gb300"),
+    "megatron-bridge 26.02.01 llama3.1-405b fp8-cs 256xgb200": (818, 2063, 256, 4, 16, 1, 4, 1, 1536, 8192, 0,
+                                                                  "gb200"),
+    "megatron-bridge 26.06 llama3.1-405b fp8-cs 256xgb300": (1048, 2646, 256, 4, 8, 1, 4, 1, 1536, 8192, 0, "gb300"),
+    "megatron-bridge 26.06 llama3.1-405b fp8-cs 256xgb200": (843, 2129, 256, 4, 16, 1, 4, 1, 1536, 8192, 0, "gb200"),
 }
 
 
@@ -315,14 +339,18 @@ def test_each_megatron_bridge_row_is_expressed_as_the_page_states_it(run_id):
 def test_megatron_bridges_405b_splits_count_the_embedding_and_the_loss_as_layers():
     """account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split (the 405B
     recipe, src/megatron/bridge/recipes/llama/llama3.py): 126 layers + 2 over PP x VP chunks,
-    the same number each, so the first and last chunks hold one layer fewer."""
+    the same number each, so the first and last chunks hold one layer fewer: 64 chunks of 2 (PP 8 x
+    VP 8, PP 16 x VP 4) or 32 of 4 (the GB300's PP 8 x VP 4)."""
     runs, _ = _runs()
+    splits = set()
     for run_id, run in runs.items():
         if run_id.startswith("megatron-bridge") and run["model"] == "llama3.1-405b":
             chunks = run["pp"] * run["virtual_stages"]
             each = (126 + 2) // chunks
             assert (126 + 2) % chunks == 0
-            assert run["stage_layers"] == [each - 1, *[each] * (chunks - 2), each - 1] == [1, *[2] * 62, 1]
+            assert run["stage_layers"] == [each - 1, *[each] * (chunks - 2), each - 1]
+            splits.add(tuple(run["stage_layers"]))
+    assert splits == {(1, *[2] * 62, 1), (3, *[4] * 30, 3)}
 
 
 # The classic runs (issue 18), typed from their papers (published_runs.json "sources" cite each):
