@@ -207,6 +207,18 @@ class Hardware:
             object.__setattr__(self, "flops_per_s", {k: v * scale for k, v in self.flops_per_s.items()})
             object.__setattr__(self, "vector_flops_per_s", self.vector_flops_per_s * scale)
 
+    def replace(self, **changes: Any) -> "Hardware":
+        """This hardware with `changes` in place (dataclasses.replace), from its datasheet peaks:
+        __post_init__ scales the peaks by a clock or power limit, so replacing the scaled ones
+        would scale them twice (a 500 W file read as 500^(2/3) of 700 W). A changed limit
+        applies anew."""
+        import dataclasses
+
+        scale = self.clock_scale
+        datasheet = {"flops_per_s": {k: v / scale for k, v in self.flops_per_s.items()},
+                     "vector_flops_per_s": self.vector_flops_per_s / scale}
+        return dataclasses.replace(self, **{**datasheet, **changes})
+
     @property
     def clock_scale(self) -> float:
         """The fraction of the datasheet's compute peaks a clock or power limit leaves.
