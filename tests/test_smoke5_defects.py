@@ -82,3 +82,15 @@ def test_simulate_train_prints_tokens_a_gpu_beside_the_steps(capsys):
     code, out, err = run_main(args, capsys)
     assert code == 0, err
     assert "   1,463,703 tokens/s (182,963 a GPU); MFU 50.1% (dense model FLOPs)" in out.splitlines()[2]
+
+
+def test_serve_help_says_a_hardware_file_is_taken(tmp_path, capsys):
+    # serve --help said "A hardware preset." where it takes a file as simulate and plan do; a user
+    # with torchtitan's 500 W H100s wrote one for simulate and could not tell serve would read it.
+    code, out, err = run_main(["serve", "--help"], capsys)
+    assert code == 0, err
+    assert "or a path to a hardware file" in " ".join(out.split())
+    path = _capped_h100(tmp_path)
+    code, out, err = run_main(["serve", "--model", "gpt2", "--hardware", path, "--concurrency", "1", "--requests",
+                               "1", "--prompt", "16", "--output", "4", "--json"], capsys)
+    assert code == 0, err
