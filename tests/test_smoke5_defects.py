@@ -94,3 +94,24 @@ def test_serve_help_says_a_hardware_file_is_taken(tmp_path, capsys):
     code, out, err = run_main(["serve", "--model", "gpt2", "--hardware", path, "--concurrency", "1", "--requests",
                                "1", "--prompt", "16", "--output", "4", "--json"], capsys)
     assert code == 0, err
+
+
+def test_plan_says_the_fp8_recipe_it_trains_every_layout_with(capsys):
+    # `plan --fp8 tensorwise` (torchtitan's Float8 rows) timed every layout in FP8 but neither its
+    # header ("llama3.1-8b on 8 x h100-sxm, bf16: ...") nor its JSON inputs said so; simulate's
+    # layout line does ("FP8 tensorwise, ZeRO 3"). The step is simulate's to the digit either way.
+    args = ["--model", "llama3.1-8b", "--gpus", "8", "--seq-len", "8192", "--global-batch", "16", "--batch", "2",
+            "--framework", "fsdp2", "--recompute", "torchtitan-op", "--attention", "flash", "--fp8", "tensorwise"]
+    code, out, err = run_main(["plan", *args], capsys)
+    assert code == 0, err
+    assert out.splitlines()[0] == ("llama3.1-8b on 8 x h100-sxm, bf16, FP8 tensorwise: global batch 16 of 8,192 "
+                                   "tokens; time model kernels")
+    code, out, err = run_main(["plan", *args, "--zero", "3", "--json"], capsys)
+    assert code == 0, err
+    planned = json.loads(out)
+    assert planned["inputs"]["fp8"] == "tensorwise"
+    code, out, err = run_main(["simulate", "--train", *args, "--zero", "3", "--json"], capsys)
+    assert code == 0, err
+    assert planned["feasible"][0]["mfu"] == json.loads(out)["step"]["mfu"]
+    code, out, err = run_main(["plan", *args[:-2], "--json"], capsys)
+    assert json.loads(out)["inputs"]["fp8"] is None
