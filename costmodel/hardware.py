@@ -431,12 +431,23 @@ def load_hardware(name: str) -> Hardware:
         return _load_local()
     path = HARDWARE_DIR / f"{key}.json"
     if not path.is_file():
-        import difflib
-
-        close = difflib.get_close_matches(key, hardware_names(), n=3, cutoff=0.5)
+        close = _close_presets(key)
         hint = f" Did you mean {', '.join(close)}?" if close else f" Known: {', '.join(hardware_names())}."
         raise ConfigError(f"unknown hardware {show(name)}.{hint} A path to a hardware file (.json) is also taken.")
     return Hardware.from_dict(json.loads(path.read_text()), source=str(path))
+
+
+def _close_presets(key: str) -> list[str]:
+    """Up to three presets a mistyped name may mean: first those whose every word the name holds
+    ("h200-sxm-141gb" holds h200), then difflib's nearest preset names, then aliases."""
+    import difflib
+
+    words = set(key.split("-"))
+    held = [name for name in hardware_names() if set(name.split("-")) <= words]
+    near = difflib.get_close_matches(key, hardware_names(), n=3, cutoff=0.5)
+    aliases = _preset_by_alias()
+    near += [aliases[match] for match in difflib.get_close_matches(key, list(aliases), n=3, cutoff=0.5)]
+    return list(dict.fromkeys(held + near))[:3]
 
 
 def load_hardware_file(path: Path) -> Hardware:

@@ -115,3 +115,16 @@ def test_plan_says_the_fp8_recipe_it_trains_every_layout_with(capsys):
     assert planned["feasible"][0]["mfu"] == json.loads(out)["step"]["mfu"]
     code, out, err = run_main(["plan", *args[:-2], "--json"], capsys)
     assert json.loads(out)["inputs"]["fp8"] is None
+
+
+def test_an_unknown_gpu_name_suggests_the_preset_whose_words_it_holds(capsys):
+    # "H200 SXM 141GB" (NVIDIA's product name) suggested gh200-144gb and two V100s, never h200:
+    # difflib over the full name ranks the short preset below longer near-spellings.
+    code, out, err = run_main(["simulate", "--model", "gpt2", "--hardware", "H200 SXM 141GB"], capsys)
+    assert (code, out) == (2, "")
+    assert err == ("error: unknown hardware 'H200 SXM 141GB'. Did you mean h200, gh200-144gb, v100-sxm2-16gb? "
+                   "A path to a hardware file (.json) is also taken.\n")
+    code, out, err = run_main(["simulate", "--model", "gpt2", "--hardware", "H100 SXM 80GB"], capsys)
+    assert "Did you mean h100-sxm, " in err
+    code, out, err = run_main(["simulate", "--model", "gpt2", "--hardware", "mi300"], capsys)
+    assert "Did you mean mi300x, mi325x, mi250x?" in err  # difflib's own order where no preset is held
