@@ -128,3 +128,18 @@ def test_an_unknown_gpu_name_suggests_the_preset_whose_words_it_holds(capsys):
     assert "Did you mean h100-sxm, " in err
     code, out, err = run_main(["simulate", "--model", "gpt2", "--hardware", "mi300"], capsys)
     assert "Did you mean mi300x, mi325x, mi250x?" in err  # difflib's own order where no preset is held
+
+
+def test_a_hub_name_without_its_organization_resolves(capsys):
+    # `--model Llama-3.1-8B-Instruct` (the name every model card and vLLM log shows) was unknown,
+    # though meta-llama/Llama-3.1-8B-Instruct is an alias of llama3.1-8b and `Llama-3.1-8B` resolved
+    # (a preset's own name, loosely). Now the Hub id's name part resolves where one preset has it.
+    from costmodel.presets import resolve_name
+
+    assert resolve_name("Llama-3.1-8B-Instruct") == resolve_name("llama-3.1-8b-instruct") == "llama3.1-8b"
+    assert resolve_name("Mixtral-8x7B-Instruct-v0.1") == "mixtral-8x7b"
+    assert resolve_name("Kimi-K2-Instruct") == "kimi-k2"
+    assert resolve_name("Llama-3.1-405B-Instruct-FP8") is None  # no such alias: not guessed
+    code, out, err = run_main(["estimate", "--model", "Llama-3.1-8B-Instruct", "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["params"]["total"] == 8_030_261_248  # llama3.1-8b's
