@@ -44,7 +44,7 @@ def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None
         if value is not None and not 0 <= value < 1:
             raise ConfigError(f"{name} is seconds, at least 0 and below 1, got {value}.")
     changes = {"overhead_s_per_block": overhead, "graph_kernel_s": graph_gap}
-    return hardware.with_changes(**{k: v for k, v in changes.items() if v is not None})
+    return hardware.replace(**{k: v for k, v in changes.items() if v is not None})
 
 
 #: The options one mode reads and the other would ignore (parameter name: option).

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import dataclasses
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -209,6 +208,18 @@ class Hardware:
             object.__setattr__(self, "flops_per_s", {k: v * scale for k, v in self.flops_per_s.items()})
             object.__setattr__(self, "vector_flops_per_s", self.vector_flops_per_s * scale)
 
+    def replace(self, **changes: Any) -> "Hardware":
+        """This hardware with `changes` in place (dataclasses.replace), from its datasheet peaks:
+        __post_init__ scales the peaks by a clock or power limit, so replacing the scaled ones
+        would scale them twice (a 500 W file read as 500^(2/3) of 700 W). A changed limit
+        applies anew."""
+        import dataclasses
+
+        scale = self.clock_scale
+        datasheet = {"flops_per_s": {k: v / scale for k, v in self.flops_per_s.items()},
+                     "vector_flops_per_s": self.vector_flops_per_s / scale}
+        return dataclasses.replace(self, **{**datasheet, **changes})
+
     @property
     def clock_scale(self) -> float:
         """The fraction of the datasheet's compute peaks a clock or power limit leaves.
@@ -244,14 +255,6 @@ class Hardware:
                 )
             raise ConfigError(self.missing_peak(dtype))
         return self.flops_per_s[dtype]
-
-    def with_changes(self, **changes: Any) -> "Hardware":
-        """This hardware with some fields changed (a launch overhead, a limit). Built from the
-        datasheet's peaks, so a clock or power limit scales them once: `dataclasses.replace` would
-        hand __post_init__ the already-limited peaks and scale them a second time."""
-        scale = self.clock_scale
-        return dataclasses.replace(self, flops_per_s={k: v / scale for k, v in self.flops_per_s.items()},
-                                   vector_flops_per_s=self.vector_flops_per_s / scale, **changes)
 
     def datasheet_peak(self, dtype: str) -> float:
         """The datasheet's peak for dtype, whatever clock or power limit this file runs at: the
@@ -435,12 +438,23 @@ def load_hardware(name: str) -> Hardware:
         return _load_local()
     path = HARDWARE_DIR / f"{key}.json"
     if not path.is_file():
-        import difflib
-
-        close = difflib.get_close_matches(key, hardware_names(), n=3, cutoff=0.5)
+        close = _close_presets(key)
         hint = f" Did you mean {', '.join(close)}?" if close else f" Known: {', '.join(hardware_names())}."
         raise ConfigError(f"unknown hardware {show(name)}.{hint} A path to a hardware file (.json) is also taken.")
     return Hardware.from_dict(json.loads(path.read_text()), source=str(path))
+
+
+def _close_presets(key: str) -> list[str]:
+    """Up to three presets a mistyped name may mean: first those whose every word the name holds
+    ("h200-sxm-141gb" holds h200), then difflib's nearest preset names, then aliases."""
+    import difflib
+
+    words = set(key.split("-"))
+    held = [name for name in hardware_names() if set(name.split("-")) <= words]
+    near = difflib.get_close_matches(key, hardware_names(), n=3, cutoff=0.5)
+    aliases = _preset_by_alias()
+    near += [aliases[match] for match in difflib.get_close_matches(key, list(aliases), n=3, cutoff=0.5)]
+    return list(dict.fromkeys(held + near))[:3]
 
 
 def load_hardware_file(path: Path) -> Hardware:

@@ -28,7 +28,8 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
         (f", {i['kv_dtype']} KV cache" if i.get("kv_dtype") else "") + \
         (f", {i['kv_cache']} KV cache" if i.get("kv_cache") == "static" else "") + \
         (", CUDA graphs" if i.get("cuda_graphs") else "")
-    asked = (f"{i['model']} on {gpus} x {i['hardware']}, {i['dtype']}{quantized}: "
+    fp8 = f", FP8 {i['fp8']}" if i.get("fp8") else ""  # a training recipe (--fp8): every layout runs it
+    asked = (f"{i['model']} on {gpus} x {i['hardware']}, {i['dtype']}{fp8}{quantized}: "
              + (f"{plural(i['batch'], 'sequence')} of prompt {i['seq_len']:,} + {i['gen']:,} generated tokens"
                 if serve else f"global batch {global_batch} of {i['seq_len']:,} tokens")
              + (f"; time model {i['time_model']}" if i.get("time_model") else "")

@@ -146,7 +146,8 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 @click.command()
 @click.option("--model", "-m", "model", type=str, help="A preset name or alias (see `models`).")
 @click.option("--config", "config", type=str, help="A Hugging Face config.json or a ModelConfig JSON file.")
-@click.option("--hardware", "hardware_name", default=DEFAULT_HARDWARE, show_default=True, help="A hardware preset.")
+@click.option("--hardware", "hardware_name", default=DEFAULT_HARDWARE, show_default=True,
+              help="A hardware preset (see `hardware`; any case) or a path to a hardware file (docs/time.md).")
 @click.option("--rate", type=float, default=None, help="Poisson arrivals, requests per second (or --trace).")
 @click.option("--concurrency", type=int, default=None,
               help="A closed loop of N clients, each sending its next request when its previous one finishes "

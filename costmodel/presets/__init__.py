@@ -74,15 +74,34 @@ def _names_by_loose_key() -> dict[str, str]:
     return found
 
 
+@lru_cache(maxsize=None)
+def _names_by_hub_name() -> dict[str, str]:
+    """Each Hub-id alias's name without its organization, by loose_key -> its preset
+    (`Llama-3.1-8B-Instruct` for meta-llama/Llama-3.1-8B-Instruct); a name two presets' ids share
+    is left out (no silent choice)."""
+    found: dict[str, str] = {}
+    shared: set[str] = set()
+    for name, aliases in preset_aliases().items():
+        for alias in aliases:
+            if "/" in alias:
+                key = loose_key(alias.split("/", 1)[1])
+                if found.get(key, name) != name:
+                    shared.add(key)
+                found[key] = name
+    return {key: name for key, name in found.items() if key not in shared}
+
+
 def resolve_name(name: str) -> str | None:
-    """The preset that a name or an alias stands for, whatever its case, and a preset's own name
-    whatever its hyphens and underscores (loose_key; not a Hub id's); None if none does."""
+    """The preset that a name or an alias stands for, whatever its case, a preset's own name
+    whatever its hyphens and underscores (loose_key; not a Hub id's), and a Hub id's name typed
+    without its organization (Llama-3.1-8B-Instruct); None if none does."""
     if not isinstance(name, str):
         return None
     exact = _names_by_key().get(name.casefold())
     if exact is not None or "/" in name:
         return exact
-    return _names_by_loose_key().get(loose_key(name))
+    key = loose_key(name)
+    return _names_by_loose_key().get(key) or _names_by_hub_name().get(key)
 
 
 def parse_config(text: str, source: str, name: str) -> ModelConfig:
