@@ -56,7 +56,7 @@ def ring_factor(kind: str, ranks: int) -> float:
 
 def busbw_curve(hardware: Hardware) -> list[tuple[float, float]] | None:
     """The measured (bytes, busbw in bytes/s) points of this hardware's node, if any."""
-    return _curve(hardware.name)
+    return _curve(hardware.network_name)
 
 
 @lru_cache(maxsize=None)
@@ -87,7 +87,7 @@ def intra_node_all_reduce(hardware: Hardware, payload: float, ranks: int, dtype:
     all-gather). Only for the dtypes its kernels add (bf16), where NVLink joins every pair of the
     node's GPUs (its `hardware` list), for at most its max_ranks GPUs (8), up to its sizes."""
     facts = nccl_facts()["intra_node_all_reduce"]
-    if dtype not in facts["dtypes"] or hardware.name not in facts["hardware"] or ranks > facts["max_ranks"]:
+    if dtype not in facts["dtypes"] or hardware.network_name not in facts["hardware"] or ranks > facts["max_ranks"]:
         return None  # NCCL's
     if payload <= facts["one_shot_max_bytes"]:
         read = (ranks - 1) * payload
@@ -132,7 +132,7 @@ def between_nodes(hardware: Hardware, kind: str, share: float, nodes: int, local
     network steps at 1/3.5 of 14 us, 2.8 us a rank, bytes / .75. The tuner runs the fastest. With
     one GPU a node no in-node call carries a base latency, so the crossing pays its algorithm's."""
     facts = nccl_facts()["inter_node_latency"]
-    fabric = "nvlink" if hardware.name in nccl_facts()["intra_node_all_reduce"]["hardware"] else "pci"
+    fabric = "nvlink" if hardware.network_name in nccl_facts()["intra_node_all_reduce"]["hardware"] else "pci"
     us = 1e-6
     intra = max(facts["hw_latency_us"][fabric]["ring"], 3 * facts["net_overhead_us"]) * us
     net = facts["hw_latency_us"]["net"]["ring" if local > 1 else "tree"] * us  # ppn 1: tree's (NCCL)

@@ -92,6 +92,9 @@ class Hardware:
     intra_node_bandwidth_bytes_per_s: float = 0.0
     inter_node_bandwidth_bytes_per_s: float = 0.0
     collective_latency_s: float = 0.0
+    # The preset whose measured collectives (nccl_facts.json, keyed by preset names) this GPU's
+    # nodes share; "" means the file's own name (network_name).
+    network_of: str = ""
     # Streaming multiprocessors (compute units on AMD): what GEMM wave quantization divides over.
     sm_count: int = 0
     # Clocks and power: the datasheet's boost clock and board power, and a limit a user sets
@@ -203,6 +206,12 @@ class Hardware:
         if not self.vector_flops_per_s > 0:
             raise ConfigError(f"hardware {self.name}: no vector_flops_per_s and no fp32 peak to stand for it (the "
                               f"non-matmul ops' rate); give vector_flops_per_s.")
+        if not self.network_of and self.name in hardware_names():  # a preset: its own measurements
+            object.__setattr__(self, "network_of", self.name)
+        if self.network_of and self.network_of not in hardware_names():
+            raise ConfigError(f"hardware {self.name}: network_of {show(self.network_of)} is not a preset; it names the "
+                              f"preset whose measured collectives this GPU's nodes share: one of "
+                              f"{', '.join(hardware_names()[:-1])}.")
         scale = self.clock_scale
         if scale != 1.0:  # the peaks as this limit runs them; the datasheet's stay in `source`
             object.__setattr__(self, "flops_per_s", {k: v * scale for k, v in self.flops_per_s.items()})
@@ -255,6 +264,12 @@ class Hardware:
                 )
             raise ConfigError(self.missing_peak(dtype))
         return self.flops_per_s[dtype]
+
+    @property
+    def network_name(self) -> str:
+        """The name nccl_facts.json's measured collectives are looked up by: network_of, else this
+        file's own name."""
+        return self.network_of or self.name
 
     def datasheet_peak(self, dtype: str) -> float:
         """The datasheet's peak for dtype, whatever clock or power limit this file runs at: the
@@ -362,6 +377,8 @@ class Hardware:
             out["cold_copies"] = {op: {"s_per_call": fixed, "bytes_per_s": rate}
                                   for op, (fixed, rate) in self.cold_copies.items()}
         out.update({name: getattr(self, name) for name in OPTIONAL_NUMBERS if getattr(self, name) is not None})
+        if not self.network_of:  # a preset's name only, so that an edited, renamed copy keeps its measured collectives
+            out.pop("network_of")
         return out
 
 

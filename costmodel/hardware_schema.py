@@ -97,6 +97,10 @@ SCHEMA: dict[str, Field] = {
                                    "DRAM-resident sizes, less graph_kernel_s; its source in `source`); "
                                    "charged to each GEMM and attention call; 0: none known", low=0),
     "default_dtype": Field(str, "the dtype a simulation uses when none is asked for; must have a peak"),
+    "network_of": Field(str, "the preset whose measured collectives this GPU's nodes share (nccl_facts.json's "
+                        "all-reduce curves, PyTorch's IntraNodeComm, the NVLink latency class, each keyed by a "
+                        "preset's name); default: the file's own name. `hardware --show PRESET` writes it, so an "
+                        "edited, renamed copy keeps them"),
     "interconnect": Field(dict, "gpus_per_node, intra_node_bandwidth_bytes_per_s, "
                           "inter_node_bandwidth_bytes_per_s (per GPU, per direction), collective_latency_s, source"),
     "architecture": Field(str, "the GPU generation (volta, turing, ampere, ada, hopper, blackwell, cdna2, cdna3, cdna4): which "
@@ -114,7 +118,7 @@ SCHEMA: dict[str, Field] = {
     "price_per_gpu_hour": Field(float, "dollars per GPU-hour (optional: a rental price, its source in "
                                 "`source`); what --price gives when not set", low=0),
 }
-OPTIONAL_NUMBERS = ("architecture", "graph_kernel_s", "dram_kernel_startup_s", "sm_count", "dispatch_s_per_op", "module_s_per_op",
+OPTIONAL_NUMBERS = ("architecture", "network_of", "graph_kernel_s", "dram_kernel_startup_s", "sm_count", "dispatch_s_per_op", "module_s_per_op",
                     "engine_s_per_op", "clock_mhz", "clock_limit_mhz",
                     "power_watts", "power_limit_watts", "memory_reserve_bytes", "serving_memory_utilization",
                     "price_per_gpu_hour", "gemv_bandwidth_bytes_per_s")

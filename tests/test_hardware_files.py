@@ -239,3 +239,32 @@ def test_mfu_divides_by_the_datasheet_peak_on_a_capped_gpu(tmp_path, capsys, lay
     assert capped_mfu * capped_seconds == pytest.approx(mfu * seconds, rel=1e-12)  # one denominator, 312e12
     if layout:
         assert capped_mfu == pytest.approx(flops / (capped_seconds * 312e12 * gpus), rel=1e-12)
+
+
+def test_a_renamed_copy_of_a_preset_keeps_its_measured_collectives(tmp_path, capsys):
+    """nccl_facts.json's curves and NVLink class are keyed by preset names; `hardware --show` writes
+    network_of, so a copy renamed (torchtitan's 96 GB, 500 W H100) times its collectives as the
+    preset does; without network_of it falls back to the link bandwidth; a non-preset is one line."""
+    from costmodel.collectives import busbw_curve
+
+    preset = load_hardware("h100-sxm")
+    copy = dict(preset.to_dict(), name="h100-96gb-500w", memory_bytes=96 * 2**30)
+    assert copy["network_of"] == "h100-sxm"
+    renamed = Hardware.from_dict(copy, "h100-96gb-500w")
+    assert busbw_curve(renamed) == busbw_curve(preset) is not None
+    assert busbw_curve(Hardware.from_dict({k: v for k, v in copy.items() if k != "network_of"}, "x")) is None
+    exposed = {}
+    for name, data in (("preset", None), ("renamed", copy), ("bare", {k: v for k, v in copy.items() if k != "network_of"})):
+        hardware = "h100-sxm"
+        if data is not None:
+            (tmp_path / f"{name}.json").write_text(json.dumps(data))
+            hardware = str(tmp_path / f"{name}.json")
+        code, out, _ = run(["simulate", "--train", "--model", "llama2-7b", "--hardware", hardware, "--gpus", "16",
+                            "--tp", "8", "--sp", "--seq-len", "4096", "--batch", "1", "--global-batch", "4", "--json"],
+                           capsys)
+        assert code == 0
+        exposed[name] = json.loads(out)["step"]["exposed_communication_seconds"]["tp"]
+    assert exposed["renamed"] == exposed["preset"] != exposed["bare"]
+    (tmp_path / "bad.json").write_text(json.dumps(dict(copy, network_of="h100-foo")))
+    code, out, err = run(["simulate", "--model", "llama2-7b", "--hardware", str(tmp_path / "bad.json")], capsys)
+    assert (code, out) == (2, "") and err.count("\n") == 1 and "network_of 'h100-foo' is not a preset" in err
