@@ -95,13 +95,14 @@ def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int
                           f"model {cfg.name!r} has none.")
     if cfg.n_experts % ep:
         raise ConfigError(f"layout: ep = {ep} does not divide the {cfg.n_experts} experts of model {cfg.name!r}.")
+    if tp > 1:  # checked first: with tp > 1 Megatron-Core draws the EP group from tp x dp, not dp
+        raise ConfigError("layout: expert parallelism with tensor parallelism is not modelled (use --tp 1): "
+                          "Megatron-Core runs it only under sequence parallelism (ModelParallelConfig), and "
+                          "with the experts' own tensor parallelism (expert_tensor_parallel_size, 'parallel "
+                          "folding': the expert-parallel group drawn from tp x dp), neither modelled with experts.")
     if dp % ep:
         raise ConfigError(f"layout: ep = {ep} must divide dp = {dp} (the expert-parallel ranks are "
                           "data-parallel ranks).")
-    if tp > 1:
-        raise ConfigError("layout: expert parallelism with tensor parallelism is not modelled (use --tp 1): "
-                          "Megatron-Core runs it only under sequence parallelism (ModelParallelConfig), which "
-                          "is not modelled with experts.")
     if framework == "fsdp2" and cfg.expert_bias:
         raise ConfigError("layout: expert parallelism under fsdp2 is modelled for experts without biases; "
                           f"model {cfg.name!r} has expert biases.")
