@@ -113,3 +113,26 @@ def test_an_expressible_moe_row_builds_the_recipes_layout(run_id):
     assert experts["experts_per_rank"] * run["ep"] == estimate.cfg.n_experts
     assert experts["expert_data_parallel"] == run["dp"] // run["ep"]
     assert options["attention_kernel"] == "cudnn"
+
+
+#: docs/checked.md's command for the 26.04.01 Qwen3 30B-A3B H100 row (its recipe's FP8_CS_V1).
+QWEN3_30B_COMMAND = ("simulate --train --model qwen3-30b-a3b --hardware h100-sxm --seq-len 4096 --batch 1 "
+                     "--dtype bf16 --attention flash --impl megatron --framework megatron --zero 1 --dp 16 "
+                     "--ep 16 --global-batch 1024 --fp8 current --json")
+
+
+def test_the_documented_command_is_the_row_with_flash_attention(capsys):
+    """The command a user types for the row is the row's setup but for the attention kernel (the
+    row's cuDNN fused attention has no flag): the same step to the token under the kernel model."""
+    import json
+
+    import cli
+    from costmodel.layout.timing import step_time
+
+    runs, source = _runs()
+    estimate, hardware, options = train_setup(runs["megatron-bridge-moe 26.04.01 qwen3-30b-a3b fp8 16xh100"], source)
+    assert options.pop("attention_kernel") == "cudnn"
+    ours = step_time(estimate, hardware, time_model="kernels", **options).step()["tokens_per_second"]
+    assert cli.main(QWEN3_30B_COMMAND.split()) == 0
+    typed = json.loads(capsys.readouterr().out)["step"]["tokens_per_second"]
+    assert typed == pytest.approx(ours, rel=1e-12)
