@@ -61,6 +61,10 @@ def test_each_moe_row_is_expressed_as_the_page_prints_it(run_id, release, headin
     assert run.get("schedule", "1f1b") == ("interleaved" if vp > 1 else "1f1b")
     # overlap_p2p_comm wherever pp > 1 and vp > 1 (Megatron-Bridge training/comm_overlap.py)
     assert run.get("overlap") == ({"pp": 1.0} if run["pp"] > 1 and vp > 1 else None)
+    # DeepSeek-V3's recipe layout_map (recipes/deepseek/deepseek_v3.py at 97ad8cc6f), applied on the rows
+    # that compute: (PP, VP) (4, 4) and (16, 1) give the embedding + 4 layers, 14 chunks of 4, then 1 + the loss
+    if run["model"] == "deepseek-v3" and (run["pp"], vp) in ((4, 4), (16, 1)) and run.get("fp8") != "mxfp8":
+        assert run["stage_layers"] == [4] * 15 + [1] and sum(run["stage_layers"]) == 61
 
 
 def _reason(run: dict, source: dict) -> str | None:
@@ -136,3 +140,14 @@ def test_the_documented_command_is_the_row_with_flash_attention(capsys):
     assert cli.main(QWEN3_30B_COMMAND.split()) == 0
     typed = json.loads(capsys.readouterr().out)["step"]["tokens_per_second"]
     assert typed == pytest.approx(ours, rel=1e-12)
+
+
+def test_tp_beside_ep_is_refused_for_the_folding_before_ep_against_dp(capsys):
+    """Megatron-Bridge's Qwen3 235B H100 layout in small: TP 2 x DP 2 with EP 4, where Megatron-Core
+    draws the EP group from tp x dp (parallel folding). The refusal names the tensor parallelism,
+    not ep > dp, which would send the user to the wrong fix."""
+    import cli
+
+    assert cli.main(["estimate", "--model", "mixtral-8x7b", "--dp", "2", "--ep", "4", "--tp", "2"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "'parallel folding'" in err and "must divide dp" not in err
