@@ -78,32 +78,35 @@ def _reason(run: dict, source: dict) -> str | None:
 
 def test_why_the_other_moe_rows_are_not_expressible():
     """Each refusal is the model's own sentence: no preset (Nemotron 3's hybrid Mamba layers,
-    DeepSeek-V4), no --fp8 recipe for MXFP8 or NVFP4, and tensor parallelism beside expert
-    parallelism (Megatron-Core's parallel folding: experts under expert_tensor_parallel_size 1, the
-    EP group drawn from TP x DP), which the Qwen3 235B H100 rows and two 25.09 rows need."""
+    DeepSeek-V4), no --fp8 recipe for MXFP8 or NVFP4, and DeepSeek-V3's shared expert under
+    parallel folding (its 25.09 H100 row, TP 2 beside EP 64). The other TP 2 rows, Qwen3 235B on
+    H100 and 25.09's on GB200, run folded: etp 1, as every recipe states it."""
     runs, source = _runs()
     reasons = {run_id: _reason(runs[run_id], source) for run_id, *_ in PAGE_ROWS}
-    kinds: dict[str, list[str]] = {"expressible": [], "preset": [], "fp8": [], "folding": []}
+    kinds: dict[str, list[str]] = {"expressible": [], "preset": [], "fp8": [], "shared": []}
     for run_id, reason in reasons.items():
         kind = ("expressible" if reason is None else "preset" if "unknown model" in reason
-                else "fp8" if "fp8 must be one of" in reason else "folding" if "'parallel folding'" in reason
+                else "fp8" if "fp8 must be one of" in reason else "shared" if "with a shared expert" in reason
                 else reason)
         kinds.setdefault(kind, []).append(run_id)
-    assert sorted(kinds) == ["expressible", "folding", "fp8", "preset"]
-    folded = sorted(kinds["folding"])
-    assert all(runs[i]["tp"] == 2 for i in folded) and len(folded) == 8
-    assert sum("qwen3-235b-a22b" in i and "xh100" in i for i in folded) == 6
-    # 26 Nemotron 3 rows and DeepSeek-V4 Flash's; 39 MXFP8 / FP8-MX / NVFP4 rows; 29 that build
-    assert (len(kinds["expressible"]), len(kinds["preset"]), len(kinds["fp8"])) == (29, 27, 39)
-    assert all(runs[i]["tp"] == 1 and runs[i].get("fp8") in (None, "current") for i in kinds["expressible"])
+    assert sorted(kinds) == ["expressible", "fp8", "preset", "shared"]
+    assert kinds["shared"] == ["megatron-bridge-moe 25.09 deepseek-v3 fp8 1024xh100"]
+    # 26 Nemotron 3 rows and DeepSeek-V4 Flash's; 39 MXFP8 / FP8-MX / NVFP4 rows; 36 that build
+    assert (len(kinds["expressible"]), len(kinds["preset"]), len(kinds["fp8"])) == (36, 27, 39)
+    assert all(runs[i].get("fp8") in (None, "current") for i in kinds["expressible"])
+    folded = [i for i in kinds["expressible"] if runs[i]["tp"] > 1]
+    assert len(folded) == 7 and all(runs[i]["model"] == "qwen3-235b-a22b" and runs[i]["etp"] == 1 for i in folded)
 
 
-@pytest.mark.parametrize("run_id", ["megatron-bridge-moe 26.04.01 qwen3-30b-a3b fp8 16xh100",
+@pytest.mark.parametrize("run_id", ["megatron-bridge-moe 26.04.01 qwen3-235b-a22b fp8 256xh100",
+                                    "megatron-bridge-moe 26.04.01 qwen3-30b-a3b fp8 16xh100",
                                     "megatron-bridge-moe 26.04.01 gpt-oss-120b bf16 64xh100",
                                     "megatron-bridge-moe 25.11 qwen3-235b-a22b bf16 256xgb200"])
 def test_an_expressible_moe_row_builds_the_recipes_layout(run_id):
     """The setup: Megatron-Core with the distributed optimizer, EP drawn from dp (each rank E / ep
-    whole experts, the expert-data-parallel group dp / ep), the row's micro-batches, cuDNN attention."""
+    whole experts, the expert-data-parallel group dp / ep), or under parallel folding (TP 2, etp 1,
+    SP) from tp x dp (the 235B H100 row: 2 x 16 / 32, one rank), the row's micro-batches, cuDNN
+    attention."""
     runs, source = _runs()
     run = runs[run_id]
     estimate, hardware, options = train_setup(run, source)
@@ -115,7 +118,8 @@ def test_an_expressible_moe_row_builds_the_recipes_layout(run_id):
     assert (workload.seq_len, workload.recompute) == (4096, "none") and hardware.name == run["hardware"]
     experts = estimate.experts()
     assert experts["experts_per_rank"] * run["ep"] == estimate.cfg.n_experts
-    assert experts["expert_data_parallel"] == run["dp"] // run["ep"]
+    assert experts["expert_data_parallel"] == run["tp"] * run["dp"] // run["ep"]
+    assert layout.folded == (run["tp"] > 1) == layout.sp and layout.etp == run.get("etp")
     assert options["attention_kernel"] == "cudnn"
 
 
@@ -144,8 +148,8 @@ def test_the_documented_command_is_the_row_with_flash_attention(capsys):
 
 def test_tp_beside_ep_is_refused_for_the_folding_before_ep_against_dp(capsys):
     """Megatron-Bridge's Qwen3 235B H100 layout in small: TP 2 x DP 2 with EP 4, where Megatron-Core
-    draws the EP group from tp x dp (parallel folding). The refusal names the tensor parallelism,
-    not ep > dp, which would send the user to the wrong fix."""
+    draws the EP group from tp x dp (parallel folding). Without --etp 1 the refusal names the tensor
+    parallelism and parallel folding, not ep > dp, which would send the user to the wrong fix."""
     import cli
 
     assert cli.main(["estimate", "--model", "mixtral-8x7b", "--dp", "2", "--ep", "4", "--tp", "2"]) == 2
