@@ -106,3 +106,31 @@ def test_a_folded_layout_trains_from_the_command_line(capsys):
                      "4096", "--batch", "1", "--global-batch", "64", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["parallel"]["layout"]["etp"] == 1 and out["parallel"]["experts"]["expert_data_parallel"] == 1
+
+
+@pytest.mark.slow
+def test_a_folded_moe_layer_on_gloo_moves_what_the_model_says():
+    """Four gloo ranks as tp 2 x dp 2, one EP group of 4 over all of them (parallel folding): each
+    TP pair shares a sequence of 10 tokens, each rank routes its SP shard of 5 to experts it holds
+    whole (validate/distributed/experts.py, ExpertCase.tp). The model's folded layout at seq_len 10
+    gives each rank's expert bytes (E / ep whole experts, not split by tp) and the most loaded
+    rank's all-to-all with the measured tokens per expert as the load (about 35 s)."""
+    from costmodel.hf import from_hf_config
+    from validate.distributed.experts import ExpertCase, measure_experts
+    from validate.distributed.launch import run_gloo
+
+    case = ExpertCase(seq_len=10, tp=2)
+    results = run_gloo(measure_experts, 4, case, timeout_s=240)
+    counts = tuple(results[0]["counts"])
+    assert sum(counts) == 4 * case.batch * (case.seq_len // 2) * case.k  # each rank its 5 tokens
+    tiny = dict(model_type="mixtral", hidden_size=16, intermediate_size=24, num_local_experts=4,
+                num_experts_per_tok=2, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                vocab_size=32, max_position_embeddings=64, tie_word_embeddings=False)
+    cfg = from_hf_config(tiny, "tiny-moe")
+    workload = Workload(seq_len=case.seq_len, batch=case.batch, dtype="fp32", precision="pure", expert_load=counts)
+    rank = ParallelEstimate(cfg, workload, Layout(tp=2, sp=True, dp=2, ep=4, etp=1, framework="megatron"))
+    key = next(k for k in rank.structure["layers"])
+    assert {r["expert_bytes"] for r in results} == {4 * rank.part(key, "expert_params") // 4} == {4 * 3 * 16 * 24}
+    measured = [sum(c["payload"] for c in r["records"] if c["kind"] == "all_to_all") for r in results]
+    assert rank.to_dict()["communication"]["ep"]["all_to_all"] == max(measured)
+    assert measured.index(max(measured)) == rank.load.rank
