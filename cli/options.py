@@ -147,7 +147,7 @@ workload_options = stack(
 
 #: The parameter names layout_options adds (estimate and simulate pass them to make_layout).
 LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "virtual_stages",
-                  "framework", "stage_layers", "gpus", "device", "ep", "capacity_factor", "fp8", "cp",
+                  "framework", "stage_layers", "gpus", "device", "ep", "etp", "capacity_factor", "fp8", "cp",
                   "cp_rotate", "all_reduce", "vocab_parallel", "dp_shard")
 FP8_HELP = ("FP8 training: the layers' linear products at the FP8 peak, as torchao's tensorwise or rowwise recipe "
             "or DeepSeek-V3's blockwise one (docs/layouts.md).")
@@ -175,6 +175,9 @@ layout_options = stack(
                  help="Where the ranks run (torch's AdamW keeps its step counters on the host on CUDA)."),
     click.option("--ep", type=int, default=None,
                  help="Expert-parallel ranks, drawn from dp: each holds E / ep experts (docs/layouts.md)."),
+    click.option("--etp", type=int, default=None,
+                 help="The experts' own tensor parallelism: 1 with --tp > 1 and --ep is Megatron-Core's parallel "
+                      "folding (routed experts whole, the EP group drawn from tp x dp; docs/layouts.md)."),
     click.option("--cp", type=int, default=None,
                  help="Context-parallel ranks: each holds seq-len / cp tokens of every sequence (docs/layouts.md)."),
     choice_option("--cp-rotate", spec.CP_ROTATES, "How context parallelism moves keys and values (default "

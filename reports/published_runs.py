@@ -231,7 +231,7 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
         stage_layers = empty_edge_chunks(cfg.n_layers, stages)
     else:
         stage_layers = None
-    layout = Layout(tp=run["tp"], pp=run["pp"], dp=run["dp"], cp=cp, ep=run.get("ep", 1),
+    layout = Layout(tp=run["tp"], pp=run["pp"], dp=run["dp"], cp=cp, ep=run.get("ep", 1), etp=run.get("etp"),
                     sp=source.get("sp", True) and run["tp"] > 1,
                     cp_rotate=_stated(run, source, "cp_rotate", "allgather"),
                     zero=_stated(run, source, "zero", 1), framework=_stated(run, source, "framework", "megatron"),

@@ -188,7 +188,8 @@ def render_parallel(p: dict[str, Any]) -> str:
     lay = p["layout"]
     head = (f"Parallel layout: {plural(lay['gpus'], 'GPU')} = tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']}"
             + (f" x cp {lay['cp']}" if lay.get("cp", 1) > 1 else "")
-            + (f" (ep {lay['ep']} of dp)" if lay.get("ep", 1) > 1 else "") + (f", FP8 {lay['fp8']}" if lay.get("fp8") else "")
+            + (f" (ep {lay['ep']} of {'tp x dp, experts whole: etp 1' if lay.get('etp') else 'dp'})"
+               if lay.get("ep", 1) > 1 else "") + (f", FP8 {lay['fp8']}" if lay.get("fp8") else "")
             + (f" (HSDP: {lay['dp_replicate']} replicas of shard groups of {lay['dp_shard']})" if lay.get("dp_shard") else "")
             + (" + SP" if lay["sp"] else "") + f", ZeRO {lay['zero']}, {lay['framework']} ({p['precision']} "
             f"precision); {plural(lay['microbatches'], 'micro-batch', 'micro-batches')} of {lay['micro_batch']} per step "

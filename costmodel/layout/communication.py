@@ -230,7 +230,7 @@ class RankCommunication:
         experts' own gradients over the dp / ep ranks that hold the same experts)."""
         if self.layout.ep == 1:
             return {"dp": self._data_parallel(stage), **self._replicas(stage)}
-        edp = self.layout.dp // self.layout.ep
+        edp = self.layout.expert_data_parallel
         if self.framework.sharding == "per_tensor":  # FSDP2: torchtitan's placement (layout/experts.py)
             from .experts import fsdp_split
 
@@ -285,7 +285,7 @@ class RankCommunication:
         """Bytes each rank puts on the wire, with the ring factors."""
         layout = self.layout
         sizes = {"tp": layout.tp, "dp": layout.shard_ranks, "dp_replicate": layout.replicas, "pp": 2, "ep": layout.ep,
-                 "edp": layout.dp // layout.ep, "cp": layout.cp}
+                 "edp": layout.expert_data_parallel, "cp": layout.cp}
         out: dict[str, dict[str, int]] = {}
         for group, kinds in communication.items():
             for kind, payload in kinds.items():

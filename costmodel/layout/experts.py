@@ -82,12 +82,15 @@ def expert_load(n_experts: int, ep: int, shares: tuple[float, ...] | None,
 
 
 def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int, framework: str,
-                          capacity_factor: float | None) -> None:
+                          capacity_factor: float | None, etp: int | None = None, sp: bool = False) -> None:
     """Raise ConfigError (one sentence) where expert parallelism cannot run or is not modelled."""
     if capacity_factor is not None and not (isinstance(capacity_factor, (int, float)) and capacity_factor > 0):
         raise ConfigError(f"layout: the capacity factor must be a positive number, got {capacity_factor!r}.")
     if capacity_factor is not None and not cfg.moe:
         raise ConfigError(f"layout: a capacity factor needs a mixture of experts; model {cfg.name!r} has none.")
+    if etp not in (None, 1):
+        raise ConfigError(f"layout: --etp {etp} is not modelled: only 1 (parallel folding, the routed experts "
+                          "whole on each rank beside tensor-parallel attention).")
     if ep == 1:
         return
     if not cfg.moe:
@@ -95,13 +98,17 @@ def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int
                           f"model {cfg.name!r} has none.")
     if cfg.n_experts % ep:
         raise ConfigError(f"layout: ep = {ep} does not divide the {cfg.n_experts} experts of model {cfg.name!r}.")
+    if tp > 1 and etp == 1:  # parallel folding: the EP group drawn from tp x dp
+        check_folding(cfg, ep, tp, dp, framework, sp)
+        return
+    if tp > 1:  # checked first: with tp > 1 Megatron-Core draws the EP group from tp x dp, not dp
+        raise ConfigError("layout: expert parallelism with tensor parallelism is not modelled (use --tp 1): "
+                          "Megatron-Core runs it only under sequence parallelism (ModelParallelConfig), and "
+                          "with the experts' own tensor parallelism (expert_tensor_parallel_size, 'parallel "
+                          "folding': the expert-parallel group drawn from tp x dp), neither modelled with experts.")
     if dp % ep:
         raise ConfigError(f"layout: ep = {ep} must divide dp = {dp} (the expert-parallel ranks are "
                           "data-parallel ranks).")
-    if tp > 1:
-        raise ConfigError("layout: expert parallelism with tensor parallelism is not modelled (use --tp 1): "
-                          "Megatron-Core runs it only under sequence parallelism (ModelParallelConfig), which "
-                          "is not modelled with experts.")
     if framework == "fsdp2" and cfg.expert_bias:
         raise ConfigError("layout: expert parallelism under fsdp2 is modelled for experts without biases; "
                           f"model {cfg.name!r} has expert biases.")
@@ -113,6 +120,21 @@ def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int
     if zero >= 3 and framework != "fsdp2":
         raise ConfigError("layout: expert parallelism with ZeRO-3 is not modelled (--zero 0, 1 or 2; or "
                           "--framework fsdp2).")
+
+
+def check_folding(cfg: ModelConfig, ep: int, tp: int, dp: int, framework: str, sp: bool) -> None:
+    """Parallel folding's refusals (module docstring, "Parallel folding")."""
+    if framework != "megatron":
+        raise ConfigError("layout: parallel folding (--etp 1) is Megatron-Core's; use --framework megatron.")
+    if not sp:
+        raise ConfigError("layout: parallel folding (--etp 1 with --tp > 1) needs sequence parallelism (--sp): "
+                          "Megatron-Core runs experts beside tensor parallelism only with it.")
+    if cfg.d_shared:
+        raise ConfigError(f"layout: parallel folding with a shared expert is not modelled (model {cfg.name!r} has "
+                          "one): it stays under tp and gathers its input, the routed experts do not.")
+    if (tp * dp) % ep:
+        raise ConfigError(f"layout: ep = {ep} must divide tp x dp = {tp} x {dp} under parallel folding (the "
+                          "expert-parallel ranks are drawn from the tensor- and data-parallel ones).")
 
 
 def fsdp_expert_elements(cfg: ModelConfig, ep: int, dp: int) -> tuple[int, int]:

@@ -141,7 +141,7 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
         key = part if part != "layer" else f"layer.{leaf.stack}" + (f".{leaf.kind}" if leaf.kind else "")
         encoder = leaf.stack == "encoder" and cfg.architecture == "encoder-decoder"
         local = substitution(leaf.block, sp_on=layout.sp, vocabulary=layout_vocabulary(layout),
-                             loss_parallel=uses_loss_parallel(layout), encoder=encoder)
+                             loss_parallel=uses_loss_parallel(layout), encoder=encoder, folded=layout.folded)
         kernels = leaf_kernels(leaf, subs, fused_attention, local, compiled, eager)
         rerun = rerun_kernels(leaf, kernels, subs, fused_attention, local, compiled, eager)
         entries.append((key, rerun, launches_of(leaf, len(kernels), compiled) > 0, kernels))

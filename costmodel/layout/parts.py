@@ -107,7 +107,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
                 structure["stacks"].append(leaf.stack)
         encoder = leaf.stack == "encoder" and cfg.architecture == "encoder-decoder"
         subs = substitution(leaf.block, sp_on=layout.sp, vocabulary=layout_vocabulary(layout),
-                            loss_parallel=loss_parallel, encoder=encoder)
+                            loss_parallel=loss_parallel, encoder=encoder, folded=layout.folded)
         cost = leaf.cost
         for tensor in cost.tensors:
             rows, cols = local(tensor.rows, subs), local(tensor.cols, subs)
@@ -116,7 +116,9 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
             add(f"{key}.tensors", 1)
             full = isinstance(leaf.block, B.TokenEmbedding) and framework.embedding_gradient_full
             add(f"{key}.gradient_params", tensor.elements if full else rows * cols)
-            if isinstance(leaf.block, B.Norm):
+            # the norms' gradients, and under parallel folding the router's (Megatron-Core sets its
+            # weight's `sequence_parallel`, moe/router.py line 85 at d98e8a64dd), all-reduced over tp
+            if isinstance(leaf.block, B.Norm) or (layout.folded and isinstance(leaf.block, B.Router)):
                 add(f"{key}.norm_params", rows * cols)
         saved = local(cost.saved_bytes, subs)
         if layout.sp and isinstance(leaf.block, B.Norm) and not framework.sp_regathers_input \
@@ -176,8 +178,8 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
             add("recomputed_flops", leaf.count * rerun.flops_matmul)
         counts = structure["counts"].setdefault(key, {"column_inputs": 0, "row_outputs": 0, "sublayers": 0,
                                                       "latents": 0})
-        counts["column_inputs"] += column_inputs(leaf.block, framework.column_layers, cfg.gated)
-        counts["row_outputs"] += row_outputs(leaf.block)
+        counts["column_inputs"] += column_inputs(leaf.block, framework.column_layers, cfg.gated, layout.folded)
+        counts["row_outputs"] += row_outputs(leaf.block, layout.folded)
         counts["sublayers"] += int(isinstance(leaf.block, (B.QKVProjection, B.FeedForward)))
         counts["latents"] += int(isinstance(leaf.block, B.LatentAttention))
     for key in list(structure["counts"]):

@@ -262,7 +262,7 @@ class ParallelEstimate(RankCommunication):
         w, g, o = self._per_param()
         experts = self.on_stage(stage, "expert_params")
         local = experts // layout.ep
-        groups = ((params - experts, gradient_params - experts, layout.dp), (local, local, layout.dp // layout.ep))
+        groups = ((params - experts, gradient_params - experts, layout.dp), (local, local, layout.expert_data_parallel))
         out = {"weights": 0, "gradients": 0, "optimizer": 0}
         for held, gradient_held, ranks in groups:
             shard = math.ceil(held / ranks)
@@ -377,6 +377,6 @@ class ParallelEstimate(RankCommunication):
         """The mixture of experts under this layout (costmodel/layout/experts.py)."""
         load = self.load
         return {"ep": self.layout.ep, "experts_per_rank": self.cfg.n_experts // self.layout.ep,
-                "expert_data_parallel": self.layout.dp // self.layout.ep,
+                "expert_data_parallel": self.layout.expert_data_parallel,
                 "load_factor": float(load.factor), "most_loaded_ep_rank": load.rank,
                 "dropped_fraction": float(1 - load.kept), "capacity_factor": self.layout.capacity_factor}

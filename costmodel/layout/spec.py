@@ -111,6 +111,10 @@ class Layout:
     reshard_after_forward: bool | None = None
     device: str = "cuda"  # where AdamW's step counters live (torch keeps them on the host on CUDA)
     ep: int = 1
+    # the experts' own tensor parallelism (Megatron-Core's expert_tensor_parallel_size): None, the
+    # experts split as a dense FFN by tp; 1 with tp > 1 and ep > 1, parallel folding
+    # (costmodel/layout/experts.py)
+    etp: int | None = None
     dp_shard: int | None = None  # hybrid sharding: the shard group (None: dp, plain FSDP)
     capacity_factor: float | None = None
     fp8: str | None = None  # an FP8 training recipe (costmodel/layout/fp8.py)
@@ -216,6 +220,18 @@ class Layout:
         return self.dp * self.tp * self.pp * self.cp
 
     @property
+    def folded(self) -> bool:
+        """Megatron-Core's parallel folding: attention under tp (with SP), the routed experts whole
+        (expert_tensor_parallel_size 1) over an EP group drawn from tp x dp."""
+        return self.ep > 1 and self.tp > 1 and self.etp == 1
+
+    @property
+    def expert_data_parallel(self) -> int:
+        """The ranks holding the same experts, which reduce their gradients: dp / ep, or under
+        parallel folding tp x dp / ep."""
+        return (self.tp * self.dp if self.folded else self.dp) // self.ep
+
+    @property
     def shard_ranks(self) -> int:
         """The ranks a parameter's state is sharded over, which gather it and reduce-scatter its
         gradient: dp x cp (context-parallel ranks see different tokens of the same sequences:
@@ -236,7 +252,10 @@ class Layout:
             raise ConfigError(f"layout: {sizes} = {self.gpus}, not the {gpus} GPUs asked for.")
         from .experts import check_expert_parallel
 
-        check_expert_parallel(cfg, self.ep, self.tp, self.dp, self.zero, self.framework, self.capacity_factor)
+        check_expert_parallel(cfg, self.ep, self.tp, self.dp, self.zero, self.framework, self.capacity_factor,
+                              etp=self.etp, sp=self.sp)
+        if self.folded and self.cp > 1:  # Megatron-Core's expert grid would draw EP from tp x cp x dp
+            raise ConfigError("layout: parallel folding (--etp 1) with context parallelism is not modelled.")
         if self.cp > 1:
             from .context import check_context_parallel
 
@@ -244,7 +263,7 @@ class Layout:
         reason = tensor_split_error(cfg, self.tp, inference)
         if reason:
             raise ConfigError(f"layout: tp = {self.tp} {reason}.")
-        if self.sp and (cfg.moe or cfg.mla):
+        if self.sp and ((cfg.moe and not self.folded) or cfg.mla):  # folding: its experts on the SP tokens
             raise ConfigError("layout: sequence parallelism with a mixture of experts or latent attention "
                               "is not modelled.")
         if self.pp > 1:
@@ -338,6 +357,7 @@ class Layout:
                 "all_reduce": self.all_reduce, "vocab_parallel": self.vocab_parallel,
                 "global_batch": batch * self.microbatches * self.dp,
                 **({"dp_shard": self.dp_shard, "dp_replicate": self.replicas} if self.dp_shard else {}),
+                **({"etp": self.etp} if self.folded else {}),
                 **({"offload": self.offload, "offload_device": self.offload_device,
                     "gpus_per_node": self.gpus_per_node} if self.offload != "none" else {})}
 

@@ -47,6 +47,11 @@ SP_SPLITS = (B.Norm, B.Residual, B.Dropout, B.LayerCheckpoint, B.SublayerInput, 
              B.SinusoidalPositions, B.TokenTypes)
 
 
+#: Blocks parallel folding runs unsplit on a rank's sequence-parallel tokens (the MoE layer's norm
+#: and residual are SP_SPLITS already): no all-gather before them, no reduce-scatter after.
+FOLDED_BLOCKS = (B.Router, B.Experts)
+
+
 def kv_heads_per_rank(kv_heads: Any, tp: Any) -> Any:
     """The key/value heads one tensor-parallel rank holds, what every per-rank quantity reads (the
     k/v projection's weights and GEMM, the KV cache, the attention kernel's KV heads): kv_heads / tp
@@ -93,11 +98,14 @@ def local_vocabulary(vocabulary: str) -> sp.Expr:
 
 
 def substitution(block: B.Block, *, sp_on: bool, vocabulary: str, loss_parallel: bool,
-                 encoder: bool) -> dict[sp.Symbol, sp.Expr]:
+                 encoder: bool, folded: bool = False) -> dict[sp.Symbol, sp.Expr]:
     """The symbols to replace in one block's cost for its per-rank share (the outputs an op policy
-    keeps of a block: that block's)."""
+    keeps of a block: that block's). folded (parallel folding, costmodel/layout/experts.py): the
+    router and the routed experts run whole on the rank's n / tp sequence-parallel tokens."""
     if isinstance(block, B.KeptOutputs):
         block = block.source
+    if folded and isinstance(block, FOLDED_BLOCKS):
+        return {S.n: S.n / S.tp}
     kind = TP_SPLITS.get(type(block))
     subs: dict[sp.Symbol, sp.Expr] = {}
     if kind == "heads":
@@ -111,13 +119,15 @@ def substitution(block: B.Block, *, sp_on: bool, vocabulary: str, loss_parallel:
     return subs
 
 
-def column_inputs(block: B.Block, column_layers: str, gated: bool) -> int:
+def column_inputs(block: B.Block, column_layers: str, gated: bool, folded: bool = False) -> int:
     """How many column-parallel linears read this block's input (each all-reduces its input
     gradient in backward without SP): 1 for Megatron's fused layers; DTensor's separate q, k, v
     (3; 1 when the projection itself is fused) and gate, up (2; 1 ungated). A mixture of experts
     counts once for its routed and shared experts (they read the same input); latent attention's
     replicated down-projections none (its latents' gradient is all-reduced instead), a direct
-    query projection one."""
+    query projection one; under parallel folding the routed experts none."""
+    if folded and isinstance(block, FOLDED_BLOCKS):
+        return 0
     if isinstance(block, B.QKVProjection):
         return 1 if column_layers == "fused" or block.fused else 3
     if isinstance(block, (B.FeedForward, B.Experts)) and not is_shared_expert(block):
@@ -127,10 +137,12 @@ def column_inputs(block: B.Block, column_layers: str, gated: bool) -> int:
     return 0
 
 
-def row_outputs(block: B.Block) -> int:
+def row_outputs(block: B.Block, folded: bool = False) -> int:
     """Row-parallel outputs a block ends in (each all-reduced in forward without SP): the
     attention's output projection and the FFN's, a mixture of experts' routed and shared experts
-    reduced together."""
+    reduced together (under parallel folding the routed experts none)."""
+    if folded and isinstance(block, FOLDED_BLOCKS):
+        return 0
     if isinstance(block, B.AttentionOutput):
         return 1
     return int(isinstance(block, (B.FeedForward, B.Experts)) and not is_shared_expert(block))

@@ -168,9 +168,10 @@ class StepTime:
         shard = layout.shard_ranks
         self.spans = {"tp": layout.tp, "dp": layout.tp * shard, "pp": layout.gpus,
                       "dp_replicate": layout.tp * layout.dp * layout.cp,
-                      "ep": layout.tp * layout.ep, "edp": layout.tp * layout.dp, "cp": layout.tp * layout.cp}
+                      "ep": layout.ep if layout.folded else layout.tp * layout.ep, "edp": layout.tp * layout.dp,
+                      "cp": layout.tp * layout.cp}
         self.worlds = {"tp": layout.tp, "dp": shard, "dp_replicate": layout.replicas, "pp": 2, "ep": layout.ep,
-                       "edp": layout.dp // layout.ep,
+                       "edp": layout.expert_data_parallel,
                        "cp": layout.cp}
 
     def collective(self, group: str, kind: str, payload: float, calls: int = 1) -> float:
@@ -367,7 +368,7 @@ class StepTime:
         if layout.ep > 1:  # the rank's own experts, sharded over the expert-data-parallel group
             experts = estimate.on_stage(stage, "expert_params")
             local = experts // layout.ep
-            updated = (math.ceil((params - experts) / layout.dp) + math.ceil(local / (layout.dp // layout.ep))
+            updated = (math.ceil((params - experts) / layout.dp) + math.ceil(local / layout.expert_data_parallel)
                        if sharded else params - experts + local)
         return updated * self.step_traffic() / self.bytes_per_s
 

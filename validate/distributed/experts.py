@@ -43,6 +43,10 @@ class ExpertCase:
     seed: int = 0
     dtype: str = "fp32"
     checkpoint: bool = False  # run the layer under torch.utils.checkpoint (full recomputation)
+    # Megatron-Core's parallel folding (expert_tensor_parallel_size 1): the world's ranks in groups of
+    # tp consecutive ranks sharing each sequence, each routing its seq_len / tp sequence-parallel
+    # shard to experts held whole, the EP group all of tp x dp (1: every rank its own sequences)
+    tp: int = 1
 
 
 class GroupedExperts(nn.Module):
@@ -112,6 +116,12 @@ def measure_experts(rank: int, world_size: int, case: ExpertCase) -> dict:
     torch.manual_seed(case.seed + 1 + rank)  # each rank its own experts and tokens
     layer.experts = GroupedExperts(layer.local, case.d, case.d_x)
     x = torch.randn(case.batch, case.seq_len, case.d, requires_grad=True)  # from the layers below
+    if case.tp > 1:  # folded: the tensor-parallel group's shared sequence, this rank's SP shard of it
+        torch.manual_seed(case.seed + 1000 + rank // case.tp)
+        shard = case.seq_len // case.tp
+        whole = torch.randn(case.batch, case.seq_len, case.d)  # (b, n, d)
+        start = (rank % case.tp) * shard
+        x = whole[:, start:start + shard].clone().requires_grad_(True)  # (b, n / tp, d)
     recorder = CommRecorder({"ep": group})
     with recorder:
         with recorder.in_phase("forward"):

@@ -1,0 +1,157 @@
+"""Megatron-Bridge's mixture-of-experts pre-training rows (issue 18): each row of
+costmodel/published_runs.json "megatron-bridge-moe" against the page's line
+(tests/megatron_bridge_moe_page.py), the setup built from it, and why the rest are not expressible."""
+
+from __future__ import annotations
+
+import pytest
+
+from costmodel.config import ConfigError
+from reports.published_runs import other_runs_data, train_setup
+from tests.megatron_bridge_moe_page import HEADERS, PAGE_ROWS
+
+SYSTEMS = {"DGX-H100": "h100-sxm", "DGX-B200": "b200", "DGX-GB200": "gb200"}
+#: the page's precision -> the row's --fp8 (None: bf16); 25.09 prints none (FP8 current, as its dense rows)
+PRECISIONS = {"BF16": None, "FP8": "current", "FP8-CS": "current", None: "current", "MXFP8": "mxfp8",
+              "FP8-MX": "mxfp8", "NVFP4": "nvfp4"}
+MODELS = {"DeepSeekV3": "deepseek-v3", "DeepSeekV4 Flash": "deepseek-v4-flash", "GPT OSS 120B": "gpt-oss-120b",
+          "Qwen3_30B_a3B": "qwen3-30b-a3b", "Qwen3_235B_a22B": "qwen3-235b-a22b",
+          "Nemotron_3_Nano": "nemotron-3-nano", "Nemotron_3_Super": "nemotron-3-super",
+          "Nemotron_3_Ultra": "nemotron-3-ultra", "Nemotron_3_5_Lightning": "nemotron-3.5-lightning"}
+
+
+def _cells(header: int, line: str, heading: str) -> dict[str, str]:
+    """The row's cells by column name; a 25.09 cell's figure before its parentheses (another
+    quantization granularity), a footnote mark dropped; the table's heading as System or Model."""
+    names = [c.strip() for c in HEADERS[header].strip("|").split("|")]
+    values = [c.split("(")[0].split("[^")[0].strip() for c in line.strip().strip("|").split("|")]
+    cells = dict(zip(names, values, strict=True))
+    cells["System" if "System" not in cells else "Model"] = heading
+    return cells
+
+
+def _runs() -> tuple[dict, dict]:
+    data = other_runs_data()
+    return {r["id"]: r for r in data["runs"]}, data["sources"]["megatron-bridge-moe"]
+
+
+def test_every_moe_row_of_the_page_is_in_the_json():
+    runs, _ = _runs()
+    ours = [i for i in runs if i.startswith("megatron-bridge-moe ")]
+    assert sorted(ours) == sorted(r[0] for r in PAGE_ROWS) and len(ours) == 103
+
+
+@pytest.mark.parametrize("run_id, release, heading, header, line", PAGE_ROWS, ids=[r[0] for r in PAGE_ROWS])
+def test_each_moe_row_is_expressed_as_the_page_prints_it(run_id, release, heading, header, line):
+    runs, source = _runs()
+    run, cells = runs[run_id], _cells(header, line, heading)
+    assert run_id.split()[1] == release
+    assert run["model"] == MODELS[cells["Model"].split("(")[0].strip()]
+    assert run.get("hardware", source["hardware"]) == SYSTEMS[cells["System"]]
+    assert run["published_tokens_per_s_per_gpu"] == int(cells["Tokens / sec / GPU"])
+    assert run["published_model_tflops_per_gpu"] == int(cells["Model TFLOP / sec / GPU"])
+    vp = 1 if cells["VP"] == "n/a" else int(cells["VP"])
+    assert (run["gpus"], run["tp"], run["pp"], run.get("cp", 1), run.get("virtual_stages", 1), run["ep"]) == \
+        (int(cells["#-GPUs"]), int(cells["TP"]), int(cells["PP"]), int(cells["CP"]), vp, int(cells["EP"]))
+    assert run["tp"] * run["pp"] * run.get("cp", 1) * run["dp"] == run["gpus"]
+    assert (run["micro_batch"], run["global_batch"], run["seq_len"]) == \
+        (int(cells["MBS"]), int(cells["GBS"]), int(cells["Sequence Length"]))
+    assert cells.get("FSDP", "0") == "0" and "framework" not in run  # DDP + distributed optimizer
+    assert run.get("fp8") == PRECISIONS[cells.get("Precision")]
+    assert run.get("schedule", "1f1b") == ("interleaved" if vp > 1 else "1f1b")
+    # overlap_p2p_comm wherever pp > 1 and vp > 1 (Megatron-Bridge training/comm_overlap.py)
+    assert run.get("overlap") == ({"pp": 1.0} if run["pp"] > 1 and vp > 1 else None)
+    # DeepSeek-V3's recipe layout_map (recipes/deepseek/deepseek_v3.py at 97ad8cc6f), applied on the rows
+    # that compute: (PP, VP) (4, 4) and (16, 1) give the embedding + 4 layers, 14 chunks of 4, then 1 + the loss
+    if run["model"] == "deepseek-v3" and (run["pp"], vp) in ((4, 4), (16, 1)) and run.get("fp8") != "mxfp8":
+        assert run["stage_layers"] == [4] * 15 + [1] and sum(run["stage_layers"]) == 61
+
+
+def _reason(run: dict, source: dict) -> str | None:
+    """None where the row builds (model, layout, setup); else the model's refusal."""
+    try:
+        train_setup(run, source)
+    except ConfigError as error:
+        return str(error)
+    return None
+
+
+def test_why_the_other_moe_rows_are_not_expressible():
+    """Each refusal is the model's own sentence: no preset (Nemotron 3's hybrid Mamba layers,
+    DeepSeek-V4), no --fp8 recipe for MXFP8 or NVFP4, and DeepSeek-V3's shared expert under
+    parallel folding (its 25.09 H100 row, TP 2 beside EP 64). The other TP 2 rows, Qwen3 235B on
+    H100 and 25.09's on GB200, run folded: etp 1, as every recipe states it."""
+    runs, source = _runs()
+    reasons = {run_id: _reason(runs[run_id], source) for run_id, *_ in PAGE_ROWS}
+    kinds: dict[str, list[str]] = {"expressible": [], "preset": [], "fp8": [], "shared": []}
+    for run_id, reason in reasons.items():
+        kind = ("expressible" if reason is None else "preset" if "unknown model" in reason
+                else "fp8" if "fp8 must be one of" in reason else "shared" if "with a shared expert" in reason
+                else reason)
+        kinds.setdefault(kind, []).append(run_id)
+    assert sorted(kinds) == ["expressible", "fp8", "preset", "shared"]
+    assert kinds["shared"] == ["megatron-bridge-moe 25.09 deepseek-v3 fp8 1024xh100"]
+    # 26 Nemotron 3 rows and DeepSeek-V4 Flash's; 39 MXFP8 / FP8-MX / NVFP4 rows; 36 that build
+    assert (len(kinds["expressible"]), len(kinds["preset"]), len(kinds["fp8"])) == (36, 27, 39)
+    assert all(runs[i].get("fp8") in (None, "current") for i in kinds["expressible"])
+    folded = [i for i in kinds["expressible"] if runs[i]["tp"] > 1]
+    assert len(folded) == 7 and all(runs[i]["model"] == "qwen3-235b-a22b" and runs[i]["etp"] == 1 for i in folded)
+
+
+@pytest.mark.parametrize("run_id", ["megatron-bridge-moe 26.04.01 qwen3-235b-a22b fp8 256xh100",
+                                    "megatron-bridge-moe 26.04.01 qwen3-30b-a3b fp8 16xh100",
+                                    "megatron-bridge-moe 26.04.01 gpt-oss-120b bf16 64xh100",
+                                    "megatron-bridge-moe 25.11 qwen3-235b-a22b bf16 256xgb200"])
+def test_an_expressible_moe_row_builds_the_recipes_layout(run_id):
+    """The setup: Megatron-Core with the distributed optimizer, EP drawn from dp (each rank E / ep
+    whole experts, the expert-data-parallel group dp / ep), or under parallel folding (TP 2, etp 1,
+    SP) from tp x dp (the 235B H100 row: 2 x 16 / 32, one rank), the row's micro-batches, cuDNN
+    attention."""
+    runs, source = _runs()
+    run = runs[run_id]
+    estimate, hardware, options = train_setup(run, source)
+    layout, workload = estimate.layout, estimate.workload
+    assert (layout.tp, layout.pp, layout.dp, layout.ep, layout.virtual_stages) == \
+        (run["tp"], run["pp"], run["dp"], run["ep"], run.get("virtual_stages", 1))
+    assert (layout.framework, layout.zero, layout.fp8) == ("megatron", 1, run.get("fp8"))
+    assert workload.batch * layout.microbatches * layout.dp == run["global_batch"]
+    assert (workload.seq_len, workload.recompute) == (4096, "none") and hardware.name == run["hardware"]
+    experts = estimate.experts()
+    assert experts["experts_per_rank"] * run["ep"] == estimate.cfg.n_experts
+    assert experts["expert_data_parallel"] == run["tp"] * run["dp"] // run["ep"]
+    assert layout.folded == (run["tp"] > 1) == layout.sp and layout.etp == run.get("etp")
+    assert options["attention_kernel"] == "cudnn"
+
+
+#: docs/checked.md's command for the 26.04.01 Qwen3 30B-A3B H100 row (its recipe's FP8_CS_V1).
+QWEN3_30B_COMMAND = ("simulate --train --model qwen3-30b-a3b --hardware h100-sxm --seq-len 4096 --batch 1 "
+                     "--dtype bf16 --attention flash --impl megatron --framework megatron --zero 1 --dp 16 "
+                     "--ep 16 --global-batch 1024 --fp8 current --json")
+
+
+def test_the_documented_command_is_the_row_with_flash_attention(capsys):
+    """The command a user types for the row is the row's setup but for the attention kernel (the
+    row's cuDNN fused attention has no flag): the same step to the token under the kernel model."""
+    import json
+
+    import cli
+    from costmodel.layout.timing import step_time
+
+    runs, source = _runs()
+    estimate, hardware, options = train_setup(runs["megatron-bridge-moe 26.04.01 qwen3-30b-a3b fp8 16xh100"], source)
+    assert options.pop("attention_kernel") == "cudnn"
+    ours = step_time(estimate, hardware, time_model="kernels", **options).step()["tokens_per_second"]
+    assert cli.main(QWEN3_30B_COMMAND.split()) == 0
+    typed = json.loads(capsys.readouterr().out)["step"]["tokens_per_second"]
+    assert typed == pytest.approx(ours, rel=1e-12)
+
+
+def test_tp_beside_ep_is_refused_for_the_folding_before_ep_against_dp(capsys):
+    """Megatron-Bridge's Qwen3 235B H100 layout in small: TP 2 x DP 2 with EP 4, where Megatron-Core
+    draws the EP group from tp x dp (parallel folding). Without --etp 1 the refusal names the tensor
+    parallelism and parallel folding, not ep > dp, which would send the user to the wrong fix."""
+    import cli
+
+    assert cli.main(["estimate", "--model", "mixtral-8x7b", "--dp", "2", "--ep", "4", "--tp", "2"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "'parallel folding'" in err and "must divide dp" not in err
