@@ -22,6 +22,7 @@ from .. import compiled
 from ..config import ModelConfig, Workload
 from ..model_flops import leaf_model_flops
 from ..quantization import w8a8_leaf, w8a8_run_bytes
+from .fp8 import RECIPES
 from .frameworks import FRAMEWORKS, layout_vocabulary
 from .spec import Layout
 
@@ -40,8 +41,6 @@ def _options(layout: Layout) -> dict[str, Any]:
 
 def fp8_activations(layout: Layout) -> bool:
     """Whether the layout's FP8 recipe keeps activations in low precision (layout/fp8.py)."""
-    from .fp8 import RECIPES
-
     return layout.fp8 is not None and RECIPES[layout.fp8].caches_activations
 
 
