@@ -226,11 +226,24 @@ def part_evaluator(cfg: ModelConfig, workload: Workload, layout: Layout, phase: 
     return _EVALUATORS[memo]
 
 
+class PartNumbers(dict):
+    """The per-part quantities at one rank's values (evaluate_parts), and `sums`: the sums over a
+    pipeline rank's parts ParallelEstimate.on_stage took of them, by (quantity, the rank's
+    layers and edges), which every layout sharing these values shares. Read-only by convention,
+    as the lru_cache that hands one instance to many estimates already requires."""
+
+    __slots__ = ("sums",)
+
+    def __init__(self, numbers: dict[str, Any]):
+        super().__init__(numbers)
+        self.sums: dict[tuple, int] = {}
+
+
 @lru_cache(maxsize=4096)
-def evaluate_parts(evaluate: Any, values: tuple[tuple[str, int], ...]) -> dict[str, Any]:
+def evaluate_parts(evaluate: Any, values: tuple[tuple[str, int], ...]) -> PartNumbers:
     """The compiled expressions at these values (a plan evaluates each (structure, tp, dp, batch)
     once for all its ZeRO stages, schedules and pipeline sizes)."""
-    return evaluate(dict(values))
+    return PartNumbers(evaluate(dict(values)))
 
 
 @dataclass(frozen=True)

@@ -176,13 +176,18 @@ class ParallelEstimate(RankCommunication):
 
     def on_stage(self, stage: Stage, quantity: str, per_stage: bool = False) -> int:
         """A quantity over the parts a pipeline rank holds (shared parts once per virtual stage
-        when per_stage)."""
-        total = self.layer_sum(stage, quantity)
-        total += self.part("shared", quantity) * (len(stage.layers) if per_stage else 1)
-        if stage.first:
-            total += self.part("embedding", quantity)
-        if stage.last:
-            total += self.part("tail", quantity) + self.part("head", quantity)
+        when per_stage); kept with the numbers (PartNumbers.sums), whose other layouts ask again."""
+        shared = len(stage.layers) if per_stage else 1
+        key = (quantity, shared, stage.kinds, stage.first, stage.last)
+        sums = self.numbers.sums
+        total = sums.get(key)
+        if total is None:
+            total = self.layer_sum(stage, quantity) + self.part("shared", quantity) * shared
+            if stage.first:
+                total += self.part("embedding", quantity)
+            if stage.last:
+                total += self.part("tail", quantity) + self.part("head", quantity)
+            sums[key] = total
         return total
 
     def tied_copy(self, stage: Stage) -> int:
