@@ -18,6 +18,7 @@ from .. import offload
 from ..config import ConfigError, ModelConfig, Workload
 from .communication import RankCommunication
 from .experts import expert_load, fsdp_gathered, fsdp_split
+from .fp8 import RECIPES
 from .frameworks import FRAMEWORKS, Framework
 from .parts import Stage, evaluate_parts, part_evaluator, part_of, uses_loss_parallel
 from ..spec import RECOMPUTED_LAYERS
@@ -167,8 +168,7 @@ class ParallelEstimate(RankCommunication):
 
     def layer_sum(self, stage: Stage, quantity: str) -> int:
         """A layer quantity over the stage's layers, each kind of layer its own."""
-        numbers = self.numbers
-        return sum(count * numbers.get(f"{key}.{quantity}", 0) for key, count in _runs(stage.kinds))
+        return sum(count * self.part(key, quantity) for key, count in _runs(stage.kinds))
 
     def _largest_layer(self, quantity: str) -> int:
         """The quantity of the largest kind of layer (the one a framework gathers or rebuilds)."""
@@ -259,11 +259,7 @@ class ParallelEstimate(RankCommunication):
 
     @property
     def fp8_recipe(self) -> Any:
-        if not self.layout.fp8:
-            return None
-        from .fp8 import RECIPES
-
-        return RECIPES[self.layout.fp8]
+        return RECIPES[self.layout.fp8] if self.layout.fp8 else None
 
     def fp8_copies(self, stage: Stage) -> int:
         """Bytes of the FP8 weight copies (and scales) the recipe keeps on this rank."""
