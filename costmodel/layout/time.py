@@ -225,7 +225,7 @@ class StepTime:
 
     def recomputed_layers_share(self) -> float:
         """Under full recomputation of N layers, the layers the pipeline recomputes (N of each
-        stage.s, rank._kinds) over the tree's N (its recomputed_flops counts N layers); else 1."""
+        stage's, rank._kinds) over the tree's N (its recomputed_flops counts N layers); else 1."""
         estimate = self.estimate
         recomputed = estimate.workload.recompute_layers
         if recomputed is None or estimate.phase != "train":
