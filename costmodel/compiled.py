@@ -20,6 +20,7 @@ magic number), so a warm run neither rebuilds nor recompiles it.
 from __future__ import annotations
 
 import hashlib
+import importlib.machinery
 import importlib.util
 import json
 import marshal
@@ -98,14 +99,22 @@ def cached_module(namespace: str, key: dict[str, Any], build: Callable[[], tuple
 def _load(name: str, path: Path, quiet: bool = True) -> Any:
     """The cached module; None (quiet) for a file that does not load: it is rebuilt."""
     try:
-        spec = importlib.util.spec_from_file_location(name, path)
+        spec = importlib.util.spec_from_file_location(name, path, loader=_KeptCodeLoader(name, str(path)))
         module = importlib.util.module_from_spec(spec)
-        exec(_code(path), module.__dict__)
+        spec.loader.exec_module(module)
         return module
     except Exception:
         if not quiet:
             raise
         return None
+
+
+class _KeptCodeLoader(importlib.machinery.SourceFileLoader):
+    """The import system's loader for a cached module, its code object from `_code` (kept beside
+    the module) instead of a fresh compile or __pycache__."""
+
+    def get_code(self, fullname: str) -> Any:
+        return _code(Path(self.path))
 
 
 def _code(path: Path) -> Any:
