@@ -22,6 +22,7 @@ from .. import compiled
 from ..config import ModelConfig, Workload
 from ..model_flops import leaf_model_flops
 from ..quantization import w8a8_leaf, w8a8_run_bytes
+from .fp8 import RECIPES
 from .frameworks import FRAMEWORKS, layout_vocabulary
 from .spec import Layout
 
@@ -35,13 +36,11 @@ def _options(layout: Layout) -> dict[str, Any]:
     """What the per-part expressions depend on besides the symbols (their cache key)."""
     return {"framework": layout.framework, "sp": layout.sp, "loss_parallel": uses_loss_parallel(layout),
             "device": layout.device, "vocabulary": layout_vocabulary(layout),
-            "fp8_activations": fp8_activations(layout), "ep": layout.ep}
+            "fp8_activations": fp8_activations(layout), "ep": layout.ep, "folded": layout.folded}
 
 
 def fp8_activations(layout: Layout) -> bool:
     """Whether the layout's FP8 recipe keeps activations in low precision (layout/fp8.py)."""
-    from .fp8 import RECIPES
-
     return layout.fp8 is not None and RECIPES[layout.fp8].caches_activations
 
 
@@ -229,11 +228,24 @@ def part_evaluator(cfg: ModelConfig, workload: Workload, layout: Layout, phase: 
     return _EVALUATORS[memo]
 
 
+class PartNumbers(dict):
+    """The per-part quantities at one rank's values (evaluate_parts), and `sums`: the sums over a
+    pipeline rank's parts ParallelEstimate.on_stage took of them, by (quantity, the rank's
+    layers and edges), which every layout sharing these values shares. Read-only by convention,
+    as the lru_cache that hands one instance to many estimates already requires."""
+
+    __slots__ = ("sums",)
+
+    def __init__(self, numbers: dict[str, Any]):
+        super().__init__(numbers)
+        self.sums: dict[tuple, int] = {}
+
+
 @lru_cache(maxsize=4096)
-def evaluate_parts(evaluate: Any, values: tuple[tuple[str, int], ...]) -> dict[str, Any]:
+def evaluate_parts(evaluate: Any, values: tuple[tuple[str, int], ...]) -> PartNumbers:
     """The compiled expressions at these values (a plan evaluates each (structure, tp, dp, batch)
     once for all its ZeRO stages, schedules and pipeline sizes)."""
-    return evaluate(dict(values))
+    return PartNumbers(evaluate(dict(values)))
 
 
 @dataclass(frozen=True)

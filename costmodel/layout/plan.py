@@ -15,6 +15,7 @@ of the time model asked for (the kernel model's leaf kernels cached across candi
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any, Iterator
 
 from ..config import ConfigError, ModelConfig, Workload, require_decoder
@@ -140,6 +141,14 @@ def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_bat
                                             yield layout, b, recompute, None
 
 
+@lru_cache(maxsize=1024)
+def _chosen_workload(workload: Workload, seq_len: int, batch: int, recompute: str,
+                     code: tuple[tuple[str, str], ...]) -> Workload:
+    """The workload one layout runs: the plan's at its micro-batch, recomputation and framework's
+    implementation and attention (built and validated once for the many layouts that share them)."""
+    return replace(workload, seq_len=seq_len, batch=batch, recompute=recompute, **dict(code))
+
+
 def _entry(layout: Layout, batch: int, recompute: str) -> dict[str, Any]:
     return {"layout": {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp, "zero": layout.zero,
                        "microbatches": layout.microbatches, "batch": batch, "recompute": recompute,
@@ -169,7 +178,7 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
         code = implied(layout.framework, fixed.get("impl"), fixed.get("attention"))
         entry = _entry(layout, batch, recompute)
         entry["layout"].update(code)
-        chosen = replace(workload, seq_len=seq_len, batch=batch, recompute=recompute, **code)
+        chosen = _chosen_workload(workload, seq_len, batch, recompute, tuple(code.items()))
         try:
             estimate = ParallelEstimate(cfg, chosen, layout)
         except ConfigError as error:

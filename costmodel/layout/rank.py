@@ -18,6 +18,7 @@ from .. import offload
 from ..config import ConfigError, ModelConfig, Workload
 from .communication import RankCommunication
 from .experts import expert_load, fsdp_gathered, fsdp_split
+from .fp8 import RECIPES
 from .frameworks import FRAMEWORKS, Framework
 from .parts import Stage, evaluate_parts, part_evaluator, part_of, uses_loss_parallel
 from ..spec import RECOMPUTED_LAYERS
@@ -48,6 +49,47 @@ def _runs(kinds: tuple[tuple[tuple[str, int], ...], ...]) -> tuple[tuple[str, in
         for key, count in stage:
             runs[key] = runs.get(key, 0) + count
     return tuple(runs.items())
+
+
+def _kinds(cfg: ModelConfig, layer_keys: tuple, recomputed: int | None, stack: str, start: int,
+           layers: int) -> tuple[tuple[str, int], ...]:
+    """Layers start .. start + layers - 1 of a stack by part key (ModelConfig.layer_kind_at);
+    under full recomputation of N layers (recomputed, training), the first N of these (one
+    pipeline stage; one model chunk of an interleaved schedule, assumed) recomputed: Megatron-Core's
+    block method (TransformerConfig.recompute_method "block": "the number of transformer layers to
+    recompute within each pipeline stage", megatron/core/transformer/transformer_config.py
+    lines 543-555 at Megatron-LM d98e8a64)."""
+    if recomputed is None:
+        return _layer_kinds(cfg, layer_keys, stack, start, layers)
+    keys = {kind: key for key, (s, kind) in layer_keys if s == stack}
+    rerun = min(recomputed, layers)
+    return tuple((key, count) for key, count in ((keys[RECOMPUTED_LAYERS], rerun), (keys[None], layers - rerun))
+                 if count)
+
+
+@lru_cache(maxsize=4096)
+def _stages(cfg: ModelConfig, layer_keys: tuple, stacks: tuple[str, ...], recomputed: int | None, pp: int,
+            virtual_stages: int, schedule: str, microbatches: int,
+            stage_layers: tuple[int, ...] | None) -> tuple[Stage, ...]:
+    """Each pipeline rank's Stage: a pure function of the model, its structure's layer kinds, the
+    layers recomputed and the layout's pipeline fields (what Layout.layers_per_stage, stages_of
+    and in_flight read), so the layouts `plan` enumerates that share a pipeline place it once."""
+    if pp == 1:
+        layers = {"encoder": cfg.n_encoder_layers, "decoder": cfg.n_decoder_layers}
+        kinds = tuple(pair for stack in stacks for pair in _kinds(cfg, layer_keys, recomputed, stack, 0, layers[stack]))
+        return (Stage(0, (cfg.n_layers,), (1,), True, True, (kinds,)),)
+    pipeline = Layout(pp=pp, virtual_stages=virtual_stages, schedule=schedule, microbatches=microbatches,
+                      stage_layers=stage_layers)
+    per_stage = pipeline.layers_per_stage(cfg.n_layers)
+    starts = [sum(per_stage[:s]) for s in range(len(per_stage))]
+    stack = stacks[0]
+    last = pipeline.stages - 1
+    out = []
+    for rank in range(pp):
+        own = pipeline.stages_of(rank)
+        out.append(Stage(rank, tuple(per_stage[s] for s in own), pipeline.in_flight(rank), 0 in own, last in own,
+                         tuple(_kinds(cfg, layer_keys, recomputed, stack, starts[s], per_stage[s]) for s in own)))
+    return tuple(out)
 
 
 class ParallelEstimate(RankCommunication):
@@ -115,38 +157,10 @@ class ParallelEstimate(RankCommunication):
     @cached_property
     def stages(self) -> list[Stage]:
         layout = self.layout
-        if layout.pp == 1:
-            layers = {"encoder": self.cfg.n_encoder_layers, "decoder": self.cfg.n_decoder_layers}
-            kinds = tuple(pair for stack in self.structure["stacks"]
-                          for pair in self._kinds(stack, 0, layers[stack]))
-            return [Stage(0, (self.cfg.n_layers,), (1,), True, True, (kinds,))]
-        per_stage = layout.layers_per_stage(self.cfg.n_layers)
-        starts = [sum(per_stage[:s]) for s in range(len(per_stage))]
-        stack = self.structure["stacks"][0]
-        last = layout.stages - 1
-        out = []
-        for rank in range(layout.pp):
-            own = layout.stages_of(rank)
-            out.append(Stage(rank, tuple(per_stage[s] for s in own), layout.in_flight(rank),
-                             0 in own, last in own,
-                             tuple(self._kinds(stack, starts[s], per_stage[s]) for s in own)))
-        return out
-
-    def _kinds(self, stack: str, start: int, layers: int) -> tuple[tuple[str, int], ...]:
-        """Layers start .. start + layers - 1 of a stack by part key (ModelConfig.layer_kind_at);
-        under full recomputation of N layers, the first N of these (one pipeline stage; one model
-        chunk of an interleaved schedule, assumed) recomputed: Megatron-Core's block method
-        (TransformerConfig.recompute_method "block": "the number of transformer layers to
-        recompute within each pipeline stage", megatron/core/transformer/transformer_config.py
-        lines 543-555 at Megatron-LM d98e8a64)."""
         layer_keys = tuple((key, tuple(kind)) for key, kind in self.structure["layers"].items())
         recomputed = self.workload.recompute_layers if self.phase == "train" else None
-        if recomputed is None:
-            return _layer_kinds(self.cfg, layer_keys, stack, start, layers)
-        keys = {kind: key for key, (s, kind) in layer_keys if s == stack}
-        rerun = min(recomputed, layers)
-        return tuple((key, count) for key, count in ((keys[RECOMPUTED_LAYERS], rerun), (keys[None], layers - rerun))
-                     if count)
+        return list(_stages(self.cfg, layer_keys, tuple(self.structure["stacks"]), recomputed, layout.pp,
+                            layout.virtual_stages, layout.schedule, layout.microbatches, layout.stage_layers))
 
     def layer_runs(self, stage: Stage) -> dict[str, int]:
         """How many layers of each part key the rank runs per micro-batch."""
@@ -154,7 +168,7 @@ class ParallelEstimate(RankCommunication):
 
     def layer_sum(self, stage: Stage, quantity: str) -> int:
         """A layer quantity over the stage's layers, each kind of layer its own."""
-        return sum(count * self.part(key, quantity) for key, count in self.layer_runs(stage).items())
+        return sum(count * self.part(key, quantity) for key, count in _runs(stage.kinds))
 
     def _largest_layer(self, quantity: str) -> int:
         """The quantity of the largest kind of layer (the one a framework gathers or rebuilds)."""
@@ -162,13 +176,18 @@ class ParallelEstimate(RankCommunication):
 
     def on_stage(self, stage: Stage, quantity: str, per_stage: bool = False) -> int:
         """A quantity over the parts a pipeline rank holds (shared parts once per virtual stage
-        when per_stage)."""
-        total = self.layer_sum(stage, quantity)
-        total += self.part("shared", quantity) * (len(stage.layers) if per_stage else 1)
-        if stage.first:
-            total += self.part("embedding", quantity)
-        if stage.last:
-            total += self.part("tail", quantity) + self.part("head", quantity)
+        when per_stage); kept with the numbers (PartNumbers.sums), whose other layouts ask again."""
+        shared = len(stage.layers) if per_stage else 1
+        key = (quantity, shared, stage.kinds, stage.first, stage.last)
+        sums = self.numbers.sums
+        total = sums.get(key)
+        if total is None:
+            total = self.layer_sum(stage, quantity) + self.part("shared", quantity) * shared
+            if stage.first:
+                total += self.part("embedding", quantity)
+            if stage.last:
+                total += self.part("tail", quantity) + self.part("head", quantity)
+            sums[key] = total
         return total
 
     def tied_copy(self, stage: Stage) -> int:
@@ -240,8 +259,6 @@ class ParallelEstimate(RankCommunication):
 
     @property
     def fp8_recipe(self) -> Any:
-        from .fp8 import RECIPES
-
         return RECIPES[self.layout.fp8] if self.layout.fp8 else None
 
     def fp8_copies(self, stage: Stage) -> int:

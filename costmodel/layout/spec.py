@@ -34,7 +34,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import ConfigError, ModelConfig, show
+from ..offload import check as check_offload
 from ..spec import ALL_REDUCES, CP_ROTATES, DEVICES, SCHEDULES
+from .experts import check_expert_parallel
+from .fp8 import RECIPES
+from .frameworks import FRAMEWORKS
 
 V_SCHEDULES = ("zbv", "dualpipev")  # two stages a rank, r and 2p - 1 - r
 
@@ -128,8 +132,6 @@ class Layout:
     gpus_per_node: int = 8  # ranks sharing a host (host memory per node)
 
     def __post_init__(self) -> None:
-        from .frameworks import FRAMEWORKS
-
         for name in ("dp", "tp", "pp", "microbatches", "virtual_stages", "ep", "cp"):
             _positive(name, getattr(self, name))
         if self.schedule not in SCHEDULES:
@@ -174,8 +176,6 @@ class Layout:
             raise ConfigError("layout: reshard_after_forward is FSDP2's option (--framework fsdp2).")
         if self.reshard_after_forward is not None and self.zero == 2:
             raise ConfigError("layout: --zero 2 with fsdp2 means reshard_after_forward=False already.")
-        from .fp8 import RECIPES
-
         if self.cp_rotate not in CP_ROTATES:
             raise ConfigError(f"layout: cp_rotate must be {CP_ROTATES.listed()}, got {show(self.cp_rotate)}.")
         if self.all_reduce not in ALL_REDUCES:
@@ -187,8 +187,6 @@ class Layout:
         if self.device not in DEVICES:
             raise ConfigError(f"layout: device must be {DEVICES.listed()}, got {show(self.device)}.")
         self._check_hybrid()
-        from ..offload import check as check_offload
-
         check_offload(self)
 
     def _check_hybrid(self) -> None:
@@ -250,8 +248,6 @@ class Layout:
         if gpus is not None and gpus != self.gpus:
             sizes = f"tp x pp x dp = {self.tp} x {self.pp} x {self.dp}" + (f" x cp {self.cp}" if self.cp > 1 else "")
             raise ConfigError(f"layout: {sizes} = {self.gpus}, not the {gpus} GPUs asked for.")
-        from .experts import check_expert_parallel
-
         check_expert_parallel(cfg, self.ep, self.tp, self.dp, self.zero, self.framework, self.capacity_factor,
                               etp=self.etp, sp=self.sp)
         if self.folded and self.cp > 1:  # Megatron-Core's expert grid would draw EP from tp x cp x dp
