@@ -1,7 +1,8 @@
 """Collectives' time: alpha + beta per collective with its algorithm factor, at the bus bandwidth
 NCCL achieves at that message size (costmodel/nccl_facts.json), hierarchical across nodes.
 
-- Within a node, a hardware with a measured busbw curve (A100 and H100/H200 NVSwitch nodes) takes
+- Within a node, a hardware with a measured busbw curve (A100 and H100/H200 NVSwitch nodes, and
+  RCCL's on the MI300X's Infinity Fabric) takes
   its time from the curve: time = payload x factor / busbw(payload), busbw interpolated in
   log(bytes) between the measured sizes (the curve includes each call's latency). The curve was
   measured on 8 ranks; NCCL's busbw is normalised to be independent of the rank count for ring

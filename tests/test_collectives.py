@@ -25,9 +25,22 @@ def test_an_a100_node_all_reduce_takes_the_measured_time():
     assert many > 5 * collective_seconds(a100, "all_reduce", 64 * 2**20, 8, 8)
 
 
-def test_without_a_curve_alpha_beta_at_eighty_percent_of_the_link():
+def test_an_mi300x_node_all_reduce_takes_rccls_measured_time():
+    # rccl-tests all_reduce_perf on 8 MI300X (AMD's acceptance guide, ROCm/system-acceptance-docs
+    # docs/performance-bench/mi300x.rst at 058057f, out-of-place): 32 KiB in 44.39 us (busbw 1.29),
+    # 1 MiB in 58.47 us (31.38), 8 GiB in 47,488 us (316.55). The busbw column is rounded to 0.01 GB/s.
     mi300x = load_hardware("mi300x")
-    seconds = collective_seconds(mi300x, "all_gather", 1e9, 8, 8, calls=4)
+    assert collective_seconds(mi300x, "all_reduce", 32768, 8, 8) == pytest.approx(44.39e-6, rel=0.003)
+    assert collective_seconds(mi300x, "all_reduce", 2**20, 8, 8) == pytest.approx(58.47e-6, rel=0.002)
+    assert collective_seconds(mi300x, "all_reduce", 2**33, 8, 8) == pytest.approx(47488e-6, rel=0.002)
+    # A decode-sized call (Llama 3.1 405B's hidden 16,384 in bf16 at batch 1) costs the measured
+    # 44 us, not the former alpha + beta's 10 us + 32 KiB x 7/4 at 0.8 x 448 GB/s = 10.16 us.
+    assert collective_seconds(mi300x, "all_reduce", 16384 * 2, 8, 8) > 4 * (1e-5 + 32768 * 1.75 / (0.8 * 448e9))
+
+
+def test_without_a_curve_alpha_beta_at_eighty_percent_of_the_link():
+    mi325x = load_hardware("mi325x")  # the MI300X's fabric, but no rccl-tests curve of its own here
+    seconds = collective_seconds(mi325x, "all_gather", 1e9, 8, 8, calls=4)
     assert seconds == pytest.approx(1e9 * 7 / 8 / (448e9 * 0.8) + 4 * 1e-5)
 
 

@@ -55,3 +55,56 @@ def test_the_mi300x_moves_a_gemvs_bytes_at_its_babelstream_dot_rate():
     roofline, kernels = decode_run(run, on_mi300x, "roofline"), decode_run(run, on_mi300x, "kernels")
     assert load_hardware("mi300x").gemv_bandwidth_bytes_per_s == 3_878_410_495_000
     assert 1 / kernels == pytest.approx(1 / roofline * (0.8 * 5300) / 3878.410495, rel=0.002)
+
+
+# AMD's own vLLM rows: ROCm/vllm docs/dev-docker/README.md at 040de12d, 'Latency Measurements'
+# (8 MI300X, vLLM v0.10.0, ROCm 6.4.1, FP8 weights and activations, --dtype float16, input 128,
+# output 2048): id: (latency in s as published, the preset it runs, batch)
+AMD_VLLM = {
+    "amd-vllm llama3.1-405b fp8 tp8 batch 1": (48.453, "llama3.1-405b", 1),
+    "amd-vllm llama3.1-405b fp8 tp8 batch 8": (54.226, "llama3.1-405b", 8),
+    "amd-vllm llama3.1-405b fp8 tp8 batch 32": (68.901, "llama3.1-405b", 32),
+    "amd-vllm llama3.1-405b fp8 tp8 batch 128": (117.027, "llama3.1-405b", 128),
+    "amd-vllm llama3.1-70b fp8 tp8 batch 1": (17.236, "llama3-70b", 1),
+    "amd-vllm llama3.1-70b fp8 tp8 batch 8": (19.677, "llama3-70b", 8),
+    "amd-vllm llama3.1-70b fp8 tp8 batch 32": (24.932, "llama3-70b", 32),
+    "amd-vllm llama3.1-70b fp8 tp8 batch 128": (46.484, "llama3-70b", 128),
+}
+
+
+def test_every_amd_vllm_row_is_typed_here():
+    data = other_runs_data()
+    assert {r["id"] for r in data["runs"] if r["id"].startswith("amd-vllm ")} == set(AMD_VLLM)
+
+
+@pytest.mark.parametrize("run_id", sorted(AMD_VLLM))
+def test_each_amd_vllm_row_is_expressed_as_its_table_states_it(run_id):
+    """A sequence's 2,048 output tokens over the table's latency; 8 MI300X at tp 8, FP8 weights and
+    activations (Quark's w_fp8_a_fp8), float16 elsewhere, HIP graphs, 128 prompt tokens."""
+    data = other_runs_data()
+    run = next(r for r in data["runs"] if r["id"] == run_id)
+    source = data["sources"]["amd-vllm"]
+    latency, preset, batch = AMD_VLLM[run_id]
+    assert run["published_latency_s"] == latency
+    assert run["published_tokens_per_s"] == pytest.approx(2048 / latency, abs=0.0005)
+    cfg, hardware, settings, quantization = decode_setup(run, source)
+    assert run.get("preset", run["model"]) == preset and run["tp"] == 8 and hardware.name == "mi300x"
+    assert quantization == {"weight_dtype": "fp8", "fp8_gemm": "w8a8"}
+    assert (settings["prompt"], settings["gen"], settings["batch"]) == (128, 2048, batch)
+    assert (settings["dtype"], settings["cuda_graphs"], settings["attention"]) == ("fp16", True, "flash")
+
+
+def test_the_405b_step_at_batch_1_pays_rccls_measured_all_reduces():
+    """Each of the 405B's 126 layers all-reduces twice a step, 16,384 fp16 values (32 KiB) at batch 1,
+    and the vocabulary-parallel embedding once more: 253 calls at the rccl-tests curve's 32 KiB point
+    (1.29 GB/s busbw, 44.45 us), 11.2 ms of the step, where alpha + beta charged 10.16 us each; and
+    one all-gather of the 128,256 fp16 logits (its busbw interpolated at 256 KB, 29.3 us)."""
+    from costmodel.collectives import collective_seconds
+    runs = {r["id"]: r for r in other_runs_data()["runs"]}
+    source = other_runs_data()["sources"]["amd-vllm"]
+    from reports.published_runs import decode_layout_run
+
+    token = decode_layout_run(runs["amd-vllm llama3.1-405b fp8 tp8 batch 1"], source, "kernels")["token"]
+    logits = collective_seconds(load_hardware("mi300x"), "all_gather", 128256 * 2, 8, 8)
+    assert logits == pytest.approx(29.3e-6, abs=0.05e-6)
+    assert token["tp_all_reduce_seconds"] == pytest.approx(253 * 32768 * 1.75 / 1.29e9 + logits, rel=1e-9)
