@@ -218,30 +218,46 @@ def training_breakdowns() -> None:
                                   unit="tokens/s per GPU", **options)
 
 
+def _published(run: dict) -> str:
+    """A run's published figure with its unit, as the lines below print it."""
+    for key, unit in (("published_tokens_per_s", "tokens/s"), ("published_tflops_per_gpu", "TFLOP/s"),
+                      ("published_gpu_hours", "GPU-hours"), ("published_tokens_per_s_per_gpu", "tokens/s a GPU")):
+        if key in run:
+            return f"{run[key]:,} {unit}"
+    return "no figure"
+
+
 def main() -> None:
     data = other_runs_data()
     for run in data["runs"]:
-        source = data["sources"][run["id"].split()[0]]
-        if run["kind"] == "decode" and run["tp"] == 1:
-            _, _, settings, _ = decode_setup(run, source)
-            split = decode_step_split(run, source, context=settings["prompt"] + settings["gen"] // 2)
-            published_ms = 1e3 / run["published_tokens_per_s"]
-            parts = ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in split.items() if k != "weights GB/s")
-            print(f"{run['id']}: published {published_ms:.2f} ms a token; ours {parts}; "
-                  f"weights at {split['weights GB/s']:.0f} GB/s")
-        elif run["kind"] == "decode":  # a layout (quantized weights: each rank's shards as stored)
-            token = decode_layout_run(run, source, "kernels")["token"]
-            print(f"{run['id']}: published {1e3 / run['published_tokens_per_s']:.2f} ms a token; ours compute "
-                  f"{token['compute_seconds'] * 1e3:.2f} ms, all-reduce {token['tp_all_reduce_seconds'] * 1e3:.2f} ms")
-        elif run["kind"] == "train" and "published_tflops_per_gpu" in run:
-            print(f"{run['id']}: published {run['published_tflops_per_gpu']} TFLOP/s; ours "
-                  f"{train_run(run, source, 'kernels'):.0f} (kernel model)")
-        elif run["kind"] == "train" and "published_gpu_hours" in run:  # a whole run's hours
-            print(f"{run['id']}: published {run['published_gpu_hours']:,} GPU-hours; ours "
-                  f"{train_gpu_hours(run, source, 'kernels'):,.0f} (kernel model)")
-        elif run["kind"] == "train":
-            print(f"{run['id']}: published {run['published_tokens_per_s_per_gpu']:,} tokens/s a GPU; ours "
-                  f"{train_tokens(run, source, 'kernels'):,.0f} (kernel model)")
+        try:
+            _print_run(run, data["sources"][run["id"].split()[0]])
+        except ConfigError as error:  # a run the model cannot express (`published` says so too)
+            print(f"{run['id']}: published {_published(run)}; not expressible: {error}")
+
+
+def _print_run(run: dict, source: dict) -> None:
+    """One line: the run's published figure beside the kernel model's split or figure."""
+    if run["kind"] == "decode" and run["tp"] == 1:
+        _, _, settings, _ = decode_setup(run, source)
+        split = decode_step_split(run, source, context=settings["prompt"] + settings["gen"] // 2)
+        published_ms = 1e3 / run["published_tokens_per_s"]
+        parts = ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in split.items() if k != "weights GB/s")
+        print(f"{run['id']}: published {published_ms:.2f} ms a token; ours {parts}; "
+              f"weights at {split['weights GB/s']:.0f} GB/s")
+    elif run["kind"] == "decode":  # a layout (quantized weights: each rank's shards as stored)
+        token = decode_layout_run(run, source, "kernels")["token"]
+        print(f"{run['id']}: published {1e3 / run['published_tokens_per_s']:.2f} ms a token; ours compute "
+              f"{token['compute_seconds'] * 1e3:.2f} ms, all-reduce {token['tp_all_reduce_seconds'] * 1e3:.2f} ms")
+    elif run["kind"] == "train" and "published_tflops_per_gpu" in run:
+        print(f"{run['id']}: published {run['published_tflops_per_gpu']} TFLOP/s; ours "
+              f"{train_run(run, source, 'kernels'):.0f} (kernel model)")
+    elif run["kind"] == "train" and "published_gpu_hours" in run:  # a whole run's hours
+        print(f"{run['id']}: published {run['published_gpu_hours']:,} GPU-hours; ours "
+              f"{train_gpu_hours(run, source, 'kernels'):,.0f} (kernel model)")
+    elif run["kind"] == "train":
+        print(f"{run['id']}: published {run['published_tokens_per_s_per_gpu']:,} tokens/s a GPU; ours "
+              f"{train_tokens(run, source, 'kernels'):,.0f} (kernel model)")
 
 
 if __name__ == "__main__":
