@@ -116,6 +116,10 @@ class Facts:
     # (Megatron-Core's MoEAlltoAllTokenDispatcher with moe_permute_fusion: Transformer Engine's
     # fused permute, sort-chunks and unpermute passes)
     expert_dispatch: str = "index_add"
+    # how routed experts with biases (gpt-oss) add them (blocks/ffn.py Experts.bias_bytes): "add"
+    # (transformers: each grouped product's bias gathered per slot and added in place) or
+    # "megatron" (fc1's inside the fused activation, fc2's by TEGroupedMLP._apply_bias in fp32)
+    expert_bias: str = "add"
     # the code honours sliding_window: a windowed layer's decode step attends min(c, w) keys and
     # its cache keeps the window (False: every key, every token)
     applies_sliding_window: bool = True

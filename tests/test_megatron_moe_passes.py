@@ -1,8 +1,8 @@
 """Megatron-Core's routed-expert memory-bound passes (issue 18, Megatron-Bridge's MoE rows): the
 all-to-all dispatcher's fused permute, sort-chunks and unpermute (facts.expert_dispatch
-"alltoall_permute") and the fused gated activation (facts.fused_swiglu) in blocks/ffn.py
-Experts, as exact bytes on a small odd layer, worked by hand from the code the facts cite
-(NVIDIA/Megatron-LM d98e8a64dd token_dispatcher.py and experts.py; Transformer Engine d0067d0d
+"alltoall_permute"), the fused gated activation (facts.fused_swiglu) and the experts' fp32 bias
+pass (facts.expert_bias) in blocks/ffn.py Experts, as exact bytes on a small odd layer, worked by hand from the code the facts cite
+(NVIDIA/Megatron-LM d98e8a64dd token_dispatcher.py, experts.py at d98e8a64dd and 44151194; Transformer Engine d0067d0d
 transformer_engine/common/triton/permutation.py)."""
 
 from __future__ import annotations
@@ -51,13 +51,14 @@ def test_megatron_fused_activation_keeps_only_its_input():
     assert _cost("megatron", "qwen3_moe")[2] == 10_296
 
 
-def test_gpt_oss_clamped_activation_fused_under_megatron():
+def test_gpt_oss_clamped_activation_fused_and_fp32_bias_under_megatron():
     """gpt-oss's clamped SwiGLU with biases. transformers: the op-by-op chain moves 16 x 2 x 576 =
     18,432, the two bias adds over 24 x (48 + 64) values read twice, written once 16,128, the
-    index_add 9,216: 43,776. Megatron (bias_activation_fusion: weighted_bias_quick_geglu_impl,
-    one pass, 3,456), the same bias traffic (left as charged: fc1's bias is inside the fused
-    kernel, fc2's is _apply_bias's separate fp32 pass), the dispatcher's 21,504: 41,088; backward
-    2 x (3,456 + 16,128) + 21,504 = 60,672. Kept: transformers' four hidden tensors 4 x 1,152 are
-    gone under Megatron (15,048 -> 10,488 with the bias gather's 8 x 24 int64)."""
+    index_add 9,216: 43,776. Megatron (facts expert_bias, fused_swiglu): the clamped activation
+    with fc1's bias in one pass (weighted_bias_quick_geglu_impl) 3,456; fc2's bias by _apply_bias
+    in fp32, b * p written 4, t + it read 2 + 4 written 4, the cat 4 + 4, the cast 4 + 2: 28 bytes
+    a value of 24 x 64, 43,008; the dispatcher's 21,504: 67,968; backward 2 x (3,456 + 43,008) +
+    21,504 = 114,432. Kept: transformers' four hidden tensors 4 x 1,152 are gone under Megatron
+    (15,048 -> 10,488 with the bias gather's 8 x 24 int64 and fp32 routing weights)."""
     assert _cost("hf", "gpt_oss", gpt_oss=True) == (43_776, 87_552, 15_048)
-    assert _cost("megatron", "gpt_oss", gpt_oss=True) == (41_088, 60_672, 10_488)
+    assert _cost("megatron", "gpt_oss", gpt_oss=True) == (3_456 + 43_008 + 21_504, 114_432, 10_488)

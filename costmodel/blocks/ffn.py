@@ -261,6 +261,17 @@ class Experts(Block):
                 2 * elementwise_bytes(hidden) + 2 * elementwise_bytes(hidden)
                 + elementwise_bytes(hidden) + 2 * elementwise_bytes(hidden, reads=2))
 
+    def bias_bytes(self, slots: Expr) -> Expr:
+        """Forward traffic of adding the two grouped products' biases (facts.expert_bias). "add"
+        (transformers): each bias added in place to its product's output, 2 d_x + d values a slot
+        read twice and written once. "megatron" (TEGroupedMLP, the fact's source): fc1's inside
+        the fused activation (its E x 2 d_x values left out); fc2's by _apply_bias: b * p written
+        in fp32 (4), the output read (e) plus that product read (4) and the sum written in fp32
+        (4), the cat's copy (4 + 4), the cast back (4 + e): (24 + 2 e) bytes a value of the S d."""
+        if self.profile.facts.expert_bias == "megatron":
+            return (24 + 2 * S.e) * slots * S.d
+        return elementwise_bytes(slots * (2 * S.d_x + S.d), reads=2)
+
     def dispatch_bytes(self) -> tuple[Expr, Expr | None]:
         """(forward, backward) traffic of taking the S = T k slots of T tokens to their experts and
         back, as the code does it (facts.expert_dispatch); backward None: the convention, twice.
@@ -303,7 +314,7 @@ class Experts(Block):
             # added in place to its product's output
             saved += INDEX * slots
             elements.append(("add", slots * (2 * S.d_x + S.d)))
-        biases_moved = elementwise_bytes(slots * (2 * S.d_x + S.d), reads=2) if self.bias else ZERO
+        biases_moved = self.bias_bytes(slots) if self.bias else ZERO
         dispatch, dispatch_back = self.dispatch_bytes()
         return make_cost(
             tensors=tensors,
