@@ -110,6 +110,16 @@ class Facts:
     score_bias_dtype: str = "fp32"
     # dtype of the routing weights the experts' output is multiplied by
     routing_weights_dtype: str = "fp32"
+    # how the routed slots reach the experts and come back (blocks/ffn.py Experts.dispatch_bytes):
+    # "index_add" (transformers: each expert gathers its tokens, its output is multiplied by the
+    # routing weights and index_add-ed into the layer's output) or "alltoall_permute"
+    # (Megatron-Core's MoEAlltoAllTokenDispatcher with moe_permute_fusion: Transformer Engine's
+    # fused permute, sort-chunks and unpermute passes)
+    expert_dispatch: str = "index_add"
+    # how routed experts with biases (gpt-oss) add them (blocks/ffn.py Experts.bias_bytes): "add"
+    # (transformers: each grouped product's bias gathered per slot and added in place) or
+    # "megatron" (fc1's inside the fused activation, fc2's by TEGroupedMLP._apply_bias in fp32)
+    expert_bias: str = "add"
     # the code honours sliding_window: a windowed layer's decode step attends min(c, w) keys and
     # its cache keeps the window (False: every key, every token)
     applies_sliding_window: bool = True

@@ -153,18 +153,18 @@ def tiles(rows: int, width: int, bits: int = 8) -> int:
 
 def test_blockwise_fp8_caches_the_linear_inputs_it_states(cfg):
     """Per layer under --recompute deepseek: the routed experts keep their gathered input and
-    SwiGLU's input in FP8 tiles and not SwiGLU's output (the SiLU output and the product: 2 S d_x
-    bf16 values), the shared expert and the dense FFN their output matrix's input in FP8, the flash
+    SwiGLU's input in FP8 tiles and not SwiGLU's output (the product, S d_x bf16 values; Megatron's
+    fused SwiGLU keeps no SiLU output in bf16 either: Experts.glu), the shared expert and the dense FFN their output matrix's input in FP8, the flash
     kernel its output in E5M6 tiles; tensorwise (torchao) keeps everything as bf16 does."""
     bf16, blockwise = layer_saved(cfg, "deepseek", None), layer_saved(cfg, "deepseek", "blockwise")
     assert layer_saved(cfg, "deepseek", "tensorwise") == bf16
-    experts = E * SLOTS * (2 * D + 4 * DX) - (tiles(SLOTS, D) + tiles(SLOTS, 2 * DX) + E * SLOTS * D)
-    assert experts == 14400 - (2340 + 1620 + 4320) == 6120
+    experts = E * SLOTS * (2 * D + 3 * DX) - (tiles(SLOTS, D) + tiles(SLOTS, 2 * DX) + E * SLOTS * D)
+    assert experts == 12960 - (2340 + 1620 + 4320) == 4680
     shared = E * TOKENS * DS - tiles(TOKENS, DS)  # one of the fused SwiGLU's three tensors
     assert shared == 480 - 300
     attention_output = E * TOKENS * H * DV - tiles(TOKENS, H * DV, bits=12)
     assert attention_output == 1260 - 1005
-    assert bf16["moe"] - blockwise["moe"] == experts + shared + attention_output == 6555
+    assert bf16["moe"] - blockwise["moe"] == experts + shared + attention_output == 5115
     dense = E * TOKENS * DFF - tiles(TOKENS, DFF)
     assert bf16["dense"] - blockwise["dense"] == dense + attention_output == 1110 - 615 + 255
 

@@ -244,16 +244,51 @@ class Experts(Block):
         SwiGLU (GptOssExperts._apply_gate): two clamps (each keeps its input, views of the
         gate_up output), gate * alpha, a sigmoid (keeps its output), gate * sigmoid (keeps the
         clamped gate), up + 1, and (up + 1) * glu (keeps both): four hidden tensors beside the
-        down product's input, where SwiGLU keeps one."""
+        down product's input, where SwiGLU keeps one. A fused gated activation (facts.fused_swiglu:
+        Megatron-Core's weighted_bias_swiglu_impl, and weighted_bias_quick_geglu_impl for the
+        clamped one under bias_activation_fusion, megatron/core/transformer/moe/experts.py
+        TEGroupedMLP bias_act_func) reads the gate_up output and writes its product in one pass,
+        and keeps only its input (the gate_up output, counted with it)."""
         hidden = slots * S.d_x
+        elements = ([("silu", hidden), ("mul", hidden)] if not self.clamped else
+                    [("clamp_max", hidden), ("clamp", hidden), ("mul", 3 * hidden), ("sigmoid", hidden),
+                     ("add", hidden)])
+        if self.profile.facts.fused_swiglu:
+            return elements, ZERO, elementwise_bytes(hidden, reads=2)
         if not self.clamped:
-            return ([("silu", hidden), ("mul", hidden)], S.e * hidden,
-                    elementwise_bytes(hidden, reads=2))
-        elements = [("clamp_max", hidden), ("clamp", hidden), ("mul", 3 * hidden), ("sigmoid", hidden),
-                    ("add", hidden)]
+            return elements, S.e * hidden, elementwise_bytes(hidden, reads=2)
         return (elements, 4 * S.e * hidden,
                 2 * elementwise_bytes(hidden) + 2 * elementwise_bytes(hidden)
                 + elementwise_bytes(hidden) + 2 * elementwise_bytes(hidden, reads=2))
+
+    def bias_bytes(self, slots: Expr) -> Expr:
+        """Forward traffic of adding the two grouped products' biases (facts.expert_bias). "add"
+        (transformers): each bias added in place to its product's output, 2 d_x + d values a slot
+        read twice and written once. "megatron" (TEGroupedMLP, the fact's source): fc1's inside
+        the fused activation (its E x 2 d_x values left out); fc2's by _apply_bias: b * p written
+        in fp32 (4), the output read (e) plus that product read (4) and the sum written in fp32
+        (4), the cat's copy (4 + 4), the cast back (4 + e): (24 + 2 e) bytes a value of the S d."""
+        if self.profile.facts.expert_bias == "megatron":
+            return (24 + 2 * S.e) * slots * S.d
+        return elementwise_bytes(slots * (2 * S.d_x + S.d), reads=2)
+
+    def dispatch_bytes(self) -> tuple[Expr, Expr | None]:
+        """(forward, backward) traffic of taking the S = T k slots of T tokens to their experts and
+        back, as the code does it (facts.expert_dispatch); backward None: the convention, twice.
+        "index_add" (transformers): the experts' outputs times the routing weights, then index_add
+        into the layer's output, S d values read twice and written once. "alltoall_permute"
+        (Megatron-Core's all-to-all dispatcher under moe_permute_fusion, the fact's source): the
+        permute reads T d and writes S d; with more than one local expert (E > ep) the received
+        chunks are sorted by expert (S d read, S d written) and sorted back after the experts (the
+        same); the unpermute reads S d and writes T d: e d (2 T + 6 S), e d (2 T + 2 S) with one
+        local expert. Each pass's backward is its inverse permutation, the same bytes. Left out:
+        the routing weights, row maps and counts that travel beside (at most 4 bytes a slot)."""
+        slots = self.tokens * S.k
+        if self.profile.facts.expert_dispatch == "index_add":
+            return elementwise_bytes(slots * S.d, reads=2), None
+        passes = sp.Piecewise((6, S.E > self.profile.expert_parallel), (2, True))
+        moved = S.e * S.d * (2 * self.tokens + passes * slots)
+        return moved, moved
 
     def cost(self) -> Cost:
         slots = self.tokens * S.k
@@ -279,6 +314,8 @@ class Experts(Block):
             # added in place to its product's output
             saved += INDEX * slots
             elements.append(("add", slots * (2 * S.d_x + S.d)))
+        biases_moved = self.bias_bytes(slots) if self.bias else ZERO
+        dispatch, dispatch_back = self.dispatch_bytes()
         return make_cost(
             tensors=tensors,
             # each expert's own matrices
@@ -292,8 +329,8 @@ class Experts(Block):
             # expected count under uniform random top-k routing; k at one token, all E at many).
             bytes_matmul=S.e * (read * one_expert + slots * (2 * S.d + 3 * S.d_x)),
             matrix_read_share=read / S.E,
-            bytes_other=glu_moved + elementwise_bytes(slots * S.d, reads=2)
-            + (elementwise_bytes(slots * (2 * S.d_x + S.d), reads=2) if self.bias else ZERO),
+            bytes_other=glu_moved + biases_moved + dispatch,
+            backward_bytes_other=None if dispatch_back is None else 2 * (glu_moved + biases_moved) + dispatch_back,
         )
 
 
