@@ -16,8 +16,13 @@ transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py,
 AttnFuncWithCPAndKVP2P.forward: `p2p_comm_buffers[0] = torch.cat((k.view(-1), v.view(-1)))`, the
 local k and v, which dot_product_attention.py asserts hold `num_gqa_groups_per_partition =
 num_gqa_groups // tp_size` heads; torch's DTensor sdpa likewise sees the local heads). torch sends
-them as attention receives them: a model that repeats its KV heads before sdpa, as Hugging Face's
-and torchtitan's Llama do, sends h heads; this counts h_kv, as Megatron's Transformer Engine does:
+them as attention receives them (_templated_ring_attention: `torch.cat([key.flatten(),
+value.flatten()])` of sdpa's own key and value): a model that repeats its KV heads before sdpa
+sends h heads (h / tp a rank), as torchtitan's Llama does (torchtitan 9dec370,
+torchtitan/models/llama/model.py: `keys = repeat_kv(xk, self.n_rep)` before
+F.scaled_dot_product_attention); Layout.cp_kv_heads says which ("kv", the default, counts h_kv as
+Transformer Engine moves them; "repeated" counts h). The key and value gradients the backward
+sends are of the same tensors:
   allgather (torch's default rotate method)
       forward   one all-gather of the keys and values: payload cp kv
       backward  one all-gather of them again (cp kv), and cp sends of the key and value
@@ -25,6 +30,10 @@ and torchtitan's Llama do, sends h heads; this counts h_kv, as Megatron's Transf
   ring (set_rotate_method("alltoall"))
       forward   cp - 1 sends of kv to the next rank
       backward  cp - 1 sends of kv, and cp sends of the fp32 gradients
+Under full recomputation a layer's forward runs again in backward, its ring with it: one more
+forward exchange a recomputed layer (torch.utils.checkpoint re-runs the checkpointed forward, and
+torchtitan 9dec370 wraps each TransformerBlock whole, parallelize_llama.py apply_ac 'full'; the
+all-gather is a functional collective inside that forward, _AllGatherRotater.exchange_buffers).
 A ring step's send overlaps the attention computing on the previous block; the all-gather runs
 before it and is exposed (costmodel/layout/time.py). Parameters are replicated over cp and their
 gradients reduced over dp x cp (Layout.shard_ranks).
@@ -64,16 +73,22 @@ def check_workload(workload: Workload, cp: int, sp_ranks: int = 1) -> None:
 
 
 def exchange(cfg: ModelConfig, workload: Workload, cp: int, rotate: str, attention_layers: int,
-             tp: int = 1) -> dict[str, int]:
+             tp: int = 1, kv_heads: str = "kv", recomputed_layers: int = 0) -> dict[str, int]:
     """Payload bytes one rank moves for one micro-batch over `attention_layers` layers: its own
-    keys and values, the n / cp tokens of the KV heads it holds (split.kv_heads_per_rank)."""
+    keys and values, the n / cp tokens of the heads its attention kernel receives: the KV heads it
+    holds (split.kv_heads_per_rank), or under kv_heads "repeated" its h / tp query heads; and the
+    forward's exchange again for the `recomputed_layers` whose forward full recomputation re-runs."""
     from .split import kv_heads_per_rank
 
     e = workload.bytes_per_element
-    elements = 2 * workload.batch * kv_heads_per_rank(cfg.n_kv_heads, tp) * (workload.seq_len // cp) * cfg.d_head
+    heads = cfg.n_heads // tp if kv_heads == "repeated" else kv_heads_per_rank(cfg.n_kv_heads, tp)
+    elements = 2 * workload.batch * heads * (workload.seq_len // cp) * cfg.d_head
     kv, gradients = e * elements, 4 * elements
     if rotate == "allgather":
-        per_layer = {"all_gather": 2 * cp * kv, "send": cp * gradients}
+        forward, backward = {"all_gather": cp * kv}, {"all_gather": cp * kv, "send": cp * gradients}
     else:
-        per_layer = {"send": 2 * (cp - 1) * kv + cp * gradients}
-    return {kind: attention_layers * value for kind, value in per_layer.items()}
+        forward, backward = {"send": (cp - 1) * kv}, {"send": (cp - 1) * kv + cp * gradients}
+    moved = {kind: (attention_layers + recomputed_layers) * value for kind, value in forward.items()}
+    for kind, value in backward.items():
+        moved[kind] = moved.get(kind, 0) + attention_layers * value
+    return moved
