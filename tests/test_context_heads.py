@@ -68,3 +68,48 @@ def test_the_option_is_checked_and_typed_on_the_command_line(capsys):
     assert gathered == [2 * 2**30, 8 * 2**30]
     # alone it names no layout: one line, exit status 2
     assert cli.main(["simulate", "--model", "llama3-8b", "--train", "--cp-kv-heads", "repeated"]) == 2
+
+
+def test_the_rings_fp32_merges_by_hand():
+    """context.ring_merge_bytes, tp 2, cp 2, 16 tokens: the rank's output O = 1 x 8 tokens x 4
+    heads x 8 = 256 elements, its key K = 8 x 2 KV heads x 8 = 128 (256 repeated). Forward:
+    12 O + 10 (cp - 1) O = 5,632 bytes. Backward: 4 O + 8 K + cp (10 O + 36 K) + 8 (cp - 1) K +
+    6 O + 12 K = 1,024 + 1,024 + 14,336 + 1,024 + 1,536 + 1,536 = 20,480; with K = 256
+    (repeated) 1,024 + 2,048 + 23,552 + 2,048 + 1,536 + 3,072 = 33,280."""
+    from costmodel.layout.context import ring_merge_bytes
+
+    cfg = from_hf_config(SMALL_GQA, "small-gqa")
+    workload = Workload(seq_len=16, batch=1, attention="flash")
+    assert ring_merge_bytes(cfg, workload, 2, 2) == (5632, 20480)
+    assert ring_merge_bytes(cfg, workload, 2, 2, "repeated") == (5632, 33280)
+
+
+@pytest.mark.parametrize("recompute", ["none", "full"])
+def test_the_kernel_model_times_the_merges_under_torchs_ring_alone(monkeypatch, recompute):
+    """Under FSDP2 (torch's context_parallel) each layer's attention part gains the merges' bytes
+    at the timer's bandwidth, the forward's twice when the layer is recomputed; under Megatron
+    (Transformer Engine's ring, not read here) nothing."""
+    import costmodel.layout.context as context
+    from costmodel.hardware import load_hardware
+    from costmodel.layout.kernel_step import KernelStepTime
+    from costmodel.presets import load_preset
+
+    cfg, hardware = load_preset("llama3-8b"), load_hardware("h100-sxm")
+    workload = Workload(seq_len=16384, batch=1, attention="flash", recompute=recompute)
+    merge_bytes = context.ring_merge_bytes
+
+    def layer_seconds(framework: str, merges: bool) -> tuple[float, float]:
+        if not merges:
+            monkeypatch.setattr(context, "ring_merge_bytes", lambda *args, **kwargs: (0, 0))
+        else:
+            monkeypatch.undo()
+        estimate = ParallelEstimate(cfg, workload, Layout(cp=4, dp=2, zero=3 if framework == "fsdp2" else 1, framework=framework))
+        step = KernelStepTime(estimate, hardware)
+        return step.part_seconds["layer.decoder"][0], step.timer.bandwidth
+
+    with_merges, bandwidth = layer_seconds("fsdp2", True)
+    without, _ = layer_seconds("fsdp2", False)
+    forward, backward = merge_bytes(cfg, workload, 4, 1)
+    passes = forward * (2 if recompute == "full" else 1) + backward
+    assert with_merges - without == pytest.approx(passes / bandwidth, rel=1e-9)
+    assert layer_seconds("megatron", True)[0] == layer_seconds("megatron", False)[0]

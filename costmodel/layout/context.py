@@ -92,3 +92,31 @@ def exchange(cfg: ModelConfig, workload: Workload, cp: int, rotate: str, attenti
     for kind, value in backward.items():
         moved[kind] = moved.get(kind, 0) + attention_layers * value
     return moved
+
+
+def ring_merge_bytes(cfg: ModelConfig, workload: Workload, cp: int, tp: int = 1,
+                     kv_heads: str = "kv") -> tuple[int, int]:
+    """Bytes one rank's ring moves through memory beside its attention calls, for one layer and
+    micro-batch: (forward, backward), as torch's ring computes in fp32 (_ContextParallelOptions
+    convert_to_f32 True; torch/distributed/tensor/experimental/_attention.py, read at 0123248: the
+    stored copy nearest torchtitan's torch of 2024-12-23). Each source line counted as one pass
+    over its tensors (torch.compile fuses a line's pointwise ops; eager runs more). With O the
+    rank's output elements b (h / tp) (n / cp) d_h and K those of its key (and of its value, the
+    heads exchange() moves), in bytes:
+      forward   the first block's output to fp32 (2 O read, 4 O written) and the result back to
+                bf16 (4 O + 2 O); each of the cp - 1 later blocks merged, `out - sigmoid(block_lse
+                - lse) * (out - block_out)`: out read and written in fp32, the block's read in bf16,
+                10 O (the slowest rank's; a half-block merge writes the half and _partial_update's
+                cat copies the rest, 9 O);
+      backward  fp32 zeros for dq, dk, dv (4 O + 8 K); at each of the cp blocks dq += (10 O), dk
+                and dv += (20 K), their cat into the fp32 send buffer (16 K) and, but at the last
+                block, the key and value's cat for the next send (8 K); at the end dq to bf16 (6 O)
+                and the received dk, dv to bf16 (12 K)."""
+    from .split import kv_heads_per_rank
+
+    tokens = workload.batch * (workload.seq_len // cp) * cfg.d_head
+    out = tokens * (cfg.n_heads // tp)
+    key = tokens * (cfg.n_heads // tp if kv_heads == "repeated" else kv_heads_per_rank(cfg.n_kv_heads, tp))
+    forward = 12 * out + 10 * (cp - 1) * out
+    backward = 4 * out + 8 * key + cp * (10 * out + 36 * key) + 8 * (cp - 1) * key + 6 * out + 12 * key
+    return int(forward), int(backward)
