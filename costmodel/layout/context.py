@@ -36,7 +36,8 @@ torchtitan 9dec370 wraps each TransformerBlock whole, parallelize_llama.py apply
 all-gather is a functional collective inside that forward, _AllGatherRotater.exchange_buffers).
 A ring step's send overlaps the attention computing on the previous block; the all-gather runs
 before it and is exposed (costmodel/layout/time.py). Parameters are replicated over cp and their
-gradients reduced over dp x cp (Layout.shard_ranks).
+gradients reduced over dp x cp (Layout.shard_ranks). Beside the attention calls torch's ring
+merges each block in fp32, memory-bound passes the kernel model times (ring_merge_bytes).
 """
 
 from __future__ import annotations
