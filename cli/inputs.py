@@ -117,7 +117,8 @@ def make_layout(cfg: ModelConfig, options: dict[str, Any], inference: bool = Fal
     if not given:
         return None
     # Options that say how a layout's collectives run, not which layout: alone they describe none.
-    qualifiers = {"all_reduce": "--all-reduce", "cp_rotate": "--cp-rotate", "vocab_parallel": "--replicated-vocab"}
+    qualifiers = {"all_reduce": "--all-reduce", "cp_rotate": "--cp-rotate",
+                  "cp_kv_heads": "--cp-kv-heads", "vocab_parallel": "--replicated-vocab"}
     if set(given) <= set(qualifiers):
         named = ", ".join(qualifiers[k] for k in given)
         raise InputError(f"{named} says how a layout's collectives run; give the layout too (--tp, --dp, --cp, ...).")

@@ -148,7 +148,7 @@ workload_options = stack(
 #: The parameter names layout_options adds (estimate and simulate pass them to make_layout).
 LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "virtual_stages",
                   "framework", "stage_layers", "gpus", "device", "ep", "etp", "capacity_factor", "fp8", "cp",
-                  "cp_rotate", "all_reduce", "vocab_parallel", "dp_shard")
+                  "cp_rotate", "cp_kv_heads", "all_reduce", "vocab_parallel", "dp_shard")
 FP8_HELP = ("FP8 training: the layers' linear products at the FP8 peak, as torchao's tensorwise or rowwise recipe "
             "or DeepSeek-V3's blockwise one (docs/layouts.md).")
 
@@ -182,6 +182,8 @@ layout_options = stack(
                  help="Context-parallel ranks: each holds seq-len / cp tokens of every sequence (docs/layouts.md)."),
     choice_option("--cp-rotate", spec.CP_ROTATES, "How context parallelism moves keys and values (default "
                   f"{spec.CP_ROTATES[0]}, {spec.CP_ROTATES.meanings[spec.CP_ROTATES[0]]})."),
+    choice_option("--cp-kv-heads", spec.CP_KV_HEADS, "Which heads context parallelism moves (default "
+                  f"{spec.CP_KV_HEADS[0]}): {spec.CP_KV_HEADS.described()}."),
     choice_option("--all-reduce", spec.ALL_REDUCES, "Whose code runs an all-reduce inside a node (default "
                   f"{spec.ALL_REDUCES[0]}): {spec.ALL_REDUCES.described()}."),
     click.option("--replicated-vocab", "vocab_parallel", flag_value=False, default=None,

@@ -57,7 +57,8 @@ INFERENCE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache"
 TRAINING_LAYOUT_ONLY = {"microbatches": "--microbatches", "zero": "--zero", "sp": "--sp", "fp8": "--fp8",
                         "framework": "--framework", "layout_device": "--device",
                         "capacity_factor": "--capacity-factor", "etp": "--etp", "dp_shard": "--dp-shard", "schedule": "--schedule",
-                        "virtual_stages": "--virtual-stages", "cp_rotate": "--cp-rotate"}
+                        "virtual_stages": "--virtual-stages", "cp_rotate": "--cp-rotate",
+                        "cp_kv_heads": "--cp-kv-heads"}
 
 
 def refuse_other_mode(ctx: click.Context, train: bool) -> None:

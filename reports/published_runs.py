@@ -234,6 +234,7 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
     layout = Layout(tp=run["tp"], pp=run["pp"], dp=run["dp"], cp=cp, ep=run.get("ep", 1), etp=run.get("etp"),
                     sp=source.get("sp", True) and run["tp"] > 1,
                     cp_rotate=_stated(run, source, "cp_rotate", "allgather"),
+                    cp_kv_heads=_stated(run, source, "cp_kv_heads", "kv"),
                     zero=_stated(run, source, "zero", 1), framework=_stated(run, source, "framework", "megatron"),
                     microbatches=run["global_batch"] // (run["dp"] * micro),
                     schedule=_stated(run, source, "schedule", "1f1b"), virtual_stages=virtual,

@@ -4,6 +4,7 @@ and stated layout, computed under both time models and kept whatever the error."
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -126,11 +127,17 @@ def _runs() -> tuple[dict, dict]:
 
 @pytest.mark.parametrize("run_id", sorted(STATED))
 def test_each_added_run_is_expressed_as_its_source_states_it(run_id):
+    check_stated(run_id, STATED[run_id])
+
+
+def check_stated(run_id: str, stated: tuple) -> None:
+    """The row as its source states it: (published, tp, pp, dp, micro-batch, global batch,
+    sequence, recomputation); compile, FP8 recipe and CP degree as its id names them."""
     from reports.published_runs import train_setup
 
     runs, sources = _runs()
     run = runs[run_id]
-    published, tp, pp, dp, micro, global_batch, seq_len, recompute = STATED[run_id]
+    published, tp, pp, dp, micro, global_batch, seq_len, recompute = stated
     assert run["published_tokens_per_s_per_gpu"] == pytest.approx(published, abs=0.005)
     estimate, hardware, options = train_setup(run, sources[run_id.split()[0]])
     layout, workload = estimate.layout, estimate.workload
@@ -139,7 +146,9 @@ def test_each_added_run_is_expressed_as_its_source_states_it(run_id):
     assert (workload.seq_len, workload.recompute) == (seq_len, recompute)
     assert hardware.name == run.get("hardware", sources[run_id.split()[0]]["hardware"])
     assert options.get("compiled", False) == ("compile" in run_id)
-    assert layout.fp8 == ("tensorwise" if "float8" in run_id else None)
+    assert layout.fp8 == (("rowwise" if "rowwise" in run_id else "tensorwise") if "float8" in run_id else None)
+    cp = re.search(r" cp(\d+) ", run_id)
+    assert layout.cp == (int(cp.group(1)) if cp else 1)
     # llm-foundry's table ran MPT's Triton FlashAttention (sweep.sh passes no --attn_impl;
     # submit_benchmarks.py's default is 'triton'), timed as FlashAttention (v1); the rest FlashAttention-2.
     assert options.get("attention_kernel", "flash2") == ("flash1" if run_id.startswith("llm-foundry") else "flash2")
@@ -230,6 +239,8 @@ def test_torchtitans_gpus_are_the_h100s_its_page_describes():
     hardware, sxm = run_hardware(sources["torchtitan"]), load_hardware("h100-sxm")
     assert hardware.bandwidth_bytes_per_s == 2.4e12 and hardware.memory_bytes == 96 * 2**30
     assert hardware.peak("bf16") == pytest.approx(sxm.peak("bf16") * (500 / 700) ** (1 / 3), rel=1e-9)
+    # the async-TP benchmark of June 2025 ran on the same hosts: the same file
+    assert run_hardware(sources["torchtitan-asynctp"]) == hardware
 
 
 @pytest.mark.slow

@@ -59,7 +59,13 @@ class RankCommunication:
             from .context import exchange
 
             attention = sum(self.layer_runs(stage).values())  # every layer attends
-            moved = exchange(self.cfg, self.workload, layout.cp, layout.cp_rotate, attention, layout.tp)
+            # full recomputation re-runs a recomputed layer's forward, its exchange with it
+            partial = self.workload.recompute_layers is not None
+            recomputed = 0 if self.workload.recompute != "full" else \
+                sum(count for key, count in self.layer_runs(stage).items()
+                    if not partial or self.structure["layers"][key][1] == RECOMPUTED_LAYERS)
+            moved = exchange(self.cfg, self.workload, layout.cp, layout.cp_rotate, attention, layout.tp,
+                             layout.cp_kv_heads, recomputed)
             for kind, value in moved.items():
                 add("cp", kind, m * value)
         if layout.shard_ranks > 1:

@@ -16,8 +16,13 @@ transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py,
 AttnFuncWithCPAndKVP2P.forward: `p2p_comm_buffers[0] = torch.cat((k.view(-1), v.view(-1)))`, the
 local k and v, which dot_product_attention.py asserts hold `num_gqa_groups_per_partition =
 num_gqa_groups // tp_size` heads; torch's DTensor sdpa likewise sees the local heads). torch sends
-them as attention receives them: a model that repeats its KV heads before sdpa, as Hugging Face's
-and torchtitan's Llama do, sends h heads; this counts h_kv, as Megatron's Transformer Engine does:
+them as attention receives them (_templated_ring_attention: `torch.cat([key.flatten(),
+value.flatten()])` of sdpa's own key and value): a model that repeats its KV heads before sdpa
+sends h heads (h / tp a rank), as torchtitan's Llama does (torchtitan 9dec370,
+torchtitan/models/llama/model.py: `keys = repeat_kv(xk, self.n_rep)` before
+F.scaled_dot_product_attention); Layout.cp_kv_heads says which ("kv", the default, counts h_kv as
+Transformer Engine moves them; "repeated" counts h). The key and value gradients the backward
+sends are of the same tensors:
   allgather (torch's default rotate method)
       forward   one all-gather of the keys and values: payload cp kv
       backward  one all-gather of them again (cp kv), and cp sends of the key and value
@@ -25,9 +30,14 @@ and torchtitan's Llama do, sends h heads; this counts h_kv, as Megatron's Transf
   ring (set_rotate_method("alltoall"))
       forward   cp - 1 sends of kv to the next rank
       backward  cp - 1 sends of kv, and cp sends of the fp32 gradients
+Under full recomputation a layer's forward runs again in backward, its ring with it: one more
+forward exchange a recomputed layer (torch.utils.checkpoint re-runs the checkpointed forward, and
+torchtitan 9dec370 wraps each TransformerBlock whole, parallelize_llama.py apply_ac 'full'; the
+all-gather is a functional collective inside that forward, _AllGatherRotater.exchange_buffers).
 A ring step's send overlaps the attention computing on the previous block; the all-gather runs
 before it and is exposed (costmodel/layout/time.py). Parameters are replicated over cp and their
-gradients reduced over dp x cp (Layout.shard_ranks).
+gradients reduced over dp x cp (Layout.shard_ranks). Beside the attention calls torch's ring
+merges each block in fp32, memory-bound passes the kernel model times (ring_merge_bytes).
 """
 
 from __future__ import annotations
@@ -64,16 +74,50 @@ def check_workload(workload: Workload, cp: int, sp_ranks: int = 1) -> None:
 
 
 def exchange(cfg: ModelConfig, workload: Workload, cp: int, rotate: str, attention_layers: int,
-             tp: int = 1) -> dict[str, int]:
+             tp: int = 1, kv_heads: str = "kv", recomputed_layers: int = 0) -> dict[str, int]:
     """Payload bytes one rank moves for one micro-batch over `attention_layers` layers: its own
-    keys and values, the n / cp tokens of the KV heads it holds (split.kv_heads_per_rank)."""
+    keys and values, the n / cp tokens of the heads its attention kernel receives: the KV heads it
+    holds (split.kv_heads_per_rank), or under kv_heads "repeated" its h / tp query heads; and the
+    forward's exchange again for the `recomputed_layers` whose forward full recomputation re-runs."""
     from .split import kv_heads_per_rank
 
     e = workload.bytes_per_element
-    elements = 2 * workload.batch * kv_heads_per_rank(cfg.n_kv_heads, tp) * (workload.seq_len // cp) * cfg.d_head
+    heads = cfg.n_heads // tp if kv_heads == "repeated" else kv_heads_per_rank(cfg.n_kv_heads, tp)
+    elements = 2 * workload.batch * heads * (workload.seq_len // cp) * cfg.d_head
     kv, gradients = e * elements, 4 * elements
     if rotate == "allgather":
-        per_layer = {"all_gather": 2 * cp * kv, "send": cp * gradients}
+        forward, backward = {"all_gather": cp * kv}, {"all_gather": cp * kv, "send": cp * gradients}
     else:
-        per_layer = {"send": 2 * (cp - 1) * kv + cp * gradients}
-    return {kind: attention_layers * value for kind, value in per_layer.items()}
+        forward, backward = {"send": (cp - 1) * kv}, {"send": (cp - 1) * kv + cp * gradients}
+    moved = {kind: (attention_layers + recomputed_layers) * value for kind, value in forward.items()}
+    for kind, value in backward.items():
+        moved[kind] = moved.get(kind, 0) + attention_layers * value
+    return moved
+
+
+def ring_merge_bytes(cfg: ModelConfig, workload: Workload, cp: int, tp: int = 1,
+                     kv_heads: str = "kv") -> tuple[int, int]:
+    """Bytes one rank's ring moves through memory beside its attention calls, for one layer and
+    micro-batch: (forward, backward), as torch's ring computes in fp32 (_ContextParallelOptions
+    convert_to_f32 True; torch/distributed/tensor/experimental/_attention.py, read at 0123248: the
+    stored copy nearest torchtitan's torch of 2024-12-23). Each source line counted as one pass
+    over its tensors (torch.compile fuses a line's pointwise ops; eager runs more). With O the
+    rank's output elements b (h / tp) (n / cp) d_h and K those of its key (and of its value, the
+    heads exchange() moves), in bytes:
+      forward   the first block's output to fp32 (2 O read, 4 O written) and the result back to
+                bf16 (4 O + 2 O); each of the cp - 1 later blocks merged, `out - sigmoid(block_lse
+                - lse) * (out - block_out)`: out read and written in fp32, the block's read in bf16,
+                10 O (the slowest rank's; a half-block merge writes the half and _partial_update's
+                cat copies the rest, 9 O);
+      backward  fp32 zeros for dq, dk, dv (4 O + 8 K); at each of the cp blocks dq += (10 O), dk
+                and dv += (20 K), their cat into the fp32 send buffer (16 K) and, but at the last
+                block, the key and value's cat for the next send (8 K); at the end dq to bf16 (6 O)
+                and the received dk, dv to bf16 (12 K)."""
+    from .split import kv_heads_per_rank
+
+    tokens = workload.batch * (workload.seq_len // cp) * cfg.d_head
+    out = tokens * (cfg.n_heads // tp)
+    key = tokens * (cfg.n_heads // tp if kv_heads == "repeated" else kv_heads_per_rank(cfg.n_kv_heads, tp))
+    forward = 12 * out + 10 * (cp - 1) * out
+    backward = 4 * out + 8 * key + cp * (10 * out + 36 * key) + 8 * (cp - 1) * key + 6 * out + 12 * key
+    return int(forward), int(backward)

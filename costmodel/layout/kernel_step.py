@@ -221,6 +221,29 @@ class KernelStepTime(StepTime):
             _PARTS[memo] = _parts(entries, rules, timer, fp8_timer, estimate.phase == "train",
                                   [w.get("attention_core", False) for w in work], self.casts)
         out, self.attention_seconds = _PARTS[memo]
+        return self._with_ring_merges(out, entries, work)
+
+    def _with_ring_merges(self, out: dict[str, tuple[float, int]], entries: list[Entry],
+                          work: list[dict]) -> dict[str, tuple[float, int]]:
+        """Under torch's context parallelism (FSDP2's framework: torch's context_parallel ring)
+        each attention core's ring also merges its blocks in fp32 (context.ring_merge_bytes),
+        memory-bound at the timer's bandwidth: the forward's again where the layer is recomputed.
+        Megatron's (Transformer Engine's) ring corrects its outputs in its own kernels, not read
+        here: not added."""
+        layout = self.estimate.layout
+        if layout.cp == 1 or self.estimate.phase != "train" or layout.framework != "fsdp2":
+            return out
+        from .context import ring_merge_bytes
+
+        forward, backward = ring_merge_bytes(self.estimate.cfg, self.estimate.workload, layout.cp, layout.tp,
+                                             layout.cp_kv_heads)
+        out = dict(out)
+        for (key, rerun, _, kernels), entry in zip(entries, work):
+            # the core's leaves share one fused call: the merges go with the leaf that runs it
+            if entry.get("attention_core") and any(isinstance(kernel, AttentionCall) for kernel in kernels):
+                total, active = out[key]
+                passes = forward * (2 if rerun else 1) + backward
+                out[key] = (total + passes / self.timer.bandwidth, active)
         return out
 
 

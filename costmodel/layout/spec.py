@@ -20,6 +20,8 @@
   fp8              an FP8 training recipe: tensorwise, rowwise or blockwise (costmodel/layout/fp8.py)
   cp, cp_rotate    context-parallel ranks, each holding n / cp of every sequence; how keys and
                    values travel: "allgather" (torch 2.13's default) or "ring" (costmodel/layout/context.py)
+  cp_kv_heads      which heads the ring moves: "kv" (the model's h_kv, Transformer Engine's) or
+                   "repeated" (h: K and V repeated to every query head before sdpa, torchtitan's Llama)
   all_reduce       whose code runs an all-reduce inside a node: "nccl" (the default) or "intra-node"
                    (PyTorch's IntraNodeComm, ENABLE_INTRA_NODE_COMM=1; costmodel/collectives.py)
   vocab_parallel   tensor parallelism splits the embedding and the output head by the vocabulary
@@ -35,7 +37,7 @@ from typing import Any
 
 from ..config import ConfigError, ModelConfig, show
 from ..offload import check as check_offload
-from ..spec import ALL_REDUCES, CP_ROTATES, DEVICES, SCHEDULES
+from ..spec import ALL_REDUCES, CP_KV_HEADS, CP_ROTATES, DEVICES, SCHEDULES
 from .experts import check_expert_parallel
 from .fp8 import RECIPES
 from .frameworks import FRAMEWORKS
@@ -124,6 +126,7 @@ class Layout:
     fp8: str | None = None  # an FP8 training recipe (costmodel/layout/fp8.py)
     cp: int = 1
     cp_rotate: str = "allgather"
+    cp_kv_heads: str = "kv"  # the heads the ring moves (CP_KV_HEADS; layout/context.py)
     all_reduce: str = "nccl"  # whose all-reduce runs inside a node (costmodel/spec.ALL_REDUCES)
     vocab_parallel: bool = True  # the embedding and head split by the vocabulary (False: replicated)
     # DeepSpeed's ZeRO-Offload/Infinity (costmodel/offload.py): what leaves the GPU, and where to.
@@ -178,6 +181,8 @@ class Layout:
             raise ConfigError("layout: --zero 2 with fsdp2 means reshard_after_forward=False already.")
         if self.cp_rotate not in CP_ROTATES:
             raise ConfigError(f"layout: cp_rotate must be {CP_ROTATES.listed()}, got {show(self.cp_rotate)}.")
+        if self.cp_kv_heads not in CP_KV_HEADS:
+            raise ConfigError(f"layout: cp_kv_heads must be {CP_KV_HEADS.listed()}, got {show(self.cp_kv_heads)}.")
         if self.all_reduce not in ALL_REDUCES:
             raise ConfigError(f"layout: all_reduce must be {ALL_REDUCES.listed()}, got {show(self.all_reduce)}.")
         if not isinstance(self.vocab_parallel, bool):
