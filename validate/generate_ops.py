@@ -1,5 +1,6 @@
 """Counts the aten ops one decoding step of Hugging Face generate issues (transformers 5.24's
-LlamaForCausalLM.generate, greedy, its DynamicCache, torch 2.13 CPU): what kernel_facts.json
+LlamaForCausalLM.generate and the other families' below, greedy, its DynamicCache, torch 2.13
+CPU): what kernel_facts.json
 "eager_step_ops" states for the implementation "transformers", the code `simulate` models by
 default.
 
@@ -25,8 +26,8 @@ config of their own class (AutoConfig.for_model) and counted the same way (step_
 Gemma 2 per layer kind (layer_types: two layers of one kind less one), its window 4 tokens so that
 every counted step's sliding layers run past it, as a long context does. The experts run
 transformers' default experts implementation, grouped_mm (one grouped product for every expert a
-token reaches, so the count does not grow with top_k: the counts at top_k 1 and 2 are equal); the
-experts' widths are multiples of 8 (grouped_mm's 16-byte strides). flash_attention_2 does not run
+token reaches, so the count does not grow with top_k: the same at top_k 2 and 3, one op fewer
+at 1); the experts' widths are multiples of 8 (grouped_mm's 16-byte strides). flash_attention_2 does not run
 on a CPU (flash_attn needs CUDA): not counted here (docs/time.md says what stands for it).
 """
 
