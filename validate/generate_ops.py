@@ -1,8 +1,7 @@
 """Counts the aten ops one decoding step of Hugging Face generate issues (transformers 5.24's
 LlamaForCausalLM.generate and the other families' below, greedy, its DynamicCache, torch 2.13
-CPU): what kernel_facts.json
-"eager_step_ops" states for the implementation "transformers", the code `simulate` models by
-default.
+CPU): what kernel_facts.json "eager_step_ops" states for the implementation "transformers", the
+code `simulate` models by default.
 
 A TorchDispatchMode (validate/gpt_fast_ops.DispatchCounter) counts every aten op that reaches the
 dispatcher during generate(max_new_tokens=k) at k = K_SHORT and K_LONG: the difference over the
