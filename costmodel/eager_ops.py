@@ -135,21 +135,26 @@ def training_bytes(entry: dict | None) -> dict[str, tuple[Any, Any]] | None:
 def step_ops(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache: str,
              quantization: dict[str, Any] | None = None) -> int | None:
     """The aten ops one eager decoding step at batch 1 of this implementation issues
-    (kernel_facts.json "eager_step_ops": per layer x the layers, plus the step's own, plus the
-    copies of grouped KV heads per layer where the KV heads are fewer than the query heads and
-    the implementation states them), in this dtype, under this attention and KV cache where the
-    implementation states which it counted; None where no counted implementation of that name
-    matches, or the weights are quantized (quantization's weight_dtype or fp8_gemm: their
-    kernels are other ops). fp16 takes bf16's counts: both are half types, so the same casts
-    (x.float(), type_as) dispatch. A quantized KV cache (quantization's kv_dtype) keeps the
-    counts, a lower bound (its quantize and dequantize ops are not counted)."""
+    (kernel_facts.json "eager_step_ops": per layer x the layers, a window's layers at their own
+    count where the family states one (Gemma 2's sliding_per_layer), plus the step's own, plus
+    the copies of grouped KV heads per layer where the KV heads are fewer than the query heads
+    and the implementation states them), in this dtype, under this attention (or one the counted
+    entry stands for: its "stands_for") and KV cache where the implementation states which it
+    counted; None where no counted implementation of that name matches, or the weights are
+    quantized (quantization's weight_dtype or fp8_gemm: their kernels are other ops). fp16 takes
+    bf16's counts: both are half types, so the same casts (x.float(), type_as) dispatch. A
+    quantized KV cache (quantization's kv_dtype) keeps the counts, a lower bound (its quantize and
+    dequantize ops are not counted)."""
     if any((quantization or {}).get(key) is not None for key in ("weight_dtype", "fp8_gemm")):
         return None
     entry = _matching("eager_step_ops", cfg, lambda entry: (
-        entry["name"] == implementation and entry.get("attention", attention) == attention
-        and entry.get("kv_cache", kv_cache) == kv_cache))
+        entry["name"] == implementation and kv_cache == entry.get("kv_cache", kv_cache)
+        and attention in (entry.get("attention", attention), *entry.get("stands_for", ()))))
     counts = None if entry is None else entry["ops"].get("bf16" if dtype == "fp16" else dtype)
     if counts is None:
         return None
-    per_layer = counts["per_layer"] + (counts.get("grouped_kv_per_layer", 0) if cfg.n_kv_heads < cfg.n_heads else 0)
-    return per_layer * cfg.n_layers + counts["per_step"]
+    grouped = counts.get("grouped_kv_per_layer", 0) if cfg.n_kv_heads < cfg.n_heads else 0
+    windowed = 0 if cfg.sliding_window is None else cfg.n_layers if cfg.window_layers is None else cfg.window_layers
+    sliding = windowed if "sliding_per_layer" in counts else 0
+    return ((counts["per_layer"] + grouped) * (cfg.n_layers - sliding)
+            + (counts.get("sliding_per_layer", 0) + grouped) * sliding + counts["per_step"])
