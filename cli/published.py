@@ -16,11 +16,12 @@ def published(as_json) -> None:
     TFLOP/s per GPU), Korthikanti et al. 2022 Table 5 (seconds per iteration, MFU, HFU), more published
     runs (costmodel/published_runs.json), DeepSeek-V3 and Llama 3 405B's 131k-context run."""
     from reports.published_frontier import frontier
-    from reports.published_runs import korthikanti, narayanan, other_runs, summary
+    from reports.published_runs import korthikanti, narayanan, other_runs, summary, summary_by_kind
 
     from .format import render_published
 
     tables = {"narayanan_2021_table_1": narayanan(), "korthikanti_2022_table_5": korthikanti(),
               "other_runs": other_runs(), "frontier": frontier()}
     tables["summary"] = summary(tables)
+    tables["summary_by_kind"] = summary_by_kind(tables)
     click.echo(json.dumps(tables, indent=2) if as_json else render_published(tables))

@@ -303,6 +303,26 @@ TRAIN_UNITS = {"published_tflops_per_gpu": ("TFLOP/s per GPU", train_run),
 COST_UNITS = ("GPU-hours",)
 
 
+#: The kinds `summary_by_kind` splits the comparisons into (each other run's "kind" in other_runs).
+KINDS = ("dense training", "MoE training", "decoding")
+
+
+def run_kind(run: dict[str, Any], source: dict[str, Any]) -> str:
+    """A run's kind: decoding, or training of a dense model or of a mixture of experts (a source
+    that says `"moe": true`, for models without a preset too; else a preset with routed experts;
+    a run of GPT sizes is dense)."""
+    from costmodel.config import ConfigError
+    from costmodel.presets import load_preset
+
+    if run["kind"] == "decode":
+        return "decoding"
+    try:
+        experts = source.get("moe", False) or ("gpt" not in run and load_preset(run.get("preset", run["model"])).n_experts > 0)
+    except ConfigError:  # a model without a preset, and a source that does not say
+        experts = False
+    return "MoE training" if experts else "dense training"
+
+
 def other_runs() -> list[dict[str, Any]]:
     """Each run of costmodel/published_runs.json: published, and ours under the roofline and
     the kernel-level time model (None, with the reason, where a model cannot express it: the
@@ -319,7 +339,7 @@ def other_runs() -> list[dict[str, Any]]:
             key = next(k for k in TRAIN_UNITS if k in run)
             unit, measure = TRAIN_UNITS[key]
         row = {"run": run["id"], "unit": unit, "published": run[key], "roofline": None, "kernels": None,
-               "not_expressible": None, "source": source["source"]}
+               "not_expressible": None, "source": source["source"], "kind": run_kind(run, source)}
         if "not_modelled" in source:  # what a published total holds that no step model times
             row["not_modelled"] = source["not_modelled"]
         reasons = []
@@ -350,22 +370,42 @@ def speed_ratios(tables: dict[str, list[dict[str, Any]]], model: str, costs: boo
     return ratios + [r[ours[3]] / r["published"] for r in others]
 
 
+def _counts(ratios: list[float]) -> dict[str, Any]:
+    """How many comparisons, the median of |ratio - 1|, the range, and how many fall within
+    0.75-1.33x, 5% and 10%."""
+    import statistics
+
+    errors = [abs(r - 1) for r in ratios]
+    return {"comparisons": len(ratios), "median_error": statistics.median(errors),
+            "lowest": min(ratios), "highest": max(ratios), "within_0.75_1.33": sum(0.75 <= r <= 1.33 for r in ratios),
+            "within_5%": sum(e <= 0.05 for e in errors), "within_10%": sum(e <= 0.10 for e in errors)}
+
+
+def summary_by_kind(tables: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """The kernel model's comparisons split by what they time: Narayanan's and Korthikanti's tables,
+    then the other runs' rates by kind (KINDS); the GPU-hours rows apart, as in `summary`. Every
+    comparison of `summary`'s "kernels" falls in exactly one."""
+    papers = [r["tflops_kernels"] / r["tflops_published"] for r in tables["narayanan_2021_table_1"]]
+    for r in tables["korthikanti_2022_table_5"]:
+        papers += [r["full_published"] / r["full_kernels"], r["present_published"] / r["present_kernels"]]
+    out = {"Narayanan's and Korthikanti's tables": _counts(papers)}
+    for kind in KINDS:
+        ratios = [r["kernels"] / r["published"] for r in tables["other_runs"]
+                  if r["kind"] == kind and r["kernels"] is not None and r.get("unit") not in COST_UNITS]
+        if ratios:
+            out[kind] = _counts(ratios)
+    return out
+
+
 def summary(tables: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """Per time model: how many comparisons, the median of |ratio - 1|, the range, and how many
     fall within 0.75-1.33x, 5% and 10% (ratio: our speed over the published one); the runs'
     rates ("roofline", "kernels") apart from the whole runs' GPU-hours ("roofline, GPU-hours",
     "kernels, GPU-hours"), whose gaps hold what a total includes beyond the steps (restarts,
     other stages) and, where no layout is published, the layout assumed."""
-    import statistics
-
     out = {}
     for model, costs in (("roofline", False), ("kernels", False), ("roofline", True), ("kernels", True)):
         ratios = speed_ratios(tables, model, costs)
-        if not ratios:
-            continue
-        errors = [abs(r - 1) for r in ratios]
-        out[f"{model}, GPU-hours" if costs else model] = {
-            "comparisons": len(ratios), "median_error": statistics.median(errors),
-            "lowest": min(ratios), "highest": max(ratios), "within_0.75_1.33": sum(0.75 <= r <= 1.33 for r in ratios),
-            "within_5%": sum(e <= 0.05 for e in errors), "within_10%": sum(e <= 0.10 for e in errors)}
+        if ratios:
+            out[f"{model}, GPU-hours" if costs else model] = _counts(ratios)
     return out

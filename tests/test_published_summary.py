@@ -1,0 +1,56 @@
+"""`published`'s last tables: the kernel model's comparisons by kind (reports/published_runs.py
+summary_by_kind), each comparison in exactly one kind, the kinds read from the runs' models."""
+
+from __future__ import annotations
+
+import pytest
+
+from reports.published_runs import KINDS, other_runs_data, run_kind, summary, summary_by_kind
+
+
+def test_each_run_has_the_kind_its_model_says():
+    data = other_runs_data()
+    runs = {r["id"]: r for r in data["runs"]}
+
+    def kind(run_id: str, source: dict | None = None) -> str:
+        return run_kind(runs[run_id], data["sources"][run_id.split()[0]] if source is None else source)
+
+    assert kind("gpt-fast llama2-7b bf16") == "decoding"
+    assert kind("gpt-fast-mixtral mixtral-8x7b tp2") == "decoding"  # MoE, but decoding
+    assert kind("megatron-core-r0.8.0 gpt-1.7b 48xh100") == "dense training"  # GPT sizes
+    assert kind("megatron-bridge 25.11 llama3-8b fp8-cs 8xgb300") == "dense training"
+    qwen = "megatron-bridge-moe 26.04.01 qwen3-30b-a3b fp8 16xh100"
+    assert kind(qwen) == kind(qwen, source={}) == "MoE training"  # the source says so; the preset too
+    nemotron = next(r for r in runs if r.startswith("megatron-bridge-moe") and "nemotron-3-super" in r)
+    assert kind(nemotron) == "MoE training" and kind(nemotron, source={}) == "dense training"  # no preset
+    kinds = [run_kind(r, data["sources"][r["id"].split()[0]]) for r in data["runs"]]
+    assert set(kinds) == set(KINDS) and kinds.count("MoE training") == 103  # Megatron-Bridge's MoE rows
+
+
+def _tables():
+    """Two paper rows (1.10 and 1.00 as speeds), Korthikanti's two cells (0.90, 1.25), and other runs:
+    a dense rate at 1.20x, two MoE rates at 2.0x and 0.8x, a decoding rate at 1.02x, one not
+    expressible, and a GPU-hours row (a cost, apart)."""
+    return {"narayanan_2021_table_1": [{"tflops_kernels": 110.0, "tflops_published": 100.0, "tflops_ours": 90.0}],
+            "korthikanti_2022_table_5": [{"full_published": 9.0, "full_kernels": 10.0, "full_ours": 10.0,
+                                          "present_published": 5.0, "present_kernels": 4.0, "present_ours": 4.0}],
+            "other_runs": [
+                {"kind": "dense training", "unit": "tokens/s per GPU", "published": 100.0, "kernels": 120.0, "roofline": None},
+                {"kind": "MoE training", "unit": "tokens/s per GPU", "published": 100.0, "kernels": 200.0, "roofline": None},
+                {"kind": "MoE training", "unit": "tokens/s per GPU", "published": 100.0, "kernels": 80.0, "roofline": None},
+                {"kind": "decoding", "unit": "tokens/s", "published": 50.0, "kernels": 51.0, "roofline": None},
+                {"kind": "decoding", "unit": "tokens/s", "published": 50.0, "kernels": None, "roofline": None},
+                {"kind": "dense training", "unit": "GPU-hours", "published": 10.0, "kernels": 20.0, "roofline": None}]}
+
+
+def test_the_kinds_split_the_kernel_models_comparisons():
+    tables = _tables()
+    by_kind, total = summary_by_kind(tables), summary(tables)["kernels"]
+    assert sum(s["comparisons"] for s in by_kind.values()) == total["comparisons"] == 7
+    papers = by_kind["Narayanan's and Korthikanti's tables"]
+    assert papers["comparisons"] == 3 and papers["median_error"] == pytest.approx(0.10)  # 1.10, 0.90, 1.25
+    assert (papers["lowest"], papers["highest"]) == (pytest.approx(0.9), pytest.approx(1.25))
+    moe = by_kind["MoE training"]
+    assert (moe["comparisons"], moe["within_0.75_1.33"], moe["median_error"]) == (2, 1, pytest.approx(0.6))
+    assert by_kind["decoding"]["comparisons"] == 1 and by_kind["decoding"]["within_5%"] == 1
+    assert by_kind["dense training"]["highest"] == pytest.approx(1.2)  # the GPU-hours row is not a rate
