@@ -49,3 +49,27 @@ def test_ep_beside_tp_names_the_folding_that_is_modelled(capsys):
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
     assert "--etp 1 with --sp and --framework megatron" in err and "neither modelled" not in err
+
+
+def test_a_preset_copy_with_its_bandwidth_edited_keeps_no_faster_gemv(tmp_path, capsys):
+    """torchao's H100 (pytorch/ao README: 96 GB at 2.4 TB/s, 500 W) typed as a user types it: `hardware
+    --show h100-sxm`, bandwidth and memory edited. The copy kept the SXM's measured 3.0165 TB/s GEMV
+    rate and decoded Llama 3.1 8B int4wo-64 at 328 tokens/s; with it at 0, as the published row
+    sets it, 303 (published_runs.json torchao-h100: 302.8 beside torchao's 241.39)."""
+    assert cli.main(["hardware", "--show", "h100-sxm"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["gemv_bandwidth_bytes_per_s"] == 3_016_544_000_000.0
+    data.update(name="h100-96gb", bandwidth_bytes_per_s=2.4e12, memory_bytes=103_079_215_104, power_limit_watts=500)
+    path = tmp_path / "h100-96gb.json"
+    path.write_text(json.dumps(data))
+    decode = ["simulate", "--model", "llama3.1-8b", "--hardware", str(path), "--prompt", "6", "--gen", "200",
+              "--kv-cache", "static", "--cuda-graphs", "--decode-code", "gpt-fast", "--attention", "sdpa",
+              "--weight-dtype", "int4", "--weight-group", "64", "--quant-layout", "torchao", "--quantize-head",
+              "--json"]
+    assert cli.main(decode) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "gemv_bandwidth_bytes_per_s is still h100-sxm's measured 3.017e+12" in err
+    path.write_text(json.dumps(dict(data, gemv_bandwidth_bytes_per_s=0.0)))
+    assert cli.main(decode) == 0
+    tokens = json.loads(capsys.readouterr().out)["decode"]["tokens_per_second"]
+    assert round(tokens) == 303
