@@ -122,6 +122,16 @@ def make_layout(cfg: ModelConfig, options: dict[str, Any], inference: bool = Fal
     if set(given) <= set(qualifiers):
         named = ", ".join(qualifiers[k] for k in given)
         raise InputError(f"{named} says how a layout's collectives run; give the layout too (--tp, --dp, --cp, ...).")
+    # Options a layout reads only beside another: typed without it they changed nothing.
+    if given.get("cp", 1) == 1:
+        named = [option for key, option in (("cp_rotate", "--cp-rotate"), ("cp_kv_heads", "--cp-kv-heads"))
+                 if key in given]
+        if named:
+            raise InputError(f"{' and '.join(named)} says how context parallelism moves keys and values; "
+                             "it needs --cp above 1.")
+    if "etp" in given and given.get("ep", 1) == 1:
+        raise InputError("--etp is modelled with expert parallelism only (--ep above 1, and --tp above 1 for "
+                         "parallel folding); without --ep the experts run under --tp.")
     from costmodel.layout import Layout
 
     gpus = given.pop("gpus", None)

@@ -482,7 +482,26 @@ def load_hardware_file(path: Path) -> Hardware:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, ValueError) as error:
         raise ConfigError(f"{path}: not JSON ({str(error).splitlines()[0]}).") from None
-    return Hardware.from_dict(data, source=str(path))
+    hardware = Hardware.from_dict(data, source=str(path))
+    _check_copied_gemv(hardware, path)
+    return hardware
+
+
+def _check_copied_gemv(hardware: Hardware, path: Path) -> None:
+    """A copy of a preset (`hardware --show` writes network_of) with its bandwidth edited but the
+    preset's measured GEMV rate kept: that rate is the preset card's (BabelStream's Dot), and the
+    kernel model reads a GEMM's bytes at it, not at the edited bandwidth (torchao's 2.4 TB/s H100
+    with the SXM's 3.02 TB/s decoded 8% faster than at its own)."""
+    name = hardware.network_of
+    if not name or name == hardware.name or hardware.gemv_bandwidth_bytes_per_s <= 0:
+        return
+    preset = load_hardware(name)
+    if (hardware.gemv_bandwidth_bytes_per_s == preset.gemv_bandwidth_bytes_per_s
+            and hardware.bandwidth_bytes_per_s != preset.bandwidth_bytes_per_s):
+        raise ConfigError(f"hardware file {show(str(path))}: bandwidth_bytes_per_s is {hardware.bandwidth_bytes_per_s:.4g}, "
+                          f"not {name}'s {preset.bandwidth_bytes_per_s:.4g}, but gemv_bandwidth_bytes_per_s is still "
+                          f"{name}'s measured {preset.gemv_bandwidth_bytes_per_s:.4g}: set it to 0 (none measured: "
+                          "bandwidth x efficiency.memory) or to this card's.")
 
 
 def _load_local() -> Hardware:

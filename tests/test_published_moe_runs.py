@@ -154,4 +154,4 @@ def test_tp_beside_ep_is_refused_for_the_folding_before_ep_against_dp(capsys):
 
     assert cli.main(["estimate", "--model", "mixtral-8x7b", "--dp", "2", "--ep", "4", "--tp", "2"]) == 2
     err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and "'parallel folding'" in err and "must divide dp" not in err
+    assert len(err.strip().splitlines()) == 1 and "parallel folding (--etp 1" in err and "must divide dp" not in err

@@ -102,10 +102,10 @@ def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int
         check_folding(cfg, ep, tp, dp, framework, sp)
         return
     if tp > 1:  # checked first: with tp > 1 Megatron-Core draws the EP group from tp x dp, not dp
-        raise ConfigError("layout: expert parallelism with tensor parallelism is not modelled (use --tp 1): "
-                          "Megatron-Core runs it only under sequence parallelism (ModelParallelConfig), and "
-                          "with the experts' own tensor parallelism (expert_tensor_parallel_size, 'parallel "
-                          "folding': the expert-parallel group drawn from tp x dp), neither modelled with experts.")
+        raise ConfigError("layout: expert parallelism with tensor parallelism is modelled only as parallel "
+                          "folding (--etp 1 with --sp and --framework megatron: the routed experts whole, the "
+                          "expert-parallel group drawn from tp x dp), else use --tp 1; the experts' own tensor "
+                          "parallelism (expert_tensor_parallel_size = tp) is not modelled.")
     if dp % ep:
         raise ConfigError(f"layout: ep = {ep} must divide dp = {dp} (the expert-parallel ranks are "
                           "data-parallel ranks).")
