@@ -84,7 +84,8 @@ def test_simulate_train_prints_tokens_a_gpu_beside_the_steps(capsys):
     assert round(tokens) == 1463703 and round(tokens / 8) == 182963
     code, out, err = run_main(args, capsys)
     assert code == 0, err
-    assert "   1,463,703 tokens/s (182,963 a GPU); MFU 50.1% (dense model FLOPs)" in out.splitlines()[2]
+    assert "   1,463,703 tokens/s (182,963 a GPU); MFU 50.1% (dense model FLOPs over the bf16 datasheet peak)" \
+        in out.splitlines()[2]
 
 
 def test_serve_help_says_a_hardware_file_is_taken(tmp_path, capsys):
