@@ -241,3 +241,15 @@ def test_plan_refuses_a_price_without_tokens_and_a_top_below_one(capsys):
         captured = capsys.readouterr()
         assert (code, captured.out) == (2, ""), args
         assert captured.err == f"error: {words}\n", captured.err
+
+
+@pytest.mark.parametrize("fixed, dps", [(["--cp", "2", "--tp", "1", "--pp", "1"], {4}),
+                                        (["--cp", "2"], {1, 2, 4})])
+def test_plan_with_a_fixed_context_parallel_size_fills_the_gpus(capsys, fixed, dps):
+    """--cp 2 on 8 GPUs: pp divides the ranks left after cp (it divided 8 / tp and left dp 0: a
+    ZeroDivisionError), and three fixed sizes of the four (tp, pp, cp) leave dp to fill the GPUs
+    (they were taken as the whole layout: '2 GPUs, not the 8 of --gpus')."""
+    assert cli.main(["plan", "-m", "llama3-8b", "--gpus", "8", *fixed, "--json"]) == 0
+    layouts = [e["layout"] for e in json.loads(capsys.readouterr().out)["feasible"]]
+    assert layouts and all(x["cp"] == 2 and x["tp"] * x["pp"] * x["dp"] * x["cp"] == 8 for x in layouts)
+    assert {x["dp"] for x in layouts} == dps

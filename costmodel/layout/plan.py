@@ -48,18 +48,22 @@ def tensor_sizes(cfg: ModelConfig, hardware: Hardware, gpus: int, inference: boo
             and tensor_split_error(cfg, t, inference) is None]
 
 
+#: The sizes whose product is the GPUs (Layout.gpus): tp x pp x cp x dp.
+GRID = ("tp", "pp", "dp", "cp")
+
+
 def check_fixed(fixed: dict[str, Any], gpus: int) -> None:
     """The dimensions a user fixed must fit the GPUs: their product divides them (equals them when
-    all three are fixed)."""
-    given = {k: fixed[k] for k in ("tp", "pp", "dp", "cp") if fixed.get(k)}
+    all four, tp, pp, cp and dp, are fixed)."""
+    given = {k: fixed[k] for k in GRID if fixed.get(k)}
     product = 1
     for size in given.values():
         product *= size
     named = " x ".join(f"{k} {v}" for k, v in given.items())
     if gpus % product:
-        raise ConfigError(f"{named} does not divide the {gpus} GPUs of --gpus (tp x pp x dp must "
+        raise ConfigError(f"{named} does not divide the {gpus} GPUs of --gpus (tp x pp x cp x dp must "
                           f"equal them).")
-    if len(given) == 3 and product != gpus:
+    if len(given) == len(GRID) and product != gpus:
         raise ConfigError(f"{named} is {product} GPUs, not the {gpus} of --gpus.")
 
 
@@ -79,7 +83,7 @@ def context_sizes(cfg: ModelConfig, ranks: int, seq_len: int | None, fixed: dict
     left that keeps at least CP_MIN_TOKENS tokens a rank (context parallelism is for long
     sequences), divides the sequence into 2 cp chunks, on a model it is modelled for."""
     if fixed.get("cp"):
-        return [fixed["cp"]]
+        return [fixed["cp"]] if ranks % fixed["cp"] == 0 else []
     if seq_len is None or cfg.architecture != "decoder" or cfg.sliding_window is not None or cfg.mla \
             or fixed.get("attention") == "eager":
         return [1]
@@ -110,7 +114,8 @@ def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_bat
     for framework in frameworks:
         zeros = [fixed["zero"]] if fixed.get("zero") is not None else list(FRAMEWORKS[framework].zero_stages)
         for tp in tps:
-            pps = [fixed["pp"]] if fixed.get("pp") else [p for p in _divisors(gpus // tp) if p <= layers]
+            cp_fixed = fixed.get("cp") or 1  # the ranks a fixed cp takes before pp divides the rest
+            pps = [fixed["pp"]] if fixed.get("pp") else [p for p in _divisors(gpus // (tp * cp_fixed)) if p <= layers]
             for pp in pps:
                 if gpus % (tp * pp):
                     continue
