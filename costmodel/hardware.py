@@ -206,12 +206,12 @@ class Hardware:
         if not self.vector_flops_per_s > 0:
             raise ConfigError(f"hardware {self.name}: no vector_flops_per_s and no fp32 peak to stand for it (the "
                               f"non-matmul ops' rate); give vector_flops_per_s.")
-        if not self.network_of and self.name in hardware_names():  # a preset: its own measurements
+        presets = [name for name in hardware_names() if name != "local"]  # `local` is measured here, not a preset
+        if not self.network_of and self.name in presets:  # a preset: its own measurements
             object.__setattr__(self, "network_of", self.name)
-        if self.network_of and self.network_of not in hardware_names():
+        if self.network_of and self.network_of not in presets:
             raise ConfigError(f"hardware {self.name}: network_of {show(self.network_of)} is not a preset; it names the "
-                              f"preset whose measured collectives this GPU's nodes share: one of "
-                              f"{', '.join(hardware_names()[:-1])}.")
+                              f"preset whose measured collectives this GPU's nodes share: one of {', '.join(presets)}.")
         scale = self.clock_scale
         if scale != 1.0:  # the peaks as this limit runs them; the datasheet's stay in `source`
             object.__setattr__(self, "flops_per_s", {k: v * scale for k, v in self.flops_per_s.items()})

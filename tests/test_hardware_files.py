@@ -265,6 +265,7 @@ def test_a_renamed_copy_of_a_preset_keeps_its_measured_collectives(tmp_path, cap
         assert code == 0
         exposed[name] = json.loads(out)["step"]["exposed_communication_seconds"]["tp"]
     assert exposed["renamed"] == exposed["preset"] != exposed["bare"]
-    (tmp_path / "bad.json").write_text(json.dumps(dict(copy, network_of="h100-foo")))
-    code, out, err = run(["simulate", "--model", "llama2-7b", "--hardware", str(tmp_path / "bad.json")], capsys)
-    assert (code, out) == (2, "") and err.count("\n") == 1 and "network_of 'h100-foo' is not a preset" in err
+    for bad in ("h100-foo", "local"):  # `local` is this machine's measurement, not a preset's network
+        (tmp_path / "bad.json").write_text(json.dumps(dict(copy, network_of=bad)))
+        code, out, err = run(["simulate", "--model", "llama2-7b", "--hardware", str(tmp_path / "bad.json")], capsys)
+        assert (code, out) == (2, "") and err.count("\n") == 1 and f"network_of '{bad}' is not a preset" in err

@@ -91,7 +91,7 @@ def _rank_key(estimate: ParallelEstimate, fused_attention: bool, compiled: bool,
             "precision": framework.precision, "device": layout.device, "phase": estimate.phase,
             "sp": layout.sp, "vocabulary": layout_vocabulary(layout), "loss_parallel": uses_loss_parallel(layout),
             "fused_attention": fused_attention, "compiled": compiled, "framework": layout.framework,
-            "fp8_activations": fp8_activations(layout), "ep": layout.ep,
+            "fp8_activations": fp8_activations(layout), "ep": layout.ep, "folded": layout.folded,
             "eager_training": (eager_training(estimate, compiled, autocast) or {}).get("name")}
 
 
@@ -102,7 +102,7 @@ def rank_kernels(estimate: ParallelEstimate, fused_attention: bool, compiled: bo
     cfg, layout = estimate.cfg, estimate.layout
     memo = (cfg, estimate.workload, layout.tp, layout.cp, layout.sp, layout.framework, layout.loss_parallel,
             layout_vocabulary(layout), layout.device, estimate.phase, fused_attention, compiled,
-            fp8_activations(layout), autocast, layout.ep)
+            fp8_activations(layout), autocast, layout.ep, layout.folded)
     if memo in _RANK_KERNELS:
         return _RANK_KERNELS[memo]
     name = compiled_cache.key_name("kernels", _rank_key(estimate, fused_attention, compiled, autocast))
