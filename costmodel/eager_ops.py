@@ -154,7 +154,6 @@ def step_ops(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache
     if counts is None:
         return None
     grouped = counts.get("grouped_kv_per_layer", 0) if cfg.n_kv_heads < cfg.n_heads else 0
-    windowed = 0 if cfg.sliding_window is None else cfg.n_layers if cfg.window_layers is None else cfg.window_layers
-    sliding = windowed if "sliding_per_layer" in counts else 0
+    sliding = cfg.n_window_layers if "sliding_per_layer" in counts else 0  # decoder-only families here
     return ((counts["per_layer"] + grouped) * (cfg.n_layers - sliding)
             + (counts.get("sliding_per_layer", 0) + grouped) * sliding + counts["per_step"])

@@ -224,10 +224,14 @@ class Hardware:
         applies anew."""
         import dataclasses
 
+        return dataclasses.replace(self, **{**self.datasheet_rates(), **changes})
+
+    def datasheet_rates(self) -> dict[str, Any]:
+        """The compute peaks as the datasheet gives them, whatever clock or power limit this file
+        runs at (the one place a limit is undone): flops_per_s and vector_flops_per_s."""
         scale = self.clock_scale
-        datasheet = {"flops_per_s": {k: v / scale for k, v in self.flops_per_s.items()},
-                     "vector_flops_per_s": self.vector_flops_per_s / scale}
-        return dataclasses.replace(self, **{**datasheet, **changes})
+        return {"flops_per_s": {k: v / scale for k, v in self.flops_per_s.items()},
+                "vector_flops_per_s": self.vector_flops_per_s / scale}
 
     @property
     def clock_scale(self) -> float:
@@ -275,7 +279,8 @@ class Hardware:
         """The datasheet's peak for dtype, whatever clock or power limit this file runs at: the
         denominator of MFU and HFU, as papers divide by it (a capped GPU's utilisation reads lower,
         not the same)."""
-        return self.peak(dtype) / self.clock_scale
+        self.peak(dtype)  # raises: the dtype has no peak here
+        return self.datasheet_rates()["flops_per_s"][dtype]
 
     def missing_peak(self, dtype: str) -> str:
         """The one line a dtype without a peak here gets: the GPU, its generation (which says why:
@@ -346,11 +351,8 @@ class Hardware:
     def to_dict(self) -> dict[str, Any]:
         """The hardware file of this Hardware (at its datasheet peaks: a clock or power limit is
         written as the limit, not folded into the peaks)."""
-        scale = self.clock_scale
         out: dict[str, Any] = {
-            "name": self.name, "description": self.description,
-            "flops_per_s": {k: v / scale for k, v in self.flops_per_s.items()},
-            "vector_flops_per_s": self.vector_flops_per_s / scale,
+            "name": self.name, "description": self.description, **self.datasheet_rates(),
             "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s, "memory_bytes": self.memory_bytes,
             "efficiency": dict(self.efficiency), "matmul_efficiency": dict(self.matmul_efficiency),
             "source": self.source,

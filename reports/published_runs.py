@@ -359,15 +359,21 @@ def speed_ratios(tables: dict[str, list[dict[str, Any]]], model: str, costs: boo
     and every run of published_runs.json this model expresses but its whole-run costs; with
     `costs`, those alone (the GPU-hours rows, COST_UNITS, inverted as Korthikanti's seconds). The
     frontier rows are in neither (each assumes what its paper does not state: docs/layouts.md)."""
-    ours = {"roofline": ("tflops_ours", "full_ours", "present_ours", "roofline"),
-            "kernels": ("tflops_kernels", "full_kernels", "present_kernels", "kernels")}[model]
-    others = [r for r in tables["other_runs"] if r[ours[3]] is not None and (r.get("unit") in COST_UNITS) == costs]
+    others = [r for r in tables["other_runs"] if r[model] is not None and (r.get("unit") in COST_UNITS) == costs]
     if costs:
-        return [r["published"] / r[ours[3]] for r in others]
-    ratios = [r[ours[0]] / r["tflops_published"] for r in tables["narayanan_2021_table_1"]]
+        return [r["published"] / r[model] for r in others]
+    return paper_ratios(tables, model) + [r[model] / r["published"] for r in others]
+
+
+def paper_ratios(tables: dict[str, list[dict[str, Any]]], model: str) -> list[float]:
+    """Our speed over the published one on Narayanan's rows and Korthikanti's cells (both columns,
+    their seconds inverted) under one time model."""
+    tflops, full, present = {"roofline": ("tflops_ours", "full_ours", "present_ours"),
+                             "kernels": ("tflops_kernels", "full_kernels", "present_kernels")}[model]
+    ratios = [r[tflops] / r["tflops_published"] for r in tables["narayanan_2021_table_1"]]
     for r in tables["korthikanti_2022_table_5"]:
-        ratios += [r["full_published"] / r[ours[1]], r["present_published"] / r[ours[2]]]
-    return ratios + [r[ours[3]] / r["published"] for r in others]
+        ratios += [r["full_published"] / r[full], r["present_published"] / r[present]]
+    return ratios
 
 
 def _counts(ratios: list[float]) -> dict[str, Any]:
@@ -385,10 +391,7 @@ def summary_by_kind(tables: dict[str, list[dict[str, Any]]]) -> dict[str, dict[s
     """The kernel model's comparisons split by what they time: Narayanan's and Korthikanti's tables,
     then the other runs' rates by kind (KINDS); the GPU-hours rows apart, as in `summary`. Every
     comparison of `summary`'s "kernels" falls in exactly one."""
-    papers = [r["tflops_kernels"] / r["tflops_published"] for r in tables["narayanan_2021_table_1"]]
-    for r in tables["korthikanti_2022_table_5"]:
-        papers += [r["full_published"] / r["full_kernels"], r["present_published"] / r["present_kernels"]]
-    out = {"Narayanan's and Korthikanti's tables": _counts(papers)}
+    out = {"Narayanan's and Korthikanti's tables": _counts(paper_ratios(tables, "kernels"))}
     for kind in KINDS:
         ratios = [r["kernels"] / r["published"] for r in tables["other_runs"]
                   if r["kind"] == kind and r["kernels"] is not None and r.get("unit") not in COST_UNITS]
