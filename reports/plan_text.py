@@ -58,7 +58,8 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
         lay, split = e["layout"], e["split"]
         schedule = (lay["schedule"] + (f" x{lay['virtual_stages']}" if lay["virtual_stages"] > 1 else "")
                     if lay["pp"] > 1 else "")
-        ep = "".join(f" ({name} {lay[name]})" for name in ("ep", "cp", "dp_shard") if (lay.get(name) or 1) > 1)
+        ep = "".join(f" ({name} {lay[name]})" for name in ("ep", "cp", "dp_shard") if (lay.get(name) or 1) > 1) \
+            + (" (etp 1: folded)" if lay.get("etp") else "")
         rows.append([str(i + 1), f"{lay['tp']} x {lay['pp']} x {lay['dp']}{ep}", lay["framework"],
                      str(lay["zero"]), "yes" if lay["sp"] else "", schedule,
                      f"{lay['batch']} x {lay['microbatches']}", lay["recompute"],

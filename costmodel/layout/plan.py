@@ -53,8 +53,9 @@ GRID = ("tp", "pp", "dp", "cp")
 
 
 def check_fixed(fixed: dict[str, Any], gpus: int) -> None:
-    """The dimensions a user fixed must fit the GPUs: their product divides them (equals them when
-    all four, tp, pp, cp and dp, are fixed)."""
+    """The dimensions a user fixed must fit the GPUs: their product divides them, and equals them
+    when all four (tp, pp, cp, dp) are fixed, or tp, pp and dp are (context parallelism is not
+    chosen for the user)."""
     given = {k: fixed[k] for k in GRID if fixed.get(k)}
     product = 1
     for size in given.values():
@@ -65,17 +66,32 @@ def check_fixed(fixed: dict[str, Any], gpus: int) -> None:
                           f"equal them).")
     if len(given) == len(GRID) and product != gpus:
         raise ConfigError(f"{named} is {product} GPUs, not the {gpus} of --gpus.")
+    if set(given) == {"tp", "pp", "dp"} and product != gpus:  # cp left to fill them: a choice to state
+        raise ConfigError(f"{named} is {product} GPUs, not the {gpus} of --gpus; give --cp {gpus // product} "
+                          f"to fill them with context parallelism.")
 
 
 def expert_sizes(cfg: ModelConfig, framework: str, tp: int, dp: int, zero: int,
-                 fixed: dict[str, Any]) -> list[int]:
+                 fixed: dict[str, Any], sp: bool = False, cp: int = 1) -> list[int]:
     """The expert-parallel sizes to try: the one fixed, else 1 and every divisor of dp that
-    divides the experts where expert parallelism is modelled (costmodel/layout/experts.py)."""
+    divides the experts where expert parallelism is modelled (costmodel/layout/experts.py); with
+    tp > 1, Megatron-Core's parallel folding (expert_layout: --etp 1), its EP group drawn from
+    tp x dp, where folding is modelled (megatron with SP, no CP, no shared expert)."""
     if fixed.get("ep"):
         return [fixed["ep"]]
-    if not cfg.moe or tp > 1 or (zero >= 3 and framework != "fsdp2") or (framework == "fsdp2" and cfg.expert_bias):
+    if not cfg.moe or (zero >= 3 and framework != "fsdp2") or (framework == "fsdp2" and cfg.expert_bias):
         return [1]
+    if tp > 1:
+        if framework != "megatron" or not sp or cp > 1 or cfg.d_shared:
+            return [1]
+        return [e for e in _divisors(tp * dp) if cfg.n_experts % e == 0]
     return [e for e in _divisors(dp) if cfg.n_experts % e == 0]
+
+
+def expert_layout(tp: int, ep: int) -> int | None:
+    """--etp for a layout: 1 (parallel folding) where tensor and expert parallelism meet, the only
+    way the model runs them together; none otherwise."""
+    return 1 if tp > 1 and ep > 1 else None
 
 
 def context_sizes(cfg: ModelConfig, ranks: int, seq_len: int | None, fixed: dict[str, Any]) -> list[int]:
@@ -132,12 +148,12 @@ def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_bat
                             for schedule, v in schedules:
                                 # At dp = 1 every ZeRO stage shards over one rank: the same layout.
                                 for zero in zeros if dp > 1 or fixed.get("zero") is not None else zeros[:1]:
-                                    for ep in expert_sizes(cfg, framework, tp, dp, zero, fixed):
+                                    for ep in expert_sizes(cfg, framework, tp, dp, zero, fixed, sp, cp):
                                         for recompute in [fixed["recompute"]] if fixed.get("recompute") else PLANNED_RECOMPUTES:
                                             try:
                                                 layout = Layout(dp=dp, tp=tp, pp=pp, sp=sp, zero=zero, microbatches=m,
                                                                 schedule=schedule, virtual_stages=v,
-                                                                framework=framework, ep=ep, cp=cp,
+                                                                framework=framework, ep=ep, etp=expert_layout(tp, ep), cp=cp,
                                                                 fp8=fixed.get("fp8"), dp_shard=fixed.get("dp_shard"))
                                                 layout.check(cfg, gpus)
                                             except ConfigError as error:
@@ -159,6 +175,7 @@ def _entry(layout: Layout, batch: int, recompute: str) -> dict[str, Any]:
                        "microbatches": layout.microbatches, "batch": batch, "recompute": recompute,
                        "sp": layout.sp, "schedule": layout.schedule, "virtual_stages": layout.virtual_stages,
                        "framework": layout.framework, "ep": layout.ep, "cp": layout.cp, "fp8": layout.fp8,
+                       **({"etp": layout.etp} if layout.etp else {}),
                        **({"dp_shard": layout.dp_shard} if layout.dp_shard else {})}}
 
 
