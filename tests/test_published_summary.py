@@ -54,3 +54,39 @@ def test_the_kinds_split_the_kernel_models_comparisons():
     assert (moe["comparisons"], moe["within_0.75_1.33"], moe["median_error"]) == (2, 1, pytest.approx(0.6))
     assert by_kind["decoding"]["comparisons"] == 1 and by_kind["decoding"]["within_5%"] == 1
     assert by_kind["dense training"]["highest"] == pytest.approx(1.2)  # the GPU-hours row is not a rate
+
+
+@pytest.mark.slow
+def test_the_docs_print_the_counts_and_rows_published_prints():
+    """README, docs/time.md and docs/checked.md quote `published`'s counts (by time model and by
+    kind) and docs/checked.md every expressible run's kernel-model cell: each as the command
+    computes it now, so a change that moves a figure cannot leave the docs behind."""
+    from pathlib import Path
+
+    from reports.published_runs import korthikanti, narayanan, other_runs
+
+    root = Path(__file__).resolve().parent.parent
+    readme, time_md, checked = ((root / p).read_text() for p in ("README.md", "docs/time.md", "docs/checked.md"))
+    tables = {"narayanan_2021_table_1": narayanan(), "korthikanti_2022_table_5": korthikanti(),
+              "other_runs": other_runs()}
+
+    def cells(s: dict) -> str:
+        return (f"| {s['comparisons']} | {100 * s['median_error']:.1f}% | {s['lowest']:.2f}-{s['highest']:.2f} | "
+                f"{s['within_0.75_1.33']} | {s['within_5%']} |")
+
+    for kind, s in summary_by_kind(tables).items():
+        name = "decoding (gpt-fast" if kind == "decoding" else kind
+        assert any(line.startswith(f"| {name}") and cells(s) in line for line in readme.splitlines()), kind
+        for doc in (time_md, checked):
+            assert f"| {kind} {cells(s)} {s['within_10%']} |" in doc, kind
+    total = summary(tables)
+    k = total["kernels"]
+    assert f"| all {cells(k)}" in readme
+    for name, doc in (("kernel model", time_md), ("kernel model (default)", checked)):
+        for model, label in (("kernels", name), ("roofline", "roofline")):
+            s = total[model]
+            assert (f"| {label} | {100 * s['median_error']:.1f}% | {s['lowest']:.2f}-{s['highest']:.2f} | "
+                    f"{s['within_0.75_1.33']} of {s['comparisons']} | {s['within_5%']} | {s['within_10%']} |") in doc
+    for r in tables["other_runs"]:
+        if r["kernels"] is not None and r["unit"] not in ("GPU-hours",):
+            assert f"{r['kernels']:,.1f} ({r['kernels'] / r['published']:.2f}x)" in checked, r["run"]
