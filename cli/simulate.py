@@ -112,6 +112,10 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @click.option("--param-gather-overlap", type=float, default=0.0, show_default=True,
               help="Training with a layout, ZeRO-1/2: the fraction of the next step's first forward the parameter "
               "all-gather runs under (1: Megatron-Core's --overlap-param-gather; 0: exposed).")
+@click.option("--ep-overlap", type=float, default=0.0, show_default=True,
+              help="Training with a layout, --ep > 1: the fraction of each micro-batch's expert all-to-all hidden "
+              "behind compute (1: Megatron-Core's --overlap-moe-expert-parallel-comm, Megatron-Bridge's "
+              "moe_a2a_overlap; 0: exposed).")
 @click.option("--overlap-slowdown", type=float, default=None,
               help="Training with a layout: how much slower compute runs while a hidden collective runs beside it "
               "(default: nccl_facts.json's overlap_compute_slowdown, Lee et al. 2025's measured average; 0: free "
@@ -146,7 +150,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @json_option("As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, mla, train, seq_len,
              recompute, recompute_layers, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
-             flops_convention, tp_overlap, dp_overlap, no_prefetch, pp_overlap, param_gather_overlap, overlap_slowdown,
+             flops_convention, tp_overlap, dp_overlap, no_prefetch, pp_overlap, param_gather_overlap, ep_overlap, overlap_slowdown,
              compiled, cuda_graphs,
              launch_overhead, graph_kernel_gap, time_model, weight_dtype, weight_group, quantize_head, quant_layout, kv_dtype, fp8_gemm,
              decode_code, mtp,
@@ -196,7 +200,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                        "whatever the code: this run is the same without it.", err=True)
         overlap_given = [name for name, given in (
             ("--tp-overlap", tp_overlap != 0.0), ("--dp-overlap", dp_overlap != 2 / 3), ("--pp-overlap", pp_overlap != 0.0),
-            ("--param-gather-overlap", param_gather_overlap != 0.0), ("--no-prefetch", no_prefetch), ("--overlap-slowdown", overlap_slowdown is not None)) if given]
+            ("--param-gather-overlap", param_gather_overlap != 0.0), ("--ep-overlap", ep_overlap != 0.0),
+            ("--no-prefetch", no_prefetch), ("--overlap-slowdown", overlap_slowdown is not None)) if given]
         if overlap_given and not (train and layout is not None):
             raise ConfigError(f"{', '.join(overlap_given)}: the overlap options time training with a layout "
                               "(--train with --tp/--pp/--dp/...); nothing here would read them.")
@@ -229,7 +234,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                          recompute_layers=recompute_layers, attention=attention, impl=impl)
                 overlap = parallel_time.Overlap(tp=tp_overlap, dp=dp_overlap, prefetch=not no_prefetch,
-                                                slowdown=overlap_slowdown, pp=pp_overlap, params=param_gather_overlap)
+                                                slowdown=overlap_slowdown, pp=pp_overlap, params=param_gather_overlap,
+                                                ep=ep_overlap)
                 result = parallel_time.simulate_training(cfg, workload, layout, hardware, efficiency,
                                                          tokens, step_time, flops_convention, time_model, overlap,
                                                          compiled, price)

@@ -41,6 +41,20 @@ def test_every_moe_row_of_the_page_is_in_the_json():
     assert sorted(ours) == sorted(r[0] for r in PAGE_ROWS) and len(ours) == 103
 
 
+# The rows whose recipe, read at the release's commit, sets moe_a2a_overlap=True
+# (scripts/performance/configs in NVIDIA-NeMo/Megatron-Bridge): 21d102f5e (26.04.01)
+# QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V1/V2, GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2,
+# DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2; 97ad8cc6f (25.11) QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_,
+# _B200_FP8_CS_ (FP8_MX the same) and QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_BASE_CONFIG. Not 26.04.01's
+# Qwen3 30B H100 (moe_a2a_overlap=False); the other releases' recipes were not read.
+MOE_A2A_OVERLAP = {"megatron-bridge-moe 26.04.01 qwen3-235b-a22b fp8 256xh100",
+                   "megatron-bridge-moe 26.04.01 gpt-oss-120b bf16 64xgb200",
+                   "megatron-bridge-moe 26.04.01 deepseek-v3 mxfp8 256xb200",
+                   "megatron-bridge-moe 25.11 qwen3-235b-a22b fp8-cs 256xh100",
+                   "megatron-bridge-moe 25.11 qwen3-235b-a22b fp8-mx 64xb200",
+                   "megatron-bridge-moe 25.11 qwen3-30b-a3b fp8-cs 16xh100"}
+
+
 @pytest.mark.parametrize("run_id, release, heading, header, line", PAGE_ROWS, ids=[r[0] for r in PAGE_ROWS])
 def test_each_moe_row_is_expressed_as_the_page_prints_it(run_id, release, heading, header, line):
     runs, source = _runs()
@@ -59,8 +73,10 @@ def test_each_moe_row_is_expressed_as_the_page_prints_it(run_id, release, headin
     assert cells.get("FSDP", "0") == "0" and "framework" not in run  # DDP + distributed optimizer
     assert run.get("fp8") == PRECISIONS[cells.get("Precision")]
     assert run.get("schedule", "1f1b") == ("interleaved" if vp > 1 else "1f1b")
-    # overlap_p2p_comm wherever pp > 1 and vp > 1 (Megatron-Bridge training/comm_overlap.py)
-    assert run.get("overlap") == ({"pp": 1.0} if run["pp"] > 1 and vp > 1 else None)
+    # overlap_p2p_comm wherever pp > 1 and vp > 1 (Megatron-Bridge training/comm_overlap.py), and the
+    # EP all-to-all overlap where a recipe read sets moe_a2a_overlap True (MOE_A2A_OVERLAP)
+    stated = {**({"pp": 1.0} if run["pp"] > 1 and vp > 1 else {}), **({"ep": 1.0} if run_id in MOE_A2A_OVERLAP else {})}
+    assert run.get("overlap") == (stated or None)
     # DeepSeek-V3's recipe layout_map (recipes/deepseek/deepseek_v3.py at 97ad8cc6f), applied on the rows
     # that compute: (PP, VP) (4, 4) and (16, 1) give the embedding + 4 layers, 14 chunks of 4, then 1 + the loss
     if run["model"] == "deepseek-v3" and (run["pp"], vp) in ((4, 4), (16, 1)) and run.get("fp8") != "mxfp8":

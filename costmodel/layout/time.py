@@ -20,7 +20,8 @@ The overlap model (stated conventions, not measurements; each settable with Over
 - the pipeline bubble is Layout.bubble() micro-batches of the slowest stage ((p - 1)/v for
   GPipe, 1F1B and interleaving; a third of 1F1B's for ZB-H1 and DualPipeV, a sixth for ZB-V);
 - expert parallelism's all-to-alls are exposed, except under DualPipeV, which hides them behind
-  the other chunk's compute (DeepSeek-V3 report, section 3.2.1);
+  the other chunk's compute (DeepSeek-V3 report, section 3.2.1), and the stated share Overlap.ep
+  (Megatron-Core's --overlap-moe-expert-parallel-comm);
 - the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it
   (Megatron-LM's fp16 optimizer: its five passes, Framework.fp16_optimizer_passes);
 - under torch.autocast (`autocast=True`: fp32 parameters, as PyTorch Lightning's precision "bf16"
@@ -72,6 +73,13 @@ class Overlap:
         parameters bucket by bucket and waits for each in a forward pre-hook of the next step's
         first micro-batch: megatron/core/optimizer/distrib_optimizer.py at core_r0.8.0, lines
         1330-1337, 1413-1438, 1454-1475);
+    ep: the fraction of each micro-batch's expert all-to-all (dispatch and combine) hidden behind
+        compute (0: exposed; 1: Megatron-Core's --overlap-moe-expert-parallel-comm, Megatron-Bridge's
+        moe_a2a_overlap, whose combined 1F1B schedule runs one micro-batch's forward beside
+        another's backward, layer by layer, so that 'EP A2A in forward step is hidden by the
+        attention/mlp computation in the backward step, and vice versa': Megatron-LM at d98e8a64d,
+        megatron/core/pipeline_parallel/combined_1f1b.py; the first forward and the last backward
+        run alone, which the stated fraction does not separate);
     slowdown: how much slower compute runs while a hidden collective runs beside it (its kernels
         hold SMs and memory bandwidth): the step pays hidden x slowdown / (1 + slowdown) more
         (None: nccl_facts.json "overlap_compute_slowdown", a published average; 0: free overlap)."""
@@ -82,6 +90,7 @@ class Overlap:
     slowdown: float | None = None
     pp: float = 0.0
     params: float = 0.0
+    ep: float = 0.0
 
     def contention(self, hidden: float) -> float:
         """The seconds compute loses while `hidden` seconds of communication run beside it."""
@@ -97,10 +106,32 @@ class Overlap:
         rate = self.slowdown
         if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
             raise ConfigError(f"overlap slowdown must be a rate in [0, 1] (0.4 the largest published), got {rate!r}.")
-        for name in ("tp", "dp", "pp", "params"):
+        for name in ("tp", "dp", "pp", "params", "ep"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
                 raise ConfigError(f"overlap {name} must be a fraction in [0, 1], got {value!r}.")
+
+
+def check_ep_overlap(estimate: ParallelEstimate) -> None:
+    """Refuse Overlap.ep where Megatron-Core's --overlap-moe-expert-parallel-comm cannot run: its
+    TransformerConfig.__post_init__ asserts expert parallelism, virtual pipeline stages when
+    pp > 1, no full recomputation, and bf16 or fp16 (Megatron-LM at d98e8a64d,
+    megatron/core/transformer/transformer_config.py lines 3005-3037)."""
+    from ..config import ConfigError
+
+    layout, workload = estimate.layout, estimate.workload
+    refusals = (
+        (layout.framework != "megatron", f"it overlaps Megatron-Core's code (--framework megatron), not {layout.framework}"),
+        (layout.ep == 1, "it hides the expert all-to-all and this layout has none (--ep 1)"),
+        (layout.pp > 1 and layout.schedule != "interleaved",
+         "it needs the interleaved schedule where --pp > 1 ('virtual_pipeline_model_parallel_size must be "
+         f"specified when pipeline_model_parallel_size > 1'), not {layout.schedule}"),
+        (workload.recompute == "full",
+         "it refuses full recomputation ('disable full recomputation when enabling overlap_moe_expert_parallel_comm')"),
+        (workload.dtype not in ("bf16", "fp16"), f"it runs bf16 or fp16 models only, not {workload.dtype}"))
+    for refused, why in refusals:
+        if refused:
+            raise ConfigError(f"--ep-overlap is Megatron-Core's --overlap-moe-expert-parallel-comm: {why}.")
 
 
 def leaf_factor(leaf: dict[str, Any], estimate: ParallelEstimate) -> float:
@@ -138,6 +169,8 @@ class StepTime:
             raise ConfigError("--param-gather-overlap is Megatron-Core's --overlap-param-gather, the parameter "
                               "all-gather of its distributed optimizer (--framework megatron --zero 1 or 2); "
                               f"this layout ({layout.framework}, ZeRO {layout.zero}) has none to overlap.")
+        if self.overlap.ep:
+            check_ep_overlap(estimate)
         self.flops_convention = check_convention(flops_convention)
         # Launch overhead per block; none for decode steps replayed from a CUDA graph. What such a
         # replay still takes per kernel (hardware.graph_kernel_s) needs the kernels: the kernel
@@ -261,14 +294,15 @@ class StepTime:
         communication = self.estimate.communication(stage)
         tp_microbatch, tp_step = self.tensor_parallel(stage) if layout.tp > 1 else (0.0, 0.0)
         exchange = self.pipeline(stage)
-        # Expert parallelism's all-to-alls are on the critical path (exposed).
+        # Expert parallelism's all-to-alls are on the critical path, but for Overlap.ep's share.
         all_to_all = self.collective("ep", "all_to_all", communication.get("ep", {}).get("all_to_all", 0) / m)
         compute = self.compute(stage)
         # What each collective hides under the micro-batch's compute, in turn, never more than the
-        # compute left: DualPipe's all-to-alls (a chunk's beside another's compute), a ring's sends
+        # compute left: DualPipe's all-to-alls (a chunk's beside another's compute) or Overlap.ep's
+        # share of them (Megatron-Core's combined 1F1B, the same idea), a ring's sends
         # (beside the attention on the block before; an all-gather hides nothing), the tp and pp shares.
         left = compute
-        hidden_ep = min(all_to_all, left) if layout.schedule == "dualpipev" else 0.0
+        hidden_ep = min(all_to_all if layout.schedule == "dualpipev" else self.overlap.ep * all_to_all, left)
         left -= hidden_ep
         context = hidden_sends = 0.0
         cp = communication.get("cp", {})
