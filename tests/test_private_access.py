@@ -68,16 +68,15 @@ def test_no_module_reaches_into_another_modules_private_names():
     assert reach_throughs(sources()) == []
 
 
-def test_the_walk_sees_a_reach_through():
-    """Not blind: a private import and a private attribute of another module both register."""
+def test_the_walk_sees_a_reach_through(tmp_path):
+    """Not blind: a private import and a private attribute of another module both register. The
+    probe lives outside the repository: written into tests/, it raced the suite's other walks over
+    the sources (a parallel worker listed it, then found it gone)."""
     modules = sources()
-    probe = ROOT / "tests" / "_probe_private.py"
+    probe = tmp_path / "_probe_private.py"
     probe.write_text("from costmodel.layout.rank import uses_loss_parallel, _probe\n"
                      "def f(estimate, roof):\n    return roof.decoder_tree(), estimate._largest_layer('params')\n")
-    try:
-        found = reach_throughs({**modules, "tests._probe_private": probe})
-    finally:
-        probe.unlink()
+    found = reach_throughs({**modules, "tests._probe_private": probe})
     assert "tests._probe_private: from costmodel.layout.rank import _probe" in found
     assert any(f.startswith("tests._probe_private: ._largest_layer") for f in found)
     assert not any("decoder_tree" in f or "uses_loss_parallel" in f for f in found)
