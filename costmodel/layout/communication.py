@@ -60,10 +60,8 @@ class RankCommunication:
 
             attention = sum(self.layer_runs(stage).values())  # every layer attends
             # full recomputation re-runs a recomputed layer's forward, its exchange with it
-            partial = self.workload.recompute_layers is not None
             recomputed = 0 if self.workload.recompute != "full" else \
-                sum(count for key, count in self.layer_runs(stage).items()
-                    if not partial or self.structure["layers"][key][1] == RECOMPUTED_LAYERS)
+                sum(count for key, count in self.layer_runs(stage).items() if self.recomputed_kind(key))
             moved = exchange(self.cfg, self.workload, layout.cp, layout.cp_rotate, attention, layout.tp,
                              layout.cp_kv_heads, recomputed)
             for kind, value in moved.items():
@@ -122,10 +120,14 @@ class RankCommunication:
         """How many of `name` (row_outputs, column_inputs, sublayers, latents) the stage's layers
         hold, summed over its layers of each kind (recomputed_only: those full recomputation of N
         layers recomputes, Workload.recompute_layers)."""
-        counts, layers = self.structure["counts"], self.structure["layers"]
-        partial = recomputed_only and self.workload.recompute_layers is not None
+        counts = self.structure["counts"]
         return sum(count * counts.get(key, {}).get(name, 0) for key, count in self.layer_runs(stage).items()
-                   if not partial or layers[key][1] == RECOMPUTED_LAYERS)
+                   if not recomputed_only or self.recomputed_kind(key))
+
+    def recomputed_kind(self, key: str) -> bool:
+        """Whether full recomputation re-runs the layers of part key `key`: every kind when it
+        recomputes all layers, else only the kind of the N it recomputes (Workload.recompute_layers)."""
+        return self.workload.recompute_layers is None or self.structure["layers"][key][1] == RECOMPUTED_LAYERS
 
     def recomputed_collectives(self, stage: Stage) -> list[tuple[str, int, int]]:
         """The collectives a recomputed forward runs again, per micro-batch: under full
@@ -215,7 +217,6 @@ class RankCommunication:
         tensor-parallel ones; measured: validate/distributed/experts.py, ExpertCase.checkpoint)."""
         token = self.workload.bytes_per_element * self.cfg.d_model
         counts = 8 * self.cfg.n_experts
-        partial = self.workload.recompute_layers is not None
         rerun = self.phase == "train" and self.workload.recompute == "full"
         backward = int(self.phase == "train")  # inference (decode, prefill) runs the forward only
         total = 0
@@ -223,7 +224,7 @@ class RankCommunication:
             slots = self.part(key, "routed_slots")
             if not slots:  # a dense layer
                 continue
-            again = rerun and (not partial or self.structure["layers"][key][1] == RECOMPUTED_LAYERS)
+            again = rerun and self.recomputed_kind(key)
             forwards = 1 + int(again)  # the forward (and its re-run): each sends the counts
             passes = forwards + backward  # and the backward's dispatch and combine
             total += count * (counts * forwards + passes * slots * (self.load.kept + self.load.factor) * token)
