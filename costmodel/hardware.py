@@ -206,7 +206,7 @@ class Hardware:
         if not self.vector_flops_per_s > 0:
             raise ConfigError(f"hardware {self.name}: no vector_flops_per_s and no fp32 peak to stand for it (the "
                               f"non-matmul ops' rate); give vector_flops_per_s.")
-        presets = [name for name in hardware_names() if name != "local"]  # `local` is measured here, not a preset
+        presets = preset_names()  # not `local`: it is measured here, not a preset
         if not self.network_of and self.name in presets:  # a preset: its own measurements
             object.__setattr__(self, "network_of", self.name)
         if self.network_of and self.network_of not in presets:
@@ -390,7 +390,14 @@ class Hardware:
 # Finding a hardware: a preset's name (any case), `local`, or a path to a hardware file.
 
 def hardware_names() -> list[str]:
-    return sorted(p.stem for p in HARDWARE_DIR.glob("*.json")) + ["local"]
+    return [*preset_names(), "local"]
+
+
+@lru_cache(maxsize=None)
+def preset_names() -> tuple[str, ...]:
+    """The bundled presets' names (costmodel/hardware/*.json), read once: every Hardware checks its
+    network_of against them."""
+    return tuple(sorted(p.stem for p in HARDWARE_DIR.glob("*.json")))
 
 
 HARDWARE_ALIASES_FILE = Path(__file__).resolve().parent / "hardware_aliases.json"
