@@ -17,7 +17,7 @@ A kernel's time:
   - GEMM: tile and wave quantization over the SMs (NVIDIA's matrix-multiplication guide): the
     output is cut into tiles, each SM computes one tile per wave, and a wave takes a whole tile's
     FLOPs at the SM's share of the large-GEMM rate (the hardware's matmul_efficiency, a
-    microbenchmark; in a training step its sustained_matmul_efficiency where measured: the GPU
+    microbenchmark; in a training step its sustained rate (kernel_rates.sustained_efficiency): the GPU
     runs saturated at the clock its power limit allows); no GEMM runs faster than its bytes at
     the bandwidth a read-and-reduce stream reaches (the hardware's gemv_bandwidth, a
     microbenchmark; else the achievable bandwidth); a weight-only quantized GEMM of no more
@@ -61,54 +61,15 @@ need neither).
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
-from pathlib import Path
 from typing import Any, Iterable
 
 from .attention_kernels import DEFAULT_KERNEL, attention_points, kernel_entry
 from .config import DTYPE_BYTES, ConfigError, Workload
 from .hardware import Efficiency, Hardware
+from .kernel_rates import kernel_facts, log_linear, sustained_efficiency  # noqa: F401 (re-exported)
 from .kernel_shapes import AttentionCall, Gemm, Kernel, Pointwise  # noqa: F401 (re-exported)
-
-FACTS_PATH = Path(__file__).resolve().parent / "kernel_facts.json"
-
-
-@lru_cache(maxsize=None)
-def kernel_facts() -> dict[str, Any]:
-    return json.loads(FACTS_PATH.read_text())
-
-
-
-def sustained_efficiency(hardware: Hardware, dtype: str) -> float | None:
-    """The fraction of dtype's peak a training step's large GEMMs hold, the GPU saturated at its
-    power limit: the hardware file's sustained_matmul_efficiency (MSMF) where it states one; else
-    its burst rate (matmul_efficiency, MAMF) x the MSMF / MAMF one run measured on its
-    architecture's sibling (kernel_facts.json "sustained_over_burst": the B200 for Blackwell, the
-    H200 for Hopper); else None (no rate to hold: the caller keeps its burst one)."""
-    stated = hardware.sustained_matmul_efficiency.get(dtype)
-    if stated is not None:
-        return stated
-    burst = hardware.matmul_efficiency.get(dtype)
-    pair = kernel_facts()["sustained_over_burst"].get(hardware.architecture, {}).get(dtype)
-    if burst is None or pair is None:
-        return None
-    held, peak_burst = pair
-    return burst * held / peak_burst
-
-
-def log_linear(points: tuple[tuple[int, float], ...], x: int) -> float:
-    """A measured table's value at x: log-linear in x between its points (sorted by x), the first
-    or last value outside them."""
-    if x <= points[0][0]:
-        return points[0][1]
-    for (x0, e0), (x1, e1) in zip(points, points[1:]):
-        if x <= x1:
-            return e0 + (e1 - e0) * math.log(x / x0) / math.log(x1 / x0)
-    return points[-1][1]
-
 
 class KernelTimer:
     """Seconds of one kernel on one hardware in one dtype."""

@@ -1,0 +1,48 @@
+"""The measured rates the kernel-level time model reads beside a hardware file: the facts file
+(kernel_facts.json, each entry with its source), a training step's sustained GEMM rate, and the
+log-linear reading of a measured table (costmodel/kernel_time.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .hardware import Hardware
+
+FACTS_PATH = Path(__file__).resolve().parent / "kernel_facts.json"
+
+
+@lru_cache(maxsize=None)
+def kernel_facts() -> dict[str, Any]:
+    return json.loads(FACTS_PATH.read_text())
+
+
+def sustained_efficiency(hardware: Hardware, dtype: str) -> float | None:
+    """The fraction of dtype's peak a training step's large GEMMs hold, the GPU saturated at its
+    power limit: the hardware file's sustained_matmul_efficiency (MSMF) where it states one; else
+    its burst rate (matmul_efficiency, MAMF) x the MSMF / MAMF one run measured on its
+    architecture's sibling (kernel_facts.json "sustained_over_burst": the B200 for Blackwell, the
+    H200 for Hopper); else None (no rate to hold: the caller keeps its burst one)."""
+    stated = hardware.sustained_matmul_efficiency.get(dtype)
+    if stated is not None:
+        return stated
+    burst = hardware.matmul_efficiency.get(dtype)
+    pair = kernel_facts()["sustained_over_burst"].get(hardware.architecture, {}).get(dtype)
+    if burst is None or pair is None:
+        return None
+    held, peak_burst = pair
+    return burst * held / peak_burst
+
+
+def log_linear(points: tuple[tuple[int, float], ...], x: int) -> float:
+    """A measured table's value at x: log-linear in x between its points (sorted by x), the first
+    or last value outside them."""
+    if x <= points[0][0]:
+        return points[0][1]
+    for (x0, e0), (x1, e1) in zip(points, points[1:]):
+        if x <= x1:
+            return e0 + (e1 - e0) * math.log(x / x0) / math.log(x1 / x0)
+    return points[-1][1]
