@@ -351,7 +351,7 @@ def test_megatron_bridges_405b_splits_count_the_embedding_and_the_loss_as_layers
     """account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split (the 405B
     recipe, src/megatron/bridge/recipes/llama/llama3.py): 126 layers + 2 over PP x VP chunks,
     the same number each, so the first and last chunks hold one layer fewer: 64 chunks of 2 (PP 8 x
-    VP 8, PP 16 x VP 4) or 32 of 4 (the GB300's PP 8 x VP 4)."""
+    VP 8, PP 16 x VP 4), 32 of 4 (the GB300's PP 8 x VP 4) or 128 of 1 (GB200 MXFP8/NVFP4, PP 16 x VP 8)."""
     runs, _ = _runs()
     splits = set()
     for run_id, run in runs.items():
@@ -361,7 +361,7 @@ def test_megatron_bridges_405b_splits_count_the_embedding_and_the_loss_as_layers
             assert (126 + 2) % chunks == 0
             assert run["stage_layers"] == [each - 1, *[each] * (chunks - 2), each - 1]
             splits.add(tuple(run["stage_layers"]))
-    assert splits == {(1, *[2] * 62, 1), (3, *[4] * 30, 3)}
+    assert splits == {(1, *[2] * 62, 1), (3, *[4] * 30, 3), (0, *[1] * 126, 0)}
 
 
 # The classic runs (issue 18), typed from their papers (published_runs.json "sources" cite each):
