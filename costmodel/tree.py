@@ -141,7 +141,8 @@ class CostModel:
         under selective (its kernel says so), for each norm and latent attention's RoPE under "deepseek"
         (spec.RECOMPUTED_PARTS); latent attention's up-projections and own norms, a part of its
         projections' leaf (LatentAttention.recomputed_part); the routed experts' SwiGLU under
-        DeepSeek-V3's FP8 activations (Experts.recomputed_part); under "torchtitan-op" all of a
+        DeepSeek-V3's FP8 activations or their activation under "layernorm-moe-act", with the norm
+        before them (Experts.recomputed_part, Norm.recomputed); under "torchtitan-op" all of a
         layer but its fused attention kernel and the matmuls it keeps (op_checkpoint.rerun)."""
         profile = self.profile
         if self.phase != "train":
@@ -153,7 +154,8 @@ class CostModel:
         block = leaf.block
         if isinstance(block, B.AttentionCore) and block.kernel.recomputes_core:
             return leaf.cost
-        if isinstance(block, (B.Norm, B.HeadNorms)) and profile.recomputes("norms"):
+        if (isinstance(block, B.Norm) and block.recomputed) or (isinstance(block, B.HeadNorms)
+                                                                and profile.recomputes("norms")):
             return leaf.cost
         if isinstance(block, B.RotaryEmbedding) and self.cfg.mla and profile.recomputes("up_projections"):
             return leaf.cost  # the RoPE applied to the up-projections' output, inside their checkpoint

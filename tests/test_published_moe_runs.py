@@ -54,6 +54,11 @@ MOE_A2A_OVERLAP = {"megatron-bridge-moe 26.04.01 qwen3-235b-a22b fp8 256xh100",
                    "megatron-bridge-moe 25.11 qwen3-235b-a22b fp8-mx 64xb200",
                    "megatron-bridge-moe 25.11 qwen3-30b-a3b fp8-cs 16xh100"}
 
+# GPT-OSS 120B's recompute_modules ['layernorm', 'moe_act'] on its GB200, B200 and H100 BF16 configs
+# (V2 replaces V1's, keeping them) at every Megatron-Bridge tag v0.2.0 (2025-11-26) to v0.4.2 and at
+# 21d102f5e (26.04.01): whichever tag a 25.11-26.04.01 container holds, the same.
+GPT_OSS_RECOMPUTE_RELEASES = ("25.11", "26.02", "26.02.01", "26.04", "26.04.01")
+
 
 @pytest.mark.parametrize("run_id, release, heading, header, line", PAGE_ROWS, ids=[r[0] for r in PAGE_ROWS])
 def test_each_moe_row_is_expressed_as_the_page_prints_it(run_id, release, heading, header, line):
@@ -77,6 +82,8 @@ def test_each_moe_row_is_expressed_as_the_page_prints_it(run_id, release, headin
     # EP all-to-all overlap where a recipe read sets moe_a2a_overlap True (MOE_A2A_OVERLAP)
     stated = {**({"pp": 1.0} if run["pp"] > 1 and vp > 1 else {}), **({"ep": 1.0} if run_id in MOE_A2A_OVERLAP else {})}
     assert run.get("overlap") == (stated or None)
+    gpt_oss_bf16 = run["model"] == "gpt-oss-120b" and "fp8" not in run and release in GPT_OSS_RECOMPUTE_RELEASES
+    assert run.get("recompute") == ("layernorm-moe-act" if gpt_oss_bf16 else None)
     # DeepSeek-V3's recipe layout_map (recipes/deepseek/deepseek_v3.py at 97ad8cc6f), applied on the rows
     # that compute: (PP, VP) (4, 4) and (16, 1) give the embedding + 4 layers, 14 chunks of 4, then 1 + the loss
     if run["model"] == "deepseek-v3" and (run["pp"], vp) in ((4, 4), (16, 1)) and run.get("fp8") != "mxfp8":
@@ -131,7 +138,8 @@ def test_an_expressible_moe_row_builds_the_recipes_layout(run_id):
         (run["tp"], run["pp"], run["dp"], run["ep"], run.get("virtual_stages", 1))
     assert (layout.framework, layout.zero, layout.fp8) == ("megatron", 1, run.get("fp8"))
     assert workload.batch * layout.microbatches * layout.dp == run["global_batch"]
-    assert (workload.seq_len, workload.recompute) == (4096, "none") and hardware.name == run["hardware"]
+    assert (workload.seq_len, workload.recompute) == (4096, run.get("recompute", "none"))
+    assert hardware.name == run["hardware"] and workload.recompute == ("layernorm-moe-act" if "gpt-oss" in run_id else "none")
     experts = estimate.experts()
     assert experts["experts_per_rank"] * run["ep"] == estimate.cfg.n_experts
     assert experts["expert_data_parallel"] == run["tp"] * run["dp"] // run["ep"]
