@@ -46,8 +46,18 @@ def test_every_moe_row_of_the_page_is_in_the_json():
 # QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V1/V2, GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2,
 # DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2; 97ad8cc6f (25.11) QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_,
 # _B200_FP8_CS_ (FP8_MX the same) and QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_BASE_CONFIG. Not 26.04.01's
-# Qwen3 30B H100 (moe_a2a_overlap=False); the other releases' recipes were not read.
-MOE_A2A_OVERLAP = {"megatron-bridge-moe 26.04.01 qwen3-235b-a22b fp8 256xh100",
+# Qwen3 30B H100 (moe_a2a_overlap=False). Read later at the tags v0.3.0 (26.02), v0.3.1 and cfeddcd94 (the
+# commit that printed 26.02.01's table) and v0.4.0 (26.04): QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V1
+# sets it True at each, so 26.02, 26.02.01 and 26.04's 235B H100 rows; v0.3.0's
+# QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1 (PP 2 VP 12 EP 8, the 26.02 row's layout) True, but not
+# v0.3.1's or cfeddcd94's (EP 16, False: the 26.02.01 row prints PP 2 VP 12 EP 8, so neither is stated);
+# v0.4.0's GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2 True (the 26.04 GB200 row, GBS 1,280).
+MOE_A2A_OVERLAP = {"megatron-bridge-moe 26.04 qwen3-235b-a22b fp8 256xh100",
+                   "megatron-bridge-moe 26.02.01 qwen3-235b-a22b fp8 256xh100",
+                   "megatron-bridge-moe 26.02 qwen3-235b-a22b fp8 256xh100",
+                   "megatron-bridge-moe 26.02 qwen3-30b-a3b fp8 16xh100",
+                   "megatron-bridge-moe 26.04 gpt-oss-120b bf16 64xgb200",
+                   "megatron-bridge-moe 26.04.01 qwen3-235b-a22b fp8 256xh100",
                    "megatron-bridge-moe 26.04.01 gpt-oss-120b bf16 64xgb200",
                    "megatron-bridge-moe 26.04.01 deepseek-v3 mxfp8 256xb200",
                    "megatron-bridge-moe 25.11 qwen3-235b-a22b fp8-cs 256xh100",
