@@ -93,7 +93,10 @@ def test_each_moe_row_is_expressed_as_the_page_prints_it(run_id, release, headin
     stated = {**({"pp": 1.0} if run["pp"] > 1 and vp > 1 else {}), **({"ep": 1.0} if run_id in MOE_A2A_OVERLAP else {})}
     assert run.get("overlap") == (stated or None)
     gpt_oss_bf16 = run["model"] == "gpt-oss-120b" and "fp8" not in run and release in GPT_OSS_RECOMPUTE_RELEASES
-    assert run.get("recompute") == ("layernorm-moe-act" if gpt_oss_bf16 else None)
+    # DeepSeek-V3's recompute_modules ['mla_up_proj'] on GB200 and B200: 97ad8cc6f's configs (25.11, every
+    # precision) and v0.1.0rc4's run_script.py for the token-drop runs (25.09)
+    deepseek = run["model"] == "deepseek-v3" and release in ("25.11", "25.09") and run["hardware"] in ("gb200", "b200")
+    assert run.get("recompute") == ("layernorm-moe-act" if gpt_oss_bf16 else "mla-up-proj" if deepseek else None)
     # DeepSeek-V3's recipe layout_map (recipes/deepseek/deepseek_v3.py at 97ad8cc6f), applied on the rows
     # that compute: (PP, VP) (4, 4) and (16, 1) give the embedding + 4 layers, 14 chunks of 4, then 1 + the loss
     if run["model"] == "deepseek-v3" and (run["pp"], vp) in ((4, 4), (16, 1)) and run.get("fp8") != "mxfp8":

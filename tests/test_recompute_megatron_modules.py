@@ -1,5 +1,6 @@
-"""Megatron-Core's selective recomputation of ['layernorm', 'moe_act'] (--recompute
-layernorm-moe-act), as Megatron-Bridge's GPT-OSS 120B recipes set it (scripts/performance/configs/
+"""Megatron-Core's selective recomputation by module, as Megatron-Bridge's MoE recipes name it.
+
+['layernorm', 'moe_act'] (--recompute layernorm-moe-act), as Megatron-Bridge's GPT-OSS 120B recipes set it (scripts/performance/configs/
 gpt_oss/gpt_oss_workload_base_configs.py at 21d102f5e, and every tag v0.2.0-v0.5.0; overrides.py
 _set_recompute_overrides makes the granularity 'selective'), in Transformer Engine's layer
 (NVIDIA/Megatron-LM 44151194): the attention's norm is fused into linear_qkv (input_layernorm
@@ -7,6 +8,12 @@ IdentityOp, gpt_layer_specs.py), so "layernorm" reruns only the pre-MLP norm of 
 (transformer_layer.py 437-494), kept as its input only; "moe_act" runs TEGroupedMLP's activation
 under CheckpointWithoutOutput (moe/experts.py 707-718): its output, linear_fc2's input, is discarded
 and rebuilt by one more activation pass in backward.
+
+['mla_up_proj'] (--recompute mla-up-proj), DeepSeek-V3's recipes on GB200 and B200
+(scripts/performance/configs/deepseek at 97ad8cc6f; run_script.py at v0.1.0rc4 for the token-drop
+runs): multi_latent_attention.py's qkv_up_proj_and_rope_apply under CheckpointWithoutOutput, the
+latent norms fused into the up-projection linears in Transformer Engine's spec: the up-projections,
+their norms and RoPE rerun, the layer's norms do not (they are "deepseek"'s "layernorm" half).
 
 Exact integers on the odd DeepSeek-V3 (tests/family_odd_configs.py: d 48, 8 experts of 16, top 3;
 3 layers, the first dense), Megatron's profile with flash, b 3, n 5, bf16: 15 tokens, 45 slots.
@@ -79,3 +86,24 @@ def test_named_only_and_typed_on_the_command_line(capsys):
     capsys.readouterr()
     assert cli.main(args + ["layernorm-moe"]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_mla_up_proj_is_deepseek_without_the_layer_norms():
+    """Every leaf "deepseek" reruns but the layer's norms (the attention's and the FFN's of each
+    layer, 2,976 bytes each, and the final norm): latent attention's up-projections (64,080 FLOPs
+    a layer) and RoPE (1,680 bytes). Latent attention keeps its latents only (3,510 -> 1,080) and
+    the flash kernel no q, k, v (3,600 -> 0), as under "deepseek"; the norms keep input and output
+    (2,880), as without recomputation."""
+    def reruns(recompute):
+        return {leaf.path: (number(CFG, leaf.rerun.bytes_other), number(CFG, leaf.rerun.flops_matmul))
+                for leaf in tree(CFG, recompute).leaves if leaf.rerun is not None}
+
+    deepseek, up = reruns("deepseek"), reruns("mla-up-proj")
+    assert up == {path: v for path, v in deepseek.items() if not path.endswith("norm")}
+    assert up["decoder.moe_layer.self_attention.mla"] == (0, 64_080)
+    assert up["decoder.moe_layer.self_attention.rope"] == (1_680, 0)
+    none, kept, both = (saved_by_leaf(CFG, tree(CFG, r)) for r in ("none", "mla-up-proj", "deepseek"))
+    assert (none["self_attention.mla"], kept["self_attention.mla"], both["self_attention.mla"]) == (3_510, 1_080, 1_080)
+    assert kept["self_attention.scores"] == both["self_attention.scores"] == 0
+    assert kept["self_attention.norm"] == kept["ffn.norm"] == none["ffn.norm"] == 2_880
+    assert "mla-up-proj" not in PLANNED_RECOMPUTES
