@@ -22,6 +22,8 @@ Exact integers on the odd DeepSeek-V3 (tests/family_odd_configs.py: d 48, 8 expe
 import sys
 from pathlib import Path
 
+import pytest
+
 import cli
 from costmodel import symbols as S
 from costmodel.blocks import Experts
@@ -107,3 +109,13 @@ def test_mla_up_proj_is_deepseek_without_the_layer_norms():
     assert kept["self_attention.scores"] == both["self_attention.scores"] == 0
     assert kept["self_attention.norm"] == kept["ffn.norm"] == none["ffn.norm"] == 2_880
     assert "mla-up-proj" not in PLANNED_RECOMPUTES
+
+
+@pytest.mark.parametrize("model, recompute, part", [("llama3-8b", "mla-up-proj", "latent attention"),
+                                                    ("mixtral-8x7b", "mla-up-proj", "latent attention"),
+                                                    ("llama3-8b", "layernorm-moe-act", "routed experts")])
+def test_a_module_the_model_lacks_is_refused_in_one_line(capsys, model, recompute, part):
+    """Nothing to rerun or free: one sentence naming the missing part, exit status 2."""
+    assert cli.main(["simulate", "--train", "-m", model, "--recompute", recompute]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"has no {part}" in err and recompute in err
