@@ -158,11 +158,12 @@ class TreeBuilder:
             return []
         return [at.leaf(name, B.Dropout(tokens, S.d, self.profile))]
 
-    def norms(self, at: _Place, tokens: sp.Expr, sublayer: str = "attention") -> tuple[Leaves, Leaves]:
+    def norms(self, at: _Place, tokens: sp.Expr, sublayer: str = "attention",
+              experts: bool = False) -> tuple[Leaves, Leaves]:
         """The sublayer's norm before (pre-LN) or after (post-LN) it; Gemma 2 has both, the one
         after on the sublayer's output before the residual add (only that add reads it). With
         parallel attention the FFN's norm reads the input the attention's norm keeps (or, one norm
-        for both, the FFN has none)."""
+        for both, the FFN has none). experts: the FFN is routed experts (Norm.before_experts)."""
         cfg = self.cfg
         if cfg.parallel_attention and sublayer == "ffn":
             if cfg.parallel_norms == 1:
@@ -170,7 +171,8 @@ class TreeBuilder:
             return [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, input_kept=False,
                                            affine=cfg.norm_affine, bias=cfg.norm_bias))], []
         norm = [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, affine=cfg.norm_affine,
-                                       bias=cfg.norm_bias))]
+                                       bias=cfg.norm_bias,
+                                       before_experts=experts and cfg.norm_position == "pre"))]
         if cfg.post_sublayer_norm:
             post = [at.leaf("post_norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=False,
                                                 affine=cfg.norm_affine, bias=cfg.norm_bias))]
@@ -282,7 +284,7 @@ class TreeBuilder:
 
     def ffn(self, at: _Place, tokens: sp.Expr, experts: bool = False) -> Leaves:
         cfg = self.cfg
-        pre, post = self.norms(at, tokens, "ffn")
+        pre, post = self.norms(at, tokens, "ffn", experts)
         if not experts:
             body = [at.leaf("mlp", B.FeedForward(tokens, cfg.activation, cfg.ffn_bias, self.profile))]
         else:

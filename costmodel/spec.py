@@ -98,7 +98,11 @@ ATTENTIONS = Choices({"eager": "an n x n score matrix", "sdpa": "torch's fused k
 MEASURED_ATTENTIONS = Choices({"eager": "", "sdpa": ""})
 RECOMPUTES = Choices({"none": "", "selective": "the attention core", "full": "each layer",
                       "deepseek": "every norm and latent attention's up-projections",
-                      "torchtitan-op": "torchtitan's op policy: the attention kernel and every second (odd-numbered) matmul kept, the rest rerun"})
+                      "torchtitan-op": "torchtitan's op policy: the attention kernel and every second (odd-numbered) matmul kept, the rest rerun",
+                      "layernorm-moe-act": "Megatron-Core's recompute_modules layernorm and moe_act: the norm before "
+                                           "the routed experts and their activation",
+                      "mla-up-proj": "Megatron-Core's recompute_modules mla_up_proj: latent attention's "
+                                     "up-projections with their norms"})
 #: What each recomputation reruns in backward, by what the blocks ask for (costmodel/blocks):
 #: "norms" every Norm (and latent attention's own norms), "up_projections" latent attention's
 #: up-projections and the RoPE applied to their output. "deepseek" is DeepSeek-V3's (technical report,
@@ -106,14 +110,31 @@ RECOMPUTES = Choices({"none": "", "selective": "the attention core", "full": "ea
 #: during back-propagation"), as Megatron-LM runs it (--recompute-modules layernorm mla_up_proj:
 #: output-discarding checkpoints, megatron/core/transformer/transformer_config.py recompute_modules).
 #: selective and full are the kernel's and the layer's (costmodel/kernels.py, costmodel/leaves.py).
-#: A set with "up_projections" has "norms" too (LatentAttention.saved keeps the latents before their norms).
+#: "up_projections" reruns latent attention's own norms with them (LatentAttention.saved keeps the latents
+#: before their norms): in Transformer Engine's layer they are fused into linear_q_up_proj and
+#: linear_kv_up_proj, inside Megatron-Core's up-projection checkpoint (NVIDIA/Megatron-LM 44151194,
+#: multi_latent_attention.py qkv_up_proj_and_rope_apply under CheckpointWithoutOutput when "mla_up_proj"
+#: is in recompute_modules). "mla-up-proj" is that module alone, as Megatron-Bridge's DeepSeek-V3
+#: recipes set it on GB200 and B200 (scripts/performance/configs/deepseek/deepseek_workload_base_configs.py
+#: at 97ad8cc6f; scripts/performance/run_script.py at v0.1.0rc4 for the token-drop runs): the layer's
+#: norms are not rerun.
 #: "torchtitan-op" is torchtitan's selective op checkpointing (selective_ac_option = 'op'), a policy
 #: over a layer's ops in the order they run: costmodel/op_checkpoint.py.
+#: "layernorm-moe-act" is Megatron-Core's recompute_granularity 'selective' with recompute_modules
+#: ['layernorm', 'moe_act'] (Megatron-Bridge's GPT-OSS 120B recipes, scripts/performance/configs/gpt_oss/
+#: at 21d102f5e and every tag v0.2.0-v0.5.0) in Transformer Engine's layer (NVIDIA/Megatron-LM 44151194,
+#: megatron/core/models/gpt/gpt_layer_specs.py: input_layernorm is IdentityOp, fused into linear_qkv,
+#: pre_mlp_layernorm a TENorm only before experts; transformer_layer.py 437-494 recomputes the norms
+#: that are not IdentityOp; moe/experts.py 707-718 TEGroupedMLP runs the activation under
+#: CheckpointWithoutOutput and discards its output once linear_fc2 has it): "moe_norms" the norm
+#: before the routed experts, "moe_act" the experts' gated activation (Experts.recomputed_part).
 #: The layer-kind label of the layers recomputed under full recomputation of N layers
 #: (Workload.recompute_layers; leaves.py TreeBuilder.layer_kinds, layout/rank.py).
 RECOMPUTED_LAYERS = "recomputed"
 RECOMPUTED_PARTS = {"none": frozenset(), "selective": frozenset(), "full": frozenset(),
-                    "deepseek": frozenset({"norms", "up_projections"}), "torchtitan-op": frozenset()}
+                    "deepseek": frozenset({"norms", "up_projections"}), "torchtitan-op": frozenset(),
+                    "layernorm-moe-act": frozenset({"moe_norms", "moe_act"}),
+                    "mla-up-proj": frozenset({"up_projections"})}
 OPTIMIZERS = Choices({"adamw": "two moments", "sgd": "none"})
 PRECISIONS = Choices({  # costmodel/precision.py
     "mixed": "--dtype weights and gradients, fp32 master weights and moments (2 + 2 + 12 bytes a "

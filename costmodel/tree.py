@@ -84,6 +84,19 @@ _PARAMETER_ORDERS: dict[str, Callable[[list[Leaf]], list[Leaf]]] = {
 }
 
 
+
+#: Megatron-Core's recompute_modules choices and the part of the model each needs (spec.RECOMPUTES).
+MODULE_NEEDS = {"layernorm-moe-act": ("routed experts", lambda cfg: bool(cfg.n_experts)),
+                "mla-up-proj": ("latent attention", lambda cfg: bool(cfg.mla))}
+
+
+def check_recomputed_modules(cfg: ModelConfig, recompute: str) -> None:
+    """Refuse a module recomputation the model has nothing for (it would rerun and free nothing)."""
+    if recompute in MODULE_NEEDS and not MODULE_NEEDS[recompute][1](cfg):
+        part = MODULE_NEEDS[recompute][0]
+        raise ConfigError(f"recompute {recompute!r} reruns Megatron-Core's modules of the {part}, and "
+                          f"{cfg.name} has no {part}; use none, selective or full.")
+
 class CostModel:
     """The cost tree of one ModelConfig, with totals and selections as sympy expressions."""
 
@@ -107,6 +120,8 @@ class CostModel:
             raise ValueError(f"mla must be one of {', '.join(MLA_FORMS)}, got {self.profile.mla!r}.")
         if phase == "train" and self.profile.mla != "naive":  # the absorbed form has no backward here
             self.profile = dataclasses.replace(self.profile, mla="naive")
+        if phase == "train":
+            check_recomputed_modules(cfg, self.profile.recompute)
         if (phase == "train" and cfg.mla and self.profile.recomputes("up_projections")
                 and self.profile.kernel().saves_as != "flash"):
             raise ConfigError(f"recompute {self.profile.recompute!r} recomputes latent attention's "
@@ -141,7 +156,8 @@ class CostModel:
         under selective (its kernel says so), for each norm and latent attention's RoPE under "deepseek"
         (spec.RECOMPUTED_PARTS); latent attention's up-projections and own norms, a part of its
         projections' leaf (LatentAttention.recomputed_part); the routed experts' SwiGLU under
-        DeepSeek-V3's FP8 activations (Experts.recomputed_part); under "torchtitan-op" all of a
+        DeepSeek-V3's FP8 activations or their activation under "layernorm-moe-act", with the norm
+        before them (Experts.recomputed_part, Norm.recomputed); under "torchtitan-op" all of a
         layer but its fused attention kernel and the matmuls it keeps (op_checkpoint.rerun)."""
         profile = self.profile
         if self.phase != "train":
@@ -153,7 +169,8 @@ class CostModel:
         block = leaf.block
         if isinstance(block, B.AttentionCore) and block.kernel.recomputes_core:
             return leaf.cost
-        if isinstance(block, (B.Norm, B.HeadNorms)) and profile.recomputes("norms"):
+        if (isinstance(block, B.Norm) and block.recomputed) or (isinstance(block, B.HeadNorms)
+                                                                and profile.recomputes("norms")):
             return leaf.cost
         if isinstance(block, B.RotaryEmbedding) and self.cfg.mla and profile.recomputes("up_projections"):
             return leaf.cost  # the RoPE applied to the up-projections' output, inside their checkpoint

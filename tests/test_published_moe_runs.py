@@ -46,13 +46,28 @@ def test_every_moe_row_of_the_page_is_in_the_json():
 # QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V1/V2, GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2,
 # DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2; 97ad8cc6f (25.11) QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_,
 # _B200_FP8_CS_ (FP8_MX the same) and QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_BASE_CONFIG. Not 26.04.01's
-# Qwen3 30B H100 (moe_a2a_overlap=False); the other releases' recipes were not read.
-MOE_A2A_OVERLAP = {"megatron-bridge-moe 26.04.01 qwen3-235b-a22b fp8 256xh100",
+# Qwen3 30B H100 (moe_a2a_overlap=False). Read later at the tags v0.3.0 (26.02), v0.3.1 and cfeddcd94 (the
+# commit that printed 26.02.01's table) and v0.4.0 (26.04): QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V1
+# sets it True at each, so 26.02, 26.02.01 and 26.04's 235B H100 rows; v0.3.0's
+# QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1 (PP 2 VP 12 EP 8, the 26.02 row's layout) True, but not
+# v0.3.1's or cfeddcd94's (EP 16, False: the 26.02.01 row prints PP 2 VP 12 EP 8, so neither is stated);
+# v0.4.0's GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2 True (the 26.04 GB200 row, GBS 1,280).
+MOE_A2A_OVERLAP = {"megatron-bridge-moe 26.04 qwen3-235b-a22b fp8 256xh100",
+                   "megatron-bridge-moe 26.02.01 qwen3-235b-a22b fp8 256xh100",
+                   "megatron-bridge-moe 26.02 qwen3-235b-a22b fp8 256xh100",
+                   "megatron-bridge-moe 26.02 qwen3-30b-a3b fp8 16xh100",
+                   "megatron-bridge-moe 26.04 gpt-oss-120b bf16 64xgb200",
+                   "megatron-bridge-moe 26.04.01 qwen3-235b-a22b fp8 256xh100",
                    "megatron-bridge-moe 26.04.01 gpt-oss-120b bf16 64xgb200",
                    "megatron-bridge-moe 26.04.01 deepseek-v3 mxfp8 256xb200",
                    "megatron-bridge-moe 25.11 qwen3-235b-a22b fp8-cs 256xh100",
                    "megatron-bridge-moe 25.11 qwen3-235b-a22b fp8-mx 64xb200",
                    "megatron-bridge-moe 25.11 qwen3-30b-a3b fp8-cs 16xh100"}
+
+# GPT-OSS 120B's recompute_modules ['layernorm', 'moe_act'] on its GB200, B200 and H100 BF16 configs
+# (V2 replaces V1's, keeping them) at every Megatron-Bridge tag v0.2.0 (2025-11-26) to v0.4.2 and at
+# 21d102f5e (26.04.01): whichever tag a 25.11-26.04.01 container holds, the same.
+GPT_OSS_RECOMPUTE_RELEASES = ("25.11", "26.02", "26.02.01", "26.04", "26.04.01")
 
 
 @pytest.mark.parametrize("run_id, release, heading, header, line", PAGE_ROWS, ids=[r[0] for r in PAGE_ROWS])
@@ -77,6 +92,11 @@ def test_each_moe_row_is_expressed_as_the_page_prints_it(run_id, release, headin
     # EP all-to-all overlap where a recipe read sets moe_a2a_overlap True (MOE_A2A_OVERLAP)
     stated = {**({"pp": 1.0} if run["pp"] > 1 and vp > 1 else {}), **({"ep": 1.0} if run_id in MOE_A2A_OVERLAP else {})}
     assert run.get("overlap") == (stated or None)
+    gpt_oss_bf16 = run["model"] == "gpt-oss-120b" and "fp8" not in run and release in GPT_OSS_RECOMPUTE_RELEASES
+    # DeepSeek-V3's recompute_modules ['mla_up_proj'] on GB200 and B200: 97ad8cc6f's configs (25.11, every
+    # precision) and v0.1.0rc4's run_script.py for the token-drop runs (25.09)
+    deepseek = run["model"] == "deepseek-v3" and release in ("25.11", "25.09") and run["hardware"] in ("gb200", "b200")
+    assert run.get("recompute") == ("layernorm-moe-act" if gpt_oss_bf16 else "mla-up-proj" if deepseek else None)
     # DeepSeek-V3's recipe layout_map (recipes/deepseek/deepseek_v3.py at 97ad8cc6f), applied on the rows
     # that compute: (PP, VP) (4, 4) and (16, 1) give the embedding + 4 layers, 14 chunks of 4, then 1 + the loss
     if run["model"] == "deepseek-v3" and (run["pp"], vp) in ((4, 4), (16, 1)) and run.get("fp8") != "mxfp8":
@@ -131,7 +151,8 @@ def test_an_expressible_moe_row_builds_the_recipes_layout(run_id):
         (run["tp"], run["pp"], run["dp"], run["ep"], run.get("virtual_stages", 1))
     assert (layout.framework, layout.zero, layout.fp8) == ("megatron", 1, run.get("fp8"))
     assert workload.batch * layout.microbatches * layout.dp == run["global_batch"]
-    assert (workload.seq_len, workload.recompute) == (4096, "none") and hardware.name == run["hardware"]
+    assert (workload.seq_len, workload.recompute) == (4096, run.get("recompute", "none"))
+    assert hardware.name == run["hardware"] and workload.recompute == ("layernorm-moe-act" if "gpt-oss" in run_id else "none")
     experts = estimate.experts()
     assert experts["experts_per_rank"] * run["ep"] == estimate.cfg.n_experts
     assert experts["expert_data_parallel"] == run["tp"] * run["dp"] // run["ep"]

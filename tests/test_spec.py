@@ -37,9 +37,13 @@ def test_each_value_has_its_meaning_and_the_phrases_read_as_sentences():
     for choices in lists:
         assert tuple(choices.meanings) == tuple(choices) and len(set(choices)) == len(choices)
     assert spec.RECOMPUTES.phrase() == ("none, selective (the attention core), full (each layer), deepseek "
-                                        "(every norm and latent attention's up-projections) or torchtitan-op "
+                                        "(every norm and latent attention's up-projections), torchtitan-op "
                                         "(torchtitan's op policy: the attention kernel and every second "
-                                        "(odd-numbered) matmul kept, the rest rerun)")
+                                        "(odd-numbered) matmul kept, the rest rerun), layernorm-moe-act "
+                                        "(Megatron-Core's recompute_modules layernorm and moe_act: the norm "
+                                        "before the routed experts and their activation) or mla-up-proj "
+                                        "(Megatron-Core's recompute_modules mla_up_proj: latent attention's "
+                                        "up-projections with their norms)")
     assert spec.OPTIMIZERS.listed() == "adamw or sgd"
     assert spec.IMPLEMENTATIONS.listed(first="hf") == "hf, reference or megatron"
     assert spec.KV_CACHES.described().startswith("dynamic: each decode step copies the cache")

@@ -226,7 +226,13 @@ class Experts(Block):
     def recomputed_part(self) -> Cost | None:
         """What reruns in backward: with DeepSeek-V3's FP8 activations (Profile.fp8_activations;
         report section 3.3.3, "we cache the inputs of the SwiGLU operator and recompute its output
-        in the backward pass") the SiLU and the product over the S d_x hidden values; else nothing."""
+        in the backward pass") the SiLU and the product over the S d_x hidden values; under
+        Megatron-Core's moe_act recomputation (Profile.recomputes("moe_act"), spec.RECOMPUTED_PARTS:
+        TEGroupedMLP's activation under CheckpointWithoutOutput) the gated activation as glu runs
+        it, once more; else nothing."""
+        if self.profile.recomputes("moe_act"):
+            elements, _, moved = self.glu(self.tokens * S.k)
+            return make_cost(elements=elements, bytes_other=moved)
         if not self.profile.fp8_activations:
             return None
         hidden = self.tokens * S.k * S.d_x
@@ -300,6 +306,8 @@ class Experts(Block):
             saved += tiled_bytes(slots, S.d) + tiled_bytes(slots, 2 * S.d_x) + S.e * slots * S.d
         else:  # the gathered input, the gate_up output, the gating, the down input and output
             saved += S.e * slots * (2 * S.d + 3 * S.d_x) + glu_saved
+            if self.profile.recomputes("moe_act"):  # the down input discarded, rebuilt (recomputed_part)
+                saved -= S.e * slots * S.d_x + glu_saved
         one_expert = 3 * S.d * S.d_x
         biases = 2 * S.d_x + S.d if self.bias else ZERO
         # The experts that get a slot, each read once. Under expert parallelism a rank's E / ep

@@ -127,12 +127,13 @@ class LatentAttention(Block):
 
     def recomputed_part(self) -> Cost | None:
         """What recomputation reruns of these projections (None: nothing): its own norms
-        (Profile.recomputes("norms")) and the up-projections, q_b_proj (q_proj without a query
+        (Profile.recomputes("norms"), or with the up-projections, inside whose checkpoint they run:
+        spec.RECOMPUTED_PARTS) and the up-projections, q_b_proj (q_proj without a query
         rank) and kv_b_proj (Profile.recomputes("up_projections")); never the down-projections."""
         norms, up = self.profile.recomputes("norms"), self.profile.recomputes("up_projections")
         if not (norms or up):
             return None
-        elements = self.norm_elements() if norms else []
+        elements = self.norm_elements()
         if not up:
             return make_cost(elements=elements)
         projections = self.up_projections()
@@ -144,7 +145,7 @@ class LatentAttention(Block):
 
     def saved(self) -> Expr:
         """Kept for backward (the class's docstring). Recomputed up-projections (recompute
-        "deepseek", whose norms are recomputed too) keep only their checkpoint's inputs: the
+        "deepseek" or "mla-up-proj", whose latent norms rerun with them) keep only their checkpoint's inputs: the
         latents before their norms, q_a_proj's r_q-wide output (without a query rank, q_proj's
         d-wide input) and kv_a_proj's whole r_kv + d_r output (the RoPE key with it); the queries,
         keys and values they output are rebuilt (AttentionCore.inputs_rebuilt). (No recomputation

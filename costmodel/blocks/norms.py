@@ -69,6 +69,7 @@ class Norm(Block):
     output_kept: bool = True  # False: only a residual add reads it (Gemma 2's post-sublayer norms)
     affine: bool = True
     bias: bool = True  # a LayerNorm's bias (False: weight only, MPT's)
+    before_experts: bool = False  # the norm before a layer's routed experts (recompute "moe_norms")
     title = "norm"
 
     def cost(self) -> Cost:
@@ -101,8 +102,9 @@ class Norm(Block):
 
     @property
     def recomputed(self) -> bool:
-        """Rerun in backward (recompute "deepseek"): it keeps its input only."""
-        return self.profile.recomputes("norms")
+        """Rerun in backward (recompute "deepseek"; "layernorm-moe-act" the norm before routed
+        experts only): it keeps its input only."""
+        return self.profile.recomputes("norms") or (self.before_experts and self.profile.recomputes("moe_norms"))
 
 
 @dataclass(frozen=True)
