@@ -128,8 +128,8 @@ class KernelTimer:
         self.peak = hardware.peak(matmul)
         # The measured large-GEMM efficiency, unless an efficiency is given (--compute-efficiency);
         # sustained (training): the power-saturated one where the hardware file states it.
-        burst = hardware.matmul_efficiency.get(matmul, eff.compute)
-        measured = hardware.sustained_matmul_efficiency.get(matmul, burst) if sustained else burst
+        # mxfp8 and fp4 (the block-scaled recipes) take fp8's where the file measures none of their own.
+        measured = hardware.measured_matmul_efficiency(matmul, sustained, eff.compute)
         self.matmul_efficiency = eff.compute if compute_given else measured
         self.rows_scale = eff.compute if compute_given else 1.0  # a rows table is relative to the best rate
         self.sustained = sustained
