@@ -311,8 +311,9 @@ class Hardware:
             why = f" ({generation} has no FP8 tensor cores)" if generation and generation != "CPU" else ""
             instead = "leave --fp8 out"
         else:
+            # NVIDIA's generations before Blackwell (sm_100) have none; others' (AMD's) not stated here
             why = f" ({generation} has no {kind} tensor cores: Blackwell, sm_100, and later)" \
-                if generation and generation not in ("CPU", "Blackwell") else ""
+                if self.architecture in ("volta", "turing", "ampere", "ada", "hopper") else ""
             instead = "use --fp8 current" if "fp8" in self.flops_per_s else "leave --fp8 out"
         raise ConfigError(f"hardware {self.name}: no {kind} peak (flops_per_s[\"{peak}\"]) for --fp8 {recipe}{why}; "
                           f"add it to its hardware file or {instead}.")
