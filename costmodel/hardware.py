@@ -112,7 +112,8 @@ class Hardware:
     matmul_efficiency: dict[str, float] = field(default_factory=dict)
     # The fraction of each dtype's peak matmuls hold under sustained full load, once the board sits
     # at its power limit and the clock below boost (MSMF, a microbenchmark): the kernel model's GEMM
-    # efficiency for training steps, which run the GPU saturated. Omitted for a dtype: matmul_efficiency.
+    # efficiency for training steps, which run the GPU saturated. Omitted for a dtype: matmul_efficiency
+    # x the architecture's measured MSMF / MAMF (kernel_time.sustained_efficiency), else matmul_efficiency.
     sustained_matmul_efficiency: dict[str, float] = field(default_factory=dict)
     # Per dtype, a GEMM's fraction of that dtype's peak by its rows (M, the tokens), measured at a
     # few row counts (validate/calibrate.py on a CPU, where a few rows reach neither the large-GEMM
@@ -318,14 +319,13 @@ class Hardware:
         raise ConfigError(f"hardware {self.name}: no {kind} peak (flops_per_s[\"{peak}\"]) for --fp8 {recipe}{why}; "
                           f"add it to its hardware file or {instead}.")
 
-    def measured_matmul_efficiency(self, dtype: str, sustained: bool, default: float) -> float:
-        """The fraction of dtype's peak large GEMMs reach: its own measured efficiency (the
-        sustained one for a training step where stated), else that of the dtype that stands in for
-        it (hardware_schema.EFFICIENCY_STAND_IN: mxfp8 and fp4 take fp8's), else `default`."""
-        own = dtype if dtype in self.matmul_efficiency or dtype in self.sustained_matmul_efficiency \
-            else EFFICIENCY_STAND_IN.get(dtype, dtype)
-        burst = self.matmul_efficiency.get(own, default)
-        return self.sustained_matmul_efficiency.get(own, burst) if sustained else burst
+    def efficiency_dtype(self, dtype: str) -> str:
+        """The dtype whose measured GEMM efficiency (matmul_efficiency, sustained_matmul_efficiency)
+        times dtype's GEMMs: dtype itself where the file measures it, else the dtype that stands in
+        for it (hardware_schema.EFFICIENCY_STAND_IN: mxfp8 and fp4 take fp8's), else dtype."""
+        if dtype in self.matmul_efficiency or dtype in self.sustained_matmul_efficiency:
+            return dtype
+        return EFFICIENCY_STAND_IN.get(dtype, dtype)
 
     def require_peak(self, dtype: str) -> None:
         """Refuse a dtype this hardware has no peak for, in one line (missing_peak), before a command

@@ -64,7 +64,9 @@ SCHEMA: dict[str, Field] = {
                                "microbenchmark such as MAMF), each in (0, 1]; the kernel time model's GEMM efficiency"),
     "sustained_matmul_efficiency": Field(dict, "per dtype, the fraction of its peak matmuls hold under sustained "
                                          "full load (a microbenchmark such as MSMF), each in (0, 1]; the kernel "
-                                         "time model's GEMM efficiency for training steps (omitted: matmul_efficiency)"),
+                                         "time model's GEMM efficiency for training steps (omitted: matmul_efficiency x "
+                                         "the architecture's measured MSMF / MAMF where kernel_facts.json "
+                                         "has one, else matmul_efficiency)"),
     "gemm_efficiency_by_rows": Field(dict, "per dtype, {rows: the fraction of its peak a GEMM of that many rows "
                                      "(tokens) reaches}, each in (0, 1], measured (validate/calibrate.py on a "
                                      "CPU); the kernel time model's GEMM efficiency instead of tiles and waves"),

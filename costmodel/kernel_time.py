@@ -82,6 +82,23 @@ def kernel_facts() -> dict[str, Any]:
 
 
 
+def sustained_efficiency(hardware: Hardware, dtype: str) -> float | None:
+    """The fraction of dtype's peak a training step's large GEMMs hold, the GPU saturated at its
+    power limit: the hardware file's sustained_matmul_efficiency (MSMF) where it states one; else
+    its burst rate (matmul_efficiency, MAMF) x the MSMF / MAMF one run measured on its
+    architecture's sibling (kernel_facts.json "sustained_over_burst": the B200 for Blackwell, the
+    H200 for Hopper); else None (no rate to hold: the caller keeps its burst one)."""
+    stated = hardware.sustained_matmul_efficiency.get(dtype)
+    if stated is not None:
+        return stated
+    burst = hardware.matmul_efficiency.get(dtype)
+    pair = kernel_facts()["sustained_over_burst"].get(hardware.architecture, {}).get(dtype)
+    if burst is None or pair is None:
+        return None
+    held, peak_burst = pair
+    return burst * held / peak_burst
+
+
 def log_linear(points: tuple[tuple[int, float], ...], x: int) -> float:
     """A measured table's value at x: log-linear in x between its points (sorted by x), the first
     or last value outside them."""
@@ -129,14 +146,17 @@ class KernelTimer:
         # The measured large-GEMM efficiency, unless an efficiency is given (--compute-efficiency);
         # sustained (training): the power-saturated one where the hardware file states it.
         # mxfp8 and fp4 (the block-scaled recipes) take fp8's where the file measures none of their own.
-        measured = hardware.measured_matmul_efficiency(matmul, sustained, eff.compute)
+        measured_as = hardware.efficiency_dtype(matmul)
+        burst = hardware.matmul_efficiency.get(measured_as, eff.compute)
+        held_matmul = sustained_efficiency(hardware, measured_as) if sustained else None
+        measured = burst if held_matmul is None else held_matmul
         self.matmul_efficiency = eff.compute if compute_given else measured
         self.rows_scale = eff.compute if compute_given else 1.0  # a rows table is relative to the best rate
         self.sustained = sustained
         # The fused attention kernels' published figures are short runs at the boost clock; in a
         # training step they run at the clock the power limit leaves, as the GEMMs do: their rate
         # x the dtype's sustained / burst matmul efficiency, where both are stated (docs/time.md).
-        held = hardware.sustained_matmul_efficiency.get(self.dtype) if sustained else None
+        held = sustained_efficiency(hardware, self.dtype) if sustained else None
         self.attention_clock = held / hardware.matmul_efficiency[self.dtype] \
             if held and hardware.matmul_efficiency.get(self.dtype) else 1.0
         self.w8a8 = w8a8

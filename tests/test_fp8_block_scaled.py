@@ -13,6 +13,7 @@ import cli
 from costmodel.config import ConfigError
 from costmodel.hardware import Hardware, load_hardware
 from costmodel.kernel_shapes import Gemm
+from costmodel.kernel_time import KernelTimer
 from costmodel.layout.fp8 import BLOCK_FORMATS, CAST_PASSES, RECIPES, Casts, cast_bytes
 
 # one linear: 96 tokens, 160 inputs, 224 outputs (multiples of 32, as TE requires; no two alike)
@@ -91,11 +92,14 @@ def test_only_the_blackwell_files_carry_the_block_scaled_peaks():
 
 def test_their_gemms_take_the_fp8_measured_efficiency_where_none_is_their_own():
     b200 = load_hardware("b200")  # MAMF fp8 0.763, MSMF fp8 0.621 (its source)
-    assert b200.measured_matmul_efficiency("fp4", False, 0.5) == 0.763
-    assert b200.measured_matmul_efficiency("mxfp8", True, 0.5) == 0.621
+    assert (b200.efficiency_dtype("fp4"), b200.efficiency_dtype("mxfp8"), b200.efficiency_dtype("bf16")) == \
+        ("fp8", "fp8", "bf16")
+    assert KernelTimer(b200, matmul_dtype="fp4").matmul_efficiency == 0.763
+    assert KernelTimer(b200, matmul_dtype="mxfp8", sustained=True).matmul_efficiency == 0.621
     own = Hardware.from_dict(dict(b200.to_dict(), matmul_efficiency={"fp8": 0.763, "fp4": 0.6}), "own")
-    assert own.measured_matmul_efficiency("fp4", True, 0.5) == 0.6  # its own, no MSMF row for it
-    assert load_hardware("gb300").measured_matmul_efficiency("fp4", False, 0.55) == 0.55  # no MAMF row at all
+    assert own.efficiency_dtype("fp4") == "fp4" and KernelTimer(own, matmul_dtype="fp4").matmul_efficiency == 0.6
+    gb300 = load_hardware("gb300")  # no MAMF row at all: efficiency.compute
+    assert KernelTimer(gb300, matmul_dtype="fp4").matmul_efficiency == gb300.efficiency["compute"] == 0.7
 
 
 def test_a_user_hardware_file_with_the_new_peaks_round_trips(tmp_path, capsys):

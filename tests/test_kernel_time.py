@@ -9,7 +9,7 @@ import pytest
 
 from costmodel.config import ConfigError, Workload
 from costmodel.hardware import Efficiency, load_hardware
-from costmodel.kernel_time import (AttentionCall, Gemm, KernelTimer, Pointwise, inference_subs,
+from costmodel.kernel_time import (AttentionCall, Gemm, KernelTimer, Pointwise, inference_subs, sustained_efficiency,
                                    leaf_kernels, leaves_time)
 from costmodel.presets import load_preset
 from costmodel.tree import CostModel, profile_for
@@ -471,9 +471,11 @@ def test_a_given_efficiency_replaces_only_its_own_measured_rate():
 def test_a_training_steps_attention_runs_at_the_sustained_clock():
     """A fused attention call's published efficiency is a short run's at the boost clock; a training
     step (sustained) runs it x the dtype's sustained / burst matmul efficiency: on the H100 SXM
-    0.716 / 0.803 (bf16), on the B200 0.647 / 0.776; a file without a sustained figure (GB200)
-    keeps the published one."""
-    for name, ratio in (("h100-sxm", 0.716 / 0.803), ("b200", 0.647 / 0.776), ("gb200", 1.0)):
+    0.716 / 0.803 (bf16), on the B200 0.647 / 0.776; a file with a burst figure alone (GB200) at
+    its architecture's measured MSMF / MAMF (the B200's one run, 1456.3 / 1770.9); a file with
+    neither (GB300) keeps the published one."""
+    for name, ratio in (("h100-sxm", 0.716 / 0.803), ("b200", 0.647 / 0.776), ("gb200", 1456.3 / 1770.9),
+                        ("gb300", 1.0)):
         hardware = load_hardware(name)
         burst = KernelTimer(hardware, "bf16", "flash", attention_kernel="cudnn")
         held = KernelTimer(hardware, "bf16", "flash", attention_kernel="cudnn", sustained=True)
@@ -494,3 +496,19 @@ def test_a_forward_figure_without_its_forward_plus_backward_figure_is_a_sentence
              "forward_tflops": [[512, 191], [1024, 250]], "forward_backward_tflops": [[512, 163]]}
     with pytest.raises(ConfigError, match=r"'flash2' \(hopper\) states a forward figure at \[1024\]"):
         attention_points(entry, 2.5)
+
+
+def test_a_training_step_holds_the_sustained_rate_its_architecture_measured():
+    # b200.json states its MSMF (FP8 2795.7 of 4500); gb200.json only its MAMF (FP8 3615.6 of 5000, 0.723):
+    # a GB200 training GEMM holds 0.723 x the B200's one-run MSMF / MAMF, 2795.7 / 3435.2 (kernel_facts.json
+    # "sustained_over_burst", ml-engineering fast-mamf 082816f), where it used to run at the burst rate.
+    b200, gb200 = load_hardware("b200"), load_hardware("gb200")
+    assert sustained_efficiency(b200, "fp8") == 0.621
+    assert sustained_efficiency(gb200, "fp8") == pytest.approx(0.723 * 2795.7 / 3435.2, rel=1e-12)
+    assert sustained_efficiency(gb200, "bf16") == pytest.approx(0.729 * 1456.3 / 1770.9, rel=1e-12)
+    # an architecture with no measured sibling keeps no sustained rate (the burst one is used)
+    assert sustained_efficiency(load_hardware("mi300x"), "bf16") is None
+    gemm = Gemm(8192, 8192, 8192)
+    burst = KernelTimer(gb200, dtype="bf16").seconds(gemm)
+    held = KernelTimer(gb200, dtype="bf16", sustained=True).seconds(gemm)
+    assert held / burst == pytest.approx(1770.9 / 1456.3, rel=1e-9)

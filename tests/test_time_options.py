@@ -99,8 +99,9 @@ def test_a_given_compute_efficiency_overrides_the_measured_gemm_efficiency():
 
 def test_training_steps_run_their_gemms_at_the_sustained_efficiency_where_it_is_measured():
     """A training step keeps the GPU saturated: its GEMMs take the hardware file's sustained
-    (MSMF) efficiency, the burst (MAMF) one where no sustained figure is measured (the GB200), and
-    a given --compute-efficiency over both. Inference keeps the burst figure."""
+    (MSMF) efficiency; where none is measured (the GB200), the burst (MAMF) one x its architecture's
+    measured MSMF / MAMF (the B200's, kernel_time.sustained_efficiency); a given --compute-efficiency
+    over both. Inference keeps the burst figure."""
     from costmodel.kernel_time import KernelTimer
     from costmodel.layout import Layout, ParallelEstimate
     from costmodel.layout.kernel_step import KernelStepTime
@@ -109,17 +110,23 @@ def test_training_steps_run_their_gemms_at_the_sustained_efficiency_where_it_is_
     assert KernelTimer(h100, "bf16").matmul_efficiency == 0.803  # MAMF: a burst at the boost clock
     assert KernelTimer(h100, "bf16", sustained=True).matmul_efficiency == 0.716  # MSMF, 708.5 of 989
     assert KernelTimer(h100, "bf16", matmul_dtype="fp8", sustained=True).matmul_efficiency == 0.651
-    assert KernelTimer(gb200, "bf16", sustained=True).matmul_efficiency == 0.729  # none measured: MAMF
+    # none measured: MAMF x the B200's one-run MSMF / MAMF
+    assert KernelTimer(gb200, "bf16", sustained=True).matmul_efficiency == pytest.approx(0.729 * 1456.3 / 1770.9)
     assert KernelTimer(a100, "bf16").matmul_efficiency == 0.869  # MAMF, 271.2 of 312
     assert KernelTimer(a100, "fp16", sustained=True).matmul_efficiency == 0.827  # power-limited, 258 of 312
     assert KernelTimer(h100, "bf16", efficiency=Efficiency(0.5, 0.8), sustained=True).matmul_efficiency == 0.5
     estimate = ParallelEstimate(load_preset("llama2-7b"), Workload(seq_len=4096, attention="flash"), Layout(dp=8))
     step = KernelStepTime(estimate, h100)
     assert step.timer.sustained and step.timer.matmul_efficiency == 0.716
-    # The same layout and GEMMs on a copy of the file without the sustained figure: every GEMM
-    # at the burst rate, so the step is faster.
-    burst = Hardware.from_dict({k: v for k, v in h100.to_dict().items() if k != "sustained_matmul_efficiency"},
-                               "h100-burst")
+    # The same layout and GEMMs on a copy of the file without the sustained figure: its GEMMs at the
+    # burst rate x the H200's one-run MSMF / MAMF (0.803 x 708.5 / 841.9 = 0.676, under the file's
+    # 0.716: a slower step); without an architecture too, at the burst rate: a faster step.
+    unstated = {k: v for k, v in h100.to_dict().items() if k != "sustained_matmul_efficiency"}
+    hopper = KernelStepTime(estimate, Hardware.from_dict(unstated, "h100-unstated"))
+    assert hopper.timer.matmul_efficiency == pytest.approx(0.803 * 708.5 / 841.9)
+    assert hopper.step()["seconds"] > step.step()["seconds"]
+    burst = Hardware.from_dict({k: v for k, v in unstated.items() if k != "architecture"}, "h100-burst")
+    assert KernelStepTime(estimate, burst).timer.matmul_efficiency == 0.803
     assert KernelStepTime(estimate, burst).step()["seconds"] < step.step()["seconds"]
 
 

@@ -191,7 +191,7 @@ class KernelStepTime(StepTime):
         self.timer = _timer(hardware, workload.dtype, workload.attention, efficiency, compiled, sustained=sustained,
                             w8a8=self.w8a8, attention_kernel=attention_kernel)
         # --fp8: the linear layers' GEMMs on the recipe's tensor cores (layout/fp8.py Recipe.peak: fp8,
-        # mxfp8 or fp4, at that peak's measured efficiency or fp8's: Hardware.measured_matmul_efficiency;
+        # mxfp8 or fp4, at that peak's measured efficiency or fp8's: Hardware.efficiency_dtype;
         # StepTime checked the peak).
         self.fp8_timer = None if estimate.layout.fp8 is None else \
             _timer(hardware, workload.dtype, workload.attention, efficiency, compiled,
