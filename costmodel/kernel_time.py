@@ -144,8 +144,7 @@ class KernelTimer:
         matmul = matmul_dtype or self.dtype
         self.peak = hardware.peak(matmul)
         # The measured large-GEMM efficiency, unless an efficiency is given (--compute-efficiency);
-        # sustained (training): the power-saturated one where the hardware file states it.
-        # mxfp8 and fp4 (the block-scaled recipes) take fp8's where the file measures none of their own.
+        # sustained (training): the power-saturated one; mxfp8, fp4: fp8's unless measured (efficiency_dtype).
         measured_as = hardware.efficiency_dtype(matmul)
         burst = hardware.matmul_efficiency.get(measured_as, eff.compute)
         held_matmul = sustained_efficiency(hardware, measured_as) if sustained else None
