@@ -149,8 +149,9 @@ workload_options = stack(
 LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "virtual_stages",
                   "framework", "stage_layers", "gpus", "device", "ep", "etp", "capacity_factor", "fp8", "cp",
                   "cp_rotate", "cp_kv_heads", "all_reduce", "vocab_parallel", "dp_shard")
-FP8_HELP = ("FP8 training: the layers' linear products at the FP8 peak, as torchao's tensorwise or rowwise recipe "
-            "or DeepSeek-V3's blockwise one (docs/layouts.md).")
+FP8_HELP = ("FP8 training: the layers' linear products at the FP8 peak, as torchao's tensorwise or rowwise recipe, "
+            "Transformer Engine's current scaling or DeepSeek-V3's blockwise one; mxfp8 (1 x 32 blocks) at the "
+            "MXFP8 peak and nvfp4 (FP4) at the fp4 peak, which only Blackwell hardware files carry (docs/layouts.md).")
 
 #: The parallel layout: group sizes, schedule, ZeRO stage, framework (costmodel/layout).
 layout_options = stack(

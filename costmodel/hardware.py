@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, show
-from .hardware_schema import (INTERCONNECT, OPTIONAL_NUMBERS, PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION,  # noqa: F401
-                              Field, schema_problems)
+from .hardware_schema import (EFFICIENCY_STAND_IN, INTERCONNECT, OPTIONAL_NUMBERS, PEAK_DTYPES,  # noqa: F401
+                              SCHEMA, SERVING_MEMORY_UTILIZATION, Field, schema_problems)
 from .spec import CANONICAL_DTYPE, DEFAULT_TIME_MODEL, TIME_MODELS  # the time models and the default (spec.py says why)
 
 
@@ -295,13 +295,37 @@ class Hardware:
         return f"{self.name} has no {dtype} peak{why}{advice}."
 
     def require_fp8(self, recipe: str | None) -> None:
-        """Refuse FP8 training (--fp8 RECIPE) on hardware without an FP8 peak, in one line, before the
-        layout's own checks (whose advice, --dtype bf16, a V100 would refuse next)."""
-        if recipe is not None and "fp8" not in self.flops_per_s:
-            generation = GENERATIONS.get(self.architecture)
+        """Refuse FP8 (or FP4) training (--fp8 RECIPE) on hardware without the peak the recipe's
+        GEMMs run at (layout/fp8.py Recipe.peak: fp8; mxfp8 and fp4 for the block-scaled recipes,
+        which only Blackwell's tensor cores run), in one line, before the layout's own checks (whose
+        advice, --dtype bf16, a V100 would refuse next)."""
+        if recipe is None:
+            return
+        from .layout.fp8 import RECIPES
+
+        peak = RECIPES[recipe].peak if recipe in RECIPES else "fp8"  # an unknown name: the layout's line
+        if peak in self.flops_per_s:
+            return
+        generation = GENERATIONS.get(self.architecture)
+        kind = {"fp8": "FP8", "mxfp8": "block-scaled (MXFP8)", "fp4": "FP4"}[peak]
+        if peak == "fp8":
             why = f" ({generation} has no FP8 tensor cores)" if generation and generation != "CPU" else ""
-            raise ConfigError(f"hardware {self.name}: no FP8 peak (flops_per_s[\"fp8\"]) for --fp8 {recipe}{why}; "
-                              f"add it to its hardware file or leave --fp8 out.")
+            instead = "leave --fp8 out"
+        else:
+            # NVIDIA's generations before Blackwell (sm_100) have none; others' (AMD's) not stated here
+            why = f" ({generation} has no {kind} tensor cores: Blackwell, sm_100, and later)" \
+                if self.architecture in ("volta", "turing", "ampere", "ada", "hopper") else ""
+            instead = "use --fp8 current" if "fp8" in self.flops_per_s else "leave --fp8 out"
+        raise ConfigError(f"hardware {self.name}: no {kind} peak (flops_per_s[\"{peak}\"]) for --fp8 {recipe}{why}; "
+                          f"add it to its hardware file or {instead}.")
+
+    def efficiency_dtype(self, dtype: str) -> str:
+        """The dtype whose measured GEMM efficiency (matmul_efficiency, sustained_matmul_efficiency)
+        times dtype's GEMMs: dtype itself where the file measures it, else the dtype that stands in
+        for it (hardware_schema.EFFICIENCY_STAND_IN: mxfp8 and fp4 take fp8's), else dtype."""
+        if dtype in self.matmul_efficiency or dtype in self.sustained_matmul_efficiency:
+            return dtype
+        return EFFICIENCY_STAND_IN.get(dtype, dtype)
 
     def require_peak(self, dtype: str) -> None:
         """Refuse a dtype this hardware has no peak for, in one line (missing_peak), before a command

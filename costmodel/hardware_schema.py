@@ -11,8 +11,17 @@ from typing import Any
 
 from .config import show
 
-#: The matmul dtypes a hardware file may give a peak for (fp8: E4M3/E5M2 tensor cores; int8: IMMA).
-PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+#: The matmul dtypes a hardware file may give a peak for (fp8: E4M3/E5M2 tensor cores; int8: IMMA;
+#: mxfp8: block-scaled FP8, a scale per 32 elements in the tensor core's own operands, as Blackwell's
+#: tcgen05.mma kind::mxf8f6f4 runs it (--fp8 mxfp8); fp4: NVFP4/MXFP4 (E2M1) products, --fp8 nvfp4).
+#: A GPU without block-scaled tensor cores (Hopper and earlier) has no mxfp8 key.
+PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "mxfp8", "fp4")
+
+#: The dtype whose measured matmul efficiency (MAMF, MSMF) stands in for a peak's where a hardware
+#: file has none of its own: no public microbenchmark times MXFP8 or FP4 GEMMs on the presets'
+#: GPUs, so they run at the FP8 tensor cores' measured fraction (an assumption, stated in
+#: docs/time.md, not a fit), else at efficiency.compute as any dtype without one.
+EFFICIENCY_STAND_IN = {"mxfp8": "fp8", "fp4": "fp8"}
 
 
 @dataclass(frozen=True)

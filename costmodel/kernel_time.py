@@ -105,9 +105,10 @@ class KernelTimer:
         matmul = matmul_dtype or self.dtype
         self.peak = hardware.peak(matmul)
         # The measured large-GEMM efficiency, unless an efficiency is given (--compute-efficiency);
-        # sustained (training): the power-saturated one where the hardware file states it.
-        burst = hardware.matmul_efficiency.get(matmul, eff.compute)
-        held_matmul = sustained_efficiency(hardware, matmul) if sustained else None
+        # sustained (training): the power-saturated one; mxfp8, fp4: fp8's unless measured (efficiency_dtype).
+        measured_as = hardware.efficiency_dtype(matmul)
+        burst = hardware.matmul_efficiency.get(measured_as, eff.compute)
+        held_matmul = sustained_efficiency(hardware, measured_as) if sustained else None
         measured = burst if held_matmul is None else held_matmul
         self.matmul_efficiency = eff.compute if compute_given else measured
         self.rows_scale = eff.compute if compute_given else 1.0  # a rows table is relative to the best rate

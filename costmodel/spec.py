@@ -220,6 +220,8 @@ FP8_RECIPES = Choices({  # layout/fp8.py has each recipe's scales and sources
     "rowwise": "torchao's, one scale per row",
     "current": "Transformer Engine's Float8CurrentScaling, one scale per tensor",
     "blockwise": "DeepSeek-V3's 1 x 128 and 128 x 128 blocks",
+    "mxfp8": "Transformer Engine's MXFP8BlockScaling, 1 x 32 blocks (Blackwell)",
+    "nvfp4": "Transformer Engine's NVFP4BlockScaling, FP4 in 1 x 16 blocks (Blackwell)",
 })
 #: DeepSpeed's ZeRO-Offload and ZeRO-Infinity (costmodel/offload.py).
 OFFLOADS = Choices({"none": "", "optimizer": "ZeRO-Offload, --zero 1-3", "params": "ZeRO-Infinity, --zero 3"})

@@ -33,11 +33,14 @@ def test_each_preset_loads_round_trips_and_cites_its_sources():
 def test_b300_peaks_are_the_hgx_b300_datasheets_per_gpu():
     # HGX B300 (8 GPUs), with sparsity: FP8 72, FP16/BF16 36, TF32 18 PFLOPS; FP32 600 TFLOPS; /8, sparse halved.
     b300 = load_hardware("b300")
+    # MXFP8 at the FP8 rate; FP4: 105 PFLOPS dense for 8 GPUs (144 with sparsity: not twice).
     assert b300.flops_per_s == {"fp32": 600e12 / 8, "tf32": 18e15 / 8 / 2, "bf16": 36e15 / 8 / 2,
-                                "fp16": 36e15 / 8 / 2, "fp8": 72e15 / 8 / 2}
+                                "fp16": 36e15 / 8 / 2, "fp8": 72e15 / 8 / 2, "mxfp8": 72e15 / 8 / 2,
+                                "fp4": 105e15 / 8}
     assert {k: int(v) for k, v in b300.flops_per_s.items()} == {
         "fp32": 75_000_000_000_000, "tf32": 1_125_000_000_000_000, "bf16": 2_250_000_000_000_000,
-        "fp16": 2_250_000_000_000_000, "fp8": 4_500_000_000_000_000}
+        "fp16": 2_250_000_000_000_000, "fp8": 4_500_000_000_000_000, "mxfp8": 4_500_000_000_000_000,
+        "fp4": 13_125_000_000_000_000}
     # 288 GB HBM3e at 8 TB/s (DGX B300: 64 TB/s over 8); 148 SMs measured (multiProcessorCount).
     assert (b300.memory_bytes, b300.bandwidth_bytes_per_s, b300.sm_count) == (288 * GiB, 8e12, 148)
     # Bekman's MAMF (ml-engineering 744d01e): 1769.0 of 2250 BF16, 3353.3 of 4500 FP8.
@@ -53,7 +56,8 @@ def test_gb300_peaks_are_the_nvl72_datasheets_per_gpu():
     assert {k: int(v) for k, v in gb300.flops_per_s.items()} == {
         "fp32": 80_000_000_000_000, "tf32": 180_000_000_000_000_000 // 72 // 2,
         "bf16": 360_000_000_000_000_000 // 72 // 2, "fp16": 360_000_000_000_000_000 // 72 // 2,
-        "fp8": 720_000_000_000_000_000 // 72 // 2}
+        "fp8": 720_000_000_000_000_000 // 72 // 2, "mxfp8": 720_000_000_000_000_000 // 72 // 2,
+        "fp4": 1_080_000_000_000_000_000 // 72}  # MXFP8 at the FP8 rate; FP4 1,080 PFLOPS dense a rack
     # 576 TB/s over 72 GPUs; 288 GB each; no MAMF row: large GEMMs at efficiency.compute.
     assert (gb300.memory_bytes, gb300.bandwidth_bytes_per_s) == (288 * GiB, 576e12 / 72)
     assert gb300.matmul_efficiency == {} and gb300.efficiency["compute"] == 0.7

@@ -34,7 +34,7 @@ def test_the_two_fields_are_optional_checked_and_round_trip():
         "gemm_efficiency_by_rows.fp32 has a row count '0' that is not a whole number of at least 1",
         "gemm_efficiency_by_rows.fp32 has a row count 'two' that is not a whole number of at least 1",
         "gemm_efficiency_by_rows.fp32.8 must be at most 1, got 1.5",
-        "gemm_efficiency_by_rows has an unknown dtype 'fp9' (known: fp32, tf32, bf16, fp16, fp8, int8)",
+        "gemm_efficiency_by_rows has an unknown dtype 'fp9' (known: fp32, tf32, bf16, fp16, fp8, int8, mxfp8, fp4)",
         "gemm_efficiency_by_rows.bf16 must be a non-empty object of rows: efficiency, got {}"]
     assert schema_problems(dict(CPU, gemm_efficiency_by_rows=[1])) == [
         "gemm_efficiency_by_rows must be an object of dtype: {rows: efficiency}, got [1]"]
@@ -216,7 +216,7 @@ def test_the_attention_table_is_optional_checked_and_round_trips(tmp_path, capsy
         "attention_efficiency_by_queries.fp32 has a query count 'one' that is not a whole number of at least 1",
         "attention_efficiency_by_queries.fp32.16 must be at most 1, got 1.5",
         "attention_efficiency_by_queries.fp32.64 must be a number, got 'x'",
-        "attention_efficiency_by_queries has an unknown dtype 'fp9' (known: fp32, tf32, bf16, fp16, fp8, int8)",
+        "attention_efficiency_by_queries has an unknown dtype 'fp9' (known: fp32, tf32, bf16, fp16, fp8, int8, mxfp8, fp4)",
         "attention_efficiency_by_queries.bf16 must be a non-empty object of queries: efficiency, got {}"]
     assert schema_problems(dict(CPU, attention_efficiency_by_queries=[[1, 0.1]])) == [
         "attention_efficiency_by_queries must be an object of dtype: {queries: efficiency}, got [[1, 0.1]]"]

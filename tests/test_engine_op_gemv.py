@@ -42,7 +42,7 @@ def test_the_fields_are_optional_checked_and_round_trip():
     assert schema_problems(dict(CPU, gemv_efficiency_by_inner={"fp32": {"512": 1.5}})) == [
         "gemv_efficiency_by_inner.fp32.512 must be at most 1, got 1.5"]
     assert schema_problems(dict(CPU, gemv_efficiency_by_inner={"fp64": {"512": 0.1}})) == [
-        "gemv_efficiency_by_inner has an unknown dtype 'fp64' (known: fp32, tf32, bf16, fp16, fp8, int8)"]
+        "gemv_efficiency_by_inner has an unknown dtype 'fp64' (known: fp32, tf32, bf16, fp16, fp8, int8, mxfp8, fp4)"]
 
 
 def test_the_engine_s_counted_ops_take_its_own_time_per_op():

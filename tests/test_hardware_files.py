@@ -129,7 +129,7 @@ def test_schema_problems_of_a_minimal_file():
     assert schema_problems(dict(minimal, sm_count=13.5)) == ["sm_count must be a whole number, got 13.5"]
     assert schema_problems(dict(minimal, sustained_matmul_efficiency={"bf16": 0.7})) == []
     assert schema_problems(dict(minimal, sustained_matmul_efficiency={"bf16": 1.2, "fp9": 0.5})) == [
-        "sustained_matmul_efficiency has an unknown field 'fp9' (known: fp32, tf32, bf16, fp16, fp8, int8)",
+        "sustained_matmul_efficiency has an unknown field 'fp9' (known: fp32, tf32, bf16, fp16, fp8, int8, mxfp8, fp4)",
         "sustained_matmul_efficiency.bf16 must be at most 1, got 1.2"]
 
 

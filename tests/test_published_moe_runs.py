@@ -114,22 +114,24 @@ def _reason(run: dict, source: dict) -> str | None:
 
 def test_why_the_other_moe_rows_are_not_expressible():
     """Each refusal is the model's own sentence: no preset (Nemotron 3's hybrid Mamba layers,
-    DeepSeek-V4), no --fp8 recipe for MXFP8 or NVFP4, and DeepSeek-V3's shared expert under
+    DeepSeek-V4: every NVFP4 row is Nemotron 3 Super's) and DeepSeek-V3's shared expert under
     parallel folding (its 25.09 H100 row, TP 2 beside EP 64). The other TP 2 rows, Qwen3 235B on
     H100 and 25.09's on GB200, run folded: etp 1, as every recipe states it."""
     runs, source = _runs()
     reasons = {run_id: _reason(runs[run_id], source) for run_id, *_ in PAGE_ROWS}
-    kinds: dict[str, list[str]] = {"expressible": [], "preset": [], "fp8": [], "shared": []}
+    kinds: dict[str, list[str]] = {"expressible": [], "preset": [], "shared": []}
     for run_id, reason in reasons.items():
         kind = ("expressible" if reason is None else "preset" if "unknown model" in reason
-                else "fp8" if "fp8 must be one of" in reason else "shared" if "with a shared expert" in reason
+                else "shared" if "with a shared expert" in reason
                 else reason)
         kinds.setdefault(kind, []).append(run_id)
-    assert sorted(kinds) == ["expressible", "fp8", "preset", "shared"]
+    assert sorted(kinds) == ["expressible", "preset", "shared"]
     assert kinds["shared"] == ["megatron-bridge-moe 25.09 deepseek-v3 fp8 1024xh100"]
-    # 26 Nemotron 3 rows and DeepSeek-V4 Flash's; 39 MXFP8 / FP8-MX / NVFP4 rows; 36 that build
-    assert (len(kinds["expressible"]), len(kinds["preset"]), len(kinds["fp8"])) == (36, 27, 39)
-    assert all(runs[i].get("fp8") in (None, "current") for i in kinds["expressible"])
+    # 26 Nemotron 3 rows and DeepSeek-V4 Flash's; 75 that build, 39 of them MXFP8 / FP8-MX (--fp8 mxfp8)
+    assert (len(kinds["expressible"]), len(kinds["preset"])) == (75, 27)
+    recipes = [runs[i].get("fp8") for i in kinds["expressible"]]
+    assert set(recipes) == {None, "current", "mxfp8"} and recipes.count("mxfp8") == 39
+    assert all(runs[i]["model"] == "nemotron-3-super" for i in kinds["preset"] if runs[i].get("fp8") == "nvfp4")
     folded = [i for i in kinds["expressible"] if runs[i]["tp"] > 1]
     assert len(folded) == 7 and all(runs[i]["model"] == "qwen3-235b-a22b" and runs[i]["etp"] == 1 for i in folded)
 

@@ -91,8 +91,9 @@ def test_the_script_prints_one_line_for_every_published_run(capsys):
     lines = capsys.readouterr().out.strip().splitlines()
     runs = other_runs_data()["runs"]
     assert [line.split(": published")[0] for line in lines] == [run["id"] for run in runs]
-    refused = [line for line in lines if line.startswith("megatron-bridge-moe 26.08 deepseek-v3 mxfp8 256xgb200")]
-    assert refused and refused[0].endswith("not expressible: layout: fp8 must be one of tensorwise, rowwise, "
-                                           "current, blockwise, got 'mxfp8'.")  # the rows kept whatever they are
+    refused = [line for line in lines if line.startswith("megatron-bridge-moe 26.08 nemotron-3-super nvfp4 64xgb200")]
+    assert refused and "not expressible: unknown model 'nemotron-3-super'." in refused[0]  # kept whatever they are
+    mxfp8 = [line for line in lines if line.startswith("megatron-bridge-moe 26.08 deepseek-v3 mxfp8 256xgb200")]
+    assert mxfp8 and "not expressible" not in mxfp8[0]  # --fp8 mxfp8 (costmodel/layout/fp8.py)
     hours = [line for line in lines if line.startswith("gpu-hours-llama2 7b")]
     assert hours and "published 184,320 GPU-hours" in hours[0]

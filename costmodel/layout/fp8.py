@@ -3,7 +3,8 @@ each recipe keeps beside the bf16 training state. Each row names its source.
 
 What runs in FP8, in every recipe: the layers' linear products, forward and backward (Q/K/V,
 attention output, the FFN and the routed experts: costmodel/blocks/' QKVProjection,
-AttentionOutput, FeedForward, Experts), at the hardware file's flops_per_s["fp8"]. What stays in
+AttentionOutput, FeedForward, Experts), at the hardware file's peak the recipe names (Recipe.peak:
+flops_per_s["fp8"]; "mxfp8" for MXFP8, "fp4" for NVFP4, which only Blackwell files carry). What stays in
 bf16: the embedding, the output head and the loss, the attention core (QK^T and PV), the router,
 norms and softmax (torchao's float8 training converts nn.Linear modules and its torchtitan recipe
 leaves the output layer out; Transformer Engine's fp8_autocast covers its Linear layers only;
@@ -29,6 +30,20 @@ and V share theirs), weight (K x N) and output gradient (M x N): an amax (a redu
 the tensor), the cast (reads it, writes one byte an element) and the column-major copy the FP8
 GEMM needs for its second operand. The kernel-level model charges them (layout/kernel_step.py);
 the roofline does not (it has no operand shapes: docs/time.md). Each pass's source is beside it.
+
+The block-scaled recipes (mxfp8, nvfp4: Transformer Engine's MXFP8BlockScaling and NVFP4BlockScaling,
+Megatron-Bridge's fp8_mx and nvfp4) run all three GEMMs of a linear (fprop, dgrad, wgrad) on
+Blackwell's block-scaled tensor cores. A scale covers a block of one row (or one column), so the
+column-wise copy wgrad and dgrad need is its own quantization, not a transpose: each operand is cast
+both ways from bf16 in one kernel (BLOCK_FORMATS). Where the hardware file has no measured efficiency
+for the recipe's peak, the GEMMs take the FP8 one's (hardware_schema.EFFICIENCY_STAND_IN: a stated
+assumption, not a measurement). Not modelled: which layers Megatron-Bridge's own configurations keep
+in bf16 under nvfp4 (Nemotron-3 Super's perf recipe at Megatron-Bridge 21d102f5e keeps its last 14
+layers, its attention projections, latent projections and MTP layers in bf16 and its Mamba out_proj
+in MXFP8: scripts/performance/configs/nemotronh/te_quant.cfg, training/mixed_precision.py
+nemotron_3_super_bf16_with_nvfp4_mixed); here every linear leaf runs in FP4, an overstatement of
+the speed. Nor the parameters held in MXFP8 under fp8_param_gather (bf16_with_mxfp8_mixed), nor its
+all-gathers' bytes.
 """
 
 from __future__ import annotations
@@ -48,6 +63,8 @@ class Recipe:
     source: str
     # the activations kept for backward in low precision (blocks' Profile.fp8_activations)
     caches_activations: bool = False
+    # the hardware file's peak (flops_per_s key) the linear layers' GEMMs run at
+    peak: str = "fp8"
 
 
 RECIPES = {
@@ -73,7 +90,49 @@ RECIPES = {
         "of the linear after attention in E5M6, the MoE SwiGLU's input in FP8 and its output "
         "recomputed (3.3.3, Low-Precision Activation)",
         caches_activations=True),
+    "mxfp8": Recipe(
+        "mxfp8", "one E8M0 (power of two) scale per 1 x 32 block, along rows and, for the column-wise "
+        "copy, along columns", 0, None,
+        "Transformer Engine's MXFP8BlockScaling (transformer_engine/common/recipe/__init__.py lines "
+        "265-300, TE v2.9: 'Each group of 32 consecutive values is scaled together', 'E8M0'; the OCP "
+        "Microscaling Formats (MX) v1.0 specification's MXFP8 E4M3), Megatron-Bridge's fp8_mx "
+        "(scripts/performance/utils/precision.py, 21d102f5e: bf16_with_mxfp8_mixed); all three GEMMs "
+        "block-scaled FP8 on Blackwell's tensor cores; the cached weight copies not counted as memory "
+        "(as current's; Megatron-Bridge's fp8_param_gather holds the parameters themselves in MXFP8)",
+        peak="mxfp8"),
+    "nvfp4": Recipe(
+        "nvfp4", "FP4 (E2M1) with one E4M3 scale per 1 x 16 block (16 x 16 for weights) and an fp32 scale "
+        "per tensor; random Hadamard transforms on wgrad's operands, stochastic rounding of gradients", 0, None,
+        "Transformer Engine's NVFP4BlockScaling (transformer_engine/common/recipe/__init__.py lines "
+        "387-470, TE v2.9: 16-element blocks with E4M3 scales and a per-tensor fp32 scale, 16 x 16 "
+        "blocks for weights, RHT on the inputs' and gradients' column-wise (wgrad) copies, stochastic "
+        "rounding of gradients), Megatron-Bridge's nvfp4 (bf16_with_nvfp4_mixed, 21d102f5e); NVIDIA, "
+        "'Pretraining Large Language Models with NVFP4', arXiv:2509.25149; all three GEMMs at the FP4 "
+        "peak; the cached weight copies not counted as memory (as current's)",
+        peak="fp4"),
 }
+
+
+@dataclass(frozen=True)
+class BlockFormat:
+    """A block-scaled format's element and scale sizes (the bytes a cast writes per element)."""
+
+    element_bits: int
+    block: int  # elements per scale
+    scale_bytes: int  # bytes per scale
+
+    @property
+    def bytes_per_element(self) -> float:
+        """Bytes one quantized copy takes per element: the data and its share of a scale."""
+        return self.element_bits / 8 + self.scale_bytes / self.block
+
+
+#: The block-scaled recipes' formats (TE v2.9 pytorch/csrc/quantizer.cpp lines 47-48: MXFP8_BLOCK_SIZE 32, with one
+#: E8M0 byte a block; NVFP4_BLOCK_SIZE 16 with one E4M3 byte a block; the NVFP4 per-tensor fp32 scale
+#: (4 bytes a tensor) is left out of the per-element bytes). A 16 x 16 weight block's scale is
+#: written for each of its rows (the scale_inv tensor has the 1 x 16 shape, NVFP4Quantizer::
+#: get_scale_shape, pytorch/csrc/quantizer.cpp lines 1671-1700), so weights take 1 byte a 16 too.
+BLOCK_FORMATS = {"mxfp8": BlockFormat(8, 32, 1), "nvfp4": BlockFormat(4, 16, 1)}
 
 
 #: GPUs whose FP8 GEMMs take operands in any layout: Transformer Engine makes no column-major copy
@@ -90,7 +149,8 @@ class CastPass:
 
     tensor: str  # "input", "normed_input" (an input a norm writes: Q/K/V's, the FFN's first), "weight", "grad"
     phase: str  # "forward" (also rerun by recomputation) or "backward"
-    what: str  # "amax", "cast" or "transpose" (the column-major copy; skipped where TN is not needed)
+    what: str  # "amax", "cast", "transpose" (the column-major copy; skipped where TN is not needed),
+    # "scales" (a block-scaled cast's scale bytes, written by the cast's own kernel)
     bytes_per_element: float
     # "always"; "sp" / "no_sp": only with / without sequence parallelism over tp > 1 (TE all-gathers a
     # norm's output in FP8: quantized on the rank's 1 / tp of the tokens, transposed after the gather)
@@ -163,6 +223,56 @@ _TE_CURRENT = (
 )
 
 
+def _block_scaled(tensors: tuple[tuple[str, str], ...], fmt: BlockFormat, *, amax: bool,
+                  copies: int = 2) -> tuple[CastPass, ...]:
+    """A block-scaled recipe's casts: per (tensor, phase), an optional amax (a read of the bf16
+    tensor) and one cast kernel that reads the bf16 tensor once (2 bytes) and writes `copies`
+    quantized copies (row-wise and column-wise), their data as "cast" and their scales as "scales"."""
+    passes: list[CastPass] = []
+    for tensor, phase in tensors:
+        if amax:
+            passes.append(CastPass(tensor, phase, "amax", 2))
+        passes.append(CastPass(tensor, phase, "cast", 2 + copies * fmt.element_bits / 8))
+        passes.append(CastPass(tensor, phase, "scales", copies * fmt.scale_bytes / fmt.block))
+    return tuple(passes)
+
+
+#: Transformer Engine v2.9 MXFP8BlockScaling: MXFP8Quantizer::quantize (csrc/quantizer.cpp lines
+#: 1091-1103) is one nvte_quantize_v2 kernel, no amax pass (each block's E8M0 scale comes from the
+#: block's own maximum, inside the cast), writing the row-wise and the column-wise copy with their
+#: scales when both usages are set (the recipe's docstring: 'both versions are computed from the
+#: high precision input'). The input: both (fprop, wgrad); a norm's output: the norm in bf16, then
+#: the same cast (csrc/extensions/normalization.cpp lines 107-116: MXFP8 fuses only under
+#: NVTE_NORM_FWD_USE_CUDNN), under sequence parallelism on the rank's tokens before an MXFP8
+#: all-gather of both copies (module/layernorm_linear.py lines 190-193, 246-259;
+#: supports_only_rowwise_all_gather is False for it, tensor/quantized_tensor.py line 304); the
+#: weight both (fprop, dgrad) once a step, cached across micro-batches as current's; the output
+#: gradient both (dgrad, wgrad). No transposes: the column-wise copy is written by the cast.
+_TE_MXFP8 = _block_scaled((("input", "forward"), ("normed_input", "forward"), ("weight", "forward"),
+                           ("grad", "backward")), BLOCK_FORMATS["mxfp8"], amax=False)
+
+#: Transformer Engine v2.9 NVFP4BlockScaling: NVFP4Quantizer::quantize_impl (csrc/quantizer.cpp
+#: lines 1438-1640) computes the per-tensor amax first (lines 1480-1521: with RHT one kernel,
+#: nvte_hadamard_transform_amax, gives the input's and its transform's; else nvte_compute_amax:
+#: each one read of the bf16 tensor), then the row-wise copy (nvte_quantize_v2 of the input) and
+#: the column-wise one: with RHT (the input's and the gradient's, fp4_quant_fwd_inp and
+#: fp4_quant_bwd_grad in recipe/__init__.py lines 452-468) the fused RHT-and-cast kernel
+#: (nvte_hadamard_transform_cast_fusion_columnwise, lines 1627-1635, taken for bf16 tensors whose
+#: rows are a multiple of 64 and columns of 128; the unfused path writes the transform in bf16
+#: first: not modelled), which reads the bf16 tensor again; without (the weight, 2D 16 x 16 blocks)
+#: one kernel writes both copies. A norm's output: the norm in bf16, then these casts
+#: (normalization.cpp lines 121-130: the post-RHT amax stays in the quantizer), on the rank's tokens
+#: under sequence parallelism as MXFP8's. The weight once a step, cached as current's.
+_NVFP4 = BLOCK_FORMATS["nvfp4"]
+_TE_NVFP4 = (
+    _block_scaled((("input", "forward"), ("normed_input", "forward")), _NVFP4, amax=True, copies=1)
+    + _block_scaled((("input", "forward"), ("normed_input", "forward")), _NVFP4, amax=False, copies=1)
+    + _block_scaled((("weight", "forward"),), _NVFP4, amax=True)
+    + _block_scaled((("grad", "backward"),), _NVFP4, amax=True, copies=1)
+    + _block_scaled((("grad", "backward"),), _NVFP4, amax=False, copies=1)
+)
+
+
 @dataclass(frozen=True)
 class Casts:
     """A recipe's cast passes and the rules that scale them."""
@@ -181,6 +291,8 @@ CAST_PASSES: dict[str, Casts | None] = {
     "rowwise": Casts(_TORCHAO_ROWWISE, "always", False),
     "current": Casts(_TE_CURRENT, "tn_only", True),
     "blockwise": None,
+    "mxfp8": Casts(_TE_MXFP8, "tn_only", True),
+    "nvfp4": Casts(_TE_NVFP4, "tn_only", True),
 }
 
 

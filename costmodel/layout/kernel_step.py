@@ -38,6 +38,7 @@ from ..hardware import Efficiency, Hardware
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, Pointwise, MatmulCompute, check_kernel_model,
                            kernels_seconds)
 from .frameworks import layout_vocabulary
+from .fp8 import RECIPES
 from .parts import fp8_activations
 from .rank import FRAMEWORKS, ParallelEstimate, uses_loss_parallel
 from .time import StepTime, leaf_factor, runs_fp8
@@ -189,10 +190,13 @@ class KernelStepTime(StepTime):
         # rank's shapes); fp8 weights W8A8 where StepTime found the hardware runs it.
         self.timer = _timer(hardware, workload.dtype, workload.attention, efficiency, compiled, sustained=sustained,
                             w8a8=self.w8a8, attention_kernel=attention_kernel)
-        # --fp8: the linear layers' GEMMs on the FP8 tensor cores (StepTime checked the peak).
+        # --fp8: the linear layers' GEMMs on the recipe's tensor cores (layout/fp8.py Recipe.peak: fp8,
+        # mxfp8 or fp4, at that peak's measured efficiency or fp8's: Hardware.efficiency_dtype;
+        # StepTime checked the peak).
         self.fp8_timer = None if estimate.layout.fp8 is None else \
-            _timer(hardware, workload.dtype, workload.attention, efficiency, compiled, matmul_dtype="fp8",
-                   sustained=sustained, attention_kernel=attention_kernel)
+            _timer(hardware, workload.dtype, workload.attention, efficiency, compiled,
+                   matmul_dtype=RECIPES[estimate.layout.fp8].peak, sustained=sustained,
+                   attention_kernel=attention_kernel)
         # ... and the recipe's casts beside them, memory-bound at the dtype's timer (layout/fp8.py).
         self.casts = fp8_casts(estimate, hardware)
 

@@ -17,7 +17,8 @@
                    mesh, torchtitan's data_parallel_shard_degree): dp / dp_shard replicas of the
                    shards, each gradient shard all-reduced over them (costmodel/layout/communication.py)
   capacity_factor  a mixture of experts' capacity per expert (None: dropless)
-  fp8              an FP8 training recipe: tensorwise, rowwise or blockwise (costmodel/layout/fp8.py)
+  fp8              an FP8 (or FP4) training recipe: tensorwise, rowwise, current, blockwise, mxfp8 or nvfp4
+                   (costmodel/layout/fp8.py)
   cp, cp_rotate    context-parallel ranks, each holding n / cp of every sequence; how keys and
                    values travel: "allgather" (torch 2.13's default) or "ring" (costmodel/layout/context.py)
   cp_kv_heads      which heads the ring moves: "kv" (the model's h_kv, Transformer Engine's) or

@@ -52,6 +52,7 @@ from ..hardware import Efficiency, Hardware, kernel_times
 from ..model_flops import check_convention
 from ..quantization import runs_w8a8, w8a8_peak
 from ..spec import RECOMPUTED_LAYERS
+from .fp8 import RECIPES
 from .rank import ParallelEstimate, Stage
 
 
@@ -182,9 +183,9 @@ class StepTime:
         self.peak = hardware.peak(dtype)
         self.flops_per_s = self.peak * eff.compute
         self.fp8_per_s = None
-        if estimate.layout.fp8 is not None:  # the linear layers' products at the FP8 peak (layout/fp8.py)
-            hardware.require_fp8(estimate.layout.fp8)
-            self.fp8_per_s = hardware.flops_per_s["fp8"] * eff.compute
+        if estimate.layout.fp8 is not None:  # the linear layers' products at the recipe's peak (layout/fp8.py:
+            hardware.require_fp8(estimate.layout.fp8)  # fp8; mxfp8 or fp4 for the block-scaled recipes)
+            self.fp8_per_s = hardware.flops_per_s[RECIPES[estimate.layout.fp8].peak] * eff.compute
         self.vector_per_s = hardware.vector_flops_per_s * eff.compute
         self.bytes_per_s = hardware.bandwidth_bytes_per_s * eff.memory
         # fp8 weights (inference) run W8A8 where the hardware has an FP8 peak and --fp8-gemm allows
