@@ -45,6 +45,8 @@ def estimate(model, config, seq_len, hardware_name, mtp, as_json, **options) -> 
         if hardware is not None:
             from costmodel.verdict import verdict
 
+            hardware.require_fp8(layout.fp8 if layout else None)  # a fit verdict for a recipe it runs
+
             data["fit"] = {"hardware": hardware.name, **{
                 phase: verdict(cfg, workload, layout, capacity, gpus, phase)
                 for phase, capacity in (("training", hardware.training_memory_bytes),

@@ -75,7 +75,7 @@ def test_nvfp4_one_linear():
                            "--fp8 out."),
 ])
 def test_a_gpu_without_the_tensor_cores_is_refused_in_one_line(recipe, hardware, line, capsys):
-    for command in (["simulate", "--train"], ["plan"]):
+    for command in (["simulate", "--train"], ["plan"], ["estimate"]):  # estimate: its fit verdict
         code, out, err = run(command + ["--model", "llama2-7b", "--hardware", hardware, "--gpus", "8",
                                         "--fp8", recipe], capsys)
         assert (code, out, err.strip()) == (2, "", f"error: {line}"), command
