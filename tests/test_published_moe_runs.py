@@ -114,19 +114,20 @@ def _reason(run: dict, source: dict) -> str | None:
 
 def test_why_the_other_moe_rows_are_not_expressible():
     """Each refusal is the model's own sentence: no preset (Nemotron 3's hybrid Mamba layers,
-    DeepSeek-V4: every NVFP4 row is Nemotron 3 Super's) and DeepSeek-V3's shared expert under
-    parallel folding (its 25.09 H100 row, TP 2 beside EP 64). The other TP 2 rows, Qwen3 235B on
-    H100 and 25.09's on GB200, run folded: etp 1, as every recipe states it."""
+    DeepSeek-V4: every NVFP4 row is Nemotron 3 Super's) and DeepSeek-V3's latent attention under
+    sequence parallelism (its 25.09 H100 row, TP 2 beside EP 64 folded: its shared expert is
+    expressible, tests/test_parallel_folding.py). The other TP 2 rows, Qwen3 235B on H100 and
+    25.09's on GB200, run folded: etp 1, as every recipe states it."""
     runs, source = _runs()
     reasons = {run_id: _reason(runs[run_id], source) for run_id, *_ in PAGE_ROWS}
-    kinds: dict[str, list[str]] = {"expressible": [], "preset": [], "shared": []}
+    kinds: dict[str, list[str]] = {"expressible": [], "preset": [], "latent": []}
     for run_id, reason in reasons.items():
         kind = ("expressible" if reason is None else "preset" if "unknown model" in reason
-                else "shared" if "with a shared expert" in reason
+                else "latent" if "sequence parallelism with latent attention" in reason
                 else reason)
         kinds.setdefault(kind, []).append(run_id)
-    assert sorted(kinds) == ["expressible", "preset", "shared"]
-    assert kinds["shared"] == ["megatron-bridge-moe 25.09 deepseek-v3 fp8 1024xh100"]
+    assert sorted(kinds) == ["expressible", "latent", "preset"]
+    assert kinds["latent"] == ["megatron-bridge-moe 25.09 deepseek-v3 fp8 1024xh100"]
     # 26 Nemotron 3 rows and DeepSeek-V4 Flash's; 75 that build, 39 of them MXFP8 / FP8-MX (--fp8 mxfp8)
     assert (len(kinds["expressible"]), len(kinds["preset"])) == (75, 27)
     recipes = [runs[i].get("fp8") for i in kinds["expressible"]]

@@ -129,9 +129,6 @@ def check_folding(cfg: ModelConfig, ep: int, tp: int, dp: int, framework: str, s
     if not sp:
         raise ConfigError("layout: parallel folding (--etp 1 with --tp > 1) needs sequence parallelism (--sp): "
                           "Megatron-Core runs experts beside tensor parallelism only with it.")
-    if cfg.d_shared:
-        raise ConfigError(f"layout: parallel folding with a shared expert is not modelled (model {cfg.name!r} has "
-                          "one): it stays under tp and gathers its input, the routed experts do not.")
     if (tp * dp) % ep:
         raise ConfigError(f"layout: ep = {ep} must divide tp x dp = {tp} x {dp} under parallel folding (the "
                           "expert-parallel ranks are drawn from the tensor- and data-parallel ones).")

@@ -115,9 +115,11 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
             add(f"{key}.tensors", 1)
             full = isinstance(leaf.block, B.TokenEmbedding) and framework.embedding_gradient_full
             add(f"{key}.gradient_params", tensor.elements if full else rows * cols)
-            # the norms' gradients, and under parallel folding the router's (Megatron-Core sets its
-            # weight's `sequence_parallel`, moe/router.py line 85 at d98e8a64dd), all-reduced over tp
-            if isinstance(leaf.block, B.Norm) or (layout.folded and isinstance(leaf.block, B.Router)):
+            # the norms' gradients, and under parallel folding the router's and a shared expert's
+            # gate's (Megatron-Core sets their weights' `sequence_parallel`: moe/router.py line 85 at
+            # d98e8a64dd, moe/shared_experts.py at 0065cf8a), all-reduced over tp
+            if isinstance(leaf.block, B.Norm) or (layout.folded and isinstance(leaf.block, (B.Router,
+                                                                                           B.SharedExpertGate))):
                 add(f"{key}.norm_params", rows * cols)
         saved = local(cost.saved_bytes, subs)
         if layout.sp and isinstance(leaf.block, B.Norm) and not framework.sp_regathers_input \

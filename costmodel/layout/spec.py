@@ -265,9 +265,11 @@ class Layout:
         reason = tensor_split_error(cfg, self.tp, inference)
         if reason:
             raise ConfigError(f"layout: tp = {self.tp} {reason}.")
-        if self.sp and ((cfg.moe and not self.folded) or cfg.mla):  # folding: its experts on the SP tokens
-            raise ConfigError("layout: sequence parallelism with a mixture of experts or latent attention "
-                              "is not modelled.")
+        if self.sp and cfg.moe and not self.folded:  # folding: its experts on the SP tokens
+            raise ConfigError("layout: sequence parallelism with a mixture of experts is modelled only under "
+                              "parallel folding (--etp 1 with --ep).")
+        if self.sp and cfg.mla:
+            raise ConfigError("layout: sequence parallelism with latent attention is not modelled.")
         if self.pp > 1:
             if cfg.architecture == "encoder-decoder":
                 raise ConfigError("layout: pipeline parallelism of encoder-decoders is not modelled.")

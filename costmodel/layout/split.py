@@ -48,8 +48,14 @@ SP_SPLITS = (B.Norm, B.Residual, B.Dropout, B.LayerCheckpoint, B.SublayerInput, 
 
 
 #: Blocks parallel folding runs unsplit on a rank's sequence-parallel tokens (the MoE layer's norm
-#: and residual are SP_SPLITS already): no all-gather before them, no reduce-scatter after.
-FOLDED_BLOCKS = (B.Router, B.Experts)
+#: and residual are SP_SPLITS already): no all-gather before them, no reduce-scatter after. A shared
+#: expert is not one: Megatron-Core's SharedExpertMLP is a dense MLP on the attention's TP group
+#: (`tp_group=pg_collection.tp`, megatron/core/transformer/moe/shared_experts.py at 0065cf8a), its
+#: fc1 column-parallel (all-gathers the SP tokens), its fc2 row-parallel (reduce-scatters them),
+#: d_s split by tp. Its gate (Qwen2-MoE) reads the un-gathered hidden_states, `linear(hidden_states,
+#: self.gate_weight)`, and scales the reduce-scattered output: the SP tokens, its weight marked
+#: `sequence_parallel` (gradient all-reduced over tp with the norms').
+FOLDED_BLOCKS = (B.Router, B.Experts, B.SharedExpertGate)
 
 
 def kv_heads_per_rank(kv_heads: Any, tp: Any) -> Any:
@@ -125,12 +131,13 @@ def column_inputs(block: B.Block, column_layers: str, gated: bool, folded: bool 
     (3; 1 when the projection itself is fused) and gate, up (2; 1 ungated). A mixture of experts
     counts once for its routed and shared experts (they read the same input); latent attention's
     replicated down-projections none (its latents' gradient is all-reduced instead), a direct
-    query projection one; under parallel folding the routed experts none."""
+    query projection one; under parallel folding the routed experts none and a shared expert its
+    own (FOLDED_BLOCKS: it alone stays under tp)."""
     if folded and isinstance(block, FOLDED_BLOCKS):
         return 0
     if isinstance(block, B.QKVProjection):
         return 1 if column_layers == "fused" or block.fused else 3
-    if isinstance(block, (B.FeedForward, B.Experts)) and not is_shared_expert(block):
+    if isinstance(block, (B.FeedForward, B.Experts)) and (folded or not is_shared_expert(block)):
         return 1 if column_layers == "fused" or not gated else 2
     if isinstance(block, B.LatentAttention):
         return 0 if block.q_lora else 1
@@ -140,12 +147,12 @@ def column_inputs(block: B.Block, column_layers: str, gated: bool, folded: bool 
 def row_outputs(block: B.Block, folded: bool = False) -> int:
     """Row-parallel outputs a block ends in (each all-reduced in forward without SP): the
     attention's output projection and the FFN's, a mixture of experts' routed and shared experts
-    reduced together (under parallel folding the routed experts none)."""
+    reduced together (under parallel folding the routed experts none, a shared expert its own)."""
     if folded and isinstance(block, FOLDED_BLOCKS):
         return 0
     if isinstance(block, B.AttentionOutput):
         return 1
-    return int(isinstance(block, (B.FeedForward, B.Experts)) and not is_shared_expert(block))
+    return int(isinstance(block, (B.FeedForward, B.Experts)) and (folded or not is_shared_expert(block)))
 
 
 def is_shared_expert(block: B.Block) -> bool:
