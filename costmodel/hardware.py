@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, show
-from .hardware_schema import (INTERCONNECT, OPTIONAL_NUMBERS, PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION,  # noqa: F401
+from .hardware_schema import (GENERATIONS, INTERCONNECT, OPTIONAL_NUMBERS, PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION,  # noqa: F401
                               Field, schema_problems)
 from .spec import CANONICAL_DTYPE, DEFAULT_TIME_MODEL, TIME_MODELS  # the time models and the default (spec.py says why)
 
@@ -44,10 +44,6 @@ def time_model_for(hardware: "Hardware", time_model: str | None = None, dtype: s
 
 HARDWARE_DIR = Path(__file__).resolve().parent / "hardware"
 
-#: A hardware file's architecture as its vendor names the generation (the unsupported-dtype line).
-GENERATIONS = {"volta": "Volta", "turing": "Turing", "ampere": "Ampere", "ada": "Ada Lovelace", "hopper": "Hopper",
-               "blackwell": "Blackwell", "cdna2": "CDNA 2", "cdna3": "CDNA 3", "cdna4": "CDNA 4",
-               "cpu": "CPU"}
 
 
 def local_cache_path() -> Path:
@@ -485,6 +481,8 @@ def _close_presets(key: str) -> list[str]:
 
 def load_hardware_file(path: Path) -> Hardware:
     """A user's hardware file (the schema of docs/time.md)."""
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a directory, not a hardware file (.json).")
     if not path.is_file():
         raise ConfigError(f"hardware file {show(str(path))} does not exist.")
     try:
