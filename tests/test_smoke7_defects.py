@@ -56,3 +56,26 @@ def test_a_directory_as_a_hardware_file(tmp_path, capsys):
     """It said the directory 'does not exist'."""
     assert cli.main(["simulate", "--model", "llama3-8b", "--hardware", str(tmp_path)]) == 2
     assert _one_line(capsys) == f"error: {tmp_path}: is a directory, not a hardware file (.json)."
+
+
+def test_a_huge_request_count_is_one_line(capsys):
+    """serve --requests 99999999999: numpy's MemoryError (745 GiB of arrival gaps) as a traceback, exit 1."""
+    assert cli.main(["serve", "--model", "llama3-8b", "--rate", "5", "--requests", "99999999999"]) == 2
+    assert _one_line(capsys) == "error: --requests 99999999999 is beyond 10,000,000; is it a typo?"
+
+
+def test_plan_serve_refuses_a_bad_request_count_before_its_search(capsys):
+    """plan --serve --requests 0 (or 10^11) searched all 36 configurations, each 'not feasible: 36
+    (--requests must be at least 1, got 0.)', and exited 0."""
+    args = ["plan", "--model", "llama3-8b", "--serve", "--rate", "5", "--slo-ttft", "1", "--slo-tpot", "0.1"]
+    assert cli.main(args + ["--requests", "0"]) == 2
+    assert _one_line(capsys) == "error: --requests must be at least 1, got 0."
+    assert cli.main(args + ["--requests", "99999999999"]) == 2
+    assert _one_line(capsys) == "error: --requests 99999999999 is beyond 10,000,000; is it a typo?"
+
+
+def test_a_distribution_without_its_numbers_names_the_forms(capsys):
+    """--prompt uniform said "(invalid literal for int() with base 10: '')"."""
+    assert cli.main(["serve", "--model", "llama3-8b", "--rate", "5", "--requests", "3", "--prompt", "uniform"]) == 2
+    assert _one_line(capsys) == ("error: --prompt: length distribution 'uniform': use N, uniform:LOW:HIGH, "
+                                 "lognormal:MEDIAN:SIGMA[:LOW:HIGH] or histogram:FILE.json.")
