@@ -9,6 +9,7 @@ import click
 
 from costmodel import spec
 from costmodel.config import ConfigError
+from costmodel.cost import check_tokens
 
 from .inputs import InputError, finite, load_model, with_mtp
 from .options import (ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, dtype_option, hardware_option, json_option,
@@ -148,8 +149,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
     except ValueError:
         raise InputError(f"--gpus {gpus!r}: give a whole number, or several separated by commas.") from None
     try:
-        if tokens is not None and not tokens > 0:
-            raise ConfigError(f"--tokens must be positive, got {tokens}.")
+        check_tokens(tokens)
         result = make_plan(cfg, counts if len(counts) > 1 else counts[0], hardware_name, serve=serve,
                            seq_len=seq_len, global_batch=global_batch, batch=batch, prompt=prompt, gen=gen,
                            dtype=dtype, impl=impl, attention=attention, kv_cache=kv_cache, tokens=tokens,

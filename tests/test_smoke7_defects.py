@@ -79,3 +79,19 @@ def test_a_distribution_without_its_numbers_names_the_forms(capsys):
     assert cli.main(["serve", "--model", "llama3-8b", "--rate", "5", "--requests", "3", "--prompt", "uniform"]) == 2
     assert _one_line(capsys) == ("error: --prompt: length distribution 'uniform': use N, uniform:LOW:HIGH, "
                                  "lognormal:MEDIAN:SIGMA[:LOW:HIGH] or histogram:FILE.json.")
+
+
+def test_an_infinite_token_count_is_one_line(capsys):
+    """simulate --train --tokens inf printed 'time to train inf on inf Y tokens' and exited 0; plan took it too."""
+    assert cli.main(["simulate", "--model", "llama2-7b", "--hardware", "h100-sxm", "--train", "--tokens", "inf"]) == 2
+    assert _one_line(capsys) == "error: --tokens must be positive and finite, got inf."
+    assert cli.main(["plan", "--model", "llama2-7b", "--gpus", "8", "--tokens", "inf"]) == 2
+    assert _one_line(capsys) == "error: --tokens must be positive and finite, got inf."
+    assert cli.main(["simulate", "--model", "llama2-7b", "--train", "--dp", "8", "--step-time", "inf"]) == 2
+    assert _one_line(capsys) == "error: --step-time must be positive and finite, got inf."
+
+
+def test_a_finite_token_count_still_costs_the_run(capsys):
+    """Llama 2 7B on one H100, 10^9 tokens: 1.69 days at the roofline's 6,844 tokens/s (10^9 / 6,844 / 86,400)."""
+    assert cli.main(["simulate", "--model", "llama2-7b", "--hardware", "h100-sxm", "--train", "--tokens", "1e9"]) == 0
+    assert "time to train          1.69 days   on 1.00 G tokens, 1 GPU" in capsys.readouterr().out
