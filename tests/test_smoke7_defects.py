@@ -95,3 +95,13 @@ def test_a_finite_token_count_still_costs_the_run(capsys):
     """Llama 2 7B on one H100, 10^9 tokens: 1.69 days at the roofline's 6,844 tokens/s (10^9 / 6,844 / 86,400)."""
     assert cli.main(["simulate", "--model", "llama2-7b", "--hardware", "h100-sxm", "--train", "--tokens", "1e9"]) == 0
     assert "time to train          1.69 days   on 1.00 G tokens, 1 GPU" in capsys.readouterr().out
+
+
+def test_serving_an_encoder_says_so_first(capsys):
+    """serve --model bert-base-uncased (default lengths 512 + 128) said 'request 0: prompt 512 + output 128
+    tokens pass the model's context of 512', not that an engine serves decoders only; plan --serve
+    --model t5-base listed 27 configurations 'not feasible' and exited 0."""
+    assert cli.main(["serve", "--model", "bert-base-uncased", "--rate", "5", "--requests", "20"]) == 2
+    assert _one_line(capsys) == "error: serving simulates decoder-only models; bert-base-uncased is encoder."
+    assert cli.main(["plan", "--model", "t5-base", "--serve", "--rate", "5", "--slo-ttft", "1", "--slo-tpot", "0.1"]) == 2
+    assert _one_line(capsys) == "error: serving simulates decoder-only models; t5-base is encoder-decoder."
