@@ -105,3 +105,16 @@ def test_serving_an_encoder_says_so_first(capsys):
     assert _one_line(capsys) == "error: serving simulates decoder-only models; bert-base-uncased is encoder."
     assert cli.main(["plan", "--model", "t5-base", "--serve", "--rate", "5", "--slo-ttft", "1", "--slo-tpot", "0.1"]) == 2
     assert _one_line(capsys) == "error: serving simulates decoder-only models; t5-base is encoder-decoder."
+
+
+def test_plan_json_keeps_the_rows_top_asks_for(capsys):
+    """--top was read by the table only: `plan --top 1 --json` printed all 1,342 feasible layouts of
+    Llama 2 7B on 8 H100s. Typed, it keeps the first (the table's first row, dp 8, 1.2897 s);
+    untyped, --json keeps every one."""
+    args = ["plan", "--model", "llama2-7b", "--gpus", "8", "--json"]
+    assert cli.main(args + ["--top", "1"]) == 0
+    kept = json.loads(capsys.readouterr().out)
+    assert len(kept["feasible"]) == 1 and len(kept["infeasible"]) == 146
+    assert kept["feasible"][0]["layout"]["dp"] == 8 and round(kept["feasible"][0]["step_time"], 4) == 1.2897
+    assert cli.main(args) == 0
+    assert len(json.loads(capsys.readouterr().out)["feasible"]) == 1342
