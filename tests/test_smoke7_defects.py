@@ -118,3 +118,17 @@ def test_plan_json_keeps_the_rows_top_asks_for(capsys):
     assert kept["feasible"][0]["layout"]["dp"] == 8 and round(kept["feasible"][0]["step_time"], 4) == 1.2897
     assert cli.main(args) == 0
     assert len(json.loads(capsys.readouterr().out)["feasible"]) == 1342
+
+
+def test_an_output_through_a_symlink_keeps_the_link(tmp_path, capsys):
+    """sweep --csv LINK: the temporary-file-and-rename write put a regular file where the link was
+    (as root, `--csv /dev/full` replaced the device itself and exited 0). A link or a device is now
+    written through: the link stays, its target holds gpt2's two rows (forward 32,228,179,968 FLOPs
+    at 128 tokens, as estimate --model gpt2 --seq-len 128 prints it)."""
+    target, link = tmp_path / "target.csv", tmp_path / "link.csv"
+    target.write_text("")
+    link.symlink_to(target)
+    assert cli.main(["sweep", "--model", "gpt2", "--seq-len", "128,256", "--batch", "1", "--csv", str(link)]) == 0
+    assert link.is_symlink()
+    rows = target.read_text().splitlines()
+    assert len(rows) == 3 and rows[1].startswith("gpt2,128,1,32228179968,")
