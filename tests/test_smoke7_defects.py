@@ -132,3 +132,11 @@ def test_an_output_through_a_symlink_keeps_the_link(tmp_path, capsys):
     assert link.is_symlink()
     rows = target.read_text().splitlines()
     assert len(rows) == 3 and rows[1].startswith("gpt2,128,1,32228179968,")
+
+
+def test_a_missing_path_as_model_says_no_such_file(tmp_path, capsys):
+    """--model ./nonexistent/ (a path: it begins with ./) was read as a preset name: 'unknown model
+    ./nonexistent/. Known: ' and all 66 presets."""
+    missing = tmp_path / "no-model"
+    assert cli.main(["estimate", "--model", str(missing)]) == 2
+    assert _one_line(capsys) == f"error: {missing}: no such file."
