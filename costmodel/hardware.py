@@ -459,6 +459,9 @@ def load_hardware(name: str) -> Hardware:
     if key == "local":
         return _load_local()
     path = HARDWARE_DIR / f"{key}.json"
+    if not path.is_file() and "," in name:  # 'h100-sxm,a100-80gb' suggested the V100s
+        raise ConfigError(f"--hardware {show(name)}: one GPU here; several, comma-separated, are compared by "
+                          f"plan --serve --rate only.")
     if not path.is_file():
         close = _close_presets(key)
         hint = f" Did you mean {', '.join(close)}?" if close else f" Known: {', '.join(hardware_names())}."

@@ -140,3 +140,11 @@ def test_a_missing_path_as_model_says_no_such_file(tmp_path, capsys):
     missing = tmp_path / "no-model"
     assert cli.main(["estimate", "--model", str(missing)]) == 2
     assert _one_line(capsys) == f"error: {missing}: no such file."
+
+
+def test_two_gpus_where_one_is_read_says_so(capsys):
+    """simulate --hardware h100-sxm,a100-80gb (as plan --serve --rate takes them) answered 'unknown
+    hardware ... Did you mean a100-80gb, v100-sxm2-32gb, v100-sxm2-16gb?'."""
+    assert cli.main(["simulate", "--model", "llama2-7b", "--hardware", "h100-sxm,a100-80gb"]) == 2
+    assert _one_line(capsys) == ("error: --hardware 'h100-sxm,a100-80gb': one GPU here; several, comma-separated, "
+                                 "are compared by plan --serve --rate only.")
