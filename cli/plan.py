@@ -168,9 +168,12 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
         raise InputError(str(error)) from None
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
-    chosen = result.to_dict()
-    if json_top is not None:
-        chosen["feasible"] = chosen["feasible"][:json_top]
-    click.echo(json.dumps(finite(chosen), indent=2) if as_json else result.text(top))
+    if as_json:
+        chosen = dict(result.to_dict())  # a copy: the table's counts read the result's own lists
+        if json_top is not None:
+            chosen["feasible"] = chosen["feasible"][:json_top]
+        click.echo(json.dumps(finite(chosen), indent=2))
+    else:
+        click.echo(result.text(top))
     if not result.feasible:
         click.get_current_context().exit(1)

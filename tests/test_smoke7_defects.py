@@ -118,6 +118,8 @@ def test_plan_json_keeps_the_rows_top_asks_for(capsys):
     assert kept["feasible"][0]["layout"]["dp"] == 8 and round(kept["feasible"][0]["step_time"], 4) == 1.2897
     assert cli.main(args) == 0
     assert len(json.loads(capsys.readouterr().out)["feasible"]) == 1342
+    assert cli.main(args[:-1] + ["--top", "1"]) == 0  # the table's counts are the whole plan's
+    assert "1,488 layouts: 1,342 fit in 79.50 GiB a GPU, 146 set aside for memory" in capsys.readouterr().out
 
 
 def test_an_output_through_a_symlink_keeps_the_link(tmp_path, capsys):
