@@ -149,7 +149,7 @@ def schema_problems(data: Any) -> list[str]:
         if name in data and spec.kind is not dict:
             problems.append(spec.problem(name, data[name]))
     architecture = data.get("architecture")
-    if isinstance(architecture, str) and architecture not in GENERATIONS:
+    if isinstance(architecture, str) and architecture and architecture not in GENERATIONS:  # "": none stated
         problems.append(f"architecture {show(architecture)} is not one of {', '.join(GENERATIONS)}")
     problems += _peak_problems(data)
     problems += _section_problems(data, "efficiency", {k: Field(float, "", low=0, strict=True, high=1)
