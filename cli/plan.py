@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 
 import click
+from click.core import ParameterSource
 
 from costmodel import spec
 from costmodel.config import ConfigError
+from costmodel.cost import check_tokens
 
 from .inputs import InputError, finite, load_model, with_mtp
 from .options import (ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, dtype_option, hardware_option, json_option,
@@ -80,7 +82,8 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
 @click.option("--price", type=float, default=None, help="Dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one): training with --tokens, or --serve --rate's $/h column.")
 @choice_option("--rank-by", spec.RANK_BY, f"{spec.RANK_BY.described()}.", "time")
 @mtp_option
-@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Rows of the ranked table.")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Rows of the ranked table; typed beside --json, the feasible rows it keeps (else all).")
 @choice_option("--time-model", spec.TIME_MODELS, "kernels (the default) or roofline, as simulate's (docs/time.md).")
 @json_option('{"feasible": [...], "infeasible": [...]} on stdout.')
 @click.option("--rate", type=float, default=None,
@@ -119,6 +122,9 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
     layout fits."""
     from costmodel.planning import plan as make_plan
 
+    # --top typed beside --json keeps that many feasible rows (it was read by the table only: --top 1
+    # --json printed all 1,342 of Llama 2 7B's on 8 GPUs); untyped, --json keeps every one
+    json_top = top if click.get_current_context().get_parameter_source("top") == ParameterSource.COMMANDLINE else None
     if rate is None or serve:  # (--rate without --serve: its own line below)
         refuse_other_modes(click.get_current_context(), serve, rate)
     cfg = with_mtp(load_model(model, config), None if serve else mtp)
@@ -132,7 +138,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
         from reports.serving import plan_capacity_command
 
         plan_capacity_command(cfg, hardware_name, rate, slo_ttft, slo_tpot, requests, prompt or 512, gen, tp,
-                              top, as_json, mla=mla, pp=pp, ray_address=ray_address, price=price,
+                              top, as_json, mla=mla, pp=pp, ray_address=ray_address, price=price, json_top=json_top,
                               cuda_graphs=cuda_graphs or "auto", weight_dtype=weight_dtype,
                               weight_group=weight_group, kv_dtype=kv_dtype,
                               fp8_gemm=fp8_gemm or spec.DEFAULT_FP8_GEMM, time_model=time_model)
@@ -148,8 +154,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
     except ValueError:
         raise InputError(f"--gpus {gpus!r}: give a whole number, or several separated by commas.") from None
     try:
-        if tokens is not None and not tokens > 0:
-            raise ConfigError(f"--tokens must be positive, got {tokens}.")
+        check_tokens(tokens)
         result = make_plan(cfg, counts if len(counts) > 1 else counts[0], hardware_name, serve=serve,
                            seq_len=seq_len, global_batch=global_batch, batch=batch, prompt=prompt, gen=gen,
                            dtype=dtype, impl=impl, attention=attention, kv_cache=kv_cache, tokens=tokens,
@@ -163,6 +168,12 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
         raise InputError(str(error)) from None
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
-    click.echo(json.dumps(finite(result.to_dict()), indent=2) if as_json else result.text(top))
+    if as_json:
+        chosen = dict(result.to_dict())  # a copy: the table's counts read the result's own lists
+        if json_top is not None:
+            chosen["feasible"] = chosen["feasible"][:json_top]
+        click.echo(json.dumps(finite(chosen), indent=2))
+    else:
+        click.echo(result.text(top))
     if not result.feasible:
         click.get_current_context().exit(1)

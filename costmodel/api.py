@@ -23,6 +23,10 @@ from .config import ConfigError, ModelConfig, Workload
 from .spec import DEFAULT_SEQ_LEN
 
 
+#: How a --model that can only be a path begins (no preset name or Hub id does).
+PATH_STARTS = ("/", "./", "../")
+
+
 def load_model(model: Any) -> ModelConfig:
     """A ModelConfig from a preset name, a config file's path, a config dict or a ModelConfig."""
     from .presets import config_from_dict, load_config_file
@@ -31,9 +35,9 @@ def load_model(model: Any) -> ModelConfig:
         return model
     if isinstance(model, dict):
         return config_from_dict(model, source="config dict", name=str(model.get("name", "config")))
-    if isinstance(model, Path) or (isinstance(model, str) and (model.endswith(".json") or "/" in model
-                                                             and Path(model).exists())):
-        return load_config_file(model)
+    if isinstance(model, Path) or (isinstance(model, str) and (model.endswith(".json") or model.startswith(PATH_STARTS)
+                                                             or "/" in model and Path(model).exists())):
+        return load_config_file(model)  # a missing ./dir/ says "no such file", not the 66 preset names
     if isinstance(model, str):
         from .hub import load_named
 

@@ -96,7 +96,8 @@ def intra_node_all_reduce(hardware: Hardware, payload: float, ranks: int, dtype:
         read = ring_factor("all_reduce", ranks) * payload
     else:
         return None
-    link = hardware.link(1) * float(nccl_facts()["link_efficiency"]["value"])  # within the node
+    within = min(ranks, hardware.gpus_per_node)  # the group, as the line a missing bandwidth gets names it
+    link = hardware.link(within) * float(nccl_facts()["link_efficiency"]["value"])
     return float(facts["latency_s"]) + read / link
 
 
@@ -118,7 +119,8 @@ def within_node(hardware: Hardware, kind: str, payload: float, ranks: int, calls
     if curve is not None:
         each = payload / calls
         return calls * each * factor / interpolated_busbw(curve, each)
-    link = hardware.link(1) * float(nccl_facts()["link_efficiency"]["value"])  # within the node
+    within = min(ranks, hardware.gpus_per_node)  # the group, as the line a missing bandwidth gets names it
+    link = hardware.link(within) * float(nccl_facts()["link_efficiency"]["value"])
     return payload * factor / link + calls * hardware.collective_latency_s
 
 

@@ -24,6 +24,12 @@ def check_price(price: float | None) -> None:
         raise ConfigError(f"--price must be a positive number of dollars per GPU-hour, got {show(price)}.")
 
 
+def check_tokens(tokens: float | None) -> None:
+    """--tokens: a positive, finite count (inf printed 'time to train inf on inf Y tokens')."""
+    if tokens is not None and not (tokens > 0 and math.isfinite(tokens)):
+        raise ConfigError(f"--tokens must be positive and finite, got {tokens}.")
+
+
 def check_price_has_tokens(tokens: float | None, price: float | None) -> None:
     """A price is read only to cost a run of `tokens`: given alone it would be dropped unread."""
     if price is not None and tokens is None:
@@ -33,8 +39,7 @@ def check_price_has_tokens(tokens: float | None, price: float | None) -> None:
 def training_cost(tokens: float, tokens_per_second: float, gpus: int, step_model_flops: float,
                   step_tokens: float, price_per_gpu_hour: float | None = None) -> dict[str, Any]:
     """Time to train on `tokens`, GPU-hours, total model FLOPs and (with a price) dollars."""
-    if not tokens > 0:
-        raise ConfigError(f"--tokens must be positive, got {tokens}.")
+    check_tokens(tokens)
     check_price(price_per_gpu_hour)
     seconds = tokens / tokens_per_second
     gpu_hours = seconds * gpus / 3600

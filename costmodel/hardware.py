@@ -21,8 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, show
+<<<<<<< HEAD
 from .hardware_schema import (EFFICIENCY_STAND_IN, INTERCONNECT, OPTIONAL_NUMBERS, PEAK_DTYPES,  # noqa: F401
                               SCHEMA, SERVING_MEMORY_UTILIZATION, Field, schema_problems)
+=======
+from .hardware_schema import (GENERATIONS, INTERCONNECT, OPTIONAL_NUMBERS, PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION,  # noqa: F401
+                              Field, schema_problems)
+>>>>>>> wt_smoke7
 from .spec import CANONICAL_DTYPE, DEFAULT_TIME_MODEL, TIME_MODELS  # the time models and the default (spec.py says why)
 
 
@@ -44,10 +49,6 @@ def time_model_for(hardware: "Hardware", time_model: str | None = None, dtype: s
 
 HARDWARE_DIR = Path(__file__).resolve().parent / "hardware"
 
-#: A hardware file's architecture as its vendor names the generation (the unsupported-dtype line).
-GENERATIONS = {"volta": "Volta", "turing": "Turing", "ampere": "Ampere", "ada": "Ada Lovelace", "hopper": "Hopper",
-               "blackwell": "Blackwell", "cdna2": "CDNA 2", "cdna3": "CDNA 3", "cdna4": "CDNA 4",
-               "cpu": "CPU"}
 
 
 def local_cache_path() -> Path:
@@ -488,6 +489,9 @@ def load_hardware(name: str) -> Hardware:
     if key == "local":
         return _load_local()
     path = HARDWARE_DIR / f"{key}.json"
+    if not path.is_file() and "," in name:  # 'h100-sxm,a100-80gb' suggested the V100s
+        raise ConfigError(f"--hardware {show(name)}: one GPU here; several, comma-separated, are compared by "
+                          f"plan --serve --rate only.")
     if not path.is_file():
         close = _close_presets(key)
         hint = f" Did you mean {', '.join(close)}?" if close else f" Known: {', '.join(hardware_names())}."
@@ -510,6 +514,8 @@ def _close_presets(key: str) -> list[str]:
 
 def load_hardware_file(path: Path) -> Hardware:
     """A user's hardware file (the schema of docs/time.md)."""
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a directory, not a hardware file (.json).")
     if not path.is_file():
         raise ConfigError(f"hardware file {show(str(path))} does not exist.")
     try:

@@ -129,6 +129,12 @@ SCHEMA: dict[str, Field] = {
     "price_per_gpu_hour": Field(float, "dollars per GPU-hour (optional: a rental price, its source in "
                                 "`source`); what --price gives when not set", low=0),
 }
+#: A hardware file's architecture as its vendor names the generation (the unsupported-dtype line); the
+#: keys are the only values `architecture` takes: kernel_facts.json keys its attention and GEMV figures
+#: by them, so a misspelt one ("hoper") silently dropped them (validate/FINDINGS.md, seventh round).
+GENERATIONS = {"volta": "Volta", "turing": "Turing", "ampere": "Ampere", "ada": "Ada Lovelace", "hopper": "Hopper",
+               "blackwell": "Blackwell", "cdna2": "CDNA 2", "cdna3": "CDNA 3", "cdna4": "CDNA 4",
+               "cpu": "CPU"}
 OPTIONAL_NUMBERS = ("architecture", "network_of", "graph_kernel_s", "dram_kernel_startup_s", "sm_count", "dispatch_s_per_op", "module_s_per_op",
                     "engine_s_per_op", "clock_mhz", "clock_limit_mhz",
                     "power_watts", "power_limit_watts", "memory_reserve_bytes", "serving_memory_utilization",
@@ -153,6 +159,9 @@ def schema_problems(data: Any) -> list[str]:
     for name, spec in SCHEMA.items():
         if name in data and spec.kind is not dict:
             problems.append(spec.problem(name, data[name]))
+    architecture = data.get("architecture")
+    if isinstance(architecture, str) and architecture and architecture not in GENERATIONS:  # "": none stated
+        problems.append(f"architecture {show(architecture)} is not one of {', '.join(GENERATIONS)}")
     problems += _peak_problems(data)
     problems += _section_problems(data, "efficiency", {k: Field(float, "", low=0, strict=True, high=1)
                                                       for k in ("compute", "memory")})

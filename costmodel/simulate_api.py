@@ -10,6 +10,7 @@ with or without a parallel layout, as the `simulate` command computes it.
 from __future__ import annotations
 
 import html
+import math
 from typing import Any
 
 from . import spec
@@ -71,8 +72,8 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
     dtype = dtype or chosen.default_dtype
     chosen.require_peak(spec.CANONICAL_DTYPE.get(dtype, dtype))
     for name, value in (("tokens", tokens), ("price", price), ("step_time", step_time)):
-        if value is not None and not value > 0:
-            raise ConfigError(f"{name} must be positive, got {value}.")
+        if value is not None and not (value > 0 and math.isfinite(value)):
+            raise ConfigError(f"{name} must be positive and finite, got {value}.")
     from .cost import check_price_has_tokens
 
     check_price_has_tokens(tokens, price)

@@ -1,7 +1,8 @@
 """Writing report files: atomically, deterministically, with one clear error for bad paths.
 
 Every file is written to a temporary name in its own directory and moved into place with
-os.replace, so an interrupted or failed write never leaves a partial file. Figures carry no
+os.replace, so an interrupted or failed write never leaves a partial file (a symlink or a device,
+/dev/stdout, is written through instead: a rename would put a file in its place). Figures carry no
 timestamps (PNG "Software"/SVG "Date" metadata removed, a fixed SVG hash salt), numbers are
 formatted the same way on every run, so the same command twice writes identical bytes.
 """
@@ -111,6 +112,9 @@ def atomic_file(path: str | Path) -> Iterator[BinaryIO]:
     piece; on any failure the temporary file is removed and path is left as it was."""
     path = Path(path)
     directory = check_destination(path)
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        yield from _direct_file(path)
+        return
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as error:
@@ -126,6 +130,21 @@ def atomic_file(path: str | Path) -> Iterator[BinaryIO]:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _direct_file(path: Path) -> Iterator[BinaryIO]:
+    """A symlink or a device (/dev/stdout, /dev/null, a FIFO) is written through, not replaced: the
+    rename put a regular file in its place (as root, `sweep --csv /dev/full` replaced the device
+    and exited 0; `--csv link.csv` turned the link into a file)."""
+    try:
+        stream = open(path, "wb")
+    except OSError as error:
+        raise ReportInputError(f"{path}: cannot be written ({error.strerror or error}).") from None
+    try:
+        with stream:
+            yield stream
+    except OSError as error:
+        raise ReportInputError(f"{path}: cannot be written ({error.strerror or error}).") from None
 
 
 def write_bytes(path: str | Path, data: bytes) -> Path:

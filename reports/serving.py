@@ -349,8 +349,9 @@ def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: 
                           slo_tpot: float | None, requests: int, prompt: str, gen: str, tp: int | None,
                           top: int, as_json: bool, processes: int | None = None, mla: str = "absorbed",
                           pp: int | None = None, ray_address: str | None = None, cuda_graphs: str = "auto",
-                          price: float | None = None, **formats: Any) -> None:
+                          price: float | None = None, json_top: int | None = None, **formats: Any) -> None:
     """`plan --serve --rate`: the search and its table (cli/plan.py's plan delegates here);
+    json_top: --top when typed (--json then keeps that many feasible rows; else all);
     formats: weight_dtype, weight_group, kv_dtype, fp8_gemm, time_model, as serve takes them."""
     from costmodel.hardware import load_hardware
     from costmodel.serving.capacity import Target, plan_capacity
@@ -364,4 +365,6 @@ def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: 
                                ray_address=ray_address, cuda_graphs=cuda_graphs, price=price, **formats)
     except ConfigError as error:
         raise ReportInputError(str(error)) from None
+    if as_json and json_top is not None:  # --top typed beside --json: its rows, as the table's
+        result = {**result, "feasible": result["feasible"][:json_top]}
     click.echo(json.dumps(finite(result, nan=True), indent=2) if as_json else render_capacity(result, top))

@@ -458,7 +458,7 @@ def _bad(tmp_path, lines: str) -> str:
     (["--rate", "5", "--num-blocks", "4", "--prompt", "100"], "needs 15 KV blocks of 16 tokens; the cache holds 4"),
     (["--rate", "5", "--max-batched-tokens", "0"], "--max-batched-tokens must be at least 1"),
     (["--rate", "5", "--scheduler", "orca", "--max-batched-tokens", "100", "--prompt", "600"], None),
-    (["--rate", "5", "--prompt", "lognormal:x"], "cannot read the length distribution"),
+    (["--rate", "5", "--prompt", "lognormal:x"], "length distribution 'lognormal:x': use N, uniform:LOW:HIGH"),
     (["--rate", "5", "--trace", "x.jsonl"], "exactly one of --rate"),
     (["--rate", "5", "--scheduler", "vllm-v0", "--num-scheduler-steps", "0"], "--num-scheduler-steps must be"),
     (["--rate", "5", "--scheduler", "vllm-v0", "--num-scheduler-steps", "-2"], "--num-scheduler-steps must be"),

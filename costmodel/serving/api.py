@@ -61,6 +61,12 @@ PAGED_PREFIX_NOTE = ("the simulator shares no prefix over layer-group block tabl
                      "KV cache manager caches prefixes per group, which is not modelled")
 
 
+def require_decoder_only(cfg: Any) -> None:
+    """The engines serve decoder-only models: anything else is one line."""
+    if cfg.architecture != "decoder" or not cfg.n_decoder_layers:
+        raise ConfigError(f"serving simulates decoder-only models; {cfg.name} is {cfg.architecture}.")
+
+
 def make_requests(rate: float | None = None, requests: int = 1000, trace: str | None = None,
                   prompt: str | Lengths = "512", output: str | Lengths = "128", seed: int = 0,
                   concurrency: int | None = None) -> list[Request]:
@@ -145,8 +151,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     passes the StepTime it built for this hardware and tp, and a dict that keeps the cache
     sizings by token budget). cuda_graphs: "auto" (the scheduler's engine's default: graphs.py
     ENGINE_GRAPHS), "on" (the same; an error where that engine has none) or "off" (eager)."""
-    if cfg.architecture != "decoder" or not cfg.n_decoder_layers:
-        raise ConfigError(f"serving simulates decoder-only models; {cfg.name} is {cfg.architecture}.")
+    require_decoder_only(cfg)
     if scheduler not in SCHEDULERS:
         raise ConfigError(f"--scheduler must be one of {', '.join(SCHEDULERS)}, got {show(scheduler)}.")
     if block_size < 1:
@@ -293,6 +298,7 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     from ..hardware import Hardware, load_hardware
 
     cfg = load_model(model)
+    require_decoder_only(cfg)  # before the requests: BERT's 512 + 128 default lengths read as "pass the context"
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(str(hardware))
     if replicas < 1:
         raise ConfigError(f"--replicas must be at least 1, got {replicas}.")

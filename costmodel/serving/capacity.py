@@ -23,8 +23,8 @@ from ..checkpoint import inference_weights
 from ..config import ConfigError, show
 from ..cost import check_price
 from ..quantization import runs_w8a8
-from .api import build_replica, replica_profile, run_replicas
-from .workload import Lengths, poisson
+from .api import build_replica, replica_profile, require_decoder_only, run_replicas
+from .workload import Lengths, check_requests, poisson
 
 MAX_REPLICAS = 256
 
@@ -193,6 +193,8 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
     for name, value in (("--rate", target.rate), ("--slo-ttft", target.slo_ttft), ("--slo-tpot", target.slo_tpot)):
         if not (value > 0 and math.isfinite(value)):
             raise ConfigError(f"{name} must be a positive number, got {show(value)}.")
+    require_decoder_only(cfg)  # else every configuration read "not feasible" and the search exited 0
+    check_requests(target.requests)
     check_price(price)
     if price is not None and len(hardwares) > 1:
         raise ConfigError("--price is one hardware's dollars per GPU-hour; to compare several, give each hardware "

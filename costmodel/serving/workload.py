@@ -92,7 +92,10 @@ class Lengths:
                 return cls("histogram", values=tuple(int(v) for v in data["values"]),
                            weights=tuple(float(w) for w in data["weights"]))
         except (ValueError, IndexError, KeyError, TypeError, OSError) as error:
-            raise ConfigError(f"cannot read the length distribution {show(text)} ({str(error).rstrip('.')}).") from None
+            if kind == "histogram" or isinstance(error, ConfigError):  # the file's or the value's own sentence
+                raise ConfigError(f"cannot read the length distribution {show(text)} "
+                                  f"({str(error).rstrip('.')}).") from None
+            # "uniform" said "(invalid literal for int() with base 10: '')": the forms say what was meant
         raise ConfigError(f"length distribution {show(text)}: use N, uniform:LOW:HIGH, "
                           f"lognormal:MEDIAN:SIGMA[:LOW:HIGH] or histogram:FILE.json.")
 
@@ -110,6 +113,20 @@ class Lengths:
         return np.asarray(self.values, dtype=np.int64)[rng.choice(len(self.values), size=count, p=weights)]
 
 
+#: The most requests one run simulates: beyond it a count is a typo (10^11 asked numpy for 745 GiB of
+#: arrival gaps and ended in a MemoryError traceback); 10^7 is hours of simulated steps already.
+MAX_REQUESTS = 10**7
+
+
+def check_requests(count: int) -> None:
+    """--requests: at least 1 and at most MAX_REQUESTS, else one line (serve, and plan --serve before
+    its search, which reported every configuration 'not feasible' and exited 0)."""
+    if count < 1:
+        raise ConfigError(f"--requests must be at least 1, got {count}.")
+    if count > MAX_REQUESTS:
+        raise ConfigError(f"--requests {count} is beyond {MAX_REQUESTS:,}; is it a typo?")
+
+
 def poisson(rate: float, count: int, prompt: Lengths, output: Lengths, seed: int = 0) -> list[Request]:
     """`count` requests arriving as a Poisson process of `rate` per second (exponential gaps),
     the first at time 0's first gap; lengths drawn from their distributions. rate=inf: all at 0."""
@@ -117,8 +134,7 @@ def poisson(rate: float, count: int, prompt: Lengths, output: Lengths, seed: int
 
     if not rate > 0:
         raise ConfigError(f"--rate must be a positive number of requests per second, got {show(rate)}.")
-    if count < 1:
-        raise ConfigError(f"--requests must be at least 1, got {count}.")
+    check_requests(count)
     rng = np.random.default_rng(seed)
     gaps = np.zeros(count) if math.isinf(rate) else rng.exponential(1.0 / rate, size=count)
     arrivals = np.cumsum(gaps)
