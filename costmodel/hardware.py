@@ -21,13 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, show
-<<<<<<< HEAD
-from .hardware_schema import (EFFICIENCY_STAND_IN, INTERCONNECT, OPTIONAL_NUMBERS, PEAK_DTYPES,  # noqa: F401
-                              SCHEMA, SERVING_MEMORY_UTILIZATION, Field, schema_problems)
-=======
-from .hardware_schema import (GENERATIONS, INTERCONNECT, OPTIONAL_NUMBERS, PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION,  # noqa: F401
-                              Field, schema_problems)
->>>>>>> wt_smoke7
+from .hardware_schema import (EFFICIENCY_STAND_IN, GENERATIONS, INTERCONNECT, OPTIONAL_NUMBERS,  # noqa: F401
+                              PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION, Field, schema_problems)
 from .spec import CANONICAL_DTYPE, DEFAULT_TIME_MODEL, TIME_MODELS  # the time models and the default (spec.py says why)
 
 
