@@ -309,6 +309,22 @@ def _number(expr: Any, subs: dict) -> float:
     return float(sp.sympify(expr).xreplace(subs))
 
 
+def _sdpa_mask(block: Any, n_kv: int, window: int | None) -> str | None:
+    """The mask transformers hands torch's sdpa for this call (facts.sdpa_mask; kernels.Sdpa): "window"
+    on a sliding-window layer once its keys reach the window (masking_utils._ignore_causal_mask_sdpa
+    skips it before), "always" on every causal layer of a family that always builds one (Falcon);
+    None otherwise (is_causal, no mask) and under flash or eager. With a mask torch runs the masked
+    kernel over every block: neither the causal triangle nor the window is skipped."""
+    if block.profile.attention != "sdpa":
+        return None
+    kind = block.profile.facts.sdpa_mask
+    if kind == "window" and window is not None and n_kv >= window:
+        return "window"
+    if kind == "always" and block.causal:
+        return "always"
+    return None
+
+
 def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | None = None,
                  compiled: bool = False, eager: dict | None = None) -> list[Kernel]:
     """The kernels of one run of a leaf, with their shapes, at these values. `local`: symbols
@@ -329,12 +345,16 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
         if not isinstance(block, WeightedSum):
             return []  # inside the one fused call the weighted-sum leaf stands for
         window = int(_number(S.w, subs)) if block.windowed else None
+        n_kv, heads, kv_heads = int(_number(block.k_len, subs)), int(_number(S.h, subs)), int(_number(block.kv_heads, subs))
+        causal, masked = block.causal, _sdpa_mask(block, n_kv, window)
+        if masked:  # a mask reaches torch's kernel: every (query, key) block computed, K/V repeated
+            causal, window, kv_heads = False, None, heads if masked == "window" and kv_heads > 1 else kv_heads
         return [AttentionCall(
-            batch=int(_number(S.b, subs)), heads=int(_number(S.h, subs)),
-            n_q=int(_number(block.q_len, subs)), n_kv=int(_number(block.k_len, subs)),
-            head_dim=int(_number(block.qk_dim, subs)), causal=block.causal, window=window,
+            batch=int(_number(S.b, subs)), heads=heads,
+            n_q=int(_number(block.q_len, subs)), n_kv=n_kv,
+            head_dim=int(_number(block.qk_dim, subs)), causal=causal, window=window,
             chunked=block.chunked,
-            value_dim=int(_number(block.value_dim, subs)), kv_heads=int(_number(block.kv_heads, subs)),
+            value_dim=int(_number(block.value_dim, subs)), kv_heads=kv_heads,
             values_are_keys=block.values_are_keys,
             kv_element_bytes=None if block.cache_element_bytes == S.e else int(block.cache_element_bytes))]
     flops = _number(cost.flops_matmul, subs)

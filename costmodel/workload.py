@@ -250,7 +250,11 @@ class Workload:
                 warnings.append(f"{window}, applied as a mask: every score is computed and Hugging "
                                 f"Face's cache keeps all {decoder:,} tokens.")
             else:
-                warnings.append(f"{window}: eager attention still computes every score, and Hugging "
+                scores = ("flash attention skips the scores outside the window (its kernel time counts "
+                          "the window's blocks; the FLOP counts keep every score, as the model FLOPs do)"
+                          if self.attention == "flash" else
+                          f"{self.attention} attention still computes every score (a masked full matrix)")
+                warnings.append(f"{window}: {scores}, and Hugging "
                                 f"Face's cache holds the whole prompt after the prefill and "
                                 f"{cfg.sliding_window:,} tokens once decoding begins (see the KV cache "
                                 f"line).")
