@@ -107,3 +107,24 @@ def test_the_bf16_optimizer_is_deepspeeds_bf16_pipeline_only():
         assert not other.runs_bf16_optimizer
     fp16 = ParallelEstimate(estimate.cfg, dataclasses.replace(estimate.workload, dtype="fp16"), estimate.layout)
     assert not fp16.runs_bf16_optimizer
+
+
+def test_the_train_schedule_replayed_is_1f1b():
+    """validate/deepspeed_schedule.py: stage 1 of 4 with 3 micro-batches as DeepSpeed v0.6.5's
+    TrainSchedule(micro_batches=3, stages=4, stage_id=1).steps() yields it (its buffer ids are the
+    micro-batches here: 3 buffers), and the replay of every stage at free sends takes exactly
+    1F1B's (m + p - 1)(f + b), the bubble the layout model gives DeepSpeed's pipeline."""
+    from validate.deepspeed_schedule import instructions, replay
+
+    assert instructions(1, 4, 3) == [
+        ("recv_activation", 0), ("forward", 0), ("send_activation", 0), ("recv_activation", 1), ("forward", 1),
+        ("send_activation", 1), ("recv_activation", 2), ("forward", 2), ("send_activation", 2), ("recv_grad", 0),
+        ("backward", 0), ("send_grad", 0), ("recv_grad", 1), ("backward", 1), ("send_grad", 1), ("recv_grad", 2),
+        ("backward", 2), ("send_grad", 2)]
+    for stages, microbatches in ((35, 240), (35, 160), (12, 128), (5, 3), (2, 1)):
+        for forward, backward in ((1.0, 3.0), (1.0, 2.0)):
+            assert replay(stages, microbatches, forward, backward, 0.0) == \
+                (microbatches + stages - 1) * (forward + backward)
+    # blocking sends, one after another, cost more than two exposed sends a micro-batch
+    assert replay(12, 128, 1.0, 3.0, 0.05) == pytest.approx(582.4)
+    assert 582.4 > (128 + 11) * (4 + 2 * 0.05)
