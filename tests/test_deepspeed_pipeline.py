@@ -128,3 +128,17 @@ def test_the_train_schedule_replayed_is_1f1b():
     # blocking sends, one after another, cost more than two exposed sends a micro-batch
     assert replay(12, 128, 1.0, 3.0, 0.05) == pytest.approx(582.4)
     assert 582.4 > (128 + 11) * (4 + 2 * 0.05)
+
+
+def test_the_bf16_optimizer_holds_the_whole_gradient_in_fp32():
+    """bf16_optimizer.py (v0.6.5) _setup_for_real_optimizer: fp32_groups_gradients_flat is
+    torch.zeros_like(bf16_groups_flat[i], dtype=fp32), the rank's whole (padded) flat, beside the
+    bf16 gradients; the optimizer state stays sharded over the 8 replicas."""
+    estimate, _ = _bloom()
+    inner = estimate.stages[1]
+    params = 3_700_042_752  # a multiple of 8: no padding
+    state = estimate.state(inner)
+    assert state["gradients"] == 2 * params + 4 * params == 22_200_256_512
+    assert state["optimizer"] == 12 * params // 8
+    megatron = ParallelEstimate(estimate.cfg, estimate.workload, dataclasses.replace(estimate.layout, framework="megatron"))
+    assert not megatron.runs_bf16_optimizer

@@ -98,7 +98,8 @@ class Framework:
     # which the BF16_Optimizer shards as ZeRO-1 does: a layout's --zero 1), costmodel/precision.py
     # bf16_optimizer_*: each micro-batch's bf16 gradient cast and added into an fp32 gradient, the
     # rank's whole fp32 gradient all-reduced in the engine's communication dtype (bf16), the tied
-    # embedding's fp32 gradient all-reduced, the bf16 parameters all-gathered after the step.
+    # embedding's fp32 gradient all-reduced, the bf16 parameters all-gathered after the step; in
+    # memory the rank's whole gradient in fp32 beside the bf16 one (fp32_groups_gradients_flat).
     bf16_pipeline_optimizer: bool = False
 
     def precision_for(self, dtype: str) -> str:
