@@ -126,6 +126,28 @@ def in_place_add_bytes(element_bytes: int) -> int:
     return 3 * element_bytes
 
 
+def bf16_optimizer_microbatch_bytes(element_bytes: int) -> int:
+    """Bytes one parameter moves per micro-batch under DeepSpeed's BF16_Optimizer (deepspeed/
+    runtime/bf16_optimizer.py update_hp_grads at v0.6.5, which the pipeline engine calls after each
+    backward): hp_grad.add_(lp.grad.to(fp32)), the gradient cast to a new fp32 tensor (read e,
+    write 4) and added into the fp32 gradient (read 4 + 4, write 4): e + 4 + 12, 18 in bf16. The
+    bf16 gradient itself is set to None before each backward (clear_lp_grads), so autograd adds
+    nothing in place."""
+    return element_bytes + FP32 + in_place_add_bytes(FP32)
+
+
+def bf16_optimizer_step_bytes(element_bytes: int) -> int:
+    """Bytes one parameter of the rank (all of them, not the shard) moves once a step under
+    DeepSpeed's BF16_Optimizer, outside the optimizer's own update (v0.6.5): the engine's
+    allreduce_bucket on the fp32 gradient (engine.py: communication_data_type is bf16 when bf16 is
+    enabled, d14baad94 of 2021-11 to 2023-03) casts it to bf16 (read 4, write e), averages it after
+    the all-reduce (mul_: read e, write e) and copies it back (read e, write 4); the step's
+    global norm reads it (get_grads_for_norm, 4) and clear_hp_grads zeroes it (write 4). The
+    flatten of a one-tensor bucket is a view (torch's flatten_dense_tensors), and the clipping,
+    which scales only when the norm exceeds the limit, is left out: 4 + e + 2e + e + 4 + 4 + 4."""
+    return FP32 + element_bytes + 2 * element_bytes + element_bytes + FP32 + FP32 + FP32
+
+
 def autocast_bytes_per_parameter(microbatches: int, element_bytes: int) -> int:
     """Bytes one parameter moves in a training step, outside the model's kernels, under torch.autocast
     with fp32 parameters (automatic mixed precision: PyTorch Lightning's precision "bf16"/"16",

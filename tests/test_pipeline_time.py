@@ -56,10 +56,8 @@ def test_scatter_gather_sends_one_tp_th_and_gathers_the_whole_boundary():
     assert estimate.pipeline_exchange(first)[0] == 3
     communication = estimate.communication(last)
     assert communication["pp"]["send"] == communication["pp"]["recv"] == 144 * 3 * 8_388_608
-    # the gathers are tensor-parallel all-gathers, beside the layers' own
-    without = ParallelEstimate(estimate.cfg, estimate.workload,
-                               dataclasses.replace(estimate.layout, framework="deepspeed")).communication(last)
-    assert communication["tp"]["all_gather"] - without["tp"].get("all_gather", 0) == 144 * 3 * BOUNDARY
+    # the gathers are tensor-parallel all-gathers; without sequence parallelism the layers gather nothing
+    assert communication["tp"]["all_gather"] == 144 * 3 * BOUNDARY
 
 
 def test_the_pipeline_exchange_seconds_of_the_310b_row():
@@ -80,8 +78,12 @@ def test_sequence_parallelism_sends_its_shard_and_gathers_nothing():
     assert estimate.pipeline_exchange(estimate.stages[15]) == (3, BOUNDARY // 8, 0)
 
 
-def test_frameworks_that_do_not_scatter_send_the_whole_boundary():
-    estimate = _estimate(framework="deepspeed")
+def test_frameworks_that_do_not_scatter_send_the_whole_boundary(monkeypatch):
+    from costmodel.layout import frameworks
+
+    plain = dataclasses.replace(frameworks.FRAMEWORKS["megatron"], pp_scatter_gather=False)
+    monkeypatch.setitem(frameworks.FRAMEWORKS, "megatron", plain)
+    estimate = _estimate()
     assert estimate.pipeline_exchange(estimate.stages[15]) == (3, BOUNDARY, 0)
     one = _estimate(pp=1, virtual_stages=1, schedule="1f1b", stage_layers=None)
     assert one.pipeline_exchange(one.stages[0]) == (0, 0, 0)

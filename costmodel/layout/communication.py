@@ -77,6 +77,10 @@ class RankCommunication:
             add("pp", "send", m * sent * crossings)
             add("pp", "recv", m * sent * crossings)
             add("tp", "all_gather", m * gathered * crossings)  # scatter/gather's receivers
+            metas, meta_bytes, regathers = self.pipeline_extras(stage)
+            add("pp", "send", m * metas * meta_bytes)
+            add("pp", "recv", m * metas * meta_bytes)
+            add("tp", "all_gather", m * regathers * self.numbers["boundary"])  # DeepSpeed's output, again
             add("pp", "all_reduce", self.tied_embedding_gradient(stage))
         return out
 
@@ -105,6 +109,31 @@ class RankCommunication:
             return crossings, boundary // layout.tp, boundary
         return crossings, boundary, 0
 
+    def pipeline_extras(self, stage: Stage) -> tuple[int, int, int]:
+        """DeepSpeed's pipeline engine beyond pipeline_exchange, one micro-batch on this rank
+        (Framework.pp_partition_meta, pp_output_regather; training with tensor parallelism, no
+        sequence parallelism): how many partition metas it sends (one with each tensor it sends:
+        PartitionedTensor.to_meta()), the bytes of each (a LongTensor of the boundary's rank, its
+        three sizes, the parts, the rank and the tp + 1 partition offsets: 8 (7 + tp) bytes), and
+        how many times it all-gathers the whole boundary again (once for each output it sent
+        forward, before that micro-batch's backward)."""
+        layout, framework = self.layout, self.framework
+        if layout.pp == 1 or layout.tp == 1 or layout.sp or self.phase != "train":
+            return 0, 0, 0
+        crossings = self.pipeline_exchange(stage)[0]
+        metas = crossings if framework.pp_partition_meta else 0
+        forward = sum(int(index < layout.stages - 1 and layout.rank_of(index + 1) != stage.rank)
+                      for index in layout.stages_of(stage.rank))
+        return metas, 8 * (7 + layout.tp) if metas else 0, forward if framework.pp_output_regather else 0
+
+    @property
+    def runs_bf16_optimizer(self) -> bool:
+        """DeepSpeed's BF16_Optimizer (Framework.bf16_pipeline_optimizer): bf16, pipeline
+        parallelism and the optimizer state sharded as ZeRO-1 shards it."""
+        layout = self.layout
+        return (self.framework.bf16_pipeline_optimizer and self.workload.dtype == "bf16" and layout.pp > 1
+                and layout.zero == 1 and self.phase == "train")
+
     def tied_embedding_gradient(self, stage: Stage) -> int:
         """Bytes of the step's all-reduce of a tied word embedding's gradient between the first
         and the last pipeline stage, which both hold it (Megatron-LM training.py train_step,
@@ -113,7 +142,8 @@ class RankCommunication:
         both (a V schedule's rank 0)."""
         if not (self.layout.pp > 1 and self.structure["tied"] and stage.first != stage.last):
             return 0
-        width = 4 if self._gradient_dtype == "fp32" else self.workload.bytes_per_element
+        fp32 = self._gradient_dtype == "fp32" or self.runs_bf16_optimizer  # the BF16_Optimizer's _hp_grad
+        width = 4 if fp32 else self.workload.bytes_per_element
         return int(width * self.numbers["embedding_table"])
 
     def layer_count(self, stage: Stage, name: str, recomputed_only: bool = False) -> int:
@@ -284,6 +314,8 @@ class RankCommunication:
         padded = dp * math.ceil(params / dp)
         if layout.zero == 0:
             return {"all_reduce": grad * params}
+        if self.runs_bf16_optimizer:  # its fp32 gradient all-reduced whole in bf16, then the bf16 shards gathered
+            return {"all_reduce": e * padded, "all_gather": e * padded}
         if layout.zero in (1, 2):
             return {"reduce_scatter": grad * padded, "all_gather": e * padded}
         return {"all_gather": m * 2 * e * padded, "reduce_scatter": m * grad * padded}

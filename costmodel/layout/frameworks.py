@@ -8,7 +8,9 @@ shards, pads and communicates. Every row says where the convention comes from.
              multiple of 128 x tp.
   deepspeed  DeepSpeed ZeRO (Rajbhandari et al. 2020): 2 + 2 + 12 bytes, sharded by stage over a
              flat, evenly partitioned buffer; tensor parallelism as Megatron's, on the model's own
-             vocabulary (ceil(V / tp) rows a rank).
+             vocabulary (ceil(V / tp) rows a rank); its pipeline engine of 2022 (v0.6.5):
+             partitioned sends with their meta, the output gathered again before backward, the
+             gradients reduced after the last backward, and in bf16 the BF16_Optimizer.
   fsdp2      PyTorch FSDP2 (fully_shard per layer and on the root, MixedPrecisionPolicy bf16/fp32)
              with DTensor tensor parallelism composed as torchtitan composes them, and
              torch.distributed.pipelining: measured on torch 2.13 (validate/distributed,
@@ -78,6 +80,27 @@ class Framework:
     # vocab_parallel_cross_entropy, so its runs (BLOOM, MT-NLG) leave those passes out, as do runs
     # whose own code fuses the loss (FlashAttention-2's GPTs), which this field keeps apart.
     loss: str | None = None
+    # DeepSpeed's pipeline engine (deepspeed/runtime/pipe/engine.py at v0.6.5, 8164ea9, 2022-05):
+    # with tensor parallelism its sends are PartitionedTensors (is_pipe_partitioned and, since
+    # e2fdd254e of 2021-09-29, is_grad_partitioned = is_model_parallel: each rank sends 1/tp of the
+    # boundary, the receiver's PartitionedTensor.full() all-gathers it; pp_scatter_gather), each
+    # sent as two tensors, the partition's meta (to_meta(), a LongTensor) and its data
+    # (pp_partition_meta); before its backward a stage all-gathers the output it partitioned
+    # again (_exec_backward_pass: output_tensors[buffer_id].data = part_output.full();
+    # pp_output_regather). Its schedule (pipe/schedule.py TrainSchedule) reduces the tied and
+    # data-parallel gradients after the last backward (ReduceTiedGrads, ReduceGrads; the engine
+    # sets enable_backward_allreduce False): nothing overlaps them (pp_reduce_after_backward).
+    pp_partition_meta: bool = False
+    pp_output_regather: bool = False
+    pp_reduce_after_backward: bool = False
+    # In bf16 with pipeline parallelism DeepSpeed runs its BF16_Optimizer (engine.py
+    # _configure_bf16_optimizer; pipe/engine.py _exec_reduce_grads runs bf16 only at ZeRO stage 0,
+    # which the BF16_Optimizer shards as ZeRO-1 does: a layout's --zero 1), costmodel/precision.py
+    # bf16_optimizer_*: each micro-batch's bf16 gradient cast and added into an fp32 gradient, the
+    # rank's whole fp32 gradient all-reduced in the engine's communication dtype (bf16), the tied
+    # embedding's fp32 gradient all-reduced, the bf16 parameters all-gathered after the step; in
+    # memory the rank's whole gradient in fp32 beside the bf16 one (fp32_groups_gradients_flat).
+    bf16_pipeline_optimizer: bool = False
 
     def precision_for(self, dtype: str) -> str:
         """The precision policy (costmodel/precision.py) in this activation dtype."""
@@ -108,6 +131,8 @@ FRAMEWORKS = {
         norm_gradient_all_reduces=1, whole_batch_inputs=False, step_counters=False,
         dp_gradient_dtype="activation", vocabulary_parallel_loss=True,
         fp32_gradient_partition_stages=(2, 3),
+        pp_scatter_gather=True, pp_partition_meta=True, pp_output_regather=True, pp_reduce_after_backward=True,
+        bf16_pipeline_optimizer=True,
     ),
     "fsdp2": Framework(
         name="fsdp2", precision="fsdp2", zero_stages=(2, 3),

@@ -234,6 +234,8 @@ class ParallelEstimate(RankCommunication):
                    "optimizer": o * (shard if zero >= 1 else params)}
             if zero in self.framework.fp32_gradient_partition_stages and self.workload.dtype != "fp32":
                 out["gradients"] += 4 * shard  # the fp32 gradient partition step() allocates
+            if self.runs_bf16_optimizer:  # DeepSpeed's BF16_Optimizer: the rank's whole gradient in fp32,
+                out["gradients"] += 4 * dp * shard  # fp32_groups_gradients_flat, zeros_like its padded bf16 flat
         if self.structure["step_counters"]:
             out["optimizer"] += 4 * tensors
         return offload.device_state(out, layout)

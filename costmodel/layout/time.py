@@ -34,7 +34,13 @@ The overlap model (stated conventions, not measurements; each settable with Over
   between the first and the last stage once a step, exposed; in fp16, where the framework does not
   fuse gradient accumulation into the weight-gradient GEMM, each micro-batch after the first adds
   its gradient in place, a memory-bound pass (Framework.fp16_gradient_accumulation; under
-  autocast that pass is autocast's).
+  autocast that pass is autocast's);
+- DeepSpeed's pipeline engine (Framework.pp_partition_meta, pp_output_regather,
+  pp_reduce_after_backward, bf16_pipeline_optimizer): a partition meta sent with each tensor, each
+  sent output all-gathered again before its backward, the data-parallel gradients reduced after
+  the last backward (no overlap), and in bf16 the BF16_Optimizer's fp32 accumulation at the end of
+  every micro-batch's backward (in the micro-batch's time, so in the bubble's too) and its passes
+  over the fp32 gradient once a step (with the optimizer).
 MFU counts the model FLOPs of a named convention (costmodel/model_flops.py: dense or causal; no
 recomputation, not even flash's recompute of Q K^T); HFU counts what the kernels execute, the
 recomputed forwards included.
@@ -322,6 +328,7 @@ class StepTime:
         return {"compute": compute, "tp": tp_microbatch - hidden_tp, "ep": all_to_all - hidden_ep, "cp": context,
                 "pp": exchange - hidden_pp, "tp_step": (1 - self.overlap.tp) * tp_step,
                 "pp_step": self.tied_embedding(stage), "accumulation": self.gradient_accumulation(stage),
+                "accumulation_microbatch": self.microbatch_accumulation(stage),
                 # what runs hidden under this micro-batch's compute, and under the step's; the compute
                 # beside it runs slower (Overlap.slowdown: the collectives' kernels hold SMs)
                 "hidden": hidden, "hidden_step": self.overlap.tp * tp_step,
@@ -341,8 +348,12 @@ class StepTime:
         crossings, sent, gathered = self.estimate.pipeline_exchange(stage)
         if not crossings:
             return 0.0, 0.0
-        return (self.collective("pp", "send", crossings * sent, crossings),
-                self.collective("tp", "all_gather", crossings * gathered, crossings))
+        # DeepSpeed's partition metas, sent beside each tensor, and its outputs gathered again
+        metas, meta_bytes, regathers = self.estimate.pipeline_extras(stage)
+        boundary = self.estimate.numbers["boundary"]
+        return (self.collective("pp", "send", crossings * sent + metas * meta_bytes, crossings + metas),
+                self.collective("tp", "all_gather", crossings * gathered + regathers * boundary,
+                                (crossings if gathered else 0) + regathers))
 
     def tied_embedding(self, stage: Stage) -> float:
         """Seconds of the step's tied-embedding gradient all-reduce between the first and the
@@ -360,13 +371,27 @@ class StepTime:
         micro-batch after the first adds its gradient into the held one, reading both and
         writing one, 3 x the gradient dtype's bytes per parameter of the rank, memory-bound."""
         estimate, m = self.estimate, self.estimate.layout.microbatches
+        params = self.rank_params(stage)
         if m == 1 or estimate.workload.dtype != "fp16" or estimate.framework.fp16_gradient_accumulation is None \
                 or self.autocast:  # autocast_casts accumulates in fp32 itself
             return 0.0
         from ..precision import in_place_add_bytes
 
-        params = self.rank_params(stage)
         return (m - 1) * in_place_add_bytes(estimate.workload.bytes_per_element) * params / self.bytes_per_s
+
+    def microbatch_accumulation(self, stage: Stage) -> float:
+        """Seconds of the pass each micro-batch's backward ends with on this rank, where the
+        framework runs one (0 elsewhere): DeepSpeed's BF16_Optimizer casts the rank's gradients to
+        fp32 and adds them into its fp32 gradients (precision.bf16_optimizer_microbatch_bytes),
+        memory-bound, inside the pipeline engine's backward step, so the bubble's micro-batches
+        carry it too."""
+        estimate = self.estimate
+        if not estimate.runs_bf16_optimizer or self.autocast:
+            return 0.0
+        from ..precision import bf16_optimizer_microbatch_bytes
+
+        per_parameter = bf16_optimizer_microbatch_bytes(estimate.workload.bytes_per_element)
+        return per_parameter * self.rank_params(stage) / self.bytes_per_s
 
     def data_parallel(self, stage: Stage, compute: float) -> float:
         """Exposed seconds of the step's data-parallel collectives (see the overlap model)."""
@@ -389,7 +414,9 @@ class StepTime:
                         if kind in ("all_reduce", "reduce_scatter"))
         parameters = sum(self.collective(group, kind, value) for group, kind, value in groups
                          if kind == "all_gather")
-        exposed = max(0.0, gradients - self.overlap.dp * compute)
+        # DeepSpeed's pipeline engine reduces after the schedule's last backward: nothing overlaps
+        after_backward = self.estimate.framework.pp_reduce_after_backward and layout.pp > 1
+        exposed = max(0.0, gradients - (0.0 if after_backward else self.overlap.dp) * compute)
         gathered = max(0.0, parameters - self.overlap.params * compute / 3)  # under the first forward
         return exposed + gathered, gradients - exposed + parameters - gathered
 
@@ -405,7 +432,12 @@ class StepTime:
             local = experts // layout.ep
             updated = (math.ceil((params - experts) / layout.dp) + math.ceil(local / layout.expert_data_parallel)
                        if sharded else params - experts + local)
-        return updated * self.step_traffic() / self.bytes_per_s
+        seconds = updated * self.step_traffic() / self.bytes_per_s
+        if estimate.runs_bf16_optimizer and not self.autocast:  # its passes over the whole fp32 gradient
+            from ..precision import bf16_optimizer_step_bytes
+
+            seconds += params * bf16_optimizer_step_bytes(estimate.workload.bytes_per_element) / self.bytes_per_s
+        return seconds
 
     def step_traffic(self) -> float:
         """Bytes the optimizer step moves per parameter it updates: one fused pass over the
@@ -454,7 +486,7 @@ class StepTime:
         # or an inner one (it sends both ways): one of each kind stands for the rest.
         ranks = sorted({0, min(1, p - 1), p - 1})
         stages = [(estimate.stages[r], self.stage(estimate.stages[r])) for r in ranks]
-        parts = ("compute", "tp", "ep", "cp", "pp", "contention")
+        parts = ("compute", "tp", "ep", "cp", "pp", "contention", "accumulation_microbatch")
         slowest_stage, slowest = max(stages, key=lambda item: sum(item[1][k] for k in parts))
         per_microbatch = sum(slowest[k] for k in parts)
         bubble = layout.bubble() * per_microbatch
@@ -468,7 +500,7 @@ class StepTime:
         optimizer = max(self.optimizer(stage) for stage, _ in stages)
         tp_step = max(times["tp_step"] for _, times in stages)
         pp_step = max(times["pp_step"] for _, times in stages)
-        accumulation = max(times["accumulation"] for _, times in stages)
+        accumulation = max(times["accumulation"] for _, times in stages)  # per step (m * per_microbatch has the rest)
         casts = max(self.autocast_casts(stage) for stage, _ in stages)
         seconds = m * per_microbatch + bubble + dp + optimizer + tp_step + pp_step + accumulation + casts \
             + self.overlap.contention(hidden_step)
@@ -492,7 +524,7 @@ class StepTime:
                                               "pp": m * slowest["pp"] + pp_step, "dp": dp},
             "bubble_seconds": bubble,
             "optimizer_seconds": optimizer,
-            "gradient_accumulation_seconds": accumulation,
+            "gradient_accumulation_seconds": accumulation + m * slowest["accumulation_microbatch"],
             "autocast_seconds": casts,
             "hidden_communication_seconds": hidden,
             "overlap_contention_seconds": contention,
