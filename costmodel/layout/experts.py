@@ -46,7 +46,7 @@ DeepEP's or HybridEP's kernels, moe_token_dispatcher_type "flex"). DeepEP's inte
 sends a token ONCE to each node that holds any of its experts, over the inter-node link (RDMA) to
 the rank with the same in-node index there, which forwards it over NVLink to each rank of that
 node holding one of its experts; the token's own node forwards from the rank itself (DeepSeek-V3
-report, arXiv 2412.19437 section 3.2.2; deepseek-ai/DeepEP csrc/kernels/internode.cu). The combine
+report, arXiv 2412.19437 section 3.2.2; deepseek-ai/DeepEP csrc/kernels/legacy/internode.cu at dd758caf). The combine
 reverses it: each rank's outputs for a token go back over NVLink to the forwarder, reduced there,
 and once per node over RDMA to the token's rank. HybridEP (DeepEP's hybrid-ep branch,
 docs/README_Hybrid-EP.md: "Inter-node Communication: RDMA", "Intra-node Communication: NVLink") moves
