@@ -187,3 +187,16 @@ def test_the_recipes_dispatcher_on_published_rows():
         estimate, _, _ = train_setup(runs[f"megatron-bridge-moe {row}"], source)
         assert estimate.layout.ep_dispatcher == dispatcher
     assert sum(1 for run in data["runs"] if run.get("ep_dispatcher")) == 14
+
+
+def test_estimate_prints_the_flex_payload_without_a_ring_factor():
+    """The text report lists ep.flex's payload (a rank's 4,096 tokens of Qwen3 30B-A3B) and says its
+    wire bytes depend on the node (the time model's hardware)."""
+    result = CliRunner().invoke(cli.cli, ["estimate", "--model", "qwen3-30b-a3b", "--seq-len", "4096", "--dp", "16",
+                                          "--ep", "16", "--zero", "1", "--framework", "megatron",
+                                          "--ep-dispatcher", "deepep"])
+    assert result.exit_code == 0
+    line = next(line for line in result.output.splitlines() if line.startswith("ep     flex"))
+    # 48 MoE layers x 2 passes x (dispatch + combine) x 4,096 tokens x 2,048 x 2 bytes = 3 GiB
+    assert line.split() == ["ep", "flex", "3.00", "GiB", "by", "node", "(time)"]
+    assert 48 * 2 * 2 * 4096 * 2048 * 2 == 3 * 2**30
