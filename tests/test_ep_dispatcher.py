@@ -200,3 +200,13 @@ def test_estimate_prints_the_flex_payload_without_a_ring_factor():
     # 48 MoE layers x 2 passes x (dispatch + combine) x 4,096 tokens x 2,048 x 2 bytes = 3 GiB
     assert line.split() == ["ep", "flex", "3.00", "GiB", "by", "node", "(time)"]
     assert 48 * 2 * 2 * 4096 * 2048 * 2 == 3 * 2**30
+
+
+def test_deepep_refuses_an_nvlink_domain_beyond_its_eight_peers():
+    """DeepEP's internode kernels forward to at most 8 NVLink peers (LEGACY_NUM_MAX_NVL_PEERS at
+    dd758caf); on a GB200 NVL72 rack 16 ranks share the NVLink domain: hybridep, not deepep."""
+    args = ["simulate", "--train", "--model", "qwen3-30b-a3b", "--hardware", "gb200", "--seq-len", "4096", "--dp", "16",
+            "--ep", "16", "--framework", "megatron", "--zero", "1", "--ep-dispatcher"]
+    refused = CliRunner().invoke(cli.cli, [*args, "deepep"])
+    assert refused.exit_code == 2 and "at most 8 NVLink peers" in refused.output
+    assert CliRunner().invoke(cli.cli, [*args, "hybridep"]).exit_code == 0

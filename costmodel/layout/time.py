@@ -47,13 +47,18 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from ..collectives import collective_seconds, ranks_per_node, node_once_seconds, ring_factor
+from ..collectives import collective_seconds, node_once_seconds, ranks_per_node, ring_factor
+from ..config import ConfigError
 from ..hardware import Efficiency, Hardware, kernel_times
 from ..model_flops import check_convention
 from ..quantization import runs_w8a8, w8a8_peak
 from ..spec import RECOMPUTED_LAYERS
 from .fp8 import RECIPES
 from .rank import ParallelEstimate, Stage
+
+#: DeepEP's internode kernels forward to at most 8 NVLink peers (deepseek-ai/DeepEP
+#: csrc/kernels/legacy/internode.cu at dd758caf: EP_STATIC_ASSERT(LEGACY_NUM_MAX_NVL_PEERS == 8)).
+DEEPEP_NVL_PEERS = 8
 
 
 @dataclass(frozen=True)
@@ -231,6 +236,10 @@ class StepTime:
 
         cfg, ranks, span = self.estimate.cfg, self.worlds["ep"], self.spans["ep"]
         local = ranks_per_node(self.hardware, ranks, span)
+        if self.estimate.layout.ep_dispatcher == "deepep" and local > DEEPEP_NVL_PEERS:
+            raise ConfigError(f"layout: DeepEP's internode kernels reach at most {DEEPEP_NVL_PEERS} NVLink peers "
+                              f"(LEGACY_NUM_MAX_NVL_PEERS), not the {local} ranks a node of {self.hardware.name} "
+                              "holds here; use --ep-dispatcher hybridep (the NVLink domain as the node).")
         copies = flex_copies(cfg.n_experts, cfg.top_k, cfg.expert_groups, cfg.expert_groups_per_token, ranks, local)
         return node_once_seconds(self.hardware, float(payload * copies.remote_nodes), float(payload * copies.nvlink),
                                  ranks, span)
