@@ -132,6 +132,9 @@ def make_layout(cfg: ModelConfig, options: dict[str, Any], inference: bool = Fal
     if "etp" in given and given.get("ep", 1) == 1:
         raise InputError("--etp is modelled with expert parallelism only (--ep above 1, and --tp above 1 for "
                          "parallel folding); without --ep the experts run under --tp.")
+    if "ep_dispatcher" in given and given.get("ep", 1) == 1:
+        raise InputError(f"--ep-dispatcher {given['ep_dispatcher']} says how expert-parallel ranks exchange tokens; "
+                         "it needs --ep above 1.")
     from costmodel.layout import Layout
 
     gpus = given.pop("gpus", None)

@@ -147,7 +147,7 @@ workload_options = stack(
 
 #: The parameter names layout_options adds (estimate and simulate pass them to make_layout).
 LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "virtual_stages",
-                  "framework", "stage_layers", "gpus", "device", "ep", "etp", "capacity_factor", "fp8", "cp",
+                  "framework", "stage_layers", "gpus", "device", "ep", "etp", "ep_dispatcher", "capacity_factor", "fp8", "cp",
                   "cp_rotate", "cp_kv_heads", "all_reduce", "vocab_parallel", "dp_shard")
 FP8_HELP = ("FP8 training: the layers' linear products at the FP8 peak, as torchao's tensorwise or rowwise recipe, "
             "Transformer Engine's current scaling or DeepSeek-V3's blockwise one; mxfp8 (1 x 32 blocks) at the "
@@ -179,6 +179,8 @@ layout_options = stack(
     click.option("--etp", type=int, default=None,
                  help="The experts' own tensor parallelism: 1 with --tp > 1 and --ep is Megatron-Core's parallel "
                       "folding (routed experts whole, the EP group drawn from tp x dp; docs/layouts.md)."),
+    choice_option("--ep-dispatcher", spec.EP_DISPATCHERS, "How expert parallelism moves tokens (default "
+                  f"{spec.EP_DISPATCHERS[0]}): {spec.EP_DISPATCHERS.described()} (docs/layouts.md)."),
     click.option("--cp", type=int, default=None,
                  help="Context-parallel ranks: each holds seq-len / cp tokens of every sequence (docs/layouts.md)."),
     choice_option("--cp-rotate", spec.CP_ROTATES, "How context parallelism moves keys and values (default "

@@ -171,7 +171,7 @@ def collective_seconds(hardware: Hardware, kind: str, payload: float, ranks: int
     inter = hardware.link(span) * float(nccl_facts()["inter_node_efficiency"]["value"])  # between nodes
     if kind in ("send", "recv"):
         return payload / inter + calls * hardware.collective_latency_s
-    local = max(1, min(ranks, per_node * ranks // span))  # this group's ranks inside one node
+    local = ranks_per_node(hardware, ranks, span)  # this group's ranks inside one node
     if kind == "all_to_all":  # each rank sends 1/ranks of its payload to every other rank, no tree
         off_node = payload * (ranks - local) / ranks / inter
         return off_node + within_node(hardware, kind, payload * local / ranks, local, calls) \
@@ -181,3 +181,27 @@ def collective_seconds(hardware: Hardware, kind: str, payload: float, ranks: int
     inside = {"all_reduce": ("reduce_scatter", "all_gather"), "reduce_scatter": ("reduce_scatter",),
               "all_gather": ("all_gather",)}[kind]
     return crossing + sum(within_node(hardware, step, payload, local, calls) for step in inside)
+
+
+def node_once_seconds(hardware: Hardware, remote: float, nvlink: float, ranks: int, span: int,
+                      calls: int = 1) -> float:
+    """Seconds of `calls` node-once exchanges (the flex dispatcher's dispatch or combine on DeepEP's
+    or HybridEP's kernels, costmodel/layout/experts.py) over `ranks` GPUs spanning `span`, putting
+    `remote` bytes on the inter-node link and `nvlink` bytes on NVLink: the first at the rate an
+    all-to-all's off-node share takes (collective_seconds), the second as the wire bytes of an
+    all-to-all inside the node (within_node, which puts P (L - 1)/L of a payload P on the wire);
+    the two added, as the all-to-all's two parts are."""
+    per_node, local = hardware.gpus_per_node, ranks_per_node(hardware, ranks, span)
+    inside = within_node(hardware, "all_to_all", nvlink * local / (local - 1), local, calls) \
+        if nvlink and local > 1 else 0.0
+    if span <= per_node:
+        return inside
+    inter = hardware.link(span) * float(nccl_facts()["inter_node_efficiency"]["value"])
+    return remote / inter + inside + calls * hardware.collective_latency_s
+
+
+def ranks_per_node(hardware: Hardware, ranks: int, span: int) -> int:
+    """The ranks of a group of `ranks` spanning `span` consecutive GPUs that share a node (NVLink
+    domain), as collective_seconds and node_once_seconds count them."""
+    return ranks if span <= hardware.gpus_per_node else max(1, min(ranks, hardware.gpus_per_node * ranks // span))
+

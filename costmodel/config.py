@@ -136,6 +136,12 @@ class ModelConfig:
     renormalize_top_k: bool = True  # the top-k routing weights are divided by their sum
     router_bias: bool = False  # the router's d -> E linear has a bias of E (gpt-oss)
     expert_bias: bool = False  # each routed expert's gate_up and down projections have biases (gpt-oss)
+    # Group-limited routing (DeepSeek-V3's n_group and topk_group, Megatron-Core's
+    # moe_router_num_groups and moe_router_group_topk): the routed experts in expert_groups groups
+    # of consecutive experts, each token's top_k drawn from its best expert_groups_per_token groups.
+    # It decides only how many nodes a token's experts span (costmodel/layout/experts.py flex_copies).
+    expert_groups: int = 1
+    expert_groups_per_token: int = 1
     # gpt-oss's clamped SwiGLU in the routed experts, both set or neither (None: plain SwiGLU):
     # gate clamped above at swiglu_limit, up clamped to [-limit, limit], then
     # (up + 1) * gate * sigmoid(swiglu_alpha * gate).
@@ -254,6 +260,8 @@ class ModelConfig:
         for name in ("n_experts", "top_k", "d_shared", "n_dense_layers", "position_offset", "mtp_layers",
                      "nope_layers"):
             check_int(owner, name, getattr(self, name), minimum=0)
+        for name in ("expert_groups", "expert_groups_per_token"):
+            check_int(owner, name, getattr(self, name), minimum=1)
         for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
                      "renormalize_top_k", "input_norms", "qk_norm_whole", "attention_sinks",
                      "norm_affine", "qk_l2_norm", "nope_temperature", "chunked_window"):
@@ -327,7 +335,8 @@ class ModelConfig:
             extras = [name for name, default in (("top_k", 0), ("d_shared", 0), ("n_dense_layers", 0),
                                                  ("shared_expert_gate", False), ("router", "softmax"),
                                                  ("router_bias", False), ("expert_bias", False),
-                                                 ("swiglu_limit", None))
+                                                 ("swiglu_limit", None), ("expert_groups", 1),
+                                                 ("expert_groups_per_token", 1))
                       if getattr(self, name) != default]
             if extras or "d_expert" not in self._derived:
                 raise ConfigError(f"{owner}: {(extras or ['d_expert'])[0]} applies only with n_experts.")
@@ -337,6 +346,7 @@ class ModelConfig:
                               f"got {self.top_k}.")
         if self.n_encoder_layers or not self.n_decoder_layers:
             raise ConfigError(f"{owner}: experts are modelled in decoder-only models.")
+        self._check_expert_groups(owner)
         if self.n_dense_layers >= self.n_decoder_layers:
             raise ConfigError(f"{owner}: n_dense_layers ({self.n_dense_layers}) leaves no layer with "
                               "experts.")
@@ -348,6 +358,16 @@ class ModelConfig:
                 and not self.nope_full_layers):
             raise ConfigError(f"{owner}: dense and expert layers with windows on only some layers "
                               "are not modelled.")
+
+    def _check_expert_groups(self, owner: str) -> None:
+        """Group-limited routing: whole groups, no more chosen than there are, enough experts in them."""
+        groups, chosen = self.expert_groups, self.expert_groups_per_token
+        if self.n_experts % groups:
+            raise ConfigError(f"{owner}: expert_groups ({groups}) must divide n_experts ({self.n_experts}).")
+        if chosen > groups:
+            raise ConfigError(f"{owner}: expert_groups_per_token ({chosen}) exceeds expert_groups ({groups}).")
+        if self.top_k > chosen * (self.n_experts // groups):
+            raise ConfigError(f"{owner}: top_k ({self.top_k}) exceeds the experts of {chosen} of {groups} groups.")
 
     @property
     def nope_full_layers(self) -> bool:

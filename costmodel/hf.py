@@ -396,9 +396,12 @@ def _experts(f: Fields, family: str, fields: dict[str, Any]) -> list[int]:
                       d_shared=moe_width * f.get("n_shared_experts", 1 if v3 else 2, int),
                       router="sigmoid" if v3 else "softmax", n_dense_layers=first_dense,
                       renormalize_top_k=f.get("norm_topk_prob", v3, bool))
+        if v3:  # DeepseekV3TopkRouter: top_k of the experts of the best topk_group of n_group groups
+            fields.update(expert_groups=f.get("n_group", 1, minimum=1),
+                          expert_groups_per_token=f.get("topk_group", 1, minimum=1))
     if not moe:  # no layer has experts: a dense model
         for key in ("n_experts", "top_k", "d_expert", "d_shared", "shared_expert_gate",
-                    "n_dense_layers", "router", "renormalize_top_k"):
+                    "n_dense_layers", "router", "renormalize_top_k", "expert_groups", "expert_groups_per_token"):
             fields.pop(key, None)
     elif fields["n_dense_layers"] and fields.get("window_layers") is not None:
         raise ConfigError(f"{f.source}: sliding windows on some layers of a model with dense and "

@@ -239,6 +239,7 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
                     microbatches=run["global_batch"] // (run["dp"] * micro),
                     schedule=_stated(run, source, "schedule", "1f1b"), virtual_stages=virtual,
                     stage_layers=stage_layers, fp8=_stated(run, source, "fp8"),
+                    ep_dispatcher=_stated(run, source, "ep_dispatcher", "alltoall"),  # the recipe's flex backend
                     dp_shard=_stated(run, source, "dp_shard"))  # hybrid sharding (FSDP2's HSDP)
     workload = Workload(seq_len=run["seq_len"], batch=micro, dtype=source["dtype"],
                         impl=source.get("impl", "megatron"), attention=source["attention"],

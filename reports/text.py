@@ -206,11 +206,14 @@ def render_parallel(p: dict[str, Any]) -> str:
         x = p["experts"]
         lines.append(f"Experts: ep {x['ep']}, {x['experts_per_rank']} a rank, gradients over {x['expert_data_parallel']} "
                      f"ranks; the most loaded EP rank ({x['most_loaded_ep_rank']}) takes {x['load_factor']:.3g}x the "
-                     f"balanced tokens; {100 * x['dropped_fraction']:.3g}% dropped")
+                     f"balanced tokens; {100 * x['dropped_fraction']:.3g}% dropped"
+                     + (f"; the {x['ep_dispatcher']} dispatcher (a token once per target node and rank)"
+                        if x.get("ep_dispatcher", "alltoall") != "alltoall" else ""))
     lines.append("Communication per rank per step (payload; wire bytes with ring factors)")
     comm, wire = p["communication"], p["wire"]
     lines.append(table(["group", "collective", "payload", "wire"],
-                       ([group, kind, binary_bytes(value), binary_bytes(wire[group][kind])]
+                       ([group, kind, binary_bytes(value),
+                         binary_bytes(wire[group][kind]) if kind in wire.get(group, {}) else "by node (time)"]
                         for group, kinds in comm.items() for kind, value in kinds.items()), align="llrr")
                  if comm else "  none (one GPU)")
     if "offload" in p:

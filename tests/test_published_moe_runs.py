@@ -166,7 +166,7 @@ def test_an_expressible_moe_row_builds_the_recipes_layout(run_id):
 #: docs/checked.md's command for the 26.04.01 Qwen3 30B-A3B H100 row (its recipe's FP8_CS_V1).
 QWEN3_30B_COMMAND = ("simulate --train --model qwen3-30b-a3b --hardware h100-sxm --seq-len 4096 --batch 1 "
                      "--dtype bf16 --attention flash --impl megatron --framework megatron --zero 1 --dp 16 "
-                     "--ep 16 --global-batch 1024 --fp8 current --json")
+                     "--ep 16 --global-batch 1024 --fp8 current --ep-dispatcher hybridep --json")
 
 
 def test_the_documented_command_is_the_row_with_flash_attention(capsys):

@@ -362,7 +362,9 @@ def _deepseek_v3_dict(cfg: ModelConfig, model_type: str = "deepseek_v3") -> dict
     _require(cfg, rest == 0, "a shared width that is not a whole number of experts")
     data = _llama_dict(cfg, model_type)
     del data["head_dim"]  # DeepseekV3Config sets it to qk_rope_head_dim (the rotary width)
-    groups = dict(n_group=1, topk_group=1) if model_type == "deepseek_v3" else {}
+    _require(cfg, model_type == "deepseek_v3" or cfg.expert_groups == 1, "group-limited routing (expert_groups)")
+    groups = dict(n_group=cfg.expert_groups, topk_group=cfg.expert_groups_per_token) \
+        if model_type == "deepseek_v3" else {}
     return dict(data, q_lora_rank=cfg.q_lora_rank,
                 kv_lora_rank=cfg.kv_lora_rank, qk_rope_head_dim=cfg.rotary_dim,
                 qk_nope_head_dim=cfg.d_head - (cfg.rotary_dim or 0), v_head_dim=cfg.v_head_dim,

@@ -72,6 +72,8 @@ class RankCommunication:
                     add(group, kind, value)
         if layout.ep > 1:
             add("ep", "all_to_all", m * self._all_to_all(stage))
+            if layout.ep_dispatcher != "alltoall":
+                add("ep", "flex", m * self._flex_dispatch(stage))
         if layout.pp > 1:
             crossings, sent, gathered = self.pipeline_exchange(stage)
             add("pp", "send", m * sent * crossings)
@@ -239,28 +241,45 @@ class RankCommunication:
             return "fp32" if self._gradient_dtype == "fp32" else activations
         return activations
 
+    def _expert_exchanges(self, stage: Stage) -> list[tuple[int, int, int, int]]:
+        """Per kind of mixture-of-experts layer on this stage (and a multi-token prediction
+        module's experts on the last): (layers, forwards, passes, routed slots of a micro-batch).
+        forwards: the forward and, under full recomputation, its re-run in backward (each sends
+        the counts); passes: those and the backward, each a dispatch and a combine."""
+        rerun = self.phase == "train" and self.workload.recompute == "full"
+        backward = int(self.phase == "train")  # inference (decode, prefill) runs the forward only
+        out = []
+        for key, count in self.layer_runs(stage).items():
+            slots = self.part(key, "routed_slots")
+            if not slots:  # a dense layer
+                continue
+            forwards = 1 + int(rerun and self.recomputed_kind(key))
+            out.append((count, forwards, forwards + backward, slots))
+        if stage.last and self.part("head", "routed_slots"):
+            out.append((1, 1, 1 + backward, self.part("head", "routed_slots")))
+        return out
+
     def _all_to_all(self, stage: Stage) -> int:
         """One micro-batch's all-to-all payload on this rank (costmodel/layout/experts.py): per
         mixture-of-experts layer the counts (8 E), dispatch and combine forward and (training) backward; and
         under full recomputation the recomputed layers' counts, dispatch and combine again (the
         checkpointed forward re-run in backward, as recomputed_collectives says for the
-        tensor-parallel ones; measured: validate/distributed/experts.py, ExpertCase.checkpoint)."""
+        tensor-parallel ones; measured: validate/distributed/experts.py, ExpertCase.checkpoint).
+        Under the flex dispatcher only the counts: its tokens are _flex_dispatch's."""
         token = self.workload.bytes_per_element * self.cfg.d_model
+        slot_bytes = 0 if self.layout.ep_dispatcher != "alltoall" else (self.load.kept + self.load.factor) * token
         counts = 8 * self.cfg.n_experts
-        rerun = self.phase == "train" and self.workload.recompute == "full"
-        backward = int(self.phase == "train")  # inference (decode, prefill) runs the forward only
-        total = 0
-        for key, count in self.layer_runs(stage).items():
-            slots = self.part(key, "routed_slots")
-            if not slots:  # a dense layer
-                continue
-            again = rerun and self.recomputed_kind(key)
-            forwards = 1 + int(again)  # the forward (and its re-run): each sends the counts
-            passes = forwards + backward  # and the backward's dispatch and combine
-            total += count * (counts * forwards + passes * slots * (self.load.kept + self.load.factor) * token)
-        if stage.last and self.part("head", "routed_slots"):  # a multi-token prediction module's experts
-            total += counts + (1 + backward) * self.part("head", "routed_slots") * (self.load.kept + self.load.factor) * token
+        total = sum(layers * (counts * forwards + passes * slots * slot_bytes)
+                    for layers, forwards, passes, slots in self._expert_exchanges(stage))
         return int(math.ceil(total))
+
+    def _flex_dispatch(self, stage: Stage) -> int:
+        """One micro-batch's flex-dispatcher payload on this rank (layout/experts.py, "The flex
+        dispatcher"): each dispatch and each combine takes the rank's tokens once (routed slots /
+        top_k, d x e bytes each), forward and (training) backward, and again where recomputed."""
+        token = self.workload.bytes_per_element * self.cfg.d_model
+        return sum(layers * passes * 2 * (slots // self.cfg.top_k) * token
+                   for layers, _, passes, slots in self._expert_exchanges(stage))
 
     def _data_parallel_groups(self, stage: Stage) -> dict[str, dict[str, int]]:
         """The data-parallel collectives by group: "dp", and under expert parallelism "edp" (the
@@ -321,13 +340,17 @@ class RankCommunication:
         return {"all_gather": m * 2 * e * padded, "reduce_scatter": m * grad * padded}
 
     def wire(self, communication: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
-        """Bytes each rank puts on the wire, with the ring factors."""
+        """Bytes each rank puts on the wire, with the ring factors. The flex dispatcher's ("flex")
+        depend on the ranks a node holds, which the hardware file says: layout/time.py's
+        flex_dispatch reads them (layout/experts.py flex_copies), so they are left out here."""
         layout = self.layout
         sizes = {"tp": layout.tp, "dp": layout.shard_ranks, "dp_replicate": layout.replicas, "pp": 2, "ep": layout.ep,
                  "edp": layout.expert_data_parallel, "cp": layout.cp}
         out: dict[str, dict[str, int]] = {}
         for group, kinds in communication.items():
             for kind, payload in kinds.items():
+                if kind == "flex":
+                    continue
                 factor = 1.0 if kind in ("send", "recv") else ring(kind, sizes[group])
                 out.setdefault(group, {})[kind] = round(payload * factor)
         return out

@@ -40,6 +40,35 @@ d_x / (dp / ep) rows, w2 (E / ep, d, d_x) by d / (dp / ep), which FSDP2 requires
 _fsdp_param.py _init_sharded_param, torch 2.13; measured on gloo). The experts' all-gathers and
 reduce-scatters run per micro-batch over the dp / ep group ("edp"), the rest's over dp, each as
 FSDP2's (costmodel/layout/communication.py _data_parallel).
+
+The flex dispatcher (--ep-dispatcher deepep or hybridep: Megatron-Core's MoEFlexTokenDispatcher on
+DeepEP's or HybridEP's kernels, moe_token_dispatcher_type "flex"). DeepEP's internode dispatch
+sends a token ONCE to each node that holds any of its experts, over the inter-node link (RDMA) to
+the rank with the same in-node index there, which forwards it over NVLink to each rank of that
+node holding one of its experts; the token's own node forwards from the rank itself (DeepSeek-V3
+report, arXiv 2412.19437 section 3.2.2; deepseek-ai/DeepEP csrc/kernels/legacy/internode.cu at dd758caf). The combine
+reverses it: each rank's outputs for a token go back over NVLink to the forwarder, reduced there,
+and once per node over RDMA to the token's rank. HybridEP (DeepEP's hybrid-ep branch,
+docs/README_Hybrid-EP.md: "Inter-node Communication: RDMA", "Intra-node Communication: NVLink") moves
+the same bytes with its NVLink domain (a GB200 NVL72 rack) as the node. Each dispatch and combine is
+one call of the rank's b n tokens (payload = its input, tokens x d x e: a token once, not per
+slot); Megatron-Core passes the tokens in the activations' dtype (fused_a2a.py FusedDispatch:
+buffer.dispatch(x, ...), no FP8 cast), so bf16 both ways. Expected copies of a token, over uniform
+routing (flex_copies): with ep ranks in N = ep / L nodes of L ranks, rank r holding experts
+r E / ep to (r + 1) E / ep - 1 (Megatron-Core's local_expert_indices) and node j ranks j L to
+(j + 1) L - 1, a token touches node j with probability P_j and rank r with P_r;
+
+  over the inter-node link  (N - 1)/N x sum_j P_j    (the distinct remote nodes)
+  over NVLink               (L - 1)/L x sum_r P_r    (the distinct target ranks but the forwarder)
+
+averaged over the source rank (every rank alike when the nodes hold equal shares of the groups).
+Uniform routing: the token's top_k a uniform k-subset of the experts; with group-limited routing
+(ModelConfig.expert_groups G, expert_groups_per_token t: G groups of E / G consecutive experts,
+as DeepSeek-V3's router views them) a uniform t-subset of the groups, then a uniform k-subset of
+their t E / G experts. So P(a set A of experts is missed) = sum over the chosen groups meeting A of
+C(tE/G - |A and chosen|, k) / C(tE/G, k). Megatron-Bridge's benchmarks force-balance the router
+(moe_router_force_load_balancing: random logits), so the expectation is over such routings; a
+skewed --expert-load or a capacity factor that drops tokens is refused.
 """
 
 from __future__ import annotations
@@ -48,6 +77,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 import math
+from math import comb
 from typing import Any
 
 from ..config import ConfigError, ModelConfig
@@ -79,6 +109,57 @@ def expert_load(n_experts: int, ep: int, shares: tuple[float, ...] | None,
     groups = [sum(share[g * per_rank:(g + 1) * per_rank]) for g in range(ep)]
     hottest = max(range(ep), key=lambda g: (groups[g], -g))
     return ExpertLoad(factor=ep * groups[hottest], kept=sum(share), rank=hottest)
+
+
+@dataclass(frozen=True)
+class FlexCopies:
+    """Copies of one token a node-once dispatch (or its combine) sends, expected over routings."""
+
+    remote_nodes: Fraction  # over the inter-node link: the distinct nodes but its own
+    nvlink: Fraction  # over NVLink: the distinct target ranks but each node's forwarder
+    nodes: Fraction  # the distinct nodes its experts are on (its own included)
+
+
+def _missed(overlaps: list[int], groups: int, chosen: int, pool: int, top_k: int) -> Fraction:
+    """P(none of a token's top_k experts lies in a set A), A meeting the groups with `overlaps`
+    experts each (the others none): the chosen groups a uniform `chosen`-subset of `groups`, the
+    experts a uniform top_k-subset of their `pool`. ways[c][s]: subsets of A's groups of c groups
+    holding s of A's experts."""
+    ways: dict[tuple[int, int], int] = {(0, 0): 1}
+    for overlap in overlaps:
+        for (count, held), number in list(ways.items()):
+            key = (count + 1, held + overlap)
+            ways[key] = ways.get(key, 0) + number
+    met, total = len(overlaps), comb(groups, chosen)
+    return sum(Fraction(number * comb(groups - met, chosen - count) * comb(pool - held, top_k), total * comb(pool, top_k))
+               for (count, held), number in ways.items() if count <= chosen)
+
+
+def _touched(first: int, size: int, per_group: int, groups: int, chosen: int, top_k: int) -> Fraction:
+    """P(a token's experts include one of the consecutive experts first .. first + size - 1)."""
+    overlaps = [min(first + size, (g + 1) * per_group) - max(first, g * per_group) for g in range(groups)]
+    return 1 - _missed([o for o in overlaps if o > 0], groups, chosen, chosen * per_group, top_k)
+
+
+@lru_cache(maxsize=64)
+def flex_copies(n_experts: int, top_k: int, groups: int, chosen: int, ep: int, local: int) -> FlexCopies:
+    """The flex dispatcher's expected copies of a token (module docstring, "The flex dispatcher"):
+    ep ranks, `local` of them a node; groups and chosen: the group-limited routing (1 and 1: none)."""
+    if ep % local:
+        raise ConfigError(f"layout: {local} expert-parallel ranks a node do not divide ep = {ep}.")
+    nodes, per_group = ep // local, n_experts // groups
+    per_rank = n_experts // ep
+    ranks = sum(_touched(r * per_rank, per_rank, per_group, groups, chosen, top_k) for r in range(ep))
+    reached = sum(_touched(j * local * per_rank, local * per_rank, per_group, groups, chosen, top_k)
+                  for j in range(nodes))
+    return FlexCopies(remote_nodes=reached * (nodes - 1) / nodes, nvlink=ranks * (local - 1) / local, nodes=reached)
+
+
+def check_flex_load(load: ExpertLoad, dispatcher: str) -> None:
+    """The flex dispatcher's copies are expected over balanced, dropless routing (flex_copies)."""
+    if dispatcher != "alltoall" and (load.factor != 1 or load.kept != 1):
+        raise ConfigError(f"layout: the {dispatcher} dispatcher's bytes are modelled for balanced, dropless routing; "
+                          "drop --expert-load and --capacity-factor, or use --ep-dispatcher alltoall.")
 
 
 def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int, framework: str,

@@ -17,7 +17,7 @@ from typing import Any
 from .. import offload
 from ..config import ConfigError, ModelConfig, Workload
 from .communication import RankCommunication
-from .experts import expert_load, fsdp_gathered, fsdp_split
+from .experts import check_flex_load, expert_load, fsdp_gathered, fsdp_split
 from .fp8 import RECIPES
 from .frameworks import FRAMEWORKS, Framework
 from .parts import Stage, evaluate_parts, part_evaluator, part_of, uses_loss_parallel
@@ -136,6 +136,8 @@ class ParallelEstimate(RankCommunication):
         self.numbers = evaluate_parts(evaluate, tuple(values.items()))
         self.load = expert_load(cfg.n_experts, layout.ep, workload.expert_load, layout.capacity_factor) \
             if cfg.moe else None
+        if self.load is not None and layout.ep > 1:
+            check_flex_load(self.load, layout.ep_dispatcher)
         if self.quantized:
             self._check_groups()
 
@@ -398,4 +400,5 @@ class ParallelEstimate(RankCommunication):
         return {"ep": self.layout.ep, "experts_per_rank": self.cfg.n_experts // self.layout.ep,
                 "expert_data_parallel": self.layout.expert_data_parallel,
                 "load_factor": float(load.factor), "most_loaded_ep_rank": load.rank,
-                "dropped_fraction": float(1 - load.kept), "capacity_factor": self.layout.capacity_factor}
+                "dropped_fraction": float(1 - load.kept), "capacity_factor": self.layout.capacity_factor,
+                "ep_dispatcher": self.layout.ep_dispatcher}

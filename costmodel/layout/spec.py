@@ -17,6 +17,9 @@
                    mesh, torchtitan's data_parallel_shard_degree): dp / dp_shard replicas of the
                    shards, each gradient shard all-reduced over them (costmodel/layout/communication.py)
   capacity_factor  a mixture of experts' capacity per expert (None: dropless)
+  ep_dispatcher    how expert parallelism moves tokens: "alltoall" (a copy per routed slot) or the
+                   flex dispatcher's "deepep"/"hybridep" (a token once per target node, then once
+                   per target rank over NVLink; costmodel/layout/experts.py flex_copies)
   fp8              an FP8 (or FP4) training recipe: tensorwise, rowwise, current, blockwise, mxfp8 or nvfp4
                    (costmodel/layout/fp8.py)
   cp, cp_rotate    context-parallel ranks, each holding n / cp of every sequence; how keys and
@@ -38,7 +41,7 @@ from typing import Any
 
 from ..config import ConfigError, ModelConfig, show
 from ..offload import check as check_offload
-from ..spec import ALL_REDUCES, CP_KV_HEADS, CP_ROTATES, DEVICES, SCHEDULES
+from ..spec import ALL_REDUCES, CP_KV_HEADS, CP_ROTATES, DEVICES, EP_DISPATCHERS, SCHEDULES
 from .experts import check_expert_parallel
 from .fp8 import RECIPES
 from .frameworks import FRAMEWORKS
@@ -124,6 +127,7 @@ class Layout:
     etp: int | None = None
     dp_shard: int | None = None  # hybrid sharding: the shard group (None: dp, plain FSDP)
     capacity_factor: float | None = None
+    ep_dispatcher: str = "alltoall"  # how the EP group moves tokens (costmodel/spec.EP_DISPATCHERS)
     fp8: str | None = None  # an FP8 training recipe (costmodel/layout/fp8.py)
     cp: int = 1
     cp_rotate: str = "allgather"
@@ -190,6 +194,11 @@ class Layout:
             raise ConfigError(f"layout: vocab_parallel must be true or false, got {show(self.vocab_parallel)}.")
         if self.fp8 is not None and self.fp8 not in RECIPES:
             raise ConfigError(f"layout: fp8 must be one of {', '.join(RECIPES)}, got {show(self.fp8)}.")
+        if self.ep_dispatcher not in EP_DISPATCHERS:
+            raise ConfigError(f"layout: ep_dispatcher must be {EP_DISPATCHERS.listed()}, got {show(self.ep_dispatcher)}.")
+        if self.ep_dispatcher != "alltoall" and self.ep == 1:
+            raise ConfigError(f"layout: the {self.ep_dispatcher} dispatcher moves tokens between expert-parallel "
+                              "ranks; it needs --ep above 1.")
         if self.device not in DEVICES:
             raise ConfigError(f"layout: device must be {DEVICES.listed()}, got {show(self.device)}.")
         self._check_hybrid()
@@ -362,6 +371,7 @@ class Layout:
                 "global_batch": batch * self.microbatches * self.dp,
                 **({"dp_shard": self.dp_shard, "dp_replicate": self.replicas} if self.dp_shard else {}),
                 **({"etp": self.etp} if self.folded else {}),
+                **({"ep_dispatcher": self.ep_dispatcher} if self.ep_dispatcher != "alltoall" else {}),
                 **({"offload": self.offload, "offload_device": self.offload_device,
                     "gpus_per_node": self.gpus_per_node} if self.offload != "none" else {})}
 

@@ -53,13 +53,18 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from ..collectives import collective_seconds, ring_factor
+from ..collectives import collective_seconds, node_once_seconds, ranks_per_node, ring_factor
+from ..config import ConfigError
 from ..hardware import Efficiency, Hardware, kernel_times
 from ..model_flops import check_convention
 from ..quantization import runs_w8a8, w8a8_peak
 from ..spec import RECOMPUTED_LAYERS
 from .fp8 import RECIPES
 from .rank import ParallelEstimate, Stage
+
+#: DeepEP's internode kernels forward to at most 8 NVLink peers (deepseek-ai/DeepEP
+#: csrc/kernels/legacy/internode.cu at dd758caf: EP_STATIC_ASSERT(LEGACY_NUM_MAX_NVL_PEERS == 8)).
+DEEPEP_NVL_PEERS = 8
 
 
 @dataclass(frozen=True)
@@ -227,6 +232,24 @@ class StepTime:
         return collective_seconds(self.hardware, kind, payload, self.worlds[group], self.spans[group], calls,
                                   self.estimate.layout.all_reduce, dtype)
 
+    def flex_dispatch(self, payload: float) -> float:
+        """Seconds of the flex dispatcher's dispatches and combines whose inputs are `payload` bytes
+        (each token once): the expected copies over the inter-node link and NVLink for the EP
+        group's ranks a node (costmodel/layout/experts.py flex_copies) times the payload."""
+        if not payload:
+            return 0.0
+        from .experts import flex_copies
+
+        cfg, ranks, span = self.estimate.cfg, self.worlds["ep"], self.spans["ep"]
+        local = ranks_per_node(self.hardware, ranks, span)
+        if self.estimate.layout.ep_dispatcher == "deepep" and local > DEEPEP_NVL_PEERS:
+            raise ConfigError(f"layout: DeepEP's internode kernels reach at most {DEEPEP_NVL_PEERS} NVLink peers "
+                              f"(LEGACY_NUM_MAX_NVL_PEERS), not the {local} ranks a node of {self.hardware.name} "
+                              "holds here; use --ep-dispatcher hybridep (the NVLink domain as the node).")
+        copies = flex_copies(cfg.n_experts, cfg.top_k, cfg.expert_groups, cfg.expert_groups_per_token, ranks, local)
+        return node_once_seconds(self.hardware, float(payload * copies.remote_nodes), float(payload * copies.nvlink),
+                                 ranks, span)
+
     @cached_property
     def part_seconds(self) -> dict[str, tuple[float, int]]:
         """Per part (one run of its leaves): the roofline seconds of their kernels and how many
@@ -302,7 +325,8 @@ class StepTime:
         tp_microbatch, tp_step = self.tensor_parallel(stage) if layout.tp > 1 else (0.0, 0.0)
         exchange = self.pipeline(stage)
         # Expert parallelism's all-to-alls are on the critical path, but for Overlap.ep's share.
-        all_to_all = self.collective("ep", "all_to_all", communication.get("ep", {}).get("all_to_all", 0) / m)
+        all_to_all = self.collective("ep", "all_to_all", communication.get("ep", {}).get("all_to_all", 0) / m) \
+            + self.flex_dispatch(communication.get("ep", {}).get("flex", 0) / m)
         compute = self.compute(stage)
         # What each collective hides under the micro-batch's compute, in turn, never more than the
         # compute left: DualPipe's all-to-alls (a chunk's beside another's compute) or Overlap.ep's
