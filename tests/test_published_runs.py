@@ -35,10 +35,8 @@ def test_the_runs_are_computed_under_both_models(capsys):
     # measured read-and-reduce rate, BabelStream's Dot, 1,586.9 GB/s, a100-80gb.json) and in the
     # kernel model's fixed terms (gpu-benches, a100_80_graph.txt): the 1.34 us floor of each of a
     # token's 32 x 14 + 3 graphed kernels and the 1.96 us DRAM start of its 32 x 8 + 1 GEMMs and
-    # attention calls. The row's rate is gpt-fast's, end to end (the prefill too): its decode steps
-    # alone (rate "decode") are what this weighs.
+    # attention calls. The row's rate is end to end: its decode steps alone (rate "decode") are weighed.
     from reports.published_runs import decode_run, other_runs_data
-
     data = other_runs_data()
     run = next(r for r in data["runs"] if r["id"] == "gpt-fast llama2-7b bf16")
     steps = dict(data["sources"]["gpt-fast"], rate="decode")
