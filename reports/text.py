@@ -314,7 +314,7 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
         *([f"  {'prefill (first token)':<24}{seconds(r['prefill']['seconds']):>10}   "
            f"of which tp all-reduces {seconds(r['prefill']['tp_all_reduce_seconds'])}, pipeline sends "
            f"{seconds(r['prefill']['pp_seconds'])}"] if "prefill" in r else []),
-        *(_generation_lines(r["generation"], i["gen"]) if "generation" in r else []),
+        *(_generation_lines(r["generation"], i["gen"], 24) if "generation" in r else []),
         f"  {'time per output token':<24}{seconds(token['seconds_per_token']):>10}   "
         f"{rate(token['tokens_per_second'])} tokens/s over the replicas, a step at context {i['seq_len'] + i['gen']:,}",
         f"  {'of which tp all-reduces':<24}{seconds(token['tp_all_reduce_seconds']):>10}",
@@ -400,17 +400,17 @@ def render_inference(r: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def _generation_lines(d: dict[str, Any], gen: int) -> list[str]:
+def _generation_lines(d: dict[str, Any], gen: int, width: int = 22) -> list[str]:
     """The generation's steps and its two rates (costmodel/roofline.generation_rates): the decode
     steps' own, and end to end, the prefill included (what gpt-fast and vLLM's latency benchmark
     publish)."""
     steps = d["decode_steps"]
     counted = (f"{steps:,} decode step{'s' if steps != 1 else ''} after the prefill's first token"
                if steps else "no decode step: the prefill gives the one token")
-    return [f"  {'generation':<22}{seconds(d['decode_seconds']):>10}   {gen:,} token{'s' if gen != 1 else ''} "
+    return [f"  {'generation':<{width}}{seconds(d['decode_seconds']):>10}   {gen:,} token{'s' if gen != 1 else ''} "
             f"a sequence: {counted}"
             + (f"; decode rate {rate(d['decode_tokens_per_second'])} tokens/s" if steps else ""),
-            f"  {'prefill + generation':<22}{seconds(d['end_to_end_seconds']):>10}   "
+            f"  {'prefill + generation':<{width}}{seconds(d['end_to_end_seconds']):>10}   "
             f"end-to-end rate {rate(d['end_to_end_tokens_per_second'])} tokens/s (every new token, "
             "the first included, over the prefill and the steps)"]
 
