@@ -238,7 +238,19 @@ def rerun_seconds_floored(roof: "Roofline", batch: int, lo: int, hi: int, source
     return host * (below - lo + 1) + generation_seconds(roof, batch, above, hi, source_len)[1]
 
 
-def _steps(gen: int, rows: int = 8) -> list[int]:
+def generation_rates(batch: int, gen: int, prefill_s: float, decode_s: float) -> dict[str, Any]:
+    """A generation of `gen` new tokens for each of `batch` sequences: the prefill (which gives
+    the first token), gen - 1 decode steps taking decode_s seconds in all, and its two rates:
+    the decode rate, batch x (gen - 1) over decode_s (None without a step), and the end-to-end
+    rate, batch x gen over prefill_s + decode_s."""
+    steps = gen - 1
+    return {"decode_steps": steps, "decode_seconds": decode_s,
+            "decode_tokens_per_second": batch * steps / decode_s if steps else None,
+            "end_to_end_seconds": prefill_s + decode_s,
+            "end_to_end_tokens_per_second": batch * gen / (prefill_s + decode_s)}
+
+
+def shown_steps(gen: int, rows: int = 8) -> list[int]:
     """Up to `rows` decode steps spread over 1..gen, always with the first and the last."""
     if gen <= rows:
         return list(range(1, gen + 1))
@@ -267,7 +279,14 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
 
     An encoder-decoder's prompt is its source: the prefill runs the encoder over it and the
     decoder over its own prompt (decoder_prompt tokens, the start token by default); each decode
-    step attends to the source and to the decoder's tokens so far."""
+    step attends to the source and to the decoder's tokens so far.
+
+    `gen` new tokens take the prefill and gen - 1 decode steps: the prefill's logits give the
+    first token (transformers' generate, gpt-fast's and torchao's generate.py, vLLM), and the
+    step that gives token k + 1 feeds token k, attending to prompt + k keys (k = 1 .. gen - 1);
+    the last token is never fed. Two rates: the decode rate, batch x (gen - 1) tokens over the
+    decode steps' seconds, and the end-to-end rate, batch x gen tokens over the prefill and the
+    steps (the one gpt-fast's, torchao's generate.py and vLLM's benchmark_latency.py publish)."""
     import numpy as np
 
     from .spec import DECODE_CODES
@@ -289,13 +308,14 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
         prefill_s = kernels.prefill(batch, decoder_prompt, source)
     first = last = None
     table: list[dict[str, Any]] = []
-    generate_seconds = 0.0
-    if gen:
+    decode_seconds = 0.0
+    steps = max(gen - 1, 0)  # decode steps: the prefill gives the first token
+    if steps:
         first, first_s, _ = roof.decode(batch, decoder_prompt + 1, source_len=source)
-        last, last_s, _ = roof.decode(batch, decoder_prompt + gen, source_len=source)
+        last, last_s, _ = roof.decode(batch, decoder_prompt + steps, source_len=source)
         first_s, last_s = float(first_s), float(last_s)
         roofline_first_s, roofline_last_s = first_s, last_s
-        shown = _steps(gen)
+        shown = shown_steps(steps)
         contexts = decoder_prompt + np.asarray(shown)
         _, with_cache, _ = roof.decode(batch, contexts, source_len=source)
         _, without_cache, _ = roof.rerun(batch, contexts, source_len=source)
@@ -326,7 +346,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
                 "with_cache_cumulative": prefill_s + with_total,
                 "without_cache_cumulative": prefill_s + without_total,
             })
-        generate_seconds = float(with_total)
+        decode_seconds = float(with_total)
     result: dict[str, Any] = {
         "inputs": {"model": cfg.name, "hardware": hardware.name, "dtype": roof.dtype,
                    "prompt": prompt, "decoder_prompt": decoder_prompt if encoder_decoder else None,
@@ -346,21 +366,21 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
         "prefill_blocks": [{"path": b.path, "seconds": b.seconds, "bound": b.timing.bound}
                            for b in prefill_blocks],
     }
-    if first is not None:
+    if gen:
         result["decode"] = {
-            "first_token": _timing_dict(first, first_s, roofline_first_s),
-            "last_token": _timing_dict(last, last_s, roofline_last_s),
-            "generate_seconds": generate_seconds,
-            "tokens_per_second": batch * gen / generate_seconds,
-            "end_to_end_seconds": prefill_s + generate_seconds,
+            **({"first_token": _timing_dict(first, first_s, roofline_first_s),
+                "last_token": _timing_dict(last, last_s, roofline_last_s)} if steps else {}),
+            **generation_rates(batch, gen, prefill_s, decode_seconds),
             "crossover_batch_weights_only": roof.decode_crossover_batch(),
-            "crossover_batch_at_context": roof.decode_crossover_batch(decoder_prompt + gen, source),
+            "crossover_batch_at_context": roof.decode_crossover_batch(decoder_prompt + max(steps, 1), source),
         }
+    if steps:
         if host is not None:  # an eager step whose host time the kernel model weighs (host_bound_seconds)
             result["decode"]["host"] = {"ops_per_step": kernels.step_ops, "seconds_per_step": host,
                                         "bound": host >= first_s}
         elif kernels and kernels.decode_timer.host_s_per_op is not None:  # eager on a GPU host, ops not counted
             result["decode"]["host"] = {"ops_per_step": None, "seconds_per_step": None, "bound": None}
+    if gen:
         result["memory"] = roof.fits(batch, decoder_prompt + gen, source_len=source,
                                      prompt=decoder_prompt)
         result["generation_table"] = table

@@ -171,30 +171,45 @@ def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConf
     return cfg, run_hardware(source, run), settings, quantization
 
 
+#: What a decode source's tokens/s divides (its "rate" in published_runs.json, with "rate_source"):
+#: "end_to_end", every new token over the prefill and the gen - 1 decode steps after the prefill's
+#: first token (gpt-fast's and torchao's generate.py time generate(); vLLM's benchmark_latency.py
+#: times llm.generate); "decode", the gen - 1 steps' tokens over the steps' seconds alone.
+DECODE_RATES = ("end_to_end", "decode")
+
+
 def decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
-    """Tokens per second of one sequence (batch 1) decoding after a short prompt."""
+    """Tokens per second of one sequence, the quantity its source's script measures (the source's
+    "rate", DECODE_RATES): without tensor parallelism simulate_inference's generation, with it
+    the layout model's (simulate_decode's "generation"), both costmodel/roofline.generation_rates."""
     from costmodel.roofline import simulate_inference
 
+    rate = source["rate"]
+    if rate not in DECODE_RATES:
+        raise ValueError(f"{run['id']}: its source's rate must be one of {DECODE_RATES}, got {rate!r}.")
     if run["tp"] > 1:
-        return 1 / decode_layout_run(run, source, time_model)["token"]["seconds_per_token"]
+        generation = decode_layout_run(run, source, time_model, prefill=True)["generation"]
+        return generation[f"{rate}_tokens_per_second"] / _stated(run, source, "batch")
     cfg, hardware, s, quantization = decode_setup(run, source)
     result = simulate_inference(cfg, hardware, prompt=s["prompt"], gen=s["gen"], batch=s["batch"],
                                 dtype=s["dtype"], attention=s["attention"], kv_cache=s["kv_cache"],
                                 cuda_graphs=s["cuda_graphs"], quantization=quantization, time_model=time_model,
                                 implementation=s["implementation"])
-    return result["decode"]["tokens_per_second"] / s["batch"]
+    return result["decode"][f"{rate}_tokens_per_second"] / s["batch"]
 
 
-def decode_layout_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> dict[str, Any]:
+def decode_layout_run(run: dict[str, Any], source: dict[str, Any], time_model: str,
+                      prefill: bool = False) -> dict[str, Any]:
     """A tensor-parallel decode run as its source states it (decode_setup, decode_layout), through
-    the layout model's simulate_decode (quantized weights: each rank's shards as stored)."""
+    the layout model's simulate_decode (quantized weights: each rank's shards as stored); with
+    `prefill`, the prefill and the generation's steps and rates too."""
     from costmodel.layout.timing import simulate_decode
 
     cfg, hardware, s, quantization = decode_setup(run, source)
     workload = Workload(seq_len=s["prompt"], gen_tokens=s["gen"], batch=s["batch"], dtype=s["dtype"],
                         attention=s["attention"], precision="pure", kv_cache=s["kv_cache"], **quantization)
     return simulate_decode(cfg, workload, decode_layout(run, source), hardware, cuda_graphs=s["cuda_graphs"],
-                           time_model=time_model, prefill=False)
+                           time_model=time_model, prefill=prefill)
 
 
 def _stated(run: dict[str, Any], source: dict[str, Any], key: str, default: Any = None) -> Any:

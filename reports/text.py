@@ -317,8 +317,9 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
         *([f"  {'prefill (first token)':<24}{seconds(r['prefill']['seconds']):>10}   "
            f"of which tp all-reduces {seconds(r['prefill']['tp_all_reduce_seconds'])}, pipeline sends "
            f"{seconds(r['prefill']['pp_seconds'])}"] if "prefill" in r else []),
+        *(_generation_lines(r["generation"], i["gen"], 24) if "generation" in r else []),
         f"  {'time per output token':<24}{seconds(token['seconds_per_token']):>10}   "
-        f"{rate(token['tokens_per_second'])} tokens/s over the replicas",
+        f"{rate(token['tokens_per_second'])} tokens/s over the replicas, a step at context {i['seq_len'] + i['gen']:,}",
         f"  {'of which tp all-reduces':<24}{seconds(token['tp_all_reduce_seconds']):>10}",
         f"  {'pipeline sends':<24}{seconds(token['pp_seconds']):>10}",
         f"Memory of the most loaded rank: weights {binary_bytes(rank['weights'])}, KV cache "
@@ -371,10 +372,9 @@ def render_inference(r: dict[str, Any]) -> str:
     if "decode" in r:
         d, m, steps = r["decode"], r["memory"], r["generation_table"]
         out += [
-            _timing("first decode step", d["first_token"], f"; context {steps[0]['context']:,}"),
-            _timing("last decode step", d["last_token"], f"; context {steps[-1]['context']:,}"),
-            f"  {'generation':<22}{seconds(d['generate_seconds']):>10}   "
-            f"{rate(d['tokens_per_second'])} tokens/s; prefill + generation {seconds(d['end_to_end_seconds'])}",
+            *([_timing("first decode step", d["first_token"], f"; context {steps[0]['context']:,}"),
+               _timing("last decode step", d["last_token"], f"; context {steps[-1]['context']:,}")] if steps else []),
+            *_generation_lines(d, i["gen"]),
             *([f"  host: {d['host']['ops_per_step']:,} eager ops a step ({i.get('implementation', 'transformers')}), "
                f"{seconds(d['host']['seconds_per_step'])} to issue; the GPU runs behind them, a step takes the "
                "longer of the two" + (" (host-bound: the first step's kernels take less)" if d["host"]["bound"] else "")]
@@ -391,16 +391,31 @@ def render_inference(r: dict[str, Any]) -> str:
             + ("fits" if m["fits"] else "does NOT fit")
             + f" in {binary_bytes(hw['serving_memory_bytes'])} usable): weights {binary_bytes(m['weights'])}, KV "
             f"cache {binary_bytes(m['kv_bytes_per_token'])} per token per sequence; " + _fit_limits(m, hw),
-            "",
-            "Generation step by step (seconds per step, and cumulative including the prefill)",
-            table(
-                ["step", "context", "with KV cache", "cumulative", "without cache", "cumulative"],
-                ([row["step"], row["context"], seconds(row["with_cache_seconds"]),
-                  seconds(row["with_cache_cumulative"]), seconds(row["without_cache_seconds"]),
-                  seconds(row["without_cache_cumulative"])] for row in r["generation_table"]),
-            ),
+            *(["", "Generation step by step (step k feeds token k, attending to prompt + k keys; seconds per "
+               "step, and cumulative including the prefill)",
+               table(
+                   ["step", "context", "with KV cache", "cumulative", "without cache", "cumulative"],
+                   ([row["step"], row["context"], seconds(row["with_cache_seconds"]),
+                     seconds(row["with_cache_cumulative"]), seconds(row["without_cache_seconds"]),
+                     seconds(row["without_cache_cumulative"])] for row in r["generation_table"]),
+               )] if steps else []),
         ]
     return "\n".join(out)
+
+
+def _generation_lines(d: dict[str, Any], gen: int, width: int = 22) -> list[str]:
+    """The generation's steps and its two rates (costmodel/roofline.generation_rates): the decode
+    steps' own, and end to end, the prefill included (what gpt-fast and vLLM's latency benchmark
+    publish)."""
+    steps = d["decode_steps"]
+    counted = (f"{steps:,} decode step{'s' if steps != 1 else ''} after the prefill's first token"
+               if steps else "no decode step: the prefill gives the one token")
+    return [f"  {'generation':<{width}}{seconds(d['decode_seconds']):>10}   {gen:,} token{'s' if gen != 1 else ''} "
+            f"a sequence: {counted}"
+            + (f"; decode rate {rate(d['decode_tokens_per_second'])} tokens/s" if steps else ""),
+            f"  {'prefill + generation':<{width}}{seconds(d['end_to_end_seconds']):>10}   "
+            f"end-to-end rate {rate(d['end_to_end_tokens_per_second'])} tokens/s (every new token, "
+            "the first included, over the prefill and the steps)"]
 
 
 def _fit_limits(m: dict[str, Any], hw: dict[str, Any]) -> str:

@@ -195,7 +195,7 @@ def test_simulate_and_serve_take_the_checkpoint_format():
     explicit = costmodel.simulate("gpt-oss-20b", "h100-sxm", prompt=1024, gen=128, weight_dtype="mxfp4").to_dict()
     bf16 = costmodel.simulate("gpt-oss-20b", "h100-sxm", prompt=1024, gen=128, weight_dtype="none").to_dict()
     assert default["inputs"]["weight_dtype"] == "mxfp4" and default["inputs"]["weight_dtype_source"] == "checkpoint"
-    seconds = [run["decode"]["generate_seconds"] for run in (default, explicit, bf16)]
+    seconds = [run["decode"]["decode_seconds"] for run in (default, explicit, bf16)]
     assert seconds[0] == seconds[1] < seconds[2]  # decoding reads the 4.25-bit experts, not bf16 ones
     from costmodel.serving.api import build_replica
 

@@ -336,7 +336,9 @@ def test_decode_lines_say_they_are_decode_steps_and_at_which_context(capsys):
     assert code == 0 and "output token" not in out
     first = next(line for line in out.splitlines() if "first decode step" in line)
     last = next(line for line in out.splitlines() if "last decode step" in line)
-    assert first.endswith("; context 2,049") and last.endswith("; context 2,304")
+    # 256 tokens: the prefill's first, then 255 steps at contexts 2,049 .. 2,303 (the last token is never fed)
+    assert first.endswith("; context 2,049") and last.endswith("; context 2,303")
+    assert "255 decode steps after the prefill's first token" in out
 
 
 def _dtype_commands(tmp_path):

@@ -286,6 +286,7 @@ def test_gpt_fasts_runs_state_the_intra_node_all_reduce_and_megatrons_rows_do_no
     source = data["sources"]["gpt-fast"]
     assert source["all_reduce"] == "intra-node"
     run = next(r for r in data["runs"] if r["id"] == "gpt-fast llama2-7b tp8")
+    source = {**source, "rate": "decode"}  # the decode steps alone: 1 / rate is their mean (the prefill apart)
     stated = decode_run(run, source, "kernels")
     nccl = decode_run(run, {**source, "all_reduce": "nccl"}, "kernels")
     hardware = run_hardware(source)

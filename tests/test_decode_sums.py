@@ -121,12 +121,13 @@ def test_roofline_seconds_equal_the_step_by_step_path(model, batch, lo, hi):
 
 
 def test_simulate_generation_equals_the_step_by_step_sum():
+    """333 new tokens: the prefill's first, then 332 decode steps at contexts 4,001 .. 4,332."""
     cfg, hardware = load_preset("gemma2-9b"), load_hardware("h100-sxm")
     result = sim.simulate_inference(cfg, hardware, prompt=4000, gen=333, batch=2, time_model="roofline")
-    with_cache, without_cache = sim.stepwise_generation_seconds(sim.Roofline(cfg, hardware), 2, 4001, 4333)
-    assert result["decode"]["generate_seconds"] == pytest.approx(with_cache, rel=1e-12)
+    with_cache, without_cache = sim.stepwise_generation_seconds(sim.Roofline(cfg, hardware), 2, 4001, 4332)
+    assert result["decode"]["decode_seconds"] == pytest.approx(with_cache, rel=1e-12)
     last = result["generation_table"][-1]
-    assert last["step"] == 333
+    assert (last["step"], last["context"]) == (332, 4332)
     assert last["without_cache_cumulative"] - result["prefill"]["seconds"] == pytest.approx(without_cache, rel=1e-12)
 
 
@@ -142,7 +143,7 @@ def test_a_hundred_million_generated_tokens_answer_at_once():
     seconds = time.perf_counter() - started
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    assert result["generation_table"][-1]["step"] == 100_000_000
+    assert result["generation_table"][-1]["step"] == 99_999_999  # the prefill gives the first token
     assert peak < 20 * 2**20  # step by step, 10^8 steps took 24 GB at once, 100 MB in chunks
     assert seconds < 20  # step by step in chunks: minutes (benchmarks/bench_long_generation.py)
 
@@ -160,7 +161,7 @@ def test_a_cost_without_a_closed_form_is_summed_step_by_step(monkeypatch):
 
     monkeypatch.setattr(decode_sums.StepSums, "seconds", refuse)
     stepped = sim.simulate_inference(cfg, hardware, prompt=4090, gen=17, batch=2)
-    assert stepped["decode"]["generate_seconds"] == pytest.approx(closed["decode"]["generate_seconds"], rel=1e-12)
+    assert stepped["decode"]["decode_seconds"] == pytest.approx(closed["decode"]["decode_seconds"], rel=1e-12)
     assert stepped["generation_table"][-1]["without_cache_cumulative"] == pytest.approx(
         closed["generation_table"][-1]["without_cache_cumulative"], rel=1e-12)
 
@@ -177,10 +178,10 @@ def test_the_kernel_models_generation_is_its_curve_summed_step_by_step():
     roof = sim.Roofline(cfg, hardware, attention="eager")
     xs, ys = sim.KernelSteps(roof, cuda_graphs=False).decode_curve(3, contexts, 1)
     assert xs == contexts and len(xs) == 8
-    every_step = float(np.interp(np.arange(101, 1101), xs, ys).sum())
-    assert result["decode"]["generate_seconds"] == pytest.approx(every_step, rel=1e-12)
+    every_step = float(np.interp(np.arange(101, 1100), xs, ys).sum())  # 999 steps: contexts 101 .. 1,099
+    assert result["decode"]["decode_seconds"] == pytest.approx(every_step, rel=1e-12)
     assert sim.linear_sum((xs, ys), 90, 1200) == pytest.approx(float(np.interp(np.arange(90, 1201), xs, ys).sum()),
                                                                rel=1e-12)
-    _, without_cache = sim.stepwise_generation_seconds(roof, 3, 101, 1100)
+    _, without_cache = sim.stepwise_generation_seconds(roof, 3, 101, 1099)
     last = result["generation_table"][-1]
     assert last["without_cache_cumulative"] - result["prefill"]["seconds"] == pytest.approx(without_cache, rel=1e-12)

@@ -83,9 +83,9 @@ def test_decode_in_chunks_equals_the_closed_form(monkeypatch):
     cfg, hardware = load_preset("gpt2"), load_hardware("h100-sxm")
     whole = sim.simulate_inference(cfg, hardware, prompt=100, gen=50, batch=2, attention="eager",
                                    time_model="roofline")
-    monkeypatch.setattr(sim, "DECODE_CHUNK", 7)  # 50 steps in 8 chunks
-    with_cache, without_cache = sim.stepwise_generation_seconds(sim.Roofline(cfg, hardware), 2, 101, 150)
-    assert whole["decode"]["generate_seconds"] == pytest.approx(with_cache, rel=1e-12)
+    monkeypatch.setattr(sim, "DECODE_CHUNK", 7)  # 49 steps (the prefill gives the first token) in 7 chunks
+    with_cache, without_cache = sim.stepwise_generation_seconds(sim.Roofline(cfg, hardware), 2, 101, 149)
+    assert whole["decode"]["decode_seconds"] == pytest.approx(with_cache, rel=1e-12)
     last = whole["generation_table"][-1]
     assert last["without_cache_cumulative"] - whole["prefill"]["seconds"] == pytest.approx(without_cache, rel=1e-12)
 

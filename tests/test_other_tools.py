@@ -212,7 +212,8 @@ def test_the_rooflines_at_full_bandwidth_decode_half_again_faster_than_gpt_fast_
     assert tool(case, "LLM-Viewer")["tokens_per_second"] / published == pytest.approx(1.46, abs=0.01)
     # both are about the weights over 2,039 GB/s: 2 x 6.57e9 bytes (llm-analysis's count) / 2.039e12
     assert 1 / tool(case, "llm-analysis")["tokens_per_second"] > 2 * 6_573_789_184 / 2.039e12
-    assert CASES[case]["ours"]["tokens_per_second"] / published == pytest.approx(1.01, abs=0.01)
+    # ours: gpt-fast's quantity, 200 tokens over the prefill and 199 steps (issue 18; 200 steps before, 1.01)
+    assert CASES[case]["ours"]["tokens_per_second"] / published == pytest.approx(0.996, abs=0.001)
 
 
 @pytest.mark.slow

@@ -124,9 +124,11 @@ def test_a_ranks_fp8_kv_cache_is_its_heads_in_one_byte_and_its_own_scales():
 ])
 def test_a_tp1_layout_decodes_as_the_one_device_simulate(time_model, hardware_name, batch, quantization):
     """A tp 1 layout with quantized weights gives the one-device decode step at the last context
-    (the same leaves and kernels, summed in another order: equal to float rounding)."""
+    (the same leaves and kernels, summed in another order: equal to float rounding). The layout's
+    token is the step at context prompt + gen (5 + 200), simulate's last step of 201 tokens (its
+    200th decode step: the prefill gives the first token)."""
     cfg, hardware = load_preset("llama2-7b"), load_hardware(hardware_name)
-    one = simulate_inference(cfg, hardware, prompt=5, gen=200, batch=batch, attention="sdpa", kv_cache="static",
+    one = simulate_inference(cfg, hardware, prompt=5, gen=201, batch=batch, attention="sdpa", kv_cache="static",
                              cuda_graphs=True, quantization=quantization, time_model=time_model)
     w = Workload(seq_len=5, gen_tokens=200, batch=batch, attention="sdpa", precision="pure", kv_cache="static",
                  **quantization)

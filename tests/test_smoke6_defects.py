@@ -71,7 +71,7 @@ def test_a_preset_copy_with_its_bandwidth_edited_keeps_no_faster_gemv(tmp_path, 
     assert len(err.strip().splitlines()) == 1 and "gemv_bandwidth_bytes_per_s is still h100-sxm's measured 3.017e+12" in err
     path.write_text(json.dumps(dict(data, gemv_bandwidth_bytes_per_s=0.0)))
     assert cli.main(decode) == 0
-    tokens = json.loads(capsys.readouterr().out)["decode"]["tokens_per_second"]
+    tokens = json.loads(capsys.readouterr().out)["decode"]["decode_tokens_per_second"]
     assert round(tokens) == 303
 
 

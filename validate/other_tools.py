@@ -265,7 +265,7 @@ def ours(name: str) -> dict[str, Any]:
                 "model_states": memory["weights"] + memory["gradients"] + memory["optimizer"],
                 "seconds": step["seconds"]}
     if case["kind"] == "infer":
-        run = costmodel.simulate(case["preset"], HARDWARE, prompt=case["prompt"], gen=1, batch=case["batch"],
+        run = costmodel.simulate(case["preset"], HARDWARE, prompt=case["prompt"], gen=2, batch=case["batch"],
                                  attention="sdpa").to_dict()
         estimate = costmodel.estimate(case["preset"], seq_len=case["prompt"], batch=case["batch"], dtype="bf16")
         return {"params": estimate.to_dict()["params"]["total"], "prefill_flops": run["prefill"]["flops"],

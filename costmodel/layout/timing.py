@@ -63,10 +63,12 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
     its tensor-parallel all-reduces: the time to the first token), the time per output token at
     the last step's context, its tensor-parallel all-reduce time, and each rank's weights and KV
     cache. The prefill is Hugging Face generate's, the last position's logits only, as simulate
-    times it without a layout (equal at tp 1); prefill=False leaves it out (the decoding rows of
-    `published`, which read only the token)."""
+    times it without a layout (equal at tp 1); prefill=False leaves it out (and the generation).
+    With the prefill, "generation": the gen - 1 decode steps after the prefill's first token and
+    the two rates (costmodel/roofline.generation_rates; generation_decode_seconds)."""
     import dataclasses
 
+    from ..roofline import generation_rates
     from ..tree import generate_logits_to_keep
     from .serving_memory import serving_memory
 
@@ -81,8 +83,35 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
         first = {"prefill": {"seconds": forward["seconds_per_token"], "compute_seconds": forward["compute_seconds"],
                              "tp_all_reduce_seconds": forward["tp_all_reduce_seconds"],
                              "pp_seconds": forward["pp_seconds"]}}
+    if first and workload.gen_tokens:
+        decode_s = generation_decode_seconds(cfg, workload, layout, hardware, efficiency, time_model,
+                                             cuda_graphs, compiled)
+        first["generation"] = generation_rates(workload.batch * layout.dp, workload.gen_tokens,
+                                               first["prefill"]["seconds"], decode_s)
     per_rank = serving_memory(estimate)
     return {**first, "token": token, "per_rank": per_rank, "layout": layout.to_dict(workload.batch),
             "fits": per_rank["total"] <= hardware.serving_memory_bytes,
             "memory_capacity": hardware.serving_memory_bytes,
             "time_model": time_model_for(hardware, time_model, workload.dtype)}
+
+
+def generation_decode_seconds(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
+                              efficiency: Efficiency | None = None, time_model: str | None = None,
+                              cuda_graphs: bool = False, compiled: bool = False) -> float:
+    """Seconds of the gen - 1 decode steps a generation of workload.gen_tokens tokens runs after
+    the prefill's first token, step k at context prompt + k (k = 1 .. gen - 1), as
+    simulate_inference counts them: the token time at up to 8 of those contexts (a workload of k
+    generated tokens has context prompt + k), linear between them (roofline.linear_sum)."""
+    import dataclasses
+
+    from ..roofline import generation_rates, linear_sum, shown_steps
+
+    steps = workload.gen_tokens - 1
+    if steps < 1:
+        return 0.0
+    options = {"compiled": True} if compiled else {}
+    shown = shown_steps(steps)
+    times = [step_time(ParallelEstimate(cfg, dataclasses.replace(workload, gen_tokens=k), layout, phase="decode"),
+                       hardware, efficiency, time_model, cuda_graphs=cuda_graphs, **options).token()["seconds_per_token"]
+             for k in shown]
+    return linear_sum((shown, times), 1, steps)

@@ -1,0 +1,152 @@
+"""A generation of `gen` new tokens runs the prefill and gen - 1 decode steps (issue 18): the
+prefill's logits give the first token, and the step that gives token k + 1 feeds token k against
+prompt + k keys (transformers' generate, gpt-fast's and torchao's generate.py, vLLM). simulate,
+simulate with a layout and serve's engines count the same steps; every published decoding row is
+compared with the quantity its source's script measures (its source's "rate")."""
+
+import re
+
+import pytest
+
+from costmodel import roofline as sim
+from costmodel.config import Workload
+from costmodel.hardware import load_hardware
+from costmodel.layout import Layout
+from costmodel.presets import load_preset
+from reports.published_runs import DECODE_RATES, decode_run, decode_setup, other_runs_data
+
+
+def _llama(gen: int, **options):
+    return sim.simulate_inference(load_preset("llama2-7b"), load_hardware("a100-80gb"), prompt=37, gen=gen,
+                                  batch=3, time_model="roofline", **options)
+
+
+def test_one_new_token_is_the_prefill_alone():
+    result = _llama(1)
+    d = result["decode"]
+    assert (d["decode_steps"], d["decode_seconds"], d["decode_tokens_per_second"]) == (0, 0.0, None)
+    assert d["end_to_end_seconds"] == result["prefill"]["seconds"]
+    assert d["end_to_end_tokens_per_second"] == 3 / result["prefill"]["seconds"]
+    assert result["generation_table"] == [] and "first_token" not in d
+
+
+def test_two_new_tokens_are_one_step_at_the_prompt_plus_one():
+    result = _llama(2)
+    d, table = result["decode"], result["generation_table"]
+    roof = sim.Roofline(load_preset("llama2-7b"), load_hardware("a100-80gb"))
+    step = float(roof.decode(3, 38)[1])  # feeds token 1 against the 37 prompt keys and its own
+    assert [(row["step"], row["context"]) for row in table] == [(1, 38)]
+    assert d["decode_steps"] == 1 and d["decode_seconds"] == pytest.approx(step, rel=1e-12)
+    assert d["decode_tokens_per_second"] == pytest.approx(3 / step, rel=1e-12)
+    assert d["end_to_end_tokens_per_second"] == pytest.approx(6 / (result["prefill"]["seconds"] + step), rel=1e-12)
+
+
+def test_n_new_tokens_are_n_minus_1_steps_at_contexts_prompt_plus_1_to_prompt_plus_n_minus_1():
+    result = _llama(50)
+    roof = sim.Roofline(load_preset("llama2-7b"), load_hardware("a100-80gb"))
+    with_cache, _ = sim.stepwise_generation_seconds(roof, 3, 38, 86)  # 49 steps
+    d = result["decode"]
+    assert d["decode_steps"] == 49 and d["decode_seconds"] == pytest.approx(with_cache, rel=1e-12)
+    assert (result["generation_table"][-1]["step"], result["generation_table"][-1]["context"]) == (49, 86)
+    assert d["last_token"]["seconds"] == pytest.approx(float(roof.decode(3, 86)[1]), rel=1e-12)
+    assert d["decode_tokens_per_second"] == pytest.approx(3 * 49 / with_cache, rel=1e-12)
+    assert d["end_to_end_seconds"] == pytest.approx(result["prefill"]["seconds"] + with_cache, rel=1e-12)
+    assert d["end_to_end_tokens_per_second"] == pytest.approx(3 * 50 / d["end_to_end_seconds"], rel=1e-12)
+
+
+@pytest.mark.parametrize("time_model", ["roofline", "kernels"])
+def test_simulate_and_serves_engine_time_one_request_alike(time_model):
+    """One 2,048 + 128 request, alone on an H100, eager, flash attention, a preallocated cache:
+    serve's E2E (its vLLM engine: the prefill's token, then 127 steps) equals simulate's prefill +
+    generation. (With CUDA graphs they part: serve replays vLLM's piecewise graphs, attention and
+    the LM head eager, simulate the whole step; costmodel/serving/graphs.py.)"""
+    from costmodel.serving.api import serve
+
+    cfg, hw = load_preset("llama3-8b"), load_hardware("h100-sxm")
+    run = serve(cfg, hw, concurrency=1, requests=1, prompt="2048", output="128", time_model=time_model,
+                cuda_graphs="off")
+    ours = sim.simulate_inference(cfg, hw, prompt=2048, gen=128, batch=1, attention="flash", kv_cache="static",
+                                  time_model=time_model)
+    served = run.requests.iloc[0]
+    assert len(run.steps) == 128  # its engine's steps: the prefill, then 127 decode steps
+    assert served["ttft_s"] == pytest.approx(ours["prefill"]["seconds"], rel=1e-12)
+    assert served["e2e_s"] == pytest.approx(ours["decode"]["end_to_end_seconds"], rel=1e-12)
+
+
+def test_a_layouts_generation_counts_the_same_steps():
+    """simulate with a layout: gen - 1 steps, step k timed as a workload of k generated tokens
+    (context prompt + k); at 9 tokens all 8 steps are timed, so the sum is exact."""
+    from costmodel.layout.rank import ParallelEstimate
+    from costmodel.layout.timing import simulate_decode, step_time
+
+    cfg, hw = load_preset("llama2-7b"), load_hardware("a100-80gb")
+    layout = Layout(tp=2, framework="deepspeed")
+    workload = Workload(seq_len=37, gen_tokens=9, batch=3, precision="pure")
+    result = simulate_decode(cfg, workload, layout, hw, time_model="roofline")
+    steps = [step_time(ParallelEstimate(cfg, Workload(seq_len=37, gen_tokens=k, batch=3, precision="pure"), layout,
+                                        phase="decode"), hw, None, "roofline").token()["seconds_per_token"]
+             for k in range(1, 9)]
+    g = result["generation"]
+    assert g["decode_steps"] == 8 and g["decode_seconds"] == pytest.approx(sum(steps), rel=1e-12)
+    assert g["end_to_end_tokens_per_second"] == pytest.approx(27 / (result["prefill"]["seconds"] + sum(steps)),
+                                                              rel=1e-12)
+    one = simulate_decode(cfg, Workload(seq_len=37, gen_tokens=1, batch=3, precision="pure"), layout, hw,
+                          time_model="roofline")["generation"]
+    assert (one["decode_steps"], one["decode_seconds"]) == (0, 0.0)
+
+
+def _decode_sources():
+    data = other_runs_data()
+    names = sorted({run["id"].split()[0] for run in data["runs"] if run["kind"] == "decode"})
+    return data, names
+
+
+#: Each decode source's script, as its rate_source reads it: the file and the commit.
+SCRIPTS = {"gpt-fast": ("generate.py", "32971d3"), "gpt-fast-amd": ("generate.py", "32971d3"),
+           "gpt-fast-mixtral": ("mixtral-moe/generate.py", "32971d3"),
+           "torchao": ("torchao/_models/llama/generate.py", "b4d0768"),
+           "torchao-h100": ("torchao/_models/llama/generate.py", "92dd5f5"),
+           "amd-vllm": ("benchmarks/benchmark_latency.py", "00db020")}
+
+
+def test_every_decode_source_states_the_rate_its_script_measures():
+    """gpt-fast's and torchao's generate.py divide the new tokens by the time of generate(), the
+    prefill included; vLLM's benchmark_latency.py times llm.generate: end to end, all six."""
+    data, names = _decode_sources()
+    assert names == sorted(SCRIPTS)
+    for name in names:
+        source = data["sources"][name]
+        assert source["rate"] in DECODE_RATES and source["rate"] == "end_to_end"
+        path, commit = SCRIPTS[name]
+        assert path in source["rate_source"] and re.search(commit + "[0-9a-f]*", source["rate_source"])
+
+
+@pytest.mark.parametrize("run_id", ["gpt-fast llama2-7b bf16", "gpt-fast llama2-7b tp2",
+                                    "amd-vllm llama3.1-70b fp8 tp8 batch 8"])
+def test_a_decode_rows_rate_is_its_sources_quantity(run_id):
+    """The row's end-to-end rate is gen tokens over the prefill and gen - 1 steps (a sequence's);
+    the same row read as a decode rate is gen - 1 tokens over the steps alone."""
+    from costmodel.layout.timing import generation_decode_seconds, simulate_decode
+
+    data = other_runs_data()
+    run = next(r for r in data["runs"] if r["id"] == run_id)
+    source = data["sources"][run_id.split()[0]]
+    cfg, hw, s, quantization = decode_setup(run, source)
+    gen = s["gen"]
+    if run["tp"] == 1:
+        result = sim.simulate_inference(cfg, hw, prompt=s["prompt"], gen=gen, batch=s["batch"], dtype=s["dtype"],
+                                        attention=s["attention"], kv_cache=s["kv_cache"], cuda_graphs=s["cuda_graphs"],
+                                        quantization=quantization, time_model="roofline",
+                                        implementation=s["implementation"])
+        prefill, steps = result["prefill"]["seconds"], result["decode"]["decode_seconds"]
+    else:
+        from reports.published_runs import decode_layout
+
+        workload = Workload(seq_len=s["prompt"], gen_tokens=gen, batch=s["batch"], dtype=s["dtype"],
+                            attention=s["attention"], precision="pure", kv_cache=s["kv_cache"], **quantization)
+        layout = decode_layout(run, source)
+        prefill = simulate_decode(cfg, workload, layout, hw, cuda_graphs=s["cuda_graphs"],
+                                  time_model="roofline")["prefill"]["seconds"]
+        steps = generation_decode_seconds(cfg, workload, layout, hw, None, "roofline", s["cuda_graphs"])
+    assert decode_run(run, source, "roofline") == pytest.approx(gen / (prefill + steps), rel=1e-12)
+    assert decode_run(run, dict(source, rate="decode"), "roofline") == pytest.approx((gen - 1) / steps, rel=1e-12)
