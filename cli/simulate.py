@@ -5,7 +5,6 @@ GPU (costmodel/roofline.py) or with a layout (costmodel/layout/timing.py)."""
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import click
@@ -173,12 +172,9 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         hardware = with_launches(load_hardware(hardware_name), launch_overhead, graph_kernel_gap)
         hardware.require_fp8(layout_given.get("fp8"))
         efficiency = efficiency_of(hardware, compute_efficiency, memory_efficiency)
-        for name, value in (("--tokens", tokens), ("--step-time", step_time), ("--price", price)):
-            if value is not None and not (value > 0 and math.isfinite(value)):  # inf: "time to train inf"
-                raise ConfigError(f"{name} must be positive and finite, got {value}.")
-        from costmodel.cost import check_price_has_tokens
+        from costmodel.cost import check_run_inputs
 
-        check_price_has_tokens(tokens, price)
+        check_run_inputs(tokens, price, step_time)  # inf: "time to train inf"
         note = None
         if dtype is None:
             dtype = hardware.default_dtype

@@ -36,6 +36,16 @@ def check_price_has_tokens(tokens: float | None, price: float | None) -> None:
         raise ConfigError("--price costs a run of --tokens tokens: add --tokens (e.g. 1e12).")
 
 
+def check_run_inputs(tokens: float | None, price: float | None, step_time: float | None = None) -> None:
+    """A run's --tokens, --price and --step-time, each positive and finite, and a price only beside
+    tokens: the one check simulate (CLI and API) and plan make."""
+    check_tokens(tokens)
+    check_price(price)
+    if step_time is not None and not (step_time > 0 and math.isfinite(step_time)):
+        raise ConfigError(f"--step-time must be positive and finite, got {step_time}.")
+    check_price_has_tokens(tokens, price)
+
+
 def training_cost(tokens: float, tokens_per_second: float, gpus: int, step_model_flops: float,
                   step_tokens: float, price_per_gpu_hour: float | None = None) -> dict[str, Any]:
     """Time to train on `tokens`, GPU-hours, total model FLOPs and (with a price) dollars."""

@@ -10,7 +10,6 @@ with or without a parallel layout, as the `simulate` command computes it.
 from __future__ import annotations
 
 import html
-import math
 from typing import Any
 
 from . import spec
@@ -71,12 +70,9 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
     chosen = load_hardware(hardware)
     dtype = dtype or chosen.default_dtype
     chosen.require_peak(spec.CANONICAL_DTYPE.get(dtype, dtype))
-    for name, value in (("tokens", tokens), ("price", price), ("step_time", step_time)):
-        if value is not None and not (value > 0 and math.isfinite(value)):
-            raise ConfigError(f"{name} must be positive and finite, got {value}.")
-    from .cost import check_price_has_tokens
+    from .cost import check_run_inputs
 
-    check_price_has_tokens(tokens, price)
+    check_run_inputs(tokens, price, step_time)
     if not train:
         require_decoder(cfg)
         if gen < 0:

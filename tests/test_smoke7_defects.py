@@ -89,6 +89,11 @@ def test_an_infinite_token_count_is_one_line(capsys):
     assert _one_line(capsys) == "error: --tokens must be positive and finite, got inf."
     assert cli.main(["simulate", "--model", "llama2-7b", "--train", "--dp", "8", "--step-time", "inf"]) == 2
     assert _one_line(capsys) == "error: --step-time must be positive and finite, got inf."
+    # one check (cost.check_run_inputs): simulate's --price inf read "positive and finite", plan's another line
+    for command in (["simulate", "--model", "llama2-7b", "--hardware", "h100-sxm", "--train"],
+                    ["plan", "--model", "llama2-7b", "--gpus", "8"]):
+        assert cli.main(command + ["--tokens", "1e9", "--price", "inf"]) == 2
+        assert _one_line(capsys) == "error: --price must be a positive number of dollars per GPU-hour, got inf."
 
 
 def test_a_finite_token_count_still_costs_the_run(capsys):
