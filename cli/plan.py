@@ -155,6 +155,10 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
         raise InputError(f"--gpus {gpus!r}: give a whole number, or several separated by commas.") from None
     try:
         check_tokens(tokens)
+        if recompute is not None:  # a module recomputation the model has no part for: one line, not a search
+            from costmodel.tree import check_recomputed_modules
+
+            check_recomputed_modules(cfg, recompute)
         result = make_plan(cfg, counts if len(counts) > 1 else counts[0], hardware_name, serve=serve,
                            seq_len=seq_len, global_batch=global_batch, batch=batch, prompt=prompt, gen=gen,
                            dtype=dtype, impl=impl, attention=attention, kv_cache=kv_cache, tokens=tokens,

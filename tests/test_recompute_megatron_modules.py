@@ -116,6 +116,7 @@ def test_mla_up_proj_is_deepseek_without_the_layer_norms():
                                                     ("llama3-8b", "layernorm-moe-act", "routed experts")])
 def test_a_module_the_model_lacks_is_refused_in_one_line(capsys, model, recompute, part):
     """Nothing to rerun or free: one sentence naming the missing part, exit status 2."""
-    assert cli.main(["simulate", "--train", "-m", model, "--recompute", recompute]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and f"has no {part}" in err and recompute in err
+    for command in (["simulate", "--train"], ["plan", "--gpus", "8"]):  # plan: before its search (review)
+        assert cli.main(command + ["-m", model, "--recompute", recompute]) == 2, command
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and f"has no {part}" in err and recompute in err
