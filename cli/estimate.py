@@ -45,7 +45,11 @@ def estimate(model, config, seq_len, hardware_name, mtp, as_json, **options) -> 
         if hardware is not None:
             from costmodel.verdict import verdict
 
-            hardware.require_fp8(layout.fp8 if layout else None)  # a fit verdict for a recipe it runs
+            hardware.require_fp8(layout.fp8 if layout else None)  # a fit verdict for a layout it runs
+            if layout is not None and layout.ep_dispatcher != "alltoall":
+                from costmodel.layout.experts import check_dispatcher_peers
+
+                check_dispatcher_peers(layout, hardware)
 
             data["fit"] = {"hardware": hardware.name, **{
                 phase: verdict(cfg, workload, layout, capacity, gpus, phase)

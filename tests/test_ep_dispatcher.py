@@ -150,6 +150,8 @@ def test_refusals():
         Layout(dp=2, ep_dispatcher="deepep")
     with pytest.raises(ConfigError, match="ep_dispatcher must be"):
         Layout(dp=2, ep=2, ep_dispatcher="nvshmem")
+    with pytest.raises(ConfigError, match="flex token dispatcher .* add --framework megatron \\(here deepspeed\\)"):
+        Layout(dp=2, ep=2, ep_dispatcher="deepep")  # Megatron-Core's dispatcher, not the default framework's (review)
     with pytest.raises(ConfigError, match="balanced, dropless routing"):
         _estimate("deepep", expert_load=(3, 1, 1, 1, 1, 1))
     with pytest.raises(ConfigError, match="exceeds expert_groups"):
@@ -210,3 +212,8 @@ def test_deepep_refuses_an_nvlink_domain_beyond_its_eight_peers():
     refused = CliRunner().invoke(cli.cli, [*args, "deepep"])
     assert refused.exit_code == 2 and "at most 8 NVLink peers" in refused.output
     assert CliRunner().invoke(cli.cli, [*args, "hybridep"]).exit_code == 0
+    # estimate's fit verdict on that GPU refuses it too (it said "fits"; review)
+    fit = ["estimate", *args[2:], "deepep"]
+    refused = CliRunner().invoke(cli.cli, fit)
+    assert refused.exit_code == 2 and "at most 8 NVLink peers" in refused.output
+    assert CliRunner().invoke(cli.cli, [*fit[:-1], "hybridep"]).exit_code == 0

@@ -255,3 +255,20 @@ def fsdp_gathered(estimate: Any, stage: Any, scope: str) -> int:
     """Elements FSDP2 all-gathers of a scope (fsdp_split): the rest over dp, the experts over dp / ep."""
     rest, experts = fsdp_split(estimate, stage, scope)
     return estimate.layout.dp * rest + estimate.layout.dp // estimate.layout.ep * experts
+
+
+#: DeepEP's internode kernels forward to at most 8 NVLink peers (deepseek-ai/DeepEP
+#: csrc/kernels/legacy/internode.cu at dd758caf: EP_STATIC_ASSERT(LEGACY_NUM_MAX_NVL_PEERS == 8)).
+DEEPEP_NVL_PEERS = 8
+
+
+def check_dispatcher_peers(layout: Any, hardware: Any) -> None:
+    """Refuse DeepEP where more of the expert-parallel group shares a node (NVLink domain) than its
+    internode kernels reach: wherever a hardware file is known (the time model, estimate's fit)."""
+    from ..collectives import ranks_per_node
+
+    local = ranks_per_node(hardware, layout.ep, layout.ep_span)
+    if layout.ep_dispatcher == "deepep" and local > DEEPEP_NVL_PEERS:
+        raise ConfigError(f"layout: DeepEP's internode kernels reach at most {DEEPEP_NVL_PEERS} NVLink peers "
+                          f"(LEGACY_NUM_MAX_NVL_PEERS), not the {local} ranks a node of {hardware.name} "
+                          "holds here; use --ep-dispatcher hybridep (the NVLink domain as the node).")

@@ -199,6 +199,9 @@ class Layout:
         if self.ep_dispatcher != "alltoall" and self.ep == 1:
             raise ConfigError(f"layout: the {self.ep_dispatcher} dispatcher moves tokens between expert-parallel "
                               "ranks; it needs --ep above 1.")
+        if self.ep_dispatcher != "alltoall" and self.framework != "megatron":
+            raise ConfigError(f"layout: the {self.ep_dispatcher} dispatcher is Megatron-Core's flex token dispatcher "
+                              f"(MoEFlexTokenDispatcher); add --framework megatron (here {self.framework}).")
         if self.device not in DEVICES:
             raise ConfigError(f"layout: device must be {DEVICES.listed()}, got {show(self.device)}.")
         self._check_hybrid()
@@ -237,6 +240,12 @@ class Layout:
         """Megatron-Core's parallel folding: attention under tp (with SP), the routed experts whole
         (expert_tensor_parallel_size 1) over an EP group drawn from tp x dp."""
         return self.ep > 1 and self.tp > 1 and self.etp == 1
+
+    @property
+    def ep_span(self) -> int:
+        """Consecutive GPUs the expert-parallel group spans: ep under folding (drawn from tp x dp),
+        else tp x ep (a group of one tensor-parallel rank each)."""
+        return self.ep if self.folded else self.tp * self.ep
 
     @property
     def expert_data_parallel(self) -> int:

@@ -62,9 +62,6 @@ from ..spec import RECOMPUTED_LAYERS
 from .fp8 import RECIPES
 from .rank import ParallelEstimate, Stage
 
-#: DeepEP's internode kernels forward to at most 8 NVLink peers (deepseek-ai/DeepEP
-#: csrc/kernels/legacy/internode.cu at dd758caf: EP_STATIC_ASSERT(LEGACY_NUM_MAX_NVL_PEERS == 8)).
-DEEPEP_NVL_PEERS = 8
 
 
 @dataclass(frozen=True)
@@ -213,7 +210,7 @@ class StepTime:
         shard = layout.shard_ranks
         self.spans = {"tp": layout.tp, "dp": layout.tp * shard, "pp": layout.gpus,
                       "dp_replicate": layout.tp * layout.dp * layout.cp,
-                      "ep": layout.ep if layout.folded else layout.tp * layout.ep, "edp": layout.tp * layout.dp,
+                      "ep": layout.ep_span, "edp": layout.tp * layout.dp,
                       "cp": layout.tp * layout.cp}
         self.worlds = {"tp": layout.tp, "dp": shard, "dp_replicate": layout.replicas, "pp": 2, "ep": layout.ep,
                        "edp": layout.expert_data_parallel,
@@ -238,14 +235,11 @@ class StepTime:
         group's ranks a node (costmodel/layout/experts.py flex_copies) times the payload."""
         if not payload:
             return 0.0
-        from .experts import flex_copies
+        from .experts import check_dispatcher_peers, flex_copies
 
         cfg, ranks, span = self.estimate.cfg, self.worlds["ep"], self.spans["ep"]
         local = ranks_per_node(self.hardware, ranks, span)
-        if self.estimate.layout.ep_dispatcher == "deepep" and local > DEEPEP_NVL_PEERS:
-            raise ConfigError(f"layout: DeepEP's internode kernels reach at most {DEEPEP_NVL_PEERS} NVLink peers "
-                              f"(LEGACY_NUM_MAX_NVL_PEERS), not the {local} ranks a node of {self.hardware.name} "
-                              "holds here; use --ep-dispatcher hybridep (the NVLink domain as the node).")
+        check_dispatcher_peers(self.estimate.layout, self.hardware)
         copies = flex_copies(cfg.n_experts, cfg.top_k, cfg.expert_groups, cfg.expert_groups_per_token, ranks, local)
         return node_once_seconds(self.hardware, float(payload * copies.remote_nodes), float(payload * copies.nvlink),
                                  ranks, span)
