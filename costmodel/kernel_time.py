@@ -310,19 +310,14 @@ def _number(expr: Any, subs: dict) -> float:
 
 
 def _sdpa_mask(block: Any, n_kv: int, window: int | None) -> str | None:
-    """The mask transformers hands torch's sdpa for this call (facts.sdpa_mask; kernels.Sdpa): "window"
-    on a sliding-window layer once its keys reach the window (masking_utils._ignore_causal_mask_sdpa
-    skips it before), "always" on every causal layer of a family that always builds one (Falcon);
-    None otherwise (is_causal, no mask) and under flash or eager. With a mask torch runs the masked
-    kernel over every block: neither the causal triangle nor the window is skipped."""
-    if block.profile.attention != "sdpa":
-        return None
-    kind = block.profile.facts.sdpa_mask
-    if kind == "window" and window is not None and n_kv >= window:
-        return "window"
-    if kind == "always" and block.causal:
-        return "always"
-    return None
+    """The mask transformers hands torch's sdpa for this call (kernels.Sdpa.mask_kind), a window's
+    once its n_kv keys reach it (masking_utils._ignore_causal_mask_sdpa skips it before); None under
+    flash or eager. With a mask torch runs the masked kernel over every block: neither the causal
+    triangle nor the window is skipped."""
+    from .kernels import Sdpa
+
+    kind = Sdpa.mask_kind(block) if block.profile.attention == "sdpa" else None
+    return None if kind == "window" and (window is None or n_kv < window) else kind
 
 
 def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | None = None,

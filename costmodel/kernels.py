@@ -172,19 +172,33 @@ class Sdpa(Flash):
       (b, n, h, d_h) output gives an output whose transpose is a view, the projection's input.
     """
 
+    @staticmethod
+    def mask_kind(core: Any) -> str | None:
+        """The mask transformers hands this core's sdpa call: "always" (every causal layer of a
+        family that always builds one), "window" (a sliding-window layer's, once its keys reach
+        the window: k_len >= w), None (is_causal, no mask). The memory model keeps it
+        (mask_saved, kv_heads_saved); the kernel model computes every block under it
+        (kernel_time._sdpa_mask)."""
+        kind = core.profile.facts.sdpa_mask
+        if kind == "always" and core.causal:
+            return "always"
+        if kind == "window" and core.windowed:
+            return "window"
+        return None
+
     def mask_saved(self, core: Any) -> Expr:
         """The mask the kernel keeps, in the activation dtype."""
-        mask, kind = S.e * S.b * core.q_len * core.k_len, core.profile.facts.sdpa_mask
-        if kind == "always" and core.causal:
+        mask, kind = S.e * S.b * core.q_len * core.k_len, self.mask_kind(core)
+        if kind == "always":
             return mask
-        if kind == "window" and core.windowed:
+        if kind == "window":
             return sp.Piecewise((mask, sp.Ge(core.k_len, S.w)), (ZERO, True))
         return ZERO
 
     def kv_heads_saved(self, core: Any) -> Expr:
         """h once the window's mask reaches the kernel (repeat_kv's expand and reshape copy),
         except for one KV head, whose repeat stays a view of it at any batch."""
-        if core.profile.facts.sdpa_mask == "window" and core.windowed:
+        if self.mask_kind(core) == "window":
             repeated = sp.Piecewise((core.kv_heads, sp.Eq(core.kv_heads, 1)), (S.h, True))
             return sp.Piecewise((repeated, sp.Ge(core.k_len, S.w)), (core.kv_heads, True))
         return core.kv_heads
