@@ -48,6 +48,9 @@ N_m = _dim("N_m")  # Mamba-2 state size per head (ssm_state_size)
 G_m = _dim("G_m")  # Mamba-2 groups sharing B and C (n_groups)
 K_m = _dim("K_m")  # Mamba-2 depthwise conv kernel (conv_kernel)
 Q_m = _dim("Q_m")  # Mamba-2 chunk length of the chunked scan (chunk_size)
+L_m = _dim("L_m")  # layers whose one mixer is a Mamba-2 mixer (ModelConfig.mixer_layers)
+L_a = _dim("L_a")  # layers whose one mixer is attention (mixer_layers)
+L_f = _dim("L_f")  # layers whose one mixer is a dense MLP (mixer_layers)
 
 # Workload dimensions.
 b = _dim("b")  # batch size (sequences)
@@ -62,7 +65,7 @@ tp = _dim("tp")  # tensor-parallel ranks (heads, d_ff and the vocabulary split; 
 dp = _dim("dp")  # data-parallel ranks (ZeRO/FSDP shard over them)
 
 MODEL_SYMBOLS = (d, h, h_kv, d_h, d_ff, V, P, N_tt, N_rb, L_enc, L_dec, d_r, d_e, w, L_w, E, k,
-                 d_x, d_s, L_moe, r_q, r_kv, d_v, L_np, H_m, P_m, N_m, G_m, K_m, Q_m)
+                 d_x, d_s, L_moe, r_q, r_kv, d_v, L_np, H_m, P_m, N_m, G_m, K_m, Q_m, L_m, L_a, L_f)
 WORKLOAD_SYMBOLS = (b, n, s, T, c, e)
 LAYOUT_SYMBOLS = (tp, dp)
 
@@ -99,6 +102,9 @@ LATEX_NAMES = {
     G_m: r"G_{m}",
     K_m: r"K_{m}",
     Q_m: r"Q_{m}",
+    L_m: r"L_{mamba}",
+    L_a: r"L_{attn}",
+    L_f: r"L_{mlp}",
     b: r"b",
     n: r"n",
     s: r"s",
@@ -140,6 +146,9 @@ DESCRIPTIONS = {
     G_m: "Mamba-2 B/C groups",
     K_m: "Mamba-2 conv kernel",
     Q_m: "Mamba-2 scan chunk length",
+    L_m: "Mamba-2 mixer layers",
+    L_a: "attention-only layers",
+    L_f: "MLP-only layers",
     b: "batch size",
     n: "sequence length (decoder side)",
     s: "source sequence length (encoder side)",
