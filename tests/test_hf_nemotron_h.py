@@ -137,3 +137,33 @@ def test_refusal_is_one_line_and_status_2(tmp_path, capsys):
     path.write_text(json.dumps(dict(MOE, moe_latent_size=8)))
     code, out, err = run_main(["estimate", "--config", str(path)], capsys)
     assert code == 2 and "moe_latent_size" in err and len(err.strip().splitlines()) == 1
+
+
+def test_nemotron_3_nano_preset():
+    """The preset (Megatron-Bridge's Nemotron3NanoProvider) equals the class transformers builds
+    from it: 31,577,937,344 parameters, the model card's "31.6B total"; 3,580,073,408 active (6 of
+    128 experts a token), the card's "3.6B including embeddings"."""
+    import json
+    from pathlib import Path
+
+    import costmodel
+    from costmodel import estimate
+
+    path = Path(costmodel.__file__).parent / "presets" / "nemotron-3-nano.json"
+    fields = {k: v for k, v in json.loads(path.read_text()).items() if not k.startswith("_")}
+    params = estimate("nemotron-3-nano", seq_len=16).to_dict()["params"]
+    assert params["total"] == hf_meta_count(fields) == 31_577_937_344
+    assert params["active"] == 3_580_073_408
+
+
+def test_a_nemotron_3_nano_row_builds_the_recipes_layout():
+    """Megatron-Bridge 26.04.01's Nemotron 3 Nano FP8 row on 16 H100s: EP 8 of the 128 experts
+    drawn from DP 16, micro-batch 1, 64 micro-batches of the 1,024 global batch."""
+    from reports.published_runs import other_runs_data, train_setup
+
+    data = other_runs_data()
+    run = next(r for r in data["runs"] if r["id"] == "megatron-bridge-moe 26.04.01 nemotron-3-nano fp8 16xh100")
+    estimate, hardware, _ = train_setup(run, data["sources"]["megatron-bridge-moe"])
+    layout = estimate.layout
+    assert estimate.cfg.family == "nemotron_h" and estimate.cfg.n_mixer_layers("mamba") == 23
+    assert (layout.dp, layout.ep, layout.tp, layout.microbatches) == (16, 8, 1, 64)

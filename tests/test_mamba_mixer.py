@@ -126,3 +126,28 @@ def test_state_bytes_do_not_grow_with_the_context():
 def test_unknown_phase_is_refused():
     with pytest.raises(ValueError, match="phase"):
         Mamba2Mixer("serve")
+
+
+def test_kernel_model_times_projections_as_gemms_and_the_rest_as_bytes():
+    """costmodel/kernel_time.leaf_kernels on a Nemotron 3 Nano Mamba-2 leaf (b 1, n 8192): in_proj
+    and out_proj as (M, N, K) GEMMs of the 8,192 tokens, then one memory-bound kernel of
+    scan_bytes (docs/time.md): 8192 x (3 x 6,144 + 64 + 4 x 4,096) x 2 bytes (6,144 conv channels:
+    64 x 64 + 2 x 8 x 128) and the fp32 chunk
+    states (64 chunks of 64 x 64 x 128) written and read."""
+    from costmodel import symbols as S
+    from costmodel.config import Workload
+    from costmodel.kernel_time import leaf_kernels
+    from costmodel.kernel_shapes import Gemm, Pointwise
+    from costmodel.presets import load_preset
+    from costmodel.tree import CostModel, model_values, profile_for, workload_values
+
+    cfg = load_preset("nemotron-3-nano")
+    workload = Workload(seq_len=8192, batch=1, dtype="bf16")
+    model = CostModel(cfg, profile_for(cfg, workload), phase="train")
+    leaf = next(leaf for leaf in model.leaves if leaf.name == "mamba")
+    subs = {**model_values(cfg), **workload_values(cfg, workload)}
+    kernels = leaf_kernels(leaf, subs, fused_attention=True)
+    assert kernels[:2] == [Gemm(8192, 10304, 2688), Gemm(8192, 2688, 4096)]
+    assert isinstance(kernels[2], Pointwise) and len(kernels) == 3
+    assert kernels[2].bytes == 8192 * (3 * 6144 + 64 + 4 * 4096) * 2 + 2 * 4 * 64 * 64 * 64 * 128
+    assert S.n not in mamba_state_bytes().free_symbols

@@ -52,6 +52,24 @@ def conv_flops(batch: Expr, out_len: Expr) -> Expr:
     return 2 * batch * CONV_CHANNELS * out_len * S.K_m
 
 
+def scan_bytes(batch: Expr, seq: Expr, decode: bool) -> Expr:
+    """The traffic of the mixer's work besides its two projections, a memory-bound model (a
+    stated convention, not a measurement): each kernel reads its inputs and writes its outputs
+    once, in the activations' dtype, as the fused kernels a training or serving stack runs
+    (causal_conv1d, mamba_ssm's chunked scan, its gated RMSNorm) do:
+      conv        reads and writes the x B C channels                      2 C
+      scan        reads x, B, C and dt, writes y                            C + H + H P
+      gated norm  reads y and z, writes its output                         3 H P
+    per token (C = H P + 2 G N channels), and the chunk states between the scan's kernels, fp32
+    (b, ceil(n / Q), H, P, N), written once and read once. A decode step instead reads and
+    writes the cached states: the conv's K C in the activations' dtype, the scan's H P N in fp32."""
+    per_token = 3 * CONV_CHANNELS + S.H_m + 4 * INNER
+    state = S.H_m * S.P_m * S.N_m
+    if decode:
+        return batch * (S.e * per_token + 2 * S.e * S.K_m * CONV_CHANNELS + 2 * FP32 * state)
+    return batch * (S.e * seq * per_token + 2 * FP32 * sp.ceiling(seq / S.Q_m) * state)
+
+
 def mamba_state_bytes(batch: Expr = S.b) -> Expr:
     """Bytes one Mamba-2 layer's cache holds (transformers' LinearAttentionLayer), whatever the
     context: the conv state, the last K inputs of x B C in the activation dtype
@@ -112,6 +130,10 @@ class Mamba2Mixer(Block):
             # gradient is a conv of the same size; FlopCounterMode's conv_backward_flop ignores
             # the groups and counts it CONV_CHANNELS times over)
             flops_matmul_backward=in_bwd + out_bwd + 2 * conv + 2 * scan,
+            # the kernel model (kernel_time.py) times the two projections as GEMMs of these
+            # rows, and the conv, the scan and the gated norm as the bytes they move
+            matrix_tokens=[tokens, tokens],
             bytes_matmul=linear_bytes(tokens, S.d, PROJECTED) + linear_bytes(tokens, INNER, S.d),
+            bytes_other=scan_bytes(S.b, self.seq, self.phase == "decode"),
             kv_cache_bytes=mamba_state_bytes(),  # in every phase, as the tree reports the cache
         )
