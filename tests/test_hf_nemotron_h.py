@@ -167,3 +167,13 @@ def test_a_nemotron_3_nano_row_builds_the_recipes_layout():
     layout = estimate.layout
     assert estimate.cfg.family == "nemotron_h" and estimate.cfg.n_mixer_layers("mamba") == 23
     assert (layout.dp, layout.ep, layout.tp, layout.microbatches) == (16, 8, 1, 64)
+
+
+def test_serve_refuses_the_per_sequence_states(capsys):
+    """The engine's paged cache is sized per token (the decode tree's coefficient of c); a Mamba-2
+    layer's states do not grow with c, so serve refuses in one line rather than leave them out."""
+    from tests.cli_run import run_main
+
+    code, _, err = run_main(["serve", "--model", "nemotron-3-nano", "--hardware", "h100-sxm", "--rate", "2"],
+                            capsys)
+    assert code == 2 and "Mamba-2 states per sequence" in err and len(err.strip().splitlines()) <= 2
