@@ -383,12 +383,10 @@ class TreeBuilder:
                     LayerKind("full", S.L_dec - S.L_w, False, experts)]
         return [LayerKind(None, layers, all_window, experts)]
 
-    def layer(self, stack: str, seq: sp.Expr, kind: LayerKind, cross_len: sp.Expr | None) -> Leaves:
-        """The leaves of one kind of layer, run kind.count times."""
+    def sublayers(self, layer: _Place, stack: str, seq: sp.Expr, kind: LayerKind,
+                  cross_len: sp.Expr | None) -> Leaves:
+        """A layer's self-attention, cross-attention (encoder-decoder) and FFN sublayers."""
         decoder = stack == "decoder"
-        layer = _Place(stack, "layer", stack, count=kind.count, kind=kind.label)
-        if kind.mixer is not None:
-            return self.mixer_layer(layer, seq, kind)
         if not self.profile.facts.applies_sliding_window:  # the code attends and caches all
             kind = dataclasses.replace(kind, window=False)
         self_at = dataclasses.replace(layer, sublayer="self_attention")
@@ -404,8 +402,14 @@ class TreeBuilder:
             cross_at = dataclasses.replace(layer, sublayer="cross_attention")
             kv_len = sp.Integer(0) if self.decode else None
             cross = self.attention(cross_at, seq, cross_len, cross=True, cached=cross_len, kv_len=kv_len)
-        body = [*self_attention, *cross,
+        return [*self_attention, *cross,
                 *self.ffn(dataclasses.replace(layer, sublayer="ffn"), S.b * seq, kind.experts)]
+
+    def layer(self, stack: str, seq: sp.Expr, kind: LayerKind, cross_len: sp.Expr | None) -> Leaves:
+        """The leaves of one kind of layer, run kind.count times."""
+        layer = _Place(stack, "layer", stack, count=kind.count, kind=kind.label)
+        body = (self.mixer_layer(layer, seq, kind) if kind.mixer is not None
+                else self.sublayers(layer, stack, seq, kind, cross_len))
         if self.phase != "train" or self.profile.recompute not in ("full", "torchtitan-op"):
             return body
         if self.profile.recompute_layers is not None and kind.label != RECOMPUTED_LAYERS:
@@ -419,9 +423,6 @@ class TreeBuilder:
         """A layer of one mixer (ModelConfig.mixer_layers, transformers' NemotronHBlock): its norm,
         the mixer, the residual add. Attention caches as any decoder layer's; a Mamba-2 mixer
         holds its conv and scan states whatever the context (blocks/mamba.py)."""
-        if self.phase == "train" and self.profile.recompute != "none":
-            raise ConfigError(f"recompute {self.profile.recompute!r} is not modelled for layers of "
-                              "one mixer (mixer_layers).")
         at = dataclasses.replace(layer, sublayer=kind.mixer)
         if kind.mixer in ("mlp", "moe"):
             return self.ffn(at, S.b * seq, kind.experts)

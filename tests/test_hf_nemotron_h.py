@@ -177,3 +177,17 @@ def test_serve_refuses_the_per_sequence_states(capsys):
     code, _, err = run_main(["serve", "--model", "nemotron-3-nano", "--hardware", "h100-sxm", "--rate", "2"],
                             capsys)
     assert code == 2 and "Mamba-2 states per sequence" in err and len(err.strip().splitlines()) <= 2
+
+
+def test_full_recompute_checkpoints_each_kind_of_layer():
+    """--recompute full wraps each one-mixer layer as any layer: one checkpoint leaf per kind
+    (mamba, attention, mlp, moe: layer_pattern.MIXERS order), every other leaf of the layer rebuilt."""
+    from costmodel.config import Workload
+    from costmodel.hf import from_hf_config
+    from costmodel.tree import CostModel, profile_for
+
+    cfg = from_hf_config(MOE, name="moe")
+    model = CostModel(cfg, profile_for(cfg, Workload(seq_len=9, recompute="full")), phase="train")
+    checkpoints = [leaf.kind for leaf in model.leaves if leaf.name == "checkpoint"]
+    assert checkpoints == ["mamba", "attention", "mlp", "moe"]
+    assert all(leaf.checkpointed for leaf in model.leaves if leaf.in_layer and leaf.name != "checkpoint")
