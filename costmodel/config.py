@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .checkpoint import check_stored
+from .layer_pattern import check_layer_pattern
 from .errors import MAX_SIZE, ConfigError, show  # noqa: F401 (re-exported: costmodel.config.ConfigError, show)
 from .errors import check_bool, check_choice, check_int, require_decoder  # noqa: F401 (re-exported)
 # The workload's choices and dtypes, defined in spec.py, and Workload itself, re-exported where
@@ -172,6 +173,19 @@ class ModelConfig:
     qk_l2_norm: bool = False
     nope_temperature: bool = False
     chunked_window: bool = False
+    # Layers of one mixer each, after its own norm with its own residual add (transformers'
+    # nemotron_h): layer_pattern names each (layer_pattern.MIXERS: mamba, attention, mlp, moe).
+    # A Mamba-2 mixer's heads, head width, state size, B/C groups, conv kernel and scan chunk, its
+    # in/out projections' bias (use_bias) and its conv's (use_conv_bias): costmodel/blocks/mamba.py.
+    mixer_layers: bool = False
+    mamba_heads: int | None = None
+    mamba_head_dim: int | None = None
+    ssm_state: int | None = None
+    mamba_groups: int | None = None
+    conv_kernel: int | None = None
+    chunk_size: int | None = None
+    mamba_bias: bool = False
+    conv_bias: bool = True
     family: str = "custom"  # whose code runs it (the facts table's key): llama, gpt2, bert, t5...
     # The kind of each decoder layer, in order, where the layers differ: "sliding" or "full"
     # (windows on some layers), "dense" or "moe" (experts in some layers), "rope" or "nope" (RoPE
@@ -314,7 +328,7 @@ class ModelConfig:
         self._check_experts(owner)
         self._check_latent_attention(owner)
         self._check_nope_layers(owner)
-        self._check_layer_pattern(owner)
+        check_layer_pattern(self, owner)
 
     def _check_experts(self, owner: str) -> None:
         check_choice(owner, "router", self.router, ROUTERS)
@@ -352,8 +366,9 @@ class ModelConfig:
                               "experts.")
         if self.shared_expert_gate and not self.d_shared:
             raise ConfigError(f"{owner}: shared_expert_gate needs a shared expert (d_shared).")
-        if self.activation != "swiglu":
-            raise ConfigError(f"{owner}: experts are modelled as SwiGLU FFNs, got {self.activation!r}.")
+        if self.activation != ("relu2" if self.mixer_layers else "swiglu"):  # nemotron_h's: relu2
+            raise ConfigError(f"{owner}: experts are modelled as SwiGLU FFNs (relu2 with mixer_layers), "
+                              f"got {self.activation!r}.")
         if (self.n_dense_layers and self.window_layers not in (None, self.n_decoder_layers)
                 and not self.nope_full_layers):
             raise ConfigError(f"{owner}: dense and expert layers with windows on only some layers "
@@ -394,59 +409,6 @@ class ModelConfig:
         if self.n_dense_layers and self.nope_layers > self.n_moe_layers:
             raise ConfigError(f"{owner}: {self.nope_layers} layers without RoPE beside {self.n_moe_layers} "
                               "expert layers: NoPE layers without experts are not modelled.")
-
-    def _rule_pattern(self) -> tuple[str, ...] | None:
-        """The per-layer pattern that the counts imply when no config said which layers."""
-        layers, windows = self.n_decoder_layers, self.n_window_layers
-        # SmolLM3's rule for its default interval of 4: every fourth
-        if self.nope_layers and (self.n_dense_layers or not self.nope_full_layers):
-            every = layers // self.nope_layers
-            nope = {i for i in range(layers) if (i + 1) % every == 0 and (i + 1) // every <= self.nope_layers}
-            if self.n_dense_layers:  # Llama 4: experts every (layers // experts)-th from step - 1; dense
-                step = layers // max(self.n_moe_layers, 1)  # the RoPE layers, those without experts first
-                experts = {i for i in range(layers) if (i + 1) % step == 0}
-                dense = set(sorted((i for i in range(layers) if i not in nope),
-                                   key=lambda i: (i in experts, i))[:self.n_dense_layers])
-                return tuple("moe_nope" if i in nope else "dense" if i in dense else "moe"
-                             for i in range(layers))
-            return tuple("nope" if i in nope else "rope" for i in range(layers))
-        if self.n_dense_layers:
-            return tuple("dense" if i < self.n_dense_layers else "moe" for i in range(layers))
-        if not windows or windows == layers:
-            return None
-        if windows == (layers + 1) // 2:
-            return tuple("sliding" if i % 2 == 0 else "full" for i in range(layers))
-        return tuple("sliding" if i >= layers - windows else "full" for i in range(layers))
-
-    def _check_layer_pattern(self, owner: str) -> None:
-        if self.layer_pattern is None:
-            object.__setattr__(self, "layer_pattern", self._rule_pattern())
-            object.__setattr__(self, "_derived", self._derived | {"layer_pattern"})
-            return
-        pattern = self.layer_pattern
-        if isinstance(pattern, list):
-            pattern = tuple(pattern)
-            object.__setattr__(self, "layer_pattern", pattern)
-        kinds = (("moe_nope", "dense", "moe") if self.nope_layers and self.n_dense_layers  # Llama 4 Maverick
-                 else ("dense", "moe") if self.n_dense_layers
-                 else ("nope", "rope") if self.nope_layers and not self.nope_full_layers
-                 else ("sliding", "full") if 0 < self.n_window_layers < self.n_decoder_layers else ())
-        if not kinds:
-            raise ConfigError(f"{owner}: layer_pattern applies only where layers differ (windows on "
-                              "some layers, dense and expert layers, or RoPE on some layers).")
-        if (not isinstance(pattern, tuple) or len(pattern) != self.n_decoder_layers
-                or any(kind not in kinds for kind in pattern)):
-            raise ConfigError(f"{owner}: layer_pattern must give one of {', '.join(kinds)} for each "
-                              f"of the {self.n_decoder_layers} decoder layers.")
-        counted = sum(kind == kinds[0] for kind in pattern)
-        expected = self.nope_layers if kinds[0] == "moe_nope" else (
-            self.n_dense_layers or (not self.nope_full_layers and self.nope_layers) or self.n_window_layers)
-        if counted != expected:
-            raise ConfigError(f"{owner}: layer_pattern has {counted} {kinds[0]} layers, the config "
-                              f"{expected}.")
-        if kinds[0] == "moe_nope" and pattern.count("dense") != self.n_dense_layers:
-            raise ConfigError(f"{owner}: layer_pattern has {pattern.count('dense')} dense layers, the config "
-                              f"{self.n_dense_layers}.")
 
     def _check_latent_attention(self, owner: str) -> None:
         if self.kv_lora_rank is None:
@@ -541,7 +503,13 @@ class ModelConfig:
 
     @property
     def n_moe_layers(self) -> int:
+        if self.mixer_layers:
+            return self.layer_pattern.count("moe")
         return self.n_decoder_layers - self.n_dense_layers if self.moe else 0
+
+    def n_mixer_layers(self, mixer: str) -> int:
+        """Layers whose one mixer is `mixer` (0 unless mixer_layers)."""
+        return self.layer_pattern.count(mixer) if self.mixer_layers else 0
 
     def dimensions(self) -> dict[str, int]:
         """The values of the model dimensions' symbols (costmodel/symbols.py), by symbol name.
@@ -558,6 +526,11 @@ class ModelConfig:
             "L_np": max(self.nope_layers, 1),
             "r_q": self.q_lora_rank or 1, "r_kv": self.kv_lora_rank or 1,
             "d_v": self.v_head_dim or self.d_head,
+            **{symbol: max(self.n_mixer_layers(mixer), 1) for symbol, mixer in
+               (("L_m", "mamba"), ("L_a", "attention"), ("L_f", "mlp"))},
+            **{symbol: getattr(self, name) or 1 for symbol, name in
+               (("H_m", "mamba_heads"), ("P_m", "mamba_head_dim"), ("N_m", "ssm_state"),
+                ("G_m", "mamba_groups"), ("K_m", "conv_kernel"), ("Q_m", "chunk_size"))},
         }
 
     #: Fields that only give a dimension symbol its value (see dimensions()); every other field
@@ -566,7 +539,8 @@ class ModelConfig:
                         "max_positions", "relative_buckets", "rotary_dim", "embedding_dim",
                         "sliding_window", "window_layers", "n_experts", "top_k", "d_expert",
                         "d_shared", "n_dense_layers", "kv_lora_rank", "q_lora_rank", "v_head_dim",
-                        "nope_layers", "layer_pattern")
+                        "nope_layers", "layer_pattern", "mamba_heads", "mamba_head_dim", "ssm_state",
+                        "mamba_groups", "conv_kernel", "chunk_size")
 
     def structure(self) -> dict[str, Any]:
         """What the cost tree's expressions depend on besides the dimensions' values: every
@@ -584,6 +558,7 @@ class ModelConfig:
             "windows": "none" if not windowed else "all" if windowed == self.n_decoder_layers else "some",
             "moe": self.moe, "dense_layers": self.n_dense_layers > 0, "shared_expert": self.d_shared > 0,
             "mla": self.mla, "q_lora": self.q_lora_rank is not None, "nope": self.nope_layers > 0,
+            "mixers": tuple(m for m in ("mamba", "attention", "mlp", "moe") if self.n_mixer_layers(m)),
         }
         return data
 

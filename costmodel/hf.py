@@ -25,6 +25,7 @@ from .hf_classic import CLASSIC_BUILDERS
 from .hf_classic_more import CLASSIC_MORE_ARCHITECTURES, CLASSIC_MORE_BUILDERS, CLASSIC_MORE_NAMES
 from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction
 from .hf_gpt_oss import GPT_OSS_ARCHITECTURES, GPT_OSS_BUILDERS, GPT_OSS_NAMES
+from .hf_nemotron_h import NEMOTRON_H_ARCHITECTURES, NEMOTRON_H_BUILDERS, NEMOTRON_H_NAMES
 from .hf_llama4 import LLAMA4_ARCHITECTURES, LLAMA4_BUILDERS, LLAMA4_NAMES
 from .hf_llama_variants import (LLAMA_VARIANT_ARCHITECTURES, LLAMA_VARIANT_BUILDERS,
                                 LLAMA_VARIANT_NAMES, LlamaReader)
@@ -37,7 +38,7 @@ SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3
                          "gemma3_text", "phi3", "gpt_neox", "falcon", "opt", "bloom", "mixtral",
                          "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "internlm3",
                          "exaone", "iquestcoder", "granite", "smollm3", "olmo2", "gpt2", "bert", "t5",
-                         *ROPE_LAYERNORM_BUILDERS, *GPT_OSS_BUILDERS,
+                         *ROPE_LAYERNORM_BUILDERS, *GPT_OSS_BUILDERS, *NEMOTRON_H_BUILDERS,
                          *LLAMA_VARIANT_BUILDERS, *CLASSIC_MORE_BUILDERS,
                          *LLAMA4_BUILDERS, *MOE_MORE_BUILDERS)
 
@@ -435,6 +436,7 @@ _BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
     **CLASSIC_BUILDERS,
     **ROPE_LAYERNORM_BUILDERS,
     **GPT_OSS_BUILDERS,
+    **NEMOTRON_H_BUILDERS,
     **LLAMA4_BUILDERS,
     **{model_type: (lambda f, name, build=build: build(f, name, _LLAMA_READER))
        for model_type, build in {**LLAMA_VARIANT_BUILDERS, **MOE_MORE_BUILDERS}.items()},
@@ -458,6 +460,7 @@ ARCHITECTURE_TYPES = {
     "T5ForConditionalGeneration": "t5", "T5Model": "t5",
     **ROPE_LAYERNORM_ARCHITECTURES,
     **GPT_OSS_ARCHITECTURES,
+    **NEMOTRON_H_ARCHITECTURES,
     **LLAMA4_ARCHITECTURES,
     **LLAMA_VARIANT_ARCHITECTURES,
     **CLASSIC_MORE_ARCHITECTURES,
@@ -476,6 +479,7 @@ HF_FIELD_NAMES: dict[str, dict[str, str]] = {
            "n_decoder_layers": "num_decoder_layers"},
     **ROPE_LAYERNORM_NAMES,
     **GPT_OSS_NAMES,
+    **NEMOTRON_H_NAMES,
     **LLAMA4_NAMES,
     **LLAMA_VARIANT_NAMES,
     **CLASSIC_MORE_NAMES,

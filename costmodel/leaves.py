@@ -133,6 +133,7 @@ class LayerKind:
     window: bool = False
     experts: bool = False
     rope: bool = True
+    mixer: str | None = None  # the layer's one mixer (ModelConfig.mixer_layers), else None
 
 
 Leaves = list[Leaf]
@@ -294,7 +295,7 @@ class TreeBuilder:
                 at.leaf("experts", B.EveryTokenExperts(tokens, self.profile)
                         if self.profile.facts.experts_every_token and not self.profile.routed_experts
                         else B.Experts(tokens, self.profile, bias=cfg.expert_bias,
-                                       clamped=cfg.swiglu_limit is not None)),
+                                       clamped=cfg.swiglu_limit is not None, gated=cfg.gated)),
             ]
             if cfg.d_shared:
                 body.append(at.leaf("shared_expert", B.FeedForward(
@@ -356,6 +357,10 @@ class TreeBuilder:
         cfg = self.cfg
         if stack != "decoder":
             return [LayerKind(None, layers)]
+        if cfg.mixer_layers:  # nemotron_h: one kind per mixer present, in layer_pattern.MIXERS' order
+            counts = {"mamba": S.L_m, "attention": S.L_a, "mlp": S.L_f, "moe": S.L_moe}
+            return [LayerKind(mixer, count, experts=mixer == "moe", rope=cfg.rope, mixer=mixer)
+                    for mixer, count in counts.items() if cfg.n_mixer_layers(mixer)]
         windows = cfg.n_window_layers
         all_window = windows == cfg.n_decoder_layers
         experts = cfg.moe
@@ -378,10 +383,10 @@ class TreeBuilder:
                     LayerKind("full", S.L_dec - S.L_w, False, experts)]
         return [LayerKind(None, layers, all_window, experts)]
 
-    def layer(self, stack: str, seq: sp.Expr, kind: LayerKind, cross_len: sp.Expr | None) -> Leaves:
-        """The leaves of one kind of layer, run kind.count times."""
+    def sublayers(self, layer: _Place, stack: str, seq: sp.Expr, kind: LayerKind,
+                  cross_len: sp.Expr | None) -> Leaves:
+        """A layer's self-attention, cross-attention (encoder-decoder) and FFN sublayers."""
         decoder = stack == "decoder"
-        layer = _Place(stack, "layer", stack, count=kind.count, kind=kind.label)
         if not self.profile.facts.applies_sliding_window:  # the code attends and caches all
             kind = dataclasses.replace(kind, window=False)
         self_at = dataclasses.replace(layer, sublayer="self_attention")
@@ -397,8 +402,14 @@ class TreeBuilder:
             cross_at = dataclasses.replace(layer, sublayer="cross_attention")
             kv_len = sp.Integer(0) if self.decode else None
             cross = self.attention(cross_at, seq, cross_len, cross=True, cached=cross_len, kv_len=kv_len)
-        body = [*self_attention, *cross,
+        return [*self_attention, *cross,
                 *self.ffn(dataclasses.replace(layer, sublayer="ffn"), S.b * seq, kind.experts)]
+
+    def layer(self, stack: str, seq: sp.Expr, kind: LayerKind, cross_len: sp.Expr | None) -> Leaves:
+        """The leaves of one kind of layer, run kind.count times."""
+        layer = _Place(stack, "layer", stack, count=kind.count, kind=kind.label)
+        body = (self.mixer_layer(layer, seq, kind) if kind.mixer is not None
+                else self.sublayers(layer, stack, seq, kind, cross_len))
         if self.phase != "train" or self.profile.recompute not in ("full", "torchtitan-op"):
             return body
         if self.profile.recompute_layers is not None and kind.label != RECOMPUTED_LAYERS:
@@ -407,6 +418,23 @@ class TreeBuilder:
         if self.profile.recompute == "torchtitan-op":
             return op_checkpoint.checkpointed_layer(checkpoint, body)
         return [checkpoint, *(dataclasses.replace(leaf, checkpointed=True) for leaf in body)]
+
+    def mixer_layer(self, layer: _Place, seq: sp.Expr, kind: LayerKind) -> Leaves:
+        """A layer of one mixer (ModelConfig.mixer_layers, transformers' NemotronHBlock): its norm,
+        the mixer, the residual add. Attention caches as any decoder layer's; a Mamba-2 mixer
+        holds its conv and scan states whatever the context (blocks/mamba.py)."""
+        at = dataclasses.replace(layer, sublayer=kind.mixer)
+        if kind.mixer in ("mlp", "moe"):
+            return self.ffn(at, S.b * seq, kind.experts)
+        if kind.mixer == "attention":
+            cached = self.cached_tokens(False)
+            if self.decode:
+                return self.attention(at, seq, S.c, cross=False, cached=cached, kv_len=seq, rope=kind.rope)
+            return self.attention(at, seq, seq, cross=False, cached=cached, rope=kind.rope)
+        tokens = S.b * seq
+        pre, post = self.norms(at, tokens)
+        mixer = B.Mamba2Mixer(self.phase, bias=self.cfg.mamba_bias, conv_bias=self.cfg.conv_bias)
+        return [*pre, at.leaf("mamba", mixer), *self.residual(at, tokens, post, "attention_output")]
 
     def stack(self, stack: str, seq: sp.Expr, layers: sp.Expr, *, cross_len: sp.Expr | None) -> Leaves:
         """A stack of layers. A decoder caches its n prompt + T generated tokens' keys/values and,

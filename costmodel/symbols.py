@@ -40,6 +40,17 @@ L_np = _dim("L_np")  # decoder layers whose attention has no RoPE (SmolLM3's NoP
 r_q = _dim("r_q")  # MLA: rank of the compressed query (q_lora_rank)
 r_kv = _dim("r_kv")  # MLA: rank of the compressed key/value latent (kv_lora_rank), what is cached
 d_v = _dim("d_v")  # MLA: value head dimension (v_head_dim); d_h is the query/key head width
+# Mamba-2 mixers (transformers' nemotron_h): heads, their width, the state, B/C groups, the conv
+# kernel, the scan's chunk and the layers that are Mamba-2 mixers.
+H_m = _dim("H_m")  # Mamba-2 heads (mamba_num_heads)
+P_m = _dim("P_m")  # Mamba-2 head width (mamba_head_dim); the mixer's inner width is H_m P_m
+N_m = _dim("N_m")  # Mamba-2 state size per head (ssm_state_size)
+G_m = _dim("G_m")  # Mamba-2 groups sharing B and C (n_groups)
+K_m = _dim("K_m")  # Mamba-2 depthwise conv kernel (conv_kernel)
+Q_m = _dim("Q_m")  # Mamba-2 chunk length of the chunked scan (chunk_size)
+L_m = _dim("L_m")  # layers whose one mixer is a Mamba-2 mixer (ModelConfig.mixer_layers)
+L_a = _dim("L_a")  # layers whose one mixer is attention (mixer_layers)
+L_f = _dim("L_f")  # layers whose one mixer is a dense MLP (mixer_layers)
 
 # Workload dimensions.
 b = _dim("b")  # batch size (sequences)
@@ -54,7 +65,7 @@ tp = _dim("tp")  # tensor-parallel ranks (heads, d_ff and the vocabulary split; 
 dp = _dim("dp")  # data-parallel ranks (ZeRO/FSDP shard over them)
 
 MODEL_SYMBOLS = (d, h, h_kv, d_h, d_ff, V, P, N_tt, N_rb, L_enc, L_dec, d_r, d_e, w, L_w, E, k,
-                 d_x, d_s, L_moe, r_q, r_kv, d_v, L_np)
+                 d_x, d_s, L_moe, r_q, r_kv, d_v, L_np, H_m, P_m, N_m, G_m, K_m, Q_m, L_m, L_a, L_f)
 WORKLOAD_SYMBOLS = (b, n, s, T, c, e)
 LAYOUT_SYMBOLS = (tp, dp)
 
@@ -85,6 +96,15 @@ LATEX_NAMES = {
     r_q: r"r_{q}",
     r_kv: r"r_{kv}",
     d_v: r"d_{v}",
+    H_m: r"H_{m}",
+    P_m: r"P_{m}",
+    N_m: r"N_{m}",
+    G_m: r"G_{m}",
+    K_m: r"K_{m}",
+    Q_m: r"Q_{m}",
+    L_m: r"L_{mamba}",
+    L_a: r"L_{attn}",
+    L_f: r"L_{mlp}",
     b: r"b",
     n: r"n",
     s: r"s",
@@ -120,6 +140,15 @@ DESCRIPTIONS = {
     r_q: "MLA query rank",
     r_kv: "MLA key/value latent rank",
     d_v: "value head dimension",
+    H_m: "Mamba-2 heads",
+    P_m: "Mamba-2 head width",
+    N_m: "Mamba-2 state size",
+    G_m: "Mamba-2 B/C groups",
+    K_m: "Mamba-2 conv kernel",
+    Q_m: "Mamba-2 scan chunk length",
+    L_m: "Mamba-2 mixer layers",
+    L_a: "attention-only layers",
+    L_f: "MLP-only layers",
     b: "batch size",
     n: "sequence length (decoder side)",
     s: "source sequence length (encoder side)",

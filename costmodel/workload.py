@@ -26,7 +26,7 @@ NOT_IN_REFERENCE = {
     "mtp_layers": 0, "embedding_multiplier": None, "residual_multiplier": None,
     "logits_scaling": None, "nope_layers": 0, "attention_sinks": False,
     "norm_affine": True, "clip_qkv": None, "qk_l2_norm": False, "nope_temperature": False,
-    "chunked_window": False, "norm_bias": True,
+    "chunked_window": False, "norm_bias": True, "mixer_layers": False,
 }
 #: Activations the reference model's table (validate/reference_blocks.py ACTIVATIONS) lacks: it
 #: builds every other one of config.py's ACTIVATIONS (tests/test_reference.py holds the two equal).
@@ -258,6 +258,12 @@ class Workload:
                                 f"Face's cache holds the whole prompt after the prefill and "
                                 f"{cfg.sliding_window:,} tokens once decoding begins (see the KV cache "
                                 f"line).")
+        if cfg.n_mixer_layers("mamba"):
+            warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('mamba')} Mamba-2 layers: "
+                            f"parameters, matmul FLOPs and the cache are proven against transformers' "
+                            f"class; activations and other FLOPs leave out what the Mamba-2 mixers keep "
+                            f"and run besides their matmuls (the scan's exp and cumsum, softplus, the "
+                            f"gated norm), and are not measured for this family.")
         if cfg.n_experts and self.impl != "reference" and facts_for(self.impl, cfg.family).experts_every_token:
             warnings.append(f"model {show(cfg.name)} as transformers' code runs it (impl {self.impl}) sends "
                             f"every token through all {cfg.n_experts} routed experts, each scaled by its "

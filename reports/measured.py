@@ -51,7 +51,8 @@ class Point:
 
 def tiny(cfg: ModelConfig) -> ModelConfig:
     """A small member of the config's family: d 64, 4 heads (2 KV heads under GQA), the same
-    d_ff/d ratio, 2 layers per stack, vocabulary 101, every other choice kept."""
+    d_ff/d ratio, 2 layers per stack (a layer of each mixer in a model of one-mixer layers),
+    vocabulary 101, every other choice kept."""
     kv_heads = TINY_HEADS if cfg.n_kv_heads == cfg.n_heads else TINY_HEADS // 2
     d_ff = max(8, round(TINY_WIDTH * cfg.d_ff / cfg.d_model))
     d_head = TINY_WIDTH // TINY_HEADS
@@ -64,10 +65,9 @@ def tiny(cfg: ModelConfig) -> ModelConfig:
         d_head=d_head,
         d_ff=d_ff,
         n_encoder_layers=TINY_LAYERS if cfg.n_encoder_layers else 0,
-        n_decoder_layers=TINY_LAYERS if cfg.n_decoder_layers else 0,
         max_positions=max(TINY_POSITIONS, min(cfg.max_positions, TINY_POSITIONS)),
         relative_buckets=min(cfg.relative_buckets, 8),
-        **_tiny_newer_fields(cfg, d_head),
+        **{"n_decoder_layers": TINY_LAYERS if cfg.n_decoder_layers else 0, **_tiny_newer_fields(cfg, d_head)},
     )
 
 
@@ -94,6 +94,13 @@ def _tiny_newer_fields(cfg: ModelConfig, d_head: int) -> dict[str, Any]:
         fields.update(n_dense_layers=min(cfg.n_dense_layers, TINY_LAYERS - 1),
                       d_expert=_scaled(cfg.d_expert, cfg.d_model, TINY_WIDTH),
                       d_shared=_scaled(cfg.d_shared, cfg.d_model, TINY_WIDTH) if cfg.d_shared else 0)
+    if cfg.mixer_layers:  # one layer of each mixer the model has, in the order it first runs them
+        mixers = tuple(dict.fromkeys(cfg.layer_pattern))
+        mamba = "mamba" in mixers
+        fields.update(n_decoder_layers=len(mixers), layer_pattern=mixers,
+                      mamba_heads=TINY_HEADS if mamba else None, mamba_head_dim=d_head if mamba else None,
+                      ssm_state=16 if mamba else None, mamba_groups=2 if mamba else None,
+                      conv_kernel=cfg.conv_kernel, chunk_size=16 if mamba else None)
     if cfg.mla:
         rotary = max(2, d_head // 4)
         fields.update(rotary_dim=rotary, v_head_dim=d_head,

@@ -195,7 +195,8 @@ def test_models_lists_every_preset(capsys):
     # then Qwen3-235B-A22B-Instruct-2507 (a 262,144-token context)
     # then Kimi K2 (DeepSeek-V3's architecture at 1.03T)
     # then Qwen2.5-0.5B
-    assert len(lines) == 2 + 66
+    # then Nemotron 3 Nano (hybrid Mamba-2 / Transformer, nemotron_h)
+    assert len(lines) == 2 + 67
     assert any(line.startswith("llama2-70b") and "68.98 B" in line for line in lines)
 
 

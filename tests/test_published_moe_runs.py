@@ -113,9 +113,9 @@ def _reason(run: dict, source: dict) -> str | None:
 
 
 def test_why_the_other_moe_rows_are_not_expressible():
-    """Each refusal is the model's own sentence: no preset (Nemotron 3's hybrid Mamba layers,
-    DeepSeek-V4: every NVFP4 row is Nemotron 3 Super's) and DeepSeek-V3's latent attention under
-    sequence parallelism (its 25.09 H100 row, TP 2 beside EP 64 folded: its shared expert is
+    """Each refusal is the model's own sentence: no preset (Nemotron 3 Super, Ultra and 3.5
+    Lightning, DeepSeek-V4: every NVFP4 row is Nemotron 3 Super's) and DeepSeek-V3's latent attention
+    under sequence parallelism (its 25.09 H100 row, TP 2 beside EP 64 folded: its shared expert is
     expressible, tests/test_parallel_folding.py). The other TP 2 rows, Qwen3 235B on H100 and
     25.09's on GB200, run folded: etp 1, as every recipe states it."""
     runs, source = _runs()
@@ -128,10 +128,13 @@ def test_why_the_other_moe_rows_are_not_expressible():
         kinds.setdefault(kind, []).append(run_id)
     assert sorted(kinds) == ["expressible", "latent", "preset"]
     assert kinds["latent"] == ["megatron-bridge-moe 25.09 deepseek-v3 fp8 1024xh100"]
-    # 26 Nemotron 3 rows and DeepSeek-V4 Flash's; 75 that build, 39 of them MXFP8 / FP8-MX (--fp8 mxfp8)
-    assert (len(kinds["expressible"]), len(kinds["preset"])) == (75, 27)
+    # 16 Nemotron 3 rows (Super, Ultra, 3.5 Lightning: no preset; Super's latent experts are not
+    # modelled) and DeepSeek-V4 Flash's; 85 that build (Nemotron 3 Nano's 10 among them), 45 of
+    # them MXFP8 / FP8-MX (--fp8 mxfp8)
+    assert (len(kinds["expressible"]), len(kinds["preset"])) == (85, 17)
+    assert sum(runs[i]["model"] == "nemotron-3-nano" for i in kinds["expressible"]) == 10
     recipes = [runs[i].get("fp8") for i in kinds["expressible"]]
-    assert set(recipes) == {None, "current", "mxfp8"} and recipes.count("mxfp8") == 39
+    assert set(recipes) == {None, "current", "mxfp8"} and recipes.count("mxfp8") == 45
     assert all(runs[i]["model"] == "nemotron-3-super" for i in kinds["preset"] if runs[i].get("fp8") == "nvfp4")
     folded = [i for i in kinds["expressible"] if runs[i]["tp"] > 1]
     assert len(folded) == 7 and all(runs[i]["model"] == "qwen3-235b-a22b" and runs[i]["etp"] == 1 for i in folded)

@@ -3,9 +3,9 @@
 By kind, one module each: base.py (Profile, Tensor, Cost, Block and the helpers they share),
 embedding.py (token, position and token-type embeddings, rotary tables, ALiBi, masks), norms.py
 (norms, residual adds, dropout, a recomputed layer's input), attention.py (Q, K, V, RoPE, scores,
-softmax, weighted sum, output; the KV cache), mla.py (latent attention), ffn.py (the FFN, a
-mixture of experts' router, experts and shared-expert gate), head.py (LM head, soft-capping,
-pooler, losses) and optimizer.py (the optimizer step). This package re-exports them all.
+softmax, weighted sum, output; the KV cache), mla.py (latent attention), mamba.py (the Mamba-2
+mixer), ffn.py (the FFN, a mixture of experts' router, experts and shared-expert gate), head.py
+(LM head, soft-capping, pooler, losses) and optimizer.py (the optimizer step). This package re-exports them all.
 
 A block's cost() returns a Cost: parameters, forward matmul FLOPs, the elements of every other op
 (norms, softmax, activations, residual adds, scaling, RoPE), backward matmul FLOPs, bytes saved for
@@ -46,6 +46,7 @@ from .embedding import (
 )
 from .ffn import ACTIVATION_OPS, EveryTokenExperts, Experts, FeedForward, Router, SharedExpertGate
 from .head import CrossEntropy, LMHead, LogitScale, LogitSoftcap, Pooler, SumLoss
+from .mamba import Mamba2Mixer, mamba_state_bytes
 from .mla import LatentAttention
 from .norms import ClipQKV, Dropout, HeadL2Norms, HeadNorms, KeptOutputs, LayerCheckpoint, Norm, Residual, SublayerInput
 from .optimizer import OptimizerStep, TensorRun
@@ -55,9 +56,9 @@ __all__ = [
     "AttentionOutput", "AttentionScores", "AttentionTemperature", "Block", "Cost", "CrossEntropy", "Dropout",
     "ClipQKV", "EmbeddingProjection", "EveryTokenExperts", "Experts", "FeedForward", "HeadL2Norms", "HeadNorms",
     "KeptOutputs", "LMHead",
-    "LatentAttention", "LayerCheckpoint", "LinearOp", "LearnedPositions", "LogitScale", "LogitSoftcap", "Norm", "OptimizerStep", "Pooler",
+    "LatentAttention", "LayerCheckpoint", "LinearOp", "Mamba2Mixer", "LearnedPositions", "LogitScale", "LogitSoftcap", "Norm", "OptimizerStep", "Pooler",
     "Profile", "QKVProjection", "RelativePositionBias", "Residual", "RotaryEmbedding", "SublayerInput",
     "RotaryTables", "Router", "KeptCausalMask", "SharedAttentionMask", "SharedExpertGate", "SinusoidalPositions",
     "Softmax", "SumLoss", "Tensor", "TensorRun", "TokenEmbedding", "TokenTypes", "WeightedSum",
-    "kv_cache_bytes", "linears_cost", "quantized_bytes",
+    "kv_cache_bytes", "linears_cost", "mamba_state_bytes", "quantized_bytes",
 ]

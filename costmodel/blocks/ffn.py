@@ -215,13 +215,22 @@ class Experts(Block):
     gate_up output (SwiGLU's input) are kept in FP8 with their tiles' scales, the SiLU output and
     the product not at all (recomputed_part).
     A token uses k of the E experts: the other E - k are its inactive parameters.
+    Not gated (nemotron_h's NemotronHExperts: up_proj (E, d_x, d), a squared ReLU, down_proj): two
+    matrices an expert; its parameters and matmul FLOPs are proven, its kept bytes are SwiGLU's
+    accounting with one d_x-wide input (not measured).
     """
 
     tokens: Expr
     profile: Profile = Profile()
     bias: bool = False  # gate_up and down biases per expert, (E, 2 d_x) and (E, d) (gpt-oss)
     clamped: bool = False  # gpt-oss's clamped SwiGLU in place of SiLU(gate) * up
+    gated: bool = True  # False: up, relu2, down (nemotron_h)
     title = "routed experts"
+
+    @property
+    def inputs(self) -> int:
+        """The d -> d_x matrices of one expert: gate and up, or up alone."""
+        return 2 if self.gated else 1
 
     def recomputed_part(self) -> Cost | None:
         """What reruns in backward: with DeepSeek-V3's FP8 activations (Profile.fp8_activations;
@@ -241,7 +250,7 @@ class Experts(Block):
 
     def expert_flops(self, routed_tokens: Expr) -> Expr:
         """Forward matmul FLOPs of one expert given the tokens routed to it."""
-        return 2 * routed_tokens * 3 * S.d * S.d_x
+        return 2 * routed_tokens * (self.inputs + 1) * S.d * S.d_x
 
     def glu(self, slots: Expr) -> tuple[list[tuple[str, Expr]], Expr, Expr]:
         """(elements, bytes saved, traffic) of the gating between the two grouped products over
@@ -256,6 +265,8 @@ class Experts(Block):
         TEGroupedMLP bias_act_func) reads the gate_up output and writes its product in one pass,
         and keeps only its input (the gate_up output, counted with it)."""
         hidden = slots * S.d_x
+        if not self.gated:  # relu2: a relu, then its square
+            return [("relu", hidden), ("mul", hidden)], S.e * hidden, elementwise_bytes(hidden)
         elements = ([("silu", hidden), ("mul", hidden)] if not self.clamped else
                     [("clamp_max", hidden), ("clamp", hidden), ("mul", 3 * hidden), ("sigmoid", hidden),
                      ("add", hidden)])
@@ -305,17 +316,17 @@ class Experts(Block):
         if self.profile.fp8_activations:  # the gathered input and SwiGLU's input in FP8, the down output
             saved += tiled_bytes(slots, S.d) + tiled_bytes(slots, 2 * S.d_x) + S.e * slots * S.d
         else:  # the gathered input, the gate_up output, the gating, the down input and output
-            saved += S.e * slots * (2 * S.d + 3 * S.d_x) + glu_saved
+            saved += S.e * slots * (2 * S.d + (self.inputs + 1) * S.d_x) + glu_saved
             if self.profile.recomputes("moe_act"):  # the down input discarded, rebuilt (recomputed_part)
                 saved -= S.e * slots * S.d_x + glu_saved
-        one_expert = 3 * S.d * S.d_x
+        one_expert = (self.inputs + 1) * S.d * S.d_x
         biases = 2 * S.d_x + S.d if self.bias else ZERO
         # The experts that get a slot, each read once. Under expert parallelism a rank's E / ep
         # experts take the slots of ep ranks' tokens: (E / ep) (1 - (1 - k/E)^(ep T)) of them.
         ep = self.profile.expert_parallel
         read = experts_touched(self.tokens * ep) / ep
         elements = [*glu_elements, ("mul", slots * S.d), ("add", slots * S.d)]
-        tensors = [Tensor(S.E, 2 * S.d_x * S.d), Tensor(S.E, S.d * S.d_x)]
+        tensors = [Tensor(S.E, self.inputs * S.d_x * S.d), Tensor(S.E, S.d * S.d_x)]
         if self.bias:  # registered gate_up_proj, its bias, down_proj, its bias
             tensors = [tensors[0], Tensor(S.E, 2 * S.d_x), tensors[1], Tensor(S.E, S.d)]
             # each bias gathered per slot by the sorted expert ids (kept: one int64 per slot),
@@ -327,7 +338,7 @@ class Experts(Block):
         return make_cost(
             tensors=tensors,
             # each expert's own matrices
-            matrices=[weight_matrix(S.d, 2 * S.d_x, S.E), weight_matrix(S.d_x, S.d, S.E)],
+            matrices=[weight_matrix(S.d, self.inputs * S.d_x, S.E), weight_matrix(S.d_x, S.d, S.E)],
             flops_matmul=forward,
             flops_matmul_backward=2 * forward,
             elements=elements,
@@ -335,7 +346,7 @@ class Experts(Block):
             inactive_params=(S.E - S.k) * (one_expert + biases),
             # Traffic: each expert that gets a slot reads its weights once (experts_touched: the
             # expected count under uniform random top-k routing; k at one token, all E at many).
-            bytes_matmul=S.e * (read * one_expert + slots * (2 * S.d + 3 * S.d_x)),
+            bytes_matmul=S.e * (read * one_expert + slots * (2 * S.d + (self.inputs + 1) * S.d_x)),
             matrix_read_share=read / S.E,
             bytes_other=glu_moved + biases_moved + dispatch,
             backward_bytes_other=None if dispatch_back is None else 2 * (glu_moved + biases_moved) + dispatch_back,
@@ -362,7 +373,7 @@ class EveryTokenExperts(Experts):
         one_expert = 3 * S.d * S.d_x
         return make_cost(
             tensors=[Tensor(S.E, 2 * S.d_x * S.d), Tensor(S.E, S.d * S.d_x)],
-            matrices=[weight_matrix(S.d, 2 * S.d_x, S.E), weight_matrix(S.d_x, S.d, S.E)],
+            matrices=[weight_matrix(S.d, self.inputs * S.d_x, S.E), weight_matrix(S.d_x, S.d, S.E)],
             flops_matmul=forward,
             flops_matmul_backward=2 * forward,
             elements=[("silu", slots * S.d_x), ("mul", slots * S.d_x + slots * S.d),

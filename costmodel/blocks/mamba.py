@@ -1,0 +1,139 @@
+"""The Mamba-2 mixer (transformers 5.24's NemotronHMamba2Mixer): its parameters, its matmul FLOPs as
+the PyTorch path runs them (torch_forward: no mamba_ssm or causal_conv1d kernels) and the states
+its cache holds.
+
+The mixer, for b sequences of n tokens, H = H_m heads of width P = P_m, state N = N_m, G = G_m groups
+of B and C, a depthwise conv of K = K_m taps and the scan's chunk Q = Q_m:
+
+  in_proj     d -> 2 H P + 2 G N + H  (z, then x B C, then dt)
+  conv1d      depthwise over the H P + 2 G N channels of x B C, K taps, a bias per channel
+  dt_bias, A_log, D   one per head
+  the chunked scan (SSD): five einsums per call (mamba2_chunk_scan), each a bmm
+  norm        gated RMSNorm over H P (one weight, G groups)
+  out_proj    H P -> d
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from .. import symbols as S
+from ..terms import FP32, Expr
+from .base import Block, Cost, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix
+
+#: The mixer's inner width (z and x each) and the channels its conv runs over (x, B and C).
+INNER = S.H_m * S.P_m
+CONV_CHANNELS = INNER + 2 * S.G_m * S.N_m
+#: in_proj's outputs: z, x B C, dt (one per head).
+PROJECTED = INNER + CONV_CHANNELS + S.H_m
+
+
+def scan_flops(batch: Expr, seq: Expr) -> Expr:
+    """Matmul FLOPs of mamba2_chunk_scan over `seq` tokens of `batch` sequences, as
+    FlopCounterMode counts its einsums (each 2 x the product of its dimensions). With
+    C = ceil(seq / Q) chunks (the sequence padded to C Q):
+      G = C^T B within a chunk      bclhn,bcshn->bclsh   2 b C Q^2 H N
+      Y_diag = M x                  bclsh,bcshp->bclhp   2 b C Q^2 H P
+      each chunk's state            bclhn,bclhp->bchpn   2 b C Q H P N
+      the states across chunks      bzch,bzhpn->bchpn    2 b (C + 1)^2 H P N  (the initial one too)
+      C times each chunk's state    bclhn,bchpn->bclhp   2 b C Q H P N
+    """
+    chunks = sp.ceiling(seq / S.Q_m)
+    per_head = (2 * chunks * S.Q_m**2 * (S.N_m + S.P_m) + 4 * chunks * S.Q_m * S.P_m * S.N_m
+                + 2 * (chunks + 1)**2 * S.P_m * S.N_m)
+    return batch * S.H_m * per_head
+
+
+def conv_flops(batch: Expr, out_len: Expr) -> Expr:
+    """FlopCounterMode's count of the depthwise conv1d: 2 x output elements x K (one input channel
+    per group)."""
+    return 2 * batch * CONV_CHANNELS * out_len * S.K_m
+
+
+def scan_bytes(batch: Expr, seq: Expr, decode: bool) -> Expr:
+    """The traffic of the mixer's work besides its two projections, a memory-bound model (a
+    stated convention, not a measurement): each kernel reads its inputs and writes its outputs
+    once, in the activations' dtype, as the fused kernels a training or serving stack runs
+    (causal_conv1d, mamba_ssm's chunked scan, its gated RMSNorm) do:
+      conv        reads and writes the x B C channels                      2 C
+      scan        reads x, B, C and dt, writes y                            C + H + H P
+      gated norm  reads y and z, writes its output                         3 H P
+    per token (C = H P + 2 G N channels), and the chunk states between the scan's kernels, fp32
+    (b, ceil(n / Q), H, P, N), written once and read once. A decode step instead reads and
+    writes the cached states: the conv's K C in the activations' dtype, the scan's H P N in fp32."""
+    per_token = 3 * CONV_CHANNELS + S.H_m + 4 * INNER
+    state = S.H_m * S.P_m * S.N_m
+    if decode:
+        return batch * (S.e * per_token + 2 * S.e * S.K_m * CONV_CHANNELS + 2 * FP32 * state)
+    return batch * (S.e * seq * per_token + 2 * FP32 * sp.ceiling(seq / S.Q_m) * state)
+
+
+def mamba_state_bytes(batch: Expr = S.b) -> Expr:
+    """Bytes one Mamba-2 layer's cache holds (transformers' LinearAttentionLayer), whatever the
+    context: the conv state, the last K inputs of x B C in the activation dtype
+    (b, H P + 2 G N, K), and the scan's state, fp32 as mamba2_chunk_scan returns it (b, H, P, N)."""
+    return batch * (CONV_CHANNELS * S.K_m * S.e + FP32 * S.H_m * S.P_m * S.N_m)
+
+
+@dataclass(frozen=True)
+class Mamba2Mixer(Block):
+    """One Mamba-2 mixer over b sequences. phase "train" (no cache), "prefill" (a cache filled from
+    the prompt), "chunk" (n new tokens after a cached prefix) or "decode" (one new token per
+    sequence: the conv and the state updated in place, mamba2_selective_state_update).
+
+    Its conv's output length, as causal_conv1d_fn and causal_conv1d_update compute it before
+    slicing: n + K - 1 in training; max(n, K) + K - 1 in a prefill (the cache pads a prompt shorter
+    than K); n + 2K - 1 in a chunk (the cached K inputs concatenated ahead); 2 in a decode step
+    (K cached and the new one, no padding). The decode step's scan is one bmm of the state with C.
+    """
+
+    phase: str = "train"
+    bias: bool = False  # in_proj's and out_proj's (config.use_bias)
+    conv_bias: bool = True  # config.use_conv_bias
+    title = "Mamba-2 mixer"
+
+    def __post_init__(self) -> None:
+        if self.phase not in ("train", "prefill", "chunk", "decode"):
+            raise ValueError(f"Mamba2Mixer phase {self.phase!r} is not train, prefill, chunk or decode.")
+
+    @property
+    def seq(self) -> Expr:
+        return sp.Integer(1) if self.phase == "decode" else S.n
+
+    @property
+    def conv_len(self) -> Expr:
+        return {"train": S.n + S.K_m - 1, "prefill": sp.Max(S.n, S.K_m) + S.K_m - 1,
+                "chunk": S.n + 2 * S.K_m - 1, "decode": sp.Integer(2)}[self.phase]
+
+    def tensors(self) -> tuple[Tensor, ...]:
+        """In registration order: dt_bias, A_log, D, conv1d (weight (channels, 1, K), bias),
+        in_proj, the gated norm's weight, out_proj."""
+        heads = (Tensor(S.H_m),) * 3
+        conv = (Tensor(CONV_CHANNELS, S.K_m),) + ((Tensor(CONV_CHANNELS),) if self.conv_bias else ())
+        return (*heads, *conv, *weight_and_bias(S.d, PROJECTED, self.bias), Tensor(INNER),
+                *weight_and_bias(INNER, S.d, self.bias))
+
+    def cost(self) -> Cost:
+        tokens = S.b * self.seq
+        in_fwd, in_bwd = linear_flops(tokens, S.d, PROJECTED)
+        out_fwd, out_bwd = linear_flops(tokens, INNER, S.d)
+        conv = conv_flops(S.b, self.conv_len)
+        scan = (2 * S.b * S.H_m * S.P_m * S.N_m if self.phase == "decode"
+                else scan_flops(S.b, self.seq))
+        return make_cost(
+            tensors=self.tensors(),
+            matrices=[weight_matrix(S.d, PROJECTED), weight_matrix(INNER, S.d)],
+            flops_matmul=in_fwd + out_fwd + conv + scan,
+            # each product's two inputs need gradients: one product for each (the conv's weight
+            # gradient is a conv of the same size; FlopCounterMode's conv_backward_flop ignores
+            # the groups and counts it CONV_CHANNELS times over)
+            flops_matmul_backward=in_bwd + out_bwd + 2 * conv + 2 * scan,
+            # the kernel model (kernel_time.py) times the two projections as GEMMs of these
+            # rows, and the conv, the scan and the gated norm as the bytes they move
+            matrix_tokens=[tokens, tokens],
+            bytes_matmul=linear_bytes(tokens, S.d, PROJECTED) + linear_bytes(tokens, INNER, S.d),
+            bytes_other=scan_bytes(S.b, self.seq, self.phase == "decode"),
+            kv_cache_bytes=mamba_state_bytes(),  # in every phase, as the tree reports the cache
+        )

@@ -1,0 +1,108 @@
+"""A ModelConfig's layer_pattern: the kind of each decoder layer where the layers differ, checked
+against the counts the config gives, or derived from them where no config.json said which layers.
+
+Kinds: "sliding"/"full" (windows on some layers), "dense"/"moe" (experts in some layers),
+"rope"/"nope" (RoPE on some layers), "moe_nope" beside "dense"/"moe" (Llama 4 Maverick); in a
+model of one-mixer layers (ModelConfig.mixer_layers, transformers' nemotron_h) the mixer of each:
+MIXERS.
+"""
+
+from __future__ import annotations
+
+from .errors import ConfigError, check_bool, check_int
+
+#: The one mixer of each layer of a hybrid model (nemotron_h's M, *, - and E): a Mamba-2 mixer
+#: (blocks/mamba.py), attention, a dense MLP or a mixture of experts, each after its own norm.
+MIXERS = ("mamba", "attention", "mlp", "moe")
+#: The Mamba-2 sizes a model with a "mamba" layer gives (and a model without one leaves None).
+MAMBA_SIZES = ("mamba_heads", "mamba_head_dim", "ssm_state", "mamba_groups", "conv_kernel", "chunk_size")
+
+
+def check_mixer_layers(cfg, owner: str) -> None:
+    """One mixer a layer: layer_pattern names each (MIXERS); experts where a layer is "moe", the
+    Mamba-2 sizes where one is "mamba"; decoder-only, no windows, no dense-layer count."""
+    for name in ("mixer_layers", "mamba_bias", "conv_bias"):
+        check_bool(owner, name, getattr(cfg, name))
+    pattern = tuple(cfg.layer_pattern) if isinstance(cfg.layer_pattern, list) else cfg.layer_pattern
+    has_mamba = cfg.mixer_layers and isinstance(pattern, tuple) and "mamba" in pattern
+    for name in MAMBA_SIZES:
+        if has_mamba:
+            check_int(owner, name, getattr(cfg, name))
+        elif getattr(cfg, name) is not None:
+            raise ConfigError(f"{owner}: {name} applies only with mixer_layers and a mamba layer.")
+    if not cfg.mixer_layers:
+        return
+    object.__setattr__(cfg, "layer_pattern", pattern)
+    if (not isinstance(pattern, tuple) or len(pattern) != cfg.n_decoder_layers
+            or any(kind not in MIXERS for kind in pattern)):
+        raise ConfigError(f"{owner}: mixer_layers needs a layer_pattern giving one of {', '.join(MIXERS)} "
+                          f"for each of the {cfg.n_decoder_layers} decoder layers.")
+    if cfg.architecture != "decoder" or cfg.sliding_window is not None or cfg.n_dense_layers:
+        raise ConfigError(f"{owner}: mixer_layers is modelled for decoder-only models without windows "
+                          "or n_dense_layers (the pattern says which layers have experts).")
+    if "attention" not in pattern:  # the regime's crossover n* divides by the attention's n^2 term
+        raise ConfigError(f"{owner}: mixer_layers without an attention layer is not modelled "
+                          "(every released nemotron_h model has some).")
+    if ("moe" in pattern) != cfg.moe:
+        raise ConfigError(f"{owner}: a layer_pattern with 'moe' layers needs n_experts, and n_experts "
+                          "a 'moe' layer.")
+    if has_mamba and cfg.mamba_heads % cfg.mamba_groups:
+        raise ConfigError(f"{owner}: mamba_heads ({cfg.mamba_heads}) is not divisible by mamba_groups "
+                          f"({cfg.mamba_groups}).")
+
+
+def rule_pattern(cfg) -> tuple[str, ...] | None:
+    """The per-layer pattern that the counts imply when no config said which layers."""
+    layers, windows = cfg.n_decoder_layers, cfg.n_window_layers
+    # SmolLM3's rule for its default interval of 4: every fourth
+    if cfg.nope_layers and (cfg.n_dense_layers or not cfg.nope_full_layers):
+        every = layers // cfg.nope_layers
+        nope = {i for i in range(layers) if (i + 1) % every == 0 and (i + 1) // every <= cfg.nope_layers}
+        if cfg.n_dense_layers:  # Llama 4: experts every (layers // experts)-th from step - 1; dense
+            step = layers // max(cfg.n_moe_layers, 1)  # the RoPE layers, those without experts first
+            experts = {i for i in range(layers) if (i + 1) % step == 0}
+            dense = set(sorted((i for i in range(layers) if i not in nope),
+                               key=lambda i: (i in experts, i))[:cfg.n_dense_layers])
+            return tuple("moe_nope" if i in nope else "dense" if i in dense else "moe"
+                         for i in range(layers))
+        return tuple("nope" if i in nope else "rope" for i in range(layers))
+    if cfg.n_dense_layers:
+        return tuple("dense" if i < cfg.n_dense_layers else "moe" for i in range(layers))
+    if not windows or windows == layers:
+        return None
+    if windows == (layers + 1) // 2:
+        return tuple("sliding" if i % 2 == 0 else "full" for i in range(layers))
+    return tuple("sliding" if i >= layers - windows else "full" for i in range(layers))
+
+def check_layer_pattern(cfg, owner: str) -> None:
+    check_mixer_layers(cfg, owner)
+    if cfg.mixer_layers:
+        return
+    if cfg.layer_pattern is None:
+        object.__setattr__(cfg, "layer_pattern", rule_pattern(cfg))
+        object.__setattr__(cfg, "_derived", cfg._derived | {"layer_pattern"})
+        return
+    pattern = cfg.layer_pattern
+    if isinstance(pattern, list):
+        pattern = tuple(pattern)
+        object.__setattr__(cfg, "layer_pattern", pattern)
+    kinds = (("moe_nope", "dense", "moe") if cfg.nope_layers and cfg.n_dense_layers  # Llama 4 Maverick
+             else ("dense", "moe") if cfg.n_dense_layers
+             else ("nope", "rope") if cfg.nope_layers and not cfg.nope_full_layers
+             else ("sliding", "full") if 0 < cfg.n_window_layers < cfg.n_decoder_layers else ())
+    if not kinds:
+        raise ConfigError(f"{owner}: layer_pattern applies only where layers differ (windows on "
+                          "some layers, dense and expert layers, or RoPE on some layers).")
+    if (not isinstance(pattern, tuple) or len(pattern) != cfg.n_decoder_layers
+            or any(kind not in kinds for kind in pattern)):
+        raise ConfigError(f"{owner}: layer_pattern must give one of {', '.join(kinds)} for each "
+                          f"of the {cfg.n_decoder_layers} decoder layers.")
+    counted = sum(kind == kinds[0] for kind in pattern)
+    expected = cfg.nope_layers if kinds[0] == "moe_nope" else (
+        cfg.n_dense_layers or (not cfg.nope_full_layers and cfg.nope_layers) or cfg.n_window_layers)
+    if counted != expected:
+        raise ConfigError(f"{owner}: layer_pattern has {counted} {kinds[0]} layers, the config "
+                          f"{expected}.")
+    if kinds[0] == "moe_nope" and pattern.count("dense") != cfg.n_dense_layers:
+        raise ConfigError(f"{owner}: layer_pattern has {pattern.count('dense')} dense layers, the config "
+                          f"{cfg.n_dense_layers}.")
