@@ -109,7 +109,7 @@ class Hardware:
     # The fraction of each dtype's peak matmuls hold under sustained full load, once the board sits
     # at its power limit and the clock below boost (MSMF, a microbenchmark): the kernel model's GEMM
     # efficiency for training steps, which run the GPU saturated. Omitted for a dtype: matmul_efficiency
-    # x the architecture's measured MSMF / MAMF (kernel_time.sustained_efficiency), else matmul_efficiency.
+    # x the architecture's measured MSMF / MAMF (kernel_rates.sustained_efficiency), else matmul_efficiency.
     sustained_matmul_efficiency: dict[str, float] = field(default_factory=dict)
     # Per dtype, a GEMM's fraction of that dtype's peak by its rows (M, the tokens), measured at a
     # few row counts (validate/calibrate.py on a CPU, where a few rows reach neither the large-GEMM

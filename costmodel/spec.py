@@ -210,7 +210,6 @@ CP_ROTATES = Choices({"allgather": "torch's", "ring": ""})  # how context parall
 #: Which key/value heads context parallelism moves: what the attention kernel receives (layout/context.py).
 CP_KV_HEADS = Choices({"kv": "the model's key/value heads, as Transformer Engine sends them",
                        "repeated": "every query head's: the model repeats K and V before sdpa, as torchtitan's Llama"})
-#: Which code runs an all-reduce inside a node (costmodel/collectives.py; data in nccl_facts.json).
 #: How expert parallelism moves tokens (costmodel/layout/experts.py): each routed slot's copy by
 #: all-to-all, or Megatron-Core's flex dispatcher, a token once per target node and rank.
 EP_DISPATCHERS = Choices({
@@ -218,6 +217,7 @@ EP_DISPATCHERS = Choices({
     "deepep": "Megatron-Core's flex dispatcher on DeepEP's kernels: a token once over the inter-node link to each other node its experts are on, then once over NVLink to each rank there",
     "hybridep": "the flex dispatcher on NVIDIA's HybridEP kernels, the same bytes as deepep (the NVLink domain as the node)",
 })
+#: Which code runs an all-reduce inside a node (costmodel/collectives.py; data in nccl_facts.json).
 ALL_REDUCES = Choices({
     "nccl": "NCCL's, at its measured bus bandwidth",
     "intra-node": "PyTorch's IntraNodeComm one-shot/two-shot kernels (ENABLE_INTRA_NODE_COMM=1) for bf16 tensors up to 10 MiB, NCCL above and for other dtypes",

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from costmodel.config import ConfigError
 from costmodel.layout.fp8 import RECIPES
-from reports.published_runs import other_runs_data, train_setup
+from reports.published_runs import train_setup
 from tests.megatron_bridge_dense_page import HEADERS, LEFT_OUT, PAGE_ROWS
+from tests.megatron_bridge_pages import named_cells, refusal as _reason, runs_and_source
 
 SYSTEMS = {"DGX-H100": "h100-sxm", "DGX-B200": "b200", "DGX-GB200": "gb200", "DGX-GB300": "gb300"}
 #: the page's precision -> the row's --fp8; 25.09 prints none (FP8 current scaling, the 'megatron-bridge' source)
@@ -25,16 +25,11 @@ def _cell(value: str, figure: int) -> str:
 
 
 def _cells(header: int, line: str, heading: str, figure: int) -> dict[str, str]:
-    names = [c.strip() for c in HEADERS[header].strip("|").split("|")]
-    values = [_cell(c, figure) for c in line.strip().strip("|").split("|")]
-    cells = dict(zip(names, values, strict=True))
-    cells["System" if "System" not in cells else "Model"] = heading
-    return cells
+    return named_cells(HEADERS[header], [_cell(c, figure) for c in line.strip().strip("|").split("|")], heading)
 
 
 def _runs() -> tuple[dict, dict]:
-    data = other_runs_data()
-    return {r["id"]: r for r in data["runs"]}, data["sources"]["megatron-bridge"]
+    return runs_and_source("megatron-bridge")
 
 
 def test_every_dense_row_of_the_page_is_in_the_json_or_left_out_with_its_reason():
@@ -80,15 +75,6 @@ def test_each_dense_row_is_expressed_as_the_page_prints_it(run_id, release, head
     stated = {**({"tp": 1.0} if run["tp"] > 1 and interleaved and run.get("fp8") != "nvfp4" else {}),
               **({"pp": 1.0} if interleaved else {})}
     assert run.get("overlap") == (stated or None)
-
-
-def _reason(run: dict, source: dict) -> str | None:
-    """None where the row builds (model, layout, setup); else the model's refusal."""
-    try:
-        train_setup(run, source)
-    except ConfigError as error:
-        return str(error)
-    return None
 
 
 def test_the_rows_the_model_cannot_express_are_refused_with_its_sentence():

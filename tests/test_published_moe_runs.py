@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from costmodel.config import ConfigError
-from reports.published_runs import other_runs_data, train_setup
+from reports.published_runs import train_setup
 from tests.megatron_bridge_moe_page import HEADERS, PAGE_ROWS
+from tests.megatron_bridge_pages import named_cells, refusal as _reason, runs_and_source
 
 SYSTEMS = {"DGX-H100": "h100-sxm", "DGX-B200": "b200", "DGX-GB200": "gb200"}
 #: the page's precision -> the row's --fp8 (None: bf16); 25.09 prints none (FP8 current, as its dense rows)
@@ -23,16 +23,12 @@ MODELS = {"DeepSeekV3": "deepseek-v3", "DeepSeekV4 Flash": "deepseek-v4-flash", 
 def _cells(header: int, line: str, heading: str) -> dict[str, str]:
     """The row's cells by column name; a 25.09 cell's figure before its parentheses (another
     quantization granularity), a footnote mark dropped; the table's heading as System or Model."""
-    names = [c.strip() for c in HEADERS[header].strip("|").split("|")]
     values = [c.split("(")[0].split("[^")[0].strip() for c in line.strip().strip("|").split("|")]
-    cells = dict(zip(names, values, strict=True))
-    cells["System" if "System" not in cells else "Model"] = heading
-    return cells
+    return named_cells(HEADERS[header], values, heading)
 
 
 def _runs() -> tuple[dict, dict]:
-    data = other_runs_data()
-    return {r["id"]: r for r in data["runs"]}, data["sources"]["megatron-bridge-moe"]
+    return runs_and_source("megatron-bridge-moe")
 
 
 def test_every_moe_row_of_the_page_is_in_the_json():
@@ -101,15 +97,6 @@ def test_each_moe_row_is_expressed_as_the_page_prints_it(run_id, release, headin
     # that compute: (PP, VP) (4, 4) and (16, 1) give the embedding + 4 layers, 14 chunks of 4, then 1 + the loss
     if run["model"] == "deepseek-v3" and (run["pp"], vp) in ((4, 4), (16, 1)) and run.get("fp8") != "mxfp8":
         assert run["stage_layers"] == [4] * 15 + [1] and sum(run["stage_layers"]) == 61
-
-
-def _reason(run: dict, source: dict) -> str | None:
-    """None where the row builds (model, layout, setup); else the model's refusal."""
-    try:
-        train_setup(run, source)
-    except ConfigError as error:
-        return str(error)
-    return None
 
 
 def test_why_the_other_moe_rows_are_not_expressible():

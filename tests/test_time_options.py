@@ -100,7 +100,7 @@ def test_a_given_compute_efficiency_overrides_the_measured_gemm_efficiency():
 def test_training_steps_run_their_gemms_at_the_sustained_efficiency_where_it_is_measured():
     """A training step keeps the GPU saturated: its GEMMs take the hardware file's sustained
     (MSMF) efficiency; where none is measured (the GB200), the burst (MAMF) one x its architecture's
-    measured MSMF / MAMF (the B200's, kernel_time.sustained_efficiency); a given --compute-efficiency
+    measured MSMF / MAMF (the B200's, kernel_rates.sustained_efficiency); a given --compute-efficiency
     over both. Inference keeps the burst figure."""
     from costmodel.kernel_time import KernelTimer
     from costmodel.layout import Layout, ParallelEstimate
