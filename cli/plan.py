@@ -156,7 +156,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
     try:
         check_tokens(tokens)
         if recompute is not None:  # a module recomputation the model has no part for: one line, not a search
-            from costmodel.tree import check_recomputed_modules
+            from costmodel.module_recompute import check_recomputed_modules
 
             check_recomputed_modules(cfg, recompute)
         result = make_plan(cfg, counts if len(counts) > 1 else counts[0], hardware_name, serve=serve,

@@ -26,6 +26,7 @@ from . import op_checkpoint
 from . import symbols as S
 from .config import ConfigError, ModelConfig, Workload
 from .leaves import ONE, Leaf, TreeBuilder
+from .module_recompute import MODULE_NEEDS, check_recomputed_modules  # noqa: F401 (re-exported)
 from .spec import MLA_FORMS
 
 PHASES = ("train", "prefill", "decode", "chunk")
@@ -84,18 +85,6 @@ _PARAMETER_ORDERS: dict[str, Callable[[list[Leaf]], list[Leaf]]] = {
 }
 
 
-
-#: Megatron-Core's recompute_modules choices and the part of the model each needs (spec.RECOMPUTES).
-MODULE_NEEDS = {"layernorm-moe-act": ("routed experts", lambda cfg: bool(cfg.n_experts)),
-                "mla-up-proj": ("latent attention", lambda cfg: bool(cfg.mla))}
-
-
-def check_recomputed_modules(cfg: ModelConfig, recompute: str) -> None:
-    """Refuse a module recomputation the model has nothing for (it would rerun and free nothing)."""
-    if recompute in MODULE_NEEDS and not MODULE_NEEDS[recompute][1](cfg):
-        part = MODULE_NEEDS[recompute][0]
-        raise ConfigError(f"recompute {recompute!r} reruns Megatron-Core's modules of the {part}, and "
-                          f"{cfg.name} has no {part}; use none, selective or full.")
 
 class CostModel:
     """The cost tree of one ModelConfig, with totals and selections as sympy expressions."""

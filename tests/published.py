@@ -78,6 +78,8 @@ FLAGSHIPS = {
     # layers of 128 experts and 24 dense layers of 16,384.
     "llama4-scout": 107_769_861_120,
     "llama4-maverick": 400_711_848_960,
+    # NemotronHForCausalLM from the preset (Megatron-Bridge's Nemotron3NanoProvider; the card's "31.6B")
+    "nemotron-3-nano": 31_577_937_344,
 }
 
 #: What the Llama 4 model cards count besides the language model: the vision encoder and its

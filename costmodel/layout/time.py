@@ -393,7 +393,7 @@ class StepTime:
         if m == 1 or estimate.workload.dtype != "fp16" or estimate.framework.fp16_gradient_accumulation is None \
                 or self.autocast:  # autocast_casts accumulates in fp32 itself
             return 0.0
-        from ..precision import in_place_add_bytes
+        from ..step_bytes import in_place_add_bytes
 
         return (m - 1) * in_place_add_bytes(estimate.workload.bytes_per_element) * params / self.bytes_per_s
 
@@ -406,7 +406,7 @@ class StepTime:
         estimate = self.estimate
         if not estimate.runs_bf16_optimizer or self.autocast:
             return 0.0
-        from ..precision import bf16_optimizer_microbatch_bytes
+        from ..step_bytes import bf16_optimizer_microbatch_bytes
 
         per_parameter = bf16_optimizer_microbatch_bytes(estimate.workload.bytes_per_element)
         return per_parameter * self.rank_params(stage) / self.bytes_per_s
@@ -452,7 +452,7 @@ class StepTime:
                        if sharded else params - experts + local)
         seconds = updated * self.step_traffic() / self.bytes_per_s
         if estimate.runs_bf16_optimizer and not self.autocast:  # its passes over the whole fp32 gradient
-            from ..precision import bf16_optimizer_step_bytes
+            from ..step_bytes import bf16_optimizer_step_bytes
 
             seconds += params * bf16_optimizer_step_bytes(estimate.workload.bytes_per_element) / self.bytes_per_s
         return seconds
@@ -464,7 +464,7 @@ class StepTime:
         estimate = self.estimate
         if estimate.workload.dtype == "fp16" and estimate.framework.fp16_optimizer_passes == "megatron" \
                 and not self.autocast:
-            from ..precision import megatron_fp16_step_bytes
+            from ..step_bytes import megatron_fp16_step_bytes
 
             return megatron_fp16_step_bytes(estimate.workload.bytes_per_element)
         return float(estimate.numbers["step_traffic"])
@@ -474,7 +474,7 @@ class StepTime:
         holds cast and its gradient cast back and accumulated, once per micro-batch."""
         if not self.autocast:
             return 0.0
-        from ..precision import autocast_bytes_per_parameter
+        from ..step_bytes import autocast_bytes_per_parameter
 
         estimate = self.estimate
         params = self.rank_params(stage)

@@ -1,0 +1,19 @@
+"""Which part of a model each of Megatron-Core's recompute_modules choices reruns, and the one-line
+refusal of a choice the model has nothing for (costmodel/tree.py applies the recomputation; plan
+checks it before its search). Light: no sympy, so a warm plan stays without it."""
+
+from __future__ import annotations
+
+from .errors import ConfigError
+
+#: Megatron-Core's recompute_modules choices and the part of the model each needs (spec.RECOMPUTES).
+MODULE_NEEDS = {"layernorm-moe-act": ("routed experts", lambda cfg: bool(cfg.n_experts)),
+                "mla-up-proj": ("latent attention", lambda cfg: bool(cfg.mla))}
+
+
+def check_recomputed_modules(cfg, recompute: str) -> None:
+    """Refuse a module recomputation the model has nothing for (it would rerun and free nothing)."""
+    if recompute in MODULE_NEEDS and not MODULE_NEEDS[recompute][1](cfg):
+        part = MODULE_NEEDS[recompute][0]
+        raise ConfigError(f"recompute {recompute!r} reruns Megatron-Core's modules of the {part}, and "
+                          f"{cfg.name} has no {part}; use none, selective or full.")
