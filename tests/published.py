@@ -91,6 +91,7 @@ LLAMA4_VISION = 871_932_416
 #: Active parameters per token of the mixtures of experts (every routed expert a token skips left
 #: out), by the same classes.
 PUBLISHED_ACTIVE = {
+    "nemotron-3-nano": 3_580_073_408,  # 6 of 128 routed experts a token (the card's "3.6B including embeddings")
     "mixtral-8x7b": 12_879_925_248,
     "mixtral-8x22b": 39_152_031_744,
     "deepseek-v3": 37_552_282_624,
