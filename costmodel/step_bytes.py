@@ -5,9 +5,9 @@ passes (costmodel/layout/time.py; costmodel/precision.py re-exports them)."""
 
 from __future__ import annotations
 
-from .config import DTYPE_BYTES
+from .spec import DTYPE_BYTES
 
-FP32 = DTYPE_BYTES["fp32"]
+FP32 = DTYPE_BYTES["fp32"]  # one definition with costmodel/terms.py: both read spec.DTYPE_BYTES
 
 
 def megatron_fp16_step_bytes(element_bytes: int) -> int:

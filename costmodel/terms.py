@@ -9,10 +9,11 @@ from __future__ import annotations
 import sympy as sp
 
 from . import symbols as S
+from .spec import DTYPE_BYTES
 
 Expr = sp.Expr
 ZERO = sp.Integer(0)
-FP32 = 4  # bytes of an fp32 element: tensors some implementations upcast regardless of dtype
+FP32 = DTYPE_BYTES["fp32"]  # bytes of an fp32 element: tensors some implementations upcast regardless of dtype
 INDEX = 8  # bytes of an int64 token id or label
 
 #: Bytes per element of each dtype name a fact may use ("activation": the workload's dtype, e).
