@@ -101,30 +101,30 @@ def test_each_moe_row_is_expressed_as_the_page_prints_it(run_id, release, headin
 
 def test_why_the_other_moe_rows_are_not_expressible():
     """Each refusal is the model's own sentence: no preset (Nemotron 3 Super, Ultra and 3.5
-    Lightning, DeepSeek-V4: every NVFP4 row is Nemotron 3 Super's) and DeepSeek-V3's latent attention
-    under sequence parallelism (its 25.09 H100 row, TP 2 beside EP 64 folded: its shared expert is
-    expressible, tests/test_parallel_folding.py). The other TP 2 rows, Qwen3 235B on H100 and
-    25.09's on GB200, run folded: etp 1, as every recipe states it."""
+    Lightning, DeepSeek-V4: every NVFP4 row is Nemotron 3 Super's). DeepSeek-V3's 25.09 H100 row,
+    TP 2 beside EP 64 folded, is expressible: its shared expert (tests/test_parallel_folding.py)
+    and its latent attention under sequence parallelism (tests/test_mla_sequence_parallel.py).
+    The other TP 2 rows, Qwen3 235B on H100 and 25.09's on GB200, run folded: etp 1, as every
+    recipe states it."""
     runs, source = _runs()
     reasons = {run_id: _reason(runs[run_id], source) for run_id, *_ in PAGE_ROWS}
-    kinds: dict[str, list[str]] = {"expressible": [], "preset": [], "latent": []}
+    kinds: dict[str, list[str]] = {"expressible": [], "preset": []}
     for run_id, reason in reasons.items():
-        kind = ("expressible" if reason is None else "preset" if "unknown model" in reason
-                else "latent" if "sequence parallelism with latent attention" in reason
-                else reason)
+        kind = "expressible" if reason is None else "preset" if "unknown model" in reason else reason
         kinds.setdefault(kind, []).append(run_id)
-    assert sorted(kinds) == ["expressible", "latent", "preset"]
-    assert kinds["latent"] == ["megatron-bridge-moe 25.09 deepseek-v3 fp8 1024xh100"]
+    assert sorted(kinds) == ["expressible", "preset"]
     # 16 Nemotron 3 rows (Super, Ultra, 3.5 Lightning: no preset; Super's latent experts are not
-    # modelled) and DeepSeek-V4 Flash's; 85 that build (Nemotron 3 Nano's 10 among them), 45 of
+    # modelled) and DeepSeek-V4 Flash's; 86 that build (Nemotron 3 Nano's 10 among them), 45 of
     # them MXFP8 / FP8-MX (--fp8 mxfp8)
-    assert (len(kinds["expressible"]), len(kinds["preset"])) == (85, 17)
+    assert (len(kinds["expressible"]), len(kinds["preset"])) == (86, 17)
     assert sum(runs[i]["model"] == "nemotron-3-nano" for i in kinds["expressible"]) == 10
     recipes = [runs[i].get("fp8") for i in kinds["expressible"]]
     assert set(recipes) == {None, "current", "mxfp8"} and recipes.count("mxfp8") == 45
     assert all(runs[i]["model"] == "nemotron-3-super" for i in kinds["preset"] if runs[i].get("fp8") == "nvfp4")
     folded = [i for i in kinds["expressible"] if runs[i]["tp"] > 1]
-    assert len(folded) == 7 and all(runs[i]["model"] == "qwen3-235b-a22b" and runs[i]["etp"] == 1 for i in folded)
+    assert len(folded) == 8 and all(runs[i]["etp"] == 1 for i in folded)
+    assert [i for i in folded if runs[i]["model"] != "qwen3-235b-a22b"] == [
+        "megatron-bridge-moe 25.09 deepseek-v3 fp8 1024xh100"]
 
 
 @pytest.mark.parametrize("run_id", ["megatron-bridge-moe 26.04.01 qwen3-235b-a22b fp8 256xh100",

@@ -49,7 +49,22 @@ class LatentAttention(Block):
     bias: bool = False  # attention_bias: q_a_proj and kv_a_proj_with_mqa (and o_proj)
     profile: Profile = Profile()
     absorbed: bool = False
+    # The share of q_tokens and kv_tokens whose latents this rank computes: 1, or 1 / tp under
+    # sequence parallelism (sequence_parallel_share), where Megatron-Core runs the down-projections
+    # duplicated on the rank's sequence-parallel tokens and the latents' norms on them too; the
+    # up-projections read the all-gathered latents of every token.
+    latent_share: Expr = sp.Integer(1)
     title = "latent attention projections (MLA)"
+
+    @property
+    def q_latent_tokens(self) -> Expr:
+        """The tokens whose query latent (q_a_proj and its norm) this rank computes."""
+        return self.q_tokens * self.latent_share
+
+    @property
+    def kv_latent_tokens(self) -> Expr:
+        """The tokens whose key/value latent (kv_a_proj_with_mqa and its norm) this rank computes."""
+        return self.kv_tokens * self.latent_share
 
     def absorbed_flops(self, q_fwd: Expr, kv_fwd: Expr) -> Expr:
         """Forward FLOPs of the absorbed form: the query and latent projections, then W_UK on each
@@ -74,8 +89,8 @@ class LatentAttention(Block):
 
     def norm_elements(self) -> list[tuple[str, Expr]]:
         """Its RMSNorms' elements: q_a_layernorm (with a query rank) and kv_a_layernorm."""
-        return [("rmsnorm", self.q_tokens * S.r_q if self.q_lora else 0),
-                ("rmsnorm", self.kv_tokens * S.r_kv)]
+        return [("rmsnorm", self.q_latent_tokens * S.r_q if self.q_lora else 0),
+                ("rmsnorm", self.kv_latent_tokens * S.r_kv)]
 
     def cost(self) -> Cost:
         nope = S.d_h - S.d_r
@@ -86,12 +101,12 @@ class LatentAttention(Block):
         if self.q_lora:
             q_tensors = (*weight_and_bias(S.d, S.r_q, self.bias), Tensor(S.r_q), q_up_tensor)
             q_down = [weight_matrix(S.d, S.r_q)]
-            q_fwd = linear_flops(self.q_tokens, S.d, S.r_q)[0] + q_up_fwd
+            q_fwd = linear_flops(self.q_latent_tokens, S.d, S.r_q)[0] + q_up_fwd
         else:
             q_tensors = (q_up_tensor,)
             q_down = []
             q_fwd = q_up_fwd
-        kv_fwd = linear_flops(self.kv_tokens, S.d, S.r_kv + S.d_r)[0]
+        kv_fwd = linear_flops(self.kv_latent_tokens, S.d, S.r_kv + S.d_r)[0]
         up_fwd = linear_flops(*kv_up)[0]
         forward = q_fwd + kv_fwd + up_fwd
         tensors = (*q_tensors, *weight_and_bias(S.d, S.r_kv + S.d_r, self.bias), Tensor(S.r_kv), kv_up_tensor)
@@ -108,7 +123,7 @@ class LatentAttention(Block):
             tensors=tensors,
             matrices=[*q_down, weight_matrix(*q_up[1:]), weight_matrix(S.d, S.r_kv + S.d_r),
                       weight_matrix(*kv_up[1:])],
-            matrix_tokens=[*([self.q_tokens] if self.q_lora else []), q_up[0], self.kv_tokens,
+            matrix_tokens=[*([self.q_latent_tokens] if self.q_lora else []), q_up[0], self.kv_latent_tokens,
                            self.q_tokens if self.absorbed else self.up_tokens],
             variants=[("absorbed", absorbed)],
             flops_matmul=absorbed if self.absorbed else forward,
@@ -116,14 +131,36 @@ class LatentAttention(Block):
             elements=self.norm_elements(),
             saved_bytes=self.saved(),
             kv_cache_bytes=kv_cache_bytes(S.b * self.cached_tokens * (S.r_kv + S.d_r), self.profile),
-            bytes_matmul=(S.e * sp.Add(*(t.elements for t in tensors)) + S.e * self.q_tokens * (S.d + S.h * S.d_h)
-                          + S.e * self.kv_tokens * (S.d + S.r_kv + S.d_r) + up_bytes),
+            bytes_matmul=(S.e * sp.Add(*(t.elements for t in tensors))
+                          + S.e * (self.q_latent_tokens if self.q_lora else self.q_tokens) * S.d
+                          + S.e * self.q_tokens * S.h * S.d_h
+                          + S.e * self.kv_latent_tokens * (S.d + S.r_kv + S.d_r) + up_bytes),
         )
 
     def latent_gradient_bytes(self) -> Expr:
         """The latents read by the head-split up-projections (q_b_proj and kv_b_proj): under tensor
         parallelism each rank's backward gives a partial gradient of them, which is all-reduced."""
         return S.e * (self.q_tokens * S.r_q if self.q_lora else ZERO) + S.e * self.up_tokens * S.r_kv
+
+    def replicated_params(self) -> Expr:
+        """Its parameters tensor parallelism leaves whole on every rank: the down-projections (with
+        their biases) and the latents' norms, all but the up-projections. Under sequence
+        parallelism each rank's gradient of them is its own tokens' (TELinear's "duplicated" mode
+        marks the weights `sequence_parallel`, all-reduced over tp with the norms' by
+        finalize_model_grads._allreduce_non_tensor_model_parallel_grads, Megatron-LM d98e8a64)."""
+        (_, q_in, q_out), (_, kv_in, kv_out) = self.up_projections()
+        return sp.Add(*(t.elements for t in self.cost().tensors)) - q_in * q_out - kv_in * kv_out
+
+    def sequence_parallel_gathers(self) -> tuple[Expr, Expr, Expr]:
+        """Bytes of each all-gather over the sequence-parallel ranks a forward runs (each its
+        gathered tensor, every token), as Megatron-Core's MLASelfAttention runs it with
+        Transformer Engine (megatron/core/transformer/multi_latent_attention.py at d98e8a64):
+        linear_q_up_proj, column-parallel, gathers the normed r_q-wide query latent (without a
+        query rank linear_q_proj gathers the d-wide hidden states); linear_kv_up_proj the normed
+        r_kv-wide latent; gather_from_sequence_parallel_region the d_r-wide RoPE key, which every
+        head reads. The backward reduce-scatters the gradient of each."""
+        return (S.e * self.q_tokens * (S.r_q if self.q_lora else S.d), S.e * self.kv_tokens * S.r_kv,
+                S.e * self.kv_tokens * S.d_r)
 
     def recomputed_part(self) -> Cost | None:
         """What recomputation reruns of these projections (None: nothing): its own norms
@@ -150,18 +187,19 @@ class LatentAttention(Block):
         d-wide input) and kv_a_proj's whole r_kv + d_r output (the RoPE key with it); the queries,
         keys and values they output are rebuilt (AttentionCore.inputs_rebuilt). (No recomputation
         reruns the norms without the up-projections: spec.RECOMPUTED_PARTS.)"""
-        facts, tokens = self.profile.facts, self.kv_tokens
-        if self.profile.recomputes("up_projections"):
-            return S.e * self.q_tokens * (S.r_q if self.q_lora else S.d) + S.e * tokens * (S.r_kv + S.d_r)
+        facts, tokens = self.profile.facts, self.kv_latent_tokens
+        if self.profile.recomputes("up_projections"):  # the RoPE key all-gathered under SP: every token's
+            return (S.e * self.q_latent_tokens * (S.r_q if self.q_lora else S.d) + S.e * tokens * S.r_kv
+                    + S.e * self.kv_tokens * S.d_r)
         kernel = self.profile.kernel()
         saved = ZERO
         if self.q_lora:  # q_a_layernorm, its output kept by q_b_proj
-            saved += norm_saved("rmsnorm", self.q_tokens, S.r_q, facts)
+            saved += norm_saved("rmsnorm", self.q_latent_tokens, S.r_q, facts)
         if facts.norm_dtype == "fp32":
             latent_input = sp.Piecewise((FP32 * tokens * (S.r_kv + S.d_r), sp.Eq(S.e, FP32)),
                                         (FP32 * tokens * S.r_kv, True))
             saved += latent_input + FP32 * tokens + S.e * tokens * S.r_kv
         else:
             saved += S.e * tokens * (2 * S.r_kv + S.d_r) + S.e * tokens
-        saved += S.e * tokens * S.r_kv  # kv_b_proj's input: the normed latent
+        saved += S.e * tokens * S.r_kv  # kv_b_proj's input: the normed latent (under SP its shard, regathered)
         return saved + kernel.query_view_saved(S.e * self.up_tokens * S.h * (S.d_h - S.d_r))

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 
-from ..spec import RECOMPUTED_LAYERS
-from .parts import Stage, uses_loss_parallel
+from ..spec import RECOMPUTED_LAYERS, RECOMPUTED_PARTS
+from .parts import LATENT_GATHERS, Stage, uses_loss_parallel
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
 
@@ -171,14 +171,49 @@ class RankCommunication:
         all-gathers. The embedding and the head are not recomputed; selective recomputation
         re-runs only the attention core, which has none. torchtitan's op policy (costmodel/
         op_checkpoint.py) keeps the reduce-scatters' outputs (its _save_list): under sequence
-        parallelism only the all-gathers rerun; without it, the all-reduces (not in the list)."""
-        if self.phase != "train" or self.workload.recompute not in ("full", "torchtitan-op"):
+        parallelism only the all-gathers rerun; without it, the all-reduces (not in the list).
+        Latent attention under sequence parallelism: full recomputation reruns its forward
+        gathers, a recomputation of its up-projections their own (latent_collectives)."""
+        if self.phase != "train":
+            return []
+        if self.layout.sp and "up_projections" in RECOMPUTED_PARTS[self.workload.recompute]:
+            return self.latent_collectives(stage, passes=("up_projections",))  # their checkpoint's gathers
+        if self.workload.recompute not in ("full", "torchtitan-op"):
             return []
         x, rows = self.numbers["boundary"], self.layer_count(stage, "row_outputs", recomputed_only=True)
         events = [("all_reduce", rows, x)] if not self.layout.sp else \
             [("reduce_scatter", rows if self.workload.recompute == "full" else 0, x),
-             ("all_gather", self.layer_count(stage, "sublayers", recomputed_only=True), x)]
+             ("all_gather", self.layer_count(stage, "sublayers", recomputed_only=True), x),
+             *self.latent_collectives(stage, passes=("forward",), recomputed_only=True)]
         return [event for event in events if event[1] and event[2]]
+
+    def latent_collectives(self, stage: Stage, passes: tuple[str, ...], recomputed_only: bool = False
+                           ) -> list[tuple[str, int, int]]:
+        """Latent attention's collectives under sequence parallelism, one micro-batch's, per pass:
+        "forward" all-gathers the query latent, the key/value latent and the RoPE key
+        (LatentAttention.sequence_parallel_gathers, the part quantities LATENT_GATHERS); "backward"
+        reduce-scatters their gradients and, where the framework regathers a column-parallel
+        layer's input for its weight gradient (Megatron: Transformer Engine's column-parallel
+        up-projections keep their input's shard), gathers the two latents again; "up_projections"
+        the recomputed up-projections' own all-gathers of the two latents (Megatron-Core's
+        mla_up_proj checkpoint reruns linear_q_up_proj and linear_kv_up_proj, which gather inside;
+        the RoPE key was gathered before it). Each call moves one layer's tensor (the stage's
+        latent attention layers are alike)."""
+        layers = self.layer_count(stage, "latents", recomputed_only)
+        if not layers:
+            return []
+        every = self.layer_count(stage, "latents")
+        q, kv, rope = (self.layer_sum(stage, name) // every for name in LATENT_GATHERS)
+        events = []
+        if "forward" in passes:
+            events += [("all_gather", layers, q), ("all_gather", layers, kv), ("all_gather", layers, rope)]
+        if "backward" in passes:
+            events += [("reduce_scatter", layers, q), ("reduce_scatter", layers, kv), ("reduce_scatter", layers, rope)]
+            if self.framework.sp_regathers_input:
+                events += [("all_gather", layers, q), ("all_gather", layers, kv)]
+        if "up_projections" in passes:
+            events += [("all_gather", layers, q), ("all_gather", layers, kv)]
+        return [event for event in events if event[2]]
 
     def tensor_parallel_collectives(self, stage: Stage) -> list[tuple[str, int, int]]:
         """One micro-batch's tensor-parallel collectives as (kind, calls, payload of each call);
@@ -218,6 +253,7 @@ class RankCommunication:
             norms = self.on_stage(stage, "norm_params")
             reads = self.framework.norm_gradient_all_reduces
             events.append(("optimizer_all_reduce", reads, norms * n["bytes.gradients"]))
+            events += self.latent_collectives(stage, passes=("forward", "backward"))
         if head_loss:
             if uses_loss_parallel(layout):
                 events.append(("loss_all_reduce", 1, n["loss_reduction"]))

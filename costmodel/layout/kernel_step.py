@@ -124,7 +124,7 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
     from ..kernel_time import launches_of, leaf_kernels, rerun_kernels
     from ..tree import CostModel, profile_for
     from .rank import part_of
-    from .split import substitution
+    from .split import rank_leaf, substitution
 
     cfg, workload, layout = estimate.cfg, estimate.workload, estimate.layout
     framework = FRAMEWORKS[layout.framework]
@@ -138,7 +138,7 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
     subs = {getattr(S, k): sp.Integer(v) for k, v in values.items()}
     entries: list[Entry] = []
     for i, part in part_of(tree).items():
-        leaf = tree.leaves[i]
+        leaf = rank_leaf(tree.leaves[i], layout.sp)  # latent attention's latents on the SP tokens
         key = part if part != "layer" else f"layer.{leaf.stack}" + (f".{leaf.kind}" if leaf.kind else "")
         encoder = leaf.stack == "encoder" and cfg.architecture == "encoder-decoder"
         local = substitution(leaf.block, sp_on=layout.sp, vocabulary=layout_vocabulary(layout),

@@ -27,9 +27,12 @@ from .frameworks import FRAMEWORKS, layout_vocabulary
 from .spec import Layout
 
 PARTS = ("embedding", "shared", "layer", "tail", "head")
+#: Latent attention's all-gathers under sequence parallelism, each one call's bytes
+#: (LatentAttention.sequence_parallel_gathers): the query latent, the key/value latent, the RoPE key.
+LATENT_GATHERS = ("latent_gather_q", "latent_gather_kv", "latent_gather_rope")
 PART_QUANTITIES = ("params", "padded", "tensors", "gradient_params", "saved", "rebuilt", "inputs",
                    "buffers", "norm_params", "flops", "kv_cache", "latent_gradient", "expert_params",
-                   "expert_saved", "routed_slots", "fp8_params")
+                   "expert_saved", "routed_slots", "fp8_params", *LATENT_GATHERS)
 
 
 def _options(layout: Layout) -> dict[str, Any]:
@@ -77,7 +80,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     from .. import blocks as B
     from .. import symbols as S
     from ..tree import CostModel, profile_for
-    from .split import column_inputs, local, row_outputs, substitution
+    from .split import column_inputs, local, rank_leaf, row_outputs, substitution
 
     framework = FRAMEWORKS[layout.framework]
     FP8_BLOCKS = (B.QKVProjection, B.AttentionOutput, B.FeedForward, B.Experts)
@@ -94,10 +97,11 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     def add(key: str, value: Any) -> None:
         exprs[key] = exprs.get(key, sp.Integer(0)) + value
 
-    for i, leaf in enumerate(tree.leaves):
+    for i, whole in enumerate(tree.leaves):
         part = parts.get(i)
         if part is None:
             continue
+        leaf = rank_leaf(whole, layout.sp)  # the rank's own (latent attention's latents under SP)
         key = part
         if part == "layer":  # one key per stack and kind of layer (windowed/full, dense/experts)
             key = f"layer.{leaf.stack}" + (f".{leaf.kind}" if leaf.kind else "")
@@ -135,6 +139,10 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
         add(f"{key}.kv_cache", local(cost.kv_cache_bytes, subs))
         if isinstance(leaf.block, B.LatentAttention):
             add(f"{key}.latent_gradient", local(leaf.block.latent_gradient_bytes(), subs))
+            for name, payload in zip(LATENT_GATHERS, leaf.block.sequence_parallel_gathers()):
+                add(f"{key}.{name}", local(payload, subs))
+            if layout.sp:  # its duplicated weights' gradients, all-reduced over tp with the norms'
+                add(f"{key}.norm_params", local(leaf.block.replicated_params(), subs))
         if isinstance(leaf.block, FP8_BLOCKS):  # the linear layers FP8 recipes convert (layout/fp8.py)
             add(f"{key}.fp8_params", sum(local(t.rows, subs) * local(t.cols, subs) for t in cost.tensors))
         if isinstance(leaf.block, B.Experts):  # what expert parallelism divides (layout/experts.py)
@@ -168,15 +176,16 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
             exprs[f"work.{index}.{name}"] = local(value, subs)
         # Model FLOPs by convention (costmodel/model_flops.py: no recomputation, not even flash's
         # of Q K^T) for MFU; what the kernels execute for HFU.
-        add("model_flops", leaf.count * leaf_model_flops(leaf, "dense"))
-        add("model_flops_causal", leaf.count * leaf_model_flops(leaf, "causal"))
-        add("executed_flops", leaf.count * (cost.flops_matmul + cost.flops_matmul_backward))
+        # (the whole model's: `whole`, not the rank's leaf)
+        add("model_flops", whole.count * leaf_model_flops(whole, "dense"))
+        add("model_flops_causal", whole.count * leaf_model_flops(whole, "causal"))
+        add("executed_flops", whole.count * (whole.cost.flops_matmul + whole.cost.flops_matmul_backward))
         if isinstance(leaf.block, B.AttentionCore):  # context parallelism: n / cp queries, all n keys
             add("attention_flops", leaf.count * leaf_model_flops(leaf, "dense"))
             add("attention_flops_causal", leaf.count * leaf_model_flops(leaf, "causal"))
             add("attention_executed_flops", leaf.count * (cost.flops_matmul + cost.flops_matmul_backward))
-        if rerun is not None:
-            add("recomputed_flops", leaf.count * rerun.flops_matmul)
+        if whole.rerun is not None:
+            add("recomputed_flops", whole.count * whole.rerun.flops_matmul)
         counts = structure["counts"].setdefault(key, {"column_inputs": 0, "row_outputs": 0, "sublayers": 0,
                                                       "latents": 0})
         counts["column_inputs"] += column_inputs(leaf.block, framework.column_layers, cfg.gated, layout.folded)

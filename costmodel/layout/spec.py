@@ -286,8 +286,9 @@ class Layout:
         if self.sp and cfg.moe and not self.folded:  # folding: its experts on the SP tokens
             raise ConfigError("layout: sequence parallelism with a mixture of experts is modelled only under "
                               "parallel folding (--etp 1 with --ep).")
-        if self.sp and cfg.mla:
-            raise ConfigError("layout: sequence parallelism with latent attention is not modelled.")
+        if self.sp and cfg.mla and self.framework != "megatron":  # layout/split.py rank_leaf: Megatron-Core's
+            raise ConfigError("layout: sequence parallelism with latent attention is modelled for Megatron-Core "
+                              "only (--framework megatron).")
         if self.pp > 1:
             if cfg.architecture == "encoder-decoder":
                 raise ConfigError("layout: pipeline parallelism of encoder-decoders is not modelled.")

@@ -8,12 +8,14 @@ other block is replicated (norms, residual adds, dropout, positions, a router, t
 row-parallel layers, latent attention's down-projections to its ranks, which have no split
 dimension). Sequence parallelism additionally divides the tokens (n, and s on an
 encoder) of the blocks that run between the parallel regions: norms, residual adds, dropouts,
-the embeddings' adds and a layer's checkpoint. A leaf's per-rank cost is its cost with these
-symbols replaced; no block is written twice.
+the embeddings' adds and a layer's checkpoint, and latent attention's latents (rank_leaf: the
+down-projections and their norms on the rank's tokens, as Megatron-Core runs them). A leaf's
+per-rank cost is its cost with these symbols replaced; no block is written twice.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import sympy as sp
@@ -123,6 +125,26 @@ def substitution(block: B.Block, *, sp_on: bool, vocabulary: str, loss_parallel:
     if sp_on and isinstance(block, SP_SPLITS):
         subs[S.s if encoder else S.n] = (S.s if encoder else S.n) / S.tp
     return subs
+
+
+def rank_leaf(leaf: Any, sp_on: bool) -> Any:
+    """The leaf a rank runs before substitution: itself, but under sequence parallelism latent
+    attention's with its latents computed on the rank's n / tp tokens (LatentAttention.latent_share).
+    Megatron-Core builds linear_q_down_proj and linear_kv_down_proj as TELinear with
+    parallel_mode="duplicated" (whole weights on every tp rank) and feeds them the un-gathered
+    sequence-parallel hidden states; q_layernorm and kv_layernorm run on their outputs; the
+    column-parallel up-projections then all-gather the latents (megatron/core/transformer/
+    multi_latent_attention.py MLASelfAttention._qkv_down_projection and
+    get_query_key_value_tensors, megatron/core/extensions/transformer_engine.py TELinear, at
+    d98e8a64). What recomputation reruns follows: all of the new cost, or its recomputed part."""
+    block = leaf.block
+    if not (sp_on and isinstance(block, B.LatentAttention)):
+        return leaf
+    shared = replace(block, latent_share=1 / S.tp)
+    cost = shared.cost()
+    # (an op policy, --recompute torchtitan-op, is refused for latent attention by the tree itself)
+    rerun = None if leaf.rerun is None else cost if leaf.rerun is leaf.cost else shared.recomputed_part()
+    return replace(leaf, block=shared, cost=cost, rerun=rerun)
 
 
 def column_inputs(block: B.Block, column_layers: str, gated: bool, folded: bool = False) -> int:
