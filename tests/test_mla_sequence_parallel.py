@@ -170,3 +170,40 @@ def test_deepseek_v3s_latent_gathers_at_its_recipes_layout():
     gathers = [estimate.part(key, f"latent_gather_{name}") for name in ("q", "kv", "rope")]
     assert gathers == [12_582_912, 4_194_304, 524_288]
     assert round(sum(gathers) / (2 * 4096 * 7168), 2) == 0.29
+
+
+@pytest.mark.slow
+def test_a_measured_megatron_style_rank_moves_what_the_model_says(cfg):
+    """Two gloo ranks run latent attention as Megatron-Core does under SP (validate/distributed/
+    mla_sequence_parallel.py, fp32, the odd sizes, n 10): their output and every gradient equal the
+    whole module's in one process (the RoPE key's reduce-scatter and the duplicated weights'
+    all-reduce are what make them equal), and each collective's payload is the model's: the three
+    latent gathers forward (LatentAttention.sequence_parallel_gathers), their gradients'
+    reduce-scatters and the two regathers backward (the events latent_collectives gives one
+    layer), the output projection's reduce-scatter and its gradient's all-gather (X, fp32), and
+    the duplicated weights' gradients all-reduced once (replicated_params, 1,760 fp32 values)."""
+    from validate.distributed.launch import run_gloo
+    from validate.distributed.mla_sequence_parallel import MlaCase, measure_mla_sequence_parallel
+
+    case = MlaCase(d=48, heads=6, q_rank=20, kv_rank=12, rope=4, nope=6, value=7, tokens=N)
+    ranks = run_gloo(measure_mla_sequence_parallel, TP, case)
+    fp32 = ParallelEstimate(cfg, Workload(seq_len=N, batch=1, dtype="fp32", impl="megatron", attention="flash"),
+                            Layout(tp=TP, sp=True, dp=1, framework="megatron", zero=1))
+    stage = fp32.stages[0]
+    layers = cfg.n_decoder_layers
+    model = sorted([kind, payload] for kind, calls, payload in fp32.latent_collectives(stage, ("forward", "backward"))
+                   for _ in range(calls // layers))
+    x = 4 * N * 48
+    leaf, number = _rank_mla(cfg, True)
+    for result in ranks:
+        assert result["difference"] < 1e-4
+        measured = result["collectives"]
+        latent = sorted(e for e in measured["forward"] + measured["backward"] if e[1] != x)
+        q, kv, rope = 4 * N * 20, 4 * N * 12, 4 * N * 4
+        assert latent == model == sorted([["all_gather", q], ["all_gather", kv], ["all_gather", rope],
+                                          ["reduce_scatter", q], ["reduce_scatter", kv], ["reduce_scatter", rope],
+                                          ["all_gather", q], ["all_gather", kv]])
+        assert [e for e in measured["forward"] if e[1] == x] == [["reduce_scatter", x]]
+        assert [e for e in measured["backward"] if e[1] == x] == [["all_gather", x]]
+        assert measured["optimizer"] == [["all_reduce", 4 * number(leaf.block.replicated_params())]] \
+            == [["all_reduce", 4 * 1_760]]
