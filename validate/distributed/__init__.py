@@ -9,6 +9,8 @@ fsdp.py             FSDP2 fully_shard: shards, padding, all-gathers, reduce-scat
 tensor_parallel.py  DTensor parallelize_module (Colwise/Rowwise/SequenceParallel) on the reference
                     model and Hugging Face Llama
 pipeline.py         torch.distributed.pipelining: GPipe, 1F1B, interleaved 1F1B on the reference model
+mla_sequence_parallel.py  latent attention under Megatron-Core's sequence parallelism, its mappings
+                    re-implemented as autograd functions: payloads, and gradients against one process
 
 What each number means is written in validate/FINDINGS.md, section 10.
 """
