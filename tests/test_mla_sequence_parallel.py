@@ -207,3 +207,25 @@ def test_a_measured_megatron_style_rank_moves_what_the_model_says(cfg):
         assert [e for e in measured["backward"] if e[1] == x] == [["all_gather", x]]
         assert measured["optimizer"] == [["all_reduce", 4 * number(leaf.block.replicated_params())]] \
             == [["all_reduce", 4 * 1_760]]
+
+
+@pytest.mark.parametrize("recompute", ["mla-up-proj", "deepseek"])
+def test_deepseek_v3_recomputes_its_up_projections_gathers_under_sp(recompute, capsys):
+    """The 25.09 H100 recipe's layout (tp 2, pp 8 x 4 virtual stages, ep 64 folded): rank 0 holds
+    virtual stages 0, 8, 16 and 24, two layers each (61 layers over 32 chunks, the first 29 with 2),
+    and a recomputation of the up-projections gathers their two latents again in each of the 8:
+    12,582,912 and 4,194,304 bytes a call. The command runs too."""
+    import cli
+    from costmodel.presets import load_preset
+
+    workload = Workload(seq_len=4096, batch=1, dtype="bf16", impl="megatron", attention="flash", recompute=recompute)
+    layout = Layout(tp=2, sp=True, pp=8, dp=64, ep=64, etp=1, framework="megatron", zero=1, schedule="interleaved",
+                    virtual_stages=4, microbatches=128)
+    estimate = ParallelEstimate(load_preset("deepseek-v3"), workload, layout)
+    stage = estimate.stages[0]
+    assert stage.layers == (2, 2, 2, 2)
+    assert estimate.recomputed_collectives(stage) == [("all_gather", 8, 12_582_912), ("all_gather", 8, 4_194_304)]
+    assert cli.main(["simulate", "--train", "--model", "deepseek-v3", "--hardware", "h100-sxm", "--tp", "2", "--sp",
+                     "--pp", "8", "--dp", "64", "--ep", "64", "--etp", "1", "--framework", "megatron", "--zero", "1",
+                     "--seq-len", "4096", "--batch", "1", "--global-batch", "8192", "--recompute", recompute]) == 0
+    assert "error" not in capsys.readouterr().err
