@@ -216,6 +216,17 @@ GPT_OSS_CARD = {
 #   released had qwen2.5-32b's 131,072-token context, but the Hub's file now says 40,960 (QwenLM/QwQ
 #   issue #26, 2025-05-13), so which context it stands for depends on the download date.
 #   Each preset's "_source" says where its values come from.
+# - The models published runs and users name (issue 18): LLaMA 1 (huggyllama/llama-7b ... -65b, the
+#   LLaMA paper's runs), OPT 6.7B-175B, BLOOM 176B, Falcon 40B and 180B, MPT-30B and GPT-3 175B.
+#   Sources: a public script quoting huggyllama/llama-7b's config.json whole (find_string
+#   '"_name_or_path": "huggyllama'), with each size's shapes as erfanzar/EasyDeL
+#   EasyDel/configs/configs.py (commit 02aa172c) lists them (llama_configs, and opt_configs '6.7b',
+#   '13b', '66b' copied whole from the Hub, falcon_configs '40b' as released (RefinedWeb), mpt_configs
+#   '30b'); OPT-30B and OPT-175B (metaseq only, no Hub weights) at Zhang et al. 2022, OPT, Table 1's
+#   shapes with the released siblings' other fields; bigscience/bloom as a public test's mock of its
+#   config.json (find_string '"n_layer": 70'); tiiuae/falcon-180B as NVIDIA/TensorRT-LLM's performance
+#   overview transcribes it (find_string '"hidden_size": 14848'); GPT-3 175B at Brown et al. 2020,
+#   Table 2.1's shapes as GPT2LMHeadModel. Each preset's "_source" says more.
 # The counts are the classes' (LlamaForCausalLM, Qwen3/Qwen3Moe/Qwen2, Gemma3ForCausalLM,
 # MistralForCausalLM, Phi3ForCausalLM, DeepseekV2/V3ForCausalLM) built from those dicts under
 # FakeTensorMode, which the tree equals (tests/test_presets_issue14.py,
@@ -251,6 +262,23 @@ REQUESTED = {
     "qwen3-235b-a22b-instruct-2507": 235_093_634_560,
     "kimi-k2": 1_026_408_209_408,
     "qwen2.5-0.5b": 494_032_768,
+    # LlamaForCausalLM: 2 x 32,000 x d (embedding, head) + L (4 d^2 + 3 d d_ff + 2 d) + d
+    "llama-7b": 6_738_415_616,
+    "llama-13b": 13_015_864_320,
+    "llama-30b": 32_528_943_616,
+    "llama-65b": 65_285_660_672,
+    # OPTForCausalLM (tied head): (50,272 + 2,050) d (tokens; positions, offset 2) + L (12 d^2 + 13 d:
+    # q, k, v, out and the 4d MLP with biases, two LayerNorms) + 2 d (final LayerNorm)
+    "opt-6.7b": 6_658_473_984,
+    "opt-13b": 12_853_473_280,
+    "opt-30b": 29_974_540_288,
+    "opt-66b": 65_719_701_504,
+    "opt-175b": 174_604_468_224,
+    "bloom-176b": 176_247_271_424,  # BloomForCausalLM: the model card's count to the parameter
+    "falcon-40b": 41_303_293_952,  # FalconForCausalLM, tied head (the Falcon paper, Table 16)
+    "falcon-180b": 178_557_088_768,
+    "mpt-30b": 29_957_200_896,  # MptForCausalLM, no biases, tied head
+    "gpt3-175b": 174_604_259_328,  # GPT2LMHeadModel, tied head
 }
 REQUESTED_ACTIVE = {
     "qwen3-30b-a3b": 3_353_032_704,
@@ -300,6 +328,25 @@ REQUESTED_CARDS = {
     "kimi-k2": (1e12, None, 1e11, "Kimi K2 (moonshotai/Kimi-K2 README, arXiv 2507.20534): "
                                   "32 billion activated parameters and 1 trillion total parameters"),
     "qwen2.5-0.5b": (0.49e9, None, 0.01e9, "Qwen/Qwen2.5-0.5B model card: 0.49B (0.36B non-embedding)"),
+    "llama-7b": (6.7e9, None, 0.1e9, "Touvron et al. 2023, LLaMA, Table 2: 6.7B"),
+    "llama-13b": (13.0e9, None, 0.1e9, "Touvron et al. 2023, LLaMA, Table 2: 13.0B"),
+    "llama-30b": (32.5e9, None, 0.1e9, "Touvron et al. 2023, LLaMA, Table 2: 32.5B"),
+    "llama-65b": (65.2e9, None, 0.1e9, "Touvron et al. 2023, LLaMA, Table 2: 65.2B"),
+    "opt-6.7b": (6.7e9, None, 0.1e9, "Zhang et al. 2022, OPT, Table 1: 6.7B"),
+    "opt-13b": (13e9, None, 1e9, "Zhang et al. 2022, OPT, Table 1: 13B"),
+    "opt-30b": (30e9, None, 1e9, "Zhang et al. 2022, OPT, Table 1: 30B"),
+    "opt-66b": (66e9, None, 1e9, "Zhang et al. 2022, OPT, Table 1: 66B"),
+    "opt-175b": (175e9, None, 1e9, "Zhang et al. 2022, OPT, Table 1: 175B"),
+    "bloom-176b": (176_247_271_424, None, 1, "bigscience/bloom model card: 176,247,271,424 parameters "
+                                              "(find_string '176,247,271,424')"),
+    "mpt-30b": (30e9, None, 1e9, "mosaicml/mpt-30b model card: MPT-30B, 30B parameters"),
+    # The abstract's "175 billion parameters"; Table 2.1 prints 175.0B, 0.40B over the class's
+    # 174.60B, which no field of the table explains (the paper does not say how it counts).
+    "gpt3-175b": (175e9, None, 1e9, "Brown et al. 2020, Language Models are Few-Shot Learners: "
+                                    "175 billion parameters"),
+    # (falcon-40b and falcon-180b: their names' 40B and 180B are round figures, 1.30B under and
+    # 1.44B over the classes' 41.30B and 178.56B with the tied head the Falcon paper (Almazrouei
+    # et al. 2023, Table 16) describes: not compared.)
 }
 FLAGSHIPS.update(REQUESTED)
 PUBLISHED_ACTIVE.update(REQUESTED_ACTIVE)
