@@ -226,7 +226,11 @@ GPT_OSS_CARD = {
 #   shapes with the released siblings' other fields; bigscience/bloom as a public test's mock of its
 #   config.json (find_string '"n_layer": 70'); tiiuae/falcon-180B as NVIDIA/TensorRT-LLM's performance
 #   overview transcribes it (find_string '"hidden_size": 14848'); GPT-3 175B at Brown et al. 2020,
-#   Table 2.1's shapes as GPT2LMHeadModel. Each preset's "_source" says more.
+#   Table 2.1's shapes as GPT2LMHeadModel. Then Code Llama 7B and 34B, TinyLlama 1.1B, SmolLM2-1.7B,
+#   Qwen2.5-1.5B-Instruct, Gemma 2 2B, Phi-3-medium-4k, Yi-34B, DeepSeek LLM 67B, Mistral Small 3
+#   (24B) and DeepSeek-V2 (236B), each from a stored copy of its config.json (public tests and
+#   scripts quoting it whole; scaleapi's llm-engine hardware tests for CodeLlama-34B and
+#   Phi-3-medium) or, for DeepSeek LLM 67B, its paper's Table 2. Each preset's "_source" says more.
 # The counts are the classes' (LlamaForCausalLM, Qwen3/Qwen3Moe/Qwen2, Gemma3ForCausalLM,
 # MistralForCausalLM, Phi3ForCausalLM, DeepseekV2/V3ForCausalLM) built from those dicts under
 # FakeTensorMode, which the tree equals (tests/test_presets_issue14.py,
@@ -279,6 +283,17 @@ REQUESTED = {
     "falcon-180b": 178_557_088_768,
     "mpt-30b": 29_957_200_896,  # MptForCausalLM, no biases, tied head
     "gpt3-175b": 174_604_259_328,  # GPT2LMHeadModel, tied head
+    "codellama-7b": 6_738_546_688,  # 32,016 tokens: 2 x 16 x 4,096 more than llama-7b
+    "codellama-34b": 33_743_970_304,
+    "tinyllama-1.1b": 1_100_048_384,
+    "smollm2-1.7b": 1_711_376_384,
+    "qwen2.5-1.5b-instruct": 1_543_714_304,
+    "gemma2-2b": 2_614_341_888,
+    "phi3-medium": 13_960_238_080,
+    "yi-34b": 34_388_917_248,  # yi-34b-200k's shapes
+    "deepseek-llm-67b": 67_425_001_472,
+    "mistral-small-24b": 23_572_403_200,
+    "deepseek-v2": 235_741_434_880,  # DeepseekV2ForCausalLM
 }
 REQUESTED_ACTIVE = {
     "qwen3-30b-a3b": 3_353_032_704,
@@ -286,6 +301,8 @@ REQUESTED_ACTIVE = {
     "deepseek-v2-lite": 2_661_150_208,
     "qwen3-235b-a22b-instruct-2507": 22_190_763_520,
     "kimi-k2": 32_861_477_888,
+    # 6 of 160 routed experts of 3 x 5,120 x 1,536 a token in each of the 59 expert layers
+    "deepseek-v2": 21_375_800_320,
 }
 REQUESTED_CARDS = {
     "llama3.1-8b": (8e9, None, 1e9, "Llama 3.1 model card (meta-llama/Llama-3.1-8B): 8B"),
@@ -344,6 +361,23 @@ REQUESTED_CARDS = {
     # 174.60B, which no field of the table explains (the paper does not say how it counts).
     "gpt3-175b": (175e9, None, 1e9, "Brown et al. 2020, Language Models are Few-Shot Learners: "
                                     "175 billion parameters"),
+    "codellama-7b": (7e9, None, 1e9, "Roziere et al. 2023, Code Llama: 7B"),
+    "codellama-34b": (34e9, None, 1e9, "Roziere et al. 2023, Code Llama: 34B"),
+    "tinyllama-1.1b": (1.1e9, None, 0.1e9, "Zhang et al. 2024, TinyLlama: a 1.1B language model"),
+    "smollm2-1.7b": (1.7e9, None, 0.1e9, "HuggingFaceTB/SmolLM2-1.7B model card: 1.7B parameters"),
+    "qwen2.5-1.5b-instruct": (1.54e9, None, 0.01e9, "Qwen/Qwen2.5-1.5B-Instruct model card: 1.54B (1.31B "
+                                                    "non-embedding; find_string 'Number of Parameters: "
+                                                    "1.54B')"),
+    # Gemma 2 report, Table 2: 2,024,517,888 non-embedding parameters, which the class holds exactly;
+    # its embedding row (590,118,912) counts the 256,128-row table of its Table 1, the released
+    # config.json 256,000 rows (589,824,000; 128 x 2,304 fewer), as gemma2-9b's entry does.
+    "gemma2-2b": (2_024_517_888 + 589_824_000, None, 1, "Gemma 2 report, Table 2"),
+    "phi3-medium": (14e9, None, 1e9, "Abdin et al. 2024, Phi-3 Technical Report: phi-3-medium, 14B"),
+    "yi-34b": (34e9, None, 1e9, "01-ai/Yi-34B model card: 34B"),
+    "deepseek-llm-67b": (67e9, None, 1e9, "DeepSeek-AI 2024, DeepSeek LLM (arXiv 2401.02954): 67B"),
+    "mistral-small-24b": (24e9, None, 1e9, "mistral.ai, Mistral Small 3 (2025): a 24B model"),
+    "deepseek-v2": (236e9, 21e9, 1e9, "DeepSeek-AI 2024, DeepSeek-V2 (arXiv 2405.04434): 236B total "
+                                      "parameters, 21B activated for each token"),
     # (falcon-40b and falcon-180b: their names' 40B and 180B are round figures, 1.30B under and
     # 1.44B over the classes' 41.30B and 178.56B with the tied head the Falcon paper (Almazrouei
     # et al. 2023, Table 16) describes: not compared.)
