@@ -230,7 +230,10 @@ GPT_OSS_CARD = {
 #   Qwen2.5-1.5B-Instruct, Gemma 2 2B, Phi-3-medium-4k, Yi-34B, DeepSeek LLM 67B, Mistral Small 3
 #   (24B) and DeepSeek-V2 (236B), each from a stored copy of its config.json (public tests and
 #   scripts quoting it whole; scaleapi's llm-engine hardware tests for CodeLlama-34B and
-#   Phi-3-medium) or, for DeepSeek LLM 67B, its paper's Table 2. Each preset's "_source" says more.
+#   Phi-3-medium) or, for DeepSeek LLM 67B, its paper's Table 2. Then Qwen2.5-1.5B (base, 131,072
+#   tokens), Mistral Large 2 (Mistral-Large-Instruct-2407, 123B) and Qwen2.5-Coder-32B, with
+#   Lightning-AI/litgpt litgpt/config.py (commit 293089e2) for the last two's shapes. Each preset's
+#   "_source" says more.
 # The counts are the classes' (LlamaForCausalLM, Qwen3/Qwen3Moe/Qwen2, Gemma3ForCausalLM,
 # MistralForCausalLM, Phi3ForCausalLM, DeepseekV2/V3ForCausalLM) built from those dicts under
 # FakeTensorMode, which the tree equals (tests/test_presets_issue14.py,
@@ -294,6 +297,9 @@ REQUESTED = {
     "deepseek-llm-67b": 67_425_001_472,
     "mistral-small-24b": 23_572_403_200,
     "deepseek-v2": 235_741_434_880,  # DeepseekV2ForCausalLM
+    "qwen2.5-1.5b": 1_543_714_304,  # qwen2.5-1.5b-instruct's shapes, a 131,072-token context
+    "mistral-large-2407": 122_610_069_504,
+    "qwen2.5-coder-32b": 32_763_876_352,  # qwen2.5-32b-instruct's shapes and context
 }
 REQUESTED_ACTIVE = {
     "qwen3-30b-a3b": 3_353_032_704,
@@ -378,6 +384,11 @@ REQUESTED_CARDS = {
     "mistral-small-24b": (24e9, None, 1e9, "mistral.ai, Mistral Small 3 (2025): a 24B model"),
     "deepseek-v2": (236e9, 21e9, 1e9, "DeepSeek-AI 2024, DeepSeek-V2 (arXiv 2405.04434): 236B total "
                                       "parameters, 21B activated for each token"),
+    "qwen2.5-1.5b": (1.54e9, None, 0.01e9, "Qwen/Qwen2.5-1.5B model card: 1.54B (1.31B non-embedding)"),
+    "mistral-large-2407": (123e9, None, 1e9, "mistral.ai, Large Enough (2024-07-24): Mistral Large 2, "
+                                             "123 billion parameters"),
+    # (qwen2.5-coder-32b: its card prints 32.5B, as Qwen2.5-32B's does, 0.26B under the class's
+    # 32.76B: not compared, as qwen2.5-32b is not.)
     # (falcon-40b and falcon-180b: their names' 40B and 180B are round figures, 1.30B under and
     # 1.44B over the classes' 41.30B and 178.56B with the tied head the Falcon paper (Almazrouei
     # et al. 2023, Table 16) describes: not compared.)
