@@ -233,7 +233,8 @@ GPT_OSS_CARD = {
 #   Phi-3-medium) or, for DeepSeek LLM 67B, its paper's Table 2. Then Qwen2.5-1.5B (base, 131,072
 #   tokens), Mistral Large 2 (Mistral-Large-Instruct-2407, 123B) and Qwen2.5-Coder-32B, with
 #   Lightning-AI/litgpt litgpt/config.py (commit 293089e2) for the last two's shapes. Each preset's
-#   "_source" says more.
+#   "_source" says more. GPT-3's Small, Medium, Large, 2.7B and 6.7B at Table 2.1's shapes as gpt3-175b
+#   (its XL and 13B rows are not consistent shapes: d_model is not heads x d_head).
 # The counts are the classes' (LlamaForCausalLM, Qwen3/Qwen3Moe/Qwen2, Gemma3ForCausalLM,
 # MistralForCausalLM, Phi3ForCausalLM, DeepseekV2/V3ForCausalLM) built from those dicts under
 # FakeTensorMode, which the tree equals (tests/test_presets_issue14.py,
@@ -300,6 +301,12 @@ REQUESTED = {
     "qwen2.5-1.5b": 1_543_714_304,  # qwen2.5-1.5b-instruct's shapes, a 131,072-token context
     "mistral-large-2407": 122_610_069_504,
     "qwen2.5-coder-32b": 32_763_876_352,  # qwen2.5-32b-instruct's shapes and context
+    # GPT-3's smaller sizes (Table 2.1) as GPT2LMHeadModel, tied: L (12 d^2 + 13 d) + (50,257 + 2,048) d + 2 d
+    "gpt3-125m": 125_226_240,
+    "gpt3-350m": 355_871_744,
+    "gpt3-760m": 760_300_032,
+    "gpt3-2.7b": 2_651_553_280,
+    "gpt3-6.7b": 6_658_404_352,
 }
 REQUESTED_ACTIVE = {
     "qwen3-30b-a3b": 3_353_032_704,
@@ -389,6 +396,12 @@ REQUESTED_CARDS = {
                                              "123 billion parameters"),
     # (qwen2.5-coder-32b: its card prints 32.5B, as Qwen2.5-32B's does, 0.26B under the class's
     # 32.76B: not compared, as qwen2.5-32b is not.)
+    "gpt3-125m": (125e6, None, 1e6, "Brown et al. 2020, Table 2.1: GPT-3 Small, 125M"),
+    "gpt3-760m": (760e6, None, 1e6, "Brown et al. 2020, Table 2.1: GPT-3 Large, 760M"),
+    "gpt3-2.7b": (2.7e9, None, 0.1e9, "Brown et al. 2020, Table 2.1: GPT-3 2.7B"),
+    "gpt3-6.7b": (6.7e9, None, 0.1e9, "Brown et al. 2020, Table 2.1: GPT-3 6.7B"),
+    # (gpt3-350m: Table 2.1's "350M" is 5.87M under the class's 355.87M, more than its printed unit,
+    # which no field of the table explains: not compared.)
     # (falcon-40b and falcon-180b: their names' 40B and 180B are round figures, 1.30B under and
     # 1.44B over the classes' 41.30B and 178.56B with the tied head the Falcon paper (Almazrouei
     # et al. 2023, Table 16) describes: not compared.)
