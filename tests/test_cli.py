@@ -196,7 +196,12 @@ def test_models_lists_every_preset(capsys):
     # then Kimi K2 (DeepSeek-V3's architecture at 1.03T)
     # then Qwen2.5-0.5B
     # then Nemotron 3 Nano (hybrid Mamba-2 / Transformer, nemotron_h)
-    assert len(lines) == 2 + 67
+    # then the models published runs and users name (issue 18): LLaMA 1 7B-65B, OPT 6.7B-175B,
+    # BLOOM 176B, Falcon 40B and 180B, MPT-30B, GPT-3 175B; Code Llama 7B and 34B,
+    # TinyLlama, SmolLM2-1.7B, Qwen2.5-1.5B-Instruct, Gemma 2 2B, Phi-3-medium, Yi-34B, DeepSeek LLM 67B,
+    # Mistral Small 3, DeepSeek-V2, Qwen2.5-1.5B, Mistral Large 2, Qwen2.5-Coder-32B; GPT-3's five
+    # consistent smaller sizes
+    assert len(lines) == 2 + 100
     assert any(line.startswith("llama2-70b") and "68.98 B" in line for line in lines)
 
 
@@ -229,6 +234,12 @@ def test_report_commands_take_aliases_too():
         ["gpt2", "llama2-70b"]
 
 
+#: Presets of models whose weights were never on the Hugging Face Hub (OPT-175B: metaseq, on
+#: request; GPT-3: not released), written as the config.json of the class that builds them.
+NOT_ON_THE_HUB = {"opt-175b", "gpt3-125m", "gpt3-350m", "gpt3-760m", "gpt3-2.7b", "gpt3-6.7b",
+                  "gpt3-175b"}
+
+
 def test_aliases_are_data_unique_and_cover_every_hub_model():
     from costmodel.presets import preset_aliases
 
@@ -236,9 +247,11 @@ def test_aliases_are_data_unique_and_cover_every_hub_model():
     assert list(aliases) == preset_names()  # aliases.json itself is not a preset
     spellings = [s.casefold() for name, more in aliases.items() for s in (name, *more)]
     assert len(spellings) == len(set(spellings))
-    for name in preset_names():
+    for name in sorted(set(preset_names()) - NOT_ON_THE_HUB):
         if "model_type" in json.loads((PRESET_DIR / f"{name}.json").read_text()):
             assert any("/" in alias for alias in aliases[name]), f"{name} has no Hub id"
+    for name in NOT_ON_THE_HUB:
+        assert aliases[name] == ()
 
 
 def test_an_alias_never_shadows_a_path(tmp_path, monkeypatch, capsys):

@@ -43,7 +43,12 @@ def test_every_preset_loads_and_has_a_count():
     # then Kimi K2 (DeepSeek-V3's architecture at 1.03T)
     # then Qwen2.5-0.5B
     # then Nemotron 3 Nano (hybrid Mamba-2: tests/test_hf_nemotron_h.py counts it against its class)
-    assert len(preset_names()) == 67
+    # then the models published runs and users name (issue 18): LLaMA 1 7B-65B, OPT 6.7B-175B,
+    # BLOOM 176B, Falcon 40B and 180B, MPT-30B, GPT-3 175B; Code Llama 7B and 34B,
+    # TinyLlama, SmolLM2-1.7B, Qwen2.5-1.5B-Instruct, Gemma 2 2B, Phi-3-medium, Yi-34B, DeepSeek LLM 67B,
+    # Mistral Small 3, DeepSeek-V2, Qwen2.5-1.5B, Mistral Large 2, Qwen2.5-Coder-32B; GPT-3's five
+    # consistent smaller sizes
+    assert len(preset_names()) == 100
     for name in preset_names():
         assert estimate(name, seq_len=8).total("params") > 0
 

@@ -36,8 +36,9 @@ def test_estimate_runs_by_name_and_by_hub_id(name, capsys):
     code, out, err = run_main(["estimate", "--model", name, "--seq-len", "512", "--json"], capsys)
     assert code == 0, err
     assert json.loads(out)["params"]["total"] == REQUESTED[name]
-    aliases = json.loads((PRESET_DIR / "aliases.json").read_text())[name]
-    for alias in aliases:  # each Hub id (a base model and its -Instruct share the shapes)
+    aliases = json.loads((PRESET_DIR / "aliases.json").read_text()).get(name, [])
+    for alias in aliases:  # each Hub id (a base model and its -Instruct share the shapes; OPT-175B
+        # and GPT-3 were never on the Hub)
         code, out, err = run_main(["estimate", "--model", alias, "--seq-len", "512", "--json"], capsys)
         assert code == 0, err
         assert json.loads(out)["params"]["total"] == REQUESTED[name]
