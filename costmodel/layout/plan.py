@@ -311,8 +311,9 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                  time_model: str | None = None, nearest: bool = True,
                  mla: str = "absorbed", attention: str = DEFAULT_SERVE_ATTENTION,
                  cuda_graphs: bool = False, compiled: bool = False) -> dict[str, Any]:
-    """Every serving layout for `batch` sequences at a context of prompt + gen: the memory per
-    rank (weights and the KV cache at the last step), ranked by time per output token. kv_cache
+    """Every serving layout for `batch` sequences generating gen tokens after a prompt: the memory
+    per rank (weights and the KV cache at the last step, context prompt + gen), ranked by the time
+    per output token, the mean of the generation's decode steps (serving_token_times). kv_cache
     and quantization (weight_dtype, weight_group, kv_dtype) are the Workload's; latent attention
     is absorbed unless mla="naive", as engines serve it; attention: the kernel, flash unless given
     (as `serve`'s engines run it, serving/profile.py); cuda_graphs: each decode step replayed
