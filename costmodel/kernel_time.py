@@ -331,6 +331,7 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
 
     from . import symbols as S
     from .blocks import AttentionCore, WeightedSum
+    from .kernels import SDPA
 
     if local:
         subs = {**subs, **{symbol: sp.sympify(value).xreplace(subs) for symbol, value in local.items()}}
@@ -341,17 +342,22 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
             return []  # inside the one fused call the weighted-sum leaf stands for
         window = int(_number(S.w, subs)) if block.windowed else None
         n_kv, heads, kv_heads = int(_number(block.k_len, subs)), int(_number(S.h, subs)), int(_number(block.kv_heads, subs))
+        n_q, copies = int(_number(block.q_len, subs)), []
         causal, masked = block.causal, _sdpa_mask(block, n_kv, window)
-        if masked:  # a mask reaches torch's kernel: every (query, key) block computed, K/V repeated
-            causal, window, kv_heads = False, None, heads if masked == "window" and kv_heads > 1 else kv_heads
+        if masked:  # a mask reaches torch's kernel: every (query, key) block computed
+            causal, window = False, None
+        if masked == "window" and n_q > 1:  # K/V repeated to the heads, each by a clone (a single query is packed)
+            kv_heads = int(_number(SDPA.kv_heads_saved(block), subs))
+            copies = [Pointwise(moved, 0.0, moved) for moved in (_number(x, subs) for x in SDPA.repeat_copy_bytes(block))
+                      if moved]  # the clone's backward (expand's): a sum over the repeats, the same bytes
         return [AttentionCall(
             batch=int(_number(S.b, subs)), heads=heads,
-            n_q=int(_number(block.q_len, subs)), n_kv=n_kv,
+            n_q=n_q, n_kv=n_kv,
             head_dim=int(_number(block.qk_dim, subs)), causal=causal, window=window,
             chunked=block.chunked,
             value_dim=int(_number(block.value_dim, subs)), kv_heads=kv_heads,
             values_are_keys=block.values_are_keys,
-            kv_element_bytes=None if block.cache_element_bytes == S.e else int(block.cache_element_bytes))]
+            kv_element_bytes=None if block.cache_element_bytes == S.e else int(block.cache_element_bytes))] + copies
     flops = _number(cost.flops_matmul, subs)
     if flops:
         kernels += _gemms(leaf, subs, flops)

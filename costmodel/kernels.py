@@ -164,7 +164,9 @@ class Sdpa(Flash):
       create_causal_mask(allow_is_causal_skip=False)). The kernel converts the bool mask to the
       query's dtype and keeps that, (b, 1, n_q, n_k), each layer. With a window's mask, grouped
       K/V reach the kernel through repeat_kv (use_gqa_in_sdpa wants no mask): h heads kept, not
-      h_kv (one KV head's repeat is a view of it).
+      h_kv (one KV head's repeat is a view of it), each copied by a clone (repeat_copy_bytes).
+      A single query (a decode step) is packed instead (sdpa_attention_forward's pack_gqa: the
+      query (b, h, 1, d) viewed as (b, h_kv, h / h_kv, d)): h_kv heads, no copy, whatever the mask.
     - the output's layout follows the query's (torch's kernel and its meta function allocate it
       like the query): a query made by torch.cat (partial rotary) is contiguous in
       (b, h, n, d_h), so the transpose back to (b, n, h d_h) copies, and the output projection
@@ -202,6 +204,14 @@ class Sdpa(Flash):
             repeated = sp.Piecewise((core.kv_heads, sp.Eq(core.kv_heads, 1)), (S.h, True))
             return sp.Piecewise((repeated, sp.Ge(core.k_len, S.w)), (core.kv_heads, True))
         return core.kv_heads
+
+    def repeat_copy_bytes(self, core: Any) -> tuple[Expr, Expr]:
+        """What repeat_kv's clones of K and of V move where the heads reaching the kernel are
+        repeated (kv_heads_saved above h_kv): each reads the h_kv heads and writes h, e b k_len
+        (h_kv + h) elements of its width; zero where they are not (no mask yet, one KV head)."""
+        repeated = sp.Piecewise((ZERO, sp.Eq(self.kv_heads_saved(core), core.kv_heads)), (sp.Integer(1), True))
+        heads = core.kv_heads + self.kv_heads_saved(core)
+        return tuple(repeated * S.e * S.b * core.k_len * heads * width for width in (core.qk_dim, core.value_dim))
 
     def softmax_saved(self, core: Any) -> Expr:
         return super().softmax_saved(core) + self.mask_saved(core)

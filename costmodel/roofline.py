@@ -238,15 +238,23 @@ def rerun_seconds_floored(roof: "Roofline", batch: int, lo: int, hi: int, source
     return host * (below - lo + 1) + generation_seconds(roof, batch, above, hi, source_len)[1]
 
 
-def generation_rates(batch: int, gen: int, prefill_s: float, decode_s: float) -> dict[str, Any]:
-    """A generation of `gen` new tokens for each of `batch` sequences: the prefill (which gives
-    the first token), gen - 1 decode steps taking decode_s seconds in all, and its two rates:
-    the decode rate, batch x (gen - 1) over decode_s (None without a step), and the end-to-end
-    rate, batch x gen over prefill_s + decode_s."""
+def decode_rates(batch: int, gen: int, decode_s: float) -> dict[str, Any]:
+    """The gen - 1 decode steps of a generation of `gen` new tokens for each of `batch` sequences
+    (the prefill gives the first), decode_s seconds in all: their mean, the time per output token
+    (vLLM's benchmark_serving.py calculate_metrics: tpot = (latency - ttft) / (output_len - 1),
+    the same as serving/metrics.py's), and the decode rate, batch x (gen - 1) over decode_s;
+    both None without a step. `plan --serve` ranks layouts by this mean."""
     steps = gen - 1
     return {"decode_steps": steps, "decode_seconds": decode_s,
-            "decode_tokens_per_second": batch * steps / decode_s if steps else None,
-            "end_to_end_seconds": prefill_s + decode_s,
+            "time_per_output_token": decode_s / steps if steps > 0 else None,
+            "decode_tokens_per_second": batch * steps / decode_s if steps > 0 else None}
+
+
+def generation_rates(batch: int, gen: int, prefill_s: float, decode_s: float) -> dict[str, Any]:
+    """A generation of `gen` new tokens for each of `batch` sequences: the prefill (which gives
+    the first token), gen - 1 decode steps taking decode_s seconds in all (decode_rates: their
+    mean and rate), and the end-to-end rate, batch x gen over prefill_s + decode_s."""
+    return {**decode_rates(batch, gen, decode_s), "end_to_end_seconds": prefill_s + decode_s,
             "end_to_end_tokens_per_second": batch * gen / (prefill_s + decode_s)}
 
 

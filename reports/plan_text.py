@@ -44,14 +44,18 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
     if not feasible:
         return "\n".join(out + ["No layout fits.", *_nearest(result.get("nearest") or {}, serve)])
     if serve:
-        rows = ([str(i + 1), f"{e['layout']['tp']} x {e['layout']['pp']} x {e['layout']['dp']}",
+        rows = ([str(rank + 1), f"{e['layout']['tp']} x {e['layout']['pp']} x {e['layout']['dp']}",
                  binary_bytes(e["per_rank"]["weights"]), binary_bytes(e["per_rank"]["kv_cache"]),
                  binary_bytes(e["per_rank"]["transient"]),
                  binary_bytes(e["per_rank"]["total"]), seconds(e["time_per_output_token"]),
-                 seconds(e["tp_all_reduce_seconds"]), rate(e["tokens_per_second"])]
-                for i, e in enumerate(feasible[:top]))
+                 seconds(e["last_step"]["seconds"]), seconds(e["tp_all_reduce_seconds"]),
+                 rate(e["tokens_per_second"])]
+                for rank, e in enumerate(feasible[:top]))
         out.append(table(["rank", "tp x pp x dp", "weights", "KV cache", "ids+logits", "memory", "per token",
-                          "all-reduce", "tokens/s"], rows))
+                          "last step", "all-reduce", "tokens/s"], rows))
+        out.append("per token: the mean of the generation's decode steps, each at its own context, as "
+                   "`simulate` with the layout times them; last step: the one at context "
+                   f"{i['seq_len'] + i['gen']:,}, where the memory is sized.")
         return "\n".join(out)
     rows = []
     for i, e in enumerate(feasible[:top]):

@@ -302,7 +302,8 @@ def weight_group(inputs: dict[str, Any]) -> str:
 
 
 def render_parallel_decode(r: dict[str, Any]) -> str:
-    """Inference with a layout: the time per output token and its all-reduces, memory per rank."""
+    """Inference with a layout: the prefill, the generation and its mean step (the time per
+    output token), the step at the last context and its all-reduces, memory per rank."""
     i, token, rank, lay = r["inputs"], r["token"], r["per_rank"], r["layout"]
     return "\n".join([
         f"{i['model']} serving on {lay['gpus']} x {i['hardware']} ({i['dtype']}): tp {lay['tp']} x pp "
@@ -318,7 +319,9 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
            f"of which tp all-reduces {seconds(r['prefill']['tp_all_reduce_seconds'])}, pipeline sends "
            f"{seconds(r['prefill']['pp_seconds'])}"] if "prefill" in r else []),
         *(_generation_lines(r["generation"], i["gen"], 24) if "generation" in r else []),
-        f"  {'time per output token':<24}{seconds(token['seconds_per_token']):>10}   "
+        *([f"  {'time per output token':<24}{seconds(tpot):>10}   the decode steps' mean (plan --serve ranks by it)"]
+          if (tpot := r.get("generation", {}).get("time_per_output_token")) is not None else []),
+        f"  {'last step':<24}{seconds(token['seconds_per_token']):>10}   "
         f"{rate(token['tokens_per_second'])} tokens/s over the replicas, a step at context {i['seq_len'] + i['gen']:,}",
         f"  {'of which tp all-reduces':<24}{seconds(token['tp_all_reduce_seconds']):>10}",
         f"  {'pipeline sends':<24}{seconds(token['pp_seconds']):>10}",

@@ -47,9 +47,11 @@ def test_plan_serve_takes_cuda_graphs_as_simulate_times_a_layout(capsys):
     assert code == 0, err
     simulated = json.loads(out)
     token = simulated["token"]
-    assert planned["feasible"][0]["time_per_output_token"] == token["seconds_per_token"]
+    # the mean decode step (tests/test_plan_serve_tpot.py) and the last step, each simulate's
+    assert planned["feasible"][0]["time_per_output_token"] == simulated["generation"]["time_per_output_token"]
+    assert planned["feasible"][0]["last_step"]["seconds"] == token["seconds_per_token"]
     code, out, err = run_main(["plan", "--serve", "--gpus", "8", "--tp", "8", *shape], capsys)
-    assert json.loads(out)["feasible"][0]["time_per_output_token"] > token["seconds_per_token"]  # eager launches
+    assert json.loads(out)["feasible"][0]["last_step"]["seconds"] > token["seconds_per_token"]  # eager launches
     code, out, err = run_main(["plan", "--serve", "--gpus", "8", "--tp", "8", "--cuda-graphs", "on", *shape[:-1]],
                               capsys)
     assert out.splitlines()[0].startswith("llama2-70b on 8 x h100-sxm, bf16, static KV cache, CUDA graphs: ")
@@ -249,7 +251,7 @@ def test_plan_takes_compile_as_simulate_does(capsys):
     assert code == 0, err
     token = json.loads(out)["feasible"][0]["time_per_output_token"]
     code, out, err = run_main(["simulate", "--cuda-graphs", *serve], capsys)
-    assert token == json.loads(out)["token"]["seconds_per_token"]
+    assert token == json.loads(out)["generation"]["time_per_output_token"]
     code, out, err = run_main(["plan", "--serve", "--model", "gpt2", "--rate", "1", "--compile"], capsys)
     assert code == 2 and err.startswith("error: --compile: the capacity search")
 

@@ -33,7 +33,7 @@ from .frameworks import FRAMEWORKS
 from .rank import ParallelEstimate
 from .serving_memory import serving_memory
 from .spec import Layout, check_hybrid_framework, tensor_split_error
-from .timing import step_time
+from .timing import generation_decode_seconds, step_time
 
 MICRO_BATCHES = (1, 2, 4, 8)
 CP_MIN_TOKENS = 4096  # plan tries context parallelism only where each rank keeps this many tokens
@@ -279,6 +279,31 @@ def nearest_fit(gpus: int, capacity: int, infeasible: list[dict[str, Any]],
     return out
 
 
+def serving_token_times(cfg: ModelConfig, workload: Workload, layout: Layout, hardware: Hardware,
+                        efficiency: Efficiency | None, time_model: str, cuda_graphs: bool, compiled: bool,
+                        estimate: ParallelEstimate) -> dict[str, Any]:
+    """A serving layout's times: the time per output token, the mean of the gen - 1 decode steps
+    that `simulate` with this layout times (timing.generation_decode_seconds, each step at its own
+    context; roofline.decode_rates), and its rate over the replicas; the last step, at context
+    prompt + gen where the memory is sized (`estimate`), with its tensor-parallel all-reduces
+    (those do not grow with the context). With gen < 2 there is no decode step to average: the
+    last step stands for it."""
+    from ..roofline import decode_rates
+
+    options = {"compiled": True} if compiled else {}
+    last = step_time(estimate, hardware, efficiency, time_model, cuda_graphs=cuda_graphs, **options).token()
+    out = {"time_per_output_token": last["seconds_per_token"], "tokens_per_second": last["tokens_per_second"],
+           "tp_all_reduce_seconds": last["tp_all_reduce_seconds"],
+           "last_step": {"context": workload.seq_len + workload.gen_tokens, "seconds": last["seconds_per_token"]}}
+    if workload.gen_tokens > 1:
+        decode_s = generation_decode_seconds(cfg, workload, layout, hardware, efficiency, time_model,
+                                             cuda_graphs, compiled)
+        rates = decode_rates(workload.batch * layout.dp, workload.gen_tokens, decode_s)
+        out.update(time_per_output_token=rates["time_per_output_token"],
+                   tokens_per_second=rates["decode_tokens_per_second"])
+    return out
+
+
 def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, prompt: int, gen: int,
                  dtype: str, fixed: dict[str, Any] | None = None,
                  efficiency: Efficiency | None = None, kv_cache: str = "dynamic",
@@ -286,8 +311,9 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                  time_model: str | None = None, nearest: bool = True,
                  mla: str = "absorbed", attention: str = DEFAULT_SERVE_ATTENTION,
                  cuda_graphs: bool = False, compiled: bool = False) -> dict[str, Any]:
-    """Every serving layout for `batch` sequences at a context of prompt + gen: the memory per
-    rank (weights and the KV cache at the last step), ranked by time per output token. kv_cache
+    """Every serving layout for `batch` sequences generating gen tokens after a prompt: the memory
+    per rank (weights and the KV cache at the last step, context prompt + gen), ranked by the time
+    per output token, the mean of the generation's decode steps (serving_token_times). kv_cache
     and quantization (weight_dtype, weight_group, kv_dtype) are the Workload's; latent attention
     is absorbed unless mla="naive", as engines serve it; attention: the kernel, flash unless given
     (as `serve`'s engines run it, serving/profile.py); cuda_graphs: each decode step replayed
@@ -320,11 +346,9 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
             if per_rank["total"] > hardware.serving_memory_bytes:
                 infeasible.append({**entry, "reason": "memory", "per_rank": per_rank})
                 continue
-            token = step_time(estimate, hardware, efficiency, time_model, cuda_graphs=cuda_graphs,
-                              **({"compiled": True} if compiled else {})).token()
-            feasible.append({**entry, "per_rank": per_rank, "time_per_output_token": token["seconds_per_token"],
-                             "tp_all_reduce_seconds": token["tp_all_reduce_seconds"],
-                             "tokens_per_second": token["tokens_per_second"]})
+            feasible.append({**entry, "per_rank": per_rank,
+                             **serving_token_times(cfg, workload, layout, hardware, efficiency, time_model,
+                                                   cuda_graphs, compiled, estimate)})
     feasible.sort(key=lambda e: e["time_per_output_token"])
     result = {"feasible": feasible, "infeasible": infeasible, "time_model": time_model}
     if not feasible and nearest:
