@@ -69,7 +69,7 @@ from .attention_kernels import DEFAULT_KERNEL, attention_points, kernel_entry
 from .config import DTYPE_BYTES, ConfigError, Workload
 from .hardware import Efficiency, Hardware
 from .kernel_rates import kernel_facts, log_linear, sustained_efficiency  # noqa: F401 (re-exported)
-from .kernel_shapes import AttentionCall, Gemm, Kernel, Pointwise  # noqa: F401 (re-exported)
+from .kernel_shapes import AttentionCall, Gemm, Kernel, PassKernel, Pointwise  # noqa: F401 (re-exported)
 
 class KernelTimer:
     """Seconds of one kernel on one hardware in one dtype."""
@@ -292,7 +292,14 @@ class KernelTimer:
     def pointwise_seconds(self, kernel: Pointwise) -> float:
         return max(kernel.bytes / self.bandwidth, kernel.flops / self.vector)
 
+    def pass_seconds(self, kernel: PassKernel) -> float:
+        """A one-pass kernel (mamba_ssm's SSD kernels): its products' tiles at the large-GEMM rate
+        or its bytes at the bandwidth, whichever is longer (no DRAM start: as a pointwise kernel's)."""
+        return max(sum(self.gemm_compute_seconds(g) for g in kernel.products), kernel.bytes / self.bandwidth)
+
     def seconds(self, kernel: Kernel, backward: bool = False) -> float:
+        if isinstance(kernel, PassKernel):  # runs in its own pass only
+            return self.pass_seconds(kernel) if kernel.backward == backward else 0.0
         if isinstance(kernel, Gemm):
             return self.gemm_seconds(kernel)
         if isinstance(kernel, AttentionCall):
@@ -362,6 +369,9 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
         if forward or backward or other_flops:
             kernels.append(Pointwise(forward, other_flops, backward))
         return kernels
+    listed = block.pass_kernels(lambda x: int(_number(x, subs))) if hasattr(block, "pass_kernels") else None
+    if listed is not None:  # a Mamba-2 mixer's training kernels (mamba_kernels.py), not its bytes_other
+        return kernels + listed
     other = _number(cost.bytes_other, subs) - (_fused_away(leaf, subs) if compiled else 0.0)
     if other or other_flops:
         stated = cost.backward_bytes_other
