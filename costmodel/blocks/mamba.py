@@ -1,6 +1,7 @@
 """The Mamba-2 mixer (transformers 5.24's NemotronHMamba2Mixer): its parameters, its matmul FLOPs as
-the PyTorch path runs them (torch_forward: no mamba_ssm or causal_conv1d kernels) and the states
-its cache holds.
+the PyTorch path runs them (torch_forward: no mamba_ssm or causal_conv1d kernels), the bytes it
+saves for backward in training (that path, measured; or Megatron-Core's through mamba_ssm, from
+the code), the kernels a training step runs (mamba_kernels.py) and the states its cache holds.
 
 The mixer, for b sequences of n tokens, H = H_m heads of width P = P_m, state N = N_m, G = G_m groups
 of B and C, a depthwise conv of K = K_m taps and the scan's chunk Q = Q_m:
@@ -57,7 +58,8 @@ def conv_flops(batch: Expr, out_len: Expr) -> Expr:
 
 def scan_bytes(batch: Expr, seq: Expr, decode: bool) -> Expr:
     """The traffic of the mixer's work besides its two projections, a memory-bound model (a
-    stated convention, not a measurement): each kernel reads its inputs and writes its outputs
+    stated convention, not a measurement; the roofline's in every phase, the kernel model's
+    outside training, which times mamba_kernels.py's kernels): each kernel reads its inputs and writes its outputs
     once, in the activations' dtype, as the fused kernels a training or serving stack runs
     (causal_conv1d, mamba_ssm's chunked scan, its gated RMSNorm) do:
       conv        reads and writes the x B C channels                      2 C
