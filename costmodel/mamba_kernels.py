@@ -24,8 +24,9 @@ Conventions (stated, not measured):
 from __future__ import annotations
 
 from .kernel_shapes import Gemm, PassKernel
+from .spec import DTYPE_BYTES
 
-FP32 = 4  # the chunk states, dt and its cumulative sum, C B^T and the partial gradients
+FP32 = DTYPE_BYTES["fp32"]  # the chunk states, dt and its cumulative sum, C B^T and the partial gradients
 
 
 def ssd_training_kernels(batch: int, seq: int, heads: int, head_dim: int, state: int, groups: int,
@@ -48,15 +49,19 @@ def ssd_training_kernels(batch: int, seq: int, heads: int, head_dim: int, state:
     c_b = Gemm(chunk, chunk, state, chunks * groups)  # C B^T: Q x Q per group
     intra = Gemm(chunk, head_dim, chunk, chunks * heads)  # (C B^T masked) x: Q x P per head
     inter = Gemm(chunk, head_dim, state, chunks * heads)  # C x state: Q x P per head
+    # the kernels the backward reruns as the forward ran them (the autograd function saves zxbcdt)
+    # ensure_stride copies x B C first when in_proj's row is not a multiple of 8 elements
+    conv_fwd = PassKernel("causal_conv1d_fwd", 2 * e * tokens * conv * (1 + (projected % 8 != 0)))
+    cumsum = PassKernel("_chunk_cumsum_fwd", e * tokens * heads + 2 * dt_cs)  # dt in; dt, dA (fp32) out
+    chunk_state = PassKernel("_chunk_state_fwd", e * tokens * (inner + bc) + 2 * dt_cs + FP32 * states,
+                             (state_of_chunk,))  # x, B, dt and dA in; fp32 states out
+    bmm = PassKernel("_bmm_chunk_fwd", 2 * e * tokens * bc + FP32 * cb, (c_b,))  # C, B in; fp32 C B^T out
     forward = [
         PassKernel("transpose zxBCdt", 2 * e * tokens * projected * transpose),
-        # ensure_stride copies x B C when in_proj's row is not a multiple of 8 elements
-        PassKernel("causal_conv1d_fwd", 2 * e * tokens * conv * (1 + (projected % 8 != 0))),
-        PassKernel("_chunk_cumsum_fwd", e * tokens * heads + 2 * dt_cs),
-        PassKernel("_chunk_state_fwd", e * tokens * (inner + bc) + 2 * dt_cs + FP32 * states, (state_of_chunk,)),
+        conv_fwd, cumsum, chunk_state,
         # fp32 states in, the states in the activations' dtype (out_dtype C.dtype) and the last fp32 out
         PassKernel("_state_passing_fwd", (FP32 + e) * states + FP32 * batch * inner * state),
-        PassKernel("_bmm_chunk_fwd", 2 * e * tokens * bc + FP32 * cb, (c_b,)),
+        bmm,
         # C B^T, x, dt, dA, C, the states and z in; out (gated) and out_x (before the gate) out
         PassKernel("_chunk_scan_fwd", FP32 * cb + e * tokens * (4 * inner + bc) + 2 * dt_cs + e * states,
                    (intra, inter)),
@@ -67,12 +72,7 @@ def ssd_training_kernels(batch: int, seq: int, heads: int, head_dim: int, state:
     backward = [
         PassKernel("_layer_norm_bwd", 3 * e * tokens * inner + FP32 * tokens * groups),
         PassKernel("transpose dy", 2 * e * tokens * inner * transpose),
-        # the forward's conv and the scan's inputs recomputed (the autograd function saves zxbcdt)
-        PassKernel("causal_conv1d_fwd", 2 * e * tokens * conv * (1 + (projected % 8 != 0))),
-        PassKernel("dt.clone", 2 * e * tokens * heads),
-        PassKernel("_chunk_cumsum_fwd", e * tokens * heads + 2 * dt_cs),
-        PassKernel("_bmm_chunk_fwd", 2 * e * tokens * bc + FP32 * cb, (c_b,)),
-        PassKernel("_chunk_state_fwd", e * tokens * (inner + bc) + 2 * dt_cs + FP32 * states, (state_of_chunk,)),
+        conv_fwd, PassKernel("dt.clone", 2 * e * tokens * heads), cumsum, bmm, chunk_state,
         PassKernel("_state_passing_fwd", 2 * FP32 * states + FP32 * batch * inner * state),  # fp32 out
         # x, z, out_x and dout in; dz and dout through the gate out
         PassKernel("_chunk_scan_bwd_dz", 6 * e * tokens * inner),

@@ -24,7 +24,7 @@ import sympy as sp
 from .. import symbols as S
 from ..kernel_shapes import PassKernel
 from ..mamba_kernels import ssd_training_kernels
-from ..terms import FP32, Expr
+from ..terms import FP32, Expr, unless_fp32
 from .base import Block, Cost, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix
 
 #: The mixer's inner width (z and x each) and the channels its conv runs over (x, B and C).
@@ -101,14 +101,15 @@ def saved_bytes_torch(batch: Expr, seq: Expr) -> Expr:
       out_proj's input                                          e T H P
     """
     tokens, chunks = batch * seq, sp.ceiling(seq / S.Q_m)
-    padded, narrower = chunks * S.Q_m, sp.Piecewise((0, sp.Eq(S.e, FP32)), (1, True))
-    x_kept = sp.Piecewise((S.e * tokens * CONV_CHANNELS, sp.Eq(S.e, FP32)), (FP32 * tokens * INNER, True))
+    padded = chunks * S.Q_m
+    # silu's output itself in fp32 (.float() returns it); where narrower an fp32 copy of x alone
+    x_kept = unless_fp32(FP32 * tokens * INNER - S.e * tokens * CONV_CHANNELS) + S.e * tokens * CONV_CHANNELS
     per_head = (3 * chunks * S.Q_m**2 + 5 * padded * S.N_m + 2 * chunks * S.Q_m + (chunks + 1)**2
                 + (chunks + 1) * S.P_m * S.N_m + chunks * S.P_m * S.N_m + 5 * padded * S.P_m)
     return (S.e * tokens * PROJECTED + S.e * batch * CONV_CHANNELS * (seq + S.K_m - 1) + 2 * S.e * tokens * S.H_m
-            + FP32 * tokens * S.H_m * (1 + narrower) + x_kept + 2 * FP32 * S.H_m
+            + FP32 * tokens * S.H_m + unless_fp32(FP32 * tokens * S.H_m) + x_kept + 2 * FP32 * S.H_m
             + 2 * S.Q_m**2 + 2 * (chunks + 1)**2 + FP32 * batch * S.H_m * per_head
-            + FP32 * tokens * (INNER * (3 + narrower) + S.G_m) + S.e * tokens * INNER)
+            + FP32 * tokens * (3 * INNER + S.G_m) + unless_fp32(FP32 * tokens * INNER) + S.e * tokens * INNER)
 
 
 def saved_bytes_mamba_ssm(batch: Expr, seq: Expr) -> Expr:
