@@ -12,6 +12,8 @@ A leaf already knows its work; here it becomes kernels with shapes, read from th
     leaves; the values' width and whether they are the keys themselves, as absorbed latent
     attention's are, only the weighted sum states); under eager its two batched GEMMs and the
     softmax, each a kernel;
+  - a Mamba-2 mixer in training: its projections' GEMMs, then mamba_ssm's kernels, each in one pass
+    (kernel_shapes.PassKernel: its products' tiles or its bytes, the longer; mamba_kernels.py);
   - everything else: bytes and FLOPs of memory-bound kernels.
 A kernel's time:
   - GEMM: tile and wave quantization over the SMs (NVIDIA's matrix-multiplication guide): the
