@@ -97,6 +97,10 @@ class Facts:
     rmsnorm_weight_cast_fp32: bool = False
     # the embedding scale sqrt(d) is a one-element buffer in the model dtype
     embed_scale_buffer: bool = False
+    # what a Mamba-2 mixer's training step runs (blocks/mamba.py): "torch" (transformers'
+    # torch_forward: the chunked scan as einsums) or "mamba_ssm" (Megatron-Core's MambaMixer:
+    # mamba_split_conv1d_scan_combined and the Triton gated norm)
+    mamba_path: str = "torch"
     # ALiBi's slopes are a buffer (False: the bias is built each forward, nothing held)
     alibi_slopes_buffer: bool = True
     # a learned position table is looked up by (b, n) ids built from the attention mask (not one

@@ -101,4 +101,24 @@ class Pointwise:
     backward_bytes: float | None = None
 
 
-Kernel = Gemm | AttentionCall | Pointwise
+@dataclass(frozen=True)
+class PassKernel:
+    """One hand-written kernel that runs in one pass only (mamba_ssm's Triton SSD kernels,
+    causal_conv1d, its gated norm: costmodel/mamba_kernels.py): the batched products it computes
+    on the tensor cores (Gemm shapes) and the bytes it reads and writes. backward: it runs in the
+    backward pass (its own kernel there, none in the forward); else in the forward only."""
+
+    name: str
+    bytes: float
+    products: tuple[Gemm, ...] = ()
+    backward: bool = False
+
+    def __post_init__(self) -> None:  # a disk cache's row (layout/kernel_step.py) gives dicts
+        object.__setattr__(self, "products", tuple(g if isinstance(g, Gemm) else Gemm(**g) for g in self.products))
+
+    @property
+    def flops(self) -> int:
+        return sum(g.flops for g in self.products)
+
+
+Kernel = Gemm | AttentionCall | Pointwise | PassKernel

@@ -12,6 +12,8 @@ A leaf already knows its work; here it becomes kernels with shapes, read from th
     leaves; the values' width and whether they are the keys themselves, as absorbed latent
     attention's are, only the weighted sum states); under eager its two batched GEMMs and the
     softmax, each a kernel;
+  - a Mamba-2 mixer in training: its projections' GEMMs, then mamba_ssm's kernels, each in one pass
+    (kernel_shapes.PassKernel: its products' tiles or its bytes, the longer; mamba_kernels.py);
   - everything else: bytes and FLOPs of memory-bound kernels.
 A kernel's time:
   - GEMM: tile and wave quantization over the SMs (NVIDIA's matrix-multiplication guide): the
@@ -69,7 +71,7 @@ from .attention_kernels import DEFAULT_KERNEL, attention_points, kernel_entry
 from .config import DTYPE_BYTES, ConfigError, Workload
 from .hardware import Efficiency, Hardware
 from .kernel_rates import kernel_facts, log_linear, sustained_efficiency  # noqa: F401 (re-exported)
-from .kernel_shapes import AttentionCall, Gemm, Kernel, Pointwise  # noqa: F401 (re-exported)
+from .kernel_shapes import AttentionCall, Gemm, Kernel, PassKernel, Pointwise  # noqa: F401 (re-exported)
 
 class KernelTimer:
     """Seconds of one kernel on one hardware in one dtype."""
@@ -292,7 +294,14 @@ class KernelTimer:
     def pointwise_seconds(self, kernel: Pointwise) -> float:
         return max(kernel.bytes / self.bandwidth, kernel.flops / self.vector)
 
+    def pass_seconds(self, kernel: PassKernel) -> float:
+        """A one-pass kernel (mamba_ssm's SSD kernels): its products' tiles at the large-GEMM rate
+        or its bytes at the bandwidth, whichever is longer (no DRAM start: as a pointwise kernel's)."""
+        return max(sum(self.gemm_compute_seconds(g) for g in kernel.products), kernel.bytes / self.bandwidth)
+
     def seconds(self, kernel: Kernel, backward: bool = False) -> float:
+        if isinstance(kernel, PassKernel):  # runs in its own pass only
+            return self.pass_seconds(kernel) if kernel.backward == backward else 0.0
         if isinstance(kernel, Gemm):
             return self.gemm_seconds(kernel)
         if isinstance(kernel, AttentionCall):
@@ -368,6 +377,9 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
         if forward or backward or other_flops:
             kernels.append(Pointwise(forward, other_flops, backward))
         return kernels
+    listed = block.pass_kernels(lambda x: int(_number(x, subs))) if hasattr(block, "pass_kernels") else None
+    if listed is not None:  # a Mamba-2 mixer's training kernels (mamba_kernels.py), not its bytes_other
+        return kernels + listed
     other = _number(cost.bytes_other, subs) - (_fused_away(leaf, subs) if compiled else 0.0)
     if other or other_flops:
         stated = cost.backward_bytes_other

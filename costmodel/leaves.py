@@ -433,7 +433,8 @@ class TreeBuilder:
             return self.attention(at, seq, seq, cross=False, cached=cached, rope=kind.rope)
         tokens = S.b * seq
         pre, post = self.norms(at, tokens)
-        mixer = B.Mamba2Mixer(self.phase, bias=self.cfg.mamba_bias, conv_bias=self.cfg.conv_bias)
+        mixer = B.Mamba2Mixer(self.phase, path=self.profile.facts.mamba_path, bias=self.cfg.mamba_bias,
+                              conv_bias=self.cfg.conv_bias)
         return [*pre, at.leaf("mamba", mixer), *self.residual(at, tokens, post, "attention_output")]
 
     def stack(self, stack: str, seq: sp.Expr, layers: sp.Expr, *, cross_len: sp.Expr | None) -> Leaves:

@@ -4,8 +4,10 @@ parameters (dense and MoE layer patterns, legacy field names, biases, the class'
 meta device), the router's buffer, the training forward's matmul FLOPs (FlopCounterMode with
 validate.measure's grouped_mm formula), a cached decode step's, the cache after a prefill
 (attention keys and values beside each Mamba-2 layer's conv and scan states), and the configs it
-refuses. Not compared: bytes saved for backward and other ops' elements in the Mamba-2 layers
-(blocks/mamba.py models neither).
+refuses, and the bytes a training forward saves for backward in the dense layer patterns (the
+Mamba-2 mixers' torch path, attention, the MLP, the norms and the loss). Not compared: other ops'
+elements in the Mamba-2 layers (blocks/mamba.py does not model them), and the saved bytes of the
+MoE patterns (2,304 bytes a MoE layer apart at b 2, n 9: the MoE blocks', not the mixers').
 """
 
 from __future__ import annotations
@@ -110,6 +112,30 @@ def test_cache_after_prefill(name, dtype):
         held += sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
     ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype=dtype).to_dict()
     assert ours["memory"]["kv_cache"] == held
+
+
+@pytest.mark.parametrize("name", ["dense", "biases", "one_attention"])
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_bytes_saved_for_backward(name, dtype):
+    """NemotronHForCausalLM's training forward with its loss (validate's saved-tensor hooks,
+    eager attention, b 2, n 9: three chunks of 4) against the tree's activations: the Mamba-2
+    mixers' torch path (blocks/mamba.saved_bytes_torch), and nemotron_h's facts (fp32 norms that
+    multiply by an fp32 copy of the weight, fp32 softmax and loss)."""
+    import torch
+    import transformers
+
+    from costmodel import estimate
+    from validate.measure.saved import saved_activation_bytes
+
+    fields, b, n = VARIANTS[name], 2, 9
+    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    config = transformers.AutoConfig.for_model(**fields, attn_implementation="eager")
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch_dtype).train()
+    ids = torch.randint(0, fields["vocab_size"], (b, n))
+    measured = saved_activation_bytes(model, {"input_ids": ids, "labels": ids}, loss_fn=lambda out: out.loss)
+    ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype=dtype, attention="eager").to_dict()
+    assert ours["memory"]["activations"] == measured.total_bytes
 
 
 @pytest.mark.parametrize("change,message", [

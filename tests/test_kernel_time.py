@@ -512,3 +512,35 @@ def test_a_training_step_holds_the_sustained_rate_its_architecture_measured():
     burst = KernelTimer(gb200, dtype="bf16").seconds(gemm)
     held = KernelTimer(gb200, dtype="bf16", sustained=True).seconds(gemm)
     assert held / burst == pytest.approx(1770.9 / 1456.3, rel=1e-9)
+
+
+def test_a_one_pass_kernel_runs_in_its_pass_only():
+    """kernel_shapes.PassKernel (mamba_ssm's Triton kernels): the longer of its products' tiles at
+    the large-GEMM rate and its bytes at the bandwidth, in the forward (backward False) or the
+    backward only; a memory-bound one is its bytes, a product-bound one its tiles."""
+    from costmodel.kernel_time import PassKernel, kernels_seconds
+
+    timer = a100()
+    products = (Gemm(128, 64, 128, 4096),)
+    streaming = PassKernel("_chunk_scan_fwd", 1e9, products)
+    dense = PassKernel("_bmm_chunk_fwd", 1.0, (Gemm(4096, 4096, 4096, 8),))
+    assert timer.pass_seconds(streaming) == 1e9 / timer.bandwidth
+    assert timer.pass_seconds(dense) == timer.gemm_compute_seconds(Gemm(4096, 4096, 4096, 8))
+    assert dense.flops == 2 * 4096**3 * 8
+    assert kernels_seconds([streaming], timer) == 1e9 / timer.bandwidth
+    assert kernels_seconds([streaming], timer, training=True) == 1e9 / timer.bandwidth  # no backward
+    backward = PassKernel("_chunk_scan_bwd_dz", 2e9, backward=True)
+    assert kernels_seconds([backward], timer) == 0.0
+    assert kernels_seconds([backward], timer, training=True) == 2e9 / timer.bandwidth
+
+
+def test_one_pass_kernels_survive_the_disk_cache(tmp_path):
+    """layout/kernel_step.py's cache writes a kernel as its fields (a PassKernel's products as
+    dicts) and reads back equal kernels."""
+    from costmodel.kernel_time import PassKernel
+    from costmodel.layout import kernel_step
+
+    entries = [("layer.decoder", [], True, [Gemm(8, 16, 32), PassKernel("k", 5.0, (Gemm(2, 3, 4, 5),), True)])]
+    path = tmp_path / "kernels.json"
+    kernel_step._write(path, entries)
+    assert kernel_step._read(path) == entries

@@ -1,6 +1,7 @@
 """The Mamba-2 mixer (transformers 5.24's NemotronHMamba2Mixer): its parameters, its matmul FLOPs as
-the PyTorch path runs them (torch_forward: no mamba_ssm or causal_conv1d kernels) and the states
-its cache holds.
+the PyTorch path runs them (torch_forward: no mamba_ssm or causal_conv1d kernels), the bytes it
+saves for backward in training (that path, measured; or Megatron-Core's through mamba_ssm, from
+the code), the kernels a training step runs (mamba_kernels.py) and the states its cache holds.
 
 The mixer, for b sequences of n tokens, H = H_m heads of width P = P_m, state N = N_m, G = G_m groups
 of B and C, a depthwise conv of K = K_m taps and the scan's chunk Q = Q_m:
@@ -16,11 +17,14 @@ of B and C, a depthwise conv of K = K_m taps and the scan's chunk Q = Q_m:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import sympy as sp
 
 from .. import symbols as S
-from ..terms import FP32, Expr
+from ..kernel_shapes import PassKernel
+from ..mamba_kernels import ssd_training_kernels
+from ..terms import FP32, Expr, unless_fp32
 from .base import Block, Cost, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix
 
 #: The mixer's inner width (z and x each) and the channels its conv runs over (x, B and C).
@@ -54,7 +58,8 @@ def conv_flops(batch: Expr, out_len: Expr) -> Expr:
 
 def scan_bytes(batch: Expr, seq: Expr, decode: bool) -> Expr:
     """The traffic of the mixer's work besides its two projections, a memory-bound model (a
-    stated convention, not a measurement): each kernel reads its inputs and writes its outputs
+    stated convention, not a measurement; the roofline's in every phase, the kernel model's
+    outside training, which times mamba_kernels.py's kernels): each kernel reads its inputs and writes its outputs
     once, in the activations' dtype, as the fused kernels a training or serving stack runs
     (causal_conv1d, mamba_ssm's chunked scan, its gated RMSNorm) do:
       conv        reads and writes the x B C channels                      2 C
@@ -68,6 +73,53 @@ def scan_bytes(batch: Expr, seq: Expr, decode: bool) -> Expr:
     if decode:
         return batch * (S.e * per_token + 2 * S.e * S.K_m * CONV_CHANNELS + 2 * FP32 * state)
     return batch * (S.e * seq * per_token + 2 * FP32 * sp.ceiling(seq / S.Q_m) * state)
+
+
+def saved_bytes_torch(batch: Expr, seq: Expr) -> Expr:
+    """Bytes transformers' torch_forward keeps for backward in one mixer in training, its input
+    aside (the norm before it counts it), with T = b n tokens, C = ceil(n / Q) chunks and
+    n_Q = C Q the padded length (validate/measure's saved-tensor hooks on NemotronHMamba2Mixer;
+    exact from two chunks on: with one chunk einsum's reshapes are views or copies as the
+    batch happens to make them). The scan runs in fp32 (hidden_states.float(), B and C upcast and
+    repeated to every head); u = 1 where the activations are narrower than fp32 (their .float()
+    makes copies), 0 in fp32:
+      in_proj's output (the conv keeps a view of it)            e T (2 H P + 2 G N + H)
+      the conv's output (silu keeps it), n + K - 1 long         e b (H P + 2 G N) (n + K - 1)
+      dt + dt_bias and softplus's output                        2 e T H
+      dt in fp32 (two copies where narrower)                    4 T H (1 + u)
+      x for the products: silu's output (fp32), else its copy   e T (H P + 2 G N) | 4 T H P
+      x padded for D, x dt chunked, x transposed                3 x 4 b n_Q H P
+      A = -exp(A_log) and the exp                               2 x 4 H
+      segment_sum's two bool masks, twice                       2 Q^2 + 2 (C + 1)^2
+      L, C^T B and M, each (Q x Q) per chunk and head           3 x 4 b C H Q^2
+      B and C chunked and in the products, B decayed            5 x 4 b n_Q H N
+      the decays out of and into each chunk                     2 x 4 b C H Q
+      the chunk decays, the states (and initial), C's states    4 b H ((C + 1)^2 + (C + 1) P N + C P N)
+      C times the states, the scan's output (padded)            2 x 4 b n_Q H P
+      the gated norm (fp32): the gate (where narrower), silu(gate), the product, the
+      normalised tensor, rsqrt per group                        4 T H P (3 + u) + 4 T G
+      out_proj's input                                          e T H P
+    """
+    tokens, chunks = batch * seq, sp.ceiling(seq / S.Q_m)
+    padded = chunks * S.Q_m
+    # silu's output itself in fp32 (.float() returns it); where narrower an fp32 copy of x alone
+    x_kept = unless_fp32(FP32 * tokens * INNER - S.e * tokens * CONV_CHANNELS) + S.e * tokens * CONV_CHANNELS
+    per_head = (3 * chunks * S.Q_m**2 + 5 * padded * S.N_m + 2 * chunks * S.Q_m + (chunks + 1)**2
+                + (chunks + 1) * S.P_m * S.N_m + chunks * S.P_m * S.N_m + 5 * padded * S.P_m)
+    return (S.e * tokens * PROJECTED + S.e * batch * CONV_CHANNELS * (seq + S.K_m - 1) + 2 * S.e * tokens * S.H_m
+            + FP32 * tokens * S.H_m + unless_fp32(FP32 * tokens * S.H_m) + x_kept + 2 * FP32 * S.H_m
+            + 2 * S.Q_m**2 + 2 * (chunks + 1)**2 + FP32 * batch * S.H_m * per_head
+            + FP32 * tokens * (3 * INNER + S.G_m) + unless_fp32(FP32 * tokens * INNER) + S.e * tokens * INNER)
+
+
+def saved_bytes_mamba_ssm(batch: Expr, seq: Expr) -> Expr:
+    """Bytes Megatron-Core's MambaMixer keeps for backward in one mixer in training, its input
+    aside (from the code, facts.json "mamba_path"; not measured: the Triton kernels need a GPU):
+    mamba_split_conv1d_scan_combined saves in_proj's output zxbcdt, the scan's output before the
+    gate out_x and A (with exp's result, fp32); the gated RMSNorm its input and its fp32 rstd per
+    group; out_proj its input: e T (2 H P + 2 G N + H) + 3 e T H P + 4 T G + 2 x 4 H."""
+    tokens = batch * seq
+    return S.e * tokens * (PROJECTED + 3 * INNER) + FP32 * tokens * S.G_m + 2 * FP32 * S.H_m
 
 
 def mamba_state_bytes(batch: Expr = S.b) -> Expr:
@@ -90,6 +142,7 @@ class Mamba2Mixer(Block):
     """
 
     phase: str = "train"
+    path: str = "torch"  # the training step's code: facts.mamba_path ("torch" or "mamba_ssm")
     bias: bool = False  # in_proj's and out_proj's (config.use_bias)
     conv_bias: bool = True  # config.use_conv_bias
     title = "Mamba-2 mixer"
@@ -97,6 +150,8 @@ class Mamba2Mixer(Block):
     def __post_init__(self) -> None:
         if self.phase not in ("train", "prefill", "chunk", "decode"):
             raise ValueError(f"Mamba2Mixer phase {self.phase!r} is not train, prefill, chunk or decode.")
+        if self.path not in ("torch", "mamba_ssm"):
+            raise ValueError(f"Mamba2Mixer path {self.path!r} is not torch or mamba_ssm.")
 
     @property
     def seq(self) -> Expr:
@@ -106,6 +161,14 @@ class Mamba2Mixer(Block):
     def conv_len(self) -> Expr:
         return {"train": S.n + S.K_m - 1, "prefill": sp.Max(S.n, S.K_m) + S.K_m - 1,
                 "chunk": S.n + 2 * S.K_m - 1, "decode": sp.Integer(2)}[self.phase]
+
+    def pass_kernels(self, number: Callable[[Expr], int]) -> list[PassKernel] | None:
+        """A training step's kernels besides in_proj and out_proj (costmodel/mamba_kernels.py:
+        Megatron-Core's path through mamba_ssm), sizes read with `number`; None in the other
+        phases (timed as scan_bytes)."""
+        if self.phase != "train":
+            return None
+        return ssd_training_kernels(*(number(x) for x in (S.b, S.n, S.H_m, S.P_m, S.N_m, S.G_m, S.Q_m, S.e)))
 
     def tensors(self) -> tuple[Tensor, ...]:
         """In registration order: dt_bias, A_log, D, conv1d (weight (channels, 1, K), bias),
@@ -131,9 +194,11 @@ class Mamba2Mixer(Block):
             # the groups and counts it CONV_CHANNELS times over)
             flops_matmul_backward=in_bwd + out_bwd + 2 * conv + 2 * scan,
             # the kernel model (kernel_time.py) times the two projections as GEMMs of these
-            # rows, and the conv, the scan and the gated norm as the bytes they move
+            # rows; in training the rest as mamba_ssm's kernels (pass_kernels), else as its bytes
             matrix_tokens=[tokens, tokens],
             bytes_matmul=linear_bytes(tokens, S.d, PROJECTED) + linear_bytes(tokens, INNER, S.d),
             bytes_other=scan_bytes(S.b, self.seq, self.phase == "decode"),
+            saved_bytes=0 if self.phase != "train" else (
+                saved_bytes_mamba_ssm if self.path == "mamba_ssm" else saved_bytes_torch)(S.b, self.seq),
             kv_cache_bytes=mamba_state_bytes(),  # in every phase, as the tree reports the cache
         )

@@ -35,8 +35,8 @@ from typing import Any
 from .. import compiled as compiled_cache
 from ..attention_kernels import DEFAULT_KERNEL
 from ..hardware import Efficiency, Hardware
-from ..kernel_time import (AttentionCall, Gemm, KernelTimer, Pointwise, MatmulCompute, check_kernel_model,
-                           kernels_seconds)
+from ..kernel_time import (AttentionCall, Gemm, KernelTimer, PassKernel, Pointwise, MatmulCompute,
+                           check_kernel_model, kernels_seconds)
 from .frameworks import layout_vocabulary
 from .fp8 import RECIPES
 from .parts import fp8_activations
@@ -47,7 +47,7 @@ from .time import StepTime, leaf_factor, runs_fp8
 #: forward (kernel_time.rerun_kernels; none, all or a part), whether it launches any kernel, and
 #: one run's kernels.
 Entry = tuple[str, list, bool, list]
-_KINDS = {cls.__name__: cls for cls in (Gemm, AttentionCall, Pointwise, MatmulCompute)}
+_KINDS = {cls.__name__: cls for cls in (Gemm, AttentionCall, Pointwise, MatmulCompute, PassKernel)}
 _RANK_KERNELS: dict[tuple, list[Entry]] = {}  # this process's, by what _rank_key reads
 _PARTS: dict[tuple, tuple[dict[str, tuple[float, int]], dict[str, float]]] = {}  # a rank's parts, per timers
 _TIMERS: dict[tuple, tuple[Hardware, KernelTimer]] = {}
