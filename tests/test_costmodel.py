@@ -43,7 +43,8 @@ def test_every_preset_loads_and_has_a_count():
     # then Kimi K2 (DeepSeek-V3's architecture at 1.03T)
     # then Qwen2.5-0.5B
     # then Nemotron 3 Nano (hybrid Mamba-2: tests/test_hf_nemotron_h.py counts it against its class)
-    assert len(preset_names()) == 67
+    # then Nemotron 3 Super and Ultra (latent experts: tests/test_nemotron_3_super.py)
+    assert len(preset_names()) == 69
     for name in preset_names():
         assert estimate(name, seq_len=8).total("params") > 0
 
