@@ -196,7 +196,8 @@ def test_models_lists_every_preset(capsys):
     # then Kimi K2 (DeepSeek-V3's architecture at 1.03T)
     # then Qwen2.5-0.5B
     # then Nemotron 3 Nano (hybrid Mamba-2 / Transformer, nemotron_h)
-    assert len(lines) == 2 + 67
+    # then Nemotron 3 Super and Ultra (nemotron_h's latent experts)
+    assert len(lines) == 2 + 69
     assert any(line.startswith("llama2-70b") and "68.98 B" in line for line in lines)
 
 
