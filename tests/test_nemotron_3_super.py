@@ -125,3 +125,16 @@ def test_latent_projections_run_unsplit_like_the_router():
     assert substitution(block, **common) == {}
     assert substitution(block, folded=True, **common) == {S.n: S.n / S.tp}
     assert column_inputs(block, "fused", False) == row_outputs(block) == 0
+
+
+def test_latent_experts_refusals():
+    """d_latent needs routed experts, and is not modelled beside Llama 4's every-token experts
+    (transformers' Llama4TextExperts bmm over all E experts: the hf profile's experts_every_token)."""
+    from costmodel import estimate
+    from costmodel.config import ConfigError
+    from costmodel.presets import load_preset
+
+    with pytest.raises(ConfigError, match="d_latent applies only with n_experts"):
+        load_preset("llama3-8b").replace(d_latent=1024)
+    with pytest.raises(ConfigError, match="every-token experts"):
+        estimate(load_preset("llama4-scout").replace(d_latent=1024), seq_len=8)
