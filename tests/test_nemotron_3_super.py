@@ -138,3 +138,22 @@ def test_latent_experts_refusals():
         load_preset("llama3-8b").replace(d_latent=1024)
     with pytest.raises(ConfigError, match="every-token experts"):
         estimate(load_preset("llama4-scout").replace(d_latent=1024), seq_len=8)
+
+
+def test_the_super_rows_build_their_recipes_layouts():
+    """Megatron-Bridge's Nemotron 3 Super rows (BASE_NEMOTRON_3_SUPER_CONFIG: EP 64, etp 1, hybridep):
+    on GB200 TP 2 folded with SP, 32 data-parallel ranks, one rank of expert data parallelism (tp x
+    dp / ep), 8 of the 512 experts a rank; on B200 MXFP8 TP 1 with recompute ['moe_act', 'layernorm']."""
+    from reports.published_runs import other_runs_data, train_setup
+
+    data = other_runs_data()
+    runs, source = {r["id"]: r for r in data["runs"]}, data["sources"]["megatron-bridge-moe"]
+    gb200, _, _ = train_setup(runs["megatron-bridge-moe 26.04.01 nemotron-3-super mxfp8 64xgb200"], source)
+    layout = gb200.layout
+    assert gb200.cfg.d_latent == 1024 and gb200.cfg.n_mixer_layers("moe") == 40
+    assert (layout.tp, layout.dp, layout.ep, layout.etp, layout.folded, layout.sp) == (2, 32, 64, 1, True, True)
+    assert layout.ep_dispatcher == "hybridep" and layout.microbatches == 16
+    assert gb200.experts()["experts_per_rank"] == 8 and gb200.experts()["expert_data_parallel"] == 1
+    b200, _, _ = train_setup(runs["megatron-bridge-moe 26.04.01 nemotron-3-super mxfp8 64xb200"], source)
+    assert (b200.layout.tp, b200.layout.dp, b200.layout.folded) == (1, 64, False)
+    assert b200.workload.recompute == "layernorm-moe-act"
