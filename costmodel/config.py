@@ -143,6 +143,9 @@ class ModelConfig:
     # It decides only how many nodes a token's experts span (costmodel/layout/experts.py flex_copies).
     expert_groups: int = 1
     expert_groups_per_token: int = 1
+    # Routed experts in a latent width (nemotron_h's moe_latent_size, Nemotron 3 Super): d -> d_latent
+    # before them and back after; router and shared expert read d. None: the experts read d.
+    d_latent: int | None = None
     # gpt-oss's clamped SwiGLU in the routed experts, both set or neither (None: plain SwiGLU):
     # gate clamped above at swiglu_limit, up clamped to [-limit, limit], then
     # (up + 1) * gate * sigmoid(swiglu_alpha * gate).
@@ -267,7 +270,7 @@ class ModelConfig:
     def _check_newer_fields(self, owner: str) -> None:
         """Windows, partial rotary, parallel layers, projections, experts and latent attention."""
         optional_sizes = ("sliding_window", "window_layers", "rotary_dim", "rotary_sets", "embedding_dim",
-                          "kv_lora_rank", "q_lora_rank", "v_head_dim")
+                          "kv_lora_rank", "q_lora_rank", "v_head_dim", "d_latent")
         for name in optional_sizes:
             if getattr(self, name) is not None:
                 check_int(owner, name, getattr(self, name))
@@ -350,7 +353,7 @@ class ModelConfig:
                                                  ("shared_expert_gate", False), ("router", "softmax"),
                                                  ("router_bias", False), ("expert_bias", False),
                                                  ("swiglu_limit", None), ("expert_groups", 1),
-                                                 ("expert_groups_per_token", 1))
+                                                 ("expert_groups_per_token", 1), ("d_latent", None))
                       if getattr(self, name) != default]
             if extras or "d_expert" not in self._derived:
                 raise ConfigError(f"{owner}: {(extras or ['d_expert'])[0]} applies only with n_experts.")
@@ -522,7 +525,7 @@ class ModelConfig:
             "d_r": self.rotary_dim or self.d_head, "d_e": self.embedding_dim or self.d_model,
             "w": self.sliding_window or 1, "L_w": max(self.n_window_layers, 1),
             "E": max(self.n_experts, 1), "k": max(self.top_k, 1), "d_x": self.d_expert,
-            "d_s": max(self.d_shared, 1), "L_moe": max(self.n_moe_layers, 1),
+            "d_s": max(self.d_shared, 1), "d_l": self.d_latent or 1, "L_moe": max(self.n_moe_layers, 1),
             "L_np": max(self.nope_layers, 1),
             "r_q": self.q_lora_rank or 1, "r_kv": self.kv_lora_rank or 1,
             "d_v": self.v_head_dim or self.d_head,
@@ -538,7 +541,7 @@ class ModelConfig:
     DIMENSION_FIELDS = ("name", "vocab_size", "d_model", "n_heads", "n_kv_heads", "d_head", "d_ff",
                         "max_positions", "relative_buckets", "rotary_dim", "embedding_dim",
                         "sliding_window", "window_layers", "n_experts", "top_k", "d_expert",
-                        "d_shared", "n_dense_layers", "kv_lora_rank", "q_lora_rank", "v_head_dim",
+                        "d_shared", "d_latent", "n_dense_layers", "kv_lora_rank", "q_lora_rank", "v_head_dim",
                         "nope_layers", "layer_pattern", "mamba_heads", "mamba_head_dim", "ssm_state",
                         "mamba_groups", "conv_kernel", "chunk_size")
 
@@ -557,6 +560,7 @@ class ModelConfig:
             "partial_rotary": self.partial_rotary, "projected_embeddings": self.projected_embeddings,
             "windows": "none" if not windowed else "all" if windowed == self.n_decoder_layers else "some",
             "moe": self.moe, "dense_layers": self.n_dense_layers > 0, "shared_expert": self.d_shared > 0,
+            "latent_experts": self.d_latent is not None,
             "mla": self.mla, "q_lora": self.q_lora_rank is not None, "nope": self.nope_layers > 0,
             "mixers": tuple(m for m in ("mamba", "attention", "mlp", "moe") if self.n_mixer_layers(m)),
         }

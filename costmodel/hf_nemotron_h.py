@@ -8,8 +8,10 @@ without RoPE and without biases (*, "full_attention"), a non-gated squared-ReLU 
 mixture of experts (E, "moe": DeepSeek-V3's sigmoid router with groups, non-gated relu2 experts
 and one shared relu2 MLP of moe_shared_expert_intermediate_size). Defaults are those of
 transformers 5.24's NemotronHConfig. The head is never tied to the embeddings, whatever
-tie_word_embeddings says (the class ties no weights). Refused: a latent MoE (moe_latent_size) and activations other
-than relu2 (MLP) and silu (Mamba), which the blocks do not model.
+tie_word_embeddings says (the class ties no weights). moe_latent_size (Nemotron 3 Super and Ultra's
+LatentMoE): the routed experts read and write that width, fc1_latent_proj (d -> latent) before them
+and fc2_latent_proj after, the router and the shared expert on d (NemotronHMoE). Refused:
+activations other than relu2 (MLP) and silu (Mamba), which the blocks do not model.
 """
 
 from __future__ import annotations
@@ -73,9 +75,6 @@ def _nemotron_h(f: Fields, name: str) -> ModelConfig:
         if f.get(key, _DEFAULTS[key], str) != allowed:
             raise ConfigError(f"{f.source}: {key} {show(f.data[key])} is not modelled for nemotron_h "
                               f"(only {allowed}).")
-    if f.data.get("moe_latent_size") is not None and "moe" in layers:
-        raise ConfigError(f"{f.source}: moe_latent_size (experts on a latent projection, Nemotron 3 "
-                          "Super) is not modelled for nemotron_h.")
     mamba = "mamba" in layers
     experts = "moe" in layers
     n_experts = f.get("num_local_experts", _get(f, "n_routed_experts"), minimum=1)
@@ -94,6 +93,7 @@ def _nemotron_h(f: Fields, name: str) -> ModelConfig:
         top_k=_get(f, "num_experts_per_tok", minimum=1) if experts else 0,
         d_expert=_get(f, "moe_intermediate_size") if experts else None,
         d_shared=_get(f, "moe_shared_expert_intermediate_size") if experts else 0,
+        d_latent=f.nullable("moe_latent_size", None) if experts else None,  # the class's None: no latent
         router="sigmoid" if experts else "softmax",
         renormalize_top_k=_get(f, "norm_topk_prob", bool) if experts else True,
         mixer_layers=True, layer_pattern=layers,
@@ -117,5 +117,6 @@ NEMOTRON_H_ARCHITECTURES: dict[str, str] = {"NemotronHForCausalLM": "nemotron_h"
 NEMOTRON_H_NAMES: dict[str, dict[str, Any]] = {"nemotron_h": {
     **LLAMA_NAMES, "n_experts": "n_routed_experts", "top_k": "num_experts_per_tok",
     "d_expert": "moe_intermediate_size", "d_shared": "moe_shared_expert_intermediate_size",
+    "d_latent": "moe_latent_size",
     "mamba_heads": "mamba_num_heads", "ssm_state": "ssm_state_size", "mamba_groups": "n_groups",
     "layer_pattern": "layers_block_type"}}

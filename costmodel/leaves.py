@@ -289,13 +289,20 @@ class TreeBuilder:
         if not experts:
             body = [at.leaf("mlp", B.FeedForward(tokens, cfg.activation, cfg.ffn_bias, self.profile))]
         else:
+            latent = cfg.d_latent is not None  # nemotron_h's moe_latent_size: experts in d_l
+            every_token = self.profile.facts.experts_every_token and not self.profile.routed_experts
+            if latent and every_token:
+                raise ConfigError(f"model {cfg.name!r}: latent experts (d_latent) are not modelled with "
+                                  "Llama 4's every-token experts.")
             body = [
                 at.leaf("router", B.Router(tokens, cfg.router, cfg.renormalize_top_k, self.profile,
                                            bias=cfg.router_bias)),
-                at.leaf("experts", B.EveryTokenExperts(tokens, self.profile)
-                        if self.profile.facts.experts_every_token and not self.profile.routed_experts
-                        else B.Experts(tokens, self.profile, bias=cfg.expert_bias,
-                                       clamped=cfg.swiglu_limit is not None, gated=cfg.gated)),
+                *([at.leaf("latent_in", B.LatentProjection(tokens, S.d, S.d_l, cfg.ffn_bias))] if latent else []),
+                at.leaf("experts", B.EveryTokenExperts(tokens, self.profile) if every_token
+                        else B.Experts(tokens, self.profile, bias=cfg.expert_bias, clamped=cfg.swiglu_limit is not None,
+                                       gated=cfg.gated, width=S.d_l if latent else S.d)),
+                *([at.leaf("latent_out", B.LatentProjection(tokens, S.d_l, S.d, cfg.ffn_bias, input_kept=True))]
+                  if latent else []),
             ]
             if cfg.d_shared:
                 body.append(at.leaf("shared_expert", B.FeedForward(

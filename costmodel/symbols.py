@@ -35,6 +35,7 @@ E = _dim("E")  # routed experts per mixture-of-experts layer
 k = _dim("k")  # experts each token is routed to (top-k)
 d_x = _dim("d_x")  # one routed expert's inner width (moe_intermediate_size)
 d_s = _dim("d_s")  # the shared experts' inner width (all shared experts as one MLP)
+d_l = _dim("d_l")  # the routed experts' latent width, their input and output (moe_latent_size)
 L_moe = _dim("L_moe")  # decoder layers whose FFN is a mixture of experts
 L_np = _dim("L_np")  # decoder layers whose attention has no RoPE (SmolLM3's NoPE layers)
 r_q = _dim("r_q")  # MLA: rank of the compressed query (q_lora_rank)
@@ -65,7 +66,7 @@ tp = _dim("tp")  # tensor-parallel ranks (heads, d_ff and the vocabulary split; 
 dp = _dim("dp")  # data-parallel ranks (ZeRO/FSDP shard over them)
 
 MODEL_SYMBOLS = (d, h, h_kv, d_h, d_ff, V, P, N_tt, N_rb, L_enc, L_dec, d_r, d_e, w, L_w, E, k,
-                 d_x, d_s, L_moe, r_q, r_kv, d_v, L_np, H_m, P_m, N_m, G_m, K_m, Q_m, L_m, L_a, L_f)
+                 d_x, d_s, d_l, L_moe, r_q, r_kv, d_v, L_np, H_m, P_m, N_m, G_m, K_m, Q_m, L_m, L_a, L_f)
 WORKLOAD_SYMBOLS = (b, n, s, T, c, e)
 LAYOUT_SYMBOLS = (tp, dp)
 
@@ -91,6 +92,7 @@ LATEX_NAMES = {
     k: r"k",
     d_x: r"d_{x}",
     d_s: r"d_{s}",
+    d_l: r"d_{l}",
     L_moe: r"L_{moe}",
     L_np: r"L_{nope}",
     r_q: r"r_{q}",
@@ -135,6 +137,7 @@ DESCRIPTIONS = {
     k: "experts per token (top-k)",
     d_x: "routed expert inner width",
     d_s: "shared experts' inner width",
+    d_l: "routed experts' latent width",
     L_moe: "mixture-of-experts layers",
     L_np: "layers without RoPE",
     r_q: "MLA query rank",

@@ -33,8 +33,8 @@ PHASES = ("train", "prefill", "decode", "chunk")
 
 # The names of the blocks in each regime, for the crossover n*.
 ATTENTION_CORE = ("scores", "weighted_sum")
-PROJECTIONS_AND_FFN = ("qkv", "mla", "out", "mlp", "router", "experts", "shared_expert",
-                       "shared_expert_gate")
+PROJECTIONS_AND_FFN = ("qkv", "mla", "out", "mlp", "router", "latent_in", "experts", "latent_out",
+                       "shared_expert", "shared_expert_gate")
 
 
 def profile_for(cfg: ModelConfig, workload: Workload | None = None, **changes) -> B.Profile:

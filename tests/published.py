@@ -80,6 +80,12 @@ FLAGSHIPS = {
     "llama4-maverick": 400_711_848_960,
     # NemotronHForCausalLM from the preset (Megatron-Bridge's Nemotron3NanoProvider; the card's "31.6B")
     "nemotron-3-nano": 31_577_937_344,
+    # NemotronHForCausalLM from the preset (Megatron-Bridge's Nemotron3SuperProvider; the card's
+    # "120B", and with its MTP module and 41 router bias buffers the Bridge card's 123,611,033,088
+    # checkpoint elements: tests/test_nemotron_3_super.py); Ultra's from Megatron-LM's modelopt args
+    # (the name's "550B")
+    "nemotron-3-super": 120_668_687_360,
+    "nemotron-3-ultra": 549_308_968_960,
 }
 
 #: What the Llama 4 model cards count besides the language model: the vision encoder and its
@@ -92,6 +98,8 @@ LLAMA4_VISION = 871_932_416
 #: out), by the same classes.
 PUBLISHED_ACTIVE = {
     "nemotron-3-nano": 3_580_073_408,  # 6 of 128 routed experts a token (the card's "3.6B including embeddings")
+    "nemotron-3-super": 12_770_216_960,  # 22 of 512 routed experts a token (the name's "A12B")
+    "nemotron-3-ultra": 56_058_818_560,  # 22 of 512 (the name's "A55B")
     "mixtral-8x7b": 12_879_925_248,
     "mixtral-8x22b": 39_152_031_744,
     "deepseek-v3": 37_552_282_624,

@@ -201,7 +201,8 @@ def test_models_lists_every_preset(capsys):
     # TinyLlama, SmolLM2-1.7B, Qwen2.5-1.5B-Instruct, Gemma 2 2B, Phi-3-medium, Yi-34B, DeepSeek LLM 67B,
     # Mistral Small 3, DeepSeek-V2, Qwen2.5-1.5B, Mistral Large 2, Qwen2.5-Coder-32B; GPT-3's five
     # consistent smaller sizes
-    assert len(lines) == 2 + 100
+    # then Nemotron 3 Super and Ultra (nemotron_h's latent experts)
+    assert len(lines) == 2 + 102
     assert any(line.startswith("llama2-70b") and "68.98 B" in line for line in lines)
 
 

@@ -48,7 +48,8 @@ def test_every_preset_loads_and_has_a_count():
     # TinyLlama, SmolLM2-1.7B, Qwen2.5-1.5B-Instruct, Gemma 2 2B, Phi-3-medium, Yi-34B, DeepSeek LLM 67B,
     # Mistral Small 3, DeepSeek-V2, Qwen2.5-1.5B, Mistral Large 2, Qwen2.5-Coder-32B; GPT-3's five
     # consistent smaller sizes
-    assert len(preset_names()) == 100
+    # then Nemotron 3 Super and Ultra (latent experts: tests/test_nemotron_3_super.py)
+    assert len(preset_names()) == 102
     for name in preset_names():
         assert estimate(name, seq_len=8).total("params") > 0
 

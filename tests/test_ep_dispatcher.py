@@ -173,7 +173,8 @@ def test_cli_refuses_in_one_line(args, message):
 def test_the_recipes_dispatcher_on_published_rows():
     """The 26.04.01 DeepSeek-V3 B200 row's recipe (21d102f5e DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2)
     sets moe_flex_dispatcher_backend "deepep"; its GB200 row's (GB200_FP8_MX_V2) "hybridep"; rows
-    of releases whose recipes were not read stay on the all-to-all."""
+    of releases whose recipes were not read stay on the all-to-all. Nemotron 3 Super's 14 rows and
+    Ultra's one: "hybridep" in every recipe read from v0.4.0 to 067f987df (the source's 'assumed')."""
     import json
     from pathlib import Path
 
@@ -188,7 +189,9 @@ def test_the_recipes_dispatcher_on_published_rows():
                             ("26.04.01 gpt-oss-120b bf16 64xgb200", "alltoall")):
         estimate, _, _ = train_setup(runs[f"megatron-bridge-moe {row}"], source)
         assert estimate.layout.ep_dispatcher == dispatcher
-    assert sum(1 for run in data["runs"] if run.get("ep_dispatcher")) == 14
+    assert sum(1 for run in data["runs"] if run.get("ep_dispatcher")) == 14 + 15
+    assert all(run["ep_dispatcher"] == "hybridep" for run in data["runs"] if "nemotron-3-" in run["id"]
+               and run.get("ep_dispatcher"))
 
 
 def test_estimate_prints_the_flex_payload_without_a_ring_factor():

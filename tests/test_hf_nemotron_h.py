@@ -3,7 +3,8 @@ against transformers 5.24's NemotronHForCausalLM built from the same config dict
 parameters (dense and MoE layer patterns, legacy field names, biases, the class's defaults on the
 meta device), the router's buffer, the training forward's matmul FLOPs (FlopCounterMode with
 validate.measure's grouped_mm formula), a cached decode step's, the cache after a prefill
-(attention keys and values beside each Mamba-2 layer's conv and scan states), and the configs it
+(attention keys and values beside each Mamba-2 layer's conv and scan states), with and without
+the latent MoE of moe_latent_size, and the configs it
 refuses, and the bytes a training forward saves for backward in the dense layer patterns (the
 Mamba-2 mixers' torch path, attention, the MLP, the norms and the loss). Not compared: other ops'
 elements in the Mamba-2 layers (blocks/mamba.py does not model them), and the saved bytes of the
@@ -39,6 +40,9 @@ VARIANTS = {
     "one_attention": dict(ODD, hybrid_override_pattern="MMM*M"),
     "no_mamba": dict(ODD, hybrid_override_pattern="*E-"),
     "mqa_one_group": dict(MOE, num_key_value_heads=1, n_groups=1, num_local_experts=7),
+    # Nemotron 3 Super's LatentMoE: experts on a latent of 24 (grouped_mm's strides: a multiple of 8)
+    "latent": dict(MOE, moe_latent_size=24),
+    "latent_biases": dict(MOE, moe_latent_size=24, mlp_bias=True),
 }
 
 
@@ -75,7 +79,7 @@ def _forward_flops(fields: dict, b: int, n: int) -> int:
     return counter.get_total_flops()
 
 
-@pytest.mark.parametrize("name", ["dense", "moe", "legacy_names", "biases"])
+@pytest.mark.parametrize("name", ["dense", "moe", "legacy_names", "biases", "latent", "latent_biases"])
 @pytest.mark.parametrize("b,n", [(2, 9), (1, 4)])
 def test_training_forward_flops(name, b, n):
     from costmodel import estimate
@@ -84,12 +88,12 @@ def test_training_forward_flops(name, b, n):
     assert ours.to_dict()["flops"]["forward"] == _forward_flops(VARIANTS[name], b, n)
 
 
-@pytest.mark.parametrize("name", ["dense", "moe"])
+@pytest.mark.parametrize("name", ["dense", "moe", "latent"])
 def test_decode_step_flops(name):
     assert_decode_flops_exact(VARIANTS[name], name)
 
 
-@pytest.mark.parametrize("name", ["dense", "moe", "one_attention"])
+@pytest.mark.parametrize("name", ["dense", "moe", "one_attention", "latent"])
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 def test_cache_after_prefill(name, dtype):
     """Keys and values of the attention layers (b h_kv n d_h each), and per Mamba-2 layer its conv
@@ -139,7 +143,7 @@ def test_bytes_saved_for_backward(name, dtype):
 
 
 @pytest.mark.parametrize("change,message", [
-    (dict(moe_latent_size=8), "moe_latent_size"),
+    (dict(moe_latent_size=0), "moe_latent_size must be at least 1"),
     (dict(mlp_hidden_act="silu"), "mlp_hidden_act"),
     (dict(mamba_hidden_act="gelu"), "mamba_hidden_act"),
     (dict(hybrid_override_pattern="M*X"), "hybrid_override_pattern"),
@@ -160,9 +164,9 @@ def test_refusal_is_one_line_and_status_2(tmp_path, capsys):
     from tests.cli_run import run_main
 
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(dict(MOE, moe_latent_size=8)))
+    path.write_text(json.dumps(dict(MOE, mlp_hidden_act="silu")))
     code, out, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and "moe_latent_size" in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and "mlp_hidden_act" in err and len(err.strip().splitlines()) == 1
 
 
 def test_nemotron_3_nano_preset():

@@ -92,7 +92,16 @@ def test_each_moe_row_is_expressed_as_the_page_prints_it(run_id, release, headin
     # DeepSeek-V3's recompute_modules ['mla_up_proj'] on GB200 and B200: 97ad8cc6f's configs (25.11, every
     # precision) and v0.1.0rc4's run_script.py for the token-drop runs (25.09)
     deepseek = run["model"] == "deepseek-v3" and release in ("25.11", "25.09") and run["hardware"] in ("gb200", "b200")
-    assert run.get("recompute") == ("layernorm-moe-act" if gpt_oss_bf16 else "mla-up-proj" if deepseek else None)
+    # Nemotron 3 Super's B200 FP8_MX_V1 = BASE_NEMOTRON_3_SUPER_CONFIG_B200, recompute_modules ['moe_act',
+    # 'layernorm'] (scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py at 21d102f5e
+    # and v0.4.0); its NVFP4_V1 None, its GB200 configs none
+    super_b200 = run["model"] == "nemotron-3-super" and run["hardware"] == "b200" and run.get("fp8") == "mxfp8"
+    assert run.get("recompute") == ("layernorm-moe-act" if gpt_oss_bf16 or super_b200
+                                    else "mla-up-proj" if deepseek else None)
+    # Every Nemotron 3 Super and Ultra recipe read (v0.4.0, 21d102f5e, 067f987df) states
+    # expert_tensor_parallel_size 1 and the hybridep flex dispatcher
+    if run["model"] in ("nemotron-3-super", "nemotron-3-ultra"):
+        assert (run.get("etp"), run.get("ep_dispatcher")) == (1 if run["tp"] > 1 else None, "hybridep")
     # DeepSeek-V3's recipe layout_map (recipes/deepseek/deepseek_v3.py at 97ad8cc6f), applied on the rows
     # that compute: (PP, VP) (4, 4) and (16, 1) give the embedding + 4 layers, 14 chunks of 4, then 1 + the loss
     if run["model"] == "deepseek-v3" and (run["pp"], vp) in ((4, 4), (16, 1)) and run.get("fp8") != "mxfp8":
@@ -100,30 +109,35 @@ def test_each_moe_row_is_expressed_as_the_page_prints_it(run_id, release, headin
 
 
 def test_why_the_other_moe_rows_are_not_expressible():
-    """Each refusal is the model's own sentence: no preset (Nemotron 3 Super, Ultra and 3.5
-    Lightning, DeepSeek-V4: every NVFP4 row is Nemotron 3 Super's). DeepSeek-V3's 25.09 H100 row,
-    TP 2 beside EP 64 folded, is expressible: its shared expert (tests/test_parallel_folding.py)
-    and its latent attention under sequence parallelism (tests/test_mla_sequence_parallel.py).
-    The other TP 2 rows, Qwen3 235B on H100 and 25.09's on GB200, run folded: etp 1, as every
-    recipe states it."""
+    """Each refusal is the model's own sentence: no preset (Nemotron 3.5 Lightning, DeepSeek-V4)
+    and Nemotron 3 Ultra's Megatron-FSDP (its 26.08 GB200 recipe, _apply_nemotron_3_ultra_fsdp_hsdp:
+    data_parallel_sharding_strategy 'optim_grads_params', stated as --zero 3, which Megatron's DDP
+    does not run). DeepSeek-V3's 25.09 H100 row, TP 2 beside EP 64 folded, is expressible: its
+    shared expert (tests/test_parallel_folding.py) and its latent attention under sequence
+    parallelism (tests/test_mla_sequence_parallel.py). The other TP 2 rows, Qwen3 235B on H100 and
+    25.09's on GB200 and Nemotron 3 Super's, run folded: etp 1, as every recipe states it."""
     runs, source = _runs()
     reasons = {run_id: _reason(runs[run_id], source) for run_id, *_ in PAGE_ROWS}
-    kinds: dict[str, list[str]] = {"expressible": [], "preset": []}
+    kinds: dict[str, list[str]] = {"expressible": [], "preset": [], "fsdp": []}
     for run_id, reason in reasons.items():
-        kind = "expressible" if reason is None else "preset" if "unknown model" in reason else reason
+        kind = ("expressible" if reason is None else "preset" if "unknown model" in reason
+                else "fsdp" if "megatron supports --zero 0, 1" in reason else reason)
         kinds.setdefault(kind, []).append(run_id)
-    assert sorted(kinds) == ["expressible", "preset"]
-    # 16 Nemotron 3 rows (Super, Ultra, 3.5 Lightning: no preset; Super's latent experts are not
-    # modelled) and DeepSeek-V4 Flash's; 86 that build (Nemotron 3 Nano's 10 among them), 45 of
-    # them MXFP8 / FP8-MX (--fp8 mxfp8)
-    assert (len(kinds["expressible"]), len(kinds["preset"])) == (86, 17)
+    assert sorted(kinds) == ["expressible", "fsdp", "preset"]
+    assert kinds["fsdp"] == ["megatron-bridge-moe 26.08 nemotron-3-ultra mxfp8 256xgb200"]
+    # Nemotron 3.5 Lightning's rows and DeepSeek-V4 Flash's; 100 that build (Nemotron 3 Nano's 10,
+    # Super's 14 and DeepSeek-V3's 25.09 H100 row among them), 52 of them MXFP8 / FP8-MX
+    # (--fp8 mxfp8), Super's 7 NVFP4
+    assert (len(kinds["expressible"]), len(kinds["preset"])) == (100, 2)
     assert sum(runs[i]["model"] == "nemotron-3-nano" for i in kinds["expressible"]) == 10
+    assert sum(runs[i]["model"] == "nemotron-3-super" for i in kinds["expressible"]) == 14
     recipes = [runs[i].get("fp8") for i in kinds["expressible"]]
-    assert set(recipes) == {None, "current", "mxfp8"} and recipes.count("mxfp8") == 45
-    assert all(runs[i]["model"] == "nemotron-3-super" for i in kinds["preset"] if runs[i].get("fp8") == "nvfp4")
+    assert set(recipes) == {None, "current", "mxfp8", "nvfp4"} and recipes.count("mxfp8") == 52
+    assert all(runs[i]["model"] == "nemotron-3-super" for i in kinds["expressible"] if runs[i].get("fp8") == "nvfp4")
+    assert recipes.count("nvfp4") == 7
     folded = [i for i in kinds["expressible"] if runs[i]["tp"] > 1]
-    assert len(folded) == 8 and all(runs[i]["etp"] == 1 for i in folded)
-    assert [i for i in folded if runs[i]["model"] != "qwen3-235b-a22b"] == [
+    assert len(folded) == 20 and all(runs[i]["etp"] == 1 for i in folded)
+    assert [i for i in folded if runs[i]["model"] not in ("qwen3-235b-a22b", "nemotron-3-super")] == [
         "megatron-bridge-moe 25.09 deepseek-v3 fp8 1024xh100"]
 
 

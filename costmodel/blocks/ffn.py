@@ -1,5 +1,5 @@
 """Feed-forward blocks: the dense FFN (gated or not) and a mixture of experts' router, routed
-experts and Qwen2-MoE's shared-expert gate.
+experts, latent projections (nemotron_h's moe_latent_size) and Qwen2-MoE's shared-expert gate.
 """
 
 from __future__ import annotations
@@ -217,7 +217,9 @@ class Experts(Block):
     A token uses k of the E experts: the other E - k are its inactive parameters.
     Not gated (nemotron_h's NemotronHExperts: up_proj (E, d_x, d), a squared ReLU, down_proj): two
     matrices an expert; its parameters and matmul FLOPs are proven, its kept bytes are SwiGLU's
-    accounting with one d_x-wide input (not measured).
+    accounting with one d_x-wide input (not measured). width: what the experts read and write, d,
+    or a latent d_l (nemotron_h's moe_latent_size: NemotronHExperts' up_proj (E, d_x, d_l); the
+    tokens are dispatched, gathered and combined in it, LatentProjection before and after).
     """
 
     tokens: Expr
@@ -225,6 +227,7 @@ class Experts(Block):
     bias: bool = False  # gate_up and down biases per expert, (E, 2 d_x) and (E, d) (gpt-oss)
     clamped: bool = False  # gpt-oss's clamped SwiGLU in place of SiLU(gate) * up
     gated: bool = True  # False: up, relu2, down (nemotron_h)
+    width: Expr = S.d  # the experts' input and output width (S.d_l: a latent MoE)
     title = "routed experts"
 
     @property
@@ -250,7 +253,7 @@ class Experts(Block):
 
     def expert_flops(self, routed_tokens: Expr) -> Expr:
         """Forward matmul FLOPs of one expert given the tokens routed to it."""
-        return 2 * routed_tokens * (self.inputs + 1) * S.d * S.d_x
+        return 2 * routed_tokens * (self.inputs + 1) * self.width * S.d_x
 
     def glu(self, slots: Expr) -> tuple[list[tuple[str, Expr]], Expr, Expr]:
         """(elements, bytes saved, traffic) of the gating between the two grouped products over
@@ -286,8 +289,8 @@ class Experts(Block):
         in fp32 (4), the output read (e) plus that product read (4) and the sum written in fp32
         (4), the cat's copy (4 + 4), the cast back (4 + e): (24 + 2 e) bytes a value of the S d."""
         if self.profile.facts.expert_bias == "megatron":
-            return (24 + 2 * S.e) * slots * S.d
-        return elementwise_bytes(slots * (2 * S.d_x + S.d), reads=2)
+            return (24 + 2 * S.e) * slots * self.width
+        return elementwise_bytes(slots * (2 * S.d_x + self.width), reads=2)
 
     def dispatch_bytes(self) -> tuple[Expr, Expr | None]:
         """(forward, backward) traffic of taking the S = T k slots of T tokens to their experts and
@@ -302,9 +305,9 @@ class Experts(Block):
         the routing weights, row maps and counts that travel beside (at most 4 bytes a slot)."""
         slots = self.tokens * S.k
         if self.profile.facts.expert_dispatch == "index_add":
-            return elementwise_bytes(slots * S.d, reads=2), None
+            return elementwise_bytes(slots * self.width, reads=2), None
         passes = sp.Piecewise((6, S.E > self.profile.expert_parallel), (2, True))
-        moved = S.e * S.d * (2 * self.tokens + passes * slots)
+        moved = S.e * self.width * (2 * self.tokens + passes * slots)
         return moved, moved
 
     def cost(self) -> Cost:
@@ -314,31 +317,32 @@ class Experts(Block):
         saved = 3 * INDEX * slots + 4 * S.E + weights * slots
         glu_elements, glu_saved, glu_moved = self.glu(slots)
         if self.profile.fp8_activations:  # the gathered input and SwiGLU's input in FP8, the down output
-            saved += tiled_bytes(slots, S.d) + tiled_bytes(slots, 2 * S.d_x) + S.e * slots * S.d
+            saved += tiled_bytes(slots, self.width) + tiled_bytes(slots, 2 * S.d_x) + S.e * slots * self.width
         else:  # the gathered input, the gate_up output, the gating, the down input and output
-            saved += S.e * slots * (2 * S.d + (self.inputs + 1) * S.d_x) + glu_saved
+            saved += S.e * slots * (2 * self.width + (self.inputs + 1) * S.d_x) + glu_saved
             if self.profile.recomputes("moe_act"):  # the down input discarded, rebuilt (recomputed_part)
                 saved -= S.e * slots * S.d_x + glu_saved
-        one_expert = (self.inputs + 1) * S.d * S.d_x
-        biases = 2 * S.d_x + S.d if self.bias else ZERO
+        one_expert = (self.inputs + 1) * self.width * S.d_x
+        biases = 2 * S.d_x + self.width if self.bias else ZERO
         # The experts that get a slot, each read once. Under expert parallelism a rank's E / ep
         # experts take the slots of ep ranks' tokens: (E / ep) (1 - (1 - k/E)^(ep T)) of them.
         ep = self.profile.expert_parallel
         read = experts_touched(self.tokens * ep) / ep
-        elements = [*glu_elements, ("mul", slots * S.d), ("add", slots * S.d)]
-        tensors = [Tensor(S.E, self.inputs * S.d_x * S.d), Tensor(S.E, S.d * S.d_x)]
+        elements = [*glu_elements, ("mul", slots * self.width), ("add", slots * self.width)]
+        tensors = [Tensor(S.E, self.inputs * S.d_x * self.width), Tensor(S.E, self.width * S.d_x)]
         if self.bias:  # registered gate_up_proj, its bias, down_proj, its bias
-            tensors = [tensors[0], Tensor(S.E, 2 * S.d_x), tensors[1], Tensor(S.E, S.d)]
+            tensors = [tensors[0], Tensor(S.E, 2 * S.d_x), tensors[1], Tensor(S.E, self.width)]
             # each bias gathered per slot by the sorted expert ids (kept: one int64 per slot),
             # added in place to its product's output
             saved += INDEX * slots
-            elements.append(("add", slots * (2 * S.d_x + S.d)))
+            elements.append(("add", slots * (2 * S.d_x + self.width)))
         biases_moved = self.bias_bytes(slots) if self.bias else ZERO
         dispatch, dispatch_back = self.dispatch_bytes()
         return make_cost(
             tensors=tensors,
             # each expert's own matrices
-            matrices=[weight_matrix(S.d, self.inputs * S.d_x, S.E), weight_matrix(S.d_x, S.d, S.E)],
+            matrices=[weight_matrix(self.width, self.inputs * S.d_x, S.E),
+                      weight_matrix(S.d_x, self.width, S.E)],
             flops_matmul=forward,
             flops_matmul_backward=2 * forward,
             elements=elements,
@@ -346,7 +350,7 @@ class Experts(Block):
             inactive_params=(S.E - S.k) * (one_expert + biases),
             # Traffic: each expert that gets a slot reads its weights once (experts_touched: the
             # expected count under uniform random top-k routing; k at one token, all E at many).
-            bytes_matmul=S.e * (read * one_expert + slots * (2 * S.d + (self.inputs + 1) * S.d_x)),
+            bytes_matmul=S.e * (read * one_expert + slots * (2 * self.width + (self.inputs + 1) * S.d_x)),
             matrix_read_share=read / S.E,
             bytes_other=glu_moved + biases_moved + dispatch,
             backward_bytes_other=None if dispatch_back is None else 2 * (glu_moved + biases_moved) + dispatch_back,
@@ -384,6 +388,37 @@ class EveryTokenExperts(Experts):
             # the repeat, the scaling, SiLU and the product, the sum of the E outputs
             bytes_other=elementwise_bytes(slots * S.d) + elementwise_bytes(slots * S.d, reads=2)
             + elementwise_bytes(slots * S.d_x, reads=2) + elementwise_bytes(slots * S.d),
+        )
+
+
+@dataclass(frozen=True)
+class LatentProjection(Block):
+    """A latent mixture of experts' projection around its routed experts (nemotron_h's
+    moe_latent_size, transformers 5.24 NemotronHMoE): fc1_latent_proj d -> d_l on every token
+    before the experts, fc2_latent_proj d_l -> d on their combined output after; nn.Linear with
+    mlp_bias. The router and the shared expert read the d-wide input. Kept for backward: fc2 its
+    d_l-wide input; fc1's input is the layer's normed input, which the norm counts (not measured:
+    blocks/mamba.py's layers are compared for parameters, FLOPs and caches only)."""
+
+    tokens: Expr
+    d_in: Expr
+    d_out: Expr
+    bias: bool = False
+    input_kept: bool = False  # fc2: its input is the experts' output, kept here
+    title = "latent projection"
+
+    def linear_ops(self) -> tuple[LinearOp, ...]:
+        return (LinearOp("latent", self.tokens, self.d_in, self.d_out, self.bias),)
+
+    def cost(self) -> Cost:
+        forward, backward = linear_flops(self.tokens, self.d_in, self.d_out)
+        return make_cost(
+            tensors=weight_and_bias(self.d_in, self.d_out, self.bias),
+            matrices=[weight_matrix(self.d_in, self.d_out)],
+            flops_matmul=forward,
+            flops_matmul_backward=backward,
+            saved_bytes=S.e * self.tokens * self.d_in if self.input_kept else ZERO,
+            bytes_matmul=linear_bytes(self.tokens, self.d_in, self.d_out),
         )
 
 

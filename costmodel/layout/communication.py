@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from ..spec import RECOMPUTED_LAYERS, RECOMPUTED_PARTS
+from .experts import expert_width
 from .parts import LATENT_GATHERS, Stage, uses_loss_parallel
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
@@ -302,7 +303,7 @@ class RankCommunication:
         checkpointed forward re-run in backward, as recomputed_collectives says for the
         tensor-parallel ones; measured: validate/distributed/experts.py, ExpertCase.checkpoint).
         Under the flex dispatcher only the counts: its tokens are _flex_dispatch's."""
-        token = self.workload.bytes_per_element * self.cfg.d_model
+        token = self.workload.bytes_per_element * expert_width(self.cfg)
         slot_bytes = 0 if self.layout.ep_dispatcher != "alltoall" else (self.load.kept + self.load.factor) * token
         counts = 8 * self.cfg.n_experts
         total = sum(layers * (counts * forwards + passes * slots * slot_bytes)
@@ -313,7 +314,7 @@ class RankCommunication:
         """One micro-batch's flex-dispatcher payload on this rank (layout/experts.py, "The flex
         dispatcher"): each dispatch and each combine takes the rank's tokens once (routed slots /
         top_k, d x e bytes each), forward and (training) backward, and again where recomputed."""
-        token = self.workload.bytes_per_element * self.cfg.d_model
+        token = self.workload.bytes_per_element * expert_width(self.cfg)
         return sum(layers * passes * 2 * (slots // self.cfg.top_k) * token
                    for layers, _, passes, slots in self._expert_exchanges(stage))
 

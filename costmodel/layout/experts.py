@@ -69,6 +69,15 @@ their t E / G experts. So P(a set A of experts is missed) = sum over the chosen 
 C(tE/G - |A and chosen|, k) / C(tE/G, k). Megatron-Bridge's benchmarks force-balance the router
 (moe_router_force_load_balancing: random logits), so the expectation is over such routings; a
 skewed --expert-load or a capacity factor that drops tokens is refused.
+
+A latent mixture of experts (ModelConfig.d_latent, Nemotron 3 Super's moe_latent_size) sends its
+tokens in the latent width: d above is d_l (expert_width). Megatron-Core projects before the
+dispatch and back after the combine: MoELayer.preprocess runs fc1_latent_proj and then
+token_dispatcher.dispatch_preprocess, MoELayer.postprocess combine_postprocess and then
+fc2_latent_proj, both TELinear with parallel_mode "duplicated" (unsplit on every tensor-parallel
+rank); the NCCL-EP buffers are sized `config.moe_latent_size or config.hidden_size` ("the
+dispatcher operates on latent-dim tensors"): megatron/core/transformer/moe/moe_layer.py lines
+265-303, 488-490 and 591-592, token_dispatcher.py line 1535, NVIDIA/Megatron-LM at d98e8a64dd.
 """
 
 from __future__ import annotations
@@ -81,6 +90,12 @@ from math import comb
 from typing import Any
 
 from ..config import ConfigError, ModelConfig
+
+
+def expert_width(cfg: ModelConfig) -> int:
+    """The width the routed experts read and write, and the dispatch and combine move a token in
+    (module docstring): d, or the latent width of a latent mixture of experts."""
+    return cfg.d_latent or cfg.d_model
 
 
 @dataclass(frozen=True)
@@ -194,10 +209,10 @@ def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int
         raise ConfigError("layout: expert parallelism under fsdp2 is modelled for experts without biases; "
                           f"model {cfg.name!r} has expert biases.")
     edp = dp // ep
-    if framework == "fsdp2" and edp * ep > cfg.n_experts and (cfg.d_expert % edp or cfg.d_model % edp):
+    if framework == "fsdp2" and edp * ep > cfg.n_experts and (cfg.d_expert % edp or expert_width(cfg) % edp):
         raise ConfigError(f"layout: torchtitan shards the experts on dim 1 here (dp = {dp} > {cfg.n_experts} "
                           f"experts), and FSDP2 refuses uneven dim-1 shards: dp / ep = {edp} must divide the "
-                          f"experts' width {cfg.d_expert} and d_model {cfg.d_model}.")
+                          f"experts' width {cfg.d_expert} and their model width {expert_width(cfg)}.")
     if zero >= 3 and framework != "fsdp2":
         raise ConfigError("layout: expert parallelism with ZeRO-3 is not modelled (--zero 0, 1 or 2; or "
                           "--framework fsdp2).")
@@ -218,13 +233,14 @@ def check_folding(cfg: ModelConfig, ep: int, tp: int, dp: int, framework: str, s
 def fsdp_expert_elements(cfg: ModelConfig, ep: int, dp: int) -> tuple[int, int]:
     """One layer's routed experts on one rank under FSDP2, in padded elements: (without expert
     parallelism: the tree's (E, 2 d_x d) and (E, d d_x) tensors sharded on dim 0 over dp, as
-    layout/parts.py pads them; with ep: torchtitan's placement, module docstring)."""
-    d, d_x, experts = cfg.d_model, cfg.d_expert, cfg.n_experts
-    whole = math.ceil(experts / dp) * 3 * d_x * d
+    layout/parts.py pads them; with ep: torchtitan's placement, module docstring). Not gated
+    (nemotron_h): w1 alone beside w2; d the experts' width (expert_width)."""
+    d, d_x, experts, inputs = expert_width(cfg), cfg.d_expert, cfg.n_experts, 2 if cfg.gated else 1
+    whole = math.ceil(experts / dp) * (inputs + 1) * d_x * d
     local, edp = experts // ep, dp // ep
     if edp * ep > experts:  # Shard(1): w1, w3 by their d_x rows, w2 by its d rows (even: checked)
-        return whole, local * (2 * (d_x // edp) * d + (d // edp) * d_x)
-    return whole, math.ceil(local / edp) * 3 * d_x * d
+        return whole, local * (inputs * (d_x // edp) * d + (d // edp) * d_x)
+    return whole, math.ceil(local / edp) * (inputs + 1) * d_x * d
 
 
 def fsdp_split(estimate: Any, stage: Any, scope: str) -> tuple[int, int]:
@@ -233,7 +249,7 @@ def fsdp_split(estimate: Any, stage: Any, scope: str) -> tuple[int, int]:
     backward), the parts outside its layers ("root") or the largest layer ("largest")."""
     layout, cfg = estimate.layout, estimate.cfg
     whole, sharded = fsdp_expert_elements(cfg, layout.ep, layout.dp)
-    per_layer = cfg.n_experts * 3 * cfg.d_expert * cfg.d_model  # one layer's expert_params (tp 1)
+    per_layer = cfg.n_experts * (3 if cfg.gated else 2) * cfg.d_expert * expert_width(cfg)  # expert_params (tp 1)
     if scope == "largest":
         keys = estimate.structure["layers"]
         return max(((estimate.part(k, "padded") - whole * (estimate.part(k, "expert_params") // per_layer),

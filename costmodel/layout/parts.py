@@ -83,7 +83,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     from .split import column_inputs, local, rank_leaf, row_outputs, substitution
 
     framework = FRAMEWORKS[layout.framework]
-    FP8_BLOCKS = (B.QKVProjection, B.AttentionOutput, B.FeedForward, B.Experts)
+    FP8_BLOCKS = (B.QKVProjection, B.AttentionOutput, B.FeedForward, B.Experts, B.LatentProjection)
     profile = profile_for(cfg, workload, precision=framework.precision_for(workload.dtype), device=layout.device,
                           optimizer_impl="foreach" if layout.device == "cuda" else "single",
                           fp8_activations=fp8_activations(layout) and phase == "train",
@@ -119,11 +119,12 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
             add(f"{key}.tensors", 1)
             full = isinstance(leaf.block, B.TokenEmbedding) and framework.embedding_gradient_full
             add(f"{key}.gradient_params", tensor.elements if full else rows * cols)
-            # the norms' gradients, and under parallel folding the router's and a shared expert's
-            # gate's (Megatron-Core sets their weights' `sequence_parallel`: moe/router.py line 85 at
-            # d98e8a64dd, moe/shared_experts.py at 0065cf8a), all-reduced over tp
-            if isinstance(leaf.block, B.Norm) or (layout.folded and isinstance(leaf.block, (B.Router,
-                                                                                           B.SharedExpertGate))):
+            # the norms' gradients, and under parallel folding the router's, a latent MoE's
+            # projections' and a shared expert's gate's (Megatron-Core sets their weights'
+            # `sequence_parallel`: moe/router.py line 85 and extensions/transformer_engine.py line
+            # 1316 at d98e8a64dd, moe/shared_experts.py at 0065cf8a), all-reduced over tp
+            if isinstance(leaf.block, B.Norm) or (layout.folded and isinstance(
+                    leaf.block, (B.Router, B.LatentProjection, B.SharedExpertGate))):
                 add(f"{key}.norm_params", rows * cols)
         saved = local(cost.saved_bytes, subs)
         if layout.sp and isinstance(leaf.block, B.Norm) and not framework.sp_regathers_input \

@@ -56,8 +56,11 @@ SP_SPLITS = (B.Norm, B.Residual, B.Dropout, B.LayerCheckpoint, B.SublayerInput, 
 #: fc1 column-parallel (all-gathers the SP tokens), its fc2 row-parallel (reduce-scatters them),
 #: d_s split by tp. Its gate (Qwen2-MoE) reads the un-gathered hidden_states, `linear(hidden_states,
 #: self.gate_weight)`, and scales the reduce-scattered output: the SP tokens, its weight marked
-#: `sequence_parallel` (gradient all-reduced over tp with the norms').
-FOLDED_BLOCKS = (B.Router, B.Experts, B.SharedExpertGate)
+#: `sequence_parallel` (gradient all-reduced over tp with the norms'). A latent mixture of experts'
+#: projections (TELinear, parallel_mode "duplicated", megatron/core/transformer/moe/moe_layer.py
+#: at d98e8a64dd) run as the router does, unsplit, their weights likewise marked `sequence_parallel`
+#: (extensions/transformer_engine.py lines 1313-1316, same commit).
+FOLDED_BLOCKS = (B.Router, B.LatentProjection, B.Experts, B.SharedExpertGate)
 
 
 def kv_heads_per_rank(kv_heads: Any, tp: Any) -> Any:
