@@ -2,63 +2,59 @@
 hardware file (docs/time.md, "The kernel-level model").
 
 A leaf already knows its work; here it becomes kernels with shapes, read from the leaf itself:
-  - a projection (QKV, output, FFN, experts, the head): one GEMM (M, N, K) per weight matrix of
-    the leaf (Cost.matrices), M the rows the leaf states for it (Cost.matrix_tokens: latent
-    attention's) or else the tokens its FLOPs imply (flops / (2 K N)); routed experts one grouped
-    GEMM per matrix over the experts that get a slot (expert_kernels.py: vLLM's fused_moe);
+  - a projection (QKV, output, FFN, experts, the head): one GEMM (M, N, K) per weight matrix of the
+    leaf (Cost.matrices), M the rows the leaf states for it (Cost.matrix_tokens: latent attention's)
+    or else the tokens its FLOPs imply (flops / (2 K N)); routed experts one grouped GEMM per matrix
+    over the experts that get a slot (expert_kernels.py: vLLM's fused_moe);
   - the attention core: one fused call (b, heads, KV heads, n_q, n_kv, head_dim, value width,
     causal, window) under sdpa/flash, read from the weighted-sum leaf, the core's last product,
-    which states every field of it (the scores' key width is the core's, shared by its three
-    leaves; the values' width and whether they are the keys themselves, as absorbed latent
-    attention's are, only the weighted sum states); under eager its two batched GEMMs and the
-    softmax, each a kernel;
+    which states every field of it (the scores' key width is the core's, shared by its three leaves;
+    the values' width and whether they are the keys themselves, as absorbed latent attention's are,
+    only the weighted sum states); under eager its two batched GEMMs and the softmax, each a kernel;
   - a Mamba-2 mixer in training: its projections' GEMMs, then mamba_ssm's kernels, each in one pass
     (kernel_shapes.PassKernel: its products' tiles or its bytes, the longer; mamba_kernels.py);
   - everything else: bytes and FLOPs of memory-bound kernels.
 A kernel's time:
-  - GEMM: tile and wave quantization over the SMs (NVIDIA's matrix-multiplication guide): the
-    output is cut into tiles, each SM computes one tile per wave, and a wave takes a whole tile's
-    FLOPs at the SM's share of the large-GEMM rate (the hardware's matmul_efficiency, a
-    microbenchmark; in a training step its sustained rate (kernel_rates.sustained_efficiency): the GPU
-    runs saturated at the clock its power limit allows); no GEMM runs faster than its bytes at
-    the bandwidth a read-and-reduce stream reaches (the hardware's gemv_bandwidth, a
-    microbenchmark; else the achievable bandwidth); a weight-only quantized GEMM of no more
-    tokens than its kernel's published small-batch speed covers (kernel_facts.json
-    "weight_only_gemv": int4 one or two, int8 one) moves its stored bytes at that fraction of the
-    GEMV rate, in place of the tile model (whose tiles of 64 rows and more a GEMV's kernel does
-    not use); a product of one row with unquantized weights is a GEMV (cuBLAS's gemv2T in eager
-    mode, Inductor's reduction when compiled): its bytes at the GEMV rate or its FLOPs at the
-    vector peak, whichever is longer, no tiles; where the
-    hardware file measures a GEMM's efficiency by its rows (gemm_efficiency_by_rows, a CPU's),
-    its FLOPs at that fraction of the peak instead of the tiles (log-linear between the measured
-    row counts, the end values beyond them);
+  - GEMM: tile and wave quantization over the SMs (NVIDIA's matrix-multiplication guide): the output
+    is cut into tiles, each SM computes one tile per wave, and a wave takes a whole tile's FLOPs at
+    the SM's share of the large-GEMM rate (the hardware's matmul_efficiency, a microbenchmark; in a
+    training step its sustained rate (kernel_rates.sustained_efficiency): the GPU runs saturated at
+    the clock its power limit allows); no GEMM runs faster than its bytes at the bandwidth a
+    read-and-reduce stream reaches (the hardware's gemv_bandwidth, a microbenchmark; else the
+    achievable bandwidth); a weight-only quantized GEMM of no more tokens than its kernel's
+    published small-batch speed covers (kernel_facts.json "weight_only_gemv": int4 one or two, int8
+    one) moves its stored bytes at that fraction of the GEMV rate, in place of the tile model (whose
+    tiles of 64 rows and more a GEMV's kernel does not use); a product of one row with unquantized
+    weights is a GEMV (cuBLAS's gemv2T in eager mode, Inductor's reduction when compiled): its bytes
+    at the GEMV rate or its FLOPs at the vector peak, whichever is longer, no tiles; where the
+    hardware file measures a GEMM's efficiency by its rows (gemm_efficiency_by_rows, a CPU's), its
+    FLOPs at that fraction of the peak instead of the tiles (log-linear between the measured row
+    counts, the end values beyond them);
   - fused attention: the FLOPs the kernel executes (blocks of 128 x 128; a causal mask skips the
-    blocks above the diagonal, a window those before it; a head width the kernel is not compiled
-    for padded to the next one) at the kernel's published efficiency for
-    the GPU's architecture and the sequence length (costmodel/kernel_facts.json); where the
-    hardware file measures the call's efficiency by its query rows (attention_efficiency_by_queries,
-    a CPU's torch sdpa), at that fraction of the peak instead (log-linear between the measured
-    query counts, the end values beyond them);
-  - memory-bound kernels: the larger of bytes / achievable bandwidth and FLOPs / vector peak;
-    their bytes the tree's bytes_other (less torch.compile's fusions), or in an eager training
-    step of a measured implementation what its aten ops move (costmodel/eager_ops.py);
+    blocks above the diagonal, a window those before it; a head width the kernel is not compiled for
+    padded to the next one) at the kernel's published efficiency for the GPU's architecture and the
+    sequence length (costmodel/kernel_facts.json); where the hardware file measures the call's
+    efficiency by its query rows (attention_efficiency_by_queries, a CPU's torch sdpa), at that
+    fraction of the peak instead (log-linear between the measured query counts, the end values
+    beyond them);
+  - memory-bound kernels: the larger of bytes / achievable bandwidth and FLOPs / vector peak; their
+    bytes the tree's bytes_other (less torch.compile's fusions), or in an eager training step of a
+    measured implementation what its aten ops move (costmodel/eager_ops.py);
   - each GEMM and attention call also pays the hardware's dram_kernel_startup_s (a streaming
     kernel's fixed time beyond its bytes at the bandwidth, measured at DRAM-resident sizes: the
-    first bytes' latency and the last wave's drain; 0 where none is published); pointwise
-    kernels do not (their operands are the previous kernel's output, in L2 at decode's sizes);
-  - each active leaf pays the hardware's launch overhead per block (the CPU's launches); under
-    CUDA graphs none, but each kernel the leaf launches pays the GPU-side gap a graph's replay
-    keeps (the hardware's graph_kernel_s, a measured empty kernel; 0 where none is published); in
-    eager mode on a CPU where the hardware measures an op's time and the leaf's ops are
-    stated (KernelTimer.eager_ops, costmodel/eager_ops.py), each of its ops that time instead; an
-    eager decoding step on a GPU whose hardware states an op's time, of an implementation whose
-    step's ops are counted, takes the longer of its kernels and its ops' host time
-    (host_bound_seconds: the host issues ahead). The op's time is Hardware.eager_op_s: the
-    module code's time per op (module_s_per_op) where the file measures it, else a bare op's
-    dispatch (dispatch_s_per_op).
-`leaves_time` is the one function that gives the time of a set of leaves (a step, a stage).
-No torch here, and no sympy until a leaf's shapes are read from the tree (plan's cached kernels
-need neither).
+    first bytes' latency and the last wave's drain; 0 where none is published); pointwise kernels do
+    not (their operands are the previous kernel's output, in L2 at decode's sizes);
+  - each active leaf pays the hardware's launch overhead per block (the CPU's launches); under CUDA
+    graphs none, but each kernel the leaf launches pays the GPU-side gap a graph's replay keeps (the
+    hardware's graph_kernel_s, a measured empty kernel; 0 where none is published); in eager mode on
+    a CPU where the hardware measures an op's time and the leaf's ops are stated
+    (KernelTimer.eager_ops, costmodel/eager_ops.py), each of its ops that time instead; an eager
+    decoding step on a GPU whose hardware states an op's time, of an implementation whose step's ops
+    are counted, takes the longer of its kernels and its ops' host time (host_bound_seconds: the
+    host issues ahead). The op's time is Hardware.eager_op_s: the module code's time per op
+    (module_s_per_op) where the file measures it, else a bare op's dispatch (dispatch_s_per_op).
+`leaves_time` is the one function that gives the time of a set of leaves (a step, a stage). No
+torch here, and no sympy until a leaf's shapes are read from the tree (plan's cached kernels too).
 """
 
 from __future__ import annotations
