@@ -174,8 +174,9 @@ def test_the_recipes_dispatcher_on_published_rows():
     """The 26.04.01 DeepSeek-V3 B200 row's recipe (21d102f5e DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2)
     sets moe_flex_dispatcher_backend "deepep"; its GB200 row's (GB200_FP8_MX_V2) "hybridep"; 25.09's
     H100 row DeepEP (the release branch's run_script.py at a28844195: enable_deepep on H100, the flex
-    dispatcher), its token-drop GB200 row the all-to-all; rows of releases whose recipes were not read
-    stay on the all-to-all."""
+    dispatcher), its token-drop GB200 row the all-to-all; 25.11's GB200 rows HybridEP (97ad8cc6f
+    deepseek_llm_pretrain.py: the GB200 base config's backend, every precision), its B200 row (no
+    backend named) the all-to-all; rows of releases whose recipes were not read stay on the all-to-all."""
     import json
     from pathlib import Path
 
@@ -189,10 +190,13 @@ def test_the_recipes_dispatcher_on_published_rows():
                             ("26.06 deepseek-v3 mxfp8 256xgb200", "alltoall"),
                             ("26.04.01 gpt-oss-120b bf16 64xgb200", "alltoall"),
                             ("25.09 deepseek-v3 fp8 1024xh100", "deepep"),
-                            ("25.09 deepseek-v3 fp8 256xgb200", "alltoall")):
+                            ("25.09 deepseek-v3 fp8 256xgb200", "alltoall"),
+                            ("25.11 deepseek-v3 bf16 256xgb200", "hybridep"),
+                            ("25.11 deepseek-v3 fp8-mx 256xgb200", "hybridep"),
+                            ("25.11 deepseek-v3 fp8-mx 256xb200", "alltoall")):
         estimate, _, _ = train_setup(runs[f"megatron-bridge-moe {row}"], source)
         assert estimate.layout.ep_dispatcher == dispatcher
-    assert sum(1 for run in data["runs"] if run.get("ep_dispatcher")) == 15
+    assert sum(1 for run in data["runs"] if run.get("ep_dispatcher")) == 17
 
 
 def test_estimate_prints_the_flex_payload_without_a_ring_factor():
