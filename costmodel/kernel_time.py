@@ -54,7 +54,7 @@ A kernel's time:
     host issues ahead). The op's time is Hardware.eager_op_s: the module code's time per op
     (module_s_per_op) where the file measures it, else a bare op's dispatch (dispatch_s_per_op).
 `leaves_time` is the one function that gives the time of a set of leaves (a step, a stage). No
-torch here, and no sympy until a leaf's shapes are read from the tree (plan's cached kernels too).
+torch here, and no sympy until a leaf's shapes are read from the tree (plan's cached kernels need neither).
 """
 
 from __future__ import annotations

@@ -47,8 +47,11 @@ def test_every_moe_row_of_the_page_is_in_the_json():
 # sets it True at each, so 26.02, 26.02.01 and 26.04's 235B H100 rows; v0.3.0's
 # QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1 (PP 2 VP 12 EP 8, the 26.02 row's layout) True, but not
 # v0.3.1's or cfeddcd94's (EP 16, False: the 26.02.01 row prints PP 2 VP 12 EP 8, so neither is stated);
-# v0.4.0's GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2 True (the 26.04 GB200 row, GBS 1,280).
-MOE_A2A_OVERLAP = {"megatron-bridge-moe 26.04 qwen3-235b-a22b fp8 256xh100",
+# v0.4.0's GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2 True (the 26.04 GB200 row, GBS 1,280). 25.09's release
+# branch (a28844195 'Cherry pick perf 2509', the same at v0.1.0rc4) scripts/performance/run_script.py sets
+# comm_overlap.overlap_moe_expert_parallel_comm True for DeepSeek-V3 on H100 alone (A2A_1F1B).
+MOE_A2A_OVERLAP = {"megatron-bridge-moe 25.09 deepseek-v3 fp8 1024xh100",
+                   "megatron-bridge-moe 26.04 qwen3-235b-a22b fp8 256xh100",
                    "megatron-bridge-moe 26.02.01 qwen3-235b-a22b fp8 256xh100",
                    "megatron-bridge-moe 26.02 qwen3-235b-a22b fp8 256xh100",
                    "megatron-bridge-moe 26.02 qwen3-30b-a3b fp8 16xh100",
@@ -90,8 +93,9 @@ def test_each_moe_row_is_expressed_as_the_page_prints_it(run_id, release, headin
     assert run.get("overlap") == (stated or None)
     gpt_oss_bf16 = run["model"] == "gpt-oss-120b" and "fp8" not in run and release in GPT_OSS_RECOMPUTE_RELEASES
     # DeepSeek-V3's recompute_modules ['mla_up_proj'] on GB200 and B200: 97ad8cc6f's configs (25.11, every
-    # precision) and v0.1.0rc4's run_script.py for the token-drop runs (25.09)
-    deepseek = run["model"] == "deepseek-v3" and release in ("25.11", "25.09") and run["hardware"] in ("gb200", "b200")
+    # precision) and v0.1.0rc4's run_script.py for the token-drop runs (25.09); its H100 run's
+    # ['mla_up_proj', 'mlp'] (the same script) as mla-up-proj, 'mlp' (the 3 dense layers' MLP) not modelled
+    deepseek = run["model"] == "deepseek-v3" and release in ("25.11", "25.09")
     # Nemotron 3 Super's B200 FP8_MX_V1 = BASE_NEMOTRON_3_SUPER_CONFIG_B200, recompute_modules ['moe_act',
     # 'layernorm'] (scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py at 21d102f5e
     # and v0.4.0); its NVFP4_V1 None, its GB200 configs none
@@ -106,6 +110,11 @@ def test_each_moe_row_is_expressed_as_the_page_prints_it(run_id, release, headin
     # that compute: (PP, VP) (4, 4) and (16, 1) give the embedding + 4 layers, 14 chunks of 4, then 1 + the loss
     if run["model"] == "deepseek-v3" and (run["pp"], vp) in ((4, 4), (16, 1)) and run.get("fp8") != "mxfp8":
         assert run["stage_layers"] == [4] * 15 + [1] and sum(run["stage_layers"]) == 61
+    # 25.09's H100 run: run_script.py's pipeline_model_parallel_layout "Et|(tt|)*30mL" at PP 8 VP 4 (32
+    # chunks): the embedding and a layer, 30 chunks of 2, the MTP module and the loss with no layer
+    if run_id == "megatron-bridge-moe 25.09 deepseek-v3 fp8 1024xh100":
+        assert run["stage_layers"] == [1] + [2] * 30 + [0] and len(run["stage_layers"]) == run["pp"] * vp == 32
+        assert run["ep_dispatcher"] == "deepep"  # enable_deepep on H100: the flex dispatcher with DeepEP
 
 
 def test_why_the_other_moe_rows_are_not_expressible():
@@ -199,3 +208,24 @@ def test_tp_beside_ep_is_refused_for_the_folding_before_ep_against_dp(capsys):
     assert cli.main(["estimate", "--model", "mixtral-8x7b", "--dp", "2", "--ep", "4", "--tp", "2"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "parallel folding (--etp 1" in err and "must divide dp" not in err
+
+
+def test_the_25_09_h100_deepseek_row_runs_its_release_scripts_settings():
+    """25.09's DeepSeek-V3 H100 row as the release branch's run_script.py sets it (a28844195, the same
+    at v0.1.0rc4): DeepEP's flex dispatcher, the EP all-to-all overlapped (A2A_1F1B), mla_up_proj
+    recomputed and the layout 'Et|(tt|)*30mL' over PP 8 x VP 4, so pipeline rank 0 holds the chunks
+    0, 8, 16, 24 (1 + 2 + 2 + 2 layers) and rank 7 the chunks 7, 15, 23, 31 (the last with no layer).
+    With those the busiest rank (pipeline rank 2: 11 micro-batches in flight on its first chunk)
+    still exceeds the H100's training memory: its 'mlp' recomputation (the dense layers, on ranks 0
+    and 1) is not modelled and would not free memory there."""
+    runs, source = _runs()
+    estimate, hardware, options = train_setup(runs["megatron-bridge-moe 25.09 deepseek-v3 fp8 1024xh100"], source)
+    assert (estimate.layout.ep_dispatcher, estimate.workload.recompute) == ("deepep", "mla-up-proj")
+    assert (options["overlap"].ep, options["overlap"].pp) == (1.0, 1.0)
+    parallel = estimate.to_dict()
+    stages = parallel["stages"]
+    assert [s["virtual_stage_layers"] for s in (stages[0], stages[1], stages[7])] == [[1, 2, 2, 2], [2, 2, 2, 2],
+                                                                                        [2, 2, 2, 0]]
+    assert [s["layers"] for s in stages] == [7, 8, 8, 8, 8, 8, 8, 6]
+    assert parallel["per_rank"]["stage"] == 2 and stages[2]["micro_batches_in_flight"][0] == 11
+    assert parallel["per_rank"]["total"] > hardware.training_memory_bytes
