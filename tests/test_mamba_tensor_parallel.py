@@ -161,3 +161,39 @@ def test_nemotron_3_nano_at_tp_16_is_refused_in_one_sentence(capsys):
                              "--framework", "megatron"], capsys)
     assert code == 2 and "Mamba-2 groups (8)" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("sp_on", [False, True])
+def test_a_measured_megatron_style_rank_moves_what_the_model_says(cfg, sp_on):
+    """Two gloo ranks each run transformers' NemotronHMamba2Mixer on 3 heads and 1 group, loaded
+    with their rows, channels and columns of the whole mixer (validate/distributed/
+    mamba_tensor_parallel.py, fp32, the odd sizes, n 10): the output and every gradient equal the
+    whole mixer's in one process; each holds the model's 3,116 parameters (the whole 6,232); and
+    the collectives are the model's for one mixer (one column-parallel input, one row-parallel
+    output, each X = 4 x 10 x 48 = 1,920 bytes in fp32): without SP an all-reduce forward (out_proj)
+    and one backward (in_proj's input gradient); with SP an all-gather and a reduce-scatter each
+    way (the model's Megatron profile adds the input's regather in backward, which this autograd
+    function does not do: it keeps the gathered input)."""
+    from validate.distributed.launch import run_gloo
+    from validate.distributed.mamba_tensor_parallel import MambaCase, measure_mamba_tensor_parallel
+
+    case = MambaCase(d=48, heads=6, head_dim=5, state=7, groups=2, conv=3, chunk=4, tokens=N)
+    x = 4 * N * 48
+    fp32 = ParallelEstimate(cfg, Workload(seq_len=N, batch=1, dtype="fp32", impl="megatron", attention="flash"),
+                            Layout(tp=TP, sp=sp_on, dp=1, framework="megatron", zero=1))
+    assert fp32.numbers["boundary"] == x
+    if sp_on:
+        expected = {"forward": [["all_gather", x], ["reduce_scatter", x]],
+                    "backward": [["all_gather", x], ["reduce_scatter", x]]}
+    else:
+        expected = {"forward": [["all_reduce", x]], "backward": [["all_reduce", x]]}
+    counts = fp32.structure["counts"]["layer.decoder.mamba"]  # the model's regions of one mixer layer
+    model = ({"all_gather": counts["sublayers"] + counts["row_outputs"],
+              "reduce_scatter": counts["row_outputs"] + counts["sublayers"]} if sp_on
+             else {"all_reduce": counts["row_outputs"] + counts["column_inputs"]})
+    for result in run_gloo(measure_mamba_tensor_parallel, TP, case, sp_on):
+        measured = [kind for phase in ("forward", "backward") for kind, _ in result["collectives"][phase]]
+        assert {kind: measured.count(kind) for kind in model} == model
+        assert result["difference"] < 1e-4
+        assert result["params"] == MIXER and result["whole_params"] == 2 * MIXER
+        assert result["collectives"] == expected
