@@ -90,7 +90,9 @@ def test_a_ranks_mixer_flops_saved_bytes_and_cache(cfg):
 def test_the_ranks_layers_hold_the_split_mixer_and_a_replicated_norm(cfg):
     """A Mamba layer a rank holds: its mixer (3,116) and its norm (48, replicated, its gradient
     all-reduced over tp under SP); forward and backward 3 x 73,464 = 220,392; kept for backward
-    the mixer's 1,904 and the norm's (its input and output, 2 x 960, one of them halved by SP)."""
+    the mixer's 1,904 and the norm's (its input and output, 2 x 960, one of them halved by SP).
+    The mixer's gated-norm weight is split (tensor_model_parallel), not sequence-parallel: only the
+    layer's norm is in the gradients all-reduced over tp under SP (norm_params 48)."""
     for sp_on, saved in ((False, 1_904 + 2 * X), (True, 1_904 + X)):
         est = _estimate(cfg, sp_on)
         assert est.part("layer.decoder.mamba", "params") == MIXER + 48
@@ -124,7 +126,7 @@ def test_a_ranks_collectives(cfg):
 
 
 def test_the_ranks_training_kernels_run_its_heads_and_groups(cfg):
-    """mamba_ssm's kernels on one rank (costmodel/mamba_kernels.py at the rank's shapes): the
+    """The rank's GEMMs, and mamba_ssm's kernels on it (costmodel/mamba_kernels.py at its shapes): the
     per-chunk products over its 3 chunks x 3 heads (the chunk states, P x N from Q) and 3 chunks x
     1 group (C B^T, Q x Q from N); the conv reads and writes its 29 channels (in_proj's 47-wide
     row is not a multiple of 8: copied first), 2 x (1 + 1) x 2 x 10 x 29 = 2,320 bytes."""
@@ -134,8 +136,10 @@ def test_the_ranks_training_kernels_run_its_heads_and_groups(cfg):
     at = {**{k: sp.Integer(v) for k, v in model_values(cfg).items()}, S.b: 1, S.n: N, S.e: E, S.T: 0, S.s: N,
           S.tp: TP}
     local = substitution(leaf.block, sp_on=False, vocabulary="pad128", loss_parallel=True, encoder=False)
-    kernels = {k.name: k for k in leaf_kernels(leaf, at, fused_attention=True, local=local)
-               if hasattr(k, "products") and not k.backward}
+    listed = leaf_kernels(leaf, at, fused_attention=True, local=local)
+    # in_proj (10 tokens, 48 -> 47) and out_proj (15 -> 48), the rank's column and row shards
+    assert [(g.m, g.n, g.k, g.count) for g in listed[:2]] == [(10, 47, 48, 1), (10, 48, 15, 1)]
+    kernels = {k.name: k for k in listed if hasattr(k, "products") and not k.backward}
     assert [(g.m, g.n, g.k, g.count) for g in kernels["_chunk_state_fwd"].products] == [(5, 7, 4, 9)]
     assert [(g.m, g.n, g.k, g.count) for g in kernels["_bmm_chunk_fwd"].products] == [(4, 4, 7, 3)]
     assert kernels["causal_conv1d_fwd"].bytes == 2_320
