@@ -191,7 +191,9 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
                                                       "latents": 0})
         counts["column_inputs"] += column_inputs(leaf.block, framework.column_layers, cfg.gated, layout.folded)
         counts["row_outputs"] += row_outputs(leaf.block, layout.folded)
-        counts["sublayers"] += int(isinstance(leaf.block, (B.QKVProjection, B.FeedForward)))
+        # the column-parallel regions whose input sequence parallelism all-gathers (a Mamba-2
+        # mixer's in_proj: MambaMixer assumes its input "already partitioned along the sequence")
+        counts["sublayers"] += int(isinstance(leaf.block, (B.QKVProjection, B.FeedForward, B.Mamba2Mixer)))
         counts["latents"] += int(isinstance(leaf.block, B.LatentAttention))
     for key in list(structure["counts"]):
         for quantity in PART_QUANTITIES:

@@ -58,6 +58,12 @@ def tensor_split_sizes(cfg: ModelConfig) -> list[tuple[str, int]]:
     """What tensor parallelism divides (costmodel/layout/split.py), each a size tp must divide;
     the key/value heads apart (tensor_split_error: inference may replicate them)."""
     sizes = [("query heads", cfg.n_heads), ("FFN width", cfg.d_ff)]
+    if cfg.mamba_heads is not None:
+        # Megatron-Core's MambaMixer asserts "nheads must be evenly divisble by tp_size" and "ngroups
+        # must be evenly divisible by tp_size" (megatron/core/ssm/mamba_mixer.py at d98e8a64;
+        # split.mamba_split). vLLM's MambaMixer2 can instead replicate groups that tp does not
+        # divide: not modelled, refused as in training.
+        sizes += [("Mamba-2 heads", cfg.mamba_heads), ("Mamba-2 groups", cfg.mamba_groups)]
     if cfg.moe:
         sizes.append(("experts' FFN width", cfg.d_expert))
         if cfg.d_shared:

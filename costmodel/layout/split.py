@@ -6,7 +6,8 @@ in inference), FFN widths (d_ff; a shared expert's d_s and each routed expert's 
 the experts split as a dense FFN is, without expert parallelism) or vocabulary (V) by tp; every
 other block is replicated (norms, residual adds, dropout, positions, a router, the biases of
 row-parallel layers, latent attention's down-projections to its ranks, which have no split
-dimension). Sequence parallelism additionally divides the tokens (n, and s on an
+dimension). A Mamba-2 mixer splits its heads and its groups of B and C (mamba_split).
+Sequence parallelism additionally divides the tokens (n, and s on an
 encoder) of the blocks that run between the parallel regions: norms, residual adds, dropouts,
 the embeddings' adds and a layer's checkpoint, and latent attention's latents (rank_leaf: the
 down-projections and their norms on the rank's tokens, as Megatron-Core runs them). A leaf's
@@ -35,6 +36,7 @@ TP_SPLITS: dict[type, str] = {
     B.AttentionOutput: "heads",
     B.HeadNorms: "heads",
     B.LatentAttention: "heads",
+    B.Mamba2Mixer: "mamba",
     B.FeedForward: "ffn",
     B.Experts: "ffn",
     B.TokenEmbedding: "vocabulary",
@@ -76,6 +78,22 @@ def kv_heads_per_rank(kv_heads: Any, tp: Any) -> Any:
     if isinstance(kv_heads, int) and isinstance(tp, int):
         return max(1, kv_heads // tp)
     return sp.Max(1, sp.sympify(kv_heads) / tp)
+
+
+def mamba_split(tp: Any) -> dict[sp.Symbol, Any]:
+    """A rank's share of a Mamba-2 mixer at tp ranks: H_m / tp heads and G_m / tp groups, as
+    Megatron-Core's MambaMixer builds it (NVIDIA/Megatron-LM megatron/core/ssm/mamba_mixer.py at
+    d98e8a64, MambaMixer.__init__): in_proj a ColumnParallelLinear whose z, x, B, C, dt blocks are
+    each split (partition_sizes d_inner / tp, d_inner / tp, ngroups / tp x d_state twice,
+    nheads / tp); conv1d's weight and bias over the rank's d_inner / tp + 2 ngroups / tp x d_state
+    channels; dt_bias, A_log and D over its nheads / tp heads; the gated RMSNorm over its
+    d_inner / tp channels in groups of d_inner / ngroups (group_size d_inner_local_tp //
+    ngroups_local_tp: each group whole on one rank, no collective); out_proj a RowParallelLinear
+    (input_is_parallel) from the rank's d_inner / tp. Nothing of the mixer is replicated (it asserts
+    no bias). Every per-rank quantity of the block (parameters, FLOPs, saved bytes, the cache,
+    mamba_kernels' shapes) is its expression at these values; tp must divide both
+    (spec.tensor_split_sizes)."""
+    return {S.H_m: S.H_m / tp, S.G_m: S.G_m / tp}
 
 
 def heads_split(tp: Any) -> dict[sp.Symbol, Any]:
@@ -121,6 +139,8 @@ def substitution(block: B.Block, *, sp_on: bool, vocabulary: str, loss_parallel:
     subs: dict[sp.Symbol, sp.Expr] = {}
     if kind == "heads":
         subs = heads_split(S.tp)
+    elif kind == "mamba":
+        subs = mamba_split(S.tp)
     elif kind == "ffn":
         subs = {S.d_ff: S.d_ff / S.tp, S.d_s: S.d_s / S.tp, S.d_x: S.d_x / S.tp}
     elif (kind == "vocabulary" or (kind == "loss" and loss_parallel)) and vocabulary != "replicated":
@@ -166,16 +186,17 @@ def column_inputs(block: B.Block, column_layers: str, gated: bool, folded: bool 
         return 1 if column_layers == "fused" or not gated else 2
     if isinstance(block, B.LatentAttention):
         return 0 if block.q_lora else 1
-    return 0
+    return int(isinstance(block, B.Mamba2Mixer))  # its in_proj
 
 
 def row_outputs(block: B.Block, folded: bool = False) -> int:
     """Row-parallel outputs a block ends in (each all-reduced in forward without SP): the
     attention's output projection and the FFN's, a mixture of experts' routed and shared experts
-    reduced together (under parallel folding the routed experts none, a shared expert its own)."""
+    reduced together (under parallel folding the routed experts none, a shared expert its own), a
+    Mamba-2 mixer's out_proj."""
     if folded and isinstance(block, FOLDED_BLOCKS):
         return 0
-    if isinstance(block, B.AttentionOutput):
+    if isinstance(block, (B.AttentionOutput, B.Mamba2Mixer)):  # a Mamba-2 mixer's out_proj
         return 1
     return int(isinstance(block, (B.FeedForward, B.Experts)) and (folded or not is_shared_expert(block)))
 
