@@ -167,6 +167,17 @@ def test_nemotron_3_nano_at_tp_16_is_refused_in_one_sentence(capsys):
     assert len(err.strip().splitlines()) == 1
 
 
+def test_context_parallelism_of_mamba_mixers_is_refused_in_one_sentence(capsys):
+    """Megatron-Core runs a Mamba-2 mixer under context parallelism with all-to-alls of its own
+    (megatron/core/ssm/mamba_context_parallel.py), which the layout model does not have: before this
+    refusal `--cp 2` ran each mixer on n / cp tokens with no exchange, a step too fast."""
+    from tests.cli_run import run_main
+
+    code, _, err = run_main(["simulate", "-m", "nemotron-3-nano", "--train", "--cp", "2", "--gpus", "2",
+                             "--framework", "megatron", "--seq-len", "4096"], capsys)
+    assert code == 2 and err == "error: layout: context parallelism with Mamba-2 mixers is not modelled.\n"
+
+
 @pytest.mark.parametrize("sp_on", [False, True])
 def test_a_measured_megatron_style_rank_moves_what_the_model_says(cfg, sp_on):
     """Two gloo ranks each run transformers' NemotronHMamba2Mixer on 3 heads and 1 group, loaded
