@@ -94,6 +94,7 @@ def estimate(model: Any, seq_len: int | None = None, layout: Any = None, **workl
         warnings.warn(note, stacklevel=2)
     if chosen_layout is not None:
         chosen_layout.check(cfg)
+        chosen_layout.check_schedule()
     return Estimate(cfg, chosen, chosen_layout)
 
 

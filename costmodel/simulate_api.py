@@ -94,6 +94,8 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
 
         chosen_layout.check(cfg, inference=not train)
         if train:
+            chosen_layout.check_schedule()
+        if train:
             workload, warnings = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                                attention=attention, impl=impl)
             data = parallel_time.simulate_training(cfg, workload, chosen_layout, chosen, tokens=tokens,

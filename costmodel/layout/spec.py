@@ -108,7 +108,7 @@ class Layout:
     tp: int = 1
     pp: int = 1
     sp: bool = False
-    zero: int = 0
+    zero: int | None = None  # None: the framework's default_zero (0; fsdp2 3)
     microbatches: int = 1
     schedule: str = "1f1b"
     virtual_stages: int = 1
@@ -147,6 +147,8 @@ class Layout:
         if self.framework not in FRAMEWORKS:
             raise ConfigError(f"layout: framework must be one of {', '.join(FRAMEWORKS)}, got {show(self.framework)}.")
         framework = FRAMEWORKS[self.framework]
+        if self.zero is None:
+            object.__setattr__(self, "zero", framework.default_zero)
         if self.zero not in framework.zero_stages:
             raise ConfigError(f"layout: {self.framework} supports --zero {', '.join(map(str, framework.zero_stages))} "
                               f"({framework.zero_note}), not {show(self.zero)}.")
@@ -265,6 +267,17 @@ class Layout:
     def stages(self) -> int:
         """Pipeline stages: pp, times the virtual stages of each rank when interleaved."""
         return self.pp * self.virtual_stages
+
+    def check_schedule(self) -> None:
+        """Raise ConfigError where the framework's pipeline engine does not run the schedule asked
+        for (Framework.pipeline_schedules: DeepSpeed's runs 1F1B only). Read where a user's or the
+        plan's training layout is taken (the CLI, costmodel.api, simulate, plan), not by the
+        schedule arithmetic that builds a Layout for its pipeline fields alone."""
+        runs = FRAMEWORKS[self.framework].pipeline_schedules
+        if self.pp > 1 and runs and self.schedule not in runs:
+            raise ConfigError(f"layout: {self.framework}'s pipeline engine runs the {' or '.join(runs)} schedule "
+                              f"only, not {show(self.schedule)} (DeepSpeed's PipelineEngine builds "
+                              "schedule.TrainSchedule); add --framework megatron or fsdp2 for another.")
 
     def check(self, cfg: ModelConfig, gpus: int | None = None, inference: bool = False) -> None:
         """Raise ConfigError (one sentence) if the layout cannot run the model; inference: for
