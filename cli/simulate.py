@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from costmodel import spec
+from costmodel.api import generation_start
 from costmodel.checkpoint import inference_options
 from costmodel.config import ConfigError, require_decoder
 from costmodel.defaults import implied
@@ -258,7 +259,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                            flops_convention=flops_convention, price=price)
         else:
             workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention, gen_tokens=gen,
-                                     **quantization)
+                                     **generation_start(cfg), **quantization)
             result = sim.simulate_inference(cfg, hardware, prompt=workload.seq_len, gen=gen, batch=batch,
                                             dtype=workload.dtype, efficiency=efficiency, attention=attention,
                                             kv_cache=kv_cache, cuda_graphs=cuda_graphs,

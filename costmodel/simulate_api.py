@@ -61,7 +61,7 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
     fp8 weights multiply (spec.FP8_GEMMS); decode_code whose decoding loop an eager step's host
     time counts (spec.DECODE_CODES, `simulate --decode-code`)."""
     from . import roofline as sim
-    from .api import load_model, make_layout, make_workload
+    from .api import generation_start, load_model, make_layout, make_workload
     from .checkpoint import inference_options
     from .config import require_decoder
     from .hardware import load_hardware
@@ -117,7 +117,7 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
         data = sim.simulate_training(cfg, workload, chosen, tokens=tokens, step_seconds=step_time, price=price)
     else:
         workload, warnings = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
-                                           gen_tokens=gen, **quantization)
+                                           gen_tokens=gen, **generation_start(cfg), **quantization)
         data = sim.simulate_inference(cfg, chosen, prompt=workload.seq_len, gen=gen, batch=batch,
                                       dtype=workload.dtype, attention=attention, kv_cache=kv_cache,
                                       quantization=quantization, implementation=decode_code)

@@ -73,3 +73,47 @@ def test_plan_ranks_no_interleaved_deepspeed_layout(capsys):
     megatron = _json(["plan", "--model", "llama2-70b", "--hardware", "h100-sxm", "--gpus", "64", "--seq-len", "4096",
                       "--global-batch", "1024", "--framework", "megatron", "--pp", "4"], capsys)
     assert "interleaved" in {row["layout"]["schedule"] for row in megatron["feasible"]}
+
+
+T5 = ["--model", "t5-small", "--prompt", "512", "--gen", "10"]
+ON_A_LAYOUT = ("error: layout: inference on a layout (--tp, --pp, --dp) is modelled for decoder-only models; "
+               "'t5-small' is encoder-decoder: leave the layout out (one GPU).")
+
+
+@pytest.mark.parametrize("layout", [["--tp", "2"], ["--dp", "1"]])
+def test_an_encoder_decoder_on_a_layout_is_refused(layout, capsys):
+    """simulate --model t5-small --tp 1 --dp 1 held 48.02 MiB of weights a rank (its decoder's
+    layers: the encoder and the shared embedding were dropped; 60,506,624 parameters are 115.41
+    MiB) and decoded at context 522, the source read as the decoder's prompt."""
+    assert cli.main(["simulate", *T5, *layout]) == 2
+    assert _one_line(capsys) == ON_A_LAYOUT
+
+
+def test_plan_serve_refuses_an_encoder_decoder(capsys):
+    """plan --serve --model t5-small --gpus 2 listed tp 2 at 61.40 MiB a GPU."""
+    assert cli.main(["plan", "--serve", "--model", "t5-small", "--gpus", "2"]) == 2
+    assert _one_line(capsys) == ON_A_LAYOUT
+
+
+@pytest.mark.parametrize("split", [["--gpus", "2"], ["--tp", "2"]])
+def test_estimate_serves_an_encoder_decoder_whole_on_each_gpu(split, capsys):
+    """estimate --hardware h100-sxm --gpus 2 said 'tensor parallel: 61.40 MiB per GPU' for T5-small; now
+    a whole copy on each: its one-GPU inference total, 121,013,248 B of weights (60,506,624 x 2 B) among
+    166,503,424 B."""
+    data = _json(["estimate", "--model", "t5-small", "--seq-len", "512", "--hardware", "h100-sxm", *split], capsys)
+    assert data["memory"]["weights"] == 60_506_624 * 2
+    assert data["fit"]["inference"]["memory"] == data["memory"]["inference_total"] == 166_503_424
+    assert data["fit"]["inference"]["split"] == "a whole copy on each"
+
+
+def test_an_encoder_decoder_generation_checks_the_decoder_it_runs(capsys):
+    """simulate --model t5-small --prompt 512 --gen 10 warned 'target length 522 is beyond the context'
+    while it timed the decoder from its start token (contexts 2 to 10, decoder_prompt 1)."""
+    assert cli.main(["simulate", *T5, "--json"]) == 0
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert captured.err == ""
+    assert data["inputs"]["decoder_prompt"] == 1 and data["decode"]["decode_steps"] == 9
+    assert cli.main(["simulate", "--model", "t5-small", "--prompt", "512", "--gen", "600"]) == 0
+    assert ("warning: target length 601 is beyond the context of model 't5-small' (512 tokens)."
+            in capsys.readouterr().err)

@@ -32,7 +32,7 @@ from ..hardware import Efficiency, Hardware, time_model_for
 from .frameworks import FRAMEWORKS
 from .rank import ParallelEstimate
 from .serving_memory import serving_memory
-from .spec import Layout, check_hybrid_framework, tensor_split_error
+from .spec import Layout, check_hybrid_framework, check_inference_model, tensor_split_error
 from .timing import step_time
 
 MICRO_BATCHES = (1, 2, 4, 8)
@@ -299,6 +299,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
     fixed = fixed or {}
     check_fixed(fixed, gpus)
     require_decoder(cfg)
+    check_inference_model(cfg)
     time_model = time_model_for(hardware, time_model)
     feasible, infeasible = [], []
     for tp in [fixed["tp"]] if fixed.get("tp") else tensor_sizes(cfg, hardware, gpus, inference=True):
