@@ -203,7 +203,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         if overlap_given and not (train and layout is not None):
             raise ConfigError(f"{', '.join(overlap_given)}: the overlap options time training with a layout "
                               "(--train with --tp/--pp/--dp/...); nothing here would read them.")
-        code = implied(layout.framework if layout else None, impl, attention)
+        code = implied(layout.framework if layout else None, impl, attention, cfg)
         impl, attention = code["impl"], code["attention"]
         if train and weight_dtype == spec.UNQUANTIZED and weight_group is None:
             weight_dtype = None  # unquantized weights: what training holds anyway
@@ -246,7 +246,9 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                 "seq_len": workload.seq_len, "gen": workload.gen_tokens,
                                 "batch": workload.batch, "recompute": workload.recompute,
                                 "tokens": tokens, **{k: v for k, v in quantization.items() if v is not None}}
-            if not train:
+            if train:  # the code the step was timed as (the framework's unless given), as one GPU's says
+                result["inputs"].update(impl=workload.impl, attention=workload.attention)
+            else:
                 result["inputs"].update(decode_inputs(workload, cuda_graphs, compiled))
         elif train:
             if time_model == "kernels" or compiled:

@@ -117,3 +117,77 @@ def test_an_encoder_decoder_generation_checks_the_decoder_it_runs(capsys):
     assert cli.main(["simulate", "--model", "t5-small", "--prompt", "512", "--gen", "600"]) == 0
     assert ("warning: target length 601 is beyond the context of model 't5-small' (512 tokens)."
             in capsys.readouterr().err)
+
+
+MIXTRAL = ["simulate", "--model", "mixtral-8x7b", "--hardware", "h100-sxm", "--prompt", "2048", "--gen", "128"]
+
+
+def test_expert_parallel_serving_holds_its_share_of_the_experts(capsys):
+    """simulate --model mixtral-8x7b --ep 2 --dp 2 (an inference layout docs/commands.md lists) held
+    every expert on each rank: 86.99 GiB, 'does NOT fit', and the note that each replica holds the
+    whole model. Each rank holds E / ep of the routed experts, as a training rank does: (46,702,792,704
+    - 45,097,156,608 / 2) x 2 B = 48,308,428,800 B (44.99 GiB), estimate's megatron weights at ep 2."""
+    served = _json(MIXTRAL + ["--ep", "2", "--dp", "2"], capsys)
+    assert served["per_rank"]["weights"] == (46_702_792_704 - 45_097_156_608 // 2) * 2 == 48_308_428_800
+    trained = _json(["estimate", "--model", "mixtral-8x7b", "--ep", "2", "--dp", "2", "--framework", "megatron"],
+                    capsys)
+    assert trained["parallel"]["per_rank"]["weights"] == served["per_rank"]["weights"]
+    assert _json(MIXTRAL + ["--dp", "2"], capsys)["per_rank"]["weights"] == 46_702_792_704 * 2
+    assert cli.main(MIXTRAL + ["--ep", "2", "--dp", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "weights 44.99 GiB" in text and "holds the whole model" not in text
+
+
+def test_quantized_experts_are_divided_too(capsys):
+    """gpt-oss-20b's MXFP4 experts (the checkpoint's format) at ep 2: the non-expert bytes whole, the
+    experts' stored bytes halved."""
+    base = ["simulate", "--model", "gpt-oss-20b", "--hardware", "h100-sxm", "--prompt", "2048", "--gen", "128",
+            "--dp", "2"]
+    whole = _json(base, capsys)["per_rank"]["weights"]
+    split = _json(base + ["--ep", "2"], capsys)["per_rank"]["weights"]
+    assert 0.55 * whole < split < 0.7 * whole  # the experts are most of gpt-oss's bytes, not all
+
+
+@pytest.mark.parametrize("args", [["simulate", "--model", "gpt-oss-20b", "--train", "--gpus", "8", "--seq-len", "4096"],
+                                  ["estimate", "--model", "gpt-oss-20b", "--gpus", "8"],
+                                  ["simulate", "--model", "gpt-oss-20b", "--dp", "2"]])
+def test_a_framework_without_sdpa_runs_eager(args, capsys):
+    """--gpus 8 on gpt-oss (DeepSpeed's default framework, which runs Hugging Face's class at its default
+    kernel, sdpa) said "attention 'sdpa': gpt_oss's Hugging Face class has no scaled_dot_product_attention
+    path; use --attention eager" though no --attention was typed; transformers falls back to eager for such a
+    class. plan set 732 of gpt-oss-20b's 1,584 layouts on 8 H100s aside as unsupported for it."""
+    assert _json(args, capsys)["inputs"]["attention"] == "eager"
+
+
+def test_plan_sets_no_gpt_oss_layout_aside_for_sdpa(capsys):
+    data = _json(["plan", "--model", "gpt-oss-20b", "--gpus", "8", "--seq-len", "4096", "--global-batch", "64"],
+                 capsys)
+    assert [row for row in data["infeasible"] if row.get("reason") == "unsupported"] == []
+    assert len(data["feasible"]) == 514 and len(data["infeasible"]) == 1070
+    assert {row["layout"]["attention"] for row in data["feasible"] if row["layout"]["framework"] != "megatron"} \
+        == {"eager"}
+
+
+def test_the_api_simulates_what_the_command_does(capsys):
+    """costmodel.simulate defaulted to the A100 80GB and to eager attention with any layout while
+    `simulate` defaults to the H100 and to the layout's framework's kernel (sdpa under DeepSpeed):
+    Llama 3 8B, dp 8, 4,096 tokens: 0.7157 s from the API, 0.5285 s from the command."""
+    import costmodel
+
+    command = _json(TRAIN + ["--seq-len", "4096"], capsys)
+    api = costmodel.simulate("llama3-8b", train=True, seq_len=4096, batch=1, layout={"dp": 8}).to_dict()
+    assert api["step"]["seconds"] == command["step"]["seconds"]
+    assert api["inputs"]["hardware"] == "h100-sxm" and api["inputs"]["attention"] == "sdpa"
+    assert round(command["step"]["seconds"], 4) == 0.5285
+    one = _json(["simulate", "--model", "llama3-8b"], capsys)
+    assert costmodel.simulate("llama3-8b").to_dict()["prefill"] == one["prefill"]
+
+
+def test_a_training_layout_names_the_code_it_timed(capsys):
+    """simulate --train --gpus 8 timed sdpa (DeepSpeed's Hugging Face code) and said neither that nor
+    the activation profile, in the text or the JSON; one GPU's report says both."""
+    assert cli.main(TRAIN) == 0
+    assert capsys.readouterr().out.splitlines()[0] == ("llama3-8b training on 8 x h100-sxm (bf16): seq_len 4096, "
+                                                       "impl hf, attention sdpa, recompute none")
+    inputs = _json(TRAIN + ["--framework", "megatron"], capsys)["inputs"]
+    assert (inputs["impl"], inputs["attention"]) == ("megatron", "flash")
