@@ -191,3 +191,16 @@ def test_a_training_layout_names_the_code_it_timed(capsys):
                                                        "impl hf, attention sdpa, recompute none")
     inputs = _json(TRAIN + ["--framework", "megatron"], capsys)["inputs"]
     assert (inputs["impl"], inputs["attention"]) == ("megatron", "flash")
+
+
+def test_expert_and_tensor_parallel_serving_gives_advice_it_can_take(capsys):
+    """simulate --model mixtral-8x7b --tp 2 --ep 2 --dp 2 (inference) said to fold with --etp 1 --sp
+    --framework megatron, options an inference layout refuses ("training layout options, read only
+    with --train")."""
+    assert cli.main(MIXTRAL + ["--tp", "2", "--ep", "2", "--dp", "2"]) == 2
+    assert _one_line(capsys) == ("error: layout: expert parallelism with tensor parallelism is not modelled for "
+                                 "inference (the experts' own tensor parallelism, expert_tensor_parallel_size = tp); "
+                                 "give --ep with --tp 1, or --tp without --ep.")
+    assert cli.main(MIXTRAL + ["--tp", "2", "--ep", "2", "--dp", "2", "--etp", "1", "--sp", "--framework",
+                               "megatron"]) == 2
+    assert "read only with --train" in _one_line(capsys)

@@ -298,7 +298,7 @@ class Layout:
         if inference:
             check_inference_model(cfg)
         check_expert_parallel(cfg, self.ep, self.tp, self.dp, self.zero, self.framework, self.capacity_factor,
-                              etp=self.etp, sp=self.sp)
+                              etp=self.etp, sp=self.sp, inference=inference)
         if self.folded and self.cp > 1:  # Megatron-Core's expert grid would draw EP from tp x cp x dp
             raise ConfigError("layout: parallel folding (--etp 1) with context parallelism is not modelled.")
         if self.cp > 1:
