@@ -164,7 +164,9 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 @click.option("--max-num-seqs", type=int, default=None, help="Sequences per step (default per scheduler).")
 @click.option("--max-batched-tokens", type=int, default=None, help="Token budget per step (chunk size).")
 @click.option("--block-size", type=int, default=16, show_default=True, help="Tokens per KV block.")
-@click.option("--gpu-memory-utilization", type=float, default=0.9, show_default=True)
+@click.option("--gpu-memory-utilization", type=float, default=None,
+              help="The fraction of GPU memory the engine plans with (default: the hardware file's "
+              "serving_memory_utilization, 0.9 in every preset: vLLM's default).")
 @click.option("--num-blocks", type=int, default=None, help="KV blocks per replica (default: from memory).")
 @click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel GPUs per replica.")
 @click.option("--prefix-caching/--no-prefix-caching", default=None,

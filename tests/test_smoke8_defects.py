@@ -204,3 +204,21 @@ def test_expert_and_tensor_parallel_serving_gives_advice_it_can_take(capsys):
     assert cli.main(MIXTRAL + ["--tp", "2", "--ep", "2", "--dp", "2", "--etp", "1", "--sp", "--framework",
                                "megatron"]) == 2
     assert "read only with --train" in _one_line(capsys)
+
+
+def test_serve_plans_with_the_hardware_files_utilization(tmp_path, capsys):
+    """A hardware file's serving_memory_utilization (0.8 here) set simulate's and plan's fits but not
+    serve's KV cache, which took vLLM's 0.9 whatever the file said; now the file's, unless
+    --gpu-memory-utilization is given (the presets all say 0.9, so their figures do not move)."""
+    assert cli.main(["hardware", "--show", "h100-sxm"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    data.update(name="h100-at-80", serving_memory_utilization=0.8)
+    path = tmp_path / "h100-at-80.json"
+    path.write_text(json.dumps(data))
+    serve = ["serve", "--model", "llama3-8b", "--rate", "1", "--requests", "5", "--hardware"]
+    kv = _json(serve + [str(path)], capsys)["setup"]["kv_cache"]
+    assert kv["gpu_memory_utilization"] == 0.8
+    assert kv["kv_budget_bytes"] == int(85_899_345_920 * 0.8) - kv["weight_bytes"] - kv["activation_bytes"]
+    assert _json(serve + [str(path), "--gpu-memory-utilization", "0.9"], capsys)["setup"]["kv_cache"] == \
+        _json(serve + ["h100-sxm"], capsys)["setup"]["kv_cache"]
+    assert _json(serve + ["h100-sxm"], capsys)["setup"]["num_blocks"] == 28_203
