@@ -204,7 +204,7 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 @click.option("--csv", "csv_path", type=str, default=None, help="Write the per-request table here.")
 @click.option("--steps-csv", type=str, default=None, help="Write the per-step KV and batch timeline here.")
 @click.option("--plot", "plot_path", type=str, default=None,
-              help="Save a figure here (.png/.svg): the KV and batch timeline, or latency vs rate with --rates.")
+              help="Save a figure here (.png, .svg or .pdf): the KV and batch timeline, or latency vs rate with --rates.")
 @click.option("--rates", type=str, default=None, help="Comma-separated rates: p50/p99 TTFT and TPOT at each.")
 @click.option("--json", "as_json", is_flag=True, help="The summary as JSON on stdout.")
 def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt, output_tokens, seed, scheduler, max_num_seqs,
