@@ -155,7 +155,7 @@ def test_a_framework_without_sdpa_runs_eager(args, capsys):
     """--gpus 8 on gpt-oss (DeepSpeed's default framework, which runs Hugging Face's class at its default
     kernel, sdpa) said "attention 'sdpa': gpt_oss's Hugging Face class has no scaled_dot_product_attention
     path; use --attention eager" though no --attention was typed; transformers falls back to eager for such a
-    class. plan set 732 of gpt-oss-20b's 1,584 layouts on 8 H100s aside as unsupported for it."""
+    class. plan set 900 of gpt-oss-20b's 1,752 layouts on 8 H100s aside as unsupported (main at 7bee240)."""
     assert _json(args, capsys)["inputs"]["attention"] == "eager"
 
 
