@@ -36,7 +36,7 @@ def estimate(model, config, seq_len, hardware_name, mtp, as_json, **options) -> 
     if hardware_name is not None and all(v is None for k, v in layout_given.items() if k != "gpus"):
         layout_given["gpus"] = None  # --gpus alone with --hardware: data parallel over them
     layout = make_layout(cfg, layout_given)
-    options.update(implied(layout.framework if layout else None, options["impl"], options["attention"]))
+    options.update(implied(layout.framework if layout else None, options["impl"], options["attention"], cfg))
     hardware, options["dtype"] = hardware_and_dtype(hardware_name, options["dtype"])
     workload = make_workload(cfg, seq_len, inference=True, **options)
     try:

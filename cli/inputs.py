@@ -150,6 +150,8 @@ def make_layout(cfg: ModelConfig, options: dict[str, Any], inference: bool = Fal
     try:
         layout = Layout(**given)
         layout.check(cfg, gpus, inference=inference)
+        if not inference:
+            layout.check_schedule()
     except ConfigError as error:
         raise InputError(str(error)) from None
     return layout

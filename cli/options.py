@@ -162,7 +162,8 @@ layout_options = stack(
     click.option("--pp", type=int, default=None, help="Pipeline-parallel ranks (stages)."),
     click.option("--sp", is_flag=True, default=None, help="Sequence parallelism over the tensor-parallel ranks."),
     click.option("--zero", type=click.IntRange(0, 3), default=None,
-                 help="ZeRO stage: 1 optimizer state, 2 + gradients, 3 + parameters sharded over dp."),
+                 help="ZeRO stage: 1 optimizer state, 2 + gradients, 3 + parameters sharded over dp "
+                 "(default 0; 3 under --framework fsdp2, fully_shard's default)."),
     click.option("--microbatches", type=int, default=None, help="Micro-batches per step per pipeline (gradient "
                  "accumulation without --pp); global batch = batch x microbatches x dp."),
     choice_option("--schedule", spec.SCHEDULES, "Pipeline schedule (default 1f1b)."),

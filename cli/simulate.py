@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from costmodel import spec
+from costmodel.api import generation_start
 from costmodel.checkpoint import inference_options
 from costmodel.config import ConfigError, require_decoder
 from costmodel.defaults import implied
@@ -202,7 +203,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         if overlap_given and not (train and layout is not None):
             raise ConfigError(f"{', '.join(overlap_given)}: the overlap options time training with a layout "
                               "(--train with --tp/--pp/--dp/...); nothing here would read them.")
-        code = implied(layout.framework if layout else None, impl, attention)
+        code = implied(layout.framework if layout else None, impl, attention, cfg)
         impl, attention = code["impl"], code["attention"]
         if train and weight_dtype == spec.UNQUANTIZED and weight_group is None:
             weight_dtype = None  # unquantized weights: what training holds anyway
@@ -245,7 +246,9 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                 "seq_len": workload.seq_len, "gen": workload.gen_tokens,
                                 "batch": workload.batch, "recompute": workload.recompute,
                                 "tokens": tokens, **{k: v for k, v in quantization.items() if v is not None}}
-            if not train:
+            if train:  # the code the step was timed as (the framework's unless given), as one GPU's says
+                result["inputs"].update(impl=workload.impl, attention=workload.attention)
+            else:
                 result["inputs"].update(decode_inputs(workload, cuda_graphs, compiled))
         elif train:
             if time_model == "kernels" or compiled:
@@ -258,7 +261,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                            flops_convention=flops_convention, price=price)
         else:
             workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention, gen_tokens=gen,
-                                     **quantization)
+                                     **generation_start(cfg), **quantization)
             result = sim.simulate_inference(cfg, hardware, prompt=workload.seq_len, gen=gen, batch=batch,
                                             dtype=workload.dtype, efficiency=efficiency, attention=attention,
                                             kv_cache=kv_cache, cuda_graphs=cuda_graphs,

@@ -61,6 +61,16 @@ def make_workload(cfg: ModelConfig, seq_len: int | None = None, **options: Any) 
     return workload, workload.check_fits(cfg)
 
 
+def generation_start(cfg: ModelConfig) -> dict[str, int]:
+    """The workload field of a generation's decoder prompt: an encoder-decoder's prompt is its
+    source and its decoder starts from the start token (tgt_len spec.DECODER_START_PROMPT, as
+    roofline.simulate_inference times it), so its context is that and the generated tokens, not
+    the source's length; a decoder's prompt is its own (nothing to add)."""
+    from .spec import DECODER_START_PROMPT
+
+    return {"tgt_len": DECODER_START_PROMPT} if cfg.architecture == "encoder-decoder" else {}
+
+
 def make_layout(layout: Any) -> Any:
     """A costmodel.layout.Layout from a Layout, a dict of its fields, or None (one device)."""
     if layout is None or not isinstance(layout, dict):
@@ -88,12 +98,13 @@ def estimate(model: Any, seq_len: int | None = None, layout: Any = None, **workl
     cfg = load_model(model)
     chosen_layout = make_layout(layout)
     if chosen_layout is not None:  # the framework's code unless impl or attention is given
-        workload = {**workload, **implied(chosen_layout.framework, workload.get("impl"), workload.get("attention"))}
+        workload = {**workload, **implied(chosen_layout.framework, workload.get("impl"), workload.get("attention"), cfg)}
     chosen, notes = make_workload(cfg, seq_len, **inference_options(cfg, workload, beside_training=True))
     for note in notes:
         warnings.warn(note, stacklevel=2)
     if chosen_layout is not None:
         chosen_layout.check(cfg)
+        chosen_layout.check_schedule()
     return Estimate(cfg, chosen, chosen_layout)
 
 

@@ -134,7 +134,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                                            **quantization)
     else:
         workload, warnings = make_workload(cfg, seq_len, dtype=dtype,
-                                           **implied(fixed.get("framework"), impl, attention))
+                                           **implied(fixed.get("framework"), impl, attention, cfg))
     feasible, infeasible, nearest, batches, ran = [], [], None, {}, None
     for count in counts:
         if serve:

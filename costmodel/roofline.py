@@ -15,6 +15,7 @@ from typing import Any
 
 import sympy as sp
 
+from . import spec
 from .config import DTYPE_BYTES, ConfigError, ModelConfig, Workload
 from .decode_sums import NoClosedForm, Rates, StepSums
 from .eager_ops import step_ops
@@ -268,7 +269,7 @@ def shown_steps(gen: int, rows: int = 8) -> list[int]:
 def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen: int, batch: int,
                        dtype: str = "bf16", efficiency: Efficiency | None = None,
                        attention: str = "eager", kv_cache: str = "dynamic",
-                       decoder_prompt: int = 1, cuda_graphs: bool = False,
+                       decoder_prompt: int = spec.DECODER_START_PROMPT, cuda_graphs: bool = False,
                        quantization: dict[str, Any] | None = None,
                        time_model: str | None = None, compiled: bool = False,
                        mla: str = "naive", implementation: str = "transformers") -> dict[str, Any]:

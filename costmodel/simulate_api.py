@@ -46,9 +46,9 @@ def decode_inputs(workload: Any, cuda_graphs: bool, compiled: bool = False) -> d
             "compiled": bool(compiled)}
 
 
-def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, prompt: int | None = None,
-             gen: int = 128, batch: int = 1, dtype: str | None = None, attention: str = "eager",
-             kv_cache: str = "dynamic", seq_len: int | None = None, recompute: str = "none", impl: str = "hf",
+def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool = False, prompt: int | None = None,
+             gen: int = 128, batch: int = 1, dtype: str | None = None, attention: str | None = None,
+             kv_cache: str = "dynamic", seq_len: int | None = None, recompute: str = "none", impl: str | None = None,
              tokens: float | None = None, price: float | None = None, step_time: float | None = None,
              layout: Any = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
              fp8_gemm: str = spec.DEFAULT_FP8_GEMM,
@@ -59,11 +59,14 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
     one GPU or with a layout (each tensor-parallel rank's shards): weight_dtype and kv_dtype
     quantize the weights and the cache (`simulate --weight-dtype/--kv-dtype`), fp8_gemm says how
     fp8 weights multiply (spec.FP8_GEMMS); decode_code whose decoding loop an eager step's host
-    time counts (spec.DECODE_CODES, `simulate --decode-code`)."""
+    time counts (spec.DECODE_CODES, `simulate --decode-code`). The defaults are the command's: the
+    hardware spec.DEFAULT_HARDWARE, and impl and attention the layout's framework's code (defaults.implied:
+    sdpa under DeepSpeed and FSDP2, flash under Megatron), eager and hf without a layout."""
     from . import roofline as sim
-    from .api import load_model, make_layout, make_workload
+    from .api import generation_start, load_model, make_layout, make_workload
     from .checkpoint import inference_options
     from .config import require_decoder
+    from .defaults import implied
     from .hardware import load_hardware
 
     cfg = load_model(model)
@@ -89,10 +92,14 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
         quantization = inference_options(cfg, quantization)
         source = quantization.pop("weight_dtype_source")
     chosen_layout = make_layout(layout)
+    code = implied(chosen_layout.framework if chosen_layout is not None else None, impl, attention, cfg)
+    impl, attention = code["impl"], code["attention"]
     if chosen_layout is not None:
         from .layout import timing as parallel_time
 
         chosen_layout.check(cfg, inference=not train)
+        if train:
+            chosen_layout.check_schedule()
         if train:
             workload, warnings = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                                attention=attention, impl=impl)
@@ -106,7 +113,9 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
         data["inputs"] = {"model": cfg.name, "hardware": chosen.name, "dtype": workload.dtype,
                           "seq_len": workload.seq_len, "gen": workload.gen_tokens, "batch": workload.batch,
                           "recompute": workload.recompute, "tokens": tokens}
-        if not train:
+        if train:  # the code the step was timed as (the framework's unless given), as one GPU's says
+            data["inputs"].update(impl=workload.impl, attention=workload.attention)
+        else:
             data["inputs"].update({**{k: v for k, v in quantization.items() if v is not None},
                                    **decode_inputs(workload, False)})
     elif train:
@@ -115,7 +124,7 @@ def simulate(model: Any, hardware: str = "a100-80gb", *, train: bool = False, pr
         data = sim.simulate_training(cfg, workload, chosen, tokens=tokens, step_seconds=step_time, price=price)
     else:
         workload, warnings = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
-                                           gen_tokens=gen, **quantization)
+                                           gen_tokens=gen, **generation_start(cfg), **quantization)
         data = sim.simulate_inference(cfg, chosen, prompt=workload.seq_len, gen=gen, batch=batch,
                                       dtype=workload.dtype, attention=attention, kv_cache=kv_cache,
                                       quantization=quantization, implementation=decode_code)

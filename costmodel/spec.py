@@ -174,6 +174,9 @@ FLOPS_CONVENTIONS = Choices({
 })
 
 DEFAULT_SEQ_LEN = 2048  # or the model's context where that is shorter (costmodel/api.py)
+# An encoder-decoder's generation starts its decoder from one token, decoder_start_token_id (transformers'
+# generate): the decoder prompt simulate times (roofline.simulate_inference) and checks against the context.
+DECODER_START_PROMPT = 1
 DEFAULT_DTYPE = "bf16"
 DEFAULT_IMPL = "hf"
 DEFAULT_ATTENTION = "eager"

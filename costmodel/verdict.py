@@ -66,8 +66,8 @@ def training_memory(cfg: ModelConfig, workload: Workload, layout: Any = None) ->
 
 def inference_memory(cfg: ModelConfig, workload: Workload, layout: Any = None) -> int:
     """Inference memory per GPU (estimate's inference total; with a layout, a serving rank's; a
-    model without a decoder is served whole on each GPU)."""
-    if layout is None or layout.gpus == 1 or not cfg.n_decoder_layers:
+    model that is not decoder-only is served whole on each GPU: layout.spec.check_inference_model)."""
+    if layout is None or layout.gpus == 1 or cfg.architecture != "decoder":  # layout.check_inference_model
         from .estimation import Estimate
 
         return Estimate(cfg, workload).memory_numbers()["inference_total"]
@@ -203,14 +203,16 @@ def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
         from .layout import Layout
 
         layout = Layout(dp=gpus) if phase == "training" else Layout(tp=gpus)
-        split = ("data parallel" if phase == "training" else "tensor parallel" if cfg.n_decoder_layers
+        split = ("data parallel" if phase == "training" else "tensor parallel" if cfg.architecture == "decoder"
                  else "a whole copy on each")
-        if phase != "training":
+        if split == "tensor parallel":
             try:
                 layout.check(cfg, gpus, inference=True)
             except ConfigError as error:  # e.g. tp 3 over 32 heads: each GPU serves a whole copy
                 layout = Layout(dp=gpus)
                 split = f"a whole copy on each; {str(error).removeprefix('layout: ').rstrip('.')}"
+    elif phase == "inference" and gpus > 1 and cfg.architecture != "decoder":
+        split = "a whole copy on each"  # inference_memory: no layout's ranks for it
     needed = memory(cfg, workload, layout)
     result = {"phase": phase, "memory": needed, "capacity": capacity, "gpus": gpus, "fits": needed <= capacity}
     if split is not None:

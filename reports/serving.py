@@ -164,7 +164,9 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 @click.option("--max-num-seqs", type=int, default=None, help="Sequences per step (default per scheduler).")
 @click.option("--max-batched-tokens", type=int, default=None, help="Token budget per step (chunk size).")
 @click.option("--block-size", type=int, default=16, show_default=True, help="Tokens per KV block.")
-@click.option("--gpu-memory-utilization", type=float, default=0.9, show_default=True)
+@click.option("--gpu-memory-utilization", type=float, default=None,
+              help="The fraction of GPU memory the engine plans with (default: the hardware file's "
+              "serving_memory_utilization, 0.9 in every preset: vLLM's default).")
 @click.option("--num-blocks", type=int, default=None, help="KV blocks per replica (default: from memory).")
 @click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel GPUs per replica.")
 @click.option("--prefix-caching/--no-prefix-caching", default=None,
@@ -202,7 +204,7 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 @click.option("--csv", "csv_path", type=str, default=None, help="Write the per-request table here.")
 @click.option("--steps-csv", type=str, default=None, help="Write the per-step KV and batch timeline here.")
 @click.option("--plot", "plot_path", type=str, default=None,
-              help="Save a figure here (.png/.svg): the KV and batch timeline, or latency vs rate with --rates.")
+              help="Save a figure here (.png, .svg or .pdf): the KV and batch timeline, or latency vs rate with --rates.")
 @click.option("--rates", type=str, default=None, help="Comma-separated rates: p50/p99 TTFT and TPOT at each.")
 @click.option("--json", "as_json", is_flag=True, help="The summary as JSON on stdout.")
 def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt, output_tokens, seed, scheduler, max_num_seqs,

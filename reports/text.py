@@ -264,7 +264,8 @@ def render_parallel_training(r: dict[str, Any]) -> str:
     exposed = step["exposed_communication_seconds"]
     out = [
         f"{i['model']} training on {p['layout']['gpus']} x {i['hardware']} ({i['dtype']}): seq_len "
-        f"{i['seq_len']}, recompute {i['recompute']}",
+        f"{i['seq_len']}, " + (f"impl {i['impl']}, attention {i['attention']}, " if "attention" in i else "")
+        + f"recompute {i['recompute']}",
         "",
         f"  {'step':<22}{seconds(step['seconds']):>10}   {rate(step['tokens_per_second'])} tokens/s "
         f"({rate(step['tokens_per_second'] / p['layout']['gpus'])} a GPU); MFU {100 * step['mfu']:.1f}% ({step.get('flops_convention', 'dense')} model FLOPs over the {i['dtype']} datasheet peak{'' if p['layout'].get('fp8') is None else ', as FP8 runs are reported: it may pass 100%'}), HFU {100 * step['hfu']:.1f}% "
@@ -331,7 +332,7 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
         f"({'fits' if r['fits'] else 'does NOT fit'} in {binary_bytes(r['memory_capacity'])})",
         *([f"Each of the {lay['dp']} data-parallel replicas holds the whole model (--gpus alone sets dp, as "
            "Megatron-LM derives it); --tp or --pp splits it over the GPUs."]
-          if not r["fits"] and lay["dp"] > 1 and lay["tp"] == lay["pp"] == 1 else []),
+          if not r["fits"] and lay["dp"] > 1 and lay["tp"] == lay["pp"] == 1 and lay.get("ep", 1) == 1 else []),
     ])
 
 

@@ -181,7 +181,8 @@ def test_plan_serve_and_capacity_try_tp_8():
 
 def test_tp_up_to_the_kv_heads_is_unchanged(capsys):
     """main at 1aa3663, before replication: simulate --tp 4 (9.8717 ms a token under sdpa, the
-    CLI's; 11.0523 ms under eager, the API's default; 15,285,252,096 B of weights a rank) and
+    CLI's and, since tests/test_smoke8_defects.py, the API's default too; 11.0523 ms under eager;
+    15,285,252,096 B of weights a rank) and
     serve --tp 4 (156,201 blocks; 15,266,061,312 B of weights a GPU; the roofline's mean TPOT
     3.2182 ms)."""
     from costmodel.serving.api import build_replica
@@ -190,7 +191,9 @@ def test_tp_up_to_the_kv_heads_is_unchanged(capsys):
     tp4 = json.loads(capsys.readouterr().out)
     assert tp4["token"]["seconds_per_token"] == pytest.approx(0.009871721334188762, rel=1e-12)
     assert tp4["per_rank"]["weights"] == 15_285_252_096
-    assert _simulate(4)["token"]["seconds_per_token"] == pytest.approx(0.011052272550113424, rel=1e-12)
+    assert _simulate(4)["token"]["seconds_per_token"] == tp4["token"]["seconds_per_token"]
+    assert _simulate(4, attention="eager")["token"]["seconds_per_token"] == pytest.approx(0.011052272550113424,
+                                                                                         rel=1e-12)
     _, _, setup = build_replica(load_preset("qwen3-30b-a3b"), load_hardware("h100"), tp=4)
     assert setup["kv_cache"]["weight_bytes"] == 15_266_061_312 and setup["num_blocks"] == 156_201
     # The serving roofline, which adds replication's excess only above the KV heads: main's mean TPOT.

@@ -178,8 +178,10 @@ def check_flex_load(load: ExpertLoad, dispatcher: str) -> None:
 
 
 def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int, framework: str,
-                          capacity_factor: float | None, etp: int | None = None, sp: bool = False) -> None:
-    """Raise ConfigError (one sentence) where expert parallelism cannot run or is not modelled."""
+                          capacity_factor: float | None, etp: int | None = None, sp: bool = False,
+                          inference: bool = False) -> None:
+    """Raise ConfigError (one sentence) where expert parallelism cannot run or is not modelled
+    (inference: a serving layout, which has no --etp, --sp or --framework to fold with)."""
     if capacity_factor is not None and not (isinstance(capacity_factor, (int, float)) and capacity_factor > 0):
         raise ConfigError(f"layout: the capacity factor must be a positive number, got {capacity_factor!r}.")
     if capacity_factor is not None and not cfg.moe:
@@ -197,6 +199,10 @@ def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int
     if tp > 1 and etp == 1:  # parallel folding: the EP group drawn from tp x dp
         check_folding(cfg, ep, tp, dp, framework, sp)
         return
+    if tp > 1 and inference:
+        raise ConfigError("layout: expert parallelism with tensor parallelism is not modelled for inference (the "
+                          "experts' own tensor parallelism, expert_tensor_parallel_size = tp); give --ep with --tp 1, "
+                          "or --tp without --ep.")
     if tp > 1:  # checked first: with tp > 1 Megatron-Core draws the EP group from tp x dp, not dp
         raise ConfigError("layout: expert parallelism with tensor parallelism is modelled only as parallel "
                           "folding (--etp 1 with --sp and --framework megatron: the routed experts whole, the "

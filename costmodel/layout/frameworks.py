@@ -101,6 +101,14 @@ class Framework:
     # embedding's fp32 gradient all-reduced, the bf16 parameters all-gathered after the step; in
     # memory the rank's whole gradient in fp32 beside the bf16 one (fp32_groups_gradients_flat).
     bf16_pipeline_optimizer: bool = False
+    # The ZeRO stage a layout that names none takes: 0 (plain data parallelism), or FSDP2's 3
+    # (fully_shard's default reshard_after_forward=True), the only stages it has being 2 and 3.
+    default_zero: int = 0
+    # The pipeline schedules the framework's engine runs with pp > 1 (None: every one modelled).
+    # DeepSpeed's pipeline engine runs one: PipelineEngine.train_batch builds
+    # schedule.TrainSchedule, its 1F1B (deepspeed/runtime/pipe/engine.py and schedule.py at v0.6.5,
+    # 8164ea9, and since); it has no GPipe, interleaved or zero-bubble schedule.
+    pipeline_schedules: tuple[str, ...] | None = None
 
     def precision_for(self, dtype: str) -> str:
         """The precision policy (costmodel/precision.py) in this activation dtype."""
@@ -132,7 +140,7 @@ FRAMEWORKS = {
         dp_gradient_dtype="activation", vocabulary_parallel_loss=True,
         fp32_gradient_partition_stages=(2, 3),
         pp_scatter_gather=True, pp_partition_meta=True, pp_output_regather=True, pp_reduce_after_backward=True,
-        bf16_pipeline_optimizer=True,
+        bf16_pipeline_optimizer=True, pipeline_schedules=("1f1b",),
     ),
     "fsdp2": Framework(
         name="fsdp2", precision="fsdp2", zero_stages=(2, 3),
@@ -141,6 +149,7 @@ FRAMEWORKS = {
         vocabulary="ceil", embedding_gradient_full=True, norm_gradient_all_reduces=3,
         whole_batch_inputs=True, step_counters=True, dp_gradient_dtype="fp32",
         vocabulary_parallel_loss=False,  # unless the layout asks for loss_parallel
+        default_zero=3,
     ),
 }
 

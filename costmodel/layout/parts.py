@@ -154,6 +154,8 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
             # (rank.weight_bytes sums these alone); a leaf the format leaves alone (mxfp4 quantizes
             # the routed experts only) in the policy's bytes a weight (Leaf.weight_part).
             add(f"{key}.weight_bytes", local(leaf.weight_part("weight_bytes"), subs))
+            if isinstance(leaf.block, B.Experts):  # what expert parallelism divides of them
+                add(f"{key}.expert_weight_bytes", local(leaf.weight_part("weight_bytes"), subs))
             if leaf.weight_format is not None:
                 row_parallel_widths(leaf, subs, exprs)
         # A training micro-batch's work (costmodel/roofline.py divides it by the rates): the

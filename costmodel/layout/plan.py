@@ -32,7 +32,7 @@ from ..hardware import Efficiency, Hardware, time_model_for
 from .frameworks import FRAMEWORKS
 from .rank import ParallelEstimate
 from .serving_memory import serving_memory
-from .spec import Layout, check_hybrid_framework, tensor_split_error
+from .spec import Layout, check_hybrid_framework, check_inference_model, tensor_split_error
 from .timing import generation_decode_seconds, step_time
 
 MICRO_BATCHES = (1, 2, 4, 8)
@@ -108,12 +108,15 @@ def context_sizes(cfg: ModelConfig, ranks: int, seq_len: int | None, fixed: dict
     return [c for c in _divisors(ranks) if c == 1 or (seq_len % (2 * c) == 0 and seq_len // c >= CP_MIN_TOKENS)]
 
 
-def pipeline_schedules(pp: int, m: int, layers: int, fixed: dict[str, Any]) -> list[tuple[str, int]]:
-    """1F1B and, where it divides, interleaving with two stages a rank; or the schedule fixed."""
+def pipeline_schedules(pp: int, m: int, layers: int, fixed: dict[str, Any],
+                       framework: str | None = None) -> list[tuple[str, int]]:
+    """1F1B and, where it divides and the framework's engine runs it (Framework.pipeline_schedules),
+    interleaving with two stages a rank; or the schedule fixed."""
     if fixed.get("schedule"):
         return [(fixed["schedule"], 2 if fixed["schedule"] in ("interleaved", "zbv", "dualpipev") else 1)]
     schedules = [("1f1b", 1)]
-    if pp > 1 and m % pp == 0 and layers % (2 * pp) == 0:
+    runs = FRAMEWORKS[framework].pipeline_schedules if framework else None
+    if pp > 1 and m % pp == 0 and layers % (2 * pp) == 0 and (runs is None or "interleaved" in runs):
         schedules.append(("interleaved", 2))
     return schedules
 
@@ -146,7 +149,7 @@ def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_bat
                             if global_batch % (b * dp):
                                 continue
                             m = global_batch // (b * dp)
-                            schedules = pipeline_schedules(pp, m, layers, fixed)
+                            schedules = pipeline_schedules(pp, m, layers, fixed, framework)
                             for schedule, v in schedules:
                                 # At dp = 1 every ZeRO stage shards over one rank: the same layout.
                                 for zero in zeros if dp > 1 or fixed.get("zero") is not None else zeros[:1]:
@@ -158,6 +161,7 @@ def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_bat
                                                                 framework=framework, ep=ep, etp=expert_layout(tp, ep), cp=cp,
                                                                 fp8=fixed.get("fp8"), dp_shard=fixed.get("dp_shard"))
                                                 layout.check(cfg, gpus)
+                                                layout.check_schedule()
                                             except ConfigError as error:
                                                 yield None, b, recompute, str(error)
                                                 continue
@@ -199,7 +203,7 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
         if layout is None:
             problems.append(problem)
             continue
-        code = implied(layout.framework, fixed.get("impl"), fixed.get("attention"))
+        code = implied(layout.framework, fixed.get("impl"), fixed.get("attention"), cfg)
         entry = _entry(layout, batch, recompute)
         entry["layout"].update(code)
         chosen = _chosen_workload(workload, seq_len, batch, recompute, tuple(code.items()))
@@ -321,6 +325,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
     fixed = fixed or {}
     check_fixed(fixed, gpus)
     require_decoder(cfg)
+    check_inference_model(cfg)
     time_model = time_model_for(hardware, time_model)
     feasible, infeasible = [], []
     for tp in [fixed["tp"]] if fixed.get("tp") else tensor_sizes(cfg, hardware, gpus, inference=True):

@@ -204,11 +204,16 @@ class ParallelEstimate(RankCommunication):
         """Bytes of the weights one rank of this stage holds whole (serving: dp is replicas):
         quantized weights (inference) as the rank's shards store them, each with its own scales and
         zeros (Leaf.weight_part at the rank's substitution); the rest, and a tied embedding's copy,
-        in the dtype's bytes per parameter."""
+        in the dtype's bytes per parameter. Under expert parallelism a rank holds E / ep of the routed
+        experts (the serving replicas are its data-parallel ranks), as a training rank does
+        (_expert_parallel_state)."""
         tied = self.numbers["bytes.weights"] * self.tied_copy(stage)
+        ep = self.layout.ep
         if self.quantized:
-            return self.on_stage(stage, "weight_bytes") + tied
-        return self.numbers["bytes.weights"] * self.on_stage(stage, "params") + tied
+            experts = self.on_stage(stage, "expert_weight_bytes") if ep > 1 else 0
+            return self.on_stage(stage, "weight_bytes") - experts + experts // ep + tied
+        experts = self.on_stage(stage, "expert_params") if ep > 1 else 0
+        return self.numbers["bytes.weights"] * (self.on_stage(stage, "params") - experts + experts // ep) + tied
 
     def state(self, stage: Stage) -> dict[str, int]:
         """Weights, gradients and optimizer state of one rank of this pipeline stage, sharded

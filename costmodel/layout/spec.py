@@ -97,6 +97,16 @@ def tensor_split_error(cfg: ModelConfig, tp: int, inference: bool) -> str | None
     return None
 
 
+def check_inference_model(cfg: ModelConfig) -> None:
+    """Inference by rank (a layout's prefill and decode steps, serving memory) is built for
+    decoder-only models: an encoder-decoder's rank held only its decoder's layers (T5-small at
+    tp 1: 48.02 MiB of weights for 115.41 MiB) and decoded after the encoder's prompt as if the
+    decoder had read it (context prompt + gen). One GPU (no layout) models it whole."""
+    if cfg.architecture != "decoder":
+        raise ConfigError(f"layout: inference on a layout (--tp, --pp, --dp) is modelled for decoder-only models; "
+                          f"{show(cfg.name)} is {cfg.architecture}: leave the layout out (one GPU).")
+
+
 def check_hybrid_framework(framework: str) -> None:
     """Hybrid sharding (dp_shard < dp) is FSDP2's HSDP; the others' variants are refused by name."""
     if framework != "fsdp2":
@@ -114,7 +124,7 @@ class Layout:
     tp: int = 1
     pp: int = 1
     sp: bool = False
-    zero: int = 0
+    zero: int | None = None  # None: the framework's default_zero (0; fsdp2 3)
     microbatches: int = 1
     schedule: str = "1f1b"
     virtual_stages: int = 1
@@ -153,6 +163,8 @@ class Layout:
         if self.framework not in FRAMEWORKS:
             raise ConfigError(f"layout: framework must be one of {', '.join(FRAMEWORKS)}, got {show(self.framework)}.")
         framework = FRAMEWORKS[self.framework]
+        if self.zero is None:
+            object.__setattr__(self, "zero", framework.default_zero)
         if self.zero not in framework.zero_stages:
             raise ConfigError(f"layout: {self.framework} supports --zero {', '.join(map(str, framework.zero_stages))} "
                               f"({framework.zero_note}), not {show(self.zero)}.")
@@ -272,14 +284,27 @@ class Layout:
         """Pipeline stages: pp, times the virtual stages of each rank when interleaved."""
         return self.pp * self.virtual_stages
 
+    def check_schedule(self) -> None:
+        """Raise ConfigError where the framework's pipeline engine does not run the schedule asked
+        for (Framework.pipeline_schedules: DeepSpeed's runs 1F1B only). Read where a user's or the
+        plan's training layout is taken (the CLI, costmodel.api, simulate, plan), not by the
+        schedule arithmetic that builds a Layout for its pipeline fields alone."""
+        runs = FRAMEWORKS[self.framework].pipeline_schedules
+        if self.pp > 1 and runs and self.schedule not in runs:
+            raise ConfigError(f"layout: {self.framework}'s pipeline engine runs the {' or '.join(runs)} schedule "
+                              f"only, not {show(self.schedule)} (DeepSpeed's PipelineEngine builds "
+                              "schedule.TrainSchedule); add --framework megatron or fsdp2 for another.")
+
     def check(self, cfg: ModelConfig, gpus: int | None = None, inference: bool = False) -> None:
         """Raise ConfigError (one sentence) if the layout cannot run the model; inference: for
         prefill and decoding (serving), where tp may exceed the key/value heads (tensor_split_error)."""
         if gpus is not None and gpus != self.gpus:
             sizes = f"tp x pp x dp = {self.tp} x {self.pp} x {self.dp}" + (f" x cp {self.cp}" if self.cp > 1 else "")
             raise ConfigError(f"layout: {sizes} = {self.gpus}, not the {gpus} GPUs asked for.")
+        if inference:
+            check_inference_model(cfg)
         check_expert_parallel(cfg, self.ep, self.tp, self.dp, self.zero, self.framework, self.capacity_factor,
-                              etp=self.etp, sp=self.sp)
+                              etp=self.etp, sp=self.sp, inference=inference)
         if self.folded and self.cp > 1:  # Megatron-Core's expert grid would draw EP from tp x cp x dp
             raise ConfigError("layout: parallel folding (--etp 1) with context parallelism is not modelled.")
         if self.cp > 1:

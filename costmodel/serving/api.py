@@ -139,7 +139,7 @@ def replica_profile(cfg: Any, scheduler: str = "vllm", *, weight_dtype: str | No
 
 def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_seqs: int | None = None,
                   max_batched_tokens: int | None = None, block_size: int = 16,
-                  gpu_memory_utilization: float = 0.9, num_blocks: int | None = None, tp: int = 1, pp: int = 1,
+                  gpu_memory_utilization: float | None = None, num_blocks: int | None = None, tp: int = 1, pp: int = 1,
                   dtype: str | None = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
                   attention: str = "flash", mla: str = "absorbed", fp8_gemm: str = spec.DEFAULT_FP8_GEMM,
                   weight_group: int | None = None, quant_layout: str = spec.DEFAULT_QUANT_LAYOUT,
@@ -201,6 +201,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
 
     paging = kv_paging(cfg, scheduler, block_size)
     sizings = {} if sizings is None else sizings
+    if gpu_memory_utilization is None:  # the hardware file's, as simulate's and plan's fits read it (0.9: vLLM's)
+        gpu_memory_utilization = hardware.serving_memory_utilization
     if max_batched_tokens not in sizings:
         sizings[max_batched_tokens] = cache_sizing(
             cfg, profile, DTYPE_BYTES[Workload(dtype=dtype).dtype], hardware.memory_bytes, gpu_memory_utilization,
