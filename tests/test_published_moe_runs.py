@@ -58,7 +58,13 @@ MOE_A2A_OVERLAP = {"megatron-bridge-moe 26.04 qwen3-235b-a22b fp8 256xh100",
                    "megatron-bridge-moe 26.04.01 deepseek-v3 mxfp8 256xb200",
                    "megatron-bridge-moe 25.11 qwen3-235b-a22b fp8-cs 256xh100",
                    "megatron-bridge-moe 25.11 qwen3-235b-a22b fp8-mx 64xb200",
-                   "megatron-bridge-moe 25.11 qwen3-30b-a3b fp8-cs 16xh100"}
+                   "megatron-bridge-moe 25.11 qwen3-30b-a3b fp8-cs 16xh100",
+                   # 63b08b397 (the commit that printed the 26.06 table): every GB200 MXFP8 MoE recipe of
+                   # these four models sets moe_a2a_overlap True (and hybridep, full-iteration CUDA graphs)
+                   "megatron-bridge-moe 26.06 deepseek-v3 mxfp8 256xgb200",
+                   "megatron-bridge-moe 26.06 gpt-oss-120b mxfp8 64xgb200",
+                   "megatron-bridge-moe 26.06 qwen3-30b-a3b mxfp8 8xgb200",
+                   "megatron-bridge-moe 26.06 qwen3-235b-a22b mxfp8 256xgb200"}
 
 # GPT-OSS 120B's recompute_modules ['layernorm', 'moe_act'] on its GB200, B200 and H100 BF16 configs
 # (V2 replaces V1's, keeping them) at every Megatron-Bridge tag v0.2.0 (2025-11-26) to v0.4.2 and at
@@ -90,8 +96,10 @@ def test_each_moe_row_is_expressed_as_the_page_prints_it(run_id, release, headin
     assert run.get("overlap") == (stated or None)
     gpt_oss_bf16 = run["model"] == "gpt-oss-120b" and "fp8" not in run and release in GPT_OSS_RECOMPUTE_RELEASES
     # DeepSeek-V3's recompute_modules ['mla_up_proj'] on GB200 and B200: 97ad8cc6f's configs (25.11, every
-    # precision) and v0.1.0rc4's run_script.py for the token-drop runs (25.09)
-    deepseek = run["model"] == "deepseek-v3" and release in ("25.11", "25.09") and run["hardware"] in ("gb200", "b200")
+    # precision) and v0.1.0rc4's run_script.py for the token-drop runs (25.09); 63b08b397's
+    # DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V2 (26.06)
+    deepseek = run["model"] == "deepseek-v3" and (release in ("25.11", "25.09") and run["hardware"] in ("gb200", "b200")
+                                                  or release == "26.06" and run["hardware"] == "gb200")
     assert run.get("recompute") == ("layernorm-moe-act" if gpt_oss_bf16 else "mla-up-proj" if deepseek else None)
     # DeepSeek-V3's recipe layout_map (recipes/deepseek/deepseek_v3.py at 97ad8cc6f), applied on the rows
     # that compute: (PP, VP) (4, 4) and (16, 1) give the embedding + 4 layers, 14 chunks of 4, then 1 + the loss
