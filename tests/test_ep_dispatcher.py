@@ -174,7 +174,9 @@ def test_the_recipes_dispatcher_on_published_rows():
     """The 26.04.01 DeepSeek-V3 B200 row's recipe (21d102f5e DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2)
     sets moe_flex_dispatcher_backend "deepep"; its GB200 row's (GB200_FP8_MX_V2) "hybridep", as does
     the 26.06 GB200 row's at 63b08b397 (the commit that printed the 26.06 table), with three more
-    26.06 GB200 rows; rows of releases whose recipes were not read stay on the all-to-all."""
+    26.06 GB200 rows and 26.06.01's and 26.08's (381d0b825, 4ab94dfad), but 26.06.01's DeepSeek-V3,
+    whose perf recipe sets no dispatcher there; rows whose recipes set none or were not read stay on
+    the all-to-all."""
     import json
     from pathlib import Path
 
@@ -187,10 +189,12 @@ def test_the_recipes_dispatcher_on_published_rows():
                             ("26.04.01 deepseek-v3 mxfp8 256xgb200", "hybridep"),
                             ("26.06 deepseek-v3 mxfp8 256xgb200", "hybridep"),
                             ("26.06.01 deepseek-v3 mxfp8 256xgb200", "alltoall"),
+                            ("26.08 deepseek-v3 mxfp8 256xgb200", "hybridep"),
+                            ("26.06.01 gpt-oss-120b mxfp8 64xgb200", "hybridep"),
                             ("26.04.01 gpt-oss-120b bf16 64xgb200", "alltoall")):
         estimate, _, _ = train_setup(runs[f"megatron-bridge-moe {row}"], source)
         assert estimate.layout.ep_dispatcher == dispatcher
-    assert sum(1 for run in data["runs"] if run.get("ep_dispatcher")) == 18
+    assert sum(1 for run in data["runs"] if run.get("ep_dispatcher")) == 25
 
 
 def test_estimate_prints_the_flex_payload_without_a_ring_factor():

@@ -64,7 +64,12 @@ MOE_A2A_OVERLAP = {"megatron-bridge-moe 26.04 qwen3-235b-a22b fp8 256xh100",
                    "megatron-bridge-moe 26.06 deepseek-v3 mxfp8 256xgb200",
                    "megatron-bridge-moe 26.06 gpt-oss-120b mxfp8 64xgb200",
                    "megatron-bridge-moe 26.06 qwen3-30b-a3b mxfp8 8xgb200",
-                   "megatron-bridge-moe 26.06 qwen3-235b-a22b mxfp8 256xgb200"}
+                   "megatron-bridge-moe 26.06 qwen3-235b-a22b mxfp8 256xgb200",
+                   # 381d0b825 (26.06.01) and 4ab94dfad (26.08): the perf recipes' full-iteration MXFP8
+                   # helpers set overlap_moe_expert_parallel_comm True (src/megatron/bridge/perf_recipes)
+                   *(f"megatron-bridge-moe {release} {row}" for release in ("26.06.01", "26.08")
+                     for row in ("deepseek-v3 mxfp8 256xgb200", "gpt-oss-120b mxfp8 64xgb200",
+                                 "qwen3-30b-a3b mxfp8 8xgb200", "qwen3-235b-a22b mxfp8 256xgb200"))}
 
 # GPT-OSS 120B's recompute_modules ['layernorm', 'moe_act'] on its GB200, B200 and H100 BF16 configs
 # (V2 replaces V1's, keeping them) at every Megatron-Bridge tag v0.2.0 (2025-11-26) to v0.4.2 and at
@@ -97,9 +102,11 @@ def test_each_moe_row_is_expressed_as_the_page_prints_it(run_id, release, headin
     gpt_oss_bf16 = run["model"] == "gpt-oss-120b" and "fp8" not in run and release in GPT_OSS_RECOMPUTE_RELEASES
     # DeepSeek-V3's recompute_modules ['mla_up_proj'] on GB200 and B200: 97ad8cc6f's configs (25.11, every
     # precision) and v0.1.0rc4's run_script.py for the token-drop runs (25.09); 63b08b397's
-    # DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V2 (26.06)
+    # DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V2 (26.06); deepseek_v3_pretrain_256gpu_gb200_fp8mx_config at
+    # 381d0b825 (26.06.01) and 4ab94dfad (26.08)
     deepseek = run["model"] == "deepseek-v3" and (release in ("25.11", "25.09") and run["hardware"] in ("gb200", "b200")
-                                                  or release == "26.06" and run["hardware"] == "gb200")
+                                                  or release in ("26.06", "26.06.01", "26.08")
+                                                  and run["hardware"] == "gb200")
     assert run.get("recompute") == ("layernorm-moe-act" if gpt_oss_bf16 else "mla-up-proj" if deepseek else None)
     # DeepSeek-V3's recipe layout_map (recipes/deepseek/deepseek_v3.py at 97ad8cc6f), applied on the rows
     # that compute: (PP, VP) (4, 4) and (16, 1) give the embedding + 4 layers, 14 chunks of 4, then 1 + the loss
