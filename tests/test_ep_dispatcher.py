@@ -172,12 +172,16 @@ def test_cli_refuses_in_one_line(args, message):
 
 def test_the_recipes_dispatcher_on_published_rows():
     """The 26.04.01 DeepSeek-V3 B200 row's recipe (21d102f5e DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2)
-    sets moe_flex_dispatcher_backend "deepep"; its GB200 row's (GB200_FP8_MX_V2) "hybridep"; 25.09's
-    H100 row DeepEP (the release branch's run_script.py at a28844195: enable_deepep on H100, the flex
-    dispatcher), its token-drop GB200 row the all-to-all; 25.11's GB200 rows HybridEP (97ad8cc6f
+    sets moe_flex_dispatcher_backend "deepep"; its GB200 row's (GB200_FP8_MX_V2) "hybridep", as does
+    the 26.06 GB200 row's at 63b08b397 (the commit that printed the 26.06 table), with three more
+    26.06 GB200 rows and 26.06.01's and 26.08's (381d0b825, 4ab94dfad), but 26.06.01's DeepSeek-V3,
+    whose perf recipe sets no dispatcher there; rows whose recipes set none or were not read stay on
+    the all-to-all. 25.09's H100 row DeepEP (the
+    release branch's run_script.py at a28844195: enable_deepep on H100, the flex dispatcher), its
+    token-drop GB200 row the all-to-all; 25.11's GB200 rows HybridEP (97ad8cc6f
     deepseek_llm_pretrain.py: the GB200 base config's backend, every precision), its B200 row (no
-    backend named) the all-to-all; rows of releases whose recipes were not read stay on the all-to-all.
-    Nemotron 3 Super's 14 rows and Ultra's one: "hybridep" in every recipe read from v0.4.0 to 067f987df (the source's 'assumed')."""
+    backend named) the all-to-all. Nemotron 3 Super's 14 rows and Ultra's one: "hybridep" in every
+    recipe read from v0.4.0 to 067f987df (the source's 'assumed')."""
     import json
     from pathlib import Path
 
@@ -188,7 +192,10 @@ def test_the_recipes_dispatcher_on_published_rows():
     source = data["sources"]["megatron-bridge-moe"]
     for row, dispatcher in (("26.04.01 deepseek-v3 mxfp8 256xb200", "deepep"),
                             ("26.04.01 deepseek-v3 mxfp8 256xgb200", "hybridep"),
-                            ("26.06 deepseek-v3 mxfp8 256xgb200", "alltoall"),
+                            ("26.06 deepseek-v3 mxfp8 256xgb200", "hybridep"),
+                            ("26.06.01 deepseek-v3 mxfp8 256xgb200", "alltoall"),
+                            ("26.08 deepseek-v3 mxfp8 256xgb200", "hybridep"),
+                            ("26.06.01 gpt-oss-120b mxfp8 64xgb200", "hybridep"),
                             ("26.04.01 gpt-oss-120b bf16 64xgb200", "alltoall"),
                             ("25.09 deepseek-v3 fp8 1024xh100", "deepep"),
                             ("25.09 deepseek-v3 fp8 256xgb200", "alltoall"),
@@ -197,7 +204,7 @@ def test_the_recipes_dispatcher_on_published_rows():
                             ("25.11 deepseek-v3 fp8-mx 256xb200", "alltoall")):
         estimate, _, _ = train_setup(runs[f"megatron-bridge-moe {row}"], source)
         assert estimate.layout.ep_dispatcher == dispatcher
-    assert sum(1 for run in data["runs"] if run.get("ep_dispatcher")) == 17 + 15
+    assert sum(1 for run in data["runs"] if run.get("ep_dispatcher")) == 14 + 11 + 3 + 15
     assert all(run["ep_dispatcher"] == "hybridep" for run in data["runs"] if "nemotron-3-" in run["id"]
                and run.get("ep_dispatcher"))
 

@@ -61,7 +61,18 @@ MOE_A2A_OVERLAP = {"megatron-bridge-moe 25.09 deepseek-v3 fp8 1024xh100",
                    "megatron-bridge-moe 26.04.01 deepseek-v3 mxfp8 256xb200",
                    "megatron-bridge-moe 25.11 qwen3-235b-a22b fp8-cs 256xh100",
                    "megatron-bridge-moe 25.11 qwen3-235b-a22b fp8-mx 64xb200",
-                   "megatron-bridge-moe 25.11 qwen3-30b-a3b fp8-cs 16xh100"}
+                   "megatron-bridge-moe 25.11 qwen3-30b-a3b fp8-cs 16xh100",
+                   # 63b08b397 (the commit that printed the 26.06 table): every GB200 MXFP8 MoE recipe of
+                   # these four models sets moe_a2a_overlap True (and hybridep, full-iteration CUDA graphs)
+                   "megatron-bridge-moe 26.06 deepseek-v3 mxfp8 256xgb200",
+                   "megatron-bridge-moe 26.06 gpt-oss-120b mxfp8 64xgb200",
+                   "megatron-bridge-moe 26.06 qwen3-30b-a3b mxfp8 8xgb200",
+                   "megatron-bridge-moe 26.06 qwen3-235b-a22b mxfp8 256xgb200",
+                   # 381d0b825 (26.06.01) and 4ab94dfad (26.08): the perf recipes' full-iteration MXFP8
+                   # helpers set overlap_moe_expert_parallel_comm True (src/megatron/bridge/perf_recipes)
+                   *(f"megatron-bridge-moe {release} {row}" for release in ("26.06.01", "26.08")
+                     for row in ("deepseek-v3 mxfp8 256xgb200", "gpt-oss-120b mxfp8 64xgb200",
+                                 "qwen3-30b-a3b mxfp8 8xgb200", "qwen3-235b-a22b mxfp8 256xgb200"))}
 
 # GPT-OSS 120B's recompute_modules ['layernorm', 'moe_act'] on its GB200, B200 and H100 BF16 configs
 # (V2 replaces V1's, keeping them) at every Megatron-Bridge tag v0.2.0 (2025-11-26) to v0.4.2 and at
@@ -94,8 +105,11 @@ def test_each_moe_row_is_expressed_as_the_page_prints_it(run_id, release, headin
     gpt_oss_bf16 = run["model"] == "gpt-oss-120b" and "fp8" not in run and release in GPT_OSS_RECOMPUTE_RELEASES
     # DeepSeek-V3's recompute_modules ['mla_up_proj'] on GB200 and B200: 97ad8cc6f's configs (25.11, every
     # precision) and v0.1.0rc4's run_script.py for the token-drop runs (25.09); its H100 run's
-    # ['mla_up_proj', 'mlp'] (the same script) as mla-up-proj, 'mlp' (the 3 dense layers' MLP) not modelled
-    deepseek = run["model"] == "deepseek-v3" and release in ("25.11", "25.09")
+    # ['mla_up_proj', 'mlp'] (the same script) as mla-up-proj, 'mlp' (the 3 dense layers' MLP) not modelled;
+    # 63b08b397's DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V2 (26.06); deepseek_v3_pretrain_256gpu_gb200_fp8mx_config
+    # at 381d0b825 (26.06.01) and 4ab94dfad (26.08)
+    deepseek = run["model"] == "deepseek-v3" and (release in ("25.11", "25.09")
+                                                  or release in ("26.06", "26.06.01", "26.08") and run["hardware"] == "gb200")
     # Nemotron 3 Super's B200 FP8_MX_V1 = BASE_NEMOTRON_3_SUPER_CONFIG_B200, recompute_modules ['moe_act',
     # 'layernorm'] (scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py at 21d102f5e
     # and v0.4.0); its NVFP4_V1 None, its GB200 configs none

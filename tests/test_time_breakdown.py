@@ -97,3 +97,45 @@ def test_the_script_prints_one_line_for_every_published_run(capsys):
     assert mxfp8 and "not expressible" not in mxfp8[0]  # --fp8 mxfp8 (costmodel/layout/fp8.py)
     hours = [line for line in lines if line.startswith("gpu-hours-llama2 7b")]
     assert hours and "published 184,320 GPU-hours" in hours[0]
+
+
+def test_one_published_row_prints_its_published_step_beside_the_split(capsys):
+    """--row ID: the row's published step (global batch x sequence over the GPUs, over the
+    published tokens a second a GPU) above the kernel model's split. GPT-OSS 120B 26.04.01 on 64
+    GB200: 1,280 x 4,096 / 64 = 81,920 tokens a GPU a step at 16,640 a second, 4.923 s; the recipe's
+    moe_a2a_overlap hides the all-to-all (ep 0.000). The same recipe's 64 B200 row (EP 8, eight
+    nodes) publishes 81,920 / 13,568 = 6.038 s, and the model exposes its all-to-all there."""
+    from validate.time_breakdown import published_step_seconds, row_breakdowns
+
+    gb200, b200 = ("megatron-bridge-moe 26.04.01 gpt-oss-120b bf16 64xgb200",
+                   "megatron-bridge-moe 26.04.01 gpt-oss-120b bf16 64xb200")
+    runs = {run["id"]: run for run in other_runs_data()["runs"]}
+    assert published_step_seconds(runs[gb200]) == 81920 / 16640
+    assert published_step_seconds(runs[b200]) == 81920 / 13568
+    assert published_step_seconds(runs["llama3 405b 8k GPUs"]) is None  # published in TFLOP/s
+    row_breakdowns([gb200, b200])
+    lines = capsys.readouterr().out.splitlines()
+    heads = [line for line in lines if "; published step " in line]
+    assert [line.split(":")[0] for line in heads] == [gb200, b200]
+    assert heads[0].endswith("tp 1 pp 1 dp 64 ep 64, micro-batch 4 x 5, gb200; published step 4.923 s")
+    assert heads[1].endswith("tp 1 pp 1 dp 64 ep 8, micro-batch 4 x 5, b200; published step 6.038 s")
+    splits = [line for line in lines if " step " in line and " = compute " in line]
+    assert len(splits) == 2 and " ep 0.000 " in splits[0] and " ep 0.000 " not in splits[1]
+
+
+def test_an_unknown_row_is_one_sentence_and_exit_status_2():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from costmodel.config import ConfigError
+    from validate.time_breakdown import row_breakdowns
+
+    with pytest.raises(ConfigError, match="no published training row is named 'nope'"):
+        row_breakdowns(["nope"])
+    root = Path(__file__).resolve().parents[1]
+    for arguments in (["--row", "nope"], ["--row"]):
+        done = subprocess.run([sys.executable, "validate/time_breakdown.py", *arguments], cwd=root,
+                              capture_output=True, text=True, env={"PYTHONPATH": str(root), "PATH": ""})
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1

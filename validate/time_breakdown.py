@@ -8,6 +8,9 @@ and optimizer of the step.
     PYTHONPATH=. python validate/time_breakdown.py
     PYTHONPATH=. python validate/time_breakdown.py --training   # training steps, kernel by kernel, and
                                                                 # every pipelined published row's split
+    PYTHONPATH=. python validate/time_breakdown.py --row "megatron-bridge-moe 26.04.01 gpt-oss-120b bf16 64xgb200"
+                                                                # one published training row (repeatable),
+                                                                # its published step beside ours
 
 No GPU needed; nothing here is fitted (docs/time.md, validate/FINDINGS.md "Issue 18").
 """
@@ -218,6 +221,38 @@ def training_breakdowns() -> None:
                                   unit="tokens/s per GPU", **options)
 
 
+def published_step_seconds(run: dict) -> float | None:
+    """The step time a tokens-a-second-a-GPU row publishes: its global batch's tokens a GPU over the
+    published rate (None for a row published in another unit)."""
+    if "published_tokens_per_s_per_gpu" not in run or "global_batch" not in run:
+        return None
+    return run["global_batch"] * run["seq_len"] / run["gpus"] / run["published_tokens_per_s_per_gpu"]
+
+
+def row_breakdowns(run_ids: list[str]) -> None:
+    """Each named training row of published_runs.json: its published step (where the rate is in
+    tokens a second a GPU) and the kernel model's split of its step, kernel by kernel."""
+    data = other_runs_data()
+    runs = {run["id"]: run for run in data["runs"] if run["kind"] == "train"}
+    for run_id in run_ids:
+        if run_id not in runs:
+            raise ConfigError(f"no published training row is named {run_id!r} (the ids are the first column of "
+                              "`python cli.py published`, and costmodel/published_runs.json's \"id\").")
+    for run_id in run_ids:
+        run = runs[run_id]
+        estimate, hardware, options = train_setup(run, data["sources"][run_id.split()[0]])
+        layout = estimate.layout
+        seconds = published_step_seconds(run)
+        print(f"{run_id}: tp {layout.tp} pp {layout.pp} dp {layout.dp} ep {layout.ep}, micro-batch "
+              f"{estimate.workload.batch} x {layout.microbatches}, {hardware.name}"
+              + (f"; published step {seconds:.3f} s" if seconds is not None else ""))
+        if "published_tokens_per_s_per_gpu" in run:
+            print_train_breakdown(run_id, run["published_tokens_per_s_per_gpu"], estimate, hardware,
+                                  unit="tokens/s per GPU", **options)
+        else:
+            print_train_breakdown(run_id, run["published_tflops_per_gpu"], estimate, hardware, **options)
+
+
 def _published(run: dict) -> str:
     """A run's published figure with its unit, as the lines below print it."""
     for key, unit in (("published_tokens_per_s", "tokens/s"), ("published_tflops_per_gpu", "TFLOP/s"),
@@ -263,7 +298,17 @@ def _print_run(run: dict, source: dict) -> None:
 if __name__ == "__main__":
     import sys
 
-    if "--training" in sys.argv[1:]:
+    if "--row" in sys.argv[1:]:
+        arguments = sys.argv[1:]
+        named = [arguments[i + 1] for i, a in enumerate(arguments[:-1]) if a == "--row"]
+        try:
+            if arguments[-1] == "--row":
+                raise ConfigError("--row needs a published training row's id after it.")
+            row_breakdowns(named)
+        except ConfigError as error:
+            print(error, file=sys.stderr)
+            sys.exit(2)
+    elif "--training" in sys.argv[1:]:
         training_breakdowns()
         pipelined_splits()
     else:
