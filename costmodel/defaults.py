@@ -15,10 +15,19 @@ attention kernel (Transformer Engine's or flash, never an n x n matrix); DeepSpe
 the Hugging Face model they are given, whose default kernel in transformers 5.24 is sdpa
 (PreTrainedModel._check_and_adjust_attn_implementation picks sdpa when torch has it). An --impl or
 --attention the user gives always wins.
+
+Not every Hugging Face class runs sdpa (facts.json's sdpa_supported rows, from each class's
+_supports_sdpa in transformers 5.24: Gemma 2, gpt-oss, BLOOM, MPT, GPT-Neo). Asked for none,
+transformers itself falls back (modeling_utils.py get_correct_attn_implementation: "sdpa" when
+the request is None, and eager where _sdpa_can_dispatch raises), so a framework's default sdpa
+becomes eager for such a class and the output says so (fallback_note); an --attention sdpa the user
+types is refused (tree.CostModel). The flags are the transformers class's: under --impl megatron
+(Megatron-Core and Transformer Engine run their own attention) they do not apply.
 """
 
 from __future__ import annotations
 
+from .facts import facts_for
 from .spec import (DEFAULT_ATTENTION, DEFAULT_DTYPE, DEFAULT_HARDWARE, DEFAULT_IMPL,  # noqa: F401 (re-exported)
                    DEFAULT_RECOMPUTE)
 
@@ -30,7 +39,40 @@ FRAMEWORK_CODE = {
 }
 
 
-def implied(framework: str | None, impl: str | None = None, attention: str | None = None) -> dict[str, str]:
-    """impl and attention: the ones given, else the framework's, else the defaults above."""
+def implied(framework: str | None, impl: str | None = None, attention: str | None = None,
+            family: str | None = None) -> dict[str, str]:
+    """impl and attention: the ones given, else the framework's, else the defaults above; a default
+    attention the family's code cannot run is the one that code falls back to (class_attention)."""
     framework_impl, framework_attention = FRAMEWORK_CODE.get(framework or "", (DEFAULT_IMPL, DEFAULT_ATTENTION))
-    return {"impl": impl or framework_impl, "attention": attention or framework_attention}
+    chosen = {"impl": impl or framework_impl, "attention": attention or framework_attention}
+    if attention is None and family is not None:
+        chosen["attention"] = class_attention(chosen["impl"], family, chosen["attention"])
+    return chosen
+
+
+def runs_attention(impl: str, family: str, attention: str) -> bool:
+    """Whether impl's code for the family runs the attention (facts sdpa_supported: the Hugging
+    Face class's _supports_sdpa; the megatron and reference codes have no such refusal)."""
+    return attention != "sdpa" or facts_for(impl, family).sdpa_supported
+
+
+def class_attention(impl: str, family: str, attention: str) -> str:
+    """The default attention as the code picks it: `attention` where it runs, else what
+    transformers picks when none is requested (sdpa if the class runs it, else eager)."""
+    if runs_attention(impl, family, attention):
+        return attention
+    return "sdpa" if runs_attention(impl, family, "sdpa") else "eager"
+
+
+def fallback_note(framework: str | None, impl: str | None, attention: str | None, family: str) -> str | None:
+    """One sentence (for a note) when the default attention is not the framework's (class_attention), else None."""
+    if attention is not None:
+        return None
+    default = implied(framework, impl)
+    chosen = implied(framework, impl, None, family)["attention"]
+    if chosen == default["attention"]:
+        return None
+    whose = f"{framework}'s" if framework in FRAMEWORK_CODE else "the"
+    return (f"attention {chosen}: {family}'s Hugging Face class has no {default['attention']} path in "
+            f"transformers 5.24, so {whose} default {default['attention']} falls back to {chosen} as "
+            "transformers itself does; --attention picks another.")
