@@ -16,13 +16,16 @@ the Hugging Face model they are given, whose default kernel in transformers 5.24
 (PreTrainedModel._check_and_adjust_attn_implementation picks sdpa when torch has it). An --impl or
 --attention the user gives always wins.
 
-Not every Hugging Face class runs sdpa (facts.json's sdpa_supported rows, from each class's
-_supports_sdpa in transformers 5.24: Gemma 2, gpt-oss, BLOOM, MPT, GPT-Neo). Asked for none,
-transformers itself falls back (modeling_utils.py get_correct_attn_implementation: "sdpa" when
-the request is None, and eager where _sdpa_can_dispatch raises), so a framework's default sdpa
-becomes eager for such a class and the output says so (fallback_note); an --attention sdpa the user
-types is refused (tree.CostModel). The flags are the transformers class's: under --impl megatron
-(Megatron-Core and Transformer Engine run their own attention) they do not apply.
+Not every Hugging Face class runs every kernel (facts.json, from each class's attributes in
+transformers 5.24: sdpa_supported is _supports_sdpa, False for Gemma 2, gpt-oss, BLOOM, MPT and
+GPT-Neo; flash_supported is _supports_flash_attn, False for BLOOM, MPT, T5 and Llama 4). Asked for
+none, transformers picks sdpa and falls back to eager where the class has none
+(modeling_utils.py get_correct_attn_implementation, _sdpa_can_dispatch), so a framework's default
+the class cannot run becomes sdpa, else eager, and the output says so (fallback_note): DeepSpeed's
+and FSDP2's sdpa is eager for Gemma 2, Megatron's flash under --impl hf is sdpa for T5. A typed
+--attention sdpa the class refuses is refused (tree.CostModel); a typed flash is not (facts.py
+flash_supported). The flags are the transformers class's: under --impl megatron (Megatron-Core
+and Transformer Engine run their own attention) they do not apply.
 """
 
 from __future__ import annotations
@@ -51,9 +54,11 @@ def implied(framework: str | None, impl: str | None = None, attention: str | Non
 
 
 def runs_attention(impl: str, family: str, attention: str) -> bool:
-    """Whether impl's code for the family runs the attention (facts sdpa_supported: the Hugging
-    Face class's _supports_sdpa; the megatron and reference codes have no such refusal)."""
-    return attention != "sdpa" or facts_for(impl, family).sdpa_supported
+    """Whether impl's code for the family runs the attention (facts sdpa_supported and
+    flash_supported: the Hugging Face class's _supports_sdpa and _supports_flash_attn; the megatron
+    and reference codes have no such refusal). Eager always runs."""
+    facts = facts_for(impl, family)
+    return {"sdpa": facts.sdpa_supported, "flash": facts.flash_supported}.get(attention, True)
 
 
 def class_attention(impl: str, family: str, attention: str) -> str:
@@ -74,5 +79,5 @@ def fallback_note(framework: str | None, impl: str | None, attention: str | None
         return None
     whose = f"{framework}'s" if framework in FRAMEWORK_CODE else "the"
     return (f"attention {chosen}: {family}'s Hugging Face class has no {default['attention']} path in "
-            f"transformers 5.24, so {whose} default {default['attention']} falls back to {chosen} as "
-            "transformers itself does; --attention picks another.")
+            f"transformers 5.24, so {whose} default {default['attention']} gives way to {chosen}, what "
+            "transformers picks for it when none is requested; --attention picks another.")

@@ -15,8 +15,10 @@ from costmodel.defaults import class_attention, fallback_note, implied, runs_att
 from costmodel.facts import facts_for
 from costmodel.hf import ARCHITECTURE_TYPES, SUPPORTED_MODEL_TYPES
 
-#: Families whose transformers 5.24 class refuses sdpa (its _supports_sdpa False).
+#: Families whose transformers 5.24 class refuses sdpa (its _supports_sdpa False), flash_attention_2
+#: (_supports_flash_attn False).
 NO_SDPA = {"gemma2", "gpt_oss", "bloom", "mpt", "gpt_neo"}
+NO_FLASH = {"bloom", "mpt", "t5", "llama4_text"}
 #: Model types read as another family (costmodel/hf.py): Falcon's layouts, the types run as Llama.
 FAMILY_OF = {"falcon_new": "falcon", "falcon_rw": "falcon"}
 
@@ -38,16 +40,21 @@ def _families() -> list[str]:
 
 
 @pytest.mark.parametrize("family", _families())
-def test_the_sdpa_fact_is_the_class_attribute(family):
+def test_the_facts_are_the_class_attributes(family):
     cls = _hf_class(FAMILY_OF.get(family, family))
-    assert facts_for("hf", family).sdpa_supported is cls._supports_sdpa, family
+    facts = facts_for("hf", family)
+    assert (facts.sdpa_supported, facts.flash_supported) == (cls._supports_sdpa, cls._supports_flash_attn), family
     assert runs_attention("hf", family, "sdpa") is (family not in NO_SDPA)
+    assert runs_attention("hf", family, "flash") is (family not in NO_FLASH)
+    assert runs_attention("hf", family, "eager")
     # the architectures a config.json may name instead of model_type: the same flag
     import transformers
 
     for architecture, model_type in ARCHITECTURE_TYPES.items():
         if model_type == FAMILY_OF.get(family, family) and hasattr(transformers, architecture):
-            assert getattr(transformers, architecture)._supports_sdpa is cls._supports_sdpa, architecture
+            other = getattr(transformers, architecture)
+            assert (other._supports_sdpa, other._supports_flash_attn) == \
+                (cls._supports_sdpa, cls._supports_flash_attn), architecture
 
 
 def test_the_gemma2_class_refuses_sdpa_and_falls_back_to_eager():
@@ -72,6 +79,10 @@ def test_defaults_follow_the_class_and_megatron_keeps_its_own():
     # Megatron-Core runs its own attention: the Hugging Face class's flag does not apply
     assert implied("fsdp2", impl="megatron", family="gemma2") == {"impl": "megatron", "attention": "sdpa"}
     assert runs_attention("megatron", "gemma2", "sdpa") and runs_attention("reference", "bloom", "sdpa")
+    # Megatron's flash under Hugging Face code: what transformers picks with none requested
+    assert implied("megatron", impl="hf", family="t5")["attention"] == "sdpa"  # no flash_attention_2
+    assert implied("megatron", impl="hf", family="bloom")["attention"] == "eager"  # neither
+    assert implied("megatron", impl="hf", family="gemma2")["attention"] == "flash"
     # a typed attention is never changed here (the model refuses it: below)
     assert implied("deepspeed", attention="sdpa", family="gemma2")["attention"] == "sdpa"
     assert fallback_note("deepspeed", None, "sdpa", "gemma2") is None
@@ -114,3 +125,25 @@ def test_megatron_code_takes_sdpa_for_gemma2(capsys):
     code, out, err = _estimate(["--model", "gemma2-2b", "--seq-len", "512", "--impl", "megatron",
                                 "--attention", "sdpa", "--json"], capsys)
     assert code == 0 and json.loads(out)["inputs"]["attention"] == "sdpa"
+
+
+def test_the_fit_verdict_suggests_a_kernel_the_class_runs():
+    """eager's n x n matrices over 1 byte less than eager needs: Llama 2 is offered sdpa, Gemma 2
+    (no sdpa) flash, BLOOM (neither) no kernel; each figure is that kernel's own training memory."""
+    import dataclasses
+
+    from costmodel.config import Workload
+    from costmodel.presets import load_preset
+    from costmodel.verdict import options, training_memory
+
+    workload = Workload(seq_len=2048, batch=1, dtype="bf16")
+    for name, kernel in (("llama2-7b", "sdpa"), ("gemma2-2b", "flash"), ("bloom-560m", None)):
+        cfg = load_preset(name)
+        needed = training_memory(cfg, workload, None)
+        changes = {o.change: o.memory for o in options(cfg, workload, None, needed - 1, 1, "training",
+                                                        training_memory)}
+        offered = [change for change in changes if change.startswith("--attention")]
+        assert offered == ([f"--attention {kernel}"] if kernel else []), name
+        if kernel:
+            fused = training_memory(cfg, dataclasses.replace(workload, attention=kernel), None)
+            assert changes[f"--attention {kernel}"] == fused < needed
