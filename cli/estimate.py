@@ -8,7 +8,7 @@ import json
 import click
 
 from costmodel.config import ConfigError
-from costmodel.defaults import implied
+from costmodel.defaults import fallback_note, implied
 
 from .inputs import InputError, hardware_and_dtype, load_model, make_layout, make_workload, with_mtp
 from .options import (LAYOUT_OPTIONS, OFFLOAD_OPTIONS, hardware_option, json_option, layout_options, model_options,
@@ -36,7 +36,11 @@ def estimate(model, config, seq_len, hardware_name, mtp, as_json, **options) -> 
     if hardware_name is not None and all(v is None for k, v in layout_given.items() if k != "gpus"):
         layout_given["gpus"] = None  # --gpus alone with --hardware: data parallel over them
     layout = make_layout(cfg, layout_given)
-    options.update(implied(layout.framework if layout else None, options["impl"], options["attention"], cfg))
+    framework = layout.framework if layout else None
+    note = fallback_note(framework, options["impl"], options["attention"], cfg.family)
+    if note:
+        click.echo(f"note: {note}", err=True)
+    options.update(implied(framework, options["impl"], options["attention"], cfg.family))
     hardware, options["dtype"] = hardware_and_dtype(hardware_name, options["dtype"])
     workload = make_workload(cfg, seq_len, inference=True, **options)
     try:

@@ -13,7 +13,7 @@ from costmodel import spec
 from costmodel.api import generation_start
 from costmodel.checkpoint import inference_options
 from costmodel.config import ConfigError, require_decoder
-from costmodel.defaults import implied
+from costmodel.defaults import fallback_note, implied
 
 from costmodel.simulate_api import decode_inputs
 
@@ -203,7 +203,11 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         if overlap_given and not (train and layout is not None):
             raise ConfigError(f"{', '.join(overlap_given)}: the overlap options time training with a layout "
                               "(--train with --tp/--pp/--dp/...); nothing here would read them.")
-        code = implied(layout.framework if layout else None, impl, attention, cfg)
+        framework = layout.framework if layout else None
+        note = fallback_note(framework, impl, attention, cfg.family)
+        if note:
+            click.echo(f"note: {note}", err=True)
+        code = implied(framework, impl, attention, cfg.family)
         impl, attention = code["impl"], code["attention"]
         if train and weight_dtype == spec.UNQUANTIZED and weight_group is None:
             weight_dtype = None  # unquantized weights: what training holds anyway
@@ -255,7 +259,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "
                                   "for --time-model kernels or --compile.")
             workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
-                                     recompute_layers=recompute_layers, **implied(None, impl, attention))
+                                     recompute_layers=recompute_layers, **implied(None, impl, attention, cfg.family))
             result = sim.simulate_training(cfg, workload, hardware, tokens=tokens,
                                            step_seconds=step_time, efficiency=efficiency,
                                            flops_convention=flops_convention, price=price)

@@ -98,7 +98,8 @@ def estimate(model: Any, seq_len: int | None = None, layout: Any = None, **workl
     cfg = load_model(model)
     chosen_layout = make_layout(layout)
     if chosen_layout is not None:  # the framework's code unless impl or attention is given
-        workload = {**workload, **implied(chosen_layout.framework, workload.get("impl"), workload.get("attention"), cfg)}
+        workload = {**workload, **implied(chosen_layout.framework, workload.get("impl"), workload.get("attention"),
+                                          cfg.family)}
     chosen, notes = make_workload(cfg, seq_len, **inference_options(cfg, workload, beside_training=True))
     for note in notes:
         warnings.warn(note, stacklevel=2)

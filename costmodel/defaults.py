@@ -16,12 +16,22 @@ the Hugging Face model they are given, whose default kernel in transformers 5.24
 (PreTrainedModel._check_and_adjust_attn_implementation picks sdpa when torch has it, and eager for a
 class without an sdpa path: gpt-oss, MPT, GPT-Neo, facts.json's sdpa_supported). An --impl or
 --attention the user gives always wins.
+
+Not every Hugging Face class runs every kernel (facts.json, from each class's attributes in
+transformers 5.24: sdpa_supported is _supports_sdpa, False for Gemma 2, gpt-oss, BLOOM, MPT and
+GPT-Neo; flash_supported is _supports_flash_attn, False for BLOOM, MPT, T5 and Llama 4). Asked for
+none, transformers picks sdpa and falls back to eager where the class has none
+(modeling_utils.py get_correct_attn_implementation, _sdpa_can_dispatch), so a framework's default
+the class cannot run becomes sdpa, else eager, and the output says so (fallback_note): DeepSpeed's
+and FSDP2's sdpa is eager for Gemma 2, Megatron's flash under --impl hf is sdpa for T5. A typed
+--attention sdpa the class refuses is refused (tree.CostModel); a typed flash is not (facts.py
+flash_supported). The flags are the transformers class's: under --impl megatron (Megatron-Core
+and Transformer Engine run their own attention) they do not apply.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
+from .facts import facts_for
 from .spec import (DEFAULT_ATTENTION, DEFAULT_DTYPE, DEFAULT_HARDWARE, DEFAULT_IMPL,  # noqa: F401 (re-exported)
                    DEFAULT_RECOMPUTE)
 
@@ -34,15 +44,41 @@ FRAMEWORK_CODE = {
 
 
 def implied(framework: str | None, impl: str | None = None, attention: str | None = None,
-            cfg: Any = None) -> dict[str, str]:
-    """impl and attention: the ones given, else the framework's, else the defaults above. The
-    framework's sdpa is eager for a model (cfg) whose Hugging Face class has no sdpa path, as
-    transformers falls back to it when none is asked for."""
+            family: str | None = None) -> dict[str, str]:
+    """impl and attention: the ones given, else the framework's, else the defaults above; a default
+    attention the family's code cannot run is the one that code falls back to (class_attention)."""
     framework_impl, framework_attention = FRAMEWORK_CODE.get(framework or "", (DEFAULT_IMPL, DEFAULT_ATTENTION))
-    impl = impl or framework_impl
-    if attention is None and framework_attention == "sdpa" and cfg is not None:
-        from .facts import facts_for
+    chosen = {"impl": impl or framework_impl, "attention": attention or framework_attention}
+    if attention is None and family is not None:
+        chosen["attention"] = class_attention(chosen["impl"], family, chosen["attention"])
+    return chosen
 
-        if not facts_for(impl, cfg.family).sdpa_supported:
-            framework_attention = "eager"
-    return {"impl": impl, "attention": attention or framework_attention}
+
+def runs_attention(impl: str, family: str, attention: str) -> bool:
+    """Whether impl's code for the family runs the attention (facts sdpa_supported and
+    flash_supported: the Hugging Face class's _supports_sdpa and _supports_flash_attn; the megatron
+    and reference codes have no such refusal). Eager always runs."""
+    facts = facts_for(impl, family)
+    return {"sdpa": facts.sdpa_supported, "flash": facts.flash_supported}.get(attention, True)
+
+
+def class_attention(impl: str, family: str, attention: str) -> str:
+    """The default attention as the code picks it: `attention` where it runs, else what
+    transformers picks when none is requested (sdpa if the class runs it, else eager)."""
+    if runs_attention(impl, family, attention):
+        return attention
+    return "sdpa" if runs_attention(impl, family, "sdpa") else "eager"
+
+
+def fallback_note(framework: str | None, impl: str | None, attention: str | None, family: str) -> str | None:
+    """One sentence (for a note) when the default attention is not the framework's (class_attention), else None."""
+    if attention is not None:
+        return None
+    default = implied(framework, impl)
+    chosen = implied(framework, impl, None, family)["attention"]
+    if chosen == default["attention"]:
+        return None
+    whose = f"{framework}'s" if framework in FRAMEWORK_CODE else "the"
+    return (f"attention {chosen}: {family}'s Hugging Face class has no {default['attention']} path in "
+            f"transformers 5.24, so {whose} default {default['attention']} gives way to {chosen}, what "
+            "transformers picks for it when none is requested; --attention picks another.")

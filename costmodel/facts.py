@@ -130,6 +130,11 @@ class Facts:
     # the class runs torch's scaled_dot_product_attention (False: transformers refuses
     # attn_implementation="sdpa" for it, so --attention sdpa is refused too)
     sdpa_supported: bool = True
+    # the class runs transformers' flash_attention_2 (its _supports_flash_attn). Read where the
+    # model picks a kernel for the user (a default's fallback, the fit verdict's suggestion); a
+    # typed --attention flash is not refused: it names a fused kernel other code runs on these
+    # models too (llm-foundry's MPT, the published rows), not only this class's
+    flash_supported: bool = True
     # sdpa's math path gets a bool causal mask per decoder layer (m^2 bytes kept)
     sdpa_causal_bool_mask: bool = False
     # a mask torch's sdpa gets from the code and keeps, (b, 1, n_q, n_k) in the activation dtype per

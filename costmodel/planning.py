@@ -88,7 +88,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     from .api import load_model, make_workload
     from .checkpoint import inference_options
     from .cost import check_price_has_tokens, gpus_of, price_plan
-    from .defaults import implied
+    from .defaults import FRAMEWORK_CODE, fallback_note, implied
     from .hardware import load_hardware
     from .layout import plan as planner
 
@@ -134,7 +134,10 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                                            **quantization)
     else:
         workload, warnings = make_workload(cfg, seq_len, dtype=dtype,
-                                           **implied(fixed.get("framework"), impl, attention, cfg))
+                                           **implied(fixed.get("framework"), impl, attention, cfg.family))
+        frameworks = [fixed["framework"]] if fixed.get("framework") else list(FRAMEWORK_CODE)
+        warnings = [*warnings, *dict.fromkeys(note for note in (fallback_note(framework, impl, attention, cfg.family)
+                                                                for framework in frameworks) if note)]
     feasible, infeasible, nearest, batches, ran = [], [], None, {}, None
     for count in counts:
         if serve:

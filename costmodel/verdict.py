@@ -3,7 +3,9 @@
 Each option is evaluated exactly with the same estimates `estimate` prints (costmodel.estimation
 for one GPU, costmodel.layout for several), and listed in the order of what it costs the user:
 
-  attention    sdpa instead of eager: no n x n matrix kept (free where the code can use it)
+  attention    sdpa instead of eager: no n x n matrix kept (free where the code can use it); flash
+               where the model's Hugging Face class has no sdpa (Gemma 2), none where it runs
+               neither (BLOOM, MPT: facts sdpa_supported, flash_supported)
   recompute    selective reruns the attention core in backward; full reruns each layer's
                forward (one more forward: a third more matmul FLOPs than forward + backward)
   ZeRO stage   over the GPUs given: 1 shards the optimizer state, 2 the gradients too, 3 the
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, Workload
+from .defaults import runs_attention
 
 #: GPU counts tried for "more GPUs": doubling up to this many.
 MAX_GPUS = 4096
@@ -106,8 +109,9 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
             out.append(Option(change, needed, needed <= capacity, cost))
 
     training = phase in ("training", "finetune")
-    if workload.attention == "eager":
-        add("--attention sdpa", _try(memory, cfg, dataclasses.replace(workload, attention="sdpa"), layout),
+    fused = [kernel for kernel in ("sdpa", "flash") if runs_attention(workload.impl, cfg.family, kernel)]
+    if workload.attention == "eager" and fused:  # the first fused kernel the model's class runs
+        add(f"--attention {fused[0]}", _try(memory, cfg, dataclasses.replace(workload, attention=fused[0]), layout),
             "none: a fused kernel keeps no n x n matrix (the code must use it)")
     if training:
         order = ("none", "selective", "full")  # from "deepseek", only full surely keeps less

@@ -36,5 +36,9 @@ def test_llama2_7b_training_total_counts_rope_buffers_as_the_rank_does(capsys):
 def test_training_total_equals_the_rank_total_at_dp_1(model, extra, capsys):
     out = estimate(["--model", model, "--dp", "1", *extra], capsys)
     rank = out["parallel"]["per_rank"]
+    # --dp 1 implies DeepSpeed's Hugging Face code and its default sdpa; Gemma 2's class has none
+    # (Gemma2PreTrainedModel._supports_sdpa = False in transformers 5.24), so it runs eager, as
+    # transformers falls back (costmodel/defaults.py class_attention; it used to be timed under sdpa)
+    assert out["inputs"]["attention"] == ("eager" if model == "gemma2-9b" else "sdpa"), model
     assert out["memory"]["training_total"] == rank["total"], model
     assert out["memory"]["buffers"] == rank["buffers"], model
