@@ -262,8 +262,10 @@ class Workload:
             warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('mamba')} Mamba-2 layers: "
                             f"other FLOPs leave out what the Mamba-2 mixers run besides their matmuls "
                             f"(the scan's exp and cumsum, softplus, the gated norm); parameters, matmul "
-                            f"FLOPs, the cache and (impl hf) activations are proven against transformers' "
-                            f"class.")
+                            f"FLOPs and the cache are proven against transformers' class, and (impl hf) "
+                            f"activations "
+                            + ("too (dense layer patterns; its MoE layers' saved bytes are not measured)."
+                               if cfg.moe else "too."))
         if cfg.n_experts and self.impl != "reference" and facts_for(self.impl, cfg.family).experts_every_token:
             warnings.append(f"model {show(cfg.name)} as transformers' code runs it (impl {self.impl}) sends "
                             f"every token through all {cfg.n_experts} routed experts, each scaled by its "

@@ -63,7 +63,9 @@ def test_router_buffer():
     assert ours == hf and hf > 0
 
 
-def _forward_flops(fields: dict, b: int, n: int) -> int:
+def _forward_flops(fields: dict, b: int, n: int, backward: bool = False) -> int:
+    """FlopCounterMode's count of NemotronHForCausalLM's training forward with its loss (and, with
+    `backward`, the loss's backward too), eager attention."""
     import torch
     import transformers
     from torch.utils.flop_counter import FlopCounterMode
@@ -75,7 +77,9 @@ def _forward_flops(fields: dict, b: int, n: int) -> int:
     model = transformers.AutoModelForCausalLM.from_config(config).train()
     ids = torch.randint(0, fields["vocab_size"], (b, n))
     with FlopCounterMode(display=False, custom_mapping=dict(EXTRA_FLOP_FORMULAS)) as counter:
-        model(ids, labels=ids)
+        loss = model(ids, labels=ids).loss
+        if backward:
+            loss.backward()
     return counter.get_total_flops()
 
 

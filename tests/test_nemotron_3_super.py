@@ -14,7 +14,7 @@ import pytest
 
 import costmodel
 from tests.family_configs import hf_meta_count
-from tests.test_hf_nemotron_h import MOE
+from tests.test_hf_nemotron_h import MOE, _forward_flops
 
 
 def _fields(name: str) -> dict:
@@ -61,22 +61,6 @@ def test_nemotron_3_ultra_preset_equals_the_class():
     assert params["active"] - params["embeddings"] == 54_985_076_736
 
 
-def _training_flops(fields: dict, b: int, n: int) -> int:
-    import torch
-    import transformers
-    from torch.utils.flop_counter import FlopCounterMode
-
-    from validate.measure.flops import EXTRA_FLOP_FORMULAS
-
-    config = transformers.AutoConfig.for_model(**fields, attn_implementation="eager")
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(config).train()
-    ids = torch.randint(0, fields["vocab_size"], (b, n))
-    with FlopCounterMode(display=False, custom_mapping=dict(EXTRA_FLOP_FORMULAS)) as counter:
-        model(ids, labels=ids).loss.backward()
-    return counter.get_total_flops()
-
-
 @pytest.mark.parametrize("fields", [dict(MOE, moe_latent_size=24, hybrid_override_pattern="*E-E"),
                                     dict(MOE, moe_latent_size=24, mlp_bias=True, hybrid_override_pattern="E*E")],
                          ids=["latent", "latent_biases"])
@@ -86,7 +70,7 @@ def test_training_step_flops_equal_the_class(fields):
     from costmodel import estimate
 
     flops = estimate(dict(fields, name="latent"), seq_len=9, batch=2, dtype="fp32").to_dict()["flops"]
-    assert flops["training"] == 3 * flops["forward"] == _training_flops(fields, 2, 9)
+    assert flops["training"] == 3 * flops["forward"] == _forward_flops(fields, 2, 9, backward=True)
 
 
 def _latent_estimate(dispatcher: str, latent: int | None = 24):

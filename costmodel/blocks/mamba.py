@@ -165,7 +165,10 @@ class Mamba2Mixer(Block):
     def pass_kernels(self, number: Callable[[Expr], int]) -> list[PassKernel] | None:
         """A training step's kernels besides in_proj and out_proj (costmodel/mamba_kernels.py:
         Megatron-Core's path through mamba_ssm), sizes read with `number`; None in the other
-        phases (timed as scan_bytes)."""
+        phases (timed as scan_bytes). Every implementation's step is timed so: transformers' class
+        runs the same kernels on a GPU where mamba_ssm is installed (5.24's
+        use_kernel_func_from_hub_with_fallback: mamba_split_conv1d_scan_combined), while
+        impl hf's saved bytes (saved_bytes) are its torch path's, the one measured on a CPU."""
         if self.phase != "train":
             return None
         return ssd_training_kernels(*(number(x) for x in (S.b, S.n, S.H_m, S.P_m, S.N_m, S.G_m, S.Q_m, S.e)))
