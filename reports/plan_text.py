@@ -32,6 +32,7 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
     asked = (f"{i['model']} on {gpus} x {i['hardware']}, {i['dtype']}{fp8}{quantized}: "
              + (f"{plural(i['batch'], 'sequence')} of prompt {i['seq_len']:,} + {i['gen']:,} generated tokens"
                 if serve else f"global batch {global_batch} of {i['seq_len']:,} tokens")
+             + (f", {i['attention']} attention" if serve and i.get("attention") else "")
              + (f"; time model {i['time_model']}" if i.get("time_model") else "")
              + (", compiled" if i.get("compiled") else "")
              + (f"; ranked by cost (GPU-seconds per token)" if i.get("rank_by") == "cost" else "")
@@ -54,7 +55,7 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
         out.append(table(["rank", "tp x pp x dp", "weights", "KV cache", "ids+logits", "memory", "per token",
                           "last step", "all-reduce", "tokens/s"], rows))
         out.append("per token: the mean of the generation's decode steps, each at its own context, as "
-                   "`simulate` with the layout times them; last step: the one at context "
+                   f"`simulate` with the layout and `--attention {i.get('attention') or 'flash'}` times them; last step: the one at context "
                    f"{i['seq_len'] + i['gen']:,}, where the memory is sized.")
         return "\n".join(out)
     rows = []

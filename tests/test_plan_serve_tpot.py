@@ -76,3 +76,13 @@ def test_decode_rates_define_the_mean_once():
     assert decode_rates(3, 1, 0.0)["time_per_output_token"] is None
     # end to end: 3 x 5 tokens over a 1 s prefill and the 2 s of steps
     assert generation_rates(3, 5, 1.0, 2.0)["end_to_end_tokens_per_second"] == 5.0
+
+
+def test_the_text_names_the_attention_kernel_it_timed(capsys):
+    """plan --serve defaults to flash, simulate to sdpa: the header and the footnote name the
+    kernel, so the simulate command the footnote points to times the same steps."""
+    code, out, err = run_main(["plan", "--serve", "--gpus", "2", "--batch", "8", *SHAPE[:-3]], capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].endswith("512 + 512 generated tokens, flash attention; time model kernels")
+    assert "`simulate` with the layout and `--attention flash` times them" in lines[-1]
