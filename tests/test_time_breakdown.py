@@ -139,3 +139,19 @@ def test_an_unknown_row_is_one_sentence_and_exit_status_2():
                               capture_output=True, text=True, env={"PYTHONPATH": str(root), "PATH": ""})
         assert done.returncode == 2 and "Traceback" not in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_help_and_an_unknown_option_print_the_usage_instead_of_the_whole_report():
+    """--help printed nothing of its own and ran every published run's report; an unknown option
+    did the same. Now: the usage line, exit 0 for --help and 2 for a mistyped option."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    script = [sys.executable, str(root / "validate" / "time_breakdown.py")]
+    env = {"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}
+    shown = subprocess.run([*script, "--help"], capture_output=True, text=True, env=env, timeout=60)
+    assert shown.returncode == 0 and shown.stdout.startswith("usage: python validate/time_breakdown.py")
+    wrong = subprocess.run([*script, "--trainig"], capture_output=True, text=True, env=env, timeout=60)
+    assert wrong.returncode == 2 and wrong.stderr.startswith("usage:") and wrong.stdout == ""

@@ -295,9 +295,17 @@ def _print_run(run: dict, source: dict) -> None:
               f"{train_tokens(run, source, 'kernels'):,.0f} (kernel model)")
 
 
+USAGE = ("usage: python validate/time_breakdown.py [--training | --row ID ...]: every published run's "
+         "kernels (no option), Narayanan's and FlashAttention-2's training kernels and the pipelined "
+         "splits (--training), or one published training row's layout and split (--row ID, repeatable).")
+
 if __name__ == "__main__":
     import sys
 
+    unknown = [a for i, a in enumerate(sys.argv[1:]) if a.startswith("-") and a not in ("--row", "--training")]
+    if unknown:
+        print(USAGE, file=sys.stderr if unknown != ["--help"] and unknown != ["-h"] else sys.stdout)
+        sys.exit(0 if unknown in (["--help"], ["-h"]) else 2)
     if "--row" in sys.argv[1:]:
         arguments = sys.argv[1:]
         named = [arguments[i + 1] for i, a in enumerate(arguments[:-1]) if a == "--row"]
