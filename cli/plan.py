@@ -135,8 +135,13 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                 raise InputError(f"{name}: not modelled by the --rate capacity search (plan --serve without --rate).")
         if not serve:
             raise InputError("--rate plans serving: add --serve.")
+        from costmodel.serving.kvcache import check_engine_cache
         from reports.serving import plan_capacity_command
 
+        try:  # a refusal of the model itself: one line, not one per deployment searched
+            check_engine_cache(cfg)
+        except ConfigError as error:
+            raise InputError(str(error)) from None
         plan_capacity_command(cfg, hardware_name, rate, slo_ttft, slo_tpot, requests, prompt or 512, gen, tp,
                               top, as_json, mla=mla, pp=pp, ray_address=ray_address, price=price, json_top=json_top,
                               cuda_graphs=cuda_graphs or "auto", weight_dtype=weight_dtype,

@@ -222,3 +222,16 @@ def test_serve_plans_with_the_hardware_files_utilization(tmp_path, capsys):
     assert _json(serve + [str(path), "--gpu-memory-utilization", "0.9"], capsys)["setup"]["kv_cache"] == \
         _json(serve + ["h100-sxm"], capsys)["setup"]["kv_cache"]
     assert _json(serve + ["h100-sxm"], capsys)["setup"]["num_blocks"] == 28_203
+
+
+def test_plan_serve_rate_refuses_a_mamba_model_in_one_line(capsys):
+    """The capacity search set every deployment aside with the same whole-model sentence (36 times
+    for Nemotron 3 Super) and exited 0; the model's refusal is now one line, exit 2, as serve's."""
+    from tests.cli_run import run_main
+
+    code, out, err = run_main(["plan", "--serve", "--model", "nemotron-3-nano", "--rate", "1", "--slo-ttft", "1",
+                               "--slo-tpot", "0.1"], capsys)
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == 2 and out == "" and errors == [
+        "error: model 'nemotron-3-nano' keeps Mamba-2 states per sequence, whatever its length; an engine's "
+        "cache for them (vLLM's per-request state slots) is not modelled."]

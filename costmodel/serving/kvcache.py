@@ -135,6 +135,14 @@ class CacheSizing:
                 "kv_budget_bytes": self.kv_budget_bytes, "num_blocks": self.num_blocks}
 
 
+
+def check_engine_cache(cfg: Any) -> None:
+    """Raise ConfigError (one sentence) for a model whose cache an engine's blocks of tokens cannot
+    hold: Mamba-2 mixers keep a state per sequence, whatever its length."""
+    if cfg.n_mixer_layers("mamba"):
+        raise ConfigError(f"model {cfg.name!r} keeps Mamba-2 states per sequence, whatever its length; "
+                          "an engine's cache for them (vLLM's per-request state slots) is not modelled.")
+
 def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, utilization: float,
                  block_size: int, max_batched_tokens: int, tp: int = 1, pp: int = 1,
                  paging: Any = None) -> CacheSizing:
@@ -159,9 +167,7 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
 
     if not 0 < utilization <= 1:
         raise ConfigError(f"--gpu-memory-utilization must be in (0, 1], got {utilization}.")
-    if cfg.n_mixer_layers("mamba"):  # a state per sequence, which blocks of tokens do not hold
-        raise ConfigError(f"model {cfg.name!r} keeps Mamba-2 states per sequence, whatever its length; "
-                          "an engine's cache for them (vLLM's per-request state slots) is not modelled.")
+    check_engine_cache(cfg)
     fixed = {k: sp.Integer(v) for k, v in model_values(cfg).items()}
     tokens = sp.Integer(max_batched_tokens)
     subs = {**fixed, S.b: sp.Integer(1), S.n: tokens, S.T: sp.Integer(0), S.s: tokens, S.c: tokens,
