@@ -204,9 +204,9 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             raise ConfigError(f"{', '.join(overlap_given)}: the overlap options time training with a layout "
                               "(--train with --tp/--pp/--dp/...); nothing here would read them.")
         framework = layout.framework if layout else None
-        note = fallback_note(framework, impl, attention, cfg.family)
-        if note:
-            click.echo(f"note: {note}", err=True)
+        attention_note = fallback_note(framework, impl, attention, cfg.family)
+        if attention_note:
+            click.echo(f"note: {attention_note}", err=True)
         code = implied(framework, impl, attention, cfg.family)
         impl, attention = code["impl"], code["attention"]
         if train and weight_dtype == spec.UNQUANTIZED and weight_group is None:
