@@ -79,6 +79,9 @@ def check_mtp_pattern(cfg, owner: str) -> None:
     mtp_hybrid_override_pattern) is a tuple of MIXERS, given only beside mixer_layers."""
     pattern = cfg.mtp_pattern
     if pattern is None:
+        if cfg.mtp_layers and cfg.mixer_layers:
+            raise ConfigError(f"{owner}: multi-token prediction (mtp_layers) on a hybrid model needs its MTP "
+                              "layer's mixers (mtp_hybrid_override_pattern in its config), which it does not give.")
         return
     pattern = tuple(pattern) if isinstance(pattern, list) else pattern
     object.__setattr__(cfg, "mtp_pattern", pattern)

@@ -118,7 +118,6 @@ def test_mtp_depths_sit_on_the_last_pipeline_stage_each_run_once_a_micro_batch()
 
 
 def test_mtp_is_refused_where_it_does_not_apply(capsys):
-    from costmodel.config import ModelConfig  # noqa: F401 (the config's own check)
     import cli
 
     with pytest.raises(ConfigError, match="decoder-only language model"):
@@ -127,3 +126,6 @@ def test_mtp_is_refused_where_it_does_not_apply(capsys):
         load_preset("llama2-7b").replace(mtp_pattern=("attention", "moe"))
     assert cli.main(["estimate", "--model", "bert-base-uncased", "--mtp", "1"]) == 2
     assert "needs a decoder-only language model" in capsys.readouterr().err
+    # a hybrid model whose config names no MTP pattern (Nemotron 3 Nano's released config.json)
+    assert cli.main(["estimate", "--model", "nemotron-3-nano", "--mtp", "1"]) == 2
+    assert "needs its MTP layer's mixers (mtp_hybrid_override_pattern" in capsys.readouterr().err
