@@ -31,8 +31,9 @@ IMPL_HELP = (f"Whose code the activation memory models: {spec.IMPLEMENTATIONS.li
              "framework's, megatron for --framework megatron, else hf; costmodel/defaults.py).")
 ATTENTION_HELP = (f"{spec.ATTENTIONS.listed()}; fused kernels keep no n x n matrix (default: the framework's, "
                   "flash for megatron, sdpa for deepspeed and fsdp2; eager without a layout).")
-MTP_HELP = ("Training: DeepSeek-V3's multi-token prediction, this many modules (norms, a 2d -> d "
-            "projection, one more layer, the shared head and a loss; docs/layouts.md).")
+MTP_HELP = ("Training: multi-token prediction as Megatron-Core runs it, this many depths (mtp_num_layers: "
+            "norms, a 2d -> d projection, one more layer or a hybrid model's MTP pattern, the shared head "
+            "and a loss; docs/layouts.md).")
 HARDWARE_HELP = "A hardware preset (see `hardware`; any case) or a path to a hardware file (docs/time.md)."
 SEQ_LEN_HELP = "Tokens per sequence (default 2048 or the context)."
 

@@ -16,8 +16,7 @@ from .checkpoint import check_stored
 from .layer_pattern import check_layer_pattern
 from .errors import MAX_SIZE, ConfigError, show  # noqa: F401 (re-exported: costmodel.config.ConfigError, show)
 from .errors import check_bool, check_choice, check_int, require_decoder  # noqa: F401 (re-exported)
-# The workload's choices and dtypes, defined in spec.py, and Workload itself, re-exported where
-# the modules that cost a model have always imported them from.
+# The workload's choices and dtypes (spec.py) and Workload, re-exported where they always were.
 from .spec import (ATTENTIONS, CANONICAL_DTYPE, DTYPE_BYTES, DTYPES, IMPLEMENTATIONS,  # noqa: F401
                    KV_CACHES, OPTIMIZERS, PRECISIONS, RECOMPUTES)
 from .workload import NOT_IN_REFERENCE, Workload, reference_unsupported  # noqa: F401
@@ -42,12 +41,10 @@ ROUTERS = ("softmax", "sigmoid", "topk_softmax", "sigmoid_topk")
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """A Transformer architecture, enough to count its parameters, FLOPs and bytes exactly.
-
-    A decoder-only model has n_encoder_layers == 0, an encoder-only model n_decoder_layers == 0, and
-    an encoder-decoder has both. Optional fields left as None are derived in __post_init__
-    (n_kv_heads = n_heads, d_head = d_model // n_heads).
-    """
+    """A Transformer architecture, enough to count its parameters, FLOPs and bytes exactly. A decoder-only
+    model has n_encoder_layers == 0, an encoder-only model n_decoder_layers == 0, and an encoder-decoder
+    has both. Optional fields left as None are derived in __post_init__ (n_kv_heads = n_heads, d_head =
+    d_model // n_heads)."""
 
     name: str
     vocab_size: int
@@ -161,11 +158,14 @@ class ModelConfig:
     kv_lora_rank: int | None = None
     q_lora_rank: int | None = None
     v_head_dim: int | None = None
-    # DeepSeek-V3's multi-token prediction while training (the report's section 2.2): this many
-    # modules after the last layer, each two norms, a 2d -> d projection, one more layer of the
-    # last kind and the shared head with its own loss. 0 (the default, and what Hugging Face's
-    # class builds): none. Set on purpose (`--mtp`); never read from a config.json.
+    # Multi-token prediction while training (DeepSeek-V3 section 2.2; Megatron-Core's MultiTokenPredictionLayer):
+    # mtp_layers depths after the last layer (0, what Hugging Face's class builds; set by `--mtp`, never from a
+    # config.json), each two norms, a 2d -> d projection, one more layer (of the last kind, or a hybrid's
+    # mtp_pattern of mixers: Super's '*E'), a final norm, the shared head and a loss; mtp_repeated_layer: one
+    # set of those weights run at every depth (Megatron-Core's mtp_use_repeated_layer).
     mtp_layers: int = 0
+    mtp_pattern: tuple[str, ...] | None = None
+    mtp_repeated_layer: bool = False
     # Decoder layers whose attention applies no RoPE to queries and keys (SmolLM3's NoPE layers,
     # every no_rope_layer_interval-th); layer_pattern says which ("rope" or "nope"), or, where
     # they are exactly the layers without a window (EXAONE 4), "sliding" or "full".
@@ -281,7 +281,7 @@ class ModelConfig:
             check_int(owner, name, getattr(self, name), minimum=1)
         for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
                      "renormalize_top_k", "input_norms", "qk_norm_whole", "attention_sinks",
-                     "norm_affine", "qk_l2_norm", "nope_temperature", "chunked_window"):
+                     "norm_affine", "qk_l2_norm", "nope_temperature", "chunked_window", "mtp_repeated_layer"):
             check_bool(owner, name, getattr(self, name))
         if not self.input_norms and (not self.post_sublayer_norm or self.norm_position != "pre"
                                      or self.parallel_attention):

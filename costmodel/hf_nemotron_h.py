@@ -104,7 +104,21 @@ def _nemotron_h(f: Fields, name: str) -> ModelConfig:
         conv_kernel=_get(f, "conv_kernel") if mamba else None,
         chunk_size=_get(f, "chunk_size") if mamba else None,
         mamba_bias=_get(f, "use_bias", bool), conv_bias=_get(f, "use_conv_bias", bool),
+        mtp_pattern=_mtp_pattern(f), mtp_repeated_layer=f.get("mtp_use_repeated_layer", False, bool),
     )
+
+
+def _mtp_pattern(f: Fields) -> tuple[str, ...] | None:
+    """The multi-token-prediction layer's mixers (mtp_hybrid_override_pattern, as Megatron-Bridge's
+    NemotronHBridge reads it from a config.json: nemotron_h_bridge.py at 067f987d); used only
+    where training sets mtp_layers (`--mtp`)."""
+    pattern = f.data.get("mtp_hybrid_override_pattern")
+    if pattern is None:
+        return None
+    if not isinstance(pattern, str) or not pattern or set(pattern) - set(_PATTERN):
+        raise ConfigError(f"{f.source}: mtp_hybrid_override_pattern must be a string of M, *, - and E, "
+                          f"got {show(pattern)}.")
+    return tuple(_PATTERN[c] for c in pattern)
 
 
 #: model_type -> its reader.

@@ -74,8 +74,26 @@ def rule_pattern(cfg) -> tuple[str, ...] | None:
         return tuple("sliding" if i % 2 == 0 else "full" for i in range(layers))
     return tuple("sliding" if i >= layers - windows else "full" for i in range(layers))
 
+def check_mtp_pattern(cfg, owner: str) -> None:
+    """A hybrid model's multi-token-prediction layer (mtp_pattern: its mixers, Megatron-Core's
+    mtp_hybrid_override_pattern) is a tuple of MIXERS, given only beside mixer_layers."""
+    pattern = cfg.mtp_pattern
+    if pattern is None:
+        if cfg.mtp_layers and cfg.mixer_layers:
+            raise ConfigError(f"{owner}: multi-token prediction (mtp_layers) on a hybrid model needs its MTP "
+                              "layer's mixers (mtp_hybrid_override_pattern in its config), which it does not give.")
+        return
+    pattern = tuple(pattern) if isinstance(pattern, list) else pattern
+    object.__setattr__(cfg, "mtp_pattern", pattern)
+    if not cfg.mixer_layers or not isinstance(pattern, tuple) or not pattern \
+            or any(mixer not in MIXERS for mixer in pattern):
+        raise ConfigError(f"{owner}: mtp_pattern lists a hybrid (mixer_layers) model's multi-token-prediction "
+                          f"mixers, each one of {', '.join(MIXERS)}; got {pattern!r}.")
+
+
 def check_layer_pattern(cfg, owner: str) -> None:
     check_mixer_layers(cfg, owner)
+    check_mtp_pattern(cfg, owner)
     if cfg.mixer_layers:
         return
     if cfg.layer_pattern is None:

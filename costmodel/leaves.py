@@ -28,6 +28,8 @@ STATE_QUANTITIES = ("weight_bytes", "gradient_bytes", "optimizer_bytes")
 #: With quantized weights (inference phases): the weight bytes by part.
 WEIGHT_PARTS = ("weight_data_bytes", "weight_scale_bytes", "weight_zero_bytes",
                 "weight_table_bytes", "weight_unquantized_bytes")
+#: A leaf's quantities that follow the weights it holds (Leaf.copies), not its runs (Leaf.count).
+HELD_QUANTITIES = ("params", "matrix_params", "active_params", "inactive_params", "buffer_bytes")
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,14 @@ class Leaf:
     not_rerun: tuple[str, ...] = ()
     per_param: object = None  # precision.ParamBytes of the tree (for STATE_QUANTITIES)
     weight_format: object = None  # quantization.WeightFormat of quantized weights (inference)
+    # copies of its weights held when fewer than its runs (None: count): a multi-token-prediction
+    # layer whose one set of weights runs at every depth (ModelConfig.mtp_repeated_layer)
+    holds: sp.Expr | None = None
+
+    @property
+    def copies(self) -> sp.Expr:
+        """How many copies of its weights the model holds."""
+        return self.count if self.holds is None else self.holds
 
     @property
     def path(self) -> str:
@@ -97,12 +107,14 @@ class Leaf:
 
     def total(self, quantity: str) -> sp.Expr:
         if quantity in WEIGHT_PARTS or (quantity == "weight_bytes" and self.weight_format):
-            return self.count * self.weight_part(quantity)
+            return self.copies * self.weight_part(quantity)
         if quantity in STATE_QUANTITIES:
             per_param = {"weight_bytes": self.per_param.weights,
                          "gradient_bytes": self.per_param.gradients,
                          "optimizer_bytes": self.per_param.optimizer}[quantity]
-            return self.count * per_param * self.cost.params
+            return self.copies * per_param * self.cost.params
+        if quantity in HELD_QUANTITIES:
+            return self.copies * self.cost.get(quantity)
         return self.count * self.cost.get(quantity)
 
 
@@ -534,26 +546,37 @@ class TreeBuilder:
         ]
 
     def multi_token_prediction(self, seq: sp.Expr, stack: str) -> Leaves:
-        """DeepSeek-V3's MTP modules (cfg.mtp_layers, training only), after the head: each
-        normalises the last hidden state and the next token's embedding (the shared table's
-        lookup), projects their concatenation 2d -> d (keeping it), runs one more layer of the last
-        kind and the shared head and a loss of its own. Placed with the head (part "head")."""
+        """The multi-token-prediction depths (cfg.mtp_layers, training only) after the head, as
+        Megatron-Core's MultiTokenPredictionLayer runs each (multi_token_prediction.py at d98e8a64):
+        enorm on the next token's embedding (the shared table's lookup) and hnorm on the last
+        hidden state, eh_proj 2d -> d on their concatenation (no bias; it keeps its input), one more
+        layer (of the last kind, or a hybrid model's mtp_pattern of mixers: a HybridStack with no
+        norm of its own), final_layernorm, the shared output head and a loss of its own. Each leaf
+        runs mtp_layers times; its weights are held once under mtp_repeated_layer. Placed with
+        the head (part "head": the last pipeline stage, Megatron's layout 'm' before 'L')."""
         cfg = self.cfg
         if not cfg.mtp_layers or self.phase != "train" or cfg.head != "lm":
             return []
         count = sp.Integer(cfg.mtp_layers)
+        holds = ONE if cfg.mtp_repeated_layer else None
         at = _Place("mtp", "head", stack, count=count)
         tokens = S.b * seq
+        if cfg.mtp_pattern is None:
+            inner = self.layer(stack, seq, self.layer_kinds(stack, S.L_dec)[-1], None)
+        else:  # one layer of each mixer, in the pattern's order
+            inner = [leaf for mixer in cfg.mtp_pattern for leaf in self.mixer_layer(
+                _Place(stack, "layer", stack, count=count), seq,
+                LayerKind(mixer, count, experts=mixer == "moe", rope=cfg.rope, mixer=mixer))]
         layer = [dataclasses.replace(leaf, group="mtp", part="head", count=count, kind=None)
-                 for leaf in self.layer(stack, seq, self.layer_kinds(stack, S.L_dec)[-1], None)]
-        head = B.LMHead(tokens, False, False)
+                 for leaf in inner]
+        own = [at.leaf("hidden_norm", B.Norm(tokens, cfg.norm, self.profile, bias=cfg.norm_bias)),
+               at.leaf("embedding_norm", B.Norm(tokens, cfg.norm, self.profile, bias=cfg.norm_bias)),
+               at.leaf("projection", B.EmbeddingProjection(tokens, 2 * S.d, S.d, input_kept=True)),
+               *layer,
+               at.leaf("final_norm", B.Norm(tokens, cfg.norm, self.profile, bias=cfg.norm_bias))]
         return [
-            at.leaf("hidden_norm", B.Norm(tokens, cfg.norm, self.profile, bias=cfg.norm_bias)),
-            at.leaf("embedding_norm", B.Norm(tokens, cfg.norm, self.profile, bias=cfg.norm_bias)),
-            at.leaf("projection", B.EmbeddingProjection(tokens, 2 * S.d, S.d, input_kept=True)),
-            *layer,
-            at.leaf("final_norm", B.Norm(tokens, cfg.norm, self.profile, bias=cfg.norm_bias)),
-            at.leaf("lm_head", head),
+            *(dataclasses.replace(leaf, holds=holds) for leaf in own),
+            at.leaf("lm_head", B.LMHead(tokens, False, False)),
             dataclasses.replace(at, part="loss").leaf("loss", B.CrossEntropy(tokens, self.profile)),
         ]
 

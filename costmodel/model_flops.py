@@ -13,6 +13,11 @@ The conventions differ only in the attention core of causal self-attention:
   causal  half of them, as Megatron-LM's num_floating_point_operations (training.py: "only half
           of the attention matrix is non-zero and needs to be multiplied with V").
 Hardware FLOPs (HFU) are what the kernels execute: recomputation included.
+
+Multi-token prediction (ModelConfig.mtp_layers) counts in model FLOPs, as in Megatron-LM's: each
+depth's eh_proj, layer and logit GEMM (tests/test_mtp.py: DeepSeek-V3's total equals
+num_floating_point_operations' with mtp_num_layers 1 but for the conventions stated there; its
+hybrid formula leaves each depth's eh_proj and router out, which ours count).
 """
 
 from __future__ import annotations

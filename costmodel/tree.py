@@ -192,7 +192,7 @@ class CostModel:
                 layer.append(leaf)
             else:
                 close_layer()
-                outside += [t.elements for t in leaf.cost.tensors]
+                outside += [t.elements for t in leaf.cost.tensors] * int(leaf.copies)  # MTP depths: each its own
         close_layer()
         if outside:
             runs.append(B.TensorRun(tuple(outside)))

@@ -236,6 +236,8 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
         cfg = load_preset(run.get("preset", run["model"]))
         if "config_changes" in run:
             cfg = cfg.replace(name=run["model"], **run["config_changes"])
+    if run.get("mtp_layers"):  # the multi-token-prediction depths the run's recipe trains (mtp_num_layers)
+        cfg = cfg.replace(mtp_layers=run["mtp_layers"])
     micro = _stated(run, source, "micro_batch")
     virtual = _stated(run, source, "virtual_stages", 1)
     stages = run["pp"] * virtual

@@ -292,8 +292,9 @@ class RankCommunication:
                 continue
             forwards = 1 + int(rerun and self.recomputed_kind(key))
             out.append((count, forwards, forwards + backward, slots))
-        if stage.last and self.part("head", "routed_slots"):
-            out.append((1, 1, 1 + backward, self.part("head", "routed_slots")))
+        if stage.last and self.part("head", "routed_slots"):  # the MTP depths' (the head part holds every run)
+            depths = max(self.cfg.mtp_layers, 1)
+            out.append((depths, 1, 1 + backward, self.part("head", "routed_slots") // depths))
         return out
 
     def _all_to_all(self, stage: Stage) -> int:

@@ -145,6 +145,8 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
                              loss_parallel=uses_loss_parallel(layout), encoder=encoder, folded=layout.folded)
         kernels = leaf_kernels(leaf, subs, fused_attention, local, compiled, eager)
         rerun = rerun_kernels(leaf, kernels, subs, fused_attention, local, compiled, eager)
+        if part != "layer":  # the head part's every run (a multi-token-prediction depth runs mtp_layers times)
+            kernels, rerun = kernels * int(leaf.count), rerun * int(leaf.count)
         entries.append((key, rerun, launches_of(leaf, len(kernels), compiled) > 0, kernels))
     return entries
 

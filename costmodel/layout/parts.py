@@ -108,25 +108,28 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
             structure["layers"][key] = [leaf.stack, leaf.kind]
             if leaf.stack not in structure["stacks"]:
                 structure["stacks"].append(leaf.stack)
+        # a layer part is one layer; the head part holds its leaves' every run and weight copy
+        # (a multi-token-prediction depth runs mtp_layers times, its weights held once or each time)
+        runs, copies = (1, 1) if part == "layer" else (int(whole.count), int(whole.copies))
         encoder = leaf.stack == "encoder" and cfg.architecture == "encoder-decoder"
         subs = substitution(leaf.block, sp_on=layout.sp, vocabulary=layout_vocabulary(layout),
                             loss_parallel=loss_parallel, encoder=encoder, folded=layout.folded)
         cost = leaf.cost
         for tensor in cost.tensors:
             rows, cols = local(tensor.rows, subs), local(tensor.cols, subs)
-            add(f"{key}.params", rows * cols)
-            add(f"{key}.padded", sp.ceiling(rows / S.dp) * cols)
-            add(f"{key}.tensors", 1)
+            add(f"{key}.params", copies * rows * cols)
+            add(f"{key}.padded", copies * sp.ceiling(rows / S.dp) * cols)
+            add(f"{key}.tensors", copies)
             full = isinstance(leaf.block, B.TokenEmbedding) and framework.embedding_gradient_full
-            add(f"{key}.gradient_params", tensor.elements if full else rows * cols)
+            add(f"{key}.gradient_params", tensor.elements if full else copies * rows * cols)
             # the norms' gradients, and under parallel folding the router's, a latent MoE's
             # projections' and a shared expert's gate's (Megatron-Core sets their weights'
             # `sequence_parallel`: moe/router.py line 85 and extensions/transformer_engine.py line
             # 1316 at d98e8a64dd, moe/shared_experts.py at 0065cf8a), all-reduced over tp
             if isinstance(leaf.block, B.Norm) or (layout.folded and isinstance(
                     leaf.block, (B.Router, B.LatentProjection, B.SharedExpertGate))):
-                add(f"{key}.norm_params", rows * cols)
-        saved = local(cost.saved_bytes, subs)
+                add(f"{key}.norm_params", copies * rows * cols)
+        saved = runs * local(cost.saved_bytes, subs)
         if layout.sp and isinstance(leaf.block, B.Norm) and not framework.sp_regathers_input \
                 and not leaf.block.recomputed:
             # DTensor keeps the all-gathered input of the column-parallel layers this norm feeds
@@ -134,22 +137,22 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
             tokens = leaf.block.tokens
             saved += S.e * tokens * S.d - local(S.e * tokens * S.d, subs)
         add(f"{key}.{'rebuilt' if leaf.checkpointed else 'saved'}", saved)
-        add(f"{key}.inputs", local(cost.input_bytes, subs))
-        add(f"{key}.buffers", local(cost.buffer_bytes, subs))
-        add(f"{key}.flops", local(cost.flops_matmul + cost.flops_matmul_backward, subs))
-        add(f"{key}.kv_cache", local(cost.kv_cache_bytes, subs))
+        add(f"{key}.inputs", runs * local(cost.input_bytes, subs))
+        add(f"{key}.buffers", copies * local(cost.buffer_bytes, subs))
+        add(f"{key}.flops", runs * local(cost.flops_matmul + cost.flops_matmul_backward, subs))
+        add(f"{key}.kv_cache", runs * local(cost.kv_cache_bytes, subs))
         if isinstance(leaf.block, B.LatentAttention):
-            add(f"{key}.latent_gradient", local(leaf.block.latent_gradient_bytes(), subs))
+            add(f"{key}.latent_gradient", runs * local(leaf.block.latent_gradient_bytes(), subs))
             for name, payload in zip(LATENT_GATHERS, leaf.block.sequence_parallel_gathers()):
-                add(f"{key}.{name}", local(payload, subs))
+                add(f"{key}.{name}", runs * local(payload, subs))
             if layout.sp:  # its duplicated weights' gradients, all-reduced over tp with the norms'
-                add(f"{key}.norm_params", local(leaf.block.replicated_params(), subs))
+                add(f"{key}.norm_params", copies * local(leaf.block.replicated_params(), subs))
         if isinstance(leaf.block, FP8_BLOCKS):  # the linear layers FP8 recipes convert (layout/fp8.py)
-            add(f"{key}.fp8_params", sum(local(t.rows, subs) * local(t.cols, subs) for t in cost.tensors))
+            add(f"{key}.fp8_params", copies * sum(local(t.rows, subs) * local(t.cols, subs) for t in cost.tensors))
         if isinstance(leaf.block, B.Experts):  # what expert parallelism divides (layout/experts.py)
-            add(f"{key}.expert_params", sum(local(t.rows, subs) * local(t.cols, subs) for t in cost.tensors))
+            add(f"{key}.expert_params", copies * sum(local(t.rows, subs) * local(t.cols, subs) for t in cost.tensors))
             add(f"{key}.expert_saved", 0 if leaf.checkpointed else saved)
-            add(f"{key}.routed_slots", local(leaf.block.tokens * S.k, subs))
+            add(f"{key}.routed_slots", runs * local(leaf.block.tokens * S.k, subs))
         if workload.weight_dtype is not None:  # quantized weights (inference): the rank's shards as stored
             # (rank.weight_bytes sums these alone); a leaf the format leaves alone (mxfp4 quantizes
             # the routed experts only) in the policy's bytes a weight (Leaf.weight_part).
@@ -176,7 +179,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
         if w8a8:  # its inputs read in one byte, after their quantization pass
             work["w8a8_b_mm"], work["w8a8_b_o"] = w8a8_run_bytes(leaf, S.e)
         for name, value in work.items():
-            exprs[f"work.{index}.{name}"] = local(value, subs)
+            exprs[f"work.{index}.{name}"] = runs * local(value, subs)
         # Model FLOPs by convention (costmodel/model_flops.py: no recomputation, not even flash's
         # of Q K^T) for MFU; what the kernels execute for HFU.
         # (the whole model's: `whole`, not the rank's leaf)
@@ -191,12 +194,12 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
             add("recomputed_flops", whole.count * whole.rerun.flops_matmul)
         counts = structure["counts"].setdefault(key, {"column_inputs": 0, "row_outputs": 0, "sublayers": 0,
                                                       "latents": 0})
-        counts["column_inputs"] += column_inputs(leaf.block, framework.column_layers, cfg.gated, layout.folded)
-        counts["row_outputs"] += row_outputs(leaf.block, layout.folded)
+        counts["column_inputs"] += runs * column_inputs(leaf.block, framework.column_layers, cfg.gated, layout.folded)
+        counts["row_outputs"] += runs * row_outputs(leaf.block, layout.folded)
         # the column-parallel regions whose input sequence parallelism all-gathers (a Mamba-2
         # mixer's in_proj: MambaMixer assumes its input "already partitioned along the sequence")
-        counts["sublayers"] += int(isinstance(leaf.block, (B.QKVProjection, B.FeedForward, B.Mamba2Mixer)))
-        counts["latents"] += int(isinstance(leaf.block, B.LatentAttention))
+        counts["sublayers"] += runs * int(isinstance(leaf.block, (B.QKVProjection, B.FeedForward, B.Mamba2Mixer)))
+        counts["latents"] += runs * int(isinstance(leaf.block, B.LatentAttention))
     for key in list(structure["counts"]):
         for quantity in PART_QUANTITIES:
             exprs.setdefault(f"{key}.{quantity}", sp.Integer(0))

@@ -113,8 +113,6 @@ class ParallelEstimate(RankCommunication):
         if phase != "train" and layout.dp_shard:
             raise ConfigError("layout: hybrid sharding (--dp-shard) shards a training step's state; serving replicas "
                               "hold their weights whole (drop --dp-shard).")
-        if cfg.mtp_layers > 1:  # the head part's leaves are summed once each (one module)
-            raise ConfigError("layout: more than one multi-token prediction module in a layout is not modelled.")
         if layout.fp8 is not None and workload.dtype != "bf16":
             raise ConfigError(f"layout: FP8 training runs beside bf16 weights and activations; use --dtype bf16, "
                               f"not {workload.dtype}.")
