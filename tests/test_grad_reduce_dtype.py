@@ -118,3 +118,39 @@ def test_cli_option_and_its_refusal(capsys):
     assert cli.main(args[:-3] + ["--grad-reduce-dtype", "bf16"]) == 2
     err = capsys.readouterr().err
     assert "grad_reduce_in_fp32; add --framework megatron" in err and "Traceback" not in err
+
+
+NOT_EXPRESSIBLE = ("deepseek-v4-flash", "nemotron-3.5-lightning", "nemotron-3-ultra")
+
+
+def test_every_megatron_bridge_megatron_row_states_the_recipes_bf16_reduce():
+    """Every release's perf recipe sets grad_reduce_in_fp32 False (the sources' 'assumed' text names
+    the file and commit of each): each Megatron DDP row of both pages states it; the FSDP rows
+    (fsdp2) and the rows no preset expresses do not."""
+    from reports.published_runs import other_runs_data
+
+    data = other_runs_data()
+    bridge = [run for run in data["runs"] if run["id"].startswith("megatron-bridge")]
+    stated = [run for run in bridge if run.get("grad_reduce_dtype") == "bf16"]
+    left = {run["id"] for run in bridge} - {run["id"] for run in stated}
+    assert len(stated) == 170 and len(bridge) == 175
+    assert all(run.get("framework") == "fsdp2" or any(name in run["id"] for name in NOT_EXPRESSIBLE)
+               for run in bridge if run["id"] in left)
+    assert not any(run.get("grad_reduce_dtype") for run in data["runs"] if not run["id"].startswith("megatron-bridge"))
+
+
+def test_a_stated_row_reduces_its_expert_gradients_in_bf16():
+    """GPT-OSS 120B BF16 on 64 B200 at 26.04.01 (EP 8: expert data parallelism of 8): the row's
+    Layout carries the recipe's bf16 reduce, and its expert gradients' reduce-scatter is half the
+    fp32 one, byte for byte."""
+    from reports.published_runs import train_setup
+    from tests.megatron_bridge_pages import runs_and_source
+
+    runs, source = runs_and_source("megatron-bridge-moe")
+    run = runs["megatron-bridge-moe 26.04.01 gpt-oss-120b bf16 64xb200"]
+    bf16, _, _ = train_setup(run, source)
+    fp32, _, _ = train_setup({k: v for k, v in run.items() if k != "grad_reduce_dtype"}, source)
+    assert bf16.layout.grad_reduce_dtype == "bf16" and fp32.layout.grad_reduce_dtype is None
+    wide, narrow = fp32.to_dict()["communication"], bf16.to_dict()["communication"]
+    assert narrow["edp"]["reduce_scatter"] * 2 == wide["edp"]["reduce_scatter"] > 0
+    assert narrow["dp"]["reduce_scatter"] * 2 == wide["dp"]["reduce_scatter"] > 0
