@@ -115,6 +115,8 @@ def test_cli_option_and_its_refusal(capsys):
     assert cli.main(args + ["--grad-reduce-dtype", "bf16"]) == 0
     parallel = json.loads(capsys.readouterr().out)["parallel"]
     assert parallel["per_rank"]["gradients"] == 2 * LLAMA2_7B + 4 * (LLAMA2_7B // 8)
+    assert cli.main(args[:-1] + ["--grad-reduce-dtype", "bf16"]) == 0
+    assert "megatron (mixed precision, gradients reduced in bf16)" in capsys.readouterr().out
     assert cli.main(args[:-3] + ["--grad-reduce-dtype", "bf16"]) == 2
     err = capsys.readouterr().err
     assert "grad_reduce_in_fp32; add --framework megatron" in err and "Traceback" not in err
