@@ -57,7 +57,8 @@ INFERENCE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache"
 #: Layout options only a training step reads: an inference layout's decode and prefill ignore them.
 TRAINING_LAYOUT_ONLY = {"microbatches": "--microbatches", "zero": "--zero", "sp": "--sp", "fp8": "--fp8",
                         "framework": "--framework", "layout_device": "--device",
-                        "capacity_factor": "--capacity-factor", "etp": "--etp", "ep_dispatcher": "--ep-dispatcher", "dp_shard": "--dp-shard", "schedule": "--schedule",
+                        "capacity_factor": "--capacity-factor", "etp": "--etp", "ep_dispatcher": "--ep-dispatcher", "dp_shard": "--dp-shard",
+                        "grad_reduce_dtype": "--grad-reduce-dtype", "schedule": "--schedule",
                         "virtual_stages": "--virtual-stages", "cp_rotate": "--cp-rotate",
                         "cp_kv_heads": "--cp-kv-heads"}
 

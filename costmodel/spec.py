@@ -220,6 +220,11 @@ EP_DISPATCHERS = Choices({
     "deepep": "Megatron-Core's flex dispatcher on DeepEP's kernels: a token once over the inter-node link to each other node its experts are on, then once over NVLink to each rank there",
     "hybridep": "the flex dispatcher on NVIDIA's HybridEP kernels, the same bytes as deepep (the NVLink domain as the node)",
 })
+#: Megatron-Core's DistributedDataParallelConfig.grad_reduce_in_fp32 (costmodel/layout/frameworks.py).
+GRAD_REDUCE_DTYPES = Choices({
+    "fp32": "grad_reduce_in_fp32 True: fp32 main_grad buffers and data-parallel gradient collectives (Megatron-LM's default with --bf16)",
+    "bf16": "grad_reduce_in_fp32 False (--grad-reduce-in-bf16): bf16 main_grad buffers and collectives, each updated parameter's gradient cast to fp32 at the step",
+})
 #: Which code runs an all-reduce inside a node (costmodel/collectives.py; data in nccl_facts.json).
 ALL_REDUCES = Choices({
     "nccl": "NCCL's, at its measured bus bandwidth",

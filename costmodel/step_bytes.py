@@ -32,6 +32,18 @@ def megatron_fp16_step_bytes(element_bytes: int) -> int:
     return copy_gradients + unscale + norm + adam + copy_parameters
 
 
+def megatron_gradient_cast_bytes(element_bytes: int) -> int:
+    """Bytes one updated parameter moves when Megatron-Core's optimizer casts its reduced gradient
+    from a bf16 main_grad buffer (grad_reduce_in_fp32 False) to a new fp32 tensor before the
+    fused Adam reads it (NVIDIA/Megatron-LM d98e8a64d megatron/core/optimizer/distrib_optimizer.py
+    _copy_model_grads_to_main_grads, shard_main_param.grad = shard_model_grad.float(), lines
+    2756-2792; optimizer.py main_param.grad = model_param.main_grad.float(), line 1097): read e,
+    write 4. On an fp32 buffer .float() returns the tensor itself and moves nothing. The fp32
+    copy is the gradient ParamBytes.step_traffic then reads (4 bytes a parameter, as under an
+    fp32 buffer: the policy's own gradient bytes, e here, are replaced by this cast and 4)."""
+    return element_bytes + FP32
+
+
 def in_place_add_bytes(element_bytes: int) -> int:
     """Bytes one parameter's gradient moves when added in place into the held one, outside a
     fused kernel: both read and the sum written, 3 x the element's bytes."""

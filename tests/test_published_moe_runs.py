@@ -193,7 +193,7 @@ def test_an_expressible_moe_row_builds_the_recipes_layout(run_id):
 #: docs/checked.md's command for the 26.04.01 Qwen3 30B-A3B H100 row (its recipe's FP8_CS_V1).
 QWEN3_30B_COMMAND = ("simulate --train --model qwen3-30b-a3b --hardware h100-sxm --seq-len 4096 --batch 1 "
                      "--dtype bf16 --attention flash --impl megatron --framework megatron --zero 1 --dp 16 "
-                     "--ep 16 --global-batch 1024 --fp8 current --ep-dispatcher hybridep --json")
+                     "--ep 16 --global-batch 1024 --fp8 current --ep-dispatcher hybridep --grad-reduce-dtype bf16 --json")
 
 
 def test_the_documented_command_is_the_row_with_flash_attention(capsys):
@@ -229,9 +229,13 @@ def test_the_25_09_h100_deepseek_row_runs_its_release_scripts_settings():
     at v0.1.0rc4): DeepEP's flex dispatcher, the EP all-to-all overlapped (A2A_1F1B), mla_up_proj
     recomputed and the layout 'Et|(tt|)*30mL' over PP 8 x VP 4, so pipeline rank 0 holds the chunks
     0, 8, 16, 24 (1 + 2 + 2 + 2 layers) and rank 7 the chunks 7, 15, 23, 31 (the last with no layer).
-    With those the busiest rank (pipeline rank 2: 11 micro-batches in flight on its first chunk)
-    still exceeds the H100's training memory: its 'mlp' recomputation (the dense layers, on ranks 0
-    and 1) is not modelled and would not free memory there."""
+    The busiest rank is pipeline rank 2 (11 micro-batches in flight on its first chunk); its 'mlp'
+    recomputation (the dense layers, on ranks 0 and 1) is not modelled and would not free memory
+    there. The recipe's bf16 gradient reduce (mixed_precision grad_reduce_in_fp32 false in
+    scripts/performance/configs/deepseek/deepseek_v3_llm_pretrain.yaml at a28844195; the row's
+    grad_reduce_dtype) keeps its gradient buffer in bf16 beside the fp32 copy of its shard:
+    83,744,816,128 bytes, under the H100's training memory (85,682,215,936 with fp32 gradients,
+    over it)."""
     runs, source = _runs()
     estimate, hardware, options = train_setup(runs["megatron-bridge-moe 25.09 deepseek-v3 fp8 1024xh100"], source)
     assert (estimate.layout.ep_dispatcher, estimate.workload.recompute) == ("deepep", "mla-up-proj")
@@ -242,4 +246,5 @@ def test_the_25_09_h100_deepseek_row_runs_its_release_scripts_settings():
                                                                                         [2, 2, 2, 0]]
     assert [s["layers"] for s in stages] == [7, 8, 8, 8, 8, 8, 8, 6]
     assert parallel["per_rank"]["stage"] == 2 and stages[2]["micro_batches_in_flight"][0] == 11
-    assert parallel["per_rank"]["total"] > hardware.training_memory_bytes
+    assert parallel["per_rank"]["total"] == 83_744_816_128 < hardware.training_memory_bytes
+    assert parallel["per_rank"]["gradients"] == 7_699_537_920  # 9,636,937,728 with fp32 gradients

@@ -5,7 +5,9 @@ shards, pads and communicates. Every row says where the convention comes from.
              gradients, fp32 master + moments; --zero 1 is its distributed optimizer (6 + 12/dp
              bytes); fused QKV and gate/up column-parallel layers; sequence parallelism saves the
              shard and all-gathers the input again in backward; the vocabulary padded to a
-             multiple of 128 x tp.
+             multiple of 128 x tp; --grad-reduce-dtype bf16 (grad_reduce_in_fp32 False) keeps
+             bf16 main gradients and reduces them in bf16 (2 + 2 + 12, the optimizer casting its
+             shard's gradients to fp32 at the step).
   deepspeed  DeepSpeed ZeRO (Rajbhandari et al. 2020): 2 + 2 + 12 bytes, sharded by stage over a
              flat, evenly partitioned buffer; tensor parallelism as Megatron's, on the model's own
              vocabulary (ceil(V / tp) rows a rank); its pipeline engine of 2022 (v0.6.5):
@@ -109,16 +111,42 @@ class Framework:
     # schedule.TrainSchedule, its 1F1B (deepspeed/runtime/pipe/engine.py and schedule.py at v0.6.5,
     # 8164ea9, and since); it has no GPipe, interleaved or zero-bubble schedule.
     pipeline_schedules: tuple[str, ...] | None = None
+    # The policy under a layout's grad_reduce_dtype "bf16" (Layout.grad_reduce_dtype; None: the
+    # framework has no such setting). Megatron-Core's DistributedDataParallelConfig.
+    # grad_reduce_in_fp32 (default False there; Megatron-LM's arguments.py sets
+    # accumulate_allreduce_grads_in_fp32, which training.py passes as grad_reduce_in_fp32, with
+    # --bf16 unless --grad-reduce-in-bf16; Megatron-Bridge's bf16_mixed() and MixedPrecisionConfig
+    # default True: NVIDIA/Megatron-LM d98e8a64d megatron/training/arguments.py lines 1204-1217,
+    # NVIDIA-NeMo/Megatron-Bridge 067f987df src/megatron/bridge/training/mixed_precision.py line 47)
+    # decides the main_grad buffers' dtype (param_and_grad_buffer.py group_params_for_buffers:
+    # "grad_dtype = torch.float if grad_reduce_in_fp32 else param.dtype") and so the dtype of the
+    # data-parallel reduce-scatter or all-reduce; in bf16 the weights' dtype, 2 + 2 + 12 bytes
+    # ("mixed"), and the optimizer casts each updated parameter's gradient to fp32 at the step
+    # (step_bytes.megatron_gradient_cast_bytes; gradient_cast_at_step).
+    bf16_grad_reduce_precision: str | None = None
 
-    def precision_for(self, dtype: str) -> str:
-        """The precision policy (costmodel/precision.py) in this activation dtype."""
+    def precision_for(self, dtype: str, grad_reduce: str | None = None) -> str:
+        """The precision policy (costmodel/precision.py) in this activation dtype, under a
+        layout's grad_reduce_dtype (None: the framework's default)."""
+        if grad_reduce == "bf16" and self.bf16_grad_reduce_precision:
+            return self.bf16_grad_reduce_precision
         return self.fp16_precision if dtype == "fp16" and self.fp16_precision else self.precision
 
-    def gradient_dtype_for(self, dtype: str) -> str:
+    def gradient_dtype_for(self, dtype: str, grad_reduce: str | None = None) -> str:
         """"fp32" or "activation": the dtype of the data-parallel gradient collectives."""
+        if grad_reduce is not None and self.bf16_grad_reduce_precision:
+            return "fp32" if grad_reduce == "fp32" else "activation"
         if dtype == "fp16" and self.fp16_dp_gradient_dtype:
             return self.fp16_dp_gradient_dtype
         return self.dp_gradient_dtype
+
+    def gradient_cast_at_step(self, dtype: str, grad_reduce: str | None) -> bool:
+        """Whether the optimizer casts each parameter's reduced gradient to a new fp32 tensor at
+        the step: Megatron-Core's distributed optimizer (distrib_optimizer.py
+        _copy_model_grads_to_main_grads: shard_main_param.grad = shard_model_grad.float(), a
+        no-op on an fp32 buffer) and its Float16OptimizerWithFloat16Params (optimizer.py:
+        main_param.grad = model_param.main_grad.float()) with bf16 main_grad buffers."""
+        return bool(self.bf16_grad_reduce_precision) and grad_reduce == "bf16" and dtype == "bf16"
 
 
 FRAMEWORKS = {
@@ -130,7 +158,7 @@ FRAMEWORKS = {
         step_counters=False, dp_gradient_dtype="fp32", vocabulary_parallel_loss=True,
         fp16_precision="mixed", fp16_dp_gradient_dtype="activation",
         pp_scatter_gather=True, fp16_gradient_accumulation="in_place", fp16_optimizer_passes="megatron",
-        loss="vocab_parallel",
+        loss="vocab_parallel", bf16_grad_reduce_precision="mixed",
     ),
     "deepspeed": Framework(
         name="deepspeed", precision="mixed", zero_stages=(0, 1, 2, 3),

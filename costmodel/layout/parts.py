@@ -39,7 +39,8 @@ def _options(layout: Layout) -> dict[str, Any]:
     """What the per-part expressions depend on besides the symbols (their cache key)."""
     return {"framework": layout.framework, "sp": layout.sp, "loss_parallel": uses_loss_parallel(layout),
             "device": layout.device, "vocabulary": layout_vocabulary(layout),
-            "fp8_activations": fp8_activations(layout), "ep": layout.ep, "folded": layout.folded}
+            "fp8_activations": fp8_activations(layout), "ep": layout.ep, "folded": layout.folded,
+            **({"grad_reduce": layout.grad_reduce_dtype} if layout.grad_reduce_dtype else {})}
 
 
 def fp8_activations(layout: Layout) -> bool:
@@ -84,7 +85,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
 
     framework = FRAMEWORKS[layout.framework]
     FP8_BLOCKS = (B.QKVProjection, B.AttentionOutput, B.FeedForward, B.Experts, B.LatentProjection)
-    profile = profile_for(cfg, workload, precision=framework.precision_for(workload.dtype), device=layout.device,
+    profile = profile_for(cfg, workload, precision=framework.precision_for(workload.dtype, layout.grad_reduce_dtype), device=layout.device,
                           optimizer_impl="foreach" if layout.device == "cuda" else "single",
                           fp8_activations=fp8_activations(layout) and phase == "train",
                           framework_loss=framework.loss, routed_experts=True, expert_parallel=layout.ep)

@@ -116,6 +116,9 @@ class ParallelEstimate(RankCommunication):
         if layout.fp8 is not None and workload.dtype != "bf16":
             raise ConfigError(f"layout: FP8 training runs beside bf16 weights and activations; use --dtype bf16, "
                               f"not {workload.dtype}.")
+        if layout.grad_reduce_dtype is not None and workload.dtype != "bf16":
+            raise ConfigError(f"layout: the gradient reduce dtype (--grad-reduce-dtype) is modelled for bf16 "
+                              f"training, where Megatron-Core chooses it; not for {workload.dtype}.")
         if layout.pp > 1 and layout.framework == "fsdp2" and cfg.tie_embeddings and cfg.head == "lm":
             raise ConfigError("layout: torch.distributed.pipelining splits an untied model; this one ties its "
                               "output projection to the embedding (use megatron or deepspeed).")
@@ -149,7 +152,14 @@ class ParallelEstimate(RankCommunication):
 
     @property
     def _gradient_dtype(self) -> str:
-        return self.framework.gradient_dtype_for(self.workload.dtype)
+        return self.framework.gradient_dtype_for(self.workload.dtype, self.layout.grad_reduce_dtype)
+
+    @property
+    def gradient_cast_at_step(self) -> bool:
+        """Megatron-Core's optimizer casts each updated parameter's bf16 gradient to fp32 at the step
+        (Framework.gradient_cast_at_step): 4 bytes a parameter the rank updates, beside the buffer."""
+        return self.phase == "train" and self.framework.gradient_cast_at_step(self.workload.dtype,
+                                                                               self.layout.grad_reduce_dtype)
 
     def part(self, key: str, quantity: str) -> int:
         return self.numbers.get(f"{key}.{quantity}", 0)
@@ -239,6 +249,8 @@ class ParallelEstimate(RankCommunication):
                    "optimizer": o * (shard if zero >= 1 else params)}
             if zero in self.framework.fp32_gradient_partition_stages and self.workload.dtype != "fp32":
                 out["gradients"] += 4 * shard  # the fp32 gradient partition step() allocates
+            if self.gradient_cast_at_step:  # the fp32 copies of the gradients the rank updates
+                out["gradients"] += 4 * (shard if zero >= 1 else params)
             if self.runs_bf16_optimizer:  # DeepSpeed's BF16_Optimizer: the rank's whole gradient in fp32,
                 out["gradients"] += 4 * dp * shard  # fp32_groups_gradients_flat, zeros_like its padded bf16 flat
         if self.structure["step_counters"]:
@@ -295,6 +307,8 @@ class ParallelEstimate(RankCommunication):
             out["optimizer"] += o * (shard if layout.zero >= 1 else held)
             if layout.zero in self.framework.fp32_gradient_partition_stages and self.workload.dtype != "fp32":
                 out["gradients"] += 4 * shard
+            if self.gradient_cast_at_step:  # the fp32 copies of the gradients the rank updates
+                out["gradients"] += 4 * (shard if layout.zero >= 1 else held)
         return out
 
     def activations(self, stage: Stage) -> int:
@@ -392,7 +406,7 @@ class ParallelEstimate(RankCommunication):
                        for row in self.per_stage],
             "communication": top["communication"],
             "wire": top["wire"],
-            "precision": self.framework.precision_for(self.workload.dtype),
+            "precision": self.framework.precision_for(self.workload.dtype, self.layout.grad_reduce_dtype),
             **({"experts": self.experts()} if self.load is not None else {}),
             **({"offload": self.offloaded(self.stages[top["stage"]])} if self.layout.offload != "none" else {}),
         }

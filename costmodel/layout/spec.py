@@ -28,6 +28,9 @@
                    "repeated" (h: K and V repeated to every query head before sdpa, torchtitan's Llama)
   all_reduce       whose code runs an all-reduce inside a node: "nccl" (the default) or "intra-node"
                    (PyTorch's IntraNodeComm, ENABLE_INTRA_NODE_COMM=1; costmodel/collectives.py)
+  grad_reduce_dtype  Megatron-Core's grad_reduce_in_fp32: "fp32" or "bf16", the dtype of the main_grad
+                   buffers and the data-parallel gradient collectives (None: the framework's
+                   default, fp32 in bf16; costmodel/layout/frameworks.py bf16_grad_reduce_precision)
   vocab_parallel   tensor parallelism splits the embedding and the output head by the vocabulary
                    (True: Megatron's, DTensor's); False: every rank holds both whole and computes
                    every logit, so no embedding all-reduce and no logits all-gather (gpt-fast's
@@ -41,7 +44,7 @@ from typing import Any
 
 from ..config import ConfigError, ModelConfig, show
 from ..offload import check as check_offload
-from ..spec import ALL_REDUCES, CP_KV_HEADS, CP_ROTATES, DEVICES, EP_DISPATCHERS, SCHEDULES
+from ..spec import ALL_REDUCES, CP_KV_HEADS, CP_ROTATES, DEVICES, EP_DISPATCHERS, GRAD_REDUCE_DTYPES, SCHEDULES
 from .experts import check_expert_parallel
 from .fp8 import RECIPES
 from .frameworks import FRAMEWORKS
@@ -154,6 +157,7 @@ class Layout:
     offload: str = "none"  # none, optimizer, params
     offload_device: str = "cpu"  # cpu, nvme
     gpus_per_node: int = 8  # ranks sharing a host (host memory per node)
+    grad_reduce_dtype: str | None = None  # Megatron-Core's grad_reduce_in_fp32 (None: the default)
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "microbatches", "virtual_stages", "ep", "cp"):
@@ -220,6 +224,13 @@ class Layout:
         if self.ep_dispatcher != "alltoall" and self.framework != "megatron":
             raise ConfigError(f"layout: the {self.ep_dispatcher} dispatcher is Megatron-Core's flex token dispatcher "
                               f"(MoEFlexTokenDispatcher); add --framework megatron (here {self.framework}).")
+        if self.grad_reduce_dtype is not None:
+            if self.grad_reduce_dtype not in GRAD_REDUCE_DTYPES:
+                raise ConfigError(f"layout: grad_reduce_dtype must be {GRAD_REDUCE_DTYPES.listed()}, "
+                                  f"got {show(self.grad_reduce_dtype)}.")
+            if not framework.bf16_grad_reduce_precision:
+                raise ConfigError(f"layout: the gradient reduce dtype (--grad-reduce-dtype) is Megatron-Core's "
+                                  f"grad_reduce_in_fp32; add --framework megatron (here {self.framework}).")
         if self.device not in DEVICES:
             raise ConfigError(f"layout: device must be {DEVICES.listed()}, got {show(self.device)}.")
         self._check_hybrid()
@@ -413,6 +424,7 @@ class Layout:
                 **({"dp_shard": self.dp_shard, "dp_replicate": self.replicas} if self.dp_shard else {}),
                 **({"etp": self.etp} if self.folded else {}),
                 **({"ep_dispatcher": self.ep_dispatcher} if self.ep_dispatcher != "alltoall" else {}),
+                **({"grad_reduce_dtype": self.grad_reduce_dtype} if self.grad_reduce_dtype else {}),
                 **({"offload": self.offload, "offload_device": self.offload_device,
                     "gpus_per_node": self.gpus_per_node} if self.offload != "none" else {})}
 

@@ -460,14 +460,22 @@ class StepTime:
     def step_traffic(self) -> float:
         """Bytes the optimizer step moves per parameter it updates: one fused pass over the
         parameter's copies (ParamBytes.step_traffic), or in fp16 the framework's own passes where
-        it states them (Framework.fp16_optimizer_passes)."""
+        it states them (Framework.fp16_optimizer_passes); with Megatron-Core's bf16 gradient reduce
+        (Layout.grad_reduce_dtype) the cast of the gradient to fp32 too, whose copy the fused pass
+        reads in place of the bf16 one (step_bytes.megatron_gradient_cast_bytes)."""
         estimate = self.estimate
         if estimate.workload.dtype == "fp16" and estimate.framework.fp16_optimizer_passes == "megatron" \
                 and not self.autocast:
             from ..step_bytes import megatron_fp16_step_bytes
 
             return megatron_fp16_step_bytes(estimate.workload.bytes_per_element)
-        return float(estimate.numbers["step_traffic"])
+        traffic = float(estimate.numbers["step_traffic"])
+        if estimate.gradient_cast_at_step:  # bf16 main_grad: cast to fp32, which the fused step then reads
+            from ..step_bytes import FP32, megatron_gradient_cast_bytes
+
+            traffic += megatron_gradient_cast_bytes(estimate.workload.bytes_per_element) + FP32 \
+                - estimate.numbers["bytes.gradients"]
+        return traffic
 
     def autocast_casts(self, stage: Stage) -> float:
         """Seconds of a step's autocast traffic on this rank (0 without autocast): every weight it

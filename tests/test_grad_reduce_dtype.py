@@ -1,0 +1,158 @@
+"""Megatron-Core's gradient reduce dtype (DistributedDataParallelConfig.grad_reduce_in_fp32) as a
+layout setting: the main_grad buffers and the data-parallel gradient collectives in fp32 (Megatron-
+LM's default with --bf16) or in the parameters' bf16, the optimizer then casting each gradient it
+updates to a new fp32 tensor (distrib_optimizer.py _copy_model_grads_to_main_grads,
+optimizer.py Float16OptimizerWithFloat16Params). Exact per-rank bytes and collective payloads
+under both settings."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+import cli
+from costmodel.config import ConfigError, Workload
+from costmodel.hardware import load_hardware
+from costmodel.layout import Layout
+from costmodel.layout.rank import ParallelEstimate
+from costmodel.layout.time import StepTime
+from costmodel.presets import load_preset
+from costmodel.step_bytes import megatron_gradient_cast_bytes
+
+LLAMA2_7B = 6_738_415_616  # LlamaForCausalLM's parameters (tests/published.py); 32,000 rows pad to 128
+MIXTRAL_8X7B = 46_702_792_704
+MIXTRAL_8X7B_EXPERTS = 32 * 8 * 3 * 4096 * 14336  # 32 layers of 8 SwiGLU experts (d 4096, d_x 14336)
+
+
+def rank(name: str = "llama2-7b", dtype: str = "bf16", **layout) -> ParallelEstimate:
+    return ParallelEstimate(load_preset(name), Workload(seq_len=8, dtype=dtype), Layout(framework="megatron", **layout))
+
+
+@pytest.mark.parametrize("grad_reduce", [None, "fp32"])
+def test_fp32_is_megatrons_default_in_bf16(grad_reduce):
+    """arguments.py sets accumulate_allreduce_grads_in_fp32 with --bf16 (d98e8a64d, lines 1204-1217):
+    4-byte gradients, the reduce-scatter of 4 P bytes, the bf16 parameters all-gathered."""
+    out = rank(dp=8, zero=1, grad_reduce_dtype=grad_reduce).to_dict()
+    shard = LLAMA2_7B // 8  # 842,301,952: dp divides the parameters
+    assert out["per_rank"]["gradients"] == 4 * LLAMA2_7B == 26_953_662_464
+    assert out["per_rank"]["optimizer"] == 12 * shard
+    assert out["communication"]["dp"] == {"reduce_scatter": 4 * 8 * shard, "all_gather": 2 * 8 * shard}
+    assert out["precision"] == "megatron"
+
+
+def test_bf16_reduce_halves_the_buffer_and_the_reduce_scatter_and_adds_the_fp32_shard():
+    """grad_reduce_in_fp32 False with the distributed optimizer: a 2-byte main_grad buffer of the
+    rank's P parameters, reduce-scattered in bf16 (2 P bytes), and at the step the fp32 copy of the
+    rank's P / 8 shard (shard_model_grad.float()): 2 P + 4 P / 8."""
+    out = rank(dp=8, zero=1, grad_reduce_dtype="bf16").to_dict()
+    shard = LLAMA2_7B // 8
+    assert out["per_rank"]["gradients"] == 2 * LLAMA2_7B + 4 * shard == 16_846_039_040
+    assert out["per_rank"]["optimizer"] == 12 * shard  # the fp32 master and moments, unchanged
+    assert out["per_rank"]["weights"] == 2 * LLAMA2_7B
+    assert out["communication"]["dp"] == {"reduce_scatter": 2 * 8 * shard, "all_gather": 2 * 8 * shard}
+    assert out["precision"] == "mixed"
+    assert out["layout"]["grad_reduce_dtype"] == "bf16"
+
+
+def test_bf16_reduce_without_the_distributed_optimizer_casts_every_gradient():
+    """ZeRO 0: the gradients all-reduced in bf16 (2 P), and Float16OptimizerWithFloat16Params
+    casts every main_grad to fp32 (main_param.grad = model_param.main_grad.float()): 2 P + 4 P."""
+    fp32 = rank(dp=4, zero=0).to_dict()
+    bf16 = rank(dp=4, zero=0, grad_reduce_dtype="bf16").to_dict()
+    assert fp32["per_rank"]["gradients"] == 4 * LLAMA2_7B
+    assert fp32["communication"]["dp"] == {"all_reduce": 4 * LLAMA2_7B}
+    assert bf16["per_rank"]["gradients"] == 6 * LLAMA2_7B
+    assert bf16["communication"]["dp"] == {"all_reduce": 2 * LLAMA2_7B}
+
+
+def test_bf16_reduce_under_expert_parallelism():
+    """Mixtral-8x7B on dp 16, ep 8, ZeRO-1: the dense parameters reduce-scattered over dp and the
+    rank's one expert a layer over the dp / ep = 2 ranks that hold it, both in bf16; the fp32
+    copies of both shards at the step."""
+    dense = MIXTRAL_8X7B - MIXTRAL_8X7B_EXPERTS
+    local = MIXTRAL_8X7B_EXPERTS // 8
+    out = rank("mixtral-8x7b", dp=16, ep=8, zero=1, grad_reduce_dtype="bf16").to_dict()
+    assert out["per_rank"]["gradients"] == 2 * (dense + local) + 4 * (math.ceil(dense / 16) + math.ceil(local / 2))
+    assert out["communication"]["dp"]["reduce_scatter"] == 2 * 16 * math.ceil(dense / 16)
+    assert out["communication"]["edp"]["reduce_scatter"] == 2 * local
+    fp32 = rank("mixtral-8x7b", dp=16, ep=8, zero=1).to_dict()
+    assert fp32["communication"]["edp"]["reduce_scatter"] == 4 * local
+
+
+def test_the_step_casts_the_bf16_gradient_and_the_collectives_run_in_bf16():
+    """The fused Adam's pass reads the fp32 gradient either way: 2 + 4 + 12 read, 2 + 12 written =
+    32 bytes a parameter; the bf16 buffer adds the cast, read 2 and write 4: 38."""
+    hardware = load_hardware("h100-sxm")
+    fp32 = StepTime(rank(dp=8, zero=1), hardware)
+    bf16 = StepTime(rank(dp=8, zero=1, grad_reduce_dtype="bf16"), hardware)
+    assert fp32.step_traffic() == 32.0
+    assert megatron_gradient_cast_bytes(2) == 6
+    assert bf16.step_traffic() == 38.0
+    assert fp32.estimate.collective_dtype("dp", "reduce_scatter") == "fp32"
+    assert bf16.estimate.collective_dtype("dp", "reduce_scatter") == "bf16"
+    stage = bf16.estimate.stages[0]
+    assert bf16.optimizer(stage) == pytest.approx(fp32.optimizer(stage) * 38 / 32, rel=1e-12)
+
+
+@pytest.mark.parametrize("layout, dtype, words", [
+    ({"framework": "deepspeed"}, "bf16", "add --framework megatron (here deepspeed)"),
+    ({"framework": "fsdp2"}, "bf16", "add --framework megatron (here fsdp2)"),
+    ({"framework": "megatron"}, "fp16", "modelled for bf16 training"),
+])
+def test_refused_outside_megatron_bf16(layout, dtype, words):
+    with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        ParallelEstimate(load_preset("llama2-7b"), Workload(seq_len=8, dtype=dtype),
+                         Layout(dp=2, grad_reduce_dtype="bf16", **layout))
+    with pytest.raises(ConfigError, match="must be fp32 or bf16"):
+        Layout(framework="megatron", grad_reduce_dtype="fp16")
+
+
+def test_cli_option_and_its_refusal(capsys):
+    args = ["estimate", "-m", "llama2-7b", "--seq-len", "8", "--dtype", "bf16", "--dp", "8", "--zero", "1",
+            "--framework", "megatron", "--json"]
+    assert cli.main(args + ["--grad-reduce-dtype", "bf16"]) == 0
+    parallel = json.loads(capsys.readouterr().out)["parallel"]
+    assert parallel["per_rank"]["gradients"] == 2 * LLAMA2_7B + 4 * (LLAMA2_7B // 8)
+    assert cli.main(args[:-1] + ["--grad-reduce-dtype", "bf16"]) == 0
+    assert "megatron (mixed precision, gradients reduced in bf16)" in capsys.readouterr().out
+    assert cli.main(args[:-3] + ["--grad-reduce-dtype", "bf16"]) == 2
+    err = capsys.readouterr().err
+    assert "grad_reduce_in_fp32; add --framework megatron" in err and "Traceback" not in err
+
+
+NOT_EXPRESSIBLE = ("deepseek-v4-flash", "nemotron-3.5-lightning", "nemotron-3-ultra")
+
+
+def test_every_megatron_bridge_megatron_row_states_the_recipes_bf16_reduce():
+    """Every release's perf recipe sets grad_reduce_in_fp32 False (the sources' 'assumed' text names
+    the file and commit of each): each Megatron DDP row of both pages states it; the FSDP rows
+    (fsdp2) and the rows no preset expresses do not."""
+    from reports.published_runs import other_runs_data
+
+    data = other_runs_data()
+    bridge = [run for run in data["runs"] if run["id"].startswith("megatron-bridge")]
+    stated = [run for run in bridge if run.get("grad_reduce_dtype") == "bf16"]
+    left = {run["id"] for run in bridge} - {run["id"] for run in stated}
+    assert len(stated) == 170 and len(bridge) == 175
+    assert all(run.get("framework") == "fsdp2" or any(name in run["id"] for name in NOT_EXPRESSIBLE)
+               for run in bridge if run["id"] in left)
+    assert not any(run.get("grad_reduce_dtype") for run in data["runs"] if not run["id"].startswith("megatron-bridge"))
+
+
+def test_a_stated_row_reduces_its_expert_gradients_in_bf16():
+    """GPT-OSS 120B BF16 on 64 B200 at 26.04.01 (EP 8: expert data parallelism of 8): the row's
+    Layout carries the recipe's bf16 reduce, and its expert gradients' reduce-scatter is half the
+    fp32 one, byte for byte."""
+    from reports.published_runs import train_setup
+    from tests.megatron_bridge_pages import runs_and_source
+
+    runs, source = runs_and_source("megatron-bridge-moe")
+    run = runs["megatron-bridge-moe 26.04.01 gpt-oss-120b bf16 64xb200"]
+    bf16, _, _ = train_setup(run, source)
+    fp32, _, _ = train_setup({k: v for k, v in run.items() if k != "grad_reduce_dtype"}, source)
+    assert bf16.layout.grad_reduce_dtype == "bf16" and fp32.layout.grad_reduce_dtype is None
+    wide, narrow = fp32.to_dict()["communication"], bf16.to_dict()["communication"]
+    assert narrow["edp"]["reduce_scatter"] * 2 == wide["edp"]["reduce_scatter"] > 0
+    assert narrow["dp"]["reduce_scatter"] * 2 == wide["dp"]["reduce_scatter"] > 0
