@@ -28,15 +28,11 @@ from .spec import CANONICAL_DTYPE, DEFAULT_TIME_MODEL, TIME_MODELS  # the time m
 
 
 def serving_memory(memory_bytes: int, utilization: float, reserve_bytes: int) -> int:
-    """The memory a serving engine fills with its weights, activation peak and KV cache: the
-    utilisation fraction of the capacity, less the reserve, floor(memory x utilization) - reserve.
-    The one rule: simulate's and plan's fits (Hardware.serving_memory_bytes) and serve's KV blocks
-    (serving/kvcache.py CacheSizing) all read it. vLLM takes its KV budget as total x
-    gpu_memory_utilization - weights - the activation peak - the non-torch memory the instance
-    adds (vllm/utils.py memory_profiling: "c. ... used by non-torch components (category 3)",
-    NCCL and attention backends' buffers, cuBLAS workspaces; v1 gpu_worker.py
-    determine_available_memory); the reserve stands for that non-torch term, inside the fraction
-    (docs/serving.md, "The KV budget", on where each vLLM version puts the CUDA context)."""
+    """The one rule for what a serving engine fills (weights, activation peak, KV cache), read by
+    simulate's and plan's fits and serve's KV blocks: floor(memory x utilization) - reserve. vLLM's
+    KV budget is total x gpu_memory_utilization - weights - activation peak - the non-torch memory
+    the instance adds (vllm/utils.py memory_profiling); the reserve stands for that last term
+    (docs/serving.md, "The KV budget": where each vLLM version puts the CUDA context)."""
     return math.floor(memory_bytes * utilization) - reserve_bytes
 
 
@@ -266,11 +262,7 @@ class Hardware:
     @property
     def serving_memory_bytes(self) -> int:
         """What a serving engine plans with at the file's utilisation (serving_memory)."""
-        return self.serving_memory_at(self.serving_memory_utilization)
-
-    def serving_memory_at(self, utilization: float) -> int:
-        """What a serving engine plans with at this utilisation (`serve --gpu-memory-utilization`)."""
-        return serving_memory(self.memory_bytes, utilization, self.memory_reserve_bytes)
+        return serving_memory(self.memory_bytes, self.serving_memory_utilization, self.memory_reserve_bytes)
 
     def peak(self, dtype: str) -> float:
         if dtype not in self.flops_per_s:

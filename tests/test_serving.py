@@ -73,17 +73,14 @@ def test_kv_bytes_per_token(name: str, kv_dtype: str | None, per_token: int) -> 
 
 
 def test_blocks_from_memory_left() -> None:
-    """Llama-3-8B on 80 GiB at 0.9 less the presets' 512 MiB reserve (hardware.py serving_memory, the
-    rule simulate's and plan's fits read): the weights (the tree's 8,030,261,248 parameters x 2 bytes)
-    and the activation peak of an 8192-token step come off next; the rest is 16-token blocks:
-    (77,309,411,328 - 536,870,912 - 16,060,522,496 - 2,101,412,352) // 2,097,152 = 27,947 (28,203
-    before the reserve came off: 256 blocks of 2 MiB are its 512 MiB)."""
+    """Llama-3-8B on 80 GiB at 0.9 less a 512 MiB reserve (hardware.py serving_memory), the weights
+    (8,030,261,248 parameters x 2 B) and an 8192-token step's activation peak; the rest in 16-token
+    blocks: (77,309,411,328 - 536,870,912 - 16,060,522,496 - 2,101,412,352) // 2,097,152 = 27,947."""
     cfg = costmodel.load_model("llama3-8b")
     sizing = cache_sizing(cfg, serving_profile(cfg), 2, 80 * 2**30, 0.9, 512 * 2**20, 16, 8192)
     assert sizing.weight_bytes == 2 * 8_030_261_248
     assert sizing.activation_bytes == 2_101_412_352
-    assert sizing.num_blocks == (int(80 * 2**30 * 0.9) - 512 * 2**20 - sizing.weight_bytes
-                                 - sizing.activation_bytes) // (16 * 131072)
+    assert sizing.num_blocks == (int(80 * 2**30 * 0.9) - 512 * 2**20 - sizing.weight_bytes - sizing.activation_bytes) // (16 * 131072)
     assert sizing.num_blocks == 27947
     half = cache_sizing(cfg, serving_profile(cfg), 2, 80 * 2**30, 0.9, 512 * 2**20, 16, 8192, tp=2)
     assert half.weight_bytes == 8_030_261_248 and half.kv_bytes_per_token == 65536
