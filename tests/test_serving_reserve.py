@@ -68,3 +68,9 @@ def test_no_room_names_the_reserve(capsys):
 ])
 def test_serving_memory_floors_then_subtracts(memory, utilization, reserve, plannable):
     assert serving_memory(memory, utilization, reserve) == plannable
+
+
+def test_the_text_names_the_reserve(capsys):
+    assert cli.main(["serve", "--model", "llama3-8b", "--rate", "1", "--requests", "3"]) == 0
+    assert "KV cache per replica: 27,947 blocks of 16 tokens" in (out := capsys.readouterr().out)
+    assert "per GPU; 90% of 80 GiB less the 512 MiB reserve)" in out
