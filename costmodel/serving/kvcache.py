@@ -192,8 +192,8 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
                                              for leaf in prefill.leaves)).xreplace(subs) / pp))
     activations = max(0, total - weights - cache)
     block_bytes = None if paging is None else paging.block_bytes(cfg, per_token, window_per_token, kv_tp * pp)
-    return CacheSizing(memory_bytes, utilization, reserve_bytes, -(-weights // (tp * pp)) + replicated, -(-activations // tp),
-                       -(-per_token // (kv_tp * pp)), block_size, block_bytes, -(-window_per_token // (kv_tp * pp)))
+    return CacheSizing(memory_bytes, utilization, reserve_bytes, -(-weights // (tp * pp)) + replicated,
+                       -(-activations // tp), -(-per_token // (kv_tp * pp)), block_size, block_bytes, -(-window_per_token // (kv_tp * pp)))
 
 
 def kv_tensor_shards(kv: Any, subs: dict, tp: int, as_full: Any, name: str) -> int:
