@@ -27,6 +27,15 @@ from .spec import CANONICAL_DTYPE, DEFAULT_TIME_MODEL, TIME_MODELS  # the time m
 
 
 
+def serving_memory(memory_bytes: int, utilization: float, reserve_bytes: int) -> int:
+    """The one rule for what a serving engine fills (weights, activation peak, KV cache), read by
+    simulate's and plan's fits and serve's KV blocks: floor(memory x utilization) - reserve. vLLM's
+    KV budget is total x gpu_memory_utilization - weights - activation peak - the non-torch memory
+    the instance adds (vllm/utils.py memory_profiling); the reserve stands for that last term
+    (docs/serving.md, "The KV budget": where each vLLM version puts the CUDA context)."""
+    return math.floor(memory_bytes * utilization) - reserve_bytes
+
+
 def time_model_for(hardware: "Hardware", time_model: str | None = None, dtype: str | None = None) -> str:
     """The time model a command runs: the one asked for, else the default; the roofline for a
     hardware with neither sm_count (the kernel model's tiles per wave) nor a measured GEMM
@@ -252,9 +261,8 @@ class Hardware:
 
     @property
     def serving_memory_bytes(self) -> int:
-        """What a serving engine plans with: the utilisation fraction of the capacity, less the
-        reserve (vLLM counts the CUDA context and other non-torch memory inside its fraction)."""
-        return math.floor(self.memory_bytes * self.serving_memory_utilization) - self.memory_reserve_bytes
+        """What a serving engine plans with at the file's utilisation (serving_memory)."""
+        return serving_memory(self.memory_bytes, self.serving_memory_utilization, self.memory_reserve_bytes)
 
     def peak(self, dtype: str) -> float:
         if dtype not in self.flops_per_s:

@@ -90,7 +90,8 @@ def test_serve_blocks_at_tp_8_are_one_kv_heads():
     """serve's blocks = memory left / the bytes of a block of one KV head. Weights a GPU: the
     whole model's 61,064,245,248 bf16 bytes / 8 plus the replicated half of k and v, 48 layers x
     2 x 2048 x 128 x 2 B x (1 - 4 / 8) = 25,165,824; activations 311,173,184 (the tree's prefill
-    peak at 8,192 tokens / 8); a block 16 tokens x 24,576 B."""
+    peak at 8,192 tokens / 8); the presets' 512 MiB reserve (hardware.py serving_memory); a block
+    16 tokens x 24,576 B."""
     from costmodel.serving.api import build_replica
 
     _, _, setup = build_replica(load_preset("qwen3-30b-a3b"), load_hardware("h100"), tp=8)
@@ -98,8 +99,8 @@ def test_serve_blocks_at_tp_8_are_one_kv_heads():
     assert sizing["weight_bytes"] == 61_064_245_248 // 8 + 48 * 2 * 2048 * 128 * 2 // 2 == 7_658_196_480
     assert sizing["kv_bytes_per_token"] == 2 * 48 * 1 * 128 * 2 == 24_576
     assert sizing["activation_bytes"] == 311_173_184
-    left = int(80 * 2**30 * 0.9) - 7_658_196_480 - 311_173_184
-    assert setup["num_blocks"] == sizing["num_blocks"] == left // (16 * 24_576) == 176_340
+    left = int(80 * 2**30 * 0.9) - 512 * 2**20 - 7_658_196_480 - 311_173_184  # 68,803,170,752 B
+    assert setup["num_blocks"] == sizing["num_blocks"] == left // (16 * 24_576) == 174_975  # 176,340 less 1,365
 
 
 def test_kernels_at_tp_8_read_one_kv_head():
@@ -183,7 +184,7 @@ def test_tp_up_to_the_kv_heads_is_unchanged(capsys):
     """main at 1aa3663, before replication: simulate --tp 4 (9.8717 ms a token under sdpa, the
     CLI's and, since tests/test_smoke8_defects.py, the API's default too; 11.0523 ms under eager;
     15,285,252,096 B of weights a rank) and
-    serve --tp 4 (156,201 blocks; 15,266,061,312 B of weights a GPU; the roofline's mean TPOT
+    serve --tp 4 (154,836 blocks; 15,266,061,312 B of weights a GPU; the roofline's mean TPOT
     3.2182 ms)."""
     from costmodel.serving.api import build_replica
 
@@ -195,7 +196,8 @@ def test_tp_up_to_the_kv_heads_is_unchanged(capsys):
     assert _simulate(4, attention="eager")["token"]["seconds_per_token"] == pytest.approx(0.011052272550113424,
                                                                                          rel=1e-12)
     _, _, setup = build_replica(load_preset("qwen3-30b-a3b"), load_hardware("h100"), tp=4)
-    assert setup["kv_cache"]["weight_bytes"] == 15_266_061_312 and setup["num_blocks"] == 156_201
+    # (77,309,411,328 - 536,870,912 reserve - 15,266,061,312 - 622,346,368 activations) // (16 x 24,576)
+    assert setup["kv_cache"]["weight_bytes"] == 15_266_061_312 and setup["num_blocks"] == 154_836
     # The serving roofline, which adds replication's excess only above the KV heads: main's mean TPOT.
     assert cli.main(["serve", "--model", "qwen3-30b-a3b", "--hardware", "h100", "--tp", "4", "--rate", "1",
                      "--requests", "20", "--time-model", "roofline", "--json"]) == 0

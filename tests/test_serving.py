@@ -68,19 +68,21 @@ def test_chunk_scores_are_queries_times_keys() -> None:
 ])
 def test_kv_bytes_per_token(name: str, kv_dtype: str | None, per_token: int) -> None:
     cfg = costmodel.load_model(name)
-    sizing = cache_sizing(cfg, serving_profile(cfg, kv_dtype=kv_dtype), 2, 80 * 2**30, 0.9, 16, 8192)
+    sizing = cache_sizing(cfg, serving_profile(cfg, kv_dtype=kv_dtype), 2, 80 * 2**30, 0.9, 512 * 2**20, 16, 8192)
     assert sizing.kv_bytes_per_token == per_token
 
 
 def test_blocks_from_memory_left() -> None:
-    """Llama-3-8B on 80 GiB at 0.9: the weights (the tree's 8,030,261,248 parameters x 2 bytes) and
-    the activation peak of an 8192-token step come off first; the rest is 16-token blocks."""
+    """Llama-3-8B on 80 GiB at 0.9 less a 512 MiB reserve (hardware.py serving_memory), the weights
+    (8,030,261,248 parameters x 2 B) and an 8192-token step's activation peak; the rest in 16-token
+    blocks: (77,309,411,328 - 536,870,912 - 16,060,522,496 - 2,101,412,352) // 2,097,152 = 27,947."""
     cfg = costmodel.load_model("llama3-8b")
-    sizing = cache_sizing(cfg, serving_profile(cfg), 2, 80 * 2**30, 0.9, 16, 8192)
+    sizing = cache_sizing(cfg, serving_profile(cfg), 2, 80 * 2**30, 0.9, 512 * 2**20, 16, 8192)
     assert sizing.weight_bytes == 2 * 8_030_261_248
-    assert sizing.num_blocks == (int(80 * 2**30 * 0.9) - sizing.weight_bytes - sizing.activation_bytes) // (16 * 131072)
-    assert sizing.num_blocks == 28203
-    half = cache_sizing(cfg, serving_profile(cfg), 2, 80 * 2**30, 0.9, 16, 8192, tp=2)
+    assert sizing.activation_bytes == 2_101_412_352
+    assert sizing.num_blocks == (int(80 * 2**30 * 0.9) - 512 * 2**20 - sizing.weight_bytes - sizing.activation_bytes) // (16 * 131072)
+    assert sizing.num_blocks == 27947
+    half = cache_sizing(cfg, serving_profile(cfg), 2, 80 * 2**30, 0.9, 512 * 2**20, 16, 8192, tp=2)
     assert half.weight_bytes == 8_030_261_248 and half.kv_bytes_per_token == 65536
 
 
@@ -96,7 +98,7 @@ def test_kv_bytes_per_token_per_gpu_under_tensor_parallelism(name: str, tp: int,
     same. serve once divided the latent by tp too: 8,784 B a token for DeepSeek-V3 at tp 8, 8x
     the KV blocks vLLM has."""
     cfg = costmodel.load_model(name)
-    sizing = cache_sizing(cfg, serving_profile(cfg), 2, 141 * 2**30, 0.9, 16, 8192, tp=tp)
+    sizing = cache_sizing(cfg, serving_profile(cfg), 2, 141 * 2**30, 0.9, 512 * 2**20, 16, 8192, tp=tp)
     assert sizing.kv_bytes_per_token == per_gpu
 
 
@@ -419,7 +421,7 @@ def test_serve_json_answers_the_issue_question(capsys) -> None:
     assert main(["serve", "--model", "llama3-8b", "--hardware", "h100-sxm", "--rate", "5", "--requests", "200",
                  "--scheduler", "vllm", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["requests"] == 200 and summary["setup"]["num_blocks"] == 28203
+    assert summary["requests"] == 200 and summary["setup"]["num_blocks"] == 27947  # test_blocks_from_memory_left
     assert 0 < summary["ttft"]["p99"] < 1 and 0 < summary["tpot"]["p99"] < 0.1
     assert main(["serve", "--model", "llama3-8b", "--rate", "5", "--requests", "50"]) == 0
     assert "TTFT" in capsys.readouterr().out

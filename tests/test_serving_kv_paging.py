@@ -131,7 +131,8 @@ def test_a_sequence_frees_its_window_as_it_decodes() -> None:
 
 def test_serve_capacity_gpt_oss_doubles() -> None:
     """gpt-oss-120b (mxfp4 weights) on an H100: the same KV budget in blocks of 18 layers, not
-    36: twice the blocks (8,765,904,000 B // 589,824 = 14,861 against // 1,179,648 = 7,430), and a
+    36: twice the blocks (8,229,033,088 B // 589,824 = 13,951 against // 1,179,648 = 6,975; the budget
+    8,765,904,000 B before the presets' 512 MiB reserve came off, hardware.py serving_memory), and a
     request of 8192 + 512 tokens holds 544 + 9 of them, not 544 of twice the size."""
     from costmodel.api import load_model
     from costmodel.hardware import load_hardware
@@ -140,9 +141,9 @@ def test_serve_capacity_gpt_oss_doubles() -> None:
     cfg, hardware = load_model("gpt-oss-120b"), load_hardware("h100-sxm")
     _, _, paged = build_replica(cfg, hardware, weight_dtype="mxfp4")
     _, _, full = build_replica(cfg, hardware, weight_dtype="mxfp4", scheduler="sarathi", max_batched_tokens=8192)
-    assert paged["kv_cache"]["kv_budget_bytes"] == full["kv_cache"]["kv_budget_bytes"] == 8_765_904_000
+    assert paged["kv_cache"]["kv_budget_bytes"] == full["kv_cache"]["kv_budget_bytes"] == 8_765_904_000 - 536_870_912
     assert paged["kv_cache"]["paged_block_bytes"] == 18 * 2048 * 16 == 589_824
-    assert (paged["num_blocks"], full["num_blocks"]) == (14_861, 7_430)
+    assert (paged["num_blocks"], full["num_blocks"]) == (13_951, 6_975)
     assert VLLM.held(8191 + 511, 8192 + 511) == 544 + 9
 
 

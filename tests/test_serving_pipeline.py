@@ -47,8 +47,8 @@ def test_step_adds_the_sends_between_stages(llama):
 
 def test_each_gpu_holds_its_stage_share(llama):
     profile = serving_profile(llama)
-    whole = cache_sizing(llama, profile, 2, 80 * 2**30, 0.9, 16, 2048, tp=2)
-    staged = cache_sizing(llama, profile, 2, 80 * 2**30, 0.9, 16, 2048, tp=2, pp=4)
+    whole = cache_sizing(llama, profile, 2, 80 * 2**30, 0.9, 512 * 2**20, 16, 2048, tp=2)
+    staged = cache_sizing(llama, profile, 2, 80 * 2**30, 0.9, 512 * 2**20, 16, 2048, tp=2, pp=4)
     assert staged.weight_bytes == -(-whole.weight_bytes * 2 // 8)
     assert staged.kv_bytes_per_token == 131072 * 32 // 32 // 8 == 16384  # 32 layers x 2 x 8 heads x 128 x 2 B
     assert staged.activation_bytes == whole.activation_bytes

@@ -206,14 +206,15 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     if max_batched_tokens not in sizings:
         sizings[max_batched_tokens] = cache_sizing(
             cfg, profile, DTYPE_BYTES[Workload(dtype=dtype).dtype], hardware.memory_bytes, gpu_memory_utilization,
-            block_size, min(max_batched_tokens, cfg.max_positions), tp, pp, paging)
+            hardware.memory_reserve_bytes, block_size, min(max_batched_tokens, cfg.max_positions), tp, pp, paging)
     sizing = sizings[max_batched_tokens]
     blocks = sizing.num_blocks if num_blocks is None else num_blocks
     if blocks < pp:
         raise ConfigError(f"{cfg.name} does not leave room for one KV block on {hardware.name} at tp {tp}: "
                           f"weights {sizing.weight_bytes / 2**30:.1f} GiB and activations "
                           f"{sizing.activation_bytes / 2**30:.1f} GiB per GPU against "
-                          f"{gpu_memory_utilization:.0%} of {hardware.memory_bytes / 2**30:.0f} GiB; spread it "
+                          f"{gpu_memory_utilization:.0%} of {hardware.memory_bytes / 2**30:.0f} GiB less the "
+                          f"{hardware.memory_reserve_bytes / 2**20:.0f} MiB reserve; spread it "
                           "over more GPUs (--tp, --pp) or store its weights in fewer bytes (--weight-dtype).")
     graphs = engine_graphs(cuda_graphs, scheduler, max_num_seqs, max_batched_tokens, hardware)
     step = (step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp, time_model)).with_graphs(graphs)

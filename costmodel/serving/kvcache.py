@@ -19,6 +19,7 @@ import sympy as sp
 
 from .. import symbols as S
 from ..config import ConfigError
+from ..hardware import serving_memory
 
 
 def blocks_for(tokens: int, block_size: int) -> int:
@@ -103,11 +104,13 @@ class BlockPool:
 
 @dataclass(frozen=True)
 class CacheSizing:
-    """Where a replica's KV blocks come from: the GPU memory times the utilisation, less the
+    """Where a replica's KV blocks come from: the memory a serving engine fills (hardware.py
+    serving_memory: the GPU memory times the utilisation, less the hardware's reserve), less the
     weights and the activation peak of the largest step, divided by a block's bytes."""
 
     memory_bytes: int
     utilization: float
+    reserve_bytes: int
     weight_bytes: int
     activation_bytes: int
     kv_bytes_per_token: int
@@ -119,7 +122,8 @@ class CacheSizing:
 
     @property
     def kv_budget_bytes(self) -> int:
-        return int(self.memory_bytes * self.utilization) - self.weight_bytes - self.activation_bytes
+        return (serving_memory(self.memory_bytes, self.utilization, self.reserve_bytes)
+                - self.weight_bytes - self.activation_bytes)
 
     @property
     def num_blocks(self) -> int:
@@ -130,6 +134,7 @@ class CacheSizing:
         paged = {} if self.paged_block_bytes is None else {
             "window_bytes_per_token": self.window_bytes_per_token, "paged_block_bytes": self.paged_block_bytes}
         return {"memory_bytes": self.memory_bytes, "gpu_memory_utilization": self.utilization,
+                "memory_reserve_bytes": self.reserve_bytes,
                 "weight_bytes": self.weight_bytes, "activation_bytes": self.activation_bytes,
                 "kv_bytes_per_token": self.kv_bytes_per_token, "block_size": self.block_size, **paged,
                 "kv_budget_bytes": self.kv_budget_bytes, "num_blocks": self.num_blocks}
@@ -144,9 +149,11 @@ def check_engine_cache(cfg: Any) -> None:
                           "an engine's cache for them (vLLM's per-request state slots) is not modelled.")
 
 def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, utilization: float,
-                 block_size: int, max_batched_tokens: int, tp: int = 1, pp: int = 1,
+                 reserve_bytes: int, block_size: int, max_batched_tokens: int, tp: int = 1, pp: int = 1,
                  paging: Any = None) -> CacheSizing:
-    """A replica's KV blocks from the tree. Per GPU: its share (1/tp) of the weights (the tree's
+    """A replica's KV blocks from the tree: the memory the engine fills (memory_bytes x
+    utilization less reserve_bytes, hardware.py serving_memory, as simulate's and plan's fits) less
+    the weights and the activation peak. Per GPU: its share (1/tp) of the weights (the tree's
     weight bytes, quantized where the profile says so; where tp exceeds the key/value heads, plus
     the k/v projections' replicated heads: layout/split.replicated_excess) and of the KV bytes
     per token (the decode tree's kv_cache_bytes per sequence per key: GQA's KV heads, MLA's
@@ -191,8 +198,8 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
                                              for leaf in prefill.leaves)).xreplace(subs) / pp))
     activations = max(0, total - weights - cache)
     block_bytes = None if paging is None else paging.block_bytes(cfg, per_token, window_per_token, kv_tp * pp)
-    return CacheSizing(memory_bytes, utilization, -(-weights // (tp * pp)) + replicated, -(-activations // tp),
-                       -(-per_token // (kv_tp * pp)), block_size, block_bytes, -(-window_per_token // (kv_tp * pp)))
+    return CacheSizing(memory_bytes, utilization, reserve_bytes, -(-weights // (tp * pp)) + replicated,
+                       -(-activations // tp), -(-per_token // (kv_tp * pp)), block_size, block_bytes, -(-window_per_token // (kv_tp * pp)))
 
 
 def kv_tensor_shards(kv: Any, subs: dict, tp: int, as_full: Any, name: str) -> int:
