@@ -127,8 +127,9 @@ def test_each_moe_row_is_expressed_as_the_page_prints_it(run_id, release, headin
     # DeepSeek-V3's recipe layout_map (recipes/deepseek/deepseek_v3.py at 97ad8cc6f, v0.3.0, v0.3.1,
     # cfeddcd94, v0.4.0, 21d102f5e, 63b08b397; recipes/deepseek/h100/deepseek_v3.py at 381d0b825 and
     # 4ab94dfad), applied on every release's rows: (PP, VP) (4, 4) and (16, 1) give the embedding + 4
-    # layers, 14 chunks of 4, then 1 + the MTP module + the loss; 26.04.01's B200 row (PP 8, VP 2) its
-    # config's pp_layout "Et*4|(t*4|)*14tmL" (21d102f5e), the same 16 chunks
+    # layers, 14 chunks of 4, then 1 + the MTP module + the loss, and so does (8, 2), 26.04.01's B200 row
+    # (21d102f5e's deepseek_v3_pretrain_config_b200 calls the map; its config's pp_layout "Et*4|(t*4|)*14tmL"
+    # says the same)
     if run["model"] == "deepseek-v3" and (run["pp"], vp) in ((4, 4), (16, 1), (8, 2)):
         assert run["stage_layers"] == [4] * 15 + [1] and sum(run["stage_layers"]) == 61
         assert len(run["stage_layers"]) == run["pp"] * vp
