@@ -174,9 +174,12 @@ def test_the_recipes_dispatcher_on_published_rows():
     """The 26.04.01 DeepSeek-V3 B200 row's recipe (21d102f5e DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2)
     sets moe_flex_dispatcher_backend "deepep"; its GB200 row's (GB200_FP8_MX_V2) "hybridep", as does
     the 26.06 GB200 row's at 63b08b397 (the commit that printed the 26.06 table), with three more
-    26.06 GB200 rows and 26.06.01's and 26.08's (381d0b825, 4ab94dfad), but 26.06.01's DeepSeek-V3,
-    whose perf recipe sets no dispatcher there; rows whose recipes set none or were not read stay on
-    the all-to-all. 25.09's H100 row DeepEP (the
+    26.06 GB200 rows and 26.06.01's and 26.08's (381d0b825, 4ab94dfad); 26.06.01's DeepSeek-V3 perf
+    recipe names none itself, but the recipe it starts from (recipes/deepseek/h100/deepseek_v3.py
+    deepseek_v3_pretrain_1024gpu_h100_bf16_config at 381d0b825) sets "hybridep" and applies it on any
+    GPU of compute capability 8-10. 26.02's and 26.02.01's DeepSeek-V3 configs (v0.3.0, v0.3.1,
+    cfeddcd94) "hybridep", as do Nemotron 3 Nano's (flex, its perf configs' backend) and 26.06's Qwen3
+    30B-A3B H100 config (63b08b397); rows whose recipes set none or were not read stay on the all-to-all. 25.09's H100 row DeepEP (the
     release branch's run_script.py at a28844195: enable_deepep on H100, the flex dispatcher), its
     token-drop GB200 row the all-to-all; 25.11's GB200 rows HybridEP (97ad8cc6f
     deepseek_llm_pretrain.py: the GB200 base config's backend, every precision), its B200 row (no
@@ -193,7 +196,11 @@ def test_the_recipes_dispatcher_on_published_rows():
     for row, dispatcher in (("26.04.01 deepseek-v3 mxfp8 256xb200", "deepep"),
                             ("26.04.01 deepseek-v3 mxfp8 256xgb200", "hybridep"),
                             ("26.06 deepseek-v3 mxfp8 256xgb200", "hybridep"),
-                            ("26.06.01 deepseek-v3 mxfp8 256xgb200", "alltoall"),
+                            ("26.06.01 deepseek-v3 mxfp8 256xgb200", "hybridep"),
+                            ("26.02 deepseek-v3 mxfp8 256xb200", "hybridep"),
+                            ("26.02.01 deepseek-v3 mxfp8 256xgb200", "hybridep"),
+                            ("26.06 qwen3-30b-a3b fp8 16xh100", "hybridep"),
+                            ("26.06 nemotron-3-nano fp8 16xh100", "hybridep"),
                             ("26.08 deepseek-v3 mxfp8 256xgb200", "hybridep"),
                             ("26.06.01 gpt-oss-120b mxfp8 64xgb200", "hybridep"),
                             ("26.04.01 gpt-oss-120b bf16 64xgb200", "alltoall"),
@@ -204,7 +211,9 @@ def test_the_recipes_dispatcher_on_published_rows():
                             ("25.11 deepseek-v3 fp8-mx 256xb200", "alltoall")):
         estimate, _, _ = train_setup(runs[f"megatron-bridge-moe {row}"], source)
         assert estimate.layout.ep_dispatcher == dispatcher
-    assert sum(1 for run in data["runs"] if run.get("ep_dispatcher")) == 14 + 11 + 3 + 15
+    # + 16 read in session 16 (recipes2): 26.06.01's DeepSeek-V3 GB200 row, 26.02's and 26.02.01's
+    # DeepSeek-V3 GB200 and B200 rows, Nemotron 3 Nano's 10 and 26.06's Qwen3 30B-A3B H100 row
+    assert sum(1 for run in data["runs"] if run.get("ep_dispatcher")) == 14 + 11 + 3 + 15 + 16
     assert all(run["ep_dispatcher"] == "hybridep" for run in data["runs"] if "nemotron-3-" in run["id"]
                and run.get("ep_dispatcher"))
 

@@ -107,9 +107,13 @@ def test_each_moe_row_is_expressed_as_the_page_prints_it(run_id, release, headin
     # precision) and v0.1.0rc4's run_script.py for the token-drop runs (25.09); its H100 run's
     # ['mla_up_proj', 'mlp'] (the same script) as mla-up-proj, 'mlp' (the 3 dense layers' MLP) not modelled;
     # 63b08b397's DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V2 (26.06); deepseek_v3_pretrain_256gpu_gb200_fp8mx_config
-    # at 381d0b825 (26.06.01) and 4ab94dfad (26.08)
-    deepseek = run["model"] == "deepseek-v3" and (release in ("25.11", "25.09")
-                                                  or release in ("26.06", "26.06.01", "26.08") and run["hardware"] == "gb200")
+    # at 381d0b825 (26.06.01) and 4ab94dfad (26.08); the B200 V2 configs at v0.3.0 (26.02), v0.3.1 and
+    # cfeddcd94 (26.02.01), v0.4.0 (26.04) and 21d102f5e (26.04.01, B200_FP8_MX_V2 ['mla_up_proj', 'mlp']),
+    # and the GB200 V2 configs at v0.3.0, v0.3.1 and cfeddcd94; 26.04's and 26.04.01's GB200 FP8_MX_V2
+    # recompute ['mlp'] alone (the 3 dense layers' MLP): not modelled, none
+    deepseek = run["model"] == "deepseek-v3" and (release in ("25.11", "25.09", "26.02", "26.02.01")
+                                                  or release in ("26.06", "26.06.01", "26.08") and run["hardware"] == "gb200"
+                                                  or release in ("26.04", "26.04.01") and run["hardware"] == "b200")
     # Nemotron 3 Super's B200 FP8_MX_V1 = BASE_NEMOTRON_3_SUPER_CONFIG_B200, recompute_modules ['moe_act',
     # 'layernorm'] (scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py at 21d102f5e
     # and v0.4.0); its NVFP4_V1 None, its GB200 configs none
@@ -120,10 +124,24 @@ def test_each_moe_row_is_expressed_as_the_page_prints_it(run_id, release, headin
     # expert_tensor_parallel_size 1 and the hybridep flex dispatcher
     if run["model"] in ("nemotron-3-super", "nemotron-3-ultra"):
         assert (run.get("etp"), run.get("ep_dispatcher")) == (1 if run["tp"] > 1 else None, "hybridep")
-    # DeepSeek-V3's recipe layout_map (recipes/deepseek/deepseek_v3.py at 97ad8cc6f), applied on the rows
-    # that compute: (PP, VP) (4, 4) and (16, 1) give the embedding + 4 layers, 14 chunks of 4, then 1 + the loss
-    if run["model"] == "deepseek-v3" and (run["pp"], vp) in ((4, 4), (16, 1)) and run.get("fp8") != "mxfp8":
+    # DeepSeek-V3's recipe layout_map (recipes/deepseek/deepseek_v3.py at 97ad8cc6f, v0.3.0, v0.3.1,
+    # cfeddcd94, v0.4.0, 21d102f5e, 63b08b397; recipes/deepseek/h100/deepseek_v3.py at 381d0b825 and
+    # 4ab94dfad), applied on every release's rows: (PP, VP) (4, 4) and (16, 1) give the embedding + 4
+    # layers, 14 chunks of 4, then 1 + the MTP module + the loss, and so does (8, 2), 26.04.01's B200 row
+    # (21d102f5e's deepseek_v3_pretrain_config_b200 calls the map; its config's pp_layout "Et*4|(t*4|)*14tmL"
+    # says the same)
+    if run["model"] == "deepseek-v3" and (run["pp"], vp) in ((4, 4), (16, 1), (8, 2)):
         assert run["stage_layers"] == [4] * 15 + [1] and sum(run["stage_layers"]) == 61
+        assert len(run["stage_layers"]) == run["pp"] * vp
+    else:
+        assert run["model"] != "deepseek-v3" or run_id in (
+            "megatron-bridge-moe 25.09 deepseek-v3 fp8 1024xh100", "megatron-bridge-moe 25.11 deepseek-v3 fp8-mx 256xgb200")
+    # The flex dispatcher's backend where the release's recipe was read for it (the source's 'assumed'):
+    # Nemotron 3 Nano's recipe sets moe_token_dispatcher_type 'flex' and its perf configs the backend
+    # 'hybridep' (BASE_NEMOTRON_3_NANO_CONFIG at v0.3.1, cfeddcd94, v0.4.0, 21d102f5e, 63b08b397;
+    # nemotron_3_nano_pretrain_8gpu_gb200_fp8mx_config at 381d0b825): every Nano row
+    if run["model"] == "nemotron-3-nano" or (run["model"] == "deepseek-v3" and release in ("26.02", "26.02.01")):
+        assert run["ep_dispatcher"] == "hybridep"
     # 25.09's H100 run: run_script.py's pipeline_model_parallel_layout "Et|(tt|)*30mL" at PP 8 VP 4 (32
     # chunks): the embedding and a layer, 30 chunks of 2, the MTP module and the loss with no layer
     if run_id == "megatron-bridge-moe 25.09 deepseek-v3 fp8 1024xh100":
