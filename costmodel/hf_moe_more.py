@@ -1,10 +1,13 @@
-"""config.json readers of two mixture-of-experts families whose blocks exist here under other names:
+"""config.json readers of mixture-of-experts families whose blocks exist here under other names:
 GLM-4.5/4.6 (glm4_moe: DeepSeek-V3's decoder layers with grouped-query attention in place of
-latent attention) and MiniMax-M2 (minimax_m2: Mixtral's sparse layers with a sigmoid router and
-OLMo 2's whole-projection q/k norms). Each reads Llama's fields through hf.py's Llama reader
-(with its own defaults) and then sets what its code does otherwise. costmodel/hf.py dispatches on
-model_type. Defaults are those of transformers 5.24's configuration classes
-(models/glm4_moe/configuration_glm4_moe.py, models/minimax_m2/configuration_minimax_m2.py)."""
+latent attention), dots.llm1 (dots1: the same layers with Qwen3's attention), GLM-4.7-Flash
+(glm4_moe_lite: DeepSeek-V3's layers, latent attention included, under its own field defaults)
+and MiniMax-M2 (minimax_m2: Mixtral's sparse layers with a sigmoid router and OLMo 2's
+whole-projection q/k norms). Each reads Llama's fields through hf.py's Llama reader (with its own
+defaults) and then sets what its code does otherwise. costmodel/hf.py dispatches on model_type.
+Defaults are those of transformers 5.24's configuration classes
+(models/glm4_moe/configuration_glm4_moe.py, models/dots1/configuration_dots1.py,
+models/glm4_moe_lite/configuration_glm4_moe_lite.py, models/minimax_m2/configuration_minimax_m2.py)"""
 
 from __future__ import annotations
 
@@ -23,7 +26,18 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                      num_key_value_heads=8),
     "minimax_m2": dict(max_position_embeddings=196608, hidden_act="silu", tie_word_embeddings=False,
                        num_key_value_heads=8, head_dim=128),
+    # Dots1Config: no head_dim field either (Qwen3Attention's getattr falls back to hidden/heads).
+    "dots1": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False,
+                  num_key_value_heads=32),
 }
+
+#: Glm4MoeLiteConfig's defaults for the fields DeepSeek-V3's reader (costmodel/hf.py) reads with
+#: DeepseekV3Config's own defaults otherwise: a field the config.json leaves out takes these.
+_GLM4_MOE_LITE = dict(max_position_embeddings=202752, hidden_act="silu", tie_word_embeddings=False,
+                      num_key_value_heads=20, n_shared_experts=1, n_routed_experts=64,
+                      moe_intermediate_size=1536, kv_lora_rank=512, q_lora_rank=768,
+                      qk_rope_head_dim=64, v_head_dim=256, qk_nope_head_dim=192, n_group=1,
+                      topk_group=1, num_experts_per_tok=4, norm_topk_prob=True)
 
 
 def _silu(f: Fields, family: str) -> None:
@@ -39,10 +53,10 @@ def _no_null_head_dim(f: Fields, family: str) -> None:
                           "config.head_dim); give a width or leave the field out.")
 
 
-def _with_head_dim(f: Fields) -> Fields:
+def _with_head_dim(f: Fields, family: str = "glm4_moe") -> Fields:
     """The fields with head_dim as the attention reads it: the config's, else hidden_size //
     num_attention_heads (floor division, as transformers computes it)."""
-    _no_null_head_dim(f, "glm4_moe")
+    _no_null_head_dim(f, family)
     if "head_dim" in f.data:
         return f
     heads = f.get("num_attention_heads", minimum=1)
@@ -99,27 +113,119 @@ def _glm4_moe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     _silu(f, "glm4_moe")
     f = _with_head_dim(f)
     base = llama.read(f, name, "llama", _DEFAULTS["glm4_moe"])
-    layers = base.n_decoder_layers
     experts = f.get("num_local_experts", f.get("n_routed_experts", 128))  # the mapped name wins
+    changes = _deepseek_experts(f, base.n_decoder_layers, experts, llama, first_dense=1,
+                                width=1408, top_k=8, shared=1, renormalize=True)
+    return base.replace(family="glm4_moe", qkv_bias=f.get("attention_bias", False, bool),
+                        out_bias=False, ffn_bias=False, qk_norm=f.get("use_qk_norm", False, bool),
+                        rotary_dim=_rotary_dim(f, base.d_head, 0.5, legacy_rotary_dim=False),
+                        **changes)
+
+
+def _deepseek_experts(f: Fields, layers: int, experts: Any, llama: LlamaReader, first_dense: int,
+                      width: int, top_k: int | None, shared: int | None,
+                      renormalize: bool) -> dict[str, Any]:
+    """The ModelConfig fields of DeepSeek-V3's MoE layers (DeepseekV3MoE, TopkRouter and MLP,
+    which Glm4Moe* and Dots1* reuse) from the config's fields, each with the family's default:
+    the first first_k_dense_replace layers dense MLPs of intermediate_size, the rest top
+    num_experts_per_tok of n_routed_experts experts of moe_intermediate_size (an fp32 sigmoid
+    router with e_score_correction_bias, group-limited top-k over n_group groups, renormalised
+    where norm_topk_prob, times routed_scaling_factor) beside n_shared_experts shared experts
+    as one MLP of their summed width. No expert layer: {} (a dense model)."""
+    first_dense = min(f.get("first_k_dense_replace", first_dense), layers)
+    moe = list(range(first_dense, layers))
+    if not moe:
+        return {}
+    top_k = f.get("num_experts_per_tok", top_k)
+    shared = f.get("n_shared_experts", shared)
+    for key, value in (("n_routed_experts", experts), ("num_experts_per_tok", top_k),
+                       ("n_shared_experts", shared)):
+        if value is None:  # Dots1Config's defaults: its MoE layers cannot be built without them
+            raise ConfigError(f"{f.source}: {key} is null but layers {first_dense}-{layers - 1} "
+                              "have experts, which transformers 5.24 cannot build; give it.")
     check_int(f.source, "n_routed_experts", experts, minimum=1)
     groups = f.get("n_group", 1, minimum=1)
     if experts % groups:
         raise ConfigError(f"{f.source}: n_routed_experts ({experts}) is not divisible by n_group "
-                          f"({groups}), which Glm4MoeTopkRouter's group view cannot run.")
-    first_dense = min(f.get("first_k_dense_replace", 1), layers)
-    moe = list(range(first_dense, layers))
-    changes: dict[str, Any] = dict(
-        family="glm4_moe", qkv_bias=f.get("attention_bias", False, bool), out_bias=False,
-        ffn_bias=False, qk_norm=f.get("use_qk_norm", False, bool),
-        rotary_dim=_rotary_dim(f, base.d_head, 0.5, legacy_rotary_dim=False))
-    if moe:
-        width = f.get("moe_intermediate_size", 1408)
-        changes.update(n_experts=experts, top_k=f.get("num_experts_per_tok", 8), d_expert=width,
-                       d_shared=width * f.get("n_shared_experts", 1), router="sigmoid",
-                       n_dense_layers=first_dense,
-                       renormalize_top_k=f.get("norm_topk_prob", True, bool),
-                       layer_pattern=llama.pattern(layers, [], moe))
-    return base.replace(**changes)
+                          f"({groups}), which the TopkRouter's group view cannot run.")
+    width = f.get("moe_intermediate_size", width)
+    return dict(n_experts=experts, top_k=top_k, d_expert=width, d_shared=width * shared,
+                router="sigmoid", n_dense_layers=first_dense,
+                renormalize_top_k=f.get("norm_topk_prob", renormalize, bool),
+                layer_pattern=llama.pattern(layers, [], moe))
+
+
+def _dots1(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """dots.llm1 (Dots1ForCausalLM): DeepSeek-V3's decoder layers, MoE and MLP (as GLM-4.5's, see
+    _deepseek_experts; by default every layer has experts, first_k_dense_replace 0) with Qwen3's
+    attention: attention_bias on q, k, v and o, an RMSNorm on each query and key head before RoPE
+    on the whole head, head_dim where given, else hidden/heads rounded down. Dots1Config's
+    n_routed_experts, num_experts_per_tok and n_shared_experts default to null, which it cannot
+    build, and are refused where a layer has experts. A sliding window (by default on the layers
+    from max_window_layers on: none of the released 62) is not modelled and is refused."""
+    _silu(f, "dots1")
+    f = _with_head_dim(f, "dots1")
+    base = llama.read(f, name, "llama", _DEFAULTS["dots1"])
+    layers = base.n_decoder_layers
+    window = f.nullable("sliding_window", 4096)
+    types = llama.layer_types(f, layers)
+    if types is None:
+        first = f.get("max_window_layers", 62)
+        types = ["sliding_attention" if window is not None and i >= first else "full_attention"
+                 for i in range(layers)]
+    if "sliding_attention" in types:
+        raise ConfigError(f"{f.source}: sliding-window attention on dots1's layers (layer_types, "
+                          "or sliding_window on the layers from max_window_layers on) is not "
+                          "modelled; mark every layer full_attention.")
+    experts = f.get("num_local_experts", f.get("n_routed_experts", None))  # the mapped name wins
+    changes = _deepseek_experts(f, layers, experts, llama, first_dense=0, width=1408, top_k=None,
+                                shared=None, renormalize=False)
+    bias = f.get("attention_bias", False, bool)
+    return base.replace(family="dots1", qkv_bias=bias, out_bias=bias, ffn_bias=False, qk_norm=True,
+                        **changes)
+
+
+def _glm4_moe_lite(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """GLM-4.7-Flash (Glm4MoeLiteForCausalLM): DeepSeek-V3's model (DeepseekV3Attention, latent
+    attention with rope_interleave; Glm4Moe's MoE, router and MLP, which are DeepSeek-V3's) read
+    by DeepSeek-V3's reader under Glm4MoeLiteConfig's defaults, its mlp_layer_types (by default
+    one dense layer, then sparse) as first_k_dense_replace. An mlp_layer_types that is not dense
+    layers then sparse ones, and a partial_rotary_factor other than 1 (its rotary table would not
+    be qk_rope_head_dim wide), are refused. Its MTP layer (model.layers.47, ignored on load) is
+    not built by the class and not counted."""
+    _silu(f, "glm4_moe_lite")
+    if _rotary_fraction(f) != 1:
+        raise ConfigError(f"{f.source}: partial_rotary_factor {show(_rotary_fraction(f))} is not "
+                          "modelled for glm4_moe_lite (its latent attention rotates the whole "
+                          "qk_rope_head_dim).")
+    layers = f.get("num_hidden_layers")
+    check_int(f.source, "num_hidden_layers", layers, minimum=1)
+    kinds = f.data.get("mlp_layer_types")
+    if kinds is None:
+        kinds = ["dense"] + ["sparse"] * (layers - 1)
+    if (not isinstance(kinds, list) or len(kinds) != layers
+            or any(kind not in ("dense", "sparse") for kind in kinds)):
+        raise ConfigError(f"{f.source}: mlp_layer_types must list dense or sparse for each of the "
+                          f"{layers} layers.")
+    dense = kinds.count("dense")
+    if kinds != ["dense"] * dense + ["sparse"] * (layers - dense):
+        raise ConfigError(f"{f.source}: mlp_layer_types with a dense layer after a sparse one is "
+                          "not modelled for glm4_moe_lite (dense layers first, then sparse ones).")
+    data = {**_GLM4_MOE_LITE, **{k: v for k, v in f.data.items() if v is not None or k == "q_lora_rank"},
+            "first_k_dense_replace": dense}
+    if data.pop("head_dim", None) is not None:  # Glm4MoeLiteConfig maps it to qk_rope_head_dim
+        data["qk_rope_head_dim"] = f.data["head_dim"]  # the mapped name wins
+    base = llama.read(Fields(data, f.source), name, "deepseek_v3", _GLM4_MOE_LITE)
+    return base.replace(family="glm4_moe_lite")
+
+
+def _rotary_fraction(f: Fields) -> Any:
+    """partial_rotary_factor as transformers 5.24 resolves it (rope_parameters first), 1 if none."""
+    for key in ("rope_parameters", "rope_scaling"):
+        rope = f.data.get(key)
+        if isinstance(rope, dict) and rope.get("partial_rotary_factor") is not None:
+            return rope["partial_rotary_factor"]
+    return 1 if f.data.get("partial_rotary_factor") is None else f.data["partial_rotary_factor"]
 
 
 def _minimax_m2(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
@@ -150,12 +256,14 @@ def _minimax_m2(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
 
 #: model_type -> its reader (hf.py passes its LlamaReader).
 MOE_MORE_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
-    "glm4_moe": _glm4_moe, "minimax_m2": _minimax_m2,
+    "glm4_moe": _glm4_moe, "minimax_m2": _minimax_m2, "dots1": _dots1,
+    "glm4_moe_lite": _glm4_moe_lite,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 MOE_MORE_ARCHITECTURES: dict[str, str] = {
     "Glm4MoeForCausalLM": "glm4_moe", "MiniMaxM2ForCausalLM": "minimax_m2",
+    "Dots1ForCausalLM": "dots1", "Glm4MoeLiteForCausalLM": "glm4_moe_lite",
 }
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
@@ -163,4 +271,8 @@ MOE_MORE_NAMES: dict[str, dict[str, str]] = {
     "glm4_moe": {**LLAMA_NAMES, "n_experts": "n_routed_experts", "top_k": "num_experts_per_tok",
                  "d_expert": "moe_intermediate_size", "n_dense_layers": "first_k_dense_replace"},
     "minimax_m2": {**LLAMA_NAMES, "n_experts": "num_local_experts", "top_k": "num_experts_per_tok"},
+    "dots1": {**LLAMA_NAMES, "n_experts": "n_routed_experts", "top_k": "num_experts_per_tok",
+              "d_expert": "moe_intermediate_size", "n_dense_layers": "first_k_dense_replace"},
+    "glm4_moe_lite": {**LLAMA_NAMES, "n_experts": "n_routed_experts", "top_k": "num_experts_per_tok",
+                      "d_expert": "moe_intermediate_size"},
 }

@@ -28,7 +28,8 @@ LLAMA_VARIANT_FAMILIES = tuple(LLAMA_VARIANT_DICTS)
 DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falcon_new",
                  "falcon_rw", "opt", "bloom", "mixtral", "qwen2_moe", "deepseek_v3", "ministral",
                  "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm", "starcoder2", "phi", "granite", "smollm3",
-                 "olmo2", "gpt_oss", "llama4_text", *LLAMA_VARIANT_FAMILIES, *CLASSIC_MORE_DICTS)
+                 "olmo2", "gpt_oss", "llama4_text", "glm4_moe_lite", *LLAMA_VARIANT_FAMILIES,
+                 *CLASSIC_MORE_DICTS)
 HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5", *DICT_FAMILIES)
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
@@ -362,9 +363,9 @@ def _deepseek_v3_dict(cfg: ModelConfig, model_type: str = "deepseek_v3") -> dict
     _require(cfg, rest == 0, "a shared width that is not a whole number of experts")
     data = _llama_dict(cfg, model_type)
     del data["head_dim"]  # DeepseekV3Config sets it to qk_rope_head_dim (the rotary width)
-    _require(cfg, model_type == "deepseek_v3" or cfg.expert_groups == 1, "group-limited routing (expert_groups)")
-    groups = dict(n_group=cfg.expert_groups, topk_group=cfg.expert_groups_per_token) \
-        if model_type == "deepseek_v3" else {}
+    grouped = model_type in ("deepseek_v3", "glm4_moe_lite")
+    _require(cfg, grouped or cfg.expert_groups == 1, "group-limited routing (expert_groups)")
+    groups = dict(n_group=cfg.expert_groups, topk_group=cfg.expert_groups_per_token) if grouped else {}
     return dict(data, q_lora_rank=cfg.q_lora_rank,
                 kv_lora_rank=cfg.kv_lora_rank, qk_rope_head_dim=cfg.rotary_dim,
                 qk_nope_head_dim=cfg.d_head - (cfg.rotary_dim or 0), v_head_dim=cfg.v_head_dim,
@@ -440,6 +441,13 @@ def _phi_dict(cfg: ModelConfig) -> dict[str, Any]:
                 tie_word_embeddings=cfg.tie_embeddings)
 
 
+def _glm4_moe_lite_dict(cfg: ModelConfig) -> dict[str, Any]:
+    """GLM-4.7-Flash's config.json: DeepSeek-V3's, first_k_dense_replace as mlp_layer_types."""
+    data = _deepseek_v3_dict(cfg, "glm4_moe_lite")
+    dense = min(data.pop("first_k_dense_replace") or 0, cfg.n_decoder_layers)
+    return dict(data, mlp_layer_types=["dense"] * dense + ["sparse"] * (cfg.n_decoder_layers - dense))
+
+
 def _gpt_oss_dict(cfg: ModelConfig) -> dict[str, Any]:
     """gpt-oss's config.json: Llama's shape fields, its experts, its clamped SwiGLU and its
     layer_types: every layer full where the ModelConfig has no window, with a window of the
@@ -460,6 +468,7 @@ _DICTS = {
     "opt": _opt_dict, "bloom": _bloom_dict, "ministral": _ministral_dict,
     "gemma3_text": lambda cfg: _gemma2_dict(cfg, "gemma3_text"), "qwen3_moe": _qwen3_moe_dict,
     "deepseek_v2": lambda cfg: _deepseek_v3_dict(cfg, "deepseek_v2"),
+    "glm4_moe_lite": lambda cfg: _glm4_moe_lite_dict(cfg),
     "cwm": lambda cfg: _ministral_dict(cfg, "cwm"),
     "starcoder2": _starcoder2_dict, "phi": _phi_dict, "granite": _granite_dict,
     "smollm3": _smollm3_dict, "olmo2": _olmo2_dict, "gpt_oss": _gpt_oss_dict, "llama4_text": _llama4_dict,
