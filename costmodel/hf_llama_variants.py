@@ -41,6 +41,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "apertus": dict(max_position_embeddings=65536, hidden_act="xielu", tie_word_embeddings=False),
     "glm4": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
                  num_key_value_heads=2, head_dim=128),
+    "hunyuan_v1_dense": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
 }
 
 
@@ -235,10 +236,26 @@ def _arcee(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
                   activation="relu2")
 
 
+def _hunyuan_v1_dense(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Hunyuan dense (HunYuanDenseV1ForCausalLM): Llama's layers (attention_bias on q, k, v and o;
+    no MLP bias whatever mlp_bias says: HunYuanDenseV1MLP builds its three projections without)
+    with an RMSNorm on each query and key head, applied after RoPE (query_layernorm and
+    key_layernorm). Its "dynamic" RoPE with an alpha (NTK-alpha: a larger base) changes the
+    tables' values only. HunYuanDenseV1Config's head_dim defaults to null, which its attention
+    cannot run (head_dim ** -0.5), so a config.json must give it."""
+    _silu(f, "hunyuan_v1_dense")
+    if f.data.get("head_dim") is None:
+        raise ConfigError(f"{f.source}: head_dim is missing or null, which transformers 5.24's "
+                          "HunYuanDenseV1Attention cannot run (it takes head_dim ** -0.5); give "
+                          "the width of a head.")
+    return _llama(f, name, "hunyuan_v1_dense", llama, ffn_bias=False, qk_norm=True)
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 LLAMA_VARIANT_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "olmo": _olmo, "olmo3": _olmo3, "olmoe": _olmoe, "exaone4": _exaone4, "seed_oss": _seed_oss,
     "helium": _helium, "arcee": _arcee, "apertus": _apertus, "glm4": _glm4, "ernie4_5": _ernie4_5,
+    "hunyuan_v1_dense": _hunyuan_v1_dense,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
@@ -247,6 +264,7 @@ LLAMA_VARIANT_ARCHITECTURES: dict[str, str] = {
     "Exaone4ForCausalLM": "exaone4", "SeedOssForCausalLM": "seed_oss",
     "HeliumForCausalLM": "helium", "ArceeForCausalLM": "arcee", "ApertusForCausalLM": "apertus",
     "Glm4ForCausalLM": "glm4", "Ernie4_5ForCausalLM": "ernie4_5",
+    "HunYuanDenseV1ForCausalLM": "hunyuan_v1_dense",
 }
 
 _NAMES: dict[str, str] = LLAMA_NAMES

@@ -92,6 +92,14 @@ CONFIGS = {
     "apertus-biases": dict(_BASE, model_type="apertus", num_key_value_heads=3, attention_bias=True,
                            tie_word_embeddings=True, pad_token_id=None, bos_token_id=None,
                            eos_token_id=None),
+    # Hunyuan dense: per-head q/k norms after RoPE, attention_bias on q, k, v and o, no MLP bias
+    # whatever mlp_bias says; one KV head and a tied head in the second.
+    "hunyuan_v1_dense": dict(_BASE, model_type="hunyuan_v1_dense", num_key_value_heads=2, head_dim=10,
+                             attention_bias=True, mlp_bias=True, pad_token_id=None,
+                             bos_token_id=None, eos_token_id=None, eod_token_id=None),
+    "hunyuan_v1_dense-mqa": dict(_BASE, model_type="hunyuan_v1_dense", num_key_value_heads=1,
+                                 head_dim=8, tie_word_embeddings=True, pad_token_id=None,
+                                 bos_token_id=None, eos_token_id=None, eod_token_id=None),
 }
 
 #: Model types whose configuration class's defaults are counted too.
@@ -296,6 +304,9 @@ def test_architectures_alone_name_the_model_type(name):
     (dict(CONFIGS["arcee"], hidden_act="silu"), "hidden_act"),
     (dict(CONFIGS["seed_oss"], hidden_act="gelu"), "hidden_act"),
     (dict(CONFIGS["glm4"], hidden_act="gelu"), "unsupported hidden_act 'gelu' for glm4"),
+    (dict(CONFIGS["hunyuan_v1_dense"], head_dim=None), "head_dim is missing or null"),
+    (dict(CONFIGS["hunyuan_v1_dense"], hidden_act="gelu"),
+     "unsupported hidden_act 'gelu' for hunyuan_v1_dense"),
     # The config's own names: OLMoE's expert fields, EXAONE 4's window before its pattern.
     (dict(CONFIGS["olmoe"], num_experts_per_tok=9), "num_experts_per_tok must be between 1 and "
                                                     "num_experts (5), got 9"),
