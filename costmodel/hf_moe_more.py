@@ -29,6 +29,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     # Dots1Config: no head_dim field either (Qwen3Attention's getattr falls back to hidden/heads).
     "dots1": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False,
                   num_key_value_heads=32),
+    "hunyuan_v1_moe": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
 }
 
 #: Glm4MoeLiteConfig's defaults for the fields DeepSeek-V3's reader (costmodel/hf.py) reads with
@@ -219,6 +220,41 @@ def _glm4_moe_lite(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     return base.replace(family="glm4_moe_lite")
 
 
+def _per_layer(f: Fields, key: str, default: int, layers: int) -> Any:
+    """HunYuanMoEV1Config's moe_topk: one whole number, or a list of one per layer
+    (HunYuanMoEV1Gate reads the layer's entry); a list must give every layer the same."""
+    value = f.data.get(key, default)
+    if isinstance(value, list):
+        if len(value) != layers or len(set(map(repr, value))) > 1:
+            raise ConfigError(f"{f.source}: {key} differing from layer to layer is not modelled "
+                              f"for hunyuan_v1_moe; give one number (got {show(value)}).")
+        value = value[0]
+    check_int(f.source, key, value, minimum=1)
+    return value
+
+
+def _hunyuan_v1_moe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Hunyuan MoE (HunYuanMoEV1ForCausalLM, Hunyuan-A13B): Hunyuan dense's attention (Llama's,
+    attention_bias on q, k, v and o, per-head q/k RMSNorms after RoPE) and in every layer top
+    moe_topk of num_experts SwiGLU experts of intermediate_size (Mixtral's experts; the
+    released files' moe_intermediate_size is not read by the class) chosen by a softmax over an
+    fp32 router, the chosen weights always renormalised, beside a shared MLP of intermediate_size
+    without a gate (HunYuanMoEV1MLP, no bias). A missing head_dim (the class's default null,
+    which its attention cannot run) is refused."""
+    _silu(f, "hunyuan_v1_moe")
+    if f.data.get("head_dim") is None:
+        raise ConfigError(f"{f.source}: head_dim is missing or null, which transformers 5.24's "
+                          "HunYuanMoEV1Attention cannot run (it takes head_dim ** -0.5); give the "
+                          "width of a head.")
+    base = llama.read(f, name, "llama", _DEFAULTS["hunyuan_v1_moe"])
+    layers = base.n_decoder_layers
+    experts = f.get("num_experts", 1, minimum=1)  # an int: the class's strict field refuses a list
+    top_k = _per_layer(f, "moe_topk", 1, layers)
+    return base.replace(family="hunyuan_v1_moe", ffn_bias=False, qk_norm=True, n_experts=experts,
+                        top_k=top_k, d_expert=base.d_ff, d_shared=base.d_ff, router="softmax",
+                        renormalize_top_k=True)
+
+
 def _rotary_fraction(f: Fields) -> Any:
     """partial_rotary_factor as transformers 5.24 resolves it (rope_parameters first), 1 if none."""
     for key in ("rope_parameters", "rope_scaling"):
@@ -257,13 +293,14 @@ def _minimax_m2(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
 #: model_type -> its reader (hf.py passes its LlamaReader).
 MOE_MORE_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "glm4_moe": _glm4_moe, "minimax_m2": _minimax_m2, "dots1": _dots1,
-    "glm4_moe_lite": _glm4_moe_lite,
+    "glm4_moe_lite": _glm4_moe_lite, "hunyuan_v1_moe": _hunyuan_v1_moe,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 MOE_MORE_ARCHITECTURES: dict[str, str] = {
     "Glm4MoeForCausalLM": "glm4_moe", "MiniMaxM2ForCausalLM": "minimax_m2",
     "Dots1ForCausalLM": "dots1", "Glm4MoeLiteForCausalLM": "glm4_moe_lite",
+    "HunYuanMoEV1ForCausalLM": "hunyuan_v1_moe",
 }
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
@@ -275,4 +312,5 @@ MOE_MORE_NAMES: dict[str, dict[str, str]] = {
               "d_expert": "moe_intermediate_size", "n_dense_layers": "first_k_dense_replace"},
     "glm4_moe_lite": {**LLAMA_NAMES, "n_experts": "n_routed_experts", "top_k": "num_experts_per_tok",
                       "d_expert": "moe_intermediate_size"},
+    "hunyuan_v1_moe": {**LLAMA_NAMES, "n_experts": "num_experts", "top_k": "moe_topk"},
 }

@@ -1,5 +1,5 @@
 """The mixture-of-experts families of costmodel/hf_moe_more.py (GLM-4.5/4.6 as glm4_moe, MiniMax-M2
-as minimax_m2, dots.llm1 as dots1, GLM-4.7-Flash as glm4_moe_lite): parameters and buffers equal to the class transformers 5.24 builds on the meta
+as minimax_m2, dots.llm1 as dots1, GLM-4.7-Flash as glm4_moe_lite, Hunyuan-A13B as hunyuan_v1_moe): parameters and buffers equal to the class transformers 5.24 builds on the meta
 device (odd configs, each configuration class's defaults, the released models' shapes), every
 `validate` row exact on the odd configs (slow), and the fields their code does not run refused in
 one line."""
@@ -72,6 +72,18 @@ CONFIGS = {
                                     num_experts_per_tok=2, moe_intermediate_size=16,
                                     tie_word_embeddings=True, pad_token_id=None, bos_token_id=None,
                                     eos_token_id=None),
+    # Hunyuan MoE: per-head q/k norms after RoPE, q/k/v/o biases, top 2 of 5 experts of 24
+    # (intermediate_size: experts and the ungated shared MLP alike) behind an fp32 router.
+    "hunyuan_v1_moe": dict(_BASE, model_type="hunyuan_v1_moe", intermediate_size=24,
+                           num_key_value_heads=2, head_dim=10, attention_bias=True, num_experts=5,
+                           moe_topk=2, pad_token_id=None, bos_token_id=None, eos_token_id=None,
+                           eod_token_id=None, sep_token_id=None),
+    # moe_topk as a list of one per layer (all alike), one KV head, a tied head.
+    "hunyuan_v1_moe-listed": dict(_BASE, model_type="hunyuan_v1_moe", intermediate_size=24,
+                                  num_key_value_heads=1, head_dim=8, tie_word_embeddings=True,
+                                  num_experts=4, moe_topk=[3, 3, 3], pad_token_id=None,
+                                  bos_token_id=None, eos_token_id=None, eod_token_id=None,
+                                  sep_token_id=None),
 }
 
 #: The released models' shapes. GLM-4.5 and GLM-4.5-Air: THUDM/slime's Megatron arguments for
@@ -184,7 +196,8 @@ def test_architectures_alone_name_the_model_types(name):
 
     fields = CONFIGS[name]
     classes = {"glm4_moe": "Glm4MoeForCausalLM", "minimax_m2": "MiniMaxM2ForCausalLM",
-               "dots1": "Dots1ForCausalLM", "glm4_moe_lite": "Glm4MoeLiteForCausalLM"}
+               "dots1": "Dots1ForCausalLM", "glm4_moe_lite": "Glm4MoeLiteForCausalLM",
+               "hunyuan_v1_moe": "HunYuanMoEV1ForCausalLM"}
     bare = {k: v for k, v in fields.items() if k != "model_type"}
     bare["architectures"] = [classes[fields["model_type"]]]
     assert from_hf_config(bare, name=name) == from_hf_config(fields, name=name)
@@ -206,6 +219,9 @@ def test_architectures_alone_name_the_model_types(name):
     (dict(CONFIGS["dots1"], layer_types=["full_attention", "sliding_attention", "full_attention"]),
      "sliding-window attention on dots1's layers"),
     (dict(CONFIGS["dots1"], hidden_act="gelu"), "unsupported hidden_act 'gelu' for dots1"),
+    (dict(CONFIGS["hunyuan_v1_moe"], moe_topk=[2, 3, 2]), "moe_topk differing from layer to layer"),
+    (dict(CONFIGS["hunyuan_v1_moe"], num_experts=[5, 5, 5]), "field 'num_experts' must be an integer"),
+    (dict(CONFIGS["hunyuan_v1_moe"], head_dim=None), "head_dim is missing or null"),
     (dict(CONFIGS["glm4_moe_lite"], mlp_layer_types=["sparse", "dense", "sparse"]),
      "mlp_layer_types with a dense layer after a sparse one"),
     (dict(CONFIGS["glm4_moe_lite"], mlp_layer_types=["dense", "sparse"]),
@@ -226,7 +242,7 @@ def test_what_the_code_does_not_run_is_refused_in_one_line(fields, words, tmp_pa
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["glm4_moe", "minimax_m2", "dots1", "glm4_moe_lite"])
+@pytest.mark.parametrize("name", ["glm4_moe", "minimax_m2", "dots1", "glm4_moe_lite", "hunyuan_v1_moe"])
 def test_every_validate_row_is_exact_in_fp32_on_real_tensors(name):
     """fp32 on the CPU (real tensors: the fake grouped_mm takes only bf16), where validate adds
     torch.profiler's count of the training matmul FLOPs as a second, independent measurement."""
@@ -243,7 +259,7 @@ def test_every_validate_row_is_exact_in_fp32_on_real_tensors(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["glm4_moe", "minimax_m2", "dots1", "glm4_moe_lite"])
+@pytest.mark.parametrize("name", ["glm4_moe", "minimax_m2", "dots1", "glm4_moe_lite", "hunyuan_v1_moe"])
 def test_decode_step_flops_equal_the_decode_tree(name):
     """One cached decode step of the class (FlopCounterMode) against the decode tree, at three
     cache lengths: grouped-query attention over the c cached keys, the dense and expert layers."""
@@ -254,7 +270,7 @@ def test_decode_step_flops_equal_the_decode_tree(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["glm4_moe", "minimax_m2", "dots1", "glm4_moe_lite"])
+@pytest.mark.parametrize("name", ["glm4_moe", "minimax_m2", "dots1", "glm4_moe_lite", "hunyuan_v1_moe"])
 def test_expert_flops_follow_the_observed_routing(name):
     """On real tensors (fp32) each expert gets its own share of the k b n slots (GLM-4.5's
     group-limited choice, MiniMax-M2's biased sigmoid); given that share (--expert-load) the
