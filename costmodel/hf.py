@@ -7,7 +7,8 @@ This module reads the Llama-like families and dispatches on model_type; costmode
 reads the others (GPT-NeoX, Falcon, OPT, BLOOM, GPT-2, BERT, T5),
 costmodel/hf_rope_layernorm.py StarCoder2 and Phi, costmodel/hf_gpt_oss.py gpt-oss,
 costmodel/hf_llama_variants.py the Llama-like families whose blocks exist here under other names
-(OLMo 1/3, OLMoE, EXAONE 4, Seed-OSS, Helium, Arcee, GLM-4, ERNIE 4.5, Apertus),
+(OLMo 1/3, OLMoE, EXAONE 4, Seed-OSS, Helium, Arcee, GLM-4 and GLM-4 0414, ERNIE 4.5, Apertus,
+Hunyuan dense),
 costmodel/hf_classic_more.py StableLM, GPT-BigCode, MPT, GPT-J, GPT-Neo and Cohere 1-2, and
 costmodel/hf_llama4.py Llama 4's language model, costmodel/hf_moe_more.py GLM-4.5 (glm4_moe),
 dots.llm1 (dots1), GLM-4.7-Flash (glm4_moe_lite) and MiniMax-M2, all through costmodel/hf_fields.py's typed

@@ -1,5 +1,6 @@
 """config.json readers of Llama-like families whose blocks costmodel/hf.py mostly has already: OLMo
-1 and 3, OLMoE, EXAONE 4, Seed-OSS, Helium, Arcee, GLM-4, ERNIE 4.5 and Apertus. Each reads Llama's
+1 and 3, OLMoE, EXAONE 4, Seed-OSS, Helium, Arcee, GLM-4 (glm and glm4), ERNIE 4.5, Apertus and
+Hunyuan dense. Each reads Llama's
 fields through hf.py's Llama reader (with its own defaults) and then changes what its own code does
 otherwise (norms, biases, windows, RoPE, experts, the MLP). costmodel/hf.py dispatches on
 model_type. Defaults are those of transformers 5.24's configuration classes."""
@@ -41,6 +42,8 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "apertus": dict(max_position_embeddings=65536, hidden_act="xielu", tie_word_embeddings=False),
     "glm4": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
                  num_key_value_heads=2, head_dim=128),
+    "glm": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
+                num_key_value_heads=2, head_dim=128),
     "hunyuan_v1_dense": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
 }
 
@@ -123,9 +126,28 @@ def _glm4(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     partial_rotary_factor of each head (0.5 by default) with cos and sin interleaved in each
     layer, a norm after each sublayer as well as before it (four per layer), and Phi-3's MLP
     (one fused gate_up_proj, no bias whatever mlp_bias says: Glm4MLP never reads it)."""
-    _silu(f, "glm4")
-    base = _llama(f, name, "glm4", llama, qkv_bias=f.get("attention_bias", True, bool),
-                  out_bias=False, ffn_bias=False, post_sublayer_norm=True)
+    return _glm_family(f, name, llama, "glm4")
+
+
+def _glm(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """GLM-4 (glm-4-9b, its -hf files; GlmForCausalLM): GLM-4 (0414)'s layers without the norms
+    after the sublayers: Llama's two pre-norms, q/k/v biases (attention_bias, True by default; o
+    without one), interleaved RoPE on partial_rotary_factor (0.5) of each head, Phi-3's fused
+    gate_up MLP without a bias."""
+    return _glm_family(f, name, llama, "glm")
+
+
+def _glm_family(f: Fields, name: str, llama: LlamaReader, family: str) -> ModelConfig:
+    """GLM-4's (glm) and GLM-4 0414's (glm4, with post_sublayer_norm) shared reading. A null
+    head_dim, which GlmConfig accepts and GlmAttention cannot run (head_dim ** -0.5), is refused
+    (Glm4Config refuses it itself)."""
+    _silu(f, family)
+    if "head_dim" in f.data and f.data["head_dim"] is None:
+        raise ConfigError(f"{f.source}: head_dim null is not modelled for {family} (transformers "
+                          "5.24's attention takes head_dim ** -0.5); give a width or leave the "
+                          "field out (128).")
+    base = _llama(f, name, family, llama, qkv_bias=f.get("attention_bias", True, bool),
+                  out_bias=False, ffn_bias=False, post_sublayer_norm=family == "glm4")
     rotary = int(base.d_head * rotary_fraction(f, "partial_rotary_factor", 0.5))
     if rotary < 2 or rotary % 2:
         raise ConfigError(f"{f.source}: partial_rotary_factor leaves {rotary} rotary dimensions per "
@@ -255,7 +277,7 @@ def _hunyuan_v1_dense(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
 LLAMA_VARIANT_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "olmo": _olmo, "olmo3": _olmo3, "olmoe": _olmoe, "exaone4": _exaone4, "seed_oss": _seed_oss,
     "helium": _helium, "arcee": _arcee, "apertus": _apertus, "glm4": _glm4, "ernie4_5": _ernie4_5,
-    "hunyuan_v1_dense": _hunyuan_v1_dense,
+    "hunyuan_v1_dense": _hunyuan_v1_dense, "glm": _glm,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
@@ -264,7 +286,7 @@ LLAMA_VARIANT_ARCHITECTURES: dict[str, str] = {
     "Exaone4ForCausalLM": "exaone4", "SeedOssForCausalLM": "seed_oss",
     "HeliumForCausalLM": "helium", "ArceeForCausalLM": "arcee", "ApertusForCausalLM": "apertus",
     "Glm4ForCausalLM": "glm4", "Ernie4_5ForCausalLM": "ernie4_5",
-    "HunYuanDenseV1ForCausalLM": "hunyuan_v1_dense",
+    "HunYuanDenseV1ForCausalLM": "hunyuan_v1_dense", "GlmForCausalLM": "glm",
 }
 
 _NAMES: dict[str, str] = LLAMA_NAMES

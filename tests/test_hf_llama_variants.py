@@ -92,6 +92,13 @@ CONFIGS = {
     "apertus-biases": dict(_BASE, model_type="apertus", num_key_value_heads=3, attention_bias=True,
                            tie_word_embeddings=True, pad_token_id=None, bos_token_id=None,
                            eos_token_id=None),
+    # GLM-4 (glm): GLM-4 0414's layers without the post-sublayer norms; interleaved RoPE on 0.6
+    # of each head (6 of 10), q/k/v biases; then no biases, a tied head, the default factor 0.5.
+    "glm": dict(_BASE, model_type="glm", num_key_value_heads=2, head_dim=10,
+                partial_rotary_factor=0.6, pad_token_id=None, bos_token_id=None, eos_token_id=None),
+    "glm-no-bias": dict(_BASE, model_type="glm", num_key_value_heads=3, head_dim=8,
+                        attention_bias=False, tie_word_embeddings=True, pad_token_id=None,
+                        bos_token_id=None, eos_token_id=None),
     # Hunyuan dense: per-head q/k norms after RoPE, attention_bias on q, k, v and o, no MLP bias
     # whatever mlp_bias says; one KV head and a tied head in the second.
     "hunyuan_v1_dense": dict(_BASE, model_type="hunyuan_v1_dense", num_key_value_heads=2, head_dim=10,
@@ -104,7 +111,7 @@ CONFIGS = {
 
 #: Model types whose configuration class's defaults are counted too.
 DEFAULTS = ("olmo", "olmo3", "olmoe", "seed_oss", "arcee", "glm4", "helium", "ernie4_5", "exaone4",
-            "apertus")
+            "apertus", "glm")
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -140,6 +147,33 @@ def test_every_validate_row_is_exact(name):
     assert {"parameters", "forward matmul FLOPs", "backward matmul FLOPs", "bytes saved for backward",
             "KV-cache bytes"} <= {row.quantity for row in rows}
     assert [row for row in rows if row.difference != 0] == []
+
+
+#: The families added in session 16, checked under sdpa too and on cached decode steps.
+_NEWER = ("glm", "glm-no-bias", "hunyuan_v1_dense", "hunyuan_v1_dense-mqa")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", _NEWER)
+def test_every_validate_row_is_exact_under_sdpa(name):
+    """Under sdpa GLM-4's query is a torch.cat (partial rotary) that the kernel keeps its own
+    copy of (facts sdpa_query_contiguous: 8,640 and 6,912 bytes short without); Hunyuan's per-head
+    norms after RoPE hand the kernel a contiguous query already."""
+    pytest.importorskip("transformers")
+    from tests.family_configs import odd_config_rows
+
+    rows = odd_config_rows(CONFIGS[name], name, "sdpa")
+    assert "bytes saved for backward" in {row.quantity for row in rows}
+    assert [row for row in rows if row.difference != 0] == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", _NEWER)
+def test_decode_step_flops_equal_the_decode_tree(name):
+    pytest.importorskip("transformers")
+    from tests.family_configs import assert_decode_flops_exact
+
+    assert_decode_flops_exact(CONFIGS[name], name)
 
 
 @pytest.mark.parametrize("name", ["exaone4", "exaone4-listed", "exaone4-no-window"])
@@ -305,6 +339,7 @@ def test_architectures_alone_name_the_model_type(name):
     (dict(CONFIGS["seed_oss"], hidden_act="gelu"), "hidden_act"),
     (dict(CONFIGS["glm4"], hidden_act="gelu"), "unsupported hidden_act 'gelu' for glm4"),
     (dict(CONFIGS["hunyuan_v1_dense"], head_dim=None), "head_dim is missing or null"),
+    (dict(CONFIGS["glm"], head_dim=None), "head_dim null is not modelled for glm"),
     (dict(CONFIGS["hunyuan_v1_dense"], hidden_act="gelu"),
      "unsupported hidden_act 'gelu' for hunyuan_v1_dense"),
     # The config's own names: OLMoE's expert fields, EXAONE 4's window before its pattern.
