@@ -10,6 +10,8 @@ swapped dimension or a missed padding row changes a number.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -397,6 +399,27 @@ def _raises(rank: int, world_size: int) -> None:
 def test_spawned_errors_reach_the_parent():
     with pytest.raises(RankFailed, match="rank 0 of 1 fails on purpose"):
         run_gloo(_raises, 1, timeout_s=60)
+
+
+def _aborts_at_exit(rank: int, world_size: int) -> int:
+    import atexit
+
+    atexit.register(os.abort)  # as gloo's threads can, once the measurement is done
+    return 10 * rank + world_size
+
+
+def _aborts_now(rank: int, world_size: int) -> int:
+    os.abort()
+
+
+@pytest.mark.slow
+def test_a_rank_that_aborts_in_teardown_keeps_its_result_and_one_that_aborts_early_is_named():
+    """CI saw rank 0 of a finished 4-rank gloo run die with SIGABRT as it exited, and
+    torch's join then killed the other ranks: a measurement written before the teardown is kept,
+    a rank that died before writing is reported with its exit code."""
+    assert run_gloo(_aborts_at_exit, 2, timeout_s=60) == [2, 12]
+    with pytest.raises(RankFailed, match=r"rank 0 exited \(exit code -6\) without writing a result"):
+        run_gloo(_aborts_now, 1, timeout_s=60)
 
 
 # ---------------------------------------------------------------------------------------------

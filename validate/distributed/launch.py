@@ -48,7 +48,10 @@ def free_port() -> int:
 
 def _worker(rank: int, world_size: int, port: int, out_dir: str, timeout_s: float,
             fn: Callable[..., Any], args: tuple) -> None:
-    """One spawned rank: join gloo, run fn, write ("ok", result) or ("error", traceback)."""
+    """One spawned rank: join gloo, run fn, write ("ok", result) or ("error", traceback), then
+    leave the group. The outcome is written before the teardown: gloo's threads can abort the
+    process as it tears down ("terminate called without an active exception", SIGABRT), after the
+    measurement is complete, and that must not lose the result."""
     torch.set_num_threads(1)
     outcome: tuple[str, Any]
     try:
@@ -56,14 +59,15 @@ def _worker(rank: int, world_size: int, port: int, out_dir: str, timeout_s: floa
             "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size,
             timeout=timedelta(seconds=timeout_s),
         )
-        try:
-            outcome = ("ok", fn(rank, world_size, *args))
-        finally:
-            dist.destroy_process_group()
+        outcome = ("ok", fn(rank, world_size, *args))
     except BaseException:  # noqa: BLE001 - every failure goes back to the parent as text
         outcome = ("error", traceback.format_exc())
-    with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
+    path = os.path.join(out_dir, f"rank{rank}.json")
+    with open(path + ".part", "w") as f:
         json.dump(outcome, f)
+    os.replace(path + ".part", path)  # whole or absent, never half-written
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def _integer_keys(pairs: list[tuple[str, Any]]) -> dict[Any, Any]:
@@ -86,14 +90,19 @@ def run_gloo(fn: Callable[..., Any], world_size: int, *args: Any,
             nprocs=world_size, join=False, start_method="spawn",
         )
         _join(context, timeout_s)
-        return [_read_outcome(out_dir, rank) for rank in range(world_size)]
+        return [_read_outcome(out_dir, rank, process.exitcode)
+                for rank, process in enumerate(context.processes)]
 
 
 def _join(context: Any, timeout_s: float) -> None:
+    """Wait for every rank to exit. Unlike context.join, a rank that dies does not get the others
+    killed: each rank's result file says whether its measurement finished (see _worker), and
+    _read_outcome reports a rank that did not."""
     deadline = time.monotonic() + timeout_s + 60  # + process start-up and teardown
     try:
-        while not context.join(timeout=1):
-            if time.monotonic() > deadline:
+        for process in context.processes:
+            process.join(timeout=max(0.0, deadline - time.monotonic()))
+            if process.is_alive():
                 raise TimeoutError(f"the spawned ranks did not finish within {timeout_s + 60:.0f} s.")
     except BaseException:
         for process in context.processes:
@@ -102,10 +111,10 @@ def _join(context: Any, timeout_s: float) -> None:
         raise
 
 
-def _read_outcome(out_dir: str, rank: int) -> Any:
+def _read_outcome(out_dir: str, rank: int, exitcode: int | None = None) -> Any:
     path = os.path.join(out_dir, f"rank{rank}.json")
     if not os.path.exists(path):
-        raise RankFailed(f"rank {rank} exited without writing a result.")
+        raise RankFailed(f"rank {rank} exited (exit code {exitcode}) without writing a result.")
     with open(path) as f:
         status, value = json.load(f, object_pairs_hook=_integer_keys)
     if status == "error":
