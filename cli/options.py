@@ -149,7 +149,8 @@ workload_options = stack(
 #: The parameter names layout_options adds (estimate and simulate pass them to make_layout).
 LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "virtual_stages",
                   "framework", "stage_layers", "gpus", "device", "ep", "etp", "ep_dispatcher", "capacity_factor", "fp8", "cp",
-                  "cp_rotate", "cp_kv_heads", "all_reduce", "vocab_parallel", "dp_shard", "grad_reduce_dtype")
+                  "cp_rotate", "cp_kv_heads", "all_reduce", "vocab_parallel", "dp_shard", "grad_reduce_dtype",
+                  "precision_aware_optimizer")
 FP8_HELP = ("FP8 training: the layers' linear products at the FP8 peak, as torchao's tensorwise or rowwise recipe, "
             "Transformer Engine's current scaling or DeepSeek-V3's blockwise one; mxfp8 (1 x 32 blocks) at the "
             "MXFP8 peak and nvfp4 (FP4) at the fp4 peak, which only Blackwell hardware files carry (docs/layouts.md).")
@@ -197,6 +198,9 @@ layout_options = stack(
     choice_option("--fp8", spec.FP8_RECIPES, FP8_HELP),
     choice_option("--grad-reduce-dtype", spec.GRAD_REDUCE_DTYPES, "Megatron-Core's gradient reduce dtype "
                   f"(--framework megatron, --dtype bf16; default fp32): {spec.GRAD_REDUCE_DTYPES.described()}."),
+    choice_option("--precision-aware-optimizer", spec.PRECISION_AWARE_OPTIMIZERS, "Megatron-Core's "
+                  "use_precision_aware_optimizer under a recipe's dtypes (--framework megatron --zero 1, --dtype "
+                  f"bf16, AdamW; default off): {spec.PRECISION_AWARE_OPTIMIZERS.described()}."),
     click.option("--capacity-factor", type=float, default=None,
                  help="Mixture of experts: each expert takes at most this times its balanced share of "
                  "the routed tokens, the rest are dropped (default: dropless)."),

@@ -58,7 +58,8 @@ INFERENCE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache"
 TRAINING_LAYOUT_ONLY = {"microbatches": "--microbatches", "zero": "--zero", "sp": "--sp", "fp8": "--fp8",
                         "framework": "--framework", "layout_device": "--device",
                         "capacity_factor": "--capacity-factor", "etp": "--etp", "ep_dispatcher": "--ep-dispatcher", "dp_shard": "--dp-shard",
-                        "grad_reduce_dtype": "--grad-reduce-dtype", "schedule": "--schedule",
+                        "grad_reduce_dtype": "--grad-reduce-dtype",
+                        "precision_aware_optimizer": "--precision-aware-optimizer", "schedule": "--schedule",
                         "virtual_stages": "--virtual-stages", "cp_rotate": "--cp-rotate",
                         "cp_kv_heads": "--cp-kv-heads"}
 

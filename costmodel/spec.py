@@ -225,6 +225,13 @@ GRAD_REDUCE_DTYPES = Choices({
     "fp32": "grad_reduce_in_fp32 True: fp32 main_grad buffers and data-parallel gradient collectives (Megatron-LM's default with --bf16)",
     "bf16": "grad_reduce_in_fp32 False (--grad-reduce-in-bf16): bf16 main_grad buffers and collectives, each updated parameter's gradient cast to fp32 at the step",
 })
+#: Megatron-Core's OptimizerConfig.use_precision_aware_optimizer under the dtypes a recipe sets
+#: (costmodel/layout/frameworks.py PRECISION_AWARE_OPTIMIZERS has each one's bytes and sources).
+PRECISION_AWARE_OPTIMIZERS = Choices({
+    "fp32": "fp32 master weights (kept by Megatron-Core where an FP8 recipe other than delayed is configured, as Megatron-Bridge's BF16 runs carry tensorwise) and fp32 moments: the bytes of the optimizer without it",
+    "bf16-moments": "exp_avg and exp_avg_sq in bf16 (DeepSeek-V3's Megatron-Bridge recipe), the fp32 master weights kept by Megatron-Core: 4 + 2 + 2 bytes a parameter updated",
+    "te-master": "Transformer Engine's FusedAdam keeps the master weights as 16-bit remainders of the bf16 weights and reads the reduced gradient without a cast (fp8_recipe None or delayed, Megatron-LM's default): 2 + 4 + 4 bytes",
+})
 #: Which code runs an all-reduce inside a node (costmodel/collectives.py; data in nccl_facts.json).
 ALL_REDUCES = Choices({
     "nccl": "NCCL's, at its measured bus bandwidth",

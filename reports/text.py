@@ -192,7 +192,8 @@ def render_parallel(p: dict[str, Any]) -> str:
                if lay.get("ep", 1) > 1 else "") + (f", FP8 {lay['fp8']}" if lay.get("fp8") else "")
             + (f" (HSDP: {lay['dp_replicate']} replicas of shard groups of {lay['dp_shard']})" if lay.get("dp_shard") else "")
             + (" + SP" if lay["sp"] else "") + f", ZeRO {lay['zero']}, {lay['framework']} ({p['precision']} "
-            f"precision{', gradients reduced in ' + lay['grad_reduce_dtype'] if lay.get('grad_reduce_dtype') else ''}); {plural(lay['microbatches'], 'micro-batch', 'micro-batches')} of {lay['micro_batch']} per step "
+            f"precision{', gradients reduced in ' + lay['grad_reduce_dtype'] if lay.get('grad_reduce_dtype') else ''}"
+            f"{', precision-aware optimizer ' + lay['precision_aware_optimizer'] if lay.get('precision_aware_optimizer') else ''}); {plural(lay['microbatches'], 'micro-batch', 'micro-batches')} of {lay['micro_batch']} per step "
             f"(global batch {lay['global_batch']:,})"
             + (f", {lay['schedule']}" + (f" x {plural(lay['virtual_stages'], 'virtual stage')}" if lay["virtual_stages"] > 1 else "")
                if lay["pp"] > 1 else ""))

@@ -7,7 +7,9 @@ shards, pads and communicates. Every row says where the convention comes from.
              shard and all-gathers the input again in backward; the vocabulary padded to a
              multiple of 128 x tp; --grad-reduce-dtype bf16 (grad_reduce_in_fp32 False) keeps
              bf16 main gradients and reduces them in bf16 (2 + 2 + 12, the optimizer casting its
-             shard's gradients to fp32 at the step).
+             shard's gradients to fp32 at the step); --precision-aware-optimizer
+             (use_precision_aware_optimizer, PRECISION_AWARE_OPTIMIZERS) narrows the moments or
+             the master copy under the distributed optimizer.
   deepspeed  DeepSpeed ZeRO (Rajbhandari et al. 2020): 2 + 2 + 12 bytes, sharded by stage over a
              flat, evenly partitioned buffer; tensor parallelism as Megatron's, on the model's own
              vocabulary (ceil(V / tp) rows a rank); its pipeline engine of 2022 (v0.6.5):
@@ -124,6 +126,12 @@ class Framework:
     # ("mixed"), and the optimizer casts each updated parameter's gradient to fp32 at the step
     # (step_bytes.megatron_gradient_cast_bytes; gradient_cast_at_step).
     bf16_grad_reduce_precision: str | None = None
+    # Whether a layout may state Megatron-Core's precision-aware optimizer (Layout.
+    # precision_aware_optimizer; PRECISION_AWARE_OPTIMIZERS), which needs its distributed
+    # optimizer (megatron/core/optimizer/__init__.py at d98e8a64d lines 1057-1060: '--use-precision-
+    # aware-optimizer only supported with distributed optimizer') and Adam (optimizer_config.py
+    # lines 433-436).
+    precision_aware_optimizer: bool = False
 
     def precision_for(self, dtype: str, grad_reduce: str | None = None) -> str:
         """The precision policy (costmodel/precision.py) in this activation dtype, under a
@@ -140,13 +148,67 @@ class Framework:
             return self.fp16_dp_gradient_dtype
         return self.dp_gradient_dtype
 
-    def gradient_cast_at_step(self, dtype: str, grad_reduce: str | None) -> bool:
+    def gradient_cast_at_step(self, dtype: str, grad_reduce: str | None, precision_aware: str | None = None) -> bool:
         """Whether the optimizer casts each parameter's reduced gradient to a new fp32 tensor at
         the step: Megatron-Core's distributed optimizer (distrib_optimizer.py
         _copy_model_grads_to_main_grads: shard_main_param.grad = shard_model_grad.float(), a
         no-op on an fp32 buffer) and its Float16OptimizerWithFloat16Params (optimizer.py:
-        main_param.grad = model_param.main_grad.float()) with bf16 main_grad buffers."""
+        main_param.grad = model_param.main_grad.float()) with bf16 main_grad buffers; not where
+        a precision-aware optimizer's FusedAdam reads the buffer's gradient itself
+        (PrecisionAwareOptimizer.reads_buffer_gradient)."""
+        if precision_aware is not None and PRECISION_AWARE_OPTIMIZERS[precision_aware].reads_buffer_gradient:
+            return False
         return bool(self.bf16_grad_reduce_precision) and grad_reduce == "bf16" and dtype == "bf16"
+
+
+@dataclass(frozen=True)
+class PrecisionAwareOptimizer:
+    """Megatron-Core's use_precision_aware_optimizer under one recipe's dtypes (OptimizerConfig
+    main_params_dtype, exp_avg_dtype, exp_avg_sq_dtype, store_param_remainders), as the bytes of
+    each parameter the rank updates; None keeps the precision policy's."""
+
+    name: str
+    master_bytes: int | None  # the master copy (None: the policy's fp32 master, kept by Megatron-Core)
+    moment_bytes: int | None  # exp_avg and exp_avg_sq, each (None: the policy's fp32)
+    reads_buffer_gradient: bool  # FusedAdam reads the main_grad shard as decoupled_grad: no cast
+    source: str
+
+
+# Which path runs is Megatron-Core's rule (NVIDIA/Megatron-LM d98e8a64d megatron/core/optimizer/
+# optimizer_config.py lines 407-414, the same at 441511941, Megatron-Bridge 21d102f5e's submodule):
+# use_precision_aware_optimizer_no_fp8_or_ds_fp8 = use_precision_aware_optimizer and
+# (main_params_dtype != fp32 or fp8_recipe in (None, "delayed") or optimizer_cpu_offload). Only then
+# does Transformer Engine's FusedAdam keep the master weights (optimizer/__init__.py lines 564-588:
+# master_weights, use_decoupled_grad, master_weight_dtype, store_param_remainders) and the
+# distributed optimizer pass it the bf16 shard without a master of its own (distrib_optimizer.py
+# lines 421-453: shard_main_param None; lines 2784-2790: decoupled_grad = the buffer's shard, no
+# .float()). Otherwise Megatron-Core keeps its fp32 master shard and casts the gradient, and
+# FusedAdam only stores the moments in exp_avg_dtype / exp_avg_sq_dtype (lines 564-570).
+PRECISION_AWARE_OPTIMIZERS = {
+    "fp32": PrecisionAwareOptimizer(
+        "fp32", None, None, False,
+        "Megatron-Bridge's performance scripts (scripts/performance/utils/overrides.py "
+        "set_post_overrides at 21d102f5e lines 486-487: use_precision_aware_optimizer True for compute "
+        "dtype bf16 with Adam) with OptimizerConfig's fp32 dtypes; its BF16 runs carry "
+        "MixedPrecisionConfig.fp8_recipe 'tensorwise' (training/mixed_precision.py line 50, the "
+        "default with fp8 None), which MixedPrecisionConfig.setup copies into the OptimizerConfig "
+        "before ConfigContainer.validate runs its finalize (MCore's __post_init__), so Megatron-Core "
+        "keeps the fp32 master, casts the gradient, and FusedAdam's moments stay fp32"),
+    "bf16-moments": PrecisionAwareOptimizer(
+        "bf16-moments", None, 2, False,
+        "Megatron-Bridge's DeepSeek-V3 recipe (src/megatron/bridge/recipes/deepseek/deepseek_v3.py at "
+        "21d102f5e lines 167-171: main_params_dtype fp32, main_grads_dtype, exp_avg_dtype and "
+        "exp_avg_sq_dtype bf16); TE's FusedAdam (transformer_engine/pytorch/optimizers/fused_adam.py "
+        "at d0067d0da: fuse_unscale when both moments are bf16, the kernel updating them in place) "
+        "beside Megatron-Core's fp32 master, as fp32 above"),
+    "te-master": PrecisionAwareOptimizer(
+        "te-master", 2, None, True,
+        "Megatron-LM's own launch (TransformerConfig.fp8_recipe default 'delayed', transformer_config.py "
+        "at d98e8a64d line 594) with fp32 dtypes: FusedAdam keeps the fp32 master as the int16 "
+        "remainder of each bf16 weight (store_param_remainders, True by default from TE 2.1; "
+        "distrib_optimizer.py lines 1007-1009 save it as int16; fused_adam.py "
+        "multi_tensor_adam_param_remainder) and reads the gradient from the main_grad buffer"),
+}
 
 
 FRAMEWORKS = {
@@ -158,7 +220,7 @@ FRAMEWORKS = {
         step_counters=False, dp_gradient_dtype="fp32", vocabulary_parallel_loss=True,
         fp16_precision="mixed", fp16_dp_gradient_dtype="activation",
         pp_scatter_gather=True, fp16_gradient_accumulation="in_place", fp16_optimizer_passes="megatron",
-        loss="vocab_parallel", bf16_grad_reduce_precision="mixed",
+        loss="vocab_parallel", bf16_grad_reduce_precision="mixed", precision_aware_optimizer=True,
     ),
     "deepspeed": Framework(
         name="deepspeed", precision="mixed", zero_stages=(0, 1, 2, 3),

@@ -116,6 +116,10 @@ class ParallelEstimate(RankCommunication):
         if layout.fp8 is not None and workload.dtype != "bf16":
             raise ConfigError(f"layout: FP8 training runs beside bf16 weights and activations; use --dtype bf16, "
                               f"not {workload.dtype}.")
+        if layout.precision_aware_optimizer is not None and (workload.dtype != "bf16" or workload.optimizer != "adamw"):
+            raise ConfigError(f"layout: the precision-aware optimizer (--precision-aware-optimizer) is modelled for "
+                              f"bf16 training with Adam, as Megatron-Core runs it; not {workload.dtype} with "
+                              f"{workload.optimizer}.")
         if layout.grad_reduce_dtype is not None and workload.dtype != "bf16":
             raise ConfigError(f"layout: the gradient reduce dtype (--grad-reduce-dtype) is modelled for bf16 "
                               f"training, where Megatron-Core chooses it; not for {workload.dtype}.")
@@ -158,8 +162,8 @@ class ParallelEstimate(RankCommunication):
     def gradient_cast_at_step(self) -> bool:
         """Megatron-Core's optimizer casts each updated parameter's bf16 gradient to fp32 at the step
         (Framework.gradient_cast_at_step): 4 bytes a parameter the rank updates, beside the buffer."""
-        return self.phase == "train" and self.framework.gradient_cast_at_step(self.workload.dtype,
-                                                                               self.layout.grad_reduce_dtype)
+        return self.phase == "train" and self.framework.gradient_cast_at_step(
+            self.workload.dtype, self.layout.grad_reduce_dtype, self.layout.precision_aware_optimizer)
 
     def part(self, key: str, quantity: str) -> int:
         return self.numbers.get(f"{key}.{quantity}", 0)
@@ -264,17 +268,45 @@ class ParallelEstimate(RankCommunication):
                      "optimizer": n["bytes.optimizer"]}
         return offload.offloaded(self.layout, self.on_stage(stage, "params") + self.tied_copy(stage), per_param)
 
-    def _per_param(self) -> tuple[int, int, int]:
-        """Bytes per parameter of the weights, gradients and optimizer state (an FP8 recipe may
-        keep AdamW's moments narrower: costmodel/layout/fp8.py)."""
+    def _per_param(self, precision_aware: bool = True) -> tuple[int, int, int]:
+        """Bytes per parameter of the weights, gradients and optimizer state: an FP8 recipe may
+        keep AdamW's moments narrower (costmodel/layout/fp8.py), Megatron-Core's precision-aware
+        optimizer its moments or master copy (frameworks.py PRECISION_AWARE_OPTIMIZERS: each
+        given dtype in place of the policy's; unless precision_aware is False)."""
         n = self.numbers
         w, g, o = n["bytes.weights"], n["bytes.gradients"], n["bytes.optimizer"]
         recipe = self.fp8_recipe
-        if recipe is not None and recipe.moment_bytes is not None:
-            from ..precision import OPTIMIZERS
+        kind = self.precision_aware if precision_aware else None
+        if kind is None and (recipe is None or recipe.moment_bytes is None):
+            return w, g, o
+        from ..precision import OPTIMIZERS  # imports sympy: only where a dtype changes
 
-            o -= OPTIMIZERS[self.workload.optimizer].moments * (n["bytes.moment"] - recipe.moment_bytes)
-        return w, g, o
+        moments, moment = OPTIMIZERS[self.workload.optimizer].moments, n["bytes.moment"]
+        master = o - moments * moment
+        if recipe is not None and recipe.moment_bytes is not None:
+            moment = recipe.moment_bytes
+        if kind is not None:
+            moment = moment if kind.moment_bytes is None else kind.moment_bytes
+            master = master if kind.master_bytes is None else kind.master_bytes
+        return w, g, master + moments * moment
+
+    @property
+    def precision_aware(self) -> Any:
+        """The layout's precision-aware optimizer (frameworks.py PrecisionAwareOptimizer) in a
+        training step, else None."""
+        from .frameworks import PRECISION_AWARE_OPTIMIZERS
+
+        name = self.layout.precision_aware_optimizer
+        return PRECISION_AWARE_OPTIMIZERS[name] if name is not None and self.phase == "train" else None
+
+    @property
+    def precision_aware_change(self) -> int:
+        """Bytes a parameter the precision-aware optimizer adds to the rank's optimizer state
+        (negative: removes); 0 without it. The step reads and writes that state once
+        (ParamBytes.step_traffic), so its traffic moves by twice this (time.py step_traffic)."""
+        if self.precision_aware is None:
+            return 0
+        return self._per_param()[2] - self._per_param(precision_aware=False)[2]
 
     @property
     def fp8_recipe(self) -> Any:

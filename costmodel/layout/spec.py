@@ -31,6 +31,9 @@
   grad_reduce_dtype  Megatron-Core's grad_reduce_in_fp32: "fp32" or "bf16", the dtype of the main_grad
                    buffers and the data-parallel gradient collectives (None: the framework's
                    default, fp32 in bf16; costmodel/layout/frameworks.py bf16_grad_reduce_precision)
+  precision_aware_optimizer  Megatron-Core's use_precision_aware_optimizer under a recipe's dtypes:
+                   "fp32", "bf16-moments" or "te-master" (None: off; costmodel/layout/frameworks.py
+                   PRECISION_AWARE_OPTIMIZERS); megatron's distributed optimizer (--zero 1) only
   vocab_parallel   tensor parallelism splits the embedding and the output head by the vocabulary
                    (True: Megatron's, DTensor's); False: every rank holds both whole and computes
                    every logit, so no embedding all-reduce and no logits all-gather (gpt-fast's
@@ -45,9 +48,10 @@ from typing import Any
 from ..config import ConfigError, ModelConfig, show
 from ..offload import check as check_offload
 from ..spec import ALL_REDUCES, CP_KV_HEADS, CP_ROTATES, DEVICES, EP_DISPATCHERS, GRAD_REDUCE_DTYPES, SCHEDULES
+from ..spec import PRECISION_AWARE_OPTIMIZERS as PRECISION_AWARE_OPTIMIZERS_CHOICES
 from .experts import check_expert_parallel
 from .fp8 import RECIPES
-from .frameworks import FRAMEWORKS
+from .frameworks import FRAMEWORKS, PRECISION_AWARE_OPTIMIZERS
 
 V_SCHEDULES = ("zbv", "dualpipev")  # two stages a rank, r and 2p - 1 - r
 
@@ -158,6 +162,7 @@ class Layout:
     offload_device: str = "cpu"  # cpu, nvme
     gpus_per_node: int = 8  # ranks sharing a host (host memory per node)
     grad_reduce_dtype: str | None = None  # Megatron-Core's grad_reduce_in_fp32 (None: the default)
+    precision_aware_optimizer: str | None = None  # Megatron-Core's use_precision_aware_optimizer (None: off)
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "microbatches", "virtual_stages", "ep", "cp"):
@@ -231,10 +236,30 @@ class Layout:
             if not framework.bf16_grad_reduce_precision:
                 raise ConfigError(f"layout: the gradient reduce dtype (--grad-reduce-dtype) is Megatron-Core's "
                                   f"grad_reduce_in_fp32; add --framework megatron (here {self.framework}).")
+        if self.precision_aware_optimizer is not None:
+            self._check_precision_aware(framework)
         if self.device not in DEVICES:
             raise ConfigError(f"layout: device must be {DEVICES.listed()}, got {show(self.device)}.")
         self._check_hybrid()
         check_offload(self)
+
+    def _check_precision_aware(self, framework: Any) -> None:
+        """Megatron-Core's precision-aware optimizer: one of the modelled dtype sets, on its
+        distributed optimizer, and Transformer Engine's master weights only without an FP8
+        recipe (frameworks.py PRECISION_AWARE_OPTIMIZERS: none of --fp8's is 'delayed')."""
+        name = self.precision_aware_optimizer
+        if name not in PRECISION_AWARE_OPTIMIZERS:
+            raise ConfigError(f"layout: precision_aware_optimizer must be {PRECISION_AWARE_OPTIMIZERS_CHOICES.listed()}, "
+                              f"got {show(name)}.")
+        if not framework.precision_aware_optimizer:
+            raise ConfigError(f"layout: the precision-aware optimizer (--precision-aware-optimizer) is Megatron-Core's "
+                              f"use_precision_aware_optimizer; add --framework megatron (here {self.framework}).")
+        if self.zero < 1:
+            raise ConfigError("layout: Megatron-Core runs the precision-aware optimizer only under its distributed "
+                              "optimizer; add --zero 1.")
+        if self.fp8 is not None and PRECISION_AWARE_OPTIMIZERS[name].reads_buffer_gradient:
+            raise ConfigError(f"layout: with an FP8 recipe ({self.fp8}) Megatron-Core keeps the fp32 master weights "
+                              f"itself, not Transformer Engine; use --precision-aware-optimizer fp32 or bf16-moments.")
 
     def _check_hybrid(self) -> None:
         """dp_shard: a divisor of dp, more than one rank, where the framework has hybrid sharding
@@ -425,6 +450,8 @@ class Layout:
                 **({"etp": self.etp} if self.folded else {}),
                 **({"ep_dispatcher": self.ep_dispatcher} if self.ep_dispatcher != "alltoall" else {}),
                 **({"grad_reduce_dtype": self.grad_reduce_dtype} if self.grad_reduce_dtype else {}),
+                **({"precision_aware_optimizer": self.precision_aware_optimizer}
+                   if self.precision_aware_optimizer else {}),
                 **({"offload": self.offload, "offload_device": self.offload_device,
                     "gpus_per_node": self.gpus_per_node} if self.offload != "none" else {})}
 

@@ -462,14 +462,16 @@ class StepTime:
         parameter's copies (ParamBytes.step_traffic), or in fp16 the framework's own passes where
         it states them (Framework.fp16_optimizer_passes); with Megatron-Core's bf16 gradient reduce
         (Layout.grad_reduce_dtype) the cast of the gradient to fp32 too, whose copy the fused pass
-        reads in place of the bf16 one (step_bytes.megatron_gradient_cast_bytes)."""
+        reads in place of the bf16 one (step_bytes.megatron_gradient_cast_bytes); with a
+        precision-aware optimizer's narrower state (ParallelEstimate.precision_aware_change), that
+        state read and written once."""
         estimate = self.estimate
         if estimate.workload.dtype == "fp16" and estimate.framework.fp16_optimizer_passes == "megatron" \
                 and not self.autocast:
             from ..step_bytes import megatron_fp16_step_bytes
 
             return megatron_fp16_step_bytes(estimate.workload.bytes_per_element)
-        traffic = float(estimate.numbers["step_traffic"])
+        traffic = float(estimate.numbers["step_traffic"]) + 2 * estimate.precision_aware_change
         if estimate.gradient_cast_at_step:  # bf16 main_grad: cast to fp32, which the fused step then reads
             from ..step_bytes import FP32, megatron_gradient_cast_bytes
 
