@@ -251,9 +251,12 @@ def test_the_25_09_h100_deepseek_row_runs_its_release_scripts_settings():
     recomputation (the dense layers, on ranks 0 and 1) is not modelled and would not free memory
     there. The recipe's bf16 gradient reduce (mixed_precision grad_reduce_in_fp32 false in
     scripts/performance/configs/deepseek/deepseek_v3_llm_pretrain.yaml at a28844195; the row's
-    grad_reduce_dtype) keeps its gradient buffer in bf16 beside the fp32 copy of its shard:
-    83,744,816,128 bytes, under the H100's training memory (85,682,215,936 with fp32 gradients,
-    over it)."""
+    grad_reduce_dtype) keeps its gradient buffer in bf16 beside the fp32 copy of its shard, and the
+    recipe's precision-aware optimizer its moments in bf16 (recipes/deepseek/deepseek_v3.py
+    pretrain_config at a28844195 lines 240-244, exp_avg_dtype and exp_avg_sq_dtype bf16; the row's
+    precision_aware_optimizer 'bf16-moments'): 8 bytes a shard parameter in place of 12, 80,863,747,072
+    bytes, under the H100's training memory (83,744,816,128 with fp32 moments, 85,682,215,936 with
+    fp32 gradients too, over it)."""
     runs, source = _runs()
     estimate, hardware, options = train_setup(runs["megatron-bridge-moe 25.09 deepseek-v3 fp8 1024xh100"], source)
     assert (estimate.layout.ep_dispatcher, estimate.workload.recompute) == ("deepep", "mla-up-proj")
@@ -264,5 +267,6 @@ def test_the_25_09_h100_deepseek_row_runs_its_release_scripts_settings():
                                                                                         [2, 2, 2, 0]]
     assert [s["layers"] for s in stages] == [7, 8, 8, 8, 8, 8, 8, 6]
     assert parallel["per_rank"]["stage"] == 2 and stages[2]["micro_batches_in_flight"][0] == 11
-    assert parallel["per_rank"]["total"] == 83_744_816_128 < hardware.training_memory_bytes
+    assert parallel["per_rank"]["total"] == 80_863_747_072 < hardware.training_memory_bytes
+    assert parallel["per_rank"]["optimizer"] == 8 * 720_267_264  # 12 x 720,267,264 with fp32 moments
     assert parallel["per_rank"]["gradients"] == 7_699_537_920  # 9,636,937,728 with fp32 gradients
