@@ -128,3 +128,16 @@ def test_cli_option_and_its_refusal(capsys):
     assert "gradients reduced in bf16, precision-aware optimizer bf16-moments)" in capsys.readouterr().out
     assert cli.main(args[:-5] + ["--precision-aware-optimizer", "fp32"]) == 2  # no --framework megatron
     assert "add --framework megatron" in capsys.readouterr().err
+
+
+def test_python_api_takes_it_as_a_layout_field():
+    """costmodel.estimate's layout dict is Layout's fields: the same bytes as the CLI."""
+    import costmodel
+
+    result = costmodel.estimate("llama2-7b", seq_len=8, dtype="bf16", layout={
+        "dp": 8, "zero": 1, "framework": "megatron", "grad_reduce_dtype": "bf16",
+        "precision_aware_optimizer": "bf16-moments"})
+    assert result.to_dict()["parallel"]["per_rank"]["optimizer"] == 8 * SHARD
+    with pytest.raises(ConfigError, match="add --zero 1"):
+        costmodel.estimate("llama2-7b", seq_len=8, dtype="bf16", layout={
+            "dp": 8, "framework": "megatron", "precision_aware_optimizer": "fp32"})
