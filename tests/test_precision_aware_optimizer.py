@@ -141,3 +141,26 @@ def test_python_api_takes_it_as_a_layout_field():
     with pytest.raises(ConfigError, match="add --zero 1"):
         costmodel.estimate("llama2-7b", seq_len=8, dtype="bf16", layout={
             "dp": 8, "framework": "megatron", "precision_aware_optimizer": "fp32"})
+
+
+def test_the_megatron_bridge_rows_state_their_recipes_setting():
+    """DeepSeek-V3's 17 rows keep bf16 moments (its recipe at every release); the 16 other BF16 rows
+    state the performance scripts' fp32 override, which moves no byte: a GPT-OSS 120B row's rank and
+    step traffic equal the same row without it."""
+    import dataclasses
+
+    from reports.published_runs import train_setup
+    from tests.megatron_bridge_pages import runs_and_source
+
+    runs, source = runs_and_source("megatron-bridge-moe")
+    stated = {i: r["precision_aware_optimizer"] for i, r in runs.items() if "precision_aware_optimizer" in r}
+    assert sorted(i for i, v in stated.items() if v == "bf16-moments") == sorted(
+        i for i in runs if i.split()[2] == "deepseek-v3")
+    fp32 = sorted(i for i, v in stated.items() if v == "fp32")
+    assert len(fp32) == 16 and all(i.split()[3] == "bf16" and i.split()[2] != "deepseek-v3" for i in fp32)
+    assert len(stated) == 33
+    on, hardware, _ = train_setup(runs["megatron-bridge-moe 26.04.01 gpt-oss-120b bf16 64xb200"], source)
+    off = ParallelEstimate(on.cfg, on.workload, dataclasses.replace(on.layout, precision_aware_optimizer=None))
+    assert on.layout.precision_aware_optimizer == "fp32"
+    assert on.to_dict()["per_rank"] == off.to_dict()["per_rank"]
+    assert StepTime(on, hardware).step_traffic() == StepTime(off, hardware).step_traffic() == 38.0
