@@ -50,6 +50,7 @@ def profile_for(cfg: ModelConfig, workload: Workload | None = None, **changes) -
         mla=workload.mla,
         weight_format=workload.weight_format,
         logits_to_keep=workload.logits_to_keep,
+        value_width_differs=cfg.value_width_differs,
     )
     return dataclasses.replace(profile, **changes)
 

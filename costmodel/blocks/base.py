@@ -112,6 +112,9 @@ class Profile:
     # (`self.lm_head(hidden_states[:, slice_indices, :])`). 0: every position (a plain forward).
     # tree.generate_logits_to_keep says which models generate that way.
     logits_to_keep: int = 0
+    # The attention's value heads are narrower or wider than its query/key heads
+    # (ModelConfig.value_width_differs: latent attention), which decides torch's sdpa kernel.
+    value_width_differs: bool = False
 
     @cached_property
     def facts(self) -> Facts:
@@ -120,7 +123,7 @@ class Profile:
     def kernel(self, bias_needs_grad: bool = False) -> Kernel:
         """The attention kernel that runs (a position bias that needs gradients can change it)."""
         return choose(self.attention, self.probs_dropout, bias_needs_grad,
-                      self.recompute == "selective")
+                      self.recompute == "selective", self.value_width_differs)
 
     def recomputes(self, part: str) -> bool:
         """Whether the recomputation reruns this part in backward ("norms", "up_projections":
