@@ -1,0 +1,113 @@
+"""Latent attention (DeepSeek-V2/V3, GLM-4.7-Flash) under sdpa: torch 2.13's CPU sdpa runs its flash
+kernel only when q, k and v share one head width (aten/src/ATen/native/transformers/sdp_utils_cpp.cpp,
+check_head_dim_size_cpp), so MLA's q and k of d_h = qk_nope + qk_rope against v of v_head_dim run
+the math path: fp32 copies of q, k, v, the softmax kept in fp32, the backward's products not
+recomputed (kernels._sdpa, validate/FINDINGS.md "Latent attention under sdpa").
+
+Every integer below is a measurement: validate's rows (FlopCounterMode, saved-tensor hooks) on the
+odd configs, b 2 (or 1), n 12, 2 generated tokens, transformers 5.24 and torch 2.13 on the CPU.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from costmodel.config import Workload
+from costmodel.estimation import Estimate
+from costmodel.kernels import FLASH, MATH, SDPA, choose
+from costmodel.presets import config_from_dict, load_preset
+from tests.family_configs import FAMILY_CONFIGS
+from tests.test_hf_survey_configs import NEW_FAMILY_CONFIGS
+
+DEEPSEEK_V3 = FAMILY_CONFIGS["deepseek_v3"]  # d_h 6 + 4 = 10 against d_v 7, 3 layers
+EQUAL_WIDTHS = dict(DEEPSEEK_V3, v_head_dim=10)  # v as wide as q and k: the flash kernel runs
+DEEPSEEK_V2 = NEW_FAMILY_CONFIGS["deepseek_v2"]  # no query rank, d_h 6 + 4 against d_v 5, 3 layers
+
+#: (config, dtype, batch) -> (backward matmul FLOPs, bytes saved for backward), measured.
+MEASURED = {
+    ("deepseek_v3", "bf16", 2): (4_856_832, 243_812),
+    ("deepseek_v3", "bf16", 1): (2_428_416, 122_044),
+    ("deepseek_v3", "fp32", 2): (4_856_832, 342_788),
+    ("deepseek_v3", "fp32", 1): (2_428_416, 176_812),  # V a view of kv_b_proj's output: +3 x 1,728
+    ("deepseek_v2", "bf16", 2): (4_623_552, 211_628),
+    ("deepseek_v2", "bf16", 1): (2_311_776, 105_940),
+    ("equal_widths", "bf16", 2): (5_333_760, 220_484),  # the flash kernel: Q K^T recomputed
+    ("equal_widths", "bf16", 1): (2_666_880, 110_380),
+}
+CONFIGS = {"deepseek_v3": DEEPSEEK_V3, "deepseek_v2": DEEPSEEK_V2, "equal_widths": EQUAL_WIDTHS}
+
+
+def _cfg(name: str):
+    return config_from_dict(dict(CONFIGS[name]), source=name, name=name)
+
+
+def _workload(dtype: str, batch: int) -> Workload:
+    return Workload(seq_len=12, batch=batch, dtype=dtype, gen_tokens=2, attention="sdpa")
+
+
+def test_sdpa_runs_the_math_path_when_the_value_width_differs():
+    assert choose("sdpa", False, False, value_width_differs=True) is MATH
+    assert choose("sdpa", False, False, value_width_differs=False) is SDPA
+    assert choose("flash", False, False, value_width_differs=True) is FLASH  # a GPU's fused kernel
+    assert choose("sdpa", False, False, True, value_width_differs=True).base is MATH  # selective
+
+
+def test_value_width_differs_is_read_from_the_config():
+    assert _cfg("deepseek_v3").value_width_differs and _cfg("deepseek_v2").value_width_differs
+    assert not _cfg("equal_widths").value_width_differs
+    assert load_preset("deepseek-v3").value_width_differs  # 128 + 64 against 128
+    assert not load_preset("llama2-7b").value_width_differs
+    # a dimension that changes the kernel is part of the compiled expressions' key
+    assert _cfg("deepseek_v3").structure() != _cfg("equal_widths").structure()
+
+
+@pytest.mark.parametrize("name, dtype, batch", sorted(MEASURED))
+def test_tree_equals_the_measured_latent_attention_under_sdpa(name, dtype, batch):
+    """The tree alone (no torch) against the measured integers. Before: the flash kernel's rules,
+    backward FLOPs 103,680 above (3 layers x one more Q K^T, 2 b h n^2 d_h = 34,560) and bytes
+    37,152 below (3 x 12,384) on odd DeepSeek-V3 in bf16 at b 2."""
+    estimate = Estimate(_cfg(name), _workload(dtype, batch))
+    backward, saved = MEASURED[(name, dtype, batch)]
+    assert estimate.total("flops_matmul_backward") == backward
+    assert estimate.total("saved_bytes") == saved
+
+
+def test_math_path_per_layer_terms():
+    """One layer of odd DeepSeek-V3 (b 2, n 12, h 6, d_h 10, d_v 7), bf16: the math path keeps q and
+    k scaled in fp32 (2 x 4 x 2 x 6 x 12 x 10 = 11,520), the fp32 softmax (4 x 2 x 6 x 144 = 6,912)
+    and v in fp32 (4 x 2 x 6 x 12 x 7 = 4,032); the flash kernel would keep 5,760 + 576 + 2,016 +
+    its output 2,016 and kv_b_proj's keys beside V (1,728): 12,384 less than math (the output
+    projection keeps its own 2,016 input)."""
+    bf16, flash = _workload("bf16", 2), _workload("bf16", 2).replace(attention="flash")
+    difference = Estimate(_cfg("deepseek_v3"), bf16).total("saved_bytes") - \
+        Estimate(_cfg("deepseek_v3"), flash).total("saved_bytes")
+    assert difference == 3 * ((11_520 + 6_912 + 4_032 + 2_016) - (5_760 + 576 + 2_016 + 2_016 + 1_728))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, dtype, batch", sorted(MEASURED))
+def test_every_validate_row_is_exact_under_sdpa(name, dtype, batch):
+    pytest.importorskip("transformers")
+    from validate.compare import validate
+
+    device = "cpu" if dtype == "fp32" else "fake"  # the experts' grouped_mm fakes only bf16
+    rows = validate(_cfg(name), _workload(dtype, batch), target="hf", device=device)
+    measured = {row.quantity: row.measured for row in rows}
+    assert (measured["backward matmul FLOPs"], measured["bytes saved for backward"]) == MEASURED[(name, dtype, batch)]
+    assert [(r.quantity, r.formula, r.measured) for r in rows if r.difference != 0] == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("index", range(12))
+def test_odd_deepseek_v3_configs_are_exact_under_sdpa(index):
+    """tests/family_odd_configs.py's twelve DeepSeek-V3 configs at b 2, n 9: eleven run the math
+    path, the ninth (qk 8 + 8 against v 16) the flash kernel."""
+    pytest.importorskip("transformers")
+    from costmodel.hf import from_hf_config
+    from tests.family_odd_configs import ODD_FAMILY_CONFIGS
+    from validate.compare import validate
+
+    cfg = from_hf_config(ODD_FAMILY_CONFIGS["deepseek_v3"][index], name="odd-deepseek_v3")
+    assert cfg.value_width_differs == (index != 8)
+    rows = validate(cfg, Workload(seq_len=9, batch=2, dtype="bf16", gen_tokens=2, attention="sdpa"))
+    assert [(r.quantity, r.formula, r.measured) for r in rows if not r.ok] == []
