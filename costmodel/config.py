@@ -483,13 +483,6 @@ class ModelConfig:
         return self.kv_lora_rank is not None
 
     @property
-    def value_width_differs(self) -> bool:
-        """Whether the value heads are not as wide as the query/key heads: latent attention with
-        v_head_dim other than d_head (the non-rotated part plus rotary_dim; DeepSeek-V3: 128 against
-        192). torch's CPU sdpa then runs its math path (costmodel/kernels.py _sdpa)."""
-        return self.mla and self.v_head_dim != self.d_head
-
-    @property
     def n_window_layers(self) -> int:
         """Decoder layers with a sliding window."""
         if self.sliding_window is None:
@@ -568,8 +561,8 @@ class ModelConfig:
             "windows": "none" if not windowed else "all" if windowed == self.n_decoder_layers else "some",
             "moe": self.moe, "dense_layers": self.n_dense_layers > 0, "shared_expert": self.d_shared > 0,
             "latent_experts": self.d_latent is not None,
-            "mla": self.mla, "q_lora": self.q_lora_rank is not None,
-            "value_width_differs": self.value_width_differs, "nope": self.nope_layers > 0,
+            "value_width_differs": self.mla and self.v_head_dim != self.d_head,  # kernels._sdpa: math
+            "mla": self.mla, "q_lora": self.q_lora_rank is not None, "nope": self.nope_layers > 0,
             "mixers": tuple(m for m in ("mamba", "attention", "mlp", "moe") if self.n_mixer_layers(m)),
         }
         return data

@@ -50,7 +50,8 @@ def profile_for(cfg: ModelConfig, workload: Workload | None = None, **changes) -
         mla=workload.mla,
         weight_format=workload.weight_format,
         logits_to_keep=workload.logits_to_keep,
-        value_width_differs=cfg.value_width_differs,
+        # latent attention's v_head_dim other than its q/k width: torch's CPU sdpa runs math
+        value_width_differs=cfg.structure()["layers"]["value_width_differs"],
     )
     return dataclasses.replace(profile, **changes)
 
@@ -117,7 +118,8 @@ class CostModel:
             raise ConfigError(f"recompute {self.profile.recompute!r} recomputes latent attention's "
                               "up-projections around a fused attention kernel that keeps its own output and "
                               f"log-sum-exp, and attention {self.profile.attention!r} runs none here; use "
-                              "--attention flash (or sdpa where it runs the flash kernel).")
+                              "--attention flash (or sdpa where it runs the flash kernel: torch's CPU sdpa "
+                              "runs its math path when v_head_dim differs from the query and key width).")
 
     @cached_property
     def leaves(self) -> tuple[Leaf, ...]:

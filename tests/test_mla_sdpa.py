@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import pytest
 
-from costmodel.config import Workload
+from costmodel.config import ConfigError, Workload
 from costmodel.estimation import Estimate
 from costmodel.kernels import FLASH, MATH, SDPA, choose
 from costmodel.presets import config_from_dict, load_preset
+from costmodel.tree import profile_for
 from tests.family_configs import FAMILY_CONFIGS
 from tests.test_hf_survey_configs import NEW_FAMILY_CONFIGS
 
@@ -52,12 +53,16 @@ def test_sdpa_runs_the_math_path_when_the_value_width_differs():
     assert choose("sdpa", False, False, True, value_width_differs=True).base is MATH  # selective
 
 
+def _differs(cfg) -> bool:
+    return profile_for(cfg, Workload(attention="sdpa")).value_width_differs
+
+
 def test_value_width_differs_is_read_from_the_config():
-    assert _cfg("deepseek_v3").value_width_differs and _cfg("deepseek_v2").value_width_differs
-    assert not _cfg("equal_widths").value_width_differs
-    assert load_preset("deepseek-v3").value_width_differs  # 128 + 64 against 128
-    assert not load_preset("llama2-7b").value_width_differs
-    # a dimension that changes the kernel is part of the compiled expressions' key
+    assert _differs(_cfg("deepseek_v3")) and _differs(_cfg("deepseek_v2"))
+    assert not _differs(_cfg("equal_widths"))
+    assert _differs(load_preset("deepseek-v3"))  # 128 + 64 against 128
+    assert not _differs(load_preset("llama2-7b"))
+    # widths that change the kernel are part of the compiled expressions' key
     assert _cfg("deepseek_v3").structure() != _cfg("equal_widths").structure()
 
 
@@ -84,6 +89,15 @@ def test_math_path_per_layer_terms():
     assert difference == 3 * ((11_520 + 6_912 + 4_032 + 2_016) - (5_760 + 576 + 2_016 + 2_016 + 1_728))
 
 
+def test_recomputed_up_projections_need_the_flash_kernel():
+    """recompute "deepseek" keeps the fused kernel's output and log-sum-exp, which the math path
+    does not make: refused in one sentence where the widths differ, taken where they are equal."""
+    workload = _workload("bf16", 2).replace(recompute="deepseek")
+    with pytest.raises(ConfigError, match="runs its math path when v_head_dim differs"):
+        Estimate(_cfg("deepseek_v3"), workload)
+    assert Estimate(_cfg("equal_widths"), workload).total("saved_bytes") > 0
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name, dtype, batch", sorted(MEASURED))
 def test_every_validate_row_is_exact_under_sdpa(name, dtype, batch):
@@ -93,7 +107,8 @@ def test_every_validate_row_is_exact_under_sdpa(name, dtype, batch):
     device = "cpu" if dtype == "fp32" else "fake"  # the experts' grouped_mm fakes only bf16
     rows = validate(_cfg(name), _workload(dtype, batch), target="hf", device=device)
     measured = {row.quantity: row.measured for row in rows}
-    assert (measured["backward matmul FLOPs"], measured["bytes saved for backward"]) == MEASURED[(name, dtype, batch)]
+    quantities = ("backward matmul FLOPs", "bytes saved for backward")
+    assert tuple(measured[q] for q in quantities) == MEASURED[(name, dtype, batch)]
     assert [(r.quantity, r.formula, r.measured) for r in rows if r.difference != 0] == []
 
 
@@ -108,6 +123,6 @@ def test_odd_deepseek_v3_configs_are_exact_under_sdpa(index):
     from validate.compare import validate
 
     cfg = from_hf_config(ODD_FAMILY_CONFIGS["deepseek_v3"][index], name="odd-deepseek_v3")
-    assert cfg.value_width_differs == (index != 8)
+    assert _differs(cfg) == (index != 8)
     rows = validate(cfg, Workload(seq_len=9, batch=2, dtype="bf16", gen_tokens=2, attention="sdpa"))
     assert [(r.quantity, r.formula, r.measured) for r in rows if not r.ok] == []

@@ -113,7 +113,7 @@ class Profile:
     # tree.generate_logits_to_keep says which models generate that way.
     logits_to_keep: int = 0
     # The attention's value heads are narrower or wider than its query/key heads
-    # (ModelConfig.value_width_differs: latent attention), which decides torch's sdpa kernel.
+    # (latent attention, ModelConfig.structure's value_width_differs), which decides torch's sdpa kernel.
     value_width_differs: bool = False
 
     @cached_property
