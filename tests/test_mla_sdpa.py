@@ -126,3 +126,18 @@ def test_odd_deepseek_v3_configs_are_exact_under_sdpa(index):
     assert _differs(cfg) == (index != 8)
     rows = validate(cfg, Workload(seq_len=9, batch=2, dtype="bf16", gen_tokens=2, attention="sdpa"))
     assert [(r.quantity, r.formula, r.measured) for r in rows if not r.ok] == []
+
+
+def test_fit_verdict_offers_flash_where_sdpa_runs_the_math_path():
+    """estimate --hardware's options (costmodel/verdict.py): sdpa instead of eager keeps no n x n
+    matrix only on a fused kernel; where latent attention's widths send sdpa to the math path (its
+    fp32 softmax kept) the option is flash, as for a class without sdpa."""
+    from costmodel.verdict import options, training_memory
+
+    def attention_option(cfg) -> str:
+        found = options(cfg, Workload(seq_len=4096), None, 2**50, 1, "training", training_memory)  # all fit
+        return next(o.change for o in found if o.change.startswith("--attention"))
+
+    assert attention_option(load_preset("deepseek-v2-lite")) == "--attention flash"
+    assert attention_option(_cfg("equal_widths")) == "--attention sdpa"
+    assert attention_option(load_preset("llama2-7b")) == "--attention sdpa"
