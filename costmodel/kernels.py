@@ -23,8 +23,8 @@ goes through memory. Each kernel below owns those formulas; the blocks ask the k
 
 ATTENTIONS maps the workload's --attention to the kernel that runs: "sdpa" is the sdpa kernel
 unless dropout runs, a position bias needs gradients or the value heads' width is not the query and
-key heads' (the math path). `core` below is the
-block asking (blocks.AttentionCore): lengths, heads kept, profile.
+key heads' (the math path). `core` below is the block asking (blocks.AttentionCore): lengths,
+heads kept, profile.
 """
 
 from __future__ import annotations
