@@ -25,6 +25,7 @@ from . import blocks as B
 from . import op_checkpoint
 from . import symbols as S
 from .config import ConfigError, ModelConfig, Workload
+from .defaults import sdpa_runs_math
 from .leaves import ONE, Leaf, TreeBuilder
 from .module_recompute import MODULE_NEEDS, check_recomputed_modules  # noqa: F401 (re-exported)
 from .spec import MLA_FORMS
@@ -50,10 +51,10 @@ def profile_for(cfg: ModelConfig, workload: Workload | None = None, **changes) -
         mla=workload.mla,
         weight_format=workload.weight_format,
         logits_to_keep=workload.logits_to_keep,
-        # latent attention's v_head_dim other than its q/k width: torch's CPU sdpa runs math
-        value_width_differs=cfg.structure()["layers"]["value_width_differs"],
+        value_width_differs=sdpa_runs_math(cfg, workload),
     )
     return dataclasses.replace(profile, **changes)
+
 
 
 def generate_logits_to_keep(cfg: ModelConfig, impl: str) -> int:

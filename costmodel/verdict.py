@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, Workload
-from .defaults import runs_attention
+from .defaults import runs_attention, sdpa_runs_math
 
 #: GPU counts tried for "more GPUs": doubling up to this many.
 MAX_GPUS = 4096
@@ -111,7 +111,7 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
 
     training = phase in ("training", "finetune")
     # torch's CPU sdpa is no fused kernel where the value heads' width differs (kernels._sdpa: math)
-    math_sdpa = cfg.structure()["layers"]["value_width_differs"]
+    math_sdpa = sdpa_runs_math(cfg, workload)
     fused = [kernel for kernel in ("sdpa", "flash") if runs_attention(workload.impl, cfg.family, kernel)
              and not (kernel == "sdpa" and math_sdpa)]
     if workload.attention == "eager" and fused:  # the first fused kernel the model's class runs

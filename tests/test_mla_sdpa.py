@@ -43,7 +43,7 @@ def _cfg(name: str):
 
 
 def _workload(dtype: str, batch: int) -> Workload:
-    return Workload(seq_len=12, batch=batch, dtype=dtype, gen_tokens=2, attention="sdpa")
+    return Workload(seq_len=12, batch=batch, dtype=dtype, gen_tokens=2, attention="sdpa", sdpa_device="cpu")
 
 
 def test_sdpa_runs_the_math_path_when_the_value_width_differs():
@@ -54,7 +54,7 @@ def test_sdpa_runs_the_math_path_when_the_value_width_differs():
 
 
 def _differs(cfg) -> bool:
-    return profile_for(cfg, Workload(attention="sdpa")).value_width_differs
+    return profile_for(cfg, Workload(attention="sdpa", sdpa_device="cpu")).value_width_differs
 
 
 def test_value_width_differs_is_read_from_the_config():
@@ -130,14 +130,37 @@ def test_odd_deepseek_v3_configs_are_exact_under_sdpa(index):
 
 def test_fit_verdict_offers_flash_where_sdpa_runs_the_math_path():
     """estimate --hardware's options (costmodel/verdict.py): sdpa instead of eager keeps no n x n
-    matrix only on a fused kernel; where latent attention's widths send sdpa to the math path (its
-    fp32 softmax kept) the option is flash, as for a class without sdpa."""
+    matrix only on a fused kernel; where latent attention's widths send the CPU's sdpa to the math
+    path (its fp32 softmax kept) the option is flash, as for a class without sdpa. On CUDA (the
+    default) the memory-efficient kernel runs and sdpa is offered."""
     from costmodel.verdict import options, training_memory
 
-    def attention_option(cfg) -> str:
-        found = options(cfg, Workload(seq_len=4096), None, 2**50, 1, "training", training_memory)  # all fit
+    def attention_option(cfg, device: str = "cuda") -> str:
+        workload = Workload(seq_len=4096, sdpa_device=device)
+        found = options(cfg, workload, None, 2**50, 1, "training", training_memory)  # all fit
         return next(o.change for o in found if o.change.startswith("--attention"))
 
-    assert attention_option(load_preset("deepseek-v2-lite")) == "--attention flash"
-    assert attention_option(_cfg("equal_widths")) == "--attention sdpa"
-    assert attention_option(load_preset("llama2-7b")) == "--attention sdpa"
+    assert attention_option(load_preset("deepseek-v2-lite"), "cpu") == "--attention flash"
+    assert attention_option(load_preset("deepseek-v2-lite")) == "--attention sdpa"
+    assert attention_option(_cfg("equal_widths"), "cpu") == "--attention sdpa"
+    assert attention_option(load_preset("llama2-7b"), "cpu") == "--attention sdpa"
+
+
+def test_on_cuda_latent_attention_under_sdpa_keeps_what_a_fused_kernel_keeps():
+    """torch's CUDA sdpa runs its memory-efficient kernel for q/k of one width and v of another
+    (sdp_utils.cpp check_head_dim_size_mem_efficient), so the default sdpa_device keeps the fused
+    kernel's rules: flash's FLOPs, and none of the math path's fp32 n x n softmax (at 4,096 tokens
+    and 128 heads that is 4 b h n^2 = 8 GiB a layer)."""
+    cuda, cpu = _workload("bf16", 2).replace(sdpa_device="cuda"), _workload("bf16", 2)
+    flash = cuda.replace(attention="flash")
+    cfg = _cfg("deepseek_v3")
+    assert not profile_for(cfg, cuda).value_width_differs
+    backward = Estimate(cfg, cuda).total("flops_matmul_backward")
+    assert backward == Estimate(cfg, flash).total("flops_matmul_backward") == 4_856_832 + 103_680  # Q K^T rerun
+    # flash's bytes and, as sdpa's caller makes the query contiguous (facts sdpa_query_contiguous), the
+    # output's copy for the output projection: 3 layers x b n h d_v x 2 = 3 x 2,016
+    assert Estimate(cfg, cuda).total("saved_bytes") == Estimate(cfg, flash).total("saved_bytes") + 3 * 2_016 \
+        == 212_708
+    assert Estimate(cfg, cpu).total("saved_bytes") == 243_812  # the CPU's math path, measured
+    with pytest.raises(ConfigError, match="sdpa_device"):
+        Workload(sdpa_device="tpu")

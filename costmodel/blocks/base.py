@@ -112,8 +112,9 @@ class Profile:
     # (`self.lm_head(hidden_states[:, slice_indices, :])`). 0: every position (a plain forward).
     # tree.generate_logits_to_keep says which models generate that way.
     logits_to_keep: int = 0
-    # The attention's value heads are narrower or wider than its query/key heads
-    # (latent attention, ModelConfig.structure's value_width_differs), which decides torch's sdpa kernel.
+    # The attention's value heads are narrower or wider than its query/key heads (latent attention,
+    # ModelConfig.structure's value_width_differs) where that sends torch's sdpa to its math path:
+    # on the CPU only (tree.sdpa_runs_math).
     value_width_differs: bool = False
 
     @cached_property
