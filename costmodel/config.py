@@ -561,6 +561,7 @@ class ModelConfig:
             "windows": "none" if not windowed else "all" if windowed == self.n_decoder_layers else "some",
             "moe": self.moe, "dense_layers": self.n_dense_layers > 0, "shared_expert": self.d_shared > 0,
             "latent_experts": self.d_latent is not None,
+            "value_width_differs": self.mla and self.v_head_dim != self.d_head,  # kernels._sdpa: math
             "mla": self.mla, "q_lora": self.q_lora_rank is not None, "nope": self.nope_layers > 0,
             "mixers": tuple(m for m in ("mamba", "attention", "mlp", "moe") if self.n_mixer_layers(m)),
         }

@@ -31,6 +31,8 @@ and Transformer Engine run their own attention) they do not apply.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .facts import facts_for
 from .spec import (DEFAULT_ATTENTION, DEFAULT_DTYPE, DEFAULT_HARDWARE, DEFAULT_IMPL,  # noqa: F401 (re-exported)
                    DEFAULT_RECOMPUTE)
@@ -60,6 +62,15 @@ def runs_attention(impl: str, family: str, attention: str) -> bool:
     and reference codes have no such refusal). Eager always runs."""
     facts = facts_for(impl, family)
     return {"sdpa": facts.sdpa_supported, "flash": facts.flash_supported}.get(attention, True)
+
+
+def sdpa_runs_math(cfg: Any, workload: Any) -> bool:
+    """Whether torch's sdpa runs its math path for this model's value width on the workload's
+    sdpa_device: on the CPU where latent attention's v_head_dim differs from its q/k width
+    (sdp_utils_cpp.cpp check_head_dim_size_cpp: the CPU flash kernel wants one width); on CUDA the
+    memory-efficient kernel takes such widths (sdp_utils.cpp check_head_dim_size_mem_efficient: q
+    and k equal, v any aligned width) and keeps what the fused kernels keep (kernels.SDPA)."""
+    return workload.sdpa_device == "cpu" and cfg.structure()["layers"]["value_width_differs"]
 
 
 def class_attention(impl: str, family: str, attention: str) -> str:

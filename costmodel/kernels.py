@@ -15,14 +15,16 @@ goes through memory. Each kernel below owns those formulas; the blocks ask the k
           repeated to h heads; Falcon's on every layer) and, where the query reaches it
           contiguous, a copy of its output for the output projection (facts sdpa_mask,
           sdpa_query_contiguous)
-  math    sdpa's fallback on the CPU (dropout, or a position bias that needs gradients): q, k, v
-          (h heads), softmax, mask and dropped probabilities all in fp32
+  math    sdpa's fallback on the CPU (dropout, a position bias that needs gradients, or value
+          heads of another width than the query/key heads: latent attention): q, k, v (h heads),
+          softmax, mask and dropped probabilities all in fp32
   recomputed(k)  selective recomputation (Korthikanti et al. 2022) around kernel k: the core is
           rerun in backward, so it keeps what a fused kernel keeps; FLOPs and traffic are k's
 
 ATTENTIONS maps the workload's --attention to the kernel that runs: "sdpa" is the sdpa kernel
-unless dropout runs or a position bias needs gradients (the math path). `core` below is the
-block asking (blocks.AttentionCore): lengths, heads kept, profile.
+unless dropout runs, a position bias needs gradients or the value heads' width is not the query and
+key heads' (the math path). `core` below is the block asking (blocks.AttentionCore): lengths,
+heads kept, profile.
 """
 
 from __future__ import annotations
@@ -68,6 +70,11 @@ class Kernel:
         """A projection's whole output, kept when the query (or value) the kernel keeps is a view
         of it: at b = 1 the eager reshape makes no copy."""
         return if_batch_of_one(extra)
+
+    def value_view_saved(self, extra: Expr) -> Expr:
+        """The same for a value the kernel keeps as a view of a wider projection output (latent
+        attention's V, a slice of kv_b_proj's output with the keys' non-rotated part)."""
+        return self.query_view_saved(extra)
 
     def softmax_saved(self, core: Any) -> Expr:
         """The probabilities in the softmax's dtype, and dropout's mask when dropout runs."""
@@ -137,6 +144,12 @@ class Math(Kernel):
 
     def query_view_saved(self, extra: Expr) -> Expr:
         return ZERO  # the fp32 path copies q: no view is kept
+
+    def value_view_saved(self, extra: Expr) -> Expr:
+        """V goes into its product as it comes: a copy in fp32 where the activations are narrower
+        (the CPU path upcasts), else reshaped to (b h, n_k, width), a view only for one sequence
+        (measured on latent attention, whose V is a slice of kv_b_proj's output)."""
+        return sp.Piecewise((if_batch_of_one(extra), sp.Eq(S.e, FP32)), (ZERO, True))
 
     def softmax_saved(self, core: Any) -> Expr:
         saved = FP32 * core.pairs * (2 if core.profile.probs_dropout else 1)  # softmax and mask in fp32
@@ -258,22 +271,29 @@ class Recomputed(Kernel):
 EAGER, MATH = Kernel(), Math()
 
 
-def _sdpa(dropout: bool, bias_needs_grad: bool) -> Kernel:
-    """torch's scaled_dot_product_attention on the CPU: its flash kernel, except with dropout or a
-    position bias that needs gradients, when it falls back to its math path in fp32."""
-    return MATH if dropout or bias_needs_grad else SDPA
+def _sdpa(dropout: bool, bias_needs_grad: bool, value_width_differs: bool) -> Kernel:
+    """torch's scaled_dot_product_attention on the CPU: its flash kernel, except with dropout, a
+    position bias that needs gradients, or value heads of another width than the query and key
+    heads, when it falls back to its math path in fp32. The last is torch 2.13's CPU dispatch
+    (sdp_utils_cpp.cpp check_head_dim_size_cpp: the flash kernel wants one last dimension for q, k
+    and v): latent attention's q and k of d_h against v of d_v run
+    _scaled_dot_product_attention_math, measured op by op (validate/FINDINGS.md "Latent attention
+    under sdpa")."""
+    return MATH if dropout or bias_needs_grad or value_width_differs else SDPA
 
 
-#: --attention -> the kernel that runs, given (dropout runs, a position bias needs gradients).
-ATTENTIONS: dict[str, Callable[[bool, bool], Kernel]] = {
-    "eager": lambda dropout, bias_needs_grad: EAGER,
+#: --attention -> the kernel that runs, given (dropout runs, a position bias needs gradients,
+#: the value heads' width differs from the query and key heads').
+ATTENTIONS: dict[str, Callable[[bool, bool, bool], Kernel]] = {
+    "eager": lambda dropout, bias_needs_grad, value_width_differs: EAGER,
     "sdpa": _sdpa,
-    "flash": lambda dropout, bias_needs_grad: FLASH,
+    "flash": lambda dropout, bias_needs_grad, value_width_differs: FLASH,
 }
 
 
-def choose(attention: str, dropout: bool, bias_needs_grad: bool, selective: bool = False) -> Kernel:
+def choose(attention: str, dropout: bool, bias_needs_grad: bool, selective: bool = False,
+           value_width_differs: bool = False) -> Kernel:
     """The kernel one attention runs; under selective recomputation, its recomputed variant."""
-    kernel = ATTENTIONS[attention](dropout, bias_needs_grad)
+    kernel = ATTENTIONS[attention](dropout, bias_needs_grad, value_width_differs)
     return Recomputed(base=kernel) if selective else kernel
 

@@ -25,6 +25,7 @@ from . import blocks as B
 from . import op_checkpoint
 from . import symbols as S
 from .config import ConfigError, ModelConfig, Workload
+from .defaults import sdpa_runs_math
 from .leaves import ONE, Leaf, TreeBuilder
 from .module_recompute import MODULE_NEEDS, check_recomputed_modules  # noqa: F401 (re-exported)
 from .spec import MLA_FORMS
@@ -50,8 +51,10 @@ def profile_for(cfg: ModelConfig, workload: Workload | None = None, **changes) -
         mla=workload.mla,
         weight_format=workload.weight_format,
         logits_to_keep=workload.logits_to_keep,
+        value_width_differs=sdpa_runs_math(cfg, workload),
     )
     return dataclasses.replace(profile, **changes)
+
 
 
 def generate_logits_to_keep(cfg: ModelConfig, impl: str) -> int:
@@ -116,7 +119,8 @@ class CostModel:
             raise ConfigError(f"recompute {self.profile.recompute!r} recomputes latent attention's "
                               "up-projections around a fused attention kernel that keeps its own output and "
                               f"log-sum-exp, and attention {self.profile.attention!r} runs none here; use "
-                              "--attention flash (or sdpa where it runs the flash kernel).")
+                              "--attention flash (or sdpa where it runs the flash kernel: torch's CPU sdpa "
+                              "runs its math path when v_head_dim differs from the query and key width).")
 
     @cached_property
     def leaves(self) -> tuple[Leaf, ...]:

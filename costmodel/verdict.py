@@ -4,7 +4,8 @@ Each option is evaluated exactly with the same estimates `estimate` prints (cost
 for one GPU, costmodel.layout for several), and listed in the order of what it costs the user:
 
   attention    sdpa instead of eager: no n x n matrix kept (free where the code can use it); flash
-               where the model's Hugging Face class has no sdpa (Gemma 2), none where it runs
+               where the model's Hugging Face class has no sdpa (Gemma 2) or its sdpa runs torch's
+               math path (latent attention's value width: kernels._sdpa), none where it runs
                neither (BLOOM, MPT: facts sdpa_supported, flash_supported)
   recompute    selective reruns the attention core in backward; full reruns each layer's
                forward (one more forward: a third more matmul FLOPs than forward + backward)
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, Workload
-from .defaults import runs_attention
+from .defaults import runs_attention, sdpa_runs_math
 
 #: GPU counts tried for "more GPUs": doubling up to this many.
 MAX_GPUS = 4096
@@ -109,7 +110,10 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
             out.append(Option(change, needed, needed <= capacity, cost))
 
     training = phase in ("training", "finetune")
-    fused = [kernel for kernel in ("sdpa", "flash") if runs_attention(workload.impl, cfg.family, kernel)]
+    # torch's CPU sdpa is no fused kernel where the value heads' width differs (kernels._sdpa: math)
+    math_sdpa = sdpa_runs_math(cfg, workload)
+    fused = [kernel for kernel in ("sdpa", "flash") if runs_attention(workload.impl, cfg.family, kernel)
+             and not (kernel == "sdpa" and math_sdpa)]
     if workload.attention == "eager" and fused:  # the first fused kernel the model's class runs
         add(f"--attention {fused[0]}", _try(memory, cfg, dataclasses.replace(workload, attention=fused[0]), layout),
             "none: a fused kernel keeps no n x n matrix (the code must use it)")

@@ -96,6 +96,11 @@ class Workload:
     # Latent attention's form at inference (costmodel/blocks/mla.py LatentAttention): "naive", as
     # transformers runs it, or "absorbed", as inference engines do (vLLM's MLA backend).
     mla: str = spec.DEFAULT_MLA
+    # Whose torch sdpa dispatch the tree follows where they differ: "cuda" (the GPUs estimates are
+    # for) or "cpu" (the measurements here: validate). They differ for latent attention, whose value
+    # heads are narrower than its query/key heads: the CPU runs sdpa's math path, CUDA its
+    # memory-efficient kernel (tree.sdpa_runs_math).
+    sdpa_device: str = "cuda"
 
     def __post_init__(self) -> None:
         owner = "workload"
@@ -121,6 +126,7 @@ class Workload:
         check_choice(owner, "optimizer", self.optimizer, OPTIMIZERS)
         check_choice(owner, "precision", self.precision, PRECISIONS)
         check_choice(owner, "kv_cache", self.kv_cache, KV_CACHES)
+        check_choice(owner, "sdpa_device", self.sdpa_device, ("cuda", "cpu"))
         self._check_inference_options(owner)
 
     def _check_inference_options(self, owner: str) -> None:
@@ -196,6 +202,8 @@ class Workload:
             options["mla"] = self.mla
         if self.logits_to_keep:
             options["logits_to_keep"] = self.logits_to_keep
+        if self.sdpa_device != "cuda":  # (cuda keeps the keys compiled before the option existed)
+            options["sdpa_device"] = self.sdpa_device
         return options
 
     def dimensions(self, cfg: Any) -> dict[str, int]:

@@ -211,7 +211,7 @@ def validate(cfg: ModelConfig, workload: Workload, *, target: str = "hf", device
     if cfg.moe and target == "hf" and device == "fake" and workload.dtype != "bf16":
         raise ValueError(f"model {cfg.name!r}: under FakeTensorMode the experts' grouped_mm runs "
                          "only in bf16 (torch's fake kernel); use --dtype bf16 or --device cpu.")
-    estimate = Estimate(cfg, workload.replace(impl=target))
+    estimate = Estimate(cfg, workload.replace(impl=target, sdpa_device="cpu"))  # measured on the CPU
     context = fake_mode() if device == "fake" else _nothing()
     rows: list[Row] = []
     loss_fn = training_loss(cfg, target)

@@ -112,6 +112,10 @@ class Profile:
     # (`self.lm_head(hidden_states[:, slice_indices, :])`). 0: every position (a plain forward).
     # tree.generate_logits_to_keep says which models generate that way.
     logits_to_keep: int = 0
+    # The attention's value heads are narrower or wider than its query/key heads (latent attention,
+    # ModelConfig.structure's value_width_differs) where that sends torch's sdpa to its math path:
+    # on the CPU only (tree.sdpa_runs_math).
+    value_width_differs: bool = False
 
     @cached_property
     def facts(self) -> Facts:
@@ -120,7 +124,7 @@ class Profile:
     def kernel(self, bias_needs_grad: bool = False) -> Kernel:
         """The attention kernel that runs (a position bias that needs gradients can change it)."""
         return choose(self.attention, self.probs_dropout, bias_needs_grad,
-                      self.recompute == "selective")
+                      self.recompute == "selective", self.value_width_differs)
 
     def recomputes(self, part: str) -> bool:
         """Whether the recomputation reruns this part in backward ("norms", "up_projections":

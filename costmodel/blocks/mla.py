@@ -202,4 +202,4 @@ class LatentAttention(Block):
         else:
             saved += S.e * tokens * (2 * S.r_kv + S.d_r) + S.e * tokens
         saved += S.e * tokens * S.r_kv  # kv_b_proj's input: the normed latent (under SP its shard, regathered)
-        return saved + kernel.query_view_saved(S.e * self.up_tokens * S.h * (S.d_h - S.d_r))
+        return saved + kernel.value_view_saved(S.e * self.up_tokens * S.h * (S.d_h - S.d_r))
