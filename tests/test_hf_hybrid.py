@@ -37,6 +37,8 @@ VARIANTS = {
                                 attention_bias=True, mamba_proj_bias=True, mamba_conv_bias=False,
                                 layer_types=["linear_attention", "full_attention", "full_attention",
                                              "linear_attention"]),
+    "granite_dense_rope_biases": dict(GRANITE, num_local_experts=0, position_embedding_type="rope",
+                                      attention_bias=True, mamba_proj_bias=True, attention_multiplier=1.0),
     "granite_mqa_one_group": dict(GRANITE, num_key_value_heads=1, mamba_n_groups=1, mamba_n_heads=3),
     "bamba": BAMBA,
     "bamba_biases": dict(BAMBA, mlp_bias=True, attention_bias=True, mamba_proj_bias=True,
@@ -114,6 +116,31 @@ def test_cache_after_prefill(name, dtype):
         held += sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
     ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype=dtype).to_dict()
     assert ours["memory"]["kv_cache"] == held > 0
+
+
+@pytest.mark.parametrize("name", ["granite_dense", "granite_dense_rope_biases", "bamba", "bamba_biases"])
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_bytes_saved_for_backward(name, dtype):
+    """The class's training forward with its loss (validate's saved-tensor hooks, eager attention,
+    b 2, n 9: three chunks of 4) against the tree's activations in the dense patterns: the Mamba-2
+    mixers' torch path (blocks/mamba.saved_bytes_torch, as nemotron_h's) and the families' facts
+    (costmodel/facts.json: Llama's fp32 RMSNorm, fp32 softmax and loss; Granite's scores times an
+    attention_multiplier of 1.0)."""
+    import torch
+    import transformers
+
+    from costmodel import estimate
+    from validate.measure.saved import saved_activation_bytes
+
+    fields, b, n = VARIANTS[name], 2, 9
+    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    config = transformers.AutoConfig.for_model(**fields, attn_implementation="eager")
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch_dtype).train()
+    ids = torch.randint(0, fields["vocab_size"], (b, n))
+    measured = saved_activation_bytes(model, {"input_ids": ids, "labels": ids}, loss_fn=lambda out: out.loss)
+    ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype=dtype, attention="eager").to_dict()
+    assert ours["memory"]["activations"] == measured.total_bytes
 
 
 @pytest.mark.parametrize("fields,message", [
