@@ -19,8 +19,9 @@ decoder layer (the FFN's "mlp" or "moe" after each), and n_decoder_layers is twi
   attn_layer_indices, RoPE on half of each head (BambaConfig hard-codes partial_rotary_factor 0.5).
 Refused in one line: activations other than silu (the MLP and the Mamba mixer share hidden_act),
 z_loss_coefficient > 0 and output_router_logits (losses the tree does not hold), layer types
-other than Mamba-2 and full attention, and a model without an attention layer (ModelConfig's
-mixer_layers check: the regime's crossover divides by attention's n^2 term).
+other than Mamba-2 and full attention, and a model without an attention layer (the classes'
+defaults: every layer a Mamba-2 mixer; the regime's crossover n* divides by attention's n^2 term
+and plan times attention kernels).
 """
 
 from __future__ import annotations
@@ -82,6 +83,10 @@ def _common(f: Fields, name: str, family: str, mixers: list[str], ffn: str, n_kv
     n_kv = n_heads if n_kv_default is None else n_kv_default
     n_kv = n_heads if "num_key_value_heads" in f.data and f.data["num_key_value_heads"] is None else \
         f.get("num_key_value_heads", n_kv, minimum=1)
+    if "attention" not in mixers:  # also the classes' defaults: every layer a Mamba-2 mixer
+        raise ConfigError(f"{f.source}: a {family} model without an attention layer (every layer a Mamba-2 "
+                          "mixer) is not modelled: the regime's crossover and plan's attention kernels "
+                          "need one.")
     pattern = _interleave(mixers, ffn)
     mamba = "mamba" in pattern
     sizes = _mamba_sizes(f, d_model, 128, 1, 256, 256) if mamba else {}

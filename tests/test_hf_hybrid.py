@@ -153,8 +153,8 @@ def test_bytes_saved_for_backward(name, dtype):
     (dict(GRANITE, position_embedding_type="alibi"), "position_embedding_type"),
     (dict(GRANITE, mamba_d_head=10), "mamba_n_heads"),
     (dict(BAMBA, mamba_n_heads=5), "mamba_n_heads"),
-    (dict(BAMBA, attn_layer_indices=[]), "without an attention layer"),
-    (dict(GRANITE, layer_types=None), "without an attention layer"),
+    (dict(BAMBA, attn_layer_indices=[]), "bamba model without an attention layer"),
+    (dict(GRANITE, layer_types=None), "granitemoehybrid model without an attention layer"),
     (dict(GRANITE, mamba_n_groups=4), "not divisible"),
 ])
 def test_refused_configs(fields, message):
