@@ -83,10 +83,6 @@ def _common(f: Fields, name: str, family: str, mixers: list[str], ffn: str, n_kv
     n_kv = n_heads if n_kv_default is None else n_kv_default
     n_kv = n_heads if "num_key_value_heads" in f.data and f.data["num_key_value_heads"] is None else \
         f.get("num_key_value_heads", n_kv, minimum=1)
-    if "attention" not in mixers:  # also the classes' defaults: every layer a Mamba-2 mixer
-        raise ConfigError(f"{f.source}: a {family} model without an attention layer (every layer a Mamba-2 "
-                          "mixer) is not modelled: the regime's crossover and plan's attention kernels "
-                          "need one.")
     pattern = _interleave(mixers, ffn)
     mamba = "mamba" in pattern
     sizes = _mamba_sizes(f, d_model, 128, 1, 256, 256) if mamba else {}
@@ -167,13 +163,43 @@ def _bamba(f: Fields, name: str) -> ModelConfig:
                        d_ff=f.get("intermediate_size", 14336, minimum=1), ffn_bias=f.get("mlp_bias", False, bool))
 
 
+def _mamba2(f: Fields, name: str) -> ModelConfig:
+    """mamba2 (Mamba2ForCausalLM): num_hidden_layers Mamba2Blocks (a norm, the mixer, a residual
+    add), norm_f and the head, nothing else. Defaults: Mamba2Config (5.24). No layer attends or
+    has an MLP: ModelConfig's attention and FFN sizes, which no leaf reads, are the mixer's heads,
+    head width and inner width (expand x hidden_size), so that a layout divides what the mixer
+    divides. residual_in_fp32 (the residual stream in fp32 between blocks) changes no parameter,
+    matmul FLOP or cache byte; the activations are proven in fp32 only."""
+    _silu(f, "mamba2")
+    d_model = f.get("hidden_size", 4096, minimum=1)
+    n_layers = f.get("num_hidden_layers", 64, minimum=1)
+    check_int(f.source, "num_hidden_layers", n_layers, maximum=MAX_LAYERS)
+    heads, head_dim = f.get("num_heads", 128, minimum=1), f.get("head_dim", 64, minimum=1)
+    expand = f.get("expand", 2, minimum=1)
+    if heads * head_dim != expand * d_model:
+        raise ConfigError(f"{f.source}: num_heads ({heads}) x head_dim ({head_dim}) must equal expand x "
+                          f"hidden_size ({expand * d_model}), as Mamba2Config requires.")
+    return ModelConfig(
+        name=name, family="mamba2", vocab_size=f.get("vocab_size", 32768, minimum=1), d_model=d_model,
+        n_heads=heads, n_kv_heads=heads, d_head=head_dim, d_ff=heads * head_dim, n_decoder_layers=n_layers,
+        # no context length in Mamba2Config: max_positions stays ModelConfig's 2048 (past it: a warning)
+        position="none", norm="rmsnorm", norm_position="pre", activation="swiglu",
+        qkv_bias=False, out_bias=False, ffn_bias=False, lm_head_bias=False, head="lm",
+        tie_embeddings=f.get("tie_word_embeddings", False, bool), mixer_layers=True,
+        layer_pattern=("mamba",) * n_layers, mamba_heads=heads, mamba_head_dim=head_dim,
+        ssm_state=f.get("state_size", 128, minimum=1), mamba_groups=f.get("n_groups", 8, minimum=1),
+        conv_kernel=f.get("conv_kernel", 4, minimum=1), chunk_size=f.get("chunk_size", 256, minimum=1),
+        mamba_bias=f.get("use_bias", False, bool), conv_bias=f.get("use_conv_bias", True, bool))
+
+
 #: model_type -> its reader.
 HYBRID_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
-    "granitemoehybrid": _granitemoehybrid, "bamba": _bamba}
+    "granitemoehybrid": _granitemoehybrid, "bamba": _bamba, "mamba2": _mamba2}
 
 #: The transformers class, for a config.json that names `architectures` only.
 HYBRID_ARCHITECTURES: dict[str, str] = {
-    "GraniteMoeHybridForCausalLM": "granitemoehybrid", "BambaForCausalLM": "bamba"}
+    "GraniteMoeHybridForCausalLM": "granitemoehybrid", "BambaForCausalLM": "bamba",
+    "Mamba2ForCausalLM": "mamba2"}
 
 _MAMBA_NAMES = {"mamba_heads": "mamba_n_heads", "mamba_head_dim": "mamba_d_head", "ssm_state": "mamba_d_state",
                 "mamba_groups": "mamba_n_groups", "conv_kernel": "mamba_d_conv", "chunk_size": "mamba_chunk_size"}
@@ -184,4 +210,7 @@ HYBRID_NAMES: dict[str, dict[str, Any]] = {
                          "d_shared": "shared_intermediate_size", "d_ff": "shared_intermediate_size",
                          "layer_pattern": "layer_types"},
     "bamba": {**LLAMA_NAMES, **_MAMBA_NAMES, "layer_pattern": "attn_layer_indices"},
+    "mamba2": {"vocab_size": "vocab_size", "d_model": "hidden_size", "n_decoder_layers": "num_hidden_layers",
+               "mamba_heads": "num_heads", "mamba_head_dim": "head_dim", "ssm_state": "state_size",
+               "mamba_groups": "n_groups"},
 }

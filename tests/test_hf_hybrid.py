@@ -29,6 +29,9 @@ GRANITE = dict(model_type="granitemoehybrid", vocab_size=99, hidden_size=48, num
 BAMBA = dict(model_type="bamba", vocab_size=99, hidden_size=48, num_hidden_layers=4, num_attention_heads=4,
              num_key_value_heads=2, intermediate_size=37, mamba_n_heads=6, mamba_n_groups=2, mamba_d_state=7,
              mamba_d_conv=3, mamba_chunk_size=4, attn_layer_indices=[1])
+#: Pure Mamba-2 (Mamba2ForCausalLM): 3 blocks of the same mixer, no attention, no MLP.
+MAMBA2 = dict(model_type="mamba2", vocab_size=99, hidden_size=48, num_hidden_layers=3, num_heads=6, head_dim=16,
+              n_groups=2, state_size=7, conv_kernel=3, chunk_size=4, expand=2)
 VARIANTS = {
     "granite_moe": GRANITE,
     "granite_dense": dict(GRANITE, num_local_experts=0),
@@ -44,6 +47,12 @@ VARIANTS = {
     "bamba_biases": dict(BAMBA, mlp_bias=True, attention_bias=True, mamba_proj_bias=True,
                          tie_word_embeddings=True, attn_layer_indices=[0, 3], head_dim=20),
     "bamba_mha": dict(BAMBA, num_key_value_heads=None, mamba_d_head=24, mamba_n_heads=4),
+    "bamba_no_attention": dict(BAMBA, attn_layer_indices=None),
+    "granite_no_attention": dict(GRANITE, layer_types=None),
+    "mamba2": MAMBA2,
+    "mamba2_biases_tied": dict(MAMBA2, use_bias=True, use_conv_bias=False, tie_word_embeddings=True,
+                               n_groups=3, num_heads=3, head_dim=32),
+    "mamba2_bf16_residual": dict(MAMBA2, residual_in_fp32=False),
 }
 
 
@@ -53,17 +62,28 @@ def test_parameters_equal_the_class(name):
 
 
 @pytest.mark.parametrize("fields", [
-    # GraniteMoeHybridConfig's defaults with one attention layer among its 32 (the default is all
-    # Mamba-2, which the tree refuses): 4096 wide, 128 Mamba heads of 64, 8 experts of 11,008
+    {"model_type": "granitemoehybrid"},  # 32 Mamba-2 layers 4096 wide, 8 experts of 11,008 each
     {"model_type": "granitemoehybrid", "layer_types": ["mamba"] * 9 + ["attention"] + ["mamba"] * 22},
+    {"model_type": "bamba"},  # every layer Mamba-2 (attn_layer_indices None)
     {"model_type": "bamba", "attn_layer_indices": [9, 18, 27]},  # Bamba-9B's attention layers
-], ids=["granitemoehybrid", "bamba"])
+    {"model_type": "mamba2"},  # 64 blocks 4096 wide, 128 heads of 64, 8 groups
+    {"model_type": "nemotron_h", "hybrid_override_pattern": "MEM-"},  # no attention layer either
+], ids=["granitemoehybrid", "granitemoehybrid_attention", "bamba", "bamba_9b_layers", "mamba2", "nemotron_h"])
 def test_parameters_of_the_class_defaults(fields):
     assert estimated_total(fields, "defaults") == hf_meta_count(fields)
 
 
+def test_class_defaults_exact_integers():
+    """The classes' defaults on the meta device (transformers 5.24): GraniteMoeHybridConfig()
+    38,601,064,448, BambaConfig() 9,992,765,440, Mamba2Config() 7,285,403,648."""
+    counts = {t: estimated_total({"model_type": t}, t) for t in ("granitemoehybrid", "bamba", "mamba2")}
+    assert counts == {"granitemoehybrid": 38_601_064_448, "bamba": 9_992_765_440, "mamba2": 7_285_403_648}
+
+
 def _forward_flops(fields: dict, b: int, n: int) -> int:
-    """FlopCounterMode's count of the class's training forward with its loss, eager attention."""
+    """FlopCounterMode's count of the class's training forward with its loss, eager attention, no
+    cache (transformers 5.24 cannot build one for Bamba or Granite without an attention layer:
+    DynamicCache.get_seq_length raises on linear-attention layers only)."""
     import torch
     import transformers
     from torch.utils.flop_counter import FlopCounterMode
@@ -75,7 +95,7 @@ def _forward_flops(fields: dict, b: int, n: int) -> int:
     model = transformers.AutoModelForCausalLM.from_config(config).train()
     ids = torch.randint(0, fields["vocab_size"], (b, n))
     with FlopCounterMode(display=False, custom_mapping=dict(EXTRA_FLOP_FORMULAS)) as counter:
-        model(ids, labels=ids).loss
+        model(ids, labels=ids, use_cache=False).loss
     return counter.get_total_flops()
 
 
@@ -88,12 +108,13 @@ def test_training_forward_flops(name, b, n):
     assert ours.to_dict()["flops"]["forward"] == _forward_flops(VARIANTS[name], b, n)
 
 
-@pytest.mark.parametrize("name", ["granite_moe", "granite_dense", "bamba"])
+@pytest.mark.parametrize("name", ["granite_moe", "granite_dense", "bamba", "mamba2"])
 def test_decode_step_flops(name):
     assert_decode_flops_exact(VARIANTS[name], name)
 
 
-@pytest.mark.parametrize("name", ["granite_moe", "granite_rope_biases", "bamba", "bamba_biases"])
+@pytest.mark.parametrize("name", ["granite_moe", "granite_rope_biases", "bamba", "bamba_biases", "mamba2",
+                                  "mamba2_biases_tied"])
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 def test_cache_after_prefill(name, dtype):
     """Keys and values of the attention layers (b h_kv n d_h each), and per Mamba-2 layer its conv
@@ -118,14 +139,18 @@ def test_cache_after_prefill(name, dtype):
     assert ours["memory"]["kv_cache"] == held > 0
 
 
-@pytest.mark.parametrize("name", ["granite_dense", "granite_dense_rope_biases", "bamba", "bamba_biases"])
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("name,dtype", [
+    *((name, dtype) for name in ("granite_dense", "granite_dense_rope_biases", "bamba", "bamba_biases",
+                                 "mamba2_bf16_residual") for dtype in ("fp32", "bf16")),
+    # residual_in_fp32 (Mamba2Config's default) in bf16: norm_f's input is the fp32 residual
+    # stream, b n d x 2 bytes more than the tree's (1,728 here; validate/FINDINGS.md), not modelled
+    ("mamba2", "fp32"), ("mamba2_biases_tied", "fp32")])
 def test_bytes_saved_for_backward(name, dtype):
     """The class's training forward with its loss (validate's saved-tensor hooks, eager attention,
     b 2, n 9: three chunks of 4) against the tree's activations in the dense patterns: the Mamba-2
     mixers' torch path (blocks/mamba.saved_bytes_torch, as nemotron_h's) and the families' facts
     (costmodel/facts.json: Llama's fp32 RMSNorm, fp32 softmax and loss; Granite's scores times an
-    attention_multiplier of 1.0)."""
+    attention_multiplier of 1.0; Mamba-2's fp32 RMSNorm and logits)."""
     import torch
     import transformers
 
@@ -153,8 +178,8 @@ def test_bytes_saved_for_backward(name, dtype):
     (dict(GRANITE, position_embedding_type="alibi"), "position_embedding_type"),
     (dict(GRANITE, mamba_d_head=10), "mamba_n_heads"),
     (dict(BAMBA, mamba_n_heads=5), "mamba_n_heads"),
-    (dict(BAMBA, attn_layer_indices=[]), "bamba model without an attention layer"),
-    (dict(GRANITE, layer_types=None), "granitemoehybrid model without an attention layer"),
+    (dict(MAMBA2, hidden_act="gelu"), "hidden_act"),
+    (dict(MAMBA2, head_dim=10), "num_heads"),
     (dict(GRANITE, mamba_n_groups=4), "not divisible"),
 ])
 def test_refused_configs(fields, message):
