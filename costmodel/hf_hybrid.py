@@ -1,14 +1,14 @@
-"""config.json readers of the hybrid models built from nemotron_h's Mamba-2 mixer (model_type
+"""config.json readers of the models built from nemotron_h's Mamba-2 mixer (model_type
 "granitemoehybrid": IBM Granite 4.0-H, GraniteMoeHybridForCausalLM; "bamba": IBM's Bamba,
-BambaForCausalLM).
+BambaForCausalLM; "mamba2": Mamba2ForCausalLM, the pure state-space model).
 
-Their Mamba-2 mixers (transformers 5.24: GraniteMoeHybridMambaLayer, BambaMixer) are
+Their Mamba-2 mixers (transformers 5.24: GraniteMoeHybridMambaLayer, BambaMixer, Mamba2Mixer) are
 NemotronHMamba2Mixer's code line for line (the same torch_forward, the same gated RMSNorm over
-n_groups groups, conv over x, B and C, D, dt_bias, chunked scan), with heads of
-mamba_d_head = mamba_expand * hidden_size / mamba_n_heads. A layer of either is two of
-nemotron_h's one-mixer layers (ModelConfig.mixer_layers): its norm, a Mamba-2 mixer or attention,
-a residual add; then its second norm, the FFN, a residual add. So the pattern lists two mixers a
-decoder layer (the FFN's "mlp" or "moe" after each), and n_decoder_layers is twice the model's.
+n_groups groups, conv over x, B and C, D, dt_bias, chunked scan), with an inner width of
+expand x hidden_size that the heads tile. A Granite or Bamba layer is two of nemotron_h's
+one-mixer layers (ModelConfig.mixer_layers): its norm, a Mamba-2 mixer or attention, a residual
+add; then its second norm, the FFN, a residual add. So the pattern lists two mixers a decoder
+layer (the FFN's "mlp" or "moe" after each), and n_decoder_layers is twice the model's.
 - granitemoehybrid: the FFN is a SwiGLU shared MLP of shared_intermediate_size (input_linear
   d -> 2 d_s, output_linear), beside num_local_experts SwiGLU experts of intermediate_size under a
   bias-free softmax top-k router where num_local_experts > 0; Granite's four multipliers (the
@@ -17,11 +17,11 @@ decoder layer (the FFN's "mlp" or "moe" after each), and n_decoder_layers is twi
   position_embedding_type is "rope".
 - bamba: the FFN is Llama's SwiGLU MLP (gate_proj, up_proj, down_proj, mlp_bias); attention on
   attn_layer_indices, RoPE on half of each head (BambaConfig hard-codes partial_rotary_factor 0.5).
-Refused in one line: activations other than silu (the MLP and the Mamba mixer share hidden_act),
-z_loss_coefficient > 0 and output_router_logits (losses the tree does not hold), layer types
-other than Mamba-2 and full attention, and a model without an attention layer (the classes'
-defaults: every layer a Mamba-2 mixer; the regime's crossover n* divides by attention's n^2 term
-and plan times attention kernels).
+- mamba2: one mixer layer a block, no attention and no MLP.
+The classes' defaults have no attention layer (every layer Mamba-2): modelled, with no crossover
+n*. Refused in one line: activations other than silu (the MLP and the Mamba mixer share
+hidden_act), z_loss_coefficient > 0 and output_router_logits (losses the tree does not hold),
+layer types other than Mamba-2 and full attention, heads that do not tile the inner width.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""The hybrid models built from nemotron_h's Mamba-2 mixer (costmodel/hf_hybrid.py: model_type
-"granitemoehybrid", IBM Granite 4.0-H, and "bamba") against transformers 5.24's
-GraniteMoeHybridForCausalLM and BambaForCausalLM built from the same config dict on the CPU:
-parameters (MoE and dense FFNs, RoPE or none, tied heads, biases, multipliers, the classes'
-defaults on the meta device), the training forward's matmul FLOPs (FlopCounterMode with
-validate.measure's grouped_mm formula), a cached decode step's, the cache after a prefill
-(attention keys and values beside each Mamba-2 layer's conv and scan states), and the configs they
+"""The models built from nemotron_h's Mamba-2 mixer (costmodel/hf_hybrid.py: model_type
+"granitemoehybrid", IBM Granite 4.0-H; "bamba"; "mamba2", the pure state-space model) against
+transformers 5.24's GraniteMoeHybridForCausalLM, BambaForCausalLM and Mamba2ForCausalLM built from
+the same config dict on the CPU: parameters (MoE and dense FFNs, RoPE or none, tied heads, biases,
+multipliers, stacks without attention, the classes' defaults on the meta device), the training
+forward's matmul FLOPs (FlopCounterMode with validate.measure's grouped_mm formula), a cached
+decode step's, the cache after a prefill (attention keys and values beside each Mamba-2 layer's
+conv and scan states), the bytes saved for backward in the dense patterns, and the configs they
 refuse. Not compared: other ops' elements (blocks/mamba.py does not model the mixers').
 """
 
@@ -208,3 +209,22 @@ def test_architectures_name_the_type():
         named["architectures"] = [{"granitemoehybrid": "GraniteMoeHybridForCausalLM",
                                    "bamba": "BambaForCausalLM"}[family]]
         assert from_hf_config(named, name="x").family == family
+
+
+def test_a_stack_without_attention_through_the_cli(tmp_path, capsys):
+    """mamba2 (no attention layer): no crossover n* (text: none; JSON: null, attention share 0),
+    and plan, which times no attention kernel, still answers."""
+    import json
+
+    from tests.cli_run import run_main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(MAMBA2))
+    code, out, _ = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 0 and "crossover n*: none (no attention layer)" in out
+    code, out, _ = run_main(["estimate", "--config", str(path), "--json"], capsys)
+    regime = json.loads(out)["regime"]
+    assert code == 0 and regime["crossover_seq_len"] is None and regime["attention_flops"] == 0
+    assert regime["attention_share"] == 0.0
+    code, out, err = run_main(["plan", "--config", str(path), "--hardware", "h100-sxm", "--gpus", "8"], capsys)
+    assert code == 0, err
