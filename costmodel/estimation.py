@@ -359,7 +359,8 @@ class Estimate:
             "attention_flops": attention,
             "projection_ffn_flops": linear,
             "attention_share": attention / (attention + linear) if attention + linear else 0.0,  # mamba2: 0 + 0
-            "dominant": "attention (n^2 d)" if attention > linear else "projections and FFN (n d^2)",
+            "dominant": ("attention (n^2 d)" if attention > linear else "projections and FFN (n d^2)" if linear
+                         else "neither (only Mamba-2 mixers)"),  # mamba2: no attention, projection or FFN leaf
         }
 
     def moe(self) -> dict[str, Any]:

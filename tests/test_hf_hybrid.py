@@ -225,6 +225,6 @@ def test_a_stack_without_attention_through_the_cli(tmp_path, capsys):
     code, out, _ = run_main(["estimate", "--config", str(path), "--json"], capsys)
     regime = json.loads(out)["regime"]
     assert code == 0 and regime["crossover_seq_len"] is None and regime["attention_flops"] == 0
-    assert regime["attention_share"] == 0.0
+    assert regime["attention_share"] == 0.0 and regime["dominant"] == "neither (only Mamba-2 mixers)"
     code, out, err = run_main(["plan", "--config", str(path), "--hardware", "h100-sxm", "--gpus", "8"], capsys)
     assert code == 0, err
