@@ -9,6 +9,7 @@ import click
 
 from costmodel.config import ConfigError
 from costmodel.defaults import fallback_note, implied
+from reports.output import finite
 
 from .inputs import InputError, hardware_and_dtype, load_model, make_layout, make_workload, with_mtp
 from .options import (LAYOUT_OPTIONS, OFFLOAD_OPTIONS, hardware_option, json_option, layout_options, model_options,
@@ -62,7 +63,7 @@ def estimate(model, config, seq_len, hardware_name, mtp, as_json, **options) -> 
     except ConfigError as error:
         raise InputError(str(error)) from None
     if as_json:
-        click.echo(json.dumps(data, indent=2, sort_keys=False))
+        click.echo(json.dumps(finite(data), indent=2, sort_keys=False))  # a pure Mamba-2 stack's n*: null
         return
     from reports.text import render_estimate, render_fit
 

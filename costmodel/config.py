@@ -369,8 +369,8 @@ class ModelConfig:
                               "experts.")
         if self.shared_expert_gate and not self.d_shared:
             raise ConfigError(f"{owner}: shared_expert_gate needs a shared expert (d_shared).")
-        if self.activation != ("relu2" if self.mixer_layers else "swiglu"):  # nemotron_h's: relu2
-            raise ConfigError(f"{owner}: experts are modelled as SwiGLU FFNs (relu2 with mixer_layers), "
+        if self.activation not in (("relu2", "swiglu") if self.mixer_layers else ("swiglu",)):  # nemotron_h: relu2
+            raise ConfigError(f"{owner}: experts are modelled as SwiGLU FFNs (or relu2 with mixer_layers), "
                               f"got {self.activation!r}.")
         if (self.n_dense_layers and self.window_layers not in (None, self.n_decoder_layers)
                 and not self.nope_full_layers):

@@ -104,7 +104,9 @@ def _expressions(cfg: ModelConfig, workload: Workload) -> tuple[dict[str, Any], 
     exprs["memory.korthikanti"] = korthikanti
     exprs["regime.attention"] = model.attention_flops()
     exprs["regime.linear"] = model.projection_ffn_flops()
-    numerator, denominator = sp.fraction(sp.together(model.crossover))
+    # n* = numerator / denominator; no attention layer: 1 / 0, an n* that never comes
+    numerator, denominator = ((sp.Integer(1), sp.Integer(0)) if model.crossover == sp.oo
+                              else sp.fraction(sp.together(model.crossover)))
     exprs["regime.crossover_numerator"] = numerator
     exprs["regime.crossover_denominator"] = denominator
     constants = {
@@ -339,8 +341,11 @@ class Estimate:
         return out
 
     @property
-    def crossover(self) -> Fraction:
+    def crossover(self) -> Fraction | float:
+        """n*, or infinity where no attention layer makes one (a pure Mamba-2 stack)."""
         n = self.numbers
+        if not n["regime.crossover_denominator"]:
+            return float("inf")
         return Fraction(n["regime.crossover_numerator"], n["regime.crossover_denominator"])
 
     def regime(self) -> dict[str, Any]:
@@ -353,8 +358,9 @@ class Estimate:
             "crossover_latex": self.constants["crossover_latex"],
             "attention_flops": attention,
             "projection_ffn_flops": linear,
-            "attention_share": attention / (attention + linear),
-            "dominant": "attention (n^2 d)" if attention > linear else "projections and FFN (n d^2)",
+            "attention_share": attention / (attention + linear) if attention + linear else 0.0,  # mamba2: 0 + 0
+            "dominant": ("attention (n^2 d)" if attention > linear else "projections and FFN (n d^2)" if linear
+                         else "neither (only Mamba-2 mixers)"),  # mamba2: no attention, projection or FFN leaf
         }
 
     def moe(self) -> dict[str, Any]:

@@ -40,9 +40,6 @@ def check_mixer_layers(cfg, owner: str) -> None:
     if cfg.architecture != "decoder" or cfg.sliding_window is not None or cfg.n_dense_layers:
         raise ConfigError(f"{owner}: mixer_layers is modelled for decoder-only models without windows "
                           "or n_dense_layers (the pattern says which layers have experts).")
-    if "attention" not in pattern:  # the regime's crossover n* divides by the attention's n^2 term
-        raise ConfigError(f"{owner}: mixer_layers without an attention layer is not modelled "
-                          "(every released nemotron_h model has some).")
     if ("moe" in pattern) != cfg.moe:
         raise ConfigError(f"{owner}: a layer_pattern with 'moe' layers needs n_experts, and n_experts "
                           "a 'moe' layer.")

@@ -252,6 +252,8 @@ class CostModel:
         difference = self.attention_flops() - self.projection_ffn_flops()
         difference = sp.expand(difference.xreplace({S.s: S.n}))
         quadratic, linear_coeff = difference.coeff(S.n, 2), difference.coeff(S.n, 1)
+        if quadratic == 0:  # no attention layer (a pure Mamba-2 stack): attention never dominates
+            return sp.oo
         return sp.factor(-linear_coeff / quadratic)
 
 

@@ -128,7 +128,7 @@ def regime_map(plane: Any, reference: ModelConfig, crossover_text: str, presets:
     ns = np.geomspace(4, 2**20, 300)
     ds = np.geomspace(32, 32768, 240)
     grid_n, grid_d = np.meshgrid(ns, ds)
-    share = plane(grid_n, grid_d)
+    share = np.broadcast_to(plane(grid_n, grid_d), grid_n.shape)  # a constant 0 without attention
     mesh = ax.pcolormesh(grid_n, grid_d, 100 * share, cmap="RdBu_r", shading="auto",
                          norm=TwoSlopeNorm(50, 0, 100), rasterized=True)
     ax.contour(grid_n, grid_d, share, levels=[0.5], colors="black", linewidths=1.6)

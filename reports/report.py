@@ -39,7 +39,7 @@ def make_flops(cfgs: Sequence[ModelConfig]) -> Made:
     for cfg in cfgs:
         _, crossover = series.crossover(cfg)
         context = series.usual_context(cfg)
-        top = min(_power_of_two_above(max(8 * crossover, 4 * context)), 2**21)
+        top = min(_power_of_two_above(max(8 * min(crossover, 2**21), 4 * context)), 2**21)
         ns = series.geometric(8, top, 160)
         shares = series.flop_shares(cfg, ns)
         panels.append({"cfg": cfg, "ns": ns, "shares": shares, "crossover": crossover,

@@ -187,6 +187,8 @@ def active_params(cfg: ModelConfig) -> int | None:
 def crossover(cfg: ModelConfig) -> tuple[sp.Expr, float]:
     """n* (symbolic, from CostModel.crossover) and its value for the config."""
     model = CostModel(cfg)
+    if model.crossover == sp.oo:  # no attention layer: attention never dominates
+        return model.crossover, float("inf")
     value = exact_rational(model.crossover, model_values(cfg))
     return model.crossover, float(value)
 
@@ -289,6 +291,8 @@ def crossover_in_width(cfg: ModelConfig) -> sp.Expr:
 def multiple_of_d(expr: sp.Expr) -> str:
     """'6 d' or '193/32 d = 6.03 d' for an expression c*d, '47/4 d + 4 = 11.75 d + 4' for c*d + e
     (a router's or a latent's width that does not scale with d); the expression itself otherwise."""
+    if expr == sp.oo:  # CostModel.crossover without an attention layer
+        return "none (no attention layer)"
     expr = sp.expand(expr)
     if expr.free_symbols != {S.d} or not expr.is_polynomial(S.d) or sp.degree(expr, S.d) != 1:
         return str(expr)

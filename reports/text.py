@@ -153,8 +153,9 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         f"{100 * r['attention_share']:.1f}% of the layers' matmuls",
         f"  projections + FFN  {si(r['projection_ffn_flops'], 'FLOP'):>14}",
         f"  dominant: {r['dominant']}",
-        f"  crossover n* = {r['crossover_formula']} = "
-        f"{exact_number(r['crossover_seq_len_exact'], r['crossover_seq_len'])} tokens",
+        ("  crossover n*: none (no attention layer)" if r["crossover_seq_len"] == float("inf") else
+         f"  crossover n* = {r['crossover_formula']} = "
+         f"{exact_number(r['crossover_seq_len_exact'], r['crossover_seq_len'])} tokens"),
         "",
         "Per block (summed over layers)" + ("; saved: what each block holds for backward, a layer's "
                                             "blocks once, as full recomputation rebuilds one layer at a time"

@@ -208,8 +208,8 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     exprs["bytes.weights"], exprs["bytes.gradients"] = per_param.weights, per_param.gradients
     exprs["bytes.optimizer"] = per_param.optimizer
     exprs["bytes.moment"] = per_param.moment
-    exprs.setdefault("recomputed_flops", sp.Integer(0))
-    exprs.setdefault("attention_flops", sp.Integer(0))
+    for key in ("recomputed_flops", "attention_flops", "attention_flops_causal", "attention_executed_flops"):
+        exprs.setdefault(key, sp.Integer(0))  # none: a model without attention (a pure Mamba-2 stack)
     exprs["step_traffic"] = per_param.step_traffic  # bytes a fused optimizer moves per parameter
     tokens = S.b * (1 if phase == "decode" else S.n)
     exprs["boundary"] = S.e * tokens * S.d  # one sublayer's input or output, every token
