@@ -238,8 +238,9 @@ class Workload:
         if self.gen_tokens and not cfg.n_decoder_layers:
             warnings.append(f"model {show(cfg.name)} is an encoder: it does not generate tokens, so "
                             f"the {self.gen_tokens} generated tokens asked for are ignored.")
+        attends = not cfg.mixer_layers or cfg.n_mixer_layers("attention")  # a pure Mamba-2 stack has no context
         for side, length in self.lengths(cfg).items():
-            if length <= cfg.max_positions:
+            if length <= cfg.max_positions or not attends:
                 continue
             if cfg.position == "learned":
                 raise ConfigError(
@@ -273,7 +274,10 @@ class Workload:
                             f"FLOPs and the cache are proven against transformers' class, and (impl hf) "
                             f"activations "
                             + ("too (dense layer patterns; its MoE layers' saved bytes are not measured)."
-                               if cfg.moe else "too."))
+                               if cfg.moe else "too" + (
+                                   " where residual_in_fp32 is off or in fp32 (Mamba2Config's default "
+                                   "fp32 residual stream leaves the final norm an fp32 input, 2 b n d "
+                                   "bytes more in bf16, not counted)." if cfg.family == "mamba2" else ".")))
         if cfg.n_experts and self.impl != "reference" and facts_for(self.impl, cfg.family).experts_every_token:
             warnings.append(f"model {show(cfg.name)} as transformers' code runs it (impl {self.impl}) sends "
                             f"every token through all {cfg.n_experts} routed experts, each scaled by its "

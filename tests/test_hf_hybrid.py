@@ -228,3 +228,20 @@ def test_a_stack_without_attention_through_the_cli(tmp_path, capsys):
     assert regime["attention_share"] == 0.0 and regime["dominant"] == "neither (only Mamba-2 mixers)"
     code, out, err = run_main(["plan", "--config", str(path), "--hardware", "h100-sxm", "--gpus", "8"], capsys)
     assert code == 0, err
+
+
+def test_a_stack_without_attention_has_no_context_and_mamba2_says_what_it_leaves_out():
+    """A pure Mamba-2 stack attends nowhere, so no length is "beyond its context" (Mamba2Config has
+    no context length; the tree's max_positions of 2,048 is a placeholder); the warning on Mamba-2
+    layers names the fp32 residual stream's final-norm input it does not count. Bamba with
+    attention keeps the context warning past its 262,144 positions."""
+    from costmodel.config import Workload
+    from costmodel.hf import from_hf_config
+
+    mamba2 = from_hf_config(dict(MAMBA2), "mamba2")
+    warnings = Workload(seq_len=100_000).check_fits(mamba2)
+    assert not any("beyond the context" in w for w in warnings)
+    assert any("2 b n d bytes more in bf16" in w for w in warnings)
+    bamba = from_hf_config(dict(BAMBA), "bamba")
+    assert "sequence length 300000 is beyond the context of model 'bamba' (262144 tokens)." in \
+        Workload(seq_len=300_000).check_fits(bamba)
