@@ -112,6 +112,9 @@ class Facts:
     # dtype of a sigmoid router's e_score_correction_bias buffer (E values): "fp32" (DeepSeek-V3)
     # or "activation" (MiniMax-M2's, created in the dtype the model is built in)
     score_bias_dtype: str = "fp32"
+    # a "topk_softmax" router's softmax over the k chosen logits runs in fp32 whatever the router's
+    # dtype (GraniteMoE: logits cast with .float() first), keeping an fp32 output
+    topk_softmax_fp32: bool = False
     # dtype of the routing weights the experts' output is multiplied by
     routing_weights_dtype: str = "fp32"
     # how the routed slots reach the experts and come back (blocks/ffn.py Experts.dispatch_bytes):

@@ -138,7 +138,8 @@ class Router(Block):
     choice keeps tensors too, but no path from the loss reaches them: they are freed (11.5).
     "topk_softmax" (gpt-oss's GptOssTopKRouter): logits with a bias (a parameter of E, `bias`),
     their top k, a softmax over those k in the router's dtype; it keeps the int64 top-k indices and
-    the k weights (measured: tests/test_hf_gpt_oss.py's validate rows).
+    the k weights (measured: tests/test_hf_gpt_oss.py's validate rows), in fp32 where
+    facts.topk_softmax_fp32 (GraniteMoE's logits cast first; tests/test_hf_moe_extra.py).
     """
 
     tokens: Expr
@@ -154,7 +155,8 @@ class Router(Block):
         if self.kind == "topk_softmax":
             # gpt-oss: topk over the logits keeps its int64 indices, the softmax over the k chosen
             # logits its output in the router's dtype; the weights need no renormalising.
-            saved = INDEX * tokens * S.k + dtype_bytes(self.profile.facts.router_dtype) * tokens * S.k
+            softmax = "fp32" if self.profile.facts.topk_softmax_fp32 else self.profile.facts.router_dtype
+            saved = INDEX * tokens * S.k + dtype_bytes(softmax) * tokens * S.k
             elements = [("softmax", tokens * S.k)]
         else:
             saved = FP32 * tokens * S.E + INDEX * tokens * S.k

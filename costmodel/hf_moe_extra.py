@@ -1,0 +1,81 @@
+"""config.json readers of more mixture-of-experts decoders whose blocks exist here under other
+names: GraniteMoE (granitemoe: Granite's layers and multipliers with Mixtral's sparse layers and a
+top-k-then-softmax router) and GraniteMoE-shared (granitemoeshared: the same with an ungated
+shared MLP beside the experts). Each reads Llama's fields through hf.py's Llama reader (with its
+own defaults) and then sets what its code does otherwise; costmodel/hf.py dispatches on
+model_type. Defaults are those of transformers 5.24's configuration classes
+(models/granitemoe/configuration_granitemoe.py,
+models/granitemoeshared/configuration_granitemoeshared.py)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .config import ConfigError, ModelConfig, show
+from .errors import check_int
+from .hf_fields import LLAMA_NAMES, Fields
+from .hf_llama_variants import LlamaReader
+
+#: transformers 5.24's defaults for the Llama fields each family reads (its configuration class).
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "granitemoe": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
+    "granitemoeshared": dict(max_position_embeddings=2048, hidden_act="silu",
+                             tie_word_embeddings=False),
+}
+
+
+def _silu(f: Fields, family: str) -> None:
+    act = f.get("hidden_act", "silu", str)
+    if act != "silu":
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for {family}.")
+
+
+def _granitemoe(f: Fields, name: str, llama: LlamaReader, family: str = "granitemoe") -> ModelConfig:
+    """GraniteMoE (GraniteMoeForCausalLM): Granite's attention (attention_bias on q, k, v and o,
+    the scores times attention_multiplier), its embedding, residual and logits multipliers
+    (hf.py's Granite reader), and in every layer top num_experts_per_tok of num_local_experts
+    SwiGLU experts of intermediate_size (one gate_up weight, no biases) chosen by
+    GraniteMoeTopKRouter: a linear d -> E without bias in the model's dtype, its logits cast to
+    fp32, their top k, a softmax over those k cast back to the model's dtype (no renormalising:
+    they sum to 1). mlp_bias is not read by the class."""
+    _silu(f, family)
+    data = {k: v for k, v in f.data.items() if k != "mlp_bias"}  # GraniteMoeConfig has none
+    base = llama.read(Fields(data, f.source), name, "granite", _DEFAULTS[family])
+    experts = f.get("num_local_experts", 8, minimum=1)
+    top_k = f.get("num_experts_per_tok", 2, minimum=1)
+    if top_k > experts:
+        raise ConfigError(f"{f.source}: num_experts_per_tok ({top_k}) is more than "
+                          f"num_local_experts ({experts}), which torch.topk cannot choose.")
+    return base.replace(family=family, ffn_bias=False, n_experts=experts, top_k=top_k,
+                        router="topk_softmax", renormalize_top_k=False)
+
+
+def _granitemoeshared(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """GraniteMoE-shared (GraniteMoeSharedForCausalLM): GraniteMoE's layers (see _granitemoe)
+    with, where shared_intermediate_size is not 0, a shared SwiGLU MLP of that width beside the
+    experts (GraniteMoeSharedMLP: one d -> 2 s input_linear and an s -> d output_linear, no biases,
+    no gate of its own), its output added to the experts'."""
+    shared = f.get("shared_intermediate_size", 0)
+    check_int(f.source, "shared_intermediate_size", shared, minimum=0)
+    base = _granitemoe(f, name, llama, "granitemoeshared")
+    return base.replace(d_shared=shared)
+
+
+#: model_type -> its reader (hf.py passes its LlamaReader).
+MOE_EXTRA_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
+    "granitemoe": _granitemoe, "granitemoeshared": _granitemoeshared,
+}
+
+#: The transformers class of each, for a config.json that names `architectures` only.
+MOE_EXTRA_ARCHITECTURES: dict[str, str] = {
+    "GraniteMoeForCausalLM": "granitemoe", "GraniteMoeSharedForCausalLM": "granitemoeshared",
+}
+
+#: The config.json names of ModelConfig's fields (the ones its errors may name).
+MOE_EXTRA_NAMES: dict[str, dict[str, str]] = {
+    "granitemoe": {**LLAMA_NAMES, "n_experts": "num_local_experts", "top_k": "num_experts_per_tok",
+                   "attention_scale": "attention_multiplier"},
+    "granitemoeshared": {**LLAMA_NAMES, "n_experts": "num_local_experts",
+                         "top_k": "num_experts_per_tok", "attention_scale": "attention_multiplier",
+                         "d_shared": "shared_intermediate_size"},
+}

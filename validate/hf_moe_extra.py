@@ -1,0 +1,36 @@
+"""The config.json of a ModelConfig of costmodel/hf_moe_extra.py's families: what costmodel.hf
+reads back as the same ModelConfig (validate/hf_models.py's config_dict checks that), so that
+validate builds the class transformers runs for it. Each writer gets the ModelConfig and the
+Llama fields every Llama-like family shares (hf_models' Llama dict, which hf_models passes in:
+it imports this module) and adds its family's own."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from costmodel.config import ModelConfig
+
+
+def _one(value: float | None) -> float:
+    """Granite's multiplier fields: 1.0 where the ModelConfig has none."""
+    return 1.0 if value is None else value
+
+
+def _granitemoe(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """GraniteMoE's config.json: Granite's multipliers, the experts (intermediate_size their width)."""
+    return dict(llama, intermediate_size=cfg.d_expert or cfg.d_ff, attention_bias=cfg.qkv_bias,
+                num_local_experts=cfg.n_experts, num_experts_per_tok=cfg.top_k,
+                embedding_multiplier=_one(cfg.embedding_multiplier),
+                attention_multiplier=_one(cfg.attention_scale),
+                residual_multiplier=_one(cfg.residual_multiplier),
+                logits_scaling=_one(cfg.logits_scaling))
+
+
+def _granitemoeshared(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    return dict(_granitemoe(cfg, llama), shared_intermediate_size=cfg.d_shared)
+
+
+#: family -> its config.json writer (validate/hf_models.py's config_dict).
+MOE_EXTRA_DICTS: dict[str, Callable[[ModelConfig, dict[str, Any]], dict[str, Any]]] = {
+    "granitemoe": _granitemoe, "granitemoeshared": _granitemoeshared,
+}
