@@ -1,11 +1,11 @@
 """config.json readers of more mixture-of-experts decoders whose blocks exist here under other
 names: GraniteMoE (granitemoe: Granite's layers and multipliers with Mixtral's sparse layers and a
-top-k-then-softmax router) and GraniteMoE-shared (granitemoeshared: the same with an ungated
-shared MLP beside the experts). Each reads Llama's fields through hf.py's Llama reader (with its
+top-k-then-softmax router), GraniteMoE-shared (granitemoeshared: the same with an ungated
+shared MLP beside the experts) and FlexOlmo (flex_olmo: OLMo 2's layers with OLMoE's experts). Each reads Llama's fields through hf.py's Llama reader (with its
 own defaults) and then sets what its code does otherwise; costmodel/hf.py dispatches on
 model_type. Defaults are those of transformers 5.24's configuration classes
 (models/granitemoe/configuration_granitemoe.py,
-models/granitemoeshared/configuration_granitemoeshared.py)."""
+models/granitemoeshared/configuration_granitemoeshared.py, models/flex_olmo/configuration_flex_olmo.py)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "granitemoe": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
     "granitemoeshared": dict(max_position_embeddings=2048, hidden_act="silu",
                              tie_word_embeddings=False),
+    "flex_olmo": dict(max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False),
 }
 
 
@@ -61,14 +62,34 @@ def _granitemoeshared(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     return base.replace(d_shared=shared)
 
 
+def _flex_olmo(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """FlexOlmo (FlexOlmoForCausalLM): OLMo 2's layers (Olmo2Attention: an RMSNorm over the whole
+    query and the whole key projection, attention_bias on q, k, v and o; a norm after each
+    sublayer and none before; RoPE tables left in fp32; hf.py's OLMo 2 reader) in which every MLP
+    is OLMoE's sparse block: top num_experts_per_tok of num_experts SwiGLU experts of
+    intermediate_size behind OlmoeTopKRouter (an fp32 softmax over every expert, the top-k
+    weights renormalised where norm_topk_prob, cast back to the model's dtype)."""
+    _silu(f, "flex_olmo")
+    experts = f.get("num_local_experts", f.get("num_experts", 7))  # the mapped name wins
+    check_int(f.source, "num_experts", experts, minimum=1)
+    top_k = f.get("num_experts_per_tok", 5, minimum=1)
+    if top_k > experts:
+        raise ConfigError(f"{f.source}: num_experts_per_tok ({top_k}) is more than num_experts "
+                          f"({experts}), which torch.topk cannot choose.")
+    base = llama.read(f, name, "olmo2", _DEFAULTS["flex_olmo"])
+    return base.replace(family="flex_olmo", n_experts=experts, top_k=top_k,
+                        renormalize_top_k=f.get("norm_topk_prob", False, bool))
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 MOE_EXTRA_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
-    "granitemoe": _granitemoe, "granitemoeshared": _granitemoeshared,
+    "granitemoe": _granitemoe, "granitemoeshared": _granitemoeshared, "flex_olmo": _flex_olmo,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 MOE_EXTRA_ARCHITECTURES: dict[str, str] = {
     "GraniteMoeForCausalLM": "granitemoe", "GraniteMoeSharedForCausalLM": "granitemoeshared",
+    "FlexOlmoForCausalLM": "flex_olmo",
 }
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
@@ -78,4 +99,5 @@ MOE_EXTRA_NAMES: dict[str, dict[str, str]] = {
     "granitemoeshared": {**LLAMA_NAMES, "n_experts": "num_local_experts",
                          "top_k": "num_experts_per_tok", "attention_scale": "attention_multiplier",
                          "d_shared": "shared_intermediate_size"},
+    "flex_olmo": {**LLAMA_NAMES, "n_experts": "num_experts", "top_k": "num_experts_per_tok"},
 }

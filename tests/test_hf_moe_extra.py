@@ -43,6 +43,17 @@ CONFIGS = {
                                   intermediate_size=24,
                                   num_local_experts=4, num_experts_per_tok=2,
                                   shared_intermediate_size=0, bos_token_id=None, eos_token_id=None),
+    # FlexOlmo: OLMo 2's whole-projection q/k norms and post-sublayer norms, q/k/v/o biases, top
+    # 3 of 5 experts of 24, the top-k weights renormalised.
+    "flex_olmo": dict(_BASE, model_type="flex_olmo", num_key_value_heads=2, head_dim=10,
+                      intermediate_size=24, attention_bias=True, num_experts=5,
+                      num_experts_per_tok=3, norm_topk_prob=True, pad_token_id=None,
+                      eos_token_id=None),
+    # Not renormalised (FlexOlmoConfig's default), one KV head, a tied head, the experts'
+    # count under the mapped name (num_local_experts -> num_experts).
+    "flex_olmo-plain": dict(_BASE, model_type="flex_olmo", num_key_value_heads=1,
+                            intermediate_size=16, num_local_experts=4, num_experts_per_tok=2,
+                            tie_word_embeddings=True, pad_token_id=None, eos_token_id=None),
 }
 
 

@@ -30,7 +30,14 @@ def _granitemoeshared(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]
     return dict(_granitemoe(cfg, llama), shared_intermediate_size=cfg.d_shared)
 
 
+def _flex_olmo(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    return dict(llama, attention_bias=cfg.qkv_bias, num_experts=cfg.n_experts,
+                num_experts_per_tok=cfg.top_k, norm_topk_prob=cfg.renormalize_top_k,
+                pad_token_id=None, eos_token_id=None)
+
+
 #: family -> its config.json writer (validate/hf_models.py's config_dict).
 MOE_EXTRA_DICTS: dict[str, Callable[[ModelConfig, dict[str, Any]], dict[str, Any]]] = {
     "granitemoe": _granitemoe, "granitemoeshared": _granitemoeshared,
+    "flex_olmo": _flex_olmo,
 }
