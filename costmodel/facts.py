@@ -115,6 +115,17 @@ class Facts:
     # a "topk_softmax" router's softmax over the k chosen logits runs in fp32 whatever the router's
     # dtype (GraniteMoE: logits cast with .float() first), keeping an fp32 output
     topk_softmax_fp32: bool = False
+    # the top-k weights' sum is clamped below before the division (ERNIE 4.5 MoE's moe_norm_min):
+    # the clamp keeps its input, one more fp32 value per token
+    topk_sum_clamped: bool = False
+    # a softmax router's score-correction bias (E values added for the choice only) is a frozen
+    # nn.Parameter (ERNIE 4.5 MoE's e_score_correction_bias, requires_grad False), which
+    # parameters() counts
+    score_bias_parameter: bool = False
+    # with no shared experts, nothing but an fp32 router (and the experts' gathers) reads the
+    # norm before the experts, so nothing keeps its output (ERNIE 4.5 MoE builds no shared MLP
+    # then; DeepSeek-V3's builds one of width 0, whose linears keep their input)
+    router_input_alone: bool = False
     # dtype of the routing weights the experts' output is multiplied by
     routing_weights_dtype: str = "fp32"
     # how the routed slots reach the experts and come back (blocks/ffn.py Experts.dispatch_bytes):

@@ -1,11 +1,13 @@
 """config.json readers of more mixture-of-experts decoders whose blocks exist here under other
 names: GraniteMoE (granitemoe: Granite's layers and multipliers with Mixtral's sparse layers and a
 top-k-then-softmax router), GraniteMoE-shared (granitemoeshared: the same with an ungated
-shared MLP beside the experts) and FlexOlmo (flex_olmo: OLMo 2's layers with OLMoE's experts). Each reads Llama's fields through hf.py's Llama reader (with its
+shared MLP beside the experts), FlexOlmo (flex_olmo: OLMo 2's layers with OLMoE's experts) and
+ERNIE 4.5 MoE (ernie4_5_moe: ERNIE 4.5's layers with experts on a start/end/interval pattern). Each reads Llama's fields through hf.py's Llama reader (with its
 own defaults) and then sets what its code does otherwise; costmodel/hf.py dispatches on
 model_type. Defaults are those of transformers 5.24's configuration classes
 (models/granitemoe/configuration_granitemoe.py,
-models/granitemoeshared/configuration_granitemoeshared.py, models/flex_olmo/configuration_flex_olmo.py)."""
+models/granitemoeshared/configuration_granitemoeshared.py, models/flex_olmo/configuration_flex_olmo.py,
+models/ernie4_5_moe/configuration_ernie4_5_moe.py)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "granitemoeshared": dict(max_position_embeddings=2048, hidden_act="silu",
                              tie_word_embeddings=False),
     "flex_olmo": dict(max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False),
+    "ernie4_5_moe": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=True,
+                         num_key_value_heads=4),
 }
 
 
@@ -81,15 +85,61 @@ def _flex_olmo(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
                         renormalize_top_k=f.get("norm_topk_prob", False, bool))
 
 
+def _ernie_moe_layers(f: Fields, layers: int) -> list[int]:
+    """The layers with experts: Ernie4_5_MoeDecoderLayer's rule, (i + 1) %
+    moe_layer_interval == 0 and moe_layer_start_index <= i <= moe_layer_end_index (-1: the last
+    layer, Ernie4_5_MoeConfig.__post_init__)."""
+    start = f.get("moe_layer_start_index", 1)
+    end = f.get("moe_layer_end_index", -1)
+    every = f.get("moe_layer_interval", 1, minimum=1)
+    end = layers - 1 if end == -1 else end
+    return [i for i in range(layers) if (i + 1) % every == 0 and start <= i <= end]
+
+
+def _ernie4_5_moe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """ERNIE 4.5 MoE (Ernie4_5_MoeForCausalLM): ERNIE 4.5's layers (Llama's, use_bias on q, k, v,
+    o, the dense and shared MLPs and the head; no attention dropout; RoPE in fp32, interleaved in
+    each layer) in which the layers _ernie_moe_layers picks route each token to moe_k of
+    moe_num_experts SwiGLU experts of moe_intermediate_size (no biases) beside
+    moe_num_shared_experts shared experts as one MLP of their summed width.
+    Ernie4_5_MoeTopKRouter runs in fp32 (an fp32 weight and input), softmaxes over every expert,
+    chooses with e_score_correction_bias added (a frozen fp32 nn.Parameter of E that parameters()
+    counts), and divides the chosen weights by their sum clamped below at moe_norm_min."""
+    _silu(f, "ernie4_5_moe")
+    bias = f.get("use_bias", False, bool)
+    base = llama.read(f, name, "llama", _DEFAULTS["ernie4_5_moe"])
+    layers = base.n_decoder_layers
+    moe = _ernie_moe_layers(f, layers)
+    common = dict(family="ernie4_5_moe", qkv_bias=bias, out_bias=bias, ffn_bias=bias,
+                  lm_head_bias=bias, dropout=0.0)
+    if not moe:
+        return base.replace(**common)
+    experts = f.get("num_experts", f.get("moe_num_experts", 64))  # the mapped name wins
+    check_int(f.source, "moe_num_experts", experts, minimum=1)
+    top_k = f.get("num_experts_per_tok", f.get("moe_k", 6))
+    check_int(f.source, "moe_k", top_k, minimum=1)
+    if top_k > experts:
+        raise ConfigError(f"{f.source}: moe_k ({top_k}) is more than moe_num_experts ({experts}), "
+                          "which torch.topk cannot choose.")
+    width = f.get("moe_intermediate_size", 1536)
+    shared = f.get("moe_num_shared_experts", 2)
+    check_int(f.source, "moe_num_shared_experts", shared, minimum=0)
+    return base.replace(**common, n_experts=experts, top_k=top_k, d_expert=width,
+                        d_shared=width * shared, router="softmax", renormalize_top_k=True,
+                        n_dense_layers=layers - len(moe),
+                        layer_pattern=llama.pattern(layers, [], moe))
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 MOE_EXTRA_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "granitemoe": _granitemoe, "granitemoeshared": _granitemoeshared, "flex_olmo": _flex_olmo,
+    "ernie4_5_moe": _ernie4_5_moe,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 MOE_EXTRA_ARCHITECTURES: dict[str, str] = {
     "GraniteMoeForCausalLM": "granitemoe", "GraniteMoeSharedForCausalLM": "granitemoeshared",
-    "FlexOlmoForCausalLM": "flex_olmo",
+    "FlexOlmoForCausalLM": "flex_olmo", "Ernie4_5_MoeForCausalLM": "ernie4_5_moe",
 }
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
@@ -100,4 +150,6 @@ MOE_EXTRA_NAMES: dict[str, dict[str, str]] = {
                          "top_k": "num_experts_per_tok", "attention_scale": "attention_multiplier",
                          "d_shared": "shared_intermediate_size"},
     "flex_olmo": {**LLAMA_NAMES, "n_experts": "num_experts", "top_k": "num_experts_per_tok"},
+    "ernie4_5_moe": {**LLAMA_NAMES, "n_experts": "moe_num_experts", "top_k": "moe_k",
+                     "d_expert": "moe_intermediate_size"},
 }

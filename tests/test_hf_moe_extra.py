@@ -1,5 +1,5 @@
 """The mixture-of-experts families of costmodel/hf_moe_extra.py (GraniteMoE as granitemoe,
-GraniteMoE-shared as granitemoeshared): parameters and buffers equal to the class transformers
+GraniteMoE-shared as granitemoeshared, FlexOlmo as flex_olmo, ERNIE 4.5 MoE as ernie4_5_moe): parameters and buffers equal to the class transformers
 5.24 builds on the meta device (odd configs, each configuration class's defaults), every
 `validate` row exact on the odd configs under eager and sdpa (slow), decode-step FLOPs equal to
 the decode tree (slow), and the fields their code does not run refused in one line."""
@@ -54,6 +54,23 @@ CONFIGS = {
     "flex_olmo-plain": dict(_BASE, model_type="flex_olmo", num_key_value_heads=1,
                             intermediate_size=16, num_local_experts=4, num_experts_per_tok=2,
                             tie_word_embeddings=True, pad_token_id=None, eos_token_id=None),
+    # ERNIE 4.5 MoE: use_bias (q/k/v/o, the dense and shared MLPs, the head), experts on layers
+    # 1 and 3 of 4 (start 1, interval 2), top 3 of 5 experts of 16 beside two shared (one MLP of
+    # 32), untied.
+    "ernie4_5_moe": dict(_BASE, model_type="ernie4_5_moe", num_hidden_layers=4,
+                         num_key_value_heads=2, head_dim=10, use_bias=True, moe_num_experts=5,
+                         moe_k=3, moe_intermediate_size=16, moe_num_shared_experts=2,
+                         moe_layer_start_index=1, moe_layer_interval=2, tie_word_embeddings=False,
+                         pad_token_id=None, bos_token_id=None, eos_token_id=None),
+    # No biases, no shared expert, every layer from 0 with experts, a tied head, one KV head.
+    "ernie4_5_moe-plain": dict(_BASE, model_type="ernie4_5_moe", num_key_value_heads=1,
+                               moe_num_experts=4, moe_k=2, moe_intermediate_size=24,
+                               moe_num_shared_experts=0, moe_layer_start_index=0,
+                               pad_token_id=None, bos_token_id=None, eos_token_id=None),
+    # moe_layer_start_index past the last layer: no layer has experts, a dense model.
+    "ernie4_5_moe-dense": dict(_BASE, model_type="ernie4_5_moe", num_key_value_heads=2,
+                               head_dim=10, use_bias=True, moe_layer_start_index=5,
+                               pad_token_id=None, bos_token_id=None, eos_token_id=None),
 }
 
 
@@ -65,6 +82,8 @@ def test_parameters_equal_hugging_face(name):
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_buffers_equal_the_meta_models(name):
+    """The rotary buffers (inv_freq and original_inv_freq, fp32) of the bf16 meta model; ERNIE
+    4.5 MoE's e_score_correction_bias is a parameter, not a buffer."""
     pytest.importorskip("transformers")
     ours, hf = buffer_bytes_both(CONFIGS[name], name)
     assert ours == hf
@@ -81,3 +100,89 @@ def test_every_validate_row_is_exact(name, attention):
     assert {"parameters", "forward matmul FLOPs", "backward matmul FLOPs", "bytes saved for backward",
             "KV-cache bytes"} <= {row.quantity for row in rows}
     assert [row for row in rows if row.difference != 0] == []
+
+
+@pytest.mark.parametrize("model_type, expected", [
+    # GraniteMoeConfig's defaults (32 layers of 8 experts of 11008, top 2, hidden 4096): 37.0B.
+    ("granitemoe", 37_039_116_288),
+    # GraniteMoeSharedConfig's: the same, shared_intermediate_size 0 (no shared MLP).
+    ("granitemoeshared", 37_039_116_288),
+    # FlexOlmoConfig's: 32 layers of 7 experts of 11008 (top 5), vocab 100352: 33.3B
+    # (allenai/FlexOlmo-7x7B-1T's shape).
+    ("flex_olmo", 33_270_665_216),
+    # Ernie4_5_MoeConfig's: 28 layers, the first dense, 64 experts of 1536 (top 6) and two
+    # shared, a tied head: 21.8B (baidu/ERNIE-4.5-21B-A3B's shape, 21B published), each MoE
+    # layer's 64 e_score_correction_bias values included.
+    ("ernie4_5_moe", 21_825_437_888),
+])
+def test_default_config_parameters_equal_hugging_face(model_type, expected):
+    """The configuration class's defaults, as its to_dict() writes them."""
+    transformers = pytest.importorskip("transformers")
+    fields = transformers.AutoConfig.for_model(model_type).to_dict()
+    assert _ours(fields, model_type) == _hf_count({"model_type": model_type}) == expected
+
+
+def test_ernie_score_correction_bias_is_counted_as_a_parameter(tmp_path, monkeypatch):
+    """Ernie4_5_MoeStatics registers e_score_correction_bias as an nn.Parameter
+    (requires_grad False): without the score_bias_parameter fact the odd config's count is 5
+    experts x 2 MoE layers short of the class's."""
+    import json
+
+    from costmodel.facts import FACTS_PATH
+
+    fields = CONFIGS["ernie4_5_moe"]
+    with_bias = _ours(fields, "e")
+    rows = [row for row in json.loads(FACTS_PATH.read_text())
+            if row["fact"] != "score_bias_parameter"]
+    (tmp_path / "facts.json").write_text(json.dumps(rows))
+    monkeypatch.setenv("COSTMODEL_FACTS", str(tmp_path / "facts.json"))
+    assert with_bias - _ours(fields, "e") == 5 * 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["granitemoe", "granitemoeshared", "flex_olmo", "ernie4_5_moe"])
+def test_decode_step_flops_equal_the_decode_tree(name):
+    """One cached decode step of the class (FlopCounterMode) against the decode tree, at three
+    cache lengths."""
+    pytest.importorskip("transformers")
+    from tests.family_configs import assert_decode_flops_exact
+
+    assert_decode_flops_exact(CONFIGS[name], name)
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_architectures_alone_name_the_model_types(name):
+    """A config.json that names only `architectures` reads as its model type."""
+    from costmodel.hf import from_hf_config
+
+    fields = CONFIGS[name]
+    classes = {"granitemoe": "GraniteMoeForCausalLM",
+               "granitemoeshared": "GraniteMoeSharedForCausalLM",
+               "flex_olmo": "FlexOlmoForCausalLM", "ernie4_5_moe": "Ernie4_5_MoeForCausalLM"}
+    bare = {k: v for k, v in fields.items() if k != "model_type"}
+    bare["architectures"] = [classes[fields["model_type"]]]
+    assert from_hf_config(bare, name=name) == from_hf_config(fields, name=name)
+
+
+@pytest.mark.parametrize("fields, words", [
+    (dict(CONFIGS["granitemoe"], hidden_act="gelu"), "unsupported hidden_act 'gelu' for granitemoe"),
+    (dict(CONFIGS["granitemoe"], num_experts_per_tok=6),
+     "num_experts_per_tok (6) is more than num_local_experts (5)"),
+    (dict(CONFIGS["granitemoe"], num_local_experts=0), "num_local_experts must be at least 1, got 0"),
+    (dict(CONFIGS["granitemoeshared"], shared_intermediate_size=-1),
+     "shared_intermediate_size must be at least 0, got -1"),
+    (dict(CONFIGS["flex_olmo"], num_experts_per_tok=6), "num_experts_per_tok (6) is more than num_experts (5)"),
+    (dict(CONFIGS["flex_olmo"], hidden_act="relu"), "unsupported hidden_act 'relu' for flex_olmo"),
+    (dict(CONFIGS["ernie4_5_moe"], moe_k=6), "moe_k (6) is more than moe_num_experts (5)"),
+    (dict(CONFIGS["ernie4_5_moe"], moe_num_experts=[5, 5]), "field 'moe_num_experts' must be an integer"),
+    (dict(CONFIGS["ernie4_5_moe"], moe_layer_interval=0), "moe_layer_interval must be at least 1, got 0"),
+])
+def test_what_the_code_does_not_run_is_refused_in_one_line(fields, words, tmp_path, capsys):
+    import json
+
+    from tests.cli_run import run_main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err, err

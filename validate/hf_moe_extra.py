@@ -36,8 +36,29 @@ def _flex_olmo(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 pad_token_id=None, eos_token_id=None)
 
 
+def _ernie4_5_moe(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """ERNIE 4.5 MoE's config.json: the layers with experts as moe_layer_start_index,
+    moe_layer_end_index and moe_layer_interval (the first interval that gives them)."""
+    data = dict(llama, use_bias=cfg.qkv_bias, pad_token_id=None, bos_token_id=None,
+                eos_token_id=None)
+    layers = cfg.n_decoder_layers
+    if not cfg.n_experts:
+        return dict(data, moe_layer_start_index=layers)
+    pattern = cfg.layer_pattern or ("moe",) * layers
+    moe = [i for i, kind in enumerate(pattern) if kind == "moe"]
+    for every in range(1, layers + 1):
+        if [i for i in range(moe[0], moe[-1] + 1) if (i + 1) % every == 0] == moe:
+            break
+    else:
+        raise ValueError(f"model {cfg.name!r}: its expert layers are no start, end and interval.")
+    return dict(data, moe_num_experts=cfg.n_experts, moe_k=cfg.top_k,
+                moe_intermediate_size=cfg.d_expert,
+                moe_num_shared_experts=cfg.d_shared // cfg.d_expert, moe_layer_start_index=moe[0],
+                moe_layer_end_index=moe[-1], moe_layer_interval=every)
+
+
 #: family -> its config.json writer (validate/hf_models.py's config_dict).
 MOE_EXTRA_DICTS: dict[str, Callable[[ModelConfig, dict[str, Any]], dict[str, Any]]] = {
     "granitemoe": _granitemoe, "granitemoeshared": _granitemoeshared,
-    "flex_olmo": _flex_olmo,
+    "flex_olmo": _flex_olmo, "ernie4_5_moe": _ernie4_5_moe,
 }

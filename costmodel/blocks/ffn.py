@@ -140,6 +140,9 @@ class Router(Block):
     their top k, a softmax over those k in the router's dtype; it keeps the int64 top-k indices and
     the k weights (measured: tests/test_hf_gpt_oss.py's validate rows), in fp32 where
     facts.topk_softmax_fp32 (GraniteMoE's logits cast first; tests/test_hf_moe_extra.py).
+    ERNIE 4.5 MoE's softmax router (facts.score_bias_parameter, facts.topk_sum_clamped) adds a
+    frozen parameter of E, counted with the parameters, and clamps the top-k sum below, which
+    keeps the clamp's fp32 input too (tests/test_hf_moe_extra.py).
     """
 
     tokens: Expr
@@ -147,7 +150,15 @@ class Router(Block):
     renormalize: bool = True
     profile: Profile = Profile()
     bias: bool = False  # a bias of E on the logits (gpt-oss)
+    # False: no other block keeps the router's input (the pre-norm's output), so an fp32 router's
+    # copy of it is kept whatever the activation dtype (the norm keeps no output then)
+    input_kept: bool = True
     title = "router"
+
+    @property
+    def frozen_score_bias(self) -> bool:
+        """A softmax router's score-correction bias held as a frozen parameter (ERNIE 4.5 MoE)."""
+        return self.kind == "softmax" and self.profile.facts.score_bias_parameter
 
     def cost(self) -> Cost:
         forward, backward = linear_flops(self.tokens, S.d, S.E)
@@ -162,11 +173,14 @@ class Router(Block):
             saved = FP32 * tokens * S.E + INDEX * tokens * S.k
             if self.renormalize:
                 saved += FP32 * tokens + FP32 * tokens * S.k
+                if self.profile.facts.topk_sum_clamped:  # the clamp's input, beside its output
+                    saved += FP32 * tokens
             elements = [("sigmoid" if self.kind == "sigmoid_topk" else self.kind, tokens * S.E)]
         if self.profile.facts.router_dtype == "fp32":
-            saved += unless_fp32(FP32 * tokens * S.d)
+            saved += unless_fp32(FP32 * tokens * S.d) if self.input_kept else FP32 * tokens * S.d
         return make_cost(
-            tensors=[Tensor(S.E, S.d), *([Tensor(S.E)] if self.bias else [])],
+            tensors=[Tensor(S.E, S.d), *([Tensor(S.E)] if self.bias else []),
+                     *([Tensor(S.E)] if self.frozen_score_bias else [])],
             flops_matmul=forward,
             flops_matmul_backward=backward,
             elements=elements,
