@@ -298,14 +298,7 @@ class TreeBuilder:
 
     def ffn(self, at: _Place, tokens: sp.Expr, experts: bool = False) -> Leaves:
         cfg = self.cfg
-        # An fp32 router beside routed experts alone reads the pre-norm's output as an fp32 copy,
-        # and the experts gather their rows anew: nothing keeps the output itself (ERNIE 4.5 MoE
-        # without shared experts, facts.router_input_alone).
-        router_alone = (experts and self.profile.facts.router_input_alone
-                        and self.profile.facts.router_dtype == "fp32" and not cfg.d_shared
-                        and cfg.d_latent is None and not self.profile.facts.experts_every_token
-                        and cfg.norm_position == "pre" and not cfg.parallel_attention
-                        and cfg.input_norms and not cfg.post_sublayer_norm)
+        router_alone = experts and B.router_reads_norm_alone(cfg, self.profile.facts)
         pre, post = self.norms(at, tokens, "ffn", experts, output_kept=not router_alone)
         if not experts:
             body = [at.leaf("mlp", B.FeedForward(tokens, cfg.activation, cfg.ffn_bias, self.profile))]

@@ -5,6 +5,7 @@ experts, latent projections (nemotron_h's moe_latent_size) and Qwen2-MoE's share
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import sympy as sp
 
@@ -190,6 +191,17 @@ class Router(Block):
             buffer_bytes=(dtype_bytes(self.profile.facts.score_bias_dtype) * S.E
                           if self.kind == "sigmoid" else 0),
         )
+
+
+def router_reads_norm_alone(cfg: Any, facts: Any) -> bool:
+    """Whether an fp32 router alone reads the pre-norm's output beside routed experts, which
+    gather their rows anew, so that nothing keeps the output itself (Router.input_kept False;
+    ERNIE 4.5 MoE without shared experts, facts.router_input_alone; measured:
+    tests/test_hf_moe_extra.py's validate rows). cfg: the ModelConfig."""
+    return (facts.router_input_alone and facts.router_dtype == "fp32" and not cfg.d_shared
+            and cfg.d_latent is None and not facts.experts_every_token
+            and cfg.norm_position == "pre" and not cfg.parallel_attention and cfg.input_norms
+            and not cfg.post_sublayer_norm)
 
 
 #: Tokens per expert (T / E) beyond which experts_touched stops counting them: the share an expert
