@@ -2,12 +2,13 @@
 names: GraniteMoE (granitemoe: Granite's layers and multipliers with Mixtral's sparse layers and a
 top-k-then-softmax router), GraniteMoE-shared (granitemoeshared: the same with an ungated
 shared MLP beside the experts), FlexOlmo (flex_olmo: OLMo 2's layers with OLMoE's experts) and
-ERNIE 4.5 MoE (ernie4_5_moe: ERNIE 4.5's layers with experts on a start/end/interval pattern). Each reads Llama's fields through hf.py's Llama reader (with its
+ERNIE 4.5 MoE (ernie4_5_moe: ERNIE 4.5's layers with experts on a start/end/interval pattern)
+and PhiMoE (phimoe: Mixtral's layers with LayerNorms, biases and the sparsemixer router). Each reads Llama's fields through hf.py's Llama reader (with its
 own defaults) and then sets what its code does otherwise; costmodel/hf.py dispatches on
 model_type. Defaults are those of transformers 5.24's configuration classes
 (models/granitemoe/configuration_granitemoe.py,
 models/granitemoeshared/configuration_granitemoeshared.py, models/flex_olmo/configuration_flex_olmo.py,
-models/ernie4_5_moe/configuration_ernie4_5_moe.py)."""
+models/ernie4_5_moe/configuration_ernie4_5_moe.py, models/phimoe/configuration_phimoe.py)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "granitemoeshared": dict(max_position_embeddings=2048, hidden_act="silu",
                              tie_word_embeddings=False),
     "flex_olmo": dict(max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False),
+    "phimoe": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
+                   num_key_value_heads=8),
     "ernie4_5_moe": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=True,
                          num_key_value_heads=4),
 }
@@ -130,16 +133,46 @@ def _ernie4_5_moe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
                         layer_pattern=llama.pattern(layers, [], moe))
 
 
+def _phimoe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """PhiMoE (PhimoeForCausalLM, Phi-3.5-MoE): Mixtral's layers (hf.py's Mixtral reader: top 2
+    of num_local_experts SwiGLU experts of intermediate_size in every layer, the window of
+    sliding_window on every layer where set) with LayerNorms (weight and bias, eps
+    rms_norm_eps), attention_bias on q, k, v and o, lm_head_bias on the head, and the
+    sparsemixer router: two rounds of a masked softmax over the logits, each choosing one expert
+    (sampled while training), so num_experts_per_tok must be 2. A nonzero input_jitter_noise
+    (the MoE input multiplied in place by uniform noise while training) is refused."""
+    _silu(f, "phimoe")
+    jitter = f.get("input_jitter_noise", 0.0, float)
+    if jitter:
+        raise ConfigError(f"{f.source}: input_jitter_noise {show(jitter)} (the MoE input "
+                          "multiplied in place by uniform noise in training) is not modelled; "
+                          "set it to 0.")
+    top_k = f.get("num_experts_per_tok", 2)
+    if top_k != 2:
+        raise ConfigError(f"{f.source}: num_experts_per_tok {show(top_k)} is not what phimoe "
+                          "runs: its sparsemixer router always chooses 2 experts; set it to 2.")
+    experts = f.get("num_local_experts", 16, minimum=2)
+    bias = f.get("attention_bias", False, bool)
+    data = dict(f.data, num_local_experts=experts, num_experts_per_tok=2)
+    data.pop("num_experts", None)
+    base = llama.read(Fields(data, f.source), name, "mixtral", _DEFAULTS["phimoe"])
+    return base.replace(family="phimoe", norm="layernorm", norm_bias=True, qkv_bias=bias,
+                        out_bias=bias, ffn_bias=False,
+                        lm_head_bias=f.get("lm_head_bias", False, bool), router="sparsemixer",
+                        renormalize_top_k=False)
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 MOE_EXTRA_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "granitemoe": _granitemoe, "granitemoeshared": _granitemoeshared, "flex_olmo": _flex_olmo,
-    "ernie4_5_moe": _ernie4_5_moe,
+    "ernie4_5_moe": _ernie4_5_moe, "phimoe": _phimoe,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 MOE_EXTRA_ARCHITECTURES: dict[str, str] = {
     "GraniteMoeForCausalLM": "granitemoe", "GraniteMoeSharedForCausalLM": "granitemoeshared",
     "FlexOlmoForCausalLM": "flex_olmo", "Ernie4_5_MoeForCausalLM": "ernie4_5_moe",
+    "PhimoeForCausalLM": "phimoe",
 }
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
@@ -152,4 +185,5 @@ MOE_EXTRA_NAMES: dict[str, dict[str, str]] = {
     "flex_olmo": {**LLAMA_NAMES, "n_experts": "num_experts", "top_k": "num_experts_per_tok"},
     "ernie4_5_moe": {**LLAMA_NAMES, "n_experts": "moe_num_experts", "top_k": "moe_k",
                      "d_expert": "moe_intermediate_size"},
+    "phimoe": {**LLAMA_NAMES, "n_experts": "num_local_experts", "top_k": "num_experts_per_tok"},
 }

@@ -1,5 +1,6 @@
 """The mixture-of-experts families of costmodel/hf_moe_extra.py (GraniteMoE as granitemoe,
-GraniteMoE-shared as granitemoeshared, FlexOlmo as flex_olmo, ERNIE 4.5 MoE as ernie4_5_moe): parameters and buffers equal to the class transformers
+GraniteMoE-shared as granitemoeshared, FlexOlmo as flex_olmo, ERNIE 4.5 MoE as ernie4_5_moe,
+PhiMoE as phimoe): parameters and buffers equal to the class transformers
 5.24 builds on the meta device (odd configs, each configuration class's defaults), every
 `validate` row exact on the odd configs under eager and sdpa (slow), decode-step FLOPs equal to
 the decode tree (slow), and the fields their code does not run refused in one line."""
@@ -67,6 +68,16 @@ CONFIGS = {
                                moe_num_experts=4, moe_k=2, moe_intermediate_size=24,
                                moe_num_shared_experts=0, moe_layer_start_index=0,
                                pad_token_id=None, bos_token_id=None, eos_token_id=None),
+    # PhiMoE: LayerNorms with biases, q/k/v/o biases, a head bias, top 2 (sparsemixer) of 5
+    # experts of 24.
+    "phimoe": dict(_BASE, model_type="phimoe", num_key_value_heads=2, head_dim=10,
+                   intermediate_size=24, attention_bias=True, lm_head_bias=True,
+                   num_local_experts=5, num_experts_per_tok=2, bos_token_id=None,
+                   eos_token_id=None),
+    # No biases, one KV head, a tied head, 4 experts of 16.
+    "phimoe-plain": dict(_BASE, model_type="phimoe", num_key_value_heads=1, intermediate_size=16,
+                         num_local_experts=4, tie_word_embeddings=True, bos_token_id=None,
+                         eos_token_id=None),
     # moe_layer_start_index past the last layer: no layer has experts, a dense model.
     "ernie4_5_moe-dense": dict(_BASE, model_type="ernie4_5_moe", num_key_value_heads=2,
                                head_dim=10, use_bias=True, moe_layer_start_index=5,
@@ -114,6 +125,9 @@ def test_every_validate_row_is_exact(name, attention):
     # shared, a tied head: 21.8B (baidu/ERNIE-4.5-21B-A3B's shape, 21B published), each MoE
     # layer's 64 e_score_correction_bias values included.
     ("ernie4_5_moe", 21_825_437_888),
+    # PhimoeConfig's: 32 layers of 16 experts of 6400 (top 2), vocab 32064, no biases: 41.9B
+    # (Phi-3.5-MoE's shape; 42B published).
+    ("phimoe", 41_872_793_600),
 ])
 def test_default_config_parameters_equal_hugging_face(model_type, expected):
     """The configuration class's defaults, as its to_dict() writes them."""
@@ -140,7 +154,8 @@ def test_ernie_score_correction_bias_is_counted_as_a_parameter(tmp_path, monkeyp
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["granitemoe", "granitemoeshared", "flex_olmo", "ernie4_5_moe"])
+@pytest.mark.parametrize("name", ["granitemoe", "granitemoeshared", "flex_olmo", "ernie4_5_moe",
+                                  "phimoe"])
 def test_decode_step_flops_equal_the_decode_tree(name):
     """One cached decode step of the class (FlopCounterMode) against the decode tree, at three
     cache lengths."""
@@ -158,7 +173,8 @@ def test_architectures_alone_name_the_model_types(name):
     fields = CONFIGS[name]
     classes = {"granitemoe": "GraniteMoeForCausalLM",
                "granitemoeshared": "GraniteMoeSharedForCausalLM",
-               "flex_olmo": "FlexOlmoForCausalLM", "ernie4_5_moe": "Ernie4_5_MoeForCausalLM"}
+               "flex_olmo": "FlexOlmoForCausalLM", "ernie4_5_moe": "Ernie4_5_MoeForCausalLM",
+               "phimoe": "PhimoeForCausalLM"}
     bare = {k: v for k, v in fields.items() if k != "model_type"}
     bare["architectures"] = [classes[fields["model_type"]]]
     assert from_hf_config(bare, name=name) == from_hf_config(fields, name=name)
@@ -173,6 +189,9 @@ def test_architectures_alone_name_the_model_types(name):
      "shared_intermediate_size must be at least 0, got -1"),
     (dict(CONFIGS["flex_olmo"], num_experts_per_tok=6), "num_experts_per_tok (6) is more than num_experts (5)"),
     (dict(CONFIGS["flex_olmo"], hidden_act="relu"), "unsupported hidden_act 'relu' for flex_olmo"),
+    (dict(CONFIGS["phimoe"], num_experts_per_tok=3), "its sparsemixer router always chooses 2"),
+    (dict(CONFIGS["phimoe"], input_jitter_noise=0.01), "input_jitter_noise 0.01"),
+    (dict(CONFIGS["phimoe"], num_local_experts=1), "num_local_experts must be at least 2, got 1"),
     (dict(CONFIGS["ernie4_5_moe"], moe_k=6), "moe_k (6) is more than moe_num_experts (5)"),
     (dict(CONFIGS["ernie4_5_moe"], moe_num_experts=[5, 5]), "field 'moe_num_experts' must be an integer"),
     (dict(CONFIGS["ernie4_5_moe"], moe_layer_interval=0), "moe_layer_interval must be at least 1, got 0"),

@@ -57,8 +57,15 @@ def _ernie4_5_moe(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 moe_layer_end_index=moe[-1], moe_layer_interval=every)
 
 
+def _phimoe(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    return dict(llama, attention_bias=cfg.qkv_bias, lm_head_bias=cfg.lm_head_bias,
+                num_local_experts=cfg.n_experts, num_experts_per_tok=cfg.top_k,
+                sliding_window=cfg.sliding_window, bos_token_id=None, eos_token_id=None)
+
+
 #: family -> its config.json writer (validate/hf_models.py's config_dict).
 MOE_EXTRA_DICTS: dict[str, Callable[[ModelConfig, dict[str, Any]], dict[str, Any]]] = {
     "granitemoe": _granitemoe, "granitemoeshared": _granitemoeshared,
     "flex_olmo": _flex_olmo, "ernie4_5_moe": _ernie4_5_moe,
+    "phimoe": _phimoe,
 }

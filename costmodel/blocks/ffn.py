@@ -137,6 +137,7 @@ class Router(Block):
     (renormalize) their fp32 sum and values; a router run in fp32 (facts.router_dtype) keeps an fp32
     copy of its input in a narrower model. Its input is the norm's output, kept there. The group
     choice keeps tensors too, but no path from the loss reaches them: they are freed (11.5).
+    "sparsemixer" (PhiMoE's, k = 2; tests/test_hf_moe_extra.py's validate rows).
     "topk_softmax" (gpt-oss's GptOssTopKRouter): logits with a bias (a parameter of E, `bias`),
     their top k, a softmax over those k in the router's dtype; it keeps the int64 top-k indices and
     the k weights (measured: tests/test_hf_gpt_oss.py's validate rows), in fp32 where
@@ -170,6 +171,12 @@ class Router(Block):
             softmax = "fp32" if self.profile.facts.topk_softmax_fp32 else self.profile.facts.router_dtype
             saved = INDEX * tokens * S.k + dtype_bytes(softmax) * tokens * S.k
             elements = [("softmax", tokens * S.k)]
+        elif self.kind == "sparsemixer":
+            # PhiMoE's sparsemixer, twice (one expert each, k = 2): a masked_fill keeps its bool
+            # mask of the logits, the softmax (in the logits' dtype) its output, the choice its
+            # int64 index, and PhimoeMultiplier its gathered weight (training: a random choice).
+            saved = S.k * (tokens * S.E * (1 + S.e) + INDEX * tokens + S.e * tokens)
+            elements = [("softmax", S.k * tokens * S.E)]
         else:
             saved = FP32 * tokens * S.E + INDEX * tokens * S.k
             if self.renormalize:
