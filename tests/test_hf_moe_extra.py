@@ -205,3 +205,38 @@ def test_what_the_code_does_not_run_is_refused_in_one_line(fields, words, tmp_pa
     path.write_text(json.dumps(fields))
     code, out, err = run_main(["estimate", "--config", str(path)], capsys)
     assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err, err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["granitemoe", "granitemoeshared", "flex_olmo", "ernie4_5_moe",
+                                  "ernie4_5_moe-plain", "phimoe"])
+def test_every_validate_row_is_exact_in_fp32_on_real_tensors(name):
+    """fp32 on the CPU (real tensors: the fake grouped_mm takes only bf16), where validate adds
+    torch.profiler's count of the training matmul FLOPs as a second, independent measurement;
+    in fp32 the fp32 router copies (ERNIE 4.5 MoE) and casts (GraniteMoE) are no copies."""
+    pytest.importorskip("transformers")
+    from costmodel.config import Workload
+    from costmodel.presets import config_from_dict
+    from validate.compare import validate
+
+    cfg = config_from_dict(dict(CONFIGS[name]), source=name, name=name)
+    rows = validate(cfg, Workload(seq_len=12, batch=2, dtype="fp32", gen_tokens=2), target="hf",
+                    device="cpu")
+    assert "training matmul FLOPs (profiler)" in {row.quantity for row in rows}
+    assert [row for row in rows if row.difference != 0] == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["granitemoe-defaults", "flex_olmo-plain", "ernie4_5_moe-plain",
+                                  "phimoe-plain"])
+def test_one_kv_head_at_batch_one_is_exact(name):
+    """One KV head at b = 1, where repeat_kv's expand + reshape stays a view
+    (facts.repeat_kv_view_for_mqa): every validate row, bf16 eager."""
+    pytest.importorskip("transformers")
+    from costmodel.config import Workload
+    from costmodel.presets import config_from_dict
+    from validate.compare import validate
+
+    cfg = config_from_dict(dict(CONFIGS[name]), source=name, name=name)
+    rows = validate(cfg, Workload(seq_len=12, batch=1, dtype="bf16", gen_tokens=2), target="hf")
+    assert [row for row in rows if row.difference != 0] == []
