@@ -126,11 +126,15 @@ class Facts:
     # norm before the experts, so nothing keeps its output (ERNIE 4.5 MoE builds no shared MLP
     # then; DeepSeek-V3's builds one of width 0, whose linears keep their input)
     router_input_alone: bool = False
+    # dtype of a "softmax" router's scores and their renormalisation (fp32 in most classes; DBRX
+    # softmaxes in the logits' dtype and divides by their p-norm there)
+    router_scores_dtype: str = "fp32"
     # dtype of the routing weights the experts' output is multiplied by
     routing_weights_dtype: str = "fp32"
     # how the routed slots reach the experts and come back (blocks/ffn.py Experts.dispatch_bytes):
     # "index_add" (transformers: each expert gathers its tokens, its output is multiplied by the
-    # routing weights and index_add-ed into the layer's output) or "alltoall_permute"
+    # routing weights and index_add-ed into the layer's output), "loop" (DBRX: the same as a Python
+    # loop over the experts hit, one matmul per weight, no grouped_mm) or "alltoall_permute"
     # (Megatron-Core's MoEAlltoAllTokenDispatcher with moe_permute_fusion: Transformer Engine's
     # fused permute, sort-chunks and unpermute passes)
     expert_dispatch: str = "index_add"

@@ -162,17 +162,78 @@ def _phimoe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
                         renormalize_top_k=False)
 
 
+def _sub(f: Fields, key: str) -> Fields:
+    """DBRX's nested attn_config or ffn_config (a dict; missing or null: the class's defaults)."""
+    value = f.data.get(key)
+    if value is None:
+        return Fields({}, f"{f.source} ({key})")
+    if not isinstance(value, dict):
+        raise ConfigError(f"{f.source}: {key} must be an object, got {show(value)}.")
+    return Fields(value, f"{f.source} ({key})")
+
+
+def _dbrx(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """DBRX (DbrxForCausalLM): pre-norm layers with LayerNorms without bias; attention through one
+    fused Wqkv (no biases) clamped to [-clip_qkv, clip_qkv] (out of place), RoPE on every
+    dimension, kv_n_heads key/value heads of d_model / n_heads; in every layer top moe_top_k of
+    moe_num_experts SwiGLU experts of ffn_hidden_size, chosen by a softmax over the logits in the
+    model's dtype, the chosen weights divided by their moe_normalize_expert_weights-norm (null:
+    not divided); an untied head without bias. A null clip_qkv (the class's default: its
+    clamp(min=None, max=None) fails), a missing rope_theta in attn_config (the class reads it),
+    moe_jitter_eps (in-place noise on the MoE input in training), a nonzero resid_pdrop, a tied
+    head (DbrxConfig refuses it) and an activation other than silu are refused."""
+    attn, ffn = _sub(f, "attn_config"), _sub(f, "ffn_config")
+    clip = attn.nullable("clip_qkv", None, float)
+    if clip is None:
+        raise ConfigError(f"{f.source}: attn_config.clip_qkv is null, and transformers 5.24's "
+                          "DbrxAttention then calls clamp(min=None, max=None), which fails; give "
+                          "the bound (8 in DBRX's released config).")
+    if not 0 < clip < float("inf"):
+        raise ConfigError(f"{f.source}: clip_qkv must be a positive number, got {show(clip)}.")
+    if attn.data.get("rope_theta") is None:
+        raise ConfigError(f"{f.source}: attn_config has no rope_theta, which transformers 5.24's "
+                          "DbrxAttention reads (500000 in DBRX's released config); give it.")
+    act = (ffn.data.get("ffn_act_fn") or {}).get("name", "silu")
+    if act != "silu":
+        raise ConfigError(f"{f.source}: unsupported ffn_act_fn {show(act)} for dbrx.")
+    if ffn.data.get("moe_jitter_eps") is not None:
+        raise ConfigError(f"{f.source}: moe_jitter_eps (the MoE input multiplied in place by "
+                          "uniform noise in training) is not modelled; set it to null.")
+    if f.get("resid_pdrop", 0.0, float):
+        raise ConfigError(f"{f.source}: resid_pdrop (dropout on each sublayer's output) is not "
+                          "modelled for dbrx; set it to 0.")
+    if f.get("tie_word_embeddings", False, bool):
+        raise ConfigError(f"{f.source}: tie_word_embeddings is not supported for DBRX models "
+                          "(DbrxConfig refuses it).")
+    experts = ffn.get("moe_num_experts", 4, minimum=1)
+    top_k = ffn.get("moe_top_k", 1, minimum=1)
+    if top_k > experts:
+        raise ConfigError(f"{f.source}: moe_top_k ({top_k}) is more than moe_num_experts "
+                          f"({experts}), which torch.topk cannot choose.")
+    normalize = ffn.nullable("moe_normalize_expert_weights", 1.0, float)
+    width = ffn.get("ffn_hidden_size", 3584)
+    return ModelConfig(
+        name=name, family="dbrx", vocab_size=f.get("vocab_size", 32000),
+        d_model=f.get("d_model", 2048), n_heads=f.get("n_heads", 16, minimum=1),
+        n_kv_heads=attn.get("kv_n_heads", 1, minimum=1), d_ff=width,
+        n_decoder_layers=f.get("n_layers", 24), max_positions=f.get("max_seq_len", 2048),
+        position="rope", norm="layernorm", norm_bias=False, activation="swiglu", qkv_bias=False,
+        out_bias=False, ffn_bias=False, head="lm", tie_embeddings=False,
+        dropout=float(attn.get("attn_pdrop", 0.0, float)), clip_qkv=float(clip),
+        n_experts=experts, top_k=top_k, router="softmax", renormalize_top_k=normalize is not None)
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 MOE_EXTRA_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "granitemoe": _granitemoe, "granitemoeshared": _granitemoeshared, "flex_olmo": _flex_olmo,
-    "ernie4_5_moe": _ernie4_5_moe, "phimoe": _phimoe,
+    "ernie4_5_moe": _ernie4_5_moe, "phimoe": _phimoe, "dbrx": _dbrx,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 MOE_EXTRA_ARCHITECTURES: dict[str, str] = {
     "GraniteMoeForCausalLM": "granitemoe", "GraniteMoeSharedForCausalLM": "granitemoeshared",
     "FlexOlmoForCausalLM": "flex_olmo", "Ernie4_5_MoeForCausalLM": "ernie4_5_moe",
-    "PhimoeForCausalLM": "phimoe",
+    "PhimoeForCausalLM": "phimoe", "DbrxForCausalLM": "dbrx",
 }
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
@@ -186,4 +247,7 @@ MOE_EXTRA_NAMES: dict[str, dict[str, str]] = {
     "ernie4_5_moe": {**LLAMA_NAMES, "n_experts": "moe_num_experts", "top_k": "moe_k",
                      "d_expert": "moe_intermediate_size"},
     "phimoe": {**LLAMA_NAMES, "n_experts": "num_local_experts", "top_k": "num_experts_per_tok"},
+    "dbrx": {"n_heads": "n_heads", "d_model": "d_model", "n_decoder_layers": "n_layers",
+             "max_positions": "max_seq_len", "n_kv_heads": "kv_n_heads", "d_ff": "ffn_hidden_size",
+             "n_experts": "moe_num_experts", "top_k": "moe_top_k"},
 }

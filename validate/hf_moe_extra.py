@@ -63,9 +63,21 @@ def _phimoe(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 sliding_window=cfg.sliding_window, bos_token_id=None, eos_token_id=None)
 
 
+def _dbrx(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """DBRX's config.json: its own names, attention and experts in nested objects."""
+    return dict(model_type="dbrx", vocab_size=cfg.vocab_size, d_model=cfg.d_model,
+                n_heads=cfg.n_heads, n_layers=cfg.n_decoder_layers, max_seq_len=cfg.max_positions,
+                tie_word_embeddings=False,
+                attn_config=dict(kv_n_heads=cfg.n_kv_heads, clip_qkv=cfg.clip_qkv,
+                                 attn_pdrop=cfg.dropout, rope_theta=10000.0),
+                ffn_config=dict(ffn_hidden_size=cfg.d_expert, moe_num_experts=cfg.n_experts,
+                                moe_top_k=cfg.top_k,
+                                moe_normalize_expert_weights=1.0 if cfg.renormalize_top_k else None))
+
+
 #: family -> its config.json writer (validate/hf_models.py's config_dict).
 MOE_EXTRA_DICTS: dict[str, Callable[[ModelConfig, dict[str, Any]], dict[str, Any]]] = {
     "granitemoe": _granitemoe, "granitemoeshared": _granitemoeshared,
     "flex_olmo": _flex_olmo, "ernie4_5_moe": _ernie4_5_moe,
-    "phimoe": _phimoe,
+    "phimoe": _phimoe, "dbrx": _dbrx,
 }

@@ -178,9 +178,10 @@ class Router(Block):
             saved = S.k * (tokens * S.E * (1 + S.e) + INDEX * tokens + S.e * tokens)
             elements = [("softmax", S.k * tokens * S.E)]
         else:
-            saved = FP32 * tokens * S.E + INDEX * tokens * S.k
+            scores = dtype_bytes(self.profile.facts.router_scores_dtype)
+            saved = scores * tokens * S.E + INDEX * tokens * S.k
             if self.renormalize:
-                saved += FP32 * tokens + FP32 * tokens * S.k
+                saved += scores * tokens + scores * tokens * S.k
                 if self.profile.facts.topk_sum_clamped:  # the clamp's input, beside its output
                     saved += FP32 * tokens
             elements = [("sigmoid" if self.kind == "sigmoid_topk" else self.kind, tokens * S.E)]
@@ -331,7 +332,8 @@ class Experts(Block):
         """(forward, backward) traffic of taking the S = T k slots of T tokens to their experts and
         back, as the code does it (facts.expert_dispatch); backward None: the convention, twice.
         "index_add" (transformers): the experts' outputs times the routing weights, then index_add
-        into the layer's output, S d values read twice and written once. "alltoall_permute"
+        into the layer's output, S d values read twice and written once; "loop" (DBRX's loop over
+        the experts hit, one matmul each) moves the same. "alltoall_permute"
         (Megatron-Core's all-to-all dispatcher under moe_permute_fusion, the fact's source): the
         permute reads T d and writes S d; with more than one local expert (E > ep) the received
         chunks are sorted by expert (S d read, S d written) and sorted back after the experts (the
@@ -339,7 +341,7 @@ class Experts(Block):
         local expert. Each pass's backward is its inverse permutation, the same bytes. Left out:
         the routing weights, row maps and counts that travel beside (at most 4 bytes a slot)."""
         slots = self.tokens * S.k
-        if self.profile.facts.expert_dispatch == "index_add":
+        if self.profile.facts.expert_dispatch in ("index_add", "loop"):
             return elementwise_bytes(slots * self.width, reads=2), None
         passes = sp.Piecewise((6, S.E > self.profile.expert_parallel), (2, True))
         moved = S.e * self.width * (2 * self.tokens + passes * slots)
@@ -350,6 +352,10 @@ class Experts(Block):
         forward = self.expert_flops(slots)
         weights = dtype_bytes(self.profile.facts.routing_weights_dtype)
         saved = 3 * INDEX * slots + 4 * S.E + weights * slots
+        if self.profile.facts.expert_dispatch == "loop":
+            # DBRX's loop over the experts hit (no grouped_mm): each expert's rows from one
+            # nonzero() (two int64 a slot), its gathered input, and its weighted output too
+            saved = 2 * INDEX * slots + weights * slots + S.e * slots * self.width
         glu_elements, glu_saved, glu_moved = self.glu(slots)
         if self.profile.fp8_activations:  # the gathered input and SwiGLU's input in FP8, the down output
             saved += tiled_bytes(slots, self.width) + tiled_bytes(slots, 2 * S.d_x) + S.e * slots * self.width
