@@ -18,6 +18,7 @@ from .config import ConfigError, ModelConfig, show
 from .errors import check_int
 from .hf_fields import LLAMA_NAMES, Fields
 from .hf_llama_variants import LlamaReader
+from .hf_moe_more import MOE_MORE_BUILDERS
 
 #: transformers 5.24's defaults for the Llama fields each family reads (its configuration class).
 _DEFAULTS: dict[str, dict[str, Any]] = {
@@ -223,10 +224,44 @@ def _dbrx(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
         n_experts=experts, top_k=top_k, router="softmax", renormalize_top_k=normalize is not None)
 
 
+#: SarvamMoEConfig's defaults where they differ from Glm4MoeConfig's, and Glm4MoeConfig's for the
+#: fields hf.py's Llama reader requires (transformers 5.24, models/sarvam_moe and glm4_moe).
+_SARVAM_DEFAULTS: dict[str, Any] = dict(
+    vocab_size=262144, hidden_size=4096, intermediate_size=8192, num_hidden_layers=19,
+    num_attention_heads=64, num_key_value_heads=4, head_dim=64, moe_intermediate_size=1024,
+    num_experts_per_tok=6, use_qk_norm=True)
+
+#: SarvamMoEConfig.attribute_map: the released sarvamai/sarvam-30b names -> Glm4MoeConfig's.
+_SARVAM_NAMES = {"num_experts": "n_routed_experts", "num_local_experts": "n_routed_experts",
+                 "num_shared_experts": "n_shared_experts", "use_qkv_bias": "attention_bias",
+                 "num_mtp_layers": "num_nextn_predict_layers"}
+
+
+def _sarvam_moe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Sarvam MoE (sarvam_moe): transformers 5.24 runs it as Glm4MoeForCausalLM (its
+    AutoModelForCausalLM mapping) under SarvamMoEConfig, whose defaults differ (19 layers, 64
+    heads of 64, 4 KV heads, 128 experts of 1024, top 6, per-head q/k norms) and whose RoPE covers
+    the whole head (partial_rotary_factor 1.0 unless the config gives one); its
+    attribute_map's names (num_experts, num_shared_experts, use_qkv_bias, num_mtp_layers) are read
+    as GLM-4.5's. The rest is costmodel/hf_moe_more.py's glm4_moe reader: the family is glm4_moe
+    (its facts, its class)."""
+    data = dict(f.data)
+    for alias, field in _SARVAM_NAMES.items():
+        if alias in data:  # the mapped name wins
+            data[field] = data.pop(alias)
+    data = {**_SARVAM_DEFAULTS, **data}
+    rope = data.get("rope_parameters") if isinstance(data.get("rope_parameters"), dict) else {}
+    scaling = data.get("rope_scaling") if isinstance(data.get("rope_scaling"), dict) else {}
+    if all(d.get("partial_rotary_factor") is None for d in (rope, scaling, data)):
+        data["partial_rotary_factor"] = 1.0
+    return MOE_MORE_BUILDERS["glm4_moe"](Fields(data, f.source), name, llama)
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 MOE_EXTRA_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "granitemoe": _granitemoe, "granitemoeshared": _granitemoeshared, "flex_olmo": _flex_olmo,
     "ernie4_5_moe": _ernie4_5_moe, "phimoe": _phimoe, "dbrx": _dbrx,
+    "sarvam_moe": _sarvam_moe,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
@@ -250,4 +285,6 @@ MOE_EXTRA_NAMES: dict[str, dict[str, str]] = {
     "dbrx": {"n_heads": "n_heads", "d_model": "d_model", "n_decoder_layers": "n_layers",
              "max_positions": "max_seq_len", "n_kv_heads": "kv_n_heads", "d_ff": "ffn_hidden_size",
              "n_experts": "moe_num_experts", "top_k": "moe_top_k"},
+    "sarvam_moe": {**LLAMA_NAMES, "n_experts": "n_routed_experts", "top_k": "num_experts_per_tok",
+                   "d_expert": "moe_intermediate_size", "n_dense_layers": "first_k_dense_replace"},
 }

@@ -1,6 +1,6 @@
 """The mixture-of-experts families of costmodel/hf_moe_extra.py (GraniteMoE as granitemoe,
 GraniteMoE-shared as granitemoeshared, FlexOlmo as flex_olmo, ERNIE 4.5 MoE as ernie4_5_moe,
-PhiMoE as phimoe, DBRX as dbrx): parameters and buffers equal to the class transformers
+PhiMoE as phimoe, DBRX as dbrx, Sarvam MoE as sarvam_moe, run as glm4_moe): parameters and buffers equal to the class transformers
 5.24 builds on the meta device (odd configs, each configuration class's defaults), every
 `validate` row exact on the odd configs under eager and sdpa (slow), decode-step FLOPs equal to
 the decode tree (slow), and the fields their code does not run refused in one line."""
@@ -78,6 +78,19 @@ CONFIGS = {
     "phimoe-plain": dict(_BASE, model_type="phimoe", num_key_value_heads=1, intermediate_size=16,
                          num_local_experts=4, tie_word_embeddings=True, bos_token_id=None,
                          eos_token_id=None),
+    # Sarvam MoE (Glm4MoeForCausalLM under SarvamMoEConfig): the released files' names
+    # (num_experts, num_shared_experts, use_qkv_bias), RoPE on the whole head by default, per-head
+    # q/k norms by default, layer 0 dense, top 3 of 8 experts of 16 in 4 groups (top 2).
+    "sarvam_moe": dict(_BASE, model_type="sarvam_moe", num_key_value_heads=2, head_dim=10,
+                       use_qkv_bias=True, num_experts=8, num_shared_experts=2, n_group=4,
+                       topk_group=2, num_experts_per_tok=3, moe_intermediate_size=16,
+                       pad_token_id=None, eos_token_id=None),
+    # A partial_rotary_factor given (0.6 of 10: 6 rotated), no q/k norms, a tied head.
+    "sarvam_moe-partial": dict(_BASE, model_type="sarvam_moe", num_key_value_heads=3,
+                               head_dim=8, partial_rotary_factor=0.6, use_qk_norm=False,
+                               n_routed_experts=4, num_experts_per_tok=2,
+                               moe_intermediate_size=24, tie_word_embeddings=True,
+                               pad_token_id=None, eos_token_id=None),
     # moe_layer_start_index past the last layer: no layer has experts, a dense model.
     "ernie4_5_moe-dense": dict(_BASE, model_type="ernie4_5_moe", num_key_value_heads=2,
                                head_dim=10, use_bias=True, moe_layer_start_index=5,
@@ -128,6 +141,9 @@ def test_every_validate_row_is_exact(name, attention):
     # PhimoeConfig's: 32 layers of 16 experts of 6400 (top 2), vocab 32064, no biases: 41.9B
     # (Phi-3.5-MoE's shape; 42B published).
     ("phimoe", 41_872_793_600),
+    # SarvamMoEConfig's: 19 layers, the first dense, 128 experts of 1024 (top 6) and one
+    # shared, vocab 262144: 32.2B (sarvamai/sarvam-30b's class defaults).
+    ("sarvam_moe", 32_152_648_064),
 ])
 def test_default_config_parameters_equal_hugging_face(model_type, expected):
     """The configuration class's defaults, as its to_dict() writes them."""
@@ -155,7 +171,7 @@ def test_ernie_score_correction_bias_is_counted_as_a_parameter(tmp_path, monkeyp
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["granitemoe", "granitemoeshared", "flex_olmo", "ernie4_5_moe",
-                                  "phimoe"])
+                                  "phimoe", "sarvam_moe"])
 def test_decode_step_flops_equal_the_decode_tree(name):
     """One cached decode step of the class (FlopCounterMode) against the decode tree, at three
     cache lengths."""
@@ -165,7 +181,7 @@ def test_decode_step_flops_equal_the_decode_tree(name):
     assert_decode_flops_exact(CONFIGS[name], name)
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("name", sorted(n for n in CONFIGS if not n.startswith("sarvam")))
 def test_architectures_alone_name_the_model_types(name):
     """A config.json that names only `architectures` reads as its model type."""
     from costmodel.hf import from_hf_config
