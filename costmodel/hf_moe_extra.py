@@ -1,14 +1,14 @@
 """config.json readers of more mixture-of-experts decoders whose blocks exist here under other
 names: GraniteMoE (granitemoe: Granite's layers and multipliers with Mixtral's sparse layers and a
-top-k-then-softmax router), GraniteMoE-shared (granitemoeshared: the same with an ungated
-shared MLP beside the experts), FlexOlmo (flex_olmo: OLMo 2's layers with OLMoE's experts) and
-ERNIE 4.5 MoE (ernie4_5_moe: ERNIE 4.5's layers with experts on a start/end/interval pattern)
-and PhiMoE (phimoe: Mixtral's layers with LayerNorms, biases and the sparsemixer router). Each reads Llama's fields through hf.py's Llama reader (with its
-own defaults) and then sets what its code does otherwise; costmodel/hf.py dispatches on
-model_type. Defaults are those of transformers 5.24's configuration classes
-(models/granitemoe/configuration_granitemoe.py,
-models/granitemoeshared/configuration_granitemoeshared.py, models/flex_olmo/configuration_flex_olmo.py,
-models/ernie4_5_moe/configuration_ernie4_5_moe.py, models/phimoe/configuration_phimoe.py)."""
+top-k-then-softmax router), GraniteMoE-shared (granitemoeshared: the same with an ungated shared
+MLP beside the experts), FlexOlmo (flex_olmo: OLMo 2's layers with OLMoE's experts), ERNIE 4.5
+MoE (ernie4_5_moe: ERNIE 4.5's layers with experts on a start/end/interval pattern), PhiMoE
+(phimoe: Mixtral's layers with LayerNorms, biases and the sparsemixer router), DBRX (dbrx: its
+own nested fields, a fused clamped Wqkv, a router in the model's dtype, the experts as a loop)
+and Sarvam MoE (sarvam_moe: GLM-4.5's class under its own defaults). Most read Llama's fields
+through hf.py's Llama reader (with their own defaults) and then set what their code does
+otherwise; costmodel/hf.py dispatches on model_type. Defaults are those of transformers 5.24's
+configuration classes (models/<model_type>/configuration_<model_type>.py)."""
 
 from __future__ import annotations
 
