@@ -35,8 +35,9 @@ GATED_ACTIVATIONS = ("swiglu", "geglu", "geglu_tanh")
 HEADS = ("lm", "pooler", "none")
 #: softmax: an fp32 softmax over the E logits, then the top k (Mixtral, Qwen2-MoE); sigmoid: DeepSeek-V3's;
 #: topk_softmax: the top k of the logits, then a softmax over those k in the activation dtype (gpt-oss's
-#: GptOssTopKRouter); sigmoid_topk: Llama 4's, the top k of the logits then a sigmoid (the others 0).
-ROUTERS = ("softmax", "sigmoid", "topk_softmax", "sigmoid_topk")
+#: GptOssTopKRouter); sigmoid_topk: Llama 4's, the top k of the logits then a sigmoid (the others 0);
+#: sparsemixer: PhiMoE's two rounds of a masked softmax over the logits, one expert each (top 2).
+ROUTERS = ("softmax", "sigmoid", "topk_softmax", "sigmoid_topk", "sparsemixer")
 
 
 @dataclass(frozen=True)

@@ -112,11 +112,29 @@ class Facts:
     # dtype of a sigmoid router's e_score_correction_bias buffer (E values): "fp32" (DeepSeek-V3)
     # or "activation" (MiniMax-M2's, created in the dtype the model is built in)
     score_bias_dtype: str = "fp32"
+    # a "topk_softmax" router's softmax over the k chosen logits runs in fp32 whatever the router's
+    # dtype (GraniteMoE: logits cast with .float() first), keeping an fp32 output
+    topk_softmax_fp32: bool = False
+    # the top-k weights' sum is clamped below before the division (ERNIE 4.5 MoE's moe_norm_min):
+    # the clamp keeps its input, one more fp32 value per token
+    topk_sum_clamped: bool = False
+    # a softmax router's score-correction bias (E values added for the choice only) is a frozen
+    # nn.Parameter (ERNIE 4.5 MoE's e_score_correction_bias, requires_grad False), which
+    # parameters() counts
+    score_bias_parameter: bool = False
+    # with no shared experts, nothing but an fp32 router (and the experts' gathers) reads the
+    # norm before the experts, so nothing keeps its output (ERNIE 4.5 MoE builds no shared MLP
+    # then; DeepSeek-V3's builds one of width 0, whose linears keep their input)
+    router_input_alone: bool = False
+    # dtype of a "softmax" router's scores and their renormalisation (fp32 in most classes; DBRX
+    # softmaxes in the logits' dtype and divides by their p-norm there)
+    router_scores_dtype: str = "fp32"
     # dtype of the routing weights the experts' output is multiplied by
     routing_weights_dtype: str = "fp32"
     # how the routed slots reach the experts and come back (blocks/ffn.py Experts.dispatch_bytes):
     # "index_add" (transformers: each expert gathers its tokens, its output is multiplied by the
-    # routing weights and index_add-ed into the layer's output) or "alltoall_permute"
+    # routing weights and index_add-ed into the layer's output), "loop" (DBRX: the same as a Python
+    # loop over the experts hit, one matmul per weight, no grouped_mm) or "alltoall_permute"
     # (Megatron-Core's MoEAlltoAllTokenDispatcher with moe_permute_fusion: Transformer Engine's
     # fused permute, sort-chunks and unpermute passes)
     expert_dispatch: str = "index_add"

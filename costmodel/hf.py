@@ -11,7 +11,8 @@ costmodel/hf_llama_variants.py the Llama-like families whose blocks exist here u
 Hunyuan dense),
 costmodel/hf_classic_more.py StableLM, GPT-BigCode, MPT, GPT-J, GPT-Neo and Cohere 1-2, and
 costmodel/hf_llama4.py Llama 4's language model, costmodel/hf_moe_more.py GLM-4.5 (glm4_moe),
-dots.llm1 (dots1), GLM-4.7-Flash (glm4_moe_lite), Hunyuan-A13B (hunyuan_v1_moe) and MiniMax-M2, all
+dots.llm1 (dots1), GLM-4.7-Flash (glm4_moe_lite), Hunyuan-A13B (hunyuan_v1_moe) and MiniMax-M2,
+costmodel/hf_moe_extra.py more mixture-of-experts decoders (GraniteMoE and its shared variant), all
 through costmodel/hf_fields.py's typed field access.
 """
 
@@ -32,6 +33,7 @@ from .hf_llama4 import LLAMA4_ARCHITECTURES, LLAMA4_BUILDERS, LLAMA4_NAMES
 from .hf_llama_variants import (LLAMA_VARIANT_ARCHITECTURES, LLAMA_VARIANT_BUILDERS,
                                 LLAMA_VARIANT_NAMES, LlamaReader)
 from .hf_moe_more import MOE_MORE_ARCHITECTURES, MOE_MORE_BUILDERS, MOE_MORE_NAMES
+from .hf_moe_extra import MOE_EXTRA_ARCHITECTURES, MOE_EXTRA_BUILDERS, MOE_EXTRA_NAMES
 from .hf_multimodal import language_model
 from .hf_rope_layernorm import (ROPE_LAYERNORM_ARCHITECTURES, ROPE_LAYERNORM_BUILDERS,
                                 ROPE_LAYERNORM_NAMES)
@@ -43,7 +45,7 @@ SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3
                          *ROPE_LAYERNORM_BUILDERS, *GPT_OSS_BUILDERS, *NEMOTRON_H_BUILDERS,
                          *LLAMA_VARIANT_BUILDERS, *CLASSIC_MORE_BUILDERS,
                          *LLAMA4_BUILDERS, *MOE_MORE_BUILDERS,
-                         *HYBRID_BUILDERS)
+                         *HYBRID_BUILDERS, *MOE_EXTRA_BUILDERS)
 
 
 #: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
@@ -442,7 +444,8 @@ _BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
     **NEMOTRON_H_BUILDERS,
     **LLAMA4_BUILDERS,
     **{model_type: (lambda f, name, build=build: build(f, name, _LLAMA_READER))
-       for model_type, build in {**LLAMA_VARIANT_BUILDERS, **MOE_MORE_BUILDERS}.items()},
+       for model_type, build in {**LLAMA_VARIANT_BUILDERS, **MOE_MORE_BUILDERS,
+                                        **MOE_EXTRA_BUILDERS}.items()},
     **CLASSIC_MORE_BUILDERS,
     **HYBRID_BUILDERS,
 }
@@ -470,6 +473,7 @@ ARCHITECTURE_TYPES = {
     **CLASSIC_MORE_ARCHITECTURES,
     **MOE_MORE_ARCHITECTURES,
     **HYBRID_ARCHITECTURES,
+    **MOE_EXTRA_ARCHITECTURES,
 }
 
 #: The config.json names of ModelConfig's fields, by family (the ones its errors may name).
@@ -490,6 +494,7 @@ HF_FIELD_NAMES: dict[str, dict[str, str]] = {
     **CLASSIC_MORE_NAMES,
     **MOE_MORE_NAMES,
     **HYBRID_NAMES,
+    **MOE_EXTRA_NAMES,
 }
 
 

@@ -172,11 +172,12 @@ class TreeBuilder:
         return [at.leaf(name, B.Dropout(tokens, S.d, self.profile))]
 
     def norms(self, at: _Place, tokens: sp.Expr, sublayer: str = "attention",
-              experts: bool = False) -> tuple[Leaves, Leaves]:
+              experts: bool = False, output_kept: bool = True) -> tuple[Leaves, Leaves]:
         """The sublayer's norm before (pre-LN) or after (post-LN) it; Gemma 2 has both, the one
         after on the sublayer's output before the residual add (only that add reads it). With
         parallel attention the FFN's norm reads the input the attention's norm keeps (or, one norm
-        for both, the FFN has none). experts: the FFN is routed experts (Norm.before_experts)."""
+        for both, the FFN has none). experts: the FFN is routed experts (Norm.before_experts).
+        output_kept False: no block keeps the pre-norm's output (Router.input_kept)."""
         cfg = self.cfg
         if cfg.parallel_attention and sublayer == "ffn":
             if cfg.parallel_norms == 1:
@@ -184,7 +185,7 @@ class TreeBuilder:
             return [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, input_kept=False,
                                            affine=cfg.norm_affine, bias=cfg.norm_bias))], []
         norm = [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, affine=cfg.norm_affine,
-                                       bias=cfg.norm_bias,
+                                       bias=cfg.norm_bias, output_kept=output_kept,
                                        before_experts=experts and cfg.norm_position == "pre"))]
         if cfg.post_sublayer_norm:
             post = [at.leaf("post_norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=False,
@@ -297,7 +298,8 @@ class TreeBuilder:
 
     def ffn(self, at: _Place, tokens: sp.Expr, experts: bool = False) -> Leaves:
         cfg = self.cfg
-        pre, post = self.norms(at, tokens, "ffn", experts)
+        router_alone = experts and B.router_reads_norm_alone(cfg, self.profile.facts)
+        pre, post = self.norms(at, tokens, "ffn", experts, output_kept=not router_alone)
         if not experts:
             body = [at.leaf("mlp", B.FeedForward(tokens, cfg.activation, cfg.ffn_bias, self.profile))]
         else:
@@ -308,7 +310,7 @@ class TreeBuilder:
                                   "Llama 4's every-token experts.")
             body = [
                 at.leaf("router", B.Router(tokens, cfg.router, cfg.renormalize_top_k, self.profile,
-                                           bias=cfg.router_bias)),
+                                           bias=cfg.router_bias, input_kept=not router_alone)),
                 *([at.leaf("latent_in", B.LatentProjection(tokens, S.d, S.d_l, cfg.ffn_bias))] if latent else []),
                 at.leaf("experts", B.EveryTokenExperts(tokens, self.profile) if every_token
                         else B.Experts(tokens, self.profile, bias=cfg.expert_bias, clamped=cfg.swiglu_limit is not None,

@@ -17,6 +17,7 @@ import torch
 
 from costmodel.config import ModelConfig, Workload
 from costmodel.estimation import Estimate
+from costmodel.facts import facts_for
 from costmodel.spec import DEFAULT_SEQ_LEN  # the prompt a validation runs when none is given, if the context allows
 
 from . import measure
@@ -211,6 +212,10 @@ def validate(cfg: ModelConfig, workload: Workload, *, target: str = "hf", device
     if cfg.moe and target == "hf" and device == "fake" and workload.dtype != "bf16":
         raise ValueError(f"model {cfg.name!r}: under FakeTensorMode the experts' grouped_mm runs "
                          "only in bf16 (torch's fake kernel); use --dtype bf16 or --device cpu.")
+    if (cfg.moe and target == "hf" and device == "fake"
+            and facts_for("hf", cfg.family).expert_dispatch == "loop"):
+        raise ValueError(f"model {cfg.name!r}: {cfg.family}'s experts loop over nonzero(), which "
+                         "FakeTensorMode cannot run; use --device cpu (real tensors).")
     estimate = Estimate(cfg, workload.replace(impl=target, sdpa_device="cpu"))  # measured on the CPU
     context = fake_mode() if device == "fake" else _nothing()
     rows: list[Row] = []

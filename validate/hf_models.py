@@ -19,17 +19,20 @@ from costmodel.config import ModelConfig
 
 from .hf_classic_more import CLASSIC_MORE_DICTS
 from .hf_llama_variants import LLAMA_VARIANT_DICTS
+from .hf_moe_extra import MOE_EXTRA_DICTS
 from .torch_modes import default_dtype, fake_mode  # noqa: F401 (fake_mode: re-exported)
 
 #: costmodel/hf_llama_variants.py's families (their config.json: validate/hf_llama_variants.py).
 LLAMA_VARIANT_FAMILIES = tuple(LLAMA_VARIANT_DICTS)
+#: costmodel/hf_moe_extra.py's families (their config.json: validate/hf_moe_extra.py).
+MOE_EXTRA_FAMILIES = tuple(MOE_EXTRA_DICTS)
 
 #: Families built through a config.json dict (config_dict below) and AutoModelForCausalLM.
 DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falcon_new",
                  "falcon_rw", "opt", "bloom", "mixtral", "qwen2_moe", "deepseek_v3", "ministral",
                  "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm", "starcoder2", "phi", "granite", "smollm3",
                  "olmo2", "gpt_oss", "llama4_text", "glm4_moe_lite", *LLAMA_VARIANT_FAMILIES,
-                 *CLASSIC_MORE_DICTS)
+                 *CLASSIC_MORE_DICTS, *MOE_EXTRA_FAMILIES)
 HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5", *DICT_FAMILIES)
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
@@ -485,6 +488,8 @@ def config_dict(cfg: ModelConfig) -> dict[str, Any]:
 
     if cfg.family in LLAMA_VARIANT_DICTS:
         data = LLAMA_VARIANT_DICTS[cfg.family](cfg, _llama_dict(cfg, cfg.family))
+    elif cfg.family in MOE_EXTRA_DICTS:
+        data = MOE_EXTRA_DICTS[cfg.family](cfg, _llama_dict(cfg, cfg.family))
     else:
         data = _DICTS[cfg.family](cfg)
     try:

@@ -46,6 +46,7 @@ from .embedding import (
 )
 from .ffn import (
     ACTIVATION_OPS, EveryTokenExperts, Experts, FeedForward, LatentProjection, Router, SharedExpertGate,
+    router_reads_norm_alone,
 )
 from .head import CrossEntropy, LMHead, LogitScale, LogitSoftcap, Pooler, SumLoss
 from .mamba import Mamba2Mixer, mamba_state_bytes
@@ -57,7 +58,7 @@ __all__ = [
     "ACTIVATION_OPS", "KV_SCALE_BYTES", "OTHER_FLOPS_PER_ELEMENT", "AlibiSlopes", "AttentionCore",
     "AttentionOutput", "AttentionScores", "AttentionTemperature", "Block", "Cost", "CrossEntropy", "Dropout",
     "ClipQKV", "EmbeddingProjection", "EveryTokenExperts", "Experts", "FeedForward", "HeadL2Norms", "HeadNorms",
-    "KeptOutputs", "LMHead",
+    "KeptOutputs", "LMHead", "router_reads_norm_alone",
     "LatentAttention", "LatentProjection", "LayerCheckpoint", "LinearOp", "Mamba2Mixer", "LearnedPositions", "LogitScale", "LogitSoftcap", "Norm", "OptimizerStep", "Pooler",
     "Profile", "QKVProjection", "RelativePositionBias", "Residual", "RotaryEmbedding", "SublayerInput",
     "RotaryTables", "Router", "KeptCausalMask", "SharedAttentionMask", "SharedExpertGate", "SinusoidalPositions",

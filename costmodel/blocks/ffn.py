@@ -5,6 +5,7 @@ experts, latent projections (nemotron_h's moe_latent_size) and Qwen2-MoE's share
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import sympy as sp
 
@@ -136,9 +137,14 @@ class Router(Block):
     (renormalize) their fp32 sum and values; a router run in fp32 (facts.router_dtype) keeps an fp32
     copy of its input in a narrower model. Its input is the norm's output, kept there. The group
     choice keeps tensors too, but no path from the loss reaches them: they are freed (11.5).
+    "sparsemixer" (PhiMoE's, k = 2; tests/test_hf_moe_extra.py's validate rows).
     "topk_softmax" (gpt-oss's GptOssTopKRouter): logits with a bias (a parameter of E, `bias`),
     their top k, a softmax over those k in the router's dtype; it keeps the int64 top-k indices and
-    the k weights (measured: tests/test_hf_gpt_oss.py's validate rows).
+    the k weights (measured: tests/test_hf_gpt_oss.py's validate rows), in fp32 where
+    facts.topk_softmax_fp32 (GraniteMoE's logits cast first; tests/test_hf_moe_extra.py).
+    ERNIE 4.5 MoE's softmax router (facts.score_bias_parameter, facts.topk_sum_clamped) adds a
+    frozen parameter of E, counted with the parameters, and clamps the top-k sum below, which
+    keeps the clamp's fp32 input too (tests/test_hf_moe_extra.py).
     """
 
     tokens: Expr
@@ -146,7 +152,15 @@ class Router(Block):
     renormalize: bool = True
     profile: Profile = Profile()
     bias: bool = False  # a bias of E on the logits (gpt-oss)
+    # False: no other block keeps the router's input (the pre-norm's output), so an fp32 router's
+    # copy of it is kept whatever the activation dtype (the norm keeps no output then)
+    input_kept: bool = True
     title = "router"
+
+    @property
+    def frozen_score_bias(self) -> bool:
+        """A softmax router's score-correction bias held as a frozen parameter (ERNIE 4.5 MoE)."""
+        return self.kind == "softmax" and self.profile.facts.score_bias_parameter
 
     def cost(self) -> Cost:
         forward, backward = linear_flops(self.tokens, S.d, S.E)
@@ -154,17 +168,28 @@ class Router(Block):
         if self.kind == "topk_softmax":
             # gpt-oss: topk over the logits keeps its int64 indices, the softmax over the k chosen
             # logits its output in the router's dtype; the weights need no renormalising.
-            saved = INDEX * tokens * S.k + dtype_bytes(self.profile.facts.router_dtype) * tokens * S.k
+            softmax = "fp32" if self.profile.facts.topk_softmax_fp32 else self.profile.facts.router_dtype
+            saved = INDEX * tokens * S.k + dtype_bytes(softmax) * tokens * S.k
             elements = [("softmax", tokens * S.k)]
+        elif self.kind == "sparsemixer":
+            # PhiMoE's sparsemixer, twice (one expert each, k = 2): a masked_fill keeps its bool
+            # mask of the logits, the softmax (in the logits' dtype) its output, the choice its
+            # int64 index, and PhimoeMultiplier its gathered weight (training: a random choice).
+            saved = S.k * (tokens * S.E * (1 + S.e) + INDEX * tokens + S.e * tokens)
+            elements = [("softmax", S.k * tokens * S.E)]
         else:
-            saved = FP32 * tokens * S.E + INDEX * tokens * S.k
+            scores = dtype_bytes(self.profile.facts.router_scores_dtype)
+            saved = scores * tokens * S.E + INDEX * tokens * S.k
             if self.renormalize:
-                saved += FP32 * tokens + FP32 * tokens * S.k
+                saved += scores * tokens + scores * tokens * S.k
+                if self.profile.facts.topk_sum_clamped:  # the clamp's input, beside its output
+                    saved += FP32 * tokens
             elements = [("sigmoid" if self.kind == "sigmoid_topk" else self.kind, tokens * S.E)]
         if self.profile.facts.router_dtype == "fp32":
-            saved += unless_fp32(FP32 * tokens * S.d)
+            saved += unless_fp32(FP32 * tokens * S.d) if self.input_kept else FP32 * tokens * S.d
         return make_cost(
-            tensors=[Tensor(S.E, S.d), *([Tensor(S.E)] if self.bias else [])],
+            tensors=[Tensor(S.E, S.d), *([Tensor(S.E)] if self.bias else []),
+                     *([Tensor(S.E)] if self.frozen_score_bias else [])],
             flops_matmul=forward,
             flops_matmul_backward=backward,
             elements=elements,
@@ -174,6 +199,17 @@ class Router(Block):
             buffer_bytes=(dtype_bytes(self.profile.facts.score_bias_dtype) * S.E
                           if self.kind == "sigmoid" else 0),
         )
+
+
+def router_reads_norm_alone(cfg: Any, facts: Any) -> bool:
+    """Whether an fp32 router alone reads the pre-norm's output beside routed experts, which
+    gather their rows anew, so that nothing keeps the output itself (Router.input_kept False;
+    ERNIE 4.5 MoE without shared experts, facts.router_input_alone; measured:
+    tests/test_hf_moe_extra.py's validate rows). cfg: the ModelConfig."""
+    return (facts.router_input_alone and facts.router_dtype == "fp32" and not cfg.d_shared
+            and cfg.d_latent is None and not facts.experts_every_token
+            and cfg.norm_position == "pre" and not cfg.parallel_attention and cfg.input_norms
+            and not cfg.post_sublayer_norm)
 
 
 #: Tokens per expert (T / E) beyond which experts_touched stops counting them: the share an expert
@@ -296,7 +332,8 @@ class Experts(Block):
         """(forward, backward) traffic of taking the S = T k slots of T tokens to their experts and
         back, as the code does it (facts.expert_dispatch); backward None: the convention, twice.
         "index_add" (transformers): the experts' outputs times the routing weights, then index_add
-        into the layer's output, S d values read twice and written once. "alltoall_permute"
+        into the layer's output, S d values read twice and written once; "loop" (DBRX's loop over
+        the experts hit, one matmul each) moves the same. "alltoall_permute"
         (Megatron-Core's all-to-all dispatcher under moe_permute_fusion, the fact's source): the
         permute reads T d and writes S d; with more than one local expert (E > ep) the received
         chunks are sorted by expert (S d read, S d written) and sorted back after the experts (the
@@ -304,7 +341,7 @@ class Experts(Block):
         local expert. Each pass's backward is its inverse permutation, the same bytes. Left out:
         the routing weights, row maps and counts that travel beside (at most 4 bytes a slot)."""
         slots = self.tokens * S.k
-        if self.profile.facts.expert_dispatch == "index_add":
+        if self.profile.facts.expert_dispatch in ("index_add", "loop"):
             return elementwise_bytes(slots * self.width, reads=2), None
         passes = sp.Piecewise((6, S.E > self.profile.expert_parallel), (2, True))
         moved = S.e * self.width * (2 * self.tokens + passes * slots)
@@ -315,6 +352,10 @@ class Experts(Block):
         forward = self.expert_flops(slots)
         weights = dtype_bytes(self.profile.facts.routing_weights_dtype)
         saved = 3 * INDEX * slots + 4 * S.E + weights * slots
+        if self.profile.facts.expert_dispatch == "loop":
+            # DBRX's loop over the experts hit (no grouped_mm): each expert's rows from one
+            # nonzero() (two int64 a slot), its gathered input, and its weighted output too
+            saved = 2 * INDEX * slots + weights * slots + S.e * slots * self.width
         glu_elements, glu_saved, glu_moved = self.glu(slots)
         if self.profile.fp8_activations:  # the gathered input and SwiGLU's input in FP8, the down output
             saved += tiled_bytes(slots, self.width) + tiled_bytes(slots, 2 * S.d_x) + S.e * slots * self.width
