@@ -306,9 +306,10 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
     """Inference with a layout: the prefill, the generation and its mean step (the time per
     output token), the step at the last context and its all-reduces, memory per rank."""
     i, token, rank, lay = r["inputs"], r["token"], r["per_rank"], r["layout"]
+    ep = f" (ep {lay['ep']})" if (lay.get("ep") or 1) > 1 else ""
     return "\n".join([
         f"{i['model']} serving on {lay['gpus']} x {i['hardware']} ({i['dtype']}): tp {lay['tp']} x pp "
-        f"{lay['pp']} x dp {lay['dp']}, batch {i['batch']} per replica, context {i['seq_len'] + i['gen']:,}",
+        f"{lay['pp']} x dp {lay['dp']}{ep}, batch {i['batch']} per replica, context {i['seq_len'] + i['gen']:,}",
         *([f"prompt {i['seq_len']}, generate {i['gen']}, attention {i['attention']}, {i['kv_cache']} KV cache"
            + (f" in {i['kv_dtype']}" if i.get("kv_dtype") else "")
            + (f", weights {i['weight_dtype']}" if i.get("weight_dtype") else "")
@@ -317,14 +318,16 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
            + (", compiled" if i.get("compiled") else "")] if "kv_cache" in i else []),
         *([note] if (note := weights_note(i.get("weight_dtype"), i.get("weight_dtype_source"))) else []),
         *([f"  {'prefill (first token)':<24}{seconds(r['prefill']['seconds']):>10}   "
-           f"of which tp all-reduces {seconds(r['prefill']['tp_all_reduce_seconds'])}, pipeline sends "
-           f"{seconds(r['prefill']['pp_seconds'])}"] if "prefill" in r else []),
+           f"of which tp all-reduces {seconds(r['prefill']['tp_all_reduce_seconds'])}"
+           + (f", ep all-to-alls {seconds(r['prefill']['ep_all_to_all_seconds'])}" if ep else "")
+           + f", pipeline sends {seconds(r['prefill']['pp_seconds'])}"] if "prefill" in r else []),
         *(_generation_lines(r["generation"], i["gen"], 24) if "generation" in r else []),
         *([f"  {'time per output token':<24}{seconds(tpot):>10}   the decode steps' mean (plan --serve ranks by it)"]
           if (tpot := r.get("generation", {}).get("time_per_output_token")) is not None else []),
         f"  {'last step':<24}{seconds(token['seconds_per_token']):>10}   "
         f"{rate(token['tokens_per_second'])} tokens/s over the replicas, a step at context {i['seq_len'] + i['gen']:,}",
         f"  {'of which tp all-reduces':<24}{seconds(token['tp_all_reduce_seconds']):>10}",
+        *([f"  {'ep all-to-alls':<24}{seconds(token['ep_all_to_all_seconds']):>10}"] if ep else []),
         f"  {'pipeline sends':<24}{seconds(token['pp_seconds']):>10}",
         f"Memory of the most loaded rank: weights {binary_bytes(rank['weights'])}, KV cache "
         f"{binary_bytes(rank['kv_cache'])}, ids and logits {binary_bytes(rank['transient'])}, total "
