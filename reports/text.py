@@ -479,7 +479,7 @@ def render_training(r: dict[str, Any]) -> str:
     i, m = r["inputs"], r["memory"]
     out = [
         f"{i['model']} training on {i['hardware']} ({i['dtype']}): seq_len {i['seq_len']}, "
-        f"batch {i['batch']}, recompute {i['recompute']}",
+        f"batch {i['batch']}, impl {i['impl']}, attention {i['attention']}, recompute {i['recompute']}",
         "times: the roofline (docs/time.md), one GPU's training without a layout; --dp 1 for the kernel-level model",
         "",
         _timing("step", r["step"]),
