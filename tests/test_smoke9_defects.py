@@ -90,3 +90,57 @@ def test_one_gpu_training_names_its_attention(capsys):
     assert first == ("llama3-8b training on h100-sxm (bf16): seq_len 4096, batch 1, impl hf, attention eager, "
                      "recompute none")
     assert _json(args, capsys)["memory"]["activations"] == 133_235_294_220
+
+
+@pytest.mark.parametrize("keywords, refused", [({"seq_len": 4096}, "seq_len"),
+                                               ({"recompute": "full", "tokens": 1e9}, "recompute, tokens"),
+                                               ({"impl": "megatron"}, "impl")])
+def test_api_simulate_refuses_training_keywords_for_inference(keywords, refused):
+    """costmodel.simulate("llama3-8b", seq_len=4096) ran inference on a 2,048-token prompt (seq_len
+    is a training keyword; inference reads prompt): the command refuses `--seq-len` without --train,
+    the API now refuses it too."""
+    import costmodel
+    from costmodel.config import ConfigError
+
+    with pytest.raises(ConfigError) as error:
+        costmodel.simulate("llama3-8b", "h100-sxm", **keywords)
+    assert str(error.value) == f"{refused}: read only with train=True; inference takes prompt, gen and batch."
+
+
+def test_api_simulate_refuses_inference_keywords_for_training():
+    import costmodel
+    from costmodel.config import ConfigError
+
+    with pytest.raises(ConfigError) as error:
+        costmodel.simulate("llama3-8b", "h100-sxm", train=True, prompt=5, kv_cache="static")
+    assert str(error.value) == ("prompt, kv_cache: inference keywords, which train=True ignores; a training step "
+                                "takes seq_len and batch.")
+    # the keywords each mode reads still run, and agree with the command
+    run = costmodel.simulate("llama3-8b", "h100-sxm", train=True, seq_len=4096).to_dict()
+    assert run["inputs"]["seq_len"] == 4096
+
+
+def test_plan_serve_keeps_a_fixed_dp(capsys):
+    """`plan --serve --gpus 8 --dp 2` listed dp 1, 4 and 8 too (plan_serving read tp and pp only;
+    a training plan keeps a fixed dp): now tp x pp x 2 only, 8 = 4 x 1 x 2, 2 x 2 x 2, 1 x 4 x 2."""
+    args = ["plan", "--serve", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--dp", "2"]
+    layouts = [(e["layout"]["tp"], e["layout"]["pp"], e["layout"]["dp"]) for e in _json(args, capsys)["feasible"]]
+    assert sorted(layouts) == [(1, 4, 2), (2, 2, 2), (4, 1, 2)]
+    both = _json(args + ["--tp", "2"], capsys)["feasible"]
+    assert [(e["layout"]["tp"], e["layout"]["pp"], e["layout"]["dp"]) for e in both] == [(2, 2, 2)]
+    assert cli.main(args[:-1] + ["3"]) == 2
+    assert _one_line(capsys) == "error: dp 3 does not divide the 8 GPUs of --gpus (tp x pp x cp x dp must equal them)."
+
+
+@pytest.mark.parametrize("keywords, refused", [({"ep": 2}, "ep"), ({"zero": 0}, "zero"),
+                                               ({"framework": "megatron", "seq_len": 4096}, "framework, seq_len")])
+def test_api_plan_serve_refuses_training_options(keywords, refused):
+    """costmodel.plan(..., serve=True, ep=2) ranked the same tp x pp x dp layouts as without it (the
+    serving grid reads tp, pp and dp only), where `plan --serve --ep 2` is refused."""
+    import costmodel
+    from costmodel.config import ConfigError
+
+    with pytest.raises(ConfigError) as error:
+        costmodel.plan("llama3-8b", 8, serve=True, batch=8, **keywords)
+    assert str(error.value) == (f"plan: {refused}: training options, which serve=True ignores; a serving plan "
+                                "takes batch, prompt and gen (and tp, pp, dp).")

@@ -333,6 +333,8 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
             if gpus % (tp * pp):
                 continue
             dp = gpus // (tp * pp)
+            if fixed.get("dp") and fixed["dp"] != dp:  # --dp kept as training's grid keeps it
+                continue
             entry = {"layout": {"tp": tp, "pp": pp, "dp": dp, "batch": batch}}
             if batch % dp:
                 infeasible.append({**entry, "reason": "batch"})
