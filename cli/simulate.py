@@ -253,7 +253,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                 "batch": workload.batch, "recompute": workload.recompute,
                                 "tokens": tokens, **{k: v for k, v in quantization.items() if v is not None}}
             if train:  # the code the step was timed as (the framework's unless given), as one GPU's says
-                result["inputs"].update(impl=workload.impl, attention=workload.attention)
+                result["inputs"].update(impl=workload.impl, attention=workload.attention, mtp=cfg.mtp_layers)
             else:
                 result["inputs"].update(decode_inputs(workload, cuda_graphs, compiled))
         elif train:

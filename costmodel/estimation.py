@@ -400,6 +400,7 @@ class Estimate:
             "gen_tokens": w.gen_tokens,
             "optimizer": w.optimizer,
             "precision": w.precision,
+            "mtp": self.cfg.mtp_layers,  # multi-token prediction depths (--mtp), 0 without
         }
 
     @cached_property

@@ -185,7 +185,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                       **({"gen": gen, "batch": batch, "attention": attention or DEFAULT_SERVE_ATTENTION,
                           "kv_cache": kv_cache, "cuda_graphs": cuda_graphs} if serve else
                          {"global_batch": batches[counts[0]] if one else batches, "batch": batch,
-                          "fp8": fixed.get("fp8"), "flops_convention": flops_convention,
+                          "fp8": fixed.get("fp8"), "flops_convention": flops_convention, "mtp": cfg.mtp_layers,
                           "tokens": tokens, "price_per_gpu_hour": chosen.price_per_gpu_hour if price is None else price}),
                       "rank_by": rank_by,
                       "memory_capacity": chosen.serving_memory_bytes if serve else chosen.training_memory_bytes}

@@ -126,7 +126,7 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
                           "seq_len": workload.seq_len, "gen": workload.gen_tokens, "batch": workload.batch,
                           "recompute": workload.recompute, "tokens": tokens}
         if train:  # the code the step was timed as (the framework's unless given), as one GPU's says
-            data["inputs"].update(impl=workload.impl, attention=workload.attention)
+            data["inputs"].update(impl=workload.impl, attention=workload.attention, mtp=cfg.mtp_layers)
         else:
             data["inputs"].update({**{k: v for k, v in quantization.items() if v is not None},
                                    **decode_inputs(workload, False)})

@@ -88,13 +88,18 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], align: str | No
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 
 
+def mtp_note(inputs: dict[str, Any]) -> str:
+    """", MTP 1": the multi-token prediction depths a training run counts (--mtp), "" without."""
+    return f", MTP {inputs['mtp']}" if inputs.get("mtp") else ""
+
+
 def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
     """The human report of `estimate`: parameters, FLOPs, memory, regime and the block table."""
     i, p, f, m, r = (result[k] for k in ("inputs", "params", "flops", "memory", "regime"))
     lengths = f"seq_len {i['seq_len']}" + (f", tgt_len {i['tgt_len']}" if i["tgt_len"] else "")
     out = [
         f"{i['model']} ({i['architecture']}, {i['family']}): {lengths}, batch {i['batch']}, "
-        f"{i['dtype']}, impl {i['impl']}, attention {i['attention']}, recompute {i['recompute']}"
+        f"{i['dtype']}, impl {i['impl']}, attention {i['attention']}, recompute {i['recompute']}" + mtp_note(i)
         + (f", {i['gen_tokens']} generated tokens" if i["gen_tokens"] else ""),
         *([note] if (note := weights_note(i.get("weight_dtype"), i.get("weight_dtype_source"))) else []),
         "",
@@ -265,7 +270,7 @@ def render_parallel_training(r: dict[str, Any]) -> str:
     out = [
         f"{i['model']} training on {p['layout']['gpus']} x {i['hardware']} ({i['dtype']}): seq_len "
         f"{i['seq_len']}, " + (f"impl {i['impl']}, attention {i['attention']}, " if "attention" in i else "")
-        + f"recompute {i['recompute']}",
+        + f"recompute {i['recompute']}" + mtp_note(i),
         "",
         f"  {'step':<22}{seconds(step['seconds']):>10}   {rate(step['tokens_per_second'])} tokens/s "
         f"({rate(step['tokens_per_second'] / p['layout']['gpus'])} a GPU); MFU {100 * step['mfu']:.1f}% ({step.get('flops_convention', 'dense')} model FLOPs over the {i['dtype']} datasheet peak{'' if p['layout'].get('fp8') is None else ', as FP8 runs are reported: it may pass 100%'}), HFU {100 * step['hfu']:.1f}% "
@@ -479,7 +484,7 @@ def render_training(r: dict[str, Any]) -> str:
     i, m = r["inputs"], r["memory"]
     out = [
         f"{i['model']} training on {i['hardware']} ({i['dtype']}): seq_len {i['seq_len']}, "
-        f"batch {i['batch']}, impl {i['impl']}, attention {i['attention']}, recompute {i['recompute']}",
+        f"batch {i['batch']}, impl {i['impl']}, attention {i['attention']}, recompute {i['recompute']}" + mtp_note(i),
         "times: the roofline (docs/time.md), one GPU's training without a layout; --dp 1 for the kernel-level model",
         "",
         _timing("step", r["step"]),

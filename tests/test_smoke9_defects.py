@@ -144,3 +144,30 @@ def test_api_plan_serve_refuses_training_options(keywords, refused):
         costmodel.plan("llama3-8b", 8, serve=True, batch=8, **keywords)
     assert str(error.value) == (f"plan: {refused}: training options, which serve=True ignores; a serving plan "
                                 "takes batch, prompt and gen (and tp, pp, dp).")
+
+
+def test_mtp_is_named_where_it_is_counted(capsys):
+    """`--mtp 1` moved every figure (Llama 3 8B: 8,030,261,248 -> 8,281,939,968 parameters, the
+    MTP depth's norms, 2d -> d projection and layer) while no header and no JSON `inputs` said it was
+    on: estimate, simulate (with and without a layout) and plan now print ", MTP 1" and carry "mtp"."""
+    est = _json(["estimate", "--model", "llama3-8b", "--mtp", "1"], capsys)
+    assert est["inputs"]["mtp"] == 1 and est["params"]["total"] == 8_281_939_968
+    # one depth: three RMSNorms (enorm, hnorm and the depth's final norm, 3 x 4,096), the 2d -> d
+    # projection (8,192 x 4,096) and one layer (218,112,000, "per decoder layer")
+    assert est["params"]["total"] - 8_030_261_248 == 3 * 4096 + 8192 * 4096 + 218_112_000
+    assert _json(["estimate", "--model", "llama3-8b"], capsys)["inputs"]["mtp"] == 0
+    train = ["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--train", "--seq-len", "4096",
+             "--mtp", "1"]
+    assert _json(train, capsys)["inputs"]["mtp"] == 1
+    assert _json(train + ["--gpus", "8"], capsys)["inputs"]["mtp"] == 1
+    heads = []
+    for args in (["estimate", "--model", "llama3-8b", "--mtp", "1"], train, train + ["--gpus", "8"],
+                 ["plan", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--seq-len", "4096",
+                  "--global-batch", "64", "--mtp", "1", "--top", "1"]):
+        assert cli.main(args) == 0
+        heads.append(capsys.readouterr().out.splitlines()[0])
+    assert heads == [
+        "llama3-8b (decoder, llama): seq_len 2048, batch 1, bf16, impl hf, attention eager, recompute none, MTP 1",
+        "llama3-8b training on h100-sxm (bf16): seq_len 4096, batch 1, impl hf, attention eager, recompute none, MTP 1",
+        "llama3-8b training on 8 x h100-sxm (bf16): seq_len 4096, impl hf, attention sdpa, recompute none, MTP 1",
+        "llama3-8b on 8 x h100-sxm, bf16, MTP 1: global batch 64 of 4,096 tokens; time model kernels"]
