@@ -171,3 +171,33 @@ def test_mtp_is_named_where_it_is_counted(capsys):
         "llama3-8b training on h100-sxm (bf16): seq_len 4096, batch 1, impl hf, attention eager, recompute none, MTP 1",
         "llama3-8b training on 8 x h100-sxm (bf16): seq_len 4096, impl hf, attention sdpa, recompute none, MTP 1",
         "llama3-8b on 8 x h100-sxm, bf16, MTP 1: global batch 64 of 4,096 tokens; time model kernels"]
+
+
+def test_fit_advice_is_what_the_advised_command_prints(capsys):
+    """`estimate --model llama3-70b --seq-len 4096 --hardware h100-sxm` advised "--gpus 32 (--dp with
+    --zero 3 --recompute full) 59.09 GiB"; typing it printed 52.98 GiB. The verdict evaluated its
+    layouts with the one-GPU default code (eager) where the command typed with a layout runs the
+    framework's (DeepSpeed: sdpa). Each layout the verdict tries now runs the code its framework
+    implies unless --impl/--attention were typed (verdict.framework_code)."""
+    base = ["estimate", "--model", "llama3-70b", "--seq-len", "4096", "--hardware", "h100-sxm", "--json"]
+    advice = _json(base[:-1], capsys)["fit"]["training"]["options"]
+    assert [(o["change"], o["memory"]) for o in advice] == [
+        ("--gpus 32 (--dp with --zero 3 --recompute full)", 56_887_825_932)]
+    typed = _json(base[:-1] + ["--gpus", "32", "--dp", "32", "--zero", "3", "--recompute", "full"], capsys)
+    assert typed["fit"]["training"]["memory"] == 56_887_825_932  # 52.98 GiB
+    # typed eager stays eager in every suggestion (59.09 GiB, the old figure, is eager's)
+    eager = _json(base[:-1] + ["--attention", "eager"], capsys)["fit"]["training"]["options"]
+    assert [(o["change"], o["memory"]) for o in eager] == [
+        ("--gpus 32 (--dp with --zero 3 --recompute full)", 63_446_668_812)]
+    typed = _json(base[:-1] + ["--gpus", "32", "--dp", "32", "--zero", "3", "--recompute", "full", "--attention",
+                               "eager"], capsys)
+    assert typed["fit"]["training"]["memory"] == 63_446_668_812
+
+
+def test_gpus_alone_with_hardware_agrees_with_gpus_alone(capsys):
+    """`estimate --model llama3-8b --seq-len 4096 --gpus 8` printed 146.26 GiB a rank and the same with
+    `--hardware h100-sxm` printed "Training on 8 GPUs (data parallel): 243.75 GiB" (eager's)."""
+    args = ["estimate", "--model", "llama3-8b", "--seq-len", "4096", "--gpus", "8"]
+    alone = _json(args, capsys)["parallel"]["per_rank"]["total"]
+    fit = _json(args + ["--hardware", "h100-sxm"], capsys)["fit"]["training"]
+    assert fit["memory"] == alone == 157_046_424_076  # 146.26 GiB
