@@ -111,6 +111,8 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         f"  output head        {count(p['head']):>12}"
         + ("  (tied to the embeddings: counted once, above)" if not p["head"] and i["architecture"] != "encoder"
            else ""),
+        *([f"  MTP depths         {count(p['mtp']):>12}  (--mtp {i['mtp']}; the output head "
+           "shared, counted above)"] if p.get("mtp") else []),
     ]
     for stack, value in p["per_layer"].items():
         label = f"per {stack} layer"

@@ -201,3 +201,17 @@ def test_gpus_alone_with_hardware_agrees_with_gpus_alone(capsys):
     alone = _json(args, capsys)["parallel"]["per_rank"]["total"]
     fit = _json(args + ["--hardware", "h100-sxm"], capsys)["fit"]["training"]
     assert fit["memory"] == alone == 157_046_424_076  # 146.26 GiB
+
+
+def test_mtp_depths_are_not_the_output_head(capsys):
+    """`estimate --model llama3-8b --mtp 1` printed "output head 777.02 M": the lm_head's 525,336,576
+    and the MTP depth's 251,678,720 (its leaves sit on the head's part, the last pipeline stage);
+    on a tied model (Llama 3.2 1B) the depth hid the "tied to the embeddings" note. The depths are
+    now their own entry (params.mtp, "MTP depths")."""
+    params = _json(["estimate", "--model", "llama3-8b", "--mtp", "1"], capsys)["params"]
+    assert (params["head"], params["mtp"], params["total"]) == (525_336_576, 251_678_720, 8_281_939_968)
+    assert "mtp" not in _json(["estimate", "--model", "llama3-8b"], capsys)["params"]
+    assert cli.main(["estimate", "--model", "llama3.2-1b", "--mtp", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "  output head                   0  (tied to the embeddings: counted once, above)" in lines
+    assert "  MTP depths              69.22 M  (--mtp 1; the output head shared, counted above)" in lines
