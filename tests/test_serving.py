@@ -83,7 +83,10 @@ def test_blocks_from_memory_left() -> None:
     assert sizing.num_blocks == (int(80 * 2**30 * 0.9) - 512 * 2**20 - sizing.weight_bytes - sizing.activation_bytes) // (16 * 131072)
     assert sizing.num_blocks == 27947
     half = cache_sizing(cfg, serving_profile(cfg), 2, 80 * 2**30, 0.9, 512 * 2**20, 16, 8192, tp=2)
-    assert half.weight_bytes == 8_030_261_248 and half.kv_bytes_per_token == 65536
+    # tp 2: half of every split leaf, and the 65 RMSNorms (266,240 weights, 532,480 B) whole on
+    # each GPU, as simulate --tp 2 holds them (serving/kvcache.py rank_weight_bytes)
+    assert half.weight_bytes == (2 * 8_030_261_248 - 532_480) // 2 + 532_480 == 8_030_527_488
+    assert half.kv_bytes_per_token == 65536
 
 
 @pytest.mark.parametrize("name, tp, per_gpu", [
