@@ -215,3 +215,24 @@ def test_mtp_depths_are_not_the_output_head(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert "  output head                   0  (tied to the embeddings: counted once, above)" in lines
     assert "  MTP depths              69.22 M  (--mtp 1; the output head shared, counted above)" in lines
+
+
+@pytest.mark.parametrize("model, hardware, tp, weights", [
+    ("deepseek-v3", "h200", 8, 85_140_071_456),   # serve said 84,143,819,052 (78.4 GiB; simulate 79.29 GiB)
+    ("mixtral-8x7b", "h100-sxm", 4, 23_353_368_576),  # serve said 23,351,396,352
+])
+def test_serve_weights_a_gpu_are_simulates_rank(model, hardware, tp, weights, capsys):
+    """`serve --model deepseek-v3 --tp 8` printed "weights 78.4 GiB ... per GPU" where `simulate --tp 8`
+    printed 79.29 GiB a rank for the same checkpoint: serve divided every weight by tp, while the
+    norms, the routers and latent attention's down-projections are whole on every GPU (vLLM's
+    RMSNorm and ReplicatedLinear; the layout model's split). serve now reads the layout model's
+    split (serving/kvcache.py rank_weight_bytes): the KV budget is 0.93 GiB smaller a GPU."""
+    import costmodel
+    from costmodel.hardware import load_hardware
+    from costmodel.serving.api import build_replica
+
+    simulated = _json(["simulate", "--model", model, "--hardware", hardware, "--tp", str(tp), "--prompt", "512",
+                       "--gen", "16", "--attention", "flash"], capsys)
+    assert simulated["per_rank"]["weights"] == weights
+    _, _, setup = build_replica(costmodel.load_model(model), load_hardware(hardware), tp=tp)
+    assert setup["kv_cache"]["weight_bytes"] == weights
