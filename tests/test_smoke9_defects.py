@@ -236,3 +236,21 @@ def test_serve_weights_a_gpu_are_simulates_rank(model, hardware, tp, weights, ca
     assert simulated["per_rank"]["weights"] == weights
     _, _, setup = build_replica(costmodel.load_model(model), load_hardware(hardware), tp=tp)
     assert setup["kv_cache"]["weight_bytes"] == weights
+
+
+@pytest.mark.parametrize("extra, named", [(["--seed", "5"], "--seed"), (["--requests", "5"], "--requests"),
+                                          (["--prompt", "300", "--output", "50"], "--prompt, --output"),
+                                          (["--concurrency", "2", "--requests", "7"], "--requests")])
+def test_serve_trace_refuses_what_it_would_not_read(extra, named, capsys, tmp_path):
+    """`serve --trace FILE --prompt 300 --output 50 --requests 5 --seed 5` ran the trace's two
+    requests at their own lengths and printed nothing about the four options: a trace gives the
+    requests and their lengths. Now one line, exit 2 (serving/api.py make_requests: the API too)."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"arrival": 0, "prompt_tokens": 100, "output_tokens": 10}\n'
+                     '{"arrival": 0.5, "prompt_tokens": 200, "output_tokens": 20}\n')
+    args = ["serve", "--model", "llama3-8b", "--hardware", "h100-sxm", "--trace", str(trace)]
+    assert cli.main(args + extra) == 2
+    assert _one_line(capsys) == (f"error: {named}: --trace gives the requests and their lengths; leave them out "
+                                 "with a trace (they draw requests for --rate or --concurrency).")
+    run = _json(args + ["--concurrency", "2"], capsys)
+    assert run["setup"]["load"] == "concurrency" and run["requests"] == 2
