@@ -331,11 +331,12 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
         *(_generation_lines(r["generation"], i["gen"], 24) if "generation" in r else []),
         *([f"  {'time per output token':<24}{seconds(tpot):>10}   the decode steps' mean (plan --serve ranks by it)"]
           if (tpot := r.get("generation", {}).get("time_per_output_token")) is not None else []),
-        f"  {'last step':<24}{seconds(token['seconds_per_token']):>10}   "
-        f"{rate(token['tokens_per_second'])} tokens/s over the replicas, a step at context {i['seq_len'] + i['gen']:,}",
-        f"  {'of which tp all-reduces':<24}{seconds(token['tp_all_reduce_seconds']):>10}",
-        *([f"  {'ep all-to-alls':<24}{seconds(token['ep_all_to_all_seconds']):>10}"] if ep else []),
-        f"  {'pipeline sends':<24}{seconds(token['pp_seconds']):>10}",
+        *([f"  {'last step':<24}{seconds(token['seconds_per_token']):>10}   "
+           f"{rate(token['tokens_per_second'])} tokens/s over the replicas, a step at context {i['seq_len'] + i['gen']:,}",
+           f"  {'of which tp all-reduces':<24}{seconds(token['tp_all_reduce_seconds']):>10}",
+           *([f"  {'ep all-to-alls':<24}{seconds(token['ep_all_to_all_seconds']):>10}"] if ep else []),
+           f"  {'pipeline sends':<24}{seconds(token['pp_seconds']):>10}"]
+          if i["gen"] or "prefill" not in r else []),  # --gen 0: the prefill alone; no decode step runs
         f"Memory of the most loaded rank: weights {binary_bytes(rank['weights'])}, KV cache "
         f"{binary_bytes(rank['kv_cache'])}, ids and logits {binary_bytes(rank['transient'])}, total "
         f"{binary_bytes(rank['total'])} "

@@ -254,3 +254,17 @@ def test_serve_trace_refuses_what_it_would_not_read(extra, named, capsys, tmp_pa
                                  "with a trace (they draw requests for --rate or --concurrency).")
     run = _json(args + ["--concurrency", "2"], capsys)
     assert run["setup"]["load"] == "concurrency" and run["requests"] == 2
+
+
+def test_layout_gen_0_prints_no_decode_step(capsys):
+    """`simulate --tp 2 --prompt 512 --gen 0` printed "last step 7.43 ms 135 tokens/s ... a step at
+    context 512" under the prefill: with no token to generate no decode step runs (one GPU's report
+    prints the prefill alone). The step stays in the JSON (`token`, what plan reads)."""
+    args = ["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--tp", "2", "--prompt", "512", "--gen", "0"]
+    assert cli.main(args) == 0
+    text = capsys.readouterr().out
+    assert "last step" not in text and "prefill (first token)" in text
+    assert _json(args, capsys)["token"]["seconds_per_token"] > 0
+    assert cli.main(args[:-1] + ["2"]) == 0
+    assert "  last step                  7.43 ms   135 tokens/s over the replicas, a step at context 514" in \
+        capsys.readouterr().out
