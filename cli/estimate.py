@@ -38,6 +38,7 @@ def estimate(model, config, seq_len, hardware_name, mtp, as_json, **options) -> 
         layout_given["gpus"] = None  # --gpus alone with --hardware: data parallel over them
     layout = make_layout(cfg, layout_given)
     framework = layout.framework if layout else None
+    typed_code = {"impl": options["impl"], "attention": options["attention"]}  # None: the layout's framework's
     note = fallback_note(framework, options["impl"], options["attention"], cfg.family)
     if note:
         click.echo(f"note: {note}", err=True)
@@ -57,7 +58,7 @@ def estimate(model, config, seq_len, hardware_name, mtp, as_json, **options) -> 
                 check_dispatcher_peers(layout, hardware)
 
             data["fit"] = {"hardware": hardware.name, **{
-                phase: verdict(cfg, workload, layout, capacity, gpus, phase)
+                phase: verdict(cfg, workload, layout, capacity, gpus, phase, typed_code=typed_code)
                 for phase, capacity in (("training", hardware.training_memory_bytes),
                                         ("inference", hardware.serving_memory_bytes))}}
     except ConfigError as error:

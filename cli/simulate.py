@@ -51,7 +51,8 @@ def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None
 #: The options one mode reads and the other would ignore (parameter name: option).
 TRAINING_ONLY = {"seq_len": "--seq-len", "recompute": "--recompute", "recompute_layers": "--recompute-layers",
                  "tokens": "--tokens", "price": "--price", "step_time": "--step-time",
-                 "global_batch": "--global-batch", "impl": "--impl", "flops_convention": "--flops-convention"}
+                 "global_batch": "--global-batch", "impl": "--impl", "flops_convention": "--flops-convention",
+                 "mtp": "--mtp"}
 INFERENCE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
                   "cuda_graphs": "--cuda-graphs", "decode_code": "--decode-code"}
 #: Layout options only a training step reads: an inference layout's decode and prefill ignore them.
@@ -253,7 +254,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                 "batch": workload.batch, "recompute": workload.recompute,
                                 "tokens": tokens, **{k: v for k, v in quantization.items() if v is not None}}
             if train:  # the code the step was timed as (the framework's unless given), as one GPU's says
-                result["inputs"].update(impl=workload.impl, attention=workload.attention)
+                result["inputs"].update(impl=workload.impl, attention=workload.attention, mtp=cfg.mtp_layers)
             else:
                 result["inputs"].update(decode_inputs(workload, cuda_graphs, compiled))
         elif train:

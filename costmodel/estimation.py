@@ -32,6 +32,10 @@ MEMORY = ("weights", "gradients", "optimizer", "activations", "kv_cache", "buffe
           "inference_total")
 
 
+#: The paths of the multi-token-prediction depths' leaves (leaves.py: the group "mtp").
+MTP_PREFIX = "mtp."
+
+
 @dataclass(frozen=True)
 class BlockRow:
     """One leaf of the cost tree with its numbers summed over its repetitions."""
@@ -259,10 +263,16 @@ class Estimate:
         out = {"total": self.total("params")}
         if "total.active_params" in self.numbers:
             out["active"] = self.numbers["total.active_params"]
+        # the multi-token-prediction depths sit on the head's part (the last pipeline stage,
+        # leaves.py) but are not the output head: their own entry
+        head = self._rows_where(part="head")
+        mtp = sum(r.params for r in head if r.path.startswith(MTP_PREFIX))
+        if mtp:
+            out["mtp"] = mtp
         return {
             **out,
             "embeddings": sum(r.params for r in self._rows_where(part="embedding")),
-            "head": sum(r.params for r in self._rows_where(part="head")),
+            "head": sum(r.params for r in head) - mtp,
             "per_layer": per_layer,
             "by_block": {r.path: r.params for r in self.rows if r.params},
         }
@@ -406,6 +416,7 @@ class Estimate:
             "gen_tokens": w.gen_tokens,
             "optimizer": w.optimizer,
             "precision": w.precision,
+            "mtp": self.cfg.mtp_layers,  # multi-token prediction depths (--mtp), 0 without
         }
 
     @cached_property

@@ -59,6 +59,10 @@ class PlanResult:
         return f"<pre>{html.escape(self.text())}</pre>"
 
 
+#: The layout sizes a serving plan can fix (plan_serving's grid).
+SERVING_FIXED = ("tp", "pp", "dp")
+
+
 def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE, *, serve: bool = False,
          seq_len: int | None = None, global_batch: int | None = None, batch: int | None = None,
          prompt: int | None = None, gen: int = 256, dtype: str | None = None, impl: str | None = None,
@@ -101,6 +105,13 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                           "dp_shard"}
     if unknown:
         raise ConfigError(f"plan: unknown option {sorted(unknown)[0]!r}.")
+    if serve:  # a serving layout is tp x pp x dp: what only training reads is refused, not dropped
+        unread = [name for name, value in (*fixed.items(), ("seq_len", seq_len), ("global_batch", global_batch),
+                                           ("impl", impl))
+                  if name not in SERVING_FIXED and value is not None and value is not False]
+        if unread:
+            raise ConfigError(f"plan: {', '.join(unread)}: training options, which serve=True ignores; a serving "
+                              "plan takes batch, prompt and gen (and tp, pp, dp).")
     fixed = {**fixed, "batch": batch, "impl": impl, "attention": attention}
     chosen = load_hardware(hardware)
     dtype = dtype or chosen.default_dtype  # fp16 on a V100 or T4, as simulate and serve take it
@@ -174,7 +185,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                       **({"gen": gen, "batch": batch, "attention": attention or DEFAULT_SERVE_ATTENTION,
                           "kv_cache": kv_cache, "cuda_graphs": cuda_graphs} if serve else
                          {"global_batch": batches[counts[0]] if one else batches, "batch": batch,
-                          "fp8": fixed.get("fp8"), "flops_convention": flops_convention,
+                          "fp8": fixed.get("fp8"), "flops_convention": flops_convention, "mtp": cfg.mtp_layers,
                           "tokens": tokens, "price_per_gpu_hour": chosen.price_per_gpu_hour if price is None else price}),
                       "rank_by": rank_by,
                       "memory_capacity": chosen.serving_memory_bytes if serve else chosen.training_memory_bytes}

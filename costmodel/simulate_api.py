@@ -87,6 +87,18 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
         quantization["fp8_gemm"] = fp8_gemm
     if train and (weight_dtype or kv_dtype or fp8_gemm != spec.DEFAULT_FP8_GEMM):
         raise ConfigError("weight_dtype, kv_dtype and fp8_gemm apply to inference, not to train=True.")
+    # a keyword this mode does not read is refused, as the command refuses a typed option
+    # (cli/simulate.py refuse_other_mode): seq_len=4096 without train=True ran a 2,048-token prompt
+    unread = ({"prompt": prompt is not None, "gen": gen != 128, "kv_cache": kv_cache != spec.DEFAULT_KV_CACHE,
+               "decode_code": decode_code != spec.DEFAULT_DECODE_CODE} if train else
+              {"seq_len": seq_len is not None, "recompute": recompute != spec.DEFAULT_RECOMPUTE,
+               "impl": impl is not None, "tokens": tokens is not None, "price": price is not None,
+               "step_time": step_time is not None})
+    if any(unread.values()):
+        names = ", ".join(name for name, given in unread.items() if given)
+        raise ConfigError(f"{names}: read only with train=True; inference takes prompt, gen and batch." if not train
+                          else f"{names}: inference keywords, which train=True ignores; a training step takes "
+                          "seq_len and batch.")
     source = None
     if not train:  # the weights' format: the checkpoint's unless weight_dtype says (checkpoint.py)
         quantization = inference_options(cfg, quantization)
@@ -114,7 +126,7 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
                           "seq_len": workload.seq_len, "gen": workload.gen_tokens, "batch": workload.batch,
                           "recompute": workload.recompute, "tokens": tokens}
         if train:  # the code the step was timed as (the framework's unless given), as one GPU's says
-            data["inputs"].update(impl=workload.impl, attention=workload.attention)
+            data["inputs"].update(impl=workload.impl, attention=workload.attention, mtp=cfg.mtp_layers)
         else:
             data["inputs"].update({**{k: v for k, v in quantization.items() if v is not None},
                                    **decode_inputs(workload, False)})

@@ -198,13 +198,39 @@ def _more_serving_gpus(cfg: ModelConfig, workload: Workload, layout: Any, capaci
             return
 
 
+def framework_code(memory: Callable[..., int], cfg: ModelConfig, typed: dict[str, str | None],
+                   framework: str | None) -> Callable[..., int]:
+    """`memory` evaluated with the code a layout's framework implies where the user chose none,
+    as the command typed with that layout would run it (defaults.implied: eager without a layout,
+    sdpa under DeepSpeed and FSDP2, flash under Megatron). typed: the impl and attention the user
+    gave (None where not); framework: the given layout's (None without one). A workload whose
+    code a suggestion changed (--attention sdpa) keeps it."""
+    from .defaults import implied
+
+    start = implied(framework, typed.get("impl"), typed.get("attention"), cfg.family)
+
+    def coded(model: ModelConfig, workload: Workload, layout: Any = None) -> int:
+        if layout is not None and (workload.impl, workload.attention) == (start["impl"], start["attention"]):
+            workload = dataclasses.replace(workload, **implied(layout.framework, typed.get("impl"),
+                                                                typed.get("attention"), cfg.family))
+        return memory(model, workload, layout)
+
+    return coded
+
+
 def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gpus: int | None = None,
             phase: str = "training", memory: Callable[..., int] | None = None,
-            extra: tuple[tuple[str, int | None, str], ...] = ()) -> dict[str, Any]:
+            extra: tuple[tuple[str, int | None, str], ...] = (),
+            typed_code: dict[str, str | None] | None = None) -> dict[str, Any]:
     """Whether `phase` ("training", "inference" or "finetune", with its memory function) fits in
     `capacity` bytes a GPU, with what it needs and, when it does not fit, the options that would
-    (cheapest first; `extra`: (change, memory, cost) the caller evaluated itself)."""
+    (cheapest first; `extra`: (change, memory, cost) the caller evaluated itself). typed_code: the
+    impl and attention the user gave ({"impl": None, "attention": None} where neither): each layout
+    the verdict tries (--gpus alone, a suggested --dp) runs its framework's code where none was
+    given (framework_code), so typing the suggestion prints its figure; None: the workload's as is."""
     memory = memory or (training_memory if phase == "training" else inference_memory)
+    if typed_code is not None:
+        memory = framework_code(memory, cfg, typed_code, layout.framework if layout is not None else None)
     gpus = gpus or (layout.gpus if layout is not None else 1)
     split = None  # how --gpus alone splits the work, said beside the verdict
     if layout is None and gpus > 1:

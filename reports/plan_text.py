@@ -29,6 +29,7 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
         (f", {i['kv_cache']} KV cache" if i.get("kv_cache") == "static" else "") + \
         (", CUDA graphs" if i.get("cuda_graphs") else "")
     fp8 = f", FP8 {i['fp8']}" if i.get("fp8") else ""  # a training recipe (--fp8): every layout runs it
+    fp8 += f", MTP {i['mtp']}" if i.get("mtp") else ""  # multi-token prediction (--mtp): every layout counts it
     asked = (f"{i['model']} on {gpus} x {i['hardware']}, {i['dtype']}{fp8}{quantized}: "
              + (f"{plural(i['batch'], 'sequence')} of prompt {i['seq_len']:,} + {i['gen']:,} generated tokens"
                 if serve else f"global batch {global_batch} of {i['seq_len']:,} tokens")

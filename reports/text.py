@@ -88,13 +88,18 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], align: str | No
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 
 
+def mtp_note(inputs: dict[str, Any]) -> str:
+    """", MTP 1": the multi-token prediction depths a training run counts (--mtp), "" without."""
+    return f", MTP {inputs['mtp']}" if inputs.get("mtp") else ""
+
+
 def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
     """The human report of `estimate`: parameters, FLOPs, memory, regime and the block table."""
     i, p, f, m, r = (result[k] for k in ("inputs", "params", "flops", "memory", "regime"))
     lengths = f"seq_len {i['seq_len']}" + (f", tgt_len {i['tgt_len']}" if i["tgt_len"] else "")
     out = [
         f"{i['model']} ({i['architecture']}, {i['family']}): {lengths}, batch {i['batch']}, "
-        f"{i['dtype']}, impl {i['impl']}, attention {i['attention']}, recompute {i['recompute']}"
+        f"{i['dtype']}, impl {i['impl']}, attention {i['attention']}, recompute {i['recompute']}" + mtp_note(i)
         + (f", {i['gen_tokens']} generated tokens" if i["gen_tokens"] else ""),
         *([note] if (note := weights_note(i.get("weight_dtype"), i.get("weight_dtype_source"))) else []),
         "",
@@ -106,6 +111,8 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         f"  output head        {count(p['head']):>12}"
         + ("  (tied to the embeddings: counted once, above)" if not p["head"] and i["architecture"] != "encoder"
            else ""),
+        *([f"  MTP depths         {count(p['mtp']):>12}  (--mtp {i['mtp']}; the output head "
+           "shared, counted above)"] if p.get("mtp") else []),
     ]
     for stack, value in p["per_layer"].items():
         label = f"per {stack} layer"
@@ -267,7 +274,7 @@ def render_parallel_training(r: dict[str, Any]) -> str:
     out = [
         f"{i['model']} training on {p['layout']['gpus']} x {i['hardware']} ({i['dtype']}): seq_len "
         f"{i['seq_len']}, " + (f"impl {i['impl']}, attention {i['attention']}, " if "attention" in i else "")
-        + f"recompute {i['recompute']}",
+        + f"recompute {i['recompute']}" + mtp_note(i),
         "",
         f"  {'step':<22}{seconds(step['seconds']):>10}   {rate(step['tokens_per_second'])} tokens/s "
         f"({rate(step['tokens_per_second'] / p['layout']['gpus'])} a GPU); MFU {100 * step['mfu']:.1f}% ({step.get('flops_convention', 'dense')} model FLOPs over the {i['dtype']} datasheet peak{'' if p['layout'].get('fp8') is None else ', as FP8 runs are reported: it may pass 100%'}), HFU {100 * step['hfu']:.1f}% "
@@ -308,9 +315,10 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
     """Inference with a layout: the prefill, the generation and its mean step (the time per
     output token), the step at the last context and its all-reduces, memory per rank."""
     i, token, rank, lay = r["inputs"], r["token"], r["per_rank"], r["layout"]
+    ep = f" (ep {lay['ep']})" if (lay.get("ep") or 1) > 1 else ""
     return "\n".join([
         f"{i['model']} serving on {lay['gpus']} x {i['hardware']} ({i['dtype']}): tp {lay['tp']} x pp "
-        f"{lay['pp']} x dp {lay['dp']}, batch {i['batch']} per replica, context {i['seq_len'] + i['gen']:,}",
+        f"{lay['pp']} x dp {lay['dp']}{ep}, batch {i['batch']} per replica, context {i['seq_len'] + i['gen']:,}",
         *([f"prompt {i['seq_len']}, generate {i['gen']}, attention {i['attention']}, {i['kv_cache']} KV cache"
            + (f" in {i['kv_dtype']}" if i.get("kv_dtype") else "")
            + (f", weights {i['weight_dtype']}" if i.get("weight_dtype") else "")
@@ -319,15 +327,18 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
            + (", compiled" if i.get("compiled") else "")] if "kv_cache" in i else []),
         *([note] if (note := weights_note(i.get("weight_dtype"), i.get("weight_dtype_source"))) else []),
         *([f"  {'prefill (first token)':<24}{seconds(r['prefill']['seconds']):>10}   "
-           f"of which tp all-reduces {seconds(r['prefill']['tp_all_reduce_seconds'])}, pipeline sends "
-           f"{seconds(r['prefill']['pp_seconds'])}"] if "prefill" in r else []),
+           f"of which tp all-reduces {seconds(r['prefill']['tp_all_reduce_seconds'])}"
+           + (f", ep all-to-alls {seconds(r['prefill']['ep_all_to_all_seconds'])}" if ep else "")
+           + f", pipeline sends {seconds(r['prefill']['pp_seconds'])}"] if "prefill" in r else []),
         *(_generation_lines(r["generation"], i["gen"], 24) if "generation" in r else []),
         *([f"  {'time per output token':<24}{seconds(tpot):>10}   the decode steps' mean (plan --serve ranks by it)"]
           if (tpot := r.get("generation", {}).get("time_per_output_token")) is not None else []),
-        f"  {'last step':<24}{seconds(token['seconds_per_token']):>10}   "
-        f"{rate(token['tokens_per_second'])} tokens/s over the replicas, a step at context {i['seq_len'] + i['gen']:,}",
-        f"  {'of which tp all-reduces':<24}{seconds(token['tp_all_reduce_seconds']):>10}",
-        f"  {'pipeline sends':<24}{seconds(token['pp_seconds']):>10}",
+        *([f"  {'last step':<24}{seconds(token['seconds_per_token']):>10}   "
+           f"{rate(token['tokens_per_second'])} tokens/s over the replicas, a step at context {i['seq_len'] + i['gen']:,}",
+           f"  {'of which tp all-reduces':<24}{seconds(token['tp_all_reduce_seconds']):>10}",
+           *([f"  {'ep all-to-alls':<24}{seconds(token['ep_all_to_all_seconds']):>10}"] if ep else []),
+           f"  {'pipeline sends':<24}{seconds(token['pp_seconds']):>10}"]
+          if i["gen"] or "prefill" not in r else []),  # --gen 0: the prefill alone; no decode step runs
         f"Memory of the most loaded rank: weights {binary_bytes(rank['weights'])}, KV cache "
         f"{binary_bytes(rank['kv_cache'])}, ids and logits {binary_bytes(rank['transient'])}, total "
         f"{binary_bytes(rank['total'])} "
@@ -478,7 +489,7 @@ def render_training(r: dict[str, Any]) -> str:
     i, m = r["inputs"], r["memory"]
     out = [
         f"{i['model']} training on {i['hardware']} ({i['dtype']}): seq_len {i['seq_len']}, "
-        f"batch {i['batch']}, recompute {i['recompute']}",
+        f"batch {i['batch']}, impl {i['impl']}, attention {i['attention']}, recompute {i['recompute']}" + mtp_note(i),
         "times: the roofline (docs/time.md), one GPU's training without a layout; --dp 1 for the kernel-level model",
         "",
         _timing("step", r["step"]),

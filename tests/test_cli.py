@@ -44,7 +44,7 @@ def test_json_contract(capsys):
     assert data["inputs"] == {
         "model": "llama2-7b", "family": "llama", "architecture": "decoder", "seq_len": 4096,
         "tgt_len": None, "batch": 8, "dtype": "bf16", "impl": "hf", "attention": "eager",
-        "recompute": "none", "gen_tokens": 0, "optimizer": "adamw", "precision": "mixed",
+        "recompute": "none", "gen_tokens": 0, "optimizer": "adamw", "precision": "mixed", "mtp": 0,
     }
 
 

@@ -89,18 +89,22 @@ def test_qwen3_30b_a3b_per_rank_weights_and_kv_cache_at_tp_8():
 def test_serve_blocks_at_tp_8_are_one_kv_heads():
     """serve's blocks = memory left / the bytes of a block of one KV head. Weights a GPU: the
     whole model's 61,064,245,248 bf16 bytes / 8 plus the replicated half of k and v, 48 layers x
-    2 x 2048 x 128 x 2 B x (1 - 4 / 8) = 25,165,824; activations 311,173,184 (the tree's prefill
+    2 x 2048 x 128 x 2 B x (1 - 4 / 8) = 25,165,824, plus what every GPU holds whole (as simulate
+    --tp 8's rank, serving/kvcache.py rank_weight_bytes): the routers (48 x 2048 x 128), the norms
+    (48 x 2 x 2048 + 2048) and the q/k head norms (48 x 2 x 128), 12,793,856 weights, 7/8 of whose
+    bf16 bytes an even split left out: 22,389,248; activations 311,173,184 (the tree's prefill
     peak at 8,192 tokens / 8); the presets' 512 MiB reserve (hardware.py serving_memory); a block
     16 tokens x 24,576 B."""
     from costmodel.serving.api import build_replica
 
     _, _, setup = build_replica(load_preset("qwen3-30b-a3b"), load_hardware("h100"), tp=8)
     sizing = setup["kv_cache"]
-    assert sizing["weight_bytes"] == 61_064_245_248 // 8 + 48 * 2 * 2048 * 128 * 2 // 2 == 7_658_196_480
+    replicated = (48 * 2048 * 128 + 48 * 2 * 2048 + 2048 + 48 * 2 * 128) * 2 * 7 // 8
+    assert sizing["weight_bytes"] == 61_064_245_248 // 8 + 48 * 2 * 2048 * 128 * 2 // 2 + replicated == 7_680_585_728
     assert sizing["kv_bytes_per_token"] == 2 * 48 * 1 * 128 * 2 == 24_576
     assert sizing["activation_bytes"] == 311_173_184
-    left = int(80 * 2**30 * 0.9) - 512 * 2**20 - 7_658_196_480 - 311_173_184  # 68,803,170,752 B
-    assert setup["num_blocks"] == sizing["num_blocks"] == left // (16 * 24_576) == 174_975  # 176,340 less 1,365
+    left = int(80 * 2**30 * 0.9) - 512 * 2**20 - 7_680_585_728 - 311_173_184  # 68,780,781,504 B
+    assert setup["num_blocks"] == sizing["num_blocks"] == left // (16 * 24_576) == 174_918  # 174,975 before the whole norms and routers
 
 
 def test_kernels_at_tp_8_read_one_kv_head():
@@ -196,8 +200,11 @@ def test_tp_up_to_the_kv_heads_is_unchanged(capsys):
     assert _simulate(4, attention="eager")["token"]["seconds_per_token"] == pytest.approx(0.011052272550113424,
                                                                                          rel=1e-12)
     _, _, setup = build_replica(load_preset("qwen3-30b-a3b"), load_hardware("h100"), tp=4)
-    # (77,309,411,328 - 536,870,912 reserve - 15,266,061,312 - 622,346,368 activations) // (16 x 24,576)
-    assert setup["kv_cache"]["weight_bytes"] == 15_266_061_312 and setup["num_blocks"] == 154_836
+    # (77,309,411,328 - 536,870,912 reserve - 15,285,252,096 - 622,346,368 activations) // (16 x 24,576):
+    # serve's weights a GPU are simulate's rank's now, the norms and routers whole (main: 15,266,061,312
+    # and 154,836 blocks, every leaf divided by 4)
+    assert setup["kv_cache"]["weight_bytes"] == tp4["per_rank"]["weights"] == 15_285_252_096
+    assert setup["num_blocks"] == 154_787
     # The serving roofline, which adds replication's excess only above the KV heads: main's mean TPOT.
     assert cli.main(["serve", "--model", "qwen3-30b-a3b", "--hardware", "h100", "--tp", "4", "--rate", "1",
                      "--requests", "20", "--time-model", "roofline", "--json"]) == 0

@@ -297,7 +297,7 @@ def serving_token_times(cfg: ModelConfig, workload: Workload, layout: Layout, ha
     options = {"compiled": True} if compiled else {}
     last = step_time(estimate, hardware, efficiency, time_model, cuda_graphs=cuda_graphs, **options).token()
     out = {"time_per_output_token": last["seconds_per_token"], "tokens_per_second": last["tokens_per_second"],
-           "tp_all_reduce_seconds": last["tp_all_reduce_seconds"],
+           "tp_all_reduce_seconds": last["tp_all_reduce_seconds"], "ep_all_to_all_seconds": last["ep_all_to_all_seconds"],
            "last_step": {"context": workload.seq_len + workload.gen_tokens, "seconds": last["seconds_per_token"]}}
     if workload.gen_tokens > 1:
         decode_s = generation_decode_seconds(cfg, workload, layout, hardware, efficiency, time_model,
@@ -333,6 +333,8 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
             if gpus % (tp * pp):
                 continue
             dp = gpus // (tp * pp)
+            if fixed.get("dp") and fixed["dp"] != dp:  # --dp kept as training's grid keeps it
+                continue
             entry = {"layout": {"tp": tp, "pp": pp, "dp": dp, "batch": batch}}
             if batch % dp:
                 infeasible.append({**entry, "reason": "batch"})

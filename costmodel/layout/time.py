@@ -494,17 +494,21 @@ class StepTime:
 
     def token(self) -> dict[str, Any]:
         """Serving (an estimate of the decode phase): seconds per output token of the whole batch,
-        the stages run one after the other, each with its tensor-parallel all-reduces, and the
-        activations sent from stage to stage."""
+        the stages run one after the other, each with its tensor-parallel all-reduces, its expert
+        all-to-alls and context-parallel exchange (each apart: an all-to-all is not an all-reduce),
+        and the activations sent from stage to stage."""
         estimate, layout = self.estimate, self.estimate.layout
         stages = [self.stage(stage) for stage in estimate.stages]
         compute = sum(times["compute"] for times in stages)
-        tp = sum(times["tp"] + times["ep"] + times["cp"] for times in stages)
+        tp = sum(times["tp"] for times in stages)
+        ep = sum(times["ep"] for times in stages)  # the experts' all-to-alls, exposed (not all-reduces)
+        cp = sum(times["cp"] for times in stages)  # the context-parallel key/value exchange, exposed
         pp = sum(times["pp"] for times in stages)
-        seconds = compute + tp + pp
+        seconds = compute + tp + ep + cp + pp
         batch = estimate.workload.batch * layout.dp
         return {"seconds_per_token": seconds, "compute_seconds": compute,
-                "tp_all_reduce_seconds": tp, "pp_seconds": pp, "tokens_per_second": batch / seconds}
+                "tp_all_reduce_seconds": tp, "ep_all_to_all_seconds": ep, "cp_seconds": cp,
+                "pp_seconds": pp, "tokens_per_second": batch / seconds}
 
     def step(self) -> dict[str, Any]:
         """Seconds per step and their split; MFU and HFU; tokens per second."""

@@ -82,6 +82,7 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                             time_model, **options).token()
         first = {"prefill": {"seconds": forward["seconds_per_token"], "compute_seconds": forward["compute_seconds"],
                              "tp_all_reduce_seconds": forward["tp_all_reduce_seconds"],
+                             "ep_all_to_all_seconds": forward["ep_all_to_all_seconds"],
                              "pp_seconds": forward["pp_seconds"]}}
     if first and workload.gen_tokens:
         decode_s = generation_decode_seconds(cfg, workload, layout, hardware, efficiency, time_model,

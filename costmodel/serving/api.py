@@ -80,7 +80,12 @@ def make_requests(rate: float | None = None, requests: int = 1000, trace: str | 
             raise ConfigError(f"--concurrency must be a positive number of clients, got {show(concurrency)}.")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ConfigError(f"--seed must be a whole number, at least 0, got {show(seed)}.")
-    if trace is not None:
+    if trace is not None:  # its count, lengths and arrivals: what would draw others is refused, not dropped
+        unread = [name for name, given in (("--requests", requests != 1000), ("--prompt", str(prompt) != "512"),
+                                           ("--output", str(output) != "128"), ("--seed", seed != 0)) if given]
+        if unread:
+            raise ConfigError(f"{', '.join(unread)}: --trace gives the requests and their lengths; "
+                              "leave them out with a trace (they draw requests for --rate or --concurrency).")
         return read_trace(trace)
     if rate is None and concurrency is None:
         raise ConfigError("give --rate (requests per second), --concurrency (clients) or --trace.")

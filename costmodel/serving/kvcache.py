@@ -153,9 +153,9 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
                  paging: Any = None) -> CacheSizing:
     """A replica's KV blocks from the tree: the memory the engine fills (memory_bytes x
     utilization less reserve_bytes, hardware.py serving_memory, as simulate's and plan's fits) less
-    the weights and the activation peak. Per GPU: its share (1/tp) of the weights (the tree's
-    weight bytes, quantized where the profile says so; where tp exceeds the key/value heads, plus
-    the k/v projections' replicated heads: layout/split.replicated_excess) and of the KV bytes
+    the weights and the activation peak. Per GPU: its weights as the layout model splits them
+    (rank_weight_bytes: the tree's weight bytes, quantized where the profile says so, each leaf's
+    at its tensor-parallel share, replicated norms, routers and key/value heads whole) and its share of the KV bytes
     per token (the decode tree's kv_cache_bytes per sequence per key: GQA's KV heads, MLA's
     latent, the KV dtype; the tree's min(c, window) terms are its windowed layers'). Without a
     paging every layer is paged like a full one; with one (kv_paging.py) a pool block holds
@@ -168,7 +168,6 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
     token (layers split evenly; the embedding and the head counted as spread too, a stated
     approximation), and the whole activation peak / tp (the last stage's logits; conservative; a
     replicated key/value head's activations are not added)."""
-    from ..layout.split import replicated_excess
     from ..memory import inference_phases
     from ..tree import CostModel, model_values
 
@@ -191,15 +190,29 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
     total = int(inference_phases(cfg, prefill.profile)["prefill"].xreplace(subs))
     cache = int(prefill.total("kv_cache_bytes").xreplace(subs))
     weights = int(prefill.total("weight_bytes").xreplace(subs))
-    # Key/value heads replicated where tp exceeds them (layout/split.py): each GPU holds more than 1/tp.
-    replicated = 0  # where tp divides them they split evenly
-    if tp > cfg.n_kv_heads:
-        replicated = int(sp.ceiling(sp.Add(*(replicated_excess(leaf.block, leaf.total("weight_bytes"), tp)
-                                             for leaf in prefill.leaves)).xreplace(subs) / pp))
     activations = max(0, total - weights - cache)
     block_bytes = None if paging is None else paging.block_bytes(cfg, per_token, window_per_token, kv_tp * pp)
-    return CacheSizing(memory_bytes, utilization, reserve_bytes, -(-weights // (tp * pp)) + replicated,
+    return CacheSizing(memory_bytes, utilization, reserve_bytes, -(-rank_weight_bytes(prefill, subs, tp) // pp),
                        -(-activations // tp), -(-per_token // (kv_tp * pp)), block_size, block_bytes, -(-window_per_token // (kv_tp * pp)))
+
+
+def rank_weight_bytes(tree: Any, subs: dict, tp: int) -> int:
+    """The weight bytes one of tp tensor-parallel GPUs holds: each leaf's weights as the layout
+    model splits them (layout/split.py substitution, the one rule `simulate --tp` and `plan
+    --serve` read: heads, key/value heads replicated where tp exceeds them, FFN widths and
+    vocabulary rows divided; norms, routers and latent attention's down-projections whole on every
+    GPU, as vLLM builds them: RMSNorm and ReplicatedLinear)."""
+    from ..layout import Layout
+    from ..layout.frameworks import layout_vocabulary
+    from ..layout.split import local, substitution
+
+    if tp == 1:
+        return int(tree.total("weight_bytes").xreplace(subs))
+    vocabulary = layout_vocabulary(Layout(tp=tp))  # an inference layout's (plan_serving's, simulate's)
+    rank = sp.Add(*(local(leaf.total("weight_bytes"), substitution(leaf.block, sp_on=False, vocabulary=vocabulary,
+                                                                  loss_parallel=False, encoder=False))
+                    for leaf in tree.leaves))
+    return int(sp.ceiling(rank.xreplace({**subs, S.tp: sp.Integer(tp)})))
 
 
 def kv_tensor_shards(kv: Any, subs: dict, tp: int, as_full: Any, name: str) -> int:
