@@ -35,6 +35,9 @@ class Facts:
     # the LayerNorm runs on an fp32 copy of its input and casts its output back (OLMo 1):
     # it keeps that copy and its mean and rstd in fp32
     layernorm_fp32: bool = False
+    # the LayerNorm is applied with weight + 1 (Nemotron's LayerNorm1P): that sum, a new d-wide
+    # tensor in the parameters' dtype made each forward, is kept by layer_norm for backward
+    layernorm_weight_plus_one: bool = False
     # the norm multiplies the un-cast input by rsqrt, keeping it beside the fp32 copy
     norm_keeps_uncast_input: bool = False
     # a norm keeps its per-token statistics and normalised tensor for backward (aten's kernels);

@@ -24,6 +24,7 @@ from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
 from .hf_classic import CLASSIC_BUILDERS
 from .hf_classic_more import CLASSIC_MORE_ARCHITECTURES, CLASSIC_MORE_BUILDERS, CLASSIC_MORE_NAMES
+from .hf_dense_extra import DENSE_EXTRA_ARCHITECTURES, DENSE_EXTRA_BUILDERS, DENSE_EXTRA_NAMES
 from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction
 from .hf_gpt_oss import GPT_OSS_ARCHITECTURES, GPT_OSS_BUILDERS, GPT_OSS_NAMES
 from .hf_nemotron_h import NEMOTRON_H_ARCHITECTURES, NEMOTRON_H_BUILDERS, NEMOTRON_H_NAMES
@@ -41,7 +42,8 @@ SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3
                          "exaone", "iquestcoder", "granite", "smollm3", "olmo2", "gpt2", "bert", "t5",
                          *ROPE_LAYERNORM_BUILDERS, *GPT_OSS_BUILDERS, *NEMOTRON_H_BUILDERS,
                          *LLAMA_VARIANT_BUILDERS, *CLASSIC_MORE_BUILDERS,
-                         *LLAMA4_BUILDERS, *MOE_MORE_BUILDERS)
+                         *LLAMA4_BUILDERS, *MOE_MORE_BUILDERS,
+                         *DENSE_EXTRA_BUILDERS)
 
 
 #: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
@@ -440,7 +442,8 @@ _BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
     **NEMOTRON_H_BUILDERS,
     **LLAMA4_BUILDERS,
     **{model_type: (lambda f, name, build=build: build(f, name, _LLAMA_READER))
-       for model_type, build in {**LLAMA_VARIANT_BUILDERS, **MOE_MORE_BUILDERS}.items()},
+       for model_type, build in {**LLAMA_VARIANT_BUILDERS, **MOE_MORE_BUILDERS,
+                                 **DENSE_EXTRA_BUILDERS}.items()},
     **CLASSIC_MORE_BUILDERS,
 }
 
@@ -466,6 +469,7 @@ ARCHITECTURE_TYPES = {
     **LLAMA_VARIANT_ARCHITECTURES,
     **CLASSIC_MORE_ARCHITECTURES,
     **MOE_MORE_ARCHITECTURES,
+    **DENSE_EXTRA_ARCHITECTURES,
 }
 
 #: The config.json names of ModelConfig's fields, by family (the ones its errors may name).
@@ -485,6 +489,7 @@ HF_FIELD_NAMES: dict[str, dict[str, str]] = {
     **LLAMA_VARIANT_NAMES,
     **CLASSIC_MORE_NAMES,
     **MOE_MORE_NAMES,
+    **DENSE_EXTRA_NAMES,
 }
 
 

@@ -18,6 +18,7 @@ import torch
 from costmodel.config import ModelConfig
 
 from .hf_classic_more import CLASSIC_MORE_DICTS
+from .hf_dense_extra import DENSE_EXTRA_DICTS
 from .hf_llama_variants import LLAMA_VARIANT_DICTS
 from .torch_modes import default_dtype, fake_mode  # noqa: F401 (fake_mode: re-exported)
 
@@ -29,7 +30,7 @@ DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falc
                  "falcon_rw", "opt", "bloom", "mixtral", "qwen2_moe", "deepseek_v3", "ministral",
                  "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm", "starcoder2", "phi", "granite", "smollm3",
                  "olmo2", "gpt_oss", "llama4_text", "glm4_moe_lite", *LLAMA_VARIANT_FAMILIES,
-                 *CLASSIC_MORE_DICTS)
+                 *CLASSIC_MORE_DICTS, *DENSE_EXTRA_DICTS)
 HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5", *DICT_FAMILIES)
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
@@ -472,7 +473,7 @@ _DICTS = {
     "cwm": lambda cfg: _ministral_dict(cfg, "cwm"),
     "starcoder2": _starcoder2_dict, "phi": _phi_dict, "granite": _granite_dict,
     "smollm3": _smollm3_dict, "olmo2": _olmo2_dict, "gpt_oss": _gpt_oss_dict, "llama4_text": _llama4_dict,
-    **CLASSIC_MORE_DICTS,
+    **CLASSIC_MORE_DICTS, **DENSE_EXTRA_DICTS,
 }
 
 

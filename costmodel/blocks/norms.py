@@ -36,7 +36,9 @@ def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: boo
     if kind == "layernorm" and facts.layernorm_fp32:  # on x.float(): that copy, fp32 statistics
         return (FP32 * values if input_kept else unless_fp32(FP32 * values)) + 2 * FP32 * rows + output
     if kind == "layernorm":
-        return (S.e * values if input_kept else ZERO) + 2 * S.e * rows + output
+        # LayerNorm1P's weight + 1, which aten's layer_norm keeps as its weight
+        plus_one = S.e * width if facts.layernorm_weight_plus_one else ZERO
+        return (S.e * values if input_kept else ZERO) + 2 * S.e * rows + plus_one + output
     if facts.norm_dtype == "activation":
         return (S.e * values if input_kept else ZERO) + S.e * rows + S.e * values + output
     size = dtype_bytes(facts.norm_dtype)
@@ -93,7 +95,8 @@ class Norm(Block):
         keeps that too; one that multiplies by (1 + weight) in fp32 before casting
         (facts.rmsnorm_weight_fp32, Gemma) keeps the fp32 normalised tensor and the fp32 (1 + w)
         instead of the cast. LayerNorm (aten.native_layer_norm): the input, mean and rstd per
-        token (in the activation dtype on the CPU), the output; Cohere's LayerNorm in Python in
+        token (in the activation dtype on the CPU), the output, and Nemotron's weight + 1
+        (facts.layernorm_weight_plus_one); Cohere's LayerNorm in Python in
         fp32 (facts.layernorm_python_fp32) keeps two copies of x - mean, x_hat and rsqrt in fp32 and
         the output.
         """

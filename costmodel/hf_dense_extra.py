@@ -1,0 +1,68 @@
+"""config.json readers of more dense decoder families whose blocks exist here already: Nemotron
+(Nemotron-4 / Minitron: Llama's attention with partial rotary, a squared-ReLU MLP without a gate,
+LayerNorm1P) and VaultGemma (Gemma 2 without the norms after the sublayers). Each reads Llama's
+(or Gemma 2's) fields through costmodel/hf.py's Llama reader, which hf.py passes in, and changes
+what its own code does otherwise. costmodel/hf.py dispatches on model_type. Defaults are those of
+transformers 5.24's configuration classes."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .config import ConfigError, ModelConfig, show
+from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction
+from .hf_llama_variants import LlamaReader
+
+#: transformers 5.24's NemotronConfig defaults for the Llama fields it reads
+#: (models/nemotron/configuration_nemotron.py; head_dim None: hidden_size / heads).
+_NEMOTRON_DEFAULTS: dict[str, Any] = dict(max_position_embeddings=4096, hidden_act="silu",
+                                          tie_word_embeddings=False)
+
+
+def _nemotron(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Nemotron (NemotronForCausalLM: Nemotron-4, Minitron): Llama's attention (attention_bias
+    on q, k, v and o; grouped KV heads) with RoPE on partial_rotary_factor of each head (0.5 by
+    default; rotate_half, the passed part joined by torch.cat), an MLP up_proj -> relu2 ->
+    down_proj (mlp_bias on both), and LayerNorm1P: a LayerNorm with weight and bias whose weight
+    is applied as weight + 1 (a new d-wide tensor each forward, which layer_norm keeps:
+    facts layernorm_weight_plus_one). A missing or null num_key_value_heads (NemotronConfig's
+    default, which its attention cannot run) is refused."""
+    act = f.get("hidden_act", "relu2", str)
+    if act != "relu2":
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for nemotron (its MLP has "
+                          "no gate; relu2 is modelled).")
+    if f.data.get("num_key_value_heads") is None:
+        raise ConfigError(f"{f.source}: num_key_value_heads is missing or null (NemotronConfig's "
+                          "default), which transformers 5.24's NemotronAttention cannot run (it "
+                          "divides num_attention_heads by it); give the number of KV heads.")
+    base = llama.read(Fields(dict(f.data, hidden_act="silu"), f.source), name, "llama",
+                      _NEMOTRON_DEFAULTS)
+    rotary = int(base.d_head * rotary_fraction(f, "partial_rotary_factor", 0.5))
+    if rotary < 2 or rotary % 2:
+        raise ConfigError(f"{f.source}: partial_rotary_factor leaves {rotary} rotary dimensions per "
+                          "head; an even number of at least 2 is modelled.")
+    return base.replace(family="nemotron", activation="relu2", norm="layernorm",
+                        rotary_dim=None if rotary == base.d_head else rotary)
+
+
+def _vaultgemma(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """VaultGemma (VaultGemmaForCausalLM): Gemma 2's layers (its configuration class, defaults,
+    window on alternate layers, soft-capping, query_pre_attn_scalar, (1 + w) RMSNorms, scaled
+    embeddings, a tied head) without the two norms after the sublayers
+    (VaultGemmaDecoderLayer deletes post_attention_layernorm and post_feedforward_layernorm)."""
+    base = llama.read(f, name, "gemma2", None)
+    return base.replace(family="vaultgemma", post_sublayer_norm=False)
+
+
+#: model_type -> its reader (hf.py passes its LlamaReader).
+DENSE_EXTRA_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
+    "nemotron": _nemotron, "vaultgemma": _vaultgemma,
+}
+
+#: The transformers class of each, for a config.json that names `architectures` only.
+DENSE_EXTRA_ARCHITECTURES: dict[str, str] = {
+    "NemotronForCausalLM": "nemotron", "VaultGemmaForCausalLM": "vaultgemma",
+}
+
+#: The config.json names of ModelConfig's fields (the ones its errors may name).
+DENSE_EXTRA_NAMES: dict[str, dict[str, Any]] = {family: LLAMA_NAMES for family in DENSE_EXTRA_BUILDERS}

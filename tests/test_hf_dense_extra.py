@@ -1,0 +1,184 @@
+"""The dense families of costmodel/hf_dense_extra.py (nemotron, vaultgemma): parameters and
+buffers equal to the class transformers 5.24 builds on the meta device (odd configs, each
+configuration class's defaults and released configs), every `validate` row exact on the odd
+configs under eager and sdpa (slow), cached decode steps' FLOPs equal to the decode tree (slow),
+and the fields their code does not run refused in one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cli_run import run_main
+from tests.family_configs import buffer_bytes_both, hf_meta_count as _hf_count, estimated_total as _ours
+
+_BASE = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_size=37,
+             num_hidden_layers=3, max_position_embeddings=64)
+
+#: Tiny, odd configs (sizes as tests/family_configs.py; a head_dim other than hidden/heads).
+CONFIGS = {
+    # Nemotron: LayerNorm1P (weight + 1), RoPE on 0.6 of each head (6 of 10 dimensions, rotate_half
+    # and a torch.cat), a squared-ReLU MLP without a gate, biases on q/k/v/o and the MLP.
+    "nemotron": dict(_BASE, model_type="nemotron", num_key_value_heads=2, head_dim=10,
+                     partial_rotary_factor=0.6, attention_bias=True, mlp_bias=True,
+                     bos_token_id=None, eos_token_id=None),
+    # Its defaults: no biases, half of each head rotated, head_dim hidden / heads, a tied head.
+    "nemotron-defaults": dict(_BASE, model_type="nemotron", num_key_value_heads=3,
+                              tie_word_embeddings=True, bos_token_id=None, eos_token_id=None),
+    # VaultGemma: Gemma 2's layers without the post-sublayer norms: a window on alternate layers
+    # (3 layers: sliding, full, sliding), soft caps, queries scaled by query_pre_attn_scalar**-0.5.
+    "vaultgemma": dict(_BASE, model_type="vaultgemma", num_key_value_heads=2, head_dim=10,
+                       query_pre_attn_scalar=12, sliding_window=4),
+    # One KV head, no soft caps, a listed window on the middle layer only.
+    "vaultgemma-mqa": dict(_BASE, model_type="vaultgemma", num_key_value_heads=1, head_dim=8,
+                           sliding_window=5, attn_logit_softcapping=None,
+                           final_logit_softcapping=None,
+                           layer_types=["full_attention", "sliding_attention", "full_attention"]),
+}
+
+#: Model types whose configuration class's defaults are counted too (NemotronConfig's with
+#: num_key_value_heads given: its default, None, is a TypeError in NemotronAttention, refused).
+DEFAULTS = {"nemotron": dict(num_key_value_heads=8), "vaultgemma": {}}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_parameters_equal_hugging_face(name):
+    pytest.importorskip("transformers")
+    assert _ours(CONFIGS[name], name) == _hf_count(CONFIGS[name])
+
+
+def test_odd_config_parameters_are_these_integers():
+    """The counts above, by hand: nemotron: embeddings and untied head 2 * 99 * 48; a layer's
+    q (48 -> 60) and o (60 -> 48) with biases, k and v (48 -> 20) with biases, up (48 -> 37) and
+    down (37 -> 48) with biases, two LayerNorms (2 * 48 each); a final LayerNorm."""
+    layer = (48 * 60 + 60) + (60 * 48 + 48) + 2 * (48 * 20 + 20) + (48 * 37 + 37) + (37 * 48 + 48) \
+        + 2 * 96
+    assert _ours(CONFIGS["nemotron"], "nemotron") == 2 * 99 * 48 + 3 * layer + 96 == 44_571
+
+
+@pytest.mark.parametrize("model_type", DEFAULTS)
+def test_default_config_parameters_equal_hugging_face(model_type):
+    """The configuration class's defaults, as its to_dict() writes them."""
+    transformers = pytest.importorskip("transformers")
+    fields = transformers.AutoConfig.for_model(model_type, **DEFAULTS[model_type]).to_dict()
+    assert _ours(fields, model_type) == _hf_count({"model_type": model_type, **DEFAULTS[model_type]})
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_buffers_equal_the_meta_models(name):
+    pytest.importorskip("transformers")
+    ours, hf = buffer_bytes_both(CONFIGS[name], name)
+    assert ours == hf
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_every_validate_row_is_exact(name, attention):
+    """Under sdpa Nemotron's query is a torch.cat (partial rotary), kept contiguous by the kernel
+    (facts sdpa_query_contiguous: 8,640 and 6,912 bytes short without); VaultGemma, as Gemma 2,
+    refuses sdpa (soft caps), so only eager is measured for it."""
+    pytest.importorskip("transformers")
+    from tests.family_configs import odd_config_rows
+
+    if attention == "sdpa" and name.startswith("vaultgemma"):
+        pytest.skip("VaultGemmaPreTrainedModel._supports_sdpa is False (facts sdpa_supported)")
+    rows = odd_config_rows(CONFIGS[name], name, attention)
+    assert {"parameters", "forward matmul FLOPs", "backward matmul FLOPs", "bytes saved for backward",
+            "KV-cache bytes"} <= {row.quantity for row in rows}
+    assert [row for row in rows if row.difference != 0] == []
+
+
+def test_layernorm1p_keeps_its_weight_plus_one():
+    """facts layernorm_weight_plus_one adds the d-wide weight + 1 to what each LayerNorm keeps:
+    without it the odd nemotron config's saved bytes were 672 short of the measurement (7 norms,
+    2 a layer and the final one, of 48 bf16 values)."""
+    import sympy as sp
+
+    from costmodel import symbols as S
+    from costmodel.blocks.norms import norm_saved
+    from costmodel.facts import Facts
+
+    rows = sp.Symbol("rows")
+    extra = (norm_saved("layernorm", rows, S.d, Facts(layernorm_weight_plus_one=True))
+             - norm_saved("layernorm", rows, S.d, Facts()))
+    assert sp.simplify(extra - S.e * S.d) == 0
+    assert 7 * int(extra.subs({S.e: 2, S.d: 48})) == 672
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_decode_step_flops_equal_the_decode_tree(name):
+    pytest.importorskip("transformers")
+    from tests.family_configs import assert_decode_flops_exact
+
+    assert_decode_flops_exact(CONFIGS[name], name)
+
+
+#: Released config.json files (the fields that shape the model):
+#: - nvidia/Minitron-4B-Base (Nemotron-4 4B): 32 layers of 3072, 24 query and 8 KV heads of 128,
+#:   relu2 MLP 9216, vocab 256000, half of each head rotated, untied (the config TensorRT-LLM's
+#:   tests/unittest/_torch/modeling/test_modeling_nemotron.py quotes as Nemotron_4_4B_CONFIG).
+#: - google/vaultgemma-1b: 26 layers of 1152, 4 heads (4 KV) of 256, MLP 6912, vocab 256000,
+#:   window 512, query_pre_attn_scalar 256 (the config keras-hub's
+#:   convert_vaultgemma test quotes; Gemma 2's defaults otherwise).
+REAL = {
+    "minitron-4b": {
+        "architectures": ["NemotronForCausalLM"], "model_type": "nemotron", "hidden_act": "relu2",
+        "hidden_size": 3072, "intermediate_size": 9216, "max_position_embeddings": 4096,
+        "num_attention_heads": 24, "num_hidden_layers": 32, "num_key_value_heads": 8,
+        "norm_eps": 1e-05, "rope_theta": 10000, "partial_rotary_factor": 0.5,
+        "tie_word_embeddings": False, "vocab_size": 256000,
+    },
+    "vaultgemma-1b": {
+        "architectures": ["VaultGemmaForCausalLM"], "model_type": "vaultgemma",
+        "vocab_size": 256000, "num_hidden_layers": 26, "num_attention_heads": 4,
+        "num_key_value_heads": 4, "hidden_size": 1152, "intermediate_size": 6912, "head_dim": 256,
+        "query_pre_attn_scalar": 256, "sliding_window": 512,
+    },
+}
+#: transformers 5.24's counts of REAL (the meta model's numel; equal to ours, tested below).
+EXACT = {"minitron-4b": 4_190_509_056, "vaultgemma-1b": 1_038_741_120}
+
+
+def _cli_total(fields: dict, tmp_path, capsys) -> int:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    code, out, _ = run_main(["estimate", "--config", str(path), "--json"], capsys)
+    assert code == 0
+    return json.loads(out)["params"]["total"]
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_real_config_total(name, tmp_path, capsys):
+    assert _cli_total(REAL[name], tmp_path, capsys) == EXACT[name]
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_real_config_equals_hugging_face(name):
+    pytest.importorskip("transformers")
+    assert _hf_count({k: v for k, v in REAL[name].items() if k != "architectures"}) == EXACT[name]
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_architectures_alone_name_the_model_type(name):
+    from costmodel.hf import from_hf_config
+
+    bare = {k: v for k, v in REAL[name].items() if k != "model_type"}
+    assert from_hf_config(bare, name=name) == from_hf_config(REAL[name], name=name)
+
+
+@pytest.mark.parametrize("fields, words", [
+    (dict(CONFIGS["nemotron"], hidden_act="silu"), "unsupported hidden_act 'silu' for nemotron"),
+    (dict(CONFIGS["nemotron"], partial_rotary_factor=0.1), "partial_rotary_factor leaves 1"),
+    (dict(CONFIGS["vaultgemma"], hidden_activation="relu"), "hidden_activation"),
+    (dict(CONFIGS["nemotron"], num_key_value_heads=None), "num_key_value_heads is missing or null"),
+    ({"model_type": "nemotron"}, "NemotronAttention cannot run"),
+])
+def test_what_is_not_modelled_is_one_line(fields, words, tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error:") and words in err

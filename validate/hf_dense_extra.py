@@ -1,0 +1,52 @@
+"""The config.json of each family of costmodel/hf_dense_extra.py built from its ModelConfig (the
+inverse of the readers there): validate/hf_models.config_dict calls these, then checks that the
+dict reads back as the same ModelConfig."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from costmodel.config import ModelConfig
+
+
+def _rotary_factor(cfg: ModelConfig) -> float:
+    """A partial_rotary_factor whose int(d_head * factor) is rotary_dim again."""
+    rotary = cfg.rotary_dim or cfg.d_head
+    factor = rotary / cfg.d_head
+    return factor if int(cfg.d_head * factor) == rotary else (rotary + 0.5) / cfg.d_head
+
+
+def _nemotron_dict(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(model_type="nemotron", vocab_size=cfg.vocab_size, hidden_size=cfg.d_model,
+                intermediate_size=cfg.d_ff, num_hidden_layers=cfg.n_decoder_layers,
+                num_attention_heads=cfg.n_heads, num_key_value_heads=cfg.n_kv_heads,
+                head_dim=cfg.d_head, max_position_embeddings=cfg.max_positions,
+                tie_word_embeddings=cfg.tie_embeddings, attention_dropout=cfg.dropout,
+                hidden_act="relu2", partial_rotary_factor=_rotary_factor(cfg),
+                attention_bias=cfg.qkv_bias, mlp_bias=cfg.ffn_bias, bos_token_id=None,
+                eos_token_id=None)
+
+
+def _vaultgemma_dict(cfg: ModelConfig) -> dict[str, Any]:
+    """VaultGemma's config.json: Gemma 2's fields (window, soft caps, query_pre_attn_scalar)."""
+    scale = cfg.attention_scale or cfg.d_head**-0.5
+    scalar = round(scale**-2) if round(scale**-2) ** -0.5 == scale else scale**-2
+    data = dict(model_type="vaultgemma", vocab_size=cfg.vocab_size, hidden_size=cfg.d_model,
+                intermediate_size=cfg.d_ff, num_hidden_layers=cfg.n_decoder_layers,
+                num_attention_heads=cfg.n_heads, num_key_value_heads=cfg.n_kv_heads,
+                head_dim=cfg.d_head, max_position_embeddings=cfg.max_positions,
+                tie_word_embeddings=cfg.tie_embeddings, attention_dropout=cfg.dropout,
+                hidden_activation={"geglu_tanh": "gelu_pytorch_tanh", "swiglu": "silu"}.get(
+                    cfg.activation, cfg.activation),
+                attention_bias=cfg.qkv_bias, attn_logit_softcapping=cfg.attention_softcap,
+                final_logit_softcapping=cfg.logit_softcap, query_pre_attn_scalar=scalar,
+                sliding_window=cfg.sliding_window)
+    # no window: every layer full (Gemma 2's default alternation with a null window is a
+    # TypeError in transformers 5.24's DynamicCache, which builds a sliding layer from None)
+    data["layer_types"] = ["sliding_attention" if cfg.layer_slides(i) else "full_attention"
+                           for i in range(cfg.n_decoder_layers)]
+    return data
+
+
+#: family -> its config.json.
+DENSE_EXTRA_DICTS = {"nemotron": _nemotron_dict, "vaultgemma": _vaultgemma_dict}
