@@ -1,6 +1,7 @@
 """config.json readers of more dense decoder families whose blocks exist here already: Nemotron
 (Nemotron-4 / Minitron: Llama's attention with partial rotary, a squared-ReLU MLP without a gate,
-LayerNorm1P) and VaultGemma (Gemma 2 without the norms after the sublayers). Each reads Llama's
+LayerNorm1P), VaultGemma (Gemma 2 without the norms after the sublayers) and Ministral 3
+(Mistral's layers with a per-position query scale after RoPE). Each reads Llama's
 (or Gemma 2's) fields through costmodel/hf.py's Llama reader, which hf.py passes in, and changes
 what its own code does otherwise. costmodel/hf.py dispatches on model_type. Defaults are those of
 transformers 5.24's configuration classes."""
@@ -54,14 +55,46 @@ def _vaultgemma(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     return base.replace(family="vaultgemma", post_sublayer_norm=False)
 
 
+#: transformers 5.24's Ministral3Config defaults for the Llama fields it reads
+#: (models/ministral3/configuration_ministral3.py; sliding_window None: no window).
+_MINISTRAL3_DEFAULTS: dict[str, Any] = dict(max_position_embeddings=262144, hidden_act="silu",
+                                            tie_word_embeddings=False, num_key_value_heads=8,
+                                            head_dim=128, sliding_window=None)
+
+
+def _ministral3(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Ministral 3 (Ministral3ForCausalLM; the language model of Mistral 3's mistral3 configs):
+    Mistral's layers (no biases, a sliding_window on every layer when one is set) whose queries,
+    after RoPE in every layer, are multiplied by 1 + llama_4_scaling_beta log(1 + floor(position /
+    original_max_position_embeddings)), both read from rope_parameters on every forward
+    (ModelConfig.rope_query_scale). Its default rope_parameters (YaRN, beta 0.1, 16384) change the
+    RoPE tables' values only. A rope_parameters without either key, which Ministral3Attention
+    cannot run (it computes with None), is refused."""
+    rope = f.data.get("rope_parameters") or f.data.get("rope_scaling")
+    if rope is not None:  # given: transformers keeps it as is (missing: the YaRN default)
+        if not isinstance(rope, dict):
+            raise ConfigError(f"{f.source}: rope_parameters must be an object, got {show(rope)}.")
+        for key in ("llama_4_scaling_beta", "original_max_position_embeddings"):
+            value = rope.get(key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ConfigError(f"{f.source}: rope_parameters has no number {key} (got "
+                                  f"{show(value)}), which transformers 5.24's Ministral3Attention "
+                                  "reads on every forward to scale the queries.")
+    # the reader takes Mistral's window rule with Mistral's default (4096): Ministral 3's is None
+    data = dict(f.data, sliding_window=f.data.get("sliding_window"))
+    base = llama.read(Fields(data, f.source), name, "mistral", _MINISTRAL3_DEFAULTS)
+    return base.replace(family="ministral3", rope_query_scale=True)
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 DENSE_EXTRA_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
-    "nemotron": _nemotron, "vaultgemma": _vaultgemma,
+    "nemotron": _nemotron, "vaultgemma": _vaultgemma, "ministral3": _ministral3,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 DENSE_EXTRA_ARCHITECTURES: dict[str, str] = {
     "NemotronForCausalLM": "nemotron", "VaultGemmaForCausalLM": "vaultgemma",
+    "Ministral3ForCausalLM": "ministral3",
 }
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).

@@ -275,6 +275,8 @@ class TreeBuilder:
                                                                  tables, profile)))
             if cfg.qk_l2_norm:  # Llama 4: after RoPE, on the RoPE layers only
                 projections.append(at.leaf("qk_norm", B.HeadL2Norms(q_tokens, kv_tokens)))
+            if cfg.rope_query_scale:  # Ministral 3: after RoPE, on every RoPE layer
+                projections.append(at.leaf("temperature", B.QueryScale(q_tokens, q_len)))
         if cfg.nope_temperature and not rope and not cross:
             projections.append(at.leaf("temperature", B.AttentionTemperature(q_tokens, q_len)))
         scores = B.AttentionScores(q_len, k_len, **core, position_bias=position_bias,

@@ -1,4 +1,4 @@
-"""The dense families of costmodel/hf_dense_extra.py (nemotron, vaultgemma): parameters and
+"""The dense families of costmodel/hf_dense_extra.py (nemotron, vaultgemma, ministral3): parameters and
 buffers equal to the class transformers 5.24 builds on the meta device (odd configs, each
 configuration class's defaults and released configs), every `validate` row exact on the odd
 configs under eager and sdpa (slow), cached decode steps' FLOPs equal to the decode tree (slow),
@@ -35,11 +35,22 @@ CONFIGS = {
                            sliding_window=5, attn_logit_softcapping=None,
                            final_logit_softcapping=None,
                            layer_types=["full_attention", "sliding_attention", "full_attention"]),
+    # Ministral 3: Mistral's layers with the queries times 1 + beta log(1 + floor(p / P0)) after
+    # RoPE: its default rope_parameters (YaRN, beta 0.1, P0 16384); then a window on every layer,
+    # plain RoPE and beta 0.5 over 4 positions (scales 1, 1.35, 1.55 over the 12 positions).
+    "ministral3": dict(_BASE, model_type="ministral3", num_key_value_heads=2, head_dim=10,
+                       pad_token_id=None, bos_token_id=None, eos_token_id=None),
+    "ministral3-window": dict(_BASE, model_type="ministral3", num_key_value_heads=3, head_dim=8,
+                              sliding_window=5, tie_word_embeddings=True, pad_token_id=None,
+                              bos_token_id=None, eos_token_id=None,
+                              rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                               "llama_4_scaling_beta": 0.5,
+                                               "original_max_position_embeddings": 4}),
 }
 
 #: Model types whose configuration class's defaults are counted too (NemotronConfig's with
 #: num_key_value_heads given: its default, None, is a TypeError in NemotronAttention, refused).
-DEFAULTS = {"nemotron": dict(num_key_value_heads=8), "vaultgemma": {}}
+DEFAULTS = {"nemotron": dict(num_key_value_heads=8), "vaultgemma": {}, "ministral3": {}}
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -105,6 +116,23 @@ def test_layernorm1p_keeps_its_weight_plus_one():
              - norm_saved("layernorm", rows, S.d, Facts()))
     assert sp.simplify(extra - S.e * S.d) == 0
     assert 7 * int(extra.subs({S.e: 2, S.d: 48})) == 672
+
+
+def test_ministral3_query_scale_keeps_its_scales():
+    """The query scale's multiply keeps the scales cast to the activation dtype, one per position
+    and layer: 3 layers x 12 positions x 2 bytes at b = 2, n = 12 in bf16, the 72 bytes by which
+    the measurement (every validate row exact above) exceeds the tree without it."""
+    from costmodel import estimate
+    from costmodel.hf import from_hf_config
+
+    cfg = from_hf_config(CONFIGS["ministral3"], name="ministral3")
+    assert cfg.rope_query_scale and cfg.family == "ministral3" and cfg.sliding_window is None
+
+    def kept(config):
+        return estimate(config, seq_len=12, batch=2, dtype="bf16").to_dict()["memory"]["activations"]
+
+    assert kept(cfg) == 162_604
+    assert kept(cfg) - kept(cfg.replace(rope_query_scale=False)) == 3 * 12 * 2
 
 
 @pytest.mark.slow
@@ -175,6 +203,10 @@ def test_architectures_alone_name_the_model_type(name):
     (dict(CONFIGS["vaultgemma"], hidden_activation="relu"), "hidden_activation"),
     (dict(CONFIGS["nemotron"], num_key_value_heads=None), "num_key_value_heads is missing or null"),
     ({"model_type": "nemotron"}, "NemotronAttention cannot run"),
+    (dict(CONFIGS["ministral3"], rope_parameters={"rope_type": "default", "rope_theta": 1e4}),
+     "rope_parameters has no number llama_4_scaling_beta"),
+    (dict(CONFIGS["ministral3"], rope_parameters={"rope_type": "default", "llama_4_scaling_beta": 0.1}),
+     "no number original_max_position_embeddings"),
 ])
 def test_what_is_not_modelled_is_one_line(fields, words, tmp_path, capsys):
     path = tmp_path / "config.json"
@@ -182,3 +214,28 @@ def test_what_is_not_modelled_is_one_line(fields, words, tmp_path, capsys):
     code, out, err = run_main(["estimate", "--config", str(path)], capsys)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("error:") and words in err
+
+
+def test_mistral3_wrapper_reads_its_ministral3_language_model():
+    """Ministral 3 and Devstral Small 2 ship as mistral3 (Mistral3ForConditionalGeneration) with a
+    ministral3 text_config; its language model is read as ministral3 with the query scale. Text
+    fields of Devstral-Small-2's config.json as an inference engine's test quotes it (40 layers of
+    5120, 32 query and 8 KV heads of 128, YaRN with llama_4_scaling_beta 0.1 over 8192); the
+    MLP width and vocabulary, which that quote leaves out, are given as Ministral3Config's
+    defaults (14336, 131072); the wrapper's tie_word_embeddings is false here."""
+    pytest.importorskip("transformers")
+    from costmodel.hf import from_hf_config
+
+    text = {"model_type": "ministral3", "head_dim": 128, "hidden_size": 5120,
+            "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 40,
+            "intermediate_size": 14336, "vocab_size": 131072,
+            "rope_parameters": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 48.0,
+                                "llama_4_scaling_beta": 0.1, "mscale": 1.0, "mscale_all_dim": 1.0,
+                                "original_max_position_embeddings": 8192,
+                                "rope_theta": 100000000.0, "rope_type": "yarn", "type": "yarn"}}
+    wrapper = {"architectures": ["Mistral3ForConditionalGeneration"], "model_type": "mistral3",
+               "text_config": text, "tie_word_embeddings": False}
+    cfg = from_hf_config(wrapper, name="devstral-small-2")
+    assert (cfg.family, cfg.rope_query_scale, cfg.sliding_window) == ("ministral3", True, None)
+    total = _ours(wrapper, "devstral-small-2")
+    assert total == _hf_count(dict(text, tie_word_embeddings=False)) == 12_247_782_400

@@ -48,5 +48,18 @@ def _vaultgemma_dict(cfg: ModelConfig) -> dict[str, Any]:
     return data
 
 
+def _ministral3_dict(cfg: ModelConfig) -> dict[str, Any]:
+    """Ministral 3's config.json: Mistral's fields and its default rope_parameters (YaRN, the
+    query scale's beta 0.1 over 16384 positions: a scale of exactly 1 below them)."""
+    return dict(model_type="ministral3", vocab_size=cfg.vocab_size, hidden_size=cfg.d_model,
+                intermediate_size=cfg.d_ff, num_hidden_layers=cfg.n_decoder_layers,
+                num_attention_heads=cfg.n_heads, num_key_value_heads=cfg.n_kv_heads,
+                head_dim=cfg.d_head, max_position_embeddings=cfg.max_positions,
+                tie_word_embeddings=cfg.tie_embeddings, attention_dropout=cfg.dropout,
+                hidden_act="silu", sliding_window=cfg.sliding_window, pad_token_id=None,
+                bos_token_id=None, eos_token_id=None)
+
+
 #: family -> its config.json.
-DENSE_EXTRA_DICTS = {"nemotron": _nemotron_dict, "vaultgemma": _vaultgemma_dict}
+DENSE_EXTRA_DICTS = {"nemotron": _nemotron_dict, "vaultgemma": _vaultgemma_dict,
+                     "ministral3": _ministral3_dict}

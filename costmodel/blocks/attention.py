@@ -133,6 +133,25 @@ class AttentionTemperature(Block):
 
 
 @dataclass(frozen=True)
+class QueryScale(Block):
+    """Ministral 3's per-position query scale on every RoPE layer (rope_parameters'
+    llama_4_scaling_beta): the rotated queries times 1 + beta log(1 + floor(position /
+    original_max_position_embeddings)), computed for q_len positions in fp32 (a divide, floor,
+    +1, log, a multiply by beta, +1: the divide, multiply and adds counted, floor and log kinds
+    of their own, not) and cast to the activation dtype, broadcast over the batch and heads. The
+    multiply keeps the cast scales (not the queries: the scales need no gradient)."""
+
+    q_tokens: Expr
+    q_len: Expr
+    title = "query scale"
+
+    def cost(self) -> Cost:
+        values = self.q_tokens * S.h * S.d_h
+        return make_cost(elements=[("mul", values + 2 * self.q_len), ("add", 2 * self.q_len)],
+                         saved_bytes=S.e * self.q_len, bytes_other=elementwise_bytes(values))
+
+
+@dataclass(frozen=True)
 class AttentionCore(Block):
     """What the scores, softmax and weighted-sum blocks share: lengths, profile, kernel.
 
