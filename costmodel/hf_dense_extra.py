@@ -1,7 +1,8 @@
 """config.json readers of more dense decoder families whose blocks exist here already: Nemotron
 (Nemotron-4 / Minitron: Llama's attention with partial rotary, a squared-ReLU MLP without a gate,
-LayerNorm1P), VaultGemma (Gemma 2 without the norms after the sublayers) and Ministral 3
-(Mistral's layers with a per-position query scale after RoPE). Each reads Llama's
+LayerNorm1P), VaultGemma (Gemma 2 without the norms after the sublayers), Ministral 3
+(Mistral's layers with a per-position query scale after RoPE), Jais 2 (Llama's attention,
+Nemotron's MLP, LayerNorms) and HyperCLOVA X (Granite with post-sublayer norms). Each reads Llama's
 (or Gemma 2's) fields through costmodel/hf.py's Llama reader, which hf.py passes in, and changes
 what its own code does otherwise. costmodel/hf.py dispatches on model_type. Defaults are those of
 transformers 5.24's configuration classes."""
@@ -86,15 +87,59 @@ def _ministral3(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     return base.replace(family="ministral3", rope_query_scale=True)
 
 
+#: transformers 5.24's Jais2Config defaults for the Llama fields it reads (models/jais2).
+_JAIS2_DEFAULTS: dict[str, Any] = dict(max_position_embeddings=8192, hidden_act="silu",
+                                       tie_word_embeddings=False)
+
+
+def _jais2(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Jais 2 (Jais2ForCausalLM): Llama's attention (attention_bias on q, k, v and o: True by
+    default) and RoPE, Nemotron's MLP up_proj -> relu2 -> down_proj (mlp_bias: True by default)
+    and torch's LayerNorm (weight and bias) in place of the RMSNorms."""
+    act = f.get("hidden_act", "relu2", str)
+    if act != "relu2":
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for jais2 (its MLP has "
+                          "no gate; relu2 is modelled).")
+    data = dict(f.data, hidden_act="silu", attention_bias=f.get("attention_bias", True, bool),
+                mlp_bias=f.get("mlp_bias", True, bool))
+    defaults = dict(vocab_size=150272, hidden_size=3328, intermediate_size=26624,
+                    num_attention_heads=26, num_hidden_layers=32)
+    data.update({key: value for key, value in defaults.items() if data.get(key) is None})
+    base = llama.read(Fields(data, f.source), name, "llama", _JAIS2_DEFAULTS)
+    return base.replace(family="jais2", activation="relu2", norm="layernorm")
+
+
+def _hyperclovax(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """HyperCLOVA X SEED (HyperCLOVAXForCausalLM): Granite's layers and multipliers with an
+    RMSNorm on each sublayer's output before the scaled residual add (use_post_norm, True by
+    default: Peri-LN), attention_multiplier null meaning head_dim ** -0.5, and the logits
+    multiplied by logits_scaling where Granite divides (ModelConfig.logits_scaling is its
+    inverse)."""
+    n_heads = f.get("num_attention_heads", 32, minimum=1)
+    d_model = f.get("hidden_size", 4096)
+    head_dim = f.get("head_dim", None) or d_model // n_heads
+    data = dict(f.data)
+    if data.get("attention_multiplier") is None:
+        data["attention_multiplier"] = head_dim ** -0.5
+    scaling = f.get("logits_scaling", 1.0, float)
+    if not 0 < scaling < float("inf"):
+        raise ConfigError(f"{f.source}: logits_scaling must be a positive number, got {show(scaling)}.")
+    data["logits_scaling"] = 1 / scaling
+    base = llama.read(Fields(data, f.source), name, "granite", None)
+    return base.replace(family="hyperclovax", post_sublayer_norm=f.get("use_post_norm", True, bool))
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 DENSE_EXTRA_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
-    "nemotron": _nemotron, "vaultgemma": _vaultgemma, "ministral3": _ministral3,
+    "nemotron": _nemotron, "vaultgemma": _vaultgemma, "ministral3": _ministral3, "jais2": _jais2,
+    "hyperclovax": _hyperclovax,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 DENSE_EXTRA_ARCHITECTURES: dict[str, str] = {
     "NemotronForCausalLM": "nemotron", "VaultGemmaForCausalLM": "vaultgemma",
-    "Ministral3ForCausalLM": "ministral3",
+    "Ministral3ForCausalLM": "ministral3", "Jais2ForCausalLM": "jais2",
+    "HyperCLOVAXForCausalLM": "hyperclovax",
 }
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).

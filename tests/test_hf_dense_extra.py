@@ -1,4 +1,5 @@
-"""The dense families of costmodel/hf_dense_extra.py (nemotron, vaultgemma, ministral3): parameters and
+"""The dense families of costmodel/hf_dense_extra.py (nemotron, vaultgemma, ministral3, jais2,
+hyperclovax): parameters and
 buffers equal to the class transformers 5.24 builds on the meta device (odd configs, each
 configuration class's defaults and released configs), every `validate` row exact on the odd
 configs under eager and sdpa (slow), cached decode steps' FLOPs equal to the decode tree (slow),
@@ -46,11 +47,28 @@ CONFIGS = {
                               rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
                                                "llama_4_scaling_beta": 0.5,
                                                "original_max_position_embeddings": 4}),
+    # Jais 2: Llama's attention with biases (its defaults), Nemotron's relu2 MLP with biases,
+    # torch LayerNorms; then neither bias, a tied head.
+    "jais2": dict(_BASE, model_type="jais2", num_key_value_heads=2, head_dim=10,
+                  bos_token_id=None, eos_token_id=None, pad_token_id=None),
+    "jais2-no-bias": dict(_BASE, model_type="jais2", num_key_value_heads=3, attention_bias=False,
+                          mlp_bias=False, tie_word_embeddings=True, bos_token_id=None,
+                          eos_token_id=None, pad_token_id=None),
+    # HyperCLOVA X: Granite's multipliers (the logits multiplied by 0.125) with post-sublayer
+    # norms; then no post norms, a given attention_multiplier, q/k/v/o biases, a tied head.
+    "hyperclovax": dict(_BASE, model_type="hyperclovax", num_key_value_heads=2, head_dim=10,
+                        embedding_multiplier=2.5, residual_multiplier=0.25, logits_scaling=0.125,
+                        pad_token_id=None, bos_token_id=None, eos_token_id=None),
+    "hyperclovax-no-post-norm": dict(_BASE, model_type="hyperclovax", num_key_value_heads=3,
+                                     use_post_norm=False, attention_multiplier=0.0625,
+                                     attention_bias=True, tie_word_embeddings=True,
+                                     pad_token_id=None, bos_token_id=None, eos_token_id=None),
 }
 
 #: Model types whose configuration class's defaults are counted too (NemotronConfig's with
 #: num_key_value_heads given: its default, None, is a TypeError in NemotronAttention, refused).
-DEFAULTS = {"nemotron": dict(num_key_value_heads=8), "vaultgemma": {}, "ministral3": {}}
+DEFAULTS = {"nemotron": dict(num_key_value_heads=8), "vaultgemma": {}, "ministral3": {}, "jais2": {},
+            "hyperclovax": {}}
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -116,6 +134,17 @@ def test_layernorm1p_keeps_its_weight_plus_one():
              - norm_saved("layernorm", rows, S.d, Facts()))
     assert sp.simplify(extra - S.e * S.d) == 0
     assert 7 * int(extra.subs({S.e: 2, S.d: 48})) == 672
+
+
+def test_hyperclovax_multiplies_the_logits_where_granite_divides():
+    """logits_scaling 0.125 multiplies HyperCLOVAX's logits: ModelConfig.logits_scaling (a
+    divisor, Granite's) is 8; attention_multiplier null is head_dim ** -0.5; use_post_norm is
+    Gemma 2's post-sublayer norms."""
+    from costmodel.hf import from_hf_config
+
+    cfg = from_hf_config(CONFIGS["hyperclovax"], name="hyperclovax")
+    assert (cfg.logits_scaling, cfg.attention_scale, cfg.post_sublayer_norm) == (8.0, 10 ** -0.5, True)
+    assert (cfg.embedding_multiplier, cfg.residual_multiplier) == (2.5, 0.25)
 
 
 def test_ministral3_query_scale_keeps_its_scales():
@@ -203,6 +232,8 @@ def test_architectures_alone_name_the_model_type(name):
     (dict(CONFIGS["vaultgemma"], hidden_activation="relu"), "hidden_activation"),
     (dict(CONFIGS["nemotron"], num_key_value_heads=None), "num_key_value_heads is missing or null"),
     ({"model_type": "nemotron"}, "NemotronAttention cannot run"),
+    (dict(CONFIGS["jais2"], hidden_act="silu"), "unsupported hidden_act 'silu' for jais2"),
+    (dict(CONFIGS["hyperclovax"], logits_scaling=0), "logits_scaling must be a positive number"),
     (dict(CONFIGS["ministral3"], rope_parameters={"rope_type": "default", "rope_theta": 1e4}),
      "rope_parameters has no number llama_4_scaling_beta"),
     (dict(CONFIGS["ministral3"], rope_parameters={"rope_type": "default", "llama_4_scaling_beta": 0.1}),

@@ -60,6 +60,33 @@ def _ministral3_dict(cfg: ModelConfig) -> dict[str, Any]:
                 bos_token_id=None, eos_token_id=None)
 
 
+def _llama_fields(cfg: ModelConfig, model_type: str) -> dict[str, Any]:
+    return dict(model_type=model_type, vocab_size=cfg.vocab_size, hidden_size=cfg.d_model,
+                intermediate_size=cfg.d_ff, num_hidden_layers=cfg.n_decoder_layers,
+                num_attention_heads=cfg.n_heads, num_key_value_heads=cfg.n_kv_heads,
+                head_dim=cfg.d_head, max_position_embeddings=cfg.max_positions,
+                tie_word_embeddings=cfg.tie_embeddings, attention_dropout=cfg.dropout)
+
+
+def _jais2_dict(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(_llama_fields(cfg, "jais2"), hidden_act="relu2", attention_bias=cfg.qkv_bias,
+                mlp_bias=cfg.ffn_bias, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def _hyperclovax_dict(cfg: ModelConfig) -> dict[str, Any]:
+    """HyperCLOVA X's config.json: Granite's multipliers, logits_scaling the inverse of the
+    ModelConfig's (HyperCLOVAX multiplies where Granite divides)."""
+    return dict(_llama_fields(cfg, "hyperclovax"), hidden_act="silu",
+                attention_bias=cfg.qkv_bias, mlp_bias=cfg.ffn_bias,
+                embedding_multiplier=cfg.embedding_multiplier or 1.0,
+                attention_multiplier=cfg.attention_scale,
+                residual_multiplier=cfg.residual_multiplier or 1.0,
+                logits_scaling=1 / (cfg.logits_scaling or 1.0),
+                use_post_norm=cfg.post_sublayer_norm, pad_token_id=None, bos_token_id=None,
+                eos_token_id=None)
+
+
 #: family -> its config.json.
 DENSE_EXTRA_DICTS = {"nemotron": _nemotron_dict, "vaultgemma": _vaultgemma_dict,
-                     "ministral3": _ministral3_dict}
+                     "ministral3": _ministral3_dict, "jais2": _jais2_dict,
+                     "hyperclovax": _hyperclovax_dict}

@@ -120,7 +120,7 @@ _NEWER_FIELDS = ("qk_norm", "post_sublayer_norm", "attention_softcap", "logit_so
                  "parallel_attention", "parallel_norms", "position_offset", "embedding_dim",
                  "n_experts", "kv_lora_rank", "attention_dropout", "embedding_multiplier",
                  "residual_multiplier", "logits_scaling", "nope_layers", "norm_affine", "clip_qkv",
-                 "qk_l2_norm", "nope_temperature", "chunked_window")
+                 "qk_l2_norm", "nope_temperature", "chunked_window", "rope_query_scale")
 
 
 def _only_llama_fields(cfg: ModelConfig) -> bool:
