@@ -172,7 +172,8 @@ class Facts:
     # the eager attention casts queries and keys to fp32 before Q K^T, which keeps the fp32
     # copies (GPT-J): 4-byte q and k, whatever the activation dtype
     eager_scores_fp32: bool = False
-    # "forward" tables left in fp32 (OLMo 2's rotary module returns them uncast), kept so
+    # "forward" tables left in fp32 (OLMo 2's rotary module returns them uncast), kept so; with
+    # rotary_repeats_per_call, the fp32 sin/cos lookups repeated in fp32 (CodeGen: no cast)
     rotary_tables_fp32: bool = False
     # "forward" tables d_h / 2 wide, one value per rotated pair (gpt-oss's rotary module returns
     # cos and sin of the frequencies without repeating them; its rotation multiplies each half)

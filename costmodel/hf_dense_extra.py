@@ -2,7 +2,8 @@
 (Nemotron-4 / Minitron: Llama's attention with partial rotary, a squared-ReLU MLP without a gate,
 LayerNorm1P), VaultGemma (Gemma 2 without the norms after the sublayers), Ministral 3
 (Mistral's layers with a per-position query scale after RoPE), Jais 2 (Llama's attention,
-Nemotron's MLP, LayerNorms) and HyperCLOVA X (Granite with post-sublayer norms). Each reads Llama's
+Nemotron's MLP, LayerNorms), HyperCLOVA X (Granite with post-sublayer norms) and CodeGen
+(GPT-J's layers with a fused, ungrouped-bias Q/K/V projection). Each reads Llama's
 (or Gemma 2's) fields through costmodel/hf.py's Llama reader, which hf.py passes in, and changes
 what its own code does otherwise. costmodel/hf.py dispatches on model_type. Defaults are those of
 transformers 5.24's configuration classes."""
@@ -12,7 +13,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
-from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction
+from .errors import MAX_LAYERS, check_int
+from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction, same_dropout
 from .hf_llama_variants import LlamaReader
 
 #: transformers 5.24's NemotronConfig defaults for the Llama fields it reads
@@ -129,18 +131,65 @@ def _hyperclovax(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     return base.replace(family="hyperclovax", post_sublayer_norm=f.get("use_post_norm", True, bool))
 
 
+#: GPT-2's activation names as CodeGen's MLP reads them (ACT2FN: gelu_new is the tanh GELU).
+_CODEGEN_ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
+
+
+def _codegen(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """CodeGen (CodeGenForCausalLM; CodeGen 1 and 2): GPT-J's layers (one LayerNorm into
+    attention and MLP in parallel, interleaved RoPE on rotary_dim of each head from an fp32
+    sin/cos buffer, scores in fp32, a gelu_new MLP of n_inner with biases, a biased lm_head,
+    untied by default) with one fused qkv_proj without a bias, split in mp_num = 4 groups
+    (query, value, key in each), and out_proj without one. hidden_size must be a multiple of 4
+    (the groups) and rotary_dim must be set (null sizes the table by hidden_size, as GPT-J)."""
+    n_layers = f.get("num_hidden_layers", f.get("n_layer", 28))
+    check_int(f.source, "n_layer", n_layers, maximum=MAX_LAYERS)
+    d_model = f.get("hidden_size", f.get("n_embd", 4096))
+    n_heads = f.get("num_attention_heads", f.get("n_head", 16, minimum=1), minimum=1)
+    if d_model % n_heads or d_model % 4:
+        raise ConfigError(f"{f.source}: n_embd ({d_model}) must be divisible by n_head ({n_heads}) "
+                          "and by 4 (CodeGen's qkv_proj is split in mp_num = 4 groups).")
+    head_dim = d_model // n_heads
+    rotary = f.nullable("rotary_dim", 64)
+    if rotary is None:
+        raise ConfigError(f"{f.source}: rotary_dim null (rotary on the whole head) is not modelled "
+                          "for codegen; transformers sizes its sin/cos table by n_embd then.")
+    check_int(f.source, "rotary_dim", rotary)
+    if rotary % 2 or rotary > head_dim:
+        raise ConfigError(f"{f.source}: rotary_dim ({rotary}) must be even and at most the head "
+                          f"dimension ({head_dim}).")
+    act = f.get("activation_function", "gelu_new", str)
+    if act not in _CODEGEN_ACTIVATIONS:
+        raise ConfigError(f"{f.source}: unsupported activation_function {show(act)} for codegen.")
+    dropout = same_dropout(f, ("resid_pdrop", "embd_pdrop"), "codegen")
+    d_ff = f.get("n_inner", None)
+    return ModelConfig(
+        name=name, family="codegen", vocab_size=f.get("vocab_size", 50400), d_model=d_model,
+        n_heads=n_heads, d_ff=4 * d_model if d_ff is None else d_ff, n_decoder_layers=n_layers,
+        max_positions=f.get("max_position_embeddings", f.get("n_positions", 2048)),
+        position="rope", rotary_dim=None if rotary == head_dim else rotary, norm="layernorm",
+        norm_position="pre", activation=_CODEGEN_ACTIVATIONS[act], qkv_bias=False, out_bias=False,
+        ffn_bias=True, lm_head_bias=True, head="lm",
+        tie_embeddings=f.get("tie_word_embeddings", False, bool), parallel_attention=True,
+        parallel_norms=1, dropout=dropout, attention_dropout=float(f.get("attn_pdrop", 0.0, float)),
+    )
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 DENSE_EXTRA_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "nemotron": _nemotron, "vaultgemma": _vaultgemma, "ministral3": _ministral3, "jais2": _jais2,
-    "hyperclovax": _hyperclovax,
+    "hyperclovax": _hyperclovax, "codegen": _codegen,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 DENSE_EXTRA_ARCHITECTURES: dict[str, str] = {
     "NemotronForCausalLM": "nemotron", "VaultGemmaForCausalLM": "vaultgemma",
     "Ministral3ForCausalLM": "ministral3", "Jais2ForCausalLM": "jais2",
-    "HyperCLOVAXForCausalLM": "hyperclovax",
+    "HyperCLOVAXForCausalLM": "hyperclovax", "CodeGenForCausalLM": "codegen",
 }
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
-DENSE_EXTRA_NAMES: dict[str, dict[str, Any]] = {family: LLAMA_NAMES for family in DENSE_EXTRA_BUILDERS}
+DENSE_EXTRA_NAMES: dict[str, dict[str, Any]] = {
+    **{family: LLAMA_NAMES for family in DENSE_EXTRA_BUILDERS},
+    "codegen": {"n_heads": "n_head", "d_model": "n_embd", "d_ff": "n_inner", "n_decoder_layers": "n_layer",
+                "max_positions": "n_positions"}}

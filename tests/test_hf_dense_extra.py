@@ -1,5 +1,5 @@
 """The dense families of costmodel/hf_dense_extra.py (nemotron, vaultgemma, ministral3, jais2,
-hyperclovax): parameters and
+hyperclovax, codegen): parameters and
 buffers equal to the class transformers 5.24 builds on the meta device (odd configs, each
 configuration class's defaults and released configs), every `validate` row exact on the odd
 configs under eager and sdpa (slow), cached decode steps' FLOPs equal to the decode tree (slow),
@@ -63,12 +63,19 @@ CONFIGS = {
                                      use_post_norm=False, attention_multiplier=0.0625,
                                      attention_bias=True, tie_word_embeddings=True,
                                      pad_token_id=None, bos_token_id=None, eos_token_id=None),
+    # CodeGen: GPT-J's parallel layers with one fused qkv_proj (no bias, four groups), RoPE on
+    # 4 of each 8-wide head with fp32 sin/cos repeats; then RoPE on the whole head, a tied head.
+    "codegen": dict(vocab_size=99, n_embd=48, n_head=6, n_inner=37, n_layer=3, n_positions=64,
+                    model_type="codegen", rotary_dim=4, bos_token_id=None, eos_token_id=None),
+    "codegen-whole-head": dict(vocab_size=99, n_embd=48, n_head=4, n_layer=2, n_positions=64,
+                               model_type="codegen", rotary_dim=12, tie_word_embeddings=True,
+                               bos_token_id=None, eos_token_id=None),
 }
 
 #: Model types whose configuration class's defaults are counted too (NemotronConfig's with
 #: num_key_value_heads given: its default, None, is a TypeError in NemotronAttention, refused).
 DEFAULTS = {"nemotron": dict(num_key_value_heads=8), "vaultgemma": {}, "ministral3": {}, "jais2": {},
-            "hyperclovax": {}}
+            "hyperclovax": {}, "codegen": {}}
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -232,6 +239,9 @@ def test_architectures_alone_name_the_model_type(name):
     (dict(CONFIGS["vaultgemma"], hidden_activation="relu"), "hidden_activation"),
     (dict(CONFIGS["nemotron"], num_key_value_heads=None), "num_key_value_heads is missing or null"),
     ({"model_type": "nemotron"}, "NemotronAttention cannot run"),
+    (dict(CONFIGS["codegen"], rotary_dim=None), "rotary_dim null"),
+    (dict(CONFIGS["codegen"], n_embd=54, n_head=6), "by 4 (CodeGen's qkv_proj is split"),
+    (dict(CONFIGS["codegen"], activation_function="swish"), "activation_function 'swish'"),
     (dict(CONFIGS["jais2"], hidden_act="silu"), "unsupported hidden_act 'silu' for jais2"),
     (dict(CONFIGS["hyperclovax"], logits_scaling=0), "logits_scaling must be a positive number"),
     (dict(CONFIGS["ministral3"], rope_parameters={"rope_type": "default", "rope_theta": 1e4}),

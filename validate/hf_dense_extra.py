@@ -86,7 +86,17 @@ def _hyperclovax_dict(cfg: ModelConfig) -> dict[str, Any]:
                 eos_token_id=None)
 
 
+def _codegen_dict(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(model_type="codegen", vocab_size=cfg.vocab_size, n_embd=cfg.d_model,
+                n_layer=cfg.n_decoder_layers, n_head=cfg.n_heads, n_inner=cfg.d_ff,
+                n_positions=cfg.max_positions, rotary_dim=cfg.rotary_dim or cfg.d_head,
+                activation_function={"gelu_tanh": "gelu_new"}.get(cfg.activation, cfg.activation),
+                resid_pdrop=cfg.dropout, embd_pdrop=cfg.dropout,
+                attn_pdrop=cfg.dropout if cfg.attention_dropout is None else cfg.attention_dropout,
+                tie_word_embeddings=cfg.tie_embeddings, bos_token_id=None, eos_token_id=None)
+
+
 #: family -> its config.json.
 DENSE_EXTRA_DICTS = {"nemotron": _nemotron_dict, "vaultgemma": _vaultgemma_dict,
                      "ministral3": _ministral3_dict, "jais2": _jais2_dict,
-                     "hyperclovax": _hyperclovax_dict}
+                     "hyperclovax": _hyperclovax_dict, "codegen": _codegen_dict}

@@ -106,8 +106,10 @@ class RotaryEmbedding(Block):
     def cost(self) -> Cost:
         rotated = (self.q_tokens * S.h + self.kv_tokens * self.key_heads) * self.width
         # GPT-J repeats sin and cos for the queries and again for the keys (one row of positions
-        # shared by the batch), and the products keep each: facts.rotary_repeats_per_call.
-        repeats = (2 * S.e * (self.q_tokens + self.kv_tokens) / S.b * self.width
+        # shared by the batch), and the products keep each: facts.rotary_repeats_per_call; in
+        # fp32 where the lookup is not cast (CodeGen, facts.rotary_tables_fp32).
+        size = FP32 if self.profile.facts.rotary_tables_fp32 else S.e
+        repeats = (2 * size * (self.q_tokens + self.kv_tokens) / S.b * self.width
                    if self.profile.facts.rotary_repeats_per_call else ZERO)
         return make_cost(elements=[("rope", rotated)], bytes_other=elementwise_bytes(rotated),
                          saved_bytes=self.tables_kept + repeats)
