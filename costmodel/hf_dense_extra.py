@@ -2,8 +2,9 @@
 (Nemotron-4 / Minitron: Llama's attention with partial rotary, a squared-ReLU MLP without a gate,
 LayerNorm1P), VaultGemma (Gemma 2 without the norms after the sublayers), Ministral 3
 (Mistral's layers with a per-position query scale after RoPE), Jais 2 (Llama's attention,
-Nemotron's MLP, LayerNorms), HyperCLOVA X (Granite with post-sublayer norms) and CodeGen
-(GPT-J's layers with a fused, ungrouped-bias Q/K/V projection). Each reads Llama's
+Nemotron's MLP, LayerNorms), HyperCLOVA X (Granite with post-sublayer norms), CodeGen (GPT-J's
+layers with a fused Q/K/V projection without a bias) and BioGPT (OPT's pre-norm layers with
+scaled embeddings). Each reads Llama's
 (or Gemma 2's) fields through costmodel/hf.py's Llama reader, which hf.py passes in, and changes
 what its own code does otherwise. costmodel/hf.py dispatches on model_type. Defaults are those of
 transformers 5.24's configuration classes."""
@@ -175,10 +176,46 @@ def _codegen(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     )
 
 
+def _biogpt(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """BioGPT (BioGptForCausalLM): OPT's pre-LayerNorm layers (BART's attention and MLP, biases
+    everywhere, a final LayerNorm) with the token embeddings times sqrt(hidden_size)
+    (scale_embedding, True by default; a Python float), learned positions looked up at position
+    + 2, an erf GELU MLP of intermediate_size, the softmax in the activation dtype, an
+    output_projection without a bias tied to the embeddings by default; hidden_dropout_prob
+    after the embeddings and each sublayer, attention_probs_dropout_prob on the probabilities.
+    A nonzero activation_dropout (inside the MLP) and layerdrop are refused."""
+    n_layers = f.get("num_hidden_layers", 24)
+    check_int(f.source, "num_hidden_layers", n_layers, maximum=MAX_LAYERS)
+    d_model = f.get("hidden_size", 1024)
+    n_heads = f.get("num_attention_heads", 16, minimum=1)
+    if d_model % n_heads:
+        raise ConfigError(f"{f.source}: hidden_size ({d_model}) is not divisible by "
+                          f"num_attention_heads ({n_heads}).")
+    for key in ("activation_dropout", "layerdrop"):
+        if f.get(key, 0.0, float):
+            raise ConfigError(f"{f.source}: {key} {show(f.data[key])} is not modelled for biogpt "
+                              "(the released BioGPT models have 0).")
+    act = f.get("hidden_act", "gelu", str)
+    acts = {"gelu": "gelu", "relu": "relu", "gelu_new": "gelu_tanh"}
+    if act not in acts:
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for biogpt.")
+    return ModelConfig(
+        name=name, family="biogpt", vocab_size=f.get("vocab_size", 42384), d_model=d_model,
+        n_heads=n_heads, d_ff=f.get("intermediate_size", 4096), n_decoder_layers=n_layers,
+        max_positions=f.get("max_position_embeddings", 1024), position="learned",
+        position_offset=2, norm="layernorm", norm_position="pre", activation=acts[act],
+        qkv_bias=True, out_bias=True, ffn_bias=True, head="lm",
+        tie_embeddings=f.get("tie_word_embeddings", True, bool),
+        scale_embeddings=f.get("scale_embedding", True, bool),
+        dropout=float(f.get("hidden_dropout_prob", 0.1, float)),
+        attention_dropout=float(f.get("attention_probs_dropout_prob", 0.1, float)),
+    )
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 DENSE_EXTRA_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "nemotron": _nemotron, "vaultgemma": _vaultgemma, "ministral3": _ministral3, "jais2": _jais2,
-    "hyperclovax": _hyperclovax, "codegen": _codegen,
+    "hyperclovax": _hyperclovax, "codegen": _codegen, "biogpt": _biogpt,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
@@ -186,6 +223,7 @@ DENSE_EXTRA_ARCHITECTURES: dict[str, str] = {
     "NemotronForCausalLM": "nemotron", "VaultGemmaForCausalLM": "vaultgemma",
     "Ministral3ForCausalLM": "ministral3", "Jais2ForCausalLM": "jais2",
     "HyperCLOVAXForCausalLM": "hyperclovax", "CodeGenForCausalLM": "codegen",
+    "BioGptForCausalLM": "biogpt",
 }
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).

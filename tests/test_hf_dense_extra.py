@@ -1,5 +1,5 @@
 """The dense families of costmodel/hf_dense_extra.py (nemotron, vaultgemma, ministral3, jais2,
-hyperclovax, codegen): parameters and
+hyperclovax, codegen, biogpt): parameters and
 buffers equal to the class transformers 5.24 builds on the meta device (odd configs, each
 configuration class's defaults and released configs), every `validate` row exact on the odd
 configs under eager and sdpa (slow), cached decode steps' FLOPs equal to the decode tree (slow),
@@ -70,12 +70,24 @@ CONFIGS = {
     "codegen-whole-head": dict(vocab_size=99, n_embd=48, n_head=4, n_layer=2, n_positions=64,
                                model_type="codegen", rotary_dim=12, tie_word_embeddings=True,
                                bos_token_id=None, eos_token_id=None),
+    # BioGPT: OPT's pre-LN layers, embeddings times sqrt(48), positions at + 2, erf GELU, dropout
+    # 0.1 (its defaults); then unscaled embeddings, ReLU, no dropout (under sdpa the kernel keeps
+    # the all-ones mask's (b, 1, n, n) causal mask on every layer: facts sdpa_mask), untied.
+    "biogpt": dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_size=37,
+                   num_hidden_layers=3, max_position_embeddings=64, model_type="biogpt",
+                   pad_token_id=None, bos_token_id=None, eos_token_id=None),
+    "biogpt-unscaled": dict(vocab_size=99, hidden_size=48, num_attention_heads=4,
+                            intermediate_size=37, num_hidden_layers=2, max_position_embeddings=64,
+                            model_type="biogpt", scale_embedding=False, hidden_dropout_prob=0.0,
+                            attention_probs_dropout_prob=0.0, hidden_act="relu",
+                            tie_word_embeddings=False, pad_token_id=None, bos_token_id=None,
+                            eos_token_id=None),
 }
 
 #: Model types whose configuration class's defaults are counted too (NemotronConfig's with
 #: num_key_value_heads given: its default, None, is a TypeError in NemotronAttention, refused).
 DEFAULTS = {"nemotron": dict(num_key_value_heads=8), "vaultgemma": {}, "ministral3": {}, "jais2": {},
-            "hyperclovax": {}, "codegen": {}}
+            "hyperclovax": {}, "codegen": {}, "biogpt": {}}
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -113,8 +125,9 @@ def test_buffers_equal_the_meta_models(name):
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_every_validate_row_is_exact(name, attention):
     """Under sdpa Nemotron's query is a torch.cat (partial rotary), kept contiguous by the kernel
-    (facts sdpa_query_contiguous: 8,640 and 6,912 bytes short without); VaultGemma, as Gemma 2,
-    refuses sdpa (soft caps), so only eager is measured for it."""
+    (facts sdpa_query_contiguous: 8,640 and 6,912 bytes short without); BioGPT's kernel keeps a
+    causal mask on every layer (facts sdpa_mask always: 1,152 bytes short without, for the config
+    without dropout); VaultGemma, as Gemma 2, refuses sdpa (soft caps), so only eager for it."""
     pytest.importorskip("transformers")
     from tests.family_configs import odd_config_rows
 
@@ -202,8 +215,14 @@ REAL = {
         "query_pre_attn_scalar": 256, "sliding_window": 512,
     },
 }
+REAL["biogpt"] = {  # microsoft/biogpt's config.json, as a fine-tune's copy quotes it (4.26.0)
+    "architectures": ["BioGptForCausalLM"], "model_type": "biogpt", "activation_dropout": 0.0,
+    "attention_probs_dropout_prob": 0.1, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+    "hidden_size": 1024, "intermediate_size": 4096, "layerdrop": 0.0,
+    "max_position_embeddings": 1024, "num_attention_heads": 16, "num_hidden_layers": 24,
+    "scale_embedding": True, "vocab_size": 42384, "pad_token_id": 1}
 #: transformers 5.24's counts of REAL (the meta model's numel; equal to ours, tested below).
-EXACT = {"minitron-4b": 4_190_509_056, "vaultgemma-1b": 1_038_741_120}
+EXACT = {"minitron-4b": 4_190_509_056, "vaultgemma-1b": 1_038_741_120, "biogpt": 346_763_264}
 
 
 def _cli_total(fields: dict, tmp_path, capsys) -> int:
@@ -242,6 +261,8 @@ def test_architectures_alone_name_the_model_type(name):
     (dict(CONFIGS["codegen"], rotary_dim=None), "rotary_dim null"),
     (dict(CONFIGS["codegen"], n_embd=54, n_head=6), "by 4 (CodeGen's qkv_proj is split"),
     (dict(CONFIGS["codegen"], activation_function="swish"), "activation_function 'swish'"),
+    (dict(CONFIGS["biogpt"], activation_dropout=0.1), "activation_dropout 0.1 is not modelled"),
+    (dict(CONFIGS["biogpt"], layerdrop=0.2), "layerdrop 0.2 is not modelled"),
     (dict(CONFIGS["jais2"], hidden_act="silu"), "unsupported hidden_act 'silu' for jais2"),
     (dict(CONFIGS["hyperclovax"], logits_scaling=0), "logits_scaling must be a positive number"),
     (dict(CONFIGS["ministral3"], rope_parameters={"rope_type": "default", "rope_theta": 1e4}),

@@ -96,7 +96,20 @@ def _codegen_dict(cfg: ModelConfig) -> dict[str, Any]:
                 tie_word_embeddings=cfg.tie_embeddings, bos_token_id=None, eos_token_id=None)
 
 
+def _biogpt_dict(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(model_type="biogpt", vocab_size=cfg.vocab_size, hidden_size=cfg.d_model,
+                num_hidden_layers=cfg.n_decoder_layers, num_attention_heads=cfg.n_heads,
+                intermediate_size=cfg.d_ff, max_position_embeddings=cfg.max_positions,
+                hidden_act={"gelu_tanh": "gelu_new"}.get(cfg.activation, cfg.activation),
+                scale_embedding=cfg.scale_embeddings, hidden_dropout_prob=cfg.dropout,
+                attention_probs_dropout_prob=(cfg.dropout if cfg.attention_dropout is None
+                                              else cfg.attention_dropout),
+                activation_dropout=0.0, layerdrop=0.0, tie_word_embeddings=cfg.tie_embeddings,
+                pad_token_id=None, bos_token_id=None, eos_token_id=None)
+
+
 #: family -> its config.json.
 DENSE_EXTRA_DICTS = {"nemotron": _nemotron_dict, "vaultgemma": _vaultgemma_dict,
                      "ministral3": _ministral3_dict, "jais2": _jais2_dict,
-                     "hyperclovax": _hyperclovax_dict, "codegen": _codegen_dict}
+                     "hyperclovax": _hyperclovax_dict, "codegen": _codegen_dict,
+                     "biogpt": _biogpt_dict}
