@@ -78,7 +78,7 @@ class ModelConfig:
     # The attention scores' multiplier: None is 1/sqrt(d_head); 1.0 means no multiply at all (T5
     # folds the scale into its initialisation).
     attention_scale: float | None = None
-    scale_lm_head_input: bool = False  # the decoder output times d**-0.5 before the head (T5)
+    scale_lm_head_input: bool = False  # the decoder output scaled before the head (T5: d**-0.5; MiniCPM3)
     # Attend to at most this many previous tokens (Mistral v0.1, Phi-3, Gemma 2's local layers) in
     # window_layers of the decoder layers (None: all). Eager attention still computes every score
     # and masks; the KV cache of a windowed layer is what Hugging Face's holds

@@ -3,10 +3,11 @@
 LayerNorm1P), VaultGemma (Gemma 2 without the norms after the sublayers), Ministral 3
 (Mistral's layers with a per-position query scale after RoPE), Jais 2 (Llama's attention,
 Nemotron's MLP, LayerNorms), HyperCLOVA X (Granite with post-sublayer norms), CodeGen (GPT-J's
-layers with a fused Q/K/V projection without a bias) and BioGPT (OPT's pre-norm layers with
-scaled embeddings). Each reads Llama's
-(or Gemma 2's) fields through costmodel/hf.py's Llama reader, which hf.py passes in, and changes
-what its own code does otherwise. costmodel/hf.py dispatches on model_type. Defaults are those of
+layers with a fused Q/K/V projection without a bias), BioGPT (OPT's pre-norm layers with
+scaled embeddings) and MiniCPM3 (DeepSeek-V2's latent attention in dense layers, multipliers).
+The Llama-like ones read their fields through costmodel/hf.py's Llama reader (Gemma 2's,
+Mistral's, Granite's, DeepSeek-V2's rules), which hf.py passes in, and change what their own
+code does otherwise. costmodel/hf.py dispatches on model_type. Defaults are those of
 transformers 5.24's configuration classes."""
 
 from __future__ import annotations
@@ -212,10 +213,53 @@ def _biogpt(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     )
 
 
+def _minicpm3(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """MiniCPM3 (MiniCPM3ForCausalLM): DeepSeek-V2's latent attention (q through q_lora_rank, 768
+    by default; keys and values from a kv_lora_rank latent, 256, and a qk_rope_head_dim RoPE key,
+    32; query/key heads qk_nope_head_dim + qk_rope_head_dim wide, values v_head_dim, hidden /
+    heads by default) in Llama's layers with a SwiGLU MLP in every layer, the embeddings times
+    scale_emb (12; a one-element buffer), each sublayer's output times scale_depth / sqrt(layers)
+    (1.4) before its residual add, and the final hidden states divided by hidden_size /
+    dim_model_base (256) before the tied head (ModelConfig.scale_lm_head_input). A
+    num_key_value_heads other than num_attention_heads (its eager attention cannot run it) is
+    refused."""
+    layers = f.get("num_hidden_layers", 62)
+    check_int(f.source, "num_hidden_layers", layers, maximum=MAX_LAYERS)
+    d_model, n_heads = f.get("hidden_size", 2560), f.get("num_attention_heads", 40, minimum=1)
+    depth = f.nullable("scale_depth", 1.4, float)
+    base = f.nullable("dim_model_base", 256)  # null: hidden_size (a divide by 1.0, still run)
+    scale_emb = f.get("scale_emb", 12, float)
+    for key, value in (("scale_depth", depth), ("scale_emb", scale_emb), ("dim_model_base", base)):
+        if value is not None and not 0 < value < float("inf"):
+            raise ConfigError(f"{f.source}: {key} must be a positive number or null, got {show(value)}.")
+    kv_heads = f.get("num_key_value_heads", 40)
+    if kv_heads != n_heads:
+        raise ConfigError(f"{f.source}: num_key_value_heads ({kv_heads}, 40 by default) differs from "
+                          f"num_attention_heads ({n_heads}), which transformers 5.24's MiniCPM3 "
+                          "eager attention cannot run (it repeats the keys, already expanded to "
+                          "every head, num_attention_heads // num_key_value_heads times).")
+    data = dict(f.data, first_k_dense_replace=layers, num_hidden_layers=layers, hidden_size=d_model,
+                num_attention_heads=n_heads,
+                kv_lora_rank=f.get("kv_lora_rank", 256),
+                q_lora_rank=f.nullable("q_lora_rank", 768),
+                qk_nope_head_dim=f.get("qk_nope_head_dim", 64),
+                qk_rope_head_dim=f.get("qk_rope_head_dim", 32),
+                v_head_dim=f.get("v_head_dim", None) or d_model // n_heads)
+    defaults = dict(vocab_size=73448, intermediate_size=6400)
+    data.update({key: value for key, value in defaults.items() if data.get(key) is None})
+    cfg = llama.read(Fields(data, f.source), name, "deepseek_v2",
+                     dict(max_position_embeddings=32768, hidden_act="silu", tie_word_embeddings=True,
+                          num_key_value_heads=n_heads))
+    residual = (layers ** 0.5 if depth is None else depth) / layers ** 0.5
+    return cfg.replace(family="minicpm3", embedding_multiplier=float(scale_emb),
+                       residual_multiplier=residual, scale_lm_head_input=True)
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 DENSE_EXTRA_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "nemotron": _nemotron, "vaultgemma": _vaultgemma, "ministral3": _ministral3, "jais2": _jais2,
     "hyperclovax": _hyperclovax, "codegen": _codegen, "biogpt": _biogpt,
+    "minicpm3": _minicpm3,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
@@ -223,7 +267,7 @@ DENSE_EXTRA_ARCHITECTURES: dict[str, str] = {
     "NemotronForCausalLM": "nemotron", "VaultGemmaForCausalLM": "vaultgemma",
     "Ministral3ForCausalLM": "ministral3", "Jais2ForCausalLM": "jais2",
     "HyperCLOVAXForCausalLM": "hyperclovax", "CodeGenForCausalLM": "codegen",
-    "BioGptForCausalLM": "biogpt",
+    "BioGptForCausalLM": "biogpt", "MiniCPM3ForCausalLM": "minicpm3",
 }
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).

@@ -1,5 +1,5 @@
 """The dense families of costmodel/hf_dense_extra.py (nemotron, vaultgemma, ministral3, jais2,
-hyperclovax, codegen, biogpt): parameters and
+hyperclovax, codegen, biogpt, minicpm3): parameters and
 buffers equal to the class transformers 5.24 builds on the meta device (odd configs, each
 configuration class's defaults and released configs), every `validate` row exact on the odd
 configs under eager and sdpa (slow), cached decode steps' FLOPs equal to the decode tree (slow),
@@ -82,12 +82,28 @@ CONFIGS = {
                             attention_probs_dropout_prob=0.0, hidden_act="relu",
                             tie_word_embeddings=False, pad_token_id=None, bos_token_id=None,
                             eos_token_id=None),
+    # MiniCPM3: DeepSeek-V2's latent attention (q and kv LoRA, a 4-wide RoPE key) in dense Llama
+    # layers, embeddings times 12, residuals times 1.4 / sqrt(3), the head's input divided by
+    # 48 / 16; then q_proj without LoRA and every multiplier null (defaults: no-op scales, still
+    # run). scale_emb a float here: an integer makes an int64 buffer (test below).
+    "minicpm3": dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_size=37,
+                     num_hidden_layers=3, max_position_embeddings=64, model_type="minicpm3",
+                     num_key_value_heads=6, q_lora_rank=20, kv_lora_rank=12, qk_nope_head_dim=6, qk_rope_head_dim=4,
+                     v_head_dim=7, scale_emb=12.0, scale_depth=1.4, dim_model_base=16,
+                     pad_token_id=None, bos_token_id=None, eos_token_id=None),
+    "minicpm3-no-q-lora": dict(vocab_size=99, hidden_size=48, num_attention_heads=4,
+                               intermediate_size=37, num_hidden_layers=2, max_position_embeddings=64,
+                               model_type="minicpm3", num_key_value_heads=4, q_lora_rank=None,
+                               kv_lora_rank=10,
+                               qk_nope_head_dim=8, qk_rope_head_dim=6, scale_emb=1.5,
+                               scale_depth=None, dim_model_base=None, tie_word_embeddings=False,
+                               pad_token_id=None, bos_token_id=None, eos_token_id=None),
 }
 
 #: Model types whose configuration class's defaults are counted too (NemotronConfig's with
 #: num_key_value_heads given: its default, None, is a TypeError in NemotronAttention, refused).
 DEFAULTS = {"nemotron": dict(num_key_value_heads=8), "vaultgemma": {}, "ministral3": {}, "jais2": {},
-            "hyperclovax": {}, "codegen": {}, "biogpt": {}}
+            "hyperclovax": {}, "codegen": {}, "biogpt": {}, "minicpm3": {}}
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -133,6 +149,8 @@ def test_every_validate_row_is_exact(name, attention):
 
     if attention == "sdpa" and name.startswith("vaultgemma"):
         pytest.skip("VaultGemmaPreTrainedModel._supports_sdpa is False (facts sdpa_supported)")
+    if attention == "sdpa" and name.startswith("minicpm3"):
+        pytest.skip("latent attention under sdpa is not exact (DeepSeek-V3's tree: validate/FINDINGS.md)")
     rows = odd_config_rows(CONFIGS[name], name, attention)
     assert {"parameters", "forward matmul FLOPs", "backward matmul FLOPs", "bytes saved for backward",
             "KV-cache bytes"} <= {row.quantity for row in rows}
@@ -165,6 +183,26 @@ def test_hyperclovax_multiplies_the_logits_where_granite_divides():
     cfg = from_hf_config(CONFIGS["hyperclovax"], name="hyperclovax")
     assert (cfg.logits_scaling, cfg.attention_scale, cfg.post_sublayer_norm) == (8.0, 10 ** -0.5, True)
     assert (cfg.embedding_multiplier, cfg.residual_multiplier) == (2.5, 0.25)
+
+
+def test_minicpm3_integer_scale_emb_is_an_int64_buffer():
+    """MiniCPM3ScaledWordEmbedding holds torch.tensor(scale_emb): an int64 buffer for an integer
+    (MiniCPM3Config's default 12, and MiniCPM3-4B's), which the tree counts as one value of the
+    model dtype (facts embed_scale_buffer): 6 bytes short in bf16, not modelled."""
+    pytest.importorskip("transformers")
+    ours, hf = buffer_bytes_both(dict(CONFIGS["minicpm3"], scale_emb=12), "minicpm3-int")
+    assert hf - ours == 8 - 2
+
+
+def test_minicpm3_multipliers():
+    from costmodel.hf import from_hf_config
+
+    cfg = from_hf_config(CONFIGS["minicpm3"], name="minicpm3")
+    assert (cfg.family, cfg.kv_lora_rank, cfg.q_lora_rank, cfg.d_head, cfg.rotary_dim, cfg.v_head_dim) \
+        == ("minicpm3", 12, 20, 10, 4, 7)
+    assert (cfg.embedding_multiplier, cfg.residual_multiplier, cfg.scale_lm_head_input) \
+        == (12.0, 1.4 / 3 ** 0.5, True)
+    assert cfg.n_experts == 0 and cfg.tie_embeddings
 
 
 def test_ministral3_query_scale_keeps_its_scales():
@@ -263,6 +301,10 @@ def test_architectures_alone_name_the_model_type(name):
     (dict(CONFIGS["codegen"], activation_function="swish"), "activation_function 'swish'"),
     (dict(CONFIGS["biogpt"], activation_dropout=0.1), "activation_dropout 0.1 is not modelled"),
     (dict(CONFIGS["biogpt"], layerdrop=0.2), "layerdrop 0.2 is not modelled"),
+    (dict(CONFIGS["minicpm3"], scale_depth=-1.0), "scale_depth must be a positive number"),
+    (dict(CONFIGS["minicpm3"], num_key_value_heads=3), "num_key_value_heads (3, 40 by default)"),
+    ({k: v for k, v in CONFIGS["minicpm3"].items() if k != "num_key_value_heads"},
+     "num_key_value_heads (40, 40 by default) differs"),
     (dict(CONFIGS["jais2"], hidden_act="silu"), "unsupported hidden_act 'silu' for jais2"),
     (dict(CONFIGS["hyperclovax"], logits_scaling=0), "logits_scaling must be a positive number"),
     (dict(CONFIGS["ministral3"], rope_parameters={"rope_type": "default", "rope_theta": 1e4}),

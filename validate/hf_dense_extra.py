@@ -108,8 +108,23 @@ def _biogpt_dict(cfg: ModelConfig) -> dict[str, Any]:
                 pad_token_id=None, bos_token_id=None, eos_token_id=None)
 
 
+def _minicpm3_dict(cfg: ModelConfig) -> dict[str, Any]:
+    """MiniCPM3's config.json: its latent attention and multipliers (scale_depth from the
+    residual multiplier, dim_model_base the hidden size: a divide by 1.0 before the head)."""
+    return dict(model_type="minicpm3", vocab_size=cfg.vocab_size, hidden_size=cfg.d_model,
+                intermediate_size=cfg.d_ff, num_hidden_layers=cfg.n_decoder_layers,
+                num_attention_heads=cfg.n_heads, num_key_value_heads=cfg.n_heads,
+                max_position_embeddings=cfg.max_positions, tie_word_embeddings=cfg.tie_embeddings,
+                attention_dropout=cfg.dropout, hidden_act="silu", attention_bias=cfg.qkv_bias,
+                kv_lora_rank=cfg.kv_lora_rank, q_lora_rank=cfg.q_lora_rank,
+                qk_nope_head_dim=cfg.d_head - cfg.rotary_dim, qk_rope_head_dim=cfg.rotary_dim,
+                v_head_dim=cfg.v_head_dim, scale_emb=cfg.embedding_multiplier,
+                scale_depth=cfg.residual_multiplier * cfg.n_decoder_layers ** 0.5,
+                dim_model_base=cfg.d_model, pad_token_id=None, bos_token_id=None, eos_token_id=None)
+
+
 #: family -> its config.json.
 DENSE_EXTRA_DICTS = {"nemotron": _nemotron_dict, "vaultgemma": _vaultgemma_dict,
                      "ministral3": _ministral3_dict, "jais2": _jais2_dict,
                      "hyperclovax": _hyperclovax_dict, "codegen": _codegen_dict,
-                     "biogpt": _biogpt_dict}
+                     "biogpt": _biogpt_dict, "minicpm3": _minicpm3_dict}
