@@ -255,11 +255,36 @@ def _minicpm3(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
                        residual_multiplier=residual, scale_lm_head_input=True)
 
 
+def _nanochat(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """nanochat (NanoChatForCausalLM): Llama's attention (attention_bias on q, k, v and o) with a
+    weightless fp32 RMSNorm (Llama 4's L2 norm) on each query and key head after RoPE, the same
+    weightless norm before each sublayer, after the embeddings and at the end, an MLP without a
+    gate or biases (fc1 -> relu2 -> fc2), and Gemma 2's final_logit_softcapping (15 by default)
+    on an untied head."""
+    act = f.get("hidden_act", "relu2", str)
+    acts = {"relu2": "relu2", "relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh"}
+    if act not in acts:
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for nanochat.")
+    data = dict(f.data, hidden_act="silu", mlp_bias=False)
+    defaults = dict(vocab_size=50304, hidden_size=768, intermediate_size=8192,
+                    num_attention_heads=6, num_hidden_layers=12)
+    data.update({key: value for key, value in defaults.items() if data.get(key) is None})
+    base = llama.read(Fields(data, f.source), name, "llama",
+                      dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False))
+    cap = f.nullable("final_logit_softcapping", 15.0, float)
+    if cap is not None and not 0 < cap < float("inf"):
+        raise ConfigError(f"{f.source}: final_logit_softcapping must be a positive number or null, "
+                          f"got {show(cap)}.")
+    return base.replace(family="nanochat", activation=acts[act], norm_affine=False,
+                        qk_l2_norm=True, embedding_norm=True,
+                        logit_softcap=None if cap is None else float(cap))
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 DENSE_EXTRA_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "nemotron": _nemotron, "vaultgemma": _vaultgemma, "ministral3": _ministral3, "jais2": _jais2,
     "hyperclovax": _hyperclovax, "codegen": _codegen, "biogpt": _biogpt,
-    "minicpm3": _minicpm3,
+    "minicpm3": _minicpm3, "nanochat": _nanochat,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
@@ -268,6 +293,7 @@ DENSE_EXTRA_ARCHITECTURES: dict[str, str] = {
     "Ministral3ForCausalLM": "ministral3", "Jais2ForCausalLM": "jais2",
     "HyperCLOVAXForCausalLM": "hyperclovax", "CodeGenForCausalLM": "codegen",
     "BioGptForCausalLM": "biogpt", "MiniCPM3ForCausalLM": "minicpm3",
+    "NanoChatForCausalLM": "nanochat",
 }
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).

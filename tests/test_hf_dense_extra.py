@@ -1,5 +1,5 @@
 """The dense families of costmodel/hf_dense_extra.py (nemotron, vaultgemma, ministral3, jais2,
-hyperclovax, codegen, biogpt, minicpm3): parameters and
+hyperclovax, codegen, biogpt, minicpm3, nanochat): parameters and
 buffers equal to the class transformers 5.24 builds on the meta device (odd configs, each
 configuration class's defaults and released configs), every `validate` row exact on the odd
 configs under eager and sdpa (slow), cached decode steps' FLOPs equal to the decode tree (slow),
@@ -98,12 +98,24 @@ CONFIGS = {
                                qk_nope_head_dim=8, qk_rope_head_dim=6, scale_emb=1.5,
                                scale_depth=None, dim_model_base=None, tie_word_embeddings=False,
                                pad_token_id=None, bos_token_id=None, eos_token_id=None),
+    # nanochat: weightless fp32 RMSNorms (after the embeddings, before each sublayer, at the end;
+    # on each query and key head after RoPE), a relu2 MLP without a gate, logits soft-capped at
+    # 15; then q/k/v/o biases, no cap, a tied head.
+    "nanochat": dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_size=37,
+                     num_hidden_layers=3, max_position_embeddings=64, model_type="nanochat",
+                     num_key_value_heads=2, head_dim=10, pad_token_id=None, bos_token_id=None,
+                     eos_token_id=None),
+    "nanochat-tied": dict(vocab_size=99, hidden_size=48, num_attention_heads=4, intermediate_size=37,
+                          num_hidden_layers=2, max_position_embeddings=64, model_type="nanochat",
+                          attention_bias=True, final_logit_softcapping=None,
+                          tie_word_embeddings=True, pad_token_id=None, bos_token_id=None,
+                          eos_token_id=None),
 }
 
 #: Model types whose configuration class's defaults are counted too (NemotronConfig's with
 #: num_key_value_heads given: its default, None, is a TypeError in NemotronAttention, refused).
 DEFAULTS = {"nemotron": dict(num_key_value_heads=8), "vaultgemma": {}, "ministral3": {}, "jais2": {},
-            "hyperclovax": {}, "codegen": {}, "biogpt": {}, "minicpm3": {}}
+            "hyperclovax": {}, "codegen": {}, "biogpt": {}, "minicpm3": {}, "nanochat": {}}
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -203,6 +215,23 @@ def test_minicpm3_multipliers():
     assert (cfg.embedding_multiplier, cfg.residual_multiplier, cfg.scale_lm_head_input) \
         == (12.0, 1.4 / 3 ** 0.5, True)
     assert cfg.n_experts == 0 and cfg.tie_embeddings
+
+
+def test_weightless_rmsnorm_keeps_no_normalised_copy():
+    """An RMSNorm without a weight (nanochat's) keeps its fp32 input copy, rsqrt and output, not
+    the cast normalised tensor a weight would multiply: with it the odd nanochat configs were
+    18,432 and 13,824 bytes over the measurement (8 and 6 norms of 24 x 48 bf16 values)."""
+    import sympy as sp
+
+    from costmodel import symbols as S
+    from costmodel.blocks.norms import norm_saved
+    from costmodel.facts import facts_for
+
+    rows, facts = sp.Symbol("rows"), facts_for("hf", "nanochat")
+    extra = (norm_saved("rmsnorm", rows, S.d, facts)
+             - norm_saved("rmsnorm", rows, S.d, facts, affine=False))
+    assert sp.simplify(extra - S.e * rows * S.d) == 0
+    assert 8 * int(extra.subs({S.e: 2, S.d: 48, rows: 24})) == 18_432
 
 
 def test_ministral3_query_scale_keeps_its_scales():
@@ -305,6 +334,8 @@ def test_architectures_alone_name_the_model_type(name):
     (dict(CONFIGS["minicpm3"], num_key_value_heads=3), "num_key_value_heads (3, 40 by default)"),
     ({k: v for k, v in CONFIGS["minicpm3"].items() if k != "num_key_value_heads"},
      "num_key_value_heads (40, 40 by default) differs"),
+    (dict(CONFIGS["nanochat"], hidden_act="silu"), "unsupported hidden_act 'silu' for nanochat"),
+    (dict(CONFIGS["nanochat"], final_logit_softcapping=-1.0), "final_logit_softcapping must be"),
     (dict(CONFIGS["jais2"], hidden_act="silu"), "unsupported hidden_act 'silu' for jais2"),
     (dict(CONFIGS["hyperclovax"], logits_scaling=0), "logits_scaling must be a positive number"),
     (dict(CONFIGS["ministral3"], rope_parameters={"rope_type": "default", "rope_theta": 1e4}),

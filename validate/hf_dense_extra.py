@@ -123,8 +123,16 @@ def _minicpm3_dict(cfg: ModelConfig) -> dict[str, Any]:
                 dim_model_base=cfg.d_model, pad_token_id=None, bos_token_id=None, eos_token_id=None)
 
 
+def _nanochat_dict(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(_llama_fields(cfg, "nanochat"),
+                hidden_act={"gelu_tanh": "gelu_new"}.get(cfg.activation, cfg.activation),
+                attention_bias=cfg.qkv_bias, final_logit_softcapping=cfg.logit_softcap,
+                pad_token_id=None, bos_token_id=None, eos_token_id=None)
+
+
 #: family -> its config.json.
 DENSE_EXTRA_DICTS = {"nemotron": _nemotron_dict, "vaultgemma": _vaultgemma_dict,
                      "ministral3": _ministral3_dict, "jais2": _jais2_dict,
                      "hyperclovax": _hyperclovax_dict, "codegen": _codegen_dict,
-                     "biogpt": _biogpt_dict, "minicpm3": _minicpm3_dict}
+                     "biogpt": _biogpt_dict, "minicpm3": _minicpm3_dict,
+                     "nanochat": _nanochat_dict}

@@ -17,8 +17,10 @@ from .base import Block, Cost, Profile, make_cost
 
 
 def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: bool = True,
-                output_kept: bool = True, recomputed: bool = False) -> Expr:
-    """Bytes a norm over rows x width keeps for backward (see Norm.saved). A recomputed norm
+                output_kept: bool = True, recomputed: bool = False, affine: bool = True) -> Expr:
+    """Bytes a norm over rows x width keeps for backward (see Norm.saved); an RMSNorm without a
+    weight (affine False: NanoChat's, Llama 4's L2 norm) keeps no normalised tensor for one to
+    multiply, its output being that tensor (cast back). A recomputed norm
     (Profile.recomputes("norms")) keeps only its input, as passed to it, and nothing it computes:
     its statistics and output are rebuilt in backward (Megatron-LM's output-discarding checkpoint,
     CheckpointWithoutOutput, saves the function's inputs only)."""
@@ -39,8 +41,9 @@ def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: boo
         # LayerNorm1P's weight + 1, which aten's layer_norm keeps as its weight
         plus_one = S.e * width if facts.layernorm_weight_plus_one else ZERO
         return (S.e * values if input_kept else ZERO) + 2 * S.e * rows + plus_one + output
+    x_hat = S.e * values if affine else ZERO  # the normalised tensor the weight multiplies
     if facts.norm_dtype == "activation":
-        return (S.e * values if input_kept else ZERO) + S.e * rows + S.e * values + output
+        return (S.e * values if input_kept else ZERO) + S.e * rows + x_hat + output
     size = dtype_bytes(facts.norm_dtype)
     # x.to(float32) is the input itself in an fp32 model (then shared with whoever keeps it), a
     # new fp32 copy otherwise.
@@ -52,7 +55,7 @@ def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: boo
         if facts.rmsnorm_weight_cast_fp32:  # w.to(float32): a new fp32 copy unless w is fp32
             saved += unless_fp32(size * width)
     else:
-        saved += S.e * values  # x_hat cast back, which the weight multiplies
+        saved += x_hat  # x_hat cast back, which the weight multiplies
     if facts.norm_keeps_uncast_input:
         saved += unless_fp32(S.e * values)
     return saved
@@ -101,7 +104,7 @@ class Norm(Block):
         the output.
         """
         return norm_saved(self.kind, self.tokens, self.width, self.profile.facts,
-                          self.input_kept, self.output_kept, self.recomputed)
+                          self.input_kept, self.output_kept, self.recomputed, self.affine)
 
     @property
     def recomputed(self) -> bool:
