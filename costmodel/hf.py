@@ -11,8 +11,9 @@ costmodel/hf_llama_variants.py the Llama-like families whose blocks exist here u
 Hunyuan dense),
 costmodel/hf_classic_more.py StableLM, GPT-BigCode, MPT, GPT-J, GPT-Neo and Cohere 1-2, and
 costmodel/hf_llama4.py Llama 4's language model, costmodel/hf_moe_more.py GLM-4.5 (glm4_moe),
-dots.llm1 (dots1), GLM-4.7-Flash (glm4_moe_lite), Hunyuan-A13B (hunyuan_v1_moe) and MiniMax-M2, all
-through costmodel/hf_fields.py's typed field access.
+dots.llm1 (dots1), GLM-4.7-Flash (glm4_moe_lite), Hunyuan-A13B (hunyuan_v1_moe) and MiniMax-M2,
+costmodel/hf_dense_extra.py Nemotron, VaultGemma, Ministral 3, Jais 2, HyperCLOVA X, CodeGen,
+BioGPT, MiniCPM3 and nanochat, all through costmodel/hf_fields.py's typed field access.
 """
 
 from __future__ import annotations
