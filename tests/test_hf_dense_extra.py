@@ -199,7 +199,7 @@ def test_hyperclovax_multiplies_the_logits_where_granite_divides():
 
 def test_minicpm3_integer_scale_emb_is_an_int64_buffer():
     """MiniCPM3ScaledWordEmbedding holds torch.tensor(scale_emb): an int64 buffer for an integer
-    (MiniCPM3Config's default 12, and MiniCPM3-4B's), which the tree counts as one value of the
+    (MiniCPM3Config's default, 12), which the tree counts as one value of the
     model dtype (facts embed_scale_buffer): 6 bytes short in bf16, not modelled."""
     pytest.importorskip("transformers")
     ours, hf = buffer_bytes_both(dict(CONFIGS["minicpm3"], scale_emb=12), "minicpm3-int")
