@@ -85,7 +85,7 @@ class ModelConfig:
     # (costmodel/blocks/attention.py).
     sliding_window: int | None = None
     window_layers: int | None = None
-    qk_norm: bool = False  # an RMSNorm over each query and key head before RoPE (Qwen3)
+    qk_norm: bool = False  # a norm (`norm`'s kind) over each query and key head before RoPE (Qwen3)
     post_sublayer_norm: bool = False  # a norm on each sublayer's output before its residual add (Gemma 2)
     # False: no norm before each sublayer, only post_sublayer_norm's after it (OLMo 2); the
     # sublayer's linears keep its input, the residual stream

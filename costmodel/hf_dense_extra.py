@@ -280,11 +280,49 @@ def _nanochat(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
                         logit_softcap=None if cap is None else float(cap))
 
 
+def _persimmon(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Persimmon (PersimmonForCausalLM; Fuyu's language model): LayerNorms, one fused
+    query_key_value with a bias (heads interleaved q, k, v), a LayerNorm with weight and bias on
+    each query and key head before RoPE (qk_layernorm, True by default), RoPE on
+    partial_rotary_factor (0.5) of each head through a torch.cat, an MLP dense_h_to_4h -> relu2
+    -> dense_4h_to_h with biases, an untied head without a bias. A nonzero hidden_dropout (after
+    each sublayer only) is refused."""
+    n_layers = f.get("num_hidden_layers", 36)
+    check_int(f.source, "num_hidden_layers", n_layers, maximum=MAX_LAYERS)
+    d_model = f.get("hidden_size", 4096)
+    n_heads = f.get("num_attention_heads", 64, minimum=1)
+    if d_model % n_heads:
+        raise ConfigError(f"{f.source}: hidden_size ({d_model}) is not divisible by "
+                          f"num_attention_heads ({n_heads}).")
+    head_dim = d_model // n_heads
+    act = f.get("hidden_act", "relu2", str)
+    acts = {"relu2": "relu2", "relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh"}
+    if act not in acts:
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for persimmon.")
+    if f.get("hidden_dropout", 0.0, float):
+        raise ConfigError(f"{f.source}: hidden_dropout (Persimmon's dropout after each sublayer, "
+                          "none after the embeddings) is not modelled; the released models have 0.")
+    rotary = int(head_dim * rotary_fraction(f, "partial_rotary_factor", 0.5))
+    if rotary < 2 or rotary % 2:
+        raise ConfigError(f"{f.source}: partial_rotary_factor leaves {rotary} rotary dimensions per "
+                          "head; an even number of at least 2 is modelled.")
+    return ModelConfig(
+        name=name, family="persimmon", vocab_size=f.get("vocab_size", 262144), d_model=d_model,
+        n_heads=n_heads, d_ff=f.get("intermediate_size", 16384), n_decoder_layers=n_layers,
+        max_positions=f.get("max_position_embeddings", 16384), position="rope",
+        rotary_dim=None if rotary == head_dim else rotary, norm="layernorm", norm_position="pre",
+        activation=acts[act], qkv_bias=True, out_bias=True, ffn_bias=True, head="lm",
+        tie_embeddings=f.get("tie_word_embeddings", False, bool),
+        qk_norm=f.get("qk_layernorm", True, bool), dropout=0.0,
+        attention_dropout=float(f.get("attention_dropout", 0.0, float)),
+    )
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 DENSE_EXTRA_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "nemotron": _nemotron, "vaultgemma": _vaultgemma, "ministral3": _ministral3, "jais2": _jais2,
     "hyperclovax": _hyperclovax, "codegen": _codegen, "biogpt": _biogpt,
-    "minicpm3": _minicpm3, "nanochat": _nanochat,
+    "minicpm3": _minicpm3, "nanochat": _nanochat, "persimmon": _persimmon,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
@@ -293,7 +331,7 @@ DENSE_EXTRA_ARCHITECTURES: dict[str, str] = {
     "Ministral3ForCausalLM": "ministral3", "Jais2ForCausalLM": "jais2",
     "HyperCLOVAXForCausalLM": "hyperclovax", "CodeGenForCausalLM": "codegen",
     "BioGptForCausalLM": "biogpt", "MiniCPM3ForCausalLM": "minicpm3",
-    "NanoChatForCausalLM": "nanochat",
+    "NanoChatForCausalLM": "nanochat", "PersimmonForCausalLM": "persimmon",
 }
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).

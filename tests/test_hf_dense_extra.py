@@ -1,5 +1,5 @@
 """The dense families of costmodel/hf_dense_extra.py (nemotron, vaultgemma, ministral3, jais2,
-hyperclovax, codegen, biogpt, minicpm3, nanochat): parameters and
+hyperclovax, codegen, biogpt, minicpm3, nanochat, persimmon): parameters and
 buffers equal to the class transformers 5.24 builds on the meta device (odd configs, each
 configuration class's defaults and released configs), every `validate` row exact on the odd
 configs under eager and sdpa (slow), cached decode steps' FLOPs equal to the decode tree (slow),
@@ -110,12 +110,24 @@ CONFIGS = {
                           attention_bias=True, final_logit_softcapping=None,
                           tie_word_embeddings=True, pad_token_id=None, bos_token_id=None,
                           eos_token_id=None),
+    # Persimmon: LayerNorms, a fused biased query_key_value, a LayerNorm with a bias on each query
+    # and key head (they keep their inputs as views of the fused output, values included), RoPE
+    # on half of each head, a relu2 MLP with biases; then no q/k norms, a tied head.
+    "persimmon": dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_size=37,
+                      num_hidden_layers=3, max_position_embeddings=64, model_type="persimmon",
+                      pad_token_id=None, bos_token_id=None, eos_token_id=None),
+    "persimmon-no-qk-norm": dict(vocab_size=99, hidden_size=48, num_attention_heads=4,
+                                 intermediate_size=37, num_hidden_layers=2,
+                                 max_position_embeddings=64, model_type="persimmon",
+                                 qk_layernorm=False, tie_word_embeddings=True, pad_token_id=None,
+                                 bos_token_id=None, eos_token_id=None),
 }
 
 #: Model types whose configuration class's defaults are counted too (NemotronConfig's with
 #: num_key_value_heads given: its default, None, is a TypeError in NemotronAttention, refused).
 DEFAULTS = {"nemotron": dict(num_key_value_heads=8), "vaultgemma": {}, "ministral3": {}, "jais2": {},
-            "hyperclovax": {}, "codegen": {}, "biogpt": {}, "minicpm3": {}, "nanochat": {}}
+            "hyperclovax": {}, "codegen": {}, "biogpt": {}, "minicpm3": {}, "nanochat": {},
+            "persimmon": {}}
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -234,6 +246,27 @@ def test_weightless_rmsnorm_keeps_no_normalised_copy():
     assert 8 * int(extra.subs({S.e: 2, S.d: 48, rows: 24})) == 18_432
 
 
+def test_persimmon_qk_layernorms_keep_the_fused_output():
+    """Persimmon's q_layernorm keeps its input, a (b, n, h, d_h) view of query_key_value's output,
+    whose storage holds q, k and v (b n 3 d); k_layernorm's is the same storage. The per-head
+    LayerNorms also have a bias (2 d_h parameters each). Without the values in that storage the
+    odd config's formula was 6,912 bytes short (2 x 12 x 48 bf16 values a layer, 3 layers)."""
+    from costmodel import estimate
+    from costmodel.hf import from_hf_config
+
+    cfg = from_hf_config(CONFIGS["persimmon"], name="persimmon")
+    plain = from_hf_config(dict(CONFIGS["persimmon"], qk_layernorm=False), name="plain")
+    assert cfg.qk_norm and cfg.norm == "layernorm" and not plain.qk_norm
+
+    def kept(config):
+        return estimate(config, seq_len=12, batch=2, dtype="bf16").to_dict()["memory"]["activations"]
+
+    # per layer: the fused output 2 x 12 x 144, four statistics of 2 x 12 x 6, in bf16
+    assert kept(cfg) - kept(plain) == 3 * (2 * 12 * 144 * 2 + 4 * 2 * 12 * 6 * 2) == 24_192
+    assert _ours(CONFIGS["persimmon"], "p") - _ours(dict(CONFIGS["persimmon"], qk_layernorm=False),
+                                                    "p") == 3 * 4 * 8
+
+
 def test_ministral3_query_scale_keeps_its_scales():
     """The query scale's multiply keeps the scales cast to the activation dtype, one per position
     and layer: 3 layers x 12 positions x 2 bytes at b = 2, n = 12 in bf16, the 72 bytes by which
@@ -336,6 +369,8 @@ def test_architectures_alone_name_the_model_type(name):
      "num_key_value_heads (40, 40 by default) differs"),
     (dict(CONFIGS["nanochat"], hidden_act="silu"), "unsupported hidden_act 'silu' for nanochat"),
     (dict(CONFIGS["nanochat"], final_logit_softcapping=-1.0), "final_logit_softcapping must be"),
+    (dict(CONFIGS["persimmon"], hidden_dropout=0.1), "hidden_dropout"),
+    (dict(CONFIGS["persimmon"], partial_rotary_factor=0.1), "partial_rotary_factor leaves 0"),
     (dict(CONFIGS["jais2"], hidden_act="silu"), "unsupported hidden_act 'silu' for jais2"),
     (dict(CONFIGS["hyperclovax"], logits_scaling=0), "logits_scaling must be a positive number"),
     (dict(CONFIGS["ministral3"], rope_parameters={"rope_type": "default", "rope_theta": 1e4}),

@@ -130,9 +130,20 @@ def _nanochat_dict(cfg: ModelConfig) -> dict[str, Any]:
                 pad_token_id=None, bos_token_id=None, eos_token_id=None)
 
 
+def _persimmon_dict(cfg: ModelConfig) -> dict[str, Any]:
+    return dict(model_type="persimmon", vocab_size=cfg.vocab_size, hidden_size=cfg.d_model,
+                intermediate_size=cfg.d_ff, num_hidden_layers=cfg.n_decoder_layers,
+                num_attention_heads=cfg.n_heads, max_position_embeddings=cfg.max_positions,
+                hidden_act={"gelu_tanh": "gelu_new"}.get(cfg.activation, cfg.activation),
+                partial_rotary_factor=_rotary_factor(cfg), qk_layernorm=cfg.qk_norm,
+                hidden_dropout=0.0, attention_dropout=cfg.attention_dropout or 0.0,
+                tie_word_embeddings=cfg.tie_embeddings, pad_token_id=None, bos_token_id=None,
+                eos_token_id=None)
+
+
 #: family -> its config.json.
 DENSE_EXTRA_DICTS = {"nemotron": _nemotron_dict, "vaultgemma": _vaultgemma_dict,
                      "ministral3": _ministral3_dict, "jais2": _jais2_dict,
                      "hyperclovax": _hyperclovax_dict, "codegen": _codegen_dict,
                      "biogpt": _biogpt_dict, "minicpm3": _minicpm3_dict,
-                     "nanochat": _nanochat_dict}
+                     "nanochat": _nanochat_dict, "persimmon": _persimmon_dict}

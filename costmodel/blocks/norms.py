@@ -124,6 +124,7 @@ class HeadNorms(Block):
     kv_tokens: Expr
     profile: Profile = Profile()
     whole: bool = False
+    kind: str = "rmsnorm"  # "layernorm": Persimmon's, a LayerNorm with a weight and bias per head
     title = "query and key norms"
 
     def cost(self) -> Cost:
@@ -134,13 +135,20 @@ class HeadNorms(Block):
         else:
             norms = ((self.q_tokens * S.h, S.d_h), (self.kv_tokens * S.h_kv, S.d_h))
         values = sp.Add(*(rows * width for rows, width in norms))
+        per_norm = 2 if self.kind == "layernorm" else 1  # a weight, and a LayerNorm's bias
+        tensors = [width for _, width in norms for _ in range(per_norm)]
+        # two norms: Gemma 3's each keep their own fp32 (1 + w)
+        saved = sum(norm_saved(self.kind, rows, width, facts, output_kept=False,
+                               recomputed=recomputed) for rows, width in norms)
+        if facts.fused_qkv and self.kind == "layernorm" and not recomputed:
+            # Persimmon: the LayerNorms keep their inputs as views of the fused q/k/v output,
+            # whose storage holds the values too (measured: NativeLayerNormBackward0's input)
+            saved += S.e * self.kv_tokens * S.h_kv * S.d_h
         return make_cost(
-            tensors=[width for _, width in norms],
-            elements=[("rmsnorm", values)],
-            # two norms: Gemma 3's each keep their own fp32 (1 + w)
-            saved_bytes=sum(norm_saved("rmsnorm", rows, width, facts, output_kept=False,
-                                       recomputed=recomputed) for rows, width in norms),
-            bytes_other=elementwise_bytes(values) + S.e * sp.Add(*(width for _, width in norms)),
+            tensors=tensors,
+            elements=[(self.kind, values)],
+            saved_bytes=saved,
+            bytes_other=elementwise_bytes(values) + S.e * sp.Add(*tensors),
         )
 
 
