@@ -3,8 +3,7 @@ workload.py and re-exported here, as are the choices spec.py defines).
 
 Both are frozen dataclasses validated on construction; an invalid value raises ConfigError with a
 sentence that names the field and what is wrong. Every Transformer family in the seeds is a
-ModelConfig: the original encoder-decoder, GPT-2 and Llama decoders, BERT encoders, T5.
-"""
+ModelConfig: the original encoder-decoder, GPT-2 and Llama decoders, BERT encoders, T5."""
 
 from __future__ import annotations
 
@@ -80,14 +79,14 @@ class ModelConfig:
     # The attention scores' multiplier: None is 1/sqrt(d_head); 1.0 means no multiply at all (T5
     # folds the scale into its initialisation).
     attention_scale: float | None = None
-    scale_lm_head_input: bool = False  # the decoder output times d**-0.5 before the head (T5)
+    scale_lm_head_input: bool = False  # the decoder output scaled before the head (T5: d**-0.5; MiniCPM3)
     # Attend to at most this many previous tokens (Mistral v0.1, Phi-3, Gemma 2's local layers) in
     # window_layers of the decoder layers (None: all). Eager attention still computes every score
     # and masks; the KV cache of a windowed layer is what Hugging Face's holds
     # (costmodel/blocks/attention.py).
     sliding_window: int | None = None
     window_layers: int | None = None
-    qk_norm: bool = False  # an RMSNorm over each query and key head before RoPE (Qwen3)
+    qk_norm: bool = False  # a norm (`norm`'s kind) over each query and key head before RoPE (Qwen3)
     post_sublayer_norm: bool = False  # a norm on each sublayer's output before its residual add (Gemma 2)
     # False: no norm before each sublayer, only post_sublayer_norm's after it (OLMo 2); the
     # sublayer's linears keep its input, the residual stream
@@ -177,6 +176,7 @@ class ModelConfig:
     qk_l2_norm: bool = False
     nope_temperature: bool = False
     chunked_window: bool = False
+    rope_query_scale: bool = False  # Ministral 3: every RoPE layer's queries times a per-position scale
     # Layers of one mixer each, after its own norm with its own residual add (transformers'
     # nemotron_h): layer_pattern names each (layer_pattern.MIXERS: mamba, attention, mlp, moe).
     # A Mamba-2 mixer's heads, head width, state size, B/C groups, conv kernel and scan chunk, its
@@ -281,8 +281,8 @@ class ModelConfig:
         for name in ("expert_groups", "expert_groups_per_token"):
             check_int(owner, name, getattr(self, name), minimum=1)
         for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
-                     "renormalize_top_k", "input_norms", "qk_norm_whole", "attention_sinks",
-                     "norm_affine", "qk_l2_norm", "nope_temperature", "chunked_window", "mtp_repeated_layer"):
+                     "renormalize_top_k", "input_norms", "qk_norm_whole", "attention_sinks", "norm_affine",
+                     "qk_l2_norm", "nope_temperature", "chunked_window", "mtp_repeated_layer", "rope_query_scale"):
             check_bool(owner, name, getattr(self, name))
         if not self.input_norms and (not self.post_sublayer_norm or self.norm_position != "pre"
                                      or self.parallel_attention):
@@ -292,6 +292,7 @@ class ModelConfig:
             raise ConfigError(f"{owner}: qk_norm_whole applies only with qk_norm.")
         for name, needs, ok in (("qk_l2_norm", "RoPE and no qk_norm", self.rope and not self.qk_norm),
                                 ("nope_temperature", "nope_layers", self.nope_layers),
+                                ("rope_query_scale", "RoPE", self.rope),
                                 ("chunked_window", "a sliding_window", self.sliding_window is not None)):
             if getattr(self, name) and not ok:
                 raise ConfigError(f"{owner}: {name} applies only with {needs}.")

@@ -35,6 +35,9 @@ class Facts:
     # the LayerNorm runs on an fp32 copy of its input and casts its output back (OLMo 1):
     # it keeps that copy and its mean and rstd in fp32
     layernorm_fp32: bool = False
+    # the LayerNorm is applied with weight + 1 (Nemotron's LayerNorm1P): that sum, a new d-wide
+    # tensor in the parameters' dtype made each forward, is kept by layer_norm for backward
+    layernorm_weight_plus_one: bool = False
     # the norm multiplies the un-cast input by rsqrt, keeping it beside the fp32 copy
     norm_keeps_uncast_input: bool = False
     # a norm keeps its per-token statistics and normalised tensor for backward (aten's kernels);
@@ -187,7 +190,8 @@ class Facts:
     # the eager attention casts queries and keys to fp32 before Q K^T, which keeps the fp32
     # copies (GPT-J): 4-byte q and k, whatever the activation dtype
     eager_scores_fp32: bool = False
-    # "forward" tables left in fp32 (OLMo 2's rotary module returns them uncast), kept so
+    # "forward" tables left in fp32 (OLMo 2's rotary module returns them uncast), kept so; with
+    # rotary_repeats_per_call, the fp32 sin/cos lookups repeated in fp32 (CodeGen: no cast)
     rotary_tables_fp32: bool = False
     # "forward" tables d_h / 2 wide, one value per rotated pair (gpt-oss's rotary module returns
     # cos and sin of the frequencies without repeating them; its rotation multiplies each half)

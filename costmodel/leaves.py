@@ -264,7 +264,7 @@ class TreeBuilder:
             if cfg.clip_qkv is not None and not cross:
                 projections.append(at.leaf("clip_qkv", B.ClipQKV(q_tokens, kv_tokens)))
             if cfg.qk_norm and not cross:
-                norms = B.HeadNorms(q_tokens, kv_tokens, profile, cfg.qk_norm_whole)
+                norms = B.HeadNorms(q_tokens, kv_tokens, profile, cfg.qk_norm_whole, kind=cfg.norm)
                 projections.append(at.leaf("qk_norm", norms))
         if cfg.rope and rope and not cross:
             width = S.d_r if cfg.partial_rotary else S.d_h
@@ -276,6 +276,8 @@ class TreeBuilder:
                                                                  tables, profile)))
             if cfg.qk_l2_norm:  # Llama 4: after RoPE, on the RoPE layers only
                 projections.append(at.leaf("qk_norm", B.HeadL2Norms(q_tokens, kv_tokens)))
+            if cfg.rope_query_scale:  # Ministral 3: after RoPE, on every RoPE layer
+                projections.append(at.leaf("temperature", B.QueryScale(q_tokens, q_len)))
         if cfg.nope_temperature and not rope and not cross:
             projections.append(at.leaf("temperature", B.AttentionTemperature(q_tokens, q_len)))
         scores = B.AttentionScores(q_len, k_len, **core, position_bias=position_bias,

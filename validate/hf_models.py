@@ -18,6 +18,7 @@ import torch
 from costmodel.config import ModelConfig
 
 from .hf_classic_more import CLASSIC_MORE_DICTS
+from .hf_dense_extra import DENSE_EXTRA_DICTS
 from .hf_llama_variants import LLAMA_VARIANT_DICTS
 from .hf_moe_extra import MOE_EXTRA_DICTS
 from .torch_modes import default_dtype, fake_mode  # noqa: F401 (fake_mode: re-exported)
@@ -32,7 +33,7 @@ DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falc
                  "falcon_rw", "opt", "bloom", "mixtral", "qwen2_moe", "deepseek_v3", "ministral",
                  "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm", "starcoder2", "phi", "granite", "smollm3",
                  "olmo2", "gpt_oss", "llama4_text", "glm4_moe_lite", *LLAMA_VARIANT_FAMILIES,
-                 *CLASSIC_MORE_DICTS, *MOE_EXTRA_FAMILIES)
+                 *CLASSIC_MORE_DICTS, *MOE_EXTRA_FAMILIES, *DENSE_EXTRA_DICTS)
 HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5", *DICT_FAMILIES)
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
@@ -122,7 +123,7 @@ _NEWER_FIELDS = ("qk_norm", "post_sublayer_norm", "attention_softcap", "logit_so
                  "parallel_attention", "parallel_norms", "position_offset", "embedding_dim",
                  "n_experts", "kv_lora_rank", "attention_dropout", "embedding_multiplier",
                  "residual_multiplier", "logits_scaling", "nope_layers", "norm_affine", "clip_qkv",
-                 "qk_l2_norm", "nope_temperature", "chunked_window")
+                 "qk_l2_norm", "nope_temperature", "chunked_window", "rope_query_scale")
 
 
 def _only_llama_fields(cfg: ModelConfig) -> bool:
@@ -475,7 +476,7 @@ _DICTS = {
     "cwm": lambda cfg: _ministral_dict(cfg, "cwm"),
     "starcoder2": _starcoder2_dict, "phi": _phi_dict, "granite": _granite_dict,
     "smollm3": _smollm3_dict, "olmo2": _olmo2_dict, "gpt_oss": _gpt_oss_dict, "llama4_text": _llama4_dict,
-    **CLASSIC_MORE_DICTS,
+    **CLASSIC_MORE_DICTS, **DENSE_EXTRA_DICTS,
 }
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from .attention import (
     KV_SCALE_BYTES, AttentionCore, AttentionOutput, AttentionScores, AttentionTemperature, QKVProjection,
-    RotaryEmbedding,
+    QueryScale, RotaryEmbedding,
     Softmax, WeightedSum, kv_cache_bytes,
 )
 from .base import OTHER_FLOPS_PER_ELEMENT, Block, Cost, LinearOp, Profile, Tensor, linears_cost, quantized_bytes
@@ -60,7 +60,7 @@ __all__ = [
     "ClipQKV", "EmbeddingProjection", "EveryTokenExperts", "Experts", "FeedForward", "HeadL2Norms", "HeadNorms",
     "KeptOutputs", "LMHead", "router_reads_norm_alone",
     "LatentAttention", "LatentProjection", "LayerCheckpoint", "LinearOp", "Mamba2Mixer", "LearnedPositions", "LogitScale", "LogitSoftcap", "Norm", "OptimizerStep", "Pooler",
-    "Profile", "QKVProjection", "RelativePositionBias", "Residual", "RotaryEmbedding", "SublayerInput",
+    "Profile", "QKVProjection", "QueryScale", "RelativePositionBias", "Residual", "RotaryEmbedding", "SublayerInput",
     "RotaryTables", "Router", "KeptCausalMask", "SharedAttentionMask", "SharedExpertGate", "SinusoidalPositions",
     "Softmax", "SumLoss", "Tensor", "TensorRun", "TokenEmbedding", "TokenTypes", "WeightedSum",
     "kv_cache_bytes", "linears_cost", "mamba_state_bytes", "quantized_bytes",

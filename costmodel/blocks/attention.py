@@ -106,8 +106,10 @@ class RotaryEmbedding(Block):
     def cost(self) -> Cost:
         rotated = (self.q_tokens * S.h + self.kv_tokens * self.key_heads) * self.width
         # GPT-J repeats sin and cos for the queries and again for the keys (one row of positions
-        # shared by the batch), and the products keep each: facts.rotary_repeats_per_call.
-        repeats = (2 * S.e * (self.q_tokens + self.kv_tokens) / S.b * self.width
+        # shared by the batch), and the products keep each: facts.rotary_repeats_per_call; in
+        # fp32 where the lookup is not cast (CodeGen, facts.rotary_tables_fp32).
+        size = FP32 if self.profile.facts.rotary_tables_fp32 else S.e
+        repeats = (2 * size * (self.q_tokens + self.kv_tokens) / S.b * self.width
                    if self.profile.facts.rotary_repeats_per_call else ZERO)
         return make_cost(elements=[("rope", rotated)], bytes_other=elementwise_bytes(rotated),
                          saved_bytes=self.tables_kept + repeats)
@@ -130,6 +132,25 @@ class AttentionTemperature(Block):
         values = self.q_tokens * S.h * S.d_h
         return make_cost(elements=[("mul", values + 2 * self.q_len), ("add", 3 * self.q_len)],
                          saved_bytes=FP32 * self.q_len, bytes_other=elementwise_bytes(values))
+
+
+@dataclass(frozen=True)
+class QueryScale(Block):
+    """Ministral 3's per-position query scale on every RoPE layer (rope_parameters'
+    llama_4_scaling_beta): the rotated queries times 1 + beta log(1 + floor(position /
+    original_max_position_embeddings)), computed for q_len positions in fp32 (a divide, floor,
+    +1, log, a multiply by beta, +1: the divide, multiply and adds counted, floor and log kinds
+    of their own, not) and cast to the activation dtype, broadcast over the batch and heads. The
+    multiply keeps the cast scales (not the queries: the scales need no gradient)."""
+
+    q_tokens: Expr
+    q_len: Expr
+    title = "query scale"
+
+    def cost(self) -> Cost:
+        values = self.q_tokens * S.h * S.d_h
+        return make_cost(elements=[("mul", values + 2 * self.q_len), ("add", 2 * self.q_len)],
+                         saved_bytes=S.e * self.q_len, bytes_other=elementwise_bytes(values))
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ class LMHead(Block):
     tokens: Expr
     owns_weight: bool
     bias: bool
-    scaled_input: bool = False  # the decoder output times d**-0.5 first (T5 with a tied head)
+    scaled_input: bool = False  # the decoder output times a constant first (T5 with a tied head: d**-0.5)
     returns_logits: bool = False  # inference: the caller holds the logits
     width: Expr = S.d  # its input's width (OPT-350m's head reads the d_e-wide projection out)
     quantized: bool = False  # its matrix in the weight format (gpt-fast's, torchao's; quantization.py)

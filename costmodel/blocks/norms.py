@@ -17,8 +17,10 @@ from .base import Block, Cost, Profile, make_cost
 
 
 def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: bool = True,
-                output_kept: bool = True, recomputed: bool = False) -> Expr:
-    """Bytes a norm over rows x width keeps for backward (see Norm.saved). A recomputed norm
+                output_kept: bool = True, recomputed: bool = False, affine: bool = True) -> Expr:
+    """Bytes a norm over rows x width keeps for backward (see Norm.saved); an RMSNorm without a
+    weight (affine False: NanoChat's, Llama 4's L2 norm) keeps no normalised tensor for one to
+    multiply, its output being that tensor (cast back). A recomputed norm
     (Profile.recomputes("norms")) keeps only its input, as passed to it, and nothing it computes:
     its statistics and output are rebuilt in backward (Megatron-LM's output-discarding checkpoint,
     CheckpointWithoutOutput, saves the function's inputs only)."""
@@ -36,9 +38,12 @@ def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: boo
     if kind == "layernorm" and facts.layernorm_fp32:  # on x.float(): that copy, fp32 statistics
         return (FP32 * values if input_kept else unless_fp32(FP32 * values)) + 2 * FP32 * rows + output
     if kind == "layernorm":
-        return (S.e * values if input_kept else ZERO) + 2 * S.e * rows + output
+        # LayerNorm1P's weight + 1, which aten's layer_norm keeps as its weight
+        plus_one = S.e * width if facts.layernorm_weight_plus_one else ZERO
+        return (S.e * values if input_kept else ZERO) + 2 * S.e * rows + plus_one + output
+    x_hat = S.e * values if affine else ZERO  # the normalised tensor the weight multiplies
     if facts.norm_dtype == "activation":
-        return (S.e * values if input_kept else ZERO) + S.e * rows + S.e * values + output
+        return (S.e * values if input_kept else ZERO) + S.e * rows + x_hat + output
     size = dtype_bytes(facts.norm_dtype)
     # x.to(float32) is the input itself in an fp32 model (then shared with whoever keeps it), a
     # new fp32 copy otherwise.
@@ -50,7 +55,7 @@ def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: boo
         if facts.rmsnorm_weight_cast_fp32:  # w.to(float32): a new fp32 copy unless w is fp32
             saved += unless_fp32(size * width)
     else:
-        saved += S.e * values  # x_hat cast back, which the weight multiplies
+        saved += x_hat  # x_hat cast back, which the weight multiplies
     if facts.norm_keeps_uncast_input:
         saved += unless_fp32(S.e * values)
     return saved
@@ -93,12 +98,13 @@ class Norm(Block):
         keeps that too; one that multiplies by (1 + weight) in fp32 before casting
         (facts.rmsnorm_weight_fp32, Gemma) keeps the fp32 normalised tensor and the fp32 (1 + w)
         instead of the cast. LayerNorm (aten.native_layer_norm): the input, mean and rstd per
-        token (in the activation dtype on the CPU), the output; Cohere's LayerNorm in Python in
+        token (in the activation dtype on the CPU), the output, and Nemotron's weight + 1
+        (facts.layernorm_weight_plus_one); Cohere's LayerNorm in Python in
         fp32 (facts.layernorm_python_fp32) keeps two copies of x - mean, x_hat and rsqrt in fp32 and
         the output.
         """
         return norm_saved(self.kind, self.tokens, self.width, self.profile.facts,
-                          self.input_kept, self.output_kept, self.recomputed)
+                          self.input_kept, self.output_kept, self.recomputed, self.affine)
 
     @property
     def recomputed(self) -> bool:
@@ -118,6 +124,7 @@ class HeadNorms(Block):
     kv_tokens: Expr
     profile: Profile = Profile()
     whole: bool = False
+    kind: str = "rmsnorm"  # "layernorm": Persimmon's, a LayerNorm with a weight and bias per head
     title = "query and key norms"
 
     def cost(self) -> Cost:
@@ -128,13 +135,20 @@ class HeadNorms(Block):
         else:
             norms = ((self.q_tokens * S.h, S.d_h), (self.kv_tokens * S.h_kv, S.d_h))
         values = sp.Add(*(rows * width for rows, width in norms))
+        per_norm = 2 if self.kind == "layernorm" else 1  # a weight, and a LayerNorm's bias
+        tensors = [width for _, width in norms for _ in range(per_norm)]
+        # two norms: Gemma 3's each keep their own fp32 (1 + w)
+        saved = sum(norm_saved(self.kind, rows, width, facts, output_kept=False,
+                               recomputed=recomputed) for rows, width in norms)
+        if facts.fused_qkv and self.kind == "layernorm" and not recomputed:
+            # Persimmon: the LayerNorms keep their inputs as views of the fused q/k/v output,
+            # whose storage holds the values too (measured: NativeLayerNormBackward0's input)
+            saved += S.e * self.kv_tokens * S.h_kv * S.d_h
         return make_cost(
-            tensors=[width for _, width in norms],
-            elements=[("rmsnorm", values)],
-            # two norms: Gemma 3's each keep their own fp32 (1 + w)
-            saved_bytes=sum(norm_saved("rmsnorm", rows, width, facts, output_kept=False,
-                                       recomputed=recomputed) for rows, width in norms),
-            bytes_other=elementwise_bytes(values) + S.e * sp.Add(*(width for _, width in norms)),
+            tensors=tensors,
+            elements=[(self.kind, values)],
+            saved_bytes=saved,
+            bytes_other=elementwise_bytes(values) + S.e * sp.Add(*tensors),
         )
 
 
