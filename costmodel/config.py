@@ -19,24 +19,13 @@ from .errors import check_bool, check_choice, check_int, require_decoder  # noqa
 from .spec import (ATTENTIONS, CANONICAL_DTYPE, DTYPE_BYTES, DTYPES, IMPLEMENTATIONS,  # noqa: F401
                    KV_CACHES, OPTIMIZERS, PRECISIONS, RECOMPUTES)
 from .workload import NOT_IN_REFERENCE, Workload, reference_unsupported  # noqa: F401
+# The architecture choices a ModelConfig field takes (model_choices.py), re-exported.
+from .model_choices import (ACTIVATIONS, GATED_ACTIVATIONS, HEADS, NORM_POSITIONS, NORMS,  # noqa: F401
+                            POSITIONS, ROUTERS)
 
 #: The ModelConfig fields a layer_pattern must agree with.
 _PATTERN_COUNTS = ("n_decoder_layers", "sliding_window", "window_layers", "n_experts", "n_dense_layers",
                    "nope_layers")
-POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "relative", "none")
-NORMS = ("layernorm", "rmsnorm")
-NORM_POSITIONS = ("pre", "post")
-#: relu2: squared ReLU, relu(x)^2 (So et al. 2021, "Primer"; Nemotron-4), run as relu then a square.
-#: xielu: xIELU (Huang et al. 2024, arXiv 2411.13010; Apertus), two trainable scalars per FFN,
-#: run as transformers' Python version (a dozen pointwise ops).
-ACTIVATIONS = ("relu", "relu2", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh", "xielu")
-GATED_ACTIVATIONS = ("swiglu", "geglu", "geglu_tanh")
-HEADS = ("lm", "pooler", "none")
-#: softmax: an fp32 softmax over the E logits, then the top k (Mixtral, Qwen2-MoE); sigmoid: DeepSeek-V3's;
-#: topk_softmax: the top k of the logits, then a softmax over those k in the activation dtype (gpt-oss's
-#: GptOssTopKRouter); sigmoid_topk: Llama 4's, the top k of the logits then a sigmoid (the others 0);
-#: sparsemixer: PhiMoE's two rounds of a masked softmax over the logits, one expert each (top 2).
-ROUTERS = ("softmax", "sigmoid", "topk_softmax", "sigmoid_topk", "sparsemixer")
 
 
 @dataclass(frozen=True)

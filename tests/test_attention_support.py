@@ -35,8 +35,23 @@ def _hf_class(model_type: str):
 def _families() -> list[str]:
     """Every family a config.json can be read as: the model types that keep their name, and
     Falcon's layouts (the types run as Llama are the llama family)."""
-    kept = [t for t in SUPPORTED_MODEL_TYPES if t not in ("internlm3", "exaone", "iquestcoder")]
+    kept = [t for t in SUPPORTED_MODEL_TYPES if t not in ("internlm3", "exaone", "iquestcoder", *NO_ATTENTION)]
     return [*kept, *FAMILY_OF]
+
+
+#: Classes with no attention module at all, whose _supports_sdpa and _supports_flash_attn are False
+#: for that reason (Mamba2ForCausalLM): the reader builds no attention layer for them to refuse.
+NO_ATTENTION = ("mamba2",)
+
+
+@pytest.mark.parametrize("family", NO_ATTENTION)
+def test_a_class_without_attention_builds_no_attention_layer(family):
+    from costmodel.hf import from_hf_config
+
+    cls = _hf_class(family)
+    assert (cls._supports_sdpa, cls._supports_flash_attn) == (False, False)
+    cfg = from_hf_config({"model_type": family}, family)
+    assert cfg.mixer_layers and cfg.n_mixer_layers("attention") == 0 and cfg.n_decoder_layers == 64
 
 
 @pytest.mark.parametrize("family", _families())
