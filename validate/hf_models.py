@@ -23,10 +23,8 @@ from .hf_llama_variants import LLAMA_VARIANT_DICTS
 from .hf_moe_extra import MOE_EXTRA_DICTS
 from .torch_modes import default_dtype, fake_mode  # noqa: F401 (fake_mode: re-exported)
 
-#: costmodel/hf_llama_variants.py's families (their config.json: validate/hf_llama_variants.py).
-LLAMA_VARIANT_FAMILIES = tuple(LLAMA_VARIANT_DICTS)
-#: costmodel/hf_moe_extra.py's families (their config.json: validate/hf_moe_extra.py).
-MOE_EXTRA_FAMILIES = tuple(MOE_EXTRA_DICTS)
+#: costmodel/hf_llama_variants.py's and hf_moe_extra.py's families (their config.json: validate/'s modules).
+LLAMA_VARIANT_FAMILIES, MOE_EXTRA_FAMILIES = tuple(LLAMA_VARIANT_DICTS), tuple(MOE_EXTRA_DICTS)
 
 #: Families built through a config.json dict (config_dict below) and AutoModelForCausalLM.
 DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falcon_new",
