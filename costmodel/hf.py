@@ -28,6 +28,7 @@ from .hf_classic_more import CLASSIC_MORE_ARCHITECTURES, CLASSIC_MORE_BUILDERS, 
 from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction
 from .hf_gpt_oss import GPT_OSS_ARCHITECTURES, GPT_OSS_BUILDERS, GPT_OSS_NAMES
 from .hf_hybrid import HYBRID_ARCHITECTURES, HYBRID_BUILDERS, HYBRID_NAMES
+from .hf_qwen_next import QWEN_NEXT_ARCHITECTURES, QWEN_NEXT_BUILDERS, QWEN_NEXT_NAMES
 from .hf_nemotron_h import NEMOTRON_H_ARCHITECTURES, NEMOTRON_H_BUILDERS, NEMOTRON_H_NAMES
 from .hf_llama4 import LLAMA4_ARCHITECTURES, LLAMA4_BUILDERS, LLAMA4_NAMES
 from .hf_llama_variants import (LLAMA_VARIANT_ARCHITECTURES, LLAMA_VARIANT_BUILDERS,
@@ -45,7 +46,7 @@ SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3
                          *ROPE_LAYERNORM_BUILDERS, *GPT_OSS_BUILDERS, *NEMOTRON_H_BUILDERS,
                          *LLAMA_VARIANT_BUILDERS, *CLASSIC_MORE_BUILDERS,
                          *LLAMA4_BUILDERS, *MOE_MORE_BUILDERS,
-                         *HYBRID_BUILDERS, *MOE_EXTRA_BUILDERS)
+                         *HYBRID_BUILDERS, *MOE_EXTRA_BUILDERS, *QWEN_NEXT_BUILDERS)
 
 
 #: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
@@ -448,6 +449,7 @@ _BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
                                         **MOE_EXTRA_BUILDERS}.items()},
     **CLASSIC_MORE_BUILDERS,
     **HYBRID_BUILDERS,
+    **QWEN_NEXT_BUILDERS,
 }
 
 
@@ -474,6 +476,7 @@ ARCHITECTURE_TYPES = {
     **MOE_MORE_ARCHITECTURES,
     **HYBRID_ARCHITECTURES,
     **MOE_EXTRA_ARCHITECTURES,
+    **QWEN_NEXT_ARCHITECTURES,
 }
 
 #: The config.json names of ModelConfig's fields, by family (the ones its errors may name).
@@ -495,6 +498,7 @@ HF_FIELD_NAMES: dict[str, dict[str, str]] = {
     **MOE_MORE_NAMES,
     **HYBRID_NAMES,
     **MOE_EXTRA_NAMES,
+    **QWEN_NEXT_NAMES,
 }
 
 

@@ -3,9 +3,8 @@
 A leaf is one block where it runs: its stack (encoder or decoder), its part of the model (the
 embeddings, a repeated layer, a stack's own blocks, the head, the loss), its sublayer inside a
 layer (self_attention, cross_attention, ffn) and its name, and how many times it runs (a layer
-leaf L times). TreeBuilder walks a ModelConfig stack by stack and layer by layer, in the order the
-code registers its parameters, and returns the leaves of one phase; costmodel/tree.py holds them
-as a CostModel and adds the optimizer step.
+leaf L times). TreeBuilder walks a ModelConfig stack by stack and layer by layer, in the order the code
+registers its parameters, and returns one phase's leaves; tree.py holds them and adds the optimizer step.
 """
 
 from __future__ import annotations
@@ -266,6 +265,8 @@ class TreeBuilder:
             if cfg.qk_norm and not cross:
                 norms = B.HeadNorms(q_tokens, kv_tokens, profile, cfg.qk_norm_whole)
                 projections.append(at.leaf("qk_norm", norms))
+            if cfg.attention_output_gate and not cross:  # Qwen3-Next: q_proj's second half
+                projections.append(at.leaf("output_gate", B.AttentionOutputGate(q_tokens, cfg.qkv_bias)))
         if cfg.rope and rope and not cross:
             width = S.d_r if cfg.partial_rotary else S.d_h
             key_heads = ONE if cfg.mla else S.h_kv
@@ -379,7 +380,7 @@ class TreeBuilder:
         if stack != "decoder":
             return [LayerKind(None, layers)]
         if cfg.mixer_layers:  # nemotron_h: one kind per mixer present, in layer_pattern.MIXERS' order
-            counts = {"mamba": S.L_m, "attention": S.L_a, "mlp": S.L_f, "moe": S.L_moe}
+            counts = {"mamba": S.L_m, "attention": S.L_a, "mlp": S.L_f, "moe": S.L_moe, "deltanet": S.L_g}
             return [LayerKind(mixer, count, experts=mixer == "moe", rope=cfg.rope, mixer=mixer)
                     for mixer, count in counts.items() if cfg.n_mixer_layers(mixer)]
         windows = cfg.n_window_layers
@@ -442,8 +443,8 @@ class TreeBuilder:
 
     def mixer_layer(self, layer: _Place, seq: sp.Expr, kind: LayerKind) -> Leaves:
         """A layer of one mixer (ModelConfig.mixer_layers, transformers' NemotronHBlock): its norm,
-        the mixer, the residual add. Attention caches as any decoder layer's; a Mamba-2 mixer
-        holds its conv and scan states whatever the context (blocks/mamba.py)."""
+        the mixer, the residual add. Attention caches as any decoder layer's; a Mamba-2 mixer (or
+        Gated DeltaNet) holds its conv and recurrent states whatever the context."""
         at = dataclasses.replace(layer, sublayer=kind.mixer)
         if kind.mixer in ("mlp", "moe"):
             return self.ffn(at, S.b * seq, kind.experts)
@@ -454,9 +455,10 @@ class TreeBuilder:
             return self.attention(at, seq, seq, cross=False, cached=cached, rope=kind.rope)
         tokens = S.b * seq
         pre, post = self.norms(at, tokens)
-        mixer = B.Mamba2Mixer(self.phase, path=self.profile.facts.mamba_path, bias=self.cfg.mamba_bias,
-                              conv_bias=self.cfg.conv_bias)
-        return [*pre, at.leaf("mamba", mixer), *self.residual(at, tokens, post, "attention_output")]
+        mixer = (B.GatedDeltaNetMixer(self.phase) if kind.mixer == "deltanet"  # Qwen3-Next (blocks/deltanet.py)
+                 else B.Mamba2Mixer(self.phase, path=self.profile.facts.mamba_path, bias=self.cfg.mamba_bias,
+                                    conv_bias=self.cfg.conv_bias))
+        return [*pre, at.leaf(kind.mixer, mixer), *self.residual(at, tokens, post, "attention_output")]
 
     def stack(self, stack: str, seq: sp.Expr, layers: sp.Expr, *, cross_len: sp.Expr | None) -> Leaves:
         """A stack of layers. A decoder caches its n prompt + T generated tokens' keys/values and,
