@@ -32,7 +32,15 @@ VARIANTS = {
                         layer_types=["full_attention", "linear_attention", "linear_attention", "full_attention"]),
     "mha_linear_only": dict(QWEN3_NEXT, num_key_value_heads=4, linear_num_value_heads=2,
                             layer_types=["linear_attention"] * 4),
+    # Qwen3.5 (its four input projections) with experts in every layer, and dense; multimodal RoPE
+    "qwen3_5_moe": dict(QWEN3_NEXT, model_type="qwen3_5_moe_text", intermediate_size=None,
+                        rope_parameters=dict(QWEN3_NEXT["rope_parameters"], mrope_section=[1, 1, 1])),
+    "qwen3_5": dict(QWEN3_NEXT, model_type="qwen3_5_text", num_experts=None, attention_bias=True,
+                    rope_parameters=dict(QWEN3_NEXT["rope_parameters"], mrope_section=[1, 1, 1])),
 }
+for _fields in VARIANTS.values():  # None: the field left out
+    for _key in [k for k, v in _fields.items() if v is None]:
+        del _fields[_key]
 
 
 @pytest.mark.parametrize("name", VARIANTS)
@@ -40,11 +48,35 @@ def test_parameters_equal_the_class(name):
     assert estimated_total(VARIANTS[name], name) == hf_meta_count(VARIANTS[name])
 
 
-def test_class_defaults_exact_integer():
-    """Qwen3NextConfig() on the meta device (transformers 5.24): 48 layers 2048 wide, 512 experts
-    of 512, every fourth layer full attention: 79,674,391,296 parameters."""
-    fields = {"model_type": "qwen3_next"}
-    assert estimated_total(fields, "defaults") == hf_meta_count(fields) == 79_674_391_296
+@pytest.mark.parametrize("model_type,total", [
+    ("qwen3_next", 79_674_391_296),  # 48 layers 2048 wide, 512 experts of 512, top 10
+    ("qwen3_5_moe_text", 34_660_610_688),  # 40 layers 2048 wide, 256 experts of 512
+    ("qwen3_5_text", 8_953_803_264),  # 32 layers 4096 wide, an MLP of 12,288
+])
+def test_class_defaults_exact_integers(model_type, total):
+    """Each configuration class's defaults on the meta device (transformers 5.24), every fourth
+    layer full attention."""
+    fields = {"model_type": model_type}
+    assert estimated_total(fields, "defaults") == hf_meta_count(fields) == total
+
+
+@pytest.mark.parametrize("wrapper,text_type", [("qwen3_5", "qwen3_5_text"), ("qwen3_5_moe", "qwen3_5_moe_text")])
+@pytest.mark.parametrize("tie", [False, True])
+def test_multimodal_configs_read_as_their_language_model(wrapper, text_type, tie):
+    """Qwen3_5ForConditionalGeneration and Qwen3_5MoeForConditionalGeneration on the meta device:
+    every parameter outside the vision tower (model.visual), the head tied by the wrapper's
+    tie_word_embeddings."""
+    import torch
+    import transformers
+
+    text = {k: v for k, v in VARIANTS["qwen3_5_moe" if "moe" in wrapper else "qwen3_5"].items() if k != "model_type"}
+    fields = dict(model_type=wrapper, text_config=dict(text, model_type=text_type), tie_word_embeddings=tie)
+    config = transformers.AutoConfig.for_model(**fields)
+    cls = transformers.Qwen3_5MoeForConditionalGeneration if "moe" in wrapper else transformers.Qwen3_5ForConditionalGeneration
+    with torch.device("meta"):
+        model = cls(config)
+    language = sum(p.numel() for name, p in model.named_parameters() if not name.startswith("model.visual."))
+    assert estimated_total(fields, "wrapped") == language
 
 
 def _forward_flops(fields: dict, b: int, n: int) -> int:
@@ -73,12 +105,12 @@ def test_training_forward_flops(name, b, n):
     assert ours.to_dict()["flops"]["forward"] == _forward_flops(VARIANTS[name], b, n)
 
 
-@pytest.mark.parametrize("name", ["moe", "dense", "biases_tied"])
+@pytest.mark.parametrize("name", ["moe", "dense", "biases_tied", "qwen3_5_moe", "qwen3_5"])
 def test_decode_step_flops(name):
     assert_decode_flops_exact(VARIANTS[name], name)
 
 
-@pytest.mark.parametrize("name", ["moe", "biases_tied", "dense"])  # a cache needs an attention layer
+@pytest.mark.parametrize("name", ["moe", "biases_tied", "dense", "qwen3_5_moe", "qwen3_5"])  # one attention layer at least
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 def test_cache_after_prefill(name, dtype):
     """Keys and values of the attention layers (b h_kv n d_h each), and per Gated DeltaNet layer
