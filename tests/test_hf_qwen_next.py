@@ -199,3 +199,36 @@ def test_architectures_name_the_type():
     named = {k: v for k, v in QWEN3_NEXT.items() if k != "model_type"}
     named["architectures"] = ["Qwen3NextForCausalLM"]
     assert from_hf_config(named, name="x").family == "qwen3_next"
+
+
+def test_tensor_parallelism_and_engine_caches_are_refused():
+    """No tensor-parallel split of the mixer is modelled (layout/spec.py says so for tp > 1, and
+    tp 1 stays open), nor an engine's per-sequence state slots (serving/kvcache.py)."""
+    from costmodel.hf import from_hf_config
+    from costmodel.layout.spec import tensor_split_error
+    from costmodel.serving.kvcache import check_engine_cache
+
+    cfg = from_hf_config(dict(QWEN3_NEXT), name="q")
+    assert "Gated DeltaNet" in tensor_split_error(cfg, 2, inference=True)
+    assert tensor_split_error(cfg, 1, inference=False) is None
+    with pytest.raises(ConfigError, match="Gated DeltaNet states per sequence"):
+        check_engine_cache(cfg)
+
+
+def test_the_tree_has_the_mixer_and_the_gate():
+    """The decode tree of the odd model: three Gated DeltaNet layers and one gated attention layer
+    (layer_types' default rule, full attention every fourth layer), its cache 2 x 2 x 12 bytes per
+    key beside the states: conv (2 x 10 x 2 + 6 x 14) x 3 x e, recurrent 4 x 6 x 10 x 14."""
+    from costmodel.config import Workload
+    from costmodel.evaluate import exact, values
+    from costmodel.hf import from_hf_config
+    from costmodel.tree import CostModel, profile_for
+
+    cfg = from_hf_config(dict(QWEN3_NEXT), name="q")
+    assert cfg.layer_pattern[::2] == ("deltanet", "deltanet", "deltanet", "attention")
+    tree = CostModel(cfg, profile_for(cfg), phase="decode")
+    subs = values(cfg, Workload(seq_len=5, batch=1, dtype="bf16"))
+    subs[next(s for s in subs if s.name == "c")] = 6
+    states = 3 * ((2 * 10 * 2 + 6 * 14) * 3 * 2 + 4 * 6 * 10 * 14)
+    keys = 2 * 2 * 12 * 2 * 6  # k and v, 2 KV heads of 12, bf16, 6 cached tokens
+    assert exact(tree.total("kv_cache_bytes"), subs) == states + keys
