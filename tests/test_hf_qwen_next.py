@@ -232,3 +232,17 @@ def test_the_tree_has_the_mixer_and_the_gate():
     states = 3 * ((2 * 10 * 2 + 6 * 14) * 3 * 2 + 4 * 6 * 10 * 14)
     keys = 2 * 2 * 12 * 2 * 6  # k and v, 2 KV heads of 12, bf16, 6 cached tokens
     assert exact(tree.total("kv_cache_bytes"), subs) == states + keys
+
+
+def test_model_config_checks_the_deltanet_sizes():
+    """A ModelConfig (a --model JSON file, say) gives the Gated DeltaNet sizes with a "deltanet"
+    layer only, all of them, and value heads the key heads divide."""
+    from costmodel.hf import from_hf_config
+
+    cfg = from_hf_config(dict(QWEN3_NEXT), name="q")
+    with pytest.raises(ConfigError, match="deltanet_k_heads applies only with mixer_layers and a deltanet layer"):
+        cfg.replace(layer_pattern=tuple(k.replace("deltanet", "attention") for k in cfg.layer_pattern))
+    with pytest.raises(ConfigError, match="deltanet_v_dim"):
+        cfg.replace(deltanet_v_dim=None)
+    with pytest.raises(ConfigError, match="deltanet_v_heads \\(5\\) is not divisible by deltanet_k_heads \\(2\\)"):
+        cfg.replace(deltanet_v_heads=5)
