@@ -179,11 +179,17 @@ class ModelConfig:
     chunk_size: int | None = None
     mamba_bias: bool = False
     conv_bias: bool = True
+    # Gated DeltaNet key/value heads and widths (conv_kernel, chunk_size too; blocks/deltanet.py);
+    # attention_output_gate: q_proj doubled, a sigmoid gate on the output (Qwen3NextAttention).
+    deltanet_k_heads: int | None = None
+    deltanet_v_heads: int | None = None
+    deltanet_k_dim: int | None = None
+    deltanet_v_dim: int | None = None
+    attention_output_gate: bool = False
     family: str = "custom"  # whose code runs it (the facts table's key): llama, gpt2, bert, t5...
     # The kind of each decoder layer, in order, where the layers differ: "sliding" or "full"
     # (windows on some layers), "dense" or "moe" (experts in some layers), "rope" or "nope" (RoPE
-    # on some layers); None where every layer
-    # is alike. costmodel/hf.py reads it from the config.json, which says which layers they are;
+    # on some layers); None where every layer is alike. costmodel/hf.py reads it from the config.json;
     # left out, it follows from the counts: the first n_dense_layers dense (DeepSeek-V3), every
     # other layer from layer 0 sliding when half of them slide (Gemma 2), else the last ones.
     # Pipeline stages (layout/rank.py) and the inverse mapping (validate/hf_models.py) read it.
@@ -210,16 +216,11 @@ class ModelConfig:
             derived.add("n_kv_heads")
         check_int(owner, "n_kv_heads", self.n_kv_heads)
         if self.n_heads % self.n_kv_heads:
-            raise ConfigError(
-                f"{owner}: n_heads ({self.n_heads}) is not divisible by n_kv_heads "
-                f"({self.n_kv_heads})."
-            )
+            raise ConfigError(f"{owner}: n_heads ({self.n_heads}) is not divisible by n_kv_heads ({self.n_kv_heads}).")
         if self.d_head is None:
             if self.d_model % self.n_heads:
-                raise ConfigError(
-                    f"{owner}: d_model ({self.d_model}) is not divisible by n_heads "
-                    f"({self.n_heads}) and no head dimension is given."
-                )
+                raise ConfigError(f"{owner}: d_model ({self.d_model}) is not divisible by n_heads "
+                                  f"({self.n_heads}) and no head dimension is given.")
             object.__setattr__(self, "d_head", self.d_model // self.n_heads)
             derived.add("d_head")
         object.__setattr__(self, "_derived", frozenset(derived))
@@ -230,18 +231,16 @@ class ModelConfig:
         check_choice(owner, "norm_position", self.norm_position, NORM_POSITIONS)
         check_choice(owner, "activation", self.activation, ACTIVATIONS)
         check_choice(owner, "head", self.head, HEADS)
-        for name in (
-            "embedding_norm", "norm_bias", "qkv_bias", "out_bias", "ffn_bias", "lm_head_bias",
-            "tie_embeddings", "share_embeddings", "scale_embeddings", "scale_lm_head_input",
-        ):
+        for name in ("embedding_norm", "norm_bias", "qkv_bias", "out_bias", "ffn_bias", "lm_head_bias",
+                     "tie_embeddings", "share_embeddings", "scale_embeddings", "scale_lm_head_input",
+                     "attention_output_gate"):
             check_bool(owner, name, getattr(self, name))
         if self.attention_scale is not None and (
             isinstance(self.attention_scale, bool) or not isinstance(self.attention_scale, (int, float))
             or not 0 < self.attention_scale < float("inf")
         ):
-            raise ConfigError(
-                f"{owner}: attention_scale must be a positive number or null, got {show(self.attention_scale)}."
-            )
+            raise ConfigError(f"{owner}: attention_scale must be a positive number or null, "
+                              f"got {show(self.attention_scale)}.")
         self._check_newer_fields(owner)
         object.__setattr__(self, "checkpoint_weights", check_stored(owner, self.checkpoint_weights))
         if not isinstance(self.family, str) or not self.family:
@@ -286,8 +285,7 @@ class ModelConfig:
             if getattr(self, name) and not ok:
                 raise ConfigError(f"{owner}: {name} applies only with {needs}.")
         if self.clip_qkv is not None and (self.kv_lora_rank is not None or self.n_encoder_layers):
-            raise ConfigError(f"{owner}: clip_qkv is modelled for decoder-only models with q, k and v "
-                              "projections.")
+            raise ConfigError(f"{owner}: clip_qkv is modelled for decoder-only models with q, k and v projections.")
         for name in ("attention_softcap", "logit_softcap", "embedding_multiplier",
                      "residual_multiplier", "logits_scaling", "clip_qkv"):
             cap = getattr(self, name)
@@ -517,14 +515,14 @@ class ModelConfig:
             "w": self.sliding_window or 1, "L_w": max(self.n_window_layers, 1),
             "E": max(self.n_experts, 1), "k": max(self.top_k, 1), "d_x": self.d_expert,
             "d_s": max(self.d_shared, 1), "d_l": self.d_latent or 1, "L_moe": max(self.n_moe_layers, 1),
-            "L_np": max(self.nope_layers, 1),
-            "r_q": self.q_lora_rank or 1, "r_kv": self.kv_lora_rank or 1,
+            "L_np": max(self.nope_layers, 1), "r_q": self.q_lora_rank or 1, "r_kv": self.kv_lora_rank or 1,
             "d_v": self.v_head_dim or self.d_head,
             **{symbol: max(self.n_mixer_layers(mixer), 1) for symbol, mixer in
-               (("L_m", "mamba"), ("L_a", "attention"), ("L_f", "mlp"))},
+               (("L_m", "mamba"), ("L_a", "attention"), ("L_f", "mlp"), ("L_g", "deltanet"))},
             **{symbol: getattr(self, name) or 1 for symbol, name in
                (("H_m", "mamba_heads"), ("P_m", "mamba_head_dim"), ("N_m", "ssm_state"),
-                ("G_m", "mamba_groups"), ("K_m", "conv_kernel"), ("Q_m", "chunk_size"))},
+                ("G_m", "mamba_groups"), ("K_m", "conv_kernel"), ("Q_m", "chunk_size"), ("H_gk", "deltanet_k_heads"),
+                ("H_gv", "deltanet_v_heads"), ("P_gk", "deltanet_k_dim"), ("P_gv", "deltanet_v_dim"))},
         }
 
     #: Fields that only give a dimension symbol its value (see dimensions()); every other field
@@ -534,7 +532,8 @@ class ModelConfig:
                         "sliding_window", "window_layers", "n_experts", "top_k", "d_expert",
                         "d_shared", "d_latent", "n_dense_layers", "kv_lora_rank", "q_lora_rank", "v_head_dim",
                         "nope_layers", "layer_pattern", "mamba_heads", "mamba_head_dim", "ssm_state",
-                        "mamba_groups", "conv_kernel", "chunk_size")
+                        "mamba_groups", "conv_kernel", "chunk_size", "deltanet_k_heads", "deltanet_v_heads",
+                        "deltanet_k_dim", "deltanet_v_dim")
 
     def structure(self) -> dict[str, Any]:
         """What the cost tree's expressions depend on besides the dimensions' values: every
@@ -554,7 +553,7 @@ class ModelConfig:
             "latent_experts": self.d_latent is not None,
             "value_width_differs": self.mla and self.v_head_dim != self.d_head,  # kernels._sdpa: math
             "mla": self.mla, "q_lora": self.q_lora_rank is not None, "nope": self.nope_layers > 0,
-            "mixers": tuple(m for m in ("mamba", "attention", "mlp", "moe") if self.n_mixer_layers(m)),
+            "mixers": tuple(m for m in ("mamba", "attention", "mlp", "moe", "deltanet") if self.n_mixer_layers(m)),
         }
         return data
 

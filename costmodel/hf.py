@@ -30,6 +30,7 @@ from .hf_dense_extra import DENSE_EXTRA_ARCHITECTURES, DENSE_EXTRA_BUILDERS, DEN
 from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction
 from .hf_gpt_oss import GPT_OSS_ARCHITECTURES, GPT_OSS_BUILDERS, GPT_OSS_NAMES
 from .hf_hybrid import HYBRID_ARCHITECTURES, HYBRID_BUILDERS, HYBRID_NAMES
+from .hf_qwen_next import QWEN_NEXT_ARCHITECTURES, QWEN_NEXT_BUILDERS, QWEN_NEXT_NAMES
 from .hf_nemotron_h import NEMOTRON_H_ARCHITECTURES, NEMOTRON_H_BUILDERS, NEMOTRON_H_NAMES
 from .hf_llama4 import LLAMA4_ARCHITECTURES, LLAMA4_BUILDERS, LLAMA4_NAMES
 from .hf_llama_variants import (LLAMA_VARIANT_ARCHITECTURES, LLAMA_VARIANT_BUILDERS,
@@ -47,7 +48,8 @@ SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3
                          *ROPE_LAYERNORM_BUILDERS, *GPT_OSS_BUILDERS, *NEMOTRON_H_BUILDERS,
                          *LLAMA_VARIANT_BUILDERS, *CLASSIC_MORE_BUILDERS,
                          *LLAMA4_BUILDERS, *MOE_MORE_BUILDERS,
-                         *HYBRID_BUILDERS, *MOE_EXTRA_BUILDERS, *DENSE_EXTRA_BUILDERS)
+                         *HYBRID_BUILDERS, *MOE_EXTRA_BUILDERS, *DENSE_EXTRA_BUILDERS,
+                         *QWEN_NEXT_BUILDERS)
 
 
 #: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
@@ -450,6 +452,7 @@ _BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
                                         **MOE_EXTRA_BUILDERS, **DENSE_EXTRA_BUILDERS}.items()},
     **CLASSIC_MORE_BUILDERS,
     **HYBRID_BUILDERS,
+    **QWEN_NEXT_BUILDERS,
 }
 
 
@@ -477,6 +480,7 @@ ARCHITECTURE_TYPES = {
     **HYBRID_ARCHITECTURES,
     **MOE_EXTRA_ARCHITECTURES,
     **DENSE_EXTRA_ARCHITECTURES,
+    **QWEN_NEXT_ARCHITECTURES,
 }
 
 #: The config.json names of ModelConfig's fields, by family (the ones its errors may name).
@@ -499,6 +503,7 @@ HF_FIELD_NAMES: dict[str, dict[str, str]] = {
     **HYBRID_NAMES,
     **MOE_EXTRA_NAMES,
     **DENSE_EXTRA_NAMES,
+    **QWEN_NEXT_NAMES,
 }
 
 

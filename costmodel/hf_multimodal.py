@@ -27,6 +27,10 @@ WRAPPERS: dict[str, tuple[str, bool | None]] = {
     "gemma3": ("gemma3_text", True),
     "mistral3": ("mistral", True),
     "llama4": ("llama4_text", None),
+    # Qwen3_5ForConditionalGeneration and Qwen3_5MoeForConditionalGeneration hold lm_head; their
+    # configs' tie_word_embeddings is False by default (configuration_qwen3_5*.py)
+    "qwen3_5": ("qwen3_5_text", False),
+    "qwen3_5_moe": ("qwen3_5_moe_text", False),
 }
 
 

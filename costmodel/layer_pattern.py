@@ -13,9 +13,13 @@ from .errors import ConfigError, check_bool, check_int
 
 #: The one mixer of each layer of a hybrid model (nemotron_h's M, *, - and E): a Mamba-2 mixer
 #: (blocks/mamba.py), attention, a dense MLP or a mixture of experts, each after its own norm.
-MIXERS = ("mamba", "attention", "mlp", "moe")
+MIXERS = ("mamba", "attention", "mlp", "moe", "deltanet")
 #: The Mamba-2 sizes a model with a "mamba" layer gives (and a model without one leaves None).
-MAMBA_SIZES = ("mamba_heads", "mamba_head_dim", "ssm_state", "mamba_groups", "conv_kernel", "chunk_size")
+MAMBA_SIZES = ("mamba_heads", "mamba_head_dim", "ssm_state", "mamba_groups")
+#: The conv kernel and chunk both linear mixers give (Mamba-2, Gated DeltaNet).
+LINEAR_SIZES = ("conv_kernel", "chunk_size")
+#: The Gated DeltaNet sizes a model with a "deltanet" layer gives (blocks/deltanet.py).
+DELTANET_SIZES = ("deltanet_k_heads", "deltanet_v_heads", "deltanet_k_dim", "deltanet_v_dim")
 
 
 def check_mixer_layers(cfg, owner: str) -> None:
@@ -25,11 +29,15 @@ def check_mixer_layers(cfg, owner: str) -> None:
         check_bool(owner, name, getattr(cfg, name))
     pattern = tuple(cfg.layer_pattern) if isinstance(cfg.layer_pattern, list) else cfg.layer_pattern
     has_mamba = cfg.mixer_layers and isinstance(pattern, tuple) and "mamba" in pattern
-    for name in MAMBA_SIZES:
-        if has_mamba:
-            check_int(owner, name, getattr(cfg, name))
-        elif getattr(cfg, name) is not None:
-            raise ConfigError(f"{owner}: {name} applies only with mixer_layers and a mamba layer.")
+    has_deltanet = cfg.mixer_layers and isinstance(pattern, tuple) and "deltanet" in pattern
+    for names, present, kind in ((MAMBA_SIZES, has_mamba, "a mamba layer"),
+                                 (DELTANET_SIZES, has_deltanet, "a deltanet layer"),
+                                 (LINEAR_SIZES, has_mamba or has_deltanet, "a mamba or deltanet layer")):
+        for name in names:
+            if present:
+                check_int(owner, name, getattr(cfg, name))
+            elif getattr(cfg, name) is not None:
+                raise ConfigError(f"{owner}: {name} applies only with mixer_layers and {kind}.")
     if not cfg.mixer_layers:
         return
     object.__setattr__(cfg, "layer_pattern", pattern)
@@ -46,6 +54,9 @@ def check_mixer_layers(cfg, owner: str) -> None:
     if has_mamba and cfg.mamba_heads % cfg.mamba_groups:
         raise ConfigError(f"{owner}: mamba_heads ({cfg.mamba_heads}) is not divisible by mamba_groups "
                           f"({cfg.mamba_groups}).")
+    if has_deltanet and cfg.deltanet_v_heads % cfg.deltanet_k_heads:
+        raise ConfigError(f"{owner}: deltanet_v_heads ({cfg.deltanet_v_heads}) is not divisible by "
+                          f"deltanet_k_heads ({cfg.deltanet_k_heads}).")
 
 
 def rule_pattern(cfg) -> tuple[str, ...] | None:

@@ -3,10 +3,8 @@
 A leaf is one block where it runs: its stack (encoder or decoder), its part of the model (the
 embeddings, a repeated layer, a stack's own blocks, the head, the loss), its sublayer inside a
 layer (self_attention, cross_attention, ffn) and its name, and how many times it runs (a layer
-leaf L times). TreeBuilder walks a ModelConfig stack by stack and layer by layer, in the order the
-code registers its parameters, and returns the leaves of one phase; costmodel/tree.py holds them
-as a CostModel and adds the optimizer step.
-"""
+leaf L times). TreeBuilder walks a ModelConfig stack by stack and layer by layer, in the order the code
+registers its parameters, and returns one phase's leaves; tree.py holds them and adds the optimizer step."""
 
 from __future__ import annotations
 
@@ -176,7 +174,7 @@ class TreeBuilder:
         """The sublayer's norm before (pre-LN) or after (post-LN) it; Gemma 2 has both, the one
         after on the sublayer's output before the residual add (only that add reads it). With
         parallel attention the FFN's norm reads the input the attention's norm keeps (or, one norm
-        for both, the FFN has none). experts: the FFN is routed experts (Norm.before_experts).
+        for both, the FFN has none). experts: the FFN is routed experts (Norm.before_experts);
         output_kept False: no block keeps the pre-norm's output (Router.input_kept)."""
         cfg = self.cfg
         if cfg.parallel_attention and sublayer == "ffn":
@@ -266,6 +264,8 @@ class TreeBuilder:
             if cfg.qk_norm and not cross:
                 norms = B.HeadNorms(q_tokens, kv_tokens, profile, cfg.qk_norm_whole, kind=cfg.norm)
                 projections.append(at.leaf("qk_norm", norms))
+            if cfg.attention_output_gate and not cross:  # Qwen3-Next: q_proj's second half
+                projections.append(at.leaf("output_gate", B.AttentionOutputGate(q_tokens, cfg.qkv_bias)))
         if cfg.rope and rope and not cross:
             width = S.d_r if cfg.partial_rotary else S.d_h
             key_heads = ONE if cfg.mla else S.h_kv
@@ -381,7 +381,7 @@ class TreeBuilder:
         if stack != "decoder":
             return [LayerKind(None, layers)]
         if cfg.mixer_layers:  # nemotron_h: one kind per mixer present, in layer_pattern.MIXERS' order
-            counts = {"mamba": S.L_m, "attention": S.L_a, "mlp": S.L_f, "moe": S.L_moe}
+            counts = {"mamba": S.L_m, "attention": S.L_a, "mlp": S.L_f, "moe": S.L_moe, "deltanet": S.L_g}
             return [LayerKind(mixer, count, experts=mixer == "moe", rope=cfg.rope, mixer=mixer)
                     for mixer, count in counts.items() if cfg.n_mixer_layers(mixer)]
         windows = cfg.n_window_layers
@@ -443,9 +443,8 @@ class TreeBuilder:
         return [checkpoint, *(dataclasses.replace(leaf, checkpointed=True) for leaf in body)]
 
     def mixer_layer(self, layer: _Place, seq: sp.Expr, kind: LayerKind) -> Leaves:
-        """A layer of one mixer (ModelConfig.mixer_layers, transformers' NemotronHBlock): its norm,
-        the mixer, the residual add. Attention caches as any decoder layer's; a Mamba-2 mixer
-        holds its conv and scan states whatever the context (blocks/mamba.py)."""
+        """A layer of one mixer (ModelConfig.mixer_layers: NemotronHBlock's norm, mixer, residual add); a
+        Mamba-2 or Gated DeltaNet mixer holds its conv and recurrent states whatever the context."""
         at = dataclasses.replace(layer, sublayer=kind.mixer)
         if kind.mixer in ("mlp", "moe"):
             return self.ffn(at, S.b * seq, kind.experts)
@@ -456,9 +455,10 @@ class TreeBuilder:
             return self.attention(at, seq, seq, cross=False, cached=cached, rope=kind.rope)
         tokens = S.b * seq
         pre, post = self.norms(at, tokens)
-        mixer = B.Mamba2Mixer(self.phase, path=self.profile.facts.mamba_path, bias=self.cfg.mamba_bias,
-                              conv_bias=self.cfg.conv_bias)
-        return [*pre, at.leaf("mamba", mixer), *self.residual(at, tokens, post, "attention_output")]
+        mixer = (B.GatedDeltaNetMixer(self.phase) if kind.mixer == "deltanet"  # Qwen3-Next (blocks/deltanet.py)
+                 else B.Mamba2Mixer(self.phase, path=self.profile.facts.mamba_path, bias=self.cfg.mamba_bias,
+                                    conv_bias=self.cfg.conv_bias))
+        return [*pre, at.leaf(kind.mixer, mixer), *self.residual(at, tokens, post, "attention_output")]
 
     def stack(self, stack: str, seq: sp.Expr, layers: sp.Expr, *, cross_len: sp.Expr | None) -> Leaves:
         """A stack of layers. A decoder caches its n prompt + T generated tokens' keys/values and,

@@ -52,6 +52,13 @@ Q_m = _dim("Q_m")  # Mamba-2 chunk length of the chunked scan (chunk_size)
 L_m = _dim("L_m")  # layers whose one mixer is a Mamba-2 mixer (ModelConfig.mixer_layers)
 L_a = _dim("L_a")  # layers whose one mixer is attention (mixer_layers)
 L_f = _dim("L_f")  # layers whose one mixer is a dense MLP (mixer_layers)
+# Gated DeltaNet mixers (transformers' qwen3_next, blocks/deltanet.py): key heads, value heads,
+# their widths and the layers that are Gated DeltaNet mixers (the conv kernel K_m, the chunk Q_m).
+H_gk = _dim("H_gk")  # Gated DeltaNet key (and query) heads (linear_num_key_heads)
+H_gv = _dim("H_gv")  # Gated DeltaNet value heads (linear_num_value_heads)
+P_gk = _dim("P_gk")  # Gated DeltaNet key head width (linear_key_head_dim)
+P_gv = _dim("P_gv")  # Gated DeltaNet value head width (linear_value_head_dim)
+L_g = _dim("L_g")  # layers whose one mixer is a Gated DeltaNet mixer (mixer_layers)
 
 # Workload dimensions.
 b = _dim("b")  # batch size (sequences)
@@ -66,7 +73,8 @@ tp = _dim("tp")  # tensor-parallel ranks (heads, d_ff and the vocabulary split; 
 dp = _dim("dp")  # data-parallel ranks (ZeRO/FSDP shard over them)
 
 MODEL_SYMBOLS = (d, h, h_kv, d_h, d_ff, V, P, N_tt, N_rb, L_enc, L_dec, d_r, d_e, w, L_w, E, k,
-                 d_x, d_s, d_l, L_moe, r_q, r_kv, d_v, L_np, H_m, P_m, N_m, G_m, K_m, Q_m, L_m, L_a, L_f)
+                 d_x, d_s, d_l, L_moe, r_q, r_kv, d_v, L_np, H_m, P_m, N_m, G_m, K_m, Q_m, L_m, L_a, L_f,
+                 H_gk, H_gv, P_gk, P_gv, L_g)
 WORKLOAD_SYMBOLS = (b, n, s, T, c, e)
 LAYOUT_SYMBOLS = (tp, dp)
 
@@ -107,6 +115,11 @@ LATEX_NAMES = {
     L_m: r"L_{mamba}",
     L_a: r"L_{attn}",
     L_f: r"L_{mlp}",
+    H_gk: r"H_{gk}",
+    H_gv: r"H_{gv}",
+    P_gk: r"P_{gk}",
+    P_gv: r"P_{gv}",
+    L_g: r"L_{gdn}",
     b: r"b",
     n: r"n",
     s: r"s",
@@ -152,6 +165,11 @@ DESCRIPTIONS = {
     L_m: "Mamba-2 mixer layers",
     L_a: "attention-only layers",
     L_f: "MLP-only layers",
+    H_gk: "Gated DeltaNet key heads",
+    H_gv: "Gated DeltaNet value heads",
+    P_gk: "Gated DeltaNet key head width",
+    P_gv: "Gated DeltaNet value head width",
+    L_g: "Gated DeltaNet mixer layers",
     b: "batch size",
     n: "sequence length (decoder side)",
     s: "source sequence length (encoder side)",

@@ -267,6 +267,12 @@ class Workload:
                                 f"Face's cache holds the whole prompt after the prefill and "
                                 f"{cfg.sliding_window:,} tokens once decoding begins (see the KV cache "
                                 f"line).")
+        if cfg.n_mixer_layers("deltanet"):
+            warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('deltanet')} Gated DeltaNet layers: "
+                            "parameters, matmul FLOPs and the cache are proven against transformers' class; "
+                            "activations (saved bytes) of these mixers and of the attention's output gate are "
+                            "not measured (counted as 0), nor the other FLOPs besides their matmuls "
+                            "(blocks/deltanet.py).")
         if cfg.n_mixer_layers("mamba"):
             warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('mamba')} Mamba-2 layers: "
                             f"other FLOPs leave out what the Mamba-2 mixers run besides their matmuls "

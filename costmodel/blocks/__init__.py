@@ -49,6 +49,7 @@ from .ffn import (
     router_reads_norm_alone,
 )
 from .head import CrossEntropy, LMHead, LogitScale, LogitSoftcap, Pooler, SumLoss
+from .deltanet import AttentionOutputGate, GatedDeltaNetMixer, deltanet_state_bytes
 from .mamba import Mamba2Mixer, mamba_state_bytes
 from .mla import LatentAttention
 from .norms import ClipQKV, Dropout, HeadL2Norms, HeadNorms, KeptOutputs, LayerCheckpoint, Norm, Residual, SublayerInput
@@ -64,4 +65,5 @@ __all__ = [
     "RotaryTables", "Router", "KeptCausalMask", "SharedAttentionMask", "SharedExpertGate", "SinusoidalPositions",
     "Softmax", "SumLoss", "Tensor", "TensorRun", "TokenEmbedding", "TokenTypes", "WeightedSum",
     "kv_cache_bytes", "linears_cost", "mamba_state_bytes", "quantized_bytes",
+    "AttentionOutputGate", "GatedDeltaNetMixer", "deltanet_state_bytes",
 ]

@@ -37,6 +37,7 @@ TP_SPLITS: dict[type, str] = {
     B.HeadNorms: "heads",
     B.LatentAttention: "heads",
     B.Mamba2Mixer: "mamba",
+    B.AttentionOutputGate: "heads",  # q_proj's gate half, column-parallel with the queries
     B.FeedForward: "ffn",
     B.Experts: "ffn",
     B.TokenEmbedding: "vocabulary",

@@ -144,6 +144,9 @@ class CacheSizing:
 def check_engine_cache(cfg: Any) -> None:
     """Raise ConfigError (one sentence) for a model whose cache an engine's blocks of tokens cannot
     hold: Mamba-2 mixers keep a state per sequence, whatever its length."""
+    if cfg.n_mixer_layers("deltanet"):
+        raise ConfigError(f"model {cfg.name!r} keeps Gated DeltaNet states per sequence, whatever its length; "
+                          "an engine's cache for them (vLLM's per-request state slots) is not modelled.")
     if cfg.n_mixer_layers("mamba"):
         raise ConfigError(f"model {cfg.name!r} keeps Mamba-2 states per sequence, whatever its length; "
                           "an engine's cache for them (vLLM's per-request state slots) is not modelled.")

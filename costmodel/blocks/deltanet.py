@@ -1,0 +1,177 @@
+"""The Gated DeltaNet mixer (transformers 5.24's Qwen3NextGatedDeltaNet, which qwen3_5 and
+qwen3_5_moe share) and the output gate of the attention beside it (Qwen3NextAttention): their
+parameters, their matmul FLOPs as the PyTorch path runs them on a CPU (torch_chunk_gated_delta_rule
+and torch_recurrent_gated_delta_rule: no fla or causal_conv1d kernels), and the states the
+mixer's cache holds.
+
+The mixer, for b sequences of n tokens, H_k key heads and H_v value heads of widths P_k and P_v,
+a depthwise conv of K = K_m taps and the rule's chunk Q = Q_m (64: the function's default, which
+the class does not override):
+
+  in_proj_qkvz  d -> 2 H_k P_k + 2 H_v P_v  (q, k, v, then the gate z)
+  in_proj_ba    d -> 2 H_v                  (beta, then a, the decay's input)
+  conv1d        depthwise over the 2 H_k P_k + H_v P_v channels of q, k, v; K taps, no bias
+  dt_bias, A_log  one per value head
+  the chunked gated delta rule: per chunk and value head the products listed in rule_flops
+  norm          gated RMSNorm over P_v (one weight, each value head apart)
+  out_proj      H_v P_v -> d
+
+What it runs besides its matmuls (the l2 norms, exp, cumsum, softplus, the triangular solve, the
+gated norm) is not among the other FLOPs; its training activations (saved bytes) are not measured:
+the workload's warnings say so (workload.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from .. import symbols as S
+from ..terms import FP32, Expr
+from .base import Block, Cost, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix
+
+#: The widths of the queries and keys, and of the values (and of z).
+KEY_WIDTH = S.H_gk * S.P_gk
+VALUE_WIDTH = S.H_gv * S.P_gv
+#: The channels the conv runs over (q, k, v) and in_proj_qkvz's outputs (those and z).
+CONV_CHANNELS = 2 * KEY_WIDTH + VALUE_WIDTH
+QKVZ = 2 * KEY_WIDTH + 2 * VALUE_WIDTH
+
+
+def rule_flops(batch: Expr, seq: Expr) -> Expr:
+    """Matmul FLOPs of torch_chunk_gated_delta_rule over `seq` tokens of `batch` sequences, as
+    FlopCounterMode counts them (queries and keys repeated to the H_v value heads first; the
+    sequence padded to C Q with C = ceil(seq / Q) chunks), per chunk and value head:
+      the UT system k_beta k^T, the intra-chunk attention q k^T    2 x 2 Q^2 P_k
+      (the two triangular solves: no FlopCounterMode formula, not counted)
+      the state read by the decayed keys, by the queries           2 x 2 Q P_k P_v
+      the intra-chunk attention times the new values               2 Q^2 P_v
+      the state update k^T v_new                                   2 Q P_k P_v
+    """
+    chunks = sp.ceiling(seq / S.Q_m)
+    per_chunk = 4 * S.Q_m**2 * S.P_gk + 2 * S.Q_m**2 * S.P_gv + 6 * S.Q_m * S.P_gk * S.P_gv
+    return batch * S.H_gv * chunks * per_chunk
+
+
+def rule_backward_flops(batch: Expr, seq: Expr) -> Expr:
+    """FlopCounterMode's count of the rule's backward in training (no final state kept: the last
+    chunk's state update receives no gradient, nor does the zero initial state), per value head:
+    each chunk's products above both ways (the state reads' left factor only in chunk 0), and each
+    triangular solve's gradient for its matrix (-grad_X X^T: 2 Q^2 P_v and 2 Q^2 P_k):
+      C (10 Q^2 P_k + 6 Q^2 P_v + 4 Q P_k P_v) + (C - 1) 8 Q P_k P_v
+    (measured with torch 2.13 on the CPU; tests/test_hf_qwen_next.py checks it on the rule)."""
+    chunks = sp.ceiling(seq / S.Q_m)
+    per_chunk = 10 * S.Q_m**2 * S.P_gk + 6 * S.Q_m**2 * S.P_gv + 4 * S.Q_m * S.P_gk * S.P_gv
+    return batch * S.H_gv * (chunks * per_chunk + (chunks - 1) * 8 * S.Q_m * S.P_gk * S.P_gv)
+
+
+def conv_flops(batch: Expr, out_len: Expr) -> Expr:
+    """FlopCounterMode's count of the depthwise conv1d: 2 x output elements x K."""
+    return 2 * batch * CONV_CHANNELS * out_len * S.K_m
+
+
+def rule_bytes(batch: Expr, seq: Expr, decode: bool) -> Expr:
+    """The traffic of the mixer's work besides its projections, a memory-bound convention (not a
+    measurement; the one blocks/mamba.py's scan_bytes states): each kernel reads its inputs and
+    writes its outputs once in the activations' dtype, as fla's fused kernels would:
+      conv        reads and writes the q, k, v channels                  2 C
+      rule        reads q, k, v, beta and a, writes its output          C + 2 H_v + H_v P_v
+      gated norm  reads the output and z, writes its output             3 H_v P_v
+    per token (C = 2 H_k P_k + H_v P_v channels), and the chunk states between the rule's
+    kernels, fp32 (b, ceil(n / Q), H_v, P_k, P_v), written once and read once. A decode step
+    instead reads and writes the cached states: the conv's K C in the activations' dtype, the
+    rule's H_v P_k P_v in fp32."""
+    per_token = 3 * CONV_CHANNELS + 2 * S.H_gv + 4 * VALUE_WIDTH
+    state = S.H_gv * S.P_gk * S.P_gv
+    if decode:
+        return batch * (S.e * per_token + 2 * S.e * S.K_m * CONV_CHANNELS + 2 * FP32 * state)
+    return batch * (S.e * seq * per_token + 2 * FP32 * sp.ceiling(seq / S.Q_m) * state)
+
+
+def deltanet_state_bytes(batch: Expr = S.b) -> Expr:
+    """Bytes one Gated DeltaNet layer's cache holds (transformers' LinearAttentionLayer), whatever
+    the context: the conv state, the last K inputs of q, k, v in the activation dtype (b, C, K),
+    and the rule's recurrent state, fp32 as the rule returns it (b, H_v, P_k, P_v)."""
+    return batch * (CONV_CHANNELS * S.K_m * S.e + FP32 * S.H_gv * S.P_gk * S.P_gv)
+
+
+@dataclass(frozen=True)
+class GatedDeltaNetMixer(Block):
+    """One Gated DeltaNet mixer over b sequences. phase "train" (no cache), "prefill" (a cache
+    filled from the prompt), "chunk" (n new tokens after a cached prefix) or "decode" (one new
+    token per sequence: causal_conv1d_update and torch_recurrent_gated_delta_rule, whose state
+    update is elementwise: no matmul).
+
+    The conv's output length before slicing, as blocks/mamba.py's (the same cache class and
+    conv functions): n + K - 1 in training; max(n, K) + K - 1 in a prefill (the cache pads a
+    prompt shorter than K); n + 2K - 1 in a chunk; 2 in a decode step."""
+
+    phase: str = "train"
+    title = "Gated DeltaNet mixer"
+
+    def __post_init__(self) -> None:
+        if self.phase not in ("train", "prefill", "chunk", "decode"):
+            raise ValueError(f"GatedDeltaNetMixer phase {self.phase!r} is not train, prefill, chunk or decode.")
+
+    @property
+    def seq(self) -> Expr:
+        return sp.Integer(1) if self.phase == "decode" else S.n
+
+    @property
+    def conv_len(self) -> Expr:
+        return {"train": S.n + S.K_m - 1, "prefill": sp.Max(S.n, S.K_m) + S.K_m - 1,
+                "chunk": S.n + 2 * S.K_m - 1, "decode": sp.Integer(2)}[self.phase]
+
+    def tensors(self) -> tuple[Tensor, ...]:
+        """In registration order: conv1d's weight (channels, 1, K), in_proj_qkvz, in_proj_ba,
+        dt_bias, A_log, the gated norm's weight, out_proj."""
+        return (Tensor(CONV_CHANNELS, S.K_m), *weight_and_bias(S.d, QKVZ, False),
+                *weight_and_bias(S.d, 2 * S.H_gv, False), Tensor(S.H_gv), Tensor(S.H_gv), Tensor(S.P_gv),
+                *weight_and_bias(VALUE_WIDTH, S.d, False))
+
+    def cost(self) -> Cost:
+        tokens = S.b * self.seq
+        projections = [(S.d, QKVZ), (S.d, 2 * S.H_gv), (VALUE_WIDTH, S.d)]
+        forward = backward = sp.Integer(0)
+        for width_in, width_out in projections:
+            fwd, bwd = linear_flops(tokens, width_in, width_out)
+            forward, backward = forward + fwd, backward + bwd
+        conv = conv_flops(S.b, self.conv_len)
+        decode = self.phase == "decode"
+        rule = sp.Integer(0) if decode else rule_flops(S.b, self.seq)
+        return make_cost(
+            tensors=self.tensors(),
+            matrices=[weight_matrix(w_in, w_out) for w_in, w_out in projections],
+            flops_matmul=forward + conv + rule,
+            # the conv's weight gradient counted as blocks/mamba.py's (2 x the conv); the rule's
+            # backward as FlopCounterMode counts it in training (no final state)
+            flops_matmul_backward=backward + 2 * conv + (0 if decode else rule_backward_flops(S.b, self.seq)),
+            matrix_tokens=[tokens] * len(projections),
+            bytes_matmul=sum((linear_bytes(tokens, w_in, w_out) for w_in, w_out in projections), sp.Integer(0)),
+            bytes_other=rule_bytes(S.b, self.seq, decode),
+            kv_cache_bytes=deltanet_state_bytes(),  # in every phase, as the tree reports the cache
+        )
+
+
+@dataclass(frozen=True)
+class AttentionOutputGate(Block):
+    """Qwen3-Next's gate on the attention output: q_proj's second half (d -> h d_h, the query's
+    weight rows interleaved per head with it, counted here apart), sigmoid(gate) times the
+    attention's output before o_proj. Its saved bytes are not measured (see the module docstring)."""
+
+    tokens: Expr
+    bias: bool = False  # q_proj's (attention_bias)
+    title = "attention output gate"
+
+    def cost(self) -> Cost:
+        width = S.h * S.d_h
+        forward, backward = linear_flops(self.tokens, S.d, width)
+        return make_cost(
+            tensors=weight_and_bias(S.d, width, self.bias),
+            matrices=[weight_matrix(S.d, width)],
+            flops_matmul=forward,
+            flops_matmul_backward=backward,
+            elements=[("sigmoid", self.tokens * width), ("mul", self.tokens * width)],
+            bytes_matmul=linear_bytes(self.tokens, S.d, width),
+        )
