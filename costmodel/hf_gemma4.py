@@ -27,6 +27,9 @@ from .hf_llama_variants import LlamaReader
 #: Gemma4TextConfig's defaults for the Llama fields (hidden_activation read as hidden_act).
 _DEFAULTS: dict[str, Any] = dict(max_position_embeddings=131072, hidden_act="gelu_pytorch_tanh",
                                  tie_word_embeddings=True, num_key_value_heads=4, head_dim=256)
+#: hidden_activation values measured here (tests/test_hf_gemma4.py): the GeGLU MLP with the tanh
+#: GELU (the default) or the exact one (ACT2FN["gelu"]).
+_ACTIVATIONS = ("gelu_pytorch_tanh", "gelu")
 #: Gemma4TextConfig's other defaults this reader checks.
 _SLIDING_WINDOW, _GLOBAL_HEAD_DIM, _PER_LAYER_INPUT, _PATTERN = 512, 512, 256, 6
 #: RoPE types whose tables span the whole head (proportional: zeros past partial_rotary_factor,
@@ -91,7 +94,16 @@ def _gemma4_text(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     """Gemma 4's language model: Llama's fields (hidden_activation its activation), Gemma 3's
     layer, its own norms, scale 1.0, windows on the sliding_attention layers (the last layer full)."""
     data = {k: v for k, v in f.data.items() if k not in ("mlp_bias", "hidden_act", "sliding_window")}
-    data["hidden_act"] = f.get("hidden_activation", _DEFAULTS["hidden_act"], str)
+    act = f.get("hidden_activation", _DEFAULTS["hidden_act"], str)
+    if act not in _ACTIVATIONS:
+        raise ConfigError(f"{f.source}: unsupported hidden_activation {show(act)} for gemma4_text; "
+                          f"supported: {', '.join(_ACTIVATIONS)}.")
+    data["hidden_act"] = act
+    heads = f.get("num_attention_heads", minimum=1)
+    if "num_key_value_heads" not in f.data and heads % _DEFAULTS["num_key_value_heads"]:
+        raise ConfigError(f"{f.source}: num_attention_heads ({heads}) is not divisible by "
+                          f"num_key_value_heads ({_DEFAULTS['num_key_value_heads']}, "
+                          "Gemma4TextConfig's default when the field is missing); give num_key_value_heads.")
     base = llama.read(Fields(data, f.source), name, "llama", _DEFAULTS)
     _refuse_unmodelled(f, base.d_head, base.n_kv_heads)
     layers = base.n_decoder_layers

@@ -27,6 +27,7 @@ WRAPPERS: dict[str, tuple[str, bool | None]] = {
     "gemma3": ("gemma3_text", True),
     "mistral3": ("mistral", True),
     "llama4": ("llama4_text", None),
+    "gemma4": ("gemma4_text", True),  # configuration_gemma4.py: Gemma4Config(tie_word_embeddings=True)
 }
 
 
