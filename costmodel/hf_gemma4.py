@@ -53,9 +53,13 @@ def _refuse_unmodelled(f: Fields, head_dim: int, kv_heads: int) -> None:
     if f.get("enable_moe_block", False, bool):
         raise ConfigError(f"{f.source}: enable_moe_block (Gemma 4's experts beside the MLP, with "
                           "their own router and norms) is not modelled.")
-    if f.data.get("use_bidirectional_attention") == "all":
+    bidirectional = f.data.get("use_bidirectional_attention")
+    if bidirectional == "all":
         raise ConfigError(f"{f.source}: use_bidirectional_attention \"all\" (an encoder, not a "
                           "causal LM) is not modelled for gemma4_text.")
+    if bidirectional not in (None, "vision"):  # "vision": image tokens only, the text LM is causal
+        raise ConfigError(f"{f.source}: use_bidirectional_attention must be null, \"vision\" or "
+                          f"\"all\", got {show(bidirectional)}.")
     overrides = f.data.get("per_layer_config")
     if overrides is None:  # Gemma4TextConfig builds it from global_head_dim (k_eq_v off: no kv heads)
         overrides = {"full_attention": {"head_dim": f.get("global_head_dim", _GLOBAL_HEAD_DIM)}}
@@ -73,8 +77,8 @@ def _refuse_unmodelled(f: Fields, head_dim: int, kv_heads: int) -> None:
 
 
 def _rope_kinds(f: Fields, kinds: set[str]) -> int:
-    """The RoPE tables Gemma4TextRotaryEmbedding builds: one per kind of layer with parameters,
-    each of a type whose tables span the whole head."""
+    """The RoPE tables Gemma4TextRotaryEmbedding builds: one per kind of layer, each of a type
+    whose tables span the whole head."""
     rope = f.data.get("rope_parameters")
     if rope is None:
         return len(kinds)
@@ -83,11 +87,14 @@ def _rope_kinds(f: Fields, kinds: set[str]) -> int:
                           f"({', '.join(sorted(kinds))}), got {show(rope)}.")
     for kind in sorted(kinds):
         params = rope[kind]
-        kind_type = params.get("rope_type", "default") if isinstance(params, dict) else params
-        if params is not None and kind_type not in _ROPE_TYPES:
+        if not isinstance(params, dict):  # Gemma4TextRotaryEmbedding.forward reads each kind's table
+            raise ConfigError(f"{f.source}: rope_parameters for {kind} must be an object, got "
+                              f"{show(params)}.")
+        kind_type = params.get("rope_type", "default")
+        if kind_type not in _ROPE_TYPES:
             raise ConfigError(f"{f.source}: rope_type {show(kind_type)} for {kind} is not modelled "
                               f"for gemma4_text; supported: {', '.join(_ROPE_TYPES)}.")
-    return sum(rope[kind] is not None for kind in kinds)
+    return len(kinds)
 
 
 def _gemma4_text(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
@@ -110,12 +117,15 @@ def _gemma4_text(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     types = list(llama.layer_types(f, layers) or [
         "sliding_attention" if (i + 1) % _PATTERN else "full_attention" for i in range(layers)])
     types[-1] = "full_attention"  # Gemma4TextConfig.__post_init__ forces it
+    if "sliding_window" in f.data and f.data["sliding_window"] is None:
+        raise ConfigError(f"{f.source}: sliding_window null is not modelled for gemma4_text: "
+                          "Gemma4TextConfig takes an integer (512 by default).")
     window = f.get("sliding_window", _SLIDING_WINDOW, minimum=1)
     sliding = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
     cap = f.nullable("final_logit_softcapping", None, float)
     return base.replace(
         family="gemma4_text", qk_norm=True, scale_embeddings=True, post_sublayer_norm=True,
-        attention_scale=1.0, rotary_sets=_rope_kinds(f, set(types)) or None,
+        attention_scale=1.0, rotary_sets=_rope_kinds(f, set(types)),
         logit_softcap=None if cap is None else float(cap),
         sliding_window=window if sliding else None, window_layers=len(sliding) or None,
         layer_pattern=llama.pattern(layers, sliding, None))

@@ -39,6 +39,10 @@ CONFIGS = {
                                    "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
                                    "full_attention": {"rope_type": "default", "rope_theta": 1e6}},
                                per_layer_config={"1": {"head_dim": 10}, "3": {"head_dim": 10}}),
+    # use_bidirectional_attention "vision" (image tokens only: the text model stays causal),
+    # attention dropout 0.1 on the probabilities, two kinds by the default rule over 7 layers.
+    "gemma4-vision": dict(_BASE, use_bidirectional_attention="vision", attention_dropout=0.1,
+                          num_hidden_layers=7),
 }
 
 
@@ -201,12 +205,16 @@ def test_wrapper_counts_are_transformers_own(wrapper_tie, text_tie):
     (dict(rope_parameters={"full_attention": {"rope_type": "default"}}),
      "rope_parameters must give an object for each layer type"),
     (dict(hidden_activation="relu"), "unsupported hidden_activation 'relu' for gemma4_text"),
+    (dict(use_bidirectional_attention=True), "use_bidirectional_attention must be null"),
+    (dict(rope_parameters={"sliding_attention": None, "full_attention": {"rope_type": "default"}}),
+     "rope_parameters for sliding_attention must be an object, got None"),
+    (dict(sliding_window="null"), "sliding_window null is not modelled for gemma4_text"),
     (dict(num_key_value_heads=None, num_attention_heads=6),
      "num_attention_heads (6) is not divisible by num_key_value_heads (4, Gemma4TextConfig's"),
 ])
 def test_unmodelled_features_are_refused_in_one_sentence(changes, words):
     fields = dict(_BASE, **changes)
-    fields = {k: v for k, v in fields.items() if v is not None}
+    fields = {k: None if v == "null" else v for k, v in fields.items() if v is not None}
     with pytest.raises(ConfigError) as error:
         from_hf_config(fields, name="g")
     message = str(error.value)
