@@ -98,6 +98,15 @@ class Facts:
     # with rmsnorm_weight_times_fp32, the weight is cast to fp32 first (Helium:
     # self.weight.to(torch.float32) * x_hat): that copy is kept too, where activations are narrower
     rmsnorm_weight_cast_fp32: bool = False
+    # the RMSNorm's rsqrt is torch.pow(mean(x^2) + eps, -0.5) (Gemma 4): pow's backward keeps its
+    # input, the multiply keeps the output, two values per row where rsqrt keeps one
+    rmsnorm_pow_stats: bool = False
+    # a weightless RMSNorm over each value head before attention (Gemma 4's v_norm), beside the
+    # query and key norms (qk_norm)
+    value_rmsnorm: bool = False
+    # each decoder layer ends by multiplying its output in place by a one-element buffer in the
+    # model dtype (Gemma 4's layer_scalar): one more multiply, nothing kept
+    layer_scalar_buffer: bool = False
     # the embedding scale sqrt(d) is a one-element buffer in the model dtype
     embed_scale_buffer: bool = False
     # what a Mamba-2 mixer's training step runs (blocks/mamba.py): "torch" (transformers'

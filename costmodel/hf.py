@@ -12,9 +12,10 @@ Hunyuan dense),
 costmodel/hf_classic_more.py StableLM, GPT-BigCode, MPT, GPT-J, GPT-Neo and Cohere 1-2, and
 costmodel/hf_llama4.py Llama 4's language model, costmodel/hf_moe_more.py GLM-4.5 (glm4_moe),
 dots.llm1 (dots1), GLM-4.7-Flash (glm4_moe_lite), Hunyuan-A13B (hunyuan_v1_moe) and MiniMax-M2,
-costmodel/hf_moe_extra.py more mixture-of-experts decoders (GraniteMoE and its shared variant), and
+costmodel/hf_moe_extra.py more mixture-of-experts decoders (GraniteMoE and its shared variant),
 costmodel/hf_dense_extra.py Nemotron, VaultGemma, Ministral 3, Jais 2, HyperCLOVA X, CodeGen,
-BioGPT, MiniCPM3 and nanochat, all through costmodel/hf_fields.py's typed field access.
+BioGPT, MiniCPM3 and nanochat, and costmodel/hf_gemma4.py Gemma 4's language model, all through
+costmodel/hf_fields.py's typed field access.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from .hf_classic import CLASSIC_BUILDERS
 from .hf_classic_more import CLASSIC_MORE_ARCHITECTURES, CLASSIC_MORE_BUILDERS, CLASSIC_MORE_NAMES
 from .hf_dense_extra import DENSE_EXTRA_ARCHITECTURES, DENSE_EXTRA_BUILDERS, DENSE_EXTRA_NAMES
 from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction
+from .hf_gemma4 import GEMMA4_ARCHITECTURES, GEMMA4_BUILDERS, GEMMA4_NAMES
 from .hf_gpt_oss import GPT_OSS_ARCHITECTURES, GPT_OSS_BUILDERS, GPT_OSS_NAMES
 from .hf_hybrid import HYBRID_ARCHITECTURES, HYBRID_BUILDERS, HYBRID_NAMES
 from .hf_qwen_next import QWEN_NEXT_ARCHITECTURES, QWEN_NEXT_BUILDERS, QWEN_NEXT_NAMES
@@ -49,7 +51,7 @@ SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3
                          *LLAMA_VARIANT_BUILDERS, *CLASSIC_MORE_BUILDERS,
                          *LLAMA4_BUILDERS, *MOE_MORE_BUILDERS,
                          *HYBRID_BUILDERS, *MOE_EXTRA_BUILDERS, *DENSE_EXTRA_BUILDERS,
-                         *QWEN_NEXT_BUILDERS)
+                         *QWEN_NEXT_BUILDERS, *GEMMA4_BUILDERS)
 
 
 #: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
@@ -449,7 +451,8 @@ _BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
     **LLAMA4_BUILDERS,
     **{model_type: (lambda f, name, build=build: build(f, name, _LLAMA_READER))
        for model_type, build in {**LLAMA_VARIANT_BUILDERS, **MOE_MORE_BUILDERS,
-                                        **MOE_EXTRA_BUILDERS, **DENSE_EXTRA_BUILDERS}.items()},
+                                        **MOE_EXTRA_BUILDERS, **DENSE_EXTRA_BUILDERS,
+                                        **GEMMA4_BUILDERS}.items()},
     **CLASSIC_MORE_BUILDERS,
     **HYBRID_BUILDERS,
     **QWEN_NEXT_BUILDERS,
@@ -481,6 +484,7 @@ ARCHITECTURE_TYPES = {
     **MOE_EXTRA_ARCHITECTURES,
     **DENSE_EXTRA_ARCHITECTURES,
     **QWEN_NEXT_ARCHITECTURES,
+    **GEMMA4_ARCHITECTURES,
 }
 
 #: The config.json names of ModelConfig's fields, by family (the ones its errors may name).
@@ -504,6 +508,7 @@ HF_FIELD_NAMES: dict[str, dict[str, str]] = {
     **MOE_EXTRA_NAMES,
     **DENSE_EXTRA_NAMES,
     **QWEN_NEXT_NAMES,
+    **GEMMA4_NAMES,
 }
 
 

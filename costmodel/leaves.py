@@ -195,7 +195,8 @@ class TreeBuilder:
 
     def residual(self, at: _Place, tokens: sp.Expr, post: Leaves, site: str) -> Leaves:
         """Dropout, the residual add and a post-LN norm, or a post-sublayer norm then the add."""
-        residual = at.leaf("residual", B.Residual(tokens, self.cfg.residual_multiplier is not None))
+        residual = at.leaf("residual", B.Residual(tokens, self.cfg.residual_multiplier is not None,
+                                                  site == "ffn_output" and self.profile.facts.layer_scalar_buffer))
         if self.cfg.post_sublayer_norm:
             return [*post, *self.dropout(at, tokens, site), residual]
         return [*self.dropout(at, tokens, site), residual, *post]

@@ -1,4 +1,5 @@
-"""The config.json of a ModelConfig of costmodel/hf_llama_variants.py's and hf_moe_more.py's families: what costmodel.hf
+"""The config.json of a ModelConfig of costmodel/hf_llama_variants.py's and hf_moe_more.py's families
+(and, from validate/hf_gemma4.py, costmodel/hf_gemma4.py's): what costmodel.hf
 reads back as the same ModelConfig (validate/hf_models.py's config_dict checks that), so that
 validate builds the class transformers runs for it. Each writer gets the ModelConfig and the
 Llama fields every Llama-like family shares (hf_models' Llama dict, which hf_models passes in:
@@ -9,6 +10,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from costmodel.config import ModelConfig
+
+from .hf_gemma4 import GEMMA4_DICTS
 
 
 def _layer_types(cfg: ModelConfig) -> list[str]:
@@ -129,4 +132,5 @@ LLAMA_VARIANT_DICTS: dict[str, Callable[[ModelConfig, dict[str, Any]], dict[str,
     "helium": _helium, "arcee": _arcee, "apertus": _apertus, "glm4": _glm4, "ernie4_5": _ernie4_5,
     "glm4_moe": _glm4_moe, "minimax_m2": _minimax_m2, "dots1": _dots1,
     "hunyuan_v1_dense": _hunyuan_v1_dense, "hunyuan_v1_moe": _hunyuan_v1_moe, "glm": _glm4,
+    **GEMMA4_DICTS,
 }

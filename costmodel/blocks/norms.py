@@ -48,6 +48,8 @@ def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: boo
     # x.to(float32) is the input itself in an fp32 model (then shared with whoever keeps it), a
     # new fp32 copy otherwise.
     saved = (size * values if input_kept else unless_fp32(size * values)) + size * rows + output
+    if facts.rmsnorm_pow_stats:  # pow(mean + eps, -0.5) keeps its input beside the product's rsqrt
+        saved += size * rows
     if facts.rmsnorm_weight_fp32:  # (x_hat * (1 + w.float())).type_as(x): fp32 x_hat and (1 + w)
         saved += size * values + size * width
     elif facts.rmsnorm_weight_times_fp32:  # (w * x_hat).to(dtype): the fp32 x_hat
@@ -113,12 +115,23 @@ class Norm(Block):
         return self.profile.recomputes("norms") or (self.before_experts and self.profile.recomputes("moe_norms"))
 
 
+def _weightless_saved(rows: Expr, facts: Facts, recomputed: bool) -> Expr:
+    """Bytes a weightless RMSNorm over rows x d_h keeps whose output another block keeps (Gemma
+    4's v_norm): its input in the norm's dtype and its statistics (two a row with pow's)."""
+    if recomputed:
+        return S.e * rows * S.d_h
+    size = S.e if facts.norm_dtype == "activation" else dtype_bytes(facts.norm_dtype)
+    return size * rows * S.d_h + size * rows * (2 if facts.rmsnorm_pow_stats else 1)
+
+
 @dataclass(frozen=True)
 class HeadNorms(Block):
     """Qwen3's q_norm and k_norm: an RMSNorm over each query and each key head (d_h wide), before
     RoPE. Their outputs go on to RoPE, which keeps only cos and sin: nothing keeps them.
     whole: OLMo 2's, one RMSNorm over the whole query projection (h d_h wide) and one over the
-    whole key projection (h_kv d_h), each with a weight that wide."""
+    whole key projection (h_kv d_h), each with a weight that wide. facts.value_rmsnorm (Gemma 4's
+    v_norm): a third, weightless RMSNorm over each value head, whose fp32 input and statistics
+    backward keeps (its cast output is the value the attention keeps)."""
 
     q_tokens: Expr
     kv_tokens: Expr
@@ -134,12 +147,14 @@ class HeadNorms(Block):
             norms = ((self.q_tokens, S.h * S.d_h), (self.kv_tokens, S.h_kv * S.d_h))
         else:
             norms = ((self.q_tokens * S.h, S.d_h), (self.kv_tokens * S.h_kv, S.d_h))
-        values = sp.Add(*(rows * width for rows, width in norms))
+        value_rows = self.kv_tokens * S.h_kv if facts.value_rmsnorm and not self.whole else ZERO  # Gemma 4's v_norm
+        values = sp.Add(*(rows * width for rows, width in norms)) + value_rows * S.d_h
         per_norm = 2 if self.kind == "layernorm" else 1  # a weight, and a LayerNorm's bias
         tensors = [width for _, width in norms for _ in range(per_norm)]
         # two norms: Gemma 3's each keep their own fp32 (1 + w)
         saved = sum(norm_saved(self.kind, rows, width, facts, output_kept=False,
                                recomputed=recomputed) for rows, width in norms)
+        saved += _weightless_saved(value_rows, facts, recomputed)
         if facts.fused_qkv and self.kind == "layernorm" and not recomputed:
             # Persimmon: the LayerNorms keep their inputs as views of the fused q/k/v output,
             # whose storage holds the values too (measured: NativeLayerNormBackward0's input)
@@ -200,18 +215,22 @@ class SublayerInput(Block):
 @dataclass(frozen=True)
 class Residual(Block):
     """x + sublayer(x); scaled: x + sublayer(x) * a Python number first (Granite's
-    residual_multiplier: one more pointwise op, which keeps nothing for backward)."""
+    residual_multiplier: one more pointwise op, which keeps nothing for backward); layer_scalar:
+    the sum then multiplied in place by a one-element buffer (Gemma 4's, facts.layer_scalar_buffer),
+    which keeps nothing either."""
 
     tokens: Expr
     scaled: bool = False
+    layer_scalar: bool = False
     title = "residual add"
 
     def cost(self) -> Cost:
         values = self.tokens * S.d
-        scale = values if self.scaled else 0
-        return make_cost(elements=[("add", values), ("mul", scale)],
+        muls = int(self.scaled) + int(self.layer_scalar)
+        return make_cost(elements=[("add", values), ("mul", muls * values)],
                          bytes_other=elementwise_bytes(values, reads=2)
-                         + (elementwise_bytes(values) if self.scaled else 0))
+                         + muls * elementwise_bytes(values),
+                         buffer_bytes=S.e if self.layer_scalar else 0)
 
 
 @dataclass(frozen=True)

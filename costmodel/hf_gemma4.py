@@ -1,0 +1,140 @@
+"""config.json reader of Gemma 4's language model (model_type gemma4_text, Gemma4ForCausalLM; the
+multimodal gemma4 wrapper is read as its text_config by costmodel/hf_multimodal.py).
+
+transformers 5.24's models/gemma4/modeling_gemma4.py, read against Gemma 3's: the same layer
+(pre- and post-sublayer RMSNorms, a GeGLU MLP, per-head query and key RMSNorms, embeddings times
+sqrt(hidden_size), a tied head, optional final soft cap, sliding_attention / full_attention layers
+with one RoPE table per kind), but the norms multiply by w (not 1 + w, the facts' rmsnorm rows),
+the scores are scaled by 1.0 (no query_pre_attn_scalar), each value head goes through a weightless
+RMSNorm too (the value_rmsnorm fact), each layer ends by multiplying by a one-element buffer
+(layer_scalar, the layer_scalar_buffer fact), and the last layer is always full_attention.
+
+What the blocks here express exactly is read; Gemma 4's other features are refused in one sentence
+each: per-layer input embeddings (hidden_size_per_layer_input, on by default: 256), a full-attention
+head width (global_head_dim, 512 by default) other than head_dim, keys shared as values
+(attention_k_eq_v), KV-cache sharing across layers (num_kv_shared_layers), the MoE block beside the
+MLP (enable_moe_block), bidirectional attention ("all") and RoPE types other than default and
+proportional. Defaults are Gemma4TextConfig's (transformers 5.24 configuration_gemma4.py)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .config import ConfigError, ModelConfig, show
+from .hf_fields import LLAMA_NAMES, Fields
+from .hf_llama_variants import LlamaReader
+
+#: Gemma4TextConfig's defaults for the Llama fields (hidden_activation read as hidden_act).
+_DEFAULTS: dict[str, Any] = dict(max_position_embeddings=131072, hidden_act="gelu_pytorch_tanh",
+                                 tie_word_embeddings=True, num_key_value_heads=4, head_dim=256)
+#: hidden_activation values measured here (tests/test_hf_gemma4.py): the GeGLU MLP with the tanh
+#: GELU (the default) or the exact one (ACT2FN["gelu"]).
+_ACTIVATIONS = ("gelu_pytorch_tanh", "gelu")
+#: Gemma4TextConfig's other defaults this reader checks.
+_SLIDING_WINDOW, _GLOBAL_HEAD_DIM, _PER_LAYER_INPUT, _PATTERN = 512, 512, 256, 6
+#: RoPE types whose tables span the whole head (proportional: zeros past partial_rotary_factor,
+#: transformers 5.24 modeling_rope_utils._compute_proportional_rope_parameters), as the
+#: elementwise rotation does (apply_rotary_pos_emb over all of head_dim).
+_ROPE_TYPES = ("default", "proportional")
+
+
+def _refuse_unmodelled(f: Fields, head_dim: int, kv_heads: int) -> None:
+    """One sentence for each Gemma 4 feature the blocks here do not express."""
+    per_layer = f.get("hidden_size_per_layer_input", _PER_LAYER_INPUT)
+    if per_layer:
+        raise ConfigError(f"{f.source}: hidden_size_per_layer_input {show(per_layer)} (Gemma 4's "
+                          "per-layer input embeddings, on by default) is not modelled; only 0 is.")
+    if f.get("attention_k_eq_v", False, bool):
+        raise ConfigError(f"{f.source}: attention_k_eq_v (full-attention layers reusing the keys as "
+                          "values, with num_global_key_value_heads) is not modelled for gemma4_text.")
+    if f.get("num_kv_shared_layers", 0, int):
+        raise ConfigError(f"{f.source}: num_kv_shared_layers (later layers reusing earlier layers' "
+                          "keys and values) is not modelled for gemma4_text; only 0 is.")
+    if f.get("enable_moe_block", False, bool):
+        raise ConfigError(f"{f.source}: enable_moe_block (Gemma 4's experts beside the MLP, with "
+                          "their own router and norms) is not modelled.")
+    bidirectional = f.data.get("use_bidirectional_attention")
+    if bidirectional == "all":
+        raise ConfigError(f"{f.source}: use_bidirectional_attention \"all\" (an encoder, not a "
+                          "causal LM) is not modelled for gemma4_text.")
+    if bidirectional not in (None, "vision"):  # "vision": image tokens only, the text LM is causal
+        raise ConfigError(f"{f.source}: use_bidirectional_attention must be null, \"vision\" or "
+                          f"\"all\", got {show(bidirectional)}.")
+    overrides = f.data.get("per_layer_config")
+    if overrides is None:  # Gemma4TextConfig builds it from global_head_dim (k_eq_v off: no kv heads)
+        overrides = {"full_attention": {"head_dim": f.get("global_head_dim", _GLOBAL_HEAD_DIM)}}
+    if not isinstance(overrides, dict) or not all(isinstance(o, dict) for o in overrides.values()):
+        raise ConfigError(f"{f.source}: per_layer_config must map layers to objects, got {show(overrides)}.")
+    for layer in overrides.values():
+        allowed = {"head_dim": head_dim, "num_key_value_heads": kv_heads}
+        odd = {k: v for k, v in layer.items() if k not in allowed or v != allowed[k]}
+        if odd:
+            key = next(iter(odd))
+            raise ConfigError(f"{f.source}: full-attention layers with {key} {show(odd[key])} "
+                              f"(global_head_dim or per_layer_config) beside head_dim {show(head_dim)} "
+                              f"and num_key_value_heads {show(kv_heads)} are not modelled; give them "
+                              "equal.")
+
+
+def _rope_kinds(f: Fields, kinds: set[str]) -> int:
+    """The RoPE tables Gemma4TextRotaryEmbedding builds: one per kind of layer, each of a type
+    whose tables span the whole head."""
+    rope = f.data.get("rope_parameters")
+    if rope is None:
+        return len(kinds)
+    if not isinstance(rope, dict) or not kinds <= set(rope):
+        raise ConfigError(f"{f.source}: rope_parameters must give an object for each layer type "
+                          f"({', '.join(sorted(kinds))}), got {show(rope)}.")
+    for kind in sorted(kinds):
+        params = rope[kind]
+        if not isinstance(params, dict):  # Gemma4TextRotaryEmbedding.forward reads each kind's table
+            raise ConfigError(f"{f.source}: rope_parameters for {kind} must be an object, got "
+                              f"{show(params)}.")
+        kind_type = params.get("rope_type", "default")
+        if kind_type not in _ROPE_TYPES:
+            raise ConfigError(f"{f.source}: rope_type {show(kind_type)} for {kind} is not modelled "
+                              f"for gemma4_text; supported: {', '.join(_ROPE_TYPES)}.")
+    return len(kinds)
+
+
+def _gemma4_text(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Gemma 4's language model: Llama's fields (hidden_activation its activation), Gemma 3's
+    layer, its own norms, scale 1.0, windows on the sliding_attention layers (the last layer full)."""
+    data = {k: v for k, v in f.data.items() if k not in ("mlp_bias", "hidden_act", "sliding_window")}
+    act = f.get("hidden_activation", _DEFAULTS["hidden_act"], str)
+    if act not in _ACTIVATIONS:
+        raise ConfigError(f"{f.source}: unsupported hidden_activation {show(act)} for gemma4_text; "
+                          f"supported: {', '.join(_ACTIVATIONS)}.")
+    data["hidden_act"] = act
+    heads = f.get("num_attention_heads", minimum=1)
+    if "num_key_value_heads" not in f.data and heads % _DEFAULTS["num_key_value_heads"]:
+        raise ConfigError(f"{f.source}: num_attention_heads ({heads}) is not divisible by "
+                          f"num_key_value_heads ({_DEFAULTS['num_key_value_heads']}, "
+                          "Gemma4TextConfig's default when the field is missing); give num_key_value_heads.")
+    base = llama.read(Fields(data, f.source), name, "llama", _DEFAULTS)
+    _refuse_unmodelled(f, base.d_head, base.n_kv_heads)
+    layers = base.n_decoder_layers
+    types = list(llama.layer_types(f, layers) or [
+        "sliding_attention" if (i + 1) % _PATTERN else "full_attention" for i in range(layers)])
+    types[-1] = "full_attention"  # Gemma4TextConfig.__post_init__ forces it
+    if "sliding_window" in f.data and f.data["sliding_window"] is None:
+        raise ConfigError(f"{f.source}: sliding_window null is not modelled for gemma4_text: "
+                          "Gemma4TextConfig takes an integer (512 by default).")
+    window = f.get("sliding_window", _SLIDING_WINDOW, minimum=1)
+    sliding = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
+    cap = f.nullable("final_logit_softcapping", None, float)
+    return base.replace(
+        family="gemma4_text", qk_norm=True, scale_embeddings=True, post_sublayer_norm=True,
+        attention_scale=1.0, rotary_sets=_rope_kinds(f, set(types)),
+        logit_softcap=None if cap is None else float(cap),
+        sliding_window=window if sliding else None, window_layers=len(sliding) or None,
+        layer_pattern=llama.pattern(layers, sliding, None))
+
+
+#: model_type -> its reader (hf.py passes its LlamaReader).
+GEMMA4_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
+    "gemma4_text": _gemma4_text}
+#: The transformers class, for a config.json that names `architectures` only.
+GEMMA4_ARCHITECTURES: dict[str, str] = {"Gemma4ForCausalLM": "gemma4_text"}
+#: The config.json names of ModelConfig's fields (the ones its errors may name).
+GEMMA4_NAMES: dict[str, dict[str, str]] = {"gemma4_text": LLAMA_NAMES}

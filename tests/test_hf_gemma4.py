@@ -1,0 +1,238 @@
+"""Gemma 4's language model (costmodel/hf_gemma4.py: gemma4_text, and the gemma4 wrapper read as
+its text_config): parameters and buffers equal to Gemma4ForCausalLM on the meta device
+(transformers 5.24), every `validate` row exact under eager and sdpa (slow), decode-step FLOPs
+equal to the decode tree (slow), the facts Gemma 4's code needs (its pow-statistics RMSNorm, the
+weightless value norm, the layer_scalar buffer) each measured, and the features the blocks here
+do not express refused in one sentence."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from costmodel.config import ConfigError
+from costmodel.hf import from_hf_config
+from tests.cli_run import run_main
+from tests.family_configs import buffer_bytes_both
+from tests.family_configs import estimated_total as _ours
+from tests.family_configs import hf_meta_count as _hf_count
+
+_BASE = dict(model_type="gemma4_text", vocab_size=99, hidden_size=48, num_attention_heads=6,
+             num_key_value_heads=2, head_dim=10, global_head_dim=10, intermediate_size=37,
+             num_hidden_layers=4, max_position_embeddings=64, sliding_window=5,
+             hidden_size_per_layer_input=0)
+
+#: Tiny, odd configs (head_dim 10, not hidden/heads = 8; the full-attention head as wide).
+CONFIGS = {
+    # The class's own layer rule (all but every sixth slide; the last layer forced full): layers
+    # 0-2 sliding, 3 full; the default RoPE (proportional, a quarter rotated, on full layers).
+    "gemma4": _BASE,
+    # Every layer full (one RoPE table), q/k/v/o biases, an untied head, a final soft cap.
+    "gemma4-full": dict(_BASE, layer_types=["full_attention"] * 4, attention_bias=True,
+                        tie_word_embeddings=False, final_logit_softcapping=30.0),
+    # Alternating kinds, a window of 3, exact GELU (hidden_activation "gelu"), one KV head, both
+    # RoPE kinds default, the full layers' widths given as per_layer_config.
+    "gemma4-alternating": dict(_BASE, layer_types=["sliding_attention", "full_attention"] * 2,
+                               sliding_window=3, hidden_activation="gelu", num_key_value_heads=1,
+                               rope_parameters={
+                                   "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+                                   "full_attention": {"rope_type": "default", "rope_theta": 1e6}},
+                               per_layer_config={"1": {"head_dim": 10}, "3": {"head_dim": 10}}),
+    # use_bidirectional_attention "vision" (image tokens only: the text model stays causal),
+    # attention dropout 0.1 on the probabilities, two kinds by the default rule over 7 layers.
+    "gemma4-vision": dict(_BASE, use_bidirectional_attention="vision", attention_dropout=0.1,
+                          num_hidden_layers=7),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_parameters_equal_hugging_face(name):
+    pytest.importorskip("transformers")
+    assert _ours(CONFIGS[name], name) == _hf_count(CONFIGS[name])
+
+
+@pytest.mark.parametrize("name, expected", [
+    # 4 x (q 288 + k 96 + v 96 + o 288 (x 48) + q/k norms 20 + MLP 3 x 48 x 37 + 4 norms of 48)
+    # + embeddings 99 x 48 + final norm 48.
+    ("gemma4", 57_680),
+    # + q/k/v/o biases 4 x (60 + 20 + 20 + 48) and an untied head 99 x 48.
+    ("gemma4-full", 63_024),
+])
+def test_parameters_are_the_counted_integers(name, expected):
+    assert _ours(CONFIGS[name], name) == expected
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_buffers_equal_the_meta_models(name):
+    """inv_freq and original_inv_freq (fp32, d_h / 2 each) per layer kind, the bf16 embed_scale
+    and each layer's bf16 layer_scalar."""
+    pytest.importorskip("transformers")
+    ours, hf = buffer_bytes_both(CONFIGS[name], name)
+    assert ours == hf
+
+
+def test_buffers_are_the_counted_bytes():
+    """Two kinds x 2 tables x 5 x 4 bytes + embed_scale 2 + 4 layer_scalars x 2 = 90; one kind: 50."""
+    assert buffer_bytes_both(CONFIGS["gemma4"], "g")[0] == 90
+    assert buffer_bytes_both(CONFIGS["gemma4-full"], "g")[0] == 50
+
+
+def test_the_class_defaults_are_refused_for_their_per_layer_embeddings():
+    transformers = pytest.importorskip("transformers")
+    fields = transformers.AutoConfig.for_model("gemma4_text").to_dict()
+    with pytest.raises(ConfigError, match="hidden_size_per_layer_input 256 .* is not modelled"):
+        from_hf_config(fields, name="d")
+
+
+def test_the_class_defaults_without_per_layer_embeddings_and_wide_heads():
+    """Gemma4TextConfig's defaults with hidden_size_per_layer_input 0 and global_head_dim 256:
+    30 layers x (attention 14,155,776 + q/k norms 512 + MLP 63,700,992 + norms 9,216) +
+    embeddings 262,144 x 2,304 + final norm 2,304 = 2.94B."""
+    transformers = pytest.importorskip("transformers")
+    fields = transformers.AutoConfig.for_model("gemma4_text").to_dict()
+    fields.pop("per_layer_config")
+    fields.update(hidden_size_per_layer_input=0, global_head_dim=256)
+    expected = 2_939_976_960
+    assert _ours(fields, "d") == expected == _hf_count(
+        {"model_type": "gemma4_text", "hidden_size_per_layer_input": 0, "global_head_dim": 256})
+    cfg = from_hf_config(fields, name="d")
+    assert (cfg.sliding_window, cfg.window_layers, cfg.rotary_sets) == (512, 25, 2)
+    assert [i for i in range(30) if not cfg.layer_slides(i)] == [5, 11, 17, 23, 29]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_every_validate_row_is_exact(name, attention):
+    pytest.importorskip("transformers")
+    from tests.family_configs import odd_config_rows
+
+    rows = odd_config_rows(CONFIGS[name], name, attention)
+    assert {"parameters", "forward matmul FLOPs", "backward matmul FLOPs", "bytes saved for backward",
+            "KV-cache bytes"} <= {row.quantity for row in rows}
+    assert [row for row in rows if row.difference != 0] == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_decode_step_flops_equal_the_decode_tree(name):
+    pytest.importorskip("transformers")
+    from tests.family_configs import assert_decode_flops_exact
+
+    assert_decode_flops_exact(CONFIGS[name], name)
+
+
+@pytest.mark.parametrize("fact, short", [
+    # 4 layers x v_norm (24 tokens x 2 heads x 10 fp32 + 2 x 48 rows fp32) = 9,216
+    ("value_rmsnorm", 9_216),
+    # one more fp32 value a row for each norm: 4 x (q 144 + k 48 + v 48 + 4 x 24) + final 24
+    # rows, x 4 bytes
+    ("rmsnorm_pow_stats", 5_472),
+])
+def test_each_gemma4_fact_is_the_measured_difference(fact, short, tmp_path, monkeypatch):
+    """Without the fact the saved bytes at the validate workload (b = 2, n = 12, bf16) are this
+    much short of what the class keeps (the validate rows are exact with it)."""
+    from costmodel import estimate
+    from costmodel.facts import FACTS_PATH
+
+    def saved() -> int:
+        result = estimate(dict(CONFIGS["gemma4"], name="g"), seq_len=12, batch=2, dtype="bf16")
+        return result.to_dict()["memory"]["activations"]
+
+    with_fact = saved()
+    rows = [row for row in json.loads(FACTS_PATH.read_text())
+            if not (row["fact"] == fact and row["families"] == ["gemma4_text"])]
+    (tmp_path / "facts.json").write_text(json.dumps(rows))
+    monkeypatch.setenv("COSTMODEL_FACTS", str(tmp_path / "facts.json"))
+    assert with_fact - saved() == short
+
+
+def test_architectures_alone_name_the_model_type():
+    bare = {k: v for k, v in _BASE.items() if k != "model_type"}
+    assert from_hf_config(dict(bare, architectures=["Gemma4ForCausalLM"]), name="g") == \
+        from_hf_config(_BASE, name="g")
+
+
+#: (wrapper's tie_word_embeddings, text_config's) -> the language model's parameters, counted from
+#: Gemma4ForConditionalGeneration on the meta device (no vision or audio tower): the wrapper's
+#: value decides, True by default; an untied head adds 99 x 48 = 4,752.
+_WRAPPED = {(None, None): 57_680, (None, False): 57_680, (False, None): 62_432,
+            (False, True): 62_432, (True, False): 57_680}
+
+
+def _wrapper(wrapper_tie, text_tie) -> dict:
+    text = {k: v for k, v in _BASE.items() if k != "model_type"}
+    if text_tie is not None:
+        text["tie_word_embeddings"] = text_tie
+    return {"model_type": "gemma4", "text_config": text, "vision_config": None, "audio_config": None,
+            **({} if wrapper_tie is None else {"tie_word_embeddings": wrapper_tie})}
+
+
+@pytest.mark.parametrize("wrapper_tie, text_tie", sorted(_WRAPPED, key=str))
+def test_the_gemma4_wrapper_is_read_as_its_language_model(wrapper_tie, text_tie):
+    from costmodel import estimate
+
+    cfg = from_hf_config(_wrapper(wrapper_tie, text_tie), name="m")
+    assert cfg.name == "m (language model)" and cfg.family == "gemma4_text"
+    assert estimate(cfg).to_dict()["params"]["total"] == _WRAPPED[(wrapper_tie, text_tie)]
+
+
+@pytest.mark.parametrize("wrapper_tie, text_tie", sorted(_WRAPPED, key=str))
+def test_wrapper_counts_are_transformers_own(wrapper_tie, text_tie):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    data = _wrapper(wrapper_tie, text_tie)
+    config = transformers.Gemma4Config(**{k: v for k, v in data.items() if k != "model_type"})
+    with torch.device("meta"):
+        model = transformers.Gemma4ForConditionalGeneration(config)
+    assert sum(p.numel() for p in model.parameters()) == _WRAPPED[(wrapper_tie, text_tie)]
+
+
+@pytest.mark.parametrize("changes, words", [
+    (dict(hidden_size_per_layer_input=8), "hidden_size_per_layer_input 8 (Gemma 4's per-layer"),
+    (dict(global_head_dim=20), "full-attention layers with head_dim 20"),
+    (dict(global_head_dim=None), "full-attention layers with head_dim 512"),
+    (dict(per_layer_config={"3": {"num_key_value_heads": 1}}), "with num_key_value_heads 1"),
+    (dict(attention_k_eq_v=True), "attention_k_eq_v (full-attention layers reusing the keys"),
+    (dict(num_kv_shared_layers=2), "num_kv_shared_layers (later layers reusing"),
+    (dict(enable_moe_block=True, num_experts=4, top_k_experts=2, moe_intermediate_size=8),
+     "enable_moe_block (Gemma 4's experts beside the MLP"),
+    (dict(use_bidirectional_attention="all"), "use_bidirectional_attention \"all\""),
+    (dict(rope_parameters={"sliding_attention": {"rope_type": "yarn", "factor": 2.0},
+                           "full_attention": {"rope_type": "default"}}),
+     "rope_type 'yarn' for sliding_attention is not modelled"),
+    (dict(rope_parameters={"full_attention": {"rope_type": "default"}}),
+     "rope_parameters must give an object for each layer type"),
+    (dict(hidden_activation="relu"), "unsupported hidden_activation 'relu' for gemma4_text"),
+    (dict(use_bidirectional_attention=True), "use_bidirectional_attention must be null"),
+    (dict(rope_parameters={"sliding_attention": None, "full_attention": {"rope_type": "default"}}),
+     "rope_parameters for sliding_attention must be an object, got None"),
+    (dict(sliding_window="null"), "sliding_window null is not modelled for gemma4_text"),
+    (dict(num_key_value_heads=None, num_attention_heads=6),
+     "num_attention_heads (6) is not divisible by num_key_value_heads (4, Gemma4TextConfig's"),
+])
+def test_unmodelled_features_are_refused_in_one_sentence(changes, words):
+    fields = dict(_BASE, **changes)
+    fields = {k: None if v == "null" else v for k, v in fields.items() if v is not None}
+    with pytest.raises(ConfigError) as error:
+        from_hf_config(fields, name="g")
+    message = str(error.value)
+    assert words in message and "\n" not in message
+
+
+def test_the_command_line_refuses_the_class_defaults_with_status_2(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "gemma4_text", "hidden_size": 64,
+                                "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,
+                                "intermediate_size": 128, "vocab_size": 100}))
+    code, _, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and err.count("\n") == 1 and "hidden_size_per_layer_input 256" in err
+
+
+def test_the_command_line_reads_a_gemma4_wrapper(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_wrapper(None, None)))
+    code, out, err = run_main(["estimate", "--config", str(path), "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["params"]["total"] == 57_680

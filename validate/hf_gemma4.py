@@ -1,0 +1,27 @@
+"""The config.json of a ModelConfig of costmodel/hf_gemma4.py's family (gemma4_text): what
+costmodel.hf reads back as the same ModelConfig (validate/hf_models.py's config_dict checks that),
+so that validate builds Gemma4ForCausalLM for it. Registered beside validate/hf_llama_variants.py's
+writers (the same signature: the ModelConfig and hf_models' Llama fields)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from costmodel.config import ModelConfig
+
+
+def _gemma4_text(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """Gemma 4's text config.json: hidden_activation, the layer kinds, a full-attention head as
+    wide as the sliding ones, no per-layer input embeddings (what costmodel/hf_gemma4.py reads)."""
+    data = {k: v for k, v in llama.items() if k != "hidden_act"}
+    layers = cfg.n_decoder_layers
+    return dict(data, hidden_activation=llama["hidden_act"], attention_bias=cfg.qkv_bias,
+                final_logit_softcapping=cfg.logit_softcap, sliding_window=cfg.sliding_window or 512,
+                layer_types=["sliding_attention" if cfg.layer_slides(i) else "full_attention"
+                             for i in range(layers)],
+                global_head_dim=cfg.d_head, hidden_size_per_layer_input=0)
+
+
+#: family -> its config.json writer (validate/hf_models.py's config_dict, via LLAMA_VARIANT_DICTS).
+GEMMA4_DICTS: dict[str, Callable[[ModelConfig, dict[str, Any]], dict[str, Any]]] = {
+    "gemma4_text": _gemma4_text}
