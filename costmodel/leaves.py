@@ -195,8 +195,8 @@ class TreeBuilder:
 
     def residual(self, at: _Place, tokens: sp.Expr, post: Leaves, site: str) -> Leaves:
         """Dropout, the residual add and a post-LN norm, or a post-sublayer norm then the add."""
-        residual = at.leaf("residual", B.Residual(tokens, self.cfg.residual_multiplier is not None,
-                                                  site == "ffn_output" and self.profile.facts.layer_scalar_buffer))
+        scalar = site == "ffn_output" and self.profile.facts.layer_scalar_buffer  # Gemma 4's layer_scalar
+        residual = at.leaf("residual", B.Residual(tokens, self.cfg.residual_multiplier is not None, scalar))
         if self.cfg.post_sublayer_norm:
             return [*post, *self.dropout(at, tokens, site), residual]
         return [*self.dropout(at, tokens, site), residual, *post]
@@ -444,8 +444,7 @@ class TreeBuilder:
         return [checkpoint, *(dataclasses.replace(leaf, checkpointed=True) for leaf in body)]
 
     def mixer_layer(self, layer: _Place, seq: sp.Expr, kind: LayerKind) -> Leaves:
-        """A layer of one mixer (ModelConfig.mixer_layers: NemotronHBlock's norm, mixer, residual add); a
-        Mamba-2 or Gated DeltaNet mixer holds its conv and recurrent states whatever the context."""
+        """A layer of one mixer (ModelConfig.mixer_layers: NemotronHBlock's norm, mixer, residual add)."""
         at = dataclasses.replace(layer, sublayer=kind.mixer)
         if kind.mixer in ("mlp", "moe"):
             return self.ffn(at, S.b * seq, kind.experts)
