@@ -81,15 +81,26 @@ def class_attention(impl: str, family: str, attention: str) -> str:
     return "sdpa" if runs_attention(impl, family, "sdpa") else "eager"
 
 
-def fallback_note(framework: str | None, impl: str | None, attention: str | None, family: str) -> str | None:
-    """One sentence (for a note) when the default attention is not the framework's (class_attention), else None."""
+def fallback_note(framework: str | None | tuple[str, ...], impl: str | None, attention: str | None,
+                  family: str) -> str | None:
+    """One sentence (for a note) when the default attention is not the framework's (class_attention),
+    else None. A tuple of frameworks (plan tries each) is one sentence naming those whose default
+    falls back, one clause per default kernel given way."""
     if attention is not None:
         return None
-    default = implied(framework, impl)
-    chosen = implied(framework, impl, None, family)["attention"]
-    if chosen == default["attention"]:
+    frameworks = framework if isinstance(framework, tuple) else (framework,)
+    falls: dict[tuple[str, str], list[str]] = {}
+    for each in frameworks:
+        default = implied(each, impl)["attention"]
+        chosen = implied(each, impl, None, family)["attention"]
+        if chosen != default:
+            falls.setdefault((default, chosen), []).append(f"{each}'s" if each in FRAMEWORK_CODE else "the")
+    if not falls:
         return None
-    whose = f"{framework}'s" if framework in FRAMEWORK_CODE else "the"
-    return (f"attention {chosen}: {family}'s Hugging Face class has no {default['attention']} path in "
-            f"transformers 5.24, so {whose} default {default['attention']} gives way to {chosen}, what "
-            "transformers picks for it when none is requested; --attention picks another.")
+    clauses = [f"{' and '.join(whose)} default {default} gives way to {chosen}"
+               for (default, chosen), whose in falls.items()]
+    chosen_all = " and ".join(dict.fromkeys(chosen for _, chosen in falls))
+    defaults_all = " or ".join(dict.fromkeys(default for default, _ in falls))
+    return (f"attention {chosen_all}: {family}'s Hugging Face class has no {defaults_all} path in "
+            f"transformers 5.24, so {', and '.join(clauses)}, what transformers picks for it when none is "
+            "requested; --attention picks another.")
