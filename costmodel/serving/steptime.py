@@ -182,14 +182,10 @@ class RooflineStepTime(StepTime):
             group = ("context" if any(S.c in t.free_symbols for t in totals)
                      else "head" if leaf.path.startswith("head") else "tokens")
             weights = (leaf.total("weight_bytes") if quantized else S.e * leaf.total("params"))
-            if tp > 1:  # one rank's share as the layout model splits the leaf (layout/split.py, the one
-                # rule serve's memory and the kernel model read: heads and widths divided, key/value
-                # heads replicated where tp exceeds them, norms and routers whole), times tp: the
-                # sums below divide every group by tp
-                split = {**substitution(leaf.block, sp_on=False, vocabulary="ceil", loss_parallel=False,
-                                        encoder=False), S.tp: sp.Integer(tp)}
-                totals = [tp * local(t, split).xreplace({S.tp: sp.Integer(tp)}) for t in totals]
-                weights = tp * local(weights, split).xreplace({S.tp: sp.Integer(tp)})
+            if tp > 1:  # a rank's share as layout/split.py splits the leaf (norms whole), times tp: the sums divide by tp
+                split = substitution(leaf.block, sp_on=False, vocabulary="ceil", loss_parallel=False, encoder=False)
+                totals, weights = ([tp * local(t, split).xreplace({S.tp: sp.Integer(tp)}) for t in totals],
+                                   tp * local(weights, split).xreplace({S.tp: sp.Integer(tp)}))
             if any(t != 0 for t in totals) or leaf.cost.get("bytes_moved") != 0:
                 active_blocks[group] += int(leaf.count.xreplace(fixed))
             if group == "context" and weights != 0:  # read once per step, not once per sequence
