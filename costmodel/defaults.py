@@ -56,6 +56,11 @@ def implied(framework: str | None, impl: str | None = None, attention: str | Non
     return chosen
 
 
+def has_attention(cfg: Any) -> bool:
+    """Whether the model has an attention layer (a pure Mamba-2 stack's mixer pattern names none)."""
+    return not (cfg.mixer_layers and "attention" not in (cfg.layer_pattern or ()))
+
+
 def runs_attention(impl: str, family: str, attention: str) -> bool:
     """Whether impl's code for the family runs the attention (facts sdpa_supported and
     flash_supported: the Hugging Face class's _supports_sdpa and _supports_flash_attn; the megatron
@@ -82,11 +87,12 @@ def class_attention(impl: str, family: str, attention: str) -> str:
 
 
 def fallback_note(framework: str | None | tuple[str, ...], impl: str | None, attention: str | None,
-                  family: str) -> str | None:
+                  family: str, attends: bool = True) -> str | None:
     """One sentence (for a note) when the default attention is not the framework's (class_attention),
     else None. A tuple of frameworks (plan tries each) is one sentence naming those whose default
-    falls back, one clause per default kernel given way."""
-    if attention is not None:
+    falls back, one clause per default kernel given way. attends False (a model with no attention
+    layer: has_attention): nothing to say."""
+    if attention is not None or not attends:
         return None
     frameworks = framework if isinstance(framework, tuple) else (framework,)
     falls: dict[tuple[str, str], list[str]] = {}

@@ -93,7 +93,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     from .api import load_model, make_workload
     from .checkpoint import inference_options
     from .cost import check_price_has_tokens, gpus_of, price_plan
-    from .defaults import FRAMEWORK_CODE, fallback_note, implied
+    from .defaults import FRAMEWORK_CODE, fallback_note, has_attention, implied
     from .hardware import load_hardware
     from .layout import plan as planner
 
@@ -149,7 +149,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         workload, warnings = make_workload(cfg, seq_len, dtype=dtype,
                                            **implied(fixed.get("framework"), impl, attention, cfg.family))
         frameworks = [fixed["framework"]] if fixed.get("framework") else list(FRAMEWORK_CODE)
-        note = fallback_note(tuple(frameworks), impl, attention, cfg.family)
+        note = fallback_note(tuple(frameworks), impl, attention, cfg.family, has_attention(cfg))
         notes = [note] if note else []
     feasible, infeasible, nearest, batches, ran = [], [], None, {}, None
     for count in counts:

@@ -181,3 +181,14 @@ def test_granite_micro_runs_every_command(tmp_path, capsys):
     code, out, _ = _run(["estimate", "--config", str(path), "--json"], capsys)
     weights = json.loads(out)["memory"]["weights"]
     assert weights == 2 * 3_191_396_096
+
+
+def test_no_fallback_note_for_a_model_without_attention(tmp_path, capsys):
+    """mamba2's class runs neither sdpa nor flash (facts.json, its PreTrainedModel flags), and has
+    no attention layer: the frameworks' kernels give way to nothing, so no note."""
+    path = tmp_path / "mamba2-2.7b.json"
+    path.write_text(json.dumps(RELEASED["mamba2-2.7b"][0]))
+    code, _, err = _run(["plan", "--config", str(path), "--gpus", "2", "--seq-len", "512", "--top", "1"], capsys)
+    assert code == 0 and "note:" not in err
+    code, _, err = _run(["simulate", "--config", str(path), "--train", "--dp", "2", "--seq-len", "512"], capsys)
+    assert code == 0 and "note:" not in err
