@@ -8,7 +8,7 @@ import json
 import click
 
 from costmodel.config import ConfigError
-from costmodel.defaults import fallback_note, implied
+from costmodel.defaults import fallback_note, has_attention, implied
 from reports.output import finite
 
 from .inputs import InputError, hardware_and_dtype, load_model, make_layout, make_workload, with_mtp
@@ -39,7 +39,7 @@ def estimate(model, config, seq_len, hardware_name, mtp, as_json, **options) -> 
     layout = make_layout(cfg, layout_given)
     framework = layout.framework if layout else None
     typed_code = {"impl": options["impl"], "attention": options["attention"]}  # None: the layout's framework's
-    note = fallback_note(framework, options["impl"], options["attention"], cfg.family)
+    note = fallback_note(framework, options["impl"], options["attention"], cfg.family, has_attention(cfg))
     if note:
         click.echo(f"note: {note}", err=True)
     options.update(implied(framework, options["impl"], options["attention"], cfg.family))

@@ -177,6 +177,8 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
         raise InputError(str(error)) from None
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
     if as_json:
         chosen = dict(result.to_dict())  # a copy: the table's counts read the result's own lists
         if json_top is not None:

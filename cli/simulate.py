@@ -13,7 +13,7 @@ from costmodel import spec
 from costmodel.api import generation_start
 from costmodel.checkpoint import inference_options
 from costmodel.config import ConfigError, require_decoder
-from costmodel.defaults import fallback_note, implied
+from costmodel.defaults import fallback_note, has_attention, implied
 
 from costmodel.simulate_api import decode_inputs
 
@@ -207,7 +207,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             raise ConfigError(f"{', '.join(overlap_given)}: the overlap options time training with a layout "
                               "(--train with --tp/--pp/--dp/...); nothing here would read them.")
         framework = layout.framework if layout else None
-        attention_note = fallback_note(framework, impl, attention, cfg.family)
+        attention_note = fallback_note(framework, impl, attention, cfg.family, has_attention(cfg))
         if attention_note:
             click.echo(f"note: {attention_note}", err=True)
         code = implied(framework, impl, attention, cfg.family)

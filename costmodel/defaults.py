@@ -56,6 +56,11 @@ def implied(framework: str | None, impl: str | None = None, attention: str | Non
     return chosen
 
 
+def has_attention(cfg: Any) -> bool:
+    """Whether the model has an attention layer (a pure Mamba-2 stack's mixer pattern names none)."""
+    return not (cfg.mixer_layers and "attention" not in (cfg.layer_pattern or ()))
+
+
 def runs_attention(impl: str, family: str, attention: str) -> bool:
     """Whether impl's code for the family runs the attention (facts sdpa_supported and
     flash_supported: the Hugging Face class's _supports_sdpa and _supports_flash_attn; the megatron
@@ -81,15 +86,27 @@ def class_attention(impl: str, family: str, attention: str) -> str:
     return "sdpa" if runs_attention(impl, family, "sdpa") else "eager"
 
 
-def fallback_note(framework: str | None, impl: str | None, attention: str | None, family: str) -> str | None:
-    """One sentence (for a note) when the default attention is not the framework's (class_attention), else None."""
-    if attention is not None:
+def fallback_note(framework: str | None | tuple[str, ...], impl: str | None, attention: str | None,
+                  family: str, attends: bool = True) -> str | None:
+    """One sentence (for a note) when the default attention is not the framework's (class_attention),
+    else None. A tuple of frameworks (plan tries each) is one sentence naming those whose default
+    falls back, one clause per default kernel given way. attends False (a model with no attention
+    layer: has_attention): nothing to say."""
+    if attention is not None or not attends:
         return None
-    default = implied(framework, impl)
-    chosen = implied(framework, impl, None, family)["attention"]
-    if chosen == default["attention"]:
+    frameworks = framework if isinstance(framework, tuple) else (framework,)
+    falls: dict[tuple[str, str], list[str]] = {}
+    for each in frameworks:
+        default = implied(each, impl)["attention"]
+        chosen = implied(each, impl, None, family)["attention"]
+        if chosen != default:
+            falls.setdefault((default, chosen), []).append(f"{each}'s" if each in FRAMEWORK_CODE else "the")
+    if not falls:
         return None
-    whose = f"{framework}'s" if framework in FRAMEWORK_CODE else "the"
-    return (f"attention {chosen}: {family}'s Hugging Face class has no {default['attention']} path in "
-            f"transformers 5.24, so {whose} default {default['attention']} gives way to {chosen}, what "
-            "transformers picks for it when none is requested; --attention picks another.")
+    clauses = [f"{' and '.join(whose)} default {default} gives way to {chosen}"
+               for (default, chosen), whose in falls.items()]
+    chosen_all = " and ".join(dict.fromkeys(chosen for _, chosen in falls))
+    defaults_all = " or ".join(dict.fromkeys(default for default, _ in falls))
+    return (f"attention {chosen_all}: {family}'s Hugging Face class has no {defaults_all} path in "
+            f"transformers 5.24, so {', and '.join(clauses)}, what transformers picks for it when none is "
+            "requested; --attention picks another.")

@@ -136,11 +136,14 @@ def _granitemoehybrid(f: Fields, name: str) -> ModelConfig:
         if not 0 < value < float("inf"):
             raise ConfigError(f"{f.source}: {key} must be a positive number, got {show(value)}.")
         fields[field] = float(value)
+    if not n_experts:  # the class builds no MoE block and reads neither field (IBM's dense
+        # granite-4.0-h-micro ships num_experts_per_tok 0)
+        return ModelConfig(**fields, position="rope" if position == "rope" else "none", d_ff=shared, ffn_bias=False)
     experts = dict(n_experts=n_experts, top_k=f.get("num_experts_per_tok", 2, minimum=1),
                    d_expert=f.get("intermediate_size", 11008, minimum=1), d_shared=shared,
                    router="softmax", renormalize_top_k=True)  # softmax over the top-k logits
     return ModelConfig(**fields, position="rope" if position == "rope" else "none", d_ff=shared,
-                       ffn_bias=False, **(experts if n_experts else {}))
+                       ffn_bias=False, **experts)
 
 
 def _bamba(f: Fields, name: str) -> ModelConfig:

@@ -30,9 +30,10 @@ class PlanResult:
     """The layouts of a plan: .feasible (ranked), .infeasible, .nearest (when nothing fits), and
     .inputs; .to_dict() is `plan --json`."""
 
-    def __init__(self, data: dict[str, Any], warnings: list[str]):
+    def __init__(self, data: dict[str, Any], warnings: list[str], notes: list[str] | None = None):
         self.data = data
         self.warnings = warnings
+        self.notes = notes or []  # facts about the code run, not doubts: `note:` as simulate's
 
     feasible = property(lambda self: self.data["feasible"])
     infeasible = property(lambda self: self.data["infeasible"])
@@ -92,7 +93,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     from .api import load_model, make_workload
     from .checkpoint import inference_options
     from .cost import check_price_has_tokens, gpus_of, price_plan
-    from .defaults import FRAMEWORK_CODE, fallback_note, implied
+    from .defaults import FRAMEWORK_CODE, fallback_note, has_attention, implied
     from .hardware import load_hardware
     from .layout import plan as planner
 
@@ -143,12 +144,13 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         quantization = {k: v for k, v in quantization.items() if v is not None}
         workload, warnings = make_workload(cfg, prompt, dtype=dtype, gen_tokens=gen, kv_cache=kv_cache,
                                            **quantization)
+        notes = []
     else:
         workload, warnings = make_workload(cfg, seq_len, dtype=dtype,
                                            **implied(fixed.get("framework"), impl, attention, cfg.family))
         frameworks = [fixed["framework"]] if fixed.get("framework") else list(FRAMEWORK_CODE)
-        warnings = [*warnings, *dict.fromkeys(note for note in (fallback_note(framework, impl, attention, cfg.family)
-                                                                for framework in frameworks) if note)]
+        note = fallback_note(tuple(frameworks), impl, attention, cfg.family, has_attention(cfg))
+        notes = [note] if note else []
     feasible, infeasible, nearest, batches, ran = [], [], None, {}, None
     for count in counts:
         if serve:
@@ -189,4 +191,4 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                           "tokens": tokens, "price_per_gpu_hour": chosen.price_per_gpu_hour if price is None else price}),
                       "rank_by": rank_by,
                       "memory_capacity": chosen.serving_memory_bytes if serve else chosen.training_memory_bytes}
-    return PlanResult(data, warnings)
+    return PlanResult(data, warnings, notes)

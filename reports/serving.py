@@ -177,8 +177,8 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 @click.option("--pp", type=int, default=1, show_default=True,
               help="Pipeline stages per replica (pp batches in flight, as vLLM's pipeline parallelism).")
 @click.option("--replicas", type=int, default=1, show_default=True, help="Replicas behind the router.")
-@click.option("--router", type=click.Choice(ROUTERS), default=ROUTERS[0],
-              show_default=True, help="How arrivals are spread over the replicas.")
+@click.option("--router", type=click.Choice(ROUTERS), default=None,
+              help=f"How arrivals are spread over two or more replicas (default: {ROUTERS[0]}).")
 @click.option("--disaggregate", type=str, default=None,
               help="P:D: P prefill-only and D decode-only replicas, the KV cache sent between them (replaces --replicas).")
 @click.option("--dtype", type=DtypeChoice(DTYPES), default=None, help="Default: the hardware's.")

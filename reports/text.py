@@ -93,6 +93,15 @@ def mtp_note(inputs: dict[str, Any]) -> str:
     return f", MTP {inputs['mtp']}" if inputs.get("mtp") else ""
 
 
+def per_layer_labels(per_layer: dict[str, int]) -> dict[str, int]:
+    """The Parameters rows of params.per_layer ("decoder", "decoder.mamba", ...): "per mamba layer"
+    where one stack has kinds of layer (the kind names it, and fits the column), "per decoder mamba
+    layer" where both stacks appear, "per decoder layer" for a stack of one kind."""
+    stacks = {key.split(".")[0] for key in per_layer}
+    return {"per " + (key.replace(".", " ") if len(stacks) > 1 else key.split(".")[-1]) + " layer": value
+            for key, value in per_layer.items()}
+
+
 def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
     """The human report of `estimate`: parameters, FLOPs, memory, regime and the block table."""
     i, p, f, m, r = (result[k] for k in ("inputs", "params", "flops", "memory", "regime"))
@@ -114,8 +123,7 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         *([f"  MTP depths         {count(p['mtp']):>12}  (--mtp {i['mtp']}; the output head "
            "shared, counted above)"] if p.get("mtp") else []),
     ]
-    for stack, value in p["per_layer"].items():
-        label = f"per {stack} layer"
+    for label, value in per_layer_labels(p["per_layer"]).items():
         out.append(f"  {label:<19}{count(value):>12}" if len(label) <= 19 else f"  {label}  {count(value)}")
     tokens_note = "per target token" if i["tgt_len"] else "per token"
     out += [

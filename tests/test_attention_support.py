@@ -17,8 +17,8 @@ from costmodel.hf import ARCHITECTURE_TYPES, SUPPORTED_MODEL_TYPES
 
 #: Families whose transformers 5.24 class refuses sdpa (its _supports_sdpa False), flash_attention_2
 #: (_supports_flash_attn False).
-NO_SDPA = {"gemma2", "vaultgemma", "gpt_oss", "bloom", "mpt", "gpt_neo"}
-NO_FLASH = {"bloom", "mpt", "t5", "llama4_text"}
+NO_SDPA = {"gemma2", "vaultgemma", "gpt_oss", "bloom", "mpt", "gpt_neo", "mamba2"}
+NO_FLASH = {"bloom", "mpt", "t5", "llama4_text", "mamba2"}
 #: Model types read as another family (costmodel/hf.py): Falcon's layouts, the types run as Llama.
 FAMILY_OF = {"falcon_new": "falcon", "falcon_rw": "falcon"}
 
@@ -35,12 +35,12 @@ def _hf_class(model_type: str):
 def _families() -> list[str]:
     """Every family a config.json can be read as: the model types that keep their name, and
     Falcon's layouts (the types run as Llama are the llama family)."""
-    kept = [t for t in SUPPORTED_MODEL_TYPES if t not in ("internlm3", "exaone", "iquestcoder", *NO_ATTENTION)]
+    kept = [t for t in SUPPORTED_MODEL_TYPES if t not in ("internlm3", "exaone", "iquestcoder")]
     return [*kept, *FAMILY_OF]
 
 
 #: Classes with no attention module at all, whose _supports_sdpa and _supports_flash_attn are False
-#: for that reason (Mamba2ForCausalLM): the reader builds no attention layer for them to refuse.
+#: for that reason (Mamba2ForCausalLM): the reader builds no attention layer.
 NO_ATTENTION = ("mamba2",)
 
 

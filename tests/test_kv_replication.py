@@ -205,8 +205,9 @@ def test_tp_up_to_the_kv_heads_is_unchanged(capsys):
     # and 154,836 blocks, every leaf divided by 4)
     assert setup["kv_cache"]["weight_bytes"] == tp4["per_rank"]["weights"] == 15_285_252_096
     assert setup["num_blocks"] == 154_787
-    # The serving roofline, which adds replication's excess only above the KV heads: main's mean TPOT.
+    # The serving roofline at the layout model's split (session 17's tenth round: the norms and the
+    # routers read and run whole on every GPU, not a quarter each): main's mean TPOT 3.2182 ms -> 3.2358 ms.
     assert cli.main(["serve", "--model", "qwen3-30b-a3b", "--hardware", "h100", "--tp", "4", "--rate", "1",
                      "--requests", "20", "--time-model", "roofline", "--json"]) == 0
     served = json.loads(capsys.readouterr().out)
-    assert served["tpot"]["mean"] == pytest.approx(0.0032181528801620224, rel=1e-12)
+    assert served["tpot"]["mean"] == pytest.approx(0.0032358299522565422, rel=1e-12)

@@ -97,7 +97,8 @@ def test_mtp_depths_sit_on_the_last_pipeline_stage_each_run_once_a_micro_batch()
     weights grow by two modules, its expert all-to-alls by two MoE layers' (3 + 2 over 3). Super's
     two depths on one set of weights: the rank's weights grow by one module, its model FLOPs by two
     depths' worth."""
-    workload, layout = Workload(seq_len=64), Layout(pp=16, dp=8, ep=8, zero=1, microbatches=16)
+    workload, layout = Workload(seq_len=64), Layout(pp=16, dp=8, ep=8, zero=1, microbatches=16,
+                                                          framework="megatron")  # MTP is Megatron-Core's
     cfg = load_preset("deepseek-v3")
     plain, one, two = (ParallelEstimate(cfg.replace(mtp_layers=k), workload, layout) for k in (0, 1, 2))
     assert [s["weights"] for s in two.per_stage[:-1]] == [s["weights"] for s in plain.per_stage[:-1]]

@@ -159,9 +159,11 @@ def test_mtp_is_named_where_it_is_counted(capsys):
     train = ["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--train", "--seq-len", "4096",
              "--mtp", "1"]
     assert _json(train, capsys)["inputs"]["mtp"] == 1
-    assert _json(train + ["--gpus", "8"], capsys)["inputs"]["mtp"] == 1
+    # a layout trains MTP under Megatron-Core only (session 17's tenth round: HF's classes build none)
+    assert _json(train + ["--gpus", "8", "--framework", "megatron"], capsys)["inputs"]["mtp"] == 1
     heads = []
-    for args in (["estimate", "--model", "llama3-8b", "--mtp", "1"], train, train + ["--gpus", "8"],
+    for args in (["estimate", "--model", "llama3-8b", "--mtp", "1"], train,
+                 train + ["--gpus", "8", "--framework", "megatron"],
                  ["plan", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--seq-len", "4096",
                   "--global-batch", "64", "--mtp", "1", "--top", "1"]):
         assert cli.main(args) == 0
@@ -169,7 +171,7 @@ def test_mtp_is_named_where_it_is_counted(capsys):
     assert heads == [
         "llama3-8b (decoder, llama): seq_len 2048, batch 1, bf16, impl hf, attention eager, recompute none, MTP 1",
         "llama3-8b training on h100-sxm (bf16): seq_len 4096, batch 1, impl hf, attention eager, recompute none, MTP 1",
-        "llama3-8b training on 8 x h100-sxm (bf16): seq_len 4096, impl hf, attention sdpa, recompute none, MTP 1",
+        "llama3-8b training on 8 x h100-sxm (bf16): seq_len 4096, impl megatron, attention flash, recompute none, MTP 1",
         "llama3-8b on 8 x h100-sxm, bf16, MTP 1: global batch 64 of 4,096 tokens; time model kernels"]
 
 

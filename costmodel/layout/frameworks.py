@@ -132,6 +132,13 @@ class Framework:
     # aware-optimizer only supported with distributed optimizer') and Adam (optimizer_config.py
     # lines 433-436).
     precision_aware_optimizer: bool = False
+    # Whether the framework's model builds multi-token-prediction depths (ModelConfig.mtp_layers,
+    # `--mtp`): Megatron-Core's MultiTokenPredictionBlock (megatron/core/transformer/
+    # multi_token_prediction.py, mtp_num_layers). DeepSpeed and FSDP2 train the Hugging Face class
+    # they are given, and transformers 5.24's builds none: DeepseekV3ForCausalLM drops the
+    # checkpoint's MTP layer on load (modeling_deepseek_v3.py _keys_to_ignore_on_load_unexpected =
+    # [r"model\.layers\.61.*"]) and no class reads num_nextn_predict_layers.
+    builds_mtp: bool = False
 
     def precision_for(self, dtype: str, grad_reduce: str | None = None) -> str:
         """The precision policy (costmodel/precision.py) in this activation dtype, under a
@@ -221,6 +228,7 @@ FRAMEWORKS = {
         fp16_precision="mixed", fp16_dp_gradient_dtype="activation",
         pp_scatter_gather=True, fp16_gradient_accumulation="in_place", fp16_optimizer_passes="megatron",
         loss="vocab_parallel", bf16_grad_reduce_precision="mixed", precision_aware_optimizer=True,
+        builds_mtp=True,
     ),
     "deepspeed": Framework(
         name="deepspeed", precision="mixed", zero_stages=(0, 1, 2, 3),

@@ -355,6 +355,9 @@ class Layout:
         if self.sp and cfg.moe and not self.folded:  # folding: its experts on the SP tokens
             raise ConfigError("layout: sequence parallelism with a mixture of experts is modelled only under "
                               "parallel folding (--etp 1 with --ep).")
+        if cfg.mtp_layers and not FRAMEWORKS[self.framework].builds_mtp:  # frameworks.py builds_mtp
+            raise ConfigError(f"layout: multi-token prediction (--mtp) is Megatron-Core's; {self.framework} trains "
+                              "the Hugging Face class, which builds no MTP depths; add --framework megatron.")
         if self.sp and cfg.mla and self.framework != "megatron":  # layout/split.py rank_leaf: Megatron-Core's
             raise ConfigError("layout: sequence parallelism with latent attention is modelled for Megatron-Core "
                               "only (--framework megatron).")

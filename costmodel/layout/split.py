@@ -103,19 +103,6 @@ def heads_split(tp: Any) -> dict[sp.Symbol, Any]:
     return {S.h: S.h / tp, S.h_kv: kv_heads_per_rank(S.h_kv, tp)}
 
 
-def replicated_excess(block: B.Block, expr: Any, tp: int) -> sp.Expr:
-    """What replicating key/value heads adds to a block's quantity (its whole-model expression) on
-    one rank, over an even split by tp: zero for a block tensor parallelism does not split by
-    heads and where tp divides h_kv; where one head is replicated, the k/v projection's extra
-    (1 - h_kv / tp) heads (weights, bias). For a caller that divides the whole model by tp."""
-    if isinstance(block, B.KeptOutputs):
-        block = block.source
-    if TP_SPLITS.get(type(block)) != "heads":
-        return sp.Integer(0)
-    expr = sp.sympify(expr)
-    return expr.xreplace(heads_split(tp)) - expr.xreplace({S.h: S.h / tp, S.h_kv: S.h_kv / tp})
-
-
 def local_vocabulary(vocabulary: str) -> sp.Expr:
     """The rows of the vocabulary a tensor-parallel rank holds: Megatron pads V to a multiple of
     128 tp (make-vocab-size-divisible-by 128); DTensor's Shard(0) keeps ceil(V / tp) rows;

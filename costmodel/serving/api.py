@@ -15,7 +15,7 @@ from .. import spec
 from ..spec import MLA_FORMS
 from ..tree import check_weight_scope
 from . import metrics
-from .engine import simulate_replicas
+from .engine import ROUTERS, simulate_replicas
 from .graphs import engine_graphs
 from .kv_paging import kv_paging
 from .kvcache import BlockPool, cache_sizing
@@ -288,7 +288,7 @@ def run_replicas(requests: list[Request], replica: tuple, step: StepTime, replic
 
 def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, requests: int = 1000,
           trace: str | None = None, prompt: str | Lengths = "512", output: str | Lengths = "128",
-          seed: int = 0, replicas: int = 1, router: str = "round-robin", slo_ttft: float | None = None,
+          seed: int = 0, replicas: int = 1, router: str | None = None, slo_ttft: float | None = None,
           slo_tpot: float | None = None, disaggregate: tuple[int, int] | None = None,
           concurrency: int | None = None, **replica_options: Any) -> ServeRun:
     """Simulate serving `model` on `replicas` replicas of `hardware` (a preset name or Hardware),
@@ -313,6 +313,12 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     for name, value in (("--slo-ttft", slo_ttft), ("--slo-tpot", slo_tpot)):
         if value is not None and not (value > 0 and math.isfinite(value)):
             raise ConfigError(f"{name} must be a positive number of seconds, got {show(value)}.")
+    pools = (replicas,) if disaggregate is None else tuple(disaggregate)
+    if router is not None and max(pools) == 1:
+        raise ConfigError(f"--router {router} spreads arrivals over replicas; {'each pool has' if disaggregate else 'there is'} "
+                          "one replica, so nothing is routed: add --replicas (or a larger --disaggregate pool), or "
+                          "leave --router out.")
+    router = router or ROUTERS[0]
     chosen = make_requests(rate, requests, trace, prompt, output, seed, concurrency)
     if trace is None:
         check_drawn_lengths(chosen, prompt, output, cfg.max_positions)

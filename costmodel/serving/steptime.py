@@ -58,11 +58,11 @@ pays the hardware's per-block overhead once per step. Quantized weights: each le
 traffic reads its weights as the tree stores them (its weight_bytes); W8A8 leaves (fp8 weights on
 an FP8 peak) at the FP8 peak (the products quantization.runs_quantized names; the rest of the
 leaf's at the dtype's: quantization.blended_peak), with quantization.w8a8_leaf_bytes' traffic. tp > 1: each leaf's FLOPs
-and bytes divided by tp (plus split.replicated_excess where KV heads are replicated), plus two
+and bytes at one rank's share as the layout model splits it (layout/split.py substitution, as the
+kernel model and serve's memory: heads and widths divided, replicated key/value heads, norms,
+routers and latent attention's down-projections and cache reads whole), plus two
 ring all-reduces of the step's activations per layer over the hardware's link and its latency per
-call (a stated approximation; it divides latent attention's cache reads too, which every rank
-reads whole, as the KV sizing and the kernel model's split tree count them: under --tp the
-roofline understates an MLA model's context reads). pp > 1: the sum of the stages' times plus
+call. pp > 1: the sum of the stages' times plus
 pp - 1 sends of the hidden states over the link. The pipeline's concurrency (pp batches in
 flight) is the event loop's: run_replicas gives each replica pp virtual engines (serving/api.py).
 
@@ -89,7 +89,7 @@ from ..hardware import Efficiency, Hardware, kernel_times, time_model_for
 from ..eager_ops import eager_implementation, eager_op_counts
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompute, Pointwise, check_kernel_model,
                            kernels_seconds)
-from ..layout.split import replicated_excess
+from ..layout.split import local, substitution
 from ..quantization import blended_peak, runs_w8a8, w8a8_leaf_adjustment, w8a8_peak
 from ..tree import CostModel, model_values
 from .graphs import EAGER, CudaGraphs, Graphed
@@ -179,13 +179,15 @@ class RooflineStepTime(StepTime):
             fp8_flops, read, quantize = w8a8_leaf_adjustment(leaf, w8a8, S.e)
             if fp8_flops != 0:  # inputs read in one byte, after their quantization pass
                 totals[1], totals[3] = totals[1] + read, totals[3] + quantize
-            if tp > cfg.n_kv_heads:  # what replicated key/value heads add to a rank's 1 / tp share
-                totals = [t + tp * replicated_excess(leaf.block, t, tp).xreplace(fixed) for t in totals]
             group = ("context" if any(S.c in t.free_symbols for t in totals)
                      else "head" if leaf.path.startswith("head") else "tokens")
+            weights = (leaf.total("weight_bytes") if quantized else S.e * leaf.total("params"))
+            if tp > 1:  # a rank's share as layout/split.py splits the leaf (norms whole), times tp: the sums divide by tp
+                split = substitution(leaf.block, sp_on=False, vocabulary="ceil", loss_parallel=False, encoder=False)
+                totals, weights = ([tp * local(t, split).xreplace({S.tp: sp.Integer(tp)}) for t in totals],
+                                   tp * local(weights, split).xreplace({S.tp: sp.Integer(tp)}))
             if any(t != 0 for t in totals) or leaf.cost.get("bytes_moved") != 0:
                 active_blocks[group] += int(leaf.count.xreplace(fixed))
-            weights = (leaf.total("weight_bytes") if quantized else S.e * leaf.total("params"))
             if group == "context" and weights != 0:  # read once per step, not once per sequence
                 totals[1] = totals[1] - weights
                 groups["tokens"].append([sp.Integer(0), weights, sp.Integer(0), sp.Integer(0)])
@@ -327,8 +329,6 @@ class KernelStepTime(StepTime):
         """timer: a KernelTimer to time the kernels with (default: one for this hardware and dtype)."""
         import numpy as np
 
-        from ..layout.split import substitution
-
         check_kernel_model(hardware)
         self.cfg, self.hardware, self.tp, self.pp = cfg, hardware, tp, pp
         self.dtype = Workload(dtype=dtype).dtype
@@ -358,9 +358,9 @@ class KernelStepTime(StepTime):
             totals = [leaf.total(q) for q in QUANTITIES]
             group = ("context" if any(S.c in t.free_symbols for t in totals)
                      else "head" if leaf.path.startswith("head") else "tokens")
-            local = substitution(leaf.block, sp_on=False, vocabulary="ceil", loss_parallel=False,
+            split = substitution(leaf.block, sp_on=False, vocabulary="ceil", loss_parallel=False,
                                  encoder=False) if tp > 1 else None
-            kernels = LeafKernels(leaf, subs, self.timer.fused_attention, local)
+            kernels = LeafKernels(leaf, subs, self.timer.fused_attention, split)
             self.groups[group].append((kernels, count))
             if group == "context":
                 weights = leaf.total("weight_bytes") if quantized else S.e * leaf.total("params")
