@@ -24,6 +24,7 @@ from .checkpoint import checkpoint_weights
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
 from .hf_classic import CLASSIC_BUILDERS
+from .hf_deepseek_v32 import DEEPSEEK_V32_ARCHITECTURES, DEEPSEEK_V32_BUILDERS, DEEPSEEK_V32_NAMES
 from .hf_classic_more import CLASSIC_MORE_ARCHITECTURES, CLASSIC_MORE_BUILDERS, CLASSIC_MORE_NAMES
 from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction
 from .hf_gpt_oss import GPT_OSS_ARCHITECTURES, GPT_OSS_BUILDERS, GPT_OSS_NAMES
@@ -45,7 +46,8 @@ SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3
                          *ROPE_LAYERNORM_BUILDERS, *GPT_OSS_BUILDERS, *NEMOTRON_H_BUILDERS,
                          *LLAMA_VARIANT_BUILDERS, *CLASSIC_MORE_BUILDERS,
                          *LLAMA4_BUILDERS, *MOE_MORE_BUILDERS,
-                         *HYBRID_BUILDERS, *MOE_EXTRA_BUILDERS)
+                         *HYBRID_BUILDERS, *MOE_EXTRA_BUILDERS,
+                         *DEEPSEEK_V32_BUILDERS)
 
 
 #: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
@@ -445,7 +447,7 @@ _BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
     **LLAMA4_BUILDERS,
     **{model_type: (lambda f, name, build=build: build(f, name, _LLAMA_READER))
        for model_type, build in {**LLAMA_VARIANT_BUILDERS, **MOE_MORE_BUILDERS,
-                                        **MOE_EXTRA_BUILDERS}.items()},
+                                        **MOE_EXTRA_BUILDERS, **DEEPSEEK_V32_BUILDERS}.items()},
     **CLASSIC_MORE_BUILDERS,
     **HYBRID_BUILDERS,
 }
@@ -474,6 +476,7 @@ ARCHITECTURE_TYPES = {
     **MOE_MORE_ARCHITECTURES,
     **HYBRID_ARCHITECTURES,
     **MOE_EXTRA_ARCHITECTURES,
+    **DEEPSEEK_V32_ARCHITECTURES,
 }
 
 #: The config.json names of ModelConfig's fields, by family (the ones its errors may name).
@@ -495,6 +498,7 @@ HF_FIELD_NAMES: dict[str, dict[str, str]] = {
     **MOE_MORE_NAMES,
     **HYBRID_NAMES,
     **MOE_EXTRA_NAMES,
+    **DEEPSEEK_V32_NAMES,
 }
 
 

@@ -276,6 +276,8 @@ class TreeBuilder:
                                                                  tables, profile)))
             if cfg.qk_l2_norm:  # Llama 4: after RoPE, on the RoPE layers only
                 projections.append(at.leaf("qk_norm", B.HeadL2Norms(q_tokens, kv_tokens)))
+        if cfg.index_n_heads is not None and not cross:  # DeepSeek-V3.2: scores every key, picks the top k
+            projections.append(at.leaf("indexer", B.LightningIndexer(q_tokens, k_len, kv_tokens, cached, profile)))
         if cfg.nope_temperature and not rope and not cross:
             projections.append(at.leaf("temperature", B.AttentionTemperature(q_tokens, q_len)))
         scores = B.AttentionScores(q_len, k_len, **core, position_bias=position_bias,
