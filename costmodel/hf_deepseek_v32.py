@@ -56,7 +56,9 @@ def _deepseek_v32(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     and the RoPE key; the indexer (index_n_heads heads of index_head_dim) beside it; the dense
     MLPs first, then DeepSeek-V3's experts. Its MTP layer (model.layers.61, ignored on load) is not
     built and not counted; mlp_bias is not read by its MLPs. A partial_rotary_factor, layer_types
-    other than indexed_attention, or an indexer head narrower than qk_rope_head_dim are refused."""
+    other than indexed_attention, an indexer head narrower than qk_rope_head_dim, or
+    num_attention_heads // num_key_value_heads other than 1 (its eager attention then repeats the
+    expanded keys) are refused."""
     if f.get("hidden_act", "silu", str) != "silu":
         raise ConfigError(f"{f.source}: unsupported hidden_act {show(f.data['hidden_act'])} for deepseek_v32.")
     if _rotary_fraction(f) != 1:
@@ -66,6 +68,12 @@ def _deepseek_v32(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     if f.data.get("q_lora_rank", 1536) is None:
         raise ConfigError(f"{f.source}: q_lora_rank null is not modelled for deepseek_v32 (its "
                           "attention always projects queries through a rank, which the indexer reads).")
+    heads, kv_heads = f.get("num_attention_heads", 128, minimum=1), f.get("num_key_value_heads", 128, minimum=1)
+    if heads // kv_heads != 1:
+        raise ConfigError(f"{f.source}: num_attention_heads // num_key_value_heads is {heads // kv_heads}, "
+                          "which transformers 5.24 cannot run for deepseek_v32 (eager attention repeats "
+                          "the keys of every head that many times); give num_key_value_heads equal to "
+                          "num_attention_heads.")
     layers = f.get("num_hidden_layers", 61)
     check_int(f.source, "num_hidden_layers", layers, minimum=1)
     types = f.data.get("layer_types")
@@ -77,14 +85,14 @@ def _deepseek_v32(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     for key in ("head_dim", "layer_types", "mlp_layer_types"):  # head_dim: set to qk_rope_head_dim by the class
         data.pop(key, None)
     read = Fields(data, f.source)
-    heads, width = read.get("index_n_heads", minimum=1), read.get("index_head_dim", minimum=1)
+    index_heads, width = read.get("index_n_heads", minimum=1), read.get("index_head_dim", minimum=1)
     read.get("index_topk", minimum=1)
     rope = read.get("qk_rope_head_dim")
     if width < rope:
         raise ConfigError(f"{f.source}: index_head_dim ({width}) is narrower than qk_rope_head_dim "
                           f"({rope}), the part of each indexer head RoPE rotates.")
     base = llama.read(read, name, "deepseek_v3", _DEFAULTS)
-    return base.replace(family="deepseek_v32", index_n_heads=heads, index_head_dim=width)
+    return base.replace(family="deepseek_v32", index_n_heads=index_heads, index_head_dim=width)
 
 
 #: model_type -> its reader (hf.py passes its LlamaReader).
