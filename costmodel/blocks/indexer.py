@@ -67,7 +67,7 @@ class LightningIndexer(Block):
             matrices=[weight_matrix(d_in, d_out) for _, d_in, d_out in (wq_b, wk, weights)],
             matrix_tokens=[tokens for tokens, _, _ in (wq_b, wk, weights)],
             flops_matmul=projected + self.scoring_flops(),
-            elements=[("layernorm", self.kv_tokens * S.d_i)],
+            elements=[("layernorm", self.kv_tokens * S.d_i), ("relu", self.q_tokens * S.h_i * self.k_len)],
             kv_cache_bytes=kv_cache_bytes(S.b * self.cached_tokens * S.d_i, self.profile),
             bytes_matmul=sum(linear_bytes(*p) for p in (wq_b, wk, weights))
             + 4 * self.q_tokens * (S.h_i * S.d_i + self.k_len * (S.h_i + 1)) + 4 * S.b * self.k_len * S.d_i,
