@@ -57,6 +57,11 @@ class LightningIndexer(Block):
         """The two products over every query-key pair: q k^T per head (d_i), then the heads' weighted sum."""
         return 2 * self.q_tokens * self.k_len * S.h_i * (S.d_i + 1)
 
+    def activation_products(self) -> tuple[tuple[Expr, Expr, Expr, Expr], ...]:
+        """torch.matmul's batched products, one per query: its h_i heads against every key (fp32 in
+        the code), then the heads' weights against those scores (scoring_flops, as GEMMs)."""
+        return ((S.h_i, self.k_len, S.d_i, self.q_tokens), (1, self.k_len, S.h_i, self.q_tokens))
+
     def cost(self) -> Cost:
         wq_b, wk, weights = self.projections()
         projected = sum(linear_flops(*p)[0] for p in (wq_b, wk, weights))
