@@ -223,16 +223,11 @@ class ModelConfig:
             derived.add("n_kv_heads")
         check_int(owner, "n_kv_heads", self.n_kv_heads)
         if self.n_heads % self.n_kv_heads:
-            raise ConfigError(
-                f"{owner}: n_heads ({self.n_heads}) is not divisible by n_kv_heads "
-                f"({self.n_kv_heads})."
-            )
+            raise ConfigError(f"{owner}: n_heads ({self.n_heads}) is not divisible by n_kv_heads ({self.n_kv_heads}).")
         if self.d_head is None:
             if self.d_model % self.n_heads:
-                raise ConfigError(
-                    f"{owner}: d_model ({self.d_model}) is not divisible by n_heads "
-                    f"({self.n_heads}) and no head dimension is given."
-                )
+                raise ConfigError(f"{owner}: d_model ({self.d_model}) is not divisible by n_heads "
+                                  f"({self.n_heads}) and no head dimension is given.")
             object.__setattr__(self, "d_head", self.d_model // self.n_heads)
             derived.add("d_head")
         object.__setattr__(self, "_derived", frozenset(derived))
@@ -273,8 +268,7 @@ class ModelConfig:
     def _check_newer_fields(self, owner: str) -> None:
         """Windows, partial rotary, parallel layers, projections, experts and latent attention."""
         optional_sizes = ("sliding_window", "window_layers", "rotary_dim", "rotary_sets", "embedding_dim",
-                          "kv_lora_rank", "q_lora_rank", "v_head_dim", "d_latent", "index_n_heads",
-                          "index_head_dim")
+                          "kv_lora_rank", "q_lora_rank", "v_head_dim", "d_latent", "index_n_heads", "index_head_dim")
         for name in optional_sizes:
             if getattr(self, name) is not None:
                 check_int(owner, name, getattr(self, name))
@@ -549,8 +543,8 @@ class ModelConfig:
                         "max_positions", "relative_buckets", "rotary_dim", "embedding_dim",
                         "sliding_window", "window_layers", "n_experts", "top_k", "d_expert",
                         "d_shared", "d_latent", "n_dense_layers", "kv_lora_rank", "q_lora_rank", "v_head_dim",
-                        "index_n_heads", "index_head_dim", "nope_layers", "layer_pattern", "mamba_heads", "mamba_head_dim", "ssm_state",
-                        "mamba_groups", "conv_kernel", "chunk_size")
+                        "index_n_heads", "index_head_dim", "nope_layers", "layer_pattern", "mamba_heads",
+                        "mamba_head_dim", "ssm_state", "mamba_groups", "conv_kernel", "chunk_size")
 
     def structure(self) -> dict[str, Any]:
         """What the cost tree's expressions depend on besides the dimensions' values: every
@@ -567,10 +561,9 @@ class ModelConfig:
             "partial_rotary": self.partial_rotary, "projected_embeddings": self.projected_embeddings,
             "windows": "none" if not windowed else "all" if windowed == self.n_decoder_layers else "some",
             "moe": self.moe, "dense_layers": self.n_dense_layers > 0, "shared_expert": self.d_shared > 0,
-            "latent_experts": self.d_latent is not None,
+            "latent_experts": self.d_latent is not None, "indexer": self.index_n_heads is not None,
             "value_width_differs": self.mla and self.v_head_dim != self.d_head,  # kernels._sdpa: math
-            "mla": self.mla, "q_lora": self.q_lora_rank is not None,
-            "indexer": self.index_n_heads is not None, "nope": self.nope_layers > 0,
+            "mla": self.mla, "q_lora": self.q_lora_rank is not None, "nope": self.nope_layers > 0,
             "mixers": tuple(m for m in ("mamba", "attention", "mlp", "moe") if self.n_mixer_layers(m)),
         }
         return data

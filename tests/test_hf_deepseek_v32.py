@@ -29,7 +29,8 @@ CONFIGS = {
     "deepseek_v32-narrow-indexer": dict(_BASE, num_key_value_heads=6, q_lora_rank=9, kv_lora_rank=10, qk_rope_head_dim=6,
                                         qk_nope_head_dim=4, v_head_dim=5, n_routed_experts=4,
                                         n_group=1, topk_group=1, num_experts_per_tok=2,
-                                        moe_intermediate_size=16, mlp_layer_types=["dense", "dense", "sparse"],
+                                        moe_intermediate_size=16,
+                                        mlp_layer_types=["dense", "dense", "sparse"],
                                         attention_bias=True, tie_word_embeddings=True,
                                         index_n_heads=1, index_head_dim=6, index_topk=3),
 }
@@ -168,3 +169,25 @@ def test_what_the_code_does_not_run_is_refused_in_one_line(fields, words, tmp_pa
     path.write_text(json.dumps(fields))
     code, out, err = run_main(["estimate", "--config", str(path)], capsys)
     assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err
+
+
+@pytest.mark.parametrize("phase, context", [("prefill", None), ("decode", 20)])
+def test_the_time_model_runs_the_indexer_scores_as_batched_gemms(phase, context):
+    """The kernel-level time model's kernels of the indexer leaf (b = 2, n = 12; a decode step at
+    20 keys): wq_b, wk and weights_proj as GEMMs of their rows, then per query its 5 heads against
+    every key (14 wide) and the heads' weights against those scores; their FLOPs are the leaf's."""
+    from costmodel.hf import from_hf_config
+    from costmodel.kernel_shapes import Gemm
+    from costmodel.kernel_time import inference_subs, leaf_kernels
+    from costmodel.tree import CostModel, profile_for
+
+    cfg = from_hf_config(CONFIGS["deepseek_v32"], name="odd")
+    model = CostModel(cfg, profile_for(cfg), phase=phase)
+    subs = inference_subs(cfg, "bf16", 2, 12, context)
+    leaf = next(leaf for leaf in model.leaves if leaf.name == "indexer")
+    queries, keys = (24, 12) if context is None else (2, 20)
+    assert leaf_kernels(leaf, subs, fused_attention=True)[:5] == [
+        Gemm(queries, 70, 20), Gemm(queries, 14, 48), Gemm(queries, 5, 48),
+        Gemm(5, keys, 14, queries), Gemm(1, keys, 5, queries)]
+    gemms = [k for k in leaf_kernels(leaf, subs, True) if isinstance(k, Gemm)]
+    assert sum(g.flops for g in gemms) == int(leaf.cost.flops_matmul.xreplace(subs))
