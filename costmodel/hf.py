@@ -12,7 +12,8 @@ Hunyuan dense),
 costmodel/hf_classic_more.py StableLM, GPT-BigCode, MPT, GPT-J, GPT-Neo and Cohere 1-2, and
 costmodel/hf_llama4.py Llama 4's language model, costmodel/hf_moe_more.py GLM-4.5 (glm4_moe),
 dots.llm1 (dots1), GLM-4.7-Flash (glm4_moe_lite), Hunyuan-A13B (hunyuan_v1_moe) and MiniMax-M2,
-costmodel/hf_moe_extra.py more mixture-of-experts decoders (GraniteMoE and its shared variant), all
+costmodel/hf_moe_extra.py more mixture-of-experts decoders (GraniteMoE and its shared variant),
+costmodel/hf_deepseek_v32.py DeepSeek-V3.2 (DeepSeek-V3 with its sparse attention's indexer), all
 through costmodel/hf_fields.py's typed field access.
 """
 
