@@ -147,6 +147,8 @@ class ModelConfig:
     kv_lora_rank: int | None = None
     q_lora_rank: int | None = None
     v_head_dim: int | None = None
+    index_n_heads: int | None = None  # DeepSeek-V3.2's lightning indexer (blocks/indexer.py): its heads,
+    index_head_dim: int | None = None  # its head width
     # Multi-token prediction while training (DeepSeek-V3 section 2.2; Megatron-Core's MultiTokenPredictionLayer):
     # mtp_layers depths after the last layer (0, what Hugging Face's class builds; set by `--mtp`, never from a
     # config.json), each two norms, a 2d -> d projection, one more layer (of the last kind, or a hybrid's
@@ -259,7 +261,7 @@ class ModelConfig:
     def _check_newer_fields(self, owner: str) -> None:
         """Windows, partial rotary, parallel layers, projections, experts and latent attention."""
         optional_sizes = ("sliding_window", "window_layers", "rotary_dim", "rotary_sets", "embedding_dim",
-                          "kv_lora_rank", "q_lora_rank", "v_head_dim", "d_latent")
+                          "kv_lora_rank", "q_lora_rank", "v_head_dim", "d_latent", "index_n_heads", "index_head_dim")
         for name in optional_sizes:
             if getattr(self, name) is not None:
                 check_int(owner, name, getattr(self, name))
@@ -403,6 +405,9 @@ class ModelConfig:
                               "expert layers: NoPE layers without experts are not modelled.")
 
     def _check_latent_attention(self, owner: str) -> None:
+        from .blocks.indexer import check_indexer_fields  # blocks import this module
+
+        check_indexer_fields(self, owner)
         if self.kv_lora_rank is None:
             for name in ("q_lora_rank", "v_head_dim"):
                 if getattr(self, name) is not None:
@@ -516,7 +521,7 @@ class ModelConfig:
             "E": max(self.n_experts, 1), "k": max(self.top_k, 1), "d_x": self.d_expert,
             "d_s": max(self.d_shared, 1), "d_l": self.d_latent or 1, "L_moe": max(self.n_moe_layers, 1),
             "L_np": max(self.nope_layers, 1), "r_q": self.q_lora_rank or 1, "r_kv": self.kv_lora_rank or 1,
-            "d_v": self.v_head_dim or self.d_head,
+            "d_v": self.v_head_dim or self.d_head, "h_i": self.index_n_heads or 1, "d_i": self.index_head_dim or 1,
             **{symbol: max(self.n_mixer_layers(mixer), 1) for symbol, mixer in
                (("L_m", "mamba"), ("L_a", "attention"), ("L_f", "mlp"), ("L_g", "deltanet"))},
             **{symbol: getattr(self, name) or 1 for symbol, name in
@@ -531,9 +536,9 @@ class ModelConfig:
                         "max_positions", "relative_buckets", "rotary_dim", "embedding_dim",
                         "sliding_window", "window_layers", "n_experts", "top_k", "d_expert",
                         "d_shared", "d_latent", "n_dense_layers", "kv_lora_rank", "q_lora_rank", "v_head_dim",
-                        "nope_layers", "layer_pattern", "mamba_heads", "mamba_head_dim", "ssm_state",
-                        "mamba_groups", "conv_kernel", "chunk_size", "deltanet_k_heads", "deltanet_v_heads",
-                        "deltanet_k_dim", "deltanet_v_dim")
+                        "index_n_heads", "index_head_dim", "nope_layers", "layer_pattern", "mamba_heads",
+                        "mamba_head_dim", "ssm_state", "mamba_groups", "conv_kernel", "chunk_size",
+                        "deltanet_k_heads", "deltanet_v_heads", "deltanet_k_dim", "deltanet_v_dim")
 
     def structure(self) -> dict[str, Any]:
         """What the cost tree's expressions depend on besides the dimensions' values: every
@@ -550,7 +555,7 @@ class ModelConfig:
             "partial_rotary": self.partial_rotary, "projected_embeddings": self.projected_embeddings,
             "windows": "none" if not windowed else "all" if windowed == self.n_decoder_layers else "some",
             "moe": self.moe, "dense_layers": self.n_dense_layers > 0, "shared_expert": self.d_shared > 0,
-            "latent_experts": self.d_latent is not None,
+            "latent_experts": self.d_latent is not None, "indexer": self.index_n_heads is not None,
             "value_width_differs": self.mla and self.v_head_dim != self.d_head,  # kernels._sdpa: math
             "mla": self.mla, "q_lora": self.q_lora_rank is not None, "nope": self.nope_layers > 0,
             "mixers": tuple(m for m in ("mamba", "attention", "mlp", "moe", "deltanet") if self.n_mixer_layers(m)),
@@ -580,11 +585,8 @@ class ModelConfig:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ConfigError(f"{source}: unknown field {show(unknown[0])}.")
-        missing = [
-            f.name
-            for f in dataclasses.fields(cls)
-            if f.default is dataclasses.MISSING and f.name not in data
-        ]
+        missing = [f.name for f in dataclasses.fields(cls)
+                   if f.default is dataclasses.MISSING and f.name not in data]
         if missing:
             raise ConfigError(f"{source}: missing field {missing[0]!r}.")
         return cls(**data)

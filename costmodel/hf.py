@@ -14,8 +14,9 @@ costmodel/hf_llama4.py Llama 4's language model, costmodel/hf_moe_more.py GLM-4.
 dots.llm1 (dots1), GLM-4.7-Flash (glm4_moe_lite), Hunyuan-A13B (hunyuan_v1_moe) and MiniMax-M2,
 costmodel/hf_moe_extra.py more mixture-of-experts decoders (GraniteMoE and its shared variant),
 costmodel/hf_dense_extra.py Nemotron, VaultGemma, Ministral 3, Jais 2, HyperCLOVA X, CodeGen,
-BioGPT, MiniCPM3 and nanochat, and costmodel/hf_gemma4.py Gemma 4's language model, all through
-costmodel/hf_fields.py's typed field access.
+BioGPT, MiniCPM3 and nanochat, costmodel/hf_gemma4.py Gemma 4's language model and
+costmodel/hf_deepseek_v32.py DeepSeek-V3.2 (DeepSeek-V3 with its sparse attention's indexer), all
+through costmodel/hf_fields.py's typed field access.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from .checkpoint import checkpoint_weights
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
 from .hf_classic import CLASSIC_BUILDERS
+from .hf_deepseek_v32 import DEEPSEEK_V32_ARCHITECTURES, DEEPSEEK_V32_BUILDERS, DEEPSEEK_V32_NAMES
 from .hf_classic_more import CLASSIC_MORE_ARCHITECTURES, CLASSIC_MORE_BUILDERS, CLASSIC_MORE_NAMES
 from .hf_dense_extra import DENSE_EXTRA_ARCHITECTURES, DENSE_EXTRA_BUILDERS, DENSE_EXTRA_NAMES
 from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction
@@ -51,7 +53,7 @@ SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3
                          *LLAMA_VARIANT_BUILDERS, *CLASSIC_MORE_BUILDERS,
                          *LLAMA4_BUILDERS, *MOE_MORE_BUILDERS,
                          *HYBRID_BUILDERS, *MOE_EXTRA_BUILDERS, *DENSE_EXTRA_BUILDERS,
-                         *QWEN_NEXT_BUILDERS, *GEMMA4_BUILDERS)
+                         *QWEN_NEXT_BUILDERS, *GEMMA4_BUILDERS, *DEEPSEEK_V32_BUILDERS)
 
 
 #: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
@@ -452,7 +454,7 @@ _BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
     **{model_type: (lambda f, name, build=build: build(f, name, _LLAMA_READER))
        for model_type, build in {**LLAMA_VARIANT_BUILDERS, **MOE_MORE_BUILDERS,
                                         **MOE_EXTRA_BUILDERS, **DENSE_EXTRA_BUILDERS,
-                                        **GEMMA4_BUILDERS}.items()},
+                                        **GEMMA4_BUILDERS, **DEEPSEEK_V32_BUILDERS}.items()},
     **CLASSIC_MORE_BUILDERS,
     **HYBRID_BUILDERS,
     **QWEN_NEXT_BUILDERS,
@@ -485,6 +487,7 @@ ARCHITECTURE_TYPES = {
     **DENSE_EXTRA_ARCHITECTURES,
     **QWEN_NEXT_ARCHITECTURES,
     **GEMMA4_ARCHITECTURES,
+    **DEEPSEEK_V32_ARCHITECTURES,
 }
 
 #: The config.json names of ModelConfig's fields, by family (the ones its errors may name).
@@ -509,6 +512,7 @@ HF_FIELD_NAMES: dict[str, dict[str, str]] = {
     **DENSE_EXTRA_NAMES,
     **QWEN_NEXT_NAMES,
     **GEMMA4_NAMES,
+    **DEEPSEEK_V32_NAMES,
 }
 
 

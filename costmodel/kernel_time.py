@@ -364,8 +364,8 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
             values_are_keys=block.values_are_keys,
             kv_element_bytes=None if block.cache_element_bytes == S.e else int(block.cache_element_bytes))] + copies
     flops = _number(cost.flops_matmul, subs)
-    if flops:
-        kernels += _gemms(leaf, subs, flops)
+    if flops:  # the weights' GEMMs, then any product of two activations (the indexer's scores)
+        kernels += _gemms(leaf, subs, flops) + [Gemm(*(int(_number(x, subs)) for x in g)) for g in block.activation_products()]
     other_flops = sum(_number(x, subs) for _, x in cost.elements)
     measured = None if eager is None else eager.get(leaf.path)  # the eager implementation's
     if measured is not None:

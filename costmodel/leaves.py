@@ -42,9 +42,8 @@ class Leaf:
     name: str
     stack: str | None = None  # encoder or decoder: the side it runs on (None: the optimizer)
     sublayer: str | None = None  # self_attention, cross_attention or ffn (layer leaves only)
-    # The layers it runs in when a stack's layers differ (count says how many): "sliding" or
-    # "full" (windows on some layers), "dense" or "moe" (experts in some layers), "rope" or "nope"
-    # (RoPE on some layers); None: every layer.
+    # The layers it runs in when a stack's layers differ (count says how many): "sliding" or "full"
+    # (windows on some layers), "dense" or "moe", "rope" or "nope" (RoPE on some); None: every layer.
     kind: str | None = None
     recomputed: bool = False  # its forward, or part of it (rerun), runs again in backward (recomputation)
     rerun: B.Cost | None = None  # what recomputation reruns: its cost, or a part (CostModel._rerun)
@@ -279,6 +278,8 @@ class TreeBuilder:
                 projections.append(at.leaf("qk_norm", B.HeadL2Norms(q_tokens, kv_tokens)))
             if cfg.rope_query_scale:  # Ministral 3: after RoPE, on every RoPE layer
                 projections.append(at.leaf("temperature", B.QueryScale(q_tokens, q_len)))
+        if cfg.index_n_heads is not None and not cross:  # DeepSeek-V3.2: scores every key, picks the top k
+            projections.append(at.leaf("indexer", B.LightningIndexer(q_tokens, k_len, kv_tokens, cached, profile)))
         if cfg.nope_temperature and not rope and not cross:
             projections.append(at.leaf("temperature", B.AttentionTemperature(q_tokens, q_len)))
         scores = B.AttentionScores(q_len, k_len, **core, position_bias=position_bias,
@@ -336,9 +337,8 @@ class TreeBuilder:
             "learned": lambda: B.LearnedPositions(tokens, seq, self.profile, cfg.position_offset),
             "sinusoidal": lambda: B.SinusoidalPositions(tokens),
         }.get(cfg.position)
-        # Post-LN without an embedding norm: nothing else keeps the embeddings that layer 0's
-        # projections read (pre-LN: the first norm keeps them as its input, and an embedding norm's
-        # output is that input).
+        # Post-LN without an embedding norm: nothing else keeps the embeddings layer 0's projections
+        # read (pre-LN: the first norm keeps them as its input; an embedding norm's output is it).
         post = cfg.norm_position == "post"
         output_kept = post and not cfg.embedding_norm
         width = S.d_e if cfg.projected_embeddings else S.d

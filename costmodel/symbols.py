@@ -41,6 +41,8 @@ L_np = _dim("L_np")  # decoder layers whose attention has no RoPE (SmolLM3's NoP
 r_q = _dim("r_q")  # MLA: rank of the compressed query (q_lora_rank)
 r_kv = _dim("r_kv")  # MLA: rank of the compressed key/value latent (kv_lora_rank), what is cached
 d_v = _dim("d_v")  # MLA: value head dimension (v_head_dim); d_h is the query/key head width
+h_i = _dim("h_i")  # DeepSeek-V3.2's lightning indexer: its query heads (index_n_heads)
+d_i = _dim("d_i")  # the indexer's head width (index_head_dim), one cached key per token
 # Mamba-2 mixers (transformers' nemotron_h): heads, their width, the state, B/C groups, the conv
 # kernel, the scan's chunk and the layers that are Mamba-2 mixers.
 H_m = _dim("H_m")  # Mamba-2 heads (mamba_num_heads)

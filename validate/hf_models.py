@@ -30,7 +30,7 @@ LLAMA_VARIANT_FAMILIES, MOE_EXTRA_FAMILIES = tuple(LLAMA_VARIANT_DICTS), tuple(M
 DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falcon_new",
                  "falcon_rw", "opt", "bloom", "mixtral", "qwen2_moe", "deepseek_v3", "ministral",
                  "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm", "starcoder2", "phi", "granite", "smollm3",
-                 "olmo2", "gpt_oss", "llama4_text", "glm4_moe_lite", *LLAMA_VARIANT_FAMILIES,
+                 "olmo2", "gpt_oss", "llama4_text", "glm4_moe_lite", "deepseek_v32", *LLAMA_VARIANT_FAMILIES,
                  *CLASSIC_MORE_DICTS, *MOE_EXTRA_FAMILIES, *DENSE_EXTRA_DICTS)
 HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5", *DICT_FAMILIES)
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
@@ -465,12 +465,12 @@ def _gpt_oss_dict(cfg: ModelConfig) -> dict[str, Any]:
 _DICTS = {
     "qwen3": _qwen3_dict, "gemma": _gemma_dict, "gemma2": _gemma2_dict, "phi3": _phi3_dict,
     "mixtral": _mixtral_dict, "qwen2_moe": _qwen2_moe_dict, "deepseek_v3": _deepseek_v3_dict,
-    "gpt_neox": _gpt_neox_dict, "falcon": _falcon_dict, "falcon_new": _falcon_dict,
-    "falcon_rw": _falcon_dict,
+    "gpt_neox": _gpt_neox_dict, "falcon": _falcon_dict, "falcon_new": _falcon_dict, "falcon_rw": _falcon_dict,
     "opt": _opt_dict, "bloom": _bloom_dict, "ministral": _ministral_dict,
     "gemma3_text": lambda cfg: _gemma2_dict(cfg, "gemma3_text"), "qwen3_moe": _qwen3_moe_dict,
-    "deepseek_v2": lambda cfg: _deepseek_v3_dict(cfg, "deepseek_v2"),
-    "glm4_moe_lite": lambda cfg: _glm4_moe_lite_dict(cfg),
+    "deepseek_v2": lambda cfg: _deepseek_v3_dict(cfg, "deepseek_v2"), "glm4_moe_lite": _glm4_moe_lite_dict,
+    "deepseek_v32": lambda cfg: dict(_glm4_moe_lite_dict(cfg), model_type="deepseek_v32",  # top-k: its default
+                                     index_n_heads=cfg.index_n_heads, index_head_dim=cfg.index_head_dim),
     "cwm": lambda cfg: _ministral_dict(cfg, "cwm"),
     "starcoder2": _starcoder2_dict, "phi": _phi_dict, "granite": _granite_dict,
     "smollm3": _smollm3_dict, "olmo2": _olmo2_dict, "gpt_oss": _gpt_oss_dict, "llama4_text": _llama4_dict,

@@ -361,6 +361,12 @@ class Block:
         costmodel/op_checkpoint.py); none but the blocks that say so."""
         return ()
 
+    def activation_products(self) -> tuple[tuple[Expr, Expr, Expr, Expr], ...]:
+        """Its products of two activations beyond its weight matrices, as (M, N, K, count) batched
+        GEMMs (the time model's kernels: kernel_time.leaf_kernels); none but the blocks that say so
+        (DeepSeek-V3.2's indexer scores). The attention core's are its own leaves."""
+        return ()
+
     def dequantized_matrices(self) -> frozenset[int]:
         """Indices (into its Cost.matrices) of the weight matrices an inference engine multiplies
         dequantized, in the activations' dtype, though a quantized checkpoint stores them so
