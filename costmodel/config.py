@@ -405,9 +405,12 @@ class ModelConfig:
                               "expert layers: NoPE layers without experts are not modelled.")
 
     def _check_latent_attention(self, owner: str) -> None:
-        from .blocks.indexer import check_indexer_fields  # blocks import this module
-
-        check_indexer_fields(self, owner)
+        # DeepSeek-V3.2's indexer (blocks/indexer.py): both sizes, with q_lora_rank (its queries read
+        # the query latent) and RoPE on rotary_dim <= index_head_dim (its rope slice)
+        if (self.index_n_heads is None) != (self.index_head_dim is None) or self.index_n_heads is not None and (
+                self.q_lora_rank is None or not self.rope or self.index_head_dim < (self.rotary_dim or 0)):
+            raise ConfigError(f"{owner}: index_n_heads and index_head_dim (DeepSeek-V3.2's indexer) go "
+                              "together, with MLA's q_lora_rank and RoPE on rotary_dim <= index_head_dim.")
         if self.kv_lora_rank is None:
             for name in ("q_lora_rank", "v_head_dim"):
                 if getattr(self, name) is not None:

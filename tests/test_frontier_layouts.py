@@ -566,11 +566,9 @@ def test_multi_token_prediction_adds_one_module_on_the_last_stage(capsys):
     assert cli.main(["estimate", "--model", "deepseek-v3", "--seq-len", "64", "--mtp", "1", "--json"]) == 0
     total = json.loads(capsys.readouterr().out)["params"]["total"]
     assert round((total + 2 * 129280 * 7168) / 1e9, 2) == 684.49
-    # MTP in a layout is Megatron-Core's (Framework.builds_mtp; session 17's tenth round)
-    plain = parallel("deepseek-v3", Workload(seq_len=64), pp=16, dp=8, ep=8, zero=1, microbatches=16,
-                     framework="megatron")
-    mtp = ParallelEstimate(load_preset("deepseek-v3").replace(mtp_layers=1), Workload(seq_len=64),
-                           Layout(pp=16, dp=8, ep=8, zero=1, microbatches=16, framework="megatron"))
+    layout = dict(pp=16, dp=8, ep=8, zero=1, microbatches=16, framework="megatron")  # MTP: Megatron-Core's only
+    plain = parallel("deepseek-v3", Workload(seq_len=64), **layout)
+    mtp = ParallelEstimate(load_preset("deepseek-v3").replace(mtp_layers=1), Workload(seq_len=64), Layout(**layout))
     assert [s["weights"] for s in mtp.per_stage[:-1]] == [s["weights"] for s in plain.per_stage[:-1]]
     assert mtp.per_stage[-1]["weights"] > plain.per_stage[-1]["weights"]
     # The last stage's 3 MoE layers exchange tokens, and the module's experts a fourth time.

@@ -13,19 +13,6 @@ from .attention import kv_cache_bytes
 from .base import Block, Cost, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_matrix
 
 
-def check_indexer_fields(cfg, owner: str) -> None:
-    """index_n_heads and index_head_dim come together, with MLA's q_lora_rank (the indexer's
-    queries read the query latent) and RoPE on rotary_dim <= index_head_dim (its rope slice)."""
-    from ..errors import ConfigError
-
-    given = (cfg.index_n_heads is not None, cfg.index_head_dim is not None)
-    if given == (False, False):
-        return
-    if not all(given) or cfg.q_lora_rank is None or not cfg.rope or cfg.index_head_dim < (cfg.rotary_dim or 0):
-        raise ConfigError(f"{owner}: index_n_heads and index_head_dim (DeepSeek-V3.2's indexer) go "
-                          "together, with MLA's q_lora_rank and RoPE on rotary_dim <= index_head_dim.")
-
-
 @dataclass(frozen=True)
 class LightningIndexer(Block):
     """DeepseekV32Indexer: wq_b (r_q -> h_i d_i, from MLA's normed query latent), wk (d -> d_i, one
