@@ -69,13 +69,13 @@ def runs_attention(impl: str, family: str, attention: str) -> bool:
     return {"sdpa": facts.sdpa_supported, "flash": facts.flash_supported}.get(attention, True)
 
 
-def sdpa_runs_math(cfg: Any, workload: Any) -> bool:
-    """Whether torch's sdpa runs its math path for this model's value width on the workload's
-    sdpa_device: on the CPU where latent attention's v_head_dim differs from its q/k width
+def sdpa_runs_math(cfg: Any, workload: Any, device: str | None = None) -> bool:
+    """Whether torch's sdpa runs its math path for this model's value width on `device` (a layout's
+    ranks, Layout.device), else the workload's sdpa_device: on the CPU where latent attention's v_head_dim differs from its q/k width
     (sdp_utils_cpp.cpp check_head_dim_size_cpp: the CPU flash kernel wants one width); on CUDA the
     memory-efficient kernel takes such widths (sdp_utils.cpp check_head_dim_size_mem_efficient: q
     and k equal, v any aligned width) and keeps what the fused kernels keep (kernels.SDPA)."""
-    return workload.sdpa_device == "cpu" and cfg.structure()["layers"]["value_width_differs"]
+    return (device or workload.sdpa_device) == "cpu" and cfg.structure()["layers"]["value_width_differs"]
 
 
 def class_attention(impl: str, family: str, attention: str) -> str:

@@ -228,7 +228,7 @@ GRAD_REDUCE_DTYPES = Choices({
 #: Megatron-Core's OptimizerConfig.use_precision_aware_optimizer under the dtypes a recipe sets
 #: (costmodel/layout/frameworks.py PRECISION_AWARE_OPTIMIZERS has each one's bytes and sources).
 PRECISION_AWARE_OPTIMIZERS = Choices({
-    "fp32": "fp32 master weights (kept by Megatron-Core where an FP8 recipe other than delayed is configured, as Megatron-Bridge's BF16 runs carry tensorwise) and fp32 moments: the bytes of the optimizer without it",
+    "fp32": "fp32 master weights (kept by Megatron-Core where an FP8 recipe other than delayed is configured, as Megatron-Bridge's BF16 runs carry tensorwise) and the moments the run keeps without it (fp32; an FP8 recipe's own, e.g. blockwise's bf16): the bytes of the optimizer without it",
     "bf16-moments": "exp_avg and exp_avg_sq in bf16 (DeepSeek-V3's Megatron-Bridge recipe), the fp32 master weights kept by Megatron-Core: 4 + 2 + 2 bytes a parameter updated",
     "te-master": "Transformer Engine's FusedAdam keeps the master weights as 16-bit remainders of the bf16 weights and reads the reduced gradient without a cast (fp8_recipe None or delayed, Megatron-LM's default): 2 + 4 + 4 bytes",
 })

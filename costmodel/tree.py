@@ -25,7 +25,7 @@ from . import blocks as B
 from . import op_checkpoint
 from . import symbols as S
 from .config import ConfigError, ModelConfig, Workload
-from .defaults import sdpa_runs_math
+from .defaults import has_attention, sdpa_runs_math
 from .leaves import ONE, Leaf, TreeBuilder
 from .module_recompute import MODULE_NEEDS, check_recomputed_modules  # noqa: F401 (re-exported)
 from .spec import MLA_FORMS
@@ -51,7 +51,7 @@ def profile_for(cfg: ModelConfig, workload: Workload | None = None, **changes) -
         mla=workload.mla,
         weight_format=workload.weight_format,
         logits_to_keep=workload.logits_to_keep,
-        value_width_differs=sdpa_runs_math(cfg, workload),
+        value_width_differs=sdpa_runs_math(cfg, workload, changes.get("device")),  # a layout's ranks' device
     )
     return dataclasses.replace(profile, **changes)
 
@@ -104,7 +104,7 @@ class CostModel:
         self.profile = profile or profile_for(cfg)
         if phase != "train":  # inference: no dropout, nothing recomputed
             self.profile = dataclasses.replace(self.profile, dropout=False, recompute="none", recompute_layers=None)
-        if self.profile.attention == "sdpa" and not self.profile.facts.sdpa_supported:
+        if self.profile.attention == "sdpa" and not self.profile.facts.sdpa_supported and has_attention(cfg):
             raise ConfigError(f"attention 'sdpa': {cfg.family}'s Hugging Face class has no "
                               "scaled_dot_product_attention path in transformers 5.24 (its _supports_sdpa is "
                               "False: transformers refuses it); use --attention eager, or flash for a fused kernel.")

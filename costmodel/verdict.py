@@ -111,7 +111,7 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
 
     training = phase in ("training", "finetune")
     # torch's CPU sdpa is no fused kernel where the value heads' width differs (kernels._sdpa: math)
-    math_sdpa = sdpa_runs_math(cfg, workload)
+    math_sdpa = sdpa_runs_math(cfg, workload, getattr(layout, "device", None))
     fused = [kernel for kernel in ("sdpa", "flash") if runs_attention(workload.impl, cfg.family, kernel)
              and not (kernel == "sdpa" and math_sdpa)]
     if workload.attention == "eager" and fused:  # the first fused kernel the model's class runs

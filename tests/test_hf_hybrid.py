@@ -245,3 +245,14 @@ def test_a_stack_without_attention_has_no_context_and_mamba2_says_what_it_leaves
     bamba = from_hf_config(dict(BAMBA), "bamba")
     assert "sequence length 300000 is beyond the context of model 'bamba' (262144 tokens)." in \
         Workload(seq_len=300_000).check_fits(bamba)
+
+
+def test_a_stack_without_attention_takes_any_attention_option():
+    """Mamba2ForCausalLM has no attention module (its _supports_sdpa False says only that), so
+    --attention changes nothing: sdpa is not refused, and it gives eager's numbers (the review of
+    session 17 found sdpa refused while flash was taken)."""
+    from costmodel import estimate
+
+    totals = {attention: estimate(dict(MAMBA2), seq_len=16, attention=attention).to_dict()["memory"]
+              for attention in ("eager", "sdpa", "flash")}
+    assert totals["sdpa"] == totals["eager"] == totals["flash"]

@@ -164,3 +164,16 @@ def test_on_cuda_latent_attention_under_sdpa_keeps_what_a_fused_kernel_keeps():
     assert Estimate(cfg, cpu).total("saved_bytes") == 243_812  # the CPU's math path, measured
     with pytest.raises(ConfigError, match="sdpa_device"):
         Workload(sdpa_device="tpu")
+
+
+def test_a_layout_on_cpu_ranks_runs_the_cpus_sdpa():
+    """--device cpu (Layout.device) says where the ranks run, and so whose sdpa dispatch they follow
+    (defaults.sdpa_runs_math): CPU ranks keep the math path's bytes (the measured 243,812 on odd
+    DeepSeek-V3, b 2, n 12, bf16), CUDA ranks the memory-efficient kernel's 212,708, whatever the
+    workload's own sdpa_device (the review of session 17 found CPU ranks given CUDA's figures)."""
+    from costmodel.layout import Layout, ParallelEstimate
+
+    workload = _workload("bf16", 2).replace(sdpa_device="cuda")
+    per_rank = {device: ParallelEstimate(_cfg("deepseek_v3"), workload, Layout(dp=2, device=device))
+                .to_dict()["per_rank"]["activations"] for device in ("cuda", "cpu")}
+    assert per_rank == {"cuda": 212_708, "cpu": 243_812}
