@@ -6,12 +6,13 @@ costmodel/hf.py dispatches on model_type."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from .config import ConfigError, ModelConfig, show
 from .errors import check_int
 from .hf_fields import LLAMA_NAMES, Fields
 from .hf_llama_variants import LlamaReader
+from .hf_moe_more import dense_layers_first, rotary_fraction
 
 #: DeepseekV32Config's defaults for the fields DeepSeek-V3's reader (costmodel/hf.py) reads with
 #: DeepseekV3Config's otherwise, and the indexer's (index_topk is read and checked; HF's eager and
@@ -22,32 +23,6 @@ _DEFAULTS = dict(max_position_embeddings=163840, hidden_act="silu", tie_word_emb
                  qk_nope_head_dim=128, n_group=8, topk_group=4, num_experts_per_tok=8,
                  norm_topk_prob=True, first_k_dense_replace=3, index_topk=2048, index_head_dim=128,
                  index_n_heads=64)
-
-
-def _rotary_fraction(f: Fields) -> Any:
-    """partial_rotary_factor as transformers 5.24 resolves it (rope_parameters first), 1 if none."""
-    for key in ("rope_parameters", "rope_scaling"):
-        rope = f.data.get(key)
-        if isinstance(rope, dict) and rope.get("partial_rotary_factor") is not None:
-            return rope["partial_rotary_factor"]
-    return 1 if f.data.get("partial_rotary_factor") is None else f.data["partial_rotary_factor"]
-
-
-def _dense_first(f: Fields, layers: int) -> int:
-    """The dense layers as DeepseekV32DecoderLayer picks them (mlp_layer_types, else the first
-    first_k_dense_replace), which must come first."""
-    kinds = f.data.get("mlp_layer_types")
-    if kinds is None:
-        return min(f.get("first_k_dense_replace", 3, minimum=0), layers)
-    if (not isinstance(kinds, list) or len(kinds) != layers
-            or any(kind not in ("dense", "sparse") for kind in kinds)):
-        raise ConfigError(f"{f.source}: mlp_layer_types must list dense or sparse for each of the "
-                          f"{layers} layers.")
-    dense = kinds.count("dense")
-    if kinds != ["dense"] * dense + ["sparse"] * (layers - dense):
-        raise ConfigError(f"{f.source}: mlp_layer_types with a dense layer after a sparse one is "
-                          "not modelled for deepseek_v32 (dense layers first, then sparse ones).")
-    return dense
 
 
 def _deepseek_v32(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
@@ -61,8 +36,8 @@ def _deepseek_v32(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     expanded keys) are refused."""
     if f.get("hidden_act", "silu", str) != "silu":
         raise ConfigError(f"{f.source}: unsupported hidden_act {show(f.data['hidden_act'])} for deepseek_v32.")
-    if _rotary_fraction(f) != 1:
-        raise ConfigError(f"{f.source}: partial_rotary_factor {show(_rotary_fraction(f))} is not "
+    if rotary_fraction(f) != 1:
+        raise ConfigError(f"{f.source}: partial_rotary_factor {show(rotary_fraction(f))} is not "
                           "modelled for deepseek_v32 (its latent attention and indexer rotate the "
                           "whole qk_rope_head_dim).")
     if f.data.get("q_lora_rank", 1536) is None:
@@ -80,8 +55,9 @@ def _deepseek_v32(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     if types is not None and types != ["indexed_attention"] * layers:
         raise ConfigError(f"{f.source}: layer_types other than indexed_attention on each of the "
                           f"{layers} layers are not modelled for deepseek_v32.")
+    dense = dense_layers_first(f, layers, "deepseek_v32", min(f.get("first_k_dense_replace", 3, minimum=0), layers))
     data = {**_DEFAULTS, **{k: v for k, v in f.data.items() if v is not None},
-            "first_k_dense_replace": _dense_first(f, layers), "num_hidden_layers": layers}
+            "first_k_dense_replace": dense, "num_hidden_layers": layers}
     for key in ("head_dim", "layer_types", "mlp_layer_types"):  # head_dim: set to qk_rope_head_dim by the class
         data.pop(key, None)
     read = Fields(data, f.source)

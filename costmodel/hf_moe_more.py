@@ -195,23 +195,13 @@ def _glm4_moe_lite(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     be qk_rope_head_dim wide), are refused. Its MTP layer (model.layers.47, ignored on load) is
     not built by the class and not counted."""
     _silu(f, "glm4_moe_lite")
-    if _rotary_fraction(f) != 1:
-        raise ConfigError(f"{f.source}: partial_rotary_factor {show(_rotary_fraction(f))} is not "
+    if rotary_fraction(f) != 1:
+        raise ConfigError(f"{f.source}: partial_rotary_factor {show(rotary_fraction(f))} is not "
                           "modelled for glm4_moe_lite (its latent attention rotates the whole "
                           "qk_rope_head_dim).")
     layers = f.get("num_hidden_layers")
     check_int(f.source, "num_hidden_layers", layers, minimum=1)
-    kinds = f.data.get("mlp_layer_types")
-    if kinds is None:
-        kinds = ["dense"] + ["sparse"] * (layers - 1)
-    if (not isinstance(kinds, list) or len(kinds) != layers
-            or any(kind not in ("dense", "sparse") for kind in kinds)):
-        raise ConfigError(f"{f.source}: mlp_layer_types must list dense or sparse for each of the "
-                          f"{layers} layers.")
-    dense = kinds.count("dense")
-    if kinds != ["dense"] * dense + ["sparse"] * (layers - dense):
-        raise ConfigError(f"{f.source}: mlp_layer_types with a dense layer after a sparse one is "
-                          "not modelled for glm4_moe_lite (dense layers first, then sparse ones).")
+    dense = dense_layers_first(f, layers, "glm4_moe_lite", min(1, layers))  # the class's one dense layer
     data = {**_GLM4_MOE_LITE, **{k: v for k, v in f.data.items() if v is not None or k == "q_lora_rank"},
             "first_k_dense_replace": dense}
     if data.pop("head_dim", None) is not None:  # Glm4MoeLiteConfig maps it to qk_rope_head_dim
@@ -255,7 +245,24 @@ def _hunyuan_v1_moe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
                         renormalize_top_k=True)
 
 
-def _rotary_fraction(f: Fields) -> Any:
+def dense_layers_first(f: Fields, layers: int, family: str, unset: int) -> int:
+    """The dense layers mlp_layer_types names, which must all come before the sparse ones
+    (GLM-4.7-Flash's and DeepSeek-V3.2's classes); `unset` where the config has no list."""
+    kinds = f.data.get("mlp_layer_types")
+    if kinds is None:
+        return unset
+    if (not isinstance(kinds, list) or len(kinds) != layers
+            or any(kind not in ("dense", "sparse") for kind in kinds)):
+        raise ConfigError(f"{f.source}: mlp_layer_types must list dense or sparse for each of the "
+                          f"{layers} layers.")
+    dense = kinds.count("dense")
+    if kinds != ["dense"] * dense + ["sparse"] * (layers - dense):
+        raise ConfigError(f"{f.source}: mlp_layer_types with a dense layer after a sparse one is "
+                          f"not modelled for {family} (dense layers first, then sparse ones).")
+    return dense
+
+
+def rotary_fraction(f: Fields) -> Any:
     """partial_rotary_factor as transformers 5.24 resolves it (rope_parameters first), 1 if none."""
     for key in ("rope_parameters", "rope_scaling"):
         rope = f.data.get(key)

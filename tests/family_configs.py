@@ -158,3 +158,26 @@ def estimated_total(fields: dict[str, Any], name: str) -> int:
     from costmodel import estimate
 
     return estimate(dict(fields, name=name), seq_len=16).to_dict()["params"]["total"]
+
+
+def assert_cache_after_prefill_exact(fields: dict[str, Any], name: str, dtype: str, b: int = 2, n: int = 9) -> None:
+    """The class's cache after a prefill of b x n random tokens (every layer's keys and values, and a
+    linear mixer's conv and recurrent states: Mamba-2's, Gated DeltaNet's) in bytes, against the
+    estimate's KV cache; both nonzero."""
+    import torch
+    import transformers
+
+    from costmodel import estimate
+
+    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    config = transformers.AutoConfig.for_model(**fields)
+    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch_dtype).eval()
+    with torch.no_grad():
+        cache = model(torch.randint(0, fields["vocab_size"], (b, n)), use_cache=True).past_key_values
+    held = 0
+    for layer in cache.layers:
+        tensors = [getattr(layer, key, None) for key in ("keys", "values")]
+        tensors += [*getattr(layer, "conv_states", {}).values(), *getattr(layer, "recurrent_states", {}).values()]
+        held += sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+    ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype=dtype).to_dict()
+    assert ours["memory"]["kv_cache"] == held > 0

@@ -16,7 +16,8 @@ from __future__ import annotations
 import pytest
 
 from costmodel.config import ConfigError
-from tests.family_configs import assert_decode_flops_exact, buffer_bytes_both, estimated_total
+from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
+                                   buffer_bytes_both, estimated_total)
 from tests.family_configs import hf_meta_count
 
 #: Odd sizes no dimension shares: d 36, 4 query heads and 2 KV heads of 10 (no RoPE), MLP 37,
@@ -102,24 +103,7 @@ def test_decode_step_flops(name):
 def test_cache_after_prefill(name, dtype):
     """Keys and values of the attention layers (b h_kv n d_h each), and per Mamba-2 layer its conv
     state (b, H P + 2 G N, K) in the model's dtype and its scan state (b, H, P, N) in fp32."""
-    import torch
-    import transformers
-
-    from costmodel import estimate
-
-    fields, b, n = VARIANTS[name], 2, 9
-    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
-    config = transformers.AutoConfig.for_model(**fields)
-    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch_dtype).eval()
-    with torch.no_grad():
-        cache = model(torch.randint(0, 99, (b, n)), use_cache=True).past_key_values
-    held = 0
-    for layer in cache.layers:
-        tensors = [getattr(layer, key, None) for key in ("keys", "values")]
-        tensors += [*getattr(layer, "conv_states", {}).values(), *getattr(layer, "recurrent_states", {}).values()]
-        held += sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
-    ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype=dtype).to_dict()
-    assert ours["memory"]["kv_cache"] == held
+    assert_cache_after_prefill_exact(VARIANTS[name], name, dtype)
 
 
 @pytest.mark.parametrize("name", ["dense", "biases", "one_attention"])

@@ -13,7 +13,8 @@ from __future__ import annotations
 import pytest
 
 from costmodel.config import ConfigError
-from tests.family_configs import assert_decode_flops_exact, estimated_total, hf_meta_count
+from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
+                                   estimated_total, hf_meta_count)
 
 #: Odd sizes no dimension shares: d 48, 4 query heads and 2 KV heads of 12 (RoPE on half of each:
 #: 6, an even width), Gated DeltaNet 2 key heads of 10 and 6 value heads of 14, conv 3; 5 experts
@@ -116,24 +117,7 @@ def test_cache_after_prefill(name, dtype):
     """Keys and values of the attention layers (b h_kv n d_h each), and per Gated DeltaNet layer
     its conv state (b, 2 H_k P_k + H_v P_v, K) in the model's dtype and its recurrent state
     (b, H_v, P_k, P_v) in fp32."""
-    import torch
-    import transformers
-
-    from costmodel import estimate
-
-    fields, b, n = VARIANTS[name], 2, 9
-    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
-    config = transformers.AutoConfig.for_model(**fields)
-    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch_dtype).eval()
-    with torch.no_grad():
-        cache = model(torch.randint(0, 99, (b, n)), use_cache=True).past_key_values
-    held = 0
-    for layer in cache.layers:
-        tensors = [getattr(layer, key, None) for key in ("keys", "values")]
-        tensors += [*getattr(layer, "conv_states", {}).values(), *getattr(layer, "recurrent_states", {}).values()]
-        held += sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
-    ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype=dtype).to_dict()
-    assert ours["memory"]["kv_cache"] == held > 0
+    assert_cache_after_prefill_exact(VARIANTS[name], name, dtype)
 
 
 @pytest.mark.parametrize("b,n,q", [(2, 9, 4), (1, 4, 4), (3, 13, 4), (2, 9, 64)])

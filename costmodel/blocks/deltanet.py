@@ -30,6 +30,7 @@ import sympy as sp
 from .. import symbols as S
 from ..terms import FP32, Expr
 from .base import Block, Cost, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix
+from .mamba import ShortConvPhases
 
 #: The widths of the queries and keys, and of the values (and of z).
 KEY_WIDTH = S.H_gk * S.P_gk
@@ -97,7 +98,7 @@ def deltanet_state_bytes(batch: Expr = S.b) -> Expr:
 
 
 @dataclass(frozen=True)
-class GatedDeltaNetMixer(Block):
+class GatedDeltaNetMixer(ShortConvPhases, Block):
     """One Gated DeltaNet mixer over b sequences. phase "train" (no cache), "prefill" (a cache
     filled from the prompt), "chunk" (n new tokens after a cached prefix) or "decode" (one new
     token per sequence: causal_conv1d_update and torch_recurrent_gated_delta_rule, whose state
@@ -113,15 +114,6 @@ class GatedDeltaNetMixer(Block):
     def __post_init__(self) -> None:
         if self.phase not in ("train", "prefill", "chunk", "decode"):
             raise ValueError(f"GatedDeltaNetMixer phase {self.phase!r} is not train, prefill, chunk or decode.")
-
-    @property
-    def seq(self) -> Expr:
-        return sp.Integer(1) if self.phase == "decode" else S.n
-
-    @property
-    def conv_len(self) -> Expr:
-        return {"train": S.n + S.K_m - 1, "prefill": sp.Max(S.n, S.K_m) + S.K_m - 1,
-                "chunk": S.n + 2 * S.K_m - 1, "decode": sp.Integer(2)}[self.phase]
 
     def tensors(self) -> tuple[Tensor, ...]:
         """In registration order: conv1d's weight (channels, 1, K), in_proj_qkvz, in_proj_ba,

@@ -129,8 +129,25 @@ def mamba_state_bytes(batch: Expr = S.b) -> Expr:
     return batch * (CONV_CHANNELS * S.K_m * S.e + FP32 * S.H_m * S.P_m * S.N_m)
 
 
+class ShortConvPhases:
+    """What a mixer with a causal depthwise convolution of K_m taps (Mamba-2's, Gated DeltaNet's)
+    runs in each phase: its tokens a sequence (one in a decode step) and the conv's input length
+    (the sequence after its K_m - 1 cached or zero-padded positions)."""
+
+    phase: str
+
+    @property
+    def seq(self) -> Expr:
+        return sp.Integer(1) if self.phase == "decode" else S.n
+
+    @property
+    def conv_len(self) -> Expr:
+        return {"train": S.n + S.K_m - 1, "prefill": sp.Max(S.n, S.K_m) + S.K_m - 1,
+                "chunk": S.n + 2 * S.K_m - 1, "decode": sp.Integer(2)}[self.phase]
+
+
 @dataclass(frozen=True)
-class Mamba2Mixer(Block):
+class Mamba2Mixer(ShortConvPhases, Block):
     """One Mamba-2 mixer over b sequences. phase "train" (no cache), "prefill" (a cache filled from
     the prompt), "chunk" (n new tokens after a cached prefix) or "decode" (one new token per
     sequence: the conv and the state updated in place, mamba2_selective_state_update).
@@ -152,15 +169,6 @@ class Mamba2Mixer(Block):
             raise ValueError(f"Mamba2Mixer phase {self.phase!r} is not train, prefill, chunk or decode.")
         if self.path not in ("torch", "mamba_ssm"):
             raise ValueError(f"Mamba2Mixer path {self.path!r} is not torch or mamba_ssm.")
-
-    @property
-    def seq(self) -> Expr:
-        return sp.Integer(1) if self.phase == "decode" else S.n
-
-    @property
-    def conv_len(self) -> Expr:
-        return {"train": S.n + S.K_m - 1, "prefill": sp.Max(S.n, S.K_m) + S.K_m - 1,
-                "chunk": S.n + 2 * S.K_m - 1, "decode": sp.Integer(2)}[self.phase]
 
     def pass_kernels(self, number: Callable[[Expr], int]) -> list[PassKernel] | None:
         """A training step's kernels besides in_proj and out_proj (costmodel/mamba_kernels.py:
