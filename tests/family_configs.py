@@ -102,6 +102,17 @@ def odd_config_rows(fields: dict[str, Any], name: str, attention: str = "eager")
     return validate(cfg, workload, target="hf")
 
 
+#: The quantities every validate comparison of a causal LM includes (assert_rows_exact).
+CORE_QUANTITIES = frozenset({"parameters", "forward matmul FLOPs", "backward matmul FLOPs",
+                             "bytes saved for backward", "KV-cache bytes"})
+
+
+def assert_rows_exact(rows: list[Any], also: frozenset[str] = frozenset()) -> None:
+    """validate's rows include the core quantities (and `also`), and every formula equals its measurement."""
+    assert CORE_QUANTITIES | also <= {row.quantity for row in rows}
+    assert [row for row in rows if row.difference != 0] == []
+
+
 def hf_meta_count(fields: dict[str, Any]) -> int:
     """Parameters of the causal-LM class transformers builds from a config dict, on the meta device."""
     import torch

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from tests.cli_run import run_main
-from tests.family_configs import FAMILY_CONFIGS, hf_meta_count as _hf_count
+from tests.family_configs import assert_rows_exact, FAMILY_CONFIGS, hf_meta_count as _hf_count
 
 #: (family config, field, value): each was a traceback before validate/FINDINGS.md's survey.
 ZERO_DIVISORS = [
@@ -399,9 +399,7 @@ def test_added_family_is_exact_on_every_validate_row(family, attention):
     from tests.family_configs import odd_config_rows
 
     rows = odd_config_rows(NEW_FAMILY_CONFIGS[family], family, attention)
-    assert {"parameters", "forward matmul FLOPs", "backward matmul FLOPs", "bytes saved for backward",
-            "KV-cache bytes"} <= {row.quantity for row in rows}
-    assert [row for row in rows if row.difference != 0] == []
+    assert_rows_exact(rows)
 
 
 @pytest.mark.slow
