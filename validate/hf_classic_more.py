@@ -9,8 +9,9 @@ from typing import Any
 from costmodel.config import ModelConfig
 
 
-def _rotary_factor(cfg: ModelConfig) -> float:
-    """A partial_rotary_factor whose int(d_head * factor) is rotary_dim again."""
+def rotary_factor(cfg: ModelConfig) -> float:
+    """A partial_rotary_factor whose int(d_head * factor) is rotary_dim again (also
+    validate/hf_models.py's and hf_dense_extra.py's families)."""
     rotary = cfg.rotary_dim or cfg.d_head
     factor = rotary / cfg.d_head
     return factor if int(cfg.d_head * factor) == rotary else (rotary + 0.5) / cfg.d_head
@@ -21,7 +22,7 @@ def _stablelm_dict(cfg: ModelConfig) -> dict[str, Any]:
                 num_hidden_layers=cfg.n_decoder_layers, num_attention_heads=cfg.n_heads,
                 num_key_value_heads=cfg.n_kv_heads, intermediate_size=cfg.d_ff,
                 max_position_embeddings=cfg.max_positions, hidden_act="silu",
-                partial_rotary_factor=_rotary_factor(cfg), use_qkv_bias=cfg.qkv_bias,
+                partial_rotary_factor=rotary_factor(cfg), use_qkv_bias=cfg.qkv_bias,
                 use_parallel_residual=cfg.parallel_attention, hidden_dropout=0.0,
                 attention_dropout=cfg.attention_dropout or 0.0,
                 tie_word_embeddings=cfg.tie_embeddings)

@@ -8,12 +8,7 @@ from typing import Any
 
 from costmodel.config import ModelConfig
 
-
-def _rotary_factor(cfg: ModelConfig) -> float:
-    """A partial_rotary_factor whose int(d_head * factor) is rotary_dim again."""
-    rotary = cfg.rotary_dim or cfg.d_head
-    factor = rotary / cfg.d_head
-    return factor if int(cfg.d_head * factor) == rotary else (rotary + 0.5) / cfg.d_head
+from .hf_classic_more import rotary_factor
 
 
 def _nemotron_dict(cfg: ModelConfig) -> dict[str, Any]:
@@ -22,7 +17,7 @@ def _nemotron_dict(cfg: ModelConfig) -> dict[str, Any]:
                 num_attention_heads=cfg.n_heads, num_key_value_heads=cfg.n_kv_heads,
                 head_dim=cfg.d_head, max_position_embeddings=cfg.max_positions,
                 tie_word_embeddings=cfg.tie_embeddings, attention_dropout=cfg.dropout,
-                hidden_act="relu2", partial_rotary_factor=_rotary_factor(cfg),
+                hidden_act="relu2", partial_rotary_factor=rotary_factor(cfg),
                 attention_bias=cfg.qkv_bias, mlp_bias=cfg.ffn_bias, bos_token_id=None,
                 eos_token_id=None)
 
@@ -135,7 +130,7 @@ def _persimmon_dict(cfg: ModelConfig) -> dict[str, Any]:
                 intermediate_size=cfg.d_ff, num_hidden_layers=cfg.n_decoder_layers,
                 num_attention_heads=cfg.n_heads, max_position_embeddings=cfg.max_positions,
                 hidden_act={"gelu_tanh": "gelu_new"}.get(cfg.activation, cfg.activation),
-                partial_rotary_factor=_rotary_factor(cfg), qk_layernorm=cfg.qk_norm,
+                partial_rotary_factor=rotary_factor(cfg), qk_layernorm=cfg.qk_norm,
                 hidden_dropout=0.0, attention_dropout=cfg.attention_dropout or 0.0,
                 tie_word_embeddings=cfg.tie_embeddings, pad_token_id=None, bos_token_id=None,
                 eos_token_id=None)

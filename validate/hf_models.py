@@ -17,7 +17,7 @@ import torch
 
 from costmodel.config import ModelConfig
 
-from .hf_classic_more import CLASSIC_MORE_DICTS
+from .hf_classic_more import CLASSIC_MORE_DICTS, rotary_factor
 from .hf_dense_extra import DENSE_EXTRA_DICTS
 from .hf_llama_variants import LLAMA_VARIANT_DICTS
 from .hf_moe_extra import MOE_EXTRA_DICTS
@@ -232,13 +232,6 @@ def _llama_dict(cfg: ModelConfig, model_type: str) -> dict[str, Any]:
     )
 
 
-def _rotary_factor(cfg: ModelConfig) -> float:
-    """A partial_rotary_factor whose int(d_head * factor) is rotary_dim again."""
-    rotary = cfg.rotary_dim or cfg.d_head
-    factor = rotary / cfg.d_head
-    return factor if int(cfg.d_head * factor) == rotary else (rotary + 0.5) / cfg.d_head
-
-
 def _layer_types(cfg: ModelConfig) -> list[str]:
     """transformers' layer_types of the config's per-layer pattern (ModelConfig.layer_pattern)."""
     return ["sliding_attention" if cfg.layer_slides(i) else "full_attention"
@@ -331,7 +324,7 @@ def _olmo2_dict(cfg: ModelConfig) -> dict[str, Any]:
 def _phi3_dict(cfg: ModelConfig) -> dict[str, Any]:
     return dict(_llama_dict(cfg, "phi3"), sliding_window=cfg.sliding_window, pad_token_id=None,
                 resid_pdrop=cfg.dropout, attention_dropout=cfg.attention_dropout or 0.0,
-                partial_rotary_factor=_rotary_factor(cfg))
+                partial_rotary_factor=rotary_factor(cfg))
 
 
 def _mixtral_dict(cfg: ModelConfig) -> dict[str, Any]:
@@ -382,7 +375,7 @@ def _gpt_neox_dict(cfg: ModelConfig) -> dict[str, Any]:
                 num_hidden_layers=cfg.n_decoder_layers, num_attention_heads=cfg.n_heads,
                 intermediate_size=cfg.d_ff, max_position_embeddings=cfg.max_positions,
                 hidden_act={"gelu": "gelu", "gelu_tanh": "gelu_pytorch_tanh"}.get(cfg.activation, cfg.activation),
-                rotary_pct=_rotary_factor(cfg), use_parallel_residual=cfg.parallel_attention,
+                rotary_pct=rotary_factor(cfg), use_parallel_residual=cfg.parallel_attention,
                 attention_bias=cfg.qkv_bias, hidden_dropout=cfg.dropout,
                 attention_dropout=cfg.attention_dropout or 0.0,
                 tie_word_embeddings=cfg.tie_embeddings)
@@ -438,7 +431,7 @@ def _phi_dict(cfg: ModelConfig) -> dict[str, Any]:
                 num_key_value_heads=cfg.n_kv_heads, head_dim=cfg.d_head,
                 intermediate_size=cfg.d_ff, max_position_embeddings=cfg.max_positions,
                 hidden_act={"gelu_tanh": "gelu_new"}.get(cfg.activation, cfg.activation),
-                partial_rotary_factor=_rotary_factor(cfg), resid_pdrop=cfg.dropout,
+                partial_rotary_factor=rotary_factor(cfg), resid_pdrop=cfg.dropout,
                 embd_pdrop=0.0, attention_dropout=cfg.attention_dropout or 0.0,
                 tie_word_embeddings=cfg.tie_embeddings)
 
