@@ -16,13 +16,26 @@ from .errors import MAX_LAYERS, check_int
 from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction, same_dropout
 
 
-def _divided(f: Fields, d_model: int, n_heads: int, heads_key: str) -> int:
+def head_width(f: Fields, d_model: int, n_heads: int, heads_key: str) -> int:
     """d_model / n_heads, the head width these classes derive (they have no head_dim field)."""
     if d_model % n_heads:
         raise ConfigError(f"{f.source}: hidden_size ({d_model}) is not divisible by {heads_key} "
                           f"({n_heads}).")
     return d_model // n_heads
 
+
+def interleaved_rotary_dim(f: Fields, head_dim: int, family: str) -> int:
+    """GPT-J's and CodeGen's rotary_dim (64 by default): even, at most the head; null (RoPE on the
+    whole head, its sin/cos table sized by n_embd in transformers) is not modelled."""
+    rotary = f.nullable("rotary_dim", 64)
+    if rotary is None:
+        raise ConfigError(f"{f.source}: rotary_dim null (rotary on the whole head) is not modelled "
+                          f"for {family}; transformers sizes its sin/cos table by n_embd then.")
+    check_int(f.source, "rotary_dim", rotary)
+    if rotary % 2 or rotary > head_dim:
+        raise ConfigError(f"{f.source}: rotary_dim ({rotary}) must be even and at most the head "
+                          f"dimension ({head_dim}).")
+    return rotary
 
 #: GPT-2's activation names as GPT-J's and GPT-Neo's MLPs read them (ACT2FN: gelu_new is the tanh GELU).
 _GELU_NEW_ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
@@ -47,7 +60,7 @@ def _stablelm(f: Fields, name: str) -> ModelConfig:
     n_heads = f.get("num_attention_heads", 32, minimum=1)
     n_kv = f.get("num_key_value_heads", 32, minimum=1)
     d_model = f.get("hidden_size", 2560)
-    head_dim = _divided(f, d_model, n_heads, "num_attention_heads")
+    head_dim = head_width(f, d_model, n_heads, "num_attention_heads")
     if f.get("qk_layernorm", False, bool):
         raise ConfigError(f"{f.source}: qk_layernorm (a LayerNorm per head on StableLM's queries and "
                           "keys) is not modelled.")
@@ -84,7 +97,7 @@ def _gpt_bigcode(f: Fields, name: str) -> ModelConfig:
     check_int(f.source, "n_layer", n_layers, maximum=MAX_LAYERS)
     d_model = f.get("hidden_size", f.get("n_embd", 768))
     n_heads = f.get("num_attention_heads", f.get("n_head", 12, minimum=1), minimum=1)
-    _divided(f, d_model, n_heads, "n_head")
+    head_width(f, d_model, n_heads, "n_head")
     if f.get("add_cross_attention", False, bool):
         raise ConfigError(f"{f.source}: add_cross_attention (GPT-BigCode as a decoder with "
                           "cross-attention) is not modelled.")
@@ -128,7 +141,7 @@ def _mpt(f: Fields, name: str) -> ModelConfig:
     check_int(f.source, "n_layers", n_layers, maximum=MAX_LAYERS)
     d_model = f.get("hidden_size", f.get("d_model", 2048))
     n_heads = f.get("num_attention_heads", f.get("n_heads", 16, minimum=1), minimum=1)
-    _divided(f, d_model, n_heads, "n_heads")
+    head_width(f, d_model, n_heads, "n_heads")
     if f.get("expansion_ratio", 4, (int, float)) != 4:
         raise ConfigError(f"{f.source}: expansion_ratio {show(f.data['expansion_ratio'])}: "
                           "transformers' MptMLP is 4 d wide whatever it says; only 4 is modelled.")
@@ -178,15 +191,8 @@ def _gptj(f: Fields, name: str) -> ModelConfig:
     check_int(f.source, "n_layer", n_layers, maximum=MAX_LAYERS)
     d_model = f.get("hidden_size", f.get("n_embd", 4096))
     n_heads = f.get("num_attention_heads", f.get("n_head", 16, minimum=1), minimum=1)
-    head_dim = _divided(f, d_model, n_heads, "n_head")
-    rotary = f.nullable("rotary_dim", 64)
-    if rotary is None:
-        raise ConfigError(f"{f.source}: rotary_dim null (rotary on the whole head) is not modelled "
-                          "for gptj; transformers sizes its sin/cos table by n_embd then.")
-    check_int(f.source, "rotary_dim", rotary)
-    if rotary % 2 or rotary > head_dim:
-        raise ConfigError(f"{f.source}: rotary_dim ({rotary}) must be even and at most the head "
-                          f"dimension ({head_dim}).")
+    head_dim = head_width(f, d_model, n_heads, "n_head")
+    rotary = interleaved_rotary_dim(f, head_dim, "gptj")
     activation = _activation(f, "gptj", "gelu_new", _GELU_NEW_ACTIVATIONS)
     dropout = same_dropout(f, ("resid_pdrop", "embd_pdrop"), "gptj")
     d_ff = f.get("n_inner", None)
@@ -233,7 +239,7 @@ def _gpt_neo(f: Fields, name: str) -> ModelConfig:
     check_int(f.source, "num_layers", n_layers, maximum=MAX_LAYERS)
     d_model = f.get("hidden_size", 2048)
     n_heads = f.get("num_attention_heads", f.get("num_heads", 16, minimum=1), minimum=1)
-    _divided(f, d_model, n_heads, "num_heads")
+    head_width(f, d_model, n_heads, "num_heads")
     layers = _gpt_neo_layers(f, n_layers)
     window = f.get("window_size", 256)
     check_int(f.source, "window_size", window)
@@ -264,7 +270,7 @@ def _cohere_fields(f: Fields, family: str) -> dict[str, Any]:
     n_heads = f.get("num_attention_heads", 64, minimum=1)
     n_kv = f.get("num_key_value_heads", n_heads, minimum=1)
     d_model = f.get("hidden_size", 8192)
-    _divided(f, d_model, n_heads, "num_attention_heads")
+    head_width(f, d_model, n_heads, "num_attention_heads")
     act = f.get("hidden_act", "silu", str)
     if act not in ("silu", "swish"):
         raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for {family}.")

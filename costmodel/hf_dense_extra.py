@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
+from .hf_classic_more import head_width, interleaved_rotary_dim
 from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction, same_dropout
 from .hf_llama_variants import LlamaReader
 
@@ -152,14 +153,7 @@ def _codegen(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
         raise ConfigError(f"{f.source}: n_embd ({d_model}) must be divisible by n_head ({n_heads}) "
                           "and by 4 (CodeGen's qkv_proj is split in mp_num = 4 groups).")
     head_dim = d_model // n_heads
-    rotary = f.nullable("rotary_dim", 64)
-    if rotary is None:
-        raise ConfigError(f"{f.source}: rotary_dim null (rotary on the whole head) is not modelled "
-                          "for codegen; transformers sizes its sin/cos table by n_embd then.")
-    check_int(f.source, "rotary_dim", rotary)
-    if rotary % 2 or rotary > head_dim:
-        raise ConfigError(f"{f.source}: rotary_dim ({rotary}) must be even and at most the head "
-                          f"dimension ({head_dim}).")
+    rotary = interleaved_rotary_dim(f, head_dim, "codegen")
     act = f.get("activation_function", "gelu_new", str)
     if act not in _CODEGEN_ACTIVATIONS:
         raise ConfigError(f"{f.source}: unsupported activation_function {show(act)} for codegen.")
@@ -189,9 +183,7 @@ def _biogpt(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     check_int(f.source, "num_hidden_layers", n_layers, maximum=MAX_LAYERS)
     d_model = f.get("hidden_size", 1024)
     n_heads = f.get("num_attention_heads", 16, minimum=1)
-    if d_model % n_heads:
-        raise ConfigError(f"{f.source}: hidden_size ({d_model}) is not divisible by "
-                          f"num_attention_heads ({n_heads}).")
+    head_width(f, d_model, n_heads, "num_attention_heads")
     for key in ("activation_dropout", "layerdrop"):
         if f.get(key, 0.0, float):
             raise ConfigError(f"{f.source}: {key} {show(f.data[key])} is not modelled for biogpt "
@@ -291,10 +283,7 @@ def _persimmon(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     check_int(f.source, "num_hidden_layers", n_layers, maximum=MAX_LAYERS)
     d_model = f.get("hidden_size", 4096)
     n_heads = f.get("num_attention_heads", 64, minimum=1)
-    if d_model % n_heads:
-        raise ConfigError(f"{f.source}: hidden_size ({d_model}) is not divisible by "
-                          f"num_attention_heads ({n_heads}).")
-    head_dim = d_model // n_heads
+    head_dim = head_width(f, d_model, n_heads, "num_attention_heads")
     act = f.get("hidden_act", "relu2", str)
     acts = {"relu2": "relu2", "relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh"}
     if act not in acts:
