@@ -186,14 +186,18 @@ def test_a_nemotron_3_nano_row_builds_the_recipes_layout():
     assert (layout.dp, layout.ep, layout.tp, layout.microbatches) == (16, 8, 1, 64)
 
 
-def test_serve_refuses_the_per_sequence_states(capsys):
-    """The engine's paged cache is sized per token (the decode tree's coefficient of c); a Mamba-2
-    layer's states do not grow with c, so serve refuses in one line rather than leave them out."""
+def test_serve_holds_the_states_in_slots_and_refuses_transformers_engine(capsys):
+    """A Mamba-2 layer's states do not grow with c: serve holds them per running request in the
+    pool (serving/state_slots.py, tests/test_serving_state_slots.py); transformers' continuous
+    batching refuses a linear_attention layer, so its schedulers are refused in one line."""
     from tests.cli_run import run_main
 
-    code, _, err = run_main(["serve", "--model", "nemotron-3-nano", "--hardware", "h100-sxm", "--rate", "2"],
-                            capsys)
-    assert code == 2 and "Mamba-2 states per sequence" in err and len(err.strip().splitlines()) <= 2
+    code, _, err = run_main(["serve", "--model", "nemotron-3-nano", "--hardware", "h100-sxm", "--rate", "2",
+                             "--requests", "20"], capsys)
+    assert code == 0
+    code, _, err = run_main(["serve", "--model", "nemotron-3-nano", "--hardware", "h100-sxm", "--rate", "2",
+                             "--scheduler", "hf-fifo"], capsys)
+    assert code == 2 and "Invalid layer type" in err and len(err.strip().splitlines()) <= 2
 
 
 def test_full_recompute_checkpoints_each_kind_of_layer():

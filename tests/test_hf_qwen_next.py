@@ -187,7 +187,7 @@ def test_architectures_name_the_type():
 
 def test_tensor_parallelism_and_engine_caches_are_refused():
     """No tensor-parallel split of the mixer is modelled (layout/spec.py says so for tp > 1, and
-    tp 1 stays open), nor an engine's per-sequence state slots (serving/kvcache.py)."""
+    tp 1 stays open); transformers' engine cannot hold its states (serving/state_slots.py), vLLM's can."""
     from costmodel.hf import from_hf_config
     from costmodel.layout.spec import tensor_split_error
     from costmodel.serving.kvcache import check_engine_cache
@@ -195,8 +195,9 @@ def test_tensor_parallelism_and_engine_caches_are_refused():
     cfg = from_hf_config(dict(QWEN3_NEXT), name="q")
     assert "Gated DeltaNet" in tensor_split_error(cfg, 2, inference=True)
     assert tensor_split_error(cfg, 1, inference=False) is None
-    with pytest.raises(ConfigError, match="Gated DeltaNet states per sequence"):
-        check_engine_cache(cfg)
+    with pytest.raises(ConfigError, match="Gated DeltaNet layers; transformers 5.24's continuous batching"):
+        check_engine_cache(cfg, "transformers")
+    check_engine_cache(cfg)
 
 
 def test_the_tree_has_the_mixer_and_the_gate():

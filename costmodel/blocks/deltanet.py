@@ -86,7 +86,7 @@ def rule_bytes(batch: Expr, seq: Expr, decode: bool) -> Expr:
     per_token = 3 * CONV_CHANNELS + 2 * S.H_gv + 4 * VALUE_WIDTH
     state = S.H_gv * S.P_gk * S.P_gv
     if decode:
-        return batch * (S.e * per_token + 2 * S.e * S.K_m * CONV_CHANNELS + 2 * FP32 * state)
+        return batch * S.e * per_token + 2 * deltanet_state_bytes(batch)  # the cached states, read and written
     return batch * (S.e * seq * per_token + 2 * FP32 * sp.ceiling(seq / S.Q_m) * state)
 
 

@@ -71,7 +71,7 @@ def scan_bytes(batch: Expr, seq: Expr, decode: bool) -> Expr:
     per_token = 3 * CONV_CHANNELS + S.H_m + 4 * INNER
     state = S.H_m * S.P_m * S.N_m
     if decode:
-        return batch * (S.e * per_token + 2 * S.e * S.K_m * CONV_CHANNELS + 2 * FP32 * state)
+        return batch * S.e * per_token + 2 * mamba_state_bytes(batch)  # the cached states, read and written
     return batch * (S.e * seq * per_token + 2 * FP32 * sp.ceiling(seq / S.Q_m) * state)
 
 

@@ -17,9 +17,10 @@ from ..tree import check_weight_scope
 from . import metrics
 from .engine import ROUTERS, simulate_replicas
 from .graphs import engine_graphs
-from .kv_paging import kv_paging
+from .kv_paging import PAGED_SCHEDULERS, kv_paging
 from .kvcache import BlockPool, cache_sizing
 from .schedulers import NO_TOKEN_BUDGET, SCHEDULERS
+from .state_slots import STATE_PREFIX_NOTE, with_state_traffic
 from .steptime import StepTime, check_tensor_parallel_groups, serving_profile
 from .workload import Lengths, Request, poisson, read_trace
 
@@ -211,8 +212,11 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     if max_batched_tokens not in sizings:
         sizings[max_batched_tokens] = cache_sizing(
             cfg, profile, DTYPE_BYTES[Workload(dtype=dtype).dtype], hardware.memory_bytes, gpu_memory_utilization,
-            hardware.memory_reserve_bytes, block_size, min(max_batched_tokens, cfg.max_positions), tp, pp, paging)
+            hardware.memory_reserve_bytes, block_size, min(max_batched_tokens, cfg.max_positions), tp, pp, paging,
+            PAGED_SCHEDULERS.get(scheduler))
     sizing = sizings[max_batched_tokens]
+    if sizing.state_bytes and paging is not None:
+        raise ConfigError(f"{cfg.name}: recurrent states beside windowed layers' block tables are not modelled.")
     blocks = sizing.num_blocks if num_blocks is None else num_blocks
     if blocks < pp:
         raise ConfigError(f"{cfg.name} does not leave room for one KV block on {hardware.name} at tp {tp}: "
@@ -223,6 +227,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                           "over more GPUs (--tp, --pp) or store its weights in fewer bytes (--weight-dtype).")
     graphs = engine_graphs(cuda_graphs, scheduler, max_num_seqs, max_batched_tokens, hardware)
     step = (step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp, time_model)).with_graphs(graphs)
+    step = with_state_traffic(step, sizing.state_bytes, hardware, efficiency, pp)
     setup = {"model": cfg.name, "hardware": hardware.name, "dtype": step.dtype, "tp": tp, "pp": pp,
              "time_model": step.time_model, "cuda_graphs": graphs.mode, "cuda_graphs_source": graphs.source,
              "scheduler": scheduler, "scheduler_source": SCHEDULERS[scheduler].source,
@@ -241,12 +246,17 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     if paging is not None and prefix_caching:  # (scheduler_state.py: no prefix shared over the groups' tables)
         prefix_caching = False
         setup["prefix_caching_note"] = PAGED_PREFIX_NOTE
+    if sizing.state_bytes and prefix_caching:
+        prefix_caching = False
+        setup["prefix_caching_note"] = STATE_PREFIX_NOTE
     options = {**({"prefix_caching": True} if prefix_caching else {}),
                **({"num_scheduler_steps": num_scheduler_steps} if num_scheduler_steps != 1 else {})}
     cls = partial(SCHEDULERS[scheduler], **options) if options else SCHEDULERS[scheduler]
     if paging is not None:
         cls = _paged(cls, paging)
         setup["kv_paging"] = paging.describe()
+    if sizing.state_bytes:
+        cls = _with_states(cls, sizing.state_blocks)
     setup["prefix_caching"] = prefix_caching
     setup["num_scheduler_steps"] = num_scheduler_steps
     return (cls, blocks, block_size, max_num_seqs, max_batched_tokens), step, setup
@@ -256,6 +266,14 @@ def _paged(cls: Any, paging: Any) -> Any:
     """The scheduler class, building on a pool that pages the model's layer groups."""
     def build(pool: BlockPool, *args: Any) -> Any:
         pool.paging = paging
+        return cls(pool, *args)
+    return build
+
+
+def _with_states(cls: Any, count: int) -> Any:
+    """The scheduler class, building on a pool whose running requests each hold `count` state blocks."""
+    def build(pool: BlockPool, *args: Any) -> Any:
+        pool.state_blocks = count
         return cls(pool, *args)
     return build
 

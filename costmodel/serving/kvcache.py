@@ -20,6 +20,7 @@ import sympy as sp
 from .. import symbols as S
 from ..config import ConfigError
 from ..hardware import serving_memory
+from .state_slots import check_state_engine, state_blocks, state_bytes
 
 
 def blocks_for(tokens: int, block_size: int) -> int:
@@ -38,6 +39,7 @@ class BlockPool:
         self.block_size = block_size
         self.free = num_blocks  # free blocks, a cached prefix's evictable ones included (vLLM's count)
         self.paging = paging  # kv_paging.Paging, or None: every layer paged as full attention
+        self.state_blocks = 0  # blocks a running request's recurrent states hold besides its KV (state_slots.py)
         # Cached prefixes no sequence holds: prefix id -> [blocks, their place in the free queue].
         # Their blocks count as free. vLLM v1's free queue (vllm/v1/core/block_pool.py,
         # FreeKVCacheBlockQueue): every freed block joins its tail, an allocation takes from its
@@ -51,10 +53,12 @@ class BlockPool:
 
     def needed(self, held_blocks: int, tokens: int) -> int:
         """New blocks a sequence holding `held_blocks` needs to hold `tokens` tokens (with a
-        paging: from nothing computed, as a fresh sequence or transformers' allocators count)."""
+        paging: from nothing computed, as a fresh sequence or transformers' allocators count). A
+        sequence holding no block holds no state yet: its state blocks are added."""
         if self.paging is not None:
             return max(0, self.paging.held(0, tokens) - held_blocks)
-        return max(0, blocks_for(tokens, self.block_size) - held_blocks)
+        state = self.state_blocks if held_blocks == 0 and tokens > 0 else 0
+        return max(0, blocks_for(tokens, self.block_size) - held_blocks) + state
 
     def take(self, count: int) -> None:
         if count > self.free:
@@ -119,6 +123,7 @@ class CacheSizing:
     # layers_per_block layers); None: block_size tokens of every layer (kv_bytes_per_token).
     paged_block_bytes: int | None = None
     window_bytes_per_token: int = 0  # of kv_bytes_per_token, the windowed (sliding/chunked) layers'
+    state_bytes: int = 0  # a running request's Mamba-2 / Gated DeltaNet states per GPU (state_slots.py)
 
     @property
     def kv_budget_bytes(self) -> int:
@@ -126,34 +131,43 @@ class CacheSizing:
                 - self.weight_bytes - self.activation_bytes)
 
     @property
+    def block_bytes(self) -> int:
+        return self.kv_bytes_per_token * self.block_size if self.paged_block_bytes is None else self.paged_block_bytes
+
+    @property
     def num_blocks(self) -> int:
-        block = self.kv_bytes_per_token * self.block_size if self.paged_block_bytes is None else self.paged_block_bytes
-        return max(0, self.kv_budget_bytes // block)
+        return max(0, self.kv_budget_bytes // self.block_bytes)
+
+    @property
+    def state_blocks(self) -> int:
+        """Pool blocks each running request's states hold (vLLM v1: a block per request per Mamba group)."""
+        return state_blocks(self.state_bytes, self.block_bytes)
 
     def to_dict(self) -> dict[str, Any]:
         paged = {} if self.paged_block_bytes is None else {
             "window_bytes_per_token": self.window_bytes_per_token, "paged_block_bytes": self.paged_block_bytes}
+        # the most requests the states let run at once: each holds its state blocks and a KV block
+        states = {} if not self.state_bytes else {
+            "state_bytes_per_request": self.state_bytes, "state_blocks_per_request": self.state_blocks,
+            "state_slots": self.num_blocks // (self.state_blocks + 1)}
         return {"memory_bytes": self.memory_bytes, "gpu_memory_utilization": self.utilization,
                 "memory_reserve_bytes": self.reserve_bytes,
                 "weight_bytes": self.weight_bytes, "activation_bytes": self.activation_bytes,
                 "kv_bytes_per_token": self.kv_bytes_per_token, "block_size": self.block_size, **paged,
-                "kv_budget_bytes": self.kv_budget_bytes, "num_blocks": self.num_blocks}
+                "kv_budget_bytes": self.kv_budget_bytes, "num_blocks": self.num_blocks, **states}
 
 
 
-def check_engine_cache(cfg: Any) -> None:
-    """Raise ConfigError (one sentence) for a model whose cache an engine's blocks of tokens cannot
-    hold: Mamba-2 mixers keep a state per sequence, whatever its length."""
-    if cfg.n_mixer_layers("deltanet"):
-        raise ConfigError(f"model {cfg.name!r} keeps Gated DeltaNet states per sequence, whatever its length; "
-                          "an engine's cache for them (vLLM's per-request state slots) is not modelled.")
-    if cfg.n_mixer_layers("mamba"):
-        raise ConfigError(f"model {cfg.name!r} keeps Mamba-2 states per sequence, whatever its length; "
-                          "an engine's cache for them (vLLM's per-request state slots) is not modelled.")
+def check_engine_cache(cfg: Any, engine: str | None = "vllm") -> None:
+    """Raise ConfigError (one sentence) for a model whose cache the engine cannot hold
+    (state_slots.py: Mamba-2 and Gated DeltaNet states under transformers' continuous batching,
+    or with no attention layer)."""
+    check_state_engine(cfg, engine)
+
 
 def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, utilization: float,
                  reserve_bytes: int, block_size: int, max_batched_tokens: int, tp: int = 1, pp: int = 1,
-                 paging: Any = None) -> CacheSizing:
+                 paging: Any = None, engine: str | None = "vllm") -> CacheSizing:
     """A replica's KV blocks from the tree: the memory the engine fills (memory_bytes x
     utilization less reserve_bytes, hardware.py serving_memory, as simulate's and plan's fits) less
     the weights and the activation peak. Per GPU: its weights as the layout model splits them
@@ -165,7 +179,8 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
     block_size tokens of paging.layers_per_block layers, each layer's bytes per token the tree's
     (equal on every layer, or the paging is refused). The activation peak: the prefill tree's
     inference bytes for one sequence of max_batched_tokens tokens, less its weights and its KV
-    cache (ids, logits, the transient buffers).
+    cache (ids, logits, the transient buffers). A hybrid model's Mamba-2 / Gated DeltaNet states
+    per request (state_slots.py) take state_blocks of the pool while the request runs.
 
     Pipeline parallelism (pp stages): each GPU holds 1/pp of the weights and of the KV bytes per
     token (layers split evenly; the embedding and the head counted as spread too, a stated
@@ -176,7 +191,7 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
 
     if not 0 < utilization <= 1:
         raise ConfigError(f"--gpu-memory-utilization must be in (0, 1], got {utilization}.")
-    check_engine_cache(cfg)
+    check_engine_cache(cfg, engine)
     fixed = {k: sp.Integer(v) for k, v in model_values(cfg).items()}
     tokens = sp.Integer(max_batched_tokens)
     subs = {**fixed, S.b: sp.Integer(1), S.n: tokens, S.T: sp.Integer(0), S.s: tokens, S.c: tokens,
@@ -196,7 +211,8 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
     activations = max(0, total - weights - cache)
     block_bytes = None if paging is None else paging.block_bytes(cfg, per_token, window_per_token, kv_tp * pp)
     return CacheSizing(memory_bytes, utilization, reserve_bytes, -(-rank_weight_bytes(prefill, subs, tp) // pp),
-                       -(-activations // tp), -(-per_token // (kv_tp * pp)), block_size, block_bytes, -(-window_per_token // (kv_tp * pp)))
+                       -(-activations // tp), -(-per_token // (kv_tp * pp)), block_size, block_bytes,
+                       -(-window_per_token // (kv_tp * pp)), state_bytes(kv_symbolic, subs, tp, pp, as_full))
 
 
 def rank_weight_bytes(tree: Any, subs: dict, tp: int) -> int:

@@ -116,7 +116,9 @@ class Scheduler:
         if needed > self.pool.free:
             return False
         self.pool.take(needed)
-        sequence.blocks += needed
+        # a sequence's state blocks (kvcache.BlockPool.state_blocks) are held while it holds any
+        # block, and not counted in sequence.blocks (its keys' and values' blocks)
+        sequence.blocks += needed - (self.pool.state_blocks if sequence.blocks == 0 and needed else 0)
         return True
 
     def _allocate_paged(self, sequence: Sequence, tokens: int) -> bool:
@@ -136,7 +138,7 @@ class Scheduler:
         return True
 
     def release(self, sequence: Sequence) -> None:
-        self.pool.give_back(sequence.blocks - sequence.shared)
+        self.pool.give_back(sequence.blocks - sequence.shared + (self.pool.state_blocks if sequence.blocks else 0))
         if sequence.shared:
             entry = self.prefixes[sequence.request.prefix_id]
             entry[1] -= 1

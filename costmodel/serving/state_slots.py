@@ -1,0 +1,126 @@
+"""Recurrent states of a hybrid model's linear mixers (Mamba-2: Nemotron-H, Granite 4, Bamba; Gated
+DeltaNet: Qwen3-Next) in a serving engine: one state per running request, whatever its length.
+
+The bytes: a request's states are the decode tree's cache bytes that do not grow with the context
+(each linear mixer's kv_cache_bytes: blocks/mamba.py mamba_state_bytes, blocks/deltanet.py
+deltanet_state_bytes, the formulas the family tests hold to the byte against transformers'
+cache after a prefill), at b = 1; on one of tp GPUs its Mamba-2 heads and groups split as
+layout/split.py's mamba_split (vLLM's MambaMixer2 splits them so too), and 1/pp of the layers.
+
+The slots: vLLM v1 (the hybrid KV cache manager; vllm/v1/kv_cache_interface.py MambaSpec,
+v1/core/single_type_kv_cache_manager.py MambaManager) keeps the states in the same pool of pages as
+the attention's keys and values: a Mamba group's block table holds one block per request (the
+request's state, updated in place), taken when the request is scheduled and freed when it finishes
+or is preempted. So the simulator's BlockPool gives each running request `state_blocks` pool blocks
+besides its keys' and values': the state's bytes over a block's (a block of block_size tokens of
+every attention layer), rounded up to whole blocks. Concurrency is then bounded by the slots
+(num_blocks // (state_blocks + 1): each running request holds at least one KV block too) as well as
+by --max-num-seqs; where states are large beside a block of keys and values, the slots bind first.
+The step's time: StepTime times the tree's chunk phase with the step's tokens as one sequence at
+b = 1, whose mixers read one set of chunk states per chunk_size tokens, not one per request. A
+running request's states are read and written once per step (mamba.scan_bytes and
+deltanet.rule_bytes at decode: 2 x its state bytes), so StateTraffic adds, per sequence in the step,
+2 x its state bytes (per GPU, over the pp stages a step runs through) at the bandwidth times the
+memory efficiency, as a memory-bound kernel. The chunk states the tree's chunk phase counts for the
+step's tokens stay (at most ceil(tokens / chunk_size) sets of recurrent states: a stated overcount
+in a decode step, 1/chunk_size of a request's).
+
+What vLLM does that is not modelled here:
+- HybridAttentionMambaModelConfig.verify_and_update_config (vllm/model_executor/models/config.py)
+  raises the attention block_size until an attention page (block_size tokens of one layer) is at
+  least a Mamba layer's state, and pads the Mamba page to it; pages then hold group_size layers
+  (kv_cache_utils.py). The simulator keeps the given --block-size and rounds the whole request's
+  states up to whole blocks, so its blocks are finer and its padding smaller than vLLM's.
+- Prefix caching of states (mamba_cache_mode "align"/"all": a state kept per cached block) is
+  not modelled: the simulator turns prefix caching off for these models, as vLLM v1 did before it.
+- The speculative-decoding extra state blocks, and disaggregated transfer of states.
+
+transformers 5.24's continuous batching does not serve these models: cache.py
+group_layers_by_attn_type raises ValueError("Invalid layer type: linear_attention") for any layer
+type other than full_attention and sliding_attention, which Nemotron-H's, Granite 4's and
+Qwen3-Next's configs give (their `layer_types`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import sympy as sp
+
+from .. import symbols as S
+from ..config import ConfigError
+
+TRANSFORMERS_ENGINE_NOTE = ("transformers 5.24's continuous batching refuses a linear_attention layer "
+                            "(cache.py group_layers_by_attn_type: ValueError 'Invalid layer type')")
+STATE_PREFIX_NOTE = ("prefix caching of Mamba/DeltaNet states (vLLM's mamba_cache_mode) is not modelled: "
+                     "the simulator runs these models without prefix caching")
+
+
+def has_states(cfg: Any) -> bool:
+    return bool(cfg.n_mixer_layers("mamba") or cfg.n_mixer_layers("deltanet"))
+
+
+def check_state_engine(cfg: Any, engine: str | None) -> None:
+    """Raise ConfigError (one sentence) where the engine cannot hold the model's states: transformers'
+    continuous batching (engine "transformers"), or a model with no attention layer (no block of
+    keys and values to size a slot by; vLLM pages such a model by its states alone, not modelled)."""
+    if not has_states(cfg):
+        return
+    kind = "Gated DeltaNet" if cfg.n_mixer_layers("deltanet") else "Mamba-2"
+    if engine == "transformers":
+        raise ConfigError(f"model {cfg.name!r} has {kind} layers; {TRANSFORMERS_ENGINE_NOTE}: use --scheduler vllm.")
+    if not cfg.n_mixer_layers("attention"):
+        raise ConfigError(f"model {cfg.name!r} has no attention layer, so no KV block to size its {kind} "
+                          "state slots by; serving a model of states alone is not modelled.")
+
+
+def state_bytes(kv_decode: Any, subs: dict, tp: int, pp: int, as_full: Callable[[Any], Any]) -> int:
+    """Bytes of one request's states on one GPU: the decode tree's kv_cache_bytes (kv_decode,
+    symbolic) less what grows with the context c, at b = 1 (subs), its Mamba-2 heads and groups
+    split over tp GPUs (mamba_split) and its layers over pp stages (ceil)."""
+    from ..layout.split import mamba_split
+
+    rank = kv_decode.xreplace(mamba_split(sp.Integer(tp))) if tp > 1 else kv_decode
+    fixed = sp.expand(as_full(sp.expand(rank.xreplace({k: v for k, v in subs.items() if k != S.c}))))
+    per_request = fixed.coeff(S.c, 0)
+    if not per_request.is_integer:
+        raise ConfigError(f"tp {tp} splits the Mamba-2 states into {per_request} bytes a GPU, not whole bytes.")
+    return -(-int(per_request) // pp)
+
+
+def state_blocks(state: int, block_bytes: int) -> int:
+    """Pool blocks one request's states take: whole blocks of block_bytes (0 without states)."""
+    return -(-state // block_bytes) if state else 0
+
+
+class StateTraffic:
+    """A StepTime whose steps also read and write each of their sequences' states:
+    seconds_per_sequence = 2 x the state bytes a request holds on a GPU x pp / the memory-bound
+    bandwidth. Everything else is the wrapped StepTime's."""
+
+    def __init__(self, step: Any, seconds_per_sequence: float):
+        self.step, self.seconds_per_sequence = step, seconds_per_sequence
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "step":  # (unpickling: before __init__'s attributes exist)
+            raise AttributeError(name)
+        return getattr(self.step, name)
+
+    def with_graphs(self, graphs: Any) -> "StateTraffic":
+        return StateTraffic(self.step.with_graphs(graphs), self.seconds_per_sequence)
+
+    def seconds(self, query: Any, context: Any, emitting: int | None = None) -> float:
+        return self.step.seconds(query, context, emitting) + len(query) * self.seconds_per_sequence
+
+    def decode_run(self, keys: Any, steps: int) -> Any:
+        return self.step.decode_run(keys, steps) + len(keys) * self.seconds_per_sequence
+
+
+def with_state_traffic(step: Any, state: int, hardware: Any, efficiency: Any, pp: int) -> Any:
+    """The step model with each sequence's state traffic (none without states)."""
+    from ..hardware import Efficiency
+
+    if not state or isinstance(step, StateTraffic):
+        return step
+    memory = (efficiency or Efficiency(**hardware.efficiency)).memory
+    return StateTraffic(step, 2 * state * pp / (hardware.bandwidth_bytes_per_s * memory))
