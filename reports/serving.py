@@ -58,6 +58,9 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
         + (f" less the {reserve / 2**20:,.0f} MiB reserve)" if (reserve := kv.get("memory_reserve_bytes")) else ")")
         + (f"; {setup['kv_paging']} ({kv['paged_block_bytes']:,} B per block per GPU)" if setup.get("kv_paging")
            else ""),
+        *([f"recurrent states: {kv['state_bytes_per_request']:,} B per request per GPU, "
+           f"{kv['state_blocks_per_request']:,} blocks each while it runs: at most {kv['state_slots']:,} requests at once"]
+          if kv.get("state_bytes_per_request") else []),
         *([note] if (note := weights_note(setup.get("weight_dtype"), setup.get("weight_dtype_source"))) else []),
         *([fp8_gemm_line(setup)] if setup.get("fp8_gemm_runs") else []),
         *([f"prefix caching: off ({setup['prefix_caching_note']})"] if setup.get("prefix_caching_note")

@@ -192,9 +192,11 @@ def test_serve_holds_the_states_in_slots_and_refuses_transformers_engine(capsys)
     batching refuses a linear_attention layer, so its schedulers are refused in one line."""
     from tests.cli_run import run_main
 
-    code, _, err = run_main(["serve", "--model", "nemotron-3-nano", "--hardware", "h100-sxm", "--rate", "2",
-                             "--requests", "20"], capsys)
-    assert code == 0
+    code, out, err = run_main(["serve", "--model", "nemotron-3-nano", "--hardware", "h100-sxm", "--rate", "2",
+                               "--requests", "20"], capsys)
+    # 23 layers x (6,144 x 4 x 2 bf16 conv + 64 x 64 x 128 x 4 fp32 scan) bytes; 6,144 B a token
+    # of keys and values, so 503 blocks of 16 tokens
+    assert code == 0 and "recurrent states: 49,364,992 B per request per GPU, 503 blocks each" in out
     code, _, err = run_main(["serve", "--model", "nemotron-3-nano", "--hardware", "h100-sxm", "--rate", "2",
                              "--scheduler", "hf-fifo"], capsys)
     assert code == 2 and "Invalid layer type" in err and len(err.strip().splitlines()) <= 2

@@ -121,3 +121,7 @@ def test_transformers_engine_and_a_stack_without_attention_are_refused(capsys):
     code, out, err = run_main(["serve", "--model", "nemotron-3-nano", "--rate", "2", "--scheduler",
                                "hf-prefill-first"], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "linear_attention" in err
+    with pytest.raises(ConfigError, match="recurrent states to the decode pool"):
+        import costmodel
+
+        costmodel.serve(from_hf_config(dict(QWEN3_NEXT), name="q"), rate=1, requests=2, disaggregate=(1, 1))

@@ -346,6 +346,8 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
         raise ConfigError(f"--disaggregate {':'.join(map(str, disaggregate))} replaces --replicas (its P + D replicas "
                           f"are the deployment); give one of them.")
     replica, step, setup = build_replica(cfg, hw, **replica_options)
+    if disaggregate is not None and "state_bytes_per_request" in setup["kv_cache"]:
+        raise ConfigError(f"--disaggregate: moving {cfg.name}'s recurrent states to the decode pool is not modelled.")
     if disaggregate is not None:
         from .disaggregated import run_disaggregated
 

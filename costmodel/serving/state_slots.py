@@ -16,6 +16,8 @@ besides its keys' and values': the state's bytes over a block's (a block of bloc
 every attention layer), rounded up to whole blocks. Concurrency is then bounded by the slots
 (num_blocks // (state_blocks + 1): each running request holds at least one KV block too) as well as
 by --max-num-seqs; where states are large beside a block of keys and values, the slots bind first.
+The other schedulers (sarathi, orca, static, vllm-v0) hold states by the same rule (vLLM v0's
+MambaCacheManager instead allocated state tensors for max_num_seqs requests up front: not modelled).
 The step's time: StepTime times the tree's chunk phase with the step's tokens as one sequence at
 b = 1, whose mixers read one set of chunk states per chunk_size tokens, not one per request. A
 running request's states are read and written once per step (mamba.scan_bytes and
