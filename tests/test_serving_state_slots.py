@@ -125,3 +125,15 @@ def test_transformers_engine_and_a_stack_without_attention_are_refused(capsys):
         import costmodel
 
         costmodel.serve(from_hf_config(dict(QWEN3_NEXT), name="q"), rate=1, requests=2, disaggregate=(1, 1))
+
+
+def test_tensor_and_pipeline_parallel_shares_of_the_states():
+    """tp 2 splits Nemotron 3 Nano's 64 Mamba-2 heads and 8 groups (layout/split.py mamba_split):
+    23 x ((32 x 64 + 2 x 4 x 128) x 4 x 2 + 32 x 64 x 128 x 4) = 24,682,496 bytes a GPU; pp 2 halves
+    the layers' states (ceil)."""
+    from costmodel.api import load_model
+
+    cfg = load_model("nemotron-3-nano")
+    tp2 = build_replica(cfg, H100, tp=2)[2]["kv_cache"]["state_bytes_per_request"]
+    pp2 = build_replica(cfg, H100, pp=2)[2]["kv_cache"]["state_bytes_per_request"]
+    assert tp2 == 23 * ((32 * 64 + 2 * 4 * 128) * 4 * 2 + 32 * 64 * 128 * 4) == 24_682_496 == pp2
