@@ -141,3 +141,22 @@ def test_what_the_code_does_not_run_is_refused_in_one_line(fields, words, tmp_pa
     path.write_text(json.dumps(fields))
     code, out, err = run_main(["estimate", "--config", str(path)], capsys)
     assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err
+
+
+def test_glm_5_preset_counts_the_class_parameters():
+    """costmodel/presets/glm-5.json (its _source names where the shapes come from) read by name and
+    by its Hub id: the parameters GlmMoeDsaForCausalLM builds from the same file (743,911,199,232,
+    the published 744B); 41,784,709,632 active a token (8 of 256 experts in the 75 MoE layers; the
+    report's 40B leaves out the embedding and the head, 951,582,720 each)."""
+    pytest.importorskip("transformers")
+    import json
+
+    from costmodel import estimate
+    from costmodel.presets import PRESET_DIR
+
+    fields = {k: v for k, v in json.loads((PRESET_DIR / "glm-5.json").read_text()).items()
+              if not k.startswith("_")}
+    params = estimate("glm-5", seq_len=8).to_dict()["params"]
+    assert params["total"] == _hf_count(fields) == 743_911_199_232
+    assert params["active"] == 41_784_709_632 and params["embeddings"] == params["head"] == 951_582_720
+    assert estimate("zai-org/GLM-5", seq_len=8).to_dict()["params"]["total"] == params["total"]
