@@ -75,18 +75,10 @@ def test_kv_cache_holds_the_indexer_keys(name):
     """After a prefill of 12 tokens and 2 decode steps at b = 2 (bf16): per layer and token the
     latent, the RoPE key and the indexer key, as the class holds them (validate.measure)."""
     pytest.importorskip("transformers")
-    import torch
+    from tests.family_configs import kv_cache_after_decode
 
-    from costmodel import estimate
-    from tests.golden.hf_families import built
-    from validate.hf_families import family_inputs
-    from validate.measure.memory import kv_cache_bytes
-
-    fields = CONFIGS[name]
-    with built(fields, torch.bfloat16) as model:
-        measured = kv_cache_bytes(model.eval(), family_inputs(fields, 2, 12), 2)
-    ours = estimate(dict(fields, name=name), seq_len=12, batch=2, dtype="bf16", gen_tokens=2)
-    assert ours.to_dict()["memory"]["kv_cache"] == measured
+    ours, measured = kv_cache_after_decode(CONFIGS[name], name)
+    assert ours == measured
     if name == "glm_moe_dsa":  # (11 + 6 + 10) values x 2 bytes x 3 layers x 2 x 14 tokens
         assert measured == 4_536
 
