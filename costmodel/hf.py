@@ -27,7 +27,8 @@ from .checkpoint import checkpoint_weights
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
 from .hf_classic import CLASSIC_BUILDERS
-from .hf_deepseek_v32 import DEEPSEEK_V32_ARCHITECTURES, DEEPSEEK_V32_BUILDERS, DEEPSEEK_V32_NAMES
+from .hf_deepseek_v32 import (DEEPSEEK_V32_ARCHITECTURES, DEEPSEEK_V32_BUILDERS, DEEPSEEK_V32_NAMES,
+                              UNMODELLED_TYPES)
 from .hf_classic_more import CLASSIC_MORE_ARCHITECTURES, CLASSIC_MORE_BUILDERS, CLASSIC_MORE_NAMES
 from .hf_dense_extra import DENSE_EXTRA_ARCHITECTURES, DENSE_EXTRA_BUILDERS, DENSE_EXTRA_NAMES
 from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction
@@ -530,6 +531,8 @@ def _model_type(data: dict[str, Any], source: str) -> str:
             + (f", and architectures {show(architectures)} names no class of a supported family"
                if architectures else "")
             + f"; add \"model_type\" (one of {', '.join(SUPPORTED_MODEL_TYPES)}).")
+    if isinstance(model_type, str) and model_type in UNMODELLED_TYPES:
+        raise ConfigError(f"{source}: model_type {model_type!r} is not modelled: {UNMODELLED_TYPES[model_type]}")
     if not isinstance(model_type, str) or model_type not in _BUILDERS:
         text = data.get("text_config")
         inner = text.get("model_type") if isinstance(text, dict) else None

@@ -192,3 +192,19 @@ def assert_cache_after_prefill_exact(fields: dict[str, Any], name: str, dtype: s
         held += sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
     ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype=dtype).to_dict()
     assert ours["memory"]["kv_cache"] == held > 0
+
+
+def kv_cache_after_decode(fields: dict[str, Any], name: str) -> tuple[int, int]:
+    """(the estimate's KV cache, the bytes the class holds: validate.measure) after a prefill of
+    12 tokens and 2 decode steps at b = 2 in bf16, the odd configs' workload."""
+    import torch
+
+    from costmodel import estimate
+    from tests.golden.hf_families import built
+    from validate.hf_families import family_inputs
+    from validate.measure.memory import kv_cache_bytes
+
+    with built(fields, torch.bfloat16) as model:
+        measured = kv_cache_bytes(model.eval(), family_inputs(fields, 2, 12), 2)
+    ours = estimate(dict(fields, name=name), seq_len=12, batch=2, dtype="bf16", gen_tokens=2)
+    return ours.to_dict()["memory"]["kv_cache"], measured

@@ -315,6 +315,7 @@ REQUESTED = {
     "gpt3-760m": 760_300_032,
     "gpt3-2.7b": 2_651_553_280,
     "gpt3-6.7b": 6_658_404_352,
+    "glm-5": 743_911_199_232,  # GlmMoeDsaForCausalLM (tests/test_hf_glm_moe_dsa.py)
 }
 REQUESTED_ACTIVE = {
     "qwen3-30b-a3b": 3_353_032_704,
@@ -324,6 +325,7 @@ REQUESTED_ACTIVE = {
     "kimi-k2": 32_861_477_888,
     # 6 of 160 routed experts of 3 x 5,120 x 1,536 a token in each of the 59 expert layers
     "deepseek-v2": 21_375_800_320,
+    "glm-5": 41_784_709_632,  # 8 of 256 experts of 3 x 6,144 x 2,048 a token in each of the 75 MoE layers
 }
 REQUESTED_CARDS = {
     "llama3.1-8b": (8e9, None, 1e9, "Llama 3.1 model card (meta-llama/Llama-3.1-8B): 8B"),
@@ -413,6 +415,9 @@ REQUESTED_CARDS = {
     # (falcon-40b and falcon-180b: their names' 40B and 180B are round figures, 1.30B under and
     # 1.44B over the classes' 41.30B and 178.56B with the tied head the Falcon paper (Almazrouei
     # et al. 2023, Table 16) describes: not compared.)
+    "glm-5": (744e9, None, 1e9, "GLM-5 technical report (GLM-5: from Vibe Coding to Agentic "
+                              "Engineering) as glennklockwood.com/garden/GLM-5 tabulates it: 744B "
+                              "total, 40B activated (the class's 41.78B with the embedding and head)"),
 }
 FLAGSHIPS.update(REQUESTED)
 PUBLISHED_ACTIVE.update(REQUESTED_ACTIVE)

@@ -202,7 +202,8 @@ def test_models_lists_every_preset(capsys):
     # Mistral Small 3, DeepSeek-V2, Qwen2.5-1.5B, Mistral Large 2, Qwen2.5-Coder-32B; GPT-3's five
     # consistent smaller sizes
     # then Nemotron 3 Super and Ultra (nemotron_h's latent experts)
-    assert len(lines) == 2 + 102
+    # then GLM-5 (glm_moe_dsa)
+    assert len(lines) == 2 + 103
     assert any(line.startswith("llama2-70b") and "68.98 B" in line for line in lines)
 
 

@@ -49,7 +49,8 @@ def test_every_preset_loads_and_has_a_count():
     # Mistral Small 3, DeepSeek-V2, Qwen2.5-1.5B, Mistral Large 2, Qwen2.5-Coder-32B; GPT-3's five
     # consistent smaller sizes
     # then Nemotron 3 Super and Ultra (latent experts: tests/test_nemotron_3_super.py)
-    assert len(preset_names()) == 102
+    # then GLM-5 (glm_moe_dsa: tests/test_hf_glm_moe_dsa.py)
+    assert len(preset_names()) == 103
     for name in preset_names():
         assert estimate(name, seq_len=8).total("params") > 0
 

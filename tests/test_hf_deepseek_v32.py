@@ -93,18 +93,10 @@ def test_kv_cache_holds_the_indexer_keys(name):
     12-wide latent, the 4-wide RoPE key and the 14-wide indexer key (30 values, 60 bytes); 3 layers
     x 2 x 14 tokens: 5,040 bytes. The cache the class holds, counted by validate.measure."""
     pytest.importorskip("transformers")
-    import torch
+    from tests.family_configs import kv_cache_after_decode
 
-    from costmodel import estimate
-    from tests.golden.hf_families import built
-    from validate.hf_families import family_inputs
-    from validate.measure.memory import kv_cache_bytes
-
-    fields = CONFIGS[name]
-    with built(fields, torch.bfloat16) as model:
-        measured = kv_cache_bytes(model.eval(), family_inputs(fields, 2, 12), 2)
-    ours = estimate(dict(fields, name=name), seq_len=12, batch=2, dtype="bf16", gen_tokens=2)
-    assert ours.to_dict()["memory"]["kv_cache"] == measured
+    ours, measured = kv_cache_after_decode(CONFIGS[name], name)
+    assert ours == measured
     if name == "deepseek_v32":
         assert measured == 5_040
 

@@ -31,7 +31,7 @@ DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falc
                  "falcon_rw", "opt", "bloom", "mixtral", "qwen2_moe", "deepseek_v3", "ministral",
                  "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm", "starcoder2", "phi", "granite", "smollm3",
                  "olmo2", "gpt_oss", "llama4_text", "glm4_moe_lite", "deepseek_v32", *LLAMA_VARIANT_FAMILIES,
-                 *CLASSIC_MORE_DICTS, *MOE_EXTRA_FAMILIES, *DENSE_EXTRA_DICTS)
+                 *CLASSIC_MORE_DICTS, *MOE_EXTRA_FAMILIES, *DENSE_EXTRA_DICTS, "glm_moe_dsa")
 HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5", *DICT_FAMILIES)
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
@@ -464,6 +464,8 @@ _DICTS = {
     "deepseek_v2": lambda cfg: _deepseek_v3_dict(cfg, "deepseek_v2"), "glm4_moe_lite": _glm4_moe_lite_dict,
     "deepseek_v32": lambda cfg: dict(_glm4_moe_lite_dict(cfg), model_type="deepseek_v32",  # top-k: its default
                                      index_n_heads=cfg.index_n_heads, index_head_dim=cfg.index_head_dim),
+    "glm_moe_dsa": lambda cfg: dict(_glm4_moe_lite_dict(cfg), model_type="glm_moe_dsa",  # top-k: its default
+                                    index_n_heads=cfg.index_n_heads, index_head_dim=cfg.index_head_dim),
     "cwm": lambda cfg: _ministral_dict(cfg, "cwm"),
     "starcoder2": _starcoder2_dict, "phi": _phi_dict, "granite": _granite_dict,
     "smollm3": _smollm3_dict, "olmo2": _olmo2_dict, "gpt_oss": _gpt_oss_dict, "llama4_text": _llama4_dict,
