@@ -1,0 +1,51 @@
+"""Measurements and config.json writers for costmodel/hf_more_types.py's families and the
+training-only MoE input noise (PhiMoE's input_jitter_noise, DBRX's moe_jitter_eps).
+
+live_saved_bytes measures what a training forward keeps for backward by liveness, not by walking
+the autograd graph: validate/measure/saved.py reads each node's _saved_* attributes, and a node
+that an in-place op on a view wraps in CopySlices (PhiMoE's router multiplies a reshape of the MoE
+input in place) exposes none of its own, so the walk cannot see what it keeps."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from typing import Any
+
+import torch
+from torch import nn
+
+from .measure.common import Inputs, LossFn, forward_loss, held, storage_key
+
+
+class _Box:
+    """One packed saved tensor; it lives as long as the autograd node that saved it."""
+
+    __slots__ = ("tensor", "__weakref__")
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        self.tensor = tensor
+
+
+def live_saved_bytes(model: nn.Module, inputs: Inputs, loss_fn: LossFn | None = None) -> int:
+    """Bytes of the unique storages that the autograd graph of a training forward (with the loss)
+    still holds for backward once the forward is done, parameters and buffers (and views of them)
+    excluded: every tensor packed by saved_tensors_hooks whose node is alive."""
+    boxes: list[weakref.ref] = []
+
+    def pack(t: torch.Tensor) -> _Box:
+        box = _Box(t)
+        boxes.append(weakref.ref(box))
+        return box
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda box: box.tensor):
+        output, loss = forward_loss(model, inputs, loss_fn)
+    gc.collect()
+    excluded = {storage_key(held(t)) for t in [*model.parameters(), *model.buffers()]}
+    storages: dict[int, int] = {}
+    for ref in boxes:
+        box = ref()
+        if box is not None and storage_key(held(box.tensor)) not in excluded:
+            storages[storage_key(held(box.tensor))] = held(box.tensor).untyped_storage().nbytes()
+    del output, loss
+    return sum(storages.values())
