@@ -116,3 +116,118 @@ def test_the_released_configs_are_accepted():
                                 moe_jitter_eps=0.01))
     assert from_hf_config(dbrx, name="dbrx-instruct").moe_input_noise == 0.01
     assert from_hf_config(dict(phi, input_jitter_noise=0.0), name="p").moe_input_noise is None
+
+
+# =============================================================================================
+# The new model types (costmodel/hf_more_types.py)
+
+_BASE = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, num_hidden_layers=3,
+             max_position_embeddings=64)
+
+#: Tiny, odd configs (sizes as tests/family_configs.py; head_dim 10, not hidden/heads = 8).
+CONFIGS = {
+    # Solar Open: q/k/v biases, top 3 of 8 experts of 16 in 4
+    # groups (top 2 groups) in every layer, two shared experts (one MLP of 32),
+    # routed_scaling_factor; GLM-4.5's fields its config lacks given and not read.
+    "solar_open": dict(_BASE, model_type="solar_open", num_key_value_heads=2, head_dim=10,
+                       attention_bias=True, n_routed_experts=8,
+                       n_group=4, topk_group=2, num_experts_per_tok=3, n_shared_experts=2,
+                       moe_intermediate_size=16, routed_scaling_factor=2.5, first_k_dense_replace=2,
+                       use_qk_norm=True, intermediate_size=37),
+    # Its defaults' choices: one shared expert, not renormalised, a tied
+    # head, hidden/heads as the head width, the experts' count under the mapped name.
+    "solar_open-plain": dict(_BASE, model_type="solar_open", num_key_value_heads=3, head_dim=8,
+                             num_local_experts=4, num_experts_per_tok=2, moe_intermediate_size=24,
+                             norm_topk_prob=False, tie_word_embeddings=True),
+}
+
+#: The class each model type's config builds (for a config.json naming `architectures` only).
+CLASSES = {"solar_open": "SolarOpenForCausalLM"}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_parameters_and_buffers_equal_hugging_face(name):
+    pytest.importorskip("transformers")
+    from tests.family_configs import buffer_bytes_both
+    from tests.family_configs import estimated_total as _ours
+    from tests.family_configs import hf_meta_count as _hf_count
+
+    assert _ours(CONFIGS[name], name) == _hf_count(CONFIGS[name])
+    ours, hf = buffer_bytes_both(CONFIGS[name], name)
+    assert ours == hf
+
+
+@pytest.mark.parametrize("model_type, expected", [
+    # SolarOpenConfig's: 48 layers of 128 experts of 1280 (top 8) and one shared, hidden 4096,
+    # 64 heads of 128, vocab 196608, untied: 102.7B (upstage/Solar-Open-100B's shape).
+    ("solar_open", 102_651_793_408),
+])
+def test_default_config_parameters_equal_hugging_face(model_type, expected):
+    transformers = pytest.importorskip("transformers")
+    from tests.family_configs import estimated_total as _ours
+    from tests.family_configs import hf_meta_count as _hf_count
+
+    fields = transformers.AutoConfig.for_model(model_type).to_dict()
+    assert _ours(fields, model_type) == _hf_count({"model_type": model_type}) == expected
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_every_validate_row_is_exact(name, attention):
+    pytest.importorskip("transformers")
+    from tests.family_configs import odd_config_rows
+
+    assert_rows_exact(odd_config_rows(CONFIGS[name], name, attention))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_every_validate_row_is_exact_in_fp32_on_real_tensors(name):
+    """fp32 on the CPU, where validate adds torch.profiler's count of the training matmul FLOPs."""
+    pytest.importorskip("transformers")
+    from costmodel.config import Workload
+    from costmodel.presets import config_from_dict
+    from validate.compare import validate
+
+    cfg = config_from_dict(dict(CONFIGS[name]), source=name, name=name)
+    rows = validate(cfg, Workload(seq_len=12, batch=2, dtype="fp32", gen_tokens=2), target="hf",
+                    device="cpu")
+    assert_rows_exact(rows, frozenset({"training matmul FLOPs (profiler)"}))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_decode_step_flops_equal_the_decode_tree(name):
+    pytest.importorskip("transformers")
+    from tests.family_configs import assert_decode_flops_exact
+
+    assert_decode_flops_exact(CONFIGS[name], name)
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_architectures_alone_name_the_model_types(name):
+    from costmodel.hf import from_hf_config
+
+    fields = CONFIGS[name]
+    bare = {k: v for k, v in fields.items() if k != "model_type"}
+    bare["architectures"] = [CLASSES[fields["model_type"]]]
+    assert from_hf_config(bare, name=name) == from_hf_config(fields, name=name)
+
+
+@pytest.mark.parametrize("fields, words", [
+    (dict(CONFIGS["solar_open"], n_group=3), "n_routed_experts (8) is not divisible by n_group (3)"),
+    (dict(CONFIGS["solar_open"], hidden_act="gelu"), "unsupported hidden_act 'gelu'"),
+    (dict(CONFIGS["solar_open"], partial_rotary_factor=0.5), "partial_rotary_factor 0.5 is not what solar_open"),
+    (dict(CONFIGS["solar_open"], rope_parameters=dict(rope_type="default", rope_theta=1e4, partial_rotary_factor=0.6)),
+     "partial_rotary_factor 0.6 is not what solar_open"),
+])
+def test_what_the_code_does_not_run_is_refused_in_one_line(fields, words, tmp_path, capsys):
+    import json
+
+    from tests.cli_run import run_main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err, err

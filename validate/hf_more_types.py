@@ -15,6 +15,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from costmodel.config import ModelConfig
+
+from .hf_llama_variants import LLAMA_VARIANT_DICTS
 from .measure.common import Inputs, LossFn, forward_loss, held, storage_key
 
 
@@ -49,3 +52,19 @@ def live_saved_bytes(model: nn.Module, inputs: Inputs, loss_fn: LossFn | None = 
             storages[storage_key(held(box.tensor))] = held(box.tensor).untyped_storage().nbytes()
     del output, loss
     return sum(storages.values())
+
+
+def _solar_open(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """Solar Open's config.json: GLM-4.5's (validate/hf_llama_variants.py) less the fields
+    SolarOpenConfig lacks (costmodel/hf_more_types.py); every layer has experts."""
+    if cfg.n_dense_layers or cfg.qk_norm:
+        raise ValueError(f"model {cfg.name!r}: Hugging Face solar_open builds experts in every "
+                         "layer and no q/k norms.")
+    data = LLAMA_VARIANT_DICTS["glm4_moe"](cfg, llama)
+    for key in ("intermediate_size", "first_k_dense_replace", "use_qk_norm"):
+        data.pop(key, None)
+    return dict(data, model_type="solar_open")
+
+
+#: family -> its config.json writer (validate/hf_models.py's config_dict).
+MORE_TYPES_DICTS = {"solar_open": _solar_open}

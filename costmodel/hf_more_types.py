@@ -1,0 +1,70 @@
+"""config.json readers of more decoder families whose blocks exist here under other names (issue
+18): Solar Open (solar_open: GLM-4.5's model with Llama's attention and experts in every layer).
+costmodel/hf.py dispatches on model_type. Defaults are those of transformers 5.24's configuration
+classes (models/<model_type>/configuration_<model_type>.py)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .config import ConfigError, ModelConfig, show
+from .hf_fields import LLAMA_NAMES, Fields
+from .hf_llama_variants import LlamaReader
+from .hf_moe_more import MOE_MORE_BUILDERS
+
+#: SolarOpenConfig's defaults (transformers 5.24, models/solar_open/configuration_solar_open.py).
+_SOLAR_OPEN_DEFAULTS: dict[str, Any] = dict(
+    vocab_size=196608, hidden_size=4096, num_hidden_layers=48, num_attention_heads=64,
+    num_key_value_heads=8, head_dim=128, max_position_embeddings=131072, moe_intermediate_size=1280,
+    num_experts_per_tok=8, n_shared_experts=1, n_routed_experts=128, norm_topk_prob=True,
+    tie_word_embeddings=False)
+
+#: GLM-4.5 fields SolarOpenConfig does not have (its class reads none of them).
+_SOLAR_OPEN_ABSENT = ("intermediate_size", "first_k_dense_replace", "use_qk_norm",
+                      "num_nextn_predict_layers")
+
+
+def _solar_open(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Solar Open (SolarOpenForCausalLM, upstage/Solar-Open-100B): GLM-4.5's model (its RMSNorm,
+    its DeepSeek-V3 MoE: top num_experts_per_tok of n_routed_experts experts of
+    moe_intermediate_size behind an fp32 sigmoid router with e_score_correction_bias, beside
+    n_shared_experts shared experts as one MLP) in every layer, none dense, with Llama's attention
+    (attention_bias on q, k and v, none on o, no q/k norms) and RoPE over the whole head: a
+    partial_rotary_factor other than 1 (in rope_parameters, or top-level, which moves there) is
+    refused, as Llama's apply_rotary_pos_emb then fails to broadcast its narrower cos. The GLM-4.5
+    fields its config lacks (_SOLAR_OPEN_ABSENT) are not read: its class builds no dense MLP, no
+    q/k norm and no MTP layer. The rest is costmodel/hf_moe_more.py's glm4_moe reader."""
+    data = {**_SOLAR_OPEN_DEFAULTS,
+            **{k: v for k, v in f.data.items() if k not in _SOLAR_OPEN_ABSENT}}
+    if "num_local_experts" in data:  # SolarOpenConfig.attribute_map: the mapped name wins
+        data["n_routed_experts"] = data.pop("num_local_experts")
+    rope = data.get("rope_parameters") if isinstance(data.get("rope_parameters"), dict) else {}
+    scaling = data.get("rope_scaling") if isinstance(data.get("rope_scaling"), dict) else {}
+    factor = next((d["partial_rotary_factor"] for d in (rope, scaling, data)
+                   if d.get("partial_rotary_factor") is not None), 1.0)
+    if factor != 1:
+        raise ConfigError(f"{f.source}: partial_rotary_factor {show(factor)} is not what solar_open "
+                          "runs: its Llama attention rotates the whole head, and transformers 5.24 "
+                          "fails to broadcast a narrower rotary table; set it to 1.")
+    data["partial_rotary_factor"] = 1.0
+    data.update(first_k_dense_replace=0, use_qk_norm=False, num_nextn_predict_layers=0,
+                intermediate_size=data.get("moe_intermediate_size"))  # no dense MLP reads it
+    base = MOE_MORE_BUILDERS["glm4_moe"](Fields(data, f.source), name, llama)
+    return base.replace(family="solar_open")
+
+
+#: model_type -> its reader (hf.py passes its LlamaReader).
+MORE_TYPES_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
+    "solar_open": _solar_open,
+}
+
+#: The transformers class of each, for a config.json that names `architectures` only.
+MORE_TYPES_ARCHITECTURES: dict[str, str] = {
+    "SolarOpenForCausalLM": "solar_open",
+}
+
+#: The config.json names of ModelConfig's fields (the ones its errors may name).
+MORE_TYPES_NAMES: dict[str, dict[str, str]] = {
+    "solar_open": {**LLAMA_NAMES, "n_experts": "n_routed_experts", "top_k": "num_experts_per_tok",
+                   "d_expert": "moe_intermediate_size"},
+}
