@@ -1,5 +1,6 @@
 """config.json readers of more decoder families whose blocks exist here under other names (issue
-18): Solar Open (solar_open: GLM-4.5's model with Llama's attention and experts in every layer).
+18): Solar Open (solar_open: GLM-4.5's model with Llama's attention and experts in every layer),
+Youtu-LLM (youtu: DeepSeek-V3's latent attention in dense Llama layers).
 costmodel/hf.py dispatches on model_type. Defaults are those of transformers 5.24's configuration
 classes (models/<model_type>/configuration_<model_type>.py)."""
 
@@ -53,18 +54,55 @@ def _solar_open(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     return base.replace(family="solar_open")
 
 
+#: YoutuConfig's defaults for the fields it reads (transformers 5.24, models/youtu); the latent
+#: attention's own (q_lora_rank 1536, kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim 128,
+#: v_head_dim 128) are DeepseekV3Config's, which hf.py's deepseek_v3 reader holds.
+_YOUTU_DEFAULTS: dict[str, Any] = dict(
+    vocab_size=128256, hidden_size=2048, intermediate_size=6144, num_hidden_layers=32,
+    num_attention_heads=16, num_key_value_heads=16, max_position_embeddings=131072,
+    hidden_act="silu", tie_word_embeddings=True)
+
+#: DeepSeek-V3 fields YoutuConfig removes (its class reads none of them: no experts, no MTP).
+_YOUTU_ABSENT = ("n_shared_experts", "n_routed_experts", "routed_scaling_factor", "n_group",
+                 "topk_group", "num_experts_per_tok", "first_k_dense_replace", "norm_topk_prob",
+                 "moe_intermediate_size", "num_nextn_predict_layers", "num_local_experts")
+
+
+def _youtu(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Youtu-LLM (YoutuForCausalLM): Llama's model and decoder layers (fp32 RMSNorms, Llama's
+    rotary table over qk_rope_head_dim) with DeepSeek-V3's latent attention (DeepseekV3Attention:
+    queries through q_lora_rank or directly where it is null, keys and values from a cached
+    kv_lora_rank latent and a qk_rope_head_dim RoPE key, attention_bias on its projections) and a
+    dense SwiGLU MLP of intermediate_size (Qwen3's, no biases) in every layer. YoutuConfig removes
+    DeepSeek-V3's expert and MTP fields (_YOUTU_ABSENT): they are not read. hf.py's deepseek_v3
+    reader with every layer dense. A num_key_value_heads other than num_attention_heads is
+    refused: the latent attention's keys have a head per query head already, and repeat_kv by
+    their quotient then fails in transformers 5.24."""
+    data = {**_YOUTU_DEFAULTS, **{k: v for k, v in f.data.items() if k not in _YOUTU_ABSENT}}
+    heads, kv_heads = data.get("num_attention_heads"), data.get("num_key_value_heads")
+    if kv_heads is not None and kv_heads != heads:
+        raise ConfigError(f"{f.source}: num_key_value_heads ({show(kv_heads)}) is not "
+                          f"num_attention_heads ({show(heads)}), which youtu's latent attention "
+                          "cannot run (repeat_kv of keys that have a head per query head fails); "
+                          "set them equal.")
+    data["first_k_dense_replace"] = data.get("num_hidden_layers")  # every layer dense
+    base = llama.read(Fields(data, f.source), name, "deepseek_v3", _YOUTU_DEFAULTS)
+    return base.replace(family="youtu")
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 MORE_TYPES_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
-    "solar_open": _solar_open,
+    "solar_open": _solar_open, "youtu": _youtu,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 MORE_TYPES_ARCHITECTURES: dict[str, str] = {
-    "SolarOpenForCausalLM": "solar_open",
+    "SolarOpenForCausalLM": "solar_open", "YoutuForCausalLM": "youtu",
 }
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
 MORE_TYPES_NAMES: dict[str, dict[str, str]] = {
     "solar_open": {**LLAMA_NAMES, "n_experts": "n_routed_experts", "top_k": "num_experts_per_tok",
                    "d_expert": "moe_intermediate_size"},
+    "youtu": LLAMA_NAMES,
 }

@@ -139,10 +139,23 @@ CONFIGS = {
     "solar_open-plain": dict(_BASE, model_type="solar_open", num_key_value_heads=3, head_dim=8,
                              num_local_experts=4, num_experts_per_tok=2, moe_intermediate_size=24,
                              norm_topk_prob=False, tie_word_embeddings=True),
+    # Youtu-LLM: DeepSeek-V3's latent attention (q rank 20, kv rank 12, RoPE key 4, no-RoPE 6,
+    # values 7) with attention biases in dense layers of 37, untied.
+    "youtu": dict(_BASE, model_type="youtu", intermediate_size=37, num_key_value_heads=6,
+                  q_lora_rank=20, kv_lora_rank=12, qk_rope_head_dim=4, qk_nope_head_dim=6,
+                  v_head_dim=7, attention_bias=True, tie_word_embeddings=False,
+                  bos_token_id=None, eos_token_id=None),
+    # Queries without a low rank, RoPE not interleaved, a tied head (YoutuConfig's default), value
+    # heads as wide as query/key heads (10), DeepSeek-V3's expert fields given and not read.
+    "youtu-plain": dict(_BASE, model_type="youtu", intermediate_size=29, q_lora_rank=None,
+                        num_key_value_heads=6,
+                        kv_lora_rank=16, qk_rope_head_dim=4, qk_nope_head_dim=6, v_head_dim=10,
+                        rope_interleave=False, n_routed_experts=8, first_k_dense_replace=1,
+                        bos_token_id=None, eos_token_id=None),
 }
 
 #: The class each model type's config builds (for a config.json naming `architectures` only).
-CLASSES = {"solar_open": "SolarOpenForCausalLM"}
+CLASSES = {"solar_open": "SolarOpenForCausalLM", "youtu": "YoutuForCausalLM"}
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -161,6 +174,9 @@ def test_parameters_and_buffers_equal_hugging_face(name):
     # SolarOpenConfig's: 48 layers of 128 experts of 1280 (top 8) and one shared, hidden 4096,
     # 64 heads of 128, vocab 196608, untied: 102.7B (upstage/Solar-Open-100B's shape).
     ("solar_open", 102_651_793_408),
+    # YoutuConfig's: 32 dense layers of 6144, hidden 2048, 16 heads of latent attention (q rank
+    # 1536, kv rank 512), vocab 128256, tied: 1.96B (Youtu-LLM-2B's class defaults).
+    ("youtu", 1_961_560_064),
 ])
 def test_default_config_parameters_equal_hugging_face(model_type, expected):
     transformers = pytest.importorskip("transformers")
@@ -219,6 +235,8 @@ def test_architectures_alone_name_the_model_types(name):
     (dict(CONFIGS["solar_open"], n_group=3), "n_routed_experts (8) is not divisible by n_group (3)"),
     (dict(CONFIGS["solar_open"], hidden_act="gelu"), "unsupported hidden_act 'gelu'"),
     (dict(CONFIGS["solar_open"], partial_rotary_factor=0.5), "partial_rotary_factor 0.5 is not what solar_open"),
+    (dict(CONFIGS["youtu"], num_key_value_heads=2), "num_key_value_heads (2) is not num_attention_heads (6)"),
+    ({"model_type": "youtu", "num_attention_heads": 8}, "num_key_value_heads (16) is not num_attention_heads (8)"),
     (dict(CONFIGS["solar_open"], rope_parameters=dict(rope_type="default", rope_theta=1e4, partial_rotary_factor=0.6)),
      "partial_rotary_factor 0.6 is not what solar_open"),
 ])

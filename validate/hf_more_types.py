@@ -66,5 +66,17 @@ def _solar_open(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
     return dict(data, model_type="solar_open")
 
 
+def _youtu(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """Youtu-LLM's config.json: Llama's fields with DeepSeek-V3's latent attention ones (head_dim
+    left out: YoutuConfig, as DeepseekV3Config, sets it to qk_rope_head_dim)."""
+    if cfg.n_experts:
+        raise ValueError(f"model {cfg.name!r}: Hugging Face youtu builds no experts.")
+    data = {k: v for k, v in llama.items() if k != "head_dim"}
+    return dict(data, q_lora_rank=cfg.q_lora_rank, kv_lora_rank=cfg.kv_lora_rank,
+                qk_rope_head_dim=cfg.rotary_dim, qk_nope_head_dim=cfg.d_head - (cfg.rotary_dim or 0),
+                v_head_dim=cfg.v_head_dim, attention_bias=cfg.qkv_bias, pad_token_id=None,
+                bos_token_id=None, eos_token_id=None)
+
+
 #: family -> its config.json writer (validate/hf_models.py's config_dict).
-MORE_TYPES_DICTS = {"solar_open": _solar_open}
+MORE_TYPES_DICTS = {"solar_open": _solar_open, "youtu": _youtu}
