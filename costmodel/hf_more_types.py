@@ -1,6 +1,7 @@
 """config.json readers of more decoder families whose blocks exist here under other names (issue
 18): Solar Open (solar_open: GLM-4.5's model with Llama's attention and experts in every layer),
-Youtu-LLM (youtu: DeepSeek-V3's latent attention in dense Llama layers).
+Youtu-LLM (youtu: DeepSeek-V3's latent attention in dense Llama layers), Mellum (mellum:
+Qwen3-MoE's layers with experts where mlp_layer_types says sparse).
 costmodel/hf.py dispatches on model_type. Defaults are those of transformers 5.24's configuration
 classes (models/<model_type>/configuration_<model_type>.py)."""
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
+from .errors import check_int
 from .hf_fields import LLAMA_NAMES, Fields
 from .hf_llama_variants import LlamaReader
 from .hf_moe_more import MOE_MORE_BUILDERS
@@ -90,14 +92,68 @@ def _youtu(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     return base.replace(family="youtu")
 
 
+#: MellumConfig's defaults (transformers 5.24, models/mellum; Qwen3MoeConfig's where it has none).
+_MELLUM_DEFAULTS: dict[str, Any] = dict(
+    vocab_size=98304, hidden_size=2304, intermediate_size=7168, num_hidden_layers=28,
+    num_attention_heads=32, num_key_value_heads=4, head_dim=128, max_position_embeddings=131072,
+    hidden_act="silu", tie_word_embeddings=False, moe_intermediate_size=896, num_experts_per_tok=8,
+    norm_topk_prob=True)
+
+
+def _kinds(f: Fields, key: str, layers: int, kinds: tuple[str, ...], default: str) -> list[str]:
+    """A per-layer list of kinds (Mellum's layer_types, mlp_layer_types; null: every layer
+    `default`), checked: one of `kinds` for each layer."""
+    value = f.data.get(key)
+    if value is None:
+        return [default] * layers
+    if not isinstance(value, list) or len(value) != layers or any(v not in kinds for v in value):
+        raise ConfigError(f"{f.source}: {key} must list {' or '.join(kinds)} for each of the "
+                          f"{layers} layers, got {show(value)}.")
+    return value
+
+
+def _mellum(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Mellum (MellumForCausalLM): Qwen3-MoE's attention (an RMSNorm on each query and key head,
+    attention_bias), sparse block (a softmax router, top num_experts_per_tok of num_local_experts
+    experts of moe_intermediate_size, renormalised where norm_topk_prob) and dense MLP (of
+    intermediate_size) in Llama's pre-norm layers, the experts on the layers mlp_layer_types marks
+    sparse (null: every layer); RoPE from rope_parameters' entry for the layer's type. Its MTP
+    layer is not built by the class (ignored on load). Refused, one sentence each: a
+    sliding_attention layer in layer_types (its window and its own rotary table are not modelled
+    here) and a rope_parameters partial_rotary_factor other than 1 (Qwen3-MoE's attention rotates
+    the whole head). The rest is hf.py's qwen3_moe reader, the dense layers as mlp_only_layers."""
+    data = {**_MELLUM_DEFAULTS, **f.data}
+    layers = data.get("num_hidden_layers")
+    check_int(f.source, "num_hidden_layers", layers, minimum=1)
+    fields = Fields(data, f.source)
+    if "sliding_attention" in _kinds(fields, "layer_types", layers, ("full_attention", "sliding_attention"),
+                                     "full_attention"):
+        raise ConfigError(f"{f.source}: layer_types with sliding_attention layers (a window and a "
+                          "rotary table of their own) is not modelled for mellum; use full_attention.")
+    rope = data.get("rope_parameters")
+    full = rope.get("full_attention") if isinstance(rope, dict) else None
+    factor = (full or {}).get("partial_rotary_factor", 1.0) if isinstance(full, dict) else 1.0
+    if factor != 1:
+        raise ConfigError(f"{f.source}: partial_rotary_factor {show(factor)} is not what mellum "
+                          "runs: its Qwen3-MoE attention rotates the whole head, and transformers "
+                          "5.24 fails to broadcast a narrower rotary table; set it to 1.")
+    mlp = _kinds(fields, "mlp_layer_types", layers, ("dense", "sparse"), "sparse")
+    experts = data.get("num_experts", data.get("num_local_experts", 64))  # MellumConfig.attribute_map
+    read = {k: v for k, v in data.items() if k not in ("rope_parameters", "layer_types", "mlp_layer_types",
+                                                      "use_sliding_window", "decoder_sparse_step")}
+    read.update(num_experts=experts, mlp_only_layers=[i for i, kind in enumerate(mlp) if kind == "dense"])
+    base = llama.read(Fields(read, f.source), name, "qwen3_moe", _MELLUM_DEFAULTS)
+    return base.replace(family="mellum")
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 MORE_TYPES_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
-    "solar_open": _solar_open, "youtu": _youtu,
+    "solar_open": _solar_open, "youtu": _youtu, "mellum": _mellum,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 MORE_TYPES_ARCHITECTURES: dict[str, str] = {
-    "SolarOpenForCausalLM": "solar_open", "YoutuForCausalLM": "youtu",
+    "SolarOpenForCausalLM": "solar_open", "YoutuForCausalLM": "youtu", "MellumForCausalLM": "mellum",
 }
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
@@ -105,4 +161,6 @@ MORE_TYPES_NAMES: dict[str, dict[str, str]] = {
     "solar_open": {**LLAMA_NAMES, "n_experts": "n_routed_experts", "top_k": "num_experts_per_tok",
                    "d_expert": "moe_intermediate_size"},
     "youtu": LLAMA_NAMES,
+    "mellum": {**LLAMA_NAMES, "n_experts": "num_local_experts", "top_k": "num_experts_per_tok",
+               "d_expert": "moe_intermediate_size"},
 }

@@ -152,10 +152,22 @@ CONFIGS = {
                         kv_lora_rank=16, qk_rope_head_dim=4, qk_nope_head_dim=6, v_head_dim=10,
                         rope_interleave=False, n_routed_experts=8, first_k_dense_replace=1,
                         bos_token_id=None, eos_token_id=None),
+    # Mellum: per-head q/k norms, q/k/v/o biases, layer 1 dense (intermediate 37), the others top
+    # 3 of 5 experts of 24 renormalised, an MTP layer asked for (not built).
+    "mellum": dict(_BASE, model_type="mellum", num_key_value_heads=2, head_dim=10, intermediate_size=37,
+                   attention_bias=True, num_local_experts=5, num_experts_per_tok=3,
+                   moe_intermediate_size=24, mlp_layer_types=["sparse", "dense", "sparse"],
+                   num_mtp_layers=1),
+    # Every layer sparse (MellumConfig's default), not renormalised, one KV head, a tied head,
+    # hidden/heads as the head width, the experts' count under the mapped name.
+    "mellum-plain": dict(_BASE, model_type="mellum", num_key_value_heads=1, head_dim=8,
+                         intermediate_size=29, num_experts=4, num_experts_per_tok=2,
+                         moe_intermediate_size=16, norm_topk_prob=False, tie_word_embeddings=True),
 }
 
 #: The class each model type's config builds (for a config.json naming `architectures` only).
-CLASSES = {"solar_open": "SolarOpenForCausalLM", "youtu": "YoutuForCausalLM"}
+CLASSES = {"solar_open": "SolarOpenForCausalLM", "youtu": "YoutuForCausalLM",
+           "mellum": "MellumForCausalLM"}
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -177,6 +189,9 @@ def test_parameters_and_buffers_equal_hugging_face(name):
     # YoutuConfig's: 32 dense layers of 6144, hidden 2048, 16 heads of latent attention (q rank
     # 1536, kv rank 512), vocab 128256, tied: 1.96B (Youtu-LLM-2B's class defaults).
     ("youtu", 1_961_560_064),
+    # MellumConfig's: 28 layers of 64 experts of 896 (top 8), hidden 2304, 32 heads of 128 over 4
+    # KV heads, vocab 98304, untied: 12.1B (JetBrains' Mellum class defaults).
+    ("mellum", 12_149_923_072),
 ])
 def test_default_config_parameters_equal_hugging_face(model_type, expected):
     transformers = pytest.importorskip("transformers")
@@ -237,6 +252,12 @@ def test_architectures_alone_name_the_model_types(name):
     (dict(CONFIGS["solar_open"], partial_rotary_factor=0.5), "partial_rotary_factor 0.5 is not what solar_open"),
     (dict(CONFIGS["youtu"], num_key_value_heads=2), "num_key_value_heads (2) is not num_attention_heads (6)"),
     ({"model_type": "youtu", "num_attention_heads": 8}, "num_key_value_heads (16) is not num_attention_heads (8)"),
+    (dict(CONFIGS["mellum"], layer_types=["full_attention", "sliding_attention", "full_attention"]),
+     "layer_types with sliding_attention layers"),
+    (dict(CONFIGS["mellum"], mlp_layer_types=["sparse", "dense"]), "mlp_layer_types must list dense or sparse"),
+    (dict(CONFIGS["mellum"], rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1e4,
+                                                                 "partial_rotary_factor": 0.5}}),
+     "partial_rotary_factor 0.5 is not what mellum runs"),
     (dict(CONFIGS["solar_open"], rope_parameters=dict(rope_type="default", rope_theta=1e4, partial_rotary_factor=0.6)),
      "partial_rotary_factor 0.6 is not what solar_open"),
 ])

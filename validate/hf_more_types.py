@@ -78,5 +78,20 @@ def _youtu(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 bos_token_id=None, eos_token_id=None)
 
 
+def _mellum(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """Mellum's config.json: Llama's fields, Qwen3-MoE's expert ones, its per-layer MLP kinds,
+    every layer full attention."""
+    if cfg.sliding_window is not None:
+        raise ValueError(f"model {cfg.name!r}: mellum's sliding layers are not modelled.")
+    layers = cfg.n_decoder_layers
+    mlp = ["sparse" if cfg.n_experts and cfg.layer_kind_at("decoder", i) != "dense" else "dense"
+           for i in range(layers)]
+    return dict(llama, num_local_experts=cfg.n_experts or 1, num_experts_per_tok=cfg.top_k or 1,
+                moe_intermediate_size=cfg.d_expert or cfg.d_ff, norm_topk_prob=cfg.renormalize_top_k,
+                attention_bias=cfg.qkv_bias, mlp_layer_types=mlp,
+                layer_types=["full_attention"] * layers, pad_token_id=None, bos_token_id=None,
+                eos_token_id=None)
+
+
 #: family -> its config.json writer (validate/hf_models.py's config_dict).
-MORE_TYPES_DICTS = {"solar_open": _solar_open, "youtu": _youtu}
+MORE_TYPES_DICTS = {"solar_open": _solar_open, "youtu": _youtu, "mellum": _mellum}
