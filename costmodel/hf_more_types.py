@@ -132,7 +132,7 @@ def _mellum(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
                           "rotary table of their own) is not modelled for mellum; use full_attention.")
     rope = data.get("rope_parameters")
     full = rope.get("full_attention") if isinstance(rope, dict) else None
-    factor = (full or {}).get("partial_rotary_factor", 1.0) if isinstance(full, dict) else 1.0
+    factor = full.get("partial_rotary_factor", 1.0) if isinstance(full, dict) else 1.0
     if factor != 1:
         raise ConfigError(f"{f.source}: partial_rotary_factor {show(factor)} is not what mellum "
                           "runs: its Qwen3-MoE attention rotates the whole head, and transformers "
