@@ -87,6 +87,7 @@ class ModelConfig:
     # clamp the q, k and v projections in place to [-clip_qkv, clip_qkv] (OLMo 1.7, OLMoE): autograd
     # keeps a copy of each unclamped projection
     clip_qkv: float | None = None
+    moe_input_noise: float | None = None  # training: the MoE input *= U(1 - x, 1 + x) in place (PhiMoE, DBRX)
     attention_softcap: float | None = None  # scores -> cap * tanh(scores / cap) (Gemma 2)
     logit_softcap: float | None = None  # logits -> cap * tanh(logits / cap) (Gemma 2)
     # Granite's scalar multipliers, each one pointwise op by a Python number that keeps nothing for
@@ -286,6 +287,9 @@ class ModelConfig:
                                 ("chunked_window", "a sliding_window", self.sliding_window is not None)):
             if getattr(self, name) and not ok:
                 raise ConfigError(f"{owner}: {name} applies only with {needs}.")
+        noise = self.moe_input_noise
+        if noise is not None and (type(noise) not in (int, float) or not 0 <= noise < float("inf") or not self.n_experts):
+            raise ConfigError(f"{owner}: moe_input_noise must be null or a number >= 0 on a MoE model, got {show(noise)}.")
         if self.clip_qkv is not None and (self.kv_lora_rank is not None or self.n_encoder_layers):
             raise ConfigError(f"{owner}: clip_qkv is modelled for decoder-only models with q, k and v projections.")
         for name in ("attention_softcap", "logit_softcap", "embedding_multiplier",

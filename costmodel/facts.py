@@ -138,6 +138,9 @@ class Facts:
     # norm before the experts, so nothing keeps its output (ERNIE 4.5 MoE builds no shared MLP
     # then; DeepSeek-V3's builds one of width 0, whose linears keep their input)
     router_input_alone: bool = False
+    # how many times a training forward multiplies a MoE layer's input in place by fresh uniform
+    # noise where the config asks for it (ModelConfig.moe_input_noise; blocks/ffn.py InputNoise)
+    moe_input_noise_multiplies: int = 1
     # dtype of a "softmax" router's scores and their renormalisation (fp32 in most classes; DBRX
     # softmaxes in the logits' dtype and divides by their p-norm there)
     router_scores_dtype: str = "fp32"

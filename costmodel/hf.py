@@ -42,6 +42,7 @@ from .hf_llama_variants import (LLAMA_VARIANT_ARCHITECTURES, LLAMA_VARIANT_BUILD
                                 LLAMA_VARIANT_NAMES, LlamaReader)
 from .hf_moe_more import MOE_MORE_ARCHITECTURES, MOE_MORE_BUILDERS, MOE_MORE_NAMES
 from .hf_moe_extra import MOE_EXTRA_ARCHITECTURES, MOE_EXTRA_BUILDERS, MOE_EXTRA_NAMES
+from .hf_more_types import MORE_TYPES_ARCHITECTURES, MORE_TYPES_BUILDERS, MORE_TYPES_NAMES
 from .hf_multimodal import language_model
 from .hf_rope_layernorm import (ROPE_LAYERNORM_ARCHITECTURES, ROPE_LAYERNORM_BUILDERS,
                                 ROPE_LAYERNORM_NAMES)
@@ -54,7 +55,7 @@ SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3
                          *LLAMA_VARIANT_BUILDERS, *CLASSIC_MORE_BUILDERS,
                          *LLAMA4_BUILDERS, *MOE_MORE_BUILDERS,
                          *HYBRID_BUILDERS, *MOE_EXTRA_BUILDERS, *DENSE_EXTRA_BUILDERS,
-                         *QWEN_NEXT_BUILDERS, *GEMMA4_BUILDERS, *DEEPSEEK_V32_BUILDERS)
+                         *QWEN_NEXT_BUILDERS, *GEMMA4_BUILDERS, *DEEPSEEK_V32_BUILDERS, *MORE_TYPES_BUILDERS)
 
 
 #: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
@@ -455,7 +456,8 @@ _BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
     **{model_type: (lambda f, name, build=build: build(f, name, _LLAMA_READER))
        for model_type, build in {**LLAMA_VARIANT_BUILDERS, **MOE_MORE_BUILDERS,
                                         **MOE_EXTRA_BUILDERS, **DENSE_EXTRA_BUILDERS,
-                                        **GEMMA4_BUILDERS, **DEEPSEEK_V32_BUILDERS}.items()},
+                                        **GEMMA4_BUILDERS, **DEEPSEEK_V32_BUILDERS,
+                                        **MORE_TYPES_BUILDERS}.items()},
     **CLASSIC_MORE_BUILDERS,
     **HYBRID_BUILDERS,
     **QWEN_NEXT_BUILDERS,
@@ -489,6 +491,7 @@ ARCHITECTURE_TYPES = {
     **QWEN_NEXT_ARCHITECTURES,
     **GEMMA4_ARCHITECTURES,
     **DEEPSEEK_V32_ARCHITECTURES,
+    **MORE_TYPES_ARCHITECTURES,
 }
 
 #: The config.json names of ModelConfig's fields, by family (the ones its errors may name).
@@ -514,6 +517,7 @@ HF_FIELD_NAMES: dict[str, dict[str, str]] = {
     **QWEN_NEXT_NAMES,
     **GEMMA4_NAMES,
     **DEEPSEEK_V32_NAMES,
+    **MORE_TYPES_NAMES,
 }
 
 

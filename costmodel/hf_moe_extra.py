@@ -140,14 +140,11 @@ def _phimoe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     sliding_window on every layer where set) with LayerNorms (weight and bias, eps
     rms_norm_eps), attention_bias on q, k, v and o, lm_head_bias on the head, and the
     sparsemixer router: two rounds of a masked softmax over the logits, each choosing one expert
-    (sampled while training), so num_experts_per_tok must be 2. A nonzero input_jitter_noise
-    (the MoE input multiplied in place by uniform noise while training) is refused."""
+    (sampled while training), so num_experts_per_tok must be 2. A positive input_jitter_noise
+    multiplies the MoE input in place by uniform noise in training, twice (PhimoeSparseMoeBlock,
+    then PhimoeTopKRouter on the same tensor: facts.moe_input_noise_multiplies)."""
     _silu(f, "phimoe")
     jitter = f.get("input_jitter_noise", 0.0, float)
-    if jitter:
-        raise ConfigError(f"{f.source}: input_jitter_noise {show(jitter)} (the MoE input "
-                          "multiplied in place by uniform noise in training) is not modelled; "
-                          "set it to 0.")
     top_k = f.get("num_experts_per_tok", 2)
     if top_k != 2:
         raise ConfigError(f"{f.source}: num_experts_per_tok {show(top_k)} is not what phimoe "
@@ -160,7 +157,7 @@ def _phimoe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     return base.replace(family="phimoe", norm="layernorm", norm_bias=True, qkv_bias=bias,
                         out_bias=bias, ffn_bias=False,
                         lm_head_bias=f.get("lm_head_bias", False, bool), router="sparsemixer",
-                        renormalize_top_k=False)
+                        renormalize_top_k=False, moe_input_noise=float(jitter) if jitter > 0 else None)
 
 
 def _sub(f: Fields, key: str) -> Fields:
@@ -179,10 +176,11 @@ def _dbrx(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     dimension, kv_n_heads key/value heads of d_model / n_heads; in every layer top moe_top_k of
     moe_num_experts SwiGLU experts of ffn_hidden_size, chosen by a softmax over the logits in the
     model's dtype, the chosen weights divided by their moe_normalize_expert_weights-norm (null:
-    not divided); an untied head without bias. A null clip_qkv (the class's default: its
-    clamp(min=None, max=None) fails), a missing rope_theta in attn_config (the class reads it),
-    moe_jitter_eps (in-place noise on the MoE input in training), a nonzero resid_pdrop, a tied
-    head (DbrxConfig refuses it) and an activation other than silu are refused."""
+    not divided); an untied head without bias; a moe_jitter_eps that is not null multiplies the
+    MoE input in place by uniform noise in training (DbrxRouter, once). A null clip_qkv (the
+    class's default: its clamp(min=None, max=None) fails), a missing rope_theta in attn_config
+    (the class reads it), a nonzero resid_pdrop, a tied head (DbrxConfig refuses it) and an
+    activation other than silu are refused."""
     attn, ffn = _sub(f, "attn_config"), _sub(f, "ffn_config")
     clip = attn.nullable("clip_qkv", None, float)
     if clip is None:
@@ -197,9 +195,10 @@ def _dbrx(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     act = (ffn.data.get("ffn_act_fn") or {}).get("name", "silu")
     if act != "silu":
         raise ConfigError(f"{f.source}: unsupported ffn_act_fn {show(act)} for dbrx.")
-    if ffn.data.get("moe_jitter_eps") is not None:
-        raise ConfigError(f"{f.source}: moe_jitter_eps (the MoE input multiplied in place by "
-                          "uniform noise in training) is not modelled; set it to null.")
+    jitter = ffn.nullable("moe_jitter_eps", None, float)
+    if jitter is not None and jitter < 0:
+        raise ConfigError(f"{f.source}: moe_jitter_eps must be null or at least 0 (torch's "
+                          f"uniform_(1 - eps, 1 + eps) needs from <= to), got {show(jitter)}.")
     if f.get("resid_pdrop", 0.0, float):
         raise ConfigError(f"{f.source}: resid_pdrop (dropout on each sublayer's output) is not "
                           "modelled for dbrx; set it to 0.")
@@ -221,7 +220,8 @@ def _dbrx(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
         position="rope", norm="layernorm", norm_bias=False, activation="swiglu", qkv_bias=False,
         out_bias=False, ffn_bias=False, head="lm", tie_embeddings=False,
         dropout=float(attn.get("attn_pdrop", 0.0, float)), clip_qkv=float(clip),
-        n_experts=experts, top_k=top_k, router="softmax", renormalize_top_k=normalize is not None)
+        n_experts=experts, top_k=top_k, router="softmax", renormalize_top_k=normalize is not None,
+        moe_input_noise=None if jitter is None else float(jitter))
 
 
 #: SarvamMoEConfig's defaults where they differ from Glm4MoeConfig's, and Glm4MoeConfig's for the

@@ -1,10 +1,10 @@
 """The cost tree's leaves, and how a ModelConfig's blocks are placed as them.
 
-A leaf is one block where it runs: its stack (encoder or decoder), its part of the model (the
-embeddings, a repeated layer, a stack's own blocks, the head, the loss), its sublayer inside a
-layer (self_attention, cross_attention, ffn) and its name, and how many times it runs (a layer
-leaf L times). TreeBuilder walks a ModelConfig stack by stack and layer by layer, in the order the code
-registers its parameters, and returns one phase's leaves; tree.py holds them and adds the optimizer step."""
+A leaf is one block where it runs: its stack (encoder or decoder), its part of the model (the embeddings, a
+repeated layer, a stack's own blocks, the head, the loss), its sublayer inside a layer (self_attention,
+cross_attention, ffn) and its name, and how many times it runs (a layer leaf L times). TreeBuilder walks a
+ModelConfig stack by stack and layer by layer, in the order the code registers its parameters, and returns one
+phase's leaves; tree.py holds them and adds the optimizer step."""
 
 from __future__ import annotations
 
@@ -106,8 +106,7 @@ class Leaf:
         if quantity in WEIGHT_PARTS or (quantity == "weight_bytes" and self.weight_format):
             return self.copies * self.weight_part(quantity)
         if quantity in STATE_QUANTITIES:
-            per_param = {"weight_bytes": self.per_param.weights,
-                         "gradient_bytes": self.per_param.gradients,
+            per_param = {"weight_bytes": self.per_param.weights, "gradient_bytes": self.per_param.gradients,
                          "optimizer_bytes": self.per_param.optimizer}[quantity]
             return self.copies * per_param * self.cost.params
         if quantity in HELD_QUANTITIES:
@@ -312,7 +311,9 @@ class TreeBuilder:
             if latent and every_token:
                 raise ConfigError(f"model {cfg.name!r}: latent experts (d_latent) are not modelled with "
                                   "Llama 4's every-token experts.")
+            noise = cfg.moe_input_noise is not None and self.phase == "train"  # training only (InputNoise)
             body = [
+                *([at.leaf("input_noise", B.InputNoise(tokens, self.profile))] if noise else []),
                 at.leaf("router", B.Router(tokens, cfg.router, cfg.renormalize_top_k, self.profile,
                                            bias=cfg.router_bias, input_kept=not router_alone)),
                 *([at.leaf("latent_in", B.LatentProjection(tokens, S.d, S.d_l, cfg.ffn_bias))] if latent else []),
@@ -343,8 +344,7 @@ class TreeBuilder:
         output_kept = post and not cfg.embedding_norm
         width = S.d_e if cfg.projected_embeddings else S.d
         scaled = cfg.scale_embeddings or cfg.embedding_multiplier is not None
-        token_embedding = B.TokenEmbedding(tokens, owns_table, scaled, output_kept,
-                                           width, self.profile)
+        token_embedding = B.TokenEmbedding(tokens, owns_table, scaled, output_kept, width, self.profile)
         # OPT-350m: d_e-wide embeddings projected in to d (the projection keeps its input).
         project_in = B.EmbeddingProjection(tokens, S.d_e, S.d, input_kept=True)
         return [

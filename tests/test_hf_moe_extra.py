@@ -204,7 +204,6 @@ def test_architectures_alone_name_the_model_types(name):
     (dict(CONFIGS["flex_olmo"], num_experts_per_tok=6), "num_experts_per_tok (6) is more than num_experts (5)"),
     (dict(CONFIGS["flex_olmo"], hidden_act="relu"), "unsupported hidden_act 'relu' for flex_olmo"),
     (dict(CONFIGS["phimoe"], num_experts_per_tok=3), "its sparsemixer router always chooses 2"),
-    (dict(CONFIGS["phimoe"], input_jitter_noise=0.01), "input_jitter_noise 0.01"),
     (dict(CONFIGS["phimoe"], num_local_experts=1), "num_local_experts must be at least 2, got 1"),
     (dict(CONFIGS["ernie4_5_moe"], moe_k=6), "moe_k (6) is more than moe_num_experts (5)"),
     (dict(CONFIGS["ernie4_5_moe"], moe_num_experts=[5, 5]), "field 'moe_num_experts' must be an integer"),
@@ -364,7 +363,7 @@ def _dbrx(attn=None, ffn=None, **top):
 @pytest.mark.parametrize("fields, words", [
     (_dbrx(attn=dict(clip_qkv=None)), "clip_qkv is null"),
     (_dbrx(attn=dict(rope_theta=None)), "attn_config has no rope_theta"),
-    (_dbrx(ffn=dict(moe_jitter_eps=0.01)), "moe_jitter_eps"),
+    (_dbrx(ffn=dict(moe_jitter_eps=-0.01)), "moe_jitter_eps must be null or at least 0"),
     (_dbrx(ffn=dict(ffn_act_fn={"name": "gelu"})), "unsupported ffn_act_fn 'gelu' for dbrx"),
     (_dbrx(resid_pdrop=0.1), "resid_pdrop"),
     (_dbrx(tie_word_embeddings=True), "tie_word_embeddings is not supported for DBRX"),

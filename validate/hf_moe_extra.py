@@ -60,7 +60,8 @@ def _ernie4_5_moe(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
 def _phimoe(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
     return dict(llama, attention_bias=cfg.qkv_bias, lm_head_bias=cfg.lm_head_bias,
                 num_local_experts=cfg.n_experts, num_experts_per_tok=cfg.top_k,
-                sliding_window=cfg.sliding_window, bos_token_id=None, eos_token_id=None)
+                sliding_window=cfg.sliding_window, bos_token_id=None, eos_token_id=None,
+                input_jitter_noise=cfg.moe_input_noise or 0.0)
 
 
 def _dbrx(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
@@ -72,7 +73,8 @@ def _dbrx(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                                  attn_pdrop=cfg.dropout, rope_theta=10000.0),
                 ffn_config=dict(ffn_hidden_size=cfg.d_expert, moe_num_experts=cfg.n_experts,
                                 moe_top_k=cfg.top_k,
-                                moe_normalize_expert_weights=1.0 if cfg.renormalize_top_k else None))
+                                moe_normalize_expert_weights=1.0 if cfg.renormalize_top_k else None,
+                                moe_jitter_eps=cfg.moe_input_noise))
 
 
 #: family -> its config.json writer (validate/hf_models.py's config_dict).

@@ -45,7 +45,7 @@ from .embedding import (
     KeptCausalMask, SharedAttentionMask, SinusoidalPositions, TokenEmbedding, TokenTypes,
 )
 from .ffn import (
-    ACTIVATION_OPS, EveryTokenExperts, Experts, FeedForward, LatentProjection, Router, SharedExpertGate,
+    ACTIVATION_OPS, EveryTokenExperts, Experts, FeedForward, InputNoise, LatentProjection, Router, SharedExpertGate,
     router_reads_norm_alone,
 )
 from .head import CrossEntropy, LMHead, LogitScale, LogitSoftcap, Pooler, SumLoss
@@ -60,7 +60,7 @@ __all__ = [
     "ACTIVATION_OPS", "KV_SCALE_BYTES", "OTHER_FLOPS_PER_ELEMENT", "AlibiSlopes", "AttentionCore",
     "AttentionOutput", "AttentionScores", "AttentionTemperature", "Block", "Cost", "CrossEntropy", "Dropout",
     "ClipQKV", "EmbeddingProjection", "EveryTokenExperts", "Experts", "FeedForward", "HeadL2Norms", "HeadNorms",
-    "KeptOutputs", "LMHead", "router_reads_norm_alone",
+    "InputNoise", "KeptOutputs", "LMHead", "router_reads_norm_alone",
     "LatentAttention", "LightningIndexer", "LatentProjection", "LayerCheckpoint", "LinearOp", "Mamba2Mixer", "LearnedPositions", "LogitScale", "LogitSoftcap", "Norm", "OptimizerStep", "Pooler",
     "Profile", "QKVProjection", "QueryScale", "RelativePositionBias", "Residual", "RotaryEmbedding", "SublayerInput",
     "RotaryTables", "Router", "KeptCausalMask", "SharedAttentionMask", "SharedExpertGate", "SinusoidalPositions",

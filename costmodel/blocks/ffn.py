@@ -125,6 +125,23 @@ class FeedForward(Block):
 
 
 @dataclass(frozen=True)
+class InputNoise(Block):
+    """Training-only noise on a mixture-of-experts layer's input (PhiMoE's input_jitter_noise,
+    DBRX's moe_jitter_eps): facts.moe_input_noise_multiplies times, the input is
+    multiplied in place by a fresh tensor of uniform noise in its dtype, which the multiply keeps
+    for backward (the input's gradient is the incoming one times it). Nothing runs at inference."""
+
+    tokens: Expr
+    profile: Profile = Profile()
+    title = "MoE input noise"
+
+    def cost(self) -> Cost:
+        values = self.profile.facts.moe_input_noise_multiplies * self.tokens * S.d
+        return make_cost(elements=[("mul", values)], saved_bytes=S.e * values,
+                         bytes_other=elementwise_bytes(values))
+
+
+@dataclass(frozen=True)
 class Router(Block):
     """A mixture-of-experts router: logits d -> E for every token, then the top k experts.
 

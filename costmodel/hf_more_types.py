@@ -1,0 +1,166 @@
+"""config.json readers of more decoder families whose blocks exist here under other names (issue
+18): Solar Open (solar_open: GLM-4.5's model with Llama's attention and experts in every layer),
+Youtu-LLM (youtu: DeepSeek-V3's latent attention in dense Llama layers), Mellum (mellum:
+Qwen3-MoE's layers with experts where mlp_layer_types says sparse).
+costmodel/hf.py dispatches on model_type. Defaults are those of transformers 5.24's configuration
+classes (models/<model_type>/configuration_<model_type>.py)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .config import ConfigError, ModelConfig, show
+from .errors import check_int
+from .hf_fields import LLAMA_NAMES, Fields
+from .hf_llama_variants import LlamaReader
+from .hf_moe_more import MOE_MORE_BUILDERS
+
+#: SolarOpenConfig's defaults (transformers 5.24, models/solar_open/configuration_solar_open.py).
+_SOLAR_OPEN_DEFAULTS: dict[str, Any] = dict(
+    vocab_size=196608, hidden_size=4096, num_hidden_layers=48, num_attention_heads=64,
+    num_key_value_heads=8, head_dim=128, max_position_embeddings=131072, moe_intermediate_size=1280,
+    num_experts_per_tok=8, n_shared_experts=1, n_routed_experts=128, norm_topk_prob=True,
+    tie_word_embeddings=False)
+
+#: GLM-4.5 fields SolarOpenConfig does not have (its class reads none of them).
+_SOLAR_OPEN_ABSENT = ("intermediate_size", "first_k_dense_replace", "use_qk_norm",
+                      "num_nextn_predict_layers")
+
+
+def _solar_open(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Solar Open (SolarOpenForCausalLM, upstage/Solar-Open-100B): GLM-4.5's model (its RMSNorm,
+    its DeepSeek-V3 MoE: top num_experts_per_tok of n_routed_experts experts of
+    moe_intermediate_size behind an fp32 sigmoid router with e_score_correction_bias, beside
+    n_shared_experts shared experts as one MLP) in every layer, none dense, with Llama's attention
+    (attention_bias on q, k and v, none on o, no q/k norms) and RoPE over the whole head: a
+    partial_rotary_factor other than 1 (in rope_parameters, or top-level, which moves there) is
+    refused, as Llama's apply_rotary_pos_emb then fails to broadcast its narrower cos. The GLM-4.5
+    fields its config lacks (_SOLAR_OPEN_ABSENT) are not read: its class builds no dense MLP, no
+    q/k norm and no MTP layer. The rest is costmodel/hf_moe_more.py's glm4_moe reader."""
+    data = {**_SOLAR_OPEN_DEFAULTS,
+            **{k: v for k, v in f.data.items() if k not in _SOLAR_OPEN_ABSENT}}
+    if "num_local_experts" in data:  # SolarOpenConfig.attribute_map: the mapped name wins
+        data["n_routed_experts"] = data.pop("num_local_experts")
+    rope = data.get("rope_parameters") if isinstance(data.get("rope_parameters"), dict) else {}
+    scaling = data.get("rope_scaling") if isinstance(data.get("rope_scaling"), dict) else {}
+    factor = next((d["partial_rotary_factor"] for d in (rope, scaling, data)
+                   if d.get("partial_rotary_factor") is not None), 1.0)
+    if factor != 1:
+        raise ConfigError(f"{f.source}: partial_rotary_factor {show(factor)} is not what solar_open "
+                          "runs: its Llama attention rotates the whole head, and transformers 5.24 "
+                          "fails to broadcast a narrower rotary table; set it to 1.")
+    data["partial_rotary_factor"] = 1.0
+    data.update(first_k_dense_replace=0, use_qk_norm=False, num_nextn_predict_layers=0,
+                intermediate_size=data.get("moe_intermediate_size"))  # no dense MLP reads it
+    base = MOE_MORE_BUILDERS["glm4_moe"](Fields(data, f.source), name, llama)
+    return base.replace(family="solar_open")
+
+
+#: YoutuConfig's defaults for the fields it reads (transformers 5.24, models/youtu); the latent
+#: attention's own (q_lora_rank 1536, kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim 128,
+#: v_head_dim 128) are DeepseekV3Config's, which hf.py's deepseek_v3 reader holds.
+_YOUTU_DEFAULTS: dict[str, Any] = dict(
+    vocab_size=128256, hidden_size=2048, intermediate_size=6144, num_hidden_layers=32,
+    num_attention_heads=16, num_key_value_heads=16, max_position_embeddings=131072,
+    hidden_act="silu", tie_word_embeddings=True)
+
+#: DeepSeek-V3 fields YoutuConfig removes (its class reads none of them: no experts, no MTP).
+_YOUTU_ABSENT = ("n_shared_experts", "n_routed_experts", "routed_scaling_factor", "n_group",
+                 "topk_group", "num_experts_per_tok", "first_k_dense_replace", "norm_topk_prob",
+                 "moe_intermediate_size", "num_nextn_predict_layers", "num_local_experts")
+
+
+def _youtu(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Youtu-LLM (YoutuForCausalLM): Llama's model and decoder layers (fp32 RMSNorms, Llama's
+    rotary table over qk_rope_head_dim) with DeepSeek-V3's latent attention (DeepseekV3Attention:
+    queries through q_lora_rank or directly where it is null, keys and values from a cached
+    kv_lora_rank latent and a qk_rope_head_dim RoPE key, attention_bias on its projections) and a
+    dense SwiGLU MLP of intermediate_size (Qwen3's, no biases) in every layer. YoutuConfig removes
+    DeepSeek-V3's expert and MTP fields (_YOUTU_ABSENT): they are not read. hf.py's deepseek_v3
+    reader with every layer dense. A num_key_value_heads other than num_attention_heads is
+    refused: the latent attention's keys have a head per query head already, and repeat_kv by
+    their quotient then fails in transformers 5.24."""
+    data = {**_YOUTU_DEFAULTS, **{k: v for k, v in f.data.items() if k not in _YOUTU_ABSENT}}
+    heads, kv_heads = data.get("num_attention_heads"), data.get("num_key_value_heads")
+    if kv_heads is not None and kv_heads != heads:
+        raise ConfigError(f"{f.source}: num_key_value_heads ({show(kv_heads)}) is not "
+                          f"num_attention_heads ({show(heads)}), which youtu's latent attention "
+                          "cannot run (repeat_kv of keys that have a head per query head fails); "
+                          "set them equal.")
+    data["first_k_dense_replace"] = data.get("num_hidden_layers")  # every layer dense
+    base = llama.read(Fields(data, f.source), name, "deepseek_v3", _YOUTU_DEFAULTS)
+    return base.replace(family="youtu")
+
+
+#: MellumConfig's defaults (transformers 5.24, models/mellum; Qwen3MoeConfig's where it has none).
+_MELLUM_DEFAULTS: dict[str, Any] = dict(
+    vocab_size=98304, hidden_size=2304, intermediate_size=7168, num_hidden_layers=28,
+    num_attention_heads=32, num_key_value_heads=4, head_dim=128, max_position_embeddings=131072,
+    hidden_act="silu", tie_word_embeddings=False, moe_intermediate_size=896, num_experts_per_tok=8,
+    norm_topk_prob=True)
+
+
+def _kinds(f: Fields, key: str, layers: int, kinds: tuple[str, ...], default: str) -> list[str]:
+    """A per-layer list of kinds (Mellum's layer_types, mlp_layer_types; null: every layer
+    `default`), checked: one of `kinds` for each layer."""
+    value = f.data.get(key)
+    if value is None:
+        return [default] * layers
+    if not isinstance(value, list) or len(value) != layers or any(v not in kinds for v in value):
+        raise ConfigError(f"{f.source}: {key} must list {' or '.join(kinds)} for each of the "
+                          f"{layers} layers, got {show(value)}.")
+    return value
+
+
+def _mellum(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Mellum (MellumForCausalLM): Qwen3-MoE's attention (an RMSNorm on each query and key head,
+    attention_bias), sparse block (a softmax router, top num_experts_per_tok of num_local_experts
+    experts of moe_intermediate_size, renormalised where norm_topk_prob) and dense MLP (of
+    intermediate_size) in Llama's pre-norm layers, the experts on the layers mlp_layer_types marks
+    sparse (null: every layer); RoPE from rope_parameters' entry for the layer's type. Its MTP
+    layer is not built by the class (ignored on load). Refused, one sentence each: a
+    sliding_attention layer in layer_types (its window and its own rotary table are not modelled
+    here) and a rope_parameters partial_rotary_factor other than 1 (Qwen3-MoE's attention rotates
+    the whole head). The rest is hf.py's qwen3_moe reader, the dense layers as mlp_only_layers."""
+    data = {**_MELLUM_DEFAULTS, **f.data}
+    layers = data.get("num_hidden_layers")
+    check_int(f.source, "num_hidden_layers", layers, minimum=1)
+    fields = Fields(data, f.source)
+    if "sliding_attention" in _kinds(fields, "layer_types", layers, ("full_attention", "sliding_attention"),
+                                     "full_attention"):
+        raise ConfigError(f"{f.source}: layer_types with sliding_attention layers (a window and a "
+                          "rotary table of their own) is not modelled for mellum; use full_attention.")
+    rope = data.get("rope_parameters")
+    full = rope.get("full_attention") if isinstance(rope, dict) else None
+    factor = full.get("partial_rotary_factor", 1.0) if isinstance(full, dict) else 1.0
+    if factor != 1:
+        raise ConfigError(f"{f.source}: partial_rotary_factor {show(factor)} is not what mellum "
+                          "runs: its Qwen3-MoE attention rotates the whole head, and transformers "
+                          "5.24 fails to broadcast a narrower rotary table; set it to 1.")
+    mlp = _kinds(fields, "mlp_layer_types", layers, ("dense", "sparse"), "sparse")
+    experts = data.get("num_experts", data.get("num_local_experts", 64))  # MellumConfig.attribute_map
+    read = {k: v for k, v in data.items() if k not in ("rope_parameters", "layer_types", "mlp_layer_types",
+                                                      "use_sliding_window", "decoder_sparse_step")}
+    read.update(num_experts=experts, mlp_only_layers=[i for i, kind in enumerate(mlp) if kind == "dense"])
+    base = llama.read(Fields(read, f.source), name, "qwen3_moe", _MELLUM_DEFAULTS)
+    return base.replace(family="mellum")
+
+
+#: model_type -> its reader (hf.py passes its LlamaReader).
+MORE_TYPES_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
+    "solar_open": _solar_open, "youtu": _youtu, "mellum": _mellum,
+}
+
+#: The transformers class of each, for a config.json that names `architectures` only.
+MORE_TYPES_ARCHITECTURES: dict[str, str] = {
+    "SolarOpenForCausalLM": "solar_open", "YoutuForCausalLM": "youtu", "MellumForCausalLM": "mellum",
+}
+
+#: The config.json names of ModelConfig's fields (the ones its errors may name).
+MORE_TYPES_NAMES: dict[str, dict[str, str]] = {
+    "solar_open": {**LLAMA_NAMES, "n_experts": "n_routed_experts", "top_k": "num_experts_per_tok",
+                   "d_expert": "moe_intermediate_size"},
+    "youtu": LLAMA_NAMES,
+    "mellum": {**LLAMA_NAMES, "n_experts": "num_local_experts", "top_k": "num_experts_per_tok",
+               "d_expert": "moe_intermediate_size"},
+}
