@@ -147,6 +147,9 @@ def check_engine_cache(cfg: Any) -> None:
     if cfg.n_mixer_layers("deltanet"):
         raise ConfigError(f"model {cfg.name!r} keeps Gated DeltaNet states per sequence, whatever its length; "
                           "an engine's cache for them (vLLM's per-request state slots) is not modelled.")
+    if cfg.n_mixer_layers("mamba1"):
+        raise ConfigError(f"model {cfg.name!r} keeps Mamba-1 states per sequence, whatever its length; "
+                          "an engine's cache for them (vLLM's per-request state slots) is not modelled.")
     if cfg.n_mixer_layers("mamba"):
         raise ConfigError(f"model {cfg.name!r} keeps Mamba-2 states per sequence, whatever its length; "
                           "an engine's cache for them (vLLM's per-request state slots) is not modelled.")
