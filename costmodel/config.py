@@ -188,10 +188,10 @@ class ModelConfig:
     deltanet_k_dim: int | None = None
     deltanet_v_dim: int | None = None
     attention_output_gate: bool = False
-    # Mamba-1 mixers (blocks/mamba1.py): inner width, dt's rank, falcon_mamba's RMS norms on B, C and dt.
+    # Mamba-1 mixers (blocks/mamba1.py): inner width, dt's rank, RMS norms on dt, B, C (mamba1.NORMS).
     mamba1_inner: int | None = None
     dt_rank: int | None = None
-    mamba1_norms: bool = False
+    mamba1_norms: str = "none"
     family: str = "custom"  # whose code runs it (the facts table's key): llama, gpt2, bert, t5...
     # The kind of each decoder layer, in order, where the layers differ: "sliding" or "full"
     # (windows on some layers), "dense" or "moe" (experts in some layers), "rope" or "nope" (RoPE

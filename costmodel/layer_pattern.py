@@ -9,7 +9,7 @@ MIXERS.
 
 from __future__ import annotations
 
-from .errors import ConfigError, check_bool, check_int
+from .errors import ConfigError, check_bool, check_choice, check_int
 
 #: The one mixer of each layer of a hybrid model (nemotron_h's M, *, - and E): a Mamba-2 mixer
 #: (blocks/mamba.py), attention, a dense MLP or a mixture of experts, each after its own norm; a
@@ -29,8 +29,9 @@ MAMBA1_SIZES = ("mamba1_inner", "dt_rank")
 def check_mixer_layers(cfg, owner: str) -> None:
     """One mixer a layer: layer_pattern names each (MIXERS); experts where a layer is "moe", the
     Mamba-2 sizes where one is "mamba"; decoder-only, no windows, no dense-layer count."""
-    for name in ("mixer_layers", "mamba_bias", "conv_bias", "mamba1_norms"):
+    for name in ("mixer_layers", "mamba_bias", "conv_bias"):
         check_bool(owner, name, getattr(cfg, name))
+    check_choice(owner, "mamba1_norms", cfg.mamba1_norms, ("none", "weightless", "weighted"))
     pattern = tuple(cfg.layer_pattern) if isinstance(cfg.layer_pattern, list) else cfg.layer_pattern
     has_mamba = cfg.mixer_layers and isinstance(pattern, tuple) and "mamba" in pattern
     has_deltanet = cfg.mixer_layers and isinstance(pattern, tuple) and "deltanet" in pattern

@@ -16,7 +16,8 @@ N = N_m per channel, dt's rank R = R_m1 and a depthwise conv of K = K_m taps:
               output y = h C, one bmm of (b, D, N) by (b, N, 1)
   out_proj    D -> d
 falcon_mamba adds weightless RMS norms (FalconMambaWeightlessRMSNorm: non-persistent buffers, no
-parameters) on dt's input, B and C after x_proj (ModelConfig.mamba1_norms).
+parameters) on dt's input, B and C after x_proj, jamba weighted ones (JambaRMSNorm: R, N and N
+weights): ModelConfig.mamba1_norms, one of NORMS.
 
 What it runs besides its matmuls (exp, softplus, silu, the state updates, the norms) is not among
 the other FLOPs (the workload's warnings say so). Its kernel time, where no kernel shapes are
@@ -37,6 +38,8 @@ from .base import Block, Cost, Tensor, linear_bytes, linear_flops, make_cost, we
 from .deltanet import GatedDeltaNetMixer
 from .mamba import Mamba2Mixer, ShortConvPhases
 
+#: ModelConfig.mamba1_norms: none (mamba), weightless (falcon_mamba), weighted (jamba).
+NORMS = ("none", "weightless", "weighted")
 INNER = S.D_m1
 #: x_proj's outputs: dt's low-rank input, B and C.
 X_PROJECTED = S.R_m1 + 2 * S.N_m
@@ -73,7 +76,7 @@ def scan_bytes(batch: Expr, seq: Expr, decode: bool) -> Expr:
     return batch * S.e * seq * per_token
 
 
-def saved_bytes_torch(batch: Expr, seq: Expr, norms: bool) -> Expr:
+def saved_bytes_torch(batch: Expr, seq: Expr, norms: str) -> Expr:
     """Bytes the slow path keeps for backward in one mixer in training, its input aside (the norm
     before it counts it), with T = b n tokens (validate/measure's saved-tensor hooks on MambaMixer
     and FalconMambaMixer). dt is in the activations' dtype; A, discrete A and B and the states are
@@ -93,7 +96,8 @@ def saved_bytes_torch(batch: Expr, seq: Expr, norms: bool) -> Expr:
     mamba: x_proj's output (dt's input, B, C as views) e T (R + 2 N) and B.float() 4 T N u;
     falcon_mamba's norms instead keep their fp32 inputs 4 T (R + 2 N) (views in fp32, copies
     where narrower), three rsqrt columns 3 x 4 T, the normalised dt and C e T (R + N) and B as
-    fp32 4 T N."""
+    fp32 4 T N; jamba's weighted norms keep besides each normalised input cast back to the
+    activations' dtype (the weight's product's other factor) e T (R + 2 N)."""
     tokens = batch * seq
     state = batch * INNER * S.N_m
     x_proj_input = sp.Piecewise((0, sp.Or(sp.Eq(batch, 1), sp.Eq(seq, 1))), (S.e * tokens * INNER, True))
@@ -102,8 +106,9 @@ def saved_bytes_torch(batch: Expr, seq: Expr, norms: bool) -> Expr:
               + FP32 * tokens * INNER + unless_fp32(FP32 * tokens * INNER) + 2 * FP32 * INNER * S.N_m
               + 2 * FP32 * seq * state + state * (S.e * (seq + 1) + unless_fp32(FP32 * (seq - 1)))
               + unless_fp32(FP32 * INNER))
-    if norms:
-        return common + FP32 * tokens * (X_PROJECTED + 3 + S.N_m) + S.e * tokens * (S.R_m1 + S.N_m)
+    if norms != "none":
+        weighted = S.e * tokens * X_PROJECTED if norms == "weighted" else 0
+        return common + FP32 * tokens * (X_PROJECTED + 3 + S.N_m) + S.e * tokens * (S.R_m1 + S.N_m) + weighted
     return common + S.e * tokens * X_PROJECTED + unless_fp32(FP32 * tokens * S.N_m)
 
 
@@ -124,20 +129,23 @@ class Mamba1Mixer(ShortConvPhases, Block):
     phase: str = "train"
     bias: bool = False  # in_proj's and out_proj's (config.use_bias)
     conv_bias: bool = True  # config.use_conv_bias
-    norms: bool = False  # falcon_mamba's RMS norms on dt's input, B and C
+    norms: str = "none"  # RMS norms on dt's input, B and C: NORMS
     title = "Mamba-1 mixer"
 
     def __post_init__(self) -> None:
         if self.phase not in ("train", "prefill", "chunk", "decode"):
             raise ValueError(f"Mamba1Mixer phase {self.phase!r} is not train, prefill, chunk or decode.")
+        if self.norms not in NORMS:
+            raise ValueError(f"Mamba1Mixer norms {self.norms!r} is not one of {', '.join(NORMS)}.")
 
     def tensors(self) -> tuple[Tensor, ...]:
         """In registration order: conv1d (weight (D, 1, K), bias), in_proj, x_proj, dt_proj (and
-        its bias), A_log, D, out_proj."""
+        its bias), A_log, D, out_proj, and jamba's norm weights on dt's input, B and C."""
         conv = (Tensor(INNER, S.K_m),) + ((Tensor(INNER),) if self.conv_bias else ())
+        norms = (Tensor(S.R_m1), Tensor(S.N_m), Tensor(S.N_m)) if self.norms == "weighted" else ()
         return (*conv, *weight_and_bias(S.d, 2 * INNER, self.bias), *weight_and_bias(INNER, X_PROJECTED, False),
                 *weight_and_bias(S.R_m1, INNER, True), Tensor(INNER, S.N_m), Tensor(INNER),
-                *weight_and_bias(INNER, S.d, self.bias))
+                *weight_and_bias(INNER, S.d, self.bias), *norms)
 
     def cost(self) -> Cost:
         tokens = S.b * self.seq
