@@ -288,9 +288,10 @@ class Workload:
         if cfg.n_mixer_layers("mamba1"):
             warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('mamba1')} Mamba-1 layers: other "
                             "FLOPs leave out what the Mamba-1 mixers run besides their matmuls (exp, softplus, "
-                            "silu, the state updates); parameters, matmul FLOPs, the cache and (impl hf, the "
-                            "slow path's recurrent scan) activations are proven against transformers' class "
-                            "(blocks/mamba1.py).")
+                            "silu, the state updates); parameters, matmul FLOPs, the cache and (impl hf) "
+                            "activations are proven against transformers' class; the activations are its slow "
+                            "path's, which keeps every scan state (with mamba_ssm installed it runs mamba_inner_fn, "
+                            "which keeps far less: not modelled; blocks/mamba1.py).")
         if cfg.n_experts and self.impl != "reference" and facts_for(self.impl, cfg.family).experts_every_token:
             warnings.append(f"model {show(cfg.name)} as transformers' code runs it (impl {self.impl}) sends "
                             f"every token through all {cfg.n_experts} routed experts, each scaled by its "
