@@ -182,6 +182,7 @@ def test_through_the_cli(tmp_path, capsys):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(FALCON))
     code, out, _ = run_main(["estimate", "--config", str(path), "--json"], capsys)
-    assert code == 0 and json.loads(out)["regime"]["crossover_seq_len"] is None
+    regime = json.loads(out)["regime"]
+    assert code == 0 and regime["crossover_seq_len"] is None and regime["dominant"] == "neither (only Mamba-1 mixers)"
     code, out, err = run_main(["plan", "--config", str(path), "--hardware", "h100-sxm", "--gpus", "8"], capsys)
     assert code == 0, err
