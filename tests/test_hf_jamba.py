@@ -14,7 +14,7 @@ import pytest
 
 from costmodel.config import ConfigError
 from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                   estimated_total, hf_meta_count)
+                                   assert_prefill_flops_exact, estimated_total, hf_meta_count)
 
 #: Odd sizes: d 48, 4 query heads and 2 KV heads of 12, Mamba-1 inner 96 (mamba_expand 2), state
 #: 7, conv 3, dt rank 3 (auto); attention on layers 1 and 3, 5 experts of 16 (grouped_mm's 16-byte
@@ -76,6 +76,11 @@ def test_training_flops_exact_integers():
 @pytest.mark.parametrize("name", ["jamba_moe", "jamba_dense_biases"])
 def test_decode_step_flops(name):
     assert_decode_flops_exact(VARIANTS[name], name)
+
+
+@pytest.mark.parametrize("name", ["jamba_moe", "jamba_dense_biases"])
+def test_prefill_flops(name):
+    assert_prefill_flops_exact(VARIANTS[name], name)
 
 
 @pytest.mark.parametrize("name", ["jamba_moe", "jamba_dense_biases"])

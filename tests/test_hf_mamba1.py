@@ -14,7 +14,7 @@ import pytest
 
 from costmodel.config import ConfigError
 from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                   estimated_total, hf_meta_count)
+                                   assert_prefill_flops_exact, estimated_total, hf_meta_count)
 
 #: Odd sizes no dimension shares: d 48, inner 96 (expand 2), state 7, conv 3, dt rank 3 (auto:
 #: ceil(48 / 16)), vocabulary 99, 3 blocks.
@@ -81,6 +81,12 @@ def test_training_step_flops_exact_integer():
 @pytest.mark.parametrize("name", ["mamba", "falcon_mamba_biases"])
 def test_decode_step_flops(name):
     assert_decode_flops_exact(VARIANTS[name], name)
+
+
+@pytest.mark.parametrize("name", ["mamba", "falcon_mamba_biases"])
+def test_prefill_flops(name):
+    """The conv over max(n, K) + K - 1 positions (a prompt of 2 under K 3 padded), the scan's loop."""
+    assert_prefill_flops_exact(VARIANTS[name], name)
 
 
 @pytest.mark.parametrize("name", ["mamba", "mamba_biases_untied", "falcon_mamba_biases"])
