@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .checkpoint import check_stored
-from .layer_pattern import check_layer_pattern
+from .layer_pattern import MIXERS, check_layer_pattern
 from .errors import MAX_SIZE, ConfigError, show  # noqa: F401 (re-exported: costmodel.config.ConfigError, show)
 from .errors import check_bool, check_choice, check_int, require_decoder  # noqa: F401 (re-exported)
 # The workload's choices and dtypes (spec.py) and Workload, re-exported where they always were.
@@ -189,6 +189,10 @@ class ModelConfig:
     deltanet_k_dim: int | None = None
     deltanet_v_dim: int | None = None
     attention_output_gate: bool = False
+    # Mamba-1 mixers (blocks/mamba1.py): inner width, dt's rank, RMS norms on dt, B, C (mamba1.NORMS).
+    mamba1_inner: int | None = None
+    dt_rank: int | None = None
+    mamba1_norms: str = "none"
     family: str = "custom"  # whose code runs it (the facts table's key): llama, gpt2, bert, t5...
     # The kind of each decoder layer, in order, where the layers differ: "sliding" or "full"
     # (windows on some layers), "dense" or "moe" (experts in some layers), "rope" or "nope" (RoPE
@@ -530,11 +534,12 @@ class ModelConfig:
             "L_np": max(self.nope_layers, 1), "r_q": self.q_lora_rank or 1, "r_kv": self.kv_lora_rank or 1,
             "d_v": self.v_head_dim or self.d_head, "h_i": self.index_n_heads or 1, "d_i": self.index_head_dim or 1,
             **{symbol: max(self.n_mixer_layers(mixer), 1) for symbol, mixer in
-               (("L_m", "mamba"), ("L_a", "attention"), ("L_f", "mlp"), ("L_g", "deltanet"))},
+               (("L_m", "mamba"), ("L_a", "attention"), ("L_f", "mlp"), ("L_g", "deltanet"), ("L_m1", "mamba1"))},
             **{symbol: getattr(self, name) or 1 for symbol, name in
                (("H_m", "mamba_heads"), ("P_m", "mamba_head_dim"), ("N_m", "ssm_state"),
                 ("G_m", "mamba_groups"), ("K_m", "conv_kernel"), ("Q_m", "chunk_size"), ("H_gk", "deltanet_k_heads"),
-                ("H_gv", "deltanet_v_heads"), ("P_gk", "deltanet_k_dim"), ("P_gv", "deltanet_v_dim"))},
+                ("H_gv", "deltanet_v_heads"), ("P_gk", "deltanet_k_dim"), ("P_gv", "deltanet_v_dim"),
+                ("D_m1", "mamba1_inner"), ("R_m1", "dt_rank"))},
         }
 
     #: Fields that only give a dimension symbol its value (see dimensions()); every other field
@@ -544,8 +549,8 @@ class ModelConfig:
                         "sliding_window", "window_layers", "n_experts", "top_k", "d_expert",
                         "d_shared", "d_latent", "n_dense_layers", "kv_lora_rank", "q_lora_rank", "v_head_dim",
                         "index_n_heads", "index_head_dim", "nope_layers", "layer_pattern", "mamba_heads",
-                        "mamba_head_dim", "ssm_state", "mamba_groups", "conv_kernel", "chunk_size",
-                        "deltanet_k_heads", "deltanet_v_heads", "deltanet_k_dim", "deltanet_v_dim")
+                        "mamba_head_dim", "ssm_state", "mamba_groups", "conv_kernel", "chunk_size", "mamba1_inner",
+                        "deltanet_k_heads", "deltanet_v_heads", "deltanet_k_dim", "deltanet_v_dim", "dt_rank")
 
     def structure(self) -> dict[str, Any]:
         """What the cost tree's expressions depend on besides the dimensions' values: every
@@ -565,7 +570,7 @@ class ModelConfig:
             "latent_experts": self.d_latent is not None, "indexer": self.index_n_heads is not None,
             "value_width_differs": self.mla and self.v_head_dim != self.d_head,  # kernels._sdpa: math
             "mla": self.mla, "q_lora": self.q_lora_rank is not None, "nope": self.nope_layers > 0,
-            "mixers": tuple(m for m in ("mamba", "attention", "mlp", "moe", "deltanet") if self.n_mixer_layers(m)),
+            "mixers": tuple(m for m in MIXERS if self.n_mixer_layers(m)),
         }
         return data
 

@@ -370,6 +370,7 @@ class Estimate:
             "projection_ffn_flops": linear,
             "attention_share": attention / (attention + linear) if attention + linear else 0.0,  # mamba2: 0 + 0
             "dominant": ("attention (n^2 d)" if attention > linear else "projections and FFN (n d^2)" if linear
+                         else "neither (only Mamba-1 mixers)" if self.cfg.n_mixer_layers("mamba1")
                          else "neither (only Mamba-2 mixers)"),  # mamba2: no attention, projection or FFN leaf
         }
 

@@ -35,6 +35,7 @@ from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction
 from .hf_gemma4 import GEMMA4_ARCHITECTURES, GEMMA4_BUILDERS, GEMMA4_NAMES
 from .hf_gpt_oss import GPT_OSS_ARCHITECTURES, GPT_OSS_BUILDERS, GPT_OSS_NAMES
 from .hf_hybrid import HYBRID_ARCHITECTURES, HYBRID_BUILDERS, HYBRID_NAMES
+from .hf_mamba1 import MAMBA1_ARCHITECTURES, MAMBA1_BUILDERS, MAMBA1_NAMES
 from .hf_qwen_next import QWEN_NEXT_ARCHITECTURES, QWEN_NEXT_BUILDERS, QWEN_NEXT_NAMES
 from .hf_nemotron_h import NEMOTRON_H_ARCHITECTURES, NEMOTRON_H_BUILDERS, NEMOTRON_H_NAMES
 from .hf_llama4 import LLAMA4_ARCHITECTURES, LLAMA4_BUILDERS, LLAMA4_NAMES
@@ -55,7 +56,8 @@ SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3
                          *LLAMA_VARIANT_BUILDERS, *CLASSIC_MORE_BUILDERS,
                          *LLAMA4_BUILDERS, *MOE_MORE_BUILDERS,
                          *HYBRID_BUILDERS, *MOE_EXTRA_BUILDERS, *DENSE_EXTRA_BUILDERS,
-                         *QWEN_NEXT_BUILDERS, *GEMMA4_BUILDERS, *DEEPSEEK_V32_BUILDERS, *MORE_TYPES_BUILDERS)
+                         *QWEN_NEXT_BUILDERS, *GEMMA4_BUILDERS, *DEEPSEEK_V32_BUILDERS, *MORE_TYPES_BUILDERS,
+                         *MAMBA1_BUILDERS)
 
 
 #: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
@@ -461,6 +463,7 @@ _BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
     **CLASSIC_MORE_BUILDERS,
     **HYBRID_BUILDERS,
     **QWEN_NEXT_BUILDERS,
+    **MAMBA1_BUILDERS,
 }
 
 
@@ -492,6 +495,7 @@ ARCHITECTURE_TYPES = {
     **GEMMA4_ARCHITECTURES,
     **DEEPSEEK_V32_ARCHITECTURES,
     **MORE_TYPES_ARCHITECTURES,
+    **MAMBA1_ARCHITECTURES,
 }
 
 #: The config.json names of ModelConfig's fields, by family (the ones its errors may name).
@@ -518,6 +522,7 @@ HF_FIELD_NAMES: dict[str, dict[str, str]] = {
     **GEMMA4_NAMES,
     **DEEPSEEK_V32_NAMES,
     **MORE_TYPES_NAMES,
+    **MAMBA1_NAMES,
 }
 
 

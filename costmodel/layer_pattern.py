@@ -9,17 +9,21 @@ MIXERS.
 
 from __future__ import annotations
 
-from .errors import ConfigError, check_bool, check_int
+from .errors import ConfigError, check_bool, check_choice, check_int
 
 #: The one mixer of each layer of a hybrid model (nemotron_h's M, *, - and E): a Mamba-2 mixer
-#: (blocks/mamba.py), attention, a dense MLP or a mixture of experts, each after its own norm.
-MIXERS = ("mamba", "attention", "mlp", "moe", "deltanet")
+#: (blocks/mamba.py), attention, a dense MLP or a mixture of experts, each after its own norm; a
+#: Gated DeltaNet (blocks/deltanet.py) or a Mamba-1 mixer (blocks/mamba1.py).
+MIXERS = ("mamba", "attention", "mlp", "moe", "deltanet", "mamba1")
 #: The Mamba-2 sizes a model with a "mamba" layer gives (and a model without one leaves None).
-MAMBA_SIZES = ("mamba_heads", "mamba_head_dim", "ssm_state", "mamba_groups")
-#: The conv kernel and chunk both linear mixers give (Mamba-2, Gated DeltaNet).
-LINEAR_SIZES = ("conv_kernel", "chunk_size")
+MAMBA_SIZES = ("mamba_heads", "mamba_head_dim", "mamba_groups")
+#: The chunk both chunked linear mixers give (Mamba-2, Gated DeltaNet).
+LINEAR_SIZES = ("chunk_size",)
 #: The Gated DeltaNet sizes a model with a "deltanet" layer gives (blocks/deltanet.py).
 DELTANET_SIZES = ("deltanet_k_heads", "deltanet_v_heads", "deltanet_k_dim", "deltanet_v_dim")
+#: The Mamba-1 sizes a model with a "mamba1" layer gives (blocks/mamba1.py; ssm_state and
+#: conv_kernel too, which it shares with Mamba-2).
+MAMBA1_SIZES = ("mamba1_inner", "dt_rank")
 
 
 def check_mixer_layers(cfg, owner: str) -> None:
@@ -27,12 +31,18 @@ def check_mixer_layers(cfg, owner: str) -> None:
     Mamba-2 sizes where one is "mamba"; decoder-only, no windows, no dense-layer count."""
     for name in ("mixer_layers", "mamba_bias", "conv_bias"):
         check_bool(owner, name, getattr(cfg, name))
+    check_choice(owner, "mamba1_norms", cfg.mamba1_norms, ("none", "weightless", "weighted"))
     pattern = tuple(cfg.layer_pattern) if isinstance(cfg.layer_pattern, list) else cfg.layer_pattern
     has_mamba = cfg.mixer_layers and isinstance(pattern, tuple) and "mamba" in pattern
     has_deltanet = cfg.mixer_layers and isinstance(pattern, tuple) and "deltanet" in pattern
+    has_mamba1 = cfg.mixer_layers and isinstance(pattern, tuple) and "mamba1" in pattern
     for names, present, kind in ((MAMBA_SIZES, has_mamba, "a mamba layer"),
                                  (DELTANET_SIZES, has_deltanet, "a deltanet layer"),
-                                 (LINEAR_SIZES, has_mamba or has_deltanet, "a mamba or deltanet layer")):
+                                 (MAMBA1_SIZES, has_mamba1, "a mamba1 layer"),
+                                 (("ssm_state",), has_mamba or has_mamba1, "a mamba or mamba1 layer"),
+                                 (LINEAR_SIZES, has_mamba or has_deltanet, "a mamba or deltanet layer"),
+                                 (("conv_kernel",), has_mamba or has_deltanet or has_mamba1,
+                                  "a mamba, deltanet or mamba1 layer")):
         for name in names:
             if present:
                 check_int(owner, name, getattr(cfg, name))

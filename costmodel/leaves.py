@@ -382,7 +382,8 @@ class TreeBuilder:
         if stack != "decoder":
             return [LayerKind(None, layers)]
         if cfg.mixer_layers:  # nemotron_h: one kind per mixer present, in layer_pattern.MIXERS' order
-            counts = {"mamba": S.L_m, "attention": S.L_a, "mlp": S.L_f, "moe": S.L_moe, "deltanet": S.L_g}
+            counts = {"mamba": S.L_m, "attention": S.L_a, "mlp": S.L_f, "moe": S.L_moe, "deltanet": S.L_g,
+                      "mamba1": S.L_m1}
             return [LayerKind(mixer, count, experts=mixer == "moe", rope=cfg.rope, mixer=mixer)
                     for mixer, count in counts.items() if cfg.n_mixer_layers(mixer)]
         windows = cfg.n_window_layers
@@ -455,9 +456,7 @@ class TreeBuilder:
             return self.attention(at, seq, seq, cross=False, cached=cached, rope=kind.rope)
         tokens = S.b * seq
         pre, post = self.norms(at, tokens)
-        mixer = (B.GatedDeltaNetMixer(self.phase) if kind.mixer == "deltanet"  # Qwen3-Next (blocks/deltanet.py)
-                 else B.Mamba2Mixer(self.phase, path=self.profile.facts.mamba_path, bias=self.cfg.mamba_bias,
-                                    conv_bias=self.cfg.conv_bias))
+        mixer = B.linear_mixer(kind.mixer, self.phase, self.cfg, self.profile.facts.mamba_path)
         return [*pre, at.leaf(kind.mixer, mixer), *self.residual(at, tokens, post, "attention_output")]
 
     def stack(self, stack: str, seq: sp.Expr, layers: sp.Expr, *, cross_len: sp.Expr | None) -> Leaves:

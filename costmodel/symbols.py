@@ -61,6 +61,11 @@ H_gv = _dim("H_gv")  # Gated DeltaNet value heads (linear_num_value_heads)
 P_gk = _dim("P_gk")  # Gated DeltaNet key head width (linear_key_head_dim)
 P_gv = _dim("P_gv")  # Gated DeltaNet value head width (linear_value_head_dim)
 L_g = _dim("L_g")  # layers whose one mixer is a Gated DeltaNet mixer (mixer_layers)
+# Mamba-1 mixers (transformers' mamba, falcon_mamba; blocks/mamba1.py): the inner width, the rank
+# of dt's projection and the layers that are Mamba-1 mixers (the state N_m, the conv kernel K_m).
+D_m1 = _dim("D_m1")  # Mamba-1 inner width (intermediate_size, expand x hidden_size)
+R_m1 = _dim("R_m1")  # Mamba-1 dt rank (time_step_rank)
+L_m1 = _dim("L_m1")  # layers whose one mixer is a Mamba-1 mixer (mixer_layers)
 
 # Workload dimensions.
 b = _dim("b")  # batch size (sequences)
@@ -76,7 +81,7 @@ dp = _dim("dp")  # data-parallel ranks (ZeRO/FSDP shard over them)
 
 MODEL_SYMBOLS = (d, h, h_kv, d_h, d_ff, V, P, N_tt, N_rb, L_enc, L_dec, d_r, d_e, w, L_w, E, k,
                  d_x, d_s, d_l, L_moe, r_q, r_kv, d_v, L_np, H_m, P_m, N_m, G_m, K_m, Q_m, L_m, L_a, L_f,
-                 H_gk, H_gv, P_gk, P_gv, L_g)
+                 H_gk, H_gv, P_gk, P_gv, L_g, D_m1, R_m1, L_m1)
 WORKLOAD_SYMBOLS = (b, n, s, T, c, e)
 LAYOUT_SYMBOLS = (tp, dp)
 
@@ -122,6 +127,9 @@ LATEX_NAMES = {
     P_gk: r"P_{gk}",
     P_gv: r"P_{gv}",
     L_g: r"L_{gdn}",
+    D_m1: r"D_{m1}",
+    R_m1: r"R_{m1}",
+    L_m1: r"L_{mamba1}",
     b: r"b",
     n: r"n",
     s: r"s",
@@ -172,6 +180,9 @@ DESCRIPTIONS = {
     P_gk: "Gated DeltaNet key head width",
     P_gv: "Gated DeltaNet value head width",
     L_g: "Gated DeltaNet mixer layers",
+    D_m1: "Mamba-1 inner width",
+    R_m1: "Mamba-1 dt rank",
+    L_m1: "Mamba-1 mixer layers",
     b: "batch size",
     n: "sequence length (decoder side)",
     s: "source sequence length (encoder side)",

@@ -285,6 +285,13 @@ class Workload:
                                    " where residual_in_fp32 is off or in fp32 (Mamba2Config's default "
                                    "fp32 residual stream leaves the final norm an fp32 input, 2 b n d "
                                    "bytes more in bf16, not counted)." if cfg.family == "mamba2" else ".")))
+        if cfg.n_mixer_layers("mamba1"):
+            warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('mamba1')} Mamba-1 layers: other "
+                            "FLOPs leave out what the Mamba-1 mixers run besides their matmuls (exp, softplus, "
+                            "silu, the state updates); parameters, matmul FLOPs, the cache and (impl hf) "
+                            "activations are proven against transformers' class; the activations are its slow "
+                            "path's, which keeps every scan state (with mamba_ssm installed it runs mamba_inner_fn, "
+                            "which keeps far less: not modelled; blocks/mamba1.py).")
         if cfg.n_experts and self.impl != "reference" and facts_for(self.impl, cfg.family).experts_every_token:
             warnings.append(f"model {show(cfg.name)} as transformers' code runs it (impl {self.impl}) sends "
                             f"every token through all {cfg.n_experts} routed experts, each scaled by its "

@@ -208,3 +208,26 @@ def kv_cache_after_decode(fields: dict[str, Any], name: str) -> tuple[int, int]:
         measured = kv_cache_bytes(model.eval(), family_inputs(fields, 2, 12), 2)
     ours = estimate(dict(fields, name=name), seq_len=12, batch=2, dtype="bf16", gen_tokens=2)
     return ours.to_dict()["memory"]["kv_cache"], measured
+def assert_prefill_flops_exact(config: dict[str, Any], label: Any) -> None:
+    """A prefill that fills the cache (the class built from `config`, fp32, eager attention,
+    use_cache, FlopCounterMode) equals the prefill tree's matmul FLOPs at three (batch, prompt)
+    points, one prompt shorter than a linear mixer's conv kernel where the config has one (the
+    cache pads it: blocks/mamba.ShortConvPhases)."""
+    import torch
+    import transformers
+
+    from costmodel.config import Workload
+    from costmodel.evaluate import exact, values
+    from costmodel.hf import from_hf_config
+    from costmodel.tree import CostModel, profile_for
+    from validate.measure import matmul_flops
+
+    cfg = from_hf_config(config, name="odd")
+    prefill = CostModel(cfg, profile_for(cfg), phase="prefill")
+    model = transformers.AutoModelForCausalLM.from_config(
+        transformers.AutoConfig.for_model(**config, attn_implementation="eager")).eval()
+    for b, n in ((2, 9), (1, 2), (2, 3)):
+        ids = torch.randint(0, config["vocab_size"], (b, n))
+        measured = matmul_flops(model, {"input_ids": ids, "use_cache": True}).forward
+        assert measured == exact(prefill.total("flops_matmul"), values(cfg, Workload(seq_len=n, batch=b))), \
+            (label, b, n)

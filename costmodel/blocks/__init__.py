@@ -51,6 +51,7 @@ from .ffn import (
 from .head import CrossEntropy, LMHead, LogitScale, LogitSoftcap, Pooler, SumLoss
 from .deltanet import AttentionOutputGate, GatedDeltaNetMixer, deltanet_state_bytes
 from .mamba import Mamba2Mixer, mamba_state_bytes
+from .mamba1 import Mamba1Mixer, linear_mixer, mamba1_state_bytes
 from .indexer import LightningIndexer
 from .mla import LatentAttention
 from .norms import ClipQKV, Dropout, HeadL2Norms, HeadNorms, KeptOutputs, LayerCheckpoint, Norm, Residual, SublayerInput
@@ -66,5 +67,6 @@ __all__ = [
     "RotaryTables", "Router", "KeptCausalMask", "SharedAttentionMask", "SharedExpertGate", "SinusoidalPositions",
     "Softmax", "SumLoss", "Tensor", "TensorRun", "TokenEmbedding", "TokenTypes", "WeightedSum",
     "kv_cache_bytes", "linears_cost", "mamba_state_bytes", "quantized_bytes",
-    "AttentionOutputGate", "GatedDeltaNetMixer", "deltanet_state_bytes",
+    "AttentionOutputGate", "GatedDeltaNetMixer", "deltanet_state_bytes", "Mamba1Mixer", "mamba1_state_bytes",
+    "linear_mixer",
 ]
