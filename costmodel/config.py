@@ -14,7 +14,7 @@ from typing import Any
 from .checkpoint import check_stored
 from .layer_pattern import MIXERS, check_layer_pattern
 from .errors import MAX_SIZE, ConfigError, show  # noqa: F401 (re-exported: costmodel.config.ConfigError, show)
-from .errors import check_bool, check_choice, check_int, require_decoder  # noqa: F401 (re-exported)
+from .errors import check_bool, check_choice, check_int, check_number, require_decoder  # noqa: F401 (re-exported)
 # The workload's choices and dtypes (spec.py) and Workload, re-exported where they always were.
 from .spec import (ATTENTIONS, CANONICAL_DTYPE, DTYPE_BYTES, DTYPES, IMPLEMENTATIONS,  # noqa: F401
                    KV_CACHES, OPTIMIZERS, PRECISIONS, RECOMPUTES)
@@ -189,8 +189,7 @@ class ModelConfig:
     deltanet_k_dim: int | None = None
     deltanet_v_dim: int | None = None
     attention_output_gate: bool = False
-    # Mamba-1 mixers (blocks/mamba1.py): inner width, dt's rank, RMS norms on dt, B, C (mamba1.NORMS).
-    mamba1_inner: int | None = None
+    mamba1_inner: int | None = None  # Mamba-1 mixers (blocks/mamba1.py): inner width, dt's rank, dt/B/C norms
     dt_rank: int | None = None
     mamba1_norms: str = "none"
     family: str = "custom"  # whose code runs it (the facts table's key): llama, gpt2, bert, t5...
@@ -291,17 +290,14 @@ class ModelConfig:
                                 ("chunked_window", "a sliding_window", self.sliding_window is not None)):
             if getattr(self, name) and not ok:
                 raise ConfigError(f"{owner}: {name} applies only with {needs}.")
-        noise = self.moe_input_noise
-        if noise is not None and (type(noise) not in (int, float) or not 0 <= noise < float("inf") or not self.n_experts):
-            raise ConfigError(f"{owner}: moe_input_noise must be null or a number >= 0 on a MoE model, got {show(noise)}.")
+        check_number(owner, "moe_input_noise", self.moe_input_noise, zero=True)
+        if self.moe_input_noise is not None and not self.n_experts:
+            raise ConfigError(f"{owner}: moe_input_noise applies only to a MoE model.")
         if self.clip_qkv is not None and (self.kv_lora_rank is not None or self.n_encoder_layers):
             raise ConfigError(f"{owner}: clip_qkv is modelled for decoder-only models with q, k and v projections.")
         for name in ("attention_softcap", "logit_softcap", "embedding_multiplier",
                      "residual_multiplier", "logits_scaling", "clip_qkv"):
-            cap = getattr(self, name)
-            if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float))
-                                    or not 0 < cap < float("inf")):
-                raise ConfigError(f"{owner}: {name} must be a positive number or null, got {show(cap)}.")
+            check_number(owner, name, getattr(self, name))
         if self.window_layers is not None:
             if self.sliding_window is None:
                 raise ConfigError(f"{owner}: window_layers needs a sliding_window.")

@@ -37,6 +37,16 @@ def check_int(owner: str, name: str, value: Any, minimum: int = 1, maximum: int 
         raise ConfigError(f"{owner}: {name} = {value} is beyond {maximum:,}; is it a typo?")
 
 
+def check_number(owner: str, name: str, value: Any, zero: bool = False) -> None:
+    """Null, or a finite number above 0 (at least 0 with zero), else ConfigError."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            (0 <= value if zero else 0 < value) and value < float("inf")):
+        kind = "a number >= 0" if zero else "a positive number"
+        raise ConfigError(f"{owner}: {name} must be {kind} or null, got {show(value)}.")
+
+
 def check_choice(owner: str, name: str, value: Any, choices: tuple[str, ...]) -> None:
     """One of choices, else ConfigError listing them."""
     if value not in choices:
