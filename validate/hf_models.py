@@ -21,6 +21,7 @@ from .hf_classic_more import CLASSIC_MORE_DICTS, rotary_factor
 from .hf_dense_extra import DENSE_EXTRA_DICTS
 from .hf_llama_variants import LLAMA_VARIANT_DICTS
 from .hf_moe_extra import MOE_EXTRA_DICTS
+from .hf_new_moe import NEW_MOE_DICTS
 from .torch_modes import default_dtype, fake_mode  # noqa: F401 (fake_mode: re-exported)
 
 #: costmodel/hf_llama_variants.py's and hf_moe_extra.py's families (their config.json: validate/'s modules).
@@ -31,7 +32,7 @@ DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falc
                  "falcon_rw", "opt", "bloom", "mixtral", "qwen2_moe", "deepseek_v3", "ministral",
                  "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm", "starcoder2", "phi", "granite", "smollm3",
                  "olmo2", "gpt_oss", "llama4_text", "glm4_moe_lite", "deepseek_v32", *LLAMA_VARIANT_FAMILIES,
-                 *CLASSIC_MORE_DICTS, *MOE_EXTRA_FAMILIES, *DENSE_EXTRA_DICTS)
+                 *CLASSIC_MORE_DICTS, *MOE_EXTRA_FAMILIES, *DENSE_EXTRA_DICTS, *NEW_MOE_DICTS)
 HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5", *DICT_FAMILIES)
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
@@ -482,6 +483,8 @@ def config_dict(cfg: ModelConfig) -> dict[str, Any]:
         data = LLAMA_VARIANT_DICTS[cfg.family](cfg, _llama_dict(cfg, cfg.family))
     elif cfg.family in MOE_EXTRA_DICTS:
         data = MOE_EXTRA_DICTS[cfg.family](cfg, _llama_dict(cfg, cfg.family))
+    elif cfg.family in NEW_MOE_DICTS:
+        data = NEW_MOE_DICTS[cfg.family](cfg, _llama_dict(cfg, cfg.family))
     else:
         data = _DICTS[cfg.family](cfg)
     try:

@@ -1,0 +1,139 @@
+"""The mixture-of-experts families of costmodel/hf_new_moe.py (Hy3 as hy_v3): parameters and
+buffers equal to the class transformers 5.24 builds on the meta device (odd configs, the
+configuration class's defaults), every `validate` row exact on the odd configs (slow: parameters,
+forward and backward matmul FLOPs, element counts, bytes saved for backward, KV-cache bytes, under
+eager and sdpa), a cached decode step's FLOPs, the cache after a prefill, and the fields their code
+does not run refused in one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.family_configs import assert_rows_exact, buffer_bytes_both
+from tests.family_configs import estimated_total as _ours
+from tests.family_configs import hf_meta_count as _hf_count
+
+_BASE = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_size=37,
+             num_hidden_layers=3, max_position_embeddings=64, pad_token_id=None, bos_token_id=None,
+             eos_token_id=None)
+
+#: Tiny, odd configs (sizes as tests/family_configs.py; head_dim 10, not hidden/heads = 8).
+CONFIGS = {
+    # Hy3: q/k/v/o biases, per-head q/k norms, layer 0 dense (intermediate 37), then top 2 of 5
+    # experts of 16 beside a shared MLP of two experts (32), router_scaling_factor.
+    "hy_v3": dict(_BASE, model_type="hy_v3", num_key_value_heads=2, head_dim=10,
+                  attention_bias=True, num_experts=5, num_experts_per_tok=2,
+                  moe_intermediate_size=16, num_shared_experts=2, router_scaling_factor=2.5),
+    # A dense layer between sparse ones (mlp_layer_types), one KV head, a tied head, no shared
+    # experts: HYV3MLP's `0 or intermediate_size` builds the shared MLP 37 wide; the sum in the
+    # model's dtype (enable_moe_fp32_combine False).
+    "hy_v3-pattern": dict(_BASE, model_type="hy_v3", num_key_value_heads=1, head_dim=8,
+                          num_experts=4, num_experts_per_tok=3, moe_intermediate_size=24,
+                          num_shared_experts=0, tie_word_embeddings=True,
+                          enable_moe_fp32_combine=False,
+                          mlp_layer_types=["sparse", "dense", "sparse"]),
+}
+
+#: The configuration class's defaults (transformers 5.24's HYV3Config, tencent/Hy3-preview's
+#: shape: 80 layers 4096 wide, 192 experts of 1536, top 8, one shared; 295B published).
+DEFAULT_PARAMETERS = {"hy_v3": 295_033_528_320}
+
+_CLASSES = {"hy_v3": "HYV3ForCausalLM"}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_parameters_equal_hugging_face(name):
+    pytest.importorskip("transformers")
+    assert _ours(CONFIGS[name], name) == _hf_count(CONFIGS[name])
+
+
+@pytest.mark.parametrize("model_type", sorted(DEFAULT_PARAMETERS))
+def test_default_config_parameters_equal_hugging_face(model_type):
+    transformers = pytest.importorskip("transformers")
+    fields = transformers.AutoConfig.for_model(model_type).to_dict()
+    expected = DEFAULT_PARAMETERS[model_type]
+    assert _ours(fields, model_type) == _hf_count({"model_type": model_type}) == expected
+
+
+def test_hy_v3_active_parameters():
+    """Hy3-preview's active parameters (21B published, A21B), by hand: embeddings and head
+    2 x 120832 x 4096 = 989,855,744; 80 attentions of 4096 x (8192 + 2 x 1024) + 8192 x 4096 with
+    q/k norms (256) and two layer norms (8192): 6,040,473,600; the dense layer's 3 x 4096 x 13312
+    = 163,577,856; 79 sparse layers of 9 experts (8 routed and the shared one) x 3 x 4096 x 1536
+    and a router of 192 x 4096: 13,481,803,776; the final norm 4096."""
+    transformers = pytest.importorskip("transformers")
+    from costmodel import estimate
+
+    fields = transformers.AutoConfig.for_model("hy_v3").to_dict()
+    active = estimate(dict(fields, name="hy3"), seq_len=16).to_dict()["params"]["active"]
+    assert active == 20_675_715_072
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_buffers_equal_the_meta_models(name):
+    """The rotary buffers (inv_freq and original_inv_freq, fp32) and each sparse layer's fp32
+    e_score_correction_bias: bytes of every buffer of the bf16 meta model."""
+    pytest.importorskip("transformers")
+    ours, hf = buffer_bytes_both(CONFIGS[name], name)
+    assert ours == hf
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_every_validate_row_is_exact(name, attention):
+    """hy_v3 (b 2, n 12, bf16): 71,448 parameters, 2,704,896 forward matmul FLOPs, 5,409,792
+    backward (eager) and 5,513,472 (sdpa), 242,444 and 201,548 bytes saved, 6,720 KV-cache bytes."""
+    pytest.importorskip("transformers")
+    from tests.family_configs import odd_config_rows
+
+    assert_rows_exact(odd_config_rows(CONFIGS[name], name, attention))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_decode_step_flops_equal_the_decode_tree(name):
+    pytest.importorskip("transformers")
+    from tests.family_configs import assert_decode_flops_exact
+
+    assert_decode_flops_exact(CONFIGS[name], name)
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_cache_after_prefill_equals_the_estimate(name):
+    pytest.importorskip("transformers")
+    from tests.family_configs import assert_cache_after_prefill_exact
+
+    assert_cache_after_prefill_exact(CONFIGS[name], name, "fp32")
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_architectures_alone_name_the_model_types(name):
+    """A config.json that names only `architectures` reads as its model type."""
+    from costmodel.hf import from_hf_config
+
+    fields = CONFIGS[name]
+    bare = {k: v for k, v in fields.items() if k != "model_type"}
+    bare["architectures"] = [_CLASSES[fields["model_type"]]]
+    assert from_hf_config(bare, name=name) == from_hf_config(fields, name=name)
+
+
+@pytest.mark.parametrize("fields, words", [
+    (dict(CONFIGS["hy_v3"], mlp_bias=True), "mlp_bias (biases on hy_v3's dense and shared MLPs"),
+    (dict(CONFIGS["hy_v3"], hidden_act="gelu"), "unsupported hidden_act 'gelu' for hy_v3"),
+    (dict(CONFIGS["hy_v3"], partial_rotary_factor=0.5), "partial_rotary_factor is not modelled for hy_v3"),
+    (dict(CONFIGS["hy_v3"], head_dim=None), "head_dim null is not modelled for hy_v3"),
+    (dict(CONFIGS["hy_v3"], num_experts=None), "num_experts is null but 2 layers have experts"),
+    (dict(CONFIGS["hy_v3"], num_experts=0), "num_experts must be at least 1, got 0"),
+    (dict(CONFIGS["hy_v3"], mlp_layer_types=["dense", "sparse"]),
+     "mlp_layer_types must list dense or sparse for each of the 3 layers"),
+])
+def test_what_the_code_does_not_run_is_refused_in_one_line(fields, words, tmp_path, capsys):
+    import json
+
+    from tests.cli_run import run_main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err
