@@ -1,15 +1,16 @@
 """config.json readers of mixture-of-experts families new in transformers 5.24 whose blocks exist
 here under other names: Hy3 (hy_v3, tencent/Hy3-preview: Apertus' attention, DeepSeek-V3's dense
-and sparse layers with a sigmoid router and a shared expert). Each reads Llama's fields through
+and sparse layers with a sigmoid router and a shared expert) and AFMoE (afmoe, Arcee's Trinity:
+Llama 4 Maverick's NoPE full layers beside RoPE sliding ones and dense ones, Gemma 2's four norms,
+Qwen3-Next's attention output gate, a sigmoid router with a frozen bias). Each reads Llama's fields through
 hf.py's Llama reader (with its own defaults) and then sets what its code does otherwise;
 costmodel/hf.py dispatches on model_type. Defaults are those of transformers 5.24's configuration
-classes (models/hy_v3/configuration_hy_v3.py).
+classes (models/hy_v3/configuration_hy_v3.py, models/afmoe/configuration_afmoe.py).
 
 Not read here, each for one reason (validate/FINDINGS.md, issue 18): mimo_v2_flash (its sliding
 layers have twice the KV heads of its full ones, one ModelConfig field for all layers here),
 longcat_flash (zero-compute identity experts: a layer's FLOPs depend on how many tokens the
-router sends to them), afmoe (RoPE on the sliding layers only, NoPE on the full ones, with
-experts: no layer kind here is all three), laguna (a softplus output gate per head, no block
+router sends to them), laguna (a softplus output gate per head, no block
 here), hy_v4 (not read in the time this issue had)."""
 
 from __future__ import annotations
@@ -88,16 +89,107 @@ def _hy_v3(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
                         layer_pattern=llama.pattern(layers, [], sparse))
 
 
+#: AfmoeConfig's defaults (transformers 5.24) for the Llama fields its reader reads.
+_AFMOE = dict(max_position_embeddings=16384, hidden_act="silu", tie_word_embeddings=False, head_dim=128)
+
+
+def _afmoe_pattern(sliding: list[int], sparse: list[int], layers: int) -> tuple[str, ...] | None:
+    """ModelConfig.layer_pattern of AFMoE's layers: "dense"/"moe"/"moe_nope" (Llama 4 Maverick's
+    kinds) where dense layers sit beside full (NoPE) ones, "sliding"/"full" where every layer has
+    experts, "dense"/"moe" where every layer slides."""
+    slides, experts = set(sliding), set(sparse)
+    full = len(sliding) < layers
+    if full and len(sparse) < layers:
+        return tuple("dense" if i not in experts else "moe" if i in slides else "moe_nope"
+                     for i in range(layers))
+    if full:
+        return tuple("sliding" if i in slides else "full" for i in range(layers))
+    return tuple("moe" if i in experts else "dense" for i in range(layers)) if len(sparse) < layers else None
+
+
+def _afmoe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """AFMoE (AfmoeForCausalLM, Arcee's Trinity): Llama's attention (attention_bias on q, k, v and
+    o) with an RMSNorm on each query and key head, RoPE on the sliding-window layers only (the
+    full layers are NoPE: layer_types, by default every global_attn_every_n_layers-th layer
+    full) and the attention's output times sigmoid(gate_proj(x)) (a d -> heads x head_dim linear
+    without a bias) before o_proj; four RMSNorms a layer (before and after each sublayer, Gemma
+    2's); the first num_dense_layers MLPs SwiGLUs of intermediate_size, the rest top
+    num_experts_per_tok of num_experts SwiGLU experts of moe_intermediate_size by a sigmoid
+    router (a linear in the model's dtype cast to fp32, expert_bias, a frozen fp32 parameter
+    counted by parameters(), added for the choice only, the chosen weights always renormalised,
+    times route_scale) beside a shared MLP of num_shared_experts experts; the embeddings times
+    sqrt(hidden_size) where mup_enabled. Refused in one line: attention_bias (q, k, v and o
+    would have biases, the gate none), a dense layer that is a full-attention (NoPE) layer
+    beside expert layers, no sliding layer (no layer with RoPE), a null window or expert count
+    where a layer needs it, a partial rotary factor."""
+    act = f.get("hidden_act", "silu", str)
+    if act != "silu":
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for afmoe.")
+    if f.get("attention_bias", False, bool):
+        raise ConfigError(f"{f.source}: attention_bias is not modelled for afmoe (biases on q, k, v "
+                          "and o beside an output gate without one).")
+    if rotary_fraction(f, "partial_rotary_factor", 1.0) != 1:
+        raise ConfigError(f"{f.source}: partial_rotary_factor is not modelled for afmoe (its "
+                          "apply_rotary_pos_emb rotates the whole head).")
+    if f.data.get("head_dim", 1) is None:
+        raise ConfigError(f"{f.source}: head_dim null is not modelled for afmoe (AfmoeAttention "
+                          "sizes its projections by config.head_dim); give a width.")
+    base = llama.read(f, name, "llama", _AFMOE)
+    layers = base.n_decoder_layers
+    types = llama.layer_types(f, layers)
+    if types is None:
+        every = f.get("global_attn_every_n_layers", 4, minimum=1)
+        types = ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(layers)]
+    sliding = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
+    if not sliding:
+        raise ConfigError(f"{f.source}: no sliding_attention layer in afmoe's layer_types leaves no "
+                          "layer with RoPE, which is not modelled.")
+    window = f.nullable("sliding_window", 1024)
+    if window is None:
+        raise ConfigError(f"{f.source}: sliding_window is null but afmoe's layers {sliding[0]}... "
+                          "slide, which transformers 5.24 cannot run; give a window.")
+    check_int(f.source, "sliding_window", window, minimum=1)
+    dense = f.nullable("num_dense_layers", 1)
+    check_int(f.source, "num_dense_layers", dense, minimum=0)
+    sparse = list(range(min(dense, layers), layers))
+    if sparse and len(sparse) < layers and any(types[i] == "full_attention" for i in range(dense)):
+        raise ConfigError(f"{f.source}: a full-attention (NoPE) layer among afmoe's first "
+                          f"num_dense_layers ({dense}) dense layers is not modelled (its NoPE layers "
+                          "must have experts).")
+    changes: dict[str, Any] = dict(
+        family="afmoe", qk_norm=True, post_sublayer_norm=True, attention_output_gate=True,
+        scale_embeddings=f.get("mup_enabled", False, bool), sliding_window=window,
+        window_layers=len(sliding) if len(sliding) < layers else None,
+        nope_layers=layers - len(sliding), layer_pattern=_afmoe_pattern(sliding, sparse, layers))
+    if sparse:
+        experts = f.nullable("num_experts", 64)
+        top_k = f.nullable("num_experts_per_tok", 6)
+        shared = f.nullable("num_shared_experts", 2)
+        for key, value in (("num_experts", experts), ("num_experts_per_tok", top_k),
+                           ("num_shared_experts", shared)):
+            if value is None:
+                raise ConfigError(f"{f.source}: {key} is null but {len(sparse)} layers have "
+                                  "experts, which transformers 5.24 cannot build; give it.")
+        check_int(f.source, "num_experts", experts, minimum=1)
+        check_int(f.source, "num_shared_experts", shared, minimum=0)
+        width = f.get("moe_intermediate_size", 1408, minimum=1)
+        changes.update(n_experts=experts, top_k=top_k, d_expert=width, d_shared=width * shared,
+                       router="sigmoid", renormalize_top_k=True, n_dense_layers=layers - len(sparse))
+    return base.replace(**changes)
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 NEW_MOE_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
-    "hy_v3": _hy_v3,
+    "hy_v3": _hy_v3, "afmoe": _afmoe,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
-NEW_MOE_ARCHITECTURES: dict[str, str] = {"HYV3ForCausalLM": "hy_v3"}
+NEW_MOE_ARCHITECTURES: dict[str, str] = {"HYV3ForCausalLM": "hy_v3", "AfmoeForCausalLM": "afmoe"}
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
 NEW_MOE_NAMES: dict[str, dict[str, Any]] = {
     "hy_v3": {**LLAMA_NAMES, "n_experts": "num_experts", "top_k": "num_experts_per_tok",
               "d_expert": "moe_intermediate_size"},
+    "afmoe": {**LLAMA_NAMES, "n_experts": "num_experts", "top_k": "num_experts_per_tok",
+              "d_expert": "moe_intermediate_size", "n_dense_layers": "num_dense_layers"},
 }

@@ -30,7 +30,26 @@ def _hy_v3(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 eos_token_id=None, **experts)
 
 
+def _afmoe(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """AFMoE's config.json: layer_types from the layer pattern (the RoPE layers slide), the
+    dense layers first, the shared MLP as a whole number of experts."""
+    layers = cfg.n_decoder_layers
+    types = ["sliding_attention" if cfg.layer_slides(i) else "full_attention" for i in range(layers)]
+    experts: dict[str, Any] = dict(num_dense_layers=layers)
+    if cfg.n_experts:
+        shared, rest = divmod(cfg.d_shared, cfg.d_expert)
+        if rest:
+            raise ValueError(f"model {cfg.name!r}: Hugging Face afmoe cannot build a shared width "
+                             "that is not a whole number of experts.")
+        experts = dict(num_dense_layers=cfg.n_dense_layers, num_experts=cfg.n_experts,
+                       num_experts_per_tok=cfg.top_k, moe_intermediate_size=cfg.d_expert,
+                       num_shared_experts=shared)
+    return dict(llama, sliding_window=cfg.sliding_window, layer_types=types,
+                mup_enabled=cfg.scale_embeddings, pad_token_id=None, bos_token_id=None,
+                eos_token_id=None, **experts)
+
+
 #: family -> its config.json, from the ModelConfig and its Llama fields.
 NEW_MOE_DICTS: dict[str, Callable[[ModelConfig, dict[str, Any]], dict[str, Any]]] = {
-    "hy_v3": _hy_v3,
+    "hy_v3": _hy_v3, "afmoe": _afmoe,
 }

@@ -29,7 +29,8 @@ import sympy as sp
 
 from .. import symbols as S
 from ..terms import FP32, Expr
-from .base import Block, Cost, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix
+from .base import (Block, Cost, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias,
+                   weight_matrix)
 from .mamba import ShortConvPhases
 
 #: The widths of the queries and keys, and of the values (and of z).
@@ -150,10 +151,14 @@ class GatedDeltaNetMixer(ShortConvPhases, Block):
 class AttentionOutputGate(Block):
     """Qwen3-Next's gate on the attention output: q_proj's second half (d -> h d_h, the query's
     weight rows interleaved per head with it, counted here apart), sigmoid(gate) times the
-    attention's output before o_proj. Its saved bytes are not measured (see the module docstring)."""
+    attention's output before o_proj; AFMoE's gate_proj (d -> h d_h, no bias) has the same
+    parameters and FLOPs. Where facts.output_gate_saves (AFMoE's measured rows) the
+    product keeps the attention's output and the sigmoid's, h d_h activations each per token;
+    Qwen3-Next's saved bytes are not measured (see the module docstring)."""
 
     tokens: Expr
     bias: bool = False  # q_proj's (attention_bias)
+    profile: Profile = Profile()
     title = "attention output gate"
 
     def cost(self) -> Cost:
@@ -165,5 +170,6 @@ class AttentionOutputGate(Block):
             flops_matmul=forward,
             flops_matmul_backward=backward,
             elements=[("sigmoid", self.tokens * width), ("mul", self.tokens * width)],
+            saved_bytes=2 * S.e * self.tokens * width if self.profile.facts.output_gate_saves else 0,
             bytes_matmul=linear_bytes(self.tokens, S.d, width),
         )
