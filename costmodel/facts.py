@@ -138,6 +138,11 @@ class Facts:
     # output (a fresh contiguous copy) and sigmoid(gate) (AFMoE's, measured); Qwen3-Next's
     # activations are not measured, so its gate keeps nothing here
     output_gate_saves: bool = False
+    # the attention output gate: "sigmoid" of a d -> h d_h projection (Qwen3-Next, AFMoE), or
+    # "softplus_per_head" of a d -> h projection, each head's output times its one value (Laguna's
+    # gating per-head: an fp32 softplus cast back; its input, the cast gate and the attention's
+    # output kept)
+    output_gate: str = "sigmoid"
     # with no shared experts, nothing but an fp32 router (and the experts' gathers) reads the
     # norm before the experts, so nothing keeps its output (ERNIE 4.5 MoE builds no shared MLP
     # then; DeepSeek-V3's builds one of width 0, whose linears keep their input)

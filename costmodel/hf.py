@@ -16,7 +16,7 @@ costmodel/hf_moe_extra.py more mixture-of-experts decoders (GraniteMoE and its s
 costmodel/hf_dense_extra.py Nemotron, VaultGemma, Ministral 3, Jais 2, HyperCLOVA X, CodeGen,
 BioGPT, MiniCPM3 and nanochat, costmodel/hf_gemma4.py Gemma 4's language model and
 costmodel/hf_deepseek_v32.py DeepSeek-V3.2 (DeepSeek-V3 with its sparse attention's indexer),
-costmodel/hf_new_moe.py Hy3 (hy_v3) and AFMoE (afmoe), all
+costmodel/hf_new_moe.py Hy3 (hy_v3), AFMoE (afmoe) and Laguna (laguna), all
 through costmodel/hf_fields.py's typed field access.
 """
 

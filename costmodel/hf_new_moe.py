@@ -1,17 +1,18 @@
 """config.json readers of mixture-of-experts families new in transformers 5.24 whose blocks exist
 here under other names: Hy3 (hy_v3, tencent/Hy3-preview: Apertus' attention, DeepSeek-V3's dense
-and sparse layers with a sigmoid router and a shared expert) and AFMoE (afmoe, Arcee's Trinity:
+and sparse layers with a sigmoid router and a shared expert), AFMoE (afmoe, Arcee's Trinity:
 Llama 4 Maverick's NoPE full layers beside RoPE sliding ones and dense ones, Gemma 2's four norms,
-Qwen3-Next's attention output gate, a sigmoid router with a frozen bias). Each reads Llama's fields through
+Qwen3-Next's attention output gate, a sigmoid router with a frozen bias) and Laguna (laguna: the
+same attention with a per-head softplus gate and RoPE per layer type, Hy3's dense and sparse
+layers with an ungated shared MLP). Each reads Llama's fields through
 hf.py's Llama reader (with its own defaults) and then sets what its code does otherwise;
 costmodel/hf.py dispatches on model_type. Defaults are those of transformers 5.24's configuration
-classes (models/hy_v3/configuration_hy_v3.py, models/afmoe/configuration_afmoe.py).
+classes (models/hy_v3, models/afmoe and models/laguna configuration_*.py).
 
 Not read here, each for one reason (validate/FINDINGS.md, issue 18): mimo_v2_flash (its sliding
 layers have twice the KV heads of its full ones, one ModelConfig field for all layers here),
 longcat_flash (zero-compute identity experts: a layer's FLOPs depend on how many tokens the
-router sends to them), laguna (a softplus output gate per head, no block
-here), hy_v4 (not read in the time this issue had)."""
+router sends to them), hy_v4 (not read in the time this issue had)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from .config import ConfigError, ModelConfig, show
 from .errors import check_int
 from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction
 from .hf_llama_variants import LlamaReader
+from .hf_moe_more import partial_rotary_dim
 
 #: HYV3Config's defaults (transformers 5.24) for the Llama fields its reader reads.
 _HY_V3 = dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
@@ -178,13 +180,104 @@ def _afmoe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     return base.replace(**changes)
 
 
+#: LagunaConfig's defaults (transformers 5.24) for the Llama fields its reader reads.
+_LAGUNA = dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
+               num_key_value_heads=8, head_dim=128)
+#: LagunaConfig's rope_parameters (one per layer type) when the config gives none.
+_LAGUNA_ROPE = {"full_attention": 0.5, "sliding_attention": 1.0}
+
+
+def _laguna_rotary_dim(f: Fields, types: list[str], d_head: int) -> int | None:
+    """The rotated width of each head: rope_parameters is keyed by layer type (LagunaConfig's
+    defaults: half of each head on the full layers, all of it on the sliding ones); every layer
+    type present must rotate the same width."""
+    rope = f.data.get("rope_parameters")
+    widths = set()
+    for kind in set(types):
+        factor = _LAGUNA_ROPE[kind]
+        if rope is not None:
+            if not isinstance(rope, dict) or not isinstance(rope.get(kind), dict):
+                raise ConfigError(f"{f.source}: laguna's rope_parameters must hold one dict per layer "
+                                  f"type ({kind} missing), as LagunaRotaryEmbedding reads it.")
+            factor = rope[kind].get("partial_rotary_factor", 1.0)
+        widths.add(partial_rotary_dim(Fields({"partial_rotary_factor": factor}, f.source), d_head, 1.0,
+                                      legacy_rotary_dim=False))
+    if len(widths) > 1:
+        raise ConfigError(f"{f.source}: a partial_rotary_factor differing between laguna's full and "
+                          "sliding layers is not modelled (one rotated width for all layers).")
+    return widths.pop()
+
+
+def _laguna(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Laguna (LagunaForCausalLM): AFMoE's attention (per-head q/k RMSNorms, Llama's here) with RoPE
+    (GLM's rotate-and-concatenate, partial_rotary_factor per layer type) on every layer, windows
+    on the layer_types that slide (none by default), and the attention's output times
+    softplus(g_proj(x)), one value per head (gating true or "per-head"); each layer's MLP a SwiGLU
+    of intermediate_size where mlp_layer_types says dense (the first by default), else top
+    num_experts_per_tok of num_experts SwiGLU experts of moe_intermediate_size by a sigmoid router
+    (a linear in the model's dtype cast to fp32, e_score_correction_bias a frozen parameter
+    counted by parameters(), the chosen weights renormalised and cast back), times
+    moe_routed_scaling_factor, plus an ungated shared MLP of shared_expert_intermediate_size.
+    Refused in one line: attention_bias (q, k, v and o with biases, g_proj without), a per-element
+    gate (gating false or "per-element"), num_attention_heads_per_layer differing from
+    num_attention_heads, the router's logit soft-capping, rotated widths that differ by layer
+    type, a null head_dim or expert count."""
+    act = f.get("hidden_act", "silu", str)
+    if act != "silu":
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for laguna.")
+    if f.get("attention_bias", False, bool):
+        raise ConfigError(f"{f.source}: attention_bias is not modelled for laguna (biases on q, k, v "
+                          "and o beside a gate projection without one).")
+    gating = f.data.get("gating", True)
+    if gating is not True and gating != "per-head":
+        raise ConfigError(f"{f.source}: gating {show(gating)} (a softplus gate on each channel) is not "
+                          "modelled for laguna; the per-head gate (true or \"per-head\") is.")
+    if f.get("moe_router_logit_softcapping", 0.0, float):
+        raise ConfigError(f"{f.source}: moe_router_logit_softcapping (tanh soft-capping of the router's "
+                          "logits) is not modelled for laguna; set it to 0.")
+    if f.data.get("head_dim", 1) is None:
+        raise ConfigError(f"{f.source}: head_dim null is not modelled for laguna (LagunaAttention "
+                          "sizes its projections by config.head_dim); give a width.")
+    base = llama.read(f, name, "llama", _LAGUNA)
+    layers = base.n_decoder_layers
+    heads = f.data.get("num_attention_heads_per_layer")
+    if heads is not None and heads != [base.n_heads] * layers:
+        raise ConfigError(f"{f.source}: num_attention_heads_per_layer other than num_attention_heads "
+                          f"({base.n_heads}) on every layer is not modelled for laguna.")
+    types = llama.layer_types(f, layers) or ["full_attention"] * layers
+    sliding = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
+    window = f.nullable("sliding_window", 512) if sliding else None
+    if sliding and window is None:
+        raise ConfigError(f"{f.source}: sliding_window is null but laguna's layer {sliding[0]} slides, "
+                          "which transformers 5.24 cannot run; give a window.")
+    sparse = _sparse_layers(f, layers)
+    changes: dict[str, Any] = dict(
+        family="laguna", qk_norm=True, attention_output_gate=True,
+        rotary_dim=_laguna_rotary_dim(f, types, base.d_head), sliding_window=window,
+        window_layers=len(sliding) if 0 < len(sliding) < layers else None,
+        rotary_sets=len(set(types)), layer_pattern=llama.pattern(layers, sliding, sparse or None))
+    if sparse:
+        experts = f.nullable("num_experts", 256)
+        top_k = f.nullable("num_experts_per_tok", 8)
+        for key, value in (("num_experts", experts), ("num_experts_per_tok", top_k)):
+            if value is None:
+                raise ConfigError(f"{f.source}: {key} is null but {len(sparse)} layers have "
+                                  "experts, which transformers 5.24 cannot build; give it.")
+        check_int(f.source, "num_experts", experts, minimum=1)
+        changes.update(n_experts=experts, top_k=top_k, d_expert=f.get("moe_intermediate_size", 512, minimum=1),
+                       d_shared=f.get("shared_expert_intermediate_size", 512, minimum=0),
+                       router="sigmoid", renormalize_top_k=True, n_dense_layers=layers - len(sparse))
+    return base.replace(**changes)
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 NEW_MOE_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
-    "hy_v3": _hy_v3, "afmoe": _afmoe,
+    "hy_v3": _hy_v3, "afmoe": _afmoe, "laguna": _laguna,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
-NEW_MOE_ARCHITECTURES: dict[str, str] = {"HYV3ForCausalLM": "hy_v3", "AfmoeForCausalLM": "afmoe"}
+NEW_MOE_ARCHITECTURES: dict[str, str] = {"HYV3ForCausalLM": "hy_v3", "AfmoeForCausalLM": "afmoe",
+                                         "LagunaForCausalLM": "laguna"}
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
 NEW_MOE_NAMES: dict[str, dict[str, Any]] = {
@@ -192,4 +285,6 @@ NEW_MOE_NAMES: dict[str, dict[str, Any]] = {
               "d_expert": "moe_intermediate_size"},
     "afmoe": {**LLAMA_NAMES, "n_experts": "num_experts", "top_k": "num_experts_per_tok",
               "d_expert": "moe_intermediate_size", "n_dense_layers": "num_dense_layers"},
+    "laguna": {**LLAMA_NAMES, "n_experts": "num_experts", "top_k": "num_experts_per_tok",
+               "d_expert": "moe_intermediate_size", "d_shared": "shared_expert_intermediate_size"},
 }

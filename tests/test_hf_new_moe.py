@@ -1,5 +1,5 @@
 """The mixture-of-experts families of costmodel/hf_new_moe.py (Hy3 as hy_v3, Arcee's Trinity as
-afmoe): parameters and
+afmoe, Poolside's Laguna as laguna): parameters and
 buffers equal to the class transformers 5.24 builds on the meta device (odd configs, the
 configuration class's defaults), every `validate` row exact on the odd configs (slow: parameters,
 forward and backward matmul FLOPs, element counts, bytes saved for backward, KV-cache bytes, under
@@ -17,6 +17,10 @@ from tests.family_configs import hf_meta_count as _hf_count
 _BASE = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_size=37,
              num_hidden_layers=3, max_position_embeddings=64, pad_token_id=None, bos_token_id=None,
              eos_token_id=None)
+
+#: Laguna's rope_parameters (one per layer type) rotating whole heads on both.
+_WHOLE_HEADS = {kind: {"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": 1.0}
+                for kind in ("full_attention", "sliding_attention")}
 
 #: Tiny, odd configs (sizes as tests/family_configs.py; head_dim 10, not hidden/heads = 8).
 CONFIGS = {
@@ -48,15 +52,31 @@ CONFIGS = {
                           layer_types=["sliding_attention", "full_attention", "sliding_attention",
                                        "sliding_attention"],
                           mup_enabled=True, tie_word_embeddings=True),
+    # Laguna: every layer full, RoPE on int(10 x 0.5) = 5 of each head (LagunaConfig's full-layer
+    # factor; transformers rotates 6), a per-head softplus gate (d -> 6), layer 0 dense, then top
+    # 2 of 5 experts of 16 beside an ungated shared MLP of 24, moe_routed_scaling_factor.
+    "laguna": dict(_BASE, model_type="laguna", num_key_value_heads=2, head_dim=10, num_experts=5,
+                   num_experts_per_tok=2, moe_intermediate_size=16,
+                   shared_expert_intermediate_size=24, moe_routed_scaling_factor=2.5),
+    # Windows of 4 on layers 0 and 2 (two RoPE sets, whole heads), every layer with experts, three
+    # KV heads, gating "per-head", a tied head.
+    "laguna-window": dict(_BASE, model_type="laguna", num_key_value_heads=3, head_dim=8,
+                          num_experts=4, num_experts_per_tok=3, moe_intermediate_size=24,
+                          shared_expert_intermediate_size=16, mlp_layer_types=["sparse"] * 3,
+                          layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+                          sliding_window=4, rope_parameters=_WHOLE_HEADS, gating="per-head",
+                          tie_word_embeddings=True),
 }
 
 #: The configuration class's defaults (transformers 5.24's HYV3Config, tencent/Hy3-preview's
 #: shape: 80 layers 4096 wide, 192 experts of 1536, top 8, one shared; 295B published).
 #: AfmoeConfig's: arcee-ai/Trinity-Mini's shape, 32 layers 2048 wide, 64 experts of 1408, top 6,
 #: two shared, the first layer dense.
-DEFAULT_PARAMETERS = {"hy_v3": 295_033_528_320, "afmoe": 19_232_600_000}
+#: LagunaConfig's: 40 full layers 2048 wide, 48 heads of 128 (RoPE on half), 256 experts of 512,
+#: top 8, a shared MLP of 512, the first layer dense.
+DEFAULT_PARAMETERS = {"hy_v3": 295_033_528_320, "afmoe": 19_232_600_000, "laguna": 33_189_975_808}
 
-_CLASSES = {"hy_v3": "HYV3ForCausalLM", "afmoe": "AfmoeForCausalLM"}
+_CLASSES = {"hy_v3": "HYV3ForCausalLM", "afmoe": "AfmoeForCausalLM", "laguna": "LagunaForCausalLM"}
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -104,7 +124,9 @@ def test_every_validate_row_is_exact(name, attention):
     backward (eager) and 5,513,472 (sdpa), 242,444 and 201,548 bytes saved, 6,720 KV-cache bytes.
     afmoe: 107,087 parameters, 4,149,504 forward FLOPs, 8,299,008 and 8,437,248 backward,
     443,680 and 397,984 bytes saved (23,040 short before facts.output_gate_saves), 5,760
-    KV-cache bytes (the sliding layers' caches hold their window)."""
+    KV-cache bytes (the sliding layers' caches hold their window). laguna: 69,574 parameters,
+    2,635,776 forward FLOPs, 5,271,552 and 5,375,232 backward, 241,004 and 208,748 bytes saved,
+    6,720 KV-cache bytes."""
     pytest.importorskip("transformers")
     from tests.family_configs import odd_config_rows
 
@@ -120,7 +142,7 @@ def test_decode_step_flops_equal_the_decode_tree(name):
     assert_decode_flops_exact(CONFIGS[name], name)
 
 
-@pytest.mark.parametrize("name", ["hy_v3", "hy_v3-pattern"])
+@pytest.mark.parametrize("name", ["hy_v3", "hy_v3-pattern", "laguna"])
 def test_cache_after_prefill_equals_the_estimate(name):
     """Without a window. AFMoE's sliding layers are checked by the validate rows' KV-cache bytes
     (after 2 generated tokens: the window's tokens); right after a prefill transformers 5.24's
@@ -163,6 +185,17 @@ def test_architectures_alone_name_the_model_types(name):
     (dict(CONFIGS["afmoe"], rope_parameters={"rope_type": "default", "rope_theta": 1e4,
                                              "partial_rotary_factor": 0.5}),
      "partial_rotary_factor is not modelled for afmoe"),
+    (dict(CONFIGS["laguna"], attention_bias=True), "attention_bias is not modelled for laguna"),
+    (dict(CONFIGS["laguna"], gating="per-element"), "gating 'per-element' (a softplus gate on each channel)"),
+    (dict(CONFIGS["laguna"], gating=False), "gating False (a softplus gate on each channel)"),
+    (dict(CONFIGS["laguna"], num_attention_heads_per_layer=[6, 3, 6]),
+     "num_attention_heads_per_layer other than num_attention_heads (6)"),
+    (dict(CONFIGS["laguna"], moe_router_logit_softcapping=30.0), "moe_router_logit_softcapping"),
+    (dict(CONFIGS["laguna"], layer_types=["sliding_attention", "full_attention", "full_attention"],
+          sliding_window=4), "a partial_rotary_factor differing between laguna's full and sliding"),
+    (dict(CONFIGS["laguna"], rope_parameters={"rope_type": "default", "rope_theta": 1e4}),
+     "laguna's rope_parameters must hold one dict per layer type (full_attention missing)"),
+    (dict(CONFIGS["laguna"], num_experts=None), "num_experts is null but 2 layers have experts"),
 ])
 def test_what_the_code_does_not_run_is_refused_in_one_line(fields, words, tmp_path, capsys):
     import json

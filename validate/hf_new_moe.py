@@ -49,7 +49,25 @@ def _afmoe(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 eos_token_id=None, **experts)
 
 
+def _laguna(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """Laguna's config.json: layer_types, rope_parameters per layer type (one rotated width),
+    mlp_layer_types from the layer pattern, the per-head gate."""
+    layers = cfg.n_decoder_layers
+    types = ["sliding_attention" if cfg.layer_slides(i) else "full_attention" for i in range(layers)]
+    factor = 1.0 if cfg.rotary_dim is None else (cfg.rotary_dim + 0.5) / cfg.d_head
+    rope = {kind: {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": factor}
+            for kind in ("full_attention", "sliding_attention")}
+    experts: dict[str, Any] = dict(mlp_layer_types=["dense"] * layers)
+    if cfg.n_experts:
+        experts = dict(mlp_layer_types=["dense" if cfg.layer_kind_at("decoder", i) == "dense" else "sparse"
+                                        for i in range(layers)],
+                       num_experts=cfg.n_experts, num_experts_per_tok=cfg.top_k,
+                       moe_intermediate_size=cfg.d_expert, shared_expert_intermediate_size=cfg.d_shared)
+    return dict(llama, layer_types=types, sliding_window=cfg.sliding_window or 512, rope_parameters=rope,
+                gating=True, pad_token_id=None, bos_token_id=None, eos_token_id=None, **experts)
+
+
 #: family -> its config.json, from the ModelConfig and its Llama fields.
 NEW_MOE_DICTS: dict[str, Callable[[ModelConfig, dict[str, Any]], dict[str, Any]]] = {
-    "hy_v3": _hy_v3, "afmoe": _afmoe,
+    "hy_v3": _hy_v3, "afmoe": _afmoe, "laguna": _laguna,
 }
