@@ -206,3 +206,37 @@ def test_what_the_code_does_not_run_is_refused_in_one_line(fields, words, tmp_pa
     path.write_text(json.dumps(fields))
     code, out, err = run_main(["estimate", "--config", str(path)], capsys)
     assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err
+
+
+@pytest.mark.parametrize("name, op, expected", [
+    # AFMoE: the gate's sigmoid on h d_h = 60 a token in 4 layers, the router's on 5 experts in 3
+    ("afmoe", "sigmoid", 2 * 9 * (4 * 60 + 3 * 5)),
+    # Laguna: one softplus a head (6) a token in 3 layers; the router's sigmoid on 5 experts in 2
+    ("laguna", "softplus", 2 * 9 * 3 * 6),
+    ("laguna", "sigmoid", 2 * 9 * 2 * 5),
+])
+def test_gate_and_router_elements_are_the_ops_the_class_runs(name, op, expected):
+    """Output elements of aten's sigmoid and softplus in one eager fp32 forward (b 2, n 9) of the
+    real class, against the tree's element counts of the same kind."""
+    pytest.importorskip("transformers")
+    from tests.test_hf_gpt_oss import _hf_elements, _tree_elements
+
+    hf = _hf_elements(CONFIGS[name], 2, 9, (op,))
+    assert hf[op] == _tree_elements(CONFIGS[name], 2, 9)[op] == expected
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["hy_v3", "afmoe", "laguna"])
+def test_every_validate_row_is_exact_in_fp32_on_real_tensors(name):
+    """fp32 on the CPU (real tensors), where validate adds torch.profiler's count of the training
+    matmul FLOPs as a second, independent measurement."""
+    pytest.importorskip("transformers")
+    from costmodel.config import Workload
+    from costmodel.presets import config_from_dict
+    from validate.compare import validate
+
+    cfg = config_from_dict(dict(CONFIGS[name]), source=name, name=name)
+    rows = validate(cfg, Workload(seq_len=12, batch=2, dtype="fp32", gen_tokens=2), target="hf",
+                    device="cpu")
+    assert "training matmul FLOPs (profiler)" in {row.quantity for row in rows}
+    assert [row for row in rows if row.difference != 0] == []
