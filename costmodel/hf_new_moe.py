@@ -97,16 +97,16 @@ _AFMOE = dict(max_position_embeddings=16384, hidden_act="silu", tie_word_embeddi
 
 def _afmoe_pattern(sliding: list[int], sparse: list[int], layers: int) -> tuple[str, ...] | None:
     """ModelConfig.layer_pattern of AFMoE's layers: "dense"/"moe"/"moe_nope" (Llama 4 Maverick's
-    kinds) where dense layers sit beside full (NoPE) ones, "sliding"/"full" where every layer has
-    experts, "dense"/"moe" where every layer slides."""
+    kinds) where dense and expert layers sit beside full (NoPE) ones, "sliding"/"full" where the
+    layers are all dense or all experts, "dense"/"moe" where every layer slides."""
     slides, experts = set(sliding), set(sparse)
     full = len(sliding) < layers
-    if full and len(sparse) < layers:
+    if full and 0 < len(sparse) < layers:
         return tuple("dense" if i not in experts else "moe" if i in slides else "moe_nope"
                      for i in range(layers))
     if full:
         return tuple("sliding" if i in slides else "full" for i in range(layers))
-    return tuple("moe" if i in experts else "dense" for i in range(layers)) if len(sparse) < layers else None
+    return tuple("moe" if i in experts else "dense" for i in range(layers)) if 0 < len(sparse) < layers else None
 
 
 def _afmoe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:

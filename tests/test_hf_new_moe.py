@@ -52,12 +52,20 @@ CONFIGS = {
                           layer_types=["sliding_attention", "full_attention", "sliding_attention",
                                        "sliding_attention"],
                           mup_enabled=True, tie_word_embeddings=True),
+    # No expert layer (num_dense_layers 4): dense layers beside NoPE ones, windows on 0 and 2.
+    "afmoe-all-dense": dict(_BASE, model_type="afmoe", num_hidden_layers=4, num_key_value_heads=2,
+                            head_dim=10, num_dense_layers=4, sliding_window=4,
+                            global_attn_every_n_layers=2),
     # Laguna: every layer full, RoPE on int(10 x 0.5) = 5 of each head (LagunaConfig's full-layer
     # factor; transformers rotates 6), a per-head softplus gate (d -> 6), layer 0 dense, then top
     # 2 of 5 experts of 16 beside an ungated shared MLP of 24, moe_routed_scaling_factor.
     "laguna": dict(_BASE, model_type="laguna", num_key_value_heads=2, head_dim=10, num_experts=5,
                    num_experts_per_tok=2, moe_intermediate_size=16,
                    shared_expert_intermediate_size=24, moe_routed_scaling_factor=2.5),
+    # No shared MLP (shared_expert_intermediate_size 0: LagunaMLP builds 0-wide linears).
+    "laguna-no-shared": dict(_BASE, model_type="laguna", num_key_value_heads=2, head_dim=10,
+                             num_experts=5, num_experts_per_tok=2, moe_intermediate_size=16,
+                             shared_expert_intermediate_size=0),
     # Windows of 4 on layers 0 and 2 (two RoPE sets, whole heads), every layer with experts, three
     # KV heads, gating "per-head", a tied head.
     "laguna-window": dict(_BASE, model_type="laguna", num_key_value_heads=3, head_dim=8,
