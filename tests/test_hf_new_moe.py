@@ -248,3 +248,48 @@ def test_every_validate_row_is_exact_in_fp32_on_real_tensors(name):
                     device="cpu")
     assert "training matmul FLOPs (profiler)" in {row.quantity for row in rows}
     assert [row for row in rows if row.difference != 0] == []
+
+
+def _mutated():
+    """One of CONFIGS with one to three fields dropped, retyped or set to odd values."""
+    from hypothesis import strategies as st
+
+    from tests.test_robustness import JSON_VALUES
+
+    @st.composite
+    def mutate(draw) -> dict:
+        data = dict(CONFIGS[draw(st.sampled_from(sorted(CONFIGS)))])
+        for _ in range(draw(st.integers(1, 3))):
+            key = draw(st.sampled_from(sorted(data)))
+            action = draw(st.sampled_from(["drop", "value", "int"]))
+            if action == "drop" and key != "model_type":
+                data.pop(key)
+            elif action == "value":
+                data[key] = draw(JSON_VALUES)
+            else:
+                data[key] = draw(st.integers(-5, 10**6))
+        return data
+
+    return mutate()
+
+
+@pytest.mark.slow
+def test_mutated_configs_read_as_a_config_or_one_clear_error():
+    """Odd values in these readers' fields: a ModelConfig or one ConfigError line, never a
+    traceback."""
+    from hypothesis import HealthCheck, given, settings
+
+    from costmodel.config import ConfigError, ModelConfig
+    from costmodel.hf import from_hf_config
+
+    @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(_mutated())
+    def check(data):
+        try:
+            cfg = from_hf_config(data, name="fuzz")
+        except ConfigError as error:
+            assert str(error) and "\n" not in str(error)
+            return
+        assert isinstance(cfg, ModelConfig)
+
+    check()
