@@ -12,7 +12,8 @@ classes (models/hy_v3, models/afmoe and models/laguna configuration_*.py).
 Not read here, each for one reason (validate/FINDINGS.md, issue 18): mimo_v2_flash (its sliding
 layers have twice the KV heads of its full ones, one ModelConfig field for all layers here),
 longcat_flash (zero-compute identity experts: a layer's FLOPs depend on how many tokens the
-router sends to them), hy_v4 (not read in the time this issue had)."""
+router sends to them), hy_v4 (DeepSeek-V4's hyper-connections, hc_mult residual streams, have no
+block here)."""
 
 from __future__ import annotations
 
