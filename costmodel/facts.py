@@ -130,10 +130,19 @@ class Facts:
     # the top-k weights' sum is clamped below before the division (ERNIE 4.5 MoE's moe_norm_min):
     # the clamp keeps its input, one more fp32 value per token
     topk_sum_clamped: bool = False
-    # a softmax router's score-correction bias (E values added for the choice only) is a frozen
-    # nn.Parameter (ERNIE 4.5 MoE's e_score_correction_bias, requires_grad False), which
-    # parameters() counts
+    # a softmax or sigmoid router's score-correction bias (E values added for the choice only) is
+    # a frozen nn.Parameter (ERNIE 4.5 MoE's e_score_correction_bias, AFMoE's expert_bias,
+    # requires_grad False), which parameters() counts
     score_bias_parameter: bool = False
+    # the attention output gate's product keeps both its operands for backward: the attention's
+    # output (a fresh contiguous copy) and sigmoid(gate) (AFMoE's, measured); Qwen3-Next's
+    # activations are not measured, so its gate keeps nothing here
+    output_gate_saves: bool = False
+    # the attention output gate: "sigmoid" of a d -> h d_h projection (Qwen3-Next, AFMoE), or
+    # "softplus_per_head" of a d -> h projection, each head's output times its one value (Laguna's
+    # gating per-head: an fp32 softplus cast back; its input, the cast gate and the attention's
+    # output kept)
+    output_gate: str = "sigmoid"
     # with no shared experts, nothing but an fp32 router (and the experts' gathers) reads the
     # norm before the experts, so nothing keeps its output (ERNIE 4.5 MoE builds no shared MLP
     # then; DeepSeek-V3's builds one of width 0, whose linears keep their input)

@@ -15,7 +15,8 @@ dots.llm1 (dots1), GLM-4.7-Flash (glm4_moe_lite), Hunyuan-A13B (hunyuan_v1_moe) 
 costmodel/hf_moe_extra.py more mixture-of-experts decoders (GraniteMoE and its shared variant),
 costmodel/hf_dense_extra.py Nemotron, VaultGemma, Ministral 3, Jais 2, HyperCLOVA X, CodeGen,
 BioGPT, MiniCPM3 and nanochat, costmodel/hf_gemma4.py Gemma 4's language model and
-costmodel/hf_deepseek_v32.py DeepSeek-V3.2 (DeepSeek-V3 with its sparse attention's indexer), all
+costmodel/hf_deepseek_v32.py DeepSeek-V3.2 (DeepSeek-V3 with its sparse attention's indexer),
+costmodel/hf_new_moe.py Hy3 (hy_v3), AFMoE (afmoe) and Laguna (laguna), all
 through costmodel/hf_fields.py's typed field access.
 """
 
@@ -44,6 +45,7 @@ from .hf_llama_variants import (LLAMA_VARIANT_ARCHITECTURES, LLAMA_VARIANT_BUILD
 from .hf_moe_more import MOE_MORE_ARCHITECTURES, MOE_MORE_BUILDERS, MOE_MORE_NAMES
 from .hf_moe_extra import MOE_EXTRA_ARCHITECTURES, MOE_EXTRA_BUILDERS, MOE_EXTRA_NAMES
 from .hf_more_types import MORE_TYPES_ARCHITECTURES, MORE_TYPES_BUILDERS, MORE_TYPES_NAMES
+from .hf_new_moe import NEW_MOE_ARCHITECTURES, NEW_MOE_BUILDERS, NEW_MOE_NAMES
 from .hf_multimodal import language_model
 from .hf_rope_layernorm import (ROPE_LAYERNORM_ARCHITECTURES, ROPE_LAYERNORM_BUILDERS,
                                 ROPE_LAYERNORM_NAMES)
@@ -57,7 +59,7 @@ SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3
                          *LLAMA4_BUILDERS, *MOE_MORE_BUILDERS,
                          *HYBRID_BUILDERS, *MOE_EXTRA_BUILDERS, *DENSE_EXTRA_BUILDERS,
                          *QWEN_NEXT_BUILDERS, *GEMMA4_BUILDERS, *DEEPSEEK_V32_BUILDERS, *MORE_TYPES_BUILDERS,
-                         *MAMBA1_BUILDERS)
+                         *MAMBA1_BUILDERS, *NEW_MOE_BUILDERS)
 
 
 #: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
@@ -459,7 +461,7 @@ _BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
        for model_type, build in {**LLAMA_VARIANT_BUILDERS, **MOE_MORE_BUILDERS,
                                         **MOE_EXTRA_BUILDERS, **DENSE_EXTRA_BUILDERS,
                                         **GEMMA4_BUILDERS, **DEEPSEEK_V32_BUILDERS,
-                                        **MORE_TYPES_BUILDERS}.items()},
+                                        **MORE_TYPES_BUILDERS, **NEW_MOE_BUILDERS}.items()},
     **CLASSIC_MORE_BUILDERS,
     **HYBRID_BUILDERS,
     **QWEN_NEXT_BUILDERS,
@@ -496,6 +498,7 @@ ARCHITECTURE_TYPES = {
     **DEEPSEEK_V32_ARCHITECTURES,
     **MORE_TYPES_ARCHITECTURES,
     **MAMBA1_ARCHITECTURES,
+    **NEW_MOE_ARCHITECTURES,
 }
 
 #: The config.json names of ModelConfig's fields, by family (the ones its errors may name).
@@ -523,6 +526,7 @@ HF_FIELD_NAMES: dict[str, dict[str, str]] = {
     **DEEPSEEK_V32_NAMES,
     **MORE_TYPES_NAMES,
     **MAMBA1_NAMES,
+    **NEW_MOE_NAMES,
 }
 
 

@@ -64,7 +64,7 @@ def _with_head_dim(f: Fields, family: str = "glm4_moe") -> Fields:
     return Fields(dict(f.data, head_dim=f.get("hidden_size") // heads), f.source)
 
 
-def _rotary_dim(f: Fields, d_head: int, default: float, legacy_rotary_dim: bool) -> int | None:
+def partial_rotary_dim(f: Fields, d_head: int, default: float, legacy_rotary_dim: bool) -> int | None:
     """The dimensions of each head RoPE rotates (None: all of them). The factor as transformers
     5.24 resolves it: rope_parameters (or the legacy rope_scaling) first, the top-level
     partial_rotary_factor, then (MiniMax-M2's released files) rotary_dim / head_dim, then the
@@ -119,7 +119,7 @@ def _glm4_moe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
                                 width=1408, top_k=8, shared=1, renormalize=True)
     return base.replace(family="glm4_moe", qkv_bias=f.get("attention_bias", False, bool),
                         out_bias=False, ffn_bias=False, qk_norm=f.get("use_qk_norm", False, bool),
-                        rotary_dim=_rotary_dim(f, base.d_head, 0.5, legacy_rotary_dim=False),
+                        rotary_dim=partial_rotary_dim(f, base.d_head, 0.5, legacy_rotary_dim=False),
                         **changes)
 
 
@@ -292,7 +292,7 @@ def _minimax_m2(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     base = llama.read(f, name, "llama", _DEFAULTS["minimax_m2"])
     return base.replace(
         family="minimax_m2", qkv_bias=False, out_bias=False, ffn_bias=False, qk_norm=True,
-        qk_norm_whole=True, rotary_dim=_rotary_dim(f, base.d_head, 1.0, legacy_rotary_dim=True),
+        qk_norm_whole=True, rotary_dim=partial_rotary_dim(f, base.d_head, 1.0, legacy_rotary_dim=True),
         n_experts=experts,
         top_k=f.get("num_experts_per_tok", 8), router="sigmoid", renormalize_top_k=True)
 

@@ -263,8 +263,8 @@ class TreeBuilder:
             if cfg.qk_norm and not cross:
                 norms = B.HeadNorms(q_tokens, kv_tokens, profile, cfg.qk_norm_whole, kind=cfg.norm)
                 projections.append(at.leaf("qk_norm", norms))
-            if cfg.attention_output_gate and not cross:  # Qwen3-Next: q_proj's second half
-                projections.append(at.leaf("output_gate", B.AttentionOutputGate(q_tokens, cfg.qkv_bias)))
+            if cfg.attention_output_gate and not cross:  # Qwen3-Next: q_proj's second half; AFMoE
+                projections.append(at.leaf("output_gate", B.AttentionOutputGate(q_tokens, cfg.qkv_bias, profile)))
         if cfg.rope and rope and not cross:
             width = S.d_r if cfg.partial_rotary else S.d_h
             key_heads = ONE if cfg.mla else S.h_kv

@@ -37,6 +37,7 @@ OTHER_FLOPS_PER_ELEMENT = {
     "silu": 4,
     "tanh": 1,
     "sigmoid": 4,
+    "softplus": 3,  # exp, log1p and the threshold's compare (Laguna's output gate)
     "rope": 3,
     "clamp": 2,  # a compare with each bound (OLMo's clip_qkv, gpt-oss's clamp of up)
     "clamp_max": 1,  # one bound only (gpt-oss's clamp of the gate: min None)

@@ -29,7 +29,8 @@ import sympy as sp
 
 from .. import symbols as S
 from ..terms import FP32, Expr
-from .base import Block, Cost, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix
+from .base import (Block, Cost, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias,
+                   weight_matrix)
 from .mamba import ShortConvPhases
 
 #: The widths of the queries and keys, and of the values (and of z).
@@ -150,20 +151,33 @@ class GatedDeltaNetMixer(ShortConvPhases, Block):
 class AttentionOutputGate(Block):
     """Qwen3-Next's gate on the attention output: q_proj's second half (d -> h d_h, the query's
     weight rows interleaved per head with it, counted here apart), sigmoid(gate) times the
-    attention's output before o_proj. Its saved bytes are not measured (see the module docstring)."""
+    attention's output before o_proj; AFMoE's gate_proj (d -> h d_h, no bias) has the same
+    parameters and FLOPs; Laguna's g_proj (facts.output_gate "softplus_per_head") is d -> h, an
+    fp32 softplus whose value multiplies each head's output. Where facts.output_gate_saves
+    (AFMoE's and Laguna's measured rows) the product keeps the attention's output and the gate
+    (the sigmoid's h d_h, or the softplus's fp32 input and its cast output, h each) per token;
+    Qwen3-Next's saved bytes are not measured (see the module docstring)."""
 
     tokens: Expr
     bias: bool = False  # q_proj's (attention_bias)
+    profile: Profile = Profile()
     title = "attention output gate"
 
     def cost(self) -> Cost:
-        width = S.h * S.d_h
+        output = S.h * S.d_h
+        if self.profile.facts.output_gate == "softplus_per_head":  # Laguna: one value a head
+            width, kind = S.h, "softplus"
+            saved = (FP32 + S.e) * self.tokens * width + S.e * self.tokens * output
+        else:
+            width, kind = output, "sigmoid"
+            saved = 2 * S.e * self.tokens * output
         forward, backward = linear_flops(self.tokens, S.d, width)
         return make_cost(
             tensors=weight_and_bias(S.d, width, self.bias),
             matrices=[weight_matrix(S.d, width)],
             flops_matmul=forward,
             flops_matmul_backward=backward,
-            elements=[("sigmoid", self.tokens * width), ("mul", self.tokens * width)],
+            elements=[(kind, self.tokens * width), ("mul", self.tokens * output)],
+            saved_bytes=saved if self.profile.facts.output_gate_saves else 0,
             bytes_matmul=linear_bytes(self.tokens, S.d, width),
         )

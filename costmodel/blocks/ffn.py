@@ -161,7 +161,8 @@ class Router(Block):
     facts.topk_softmax_fp32 (GraniteMoE's logits cast first; tests/test_hf_moe_extra.py).
     ERNIE 4.5 MoE's softmax router (facts.score_bias_parameter, facts.topk_sum_clamped) adds a
     frozen parameter of E, counted with the parameters, and clamps the top-k sum below, which
-    keeps the clamp's fp32 input too (tests/test_hf_moe_extra.py).
+    keeps the clamp's fp32 input too (tests/test_hf_moe_extra.py); AFMoE's sigmoid router holds
+    its bias as such a parameter too, not a buffer (tests/test_hf_new_moe.py).
     """
 
     tokens: Expr
@@ -176,8 +177,9 @@ class Router(Block):
 
     @property
     def frozen_score_bias(self) -> bool:
-        """A softmax router's score-correction bias held as a frozen parameter (ERNIE 4.5 MoE)."""
-        return self.kind == "softmax" and self.profile.facts.score_bias_parameter
+        """A softmax or sigmoid router's score-correction bias held as a frozen parameter (ERNIE 4.5
+        MoE's; AFMoE's expert_bias) rather than a buffer."""
+        return self.kind in ("softmax", "sigmoid") and self.profile.facts.score_bias_parameter
 
     def cost(self) -> Cost:
         forward, backward = linear_flops(self.tokens, S.d, S.E)
@@ -214,7 +216,7 @@ class Router(Block):
             bytes_matmul=linear_bytes(tokens, S.d, S.E),
             bytes_other=elementwise_bytes(tokens * S.E),
             buffer_bytes=(dtype_bytes(self.profile.facts.score_bias_dtype) * S.E
-                          if self.kind == "sigmoid" else 0),
+                          if self.kind == "sigmoid" and not self.frozen_score_bias else 0),
         )
 
 
