@@ -1,0 +1,44 @@
+"""A new user's eleventh round (issue 18, session 18): the README's commands typed with realistic
+and odd inputs (validate/FINDINGS.md "A new user's eleventh round"). Each test failed before its
+fix; the numbers are exact."""
+
+from __future__ import annotations
+
+import json
+
+import cli
+
+
+def _run(args, capsys):
+    code = cli.main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _fit(args, capsys):
+    code, out, err = _run(["estimate", *args, "--json"], capsys)
+    assert code == 0, err
+    return json.loads(out)["fit"]
+
+
+def test_fit_under_deepspeed_pipeline_stages_does_not_fail_on_its_own_suggestion(capsys):
+    """`estimate --pp 2 --hardware h100` exited 2 with "DeepSpeed's pipeline engine shards the
+    optimizer state only", though the user typed no --zero: the verdict built its suggested
+    --zero 2/3 layouts outside the guard that skips a layout that cannot run."""
+    fit = _fit(["--model", "llama3.1-70b", "--pp", "2", "--hardware", "h100"], capsys)
+    assert fit["training"]["memory"] == 598_185_107_980 and fit["training"]["options"] == []
+    assert fit["inference"] == {"phase": "inference", "memory": 70_889_516_032, "capacity": 76_772_540_416,
+                                "gpus": 2, "fits": True}
+
+
+def test_a_zero_suggestion_keeps_the_gpus_given(capsys):
+    """With --tp 8 on 8 GPUs the verdict suggested "--dp 8 --zero 3 --recompute full, 33.18 GiB"
+    under "Training on 8 GPUs": tp 8 x dp 8 is 64 GPUs. The data-parallel width of a layout is its
+    --dp (1 here: nothing to shard over), so the suggestion is more GPUs, with the figure typing
+    it prints."""
+    fit = _fit(["--model", "llama3.1-70b", "--tp", "8", "--hardware", "h100", "--seq-len", "8192"], capsys)
+    assert fit["training"]["options"] == [{"change": "--gpus 32 (--dp with --zero 3 --recompute full)",
+                                           "memory": 57_680_405_004, "fits": True, "cost": "32 GPUs"}]
+    typed = _fit(["--model", "llama3.1-70b", "--tp", "8", "--dp", "4", "--zero", "3", "--recompute", "full",
+                  "--hardware", "h100", "--seq-len", "8192"], capsys)
+    assert typed["training"]["memory"] == 57_680_405_004 and typed["training"]["gpus"] == 32
