@@ -389,9 +389,9 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
                                         "bound": host >= first_s}
         elif kernels and kernels.decode_timer.host_s_per_op is not None:  # eager on a GPU host, ops not counted
             result["decode"]["host"] = {"ops_per_step": None, "seconds_per_step": None, "bound": None}
+    # whether it fits, with no token generated too (the prefill alone: --gen 0)
+    result["memory"] = roof.fits(batch, decoder_prompt + gen, source_len=source, prompt=decoder_prompt)
     if gen:
-        result["memory"] = roof.fits(batch, decoder_prompt + gen, source_len=source,
-                                     prompt=decoder_prompt)
         result["generation_table"] = table
     return result
 

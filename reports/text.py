@@ -395,7 +395,7 @@ def render_inference(r: dict[str, Any]) -> str:
         _timing("prefill", r["prefill"]),
     ]
     if "decode" in r:
-        d, m, steps = r["decode"], r["memory"], r["generation_table"]
+        d, steps = r["decode"], r["generation_table"]
         out += [
             *([_timing("first decode step", d["first_token"], f"; context {steps[0]['context']:,}"),
                _timing("last decode step", d["last_token"], f"; context {steps[-1]['context']:,}")] if steps else []),
@@ -411,11 +411,15 @@ def render_inference(r: dict[str, Any]) -> str:
             f"  {_crossover(d['crossover_batch_weights_only'])} "
             f"(weights only: 2 FLOPs and {_weight_bytes(i)} per parameter per token); with this "
             f"context's KV cache {_crossover(d['crossover_batch_at_context'], again=True)}",
-            "",
-            f"Memory: {binary_bytes(m['bytes'])} at batch {i['batch']} ("
+        ]
+    m = r["memory"]
+    out += ["", f"Memory: {binary_bytes(m['bytes'])} at batch {i['batch']} ("
             + ("fits" if m["fits"] else "does NOT fit")
             + f" in {binary_bytes(hw['serving_memory_bytes'])} usable): weights {binary_bytes(m['weights'])}, KV "
-            f"cache {binary_bytes(m['kv_bytes_per_token'])} per token per sequence; " + _fit_limits(m, hw),
+            f"cache {binary_bytes(m['kv_bytes_per_token'])} per token per sequence; " + _fit_limits(m, hw)]
+    if "decode" in r:
+        steps = r["generation_table"]
+        out += [
             *(["", "Generation step by step (step k feeds token k, attending to prompt + k keys; seconds per "
                "step, and cumulative including the prefill)",
                table(

@@ -42,3 +42,19 @@ def test_a_zero_suggestion_keeps_the_gpus_given(capsys):
     typed = _fit(["--model", "llama3.1-70b", "--tp", "8", "--dp", "4", "--zero", "3", "--recompute", "full",
                   "--hardware", "h100", "--seq-len", "8192"], capsys)
     assert typed["training"]["memory"] == 57_680_405_004 and typed["training"]["gpus"] == 32
+
+
+def test_simulate_a_prefill_alone_says_whether_it_fits(capsys):
+    """`simulate --gen 0` on one GPU printed the prefill's time and no memory line (its JSON had no
+    "memory"), so Llama 3.1 70B "ran" on one H100 without a word; with --tp the layout's memory
+    line was there. The fit is the prefill's (weights 141,107,412,992 B = 70,553,706,496 params x
+    2, the 8,192 tokens' KV cache at 327,680 B a token, generate's last-position logits)."""
+    args = ["simulate", "--model", "llama3.1-70b", "--hardware", "h100", "--prompt", "8192", "--gen", "0"]
+    code, out, _ = _run([*args, "--json"], capsys)
+    memory = json.loads(out)["memory"]
+    assert code == 0 and memory["weights"] == 141_107_412_992 and memory["kv_bytes_per_token"] == 327_680
+    assert memory["bytes"] == memory["bytes_by_phase"]["prefill"] == 143_792_090_112 and not memory["fits"]
+    code, out, _ = _run(args, capsys)
+    assert ("Memory: 133.92 GiB at batch 1 (does NOT fit in 71.50 GiB usable): weights 131.42 GiB, KV cache "
+            "320.00 KiB per token per sequence; the weights alone (131.42 GiB) exceed 71.50 GiB: spread them over "
+            "GPUs (--tp)") in out.splitlines()
