@@ -58,3 +58,19 @@ def test_simulate_a_prefill_alone_says_whether_it_fits(capsys):
     assert ("Memory: 133.92 GiB at batch 1 (does NOT fit in 71.50 GiB usable): weights 131.42 GiB, KV cache "
             "320.00 KiB per token per sequence; the weights alone (131.42 GiB) exceed 71.50 GiB: spread them over "
             "GPUs (--tp)") in out.splitlines()
+
+
+def test_context_parallel_inference_is_refused(capsys):
+    """`simulate --cp 2` (inference) printed "tp 1 x pp 1 x dp 1" on 2 GPUs, no prefill line (its
+    key/value exchange is not modelled), a decode step slower than without --cp and each rank
+    holding the whole KV cache: figures of a layout it does not model. One sentence now; the
+    refusal of the training layout options no longer lists --cp as an inference option."""
+    code, out, err = _run(["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--cp", "2", "--prompt",
+                           "4096"], capsys)
+    assert (code, out) == (2, "")
+    assert err == ("error: layout: context parallelism (--cp) is modelled for training only: an inference prefill's "
+                   "key/value exchange and decode context parallelism (vLLM's dcp) are not.\n")
+    code, out, err = _run(["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--tp", "2", "--zero", "1"],
+                          capsys)
+    assert code == 2 and "an inference layout is --tp, --pp, --dp, --ep and --stage-layers" in err
+
