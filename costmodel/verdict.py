@@ -131,13 +131,14 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
     if phase == "training":
         current = layout.zero if layout is not None else 0
         dp = layout.dp if layout is not None else gpus  # the data-parallel ranks of the GPUs given
-        if dp > 1:
+        shards = layout.shard_ranks if layout is not None else gpus  # ZeRO's group: dp x cp
+        if shards > 1:
             for zero in range(current + 1, 4):
                 add(f"--dp {dp} --zero {zero}", _try(memory, cfg, workload, layout, dp=dp, zero=zero),
                     ("shards the optimizer state", "shards the gradients too",
                      "shards the weights too, gathered every step")[zero - 1])
         lean = dataclasses.replace(workload, recompute="full")
-        if dp > 1 and current < 3 and workload.recompute != "full":
+        if shards > 1 and current < 3 and workload.recompute != "full":
             add(f"--dp {dp} --zero 3 --recompute full", _try(memory, cfg, lean, layout, dp=dp, zero=3),
                 "both: weights gathered every step, each layer's forward rerun")
         count = max(gpus, 1)

@@ -74,3 +74,14 @@ def test_context_parallel_inference_is_refused(capsys):
                           capsys)
     assert code == 2 and "an inference layout is --tp, --pp, --dp, --ep and --stage-layers" in err
 
+
+def test_zero_suggestions_shard_over_the_context_parallel_ranks(capsys):
+    """ZeRO shards over dp x cp (Layout.shard_ranks); with --cp 2 and no --dp the verdict offered no
+    ZeRO stage (it tested dp > 1). The suggestion's figure is what typing it prints."""
+    args = ["--model", "llama3.1-8b", "--hardware", "h100", "--cp", "2", "--seq-len", "8192", "--attention", "flash"]
+    fit = _fit(args, capsys)["training"]
+    assert fit["memory"] == 157_046_424_076 and fit["options"][0] == {
+        "change": "--dp 1 --zero 3 --recompute full", "memory": 85_309_186_572, "fits": True,
+        "cost": "both: weights gathered every step, each layer's forward rerun"}
+    typed = _fit([*args, "--dp", "1", "--zero", "3", "--recompute", "full"], capsys)["training"]
+    assert typed["memory"] == 85_309_186_572 and typed["fits"]
