@@ -85,3 +85,18 @@ def test_zero_suggestions_shard_over_the_context_parallel_ranks(capsys):
         "cost": "both: weights gathered every step, each layer's forward rerun"}
     typed = _fit([*args, "--dp", "1", "--zero", "3", "--recompute", "full"], capsys)["training"]
     assert typed["memory"] == 85_309_186_572 and typed["fits"]
+
+
+def test_static_batching_refuses_a_token_budget(capsys):
+    """`serve --scheduler static --max-batched-tokens 100` printed "max-batched-tokens 100 (given)"
+    and the same latencies as without it: StaticScheduler prefills its whole padded batch in one
+    step and never reads a budget (the budget only shrank the activations the KV sizing
+    reserves). One sentence now; without it the run is unchanged."""
+    base = ["serve", "--model", "llama3.1-8b", "--rate", "1", "--requests", "20", "--scheduler", "static", "--json"]
+    code, out, err = _run([*base, "--max-batched-tokens", "100"], capsys)
+    assert (code, out) == (2, "")
+    assert err == ("error: --max-batched-tokens: static batching (generate()) prefills its whole padded batch in one "
+                   "step, with no token budget; leave it out (--max-num-seqs sets the batch).\n")
+    code, out, _ = _run(base, capsys)
+    setup = json.loads(out)["setup"]
+    assert code == 0 and setup["max_num_seqs"] == 8 and setup["budget_source"] == "a batch of 8, as one would call generate()"
