@@ -458,11 +458,13 @@ def _fit_limits(m: dict[str, Any], hw: dict[str, Any]) -> str:
     if not m.get("prefill_fits", True):
         return (f"the prefill of this prompt ({binary_bytes(m['bytes_by_phase']['prefill'])}) does not "
                 f"fit in {capacity} at this batch; fits batch <= {m['max_batch']:,}")
+    past = (f"; the model's context stops at {m['model_context']:,} tokens"
+            if m.get("model_context") and m["max_context"] > m["model_context"] else "")
     return (f"fits batch <= {m['max_batch']:,} at this context, "
             + (f"decoding to a context <= {m['max_context']:,} after this prompt at this batch (the prefill's "
-               f"ids and KV cache grow with a longer prompt)" if m["max_context"] != float("inf") else
+               f"ids and KV cache grow with a longer prompt){past}" if m["max_context"] != float("inf") else
                "decoding any number of tokens at this batch (every layer's sliding window caps its "
-               "cache)"))
+               f"cache){past}"))
 
 
 def _crossover(batch: float, again: bool = False) -> str:

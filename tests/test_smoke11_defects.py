@@ -100,3 +100,18 @@ def test_static_batching_refuses_a_token_budget(capsys):
     code, out, _ = _run(base, capsys)
     setup = json.loads(out)["setup"]
     assert code == 0 and setup["max_num_seqs"] == 8 and setup["budget_source"] == "a batch of 8, as one would call generate()"
+
+
+def test_the_longest_context_names_the_models_own(capsys):
+    """simulate said Llama-2-7B on an H200 decodes "to a context <= 233,162" though its context is
+    4,096: that figure is memory's alone (what the KV cache left after the weights holds, kept as
+    it is), and the line now says where the model stops. (126.40 GiB usable - 13.06 GiB) / 512 KiB
+    a token = 233,162 tokens after the 1,024-token prompt."""
+    code, out, _ = _run(["simulate", "--model", "llama2-7b", "--hardware", "h200", "--prompt", "1024", "--gen", "16",
+                         "--json"], capsys)
+    memory = json.loads(out)["memory"]
+    assert code == 0 and (memory["max_context"], memory["model_context"]) == (233_162, 4_096)
+    code, out, _ = _run(["simulate", "--model", "llama2-7b", "--hardware", "h200", "--prompt", "1024", "--gen", "16"],
+                        capsys)
+    assert ("decoding to a context <= 233,162 after this prompt at this batch (the prefill's ids and KV cache grow "
+            "with a longer prompt); the model's context stops at 4,096 tokens") in out
