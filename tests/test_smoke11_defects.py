@@ -115,3 +115,10 @@ def test_the_longest_context_names_the_models_own(capsys):
                         capsys)
     assert ("decoding to a context <= 233,162 after this prompt at this batch (the prefill's ids and KV cache grow "
             "with a longer prompt); the model's context stops at 4,096 tokens") in out
+
+
+def test_a_global_batch_of_zero_says_why(capsys):
+    """`--global-batch 0` was refused as "not a multiple of batch x dp = 1 x 2", which 0 is."""
+    code, out, err = _run(["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--train", "--dp", "2",
+                           "--global-batch", "0"], capsys)
+    assert (code, out, err) == (2, "", "error: --global-batch must be at least 1, got 0.\n")
