@@ -102,6 +102,17 @@ def _try(memory: Callable[..., int], cfg: ModelConfig, workload: Workload, layou
         return None
 
 
+def _deepest_zero(memory: Callable[..., int], cfg: ModelConfig, workload: Workload, layout: Any,
+                  **changes: Any) -> tuple[int, int | None]:
+    """The deepest ZeRO stage the changed layout runs (3, else 2, else 1: Megatron's distributed
+    optimizer and DeepSpeed's pipeline engine stop at 1) and its memory; (3, None) if none runs."""
+    for zero in (3, 2, 1):
+        needed = _try(memory, cfg, workload, layout, zero=zero, **changes)
+        if needed is not None:
+            return zero, needed
+    return 3, None
+
+
 def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gpus: int,
             phase: str, memory: Callable[[ModelConfig, Workload, Any], int],
             extra: tuple[tuple[str, int | None, str], ...] = ()) -> list[Option]:
@@ -139,14 +150,19 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
                      "shards the weights too, gathered every step")[zero - 1])
         lean = dataclasses.replace(workload, recompute="full")
         if shards > 1 and current < 3 and workload.recompute != "full":
-            add(f"--dp {dp} --zero 3 --recompute full", _try(memory, cfg, lean, layout, dp=dp, zero=3),
-                "both: weights gathered every step, each layer's forward rerun")
+            zero, needed = _deepest_zero(memory, cfg, lean, layout, dp=dp)
+            if zero > current:
+                add(f"--dp {dp} --zero {zero} --recompute full", needed,
+                    ("optimizer state sharded", "gradients sharded", "weights gathered every step")[zero - 1]
+                    + ", each layer's forward rerun" if zero < 3 else
+                    "both: weights gathered every step, each layer's forward rerun")
         count = max(gpus, 1)
         while count < MAX_GPUS and not any(option.fits for option in out):
             count *= 2
-            needed = _try(memory, cfg, lean, layout, dp=count * (layout.dp if layout else 1) // max(gpus, 1), zero=3)
+            zero, needed = _deepest_zero(memory, cfg, lean, layout,
+                                         dp=count * (layout.dp if layout else 1) // max(gpus, 1))
             if needed is not None and needed <= capacity:
-                add(f"--gpus {count} (--dp with --zero 3 --recompute full)", needed, f"{count} GPUs")
+                add(f"--gpus {count} (--dp with --zero {zero} --recompute full)", needed, f"{count} GPUs")
                 break
         if layout is None or layout.framework == "deepspeed":
             offload = layout.offload if layout is not None else "none"

@@ -122,3 +122,18 @@ def test_a_global_batch_of_zero_says_why(capsys):
     code, out, err = _run(["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--train", "--dp", "2",
                            "--global-batch", "0"], capsys)
     assert (code, out, err) == (2, "", "error: --global-batch must be at least 1, got 0.\n")
+
+
+def test_more_gpus_under_megatron_use_its_distributed_optimizer(capsys):
+    """Under --framework megatron the verdict's "more GPUs" search tried ZeRO 3 only, which
+    Megatron refuses, so Llama 3.1 70B at tp 8 and 8k said "No single change makes it fit". It
+    now takes the deepest stage the framework runs (Megatron: 1), and the figure is what typing
+    the layout prints."""
+    args = ["--model", "llama3.1-70b", "--framework", "megatron", "--tp", "8", "--hardware", "h100",
+            "--seq-len", "8192"]
+    fit = _fit(args, capsys)["training"]
+    assert fit["memory"] == 219_415_331_330 and fit["options"] == [
+        {"change": "--gpus 64 (--dp with --zero 1 --recompute full)", "memory": 78_190_014_978, "fits": True,
+         "cost": "64 GPUs"}]
+    typed = _fit([*args, "--dp", "8", "--zero", "1", "--recompute", "full"], capsys)["training"]
+    assert (typed["memory"], typed["gpus"], typed["fits"]) == (78_190_014_978, 64, True)
