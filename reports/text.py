@@ -407,7 +407,12 @@ def render_inference(r: dict[str, Any]) -> str:
             *([f"  host: the eager ops a {i.get('implementation', 'transformers')} step issues are not counted for this "
                "model, attention or cache (kernel_facts.json \"eager_step_ops\"): the steps are the kernels' alone, "
                "though an eager step on a GPU is often host-bound (docs/time.md)"]
-              if d.get("host") and d["host"]["ops_per_step"] is None else []),
+              if d.get("host") and d["host"]["ops_per_step"] is None and d["host"].get("op_time_stated", True)
+              else []),
+            *([f"  host: {i['hardware']}'s file states no host time an eager op takes (dispatch_s_per_op, "
+               "module_s_per_op: the A100 files' only): the steps are the kernels' alone, though an eager step on "
+               "a GPU is often host-bound (docs/time.md); --cuda-graphs times a step without it"]
+              if d.get("host") and not d["host"].get("op_time_stated", True) else []),
             f"  {_crossover(d['crossover_batch_weights_only'])} "
             f"(weights only: 2 FLOPs and {_weight_bytes(i)} per parameter per token); with this "
             f"context's KV cache {_crossover(d['crossover_batch_at_context'], again=True)}",
