@@ -105,7 +105,9 @@ def microbatches_for(global_batch: int, batch: int, layout_given: dict[str, Any]
     """Micro-batches per step for a global batch: global / (micro-batch x dp), dp as the layout
     derives it (from --gpus when --dp is not given)."""
     dp = derived_dp(layout_given) or 1
-    if global_batch < 1 or global_batch % (batch * dp):
+    if global_batch < 1:  # 0 is a multiple of anything: "not a multiple" was no reason
+        raise InputError(f"--global-batch must be at least 1, got {global_batch}.")
+    if global_batch % (batch * dp):
         raise InputError(f"--global-batch {global_batch} is not a multiple of batch x dp = {batch} x {dp}.")
     return global_batch // (batch * dp)
 

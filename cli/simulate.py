@@ -75,7 +75,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
         refuse_typed(ctx, TRAINING_ONLY, "training options, read only with --train; inference takes --prompt, "
                      "--gen and --batch.")
         refuse_typed(ctx, TRAINING_LAYOUT_ONLY, "training layout options, read only with --train: an inference "
-                     "layout is --tp, --pp, --dp, --ep, --cp and --stage-layers (FP8 weights: --weight-dtype fp8).")
+                     "layout is --tp, --pp, --dp, --ep and --stage-layers (FP8 weights: --weight-dtype fp8).")
 
 
 @click.command()

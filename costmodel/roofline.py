@@ -389,9 +389,14 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
                                         "bound": host >= first_s}
         elif kernels and kernels.decode_timer.host_s_per_op is not None:  # eager on a GPU host, ops not counted
             result["decode"]["host"] = {"ops_per_step": None, "seconds_per_step": None, "bound": None}
+        elif kernels and hardware.issues_ahead and hardware.eager_op_s is None and not (cuda_graphs or compiled):
+            # eager on a GPU whose file states no host time an op (every preset but the A100s'): said, so
+            # that an A100's host-bound step beside an H100's kernels-only one is not read as the GPUs'
+            result["decode"]["host"] = {"ops_per_step": None, "seconds_per_step": None, "bound": None,
+                                        "op_time_stated": False}
+    # whether it fits, with no token generated too (the prefill alone: --gen 0)
+    result["memory"] = roof.fits(batch, decoder_prompt + gen, source_len=source, prompt=decoder_prompt)
     if gen:
-        result["memory"] = roof.fits(batch, decoder_prompt + gen, source_len=source,
-                                     prompt=decoder_prompt)
         result["generation_table"] = table
     return result
 

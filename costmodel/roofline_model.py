@@ -285,6 +285,7 @@ class Roofline:
             "prefill_fits": needed.get("prefill", 0) <= capacity,
             "max_batch": max(max_batch, 0),
             "max_context": max(max_context, 0),
+            "model_context": self.cfg.max_positions,  # max_context is memory's; the model stops here
         }
 
 

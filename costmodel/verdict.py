@@ -92,11 +92,25 @@ def _largest(fits: Callable[[int], bool], high: int) -> int:
     return high if fits(high) else low
 
 
-def _try(memory: Callable[..., int], *args: Any) -> int | None:
+def _try(memory: Callable[..., int], cfg: ModelConfig, workload: Workload, layout: Any = None,
+         **changes: Any) -> int | None:
+    """memory under layout with `changes` (a suggested --dp, --zero, --offload), None where the
+    changed layout cannot run (DeepSpeed's pipeline engine with --zero 2 or 3) or the model refuses it."""
     try:
-        return memory(*args)
+        return memory(cfg, workload, _layout(layout, **changes) if changes else layout)
     except ConfigError:
         return None
+
+
+def _deepest_zero(memory: Callable[..., int], cfg: ModelConfig, workload: Workload, layout: Any,
+                  **changes: Any) -> tuple[int, int | None]:
+    """The deepest ZeRO stage the changed layout runs (3, else 2, else 1: Megatron's distributed
+    optimizer and DeepSpeed's pipeline engine stop at 1) and its memory; (3, None) if none runs."""
+    for zero in (3, 2, 1):
+        needed = _try(memory, cfg, workload, layout, zero=zero, **changes)
+        if needed is not None:
+            return zero, needed
+    return 3, None
 
 
 def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gpus: int,
@@ -127,34 +141,39 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
                 "reruns each layer's forward in backward: a third more matmul FLOPs")
     if phase == "training":
         current = layout.zero if layout is not None else 0
-        dp = layout.dp if layout is not None and layout.dp > 1 else gpus
-        if dp > 1:
+        dp = layout.dp if layout is not None else gpus  # the data-parallel ranks of the GPUs given
+        shards = layout.shard_ranks if layout is not None else gpus  # ZeRO's group: dp x cp
+        if shards > 1:
             for zero in range(current + 1, 4):
-                add(f"--dp {dp} --zero {zero}", _try(memory, cfg, workload, _layout(layout, dp=dp, zero=zero)),
+                add(f"--dp {dp} --zero {zero}", _try(memory, cfg, workload, layout, dp=dp, zero=zero),
                     ("shards the optimizer state", "shards the gradients too",
                      "shards the weights too, gathered every step")[zero - 1])
         lean = dataclasses.replace(workload, recompute="full")
-        if dp > 1 and current < 3 and workload.recompute != "full":
-            add(f"--dp {dp} --zero 3 --recompute full", _try(memory, cfg, lean, _layout(layout, dp=dp, zero=3)),
-                "both: weights gathered every step, each layer's forward rerun")
+        if shards > 1 and current < 3 and workload.recompute != "full":
+            zero, needed = _deepest_zero(memory, cfg, lean, layout, dp=dp)
+            if zero > current:
+                add(f"--dp {dp} --zero {zero} --recompute full", needed,
+                    ("optimizer state sharded", "gradients sharded", "weights gathered every step")[zero - 1]
+                    + ", each layer's forward rerun" if zero < 3 else
+                    "both: weights gathered every step, each layer's forward rerun")
         count = max(gpus, 1)
         while count < MAX_GPUS and not any(option.fits for option in out):
             count *= 2
-            needed = _try(memory, cfg, lean, _layout(layout, dp=count * (layout.dp if layout else 1)
-                                                     // max(gpus, 1), zero=3))
+            zero, needed = _deepest_zero(memory, cfg, lean, layout,
+                                         dp=count * (layout.dp if layout else 1) // max(gpus, 1))
             if needed is not None and needed <= capacity:
-                add(f"--gpus {count} (--dp with --zero 3 --recompute full)", needed, f"{count} GPUs")
+                add(f"--gpus {count} (--dp with --zero {zero} --recompute full)", needed, f"{count} GPUs")
                 break
         if layout is None or layout.framework == "deepspeed":
             offload = layout.offload if layout is not None else "none"
             zero = max(current, 2)
             if offload == "none":
                 add(f"--dp {dp} --zero {zero} --offload optimizer",
-                    _try(memory, cfg, workload, _layout(layout, dp=dp, zero=zero, offload="optimizer")),
+                    _try(memory, cfg, workload, layout, dp=dp, zero=zero, offload="optimizer"),
                     "ZeRO-Offload: the optimizer's update on the host CPU, over PCIe every step")
             if offload != "params":
                 add(f"--dp {dp} --zero 3 --offload params",
-                    _try(memory, cfg, workload, _layout(layout, dp=dp, zero=3, offload="params")),
+                    _try(memory, cfg, workload, layout, dp=dp, zero=3, offload="params"),
                     "ZeRO-Infinity: the weights streamed from the host for every layer, forward and backward")
     for change, needed, cost in extra:
         add(change, needed, cost)
@@ -186,8 +205,8 @@ def _more_serving_gpus(cfg: ModelConfig, workload: Workload, layout: Any, capaci
     tp, pp = (layout.tp, layout.pp) if layout is not None else (1, 1)
     while tp * pp < MAX_GPUS:
         tp, pp = (tp * 2, pp) if tp < 8 else (tp, pp * 2)
-        trial = _layout(layout, tp=tp, pp=pp, dp=1)
         try:
+            trial = _layout(layout, tp=tp, pp=pp, dp=1)
             trial.check(cfg, tp * pp, inference=True)
         except ConfigError:
             continue

@@ -395,7 +395,7 @@ def render_inference(r: dict[str, Any]) -> str:
         _timing("prefill", r["prefill"]),
     ]
     if "decode" in r:
-        d, m, steps = r["decode"], r["memory"], r["generation_table"]
+        d, steps = r["decode"], r["generation_table"]
         out += [
             *([_timing("first decode step", d["first_token"], f"; context {steps[0]['context']:,}"),
                _timing("last decode step", d["last_token"], f"; context {steps[-1]['context']:,}")] if steps else []),
@@ -407,15 +407,24 @@ def render_inference(r: dict[str, Any]) -> str:
             *([f"  host: the eager ops a {i.get('implementation', 'transformers')} step issues are not counted for this "
                "model, attention or cache (kernel_facts.json \"eager_step_ops\"): the steps are the kernels' alone, "
                "though an eager step on a GPU is often host-bound (docs/time.md)"]
-              if d.get("host") and d["host"]["ops_per_step"] is None else []),
+              if d.get("host") and d["host"]["ops_per_step"] is None and d["host"].get("op_time_stated", True)
+              else []),
+            *([f"  host: {i['hardware']}'s file states no host time an eager op takes (dispatch_s_per_op, "
+               "module_s_per_op: the A100 files' only): the steps are the kernels' alone, though an eager step on "
+               "a GPU is often host-bound (docs/time.md); --cuda-graphs times a step without it"]
+              if d.get("host") and not d["host"].get("op_time_stated", True) else []),
             f"  {_crossover(d['crossover_batch_weights_only'])} "
             f"(weights only: 2 FLOPs and {_weight_bytes(i)} per parameter per token); with this "
             f"context's KV cache {_crossover(d['crossover_batch_at_context'], again=True)}",
-            "",
-            f"Memory: {binary_bytes(m['bytes'])} at batch {i['batch']} ("
+        ]
+    m = r["memory"]
+    out += ["", f"Memory: {binary_bytes(m['bytes'])} at batch {i['batch']} ("
             + ("fits" if m["fits"] else "does NOT fit")
             + f" in {binary_bytes(hw['serving_memory_bytes'])} usable): weights {binary_bytes(m['weights'])}, KV "
-            f"cache {binary_bytes(m['kv_bytes_per_token'])} per token per sequence; " + _fit_limits(m, hw),
+            f"cache {binary_bytes(m['kv_bytes_per_token'])} per token per sequence; " + _fit_limits(m, hw)]
+    if "decode" in r:
+        steps = r["generation_table"]
+        out += [
             *(["", "Generation step by step (step k feeds token k, attending to prompt + k keys; seconds per "
                "step, and cumulative including the prefill)",
                table(
@@ -454,11 +463,13 @@ def _fit_limits(m: dict[str, Any], hw: dict[str, Any]) -> str:
     if not m.get("prefill_fits", True):
         return (f"the prefill of this prompt ({binary_bytes(m['bytes_by_phase']['prefill'])}) does not "
                 f"fit in {capacity} at this batch; fits batch <= {m['max_batch']:,}")
+    past = (f"; the model's context stops at {m['model_context']:,} tokens"
+            if m.get("model_context") and m["max_context"] > m["model_context"] else "")
     return (f"fits batch <= {m['max_batch']:,} at this context, "
             + (f"decoding to a context <= {m['max_context']:,} after this prompt at this batch (the prefill's "
-               f"ids and KV cache grow with a longer prompt)" if m["max_context"] != float("inf") else
+               f"ids and KV cache grow with a longer prompt){past}" if m["max_context"] != float("inf") else
                "decoding any number of tokens at this batch (every layer's sliding window caps its "
-               "cache)"))
+               f"cache){past}"))
 
 
 def _crossover(batch: float, again: bool = False) -> str:

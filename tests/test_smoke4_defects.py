@@ -275,8 +275,8 @@ def test_training_layout_options_are_refused_for_inference(capsys):
     # `simulate --model llama2-7b --tp 2 --zero 3` (or --sp, --microbatches 4, --framework
     # megatron, --fp8 tensorwise, --device cpu, --capacity-factor 1) decoded exactly as without
     # them: a decode reads none of them. One line now; --fp8 points at --weight-dtype fp8.
-    why = ("training layout options, read only with --train: an inference layout is --tp, --pp, --dp, --ep, --cp "
-           "and --stage-layers (FP8 weights: --weight-dtype fp8).\n")
+    why = ("training layout options, read only with --train: an inference layout is --tp, --pp, --dp, --ep and "
+           "--stage-layers (FP8 weights: --weight-dtype fp8).\n")
     for typed, named in ((["--zero", "3"], "--zero"), (["--sp"], "--sp"), (["--microbatches", "4"], "--microbatches"),
                          (["--framework", "megatron"], "--framework"), (["--fp8", "tensorwise"], "--fp8"),
                          (["--device", "cpu"], "--device")):

@@ -72,11 +72,14 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
     from ..tree import generate_logits_to_keep
     from .serving_memory import serving_memory
 
+    if layout.cp > 1:  # it printed a decode step alone, no prefill, each rank with the whole KV cache
+        raise ConfigError("layout: context parallelism (--cp) is modelled for training only: an inference "
+                          "prefill's key/value exchange and decode context parallelism (vLLM's dcp) are not.")
     estimate = ParallelEstimate(cfg, workload, layout, phase="decode")
     options = {"compiled": True} if compiled else {}
     token = step_time(estimate, hardware, efficiency, time_model, cuda_graphs=cuda_graphs, **options).token()
     first = {}
-    if prefill and layout.cp == 1:  # a context-parallel prefill's key/value exchange is not modelled: no figure
+    if prefill:
         generate = dataclasses.replace(workload, logits_to_keep=generate_logits_to_keep(cfg, workload.impl))
         forward = step_time(ParallelEstimate(cfg, generate, layout, phase="prefill"), hardware, efficiency,
                             time_model, **options).token()

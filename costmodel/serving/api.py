@@ -174,6 +174,9 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                           else "") + f", got {num_blocks}.")
     if not 1 <= pp <= cfg.n_decoder_layers:
         raise ConfigError(f"--pp must be between 1 and the model's {cfg.n_decoder_layers} layers, got {pp}.")
+    if scheduler == "static" and max_batched_tokens is not None:  # StaticScheduler never read it
+        raise ConfigError("--max-batched-tokens: static batching (generate()) prefills its whole padded batch in one "
+                          "step, with no token budget; leave it out (--max-num-seqs sets the batch).")
     seqs, tokens, budget_source = DEFAULT_BUDGETS[scheduler]
     if scheduler == "vllm" and hardware.memory_bytes >= 70 * 2**30 and "a100" not in hardware.name:
         seqs, tokens, budget_source = VLLM_LARGE_GPU_BUDGETS

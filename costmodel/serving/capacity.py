@@ -204,7 +204,7 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
                                                  if name in replica_options})
     require_w8a8_somewhere(getattr(profile, "weight_format", None), hardwares)
     seqs_list = max_num_seqs or [64, 128, 256]
-    tokens_list = max_batched_tokens or [512, 2048, 8192]
+    tokens_list = max_batched_tokens or ([None] if scheduler == "static" else [512, 2048, 8192])  # static: no budget
     keys, infeasible = [], []
     for hardware in hardwares:
         for tp in tps or tensor_sizes(cfg, hardware):
