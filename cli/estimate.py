@@ -57,10 +57,13 @@ def estimate(model, config, seq_len, hardware_name, mtp, as_json, **options) -> 
 
                 check_dispatcher_peers(layout, hardware)
 
-            data["fit"] = {"hardware": hardware.name, **{
-                phase: verdict(cfg, workload, layout, capacity, gpus, phase, typed_code=typed_code)
-                for phase, capacity in (("training", hardware.training_memory_bytes),
-                                        ("inference", hardware.serving_memory_bytes))}}
+            data["fit"] = {"hardware": hardware.name, "training": verdict(
+                cfg, workload, layout, hardware.training_memory_bytes, gpus, "training", typed_code=typed_code)}
+            try:
+                data["fit"]["inference"] = verdict(cfg, workload, layout, hardware.serving_memory_bytes, gpus,
+                                                   "inference", typed_code=typed_code)
+            except ConfigError as error:  # --cp: the layout trains; serving it is refused as simulate refuses it
+                data["fit"]["inference"] = {"phase": "inference", "gpus": layout.gpus, "refused": str(error)}
     except ConfigError as error:
         raise InputError(str(error)) from None
     if as_json:

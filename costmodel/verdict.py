@@ -247,6 +247,10 @@ def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
     impl and attention the user gave ({"impl": None, "attention": None} where neither): each layout
     the verdict tries (--gpus alone, a suggested --dp) runs its framework's code where none was
     given (framework_code), so typing the suggestion prints its figure; None: the workload's as is."""
+    if phase == "inference" and layout is not None:
+        from .layout.context import check_inference
+
+        check_inference(layout.cp)  # as simulate: the training layout's cp would put the whole KV cache on each rank
     memory = memory or (training_memory if phase == "training" else inference_memory)
     if typed_code is not None:
         memory = framework_code(memory, cfg, typed_code, layout.framework if layout is not None else None)

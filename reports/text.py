@@ -535,6 +535,9 @@ def render_fit(fit: dict[str, Any]) -> str:
         if v is None:
             continue
         where = f"{plural(v['gpus'], fit['hardware'] + ' GPU')}" + (f" ({v['split']})" if "split" in v else "")
+        if "refused" in v:  # estimate --cp: a training layout simulate refuses to serve
+            out.append(f"{phase.capitalize()} on {where}: not sized; {v['refused'].removeprefix('layout: ')}")
+            continue
         out.append(f"{phase.capitalize()} on {where}: {binary_bytes(v['memory'])} per GPU "
                    + ("fits" if v["fits"] else "does NOT fit") + f" in {binary_bytes(v['capacity'])}.")
         if not v["fits"]:

@@ -62,6 +62,15 @@ def check_context_parallel(cfg: ModelConfig, layout: Any) -> None:
         raise ConfigError("layout: context parallelism with expert parallelism is not modelled.")
 
 
+def check_inference(cp: int) -> None:
+    """Raise ConfigError where a layout with context parallelism is asked to serve: the training
+    rule (each rank the n / cp tokens of its chunks) is not an inference prefill's key/value
+    exchange, and decoding would hold the whole KV cache on every rank (simulate and estimate alike)."""
+    if cp > 1:
+        raise ConfigError("layout: context parallelism (--cp) is modelled for training only: an inference "
+                          "prefill's key/value exchange and decode context parallelism (vLLM's dcp) are not.")
+
+
 def check_workload(workload: Workload, cp: int, sp_ranks: int = 1) -> None:
     """Raise ConfigError where the sequence does not cut into the rank's pieces: 2 cp chunks, and
     under sequence parallelism the rank's n / cp tokens into sp_ranks (tp) pieces."""

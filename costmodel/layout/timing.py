@@ -10,6 +10,7 @@ from typing import Any
 
 from ..config import ConfigError
 from ..hardware import Efficiency, Hardware, time_model_for
+from .context import check_inference
 from .kernel_step import KernelStepTime
 from .rank import ParallelEstimate
 from .time import Overlap, StepTime
@@ -72,9 +73,7 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
     from ..tree import generate_logits_to_keep
     from .serving_memory import serving_memory
 
-    if layout.cp > 1:  # it printed a decode step alone, no prefill, each rank with the whole KV cache
-        raise ConfigError("layout: context parallelism (--cp) is modelled for training only: an inference "
-                          "prefill's key/value exchange and decode context parallelism (vLLM's dcp) are not.")
+    check_inference(layout.cp)  # it printed a decode step alone, no prefill, each rank with the whole KV cache
     estimate = ParallelEstimate(cfg, workload, layout, phase="decode")
     options = {"compiled": True} if compiled else {}
     token = step_time(estimate, hardware, efficiency, time_model, cuda_graphs=cuda_graphs, **options).token()
