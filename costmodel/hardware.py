@@ -22,7 +22,8 @@ from typing import Any
 
 from .config import ConfigError, show
 from .hardware_schema import (EFFICIENCY_STAND_IN, GENERATIONS, INTERCONNECT, OPTIONAL_NUMBERS,  # noqa: F401
-                              PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION, Field, schema_problems)
+                              PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION, UNSTATED_AS_ZERO, Field,
+                              schema_problems)
 from .spec import CANONICAL_DTYPE, DEFAULT_TIME_MODEL, TIME_MODELS  # the time models and the default (spec.py says why)
 
 
@@ -407,7 +408,8 @@ class Hardware:
         if self.cold_copies:
             out["cold_copies"] = {op: {"s_per_call": fixed, "bytes_per_s": rate}
                                   for op, (fixed, rate) in self.cold_copies.items()}
-        out.update({name: getattr(self, name) for name in OPTIONAL_NUMBERS if getattr(self, name) is not None})
+        out.update({name: getattr(self, name) for name in OPTIONAL_NUMBERS if getattr(self, name) is not None
+                    and not (name in UNSTATED_AS_ZERO and getattr(self, name) == 0)})  # unknown: omitted
         if not self.network_of:  # a preset's name only, so that an edited, renamed copy keeps its measured collectives
             out.pop("network_of")
         return out

@@ -117,11 +117,14 @@ SCHEMA: dict[str, Field] = {
     "architecture": Field(str, "the GPU generation (volta, turing, ampere, ada, hopper, blackwell, cdna2, cdna3, cdna4): which "
                                "attention-kernel figures apply; "
                                "\"cpu\" for a CPU (each op runs in the thread that issues it)"),
-    "sm_count": Field(int, "streaming multiprocessors (AMD: compute units)", low=0),
-    "clock_mhz": Field(float, "the datasheet's boost clock, MHz", low=0),
-    "clock_limit_mhz": Field(float, "a clock limit (nvidia-smi -lgc); scales the compute peaks", low=0),
-    "power_watts": Field(float, "the board power the datasheet's peaks are at, W", low=0),
-    "power_limit_watts": Field(float, "a power cap (nvidia-smi -pl); scales the compute peaks as its cube root", low=0),
+    "sm_count": Field(int, "streaming multiprocessors (AMD: compute units); omitted where unknown", low=0, strict=True),
+    "clock_mhz": Field(float, "the datasheet's boost clock, MHz; omitted where unknown", low=0, strict=True),
+    "clock_limit_mhz": Field(float, "a clock limit (nvidia-smi -lgc); scales the compute peaks; omitted where none",
+                             low=0, strict=True),
+    "power_watts": Field(float, "the board power the datasheet's peaks are at, W; omitted where unknown", low=0,
+                         strict=True),
+    "power_limit_watts": Field(float, "a power cap (nvidia-smi -pl); scales the compute peaks as its cube root; "
+                               "omitted where none", low=0, strict=True),
     "memory_reserve_bytes": Field(int, "memory no run can use: CUDA context, cuBLAS and NCCL workspaces; "
                                   "less than memory_bytes x serving_memory_utilization", low=0),
     "serving_memory_utilization": Field(float, "the fraction of memory a serving engine plans with "
@@ -139,6 +142,10 @@ OPTIONAL_NUMBERS = ("architecture", "network_of", "graph_kernel_s", "dram_kernel
                     "engine_s_per_op", "clock_mhz", "clock_limit_mhz",
                     "power_watts", "power_limit_watts", "memory_reserve_bytes", "serving_memory_utilization",
                     "price_per_gpu_hour", "gemv_bandwidth_bytes_per_s")
+#: The fields a Hardware holds as 0 when its file does not give them: a file omits them where unknown
+#: (Hardware.to_dict, so `hardware --show` and calibrate write no 0) and 0 in a file is refused, not
+#: read as "not given" (an sm_count of 0 fell back to the roofline without a word: eleventh round).
+UNSTATED_AS_ZERO = ("sm_count", "clock_mhz", "clock_limit_mhz", "power_watts", "power_limit_watts")
 INTERCONNECT: dict[str, Field] = {
     "gpus_per_node": Field(int, "GPUs one node (NVLink domain) holds", low=1),
     "intra_node_bandwidth_bytes_per_s": Field(float, "between two GPUs of a node, per direction", low=0),

@@ -31,3 +31,29 @@ def test_estimate_refuses_to_serve_a_context_parallel_layout_as_simulate_does(ca
     code, _, err = _run(["simulate", "--model", "llama3.1-8b", "--cp", "2", "--hardware", "h100", "--prompt",
                          "8192", "--gen", "4"], capsys)
     assert code == 2 and err.strip() == f"error: {CP_REFUSAL}"
+
+
+def test_a_hardware_file_states_no_zero_for_an_unknown_field(tmp_path, capsys):
+    """`sm_count: 0` in a file edited from `hardware --show h100` fell back to the roofline without a
+    word, and a clock or power of 0 read as "not given"; `hardware --show` wrote 0 for the unknown
+    ones (b200's clock_mhz, gb200's power_watts). The writer now omits them and 0 is one line, exit 2,
+    naming the field; every bundled file still loads and round-trips through --show."""
+    from pathlib import Path
+
+    from costmodel.hardware import Hardware
+    from costmodel.hardware_schema import UNSTATED_AS_ZERO
+
+    for path in sorted(Path("costmodel/hardware").glob("*.json")):
+        shown = Hardware.from_dict(json.loads(path.read_text()), path.name).to_dict()
+        assert all(shown.get(name, 1) != 0 for name in UNSTATED_AS_ZERO), path.name
+        assert Hardware.from_dict(shown, path.name).to_dict() == shown
+    for name, absent in (("b200", "clock_mhz"), ("gb200", "power_watts")):
+        code, out, _ = _run(["hardware", "--show", name], capsys)
+        assert code == 0 and absent not in json.loads(out)
+    code, out, _ = _run(["hardware", "--show", "h100"], capsys)
+    for name in UNSTATED_AS_ZERO:
+        edited = tmp_path / f"{name}.json"
+        edited.write_text(json.dumps(dict(json.loads(out), **{name: 0})))
+        code, _, err = _run(["simulate", "--model", "llama3.1-8b", "--hardware", str(edited)], capsys)
+        assert code == 2 and err.splitlines() == [
+            f"error: {edited}: not a valid hardware file: {name} must be greater than 0, got 0."]
