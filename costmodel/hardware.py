@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, show
-from .hardware_schema import (EFFICIENCY_STAND_IN, GENERATIONS, INTERCONNECT, OPTIONAL_NUMBERS,  # noqa: F401
-                              PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION, UNSTATED_AS_ZERO, Field,
-                              schema_problems)
+from .hardware_schema import (EFFICIENCY_STAND_IN, GENERATIONS, INTERCONNECT, OPTIONAL_NUMBERS, UNSTATED_AS_ZERO,  # noqa: F401
+                              PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION, Field, schema_problems)
 from .spec import CANONICAL_DTYPE, DEFAULT_TIME_MODEL, TIME_MODELS  # the time models and the default (spec.py says why)
 
 
