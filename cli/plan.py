@@ -53,7 +53,7 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
 @click.option("--serve", is_flag=True, help="Plan serving instead: layouts for --batch sequences of --prompt + --gen tokens.")
 @click.option("--batch", "-b", type=int, default=None, help="Training: fix the micro-batch; --serve: the sequences served at once (default 32).")
 @click.option("--prompt", type=click.IntRange(min=1), default=None, help="--serve: prompt tokens (default 2048, or what the context leaves after --gen).")
-@click.option("--gen", type=click.IntRange(min=0), default=256, show_default=True, help="--serve: generated tokens.")
+@click.option("--gen", type=click.IntRange(min=0), default=spec.DEFAULT_GEN_TOKENS, show_default=True, help="--serve: generated tokens.")
 @dtype_option(None, "Weights and activations (default: the hardware's, bf16 for the GPU presets, fp16 on "
               "V100 and T4, which have no bf16 tensor cores).")
 @choice_option("--impl", spec.IMPLEMENTATIONS, "Only this activation profile: " + IMPL_HELP)

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from .config import ConfigError, require_decoder
 from .defaults import DEFAULT_HARDWARE
-from .spec import CANONICAL_DTYPE, CUDA_GRAPHS_NEED_SERVE, DEFAULT_SERVE_ATTENTION, RANK_BY
+from .spec import CANONICAL_DTYPE, CUDA_GRAPHS_NEED_SERVE, DEFAULT_GEN_TOKENS, DEFAULT_SERVE_ATTENTION, RANK_BY
 
 DEFAULT_SERVING_BATCH = 32
 
@@ -66,7 +66,7 @@ SERVING_FIXED = ("tp", "pp", "dp")
 
 def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE, *, serve: bool = False,
          seq_len: int | None = None, global_batch: int | None = None, batch: int | None = None,
-         prompt: int | None = None, gen: int = 256, dtype: str | None = None, impl: str | None = None,
+         prompt: int | None = None, gen: int = DEFAULT_GEN_TOKENS, dtype: str | None = None, impl: str | None = None,
          attention: str | None = None, kv_cache: str = "dynamic", tokens: float | None = None,
          price: float | None = None, rank_by: str = "time", time_model: str | None = None,
          mla: str = "absorbed", weight_dtype: str | None = None, weight_group: int | None = None,

@@ -47,7 +47,7 @@ def decode_inputs(workload: Any, cuda_graphs: bool, compiled: bool = False) -> d
 
 
 def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool = False, prompt: int | None = None,
-             gen: int = 128, batch: int = 1, dtype: str | None = None, attention: str | None = None,
+             gen: int = spec.DEFAULT_GEN_TOKENS, batch: int = 1, dtype: str | None = None, attention: str | None = None,
              kv_cache: str = "dynamic", seq_len: int | None = None, recompute: str = "none", impl: str | None = None,
              tokens: float | None = None, price: float | None = None, step_time: float | None = None,
              layout: Any = None, weight_dtype: str | None = None, kv_dtype: str | None = None,

@@ -184,6 +184,9 @@ DEFAULT_RECOMPUTE = "none"
 DEFAULT_OPTIMIZER = "adamw"
 DEFAULT_PRECISION = "mixed"
 DEFAULT_KV_CACHE = "dynamic"
+# Generated (output) tokens a request decodes when none are given: simulate --gen, plan --serve --gen,
+# serve --output (one default: plan --serve said 256 where serve and simulate said 128).
+DEFAULT_GEN_TOKENS = 128
 DEFAULT_MLA = "naive"
 
 # ---------------------------------------------------------------------------------------------

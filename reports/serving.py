@@ -12,7 +12,7 @@ import click
 from costmodel.checkpoint import weights_note
 from costmodel.config import ConfigError
 from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, DEFAULT_SCHEDULER, DEFAULT_SERVE_ATTENTION, DEFAULT_SERVE_MLA, DTYPES,
-                            DEFAULT_FP8_GEMM, FP8_GEMMS,
+                            DEFAULT_FP8_GEMM, DEFAULT_GEN_TOKENS, FP8_GEMMS,
                             DEFAULT_QUANT_LAYOUT, KV_DTYPES, MLA_FORMS, QUANT_LAYOUTS, ROUTERS, SCHEDULERS,
                             SERVE_ATTENTIONS, WEIGHT_DTYPE_CHOICES, WEIGHT_DTYPE_DEFAULT)
 
@@ -161,7 +161,7 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 @click.option("--trace", type=str, default=None, help='JSONL: {"arrival": s, "prompt_tokens": N, "output_tokens": M}.')
 @click.option("--prompt", default="512", show_default=True,
               help="Prompt tokens: N, uniform:LOW:HIGH, lognormal:MEDIAN:SIGMA[:LOW:HIGH], histogram:FILE.json.")
-@click.option("--output", "output_tokens", default="128", show_default=True, help="Output tokens, as --prompt.")
+@click.option("--output", "output_tokens", default=str(DEFAULT_GEN_TOKENS), show_default=True, help="Output tokens, as --prompt.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--scheduler", type=click.Choice(SCHEDULERS), default=DEFAULT_SCHEDULER, show_default=True,
               help=f"How each step is batched: {SCHEDULERS.described()}.")

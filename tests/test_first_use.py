@@ -162,14 +162,15 @@ def test_a_sliding_window_shorter_than_the_sequence_is_announced(capsys):
 def test_the_default_prompt_leaves_room_for_the_generated_tokens(capsys):
     # `simulate --model gpt2` with no options failed: 2048 capped at the 1024 learned positions,
     # plus the 128 generated tokens, is past the table. The default prompt is what the context
-    # leaves: 1024 - 128 = 896 for GPT-2, 2048 - 256 = 1792 for `plan --serve` on OPT-1.3B.
+    # leaves: 1024 - 128 = 896 for GPT-2, 2048 - 128 = 1920 for `plan --serve` on OPT-1.3B (the same
+    # 128 generated tokens since the twelfth round; 256 before).
     code, out, err = run(["simulate", "--model", "gpt2", "--json"], capsys)
     assert code == 0 and err == ""
     data = json.loads(out)
     assert data["inputs"]["prompt"] == 896 and data["inputs"]["gen"] == 128
     code, out, err = run(["plan", "--model", "opt-1.3b", "--gpus", "2", "--serve", "--json"], capsys)
     assert code == 0 and err == ""
-    assert json.loads(out)["inputs"]["seq_len"] == 1792
+    assert json.loads(out)["inputs"]["seq_len"] == 1920
     code, out, err = run(["simulate", "--model", "gpt2", "--gen", "2000"], capsys)
     assert code == 2 and "3024 exceeds the 1024 learned positions" in err
 

@@ -333,7 +333,8 @@ def test_gpt2_names_its_loss():
 
 
 def test_serving_plan_with_nothing_feasible_says_what_would_fit(capsys):
-    code, out, _ = run(["plan", "--model", "llama3-70b", "--gpus", "1", "--serve", "--hardware", "h100-sxm"], capsys)
+    code, out, _ = run(["plan", "--model", "llama3-70b", "--gpus", "1", "--serve", "--hardware", "h100-sxm", "--gen", "256"],
+                       capsys)
     assert code == 1
     # The serving rank's memory: the last decode step peaks, 131.42 GiB of weights and the KV cache
     # of 2048 + 256 tokens, 32 x 2304 x 80 layers x 2 x 8 heads x 128 x 2 B = 22.50 GiB. generate's

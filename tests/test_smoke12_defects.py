@@ -57,3 +57,22 @@ def test_a_hardware_file_states_no_zero_for_an_unknown_field(tmp_path, capsys):
         code, _, err = _run(["simulate", "--model", "llama3.1-8b", "--hardware", str(edited)], capsys)
         assert code == 2 and err.splitlines() == [
             f"error: {edited}: not a valid hardware file: {name} must be greater than 0, got 0."]
+
+
+def test_plan_serve_generates_what_serve_and_simulate_generate_by_default(capsys):
+    """`plan --serve` sized 2,048 + 256 tokens a sequence where `serve --output` and `simulate --gen`
+    default to 128: the three read one default (costmodel/spec.py DEFAULT_GEN_TOKENS). Llama 3.1 8B
+    at tp 2, batch 32: the last step's context 2,048 + 128, each rank's KV cache 32 x 2,176 tokens x
+    131,072 B (32 layers x 8 key/value heads x 128 x 2 tensors x 2 bytes) / 2 = 4,563,402,752 B."""
+    from cli.plan import plan
+    from cli.simulate import simulate
+    from reports.serving import serve
+
+    defaults = [{p.name: p.default for p in command.params}[name]
+                for command, name in ((plan, "gen"), (simulate, "gen"), (serve, "output_tokens"))]
+    assert [int(d) for d in defaults] == [128, 128, 128]
+    code, out, err = _run(["plan", "--model", "llama3.1-8b", "--hardware", "h100", "--gpus", "2", "--serve",
+                           "--json"], capsys)
+    row = json.loads(out)["feasible"][0]
+    assert code == 0 and row["layout"] == {"tp": 2, "pp": 1, "dp": 1, "batch": 32}
+    assert row["last_step"]["context"] == 2_176 and row["per_rank"]["kv_cache"] == 32 * 2_176 * 131_072 // 2

@@ -69,7 +69,7 @@ def require_decoder_only(cfg: Any) -> None:
 
 
 def make_requests(rate: float | None = None, requests: int = 1000, trace: str | None = None,
-                  prompt: str | Lengths = "512", output: str | Lengths = "128", seed: int = 0,
+                  prompt: str | Lengths = "512", output: str | Lengths = str(spec.DEFAULT_GEN_TOKENS), seed: int = 0,
                   concurrency: int | None = None) -> list[Request]:
     """The requests of a run: a trace's; Poisson arrivals at `rate`; or, with `concurrency`, the
     lengths of `requests` requests (or of the trace's, in its order) whose arrivals the closed
@@ -83,7 +83,7 @@ def make_requests(rate: float | None = None, requests: int = 1000, trace: str | 
         raise ConfigError(f"--seed must be a whole number, at least 0, got {show(seed)}.")
     if trace is not None:  # its count, lengths and arrivals: what would draw others is refused, not dropped
         unread = [name for name, given in (("--requests", requests != 1000), ("--prompt", str(prompt) != "512"),
-                                           ("--output", str(output) != "128"), ("--seed", seed != 0)) if given]
+                                           ("--output", str(output) != str(spec.DEFAULT_GEN_TOKENS)), ("--seed", seed != 0)) if given]
         if unread:
             raise ConfigError(f"{', '.join(unread)}: --trace gives the requests and their lengths; "
                               "leave them out with a trace (they draw requests for --rate or --concurrency).")
@@ -308,7 +308,7 @@ def run_replicas(requests: list[Request], replica: tuple, step: StepTime, replic
 
 
 def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, requests: int = 1000,
-          trace: str | None = None, prompt: str | Lengths = "512", output: str | Lengths = "128",
+          trace: str | None = None, prompt: str | Lengths = "512", output: str | Lengths = str(spec.DEFAULT_GEN_TOKENS),
           seed: int = 0, replicas: int = 1, router: str | None = None, slo_ttft: float | None = None,
           slo_tpot: float | None = None, disaggregate: tuple[int, int] | None = None,
           concurrency: int | None = None, **replica_options: Any) -> ServeRun:

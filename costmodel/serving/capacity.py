@@ -23,6 +23,7 @@ from ..checkpoint import inference_weights
 from ..config import ConfigError, show
 from ..cost import check_price
 from ..quantization import runs_w8a8
+from ..spec import DEFAULT_GEN_TOKENS
 from .api import build_replica, replica_profile, require_decoder_only, run_replicas
 from .workload import Lengths, check_requests, poisson
 
@@ -36,7 +37,7 @@ class Target:
     slo_tpot: float
     requests: int = 300
     prompt: str = "512"
-    output: str = "128"
+    output: str = str(DEFAULT_GEN_TOKENS)
     seed: int = 0
 
 
