@@ -264,6 +264,22 @@ def check_quant_layout(dtype: str | None, group: int | None, quant_layout: str) 
                           f"input columns, not {group}.")
 
 
+def check_whole_groups(fmt: WeightFormat | None, widths: Any) -> None:
+    """A format with groups along a matrix's input columns, stored unpadded (--quant-layout gptq: GPTQ's
+    and AWQ's checkpoints as vLLM loads them), needs a group that divides each quantized matrix's K
+    (`widths`, in the model's order): vLLM's GPTQ and AWQ linear methods refuse an input size that
+    is not a multiple of the group (create_weights; the check check_shard_groups makes per rank);
+    an error sentence naming the first K the group does not divide. gpt-fast's and torchao's
+    layouts pad K (stored_shape), and take groups of 32-256 only (check_quant_layout)."""
+    if fmt is None or fmt.layout != "gptq" or fmt.storage.pad != "never":
+        return
+    for width in widths:
+        if width % fmt.group:
+            raise ConfigError(f"--weight-group {fmt.group}: {fmt.dtype} groups of {fmt.group} input columns do not "
+                              f"divide a quantized matrix's K = {width} (GPTQ and AWQ kernels need whole groups); "
+                              "use a --weight-group that divides every K.")
+
+
 def check_shard_groups(fmt: WeightFormat | None, widths: Any, tp: int) -> None:
     """A format with groups along a matrix's input columns (int4, a grouped int8) needs whole groups
     on each row-parallel shard of tensor parallelism (K / tp columns of each of `widths`' K): an

@@ -28,6 +28,7 @@ from .config import ConfigError, ModelConfig, Workload
 from .defaults import has_attention, sdpa_runs_math
 from .leaves import ONE, Leaf, TreeBuilder
 from .module_recompute import MODULE_NEEDS, check_recomputed_modules  # noqa: F401 (re-exported)
+from .quantization import check_whole_groups
 from .spec import MLA_FORMS
 
 PHASES = ("train", "prefill", "decode", "chunk")
@@ -71,6 +72,14 @@ def check_weight_scope(cfg: ModelConfig, fmt) -> None:
     if fmt is not None and fmt.scope == "experts" and not cfg.moe:
         raise ConfigError(f"weight_dtype {fmt.dtype} quantizes routed experts only, and model "
                           f"{cfg.name!r} has none.")
+
+
+def _quantized_widths(cfg: ModelConfig, leaves: list[Leaf]) -> list[int]:
+    """The input widths K of the quantized leaves' weight matrices, in the model's order, each once."""
+    fixed = {symbol: sp.Integer(value) for symbol, value in model_values(cfg).items()}
+    widths = (int(cols.xreplace(fixed)) for leaf in leaves if leaf.weight_format is not None
+              for _, cols, _ in leaf.cost.matrices)
+    return list(dict.fromkeys(widths))
 
 
 def _norm_first(layer: list[Leaf]) -> list[Leaf]:
@@ -131,6 +140,7 @@ class CostModel:
         leaves = [dataclasses.replace(leaf, per_param=per_param, weight_format=fmt if fmt is None
                                       or fmt.quantizes(isinstance(leaf.block, B.Experts)) else None)
                   for leaf in TreeBuilder(self.cfg, self.profile, self.phase).build()]
+        check_whole_groups(fmt, _quantized_widths(self.cfg, leaves))
         leaves = [dataclasses.replace(leaf, recomputed=rerun is not None, rerun=rerun)
                   for leaf, rerun in ((leaf, self._rerun(leaf)) for leaf in leaves)]
         if self.phase == "train":

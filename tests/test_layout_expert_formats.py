@@ -19,8 +19,10 @@ from costmodel.tree import CostModel, model_values, profile_for
 
 
 def _workload(weight_dtype: str) -> Workload:
+    # int4 in groups of 64: gpt-oss's hidden width, 2,880, is no multiple of the default 128, which
+    # GPTQ and AWQ refuse (quantization.check_whole_groups).
     return Workload(seq_len=5, gen_tokens=20, batch=1, attention="flash", precision="pure",
-                    kv_cache="static", weight_dtype=weight_dtype)
+                    kv_cache="static", weight_dtype=weight_dtype, weight_group=64 if weight_dtype == "int4" else None)
 
 
 def _one_device(cfg, workload: Workload) -> tuple[int, int]:

@@ -76,3 +76,21 @@ def test_plan_serve_generates_what_serve_and_simulate_generate_by_default(capsys
     row = json.loads(out)["feasible"][0]
     assert code == 0 and row["layout"] == {"tp": 2, "pp": 1, "dp": 1, "batch": 32}
     assert row["last_step"]["context"] == 2_176 and row["per_rank"]["kv_cache"] == 32 * 2_176 * 131_072 // 2
+
+
+def test_an_int4_group_must_divide_each_quantized_matrix_k(capsys):
+    """`--weight-dtype int4 --weight-group 7` was taken (each row's groups over K rounded up), though
+    GPTQ's and AWQ's kernels (vLLM's create_weights) need a group that divides K: one sentence naming
+    the first K in the model's order. Llama 3.1 8B: hidden 4,096 (q/k/v, gate/up), intermediate
+    14,336 = 2^11 x 7 (down); groups of 4,096 divide the first, not the second."""
+    base = ["estimate", "--model", "llama3.1-8b", "--weight-dtype", "int4", "--weight-group"]
+    for group, width in (("7", 4_096), ("4096", 14_336)):
+        code, _, err = _run([*base, group], capsys)
+        assert code == 2 and err.splitlines() == [
+            f"error: --weight-group {group}: int4 groups of {group} input columns do not divide a quantized "
+            f"matrix's K = {width} (GPTQ and AWQ kernels need whole groups); use a --weight-group that divides "
+            "every K."]
+    code, _, err = _run([*base, "2048", "--json"], capsys)  # 4,096 and 14,336 = 7 x 2,048
+    assert code == 0, err
+    code, _, err = _run([*base, "7", "--quant-layout", "gpt-fast"], capsys)  # its own 32-256 groups, K padded
+    assert code == 2 and "gpt-fast's int4 takes groups of 32, 64, 128, 256 input columns, not 7" in err
