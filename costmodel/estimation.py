@@ -347,7 +347,8 @@ class Estimate:
         if self.cfg.n_window_layers:
             out["kv_cache_note"] = (
                 "sliding-window layers hold what Hugging Face's cache holds: the whole prompt after "
-                "the prefill (T = 0), min(n + T, w) tokens once decoding has begun")
+                "the prefill (T = 0: the w - 1 tokens it keeps are a view whose storage is the prefill's "
+                "keys and values), min(n + T, w) tokens once decoding has begun")
         return out
 
     @property

@@ -174,7 +174,9 @@ def estimated_total(fields: dict[str, Any], name: str) -> int:
 def assert_cache_after_prefill_exact(fields: dict[str, Any], name: str, dtype: str, b: int = 2, n: int = 9) -> None:
     """The class's cache after a prefill of b x n random tokens (every layer's keys and values, and a
     linear mixer's conv and recurrent states: Mamba-2's, Gated DeltaNet's) in bytes, against the
-    estimate's KV cache; both nonzero."""
+    estimate's KV cache; both nonzero. Bytes held are storage bytes, each storage once, as
+    validate/measure/memory.cache_bytes counts them: a sliding layer's keys after a prefill are a view
+    of w - 1 tokens whose storage is the whole prompt's (DynamicSlidingWindowLayer.update)."""
     import torch
     import transformers
 
@@ -185,11 +187,14 @@ def assert_cache_after_prefill_exact(fields: dict[str, Any], name: str, dtype: s
     model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch_dtype).eval()
     with torch.no_grad():
         cache = model(torch.randint(0, fields["vocab_size"], (b, n)), use_cache=True).past_key_values
-    held = 0
+    from validate.measure.common import storage_key
+
+    storages = {}
     for layer in cache.layers:
         tensors = [getattr(layer, key, None) for key in ("keys", "values")]
         tensors += [*getattr(layer, "conv_states", {}).values(), *getattr(layer, "recurrent_states", {}).values()]
-        held += sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+        storages.update({storage_key(t): t.untyped_storage().nbytes() for t in tensors if isinstance(t, torch.Tensor)})
+    held = sum(storages.values())
     ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype=dtype).to_dict()
     assert ours["memory"]["kv_cache"] == held > 0
 

@@ -150,13 +150,11 @@ def test_decode_step_flops_equal_the_decode_tree(name):
     assert_decode_flops_exact(CONFIGS[name], name)
 
 
-@pytest.mark.parametrize("name", ["hy_v3", "hy_v3-pattern", "laguna"])
+@pytest.mark.parametrize("name", ["hy_v3", "hy_v3-pattern", "laguna", "afmoe"])
 def test_cache_after_prefill_equals_the_estimate(name):
-    """Without a window. AFMoE's sliding layers are checked by the validate rows' KV-cache bytes
-    (after 2 generated tokens: the window's tokens); right after a prefill transformers 5.24's
-    DynamicSlidingWindowLayer holds sliding_window - 1 tokens, which the estimate at
-    gen_tokens 0 does not model (it counts the whole prompt: 11,520 bytes against 7,680 for the
-    afmoe config at b 2, n 9, fp32)."""
+    """Right after a prefill transformers 5.24's DynamicSlidingWindowLayer shows sliding_window - 1
+    tokens, a view whose storage is the whole prompt's: the afmoe config at b 2, n 9, fp32 holds
+    11,520 bytes (7,680 visible), the estimate's figure."""
     pytest.importorskip("transformers")
     from tests.family_configs import assert_cache_after_prefill_exact
 

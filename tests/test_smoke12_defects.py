@@ -94,3 +94,44 @@ def test_an_int4_group_must_divide_each_quantized_matrix_k(capsys):
     assert code == 0, err
     code, _, err = _run([*base, "7", "--quant-layout", "gpt-fast"], capsys)  # its own 32-256 groups, K padded
     assert code == 2 and "gpt-fast's int4 takes groups of 32, 64, 128, 256 input columns, not 7" in err
+
+
+_WINDOWED = dict(vocab_size=99, hidden_size=48, intermediate_size=37, num_hidden_layers=3, num_attention_heads=6,
+                 num_key_value_heads=2, head_dim=10, sliding_window=4, max_position_embeddings=64)
+
+
+def test_a_windowed_cache_after_the_prefill_is_the_storage_it_keeps(capsys):
+    """The eleventh round read a sliding layer's cache after a prefill as w - 1 tokens (the afmoe
+    config: 7,680 bytes against the estimate's 11,520): numel of keys[:, :, -w+1:], a view whose
+    storage is the whole prompt's concatenation (DynamicSlidingWindowLayer.update), which is what
+    stays allocated and what validate/measure/memory.kv_cache_bytes counts. The estimate's figure is
+    that storage, exact for Mistral (every layer sliding), Gemma 2 (layers 0 and 2) and Gemma 3 at
+    b 2, n 9, fp32: a layer's token 2 (k, v) x 2 (b) x 2 heads x 10 x 4 B = 320 B; after the prefill
+    every layer holds 9 tokens, after T steps a sliding one min(9 + T, 4), a full one 9 + T. The
+    KV cache line says so."""
+    import torch
+    import transformers
+
+    from costmodel import estimate
+    from validate.measure.memory import kv_cache_bytes
+
+    cases = {"mistral": (dict(_WINDOWED, num_hidden_layers=2), (5_760, 2_560, 2_560)),
+             "gemma2": (_WINDOWED, (8_640, 5_760, 6_400)),
+             "gemma3_text": (dict(_WINDOWED, layer_types=["sliding_attention", "full_attention", "sliding_attention"]),
+                             (8_640, 5_760, 6_400))}
+    for model_type, (fields, expected) in cases.items():
+        fields = dict(fields, model_type=model_type)
+        torch.manual_seed(0)
+        model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**fields),
+                                                              dtype=torch.float32).eval()
+        ids = torch.randint(0, 99, (2, 9))
+        measured = tuple(kv_cache_bytes(model, {"input_ids": ids}, gen) for gen in (0, 1, 3))
+        ours = tuple(estimate(dict(fields, name=model_type), seq_len=9, batch=2, dtype="fp32",
+                              gen_tokens=gen).to_dict()["memory"]["kv_cache"] for gen in (0, 1, 3))
+        assert measured == ours == expected, model_type
+    memory = estimate(dict(cases["mistral"][0], model_type="mistral", name="mistral"), seq_len=9, batch=2,
+                      dtype="fp32").to_dict()["memory"]
+    assert memory["kv_cache_note"] == (
+        "sliding-window layers hold what Hugging Face's cache holds: the whole prompt after the prefill (T = 0: "
+        "the w - 1 tokens it keeps are a view whose storage is the prefill's keys and values), min(n + T, w) tokens "
+        "once decoding has begun")
