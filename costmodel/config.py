@@ -24,8 +24,7 @@ from .model_choices import (ACTIVATIONS, GATED_ACTIVATIONS, HEADS, NORM_POSITION
                             POSITIONS, ROUTERS)
 
 #: The ModelConfig fields a layer_pattern must agree with.
-_PATTERN_COUNTS = ("n_decoder_layers", "sliding_window", "window_layers", "n_experts", "n_dense_layers",
-                   "nope_layers")
+_PATTERN_COUNTS = ("n_decoder_layers", "sliding_window", "window_layers", "n_experts", "n_dense_layers", "nope_layers")
 
 
 @dataclass(frozen=True)
@@ -65,8 +64,7 @@ class ModelConfig:
     # Dropout on the attention probabilities when it differs from `dropout` (OPT: dropout 0.1 on
     # the sublayer outputs, attention_dropout 0.0); None: the same.
     attention_dropout: float | None = None
-    # The attention scores' multiplier: None is 1/sqrt(d_head); 1.0 means no multiply at all (T5
-    # folds the scale into its initialisation).
+    # The attention scores' multiplier: None is 1/sqrt(d_head); 1.0: no multiply (T5 folds it into its init).
     attention_scale: float | None = None
     scale_lm_head_input: bool = False  # the decoder output scaled before the head (T5: d**-0.5; MiniCPM3)
     # Attend to at most this many previous tokens (Mistral v0.1, Phi-3, Gemma 2's local layers) in
@@ -149,6 +147,8 @@ class ModelConfig:
     v_head_dim: int | None = None
     index_n_heads: int | None = None  # DeepSeek-V3.2's lightning indexer (blocks/indexer.py): its heads,
     index_head_dim: int | None = None  # its head width
+    per_layer_input: int | None = None  # Gemma 4's per-layer input width p (blocks/per_layer.py; None: none)
+    per_layer_vocab: int | None = None  # V_pl, vocab_size_per_layer_input (with per_layer_input)
     # Multi-token prediction while training (DeepSeek-V3 section 2.2; Megatron-Core's MultiTokenPredictionLayer):
     # mtp_layers depths after the last layer (0, what Hugging Face's class builds; set by `--mtp`, never from a
     # config.json), each two norms, a 2d -> d projection, one more layer (of the last kind, or a hybrid's
@@ -237,10 +237,8 @@ class ModelConfig:
                      "tie_embeddings", "share_embeddings", "scale_embeddings", "scale_lm_head_input",
                      "attention_output_gate"):
             check_bool(owner, name, getattr(self, name))
-        if self.attention_scale is not None and (
-            isinstance(self.attention_scale, bool) or not isinstance(self.attention_scale, (int, float))
-            or not 0 < self.attention_scale < float("inf")
-        ):
+        if self.attention_scale is not None and (isinstance(self.attention_scale, bool) or not isinstance(
+                self.attention_scale, (int, float)) or not 0 < self.attention_scale < float("inf")):
             raise ConfigError(f"{owner}: attention_scale must be a positive number or null, "
                               f"got {show(self.attention_scale)}.")
         self._check_newer_fields(owner)
@@ -261,7 +259,8 @@ class ModelConfig:
     def _check_newer_fields(self, owner: str) -> None:
         """Windows, partial rotary, parallel layers, projections, experts and latent attention."""
         optional_sizes = ("sliding_window", "window_layers", "rotary_dim", "rotary_sets", "embedding_dim",
-                          "kv_lora_rank", "q_lora_rank", "v_head_dim", "d_latent", "index_n_heads", "index_head_dim")
+                          "kv_lora_rank", "q_lora_rank", "v_head_dim", "d_latent", "index_n_heads", "index_head_dim",
+                          "per_layer_input", "per_layer_vocab")
         for name in optional_sizes:
             if getattr(self, name) is not None:
                 check_int(owner, name, getattr(self, name))
@@ -397,6 +396,9 @@ class ModelConfig:
         if self.nope_layers >= self.n_decoder_layers:
             raise ConfigError(f"{owner}: nope_layers ({self.nope_layers}) must leave a decoder layer "
                               f"with RoPE (of {self.n_decoder_layers}).")
+        if (self.per_layer_input is None) != (self.per_layer_vocab is None) or (
+                self.per_layer_input and self.n_encoder_layers):
+            raise ConfigError(f"{owner}: per_layer_input and per_layer_vocab go together, in a decoder-only model.")
         if 0 < self.n_window_layers < self.n_decoder_layers and not self.nope_full_layers:
             raise ConfigError(f"{owner}: layers without RoPE beside windows on some layers (unless "
                               "they are the layers without a window) are not modelled.")
@@ -525,6 +527,7 @@ class ModelConfig:
             "d_s": max(self.d_shared, 1), "d_l": self.d_latent or 1, "L_moe": max(self.n_moe_layers, 1),
             "L_np": max(self.nope_layers, 1), "r_q": self.q_lora_rank or 1, "r_kv": self.kv_lora_rank or 1,
             "d_v": self.v_head_dim or self.d_head, "h_i": self.index_n_heads or 1, "d_i": self.index_head_dim or 1,
+            "p_l": self.per_layer_input or 1, "V_pl": self.per_layer_vocab or 1,
             **{symbol: max(self.n_mixer_layers(mixer), 1) for symbol, mixer in
                (("L_m", "mamba"), ("L_a", "attention"), ("L_f", "mlp"), ("L_g", "deltanet"))},
             **{symbol: getattr(self, name) or 1 for symbol, name in
@@ -541,7 +544,8 @@ class ModelConfig:
                         "d_shared", "d_latent", "n_dense_layers", "kv_lora_rank", "q_lora_rank", "v_head_dim",
                         "index_n_heads", "index_head_dim", "nope_layers", "layer_pattern", "mamba_heads",
                         "mamba_head_dim", "ssm_state", "mamba_groups", "conv_kernel", "chunk_size",
-                        "deltanet_k_heads", "deltanet_v_heads", "deltanet_k_dim", "deltanet_v_dim")
+                        "deltanet_k_heads", "deltanet_v_heads", "deltanet_k_dim", "deltanet_v_dim",
+                        "per_layer_input", "per_layer_vocab")
 
     def structure(self) -> dict[str, Any]:
         """What the cost tree's expressions depend on besides the dimensions' values: every
@@ -559,6 +563,7 @@ class ModelConfig:
             "windows": "none" if not windowed else "all" if windowed == self.n_decoder_layers else "some",
             "moe": self.moe, "dense_layers": self.n_dense_layers > 0, "shared_expert": self.d_shared > 0,
             "latent_experts": self.d_latent is not None, "indexer": self.index_n_heads is not None,
+            "per_layer_inputs": self.per_layer_input is not None,
             "value_width_differs": self.mla and self.v_head_dim != self.d_head,  # kernels._sdpa: math
             "mla": self.mla, "q_lora": self.q_lora_rank is not None, "nope": self.nope_layers > 0,
             "mixers": tuple(m for m in ("mamba", "attention", "mlp", "moe", "deltanet") if self.n_mixer_layers(m)),

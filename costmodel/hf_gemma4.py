@@ -31,7 +31,7 @@ _DEFAULTS: dict[str, Any] = dict(max_position_embeddings=131072, hidden_act="gel
 #: GELU (the default) or the exact one (ACT2FN["gelu"]).
 _ACTIVATIONS = ("gelu_pytorch_tanh", "gelu")
 #: Gemma4TextConfig's other defaults this reader checks.
-_SLIDING_WINDOW, _GLOBAL_HEAD_DIM, _PER_LAYER_INPUT, _PATTERN = 512, 512, 256, 6
+_SLIDING_WINDOW, _GLOBAL_HEAD_DIM, _PER_LAYER_INPUT, _PER_LAYER_VOCAB, _PATTERN = 512, 512, 256, 262_144, 6
 #: RoPE types whose tables span the whole head (proportional: zeros past partial_rotary_factor,
 #: transformers 5.24 modeling_rope_utils._compute_proportional_rope_parameters), as the
 #: elementwise rotation does (apply_rotary_pos_emb over all of head_dim).
@@ -40,10 +40,6 @@ _ROPE_TYPES = ("default", "proportional")
 
 def _refuse_unmodelled(f: Fields, head_dim: int, kv_heads: int) -> None:
     """One sentence for each Gemma 4 feature the blocks here do not express."""
-    per_layer = f.get("hidden_size_per_layer_input", _PER_LAYER_INPUT)
-    if per_layer:
-        raise ConfigError(f"{f.source}: hidden_size_per_layer_input {show(per_layer)} (Gemma 4's "
-                          "per-layer input embeddings, on by default) is not modelled; only 0 is.")
     if f.get("attention_k_eq_v", False, bool):
         raise ConfigError(f"{f.source}: attention_k_eq_v (full-attention layers reusing the keys as "
                           "values, with num_global_key_value_heads) is not modelled for gemma4_text.")
@@ -123,7 +119,10 @@ def _gemma4_text(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     window = f.get("sliding_window", _SLIDING_WINDOW, minimum=1)
     sliding = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
     cap = f.nullable("final_logit_softcapping", None, float)
+    per_layer = f.get("hidden_size_per_layer_input", _PER_LAYER_INPUT, minimum=0)  # 0: none
     return base.replace(
+        per_layer_input=per_layer or None,
+        per_layer_vocab=f.get("vocab_size_per_layer_input", _PER_LAYER_VOCAB, minimum=1) if per_layer else None,
         family="gemma4_text", qk_norm=True, scale_embeddings=True, post_sublayer_norm=True,
         attention_scale=1.0, rotary_sets=_rope_kinds(f, set(types)),
         logit_softcap=None if cap is None else float(cap),

@@ -1,10 +1,8 @@
-"""The cost tree's leaves, and how a ModelConfig's blocks are placed as them.
-
-A leaf is one block where it runs: its stack (encoder or decoder), its part of the model (the
-embeddings, a repeated layer, a stack's own blocks, the head, the loss), its sublayer inside a
-layer (self_attention, cross_attention, ffn) and its name, and how many times it runs (a layer
-leaf L times). TreeBuilder walks a ModelConfig stack by stack and layer by layer, in the order the code
-registers its parameters, and returns one phase's leaves; tree.py holds them and adds the optimizer step."""
+"""The cost tree's leaves, and how a ModelConfig's blocks are placed as them. A leaf is one block
+where it runs: its stack, its part of the model (the embeddings, a repeated layer, a stack's own
+blocks, the head, the loss), its sublayer inside a layer (self_attention, cross_attention, ffn, Gemma
+4's per_layer_input) and its name, and how many times it runs (a layer leaf L times). TreeBuilder walks a
+ModelConfig stack by stack, layer by layer, in the order the code registers its parameters."""
 
 from __future__ import annotations
 
@@ -161,8 +159,7 @@ class TreeBuilder:
         self.dropout_sites = profile.dropout_sites()  # where dropout runs (see Profile)
 
     def dropout(self, at: _Place, tokens: sp.Expr, site: str, name: str = "dropout") -> Leaves:
-        """Dropout where the profile runs it: `site` or, for a sublayer's output, "sublayer"
-        (both outputs) or the one sublayer's ("attention_output", "ffn_output")."""
+        """Dropout where the profile runs it: `site` or, for a sublayer's output, "sublayer" (both)."""
         sites = (site, "sublayer") if site.endswith("_output") else (site,)
         if not set(sites) & set(self.dropout_sites):
             return []
@@ -349,6 +346,7 @@ class TreeBuilder:
         project_in = B.EmbeddingProjection(tokens, S.d_e, S.d, input_kept=True)
         return [
             at.leaf("tokens", token_embedding),
+            *([at.leaf("per_layer", B.PerLayerEmbeddings(tokens, self.profile))] if cfg.per_layer_input else []),
             *([at.leaf("project_in", project_in)] if cfg.projected_embeddings else []),
             *([at.leaf("positions", positions())] if positions else []),
             *([at.leaf("token_types", B.TokenTypes(tokens, self.profile))] if cfg.token_types else []),
@@ -426,8 +424,10 @@ class TreeBuilder:
             cross_at = dataclasses.replace(layer, sublayer="cross_attention")
             kv_len = sp.Integer(0) if self.decode else None
             cross = self.attention(cross_at, seq, cross_len, cross=True, cached=cross_len, kv_len=kv_len)
-        return [*self_attention, *cross,
-                *self.ffn(dataclasses.replace(layer, sublayer="ffn"), S.b * seq, kind.experts)]
+        ffn = self.ffn(dataclasses.replace(layer, sublayer="ffn"), S.b * seq, kind.experts)
+        gate = [dataclasses.replace(layer, sublayer="per_layer_input").leaf("gate", B.PerLayerInput(
+            S.b * seq, self.cfg.activation, self.profile))] if self.cfg.per_layer_input else []  # Gemma 4's
+        return [*self_attention, *cross, *ffn, *gate]
 
     def layer(self, stack: str, seq: sp.Expr, kind: LayerKind, cross_len: sp.Expr | None) -> Leaves:
         """The leaves of one kind of layer, run kind.count times."""

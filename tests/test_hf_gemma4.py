@@ -43,6 +43,13 @@ CONFIGS = {
     # attention dropout 0.1 on the probabilities, two kinds by the default rule over 7 layers.
     "gemma4-vision": dict(_BASE, use_bidirectional_attention="vision", attention_dropout=0.1,
                           num_hidden_layers=7),
+    # Per-layer inputs (hidden_size_per_layer_input 8 over 4 layers, a 37-row table): the table, the
+    # d -> 32 projection and its slice norm before the layers, a gate in each layer after the FFN.
+    "gemma4-per-layer": dict(_BASE, hidden_size_per_layer_input=8, vocab_size_per_layer_input=37),
+    # The same with exact GELU, alternating kinds over 5 layers, a 6-wide input and an untied head.
+    "gemma4-per-layer-gelu": dict(_BASE, hidden_size_per_layer_input=6, vocab_size_per_layer_input=50,
+                                  hidden_activation="gelu", num_hidden_layers=5, tie_word_embeddings=False,
+                                  layer_types=["sliding_attention", "full_attention"] * 2 + ["full_attention"]),
 }
 
 
@@ -58,6 +65,9 @@ def test_parameters_equal_hugging_face(name):
     ("gemma4", 57_680),
     # + q/k/v/o biases 4 x (60 + 20 + 20 + 48) and an untied head 99 x 48.
     ("gemma4-full", 63_024),
+    # 57,680 + the per-layer table 37 x (4 x 8) + the projection 48 x 32 + its norm 8
+    # + 4 x (gate 48 x 8 + projection 8 x 48 + norm 48)
+    ("gemma4-per-layer", 63_672),
 ])
 def test_parameters_are_the_counted_integers(name, expected):
     assert _ours(CONFIGS[name], name) == expected
@@ -73,31 +83,37 @@ def test_buffers_equal_the_meta_models(name):
 
 
 def test_buffers_are_the_counted_bytes():
-    """Two kinds x 2 tables x 5 x 4 bytes + embed_scale 2 + 4 layer_scalars x 2 = 90; one kind: 50."""
+    """Two kinds x 2 tables x 5 x 4 bytes + embed_scale 2 + 4 layer_scalars x 2 = 90; one kind: 50;
+    per-layer inputs add their table's embed_scale, 2."""
     assert buffer_bytes_both(CONFIGS["gemma4"], "g")[0] == 90
     assert buffer_bytes_both(CONFIGS["gemma4-full"], "g")[0] == 50
+    assert buffer_bytes_both(CONFIGS["gemma4-per-layer"], "g")[0] == 92
 
 
-def test_the_class_defaults_are_refused_for_their_per_layer_embeddings():
+def test_the_class_defaults_are_refused_for_their_wide_full_attention_heads():
     transformers = pytest.importorskip("transformers")
     fields = transformers.AutoConfig.for_model("gemma4_text").to_dict()
-    with pytest.raises(ConfigError, match="hidden_size_per_layer_input 256 .* is not modelled"):
+    with pytest.raises(ConfigError, match="full-attention layers with head_dim 512"):
         from_hf_config(fields, name="d")
 
 
-def test_the_class_defaults_without_per_layer_embeddings_and_wide_heads():
-    """Gemma4TextConfig's defaults with hidden_size_per_layer_input 0 and global_head_dim 256:
-    30 layers x (attention 14,155,776 + q/k norms 512 + MLP 63,700,992 + norms 9,216) +
-    embeddings 262,144 x 2,304 + final norm 2,304 = 2.94B."""
+def test_the_class_defaults_with_full_attention_heads_as_wide():
+    """Gemma4TextConfig's defaults (per-layer inputs on, 256 wide) with global_head_dim 256:
+    30 layers x (attention 14,155,776 + q/k norms 512 + MLP 63,700,992 + norms 9,216
+    + per-layer gate and projection 2 x 2,304 x 256 + its norm 2,304) + embeddings 262,144 x 2,304
+    + per-layer table 262,144 x 7,680 + projection 2,304 x 7,680 + its norm 256 + final norm 2,304
+    = 5.01B (2.94B without the per-layer inputs)."""
     transformers = pytest.importorskip("transformers")
     fields = transformers.AutoConfig.for_model("gemma4_text").to_dict()
     fields.pop("per_layer_config")
-    fields.update(hidden_size_per_layer_input=0, global_head_dim=256)
-    expected = 2_939_976_960
-    assert _ours(fields, "d") == expected == _hf_count(
+    fields.update(global_head_dim=256)
+    expected = 5_006_396_416
+    assert _ours(fields, "d") == expected == _hf_count({"model_type": "gemma4_text", "global_head_dim": 256})
+    assert _ours(dict(fields, hidden_size_per_layer_input=0), "d") == 2_939_976_960 == _hf_count(
         {"model_type": "gemma4_text", "hidden_size_per_layer_input": 0, "global_head_dim": 256})
     cfg = from_hf_config(fields, name="d")
     assert (cfg.sliding_window, cfg.window_layers, cfg.rotary_sets) == (512, 25, 2)
+    assert (cfg.per_layer_input, cfg.per_layer_vocab) == (256, 262_144)
     assert [i for i in range(30) if not cfg.layer_slides(i)] == [5, 11, 17, 23, 29]
 
 
@@ -188,7 +204,8 @@ def test_wrapper_counts_are_transformers_own(wrapper_tie, text_tie):
 
 
 @pytest.mark.parametrize("changes, words", [
-    (dict(hidden_size_per_layer_input=8), "hidden_size_per_layer_input 8 (Gemma 4's per-layer"),
+    (dict(hidden_size_per_layer_input=-1), "hidden_size_per_layer_input"),
+    (dict(hidden_size_per_layer_input=8, vocab_size_per_layer_input=0), "vocab_size_per_layer_input"),
     (dict(global_head_dim=20), "full-attention layers with head_dim 20"),
     (dict(global_head_dim=None), "full-attention layers with head_dim 512"),
     (dict(per_layer_config={"3": {"num_key_value_heads": 1}}), "with num_key_value_heads 1"),
@@ -225,7 +242,15 @@ def test_the_command_line_refuses_the_class_defaults_with_status_2(tmp_path, cap
                                 "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,
                                 "intermediate_size": 128, "vocab_size": 100}))
     code, _, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.count("\n") == 1 and "hidden_size_per_layer_input 256" in err
+    assert code == 2 and err.count("\n") == 1 and "head_dim 512" in err
+
+
+def test_the_command_line_estimates_per_layer_inputs(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIGS["gemma4-per-layer"]))
+    code, out, err = run_main(["estimate", "--config", str(path), "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["params"]["total"] == 63_672
 
 
 def test_the_command_line_reads_a_gemma4_wrapper(tmp_path, capsys):
