@@ -67,10 +67,9 @@ class ModelConfig:
     # The attention scores' multiplier: None is 1/sqrt(d_head); 1.0: no multiply (T5 folds it into its init).
     attention_scale: float | None = None
     scale_lm_head_input: bool = False  # the decoder output scaled before the head (T5: d**-0.5; MiniCPM3)
-    # Attend to at most this many previous tokens (Mistral v0.1, Phi-3, Gemma 2's local layers) in
-    # window_layers of the decoder layers (None: all). Eager attention still computes every score
-    # and masks; the KV cache of a windowed layer is what Hugging Face's holds
-    # (costmodel/blocks/attention.py).
+    # Attend to at most this many previous tokens (Mistral v0.1, Phi-3, Gemma 2's local layers) in window_layers
+    # of the decoder layers (None: all). Eager attention still computes every score and masks; the KV cache of a
+    # windowed layer is what Hugging Face's holds (costmodel/blocks/attention.py).
     sliding_window: int | None = None
     window_layers: int | None = None
     qk_norm: bool = False  # a norm (`norm`'s kind) over each query and key head before RoPE (Qwen3)
@@ -149,6 +148,7 @@ class ModelConfig:
     index_head_dim: int | None = None  # its head width
     per_layer_input: int | None = None  # Gemma 4's per-layer input width p (blocks/per_layer.py; None: none)
     per_layer_vocab: int | None = None  # V_pl, vocab_size_per_layer_input (with per_layer_input)
+    global_head_dim: int | None = None  # the full (unwindowed) layers' head width where not d_head (Gemma 4)
     # Multi-token prediction while training (DeepSeek-V3 section 2.2; Megatron-Core's MultiTokenPredictionLayer):
     # mtp_layers depths after the last layer (0, what Hugging Face's class builds; set by `--mtp`, never from a
     # config.json), each two norms, a 2d -> d projection, one more layer (of the last kind, or a hybrid's
@@ -260,7 +260,7 @@ class ModelConfig:
         """Windows, partial rotary, parallel layers, projections, experts and latent attention."""
         optional_sizes = ("sliding_window", "window_layers", "rotary_dim", "rotary_sets", "embedding_dim",
                           "kv_lora_rank", "q_lora_rank", "v_head_dim", "d_latent", "index_n_heads", "index_head_dim",
-                          "per_layer_input", "per_layer_vocab")
+                          "per_layer_input", "per_layer_vocab", "global_head_dim")
         for name in optional_sizes:
             if getattr(self, name) is not None:
                 check_int(owner, name, getattr(self, name))
@@ -527,7 +527,7 @@ class ModelConfig:
             "d_s": max(self.d_shared, 1), "d_l": self.d_latent or 1, "L_moe": max(self.n_moe_layers, 1),
             "L_np": max(self.nope_layers, 1), "r_q": self.q_lora_rank or 1, "r_kv": self.kv_lora_rank or 1,
             "d_v": self.v_head_dim or self.d_head, "h_i": self.index_n_heads or 1, "d_i": self.index_head_dim or 1,
-            "p_l": self.per_layer_input or 1, "V_pl": self.per_layer_vocab or 1,
+            "p_l": self.per_layer_input or 1, "V_pl": self.per_layer_vocab or 1, "d_hg": self.global_head_dim or 1,
             **{symbol: max(self.n_mixer_layers(mixer), 1) for symbol, mixer in
                (("L_m", "mamba"), ("L_a", "attention"), ("L_f", "mlp"), ("L_g", "deltanet"))},
             **{symbol: getattr(self, name) or 1 for symbol, name in
@@ -545,7 +545,7 @@ class ModelConfig:
                         "index_n_heads", "index_head_dim", "nope_layers", "layer_pattern", "mamba_heads",
                         "mamba_head_dim", "ssm_state", "mamba_groups", "conv_kernel", "chunk_size",
                         "deltanet_k_heads", "deltanet_v_heads", "deltanet_k_dim", "deltanet_v_dim",
-                        "per_layer_input", "per_layer_vocab")
+                        "per_layer_input", "per_layer_vocab", "global_head_dim")
 
     def structure(self) -> dict[str, Any]:
         """What the cost tree's expressions depend on besides the dimensions' values: every
@@ -563,7 +563,7 @@ class ModelConfig:
             "windows": "none" if not windowed else "all" if windowed == self.n_decoder_layers else "some",
             "moe": self.moe, "dense_layers": self.n_dense_layers > 0, "shared_expert": self.d_shared > 0,
             "latent_experts": self.d_latent is not None, "indexer": self.index_n_heads is not None,
-            "per_layer_inputs": self.per_layer_input is not None,
+            "per_layer_inputs": self.per_layer_input is not None, "global_heads": self.global_head_dim is not None,
             "value_width_differs": self.mla and self.v_head_dim != self.d_head,  # kernels._sdpa: math
             "mla": self.mla, "q_lora": self.q_lora_rank is not None, "nope": self.nope_layers > 0,
             "mixers": tuple(m for m in ("mamba", "attention", "mlp", "moe", "deltanet") if self.n_mixer_layers(m)),

@@ -36,9 +36,10 @@ _SLIDING_WINDOW, _GLOBAL_HEAD_DIM, _PER_LAYER_INPUT, _PER_LAYER_VOCAB, _PATTERN 
 #: transformers 5.24 modeling_rope_utils._compute_proportional_rope_parameters), as the
 #: elementwise rotation does (apply_rotary_pos_emb over all of head_dim).
 _ROPE_TYPES = ("default", "proportional")
+_KINDS = ("sliding_attention", "full_attention")
 
 
-def _refuse_unmodelled(f: Fields, head_dim: int, kv_heads: int) -> None:
+def _refuse_unmodelled(f: Fields) -> None:
     """One sentence for each Gemma 4 feature the blocks here do not express."""
     if f.get("attention_k_eq_v", False, bool):
         raise ConfigError(f"{f.source}: attention_k_eq_v (full-attention layers reusing the keys as "
@@ -56,20 +57,42 @@ def _refuse_unmodelled(f: Fields, head_dim: int, kv_heads: int) -> None:
     if bidirectional not in (None, "vision"):  # "vision": image tokens only, the text LM is causal
         raise ConfigError(f"{f.source}: use_bidirectional_attention must be null, \"vision\" or "
                           f"\"all\", got {show(bidirectional)}.")
+
+
+def _global_head_dim(f: Fields, types: list[str], head_dim: int, kv_heads: int) -> int | None:
+    """The full-attention layers' head width where it differs from head_dim (None where it does
+    not): per_layer_config's head_dim for each layer it names (by index, or by kind), or
+    Gemma4TextConfig's default, global_head_dim on every full layer. One width for the full layers,
+    head_dim on the sliding ones and num_key_value_heads everywhere are what the tree expresses."""
     overrides = f.data.get("per_layer_config")
     if overrides is None:  # Gemma4TextConfig builds it from global_head_dim (k_eq_v off: no kv heads)
-        overrides = {"full_attention": {"head_dim": f.get("global_head_dim", _GLOBAL_HEAD_DIM)}}
+        overrides = {"full_attention": {"head_dim": f.get("global_head_dim", _GLOBAL_HEAD_DIM, minimum=1)}}
     if not isinstance(overrides, dict) or not all(isinstance(o, dict) for o in overrides.values()):
         raise ConfigError(f"{f.source}: per_layer_config must map layers to objects, got {show(overrides)}.")
-    for layer in overrides.values():
-        allowed = {"head_dim": head_dim, "num_key_value_heads": kv_heads}
-        odd = {k: v for k, v in layer.items() if k not in allowed or v != allowed[k]}
+    widths = [head_dim] * len(types)
+    for key, layer in overrides.items():
+        odd = {k: v for k, v in layer.items() if k not in ("head_dim", "num_key_value_heads")
+               or k == "num_key_value_heads" and v != kv_heads}
         if odd:
-            key = next(iter(odd))
-            raise ConfigError(f"{f.source}: full-attention layers with {key} {show(odd[key])} "
-                              f"(global_head_dim or per_layer_config) beside head_dim {show(head_dim)} "
-                              f"and num_key_value_heads {show(kv_heads)} are not modelled; give them "
-                              "equal.")
+            name = next(iter(odd))
+            raise ConfigError(f"{f.source}: per_layer_config layers with {name} {show(odd[name])} beside "
+                              f"num_key_value_heads {show(kv_heads)} are not modelled; give them equal.")
+        indices = [i for i, kind in enumerate(types) if kind == key] if key in _KINDS else \
+            [int(key)] if str(key).isdigit() and int(key) < len(types) else None
+        if indices is None:
+            raise ConfigError(f"{f.source}: per_layer_config key {show(key)} names no layer or layer type.")
+        for i in indices:
+            widths[i] = layer.get("head_dim", head_dim)
+    sliding = {w for w, kind in zip(widths, types) if kind == "sliding_attention"}
+    full = {w for w, kind in zip(widths, types) if kind == "full_attention"}
+    if sliding - {head_dim} or len(full) > 1:
+        raise ConfigError(f"{f.source}: per_layer_config head widths {show(sorted(sliding | full))} are not "
+                          f"modelled: sliding layers must keep head_dim {show(head_dim)}, full layers share one width.")
+    (width,) = full
+    if isinstance(width, bool) or not isinstance(width, int) or width < 1 or width % 2:
+        raise ConfigError(f"{f.source}: the full-attention head width must be an even positive integer, "
+                          f"got {show(width)}.")
+    return None if width == head_dim else width
 
 
 def _rope_kinds(f: Fields, kinds: set[str]) -> int:
@@ -108,7 +131,7 @@ def _gemma4_text(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
                           f"num_key_value_heads ({_DEFAULTS['num_key_value_heads']}, "
                           "Gemma4TextConfig's default when the field is missing); give num_key_value_heads.")
     base = llama.read(Fields(data, f.source), name, "llama", _DEFAULTS)
-    _refuse_unmodelled(f, base.d_head, base.n_kv_heads)
+    _refuse_unmodelled(f)
     layers = base.n_decoder_layers
     types = list(llama.layer_types(f, layers) or [
         "sliding_attention" if (i + 1) % _PATTERN else "full_attention" for i in range(layers)])
@@ -121,7 +144,7 @@ def _gemma4_text(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     cap = f.nullable("final_logit_softcapping", None, float)
     per_layer = f.get("hidden_size_per_layer_input", _PER_LAYER_INPUT, minimum=0)  # 0: none
     return base.replace(
-        per_layer_input=per_layer or None,
+        per_layer_input=per_layer or None, global_head_dim=_global_head_dim(f, types, base.d_head, base.n_kv_heads),
         per_layer_vocab=f.get("vocab_size_per_layer_input", _PER_LAYER_VOCAB, minimum=1) if per_layer else None,
         family="gemma4_text", qk_norm=True, scale_embeddings=True, post_sublayer_norm=True,
         attention_scale=1.0, rotary_sets=_rope_kinds(f, set(types)),

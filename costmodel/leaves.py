@@ -199,13 +199,11 @@ class TreeBuilder:
 
     def cached_tokens(self, windowed: bool) -> sp.Expr:
         """Tokens one self-attention layer's cache holds, as Hugging Face's DynamicCache holds them.
-
         Full layers: the prompt (prefill), the prompt and T generated (train tree), c (decode).
         A sliding layer (DynamicSlidingWindowLayer) keeps keys[:, :, -w+1:], a view of the whole
         concatenation: after the prefill it holds every prompt token (w - 1 visible); each decode
         step concatenates the visible w - 1 and the new token afresh: min(n + T, w) held
-        (FINDINGS 11.4). So the cache shrinks at the first decode step.
-        """
+        (FINDINGS 11.4). So the cache shrinks at the first decode step."""
         if self.decode:
             return sp.Min(S.c, S.w) if windowed else S.c
         if self.phase == "prefill" or not windowed:
@@ -217,16 +215,14 @@ class TreeBuilder:
         kv_len: sp.Expr | None = None, window: bool = False, rope: bool = True,
     ) -> Leaves:
         """One attention sublayer; `cached` tokens of its keys/values stay in the KV cache.
-
         kv_len is the number of tokens whose keys and values are projected here (default k_len;
         in a decode step, the new token for self-attention and none for cross-attention). A
         windowed layer's decode step attends min(c, w) keys; its prefill, run eagerly, computes
         every score and masks (the same FLOPs as a full layer). rope False: a NoPE layer of a RoPE
-        model (SmolLM3), which rotates neither queries nor keys.
-        """
+        model (SmolLM3), which rotates neither queries nor keys. Gemma 4's full layers: d_hg-wide heads."""
         cfg, profile = self.cfg, self.profile
-        q_tokens = S.b * q_len
-        kv_tokens = S.b * (k_len if kv_len is None else kv_len)
+        q_tokens, kv_tokens = S.b * q_len, S.b * (k_len if kv_len is None else kv_len)
+        head = S.d_hg if cfg.global_head_dim and not window and not cross else S.d_h
         if window and self.decode:
             k_len = sp.Min(k_len, S.w)
         position_bias = not cross and cfg.position in ("alibi", "relative")
@@ -242,6 +238,8 @@ class TreeBuilder:
             latent=cfg.mla and not cross,
             sinks=cfg.attention_sinks and not cross,
         )
+        if head != S.d_h:
+            core.update(qk_dim=head, value_dim=head)
         absorbed = cfg.mla and not cross and profile.mla == "absorbed"
         if absorbed:  # attention over the cached latents: one head of r_kv + d_r, values r_kv of it
             core.update(qk_dim=S.r_kv + S.d_r, kv_heads=ONE)
@@ -255,16 +253,16 @@ class TreeBuilder:
                 q_tokens, kv_tokens, cfg.qkv_bias, cached,
                 copies_cache=self.decode and not cross and profile.kv_cache == "dynamic",
                 fused=profile.facts.fused_qkv and not cross, profile=profile,
-                cache_heads=core["kv_heads"], transposed=profile.facts.linear_weights_transposed))]
+                cache_heads=core["kv_heads"], transposed=profile.facts.linear_weights_transposed, head_dim=head))]
             if cfg.clip_qkv is not None and not cross:
                 projections.append(at.leaf("clip_qkv", B.ClipQKV(q_tokens, kv_tokens)))
             if cfg.qk_norm and not cross:
-                norms = B.HeadNorms(q_tokens, kv_tokens, profile, cfg.qk_norm_whole, kind=cfg.norm)
+                norms = B.HeadNorms(q_tokens, kv_tokens, profile, cfg.qk_norm_whole, kind=cfg.norm, head_dim=head)
                 projections.append(at.leaf("qk_norm", norms))
             if cfg.attention_output_gate and not cross:  # Qwen3-Next: q_proj's second half
                 projections.append(at.leaf("output_gate", B.AttentionOutputGate(q_tokens, cfg.qkv_bias)))
         if cfg.rope and rope and not cross:
-            width = S.d_r if cfg.partial_rotary else S.d_h
+            width = S.d_r if cfg.partial_rotary else head
             key_heads = ONE if cfg.mla else S.h_kv
             tables = ZERO  # interleaved RoPE: this layer's own cos and sin, q_len positions
             if profile.facts.rotary_tables_per_layer and profile.facts.rotary_tables == "forward":
@@ -474,8 +472,10 @@ class TreeBuilder:
         mixed = 0 < cfg.n_window_layers < cfg.n_decoder_layers
         sets = cfg.rotary_sets if cfg.rotary_sets is not None else 2 if mixed else 1
         per_type = self.profile.facts.rotary_tables_per_layer_type and stack == "decoder"
-        rotary = B.RotaryTables(seq, self.profile, S.d_r if cfg.partial_rotary else S.d_h,
-                                sets=sets if per_type else 1)
+        width = S.d_r if cfg.partial_rotary else S.d_h
+        if cfg.global_head_dim and per_type:  # Gemma 4: a table per kind, the full layers' d_hg wide
+            sets, width = 1, (S.d_h if cfg.n_window_layers else 0) + (S.d_hg if mixed or not cfg.n_window_layers else 0)
+        rotary = B.RotaryTables(seq, self.profile, width, sets=sets if per_type else 1)
         # OPT-350m: the last hidden state projected out to the d_e-wide head, which keeps it.
         project_out = B.EmbeddingProjection(S.b * seq, S.d, S.d_e, output_kept=True)
         return [

@@ -50,6 +50,13 @@ CONFIGS = {
     "gemma4-per-layer-gelu": dict(_BASE, hidden_size_per_layer_input=6, vocab_size_per_layer_input=50,
                                   hidden_activation="gelu", num_hidden_layers=5, tie_word_embeddings=False,
                                   layer_types=["sliding_attention", "full_attention"] * 2 + ["full_attention"]),
+    # Full-attention heads 16 wide beside the sliding layers' 10 (global_head_dim), per-layer inputs.
+    "gemma4-global-heads": dict(_BASE, global_head_dim=16, hidden_size_per_layer_input=8,
+                                vocab_size_per_layer_input=37),
+    # The full layers' width 12 given by index in per_layer_config (with their equal KV heads).
+    "gemma4-per-layer-config": dict(_BASE, layer_types=["sliding_attention", "full_attention"] * 2,
+                                    num_key_value_heads=1, per_layer_config={
+                                        "1": {"head_dim": 12}, "3": {"head_dim": 12, "num_key_value_heads": 1}}),
 }
 
 
@@ -68,6 +75,8 @@ def test_parameters_equal_hugging_face(name):
     # 57,680 + the per-layer table 37 x (4 x 8) + the projection 48 x 32 + its norm 8
     # + 4 x (gate 48 x 8 + projection 8 x 48 + norm 48)
     ("gemma4-per-layer", 63_672),
+    # 63,672 + the full layer's q and o 2 x 48 x 36 + k and v 2 x 48 x 12 + q/k norms 2 x 6
+    ("gemma4-global-heads", 68_292),
 ])
 def test_parameters_are_the_counted_integers(name, expected):
     assert _ours(CONFIGS[name], name) == expected
@@ -90,11 +99,16 @@ def test_buffers_are_the_counted_bytes():
     assert buffer_bytes_both(CONFIGS["gemma4-per-layer"], "g")[0] == 92
 
 
-def test_the_class_defaults_are_refused_for_their_wide_full_attention_heads():
+def test_the_class_defaults_are_read_exactly():
+    """Gemma4TextConfig's own defaults (per-layer inputs 256 wide, full-attention heads 512 wide
+    beside the sliding layers' 256): 5 full layers x (q and o 2 x 2,304 x 4,096 + k and v
+    2 x 2,304 x 2,048 + q/k norms 1,024) more than with global_head_dim 256, 5,006,396,416."""
     transformers = pytest.importorskip("transformers")
     fields = transformers.AutoConfig.for_model("gemma4_text").to_dict()
-    with pytest.raises(ConfigError, match="full-attention layers with head_dim 512"):
-        from_hf_config(fields, name="d")
+    expected = 5_006_396_416 + 5 * (2 * 2_304 * 2_048 + 2 * 2_304 * 1_024 + 512)
+    assert _ours(fields, "d") == expected == _hf_count({"model_type": "gemma4_text"})
+    cfg = from_hf_config(fields, name="d")
+    assert (cfg.d_head, cfg.global_head_dim, cfg.per_layer_input, cfg.per_layer_vocab) == (256, 512, 256, 262_144)
 
 
 def test_the_class_defaults_with_full_attention_heads_as_wide():
@@ -206,8 +220,10 @@ def test_wrapper_counts_are_transformers_own(wrapper_tie, text_tie):
 @pytest.mark.parametrize("changes, words", [
     (dict(hidden_size_per_layer_input=-1), "hidden_size_per_layer_input"),
     (dict(hidden_size_per_layer_input=8, vocab_size_per_layer_input=0), "vocab_size_per_layer_input"),
-    (dict(global_head_dim=20), "full-attention layers with head_dim 20"),
-    (dict(global_head_dim=None), "full-attention layers with head_dim 512"),
+    (dict(global_head_dim=15), "the full-attention head width must be an even positive integer, got 15"),
+    (dict(per_layer_config={"0": {"head_dim": 12}}), "sliding layers must keep head_dim 10"),
+    (dict(per_layer_config={"2": {"head_dim": 12}, "3": {"head_dim": 14}}), "full layers share one width"),
+    (dict(per_layer_config={"9": {"head_dim": 12}}), "per_layer_config key '9' names no layer"),
     (dict(per_layer_config={"3": {"num_key_value_heads": 1}}), "with num_key_value_heads 1"),
     (dict(attention_k_eq_v=True), "attention_k_eq_v (full-attention layers reusing the keys"),
     (dict(num_kv_shared_layers=2), "num_kv_shared_layers (later layers reusing"),
@@ -236,13 +252,18 @@ def test_unmodelled_features_are_refused_in_one_sentence(changes, words):
     assert words in message and "\n" not in message
 
 
-def test_the_command_line_refuses_the_class_defaults_with_status_2(tmp_path, capsys):
+def test_the_command_line_reads_class_defaults_and_refuses_kv_sharing_with_status_2(tmp_path, capsys):
+    pytest.importorskip("transformers")
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({"model_type": "gemma4_text", "hidden_size": 64,
-                                "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,
-                                "intermediate_size": 128, "vocab_size": 100}))
+    small = {"model_type": "gemma4_text", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
+             "num_key_value_heads": 1, "intermediate_size": 128, "vocab_size": 100}
+    path.write_text(json.dumps(small))
+    code, out, err = run_main(["estimate", "--config", str(path), "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["params"]["total"] == _hf_count(small)
+    path.write_text(json.dumps(dict(small, num_kv_shared_layers=1)))
     code, _, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.count("\n") == 1 and "head_dim 512" in err
+    assert code == 2 and err.count("\n") == 1 and "num_kv_shared_layers" in err
 
 
 def test_the_command_line_estimates_per_layer_inputs(tmp_path, capsys):

@@ -50,30 +50,31 @@ class QKVProjection(Block):
     transposed: bool = False  # weights stored (d_in, d_out) (facts.linear_weights_transposed)
     profile: Profile = Profile()
     cache_heads: Expr = S.h_kv  # heads the cache holds (Falcon's new layout: h, see facts)
+    head_dim: Expr = S.d_h  # the width of every head (Gemma 4's full layers: d_hg)
     title = "Q, K, V projections"
 
     def linear_ops(self) -> tuple[LinearOp, ...]:
         """q, k, v in the order the attention's forward runs them (or the one fused projection)."""
         if self.fused:
-            return (LinearOp("qkv", self.q_tokens, S.d, (S.h + 2 * S.h_kv) * S.d_h, self.bias),)
-        return (LinearOp("q", self.q_tokens, S.d, S.h * S.d_h, self.bias),
-                LinearOp("k", self.kv_tokens, S.d, S.h_kv * S.d_h, self.bias),
-                LinearOp("v", self.kv_tokens, S.d, S.h_kv * S.d_h, self.bias))
+            return (LinearOp("qkv", self.q_tokens, S.d, (S.h + 2 * S.h_kv) * self.head_dim, self.bias),)
+        return (LinearOp("q", self.q_tokens, S.d, S.h * self.head_dim, self.bias),
+                LinearOp("k", self.kv_tokens, S.d, S.h_kv * self.head_dim, self.bias),
+                LinearOp("v", self.kv_tokens, S.d, S.h_kv * self.head_dim, self.bias))
 
     def cost(self) -> Cost:
-        q_fwd, q_bwd = linear_flops(self.q_tokens, S.d, S.h * S.d_h)
-        kv_fwd, kv_bwd = linear_flops(self.kv_tokens, S.d, 2 * S.h_kv * S.d_h)
+        q_fwd, q_bwd = linear_flops(self.q_tokens, S.d, S.h * self.head_dim)
+        kv_fwd, kv_bwd = linear_flops(self.kv_tokens, S.d, 2 * S.h_kv * self.head_dim)
         if self.fused:
-            tensors = weight_and_bias(S.d, (S.h + 2 * S.h_kv) * S.d_h, self.bias, self.transposed)
-            matrices = [weight_matrix(S.d, (S.h + 2 * S.h_kv) * S.d_h)]
+            tensors = weight_and_bias(S.d, (S.h + 2 * S.h_kv) * self.head_dim, self.bias, self.transposed)
+            matrices = [weight_matrix(S.d, (S.h + 2 * S.h_kv) * self.head_dim)]
         else:
-            tensors = (weight_and_bias(S.d, S.h * S.d_h, self.bias, self.transposed)
-                       + 2 * weight_and_bias(S.d, S.h_kv * S.d_h, self.bias, self.transposed))
-            matrices = [weight_matrix(S.d, S.h * S.d_h), weight_matrix(S.d, S.h_kv * S.d_h, 2)]
-        kv_cache = kv_cache_bytes(2 * S.b * self.cache_heads * S.d_h * self.cached_tokens,
+            tensors = (weight_and_bias(S.d, S.h * self.head_dim, self.bias, self.transposed)
+                       + 2 * weight_and_bias(S.d, S.h_kv * self.head_dim, self.bias, self.transposed))
+            matrices = [weight_matrix(S.d, S.h * self.head_dim), weight_matrix(S.d, S.h_kv * self.head_dim, 2)]
+        kv_cache = kv_cache_bytes(2 * S.b * self.cache_heads * self.head_dim * self.cached_tokens,
                                   self.profile)
-        moved = linear_bytes(self.q_tokens, S.d, S.h * S.d_h)
-        moved += linear_bytes(self.kv_tokens, S.d, 2 * S.h_kv * S.d_h)
+        moved = linear_bytes(self.q_tokens, S.d, S.h * self.head_dim)
+        moved += linear_bytes(self.kv_tokens, S.d, 2 * S.h_kv * self.head_dim)
         return make_cost(
             tensors=tensors,
             matrices=matrices,
