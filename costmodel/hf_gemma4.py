@@ -9,11 +9,12 @@ the scores are scaled by 1.0 (no query_pre_attn_scalar), each value head goes th
 RMSNorm too (the value_rmsnorm fact), each layer ends by multiplying by a one-element buffer
 (layer_scalar, the layer_scalar_buffer fact), and the last layer is always full_attention.
 
-What the blocks here express exactly is read; Gemma 4's other features are refused in one sentence
-each: per-layer input embeddings (hidden_size_per_layer_input, on by default: 256), a full-attention
-head width (global_head_dim, 512 by default) other than head_dim, keys shared as values
-(attention_k_eq_v), KV-cache sharing across layers (num_kv_shared_layers), the MoE block beside the
-MLP (enable_moe_block), bidirectional attention ("all") and RoPE types other than default and
+Read beside Gemma 3's layer: per-layer inputs (hidden_size_per_layer_input, on by default: 256;
+costmodel/blocks/per_layer.py) and the full-attention layers' own head width (global_head_dim, 512
+by default, or per_layer_config's head_dim; the d_hg symbol). Gemma 4's other features are refused
+in one sentence each: keys shared as values (attention_k_eq_v), KV-cache sharing across layers
+(num_kv_shared_layers), the MoE block beside the MLP (enable_moe_block), per_layer_config changing
+num_key_value_heads, bidirectional attention ("all") and RoPE types other than default and
 proportional. Defaults are Gemma4TextConfig's (transformers 5.24 configuration_gemma4.py)."""
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Gemma 4's language model (costmodel/hf_gemma4.py: gemma4_text, and the gemma4 wrapper read as
 its text_config): parameters and buffers equal to Gemma4ForCausalLM on the meta device
 (transformers 5.24), every `validate` row exact under eager and sdpa (slow), decode-step FLOPs
-equal to the decode tree (slow), the facts Gemma 4's code needs (its pow-statistics RMSNorm, the
+equal to the decode tree (slow) with and without per-layer inputs and wider full-attention heads,
+the class defaults' parameters, the facts Gemma 4's code needs (its pow-statistics RMSNorm, the
 weightless value norm, the layer_scalar buffer) each measured, and the features the blocks here
 do not express refused in one sentence."""
 
@@ -43,16 +44,16 @@ CONFIGS = {
     # attention dropout 0.1 on the probabilities, two kinds by the default rule over 7 layers.
     "gemma4-vision": dict(_BASE, use_bidirectional_attention="vision", attention_dropout=0.1,
                           num_hidden_layers=7),
-    # Per-layer inputs (hidden_size_per_layer_input 8 over 4 layers, a 37-row table): the table, the
+    # Per-layer inputs (hidden_size_per_layer_input 8 over 4 layers, a 128-row table): the table, the
     # d -> 32 projection and its slice norm before the layers, a gate in each layer after the FFN.
-    "gemma4-per-layer": dict(_BASE, hidden_size_per_layer_input=8, vocab_size_per_layer_input=37),
+    "gemma4-per-layer": dict(_BASE, hidden_size_per_layer_input=8, vocab_size_per_layer_input=128),
     # The same with exact GELU, alternating kinds over 5 layers, a 6-wide input and an untied head.
-    "gemma4-per-layer-gelu": dict(_BASE, hidden_size_per_layer_input=6, vocab_size_per_layer_input=50,
+    "gemma4-per-layer-gelu": dict(_BASE, hidden_size_per_layer_input=6, vocab_size_per_layer_input=101,
                                   hidden_activation="gelu", num_hidden_layers=5, tie_word_embeddings=False,
                                   layer_types=["sliding_attention", "full_attention"] * 2 + ["full_attention"]),
     # Full-attention heads 16 wide beside the sliding layers' 10 (global_head_dim), per-layer inputs.
     "gemma4-global-heads": dict(_BASE, global_head_dim=16, hidden_size_per_layer_input=8,
-                                vocab_size_per_layer_input=37),
+                                vocab_size_per_layer_input=128),
     # The full layers' width 12 given by index in per_layer_config (with their equal KV heads).
     "gemma4-per-layer-config": dict(_BASE, layer_types=["sliding_attention", "full_attention"] * 2,
                                     num_key_value_heads=1, per_layer_config={
@@ -72,11 +73,11 @@ def test_parameters_equal_hugging_face(name):
     ("gemma4", 57_680),
     # + q/k/v/o biases 4 x (60 + 20 + 20 + 48) and an untied head 99 x 48.
     ("gemma4-full", 63_024),
-    # 57,680 + the per-layer table 37 x (4 x 8) + the projection 48 x 32 + its norm 8
+    # 57,680 + the per-layer table 128 x (4 x 8) + the projection 48 x 32 + its norm 8
     # + 4 x (gate 48 x 8 + projection 8 x 48 + norm 48)
-    ("gemma4-per-layer", 63_672),
-    # 63,672 + the full layer's q and o 2 x 48 x 36 + k and v 2 x 48 x 12 + q/k norms 2 x 6
-    ("gemma4-global-heads", 68_292),
+    ("gemma4-per-layer", 66_584),
+    # 66,584 + the full layer's q and o 2 x 48 x 36 + k and v 2 x 48 x 12 + q/k norms 2 x 6
+    ("gemma4-global-heads", 71_204),
 ])
 def test_parameters_are_the_counted_integers(name, expected):
     assert _ours(CONFIGS[name], name) == expected
@@ -140,6 +141,30 @@ def test_every_validate_row_is_exact(name, attention):
 
     rows = odd_config_rows(CONFIGS[name], name, attention)
     assert_rows_exact(rows)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["gemma4-per-layer", "gemma4-global-heads"])
+def test_every_validate_row_is_exact_in_fp32(name):
+    """In fp32 the norms' x.float() is x itself: the per-layer projection's input (the scaled
+    embeddings) is then the tensor layer 0's first norm keeps, counted once."""
+    pytest.importorskip("transformers")
+    from costmodel.config import Workload
+    from costmodel.presets import config_from_dict
+    from validate.compare import validate
+
+    cfg = config_from_dict(dict(CONFIGS[name]), source=name, name=name)
+    assert_rows_exact(validate(cfg, Workload(seq_len=12, batch=2, dtype="fp32", gen_tokens=2), target="hf"))
+
+
+@pytest.mark.parametrize("name", ["gemma4-per-layer", "gemma4-global-heads", "gemma4-per-layer-config"])
+def test_cache_after_a_real_prefill(name):
+    """Full layers cache 2 x h_kv x d_hg per token, sliding ones 2 x h_kv x d_h (a prompt of 4,
+    within the window of 5, which the sliding layers' tensors then hold whole)."""
+    pytest.importorskip("transformers")
+    from tests.family_configs import assert_cache_after_prefill_exact
+
+    assert_cache_after_prefill_exact(CONFIGS[name], name, "bf16", n=4)
 
 
 @pytest.mark.slow
@@ -271,7 +296,7 @@ def test_the_command_line_estimates_per_layer_inputs(tmp_path, capsys):
     path.write_text(json.dumps(CONFIGS["gemma4-per-layer"]))
     code, out, err = run_main(["estimate", "--config", str(path), "--json"], capsys)
     assert code == 0, err
-    assert json.loads(out)["params"]["total"] == 63_672
+    assert json.loads(out)["params"]["total"] == 66_584
 
 
 def test_the_command_line_reads_a_gemma4_wrapper(tmp_path, capsys):
