@@ -11,11 +11,13 @@ RMSNorm too (the value_rmsnorm fact), each layer ends by multiplying by a one-el
 
 Read beside Gemma 3's layer: per-layer inputs (hidden_size_per_layer_input, on by default: 256;
 costmodel/blocks/per_layer.py) and the full-attention layers' own head width (global_head_dim, 512
-by default, or per_layer_config's head_dim; the d_hg symbol). Gemma 4's other features are refused
-in one sentence each: keys shared as values (attention_k_eq_v), KV-cache sharing across layers
-(num_kv_shared_layers), the MoE block beside the MLP (enable_moe_block), per_layer_config changing
-num_key_value_heads, bidirectional attention ("all") and RoPE types other than default and
-proportional. Defaults are Gemma4TextConfig's (transformers 5.24 configuration_gemma4.py)."""
+by default, or per_layer_config's head_dim; the d_hg symbol) and keys as values on the full layers
+(attention_k_eq_v, no v_proj there, their KV heads num_key_value_heads). Gemma 4's other features
+are refused in one sentence each: num_global_key_value_heads other than num_key_value_heads,
+KV-cache sharing across layers (num_kv_shared_layers), the MoE block beside the MLP
+(enable_moe_block), per_layer_config changing num_key_value_heads, bidirectional attention ("all")
+and RoPE types other than default and proportional. Defaults are Gemma4TextConfig's (transformers
+5.24 configuration_gemma4.py)."""
 
 from __future__ import annotations
 
@@ -42,9 +44,6 @@ _KINDS = ("sliding_attention", "full_attention")
 
 def _refuse_unmodelled(f: Fields) -> None:
     """One sentence for each Gemma 4 feature the blocks here do not express."""
-    if f.get("attention_k_eq_v", False, bool):
-        raise ConfigError(f"{f.source}: attention_k_eq_v (full-attention layers reusing the keys as "
-                          "values, with num_global_key_value_heads) is not modelled for gemma4_text.")
     if f.get("num_kv_shared_layers", 0, int):
         raise ConfigError(f"{f.source}: num_kv_shared_layers (later layers reusing earlier layers' "
                           "keys and values) is not modelled for gemma4_text; only 0 is.")
@@ -66,8 +65,13 @@ def _global_head_dim(f: Fields, types: list[str], head_dim: int, kv_heads: int) 
     Gemma4TextConfig's default, global_head_dim on every full layer. One width for the full layers,
     head_dim on the sliding ones and num_key_value_heads everywhere are what the tree expresses."""
     overrides = f.data.get("per_layer_config")
-    if overrides is None:  # Gemma4TextConfig builds it from global_head_dim (k_eq_v off: no kv heads)
+    if overrides is None:  # Gemma4TextConfig builds it from global_head_dim (and, k_eq_v, the KV heads)
         overrides = {"full_attention": {"head_dim": f.get("global_head_dim", _GLOBAL_HEAD_DIM, minimum=1)}}
+        heads = f.data.get("num_global_key_value_heads")
+        if f.get("attention_k_eq_v", False, bool) and heads is not None and heads != kv_heads:
+            raise ConfigError(f"{f.source}: num_global_key_value_heads {show(heads)} (the full layers' KV heads "
+                              f"with attention_k_eq_v) beside num_key_value_heads {show(kv_heads)} is not "
+                              "modelled; give them equal.")
     if not isinstance(overrides, dict) or not all(isinstance(o, dict) for o in overrides.values()):
         raise ConfigError(f"{f.source}: per_layer_config must map layers to objects, got {show(overrides)}.")
     widths = [head_dim] * len(types)
@@ -146,6 +150,7 @@ def _gemma4_text(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     per_layer = f.get("hidden_size_per_layer_input", _PER_LAYER_INPUT, minimum=0)  # 0: none
     return base.replace(
         per_layer_input=per_layer or None, global_head_dim=_global_head_dim(f, types, base.d_head, base.n_kv_heads),
+        keys_as_values=f.get("attention_k_eq_v", False, bool),  # the full layers' values: their keys' projection
         per_layer_vocab=f.get("vocab_size_per_layer_input", _PER_LAYER_VOCAB, minimum=1) if per_layer else None,
         family="gemma4_text", qk_norm=True, scale_embeddings=True, post_sublayer_norm=True,
         attention_scale=1.0, rotary_sets=_rope_kinds(f, set(types)),

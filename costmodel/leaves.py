@@ -222,9 +222,9 @@ class TreeBuilder:
         model (SmolLM3), which rotates neither queries nor keys. Gemma 4's full layers: d_hg-wide heads."""
         cfg, profile = self.cfg, self.profile
         q_tokens, kv_tokens = S.b * q_len, S.b * (k_len if kv_len is None else kv_len)
+        keys_as_values = cfg.keys_as_values and not window and not cross  # Gemma 4's full layers
         head = S.d_hg if cfg.global_head_dim and not window and not cross else S.d_h
-        if window and self.decode:
-            k_len = sp.Min(k_len, S.w)
+        k_len = sp.Min(k_len, S.w) if window and self.decode else k_len
         position_bias = not cross and cfg.position in ("alibi", "relative")
         all_heads = profile.facts.kv_cache_heads == "query" and not cross  # Falcon's new layout
         core = dict(
@@ -237,9 +237,8 @@ class TreeBuilder:
             chunked=window and not self.decode and cfg.chunked_window,
             latent=cfg.mla and not cross,
             sinks=cfg.attention_sinks and not cross,
+            **({"qk_dim": head, "value_dim": head} if head != S.d_h else {}),
         )
-        if head != S.d_h:
-            core.update(qk_dim=head, value_dim=head)
         absorbed = cfg.mla and not cross and profile.mla == "absorbed"
         if absorbed:  # attention over the cached latents: one head of r_kv + d_r, values r_kv of it
             core.update(qk_dim=S.r_kv + S.d_r, kv_heads=ONE)
@@ -253,11 +252,12 @@ class TreeBuilder:
                 q_tokens, kv_tokens, cfg.qkv_bias, cached,
                 copies_cache=self.decode and not cross and profile.kv_cache == "dynamic",
                 fused=profile.facts.fused_qkv and not cross, profile=profile,
-                cache_heads=core["kv_heads"], transposed=profile.facts.linear_weights_transposed, head_dim=head))]
+                cache_heads=core["kv_heads"], transposed=profile.facts.linear_weights_transposed, head_dim=head,
+                values_are_keys=keys_as_values))]
             if cfg.clip_qkv is not None and not cross:
                 projections.append(at.leaf("clip_qkv", B.ClipQKV(q_tokens, kv_tokens)))
             if cfg.qk_norm and not cross:
-                norms = B.HeadNorms(q_tokens, kv_tokens, profile, cfg.qk_norm_whole, kind=cfg.norm, head_dim=head)
+                norms = B.HeadNorms(q_tokens, kv_tokens, profile, cfg.qk_norm_whole, cfg.norm, head, keys_as_values)
                 projections.append(at.leaf("qk_norm", norms))
             if cfg.attention_output_gate and not cross:  # Qwen3-Next: q_proj's second half
                 projections.append(at.leaf("output_gate", B.AttentionOutputGate(q_tokens, cfg.qkv_bias)))

@@ -54,6 +54,9 @@ CONFIGS = {
     # Full-attention heads 16 wide beside the sliding layers' 10 (global_head_dim), per-layer inputs.
     "gemma4-global-heads": dict(_BASE, global_head_dim=16, hidden_size_per_layer_input=8,
                                 vocab_size_per_layer_input=128),
+    # Keys as values on the full layers (attention_k_eq_v: no v_proj there), 16 wide, per-layer inputs.
+    "gemma4-keys-as-values": dict(_BASE, global_head_dim=16, attention_k_eq_v=True, hidden_size_per_layer_input=8,
+                                  vocab_size_per_layer_input=128),
     # The full layers' width 12 given by index in per_layer_config (with their equal KV heads).
     "gemma4-per-layer-config": dict(_BASE, layer_types=["sliding_attention", "full_attention"] * 2,
                                     num_key_value_heads=1, per_layer_config={
@@ -78,6 +81,8 @@ def test_parameters_equal_hugging_face(name):
     ("gemma4-per-layer", 66_584),
     # 66,584 + the full layer's q and o 2 x 48 x 36 + k and v 2 x 48 x 12 + q/k norms 2 x 6
     ("gemma4-global-heads", 71_204),
+    # 71,204 less the full layer's v_proj 48 x 2 x 16
+    ("gemma4-keys-as-values", 69_668),
 ])
 def test_parameters_are_the_counted_integers(name, expected):
     assert _ours(CONFIGS[name], name) == expected
@@ -110,6 +115,9 @@ def test_the_class_defaults_are_read_exactly():
     assert _ours(fields, "d") == expected == _hf_count({"model_type": "gemma4_text"})
     cfg = from_hf_config(fields, name="d")
     assert (cfg.d_head, cfg.global_head_dim, cfg.per_layer_input, cfg.per_layer_vocab) == (256, 512, 256, 262_144)
+    # attention_k_eq_v: no v_proj on the 5 full layers (2,304 x 4 x 512 each)
+    keys_as_values = {"model_type": "gemma4_text", "attention_k_eq_v": True}
+    assert _ours(dict(fields, attention_k_eq_v=True), "k") == expected - 5 * 2_304 * 2_048 == _hf_count(keys_as_values)
 
 
 def test_the_class_defaults_with_full_attention_heads_as_wide():
@@ -144,10 +152,11 @@ def test_every_validate_row_is_exact(name, attention):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["gemma4-per-layer", "gemma4-global-heads"])
+@pytest.mark.parametrize("name", ["gemma4-per-layer", "gemma4-global-heads", "gemma4-keys-as-values"])
 def test_every_validate_row_is_exact_in_fp32(name):
     """In fp32 the norms' x.float() is x itself: the per-layer projection's input (the scaled
-    embeddings) is then the tensor layer 0's first norm keeps, counted once."""
+    embeddings) is then the tensor layer 0's first norm keeps, and with keys as values the value
+    norm's input the key norm's, each counted once."""
     pytest.importorskip("transformers")
     from costmodel.config import Workload
     from costmodel.presets import config_from_dict
@@ -250,7 +259,8 @@ def test_wrapper_counts_are_transformers_own(wrapper_tie, text_tie):
     (dict(per_layer_config={"2": {"head_dim": 12}, "3": {"head_dim": 14}}), "full layers share one width"),
     (dict(per_layer_config={"9": {"head_dim": 12}}), "per_layer_config key '9' names no layer"),
     (dict(per_layer_config={"3": {"num_key_value_heads": 1}}), "with num_key_value_heads 1"),
-    (dict(attention_k_eq_v=True), "attention_k_eq_v (full-attention layers reusing the keys"),
+    (dict(attention_k_eq_v=True, num_global_key_value_heads=1),
+     "num_global_key_value_heads 1 (the full layers' KV heads with attention_k_eq_v) beside"),
     (dict(num_kv_shared_layers=2), "num_kv_shared_layers (later layers reusing"),
     (dict(enable_moe_block=True, num_experts=4, top_k_experts=2, moe_intermediate_size=8),
      "enable_moe_block (Gemma 4's experts beside the MLP"),

@@ -51,30 +51,32 @@ class QKVProjection(Block):
     profile: Profile = Profile()
     cache_heads: Expr = S.h_kv  # heads the cache holds (Falcon's new layout: h, see facts)
     head_dim: Expr = S.d_h  # the width of every head (Gemma 4's full layers: d_hg)
+    values_are_keys: bool = False  # no v projection: the keys' is the values' (Gemma 4's attention_k_eq_v)
     title = "Q, K, V projections"
 
     def linear_ops(self) -> tuple[LinearOp, ...]:
         """q, k, v in the order the attention's forward runs them (or the one fused projection)."""
         if self.fused:
             return (LinearOp("qkv", self.q_tokens, S.d, (S.h + 2 * S.h_kv) * self.head_dim, self.bias),)
+        names = ("k",) if self.values_are_keys else ("k", "v")
         return (LinearOp("q", self.q_tokens, S.d, S.h * self.head_dim, self.bias),
-                LinearOp("k", self.kv_tokens, S.d, S.h_kv * self.head_dim, self.bias),
-                LinearOp("v", self.kv_tokens, S.d, S.h_kv * self.head_dim, self.bias))
+                *(LinearOp(name, self.kv_tokens, S.d, S.h_kv * self.head_dim, self.bias) for name in names))
 
     def cost(self) -> Cost:
         q_fwd, q_bwd = linear_flops(self.q_tokens, S.d, S.h * self.head_dim)
-        kv_fwd, kv_bwd = linear_flops(self.kv_tokens, S.d, 2 * S.h_kv * self.head_dim)
+        projected = 1 if self.values_are_keys else 2  # k and v, or k alone
+        kv_fwd, kv_bwd = linear_flops(self.kv_tokens, S.d, projected * S.h_kv * self.head_dim)
         if self.fused:
             tensors = weight_and_bias(S.d, (S.h + 2 * S.h_kv) * self.head_dim, self.bias, self.transposed)
             matrices = [weight_matrix(S.d, (S.h + 2 * S.h_kv) * self.head_dim)]
         else:
             tensors = (weight_and_bias(S.d, S.h * self.head_dim, self.bias, self.transposed)
-                       + 2 * weight_and_bias(S.d, S.h_kv * self.head_dim, self.bias, self.transposed))
-            matrices = [weight_matrix(S.d, S.h * self.head_dim), weight_matrix(S.d, S.h_kv * self.head_dim, 2)]
+                       + projected * weight_and_bias(S.d, S.h_kv * self.head_dim, self.bias, self.transposed))
+            matrices = [weight_matrix(S.d, S.h * self.head_dim), weight_matrix(S.d, S.h_kv * self.head_dim, projected)]
         kv_cache = kv_cache_bytes(2 * S.b * self.cache_heads * self.head_dim * self.cached_tokens,
                                   self.profile)
         moved = linear_bytes(self.q_tokens, S.d, S.h * self.head_dim)
-        moved += linear_bytes(self.kv_tokens, S.d, 2 * S.h_kv * self.head_dim)
+        moved += linear_bytes(self.kv_tokens, S.d, projected * S.h_kv * self.head_dim)
         return make_cost(
             tensors=tensors,
             matrices=matrices,

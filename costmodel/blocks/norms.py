@@ -115,13 +115,15 @@ class Norm(Block):
         return self.profile.recomputes("norms") or (self.before_experts and self.profile.recomputes("moe_norms"))
 
 
-def _weightless_saved(rows: Expr, width: Expr, facts: Facts, recomputed: bool) -> Expr:
+def _weightless_saved(rows: Expr, width: Expr, facts: Facts, recomputed: bool, shared: bool = False) -> Expr:
     """Bytes a weightless RMSNorm over rows x width keeps whose output another block keeps (Gemma
-    4's v_norm): its input in the norm's dtype and its statistics (two a row with pow's)."""
+    4's v_norm): its input in the norm's dtype and its statistics (two a row with pow's). shared:
+    its input is the key norm's too (attention_k_eq_v), so in an fp32 model x.float() is that tensor."""
     if recomputed:
-        return S.e * rows * width
+        return ZERO if shared else S.e * rows * width
     size = S.e if facts.norm_dtype == "activation" else dtype_bytes(facts.norm_dtype)
-    return size * rows * width + size * rows * (2 if facts.rmsnorm_pow_stats else 1)
+    values = unless_fp32(size * rows * width) if shared else size * rows * width
+    return values + size * rows * (2 if facts.rmsnorm_pow_stats else 1)
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,7 @@ class HeadNorms(Block):
     whole: bool = False
     kind: str = "rmsnorm"  # "layernorm": Persimmon's, a LayerNorm with a weight and bias per head
     head_dim: Expr = S.d_h  # the width of every head (Gemma 4's full layers: d_hg)
+    values_are_keys: bool = False  # the value norm reads the keys' projection (Gemma 4's attention_k_eq_v)
     title = "query and key norms"
 
     def cost(self) -> Cost:
@@ -155,7 +158,7 @@ class HeadNorms(Block):
         # two norms: Gemma 3's each keep their own fp32 (1 + w)
         saved = sum(norm_saved(self.kind, rows, width, facts, output_kept=False,
                                recomputed=recomputed) for rows, width in norms)
-        saved += _weightless_saved(value_rows, self.head_dim, facts, recomputed)
+        saved += _weightless_saved(value_rows, self.head_dim, facts, recomputed, self.values_are_keys)
         if facts.fused_qkv and self.kind == "layernorm" and not recomputed:
             # Persimmon: the LayerNorms keep their inputs as views of the fused q/k/v output,
             # whose storage holds the values too (measured: NativeLayerNormBackward0's input)
