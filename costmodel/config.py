@@ -264,6 +264,9 @@ class ModelConfig:
         for name in optional_sizes:
             if getattr(self, name) is not None:
                 check_int(owner, name, getattr(self, name))
+        if (self.per_layer_input is None) != (self.per_layer_vocab is None) or (
+                self.per_layer_input and self.n_encoder_layers):
+            raise ConfigError(f"{owner}: per_layer_input and per_layer_vocab go together, in a decoder-only model.")
         for name in ("n_experts", "top_k", "d_shared", "n_dense_layers", "position_offset", "mtp_layers",
                      "nope_layers"):
             check_int(owner, name, getattr(self, name), minimum=0)
@@ -396,9 +399,6 @@ class ModelConfig:
         if self.nope_layers >= self.n_decoder_layers:
             raise ConfigError(f"{owner}: nope_layers ({self.nope_layers}) must leave a decoder layer "
                               f"with RoPE (of {self.n_decoder_layers}).")
-        if (self.per_layer_input is None) != (self.per_layer_vocab is None) or (
-                self.per_layer_input and self.n_encoder_layers):
-            raise ConfigError(f"{owner}: per_layer_input and per_layer_vocab go together, in a decoder-only model.")
         if 0 < self.n_window_layers < self.n_decoder_layers and not self.nope_full_layers:
             raise ConfigError(f"{owner}: layers without RoPE beside windows on some layers (unless "
                               "they are the layers without a window) are not modelled.")
