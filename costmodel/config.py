@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .checkpoint import check_stored
-from .layer_pattern import check_layer_pattern
+from .layer_pattern import check_kv_shared, check_layer_pattern, kv_shared_counts, layer_kind
 from .errors import MAX_SIZE, ConfigError, show  # noqa: F401 (re-exported: costmodel.config.ConfigError, show)
 from .errors import check_bool, check_choice, check_int, require_decoder  # noqa: F401 (re-exported)
 # The workload's choices and dtypes (spec.py) and Workload, re-exported where they always were.
@@ -61,8 +61,7 @@ class ModelConfig:
     scale_embeddings: bool = False  # multiply token embeddings by sqrt(d_model) (Vaswani et al.)
     token_types: int = 0  # BERT's segment embeddings (type_vocab_size)
     dropout: float = 0.0  # training-time dropout probability (keeps masks for backward)
-    # Dropout on the attention probabilities when it differs from `dropout` (OPT: dropout 0.1 on
-    # the sublayer outputs, attention_dropout 0.0); None: the same.
+    # Dropout on the attention probabilities where not `dropout` (OPT: 0.1 on the outputs, 0.0 here); None: the same.
     attention_dropout: float | None = None
     # The attention scores' multiplier: None is 1/sqrt(d_head); 1.0: no multiply (T5 folds it into its init).
     attention_scale: float | None = None
@@ -149,6 +148,7 @@ class ModelConfig:
     per_layer_vocab: int | None = None  # V_pl, vocab_size_per_layer_input (with per_layer_input)
     global_head_dim: int | None = None  # the full (unwindowed) layers' head width where not d_head (Gemma 4)
     keys_as_values: bool = False  # Gemma 4's attention_k_eq_v: the full layers' values are their keys' projection
+    kv_shared_layers: int = 0  # Gemma 4's num_kv_shared_layers: the last ones reuse their kind's last own K/V
     # Multi-token prediction while training (DeepSeek-V3 section 2.2; Megatron-Core's MultiTokenPredictionLayer):
     # mtp_layers depths after the last layer (0, what Hugging Face's class builds; set by `--mtp`, never from a
     # config.json), each two norms, a 2d -> d projection, one more layer (of the last kind, or a hybrid's
@@ -358,8 +358,7 @@ class ModelConfig:
             raise ConfigError(f"{owner}: experts are modelled in decoder-only models.")
         self._check_expert_groups(owner)
         if self.n_dense_layers >= self.n_decoder_layers:
-            raise ConfigError(f"{owner}: n_dense_layers ({self.n_dense_layers}) leaves no layer with "
-                              "experts.")
+            raise ConfigError(f"{owner}: n_dense_layers ({self.n_dense_layers}) leaves no layer with experts.")
         if self.shared_expert_gate and not self.d_shared:
             raise ConfigError(f"{owner}: shared_expert_gate needs a shared expert (d_shared).")
         if self.activation not in (("relu2", "swiglu") if self.mixer_layers else ("swiglu",)):  # nemotron_h: relu2
@@ -419,8 +418,7 @@ class ModelConfig:
                     raise ConfigError(f"{owner}: {name} applies only with kv_lora_rank (MLA).")
             return
         if not self.rope or self.rotary_dim is None or self.rotary_dim >= self.d_head:
-            raise ConfigError(f"{owner}: MLA needs RoPE on rotary_dim < d_head dimensions (the "
-                              "decoupled key).")
+            raise ConfigError(f"{owner}: MLA needs RoPE on rotary_dim < d_head dimensions (the decoupled key).")
         if self.v_head_dim is None:
             raise ConfigError(f"{owner}: MLA needs v_head_dim.")
         if self.n_kv_heads != self.n_heads or self.n_encoder_layers:
@@ -493,7 +491,7 @@ class ModelConfig:
         0) of a stack, for placing layers on pipeline stages: layer_pattern's."""
         if stack != "decoder" or self.layer_pattern is None:
             return None
-        return self.layer_pattern[index]
+        return layer_kind(self, index)
 
     def layer_slides(self, index: int) -> bool:
         """Whether decoder layer `index` attends within the sliding window."""
@@ -528,6 +526,7 @@ class ModelConfig:
             "L_np": max(self.nope_layers, 1), "r_q": self.q_lora_rank or 1, "r_kv": self.kv_lora_rank or 1,
             "d_v": self.v_head_dim or self.d_head, "h_i": self.index_n_heads or 1, "d_i": self.index_head_dim or 1,
             "p_l": self.per_layer_input or 1, "V_pl": self.per_layer_vocab or 1, "d_hg": self.global_head_dim or 1,
+            **dict(zip(("L_ws", "L_fs"), (max(count, 1) for count in kv_shared_counts(self)))),
             **{symbol: max(self.n_mixer_layers(mixer), 1) for symbol, mixer in
                (("L_m", "mamba"), ("L_a", "attention"), ("L_f", "mlp"), ("L_g", "deltanet"))},
             **{symbol: getattr(self, name) or 1 for symbol, name in
@@ -564,6 +563,7 @@ class ModelConfig:
             "moe": self.moe, "dense_layers": self.n_dense_layers > 0, "shared_expert": self.d_shared > 0,
             "latent_experts": self.d_latent is not None, "indexer": self.index_n_heads is not None,
             "per_layer_inputs": self.per_layer_input is not None, "global_heads": self.global_head_dim is not None,
+            "kv_shared": tuple(count > 0 for count in kv_shared_counts(self)),
             "value_width_differs": self.mla and self.v_head_dim != self.d_head,  # kernels._sdpa: math
             "mla": self.mla, "q_lora": self.q_lora_rank is not None, "nope": self.nope_layers > 0,
             "mixers": tuple(m for m in ("mamba", "attention", "mlp", "moe", "deltanet") if self.n_mixer_layers(m)),

@@ -10,14 +10,16 @@ RMSNorm too (the value_rmsnorm fact), each layer ends by multiplying by a one-el
 (layer_scalar, the layer_scalar_buffer fact), and the last layer is always full_attention.
 
 Read beside Gemma 3's layer: per-layer inputs (hidden_size_per_layer_input, on by default: 256;
-costmodel/blocks/per_layer.py) and the full-attention layers' own head width (global_head_dim, 512
-by default, or per_layer_config's head_dim; the d_hg symbol) and keys as values on the full layers
-(attention_k_eq_v, no v_proj there, their KV heads num_key_value_heads). Gemma 4's other features
-are refused in one sentence each: num_global_key_value_heads other than num_key_value_heads,
-KV-cache sharing across layers (num_kv_shared_layers), the MoE block beside the MLP
-(enable_moe_block), per_layer_config changing num_key_value_heads, bidirectional attention ("all")
-and RoPE types other than default and proportional. Defaults are Gemma4TextConfig's (transformers
-5.24 configuration_gemma4.py)."""
+costmodel/blocks/per_layer.py), the full-attention layers' own head width (global_head_dim, 512
+by default, or per_layer_config's head_dim; the d_hg symbol), keys as values on the full layers
+(attention_k_eq_v, no v_proj there, their KV heads num_key_value_heads) and the last layers reusing
+their kind's last own layer's K and V (num_kv_shared_layers: no k/v projections, k/v norms or cache;
+generate's prefill runs them on the last position). Gemma 4's other features are refused in one
+sentence each: num_global_key_value_heads other than num_key_value_heads, use_double_wide_mlp, K/V
+sharing without per-layer inputs (transformers cannot run it) or without a layer of each kind of its
+own, the MoE block beside the MLP (enable_moe_block), per_layer_config changing num_key_value_heads,
+bidirectional attention ("all") and RoPE types other than default and proportional. Defaults are
+Gemma4TextConfig's (transformers 5.24 configuration_gemma4.py)."""
 
 from __future__ import annotations
 
@@ -44,9 +46,12 @@ _KINDS = ("sliding_attention", "full_attention")
 
 def _refuse_unmodelled(f: Fields) -> None:
     """One sentence for each Gemma 4 feature the blocks here do not express."""
-    if f.get("num_kv_shared_layers", 0, int):
-        raise ConfigError(f"{f.source}: num_kv_shared_layers (later layers reusing earlier layers' "
-                          "keys and values) is not modelled for gemma4_text; only 0 is.")
+    if f.get("num_kv_shared_layers", 0, minimum=0) and not f.get("hidden_size_per_layer_input", _PER_LAYER_INPUT):
+        raise ConfigError(f"{f.source}: num_kv_shared_layers without per-layer inputs (hidden_size_per_layer_input "
+                          "0) is not modelled: transformers 5.24's Gemma4TextModel cannot run it.")
+    if f.get("num_kv_shared_layers", 0) and f.get("use_double_wide_mlp", False, bool):
+        raise ConfigError(f"{f.source}: use_double_wide_mlp (the K/V-sharing layers' MLP twice as wide) is not "
+                          "modelled for gemma4_text.")
     if f.get("enable_moe_block", False, bool):
         raise ConfigError(f"{f.source}: enable_moe_block (Gemma 4's experts beside the MLP, with "
                           "their own router and norms) is not modelled.")
@@ -151,6 +156,7 @@ def _gemma4_text(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     return base.replace(
         per_layer_input=per_layer or None, global_head_dim=_global_head_dim(f, types, base.d_head, base.n_kv_heads),
         keys_as_values=f.get("attention_k_eq_v", False, bool),  # the full layers' values: their keys' projection
+        kv_shared_layers=f.get("num_kv_shared_layers", 0),
         per_layer_vocab=f.get("vocab_size_per_layer_input", _PER_LAYER_VOCAB, minimum=1) if per_layer else None,
         family="gemma4_text", qk_norm=True, scale_embeddings=True, post_sublayer_norm=True,
         attention_scale=1.0, rotary_sets=_rope_kinds(f, set(types)),
@@ -165,4 +171,6 @@ GEMMA4_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = 
 #: The transformers class, for a config.json that names `architectures` only.
 GEMMA4_ARCHITECTURES: dict[str, str] = {"Gemma4ForCausalLM": "gemma4_text"}
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
-GEMMA4_NAMES: dict[str, dict[str, str]] = {"gemma4_text": LLAMA_NAMES}
+GEMMA4_NAMES: dict[str, dict[str, str]] = {"gemma4_text": {
+    **LLAMA_NAMES, "kv_shared_layers": "num_kv_shared_layers", "per_layer_input": "hidden_size_per_layer_input",
+    "per_layer_vocab": "vocab_size_per_layer_input", "keys_as_values": "attention_k_eq_v"}}

@@ -15,6 +15,7 @@ from . import blocks as B
 from . import op_checkpoint
 from . import symbols as S
 from .config import ConfigError, ModelConfig
+from .layer_pattern import LayerKind, kv_shared_kinds
 from .spec import RECOMPUTED_LAYERS
 from .terms import FP32, ZERO
 
@@ -129,20 +130,6 @@ class _Place:
                     self.sublayer, kind=self.kind)
 
 
-@dataclass(frozen=True)
-class LayerKind:
-    """One kind of layer of a stack and how many of it: whether its attention slides over a
-    window, whether its FFN is a mixture of experts and whether its attention applies RoPE where
-    the model has it (label None when every layer is alike)."""
-
-    label: str | None
-    count: sp.Expr
-    window: bool = False
-    experts: bool = False
-    rope: bool = True
-    mixer: str | None = None  # the layer's one mixer (ModelConfig.mixer_layers), else None
-
-
 Leaves = list[Leaf]
 
 
@@ -212,7 +199,7 @@ class TreeBuilder:
 
     def attention(
         self, at: _Place, q_len: sp.Expr, k_len: sp.Expr, *, cross: bool, cached: sp.Expr,
-        kv_len: sp.Expr | None = None, window: bool = False, rope: bool = True,
+        kv_len: sp.Expr | None = None, window: bool = False, rope: bool = True, kv_shared: bool = False,
     ) -> Leaves:
         """One attention sublayer; `cached` tokens of its keys/values stay in the KV cache.
         kv_len is the number of tokens whose keys and values are projected here (default k_len;
@@ -231,7 +218,7 @@ class TreeBuilder:
             profile=profile,
             bias_needs_grad=position_bias and cfg.position == "relative",
             cross=cross,
-            causal=not cross and cached != 0,
+            causal=not cross and (cached != 0 or kv_shared), kv_shared=kv_shared,
             kv_heads=S.h if all_heads else S.h_kv,
             windowed=window and not self.decode,
             chunked=window and not self.decode and cfg.chunked_window,
@@ -253,11 +240,12 @@ class TreeBuilder:
                 copies_cache=self.decode and not cross and profile.kv_cache == "dynamic",
                 fused=profile.facts.fused_qkv and not cross, profile=profile,
                 cache_heads=core["kv_heads"], transposed=profile.facts.linear_weights_transposed, head_dim=head,
-                values_are_keys=keys_as_values))]
+                values_are_keys=keys_as_values, kv_shared=kv_shared))]
             if cfg.clip_qkv is not None and not cross:
                 projections.append(at.leaf("clip_qkv", B.ClipQKV(q_tokens, kv_tokens)))
             if cfg.qk_norm and not cross:
-                norms = B.HeadNorms(q_tokens, kv_tokens, profile, cfg.qk_norm_whole, cfg.norm, head, keys_as_values)
+                norms = B.HeadNorms(q_tokens, kv_tokens, profile, cfg.qk_norm_whole, cfg.norm, head, keys_as_values,
+                                    kv_shared)
                 projections.append(at.leaf("qk_norm", norms))
             if cfg.attention_output_gate and not cross:  # Qwen3-Next: q_proj's second half
                 projections.append(at.leaf("output_gate", B.AttentionOutputGate(q_tokens, cfg.qkv_bias)))
@@ -398,6 +386,8 @@ class TreeBuilder:
         if cfg.nope_layers:  # SmolLM3: RoPE on all but the NoPE layers (layer 0 has it)
             return [LayerKind("rope", S.L_dec - S.L_np, all_window, experts),
                     LayerKind("nope", S.L_np, all_window, experts, rope=False)]
+        if cfg.kv_shared_layers:  # Gemma 4: the last layers reuse their kind's last own layer's K and V
+            return kv_shared_kinds(cfg, experts)
         if windows and not all_window:
             return [LayerKind("sliding", S.L_w, True, experts),
                     LayerKind("full", S.L_dec - S.L_w, False, experts)]
@@ -410,21 +400,25 @@ class TreeBuilder:
         if not self.profile.facts.applies_sliding_window:  # the code attends and caches all
             kind = dataclasses.replace(kind, window=False)
         self_at = dataclasses.replace(layer, sublayer="self_attention")
-        cached = self.cached_tokens(kind.window) if decoder else sp.Integer(0)
+        cached = self.cached_tokens(kind.window) if decoder and not kind.kv_shared else sp.Integer(0)
+        shared = dict(kv_len=sp.Integer(0), kv_shared=True) if kind.kv_shared else {}
+        # generate's prefill (logits_to_keep 1) runs the K/V-sharing layers on the last position only
+        sliced = self.phase == "prefill" and self.profile.logits_to_keep == 1 and self.profile.attention != "flash"
+        q_len = ONE if shared and sliced else seq
         if self.decode:
-            self_attention = self.attention(self_at, seq, S.c, cross=False, cached=cached,
-                                            kv_len=seq, window=kind.window, rope=kind.rope)
+            self_attention = self.attention(self_at, seq, S.c, cross=False, cached=cached, window=kind.window,
+                                            rope=kind.rope, **{"kv_len": seq, **shared})
         else:  # the cache after the prompt (prefill), or after it and T generated tokens (train)
-            self_attention = self.attention(self_at, seq, seq, cross=False, cached=cached,
-                                            window=kind.window, rope=kind.rope)
+            self_attention = self.attention(self_at, q_len, seq, cross=False, cached=cached,
+                                            window=kind.window, rope=kind.rope, **shared)
         cross: Leaves = []
         if cross_len is not None:
             cross_at = dataclasses.replace(layer, sublayer="cross_attention")
             kv_len = sp.Integer(0) if self.decode else None
             cross = self.attention(cross_at, seq, cross_len, cross=True, cached=cross_len, kv_len=kv_len)
-        ffn = self.ffn(dataclasses.replace(layer, sublayer="ffn"), S.b * seq, kind.experts)
+        ffn = self.ffn(dataclasses.replace(layer, sublayer="ffn"), S.b * q_len, kind.experts)
         gate = [dataclasses.replace(layer, sublayer="per_layer_input").leaf("gate", B.PerLayerInput(
-            S.b * seq, self.cfg.activation, self.profile))] if self.cfg.per_layer_input else []  # Gemma 4's
+            S.b * q_len, self.cfg.activation, self.profile))] if self.cfg.per_layer_input else []  # Gemma 4's
         return [*self_attention, *cross, *ffn, *gate]
 
     def layer(self, stack: str, seq: sp.Expr, kind: LayerKind, cross_len: sp.Expr | None) -> Leaves:

@@ -57,6 +57,15 @@ CONFIGS = {
     # Keys as values on the full layers (attention_k_eq_v: no v_proj there), 16 wide, per-layer inputs.
     "gemma4-keys-as-values": dict(_BASE, global_head_dim=16, attention_k_eq_v=True, hidden_size_per_layer_input=8,
                                   vocab_size_per_layer_input=128),
+    # The last 2 of 4 alternating layers reuse layers 0's and 1's K and V (num_kv_shared_layers; transformers
+    # runs it only with per-layer inputs): no k/v projections, k/v norms or cache of their own.
+    "gemma4-kv-shared": dict(_BASE, layer_types=["sliding_attention", "full_attention"] * 2, num_kv_shared_layers=2,
+                             hidden_size_per_layer_input=8, vocab_size_per_layer_input=128),
+    # The default layer rule over 9 layers (0-4 and 6-7 sliding) with the last 3 sharing, wider full
+    # heads, keys as values and multi-head attention (6 KV heads: K and V reach the kernel unrepeated).
+    "gemma4-kv-shared-wide": dict(_BASE, num_hidden_layers=9, num_kv_shared_layers=3, global_head_dim=16,
+                                  attention_k_eq_v=True, num_key_value_heads=6, hidden_size_per_layer_input=8,
+                                  vocab_size_per_layer_input=128),
     # The full layers' width 12 given by index in per_layer_config (with their equal KV heads).
     "gemma4-per-layer-config": dict(_BASE, layer_types=["sliding_attention", "full_attention"] * 2,
                                     num_key_value_heads=1, per_layer_config={
@@ -83,6 +92,8 @@ def test_parameters_equal_hugging_face(name):
     ("gemma4-global-heads", 71_204),
     # 71,204 less the full layer's v_proj 48 x 2 x 16
     ("gemma4-keys-as-values", 69_668),
+    # 66,584 less the 2 sharing layers' k and v projections 2 x 48 x 20 and k_norm 10
+    ("gemma4-kv-shared", 62_724),
 ])
 def test_parameters_are_the_counted_integers(name, expected):
     assert _ours(CONFIGS[name], name) == expected
@@ -152,7 +163,8 @@ def test_every_validate_row_is_exact(name, attention):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["gemma4-per-layer", "gemma4-global-heads", "gemma4-keys-as-values"])
+@pytest.mark.parametrize("name", ["gemma4-per-layer", "gemma4-global-heads", "gemma4-keys-as-values",
+                                  "gemma4-kv-shared-wide"])
 def test_every_validate_row_is_exact_in_fp32(name):
     """In fp32 the norms' x.float() is x itself: the per-layer projection's input (the scaled
     embeddings) is then the tensor layer 0's first norm keeps, and with keys as values the value
@@ -166,14 +178,41 @@ def test_every_validate_row_is_exact_in_fp32(name):
     assert_rows_exact(validate(cfg, Workload(seq_len=12, batch=2, dtype="fp32", gen_tokens=2), target="hf"))
 
 
-@pytest.mark.parametrize("name", ["gemma4-per-layer", "gemma4-global-heads", "gemma4-per-layer-config"])
+@pytest.mark.parametrize("name", ["gemma4-per-layer", "gemma4-global-heads", "gemma4-per-layer-config",
+                                  "gemma4-kv-shared", "gemma4-kv-shared-wide"])
 def test_cache_after_a_real_prefill(name):
     """Full layers cache 2 x h_kv x d_hg per token, sliding ones 2 x h_kv x d_h (a prompt of 4,
-    within the window of 5, which the sliding layers' tensors then hold whole)."""
+    within the window of 5, which the sliding layers' tensors then hold whole); layers reusing an
+    earlier layer's K and V cache nothing."""
     pytest.importorskip("transformers")
     from tests.family_configs import assert_cache_after_prefill_exact
 
     assert_cache_after_prefill_exact(CONFIGS[name], name, "bf16", n=4)
+
+
+@pytest.mark.parametrize("keep", [1, 0])
+@pytest.mark.parametrize("name", ["gemma4-kv-shared", "gemma4-kv-shared-wide"])
+def test_prefill_flops_with_logits_to_keep(name, keep):
+    """generate's prefill (logits_to_keep 1) runs the K/V-sharing layers on the last position only
+    (Gemma4TextModel._maybe_slice_kv_shared_inputs), eager: FlopCounterMode over the class's
+    forward equals the prefill tree's matmul FLOPs with Profile.logits_to_keep, 1 or 0 (every position)."""
+    import dataclasses
+
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from costmodel.config import Workload
+    from costmodel.evaluate import exact, values
+    from costmodel.tree import CostModel, profile_for
+    from tests.golden.hf_families import built
+    from validate.measure import matmul_flops
+
+    cfg = from_hf_config(CONFIGS[name], name="g")
+    workload = Workload(seq_len=9, batch=2, dtype="bf16", attention="eager", impl="hf")
+    tree = CostModel(cfg, dataclasses.replace(profile_for(cfg, workload), logits_to_keep=keep), phase="prefill")
+    with built(dict(CONFIGS[name], _attn_implementation="eager"), torch.bfloat16) as model:
+        model.eval()
+        measured = matmul_flops(model, {"input_ids": torch.ones(2, 9, dtype=torch.long), "logits_to_keep": keep})
+    assert measured.forward == exact(tree.total("flops_matmul"), values(cfg, workload))
 
 
 @pytest.mark.slow
@@ -261,7 +300,13 @@ def test_wrapper_counts_are_transformers_own(wrapper_tie, text_tie):
     (dict(per_layer_config={"3": {"num_key_value_heads": 1}}), "with num_key_value_heads 1"),
     (dict(attention_k_eq_v=True, num_global_key_value_heads=1),
      "num_global_key_value_heads 1 (the full layers' KV heads with attention_k_eq_v) beside"),
-    (dict(num_kv_shared_layers=2), "num_kv_shared_layers (later layers reusing"),
+    (dict(num_kv_shared_layers=2), "num_kv_shared_layers without per-layer inputs"),
+    (dict(num_kv_shared_layers=1, use_double_wide_mlp=True, hidden_size_per_layer_input=8, vocab_size_per_layer_input=128),
+     "use_double_wide_mlp (the K/V-sharing layers' MLP twice as wide)"),
+    (dict(num_kv_shared_layers=3, hidden_size_per_layer_input=8, vocab_size_per_layer_input=128),
+     "num_kv_shared_layers is modelled for models with sliding and full layers, each kind with a layer"),
+    (dict(num_kv_shared_layers=1, layer_types=["full_attention"] * 4, hidden_size_per_layer_input=8,
+          vocab_size_per_layer_input=128), "num_kv_shared_layers is modelled for models with sliding and full"),
     (dict(enable_moe_block=True, num_experts=4, top_k_experts=2, moe_intermediate_size=8),
      "enable_moe_block (Gemma 4's experts beside the MLP"),
     (dict(use_bidirectional_attention="all"), "use_bidirectional_attention \"all\""),
@@ -296,6 +341,7 @@ def test_the_command_line_reads_class_defaults_and_refuses_kv_sharing_with_statu
     code, out, err = run_main(["estimate", "--config", str(path), "--json"], capsys)
     assert code == 0, err
     assert json.loads(out)["params"]["total"] == _hf_count(small)
+    capsys.readouterr()  # transformers' own warning while building the class
     path.write_text(json.dumps(dict(small, num_kv_shared_layers=1)))
     code, _, err = run_main(["estimate", "--config", str(path)], capsys)
     assert code == 2 and err.count("\n") == 1 and "num_kv_shared_layers" in err

@@ -52,19 +52,20 @@ class QKVProjection(Block):
     cache_heads: Expr = S.h_kv  # heads the cache holds (Falcon's new layout: h, see facts)
     head_dim: Expr = S.d_h  # the width of every head (Gemma 4's full layers: d_hg)
     values_are_keys: bool = False  # no v projection: the keys' is the values' (Gemma 4's attention_k_eq_v)
+    kv_shared: bool = False  # no k or v projection: an earlier layer's K and V (Gemma 4's num_kv_shared_layers)
     title = "Q, K, V projections"
 
     def linear_ops(self) -> tuple[LinearOp, ...]:
         """q, k, v in the order the attention's forward runs them (or the one fused projection)."""
         if self.fused:
             return (LinearOp("qkv", self.q_tokens, S.d, (S.h + 2 * S.h_kv) * self.head_dim, self.bias),)
-        names = ("k",) if self.values_are_keys else ("k", "v")
+        names = () if self.kv_shared else ("k",) if self.values_are_keys else ("k", "v")
         return (LinearOp("q", self.q_tokens, S.d, S.h * self.head_dim, self.bias),
                 *(LinearOp(name, self.kv_tokens, S.d, S.h_kv * self.head_dim, self.bias) for name in names))
 
     def cost(self) -> Cost:
         q_fwd, q_bwd = linear_flops(self.q_tokens, S.d, S.h * self.head_dim)
-        projected = 1 if self.values_are_keys else 2  # k and v, or k alone
+        projected = 0 if self.kv_shared else 1 if self.values_are_keys else 2  # k and v, k alone or neither
         kv_fwd, kv_bwd = linear_flops(self.kv_tokens, S.d, projected * S.h_kv * self.head_dim)
         if self.fused:
             tensors = weight_and_bias(S.d, (S.h + 2 * S.h_kv) * self.head_dim, self.bias, self.transposed)
@@ -178,6 +179,16 @@ class AttentionCore(Block):
     chunked: bool = False  # the window is Llama 4's chunk (ModelConfig.chunked_window)
     latent: bool = False  # MLA (its "absorbed" variant)
     sinks: bool = False  # a learned logit per head joins each softmax row (gpt-oss)
+    kv_shared: bool = False  # K and V are an earlier layer's (Gemma 4's num_kv_shared_layers)
+
+    def own_kv_heads(self, heads: Expr) -> Expr:
+        """Heads of K (or V) kept that this layer holds itself: all of them, but in a layer reusing
+        an earlier one's K and V none unless they reach the kernel repeated (a copy of h heads)."""
+        if not self.kv_shared:
+            return heads
+        if isinstance(heads, sp.Piecewise):  # each branch's heads (a condition must hold no Piecewise)
+            return sp.Piecewise(*((self.own_kv_heads(value), condition) for value, condition in heads.args))
+        return sp.Piecewise((ZERO, sp.Eq(heads, self.kv_heads)), (heads, True))
 
     @property
     def windowed_pairs(self) -> Expr:

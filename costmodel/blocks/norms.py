@@ -142,6 +142,7 @@ class HeadNorms(Block):
     kind: str = "rmsnorm"  # "layernorm": Persimmon's, a LayerNorm with a weight and bias per head
     head_dim: Expr = S.d_h  # the width of every head (Gemma 4's full layers: d_hg)
     values_are_keys: bool = False  # the value norm reads the keys' projection (Gemma 4's attention_k_eq_v)
+    kv_shared: bool = False  # the query norm alone: K and V are an earlier layer's (num_kv_shared_layers)
     title = "query and key norms"
 
     def cost(self) -> Cost:
@@ -151,6 +152,7 @@ class HeadNorms(Block):
             norms = ((self.q_tokens, S.h * self.head_dim), (self.kv_tokens, S.h_kv * self.head_dim))
         else:
             norms = ((self.q_tokens * S.h, self.head_dim), (self.kv_tokens * S.h_kv, self.head_dim))
+        norms = norms[:1] if self.kv_shared else norms
         value_rows = self.kv_tokens * S.h_kv if facts.value_rmsnorm and not self.whole else ZERO  # Gemma 4's v_norm
         values = sp.Add(*(rows * width for rows, width in norms)) + value_rows * self.head_dim
         per_norm = 2 if self.kind == "layernorm" else 1  # a weight, and a LayerNorm's bias
