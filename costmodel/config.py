@@ -63,8 +63,7 @@ class ModelConfig:
     dropout: float = 0.0  # training-time dropout probability (keeps masks for backward)
     # Dropout on the attention probabilities where not `dropout` (OPT: 0.1 on the outputs, 0.0 here); None: the same.
     attention_dropout: float | None = None
-    # The attention scores' multiplier: None is 1/sqrt(d_head); 1.0: no multiply (T5 folds it into its init).
-    attention_scale: float | None = None
+    attention_scale: float | None = None  # scores' multiplier: None 1/sqrt(d_head); 1.0 none (T5 folds it into init)
     scale_lm_head_input: bool = False  # the decoder output scaled before the head (T5: d**-0.5; MiniCPM3)
     # Attend to at most this many previous tokens (Mistral v0.1, Phi-3, Gemma 2's local layers) in window_layers of the
     # decoder layers (None: all). Eager still computes every score; the cache is Hugging Face's (blocks/attention.py).
@@ -149,6 +148,7 @@ class ModelConfig:
     global_head_dim: int | None = None  # the full (unwindowed) layers' head width where not d_head (Gemma 4)
     keys_as_values: bool = False  # Gemma 4's attention_k_eq_v: the full layers' values are their keys' projection
     kv_shared_layers: int = 0  # Gemma 4's num_kv_shared_layers: the last ones reuse their kind's last own K/V
+    double_wide_shared: bool = False  # Gemma 4's use_double_wide_mlp: those layers' MLPs are 2 d_ff wide
     # Multi-token prediction while training (DeepSeek-V3 section 2.2; Megatron-Core's MultiTokenPredictionLayer):
     # mtp_layers depths after the last layer (0, what Hugging Face's class builds; set by `--mtp`, never from a
     # config.json), each two norms, a 2d -> d projection, one more layer (of the last kind, or a hybrid's
@@ -235,7 +235,7 @@ class ModelConfig:
         check_choice(owner, "head", self.head, HEADS)
         for name in ("embedding_norm", "norm_bias", "qkv_bias", "out_bias", "ffn_bias", "lm_head_bias",
                      "tie_embeddings", "share_embeddings", "scale_embeddings", "scale_lm_head_input",
-                     "attention_output_gate", "keys_as_values"):
+                     "attention_output_gate", "keys_as_values", "double_wide_shared"):
             check_bool(owner, name, getattr(self, name))
         if self.attention_scale is not None and (isinstance(self.attention_scale, bool) or not isinstance(
                 self.attention_scale, (int, float)) or not 0 < self.attention_scale < float("inf")):

@@ -14,12 +14,12 @@ costmodel/blocks/per_layer.py), the full-attention layers' own head width (globa
 by default, or per_layer_config's head_dim; the d_hg symbol), keys as values on the full layers
 (attention_k_eq_v, no v_proj there, their KV heads num_key_value_heads) and the last layers reusing
 their kind's last own layer's K and V (num_kv_shared_layers: no k/v projections, k/v norms or cache;
-generate's prefill runs them on the last position). Gemma 4's other features are refused in one
-sentence each: num_global_key_value_heads other than num_key_value_heads, use_double_wide_mlp, K/V
-sharing without per-layer inputs (transformers cannot run it) or without a layer of each kind of its
-own, the MoE block beside the MLP (enable_moe_block), per_layer_config changing num_key_value_heads,
-bidirectional attention ("all") and RoPE types other than default and proportional. Defaults are
-Gemma4TextConfig's (transformers 5.24 configuration_gemma4.py)."""
+generate's prefill runs them on the last position; use_double_wide_mlp: their MLPs 2 d_ff wide).
+Gemma 4's other features are refused in one sentence each: num_global_key_value_heads other than
+num_key_value_heads, K/V sharing without per-layer inputs (transformers cannot run it) or without a
+layer of each kind of its own, the MoE block beside the MLP (enable_moe_block), per_layer_config
+changing num_key_value_heads, bidirectional attention ("all") and RoPE types other than default and
+proportional. Defaults are Gemma4TextConfig's (transformers 5.24 configuration_gemma4.py)."""
 
 from __future__ import annotations
 
@@ -49,9 +49,6 @@ def _refuse_unmodelled(f: Fields) -> None:
     if f.get("num_kv_shared_layers", 0, minimum=0) and not f.get("hidden_size_per_layer_input", _PER_LAYER_INPUT):
         raise ConfigError(f"{f.source}: num_kv_shared_layers without per-layer inputs (hidden_size_per_layer_input "
                           "0) is not modelled: transformers 5.24's Gemma4TextModel cannot run it.")
-    if f.get("num_kv_shared_layers", 0) and f.get("use_double_wide_mlp", False, bool):
-        raise ConfigError(f"{f.source}: use_double_wide_mlp (the K/V-sharing layers' MLP twice as wide) is not "
-                          "modelled for gemma4_text.")
     if f.get("enable_moe_block", False, bool):
         raise ConfigError(f"{f.source}: enable_moe_block (Gemma 4's experts beside the MLP, with "
                           "their own router and norms) is not modelled.")
@@ -157,6 +154,7 @@ def _gemma4_text(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
         per_layer_input=per_layer or None, global_head_dim=_global_head_dim(f, types, base.d_head, base.n_kv_heads),
         keys_as_values=f.get("attention_k_eq_v", False, bool),  # the full layers' values: their keys' projection
         kv_shared_layers=f.get("num_kv_shared_layers", 0),
+        double_wide_shared=f.get("use_double_wide_mlp", False, bool) and f.get("num_kv_shared_layers", 0) > 0,
         per_layer_vocab=f.get("vocab_size_per_layer_input", _PER_LAYER_VOCAB, minimum=1) if per_layer else None,
         family="gemma4_text", qk_norm=True, scale_embeddings=True, post_sublayer_norm=True,
         attention_scale=1.0, rotary_sets=_rope_kinds(f, set(types)),

@@ -171,6 +171,9 @@ def check_kv_shared(cfg, owner: str) -> None:
     """Layers reusing K/V: the last ones of a model with sliding and full layers, each kind with a
     layer of its own before them (whose K/V they reuse)."""
     check_int(owner, "kv_shared_layers", cfg.kv_shared_layers, minimum=0)
+    if cfg.double_wide_shared and not cfg.kv_shared_layers:
+        raise ConfigError(f"{owner}: double_wide_shared (the K/V-sharing layers' MLPs twice as wide) needs "
+                          "kv_shared_layers.")
     if not cfg.kv_shared_layers:
         return
     sliding, full = kv_shared_counts(cfg)

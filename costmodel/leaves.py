@@ -283,12 +283,12 @@ class TreeBuilder:
             *self.residual(at, q_tokens, post, "attention_output"),
         ]
 
-    def ffn(self, at: _Place, tokens: sp.Expr, experts: bool = False) -> Leaves:
+    def ffn(self, at: _Place, tokens: sp.Expr, experts: bool = False, width: sp.Expr = S.d_ff) -> Leaves:
         cfg = self.cfg
         router_alone = experts and B.router_reads_norm_alone(cfg, self.profile.facts)
         pre, post = self.norms(at, tokens, "ffn", experts, output_kept=not router_alone)
         if not experts:
-            body = [at.leaf("mlp", B.FeedForward(tokens, cfg.activation, cfg.ffn_bias, self.profile))]
+            body = [at.leaf("mlp", B.FeedForward(tokens, cfg.activation, cfg.ffn_bias, self.profile, width=width))]
         else:
             latent = cfg.d_latent is not None  # nemotron_h's moe_latent_size: experts in d_l
             every_token = self.profile.facts.experts_every_token and not self.profile.routed_experts
@@ -416,7 +416,8 @@ class TreeBuilder:
             cross_at = dataclasses.replace(layer, sublayer="cross_attention")
             kv_len = sp.Integer(0) if self.decode else None
             cross = self.attention(cross_at, seq, cross_len, cross=True, cached=cross_len, kv_len=kv_len)
-        ffn = self.ffn(dataclasses.replace(layer, sublayer="ffn"), S.b * q_len, kind.experts)
+        wide = 2 * S.d_ff if kind.kv_shared and self.cfg.double_wide_shared else S.d_ff  # Gemma 4's use_double_wide_mlp
+        ffn = self.ffn(dataclasses.replace(layer, sublayer="ffn"), S.b * q_len, kind.experts, wide)
         gate = [dataclasses.replace(layer, sublayer="per_layer_input").leaf("gate", B.PerLayerInput(
             S.b * q_len, self.cfg.activation, self.profile))] if self.cfg.per_layer_input else []  # Gemma 4's
         return [*self_attention, *cross, *ffn, *gate]

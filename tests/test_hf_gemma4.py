@@ -66,6 +66,10 @@ CONFIGS = {
     "gemma4-kv-shared-wide": dict(_BASE, num_hidden_layers=9, num_kv_shared_layers=3, global_head_dim=16,
                                   attention_k_eq_v=True, num_key_value_heads=6, hidden_size_per_layer_input=8,
                                   vocab_size_per_layer_input=128),
+    # The sharing layers' MLPs twice as wide (use_double_wide_mlp), exact GELU.
+    "gemma4-kv-shared-double-wide": dict(_BASE, layer_types=["sliding_attention", "full_attention"] * 2,
+                                         num_kv_shared_layers=2, use_double_wide_mlp=True, hidden_activation="gelu",
+                                         hidden_size_per_layer_input=8, vocab_size_per_layer_input=128),
     # The full layers' width 12 given by index in per_layer_config (with their equal KV heads).
     "gemma4-per-layer-config": dict(_BASE, layer_types=["sliding_attention", "full_attention"] * 2,
                                     num_key_value_heads=1, per_layer_config={
@@ -94,6 +98,8 @@ def test_parameters_equal_hugging_face(name):
     ("gemma4-keys-as-values", 69_668),
     # 66,584 less the 2 sharing layers' k and v projections 2 x 48 x 20 and k_norm 10
     ("gemma4-kv-shared", 62_724),
+    # + the 2 sharing layers' MLPs' second 3 x 48 x 37
+    ("gemma4-kv-shared-double-wide", 73_380),
 ])
 def test_parameters_are_the_counted_integers(name, expected):
     assert _ours(CONFIGS[name], name) == expected
@@ -301,8 +307,6 @@ def test_wrapper_counts_are_transformers_own(wrapper_tie, text_tie):
     (dict(attention_k_eq_v=True, num_global_key_value_heads=1),
      "num_global_key_value_heads 1 (the full layers' KV heads with attention_k_eq_v) beside"),
     (dict(num_kv_shared_layers=2), "num_kv_shared_layers without per-layer inputs"),
-    (dict(num_kv_shared_layers=1, use_double_wide_mlp=True, hidden_size_per_layer_input=8, vocab_size_per_layer_input=128),
-     "use_double_wide_mlp (the K/V-sharing layers' MLP twice as wide)"),
     (dict(num_kv_shared_layers=3, hidden_size_per_layer_input=8, vocab_size_per_layer_input=128),
      "num_kv_shared_layers is modelled for models with sliding and full layers, each kind with a layer"),
     (dict(num_kv_shared_layers=1, layer_types=["full_attention"] * 4, hidden_size_per_layer_input=8,
