@@ -132,6 +132,9 @@ def test_the_class_defaults_are_read_exactly():
     assert _ours(fields, "d") == expected == _hf_count({"model_type": "gemma4_text"})
     cfg = from_hf_config(fields, name="d")
     assert (cfg.d_head, cfg.global_head_dim, cfg.per_layer_input, cfg.per_layer_vocab) == (256, 512, 256, 262_144)
+    # The last 10 layers reusing K and V (8 sliding, 2 full) with double-wide MLPs, as transformers builds it.
+    sharing = {"model_type": "gemma4_text", "num_kv_shared_layers": 10, "use_double_wide_mlp": True}
+    assert _ours(dict(fields, **sharing), "s") == _hf_count(sharing)
     # attention_k_eq_v: no v_proj on the 5 full layers (2,304 x 4 x 512 each)
     keys_as_values = {"model_type": "gemma4_text", "attention_k_eq_v": True}
     assert _ours(dict(fields, attention_k_eq_v=True), "k") == expected - 5 * 2_304 * 2_048 == _hf_count(keys_as_values)
