@@ -102,11 +102,10 @@ class ModelConfig:
     # The token embeddings' width when it is not d_model: projected in to d_model after the lookup
     # and out again before the head, which is this wide (OPT-350m's word_embed_proj_dim).
     embedding_dim: int | None = None
-    # Mixture of experts: every token goes to top_k of n_experts routed experts (gated FFNs of width
-    # d_expert, default d_ff) chosen by a router ("softmax": Mixtral, Qwen2-MoE; "sigmoid": DeepSeek-
-    # V3's sigmoid scores with group-limited top-k), plus a shared expert of width d_shared (0: none),
-    # gated by a sigmoid of d -> 1 in Qwen2-MoE. n_dense_layers of the decoder layers keep a dense FFN
-    # of d_ff instead (DeepSeek-V3's first three).
+    # Mixture of experts: every token goes to top_k of n_experts routed experts (gated FFNs of width d_expert, default
+    # d_ff) chosen by a router ("softmax": Mixtral, Qwen2-MoE; "sigmoid": DeepSeek-V3's sigmoid scores with
+    # group-limited top-k), plus a shared expert of width d_shared (0: none), gated by a sigmoid of d -> 1 in Qwen2-MoE.
+    # n_dense_layers of the decoder layers keep a dense FFN of d_ff instead (DeepSeek-V3's first three).
     n_experts: int = 0
     top_k: int = 0
     d_expert: int | None = None
@@ -146,6 +145,7 @@ class ModelConfig:
     per_layer_input: int | None = None  # Gemma 4's per-layer input width p (blocks/per_layer.py; None: none)
     per_layer_vocab: int | None = None  # V_pl, vocab_size_per_layer_input (with per_layer_input)
     global_head_dim: int | None = None  # the full (unwindowed) layers' head width where not d_head (Gemma 4)
+    global_kv_heads: int | None = None  # their KV heads where not n_kv_heads (Gemma 4's num_global_key_value_heads)
     keys_as_values: bool = False  # Gemma 4's attention_k_eq_v: the full layers' values are their keys' projection
     kv_shared_layers: int = 0  # Gemma 4's num_kv_shared_layers: the last ones reuse their kind's last own K/V
     double_wide_shared: bool = False  # Gemma 4's use_double_wide_mlp: those layers' MLPs are 2 d_ff wide
@@ -260,7 +260,7 @@ class ModelConfig:
         """Windows, partial rotary, parallel layers, projections, experts and latent attention."""
         optional_sizes = ("sliding_window", "window_layers", "rotary_dim", "rotary_sets", "embedding_dim",
                           "kv_lora_rank", "q_lora_rank", "v_head_dim", "d_latent", "index_n_heads", "index_head_dim",
-                          "per_layer_input", "per_layer_vocab", "global_head_dim")
+                          "per_layer_input", "per_layer_vocab", "global_head_dim", "global_kv_heads")
         for name in optional_sizes:
             if getattr(self, name) is not None:
                 check_int(owner, name, getattr(self, name))
@@ -530,7 +530,7 @@ class ModelConfig:
             **{symbol: max(self.n_mixer_layers(mixer), 1) for symbol, mixer in
                (("L_m", "mamba"), ("L_a", "attention"), ("L_f", "mlp"), ("L_g", "deltanet"))},
             **{symbol: getattr(self, name) or 1 for symbol, name in
-               (("H_m", "mamba_heads"), ("P_m", "mamba_head_dim"), ("N_m", "ssm_state"),
+               (("H_m", "mamba_heads"), ("P_m", "mamba_head_dim"), ("N_m", "ssm_state"), ("h_kvg", "global_kv_heads"),
                 ("G_m", "mamba_groups"), ("K_m", "conv_kernel"), ("Q_m", "chunk_size"), ("H_gk", "deltanet_k_heads"),
                 ("H_gv", "deltanet_v_heads"), ("P_gk", "deltanet_k_dim"), ("P_gv", "deltanet_v_dim"))},
         }
@@ -544,7 +544,7 @@ class ModelConfig:
                         "index_n_heads", "index_head_dim", "nope_layers", "layer_pattern", "mamba_heads",
                         "mamba_head_dim", "ssm_state", "mamba_groups", "conv_kernel", "chunk_size",
                         "deltanet_k_heads", "deltanet_v_heads", "deltanet_k_dim", "deltanet_v_dim",
-                        "per_layer_input", "per_layer_vocab", "global_head_dim")
+                        "per_layer_input", "per_layer_vocab", "global_head_dim", "global_kv_heads")
 
     def structure(self) -> dict[str, Any]:
         """What the cost tree's expressions depend on besides the dimensions' values: every
@@ -563,7 +563,7 @@ class ModelConfig:
             "moe": self.moe, "dense_layers": self.n_dense_layers > 0, "shared_expert": self.d_shared > 0,
             "latent_experts": self.d_latent is not None, "indexer": self.index_n_heads is not None,
             "per_layer_inputs": self.per_layer_input is not None, "global_heads": self.global_head_dim is not None,
-            "kv_shared": tuple(count > 0 for count in kv_shared_counts(self)),
+            "kv_shared": tuple(n > 0 for n in kv_shared_counts(self)), "global_kv": self.global_kv_heads is not None,
             "value_width_differs": self.mla and self.v_head_dim != self.d_head,  # kernels._sdpa: math
             "mla": self.mla, "q_lora": self.q_lora_rank is not None, "nope": self.nope_layers > 0,
             "mixers": tuple(m for m in ("mamba", "attention", "mlp", "moe", "deltanet") if self.n_mixer_layers(m)),

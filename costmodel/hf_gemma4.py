@@ -10,16 +10,17 @@ RMSNorm too (the value_rmsnorm fact), each layer ends by multiplying by a one-el
 (layer_scalar, the layer_scalar_buffer fact), and the last layer is always full_attention.
 
 Read beside Gemma 3's layer: per-layer inputs (hidden_size_per_layer_input, on by default: 256;
-costmodel/blocks/per_layer.py), the full-attention layers' own head width (global_head_dim, 512
-by default, or per_layer_config's head_dim; the d_hg symbol), keys as values on the full layers
-(attention_k_eq_v, no v_proj there, their KV heads num_key_value_heads) and the last layers reusing
-their kind's last own layer's K and V (num_kv_shared_layers: no k/v projections, k/v norms or cache;
-generate's prefill runs them on the last position; use_double_wide_mlp: their MLPs 2 d_ff wide).
-Gemma 4's other features are refused in one sentence each: num_global_key_value_heads other than
-num_key_value_heads, K/V sharing without per-layer inputs (transformers cannot run it) or without a
+costmodel/blocks/per_layer.py), the full-attention layers' own head width and KV heads
+(global_head_dim, 512 by default, and num_global_key_value_heads under attention_k_eq_v, or
+per_layer_config's; the d_hg and h_kvg symbols), keys as values on the full layers (attention_k_eq_v,
+no v_proj there) and the last layers reusing their kind's last own layer's K and V
+(num_kv_shared_layers: no k/v projections, k/v norms or cache; generate's prefill runs them on the
+last position; use_double_wide_mlp: their MLPs 2 d_ff wide). Gemma 4's other features are refused in
+one sentence each: K/V sharing without per-layer inputs (transformers cannot run it) or without a
 layer of each kind of its own, the MoE block beside the MLP (enable_moe_block), per_layer_config
-changing num_key_value_heads, bidirectional attention ("all") and RoPE types other than default and
-proportional. Defaults are Gemma4TextConfig's (transformers 5.24 configuration_gemma4.py)."""
+giving sliding layers other widths or KV heads, bidirectional attention ("all") and RoPE types other
+than default and proportional. Defaults are Gemma4TextConfig's (transformers 5.24
+configuration_gemma4.py)."""
 
 from __future__ import annotations
 
@@ -61,45 +62,46 @@ def _refuse_unmodelled(f: Fields) -> None:
                           f"\"all\", got {show(bidirectional)}.")
 
 
-def _global_head_dim(f: Fields, types: list[str], head_dim: int, kv_heads: int) -> int | None:
-    """The full-attention layers' head width where it differs from head_dim (None where it does
-    not): per_layer_config's head_dim for each layer it names (by index, or by kind), or
-    Gemma4TextConfig's default, global_head_dim on every full layer. One width for the full layers,
-    head_dim on the sliding ones and num_key_value_heads everywhere are what the tree expresses."""
+def _full_layers(f: Fields, types: list[str], head_dim: int, kv_heads: int, heads: int) -> tuple[Any, Any]:
+    """The full-attention layers' head width and KV heads where they differ from head_dim and
+    num_key_value_heads (None where they do not): per_layer_config's for each layer it names (by
+    index, or by kind), or Gemma4TextConfig's default, global_head_dim on every full layer and, with
+    attention_k_eq_v, num_global_key_value_heads. One width and one KV-head count for the full
+    layers, head_dim and num_key_value_heads on the sliding ones are what the tree expresses."""
     overrides = f.data.get("per_layer_config")
     if overrides is None:  # Gemma4TextConfig builds it from global_head_dim (and, k_eq_v, the KV heads)
         overrides = {"full_attention": {"head_dim": f.get("global_head_dim", _GLOBAL_HEAD_DIM, minimum=1)}}
-        heads = f.data.get("num_global_key_value_heads")
-        if f.get("attention_k_eq_v", False, bool) and heads is not None and heads != kv_heads:
-            raise ConfigError(f"{f.source}: num_global_key_value_heads {show(heads)} (the full layers' KV heads "
-                              f"with attention_k_eq_v) beside num_key_value_heads {show(kv_heads)} is not "
-                              "modelled; give them equal.")
+        if f.get("attention_k_eq_v", False, bool) and f.data.get("num_global_key_value_heads") is not None:
+            overrides["full_attention"]["num_key_value_heads"] = f.get("num_global_key_value_heads", minimum=1)
     if not isinstance(overrides, dict) or not all(isinstance(o, dict) for o in overrides.values()):
         raise ConfigError(f"{f.source}: per_layer_config must map layers to objects, got {show(overrides)}.")
-    widths = [head_dim] * len(types)
+    widths, groups = [head_dim] * len(types), [kv_heads] * len(types)
     for key, layer in overrides.items():
-        odd = {k: v for k, v in layer.items() if k not in ("head_dim", "num_key_value_heads")
-               or k == "num_key_value_heads" and v != kv_heads}
+        odd = [k for k in layer if k not in ("head_dim", "num_key_value_heads")]
         if odd:
-            name = next(iter(odd))
-            raise ConfigError(f"{f.source}: per_layer_config layers with {name} {show(odd[name])} beside "
-                              f"num_key_value_heads {show(kv_heads)} are not modelled; give them equal.")
+            raise ConfigError(f"{f.source}: per_layer_config's {odd[0]} is not modelled for gemma4_text.")
         indices = [i for i, kind in enumerate(types) if kind == key] if key in _KINDS else \
             [int(key)] if str(key).isdigit() and int(key) < len(types) else None
         if indices is None:
             raise ConfigError(f"{f.source}: per_layer_config key {show(key)} names no layer or layer type.")
         for i in indices:
-            widths[i] = layer.get("head_dim", head_dim)
-    sliding = {w for w, kind in zip(widths, types) if kind == "sliding_attention"}
-    full = {w for w, kind in zip(widths, types) if kind == "full_attention"}
-    if sliding - {head_dim} or len(full) > 1:
-        raise ConfigError(f"{f.source}: per_layer_config head widths {show(sorted(sliding | full))} are not "
-                          f"modelled: sliding layers must keep head_dim {show(head_dim)}, full layers share one width.")
-    (width,) = full
-    if isinstance(width, bool) or not isinstance(width, int) or width < 1 or width % 2:
-        raise ConfigError(f"{f.source}: the full-attention head width must be an even positive integer, "
-                          f"got {show(width)}.")
-    return None if width == head_dim else width
+            widths[i], groups[i] = layer.get("head_dim", head_dim), layer.get("num_key_value_heads", kv_heads)
+    out = []
+    for name, values, base in (("head widths", widths, head_dim), ("KV heads", groups, kv_heads)):
+        sliding = {v for v, kind in zip(values, types) if kind == "sliding_attention"}
+        full = {v for v, kind in zip(values, types) if kind == "full_attention"}
+        if sliding - {base} or len(full) > 1:
+            raise ConfigError(f"{f.source}: per_layer_config {name} {show(sorted(sliding | full))} are not modelled: "
+                              f"sliding layers must keep {show(base)}, full layers share one.")
+        (value,) = full
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1 or (name == "head widths" and value % 2):
+            raise ConfigError(f"{f.source}: the full-attention {name} must be "
+                              f"{'an even' if name == 'head widths' else 'a'} positive integer, got {show(value)}.")
+        out.append(None if value == base else value)
+    if out[1] is not None and heads % out[1]:
+        raise ConfigError(f"{f.source}: num_attention_heads ({heads}) is not divisible by the full layers' "
+                          f"KV heads ({out[1]}).")
+    return out[0], out[1]
 
 
 def _rope_kinds(f: Fields, kinds: set[str]) -> int:
@@ -149,9 +151,10 @@ def _gemma4_text(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     window = f.get("sliding_window", _SLIDING_WINDOW, minimum=1)
     sliding = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
     cap = f.nullable("final_logit_softcapping", None, float)
+    width, groups = _full_layers(f, types, base.d_head, base.n_kv_heads, heads)
     per_layer = f.get("hidden_size_per_layer_input", _PER_LAYER_INPUT, minimum=0)  # 0: none
     return base.replace(
-        per_layer_input=per_layer or None, global_head_dim=_global_head_dim(f, types, base.d_head, base.n_kv_heads),
+        per_layer_input=per_layer or None, global_head_dim=width, global_kv_heads=groups,
         keys_as_values=f.get("attention_k_eq_v", False, bool),  # the full layers' values: their keys' projection
         kv_shared_layers=f.get("num_kv_shared_layers", 0),
         double_wide_shared=f.get("use_double_wide_mlp", False, bool) and f.get("num_kv_shared_layers", 0) > 0,

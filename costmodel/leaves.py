@@ -211,6 +211,7 @@ class TreeBuilder:
         q_tokens, kv_tokens = S.b * q_len, S.b * (k_len if kv_len is None else kv_len)
         keys_as_values = cfg.keys_as_values and not window and not cross  # Gemma 4's full layers
         head = S.d_hg if cfg.global_head_dim and not window and not cross else S.d_h
+        kv_heads = S.h_kvg if cfg.global_kv_heads and not window and not cross else S.h_kv
         k_len = sp.Min(k_len, S.w) if window and self.decode else k_len
         position_bias = not cross and cfg.position in ("alibi", "relative")
         all_heads = profile.facts.kv_cache_heads == "query" and not cross  # Falcon's new layout
@@ -219,7 +220,7 @@ class TreeBuilder:
             bias_needs_grad=position_bias and cfg.position == "relative",
             cross=cross,
             causal=not cross and (cached != 0 or kv_shared), kv_shared=kv_shared,
-            kv_heads=S.h if all_heads else S.h_kv,
+            kv_heads=S.h if all_heads else kv_heads,
             windowed=window and not self.decode,
             chunked=window and not self.decode and cfg.chunked_window,
             latent=cfg.mla and not cross,
@@ -240,18 +241,18 @@ class TreeBuilder:
                 copies_cache=self.decode and not cross and profile.kv_cache == "dynamic",
                 fused=profile.facts.fused_qkv and not cross, profile=profile,
                 cache_heads=core["kv_heads"], transposed=profile.facts.linear_weights_transposed, head_dim=head,
-                values_are_keys=keys_as_values, kv_shared=kv_shared))]
+                values_are_keys=keys_as_values, kv_shared=kv_shared, kv_heads=kv_heads))]
             if cfg.clip_qkv is not None and not cross:
                 projections.append(at.leaf("clip_qkv", B.ClipQKV(q_tokens, kv_tokens)))
             if cfg.qk_norm and not cross:
                 norms = B.HeadNorms(q_tokens, kv_tokens, profile, cfg.qk_norm_whole, cfg.norm, head, keys_as_values,
-                                    kv_shared)
+                                    kv_shared, kv_heads)
                 projections.append(at.leaf("qk_norm", norms))
             if cfg.attention_output_gate and not cross:  # Qwen3-Next: q_proj's second half
                 projections.append(at.leaf("output_gate", B.AttentionOutputGate(q_tokens, cfg.qkv_bias)))
         if cfg.rope and rope and not cross:
             width = S.d_r if cfg.partial_rotary else head
-            key_heads = ONE if cfg.mla else S.h_kv
+            key_heads = ONE if cfg.mla else kv_heads
             tables = ZERO  # interleaved RoPE: this layer's own cos and sin, q_len positions
             if profile.facts.rotary_tables_per_layer and profile.facts.rotary_tables == "forward":
                 tables = 2 * q_len * width * (FP32 if profile.facts.rotary_tables_fp32 else S.e)

@@ -47,6 +47,7 @@ p_l = _dim("p_l")  # Gemma 4's per-layer input width (hidden_size_per_layer_inpu
 V_pl = _dim("V_pl")  # rows of Gemma 4's per-layer input table (vocab_size_per_layer_input)
 L_ws = _dim("L_ws")  # Gemma 4's sliding layers that reuse an earlier layer's keys and values (num_kv_shared_layers)
 L_fs = _dim("L_fs")  # its full-attention layers that do
+h_kvg = _dim("h_kvg")  # KV heads of Gemma 4's full layers where they differ (num_global_key_value_heads)
 d_hg = _dim("d_hg")  # head width of the full-attention layers where it differs (Gemma 4's global_head_dim)
 # Mamba-2 mixers (transformers' nemotron_h): heads, their width, the state, B/C groups, the conv
 # kernel, the scan's chunk and the layers that are Mamba-2 mixers.
@@ -81,7 +82,7 @@ dp = _dim("dp")  # data-parallel ranks (ZeRO/FSDP shard over them)
 
 MODEL_SYMBOLS = (d, h, h_kv, d_h, d_ff, V, P, N_tt, N_rb, L_enc, L_dec, d_r, d_e, w, L_w, E, k,
                  d_x, d_s, d_l, L_moe, r_q, r_kv, d_v, L_np, H_m, P_m, N_m, G_m, K_m, Q_m, L_m, L_a, L_f,
-                 H_gk, H_gv, P_gk, P_gv, L_g, p_l, V_pl, d_hg, L_ws, L_fs)
+                 H_gk, H_gv, P_gk, P_gv, L_g, p_l, V_pl, d_hg, L_ws, L_fs, h_kvg)
 WORKLOAD_SYMBOLS = (b, n, s, T, c, e)
 LAYOUT_SYMBOLS = (tp, dp)
 
@@ -126,6 +127,7 @@ LATEX_NAMES = {
     V_pl: r"V_{pl}",
     d_hg: r"d_{hg}",
     L_ws: r"L_{ws}",
+    h_kvg: r"h_{kvg}",
     L_fs: r"L_{fs}",
     H_gk: r"H_{gk}",
     H_gv: r"H_{gv}",
@@ -186,6 +188,7 @@ DESCRIPTIONS = {
     V_pl: "per-layer input vocabulary",
     d_hg: "full-attention head width",
     L_ws: "sliding layers sharing K/V",
+    h_kvg: "full-attention KV heads",
     L_fs: "full layers sharing K/V",
     b: "batch size",
     n: "sequence length (decoder side)",

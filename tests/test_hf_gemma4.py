@@ -70,6 +70,9 @@ CONFIGS = {
     "gemma4-kv-shared-double-wide": dict(_BASE, layer_types=["sliding_attention", "full_attention"] * 2,
                                          num_kv_shared_layers=2, use_double_wide_mlp=True, hidden_activation="gelu",
                                          hidden_size_per_layer_input=8, vocab_size_per_layer_input=128),
+    # Keys as values with one KV head on the full layers (num_global_key_value_heads) beside the sliding 2.
+    "gemma4-global-kv-heads": dict(_BASE, global_head_dim=16, attention_k_eq_v=True, num_global_key_value_heads=1,
+                                   hidden_size_per_layer_input=8, vocab_size_per_layer_input=128),
     # The full layers' width 12 given by index in per_layer_config (with their equal KV heads).
     "gemma4-per-layer-config": dict(_BASE, layer_types=["sliding_attention", "full_attention"] * 2,
                                     num_key_value_heads=1, per_layer_config={
@@ -132,6 +135,10 @@ def test_the_class_defaults_are_read_exactly():
     assert _ours(fields, "d") == expected == _hf_count({"model_type": "gemma4_text"})
     cfg = from_hf_config(fields, name="d")
     assert (cfg.d_head, cfg.global_head_dim, cfg.per_layer_input, cfg.per_layer_vocab) == (256, 512, 256, 262_144)
+    # Keys as values with 2 KV heads on the full layers (num_global_key_value_heads) beside the sliding 4.
+    global_kv = {"model_type": "gemma4_text", "attention_k_eq_v": True, "num_global_key_value_heads": 2}
+    unresolved = {k: v for k, v in fields.items() if k != "per_layer_config"}  # built from them, as the class does
+    assert _ours(dict(unresolved, **global_kv), "g") == _hf_count(global_kv)
     # The last 10 layers reusing K and V (8 sliding, 2 full) with double-wide MLPs, as transformers builds it.
     sharing = {"model_type": "gemma4_text", "num_kv_shared_layers": 10, "use_double_wide_mlp": True}
     assert _ours(dict(fields, **sharing), "s") == _hf_count(sharing)
@@ -173,7 +180,7 @@ def test_every_validate_row_is_exact(name, attention):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["gemma4-per-layer", "gemma4-global-heads", "gemma4-keys-as-values",
-                                  "gemma4-kv-shared-wide"])
+                                  "gemma4-kv-shared-wide", "gemma4-global-kv-heads"])
 def test_every_validate_row_is_exact_in_fp32(name):
     """In fp32 the norms' x.float() is x itself: the per-layer projection's input (the scaled
     embeddings) is then the tensor layer 0's first norm keeps, and with keys as values the value
@@ -302,13 +309,14 @@ def test_wrapper_counts_are_transformers_own(wrapper_tie, text_tie):
 @pytest.mark.parametrize("changes, words", [
     (dict(hidden_size_per_layer_input=-1), "hidden_size_per_layer_input"),
     (dict(hidden_size_per_layer_input=8, vocab_size_per_layer_input=0), "vocab_size_per_layer_input"),
-    (dict(global_head_dim=15), "the full-attention head width must be an even positive integer, got 15"),
-    (dict(per_layer_config={"0": {"head_dim": 12}}), "sliding layers must keep head_dim 10"),
-    (dict(per_layer_config={"2": {"head_dim": 12}, "3": {"head_dim": 14}}), "full layers share one width"),
+    (dict(global_head_dim=15), "the full-attention head widths must be an even positive integer, got 15"),
+    (dict(per_layer_config={"0": {"head_dim": 12}}), "head widths [10, 12] are not modelled: sliding layers must keep 10"),
+    (dict(per_layer_config={"2": {"head_dim": 12}, "3": {"head_dim": 14}}), "full layers share one"),
+    (dict(per_layer_config={"3": {"sliding_window": 3}}), "per_layer_config's sliding_window is not modelled"),
     (dict(per_layer_config={"9": {"head_dim": 12}}), "per_layer_config key '9' names no layer"),
-    (dict(per_layer_config={"3": {"num_key_value_heads": 1}}), "with num_key_value_heads 1"),
-    (dict(attention_k_eq_v=True, num_global_key_value_heads=1),
-     "num_global_key_value_heads 1 (the full layers' KV heads with attention_k_eq_v) beside"),
+    (dict(per_layer_config={"0": {"num_key_value_heads": 1}}), "KV heads [1, 2] are not modelled: sliding layers"),
+    (dict(attention_k_eq_v=True, num_global_key_value_heads=4),
+     "num_attention_heads (6) is not divisible by the full layers' KV heads (4)"),
     (dict(num_kv_shared_layers=2), "num_kv_shared_layers without per-layer inputs"),
     (dict(num_kv_shared_layers=3, hidden_size_per_layer_input=8, vocab_size_per_layer_input=128),
      "num_kv_shared_layers is modelled for models with sliding and full layers, each kind with a layer"),

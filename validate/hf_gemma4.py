@@ -20,6 +20,9 @@ def _gemma4_text(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 layer_types=["sliding_attention" if cfg.layer_slides(i) else "full_attention"
                              for i in range(layers)],
                 global_head_dim=cfg.global_head_dim or cfg.d_head, hidden_size_per_layer_input=cfg.per_layer_input or 0,
+                per_layer_config={str(i): {"head_dim": cfg.global_head_dim or cfg.d_head,
+                                           "num_key_value_heads": cfg.global_kv_heads or cfg.n_kv_heads}
+                                  for i in range(layers) if not cfg.layer_slides(i)},
                 attention_k_eq_v=cfg.keys_as_values, num_kv_shared_layers=cfg.kv_shared_layers,
                 use_double_wide_mlp=cfg.double_wide_shared,
                 **({"vocab_size_per_layer_input": cfg.per_layer_vocab} if cfg.per_layer_input else {}))

@@ -53,31 +53,32 @@ class QKVProjection(Block):
     head_dim: Expr = S.d_h  # the width of every head (Gemma 4's full layers: d_hg)
     values_are_keys: bool = False  # no v projection: the keys' is the values' (Gemma 4's attention_k_eq_v)
     kv_shared: bool = False  # no k or v projection: an earlier layer's K and V (Gemma 4's num_kv_shared_layers)
+    kv_heads: Expr = S.h_kv  # its KV heads (Gemma 4's full layers: h_kvg)
     title = "Q, K, V projections"
 
     def linear_ops(self) -> tuple[LinearOp, ...]:
         """q, k, v in the order the attention's forward runs them (or the one fused projection)."""
         if self.fused:
-            return (LinearOp("qkv", self.q_tokens, S.d, (S.h + 2 * S.h_kv) * self.head_dim, self.bias),)
+            return (LinearOp("qkv", self.q_tokens, S.d, (S.h + 2 * self.kv_heads) * self.head_dim, self.bias),)
         names = () if self.kv_shared else ("k",) if self.values_are_keys else ("k", "v")
         return (LinearOp("q", self.q_tokens, S.d, S.h * self.head_dim, self.bias),
-                *(LinearOp(name, self.kv_tokens, S.d, S.h_kv * self.head_dim, self.bias) for name in names))
+                *(LinearOp(name, self.kv_tokens, S.d, self.kv_heads * self.head_dim, self.bias) for name in names))
 
     def cost(self) -> Cost:
         q_fwd, q_bwd = linear_flops(self.q_tokens, S.d, S.h * self.head_dim)
         projected = 0 if self.kv_shared else 1 if self.values_are_keys else 2  # k and v, k alone or neither
-        kv_fwd, kv_bwd = linear_flops(self.kv_tokens, S.d, projected * S.h_kv * self.head_dim)
+        kv_fwd, kv_bwd = linear_flops(self.kv_tokens, S.d, projected * self.kv_heads * self.head_dim)
         if self.fused:
-            tensors = weight_and_bias(S.d, (S.h + 2 * S.h_kv) * self.head_dim, self.bias, self.transposed)
-            matrices = [weight_matrix(S.d, (S.h + 2 * S.h_kv) * self.head_dim)]
+            tensors = weight_and_bias(S.d, (S.h + 2 * self.kv_heads) * self.head_dim, self.bias, self.transposed)
+            matrices = [weight_matrix(S.d, (S.h + 2 * self.kv_heads) * self.head_dim)]
         else:
             tensors = (weight_and_bias(S.d, S.h * self.head_dim, self.bias, self.transposed)
-                       + projected * weight_and_bias(S.d, S.h_kv * self.head_dim, self.bias, self.transposed))
-            matrices = [weight_matrix(S.d, S.h * self.head_dim), weight_matrix(S.d, S.h_kv * self.head_dim, projected)]
+                       + projected * weight_and_bias(S.d, self.kv_heads * self.head_dim, self.bias, self.transposed))
+            matrices = [weight_matrix(S.d, S.h * self.head_dim), weight_matrix(S.d, self.kv_heads * self.head_dim, projected)]
         kv_cache = kv_cache_bytes(2 * S.b * self.cache_heads * self.head_dim * self.cached_tokens,
                                   self.profile)
         moved = linear_bytes(self.q_tokens, S.d, S.h * self.head_dim)
-        moved += linear_bytes(self.kv_tokens, S.d, projected * S.h_kv * self.head_dim)
+        moved += linear_bytes(self.kv_tokens, S.d, projected * self.kv_heads * self.head_dim)
         return make_cost(
             tensors=tensors,
             matrices=matrices,
@@ -248,7 +249,8 @@ class AttentionCore(Block):
         reshape) stays a view for multi-query attention (h_kv = 1) at b = 1 where the code does it
         that way (facts.repeat_kv_view_for_mqa)."""
         if self.profile.facts.repeat_kv_view_for_mqa:
-            return sp.Piecewise((S.h_kv, sp.And(sp.Eq(S.b, 1), sp.Eq(S.h_kv, 1))), (S.h, True))
+            kv = S.h_kv if self.kv_heads == S.h else self.kv_heads  # Falcon's new layout: its groups', h_kv
+            return sp.Piecewise((kv, sp.And(sp.Eq(S.b, 1), sp.Eq(kv, 1))), (S.h, True))
         return S.h
 
     @property

@@ -143,17 +143,18 @@ class HeadNorms(Block):
     head_dim: Expr = S.d_h  # the width of every head (Gemma 4's full layers: d_hg)
     values_are_keys: bool = False  # the value norm reads the keys' projection (Gemma 4's attention_k_eq_v)
     kv_shared: bool = False  # the query norm alone: K and V are an earlier layer's (num_kv_shared_layers)
+    kv_heads: Expr = S.h_kv  # its KV heads (Gemma 4's full layers: h_kvg)
     title = "query and key norms"
 
     def cost(self) -> Cost:
         facts, recomputed = self.profile.facts, self.profile.recomputes("norms")
         # (rows, width) of the query and the key norm
         if self.whole:
-            norms = ((self.q_tokens, S.h * self.head_dim), (self.kv_tokens, S.h_kv * self.head_dim))
+            norms = ((self.q_tokens, S.h * self.head_dim), (self.kv_tokens, self.kv_heads * self.head_dim))
         else:
-            norms = ((self.q_tokens * S.h, self.head_dim), (self.kv_tokens * S.h_kv, self.head_dim))
+            norms = ((self.q_tokens * S.h, self.head_dim), (self.kv_tokens * self.kv_heads, self.head_dim))
         norms = norms[:1] if self.kv_shared else norms
-        value_rows = self.kv_tokens * S.h_kv if facts.value_rmsnorm and not self.whole else ZERO  # Gemma 4's v_norm
+        value_rows = self.kv_tokens * self.kv_heads if facts.value_rmsnorm and not self.whole else ZERO  # Gemma 4's v_norm
         values = sp.Add(*(rows * width for rows, width in norms)) + value_rows * self.head_dim
         per_norm = 2 if self.kind == "layernorm" else 1  # a weight, and a LayerNorm's bias
         tensors = [width for _, width in norms for _ in range(per_norm)]
@@ -164,7 +165,7 @@ class HeadNorms(Block):
         if facts.fused_qkv and self.kind == "layernorm" and not recomputed:
             # Persimmon: the LayerNorms keep their inputs as views of the fused q/k/v output,
             # whose storage holds the values too (measured: NativeLayerNormBackward0's input)
-            saved += S.e * self.kv_tokens * S.h_kv * self.head_dim
+            saved += S.e * self.kv_tokens * self.kv_heads * self.head_dim
         return make_cost(
             tensors=tensors,
             elements=[(self.kind, values)],
