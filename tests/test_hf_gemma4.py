@@ -380,12 +380,15 @@ def test_the_command_line_reads_a_gemma4_wrapper(tmp_path, capsys):
 
 def test_model_config_checks_the_per_layer_fields():
     """per_layer_input and per_layer_vocab go together; the reference model builds none of the
-    three Gemma 4 fields, so it names them."""
+    Gemma 4 fields, so it names them."""
     from costmodel.config import ModelConfig
     from costmodel.workload import reference_unsupported
 
     base = dict(name="m", vocab_size=99, d_model=48, n_heads=6, d_ff=37, n_decoder_layers=2)
     with pytest.raises(ConfigError, match="per_layer_input and per_layer_vocab go together"):
         ModelConfig(**base, per_layer_input=8)
-    cfg = ModelConfig(**base, per_layer_input=8, per_layer_vocab=99, global_head_dim=16, keys_as_values=True)
-    assert {"per_layer_input", "global_head_dim", "keys_as_values"} <= set(reference_unsupported(cfg))
+    cfg = ModelConfig(**base, per_layer_input=8, per_layer_vocab=99, global_head_dim=16, keys_as_values=True,
+                      global_kv_heads=3)
+    assert {"per_layer_input", "global_head_dim", "keys_as_values", "global_kv_heads"} <= set(reference_unsupported(cfg))
+    with pytest.raises(ConfigError, match="double_wide_shared .* needs kv_shared_layers"):
+        ModelConfig(**base, double_wide_shared=True)
