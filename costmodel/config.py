@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .checkpoint import check_stored
-from .layer_pattern import MIXERS, check_layer_pattern
+from .layer_pattern import MIXERS, check_kv_shared, check_layer_pattern, kv_shared_counts, layer_kind
 from .errors import MAX_SIZE, ConfigError, show  # noqa: F401 (re-exported: costmodel.config.ConfigError, show)
 from .errors import check_bool, check_choice, check_int, check_number, require_decoder  # noqa: F401 (re-exported)
 # The workload's choices and dtypes (spec.py) and Workload, re-exported where they always were.
@@ -24,8 +24,7 @@ from .model_choices import (ACTIVATIONS, GATED_ACTIVATIONS, HEADS, NORM_POSITION
                             POSITIONS, ROUTERS)
 
 #: The ModelConfig fields a layer_pattern must agree with.
-_PATTERN_COUNTS = ("n_decoder_layers", "sliding_window", "window_layers", "n_experts", "n_dense_layers",
-                   "nope_layers")
+_PATTERN_COUNTS = ("n_decoder_layers", "sliding_window", "window_layers", "n_experts", "n_dense_layers", "nope_layers")
 
 
 @dataclass(frozen=True)
@@ -62,17 +61,12 @@ class ModelConfig:
     scale_embeddings: bool = False  # multiply token embeddings by sqrt(d_model) (Vaswani et al.)
     token_types: int = 0  # BERT's segment embeddings (type_vocab_size)
     dropout: float = 0.0  # training-time dropout probability (keeps masks for backward)
-    # Dropout on the attention probabilities when it differs from `dropout` (OPT: dropout 0.1 on
-    # the sublayer outputs, attention_dropout 0.0); None: the same.
+    # Dropout on the attention probabilities where not `dropout` (OPT: 0.1 on the outputs, 0.0 here); None: the same.
     attention_dropout: float | None = None
-    # The attention scores' multiplier: None is 1/sqrt(d_head); 1.0 means no multiply at all (T5
-    # folds the scale into its initialisation).
-    attention_scale: float | None = None
+    attention_scale: float | None = None  # scores' multiplier: None 1/sqrt(d_head); 1.0 none (T5 folds it into init)
     scale_lm_head_input: bool = False  # the decoder output scaled before the head (T5: d**-0.5; MiniCPM3)
-    # Attend to at most this many previous tokens (Mistral v0.1, Phi-3, Gemma 2's local layers) in
-    # window_layers of the decoder layers (None: all). Eager attention still computes every score
-    # and masks; the KV cache of a windowed layer is what Hugging Face's holds
-    # (costmodel/blocks/attention.py).
+    # Attend to at most this many previous tokens (Mistral v0.1, Phi-3, Gemma 2's local layers) in window_layers of the
+    # decoder layers (None: all). Eager still computes every score; the cache is Hugging Face's (blocks/attention.py).
     sliding_window: int | None = None
     window_layers: int | None = None
     qk_norm: bool = False  # a norm (`norm`'s kind) over each query and key head before RoPE (Qwen3)
@@ -109,11 +103,10 @@ class ModelConfig:
     # The token embeddings' width when it is not d_model: projected in to d_model after the lookup
     # and out again before the head, which is this wide (OPT-350m's word_embed_proj_dim).
     embedding_dim: int | None = None
-    # Mixture of experts: every token goes to top_k of n_experts routed experts (gated FFNs of width
-    # d_expert, default d_ff) chosen by a router ("softmax": Mixtral, Qwen2-MoE; "sigmoid": DeepSeek-
-    # V3's sigmoid scores with group-limited top-k), plus a shared expert of width d_shared (0: none),
-    # gated by a sigmoid of d -> 1 in Qwen2-MoE. n_dense_layers of the decoder layers keep a dense FFN
-    # of d_ff instead (DeepSeek-V3's first three).
+    # Mixture of experts: every token goes to top_k of n_experts routed experts (gated FFNs of width d_expert, default
+    # d_ff) chosen by a router ("softmax": Mixtral, Qwen2-MoE; "sigmoid": DeepSeek-V3's sigmoid scores with
+    # group-limited top-k), plus a shared expert of width d_shared (0: none), gated by a sigmoid of d -> 1 in Qwen2-MoE.
+    # n_dense_layers of the decoder layers keep a dense FFN of d_ff instead (DeepSeek-V3's first three).
     n_experts: int = 0
     top_k: int = 0
     d_expert: int | None = None
@@ -150,6 +143,13 @@ class ModelConfig:
     v_head_dim: int | None = None
     index_n_heads: int | None = None  # DeepSeek-V3.2's lightning indexer (blocks/indexer.py): its heads,
     index_head_dim: int | None = None  # its head width
+    per_layer_input: int | None = None  # Gemma 4's per-layer input width p (blocks/per_layer.py; None: none)
+    per_layer_vocab: int | None = None  # V_pl, vocab_size_per_layer_input (with per_layer_input)
+    global_head_dim: int | None = None  # the full (unwindowed) layers' head width where not d_head (Gemma 4)
+    global_kv_heads: int | None = None  # their KV heads where not n_kv_heads (Gemma 4's num_global_key_value_heads)
+    keys_as_values: bool = False  # Gemma 4's attention_k_eq_v: the full layers' values are their keys' projection
+    kv_shared_layers: int = 0  # Gemma 4's num_kv_shared_layers: the last ones reuse their kind's last own K/V
+    double_wide_shared: bool = False  # Gemma 4's use_double_wide_mlp: those layers' MLPs are 2 d_ff wide
     # Multi-token prediction while training (DeepSeek-V3 section 2.2; Megatron-Core's MultiTokenPredictionLayer):
     # mtp_layers depths after the last layer (0, what Hugging Face's class builds; set by `--mtp`, never from a
     # config.json), each two norms, a 2d -> d projection, one more layer (of the last kind, or a hybrid's
@@ -239,14 +239,9 @@ class ModelConfig:
         check_choice(owner, "head", self.head, HEADS)
         for name in ("embedding_norm", "norm_bias", "qkv_bias", "out_bias", "ffn_bias", "lm_head_bias",
                      "tie_embeddings", "share_embeddings", "scale_embeddings", "scale_lm_head_input",
-                     "attention_output_gate"):
+                     "attention_output_gate", "keys_as_values", "double_wide_shared"):
             check_bool(owner, name, getattr(self, name))
-        if self.attention_scale is not None and (
-            isinstance(self.attention_scale, bool) or not isinstance(self.attention_scale, (int, float))
-            or not 0 < self.attention_scale < float("inf")
-        ):
-            raise ConfigError(f"{owner}: attention_scale must be a positive number or null, "
-                              f"got {show(self.attention_scale)}.")
+        check_number(owner, "attention_scale", self.attention_scale)
         self._check_newer_fields(owner)
         object.__setattr__(self, "checkpoint_weights", check_stored(owner, self.checkpoint_weights))
         if not isinstance(self.family, str) or not self.family:
@@ -265,10 +260,14 @@ class ModelConfig:
     def _check_newer_fields(self, owner: str) -> None:
         """Windows, partial rotary, parallel layers, projections, experts and latent attention."""
         optional_sizes = ("sliding_window", "window_layers", "rotary_dim", "rotary_sets", "embedding_dim",
-                          "kv_lora_rank", "q_lora_rank", "v_head_dim", "d_latent", "index_n_heads", "index_head_dim")
+                          "kv_lora_rank", "q_lora_rank", "v_head_dim", "d_latent", "index_n_heads", "index_head_dim",
+                          "per_layer_input", "per_layer_vocab", "global_head_dim", "global_kv_heads")
         for name in optional_sizes:
             if getattr(self, name) is not None:
                 check_int(owner, name, getattr(self, name))
+        if (self.per_layer_input is None) != (self.per_layer_vocab is None) or (
+                self.per_layer_input and self.n_encoder_layers):
+            raise ConfigError(f"{owner}: per_layer_input and per_layer_vocab go together, in a decoder-only model.")
         for name in ("n_experts", "top_k", "d_shared", "n_dense_layers", "position_offset", "mtp_layers",
                      "nope_layers"):
             check_int(owner, name, getattr(self, name), minimum=0)
@@ -339,10 +338,7 @@ class ModelConfig:
         if (self.swiglu_limit is None) != (self.swiglu_alpha is None):
             raise ConfigError(f"{owner}: swiglu_limit and swiglu_alpha (the clamped SwiGLU) go together.")
         for name in ("swiglu_limit", "swiglu_alpha"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                      or not 0 < value < float("inf")):
-                raise ConfigError(f"{owner}: {name} must be a positive number or null, got {show(value)}.")
+            check_number(owner, name, getattr(self, name))
         if not self.n_experts:
             extras = [name for name, default in (("top_k", 0), ("d_shared", 0), ("n_dense_layers", 0),
                                                  ("shared_expert_gate", False), ("router", "softmax"),
@@ -360,8 +356,7 @@ class ModelConfig:
             raise ConfigError(f"{owner}: experts are modelled in decoder-only models.")
         self._check_expert_groups(owner)
         if self.n_dense_layers >= self.n_decoder_layers:
-            raise ConfigError(f"{owner}: n_dense_layers ({self.n_dense_layers}) leaves no layer with "
-                              "experts.")
+            raise ConfigError(f"{owner}: n_dense_layers ({self.n_dense_layers}) leaves no layer with experts.")
         if self.shared_expert_gate and not self.d_shared:
             raise ConfigError(f"{owner}: shared_expert_gate needs a shared expert (d_shared).")
         if self.activation not in (("relu2", "swiglu") if self.mixer_layers else ("swiglu",)):  # nemotron_h: relu2
@@ -421,8 +416,7 @@ class ModelConfig:
                     raise ConfigError(f"{owner}: {name} applies only with kv_lora_rank (MLA).")
             return
         if not self.rope or self.rotary_dim is None or self.rotary_dim >= self.d_head:
-            raise ConfigError(f"{owner}: MLA needs RoPE on rotary_dim < d_head dimensions (the "
-                              "decoupled key).")
+            raise ConfigError(f"{owner}: MLA needs RoPE on rotary_dim < d_head dimensions (the decoupled key).")
         if self.v_head_dim is None:
             raise ConfigError(f"{owner}: MLA needs v_head_dim.")
         if self.n_kv_heads != self.n_heads or self.n_encoder_layers:
@@ -495,7 +489,7 @@ class ModelConfig:
         0) of a stack, for placing layers on pipeline stages: layer_pattern's."""
         if stack != "decoder" or self.layer_pattern is None:
             return None
-        return self.layer_pattern[index]
+        return layer_kind(self, index)
 
     def layer_slides(self, index: int) -> bool:
         """Whether decoder layer `index` attends within the sliding window."""
@@ -529,10 +523,12 @@ class ModelConfig:
             "d_s": max(self.d_shared, 1), "d_l": self.d_latent or 1, "L_moe": max(self.n_moe_layers, 1),
             "L_np": max(self.nope_layers, 1), "r_q": self.q_lora_rank or 1, "r_kv": self.kv_lora_rank or 1,
             "d_v": self.v_head_dim or self.d_head, "h_i": self.index_n_heads or 1, "d_i": self.index_head_dim or 1,
+            "p_l": self.per_layer_input or 1, "V_pl": self.per_layer_vocab or 1, "d_hg": self.global_head_dim or 1,
+            **dict(zip(("L_ws", "L_fs"), (max(count, 1) for count in kv_shared_counts(self)))),
             **{symbol: max(self.n_mixer_layers(mixer), 1) for symbol, mixer in
                (("L_m", "mamba"), ("L_a", "attention"), ("L_f", "mlp"), ("L_g", "deltanet"), ("L_m1", "mamba1"))},
             **{symbol: getattr(self, name) or 1 for symbol, name in
-               (("H_m", "mamba_heads"), ("P_m", "mamba_head_dim"), ("N_m", "ssm_state"),
+               (("H_m", "mamba_heads"), ("P_m", "mamba_head_dim"), ("N_m", "ssm_state"), ("h_kvg", "global_kv_heads"),
                 ("G_m", "mamba_groups"), ("K_m", "conv_kernel"), ("Q_m", "chunk_size"), ("H_gk", "deltanet_k_heads"),
                 ("H_gv", "deltanet_v_heads"), ("P_gk", "deltanet_k_dim"), ("P_gv", "deltanet_v_dim"),
                 ("D_m1", "mamba1_inner"), ("R_m1", "dt_rank"))},
@@ -546,7 +542,8 @@ class ModelConfig:
                         "d_shared", "d_latent", "n_dense_layers", "kv_lora_rank", "q_lora_rank", "v_head_dim",
                         "index_n_heads", "index_head_dim", "nope_layers", "layer_pattern", "mamba_heads",
                         "mamba_head_dim", "ssm_state", "mamba_groups", "conv_kernel", "chunk_size", "mamba1_inner",
-                        "deltanet_k_heads", "deltanet_v_heads", "deltanet_k_dim", "deltanet_v_dim", "dt_rank")
+                        "deltanet_k_heads", "deltanet_v_heads", "deltanet_k_dim", "deltanet_v_dim", "dt_rank",
+                        "per_layer_input", "per_layer_vocab", "global_head_dim", "global_kv_heads")
 
     def structure(self) -> dict[str, Any]:
         """What the cost tree's expressions depend on besides the dimensions' values: every
@@ -564,6 +561,8 @@ class ModelConfig:
             "windows": "none" if not windowed else "all" if windowed == self.n_decoder_layers else "some",
             "moe": self.moe, "dense_layers": self.n_dense_layers > 0, "shared_expert": self.d_shared > 0,
             "latent_experts": self.d_latent is not None, "indexer": self.index_n_heads is not None,
+            "per_layer_inputs": self.per_layer_input is not None, "global_heads": self.global_head_dim is not None,
+            "kv_shared": tuple(n > 0 for n in kv_shared_counts(self)), "global_kv": self.global_kv_heads is not None,
             "value_width_differs": self.mla and self.v_head_dim != self.d_head,  # kernels._sdpa: math
             "mla": self.mla, "q_lora": self.q_lora_rank is not None, "nope": self.nope_layers > 0,
             "mixers": tuple(m for m in MIXERS if self.n_mixer_layers(m)),

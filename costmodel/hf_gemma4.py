@@ -9,12 +9,18 @@ the scores are scaled by 1.0 (no query_pre_attn_scalar), each value head goes th
 RMSNorm too (the value_rmsnorm fact), each layer ends by multiplying by a one-element buffer
 (layer_scalar, the layer_scalar_buffer fact), and the last layer is always full_attention.
 
-What the blocks here express exactly is read; Gemma 4's other features are refused in one sentence
-each: per-layer input embeddings (hidden_size_per_layer_input, on by default: 256), a full-attention
-head width (global_head_dim, 512 by default) other than head_dim, keys shared as values
-(attention_k_eq_v), KV-cache sharing across layers (num_kv_shared_layers), the MoE block beside the
-MLP (enable_moe_block), bidirectional attention ("all") and RoPE types other than default and
-proportional. Defaults are Gemma4TextConfig's (transformers 5.24 configuration_gemma4.py)."""
+Read beside Gemma 3's layer: per-layer inputs (hidden_size_per_layer_input, on by default: 256;
+costmodel/blocks/per_layer.py), the full-attention layers' own head width and KV heads
+(global_head_dim, 512 by default, and num_global_key_value_heads under attention_k_eq_v, or
+per_layer_config's; the d_hg and h_kvg symbols), keys as values on the full layers (attention_k_eq_v,
+no v_proj there) and the last layers reusing their kind's last own layer's K and V
+(num_kv_shared_layers: no k/v projections, k/v norms or cache; generate's prefill runs them on the
+last position; use_double_wide_mlp: their MLPs 2 d_ff wide). Gemma 4's other features are refused in
+one sentence each: K/V sharing without per-layer inputs (transformers cannot run it) or without a
+layer of each kind of its own, the MoE block beside the MLP (enable_moe_block), per_layer_config
+giving sliding layers other widths or KV heads, bidirectional attention ("all") and RoPE types other
+than default and proportional. Defaults are Gemma4TextConfig's (transformers 5.24
+configuration_gemma4.py)."""
 
 from __future__ import annotations
 
@@ -31,25 +37,19 @@ _DEFAULTS: dict[str, Any] = dict(max_position_embeddings=131072, hidden_act="gel
 #: GELU (the default) or the exact one (ACT2FN["gelu"]).
 _ACTIVATIONS = ("gelu_pytorch_tanh", "gelu")
 #: Gemma4TextConfig's other defaults this reader checks.
-_SLIDING_WINDOW, _GLOBAL_HEAD_DIM, _PER_LAYER_INPUT, _PATTERN = 512, 512, 256, 6
+_SLIDING_WINDOW, _GLOBAL_HEAD_DIM, _PER_LAYER_INPUT, _PER_LAYER_VOCAB, _PATTERN = 512, 512, 256, 262_144, 6
 #: RoPE types whose tables span the whole head (proportional: zeros past partial_rotary_factor,
 #: transformers 5.24 modeling_rope_utils._compute_proportional_rope_parameters), as the
 #: elementwise rotation does (apply_rotary_pos_emb over all of head_dim).
 _ROPE_TYPES = ("default", "proportional")
+_KINDS = ("sliding_attention", "full_attention")
 
 
-def _refuse_unmodelled(f: Fields, head_dim: int, kv_heads: int) -> None:
+def _refuse_unmodelled(f: Fields) -> None:
     """One sentence for each Gemma 4 feature the blocks here do not express."""
-    per_layer = f.get("hidden_size_per_layer_input", _PER_LAYER_INPUT)
-    if per_layer:
-        raise ConfigError(f"{f.source}: hidden_size_per_layer_input {show(per_layer)} (Gemma 4's "
-                          "per-layer input embeddings, on by default) is not modelled; only 0 is.")
-    if f.get("attention_k_eq_v", False, bool):
-        raise ConfigError(f"{f.source}: attention_k_eq_v (full-attention layers reusing the keys as "
-                          "values, with num_global_key_value_heads) is not modelled for gemma4_text.")
-    if f.get("num_kv_shared_layers", 0, int):
-        raise ConfigError(f"{f.source}: num_kv_shared_layers (later layers reusing earlier layers' "
-                          "keys and values) is not modelled for gemma4_text; only 0 is.")
+    if f.get("num_kv_shared_layers", 0, minimum=0) and not f.get("hidden_size_per_layer_input", _PER_LAYER_INPUT):
+        raise ConfigError(f"{f.source}: num_kv_shared_layers without per-layer inputs (hidden_size_per_layer_input "
+                          "0) is not modelled: transformers 5.24's Gemma4TextModel cannot run it.")
     if f.get("enable_moe_block", False, bool):
         raise ConfigError(f"{f.source}: enable_moe_block (Gemma 4's experts beside the MLP, with "
                           "their own router and norms) is not modelled.")
@@ -60,20 +60,48 @@ def _refuse_unmodelled(f: Fields, head_dim: int, kv_heads: int) -> None:
     if bidirectional not in (None, "vision"):  # "vision": image tokens only, the text LM is causal
         raise ConfigError(f"{f.source}: use_bidirectional_attention must be null, \"vision\" or "
                           f"\"all\", got {show(bidirectional)}.")
+
+
+def _full_layers(f: Fields, types: list[str], head_dim: int, kv_heads: int, heads: int) -> tuple[Any, Any]:
+    """The full-attention layers' head width and KV heads where they differ from head_dim and
+    num_key_value_heads (None where they do not): per_layer_config's for each layer it names (by
+    index, or by kind), or Gemma4TextConfig's default, global_head_dim on every full layer and, with
+    attention_k_eq_v, num_global_key_value_heads. One width and one KV-head count for the full
+    layers, head_dim and num_key_value_heads on the sliding ones are what the tree expresses."""
     overrides = f.data.get("per_layer_config")
-    if overrides is None:  # Gemma4TextConfig builds it from global_head_dim (k_eq_v off: no kv heads)
-        overrides = {"full_attention": {"head_dim": f.get("global_head_dim", _GLOBAL_HEAD_DIM)}}
+    if overrides is None:  # Gemma4TextConfig builds it from global_head_dim (and, k_eq_v, the KV heads)
+        overrides = {"full_attention": {"head_dim": f.get("global_head_dim", _GLOBAL_HEAD_DIM, minimum=1)}}
+        if f.get("attention_k_eq_v", False, bool) and f.data.get("num_global_key_value_heads") is not None:
+            overrides["full_attention"]["num_key_value_heads"] = f.get("num_global_key_value_heads", minimum=1)
     if not isinstance(overrides, dict) or not all(isinstance(o, dict) for o in overrides.values()):
         raise ConfigError(f"{f.source}: per_layer_config must map layers to objects, got {show(overrides)}.")
-    for layer in overrides.values():
-        allowed = {"head_dim": head_dim, "num_key_value_heads": kv_heads}
-        odd = {k: v for k, v in layer.items() if k not in allowed or v != allowed[k]}
+    widths, groups = [head_dim] * len(types), [kv_heads] * len(types)
+    for key, layer in overrides.items():
+        odd = [k for k in layer if k not in ("head_dim", "num_key_value_heads")]
         if odd:
-            key = next(iter(odd))
-            raise ConfigError(f"{f.source}: full-attention layers with {key} {show(odd[key])} "
-                              f"(global_head_dim or per_layer_config) beside head_dim {show(head_dim)} "
-                              f"and num_key_value_heads {show(kv_heads)} are not modelled; give them "
-                              "equal.")
+            raise ConfigError(f"{f.source}: per_layer_config's {odd[0]} is not modelled for gemma4_text.")
+        indices = [i for i, kind in enumerate(types) if kind == key] if key in _KINDS else \
+            [int(key)] if str(key).isdigit() and int(key) < len(types) else None
+        if indices is None:
+            raise ConfigError(f"{f.source}: per_layer_config key {show(key)} names no layer or layer type.")
+        for i in indices:
+            widths[i], groups[i] = layer.get("head_dim", head_dim), layer.get("num_key_value_heads", kv_heads)
+    out = []
+    for name, values, base in (("head widths", widths, head_dim), ("KV heads", groups, kv_heads)):
+        sliding = {v for v, kind in zip(values, types) if kind == "sliding_attention"}
+        full = {v for v, kind in zip(values, types) if kind == "full_attention"}
+        if sliding - {base} or len(full) > 1:
+            raise ConfigError(f"{f.source}: per_layer_config {name} {show(sorted(sliding | full))} are not modelled: "
+                              f"sliding layers must keep {show(base)}, full layers share one.")
+        (value,) = full
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1 or (name == "head widths" and value % 2):
+            raise ConfigError(f"{f.source}: the full-attention {name} must be "
+                              f"{'an even' if name == 'head widths' else 'a'} positive integer, got {show(value)}.")
+        out.append(None if value == base else value)
+    if out[1] is not None and heads % out[1]:
+        raise ConfigError(f"{f.source}: num_attention_heads ({heads}) is not divisible by the full layers' "
+                          f"KV heads ({out[1]}).")
+    return out[0], out[1]
 
 
 def _rope_kinds(f: Fields, kinds: set[str]) -> int:
@@ -112,7 +140,7 @@ def _gemma4_text(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
                           f"num_key_value_heads ({_DEFAULTS['num_key_value_heads']}, "
                           "Gemma4TextConfig's default when the field is missing); give num_key_value_heads.")
     base = llama.read(Fields(data, f.source), name, "llama", _DEFAULTS)
-    _refuse_unmodelled(f, base.d_head, base.n_kv_heads)
+    _refuse_unmodelled(f)
     layers = base.n_decoder_layers
     types = list(llama.layer_types(f, layers) or [
         "sliding_attention" if (i + 1) % _PATTERN else "full_attention" for i in range(layers)])
@@ -123,7 +151,14 @@ def _gemma4_text(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     window = f.get("sliding_window", _SLIDING_WINDOW, minimum=1)
     sliding = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
     cap = f.nullable("final_logit_softcapping", None, float)
+    width, groups = _full_layers(f, types, base.d_head, base.n_kv_heads, heads)
+    per_layer = f.get("hidden_size_per_layer_input", _PER_LAYER_INPUT, minimum=0)  # 0: none
     return base.replace(
+        per_layer_input=per_layer or None, global_head_dim=width, global_kv_heads=groups,
+        keys_as_values=f.get("attention_k_eq_v", False, bool),  # the full layers' values: their keys' projection
+        kv_shared_layers=f.get("num_kv_shared_layers", 0),
+        double_wide_shared=f.get("use_double_wide_mlp", False, bool) and f.get("num_kv_shared_layers", 0) > 0,
+        per_layer_vocab=f.get("vocab_size_per_layer_input", _PER_LAYER_VOCAB, minimum=1) if per_layer else None,
         family="gemma4_text", qk_norm=True, scale_embeddings=True, post_sublayer_norm=True,
         attention_scale=1.0, rotary_sets=_rope_kinds(f, set(types)),
         logit_softcap=None if cap is None else float(cap),
@@ -137,4 +172,6 @@ GEMMA4_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = 
 #: The transformers class, for a config.json that names `architectures` only.
 GEMMA4_ARCHITECTURES: dict[str, str] = {"Gemma4ForCausalLM": "gemma4_text"}
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
-GEMMA4_NAMES: dict[str, dict[str, str]] = {"gemma4_text": LLAMA_NAMES}
+GEMMA4_NAMES: dict[str, dict[str, str]] = {"gemma4_text": {
+    **LLAMA_NAMES, "kv_shared_layers": "num_kv_shared_layers", "per_layer_input": "hidden_size_per_layer_input",
+    "per_layer_vocab": "vocab_size_per_layer_input", "keys_as_values": "attention_k_eq_v"}}

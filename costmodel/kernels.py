@@ -64,7 +64,7 @@ class Kernel:
         """Q and K^T copies (GQA keys repeated to the heads kept), in fp32 where the code casts
         them first (facts.eager_scores_fp32, GPT-J)."""
         size = FP32 if core.profile.facts.eager_scores_fp32 else S.e
-        return size * S.b * core.qk_dim * (S.h * core.q_len + core.kv_heads_kept * core.k_len)
+        return size * S.b * core.qk_dim * (S.h * core.q_len + core.own_kv_heads(core.kv_heads_kept) * core.k_len)
 
     def query_view_saved(self, extra: Expr) -> Expr:
         """A projection's whole output, kept when the query (or value) the kernel keeps is a view
@@ -88,7 +88,7 @@ class Kernel:
         """V (heads kept) and the probabilities in the activation dtype: dropout's output, the
         softmax output itself, or the cast of an fp32 softmax output."""
         facts, pairs = core.profile.facts, core.pairs
-        values = S.e * S.b * core.kv_heads_kept * core.k_len * core.value_dim
+        values = S.e * S.b * core.own_kv_heads(core.kv_heads_kept) * core.k_len * core.value_dim
         if core.profile.probs_dropout:
             probs = S.e * pairs
         elif facts.softmax_dtype == "activation":
@@ -110,7 +110,7 @@ class Flash(Kernel):
     def scores_saved(self, core: Any) -> Expr:
         if core.inputs_rebuilt:  # q and k rebuilt by the recomputed up-projections
             return ZERO
-        return S.e * S.b * core.qk_dim * (S.h * core.q_len + self.kv_heads_saved(core) * core.k_len)  # q, k
+        return S.e * S.b * core.qk_dim * (S.h * core.q_len + core.own_kv_heads(self.kv_heads_saved(core)) * core.k_len)
 
     def kv_heads_saved(self, core: Any) -> Expr:
         """Heads of the K and V it keeps: those that reach it (h_kv: grouped heads natively)."""
@@ -123,7 +123,8 @@ class Flash(Kernel):
         return FP32 * S.b * S.h * core.q_len  # the log-sum-exp per query row
 
     def weighted_sum_saved(self, core: Any) -> Expr:
-        values = ZERO if core.inputs_rebuilt else S.e * S.b * core.value_dim * self.kv_heads_saved(core) * core.k_len
+        heads = core.own_kv_heads(self.kv_heads_saved(core))
+        values = ZERO if core.inputs_rebuilt else S.e * S.b * core.value_dim * heads * core.k_len
         return values + self.output_saved(core)  # v (unless rebuilt) and out
 
     def output_saved(self, core: Any) -> Expr:

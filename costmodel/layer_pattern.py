@@ -4,12 +4,33 @@ against the counts the config gives, or derived from them where no config.json s
 Kinds: "sliding"/"full" (windows on some layers), "dense"/"moe" (experts in some layers),
 "rope"/"nope" (RoPE on some layers), "moe_nope" beside "dense"/"moe" (Llama 4 Maverick); in a
 model of one-mixer layers (ModelConfig.mixer_layers, transformers' nemotron_h) the mixer of each:
-MIXERS.
+MIXERS. Gemma 4's layers reusing an earlier layer's K and V (kv_shared_layers) are "sliding_shared" and
+"full_shared". LayerKind: one kind of layer as the cost tree builds it (costmodel/leaves.py).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
+from . import symbols as S
 from .errors import ConfigError, check_bool, check_choice, check_int
+
+
+@dataclass(frozen=True)
+class LayerKind:
+    """One kind of layer of a stack and how many of it: whether its attention slides over a
+    window, whether its FFN is a mixture of experts and whether its attention applies RoPE where
+    the model has it (label None when every layer is alike)."""
+
+    label: str | None
+    count: Any
+    window: bool = False
+    experts: bool = False
+    rope: bool = True
+    mixer: str | None = None  # the layer's one mixer (ModelConfig.mixer_layers), else None
+    kv_shared: bool = False  # its attention reuses an earlier layer's K and V (Gemma 4's kv_shared_layers)
+
 
 #: The one mixer of each layer of a hybrid model (nemotron_h's M, *, - and E): a Mamba-2 mixer
 #: (blocks/mamba.py), attention, a dense MLP or a mixture of experts, each after its own norm; a
@@ -110,6 +131,11 @@ def check_mtp_pattern(cfg, owner: str) -> None:
 
 
 def check_layer_pattern(cfg, owner: str) -> None:
+    _check_pattern(cfg, owner)
+    check_kv_shared(cfg, owner)
+
+
+def _check_pattern(cfg, owner: str) -> None:
     check_mixer_layers(cfg, owner)
     check_mtp_pattern(cfg, owner)
     if cfg.mixer_layers:
@@ -142,3 +168,43 @@ def check_layer_pattern(cfg, owner: str) -> None:
     if kinds[0] == "moe_nope" and pattern.count("dense") != cfg.n_dense_layers:
         raise ConfigError(f"{owner}: layer_pattern has {pattern.count('dense')} dense layers, the config "
                           f"{cfg.n_dense_layers}.")
+
+
+def kv_shared_counts(cfg) -> tuple[int, int]:
+    """(sliding, full) among the last kv_shared_layers decoder layers (Gemma 4's num_kv_shared_layers)."""
+    shared = range(cfg.n_decoder_layers - cfg.kv_shared_layers, cfg.n_decoder_layers)
+    sliding = sum(cfg.layer_slides(i) for i in shared) if cfg.kv_shared_layers else 0
+    return sliding, cfg.kv_shared_layers - sliding
+
+
+def check_kv_shared(cfg, owner: str) -> None:
+    """Layers reusing K/V: the last ones of a model with sliding and full layers, each kind with a
+    layer of its own before them (whose K/V they reuse)."""
+    check_int(owner, "kv_shared_layers", cfg.kv_shared_layers, minimum=0)
+    if cfg.double_wide_shared and not cfg.kv_shared_layers:
+        raise ConfigError(f"{owner}: double_wide_shared (the K/V-sharing layers' MLPs twice as wide) needs "
+                          "kv_shared_layers.")
+    if not cfg.kv_shared_layers:
+        return
+    sliding, full = kv_shared_counts(cfg)
+    if not 0 < cfg.n_window_layers < cfg.n_decoder_layers or sliding >= cfg.n_window_layers \
+            or full >= cfg.n_decoder_layers - cfg.n_window_layers:
+        raise ConfigError(f"{owner}: kv_shared_layers is modelled for models with sliding and full layers, each "
+                          "kind with a layer of its own before the shared ones.")
+
+
+def kv_shared_kinds(cfg, experts: bool) -> list[LayerKind]:
+    """The kinds of layer of a model with kv_shared_layers: its own sliding and full layers, then the
+    sliding and full ones reusing their kind's last own layer's K and V, where there are any."""
+    kinds = [LayerKind("sliding", S.L_w - S.L_ws, True, experts),
+             LayerKind("full", S.L_dec - S.L_w - S.L_fs, False, experts)]
+    shared = [LayerKind("sliding_shared", S.L_ws, True, experts, kv_shared=True),
+              LayerKind("full_shared", S.L_fs, False, experts, kv_shared=True)]
+    return kinds + [kind for kind, count in zip(shared, kv_shared_counts(cfg)) if count]
+
+
+def layer_kind(cfg, index: int) -> str:
+    """layer_pattern's kind of decoder layer `index`, "_shared" after it where it reuses K/V."""
+    shared = index >= cfg.n_decoder_layers - cfg.kv_shared_layers
+    return cfg.layer_pattern[index] + ("_shared" if cfg.kv_shared_layers and shared else "")
+

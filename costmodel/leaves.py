@@ -1,10 +1,8 @@
-"""The cost tree's leaves, and how a ModelConfig's blocks are placed as them.
-
-A leaf is one block where it runs: its stack (encoder or decoder), its part of the model (the embeddings, a
-repeated layer, a stack's own blocks, the head, the loss), its sublayer inside a layer (self_attention,
-cross_attention, ffn) and its name, and how many times it runs (a layer leaf L times). TreeBuilder walks a
-ModelConfig stack by stack and layer by layer, in the order the code registers its parameters, and returns one
-phase's leaves; tree.py holds them and adds the optimizer step."""
+"""The cost tree's leaves, and how a ModelConfig's blocks are placed as them. A leaf is one block
+where it runs: its stack, its part of the model (the embeddings, a repeated layer, a stack's own
+blocks, the head, the loss), its sublayer inside a layer (self_attention, cross_attention, ffn, Gemma
+4's per_layer_input) and its name, and how many times it runs (a layer leaf L times). TreeBuilder walks a
+ModelConfig stack by stack, layer by layer, in the order the code registers its parameters."""
 
 from __future__ import annotations
 
@@ -17,6 +15,7 @@ from . import blocks as B
 from . import op_checkpoint
 from . import symbols as S
 from .config import ConfigError, ModelConfig
+from .layer_pattern import LayerKind, kv_shared_kinds
 from .spec import RECOMPUTED_LAYERS
 from .terms import FP32, ZERO
 
@@ -130,20 +129,6 @@ class _Place:
                     self.sublayer, kind=self.kind)
 
 
-@dataclass(frozen=True)
-class LayerKind:
-    """One kind of layer of a stack and how many of it: whether its attention slides over a
-    window, whether its FFN is a mixture of experts and whether its attention applies RoPE where
-    the model has it (label None when every layer is alike)."""
-
-    label: str | None
-    count: sp.Expr
-    window: bool = False
-    experts: bool = False
-    rope: bool = True
-    mixer: str | None = None  # the layer's one mixer (ModelConfig.mixer_layers), else None
-
-
 Leaves = list[Leaf]
 
 
@@ -160,8 +145,7 @@ class TreeBuilder:
         self.dropout_sites = profile.dropout_sites()  # where dropout runs (see Profile)
 
     def dropout(self, at: _Place, tokens: sp.Expr, site: str, name: str = "dropout") -> Leaves:
-        """Dropout where the profile runs it: `site` or, for a sublayer's output, "sublayer"
-        (both outputs) or the one sublayer's ("attention_output", "ffn_output")."""
+        """Dropout where the profile runs it: `site` or, for a sublayer's output, "sublayer" (both)."""
         sites = (site, "sublayer") if site.endswith("_output") else (site,)
         if not set(sites) & set(self.dropout_sites):
             return []
@@ -201,13 +185,11 @@ class TreeBuilder:
 
     def cached_tokens(self, windowed: bool) -> sp.Expr:
         """Tokens one self-attention layer's cache holds, as Hugging Face's DynamicCache holds them.
-
         Full layers: the prompt (prefill), the prompt and T generated (train tree), c (decode).
         A sliding layer (DynamicSlidingWindowLayer) keeps keys[:, :, -w+1:], a view of the whole
         concatenation: after the prefill it holds every prompt token (w - 1 visible); each decode
         step concatenates the visible w - 1 and the new token afresh: min(n + T, w) held
-        (FINDINGS 11.4). So the cache shrinks at the first decode step.
-        """
+        (FINDINGS 11.4). So the cache shrinks at the first decode step."""
         if self.decode:
             return sp.Min(S.c, S.w) if windowed else S.c
         if self.phase == "prefill" or not windowed:
@@ -216,33 +198,33 @@ class TreeBuilder:
 
     def attention(
         self, at: _Place, q_len: sp.Expr, k_len: sp.Expr, *, cross: bool, cached: sp.Expr,
-        kv_len: sp.Expr | None = None, window: bool = False, rope: bool = True,
+        kv_len: sp.Expr | None = None, window: bool = False, rope: bool = True, kv_shared: bool = False,
     ) -> Leaves:
         """One attention sublayer; `cached` tokens of its keys/values stay in the KV cache.
-
         kv_len is the number of tokens whose keys and values are projected here (default k_len;
         in a decode step, the new token for self-attention and none for cross-attention). A
         windowed layer's decode step attends min(c, w) keys; its prefill, run eagerly, computes
         every score and masks (the same FLOPs as a full layer). rope False: a NoPE layer of a RoPE
-        model (SmolLM3), which rotates neither queries nor keys.
-        """
+        model (SmolLM3), which rotates neither queries nor keys. Gemma 4's full layers: d_hg-wide heads."""
         cfg, profile = self.cfg, self.profile
-        q_tokens = S.b * q_len
-        kv_tokens = S.b * (k_len if kv_len is None else kv_len)
-        if window and self.decode:
-            k_len = sp.Min(k_len, S.w)
+        q_tokens, kv_tokens = S.b * q_len, S.b * (k_len if kv_len is None else kv_len)
+        keys_as_values = cfg.keys_as_values and not window and not cross  # Gemma 4's full layers
+        head = S.d_hg if cfg.global_head_dim and not window and not cross else S.d_h
+        kv_heads = S.h_kvg if cfg.global_kv_heads and not window and not cross else S.h_kv
+        k_len = sp.Min(k_len, S.w) if window and self.decode else k_len
         position_bias = not cross and cfg.position in ("alibi", "relative")
         all_heads = profile.facts.kv_cache_heads == "query" and not cross  # Falcon's new layout
         core = dict(
             profile=profile,
             bias_needs_grad=position_bias and cfg.position == "relative",
             cross=cross,
-            causal=not cross and cached != 0,
-            kv_heads=S.h if all_heads else S.h_kv,
+            causal=not cross and (cached != 0 or kv_shared), kv_shared=kv_shared,
+            kv_heads=S.h if all_heads else kv_heads,
             windowed=window and not self.decode,
             chunked=window and not self.decode and cfg.chunked_window,
             latent=cfg.mla and not cross,
             sinks=cfg.attention_sinks and not cross,
+            **({"qk_dim": head, "value_dim": head} if head != S.d_h else {}),
         )
         absorbed = cfg.mla and not cross and profile.mla == "absorbed"
         if absorbed:  # attention over the cached latents: one head of r_kv + d_r, values r_kv of it
@@ -257,17 +239,19 @@ class TreeBuilder:
                 q_tokens, kv_tokens, cfg.qkv_bias, cached,
                 copies_cache=self.decode and not cross and profile.kv_cache == "dynamic",
                 fused=profile.facts.fused_qkv and not cross, profile=profile,
-                cache_heads=core["kv_heads"], transposed=profile.facts.linear_weights_transposed))]
+                cache_heads=core["kv_heads"], transposed=profile.facts.linear_weights_transposed, head_dim=head,
+                values_are_keys=keys_as_values, kv_shared=kv_shared, kv_heads=kv_heads))]
             if cfg.clip_qkv is not None and not cross:
                 projections.append(at.leaf("clip_qkv", B.ClipQKV(q_tokens, kv_tokens)))
             if cfg.qk_norm and not cross:
-                norms = B.HeadNorms(q_tokens, kv_tokens, profile, cfg.qk_norm_whole, kind=cfg.norm)
+                norms = B.HeadNorms(q_tokens, kv_tokens, profile, cfg.qk_norm_whole, cfg.norm, head, keys_as_values,
+                                    kv_shared, kv_heads)
                 projections.append(at.leaf("qk_norm", norms))
             if cfg.attention_output_gate and not cross:  # Qwen3-Next: q_proj's second half; AFMoE
                 projections.append(at.leaf("output_gate", B.AttentionOutputGate(q_tokens, cfg.qkv_bias, profile)))
         if cfg.rope and rope and not cross:
-            width = S.d_r if cfg.partial_rotary else S.d_h
-            key_heads = ONE if cfg.mla else S.h_kv
+            width = S.d_r if cfg.partial_rotary else head
+            key_heads = ONE if cfg.mla else kv_heads
             tables = ZERO  # interleaved RoPE: this layer's own cos and sin, q_len positions
             if profile.facts.rotary_tables_per_layer and profile.facts.rotary_tables == "forward":
                 tables = 2 * q_len * width * (FP32 if profile.facts.rotary_tables_fp32 else S.e)
@@ -299,12 +283,12 @@ class TreeBuilder:
             *self.residual(at, q_tokens, post, "attention_output"),
         ]
 
-    def ffn(self, at: _Place, tokens: sp.Expr, experts: bool = False) -> Leaves:
+    def ffn(self, at: _Place, tokens: sp.Expr, experts: bool = False, width: sp.Expr = S.d_ff) -> Leaves:
         cfg = self.cfg
         router_alone = experts and B.router_reads_norm_alone(cfg, self.profile.facts)
         pre, post = self.norms(at, tokens, "ffn", experts, output_kept=not router_alone)
         if not experts:
-            body = [at.leaf("mlp", B.FeedForward(tokens, cfg.activation, cfg.ffn_bias, self.profile))]
+            body = [at.leaf("mlp", B.FeedForward(tokens, cfg.activation, cfg.ffn_bias, self.profile, width=width))]
         else:
             latent = cfg.d_latent is not None  # nemotron_h's moe_latent_size: experts in d_l
             every_token = self.profile.facts.experts_every_token and not self.profile.routed_experts
@@ -349,6 +333,7 @@ class TreeBuilder:
         project_in = B.EmbeddingProjection(tokens, S.d_e, S.d, input_kept=True)
         return [
             at.leaf("tokens", token_embedding),
+            *([at.leaf("per_layer", B.PerLayerEmbeddings(tokens, self.profile))] if cfg.per_layer_input else []),
             *([at.leaf("project_in", project_in)] if cfg.projected_embeddings else []),
             *([at.leaf("positions", positions())] if positions else []),
             *([at.leaf("token_types", B.TokenTypes(tokens, self.profile))] if cfg.token_types else []),
@@ -403,6 +388,8 @@ class TreeBuilder:
         if cfg.nope_layers:  # SmolLM3: RoPE on all but the NoPE layers (layer 0 has it)
             return [LayerKind("rope", S.L_dec - S.L_np, all_window, experts),
                     LayerKind("nope", S.L_np, all_window, experts, rope=False)]
+        if cfg.kv_shared_layers:  # Gemma 4: the last layers reuse their kind's last own layer's K and V
+            return kv_shared_kinds(cfg, experts)
         if windows and not all_window:
             return [LayerKind("sliding", S.L_w, True, experts),
                     LayerKind("full", S.L_dec - S.L_w, False, experts)]
@@ -415,20 +402,27 @@ class TreeBuilder:
         if not self.profile.facts.applies_sliding_window:  # the code attends and caches all
             kind = dataclasses.replace(kind, window=False)
         self_at = dataclasses.replace(layer, sublayer="self_attention")
-        cached = self.cached_tokens(kind.window) if decoder else sp.Integer(0)
+        cached = self.cached_tokens(kind.window) if decoder and not kind.kv_shared else sp.Integer(0)
+        shared = dict(kv_len=sp.Integer(0), kv_shared=True) if kind.kv_shared else {}
+        # generate's prefill (logits_to_keep 1) runs the K/V-sharing layers on the last position only
+        sliced = self.phase == "prefill" and self.profile.logits_to_keep == 1 and self.profile.attention != "flash"
+        q_len = ONE if shared and sliced else seq
         if self.decode:
-            self_attention = self.attention(self_at, seq, S.c, cross=False, cached=cached,
-                                            kv_len=seq, window=kind.window, rope=kind.rope)
+            self_attention = self.attention(self_at, seq, S.c, cross=False, cached=cached, window=kind.window,
+                                            rope=kind.rope, **{"kv_len": seq, **shared})
         else:  # the cache after the prompt (prefill), or after it and T generated tokens (train)
-            self_attention = self.attention(self_at, seq, seq, cross=False, cached=cached,
-                                            window=kind.window, rope=kind.rope)
+            self_attention = self.attention(self_at, q_len, seq, cross=False, cached=cached,
+                                            window=kind.window, rope=kind.rope, **shared)
         cross: Leaves = []
         if cross_len is not None:
             cross_at = dataclasses.replace(layer, sublayer="cross_attention")
             kv_len = sp.Integer(0) if self.decode else None
             cross = self.attention(cross_at, seq, cross_len, cross=True, cached=cross_len, kv_len=kv_len)
-        return [*self_attention, *cross,
-                *self.ffn(dataclasses.replace(layer, sublayer="ffn"), S.b * seq, kind.experts)]
+        wide = 2 * S.d_ff if kind.kv_shared and self.cfg.double_wide_shared else S.d_ff  # Gemma 4's use_double_wide_mlp
+        ffn = self.ffn(dataclasses.replace(layer, sublayer="ffn"), S.b * q_len, kind.experts, wide)
+        gate = [dataclasses.replace(layer, sublayer="per_layer_input").leaf("gate", B.PerLayerInput(
+            S.b * q_len, self.cfg.activation, self.profile))] if self.cfg.per_layer_input else []  # Gemma 4's
+        return [*self_attention, *cross, *ffn, *gate]
 
     def layer(self, stack: str, seq: sp.Expr, kind: LayerKind, cross_len: sp.Expr | None) -> Leaves:
         """The leaves of one kind of layer, run kind.count times."""
@@ -473,8 +467,10 @@ class TreeBuilder:
         mixed = 0 < cfg.n_window_layers < cfg.n_decoder_layers
         sets = cfg.rotary_sets if cfg.rotary_sets is not None else 2 if mixed else 1
         per_type = self.profile.facts.rotary_tables_per_layer_type and stack == "decoder"
-        rotary = B.RotaryTables(seq, self.profile, S.d_r if cfg.partial_rotary else S.d_h,
-                                sets=sets if per_type else 1)
+        width = S.d_r if cfg.partial_rotary else S.d_h
+        if cfg.global_head_dim and per_type:  # Gemma 4: a table per kind, the full layers' d_hg wide
+            sets, width = 1, (S.d_h if cfg.n_window_layers else 0) + (S.d_hg if mixed or not cfg.n_window_layers else 0)
+        rotary = B.RotaryTables(seq, self.profile, width, sets=sets if per_type else 1)
         # OPT-350m: the last hidden state projected out to the d_e-wide head, which keeps it.
         project_out = B.EmbeddingProjection(S.b * seq, S.d, S.d_e, output_kept=True)
         return [

@@ -43,6 +43,12 @@ r_kv = _dim("r_kv")  # MLA: rank of the compressed key/value latent (kv_lora_ran
 d_v = _dim("d_v")  # MLA: value head dimension (v_head_dim); d_h is the query/key head width
 h_i = _dim("h_i")  # DeepSeek-V3.2's lightning indexer: its query heads (index_n_heads)
 d_i = _dim("d_i")  # the indexer's head width (index_head_dim), one cached key per token
+p_l = _dim("p_l")  # Gemma 4's per-layer input width (hidden_size_per_layer_input)
+V_pl = _dim("V_pl")  # rows of Gemma 4's per-layer input table (vocab_size_per_layer_input)
+L_ws = _dim("L_ws")  # Gemma 4's sliding layers that reuse an earlier layer's keys and values (num_kv_shared_layers)
+L_fs = _dim("L_fs")  # its full-attention layers that do
+h_kvg = _dim("h_kvg")  # KV heads of Gemma 4's full layers where they differ (num_global_key_value_heads)
+d_hg = _dim("d_hg")  # head width of the full-attention layers where it differs (Gemma 4's global_head_dim)
 # Mamba-2 mixers (transformers' nemotron_h): heads, their width, the state, B/C groups, the conv
 # kernel, the scan's chunk and the layers that are Mamba-2 mixers.
 H_m = _dim("H_m")  # Mamba-2 heads (mamba_num_heads)
@@ -81,7 +87,7 @@ dp = _dim("dp")  # data-parallel ranks (ZeRO/FSDP shard over them)
 
 MODEL_SYMBOLS = (d, h, h_kv, d_h, d_ff, V, P, N_tt, N_rb, L_enc, L_dec, d_r, d_e, w, L_w, E, k,
                  d_x, d_s, d_l, L_moe, r_q, r_kv, d_v, L_np, H_m, P_m, N_m, G_m, K_m, Q_m, L_m, L_a, L_f,
-                 H_gk, H_gv, P_gk, P_gv, L_g, D_m1, R_m1, L_m1)
+                 H_gk, H_gv, P_gk, P_gv, L_g, D_m1, R_m1, L_m1, p_l, V_pl, d_hg, L_ws, L_fs, h_kvg)
 WORKLOAD_SYMBOLS = (b, n, s, T, c, e)
 LAYOUT_SYMBOLS = (tp, dp)
 
@@ -122,6 +128,12 @@ LATEX_NAMES = {
     L_m: r"L_{mamba}",
     L_a: r"L_{attn}",
     L_f: r"L_{mlp}",
+    p_l: r"p_{l}",
+    V_pl: r"V_{pl}",
+    d_hg: r"d_{hg}",
+    L_ws: r"L_{ws}",
+    h_kvg: r"h_{kvg}",
+    L_fs: r"L_{fs}",
     H_gk: r"H_{gk}",
     H_gv: r"H_{gv}",
     P_gk: r"P_{gk}",
@@ -183,6 +195,12 @@ DESCRIPTIONS = {
     D_m1: "Mamba-1 inner width",
     R_m1: "Mamba-1 dt rank",
     L_m1: "Mamba-1 mixer layers",
+    p_l: "per-layer input width",
+    V_pl: "per-layer input vocabulary",
+    d_hg: "full-attention head width",
+    L_ws: "sliding layers sharing K/V",
+    h_kvg: "full-attention KV heads",
+    L_fs: "full layers sharing K/V",
     b: "batch size",
     n: "sequence length (decoder side)",
     s: "source sequence length (encoder side)",

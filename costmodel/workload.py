@@ -27,7 +27,8 @@ NOT_IN_REFERENCE = {
     "logits_scaling": None, "nope_layers": 0, "attention_sinks": False,
     "norm_affine": True, "clip_qkv": None, "qk_l2_norm": False, "nope_temperature": False,
     "chunked_window": False, "norm_bias": True, "mixer_layers": False, "rope_query_scale": False,
-    "index_n_heads": None,
+    "index_n_heads": None, "per_layer_input": None, "global_head_dim": None, "keys_as_values": False,
+    "global_kv_heads": None, "kv_shared_layers": 0, "double_wide_shared": False,
 }
 #: Activations the reference model's table (validate/reference_blocks.py ACTIVATIONS) lacks: it
 #: builds every other one of config.py's ACTIVATIONS (tests/test_reference.py holds the two equal).

@@ -50,30 +50,35 @@ class QKVProjection(Block):
     transposed: bool = False  # weights stored (d_in, d_out) (facts.linear_weights_transposed)
     profile: Profile = Profile()
     cache_heads: Expr = S.h_kv  # heads the cache holds (Falcon's new layout: h, see facts)
+    head_dim: Expr = S.d_h  # the width of every head (Gemma 4's full layers: d_hg)
+    values_are_keys: bool = False  # no v projection: the keys' is the values' (Gemma 4's attention_k_eq_v)
+    kv_shared: bool = False  # no k or v projection: an earlier layer's K and V (Gemma 4's num_kv_shared_layers)
+    kv_heads: Expr = S.h_kv  # its KV heads (Gemma 4's full layers: h_kvg)
     title = "Q, K, V projections"
 
     def linear_ops(self) -> tuple[LinearOp, ...]:
         """q, k, v in the order the attention's forward runs them (or the one fused projection)."""
         if self.fused:
-            return (LinearOp("qkv", self.q_tokens, S.d, (S.h + 2 * S.h_kv) * S.d_h, self.bias),)
-        return (LinearOp("q", self.q_tokens, S.d, S.h * S.d_h, self.bias),
-                LinearOp("k", self.kv_tokens, S.d, S.h_kv * S.d_h, self.bias),
-                LinearOp("v", self.kv_tokens, S.d, S.h_kv * S.d_h, self.bias))
+            return (LinearOp("qkv", self.q_tokens, S.d, (S.h + 2 * self.kv_heads) * self.head_dim, self.bias),)
+        names = () if self.kv_shared else ("k",) if self.values_are_keys else ("k", "v")
+        return (LinearOp("q", self.q_tokens, S.d, S.h * self.head_dim, self.bias),
+                *(LinearOp(name, self.kv_tokens, S.d, self.kv_heads * self.head_dim, self.bias) for name in names))
 
     def cost(self) -> Cost:
-        q_fwd, q_bwd = linear_flops(self.q_tokens, S.d, S.h * S.d_h)
-        kv_fwd, kv_bwd = linear_flops(self.kv_tokens, S.d, 2 * S.h_kv * S.d_h)
+        q_fwd, q_bwd = linear_flops(self.q_tokens, S.d, S.h * self.head_dim)
+        projected = 0 if self.kv_shared else 1 if self.values_are_keys else 2  # k and v, k alone or neither
+        kv_fwd, kv_bwd = linear_flops(self.kv_tokens, S.d, projected * self.kv_heads * self.head_dim)
         if self.fused:
-            tensors = weight_and_bias(S.d, (S.h + 2 * S.h_kv) * S.d_h, self.bias, self.transposed)
-            matrices = [weight_matrix(S.d, (S.h + 2 * S.h_kv) * S.d_h)]
+            tensors = weight_and_bias(S.d, (S.h + 2 * self.kv_heads) * self.head_dim, self.bias, self.transposed)
+            matrices = [weight_matrix(S.d, (S.h + 2 * self.kv_heads) * self.head_dim)]
         else:
-            tensors = (weight_and_bias(S.d, S.h * S.d_h, self.bias, self.transposed)
-                       + 2 * weight_and_bias(S.d, S.h_kv * S.d_h, self.bias, self.transposed))
-            matrices = [weight_matrix(S.d, S.h * S.d_h), weight_matrix(S.d, S.h_kv * S.d_h, 2)]
-        kv_cache = kv_cache_bytes(2 * S.b * self.cache_heads * S.d_h * self.cached_tokens,
+            tensors = (weight_and_bias(S.d, S.h * self.head_dim, self.bias, self.transposed)
+                       + projected * weight_and_bias(S.d, self.kv_heads * self.head_dim, self.bias, self.transposed))
+            matrices = [weight_matrix(S.d, S.h * self.head_dim), weight_matrix(S.d, self.kv_heads * self.head_dim, projected)]
+        kv_cache = kv_cache_bytes(2 * S.b * self.cache_heads * self.head_dim * self.cached_tokens,
                                   self.profile)
-        moved = linear_bytes(self.q_tokens, S.d, S.h * S.d_h)
-        moved += linear_bytes(self.kv_tokens, S.d, 2 * S.h_kv * S.d_h)
+        moved = linear_bytes(self.q_tokens, S.d, S.h * self.head_dim)
+        moved += linear_bytes(self.kv_tokens, S.d, projected * self.kv_heads * self.head_dim)
         return make_cost(
             tensors=tensors,
             matrices=matrices,
@@ -175,6 +180,16 @@ class AttentionCore(Block):
     chunked: bool = False  # the window is Llama 4's chunk (ModelConfig.chunked_window)
     latent: bool = False  # MLA (its "absorbed" variant)
     sinks: bool = False  # a learned logit per head joins each softmax row (gpt-oss)
+    kv_shared: bool = False  # K and V are an earlier layer's (Gemma 4's num_kv_shared_layers)
+
+    def own_kv_heads(self, heads: Expr) -> Expr:
+        """Heads of K (or V) kept that this layer holds itself: all of them, but in a layer reusing
+        an earlier one's K and V none unless they reach the kernel repeated (a copy of h heads)."""
+        if not self.kv_shared:
+            return heads
+        if isinstance(heads, sp.Piecewise):  # each branch's heads (a condition must hold no Piecewise)
+            return sp.Piecewise(*((self.own_kv_heads(value), condition) for value, condition in heads.args))
+        return sp.Piecewise((ZERO, sp.Eq(heads, self.kv_heads)), (heads, True))
 
     @property
     def windowed_pairs(self) -> Expr:
@@ -234,7 +249,8 @@ class AttentionCore(Block):
         reshape) stays a view for multi-query attention (h_kv = 1) at b = 1 where the code does it
         that way (facts.repeat_kv_view_for_mqa)."""
         if self.profile.facts.repeat_kv_view_for_mqa:
-            return sp.Piecewise((S.h_kv, sp.And(sp.Eq(S.b, 1), sp.Eq(S.h_kv, 1))), (S.h, True))
+            kv = S.h_kv if self.kv_heads == S.h else self.kv_heads  # Falcon's new layout: its groups', h_kv
+            return sp.Piecewise((kv, sp.And(sp.Eq(S.b, 1), sp.Eq(kv, 1))), (S.h, True))
         return S.h
 
     @property

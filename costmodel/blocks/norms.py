@@ -115,13 +115,15 @@ class Norm(Block):
         return self.profile.recomputes("norms") or (self.before_experts and self.profile.recomputes("moe_norms"))
 
 
-def _weightless_saved(rows: Expr, facts: Facts, recomputed: bool) -> Expr:
-    """Bytes a weightless RMSNorm over rows x d_h keeps whose output another block keeps (Gemma
-    4's v_norm): its input in the norm's dtype and its statistics (two a row with pow's)."""
+def _weightless_saved(rows: Expr, width: Expr, facts: Facts, recomputed: bool, shared: bool = False) -> Expr:
+    """Bytes a weightless RMSNorm over rows x width keeps whose output another block keeps (Gemma
+    4's v_norm): its input in the norm's dtype and its statistics (two a row with pow's). shared:
+    its input is the key norm's too (attention_k_eq_v), so in an fp32 model x.float() is that tensor."""
     if recomputed:
-        return S.e * rows * S.d_h
+        return ZERO if shared else S.e * rows * width
     size = S.e if facts.norm_dtype == "activation" else dtype_bytes(facts.norm_dtype)
-    return size * rows * S.d_h + size * rows * (2 if facts.rmsnorm_pow_stats else 1)
+    values = unless_fp32(size * rows * width) if shared else size * rows * width
+    return values + size * rows * (2 if facts.rmsnorm_pow_stats else 1)
 
 
 @dataclass(frozen=True)
@@ -138,27 +140,32 @@ class HeadNorms(Block):
     profile: Profile = Profile()
     whole: bool = False
     kind: str = "rmsnorm"  # "layernorm": Persimmon's, a LayerNorm with a weight and bias per head
+    head_dim: Expr = S.d_h  # the width of every head (Gemma 4's full layers: d_hg)
+    values_are_keys: bool = False  # the value norm reads the keys' projection (Gemma 4's attention_k_eq_v)
+    kv_shared: bool = False  # the query norm alone: K and V are an earlier layer's (num_kv_shared_layers)
+    kv_heads: Expr = S.h_kv  # its KV heads (Gemma 4's full layers: h_kvg)
     title = "query and key norms"
 
     def cost(self) -> Cost:
         facts, recomputed = self.profile.facts, self.profile.recomputes("norms")
         # (rows, width) of the query and the key norm
         if self.whole:
-            norms = ((self.q_tokens, S.h * S.d_h), (self.kv_tokens, S.h_kv * S.d_h))
+            norms = ((self.q_tokens, S.h * self.head_dim), (self.kv_tokens, self.kv_heads * self.head_dim))
         else:
-            norms = ((self.q_tokens * S.h, S.d_h), (self.kv_tokens * S.h_kv, S.d_h))
-        value_rows = self.kv_tokens * S.h_kv if facts.value_rmsnorm and not self.whole else ZERO  # Gemma 4's v_norm
-        values = sp.Add(*(rows * width for rows, width in norms)) + value_rows * S.d_h
+            norms = ((self.q_tokens * S.h, self.head_dim), (self.kv_tokens * self.kv_heads, self.head_dim))
+        norms = norms[:1] if self.kv_shared else norms
+        value_rows = self.kv_tokens * self.kv_heads if facts.value_rmsnorm and not self.whole else ZERO  # Gemma 4's v_norm
+        values = sp.Add(*(rows * width for rows, width in norms)) + value_rows * self.head_dim
         per_norm = 2 if self.kind == "layernorm" else 1  # a weight, and a LayerNorm's bias
         tensors = [width for _, width in norms for _ in range(per_norm)]
         # two norms: Gemma 3's each keep their own fp32 (1 + w)
         saved = sum(norm_saved(self.kind, rows, width, facts, output_kept=False,
                                recomputed=recomputed) for rows, width in norms)
-        saved += _weightless_saved(value_rows, facts, recomputed)
+        saved += _weightless_saved(value_rows, self.head_dim, facts, recomputed, self.values_are_keys)
         if facts.fused_qkv and self.kind == "layernorm" and not recomputed:
             # Persimmon: the LayerNorms keep their inputs as views of the fused q/k/v output,
             # whose storage holds the values too (measured: NativeLayerNormBackward0's input)
-            saved += S.e * self.kv_tokens * S.h_kv * S.d_h
+            saved += S.e * self.kv_tokens * self.kv_heads * self.head_dim
         return make_cost(
             tensors=tensors,
             elements=[(self.kind, values)],
