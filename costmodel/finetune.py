@@ -29,8 +29,10 @@ on a real model; tests/test_finetune.py asserts equality):
 Families (FAMILIES): the Llama layout (llama, mistral, qwen2, and qwen3 with its RMSNorm over each
 query and key head): pre-norm RMSNorm, q/k/v/o projections, a gated MLP (gate/up/down); and
 GPT-NeoX: LayerNorm, a fused query_key_value, dense, and the MLP's dense_h_to_4h/dense_4h_to_h,
-under eager attention (its sdpa activations are not exact in the tree yet, FINDINGS 13). Others
-raise ConfigError rather than give a number nobody measured.
+under eager attention (its sdpa activations are not exact in the tree yet, FINDINGS 13); Gemma
+(whose RMSNorm keeps an fp32 normalised tensor), SmolLM3 and Granite by Llama's names; and the
+mixtures of experts mixtral, qwen2_moe and qwen3_moe, LoRA on their attention projections (_MOE).
+Others raise ConfigError rather than give a number nobody measured.
 """
 
 from __future__ import annotations
@@ -94,17 +96,24 @@ class Family:
 
 
 _LLAMA = Family(_llama_shapes, TARGETS, DEFAULT_TARGETS, rms_norm=True)
+#: Mixtures of experts with Llama's attention: transformers 5.24 fuses each layer's routed experts
+#: into 3-D parameters (gate_up_proj, down_proj), not nn.Linear, so LoRA targets the attention
+#: projections only (peft's target_parameters on the experts is not modelled); the frozen router,
+#: experts and shared expert stop keeping their inputs (_experts_removed).
+_MOE = Family(_llama_shapes, TARGETS[:4], DEFAULT_TARGETS, rms_norm=True)
 FAMILIES = {"llama": _LLAMA, "mistral": _LLAMA, "qwen2": _LLAMA, "qwen3": _LLAMA,
             "gpt_neox": Family(_neox_shapes, NEOX_TARGETS, ("query_key_value",), rms_norm=False,
-                               attentions=("eager",))}
+                               attentions=("eager",)),
+            "gemma": _LLAMA, "smollm3": _LLAMA, "granite": _LLAMA,
+            "mixtral": _MOE, "qwen2_moe": _MOE, "qwen3_moe": _MOE}
 LORA_FAMILIES = tuple(FAMILIES)
 
 
 def family_of(cfg: ModelConfig) -> str:
     """The family's key in FAMILIES, or one sentence saying which families are modelled."""
-    if cfg.family not in FAMILIES or cfg.moe or cfg.architecture != "decoder":
-        raise ConfigError(f"fine-tuning memory covers the Llama layout (llama, mistral, qwen2, qwen3) and "
-                          f"gpt_neox; model {cfg.name!r} is {cfg.family}.")
+    if cfg.family not in FAMILIES or cfg.moe != (FAMILIES[cfg.family] is _MOE) or cfg.architecture != "decoder":
+        raise ConfigError(f"fine-tuning memory covers the Llama layout ({', '.join(LORA_FAMILIES[:4])}, "
+                          f"{', '.join(LORA_FAMILIES[5:])}) and gpt_neox; model {cfg.name!r} is {cfg.family}.")
     return cfg.family
 
 
@@ -119,7 +128,9 @@ def targets_of(cfg: ModelConfig, tune: "FineTune") -> tuple[str, ...]:
     foreign = [t for t in tune.targets if t not in family.targets]
     if foreign:
         raise ConfigError(f"--lora-targets: {foreign[0]!r} is not a linear layer of {cfg.family} "
-                          f"({', '.join(family.targets)}, or all-linear).")
+                          f"({', '.join(family.targets)}, or all-linear)"
+                          + ("; its routed experts are fused 3-D parameters, not linear layers (peft's "
+                             "target_parameters on them is not modelled)." if family is _MOE else "."))
     return tuple(t for t in family.targets if t in tune.targets)
 
 
@@ -213,8 +224,33 @@ def _removed_per_layer(cfg: ModelConfig, workload: Workload) -> int:
         inputs.pop("attention_output")
     norms = 0
     if FAMILIES[family_of(cfg)].rms_norm:
-        norms = 2 * cfg.d_model + ((cfg.n_heads + cfg.n_kv_heads) * cfg.d_head if cfg.qk_norm else 0)
-    return tokens * e * (sum(inputs.values()) + norms)
+        norms = _x_hat_bytes(cfg, e) * (2 * cfg.d_model + ((cfg.n_heads + cfg.n_kv_heads) * cfg.d_head
+                                                            if cfg.qk_norm else 0))
+    return tokens * (e * sum(inputs.values()) + norms)
+
+
+def _x_hat_bytes(cfg: ModelConfig, e: int) -> int:
+    """Bytes per value of the normalised tensor an RMSNorm keeps for its weight's gradient (fp32
+    in Gemma's, costmodel/blocks/norms.py's rmsnorm_x_hat)."""
+    from . import symbols as S
+    from .blocks.norms import rmsnorm_x_hat
+    from .facts import facts_for
+
+    return int(rmsnorm_x_hat(1, facts_for("hf", cfg.family)).subs(S.e, e))
+
+
+def _experts_removed(cfg: ModelConfig, workload: Workload) -> int:
+    """What each MoE layer's frozen feed-forward no longer keeps, beyond a dense layer's gate/up
+    input (d) and down input (d_ff): the top_k gathered rows of d into the routed experts'
+    grouped matmul and of d_expert into their down projection, the shared expert's down input
+    (d_shared) in place of the dense d_ff; the router and shared expert read the norm's output, the
+    dense layer's d (measured: tests/test_finetune_families.py)."""
+    if not cfg.moe:
+        return 0
+    dims = workload.dimensions(cfg)
+    tokens, e = dims["b"] * dims["n"], dims["e"]
+    per_token = cfg.top_k * (cfg.d_model + cfg.d_expert) + cfg.d_shared - cfg.d_ff
+    return cfg.n_moe_layers * tokens * e * per_token
 
 
 def _output_shared(workload: Workload) -> bool:
@@ -247,8 +283,8 @@ def _outside_removed(cfg: ModelConfig, workload: Workload) -> int:
     keeps the same either way), the token ids (int64)."""
     dims = workload.dimensions(cfg)
     tokens, e = dims["b"] * dims["n"], dims["e"]
-    norms = 1 if FAMILIES[family_of(cfg)].rms_norm else 0
-    return tokens * ((1 + norms) * e * cfg.d_model + 8)
+    norm = _x_hat_bytes(cfg, e) if FAMILIES[family_of(cfg)].rms_norm else 0
+    return tokens * ((e + norm) * cfg.d_model + 8)
 
 
 @dataclass(frozen=True)
@@ -290,6 +326,9 @@ def check(cfg: ModelConfig, workload: Workload) -> None:
         raise ConfigError("fine-tuning memory models Hugging Face's code with peft: use --impl hf.")
     if workload.gen_tokens:
         raise ConfigError("fine-tuning trains on sequences: leave out --gen-tokens.")
+    if cfg.moe and workload.recompute == "full":
+        raise ConfigError("fine-tuning memory of a mixture of experts is not measured under --recompute full "
+                          "(which layer's rebuild is the largest depends on its experts).")
     if workload.recompute == "torchtitan-op":
         raise ConfigError("fine-tuning memory does not model --recompute torchtitan-op: the adapters' "
                           "matmuls would join the policy's count of a layer's matmuls.")
@@ -320,7 +359,8 @@ def finetune_memory(cfg: ModelConfig, workload: Workload, tune: FineTune) -> Fin
     optimizer = optimizer_state_bytes(shapes * layers, tune.optimizer, tune.adapter_bytes)
     rebuilt = 1 if workload.recompute == "full" else layers  # full recomputation: one layer rebuilt
     activations = (full.memory_numbers()["activations"] - _outside_removed(cfg, workload)
-                   - rebuilt * (_removed_per_layer(cfg, workload) - _added_per_layer(cfg, workload, tune)))
+                   - rebuilt * (_removed_per_layer(cfg, workload) - _added_per_layer(cfg, workload, tune))
+                   - _experts_removed(cfg, workload))
     notes = []
     host = pcie = nvme = nvme_traffic = 0
     if tune.optimizer.startswith("paged"):

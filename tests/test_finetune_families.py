@@ -1,0 +1,68 @@
+"""Fine-tuning memory (costmodel/finetune.py) for the families added in session 18, against peft
+0.21 on the real transformers 5.24 class at odd sizes: the mixtures of experts (Mixtral, Qwen2-MoE
+with its shared expert and dense layers, Qwen3-MoE), LoRA on their attention projections; Gemma
+(whose RMSNorm keeps an fp32 normalised tensor for its weight), SmolLM3 and Granite by Llama's
+module names. Each run compares parameters, trainable parameters, the base's bytes, the
+adapters, their gradients, the bytes saved for backward and AdamW's state after a step.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import cli
+from costmodel.config import ConfigError, Workload
+from costmodel.finetune import FineTune, finetune_memory
+from costmodel.presets import load_preset
+from tests.test_finetune import assert_adamw_run_equals_peft
+
+
+def test_qwen3_30b_a3b_lora_by_hand(capsys):
+    """The request that was refused: LoRA on Qwen3-30B-A3B. peft's default q_proj and v_proj on
+    48 layers of d 2,048: q A 16 x 2,048 + B 4,096 x 16, v A 16 x 2,048 + B 512 x 16 (4 KV heads)."""
+    assert cli.main(["finetune", "--model", "Qwen/Qwen3-30B-A3B", "--method", "lora"]) == 0
+    assert "trainable 6.68 M (6,684,672," in capsys.readouterr().out
+    assert 48 * (16 * 2048 + 4096 * 16 + 16 * 2048 + 512 * 16) == 6_684_672
+
+
+def test_mixtral_targets_and_refusals():
+    cfg = load_preset("mixtral-8x7b")
+    memory = finetune_memory(cfg, Workload(seq_len=2048, attention="sdpa"), FineTune(targets=("all-linear",)))
+    # q, k, v, o on 32 layers of d 4,096 with 8 KV heads of 128; the experts carry no adapter.
+    assert memory.trainable_params == 32 * 16 * (2 * 4096 + 2 * (4096 + 1024) + 2 * 4096) == 13_631_488
+    with pytest.raises(ConfigError, match="fused 3-D parameters"):
+        finetune_memory(cfg, Workload(seq_len=64), FineTune(targets=("gate_proj",)))
+    with pytest.raises(ConfigError, match="--recompute full"):
+        finetune_memory(cfg, Workload(seq_len=64, recompute="full"), FineTune())
+
+
+def _odd(family: str, index: int):
+    from costmodel.hf import from_hf_config
+    from tests.family_odd_configs import ODD_FAMILY_CONFIGS
+    from tests.test_hf_survey_configs import NEW_FAMILY_CONFIGS
+
+    config = ODD_FAMILY_CONFIGS[family][index] if index >= 0 else NEW_FAMILY_CONFIGS[family]
+    return from_hf_config(config, name=f"odd-{family}")
+
+
+CASES = [  # (family, odd config: family_odd_configs' index, or -1: test_hf_survey_configs'), targets,
+    # adapter dtype, attention
+    ("mixtral", 0, ("q_proj", "k_proj", "v_proj", "o_proj"), "bf16", "sdpa"),
+    ("mixtral", 8, None, "fp32", "eager"),  # 7 experts, top 4, MHA of head_dim 8
+    ("qwen2_moe", 0, ("all-linear",), "fp32", "eager"),  # shared expert, layer 1 dense
+    ("qwen2_moe", 3, ("o_proj", "q_proj"), "bf16", "sdpa"),  # decoder_sparse_step 2
+    ("qwen3_moe", -1, ("all-linear",), "bf16", "sdpa"),  # q/k norms, a dense layer
+    ("gemma", 0, ("all-linear",), "bf16", "sdpa"),  # fp32 x_hat in every RMSNorm
+    ("gemma", 2, ("q_proj", "v_proj"), "fp32", "eager"),
+    ("smollm3", -1, ("all-linear",), "bf16", "sdpa"),  # RoPE left out on some layers
+    ("granite", -1, ("all-linear",), "fp32", "eager"),  # embedding, residual and logit multipliers
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family, index, targets, adapter_dtype, attention", CASES)
+def test_family_lora_equals_peft(family, index, targets, adapter_dtype, attention):
+    pytest.importorskip("peft")
+    workload = Workload(seq_len=7, batch=2, dtype="bf16", attention=attention)
+    tune = FineTune(rank=3, alpha=6.0, targets=targets, adapter_dtype=adapter_dtype)
+    assert_adamw_run_equals_peft(_odd(family, index), workload, tune)
