@@ -287,6 +287,19 @@ def _outside_removed(cfg: ModelConfig, workload: Workload) -> int:
     return tokens * ((e + norm) * cfg.d_model + 8)
 
 
+def _gate_in_nf4(cfg: ModelConfig, nf4: Workload) -> int:
+    """Bytes bitsandbytes adds by quantizing Qwen2-MoE's shared-expert gate, an nn.Linear(d, 1)
+    that the tree's nf4 keeps in the activation dtype (as vLLM does): its one matrix per MoE layer
+    in nf4 (blocks.base.quantized_bytes) in place of its d values. Measured in
+    tests/test_finetune_families.py (1,025 bytes a layer at d 48)."""
+    from .blocks.base import quantized_bytes
+
+    if not cfg.shared_expert_gate:
+        return 0
+    stored = sum(quantized_bytes(((1, cfg.d_model, cfg.n_moe_layers),), nf4.weight_format).values())
+    return int(stored) - cfg.n_moe_layers * cfg.d_model * nf4.dimensions(cfg)["e"]
+
+
 @dataclass(frozen=True)
 class FineTuneMemory:
     """Bytes of one fine-tuning step on one GPU (and on the host, with the optimizer offloaded)."""
@@ -348,8 +361,8 @@ def finetune_memory(cfg: ModelConfig, workload: Workload, tune: FineTune) -> Fin
     full = Estimate(cfg, workload)
     base_params = full.total("params")
     if tune.method == "qlora":
-        quantized = Estimate(cfg, dataclasses.replace(workload, weight_dtype="nf4", double_quant=True))
-        base_weights = quantized.quantized_weights()["total"]
+        nf4 = dataclasses.replace(workload, weight_dtype="nf4", double_quant=True)
+        base_weights = Estimate(cfg, nf4).quantized_weights()["total"] + _gate_in_nf4(cfg, nf4)
     else:
         base_weights = full.memory_numbers()["weights"]
     layers = cfg.n_decoder_layers
@@ -362,6 +375,9 @@ def finetune_memory(cfg: ModelConfig, workload: Workload, tune: FineTune) -> Fin
                    - rebuilt * (_removed_per_layer(cfg, workload) - _added_per_layer(cfg, workload, tune))
                    - _experts_removed(cfg, workload))
     notes = []
+    if tune.method == "qlora" and cfg.moe:
+        notes.append(f"bitsandbytes quantizes nn.Linear layers only: the routed experts (fused 3-D parameters in "
+                     f"transformers 5.24) and the router stay in {workload.dtype}")
     host = pcie = nvme = nvme_traffic = 0
     if tune.optimizer.startswith("paged"):
         notes.append("paged optimizer: its state lives in unified memory and moves to the host when the "
