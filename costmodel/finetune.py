@@ -45,11 +45,11 @@ from .config import ConfigError, ModelConfig, Workload
 # The LoRA targets (Llama's and GPT-NeoX's linear layers, peft's default) and the choices of a
 # fine-tune, defined in spec.py.
 from .spec import ADAPTER_DTYPES, DEFAULT_LORA_TARGETS as DEFAULT_TARGETS, NEOX_LORA_TARGETS as NEOX_TARGETS
-from .spec import LORA_TARGETS as TARGETS
+from .spec import LORA_TARGETS as TARGETS, PHI3_LORA_TARGETS
 from .spec import FINETUNE_METHODS as METHODS
 from .spec import FINETUNE_OPTIMIZERS as OPTIMIZERS
 
-ALL_TARGETS = TARGETS + NEOX_TARGETS
+ALL_TARGETS = TARGETS + NEOX_TARGETS + tuple(t for t in PHI3_LORA_TARGETS if t not in TARGETS)
 #: bitsandbytes 8-bit optimizers: tensors of at least this many values get 8-bit state
 #: (min_8bit_size), quantized in blocks of this many values (one fp32 absmax each).
 BNB_MIN_8BIT_SIZE = 4096
@@ -79,6 +79,13 @@ def _neox_shapes(cfg: ModelConfig) -> dict[str, tuple[str, int, int]]:
             "dense_h_to_4h": ("mlp_input", d, f), "dense_4h_to_h": ("mlp_inner", f, d)}
 
 
+def _phi3_shapes(cfg: ModelConfig) -> dict[str, tuple[str, int, int]]:
+    d, f = cfg.d_model, cfg.d_ff
+    q, kv = cfg.n_heads * cfg.d_head, cfg.n_kv_heads * cfg.d_head
+    return {"qkv_proj": ("attention_input", d, q + 2 * kv), "o_proj": ("attention_output", q, d),
+            "gate_up_proj": ("mlp_input", d, 2 * f), "down_proj": ("mlp_inner", f, d)}
+
+
 @dataclass(frozen=True)
 class Family:
     """Where LoRA attaches in one family's decoder layer, and what its frozen norms stop keeping.
@@ -93,6 +100,10 @@ class Family:
     defaults: tuple[str, ...]  # peft's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING
     rms_norm: bool
     attentions: tuple[str, ...] = ("eager", "sdpa", "flash")
+    # o_proj's input is a view of what a fused attention kernel keeps (_output_shared); Phi-3's
+    # o_proj keeps a copy of its own under sdpa (measured: its query and key are slices of the
+    # fused qkv output, and the kernel's output is laid out so that the reshape copies)
+    output_view: bool = True
 
 
 _LLAMA = Family(_llama_shapes, TARGETS, DEFAULT_TARGETS, rms_norm=True)
@@ -104,7 +115,9 @@ _MOE = Family(_llama_shapes, TARGETS[:4], DEFAULT_TARGETS, rms_norm=True)
 FAMILIES = {"llama": _LLAMA, "mistral": _LLAMA, "qwen2": _LLAMA, "qwen3": _LLAMA,
             "gpt_neox": Family(_neox_shapes, NEOX_TARGETS, ("query_key_value",), rms_norm=False,
                                attentions=("eager",)),
-            "gemma": _LLAMA, "smollm3": _LLAMA, "granite": _LLAMA,
+            "gemma": _LLAMA, "smollm3": _LLAMA, "granite": _LLAMA, "gemma2": _LLAMA, "gemma3_text": _LLAMA,
+            "olmo2": _LLAMA, "phi3": Family(_phi3_shapes, PHI3_LORA_TARGETS, ("qkv_proj",), rms_norm=True,
+                           output_view=False),
             "mixtral": _MOE, "qwen2_moe": _MOE, "qwen3_moe": _MOE}
 LORA_FAMILIES = tuple(FAMILIES)
 
@@ -220,12 +233,13 @@ def _removed_per_layer(cfg: ModelConfig, workload: Workload) -> int:
     inputs = {}
     for group, d_in, _ in linear_shapes(cfg).values():
         inputs[group] = d_in
-    if _output_shared(workload):
+    if _output_shared(cfg, workload):
         inputs.pop("attention_output")
     norms = 0
     if FAMILIES[family_of(cfg)].rms_norm:
-        norms = _x_hat_bytes(cfg, e) * (2 * cfg.d_model + ((cfg.n_heads + cfg.n_kv_heads) * cfg.d_head
-                                                            if cfg.qk_norm else 0))
+        sublayer_norms = 2 * (int(cfg.input_norms) + int(cfg.post_sublayer_norm))  # Gemma 2's four, OLMo 2's two
+        norms = _x_hat_bytes(cfg, e) * (sublayer_norms * cfg.d_model + ((cfg.n_heads + cfg.n_kv_heads) * cfg.d_head
+                                                                         if cfg.qk_norm else 0))
     return tokens * (e * sum(inputs.values()) + norms)
 
 
@@ -253,11 +267,11 @@ def _experts_removed(cfg: ModelConfig, workload: Workload) -> int:
     return cfg.n_moe_layers * tokens * e * per_token
 
 
-def _output_shared(workload: Workload) -> bool:
+def _output_shared(cfg: ModelConfig, workload: Workload) -> bool:
     """Whether o_proj's input is a view of what the attention kernel keeps anyway: a fused
     kernel (sdpa, flash) saves its output, whose (b, n, h, d_h) layout the reshape only views;
-    eager's output is transposed into a new tensor."""
-    return workload.attention != "eager"
+    eager's output is transposed into a new tensor (and Phi-3's, Family.output_view)."""
+    return workload.attention != "eager" and FAMILIES[family_of(cfg)].output_view
 
 
 def _added_per_layer(cfg: ModelConfig, workload: Workload, tune: FineTune) -> int:
@@ -271,7 +285,7 @@ def _added_per_layer(cfg: ModelConfig, workload: Workload, tune: FineTune) -> in
         group, d_in, _ = shapes[target]
         if cast:
             added += tokens * d_in * tune.adapter_bytes  # peft casts x to the adapter dtype, per adapter
-        elif group not in groups and not (group == "attention_output" and _output_shared(workload)):
+        elif group not in groups and not (group == "attention_output" and _output_shared(cfg, workload)):
             added += tokens * d_in * e
         groups.add(group)
         added += tokens * tune.rank * tune.adapter_bytes

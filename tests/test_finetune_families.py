@@ -2,7 +2,8 @@
 0.21 on the real transformers 5.24 class at odd sizes: the mixtures of experts (Mixtral, Qwen2-MoE
 with its shared expert and dense layers, Qwen3-MoE), LoRA on their attention projections; Gemma
 (whose RMSNorm keeps an fp32 normalised tensor for its weight), SmolLM3 and Granite by Llama's
-module names. Each run compares parameters, trainable parameters, the base's bytes, the
+module names; Gemma 2, Gemma 3 and OLMo 2 with their other norms; Phi-3 by its fused qkv_proj and
+gate_up_proj. Each run compares parameters, trainable parameters, the base's bytes, the
 adapters, their gradients, the bytes saved for backward and AdamW's state after a step.
 """
 
@@ -41,6 +42,16 @@ def test_mixtral_targets_and_refusals():
     assert any("routed experts" in note for note in qlora.notes)
 
 
+def test_phi3_mini_default_is_the_fused_qkv_proj(capsys):
+    """Phi-3-mini: d 3,072, 32 heads of 96 and 32 KV heads; qkv_proj A 16 x 3,072 + B 9,216 x 16."""
+    memory = finetune_memory(load_preset("phi3-mini"), Workload(seq_len=2047, attention="sdpa"), FineTune())
+    assert memory.trainable_params == 32 * (16 * 3072 + 9216 * 16) == 6_291_456
+    with pytest.raises(ConfigError, match="'q_proj' is not a linear layer of phi3"):
+        finetune_memory(load_preset("phi3-mini"), Workload(seq_len=64), FineTune(targets=("q_proj",)))
+    assert cli.main(["finetune", "--model", "phi3-mini", "--lora-targets", "gate_up_proj", "--seq-len", "1024"]) == 0
+    assert "lora r=16 on gate_up_proj" in capsys.readouterr().out
+
+
 def _odd(family: str, index: int):
     from costmodel.hf import from_hf_config
     from tests.family_odd_configs import ODD_FAMILY_CONFIGS
@@ -61,6 +72,13 @@ CASES = [  # (family, odd config: family_odd_configs' index, or -1: test_hf_surv
     ("gemma", 2, ("q_proj", "v_proj"), "fp32", "eager"),
     ("smollm3", -1, ("all-linear",), "bf16", "sdpa"),  # RoPE left out on some layers
     ("granite", -1, ("all-linear",), "fp32", "eager"),  # embedding, residual and logit multipliers
+    ("gemma2", 0, ("all-linear",), "bf16", "eager"),  # four norms a layer, soft caps, windows of 4
+    ("gemma3_text", -1, ("all-linear",), "bf16", "eager"),  # four norms and fp32 q/k norms
+    ("olmo2", -1, ("all-linear",), "bf16", "sdpa"),  # post-sublayer norms only, whole-width q/k norms
+    ("olmo2", -1, ("q_proj", "down_proj"), "fp32", "eager"),
+    ("phi3", 9, None, "bf16", "sdpa"),  # the default: the fused qkv_proj; o_proj keeps its own input
+    ("phi3", 4, ("qkv_proj", "down_proj"), "fp32", "eager"),
+    ("phi3", 0, ("gate_up_proj", "o_proj"), "bf16", "eager"),  # the fused gate/up projection
 ]
 
 
