@@ -31,7 +31,8 @@ query and key head): pre-norm RMSNorm, q/k/v/o projections, a gated MLP (gate/up
 GPT-NeoX: LayerNorm, a fused query_key_value, dense, and the MLP's dense_h_to_4h/dense_4h_to_h,
 under eager attention (its sdpa activations are not exact in the tree yet, FINDINGS 13); Gemma
 (whose RMSNorm keeps an fp32 normalised tensor), SmolLM3 and Granite by Llama's names; and the
-mixtures of experts mixtral, qwen2_moe and qwen3_moe, LoRA on their attention projections (_MOE).
+mixtures of experts mixtral, qwen2_moe, qwen3_moe, olmoe and granitemoe, LoRA on their attention
+projections (_MOE).
 Others raise ConfigError rather than give a number nobody measured.
 """
 
@@ -118,7 +119,7 @@ FAMILIES = {"llama": _LLAMA, "mistral": _LLAMA, "qwen2": _LLAMA, "qwen3": _LLAMA
             "gemma": _LLAMA, "smollm3": _LLAMA, "granite": _LLAMA, "gemma2": _LLAMA, "gemma3_text": _LLAMA,
             "olmo2": _LLAMA, "phi3": Family(_phi3_shapes, PHI3_LORA_TARGETS, ("qkv_proj",), rms_norm=True,
                            output_view=False),
-            "mixtral": _MOE, "qwen2_moe": _MOE, "qwen3_moe": _MOE}
+            "mixtral": _MOE, "qwen2_moe": _MOE, "qwen3_moe": _MOE, "olmoe": _MOE, "granitemoe": _MOE}
 LORA_FAMILIES = tuple(FAMILIES)
 
 

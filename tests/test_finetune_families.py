@@ -1,6 +1,6 @@
 """Fine-tuning memory (costmodel/finetune.py) for the families added in session 18, against peft
 0.21 on the real transformers 5.24 class at odd sizes: the mixtures of experts (Mixtral, Qwen2-MoE
-with its shared expert and dense layers, Qwen3-MoE), LoRA on their attention projections; Gemma
+with its shared expert and dense layers, Qwen3-MoE, OLMoE, GraniteMoE), LoRA on their attention projections; Gemma
 (whose RMSNorm keeps an fp32 normalised tensor for its weight), SmolLM3 and Granite by Llama's
 module names; Gemma 2, Gemma 3 and OLMo 2 with their other norms; Phi-3 by its fused qkv_proj and
 gate_up_proj. Each run compares parameters, trainable parameters, the base's bytes, the
@@ -102,3 +102,31 @@ def test_moe_qlora_equals_peft(family, index):
     workload = Workload(seq_len=7, batch=2, dtype="bf16", attention="sdpa")
     tune = FineTune(method="qlora", rank=3, alpha=6.0, targets=("all-linear",), adapter_dtype="bf16")
     assert_adamw_run_equals_peft(_odd(family, index), workload, tune)
+
+
+MORE_MOE_CASES = [  # (test module whose CONFIGS holds the config, its key, method, targets, adapter dtype, attention)
+    ("tests.test_hf_llama_variants", "olmoe", "lora", ("all-linear",), "bf16", "sdpa"),  # whole-width q/k norms
+    ("tests.test_hf_llama_variants", "olmoe-biases", "lora", ("q_proj", "o_proj"), "fp32", "eager"),
+    ("tests.test_hf_llama_variants", "olmoe", "qlora", ("all-linear",), "bf16", "sdpa"),
+    ("tests.test_hf_moe_extra", "granitemoe", "lora", ("all-linear",), "bf16", "sdpa"),  # multipliers
+    ("tests.test_hf_moe_extra", "granitemoe-defaults", "lora", None, "fp32", "eager"),
+    ("tests.test_hf_moe_extra", "granitemoe", "qlora", ("all-linear",), "bf16", "sdpa"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module, key, method, targets, adapter_dtype, attention", MORE_MOE_CASES)
+def test_olmoe_and_granitemoe_equal_peft(module, key, method, targets, adapter_dtype, attention):
+    """OLMoE and GraniteMoE: Llama's attention names, fused 3-D experts (GraniteMoE's
+    ParallelExperts too), so the same accounting as Mixtral's."""
+    import importlib
+
+    pytest.importorskip("peft")
+    if method == "qlora":
+        pytest.importorskip("bitsandbytes")
+    from costmodel.hf import from_hf_config
+
+    cfg = from_hf_config(importlib.import_module(module).CONFIGS[key], name=f"odd-{key}")
+    workload = Workload(seq_len=7, batch=2, dtype="bf16", attention=attention)
+    tune = FineTune(method=method, rank=3, alpha=6.0, targets=targets, adapter_dtype=adapter_dtype)
+    assert_adamw_run_equals_peft(cfg, workload, tune)
