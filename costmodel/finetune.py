@@ -32,7 +32,7 @@ GPT-NeoX: LayerNorm, a fused query_key_value, dense, and the MLP's dense_h_to_4h
 under eager attention (its sdpa activations are not exact in the tree yet, FINDINGS 13); Gemma
 (whose RMSNorm keeps an fp32 normalised tensor), SmolLM3 and Granite by Llama's names; and the
 mixtures of experts mixtral, qwen2_moe, qwen3_moe, olmoe and granitemoe, LoRA on their attention
-projections (_MOE).
+projections (_MOE), and Qwen2-MoE's shared expert and dense layers' MLP linears too (_MOE_SHARED).
 Others raise ConfigError rather than give a number nobody measured.
 """
 
@@ -59,10 +59,24 @@ BNB_QMAP_BYTES = 2 * 256 * 4  # the signed and unsigned dynamic maps, 256 fp32 e
 FP32 = 4
 
 
-def linear_shapes(cfg: ModelConfig) -> dict[str, tuple[str, int, int]]:
+def linear_shapes(cfg: ModelConfig, moe_layer: bool = False) -> dict[str, tuple[str, int, int]]:
     """Each target's input group, d_in and d_out for this config (the input group: adapters of one
-    group read the same tensor)."""
-    return FAMILIES[family_of(cfg)].shapes(cfg)
+    group read the same tensor); in a mixture of experts' MoE layer (moe_layer) the MLP's linear
+    layers are the shared expert's (d_shared wide), or none: the routed experts are 3-D parameters."""
+    shapes = FAMILIES[family_of(cfg)].shapes(cfg)
+    if not moe_layer:
+        return shapes
+    shapes = {name: shape for name, shape in shapes.items() if not shape[0].startswith("mlp")}
+    if cfg.d_shared:
+        d, f = cfg.d_model, cfg.d_shared
+        shapes |= {"gate_proj": ("mlp_input", d, f), "up_proj": ("mlp_input", d, f), "down_proj": ("mlp_inner", f, d)}
+    return shapes
+
+
+def layer_kinds(cfg: ModelConfig) -> list[tuple[int, bool]]:
+    """(how many, whether MoE) for the decoder's dense layers and its MoE layers, those present."""
+    kinds = [(cfg.n_decoder_layers - cfg.n_moe_layers, False), (cfg.n_moe_layers, True)]
+    return [(count, moe) for count, moe in kinds if count]
 
 
 def _llama_shapes(cfg: ModelConfig) -> dict[str, tuple[str, int, int]]:
@@ -105,27 +119,34 @@ class Family:
     # o_proj keeps a copy of its own under sdpa (measured: its query and key are slices of the
     # fused qkv output, and the kernel's output is laid out so that the reshape copies)
     output_view: bool = True
+    # the MLP's linear layers may be targeted (False: a mixture of experts whose dense layers' MLP
+    # names peft 0.21 maps onto the fused experts instead: Qwen3-MoE's down_proj became a
+    # ParamWrapper on experts.down_proj, measured, not modelled)
+    mlp_targets: bool = True
+    moe: bool = False  # a mixture of experts (its MoE layers: linear_shapes, _experts_removed)
 
 
 _LLAMA = Family(_llama_shapes, TARGETS, DEFAULT_TARGETS, rms_norm=True)
 #: Mixtures of experts with Llama's attention: transformers 5.24 fuses each layer's routed experts
 #: into 3-D parameters (gate_up_proj, down_proj), not nn.Linear, so LoRA targets the attention
-#: projections only (peft's target_parameters on the experts is not modelled); the frozen router,
-#: experts and shared expert stop keeping their inputs (_experts_removed).
-_MOE = Family(_llama_shapes, TARGETS[:4], DEFAULT_TARGETS, rms_norm=True)
+#: projections and the MLP linears of the shared expert and of dense layers, where the model has
+#: them (linear_shapes; peft's target_parameters on the experts is not modelled); the frozen
+#: router, experts and shared expert stop keeping their inputs (_experts_removed).
+_MOE = Family(_llama_shapes, TARGETS, DEFAULT_TARGETS, rms_norm=True, mlp_targets=False, moe=True)
+_MOE_SHARED = Family(_llama_shapes, TARGETS, DEFAULT_TARGETS, rms_norm=True, moe=True)  # Qwen2-MoE: measured
 FAMILIES = {"llama": _LLAMA, "mistral": _LLAMA, "qwen2": _LLAMA, "qwen3": _LLAMA,
             "gpt_neox": Family(_neox_shapes, NEOX_TARGETS, ("query_key_value",), rms_norm=False,
                                attentions=("eager",)),
             "gemma": _LLAMA, "smollm3": _LLAMA, "granite": _LLAMA, "gemma2": _LLAMA, "gemma3_text": _LLAMA,
             "olmo2": _LLAMA, "phi3": Family(_phi3_shapes, PHI3_LORA_TARGETS, ("qkv_proj",), rms_norm=True,
                            output_view=False),
-            "mixtral": _MOE, "qwen2_moe": _MOE, "qwen3_moe": _MOE, "olmoe": _MOE, "granitemoe": _MOE}
+            "mixtral": _MOE, "qwen2_moe": _MOE_SHARED, "qwen3_moe": _MOE, "olmoe": _MOE, "granitemoe": _MOE}
 LORA_FAMILIES = tuple(FAMILIES)
 
 
 def family_of(cfg: ModelConfig) -> str:
     """The family's key in FAMILIES, or one sentence saying which families are modelled."""
-    if cfg.family not in FAMILIES or cfg.moe != (FAMILIES[cfg.family] is _MOE) or cfg.architecture != "decoder":
+    if cfg.family not in FAMILIES or cfg.moe != FAMILIES[cfg.family].moe or cfg.architecture != "decoder":
         raise ConfigError(f"fine-tuning memory covers the Llama layout ({', '.join(LORA_FAMILIES[:4])}, "
                           f"{', '.join(LORA_FAMILIES[5:])}) and gpt_neox; model {cfg.name!r} is {cfg.family}.")
     return cfg.family
@@ -135,17 +156,21 @@ def targets_of(cfg: ModelConfig, tune: "FineTune") -> tuple[str, ...]:
     """The tune's targets for this model's family: its default, all its linear layers, or the
     names given (each a linear layer of this family)."""
     family = FAMILIES[family_of(cfg)]
+    present = {name for _, moe in layer_kinds(cfg) for name, (group, _, _) in linear_shapes(cfg, moe).items()
+               if family.mlp_targets or group.startswith("attention")}
+    linears = tuple(t for t in family.targets if t in present)
     if tune.targets is None:
         return family.defaults
     if tune.targets == ("all-linear",):
-        return family.targets
-    foreign = [t for t in tune.targets if t not in family.targets]
+        return linears
+    foreign = [t for t in tune.targets if t not in linears]
     if foreign:
         raise ConfigError(f"--lora-targets: {foreign[0]!r} is not a linear layer of {cfg.family} "
-                          f"({', '.join(family.targets)}, or all-linear)"
-                          + ("; its routed experts are fused 3-D parameters, not linear layers (peft's "
-                             "target_parameters on them is not modelled)." if family is _MOE else "."))
-    return tuple(t for t in family.targets if t in tune.targets)
+                          f"({', '.join(linears)}, or all-linear)"
+                          + ("; its routed experts are fused 3-D parameters, not linear layers, which peft "
+                             "adapts as parameters (target_parameters; Qwen3-MoE's down_proj too): not modelled."
+                             if cfg.moe else "."))
+    return tuple(t for t in linears if t in tune.targets)
 
 
 @dataclass(frozen=True)
@@ -191,14 +216,21 @@ class FineTune:
         return 4 if self.adapter_dtype == "fp32" else 2
 
 
-def adapter_tensors(cfg: ModelConfig, tune: FineTune) -> list[tuple[int, int]]:
-    """The shapes of one layer's adapter tensors, A (r, d_in) then B (d_out, r) per target."""
-    shapes = linear_shapes(cfg)
+def adapter_tensors(cfg: ModelConfig, tune: FineTune, moe_layer: bool = False) -> list[tuple[int, int]]:
+    """The shapes of one layer's adapter tensors, A (r, d_in) then B (d_out, r) per target (that
+    the layer has: a MoE layer's MLP targets are its shared expert's)."""
+    shapes = linear_shapes(cfg, moe_layer)
     out = []
     for target in targets_of(cfg, tune):
-        _, d_in, d_out = shapes[target]
-        out += [(tune.rank, d_in), (d_out, tune.rank)]
+        if target in shapes:
+            _, d_in, d_out = shapes[target]
+            out += [(tune.rank, d_in), (d_out, tune.rank)]
     return out
+
+
+def model_adapter_tensors(cfg: ModelConfig, tune: FineTune) -> list[tuple[int, int]]:
+    """Every adapter tensor's shape in the model, layer kind by layer kind (layer_kinds)."""
+    return [shape for count, moe in layer_kinds(cfg) for shape in adapter_tensors(cfg, tune, moe) * count]
 
 
 def optimizer_state_bytes(shapes: list[tuple[int, int]], optimizer: str, dtype_bytes: int) -> int:
@@ -275,14 +307,14 @@ def _output_shared(cfg: ModelConfig, workload: Workload) -> bool:
     return workload.attention != "eager" and FAMILIES[family_of(cfg)].output_view
 
 
-def _added_per_layer(cfg: ModelConfig, workload: Workload, tune: FineTune) -> int:
+def _added_per_layer(cfg: ModelConfig, workload: Workload, tune: FineTune, moe_layer: bool = False) -> int:
     """What a layer's adapters keep: their inputs and A's outputs."""
     dims = workload.dimensions(cfg)
     tokens, e = dims["b"] * dims["n"], dims["e"]
-    shapes = linear_shapes(cfg)
+    shapes = linear_shapes(cfg, moe_layer)
     cast = tune.adapter_bytes != e
     added, groups = 0, set()
-    for target in targets_of(cfg, tune):
+    for target in (t for t in targets_of(cfg, tune) if t in shapes):
         group, d_in, _ = shapes[target]
         if cast:
             added += tokens * d_in * tune.adapter_bytes  # peft casts x to the adapter dtype, per adapter
@@ -380,14 +412,15 @@ def finetune_memory(cfg: ModelConfig, workload: Workload, tune: FineTune) -> Fin
         base_weights = Estimate(cfg, nf4).quantized_weights()["total"] + _gate_in_nf4(cfg, nf4)
     else:
         base_weights = full.memory_numbers()["weights"]
-    layers = cfg.n_decoder_layers
-    shapes = adapter_tensors(cfg, tune)
-    trainable = layers * sum(r * c for r, c in shapes)
+    shapes = model_adapter_tensors(cfg, tune)
+    trainable = sum(r * c for r, c in shapes)
     adapters = trainable * tune.adapter_bytes
-    optimizer = optimizer_state_bytes(shapes * layers, tune.optimizer, tune.adapter_bytes)
-    rebuilt = 1 if workload.recompute == "full" else layers  # full recomputation: one layer rebuilt
-    activations = (full.memory_numbers()["activations"] - _outside_removed(cfg, workload)
-                   - rebuilt * (_removed_per_layer(cfg, workload) - _added_per_layer(cfg, workload, tune))
+    optimizer = optimizer_state_bytes(shapes, tune.optimizer, tune.adapter_bytes)
+    # full recomputation: one layer rebuilt (refused for a mixture of experts, check())
+    kinds = [(1, False)] if workload.recompute == "full" else layer_kinds(cfg)
+    layers = sum(count * (_removed_per_layer(cfg, workload) - _added_per_layer(cfg, workload, tune, moe))
+                 for count, moe in kinds)
+    activations = (full.memory_numbers()["activations"] - _outside_removed(cfg, workload) - layers
                    - _experts_removed(cfg, workload))
     notes = []
     if tune.method == "qlora" and cfg.moe:

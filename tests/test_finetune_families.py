@@ -33,6 +33,10 @@ def test_mixtral_targets_and_refusals():
     assert memory.trainable_params == 32 * 16 * (2 * 4096 + 2 * (4096 + 1024) + 2 * 4096) == 13_631_488
     with pytest.raises(ConfigError, match="fused 3-D parameters"):
         finetune_memory(cfg, Workload(seq_len=64), FineTune(targets=("gate_proj",)))
+    # Qwen3-MoE: peft 0.21 adapts the fused experts' down_proj for target "down_proj" (a
+    # ParamWrapper, lora_A of r x E rows), measured, not modelled: refused with its dense layer's.
+    with pytest.raises(ConfigError, match="'down_proj' is not a linear layer of qwen3_moe"):
+        finetune_memory(_odd("qwen3_moe", -1), Workload(seq_len=7), FineTune(targets=("down_proj",)))
     with pytest.raises(ConfigError, match="--recompute full"):
         finetune_memory(cfg, Workload(seq_len=64, recompute="full"), FineTune())
     # QLoRA: the experts stay in bf16 (bitsandbytes replaces nn.Linear only), so the nf4 base is
@@ -67,6 +71,8 @@ CASES = [  # (family, odd config: family_odd_configs' index, or -1: test_hf_surv
     ("mixtral", 8, None, "fp32", "eager"),  # 7 experts, top 4, MHA of head_dim 8
     ("qwen2_moe", 0, ("all-linear",), "fp32", "eager"),  # shared expert, layer 1 dense
     ("qwen2_moe", 3, ("o_proj", "q_proj"), "bf16", "sdpa"),  # decoder_sparse_step 2
+    ("qwen2_moe", 0, ("gate_proj", "down_proj"), "fp32", "eager"),  # the shared expert's and layer 1's MLP
+    ("qwen2_moe", 11, ("all-linear",), "bf16", "sdpa"),  # 4 layers, two dense, 9 experts
     ("qwen3_moe", -1, ("all-linear",), "bf16", "sdpa"),  # q/k norms, a dense layer
     ("gemma", 0, ("all-linear",), "bf16", "sdpa"),  # fp32 x_hat in every RMSNorm
     ("gemma", 2, ("q_proj", "v_proj"), "fp32", "eager"),
