@@ -15,7 +15,8 @@ from .options import SEQ_LEN_HELP, choice_option, dtype_option, hardware_option,
 
 TARGETS_HELP = ("Linear layers that get adapters, comma-separated, by their module names: "
                 f"{', '.join(spec.LORA_TARGETS)} (Llama layout), {', '.join(spec.NEOX_LORA_TARGETS)} (GPT-NeoX), "
-                f"or all-linear (default: peft's, {','.join(spec.DEFAULT_LORA_TARGETS)} or query_key_value).")
+                f"{', '.join(spec.PHI3_LORA_TARGETS)} (Phi-3), "
+                f"or all-linear (default: peft's, {','.join(spec.DEFAULT_LORA_TARGETS)} query_key_value or qkv_proj).")
 
 
 @click.command()

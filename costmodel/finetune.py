@@ -29,8 +29,11 @@ on a real model; tests/test_finetune.py asserts equality):
 Families (FAMILIES): the Llama layout (llama, mistral, qwen2, and qwen3 with its RMSNorm over each
 query and key head): pre-norm RMSNorm, q/k/v/o projections, a gated MLP (gate/up/down); and
 GPT-NeoX: LayerNorm, a fused query_key_value, dense, and the MLP's dense_h_to_4h/dense_4h_to_h,
-under eager attention (its sdpa activations are not exact in the tree yet, FINDINGS 13). Others
-raise ConfigError rather than give a number nobody measured.
+under eager attention (its sdpa activations are not exact in the tree yet, FINDINGS 13); Gemma
+(whose RMSNorm keeps an fp32 normalised tensor), SmolLM3 and Granite by Llama's names; and the
+mixtures of experts mixtral, qwen2_moe, qwen3_moe, olmoe and granitemoe, LoRA on their attention
+projections (_MOE), and Qwen2-MoE's shared expert and dense layers' MLP linears too (_MOE_SHARED).
+Others raise ConfigError rather than give a number nobody measured.
 """
 
 from __future__ import annotations
@@ -43,11 +46,11 @@ from .config import ConfigError, ModelConfig, Workload
 # The LoRA targets (Llama's and GPT-NeoX's linear layers, peft's default) and the choices of a
 # fine-tune, defined in spec.py.
 from .spec import ADAPTER_DTYPES, DEFAULT_LORA_TARGETS as DEFAULT_TARGETS, NEOX_LORA_TARGETS as NEOX_TARGETS
-from .spec import LORA_TARGETS as TARGETS
+from .spec import LORA_TARGETS as TARGETS, PHI3_LORA_TARGETS
 from .spec import FINETUNE_METHODS as METHODS
 from .spec import FINETUNE_OPTIMIZERS as OPTIMIZERS
 
-ALL_TARGETS = TARGETS + NEOX_TARGETS
+ALL_TARGETS = TARGETS + NEOX_TARGETS + tuple(t for t in PHI3_LORA_TARGETS if t not in TARGETS)
 #: bitsandbytes 8-bit optimizers: tensors of at least this many values get 8-bit state
 #: (min_8bit_size), quantized in blocks of this many values (one fp32 absmax each).
 BNB_MIN_8BIT_SIZE = 4096
@@ -56,10 +59,24 @@ BNB_QMAP_BYTES = 2 * 256 * 4  # the signed and unsigned dynamic maps, 256 fp32 e
 FP32 = 4
 
 
-def linear_shapes(cfg: ModelConfig) -> dict[str, tuple[str, int, int]]:
+def linear_shapes(cfg: ModelConfig, moe_layer: bool = False) -> dict[str, tuple[str, int, int]]:
     """Each target's input group, d_in and d_out for this config (the input group: adapters of one
-    group read the same tensor)."""
-    return FAMILIES[family_of(cfg)].shapes(cfg)
+    group read the same tensor); in a mixture of experts' MoE layer (moe_layer) the MLP's linear
+    layers are the shared expert's (d_shared wide), or none: the routed experts are 3-D parameters."""
+    shapes = FAMILIES[family_of(cfg)].shapes(cfg)
+    if not moe_layer:
+        return shapes
+    shapes = {name: shape for name, shape in shapes.items() if not shape[0].startswith("mlp")}
+    if cfg.d_shared:
+        d, f = cfg.d_model, cfg.d_shared
+        shapes |= {"gate_proj": ("mlp_input", d, f), "up_proj": ("mlp_input", d, f), "down_proj": ("mlp_inner", f, d)}
+    return shapes
+
+
+def layer_kinds(cfg: ModelConfig) -> list[tuple[int, bool]]:
+    """(how many, whether MoE) for the decoder's dense layers and its MoE layers, those present."""
+    kinds = [(cfg.n_decoder_layers - cfg.n_moe_layers, False), (cfg.n_moe_layers, True)]
+    return [(count, moe) for count, moe in kinds if count]
 
 
 def _llama_shapes(cfg: ModelConfig) -> dict[str, tuple[str, int, int]]:
@@ -77,6 +94,13 @@ def _neox_shapes(cfg: ModelConfig) -> dict[str, tuple[str, int, int]]:
             "dense_h_to_4h": ("mlp_input", d, f), "dense_4h_to_h": ("mlp_inner", f, d)}
 
 
+def _phi3_shapes(cfg: ModelConfig) -> dict[str, tuple[str, int, int]]:
+    d, f = cfg.d_model, cfg.d_ff
+    q, kv = cfg.n_heads * cfg.d_head, cfg.n_kv_heads * cfg.d_head
+    return {"qkv_proj": ("attention_input", d, q + 2 * kv), "o_proj": ("attention_output", q, d),
+            "gate_up_proj": ("mlp_input", d, 2 * f), "down_proj": ("mlp_inner", f, d)}
+
+
 @dataclass(frozen=True)
 class Family:
     """Where LoRA attaches in one family's decoder layer, and what its frozen norms stop keeping.
@@ -91,20 +115,40 @@ class Family:
     defaults: tuple[str, ...]  # peft's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING
     rms_norm: bool
     attentions: tuple[str, ...] = ("eager", "sdpa", "flash")
+    # o_proj's input is a view of what a fused attention kernel keeps (_output_shared); Phi-3's
+    # o_proj keeps a copy of its own under sdpa (measured: its query and key are slices of the
+    # fused qkv output, and the kernel's output is laid out so that the reshape copies)
+    output_view: bool = True
+    # the MLP's linear layers may be targeted (False: a mixture of experts whose dense layers' MLP
+    # names peft 0.21 maps onto the fused experts instead: Qwen3-MoE's down_proj became a
+    # ParamWrapper on experts.down_proj, measured, not modelled)
+    mlp_targets: bool = True
+    moe: bool = False  # a mixture of experts (its MoE layers: linear_shapes, _experts_removed)
 
 
 _LLAMA = Family(_llama_shapes, TARGETS, DEFAULT_TARGETS, rms_norm=True)
+#: Mixtures of experts with Llama's attention: transformers 5.24 fuses each layer's routed experts
+#: into 3-D parameters (gate_up_proj, down_proj), not nn.Linear, so LoRA targets the attention
+#: projections and the MLP linears of the shared expert and of dense layers, where the model has
+#: them (linear_shapes; peft's target_parameters on the experts is not modelled); the frozen
+#: router, experts and shared expert stop keeping their inputs (_experts_removed).
+_MOE = Family(_llama_shapes, TARGETS, DEFAULT_TARGETS, rms_norm=True, mlp_targets=False, moe=True)
+_MOE_SHARED = Family(_llama_shapes, TARGETS, DEFAULT_TARGETS, rms_norm=True, moe=True)  # Qwen2-MoE: measured
 FAMILIES = {"llama": _LLAMA, "mistral": _LLAMA, "qwen2": _LLAMA, "qwen3": _LLAMA,
             "gpt_neox": Family(_neox_shapes, NEOX_TARGETS, ("query_key_value",), rms_norm=False,
-                               attentions=("eager",))}
+                               attentions=("eager",)),
+            "gemma": _LLAMA, "smollm3": _LLAMA, "granite": _LLAMA, "gemma2": _LLAMA, "gemma3_text": _LLAMA,
+            "olmo2": _LLAMA, "phi3": Family(_phi3_shapes, PHI3_LORA_TARGETS, ("qkv_proj",), rms_norm=True,
+                           output_view=False),
+            "mixtral": _MOE, "qwen2_moe": _MOE_SHARED, "qwen3_moe": _MOE, "olmoe": _MOE, "granitemoe": _MOE}
 LORA_FAMILIES = tuple(FAMILIES)
 
 
 def family_of(cfg: ModelConfig) -> str:
     """The family's key in FAMILIES, or one sentence saying which families are modelled."""
-    if cfg.family not in FAMILIES or cfg.moe or cfg.architecture != "decoder":
-        raise ConfigError(f"fine-tuning memory covers the Llama layout (llama, mistral, qwen2, qwen3) and "
-                          f"gpt_neox; model {cfg.name!r} is {cfg.family}.")
+    if cfg.family not in FAMILIES or cfg.moe != FAMILIES[cfg.family].moe or cfg.architecture != "decoder":
+        raise ConfigError(f"fine-tuning memory covers the Llama layout ({', '.join(LORA_FAMILIES[:4])}, "
+                          f"{', '.join(LORA_FAMILIES[5:])}) and gpt_neox; model {cfg.name!r} is {cfg.family}.")
     return cfg.family
 
 
@@ -112,15 +156,21 @@ def targets_of(cfg: ModelConfig, tune: "FineTune") -> tuple[str, ...]:
     """The tune's targets for this model's family: its default, all its linear layers, or the
     names given (each a linear layer of this family)."""
     family = FAMILIES[family_of(cfg)]
+    present = {name for _, moe in layer_kinds(cfg) for name, (group, _, _) in linear_shapes(cfg, moe).items()
+               if family.mlp_targets or group.startswith("attention")}
+    linears = tuple(t for t in family.targets if t in present)
     if tune.targets is None:
         return family.defaults
     if tune.targets == ("all-linear",):
-        return family.targets
-    foreign = [t for t in tune.targets if t not in family.targets]
+        return linears
+    foreign = [t for t in tune.targets if t not in linears]
     if foreign:
         raise ConfigError(f"--lora-targets: {foreign[0]!r} is not a linear layer of {cfg.family} "
-                          f"({', '.join(family.targets)}, or all-linear).")
-    return tuple(t for t in family.targets if t in tune.targets)
+                          f"({', '.join(linears)}, or all-linear)"
+                          + ("; its routed experts are fused 3-D parameters, not linear layers, which peft "
+                             "adapts as parameters (target_parameters; Qwen3-MoE's down_proj too): not modelled."
+                             if cfg.moe else "."))
+    return tuple(t for t in linears if t in tune.targets)
 
 
 @dataclass(frozen=True)
@@ -166,14 +216,21 @@ class FineTune:
         return 4 if self.adapter_dtype == "fp32" else 2
 
 
-def adapter_tensors(cfg: ModelConfig, tune: FineTune) -> list[tuple[int, int]]:
-    """The shapes of one layer's adapter tensors, A (r, d_in) then B (d_out, r) per target."""
-    shapes = linear_shapes(cfg)
+def adapter_tensors(cfg: ModelConfig, tune: FineTune, moe_layer: bool = False) -> list[tuple[int, int]]:
+    """The shapes of one layer's adapter tensors, A (r, d_in) then B (d_out, r) per target (that
+    the layer has: a MoE layer's MLP targets are its shared expert's)."""
+    shapes = linear_shapes(cfg, moe_layer)
     out = []
     for target in targets_of(cfg, tune):
-        _, d_in, d_out = shapes[target]
-        out += [(tune.rank, d_in), (d_out, tune.rank)]
+        if target in shapes:
+            _, d_in, d_out = shapes[target]
+            out += [(tune.rank, d_in), (d_out, tune.rank)]
     return out
+
+
+def model_adapter_tensors(cfg: ModelConfig, tune: FineTune) -> list[tuple[int, int]]:
+    """Every adapter tensor's shape in the model, layer kind by layer kind (layer_kinds)."""
+    return [shape for count, moe in layer_kinds(cfg) for shape in adapter_tensors(cfg, tune, moe) * count]
 
 
 def optimizer_state_bytes(shapes: list[tuple[int, int]], optimizer: str, dtype_bytes: int) -> int:
@@ -209,33 +266,59 @@ def _removed_per_layer(cfg: ModelConfig, workload: Workload) -> int:
     inputs = {}
     for group, d_in, _ in linear_shapes(cfg).values():
         inputs[group] = d_in
-    if _output_shared(workload):
+    if _output_shared(cfg, workload):
         inputs.pop("attention_output")
     norms = 0
     if FAMILIES[family_of(cfg)].rms_norm:
-        norms = 2 * cfg.d_model + ((cfg.n_heads + cfg.n_kv_heads) * cfg.d_head if cfg.qk_norm else 0)
-    return tokens * e * (sum(inputs.values()) + norms)
+        sublayer_norms = 2 * (int(cfg.input_norms) + int(cfg.post_sublayer_norm))  # Gemma 2's four, OLMo 2's two
+        norms = _x_hat_bytes(cfg, e) * (sublayer_norms * cfg.d_model + ((cfg.n_heads + cfg.n_kv_heads) * cfg.d_head
+                                                                         if cfg.qk_norm else 0))
+    return tokens * (e * sum(inputs.values()) + norms)
 
 
-def _output_shared(workload: Workload) -> bool:
+def _x_hat_bytes(cfg: ModelConfig, e: int) -> int:
+    """Bytes per value of the normalised tensor an RMSNorm keeps for its weight's gradient (fp32
+    in Gemma's, costmodel/blocks/norms.py's rmsnorm_x_hat)."""
+    from . import symbols as S
+    from .blocks.norms import rmsnorm_x_hat
+    from .facts import facts_for
+
+    return int(rmsnorm_x_hat(1, facts_for("hf", cfg.family)).subs(S.e, e))
+
+
+def _experts_removed(cfg: ModelConfig, workload: Workload) -> int:
+    """What each MoE layer's frozen feed-forward no longer keeps, beyond a dense layer's gate/up
+    input (d) and down input (d_ff): the top_k gathered rows of d into the routed experts'
+    grouped matmul and of d_expert into their down projection, the shared expert's down input
+    (d_shared) in place of the dense d_ff; the router and shared expert read the norm's output, the
+    dense layer's d (measured: tests/test_finetune_families.py)."""
+    if not cfg.moe:
+        return 0
+    dims = workload.dimensions(cfg)
+    tokens, e = dims["b"] * dims["n"], dims["e"]
+    per_token = cfg.top_k * (cfg.d_model + cfg.d_expert) + cfg.d_shared - cfg.d_ff
+    return cfg.n_moe_layers * tokens * e * per_token
+
+
+def _output_shared(cfg: ModelConfig, workload: Workload) -> bool:
     """Whether o_proj's input is a view of what the attention kernel keeps anyway: a fused
     kernel (sdpa, flash) saves its output, whose (b, n, h, d_h) layout the reshape only views;
-    eager's output is transposed into a new tensor."""
-    return workload.attention != "eager"
+    eager's output is transposed into a new tensor (and Phi-3's, Family.output_view)."""
+    return workload.attention != "eager" and FAMILIES[family_of(cfg)].output_view
 
 
-def _added_per_layer(cfg: ModelConfig, workload: Workload, tune: FineTune) -> int:
+def _added_per_layer(cfg: ModelConfig, workload: Workload, tune: FineTune, moe_layer: bool = False) -> int:
     """What a layer's adapters keep: their inputs and A's outputs."""
     dims = workload.dimensions(cfg)
     tokens, e = dims["b"] * dims["n"], dims["e"]
-    shapes = linear_shapes(cfg)
+    shapes = linear_shapes(cfg, moe_layer)
     cast = tune.adapter_bytes != e
     added, groups = 0, set()
-    for target in targets_of(cfg, tune):
+    for target in (t for t in targets_of(cfg, tune) if t in shapes):
         group, d_in, _ = shapes[target]
         if cast:
             added += tokens * d_in * tune.adapter_bytes  # peft casts x to the adapter dtype, per adapter
-        elif group not in groups and not (group == "attention_output" and _output_shared(workload)):
+        elif group not in groups and not (group == "attention_output" and _output_shared(cfg, workload)):
             added += tokens * d_in * e
         groups.add(group)
         added += tokens * tune.rank * tune.adapter_bytes
@@ -247,8 +330,21 @@ def _outside_removed(cfg: ModelConfig, workload: Workload) -> int:
     keeps the same either way), the token ids (int64)."""
     dims = workload.dimensions(cfg)
     tokens, e = dims["b"] * dims["n"], dims["e"]
-    norms = 1 if FAMILIES[family_of(cfg)].rms_norm else 0
-    return tokens * ((1 + norms) * e * cfg.d_model + 8)
+    norm = _x_hat_bytes(cfg, e) if FAMILIES[family_of(cfg)].rms_norm else 0
+    return tokens * ((e + norm) * cfg.d_model + 8)
+
+
+def _gate_in_nf4(cfg: ModelConfig, nf4: Workload) -> int:
+    """Bytes bitsandbytes adds by quantizing Qwen2-MoE's shared-expert gate, an nn.Linear(d, 1)
+    that the tree's nf4 keeps in the activation dtype (as vLLM does): its one matrix per MoE layer
+    in nf4 (blocks.base.quantized_bytes) in place of its d values. Measured in
+    tests/test_finetune_families.py (1,025 bytes a layer at d 48)."""
+    from .blocks.base import quantized_bytes
+
+    if not cfg.shared_expert_gate:
+        return 0
+    stored = sum(quantized_bytes(((1, cfg.d_model, cfg.n_moe_layers),), nf4.weight_format).values())
+    return int(stored) - cfg.n_moe_layers * cfg.d_model * nf4.dimensions(cfg)["e"]
 
 
 @dataclass(frozen=True)
@@ -290,6 +386,9 @@ def check(cfg: ModelConfig, workload: Workload) -> None:
         raise ConfigError("fine-tuning memory models Hugging Face's code with peft: use --impl hf.")
     if workload.gen_tokens:
         raise ConfigError("fine-tuning trains on sequences: leave out --gen-tokens.")
+    if cfg.moe and workload.recompute == "full":
+        raise ConfigError("fine-tuning memory of a mixture of experts is not measured under --recompute full "
+                          "(which layer's rebuild is the largest depends on its experts).")
     if workload.recompute == "torchtitan-op":
         raise ConfigError("fine-tuning memory does not model --recompute torchtitan-op: the adapters' "
                           "matmuls would join the policy's count of a layer's matmuls.")
@@ -309,19 +408,24 @@ def finetune_memory(cfg: ModelConfig, workload: Workload, tune: FineTune) -> Fin
     full = Estimate(cfg, workload)
     base_params = full.total("params")
     if tune.method == "qlora":
-        quantized = Estimate(cfg, dataclasses.replace(workload, weight_dtype="nf4", double_quant=True))
-        base_weights = quantized.quantized_weights()["total"]
+        nf4 = dataclasses.replace(workload, weight_dtype="nf4", double_quant=True)
+        base_weights = Estimate(cfg, nf4).quantized_weights()["total"] + _gate_in_nf4(cfg, nf4)
     else:
         base_weights = full.memory_numbers()["weights"]
-    layers = cfg.n_decoder_layers
-    shapes = adapter_tensors(cfg, tune)
-    trainable = layers * sum(r * c for r, c in shapes)
+    shapes = model_adapter_tensors(cfg, tune)
+    trainable = sum(r * c for r, c in shapes)
     adapters = trainable * tune.adapter_bytes
-    optimizer = optimizer_state_bytes(shapes * layers, tune.optimizer, tune.adapter_bytes)
-    rebuilt = 1 if workload.recompute == "full" else layers  # full recomputation: one layer rebuilt
-    activations = (full.memory_numbers()["activations"] - _outside_removed(cfg, workload)
-                   - rebuilt * (_removed_per_layer(cfg, workload) - _added_per_layer(cfg, workload, tune)))
+    optimizer = optimizer_state_bytes(shapes, tune.optimizer, tune.adapter_bytes)
+    # full recomputation: one layer rebuilt (refused for a mixture of experts, check())
+    kinds = [(1, False)] if workload.recompute == "full" else layer_kinds(cfg)
+    layers = sum(count * (_removed_per_layer(cfg, workload) - _added_per_layer(cfg, workload, tune, moe))
+                 for count, moe in kinds)
+    activations = (full.memory_numbers()["activations"] - _outside_removed(cfg, workload) - layers
+                   - _experts_removed(cfg, workload))
     notes = []
+    if tune.method == "qlora" and cfg.moe:
+        notes.append(f"bitsandbytes quantizes nn.Linear layers only: the routed experts (fused 3-D parameters in "
+                     f"transformers 5.24) and the router stay in {workload.dtype}")
     host = pcie = nvme = nvme_traffic = 0
     if tune.optimizer.startswith("paged"):
         notes.append("paged optimizer: its state lives in unified memory and moves to the host when the "

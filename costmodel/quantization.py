@@ -129,8 +129,11 @@ from .spec import KV_DTYPES  # noqa: F401 (--kv-dtype: one byte per cached eleme
 WEIGHT_DTYPES = {"int8": (8, None), "int4": (4, 128), "fp8": (8, None), "nf4": (4, 64),
                  "mxfp4": (4, 32)}
 #: Formats that quantize only some of a model's matrices (the module's docstring): "experts", the
-#: routed experts' (vLLM's Mxfp4Config). Every other format: all of a layer's matrices.
-WEIGHT_SCOPES = {"mxfp4": "experts"}
+#: routed experts' (vLLM's Mxfp4Config); "linear", all but the routed experts (bitsandbytes' nf4
+#: replaces nn.Linear layers, and transformers 5.24 holds a layer's routed experts as fused 3-D
+#: parameters, which stay in the activation dtype: measured in tests/test_finetune_families.py).
+#: Every other format: all of a layer's matrices.
+WEIGHT_SCOPES = {"mxfp4": "experts", "nf4": "linear"}
 
 
 @dataclass(frozen=True)
@@ -184,7 +187,7 @@ class WeightFormat:
     layout: str  # "row": a scale per output row; "gptq": scale and zero per group; "block"; "nf4"; "mx"
     double_quant: bool = False
     gemm: str = DEFAULT_FP8_GEMM  # fp8: how its GEMMs multiply (spec.FP8_GEMMS; runs_w8a8)
-    scope: str = "all"  # which matrices it quantizes: "all", or "experts" (the routed experts')
+    scope: str = "all"  # which matrices it quantizes: "all", "experts" (the routed experts') or "linear" (all but them)
     head: bool = False  # the output head's matrix too (gpt-fast's and torchao's; the module's docstring)
     quant_layout: str = DEFAULT_QUANT_LAYOUT  # how int8/int4 scales, zeros and padding are stored (QUANT_LAYOUTS)
 
@@ -196,7 +199,7 @@ class WeightFormat:
     def quantizes(self, routed_experts: bool) -> bool:
         """Whether a block's matrices are stored in this format (routed_experts: the block is a
         mixture of experts' routed experts)."""
-        return self.scope == "all" or routed_experts
+        return self.scope == "all" or routed_experts == (self.scope == "experts")
 
     @property
     def label(self) -> str:
@@ -219,7 +222,7 @@ def weight_format(dtype: str | None, group: int | None = None,
     check_quant_layout(dtype, group, quant_layout)
     if head and dtype is None:
         raise ConfigError("workload: quantize_head applies only with a weight_dtype.")
-    if head and WEIGHT_SCOPES.get(dtype, "all") != "all":
+    if head and WEIGHT_SCOPES.get(dtype) == "experts":
         raise ConfigError(f"workload: {dtype} quantizes the routed experts only; no quantize_head.")
     if fp8_gemm not in FP8_GEMMS:
         raise ConfigError(f"workload: unknown fp8_gemm {fp8_gemm!r}; use one of {FP8_GEMMS.listed()}.")
@@ -237,7 +240,7 @@ def weight_format(dtype: str | None, group: int | None = None,
         raise ConfigError(f"workload: mxfp4 scales blocks of {default} values; no other weight_group.")
     group = default if group is None else group
     if dtype == "nf4":
-        return WeightFormat(dtype, bits, group, "nf4", double_quant, head=head)
+        return WeightFormat(dtype, bits, group, "nf4", double_quant, scope=WEIGHT_SCOPES[dtype], head=head)
     if dtype == "mxfp4":
         return WeightFormat(dtype, bits, group, "mx", scope=WEIGHT_SCOPES[dtype])
     layout = "row" if not group else "block" if dtype == "fp8" else "gptq"

@@ -261,6 +261,8 @@ FINETUNE_METHODS = Choices({"lora": "adapters on the frozen base in --dtype",
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 #: GPT-NeoX's: the fused query/key/value projection, the attention's dense, the MLP's two.
 NEOX_LORA_TARGETS = ("query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h")
+#: Phi-3's: the fused query/key/value projection, o_proj, the fused gate/up projection, down_proj.
+PHI3_LORA_TARGETS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
 #: peft's default target modules for the Llama layout (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING).
 DEFAULT_LORA_TARGETS = ("q_proj", "v_proj")
 FINETUNE_OPTIMIZERS = Choices({"adamw": "", "adamw8bit": "bitsandbytes", "paged_adamw": "bitsandbytes",

@@ -41,7 +41,7 @@ def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: boo
         # LayerNorm1P's weight + 1, which aten's layer_norm keeps as its weight
         plus_one = S.e * width if facts.layernorm_weight_plus_one else ZERO
         return (S.e * values if input_kept else ZERO) + 2 * S.e * rows + plus_one + output
-    x_hat = S.e * values if affine else ZERO  # the normalised tensor the weight multiplies
+    x_hat = rmsnorm_x_hat(values, facts, affine)  # the normalised tensor the weight multiplies
     if facts.norm_dtype == "activation":
         return (S.e * values if input_kept else ZERO) + S.e * rows + x_hat + output
     size = dtype_bytes(facts.norm_dtype)
@@ -50,17 +50,24 @@ def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: boo
     saved = (size * values if input_kept else unless_fp32(size * values)) + size * rows + output
     if facts.rmsnorm_pow_stats:  # pow(mean + eps, -0.5) keeps its input beside the product's rsqrt
         saved += size * rows
-    if facts.rmsnorm_weight_fp32:  # (x_hat * (1 + w.float())).type_as(x): fp32 x_hat and (1 + w)
-        saved += size * values + size * width
-    elif facts.rmsnorm_weight_times_fp32:  # (w * x_hat).to(dtype): the fp32 x_hat
-        saved += size * values
-        if facts.rmsnorm_weight_cast_fp32:  # w.to(float32): a new fp32 copy unless w is fp32
-            saved += unless_fp32(size * width)
-    else:
-        saved += x_hat  # x_hat cast back, which the weight multiplies
+    saved += x_hat
+    if facts.rmsnorm_weight_fp32:  # (x_hat * (1 + w.float())).type_as(x): and the fp32 (1 + w)
+        saved += size * width
+    elif facts.rmsnorm_weight_times_fp32 and facts.rmsnorm_weight_cast_fp32:
+        saved += unless_fp32(size * width)  # w.to(float32): a new fp32 copy unless w is fp32
     if facts.norm_keeps_uncast_input:
         saved += unless_fp32(S.e * values)
     return saved
+
+
+def rmsnorm_x_hat(values: Expr, facts: Facts, affine: bool = True) -> Expr:
+    """Bytes of the normalised tensor an RMSNorm keeps only for its weight's gradient (a frozen
+    weight frees it: costmodel/finetune.py): x_hat cast back, or in fp32 where the weight
+    multiplies the fp32 x_hat (facts.rmsnorm_weight_fp32, Gemma's (1 + w); rmsnorm_weight_times_fp32,
+    OLMo 2's); none without a weight."""
+    if facts.norm_dtype != "activation" and (facts.rmsnorm_weight_fp32 or facts.rmsnorm_weight_times_fp32):
+        return dtype_bytes(facts.norm_dtype) * values
+    return S.e * values if affine else ZERO
 
 
 @dataclass(frozen=True)
