@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import symbols as S
 from .errors import ConfigError, check_bool, check_choice, check_int
 
 
@@ -196,6 +195,8 @@ def check_kv_shared(cfg, owner: str) -> None:
 def kv_shared_kinds(cfg, experts: bool) -> list[LayerKind]:
     """The kinds of layer of a model with kv_shared_layers: its own sliding and full layers, then the
     sliding and full ones reusing their kind's last own layer's K and V, where there are any."""
+    from . import symbols as S  # here, not at the top: config.py imports this module, and a warm plan no sympy
+
     kinds = [LayerKind("sliding", S.L_w - S.L_ws, True, experts),
              LayerKind("full", S.L_dec - S.L_w - S.L_fs, False, experts)]
     shared = [LayerKind("sliding_shared", S.L_ws, True, experts, kv_shared=True),
