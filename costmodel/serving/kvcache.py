@@ -214,7 +214,7 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
     block_bytes = None if paging is None else paging.block_bytes(cfg, per_token, window_per_token, kv_tp * pp)
     return CacheSizing(memory_bytes, utilization, reserve_bytes, -(-rank_weight_bytes(prefill, subs, tp) // pp),
                        -(-activations // tp), -(-per_token // (kv_tp * pp)), block_size, block_bytes,
-                       -(-window_per_token // (kv_tp * pp)), state_bytes(kv_symbolic, subs, tp, pp, as_full))
+                       -(-window_per_token // (kv_tp * pp)), state_bytes(decode, subs, tp, pp))
 
 
 def rank_weight_bytes(tree: Any, subs: dict, tp: int) -> int:

@@ -45,17 +45,20 @@ Qwen3-Next's configs give (their `layer_types`).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import sympy as sp
 
-from .. import symbols as S
 from ..config import ConfigError
 
 TRANSFORMERS_ENGINE_NOTE = ("transformers 5.24's continuous batching refuses a linear_attention layer "
                             "(cache.py group_layers_by_attn_type: ValueError 'Invalid layer type')")
 STATE_PREFIX_NOTE = ("prefix caching of Mamba/DeltaNet states (vLLM's mamba_cache_mode) is not modelled: "
                      "the simulator runs these models without prefix caching")
+
+
+#: The tree's leaf kinds of the mixers whose per-request states the pool holds
+STATE_MIXERS = ("mamba", "deltanet")
 
 
 def has_states(cfg: Any) -> bool:
@@ -76,15 +79,18 @@ def check_state_engine(cfg: Any, engine: str | None) -> None:
                           "state slots by; serving a model of states alone is not modelled.")
 
 
-def state_bytes(kv_decode: Any, subs: dict, tp: int, pp: int, as_full: Callable[[Any], Any]) -> int:
-    """Bytes of one request's states on one GPU: the decode tree's kv_cache_bytes (kv_decode,
-    symbolic) less what grows with the context c, at b = 1 (subs), its Mamba-2 heads and groups
-    split over tp GPUs (mamba_split) and its layers over pp stages (ceil)."""
+def state_bytes(decode: Any, subs: dict, tp: int, pp: int) -> int:
+    """Bytes of one request's states on one GPU: the kv_cache_bytes of the decode tree's (decode, a
+    CostModel) Mamba-2 and Gated DeltaNet mixer leaves alone (0 without them: a KV dtype's per-layer
+    scales are not states), at b = 1 (subs), its Mamba-2 heads and groups split over tp GPUs
+    (mamba_split) and its layers over pp stages (ceil)."""
     from ..layout.split import mamba_split
 
-    rank = kv_decode.xreplace(mamba_split(sp.Integer(tp))) if tp > 1 else kv_decode
-    fixed = sp.expand(as_full(sp.expand(rank.xreplace({k: v for k, v in subs.items() if k != S.c}))))
-    per_request = fixed.coeff(S.c, 0)
+    if not has_states(decode.cfg):
+        return 0
+    states = decode.total("kv_cache_bytes", decode.select(kind=STATE_MIXERS))
+    rank = states.xreplace(mamba_split(sp.Integer(tp))) if tp > 1 else states
+    per_request = sp.expand(rank.xreplace(subs))
     if not per_request.is_integer:
         raise ConfigError(f"tp {tp} splits the Mamba-2 states into {per_request} bytes a GPU, not whole bytes.")
     return -(-int(per_request) // pp)
