@@ -157,3 +157,22 @@ def test_states_do_not_change_with_the_kv_dtype():
     states = [build_replica(cfg, H100, **kv)[2]["kv_cache"]["state_bytes_per_request"]
               for kv in ({}, {"kv_dtype": "fp8"})]
     assert states == [49_364_992, 49_364_992]
+
+
+def test_state_slots_come_from_the_replica_pool():
+    """--num-blocks 600: Nemotron-3-Nano's 503 state blocks and a KV block fit 600 // 504 = 1 request,
+    not the memory-sized pool's slots; the JSON, the text and the pool-use line say so."""
+    import json
+
+    from click.testing import CliRunner
+
+    import cli
+
+    args = ["serve", "-m", "nemotron-3-nano", "--rate", "2", "--requests", "10", "--num-blocks", "600"]
+    text = CliRunner().invoke(cli.cli, args)
+    assert text.exit_code == 0, text.output
+    assert "503 blocks each while it runs: at most 1 request at once" in text.output
+    assert "pool blocks (KV and states) in use" in text.output and "KV blocks in use" not in text.output
+    data = CliRunner().invoke(cli.cli, [*args, "--json"])
+    kv = json.loads(data.output)["setup"]["kv_cache"]
+    assert (kv["state_blocks_per_request"], kv["state_slots"]) == (503, 1)
