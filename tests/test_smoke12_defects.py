@@ -135,3 +135,13 @@ def test_a_windowed_cache_after_the_prefill_is_the_storage_it_keeps(capsys):
         "sliding-window layers hold what Hugging Face's cache holds: the whole prompt after the prefill (T = 0: "
         "the w - 1 tokens it keeps are a view whose storage is the prefill's keys and values), min(n + T, w) tokens "
         "once decoding has begun")
+
+
+def test_plan_serve_refuses_gen_0_in_one_line(capsys):
+    """`plan --serve --gen 0` ranked layouts by per-token decode figures with no decode step: now one
+    sentence, exit 2 (simulate --gen 0 drops its decode lines)."""
+    code, out, err = _run(["plan", "-m", "llama3-8b", "--gpus", "2", "--serve", "--gen", "0"], capsys)
+    assert code == 2 and out == ""
+    assert err.strip() == ("error: plan --serve ranks layouts by their time per output token: --gen 0 generates "
+                           "none; use --gen 1 or more.")
+

@@ -326,7 +326,16 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
     check_fixed(fixed, gpus)
     require_decoder(cfg)
     check_inference_model(cfg)
+    if gen < 1:  # (simulate drops its decode lines; a plan ranks layouts by their decode steps)
+        raise ConfigError(f"plan --serve ranks layouts by their time per output token: --gen {gen} generates "
+                          "none; use --gen 1 or more.")
     time_model = time_model_for(hardware, time_model)
+
+    def workload_of(sequences: int) -> Workload:
+        return Workload(seq_len=prompt, gen_tokens=gen, batch=sequences, dtype=dtype, precision="pure",
+                        attention=attention, kv_cache=kv_cache, mla=mla,
+                        **{k: v for k, v in (quantization or {}).items() if v is not None})
+
     feasible, infeasible = [], []
     for tp in [fixed["tp"]] if fixed.get("tp") else tensor_sizes(cfg, hardware, gpus, inference=True):
         for pp in [fixed["pp"]] if fixed.get("pp") else [p for p in _divisors(gpus // tp) if p <= cfg.n_layers]:
@@ -340,9 +349,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                 infeasible.append({**entry, "reason": "batch"})
                 continue
             layout = Layout(dp=dp, tp=tp, pp=pp, framework="deepspeed")
-            workload = Workload(seq_len=prompt, gen_tokens=gen, batch=batch // dp, dtype=dtype,
-                                precision="pure", attention=attention, kv_cache=kv_cache, mla=mla,
-                                **{k: v for k, v in (quantization or {}).items() if v is not None})
+            workload = workload_of(batch // dp)
             try:
                 layout.check(cfg, gpus, inference=True)
                 estimate = ParallelEstimate(cfg, workload, layout, phase="decode")
