@@ -145,3 +145,13 @@ def test_plan_serve_refuses_gen_0_in_one_line(capsys):
     assert err.strip() == ("error: plan --serve ranks layouts by their time per output token: --gen 0 generates "
                            "none; use --gen 1 or more.")
 
+
+def test_plan_serve_refuses_gptq_groups_that_split_a_k_in_one_line(capsys):
+    """int4 gptq groups of 96 do not divide Llama-3-8B's K = 4,096: plan --serve listed every layout
+    as unsupported and exited 1; now simulate's one sentence, exit 2, before any layout is ranked."""
+    args = ["-m", "llama3-8b", "--weight-dtype", "int4", "--weight-group", "96", "--quant-layout", "gptq"]
+    code, out, err = _run(["plan", *args, "--gpus", "2", "--serve"], capsys)
+    sentence = ("error: --weight-group 96: int4 groups of 96 input columns do not divide a quantized matrix's "
+                "K = 4096 (GPTQ and AWQ kernels need whole groups); use a --weight-group that divides every K.")
+    assert code == 2 and out == "" and err.strip() == sentence
+    assert _run(["simulate", *args], capsys)[::2] == (2, sentence + "\n")

@@ -21,6 +21,7 @@ from typing import Any, Iterator
 from ..config import ConfigError, ModelConfig, Workload, require_decoder
 from ..defaults import implied
 from ..spec import DEFAULT_SERVE_ATTENTION, RECOMPUTES
+from ..tree import CostModel, profile_for
 
 #: The recomputations plan tries unless --recompute names one: "deepseek" (spec.RECOMPUTED_PARTS) is
 #: DeepSeek-V3's stated choice for latent attention around a fused kernel, "torchtitan-op" torchtitan's
@@ -336,6 +337,10 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                         attention=attention, kv_cache=kv_cache, mla=mla,
                         **{k: v for k, v in (quantization or {}).items() if v is not None})
 
+    # the model-wide checks (quantization.check_whole_groups: GPTQ groups that split a K) once, in one
+    # sentence, not as every layout's "unsupported"
+    whole = workload_of(batch)
+    CostModel(cfg, profile_for(cfg, whole), phase="decode").leaves
     feasible, infeasible = [], []
     for tp in [fixed["tp"]] if fixed.get("tp") else tensor_sizes(cfg, hardware, gpus, inference=True):
         for pp in [fixed["pp"]] if fixed.get("pp") else [p for p in _divisors(gpus // tp) if p <= cfg.n_layers]:
