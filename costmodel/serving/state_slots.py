@@ -1,10 +1,11 @@
 """Recurrent states of a hybrid model's linear mixers (Mamba-2: Nemotron-H, Granite 4, Bamba; Gated
 DeltaNet: Qwen3-Next) in a serving engine: one state per running request, whatever its length.
 
-The bytes: a request's states are the decode tree's cache bytes that do not grow with the context
-(each linear mixer's kv_cache_bytes: blocks/mamba.py mamba_state_bytes, blocks/deltanet.py
-deltanet_state_bytes, the formulas the family tests hold to the byte against transformers'
-cache after a prefill), at b = 1; on one of tp GPUs its Mamba-2 heads and groups split as
+The bytes: a request's states are the kv_cache_bytes of the decode tree's Mamba-2 and Gated
+DeltaNet mixer leaves (blocks/mamba.py mamba_state_bytes, blocks/deltanet.py deltanet_state_bytes,
+the formulas the family tests hold to the byte against transformers' cache after a prefill; nothing
+else: an fp8 KV cache's per-layer scales do not grow with the context either, but are no state),
+at b = 1; on one of tp GPUs its Mamba-2 heads and groups split as
 layout/split.py's mamba_split (vLLM's MambaMixer2 splits them so too), and 1/pp of the layers.
 
 The slots: vLLM v1 (the hybrid KV cache manager; vllm/v1/kv_cache_interface.py MambaSpec,
@@ -36,6 +37,12 @@ What vLLM does that is not modelled here:
 - Prefix caching of states (mamba_cache_mode "align"/"all": a state kept per cached block) is
   not modelled: the simulator turns prefix caching off for these models, as vLLM v1 did before it.
 - The speculative-decoding extra state blocks, and disaggregated transfer of states.
+- The state bytes are transformers' cache layout (K conv columns in the model dtype, the SSM /
+  recurrent state in fp32). vLLM's is smaller: MambaStateShapeCalculator (vllm/model_executor/
+  layers/mamba/mamba_utils.py, mamba2_state_shape and gated_delta_net_state_shape) keeps K - 1 conv
+  columns, and MambaStateDtypeCalculator keeps the SSM state in the conv state's dtype (the model
+  dtype under mamba_cache_dtype "auto") unless --mamba-ssm-cache-dtype float32 is given. So the
+  simulator's slots are fewer, and its state traffic larger, than vLLM's defaults give.
 
 transformers 5.24's continuous batching does not serve these models: cache.py
 group_layers_by_attn_type raises ValueError("Invalid layer type: linear_attention") for any layer
