@@ -32,7 +32,7 @@ from .hf_deepseek_v32 import (DEEPSEEK_V32_ARCHITECTURES, DEEPSEEK_V32_BUILDERS,
                               UNMODELLED_TYPES)
 from .hf_classic_more import CLASSIC_MORE_ARCHITECTURES, CLASSIC_MORE_BUILDERS, CLASSIC_MORE_NAMES
 from .hf_dense_extra import DENSE_EXTRA_ARCHITECTURES, DENSE_EXTRA_BUILDERS, DENSE_EXTRA_NAMES
-from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction
+from .hf_fields import LLAMA_NAMES, Fields, check_router_loss, rotary_fraction
 from .hf_gemma4 import GEMMA4_ARCHITECTURES, GEMMA4_BUILDERS, GEMMA4_NAMES
 from .hf_gpt_oss import GPT_OSS_ARCHITECTURES, GPT_OSS_BUILDERS, GPT_OSS_NAMES
 from .hf_hybrid import HYBRID_ARCHITECTURES, HYBRID_BUILDERS, HYBRID_NAMES
@@ -367,7 +367,8 @@ def _smollm3(f: Fields, fields: dict[str, Any]) -> ModelConfig:
 
 
 def _experts(f: Fields, family: str, fields: dict[str, Any]) -> list[int]:
-    """Mixtral: top-k of num_local_experts experts of intermediate_size in every layer.
+    """Mixtral: top-k of num_local_experts experts of intermediate_size in every layer, a positive
+    router_jitter_noise multiplying their input in place by U(1 - x, 1 + x) in training (once a layer).
     Qwen2-MoE: top-k of num_experts of moe_intermediate_size where (i + 1) % decoder_sparse_step == 0
     and i is not in mlp_only_layers, a shared expert with a sigmoid gate; Qwen3-MoE the same
     layers and routing without the shared expert. DeepSeek-V3: from layer first_k_dense_replace
@@ -377,7 +378,9 @@ def _experts(f: Fields, family: str, fields: dict[str, Any]) -> list[int]:
     layers = fields["n_decoder_layers"]
     if family == "mixtral":
         experts = f.get("num_experts", f.get("num_local_experts", 8))  # the mapped name wins
-        fields.update(n_experts=experts, top_k=f.get("num_experts_per_tok", 2))
+        jitter = f.get("router_jitter_noise", 0.0, float)  # > 0: the MoE input *= noise in training
+        fields.update(n_experts=experts, top_k=f.get("num_experts_per_tok", 2),
+                      moe_input_noise=float(jitter) if jitter > 0 else None)
         return list(range(layers))
     if family in ("qwen2_moe", "qwen3_moe"):
         qwen2 = family == "qwen2_moe"
@@ -582,6 +585,7 @@ def from_hf_config(data: Any, name: str, source: str = "config.json") -> ModelCo
         return from_hf_config(text, name=text_name, source=text_source)
     model_type = _model_type(data, source)
     try:
+        check_router_loss(Fields(data, source), model_type)
         cfg = _BUILDERS[model_type](Fields(data, source), name)
     except ConfigError as error:
         raise ConfigError(_in_config_names(str(error), model_type)) from None

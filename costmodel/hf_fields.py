@@ -78,3 +78,19 @@ LLAMA_NAMES: dict[str, str] = {
     "n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_heads", "d_model": "hidden_size",
     "d_ff": "intermediate_size", "d_head": "head_dim", "n_decoder_layers": "num_hidden_layers",
     "max_positions": "max_position_embeddings"}
+
+
+#: Model types whose ForCausalLM, given labels and output_router_logits, adds router_aux_loss_coef x
+#: the router's load-balancing loss (load_balancing_loss_func, transformers 5.24) to the training
+#: loss, which the tree does not hold. (Jamba, GraniteMoeHybrid and Qwen3-Next refuse it in their
+#: readers; the other MoE types' classes take no such loss.)
+ROUTER_LOSS_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "olmoe", "minimax_m2", "granitemoe",
+                     "granitemoeshared", "flex_olmo", "ernie4_5_moe", "phimoe", "dbrx", "qwen3_5_moe_text",
+                     "mellum", "laguna")
+
+
+def check_router_loss(f: Fields, model_type: str) -> None:
+    """Refuse output_router_logits where the class adds the router's load-balancing loss in training."""
+    if model_type in ROUTER_LOSS_TYPES and f.get("output_router_logits", False, bool):
+        raise ConfigError(f"{f.source}: output_router_logits (the router's load-balancing loss in the "
+                          f"training loss) is not modelled for {model_type}.")

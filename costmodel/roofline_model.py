@@ -29,6 +29,7 @@ import sympy as sp
 
 from . import symbols as S
 from .config import DTYPE_BYTES, KV_CACHES, ConfigError, ModelConfig, Workload, require_decoder, show
+from .defaults import has_attention
 from .evaluate import Sweep
 from .hardware import Efficiency, Hardware, kernel_times
 from .memory import inference_phases
@@ -285,7 +286,10 @@ class Roofline:
             "prefill_fits": needed.get("prefill", 0) <= capacity,
             "max_batch": max(max_batch, 0),
             "max_context": max(max_context, 0),
-            "model_context": self.cfg.max_positions,  # max_context is memory's; the model stops here
+            # max_context is memory's; the model stops here (none stated by a model without attention:
+            # Mamba's configs give no context length, each sequence's cache a fixed recurrent state)
+            "model_context": self.cfg.max_positions if has_attention(self.cfg) else None,
+            "fixed_state": not has_attention(self.cfg),
         }
 
 

@@ -59,7 +59,8 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
         + (f"; {setup['kv_paging']} ({kv['paged_block_bytes']:,} B per block per GPU)" if setup.get("kv_paging")
            else ""),
         *([f"recurrent states: {kv['state_bytes_per_request']:,} B per request per GPU, "
-           f"{kv['state_blocks_per_request']:,} blocks each while it runs: at most {kv['state_slots']:,} requests at once"]
+           f"{kv['state_blocks_per_request']:,} blocks each while it runs: at most {kv['state_slots']:,} "
+           f"request{'' if kv['state_slots'] == 1 else 's'} at once"]
           if kv.get("state_bytes_per_request") else []),
         *([note] if (note := weights_note(setup.get("weight_dtype"), setup.get("weight_dtype_source"))) else []),
         *([fp8_gemm_line(setup)] if setup.get("fp8_gemm_runs") else []),
@@ -104,7 +105,9 @@ def render_serve(summary: dict[str, Any]) -> str:
         bounds = ", ".join(f"{name} <= {good[key]:g} s" for name, key in (("TTFT", "slo_ttft_s"), ("TPOT", "slo_tpot_s"))
                            if good[key] is not None)  # only the SLOs given
         lines.append(f"goodput: {good['requests_per_s']:.2f} req/s ({good['fraction_meeting_slo']:.1%} within {bounds})")
-    lines.append(f"KV blocks in use: mean {summary['kv_use']['mean_over_time']:.1%}, max {summary['kv_use']['max']:.1%}; "
+    states = summary["setup"]["kv_cache"].get("state_bytes_per_request")
+    pool = "pool blocks (KV and states)" if states else "KV blocks"
+    lines.append(f"{pool} in use: mean {summary['kv_use']['mean_over_time']:.1%}, max {summary['kv_use']['max']:.1%}; "
                  f"sequences per step: mean {summary['batch']['mean_sequences_over_time']:.1f}, max "
                  f"{summary['batch']['max_sequences']}; {summary['steps']:,} steps; preemptions {summary['preemptions']}")
     return "\n".join(lines)

@@ -468,8 +468,9 @@ def _fit_limits(m: dict[str, Any], hw: dict[str, Any]) -> str:
     return (f"fits batch <= {m['max_batch']:,} at this context, "
             + (f"decoding to a context <= {m['max_context']:,} after this prompt at this batch (the prefill's "
                f"ids and KV cache grow with a longer prompt){past}" if m["max_context"] != float("inf") else
-               "decoding any number of tokens at this batch (every layer's sliding window caps its "
-               f"cache){past}"))
+               "decoding any number of tokens at this batch ("
+               + ("a fixed recurrent state per sequence" if m.get("fixed_state") else
+                  "every layer's sliding window caps its cache") + f"){past}"))
 
 
 def _crossover(batch: float, again: bool = False) -> str:

@@ -192,3 +192,24 @@ def test_through_the_cli(tmp_path, capsys):
     assert code == 0 and regime["crossover_seq_len"] is None and regime["dominant"] == "neither (only Mamba-1 mixers)"
     code, out, err = run_main(["plan", "--config", str(path), "--hardware", "h100-sxm", "--gpus", "8"], capsys)
     assert code == 0, err
+
+
+def test_simulate_says_the_cache_is_a_fixed_state_and_claims_no_context(tmp_path, capsys):
+    """MambaConfig's own dict: no window caps a Mamba cache (it is a fixed recurrent state per
+    sequence) and the config states no context length, so no "the model's context stops at" (its
+    2,048 is ModelConfig's placeholder); the JSON's model_context is null."""
+    import json
+
+    import transformers
+
+    from tests.cli_run import run_main
+
+    path = tmp_path / "mamba.json"
+    path.write_text(json.dumps(transformers.AutoConfig.for_model("mamba").to_dict()))
+    code, out, err = run_main(["simulate", "--config", str(path)], capsys)
+    assert code == 0, err
+    assert "decoding any number of tokens at this batch (a fixed recurrent state per sequence)" in out
+    assert "sliding window" not in out and "context stops" not in out
+    code, out, _ = run_main(["simulate", "--config", str(path), "--json"], capsys)
+    memory = json.loads(out)["memory"]
+    assert code == 0 and memory["model_context"] is None and memory["fixed_state"] is True

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.family_configs import assert_rows_exact
+from tests.family_configs import FAMILY_CONFIGS, assert_rows_exact
 from tests.test_hf_moe_extra import CONFIGS as MOE_CONFIGS
 from tests.test_hf_moe_extra import DBRX
 
@@ -17,6 +17,8 @@ NOISY = {
     "dbrx": dict(DBRX["dbrx"], ffn_config=dict(DBRX["dbrx"]["ffn_config"], moe_jitter_eps=0.01)),
     # 0.0 is not null: DbrxRouter still multiplies by uniform_(1, 1)
     "dbrx-zero": dict(DBRX["dbrx-mqa"], ffn_config=dict(DBRX["dbrx-mqa"]["ffn_config"], moe_jitter_eps=0.0)),
+    # MixtralSparseMoeBlock: router_jitter_noise > 0 multiplies the input in place, once a layer
+    "mixtral": dict(FAMILY_CONFIGS["mixtral"], router_jitter_noise=0.01),
 }
 
 
@@ -28,10 +30,11 @@ def _cfg(name):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("name", ["dbrx", "dbrx-zero"])
+@pytest.mark.parametrize("name", ["dbrx", "dbrx-zero", "mixtral"])
 def test_dbrx_noise_every_validate_row_is_exact(name, dtype):
-    """DbrxRouter multiplies the MoE input in place by its noise once a layer: the multiply keeps
-    the noise (n d elements in the model's dtype) for backward."""
+    """DbrxRouter (and MixtralSparseMoeBlock, router_jitter_noise) multiplies the MoE input in place
+    by its noise once a layer: the multiply keeps the noise (n d elements in the model's dtype) for
+    backward."""
     pytest.importorskip("transformers")
     import torch
 
@@ -116,6 +119,21 @@ def test_the_released_configs_are_accepted():
                                 moe_jitter_eps=0.01))
     assert from_hf_config(dbrx, name="dbrx-instruct").moe_input_noise == 0.01
     assert from_hf_config(dict(phi, input_jitter_noise=0.0), name="p").moe_input_noise is None
+    mixtral = FAMILY_CONFIGS["mixtral"]
+    assert from_hf_config(dict(mixtral, router_jitter_noise=0.01), name="m").moe_input_noise == 0.01
+    assert from_hf_config(dict(mixtral, router_jitter_noise=0.0), name="m").moe_input_noise is None
+
+
+@pytest.mark.parametrize("model_type", ["mixtral", "qwen2_moe", "olmoe", "mellum", "laguna"])
+def test_the_router_loss_is_refused_where_the_class_adds_it(model_type):
+    """output_router_logits makes these classes add the load-balancing loss in training (not
+    modelled): one sentence naming the field; afmoe, hy_v3 and solar_open take no such loss."""
+    from costmodel.config import ConfigError
+    from costmodel.hf import from_hf_config
+
+    data = dict(FAMILY_CONFIGS.get(model_type, dict(model_type=model_type)), output_router_logits=True)
+    with pytest.raises(ConfigError, match=f"output_router_logits .* not modelled for {model_type}"):
+        from_hf_config(data, name="m")
 
 
 # =============================================================================================

@@ -137,3 +137,42 @@ def test_tensor_and_pipeline_parallel_shares_of_the_states():
     tp2 = build_replica(cfg, H100, tp=2)[2]["kv_cache"]["state_bytes_per_request"]
     pp2 = build_replica(cfg, H100, pp=2)[2]["kv_cache"]["state_bytes_per_request"]
     assert tp2 == 23 * ((32 * 64 + 2 * 4 * 128) * 4 * 2 + 32 * 64 * 128 * 4) == 24_682_496 == pp2
+
+
+@pytest.mark.parametrize("name", ["llama3-8b", "gemma2-9b"])
+def test_fp8_kv_scales_are_not_states(name):
+    """An fp8 KV cache's per-layer K/V scales do not grow with the context, yet are no recurrent
+    state: a model without Mamba-2 / Gated DeltaNet layers holds none (no state slots, no traffic)."""
+    from costmodel.api import load_model
+
+    cache = build_replica(load_model(name), H100, kv_dtype="fp8")[2]["kv_cache"]
+    assert "state_bytes_per_request" not in cache
+
+
+def test_states_do_not_change_with_the_kv_dtype():
+    """Nemotron-3-Nano's Mamba-2 states (bf16 conv, fp32 SSM) are the same with an fp8 KV cache."""
+    from costmodel.api import load_model
+
+    cfg = load_model("nemotron-3-nano")
+    states = [build_replica(cfg, H100, **kv)[2]["kv_cache"]["state_bytes_per_request"]
+              for kv in ({}, {"kv_dtype": "fp8"})]
+    assert states == [49_364_992, 49_364_992]
+
+
+def test_state_slots_come_from_the_replica_pool():
+    """--num-blocks 600: Nemotron-3-Nano's 503 state blocks and a KV block fit 600 // 504 = 1 request,
+    not the memory-sized pool's slots; the JSON, the text and the pool-use line say so."""
+    import json
+
+    from click.testing import CliRunner
+
+    import cli
+
+    args = ["serve", "-m", "nemotron-3-nano", "--rate", "2", "--requests", "10", "--num-blocks", "600"]
+    text = CliRunner().invoke(cli.cli, args)
+    assert text.exit_code == 0, text.output
+    assert "503 blocks each while it runs: at most 1 request at once" in text.output
+    assert "pool blocks (KV and states) in use" in text.output and "KV blocks in use" not in text.output
+    data = CliRunner().invoke(cli.cli, [*args, "--json"])
+    kv = json.loads(data.output)["setup"]["kv_cache"]
+    assert (kv["state_blocks_per_request"], kv["state_slots"]) == (503, 1)

@@ -135,3 +135,23 @@ def test_a_windowed_cache_after_the_prefill_is_the_storage_it_keeps(capsys):
         "sliding-window layers hold what Hugging Face's cache holds: the whole prompt after the prefill (T = 0: "
         "the w - 1 tokens it keeps are a view whose storage is the prefill's keys and values), min(n + T, w) tokens "
         "once decoding has begun")
+
+
+def test_plan_serve_refuses_gen_0_in_one_line(capsys):
+    """`plan --serve --gen 0` ranked layouts by per-token decode figures with no decode step: now one
+    sentence, exit 2 (simulate --gen 0 drops its decode lines)."""
+    code, out, err = _run(["plan", "-m", "llama3-8b", "--gpus", "2", "--serve", "--gen", "0"], capsys)
+    assert code == 2 and out == ""
+    assert err.strip() == ("error: plan --serve ranks layouts by their time per output token: --gen 0 generates "
+                           "none; use --gen 1 or more.")
+
+
+def test_plan_serve_refuses_gptq_groups_that_split_a_k_in_one_line(capsys):
+    """int4 gptq groups of 96 do not divide Llama-3-8B's K = 4,096: plan --serve listed every layout
+    as unsupported and exited 1; now simulate's one sentence, exit 2, before any layout is ranked."""
+    args = ["-m", "llama3-8b", "--weight-dtype", "int4", "--weight-group", "96", "--quant-layout", "gptq"]
+    code, out, err = _run(["plan", *args, "--gpus", "2", "--serve"], capsys)
+    sentence = ("error: --weight-group 96: int4 groups of 96 input columns do not divide a quantized matrix's "
+                "K = 4096 (GPTQ and AWQ kernels need whole groups); use a --weight-group that divides every K.")
+    assert code == 2 and out == "" and err.strip() == sentence
+    assert _run(["simulate", *args], capsys)[::2] == (2, sentence + "\n")

@@ -332,7 +332,8 @@ def _phi3_dict(cfg: ModelConfig) -> dict[str, Any]:
 
 def _mixtral_dict(cfg: ModelConfig) -> dict[str, Any]:
     return dict(_llama_dict(cfg, "mixtral"), num_local_experts=cfg.n_experts,
-                num_experts_per_tok=cfg.top_k, sliding_window=cfg.sliding_window)
+                num_experts_per_tok=cfg.top_k, sliding_window=cfg.sliding_window,
+                router_jitter_noise=cfg.moe_input_noise or 0.0)
 
 
 def _qwen_moe_experts(cfg: ModelConfig) -> dict[str, Any]:

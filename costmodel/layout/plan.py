@@ -21,6 +21,7 @@ from typing import Any, Iterator
 from ..config import ConfigError, ModelConfig, Workload, require_decoder
 from ..defaults import implied
 from ..spec import DEFAULT_SERVE_ATTENTION, RECOMPUTES
+from ..tree import CostModel, profile_for
 
 #: The recomputations plan tries unless --recompute names one: "deepseek" (spec.RECOMPUTED_PARTS) is
 #: DeepSeek-V3's stated choice for latent attention around a fused kernel, "torchtitan-op" torchtitan's
@@ -326,7 +327,20 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
     check_fixed(fixed, gpus)
     require_decoder(cfg)
     check_inference_model(cfg)
+    if gen < 1:  # (simulate drops its decode lines; a plan ranks layouts by their decode steps)
+        raise ConfigError(f"plan --serve ranks layouts by their time per output token: --gen {gen} generates "
+                          "none; use --gen 1 or more.")
     time_model = time_model_for(hardware, time_model)
+
+    def workload_of(sequences: int) -> Workload:
+        return Workload(seq_len=prompt, gen_tokens=gen, batch=sequences, dtype=dtype, precision="pure",
+                        attention=attention, kv_cache=kv_cache, mla=mla,
+                        **{k: v for k, v in (quantization or {}).items() if v is not None})
+
+    # the model-wide checks (quantization.check_whole_groups: GPTQ groups that split a K) once, in one
+    # sentence, not as every layout's "unsupported"
+    whole = workload_of(batch)
+    CostModel(cfg, profile_for(cfg, whole), phase="decode").leaves
     feasible, infeasible = [], []
     for tp in [fixed["tp"]] if fixed.get("tp") else tensor_sizes(cfg, hardware, gpus, inference=True):
         for pp in [fixed["pp"]] if fixed.get("pp") else [p for p in _divisors(gpus // tp) if p <= cfg.n_layers]:
@@ -340,9 +354,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                 infeasible.append({**entry, "reason": "batch"})
                 continue
             layout = Layout(dp=dp, tp=tp, pp=pp, framework="deepspeed")
-            workload = Workload(seq_len=prompt, gen_tokens=gen, batch=batch // dp, dtype=dtype,
-                                precision="pure", attention=attention, kv_cache=kv_cache, mla=mla,
-                                **{k: v for k, v in (quantization or {}).items() if v is not None})
+            workload = workload_of(batch // dp)
             try:
                 layout.check(cfg, gpus, inference=True)
                 estimate = ParallelEstimate(cfg, workload, layout, phase="decode")

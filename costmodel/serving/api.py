@@ -236,7 +236,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
              "scheduler": scheduler, "scheduler_source": SCHEDULERS[scheduler].source,
              "max_num_seqs": max_num_seqs, "max_batched_tokens": max_batched_tokens,
              "budget_source": budget_source if (max_num_seqs, max_batched_tokens) == (seqs, tokens) else "given",
-             "block_size": block_size, "num_blocks": blocks, "kv_cache": sizing.to_dict(),
+             "block_size": block_size, "num_blocks": blocks, "kv_cache": sizing.to_dict(blocks),
              "weight_dtype": weight_dtype, "weight_group": profile.weight_format.group if weight_dtype else None,
              "weight_dtype_source": weight_source,
              "quant_layout": profile.weight_format.quant_layout if weight_dtype else None,

@@ -143,13 +143,18 @@ class CacheSizing:
         """Pool blocks each running request's states hold (vLLM v1: a block per request per Mamba group)."""
         return state_blocks(self.state_bytes, self.block_bytes)
 
-    def to_dict(self) -> dict[str, Any]:
+    def state_slots(self, blocks: int) -> int:
+        """The most requests a pool of `blocks` blocks lets run at once: each holds its state blocks and a KV block."""
+        return blocks // (self.state_blocks + 1)
+
+    def to_dict(self, blocks: int | None = None) -> dict[str, Any]:
+        """The sizing's figures; its state slots from `blocks` (the replica's pool: --num-blocks where
+        given), or from the pool memory sizes."""
         paged = {} if self.paged_block_bytes is None else {
             "window_bytes_per_token": self.window_bytes_per_token, "paged_block_bytes": self.paged_block_bytes}
-        # the most requests the states let run at once: each holds its state blocks and a KV block
         states = {} if not self.state_bytes else {
             "state_bytes_per_request": self.state_bytes, "state_blocks_per_request": self.state_blocks,
-            "state_slots": self.num_blocks // (self.state_blocks + 1)}
+            "state_slots": self.state_slots(self.num_blocks if blocks is None else blocks)}
         return {"memory_bytes": self.memory_bytes, "gpu_memory_utilization": self.utilization,
                 "memory_reserve_bytes": self.reserve_bytes,
                 "weight_bytes": self.weight_bytes, "activation_bytes": self.activation_bytes,
@@ -214,7 +219,7 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
     block_bytes = None if paging is None else paging.block_bytes(cfg, per_token, window_per_token, kv_tp * pp)
     return CacheSizing(memory_bytes, utilization, reserve_bytes, -(-rank_weight_bytes(prefill, subs, tp) // pp),
                        -(-activations // tp), -(-per_token // (kv_tp * pp)), block_size, block_bytes,
-                       -(-window_per_token // (kv_tp * pp)), state_bytes(kv_symbolic, subs, tp, pp, as_full))
+                       -(-window_per_token // (kv_tp * pp)), state_bytes(decode, subs, tp, pp))
 
 
 def rank_weight_bytes(tree: Any, subs: dict, tp: int) -> int:

@@ -1,10 +1,11 @@
 """Recurrent states of a hybrid model's linear mixers (Mamba-2: Nemotron-H, Granite 4, Bamba; Gated
 DeltaNet: Qwen3-Next) in a serving engine: one state per running request, whatever its length.
 
-The bytes: a request's states are the decode tree's cache bytes that do not grow with the context
-(each linear mixer's kv_cache_bytes: blocks/mamba.py mamba_state_bytes, blocks/deltanet.py
-deltanet_state_bytes, the formulas the family tests hold to the byte against transformers'
-cache after a prefill), at b = 1; on one of tp GPUs its Mamba-2 heads and groups split as
+The bytes: a request's states are the kv_cache_bytes of the decode tree's Mamba-2 and Gated
+DeltaNet mixer leaves (blocks/mamba.py mamba_state_bytes, blocks/deltanet.py deltanet_state_bytes,
+the formulas the family tests hold to the byte against transformers' cache after a prefill; nothing
+else: an fp8 KV cache's per-layer scales do not grow with the context either, but are no state),
+at b = 1; on one of tp GPUs its Mamba-2 heads and groups split as
 layout/split.py's mamba_split (vLLM's MambaMixer2 splits them so too), and 1/pp of the layers.
 
 The slots: vLLM v1 (the hybrid KV cache manager; vllm/v1/kv_cache_interface.py MambaSpec,
@@ -36,6 +37,12 @@ What vLLM does that is not modelled here:
 - Prefix caching of states (mamba_cache_mode "align"/"all": a state kept per cached block) is
   not modelled: the simulator turns prefix caching off for these models, as vLLM v1 did before it.
 - The speculative-decoding extra state blocks, and disaggregated transfer of states.
+- The state bytes are transformers' cache layout (K conv columns in the model dtype, the SSM /
+  recurrent state in fp32). vLLM's is smaller: MambaStateShapeCalculator (vllm/model_executor/
+  layers/mamba/mamba_utils.py, mamba2_state_shape and gated_delta_net_state_shape) keeps K - 1 conv
+  columns, and MambaStateDtypeCalculator keeps the SSM state in the conv state's dtype (the model
+  dtype under mamba_cache_dtype "auto") unless --mamba-ssm-cache-dtype float32 is given. So the
+  simulator's slots are fewer, and its state traffic larger, than vLLM's defaults give.
 
 transformers 5.24's continuous batching does not serve these models: cache.py
 group_layers_by_attn_type raises ValueError("Invalid layer type: linear_attention") for any layer
@@ -45,17 +52,20 @@ Qwen3-Next's configs give (their `layer_types`).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import sympy as sp
 
-from .. import symbols as S
 from ..config import ConfigError
 
 TRANSFORMERS_ENGINE_NOTE = ("transformers 5.24's continuous batching refuses a linear_attention layer "
                             "(cache.py group_layers_by_attn_type: ValueError 'Invalid layer type')")
 STATE_PREFIX_NOTE = ("prefix caching of Mamba/DeltaNet states (vLLM's mamba_cache_mode) is not modelled: "
                      "the simulator runs these models without prefix caching")
+
+
+#: The tree's leaf kinds of the mixers whose per-request states the pool holds
+STATE_MIXERS = ("mamba", "deltanet")
 
 
 def has_states(cfg: Any) -> bool:
@@ -76,15 +86,18 @@ def check_state_engine(cfg: Any, engine: str | None) -> None:
                           "state slots by; serving a model of states alone is not modelled.")
 
 
-def state_bytes(kv_decode: Any, subs: dict, tp: int, pp: int, as_full: Callable[[Any], Any]) -> int:
-    """Bytes of one request's states on one GPU: the decode tree's kv_cache_bytes (kv_decode,
-    symbolic) less what grows with the context c, at b = 1 (subs), its Mamba-2 heads and groups
-    split over tp GPUs (mamba_split) and its layers over pp stages (ceil)."""
+def state_bytes(decode: Any, subs: dict, tp: int, pp: int) -> int:
+    """Bytes of one request's states on one GPU: the kv_cache_bytes of the decode tree's (decode, a
+    CostModel) Mamba-2 and Gated DeltaNet mixer leaves alone (0 without them: a KV dtype's per-layer
+    scales are not states), at b = 1 (subs), its Mamba-2 heads and groups split over tp GPUs
+    (mamba_split) and its layers over pp stages (ceil)."""
     from ..layout.split import mamba_split
 
-    rank = kv_decode.xreplace(mamba_split(sp.Integer(tp))) if tp > 1 else kv_decode
-    fixed = sp.expand(as_full(sp.expand(rank.xreplace({k: v for k, v in subs.items() if k != S.c}))))
-    per_request = fixed.coeff(S.c, 0)
+    if not has_states(decode.cfg):
+        return 0
+    states = decode.total("kv_cache_bytes", decode.select(kind=STATE_MIXERS))
+    rank = states.xreplace(mamba_split(sp.Integer(tp))) if tp > 1 else states
+    per_request = sp.expand(rank.xreplace(subs))
     if not per_request.is_integer:
         raise ConfigError(f"tp {tp} splits the Mamba-2 states into {per_request} bytes a GPU, not whole bytes.")
     return -(-int(per_request) // pp)
