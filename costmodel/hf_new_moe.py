@@ -43,6 +43,21 @@ def _sparse_layers(f: Fields, layers: int) -> list[int]:
     return [i for i, kind in enumerate(kinds) if kind == "sparse"]
 
 
+def _check_attention_fields(f: Fields, model_type: str, attention: str, whole_head: bool = True) -> None:
+    """The refusals the three readers share: an activation other than silu, a null head_dim (the
+    attention class sizes its projections by config.head_dim) and, where its RoPE rotates the whole
+    head, a partial rotary factor."""
+    act = f.get("hidden_act", "silu", str)
+    if act != "silu":
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for {model_type}.")
+    if whole_head and rotary_fraction(f, "partial_rotary_factor", 1.0) != 1:
+        raise ConfigError(f"{f.source}: partial_rotary_factor is not modelled for {model_type} (its "
+                          "apply_rotary_pos_emb rotates the whole head).")
+    if f.data.get("head_dim", 1) is None:
+        raise ConfigError(f"{f.source}: head_dim null is not modelled for {model_type} ({attention} "
+                          "sizes its projections by config.head_dim); give a width.")
+
+
 def _hy_v3(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     """Hy3 (HYV3ForCausalLM): Apertus' attention (Llama's with attention_bias on q, k, v and o and
     an RMSNorm on each query and key head before RoPE on the whole head); each layer's MLP a
@@ -56,18 +71,10 @@ def _hy_v3(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     experts) and a partial rotary factor (Llama's rotation of the whole head cannot run it) are
     refused. The layers the checkpoint holds beyond num_hidden_layers (its MTP layer,
     model.layers.80, ignored on load) are not built and not counted."""
-    act = f.get("hidden_act", "silu", str)
-    if act != "silu":
-        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for hy_v3.")
+    _check_attention_fields(f, "hy_v3", "HYV3Attention")
     if f.get("mlp_bias", False, bool):
         raise ConfigError(f"{f.source}: mlp_bias (biases on hy_v3's dense and shared MLPs, not its "
                           "routed experts) is not modelled.")
-    if rotary_fraction(f, "partial_rotary_factor", 1.0) != 1:
-        raise ConfigError(f"{f.source}: partial_rotary_factor is not modelled for hy_v3 (its "
-                          "apply_rotary_pos_emb rotates the whole head).")
-    if f.data.get("head_dim", 1) is None:
-        raise ConfigError(f"{f.source}: head_dim null is not modelled for hy_v3 (HYV3Attention "
-                          "sizes its projections by config.head_dim); give a width.")
     base = llama.read(f, name, "llama", _HY_V3)
     layers = base.n_decoder_layers
     sparse = _sparse_layers(f, layers)
@@ -125,18 +132,10 @@ def _afmoe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     would have biases, the gate none), a dense layer that is a full-attention (NoPE) layer
     beside expert layers, no sliding layer (no layer with RoPE), a null window or expert count
     where a layer needs it, a partial rotary factor."""
-    act = f.get("hidden_act", "silu", str)
-    if act != "silu":
-        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for afmoe.")
+    _check_attention_fields(f, "afmoe", "AfmoeAttention")
     if f.get("attention_bias", False, bool):
         raise ConfigError(f"{f.source}: attention_bias is not modelled for afmoe (biases on q, k, v "
                           "and o beside an output gate without one).")
-    if rotary_fraction(f, "partial_rotary_factor", 1.0) != 1:
-        raise ConfigError(f"{f.source}: partial_rotary_factor is not modelled for afmoe (its "
-                          "apply_rotary_pos_emb rotates the whole head).")
-    if f.data.get("head_dim", 1) is None:
-        raise ConfigError(f"{f.source}: head_dim null is not modelled for afmoe (AfmoeAttention "
-                          "sizes its projections by config.head_dim); give a width.")
     base = llama.read(f, name, "llama", _AFMOE)
     layers = base.n_decoder_layers
     types = llama.layer_types(f, layers)
@@ -223,9 +222,7 @@ def _laguna(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     gate (gating false or "per-element"), num_attention_heads_per_layer differing from
     num_attention_heads, the router's logit soft-capping, rotated widths that differ by layer
     type, a null head_dim or expert count."""
-    act = f.get("hidden_act", "silu", str)
-    if act != "silu":
-        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for laguna.")
+    _check_attention_fields(f, "laguna", "LagunaAttention", whole_head=False)
     if f.get("attention_bias", False, bool):
         raise ConfigError(f"{f.source}: attention_bias is not modelled for laguna (biases on q, k, v "
                           "and o beside a gate projection without one).")
@@ -236,9 +233,6 @@ def _laguna(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     if f.get("moe_router_logit_softcapping", 0.0, float):
         raise ConfigError(f"{f.source}: moe_router_logit_softcapping (tanh soft-capping of the router's "
                           "logits) is not modelled for laguna; set it to 0.")
-    if f.data.get("head_dim", 1) is None:
-        raise ConfigError(f"{f.source}: head_dim null is not modelled for laguna (LagunaAttention "
-                          "sizes its projections by config.head_dim); give a width.")
     base = llama.read(f, name, "llama", _LAGUNA)
     layers = base.n_decoder_layers
     heads = f.data.get("num_attention_heads_per_layer")
