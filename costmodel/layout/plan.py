@@ -338,8 +338,9 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                         **{k: v for k, v in (quantization or {}).items() if v is not None})
 
     # the model-wide checks (quantization.check_whole_groups: GPTQ groups that split a K) once, in one
-    # sentence, not as every layout's "unsupported"
-    whole = workload_of(batch)
+    # sentence, not as every layout's "unsupported"; under eager attention, which every model runs, so an
+    # attention a model refuses stays each layout's "unsupported" reason
+    whole = replace(workload_of(batch), attention="eager")
     CostModel(cfg, profile_for(cfg, whole), phase="decode").leaves
     feasible, infeasible = [], []
     for tp in [fixed["tp"]] if fixed.get("tp") else tensor_sizes(cfg, hardware, gpus, inference=True):
