@@ -21,7 +21,6 @@ from typing import Any, Iterator
 from ..config import ConfigError, ModelConfig, Workload, require_decoder
 from ..defaults import implied
 from ..spec import DEFAULT_SERVE_ATTENTION, RECOMPUTES
-from ..tree import CostModel, profile_for
 
 #: The recomputations plan tries unless --recompute names one: "deepseek" (spec.RECOMPUTED_PARTS) is
 #: DeepSeek-V3's stated choice for latent attention around a fused kernel, "torchtitan-op" torchtitan's
@@ -341,6 +340,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
     # sentence, not as every layout's "unsupported"; under eager attention, which every model runs, so an
     # attention a model refuses stays each layout's "unsupported" reason
     whole = replace(workload_of(batch), attention="eager")
+    from ..tree import CostModel, profile_for  # here: a warm plan without --serve imports no sympy
     CostModel(cfg, profile_for(cfg, whole), phase="decode").leaves
     feasible, infeasible = [], []
     for tp in [fixed["tp"]] if fixed.get("tp") else tensor_sizes(cfg, hardware, gpus, inference=True):
