@@ -111,3 +111,24 @@ def test_serve_cli_option_and_text():
     assert (setup["kv_cache"]["state_bytes_per_request"], setup["kv_cache"]["state_blocks_per_request"]) == (
         49_082_368, 500)
     assert setup["mamba_ssm_cache_dtype"] == "float32"
+
+
+def test_plan_serve_rate_passes_the_option(monkeypatch, capsys):
+    """plan --serve --rate builds every replica with the typed dtype; without --rate it is refused."""
+    import costmodel.serving.capacity as capacity
+    from tests.cli_run import run_main
+
+    seen = []
+    build = capacity.build_replica
+
+    def recording(*args, **options):
+        seen.append(options.get("mamba_ssm_cache_dtype"))
+        return build(*args, **options)
+
+    monkeypatch.setattr(capacity, "build_replica", recording)
+    args = ["plan", "-m", "nemotron-3-nano", "--serve", "--mamba-ssm-cache-dtype", "float32"]
+    code, out, err = run_main([*args, "--rate", "2", "--slo-ttft", "2", "--slo-tpot", "0.1", "--requests", "4",
+                               "--tp", "2", "--json"], capsys)
+    assert code in (0, 1) and seen and set(seen) == {"float32"}
+    code, out, err = run_main([*args, "--gpus", "8"], capsys)
+    assert code == 2 and "--mamba-ssm-cache-dtype" in err and "add --rate" in err
