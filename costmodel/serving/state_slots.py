@@ -1,8 +1,9 @@
 """Recurrent states of a hybrid model's linear mixers (Mamba-2: Nemotron-H, Granite 4, Bamba; Gated
 DeltaNet: Qwen3-Next) in a serving engine: one state per running request, whatever its length.
 
-The bytes: a request's states are the kv_cache_bytes of the decode tree's Mamba-2 and Gated
-DeltaNet mixer leaves (blocks/mamba.py mamba_state_bytes, blocks/deltanet.py deltanet_state_bytes,
+The bytes: a request's states are, in transformers' layout, the kv_cache_bytes of the decode
+tree's Mamba-2 and Gated DeltaNet mixer leaves (in vLLM's, the same formulas at vLLM's conv columns
+and dtypes: "The state layout" below) (blocks/mamba.py mamba_state_bytes, blocks/deltanet.py deltanet_state_bytes,
 the formulas the family tests hold to the byte against transformers' cache after a prefill; nothing
 else: an fp8 KV cache's per-layer scales do not grow with the context either, but are no state),
 at b = 1; on one of tp GPUs its Mamba-2 heads and groups split as
