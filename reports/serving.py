@@ -60,7 +60,9 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
            else ""),
         *([f"recurrent states: {kv['state_bytes_per_request']:,} B per request per GPU, "
            f"{kv['state_blocks_per_request']:,} blocks each while it runs: at most {kv['state_slots']:,} "
-           f"request{'' if kv['state_slots'] == 1 else 's'} at once"]
+           f"request{'' if kv['state_slots'] == 1 else 's'} at once"
+           + (f" (vLLM's layout, SSM state {setup['mamba_ssm_cache_dtype']})" if setup.get("state_layout") == "vllm"
+              else " (transformers' layout)" if setup.get("state_layout") else "")]
           if kv.get("state_bytes_per_request") else []),
         *([note] if (note := weights_note(setup.get("weight_dtype"), setup.get("weight_dtype_source"))) else []),
         *([fp8_gemm_line(setup)] if setup.get("fp8_gemm_runs") else []),

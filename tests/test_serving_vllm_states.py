@@ -111,6 +111,9 @@ def test_serve_cli_option_and_text():
     assert (setup["kv_cache"]["state_bytes_per_request"], setup["kv_cache"]["state_blocks_per_request"]) == (
         49_082_368, 500)
     assert setup["mamba_ssm_cache_dtype"] == "float32"
+    text = CliRunner().invoke(cli.cli, args)
+    assert "49,082,368 B per request per GPU, 500 blocks each" in text.output
+    assert "at once (vLLM's layout, SSM state float32)" in text.output
 
 
 def test_plan_serve_rate_passes_the_option(monkeypatch, capsys):
