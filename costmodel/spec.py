@@ -290,6 +290,9 @@ SERVE_ATTENTIONS = Choices({name: ATTENTIONS.meanings[name] for name in ("flash"
 DEFAULT_SERVE_ATTENTION = "flash"
 DEFAULT_SERVE_MLA = "absorbed"
 
+#: serve / plan --serve --rate --mamba-ssm-cache-dtype, vLLM's name (serving/state_slots.py)
+MAMBA_SSM_CACHE_DTYPES = Choices({"auto": "the model dtype, vLLM's default", "float32": "fp32"})
+
 # ---------------------------------------------------------------------------------------------
 # measurement (validate/)
 

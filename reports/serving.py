@@ -13,7 +13,7 @@ from costmodel.checkpoint import weights_note
 from costmodel.config import ConfigError
 from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, DEFAULT_SCHEDULER, DEFAULT_SERVE_ATTENTION, DEFAULT_SERVE_MLA, DTYPES,
                             DEFAULT_FP8_GEMM, DEFAULT_GEN_TOKENS, FP8_GEMMS,
-                            DEFAULT_QUANT_LAYOUT, KV_DTYPES, MLA_FORMS, QUANT_LAYOUTS, ROUTERS, SCHEDULERS,
+                            DEFAULT_QUANT_LAYOUT, KV_DTYPES, MAMBA_SSM_CACHE_DTYPES, MLA_FORMS, QUANT_LAYOUTS, ROUTERS, SCHEDULERS,
                             SERVE_ATTENTIONS, WEIGHT_DTYPE_CHOICES, WEIGHT_DTYPE_DEFAULT)
 
 from .output import DtypeChoice, ReportInputError, atomic_file, check_destination, finite, write_text
@@ -60,7 +60,9 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
            else ""),
         *([f"recurrent states: {kv['state_bytes_per_request']:,} B per request per GPU, "
            f"{kv['state_blocks_per_request']:,} blocks each while it runs: at most {kv['state_slots']:,} "
-           f"request{'' if kv['state_slots'] == 1 else 's'} at once"]
+           f"request{'' if kv['state_slots'] == 1 else 's'} at once"
+           + (f" (vLLM's layout, SSM state {setup['mamba_ssm_cache_dtype']})" if setup.get("state_layout") == "vllm"
+              else " (transformers' layout)" if setup.get("state_layout") else "")]
           if kv.get("state_bytes_per_request") else []),
         *([note] if (note := weights_note(setup.get("weight_dtype"), setup.get("weight_dtype_source"))) else []),
         *([fp8_gemm_line(setup)] if setup.get("fp8_gemm_runs") else []),
@@ -180,6 +182,9 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
               help="Reuse a trace's shared-prefix blocks (vLLM's automatic prefix caching; default: on for vllm).")
 @click.option("--num-scheduler-steps", type=int, default=1, show_default=True,
               help="vllm-v0 only: decode steps run per scheduling decision (vLLM v0.6's multi-step scheduling).")
+@click.option("--mamba-ssm-cache-dtype", type=click.Choice(MAMBA_SSM_CACHE_DTYPES), default="auto", show_default=True,
+              help="vllm, vllm-v0: a hybrid's Mamba-2 / Gated DeltaNet SSM state in the model dtype (auto) or "
+                   "float32, as vLLM's option.")
 @click.option("--pp", type=int, default=1, show_default=True,
               help="Pipeline stages per replica (pp batches in flight, as vLLM's pipeline parallelism).")
 @click.option("--replicas", type=int, default=1, show_default=True, help="Replicas behind the router.")
@@ -218,7 +223,7 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
           max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, replicas, dtype, weight_dtype,
           kv_dtype, attention, slo_ttft, slo_tpot, csv_path, steps_csv, plot_path, rates, as_json, router,
           disaggregate, mla, pp, prefix_caching, time_model, fp8_gemm, weight_group, num_scheduler_steps,
-          cuda_graphs, quant_layout) -> None:
+          cuda_graphs, quant_layout, mamba_ssm_cache_dtype) -> None:
     """Serve a stream of requests on an engine replica, simulated step by step (continuous
     batching, paged KV cache): latency percentiles, throughput and goodput."""
     from costmodel.serving import serve as run_serve
@@ -264,7 +269,8 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
                    prefix_caching=prefix_caching, num_scheduler_steps=num_scheduler_steps, dtype=dtype,
                    weight_dtype=weight_dtype, weight_group=weight_group, kv_dtype=kv_dtype, attention=attention,
                    mla=mla, **({"quant_layout": quant_layout} if quant_layout != DEFAULT_QUANT_LAYOUT else {}),
-                   time_model=time_model, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs)
+                   time_model=time_model, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs,
+                   **({"mamba_ssm_cache_dtype": mamba_ssm_cache_dtype} if mamba_ssm_cache_dtype != "auto" else {}))
     if rates is not None:
         _latency_vs_rate(model or config, hardware_name, chosen, options, plot_path, as_json)
         return

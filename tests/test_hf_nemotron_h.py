@@ -194,9 +194,9 @@ def test_serve_holds_the_states_in_slots_and_refuses_transformers_engine(capsys)
 
     code, out, err = run_main(["serve", "--model", "nemotron-3-nano", "--hardware", "h100-sxm", "--rate", "2",
                                "--requests", "20"], capsys)
-    # 23 layers x (6,144 x 4 x 2 bf16 conv + 64 x 64 x 128 x 4 fp32 scan) bytes; 6,144 B a token
-    # of keys and values, so 503 blocks of 16 tokens
-    assert code == 0 and "recurrent states: 49,364,992 B per request per GPU, 503 blocks each" in out
+    # vLLM's layout (tests/test_serving_vllm_states.py): 23 layers x (6,144 x 3 x 2 bf16 conv +
+    # 64 x 64 x 128 x 2 bf16 scan) bytes; 6,144 B a token of keys and values, so 254 blocks of 16 tokens
+    assert code == 0 and "recurrent states: 24,965,120 B per request per GPU, 254 blocks each" in out
     code, _, err = run_main(["serve", "--model", "nemotron-3-nano", "--hardware", "h100-sxm", "--rate", "2",
                              "--scheduler", "hf-fifo"], capsys)
     assert code == 2 and "Invalid layer type" in err and len(err.strip().splitlines()) <= 2

@@ -52,25 +52,26 @@ def setup_of(name: str, **options) -> dict:
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_state_bytes_equal_transformers_cache_after_prefill(name):
-    """Shorter than the conv (2 < K = 3: the cache pads) and longer (11): the same bytes."""
-    ours = setup_of(name)["kv_cache"]["state_bytes_per_request"]
+    """Shorter than the conv (2 < K = 3: the cache pads) and longer (11): the same bytes. The static
+    scheduler (transformers' generate) keeps transformers' layout; vLLM's is test_vllm_state_layout's."""
+    ours = setup_of(name, scheduler="static")["kv_cache"]["state_bytes_per_request"]
     assert ours == BY_HAND[name] == hf_state_bytes(CONFIGS[name], 2) == hf_state_bytes(CONFIGS[name], 11)
 
 
 def test_state_blocks_are_whole_blocks_of_keys_and_values():
     """DENSE keeps 2 layers x 2 x 2 KV heads x 10 x 2 bytes = 160 bytes a token: a block of 16
-    tokens is 2,560 bytes, so its 2,376 bytes of states take 1 block; at block size 4 (640
-    bytes), 4 blocks."""
+    tokens is 2,560 bytes, so its 1,304 bytes of vLLM-layout states (VLLM_AUTO) take 1 block; at
+    block size 4 (640 bytes), 3 blocks."""
     kv = setup_of("nemotron_h_dense")["kv_cache"]
-    assert (kv["kv_bytes_per_token"], kv["state_blocks_per_request"]) == (160, 1)
+    assert (kv["kv_bytes_per_token"], kv["state_bytes_per_request"], kv["state_blocks_per_request"]) == (160, 1_304, 1)
     kv = setup_of("nemotron_h_dense", block_size=4)["kv_cache"]
-    assert kv["state_blocks_per_request"] == 4
-    assert kv["state_slots"] == kv["num_blocks"] // 5
+    assert kv["state_blocks_per_request"] == 3
+    assert kv["state_slots"] == kv["num_blocks"] // 4
 
 
 def test_the_slots_not_the_keys_bind_admission():
     """Qwen3-Next's odd config at block size 4: 2 x 2 x 12 x 2 = 96 bytes a token (one attention
-    layer), a block 384 bytes, its 12,312 bytes of states 33 blocks. With 3 x 34 + 30 = 132 blocks, 8
+    layer), a block 384 bytes, its 6,528 bytes of vLLM-layout states 17 blocks. With 3 x 18 + 16 = 70 blocks, 8
     clients of 3-token prompts (one KV block each) and --max-num-seqs 8: the keys and values alone
     would let all 8 run (8 blocks), the slots let 3; a fourth waits until one finishes."""
     import costmodel
@@ -78,20 +79,20 @@ def test_the_slots_not_the_keys_bind_admission():
     cfg = from_hf_config(dict(QWEN3_NEXT), name="qwen3_next")
     options = dict(scheduler="vllm", block_size=4, max_num_seqs=8, max_batched_tokens=64, dtype="bf16")
     run = costmodel.serve(cfg, "h100-sxm", concurrency=8, requests=16, prompt="3", output="1",
-                          num_blocks=132, **options)
+                          num_blocks=70, **options)
     kv = run.setup["kv_cache"]
-    assert (kv["kv_bytes_per_token"], kv["state_blocks_per_request"]) == (96, 33)
+    assert (kv["kv_bytes_per_token"], kv["state_blocks_per_request"]) == (96, 17)
     assert run.summary()["batch"]["max_sequences"] == 3
     assert run.setup["prefix_caching"] is False and "mamba_cache_mode" in run.setup["prefix_caching_note"]
     roomy = costmodel.serve(cfg, "h100-sxm", concurrency=8, requests=16, prompt="3", output="1",
-                            num_blocks=8 * 34, **options)
+                            num_blocks=8 * 18, **options)
     assert roomy.summary()["batch"]["max_sequences"] == 8
 
 
 def test_decode_step_pays_for_each_requests_states():
-    """Each running request's states are read and written once a step (2 x 49,364,992 bytes for
-    Nemotron 3 Nano: 23 Mamba-2 layers of 64 heads of 64, state 128, 8 groups, conv 4): 29.5 us at
-    the H100's bandwidth. At 500 sequences (every expert active, no new GEMM tile at 501) one more
+    """Each running request's states are read and written once a step (2 x 24,965,120 bytes for
+    Nemotron 3 Nano in vLLM's layout: 23 Mamba-2 layers of 64 heads of 64, state 128, 8 groups,
+    conv 4, 3 conv columns, bf16 SSM state): 14.9 us at the H100's bandwidth. At 500 sequences (every expert active, no new GEMM tile at 501) one more
     request adds that beside its 6,144 bytes a token of keys and values and its GEMM rows (5 us
     without the states: the tree's chunk phase reads one set of states per 128 tokens)."""
     import numpy as np
@@ -102,7 +103,7 @@ def test_decode_step_pays_for_each_requests_states():
     cfg = load_model("nemotron-3-nano")
     _, step, setup = build_replica(cfg, H100, cuda_graphs="off")
     state = setup["kv_cache"]["state_bytes_per_request"]
-    assert state == 23 * ((64 * 64 + 2 * 8 * 128) * 4 * 2 + 64 * 64 * 128 * 4) == 49_364_992
+    assert state == 23 * ((64 * 64 + 2 * 8 * 128) * 3 * 2 + 64 * 64 * 128 * 2) == 24_965_120
     traffic = 2 * state / (H100.bandwidth_bytes_per_s * Efficiency(**H100.efficiency).memory)
     ones, keys = np.ones(500, int), np.full(500, 1024)
     assert step.seconds(ones, keys) - step.step.seconds(ones, keys) == pytest.approx(500 * traffic, rel=1e-12)
@@ -128,15 +129,19 @@ def test_transformers_engine_and_a_stack_without_attention_are_refused(capsys):
 
 
 def test_tensor_and_pipeline_parallel_shares_of_the_states():
-    """tp 2 splits Nemotron 3 Nano's 64 Mamba-2 heads and 8 groups (layout/split.py mamba_split):
-    23 x ((32 x 64 + 2 x 4 x 128) x 4 x 2 + 32 x 64 x 128 x 4) = 24,682,496 bytes a GPU; pp 2 halves
-    the layers' states (ceil)."""
+    """tp 2 splits Nemotron 3 Nano's 64 Mamba-2 heads and 8 groups (layout/split.py mamba_split, as
+    vLLM's mamba2_state_shape divides conv_dim and num_heads by the tp size): in vLLM's layout
+    23 x ((32 x 64 + 2 x 4 x 128) x 3 x 2 + 32 x 64 x 128 x 2) = 12,482,560 bytes a GPU; pp 2
+    halves the layers' states (ceil). The sarathi scheduler's (transformers' layout) at tp 2:
+    23 x ((32 x 64 + 2 x 4 x 128) x 4 x 2 + 32 x 64 x 128 x 4) = 24,682,496."""
     from costmodel.api import load_model
 
     cfg = load_model("nemotron-3-nano")
     tp2 = build_replica(cfg, H100, tp=2)[2]["kv_cache"]["state_bytes_per_request"]
     pp2 = build_replica(cfg, H100, pp=2)[2]["kv_cache"]["state_bytes_per_request"]
-    assert tp2 == 23 * ((32 * 64 + 2 * 4 * 128) * 4 * 2 + 32 * 64 * 128 * 4) == 24_682_496 == pp2
+    assert tp2 == 23 * ((32 * 64 + 2 * 4 * 128) * 3 * 2 + 32 * 64 * 128 * 2) == 12_482_560 == pp2
+    sarathi = build_replica(cfg, H100, tp=2, scheduler="sarathi")[2]["kv_cache"]["state_bytes_per_request"]
+    assert sarathi == 23 * ((32 * 64 + 2 * 4 * 128) * 4 * 2 + 32 * 64 * 128 * 4) == 24_682_496
 
 
 @pytest.mark.parametrize("name", ["llama3-8b", "gemma2-9b"])
@@ -150,17 +155,18 @@ def test_fp8_kv_scales_are_not_states(name):
 
 
 def test_states_do_not_change_with_the_kv_dtype():
-    """Nemotron-3-Nano's Mamba-2 states (bf16 conv, fp32 SSM) are the same with an fp8 KV cache."""
+    """Nemotron-3-Nano's Mamba-2 states (vLLM's layout: bf16 conv and SSM) are the same with an fp8
+    KV cache (vLLM's --mamba-cache-dtype stays auto)."""
     from costmodel.api import load_model
 
     cfg = load_model("nemotron-3-nano")
     states = [build_replica(cfg, H100, **kv)[2]["kv_cache"]["state_bytes_per_request"]
               for kv in ({}, {"kv_dtype": "fp8"})]
-    assert states == [49_364_992, 49_364_992]
+    assert states == [24_965_120, 24_965_120]
 
 
 def test_state_slots_come_from_the_replica_pool():
-    """--num-blocks 600: Nemotron-3-Nano's 503 state blocks and a KV block fit 600 // 504 = 1 request,
+    """--num-blocks 600: Nemotron-3-Nano's 254 state blocks and a KV block fit 600 // 255 = 2 requests,
     not the memory-sized pool's slots; the JSON, the text and the pool-use line say so."""
     import json
 
@@ -171,8 +177,8 @@ def test_state_slots_come_from_the_replica_pool():
     args = ["serve", "-m", "nemotron-3-nano", "--rate", "2", "--requests", "10", "--num-blocks", "600"]
     text = CliRunner().invoke(cli.cli, args)
     assert text.exit_code == 0, text.output
-    assert "503 blocks each while it runs: at most 1 request at once" in text.output
+    assert "254 blocks each while it runs: at most 2 requests at once" in text.output
     assert "pool blocks (KV and states) in use" in text.output and "KV blocks in use" not in text.output
     data = CliRunner().invoke(cli.cli, [*args, "--json"])
     kv = json.loads(data.output)["setup"]["kv_cache"]
-    assert (kv["state_blocks_per_request"], kv["state_slots"]) == (503, 1)
+    assert (kv["state_blocks_per_request"], kv["state_slots"]) == (254, 2)

@@ -91,11 +91,12 @@ def rule_bytes(batch: Expr, seq: Expr, decode: bool) -> Expr:
     return batch * (S.e * seq * per_token + 2 * FP32 * sp.ceiling(seq / S.Q_m) * state)
 
 
-def deltanet_state_bytes(batch: Expr = S.b) -> Expr:
-    """Bytes one Gated DeltaNet layer's cache holds (transformers' LinearAttentionLayer), whatever
-    the context: the conv state, the last K inputs of q, k, v in the activation dtype (b, C, K),
-    and the rule's recurrent state, fp32 as the rule returns it (b, H_v, P_k, P_v)."""
-    return batch * (CONV_CHANNELS * S.K_m * S.e + FP32 * S.H_gv * S.P_gk * S.P_gv)
+def deltanet_state_bytes(batch: Expr = S.b, conv_columns: Expr = S.K_m, ssm_bytes: Expr = FP32) -> Expr:
+    """Bytes one Gated DeltaNet layer's cache holds, whatever the context. By default transformers'
+    (LinearAttentionLayer): the conv state, the last K inputs of q, k, v in the activation dtype
+    (b, C, K), and the rule's recurrent state, fp32 as the rule returns it (b, H_v, P_k, P_v).
+    conv_columns and ssm_bytes give another engine's layout (serving/state_slots.py: vLLM's)."""
+    return batch * (CONV_CHANNELS * conv_columns * S.e + ssm_bytes * S.H_gv * S.P_gk * S.P_gv)
 
 
 @dataclass(frozen=True)

@@ -122,11 +122,13 @@ def saved_bytes_mamba_ssm(batch: Expr, seq: Expr) -> Expr:
     return S.e * tokens * (PROJECTED + 3 * INNER) + FP32 * tokens * S.G_m + 2 * FP32 * S.H_m
 
 
-def mamba_state_bytes(batch: Expr = S.b) -> Expr:
-    """Bytes one Mamba-2 layer's cache holds (transformers' LinearAttentionLayer), whatever the
-    context: the conv state, the last K inputs of x B C in the activation dtype
-    (b, H P + 2 G N, K), and the scan's state, fp32 as mamba2_chunk_scan returns it (b, H, P, N)."""
-    return batch * (CONV_CHANNELS * S.K_m * S.e + FP32 * S.H_m * S.P_m * S.N_m)
+def mamba_state_bytes(batch: Expr = S.b, conv_columns: Expr = S.K_m, ssm_bytes: Expr = FP32) -> Expr:
+    """Bytes one Mamba-2 layer's cache holds, whatever the context. By default transformers'
+    (LinearAttentionLayer): the conv state, the last K inputs of x B C in the activation dtype
+    (b, H P + 2 G N, K), and the scan's state, fp32 as mamba2_chunk_scan returns it (b, H, P, N).
+    conv_columns and ssm_bytes give another engine's layout (serving/state_slots.py: vLLM's
+    K - 1 columns and its --mamba-ssm-cache-dtype)."""
+    return batch * (CONV_CHANNELS * conv_columns * S.e + ssm_bytes * S.H_m * S.P_m * S.N_m)
 
 
 class ShortConvPhases:

@@ -20,7 +20,7 @@ from .graphs import engine_graphs
 from .kv_paging import PAGED_SCHEDULERS, kv_paging
 from .kvcache import BlockPool, cache_sizing
 from .schedulers import NO_TOKEN_BUDGET, SCHEDULERS
-from .state_slots import STATE_PREFIX_NOTE, with_state_traffic
+from .state_slots import STATE_PREFIX_NOTE, vllm_layer_states, with_state_traffic
 from .steptime import StepTime, check_tensor_parallel_groups, serving_profile
 from .workload import Lengths, Request, poisson, read_trace
 
@@ -152,7 +152,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                   prefix_caching: bool | None = None, num_scheduler_steps: int = 1,
                   efficiency: Any = None, time_model: str | None = None, cuda_graphs: str = "auto",
                   step: StepTime | None = None,
-                  sizings: dict | None = None) -> tuple[Any, Any, dict[str, Any]]:
+                  sizings: dict | None = None, mamba_ssm_cache_dtype: str = "auto") -> tuple[Any, Any, dict[str, Any]]:
     """The scheduler class's arguments, a StepTime and the setup dict of one replica (a search
     passes the StepTime it built for this hardware and tp, and a dict that keeps the cache
     sizings by token budget). cuda_graphs: "auto" (the scheduler's engine's default: graphs.py
@@ -209,6 +209,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     from ..config import DTYPE_BYTES, Workload
 
     paging = kv_paging(cfg, scheduler, block_size)
+    layer_states = vllm_layer_states(scheduler, mamba_ssm_cache_dtype)  # None: transformers' state layout
     sizings = {} if sizings is None else sizings
     if gpu_memory_utilization is None:  # the hardware file's, as simulate's and plan's fits read it (0.9: vLLM's)
         gpu_memory_utilization = hardware.serving_memory_utilization
@@ -216,7 +217,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
         sizings[max_batched_tokens] = cache_sizing(
             cfg, profile, DTYPE_BYTES[Workload(dtype=dtype).dtype], hardware.memory_bytes, gpu_memory_utilization,
             hardware.memory_reserve_bytes, block_size, min(max_batched_tokens, cfg.max_positions), tp, pp, paging,
-            PAGED_SCHEDULERS.get(scheduler))
+            PAGED_SCHEDULERS.get(scheduler), layer_states)
     sizing = sizings[max_batched_tokens]
     if sizing.state_bytes and paging is not None:
         raise ConfigError(f"{cfg.name}: recurrent states beside windowed layers' block tables are not modelled.")
@@ -249,6 +250,9 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     if paging is not None and prefix_caching:  # (scheduler_state.py: no prefix shared over the groups' tables)
         prefix_caching = False
         setup["prefix_caching_note"] = PAGED_PREFIX_NOTE
+    if sizing.state_bytes:
+        setup["state_layout"] = "transformers" if layer_states is None else "vllm"
+        setup["mamba_ssm_cache_dtype"] = None if layer_states is None else mamba_ssm_cache_dtype
     if sizing.state_bytes and prefix_caching:
         prefix_caching = False
         setup["prefix_caching_note"] = STATE_PREFIX_NOTE
@@ -320,7 +324,8 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, pp, dtype, weight_dtype,
     weight_group, quant_layout, kv_dtype, attention, mla, fp8_gemm, prefix_caching (default: on for vllm, as vLLM v1),
     num_scheduler_steps (vllm-v0's multi-step scheduling; default 1), efficiency,
-    time_model (default: hardware.time_model_for's), cuda_graphs (auto: the engine's, graphs.py; on; off)."""
+    time_model (default: hardware.time_model_for's), cuda_graphs (auto: the engine's, graphs.py; on; off),
+    mamba_ssm_cache_dtype (vllm and vllm-v0: a hybrid's SSM states in the model dtype, auto, or float32)."""
     import pandas as pd
 
     from ..api import load_model

@@ -174,7 +174,7 @@ def check_engine_cache(cfg: Any, engine: str | None = "vllm") -> None:
 
 def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, utilization: float,
                  reserve_bytes: int, block_size: int, max_batched_tokens: int, tp: int = 1, pp: int = 1,
-                 paging: Any = None, engine: str | None = "vllm") -> CacheSizing:
+                 paging: Any = None, engine: str | None = "vllm", layer_states: dict | None = None) -> CacheSizing:
     """A replica's KV blocks from the tree: the memory the engine fills (memory_bytes x
     utilization less reserve_bytes, hardware.py serving_memory, as simulate's and plan's fits) less
     the weights and the activation peak. Per GPU: its weights as the layout model splits them
@@ -187,7 +187,8 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
     (equal on every layer, or the paging is refused). The activation peak: the prefill tree's
     inference bytes for one sequence of max_batched_tokens tokens, less its weights and its KV
     cache (ids, logits, the transient buffers). A hybrid model's Mamba-2 / Gated DeltaNet states
-    per request (state_slots.py) take state_blocks of the pool while the request runs.
+    per request (state_slots.py) take state_blocks of the pool while the request runs: in the
+    decode tree's (transformers') layout, or with layer_states (state_slots.vllm_layer_states) vLLM's.
 
     Pipeline parallelism (pp stages): each GPU holds 1/pp of the weights and of the KV bytes per
     token (layers split evenly; the embedding and the head counted as spread too, a stated
@@ -219,7 +220,7 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
     block_bytes = None if paging is None else paging.block_bytes(cfg, per_token, window_per_token, kv_tp * pp)
     return CacheSizing(memory_bytes, utilization, reserve_bytes, -(-rank_weight_bytes(prefill, subs, tp) // pp),
                        -(-activations // tp), -(-per_token // (kv_tp * pp)), block_size, block_bytes,
-                       -(-window_per_token // (kv_tp * pp)), state_bytes(decode, subs, tp, pp))
+                       -(-window_per_token // (kv_tp * pp)), state_bytes(decode, subs, tp, pp, layer_states))
 
 
 def rank_weight_bytes(tree: Any, subs: dict, tp: int) -> int:

@@ -1,8 +1,9 @@
 """Recurrent states of a hybrid model's linear mixers (Mamba-2: Nemotron-H, Granite 4, Bamba; Gated
 DeltaNet: Qwen3-Next) in a serving engine: one state per running request, whatever its length.
 
-The bytes: a request's states are the kv_cache_bytes of the decode tree's Mamba-2 and Gated
-DeltaNet mixer leaves (blocks/mamba.py mamba_state_bytes, blocks/deltanet.py deltanet_state_bytes,
+The bytes: a request's states are, in transformers' layout, the kv_cache_bytes of the decode
+tree's Mamba-2 and Gated DeltaNet mixer leaves (in vLLM's, the same formulas at vLLM's conv columns
+and dtypes: "The state layout" below) (blocks/mamba.py mamba_state_bytes, blocks/deltanet.py deltanet_state_bytes,
 the formulas the family tests hold to the byte against transformers' cache after a prefill; nothing
 else: an fp8 KV cache's per-layer scales do not grow with the context either, but are no state),
 at b = 1; on one of tp GPUs its Mamba-2 heads and groups split as
@@ -37,12 +38,17 @@ What vLLM does that is not modelled here:
 - Prefix caching of states (mamba_cache_mode "align"/"all": a state kept per cached block) is
   not modelled: the simulator turns prefix caching off for these models, as vLLM v1 did before it.
 - The speculative-decoding extra state blocks, and disaggregated transfer of states.
-- The state bytes are transformers' cache layout (K conv columns in the model dtype, the SSM /
-  recurrent state in fp32). vLLM's is smaller: MambaStateShapeCalculator (vllm/model_executor/
-  layers/mamba/mamba_utils.py, mamba2_state_shape and gated_delta_net_state_shape) keeps K - 1 conv
-  columns, and MambaStateDtypeCalculator keeps the SSM state in the conv state's dtype (the model
-  dtype under mamba_cache_dtype "auto") unless --mamba-ssm-cache-dtype float32 is given. So the
-  simulator's slots are fewer, and its state traffic larger, than vLLM's defaults give.
+
+The state layout: under the vllm and vllm-v0 schedulers a request's states are vLLM's
+(vllm/model_executor/layers/mamba/mamba_utils.py at commit 02d71083: MambaStateShapeCalculator's
+mamba2_state_shape and gated_delta_net_state_shape keep K - 1 conv columns; MambaStateDtypeCalculator's
+_mamba_state_dtype, for both, the conv state in the model dtype under mamba_cache_dtype "auto" and
+the SSM / recurrent state in the conv state's dtype, or in fp32 with --mamba-ssm-cache-dtype
+float32): the blocks' own mamba_state_bytes / deltanet_state_bytes at those columns and bytes, one
+formula a layer (vllm_layer_states). The other schedulers (sarathi, orca, static) keep
+transformers' layout, the decode tree's (K conv columns, fp32 SSM state). Not modelled: a
+--mamba-cache-dtype other than auto (vLLM's fp8 conv state), the speculative-decoding columns
+(num_spec), the ReplaySSM rings, and vLLM v0's (pre-v1) state dtypes, taken as v1's.
 
 transformers 5.24's continuous batching does not serve these models: cache.py
 group_layers_by_attn_type raises ValueError("Invalid layer type: linear_attention") for any layer
@@ -56,10 +62,14 @@ from typing import Any
 
 import sympy as sp
 
+from .. import symbols as S
 from ..config import ConfigError
+from ..spec import MAMBA_SSM_CACHE_DTYPES
 
 TRANSFORMERS_ENGINE_NOTE = ("transformers 5.24's continuous batching refuses a linear_attention layer "
                             "(cache.py group_layers_by_attn_type: ValueError 'Invalid layer type')")
+#: The schedulers whose engine is vLLM's, so whose states are in vLLM's layout
+VLLM_STATE_SCHEDULERS = ("vllm", "vllm-v0")
 STATE_PREFIX_NOTE = ("prefix caching of Mamba/DeltaNet states (vLLM's mamba_cache_mode) is not modelled: "
                      "the simulator runs these models without prefix caching")
 
@@ -86,16 +96,41 @@ def check_state_engine(cfg: Any, engine: str | None) -> None:
                           "state slots by; serving a model of states alone is not modelled.")
 
 
-def state_bytes(decode: Any, subs: dict, tp: int, pp: int) -> int:
+def vllm_layer_states(scheduler: str, ssm_cache_dtype: str = "auto") -> dict[type, Any] | None:
+    """Bytes of one request's state in one mixer of each class (Mamba2Mixer, GatedDeltaNetMixer) as vLLM lays them out
+    (the module docstring: K - 1 conv columns in the model dtype e, the SSM state in e under "auto",
+    4 bytes under "float32"), or None where the scheduler's engine is not vLLM's (transformers'
+    layout, the decode tree's). A ConfigError for an unknown dtype, or float32 outside vLLM."""
+    from ..blocks.deltanet import GatedDeltaNetMixer, deltanet_state_bytes
+    from ..blocks.mamba import Mamba2Mixer, mamba_state_bytes
+    from ..terms import FP32
+
+    if ssm_cache_dtype not in MAMBA_SSM_CACHE_DTYPES:
+        raise ConfigError(f"--mamba-ssm-cache-dtype must be one of {', '.join(MAMBA_SSM_CACHE_DTYPES)}, "
+                          f"got {ssm_cache_dtype!r}.")
+    if scheduler not in VLLM_STATE_SCHEDULERS:
+        if ssm_cache_dtype != "auto":
+            raise ConfigError(f"--mamba-ssm-cache-dtype is vLLM's option (the vllm and vllm-v0 schedulers); "
+                              f"{scheduler} keeps transformers' fp32 SSM state.")
+        return None
+    one, columns, ssm = sp.Integer(1), S.K_m - 1, (S.e if ssm_cache_dtype == "auto" else FP32)
+    return {Mamba2Mixer: mamba_state_bytes(one, columns, ssm), GatedDeltaNetMixer: deltanet_state_bytes(one, columns, ssm)}
+
+
+def state_bytes(decode: Any, subs: dict, tp: int, pp: int, layer_states: dict[type, Any] | None = None) -> int:
     """Bytes of one request's states on one GPU: the kv_cache_bytes of the decode tree's (decode, a
     CostModel) Mamba-2 and Gated DeltaNet mixer leaves alone (0 without them: a KV dtype's per-layer
-    scales are not states), at b = 1 (subs), its Mamba-2 heads and groups split over tp GPUs
-    (mamba_split) and its layers over pp stages (ceil)."""
+    scales are not states), or with layer_states (vllm_layer_states) each mixer leaf's class's bytes
+    instead (the layers' other leaves hold no state); at b = 1 (subs), its Mamba-2 heads and groups split over tp GPUs (mamba_split) and its
+    layers over pp stages (ceil)."""
     from ..layout.split import mamba_split
 
     if not has_states(decode.cfg):
         return 0
-    states = decode.total("kv_cache_bytes", decode.select(kind=STATE_MIXERS))
+    leaves = decode.select(kind=STATE_MIXERS)
+    states = (decode.total("kv_cache_bytes", leaves) if layer_states is None
+              else sp.Add(*(leaf.count * layer_states[type(leaf.block)] for leaf in leaves
+                            if type(leaf.block) in layer_states)))
     rank = states.xreplace(mamba_split(sp.Integer(tp))) if tp > 1 else states
     per_request = sp.expand(rank.xreplace(subs))
     if not per_request.is_integer:
