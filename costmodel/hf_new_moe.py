@@ -43,6 +43,15 @@ def _sparse_layers(f: Fields, layers: int) -> list[int]:
     return [i for i, kind in enumerate(kinds) if kind == "sparse"]
 
 
+def _require_expert_fields(f: Fields, sparse: list[int], **values: Any) -> None:
+    """A null expert field (by its config.json name) where layers have experts, which the class
+    cannot build: one sentence naming the first."""
+    for key, value in values.items():
+        if value is None:
+            raise ConfigError(f"{f.source}: {key} is null but {len(sparse)} layers have experts, "
+                              "which transformers 5.24 cannot build; give it.")
+
+
 def _check_attention_fields(f: Fields, model_type: str, attention: str, whole_head: bool = True) -> None:
     """The refusals the three readers share: an activation other than silu, a null head_dim (the
     attention class sizes its projections by config.head_dim) and, where its RoPE rotates the whole
@@ -85,11 +94,7 @@ def _hy_v3(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
                else f.nullable("num_experts", 192))  # name wins
     top_k = f.nullable("num_experts_per_tok", 8)
     shared = f.nullable("num_shared_experts", 1)
-    for key, value in (("num_experts", experts), ("num_experts_per_tok", top_k),
-                       ("num_shared_experts", shared)):
-        if value is None:
-            raise ConfigError(f"{f.source}: {key} is null but {len(sparse)} layers have experts, "
-                              "which transformers 5.24 cannot build; give it.")
+    _require_expert_fields(f, sparse, num_experts=experts, num_experts_per_tok=top_k, num_shared_experts=shared)
     check_int(f.source, "num_experts", experts, minimum=1)
     check_int(f.source, "num_shared_experts", shared, minimum=0)
     width = f.get("moe_intermediate_size", 1536, minimum=1)
@@ -167,11 +172,8 @@ def _afmoe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
         experts = f.nullable("num_experts", 64)
         top_k = f.nullable("num_experts_per_tok", 6)
         shared = f.nullable("num_shared_experts", 2)
-        for key, value in (("num_experts", experts), ("num_experts_per_tok", top_k),
-                           ("num_shared_experts", shared)):
-            if value is None:
-                raise ConfigError(f"{f.source}: {key} is null but {len(sparse)} layers have "
-                                  "experts, which transformers 5.24 cannot build; give it.")
+        _require_expert_fields(f, sparse, num_experts=experts, num_experts_per_tok=top_k,
+                               num_shared_experts=shared)
         check_int(f.source, "num_experts", experts, minimum=1)
         check_int(f.source, "num_shared_experts", shared, minimum=0)
         width = f.get("moe_intermediate_size", 1408, minimum=1)
@@ -254,10 +256,7 @@ def _laguna(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     if sparse:
         experts = f.nullable("num_experts", 256)
         top_k = f.nullable("num_experts_per_tok", 8)
-        for key, value in (("num_experts", experts), ("num_experts_per_tok", top_k)):
-            if value is None:
-                raise ConfigError(f"{f.source}: {key} is null but {len(sparse)} layers have "
-                                  "experts, which transformers 5.24 cannot build; give it.")
+        _require_expert_fields(f, sparse, num_experts=experts, num_experts_per_tok=top_k)
         check_int(f.source, "num_experts", experts, minimum=1)
         changes.update(n_experts=experts, top_k=top_k, d_expert=f.get("moe_intermediate_size", 512, minimum=1),
                        d_shared=f.get("shared_expert_intermediate_size", 512, minimum=0),
