@@ -199,6 +199,29 @@ def assert_cache_after_prefill_exact(fields: dict[str, Any], name: str, dtype: s
     assert ours["memory"]["kv_cache"] == held > 0
 
 
+def assert_saved_bytes_exact(fields: dict[str, Any], name: str, dtype: str, b: int = 2, n: int = 9,
+                             attention: str | None = "eager") -> None:
+    """The class's training forward with its loss on b x n random tokens (validate's saved-tensor
+    hooks; `attention` its implementation, None the class's default) against the estimate's
+    activations in bytes."""
+    import torch
+    import transformers
+
+    from costmodel import estimate
+    from validate.measure.saved import saved_activation_bytes
+
+    chosen = {} if attention is None else {"attn_implementation": attention}
+    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    config = transformers.AutoConfig.for_model(**fields, **chosen)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch_dtype).train()
+    ids = torch.randint(0, fields["vocab_size"], (b, n))
+    measured = saved_activation_bytes(model, {"input_ids": ids, "labels": ids}, loss_fn=lambda out: out.loss)
+    asked = {} if attention is None else {"attention": attention}
+    ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype=dtype, **asked).to_dict()
+    assert ours["memory"]["activations"] == measured.total_bytes
+
+
 def kv_cache_after_decode(fields: dict[str, Any], name: str) -> tuple[int, int]:
     """(the estimate's KV cache, the bytes the class holds: validate.measure) after a prefill of
     12 tokens and 2 decode steps at b = 2 in bf16, the odd configs' workload."""

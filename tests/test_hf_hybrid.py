@@ -15,7 +15,7 @@ import pytest
 
 from costmodel.config import ConfigError
 from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                   estimated_total, hf_meta_count)
+                                  assert_saved_bytes_exact, estimated_total, hf_meta_count)
 
 #: Odd sizes no dimension shares (as tests/test_hf_nemotron_h.py's): d 48, 4 query heads and 2 KV
 #: heads of 12, Mamba-2 6 heads of 16 (mamba_expand 2) with state 7 in 2 groups, conv 3, chunks of
@@ -136,21 +136,7 @@ def test_bytes_saved_for_backward(name, dtype):
     mixers' torch path (blocks/mamba.saved_bytes_torch, as nemotron_h's) and the families' facts
     (costmodel/facts.json: Llama's fp32 RMSNorm, fp32 softmax and loss; Granite's scores times an
     attention_multiplier of 1.0; Mamba-2's fp32 RMSNorm and logits)."""
-    import torch
-    import transformers
-
-    from costmodel import estimate
-    from validate.measure.saved import saved_activation_bytes
-
-    fields, b, n = VARIANTS[name], 2, 9
-    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
-    config = transformers.AutoConfig.for_model(**fields, attn_implementation="eager")
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch_dtype).train()
-    ids = torch.randint(0, fields["vocab_size"], (b, n))
-    measured = saved_activation_bytes(model, {"input_ids": ids, "labels": ids}, loss_fn=lambda out: out.loss)
-    ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype=dtype, attention="eager").to_dict()
-    assert ours["memory"]["activations"] == measured.total_bytes
+    assert_saved_bytes_exact(VARIANTS[name], name, dtype)
 
 
 @pytest.mark.parametrize("fields,message", [

@@ -14,7 +14,8 @@ import pytest
 
 from costmodel.config import ConfigError
 from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                   assert_prefill_flops_exact, estimated_total, hf_meta_count)
+                                  assert_prefill_flops_exact, assert_saved_bytes_exact, estimated_total,
+                                  hf_meta_count)
 
 #: Odd sizes: d 48, 4 query heads and 2 KV heads of 12, Mamba-1 inner 96 (mamba_expand 2), state
 #: 7, conv 3, dt rank 3 (auto); attention on layers 1 and 3, 5 experts of 16 (grouped_mm's 16-byte
@@ -95,21 +96,7 @@ def test_bytes_saved_for_backward(name, dtype):
     """The class's training forward with its loss (validate's saved-tensor hooks, eager attention,
     b 2, n 9) against the tree's activations in the dense pattern: the Mamba-1 mixers' slow path
     with weighted norms (blocks/mamba1.saved_bytes_torch) and Llama's facts (facts.json jamba)."""
-    import torch
-    import transformers
-
-    from costmodel import estimate
-    from validate.measure.saved import saved_activation_bytes
-
-    fields, b, n = VARIANTS[name], 2, 9
-    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
-    config = transformers.AutoConfig.for_model(**fields, attn_implementation="eager")
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch_dtype).train()
-    ids = torch.randint(0, fields["vocab_size"], (b, n))
-    measured = saved_activation_bytes(model, {"input_ids": ids, "labels": ids}, loss_fn=lambda out: out.loss)
-    ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype=dtype, attention="eager").to_dict()
-    assert ours["memory"]["activations"] == measured.total_bytes
+    assert_saved_bytes_exact(VARIANTS[name], name, dtype)
 
 
 def test_bytes_saved_exact_integer():

@@ -14,7 +14,8 @@ import pytest
 
 from costmodel.config import ConfigError
 from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                   assert_prefill_flops_exact, estimated_total, hf_meta_count)
+                                  assert_prefill_flops_exact, assert_saved_bytes_exact, estimated_total,
+                                  hf_meta_count)
 
 #: Odd sizes no dimension shares: d 48, inner 96 (expand 2), state 7, conv 3, dt rank 3 (auto:
 #: ceil(48 / 16)), vocabulary 99, 3 blocks.
@@ -108,21 +109,7 @@ def test_bytes_saved_for_backward(name, dtype, b, n):
     tree's activations: the mixers' slow path (blocks/mamba1.saved_bytes_torch: n + 1 states
     kept, the fp32 discretised A and B; x_proj's input a view for one sequence or one token) and
     the families' facts (fp32 RMSNorm and logits)."""
-    import torch
-    import transformers
-
-    from costmodel import estimate
-    from validate.measure.saved import saved_activation_bytes
-
-    fields = VARIANTS[name]
-    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
-    config = transformers.AutoConfig.for_model(**fields)
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch_dtype).train()
-    ids = torch.randint(0, fields["vocab_size"], (b, n))
-    measured = saved_activation_bytes(model, {"input_ids": ids, "labels": ids}, loss_fn=lambda out: out.loss)
-    ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype=dtype).to_dict()
-    assert ours["memory"]["activations"] == measured.total_bytes
+    assert_saved_bytes_exact(VARIANTS[name], name, dtype, b, n, attention=None)
 
 
 def test_bytes_saved_exact_integers():

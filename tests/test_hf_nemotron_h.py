@@ -17,7 +17,7 @@ import pytest
 
 from costmodel.config import ConfigError
 from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                   buffer_bytes_both, estimated_total)
+                                  assert_saved_bytes_exact, buffer_bytes_both, estimated_total)
 from tests.family_configs import hf_meta_count
 
 #: Odd sizes no dimension shares: d 36, 4 query heads and 2 KV heads of 10 (no RoPE), MLP 37,
@@ -113,21 +113,7 @@ def test_bytes_saved_for_backward(name, dtype):
     eager attention, b 2, n 9: three chunks of 4) against the tree's activations: the Mamba-2
     mixers' torch path (blocks/mamba.saved_bytes_torch), and nemotron_h's facts (fp32 norms that
     multiply by an fp32 copy of the weight, fp32 softmax and loss)."""
-    import torch
-    import transformers
-
-    from costmodel import estimate
-    from validate.measure.saved import saved_activation_bytes
-
-    fields, b, n = VARIANTS[name], 2, 9
-    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
-    config = transformers.AutoConfig.for_model(**fields, attn_implementation="eager")
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch_dtype).train()
-    ids = torch.randint(0, fields["vocab_size"], (b, n))
-    measured = saved_activation_bytes(model, {"input_ids": ids, "labels": ids}, loss_fn=lambda out: out.loss)
-    ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype=dtype, attention="eager").to_dict()
-    assert ours["memory"]["activations"] == measured.total_bytes
+    assert_saved_bytes_exact(VARIANTS[name], name, dtype)
 
 
 @pytest.mark.parametrize("change,message", [
