@@ -222,6 +222,20 @@ def assert_saved_bytes_exact(fields: dict[str, Any], name: str, dtype: str, b: i
     assert ours["memory"]["activations"] == measured.total_bytes
 
 
+def assert_fp32_rows_exact(fields: dict[str, Any], name: str) -> None:
+    """Every validate row exact in fp32 on the CPU's real tensors (b 2, n 12, 2 generated tokens),
+    where validate adds torch.profiler's count of the training matmul FLOPs as a second, independent
+    measurement, which must be among the rows."""
+    from costmodel.config import Workload
+    from costmodel.presets import config_from_dict
+    from validate.compare import validate
+
+    cfg = config_from_dict(dict(fields), source=name, name=name)
+    rows = validate(cfg, Workload(seq_len=12, batch=2, dtype="fp32", gen_tokens=2), target="hf", device="cpu")
+    assert "training matmul FLOPs (profiler)" in {row.quantity for row in rows}
+    assert [row for row in rows if row.difference != 0] == []
+
+
 def kv_cache_after_decode(fields: dict[str, Any], name: str) -> tuple[int, int]:
     """(the estimate's KV cache, the bytes the class holds: validate.measure) after a prefill of
     12 tokens and 2 decode steps at b = 2 in bf16, the odd configs' workload."""

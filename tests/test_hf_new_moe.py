@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.family_configs import assert_rows_exact, buffer_bytes_both
+from tests.family_configs import assert_fp32_rows_exact, assert_rows_exact, buffer_bytes_both
 from tests.family_configs import estimated_total as _ours
 from tests.family_configs import hf_meta_count as _hf_count
 
@@ -237,15 +237,7 @@ def test_every_validate_row_is_exact_in_fp32_on_real_tensors(name):
     """fp32 on the CPU (real tensors), where validate adds torch.profiler's count of the training
     matmul FLOPs as a second, independent measurement."""
     pytest.importorskip("transformers")
-    from costmodel.config import Workload
-    from costmodel.presets import config_from_dict
-    from validate.compare import validate
-
-    cfg = config_from_dict(dict(CONFIGS[name]), source=name, name=name)
-    rows = validate(cfg, Workload(seq_len=12, batch=2, dtype="fp32", gen_tokens=2), target="hf",
-                    device="cpu")
-    assert "training matmul FLOPs (profiler)" in {row.quantity for row in rows}
-    assert [row for row in rows if row.difference != 0] == []
+    assert_fp32_rows_exact(CONFIGS[name], name)
 
 
 def _mutated():
