@@ -169,10 +169,10 @@ class ModelConfig:
     nope_temperature: bool = False
     chunked_window: bool = False
     rope_query_scale: bool = False  # Ministral 3: every RoPE layer's queries times a per-position scale
-    # Layers of one mixer each, after its own norm with its own residual add (transformers'
-    # nemotron_h): layer_pattern names each (layer_pattern.MIXERS: mamba, attention, mlp, moe).
-    # A Mamba-2 mixer's heads, head width, state size, B/C groups, conv kernel and scan chunk, its
-    # in/out projections' bias (use_bias) and its conv's (use_conv_bias): costmodel/blocks/mamba.py.
+    # Layers of one mixer each after its own norm and residual add (nemotron_h; layer_pattern.MIXERS);
+    # parallel_attention: each attention beside the mamba before it, off its norm (Falcon-H1). Mamba-2's
+    # sizes, in/out projections' bias (use_bias; out_proj's mamba_out_bias where not None), conv's bias,
+    # gated RMSNorm (mamba_gated_norm False: y * silu(z) instead): costmodel/blocks/mamba.py.
     mixer_layers: bool = False
     mamba_heads: int | None = None
     mamba_head_dim: int | None = None
@@ -181,6 +181,8 @@ class ModelConfig:
     conv_kernel: int | None = None
     chunk_size: int | None = None
     mamba_bias: bool = False
+    mamba_out_bias: bool | None = None
+    mamba_gated_norm: bool = True
     conv_bias: bool = True
     # Gated DeltaNet key/value heads and widths (conv_kernel, chunk_size too; blocks/deltanet.py);
     # attention_output_gate: q_proj doubled, a sigmoid gate on the output (Qwen3NextAttention).
@@ -505,8 +507,7 @@ class ModelConfig:
             return self.layer_pattern.count("moe")
         return self.n_decoder_layers - self.n_dense_layers if self.moe else 0
 
-    def n_mixer_layers(self, mixer: str) -> int:
-        """Layers whose one mixer is `mixer` (0 unless mixer_layers)."""
+    def n_mixer_layers(self, mixer: str) -> int:  # layers whose one mixer is `mixer` (0 unless mixer_layers)
         return self.layer_pattern.count(mixer) if self.mixer_layers else 0
 
     def dimensions(self) -> dict[str, int]:

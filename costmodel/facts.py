@@ -113,6 +113,8 @@ class Facts:
     # torch_forward: the chunked scan as einsums) or "mamba_ssm" (Megatron-Core's MambaMixer:
     # mamba_split_conv1d_scan_combined and the Triton gated norm)
     mamba_path: str = "torch"
+    # a Mamba-2 mixer multiplies in_proj's output by a buffer as wide, in the model dtype (Falcon-H1)
+    mamba_mup_vector: bool = False
     # ALiBi's slopes are a buffer (False: the bias is built each forward, nothing held)
     alibi_slopes_buffer: bool = True
     # a learned position table is looked up by (b, n) ids built from the attention mask (not one

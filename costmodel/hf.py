@@ -36,6 +36,7 @@ from .hf_fields import LLAMA_NAMES, Fields, check_router_loss, rotary_fraction
 from .hf_gemma4 import GEMMA4_ARCHITECTURES, GEMMA4_BUILDERS, GEMMA4_NAMES
 from .hf_gpt_oss import GPT_OSS_ARCHITECTURES, GPT_OSS_BUILDERS, GPT_OSS_NAMES
 from .hf_hybrid import HYBRID_ARCHITECTURES, HYBRID_BUILDERS, HYBRID_NAMES
+from .hf_falcon_h1 import FALCON_H1_ARCHITECTURES, FALCON_H1_BUILDERS, FALCON_H1_NAMES
 from .hf_mamba1 import MAMBA1_ARCHITECTURES, MAMBA1_BUILDERS, MAMBA1_NAMES
 from .hf_qwen_next import QWEN_NEXT_ARCHITECTURES, QWEN_NEXT_BUILDERS, QWEN_NEXT_NAMES
 from .hf_nemotron_h import NEMOTRON_H_ARCHITECTURES, NEMOTRON_H_BUILDERS, NEMOTRON_H_NAMES
@@ -59,7 +60,7 @@ SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3
                          *LLAMA4_BUILDERS, *MOE_MORE_BUILDERS,
                          *HYBRID_BUILDERS, *MOE_EXTRA_BUILDERS, *DENSE_EXTRA_BUILDERS,
                          *QWEN_NEXT_BUILDERS, *GEMMA4_BUILDERS, *DEEPSEEK_V32_BUILDERS, *MORE_TYPES_BUILDERS,
-                         *MAMBA1_BUILDERS, *NEW_MOE_BUILDERS)
+                         *MAMBA1_BUILDERS, *NEW_MOE_BUILDERS, *FALCON_H1_BUILDERS)
 
 
 #: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
@@ -466,7 +467,7 @@ _BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
                                         **GEMMA4_BUILDERS, **DEEPSEEK_V32_BUILDERS,
                                         **MORE_TYPES_BUILDERS, **NEW_MOE_BUILDERS}.items()},
     **CLASSIC_MORE_BUILDERS,
-    **HYBRID_BUILDERS,
+    **HYBRID_BUILDERS, **FALCON_H1_BUILDERS,
     **QWEN_NEXT_BUILDERS,
     **MAMBA1_BUILDERS,
 }
@@ -493,7 +494,7 @@ ARCHITECTURE_TYPES = {
     **LLAMA_VARIANT_ARCHITECTURES,
     **CLASSIC_MORE_ARCHITECTURES,
     **MOE_MORE_ARCHITECTURES,
-    **HYBRID_ARCHITECTURES,
+    **HYBRID_ARCHITECTURES, **FALCON_H1_ARCHITECTURES,
     **MOE_EXTRA_ARCHITECTURES,
     **DENSE_EXTRA_ARCHITECTURES,
     **QWEN_NEXT_ARCHITECTURES,
@@ -521,7 +522,7 @@ HF_FIELD_NAMES: dict[str, dict[str, str]] = {
     **LLAMA_VARIANT_NAMES,
     **CLASSIC_MORE_NAMES,
     **MOE_MORE_NAMES,
-    **HYBRID_NAMES,
+    **HYBRID_NAMES, **FALCON_H1_NAMES,
     **MOE_EXTRA_NAMES,
     **DENSE_EXTRA_NAMES,
     **QWEN_NEXT_NAMES,

@@ -49,8 +49,10 @@ MAMBA1_SIZES = ("mamba1_inner", "dt_rank")
 def check_mixer_layers(cfg, owner: str) -> None:
     """One mixer a layer: layer_pattern names each (MIXERS); experts where a layer is "moe", the
     Mamba-2 sizes where one is "mamba"; decoder-only, no windows, no dense-layer count."""
-    for name in ("mixer_layers", "mamba_bias", "conv_bias"):
+    for name in ("mixer_layers", "mamba_bias", "conv_bias", "mamba_gated_norm"):
         check_bool(owner, name, getattr(cfg, name))
+    if cfg.mamba_out_bias is not None:
+        check_bool(owner, "mamba_out_bias", cfg.mamba_out_bias)
     check_choice(owner, "mamba1_norms", cfg.mamba1_norms, ("none", "weightless", "weighted"))
     pattern = tuple(cfg.layer_pattern) if isinstance(cfg.layer_pattern, list) else cfg.layer_pattern
     has_mamba = cfg.mixer_layers and isinstance(pattern, tuple) and "mamba" in pattern
@@ -84,6 +86,11 @@ def check_mixer_layers(cfg, owner: str) -> None:
     if has_mamba and cfg.mamba_heads % cfg.mamba_groups:
         raise ConfigError(f"{owner}: mamba_heads ({cfg.mamba_heads}) is not divisible by mamba_groups "
                           f"({cfg.mamba_groups}).")
+    parallel = [i for i, kind in enumerate(pattern) if kind == "attention"]
+    if cfg.parallel_attention and (cfg.parallel_norms != 1 or any(i == 0 or pattern[i - 1] != "mamba" for i in parallel)
+                                   or pattern.count("mamba") != len(parallel)):
+        raise ConfigError(f"{owner}: parallel_attention with mixer_layers (Falcon-H1) needs parallel_norms 1 and "
+                          "each attention layer right after a mamba layer, as many of each.")
     if has_deltanet and cfg.deltanet_v_heads % cfg.deltanet_k_heads:
         raise ConfigError(f"{owner}: deltanet_v_heads ({cfg.deltanet_v_heads}) is not divisible by "
                           f"deltanet_k_heads ({cfg.deltanet_k_heads}).")

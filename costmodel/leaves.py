@@ -159,7 +159,7 @@ class TreeBuilder:
         for both, the FFN has none). experts: the FFN is routed experts (Norm.before_experts);
         output_kept False: no block keeps the pre-norm's output (Router.input_kept)."""
         cfg = self.cfg
-        if cfg.parallel_attention and sublayer == "ffn":
+        if cfg.parallel_attention and (at.sublayer == "attention" if cfg.mixer_layers else sublayer == "ffn"):
             if cfg.parallel_norms == 1:
                 return [], []
             return [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, input_kept=False,
@@ -450,7 +450,7 @@ class TreeBuilder:
             return self.attention(at, seq, seq, cross=False, cached=cached, rope=kind.rope)
         tokens = S.b * seq
         pre, post = self.norms(at, tokens)
-        mixer = B.linear_mixer(kind.mixer, self.phase, self.cfg, self.profile.facts.mamba_path)
+        mixer = B.linear_mixer(kind.mixer, self.phase, self.cfg, self.profile.facts)
         return [*pre, at.leaf(kind.mixer, mixer), *self.residual(at, tokens, post, "attention_output")]
 
     def stack(self, stack: str, seq: sp.Expr, layers: sp.Expr, *, cross_len: sp.Expr | None) -> Leaves:

@@ -281,7 +281,9 @@ class Workload:
                             f"(the scan's exp and cumsum, softplus, the gated norm); parameters, matmul "
                             f"FLOPs and the cache are proven against transformers' class, and (impl hf) "
                             f"activations "
-                            + ("too (dense layer patterns; its MoE layers' saved bytes are not measured)."
+                            + ("not (Falcon-H1's parallel mixers and MuP multipliers: its saved bytes are not "
+                               "modelled; validate/FINDINGS.md)." if cfg.parallel_attention else
+                               "too (dense layer patterns; its MoE layers' saved bytes are not measured)."
                                if cfg.moe else "too" + (
                                    " where residual_in_fp32 is off or in fp32 (Mamba2Config's default "
                                    "fp32 residual stream leaves the final norm an fp32 input, 2 b n d "

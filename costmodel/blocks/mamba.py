@@ -164,6 +164,9 @@ class Mamba2Mixer(ShortConvPhases, Block):
     path: str = "torch"  # the training step's code: facts.mamba_path ("torch" or "mamba_ssm")
     bias: bool = False  # in_proj's and out_proj's (config.use_bias)
     conv_bias: bool = True  # config.use_conv_bias
+    out_bias: bool | None = None  # out_proj's where not `bias` (Falcon-H1's projectors_bias)
+    gated_norm: bool = True  # False: no gated RMSNorm, y * silu(z) (Falcon-H1's mamba_rms_norm false)
+    mup_vector: bool = False  # in_proj's output times a buffer as wide (Falcon-H1's mup_vector)
     title = "Mamba-2 mixer"
 
     def __post_init__(self) -> None:
@@ -185,11 +188,12 @@ class Mamba2Mixer(ShortConvPhases, Block):
 
     def tensors(self) -> tuple[Tensor, ...]:
         """In registration order: dt_bias, A_log, D, conv1d (weight (channels, 1, K), bias),
-        in_proj, the gated norm's weight, out_proj."""
+        in_proj, the gated norm's weight (where it has one), out_proj."""
         heads = (Tensor(S.H_m),) * 3
         conv = (Tensor(CONV_CHANNELS, S.K_m),) + ((Tensor(CONV_CHANNELS),) if self.conv_bias else ())
-        return (*heads, *conv, *weight_and_bias(S.d, PROJECTED, self.bias), Tensor(INNER),
-                *weight_and_bias(INNER, S.d, self.bias))
+        out_bias = self.bias if self.out_bias is None else self.out_bias
+        norm = (Tensor(INNER),) if self.gated_norm else ()
+        return (*heads, *conv, *weight_and_bias(S.d, PROJECTED, self.bias), *norm, *weight_and_bias(INNER, S.d, out_bias))
 
     def cost(self) -> Cost:
         tokens = S.b * self.seq
@@ -214,4 +218,5 @@ class Mamba2Mixer(ShortConvPhases, Block):
             saved_bytes=0 if self.phase != "train" else (
                 saved_bytes_mamba_ssm if self.path == "mamba_ssm" else saved_bytes_torch)(S.b, self.seq),
             kv_cache_bytes=mamba_state_bytes(),  # in every phase, as the tree reports the cache
+            buffer_bytes=S.e * PROJECTED if self.mup_vector else 0,  # built in the model's dtype
         )

@@ -170,12 +170,13 @@ class Mamba1Mixer(ShortConvPhases, Block):
         )
 
 
-def linear_mixer(kind: str, phase: str, cfg: Any, mamba_path: str) -> Block:
+def linear_mixer(kind: str, phase: str, cfg: Any, facts: Any) -> Block:
     """The mixer of a layer of ModelConfig.mixer_layers whose kind is a linear one: "deltanet"
     (Qwen3-Next, blocks/deltanet.py), "mamba1" (this module) or "mamba" (blocks/mamba.py, its
-    training step's code `mamba_path`)."""
+    training step's code facts.mamba_path, its mup_vector buffer facts.mamba_mup_vector)."""
     if kind == "deltanet":
         return GatedDeltaNetMixer(phase)
     if kind == "mamba1":
         return Mamba1Mixer(phase, bias=cfg.mamba_bias, conv_bias=cfg.conv_bias, norms=cfg.mamba1_norms)
-    return Mamba2Mixer(phase, path=mamba_path, bias=cfg.mamba_bias, conv_bias=cfg.conv_bias)
+    return Mamba2Mixer(phase, path=facts.mamba_path, bias=cfg.mamba_bias, conv_bias=cfg.conv_bias,
+                       out_bias=cfg.mamba_out_bias, gated_norm=cfg.mamba_gated_norm, mup_vector=facts.mamba_mup_vector)

@@ -1,0 +1,149 @@
+"""TII's Falcon-H1 (costmodel/hf_falcon_h1.py: model_type "falcon_h1") against transformers 5.24's
+FalconH1ForCausalLM built from the same config dict on the CPU: parameters and buffers (the
+mixer's mup_vector, the rotary tables) for odd configs and the class's defaults on the meta device,
+the training forward's and backward's matmul FLOPs (FlopCounterMode), a prefill's and a cached
+decode step's, the cache after a prefill (each layer's keys and values beside its conv and scan
+states), and the configs it refuses. Not compared: the bytes saved for backward (not modelled:
+the MuP multiplies and the parallel mixers' inputs; validate/FINDINGS.md) and other ops' elements.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from costmodel.config import ConfigError
+from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
+                                  assert_prefill_flops_exact, buffer_bytes_both, estimated_total, hf_meta_count)
+
+#: Odd sizes no dimension shares (tests/test_hf_hybrid.py's): d 48, 4 query heads and 2 KV heads of
+#: 12, an MLP of 37, 3 layers; the mixer 6 heads of 16 (mamba_d_ssm 96, not mamba_expand x d) with
+#: state 7 in 2 groups, conv 3, chunks of 4.
+FALCON_H1 = dict(model_type="falcon_h1", vocab_size=99, hidden_size=48, num_hidden_layers=3, num_attention_heads=4,
+                 num_key_value_heads=2, intermediate_size=37, mamba_n_heads=6, mamba_n_groups=2, mamba_d_state=7,
+                 mamba_d_conv=3, mamba_chunk_size=4, mamba_d_ssm=96)
+#: Falcon-H1-0.5B-Base's MuP multipliers (tiiuae/Falcon-H1-0.5B-Base config.json as transformers'
+#: tests/models/falcon_h1 copy it): scalars, so they change no count here.
+MUP = dict(embedding_multiplier=5.656854249492381, lm_head_multiplier=0.0390625, key_multiplier=0.390625,
+           attention_in_multiplier=1.0, attention_out_multiplier=0.9375, ssm_in_multiplier=1.25,
+           ssm_out_multiplier=0.23570226039551587, mlp_multipliers=[0.8838834764831844, 0.5859375],
+           ssm_multipliers=[0.3535533905932738, 0.25, 0.3535533905932738, 0.5, 0.3535533905932738])
+VARIANTS = {
+    "falcon_h1": FALCON_H1,
+    # mamba_d_ssm null: the width is mamba_expand x hidden_size (1 x 48, 6 heads of 8)
+    "width_from_expand": dict(FALCON_H1, mamba_d_ssm=None, mamba_expand=1),
+    # the gated RMSNorm (a weight of 96), normalising after the gate; MuP multipliers
+    "gated_norm_mup": dict(FALCON_H1, mamba_rms_norm=True, mamba_norm_before_gate=False, **MUP),
+    "gated_norm_before_gate": dict(FALCON_H1, mamba_rms_norm=True, mamba_norm_before_gate=True),
+    # projectors_bias (out_proj's) without mamba_proj_bias (in_proj's), and the other way round
+    "out_proj_bias_tied": dict(FALCON_H1, projectors_bias=True, tie_word_embeddings=True, mamba_conv_bias=False),
+    "in_proj_bias": dict(FALCON_H1, mamba_proj_bias=True, attention_bias=True, mlp_bias=True),
+    # 3 groups of one head of 32, multi-query attention with heads of 10
+    "groups_heads": dict(FALCON_H1, mamba_n_groups=3, mamba_n_heads=3, mamba_d_head=32, num_key_value_heads=1,
+                         head_dim=10),
+    "mha": dict(FALCON_H1, num_key_value_heads=None, mamba_n_groups=1, num_hidden_layers=2),
+}
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_parameters_and_buffers_equal_the_class(name):
+    assert estimated_total(VARIANTS[name], name) == hf_meta_count(VARIANTS[name])
+    ours, theirs = buffer_bytes_both(VARIANTS[name], name)
+    assert ours == theirs > 0
+
+
+def test_class_defaults():
+    """FalconH1Config() on the meta device: 32 layers 4,096 wide, a mixer of 128 heads of 8
+    (mamba_d_ssm 1,024), state 256, vocabulary 128,000: 8,514,961,408 parameters."""
+    assert estimated_total({"model_type": "falcon_h1"}, "defaults") == hf_meta_count({"model_type": "falcon_h1"}) \
+        == 8_514_961_408
+
+
+def _training_flops(fields: dict, b: int, n: int) -> tuple[int, int]:
+    """FlopCounterMode's (forward, backward) matmul FLOPs of the class's training step with its loss,
+    eager attention, no cache (its torch path: mamba_ssm is not installed here)."""
+    import torch
+    import transformers
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from validate.measure.flops import EXTRA_FLOP_FORMULAS
+
+    config = transformers.AutoConfig.for_model(**fields, attn_implementation="eager")
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config).train()
+    ids = torch.randint(0, fields["vocab_size"], (b, n))
+    with FlopCounterMode(display=False, custom_mapping=dict(EXTRA_FLOP_FORMULAS)) as counter:
+        loss = model(ids, labels=ids, use_cache=False).loss
+    forward = counter.get_total_flops()
+    with FlopCounterMode(display=False, custom_mapping=dict(EXTRA_FLOP_FORMULAS)) as counter:
+        loss.backward()
+    return forward, counter.get_total_flops()
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+@pytest.mark.parametrize("b,n", [(2, 9), (1, 4)])
+def test_training_matmul_flops(name, b, n):
+    from costmodel import estimate
+
+    flops = estimate(dict(VARIANTS[name], name=name), seq_len=n, batch=b, dtype="fp32").to_dict()["flops"]
+    assert (flops["forward"], flops["backward"]) == _training_flops(VARIANTS[name], b, n)
+
+
+@pytest.mark.parametrize("name", ["falcon_h1", "gated_norm_mup", "groups_heads"])
+def test_prefill_and_decode_step_flops(name):
+    assert_prefill_flops_exact(VARIANTS[name], name)
+    assert_decode_flops_exact(VARIANTS[name], name)
+
+
+@pytest.mark.parametrize("name", ["falcon_h1", "groups_heads", "mha"])
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_cache_after_prefill(name, dtype):
+    """Per layer (FalconH1's "hybrid" cache layer): keys and values (b h_kv n d_h each), the conv
+    state (b, H P + 2 G N, K) in the model's dtype and the scan state (b, H, P, N) in fp32."""
+    assert_cache_after_prefill_exact(VARIANTS[name], name, dtype)
+
+
+@pytest.mark.parametrize("fields,message", [
+    (dict(FALCON_H1, hidden_act="gelu"), "hidden_act"),
+    (dict(FALCON_H1, mamba_n_heads=5), "mamba_n_heads"),
+    (dict(FALCON_H1, mamba_d_ssm=None, mamba_expand=1, mamba_n_heads=5), "mamba_n_heads"),  # 48 over 5 heads
+    (dict(FALCON_H1, mamba_d_head=10), "mamba_n_heads"),
+    (dict(FALCON_H1, mamba_n_groups=4), "not divisible"),
+    (dict(FALCON_H1, mlp_multipliers=[1.0]), "mlp_multipliers"),
+    (dict(FALCON_H1, ssm_multipliers=[1.0, 1.0]), "ssm_multipliers"),
+    (dict(FALCON_H1, lm_head_multiplier=0.0), "lm_head_multiplier"),
+    (dict(FALCON_H1, projectors_bias="yes"), "projectors_bias"),
+])
+def test_refused_configs(fields, message):
+    from costmodel.hf import from_hf_config
+
+    with pytest.raises(ConfigError, match=message):
+        from_hf_config(fields, name="bad")
+
+
+def test_refusal_is_one_line_and_status_2(tmp_path, capsys):
+    import json
+
+    from tests.cli_run import run_main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(dict(FALCON_H1, hidden_act="gelu")))
+    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and err.startswith("error:") and "hidden_act" in err and len(err.strip().splitlines()) == 1
+
+
+def test_architectures_name_the_type_and_the_warning_claims_no_activations():
+    from costmodel.config import Workload
+    from costmodel.hf import from_hf_config
+
+    named = {k: v for k, v in FALCON_H1.items() if k != "model_type"}
+    cfg = from_hf_config(dict(named, architectures=["FalconH1ForCausalLM"]), name="x")
+    assert cfg.family == "falcon_h1" and cfg.layer_pattern == ("mamba", "attention", "mlp") * 3
+    assert any("activations not (Falcon-H1's parallel mixers" in w for w in Workload(seq_len=16).check_fits(cfg))
+
+
+def test_a_parallel_pattern_must_pair_each_attention_with_a_mamba():
+    from costmodel.hf import from_hf_config
+
+    cfg = from_hf_config(dict(FALCON_H1), name="x")
+    with pytest.raises(ConfigError, match="right after a mamba layer"):
+        cfg.replace(layer_pattern=("attention", "mamba", "mlp") * 3)
