@@ -160,8 +160,8 @@ class TreeBuilder:
         output_kept False: no block keeps the pre-norm's output (Router.input_kept)."""
         cfg = self.cfg
         if cfg.parallel_attention and (at.sublayer == "attention" if cfg.mixer_layers else sublayer == "ffn"):
-            if cfg.parallel_norms == 1:
-                return [], []
+            if cfg.parallel_norms == 1:  # Falcon-H1's attention keeps its own input (times attention_in_multiplier)
+                return ([at.leaf("input", B.SublayerInput(tokens))] if cfg.mixer_layers else []), []
             return [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, input_kept=False,
                                            affine=cfg.norm_affine, bias=cfg.norm_bias))], []
         norm = [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, affine=cfg.norm_affine,

@@ -281,8 +281,8 @@ class Workload:
                             f"(the scan's exp and cumsum, softplus, the gated norm); parameters, matmul "
                             f"FLOPs and the cache are proven against transformers' class, and (impl hf) "
                             f"activations "
-                            + ("not (Falcon-H1's parallel mixers and MuP multipliers: its saved bytes are not "
-                               "modelled; validate/FINDINGS.md)." if cfg.parallel_attention else
+                            + ("too (other FLOPs leave out Falcon-H1's MuP multipliers, pointwise ops by "
+                               "Python numbers that keep nothing)." if cfg.parallel_attention else
                                "too (dense layer patterns; its MoE layers' saved bytes are not measured)."
                                if cfg.moe else "too" + (
                                    " where residual_in_fp32 is off or in fp32 (Mamba2Config's default "

@@ -3,8 +3,9 @@ FalconH1ForCausalLM built from the same config dict on the CPU: parameters and b
 mixer's mup_vector, the rotary tables) for odd configs and the class's defaults on the meta device,
 the training forward's and backward's matmul FLOPs (FlopCounterMode), a prefill's and a cached
 decode step's, the cache after a prefill (each layer's keys and values beside its conv and scan
-states), and the configs it refuses. Not compared: the bytes saved for backward (not modelled:
-the MuP multiplies and the parallel mixers' inputs; validate/FINDINGS.md) and other ops' elements.
+states), the bytes saved for backward (eager and sdpa, fp32 and bf16: the attention's own copy of
+its input, times attention_in_multiplier; the mixer's y * silu(z) without the gated norm), and the
+configs it refuses. Not compared: other ops' elements (the MuP multiplies, the mixer's pointwise ops).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import pytest
 
 from costmodel.config import ConfigError
 from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                  assert_prefill_flops_exact, buffer_bytes_both, estimated_total, hf_meta_count)
+                                  assert_prefill_flops_exact, assert_saved_bytes_exact, buffer_bytes_both,
+                                  estimated_total, hf_meta_count)
 
 #: Odd sizes no dimension shares (tests/test_hf_hybrid.py's): d 48, 4 query heads and 2 KV heads of
 #: 12, an MLP of 37, 3 layers; the mixer 6 heads of 16 (mamba_d_ssm 96, not mamba_expand x d) with
@@ -96,6 +98,36 @@ def test_cache_after_prefill(name, dtype):
     assert_cache_after_prefill_exact(VARIANTS[name], name, dtype)
 
 
+@pytest.mark.parametrize("name", VARIANTS)
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_bytes_saved_for_backward_eager(name, dtype):
+    """The class's training forward with its loss (validate's saved-tensor hooks, b 2, n 9: three
+    chunks of 4) against the tree's activations: per layer the one norm's output (the mixer keeps
+    it times ssm_in_multiplier, a copy as large), the attention's own copy (times
+    attention_in_multiplier: SublayerInput), the Mamba-2 torch path (blocks/mamba.saved_bytes_torch,
+    gated_norm as mamba_rms_norm says), Llama's attention and MLP; the MuP multiplies by Python
+    numbers keep nothing, and in_proj's output times the mup_vector buffer replaces it, as large."""
+    assert_saved_bytes_exact(VARIANTS[name], name, dtype)
+
+
+@pytest.mark.parametrize("name", ["falcon_h1", "gated_norm_mup", "groups_heads"])
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_bytes_saved_for_backward_sdpa(name, dtype):
+    assert_saved_bytes_exact(VARIANTS[name], name, dtype, attention="sdpa")
+
+
+def test_bytes_saved_exact_integer():
+    """The odd config at b 2, n 9, fp32, eager: 665,092 bytes saved for backward (the tree and
+    the saved-tensor hooks); the gated norm would add 13,968 a layer (4 T H P 2 + 4 T G)."""
+    from costmodel import estimate
+
+    fields = dict(FALCON_H1, name="x")
+    saved = estimate(fields, seq_len=9, batch=2, dtype="fp32", attention="eager").to_dict()["memory"]["activations"]
+    gated = estimate(dict(fields, mamba_rms_norm=True), seq_len=9, batch=2, dtype="fp32",
+                     attention="eager").to_dict()["memory"]["activations"]
+    assert (saved, gated - saved) == (665_092, 3 * 13_968)
+
+
 @pytest.mark.parametrize("fields,message", [
     (dict(FALCON_H1, hidden_act="gelu"), "hidden_act"),
     (dict(FALCON_H1, mamba_n_heads=5), "mamba_n_heads"),
@@ -125,14 +157,14 @@ def test_refusal_is_one_line_and_status_2(tmp_path, capsys):
     assert code == 2 and err.startswith("error:") and "hidden_act" in err and len(err.strip().splitlines()) == 1
 
 
-def test_architectures_name_the_type_and_the_warning_claims_no_activations():
+def test_architectures_name_the_type_and_the_warning():
     from costmodel.config import Workload
     from costmodel.hf import from_hf_config
 
     named = {k: v for k, v in FALCON_H1.items() if k != "model_type"}
     cfg = from_hf_config(dict(named, architectures=["FalconH1ForCausalLM"]), name="x")
     assert cfg.family == "falcon_h1" and cfg.layer_pattern == ("mamba", "attention", "mlp") * 3
-    assert any("activations not (Falcon-H1's parallel mixers" in w for w in Workload(seq_len=16).check_fits(cfg))
+    assert any("Falcon-H1's MuP multipliers" in w for w in Workload(seq_len=16).check_fits(cfg))
 
 
 def test_a_parallel_pattern_must_pair_each_attention_with_a_mamba():

@@ -75,7 +75,7 @@ def scan_bytes(batch: Expr, seq: Expr, decode: bool) -> Expr:
     return batch * (S.e * seq * per_token + 2 * FP32 * sp.ceiling(seq / S.Q_m) * state)
 
 
-def saved_bytes_torch(batch: Expr, seq: Expr) -> Expr:
+def saved_bytes_torch(batch: Expr, seq: Expr, gated_norm: bool = True) -> Expr:
     """Bytes transformers' torch_forward keeps for backward in one mixer in training, its input
     aside (the norm before it counts it), with T = b n tokens, C = ceil(n / Q) chunks and
     n_Q = C Q the padded length (validate/measure's saved-tensor hooks on NemotronHMamba2Mixer;
@@ -98,6 +98,7 @@ def saved_bytes_torch(batch: Expr, seq: Expr) -> Expr:
       C times the states, the scan's output (padded)            2 x 4 b n_Q H P
       the gated norm (fp32): the gate (where narrower), silu(gate), the product, the
       normalised tensor, rsqrt per group                        4 T H P (3 + u) + 4 T G
+        without it (gated_norm False, Falcon-H1's y * silu(z)): silu(z)      e T H P
       out_proj's input                                          e T H P
     """
     tokens, chunks = batch * seq, sp.ceiling(seq / S.Q_m)
@@ -109,7 +110,8 @@ def saved_bytes_torch(batch: Expr, seq: Expr) -> Expr:
     return (S.e * tokens * PROJECTED + S.e * batch * CONV_CHANNELS * (seq + S.K_m - 1) + 2 * S.e * tokens * S.H_m
             + FP32 * tokens * S.H_m + unless_fp32(FP32 * tokens * S.H_m) + x_kept + 2 * FP32 * S.H_m
             + 2 * S.Q_m**2 + 2 * (chunks + 1)**2 + FP32 * batch * S.H_m * per_head
-            + FP32 * tokens * (3 * INNER + S.G_m) + unless_fp32(FP32 * tokens * INNER) + S.e * tokens * INNER)
+            + (FP32 * tokens * (3 * INNER + S.G_m) + unless_fp32(FP32 * tokens * INNER) if gated_norm
+               else S.e * tokens * INNER) + S.e * tokens * INNER)
 
 
 def saved_bytes_mamba_ssm(batch: Expr, seq: Expr) -> Expr:
@@ -216,7 +218,8 @@ class Mamba2Mixer(ShortConvPhases, Block):
             bytes_matmul=linear_bytes(tokens, S.d, PROJECTED) + linear_bytes(tokens, INNER, S.d),
             bytes_other=scan_bytes(S.b, self.seq, self.phase == "decode"),
             saved_bytes=0 if self.phase != "train" else (
-                saved_bytes_mamba_ssm if self.path == "mamba_ssm" else saved_bytes_torch)(S.b, self.seq),
+                saved_bytes_mamba_ssm(S.b, self.seq) if self.path == "mamba_ssm"
+                else saved_bytes_torch(S.b, self.seq, self.gated_norm)),
             kv_cache_bytes=mamba_state_bytes(),  # in every phase, as the tree reports the cache
             buffer_bytes=S.e * PROJECTED if self.mup_vector else 0,  # built in the model's dtype
         )
