@@ -60,6 +60,21 @@ def test_class_defaults():
         == 8_514_961_408
 
 
+#: Falcon-H1-7B's sizes as a third-party copy of mlx-community's Falcon-H1-7B-Instruct-4bit config.json
+#: lists them (head_dim 128, not 3,072 / 12; a mixer of 24 heads of 128, state 256); the fields it
+#: leaves out (vocab_size, intermediate_size, the multipliers) are FalconH1Config's defaults, so this
+#: is not the published model and no preset is made from it.
+SEVEN_B_SHAPED = dict(model_type="falcon_h1", hidden_size=3072, num_hidden_layers=44, num_attention_heads=12,
+                      num_key_value_heads=2, head_dim=128, mamba_d_ssm=3072, mamba_n_heads=24, mamba_d_head=128,
+                      mamba_d_state=256, mamba_n_groups=1, mamba_d_conv=4, mamba_expand=2,
+                      max_position_embeddings=262144)
+
+
+def test_a_7b_shaped_config_at_full_size():
+    """8,403,402,848 parameters, the tree's and the class's on the meta device."""
+    assert estimated_total(SEVEN_B_SHAPED, "7b") == hf_meta_count(SEVEN_B_SHAPED) == 8_403_402_848
+
+
 @pytest.mark.parametrize("name", VARIANTS)
 @pytest.mark.parametrize("b,n", [(2, 9), (1, 4)])
 def test_training_matmul_flops(name, b, n):
