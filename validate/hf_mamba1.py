@@ -41,10 +41,10 @@ def _grouped_conv_backward_flop(grad_out_shape, x_shape, w_shape, _bias, _stride
 GROUPED_CONV_FORMULAS = {**EXTRA_FLOP_FORMULAS, aten.convolution_backward: _grouped_conv_backward_flop}
 
 
-def causal_lm_flops(fields: dict[str, Any], b: int, n: int, backward: bool) -> int:
+def causal_lm_flops(fields: dict[str, Any], b: int, n: int, backward: bool, use_cache: bool | None = False) -> int:
     """FlopCounterMode's count (GROUPED_CONV_FORMULAS) of the class built from `fields` (fp32, eager
-    attention, training mode, no cache) over a forward with its loss and, if `backward`, the
-    backward: the slow path's matmuls, conv and recurrent scan."""
+    attention, training mode, no cache; use_cache None: the class's default) over a forward with its
+    loss and, if `backward`, the backward: the slow path's matmuls, conv and recurrent scan."""
     import transformers
 
     config = transformers.AutoConfig.for_model(**fields, attn_implementation="eager")
@@ -52,7 +52,7 @@ def causal_lm_flops(fields: dict[str, Any], b: int, n: int, backward: bool) -> i
     model = transformers.AutoModelForCausalLM.from_config(config).train()
     ids = torch.randint(0, fields["vocab_size"], (b, n))
     with FlopCounterMode(display=False, custom_mapping=dict(GROUPED_CONV_FORMULAS)) as counter:
-        loss = model(ids, labels=ids, use_cache=False).loss
+        loss = model(ids, labels=ids, **({} if use_cache is None else {"use_cache": use_cache})).loss
         if backward:
             loss.backward()
     return counter.get_total_flops()
