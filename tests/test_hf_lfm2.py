@@ -1,8 +1,8 @@
-"""LiquidAI's LFM2 (costmodel/hf_lfm2.py: model_type "lfm2"; costmodel/blocks/shortconv.py) against
-transformers 5.24's Lfm2ForCausalLM built from the same config dict on the CPU (causal_conv1d_fn's
-reference PyTorch path): parameters and buffers (conv_bias, a tied or untied head, several
-layer_types patterns, the MLP width's auto-adjustment on and off, the class default on the meta
-device), the training forward's and the training step's matmul FLOPs (FlopCounterMode; the
+"""LiquidAI's LFM2 and LFM2-MoE (costmodel/hf_lfm2.py: model_type "lfm2", "lfm2_moe";
+costmodel/blocks/shortconv.py) against transformers 5.24's Lfm2ForCausalLM and Lfm2MoeForCausalLM
+built from the same config dict on the CPU (causal_conv1d_fn's reference PyTorch path): parameters
+and buffers (conv_bias, a tied or untied head, several layer_types patterns, the MLP width's
+auto-adjustment on and off, dense layers and experts, the class default on the meta device), the training forward's and the training step's matmul FLOPs (FlopCounterMode; the
 depthwise conv's backward counted with its groups, validate/hf_mamba1.py), a cached decode step's
 and a prefill's, the cache after a prefill (each attention layer's keys and values, each conv
 layer's conv state), the bytes saved for backward (eager and sdpa, fp32 and bf16), and the configs
@@ -38,11 +38,38 @@ VARIANTS = {
     "lfm2_idxs": dict({k: v for k, v in LFM2.items() if k != "layer_types"}, full_attn_idxs=[1, 2],
                       block_ff_dim=130, tie_embedding=False),
 }
+#: LFM2-MoE at the same odd sizes: the first layer's MLP 100 wide (no adjustment), then 5 experts of
+#: 24 (a multiple of 8, as bf16 grouped_mm's strides need), the top 2 of each token.
+MOE = dict(LFM2, model_type="lfm2_moe", moe_intermediate_size=24, num_experts=5, num_experts_per_tok=2,
+           num_dense_layers=1)
+MOE_VARIANTS = {
+    "lfm2_moe": MOE,
+    # biases, an untied head, the chosen scores not renormalised but scaled by 2.5
+    "lfm2_moe_bias_untied": dict(MOE, conv_bias=True, tie_word_embeddings=False, norm_topk_prob=False,
+                                 routed_scaling_factor=2.5),
+    "lfm2_moe_no_dense": dict(MOE, num_dense_layers=0, layer_types=["full_attention", "conv", "conv", "conv"]),
+    "lfm2_moe_all_dense": dict(MOE, num_dense_layers=4),
+}
 
 
-@pytest.mark.parametrize("name", VARIANTS)
-def test_parameters_equal_the_class(name):
-    assert estimated_total(VARIANTS[name], name) == hf_meta_count(VARIANTS[name])
+@pytest.mark.parametrize("fields", [*VARIANTS.values(), *MOE_VARIANTS.values()], ids=[*VARIANTS, *MOE_VARIANTS])
+def test_parameters_equal_the_class(fields):
+    assert estimated_total(fields, "x") == hf_meta_count(fields)
+
+
+@pytest.mark.parametrize("name,expected", [("lfm2_moe", 108), ("lfm2_moe_no_dense", 128), ("lfm2_moe_all_dense", 48)])
+def test_moe_buffers_equal_the_class(name, expected):
+    """The rotary tables' 48 bytes and each expert layer's fp32 expert_bias (5 values, 20 bytes)."""
+    ours, theirs = buffer_bytes_both(MOE_VARIANTS[name], name)
+    assert ours == theirs == expected
+
+
+def test_moe_checkpoint_shape_exact_integer():
+    """Lfm2MoeConfig's sizes (d 2,048, 32 experts of 1,792, the top 4, the first 2 layers an MLP of
+    7,168) over 24 layers of two convs then attention (LFM2-8B-A1B's layout): 8,327,334,912
+    parameters, the meta model's."""
+    fields = dict(model_type="lfm2_moe", num_hidden_layers=24, layer_types=["conv", "conv", "full_attention"] * 8)
+    assert estimated_total(fields, "x") == hf_meta_count(fields) == 8_327_334_912
 
 
 @pytest.mark.parametrize("name", ["lfm2", "lfm2_multiplier"])
@@ -65,15 +92,20 @@ def test_class_default_and_a_checkpoint_shape_exact_integers():
     assert counts == [2_705_497_600, 1_170_340_608]
 
 
-@pytest.mark.parametrize("name", ["lfm2", "lfm2_bias_untied", "lfm2_multiplier"])
+ROWS = {name: VARIANTS.get(name) or MOE_VARIANTS[name] for name in
+        ("lfm2", "lfm2_bias_untied", "lfm2_multiplier", "lfm2_moe", "lfm2_moe_bias_untied", "lfm2_moe_no_dense")}
+
+
+@pytest.mark.parametrize("name", ROWS)
 @pytest.mark.parametrize("b,n", [(2, 9), (1, 2), (3, 1)])
 def test_training_forward_and_step_flops(name, b, n):
     """The class's own training forward (its default use_cache builds a cache: a sequence shorter
-    than the conv's K is padded to K first) and the step with the backward."""
+    than the conv's K is padded to K first) and the step with the backward; each token's top k
+    experts only (the experts' loop or grouped_mm runs the chosen rows)."""
     from costmodel import estimate
     from validate.hf_mamba1 import causal_lm_flops
 
-    fields = VARIANTS[name]
+    fields = ROWS[name]
     ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype="fp32").to_dict()["flops"]
     assert ours["forward"] == causal_lm_flops(fields, b, n, backward=False, use_cache=None)
     assert ours["training"] == causal_lm_flops(fields, b, n, backward=True, use_cache=None)
@@ -88,30 +120,31 @@ def test_training_flops_exact_integers():
     assert causal_lm_flops(LFM2, 2, 9, backward=True, use_cache=None) == 20_321_280
 
 
-@pytest.mark.parametrize("name", ["lfm2", "lfm2_bias_untied"])
+@pytest.mark.parametrize("name", ["lfm2", "lfm2_bias_untied", "lfm2_moe", "lfm2_moe_bias_untied"])
 def test_decode_and_prefill_flops(name):
     """A decode step's conv over K + 1 columns (2 outputs), a prefill's over max(n, K) + K - 1."""
-    assert_decode_flops_exact(VARIANTS[name], name)
-    assert_prefill_flops_exact(VARIANTS[name], name)
+    assert_decode_flops_exact(ROWS[name], name)
+    assert_prefill_flops_exact(ROWS[name], name)
 
 
-@pytest.mark.parametrize("name", ["lfm2", "lfm2_bias_untied", "lfm2_multiplier"])
+@pytest.mark.parametrize("name", ROWS)
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 def test_cache_after_prefill(name, dtype):
     """Per attention layer its keys and values; per conv layer its conv state (b, d, K) in the
     model's dtype (transformers' LinearAttentionLayer, which "conv" layers reuse)."""
-    assert_cache_after_prefill_exact(VARIANTS[name], name, dtype)
+    assert_cache_after_prefill_exact(ROWS[name], name, dtype)
 
 
-@pytest.mark.parametrize("name", ["lfm2", "lfm2_bias_untied", "lfm2_multiplier"])
+@pytest.mark.parametrize("name", ROWS)
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 @pytest.mark.parametrize("attention", ["eager", "sdpa"])
 @pytest.mark.parametrize("b,n", [(2, 9), (1, 1), (3, 2)])
 def test_bytes_saved_for_backward(name, dtype, attention, b, n):
     """The class's training forward with its loss (validate's saved-tensor hooks) against the
     tree's activations: the short convolution's (blocks/shortconv.saved_bytes_torch: a sequence
-    shorter than K padded by the cache) and the family's facts (fp32 RMSNorm, softmax and loss)."""
-    assert_saved_bytes_exact(VARIANTS[name], name, dtype, b, n, attention=attention)
+    shorter than K padded by the cache) and the families' facts (fp32 RMSNorm, softmax and loss;
+    lfm2_moe's sigmoid scores and routing weights in the model's dtype)."""
+    assert_saved_bytes_exact(ROWS[name], name, dtype, b, n, attention=attention)
 
 
 def test_bytes_saved_exact_integer():
@@ -128,6 +161,9 @@ def test_bytes_saved_exact_integer():
     (dict(LFM2, conv_L_cache=0), "conv_L_cache"),
     (dict(LFM2, block_multiple_of=0), "block_multiple_of"),
     (dict(LFM2, block_ffn_dim_multiplier=0.001), "adjusted MLP width"),
+    ({k: v for k, v in MOE.items() if k != "layer_types"}, "needs layer_types"),
+    (dict(MOE, use_expert_bias=False), "use_expert_bias"),
+    (dict(MOE, num_experts=0), "num_experts"),
 ])
 def test_refused_configs(fields, message):
     from costmodel.hf import from_hf_config
@@ -150,8 +186,9 @@ def test_refusal_is_one_line_and_status_2(tmp_path, capsys):
 def test_architectures_name_the_type():
     from costmodel.hf import from_hf_config
 
-    named = {k: v for k, v in LFM2.items() if k != "model_type"}
-    assert from_hf_config(dict(named, architectures=["Lfm2ForCausalLM"]), name="x").family == "lfm2"
+    for fields, cls in ((LFM2, "Lfm2ForCausalLM"), (MOE, "Lfm2MoeForCausalLM")):
+        named = {k: v for k, v in fields.items() if k != "model_type"}
+        assert from_hf_config(dict(named, architectures=[cls]), name="x").family == fields["model_type"]
 
 
 def test_tensor_parallel_and_an_engine_cache_are_refused():
