@@ -16,8 +16,8 @@ import pytest
 
 from costmodel.config import ConfigError
 from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                  assert_prefill_flops_exact, assert_saved_bytes_exact, buffer_bytes_both,
-                                  estimated_total, hf_meta_count)
+                                  assert_prefill_flops_exact, assert_rows_exact, assert_saved_bytes_exact,
+                                  buffer_bytes_both, estimated_total, hf_meta_count, odd_config_rows)
 
 #: Odd sizes no dimension shares: d 48, 4 heads of 12, 2 KV heads, intermediate 100 (auto-adjusted:
 #: int(200 / 3) = 66, rounded up to 256), conv of 3 taps, vocabulary 99, 4 layers, one of them attention.
@@ -145,6 +145,40 @@ def test_bytes_saved_for_backward(name, dtype, attention, b, n):
     shorter than K padded by the cache) and the families' facts (fp32 RMSNorm, softmax and loss;
     lfm2_moe's sigmoid scores and routing weights in the model's dtype)."""
     assert_saved_bytes_exact(ROWS[name], name, dtype, b, n, attention=attention)
+
+
+@pytest.mark.parametrize("name", ["lfm2", "lfm2_bias_untied", "lfm2_moe", "lfm2_moe_no_dense"])
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+def test_validate_rows_exact(name, attention):
+    """validate's rows (validate/hf_lfm2.py writes the config.json back; bf16 under FakeTensorMode,
+    b 2, n 12, 2 generated tokens): parameters, forward and backward matmul FLOPs (the conv's
+    backward with its groups: validate/measure/flops.py), the other ops' elements, the bytes saved
+    for backward and the cache (keys, values and conv states: validate/measure/memory.py)."""
+    assert_rows_exact(odd_config_rows(ROWS[name], name, attention), also=frozenset({"silu elements"}))
+
+
+@pytest.mark.parametrize("name", ["lfm2", "lfm2_moe_bias_untied"])
+def test_validate_rows_exact_on_real_tensors_in_fp32(name):
+    """The same rows on the CPU's real tensors in fp32; no torch.profiler row (its with_flops
+    estimates no conv1d, so it would leave the short convolutions out: validate/compare.py)."""
+    from costmodel.config import Workload
+    from costmodel.presets import config_from_dict
+    from validate.compare import validate
+
+    cfg = config_from_dict(dict(ROWS[name]), source=name, name=name)
+    rows = validate(cfg, Workload(seq_len=12, batch=2, dtype="fp32", gen_tokens=2), target="hf", device="cpu")
+    assert "training matmul FLOPs (profiler)" not in {row.quantity for row in rows}
+    assert_rows_exact(rows)
+
+
+def test_validate_writer_refuses_what_the_class_cannot_build():
+    """A ModelConfig whose layer is neither a conv nor attention followed by an MLP."""
+    from costmodel.hf import from_hf_config
+    from validate.hf_models import config_dict
+
+    cfg = from_hf_config(dict(LFM2), "lfm2")
+    with pytest.raises(ValueError, match="conv or attention"):
+        config_dict(cfg.replace(layer_pattern=("shortconv", "shortconv", "attention", "mlp") * 2))
 
 
 def test_bytes_saved_exact_integer():
