@@ -295,6 +295,10 @@ class Workload:
                             "activations are proven against transformers' class; the activations are its slow "
                             "path's, which keeps every scan state (with mamba_ssm installed it runs mamba_inner_fn, "
                             "which keeps far less: not modelled; blocks/mamba1.py).")
+        if cfg.n_mixer_layers("shortconv"):
+            warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('shortconv')} short-convolution layers: "
+                            "other FLOPs leave out their two gating products; parameters, matmul FLOPs, the cache "
+                            "and (impl hf) activations are proven against transformers' class (blocks/shortconv.py).")
         if cfg.n_experts and self.impl != "reference" and facts_for(self.impl, cfg.family).experts_every_token:
             warnings.append(f"model {show(cfg.name)} as transformers' code runs it (impl {self.impl}) sends "
                             f"every token through all {cfg.n_experts} routed experts, each scaled by its "

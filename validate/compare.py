@@ -230,7 +230,7 @@ def validate(cfg: ModelConfig, workload: Workload, *, target: str = "hf", device
                                      saved=True)  # one training pass measures both
         rows.append(Row("forward matmul FLOPs", estimate.total("flops_matmul"), flops.forward))
         rows.append(Row("backward matmul FLOPs", estimate.total("flops_matmul_backward"), flops.backward))
-        if device != "fake" and workload.attention == "eager":
+        if device != "fake" and workload.attention == "eager" and not _has_conv_mixers(cfg):
             progress("counting matmul FLOPs again with torch.profiler")
             profiled = measure.profiler_matmul_flops(model, inputs, backward=True, loss_fn=loss_fn)
             rows.append(Row("training matmul FLOPs (profiler)",
@@ -251,6 +251,13 @@ def validate(cfg: ModelConfig, workload: Workload, *, target: str = "hf", device
             kv = _kv_bytes(model, prompt, workload, target)
             rows.append(Row("KV-cache bytes", estimate.memory_numbers()["kv_cache"], kv))
     return rows
+
+
+def _has_conv_mixers(cfg: ModelConfig) -> bool:
+    """Whether the model runs depthwise conv1d's (its linear mixers': LFM2's short convolution,
+    Mamba's), whose FLOPs torch.profiler's with_flops does not estimate (it knows mm, addmm, bmm,
+    baddbmm, conv2d, mul and add), so its count would leave them out: no profiler row then."""
+    return any(cfg.n_mixer_layers(mixer) for mixer in ("shortconv", "mamba", "mamba1", "deltanet"))
 
 
 def _stacks(cfg: ModelConfig, target: str) -> dict[str, str]:

@@ -166,9 +166,10 @@ def check_engine_cache(cfg: Any, engine: str | None = "vllm") -> None:
     """Raise ConfigError (one sentence) for a model whose cache the engine cannot hold
     (state_slots.py: Mamba-2 and Gated DeltaNet states under transformers' continuous batching,
     or with no attention layer; Mamba-1 states under any engine)."""
-    if cfg.n_mixer_layers("mamba1"):
-        raise ConfigError(f"model {cfg.name!r} keeps Mamba-1 states per sequence, whatever its length; "
-                          "an engine's cache for them (vLLM's per-request state slots) is not modelled.")
+    for mixer, kind in (("mamba1", "Mamba-1"), ("shortconv", "short-convolution")):
+        if cfg.n_mixer_layers(mixer):
+            raise ConfigError(f"model {cfg.name!r} keeps {kind} states per sequence, whatever its length; "
+                              "an engine's cache for them (vLLM's per-request state slots) is not modelled.")
     check_state_engine(cfg, engine)
 
 

@@ -15,7 +15,8 @@ from .common import Inputs, LossFn, default_loss, storage_key
 def cache_bytes(cache: Any) -> dict[str, int]:
     """Bytes of the keys and values a cache holds: {"self_attention": .., "cross_attention": ..}.
 
-    Reads Hugging Face DynamicCache (layers[i].keys / .values, and DeepSeek-V3.2's indexer_keys) and EncoderDecoderCache
+    Reads Hugging Face DynamicCache (layers[i].keys / .values, DeepSeek-V3.2's indexer_keys, and a
+    LinearAttentionLayer's conv_states and recurrent_states: LFM2's conv layers, Mamba's) and EncoderDecoderCache
     (self_attention_cache, cross_attention_cache); any other nested list/tuple/dict of tensors
     counts as self-attention. Each storage is counted once.
     """
@@ -55,7 +56,8 @@ def _cache_tensors(cache: Any) -> list[torch.Tensor]:
         return []
     if hasattr(cache, "layers"):
         return [t for layer in cache.layers for t in (getattr(layer, "keys", None),
-                getattr(layer, "values", None), getattr(layer, "indexer_keys", None))
+                getattr(layer, "values", None), getattr(layer, "indexer_keys", None),
+                *getattr(layer, "conv_states", {}).values(), *getattr(layer, "recurrent_states", {}).values())
                 if isinstance(t, torch.Tensor) and t.numel()]  # indexer_keys: DynamicIndexedLayer (DSA)
     return [t for t in tree_flatten(cache)[0] if isinstance(t, torch.Tensor)]
 
