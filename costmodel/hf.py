@@ -16,8 +16,9 @@ costmodel/hf_moe_extra.py more mixture-of-experts decoders (GraniteMoE and its s
 costmodel/hf_dense_extra.py Nemotron, VaultGemma, Ministral 3, Jais 2, HyperCLOVA X, CodeGen,
 BioGPT, MiniCPM3 and nanochat, costmodel/hf_gemma4.py Gemma 4's language model and
 costmodel/hf_deepseek_v32.py DeepSeek-V3.2 (DeepSeek-V3 with its sparse attention's indexer),
-costmodel/hf_new_moe.py Hy3 (hy_v3), AFMoE (afmoe) and Laguna (laguna), all
-through costmodel/hf_fields.py's typed field access.
+costmodel/hf_new_moe.py Hy3 (hy_v3), AFMoE (afmoe) and Laguna (laguna), and the readers
+costmodel/hf_registry.py gathers (Mamba-1, Falcon-H1, LFM2 and newer), all through
+costmodel/hf_fields.py's typed field access.
 """
 
 from __future__ import annotations
@@ -36,9 +37,6 @@ from .hf_fields import LLAMA_NAMES, Fields, check_router_loss, rotary_fraction
 from .hf_gemma4 import GEMMA4_ARCHITECTURES, GEMMA4_BUILDERS, GEMMA4_NAMES
 from .hf_gpt_oss import GPT_OSS_ARCHITECTURES, GPT_OSS_BUILDERS, GPT_OSS_NAMES
 from .hf_hybrid import HYBRID_ARCHITECTURES, HYBRID_BUILDERS, HYBRID_NAMES
-from .hf_falcon_h1 import FALCON_H1_ARCHITECTURES, FALCON_H1_BUILDERS, FALCON_H1_NAMES
-from .hf_mamba1 import MAMBA1_ARCHITECTURES, MAMBA1_BUILDERS, MAMBA1_NAMES
-from .hf_lfm2 import LFM2_ARCHITECTURES, LFM2_BUILDERS, LFM2_NAMES
 from .hf_qwen_next import QWEN_NEXT_ARCHITECTURES, QWEN_NEXT_BUILDERS, QWEN_NEXT_NAMES
 from .hf_nemotron_h import NEMOTRON_H_ARCHITECTURES, NEMOTRON_H_BUILDERS, NEMOTRON_H_NAMES
 from .hf_llama4 import LLAMA4_ARCHITECTURES, LLAMA4_BUILDERS, LLAMA4_NAMES
@@ -48,6 +46,7 @@ from .hf_moe_more import MOE_MORE_ARCHITECTURES, MOE_MORE_BUILDERS, MOE_MORE_NAM
 from .hf_moe_extra import MOE_EXTRA_ARCHITECTURES, MOE_EXTRA_BUILDERS, MOE_EXTRA_NAMES
 from .hf_more_types import MORE_TYPES_ARCHITECTURES, MORE_TYPES_BUILDERS, MORE_TYPES_NAMES
 from .hf_new_moe import NEW_MOE_ARCHITECTURES, NEW_MOE_BUILDERS, NEW_MOE_NAMES
+from . import hf_registry
 from .hf_multimodal import language_model
 from .hf_rope_layernorm import (ROPE_LAYERNORM_ARCHITECTURES, ROPE_LAYERNORM_BUILDERS,
                                 ROPE_LAYERNORM_NAMES)
@@ -61,7 +60,7 @@ SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3
                          *LLAMA4_BUILDERS, *MOE_MORE_BUILDERS,
                          *HYBRID_BUILDERS, *MOE_EXTRA_BUILDERS, *DENSE_EXTRA_BUILDERS,
                          *QWEN_NEXT_BUILDERS, *GEMMA4_BUILDERS, *DEEPSEEK_V32_BUILDERS, *MORE_TYPES_BUILDERS,
-                         *MAMBA1_BUILDERS, *NEW_MOE_BUILDERS, *FALCON_H1_BUILDERS, *LFM2_BUILDERS)
+                         *NEW_MOE_BUILDERS, *hf_registry.BUILDERS)
 
 
 #: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
@@ -468,9 +467,9 @@ _BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
                                         **GEMMA4_BUILDERS, **DEEPSEEK_V32_BUILDERS,
                                         **MORE_TYPES_BUILDERS, **NEW_MOE_BUILDERS}.items()},
     **CLASSIC_MORE_BUILDERS,
-    **HYBRID_BUILDERS, **FALCON_H1_BUILDERS,
+    **HYBRID_BUILDERS,
     **QWEN_NEXT_BUILDERS,
-    **MAMBA1_BUILDERS, **LFM2_BUILDERS,
+    **hf_registry.BUILDERS,
 }
 
 
@@ -495,14 +494,14 @@ ARCHITECTURE_TYPES = {
     **LLAMA_VARIANT_ARCHITECTURES,
     **CLASSIC_MORE_ARCHITECTURES,
     **MOE_MORE_ARCHITECTURES,
-    **HYBRID_ARCHITECTURES, **FALCON_H1_ARCHITECTURES,
+    **HYBRID_ARCHITECTURES,
     **MOE_EXTRA_ARCHITECTURES,
     **DENSE_EXTRA_ARCHITECTURES,
     **QWEN_NEXT_ARCHITECTURES,
     **GEMMA4_ARCHITECTURES,
     **DEEPSEEK_V32_ARCHITECTURES,
     **MORE_TYPES_ARCHITECTURES,
-    **MAMBA1_ARCHITECTURES, **LFM2_ARCHITECTURES,
+    **hf_registry.ARCHITECTURES,
     **NEW_MOE_ARCHITECTURES,
 }
 
@@ -523,14 +522,14 @@ HF_FIELD_NAMES: dict[str, dict[str, str]] = {
     **LLAMA_VARIANT_NAMES,
     **CLASSIC_MORE_NAMES,
     **MOE_MORE_NAMES,
-    **HYBRID_NAMES, **FALCON_H1_NAMES,
+    **HYBRID_NAMES,
     **MOE_EXTRA_NAMES,
     **DENSE_EXTRA_NAMES,
     **QWEN_NEXT_NAMES,
     **GEMMA4_NAMES,
     **DEEPSEEK_V32_NAMES,
     **MORE_TYPES_NAMES,
-    **MAMBA1_NAMES, **LFM2_NAMES,
+    **hf_registry.NAMES,
     **NEW_MOE_NAMES,
 }
 

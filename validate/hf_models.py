@@ -19,12 +19,9 @@ from costmodel.config import ModelConfig
 
 from .hf_classic_more import CLASSIC_MORE_DICTS, rotary_factor
 from .hf_dense_extra import DENSE_EXTRA_DICTS
-from .hf_falcon_h1 import FALCON_H1_DICTS
 from .hf_llama_variants import LLAMA_VARIANT_DICTS
 from .hf_moe_extra import MOE_EXTRA_DICTS
-from .hf_lfm2 import LFM2_DICTS
-from .hf_more_types import MORE_TYPES_DICTS
-from .hf_new_moe import NEW_MOE_DICTS
+from .hf_extra_dicts import EXTRA_DICTS, NEWER_DICTS
 from .torch_modes import default_dtype, fake_mode  # noqa: F401 (fake_mode: re-exported)
 
 #: costmodel/hf_llama_variants.py's and hf_moe_extra.py's families (their config.json: validate/'s modules).
@@ -36,7 +33,7 @@ DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falc
                  "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm", "starcoder2", "phi", "granite", "smollm3",
                  "olmo2", "gpt_oss", "llama4_text", "glm4_moe_lite", "deepseek_v32", *LLAMA_VARIANT_FAMILIES,
                  *CLASSIC_MORE_DICTS, *MOE_EXTRA_FAMILIES, *DENSE_EXTRA_DICTS, "glm_moe_dsa",
-                 *MORE_TYPES_DICTS, *NEW_MOE_DICTS, *FALCON_H1_DICTS, *LFM2_DICTS)
+                 *NEWER_DICTS)
 HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5", *DICT_FAMILIES)
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
@@ -488,7 +485,7 @@ def config_dict(cfg: ModelConfig) -> dict[str, Any]:
 
     if cfg.family in LLAMA_VARIANT_DICTS:
         data = LLAMA_VARIANT_DICTS[cfg.family](cfg, _llama_dict(cfg, cfg.family))
-    elif (writer := {**MOE_EXTRA_DICTS, **MORE_TYPES_DICTS, **NEW_MOE_DICTS, **FALCON_H1_DICTS, **LFM2_DICTS}.get(cfg.family)) is not None:
+    elif (writer := EXTRA_DICTS.get(cfg.family)) is not None:
         data = writer(cfg, _llama_dict(cfg, cfg.family))
     else:
         data = _DICTS[cfg.family](cfg)

@@ -1,0 +1,18 @@
+"""The config.json readers of the newer model types, gathered in one place for costmodel/hf.py.
+
+Each reader module exposes <NAME>_ARCHITECTURES (transformers class -> model_type),
+<NAME>_BUILDERS (model_type -> builder(fields, name) -> ModelConfig) and <NAME>_NAMES (the config.json
+names of ModelConfig's fields, for errors). A module that adds model types with such builders adds
+its three dicts here, not to hf.py, so that adding a family touches one short file. (Readers that
+take hf.py's LlamaReader are wrapped in hf.py itself.)
+"""
+
+from __future__ import annotations
+
+from .hf_falcon_h1 import FALCON_H1_ARCHITECTURES, FALCON_H1_BUILDERS, FALCON_H1_NAMES
+from .hf_lfm2 import LFM2_ARCHITECTURES, LFM2_BUILDERS, LFM2_NAMES
+from .hf_mamba1 import MAMBA1_ARCHITECTURES, MAMBA1_BUILDERS, MAMBA1_NAMES
+
+ARCHITECTURES = {**FALCON_H1_ARCHITECTURES, **MAMBA1_ARCHITECTURES, **LFM2_ARCHITECTURES}
+BUILDERS = {**MAMBA1_BUILDERS, **FALCON_H1_BUILDERS, **LFM2_BUILDERS}
+NAMES = {**FALCON_H1_NAMES, **MAMBA1_NAMES, **LFM2_NAMES}

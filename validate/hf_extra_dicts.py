@@ -1,0 +1,20 @@
+"""The config.json writers of the newer model types, gathered in one place for validate/hf_models.py.
+
+Each writer turns a costmodel ModelConfig back into the config.json its transformers class reads
+(from the Llama-like dict hf_models builds). A module that adds model types adds its dict here, not
+to hf_models.py, so that adding a family touches one short file.
+"""
+
+from __future__ import annotations
+
+from .hf_falcon_h1 import FALCON_H1_DICTS
+from .hf_lfm2 import LFM2_DICTS
+from .hf_moe_extra import MOE_EXTRA_DICTS
+from .hf_more_types import MORE_TYPES_DICTS
+from .hf_new_moe import NEW_MOE_DICTS
+
+#: Writers of the families registered after MOE_EXTRA_DICTS's (their DICT_FAMILIES entries).
+NEWER_DICTS = {**MORE_TYPES_DICTS, **NEW_MOE_DICTS, **FALCON_H1_DICTS, **LFM2_DICTS}
+
+#: Every writer hf_models.config_dict calls with the Llama-like dict.
+EXTRA_DICTS = {**MOE_EXTRA_DICTS, **NEWER_DICTS}
