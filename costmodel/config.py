@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .checkpoint import check_stored
+from .config_checks import check_newer_fields
 from .layer_pattern import MIXERS, check_kv_shared, check_layer_pattern, kv_shared_counts, layer_kind
 from .errors import MAX_SIZE, ConfigError, show  # noqa: F401 (re-exported: costmodel.config.ConfigError, show)
 from .errors import check_bool, check_choice, check_int, check_number, require_decoder  # noqa: F401 (re-exported)
@@ -244,7 +245,11 @@ class ModelConfig:
                      "attention_output_gate", "keys_as_values", "double_wide_shared"):
             check_bool(owner, name, getattr(self, name))
         check_number(owner, "attention_scale", self.attention_scale)
-        self._check_newer_fields(owner)
+        check_newer_fields(self, owner)
+        self._check_experts(owner)
+        self._check_latent_attention(owner)
+        self._check_nope_layers(owner)
+        check_layer_pattern(self, owner)
         object.__setattr__(self, "checkpoint_weights", check_stored(owner, self.checkpoint_weights))
         if not isinstance(self.family, str) or not self.family:
             raise ConfigError(f"{owner}: family must be a non-empty string, got {show(self.family)}.")
@@ -258,76 +263,6 @@ class ModelConfig:
             raise ConfigError(f"{owner}: RoPE needs an even head dimension, got {self.d_head}.")
         if self.rotary_dim is not None and not self.rope:
             raise ConfigError(f"{owner}: rotary_dim applies only to RoPE.")
-
-    def _check_newer_fields(self, owner: str) -> None:
-        """Windows, partial rotary, parallel layers, projections, experts and latent attention."""
-        optional_sizes = ("sliding_window", "window_layers", "rotary_dim", "rotary_sets", "embedding_dim",
-                          "kv_lora_rank", "q_lora_rank", "v_head_dim", "d_latent", "index_n_heads", "index_head_dim",
-                          "per_layer_input", "per_layer_vocab", "global_head_dim", "global_kv_heads")
-        for name in optional_sizes:
-            if getattr(self, name) is not None:
-                check_int(owner, name, getattr(self, name))
-        if (self.per_layer_input is None) != (self.per_layer_vocab is None) or (
-                self.per_layer_input and self.n_encoder_layers):
-            raise ConfigError(f"{owner}: per_layer_input and per_layer_vocab go together, in a decoder-only model.")
-        for name in ("n_experts", "top_k", "d_shared", "n_dense_layers", "position_offset", "mtp_layers",
-                     "nope_layers"):
-            check_int(owner, name, getattr(self, name), minimum=0)
-        for name in ("expert_groups", "expert_groups_per_token"):
-            check_int(owner, name, getattr(self, name), minimum=1)
-        for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
-                     "renormalize_top_k", "input_norms", "qk_norm_whole", "attention_sinks", "norm_affine",
-                     "qk_l2_norm", "nope_temperature", "chunked_window", "mtp_repeated_layer", "rope_query_scale"):
-            check_bool(owner, name, getattr(self, name))
-        if not self.input_norms and (not self.post_sublayer_norm or self.norm_position != "pre"
-                                     or self.parallel_attention):
-            raise ConfigError(f"{owner}: input_norms false (norms after the sublayers only) needs "
-                              "post_sublayer_norm, norm_position pre and sequential layers.")
-        if self.qk_norm_whole and not self.qk_norm:
-            raise ConfigError(f"{owner}: qk_norm_whole applies only with qk_norm.")
-        for name, needs, ok in (("qk_l2_norm", "RoPE and no qk_norm", self.rope and not self.qk_norm),
-                                ("nope_temperature", "nope_layers", self.nope_layers),
-                                ("rope_query_scale", "RoPE", self.rope),
-                                ("chunked_window", "a sliding_window", self.sliding_window is not None)):
-            if getattr(self, name) and not ok:
-                raise ConfigError(f"{owner}: {name} applies only with {needs}.")
-        check_number(owner, "moe_input_noise", self.moe_input_noise, zero=True)
-        if self.moe_input_noise is not None and not self.n_experts:
-            raise ConfigError(f"{owner}: moe_input_noise applies only to a MoE model.")
-        if self.clip_qkv is not None and (self.kv_lora_rank is not None or self.n_encoder_layers):
-            raise ConfigError(f"{owner}: clip_qkv is modelled for decoder-only models with q, k and v projections.")
-        for name in ("attention_softcap", "logit_softcap", "embedding_multiplier",
-                     "residual_multiplier", "logits_scaling", "clip_qkv"):
-            check_number(owner, name, getattr(self, name))
-        if self.window_layers is not None:
-            if self.sliding_window is None:
-                raise ConfigError(f"{owner}: window_layers needs a sliding_window.")
-            if self.window_layers > self.n_decoder_layers:
-                raise ConfigError(f"{owner}: window_layers ({self.window_layers}) exceeds the "
-                                  f"{self.n_decoder_layers} decoder layers.")
-        if self.sliding_window is not None and not self.n_decoder_layers:
-            raise ConfigError(f"{owner}: a sliding window needs decoder layers.")
-        if self.rotary_dim is not None and (self.rotary_dim > self.d_head or self.rotary_dim % 2):
-            raise ConfigError(f"{owner}: rotary_dim must be even and at most d_head ({self.d_head}), "
-                              f"got {self.rotary_dim}.")
-        if self.parallel_norms not in (1, 2) or isinstance(self.parallel_norms, bool):
-            raise ConfigError(f"{owner}: parallel_norms must be 1 or 2, got {show(self.parallel_norms)}.")
-        if self.parallel_norms == 1 and not self.parallel_attention:
-            raise ConfigError(f"{owner}: parallel_norms applies only with parallel_attention.")
-        if self.parallel_attention and (self.norm_position != "pre" or self.post_sublayer_norm
-                                        or self.n_encoder_layers):
-            raise ConfigError(f"{owner}: parallel_attention needs pre-norm decoder-only layers.")
-        if self.position_offset and self.position != "learned":
-            raise ConfigError(f"{owner}: position_offset applies only to learned positions.")
-        if self.projected_embeddings and (self.architecture != "decoder" or self.head != "lm"):
-            raise ConfigError(f"{owner}: embedding_dim (projected embeddings) is modelled for "
-                              "decoder-only language models.")
-        if self.mtp_layers and (self.architecture != "decoder" or self.head != "lm"):
-            raise ConfigError(f"{owner}: multi-token prediction (mtp_layers) needs a decoder-only language model.")
-        self._check_experts(owner)
-        self._check_latent_attention(owner)
-        self._check_nope_layers(owner)
-        check_layer_pattern(self, owner)
 
     def _check_experts(self, owner: str) -> None:
         check_choice(owner, "router", self.router, ROUTERS)
@@ -527,7 +462,8 @@ class ModelConfig:
             "p_l": self.per_layer_input or 1, "V_pl": self.per_layer_vocab or 1, "d_hg": self.global_head_dim or 1,
             **dict(zip(("L_ws", "L_fs"), (max(count, 1) for count in kv_shared_counts(self)))),
             **{symbol: max(self.n_mixer_layers(mixer), 1) for symbol, mixer in
-               (("L_m", "mamba"), ("L_a", "attention"), ("L_f", "mlp"), ("L_g", "deltanet"), ("L_m1", "mamba1"), ("L_sc", "shortconv"))},
+               (("L_m", "mamba"), ("L_a", "attention"), ("L_f", "mlp"), ("L_g", "deltanet"), ("L_m1", "mamba1"),
+                ("L_sc", "shortconv"))},
             **{symbol: getattr(self, name) or 1 for symbol, name in
                (("H_m", "mamba_heads"), ("P_m", "mamba_head_dim"), ("N_m", "ssm_state"), ("h_kvg", "global_kv_heads"),
                 ("G_m", "mamba_groups"), ("K_m", "conv_kernel"), ("Q_m", "chunk_size"), ("H_gk", "deltanet_k_heads"),

@@ -1,0 +1,80 @@
+"""ModelConfig's checks of its newer, optional fields: windows, partial rotary, parallel layers,
+projections, per-layer inputs, multipliers and MoE input noise.
+
+Split from config.py (which calls check_newer_fields from ModelConfig.__post_init__) to keep that file
+short; each failure raises ConfigError with a sentence naming the field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import ConfigError, check_bool, check_int, check_number, show
+
+
+def check_newer_fields(cfg: Any, owner: str) -> None:
+    """Windows, partial rotary, parallel layers, projections and the optional sizes and flags (ModelConfig
+    checks its experts, latent attention, NoPE layers and layer pattern after this)."""
+    optional_sizes = ("sliding_window", "window_layers", "rotary_dim", "rotary_sets", "embedding_dim",
+                      "kv_lora_rank", "q_lora_rank", "v_head_dim", "d_latent", "index_n_heads", "index_head_dim",
+                      "per_layer_input", "per_layer_vocab", "global_head_dim", "global_kv_heads")
+    for name in optional_sizes:
+        if getattr(cfg, name) is not None:
+            check_int(owner, name, getattr(cfg, name))
+    if (cfg.per_layer_input is None) != (cfg.per_layer_vocab is None) or (
+            cfg.per_layer_input and cfg.n_encoder_layers):
+        raise ConfigError(f"{owner}: per_layer_input and per_layer_vocab go together, in a decoder-only model.")
+    for name in ("n_experts", "top_k", "d_shared", "n_dense_layers", "position_offset", "mtp_layers",
+                 "nope_layers"):
+        check_int(owner, name, getattr(cfg, name), minimum=0)
+    for name in ("expert_groups", "expert_groups_per_token"):
+        check_int(owner, name, getattr(cfg, name), minimum=1)
+    for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
+                 "renormalize_top_k", "input_norms", "qk_norm_whole", "attention_sinks", "norm_affine",
+                 "qk_l2_norm", "nope_temperature", "chunked_window", "mtp_repeated_layer", "rope_query_scale"):
+        check_bool(owner, name, getattr(cfg, name))
+    if not cfg.input_norms and (not cfg.post_sublayer_norm or cfg.norm_position != "pre"
+                                 or cfg.parallel_attention):
+        raise ConfigError(f"{owner}: input_norms false (norms after the sublayers only) needs "
+                          "post_sublayer_norm, norm_position pre and sequential layers.")
+    if cfg.qk_norm_whole and not cfg.qk_norm:
+        raise ConfigError(f"{owner}: qk_norm_whole applies only with qk_norm.")
+    for name, needs, ok in (("qk_l2_norm", "RoPE and no qk_norm", cfg.rope and not cfg.qk_norm),
+                            ("nope_temperature", "nope_layers", cfg.nope_layers),
+                            ("rope_query_scale", "RoPE", cfg.rope),
+                            ("chunked_window", "a sliding_window", cfg.sliding_window is not None)):
+        if getattr(cfg, name) and not ok:
+            raise ConfigError(f"{owner}: {name} applies only with {needs}.")
+    check_number(owner, "moe_input_noise", cfg.moe_input_noise, zero=True)
+    if cfg.moe_input_noise is not None and not cfg.n_experts:
+        raise ConfigError(f"{owner}: moe_input_noise applies only to a MoE model.")
+    if cfg.clip_qkv is not None and (cfg.kv_lora_rank is not None or cfg.n_encoder_layers):
+        raise ConfigError(f"{owner}: clip_qkv is modelled for decoder-only models with q, k and v projections.")
+    for name in ("attention_softcap", "logit_softcap", "embedding_multiplier",
+                 "residual_multiplier", "logits_scaling", "clip_qkv"):
+        check_number(owner, name, getattr(cfg, name))
+    if cfg.window_layers is not None:
+        if cfg.sliding_window is None:
+            raise ConfigError(f"{owner}: window_layers needs a sliding_window.")
+        if cfg.window_layers > cfg.n_decoder_layers:
+            raise ConfigError(f"{owner}: window_layers ({cfg.window_layers}) exceeds the "
+                              f"{cfg.n_decoder_layers} decoder layers.")
+    if cfg.sliding_window is not None and not cfg.n_decoder_layers:
+        raise ConfigError(f"{owner}: a sliding window needs decoder layers.")
+    if cfg.rotary_dim is not None and (cfg.rotary_dim > cfg.d_head or cfg.rotary_dim % 2):
+        raise ConfigError(f"{owner}: rotary_dim must be even and at most d_head ({cfg.d_head}), "
+                          f"got {cfg.rotary_dim}.")
+    if cfg.parallel_norms not in (1, 2) or isinstance(cfg.parallel_norms, bool):
+        raise ConfigError(f"{owner}: parallel_norms must be 1 or 2, got {show(cfg.parallel_norms)}.")
+    if cfg.parallel_norms == 1 and not cfg.parallel_attention:
+        raise ConfigError(f"{owner}: parallel_norms applies only with parallel_attention.")
+    if cfg.parallel_attention and (cfg.norm_position != "pre" or cfg.post_sublayer_norm
+                                    or cfg.n_encoder_layers):
+        raise ConfigError(f"{owner}: parallel_attention needs pre-norm decoder-only layers.")
+    if cfg.position_offset and cfg.position != "learned":
+        raise ConfigError(f"{owner}: position_offset applies only to learned positions.")
+    if cfg.projected_embeddings and (cfg.architecture != "decoder" or cfg.head != "lm"):
+        raise ConfigError(f"{owner}: embedding_dim (projected embeddings) is modelled for "
+                          "decoder-only language models.")
+    if cfg.mtp_layers and (cfg.architecture != "decoder" or cfg.head != "lm"):
+        raise ConfigError(f"{owner}: multi-token prediction (mtp_layers) needs a decoder-only language model.")
