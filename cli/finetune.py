@@ -76,7 +76,7 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
         click.echo(f"note: attention {attention}: {cfg.family}'s Hugging Face class has no sdpa path in "
                    f"transformers 5.24, which runs {attention} when none is asked for.", err=True)
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        click.echo(json.dumps({**data, "units": spec.JSON_UNITS["finetune"]}, indent=2))
         return
     from reports.text import render_finetune
 

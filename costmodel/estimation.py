@@ -14,7 +14,7 @@ from fractions import Fraction
 from functools import cached_property
 from typing import Any
 
-from . import compiled
+from . import compiled, spec
 from .config import ConfigError, ModelConfig, Workload
 from .workload import logits_kept
 
@@ -443,6 +443,7 @@ class Estimate:
             "flops": self.flops(),
             "memory": self.memory_numbers(),
             "regime": self.regime(),
+            "units": spec.JSON_UNITS["estimate"],
         }
         if self.cfg.moe:
             data["moe"] = self.moe()

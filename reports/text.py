@@ -163,8 +163,9 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         f"  training total     {binary_bytes(m['training_total']):>12}",
         f"  inference total    {binary_bytes(m['inference_total']):>12}   (weights, KV cache, buffers, ids and logits of the larger "
         f"phase; the prefill's logits at {m['logits']['inference_total']})",
-        f"  generation         {binary_bytes(m['generate_total']):>12}   (the same with the prefill's logits at "
-        f"{m['logits']['generate_total']}: what simulate and the fit verdict size)",
+        *([f"  generation         {binary_bytes(m['generate_total']):>12}   (the same with the prefill's logits at "
+           f"{m['logits']['generate_total']}: what simulate and the fit verdict size)"]
+          if i["architecture"] != "encoder" else []),  # an encoder generates nothing: no such line
         "",
         "Regime",
         f"  attention (n^2 d)  {si(r['attention_flops'], 'FLOP'):>14}   "

@@ -131,3 +131,26 @@ def test_finetune_defaults_to_the_attention_transformers_picks(capsys):
     code, _, err = _run([*args, "--attention", "sdpa"], capsys)
     assert code == 2 and err.startswith("error: attention 'sdpa': gemma2's Hugging Face class")
     assert _json(["finetune", "--model", "llama3.1-8b", "--method", "qlora"], capsys)["inputs"]["attention"] == "sdpa"
+
+
+def test_every_json_names_its_units(capsys):
+    """`plan --json` gave per_rank (bytes) and step_time (seconds), `estimate --json` its memory, with
+    no unit anywhere in the output. Each command's JSON now carries spec.JSON_UNITS's "units"; the
+    figures are those units (plan's 68,133,288,450 per_rank total and 2.74 s step, as its table)."""
+    from costmodel import estimate, spec
+
+    est = _json(["estimate", "--model", "llama2-7b", "--seq-len", "4096", "--batch", "8"], capsys)
+    assert est["units"] == spec.JSON_UNITS["estimate"] and est["units"]["memory"] == "bytes"
+    assert estimate("llama2-7b", seq_len=4096, batch=8).to_dict()["units"] == est["units"]  # "exactly estimate --json"
+    args = ["plan", "--model", "llama2-7b", "--hardware", "h100", "--gpus", "8", "--seq-len", "4096",
+            "--global-batch", "64", "--top", "1"]
+    plan = _json(args, capsys)
+    assert plan["units"]["per_rank"] == "bytes" and plan["units"]["step_time"] == "seconds"
+    row = plan["feasible"][0]
+    assert row["per_rank"]["total"] == 68_133_288_450
+    _, out, _ = _run(args, capsys)
+    assert f"{row['per_rank']['total'] / GIB:.2f} GiB  {row['step_time']:.3g} s" in out
+    sim = _json(["simulate", "--model", "llama2-7b", "--hardware", "h100", "--gen", "2"], capsys)
+    assert sim["units"] == spec.JSON_UNITS["simulate"]
+    tune = _json(["finetune", "--model", "llama2-7b", "--method", "lora"], capsys)
+    assert tune["units"] == {"memory": "bytes", "fit": "bytes (memory, capacity)"}
