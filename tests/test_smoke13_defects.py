@@ -154,3 +154,22 @@ def test_every_json_names_its_units(capsys):
     assert sim["units"] == spec.JSON_UNITS["simulate"]
     tune = _json(["finetune", "--model", "llama2-7b", "--method", "lora"], capsys)
     assert tune["units"] == {"memory": "bytes", "fit": "bytes (memory, capacity)"}
+
+
+def test_gb200_and_geforce_names_as_gb300_and_nvidia_smi_take_them(capsys):
+    """`--hardware "gb200 nvl72"` and nvidia-smi's "NVIDIA GB200" were unknown while "gb300 nvl72" and
+    "NVIDIA GB300" named gb300 (gb200 had no alias); "GeForce RTX 4090" (Windows' name, no NVIDIA
+    prefix) was unknown while "NVIDIA GeForce RTX 4090" and "RTX 4090" were taken."""
+    for typed, preset in (("gb200 nvl72", "gb200"), ("NVIDIA GB200", "gb200"), ("GeForce RTX 4090", "rtx-4090"),
+                          ("GeForce RTX 3090", "rtx-3090"), ("gb300 nvl72", "gb300")):
+        code, out, _ = _run(["hardware", "--show", typed], capsys)
+        assert code == 0 and json.loads(out)["name"] == preset, typed
+
+
+def test_an_encoder_prints_no_generation_line(capsys):
+    """BERT generates nothing: estimate prints no "generation" row for it (its JSON keeps
+    generate_total = inference_total, the verdict's figure)."""
+    code, out, _ = _run(["estimate", "--model", "bert-base-uncased", "--seq-len", "512"], capsys)
+    assert code == 0 and "  inference total" in out and "  generation " not in out
+    memory = _json(["estimate", "--model", "bert-base-uncased", "--seq-len", "512"], capsys)["memory"]
+    assert memory["generate_total"] == memory["inference_total"]
