@@ -173,3 +173,12 @@ def test_an_encoder_prints_no_generation_line(capsys):
     assert code == 0 and "  inference total" in out and "  generation " not in out
     memory = _json(["estimate", "--model", "bert-base-uncased", "--seq-len", "512"], capsys)["memory"]
     assert memory["generate_total"] == memory["inference_total"]
+
+
+def test_plan_over_several_gpu_counts_names_each_global_batch(capsys):
+    """`plan --gpus 8,16 --global-batch 64` headed its table "global batch 64, 64 of 4,096 tokens": one
+    figure per count, unnamed. Untyped, each count's default is 8 a GPU (JSON inputs.global_batch)."""
+    args = ["plan", "--model", "llama3.1-8b", "--hardware", "h100", "--gpus", "8,16", "--seq-len", "4096", "--top", "1"]
+    code, out, _ = _run([*args, "--global-batch", "64"], capsys)
+    assert code == 0 and "global batch 64 (8 GPUs), 64 (16 GPUs) of 4,096 tokens" in out.splitlines()[0]
+    assert _json(args, capsys)["inputs"]["global_batch"] == {"8": 64, "16": 128}
