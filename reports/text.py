@@ -350,7 +350,9 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
            f"  {'of which tp all-reduces':<24}{seconds(token['tp_all_reduce_seconds']):>10}",
            *([f"  {'ep all-to-alls':<24}{seconds(token['ep_all_to_all_seconds']):>10}"] if ep else []),
            f"  {'pipeline sends':<24}{seconds(token['pp_seconds']):>10}"]
-          if i["gen"] or "prefill" not in r else []),  # --gen 0: the prefill alone; no decode step runs
+          # --gen 0 or 1: the prefill alone gives the tokens; no decode step runs (a "last step" then
+          # contradicted the line above it, "no decode step")
+          if i["gen"] > 1 or "prefill" not in r else []),
         f"Memory of the most loaded rank: weights {binary_bytes(rank['weights'])}, KV cache "
         f"{binary_bytes(rank['kv_cache'])}, ids and logits {binary_bytes(rank['transient'])}, total "
         f"{binary_bytes(rank['total'])} "

@@ -182,3 +182,14 @@ def test_plan_over_several_gpu_counts_names_each_global_batch(capsys):
     code, out, _ = _run([*args, "--global-batch", "64"], capsys)
     assert code == 0 and "global batch 64 (8 GPUs), 64 (16 GPUs) of 4,096 tokens" in out.splitlines()[0]
     assert _json(args, capsys)["inputs"]["global_batch"] == {"8": 64, "16": 128}
+
+
+def test_simulate_with_a_layout_prints_no_decode_step_for_one_token(capsys):
+    """`simulate --tp 2 --gen 1` printed "no decode step: the prefill gives the one token" and then
+    "last step 7.47 ms ... a step at context 1,025" (a step that never runs), as --gen 0 once did.
+    The JSON keeps `token` (plan --serve ranks --gen 1 by it); with --gen 2 the last step is printed."""
+    args = ["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--prompt", "1024", "--tp", "2"]
+    code, out, _ = _run([*args, "--gen", "1"], capsys)
+    assert code == 0 and "no decode step" in out and "  last step" not in out and "time per output token" not in out
+    code, out, _ = _run([*args, "--gen", "2"], capsys)
+    assert code == 0 and "  last step" in out
