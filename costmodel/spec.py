@@ -308,6 +308,11 @@ JSON_UNITS = {
              "last_step.seconds": "seconds", "*_seconds": "seconds", "memory_capacity": "bytes",
              "tokens_per_second": "tokens a second", "model_flops": "FLOP a step"},
     "finetune": {"memory": "bytes", "fit": "bytes (memory, capacity)"},
+    "serve": {"queueing, ttft, tpot, e2e, itl": "seconds", "*_s": "seconds", "*_per_s": "a second",
+              "kv_use": "a fraction of the KV blocks", "setup.kv_cache": "bytes (*_bytes)"},
+    "plan --serve --rate": {"*_s": "seconds", "target.slo_ttft, target.slo_tpot": "seconds",
+                            "target.rate": "requests a second", "replica_requests_per_s": "requests a second",
+                            "dollars_per_hour": "dollars an hour"},
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import click
 
 from costmodel.checkpoint import weights_note
 from costmodel.config import ConfigError
-from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, DEFAULT_SCHEDULER, DEFAULT_SERVE_ATTENTION, DEFAULT_SERVE_MLA, DTYPES,
+from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, JSON_UNITS, DEFAULT_SCHEDULER, DEFAULT_SERVE_ATTENTION, DEFAULT_SERVE_MLA, DTYPES,
                             DEFAULT_FP8_GEMM, DEFAULT_GEN_TOKENS, FP8_GEMMS,
                             DEFAULT_QUANT_LAYOUT, KV_DTYPES, MAMBA_SSM_CACHE_DTYPES, MLA_FORMS, QUANT_LAYOUTS, ROUTERS, SCHEDULERS,
                             SERVE_ATTENTIONS, WEIGHT_DTYPE_CHOICES, WEIGHT_DTYPE_DEFAULT)
@@ -290,7 +290,8 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
         figure = timeline_figure(run.steps, f"{setup['model']} on {setup['tp']} x {setup['hardware']}, "
                                             f"{setup['scheduler']}")
         save_figure(figure, plot_path)
-    click.echo(json.dumps(finite(summary, nan=True), indent=2) if as_json else render_serve(summary))
+    click.echo(json.dumps(finite({**summary, "units": JSON_UNITS["serve"]}, nan=True), indent=2) if as_json
+               else render_serve(summary))
 
 
 def save_figure(figure: Any, path: str) -> None:
@@ -386,5 +387,6 @@ def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: 
     met = bool(result["feasible"])
     if as_json and json_top is not None:  # --top typed beside --json: its rows, as the table's
         result = {**result, "feasible": result["feasible"][:json_top]}
-    click.echo(json.dumps(finite(result, nan=True), indent=2) if as_json else render_capacity(result, top))
+    click.echo(json.dumps(finite({**result, "units": JSON_UNITS["plan --serve --rate"]}, nan=True), indent=2)
+               if as_json else render_capacity(result, top))
     return met

@@ -193,3 +193,14 @@ def test_simulate_with_a_layout_prints_no_decode_step_for_one_token(capsys):
     assert code == 0 and "no decode step" in out and "  last step" not in out and "time per output token" not in out
     code, out, _ = _run([*args, "--gen", "2"], capsys)
     assert code == 0 and "  last step" in out
+
+
+def test_serve_and_the_capacity_search_name_their_units(capsys):
+    """serve's ttft/tpot/e2e percentiles (seconds) and the capacity search's targets had no unit."""
+    from costmodel import spec
+
+    data = _json(["serve", "--model", "llama3.2-1b", "--hardware", "l4", "--rate", "1", "--requests", "5"], capsys)
+    assert data["units"] == spec.JSON_UNITS["serve"] and data["units"]["queueing, ttft, tpot, e2e, itl"] == "seconds"
+    code, out, _ = _run(["plan", "--model", "llama3.2-1b", "--hardware", "l4", "--serve", "--rate", "1", "--requests",
+                         "10", "--tp", "1", "--slo-tpot", "1", "--slo-ttft", "10", "--json"], capsys)
+    assert code == 0 and json.loads(out)["units"]["target.slo_ttft, target.slo_tpot"] == "seconds"
