@@ -204,3 +204,14 @@ def test_serve_and_the_capacity_search_name_their_units(capsys):
     code, out, _ = _run(["plan", "--model", "llama3.2-1b", "--hardware", "l4", "--serve", "--rate", "1", "--requests",
                          "10", "--tp", "1", "--slo-tpot", "1", "--slo-ttft", "10", "--json"], capsys)
     assert code == 0 and json.loads(out)["units"]["target.slo_ttft, target.slo_tpot"] == "seconds"
+
+
+def test_estimate_refuses_a_gpu_count_below_one(capsys):
+    """`estimate --hardware h100 --gpus -2` printed "Inference on -2 h100-sxm GPUs: 15.21 GiB per GPU
+    fits" (exit 0) and --gpus 0 sized one GPU: --gpus alone beside --hardware skipped the layout's check.
+    The option takes whole numbers from 1, for estimate and simulate alike."""
+    for command in (["estimate"], ["simulate", "--train"]):
+        for gpus in ("0", "-2"):
+            code, out, err = _run([*command, "--model", "llama3.1-8b", "--hardware", "h100", "--gpus", gpus], capsys)
+            assert code == 2 and not out
+            assert err.strip() == f"error: Invalid value for '--gpus': {gpus} is not in the range x>=1."
