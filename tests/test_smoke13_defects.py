@@ -215,3 +215,11 @@ def test_estimate_refuses_a_gpu_count_below_one(capsys):
             code, out, err = _run([*command, "--model", "llama3.1-8b", "--hardware", "h100", "--gpus", gpus], capsys)
             assert code == 2 and not out
             assert err.strip() == f"error: Invalid value for '--gpus': {gpus} is not in the range x>=1."
+
+
+def test_sweep_help_says_whose_inference_bytes_it_writes(capsys):
+    """sweep's inference_bytes column is estimate's inference_total (a plain forward: every position's
+    logits); its help said "inference totals" without saying which of estimate's two rows."""
+    code, out, _ = _run(["sweep", "--help"], capsys)
+    text = " ".join(out.split())
+    assert code == 0 and "The inference bytes are estimate's inference_total, a plain forward's (the logits of every position)" in text
