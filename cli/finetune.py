@@ -36,7 +36,8 @@ TARGETS_HELP = ("Linear layers that get adapters, comma-separated, by their modu
 @click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per step.")
 @dtype_option(spec.DEFAULT_DTYPE, "The base's dtype and its activations (fp16 where --hardware has no bf16 "
               "and --dtype is not given: V100, T4).")
-@choice_option("--attention", spec.ATTENTIONS, f"{spec.ATTENTIONS.listed()}.", "sdpa")
+@choice_option("--attention", spec.ATTENTIONS, f"{spec.ATTENTIONS.listed()} (default: sdpa, as transformers picks "
+               "it, or eager for a class without an sdpa path: Gemma 2).")
 @choice_option("--recompute", spec.RECOMPUTES, "full: gradient checkpointing (what QLoRA recipes turn on).",
                spec.DEFAULT_RECOMPUTE)
 @hardware_option(None, "A GPU (see `hardware`): whether the step fits, and what would make it fit.")
@@ -49,6 +50,12 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
 
     cfg = load_model(model, config)
     hardware, dtype = hardware_and_dtype(hardware_name, dtype)
+    fallback = False
+    if attention is None:  # transformers' own choice (defaults.class_attention): sdpa refused Gemma 2 untyped
+        from costmodel.defaults import class_attention
+
+        attention = class_attention("hf", cfg.family, "sdpa")
+        fallback = attention != "sdpa"
     workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, attention=attention, recompute=recompute)
     try:
         tune = FineTune(method=method, rank=rank, alpha=alpha,
@@ -65,8 +72,11 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
             data["fit"] = {"hardware": hardware.name, **finetune_verdict(cfg, workload, tune, hardware.training_memory_bytes)}
     except ConfigError as error:
         raise InputError(str(error)) from None
+    if fallback:  # said once the step is sized (bad input stays one error line)
+        click.echo(f"note: attention {attention}: {cfg.family}'s Hugging Face class has no sdpa path in "
+                   f"transformers 5.24, which runs {attention} when none is asked for.", err=True)
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        click.echo(json.dumps({**data, "units": spec.JSON_UNITS["finetune"]}, indent=2))
         return
     from reports.text import render_finetune
 

@@ -92,8 +92,6 @@ def derived_dp(given: dict[str, Any]) -> int | None:
     gpus = given.get("gpus")
     if given.get("dp") is not None or gpus is None:
         return given.get("dp")
-    if gpus < 1:
-        raise InputError(f"--gpus must be a positive number of GPUs, got {gpus}.")
     model_ranks = (given.get("tp") or 1) * (given.get("pp") or 1) * (given.get("cp") or 1)
     if model_ranks < 1 or gpus % model_ranks:
         raise InputError(f"--gpus {gpus} is not a multiple of tp x pp x cp = {model_ranks}: give --dp too, "

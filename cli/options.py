@@ -173,7 +173,9 @@ layout_options = stack(
     choice_option("--framework", spec.FRAMEWORK_NAMES, "Whose conventions set the bytes per parameter, sharding "
                   "and collectives (default deepspeed: 2 + 2 + 12, as estimate prints)."),
     click.option("--stage-layers", type=str, default=None, help="Layers per stage, comma-separated (an uneven split)."),
-    click.option("--gpus", type=int, default=None, help="How many GPUs: without --dp, dp = GPUs / (tp x pp x cp), as Megatron-LM derives it; "
+    # at least 1 here, where every command reads it: estimate --hardware with --gpus alone skipped the
+    # layout's check, so --gpus -2 printed "Inference on -2 h100-sxm GPUs" (and 0 sized one GPU)
+    click.option("--gpus", type=click.IntRange(min=1), default=None, help="How many GPUs: without --dp, dp = GPUs / (tp x pp x cp), as Megatron-LM derives it; "
                  "with it, a check that tp x pp x dp x cp is this many."),
     click.option("--device", "layout_device", type=click.Choice(spec.DEVICES), default=None,
                  help="Where the ranks run (torch's AdamW keeps its step counters on the host on CUDA)."),

@@ -121,8 +121,9 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
     ranked by step time (training) or time per output token (--serve); with --tokens, the days,
     GPU-hours, FLOPs and dollars of the run. With --serve --rate: the deployments (GPUs, tp,
-    replicas, budgets) that meet p99 SLOs, simulated (docs/serving.md). Exit status 1 when no
-    layout fits."""
+    replicas, budgets) that meet p99 SLOs, simulated (docs/serving.md). Exit status 0 when a
+    layout fits (or a deployment meets the SLOs), 1 when none does (the table or --json still
+    printed whole: "feasible" empty), 2 for bad input."""
     from costmodel.planning import plan as make_plan
 
     # --top typed beside --json keeps that many feasible rows (it was read by the table only: --top 1
@@ -145,12 +146,14 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
             check_engine_cache(cfg)
         except ConfigError as error:
             raise InputError(str(error)) from None
-        plan_capacity_command(cfg, hardware_name, rate, slo_ttft, slo_tpot, requests, prompt or 512, gen, tp,
+        met = plan_capacity_command(cfg, hardware_name, rate, slo_ttft, slo_tpot, requests, prompt or 512, gen, tp,
                               top, as_json, mla=mla, pp=pp, ray_address=ray_address, price=price, json_top=json_top,
                               cuda_graphs=cuda_graphs or "auto", weight_dtype=weight_dtype,
                               weight_group=weight_group, kv_dtype=kv_dtype,
                               fp8_gemm=fp8_gemm or spec.DEFAULT_FP8_GEMM, time_model=time_model,
                               **({"mamba_ssm_cache_dtype": mamba_ssm_cache_dtype} if mamba_ssm_cache_dtype else {}))
+        if not met:  # no deployment meets the targets: 1, as when no layout fits below (README, "Exit status")
+            click.get_current_context().exit(1)
         return
     if cuda_graphs is not None and not serve:
         raise InputError(spec.CUDA_GRAPHS_NEED_SERVE)

@@ -282,7 +282,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
     if source:
         result["inputs"]["weight_dtype_source"] = source
     if as_json:
-        click.echo(json.dumps(finite(result), indent=2))
+        click.echo(json.dumps(finite({**result, "units": spec.JSON_UNITS["simulate"]}), indent=2))
         return
     from reports.text import (render_inference, render_parallel_decode, render_parallel_training,
                               render_training)

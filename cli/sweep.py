@@ -46,7 +46,8 @@ def sweep(model, config, seq_len, batch, csv_path, json_path, npz_path, **option
 
     Columns: FLOPs (forward, backward, training, other ops, attention, projections and FFN, the
     attention share) and bytes (activations, KV cache, weights, training and inference totals).
-    The inference bytes hold the weights in --weight-dtype (the checkpoint's format by default,
+    The inference bytes are estimate's inference_total, a plain forward's (the logits of every
+    position), not its generation row (generate's last position, what simulate sizes). They hold the weights in --weight-dtype (the checkpoint's format by default,
     as estimate's), and the KV cache in --kv-dtype (fp8 or int8: one byte per element and two fp32
     scales per layer; the model's dtype by default); weights and training bytes are unquantized. Without --csv, --json-out or
     --npz the CSV goes to stdout. Values are float64 (exact below 2**53). The CSV is written as

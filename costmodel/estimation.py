@@ -14,8 +14,9 @@ from fractions import Fraction
 from functools import cached_property
 from typing import Any
 
-from . import compiled
+from . import compiled, spec
 from .config import ConfigError, ModelConfig, Workload
+from .workload import logits_kept
 
 #: What each row of the per-block table holds, and the cost quantity it sums.
 ROW_QUANTITIES = (
@@ -29,7 +30,7 @@ ROW_QUANTITIES = (
 TOTALS = ("params", "flops_matmul", "flops_other", "flops_matmul_backward", "saved_bytes",
           "kv_cache_bytes", "bytes_matmul", "bytes_other", "bytes_moved")
 MEMORY = ("weights", "gradients", "optimizer", "activations", "kv_cache", "buffers", "training_total",
-          "inference_total")
+          "inference_total", "generate_total")
 
 
 #: The paths of the multi-token-prediction depths' leaves (leaves.py: the group "mtp").
@@ -67,7 +68,7 @@ def _expressions(cfg: ModelConfig, workload: Workload) -> tuple[dict[str, Any], 
     from .memory import memory
     from .precision import param_bytes_note
     from .published import korthikanti_activation_bytes
-    from .tree import CostModel, profile_for
+    from .tree import CostModel, generate_logits_to_keep, profile_for
 
     model = CostModel(cfg, profile_for(cfg, workload))
     leaves = [leaf for leaf in model.leaves if leaf.part != "optimizer"]
@@ -121,6 +122,7 @@ def _expressions(cfg: ModelConfig, workload: Workload) -> tuple[dict[str, Any], 
         "crossover_latex": S.latex(model.crossover),
         "param_note": param_bytes_note(workload.precision, workload.optimizer, workload.dtype),
         "korthikanti_variant": variant,
+        "generate_logits_to_keep": generate_logits_to_keep(cfg, workload.impl),
     }
     return exprs, constants
 
@@ -280,7 +282,8 @@ class Estimate:
     def flops(self) -> dict[str, Any]:
         forward = self.total("flops_matmul")
         backward = self.total("flops_matmul_backward")
-        return {**self._flops(forward, backward), **self._flop_variants()}
+        return {**self._flops(forward, backward), **self._flop_variants(),
+                "logits": logits_kept(self.workload.logits_to_keep)}
 
     def _flop_variants(self) -> dict[str, Any]:
         """What a windowed kernel would compute, and MLA's decode step computed and absorbed."""
@@ -334,6 +337,9 @@ class Estimate:
             "optimizer": n["per_param.optimizer"],
             "note": self.constants["param_note"],
         }
+        # which positions' logits each inference figure holds (validate/FINDINGS.md, session 19)
+        out["logits"] = {"inference_total": logits_kept(self.workload.logits_to_keep),
+                         "generate_total": logits_kept(self.constants["generate_logits_to_keep"])}
         out["korthikanti_2022_activations"] = n["memory.korthikanti"]
         out["korthikanti_2022_variant"] = self.constants["korthikanti_variant"]
         out["activations_by_block"] = {}
@@ -437,6 +443,7 @@ class Estimate:
             "flops": self.flops(),
             "memory": self.memory_numbers(),
             "regime": self.regime(),
+            "units": spec.JSON_UNITS["estimate"],
         }
         if self.cfg.moe:
             data["moe"] = self.moe()

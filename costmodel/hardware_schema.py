@@ -16,6 +16,8 @@ from .config import show
 #: tcgen05.mma kind::mxf8f6f4 runs it (--fp8 mxfp8); fp4: NVFP4/MXFP4 (E2M1) products, --fp8 nvfp4).
 #: A GPU without block-scaled tensor cores (Hopper and earlier) has no mxfp8 key.
 PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "mxfp8", "fp4")
+#: The dtypes a run takes as --dtype (spec.DTYPE_BYTES's canonical names): a default_dtype must be one.
+WORKLOAD_DTYPES = ("fp32", "fp16", "bf16")
 
 #: The dtype whose measured matmul efficiency (MAMF, MSMF) stands in for a peak's where a hardware
 #: file has none of its own: no public microbenchmark times MXFP8 or FP4 GEMMs on the presets'
@@ -36,7 +38,10 @@ class Field:
     def problem(self, name: str, value: Any) -> str | None:
         """What is wrong with `value` for this field, as a sentence; None when it is right."""
         if self.kind is str:
-            return None if isinstance(value, str) else f"{name} must be a string, got {show(value)}"
+            if not isinstance(value, str):
+                return f"{name} must be a string, got {show(value)}"
+            # an empty name printed "llama3.1-8b on  (bf16, ..." and keyed the network lookup by ""
+            return f"{name} must not be empty" if self.required and not value.strip() else None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             return f"{name} must be a number, got {show(value)}"
         if self.kind is int and value != int(value):
@@ -50,7 +55,7 @@ class Field:
 
 
 SCHEMA: dict[str, Field] = {
-    "name": Field(str, "the name the CLI shows", required=True),
+    "name": Field(str, "the name the CLI shows (not empty)", required=True),
     "description": Field(str, "the product, as its datasheet names it"),
     "source": Field(str, "where each number comes from"),
     "flops_per_s": Field(dict, f"dense matmul FLOP/s per dtype ({', '.join(PEAK_DTYPES)}); no sparsity",
@@ -271,7 +276,10 @@ def _peak_problems(data: dict) -> list[str | None]:
                 for k in peaks if k not in PEAK_DTYPES]
     problems += [Field(float, "", low=0, strict=True).problem(f"flops_per_s.{k}", v) for k, v in peaks.items()]
     default = data.get("default_dtype", "bf16")
-    if isinstance(default, str) and default not in peaks and "default_dtype" in data:
+    if isinstance(default, str) and default not in WORKLOAD_DTYPES and "default_dtype" in data:
+        # fp8 has a peak but is no --dtype: it passed here and every command then blamed the workload
+        problems.append(f"default_dtype {show(default)} is not a dtype a run takes ({', '.join(WORKLOAD_DTYPES)})")
+    elif isinstance(default, str) and default not in peaks and "default_dtype" in data:
         problems.append(f"default_dtype {show(default)} has no peak in flops_per_s")
     return problems
 

@@ -9,13 +9,18 @@
   inference                      the larger of its two phases, each the sum over its tree of the
                                  weights, buffers, ids passed in, logits returned and KV cache:
                                  the prefill (n tokens' ids and logits, the cache of the prompt)
-                                 and the last decode step (one token each, the cache of n + T)
+                                 and the last decode step (one token each, the cache of n + T);
+                                 inference_total's prefill is a plain forward (the logits of every
+                                 position), generate_total's Hugging Face generate's (the last
+                                 position's: tree.generate_logits_to_keep), what simulate, plan
+                                 --serve and every fit verdict size
 
 Published formulas shown beside these (Korthikanti et al. 2022) live in costmodel/published.py.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +29,7 @@ import sympy as sp
 from . import symbols as S
 from .config import ModelConfig, Workload
 from .precision import ParamBytes
-from .tree import CostModel, profile_for
+from .tree import CostModel, generate_logits_to_keep, profile_for
 
 
 def activation_bytes(model: CostModel) -> sp.Expr:
@@ -79,8 +84,9 @@ class Memory:
     activations: sp.Expr
     kv_cache: sp.Expr
     buffers: sp.Expr  # the modules' buffers (RoPE's inv_freq, BERT's id buffers): held, not trained
-    inference_total: sp.Expr
+    inference_total: sp.Expr  # the prefill a plain forward: the logits of every position
     param_bytes: ParamBytes
+    generate_total: sp.Expr  # the prefill generate's: the last position's logits (generate_logits_to_keep)
 
     @property
     def training_total(self) -> sp.Expr:
@@ -95,6 +101,10 @@ class Memory:
 def memory(cfg: ModelConfig, workload: Workload, model: CostModel | None = None) -> Memory:
     """Training and inference memory of a workload as expressions."""
     model = model or CostModel(cfg, profile_for(cfg, workload))
+    inference = inference_bytes(cfg, model.profile)
+    keep = generate_logits_to_keep(cfg, workload.impl)
+    generate = (inference if keep == model.profile.logits_to_keep
+                else inference_bytes(cfg, dataclasses.replace(model.profile, logits_to_keep=keep)))
     return Memory(
         weights=model.total("weight_bytes"),
         gradients=model.total("gradient_bytes"),
@@ -102,6 +112,7 @@ def memory(cfg: ModelConfig, workload: Workload, model: CostModel | None = None)
         activations=activation_bytes(model),
         kv_cache=model.total("kv_cache_bytes"),
         buffers=model.total("buffer_bytes"),
-        inference_total=inference_bytes(cfg, model.profile),
+        inference_total=inference,
         param_bytes=model.profile.param_bytes,
+        generate_total=generate,
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from . import spec
 from .config import ConfigError, require_decoder
 from .defaults import DEFAULT_HARDWARE
 from .spec import CANONICAL_DTYPE, CUDA_GRAPHS_NEED_SERVE, DEFAULT_GEN_TOKENS, DEFAULT_SERVE_ATTENTION, RANK_BY
@@ -44,7 +45,7 @@ class PlanResult:
         return self.feasible[0] if self.feasible else None
 
     def to_dict(self) -> dict[str, Any]:
-        return self.data
+        return {**self.data, "units": spec.JSON_UNITS["plan"]}  # as `plan --json` prints it
 
     def text(self, top: int = 10) -> str:
         from reports.plan_text import render_plan

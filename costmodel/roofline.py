@@ -17,6 +17,7 @@ import sympy as sp
 
 from . import spec
 from .config import DTYPE_BYTES, ConfigError, ModelConfig, Workload
+from .workload import logits_kept
 from .decode_sums import NoClosedForm, Rates, StepSums
 from .eager_ops import step_ops
 from .evaluate import values
@@ -371,7 +372,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
                      "ridge_flops_per_byte": roof.flops_per_s / roof.bytes_per_s,
                      "memory_bytes": hardware.memory_bytes,
                      "serving_memory_bytes": hardware.serving_memory_bytes, "source": hardware.source},
-        "prefill": _timing_dict(prefill_total, prefill_s, roofline_prefill_s),
+        "prefill": {**_timing_dict(prefill_total, prefill_s, roofline_prefill_s),
+                    "logits": logits_kept(roof.prefill_model.profile.logits_to_keep)},
         "prefill_blocks": [{"path": b.path, "seconds": b.seconds, "bound": b.timing.bound}
                            for b in prefill_blocks],
     }

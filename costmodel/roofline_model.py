@@ -36,6 +36,7 @@ from .memory import inference_phases
 from .leaves import Leaf
 from .quantization import blended_peak, runs_w8a8, w8a8_leaf_adjustment, w8a8_peak
 from .tree import CostModel, generate_logits_to_keep, model_values, profile_for
+from .workload import logits_kept
 
 KERNEL_QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")  # per block
 
@@ -290,6 +291,7 @@ class Roofline:
             # Mamba's configs give no context length, each sequence's cache a fixed recurrent state)
             "model_context": self.cfg.max_positions if has_attention(self.cfg) else None,
             "fixed_state": not has_attention(self.cfg),
+            "logits": logits_kept(self.prefill_model.profile.logits_to_keep),  # the prefill's, in "bytes"
         }
 
 

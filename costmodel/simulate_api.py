@@ -23,7 +23,7 @@ class SimulationResult:
         self.data, self.train, self.parallel, self.warnings = data, train, parallel, warnings
 
     def to_dict(self) -> dict[str, Any]:
-        return self.data
+        return {**self.data, "units": spec.JSON_UNITS["simulate"]}  # as `simulate --json` prints it
 
     def text(self) -> str:
         from reports import text

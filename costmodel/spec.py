@@ -293,6 +293,28 @@ DEFAULT_SERVE_MLA = "absorbed"
 #: serve / plan --serve --rate --mamba-ssm-cache-dtype, vLLM's name (serving/state_slots.py)
 MAMBA_SSM_CACHE_DTYPES = Choices({"auto": "the model dtype, vLLM's default", "float32": "fp32"})
 
+#: The units of each command's --json numbers, printed as its "units" object (a key that names its
+#: unit, *_seconds, *_bytes, gpu_hours, tokens_per_second, says it too). The thirteenth new-user
+#: round found byte and second figures (plan's per_rank and step_time, estimate's memory) with no
+#: unit anywhere in the JSON.
+JSON_UNITS = {
+    "estimate": {"params": "parameters (a count)", "flops": "FLOP over the whole batch; *_per_token: FLOP a token",
+                 "memory": "bytes", "fit": "bytes (memory, capacity)", "parallel": "bytes (per_rank, stages, communication, wire)",
+                 "regime": "FLOP; crossover_seq_len: tokens"},
+    "simulate": {"seconds": "seconds (every key ending in seconds, time_per_output_token, step_time)",
+                 "flops": "FLOP", "bytes": "bytes (memory, per_rank, stages, memory_capacity, *_bytes)",
+                 "tokens_per_second": "tokens a second"},
+    "plan": {"per_rank": "bytes", "step_time": "seconds", "time_per_output_token": "seconds",
+             "last_step.seconds": "seconds", "*_seconds": "seconds", "memory_capacity": "bytes",
+             "tokens_per_second": "tokens a second", "model_flops": "FLOP a step"},
+    "finetune": {"memory": "bytes", "fit": "bytes (memory, capacity)"},
+    "serve": {"queueing, ttft, tpot, e2e, itl": "seconds", "*_s": "seconds", "*_per_s": "a second",
+              "kv_use": "a fraction of the KV blocks", "setup.kv_cache": "bytes (*_bytes)"},
+    "plan --serve --rate": {"*_s": "seconds", "target.slo_ttft, target.slo_tpot": "seconds",
+                            "target.rate": "requests a second", "replica_requests_per_s": "requests a second",
+                            "dollars_per_hour": "dollars an hour"},
+}
+
 # ---------------------------------------------------------------------------------------------
 # measurement (validate/)
 

@@ -43,6 +43,16 @@ def reference_unsupported(cfg: Any) -> list[str]:
     return missing
 
 
+def logits_kept(keep: int) -> str:
+    """In words, the positions whose logits a prefill computes (Workload.logits_to_keep, 0: all):
+    what estimate's and simulate's output say beside each figure that holds the logits."""
+    if not keep:
+        return "every position (a plain forward)"
+    if keep == 1:
+        return "the last position (Hugging Face generate's prefill, logits_to_keep=1)"
+    return f"the last {keep} positions"
+
+
 @dataclass(frozen=True)
 class Workload:
     """How the model is run: batch, lengths, dtype and the implementation whose memory is modelled.

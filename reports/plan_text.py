@@ -19,7 +19,8 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
     i = result["inputs"]
     several = isinstance(i["gpus"], list)
     gpus = ", ".join(f"{g:,}" for g in i["gpus"]) if several else f"{i['gpus']:,}"
-    global_batch = (", ".join(f"{b:,}" for b in i["global_batch"].values()) if several and not serve
+    # several counts: each its own global batch, named by its count ("64, 64" read as a typo: 8,16 GPUs)
+    global_batch = (", ".join(f"{b:,} ({g} GPUs)" for g, b in i["global_batch"].items()) if several and not serve
                     else f"{i.get('global_batch') or 0:,}")
     group = weight_group(i)
     checkpoint = " (the checkpoint's; --weight-dtype none for unquantized)" \

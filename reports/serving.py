@@ -11,7 +11,7 @@ import click
 
 from costmodel.checkpoint import weights_note
 from costmodel.config import ConfigError
-from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, DEFAULT_SCHEDULER, DEFAULT_SERVE_ATTENTION, DEFAULT_SERVE_MLA, DTYPES,
+from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, JSON_UNITS, DEFAULT_SCHEDULER, DEFAULT_SERVE_ATTENTION, DEFAULT_SERVE_MLA, DTYPES,
                             DEFAULT_FP8_GEMM, DEFAULT_GEN_TOKENS, FP8_GEMMS,
                             DEFAULT_QUANT_LAYOUT, KV_DTYPES, MAMBA_SSM_CACHE_DTYPES, MLA_FORMS, QUANT_LAYOUTS, ROUTERS, SCHEDULERS,
                             SERVE_ATTENTIONS, WEIGHT_DTYPE_CHOICES, WEIGHT_DTYPE_DEFAULT)
@@ -199,7 +199,9 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
                    "on each row-parallel shard.")
 @click.option("--quant-layout", type=click.Choice(QUANT_LAYOUTS), default=DEFAULT_QUANT_LAYOUT, show_default=True,
               help=f"How int8 and int4 weights are stored: {QUANT_LAYOUTS.described()}.")
-@click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default=None)
+@click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default=None,
+              help=f"A quantized KV cache ({KV_DTYPES.listed()}: one byte per element and two fp32 scales per "
+                   "layer): the blocks a replica holds (default: the model's dtype).")
 @click.option("--fp8-gemm", type=click.Choice(FP8_GEMMS), default=DEFAULT_FP8_GEMM, show_default=True,
               help=f"With --weight-dtype fp8, how its GEMMs multiply: {FP8_GEMMS.described()}.")
 @click.option("--attention", type=click.Choice(SERVE_ATTENTIONS), default=DEFAULT_SERVE_ATTENTION, show_default=True)
@@ -288,7 +290,8 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
         figure = timeline_figure(run.steps, f"{setup['model']} on {setup['tp']} x {setup['hardware']}, "
                                             f"{setup['scheduler']}")
         save_figure(figure, plot_path)
-    click.echo(json.dumps(finite(summary, nan=True), indent=2) if as_json else render_serve(summary))
+    click.echo(json.dumps(finite({**summary, "units": JSON_UNITS["serve"]}, nan=True), indent=2) if as_json
+               else render_serve(summary))
 
 
 def save_figure(figure: Any, path: str) -> None:
@@ -364,8 +367,9 @@ def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: 
                           slo_tpot: float | None, requests: int, prompt: str, gen: str, tp: int | None,
                           top: int, as_json: bool, processes: int | None = None, mla: str = "absorbed",
                           pp: int | None = None, ray_address: str | None = None, cuda_graphs: str = "auto",
-                          price: float | None = None, json_top: int | None = None, **formats: Any) -> None:
-    """`plan --serve --rate`: the search and its table (cli/plan.py's plan delegates here);
+                          price: float | None = None, json_top: int | None = None, **formats: Any) -> bool:
+    """`plan --serve --rate`: the search and its table (cli/plan.py's plan delegates here), and
+    whether any deployment meets the targets (plan exits 1 when none does, as when no layout fits);
     json_top: --top when typed (--json then keeps that many feasible rows; else all);
     formats: weight_dtype, weight_group, kv_dtype, fp8_gemm, time_model, as serve takes them."""
     from costmodel.hardware import load_hardware
@@ -380,6 +384,9 @@ def plan_capacity_command(cfg: Any, hardware_names: str, rate: float, slo_ttft: 
                                ray_address=ray_address, cuda_graphs=cuda_graphs, price=price, **formats)
     except ConfigError as error:
         raise ReportInputError(str(error)) from None
+    met = bool(result["feasible"])
     if as_json and json_top is not None:  # --top typed beside --json: its rows, as the table's
         result = {**result, "feasible": result["feasible"][:json_top]}
-    click.echo(json.dumps(finite(result, nan=True), indent=2) if as_json else render_capacity(result, top))
+    click.echo(json.dumps(finite({**result, "units": JSON_UNITS["plan --serve --rate"]}, nan=True), indent=2)
+               if as_json else render_capacity(result, top))
+    return met

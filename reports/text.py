@@ -128,7 +128,7 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
     tokens_note = "per target token" if i["tgt_len"] else "per token"
     out += [
         "",
-        "FLOPs (matmul, 2*m*n*k as FlopCounterMode counts them; whole batch)",
+        f"FLOPs (matmul, 2*m*n*k as FlopCounterMode counts them; whole batch; the head's logits at {f['logits']})",
         f"  forward            {si(f['forward'], 'FLOP'):>14}   {tokens_note} {si(f['forward_per_token'], 'FLOP')}",
         f"  training (fwd+bwd) {si(f['training'], 'FLOP'):>14}   {tokens_note} {si(f['training_per_token'], 'FLOP')}",
         f"  other ops, forward {si(f['other_forward'], 'FLOP'):>14}   (norms, softmax, activations, adds)",
@@ -161,7 +161,11 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         + (f"   ({m['kv_cache_dtype']})" if "kv_cache_dtype" in m else "")
         + (f"   ({m['kv_cache_note']})" if "kv_cache_note" in m else ""),
         f"  training total     {binary_bytes(m['training_total']):>12}",
-        f"  inference total    {binary_bytes(m['inference_total']):>12}   (weights, KV cache, buffers, ids and logits of the larger phase)",
+        f"  inference total    {binary_bytes(m['inference_total']):>12}   (weights, KV cache, buffers, ids and logits of the larger "
+        f"phase; the prefill's logits at {m['logits']['inference_total']})",
+        *([f"  generation         {binary_bytes(m['generate_total']):>12}   (the same with the prefill's logits at "
+           f"{m['logits']['generate_total']}: what simulate and the fit verdict size)"]
+          if i["architecture"] != "encoder" else []),  # an encoder generates nothing: no such line
         "",
         "Regime",
         f"  attention (n^2 d)  {si(r['attention_flops'], 'FLOP'):>14}   "
@@ -346,11 +350,14 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
            f"  {'of which tp all-reduces':<24}{seconds(token['tp_all_reduce_seconds']):>10}",
            *([f"  {'ep all-to-alls':<24}{seconds(token['ep_all_to_all_seconds']):>10}"] if ep else []),
            f"  {'pipeline sends':<24}{seconds(token['pp_seconds']):>10}"]
-          if i["gen"] or "prefill" not in r else []),  # --gen 0: the prefill alone; no decode step runs
+          # --gen 0 or 1: the prefill alone gives the tokens; no decode step runs (a "last step" then
+          # contradicted the line above it, "no decode step")
+          if i["gen"] > 1 or "prefill" not in r else []),
         f"Memory of the most loaded rank: weights {binary_bytes(rank['weights'])}, KV cache "
         f"{binary_bytes(rank['kv_cache'])}, ids and logits {binary_bytes(rank['transient'])}, total "
         f"{binary_bytes(rank['total'])} "
-        f"({'fits' if r['fits'] else 'does NOT fit'} in {binary_bytes(r['memory_capacity'])})",
+        f"({'fits' if r['fits'] else 'does NOT fit'} in {binary_bytes(r['memory_capacity'])})"
+        + (f"; the prefill's logits at {r['logits']}" if "logits" in r else ""),
         *([f"Each of the {lay['dp']} data-parallel replicas holds the whole model (--gpus alone sets dp, as "
            "Megatron-LM derives it); --tp or --pp splits it over the GPUs."]
           if not r["fits"] and lay["dp"] > 1 and lay["tp"] == lay["pp"] == 1 and lay.get("ep", 1) == 1 else []),
@@ -421,7 +428,8 @@ def render_inference(r: dict[str, Any]) -> str:
     out += ["", f"Memory: {binary_bytes(m['bytes'])} at batch {i['batch']} ("
             + ("fits" if m["fits"] else "does NOT fit")
             + f" in {binary_bytes(hw['serving_memory_bytes'])} usable): weights {binary_bytes(m['weights'])}, KV "
-            f"cache {binary_bytes(m['kv_bytes_per_token'])} per token per sequence; " + _fit_limits(m, hw)]
+            f"cache {binary_bytes(m['kv_bytes_per_token'])} per token per sequence, the prefill's logits at "
+            f"{m['logits']}; " + _fit_limits(m, hw)]
     if "decode" in r:
         steps = r["generation_table"]
         out += [

@@ -125,7 +125,9 @@ def test_schema_problems_of_a_minimal_file():
     minimal = {"name": "x", "flops_per_s": {"bf16": 1e14}, "bandwidth_bytes_per_s": 1e12,
                "memory_bytes": 2**34}
     assert schema_problems(minimal) == []
-    assert schema_problems(dict(minimal, default_dtype="fp8")) == ["default_dtype 'fp8' has no peak in flops_per_s"]
+    assert schema_problems(dict(minimal, default_dtype="fp16")) == ["default_dtype 'fp16' has no peak in flops_per_s"]
+    assert schema_problems(dict(minimal, default_dtype="fp8")) == [
+        "default_dtype 'fp8' is not a dtype a run takes (fp32, fp16, bf16)"]
     assert schema_problems(dict(minimal, sm_count=13.5)) == ["sm_count must be a whole number, got 13.5"]
     assert schema_problems(dict(minimal, sustained_matmul_efficiency={"bf16": 0.7})) == []
     assert schema_problems(dict(minimal, sustained_matmul_efficiency={"bf16": 1.2, "fp9": 0.5})) == [

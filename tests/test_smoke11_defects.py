@@ -56,7 +56,8 @@ def test_simulate_a_prefill_alone_says_whether_it_fits(capsys):
     assert memory["bytes"] == memory["bytes_by_phase"]["prefill"] == 143_792_090_112 and not memory["fits"]
     code, out, _ = _run(args, capsys)
     assert ("Memory: 133.92 GiB at batch 1 (does NOT fit in 71.50 GiB usable): weights 131.42 GiB, KV cache "
-            "320.00 KiB per token per sequence; the weights alone (131.42 GiB) exceed 71.50 GiB: spread them over "
+            "320.00 KiB per token per sequence, the prefill's logits at the last position (Hugging Face generate's "
+            "prefill, logits_to_keep=1); the weights alone (131.42 GiB) exceed 71.50 GiB: spread them over "
             "GPUs (--tp)") in out.splitlines()
 
 

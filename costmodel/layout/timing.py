@@ -71,6 +71,7 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
 
     from ..roofline import generation_rates
     from ..tree import generate_logits_to_keep
+    from ..workload import logits_kept
     from .serving_memory import serving_memory
 
     check_inference(layout.cp)  # it printed a decode step alone, no prefill, each rank with the whole KV cache
@@ -85,7 +86,7 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
         first = {"prefill": {"seconds": forward["seconds_per_token"], "compute_seconds": forward["compute_seconds"],
                              "tp_all_reduce_seconds": forward["tp_all_reduce_seconds"],
                              "ep_all_to_all_seconds": forward["ep_all_to_all_seconds"],
-                             "pp_seconds": forward["pp_seconds"]}}
+                             "pp_seconds": forward["pp_seconds"], "logits": logits_kept(generate.logits_to_keep)}}
     if first and workload.gen_tokens:
         decode_s = generation_decode_seconds(cfg, workload, layout, hardware, efficiency, time_model,
                                              cuda_graphs, compiled)
@@ -93,6 +94,7 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                                                first["prefill"]["seconds"], decode_s)
     per_rank = serving_memory(estimate)
     return {**first, "token": token, "per_rank": per_rank, "layout": layout.to_dict(workload.batch),
+            "logits": logits_kept(generate_logits_to_keep(cfg, workload.impl)),  # the prefill's, in per_rank's transient
             "fits": per_rank["total"] <= hardware.serving_memory_bytes,
             "memory_capacity": hardware.serving_memory_bytes,
             "time_model": time_model_for(hardware, time_model, workload.dtype)}
