@@ -27,6 +27,7 @@ from typing import Any, Callable
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
 from .hf_fields import LLAMA_NAMES, Fields
+from .hf_hybrid import mamba_sizes
 
 #: The pattern of one Falcon-H1 decoder layer (its parallel mixers, then its MLP).
 LAYER = ("mamba", "attention", "mlp")
@@ -50,25 +51,14 @@ def _multipliers(f: Fields) -> tuple[float, float]:
 
 
 def _mixer_sizes(f: Fields, d_model: int) -> dict[str, Any]:
-    """The Mamba-2 mixer's sizes (FalconH1Config's defaults): its inner width mamba_d_ssm, else
-    mamba_expand x hidden_size; mamba_d_head "auto" is that width // mamba_n_heads, and the class
-    refuses heads that do not tile it (validate_architecture)."""
-    heads = f.get("mamba_n_heads", 128, minimum=1)
+    """The Mamba-2 mixer's sizes (FalconH1Config's defaults, hf_hybrid.mamba_sizes' rules): its inner
+    width mamba_d_ssm, else mamba_expand x hidden_size; and Falcon-H1's out_proj bias and gated norm."""
     if "mamba_d_ssm" in f.data and f.data["mamba_d_ssm"] is None:
         inner = f.get("mamba_expand", 2, minimum=1) * d_model
     else:
         inner = f.get("mamba_d_ssm", 1024, minimum=1)
-    head_dim = f.data.get("mamba_d_head", "auto")
-    if head_dim == "auto" or head_dim is None:
-        head_dim = inner // heads
-    check_int(f.source, "mamba_d_head", head_dim, minimum=1)
-    if heads * head_dim != inner:
-        raise ConfigError(f"{f.source}: mamba_n_heads ({heads}) x mamba_d_head ({head_dim}) must equal the "
-                          f"mixer's width, mamba_d_ssm or mamba_expand x hidden_size ({inner}), as the class requires.")
-    return dict(mamba_heads=heads, mamba_head_dim=head_dim,
-                ssm_state=f.get("mamba_d_state", 256, minimum=1), mamba_groups=f.get("mamba_n_groups", 1, minimum=1),
-                conv_kernel=f.get("mamba_d_conv", 4, minimum=1), chunk_size=f.get("mamba_chunk_size", 256, minimum=1),
-                conv_bias=f.get("mamba_conv_bias", True, bool), mamba_bias=f.get("mamba_proj_bias", False, bool),
+    return dict(mamba_sizes(f, d_model, 128, 1, 256, 256, inner=inner,
+                            width="the mixer's width, mamba_d_ssm or mamba_expand x hidden_size"),
                 mamba_out_bias=f.get("projectors_bias", False, bool),
                 mamba_gated_norm=f.get("mamba_rms_norm", False, bool))
 

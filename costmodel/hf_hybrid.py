@@ -40,21 +40,23 @@ _MULTIPLIERS = {"embedding_multiplier": "embedding_multiplier", "attention_multi
                 "residual_multiplier": "residual_multiplier", "logits_scaling": "logits_scaling"}
 
 
-def _mamba_sizes(f: Fields, d_model: int, n_heads_default: int, groups_default: int, state_default: int,
-                 chunk_default: int) -> dict[str, Any]:
-    """The Mamba-2 mixer's sizes under the mamba_* names GraniteMoeHybridConfig and BambaConfig
-    share; mamba_d_head "auto" is mamba_expand * hidden_size // mamba_n_heads, and the classes
-    refuse heads that do not tile mamba_expand * hidden_size (validate_architecture)."""
+def mamba_sizes(f: Fields, d_model: int, n_heads_default: int, groups_default: int, state_default: int,
+                chunk_default: int, inner: int | None = None,
+                width: str = "mamba_expand x hidden_size") -> dict[str, Any]:
+    """The Mamba-2 mixer's sizes under the mamba_* names GraniteMoeHybridConfig, BambaConfig and
+    FalconH1Config share; the mixer's width is `inner` where the config gives it (Falcon-H1's
+    mamba_d_ssm), else mamba_expand * hidden_size; mamba_d_head "auto" is that width //
+    mamba_n_heads, and the classes refuse heads that do not tile it (validate_architecture)."""
     heads = f.get("mamba_n_heads", n_heads_default, minimum=1)
-    expand = f.get("mamba_expand", 2, minimum=1)
+    if inner is None:
+        inner = f.get("mamba_expand", 2, minimum=1) * d_model
     head_dim = f.data.get("mamba_d_head", "auto")
-    inner = expand * d_model
     if head_dim == "auto" or head_dim is None:
         head_dim = inner // heads
     check_int(f.source, "mamba_d_head", head_dim, minimum=1)
     if heads * head_dim != inner:
         raise ConfigError(f"{f.source}: mamba_n_heads ({heads}) x mamba_d_head ({head_dim}) must equal "
-                          f"mamba_expand x hidden_size ({inner}), as the class requires.")
+                          f"{width} ({inner}), as the class requires.")
     return dict(mamba_heads=heads, mamba_head_dim=head_dim,
                 ssm_state=f.get("mamba_d_state", state_default, minimum=1),
                 mamba_groups=f.get("mamba_n_groups", groups_default, minimum=1),
@@ -85,7 +87,7 @@ def _common(f: Fields, name: str, family: str, mixers: list[str], ffn: str, n_kv
         f.get("num_key_value_heads", n_kv, minimum=1)
     pattern = _interleave(mixers, ffn)
     mamba = "mamba" in pattern
-    sizes = _mamba_sizes(f, d_model, 128, 1, 256, 256) if mamba else {}
+    sizes = mamba_sizes(f, d_model, 128, 1, 256, 256) if mamba else {}
     bias = f.get("attention_bias", False, bool)
     return dict(
         name=name, family=family, vocab_size=f.get("vocab_size", defaults["vocab_size"], minimum=1),
