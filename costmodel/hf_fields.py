@@ -89,6 +89,16 @@ ROUTER_LOSS_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "olmoe", "m
                      "mellum", "laguna")
 
 
+def mixer_kinds(f: Fields, types: Any, n_layers: int, kinds: dict[str, str], wording: str) -> list[str]:
+    """A config's per-layer list (layer_types) mapped through `kinds` (its names -> the tree's mixer
+    kinds): one entry per layer, each a known name, else one ConfigError naming `wording`."""
+    if (not isinstance(types, list) or len(types) != n_layers
+            or any(not isinstance(t, str) or t not in kinds for t in types)):
+        raise ConfigError(f"{f.source}: layer_types must give {wording} for each of the "
+                          f"{n_layers} layers, got {show(types)}.")
+    return [kinds[t] for t in types]
+
+
 def check_router_loss(f: Fields, model_type: str) -> None:
     """Refuse output_router_logits where the class adds the router's load-balancing loss in training."""
     if model_type in ROUTER_LOSS_TYPES and f.get("output_router_logits", False, bool):

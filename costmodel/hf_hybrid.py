@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
-from .hf_fields import LLAMA_NAMES, Fields
+from .hf_fields import LLAMA_NAMES, Fields, mixer_kinds
 
 #: transformers' layer-type names (remap_legacy_layer_types: the legacy "mamba", "attention").
 _MIXERS = {"linear_attention": "mamba", "mamba": "mamba", "full_attention": "attention",
@@ -108,11 +108,7 @@ def _layer_types(f: Fields, n_layers: int) -> list[str]:
     types = f.data.get("layer_types", f.data.get("layers_block_type"))
     if types is None:
         return ["mamba"] * n_layers
-    if (not isinstance(types, list) or len(types) != n_layers
-            or any(not isinstance(t, str) or t not in _MIXERS for t in types)):
-        raise ConfigError(f"{f.source}: layer_types must give mamba/linear_attention or "
-                          f"attention/full_attention for each of the {n_layers} layers, got {show(types)}.")
-    return [_MIXERS[t] for t in types]
+    return mixer_kinds(f, types, n_layers, _MIXERS, "mamba/linear_attention or attention/full_attention")
 
 
 def _granitemoehybrid(f: Fields, name: str) -> ModelConfig:

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
-from .hf_fields import LLAMA_NAMES, Fields
+from .hf_fields import LLAMA_NAMES, Fields, mixer_kinds
 
 _MIXERS = {"conv": "shortconv", "full_attention": "attention"}
 
@@ -47,11 +47,7 @@ def _mixers(f: Fields, n_layers: int) -> list[str]:
         if not isinstance(indices, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in indices):
             raise ConfigError(f"{f.source}: full_attn_idxs must be a list of layer indices, got {show(indices)}.")
         return ["attention" if i in indices else "shortconv" for i in range(n_layers)]
-    if (not isinstance(types, list) or len(types) != n_layers
-            or any(not isinstance(t, str) or t not in _MIXERS for t in types)):
-        raise ConfigError(f"{f.source}: layer_types must give conv or full_attention for each of the "
-                          f"{n_layers} layers, got {show(types)}.")
-    return [_MIXERS[t] for t in types]
+    return mixer_kinds(f, types, n_layers, _MIXERS, "conv or full_attention")
 
 
 def mlp_width(f: Fields, default: int) -> int:

@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
-from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction
+from .hf_fields import LLAMA_NAMES, Fields, mixer_kinds, rotary_fraction
 
 _MIXERS = {"linear_attention": "deltanet", "full_attention": "attention"}
 #: torch_chunk_gated_delta_rule's chunk_size default, which Qwen3NextGatedDeltaNet does not pass.
@@ -44,11 +44,7 @@ def _layer_types(f: Fields, n_layers: int) -> list[str]:
     if types is None:
         every = f.get("full_attention_interval", 4, minimum=1)
         return ["deltanet" if (i + 1) % every else "attention" for i in range(n_layers)]
-    if (not isinstance(types, list) or len(types) != n_layers
-            or any(not isinstance(t, str) or t not in _MIXERS for t in types)):
-        raise ConfigError(f"{f.source}: layer_types must give linear_attention or full_attention for each "
-                          f"of the {n_layers} layers, got {show(types)}.")
-    return [_MIXERS[t] for t in types]
+    return mixer_kinds(f, types, n_layers, _MIXERS, "linear_attention or full_attention")
 
 
 def _ffns(f: Fields, n_layers: int, experts: int) -> list[str]:
