@@ -212,7 +212,10 @@ class Layout:
                 edge = index in (0, len(self.stage_layers) - 1)
                 if edge and value == 0:
                     continue  # Llama 3's first and last chunks: only the embedding, only the head
-                _positive("each inner stage's layers" if edge is False else "each stage's layers", value)
+                if edge and isinstance(value, int) and not isinstance(value, bool) and value < 0:
+                    raise ConfigError(f"layout: the first and last stages' layers must be 0 or a positive "
+                                      f"integer, got {show(value)}.")
+                _positive("each stage's layers" if edge else "each inner stage's layers", value)
         if self.reshard_after_forward is not None and self.framework != "fsdp2":
             raise ConfigError("layout: reshard_after_forward is FSDP2's option (--framework fsdp2).")
         if self.reshard_after_forward is not None and self.zero == 2:
