@@ -33,7 +33,7 @@ from .hf_deepseek_v32 import (DEEPSEEK_V32_ARCHITECTURES, DEEPSEEK_V32_BUILDERS,
                               UNMODELLED_TYPES)
 from .hf_classic_more import CLASSIC_MORE_ARCHITECTURES, CLASSIC_MORE_BUILDERS, CLASSIC_MORE_NAMES
 from .hf_dense_extra import DENSE_EXTRA_ARCHITECTURES, DENSE_EXTRA_BUILDERS, DENSE_EXTRA_NAMES
-from .hf_fields import LLAMA_NAMES, Fields, check_router_loss, rotary_fraction
+from .hf_fields import LLAMA_NAMES, Fields, attention_layer_types, check_router_loss, rotary_fraction
 from .hf_gemma4 import GEMMA4_ARCHITECTURES, GEMMA4_BUILDERS, GEMMA4_NAMES
 from .hf_gpt_oss import GPT_OSS_ARCHITECTURES, GPT_OSS_BUILDERS, GPT_OSS_NAMES
 from .hf_hybrid import HYBRID_ARCHITECTURES, HYBRID_BUILDERS, HYBRID_NAMES
@@ -179,11 +179,7 @@ def _window(f: Fields, family: str, n_layers: int) -> tuple[int | None, list[int
 def _layer_types(f: Fields, n_layers: int) -> list[str] | None:
     """The config's explicit layer_types list (None where it has none), checked."""
     types = f.data.get("layer_types")
-    if types is not None and (not isinstance(types, list) or len(types) != n_layers or any(
-            t not in ("sliding_attention", "full_attention") for t in types)):
-        raise ConfigError(f"{f.source}: layer_types must list sliding_attention or "
-                          f"full_attention for each of the {n_layers} layers.")
-    return types
+    return None if types is None else attention_layer_types(f, types, n_layers)
 
 
 def _gemma3_layer_types(f: Fields, n_layers: int) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
-from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction, same_dropout
+from .hf_fields import LLAMA_NAMES, Fields, attention_layer_types, rotary_fraction, same_dropout
 
 
 def head_width(f: Fields, d_model: int, n_heads: int, heads_key: str) -> int:
@@ -322,10 +322,7 @@ def _cohere2(f: Fields, name: str) -> ModelConfig:
     if types is None:
         every = f.get("sliding_window_pattern", 4, minimum=1)
         types = ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(n_layers)]
-    if (not isinstance(types, list) or len(types) != n_layers
-            or any(t not in ("sliding_attention", "full_attention") for t in types)):
-        raise ConfigError(f"{f.source}: layer_types must list sliding_attention or full_attention "
-                          f"for each of the {n_layers} layers.")
+    attention_layer_types(f, types, n_layers)
     sliding = sum(t == "sliding_attention" for t in types)
     if not sliding:
         raise ConfigError(f"{f.source}: layer_types has no sliding_attention layer: no layer of "

@@ -99,6 +99,17 @@ def mixer_kinds(f: Fields, types: Any, n_layers: int, kinds: dict[str, str], wor
     return [kinds[t] for t in types]
 
 
+def attention_layer_types(f: Fields, types: Any, n_layers: int,
+                          names: tuple[str, str] = ("sliding_attention", "full_attention")) -> list[str]:
+    """A config's layer_types list of attention kinds (sliding or full; Llama 4's chunked or full):
+    one of `names` for each layer, else one ConfigError listing them."""
+    if (not isinstance(types, list) or len(types) != n_layers
+            or any(not isinstance(t, str) or t not in names for t in types)):
+        raise ConfigError(f"{f.source}: layer_types must list {names[0]} or {names[1]} "
+                          f"for each of the {n_layers} layers.")
+    return types
+
+
 def check_router_loss(f: Fields, model_type: str) -> None:
     """Refuse output_router_logits where the class adds the router's load-balancing loss in training."""
     if model_type in ROUTER_LOSS_TYPES and f.get("output_router_logits", False, bool):

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig
 from .errors import MAX_LAYERS, check_int
-from .hf_fields import LLAMA_NAMES, Fields
+from .hf_fields import LLAMA_NAMES, Fields, attention_layer_types
 
 #: GptOssConfig's defaults (transformers 5.24) for the fields read here.
 _DEFAULTS: dict[str, Any] = dict(
@@ -34,10 +34,7 @@ def _sliding_layers(f: Fields, n_layers: int) -> list[int]:
     types = f.data.get("layer_types")
     if types is None:
         return [i for i in range(n_layers) if (i + 1) % 2]
-    if (not isinstance(types, list) or len(types) != n_layers
-            or any(t not in ("sliding_attention", "full_attention") for t in types)):
-        raise ConfigError(f"{f.source}: layer_types must list sliding_attention or "
-                          f"full_attention for each of the {n_layers} layers.")
+    types = attention_layer_types(f, types, n_layers)
     return [i for i, t in enumerate(types) if t == "sliding_attention"]
 
 

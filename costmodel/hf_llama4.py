@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
-from .hf_fields import LLAMA_NAMES, Fields
+from .hf_fields import LLAMA_NAMES, Fields, attention_layer_types
 
 #: Llama4TextConfig's defaults for the fields read here (transformers 5.24).
 _DEFAULTS: dict[str, Any] = dict(
@@ -74,10 +74,8 @@ def _chunked(f: Fields, flags: list[int]) -> tuple[int | None, list[int]]:
     types = f.data.get("layer_types")
     if types is None:
         types = ["chunked_attention" if rope and chunk is not None else "full_attention" for rope in flags]
-    elif (not isinstance(types, list) or len(types) != len(flags)
-          or any(t not in ("chunked_attention", "full_attention") for t in types)):
-        raise ConfigError(f"{f.source}: layer_types must list chunked_attention or full_attention "
-                          f"for each of the {len(flags)} layers.")
+    else:
+        types = attention_layer_types(f, types, len(flags), ("chunked_attention", "full_attention"))
     chunked = [i for i, t in enumerate(types) if t == "chunked_attention"]
     if chunked and chunk is None:
         raise ConfigError(f"{f.source}: layer_types lists chunked_attention layers but "
