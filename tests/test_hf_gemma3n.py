@@ -2,7 +2,10 @@
 its text_config; costmodel/blocks/altup.py) against transformers 5.24's Gemma3nForCausalLM built
 from the same config dict: parameters and buffers on the meta device (odd AltUp stream counts,
 LAuReL ranks, per-layer input widths, K/V sharing, a last layer that slides, an untied head, the
-class default), and the configs refused in one sentence."""
+class default), the matmul FLOPs of the training forward and step, of a prefill (also generate's,
+logits_to_keep 1) and of a cached decode step, the KV cache after a prefill (the sharing layers
+holding none), and the configs refused in one sentence. Not compared: other ops' elements (AltUp's
+and the activation sparsity's elementwise work is stated, not measured) and bytes saved for backward."""
 
 from __future__ import annotations
 
@@ -123,3 +126,78 @@ def test_refusal_is_one_line_and_status_2(tmp_path, capsys):
 def test_architectures_name_the_type():
     named = {k: v for k, v in BASE.items() if k != "model_type"}
     assert from_hf_config(dict(named, architectures=["Gemma3nForCausalLM"]), name="x").family == "gemma3n_text"
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("b,n", [(2, 9), (1, 3)])
+def test_training_forward_and_step_matmul_flops(name, b, n):
+    """FlopCounterMode over the class's training forward with its loss, and with the backward
+    (fp32, eager): the AltUp projections, routers, coefficient linears and each token's
+    (d, A) x (A, A) product, LAuReL, the per-layer inputs and the shared layers' missing k/v."""
+    from costmodel import estimate
+    from validate.hf_mamba1 import causal_lm_flops
+
+    ours = estimate(dict(CONFIGS[name], name=name), seq_len=n, batch=b, dtype="fp32").to_dict()["flops"]
+    assert ours["forward"] == causal_lm_flops(CONFIGS[name], b, n, backward=False)
+    assert ours["training"] == causal_lm_flops(CONFIGS[name], b, n, backward=True)
+
+
+def test_training_flops_exact_integers():
+    """The tiny Gemma 3n at b 2, n 9: 3,503,088 forward matmul FLOPs, 10,509,264 for the step
+    (every weight and both sides of the AltUp product train: 3 x the forward)."""
+    from validate.hf_mamba1 import causal_lm_flops
+
+    assert causal_lm_flops(BASE, 2, 9, backward=False) == 3_503_088
+    assert causal_lm_flops(BASE, 2, 9, backward=True) == 10_509_264 == 3 * 3_503_088
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_decode_and_prefill_flops(name):
+    """A cached decode step (three batch, prompt, generated points) and a prefill that fills the cache."""
+    from tests.family_configs import assert_decode_flops_exact, assert_prefill_flops_exact
+
+    assert_decode_flops_exact(CONFIGS[name], name)
+    assert_prefill_flops_exact(CONFIGS[name], name)
+
+
+@pytest.mark.parametrize("keep", [1, 0])
+def test_generate_prefill_runs_the_shared_layers_on_every_position(keep):
+    """Unlike Gemma 4 (_maybe_slice_kv_shared_inputs), Gemma3nTextModel runs the K/V-sharing layers on
+    every position when generate's prefill keeps one position's logits: only the head shrinks."""
+    import dataclasses
+
+    import torch
+
+    from costmodel.config import Workload
+    from costmodel.evaluate import exact, values
+    from costmodel.tree import CostModel, profile_for
+    from tests.golden.hf_families import built
+    from validate.measure import matmul_flops
+
+    fields = CONFIGS["gemma3n-kv-shared"]
+    cfg = from_hf_config(fields, name="g")
+    workload = Workload(seq_len=9, batch=2, dtype="bf16", attention="eager", impl="hf")
+    tree = CostModel(cfg, dataclasses.replace(profile_for(cfg, workload), logits_to_keep=keep), phase="prefill")
+    with built(dict(fields, _attn_implementation="eager"), torch.bfloat16) as model:
+        model.eval()
+        measured = matmul_flops(model, {"input_ids": torch.ones(2, 9, dtype=torch.long), "logits_to_keep": keep})
+    assert measured.forward == exact(tree.total("flops_matmul"), values(cfg, workload))
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_cache_after_prefill(name, dtype):
+    """Each own layer's keys and values (h_kv x d_h each per token); the K/V-sharing layers cache
+    nothing (DynamicCache skips them: cache.update is not called)."""
+    from tests.family_configs import assert_cache_after_prefill_exact
+
+    assert_cache_after_prefill_exact(CONFIGS[name], name, dtype)
+
+
+def test_cache_exact_integer():
+    """gemma3n-kv-shared (5 layers, the last 2 sharing) in bf16 after a prompt of 9 at batch 2:
+    3 own layers x 2 (K, V) x 2 KV heads x 10 x 9 tokens x 2 sequences x 2 bytes = 4,320 bytes."""
+    from costmodel import estimate
+
+    out = estimate(dict(CONFIGS["gemma3n-kv-shared"], name="g"), seq_len=9, batch=2, dtype="bf16").to_dict()
+    assert out["memory"]["kv_cache"] == 3 * 2 * 2 * 10 * 9 * 2 * 2 == 4_320
