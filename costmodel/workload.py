@@ -286,6 +286,11 @@ class Workload:
                             "activations (saved bytes) of these mixers and of the attention's output gate are "
                             "not measured (counted as 0), nor the other FLOPs besides their matmuls "
                             "(blocks/deltanet.py).")
+        if cfg.altup_inputs:
+            warnings.append(f"model {show(cfg.name)} is Gemma 3n: parameters, matmul FLOPs and the KV cache are proven "
+                            "against transformers' class; the bytes saved for backward leave out what AltUp and LAuReL "
+                            "keep (blocks/altup.py), so activations are understated (the class keeps 1.5 to 1.7 "
+                            "times as many bytes at the tests' odd sizes).")
         if cfg.n_mixer_layers("mamba"):
             warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('mamba')} Mamba-2 layers: "
                             f"other FLOPs leave out what the Mamba-2 mixers run besides their matmuls "

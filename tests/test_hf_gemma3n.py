@@ -18,7 +18,8 @@ from costmodel.hf import from_hf_config
 from tests.cli_run import run_main
 from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
 
-pytestmark = pytest.mark.filterwarnings("ignore:model .* attends within a sliding window")
+pytestmark = [pytest.mark.filterwarnings("ignore:model .* attends within a sliding window"),
+              pytest.mark.filterwarnings("ignore:model .* is Gemma 3n")]
 
 #: Odd sizes no dimension shares: d 48, 6 heads of 10 (not 48 / 6), 2 KV heads, MLP 37, vocabulary
 #: 99, 5 layers (Gemma3nTextConfig's rule: layer 4 full, the rest sliding), per-layer inputs 8 wide
@@ -201,3 +202,27 @@ def test_cache_exact_integer():
 
     out = estimate(dict(CONFIGS["gemma3n-kv-shared"], name="g"), seq_len=9, batch=2, dtype="bf16").to_dict()
     assert out["memory"]["kv_cache"] == 3 * 2 * 2 * 10 * 9 * 2 * 2 == 4_320
+
+
+@pytest.mark.parametrize("name", ["gemma3n", "gemma3n-kv-shared"])
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+def test_validate_rows(name, attention):
+    """validate's rows (validate/hf_gemma3n.py writes the config.json back; bf16 under FakeTensorMode,
+    b 2, n 12, 2 generated tokens): parameters, forward and backward matmul FLOPs, softmax, log-softmax,
+    GELU and tanh elements and the cache exact; the bytes saved for backward short by what AltUp and
+    LAuReL keep, 282,762 bytes over these 5 layers whichever the kernel and the sharing (not modelled)."""
+    from tests.family_configs import odd_config_rows
+
+    rows = {row.quantity: row for row in odd_config_rows(CONFIGS[name], name, attention)}
+    saved = rows.pop("bytes saved for backward")
+    assert {"parameters", "forward matmul FLOPs", "backward matmul FLOPs", "KV-cache bytes"} <= set(rows)
+    assert [row.quantity for row in rows.values() if row.difference != 0] == []
+    assert saved.measured - saved.formula == 282_762
+
+
+def test_estimate_says_what_it_leaves_out():
+    """The estimate warns that Gemma 3n's activations leave out AltUp's and LAuReL's saved tensors."""
+    from costmodel import estimate
+
+    with pytest.warns(UserWarning, match="leave out what AltUp and LAuReL keep"):
+        estimate(dict(BASE, name="g"), seq_len=4, batch=1)
