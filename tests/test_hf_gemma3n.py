@@ -226,3 +226,19 @@ def test_estimate_says_what_it_leaves_out():
 
     with pytest.warns(UserWarning, match="leave out what AltUp and LAuReL keep"):
         estimate(dict(BASE, name="g"), seq_len=4, batch=1)
+
+
+def test_tensor_parallel_is_refused_and_plan_answers(tmp_path, capsys):
+    """No tensor-parallel split of AltUp and LAuReL is modelled: one sentence; plan still answers
+    (data parallel and sharded layouts)."""
+    from costmodel.layout.spec import tensor_split_error
+
+    cfg = from_hf_config(dict(BASE), "g")
+    assert "AltUp" in tensor_split_error(cfg, 2, inference=False)
+    assert tensor_split_error(cfg, 1, inference=False) is None
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(BASE))
+    code, out, err = run_main(["plan", "--config", str(path), "--hardware", "h100-sxm", "--gpus", "8"], capsys)
+    assert code == 0, err
+    code, out, err = run_main(["estimate", "--config", str(path), "--json"], capsys)
+    assert code == 0 and json.loads(out)["params"]["total"] == 96_224
