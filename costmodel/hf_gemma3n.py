@@ -16,7 +16,10 @@ Read but without cost here: altup_active_idx, altup_coef_clip and altup_correct_
 work), activation_sparsity_pattern (a Gaussian top-k on the first layers' FFN gate: means, standard
 deviations and a ReLU per element, no parameters and no matmul). Refused in one sentence each:
 intermediate_size lists of several widths, hidden_size_per_layer_input 0, altup_active_idx outside
-the streams and final_logit_softcapping null (which Gemma3nTextConfig rejects). Defaults are Gemma3nTextConfig's (transformers 5.24 configuration_gemma3n.py).
+the streams, final_logit_softcapping null (which Gemma3nTextConfig rejects) and (layer_pattern.py)
+K/V sharing without an own layer of each kind before the sharing ones (transformers runs it when
+every layer is full). Tensor parallelism is refused (costmodel/layout/spec.py). Defaults are
+Gemma3nTextConfig's (transformers 5.24 configuration_gemma3n.py).
 """
 
 from __future__ import annotations
