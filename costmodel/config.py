@@ -151,6 +151,8 @@ class ModelConfig:
     keys_as_values: bool = False  # Gemma 4's attention_k_eq_v: the full layers' values are their keys' projection
     kv_shared_layers: int = 0  # Gemma 4's num_kv_shared_layers: the last ones reuse their kind's last own K/V
     double_wide_shared: bool = False  # Gemma 4's use_double_wide_mlp: those layers' MLPs are 2 d_ff wide
+    altup_inputs: int | None = None  # Gemma 3n's AltUp streams A (blocks/altup.py; None: none)
+    laurel_rank: int | None = None  # Gemma 3n's LAuReL rank r (with altup_inputs)
     # Multi-token prediction while training (DeepSeek-V3 section 2.2; Megatron-Core's MultiTokenPredictionLayer):
     # mtp_layers depths after the last layer (0, what Hugging Face's class builds; set by `--mtp`, never from a
     # config.json), each two norms, a 2d -> d projection, one more layer (of the last kind, or a hybrid's
@@ -460,6 +462,7 @@ class ModelConfig:
             "L_np": max(self.nope_layers, 1), "r_q": self.q_lora_rank or 1, "r_kv": self.kv_lora_rank or 1,
             "d_v": self.v_head_dim or self.d_head, "h_i": self.index_n_heads or 1, "d_i": self.index_head_dim or 1,
             "p_l": self.per_layer_input or 1, "V_pl": self.per_layer_vocab or 1, "d_hg": self.global_head_dim or 1,
+            "A_u": self.altup_inputs or 1, "r_la": self.laurel_rank or 1,
             **dict(zip(("L_ws", "L_fs"), (max(count, 1) for count in kv_shared_counts(self)))),
             **{symbol: max(self.n_mixer_layers(mixer), 1) for symbol, mixer in
                (("L_m", "mamba"), ("L_a", "attention"), ("L_f", "mlp"), ("L_g", "deltanet"), ("L_m1", "mamba1"),
@@ -480,7 +483,8 @@ class ModelConfig:
                         "index_n_heads", "index_head_dim", "nope_layers", "layer_pattern", "mamba_heads",
                         "mamba_head_dim", "ssm_state", "mamba_groups", "conv_kernel", "chunk_size", "mamba1_inner",
                         "deltanet_k_heads", "deltanet_v_heads", "deltanet_k_dim", "deltanet_v_dim", "dt_rank",
-                        "per_layer_input", "per_layer_vocab", "global_head_dim", "global_kv_heads")
+                        "per_layer_input", "per_layer_vocab", "global_head_dim", "global_kv_heads",
+                        "altup_inputs", "laurel_rank")
 
     def structure(self) -> dict[str, Any]:
         """What the cost tree's expressions depend on besides the dimensions' values: every
@@ -498,7 +502,8 @@ class ModelConfig:
             "windows": "none" if not windowed else "all" if windowed == self.n_decoder_layers else "some",
             "moe": self.moe, "dense_layers": self.n_dense_layers > 0, "shared_expert": self.d_shared > 0,
             "latent_experts": self.d_latent is not None, "indexer": self.index_n_heads is not None,
-            "per_layer_inputs": self.per_layer_input is not None, "global_heads": self.global_head_dim is not None,
+            "per_layer_inputs": self.per_layer_input is not None, "altup": self.altup_inputs is not None,
+            "global_heads": self.global_head_dim is not None,
             "kv_shared": tuple(n > 0 for n in kv_shared_counts(self)), "global_kv": self.global_kv_heads is not None,
             "value_width_differs": self.mla and self.v_head_dim != self.d_head,  # kernels._sdpa: math
             "mla": self.mla, "q_lora": self.q_lora_rank is not None, "nope": self.nope_layers > 0,

@@ -17,13 +17,16 @@ def check_newer_fields(cfg: Any, owner: str) -> None:
     checks its experts, latent attention, NoPE layers and layer pattern after this)."""
     optional_sizes = ("sliding_window", "window_layers", "rotary_dim", "rotary_sets", "embedding_dim",
                       "kv_lora_rank", "q_lora_rank", "v_head_dim", "d_latent", "index_n_heads", "index_head_dim",
-                      "per_layer_input", "per_layer_vocab", "global_head_dim", "global_kv_heads")
+                      "per_layer_input", "per_layer_vocab", "global_head_dim", "global_kv_heads",
+                      "altup_inputs", "laurel_rank")
     for name in optional_sizes:
         if getattr(cfg, name) is not None:
             check_int(owner, name, getattr(cfg, name))
     if (cfg.per_layer_input is None) != (cfg.per_layer_vocab is None) or (
             cfg.per_layer_input and cfg.n_encoder_layers):
         raise ConfigError(f"{owner}: per_layer_input and per_layer_vocab go together, in a decoder-only model.")
+    if (cfg.altup_inputs is None) != (cfg.laurel_rank is None) or (cfg.altup_inputs and not cfg.per_layer_input):
+        raise ConfigError(f"{owner}: altup_inputs and laurel_rank go together, with per_layer_input (Gemma 3n).")
     for name in ("n_experts", "top_k", "d_shared", "n_dense_layers", "position_offset", "mtp_layers",
                  "nope_layers"):
         check_int(owner, name, getattr(cfg, name), minimum=0)

@@ -14,8 +14,8 @@ costmodel/hf_llama4.py Llama 4's language model, costmodel/hf_moe_more.py GLM-4.
 dots.llm1 (dots1), GLM-4.7-Flash (glm4_moe_lite), Hunyuan-A13B (hunyuan_v1_moe) and MiniMax-M2,
 costmodel/hf_moe_extra.py more mixture-of-experts decoders (GraniteMoE and its shared variant),
 costmodel/hf_dense_extra.py Nemotron, VaultGemma, Ministral 3, Jais 2, HyperCLOVA X, CodeGen,
-BioGPT, MiniCPM3 and nanochat, costmodel/hf_gemma4.py Gemma 4's language model and
-costmodel/hf_deepseek_v32.py DeepSeek-V3.2 (DeepSeek-V3 with its sparse attention's indexer),
+BioGPT, MiniCPM3 and nanochat, costmodel/hf_gemma4.py Gemma 4's language model (hf_gemma3n.py Gemma
+3n's), costmodel/hf_deepseek_v32.py DeepSeek-V3.2 (DeepSeek-V3 with its sparse attention's indexer),
 costmodel/hf_new_moe.py Hy3 (hy_v3), AFMoE (afmoe) and Laguna (laguna), and the readers
 costmodel/hf_registry.py gathers (Mamba-1, Falcon-H1, LFM2 and newer), all through
 costmodel/hf_fields.py's typed field access.
@@ -34,6 +34,7 @@ from .hf_deepseek_v32 import (DEEPSEEK_V32_ARCHITECTURES, DEEPSEEK_V32_BUILDERS,
 from .hf_classic_more import CLASSIC_MORE_ARCHITECTURES, CLASSIC_MORE_BUILDERS, CLASSIC_MORE_NAMES
 from .hf_dense_extra import DENSE_EXTRA_ARCHITECTURES, DENSE_EXTRA_BUILDERS, DENSE_EXTRA_NAMES
 from .hf_fields import LLAMA_NAMES, Fields, attention_layer_types, check_router_loss, rotary_fraction
+from .hf_gemma3n import GEMMA3N_ARCHITECTURES, GEMMA3N_BUILDERS, GEMMA3N_NAMES
 from .hf_gemma4 import GEMMA4_ARCHITECTURES, GEMMA4_BUILDERS, GEMMA4_NAMES
 from .hf_gpt_oss import GPT_OSS_ARCHITECTURES, GPT_OSS_BUILDERS, GPT_OSS_NAMES
 from .hf_hybrid import HYBRID_ARCHITECTURES, HYBRID_BUILDERS, HYBRID_NAMES
@@ -60,7 +61,7 @@ SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "cwm", "qwen2", "qwen3
                          *LLAMA4_BUILDERS, *MOE_MORE_BUILDERS,
                          *HYBRID_BUILDERS, *MOE_EXTRA_BUILDERS, *DENSE_EXTRA_BUILDERS,
                          *QWEN_NEXT_BUILDERS, *GEMMA4_BUILDERS, *DEEPSEEK_V32_BUILDERS, *MORE_TYPES_BUILDERS,
-                         *NEW_MOE_BUILDERS, *hf_registry.BUILDERS)
+                         *NEW_MOE_BUILDERS, *GEMMA3N_BUILDERS, *hf_registry.BUILDERS)
 
 
 #: Activations of the Llama-like families: the gated FFN each runs (aten's gelu with the tanh
@@ -443,7 +444,6 @@ def _latent_attention(f: Fields, fields: dict[str, Any]) -> None:
 
 
 
-
 #: The Llama reader hf_llama_variants.py's families read their Llama fields with.
 _LLAMA_READER = LlamaReader(read=_llama_like, layer_types=_layer_types, pattern=_pattern)
 
@@ -460,7 +460,7 @@ _BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
     **{model_type: (lambda f, name, build=build: build(f, name, _LLAMA_READER))
        for model_type, build in {**LLAMA_VARIANT_BUILDERS, **MOE_MORE_BUILDERS,
                                         **MOE_EXTRA_BUILDERS, **DENSE_EXTRA_BUILDERS,
-                                        **GEMMA4_BUILDERS, **DEEPSEEK_V32_BUILDERS,
+                                        **GEMMA4_BUILDERS, **GEMMA3N_BUILDERS, **DEEPSEEK_V32_BUILDERS,
                                         **MORE_TYPES_BUILDERS, **NEW_MOE_BUILDERS}.items()},
     **CLASSIC_MORE_BUILDERS,
     **HYBRID_BUILDERS,
@@ -494,7 +494,7 @@ ARCHITECTURE_TYPES = {
     **MOE_EXTRA_ARCHITECTURES,
     **DENSE_EXTRA_ARCHITECTURES,
     **QWEN_NEXT_ARCHITECTURES,
-    **GEMMA4_ARCHITECTURES,
+    **GEMMA4_ARCHITECTURES, **GEMMA3N_ARCHITECTURES,
     **DEEPSEEK_V32_ARCHITECTURES,
     **MORE_TYPES_ARCHITECTURES,
     **hf_registry.ARCHITECTURES,
@@ -522,7 +522,7 @@ HF_FIELD_NAMES: dict[str, dict[str, str]] = {
     **MOE_EXTRA_NAMES,
     **DENSE_EXTRA_NAMES,
     **QWEN_NEXT_NAMES,
-    **GEMMA4_NAMES,
+    **GEMMA4_NAMES, **GEMMA3N_NAMES,
     **DEEPSEEK_V32_NAMES,
     **MORE_TYPES_NAMES,
     **hf_registry.NAMES,

@@ -1,11 +1,11 @@
 """A multimodal config.json whose language model is a supported family: read as its text_config.
 
-Gemma 3 (4B-27B: `gemma3`), Gemma 4 (`gemma4`, its audio tower too), Mistral Small 3.1/3.2
-(`mistral3`) and Llama 4 (`llama4`) ship one
+Gemma 3 (4B-27B: `gemma3`), Gemma 4 (`gemma4`, its audio tower too), Gemma 3n (`gemma3n`, with
+vision and audio towers), Mistral Small 3.1/3.2 (`mistral3`) and Llama 4 (`llama4`) ship one
 config.json for a vision tower, a projector and a language model. transformers 5.24 builds the
 language model from `text_config` (by its model_type, else the wrapper's default sub-config:
 `sub_configs_defaults` in each configuration_*.py). Whether the output head is tied to the token
-embeddings is read where the head lives: Gemma3ForConditionalGeneration (Gemma4's likewise) and
+embeddings is read where the head lives: Gemma3ForConditionalGeneration (Gemma4's and Gemma3n's likewise) and
 Mistral3ForConditionalGeneration hold `lm_head` themselves, so the wrapper's own
 `tie_word_embeddings` decides (PreTrainedModel.get_expanded_tied_weights_keys reads `self.config`;
 the class default, Gemma3Config and Mistral3Config, is True); Llama4ForConditionalGeneration holds
@@ -33,6 +33,7 @@ WRAPPERS: dict[str, tuple[str, bool | None]] = {
     "qwen3_5": ("qwen3_5_text", False),
     "qwen3_5_moe": ("qwen3_5_moe_text", False),
     "gemma4": ("gemma4_text", True),  # configuration_gemma4.py: Gemma4Config(tie_word_embeddings=True)
+    "gemma3n": ("gemma3n_text", True),  # configuration_gemma3n.py: Gemma3nConfig(tie_word_embeddings=True)
 }
 
 

@@ -334,6 +334,7 @@ class TreeBuilder:
         return [
             at.leaf("tokens", token_embedding),
             *([at.leaf("per_layer", B.PerLayerEmbeddings(tokens, self.profile))] if cfg.per_layer_input else []),
+            *([at.leaf("altup", B.AltUpEmbedding(tokens))] if cfg.altup_inputs else []),  # Gemma 3n's streams
             *([at.leaf("project_in", project_in)] if cfg.projected_embeddings else []),
             *([at.leaf("positions", positions())] if positions else []),
             *([at.leaf("token_types", B.TokenTypes(tokens, self.profile))] if cfg.token_types else []),
@@ -405,7 +406,8 @@ class TreeBuilder:
         cached = self.cached_tokens(kind.window) if decoder and not kind.kv_shared else sp.Integer(0)
         shared = dict(kv_len=sp.Integer(0), kv_shared=True) if kind.kv_shared else {}
         # generate's prefill (logits_to_keep 1) runs the K/V-sharing layers on the last position only
-        sliced = self.phase == "prefill" and self.profile.logits_to_keep == 1 and self.profile.attention != "flash"
+        sliced = self.phase == "prefill" and self.profile.logits_to_keep == 1 and self.profile.attention != "flash" \
+            and not self.cfg.altup_inputs  # Gemma 3n's code runs every position
         q_len = ONE if shared and sliced else seq
         if self.decode:
             self_attention = self.attention(self_at, seq, S.c, cross=False, cached=cached, window=kind.window,
@@ -422,7 +424,9 @@ class TreeBuilder:
         ffn = self.ffn(dataclasses.replace(layer, sublayer="ffn"), S.b * q_len, kind.experts, wide)
         gate = [dataclasses.replace(layer, sublayer="per_layer_input").leaf("gate", B.PerLayerInput(
             S.b * q_len, self.cfg.activation, self.profile))] if self.cfg.per_layer_input else []  # Gemma 4's
-        return [*self_attention, *cross, *ffn, *gate]
+        extra = dataclasses.replace(layer, sublayer="altup")  # Gemma 3n's AltUp predict/correct and LAuReL
+        altup = [extra.leaf("altup", B.AltUpLayer(S.b * q_len)), extra.leaf("laurel", B.Laurel(S.b * q_len))]
+        return [*self_attention, *cross, *ffn, *gate, *(altup if self.cfg.altup_inputs else [])]
 
     def layer(self, stack: str, seq: sp.Expr, kind: LayerKind, cross_len: sp.Expr | None) -> Leaves:
         """The leaves of one kind of layer, run kind.count times."""
@@ -481,6 +485,7 @@ class TreeBuilder:
             *([own.leaf("causal_mask", B.KeptCausalMask(seq, self.profile))]
               if self.profile.facts.masked_fill_causal_mask and stack == "decoder" else []),
             *body,
+            *([own.leaf("altup_unembed", B.AltUpUnembedding(S.b * seq))] if cfg.altup_inputs else []),
             *([own.leaf("final_norm", final_norm)] if final_norm else []),
             *self.dropout(own, S.b * seq, "final", "final_dropout"),
             *([own.leaf("project_out", project_out)] if cfg.projected_embeddings else []),

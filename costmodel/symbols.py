@@ -48,6 +48,8 @@ V_pl = _dim("V_pl")  # rows of Gemma 4's per-layer input table (vocab_size_per_l
 L_ws = _dim("L_ws")  # Gemma 4's sliding layers that reuse an earlier layer's keys and values (num_kv_shared_layers)
 L_fs = _dim("L_fs")  # its full-attention layers that do
 h_kvg = _dim("h_kvg")  # KV heads of Gemma 4's full layers where they differ (num_global_key_value_heads)
+A_u = _dim("A_u")  # Gemma 3n's AltUp streams (altup_num_inputs)
+r_la = _dim("r_la")  # Gemma 3n's LAuReL rank (laurel_rank)
 d_hg = _dim("d_hg")  # head width of the full-attention layers where it differs (Gemma 4's global_head_dim)
 # Mamba-2 mixers (transformers' nemotron_h): heads, their width, the state, B/C groups, the conv
 # kernel, the scan's chunk and the layers that are Mamba-2 mixers.

@@ -29,6 +29,7 @@ NOT_IN_REFERENCE = {
     "chunked_window": False, "norm_bias": True, "mixer_layers": False, "rope_query_scale": False,
     "index_n_heads": None, "per_layer_input": None, "global_head_dim": None, "keys_as_values": False,
     "global_kv_heads": None, "kv_shared_layers": 0, "double_wide_shared": False,
+    "altup_inputs": None, "laurel_rank": None,
 }
 #: Activations the reference model's table (validate/reference_blocks.py ACTIVATIONS) lacks: it
 #: builds every other one of config.py's ACTIVATIONS (tests/test_reference.py holds the two equal).
@@ -285,6 +286,11 @@ class Workload:
                             "activations (saved bytes) of these mixers and of the attention's output gate are "
                             "not measured (counted as 0), nor the other FLOPs besides their matmuls "
                             "(blocks/deltanet.py).")
+        if cfg.altup_inputs:
+            warnings.append(f"model {show(cfg.name)} is Gemma 3n: parameters, matmul FLOPs and the KV cache are proven "
+                            "against transformers' class; the bytes saved for backward leave out what AltUp and LAuReL "
+                            "keep (blocks/altup.py), so activations are understated (the class keeps 1.5 to 1.7 "
+                            "times as many bytes at the tests' odd sizes).")
         if cfg.n_mixer_layers("mamba"):
             warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('mamba')} Mamba-2 layers: "
                             f"other FLOPs leave out what the Mamba-2 mixers run besides their matmuls "

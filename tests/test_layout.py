@@ -425,3 +425,10 @@ def test_layouts_refuse_what_they_cannot_model():
         Layout(pp=2).check(load_preset("t5-small"))
     with pytest.raises(ConfigError, match="untied"):
         ParallelEstimate(load_preset("gpt2"), Workload(seq_len=8), Layout(pp=2, framework="fsdp2", zero=3))
+
+
+def test_a_negative_edge_stage_names_the_zero_it_may_hold(capsys):
+    """The first and last pipeline stages may hold 0 layers (Llama 3's split), so a negative one
+    says so; the message once said every stage must be positive."""
+    assert cli.main(["estimate", "--model", "llama2-7b", "--pp", "2", "--stage-layers", "-1,33"]) == 2
+    assert "the first and last stages' layers must be 0 or a positive integer, got -1" in capsys.readouterr().err

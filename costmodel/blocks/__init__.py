@@ -5,8 +5,8 @@ embedding.py (token, position and token-type embeddings, rotary tables, ALiBi, m
 (norms, residual adds, dropout, a recomputed layer's input), attention.py (Q, K, V, RoPE, scores,
 softmax, weighted sum, output; the KV cache), mla.py (latent attention), mamba.py (the Mamba-2
 mixer), ffn.py (the FFN, a mixture of experts' router, experts and shared-expert gate), head.py
-(LM head, soft-capping, pooler, losses), per_layer.py (Gemma 4's per-layer inputs) and optimizer.py
-(the optimizer step). This package re-exports them all.
+(LM head, soft-capping, pooler, losses), per_layer.py (Gemma 4's per-layer inputs), altup.py (Gemma
+3n's AltUp streams and LAuReL) and optimizer.py (the optimizer step). This package re-exports them all.
 
 A block's cost() returns a Cost: parameters, forward matmul FLOPs, the elements of every other op
 (norms, softmax, activations, residual adds, scaling, RoPE), backward matmul FLOPs, bytes saved for
@@ -59,6 +59,7 @@ from .mla import LatentAttention
 from .norms import ClipQKV, Dropout, HeadL2Norms, HeadNorms, KeptOutputs, LayerCheckpoint, Norm, Residual, SublayerInput
 from .optimizer import OptimizerStep, TensorRun
 from .per_layer import PerLayerEmbeddings, PerLayerInput
+from .altup import AltUpEmbedding, AltUpLayer, AltUpUnembedding, Laurel
 
 __all__ = [
     "ACTIVATION_OPS", "KV_SCALE_BYTES", "OTHER_FLOPS_PER_ELEMENT", "AlibiSlopes", "AttentionCore",
@@ -72,4 +73,5 @@ __all__ = [
     "kv_cache_bytes", "linears_cost", "mamba_state_bytes", "quantized_bytes",
     "AttentionOutputGate", "GatedDeltaNetMixer", "deltanet_state_bytes", "Mamba1Mixer", "mamba1_state_bytes",
     "linear_mixer", "ShortConvMixer", "shortconv_state_bytes", "PerLayerEmbeddings", "PerLayerInput",
+    "AltUpEmbedding", "AltUpLayer", "AltUpUnembedding", "Laurel",
 ]
