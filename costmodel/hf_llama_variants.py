@@ -180,15 +180,21 @@ def _ernie4_5(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
 
 def _exaone4(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     """EXAONE 4.0: OLMo 2's layer (norms after the sublayers only; Llama's RMSNorm) with an
-    RMSNorm on each query and key head (Qwen3's), no biases, and a sliding_window (4096 by
-    default) on the layers layer_types marks sliding_attention (by default all but every
-    sliding_window_pattern-th). With a window, only the sliding layers apply RoPE (the full ones
-    are NoPE); without one, every layer does. A null window beside sliding layers (its mask
-    needs one) and a window with no sliding layer (no RoPE at all) are refused."""
+    RMSNorm on each query and key head (Qwen3's), no biases, and exaone4_windows' windows and
+    RoPE."""
     _silu(f, "exaone4")
     base = _llama(f, name, "exaone4", llama, qkv_bias=False, out_bias=False, ffn_bias=False,
                   qk_norm=True, post_sublayer_norm=True, input_norms=False)
-    layers = base.n_decoder_layers
+    return base.replace(**exaone4_windows(f, base.n_decoder_layers, llama, "Exaone4Model"))
+
+
+def exaone4_windows(f: Fields, layers: int, llama: LlamaReader, owner: str) -> dict[str, Any]:
+    """EXAONE 4.0's (and EXAONE-MoE's) windows as ModelConfig fields: a sliding_window (4096 by
+    default) on the layers layer_types marks sliding_attention (by default all but every
+    sliding_window_pattern-th). With a window, only the sliding layers apply RoPE (the full ones
+    are NoPE); without one, every layer does. A null window beside sliding layers (its mask
+    needs one) and a window with no sliding layer (no RoPE at all) are refused; `owner` is the
+    transformers class named in the refusal."""
     window = f.nullable("sliding_window", 4096)
     if window is not None and window < 1:  # before the pattern, which a window of 0 would blame
         raise ConfigError(f"{f.source}: sliding_window must be a whole number of at least 1 or "
@@ -207,15 +213,14 @@ def _exaone4(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     if window is None:
         if sliding:
             raise ConfigError(f"{f.source}: layer_types marks sliding_attention layers but "
-                              "sliding_window is null, which transformers 5.24's Exaone4Model cannot "
+                              f"sliding_window is null, which transformers 5.24's {owner} cannot "
                               "run (its sliding-window mask needs a window).")
-        return base
+        return {}
     if not sliding:
         raise ConfigError(f"{f.source}: a sliding_window with no sliding_attention layer leaves "
                           "EXAONE 4 with no RoPE on any layer, which is not modelled.")
-    return base.replace(sliding_window=window,
-                        window_layers=None if len(sliding) == layers else len(sliding),
-                        nope_layers=layers - len(sliding), layer_pattern=llama.pattern(layers, sliding, None))
+    return dict(sliding_window=window, window_layers=None if len(sliding) == layers else len(sliding),
+                nope_layers=layers - len(sliding), layer_pattern=llama.pattern(layers, sliding, None))
 
 
 def _apertus(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:

@@ -126,11 +126,24 @@ def _dots1(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
     return dict(data, layer_types=["full_attention"] * cfg.n_decoder_layers)
 
 
+def _exaone_moe(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """EXAONE-MoE's config.json: EXAONE 4.0's windows, GLM-4.5's experts (one group) under
+    ExaoneMoeConfig's names; a model without experts has every layer dense."""
+    data = _exaone4(cfg, llama)
+    if not cfg.n_experts:
+        return dict(data, first_k_dense_replace=cfg.n_decoder_layers)
+    experts = _glm4_moe(cfg, llama)
+    return dict(data, first_k_dense_replace=cfg.n_dense_layers, num_experts=cfg.n_experts,
+                num_shared_experts=experts["n_shared_experts"], n_group=1, topk_group=1,
+                **{key: experts[key] for key in ("num_experts_per_tok", "moe_intermediate_size",
+                                                 "norm_topk_prob")})
+
+
 #: family -> its config.json, from the ModelConfig and its Llama fields.
 LLAMA_VARIANT_DICTS: dict[str, Callable[[ModelConfig, dict[str, Any]], dict[str, Any]]] = {
     "olmo": _olmo, "olmo3": _olmo3, "olmoe": _olmoe, "exaone4": _exaone4, "seed_oss": _seed_oss,
     "helium": _helium, "arcee": _arcee, "apertus": _apertus, "glm4": _glm4, "ernie4_5": _ernie4_5,
     "glm4_moe": _glm4_moe, "minimax_m2": _minimax_m2, "dots1": _dots1,
     "hunyuan_v1_dense": _hunyuan_v1_dense, "hunyuan_v1_moe": _hunyuan_v1_moe, "glm": _glm4,
-    **GEMMA4_DICTS,
+    "exaone_moe": _exaone_moe, **GEMMA4_DICTS,
 }
