@@ -45,6 +45,8 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "glm": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
                 num_key_value_heads=2, head_dim=128),
     "hunyuan_v1_dense": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
+    "granite_swa": dict(max_position_embeddings=8192, hidden_act="silu", tie_word_embeddings=True,
+                        num_key_value_heads=4),
 }
 
 
@@ -278,11 +280,50 @@ def _hunyuan_v1_dense(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     return _llama(f, name, "hunyuan_v1_dense", llama, ffn_bias=False, qk_norm=True)
 
 
+def _granite_swa(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """GraniteSWA: Granite's layers and multipliers with a window of sliding_window (128) on the
+    layers layer_types marks sliding_attention (by default all but every fourth, from layer 0),
+    a learned sink per head per layer (eagerly: the output times sigmoid(logsumexp(scores) -
+    sink), facts.sink_lse_scaling), and layer_rope_theta: a RoPE base per layer, 0 for none
+    (one rotary table per distinct base, beside the unused global one). A null window beside
+    sliding layers is refused; NoPE layers other than exactly the full ones beside sliding ones
+    are refused by ModelConfig's check."""
+    _silu(f, "granite_swa")
+    data = {k: v for k, v in f.data.items() if k not in ("sliding_window", "layer_types")}
+    base = llama.read(Fields(data, f.source), name, "granite", _DEFAULTS["granite_swa"])
+    layers = base.n_decoder_layers
+    types = llama.layer_types(f, layers) or ["full_attention" if i % 4 == 0 else "sliding_attention"
+                                             for i in range(layers)]
+    sliding = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
+    window = f.nullable("sliding_window", 128)
+    if window is None and sliding:
+        raise ConfigError(f"{f.source}: layer_types marks sliding_attention layers but sliding_window "
+                          "is null, which transformers 5.24's GraniteSWAModel cannot run.")
+    thetas = f.data.get("layer_rope_theta")
+    if thetas is None:
+        thetas = [1] * layers
+    if (not isinstance(thetas, list) or len(thetas) != layers
+            or any(isinstance(t, bool) or not isinstance(t, (int, float)) or t < 0 for t in thetas)):
+        raise ConfigError(f"{f.source}: layer_rope_theta must list a RoPE base (0: none) for each of "
+                          f"the {layers} layers, got {show(thetas)}.")
+    nope = [i for i, theta in enumerate(thetas) if theta == 0]
+    if len(nope) == layers:
+        raise ConfigError(f"{f.source}: layer_rope_theta 0 on every layer (no RoPE anywhere) is not "
+                          "modelled for granite_swa.")
+    window = window if sliding else None
+    partial = 0 < len(sliding) < layers
+    pattern = (llama.pattern(layers, sliding, None) if partial else
+               tuple("nope" if i in set(nope) else "rope" for i in range(layers)) if nope else None)
+    return base.replace(family="granite_swa", attention_sinks=True, sliding_window=window,
+                        window_layers=len(sliding) if partial else None, nope_layers=len(nope),
+                        layer_pattern=pattern, rotary_sets=1 + len({t for t in thetas if t}))
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 LLAMA_VARIANT_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "olmo": _olmo, "olmo3": _olmo3, "olmoe": _olmoe, "exaone4": _exaone4, "seed_oss": _seed_oss,
     "helium": _helium, "arcee": _arcee, "apertus": _apertus, "glm4": _glm4, "ernie4_5": _ernie4_5,
-    "hunyuan_v1_dense": _hunyuan_v1_dense, "glm": _glm,
+    "hunyuan_v1_dense": _hunyuan_v1_dense, "glm": _glm, "granite_swa": _granite_swa,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
@@ -292,6 +333,7 @@ LLAMA_VARIANT_ARCHITECTURES: dict[str, str] = {
     "HeliumForCausalLM": "helium", "ArceeForCausalLM": "arcee", "ApertusForCausalLM": "apertus",
     "Glm4ForCausalLM": "glm4", "Ernie4_5ForCausalLM": "ernie4_5",
     "HunYuanDenseV1ForCausalLM": "hunyuan_v1_dense", "GlmForCausalLM": "glm",
+    "GraniteSWAForCausalLM": "granite_swa",
 }
 
 _NAMES: dict[str, str] = LLAMA_NAMES
