@@ -281,24 +281,34 @@ def _hunyuan_v1_dense(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
 
 
 def _granite_swa(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
-    """GraniteSWA: Granite's layers and multipliers with a window of sliding_window (128) on the
-    layers layer_types marks sliding_attention (by default all but every fourth, from layer 0),
-    a learned sink per head per layer (eagerly: the output times sigmoid(logsumexp(scores) -
-    sink), facts.sink_lse_scaling), and layer_rope_theta: a RoPE base per layer, 0 for none
-    (one rotary table per distinct base, beside the unused global one). A null window beside
-    sliding layers is refused; NoPE layers other than exactly the full ones beside sliding ones
-    are refused by ModelConfig's check."""
+    """GraniteSWA: Granite's layers and multipliers with granite_swa_attention's windows, sinks
+    and per-layer RoPE bases."""
     _silu(f, "granite_swa")
-    data = {k: v for k, v in f.data.items() if k not in ("sliding_window", "layer_types")}
-    base = llama.read(Fields(data, f.source), name, "granite", _DEFAULTS["granite_swa"])
-    layers = base.n_decoder_layers
+    base = llama.read(without_windows(f), name, "granite", _DEFAULTS["granite_swa"])
+    return base.replace(family="granite_swa", **granite_swa_attention(f, base.n_decoder_layers, llama))
+
+
+def without_windows(f: Fields) -> Fields:
+    """The fields without sliding_window and layer_types, for a Granite reader that would read them
+    as its own (GraniteSWA's windows are read by granite_swa_attention)."""
+    return Fields({k: v for k, v in f.data.items() if k not in ("sliding_window", "layer_types")}, f.source)
+
+
+def granite_swa_attention(f: Fields, layers: int, llama: LlamaReader) -> dict[str, Any]:
+    """GraniteSWA's (and GraniteMoeSWA's) attention as ModelConfig fields: a window of
+    sliding_window (128) on the layers layer_types marks sliding_attention (by default all but
+    every fourth, from layer 0), a learned sink per head per layer (eagerly: the output times
+    sigmoid(logsumexp(scores) - sink), facts.sink_lse_scaling), and layer_rope_theta: a RoPE base
+    per layer, 0 for none (one rotary table per distinct base, beside the unused global one). A
+    null window beside sliding layers and NoPE everywhere are refused; NoPE layers other than
+    exactly the full ones beside sliding ones are refused by ModelConfig's check."""
     types = llama.layer_types(f, layers) or ["full_attention" if i % 4 == 0 else "sliding_attention"
                                              for i in range(layers)]
     sliding = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
     window = f.nullable("sliding_window", 128)
     if window is None and sliding:
         raise ConfigError(f"{f.source}: layer_types marks sliding_attention layers but sliding_window "
-                          "is null, which transformers 5.24's GraniteSWAModel cannot run.")
+                          "is null, which transformers 5.24's GraniteSWA classes cannot run.")
     thetas = f.data.get("layer_rope_theta")
     if thetas is None:
         thetas = [1] * layers
@@ -306,17 +316,16 @@ def _granite_swa(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
             or any(isinstance(t, bool) or not isinstance(t, (int, float)) or t < 0 for t in thetas)):
         raise ConfigError(f"{f.source}: layer_rope_theta must list a RoPE base (0: none) for each of "
                           f"the {layers} layers, got {show(thetas)}.")
-    nope = [i for i, theta in enumerate(thetas) if theta == 0]
+    nope = {i for i, theta in enumerate(thetas) if theta == 0}
     if len(nope) == layers:
         raise ConfigError(f"{f.source}: layer_rope_theta 0 on every layer (no RoPE anywhere) is not "
-                          "modelled for granite_swa.")
-    window = window if sliding else None
+                          "modelled for GraniteSWA.")
     partial = 0 < len(sliding) < layers
     pattern = (llama.pattern(layers, sliding, None) if partial else
-               tuple("nope" if i in set(nope) else "rope" for i in range(layers)) if nope else None)
-    return base.replace(family="granite_swa", attention_sinks=True, sliding_window=window,
-                        window_layers=len(sliding) if partial else None, nope_layers=len(nope),
-                        layer_pattern=pattern, rotary_sets=1 + len({t for t in thetas if t}))
+               tuple("nope" if i in nope else "rope" for i in range(layers)) if nope else None)
+    return dict(attention_sinks=True, sliding_window=window if sliding else None,
+                window_layers=len(sliding) if partial else None, nope_layers=len(nope),
+                layer_pattern=pattern, rotary_sets=1 + len({t for t in thetas if t}))
 
 
 #: model_type -> its reader (hf.py passes its LlamaReader).

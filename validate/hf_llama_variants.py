@@ -140,7 +140,16 @@ def _exaone_moe(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
 
 
 def _granite_swa(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
-    """GraniteSWA's config.json: Granite's multipliers, the window and layer_types, and a
+    """GraniteSWA's config.json: Granite's multipliers and granite_swa_fields."""
+    return dict(llama, attention_bias=cfg.qkv_bias, mlp_bias=cfg.ffn_bias, bos_token_id=None,
+                eos_token_id=None, embedding_multiplier=cfg.embedding_multiplier or 1.0,
+                attention_multiplier=cfg.attention_scale or 1.0,
+                residual_multiplier=cfg.residual_multiplier or 1.0, logits_scaling=cfg.logits_scaling or 1.0,
+                **granite_swa_fields(cfg))
+
+
+def granite_swa_fields(cfg: ModelConfig) -> dict[str, Any]:
+    """GraniteSWA's (and GraniteMoeSWA's) attention fields: the window and layer_types, and a
     layer_rope_theta with 0 on the NoPE layers and rotary_sets - 1 distinct bases on the others
     (the bases change the tables' values only)."""
     layers = cfg.n_decoder_layers
@@ -151,12 +160,8 @@ def _granite_swa(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
     thetas = [0.0] * layers
     for j, i in enumerate(rope):
         thetas[i] = 10000.0 * (1 + min(j, (cfg.rotary_sets or 2) - 2))
-    window = cfg.sliding_window or 128
-    return dict(llama, attention_bias=cfg.qkv_bias, mlp_bias=cfg.ffn_bias, sliding_window=window,
-                layer_types=_layer_types(cfg), layer_rope_theta=thetas, bos_token_id=None,
-                eos_token_id=None, embedding_multiplier=cfg.embedding_multiplier or 1.0,
-                attention_multiplier=cfg.attention_scale or 1.0,
-                residual_multiplier=cfg.residual_multiplier or 1.0, logits_scaling=cfg.logits_scaling or 1.0)
+    return dict(sliding_window=cfg.sliding_window or 128, layer_types=_layer_types(cfg),
+                layer_rope_theta=thetas)
 
 
 #: family -> its config.json, from the ModelConfig and its Llama fields.
