@@ -1,6 +1,6 @@
 """config.json readers of Llama-like families whose blocks costmodel/hf.py mostly has already: OLMo
-1 and 3, OLMoE, EXAONE 4, Seed-OSS, Helium, Arcee, GLM-4 (glm and glm4), ERNIE 4.5, Apertus and
-Hunyuan dense. Each reads Llama's
+1 and 3, OLMoE, EXAONE 4, Seed-OSS, Helium, Arcee, GLM-4 (glm and glm4), ERNIE 4.5, Apertus,
+Hunyuan dense and GraniteSWA. Each reads Llama's
 fields through hf.py's Llama reader (with its own defaults) and then changes what its own code does
 otherwise (norms, biases, windows, RoPE, experts, the MLP). costmodel/hf.py dispatches on
 model_type. Defaults are those of transformers 5.24's configuration classes."""

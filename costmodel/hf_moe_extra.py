@@ -1,7 +1,8 @@
 """config.json readers of more mixture-of-experts decoders whose blocks exist here under other
 names: GraniteMoE (granitemoe: Granite's layers and multipliers with Mixtral's sparse layers and a
 top-k-then-softmax router), GraniteMoE-shared (granitemoeshared: the same with an ungated shared
-MLP beside the experts), FlexOlmo (flex_olmo: OLMo 2's layers with OLMoE's experts), ERNIE 4.5
+MLP beside the experts), GraniteMoeSWA (granitemoe_swa: GraniteMoE-shared's layers with GraniteSWA's
+windows, sinks and per-layer RoPE bases), FlexOlmo (flex_olmo: OLMo 2's layers with OLMoE's experts), ERNIE 4.5
 MoE (ernie4_5_moe: ERNIE 4.5's layers with experts on a start/end/interval pattern), PhiMoE
 (phimoe: Mixtral's layers with LayerNorms, biases and the sparsemixer router), DBRX (dbrx: its
 own nested fields, a fused clamped Wqkv, a router in the model's dtype, the experts as a loop)
