@@ -174,6 +174,9 @@ class Facts:
     # the class runs torch's scaled_dot_product_attention (False: transformers refuses
     # attn_implementation="sdpa" for it, so --attention sdpa is refused too)
     sdpa_supported: bool = True
+    # a sink per head applied after the attention, eagerly (GraniteSWA): the output times
+    # sigmoid(logsumexp(scores) - sink), in place of gpt-oss's concatenated sink column
+    sink_lse_scaling: bool = False
     # the class runs transformers' flash_attention_2 (its _supports_flash_attn). Read where the
     # model picks a kernel for the user (a default's fallback, the fit verdict's suggestion); a
     # typed --attention flash is not refused: it names a fused kernel other code runs on these
@@ -226,6 +229,9 @@ class Facts:
     # "forward" tables are made once per attention type the layers have (Gemma 3: a local RoPE for
     # its sliding layers, a global one for its full layers), not once per stack
     rotary_tables_per_layer_type: bool = False
+    # one of those sets is the model's global RoPE, built and held (its inv_freq buffers) but never
+    # called (GraniteSWA's rotary_emb beside its per-base rotary_embs), so it makes no tables
+    rotary_global_set_unused: bool = False
     # int64 buffers of P ids held by the embeddings (BERT: position_ids, token_type_ids)
     id_buffers: tuple[str, ...] = ()
     # a (P, P) bool causal mask held as a buffer, one byte per pair of positions: "model" (one,

@@ -3,7 +3,7 @@ MLP), GPT-BigCode (StarCoder 1 / SantaCoder: GPT-2's layers with multi-query att
 (ALiBi, no biases, LayerNorms with a weight only) and GPT-J (parallel attention and MLP, interleaved
 partial rotary, scores in fp32) GPT-Neo (local attention on alternate layers, learned positions) and Cohere (Command R: an fp32
 Python LayerNorm into parallel attention and MLP, a scaled head; Cohere 2 adds windows and NoPE on
-the full layers).
+the full layers; Cohere2-MoE Mixtral's experts).
 costmodel/hf.py dispatches on model_type. Defaults are those of transformers 5.24's configuration
 classes."""
 
@@ -264,13 +264,15 @@ def _gpt_neo(f: Fields, name: str) -> ModelConfig:
 
 
 def _cohere_fields(f: Fields, family: str) -> dict[str, Any]:
-    """The ModelConfig fields Cohere and Cohere 2 share (the layer counts checked)."""
+    """The ModelConfig fields Cohere and Cohere 2 share (the layer counts checked). Cohere2-MoE's
+    attention reads a head_dim field (128 by default), the others hidden/heads."""
     n_layers = f.get("num_hidden_layers", 40)
     check_int(f.source, "num_hidden_layers", n_layers, maximum=MAX_LAYERS)
     n_heads = f.get("num_attention_heads", 64, minimum=1)
     n_kv = f.get("num_key_value_heads", n_heads, minimum=1)
     d_model = f.get("hidden_size", 8192)
-    head_width(f, d_model, n_heads, "num_attention_heads")
+    d_head = (f.get("head_dim", 128, minimum=1) if family == "cohere2_moe"
+              else head_width(f, d_model, n_heads, "num_attention_heads"))
     act = f.get("hidden_act", "silu", str)
     if act not in ("silu", "swish"):
         raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for {family}.")
@@ -283,7 +285,7 @@ def _cohere_fields(f: Fields, family: str) -> dict[str, Any]:
     bias = f.get("attention_bias", False, bool)
     return dict(
         family=family, vocab_size=f.get("vocab_size", 256000), d_model=d_model,
-        n_heads=n_heads, n_kv_heads=n_kv, d_ff=f.get("intermediate_size", 22528),
+        n_heads=n_heads, n_kv_heads=n_kv, d_head=d_head, d_ff=f.get("intermediate_size", 22528),
         n_decoder_layers=n_layers, max_positions=f.get("max_position_embeddings", 8192),
         position="rope", norm="layernorm", norm_bias=False, norm_position="pre",
         activation="swiglu", qkv_bias=bias, out_bias=bias, ffn_bias=False, head="lm",
@@ -306,17 +308,20 @@ def _cohere(f: Fields, name: str) -> ModelConfig:
 
 
 def _cohere2(f: Fields, name: str) -> ModelConfig:
-    """Command R7B / Command A (Cohere 2): Cohere's layers with a window of sliding_window on the
-    layers layer_types marks sliding_attention (three in four by default: sliding_window_pattern
-    4), RoPE on those only, none on the full layers (NoPE: ModelConfig.nope_layers on exactly
-    the full layers). A null sliding_window (no window and no RoPE anywhere) or no sliding layer
-    is refused."""
+    """Command R7B / Command A (Cohere 2): Cohere's layers with _cohere2_windows' windows."""
     fields = _cohere_fields(f, "cohere2")
-    n_layers = fields["n_decoder_layers"]
+    return ModelConfig(name=name, **fields, **_cohere2_windows(f, fields["n_decoder_layers"], "cohere2"))
+
+
+def _cohere2_windows(f: Fields, n_layers: int, family: str) -> dict[str, Any]:
+    """Cohere 2's windows: a window of sliding_window on the layers layer_types marks
+    sliding_attention (three in four by default: sliding_window_pattern 4), RoPE on those only,
+    none on the full layers (NoPE: ModelConfig.nope_layers on exactly the full layers). A null
+    sliding_window (no window and no RoPE anywhere) or no sliding layer is refused."""
     window = f.nullable("sliding_window", 4096)
     if window is None:
         raise ConfigError(f"{f.source}: sliding_window null (no window and no RoPE on any layer) is "
-                          "not modelled for cohere2.")
+                          f"not modelled for {family}.")
     check_int(f.source, "sliding_window", window)
     types = f.data.get("layer_types")
     if types is None:
@@ -326,19 +331,59 @@ def _cohere2(f: Fields, name: str) -> ModelConfig:
     sliding = sum(t == "sliding_attention" for t in types)
     if not sliding:
         raise ConfigError(f"{f.source}: layer_types has no sliding_attention layer: no layer of "
-                          "cohere2 would apply RoPE, which is not modelled.")
+                          f"{family} would apply RoPE, which is not modelled.")
     pattern = tuple("sliding" if t == "sliding_attention" else "full" for t in types)
-    return ModelConfig(
-        name=name, **fields, sliding_window=window,
-        window_layers=None if sliding == n_layers else sliding,
-        nope_layers=n_layers - sliding, layer_pattern=None if sliding == n_layers else pattern,
-    )
+    return dict(sliding_window=window, window_layers=None if sliding == n_layers else sliding,
+                nope_layers=n_layers - sliding, layer_pattern=None if sliding == n_layers else pattern)
+
+
+def _cohere2_moe(f: Fields, name: str) -> ModelConfig:
+    """Cohere2-MoE (Cohere2MoeForCausalLM): Cohere 2's layers and windows (head_dim 128 by
+    default) with Mixtral's experts in every layer: top num_experts_per_tok (2) of num_experts
+    (8) SwiGLU experts of intermediate_size, chosen by a linear router whose top k logits go
+    through a softmax in fp32 (expert_selection_fn "softmax"), beside num_shared_experts (0)
+    shared experts as one MLP of their summed width, added (shared_expert_combination_strategy
+    "sum"). Refused in one line, as not modelled: dense layers (mlp_layer_types "dense", whose full
+    layers force RoPE), the sigmoid selection, the "average" combination of shared experts (the
+    class's default strategy, run only where there are shared experts) and RMSNorms
+    (rms_norm_eps given)."""
+    fields = _cohere_fields(f, "cohere2_moe")
+    layers = fields["n_decoder_layers"]
+    kinds = f.data.get("mlp_layer_types")
+    if kinds is not None and kinds != ["sparse"] * layers:
+        raise ConfigError(f"{f.source}: mlp_layer_types other than sparse on every one of the "
+                          f"{layers} layers (dense prefix layers, whose full layers force RoPE) is "
+                          "not modelled for cohere2_moe.")
+    if f.get("first_k_dense_replace", 0, minimum=0):
+        raise ConfigError(f"{f.source}: first_k_dense_replace (dense prefix layers) is not modelled "
+                          "for cohere2_moe.")
+    if f.data.get("rms_norm_eps") is not None:
+        raise ConfigError(f"{f.source}: rms_norm_eps (RMSNorms in place of Cohere's LayerNorms) is "
+                          "not modelled for cohere2_moe; leave it null.")
+    selection = f.get("expert_selection_fn", "softmax", str)
+    if selection != "softmax":
+        raise ConfigError(f"{f.source}: expert_selection_fn {show(selection)} is not modelled for "
+                          "cohere2_moe (softmax is).")
+    shared = f.get("num_shared_experts", 0, minimum=0)
+    strategy = f.get("shared_expert_combination_strategy", "average", str)
+    if shared and strategy != "sum":
+        raise ConfigError(f"{f.source}: shared_expert_combination_strategy {show(strategy)} with "
+                          "shared experts is not modelled for cohere2_moe (sum is).")
+    experts = f.get("num_experts", 8, minimum=1)
+    top_k = f.get("num_experts_per_tok", 2, minimum=1)
+    if top_k > experts:
+        raise ConfigError(f"{f.source}: num_experts_per_tok ({top_k}) is more than num_experts "
+                          f"({experts}), which torch.topk cannot choose.")
+    width = fields["d_ff"]
+    return ModelConfig(name=name, **fields, **_cohere2_windows(f, layers, "cohere2_moe"),
+                       n_experts=experts, top_k=top_k, d_expert=width, d_shared=width * shared,
+                       router="topk_softmax", renormalize_top_k=False)
 
 
 #: model_type -> its reader.
 CLASSIC_MORE_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
     "stablelm": _stablelm, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "gptj": _gptj,
-    "gpt_neo": _gpt_neo, "cohere": _cohere, "cohere2": _cohere2,
+    "gpt_neo": _gpt_neo, "cohere": _cohere, "cohere2": _cohere2, "cohere2_moe": _cohere2_moe,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
@@ -346,6 +391,7 @@ CLASSIC_MORE_ARCHITECTURES: dict[str, str] = {
     "StableLmForCausalLM": "stablelm", "GPTBigCodeForCausalLM": "gpt_bigcode",
     "MptForCausalLM": "mpt", "GPTJForCausalLM": "gptj", "GPTNeoForCausalLM": "gpt_neo",
     "CohereForCausalLM": "cohere", "Cohere2ForCausalLM": "cohere2",
+    "Cohere2MoeForCausalLM": "cohere2_moe",
 }
 
 _LLAMA_NAMES: dict[str, str] = {k: v for k, v in LLAMA_NAMES.items() if k != "d_head"}
@@ -356,6 +402,8 @@ _GPT2_NAMES: dict[str, str] = {
 CLASSIC_MORE_NAMES: dict[str, dict[str, Any]] = {
     "stablelm": _LLAMA_NAMES, "gpt_bigcode": _GPT2_NAMES, "gptj": _GPT2_NAMES, "cohere": _LLAMA_NAMES,
     "cohere2": _LLAMA_NAMES,
+    "cohere2_moe": {**LLAMA_NAMES, "n_experts": "num_experts", "top_k": "num_experts_per_tok",
+                    "d_expert": "intermediate_size"},
     "gpt_neo": {"n_heads": "num_heads", "d_model": "hidden_size", "d_ff": "intermediate_size",
                 "n_decoder_layers": "num_layers", "max_positions": "max_position_embeddings",
                 "sliding_window": "window_size"},

@@ -1,6 +1,6 @@
 """config.json readers of Llama-like families whose blocks costmodel/hf.py mostly has already: OLMo
-1 and 3, OLMoE, EXAONE 4, Seed-OSS, Helium, Arcee, GLM-4 (glm and glm4), ERNIE 4.5, Apertus and
-Hunyuan dense. Each reads Llama's
+1 and 3, OLMoE, EXAONE 4, Seed-OSS, Helium, Arcee, GLM-4 (glm and glm4), ERNIE 4.5, Apertus,
+Hunyuan dense and GraniteSWA. Each reads Llama's
 fields through hf.py's Llama reader (with its own defaults) and then changes what its own code does
 otherwise (norms, biases, windows, RoPE, experts, the MLP). costmodel/hf.py dispatches on
 model_type. Defaults are those of transformers 5.24's configuration classes."""
@@ -45,6 +45,8 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "glm": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
                 num_key_value_heads=2, head_dim=128),
     "hunyuan_v1_dense": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
+    "granite_swa": dict(max_position_embeddings=8192, hidden_act="silu", tie_word_embeddings=True,
+                        num_key_value_heads=4),
 }
 
 
@@ -180,15 +182,21 @@ def _ernie4_5(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
 
 def _exaone4(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     """EXAONE 4.0: OLMo 2's layer (norms after the sublayers only; Llama's RMSNorm) with an
-    RMSNorm on each query and key head (Qwen3's), no biases, and a sliding_window (4096 by
-    default) on the layers layer_types marks sliding_attention (by default all but every
-    sliding_window_pattern-th). With a window, only the sliding layers apply RoPE (the full ones
-    are NoPE); without one, every layer does. A null window beside sliding layers (its mask
-    needs one) and a window with no sliding layer (no RoPE at all) are refused."""
+    RMSNorm on each query and key head (Qwen3's), no biases, and exaone4_windows' windows and
+    RoPE."""
     _silu(f, "exaone4")
     base = _llama(f, name, "exaone4", llama, qkv_bias=False, out_bias=False, ffn_bias=False,
                   qk_norm=True, post_sublayer_norm=True, input_norms=False)
-    layers = base.n_decoder_layers
+    return base.replace(**exaone4_windows(f, base.n_decoder_layers, llama, "Exaone4Model"))
+
+
+def exaone4_windows(f: Fields, layers: int, llama: LlamaReader, owner: str) -> dict[str, Any]:
+    """EXAONE 4.0's (and EXAONE-MoE's) windows as ModelConfig fields: a sliding_window (4096 by
+    default) on the layers layer_types marks sliding_attention (by default all but every
+    sliding_window_pattern-th). With a window, only the sliding layers apply RoPE (the full ones
+    are NoPE); without one, every layer does. A null window beside sliding layers (its mask
+    needs one) and a window with no sliding layer (no RoPE at all) are refused; `owner` is the
+    transformers class named in the refusal."""
     window = f.nullable("sliding_window", 4096)
     if window is not None and window < 1:  # before the pattern, which a window of 0 would blame
         raise ConfigError(f"{f.source}: sliding_window must be a whole number of at least 1 or "
@@ -207,15 +215,14 @@ def _exaone4(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     if window is None:
         if sliding:
             raise ConfigError(f"{f.source}: layer_types marks sliding_attention layers but "
-                              "sliding_window is null, which transformers 5.24's Exaone4Model cannot "
+                              f"sliding_window is null, which transformers 5.24's {owner} cannot "
                               "run (its sliding-window mask needs a window).")
-        return base
+        return {}
     if not sliding:
         raise ConfigError(f"{f.source}: a sliding_window with no sliding_attention layer leaves "
                           "EXAONE 4 with no RoPE on any layer, which is not modelled.")
-    return base.replace(sliding_window=window,
-                        window_layers=None if len(sliding) == layers else len(sliding),
-                        nope_layers=layers - len(sliding), layer_pattern=llama.pattern(layers, sliding, None))
+    return dict(sliding_window=window, window_layers=None if len(sliding) == layers else len(sliding),
+                nope_layers=layers - len(sliding), layer_pattern=llama.pattern(layers, sliding, None))
 
 
 def _apertus(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
@@ -273,11 +280,59 @@ def _hunyuan_v1_dense(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     return _llama(f, name, "hunyuan_v1_dense", llama, ffn_bias=False, qk_norm=True)
 
 
+def _granite_swa(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """GraniteSWA: Granite's layers and multipliers with granite_swa_attention's windows, sinks
+    and per-layer RoPE bases."""
+    _silu(f, "granite_swa")
+    base = llama.read(without_windows(f), name, "granite", _DEFAULTS["granite_swa"])
+    return base.replace(family="granite_swa", **granite_swa_attention(f, base.n_decoder_layers, llama))
+
+
+def without_windows(f: Fields) -> Fields:
+    """The fields without sliding_window and layer_types, for a Granite reader that would read them
+    as its own (GraniteSWA's windows are read by granite_swa_attention)."""
+    return Fields({k: v for k, v in f.data.items() if k not in ("sliding_window", "layer_types")}, f.source)
+
+
+def granite_swa_attention(f: Fields, layers: int, llama: LlamaReader) -> dict[str, Any]:
+    """GraniteSWA's (and GraniteMoeSWA's) attention as ModelConfig fields: a window of
+    sliding_window (128) on the layers layer_types marks sliding_attention (by default all but
+    every fourth, from layer 0), a learned sink per head per layer (eagerly: the output times
+    sigmoid(logsumexp(scores) - sink), facts.sink_lse_scaling), and layer_rope_theta: a RoPE base
+    per layer, 0 for none (one rotary table per distinct base, beside the unused global one). A
+    null window beside sliding layers and NoPE everywhere are refused; NoPE layers other than
+    exactly the full ones beside sliding ones are refused by ModelConfig's check."""
+    types = llama.layer_types(f, layers) or ["full_attention" if i % 4 == 0 else "sliding_attention"
+                                             for i in range(layers)]
+    sliding = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
+    window = f.nullable("sliding_window", 128)
+    if window is None and sliding:
+        raise ConfigError(f"{f.source}: layer_types marks sliding_attention layers but sliding_window "
+                          "is null, which transformers 5.24's GraniteSWA classes cannot run.")
+    thetas = f.data.get("layer_rope_theta")
+    if thetas is None:
+        thetas = [1] * layers
+    if (not isinstance(thetas, list) or len(thetas) != layers
+            or any(isinstance(t, bool) or not isinstance(t, (int, float)) or t < 0 for t in thetas)):
+        raise ConfigError(f"{f.source}: layer_rope_theta must list a RoPE base (0: none) for each of "
+                          f"the {layers} layers, got {show(thetas)}.")
+    nope = {i for i, theta in enumerate(thetas) if theta == 0}
+    if len(nope) == layers:
+        raise ConfigError(f"{f.source}: layer_rope_theta 0 on every layer (no RoPE anywhere) is not "
+                          "modelled for GraniteSWA.")
+    partial = 0 < len(sliding) < layers
+    pattern = (llama.pattern(layers, sliding, None) if partial else
+               tuple("nope" if i in nope else "rope" for i in range(layers)) if nope else None)
+    return dict(attention_sinks=True, sliding_window=window if sliding else None,
+                window_layers=len(sliding) if partial else None, nope_layers=len(nope),
+                layer_pattern=pattern, rotary_sets=1 + len({t for t in thetas if t}))
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 LLAMA_VARIANT_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "olmo": _olmo, "olmo3": _olmo3, "olmoe": _olmoe, "exaone4": _exaone4, "seed_oss": _seed_oss,
     "helium": _helium, "arcee": _arcee, "apertus": _apertus, "glm4": _glm4, "ernie4_5": _ernie4_5,
-    "hunyuan_v1_dense": _hunyuan_v1_dense, "glm": _glm,
+    "hunyuan_v1_dense": _hunyuan_v1_dense, "glm": _glm, "granite_swa": _granite_swa,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
@@ -287,6 +342,7 @@ LLAMA_VARIANT_ARCHITECTURES: dict[str, str] = {
     "HeliumForCausalLM": "helium", "ArceeForCausalLM": "arcee", "ApertusForCausalLM": "apertus",
     "Glm4ForCausalLM": "glm4", "Ernie4_5ForCausalLM": "ernie4_5",
     "HunYuanDenseV1ForCausalLM": "hunyuan_v1_dense", "GlmForCausalLM": "glm",
+    "GraniteSWAForCausalLM": "granite_swa",
 }
 
 _NAMES: dict[str, str] = LLAMA_NAMES

@@ -1,7 +1,8 @@
 """config.json readers of more mixture-of-experts decoders whose blocks exist here under other
 names: GraniteMoE (granitemoe: Granite's layers and multipliers with Mixtral's sparse layers and a
 top-k-then-softmax router), GraniteMoE-shared (granitemoeshared: the same with an ungated shared
-MLP beside the experts), FlexOlmo (flex_olmo: OLMo 2's layers with OLMoE's experts), ERNIE 4.5
+MLP beside the experts), GraniteMoeSWA (granitemoe_swa: GraniteMoE-shared's layers with GraniteSWA's
+windows, sinks and per-layer RoPE bases), FlexOlmo (flex_olmo: OLMo 2's layers with OLMoE's experts), ERNIE 4.5
 MoE (ernie4_5_moe: ERNIE 4.5's layers with experts on a start/end/interval pattern), PhiMoE
 (phimoe: Mixtral's layers with LayerNorms, biases and the sparsemixer router), DBRX (dbrx: its
 own nested fields, a fused clamped Wqkv, a router in the model's dtype, the experts as a loop)
@@ -17,7 +18,7 @@ from typing import Any, Callable
 from .config import ConfigError, ModelConfig, show
 from .errors import check_int
 from .hf_fields import LLAMA_NAMES, Fields
-from .hf_llama_variants import LlamaReader
+from .hf_llama_variants import LlamaReader, granite_swa_attention, without_windows
 from .hf_moe_more import MOE_MORE_BUILDERS
 
 #: transformers 5.24's defaults for the Llama fields each family reads (its configuration class).
@@ -68,6 +69,20 @@ def _granitemoeshared(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     check_int(f.source, "shared_intermediate_size", shared, minimum=0)
     base = _granitemoe(f, name, llama, "granitemoeshared")
     return base.replace(d_shared=shared)
+
+
+def _granitemoe_swa(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """GraniteMoeSWA (GraniteMoeSWAForCausalLM): GraniteMoE-shared's layers (shared experts where
+    shared_intermediate_size, 0 by default, is not 0) with GraniteSWA's attention: windows, sinks
+    and per-layer RoPE bases (hf_llama_variants.granite_swa_attention)."""
+    _silu(f, "granitemoe_swa")
+    base = _granitemoeshared(without_windows(f), name, llama)
+    if base.n_experts is None:
+        raise ConfigError(f"{f.source}: granitemoe_swa without experts is not modelled.")
+    if base.layer_pattern is not None:
+        raise ConfigError(f"{f.source}: granitemoe_swa with layers that differ in their MLP is not "
+                          "modelled.")
+    return base.replace(family="granitemoe_swa", **granite_swa_attention(f, base.n_decoder_layers, llama))
 
 
 def _flex_olmo(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
@@ -260,6 +275,7 @@ def _sarvam_moe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
 #: model_type -> its reader (hf.py passes its LlamaReader).
 MOE_EXTRA_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "granitemoe": _granitemoe, "granitemoeshared": _granitemoeshared, "flex_olmo": _flex_olmo,
+    "granitemoe_swa": _granitemoe_swa,
     "ernie4_5_moe": _ernie4_5_moe, "phimoe": _phimoe, "dbrx": _dbrx,
     "sarvam_moe": _sarvam_moe,
 }
@@ -267,6 +283,7 @@ MOE_EXTRA_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]]
 #: The transformers class of each, for a config.json that names `architectures` only.
 MOE_EXTRA_ARCHITECTURES: dict[str, str] = {
     "GraniteMoeForCausalLM": "granitemoe", "GraniteMoeSharedForCausalLM": "granitemoeshared",
+    "GraniteMoeSWAForCausalLM": "granitemoe_swa",
     "FlexOlmoForCausalLM": "flex_olmo", "Ernie4_5_MoeForCausalLM": "ernie4_5_moe",
     "PhimoeForCausalLM": "phimoe", "DbrxForCausalLM": "dbrx",
 }

@@ -1,8 +1,9 @@
 """config.json readers of mixture-of-experts families whose blocks exist here under other names:
 GLM-4.5/4.6 (glm4_moe: DeepSeek-V3's decoder layers with grouped-query attention in place of
 latent attention), dots.llm1 (dots1: the same layers with Qwen3's attention), GLM-4.7-Flash
-(glm4_moe_lite: DeepSeek-V3's layers, latent attention included, under its own field defaults)
-and MiniMax-M2 (minimax_m2: Mixtral's sparse layers with a sigmoid router and OLMo 2's
+(glm4_moe_lite: DeepSeek-V3's layers, latent attention included, under its own field defaults),
+EXAONE-MoE (exaone_moe: EXAONE 4.0's attention and windows in pre-norm layers with DeepSeek-V3's
+MoE) and MiniMax-M2 (minimax_m2: Mixtral's sparse layers with a sigmoid router and OLMo 2's
 whole-projection q/k norms). Each reads Llama's fields through hf.py's Llama reader (with its own
 defaults) and then sets what its code does otherwise. costmodel/hf.py dispatches on model_type.
 Defaults are those of transformers 5.24's configuration classes
@@ -16,7 +17,7 @@ from typing import Any, Callable
 from .config import ConfigError, ModelConfig, show
 from .errors import check_int
 from .hf_fields import LLAMA_NAMES, Fields
-from .hf_llama_variants import LlamaReader
+from .hf_llama_variants import LlamaReader, exaone4_windows
 
 #: transformers 5.24's defaults for the Llama fields each family reads (its configuration class).
 #: Glm4MoeConfig has no head_dim field: its attention takes the config's head_dim where one is
@@ -30,6 +31,10 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "dots1": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False,
                   num_key_value_heads=32),
     "hunyuan_v1_moe": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
+    # ExaoneMoeConfig: Exaone4Config's fields (no head_dim: ExaoneMoeAttention's getattr falls back
+    # to hidden/heads) and DeepSeek-V3's MoE under its own names.
+    "exaone_moe": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False,
+                       num_key_value_heads=32),
 }
 
 #: Glm4MoeLiteConfig's defaults for the fields DeepSeek-V3's reader (costmodel/hf.py) reads with
@@ -186,6 +191,46 @@ def _dots1(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
                         **changes)
 
 
+def _exaone_moe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """EXAONE-MoE (ExaoneMoeForCausalLM, K-EXAONE): EXAONE 4.0's attention (no biases, an RMSNorm
+    on each query and key head before RoPE, its windows and NoPE full layers: exaone4_windows) in
+    OLMoE's pre-norm layer (input_layernorm and post_attention_layernorm, not EXAONE 4.0's
+    norms after the sublayers), with DeepSeek-V3's MoE (_deepseek_experts) under its own names:
+    num_experts (64), num_experts_per_tok (8), moe_intermediate_size (1024), num_shared_experts
+    (1), norm_topk_prob (True); the dense layers are mlp_layer_types' "dense" ones, else the
+    first first_k_dense_replace (1). Dense layers beside sliding windows on only some layers (the
+    class's defaults and K-EXAONE's) are not modelled: the per-layer pattern gives one kind of
+    difference between layers, so they are refused in one line, as is a null sliding_window
+    (ExaoneMoeConfig's strict int refuses it)."""
+    _silu(f, "exaone_moe")
+    if "sliding_window" in f.data and f.data["sliding_window"] is None:
+        raise ConfigError(f"{f.source}: sliding_window null is refused by transformers 5.24's "
+                          "ExaoneMoeConfig (a whole number); give a window.")
+    base = llama.read(f, name, "llama", _DEFAULTS["exaone_moe"])
+    layers = base.n_decoder_layers
+    windows = exaone4_windows(f, layers, llama, "ExaoneMoeModel")
+    experts = f.get("num_experts", 64)
+    check_int(f.source, "num_experts", experts, minimum=1)
+    groups = f.get("n_group", 1, minimum=1)
+    if experts % groups:
+        raise ConfigError(f"{f.source}: num_experts ({experts}) is not divisible by n_group "
+                          f"({groups}), which the TopkRouter's group view cannot run.")
+    dense = dense_layers_first(f, layers, "exaone_moe", min(f.get("first_k_dense_replace", 1, minimum=0), layers))
+    shared = f.get("num_shared_experts", 1, minimum=1)
+    renamed = Fields(dict(f.data, first_k_dense_replace=dense, n_shared_experts=shared), f.source)
+    changes = _deepseek_experts(renamed, layers, experts, llama, first_dense=dense, width=1024,
+                                top_k=8, shared=shared, renormalize=True)
+    if changes.get("n_dense_layers") and windows.get("window_layers"):
+        raise ConfigError(f"{f.source}: dense MLP layers (first_k_dense_replace or mlp_layer_types: "
+                          f"{dense}) beside sliding windows on some layers are not modelled for "
+                          "exaone_moe (the per-layer pattern gives one kind of difference); give "
+                          "every layer experts (first_k_dense_replace 0) or one kind of attention.")
+    if windows.get("layer_pattern") is not None:
+        changes["layer_pattern"] = windows["layer_pattern"]
+    return base.replace(family="exaone_moe", qkv_bias=False, out_bias=False, ffn_bias=False,
+                        qk_norm=True, **{**windows, **changes})
+
+
 def _glm4_moe_lite(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     """GLM-4.7-Flash (Glm4MoeLiteForCausalLM): DeepSeek-V3's model (DeepseekV3Attention, latent
     attention with rope_interleave; Glm4Moe's MoE, router and MLP, which are DeepSeek-V3's) read
@@ -300,14 +345,14 @@ def _minimax_m2(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
 #: model_type -> its reader (hf.py passes its LlamaReader).
 MOE_MORE_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "glm4_moe": _glm4_moe, "minimax_m2": _minimax_m2, "dots1": _dots1,
-    "glm4_moe_lite": _glm4_moe_lite, "hunyuan_v1_moe": _hunyuan_v1_moe,
+    "glm4_moe_lite": _glm4_moe_lite, "hunyuan_v1_moe": _hunyuan_v1_moe, "exaone_moe": _exaone_moe,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 MOE_MORE_ARCHITECTURES: dict[str, str] = {
     "Glm4MoeForCausalLM": "glm4_moe", "MiniMaxM2ForCausalLM": "minimax_m2",
     "Dots1ForCausalLM": "dots1", "Glm4MoeLiteForCausalLM": "glm4_moe_lite",
-    "HunYuanMoEV1ForCausalLM": "hunyuan_v1_moe",
+    "HunYuanMoEV1ForCausalLM": "hunyuan_v1_moe", "ExaoneMoeForCausalLM": "exaone_moe",
 }
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
@@ -320,4 +365,6 @@ MOE_MORE_NAMES: dict[str, dict[str, str]] = {
     "glm4_moe_lite": {**LLAMA_NAMES, "n_experts": "n_routed_experts", "top_k": "num_experts_per_tok",
                       "d_expert": "moe_intermediate_size"},
     "hunyuan_v1_moe": {**LLAMA_NAMES, "n_experts": "num_experts", "top_k": "moe_topk"},
+    "exaone_moe": {**LLAMA_NAMES, "n_experts": "num_experts", "top_k": "num_experts_per_tok",
+                   "d_expert": "moe_intermediate_size", "n_dense_layers": "first_k_dense_replace"},
 }

@@ -86,7 +86,21 @@ def _cohere2_dict(cfg: ModelConfig) -> dict[str, Any]:
     return data
 
 
+def _cohere2_moe_dict(cfg: ModelConfig) -> dict[str, Any]:
+    """Cohere2-MoE's: Cohere 2's fields and windows, the head width, experts in every layer,
+    shared experts (a whole number of experts) added to the routed ones."""
+    shared, rest = divmod(cfg.d_shared or 0, cfg.d_expert)
+    if rest:
+        raise ValueError(f"model {cfg.name!r}: Hugging Face cohere2_moe cannot build a shared width "
+                         "that is not a whole number of experts.")
+    return dict(_cohere2_dict(cfg), model_type="cohere2_moe", head_dim=cfg.d_head,
+                intermediate_size=cfg.d_expert, num_experts=cfg.n_experts, num_experts_per_tok=cfg.top_k,
+                num_shared_experts=shared, shared_expert_combination_strategy="sum",
+                pad_token_id=None, bos_token_id=None, eos_token_id=None)
+
+
 #: family -> its config.json builder.
 CLASSIC_MORE_DICTS = {"stablelm": _stablelm_dict, "gpt_bigcode": _gpt_bigcode_dict, "mpt": _mpt_dict,
                       "gptj": _gptj_dict, "gpt_neo": _gpt_neo_dict,
-                      "cohere": _cohere_dict, "cohere2": _cohere2_dict}
+                      "cohere": _cohere_dict, "cohere2": _cohere2_dict,
+                      "cohere2_moe": _cohere2_moe_dict}

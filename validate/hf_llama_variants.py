@@ -126,11 +126,49 @@ def _dots1(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
     return dict(data, layer_types=["full_attention"] * cfg.n_decoder_layers)
 
 
+def _exaone_moe(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """EXAONE-MoE's config.json: EXAONE 4.0's windows, GLM-4.5's experts (one group) under
+    ExaoneMoeConfig's names; a model without experts has every layer dense."""
+    data = _exaone4(cfg, llama)
+    if not cfg.n_experts:
+        return dict(data, first_k_dense_replace=cfg.n_decoder_layers)
+    experts = _glm4_moe(cfg, llama)
+    return dict(data, first_k_dense_replace=cfg.n_dense_layers, num_experts=cfg.n_experts,
+                num_shared_experts=experts["n_shared_experts"], n_group=1, topk_group=1,
+                **{key: experts[key] for key in ("num_experts_per_tok", "moe_intermediate_size",
+                                                 "norm_topk_prob")})
+
+
+def _granite_swa(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """GraniteSWA's config.json: Granite's multipliers and granite_swa_fields."""
+    return dict(llama, attention_bias=cfg.qkv_bias, mlp_bias=cfg.ffn_bias, bos_token_id=None,
+                eos_token_id=None, embedding_multiplier=cfg.embedding_multiplier or 1.0,
+                attention_multiplier=cfg.attention_scale or 1.0,
+                residual_multiplier=cfg.residual_multiplier or 1.0, logits_scaling=cfg.logits_scaling or 1.0,
+                **granite_swa_fields(cfg))
+
+
+def granite_swa_fields(cfg: ModelConfig) -> dict[str, Any]:
+    """GraniteSWA's (and GraniteMoeSWA's) attention fields: the window and layer_types, and a
+    layer_rope_theta with 0 on the NoPE layers and rotary_sets - 1 distinct bases on the others
+    (the bases change the tables' values only)."""
+    layers = cfg.n_decoder_layers
+    pattern = cfg.layer_pattern or ()
+    nope = ({i for i, kind in enumerate(pattern) if kind == "nope"} if "nope" in pattern else
+            {i for i in range(layers) if not cfg.layer_slides(i)} if cfg.nope_layers else set())
+    rope = [i for i in range(layers) if i not in nope]
+    thetas = [0.0] * layers
+    for j, i in enumerate(rope):
+        thetas[i] = 10000.0 * (1 + min(j, (cfg.rotary_sets or 2) - 2))
+    return dict(sliding_window=cfg.sliding_window or 128, layer_types=_layer_types(cfg),
+                layer_rope_theta=thetas)
+
+
 #: family -> its config.json, from the ModelConfig and its Llama fields.
 LLAMA_VARIANT_DICTS: dict[str, Callable[[ModelConfig, dict[str, Any]], dict[str, Any]]] = {
     "olmo": _olmo, "olmo3": _olmo3, "olmoe": _olmoe, "exaone4": _exaone4, "seed_oss": _seed_oss,
     "helium": _helium, "arcee": _arcee, "apertus": _apertus, "glm4": _glm4, "ernie4_5": _ernie4_5,
     "glm4_moe": _glm4_moe, "minimax_m2": _minimax_m2, "dots1": _dots1,
     "hunyuan_v1_dense": _hunyuan_v1_dense, "hunyuan_v1_moe": _hunyuan_v1_moe, "glm": _glm4,
-    **GEMMA4_DICTS,
+    "exaone_moe": _exaone_moe, "granite_swa": _granite_swa, **GEMMA4_DICTS,
 }

@@ -10,6 +10,8 @@ from typing import Any, Callable
 
 from costmodel.config import ModelConfig
 
+from .hf_llama_variants import granite_swa_fields
+
 
 def _one(value: float | None) -> float:
     """Granite's multiplier fields: 1.0 where the ModelConfig has none."""
@@ -28,6 +30,10 @@ def _granitemoe(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
 
 def _granitemoeshared(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
     return dict(_granitemoe(cfg, llama), shared_intermediate_size=cfg.d_shared)
+
+
+def _granitemoe_swa(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    return dict(_granitemoeshared(cfg, llama), **granite_swa_fields(cfg))
 
 
 def _flex_olmo(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
@@ -79,7 +85,7 @@ def _dbrx(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
 
 #: family -> its config.json writer (validate/hf_models.py's config_dict).
 MOE_EXTRA_DICTS: dict[str, Callable[[ModelConfig, dict[str, Any]], dict[str, Any]]] = {
-    "granitemoe": _granitemoe, "granitemoeshared": _granitemoeshared,
+    "granitemoe": _granitemoe, "granitemoeshared": _granitemoeshared, "granitemoe_swa": _granitemoe_swa,
     "flex_olmo": _flex_olmo, "ernie4_5_moe": _ernie4_5_moe,
     "phimoe": _phimoe, "dbrx": _dbrx,
 }

@@ -11,7 +11,7 @@ import sympy as sp
 
 from .. import symbols as S
 from ..kernels import Kernel
-from ..terms import FP32, INDEX, ZERO, Expr, dtype_bytes, elementwise_bytes
+from ..terms import FP32, INDEX, ZERO, Expr, dtype_bytes, elementwise_bytes, unless_fp32
 from .base import (
     Block, Cost, LinearOp, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias,
     weight_matrix,
@@ -321,6 +321,8 @@ class Softmax(AttentionCore):
         columns = self.pairs + rows  # the scores and, with sinks, the sink column
         saved = kernel.softmax_saved(self)
         elements = [("softmax", columns)]
+        if self.sinks and kernel.dense and self.profile.facts.sink_lse_scaling:
+            return self.lse_sink_cost(saved)
         if self.sinks and kernel.dense:
             # the concatenated copy and the max subtraction over it; the softmax's extra column
             saved += dtype_bytes(self.profile.facts.softmax_dtype) * rows + INDEX * rows
@@ -328,6 +330,21 @@ class Softmax(AttentionCore):
         moved = elementwise_bytes(columns) * (2 if self.sinks else 1) if kernel.dense else 0
         return make_cost(tensors=[Tensor(S.h)] if self.sinks else [], elements=elements,
                          saved_bytes=saved, bytes_other=moved)
+
+
+    def lse_sink_cost(self, softmax_saved: Expr) -> Cost:
+        """GraniteSWA's eager sinks (facts.sink_lse_scaling): logsumexp over each row of the
+        scores (keeping its input, the masked scores, and its result), the sink subtracted (an add), an
+        fp32 sigmoid (keeping its output), and the weighted sum's output times that scale cast
+        back (the product keeping both: the output and the cast scale, the sigmoid's own output
+        in fp32)."""
+        rows, pairs = S.b * S.h * self.q_len, self.pairs
+        output = rows * self.value_dim
+        saved = softmax_saved + S.e * pairs + S.e * rows + FP32 * rows + unless_fp32(S.e * rows) + S.e * output
+        elements = [("softmax", pairs), ("logsumexp", pairs), ("add", rows), ("sigmoid", rows),
+                    ("mul", output)]
+        moved = elementwise_bytes(pairs) * 2 + elementwise_bytes(rows) * 2 + elementwise_bytes(output)
+        return make_cost(tensors=[Tensor(S.h)], elements=elements, saved_bytes=saved, bytes_other=moved)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ OTHER_FLOPS_PER_ELEMENT = {
     "mul": 1,
     "softmax": 5,
     "log_softmax": 5,
+    "logsumexp": 4,  # softmax's max, subtraction, exp and sum, without its division (the log is per row)
     "layernorm": 5,
     "layernorm_python": 5,  # the same arithmetic as separate Python ops (facts.layernorm_python_fp32)
     "rmsnorm": 4,

@@ -148,7 +148,8 @@ class RotaryTables(Block):
     of P x d_h in the model dtype, nothing kept; GPT-J's ("sincos_buffer") one P x d_r fp32 table
     of sin and cos halves, nothing kept here (facts.rotary_repeats_per_call: each layer keeps its
     own repeats). `sets` of them where each attention type has its own
-    (facts.rotary_tables_per_layer_type: Gemma 3's local and global RoPE).
+    (facts.rotary_tables_per_layer_type: Gemma 3's local and global RoPE), one of them held but
+    never called (facts.rotary_global_set_unused: GraniteSWA's global rotary_emb).
     """
 
     seq: Expr
@@ -166,7 +167,8 @@ class RotaryTables(Block):
             facts = self.profile.facts
             size = FP32 if facts.rotary_tables_fp32 else S.e
             width = self.width / 2 if facts.rotary_tables_half else self.width
-            kept = 0 if facts.rotary_tables_per_layer else self.sets * 2 * self.seq
+            made = self.sets - 1 if facts.rotary_global_set_unused else self.sets
+            kept = 0 if facts.rotary_tables_per_layer else made * 2 * self.seq
             return make_cost(saved_bytes=kept * width * size, buffer_bytes=inv_freq)
         if self.profile.facts.rotary_tables == "sincos_buffer":  # sin and cos halves, fp32
             return make_cost(buffer_bytes=FP32 * S.P * self.width)

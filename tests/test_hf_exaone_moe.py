@@ -1,0 +1,167 @@
+"""EXAONE-MoE (costmodel/hf_moe_more.py: model_type "exaone_moe") against transformers 5.24's
+ExaoneMoeForCausalLM built from the same config dict: parameters and buffers (windows with NoPE
+full layers, dense layers first, grouped routing, a tied head, the class default with every
+layer sparse), validate's rows (matmul FLOPs forward and backward, other ops' elements, bytes
+saved for backward under eager and sdpa, the KV cache), a cached decode step's and a prefill's
+FLOPs, the cache after a prefill, and the configs refused in one line (dense layers beside
+windows on some layers, the class's own defaults among them; a null window, which the
+configuration class refuses).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
+                                  assert_prefill_flops_exact, assert_rows_exact, assert_saved_bytes_exact,
+                                  buffer_bytes_both, estimated_total, hf_meta_count, odd_config_rows)
+
+_BASE = dict(model_type="exaone_moe", vocab_size=99, hidden_size=48, num_attention_heads=6,
+             intermediate_size=37, num_hidden_layers=5, max_position_embeddings=64, pad_token_id=None,
+             bos_token_id=None, eos_token_id=None)
+
+CONFIGS = {
+    # every layer sparse: top 3 of 8 experts of 16 in 4 groups (top 2), two shared (one MLP of 32),
+    # head_dim 10 (not 48 / 6), 2 KV heads; a window of 6 on all but every third layer (those NoPE)
+    "exaone_moe": dict(_BASE, num_key_value_heads=2, head_dim=10, num_experts=8, n_group=4, topk_group=2,
+                       num_experts_per_tok=3, num_shared_experts=2, moe_intermediate_size=16,
+                       first_k_dense_replace=0, sliding_window=6, sliding_window_pattern=3),
+    # the first layer dense (mlp_layer_types) and every layer sliding (all RoPE); weights not
+    # renormalised, a tied head, 3 KV heads of hidden/heads = 8
+    "exaone_moe-dense-first": dict(_BASE, num_key_value_heads=3, num_experts=4, num_experts_per_tok=2,
+                                   moe_intermediate_size=24, mlp_layer_types=["dense"] + ["sparse"] * 4,
+                                   sliding_window=7, layer_types=["sliding_attention"] * 5,
+                                   norm_topk_prob=False, tie_word_embeddings=True),
+    # layer_types given (sliding, full, sliding, sliding, full), one KV head, experts everywhere
+    "exaone_moe-listed": dict(_BASE, num_key_value_heads=1, head_dim=10, num_experts=4, num_experts_per_tok=2,
+                              moe_intermediate_size=16, first_k_dense_replace=0, sliding_window=5,
+                              layer_types=["sliding_attention", "full_attention", "sliding_attention",
+                                           "sliding_attention", "full_attention"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_parameters_equal_the_class(name):
+    assert estimated_total(CONFIGS[name], name) == hf_meta_count(CONFIGS[name])
+
+
+def test_parameters_exact_integers():
+    """The odd configs' counts, the meta models' (transformers 5.24)."""
+    counts = [hf_meta_count(CONFIGS[name]) for name in sorted(CONFIGS)]
+    assert counts == [estimated_total(CONFIGS[name], name) for name in sorted(CONFIGS)]
+    assert counts == [165_652, 115_136, 102_292]
+
+
+@pytest.mark.parametrize("name,expected", [("exaone_moe", 200), ("exaone_moe-dense-first", 96),
+                                           ("exaone_moe-listed", 120)])
+def test_buffers_equal_the_class(name, expected):
+    """The rotary tables (bf16) and each sparse layer's fp32 e_score_correction_bias."""
+    ours, theirs = buffer_bytes_both(CONFIGS[name], name)
+    assert ours == theirs == expected
+
+
+def test_class_default_with_every_layer_sparse():
+    """ExaoneMoeConfig() with first_k_dense_replace 0 (d 4,096, 32 layers, 64 experts of 1,024,
+    one shared, vocabulary 102,400; windows on all but every fourth layer): the meta model's count."""
+    transformers = pytest.importorskip("transformers")
+    fields = transformers.AutoConfig.for_model("exaone_moe", first_k_dense_replace=0).to_dict()
+    fields.pop("mlp_layer_types")  # the default's list says layer 0 is dense; the override does not reach it
+    assert estimated_total(fields, "x") == hf_meta_count({"model_type": "exaone_moe", "first_k_dense_replace": 0})
+    assert estimated_total(fields, "x") == 29_167_464_448
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+def test_validate_rows_exact(name, attention):
+    """validate's rows (validate/hf_llama_variants.py writes the config.json back; bf16 under
+    FakeTensorMode, b 2, n 12, 2 generated tokens): parameters, forward and backward matmul FLOPs,
+    other ops' elements, bytes saved for backward and the KV cache."""
+    assert_rows_exact(odd_config_rows(CONFIGS[name], name, attention))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["exaone_moe", "exaone_moe-dense-first"])
+def test_validate_rows_exact_on_real_tensors_in_fp32(name):
+    """fp32 on the CPU's real tensors, with torch.profiler's second count of the matmul FLOPs."""
+    from tests.family_configs import assert_fp32_rows_exact
+
+    assert_fp32_rows_exact(CONFIGS[name], name)
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_decode_and_prefill_flops(name):
+    """A cached decode step at three cache lengths and a prefill, against the decode tree."""
+    assert_decode_flops_exact(CONFIGS[name], name)
+    assert_prefill_flops_exact(CONFIGS[name], name)
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_cache_after_prefill(name, dtype):
+    """Every layer's keys and values after a prefill (a sliding layer's storage the whole prompt)."""
+    assert_cache_after_prefill_exact(CONFIGS[name], name, dtype)
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+def test_bytes_saved_for_backward(name, dtype, attention):
+    """The class's training forward with its loss against the tree's activations (fp32 RMSNorms,
+    softmax, loss and router, as dots1's: costmodel/facts.json)."""
+    assert_saved_bytes_exact(CONFIGS[name], name, dtype, attention=attention)
+
+
+#: estimate's bytes saved for backward, which test_bytes_saved_for_backward proves equal to the class's.
+BYTES_SAVED = 522_380
+
+
+def test_bytes_saved_exact_integer():
+    """The first odd config at b 2, n 9 in fp32."""
+    from costmodel import estimate
+
+    ours = estimate(dict(CONFIGS["exaone_moe"], name="x"), seq_len=9, batch=2, dtype="fp32").to_dict()
+    assert ours["memory"]["activations"] == BYTES_SAVED
+
+
+@pytest.mark.parametrize("fields,words", [
+    (dict(CONFIGS["exaone_moe"], first_k_dense_replace=1),
+     "dense MLP layers (first_k_dense_replace or mlp_layer_types: 1) beside sliding"),
+    (dict(CONFIGS["exaone_moe"], first_k_dense_replace=2), "beside sliding windows on some layers"),
+    (dict(CONFIGS["exaone_moe"], sliding_window=None), "sliding_window null is refused"),
+    (dict(CONFIGS["exaone_moe"], n_group=3), "num_experts (8) is not divisible by n_group (3)"),
+    (dict(CONFIGS["exaone_moe"], num_experts=0), "num_experts must be at least 1, got 0"),
+    (dict(CONFIGS["exaone_moe"], num_shared_experts=0), "num_shared_experts must be at least 1"),
+    (dict(CONFIGS["exaone_moe"], layer_types=["full_attention"] * 5), "no RoPE"),
+    (dict(CONFIGS["exaone_moe"], sliding_window_pattern="LLG"), "layer_types"),
+    (dict(CONFIGS["exaone_moe"], mlp_layer_types=["sparse", "dense", "sparse", "sparse", "sparse"]),
+     "dense layer after a sparse one"),
+    (dict(CONFIGS["exaone_moe"], hidden_act="gelu"), "unsupported hidden_act 'gelu' for exaone_moe"),
+])
+def test_refused_in_one_line(fields, words, tmp_path, capsys):
+    import json
+
+    from tests.cli_run import run_main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err, err
+
+
+def test_the_class_default_is_refused():
+    """ExaoneMoeConfig()'s own defaults (and K-EXAONE's layout): layer 0 dense, windows on all but
+    every fourth layer; one line naming why."""
+    transformers = pytest.importorskip("transformers")
+    from costmodel.config import ConfigError
+    from costmodel.hf import from_hf_config
+
+    with pytest.raises(ConfigError, match="dense MLP layers .* beside sliding windows on some layers"):
+        from_hf_config(transformers.AutoConfig.for_model("exaone_moe").to_dict(), name="x")
+
+
+def test_architectures_name_the_type():
+    from costmodel.hf import from_hf_config
+
+    bare = {k: v for k, v in CONFIGS["exaone_moe"].items() if k != "model_type"}
+    bare["architectures"] = ["ExaoneMoeForCausalLM"]
+    assert from_hf_config(bare, name="x") == from_hf_config(CONFIGS["exaone_moe"], name="x")
