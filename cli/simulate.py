@@ -256,7 +256,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             if train:  # the code the step was timed as (the framework's unless given), as one GPU's says
                 result["inputs"].update(impl=workload.impl, attention=workload.attention, mtp=cfg.mtp_layers)
             else:
-                result["inputs"].update(decode_inputs(workload, cuda_graphs, compiled))
+                result["inputs"].update(decode_inputs(workload, cuda_graphs, compiled, latent=bool(cfg.mla)))
         elif train:
             if time_model == "kernels" or compiled:
                 raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "

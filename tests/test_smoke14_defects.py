@@ -1,0 +1,48 @@
+"""A new user's fourteenth round (session 20; validate/FINDINGS.md "A new user's fourteenth round").
+Each test failed before its fix; the numbers are exact integers with their arithmetic or the
+figure another command prints for the same case."""
+
+from __future__ import annotations
+
+import json
+
+import cli
+
+
+def _run(args, capsys):
+    code = cli.main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _json(args, capsys):
+    code, out, err = _run([*args, "--json"], capsys)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_plan_serve_names_the_latent_attention_form_simulate_needs(capsys):
+    """`plan --serve` times latent attention absorbed (vLLM's form) and `simulate` naive (transformers'),
+    but plan's footer said its rows were "`simulate` with the layout and `--attention flash`", which gives
+    DeepSeek-V2-Lite's tp-2 row 18.18 ms a token against plan's 10.67 ms, and neither header nor JSON said
+    which form ran. Both now name it; the footer's command reproduces the row exactly."""
+    case = ["--model", "deepseek-v2-lite", "--hardware", "h100"]
+    plan = _json(["plan", *case, "--serve", "--gpus", "2", "--tp", "2"], capsys)
+    assert plan["inputs"]["mla"] == "absorbed"
+    row = plan["feasible"][0]
+    layout = ["simulate", *case, "--tp", "2", "--prompt", "2048", "--gen", "128", "--batch", "32",
+              "--attention", "flash"]
+    absorbed = _json([*layout, "--mla", "absorbed"], capsys)
+    naive = _json(layout, capsys)
+    assert (absorbed["inputs"]["mla"], naive["inputs"]["mla"]) == ("absorbed", "naive")
+    assert row["time_per_output_token"] == absorbed["generation"]["time_per_output_token"]
+    assert naive["generation"]["time_per_output_token"] > 1.5 * row["time_per_output_token"]
+    assert row["per_rank"]["total"] == absorbed["per_rank"]["total"] == 17_914_256_896
+    code, out, _ = _run(["plan", *case, "--serve", "--gpus", "2", "--tp", "2"], capsys)
+    assert "flash attention, latent attention absorbed;" in out.splitlines()[0]
+    assert "`simulate` with the layout and `--attention flash --mla absorbed` times them" in out
+    code, out, _ = _run(["simulate", *case, "--prompt", "512", "--gen", "4"], capsys)
+    assert "attention eager, latent attention naive, dynamic KV cache" in out.splitlines()[1]
+    # a model without latent attention says nothing of it
+    sim = _json(["simulate", "--model", "llama3.2-1b", "--hardware", "h100", "--prompt", "512", "--gen", "4"], capsys)
+    assert sim["inputs"]["mla"] is None
