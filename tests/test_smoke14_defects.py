@@ -46,3 +46,21 @@ def test_plan_serve_names_the_latent_attention_form_simulate_needs(capsys):
     # a model without latent attention says nothing of it
     sim = _json(["simulate", "--model", "llama3.2-1b", "--hardware", "h100", "--prompt", "512", "--gen", "4"], capsys)
     assert sim["inputs"]["mla"] is None
+
+
+def test_ssm_cache_dtype_is_refused_for_a_model_without_states(capsys):
+    """`serve --mamba-ssm-cache-dtype float32` on Llama 3.2 1B (no Mamba-2 or Gated DeltaNet layer) was taken
+    and changed nothing, while `--mla absorbed` on it is refused; `plan --serve --rate` with it set all 36
+    configurations aside ("not feasible: 36 (--mamba-ssm-cache-dtype float32)") and exited 1, "nothing
+    fits", for a typo-class input. Both are one error line, exit 2; a hybrid still takes it."""
+    message = "error: --mamba-ssm-cache-dtype float32: model 'llama3.2-1b' has no Mamba-2 or Gated DeltaNet layer"
+    for command in (["serve", "--model", "llama3.2-1b", "--hardware", "l4", "--rate", "2", "--requests", "5"],
+                    ["plan", "--model", "llama3.2-1b", "--hardware", "l4", "--serve", "--rate", "2", "--slo-ttft", "1",
+                     "--slo-tpot", "0.1", "--requests", "5"]):
+        code, out, err = _run([*command, "--mamba-ssm-cache-dtype", "float32"], capsys)
+        assert (code, out) == (2, "")
+        assert err.startswith(message) and err.count("\n") == 1
+    # Nemotron 3 Nano: 23 Mamba-2 layers, vLLM's layout with the SSM state in fp32 (test_serving_vllm_states)
+    setup = _json(["serve", "--model", "nemotron-3-nano", "--hardware", "h100", "--rate", "2", "--requests", "5",
+                   "--mamba-ssm-cache-dtype", "float32"], capsys)["setup"]
+    assert setup["mamba_ssm_cache_dtype"] == "float32"

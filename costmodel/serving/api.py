@@ -20,7 +20,7 @@ from .graphs import engine_graphs
 from .kv_paging import PAGED_SCHEDULERS, kv_paging
 from .kvcache import BlockPool, cache_sizing
 from .schedulers import NO_TOKEN_BUDGET, SCHEDULERS
-from .state_slots import STATE_PREFIX_NOTE, vllm_layer_states, with_state_traffic
+from .state_slots import STATE_PREFIX_NOTE, check_ssm_cache_dtype, vllm_layer_states, with_state_traffic
 from .steptime import StepTime, check_tensor_parallel_groups, serving_profile
 from .workload import Lengths, Request, poisson, read_trace
 
@@ -209,6 +209,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     from ..config import DTYPE_BYTES, Workload
 
     paging = kv_paging(cfg, scheduler, block_size)
+    check_ssm_cache_dtype(cfg, mamba_ssm_cache_dtype)
     layer_states = vllm_layer_states(scheduler, mamba_ssm_cache_dtype)  # None: transformers' state layout
     sizings = {} if sizings is None else sizings
     if gpu_memory_utilization is None:  # the hardware file's, as simulate's and plan's fits read it (0.9: vLLM's)
