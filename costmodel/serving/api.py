@@ -228,8 +228,11 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                           f"weights {sizing.weight_bytes / 2**30:.1f} GiB and activations "
                           f"{sizing.activation_bytes / 2**30:.1f} GiB per GPU against "
                           f"{gpu_memory_utilization:.0%} of {hardware.memory_bytes / 2**30:.0f} GiB less the "
-                          f"{hardware.memory_reserve_bytes / 2**20:.0f} MiB reserve; spread it "
-                          "over more GPUs (--tp, --pp) or store its weights in fewer bytes (--weight-dtype).")
+                          f"{hardware.memory_reserve_bytes / 2**20:.0f} MiB reserve; "
+                          + (f"lower --max-batched-tokens (the activations are sized for a step of "
+                             f"{min(max_batched_tokens, cfg.max_positions):,} tokens), "
+                             if sizing.activation_bytes > sizing.weight_bytes else "")
+                          + "spread it over more GPUs (--tp, --pp) or store its weights in fewer bytes (--weight-dtype).")
     graphs = engine_graphs(cuda_graphs, scheduler, max_num_seqs, max_batched_tokens, hardware)
     step = (step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp, time_model)).with_graphs(graphs)
     step = with_state_traffic(step, sizing.state_bytes, hardware, efficiency, pp)
