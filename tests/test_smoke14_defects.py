@@ -83,3 +83,18 @@ def test_no_room_for_a_kv_block_names_the_token_budget_when_activations_fill_the
     code, _, err = _run(["serve", "--model", "llama3.2-1b", "--hardware", "l4", "--rate", "2", "--requests", "5",
                          "--gpu-memory-utilization", "0.05"], capsys)
     assert code == 2 and "--max-batched-tokens" not in err and "spread it over more GPUs (--tp, --pp)" in err
+
+
+def test_published_json_names_its_units(capsys):
+    """`published --json` was the one command's JSON without a `units` object: Korthikanti's
+    full_published 1.42 (seconds an iteration), mfu_ours 37.6 (percent) and the summary's
+    median_error 0.106 (a fraction, printed as 10.6%) said nothing of what they count. Every table
+    now has its line in spec.JSON_UNITS["published"]."""
+    tables = _json(["published"], capsys)
+    units = tables.pop("units")
+    named = {key for entry in units for key in entry.split(", ")}
+    assert named == set(tables)
+    assert tables["korthikanti_2022_table_5"][0]["full_published"] == 1.42  # Table 5's 22B, seconds
+    assert "seconds an iteration" in units["korthikanti_2022_table_5"]
+    assert f"{100 * tables['summary']['kernels']['median_error']:.1f}%" == "10.6%"  # README's "all" row
+    assert "median_error: a fraction" in units["summary, summary_by_kind"]
