@@ -98,3 +98,30 @@ def test_published_json_names_its_units(capsys):
     assert "seconds an iteration" in units["korthikanti_2022_table_5"]
     assert f"{100 * tables['summary']['kernels']['median_error']:.1f}%" == "10.6%"  # README's "all" row
     assert "median_error: a fraction" in units["summary, summary_by_kind"]
+
+
+FALCON_H1_SHAPED = dict(model_type="falcon_h1", hidden_size=3072, num_hidden_layers=44, num_attention_heads=12,
+                        num_key_value_heads=2, head_dim=128, mamba_d_ssm=3072, mamba_n_heads=24, mamba_d_head=128,
+                        mamba_d_state=256, mamba_n_groups=1, mamba_d_conv=4, mamba_expand=2,
+                        max_position_embeddings=262144)  # test_hf_falcon_h1.SEVEN_B_SHAPED
+
+
+def test_a_falcon_h1_pipeline_splits_whole_decoder_layers(tmp_path, capsys):
+    """The tree holds each FalconH1DecoderLayer as three layers (mamba, attention, MLP), and the pipeline
+    split them: a 44-layer config took `--pp 45`, its stage table said "layers 66" at pp 2, `--stage-layers
+    22,22` was refused as "add up to 44, not the 132 layers", and pp 8 cut 132 into 17 x 4 + 16 x 4, inside
+    decoder layers. Stages now hold whole decoder layers (ModelConfig.pipeline_unit), counted as
+    num_hidden_layers counts them."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(FALCON_H1_SHAPED))
+    train = ["simulate", "--config", str(path), "--hardware", "h100", "--train", "--seq-len", "2048"]
+    code, out, err = _run([*train, "--pp", "45"], capsys)
+    assert code == 2 and err.startswith("error: layout: 45 pipeline stages for 44 layers:")
+    even = _json([*train, "--pp", "2"], capsys)["parallel"]["stages"]
+    given = _json([*train, "--pp", "2", "--stage-layers", "22,22"], capsys)["parallel"]["stages"]
+    assert [s["layers"] for s in even] == [s["layers"] for s in given] == [22, 22]
+    assert [s["total"] for s in even] == [s["total"] for s in given]
+    eight = _json([*train, "--pp", "8"], capsys)["parallel"]["stages"]
+    assert [s["layers"] for s in eight] == [6, 6, 6, 6, 5, 5, 5, 5]
+    # stages 1 and 4 hold decoder layers alone (no embedding, no head): weights in proportion 6 : 5
+    assert 5 * eight[1]["weights"] == 6 * eight[4]["weights"]
