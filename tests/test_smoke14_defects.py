@@ -125,3 +125,18 @@ def test_a_falcon_h1_pipeline_splits_whole_decoder_layers(tmp_path, capsys):
     assert [s["layers"] for s in eight] == [6, 6, 6, 6, 5, 5, 5, 5]
     # stages 1 and 4 hold decoder layers alone (no embedding, no head): weights in proportion 6 : 5
     assert 5 * eight[1]["weights"] == 6 * eight[4]["weights"]
+
+
+def test_a_kv_dtype_on_an_encoder_says_it_changes_nothing(capsys):
+    """`estimate --model bert-base-uncased --kv-dtype fp8` (and sweep's) was taken in silence, figures
+    unchanged, while `--gen-tokens 4` on the same encoder warns that it is ignored. It now warns too;
+    an encoder-decoder (T5: its decoder's cache) does not."""
+    plain = _json(["estimate", "--model", "bert-base-uncased"], capsys)
+    code, out, err = _run(["estimate", "--model", "bert-base-uncased", "--kv-dtype", "fp8", "--json"], capsys)
+    memory = json.loads(out)["memory"]
+    assert code == 0 and {k: memory[k] for k in plain["memory"]} == plain["memory"]
+    assert memory["kv_cache"] == 0
+    assert err == ("warning: model 'bert-base-uncased' is an encoder: it keeps no KV cache, so the fp8 KV cache "
+                   "asked for changes nothing.\n")
+    code, _, err = _run(["estimate", "--model", "t5-small", "--kv-dtype", "fp8"], capsys)
+    assert code == 0 and "KV cache asked for" not in err
