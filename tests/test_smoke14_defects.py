@@ -140,3 +140,16 @@ def test_a_kv_dtype_on_an_encoder_says_it_changes_nothing(capsys):
                    "asked for changes nothing.\n")
     code, _, err = _run(["estimate", "--model", "t5-small", "--kv-dtype", "fp8"], capsys)
     assert code == 0 and "KV cache asked for" not in err
+
+
+def test_simulate_takes_cuda_graphs_on_as_serve_and_plan_spell_it(capsys):
+    """`serve` and `plan --serve` take `--cuda-graphs auto|on|off` (docs/commands.md: "unless `--cuda-graphs
+    on` replays it ... as `simulate --cuda-graphs` times a layout"), but `simulate --cuda-graphs on` failed
+    with click's "Got unexpected extra argument (on)". simulate now takes the same words; the flag alone
+    is still on, and auto (Hugging Face generate's) and off are eager."""
+    case = ["simulate", "--model", "llama3.2-1b", "--hardware", "h100", "--prompt", "512", "--gen", "8", "--tp", "1"]
+    graphed = [_json([*case, *words], capsys) for words in (["--cuda-graphs"], ["--cuda-graphs", "on"])]
+    eager = [_json([*case, *words], capsys) for words in ([], ["--cuda-graphs", "off"], ["--cuda-graphs", "auto"])]
+    assert graphed[0] == graphed[1] and graphed[0]["inputs"]["cuda_graphs"] is True
+    assert eager[0] == eager[1] == eager[2] and eager[0]["inputs"]["cuda_graphs"] is False
+    assert graphed[0]["generation"]["time_per_output_token"] < eager[0]["generation"]["time_per_output_token"]
