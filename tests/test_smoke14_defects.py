@@ -153,3 +153,16 @@ def test_simulate_takes_cuda_graphs_on_as_serve_and_plan_spell_it(capsys):
     assert graphed[0] == graphed[1] and graphed[0]["inputs"]["cuda_graphs"] is True
     assert eager[0] == eager[1] == eager[2] and eager[0]["inputs"]["cuda_graphs"] is False
     assert graphed[0]["generation"]["time_per_output_token"] < eager[0]["generation"]["time_per_output_token"]
+
+
+def test_serve_rates_json_names_the_deployment_and_its_units(capsys):
+    """`serve --rates 1,2 --json` printed a bare list of rows: no model, hardware or scheduler (the text
+    names them) and no `units`, the one serve JSON without them. It is now `serve --json`'s setup and
+    units around the rows; each row is the `serve --rate R` run's figures."""
+    case = ["serve", "--model", "llama3.2-1b", "--hardware", "l4", "--requests", "10"]
+    sweep = _json([*case, "--rates", "1,2"], capsys)
+    one = _json([*case, "--rate", "2"], capsys)
+    assert {**sweep["setup"], "rate": 2.0} == one["setup"] and sweep["units"] == one["units"]  # rate: each row's
+    assert (sweep["setup"]["model"], sweep["setup"]["hardware"], sweep["requests"]) == ("llama3.2-1b", "l4", 10)
+    assert [r["rate"] for r in sweep["rates"]] == [1.0, 2.0]
+    assert sweep["rates"][1]["ttft"] == one["ttft"] and sweep["rates"][1]["tpot"] == one["tpot"]
