@@ -125,6 +125,10 @@ def test_a_falcon_h1_pipeline_splits_whole_decoder_layers(tmp_path, capsys):
     assert [s["layers"] for s in eight] == [6, 6, 6, 6, 5, 5, 5, 5]
     # stages 1 and 4 hold decoder layers alone (no embedding, no head): weights in proportion 6 : 5
     assert 5 * eight[1]["weights"] == 6 * eight[4]["weights"]
+    # serve's pipeline too: at most a stage a decoder layer
+    code, _, err = _run(["serve", "--config", str(path), "--hardware", "h100", "--rate", "2", "--requests", "3",
+                         "--pp", "45"], capsys)
+    assert code == 2 and err == "error: --pp must be between 1 and the model's 44 layers, got 45.\n"
 
 
 def test_a_kv_dtype_on_an_encoder_says_it_changes_nothing(capsys):

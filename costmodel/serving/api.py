@@ -172,8 +172,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     if num_blocks is not None and num_blocks < max(1, pp):
         raise ConfigError(f"--num-blocks must be at least {max(1, pp)}" + (" (a block a pipeline stage)" if pp > 1
                           else "") + f", got {num_blocks}.")
-    if not 1 <= pp <= cfg.n_decoder_layers:
-        raise ConfigError(f"--pp must be between 1 and the model's {cfg.n_decoder_layers} layers, got {pp}.")
+    if not 1 <= pp <= cfg.pipeline_layers:  # decoder layers as the model's code counts them (Falcon-H1's 3 in 1)
+        raise ConfigError(f"--pp must be between 1 and the model's {cfg.pipeline_layers} layers, got {pp}.")
     if scheduler == "static" and max_batched_tokens is not None:  # StaticScheduler never read it
         raise ConfigError("--max-batched-tokens: static batching (generate()) prefills its whole padded batch in one "
                           "step, with no token budget; leave it out (--max-num-seqs sets the batch).")
