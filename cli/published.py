@@ -24,4 +24,9 @@ def published(as_json) -> None:
               "other_runs": other_runs(), "frontier": frontier()}
     tables["summary"] = summary(tables)
     tables["summary_by_kind"] = summary_by_kind(tables)
-    click.echo(json.dumps(tables, indent=2) if as_json else render_published(tables))
+    if as_json:
+        from costmodel import spec
+
+        click.echo(json.dumps({**tables, "units": spec.JSON_UNITS["published"]}, indent=2))
+        return
+    click.echo(render_published(tables))

@@ -127,8 +127,11 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @click.option("--compile", "compiled", is_flag=True,
               help="With --time-model kernels: torch.compile's fusions (a residual add with the next norm, a "
               "gated activation with its product; docs/time.md).")
-@click.option("--cuda-graphs", is_flag=True, help="Inference: decode steps replayed from a CUDA graph (no CPU launch "
-              "overhead; each kernel keeps the GPU's gap between kernels, the hardware's graph_kernel_s).")
+@click.option("--cuda-graphs", type=click.Choice(["auto", "on", "off"]), is_flag=False, flag_value="on", default="off",
+              callback=lambda ctx, param, value: value == "on",
+              help="Inference: decode steps replayed from a CUDA graph (no CPU launch overhead; each kernel keeps "
+              "the GPU's gap between kernels, the hardware's graph_kernel_s). Alone or `on`, as serve's and "
+              "plan's `--cuda-graphs on`; auto (Hugging Face generate's) and off: eager.")
 @click.option("--launch-overhead", type=float, default=None,
               help="Seconds of launch overhead per block's kernels, eager (default: the hardware file's overhead_s_per_block).")
 @click.option("--graph-kernel-gap", type=float, default=None,
@@ -256,7 +259,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             if train:  # the code the step was timed as (the framework's unless given), as one GPU's says
                 result["inputs"].update(impl=workload.impl, attention=workload.attention, mtp=cfg.mtp_layers)
             else:
-                result["inputs"].update(decode_inputs(workload, cuda_graphs, compiled))
+                result["inputs"].update(decode_inputs(workload, cuda_graphs, compiled, latent=bool(cfg.mla)))
         elif train:
             if time_model == "kernels" or compiled:
                 raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "

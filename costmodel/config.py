@@ -398,6 +398,22 @@ class ModelConfig:
         return self.n_encoder_layers + self.n_decoder_layers
 
     @property
+    def pipeline_unit(self) -> int:
+        """Tree layers per decoder layer of the model's code, the smallest piece a pipeline stage
+        holds: 3 for Falcon-H1 (its mamba, parallel attention and MLP entries are one
+        FalconH1DecoderLayer: hf_falcon_h1.py), else 1."""
+        if self.parallel_attention and self.mixer_layers and self.layer_pattern:
+            mixers = self.layer_pattern.count("mamba")
+            if mixers and len(self.layer_pattern) % mixers == 0:
+                return len(self.layer_pattern) // mixers
+        return 1
+
+    @property
+    def pipeline_layers(self) -> int:
+        """The layers a pipeline splits, as the model's code counts them (num_hidden_layers)."""
+        return self.n_layers // self.pipeline_unit
+
+    @property
     def partial_rotary(self) -> bool:
         """RoPE rotates only rotary_dim of each head's dimensions (GPT-NeoX, Phi-4-mini, MLA)."""
         return self.rotary_dim is not None and self.rotary_dim != self.d_head

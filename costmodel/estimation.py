@@ -348,7 +348,7 @@ class Estimate:
                 out["activations_by_block"][row.path] = out["activations_by_block"].get(row.path, 0) + held
         if self.workload.weight_dtype:
             out["quantized_weights"] = self.quantized_weights()
-        if self.workload.kv_dtype:
+        if self.workload.kv_dtype and self.cfg.n_decoder_layers:  # an encoder keeps no cache (a warning says so)
             out["kv_cache_dtype"] = f"{self.workload.kv_dtype}: one byte per element and two fp32 scales per layer"
         if self.cfg.n_window_layers:
             out["kv_cache_note"] = (

@@ -168,7 +168,7 @@ def targets_of(cfg: ModelConfig, tune: "FineTune") -> tuple[str, ...]:
         raise ConfigError(f"--lora-targets: {foreign[0]!r} is not a linear layer of {cfg.family} "
                           f"({', '.join(linears)}, or all-linear)"
                           + ("; its routed experts are fused 3-D parameters, not linear layers, which peft "
-                             "adapts as parameters (target_parameters; Qwen3-MoE's down_proj too): not modelled."
+                             "adapts as parameters (target_parameters; the experts' down_proj too): not modelled."
                              if cfg.moe else "."))
     return tuple(t for t in linears if t in tune.targets)
 

@@ -186,7 +186,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                       "dtype": workload.dtype, **quantization,
                       **({"weight_dtype_source": source} if serve and source else {}),
                       **({"gen": gen, "batch": batch, "attention": attention or DEFAULT_SERVE_ATTENTION,
-                          "kv_cache": kv_cache, "cuda_graphs": cuda_graphs} if serve else
+                          "kv_cache": kv_cache, "cuda_graphs": cuda_graphs, "mla": mla if cfg.mla else None} if serve else
                          {"global_batch": batches[counts[0]] if one else batches, "batch": batch,
                           "fp8": fixed.get("fp8"), "flops_convention": flops_convention, "mtp": cfg.mtp_layers,
                           "tokens": tokens, "price_per_gpu_hour": chosen.price_per_gpu_hour if price is None else price}),

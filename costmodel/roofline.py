@@ -362,7 +362,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
                    "prompt": prompt, "decoder_prompt": decoder_prompt if encoder_decoder else None,
                    "gen": gen, "batch": batch, "attention": attention,
                    "kv_cache": kv_cache, "cuda_graphs": cuda_graphs, "time_model": time_model,
-                   "compiled": compiled, "implementation": implementation,
+                   "compiled": compiled, "implementation": implementation, "mla": mla if cfg.mla else None,
                    **{k: v for k, v in (quantization or {}).items() if v is not None},
                    "compute_efficiency": roof.efficiency.compute,
                    "memory_efficiency": roof.efficiency.memory},

@@ -39,11 +39,12 @@ class SimulationResult:
         return f"<pre>{html.escape(self.text())}</pre>"
 
 
-def decode_inputs(workload: Any, cuda_graphs: bool, compiled: bool = False) -> dict[str, Any]:
+def decode_inputs(workload: Any, cuda_graphs: bool, compiled: bool = False, latent: bool = False) -> dict[str, Any]:
     """What a decode with a layout ran with, for its report's second line: the attention, the
-    KV cache (dynamic or static), whether its steps replay a CUDA graph and torch.compile's fusions."""
+    KV cache (dynamic or static), whether its steps replay a CUDA graph and torch.compile's fusions,
+    and, where the model has latent attention (latent: cfg.mla), its form (naive or absorbed)."""
     return {"attention": workload.attention, "kv_cache": workload.kv_cache, "cuda_graphs": bool(cuda_graphs),
-            "compiled": bool(compiled)}
+            "compiled": bool(compiled), "mla": workload.mla if latent else None}
 
 
 def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool = False, prompt: int | None = None,
@@ -129,7 +130,7 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
             data["inputs"].update(impl=workload.impl, attention=workload.attention, mtp=cfg.mtp_layers)
         else:
             data["inputs"].update({**{k: v for k, v in quantization.items() if v is not None},
-                                   **decode_inputs(workload, False)})
+                                   **decode_inputs(workload, False, latent=bool(cfg.mla))})
     elif train:
         workload, warnings = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                            attention=attention, impl=impl)

@@ -310,6 +310,13 @@ JSON_UNITS = {
     "finetune": {"memory": "bytes", "fit": "bytes (memory, capacity)"},
     "serve": {"queueing, ttft, tpot, e2e, itl": "seconds", "*_s": "seconds", "*_per_s": "a second",
               "kv_use": "a fraction of the KV blocks", "setup.kv_cache": "bytes (*_bytes)"},
+    "published": {"narayanan_2021_table_1": "params, params_eq2: parameters; tflops_*: TFLOP/s a GPU; seconds_ours: "
+                                            "seconds a step; bubble: a fraction of the step",
+                  "korthikanti_2022_table_5": "full_*, present_*: seconds an iteration; mfu_*, hfu_*: percent",
+                  "other_runs": "each row's unit (published, roofline, kernels)",
+                  "frontier": "each row's quantity (published, ours, kernels); memory_gib, over_gib: GiB",
+                  "summary, summary_by_kind": "lowest, highest: ratios (ours / published); median_error: a "
+                                              "fraction, |ratio - 1| (0.106 is 10.6%)"},
     "plan --serve --rate": {"*_s": "seconds", "target.slo_ttft, target.slo_tpot": "seconds",
                             "target.rate": "requests a second", "replica_requests_per_s": "requests a second",
                             "dollars_per_hour": "dollars an hour"},

@@ -251,6 +251,9 @@ class Workload:
         if self.gen_tokens and not cfg.n_decoder_layers:
             warnings.append(f"model {show(cfg.name)} is an encoder: it does not generate tokens, so "
                             f"the {self.gen_tokens} generated tokens asked for are ignored.")
+        if self.kv_dtype is not None and not cfg.n_decoder_layers:
+            warnings.append(f"model {show(cfg.name)} is an encoder: it keeps no KV cache, so the {self.kv_dtype} "
+                            "KV cache asked for changes nothing.")
         attends = not cfg.mixer_layers or cfg.n_mixer_layers("attention")  # a pure Mamba-2 stack has no context
         for side, length in self.lengths(cfg).items():
             if length <= cfg.max_positions or not attends:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .text import binary_bytes, dollars, plural, rate, seconds, si, table, weight_group
+from .text import binary_bytes, dollars, latent_form, plural, rate, seconds, si, table, weight_group
 
 
 def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) -> str:
@@ -35,6 +35,7 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
              + (f"{plural(i['batch'], 'sequence')} of prompt {i['seq_len']:,} + {i['gen']:,} generated tokens"
                 if serve else f"global batch {global_batch} of {i['seq_len']:,} tokens")
              + (f", {i['attention']} attention" if serve and i.get("attention") else "")
+             + (latent_form(i) if serve else "")
              + (f"; time model {i['time_model']}" if i.get("time_model") else "")
              + (", compiled" if i.get("compiled") else "")
              + (f"; ranked by cost (GPU-seconds per token)" if i.get("rank_by") == "cost" else "")
@@ -57,7 +58,8 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
         out.append(table(["rank", "tp x pp x dp", "weights", "KV cache", "ids+logits", "memory", "per token",
                           "last step", "all-reduce", "tokens/s"], rows))
         out.append("per token: the mean of the generation's decode steps, each at its own context, as "
-                   f"`simulate` with the layout and `--attention {i.get('attention') or 'flash'}` times them; last step: the one at context "
+                   f"`simulate` with the layout and `--attention {i.get('attention') or 'flash'}"
+                   + (f" --mla {i['mla']}" if i.get("mla") else "") + "` times them; last step: the one at context "
                    f"{i['seq_len'] + i['gen']:,}, where the memory is sized.")
         return "\n".join(out)
     rows = []

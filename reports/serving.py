@@ -328,8 +328,10 @@ def _latency_vs_rate(model: str, hardware_name: str, rates: list[float], options
         raise ReportInputError(str(error)) from None
     if plot_path:
         save_figure(latency_figure(rows, f"{model} on {hardware_name}, {options['scheduler']}"), plot_path)
-    if as_json:
-        click.echo(json.dumps(finite(rows, nan=True), indent=2))
+    if as_json:  # the deployment and the load, as `serve --json` names them, then a row per rate
+        setup = {k: v for k, v in first["setup"].items() if k != "rate"}  # each row names its own
+        sweep = {"setup": setup, "requests": first["requests"], "rates": rows, "units": JSON_UNITS["serve"]}
+        click.echo(json.dumps(finite(sweep, nan=True), indent=2))
         return
     setup = first["setup"]
     load = f"{first['requests']} at each rate, Poisson (seed {setup['seed']})" if "seed" in setup else None

@@ -313,6 +313,12 @@ def render_parallel_training(r: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def latent_form(inputs: dict[str, Any]) -> str:
+    """ ", latent attention absorbed": the form a decode ran latent attention in (simulate's --mla,
+    naive by default; plan --serve's and serve's, absorbed), "" for a model without it."""
+    return f", latent attention {inputs['mla']}" if inputs.get("mla") else ""
+
+
 def weight_group(inputs: dict[str, Any]) -> str:
     """ " g128": the values per scale of the run's quantized weights, typed or the format's default
     (costmodel/quantization.WEIGHT_DTYPES: int4's 128, nf4's 64); "" where it scales per row."""
@@ -331,7 +337,8 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
     return "\n".join([
         f"{i['model']} serving on {lay['gpus']} x {i['hardware']} ({i['dtype']}): tp {lay['tp']} x pp "
         f"{lay['pp']} x dp {lay['dp']}{ep}, batch {i['batch']} per replica, context {i['seq_len'] + i['gen']:,}",
-        *([f"prompt {i['seq_len']}, generate {i['gen']}, attention {i['attention']}, {i['kv_cache']} KV cache"
+        *([f"prompt {i['seq_len']}, generate {i['gen']}, attention {i['attention']}{latent_form(i)}, "
+           f"{i['kv_cache']} KV cache"
            + (f" in {i['kv_dtype']}" if i.get("kv_dtype") else "")
            + (f", weights {i['weight_dtype']}" if i.get("weight_dtype") else "")
            + weight_group(i)
@@ -386,7 +393,7 @@ def render_inference(r: dict[str, Any]) -> str:
         f"{si(hw['bandwidth_bytes_per_s'], 'B/s')}, efficiency compute {i['compute_efficiency']:g} / "
         f"memory {i['memory_efficiency']:g}; ridge {hw['ridge_flops_per_byte']:.3g} FLOP/B)"
         + (f"\n{i['dtype_note']}" if i.get("dtype_note") else ""),
-        f"prompt {i['prompt']}, generate {i['gen']}, batch {i['batch']}, attention {i['attention']}, "
+        f"prompt {i['prompt']}, generate {i['gen']}, batch {i['batch']}, attention {i['attention']}{latent_form(i)}, "
         f"{i['kv_cache']} KV cache"
         + (f" in {i['kv_dtype']}" if i.get("kv_dtype") else "")
         + (f", weights {i['weight_dtype']}" if i.get("weight_dtype") else "")

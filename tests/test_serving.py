@@ -527,7 +527,7 @@ def test_serve_figures_and_rate_sweep(tmp_path, capsys) -> None:
     capsys.readouterr()
     assert main(["serve", "--model", "llama3-8b", "--rates", "1,50", "--requests", "40", "--plot", str(latency),
                  "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = json.loads(capsys.readouterr().out)["rates"]
     assert [r["rate"] for r in rows] == [1.0, 50.0] and rows[1]["ttft"]["p99"] > rows[0]["ttft"]["p99"]
     assert latency.read_text().lstrip().startswith("<?xml")
     assert main(["serve", "--model", "llama3-8b", "--rates", "1,x"]) == 2

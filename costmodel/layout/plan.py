@@ -131,7 +131,7 @@ def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_bat
         check_hybrid_framework(fixed.get("framework") or "fsdp2")
         frameworks = ["fsdp2"]  # hybrid sharding is FSDP2's (Layout.dp_shard)
     tps = [fixed["tp"]] if fixed.get("tp") else tensor_sizes(cfg, hardware, gpus)
-    layers = cfg.n_layers
+    layers = cfg.pipeline_layers
     for framework in frameworks:
         zeros = [fixed["zero"]] if fixed.get("zero") is not None else list(FRAMEWORKS[framework].zero_stages)
         for tp in tps:
@@ -344,7 +344,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
     CostModel(cfg, profile_for(cfg, whole), phase="decode").leaves
     feasible, infeasible = [], []
     for tp in [fixed["tp"]] if fixed.get("tp") else tensor_sizes(cfg, hardware, gpus, inference=True):
-        for pp in [fixed["pp"]] if fixed.get("pp") else [p for p in _divisors(gpus // tp) if p <= cfg.n_layers]:
+        for pp in [fixed["pp"]] if fixed.get("pp") else [p for p in _divisors(gpus // tp) if p <= cfg.pipeline_layers]:
             if gpus % (tp * pp):
                 continue
             dp = gpus // (tp * pp)

@@ -80,7 +80,8 @@ def _stages(cfg: ModelConfig, layer_keys: tuple, stacks: tuple[str, ...], recomp
         return (Stage(0, (cfg.n_layers,), (1,), True, True, (kinds,)),)
     pipeline = Layout(pp=pp, virtual_stages=virtual_stages, schedule=schedule, microbatches=microbatches,
                       stage_layers=stage_layers)
-    per_stage = pipeline.layers_per_stage(cfg.n_layers)
+    # each stage whole decoder layers (cfg.pipeline_unit tree layers each: Falcon-H1's three)
+    per_stage = tuple(cfg.pipeline_unit * n for n in pipeline.layers_per_stage(cfg.pipeline_layers))
     starts = [sum(per_stage[:s]) for s in range(len(per_stage))]
     stack = stacks[0]
     last = pipeline.stages - 1
@@ -421,8 +422,9 @@ class ParallelEstimate(RankCommunication):
         rows = []
         for stage in self.stages:
             communication = self.communication(stage)
-            rows.append({"stage": stage.rank, "layers": sum(stage.layers),
-                         "virtual_stage_layers": list(stage.layers),
+            unit = self.cfg.pipeline_unit  # the model's decoder layers, as --stage-layers counts them
+            rows.append({"stage": stage.rank, "layers": sum(stage.layers) // unit,
+                         "virtual_stage_layers": [n // unit for n in stage.layers],
                          "micro_batches_in_flight": list(stage.in_flight), **self.memory(stage),
                          "communication": communication, "wire": self.wire(communication)})
         return rows

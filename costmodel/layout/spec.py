@@ -376,17 +376,17 @@ class Layout:
                 raise ConfigError("layout: pipeline parallelism of encoder-decoders is not modelled.")
             # An even split needs a layer a stage; a given split may leave edge stages with none
             # (Llama 3's first and last chunks: the embedding alone, the head alone).
-            if self.stages > cfg.n_layers and self.stage_layers is None:
-                raise ConfigError(f"layout: {self.stages} pipeline stages for {cfg.n_layers} layers: "
+            if self.stages > cfg.pipeline_layers and self.stage_layers is None:
+                raise ConfigError(f"layout: {self.stages} pipeline stages for {cfg.pipeline_layers} layers: "
                                   "pp x virtual stages must not exceed the layers.")
         if self.sp and cfg.norm_position != "pre":
             raise ConfigError("layout: sequence parallelism is modelled for pre-norm layers only.")
         if self.stage_layers is not None:
             if len(self.stage_layers) != self.stages:
                 raise ConfigError(f"layout: {len(self.stage_layers)} stage sizes given for {self.stages} stages.")
-            if sum(self.stage_layers) != cfg.n_layers:
+            if sum(self.stage_layers) != cfg.pipeline_layers:
                 raise ConfigError(f"layout: the stages' layers add up to {sum(self.stage_layers)}, "
-                                  f"not the {cfg.n_layers} layers of model {show(cfg.name)}.")
+                                  f"not the {cfg.pipeline_layers} layers of model {show(cfg.name)}.")
 
     def layers_per_stage(self, layers: int) -> tuple[int, ...]:
         """Layers of each (virtual) stage in pipeline order: the given split, or as even as it

@@ -20,7 +20,7 @@ from .graphs import engine_graphs
 from .kv_paging import PAGED_SCHEDULERS, kv_paging
 from .kvcache import BlockPool, cache_sizing
 from .schedulers import NO_TOKEN_BUDGET, SCHEDULERS
-from .state_slots import STATE_PREFIX_NOTE, vllm_layer_states, with_state_traffic
+from .state_slots import STATE_PREFIX_NOTE, check_ssm_cache_dtype, vllm_layer_states, with_state_traffic
 from .steptime import StepTime, check_tensor_parallel_groups, serving_profile
 from .workload import Lengths, Request, poisson, read_trace
 
@@ -172,8 +172,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     if num_blocks is not None and num_blocks < max(1, pp):
         raise ConfigError(f"--num-blocks must be at least {max(1, pp)}" + (" (a block a pipeline stage)" if pp > 1
                           else "") + f", got {num_blocks}.")
-    if not 1 <= pp <= cfg.n_decoder_layers:
-        raise ConfigError(f"--pp must be between 1 and the model's {cfg.n_decoder_layers} layers, got {pp}.")
+    if not 1 <= pp <= cfg.pipeline_layers:  # decoder layers as the model's code counts them (Falcon-H1's 3 in 1)
+        raise ConfigError(f"--pp must be between 1 and the model's {cfg.pipeline_layers} layers, got {pp}.")
     if scheduler == "static" and max_batched_tokens is not None:  # StaticScheduler never read it
         raise ConfigError("--max-batched-tokens: static batching (generate()) prefills its whole padded batch in one "
                           "step, with no token budget; leave it out (--max-num-seqs sets the batch).")
@@ -209,6 +209,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     from ..config import DTYPE_BYTES, Workload
 
     paging = kv_paging(cfg, scheduler, block_size)
+    check_ssm_cache_dtype(cfg, mamba_ssm_cache_dtype)
     layer_states = vllm_layer_states(scheduler, mamba_ssm_cache_dtype)  # None: transformers' state layout
     sizings = {} if sizings is None else sizings
     if gpu_memory_utilization is None:  # the hardware file's, as simulate's and plan's fits read it (0.9: vLLM's)
@@ -227,8 +228,11 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                           f"weights {sizing.weight_bytes / 2**30:.1f} GiB and activations "
                           f"{sizing.activation_bytes / 2**30:.1f} GiB per GPU against "
                           f"{gpu_memory_utilization:.0%} of {hardware.memory_bytes / 2**30:.0f} GiB less the "
-                          f"{hardware.memory_reserve_bytes / 2**20:.0f} MiB reserve; spread it "
-                          "over more GPUs (--tp, --pp) or store its weights in fewer bytes (--weight-dtype).")
+                          f"{hardware.memory_reserve_bytes / 2**20:.0f} MiB reserve; "
+                          + (f"lower --max-batched-tokens (the activations are sized for a step of "
+                             f"{min(max_batched_tokens, cfg.max_positions):,} tokens), "
+                             if sizing.activation_bytes > sizing.weight_bytes else "")
+                          + "spread it over more GPUs (--tp, --pp) or store its weights in fewer bytes (--weight-dtype).")
     graphs = engine_graphs(cuda_graphs, scheduler, max_num_seqs, max_batched_tokens, hardware)
     step = (step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp, time_model)).with_graphs(graphs)
     step = with_state_traffic(step, sizing.state_bytes, hardware, efficiency, pp)

@@ -26,6 +26,7 @@ from ..quantization import runs_w8a8
 from ..spec import DEFAULT_GEN_TOKENS
 from .api import build_replica, replica_profile, require_decoder_only, run_replicas
 from .workload import Lengths, check_requests, poisson
+from .state_slots import check_ssm_cache_dtype
 
 MAX_REPLICAS = 256
 
@@ -195,6 +196,7 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
         if not (value > 0 and math.isfinite(value)):
             raise ConfigError(f"{name} must be a positive number, got {show(value)}.")
     require_decoder_only(cfg)  # else every configuration read "not feasible" and the search exited 0
+    check_ssm_cache_dtype(cfg, replica_options.get("mamba_ssm_cache_dtype", "auto"))  # else every one set aside
     check_requests(target.requests)
     check_price(price)
     if price is not None and len(hardwares) > 1:

@@ -82,6 +82,15 @@ def has_states(cfg: Any) -> bool:
     return bool(cfg.n_mixer_layers("mamba") or cfg.n_mixer_layers("deltanet"))
 
 
+def check_ssm_cache_dtype(cfg: Any, ssm_cache_dtype: str) -> None:
+    """Raise ConfigError where --mamba-ssm-cache-dtype is typed (other than auto) for a model with no
+    state to store: it changed nothing, and the capacity search set every configuration aside."""
+    if ssm_cache_dtype != "auto" and not has_states(cfg):
+        raise ConfigError(f"--mamba-ssm-cache-dtype {ssm_cache_dtype}: model {cfg.name!r} has no Mamba-2 or Gated "
+                          "DeltaNet layer, so no SSM state to store; the option is for hybrids (Nemotron-H, "
+                          "Granite 4.0-H, Falcon-H1, Qwen3-Next).")
+
+
 def check_state_engine(cfg: Any, engine: str | None) -> None:
     """Raise ConfigError (one sentence) where the engine cannot hold the model's states: transformers'
     continuous batching (engine "transformers"), or a model with no attention layer (no block of
