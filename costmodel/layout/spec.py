@@ -93,6 +93,8 @@ def tensor_split_error(cfg: ModelConfig, tp: int, inference: bool) -> str | None
         return f"splits Mamba-1 mixers, which are not modelled under tensor parallelism (model {name})"
     if tp > 1 and cfg.n_mixer_layers("shortconv"):  # blocks/shortconv.py: no tensor-parallel split modelled
         return f"splits short convolutions, which are not modelled under tensor parallelism (model {name})"
+    if tp > 1 and cfg.n_mixer_layers("lightning"):  # blocks/lightning.py: no tensor-parallel split modelled
+        return f"splits lightning attention, which is not modelled under tensor parallelism (model {name})"
     for what, size in tensor_split_sizes(cfg):
         if size % tp:
             return f"does not divide the {what} ({size}) of model {name}"

@@ -1,0 +1,68 @@
+"""MiniMax's linear-attention hybrids (costmodel/hf_minimax.py: model_type "minimax";
+costmodel/blocks/lightning.py) against transformers 5.24's MiniMaxForCausalLM built from the same
+config dict on the CPU: parameters and buffers (layer_types patterns, head_dim given or derived,
+experts and top-k, a tied head, the class default and MiniMax-Text-01's shape on the meta device),
+the training forward's and the training step's matmul FLOPs (FlopCounterMode: the lightning
+attention's block loop, blocks shorter and longer than the sequence), a cached decode step's and a
+prefill's, the cache after a prefill (each full layer's keys and values, each lightning layer's
+state in MiniMaxCache.linear_cache), and the configs refused. Not compared: other ops' elements
+and the bytes saved for backward (the lightning attention's are not modelled: workload's warning).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from costmodel.config import ConfigError
+from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
+                                  assert_prefill_flops_exact, buffer_bytes_both, estimated_total, hf_meta_count)
+
+pytestmark = pytest.mark.filterwarnings("ignore:model .* lightning-attention layers")
+
+#: Odd sizes no dimension shares: d 48, 4 heads of 10 (not d / h = 12), 2 KV heads, 5 experts of 24,
+#: the top 2, vocabulary 99, blocks of 4 tokens, 4 layers, one of them full attention.
+MINIMAX = dict(model_type="minimax", vocab_size=99, hidden_size=48, num_hidden_layers=4, num_attention_heads=4,
+               num_key_value_heads=2, head_dim=10, intermediate_size=24, num_local_experts=5, num_experts_per_tok=2,
+               block_size=4, layer_types=["linear_attention", "full_attention", "linear_attention", "linear_attention"])
+VARIANTS = {
+    "minimax": MINIMAX,
+    # no layer_types: MiniMaxConfig's alternation (full on even layers); head_dim d / h = 12; a tied head;
+    # blocks of 3; 3 experts, the top 1, under attribute_map's num_experts; residual scalings (no parameters)
+    "minimax_default_pattern": dict({k: v for k, v in MINIMAX.items() if k not in ("layer_types", "head_dim",
+                                                                                  "num_local_experts")},
+                                    tie_word_embeddings=True, block_size=3, num_experts=3, num_experts_per_tok=1,
+                                    linear_attn_alpha_factor=0.5, mlp_beta_factor=2.0),
+    "minimax_all_lightning": dict(MINIMAX, num_hidden_layers=3, layer_types=["linear_attention"] * 3, block_size=5),
+    "minimax_all_full": dict(MINIMAX, num_hidden_layers=2, layer_types=["full_attention"] * 2),
+}
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_parameters_equal_the_class(name):
+    assert estimated_total(VARIANTS[name], "x") == hf_meta_count(VARIANTS[name])
+
+
+@pytest.mark.parametrize("name,expected", [("minimax", 640), ("minimax_default_pattern", 304),
+                                           ("minimax_all_lightning", 904), ("minimax_all_full", 40)])
+def test_buffers_equal_the_class(name, expected):
+    """The rotary tables (fp32, head_dim / 2 each) and each lightning layer's decays in the model's
+    dtype: slope_rate h, query_decay and key_decay h Q, diagonal_decay h Q^2 (bf16: 2 h (1 + Q)^2)."""
+    ours, theirs = buffer_bytes_both(VARIANTS[name], name)
+    assert ours == theirs == expected
+
+
+def test_class_default_exact_integer():
+    """MiniMaxConfig() on the meta device (transformers 5.24: d 4,096, 32 layers alternating full and
+    lightning attention, 8 KV heads, 8 experts of 14,336, vocabulary 32,000, untied): 47,373,946,880."""
+    default = {"model_type": "minimax"}
+    assert estimated_total(default, "x") == hf_meta_count(default) == 47_373_946_880
+
+
+def test_minimax_text_01_shape_exact_integer():
+    """MiniMax-Text-01's shape (config.json: d 6,144, 64 heads of 128, 8 KV heads, 80 layers with
+    full attention every 8th, 32 experts of 9,216, the top 2, vocabulary 200,064): 456,089,655,296,
+    the meta model's count (MiniMax's report: 456B in all)."""
+    fields = dict(model_type="minimax", hidden_size=6144, num_attention_heads=64, num_key_value_heads=8, head_dim=128,
+                  num_hidden_layers=80, intermediate_size=9216, num_local_experts=32, num_experts_per_tok=2,
+                  vocab_size=200064, layer_types=(["linear_attention"] * 7 + ["full_attention"]) * 10)
+    assert estimated_total(fields, "x") == hf_meta_count(fields) == 456_089_655_296
