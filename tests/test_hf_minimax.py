@@ -66,3 +66,73 @@ def test_minimax_text_01_shape_exact_integer():
                   num_hidden_layers=80, intermediate_size=9216, num_local_experts=32, num_experts_per_tok=2,
                   vocab_size=200064, layer_types=(["linear_attention"] * 7 + ["full_attention"]) * 10)
     assert estimated_total(fields, "x") == hf_meta_count(fields) == 456_089_655_296
+
+
+ROWS = ("minimax", "minimax_default_pattern", "minimax_all_lightning")
+
+
+@pytest.mark.parametrize("name", ROWS)
+@pytest.mark.parametrize("b,n", [(2, 9), (1, 4), (3, 1), (1, 8)])
+def test_training_forward_and_step_flops(name, b, n):
+    """The class's own training forward (its default use_cache: a fresh MiniMaxCache, so the block
+    path) and the step with the backward: a sequence of whole blocks, one with a short last block,
+    one shorter than a block; each token's top k experts only."""
+    from costmodel import estimate
+    from validate.hf_mamba1 import causal_lm_flops
+
+    fields = VARIANTS[name]
+    ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype="fp32").to_dict()["flops"]
+    assert ours["forward"] == causal_lm_flops(fields, b, n, backward=False, use_cache=None)
+    assert ours["training"] == causal_lm_flops(fields, b, n, backward=True, use_cache=None)
+
+
+def test_training_flops_exact_integers():
+    """The tiny MiniMax at b 2, n 9 (blocks of 4, 4 and 1): 2,589,120 forward FLOPs, 7,738,560 for
+    the step."""
+    from validate.hf_mamba1 import causal_lm_flops
+
+    assert causal_lm_flops(MINIMAX, 2, 9, backward=False, use_cache=None) == 2_589_120
+    assert causal_lm_flops(MINIMAX, 2, 9, backward=True, use_cache=None) == 7_738_560
+
+
+def test_lightning_block_flops_on_the_module():
+    """MiniMaxLightningAttention alone (no cache, fp32, h 4 of P 10, blocks of 4) at b 1, n 5 (blocks
+    of 4 and 1): forward 2 n (48 x 120 + 48 x 40 + 40 x 48) + 4 h P (16 + 1) + 4 h P^2 n = 106,720;
+    the backward's bmm 8 h P 17 + 2 h P^2 (5 + 1) + 4 h P^2 4 = 16,640 (the state update of the last
+    block, which only the cache would keep, and block 0's zero state get no gradient)."""
+    import torch
+    import transformers
+    from torch.utils.flop_counter import FlopCounterMode
+    from transformers.models.minimax.modeling_minimax import MiniMaxLightningAttention
+
+    from costmodel import symbols as S
+    from costmodel.blocks.lightning import block_backward_flops, block_flops
+    from costmodel.evaluate import exact
+
+    config = transformers.MiniMaxConfig(**{k: v for k, v in MINIMAX.items() if k != "model_type"})
+    module = MiniMaxLightningAttention(config, 0)
+    x = torch.randn(1, 5, 48, requires_grad=True)
+    with FlopCounterMode(display=False) as forward:
+        out, _ = module(x, None, None)
+    with FlopCounterMode(display=False) as backward:
+        out.sum().backward()
+    sizes = {S.h: 4, S.d_h: 10, S.Q_m: 4}
+    assert forward.get_total_flops() == 2 * 5 * 9600 + exact(block_flops(1, 5), sizes) == 106_720
+    bmm = {str(op): count for op, count in backward.get_flop_counts()["Global"].items()}["aten.bmm"]
+    assert bmm == exact(block_backward_flops(1, 5), sizes) == 16_640
+
+
+@pytest.mark.parametrize("name", ROWS)
+def test_decode_and_prefill_flops(name):
+    """A decode step's recurrent branch (k^T v and q kv per token and head, 4 h P^2), a prefill's
+    block path."""
+    assert_decode_flops_exact(VARIANTS[name], name)
+    assert_prefill_flops_exact(VARIANTS[name], name)
+
+
+@pytest.mark.parametrize("name", [*ROWS, "minimax_all_full"])
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_cache_after_prefill(name, dtype):
+    """Per full layer its keys and values; per lightning layer its state (b, h, P, P) in the model's
+    dtype (MiniMaxCache.linear_cache)."""
+    assert_cache_after_prefill_exact(VARIANTS[name], name, dtype)
