@@ -136,3 +136,74 @@ def test_cache_after_prefill(name, dtype):
     """Per full layer its keys and values; per lightning layer its state (b, h, P, P) in the model's
     dtype (MiniMaxCache.linear_cache)."""
     assert_cache_after_prefill_exact(VARIANTS[name], name, dtype)
+
+
+@pytest.mark.parametrize("fields,message", [
+    (dict(MINIMAX, layer_types=["linear_attention", "sliding_attention", "full_attention", "full_attention"]),
+     "layer_types"),
+    (dict(MINIMAX, layer_types=["linear_attention", "full_attention"]), "layer_types"),
+    (dict(MINIMAX, hidden_act="gelu"), "hidden_act"),
+    (dict(MINIMAX, sliding_window=4), "sliding_window"),
+    (dict(MINIMAX, router_jitter_noise=0.1), "router_jitter_noise"),
+    (dict(MINIMAX, output_router_logits=True), "output_router_logits"),
+    (dict(MINIMAX, block_size=0), "block_size"),
+    (dict(MINIMAX, num_local_experts=0), "num_local_experts"),
+])
+def test_refused_configs(fields, message):
+    from costmodel.hf import from_hf_config
+
+    with pytest.raises(ConfigError, match=message):
+        from_hf_config(fields, name="bad")
+
+
+def test_refusal_is_one_line_and_status_2(tmp_path, capsys):
+    import json
+
+    from tests.cli_run import run_main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(dict(MINIMAX, sliding_window=4)))
+    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and "sliding_window" in err and len(err.strip().splitlines()) == 1
+
+
+def test_architectures_name_the_type():
+    from costmodel.hf import from_hf_config
+
+    named = {k: v for k, v in MINIMAX.items() if k != "model_type"}
+    assert from_hf_config(dict(named, architectures=["MiniMaxForCausalLM"]), name="x").family == "minimax"
+
+
+def test_tensor_parallel_and_an_engine_cache_are_refused(tmp_path, capsys):
+    """No tensor-parallel split of the lightning attention and no engine cache for its states are
+    modelled: one sentence each, and `plan --tp 2` exits 2 with one line."""
+    import json
+
+    from costmodel.hf import from_hf_config
+    from costmodel.layout.spec import tensor_split_error
+    from costmodel.serving.kvcache import check_engine_cache
+    from tests.cli_run import run_main
+
+    cfg = from_hf_config(dict(MINIMAX), "minimax")
+    assert "lightning attention" in tensor_split_error(cfg, 2, inference=False)
+    assert tensor_split_error(cfg, 1, inference=False) is None
+    with pytest.raises(ConfigError, match="lightning-attention states"):
+        check_engine_cache(cfg)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(MINIMAX))
+    code, out, err = run_main(["plan", "--config", str(path), "--gpus", "2", "--tp", "2"], capsys)
+    assert code == 2 and "lightning attention" in err and len(err.strip().splitlines()) == 1
+
+
+def test_through_the_cli(tmp_path, capsys):
+    """estimate answers for a MiniMax config, its warning naming the lightning-attention layers."""
+    import json
+
+    from tests.cli_run import run_main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(MINIMAX))
+    code, out, err = run_main(["estimate", "--config", str(path), "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["params"]["total"] == hf_meta_count(MINIMAX)
+    assert "3 lightning-attention layers" in err
