@@ -193,6 +193,8 @@ def test_tensor_parallel_and_an_engine_cache_are_refused(tmp_path, capsys):
     path.write_text(json.dumps(MINIMAX))
     code, out, err = run_main(["plan", "--config", str(path), "--gpus", "2", "--tp", "2"], capsys)
     assert code == 2 and "lightning attention" in err and len(err.strip().splitlines()) == 1
+    code, out, err = run_main(["serve", "--config", str(path), "--hardware", "h100", "--rate", "2"], capsys)
+    assert code == 2 and "lightning-attention states" in err and len(err.strip().splitlines()) == 1
 
 
 def test_through_the_cli(tmp_path, capsys):
