@@ -20,6 +20,9 @@ Refused in one sentence each: activations other than silu (the experts and the l
 attention's qkv share hidden_act), a sliding_window (no windowed mixer layers are modelled),
 router_jitter_noise in training's input scaling (not measured here), output_router_logits (the
 router's load-balancing loss), layer types other than linear_attention and full_attention.
+
+Not modelled: a model with no full-attention layer runs no RoPE, so nothing keeps the rotary cos
+and sin for backward; the tree's activations count them (2 e n d_h bytes) all the same.
 """
 
 from __future__ import annotations

@@ -311,9 +311,9 @@ class Workload:
                             "and (impl hf) activations are proven against transformers' class (blocks/shortconv.py).")
         if cfg.n_mixer_layers("lightning"):
             warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('lightning')} lightning-attention layers: "
-                            "other FLOPs and activations leave out what they run besides their matmuls (silu, the "
-                            "decays, the output norm and gate); parameters, buffers, matmul FLOPs and the cache are "
-                            "proven against transformers' class (blocks/lightning.py).")
+                            "other FLOPs leave out what they run besides their matmuls (silu, the decays, the output "
+                            "norm and gate); parameters, buffers, matmul FLOPs, the cache and (impl hf) activations "
+                            "are proven against transformers' class (blocks/lightning.py).")
         if cfg.n_mixer_layers("kda"):
             warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('kda')} Kimi Delta Attention layers: "
                             "matmul FLOPs count their projections only (not the short conv or the chunked delta "

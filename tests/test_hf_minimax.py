@@ -5,8 +5,9 @@ experts and top-k, a tied head, the class default and MiniMax-Text-01's shape on
 the training forward's and the training step's matmul FLOPs (FlopCounterMode: the lightning
 attention's block loop, blocks shorter and longer than the sequence), a cached decode step's and a
 prefill's, the cache after a prefill (each full layer's keys and values, each lightning layer's
-state in MiniMaxCache.linear_cache), and the configs refused. Not compared: other ops' elements
-and the bytes saved for backward (the lightning attention's are not modelled: workload's warning).
+state in MiniMaxCache.linear_cache), the bytes saved for backward (eager and sdpa, fp32 and bf16,
+one sequence or several), and the configs refused. Not compared: other ops' elements (what the
+lightning attention runs besides its matmuls is not modelled: workload's warning).
 """
 
 from __future__ import annotations
@@ -209,3 +210,27 @@ def test_through_the_cli(tmp_path, capsys):
     assert code == 0, err
     assert json.loads(out)["params"]["total"] == hf_meta_count(MINIMAX)
     assert "3 lightning-attention layers" in err
+
+
+@pytest.mark.parametrize("name", ["minimax", "minimax_default_pattern"])
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+@pytest.mark.parametrize("b,n", [(2, 9), (1, 5), (3, 1), (3, 2)])
+def test_bytes_saved_for_backward(name, dtype, attention, b, n):
+    """The class's training forward with its loss (validate's saved-tensor hooks) against the
+    tree's activations: the lightning attention's (blocks/lightning.saved_bytes_torch: the silu
+    output's views for one sequence or one token, else each 4D matmul's copies of q, k and v), and
+    the attention, experts and norms as the families' facts say (fp32 RMSNorm, softmax and loss).
+    Not here: a model with no full-attention layer, whose rotary cos and sin nothing keeps (the
+    tree counts them: hf_minimax's docstring)."""
+    from tests.family_configs import assert_saved_bytes_exact
+
+    assert_saved_bytes_exact(VARIANTS[name], name, dtype, b, n, attention=attention)
+
+
+def test_bytes_saved_exact_integer():
+    """The tiny MiniMax at b 2, n 9 (fp32): 381,804 bytes saved for backward."""
+    from costmodel import estimate
+
+    ours = estimate(dict(MINIMAX, name="minimax"), seq_len=9, batch=2, dtype="fp32").to_dict()
+    assert ours["memory"]["activations"] == 381_804

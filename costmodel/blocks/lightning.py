@@ -20,7 +20,8 @@ each), diagonal_decay (h Q^2). With a cache holding the state (a chunk after a p
 step) each token runs k^T v and q kv (2 x 2 P^2 per head): MiniMaxLightningAttention's recurrent
 branch. The state kv (b, h, P, P) is kept in the values' dtype (MiniMaxCache.linear_cache).
 What it runs besides its matmuls (silu, the decays, the norm, the gate) is not among the other
-FLOPs and its training activations are not measured: the workload's warnings say so.
+FLOPs (the workload's warning says so); the bytes it saves for backward are the PyTorch path's
+(saved_bytes_torch).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from .. import symbols as S
-from ..terms import Expr
+from ..terms import FP32, Expr
 from .base import Block, Cost, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix
 
 #: The width of the heads' queries, keys and values together (h P) and the projections' (d_in,
@@ -61,6 +62,32 @@ def block_backward_flops(batch: Expr, seq: Expr) -> Expr:
     the cache keeps (4 P^2 (n - r))."""
     squares, first, last = _blocks(seq)
     return batch * S.h * (8 * S.d_h * squares + S.d_h**2 * (2 * seq + 2 * (seq - first) + 4 * (seq - last)))
+
+
+def saved_bytes_torch(batch: Expr, seq: Expr) -> Expr:
+    """Bytes the PyTorch path keeps for backward in one mixer in training, its input aside (the norm
+    before it counts it), with T = b n tokens, W = h P and blocks c_0 .. c_{N-1} (validate's
+    saved-tensor hooks on MiniMaxForCausalLM, fp32 and bf16; the last block's state update feeds
+    only the cache, so what it alone saves is freed with the forward and not counted):
+      qkv_proj's output (silu's input)                                     e T 3W
+      q, k, v: views of silu's output (e T 3W); where b > 1 and n > 1 each 4D matmul copies its
+        strided operand instead: q, k^T and v for the intra products (e T 3W), v for the state
+        update but the last block's (e b h P (n - c_{N-1}))
+      per block and head: (q k^T) * decay and the state kv its q multiplies (block 0's zeros too)
+                                                                          e b h (c_i^2 + P^2)
+      k * decay but in the last block (e b h P (n - c_{N-1})); q * decay from block 1 on
+        (e b h P (n - c_0)); the decay factor of each block but the first and the last (e h)
+      the output norm in fp32: its input (4 T W) and rsqrt (4 T), the normalised input times the
+        weight's input and output (2 e T W), sigmoid(gate) (e T W), the product out_proj reads (e T W)
+    """
+    tokens, width = batch * seq, S.h * S.d_h
+    squares, first, last = _blocks(seq)
+    count = sp.ceiling(seq / S.Q_m)
+    update = batch * S.h * S.d_h * (seq - last)  # the state updates' k * decay (and v copies), but the last
+    copies = sp.Piecewise((0, sp.Eq(batch, 1)), (0, sp.Eq(seq, 1)), (update, True))
+    blocks = batch * S.h * (squares + count * S.d_h**2) + update + batch * S.h * S.d_h * (seq - first)
+    return (S.e * (10 * tokens * width + copies + blocks + S.h * sp.Max(count - 2, 0))
+            + FP32 * tokens * (width + 1))
 
 
 def recurrent_flops(batch: Expr, seq: Expr) -> Expr:
@@ -128,5 +155,6 @@ class LightningAttentionMixer(Block):
             bytes_matmul=sum((linear_bytes(tokens, w_in, w_out) for w_in, w_out in PROJECTIONS), sp.Integer(0)),
             bytes_other=lightning_traffic(S.b, self.seq, self.phase == "decode"),
             buffer_bytes=lightning_buffer_bytes(),
+            saved_bytes=saved_bytes_torch(S.b, S.n) if self.phase == "train" else 0,
             kv_cache_bytes=lightning_state_bytes(),  # in every phase, as the tree reports the cache
         )
