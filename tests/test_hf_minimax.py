@@ -234,3 +234,23 @@ def test_bytes_saved_exact_integer():
 
     ours = estimate(dict(MINIMAX, name="minimax"), seq_len=9, batch=2, dtype="fp32").to_dict()
     assert ours["memory"]["activations"] == 381_804
+
+
+@pytest.mark.parametrize("name", ["minimax", "minimax_default_pattern"])
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+def test_validate_rows_exact(name, attention):
+    """validate's rows (validate/hf_minimax.py writes the config.json back; bf16 under FakeTensorMode,
+    b 2, n 12, 2 generated tokens): parameters, forward and backward matmul FLOPs, the bytes saved
+    for backward and the cache (keys, values and lightning states: validate/measure/memory.py)."""
+    from tests.family_configs import assert_rows_exact, odd_config_rows
+
+    assert_rows_exact(odd_config_rows(VARIANTS[name], name, attention))
+
+
+def test_validate_writer_refuses_what_the_class_cannot_build():
+    from costmodel.hf import from_hf_config
+    from validate.hf_models import config_dict
+
+    cfg = from_hf_config(dict(MINIMAX), "minimax")
+    with pytest.raises(ValueError, match="lightning or full attention"):
+        config_dict(cfg.replace(layer_pattern=("lightning", "mlp", "attention", "moe") * 2))

@@ -19,8 +19,8 @@ The buffers (persistent, in the model's dtype): slope_rate (h), query_decay and 
 each), diagonal_decay (h Q^2). With a cache holding the state (a chunk after a prefix, a decode
 step) each token runs k^T v and q kv (2 x 2 P^2 per head): MiniMaxLightningAttention's recurrent
 branch. The state kv (b, h, P, P) is kept in the values' dtype (MiniMaxCache.linear_cache).
-What it runs besides its matmuls (silu, the decays, the norm, the gate) is not among the other
-FLOPs (the workload's warning says so); the bytes it saves for backward are the PyTorch path's
+Its other FLOPs count silu on qkv and sigmoid on the gate; the rest it runs besides its
+matmuls (the decays, the norm, the products) is not among them (the workload's warning says so); the bytes it saves for backward are the PyTorch path's
 (saved_bytes_torch).
 """
 
@@ -152,6 +152,7 @@ class LightningAttentionMixer(Block):
             flops_matmul=forward + core,
             flops_matmul_backward=backward + (block_backward_flops(S.b, self.seq) if blocked else 2 * core),
             matrix_tokens=[tokens] * len(PROJECTIONS),
+            elements=[("silu", tokens * 3 * WIDTH), ("sigmoid", tokens * WIDTH)],  # qkv's, the output gate's
             bytes_matmul=sum((linear_bytes(tokens, w_in, w_out) for w_in, w_out in PROJECTIONS), sp.Integer(0)),
             bytes_other=lightning_traffic(S.b, self.seq, self.phase == "decode"),
             buffer_bytes=lightning_buffer_bytes(),
