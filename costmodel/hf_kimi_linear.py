@@ -16,8 +16,9 @@ buffer (the top num_experts_per_token of the best topk_group of n_group groups),
 shared experts as one MLP of their summed width. The head is never tied (KimiLinearForCausalLM's
 _tied_weights_keys is empty, whatever tie_word_embeddings says).
 
-Proven so far: the parameters (tests/test_hf_kimi_linear.py). The KDA mixer's FLOPs count its
-projections only and its cache is not measured (the workload's warning says so). The tree's MLA
+Proven so far (tests/test_hf_kimi_linear.py): the parameters, and the training forward's, the
+training step's and a prefill's matmul FLOPs. A cached step's delta rule is not counted and the
+cache is not measured (the workload's warning says so). The tree's MLA
 needs RoPE on its decoupled key, so it keeps the rotary module's inv_freq buffers (4 x
 qk_rope_head_dim bytes) and the rotation's elementwise work, which KimiLinearModel (no rotary
 embedding: its qk_rope_head_dim key is used unrotated) does not have; the matmuls are the same.
@@ -35,6 +36,8 @@ from .errors import MAX_LAYERS, check_int
 from .hf_fields import LLAMA_NAMES, Fields, mixer_kinds
 
 _MIXERS = {"linear_attention": "kda", "full_attention": "attention"}
+#: chunk_kimi_delta_attention's chunk_size default, which KimiLinearDeltaAttention does not pass.
+KDA_CHUNK = 64
 
 
 def _mixers(f: Fields, n_layers: int, linear: dict[str, Any]) -> list[str]:
@@ -96,7 +99,7 @@ def _read(f: Fields, name: str) -> ModelConfig:
     kernel = Fields(linear, f"{f.source}: linear_attn_config").get(
         "short_conv_kernel_size", f.get("linear_conv_kernel_dim", 4), minimum=1)
     kda = (dict(deltanet_k_heads=heads, deltanet_v_heads=heads, deltanet_k_dim=width, deltanet_v_dim=width,
-                conv_kernel=kernel) if "kda" in mixers else {})
+                conv_kernel=kernel, chunk_size=KDA_CHUNK) if "kda" in mixers else {})
     moe_width = f.get("moe_intermediate_size", 1024, minimum=1)
     experts = f.get("num_experts", f.get("num_local_experts", 256), minimum=1)
     expert_fields = dict(

@@ -67,7 +67,8 @@ def check_mixer_layers(cfg, owner: str) -> None:
                                  (DELTANET_SIZES, has_deltanet or has_kda, "a deltanet or kda layer"),
                                  (MAMBA1_SIZES, has_mamba1, "a mamba1 layer"),
                                  (("ssm_state",), has_mamba or has_mamba1, "a mamba or mamba1 layer"),
-                                 (LINEAR_SIZES, has_mamba or has_deltanet or has_lightning, "a mamba, deltanet or lightning layer"),
+                                 (LINEAR_SIZES, has_mamba or has_deltanet or has_lightning or has_kda,
+                                  "a mamba, deltanet, lightning or kda layer"),
                                  (("conv_kernel",), has_mamba or has_deltanet or has_mamba1 or has_conv or has_kda,
                                   "a mamba, deltanet, mamba1, shortconv or kda layer")):
         for name in names:

@@ -316,10 +316,9 @@ class Workload:
                             "are proven against transformers' class (blocks/lightning.py).")
         if cfg.n_mixer_layers("kda"):
             warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('kda')} Kimi Delta Attention layers: "
-                            "matmul FLOPs count their projections only (not the short conv or the chunked delta "
-                            "rule), other FLOPs and activations leave them out, and their cache is the Gated "
-                            "DeltaNet's layout, not measured; parameters are proven against transformers' class "
-                            "(blocks/kda.py).")
+                            "parameters and training/prefill matmul FLOPs are proven against transformers' class; "
+                            "a cached step's delta rule is not counted, other FLOPs and activations leave the mixer "
+                            "out, and its cache is the Gated DeltaNet's layout, not measured (blocks/kda.py).")
         if cfg.n_experts and self.impl != "reference" and facts_for(self.impl, cfg.family).experts_every_token:
             warnings.append(f"model {show(cfg.name)} as transformers' code runs it (impl {self.impl}) sends "
                             f"every token through all {cfg.n_experts} routed experts, each scaled by its "

@@ -2,8 +2,10 @@
 costmodel/blocks/kda.py) against transformers 5.24's KimiLinearForCausalLM built from the same
 config dict on the meta device: parameters (layer patterns from layer_types, linear_attn_config's
 1-indexed lists and the class's rule; dense and expert layers; q_lora_rank; shared experts; the
-class default), and the configs refused. Not compared yet: FLOPs, the cache, buffers (the tree's
-MLA keeps RoPE tables the class does not have) and saved bytes (hf_kimi_linear's docstring).
+class default), the training forward's, the training step's and a prefill's matmul FLOPs
+(FlopCounterMode: the KDA conv and chunk_kimi_delta_attention), and the configs refused. Not
+compared yet: decode FLOPs, the cache, buffers (the tree's MLA keeps RoPE tables the class does
+not have) and saved bytes (hf_kimi_linear's docstring).
 """
 
 from __future__ import annotations
@@ -82,3 +84,26 @@ def test_refusals_through_the_cli_and_layouts(tmp_path, capsys):
     assert "Kimi Delta Attention" in tensor_split_error(cfg, 2, inference=False)
     with pytest.raises(ConfigError, match="Kimi Delta Attention states"):
         check_engine_cache(cfg)
+
+
+@pytest.mark.parametrize("name", ["kimi", "kimi_types"])
+@pytest.mark.parametrize("b,n", [(2, 9), (1, 100), (1, 129), (3, 1)])
+def test_training_forward_and_step_flops(name, b, n):
+    """The class's training forward and step (FlopCounterMode, the conv's backward with its groups):
+    the KDA conv over max(n, K) + K - 1 outputs (a cache is built in training) and chunk_kimi_delta_attention over 1, 2 and 3 chunks of 64,
+    the MLA, the MLP and each token's top k experts with the shared one."""
+    from costmodel import estimate
+    from validate.hf_mamba1 import causal_lm_flops
+
+    fields = VARIANTS[name]
+    ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype="fp32").to_dict()["flops"]
+    assert ours["forward"] == causal_lm_flops(fields, b, n, backward=False, use_cache=None)
+    assert ours["training"] == causal_lm_flops(fields, b, n, backward=True, use_cache=None)
+
+
+@pytest.mark.parametrize("name", ["kimi", "kimi_types"])
+def test_prefill_flops(name):
+    """A prefill (a fresh cache: the conv padded to K, the chunked rule)."""
+    from tests.family_configs import assert_prefill_flops_exact
+
+    assert_prefill_flops_exact(VARIANTS[name], name)
