@@ -317,8 +317,8 @@ class Workload:
         if cfg.n_mixer_layers("kda"):
             warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('kda')} Kimi Delta Attention layers: "
                             "parameters and training/prefill matmul FLOPs are proven against transformers' class; "
-                            "a cached step's delta rule is not counted, other FLOPs and activations leave the mixer "
-                            "out, and its cache is the Gated DeltaNet's layout, not measured (blocks/kda.py).")
+                            "so is the cache after a prefill; a cached step's delta rule is not counted, and other "
+                            "FLOPs and activations leave the mixer out (blocks/kda.py).")
         if cfg.n_experts and self.impl != "reference" and facts_for(self.impl, cfg.family).experts_every_token:
             warnings.append(f"model {show(cfg.name)} as transformers' code runs it (impl {self.impl}) sends "
                             f"every token through all {cfg.n_experts} routed experts, each scaled by its "

@@ -3,8 +3,8 @@ costmodel/blocks/kda.py) against transformers 5.24's KimiLinearForCausalLM built
 config dict on the meta device: parameters (layer patterns from layer_types, linear_attn_config's
 1-indexed lists and the class's rule; dense and expert layers; q_lora_rank; shared experts; the
 class default), the training forward's, the training step's and a prefill's matmul FLOPs
-(FlopCounterMode: the KDA conv and chunk_kimi_delta_attention), and the configs refused. Not
-compared yet: decode FLOPs, the cache, buffers (the tree's MLA keeps RoPE tables the class does
+(FlopCounterMode: the KDA conv and chunk_kimi_delta_attention), the cache after a prefill, and
+the configs refused. Not compared yet: decode FLOPs, buffers (the tree's MLA keeps RoPE tables the class does
 not have) and saved bytes (hf_kimi_linear's docstring).
 """
 
@@ -107,3 +107,13 @@ def test_prefill_flops(name):
     from tests.family_configs import assert_prefill_flops_exact
 
     assert_prefill_flops_exact(VARIANTS[name], name)
+
+
+@pytest.mark.parametrize("name", ["kimi", "kimi_types"])
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_cache_after_prefill(name, dtype):
+    """Per MLA layer its latent (kv_lora_rank) and shared rope key; per KDA layer its conv state
+    (b, 3 H P, K) in the model's dtype and its recurrent state (b, H, P, P) in fp32."""
+    from tests.family_configs import assert_cache_after_prefill_exact
+
+    assert_cache_after_prefill_exact(VARIANTS[name], name, dtype)

@@ -60,7 +60,7 @@ def rule_backward_flops(batch: Expr, seq: Expr) -> Expr:
 def kda_state_bytes(batch: Expr = S.b) -> Expr:
     """Bytes one KDA layer's cache holds, whatever the context, as the Gated DeltaNet's layout
     (blocks/deltanet.py): the conv state, the last K inputs of q, k, v in the activation dtype, and
-    the rule's recurrent state (b, H, P, P) in fp32. Not measured against the class here."""
+    the rule's recurrent state (b, H, P, P) in fp32 (LinearAttentionLayer; tests/test_hf_kimi_linear.py)."""
     return batch * (CONV_CHANNELS * S.K_m * S.e + FP32 * S.H_gv * S.P_gv**2)
 
 
