@@ -316,8 +316,7 @@ class Workload:
                             "are proven against transformers' class (blocks/lightning.py).")
         if cfg.n_mixer_layers("kda"):
             warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('kda')} Kimi Delta Attention layers: "
-                            "parameters and training/prefill matmul FLOPs are proven against transformers' class; "
-                            "so is the cache after a prefill; a cached step's delta rule is not counted, and other "
+                            "parameters, matmul FLOPs and the cache are proven against transformers' class; other "
                             "FLOPs and activations leave the mixer out (blocks/kda.py).")
         if cfg.n_experts and self.impl != "reference" and facts_for(self.impl, cfg.family).experts_every_token:
             warnings.append(f"model {show(cfg.name)} as transformers' code runs it (impl {self.impl}) sends "

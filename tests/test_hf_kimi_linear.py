@@ -1,11 +1,12 @@
 """Moonshot's Kimi Linear (costmodel/hf_kimi_linear.py: model_type "kimi_linear";
 costmodel/blocks/kda.py) against transformers 5.24's KimiLinearForCausalLM built from the same
-config dict on the meta device: parameters (layer patterns from layer_types, linear_attn_config's
-1-indexed lists and the class's rule; dense and expert layers; q_lora_rank; shared experts; the
-class default), the training forward's, the training step's and a prefill's matmul FLOPs
-(FlopCounterMode: the KDA conv and chunk_kimi_delta_attention), the cache after a prefill, and
-the configs refused. Not compared yet: decode FLOPs, buffers (the tree's MLA keeps RoPE tables the class does
-not have) and saved bytes (hf_kimi_linear's docstring).
+config dict on the CPU: parameters (layer patterns from layer_types, linear_attn_config's 1-indexed
+lists and the class's rule; dense and expert layers; q_lora_rank; shared experts; the class default
+on the meta device), the training forward's, the training step's, a prefill's and a cached decode
+step's matmul FLOPs (FlopCounterMode: the KDA conv and chunk_kimi_delta_attention; the recurrent
+rule is elementwise), the cache after a prefill, and the configs refused. Not compared yet: buffers
+(the tree's MLA keeps RoPE tables the class does not have), other ops' elements and saved bytes
+(hf_kimi_linear's docstring).
 """
 
 from __future__ import annotations
@@ -102,11 +103,14 @@ def test_training_forward_and_step_flops(name, b, n):
 
 
 @pytest.mark.parametrize("name", ["kimi", "kimi_types"])
-def test_prefill_flops(name):
-    """A prefill (a fresh cache: the conv padded to K, the chunked rule)."""
-    from tests.family_configs import assert_prefill_flops_exact
+def test_prefill_and_decode_flops(name):
+    """A prefill (a fresh cache: the conv padded to K, the chunked rule) and a cached decode step
+    (causal_conv1d_update over K + 1 columns; recurrent_kimi_delta_attention is elementwise: no
+    matmul)."""
+    from tests.family_configs import assert_decode_flops_exact, assert_prefill_flops_exact
 
     assert_prefill_flops_exact(VARIANTS[name], name)
+    assert_decode_flops_exact(VARIANTS[name], name)
 
 
 @pytest.mark.parametrize("name", ["kimi", "kimi_types"])

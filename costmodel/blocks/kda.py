@@ -18,9 +18,9 @@ taps (linear_conv_kernel_dim):
 In training and a prefill, the depthwise conv (causal_conv1d_fn's F.conv1d) and
 chunk_kimi_delta_attention's products over C = ceil(n / Q) chunks of Q = Q_m = 64 tokens (the
 function's default) are counted as FlopCounterMode counts them (rule_flops,
-rule_backward_flops; tests/test_hf_kimi_linear.py). Not counted: the rule's products in a
-cached step (recurrent_kimi_delta_attention), and what the mixer runs besides its matmuls; the
-workload's warning says so.
+rule_backward_flops; tests/test_hf_kimi_linear.py). A cached step's rule
+(recurrent_kimi_delta_attention) is elementwise: no matmul, as measured. Not counted: what the
+mixer runs besides its matmuls; the workload's warning says so.
 """
 
 from __future__ import annotations
