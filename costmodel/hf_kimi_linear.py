@@ -19,9 +19,9 @@ _tied_weights_keys is empty, whatever tie_word_embeddings says).
 Proven so far (tests/test_hf_kimi_linear.py): the parameters, and the training forward's, the
 training step's, a prefill's and a decode step's matmul FLOPs, the cache after a prefill. Other
 FLOPs and activations leave the KDA mixer out (the workload's warning says so). The tree's MLA
-needs RoPE on its decoupled key, so it keeps the rotary module's inv_freq buffers (4 x
-qk_rope_head_dim bytes) and the rotation's elementwise work, which KimiLinearModel (no rotary
-embedding: its qk_rope_head_dim key is used unrotated) does not have; the matmuls are the same.
+needs RoPE on its decoupled key; KimiLinearModel has no rotary embedding (its qk_rope_head_dim key
+is used unrotated): facts.rotary_tables "none" drops the tables (buffers exact), but the
+rotation's elementwise work is still among the other FLOPs; the matmuls are the same.
 
 Refused in one sentence each: activations other than silu, output_router_logits, attention_bias
 (not measured here), layer and MLP types other than the class's.

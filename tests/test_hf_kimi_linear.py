@@ -4,9 +4,8 @@ config dict on the CPU: parameters (layer patterns from layer_types, linear_attn
 lists and the class's rule; dense and expert layers; q_lora_rank; shared experts; the class default
 on the meta device), the training forward's, the training step's, a prefill's and a cached decode
 step's matmul FLOPs (FlopCounterMode: the KDA conv and chunk_kimi_delta_attention; the recurrent
-rule is elementwise), the cache after a prefill, and the configs refused. Not compared yet: buffers
-(the tree's MLA keeps RoPE tables the class does not have), other ops' elements and saved bytes
-(hf_kimi_linear's docstring).
+rule is elementwise), the cache after a prefill, the buffers (no rotary tables), and the configs
+refused. Not compared yet: other ops' elements and saved bytes (hf_kimi_linear's docstring).
 """
 
 from __future__ import annotations
@@ -121,3 +120,13 @@ def test_cache_after_prefill(name, dtype):
     from tests.family_configs import assert_cache_after_prefill_exact
 
     assert_cache_after_prefill_exact(VARIANTS[name], name, dtype)
+
+
+@pytest.mark.parametrize("name,expected", [("kimi", 72), ("kimi_types", 72), ("kimi_rule", 96)])
+def test_buffers_equal_the_class(name, expected):
+    """Each expert layer's fp32 e_score_correction_bias (6 values, 24 bytes) and no rotary tables
+    (facts.rotary_tables "none": KimiLinearModel has no rotary embedding)."""
+    from tests.family_configs import buffer_bytes_both
+
+    ours, theirs = buffer_bytes_both(VARIANTS[name], name)
+    assert ours == theirs == expected
