@@ -482,7 +482,7 @@ class ModelConfig:
             **dict(zip(("L_ws", "L_fs"), (max(count, 1) for count in kv_shared_counts(self)))),
             **{symbol: max(self.n_mixer_layers(mixer), 1) for symbol, mixer in
                (("L_m", "mamba"), ("L_a", "attention"), ("L_f", "mlp"), ("L_g", "deltanet"), ("L_m1", "mamba1"),
-                ("L_sc", "shortconv"))},
+                ("L_sc", "shortconv"), ("L_la", "lightning"), ("L_kd", "kda"))},
             **{symbol: getattr(self, name) or 1 for symbol, name in
                (("H_m", "mamba_heads"), ("P_m", "mamba_head_dim"), ("N_m", "ssm_state"), ("h_kvg", "global_kv_heads"),
                 ("G_m", "mamba_groups"), ("K_m", "conv_kernel"), ("Q_m", "chunk_size"), ("H_gk", "deltanet_k_heads"),

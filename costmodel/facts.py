@@ -208,7 +208,8 @@ class Facts:
     # inv_freq and original_inv_freq buffers in fp32), "complex" (the same, as one complex64
     # cos + i sin per pair of dimensions, Llama 4's freqs_cis), "buffer" (P x d_h tables held as
     # buffers) or "sincos_buffer" (one P x d_r fp32 buffer of sin and cos halves, looked up and cast
-    # each forward, nothing kept at the stack: GPT-J's embed_positions)
+    # each forward, nothing kept at the stack: GPT-J's embed_positions) or "none" (no rotary module
+    # at all: Kimi Linear's MLA uses its rope-width key unrotated)
     rotary_tables: str = "forward"
     # the rotation repeats sin and cos to the rotated width (repeat_interleave) for the queries and
     # again for the keys, and its products keep all four: 4 n d_r a layer (GPT-J)

@@ -34,8 +34,9 @@ class LayerKind:
 #: The one mixer of each layer of a hybrid model (nemotron_h's M, *, - and E): a Mamba-2 mixer
 #: (blocks/mamba.py), attention, a dense MLP or a mixture of experts, each after its own norm; a
 #: Gated DeltaNet (blocks/deltanet.py), a Mamba-1 mixer (blocks/mamba1.py) or LFM2's gated short
-#: convolution (blocks/shortconv.py).
-MIXERS = ("mamba", "attention", "mlp", "moe", "deltanet", "mamba1", "shortconv")
+#: convolution (blocks/shortconv.py), MiniMax's lightning attention (blocks/lightning.py) or Kimi
+#: Delta Attention (blocks/kda.py).
+MIXERS = ("mamba", "attention", "mlp", "moe", "deltanet", "mamba1", "shortconv", "lightning", "kda")
 #: The Mamba-2 sizes a model with a "mamba" layer gives (and a model without one leaves None).
 MAMBA_SIZES = ("mamba_heads", "mamba_head_dim", "mamba_groups")
 #: The chunk both chunked linear mixers give (Mamba-2, Gated DeltaNet).
@@ -60,13 +61,16 @@ def check_mixer_layers(cfg, owner: str) -> None:
     has_deltanet = cfg.mixer_layers and isinstance(pattern, tuple) and "deltanet" in pattern
     has_mamba1 = cfg.mixer_layers and isinstance(pattern, tuple) and "mamba1" in pattern
     has_conv = cfg.mixer_layers and isinstance(pattern, tuple) and "shortconv" in pattern
+    has_lightning = cfg.mixer_layers and isinstance(pattern, tuple) and "lightning" in pattern
+    has_kda = cfg.mixer_layers and isinstance(pattern, tuple) and "kda" in pattern
     for names, present, kind in ((MAMBA_SIZES, has_mamba, "a mamba layer"),
-                                 (DELTANET_SIZES, has_deltanet, "a deltanet layer"),
+                                 (DELTANET_SIZES, has_deltanet or has_kda, "a deltanet or kda layer"),
                                  (MAMBA1_SIZES, has_mamba1, "a mamba1 layer"),
                                  (("ssm_state",), has_mamba or has_mamba1, "a mamba or mamba1 layer"),
-                                 (LINEAR_SIZES, has_mamba or has_deltanet, "a mamba or deltanet layer"),
-                                 (("conv_kernel",), has_mamba or has_deltanet or has_mamba1 or has_conv,
-                                  "a mamba, deltanet, mamba1 or shortconv layer")):
+                                 (LINEAR_SIZES, has_mamba or has_deltanet or has_lightning or has_kda,
+                                  "a mamba, deltanet, lightning or kda layer"),
+                                 (("conv_kernel",), has_mamba or has_deltanet or has_mamba1 or has_conv or has_kda,
+                                  "a mamba, deltanet, mamba1, shortconv or kda layer")):
         for name in names:
             if present:
                 check_int(owner, name, getattr(cfg, name))

@@ -369,7 +369,7 @@ class TreeBuilder:
             return [LayerKind(None, layers)]
         if cfg.mixer_layers:  # nemotron_h: one kind per mixer present, in layer_pattern.MIXERS' order
             counts = {"mamba": S.L_m, "attention": S.L_a, "mlp": S.L_f, "moe": S.L_moe, "deltanet": S.L_g,
-                      "mamba1": S.L_m1, "shortconv": S.L_sc}
+                      "mamba1": S.L_m1, "shortconv": S.L_sc, "lightning": S.L_la, "kda": S.L_kd}
             return [LayerKind(mixer, count, experts=mixer == "moe", rope=cfg.rope, mixer=mixer)
                     for mixer, count in counts.items() if cfg.n_mixer_layers(mixer)]
         windows = cfg.n_window_layers

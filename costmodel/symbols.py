@@ -76,6 +76,10 @@ R_m1 = _dim("R_m1")  # Mamba-1 dt rank (time_step_rank)
 L_m1 = _dim("L_m1")  # layers whose one mixer is a Mamba-1 mixer (mixer_layers)
 # LFM2's gated short convolutions (transformers' lfm2, blocks/shortconv.py; the conv kernel K_m).
 L_sc = _dim("L_sc")  # layers whose one mixer is a short convolution (mixer_layers)
+# MiniMax's lightning attention (transformers' minimax, blocks/lightning.py; h, d_h, its block Q_m).
+L_la = _dim("L_la")  # layers whose one mixer is a lightning attention (mixer_layers)
+# Kimi Delta Attention (transformers' kimi_linear, blocks/kda.py; H_gv heads of P_gv, K_m taps).
+L_kd = _dim("L_kd")  # layers whose one mixer is a Kimi Delta Attention (mixer_layers)
 
 # Workload dimensions.
 b = _dim("b")  # batch size (sequences)
@@ -91,7 +95,7 @@ dp = _dim("dp")  # data-parallel ranks (ZeRO/FSDP shard over them)
 
 MODEL_SYMBOLS = (d, h, h_kv, d_h, d_ff, V, P, N_tt, N_rb, L_enc, L_dec, d_r, d_e, w, L_w, E, k,
                  d_x, d_s, d_l, L_moe, r_q, r_kv, d_v, L_np, H_m, P_m, N_m, G_m, K_m, Q_m, L_m, L_a, L_f,
-                 H_gk, H_gv, P_gk, P_gv, L_g, D_m1, R_m1, L_m1, L_sc, p_l, V_pl, d_hg, L_ws, L_fs, h_kvg)
+                 H_gk, H_gv, P_gk, P_gv, L_g, D_m1, R_m1, L_m1, L_sc, L_la, L_kd, p_l, V_pl, d_hg, L_ws, L_fs, h_kvg)
 WORKLOAD_SYMBOLS = (b, n, s, T, c, e)
 LAYOUT_SYMBOLS = (tp, dp)
 
@@ -147,6 +151,8 @@ LATEX_NAMES = {
     R_m1: r"R_{m1}",
     L_m1: r"L_{mamba1}",
     L_sc: r"L_{conv}",
+    L_la: r"L_{lightning}",
+    L_kd: r"L_{kda}",
     b: r"b",
     n: r"n",
     s: r"s",
@@ -201,6 +207,8 @@ DESCRIPTIONS = {
     R_m1: "Mamba-1 dt rank",
     L_m1: "Mamba-1 mixer layers",
     L_sc: "short convolution layers",
+    L_la: "lightning attention layers",
+    L_kd: "Kimi Delta Attention layers",
     p_l: "per-layer input width",
     V_pl: "per-layer input vocabulary",
     d_hg: "full-attention head width",

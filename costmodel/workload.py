@@ -318,6 +318,15 @@ class Workload:
             warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('shortconv')} short-convolution layers: "
                             "other FLOPs leave out their two gating products; parameters, matmul FLOPs, the cache "
                             "and (impl hf) activations are proven against transformers' class (blocks/shortconv.py).")
+        if cfg.n_mixer_layers("lightning"):
+            warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('lightning')} lightning-attention layers: "
+                            "other FLOPs leave out what they run besides their matmuls (silu, the decays, the output "
+                            "norm and gate); parameters, buffers, matmul FLOPs, the cache and (impl hf) activations "
+                            "are proven against transformers' class (blocks/lightning.py).")
+        if cfg.n_mixer_layers("kda"):
+            warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('kda')} Kimi Delta Attention layers: "
+                            "parameters, matmul FLOPs and the cache are proven against transformers' class; other "
+                            "FLOPs and activations leave the mixer out (blocks/kda.py).")
         if cfg.n_experts and self.impl != "reference" and facts_for(self.impl, cfg.family).experts_every_token:
             warnings.append(f"model {show(cfg.name)} as transformers' code runs it (impl {self.impl}) sends "
                             f"every token through all {cfg.n_experts} routed experts, each scaled by its "

@@ -194,6 +194,9 @@ def assert_cache_after_prefill_exact(fields: dict[str, Any], name: str, dtype: s
         tensors = [getattr(layer, key, None) for key in ("keys", "values")]
         tensors += [*getattr(layer, "conv_states", {}).values(), *getattr(layer, "recurrent_states", {}).values()]
         storages.update({storage_key(t): t.untyped_storage().nbytes() for t in tensors if isinstance(t, torch.Tensor)})
+    for t in getattr(cache, "linear_cache", ()):  # MiniMaxCache: each lightning layer's state
+        if isinstance(t, torch.Tensor):
+            storages[storage_key(t)] = t.untyped_storage().nbytes()
     held = sum(storages.values())
     ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype=dtype).to_dict()
     assert ours["memory"]["kv_cache"] == held > 0

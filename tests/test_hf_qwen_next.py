@@ -225,7 +225,7 @@ def test_model_config_checks_the_deltanet_sizes():
     from costmodel.hf import from_hf_config
 
     cfg = from_hf_config(dict(QWEN3_NEXT), name="q")
-    with pytest.raises(ConfigError, match="deltanet_k_heads applies only with mixer_layers and a deltanet layer"):
+    with pytest.raises(ConfigError, match="deltanet_k_heads applies only with mixer_layers and a deltanet or kda layer"):
         cfg.replace(layer_pattern=tuple(k.replace("deltanet", "attention") for k in cfg.layer_pattern))
     with pytest.raises(ConfigError, match="deltanet_v_dim"):
         cfg.replace(deltanet_v_dim=None)

@@ -54,6 +54,8 @@ from .deltanet import AttentionOutputGate, GatedDeltaNetMixer, deltanet_state_by
 from .mamba import Mamba2Mixer, mamba_state_bytes
 from .mamba1 import Mamba1Mixer, linear_mixer, mamba1_state_bytes
 from .shortconv import ShortConvMixer, shortconv_state_bytes
+from .lightning import LightningAttentionMixer, lightning_state_bytes
+from .kda import KimiDeltaAttentionMixer, kda_state_bytes
 from .indexer import LightningIndexer
 from .mla import LatentAttention
 from .norms import ClipQKV, Dropout, HeadL2Norms, HeadNorms, KeptOutputs, LayerCheckpoint, Norm, Residual, SublayerInput
@@ -72,6 +74,7 @@ __all__ = [
     "Softmax", "SumLoss", "Tensor", "TensorRun", "TokenEmbedding", "TokenTypes", "WeightedSum",
     "kv_cache_bytes", "linears_cost", "mamba_state_bytes", "quantized_bytes",
     "AttentionOutputGate", "GatedDeltaNetMixer", "deltanet_state_bytes", "Mamba1Mixer", "mamba1_state_bytes",
-    "linear_mixer", "ShortConvMixer", "shortconv_state_bytes", "PerLayerEmbeddings", "PerLayerInput",
+    "linear_mixer", "ShortConvMixer", "shortconv_state_bytes", "LightningAttentionMixer",
+    "lightning_state_bytes", "KimiDeltaAttentionMixer", "kda_state_bytes", "PerLayerEmbeddings", "PerLayerInput",
     "AltUpEmbedding", "AltUpLayer", "AltUpUnembedding", "Laurel",
 ]

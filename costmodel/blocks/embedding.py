@@ -170,6 +170,8 @@ class RotaryTables(Block):
             made = self.sets - 1 if facts.rotary_global_set_unused else self.sets
             kept = 0 if facts.rotary_tables_per_layer else made * 2 * self.seq
             return make_cost(saved_bytes=kept * width * size, buffer_bytes=inv_freq)
+        if self.profile.facts.rotary_tables == "none":  # no rotary module (Kimi Linear)
+            return make_cost()
         if self.profile.facts.rotary_tables == "sincos_buffer":  # sin and cos halves, fp32
             return make_cost(buffer_bytes=FP32 * S.P * self.width)
         return make_cost(buffer_bytes=2 * S.P * self.width * S.e)

@@ -37,6 +37,8 @@ from ..terms import FP32, Expr, unless_fp32
 from .base import Block, Cost, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix
 from .deltanet import GatedDeltaNetMixer
 from .mamba import Mamba2Mixer, ShortConvPhases
+from .kda import KimiDeltaAttentionMixer
+from .lightning import LightningAttentionMixer
 from .shortconv import ShortConvMixer
 
 #: ModelConfig.mamba1_norms: none (mamba), weightless (falcon_mamba), weighted (jamba).
@@ -173,13 +175,17 @@ class Mamba1Mixer(ShortConvPhases, Block):
 
 def linear_mixer(kind: str, phase: str, cfg: Any, facts: Any) -> Block:
     """The mixer of a layer of ModelConfig.mixer_layers whose kind is a linear one: "deltanet"
-    (Qwen3-Next, blocks/deltanet.py), "mamba1" (this module), "shortconv" (LFM2, blocks/shortconv.py)
-    or "mamba" (blocks/mamba.py, its training step's code facts.mamba_path, its mup_vector buffer
+    (Qwen3-Next, blocks/deltanet.py), "mamba1" (this module), "shortconv" (LFM2, blocks/shortconv.py),
+    "lightning" (MiniMax, blocks/lightning.py), "kda" (Kimi Linear, blocks/kda.py) or "mamba" (blocks/mamba.py, its training step's code facts.mamba_path, its mup_vector buffer
     facts.mamba_mup_vector)."""
     if kind == "deltanet":
         return GatedDeltaNetMixer(phase)
     if kind == "shortconv":
         return ShortConvMixer(phase, bias=cfg.conv_bias)
+    if kind == "lightning":
+        return LightningAttentionMixer(phase)
+    if kind == "kda":
+        return KimiDeltaAttentionMixer(phase)
     if kind == "mamba1":
         return Mamba1Mixer(phase, bias=cfg.mamba_bias, conv_bias=cfg.conv_bias, norms=cfg.mamba1_norms)
     return Mamba2Mixer(phase, path=facts.mamba_path, bias=cfg.mamba_bias, conv_bias=cfg.conv_bias,

@@ -87,6 +87,8 @@ def tensor_split_error(cfg: ModelConfig, tp: int, inference: bool) -> str | None
     of them, each head replicated over tp / h_kv ranks as vLLM does (split.kv_heads_per_rank;
     QKVParallelLinear's divide(tp_size, total_num_kv_heads) needs the multiple)."""
     name, kv = show(cfg.name), cfg.n_kv_heads
+    if tp > 1 and cfg.n_mixer_layers("kda"):  # blocks/kda.py: no tensor-parallel split modelled
+        return f"splits Kimi Delta Attention, which is not modelled under tensor parallelism (model {name})"
     if tp > 1 and cfg.deltanet_v_heads is not None:  # blocks/deltanet.py: no tensor-parallel split modelled
         return f"splits Gated DeltaNet mixers, which are not modelled under tensor parallelism (model {name})"
     if tp > 1 and cfg.mamba1_inner is not None:  # blocks/mamba1.py: no tensor-parallel split modelled
@@ -96,6 +98,8 @@ def tensor_split_error(cfg: ModelConfig, tp: int, inference: bool) -> str | None
     if tp > 1 and cfg.altup_inputs is not None:  # blocks/altup.py: no tensor-parallel split modelled
         return (f"splits Gemma 3n's AltUp streams and LAuReL, which are not modelled under tensor parallelism "
                 f"(model {name})")
+    if tp > 1 and cfg.n_mixer_layers("lightning"):  # blocks/lightning.py: no tensor-parallel split modelled
+        return f"splits lightning attention, which is not modelled under tensor parallelism (model {name})"
     for what, size in tensor_split_sizes(cfg):
         if size % tp:
             return f"does not divide the {what} ({size}) of model {name}"

@@ -16,7 +16,8 @@ def cache_bytes(cache: Any) -> dict[str, int]:
     """Bytes of the keys and values a cache holds: {"self_attention": .., "cross_attention": ..}.
 
     Reads Hugging Face DynamicCache (layers[i].keys / .values, DeepSeek-V3.2's indexer_keys, and a
-    LinearAttentionLayer's conv_states and recurrent_states: LFM2's conv layers, Mamba's) and EncoderDecoderCache
+    LinearAttentionLayer's conv_states and recurrent_states: LFM2's conv layers, Mamba's; MiniMaxCache's
+    linear_cache: its lightning layers' states) and EncoderDecoderCache
     (self_attention_cache, cross_attention_cache); any other nested list/tuple/dict of tensors
     counts as self-attention. Each storage is counted once.
     """
@@ -58,7 +59,8 @@ def _cache_tensors(cache: Any) -> list[torch.Tensor]:
         return [t for layer in cache.layers for t in (getattr(layer, "keys", None),
                 getattr(layer, "values", None), getattr(layer, "indexer_keys", None),
                 *getattr(layer, "conv_states", {}).values(), *getattr(layer, "recurrent_states", {}).values())
-                if isinstance(t, torch.Tensor) and t.numel()]  # indexer_keys: DynamicIndexedLayer (DSA)
+                if isinstance(t, torch.Tensor) and t.numel()] + [  # indexer_keys: DynamicIndexedLayer (DSA)
+                t for t in getattr(cache, "linear_cache", ()) if isinstance(t, torch.Tensor)]  # MiniMaxCache's states
     return [t for t in tree_flatten(cache)[0] if isinstance(t, torch.Tensor)]
 
 
