@@ -9,6 +9,7 @@ in the package's docstring (costmodel/blocks/__init__.py).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -385,6 +386,19 @@ def linear_flops(tokens: Expr, d_in: Expr, d_out: Expr) -> tuple[Expr, Expr]:
 def linear_bytes(tokens: Expr, d_in: Expr, d_out: Expr) -> Expr:
     """Traffic of a linear layer: the weight once, the input read, the output written."""
     return S.e * (d_in * d_out + tokens * (d_in + d_out))
+
+
+def projection_costs(tokens: Expr, projections: Sequence[tuple[Expr, Expr]]) -> tuple[Expr, Expr, dict[str, Any]]:
+    """A mixer's linear projections over `tokens`, each (d_in, d_out): their forward and backward
+    matmul FLOPs (linear_flops) and make_cost's matrices, matrix_tokens and bytes_matmul for them."""
+    forward = backward = ZERO
+    for d_in, d_out in projections:
+        fwd, bwd = linear_flops(tokens, d_in, d_out)
+        forward, backward = forward + fwd, backward + bwd
+    return forward, backward, dict(
+        matrices=[weight_matrix(d_in, d_out) for d_in, d_out in projections],
+        matrix_tokens=[tokens] * len(projections),
+        bytes_matmul=sum((linear_bytes(tokens, d_in, d_out) for d_in, d_out in projections), ZERO))
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ import sympy as sp
 
 from .. import symbols as S
 from ..terms import FP32, Expr
-from .base import (Block, Cost, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias,
-                   weight_matrix)
+from .base import (Block, Cost, Profile, Tensor, linear_bytes, linear_flops, make_cost, projection_costs,
+                   weight_and_bias, weight_matrix)
 from .mamba import ShortConvPhases
 
 #: The widths of the queries and keys, and of the values (and of z).
@@ -127,22 +127,17 @@ class GatedDeltaNetMixer(ShortConvPhases, Block):
     def cost(self) -> Cost:
         tokens = S.b * self.seq
         projections = [(S.d, QKVZ), (S.d, 2 * S.H_gv), (VALUE_WIDTH, S.d)]
-        forward = backward = sp.Integer(0)
-        for width_in, width_out in projections:
-            fwd, bwd = linear_flops(tokens, width_in, width_out)
-            forward, backward = forward + fwd, backward + bwd
+        forward, backward, linears = projection_costs(tokens, projections)
         conv = conv_flops(S.b, self.conv_len)
         decode = self.phase == "decode"
         rule = sp.Integer(0) if decode else rule_flops(S.b, self.seq)
         return make_cost(
             tensors=self.tensors(),
-            matrices=[weight_matrix(w_in, w_out) for w_in, w_out in projections],
+            **linears,
             flops_matmul=forward + conv + rule,
             # the conv's weight gradient counted as blocks/mamba.py's (2 x the conv); the rule's
             # backward as FlopCounterMode counts it in training (no final state)
             flops_matmul_backward=backward + 2 * conv + (0 if decode else rule_backward_flops(S.b, self.seq)),
-            matrix_tokens=[tokens] * len(projections),
-            bytes_matmul=sum((linear_bytes(tokens, w_in, w_out) for w_in, w_out in projections), sp.Integer(0)),
             bytes_other=rule_bytes(S.b, self.seq, decode),
             kv_cache_bytes=deltanet_state_bytes(),  # in every phase, as the tree reports the cache
         )

@@ -31,7 +31,7 @@ import sympy as sp
 
 from .. import symbols as S
 from ..terms import FP32, Expr
-from .base import Block, Cost, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix
+from .base import Block, Cost, Tensor, make_cost, projection_costs, weight_and_bias
 from .mamba import ShortConvPhases
 
 #: The width of the queries, keys and values (H P) and the conv's channels (q, k, v).
@@ -91,19 +91,14 @@ class KimiDeltaAttentionMixer(ShortConvPhases, Block):
 
     def cost(self) -> Cost:
         tokens = S.b * self.seq
-        forward = backward = sp.Integer(0)
-        for width_in, width_out in PROJECTIONS:
-            fwd, bwd = linear_flops(tokens, width_in, width_out)
-            forward, backward = forward + fwd, backward + bwd
+        forward, backward, linears = projection_costs(tokens, PROJECTIONS)
         conv = 2 * S.b * CONV_CHANNELS * self.conv_len * S.K_m  # the depthwise conv1d: 2 x outputs x K
         chunked = self.phase in ("train", "prefill")
         return make_cost(
             tensors=self.tensors(),
-            matrices=[weight_matrix(w_in, w_out) for w_in, w_out in PROJECTIONS],
+            **linears,
             flops_matmul=forward + conv + (rule_flops(S.b, self.seq) if chunked else 0),
             # the conv's input and weight gradients each a conv of the forward's size (blocks/mamba.py's)
             flops_matmul_backward=backward + 2 * conv + (rule_backward_flops(S.b, self.seq) if chunked else 0),
-            matrix_tokens=[tokens] * len(PROJECTIONS),
-            bytes_matmul=sum((linear_bytes(tokens, w_in, w_out) for w_in, w_out in PROJECTIONS), sp.Integer(0)),
             kv_cache_bytes=kda_state_bytes(),
         )

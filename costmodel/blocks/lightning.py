@@ -32,7 +32,7 @@ import sympy as sp
 
 from .. import symbols as S
 from ..terms import FP32, Expr
-from .base import Block, Cost, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix
+from .base import Block, Cost, Tensor, make_cost, projection_costs, weight_and_bias
 
 #: The width of the heads' queries, keys and values together (h P) and the projections' (d_in,
 #: d_out) in the order they run: qkv_proj, output_gate, out_proj.
@@ -140,20 +140,15 @@ class LightningAttentionMixer(Block):
 
     def cost(self) -> Cost:
         tokens = S.b * self.seq
-        forward = backward = sp.Integer(0)
-        for width_in, width_out in PROJECTIONS:
-            fwd, bwd = linear_flops(tokens, width_in, width_out)
-            forward, backward = forward + fwd, backward + bwd
+        forward, backward, linears = projection_costs(tokens, PROJECTIONS)
         blocked = self.phase in ("train", "prefill")
         core = block_flops(S.b, self.seq) if blocked else recurrent_flops(S.b, self.seq)
         return make_cost(
             tensors=self.tensors(),
-            matrices=[weight_matrix(w_in, w_out) for w_in, w_out in PROJECTIONS],
+            **linears,
             flops_matmul=forward + core,
             flops_matmul_backward=backward + (block_backward_flops(S.b, self.seq) if blocked else 2 * core),
-            matrix_tokens=[tokens] * len(PROJECTIONS),
             elements=[("silu", tokens * 3 * WIDTH), ("sigmoid", tokens * WIDTH)],  # qkv's, the output gate's
-            bytes_matmul=sum((linear_bytes(tokens, w_in, w_out) for w_in, w_out in PROJECTIONS), sp.Integer(0)),
             bytes_other=lightning_traffic(S.b, self.seq, self.phase == "decode"),
             buffer_bytes=lightning_buffer_bytes(),
             saved_bytes=saved_bytes_torch(S.b, S.n) if self.phase == "train" else 0,

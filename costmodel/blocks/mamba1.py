@@ -34,7 +34,7 @@ import sympy as sp
 
 from .. import symbols as S
 from ..terms import FP32, Expr, unless_fp32
-from .base import Block, Cost, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix
+from .base import Block, Cost, Tensor, make_cost, projection_costs, weight_and_bias
 from .deltanet import GatedDeltaNetMixer
 from .mamba import Mamba2Mixer, ShortConvPhases
 from .kda import KimiDeltaAttentionMixer
@@ -152,21 +152,16 @@ class Mamba1Mixer(ShortConvPhases, Block):
 
     def cost(self) -> Cost:
         tokens = S.b * self.seq
-        forward = backward = sp.Integer(0)
-        for width_in, width_out in projections():
-            fwd, bwd = linear_flops(tokens, width_in, width_out)
-            forward, backward = forward + fwd, backward + bwd
+        forward, backward, linears = projection_costs(tokens, projections())
         conv = conv_flops(S.b, self.conv_len)
         scan = scan_flops(S.b, self.seq)
         return make_cost(
             tensors=self.tensors(),
-            matrices=[weight_matrix(w_in, w_out) for w_in, w_out in projections()],
+            **linears,
             flops_matmul=forward + conv + scan,
             # each product's two inputs need gradients; the conv's weight gradient a conv of
             # the same size (blocks/mamba.py's convention)
             flops_matmul_backward=backward + 2 * conv + 2 * scan,
-            matrix_tokens=[tokens] * len(projections()),
-            bytes_matmul=sum((linear_bytes(tokens, w_in, w_out) for w_in, w_out in projections()), sp.Integer(0)),
             bytes_other=scan_bytes(S.b, self.seq, self.phase == "decode"),
             saved_bytes=saved_bytes_torch(S.b, self.seq, self.norms) if self.phase == "train" else 0,
             kv_cache_bytes=mamba1_state_bytes(),  # in every phase, as the tree reports the cache

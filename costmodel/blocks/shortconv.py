@@ -27,7 +27,7 @@ import sympy as sp
 
 from .. import symbols as S
 from ..terms import Expr
-from .base import Block, Cost, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix
+from .base import Block, Cost, Tensor, make_cost, projection_costs, weight_and_bias
 from .mamba import ShortConvPhases
 
 #: (d_in, d_out) of in_proj and out_proj, in the order they run.
@@ -99,20 +99,15 @@ class ShortConvMixer(ShortConvPhases, Block):
 
     def cost(self) -> Cost:
         tokens = S.b * self.seq
-        forward = backward = sp.Integer(0)
-        for width_in, width_out in PROJECTIONS:
-            fwd, bwd = linear_flops(tokens, width_in, width_out)
-            forward, backward = forward + fwd, backward + bwd
+        forward, backward, linears = projection_costs(tokens, PROJECTIONS)
         conv = conv_flops(S.b, self.conv_len)
         return make_cost(
             tensors=self.tensors(),
-            matrices=[weight_matrix(w_in, w_out) for w_in, w_out in PROJECTIONS],
+            **linears,
             flops_matmul=forward + conv,
             # the conv's input and weight gradients each a conv of the forward's size (blocks/mamba.py's
             # convention; validate/hf_mamba1.py counts the weight gradient with its groups)
             flops_matmul_backward=backward + 2 * conv,
-            matrix_tokens=[tokens] * len(PROJECTIONS),
-            bytes_matmul=sum((linear_bytes(tokens, w_in, w_out) for w_in, w_out in PROJECTIONS), sp.Integer(0)),
             bytes_other=conv_traffic(S.b, self.seq, self.phase == "decode"),
             saved_bytes=saved_bytes_torch(S.b, self.seq) if self.phase == "train" else 0,
             kv_cache_bytes=shortconv_state_bytes(),  # in every phase, as the tree reports the cache
