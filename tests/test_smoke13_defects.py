@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-import cli
+from tests.cli_run import run_main
 
 GIB = 2**30
 EVERY = "every position (a plain forward)"
@@ -14,14 +14,8 @@ LAST = "the last position (Hugging Face generate's prefill, logits_to_keep=1)"
 LOGITS_PER_POSITION = 128_256 * 2
 
 
-def _run(args, capsys):
-    code = cli.main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def _json(args, capsys):
-    code, out, err = _run([*args, "--json"], capsys)
+    code, out, err = run_main([*args, "--json"], capsys)
     assert code == 0, err
     return json.loads(out)
 
@@ -53,11 +47,11 @@ def test_estimate_and_simulate_size_inference_with_the_same_logits(capsys):
     assert layout["logits"] == layout["prefill"]["logits"] == LAST
     assert layout["per_rank"]["total"] == 17_134_652_424
 
-    code, out, _ = _run(["estimate", "--model", "llama3.1-8b", "--seq-len", "8192", "--hardware", "h100"], capsys)
+    code, out, _ = run_main(["estimate", "--model", "llama3.1-8b", "--seq-len", "8192", "--hardware", "h100"], capsys)
     assert "Inference on 1 h100-sxm GPU: 15.96 GiB per GPU fits in 71.50 GiB." in out.splitlines()
     assert any(line.startswith("  generation            15.96 GiB") and LAST in line for line in out.splitlines())
     assert any(line.startswith("  inference total       17.91 GiB") and EVERY in line for line in out.splitlines())
-    code, out, _ = _run(["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--prompt", "8192",
+    code, out, _ = run_main(["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--prompt", "8192",
                          "--gen", "1"], capsys)
     assert f"the prefill's logits at {LAST}" in out
 
@@ -74,13 +68,13 @@ def test_plan_exits_1_when_nothing_fits_and_still_prints_its_json(capsys):
     """The documented contract (README, "Bad input"): 0 an answer, 2 bad input, 1 nothing fits, with
     the JSON printed whole. Llama 2 70B's leanest layout on 2 H100s needs 555,720,860,172 B a GPU."""
     args = ["plan", "--model", "llama2-70b", "--hardware", "h100-sxm", "--seq-len", "4096", "--global-batch", "16"]
-    code, out, _ = _run([*args, "--gpus", "2", "--json"], capsys)
+    code, out, _ = run_main([*args, "--gpus", "2", "--json"], capsys)
     data = json.loads(out)
     assert code == 1 and data["feasible"] == [] and data["nearest"]["smallest_memory"] == 555_720_860_172
     assert data["nearest"]["gpus"] == 16
-    code, out, _ = _run([*args, "--gpus", "16", "--top", "1"], capsys)
+    code, out, _ = run_main([*args, "--gpus", "16", "--top", "1"], capsys)
     assert code == 0
-    code, _, err = _run([*args, "--gpus", "0"], capsys)
+    code, _, err = run_main([*args, "--gpus", "0"], capsys)
     assert code == 2 and err.startswith("error:")
 
 
@@ -89,30 +83,30 @@ def test_plan_serve_rate_exits_1_when_no_deployment_meets_the_targets(capsys):
     while plan without --rate exits 1 when no layout fits: a script could not tell them apart."""
     args = ["plan", "--model", "llama3.2-1b", "--hardware", "l4", "--serve", "--rate", "1", "--requests", "10",
             "--tp", "1", "--slo-tpot", "1"]
-    code, out, _ = _run([*args, "--slo-ttft", "1e-6"], capsys)
+    code, out, _ = run_main([*args, "--slo-ttft", "1e-6"], capsys)
     assert code == 1 and "0 meet it" in out
-    code, out, _ = _run([*args, "--slo-ttft", "10"], capsys)
+    code, out, _ = run_main([*args, "--slo-ttft", "10"], capsys)
     assert code == 0 and "0 meet it" not in out
 
 
 def test_a_hardware_file_needs_a_name_and_a_default_dtype_a_run_takes(tmp_path, capsys):
     """An empty `name` printed "llama3.1-8b on  (bf16, ..."; `default_dtype: fp8` (it has a peak)
     passed the schema and every command then blamed the workload ("workload: unknown dtype 'fp8'")."""
-    code, out, _ = _run(["hardware", "--show", "h100"], capsys)
+    code, out, _ = run_main(["hardware", "--show", "h100"], capsys)
     base = json.loads(out)
     for change, line in ((
             {"name": ""}, "name must not be empty"),
             ({"default_dtype": "fp8"}, "default_dtype 'fp8' is not a dtype a run takes (fp32, fp16, bf16)")):
         path = tmp_path / "gpu.json"
         path.write_text(json.dumps({**base, **change}))
-        code, out, err = _run(["simulate", "--model", "llama3.1-8b", "--hardware", str(path), "--gen", "2"], capsys)
+        code, out, err = run_main(["simulate", "--model", "llama3.1-8b", "--hardware", str(path), "--gen", "2"], capsys)
         assert code == 2 and not out
         assert err.strip() == f"error: {path}: not a valid hardware file: {line}."
 
 
 def test_serve_help_says_what_kv_dtype_is(capsys):
     """`serve --help` listed `--kv-dtype [fp8|int8]` with no text (estimate, simulate, plan and sweep have one)."""
-    code, out, _ = _run(["serve", "--help"], capsys)
+    code, out, _ = run_main(["serve", "--help"], capsys)
     option = out[out.index("--kv-dtype"):out.index("--fp8-gemm")]
     assert code == 0 and "one byte" in option and "per element" in option
 
@@ -122,13 +116,13 @@ def test_finetune_defaults_to_the_attention_transformers_picks(capsys):
     which Gemma 2's class has no path for (transformers runs eager when none is asked for). The
     default is now transformers' choice, with a note; a typed --attention sdpa is still refused."""
     args = ["finetune", "--model", "gemma2-9b", "--method", "qlora", "--seq-len", "2048"]
-    code, out, err = _run([*args, "--json"], capsys)
+    code, out, err = run_main([*args, "--json"], capsys)
     data = json.loads(out)
     assert code == 0 and data["inputs"]["attention"] == "eager"
     assert "note: attention eager: gemma2's Hugging Face class has no sdpa path" in err
     eager = _json([*args, "--attention", "eager"], capsys)
     assert data["memory"] == eager["memory"] and eager["memory"]["total"] == 48_925_589_188
-    code, _, err = _run([*args, "--attention", "sdpa"], capsys)
+    code, _, err = run_main([*args, "--attention", "sdpa"], capsys)
     assert code == 2 and err.startswith("error: attention 'sdpa': gemma2's Hugging Face class")
     assert _json(["finetune", "--model", "llama3.1-8b", "--method", "qlora"], capsys)["inputs"]["attention"] == "sdpa"
 
@@ -148,7 +142,7 @@ def test_every_json_names_its_units(capsys):
     assert plan["units"]["per_rank"] == "bytes" and plan["units"]["step_time"] == "seconds"
     row = plan["feasible"][0]
     assert row["per_rank"]["total"] == 68_133_288_450
-    _, out, _ = _run(args, capsys)
+    _, out, _ = run_main(args, capsys)
     assert f"{row['per_rank']['total'] / GIB:.2f} GiB  {row['step_time']:.3g} s" in out
     sim = _json(["simulate", "--model", "llama2-7b", "--hardware", "h100", "--gen", "2"], capsys)
     assert sim["units"] == spec.JSON_UNITS["simulate"]
@@ -162,14 +156,14 @@ def test_gb200_and_geforce_names_as_gb300_and_nvidia_smi_take_them(capsys):
     prefix) was unknown while "NVIDIA GeForce RTX 4090" and "RTX 4090" were taken."""
     for typed, preset in (("gb200 nvl72", "gb200"), ("NVIDIA GB200", "gb200"), ("GeForce RTX 4090", "rtx-4090"),
                           ("GeForce RTX 3090", "rtx-3090"), ("gb300 nvl72", "gb300")):
-        code, out, _ = _run(["hardware", "--show", typed], capsys)
+        code, out, _ = run_main(["hardware", "--show", typed], capsys)
         assert code == 0 and json.loads(out)["name"] == preset, typed
 
 
 def test_an_encoder_prints_no_generation_line(capsys):
     """BERT generates nothing: estimate prints no "generation" row for it (its JSON keeps
     generate_total = inference_total, the verdict's figure)."""
-    code, out, _ = _run(["estimate", "--model", "bert-base-uncased", "--seq-len", "512"], capsys)
+    code, out, _ = run_main(["estimate", "--model", "bert-base-uncased", "--seq-len", "512"], capsys)
     assert code == 0 and "  inference total" in out and "  generation " not in out
     memory = _json(["estimate", "--model", "bert-base-uncased", "--seq-len", "512"], capsys)["memory"]
     assert memory["generate_total"] == memory["inference_total"]
@@ -179,7 +173,7 @@ def test_plan_over_several_gpu_counts_names_each_global_batch(capsys):
     """`plan --gpus 8,16 --global-batch 64` headed its table "global batch 64, 64 of 4,096 tokens": one
     figure per count, unnamed. Untyped, each count's default is 8 a GPU (JSON inputs.global_batch)."""
     args = ["plan", "--model", "llama3.1-8b", "--hardware", "h100", "--gpus", "8,16", "--seq-len", "4096", "--top", "1"]
-    code, out, _ = _run([*args, "--global-batch", "64"], capsys)
+    code, out, _ = run_main([*args, "--global-batch", "64"], capsys)
     assert code == 0 and "global batch 64 (8 GPUs), 64 (16 GPUs) of 4,096 tokens" in out.splitlines()[0]
     assert _json(args, capsys)["inputs"]["global_batch"] == {"8": 64, "16": 128}
 
@@ -189,9 +183,9 @@ def test_simulate_with_a_layout_prints_no_decode_step_for_one_token(capsys):
     "last step 7.47 ms ... a step at context 1,025" (a step that never runs), as --gen 0 once did.
     The JSON keeps `token` (plan --serve ranks --gen 1 by it); with --gen 2 the last step is printed."""
     args = ["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--prompt", "1024", "--tp", "2"]
-    code, out, _ = _run([*args, "--gen", "1"], capsys)
+    code, out, _ = run_main([*args, "--gen", "1"], capsys)
     assert code == 0 and "no decode step" in out and "  last step" not in out and "time per output token" not in out
-    code, out, _ = _run([*args, "--gen", "2"], capsys)
+    code, out, _ = run_main([*args, "--gen", "2"], capsys)
     assert code == 0 and "  last step" in out
 
 
@@ -201,7 +195,7 @@ def test_serve_and_the_capacity_search_name_their_units(capsys):
 
     data = _json(["serve", "--model", "llama3.2-1b", "--hardware", "l4", "--rate", "1", "--requests", "5"], capsys)
     assert data["units"] == spec.JSON_UNITS["serve"] and data["units"]["queueing, ttft, tpot, e2e, itl"] == "seconds"
-    code, out, _ = _run(["plan", "--model", "llama3.2-1b", "--hardware", "l4", "--serve", "--rate", "1", "--requests",
+    code, out, _ = run_main(["plan", "--model", "llama3.2-1b", "--hardware", "l4", "--serve", "--rate", "1", "--requests",
                          "10", "--tp", "1", "--slo-tpot", "1", "--slo-ttft", "10", "--json"], capsys)
     assert code == 0 and json.loads(out)["units"]["target.slo_ttft, target.slo_tpot"] == "seconds"
 
@@ -212,7 +206,7 @@ def test_estimate_refuses_a_gpu_count_below_one(capsys):
     The option takes whole numbers from 1, for estimate and simulate alike."""
     for command in (["estimate"], ["simulate", "--train"]):
         for gpus in ("0", "-2"):
-            code, out, err = _run([*command, "--model", "llama3.1-8b", "--hardware", "h100", "--gpus", gpus], capsys)
+            code, out, err = run_main([*command, "--model", "llama3.1-8b", "--hardware", "h100", "--gpus", gpus], capsys)
             assert code == 2 and not out
             assert err.strip() == f"error: Invalid value for '--gpus': {gpus} is not in the range x>=1."
 
@@ -220,6 +214,6 @@ def test_estimate_refuses_a_gpu_count_below_one(capsys):
 def test_sweep_help_says_whose_inference_bytes_it_writes(capsys):
     """sweep's inference_bytes column is estimate's inference_total (a plain forward: every position's
     logits); its help said "inference totals" without saying which of estimate's two rows."""
-    code, out, _ = _run(["sweep", "--help"], capsys)
+    code, out, _ = run_main(["sweep", "--help"], capsys)
     text = " ".join(out.split())
     assert code == 0 and "The inference bytes are estimate's inference_total, a plain forward's (the logits of every position)" in text

@@ -6,17 +6,11 @@ from __future__ import annotations
 
 import json
 
-import cli
-
-
-def _run(args, capsys):
-    code = cli.main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.cli_run import run_main
 
 
 def _json(args, capsys):
-    code, out, err = _run([*args, "--json"], capsys)
+    code, out, err = run_main([*args, "--json"], capsys)
     assert code == 0, err
     return json.loads(out)
 
@@ -38,10 +32,10 @@ def test_plan_serve_names_the_latent_attention_form_simulate_needs(capsys):
     assert row["time_per_output_token"] == absorbed["generation"]["time_per_output_token"]
     assert naive["generation"]["time_per_output_token"] > 1.5 * row["time_per_output_token"]
     assert row["per_rank"]["total"] == absorbed["per_rank"]["total"] == 17_914_256_896
-    code, out, _ = _run(["plan", *case, "--serve", "--gpus", "2", "--tp", "2"], capsys)
+    code, out, _ = run_main(["plan", *case, "--serve", "--gpus", "2", "--tp", "2"], capsys)
     assert "flash attention, latent attention absorbed;" in out.splitlines()[0]
     assert "`simulate` with the layout and `--attention flash --mla absorbed` times them" in out
-    code, out, _ = _run(["simulate", *case, "--prompt", "512", "--gen", "4"], capsys)
+    code, out, _ = run_main(["simulate", *case, "--prompt", "512", "--gen", "4"], capsys)
     assert "attention eager, latent attention naive, dynamic KV cache" in out.splitlines()[1]
     # a model without latent attention says nothing of it
     sim = _json(["simulate", "--model", "llama3.2-1b", "--hardware", "h100", "--prompt", "512", "--gen", "4"], capsys)
@@ -57,7 +51,7 @@ def test_ssm_cache_dtype_is_refused_for_a_model_without_states(capsys):
     for command in (["serve", "--model", "llama3.2-1b", "--hardware", "l4", "--rate", "2", "--requests", "5"],
                     ["plan", "--model", "llama3.2-1b", "--hardware", "l4", "--serve", "--rate", "2", "--slo-ttft", "1",
                      "--slo-tpot", "0.1", "--requests", "5"]):
-        code, out, err = _run([*command, "--mamba-ssm-cache-dtype", "float32"], capsys)
+        code, out, err = run_main([*command, "--mamba-ssm-cache-dtype", "float32"], capsys)
         assert (code, out) == (2, "")
         assert err.startswith(message) and err.count("\n") == 1
     # Nemotron 3 Nano: 23 Mamba-2 layers, vLLM's layout with the SSM state in fp32 (test_serving_vllm_states)
@@ -73,14 +67,14 @@ def test_no_room_for_a_kv_block_names_the_token_budget_when_activations_fill_the
     fewer weight bytes. It now names --max-batched-tokens first, and that budget serves."""
     command = ["serve", "--model", "llama3.2-1b", "--hardware", "l4", "--rate", "2", "--requests", "5",
                "--scheduler", "vllm-v0"]
-    code, out, err = _run(command, capsys)
+    code, out, err = run_main(command, capsys)
     assert (code, out) == (2, "")
     assert "weights 2.3 GiB and activations 31.3 GiB per GPU" in err
     assert "; lower --max-batched-tokens (the activations are sized for a step of 131,072 tokens), spread it" in err
     setup = _json([*command, "--max-batched-tokens", "8192"], capsys)["setup"]
     assert setup["num_blocks"] == 34_490
     # where the weights are what does not fit, the advice is as before
-    code, _, err = _run(["serve", "--model", "llama3.2-1b", "--hardware", "l4", "--rate", "2", "--requests", "5",
+    code, _, err = run_main(["serve", "--model", "llama3.2-1b", "--hardware", "l4", "--rate", "2", "--requests", "5",
                          "--gpu-memory-utilization", "0.05"], capsys)
     assert code == 2 and "--max-batched-tokens" not in err and "spread it over more GPUs (--tp, --pp)" in err
 
@@ -115,7 +109,7 @@ def test_a_falcon_h1_pipeline_splits_whole_decoder_layers(tmp_path, capsys):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(FALCON_H1_SHAPED))
     train = ["simulate", "--config", str(path), "--hardware", "h100", "--train", "--seq-len", "2048"]
-    code, out, err = _run([*train, "--pp", "45"], capsys)
+    code, out, err = run_main([*train, "--pp", "45"], capsys)
     assert code == 2 and err.startswith("error: layout: 45 pipeline stages for 44 layers:")
     even = _json([*train, "--pp", "2"], capsys)["parallel"]["stages"]
     given = _json([*train, "--pp", "2", "--stage-layers", "22,22"], capsys)["parallel"]["stages"]
@@ -126,7 +120,7 @@ def test_a_falcon_h1_pipeline_splits_whole_decoder_layers(tmp_path, capsys):
     # stages 1 and 4 hold decoder layers alone (no embedding, no head): weights in proportion 6 : 5
     assert 5 * eight[1]["weights"] == 6 * eight[4]["weights"]
     # serve's pipeline too: at most a stage a decoder layer
-    code, _, err = _run(["serve", "--config", str(path), "--hardware", "h100", "--rate", "2", "--requests", "3",
+    code, _, err = run_main(["serve", "--config", str(path), "--hardware", "h100", "--rate", "2", "--requests", "3",
                          "--pp", "45"], capsys)
     assert code == 2 and err == "error: --pp must be between 1 and the model's 44 layers, got 45.\n"
 
@@ -136,11 +130,11 @@ def test_a_kv_dtype_on_an_encoder_says_it_changes_nothing(capsys):
     unchanged, while `--gen-tokens 4` on the same encoder warns that it is ignored. It now warns too;
     an encoder-decoder (T5: its decoder's cache) does not."""
     plain = _json(["estimate", "--model", "bert-base-uncased"], capsys)
-    code, out, err = _run(["estimate", "--model", "bert-base-uncased", "--kv-dtype", "fp8", "--json"], capsys)
+    code, out, err = run_main(["estimate", "--model", "bert-base-uncased", "--kv-dtype", "fp8", "--json"], capsys)
     assert code == 0 and json.loads(out)["memory"] == plain["memory"]  # no kv_cache_dtype note either
     assert err == ("warning: model 'bert-base-uncased' is an encoder: it keeps no KV cache, so the fp8 KV cache "
                    "asked for changes nothing.\n")
-    code, _, err = _run(["estimate", "--model", "t5-small", "--kv-dtype", "fp8"], capsys)
+    code, _, err = run_main(["estimate", "--model", "t5-small", "--kv-dtype", "fp8"], capsys)
     assert code == 0 and "KV cache asked for" not in err
 
 
@@ -173,6 +167,6 @@ def test_serve_rates_json_names_the_deployment_and_its_units(capsys):
 def test_an_moe_lora_target_refusal_speaks_of_its_own_experts(capsys):
     """Mixtral's `--lora-targets gate_proj` refusal ended "(target_parameters; Qwen3-MoE's down_proj too)",
     a clause about another family; it now speaks of the experts' down_proj, whichever MoE it is."""
-    code, _, err = _run(["finetune", "--model", "mixtral-8x7b", "--lora-targets", "gate_proj"], capsys)
+    code, _, err = run_main(["finetune", "--model", "mixtral-8x7b", "--lora-targets", "gate_proj"], capsys)
     assert code == 2 and "Qwen3" not in err
     assert err.endswith("(target_parameters; the experts' down_proj too): not modelled.\n")
