@@ -82,11 +82,11 @@ LLAMA_NAMES: dict[str, str] = {
 
 #: Model types whose ForCausalLM, given labels and output_router_logits, adds router_aux_loss_coef x
 #: the router's load-balancing loss (load_balancing_loss_func, transformers 5.24) to the training
-#: loss, which the tree does not hold. (Jamba, GraniteMoeHybrid and Qwen3-Next refuse it in their
-#: readers; the other MoE types' classes take no such loss.)
+#: loss, which the tree does not hold. (Qwen3-Next's reader refuses it for its family; the other MoE
+#: types' classes take no such loss.)
 ROUTER_LOSS_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "olmoe", "minimax_m2", "granitemoe",
                      "granitemoeshared", "flex_olmo", "ernie4_5_moe", "phimoe", "dbrx", "qwen3_5_moe_text",
-                     "mellum", "laguna")
+                     "mellum", "laguna", "granitemoehybrid", "jamba", "minimax")
 
 
 def mixer_kinds(f: Fields, types: Any, n_layers: int, kinds: dict[str, str], wording: str) -> list[str]:

@@ -114,9 +114,6 @@ def _layer_types(f: Fields, n_layers: int) -> list[str]:
 def _granitemoehybrid(f: Fields, name: str) -> ModelConfig:
     """granitemoehybrid: see the module docstring. Defaults: GraniteMoeHybridConfig (5.24)."""
     _silu(f, "granitemoehybrid")
-    if f.get("output_router_logits", False, bool):
-        raise ConfigError(f"{f.source}: output_router_logits (the router's load-balancing loss in the "
-                          "training loss) is not modelled for granitemoehybrid.")
     n_layers = f.get("num_hidden_layers", 32, minimum=1)
     check_int(f.source, "num_hidden_layers", n_layers, maximum=MAX_LAYERS // 2)
     n_experts = f.get("num_local_experts", 8)

@@ -96,9 +96,6 @@ def _jamba(f: Fields, name: str) -> ModelConfig:
     whose weights are not renormalised (JambaTopKRouter), a residual add. As granitemoehybrid's
     (hf_hybrid.py) a layer is two of the tree's one-mixer layers. Defaults: JambaConfig (5.24).
     Refused besides the mixer's: output_router_logits (the router's load-balancing loss)."""
-    if f.get("output_router_logits", False, bool):
-        raise ConfigError(f"{f.source}: output_router_logits (the router's load-balancing loss in the "
-                          "training loss) is not modelled for jamba.")
     d_model = f.get("hidden_size", 4096, minimum=1)
     n_layers = f.get("num_hidden_layers", 32, minimum=1)
     check_int(f.source, "num_hidden_layers", n_layers, maximum=MAX_LAYERS // 2)

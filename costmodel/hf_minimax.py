@@ -56,9 +56,6 @@ def _refuse(f: Fields) -> None:
     if f.get("router_jitter_noise", 0.0, float) > 0:
         raise ConfigError(f"{f.source}: router_jitter_noise (the experts' input scaled by noise in "
                           "training) is not modelled for minimax.")
-    if f.get("output_router_logits", False, bool):
-        raise ConfigError(f"{f.source}: output_router_logits (the router's load-balancing loss in the "
-                          "training loss) is not modelled for minimax.")
 
 
 def _read(f: Fields, name: str) -> ModelConfig:

@@ -124,7 +124,8 @@ def test_the_released_configs_are_accepted():
     assert from_hf_config(dict(mixtral, router_jitter_noise=0.0), name="m").moe_input_noise is None
 
 
-@pytest.mark.parametrize("model_type", ["mixtral", "qwen2_moe", "olmoe", "mellum", "laguna"])
+@pytest.mark.parametrize("model_type", ["mixtral", "qwen2_moe", "olmoe", "mellum", "laguna", "granitemoehybrid",
+                                        "jamba", "minimax"])
 def test_the_router_loss_is_refused_where_the_class_adds_it(model_type):
     """output_router_logits makes these classes add the load-balancing loss in training (not
     modelled): one sentence naming the field; afmoe, hy_v3 and solar_open take no such loss."""
