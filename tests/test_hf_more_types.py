@@ -125,7 +125,7 @@ def test_the_released_configs_are_accepted():
 
 
 @pytest.mark.parametrize("model_type", ["mixtral", "qwen2_moe", "olmoe", "mellum", "laguna", "granitemoehybrid",
-                                        "jamba", "minimax"])
+                                        "jamba", "minimax", "granitemoe_swa"])
 def test_the_router_loss_is_refused_where_the_class_adds_it(model_type):
     """output_router_logits makes these classes add the load-balancing loss in training (not
     modelled): one sentence naming the field; afmoe, hy_v3 and solar_open take no such loss."""
