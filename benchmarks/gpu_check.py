@@ -67,8 +67,13 @@ def models(device: str):
                               n_decoder_layers=24, max_positions=4096)
     # per model a short workload (the peak falls in the AdamW step) and a long one (the peak is at
     # the start of backward, among the activations), by costmodel.peak's phase
-    return [(gpt2, 1, 128, 32), (gpt2, 8, 1024, 32), (llama_05b, 1, 256, 32),
+    # GPT-2's 1,024 positions hold the prompt and the generated tokens: 992 + 32
+    rows = [(gpt2, 1, 128, 32), (gpt2, 8, 992, 32), (llama_05b, 1, 256, 32),
             (llama_05b, 4, 1024, 32), (bert, 1, 128, 0), (bert, 16, 512, 0)]
+    for cfg, _, seq_len, gen_tokens in rows:
+        if seq_len + gen_tokens > cfg.max_positions:
+            raise ValueError(f"{cfg.name}: {seq_len} + {gen_tokens} tokens exceed its {cfg.max_positions} positions")
+    return rows
 
 
 def _sync(device: str) -> None:
@@ -99,16 +104,17 @@ def measure_memory(model, inputs, prompt, gen_tokens, loss_fn, device, decoder) 
 
     if device == "cpu":
         return {"train_step_peak": measure.peak_memory_memtracker(model, inputs, loss_fn)["Total"],
-                "inference_peak": None}
+                "inference_peak": None, "weights": None}
     if decoder:
         out = measure.cuda_peak_memory(model, inputs, gen_tokens, loss_fn)
     else:  # BertModel has no cache: train step as in cuda_peak_memory, then a no-grad forward
         optimizer = torch.optim.AdamW(model.parameters())
         torch.cuda.synchronize()
+        weights = torch.cuda.memory_allocated()
         torch.cuda.reset_peak_memory_stats()
         measure.one_training_step(model, inputs, optimizer, loss_fn)
         torch.cuda.synchronize()
-        out = {"train_step_peak": torch.cuda.max_memory_allocated()}
+        out = {"train_step_peak": torch.cuda.max_memory_allocated(), "weights": weights}
         del optimizer
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
@@ -136,9 +142,9 @@ def check_model(cfg, batch, seq_len, gen_tokens, args) -> dict:
     decoder = cfg.head == "lm"
     # torch.optim.AdamW on a model built in the dtype: the "pure" precision policy.
     workload = Workload(seq_len=seq_len, batch=batch, dtype=args.dtype, gen_tokens=gen_tokens,
-                        impl="hf", attention="eager", precision="pure")
+                        impl="hf", attention=args.attention, precision="pure")
     torch.manual_seed(0)
-    model = build_hf_model(cfg, "eager", TORCH_DTYPES[args.dtype]).to(device)
+    model = build_hf_model(cfg, args.attention, TORCH_DTYPES[args.dtype]).to(device)
     inputs = {k: v.to(device) for k, v in make_inputs(cfg, batch, seq_len, labels=decoder).items()}
     prompt = {k: v for k, v in inputs.items() if k != "labels"}
     loss_fn = training_loss(cfg, "hf")
@@ -184,7 +190,11 @@ def check_model(cfg, batch, seq_len, gen_tokens, args) -> dict:
         "params": sum(p.numel() for p in model.parameters()),
         "train_peak_measured": memory["train_step_peak"], "train_peak_analytic": analytic["total"],
         "train_peak_rel": rel(analytic["total"], memory["train_step_peak"]),
-        "train_peak_phase": analytic["phase"],
+        "train_peak_phase": analytic["phase"], "attention": args.attention,
+        # memory_allocated before the step (weights, inputs and what earlier rows' matmuls left:
+        # the cuBLAS workspaces, benchmarks/cuda_workspace.py) beside the analytic weights + inputs
+        "allocated_before_step": memory["weights"],
+        "analytic_weights_inputs_buffers": analytic["weights"] + analytic["inputs"] + analytic["buffers"],
         "inference_peak_measured": memory["inference_peak"],
         "inference_peak_analytic_lower_bound": inference["total"],
         "prefill_s": prefill_s, "prefill_roofline_s": predicted_prefill,
@@ -243,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32")
+    parser.add_argument("--attention", choices=("eager", "sdpa"), default="eager",
+                        help="the attention the models run and the analytic peak assumes")
     parser.add_argument("--hardware", default="h200")
     parser.add_argument("--repeats", type=int, default=None, help="timing repeats (cuda 5, cpu 2)")
     parser.add_argument("--out", default=None, help="output path without suffix")
@@ -265,7 +277,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{cfg.name}: b={batch} n={seq_len} T={gen_tokens} ...", file=sys.stderr, flush=True)
         rows.append(check_model(cfg, batch, seq_len, gen_tokens, args))
     device_name = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
-    note = (f"gpu_check on {device_name}, {args.dtype} (no autocast), roofline: {args.hardware}; "
+    note = (f"gpu_check on {device_name}, {args.dtype} (no autocast), {args.attention} attention, "
+            f"roofline: {args.hardware}; "
             f"peaks in bytes, times in seconds (median of {args.repeats})")
     host = host_per_op(args.device, None if args.device == "cuda" else 101)
     table = markdown(rows, note) + (
