@@ -81,7 +81,7 @@ class Kernel:
         facts, pairs = core.profile.facts, core.pairs
         saved = dtype_bytes(facts.softmax_dtype) * pairs
         if core.profile.probs_dropout:
-            saved += dtype_bytes(facts.dropout_mask_dtype) * pairs
+            saved += core.profile.mask_bytes * pairs
         return saved
 
     def weighted_sum_saved(self, core: Any) -> Expr:

@@ -125,8 +125,10 @@ class Profile:
         return facts_for(self.impl, self.family)
 
     def kernel(self, bias_needs_grad: bool = False) -> Kernel:
-        """The attention kernel that runs (a position bias that needs gradients can change it)."""
-        return choose(self.attention, self.probs_dropout, bias_needs_grad,
+        """The attention kernel that runs (a position bias that needs gradients can change it).
+        Dropout sends sdpa to its math path on the CPU only: on CUDA its fused kernels (flash,
+        memory-efficient) draw the mask inside the kernel from a Philox seed and keep none."""
+        return choose(self.attention, self.probs_dropout and self.device != "cuda", bias_needs_grad,
                       self.recompute == "selective", self.value_width_differs)
 
     def recomputes(self, part: str) -> bool:
@@ -141,7 +143,12 @@ class Profile:
 
     @property
     def mask_bytes(self) -> Expr:
-        return dtype_bytes(self.facts.dropout_mask_dtype)
+        """Bytes per element dropout keeps for backward. On CUDA aten's dropout runs the fused
+        kernel (Dropout.cpp is_fused_kernel_acceptable: a CUDA input, 0 < p < 1), native_dropout,
+        which keeps a bool mask; elsewhere _dropout multiplies the input by a noise tensor of its own
+        dtype and keeps that (the facts' dropout_mask_dtype). Measured: benchmarks/gpu_check.py on an
+        H200 (validate/FINDINGS.md, "the first GPU check")."""
+        return dtype_bytes("bool" if self.device == "cuda" else self.facts.dropout_mask_dtype)
 
     def dropout_sites(self) -> tuple[str, ...]:
         """Where dropout runs, if it runs (the facts' dropout_sites): on the probabilities when the
