@@ -18,7 +18,9 @@ file"):
   beyond its work, the file's graph_kernel_s, beside the same chain of kernels on a stream;
 - `dram_kernel_startup` (CUDA only): a SCALE kernel's time per kernel in a CUDA graph at sizes
   past the L2, fitted as T = a + V/b (`streaming_fit`), less the same kernel's time at its
-  smallest size: the file's dram_kernel_startup_s, as gpu-benches' gpu-small-kernels measures it.
+  smallest size: the file's dram_kernel_startup_s, as gpu-benches' gpu-small-kernels measures it;
+- `cublas_workspaces` (CUDA only): what torch's cuBLAS handles allocate beside the tensors, part of
+  the file's memory_reserve_bytes.
 Each returns a dict with its method in words (`method`), kept under the file's `_measurements`.
 """
 
@@ -361,3 +363,47 @@ def dram_kernel_startup(repeats: int = 5, device: str = "cuda", elements: tuple[
                   + (f"less the time per kernel at {16 * smallest} bytes (gpu-benches' gpu-small-kernels method)"
                      if floor is None else f"less graph_kernel_s ({floor:.3g} s)"),
     }
+
+
+def cublas_workspaces() -> dict[str, Any]:
+    """torch.cuda.memory_allocated's growth, net of the tensors still alive, at the first fp32
+    matmul, the first bf16 linear with a bias (the cuBLASLt path), the first backward (autograd's
+    device thread has its own handle) and a bf16 one with a bias. torch allocates a handle's
+    workspace through its caching allocator at a (handle, stream)'s first matmul and keeps it, so
+    the workspaces are cleared first (torch._C._cuda_clearCublasWorkspaces) to be measured anew."""
+    import torch.nn.functional as F
+
+    torch.cuda.synchronize()
+    torch._C._cuda_clearCublasWorkspaces()
+
+    def allocated() -> int:
+        torch.cuda.synchronize()
+        return torch.cuda.memory_allocated()
+
+    def grown(step: Callable[[], list[torch.Tensor]]) -> int:
+        before = allocated()
+        alive = step()
+        return allocated() - before - sum(t.numel() * t.element_size() for t in alive)
+
+    def operands(dtype: torch.dtype, grad: bool) -> list[torch.Tensor]:
+        return [torch.randn(*shape, device="cuda", dtype=dtype, requires_grad=grad)
+                for shape in ((1024, 1024), (1024, 1024), (1024,))]
+
+    x, w, _ = operands(torch.float32, False)
+    xb, wb, bb = operands(torch.bfloat16, False)
+    xg, wg, _ = operands(torch.float32, True)
+    xbg, wbg, bbg = operands(torch.bfloat16, True)
+
+    def backward(*tensors: torch.Tensor) -> list[torch.Tensor]:
+        F.linear(*tensors).sum().backward()
+        return [t.grad for t in tensors]
+
+    out = {"first_fp32_mm": grown(lambda: [x @ w]),
+           "first_bf16_linear_bias": grown(lambda: [F.linear(xb, wb, bb)]),
+           "first_backward": grown(lambda: backward(xg, wg)),
+           "first_bf16_backward_bias": grown(lambda: backward(xbg, wbg, bbg))}
+    out["total_beside_tensors"] = sum(out.values())
+    out["method"] = ("torch.cuda.memory_allocated's growth net of the tensors alive at the first fp32 matmul, bf16 "
+                     "linear with a bias, backward and bf16 backward with a bias, after "
+                     "torch._C._cuda_clearCublasWorkspaces (validate/device_rates.py cublas_workspaces)")
+    return out

@@ -21,7 +21,8 @@ What it measures, each the median of a few runs after a warm-up:
   lengths), the file's graph_kernel_s, beside the same chain on a stream; a streaming kernel's
   fixed start at sizes past the L2 (T = a + V/b, less its smallest size's time), the file's
   dram_kernel_startup_s; the SM count, the
-  memory a fresh context takes (total - free after initialisation: memory_reserve_bytes), the
+  memory a fresh context takes (total - free after initialisation) and torch's cuBLAS workspaces
+  (device_rates.cublas_workspaces), together memory_reserve_bytes, the
   driver and CUDA versions; the host's time to issue one bare op (dispatch_s_per_op) and an op
   of eager module code (module_s_per_op: validate/calibrate.py module_seconds_per_op);
 - on a CPU (without --like): the GEMM efficiency by rows, the dispatch time per op and the module
@@ -133,10 +134,13 @@ def attention_rates(device: str, dtype: str, grid: str) -> list[dict[str, Any]]:
 
 def device_facts(device: str) -> dict[str, Any]:
     if device.startswith("cuda"):
+        from .device_rates import cublas_workspaces
+
         torch.cuda.init()
         free, total = torch.cuda.mem_get_info()
         props = torch.cuda.get_device_properties(0)
-        return {"description": props.name, "memory_bytes": total, "memory_reserve_bytes": total - free,
+        workspaces = cublas_workspaces()["total_beside_tensors"]
+        return {"description": props.name, "memory_bytes": total, "memory_reserve_bytes": total - free + workspaces,
                 "sm_count": props.multi_processor_count,
                 "versions": f"torch {torch.__version__}, CUDA {torch.version.cuda}, driver {_driver()}"}
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
