@@ -13,7 +13,9 @@ the model is built in that dtype and AdamW keeps its moments in it; no autocast)
   costmodel.peak.inference_peak_bytes (the larger inference phase: weights, KV cache, logits, ids).
 - times (median of --repeats, torch.cuda.synchronize around each): prefill, one decode step,
   one training step, beside the roofline of costmodel.roofline (Roofline.prefill / .decode,
-  training_step) on the h200 preset (--hardware to change).
+  training_step) on the h200 preset (--hardware to change; h200-measured is the H200's measured
+  file), and in the JSON the kernel model's prefill and decode step (simulate --time-model kernels,
+  with its eager host term where the hardware states an op's time).
 
 Then the host's time per op on the device (host_per_op): one bare op's (validate/calibrate.py
 dispatch_s_per_op, an add of two 1-element tensors) and an op of eager module code's
@@ -133,7 +135,7 @@ def check_model(cfg, batch, seq_len, gen_tokens, args) -> dict:
     from costmodel.config import Workload
     from costmodel.peak import inference_peak_bytes, training_peak_bytes
     from costmodel.hardware import load_hardware
-    from costmodel.roofline import Roofline, training_step
+    from costmodel.roofline import Roofline, simulate_inference, training_step
     from validate import measure
     from validate.compare import TORCH_DTYPES, training_loss
     from validate.hf_models import build_hf_model, make_inputs
@@ -180,6 +182,10 @@ def check_model(cfg, batch, seq_len, gen_tokens, args) -> dict:
     predicted_prefill = float(roofline.prefill(batch, seq_len)[1])
     predicted_decode = float(roofline.decode(batch, seq_len + 1)[1]) if decoder else None
     predicted_train = training_step(cfg, workload, hardware)["timing"].seconds
+    # the kernel model with its eager host term (where the family's ops are counted and the
+    # hardware states an op's time: a measured file's module_s_per_op), as `simulate` runs it
+    kernels = simulate_inference(cfg, hardware, prompt=seq_len, gen=2, batch=batch, dtype=args.dtype,
+                                 attention=args.attention, time_model="kernels") if decoder else None
 
     def rel(a, m):
         return None if a is None or m is None else (a - m) / m
@@ -200,6 +206,9 @@ def check_model(cfg, batch, seq_len, gen_tokens, args) -> dict:
         "prefill_s": prefill_s, "prefill_roofline_s": predicted_prefill,
         "decode_step_s": decode_s, "decode_roofline_s": predicted_decode,
         "train_step_s": train_s, "train_roofline_s": predicted_train,
+        "prefill_kernel_model_s": kernels["prefill"]["seconds"] if kernels else None,
+        "decode_kernel_model_s": kernels["decode"]["first_token"]["seconds"] if kernels else None,
+        "decode_host_ops": kernels["decode"]["host"]["ops_per_step"] if kernels else None,
         "hardware": args.hardware, "analytic_terms": {k: v for k, v in analytic.items()},
     }
 
