@@ -44,7 +44,7 @@ def training_model(cfg: ModelConfig, workload: Workload, optimizer_impl: str = "
     """The training tree of a workload, with torch's AdamW variant and device."""
     if optimizer_impl not in OPTIMIZER_IMPLS:
         raise ConfigError(f"optimizer_impl must be one of {', '.join(OPTIMIZER_IMPLS)}.")
-    profile = profile_for(cfg, workload, optimizer_impl=optimizer_impl, device=device)
+    profile = profile_for(cfg, workload, optimizer_impl=optimizer_impl, device=device, kernel_device=device)
     return CostModel(cfg, profile)
 
 

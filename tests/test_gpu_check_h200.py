@@ -75,5 +75,6 @@ def test_the_adamw_step_on_an_h200(row):
 
 
 def test_dropout_keeps_a_bool_mask_on_cuda_only():
-    assert Profile(device="cuda").mask_bytes == 1
-    assert Profile(device="cpu", impl="hf").mask_bytes != 1  # the noise tensor, in the input's dtype
+    assert Profile(kernel_device="cuda").mask_bytes == 1
+    assert Profile(kernel_device="cpu", impl="hf").mask_bytes != 1  # the noise tensor, in the input's dtype
+    assert Profile(device="cuda").mask_bytes != 1  # AdamW's device alone does not change it

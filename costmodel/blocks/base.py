@@ -83,6 +83,11 @@ class Profile:
     optimizer: str = "adamw"
     optimizer_impl: str = "single"
     device: str = "cpu"
+    # whose aten kernels the tree follows where CUDA's and the CPU's keep different tensors
+    # (dropout's mask, sdpa under dropout): "cuda" only where a peak is asked for a CUDA device
+    # (peak.training_model, measured by benchmarks/gpu_check.py); estimate and the layouts keep the
+    # CPU's, which every measurement here was taken on (validate/FINDINGS.md, "The first GPU check")
+    kernel_device: str = "cpu"
     kv_dtype: str | None = None  # a quantized KV cache (fp8, int8): one byte per element + scales
     # A serving engine's fused attention kernel attends on a quantized cache as stored (vLLM's
     # FlashAttention-3 backend on an FP8 cache), reading its keys and values at one byte each;
@@ -128,7 +133,7 @@ class Profile:
         """The attention kernel that runs (a position bias that needs gradients can change it).
         Dropout sends sdpa to its math path on the CPU only: on CUDA its fused kernels (flash,
         memory-efficient) draw the mask inside the kernel from a Philox seed and keep none."""
-        return choose(self.attention, self.probs_dropout and self.device != "cuda", bias_needs_grad,
+        return choose(self.attention, self.probs_dropout and self.kernel_device != "cuda", bias_needs_grad,
                       self.recompute == "selective", self.value_width_differs)
 
     def recomputes(self, part: str) -> bool:
@@ -148,7 +153,7 @@ class Profile:
         which keeps a bool mask; elsewhere _dropout multiplies the input by a noise tensor of its own
         dtype and keeps that (the facts' dropout_mask_dtype). Measured: benchmarks/gpu_check.py on an
         H200 (validate/FINDINGS.md, "the first GPU check")."""
-        return dtype_bytes("bool" if self.device == "cuda" else self.facts.dropout_mask_dtype)
+        return dtype_bytes("bool" if self.kernel_device == "cuda" else self.facts.dropout_mask_dtype)
 
     def dropout_sites(self) -> tuple[str, ...]:
         """Where dropout runs, if it runs (the facts' dropout_sites): on the probabilities when the
