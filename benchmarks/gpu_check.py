@@ -13,8 +13,8 @@ the model is built in that dtype and AdamW keeps its moments in it; no autocast)
   costmodel.peak.inference_peak_bytes (the larger inference phase: weights, KV cache, logits, ids).
 - times (median of --repeats, torch.cuda.synchronize around each): prefill, one decode step,
   one training step, beside the roofline of costmodel.roofline (Roofline.prefill / .decode,
-  training_step) on the h200 preset (--hardware to change; h200-measured is the H200's measured
-  file), and in the JSON the kernel model's prefill and decode step (simulate --time-model kernels,
+  training_step) on the h200 preset (--hardware to change; benchmarks/h200-measured.json is an H200's
+  measured file), and in the JSON the kernel model's prefill and decode step (simulate --time-model kernels,
   with its eager host term where the hardware states an op's time).
 
 Then the host's time per op on the device (host_per_op): one bare op's (validate/calibrate.py
