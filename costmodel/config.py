@@ -440,7 +440,7 @@ class ModelConfig:
         return self.n_decoder_layers if self.window_layers is None else self.window_layers
 
     def layer_kind_at(self, stack: str, index: int) -> str | None:
-        """The kind label (costmodel/leaves.py's TreeBuilder.layer_kinds) of layer `index` (from
+        """The kind label (costmodel/layer_kinds.py's layer_kinds) of layer `index` (from
         0) of a stack, for placing layers on pipeline stages: layer_pattern's."""
         if stack != "decoder" or self.layer_pattern is None:
             return None
