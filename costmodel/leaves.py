@@ -159,9 +159,14 @@ class TreeBuilder:
                                    scaled=cfg.scaled_scores or profile.facts.scores_times_unit_scale,
                                    softcap=cfg.attention_softcap is not None and not cross)
         pre, post = self.norms(at, q_tokens)
+        kernel_keeps = scores.kernel.keeps_projection_input(scores)
+        sub_norm = cfg.sub_norms and not cross  # BitNet's attn_sub_norm: it keeps o_proj's input
         output = B.AttentionOutput(q_tokens, cfg.out_bias, value_dim=core.get("value_dim", S.d_h),
-                                   input_kept_by_kernel=scores.kernel.keeps_projection_input(scores),
+                                   input_kept_by_kernel=kernel_keeps or sub_norm,
                                    transposed=profile.facts.linear_weights_transposed)
+        # registered after o_proj; its input is the kernel's kept output where the kernel keeps one
+        sub_norms = [at.leaf("sub_norm", B.Norm(q_tokens, cfg.norm, profile, width=S.h * S.d_h,
+                                                input_kept=not kernel_keeps))] if sub_norm else []
         return [
             *pre,
             *projections,
@@ -170,6 +175,7 @@ class TreeBuilder:
             at.leaf("weighted_sum", B.WeightedSum(q_len, k_len, **{**core, "value_dim": S.r_kv}, values_are_keys=True)
                     if absorbed else B.WeightedSum(q_len, k_len, **core)),
             at.leaf("out", output),
+            *sub_norms,
             *self.residual(at, q_tokens, post, "attention_output"),
         ]
 
@@ -178,7 +184,10 @@ class TreeBuilder:
         router_alone = experts and B.router_reads_norm_alone(cfg, self.profile.facts)
         pre, post = self.norms(at, tokens, "ffn", experts, output_kept=not router_alone)
         if not experts:
-            body = [at.leaf("mlp", B.FeedForward(tokens, cfg.activation, cfg.ffn_bias, self.profile, width=width))]
+            body = [at.leaf("mlp", B.FeedForward(tokens, cfg.activation, cfg.ffn_bias, self.profile, width=width,
+                                                 sub_norm=cfg.sub_norms))]
+            if cfg.sub_norms:  # BitNet's ffn_sub_norm on the gate's product, registered after down_proj
+                body.append(at.leaf("sub_norm", B.Norm(tokens, cfg.norm, self.profile, width=width)))
         else:
             latent = cfg.d_latent is not None  # nemotron_h's moe_latent_size: experts in d_l
             every_token = self.profile.facts.experts_every_token and not self.profile.routed_experts
