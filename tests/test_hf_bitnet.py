@@ -163,3 +163,26 @@ def test_architectures_name_the_type():
     bare = {k: v for k, v in CONFIGS["bitnet"].items() if k != "model_type"}
     bare["architectures"] = ["BitNetForCausalLM"]
     assert from_hf_config(bare, name="x") == from_hf_config(CONFIGS["bitnet"], name="x")
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_gated_squared_relu_in_the_reference_model(dtype):
+    """relu2_glu without the sub-norms, in the seeds' reference model (validate/reference_blocks.py:
+    relu(gate x)^2 * up x): validate's rows equal the reference profile's tree, b 2, n 12."""
+    from costmodel.config import ModelConfig, Workload
+    from validate.compare import validate
+
+    cfg = ModelConfig(name="odd", vocab_size=99, d_model=48, n_heads=6, n_kv_heads=2, d_ff=37, max_positions=40,
+                      n_decoder_layers=3, d_head=10, position="rope", norm="rmsnorm", norm_position="pre",
+                      activation="relu2_glu")
+    rows = validate(cfg, Workload(seq_len=12, batch=2, dtype=dtype, gen_tokens=2), target="reference")
+    assert_rows_exact(rows, frozenset({"relu elements"}))
+    saved = {row.quantity: row.measured for row in rows}["bytes saved for backward"]
+    assert saved == {"fp32": 239_812, "bf16": 120_098}[dtype]
+
+
+def test_the_reference_model_refuses_the_sub_norms():
+    from costmodel.hf import from_hf_config
+    from costmodel.workload import reference_unsupported
+
+    assert "sub_norms" in " ".join(reference_unsupported(from_hf_config(CONFIGS["bitnet"], name="x")))
