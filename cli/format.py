@@ -1,5 +1,6 @@
 """The text tables of models, published, hardware and validate: rows in, lines out (the commands
-only gather the rows). The other commands' text is reports/text.py's."""
+only gather the rows). The other commands' text is reports/text.py's
+(simulate's reports/simulate_text.py's, plan's reports/plan_text.py's)."""
 
 from __future__ import annotations
 

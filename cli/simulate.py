@@ -287,8 +287,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
     if as_json:
         click.echo(json.dumps(finite({**result, "units": spec.JSON_UNITS["simulate"]}), indent=2))
         return
-    from reports.text import (render_inference, render_parallel_decode, render_parallel_training,
-                              render_training)
+    from reports.simulate_text import (render_inference, render_parallel_decode, render_parallel_training,
+                                       render_training)
 
     if layout is not None:
         click.echo(render_parallel_training(result) if train else render_parallel_decode(result))

@@ -153,6 +153,9 @@ class ModelConfig:
     double_wide_shared: bool = False  # Gemma 4's use_double_wide_mlp: those layers' MLPs are 2 d_ff wide
     altup_inputs: int | None = None  # Gemma 3n's AltUp streams A (blocks/altup.py; None: none)
     laurel_rank: int | None = None  # Gemma 3n's LAuReL rank r (with altup_inputs)
+    # BitNet's sub-norms: attn_sub_norm on the attention's output before o_proj, ffn_sub_norm on the
+    # gate's product before down_proj (the model's norm kind, each its own leaf)
+    sub_norms: bool = False
     # Multi-token prediction while training (DeepSeek-V3 section 2.2; Megatron-Core's MultiTokenPredictionLayer):
     # mtp_layers depths after the last layer (0, what Hugging Face's class builds; set by `--mtp`, never from a
     # config.json), each two norms, a 2d -> d projection, one more layer (of the last kind, or a hybrid's
@@ -440,7 +443,7 @@ class ModelConfig:
         return self.n_decoder_layers if self.window_layers is None else self.window_layers
 
     def layer_kind_at(self, stack: str, index: int) -> str | None:
-        """The kind label (costmodel/leaves.py's TreeBuilder.layer_kinds) of layer `index` (from
+        """The kind label (costmodel/layer_kinds.py's layer_kinds) of layer `index` (from
         0) of a stack, for placing layers on pipeline stages: layer_pattern's."""
         if stack != "decoder" or self.layer_pattern is None:
             return None

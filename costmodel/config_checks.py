@@ -34,8 +34,13 @@ def check_newer_fields(cfg: Any, owner: str) -> None:
         check_int(owner, name, getattr(cfg, name), minimum=1)
     for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
                  "renormalize_top_k", "input_norms", "qk_norm_whole", "attention_sinks", "norm_affine",
-                 "qk_l2_norm", "nope_temperature", "chunked_window", "mtp_repeated_layer", "rope_query_scale"):
+                 "qk_l2_norm", "nope_temperature", "chunked_window", "mtp_repeated_layer", "rope_query_scale",
+                 "sub_norms"):
         check_bool(owner, name, getattr(cfg, name))
+    if cfg.sub_norms and (cfg.architecture != "decoder" or cfg.n_experts or cfg.mixer_layers
+                          or cfg.kv_lora_rank is not None or cfg.parallel_attention):
+        raise ConfigError(f"{owner}: sub_norms (BitNet's) are modelled in a decoder-only model of dense "
+                          "attention and FFN layers only (no experts, mixers, latent attention or parallel layers).")
     if not cfg.input_norms and (not cfg.post_sublayer_norm or cfg.norm_position != "pre"
                                  or cfg.parallel_attention):
         raise ConfigError(f"{owner}: input_norms false (norms after the sublayers only) needs "

@@ -49,7 +49,7 @@ class BlockRow:
     flops_other: int
     saved_bytes: int
     kv_cache_bytes: int
-    part: str = ""  # the leaf's place (costmodel.leaves.Leaf): embedding, layer, stack, head, loss
+    part: str = ""  # the leaf's place (costmodel.leaf.Leaf): embedding, layer, stack, head, loss
     stack: str | None = None
     sublayer: str | None = None
     kind: str | None = None  # the layers it runs in when they differ (dense, moe, sliding, full)
@@ -93,7 +93,7 @@ def _expressions(cfg: ModelConfig, workload: Workload) -> tuple[dict[str, Any], 
         exprs["decode.flops_matmul"] = decode.total("flops_matmul").xreplace(last_step)
         exprs["decode.flops_absorbed"] = decode.variant_flops("absorbed").xreplace(last_step)
     if workload.weight_dtype:
-        from .leaves import WEIGHT_PARTS
+        from .leaf import WEIGHT_PARTS
 
         prefill = CostModel(cfg, model.profile, phase="prefill")
         for part in WEIGHT_PARTS:

@@ -1,6 +1,6 @@
 """config.json readers of Llama-like families whose blocks costmodel/hf.py mostly has already: OLMo
 1 and 3, OLMoE, EXAONE 4, Seed-OSS, Helium, Arcee, GLM-4 (glm and glm4), ERNIE 4.5, Apertus,
-Hunyuan dense and GraniteSWA. Each reads Llama's
+Hunyuan dense, GraniteSWA and BitNet. Each reads Llama's
 fields through hf.py's Llama reader (with its own defaults) and then changes what its own code does
 otherwise (norms, biases, windows, RoPE, experts, the MLP). costmodel/hf.py dispatches on
 model_type. Defaults are those of transformers 5.24's configuration classes."""
@@ -47,6 +47,8 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "hunyuan_v1_dense": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
     "granite_swa": dict(max_position_embeddings=8192, hidden_act="silu", tie_word_embeddings=True,
                         num_key_value_heads=4),
+    "bitnet": dict(max_position_embeddings=2048, hidden_act="relu2", tie_word_embeddings=False,
+                   num_key_value_heads=5),
 }
 
 
@@ -265,6 +267,31 @@ def _arcee(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
                   activation="relu2")
 
 
+def _bitnet(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """BitNet b1.58 (BitNetForCausalLM) as from_config builds it, with plain nn.Linear layers:
+    Llama's attention (attention_bias on q, k, v and o) with attn_sub_norm (an RMSNorm hidden_size
+    wide) on its output before o_proj, and GemmaMLP (no biases) with hidden_act relu2, a gated
+    squared ReLU, with ffn_sub_norm (intermediate_size wide) on the gate's product before down_proj.
+    A quantization_config (quant_method "bitnet": from_pretrained swaps each Linear for BitLinear's
+    packed ternary buffers, or AutoBitLinear's online quantization) is refused, as is a head_dim
+    whose heads are not hidden_size wide (attn_sub_norm could not run)."""
+    if f.data.get("quantization_config") is not None:
+        raise ConfigError(f"{f.source}: quantization_config is not modelled for bitnet: from_pretrained "
+                          "replaces each Linear with BitLinear (2-bit ternary weights packed in uint8 "
+                          "buffers) or AutoBitLinear; drop it to estimate the unquantized class.")
+    act = f.get("hidden_act", "relu2", str)
+    if act not in ("relu2", "silu"):
+        raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for bitnet (relu2, BitNet's "
+                          "gated squared ReLU, and silu are modelled).")
+    base = _llama(Fields(dict(f.data, hidden_act="silu"), f.source), name, "bitnet", llama, ffn_bias=False,
+                  activation="relu2_glu" if act == "relu2" else "swiglu", sub_norms=True)
+    if base.n_heads * base.d_head != base.d_model:
+        raise ConfigError(f"{f.source}: head_dim ({base.d_head}) times num_attention_heads ({base.n_heads}) "
+                          f"is not hidden_size ({base.d_model}), which BitNet's attn_sub_norm (hidden_size "
+                          "wide, on the heads' output) cannot run.")
+    return base
+
+
 def _hunyuan_v1_dense(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     """Hunyuan dense (HunYuanDenseV1ForCausalLM): Llama's layers (attention_bias on q, k, v and o;
     no MLP bias whatever mlp_bias says: HunYuanDenseV1MLP builds its three projections without)
@@ -333,6 +360,7 @@ LLAMA_VARIANT_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConf
     "olmo": _olmo, "olmo3": _olmo3, "olmoe": _olmoe, "exaone4": _exaone4, "seed_oss": _seed_oss,
     "helium": _helium, "arcee": _arcee, "apertus": _apertus, "glm4": _glm4, "ernie4_5": _ernie4_5,
     "hunyuan_v1_dense": _hunyuan_v1_dense, "glm": _glm, "granite_swa": _granite_swa,
+    "bitnet": _bitnet,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
@@ -342,7 +370,7 @@ LLAMA_VARIANT_ARCHITECTURES: dict[str, str] = {
     "HeliumForCausalLM": "helium", "ArceeForCausalLM": "arcee", "ApertusForCausalLM": "apertus",
     "Glm4ForCausalLM": "glm4", "Ernie4_5ForCausalLM": "ernie4_5",
     "HunYuanDenseV1ForCausalLM": "hunyuan_v1_dense", "GlmForCausalLM": "glm",
-    "GraniteSWAForCausalLM": "granite_swa",
+    "GraniteSWAForCausalLM": "granite_swa", "BitNetForCausalLM": "bitnet",
 }
 
 _NAMES: dict[str, str] = LLAMA_NAMES

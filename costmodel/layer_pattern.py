@@ -5,7 +5,7 @@ Kinds: "sliding"/"full" (windows on some layers), "dense"/"moe" (experts in some
 "rope"/"nope" (RoPE on some layers), "moe_nope" beside "dense"/"moe" (Llama 4 Maverick); in a
 model of one-mixer layers (ModelConfig.mixer_layers, transformers' nemotron_h) the mixer of each:
 MIXERS. Gemma 4's layers reusing an earlier layer's K and V (kv_shared_layers) are "sliding_shared" and
-"full_shared". LayerKind: one kind of layer as the cost tree builds it (costmodel/leaves.py).
+"full_shared". LayerKind: one kind of layer as the cost tree builds it (costmodel/layer_kinds.py).
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
-"""The cost tree's leaves, and how a ModelConfig's blocks are placed as them. A leaf is one block
-where it runs: its stack, its part of the model (the embeddings, a repeated layer, a stack's own
-blocks, the head, the loss), its sublayer inside a layer (self_attention, cross_attention, ffn, Gemma
-4's per_layer_input) and its name, and how many times it runs (a layer leaf L times). TreeBuilder walks a
-ModelConfig stack by stack, layer by layer, in the order the code registers its parameters."""
+"""How a ModelConfig's blocks are placed as the cost tree's leaves (costmodel/leaf.py: a block
+where it runs, how many times). TreeBuilder walks a ModelConfig stack by stack, layer by layer (each
+kind of layer once: costmodel/layer_kinds.py), in the order the code registers its parameters: the
+embeddings, each layer's sublayers (self_attention, cross_attention, ffn, Gemma 4's
+per_layer_input, a hybrid model's one mixer), a stack's own blocks, the head, the loss and the
+multi-token-prediction depths; a decode step through the decoder only."""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 import sympy as sp
 
@@ -15,121 +15,11 @@ from . import blocks as B
 from . import op_checkpoint
 from . import symbols as S
 from .config import ConfigError, ModelConfig
-from .layer_pattern import LayerKind, kv_shared_kinds
+from .layer_kinds import layer_kinds
+from .layer_pattern import LayerKind
+from .leaf import ONE, Leaves, Place
 from .spec import RECOMPUTED_LAYERS
 from .terms import FP32, ZERO
-
-ONE = sp.Integer(1)
-#: Quantities a leaf derives from its parameters and the precision policy (bytes per parameter).
-STATE_QUANTITIES = ("weight_bytes", "gradient_bytes", "optimizer_bytes")
-#: With quantized weights (inference phases): the weight bytes by part.
-WEIGHT_PARTS = ("weight_data_bytes", "weight_scale_bytes", "weight_zero_bytes",
-                "weight_table_bytes", "weight_unquantized_bytes")
-#: A leaf's quantities that follow the weights it holds (Leaf.copies), not its runs (Leaf.count).
-HELD_QUANTITIES = ("params", "matrix_params", "active_params", "inactive_params", "buffer_bytes")
-
-
-@dataclass(frozen=True)
-class Leaf:
-    """A block where it runs, how many times, and its cost for one run."""
-
-    block: B.Block
-    cost: B.Cost
-    count: sp.Expr  # runs per pass: its stack's layers for a layer leaf, else 1
-    group: str  # the top-level group: embedding, encoder_embedding, encoder, decoder, head, optimizer
-    part: str  # embedding, layer, stack (a stack's own blocks), head, loss, optimizer
-    name: str
-    stack: str | None = None  # encoder or decoder: the side it runs on (None: the optimizer)
-    sublayer: str | None = None  # self_attention, cross_attention or ffn (layer leaves only)
-    # The layers it runs in when a stack's layers differ (count says how many): "sliding" or "full"
-    # (windows on some layers), "dense" or "moe", "rope" or "nope" (RoPE on some); None: every layer.
-    kind: str | None = None
-    recomputed: bool = False  # its forward, or part of it (rerun), runs again in backward (recomputation)
-    rerun: B.Cost | None = None  # what recomputation reruns: its cost, or a part (CostModel._rerun)
-    checkpointed: bool = False  # full or op recomputation: what it saves is rebuilt one layer at a time
-    # recompute "torchtitan-op" (costmodel/op_checkpoint.py): its linear ops (Block.linear_ops) whose
-    # outputs the policy keeps, and those that do not rerun (the kept ones, and the one the recompute
-    # stops before)
-    kept_outputs: tuple[str, ...] = ()
-    not_rerun: tuple[str, ...] = ()
-    per_param: object = None  # precision.ParamBytes of the tree (for STATE_QUANTITIES)
-    weight_format: object = None  # quantization.WeightFormat of quantized weights (inference)
-    # copies of its weights held when fewer than its runs (None: count): a multi-token-prediction
-    # layer whose one set of weights runs at every depth (ModelConfig.mtp_repeated_layer)
-    holds: sp.Expr | None = None
-
-    @property
-    def copies(self) -> sp.Expr:
-        """How many copies of its weights the model holds."""
-        return self.count if self.holds is None else self.holds
-
-    @property
-    def path(self) -> str:
-        layer = f"{self.kind}_layer" if self.kind else "layer"
-        inner = f"{layer}.{self.sublayer}." if self.sublayer else (f"{layer}." if self.part == "layer" else "")
-        return f"{self.group}.{inner}{self.name}"
-
-    @property
-    def in_layer(self) -> bool:
-        return self.part == "layer"
-
-    def weight_part(self, quantity: str) -> sp.Expr:
-        """One run's weight bytes by part: quantized matrices' data, scales, zeros and tables,
-        and the rest in the precision policy's weight bytes (all of them when unquantized)."""
-        unquantized = self.cost.params - (self.cost.matrix_params if self.weight_format else 0)
-        parts = {"weight_unquantized_bytes": self.per_param.weights * unquantized}
-        if self.weight_format:
-            quantized = B.quantized_bytes(self.cost.matrices, self.weight_format)
-            parts.update(weight_data_bytes=quantized["data"], weight_scale_bytes=quantized["scales"],
-                         weight_zero_bytes=quantized["zeros"], weight_table_bytes=quantized["tables"])
-        if quantity == "weight_bytes":
-            return sp.Add(*parts.values())
-        return parts.get(quantity, sp.Integer(0))
-
-    def matmul_bytes_as_stored(self) -> sp.Expr:
-        """One run's matrix-product traffic with its weights as stored: a quantized leaf reads its
-        quantized matrices (data, scales, zeros, tables) instead of e bytes per weight. The
-        dequantisation runs in the GEMM's registers (weight-only kernels: gpt-fast, Marlin,
-        bitsandbytes): no traffic of its own, a stated convention. Routed experts read the share of
-        their matrices that gets a token (Cost.matrix_read_share: each chosen expert's matrices with
-        their scales, as gpt-fast's Mixtral gathers them, self.w1[expert_indices]). At a
-        tensor-parallel rank's substitution (layout/split.py) the matrices are the rank's shards,
-        each with its own scales and zeros."""
-        moved = self.cost.bytes_matmul
-        if self.weight_format is None or not self.cost.matrices:
-            return moved
-        stored = sp.Add(*B.quantized_bytes(self.cost.matrices, self.weight_format).values())
-        return moved - self.cost.matrix_read_share * (S.e * self.cost.matrix_params - stored)
-
-    def total(self, quantity: str) -> sp.Expr:
-        if quantity in WEIGHT_PARTS or (quantity == "weight_bytes" and self.weight_format):
-            return self.copies * self.weight_part(quantity)
-        if quantity in STATE_QUANTITIES:
-            per_param = {"weight_bytes": self.per_param.weights, "gradient_bytes": self.per_param.gradients,
-                         "optimizer_bytes": self.per_param.optimizer}[quantity]
-            return self.copies * per_param * self.cost.params
-        if quantity in HELD_QUANTITIES:
-            return self.copies * self.cost.get(quantity)
-        return self.count * self.cost.get(quantity)
-
-
-@dataclass(frozen=True)
-class _Place:
-    """Where the builder is: the fields every leaf made here shares."""
-
-    group: str
-    part: str
-    stack: str | None = None
-    sublayer: str | None = None
-    count: sp.Expr = ONE
-    kind: str | None = None
-
-    def leaf(self, name: str, block: B.Block) -> Leaf:
-        return Leaf(block, block.cost(), self.count, self.group, self.part, name, self.stack,
-                    self.sublayer, kind=self.kind)
-
-
-Leaves = list[Leaf]
 
 
 class TreeBuilder:
@@ -144,14 +34,14 @@ class TreeBuilder:
         self.step_len = S.n if phase == "chunk" else ONE
         self.dropout_sites = profile.dropout_sites()  # where dropout runs (see Profile)
 
-    def dropout(self, at: _Place, tokens: sp.Expr, site: str, name: str = "dropout") -> Leaves:
+    def dropout(self, at: Place, tokens: sp.Expr, site: str, name: str = "dropout") -> Leaves:
         """Dropout where the profile runs it: `site` or, for a sublayer's output, "sublayer" (both)."""
         sites = (site, "sublayer") if site.endswith("_output") else (site,)
         if not set(sites) & set(self.dropout_sites):
             return []
         return [at.leaf(name, B.Dropout(tokens, S.d, self.profile))]
 
-    def norms(self, at: _Place, tokens: sp.Expr, sublayer: str = "attention",
+    def norms(self, at: Place, tokens: sp.Expr, sublayer: str = "attention",
               experts: bool = False, output_kept: bool = True) -> tuple[Leaves, Leaves]:
         """The sublayer's norm before (pre-LN) or after (post-LN) it; Gemma 2 has both, the one
         after on the sublayer's output before the residual add (only that add reads it). With
@@ -175,7 +65,7 @@ class TreeBuilder:
             return norm, post
         return (norm, []) if cfg.norm_position == "pre" else ([], norm)
 
-    def residual(self, at: _Place, tokens: sp.Expr, post: Leaves, site: str) -> Leaves:
+    def residual(self, at: Place, tokens: sp.Expr, post: Leaves, site: str) -> Leaves:
         """Dropout, the residual add and a post-LN norm, or a post-sublayer norm then the add."""
         scalar = site == "ffn_output" and self.profile.facts.layer_scalar_buffer  # Gemma 4's layer_scalar
         residual = at.leaf("residual", B.Residual(tokens, self.cfg.residual_multiplier is not None, scalar))
@@ -197,7 +87,7 @@ class TreeBuilder:
         return sp.Piecewise((S.n, sp.Eq(S.T, 0)), (sp.Min(S.n + S.T, S.w), True))
 
     def attention(
-        self, at: _Place, q_len: sp.Expr, k_len: sp.Expr, *, cross: bool, cached: sp.Expr,
+        self, at: Place, q_len: sp.Expr, k_len: sp.Expr, *, cross: bool, cached: sp.Expr,
         kv_len: sp.Expr | None = None, window: bool = False, rope: bool = True, kv_shared: bool = False,
     ) -> Leaves:
         """One attention sublayer; `cached` tokens of its keys/values stay in the KV cache.
@@ -269,9 +159,14 @@ class TreeBuilder:
                                    scaled=cfg.scaled_scores or profile.facts.scores_times_unit_scale,
                                    softcap=cfg.attention_softcap is not None and not cross)
         pre, post = self.norms(at, q_tokens)
+        kernel_keeps = scores.kernel.keeps_projection_input(scores)
+        sub_norm = cfg.sub_norms and not cross  # BitNet's attn_sub_norm: it keeps o_proj's input
         output = B.AttentionOutput(q_tokens, cfg.out_bias, value_dim=core.get("value_dim", S.d_h),
-                                   input_kept_by_kernel=scores.kernel.keeps_projection_input(scores),
+                                   input_kept_by_kernel=kernel_keeps or sub_norm,
                                    transposed=profile.facts.linear_weights_transposed)
+        # registered after o_proj; its input is the kernel's kept output where the kernel keeps one
+        sub_norms = [at.leaf("sub_norm", B.Norm(q_tokens, cfg.norm, profile, width=S.h * S.d_h,
+                                                input_kept=not kernel_keeps))] if sub_norm else []
         return [
             *pre,
             *projections,
@@ -280,15 +175,19 @@ class TreeBuilder:
             at.leaf("weighted_sum", B.WeightedSum(q_len, k_len, **{**core, "value_dim": S.r_kv}, values_are_keys=True)
                     if absorbed else B.WeightedSum(q_len, k_len, **core)),
             at.leaf("out", output),
+            *sub_norms,
             *self.residual(at, q_tokens, post, "attention_output"),
         ]
 
-    def ffn(self, at: _Place, tokens: sp.Expr, experts: bool = False, width: sp.Expr = S.d_ff) -> Leaves:
+    def ffn(self, at: Place, tokens: sp.Expr, experts: bool = False, width: sp.Expr = S.d_ff) -> Leaves:
         cfg = self.cfg
         router_alone = experts and B.router_reads_norm_alone(cfg, self.profile.facts)
         pre, post = self.norms(at, tokens, "ffn", experts, output_kept=not router_alone)
         if not experts:
-            body = [at.leaf("mlp", B.FeedForward(tokens, cfg.activation, cfg.ffn_bias, self.profile, width=width))]
+            body = [at.leaf("mlp", B.FeedForward(tokens, cfg.activation, cfg.ffn_bias, self.profile, width=width,
+                                                 sub_norm=cfg.sub_norms))]
+            if cfg.sub_norms:  # BitNet's ffn_sub_norm on the gate's product, registered after down_proj
+                body.append(at.leaf("sub_norm", B.Norm(tokens, cfg.norm, self.profile, width=width)))
         else:
             latent = cfg.d_latent is not None  # nemotron_h's moe_latent_size: experts in d_l
             every_token = self.profile.facts.experts_every_token and not self.profile.routed_experts
@@ -316,7 +215,7 @@ class TreeBuilder:
 
     def embedding(self, group: str, stack: str, seq: sp.Expr, owns_table: bool) -> Leaves:
         cfg = self.cfg
-        at = _Place(group, "embedding", stack)
+        at = Place(group, "embedding", stack)
         tokens = S.b * seq
         positions = {
             "learned": lambda: B.LearnedPositions(tokens, seq, self.profile, cfg.position_offset),
@@ -344,59 +243,7 @@ class TreeBuilder:
             *self.dropout(at, tokens, "embedding"),
         ]
 
-    def layer_kinds(self, stack: str, layers: sp.Expr) -> list[LayerKind]:
-        """The kinds of layer of a stack, each with its count: one kind when every layer is
-        alike; windowed and full layers (Gemma 2: the sliding ones first, as layer 0 slides);
-        dense and expert layers (DeepSeek-V3: its first dense); under full recomputation of N
-        layers (Profile.recompute_layers), the first N ("recomputed") and the rest."""
-        kinds = self._layer_kinds(stack, layers)
-        recomputed = self.profile.recompute_layers
-        if self.phase != "train" or recomputed is None:
-            return kinds
-        if len(kinds) != 1 or self.cfg.layer_pattern is not None or stack != "decoder" \
-                or self.cfg.architecture != "decoder":
-            raise ConfigError("recompute_layers needs a decoder-only model whose layers are all of one kind.")
-        if recomputed > self.cfg.n_decoder_layers:
-            raise ConfigError(f"recompute_layers {recomputed} is more than the model's "
-                              f"{self.cfg.n_decoder_layers} layers.")
-        kind = kinds[0]
-        return [dataclasses.replace(kind, label=RECOMPUTED_LAYERS, count=sp.Integer(recomputed)),
-                dataclasses.replace(kind, count=kind.count - recomputed)]
-
-    def _layer_kinds(self, stack: str, layers: sp.Expr) -> list[LayerKind]:
-        cfg = self.cfg
-        if stack != "decoder":
-            return [LayerKind(None, layers)]
-        if cfg.mixer_layers:  # nemotron_h: one kind per mixer present, in layer_pattern.MIXERS' order
-            counts = {"mamba": S.L_m, "attention": S.L_a, "mlp": S.L_f, "moe": S.L_moe, "deltanet": S.L_g,
-                      "mamba1": S.L_m1, "shortconv": S.L_sc, "lightning": S.L_la, "kda": S.L_kd}
-            return [LayerKind(mixer, count, experts=mixer == "moe", rope=cfg.rope, mixer=mixer)
-                    for mixer, count in counts.items() if cfg.n_mixer_layers(mixer)]
-        windows = cfg.n_window_layers
-        all_window = windows == cfg.n_decoder_layers
-        experts = cfg.moe
-        if cfg.nope_layers and cfg.n_dense_layers:  # Llama 4 Maverick: every NoPE layer has experts
-            rope_window = all_window or cfg.nope_full_layers  # its chunks: on the RoPE layers
-            return [LayerKind("dense", S.L_dec - S.L_moe, rope_window, False),
-                    LayerKind("moe", S.L_moe - S.L_np, rope_window, True),
-                    LayerKind("moe_nope", S.L_np, all_window, True, rope=False)]
-        if cfg.n_dense_layers:
-            return [LayerKind("dense", S.L_dec - S.L_moe, all_window, False),
-                    LayerKind("moe", S.L_moe, all_window, True)]
-        if cfg.nope_full_layers:  # EXAONE 4, Llama 4 Scout: RoPE (and a window, a chunk) on the same layers
-            return [LayerKind("sliding", S.L_w, True, experts),
-                    LayerKind("full", S.L_dec - S.L_w, False, experts, rope=False)]
-        if cfg.nope_layers:  # SmolLM3: RoPE on all but the NoPE layers (layer 0 has it)
-            return [LayerKind("rope", S.L_dec - S.L_np, all_window, experts),
-                    LayerKind("nope", S.L_np, all_window, experts, rope=False)]
-        if cfg.kv_shared_layers:  # Gemma 4: the last layers reuse their kind's last own layer's K and V
-            return kv_shared_kinds(cfg, experts)
-        if windows and not all_window:
-            return [LayerKind("sliding", S.L_w, True, experts),
-                    LayerKind("full", S.L_dec - S.L_w, False, experts)]
-        return [LayerKind(None, layers, all_window, experts)]
-
-    def sublayers(self, layer: _Place, stack: str, seq: sp.Expr, kind: LayerKind,
+    def sublayers(self, layer: Place, stack: str, seq: sp.Expr, kind: LayerKind,
                   cross_len: sp.Expr | None) -> Leaves:
         """A layer's self-attention, cross-attention (encoder-decoder) and FFN sublayers."""
         decoder = stack == "decoder"
@@ -430,7 +277,7 @@ class TreeBuilder:
 
     def layer(self, stack: str, seq: sp.Expr, kind: LayerKind, cross_len: sp.Expr | None) -> Leaves:
         """The leaves of one kind of layer, run kind.count times."""
-        layer = _Place(stack, "layer", stack, count=kind.count, kind=kind.label)
+        layer = Place(stack, "layer", stack, count=kind.count, kind=kind.label)
         body = (self.mixer_layer(layer, seq, kind) if kind.mixer is not None
                 else self.sublayers(layer, stack, seq, kind, cross_len))
         if self.phase != "train" or self.profile.recompute not in ("full", "torchtitan-op"):
@@ -442,7 +289,7 @@ class TreeBuilder:
             return op_checkpoint.checkpointed_layer(checkpoint, body)
         return [checkpoint, *(dataclasses.replace(leaf, checkpointed=True) for leaf in body)]
 
-    def mixer_layer(self, layer: _Place, seq: sp.Expr, kind: LayerKind) -> Leaves:
+    def mixer_layer(self, layer: Place, seq: sp.Expr, kind: LayerKind) -> Leaves:
         """A layer of one mixer (ModelConfig.mixer_layers: NemotronHBlock's norm, mixer, residual add)."""
         at = dataclasses.replace(layer, sublayer=kind.mixer)
         if kind.mixer in ("mlp", "moe"):
@@ -462,8 +309,8 @@ class TreeBuilder:
         in an encoder-decoder, the encoder's keys/values for cross-attention. In a decode step
         (seq = 1) the new token attends to c keys and only its own keys/values are projected."""
         cfg = self.cfg
-        own = _Place(stack, "stack", stack)
-        body = [leaf for kind in self.layer_kinds(stack, layers)
+        own = Place(stack, "stack", stack)
+        body = [leaf for kind in layer_kinds(self.cfg, stack, layers, self.phase, self.profile.recompute_layers)
                 for leaf in self.layer(stack, seq, kind, cross_len)]
         final_norm = (B.Norm(S.b * seq, cfg.norm, self.profile, affine=cfg.norm_affine,
                              bias=cfg.norm_bias)
@@ -491,7 +338,7 @@ class TreeBuilder:
             *([own.leaf("project_out", project_out)] if cfg.projected_embeddings else []),
         ]
 
-    def shared_cross_mask(self, at: _Place, seq: sp.Expr, cross_len: sp.Expr | None) -> Leaves:
+    def shared_cross_mask(self, at: Place, seq: sp.Expr, cross_len: sp.Expr | None) -> Leaves:
         """A zero position bias (1, h, n, s) made once for cross-attention, which the flash kernel
         keeps (facts.cross_attention_zero_bias: Hugging Face's T5 under sdpa without dropout)."""
         if cross_len is None or not self.profile.facts.cross_attention_zero_bias:
@@ -502,7 +349,7 @@ class TreeBuilder:
 
     def head(self, seq: sp.Expr, stack: str) -> Leaves:
         cfg = self.cfg
-        at = _Place("head", "head", stack)
+        at = Place("head", "head", stack)
         tokens = S.b * seq
         if self.phase == "prefill" and self.profile.logits_to_keep:  # generate's: the last positions
             tokens = S.b * self.profile.logits_to_keep
@@ -563,13 +410,13 @@ class TreeBuilder:
             return []
         count = sp.Integer(cfg.mtp_layers)
         holds = ONE if cfg.mtp_repeated_layer else None
-        at = _Place("mtp", "head", stack, count=count)
+        at = Place("mtp", "head", stack, count=count)
         tokens = S.b * seq
         if cfg.mtp_pattern is None:
-            inner = self.layer(stack, seq, self.layer_kinds(stack, S.L_dec)[-1], None)
+            inner = self.layer(stack, seq, layer_kinds(cfg, stack, S.L_dec, self.phase, self.profile.recompute_layers)[-1], None)
         else:  # one layer of each mixer, in the pattern's order
             inner = [leaf for mixer in cfg.mtp_pattern for leaf in self.mixer_layer(
-                _Place(stack, "layer", stack, count=count), seq,
+                Place(stack, "layer", stack, count=count), seq,
                 LayerKind(mixer, count, experts=mixer == "moe", rope=cfg.rope, mixer=mixer))]
         layer = [dataclasses.replace(leaf, group="mtp", part="head", count=count, kind=None)
                  for leaf in inner]

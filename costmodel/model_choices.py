@@ -6,10 +6,12 @@ POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "relative", "none")
 NORMS = ("layernorm", "rmsnorm")
 NORM_POSITIONS = ("pre", "post")
 #: relu2: squared ReLU, relu(x)^2 (So et al. 2021, "Primer"; Nemotron-4), run as relu then a square.
+#: relu2_glu: a gated squared ReLU, relu(gate x)^2 * up x (BitNet b1.58: GemmaMLP with hidden_act relu2).
 #: xielu: xIELU (Huang et al. 2024, arXiv 2411.13010; Apertus), two trainable scalars per FFN,
 #: run as transformers' Python version (a dozen pointwise ops).
-ACTIVATIONS = ("relu", "relu2", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh", "xielu")
-GATED_ACTIVATIONS = ("swiglu", "geglu", "geglu_tanh")
+ACTIVATIONS = ("relu", "relu2", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh", "xielu",
+               "relu2_glu")
+GATED_ACTIVATIONS = ("swiglu", "geglu", "geglu_tanh", "relu2_glu")
 HEADS = ("lm", "pooler", "none")
 #: softmax: an fp32 softmax over the E logits, then the top k (Mixtral, Qwen2-MoE); sigmoid: DeepSeek-V3's;
 #: topk_softmax: the top k of the logits, then a softmax over those k in the activation dtype (gpt-oss's

@@ -33,7 +33,7 @@ from .defaults import has_attention
 from .evaluate import Sweep
 from .hardware import Efficiency, Hardware, kernel_times
 from .memory import inference_phases
-from .leaves import Leaf
+from .leaf import Leaf
 from .quantization import blended_peak, runs_w8a8, w8a8_leaf_adjustment, w8a8_peak
 from .tree import CostModel, generate_logits_to_keep, model_values, profile_for
 from .workload import logits_kept

@@ -26,11 +26,12 @@ class SimulationResult:
         return {**self.data, "units": spec.JSON_UNITS["simulate"]}  # as `simulate --json` prints it
 
     def text(self) -> str:
-        from reports import text
+        from reports import simulate_text
 
         if self.parallel:
-            return text.render_parallel_training(self.data) if self.train else text.render_parallel_decode(self.data)
-        return text.render_training(self.data) if self.train else text.render_inference(self.data)
+            return (simulate_text.render_parallel_training(self.data) if self.train
+                    else simulate_text.render_parallel_decode(self.data))
+        return simulate_text.render_training(self.data) if self.train else simulate_text.render_inference(self.data)
 
     def __repr__(self) -> str:
         return self.text()

@@ -129,7 +129,7 @@ RECOMPUTES = Choices({"none": "", "selective": "the attention core", "full": "ea
 #: CheckpointWithoutOutput and discards its output once linear_fc2 has it): "moe_norms" the norm
 #: before the routed experts, "moe_act" the experts' gated activation (Experts.recomputed_part).
 #: The layer-kind label of the layers recomputed under full recomputation of N layers
-#: (Workload.recompute_layers; leaves.py TreeBuilder.layer_kinds, layout/rank.py).
+#: (Workload.recompute_layers; layer_kinds.py, layout/rank.py).
 RECOMPUTED_LAYERS = "recomputed"
 RECOMPUTED_PARTS = {"none": frozenset(), "selective": frozenset(), "full": frozenset(),
                     "deepseek": frozenset({"norms", "up_projections"}), "torchtitan-op": frozenset(),

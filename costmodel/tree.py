@@ -1,6 +1,6 @@
 """The cost tree: a ModelConfig's blocks as an ordered list of leaves, with totals and selections.
 
-A leaf (costmodel/leaves.py, which also places the blocks) is one block where it runs: its stack,
+A leaf (costmodel/leaf.py; costmodel/leaves.py places the blocks) is one block where it runs: its stack,
 its part of the model (the embeddings, a repeated layer, a stack's own blocks, the head, the loss,
 the optimizer), its sublayer inside a layer and its name, and how many times it runs (a layer leaf
 L times). The path ("decoder.layer.self_attention.scores") is only for display: consumers select
@@ -26,7 +26,8 @@ from . import op_checkpoint
 from . import symbols as S
 from .config import ConfigError, ModelConfig, Workload
 from .defaults import has_attention, sdpa_runs_math
-from .leaves import ONE, Leaf, TreeBuilder
+from .leaf import ONE, Leaf
+from .leaves import TreeBuilder
 from .module_recompute import MODULE_NEEDS, check_recomputed_modules  # noqa: F401 (re-exported)
 from .quantization import check_whole_groups
 from .spec import MLA_FORMS

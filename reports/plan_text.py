@@ -1,13 +1,14 @@
 """Plain-text rendering of `plan`'s result: the ranked layouts (training or serving), how many
-were set aside and why, and what would fit when nothing does. Apart from reports/text.py (the
-other commands' renderings) to keep each module short; no formulas live here.
+were set aside and why, and what would fit when nothing does. Apart from reports/text.py and
+simulate_text.py (the other commands' renderings) to keep each module short; no formulas live here.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .text import binary_bytes, dollars, latent_form, plural, rate, seconds, si, table, weight_group
+from .simulate_text import latent_form, weight_group
+from .text import binary_bytes, dollars, plural, rate, seconds, si, table
 
 
 def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) -> str:

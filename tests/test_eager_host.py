@@ -156,7 +156,7 @@ def test_simulate_times_hugging_face_generate_on_an_a100_by_its_host():
     host = result["decode"]["host"]
     assert (host["ops_per_step"], host["bound"]) == (3023, True)
     assert host["seconds_per_step"] == pytest.approx(3023 * A100_DISPATCH_S, rel=1e-12)
-    from reports.text import render_inference
+    from reports.simulate_text import render_inference
 
     assert "host: 3,023 eager ops a step (transformers), 21.5 ms to issue" in render_inference(result)
     graphs = simulate_inference(load_preset("llama2-7b"), load_hardware("a100-80gb"), prompt=5, gen=200, batch=1,
@@ -232,7 +232,7 @@ def test_an_uncounted_eager_step_on_a_gpu_says_so_and_a_quantized_cache_keeps_th
     """sdpa with a static cache (generate's static cache is not counted): the steps are the kernels'
     and the text says the host's ops are not counted, rather than silently dropping the host term.
     An fp8 KV cache alone keeps the bf16 step's count (a lower bound), and fp16 is bf16's."""
-    from reports.text import render_inference
+    from reports.simulate_text import render_inference
 
     def run(**options):
         return simulate_inference(load_preset("llama2-7b"), load_hardware("a100-80gb"), prompt=5, gen=20, batch=1,

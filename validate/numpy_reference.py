@@ -195,6 +195,7 @@ ACTIVATIONS: dict[str, Callable[[Array], Array]] = {
     "swiglu": silu,
     "geglu": gelu,
     "geglu_tanh": gelu_tanh,
+    "relu2_glu": lambda x: np.maximum(x, 0.0) ** 2,
 }
 
 

@@ -225,6 +225,7 @@ ACTIVATIONS = {
     "swiglu": F.silu,  # the gate's activation
     "geglu": F.gelu,
     "geglu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "relu2_glu": lambda x: torch.square(F.relu(x)),  # the gate's squared ReLU (BitNet)
 }
 
 

@@ -21,12 +21,13 @@ from .base import (
 #: ModelConfig.activation -> the elementwise op it runs over d_ff (gated: on the gate projection).
 #: A squared ReLU (relu2) runs relu and then a square, one multiply an element (SQUARED below).
 ACTIVATION_OPS = {"relu": "relu", "relu2": "relu", "gelu": "gelu", "gelu_tanh": "gelu_tanh", "silu": "silu",
-                  "swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh", "xielu": "xielu"}
+                  "swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh", "xielu": "xielu",
+                  "relu2_glu": "relu"}
 #: xIELU's pointwise kernels over d_ff, for the bytes they move: one per op of OTHER_FLOPS_PER_ELEMENT's
 #: count, each op one flop an element (transformers' Python xIELU).
 XIELU_KERNELS = OTHER_FLOPS_PER_ELEMENT["xielu"]
 #: The activations squared after their op: a second elementwise kernel over d_ff.
-SQUARED = ("relu2",)
+SQUARED = ("relu2", "relu2_glu")
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,9 @@ class FeedForward(Block):
     profile: Profile = Profile()
     inner_dropout: bool = True  # dropout on the hidden layer, where the profile has it
     width: Expr = S.d_ff  # the inner width (a shared expert's: d_s)
+    # BitNet's ffn_sub_norm between the gate's product and the down projection, a leaf of its own
+    # (costmodel/leaves.py): that norm keeps the product (its input) and down's input (its output)
+    sub_norm: bool = False
     title = "feed-forward network"
 
     @property
@@ -108,7 +112,7 @@ class FeedForward(Block):
         python_gelu = act == "gelu_tanh" and self.profile.facts.gelu_tanh_python
         internal = 4 if python_gelu else 1
         dropout = self.inner_dropout and "ffn" in self.profile.dropout_sites()
-        kept = internal + (2 if self.gated else 0) + 1
+        kept = internal + (2 if self.gated else 0) + (0 if self.sub_norm else 1)
         if self.gated and self.profile.facts.fused_swiglu:
             kept = 3  # the fused kernel's input (gate and up) and the output matrix's input
         if self.activation == "relu" and not dropout:

@@ -98,6 +98,8 @@ def tensor_split_error(cfg: ModelConfig, tp: int, inference: bool) -> str | None
     if tp > 1 and cfg.altup_inputs is not None:  # blocks/altup.py: no tensor-parallel split modelled
         return (f"splits Gemma 3n's AltUp streams and LAuReL, which are not modelled under tensor parallelism "
                 f"(model {name})")
+    if tp > 1 and cfg.sub_norms:  # a norm over the heads' output and d_ff, which tp ranks split
+        return f"splits BitNet's sub-norms, which are not modelled under tensor parallelism (model {name})"
     if tp > 1 and cfg.n_mixer_layers("lightning"):  # blocks/lightning.py: no tensor-parallel split modelled
         return f"splits lightning attention, which is not modelled under tensor parallelism (model {name})"
     for what, size in tensor_split_sizes(cfg):
