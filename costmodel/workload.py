@@ -290,10 +290,11 @@ class Workload:
                             "not measured (counted as 0), nor the other FLOPs besides their matmuls "
                             "(blocks/deltanet.py).")
         if cfg.altup_inputs:
-            warnings.append(f"model {show(cfg.name)} is Gemma 3n: parameters, matmul FLOPs and the KV cache are proven "
-                            "against transformers' class; the bytes saved for backward leave out what AltUp and LAuReL "
-                            "keep (blocks/altup.py), so activations are understated (the class keeps 1.5 to 1.7 "
-                            "times as many bytes at the tests' odd sizes).")
+            warnings.append(f"model {show(cfg.name)} is Gemma 3n: parameters, matmul FLOPs, the KV cache and the bytes "
+                            "saved for backward are proven against transformers' class, except on layers where "
+                            "activation_sparsity_pattern is above 0 (the checkpoints' first 10): there the activations "
+                            "leave out what its Gaussian top-k keeps, the FFN gate's output and its standard deviation "
+                            "(b n (d_ff + 1) elements a layer).")
         if cfg.n_mixer_layers("mamba"):
             warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('mamba')} Mamba-2 layers: "
                             f"other FLOPs leave out what the Mamba-2 mixers run besides their matmuls "
