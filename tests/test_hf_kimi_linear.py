@@ -130,3 +130,53 @@ def test_buffers_equal_the_class(name, expected):
 
     ours, theirs = buffer_bytes_both(VARIANTS[name], name)
     assert ours == theirs == expected
+
+
+@pytest.mark.parametrize("name", ["kimi", "kimi_rule"])
+@pytest.mark.parametrize("b,n", [(2, 9), (2, 70), (3, 2)])
+def test_saved_bytes_equal_the_class_in_fp32(name, b, n):
+    """The class's training forward with its loss (validate's saved-tensor hooks; the PyTorch
+    fallbacks of chunk_kda and causal_conv1d, as on any machine without fla): one chunk of 64, two,
+    and a sequence shorter than the conv (n 2 < K 3: the cache pads it). KDA's saved_bytes_torch
+    (blocks/kda.py), the MLA, the MLP and the experts all exact in fp32."""
+    from tests.family_configs import assert_saved_bytes_exact
+
+    assert_saved_bytes_exact(VARIANTS[name], name, "fp32", b, n, attention=None)
+
+
+def test_saved_bytes_exact_integer():
+    """The odd Kimi Linear at b 2, n 9 in fp32: 15,632,590 bytes, the class's; 3 KDA layers keep
+    5,122,710 each, 98% of it: the decay mask exp(g_i - g_j) and its product with k_beta k, 2 x
+    4 x 2 x 3 x 64^2 x 9 = 1,769,472, and the row loop's clones, 4 x 6 x 63 x 64 x 65 / 3 = 2,096,640."""
+    from costmodel import estimate
+
+    ours = estimate(dict(KIMI, name="k"), seq_len=9, batch=2, dtype="fp32").to_dict()["memory"]["activations"]
+    assert ours == 15_632_590
+
+
+@pytest.mark.parametrize("dtype,b,n", [("bf16", 2, 9), ("bf16", 1, 70), ("fp32", 1, 70)])
+def test_kda_mixer_saved_bytes_equal_the_module(dtype, b, n):
+    """One KDA layer's self_attn module (layer 0) against the mixer's leaf, its input aside (the
+    norm before it counts it): the rule runs in fp32 below fp32 too, the gated norm's weight adds an
+    fp32 copy (4 P bytes) in bf16; b 1's transposes copy as b 2's do."""
+    import torch
+    import transformers
+
+    from costmodel.config import Workload
+    from costmodel.evaluate import exact, values
+    from costmodel.hf import from_hf_config
+    from costmodel.tree import CostModel, profile_for
+    from validate.measure.saved import saved_activation_bytes
+
+    config = transformers.AutoConfig.for_model(**KIMI)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(
+        config, dtype={"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]).train()
+    ids = torch.randint(3, 99, (b, n))
+    result = saved_activation_bytes(model, {"input_ids": ids, "labels": ids}, loss_fn=lambda out: out.loss)
+    module = sum(t.bytes for t in result.tensors if t.module.startswith("model.layers.0.self_attn")
+                 and t.module != "model.layers.0.self_attn.q_proj")
+    cfg = from_hf_config(KIMI, name="k")
+    workload = Workload(seq_len=n, batch=b, dtype=dtype, impl="hf")
+    leaf, = CostModel(cfg, profile_for(cfg, workload)).select(name="kda")
+    assert module == exact(leaf.cost.saved_bytes, values(cfg, workload))
