@@ -133,12 +133,13 @@ def test_buffers_equal_the_class(name, expected):
 
 
 @pytest.mark.parametrize("name", ["kimi", "kimi_rule"])
-@pytest.mark.parametrize("b,n", [(2, 9), (2, 70), (3, 2)])
+@pytest.mark.parametrize("b,n", [(2, 9), (2, 70), (3, 2), (1, 70)])
 def test_saved_bytes_equal_the_class_in_fp32(name, b, n):
     """The class's training forward with its loss (validate's saved-tensor hooks; the PyTorch
     fallbacks of chunk_kda and causal_conv1d, as on any machine without fla): one chunk of 64, two,
     and a sequence shorter than the conv (n 2 < K 3: the cache pads it). KDA's saved_bytes_torch
-    (blocks/kda.py), the MLA, the MLP and the experts all exact in fp32."""
+    (blocks/kda.py), the MLA, the MLP and the experts all exact in fp32; at b 1 the loss's shifted
+    labels too (facts.shifted_labels, 8 bytes short without)."""
     from tests.family_configs import assert_saved_bytes_exact
 
     assert_saved_bytes_exact(VARIANTS[name], name, "fp32", b, n, attention=None)
