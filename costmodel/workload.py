@@ -326,8 +326,10 @@ class Workload:
                             "are proven against transformers' class (blocks/lightning.py).")
         if cfg.n_mixer_layers("kda"):
             warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('kda')} Kimi Delta Attention layers: "
-                            "parameters, matmul FLOPs and the cache are proven against transformers' class; other "
-                            "FLOPs and activations leave the mixer out (blocks/kda.py).")
+                            "parameters, matmul FLOPs, the cache and (impl hf) activations are proven against "
+                            "transformers' class (its PyTorch fallback, without fla; below fp32 under eager attention "
+                            "only: sdpa's CPU math path keeps fp32 copies of the MLA's inputs, not modelled); other "
+                            "FLOPs leave out what the mixer runs besides its matmuls (blocks/kda.py).")
         if cfg.n_experts and self.impl != "reference" and facts_for(self.impl, cfg.family).experts_every_token:
             warnings.append(f"model {show(cfg.name)} as transformers' code runs it (impl {self.impl}) sends "
                             f"every token through all {cfg.n_experts} routed experts, each scaled by its "
