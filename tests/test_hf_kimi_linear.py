@@ -192,3 +192,32 @@ def test_saved_bytes_equal_the_class_in_bf16_eager(name, b, n):
     from tests.family_configs import assert_saved_bytes_exact
 
     assert_saved_bytes_exact(VARIANTS[name], name, "bf16", b, n, attention="eager")
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+def test_validate_rows(name, attention):
+    """validate's rows (validate/hf_kimi_linear.py writes the config.json back; bf16 under
+    FakeTensorMode, b 2, n 12, 2 generated tokens): parameters, forward and backward matmul FLOPs,
+    softmax, log-softmax and silu elements (KDA's conv silu over b 3 H P n), the bytes saved for
+    backward and the cache, all exact."""
+    from tests.family_configs import assert_rows_exact, odd_config_rows
+
+    rows = odd_config_rows(VARIANTS[name], name, attention)
+    assert {"parameters", "silu elements", "bytes saved for backward", "KV-cache bytes"} <= {r.quantity for r in rows}
+    assert_rows_exact(rows)
+
+
+def test_fp32_rows_on_real_tensors():
+    """The same rows in fp32 on the CPU's real tensors (b 2, n 12). No torch.profiler row: its
+    with_flops does not estimate the KDA's depthwise conv1d (validate/compare._has_conv_mixers)."""
+    from costmodel.config import Workload
+    from costmodel.presets import config_from_dict
+    from tests.family_configs import assert_rows_exact
+    from validate.compare import validate
+
+    cfg = config_from_dict(dict(KIMI), source="kimi", name="kimi")
+    rows = validate(cfg, Workload(seq_len=12, batch=2, dtype="fp32", gen_tokens=2), target="hf", device="cpu")
+    assert "training matmul FLOPs (profiler)" not in {row.quantity for row in rows}
+    assert {"bytes saved for backward", "silu elements"} <= {row.quantity for row in rows}
+    assert_rows_exact(rows)

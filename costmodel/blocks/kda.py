@@ -19,7 +19,8 @@ In training and a prefill, the depthwise conv (causal_conv1d_fn's F.conv1d) and
 chunk_kimi_delta_attention's products over C = ceil(n / Q) chunks of Q = Q_m = 64 tokens (the
 function's default) are counted as FlopCounterMode counts them (rule_flops,
 rule_backward_flops; tests/test_hf_kimi_linear.py). A cached step's rule
-(recurrent_kimi_delta_attention) is elementwise: no matmul, as measured. What training keeps
+(recurrent_kimi_delta_attention) is elementwise: no matmul, as measured. Among the other FLOPs
+only the conv's silu is counted (validate's silu row, exact). What training keeps
 for backward is saved_bytes_torch's (the PyTorch fallback, which runs where fla and causal_conv1d
 are absent, as on a CPU; measured). Not counted: what the mixer runs besides its matmuls; the
 workload's warning says so.
@@ -140,6 +141,8 @@ class KimiDeltaAttentionMixer(ShortConvPhases, Block):
             flops_matmul=forward + conv + (rule_flops(S.b, self.seq) if chunked else 0),
             # the conv's input and weight gradients each a conv of the forward's size (blocks/mamba.py's)
             flops_matmul_backward=backward + 2 * conv + (rule_backward_flops(S.b, self.seq) if chunked else 0),
+            # the conv's silu over q, k and v (causal_conv1d_fn and _update slice the conv to the tokens first)
+            elements=[("silu", S.b * CONV_CHANNELS * self.seq)],
             saved_bytes=saved_bytes_torch(S.b, self.seq, self.conv_len) if self.phase == "train" else 0,
             kv_cache_bytes=kda_state_bytes(),
         )
