@@ -327,9 +327,12 @@ class Workload:
         if cfg.n_mixer_layers("kda"):
             warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('kda')} Kimi Delta Attention layers: "
                             "parameters, matmul FLOPs, the cache and (impl hf) activations are proven against "
-                            "transformers' class (its PyTorch fallback, without fla; below fp32 under eager attention "
-                            "only: sdpa's CPU math path keeps fp32 copies of the MLA's inputs, not modelled); other "
-                            "FLOPs leave out what the mixer runs besides its matmuls (blocks/kda.py).")
+                            "transformers' class (below fp32 under eager attention only: sdpa's CPU math path keeps "
+                            "fp32 copies of the MLA's inputs, not modelled); the activations are its PyTorch "
+                            "fallback's, which keeps each chunk's fp32 decay mask and its product with the keys "
+                            "(2 x 4 b H C Q^2 P bytes a layer, C chunks of Q 64; with fla installed chunk_kda keeps far less: not modelled); "
+                            "other FLOPs leave out what the mixer runs besides its matmuls and the conv's silu "
+                            "(blocks/kda.py).")
         if cfg.n_experts and self.impl != "reference" and facts_for(self.impl, cfg.family).experts_every_token:
             warnings.append(f"model {show(cfg.name)} as transformers' code runs it (impl {self.impl}) sends "
                             f"every token through all {cfg.n_experts} routed experts, each scaled by its "
