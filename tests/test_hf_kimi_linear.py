@@ -194,8 +194,10 @@ def test_saved_bytes_equal_the_class_in_bf16_eager(name, b, n):
     assert_saved_bytes_exact(VARIANTS[name], name, "bf16", b, n, attention="eager")
 
 
-@pytest.mark.parametrize("name", sorted(VARIANTS))
-@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+@pytest.mark.parametrize("name,attention", [
+    *[(name, "sdpa") for name in sorted(VARIANTS)], ("kimi_types", "eager"),
+    # 11 and 13 s on 2 shared cores
+    *[pytest.param(name, "eager", marks=pytest.mark.slow) for name in ("kimi", "kimi_rule")]])
 def test_validate_rows(name, attention):
     """validate's rows (validate/hf_kimi_linear.py writes the config.json back; bf16 under
     FakeTensorMode, b 2, n 12, 2 generated tokens): parameters, forward and backward matmul FLOPs,
