@@ -109,6 +109,9 @@ class Facts:
     layer_scalar_buffer: bool = False
     # the embedding scale sqrt(d) is a one-element buffer in the model dtype
     embed_scale_buffer: bool = False
+    # the per-layer table reads its own copy of the token ids (Gemma 3n's get_per_layer_inputs:
+    # torch.where(in_table, input_ids, 0)), which its embedding keeps: one more int64 per token
+    per_layer_ids_copied: bool = False
     # what a Mamba-2 mixer's training step runs (blocks/mamba.py): "torch" (transformers'
     # torch_forward: the chunked scan as einsums) or "mamba_ssm" (Megatron-Core's MambaMixer:
     # mamba_split_conv1d_scan_combined and the Triton gated norm)

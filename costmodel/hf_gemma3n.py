@@ -12,11 +12,14 @@ d -> laurel_rank -> d residual beside the attention), blocks/altup.py. Unlike Ge
 layer may slide, no layer_scalar buffer exists, and generate's prefill runs the K/V-sharing layers on
 every position.
 
-Read but without cost here: altup_active_idx, altup_coef_clip and altup_correct_scale (elementwise
-work), activation_sparsity_pattern (a Gaussian top-k on the first layers' FFN gate: means, standard
-deviations and a ReLU per element, no parameters and no matmul). Refused in one sentence each:
-intermediate_size lists of several widths, hidden_size_per_layer_input 0, altup_active_idx outside
-the streams, final_logit_softcapping null (which Gemma3nTextConfig rejects) and (layer_pattern.py)
+Read but without cost here: altup_active_idx (which stream is active changes no count),
+activation_sparsity_pattern (a Gaussian top-k on the first layers' FFN gate: means, standard
+deviations and a ReLU per element, no parameters and no matmul; what it keeps for backward is not
+counted, the workload's warning says so). Refused in one sentence each: intermediate_size lists of
+several widths, hidden_size_per_layer_input 0, altup_active_idx outside the streams,
+final_logit_softcapping null and altup_coef_clip null (both of which Gemma3nTextConfig rejects),
+altup_correct_scale false (its saved bytes are not modelled: the blocks are built without the
+config, costmodel/leaves.py) and (layer_pattern.py)
 K/V sharing without an own layer of each kind before the sharing ones (transformers runs it when
 every layer is full). Tensor parallelism is refused (costmodel/layout/spec.py). Defaults are
 Gemma3nTextConfig's (transformers 5.24 configuration_gemma3n.py).
@@ -86,8 +89,12 @@ def _gemma3n_text(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     if active >= altup:
         raise ConfigError(f"{f.source}: altup_active_idx ({active}) must name one of the {altup} AltUp streams "
                           "(altup_num_inputs).")
-    g.nullable("altup_coef_clip", 120.0, float)
-    g.get("altup_correct_scale", True, bool)
+    if g.nullable("altup_coef_clip", 120.0, float) is None:
+        raise ConfigError(f"{f.source}: altup_coef_clip null is not modelled for gemma3n_text: Gemma3nTextConfig "
+                          "takes a number (120.0 by default), whose clamped correction weight backward keeps.")
+    if not g.get("altup_correct_scale", True, bool):
+        raise ConfigError(f"{f.source}: altup_correct_scale false is not modelled for gemma3n_text: the bytes saved "
+                          "for backward count the scaled copy of the active stream that it leaves out.")
     try:
         base = GEMMA4_BUILDERS["gemma4_text"](g, name, llama)
     except ConfigError as err:  # Gemma 4's sentences, for this family

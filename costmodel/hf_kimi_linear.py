@@ -17,8 +17,10 @@ shared experts as one MLP of their summed width. The head is never tied (KimiLin
 _tied_weights_keys is empty, whatever tie_word_embeddings says).
 
 Proven so far (tests/test_hf_kimi_linear.py): the parameters, and the training forward's, the
-training step's, a prefill's and a decode step's matmul FLOPs, the cache after a prefill. Other
-FLOPs and activations leave the KDA mixer out (the workload's warning says so). The tree's MLA
+training step's, a prefill's and a decode step's matmul FLOPs, the cache after a prefill, the
+bytes saved for backward (fp32; bf16 under eager attention; KDA's PyTorch fallback,
+blocks/kda.saved_bytes_torch). Other FLOPs leave the KDA mixer's elementwise work out (the
+workload's warning says so). The tree's MLA
 needs RoPE on its decoupled key; KimiLinearModel has no rotary embedding (its qk_rope_head_dim key
 is used unrotated): facts.rotary_tables "none" drops the tables (buffers exact), but the
 rotation's elementwise work is still among the other FLOPs; the matmuls are the same.

@@ -32,6 +32,12 @@ def unless_fp32(x: Expr) -> Expr:
     return sp.Piecewise((ZERO, sp.Eq(S.e, FP32)), (x, True))
 
 
+def if_fp32(x: Expr) -> Expr:
+    """x when activations are fp32, else 0: a tensor that is kept only where an upcast to fp32 is
+    the tensor itself rather than a new copy (the complement of unless_fp32)."""
+    return sp.Piecewise((x, sp.Eq(S.e, FP32)), (ZERO, True))
+
+
 def if_batch_of_one(x: Expr) -> Expr:
     """x when b = 1, else 0 (a view that stays a view only for a single sequence)."""
     return sp.Piecewise((x, sp.Eq(S.b, 1)), (ZERO, True))

@@ -290,10 +290,11 @@ class Workload:
                             "not measured (counted as 0), nor the other FLOPs besides their matmuls "
                             "(blocks/deltanet.py).")
         if cfg.altup_inputs:
-            warnings.append(f"model {show(cfg.name)} is Gemma 3n: parameters, matmul FLOPs and the KV cache are proven "
-                            "against transformers' class; the bytes saved for backward leave out what AltUp and LAuReL "
-                            "keep (blocks/altup.py), so activations are understated (the class keeps 1.5 to 1.7 "
-                            "times as many bytes at the tests' odd sizes).")
+            warnings.append(f"model {show(cfg.name)} is Gemma 3n: parameters, matmul FLOPs, the KV cache and the bytes "
+                            "saved for backward are proven against transformers' class, except on layers where "
+                            "activation_sparsity_pattern is above 0 (the checkpoints' first 10): there the activations "
+                            "leave out what its Gaussian top-k keeps, the FFN gate's output and its standard deviation "
+                            "(b n (d_ff + 1) elements a layer).")
         if cfg.n_mixer_layers("mamba"):
             warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('mamba')} Mamba-2 layers: "
                             f"other FLOPs leave out what the Mamba-2 mixers run besides their matmuls "
@@ -325,8 +326,13 @@ class Workload:
                             "are proven against transformers' class (blocks/lightning.py).")
         if cfg.n_mixer_layers("kda"):
             warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('kda')} Kimi Delta Attention layers: "
-                            "parameters, matmul FLOPs and the cache are proven against transformers' class; other "
-                            "FLOPs and activations leave the mixer out (blocks/kda.py).")
+                            "parameters, matmul FLOPs, the cache and (impl hf) activations are proven against "
+                            "transformers' class (below fp32 under eager attention only: sdpa's CPU math path keeps "
+                            "fp32 copies of the MLA's inputs, not modelled); the activations are its PyTorch "
+                            "fallback's, which keeps each chunk's fp32 decay mask and its product with the keys "
+                            "(2 x 4 b H C Q^2 P bytes a layer, C chunks of Q 64; with fla installed chunk_kda keeps far less: not modelled); "
+                            "other FLOPs leave out what the mixer runs besides its matmuls and the conv's silu "
+                            "(blocks/kda.py).")
         if cfg.n_experts and self.impl != "reference" and facts_for(self.impl, cfg.family).experts_every_token:
             warnings.append(f"model {show(cfg.name)} as transformers' code runs it (impl {self.impl}) sends "
                             f"every token through all {cfg.n_experts} routed experts, each scaled by its "

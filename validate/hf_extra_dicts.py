@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .hf_falcon_h1 import FALCON_H1_DICTS
 from .hf_gemma3n import GEMMA3N_DICTS
+from .hf_kimi_linear import KIMI_LINEAR_DICTS
 from .hf_lfm2 import LFM2_DICTS
 from .hf_minimax import MINIMAX_DICTS
 from .hf_moe_extra import MOE_EXTRA_DICTS
@@ -17,7 +18,7 @@ from .hf_new_moe import NEW_MOE_DICTS
 
 #: Writers of the families registered after MOE_EXTRA_DICTS's (their DICT_FAMILIES entries).
 NEWER_DICTS = {**MORE_TYPES_DICTS, **NEW_MOE_DICTS, **FALCON_H1_DICTS, **LFM2_DICTS, **GEMMA3N_DICTS,
-               **MINIMAX_DICTS}
+               **MINIMAX_DICTS, **KIMI_LINEAR_DICTS}
 
 #: Every writer hf_models.config_dict calls with the Llama-like dict.
 EXTRA_DICTS = {**MOE_EXTRA_DICTS, **NEWER_DICTS}

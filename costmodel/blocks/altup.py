@@ -16,24 +16,55 @@ an A -> A linear plus 1, the innovation repeated over the A streams, times its c
 predictions), then the active stream times correct_output_scale. LAuReL (Laurel): a d -> r -> d
 low-rank branch on the normed active stream, an RMSNorm, added to it.
 
-Only parameters, buffers and matmul FLOPs are checked against the class
-(tests/test_hf_gemma3n.py); the elementwise ops below are stated per output element but not
-measured, and no bytes are saved for backward (estimates of activations for gemma3n_text are refused).
+What backward keeps (measured with validate's saved-tensor hooks, tests/test_hf_gemma3n.py), T
+tokens: before the layers, each extra stream's square and rescaled projection (its sum of squares
+clamped and its root: T each) and once the target root-mean-square (the mean and its root), and in
+fp32 the embeddings the projections read (Gemma 4's first norm keeps them in the model's dtype; no
+norm reads them here). In a layer: the A streams (T A d, whose view the coefficient product keeps),
+two router norms (predict's on a view of the streams, correct's on the layer's output, which it
+keeps), each router's input and fp32 tanh (cast back below fp32), the T (A, A) coefficients, the
+clamped correction weight, the correction coefficients plus 1, the innovation repeated over the A
+streams, the cloned active stream that correct_output_scale multiplies and, in fp32, the rest of the
+predictions tensor the attention's input norm keeps a view of (the tree's norm counts T d of it).
+After the layers: the last layer's streams and what the rescale keeps again. LAuReL keeps its rank-r
+input and its norm's work (its input fp32, its output read by an add). The class is transformers'
+only code for Gemma 3n: the norms' facts are gemma3n_text's under impl "hf" (GEMMA3N).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import sympy as sp
+
 from .. import symbols as S
-from ..terms import Expr
-from .base import Block, Cost, Tensor, linear_bytes, linear_flops, make_cost, weight_matrix
+from ..terms import FP32, Expr, if_fp32, unless_fp32
+from .base import Block, Cost, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_matrix
+from .norms import norm_saved
+
+#: The profile Gemma 3n's blocks run under: transformers' code (Gemma3nRMSNorm: fp32 statistics,
+#: the weight cast to fp32, pow's input kept).
+GEMMA3N = Profile(family="gemma3n_text")
 
 
 def _projections(tokens: Expr) -> tuple[Expr, Expr]:
     """A - 1 bias-free d -> d projections of tokens rows."""
     forward, backward = linear_flops(tokens, S.d, S.d)
     return (S.A_u - 1) * forward, (S.A_u - 1) * backward
+
+
+def _rescaled_saved(tokens: Expr) -> Expr:
+    """What rescaling the A - 1 projected streams to a target's root-mean-square keeps: per stream
+    its square's input, the clamped mean and its root, and the product the division reads (T d, T,
+    T, T d); once, where a stream is rescaled, the target's mean and root (the product's factor)."""
+    per_stream = 2 * S.e * tokens * S.d + 2 * S.e * tokens
+    return (S.A_u - 1) * per_stream + sp.Min(S.A_u - 1, 1) * 2 * S.e * tokens
+
+
+def _router_saved(tokens: Expr) -> Expr:
+    """One run of the modality router past its norm: its input (the normed stream times the
+    router_input_scale), tanh's fp32 result and, below fp32, its cast back."""
+    return S.e * tokens * S.d + FP32 * tokens * S.A_u + unless_fp32(S.e * tokens * S.A_u)
 
 
 @dataclass(frozen=True)
@@ -53,6 +84,7 @@ class AltUpEmbedding(Block):
             flops_matmul_backward=backward,
             # the target and each stream's magnitude (square, mean, root), the rescale (mul, div)
             elements=[("mul", (2 * S.A_u - 1) * wide + 2 * (S.A_u - 1) * wide)],
+            saved_bytes=if_fp32(S.e * wide) + _rescaled_saved(self.tokens),
             bytes_matmul=(S.A_u - 1) * linear_bytes(self.tokens, S.d, S.d),
             buffer_bytes=2 * S.e,  # per_layer_projection_scale and per_layer_input_scale
         )
@@ -74,6 +106,8 @@ class AltUpUnembedding(Block):
             flops_matmul=forward,
             flops_matmul_backward=backward,
             elements=[("mul", (2 * S.A_u - 1) * wide + 2 * (S.A_u - 1) * wide), ("add", S.A_u * wide)],
+            # the last layer's streams (the target's square reads a view of them) where any is rescaled
+            saved_bytes=sp.Min(S.A_u - 1, 1) * S.A_u * S.e * wide + _rescaled_saved(self.tokens),
             bytes_matmul=(S.A_u - 1) * linear_bytes(self.tokens, S.d, S.d),
         )
 
@@ -83,7 +117,19 @@ class AltUpLayer(Block):
     """One layer's predict and correct over the A streams."""
 
     tokens: Expr
+    profile: Profile = GEMMA3N
     title = "AltUp predict and correct"
+
+    def saved(self) -> Expr:
+        """Bytes kept for backward (module docstring): the streams, two router norms and routers,
+        the coefficients, the innovation, the scaled clone, and in fp32 the wider predictions view."""
+        tokens, facts, recomputed = self.tokens, self.profile.facts, self.profile.recomputes("norms")
+        streams = S.A_u * S.e * tokens * S.d
+        norms = sum(norm_saved("rmsnorm", tokens, S.d, facts, input_kept=kept, output_kept=False,
+                               recomputed=recomputed) for kept in (False, True))  # predict's, correct's
+        coefficients = S.e * tokens * S.A_u ** 2 + S.e * S.A_u ** 2 + S.e * S.A_u * tokens
+        return (streams + norms + 2 * _router_saved(tokens) + coefficients + streams + S.e * tokens * S.d
+                + if_fp32((S.A_u - 1) * S.e * tokens * S.d))
 
     def cost(self) -> Cost:
         router, router_backward = linear_flops(self.tokens, S.d, S.A_u)  # run twice: predict and correct
@@ -100,6 +146,7 @@ class AltUpLayer(Block):
             flops_matmul_backward=2 * router_backward + predict_backward + correct_backward + mix_backward,
             elements=[("rmsnorm", 2 * self.tokens * S.d), ("tanh", 2 * self.tokens * S.A_u),
                       ("add", 2 * streams + self.tokens * S.d), ("mul", streams + 3 * self.tokens * S.d)],
+            saved_bytes=self.saved(),
             bytes_matmul=2 * linear_bytes(self.tokens, S.d, S.A_u) + linear_bytes(self.tokens, S.A_u, S.A_u ** 2)
             + linear_bytes(self.tokens, S.A_u, S.A_u) + S.e * 3 * streams,
             buffer_bytes=S.e,  # router_input_scale
@@ -111,6 +158,7 @@ class Laurel(Block):
     """The learned augmented residual: d -> r -> d, an RMSNorm, an add."""
 
     tokens: Expr
+    profile: Profile = GEMMA3N
     title = "LAuReL low-rank residual"
 
     def cost(self) -> Cost:
@@ -124,5 +172,10 @@ class Laurel(Block):
             flops_matmul_backward=left_backward + right_backward,
             # its norm and add, and the layer's (attention + residual + LAuReL) / sqrt(2)
             elements=[("rmsnorm", wide), ("add", 2 * wide), ("mul", wide)],
+            # the right linear's input and the norm's work (its input kept, its output read by an add);
+            # the left linear's input is the attention's (the input norm's output)
+            saved_bytes=S.e * self.tokens * S.r_la + norm_saved(
+                "rmsnorm", self.tokens, S.d, self.profile.facts, output_kept=False,
+                recomputed=self.profile.recomputes("norms")),
             bytes_matmul=linear_bytes(self.tokens, S.d, S.r_la) + linear_bytes(self.tokens, S.r_la, S.d),
         )

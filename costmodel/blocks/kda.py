@@ -19,8 +19,11 @@ In training and a prefill, the depthwise conv (causal_conv1d_fn's F.conv1d) and
 chunk_kimi_delta_attention's products over C = ceil(n / Q) chunks of Q = Q_m = 64 tokens (the
 function's default) are counted as FlopCounterMode counts them (rule_flops,
 rule_backward_flops; tests/test_hf_kimi_linear.py). A cached step's rule
-(recurrent_kimi_delta_attention) is elementwise: no matmul, as measured. Not counted: what the
-mixer runs besides its matmuls; the workload's warning says so.
+(recurrent_kimi_delta_attention) is elementwise: no matmul, as measured. Among the other FLOPs
+only the conv's silu is counted (validate's silu row, exact). What training keeps
+for backward is saved_bytes_torch's (the PyTorch fallback, which runs where fla and causal_conv1d
+are absent, as on a CPU; measured). Not counted: what the mixer runs besides its matmuls; the
+workload's warning says so.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from .. import symbols as S
-from ..terms import FP32, Expr
+from ..terms import FP32, Expr, unless_fp32
 from .base import Block, Cost, Tensor, make_cost, projection_costs, weight_and_bias
 from .mamba import ShortConvPhases
 
@@ -55,6 +58,44 @@ def rule_backward_flops(batch: Expr, seq: Expr) -> Expr:
     chunks = sp.ceiling(seq / S.Q_m)
     return batch * S.H_gv * (chunks * (12 * S.Q_m**2 * S.P_gv + 4 * S.Q_m * S.P_gv**2)
                              + (chunks - 1) * 8 * S.Q_m * S.P_gv**2)
+
+
+def saved_bytes_torch(batch: Expr, seq: Expr, conv_len: Expr) -> Expr:
+    """Bytes the PyTorch path keeps for backward in one KDA mixer in training, its input aside (the
+    norm before it counts it), measured with validate's saved-tensor hooks on KimiLinearForCausalLM
+    (fp32 and bf16; b 1 and 2; one chunk, two, and a sequence shorter than the conv). T = b n
+    tokens, W = H P, C chunks of Q, N = C Q the padded length, R = b H rows of the rule; the rule
+    runs in fp32 whatever the model's dtype:
+      the conv's input (its max(n, K) columns) and its output, silu's input  e b 3W (max(n, K) + conv_len)
+      f_b's input, beta's sigmoid                                            e T (P + H)
+      the forget gate in fp32: exp, log's input, the product's factor (and where's mask, 1 byte)
+        over T W; exp(A_log) and its negation over H                          13 T W + 8 H
+      the l2 norms of q and k: each input and root                           2 (4 T W + 4 T H)
+      padded: beta, v, k; k_beta; v_beta, exp(g) and k_beta exp(g); the queries   4 R N (1 + 7 P)
+      the decay mask exp(g_i - g_j) and k_beta k times it, per chunk         2 x 4 R C Q^2 P
+      the two triangular masks and the loop's (bool)                        3 Q^2
+      the row loop's clones, rows 1..Q-1 (row and block, i + i^2 a row)     4 R C (Q - 1) Q (Q + 1) / 3
+      attn, the UT system's solution                                        4 R C Q^2
+      per chunk: exp(g_i), the state its queries read (chunk 0's zeros too), q k^T decay, v_new
+        and the masked intra attention                                       4 R C (2 Q P + P^2 + Q^2 P + Q^2)
+      from chunk 1 on: the decayed queries, the state update's two factors and its decay, in each
+        chunk but the last (whose update only the cache keeps: freed)        4 R (C - 1) (3 Q P + P)
+      k_cumdecay, where a second chunk reads it                              4 R N P min(C - 1, 1)
+      g_b's input; the gated norm in fp32 (its input, rsqrt, the normalised input, sigmoid's result
+        and the product; below fp32 the weight's fp32 copy); o_proj's input
+                                                                             e T (P + W) + 16 T W + 4 T H + 4 P [e < 4]
+    """
+    tokens, width, rows = batch * seq, WIDTH, batch * S.H_gv
+    chunks, q, p = sp.ceiling(seq / S.Q_m), S.Q_m, S.P_gv
+    padded = chunks * q
+    conv_in = conv_len - (S.K_m - 1)
+    mixer = (S.e * batch * CONV_CHANNELS * (conv_in + conv_len) + S.e * tokens * (p + S.H_gv)
+             + 13 * tokens * width + 8 * S.H_gv + 2 * FP32 * (tokens * width + tokens * S.H_gv))
+    rule = FP32 * rows * (padded * (1 + 7 * p) + 2 * chunks * q**2 * p + chunks * (q - 1) * q * (q + 1) / 3
+                          + chunks * q**2 + chunks * (2 * q * p + p**2 + q**2 * p + q**2)
+                          + (chunks - 1) * (3 * q * p + p) + padded * p * sp.Min(chunks - 1, 1)) + 3 * q**2
+    output = S.e * tokens * (p + width) + 16 * tokens * width + FP32 * tokens * S.H_gv + unless_fp32(FP32 * p)
+    return mixer + rule + output
 
 
 def kda_state_bytes(batch: Expr = S.b) -> Expr:
@@ -100,5 +141,8 @@ class KimiDeltaAttentionMixer(ShortConvPhases, Block):
             flops_matmul=forward + conv + (rule_flops(S.b, self.seq) if chunked else 0),
             # the conv's input and weight gradients each a conv of the forward's size (blocks/mamba.py's)
             flops_matmul_backward=backward + 2 * conv + (rule_backward_flops(S.b, self.seq) if chunked else 0),
+            # the conv's silu over q, k and v (causal_conv1d_fn and _update slice the conv to the tokens first)
+            elements=[("silu", S.b * CONV_CHANNELS * self.seq)],
+            saved_bytes=saved_bytes_torch(S.b, self.seq, self.conv_len) if self.phase == "train" else 0,
             kv_cache_bytes=kda_state_bytes(),
         )

@@ -11,7 +11,8 @@ times that layer's slice, a p -> d projection, an RMSNorm over d and a residual 
 What backward keeps (measured, tests/test_hf_gemma4.py): the projection's input (the scaled
 embeddings, layer 0's first norm keeps an fp32 copy of them unless the model is fp32, when that copy
 is the tensor itself), the slice norm's fp32 work (norm_saved, its output read by an add only) and the
-combined L p inputs, one tensor whose slices every layer's product keeps; in a layer, the gate's input
+combined L p inputs, one tensor whose slices every layer's product keeps (and Gemma 3n's copy of the
+token ids, facts.per_layer_ids_copied); in a layer, the gate's input
 (the FFN residual's output), the activation's input, its output and the product (the factor and the
 projection's input), and the d-wide norm's work, its output read by the residual add only.
 """
@@ -21,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import symbols as S
-from ..terms import Expr, elementwise_bytes, unless_fp32
+from ..terms import INDEX, Expr, elementwise_bytes, unless_fp32
 from .base import Block, Cost, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_matrix
 from .ffn import ACTIVATION_OPS
 from .norms import norm_saved
@@ -54,7 +55,7 @@ class PerLayerEmbeddings(Block):
             # the table's scale, the projection's, the slice norm, the sum and its 2^-1/2
             elements=[("mul", 3 * values), ("rmsnorm", values), ("add", values)],
             saved_bytes=unless_fp32(S.e * self.tokens * S.d) + _norm_saved(self.tokens * S.L_dec, S.p_l, self.profile)
-            + S.e * values,
+            + S.e * values + (INDEX * self.tokens if self.profile.facts.per_layer_ids_copied else 0),
             bytes_matmul=linear_bytes(self.tokens, S.d, width),
             bytes_other=5 * elementwise_bytes(values),
             buffer_bytes=buffer,
