@@ -272,7 +272,8 @@ class TreeBuilder:
         gate = [dataclasses.replace(layer, sublayer="per_layer_input").leaf("gate", B.PerLayerInput(
             S.b * q_len, self.cfg.activation, self.profile))] if self.cfg.per_layer_input else []  # Gemma 4's
         extra = dataclasses.replace(layer, sublayer="altup")  # Gemma 3n's AltUp predict/correct and LAuReL
-        altup = [extra.leaf("altup", B.AltUpLayer(S.b * q_len)), extra.leaf("laurel", B.Laurel(S.b * q_len))]
+        altup = [extra.leaf("altup", B.AltUpLayer(S.b * q_len, profile=self.profile)),
+                 extra.leaf("laurel", B.Laurel(S.b * q_len, profile=self.profile))]
         return [*self_attention, *cross, *ffn, *gate, *(altup if self.cfg.altup_inputs else [])]
 
     def layer(self, stack: str, seq: sp.Expr, kind: LayerKind, cross_len: sp.Expr | None) -> Leaves:
