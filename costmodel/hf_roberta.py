@@ -1,0 +1,54 @@
+"""config.json readers of RoBERTa's encoders (model_type "roberta", "camembert", "data2vec-text",
+"xlm-roberta": RobertaModel, CamembertModel, Data2VecTextModel, XLMRobertaModel with the pooler).
+
+transformers 5.24 builds each as BERT's encoder (modeling_xlm_roberta.py's attention, intermediate,
+output and pooler modules are BertModel's, renamed), so each reads as costmodel/hf_classic.py's
+BERT reader, under the family "roberta". What differs is in the embeddings: the position ids are
+built per sequence from input_ids (padding_idx + 1 + a cumulative count of the non-padding
+tokens), so the position lookup keeps a (b, n) int64 index (facts position_ids_per_sequence), not
+a view of the id buffer. The class is the base model with its pooler, as "bert" reads BertModel;
+the causal-LM mapping's *ForCausalLM (an MLM-style head: dense, gelu, LayerNorm, a biased decoder)
+is not the class modelled.
+
+Refused in one line: is_decoder (a causal mask and a cache), add_cross_attention, a
+position_embedding_type other than absolute, an activation BERT's reader does not take.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .config import ConfigError, ModelConfig, show
+from .hf_classic import CLASSIC_BUILDERS
+from .hf_fields import LLAMA_NAMES, Fields
+
+#: The configuration class's vocab_size default of each type (transformers 5.24).
+_VOCAB = {"roberta": 50265, "camembert": 30522, "data2vec-text": 30522, "xlm-roberta": 30522}
+
+
+def _roberta(model_type: str) -> Callable[[Fields, str], ModelConfig]:
+    def read(f: Fields, name: str) -> ModelConfig:
+        for key in ("is_decoder", "add_cross_attention"):
+            if f.get(key, False, bool):
+                raise ConfigError(f"{f.source}: {key} is not modelled for {model_type} (read as the "
+                                  "bidirectional encoder with its pooler).")
+        position = f.nullable("position_embedding_type", "absolute", str)
+        if position not in (None, "absolute"):
+            raise ConfigError(f"{f.source}: unsupported position_embedding_type {show(position)} for {model_type}.")
+        act = f.get("hidden_act", "gelu", str)
+        if act not in ("gelu", "relu", "gelu_new"):
+            raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for {model_type}.")
+        data = dict(f.data, vocab_size=f.get("vocab_size", _VOCAB[model_type]), position_embedding_type="absolute")
+        return CLASSIC_BUILDERS["bert"](Fields(data, f.source), name).replace(family="roberta")
+    return read
+
+
+#: model_type -> its reader.
+ROBERTA_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {t: _roberta(t) for t in _VOCAB}
+
+#: transformers class -> model_type (the base models these readers model).
+ROBERTA_ARCHITECTURES = {"RobertaModel": "roberta", "CamembertModel": "camembert",
+                         "Data2VecTextModel": "data2vec-text", "XLMRobertaModel": "xlm-roberta"}
+
+#: The config.json names of ModelConfig's fields (for errors).
+ROBERTA_NAMES = {t: {**LLAMA_NAMES, "n_encoder_layers": "num_hidden_layers"} for t in _VOCAB}
