@@ -1,5 +1,6 @@
 """config.json readers of RoBERTa's encoders (model_type "roberta", "camembert", "data2vec-text",
-"xlm-roberta": RobertaModel, CamembertModel, Data2VecTextModel, XLMRobertaModel with the pooler).
+"xlm-roberta": RobertaModel, CamembertModel, Data2VecTextModel, XLMRobertaModel with the pooler) and
+of ELECTRA's ("electra": ElectraModel, BERT's encoder without a pooler).
 
 transformers 5.24 builds each as BERT's encoder (modeling_xlm_roberta.py's attention, intermediate,
 output and pooler modules are BertModel's, renamed), so each reads as costmodel/hf_classic.py's
@@ -9,6 +10,12 @@ tokens), so the position lookup keeps a (b, n) int64 index (facts position_ids_p
 a view of the id buffer. The class is the base model with its pooler, as "bert" reads BertModel;
 the causal-LM mapping's *ForCausalLM (an MLM-style head: dense, gelu, LayerNorm, a biased decoder)
 is not the class modelled.
+
+ElectraModel's embeddings are BERT's (position ids a slice of the buffer), family "electra", head
+"none". Its embeddings may be narrower than the layers (embedding_size below hidden_size, projected
+up by embeddings_project after the embeddings' LayerNorm: electra-small's 128 into 256, ElectraConfig's
+default); the tree projects OPT's way (before the positions, and out again before an LM head), so
+that is refused in one line; the base and large discriminators (embedding_size = hidden_size) read.
 
 Refused in one line: is_decoder (a causal mask and a cache), add_cross_attention, a
 position_embedding_type other than absolute, an activation BERT's reader does not take.
@@ -23,7 +30,7 @@ from .hf_classic import CLASSIC_BUILDERS
 from .hf_fields import LLAMA_NAMES, Fields
 
 #: The configuration class's vocab_size default of each type (transformers 5.24).
-_VOCAB = {"roberta": 50265, "camembert": 30522, "data2vec-text": 30522, "xlm-roberta": 30522}
+_VOCAB = {"roberta": 50265, "camembert": 30522, "data2vec-text": 30522, "xlm-roberta": 30522, "electra": 30522}
 
 
 def _roberta(model_type: str) -> Callable[[Fields, str], ModelConfig]:
@@ -43,12 +50,26 @@ def _roberta(model_type: str) -> Callable[[Fields, str], ModelConfig]:
     return read
 
 
+def _electra(f: Fields, name: str) -> ModelConfig:
+    """ELECTRA's discriminator encoder (see the module docstring); ElectraConfig's defaults."""
+    d_model = f.get("hidden_size", 256)
+    width = f.nullable("embedding_size", 128)
+    if width is not None and width != d_model:
+        raise ConfigError(f"{f.source}: embedding_size {show(width)} differs from hidden_size {d_model}: "
+                          "ELECTRA's embeddings_project after the embeddings' LayerNorm is not modelled for electra.")
+    defaults = dict(hidden_size=256, num_attention_heads=4, intermediate_size=1024)
+    data = {**defaults, **{k: v for k, v in f.data.items() if k not in ("embedding_size", "summary_type")}}
+    return _roberta("electra")(Fields(data, f.source), name).replace(family="electra", head="none")
+
+
 #: model_type -> its reader.
-ROBERTA_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {t: _roberta(t) for t in _VOCAB}
+ROBERTA_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
+    **{t: _roberta(t) for t in _VOCAB if t != "electra"}, "electra": _electra}
 
 #: transformers class -> model_type (the base models these readers model).
 ROBERTA_ARCHITECTURES = {"RobertaModel": "roberta", "CamembertModel": "camembert",
-                         "Data2VecTextModel": "data2vec-text", "XLMRobertaModel": "xlm-roberta"}
+                         "Data2VecTextModel": "data2vec-text", "XLMRobertaModel": "xlm-roberta",
+                         "ElectraModel": "electra"}
 
 #: The config.json names of ModelConfig's fields (for errors).
 ROBERTA_NAMES = {t: {**LLAMA_NAMES, "n_encoder_layers": "num_hidden_layers"} for t in _VOCAB}

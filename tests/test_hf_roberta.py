@@ -1,7 +1,8 @@
 """RoBERTa's encoders (costmodel/hf_roberta.py: model_type roberta, camembert, data2vec-text,
-xlm-roberta, read as BERT's encoder with the pooler under the family "roberta") against transformers
-5.24's base classes (RobertaModel, CamembertModel, Data2VecTextModel, XLMRobertaModel, with the
-pooler) built from the same config dict: parameters, buffers, forward and backward matmul FLOPs
+xlm-roberta, read as BERT's encoder with the pooler under the family "roberta") and ELECTRA's
+(electra: BERT's encoder without a pooler) against transformers 5.24's base classes (RobertaModel,
+CamembertModel, Data2VecTextModel, XLMRobertaModel, with the pooler; ElectraModel) built from the
+same config dict: parameters, buffers, forward and backward matmul FLOPs
 (FlopCounterMode, eager and sdpa) and bytes saved for backward (the per-sequence position ids
 the lookup keeps), under validate's loss for a class without one (the sum of its outputs:
 validate/compare.training_loss); the configs refused in one line.
@@ -24,6 +25,8 @@ CONFIGS = {
     "data2vec-text": dict(_BASE, model_type="data2vec-text", hidden_dropout_prob=0.0,
                           attention_probs_dropout_prob=0.0, num_hidden_layers=3),
     "xlm-roberta": dict(_BASE, model_type="xlm-roberta", hidden_act="relu", type_vocab_size=3),
+    # electra-base/large's layout: embeddings as wide as the layers (no embeddings_project), no pooler
+    "electra": dict(_BASE, model_type="electra", embedding_size=48),
 }
 
 
@@ -44,7 +47,8 @@ def _meta_count(fields) -> int:
 
     with torch.device("meta"):
         model = transformers.AutoModel.from_config(transformers.AutoConfig.for_model(**fields))
-    assert model.pooler is not None
+    assert (getattr(model, "pooler", None) is not None) is (fields["model_type"] != "electra")
+    assert not hasattr(model, "embeddings_project")
     return sum(p.numel() for p in model.parameters())
 
 
@@ -68,7 +72,7 @@ def test_parameters_exact_integers():
 #: The odd configs' parameters in sorted order: 99 x 48 tokens, 64 x 48 positions, token types x 48,
 #: the embeddings' norm of 96, 2 or 3 layers of 13,237 (q/k/v/o, the MLP, two norms, with biases), the
 #: pooler's 2,352 (camembert: one token type; data2vec-text: three layers; xlm-roberta: three types).
-COUNTS = [36_794, 50_079, 36_842, 36_890]
+COUNTS = [36_794, 50_079, 34_490, 36_842, 36_890]  # electra: roberta's less the pooler
 #: The configuration classes' defaults: RoBERTa-base; BERT-base's 109,482,240 for the others.
 DEFAULTS = {"roberta": 124_644_864, "camembert": 109_482_240, "data2vec-text": 109_482_240,
             "xlm-roberta": 109_482_240}
@@ -96,7 +100,8 @@ def _measured(fields, b, n, dtype, attention):
     from validate.measure import matmul_flops
     from validate.measure.saved import saved_activation_bytes
 
-    loss = training_loss(from_hf_config(fields, name="x"), "hf")
+    cfg = from_hf_config(fields, name="x")
+    loss = training_loss(cfg, "hf") if cfg.head == "pooler" else (lambda out: out.last_hidden_state.sum())
     model = _built(fields, dtype, attention)
     inputs = {"input_ids": torch.randint(2, fields["vocab_size"], (b, n))}
     flops = matmul_flops(model, inputs, backward=True, loss_fn=loss)
@@ -112,7 +117,15 @@ def _measured(fields, b, n, dtype, attention):
 @pytest.mark.parametrize("b,n", [(2, 9), (1, 5)])
 def test_training_flops_and_saved_bytes(name, dtype, attention, b, n):
     theirs, ours = _measured(CONFIGS[name], b, n, dtype, attention)
-    assert theirs == ours and min(ours) > 0
+    if name != "electra":
+        assert theirs == ours and min(ours) > 0
+        return
+    # ElectraModel (head "none"): matmul FLOPs exact; the tree keeps the last norm's output (b n d
+    # elements, which nothing reads when no head follows) and b x n token-type ids where the class's
+    # buffered ids are gathered once for the batch (n int64, expanded): a known over-count, not
+    # modelled (costmodel/leaves.py's, validate/FINDINGS.md session 21).
+    e = {"fp32": 4, "bf16": 2}[dtype]
+    assert theirs[:2] == ours[:2] and ours[2] - theirs[2] == b * n * 48 * e + 8 * n * (b - 1)
 
 
 def test_saved_bytes_exact_integer():
@@ -132,6 +145,8 @@ OURS = (990_720, 1_981_440, 57_720)
     (dict(CONFIGS["xlm-roberta"], position_embedding_type="relative_key"),
      "unsupported position_embedding_type 'relative_key' for xlm-roberta"),
     (dict(CONFIGS["data2vec-text"], hidden_act="silu"), "unsupported hidden_act 'silu' for data2vec-text"),
+    ({"model_type": "electra"}, "embedding_size 128 differs from hidden_size 256: ELECTRA's embeddings_project"),
+    (dict(CONFIGS["electra"], is_decoder=True), "is_decoder is not modelled for electra"),
 ])
 def test_refused_in_one_line(fields, words, tmp_path, capsys):
     from tests.cli_run import run_main
@@ -144,7 +159,7 @@ def test_refused_in_one_line(fields, words, tmp_path, capsys):
 
 @pytest.mark.parametrize("architecture,name", [("RobertaModel", "roberta"), ("CamembertModel", "camembert"),
                                                ("Data2VecTextModel", "data2vec-text"),
-                                               ("XLMRobertaModel", "xlm-roberta")])
+                                               ("XLMRobertaModel", "xlm-roberta"), ("ElectraModel", "electra")])
 def test_architectures_name_the_type(architecture, name):
     from costmodel.hf import from_hf_config
 
