@@ -30,7 +30,8 @@ from .hf_classic import CLASSIC_BUILDERS
 from .hf_fields import LLAMA_NAMES, Fields
 
 #: The configuration class's vocab_size default of each type (transformers 5.24).
-_VOCAB = {"roberta": 50265, "camembert": 30522, "data2vec-text": 30522, "xlm-roberta": 30522, "electra": 30522}
+_VOCAB = {"roberta": 50265, "camembert": 30522, "data2vec-text": 30522, "xlm-roberta": 30522, "electra": 30522,
+          "xlm-roberta-xl": 250880}
 
 
 def _roberta(model_type: str) -> Callable[[Fields, str], ModelConfig]:
@@ -62,14 +63,28 @@ def _electra(f: Fields, name: str) -> ModelConfig:
     return _roberta("electra")(Fields(data, f.source), name).replace(family="electra", head="none")
 
 
+#: XLMRobertaXLConfig's defaults (facebook/xlm-roberta-xl) for the fields BERT's reader reads.
+_XL_DEFAULTS = dict(hidden_size=2560, num_hidden_layers=36, num_attention_heads=32,
+                    intermediate_size=10240, max_position_embeddings=514, type_vocab_size=1)
+
+
+def _xlm_roberta_xl(f: Fields, name: str) -> ModelConfig:
+    """XLM-RoBERTa-XL (XLMRobertaXLModel, pooler included): RoBERTa's embeddings without their
+    LayerNorm, pre-LayerNorm layers (self_attn_layer_norm before the attention, LayerNorm before the
+    MLP) and a final LayerNorm after the encoder."""
+    data = {**_XL_DEFAULTS, **f.data}
+    base = _roberta("xlm-roberta-xl")(Fields(data, f.source), name)
+    return base.replace(norm_position="pre", embedding_norm=False)
+
+
 #: model_type -> its reader.
 ROBERTA_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
-    **{t: _roberta(t) for t in _VOCAB if t != "electra"}, "electra": _electra}
+    **{t: _roberta(t) for t in _VOCAB}, "electra": _electra, "xlm-roberta-xl": _xlm_roberta_xl}
 
 #: transformers class -> model_type (the base models these readers model).
 ROBERTA_ARCHITECTURES = {"RobertaModel": "roberta", "CamembertModel": "camembert",
                          "Data2VecTextModel": "data2vec-text", "XLMRobertaModel": "xlm-roberta",
-                         "ElectraModel": "electra"}
+                         "ElectraModel": "electra", "XLMRobertaXLModel": "xlm-roberta-xl"}
 
 #: The config.json names of ModelConfig's fields (for errors).
 ROBERTA_NAMES = {t: {**LLAMA_NAMES, "n_encoder_layers": "num_hidden_layers"} for t in _VOCAB}

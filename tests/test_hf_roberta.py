@@ -1,6 +1,6 @@
 """RoBERTa's encoders (costmodel/hf_roberta.py: model_type roberta, camembert, data2vec-text,
 xlm-roberta, read as BERT's encoder with the pooler under the family "roberta") and ELECTRA's
-(electra: BERT's encoder without a pooler) against transformers 5.24's base classes (RobertaModel,
+(electra: BERT's encoder without a pooler; xlm-roberta-xl: pre-LayerNorm) against transformers 5.24's base classes (RobertaModel,
 CamembertModel, Data2VecTextModel, XLMRobertaModel, with the pooler; ElectraModel) built from the
 same config dict: parameters, buffers, forward and backward matmul FLOPs
 (FlopCounterMode, eager and sdpa) and bytes saved for backward (the per-sequence position ids
@@ -25,6 +25,9 @@ CONFIGS = {
     "data2vec-text": dict(_BASE, model_type="data2vec-text", hidden_dropout_prob=0.0,
                           attention_probs_dropout_prob=0.0, num_hidden_layers=3),
     "xlm-roberta": dict(_BASE, model_type="xlm-roberta", hidden_act="relu", type_vocab_size=3),
+    # XLM-RoBERTa-XL: no embeddings' LayerNorm, pre-LayerNorm layers, a final LayerNorm, one token type
+    "xlm-roberta-xl": dict(_BASE, model_type="xlm-roberta-xl", hidden_dropout_prob=0.0,
+                           attention_probs_dropout_prob=0.0),
     # electra-base/large's layout: embeddings as wide as the layers (no embeddings_project), no pooler
     "electra": dict(_BASE, model_type="electra", embedding_size=48),
 }
@@ -72,9 +75,11 @@ def test_parameters_exact_integers():
 #: The odd configs' parameters in sorted order: 99 x 48 tokens, 64 x 48 positions, token types x 48,
 #: the embeddings' norm of 96, 2 or 3 layers of 13,237 (q/k/v/o, the MLP, two norms, with biases), the
 #: pooler's 2,352 (camembert: one token type; data2vec-text: three layers; xlm-roberta: three types).
-COUNTS = [36_794, 50_079, 34_490, 36_842, 36_890]  # electra: roberta's less the pooler
+COUNTS = [36_794, 50_079, 34_490, 36_842, 36_890, 36_794]  # electra: roberta's less the pooler;
+#: xlm-roberta-xl: one token type, the embeddings' norm moved after the encoder
 #: The configuration classes' defaults: RoBERTa-base; BERT-base's 109,482,240 for the others.
 DEFAULTS = {"roberta": 124_644_864, "camembert": 109_482_240, "data2vec-text": 109_482_240,
+            "xlm-roberta-xl": 3_482_485_760,
             "xlm-roberta": 109_482_240}
 
 
@@ -128,6 +133,17 @@ def test_training_flops_and_saved_bytes(name, dtype, attention, b, n):
     assert theirs[:2] == ours[:2] and ours[2] - theirs[2] == b * n * 48 * e + 8 * n * (b - 1)
 
 
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_xl_saved_bytes_with_dropout_a_layer_over(dtype):
+    """XLM-RoBERTa-XL with its default dropout 0.1: matmul FLOPs exact, but the tree keeps e b n d
+    bytes a layer more than XLMRobertaXLModel saves (exact with dropout 0, above; the cause is not
+    found yet: validate/FINDINGS.md session 21). Asserted as that gap so that a fix shows."""
+    fields = {k: v for k, v in CONFIGS["xlm-roberta-xl"].items() if "dropout" not in k}
+    theirs, ours = _measured(dict(fields, num_hidden_layers=3), 2, 9, dtype, "eager")
+    e = {"fp32": 4, "bf16": 2}[dtype]
+    assert theirs[:2] == ours[:2] and ours[2] - theirs[2] == 3 * e * 2 * 9 * 48
+
+
 def test_saved_bytes_exact_integer():
     """roberta at b 2, n 9, bf16, eager; without facts.position_ids_per_sequence the tree would
     count one row of n ids (72 bytes), not b x n (144)."""
@@ -159,7 +175,8 @@ def test_refused_in_one_line(fields, words, tmp_path, capsys):
 
 @pytest.mark.parametrize("architecture,name", [("RobertaModel", "roberta"), ("CamembertModel", "camembert"),
                                                ("Data2VecTextModel", "data2vec-text"),
-                                               ("XLMRobertaModel", "xlm-roberta"), ("ElectraModel", "electra")])
+                                               ("XLMRobertaModel", "xlm-roberta"), ("ElectraModel", "electra"),
+                                               ("XLMRobertaXLModel", "xlm-roberta-xl")])
 def test_architectures_name_the_type(architecture, name):
     from costmodel.hf import from_hf_config
 
