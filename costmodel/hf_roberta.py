@@ -71,10 +71,11 @@ _XL_DEFAULTS = dict(hidden_size=2560, num_hidden_layers=36, num_attention_heads=
 def _xlm_roberta_xl(f: Fields, name: str) -> ModelConfig:
     """XLM-RoBERTa-XL (XLMRobertaXLModel, pooler included): RoBERTa's embeddings without their
     LayerNorm, pre-LayerNorm layers (self_attn_layer_norm before the attention, LayerNorm before the
-    MLP) and a final LayerNorm after the encoder."""
+    MLP; no dropout after the MLP, XLMRobertaXLOutput has none: family "roberta_xl"'s facts) and a
+    final LayerNorm after the encoder."""
     data = {**_XL_DEFAULTS, **f.data}
     base = _roberta("xlm-roberta-xl")(Fields(data, f.source), name)
-    return base.replace(norm_position="pre", embedding_norm=False)
+    return base.replace(family="roberta_xl", norm_position="pre", embedding_norm=False)
 
 
 #: model_type -> its reader.
