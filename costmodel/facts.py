@@ -245,6 +245,9 @@ class Facts:
     # the eager attention masks its scores with masked_fill of one (b, 1, n, n) bool causal mask
     # made once a forward, which every layer's masked_fill keeps (MPT): b n^2 bytes once a stack
     masked_fill_causal_mask: bool = False
+    # the eager scores, after the mask add, are clamped below with torch.max(scores, a 0-d fp32 tensor
+    # of finfo.min) (XGLM, BART-era code): the maximum keeps the masked scores and that scalar (4 bytes)
+    scores_clamped_min: bool = False
     # the routed experts run every token through every expert, its input pre-scaled by the token's
     # router score (zero for the experts it did not choose): Llama 4's Llama4TextExperts, two bmm
     # over (E, tokens, d); False: each token through its top k only (grouped_mm over the slots)

@@ -240,6 +240,19 @@ def _apertus(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
                   activation="xielu", ffn_bias=False, qk_norm=True)
 
 
+def _apertus1p5_text(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Apertus 1.5's language model (Apertus1p5TextForCausalLM): Apertus's layers and class
+    (ApertusForCausalLM's subclass) with a vocabulary of 266,752 by default. Its head may be pruned
+    to the first output_vocab_size rows (lm_head narrower than the embeddings): not modelled, so
+    refused in one line unless null or equal to vocab_size."""
+    pruned = f.nullable("output_vocab_size", None)
+    vocab = f.get("vocab_size", 266752)
+    if pruned is not None and pruned != vocab:
+        raise ConfigError(f"{f.source}: output_vocab_size {show(pruned)} (a head pruned below vocab_size "
+                          f"{vocab}) is not modelled for apertus1p5_text; the head is as wide as the vocabulary.")
+    return _apertus(Fields(dict(f.data, vocab_size=vocab), f.source), name, llama)
+
+
 def _probability(f: Fields, key: str, default: float) -> float:
     return float(f.get(key, default, float))
 
@@ -359,7 +372,7 @@ def granite_swa_attention(f: Fields, layers: int, llama: LlamaReader) -> dict[st
 LLAMA_VARIANT_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "olmo": _olmo, "olmo3": _olmo3, "olmoe": _olmoe, "exaone4": _exaone4, "seed_oss": _seed_oss,
     "helium": _helium, "arcee": _arcee, "apertus": _apertus, "glm4": _glm4, "ernie4_5": _ernie4_5,
-    "hunyuan_v1_dense": _hunyuan_v1_dense, "glm": _glm, "granite_swa": _granite_swa,
+    "apertus1p5_text": _apertus1p5_text, "hunyuan_v1_dense": _hunyuan_v1_dense, "glm": _glm, "granite_swa": _granite_swa,
     "bitnet": _bitnet,
 }
 
@@ -371,6 +384,7 @@ LLAMA_VARIANT_ARCHITECTURES: dict[str, str] = {
     "Glm4ForCausalLM": "glm4", "Ernie4_5ForCausalLM": "ernie4_5",
     "HunYuanDenseV1ForCausalLM": "hunyuan_v1_dense", "GlmForCausalLM": "glm",
     "GraniteSWAForCausalLM": "granite_swa", "BitNetForCausalLM": "bitnet",
+    "Apertus1p5TextForCausalLM": "apertus1p5_text",
 }
 
 _NAMES: dict[str, str] = LLAMA_NAMES

@@ -31,6 +31,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                    num_key_value_heads=8),
     "ernie4_5_moe": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=True,
                          num_key_value_heads=4),
+    "aria_text": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
 }
 
 
@@ -272,12 +273,38 @@ def _sarvam_moe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     return MOE_MORE_BUILDERS["glm4_moe"](Fields(data, f.source), name, llama)
 
 
+def _aria_text(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Aria's language model (AriaTextForCausalLM): Llama's attention and, in every layer,
+    AriaTextMoELayer: AriaTextTopKRouter (a d -> E weight without bias; the top moe_topk of the raw
+    logits, a softmax over those k in the model's dtype, no renormalising), moe_num_experts SwiGLU
+    experts of intermediate_size (AriaExperts: one gate_up and one down weight an expert, no biases)
+    and, added to them, AriaSharedExpertsMLP: a SwiGLU MLP of intermediate_size x
+    moe_num_shared_experts with mlp_bias's biases and no gate of its own."""
+    _silu(f, "aria_text")
+    base = llama.read(Fields({k: v for k, v in f.data.items() if k != "mlp_bias"}, f.source), name, "llama",
+                      _DEFAULTS["aria_text"])
+    experts = f.get("moe_num_experts", 8, minimum=1)
+    top_k = f.get("moe_topk", 2, minimum=1)
+    shared = f.get("moe_num_shared_experts", 2)
+    check_int(f.source, "moe_num_shared_experts", shared, minimum=0)
+    if top_k > experts:
+        raise ConfigError(f"{f.source}: moe_topk ({top_k}) is more than moe_num_experts ({experts}), "
+                          "which torch.topk cannot choose.")
+    bias = f.get("mlp_bias", False, bool)  # the shared MLP's only
+    if bias and not shared:
+        raise ConfigError(f"{f.source}: mlp_bias with moe_num_shared_experts 0 is not modelled for aria_text "
+                          "(its zero-width shared MLP still adds down_proj's bias, d values a layer).")
+    return base.replace(family="aria_text", ffn_bias=bias, n_experts=experts,
+                        top_k=top_k, d_shared=base.d_ff * shared, router="topk_softmax",
+                        renormalize_top_k=False)
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 MOE_EXTRA_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "granitemoe": _granitemoe, "granitemoeshared": _granitemoeshared, "flex_olmo": _flex_olmo,
     "granitemoe_swa": _granitemoe_swa,
     "ernie4_5_moe": _ernie4_5_moe, "phimoe": _phimoe, "dbrx": _dbrx,
-    "sarvam_moe": _sarvam_moe,
+    "sarvam_moe": _sarvam_moe, "aria_text": _aria_text,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
@@ -285,7 +312,7 @@ MOE_EXTRA_ARCHITECTURES: dict[str, str] = {
     "GraniteMoeForCausalLM": "granitemoe", "GraniteMoeSharedForCausalLM": "granitemoeshared",
     "GraniteMoeSWAForCausalLM": "granitemoe_swa",
     "FlexOlmoForCausalLM": "flex_olmo", "Ernie4_5_MoeForCausalLM": "ernie4_5_moe",
-    "PhimoeForCausalLM": "phimoe", "DbrxForCausalLM": "dbrx",
+    "PhimoeForCausalLM": "phimoe", "DbrxForCausalLM": "dbrx", "AriaTextForCausalLM": "aria_text",
 }
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
@@ -302,6 +329,7 @@ MOE_EXTRA_NAMES: dict[str, dict[str, str]] = {
     "dbrx": {"n_heads": "n_heads", "d_model": "d_model", "n_decoder_layers": "n_layers",
              "max_positions": "max_seq_len", "n_kv_heads": "kv_n_heads", "d_ff": "ffn_hidden_size",
              "n_experts": "moe_num_experts", "top_k": "moe_top_k"},
+    "aria_text": {**LLAMA_NAMES, "n_experts": "moe_num_experts", "top_k": "moe_topk"},
     "sarvam_moe": {**LLAMA_NAMES, "n_experts": "n_routed_experts", "top_k": "num_experts_per_tok",
                    "d_expert": "moe_intermediate_size", "n_dense_layers": "first_k_dense_replace"},
 }

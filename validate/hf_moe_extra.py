@@ -83,9 +83,21 @@ def _dbrx(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                                 moe_jitter_eps=cfg.moe_input_noise))
 
 
+def _aria_text(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """Aria's language model: the experts' width as intermediate_size, the shared MLP a whole number
+    of experts wide (moe_num_shared_experts), its biases as mlp_bias."""
+    width = cfg.d_expert or cfg.d_ff
+    shared, rest = divmod(cfg.d_shared or 0, width)
+    if rest:
+        raise ValueError(f"model {cfg.name!r}: Hugging Face aria_text cannot build a shared width that is "
+                         "not a whole number of experts.")
+    return dict(llama, intermediate_size=width, moe_num_experts=cfg.n_experts, moe_topk=cfg.top_k,
+                moe_num_shared_experts=shared, mlp_bias=cfg.ffn_bias)
+
+
 #: family -> its config.json writer (validate/hf_models.py's config_dict).
 MOE_EXTRA_DICTS: dict[str, Callable[[ModelConfig, dict[str, Any]], dict[str, Any]]] = {
     "granitemoe": _granitemoe, "granitemoeshared": _granitemoeshared, "granitemoe_swa": _granitemoe_swa,
     "flex_olmo": _flex_olmo, "ernie4_5_moe": _ernie4_5_moe,
-    "phimoe": _phimoe, "dbrx": _dbrx,
+    "phimoe": _phimoe, "dbrx": _dbrx, "aria_text": _aria_text,
 }

@@ -290,12 +290,14 @@ class AttentionScores(AttentionCore):
         capped = S.e * pairs if self.softcap and kernel.dense else ZERO
         # GPT-Neo's attention holds its own P x P bool causal (or local) mask as a buffer.
         mask = S.P**2 if self.profile.facts.causal_mask_buffer == "layer" and not self.cross else 0
+        # XGLM clamps the masked scores below (torch.max with a 0-d fp32 tensor): both are kept.
+        clamped = S.e * pairs + FP32 if self.profile.facts.scores_clamped_min and kernel.dense else ZERO
         return make_cost(
             flops_matmul=forward,
             variants=self.core_variants(self.qk_dim, S.r_kv + S.d_r),
             flops_matmul_backward=kernel.scores_backward(forward),
             elements=elements,
-            saved_bytes=kernel.scores_saved(self) + self.fused_qkv_extra + capped,
+            saved_bytes=kernel.scores_saved(self) + self.fused_qkv_extra + capped + clamped,
             bytes_matmul=moved,
             bytes_other=pointwise,
             buffer_bytes=mask,
