@@ -1,0 +1,39 @@
+"""A new user's fifteenth round (session 21; validate/FINDINGS.md "A new user's fifteenth round").
+Each test failed before its fix; the numbers are exact integers with their arithmetic or the
+figure another command prints for the same case."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cli_run import run_main
+
+
+def _json(args, capsys):
+    code, out, err = run_main([*args, "--json"], capsys)
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("model,why", [
+    ("phi3-mini", "fine-tuning memory with a sliding window (2,047) shorter than the sequence"),  # 2,048 by default
+    ("pythia-1.4b", "fine-tuning memory for gpt_neox is measured under --attention eager only"),
+])
+def test_finetune_default_falls_back_to_the_modelled_attention(model, why, capsys):
+    """`finetune --model phi3-mini` and `--model pythia-1.4b` with no option refused ("use --attention
+    eager"): the default sdpa is not modelled for either. The default now sizes the step under eager,
+    the attention that is, with a note saying why; the figures are `--attention eager`'s, and an
+    explicit --attention sdpa is still refused."""
+    code, out, err = run_main(["finetune", "--model", model, "--json"], capsys)
+    assert code == 0, err
+    default = json.loads(out)
+    assert default["inputs"]["attention"] == "eager"
+    assert f"note: attention eager, not transformers' default sdpa: {why}" in err
+    assert default["memory"] == _json(["finetune", "--model", model, "--attention", "eager"], capsys)["memory"]
+    code, out, err = run_main(["finetune", "--model", model, "--attention", "sdpa"], capsys)
+    assert (code, out) == (2, "") and err.splitlines()[-1].startswith("error: fine-tuning memory")
+    # within the window, Phi-3's default stays transformers' sdpa, without a note
+    code, out, err = run_main(["finetune", "--model", "phi3-mini", "--seq-len", "1024", "--json"], capsys)
+    assert code == 0 and json.loads(out)["inputs"]["attention"] == "sdpa" and "note:" not in err
