@@ -37,3 +37,27 @@ def test_finetune_default_falls_back_to_the_modelled_attention(model, why, capsy
     # within the window, Phi-3's default stays transformers' sdpa, without a note
     code, out, err = run_main(["finetune", "--model", "phi3-mini", "--seq-len", "1024", "--json"], capsys)
     assert code == 0 and json.loads(out)["inputs"]["attention"] == "sdpa" and "note:" not in err
+
+
+def _hardware_file(tmp_path, capsys, **fields):
+    code, out, _ = run_main(["hardware", "--show", "h100-sxm"], capsys)
+    assert code == 0
+    path = tmp_path / "gpu.json"
+    path.write_text(json.dumps({**json.loads(out), "name": "my-h100", **fields}))
+    return str(path)
+
+
+def test_gemv_bandwidth_above_the_memory_bandwidth_is_refused(tmp_path, capsys):
+    """gemv_bandwidth_bytes_per_s had no upper bound: 1e30 B/s was taken and every GEMM's bytes read at
+    it. A read-and-reduce stream reads memory, so a rate above bandwidth_bytes_per_s (H100 SXM: 3.35e12)
+    is one error line, exit 2; the bandwidth itself is accepted."""
+    for rate in (3.36e12, 1e30):
+        path = _hardware_file(tmp_path, capsys, gemv_bandwidth_bytes_per_s=rate)
+        code, out, err = run_main(["simulate", "--model", "llama2-7b", "--hardware", path, "--prompt", "100",
+                                   "--gen", "2"], capsys)
+        assert (code, out) == (2, "") and err.count("\n") == 1
+        assert f"gemv_bandwidth_bytes_per_s ({rate:.4g}) must be at most bandwidth_bytes_per_s (3.35e+12)" in err
+    path = _hardware_file(tmp_path, capsys, gemv_bandwidth_bytes_per_s=3.35e12)
+    code, _, err = run_main(["simulate", "--model", "llama2-7b", "--hardware", path, "--prompt", "100",
+                             "--gen", "2"], capsys)
+    assert code == 0, err
