@@ -76,3 +76,19 @@ def test_simulate_says_by_how_much_one_sequence_does_not_fit(capsys):
     assert (memory["max_batch"], memory["one_sequence_over_bytes"]) == (0, 5_256_436_895_744 - usable)
     memory = _json([*case, "--prompt", "100000", "--batch", "64"], capsys)["memory"]
     assert (memory["fits"], memory["max_batch"], memory["one_sequence_over_bytes"]) == (False, 1, 0)
+
+
+def test_kimi_linear_reads_output_router_logits(tmp_path, capsys):
+    """kimi_linear refused output_router_logits as a load-balancing loss the tree does not hold, but
+    transformers 5.24's KimiLinearForCausalLM never reads the flag into its loss (modeling_kimi_linear.py:
+    the loss is the language model's alone; KimiLinearConfig has no router_aux_loss_coef). The config
+    is read, and its parameters still equal the class's on the meta device."""
+    from tests.family_configs import estimated_total, hf_meta_count
+    from tests.test_hf_kimi_linear import KIMI
+
+    fields = dict(KIMI, output_router_logits=True)
+    assert estimated_total(fields, "x") == hf_meta_count(fields) == estimated_total(KIMI, "x")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    code, _, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 0, err
