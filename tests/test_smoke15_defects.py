@@ -92,3 +92,33 @@ def test_kimi_linear_reads_output_router_logits(tmp_path, capsys):
     path.write_text(json.dumps(fields))
     code, _, err = run_main(["estimate", "--config", str(path)], capsys)
     assert code == 0, err
+
+
+def test_json_units_name_the_counts_among_the_bytes(capsys):
+    """`finetune --json` said its memory was all bytes, but memory.params and trainable_params are
+    parameter counts (Llama-2-7B with LoRA r 16 on q and v: 6,738,415,616 + 8,388,608 = 6,746,804,224
+    parameters, 32 layers x 2 x 16 x (4,096 + 4,096) = 8,388,608 trainable); `simulate --json` said the
+    same of a memory holding max_batch (sequences) and max_context (tokens)."""
+    tune = _json(["finetune", "--model", "llama2-7b"], capsys)
+    assert (tune["memory"]["params"], tune["memory"]["trainable_params"]) == (6_746_804_224, 8_388_608)
+    assert tune["units"]["memory"] == "bytes; params, trainable_params: parameters (a count)"
+    sim = _json(["simulate", "--model", "llama2-7b", "--hardware", "h100", "--gen", "2"], capsys)
+    assert "memory.max_batch: sequences, memory.max_context and model_context: tokens" in sim["units"]["bytes"]
+
+
+def test_python_sweep_axes_are_whole_numbers():
+    """costmodel.sweep read each axis through int(): seq_len=128.9 swept 128, the string "128" swept the
+    lengths 1, 2 and 8, [128, True] swept batch-like 1, and [] failed with an IndexError, where
+    costmodel.estimate refuses a non-integer length in one ConfigError. Numpy's integers still pass."""
+    import numpy as np
+
+    import costmodel
+    from costmodel.config import ConfigError
+
+    for bad, message in ((128.9, "got 128.9"), ("128", "got '128'"), ([128, True], "got True"), ([], "is empty")):
+        with pytest.raises(ConfigError, match=message):
+            costmodel.sweep("gpt2", seq_len=bad)
+    frame = costmodel.sweep("gpt2", seq_len=np.array([256, 128, 256]), batch=np.int64(2))
+    assert frame[["seq_len", "batch"]].values.tolist() == [[128, 2], [256, 2]]
+    # GPT-2's KV cache at n 128, batch 2: 2 (K, V) x 12 layers x 768 x 2 bytes (bf16) x 128 x 2 = 9,437,184
+    assert frame["kv_cache_bytes"].tolist()[0] == 9_437_184
