@@ -94,6 +94,31 @@ def test_kimi_linear_reads_output_router_logits(tmp_path, capsys):
     assert code == 0, err
 
 
+@pytest.mark.parametrize("args,typed,values", [
+    (["sweep", "--model", "llama2-7b", "--model", "mistral-7b", "--seq-len", "128"], "--model",
+     "('llama2-7b', then 'mistral-7b')"),
+    (["estimate", "--model", "gpt2", "--seq-len", "128", "-n", "256"], "--seq-len and -n", "('128', then '256')"),
+    (["simulate", "--model=gpt2", "--hardware", "h100", "--hardware=a100-80gb"], "--hardware",
+     "('h100', then 'a100-80gb')"),
+    (["serve", "--model", "llama3.2-1b", "--hardware", "l4", "--rate", "2", "--prefix-caching", "--no-prefix-caching"],
+     "--prefix-caching and --no-prefix-caching", ""),
+])
+def test_an_option_given_two_values_is_refused(args, typed, values, capsys):
+    """click keeps the last value of a single-valued option: `sweep --model llama2-7b --model mistral-7b`
+    swept Mistral alone (its CSV's model column), `report --model a --model b` reported b, a flag and its
+    --no- form ran the last. One line, exit 2, nothing on stdout; the same value twice, and the options
+    that take several (formulas --quantity), still run."""
+    code, out, err = run_main(args, capsys)
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert err.startswith(f"error: {typed}: one option given two values{' ' + values if values else ''}; ")
+    code, out, err = run_main(["report", "--model", "gpt2", "--model", "llama2-7b", "--out", "x", "--no-measure"], capsys)
+    assert code == 2 and err.rstrip().endswith("give it once (--models takes several, comma-separated).")
+    assert run_main(["estimate", "--model", "gpt2", "--model", "gpt2", "--sp", "--sp", "--tp", "2"], capsys)[0] == 0
+    code, out, _ = run_main(["formulas", "--model", "gpt2", "--block", "ffn.mlp", "--quantity", "params",
+                             "--quantity", "flops_matmul"], capsys)
+    assert code == 0 and "params = 2*d*d_ff + d + d_ff" in out and "flops_matmul = 4*b*d*d_ff*n" in out
+
+
 def test_json_units_name_the_counts_among_the_bytes(capsys):
     """`finetune --json` said its memory was all bytes, but memory.params and trainable_params are
     parameter counts (Llama-2-7B with LoRA r 16 on q and v: 6,738,415,616 + 8,388,608 = 6,746,804,224
