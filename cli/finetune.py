@@ -50,9 +50,9 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
 
     cfg = load_model(model, config)
     hardware, dtype = hardware_and_dtype(hardware_name, dtype)
-    fallback = None
+    fallback, pinned = None, False
     if attention is None:  # transformers' own choice (defaults.class_attention): sdpa refused Gemma 2 untyped
-        attention, fallback = _default_attention(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute)
+        attention, fallback, pinned = _default_attention(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute)
     workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, attention=attention, recompute=recompute)
     try:
         tune = FineTune(method=method, rank=rank, alpha=alpha,
@@ -67,6 +67,9 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
                 "memory": memory.to_dict()}
         if hardware is not None:
             data["fit"] = {"hardware": hardware.name, **finetune_verdict(cfg, workload, tune, hardware.training_memory_bytes)}
+            if pinned:  # sized under the modelled eager, which a shorter --seq-len alone would not pick
+                for option in data["fit"].get("options", []):
+                    option["change"] += " --attention eager"
     except ConfigError as error:
         raise InputError(str(error)) from None
     if fallback:  # said once the step is sized (bad input stays one error line)
@@ -79,11 +82,12 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
     click.echo(render_finetune(data))
 
 
-def _default_attention(cfg, seq_len: int | None, **options) -> tuple[str, str | None]:
-    """The attention when --attention is not given, and a note when it is not sdpa: transformers'
-    own choice (defaults.class_attention: eager for a class without an sdpa path, Gemma 2), or
-    eager where the step's memory is not modelled under that choice (finetune.default_attention:
-    GPT-NeoX, a sliding window shorter than the sequence), as estimate falls back."""
+def _default_attention(cfg, seq_len: int | None, **options) -> tuple[str, str | None, bool]:
+    """The attention when --attention is not given, a note when it is not sdpa, and whether it is
+    eager in place of transformers' own choice: that choice (defaults.class_attention: eager for a
+    class without an sdpa path, Gemma 2), or eager where the step's memory is not modelled under it
+    (finetune.default_attention: GPT-NeoX, a sliding window shorter than the sequence), as estimate
+    falls back."""
     from costmodel.api import make_workload as workload_for
     from costmodel.defaults import class_attention
     from costmodel.finetune import default_attention
@@ -94,5 +98,5 @@ def _default_attention(cfg, seq_len: int | None, **options) -> tuple[str, str | 
     try:  # bad input is refused by make_workload and finetune_memory, each in one line
         attention, gap = default_attention(cfg, workload_for(cfg, seq_len, attention=chosen, **options)[0])
     except ConfigError:
-        return chosen, note
-    return attention, gap or note
+        return chosen, note, False
+    return attention, gap or note, gap is not None

@@ -34,6 +34,15 @@ def test_finetune_default_falls_back_to_the_modelled_attention(model, why, capsy
     assert default["memory"] == _json(["finetune", "--model", model, "--attention", "eager"], capsys)["memory"]
     code, out, err = run_main(["finetune", "--model", model, "--attention", "sdpa"], capsys)
     assert (code, out) == (2, "") and err.splitlines()[-1].startswith("error: fine-tuning memory")
+    # what would make it fit is typed with the eager it was sized under: a shorter --seq-len alone runs
+    # sdpa within Phi-3's window (12.44 GiB at 381 tokens x 4, where the suggestion said 15.48 under eager)
+    fit = _json(["finetune", "--model", model, "--hardware", "t4", "--batch", "4"], capsys)["fit"]
+    assert fit["options"] and all(o["change"].endswith(" --attention eager") for o in fit["options"])
+    for option in fit["options"]:  # each change is --option value pairs, in place of the typed ones
+        change = option["change"].split()
+        typed = {"--hardware": "t4", "--batch": "4", **dict(zip(change[::2], change[1::2]))}
+        again = _json(["finetune", "--model", model, *(t for pair in typed.items() for t in pair)], capsys)
+        assert again["memory"]["total"] == option["memory"]
     # within the window, Phi-3's default stays transformers' sdpa, without a note
     code, out, err = run_main(["finetune", "--model", "phi3-mini", "--seq-len", "1024", "--json"], capsys)
     assert code == 0 and json.loads(out)["inputs"]["attention"] == "sdpa" and "note:" not in err
