@@ -47,6 +47,14 @@ def one_line(message: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; usage errors and bad input print one line and return 2."""
+    import sys
+
+    from .repeated import repeated_option
+
+    twice = repeated_option(cli, sys.argv[1:] if argv is None else list(argv))
+    if twice is not None:
+        click.echo(f"error: {one_line(twice)}", err=True)
+        return 2
     try:
         code = cli.main(args=argv, prog_name="cli.py", standalone_mode=False)
         if isinstance(code, int):  # a command that ended with ctx.exit(code): plan with nothing feasible

@@ -50,12 +50,9 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
 
     cfg = load_model(model, config)
     hardware, dtype = hardware_and_dtype(hardware_name, dtype)
-    fallback = False
+    fallback, pinned = None, False
     if attention is None:  # transformers' own choice (defaults.class_attention): sdpa refused Gemma 2 untyped
-        from costmodel.defaults import class_attention
-
-        attention = class_attention("hf", cfg.family, "sdpa")
-        fallback = attention != "sdpa"
+        attention, fallback, pinned = _default_attention(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute)
     workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, attention=attention, recompute=recompute)
     try:
         tune = FineTune(method=method, rank=rank, alpha=alpha,
@@ -70,14 +67,36 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
                 "memory": memory.to_dict()}
         if hardware is not None:
             data["fit"] = {"hardware": hardware.name, **finetune_verdict(cfg, workload, tune, hardware.training_memory_bytes)}
+            if pinned:  # sized under the modelled eager, which a shorter --seq-len alone would not pick
+                for option in data["fit"].get("options", []):
+                    option["change"] += " --attention eager"
     except ConfigError as error:
         raise InputError(str(error)) from None
     if fallback:  # said once the step is sized (bad input stays one error line)
-        click.echo(f"note: attention {attention}: {cfg.family}'s Hugging Face class has no sdpa path in "
-                   f"transformers 5.24, which runs {attention} when none is asked for.", err=True)
+        click.echo(f"note: {fallback}.", err=True)
     if as_json:
         click.echo(json.dumps({**data, "units": spec.JSON_UNITS["finetune"]}, indent=2))
         return
     from reports.text import render_finetune
 
     click.echo(render_finetune(data))
+
+
+def _default_attention(cfg, seq_len: int | None, **options) -> tuple[str, str | None, bool]:
+    """The attention when --attention is not given, a note when it is not sdpa, and whether it is
+    eager in place of transformers' own choice: that choice (defaults.class_attention: eager for a
+    class without an sdpa path, Gemma 2), or eager where the step's memory is not modelled under it
+    (finetune.default_attention: GPT-NeoX, a sliding window shorter than the sequence), as estimate
+    falls back."""
+    from costmodel.api import make_workload as workload_for
+    from costmodel.defaults import class_attention
+    from costmodel.finetune import default_attention
+
+    chosen = class_attention("hf", cfg.family, "sdpa")
+    note = None if chosen == "sdpa" else (f"attention {chosen}: {cfg.family}'s Hugging Face class has no sdpa path "
+                                          f"in transformers 5.24, which runs {chosen} when none is asked for")
+    try:  # bad input is refused by make_workload and finetune_memory, each in one line
+        attention, gap = default_attention(cfg, workload_for(cfg, seq_len, attention=chosen, **options)[0])
+    except ConfigError:
+        return chosen, note, False
+    return attention, gap or note, gap is not None

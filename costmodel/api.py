@@ -117,8 +117,7 @@ def sweep(model: Any, seq_len: Any, batch: Any = 1, **workload: Any) -> Any:
     from .grid import run
 
     cfg = load_model(model)
-    seq_lens = sorted({int(n) for n in (seq_len if hasattr(seq_len, "__iter__") else [seq_len])})
-    batches = sorted({int(b) for b in (batch if hasattr(batch, "__iter__") else [batch])})
+    seq_lens, batches = _axis("seq_len", seq_len), _axis("batch", batch)
     chosen, notes = make_workload(cfg, seq_lens[-1], **inference_options(cfg, workload, beside_training=True))
     for note in notes:
         warnings.warn(note, stacklevel=2)
@@ -126,3 +125,25 @@ def sweep(model: Any, seq_len: Any, batch: Any = 1, **workload: Any) -> Any:
         Workload(seq_len=value, batch=value)  # positive integers, or one ConfigError
     return run(cfg, chosen, seq_lens, batches).frame()
 
+
+
+def _axis(name: str, values: Any) -> list[int]:
+    """One sweep axis, its distinct values in order: a whole number or an iterable of them (numpy's
+    integers included), else one ConfigError. int() read seq_len=128.9 as 128, the string "128" as
+    the lengths 1, 2 and 8, and an empty list failed with an IndexError."""
+    import operator
+
+    from .config import show
+
+    items = list(values) if hasattr(values, "__iter__") and not isinstance(values, (str, bytes)) else [values]
+    if not items:
+        raise ConfigError(f"sweep: {name} is empty; give at least one value.")
+    whole = set()
+    for value in items:
+        try:
+            if isinstance(value, bool):
+                raise TypeError
+            whole.add(operator.index(value))
+        except TypeError:
+            raise ConfigError(f"sweep: {name} values must be whole numbers, got {show(value)}.") from None
+    return sorted(whole)

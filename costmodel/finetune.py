@@ -376,12 +376,36 @@ class FineTuneMemory:
                 "nvme_bytes_per_step": self.nvme_bytes_per_step, "notes": list(self.notes)}
 
 
-def check(cfg: ModelConfig, workload: Workload) -> None:
+def attention_gap(cfg: ModelConfig, workload: Workload) -> str | None:
+    """Why a step's memory is not modelled under workload.attention (a clause naming what is), or
+    None where it is: a family measured under eager only (GPT-NeoX), or a sliding window shorter
+    than the sequence, which peft's run matches under eager only. Eager is modelled for both."""
     family = FAMILIES[family_of(cfg)]
     if workload.attention not in family.attentions:
-        raise ConfigError(f"fine-tuning memory for {cfg.family} is measured under --attention "
-                          f"{' or '.join(family.attentions)} only (its {workload.attention} activations are not "
-                          "modelled exactly yet).")
+        return (f"fine-tuning memory for {cfg.family} is measured under --attention {' or '.join(family.attentions)} "
+                f"only (its {workload.attention} activations are not modelled exactly yet)")
+    if cfg.n_window_layers and workload.attention != "eager" and workload.seq_len > cfg.sliding_window:
+        return (f"fine-tuning memory with a sliding window ({cfg.sliding_window:,}) shorter than the sequence "
+                f"matches peft under --attention eager only ({workload.attention} keeps more, not modelled)")
+    return None
+
+
+def default_attention(cfg: ModelConfig, workload: Workload) -> tuple[str, str | None]:
+    """The attention a step is sized under when --attention is not given, and a note when it is not
+    transformers' own choice (workload.attention, defaults.class_attention): that choice where its
+    memory is modelled, else eager (attention_gap), as estimate falls back to a modelled kernel."""
+    gap = attention_gap(cfg, workload)
+    if gap is None:
+        return workload.attention, None
+    return "eager", (f"attention eager, not transformers' default {workload.attention}: {gap}; "
+                     f"--attention {workload.attention} is refused")
+
+
+def check(cfg: ModelConfig, workload: Workload) -> None:
+    gap = attention_gap(cfg, workload)
+    if gap is not None:
+        window = workload.attention in FAMILIES[cfg.family].attentions  # the family's kernel, past the window
+        raise ConfigError(f"{gap}{'; use --attention eager or --seq-len <= the window' if window else ''}.")
     if workload.impl != "hf":
         raise ConfigError("fine-tuning memory models Hugging Face's code with peft: use --impl hf.")
     if workload.gen_tokens:
@@ -392,10 +416,6 @@ def check(cfg: ModelConfig, workload: Workload) -> None:
     if workload.recompute == "torchtitan-op":
         raise ConfigError("fine-tuning memory does not model --recompute torchtitan-op: the adapters' "
                           "matmuls would join the policy's count of a layer's matmuls.")
-    if cfg.n_window_layers and workload.attention != "eager" and workload.seq_len > cfg.sliding_window:
-        raise ConfigError(f"fine-tuning memory with a sliding window ({cfg.sliding_window:,}) shorter than the "
-                          f"sequence matches peft under --attention eager only ({workload.attention} keeps more, "
-                          "not modelled); use --attention eager or --seq-len <= the window.")
 
 
 def finetune_memory(cfg: ModelConfig, workload: Workload, tune: FineTune) -> FineTuneMemory:

@@ -25,8 +25,10 @@ needs RoPE on its decoupled key; KimiLinearModel has no rotary embedding (its qk
 is used unrotated): facts.rotary_tables "none" drops the tables (buffers exact), but the
 rotation's elementwise work is still among the other FLOPs; the matmuls are the same.
 
-Refused in one sentence each: activations other than silu, output_router_logits, attention_bias
-(not measured here), layer and MLP types other than the class's.
+Refused in one sentence each: activations other than silu, attention_bias (not measured here),
+layer and MLP types other than the class's. output_router_logits is read and changes nothing:
+KimiLinearForCausalLM (5.24) returns the router's logits but adds no load-balancing loss (its
+forward's loss is the language model's alone; no router_aux_loss_coef in KimiLinearConfig).
 """
 
 from __future__ import annotations
@@ -78,9 +80,6 @@ def _refuse(f: Fields) -> None:
     act = f.get("hidden_act", "silu", str)
     if act != "silu":
         raise ConfigError(f"{f.source}: hidden_act {show(act)} is not modelled for kimi_linear (only silu).")
-    if f.get("output_router_logits", False, bool):
-        raise ConfigError(f"{f.source}: output_router_logits (the router's load-balancing loss in the "
-                          "training loss) is not modelled for kimi_linear.")
     if f.get("attention_bias", False, bool):
         raise ConfigError(f"{f.source}: attention_bias (biases on q_a_proj, kv_a_proj_with_mqa and o_proj) "
                           "is not modelled for kimi_linear.")

@@ -266,12 +266,14 @@ class Roofline:
         needed = {"decode": int(decode.xreplace(at_context))}
         fixed, per_sequence = linear(decode, S.b, at_context)
         max_batch = (capacity - fixed) // per_sequence
+        one_sequence = fixed + per_sequence  # batch 1's bytes, the larger phase's (max_batch 0: over capacity)
         max_context = longest_context(decode.xreplace({k: v for k, v in subs.items() if k != S.c}),
                                       capacity)
         if prompt is not None:
             needed["prefill"] = int(phases["prefill"].xreplace(subs))
             fixed_p, per_prompt = linear(phases["prefill"], S.b, subs)
             max_batch = min(max_batch, (capacity - fixed_p) // per_prompt)
+            one_sequence = max(one_sequence, fixed_p + per_prompt)
             if needed["prefill"] > capacity:
                 max_context = 0
         total = max(needed.values())
@@ -286,6 +288,8 @@ class Roofline:
             "fits": total <= capacity,
             "prefill_fits": needed.get("prefill", 0) <= capacity,
             "max_batch": max(max_batch, 0),
+            # what one sequence needs beyond the capacity (0 where one fits): "fits batch <= 0" said nothing of it
+            "one_sequence_over_bytes": max(one_sequence - capacity, 0),
             "max_context": max(max_context, 0),
             # max_context is memory's; the model stops here (none stated by a model without attention:
             # Mamba's configs give no context length, each sequence's cache a fixed recurrent state)

@@ -302,12 +302,14 @@ JSON_UNITS = {
                  "memory": "bytes", "fit": "bytes (memory, capacity)", "parallel": "bytes (per_rank, stages, communication, wire)",
                  "regime": "FLOP; crossover_seq_len: tokens"},
     "simulate": {"seconds": "seconds (every key ending in seconds, time_per_output_token, step_time)",
-                 "flops": "FLOP", "bytes": "bytes (memory, per_rank, stages, memory_capacity, *_bytes)",
+                 "flops": "FLOP", "bytes": "bytes (memory, per_rank, stages, memory_capacity, *_bytes; but "
+                                           "memory.max_batch: sequences, memory.max_context and model_context: tokens)",
                  "tokens_per_second": "tokens a second"},
     "plan": {"per_rank": "bytes", "step_time": "seconds", "time_per_output_token": "seconds",
              "last_step.seconds": "seconds", "*_seconds": "seconds", "memory_capacity": "bytes",
              "tokens_per_second": "tokens a second", "model_flops": "FLOP a step"},
-    "finetune": {"memory": "bytes", "fit": "bytes (memory, capacity)"},
+    "finetune": {"memory": "bytes; params, trainable_params: parameters (a count)",
+                 "fit": "bytes (memory, capacity, each option's memory)"},
     "serve": {"queueing, ttft, tpot, e2e, itl": "seconds", "*_s": "seconds", "*_per_s": "a second",
               "kv_use": "a fraction of the KV blocks", "setup.kv_cache": "bytes (*_bytes)"},
     "published": {"narayanan_2021_table_1": "params, params_eq2: parameters; tflops_*: TFLOP/s a GPU; seconds_ours: "

@@ -57,7 +57,6 @@ def test_class_default_exact_integer():
     (dict(KIMI, mlp_layer_types=["dense", "moe", "sparse", "sparse"]), "mlp_layer_types"),
     (dict(KIMI, linear_attn_config=dict(KIMI["linear_attn_config"], full_attn_layers=[0])), "full_attn_layers"),
     (dict(KIMI, hidden_act="gelu"), "hidden_act"),
-    (dict(KIMI, output_router_logits=True), "output_router_logits"),
     (dict(KIMI, attention_bias=True), "attention_bias"),
 ])
 def test_refused_configs(fields, message):

@@ -147,7 +147,7 @@ def test_every_json_names_its_units(capsys):
     sim = _json(["simulate", "--model", "llama2-7b", "--hardware", "h100", "--gen", "2"], capsys)
     assert sim["units"] == spec.JSON_UNITS["simulate"]
     tune = _json(["finetune", "--model", "llama2-7b", "--method", "lora"], capsys)
-    assert tune["units"] == {"memory": "bytes", "fit": "bytes (memory, capacity)"}
+    assert tune["units"] == spec.JSON_UNITS["finetune"] and tune["units"]["fit"] == "bytes (memory, capacity, each option's memory)"
 
 
 def test_gb200_and_geforce_names_as_gb300_and_nvidia_smi_take_them(capsys):

@@ -66,6 +66,11 @@ def test_a_preset_copy_with_its_bandwidth_edited_keeps_no_faster_gemv(tmp_path, 
               "--kv-cache", "static", "--cuda-graphs", "--decode-code", "gpt-fast", "--attention", "sdpa",
               "--weight-dtype", "int4", "--weight-group", "64", "--quant-layout", "torchao", "--quantize-head",
               "--json"]
+    assert cli.main(decode) == 2  # the kept rate is above the edited bandwidth (session 21: schema bound)
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and ("gemv_bandwidth_bytes_per_s (3.017e+12) must be at most "
+                                                   "bandwidth_bytes_per_s (2.4e+12)") in err
+    path.write_text(json.dumps(dict(data, bandwidth_bytes_per_s=3.9e12)))  # edited up: the H100 NVL's
     assert cli.main(decode) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "gemv_bandwidth_bytes_per_s is still h100-sxm's measured 3.017e+12" in err

@@ -9,8 +9,9 @@ What it measures, each the median of a few runs after a warm-up:
   under full load (20 s), then timed over a window (4 s), as S. Bekman's mamf-finder measures its
   MSMF; the rate over the peak (with --like) or over the grid's best (without) becomes the
   file's sustained_matmul_efficiency, what a training step's GEMMs run at;
-- memory bandwidth: a large copy (reads and writes); with --like, its ratio to the datasheet
-  becomes efficiency.memory;
+- memory bandwidth: a large copy (reads and writes), or the Dot's rate below where that is faster
+  (the schema holds the GEMV rate at or under the bandwidth); with --like, the copy's ratio to the
+  datasheet becomes efficiency.memory;
 - scaled_dot_product_attention at a few lengths (causal, head_dim 128): FLOP/s under the dense
   convention, recorded for comparison in `_measurements`;
 - the read-and-reduce rate (BabelStream's Dot beside its Copy, validate/device_rates.py): the
@@ -194,8 +195,14 @@ def measure_file(name: str, device: str = "cuda", dtypes: tuple[str, ...] = ("bf
                 f"to settle, {window_s:g} s timed), a {'64' if grid == 'quick' else '1024'} MiB copy; "
                 + "; ".join(kernel_rates["sources"]))
     if like is None:
+        # memory streams at least as fast as the faster of the copy and the Dot (a CPU's copy also reads its
+        # destination before writing it, which BabelStream does not count): the file's bandwidth, which the
+        # schema holds the GEMV rate under (hardware_schema._gemv_problem)
+        dot = kernel_rates["fields"]["gemv_bandwidth_bytes_per_s"]
+        if dot > bandwidth:
+            measured += "; bandwidth_bytes_per_s: the Dot's rate, above the copy's"
         data = {"name": name, "description": facts["description"], "flops_per_s": best,
-                "bandwidth_bytes_per_s": bandwidth, "memory_bytes": facts["memory_bytes"],
+                "bandwidth_bytes_per_s": max(bandwidth, dot), "memory_bytes": facts["memory_bytes"],
                 "efficiency": {"compute": 1.0, "memory": 1.0}, "default_dtype": dtypes[0],
                 "sm_count": facts["sm_count"], "memory_reserve_bytes": facts["memory_reserve_bytes"],
                 **({"architecture": facts["architecture"]} if "architecture" in facts else {}),
