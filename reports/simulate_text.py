@@ -208,6 +208,9 @@ def _fit_limits(m: dict[str, Any], hw: dict[str, Any]) -> str:
     if m["weights"] > usable:
         return (f"the weights alone ({binary_bytes(m['weights'])}) exceed {capacity}: spread them over "
                 "GPUs (--tp)")
+    if m.get("max_batch") == 0 and m.get("one_sequence_over_bytes"):
+        return (f"one sequence of this prompt does not fit: it needs "
+                f"{binary_bytes(m['one_sequence_over_bytes'])} more than the {capacity} usable")
     if not m.get("prefill_fits", True):
         return (f"the prefill of this prompt ({binary_bytes(m['bytes_by_phase']['prefill'])}) does not "
                 f"fit in {capacity} at this batch; fits batch <= {m['max_batch']:,}")

@@ -85,6 +85,9 @@ def test_simulate_says_by_how_much_one_sequence_does_not_fit(capsys):
     assert (memory["max_batch"], memory["one_sequence_over_bytes"]) == (0, 5_256_436_895_744 - usable)
     memory = _json([*case, "--prompt", "100000", "--batch", "64"], capsys)["memory"]
     assert (memory["fits"], memory["max_batch"], memory["one_sequence_over_bytes"]) == (False, 1, 0)
+    code, out, _ = run_main([*case, "--prompt", "10000000"], capsys)  # the text says it too
+    assert code == 0 and "fits batch <= 0" not in out
+    assert "one sequence of this prompt does not fit: it needs 4.71 TiB more than the 71.50 GiB usable" in out
 
 
 def test_kimi_linear_reads_output_router_logits(tmp_path, capsys):
