@@ -140,8 +140,13 @@ def device_facts(device: str) -> dict[str, Any]:
         torch.cuda.init()
         free, total = torch.cuda.mem_get_info()
         props = torch.cuda.get_device_properties(0)
-        workspaces = cublas_workspaces()["total_beside_tensors"]
-        return {"description": props.name, "memory_bytes": total, "memory_reserve_bytes": total - free + workspaces,
+        workspaces = cublas_workspaces()
+        spent = workspaces["total_beside_tensors"]
+        reserve = (f"memory_reserve_bytes: the CUDA context (total - free after initialisation, {total - free:,} B) and "
+                   f"torch's cuBLAS workspaces ({spent:,} B, validate/device_rates.py cublas_workspaces: "
+                   f"{workspaces['method']})")
+        return {"description": props.name, "memory_bytes": total, "memory_reserve_bytes": total - free + spent,
+                "reserve_method": reserve, "reserve_parts": {"context": total - free, "cublas_workspaces": workspaces},
                 "sm_count": props.multi_processor_count,
                 "versions": f"torch {torch.__version__}, CUDA {torch.version.cuda}, driver {_driver()}"}
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -193,7 +198,7 @@ def measure_file(name: str, device: str = "cuda", dtypes: tuple[str, ...] = ("bf
     measured = (f"measured {today} by validate/hardware_file.py on {facts['description']} ({facts['versions']}): "
                 f"the best of a GEMM grid of {len(GRIDS[grid])} shapes per dtype, that shape sustained ({settle_s:g} s "
                 f"to settle, {window_s:g} s timed), a {'64' if grid == 'quick' else '1024'} MiB copy; "
-                + "; ".join(kernel_rates["sources"]))
+                + "; ".join(kernel_rates["sources"] + ([facts["reserve_method"]] if "reserve_method" in facts else [])))
     if like is None:
         # memory streams at least as fast as the faster of the copy and the Dot (a CPU's copy also reads its
         # destination before writing it, which BabelStream does not count): the file's bandwidth, which the
@@ -223,7 +228,8 @@ def measure_file(name: str, device: str = "cuda", dtypes: tuple[str, ...] = ("bf
     data.update(kernel_rates["fields"])
     data["_measurements"] = {"gemm": grids, "sustained_gemm": sustained, "attention": attention,
                              "copy_bandwidth_bytes_per_s": bandwidth, **kernel_rates["measurements"],
-                             "device": facts["description"], "versions": facts["versions"], "date": today}
+                             "device": facts["description"], "versions": facts["versions"], "date": today,
+                             **({"memory_reserve": facts["reserve_parts"]} if "reserve_parts" in facts else {})}
     return data
 
 
