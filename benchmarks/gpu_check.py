@@ -9,6 +9,10 @@ the model is built in that dtype and AdamW keeps its moments in it; no autocast)
   validate.measure.cuda_peak_memory (torch.cuda.max_memory_allocated) beside
   costmodel.peak.training_peak_bytes with the CUDA default AdamW (foreach: one parameter-sized
   temporary; `step` on the host). On --device cpu: MemTracker beside the single-tensor model.
+  On CUDA, torch's cuBLAS workspaces are made before the first row and measured
+  (validate/device_rates.py cublas_workspaces); each row also gives the peak's error net of them
+  (`train_peak_tensors_rel`): the tree counts tensors, the hardware's memory_reserve_bytes the
+  workspaces.
 - peak memory of prefill + decode (decoders) or a no-grad forward (BERT) beside
   costmodel.peak.inference_peak_bytes (the larger inference phase: weights, KV cache, logits, ids).
 - times (median of --repeats, torch.cuda.synchronize around each): prefill, one decode step,
@@ -196,6 +200,10 @@ def check_model(cfg, batch, seq_len, gen_tokens, args) -> dict:
         "params": sum(p.numel() for p in model.parameters()),
         "train_peak_measured": memory["train_step_peak"], "train_peak_analytic": analytic["total"],
         "train_peak_rel": rel(analytic["total"], memory["train_step_peak"]),
+        # the peak net of torch's cuBLAS workspaces (created before the first row, main(); they are
+        # allocated through the caching allocator, so max_memory_allocated counts them, but they are
+        # not tensors: the hardware's memory_reserve_bytes holds them), beside the tree's tensors
+        "train_peak_tensors_rel": rel(analytic["total"], memory["train_step_peak"] - args.workspace_bytes),
         "train_peak_phase": analytic["phase"], "attention": args.attention,
         # memory_allocated before the step (weights, inputs and what earlier rows' matmuls left:
         # the cuBLAS workspaces, benchmarks/cuda_workspace.py) beside the analytic weights + inputs
@@ -216,6 +224,7 @@ def check_model(cfg, batch, seq_len, gen_tokens, args) -> dict:
 COLUMNS = [
     ("model", "model"), ("b x n", None), ("phase", "train_peak_phase"), ("train peak measured", "train_peak_measured"),
     ("train peak analytic", "train_peak_analytic"), ("rel", "train_peak_rel"),
+    ("rel, net of cuBLAS workspaces", "train_peak_tensors_rel"),
     ("infer peak measured", "inference_peak_measured"),
     ("infer analytic (lower bd)", "inference_peak_analytic_lower_bound"),
     ("prefill s", "prefill_s"), ("roofline", "prefill_roofline_s"),
@@ -281,6 +290,14 @@ def main(argv: list[str] | None = None) -> int:
     suffix = "" if args.device == "cuda" else "_cpu"
     out = Path(args.out) if args.out else ROOT / "benchmarks" / f"results_gpu_check{suffix}"
 
+    # torch's cuBLAS workspaces, made now (cleared and measured: validate/device_rates.py) so that
+    # every row's peak holds the same ones, not the first row's alone
+    workspaces = None
+    if args.device == "cuda":
+        from validate.device_rates import cublas_workspaces
+
+        workspaces = cublas_workspaces()
+    args.workspace_bytes = workspaces["total_beside_tensors"] if workspaces else 0
     rows = []
     for cfg, batch, seq_len, gen_tokens in models(args.device):
         print(f"{cfg.name}: b={batch} n={seq_len} T={gen_tokens} ...", file=sys.stderr, flush=True)
@@ -297,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".md").write_text(table)
-    out.with_suffix(".json").write_text(json.dumps({"note": note, "rows": rows, "host_per_op": host}, indent=1))
+    out.with_suffix(".json").write_text(json.dumps({"note": note, "rows": rows, "host_per_op": host,
+                                                       "cublas_workspaces": workspaces}, indent=1))
     print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}", file=sys.stderr)
     if args.measure_hardware:
         measure_hardware(Path(args.measure_hardware), args.device, args.hardware)
