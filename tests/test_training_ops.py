@@ -116,3 +116,15 @@ def test_no_host_term_where_the_step_is_not_a_counted_eager_one():
     assert "host" not in _step(gpt2, _workload(1), measured, layout=Layout(dp=2))
     assert "host" not in _step(gpt2, _workload(1), load_hardware("h200"))
     assert "host" not in _step(load_preset("llama2-70b").replace(n_decoder_layers=2), _workload(1), measured)
+
+
+def test_the_findings_table_has_the_18_recorded_training_rows_and_the_small_ones_are_host_bound():
+    """validate/training_host_table.py (validate/FINDINGS.md): 6 rows x 3 files; every batch-1 row
+    host-bound at h200-measured.json's 6.55 us an op, every larger row bound by its kernels."""
+    from validate.training_host_table import table
+
+    rows = [line.split(" | ") for line in table().splitlines()[2:]]
+    assert len(rows) == 18
+    assert all(row[11] == ("host" if row[2].startswith("1x") else "kernels") for row in rows)
+    gpt2 = next(row for row in rows if row[0] == "| _fp32" and row[1] == "gpt2" and row[2] == "1x128")
+    assert gpt2[6:9] == ["2,349", "15.4 ms", "15.4 ms"]

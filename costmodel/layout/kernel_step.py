@@ -83,15 +83,17 @@ def eager_training(estimate: ParallelEstimate, compiled: bool, autocast: bool = 
 def training_host_ops(estimate: ParallelEstimate, timer: KernelTimer, autocast: bool = False) -> int | None:
     """The ops an eager training step issues on the host (eager_ops.training_step_ops), where the
     kernel model weighs them against its kernels: a training step on one GPU (the counted step has
-    no collectives), one micro-batch, no recomputation, no FP8, not compiled, not under autocast,
-    on a hardware that issues ahead and states an op's time (KernelTimer.host_s_per_op); else None."""
-    layout, workload = estimate.layout, estimate.workload
+    no collectives), no FP8, not compiled, not under autocast, on a hardware that issues ahead and
+    states an op's time (KernelTimer.host_s_per_op); else None. The count is the plain loop's
+    (forward, backward, torch's AdamW): a lower bound where the step issues more, which only adds
+    ops (recomputation's second forward, micro-batches' passes, FSDP2's hooks, DeepSpeed's engine)."""
+    layout = estimate.layout
     if (estimate.phase != "train" or timer.host_s_per_op is None or autocast or layout.gpus != 1
-            or layout.microbatches != 1 or layout.fp8 is not None or workload.recompute != "none"):
+            or layout.fp8 is not None):
         return None
     from ..eager_ops import training_step_ops
 
-    return training_step_ops(estimate.cfg, workload)
+    return training_step_ops(estimate.cfg, estimate.workload)
 
 
 def _rank_key(estimate: ParallelEstimate, fused_attention: bool, compiled: bool,
