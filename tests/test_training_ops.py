@@ -128,3 +128,18 @@ def test_the_findings_table_has_the_18_recorded_training_rows_and_the_small_ones
     assert all(row[11] == ("host" if row[2].startswith("1x") else "kernels") for row in rows)
     gpt2 = next(row for row in rows if row[0] == "| _fp32" and row[1] == "gpt2" and row[2] == "1x128")
     assert gpt2[6:9] == ["2,349", "15.4 ms", "15.4 ms"]
+
+
+@pytest.mark.parametrize("microbatches", [1, 2])
+def test_the_kernels_side_is_the_step_less_its_per_block_launches(microbatches):
+    """kernels_seconds is the step without the host term, less every micro-batch's launches: the
+    same step on a hardware with no per-block overhead."""
+    import dataclasses
+
+    hardware = load_hardware(str(H200_MEASURED))
+    quiet = dataclasses.replace(hardware, overhead_s_per_block=0.0)
+    gpt2, layout = load_preset("gpt2"), Layout(dp=1, microbatches=microbatches)
+    with_launches = _step(gpt2, _workload(4, 512), hardware, layout=layout)["host"]
+    without = _step(gpt2, _workload(4, 512), quiet, layout=layout)["host"]
+    assert with_launches["kernels_seconds"] == pytest.approx(without["without_host_seconds"], rel=1e-12)
+    assert with_launches["without_host_seconds"] > without["without_host_seconds"]

@@ -228,9 +228,9 @@ class KernelStepTime(StepTime):
         host = self.timer.host_seconds(ops)
         if host is None:
             return step
-        stage = self.estimate.stages[0]
-        launches = 3 * sum(count * self.part_seconds.get(key, (0.0, 0))[1]
-                           for key, count in self.part_runs(stage).items()) * self.overhead_s
+        stage = self.estimate.stages[0]  # one GPU: one stage; each micro-batch's passes launch (StepTime.compute)
+        launches = self.estimate.layout.microbatches * 3 * self.overhead_s * sum(
+            count * self.part_seconds.get(key, (0.0, 0))[1] for key, count in self.part_runs(stage).items())
         kernels = step["seconds"] - launches
         seconds = max(kernels, host)
         tokens = step["tokens_per_second"] * step["seconds"]
