@@ -21,7 +21,10 @@ transformers module (validate/eager_op_counts.py, checked again by tests/test_ea
     "eager_step_ops": gpt-fast's Transformer, validate/gpt_fast_ops.py; Hugging Face generate,
     validate/generate_ops.py): on a GPU the host issues
     them ahead of the GPU, so an eager step takes the longer of their host time and the kernels'
-    (kernel_time.host_bound_seconds).
+    (kernel_time.host_bound_seconds);
+  - the ops one eager training step of a counted Hugging Face model issues on one GPU, all told
+    (kernel_facts.json "eager_training_ops": forward with the loss, backward, AdamW's foreach step,
+    zero_grad; validate/training_ops.py): the same rule, in layout/kernel_step.KernelStepTime.step.
 """
 
 from __future__ import annotations
