@@ -19,7 +19,11 @@ the model is built in that dtype and AdamW keeps its moments in it; no autocast)
   one training step, beside the roofline of costmodel.roofline (Roofline.prefill / .decode,
   training_step) on the h200 preset (--hardware to change; benchmarks/h200-measured.json is an H200's
   measured file), and in the JSON the kernel model's prefill and decode step (simulate --time-model kernels,
-  with its eager host term where the hardware states an op's time).
+  with its eager host term where the hardware states an op's time); the kernel model's training step
+  (simulate --train --dp 1 --time-model kernels, costmodel/layout/kernel_step.py) on --hardware as it
+  is, and again with this run's measured host time per op (module_s_per_op and dispatch_s_per_op
+  below) in the file: an eager step of a counted model (kernel_facts.json "eager_training_ops",
+  train_host_ops) takes the longer of its kernels and its ops at that time.
 
 Then the host's time per op on the device (host_per_op): one bare op's (validate/calibrate.py
 dispatch_s_per_op, an add of two 1-element tensors) and an op of eager module code's
@@ -133,7 +137,17 @@ def measure_memory(model, inputs, prompt, gen_tokens, loss_fn, device, decoder) 
     return out
 
 
-def check_model(cfg, batch, seq_len, gen_tokens, args) -> dict:
+def kernel_training(cfg, workload, hardware) -> dict:
+    """The kernel model's training step on one GPU (a layout of --dp 1: no collectives) and its
+    host term where it applies (layout/kernel_step.KernelStepTime.step)."""
+    from costmodel.layout.spec import Layout
+    from costmodel.layout.timing import simulate_training as layout_training
+
+    step = layout_training(cfg, workload, Layout(dp=1), hardware, time_model="kernels")["step"]
+    return {"seconds": step["seconds"], "host": step.get("host")}
+
+
+def check_model(cfg, batch, seq_len, gen_tokens, args, host_per_op: dict) -> dict:
     import torch
 
     from costmodel.config import Workload
@@ -190,6 +204,15 @@ def check_model(cfg, batch, seq_len, gen_tokens, args) -> dict:
     # hardware states an op's time: a measured file's module_s_per_op), as `simulate` runs it
     kernels = simulate_inference(cfg, hardware, prompt=seq_len, gen=2, batch=batch, dtype=args.dtype,
                                  attention=args.attention, time_model="kernels") if decoder else None
+    # the kernel model's training step: on the file as it is, and with this run's host time per op
+    import dataclasses
+
+    from costmodel.eager_ops import training_step_ops
+
+    train_kernels = kernel_training(cfg, workload, hardware)
+    run_op = dataclasses.replace(hardware, module_s_per_op=host_per_op["module_s_per_op"],
+                                 dispatch_s_per_op=host_per_op["dispatch_s_per_op"])
+    train_run_op = kernel_training(cfg, workload, run_op)
 
     def rel(a, m):
         return None if a is None or m is None else (a - m) / m
@@ -214,6 +237,9 @@ def check_model(cfg, batch, seq_len, gen_tokens, args) -> dict:
         "prefill_s": prefill_s, "prefill_roofline_s": predicted_prefill,
         "decode_step_s": decode_s, "decode_roofline_s": predicted_decode,
         "train_step_s": train_s, "train_roofline_s": predicted_train,
+        "train_kernel_model_s": train_kernels["seconds"], "train_kernel_model_host": train_kernels["host"],
+        "train_host_ops": training_step_ops(cfg, workload),
+        "train_kernel_model_run_op_s": train_run_op["seconds"], "train_kernel_model_run_op_host": train_run_op["host"],
         "prefill_kernel_model_s": kernels["prefill"]["seconds"] if kernels else None,
         "decode_kernel_model_s": kernels["decode"]["first_token"]["seconds"] if kernels else None,
         "decode_host_ops": kernels["decode"]["host"]["ops_per_step"] if kernels else None,
@@ -229,7 +255,8 @@ COLUMNS = [
     ("infer analytic (lower bd)", "inference_peak_analytic_lower_bound"),
     ("prefill s", "prefill_s"), ("roofline", "prefill_roofline_s"),
     ("decode s", "decode_step_s"), ("roofline", "decode_roofline_s"),
-    ("train s", "train_step_s"), ("roofline", "train_roofline_s"),
+    ("train s", "train_step_s"), ("roofline", "train_roofline_s"), ("kernel model", "train_kernel_model_s"),
+    ("host ops", "train_host_ops"), ("kernels, run's op time", "train_kernel_model_run_op_s"),
 ]
 
 
@@ -298,15 +325,16 @@ def main(argv: list[str] | None = None) -> int:
 
         workspaces = cublas_workspaces()
     args.workspace_bytes = workspaces["total_beside_tensors"] if workspaces else 0
+    # the host's time per op first: the kernel model's training step is timed with it too
+    host = host_per_op(args.device, None if args.device == "cuda" else 101)
     rows = []
     for cfg, batch, seq_len, gen_tokens in models(args.device):
         print(f"{cfg.name}: b={batch} n={seq_len} T={gen_tokens} ...", file=sys.stderr, flush=True)
-        rows.append(check_model(cfg, batch, seq_len, gen_tokens, args))
+        rows.append(check_model(cfg, batch, seq_len, gen_tokens, args, host))
     device_name = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
     note = (f"gpu_check on {device_name}, {args.dtype} (no autocast), {args.attention} attention, "
-            f"roofline: {args.hardware}; "
+            f"roofline and kernel model: {args.hardware}; kernel model with this run's host time per op too; "
             f"peaks in bytes, times in seconds (median of {args.repeats})")
-    host = host_per_op(args.device, None if args.device == "cuda" else 101)
     table = markdown(rows, note) + (
         f"\nhost per op on the {args.device}: a bare add {host['dispatch_s_per_op'] * 1e6:.2f} us, eager module "
         f"code {host['module_s_per_op'] * 1e6:.2f} us ({host['module_ops']} ops a forward): "

@@ -21,7 +21,10 @@ transformers module (validate/eager_op_counts.py, checked again by tests/test_ea
     "eager_step_ops": gpt-fast's Transformer, validate/gpt_fast_ops.py; Hugging Face generate,
     validate/generate_ops.py): on a GPU the host issues
     them ahead of the GPU, so an eager step takes the longer of their host time and the kernels'
-    (kernel_time.host_bound_seconds).
+    (kernel_time.host_bound_seconds);
+  - the ops one eager training step of a counted Hugging Face model issues on one GPU, all told
+    (kernel_facts.json "eager_training_ops": forward with the loss, backward, AdamW's foreach step,
+    zero_grad; validate/training_ops.py): the same rule, in layout/kernel_step.KernelStepTime.step.
 """
 
 from __future__ import annotations
@@ -157,3 +160,23 @@ def step_ops(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache
     sliding = cfg.n_window_layers if "sliding_per_layer" in counts else 0  # decoder-only families here
     return ((counts["per_layer"] + grouped) * (cfg.n_layers - sliding)
             + (counts.get("sliding_per_layer", 0) + grouped) * sliding + counts["per_step"])
+
+
+def training_step_ops(cfg: Any, workload: Any) -> int | None:
+    """The aten ops one eager training step of this config and workload issues on one device
+    (kernel_facts.json "eager_training_ops": the forward with the loss, backward, AdamW's foreach
+    step and zero_grad of a Hugging Face model, validate/training_ops.py): per_layer x the layers
+    + per_step, batch 1's counts at batch 1 and batch_many's above. None where no counted
+    implementation matches: another family or structure (a bias, a window, experts...), fewer
+    key/value heads than query heads (repeat_kv's ops, not counted), another attention, dtype or
+    implementation (impl "hf" only), or quantized weights. The caller decides the step is eager
+    (layout/kernel_step.training_host_ops)."""
+    if workload.weight_format is not None or cfg.n_kv_heads != cfg.n_heads:
+        return None
+    entry = _matching("eager_training_ops", cfg, lambda entry: (
+        workload.attention == entry["attention"] and workload.dtype == entry["dtype"]
+        and workload.impl == entry["impl"]))
+    if entry is None:
+        return None
+    counts = entry["ops"]["batch_1" if workload.batch == 1 else "batch_many"]
+    return counts["per_layer"] * cfg.n_layers + counts["per_step"]

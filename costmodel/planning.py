@@ -169,6 +169,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         feasible += result["feasible"]
         infeasible += result["infeasible"]
         nearest = result.get("nearest", nearest)
+    host_bound = host_note(feasible, chosen)
+    notes += [host_bound] if host_bound else []
     data: dict[str, Any] = {"feasible": feasible, "infeasible": infeasible}
     if serve:
         key = "time_per_output_token" if rank_by == "time" else None
@@ -193,3 +195,16 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                       "rank_by": rank_by,
                       "memory_capacity": chosen.serving_memory_bytes if serve else chosen.training_memory_bytes}
     return PlanResult(data, warnings, notes)
+
+
+def host_note(feasible: list[dict[str, Any]], hardware: Any) -> str | None:
+    """Where some layouts' eager steps take their counted host ops' time (layout/kernel_step.py:
+    Hugging Face code on one GPU) and others' code is not counted, one line saying so; else None."""
+    counted = [entry for entry in feasible if "host" in entry]
+    if not counted or len(counted) == len(feasible):
+        return None
+    ops = sorted({entry["host"]["ops_per_step"] for entry in counted})
+    return (f"{len(counted)} of the {len(feasible)} layouts run Hugging Face's eager code, whose step issues "
+            f"{ops[0]:,} ops or more (kernel_facts.json eager_training_ops) at {hardware.eager_op_s * 1e6:.2f} us "
+            "each on the host: each takes the longer of that and its kernels; the others' code issues ops "
+            "not counted, so no host time is charged to them.")

@@ -37,6 +37,12 @@ def render_parallel_training(r: dict[str, Any]) -> str:
     if step.get("overlap_contention_seconds"):  # compute slowed under the hidden collectives
         out.append(f"  {'overlap contention':<22}{seconds(step['overlap_contention_seconds']):>10}   "
                    f"(compute under {seconds(step['hidden_communication_seconds'])} of hidden communication)")
+    host = step.get("host")
+    if host:  # an eager step whose counted ops the kernel model weighs (layout/kernel_step.py)
+        out.append(f"  {'host (eager ops)':<22}{seconds(host['seconds_per_step']):>10}   "
+                   f"({host['ops_per_step']:,} ops issued on the host; the kernels take "
+                   f"{seconds(host['kernels_seconds'])}: the step is the longer, "
+                   f"{'host-bound' if host['bound'] else 'kernel-bound'})")
     if "mfu_measured" in r:
         out.append(f"  MFU of the measured step: {100 * r['mfu_measured']:.1f}%")
     out += _train_cost(r)

@@ -147,3 +147,12 @@ def test_gpu_check_exits_2_without_a_gpu_and_dry_runs_on_cpu(tmp_path, capsys):
     assert [r["train_peak_analytic"] for r in rows] == [r["train_peak_measured"] for r in rows]
     assert all(r["train_roofline_s"] > 0 and r["prefill_roofline_s"] > 0 for r in rows)
     assert "| gpt2-tiny | 2x32 | optimizer_step |" in (tmp_path / "r.md").read_text()
+    # an eager training step's host ops (kernel_facts.json eager_training_ops, batch > 1): GPT-2's
+    # 190 a layer x 2 + 95, BERT's 217 x 2 + 75; the tiny Llama's 2 KV heads of 4 are not counted.
+    # With this run's measured op time the kernel model's step is at least those ops' host time.
+    assert [r["train_host_ops"] for r in rows] == [190 * 2 + 95, None, 217 * 2 + 75]
+    host = json.loads((tmp_path / "r.json").read_text())["host_per_op"]["module_s_per_op"]
+    for row in (rows[0], rows[2]):
+        assert row["train_kernel_model_run_op_s"] >= row["train_host_ops"] * host
+        assert row["train_kernel_model_run_op_host"]["ops_per_step"] == row["train_host_ops"]
+    assert rows[1]["train_kernel_model_run_op_host"] is None

@@ -80,6 +80,22 @@ def eager_training(estimate: ParallelEstimate, compiled: bool, autocast: bool = 
     return eager_training_implementation(estimate.cfg, estimate.workload)
 
 
+def training_host_ops(estimate: ParallelEstimate, timer: KernelTimer, autocast: bool = False) -> int | None:
+    """The ops an eager training step issues on the host (eager_ops.training_step_ops), where the
+    kernel model weighs them against its kernels: a training step on one GPU (the counted step has
+    no collectives), no FP8, not compiled, not under autocast, on a hardware that issues ahead and
+    states an op's time (KernelTimer.host_s_per_op); else None. The count is the plain loop's
+    (forward, backward, torch's AdamW): a lower bound where the step issues more, which only adds
+    ops (recomputation's second forward, micro-batches' passes, FSDP2's hooks, DeepSpeed's engine)."""
+    layout = estimate.layout
+    if (estimate.phase != "train" or timer.host_s_per_op is None or autocast or layout.gpus != 1
+            or layout.fp8 is not None):
+        return None
+    from ..eager_ops import training_step_ops
+
+    return training_step_ops(estimate.cfg, estimate.workload)
+
+
 def _rank_key(estimate: ParallelEstimate, fused_attention: bool, compiled: bool,
               autocast: bool = False) -> dict[str, Any]:
     """Everything a rank's kernels depend on (not dp: no leaf's cost does): the rank's values,
@@ -201,6 +217,29 @@ class KernelStepTime(StepTime):
                    attention_kernel=attention_kernel)
         # ... and the recipe's casts beside them, memory-bound at the dtype's timer (layout/fp8.py).
         self.casts = fp8_casts(estimate, hardware)
+
+    def step(self) -> dict[str, Any]:
+        """StepTime's step; an eager training step of a counted implementation on a GPU whose
+        hardware states an op's host time takes the longer of its kernels (less their per-block
+        launches, which the host's term stands for) and its ops at that time
+        (kernel_time.host_bound_seconds, as an eager decoding step does): "host" says which."""
+        step = super().step()
+        ops = training_host_ops(self.estimate, self.timer, self.autocast)
+        host = self.timer.host_seconds(ops)
+        if host is None:
+            return step
+        stage = self.estimate.stages[0]  # one GPU: one stage; each micro-batch's passes launch (StepTime.compute)
+        launches = self.estimate.layout.microbatches * 3 * self.overhead_s * sum(
+            count * self.part_seconds.get(key, (0.0, 0))[1] for key, count in self.part_runs(stage).items())
+        kernels = step["seconds"] - launches
+        seconds = max(kernels, host)
+        tokens = step["tokens_per_second"] * step["seconds"]
+        scale = step["seconds"] / seconds
+        step.update(seconds=seconds, tokens_per_second=tokens / seconds, mfu=step["mfu"] * scale,
+                    hfu=step["hfu"] * scale, tflops_per_gpu=step["tflops_per_gpu"] * scale,
+                    host={"ops_per_step": ops, "seconds_per_step": host, "kernels_seconds": kernels,
+                          "without_host_seconds": step["seconds"], "bound": host >= kernels})
+        return step
 
     @cached_property
     def part_kernels(self) -> dict[str, int]:

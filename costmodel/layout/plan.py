@@ -224,7 +224,9 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
                              "communication": sum(step["exposed_communication_seconds"].values()),
                              "bubble": step["bubble_seconds"], "optimizer": step["optimizer_seconds"],
                              "gradient_accumulation": step["gradient_accumulation_seconds"]},
-                         "tokens_per_second": step["tokens_per_second"], "model_flops": step["model_flops"]})
+                         "tokens_per_second": step["tokens_per_second"], "model_flops": step["model_flops"],
+                         # an eager step whose counted host ops the kernel model weighs (layout/kernel_step.py)
+                         **({"host": step["host"]} if "host" in step else {})})
     if not feasible and not infeasible:
         raise ConfigError(f"no layout of {cfg.name!r} on {gpus} GPUs can run: {problems[0]}" if problems else
                           f"no layout of {cfg.name!r} on {gpus} GPUs splits the global batch of "
