@@ -34,6 +34,7 @@ import sympy as sp
 from .config import ConfigError, ModelConfig, Workload
 from .evaluate import exact, values
 from .memory import PHASE_QUANTITIES, activation_bytes, inference_bytes, inference_phases
+from .leaf import Leaf
 from .tree import CostModel, profile_for
 
 OPTIMIZER_IMPLS = ("single", "foreach", "fused")
@@ -64,6 +65,57 @@ def training_peak_expressions(model: CostModel) -> dict[str, sp.Expr]:
     }
 
 
+def walked_leaves(model: CostModel) -> list[tuple[Leaf, Leaf | None]]:
+    """The leaves backward runs first, in its order, each with the leaf before it in the forward
+    (None: none walked): the head and loss, then one run of the last stack's layer, whose first
+    leaf follows the layer's last (the layer before it is alike). Only where the stack's layers
+    are all of one kind."""
+    leaves = [leaf for leaf in model.leaves if leaf.part != "optimizer"]
+    head = [leaf for leaf in leaves if leaf.part in ("head", "loss")]
+    last = head[0].stack if head else None
+    layer = [leaf for leaf in leaves if leaf.in_layer and leaf.stack == last]
+    if not layer or any(leaf.kind is not None for leaf in layer) or leaves[-len(head) - 1] is not layer[-1]:
+        layer = []
+    forward = layer + head
+    before = {id(leaf): forward[i - 1] if i else (layer[-1] if layer else None) for i, leaf in enumerate(forward)}
+    return [(leaf, before[id(leaf)]) for leaf in reversed(forward)]
+
+
+def backward_moments(model: CostModel, start: sp.Expr) -> list[sp.Expr]:
+    """Live bytes at each moment of backward from `start` (the live bytes when it begins), through
+    the leaves that state their backward (Block.backward), in walked_leaves' order, until the
+    first that does not: each step's allocations (its gradients, and its weight gradients in the
+    precision policy's bytes) make a moment, then its frees; the gradient a leaf receives goes after
+    its first step, the output a leaf kept for the next goes after that one's backward, and a
+    residual add's gradient waits on the skip until the branch's reaches the sublayer's input."""
+    moments, live = [start], start
+    flowing, owned, held = sp.Integer(0), True, []
+    walked = walked_leaves(model)
+    for i, (leaf, before) in enumerate(walked):
+        back = leaf.block.backward()
+        if back is None:
+            break
+        if back.skip:
+            held.append((flowing, back.skip))
+            owned = False
+            continue
+        for k, step in enumerate(back.steps):
+            live += step.allocated + leaf.per_param.gradients * step.params
+            moments.append(live)
+            live -= step.freed + (flowing if k == 0 and owned else 0)
+        flowing, owned = back.grad_input, True
+        kept = before.block.backward() if before is not None else None
+        live -= kept.output_kept if kept is not None else 0
+        following = walked[i + 1][0] if i + 1 < len(walked) else None
+        if held and (following is None or following.sublayer != leaf.sublayer):
+            skipped, merged = held.pop()
+            live += merged
+            moments.append(live)
+            live -= skipped + flowing
+            flowing = merged
+    return moments
+
+
 def training_peak_bytes(cfg: ModelConfig, workload: Workload, optimizer_impl: str = "single",
                         device: str = "cpu") -> dict[str, int | str]:
     """Every term as an exact integer, the candidate peaks and the larger one ("total").
@@ -86,9 +138,12 @@ def training_peak_bytes(cfg: ModelConfig, workload: Workload, optimizer_impl: st
     state = terms["adam_moments"] + terms["adam_steps"]
     step = outside + state + terms["gradients"] + terms["optimizer_temporaries"] + terms["loss"]
     forward = outside + terms["activations"] + terms["loss"] + terms["loss_gradients"]
-    return {**terms, "optimizer_step": step, "forward_end": forward, "total": max(step, forward),
-            "phase": "optimizer_step" if step >= forward else "forward_end",
-            "steady_forward_end": forward + state, "steady_total": max(step, forward + state)}
+    start = forward - exact(model.total("saved_input_bytes"), subs)
+    walk = max(exact(moment, subs) for moment in backward_moments(model, start))
+    candidates = {"optimizer_step": step, "forward_end": forward, "backward": walk}
+    phase = max(candidates, key=candidates.get)  # the first of equals: the optimizer step's, then forward_end's
+    return {**terms, **candidates, "total": candidates[phase], "phase": phase,
+            "steady_forward_end": forward + state, "steady_total": max(step, forward + state, walk + state)}
 
 
 def parameter_tensors(cfg: ModelConfig, workload: Workload) -> list[int]:
