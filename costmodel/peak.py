@@ -86,7 +86,8 @@ def backward_moments(model: CostModel, start: sp.Expr) -> list[sp.Expr]:
     the leaves that state their backward (Block.backward), in walked_leaves' order, until the
     first that does not: each step's allocations (its gradients, and its weight gradients in the
     precision policy's bytes) make a moment, then its frees; the gradient a leaf receives goes after
-    its first step, the output a leaf kept for the next goes after that one's backward, and a
+    its first step, the output a leaf kept for the next goes after that one's step that keeps it
+    (Backward.input_step), and a
     residual add's gradient waits on the skip until the branch's reaches the sublayer's input."""
     moments, live = [start], start
     flowing, owned, held = sp.Integer(0), True, []
@@ -99,13 +100,13 @@ def backward_moments(model: CostModel, start: sp.Expr) -> list[sp.Expr]:
             held.append((flowing, back.skip))
             owned = False
             continue
+        kept = before.block.backward() if before is not None else None
         for k, step in enumerate(back.steps):
             live += step.allocated + leaf.per_param.gradients * step.params
             moments.append(live)
             live -= step.freed + (flowing if k == 0 and owned else 0)
+            live -= kept.output_kept if kept is not None and k == back.input_step % len(back.steps) else 0
         flowing, owned = back.grad_input, True
-        kept = before.block.backward() if before is not None else None
-        live -= kept.output_kept if kept is not None else 0
         following = walked[i + 1][0] if i + 1 < len(walked) else None
         if held and (following is None or following.sublayer != leaf.sublayer):
             skipped, merged = held.pop()

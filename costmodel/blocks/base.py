@@ -200,13 +200,14 @@ class Backward:
     the first (the node that consumes it is done), unless a residual add also sends it along the
     skip. grad_input: bytes of the gradient it passes back (allocated in its steps, live after
     them; 0 when it passes a view). output_kept: its output, counted in its saved bytes and kept by
-    the next block, which frees it when its backward is done. skip: a residual add, whose
+    the next block, which frees it when its step input_step is done (-1: its last). skip: a residual add, whose
     received gradient also flows along the skip until the branch's gradient reaches the
     sublayer's input, where the two are summed into a new tensor of `skip` bytes."""
 
     steps: tuple[BackwardStep, ...] = ()
     grad_input: Expr = ZERO
     output_kept: Expr = ZERO
+    input_step: int = -1
     skip: Expr = ZERO
 
 

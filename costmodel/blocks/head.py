@@ -101,12 +101,12 @@ class Pooler(Block):
         of the last hidden state's shape, b x len x d, the first token's rows filled) summed with
         the loss's gradient of the last hidden state into a new tensor, after which the dense
         layer's input gradient and select's output go. The last norm's output, which the dense
-        layer kept through its view, goes once this is done (that norm's output_kept)."""
+        layer kept through its view, goes with the dense layer's step (that norm's output_kept)."""
         pooled, hidden = S.e * S.b * S.d, S.e * self.tokens * S.d
         return Backward(steps=(BackwardStep(pooled, freed=pooled),
                                BackwardStep(pooled, params=self.cost().params, freed=pooled),
                                BackwardStep(2 * hidden, freed=pooled + hidden)),
-                        grad_input=hidden)
+                        grad_input=hidden, input_step=1)
 
 
 @dataclass(frozen=True)
