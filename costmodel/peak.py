@@ -16,9 +16,17 @@ transients (blocks.CrossEntropy: the gradients of its log-softmax output and of 
 the int64 targets freed by then) + inputs + buffers, plus, in a steady-state step (m, v already
 exist, gradients were set to None), the moments and steps. It wins when the activations exceed
 gradients + moments + temporaries; `phase` says which candidate is larger. MemTracker measures
-step one, which has no moments before the AdamW step. Without an lm head (BERT, loss = sum of the
-outputs) the backward peak lies later, among backward's transients: this candidate is then 4% low
-(bert d=64, b=4, n=256: 36,276,996 vs 37,720,584 measured).
+step one, which has no moments before the AdamW step.
+
+A third candidate walks backward (backward_moments): without an lm head (BERT, loss = sum of the
+outputs) the peak lies later, among backward's transients: the FFN output matrix's gradients or
+the attention probabilities' gradient in the last layer. From the live bytes at the start of
+backward (forward_end, counting once the ids the embeddings keep) it takes each leaf's backward as
+its block states it (Block.backward: what it allocates, what it frees), from the loss through the
+head and one run of the last layer, and the peak is the largest moment (exact against MemTracker
+for BERT at six sizes: tests/test_peak_backward.py; the start of backward was 1-7% low). An LM's
+walk stops at once: the cross-entropy does not state its backward, its start already holds the
+logits' gradients, and its candidates are unchanged.
 
 Every term is a sum over the training tree's leaves (costmodel/tree.py) under the workload's
 precision policy ("pure" is what torch.optim does on a model built in one dtype, and what
@@ -126,9 +134,11 @@ def training_peak_bytes(cfg: ModelConfig, workload: Workload, optimizer_impl: st
     forward_end    = weights + activations + loss + loss_gradients + inputs + buffers
                      (the start of backward in step one, as MemTracker measures it: no moments
                      yet; loss_gradients already less the freed targets)
-    total          = max(optimizer_step, forward_end), "phase" names the larger
+    backward       = the largest moment of the walk through backward (backward_moments), from
+                     forward_end less the inputs the embeddings keep (counted in both terms)
+    total          = max(optimizer_step, forward_end, backward), "phase" names the larger
     steady_forward_end = forward_end + adam_moments + adam_steps   (any later step)
-    steady_total   = max(optimizer_step, steady_forward_end)
+    steady_total   = max(optimizer_step, steady_forward_end, backward + adam_moments + adam_steps)
     """
     if cfg.architecture == "encoder-decoder":
         raise ConfigError(f"model {cfg.name!r}: the training peak of encoder-decoders is not modelled.")
