@@ -18,7 +18,7 @@ from costmodel.evaluate import exact, values
 from costmodel.peak import backward_moments, training_model, training_peak_bytes, walked_leaves
 from costmodel.presets import load_preset
 from validate.compare import build, training_loss
-from validate.measure import peak_memory_memtracker
+from validate.measure import backward_live_bytes, peak_memory_memtracker
 
 
 def bert(d: int, d_ff: int, layers: int, heads: int = 4):
@@ -63,12 +63,29 @@ def test_memtracker_keeps_one_more_context_gradient_at_b_above_one():
     """At b > 1 the heads' gradient is copied (clone) before the weighted sum's backward, and the
     original (b x n x d) is freed at once in a plain run; MemTracker's module hooks (ModTracker's
     multi-grad hooks) keep it alive, so MemTracker reads exactly e*b*n*d more at the attention's
-    peak. The walk models the plain run (a dispatch mode tracking live storages, without
-    ModTracker, agrees with it: validate/FINDINGS.md, session 22)."""
+    peak. The walk models the plain run: the next test's hookless instrument agrees with it."""
     cfg, workload = bert(64, 256, 2), Workload(seq_len=384, batch=2, dtype="fp32")
     analytic = training_peak_bytes(cfg, workload.replace(impl="hf"))["total"]
     assert analytic == 39_348_744
     assert measured(cfg, workload) - analytic == 4 * 2 * 384 * 64
+
+
+@pytest.mark.parametrize("cfg, batch, seq, rise", [
+    (bert(64, 256, 1), 2, 384, 2_513_156),  # attention's weighted sum, b > 1 (MemTracker: + e b n d)
+    (bert(96, 200, 1), 3, 100, 236_452),  # the FFN output matrix
+])
+def test_the_walk_rises_above_its_start_as_live_storages_do(cfg, batch, seq, rise):
+    """backward_live_bytes (no module hooks): the largest rise of live bytes over backward above
+    its start equals the walk's largest moment less its start, to the byte."""
+    workload = Workload(seq_len=seq, batch=batch, dtype="fp32")
+    torch.manual_seed(0)
+    model, inputs, _ = build(cfg, workload, "hf")
+    trace = backward_live_bytes(model, inputs, training_loss(cfg, "hf"))
+    tree = training_model(cfg, workload.replace(impl="hf"))
+    subs = values(cfg, workload.replace(impl="hf"))
+    start = sum(exact(tree.total(q), subs) for q in ("weight_bytes", "input_bytes", "buffer_bytes"))
+    moments = [exact(m, subs) for m in backward_moments(tree, start)]
+    assert max(live for _, live in trace) - trace[0][1] == max(moments) - start == rise
 
 
 def test_the_walk_stops_at_the_cross_entropy_so_lms_keep_their_candidates():
