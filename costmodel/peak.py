@@ -76,8 +76,8 @@ def training_peak_expressions(model: CostModel) -> dict[str, sp.Expr]:
 def walked_leaves(model: CostModel) -> list[tuple[Leaf, Leaf | None]]:
     """The leaves backward runs first, in its order, each with the leaf before it in the forward
     (None: none walked): the head and loss, then one run of the last stack's layer, whose first
-    leaf follows the layer's last (the layer before it is alike). Only where the stack's layers
-    are all of one kind."""
+    leaf follows the layer's last (the layer before it is alike). The layer only where the stack's
+    layers are all of one kind and its last leaf comes right before the head (no final norm)."""
     leaves = [leaf for leaf in model.leaves if leaf.part != "optimizer"]
     head = [leaf for leaf in leaves if leaf.part in ("head", "loss")]
     last = head[0].stack if head else None
