@@ -41,8 +41,8 @@ import sympy as sp
 
 from .config import ConfigError, ModelConfig, Workload
 from .evaluate import exact, values
-from .memory import PHASE_QUANTITIES, activation_bytes, inference_bytes, inference_phases
 from .leaf import Leaf
+from .memory import PHASE_QUANTITIES, activation_bytes, inference_bytes, inference_phases
 from .tree import CostModel, profile_for
 
 OPTIMIZER_IMPLS = ("single", "foreach", "fused")
@@ -95,8 +95,8 @@ def backward_moments(model: CostModel, start: sp.Expr) -> list[sp.Expr]:
     first that does not: each step's allocations (its gradients, and its weight gradients in the
     precision policy's bytes) make a moment, then its frees; the gradient a leaf receives goes after
     its first step, the output a leaf kept for the next goes after that one's step that keeps it
-    (Backward.input_step), and a
-    residual add's gradient waits on the skip until the branch's reaches the sublayer's input."""
+    (Backward.input_step), and a residual add's gradient waits on the skip until the branch's
+    reaches the sublayer's input."""
     moments, live = [start], start
     flowing, owned, held = sp.Integer(0), True, []
     walked = walked_leaves(model)
