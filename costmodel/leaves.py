@@ -355,7 +355,7 @@ class TreeBuilder:
         if self.phase == "prefill" and self.profile.logits_to_keep:  # generate's: the last positions
             tokens = S.b * self.profile.logits_to_keep
         if cfg.head == "pooler":
-            leaves = [at.leaf("pooler", B.Pooler())]
+            leaves = [at.leaf("pooler", B.Pooler(S.b * seq))]
         elif cfg.head == "lm":
             fmt = self.profile.weight_format
             quantized = self.phase != "train" and fmt is not None and fmt.head

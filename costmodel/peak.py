@@ -16,9 +16,17 @@ transients (blocks.CrossEntropy: the gradients of its log-softmax output and of 
 the int64 targets freed by then) + inputs + buffers, plus, in a steady-state step (m, v already
 exist, gradients were set to None), the moments and steps. It wins when the activations exceed
 gradients + moments + temporaries; `phase` says which candidate is larger. MemTracker measures
-step one, which has no moments before the AdamW step. Without an lm head (BERT, loss = sum of the
-outputs) the backward peak lies later, among backward's transients: this candidate is then 4% low
-(bert d=64, b=4, n=256: 36,276,996 vs 37,720,584 measured).
+step one, which has no moments before the AdamW step.
+
+A third candidate walks backward (backward_moments): without an lm head (BERT, loss = sum of the
+outputs) the peak lies later, among backward's transients: the FFN output matrix's gradients or
+the attention probabilities' gradient in the last layer. From the live bytes at the start of
+backward (forward_end, counting once the ids the embeddings keep) it takes each leaf's backward as
+its block states it (Block.backward: what it allocates, what it frees), from the loss through the
+head and one run of the last layer, and the peak is the largest moment (exact against MemTracker
+for BERT at six sizes: tests/test_peak_backward.py; the start of backward was 1-7% low). An LM's
+walk stops at once: the cross-entropy does not state its backward, its start already holds the
+logits' gradients, and its candidates are unchanged.
 
 Every term is a sum over the training tree's leaves (costmodel/tree.py) under the workload's
 precision policy ("pure" is what torch.optim does on a model built in one dtype, and what
@@ -33,6 +41,7 @@ import sympy as sp
 
 from .config import ConfigError, ModelConfig, Workload
 from .evaluate import exact, values
+from .leaf import Leaf
 from .memory import PHASE_QUANTITIES, activation_bytes, inference_bytes, inference_phases
 from .tree import CostModel, profile_for
 
@@ -64,6 +73,58 @@ def training_peak_expressions(model: CostModel) -> dict[str, sp.Expr]:
     }
 
 
+def walked_leaves(model: CostModel) -> list[tuple[Leaf, Leaf | None]]:
+    """The leaves backward runs first, in its order, each with the leaf before it in the forward
+    (None: none walked): the head and loss, then one run of the last stack's layer, whose first
+    leaf follows the layer's last (the layer before it is alike). The layer only where the stack's
+    layers are all of one kind and its last leaf comes right before the head (no final norm)."""
+    leaves = [leaf for leaf in model.leaves if leaf.part != "optimizer"]
+    head = [leaf for leaf in leaves if leaf.part in ("head", "loss")]
+    last = head[0].stack if head else None
+    layer = [leaf for leaf in leaves if leaf.in_layer and leaf.stack == last]
+    if not layer or any(leaf.kind is not None for leaf in layer) or leaves[-len(head) - 1] is not layer[-1]:
+        layer = []
+    forward = layer + head
+    before = {id(leaf): forward[i - 1] if i else (layer[-1] if layer else None) for i, leaf in enumerate(forward)}
+    return [(leaf, before[id(leaf)]) for leaf in reversed(forward)]
+
+
+def backward_moments(model: CostModel, start: sp.Expr) -> list[sp.Expr]:
+    """Live bytes at each moment of backward from `start` (the live bytes when it begins), through
+    the leaves that state their backward (Block.backward), in walked_leaves' order, until the
+    first that does not: each step's allocations (its gradients, and its weight gradients in the
+    precision policy's bytes) make a moment, then its frees; the gradient a leaf receives goes after
+    its first step, the output a leaf kept for the next goes after that one's step that keeps it
+    (Backward.input_step), and a residual add's gradient waits on the skip until the branch's
+    reaches the sublayer's input."""
+    moments, live = [start], start
+    flowing, owned, held = sp.Integer(0), True, []
+    walked = walked_leaves(model)
+    for i, (leaf, before) in enumerate(walked):
+        back = leaf.block.backward()
+        if back is None:
+            break
+        if back.skip:
+            held.append((flowing, back.skip))
+            owned = False
+            continue
+        kept = before.block.backward() if before is not None else None
+        for k, step in enumerate(back.steps):
+            live += step.allocated + leaf.per_param.gradients * step.params
+            moments.append(live)
+            live -= step.freed + (flowing if k == 0 and owned else 0)
+            live -= kept.output_kept if kept is not None and k == back.input_step % len(back.steps) else 0
+        flowing, owned = back.grad_input, True
+        following = walked[i + 1][0] if i + 1 < len(walked) else None
+        if held and (following is None or following.sublayer != leaf.sublayer):
+            skipped, merged = held.pop()
+            live += merged
+            moments.append(live)
+            live -= skipped + flowing
+            flowing = merged
+    return moments
+
+
 def training_peak_bytes(cfg: ModelConfig, workload: Workload, optimizer_impl: str = "single",
                         device: str = "cpu") -> dict[str, int | str]:
     """Every term as an exact integer, the candidate peaks and the larger one ("total").
@@ -73,9 +134,11 @@ def training_peak_bytes(cfg: ModelConfig, workload: Workload, optimizer_impl: st
     forward_end    = weights + activations + loss + loss_gradients + inputs + buffers
                      (the start of backward in step one, as MemTracker measures it: no moments
                      yet; loss_gradients already less the freed targets)
-    total          = max(optimizer_step, forward_end), "phase" names the larger
+    backward       = the largest moment of the walk through backward (backward_moments), from
+                     forward_end less the inputs the embeddings keep (counted in both terms)
+    total          = max(optimizer_step, forward_end, backward), "phase" names the larger
     steady_forward_end = forward_end + adam_moments + adam_steps   (any later step)
-    steady_total   = max(optimizer_step, steady_forward_end)
+    steady_total   = max(optimizer_step, steady_forward_end, backward + adam_moments + adam_steps)
     """
     if cfg.architecture == "encoder-decoder":
         raise ConfigError(f"model {cfg.name!r}: the training peak of encoder-decoders is not modelled.")
@@ -86,9 +149,12 @@ def training_peak_bytes(cfg: ModelConfig, workload: Workload, optimizer_impl: st
     state = terms["adam_moments"] + terms["adam_steps"]
     step = outside + state + terms["gradients"] + terms["optimizer_temporaries"] + terms["loss"]
     forward = outside + terms["activations"] + terms["loss"] + terms["loss_gradients"]
-    return {**terms, "optimizer_step": step, "forward_end": forward, "total": max(step, forward),
-            "phase": "optimizer_step" if step >= forward else "forward_end",
-            "steady_forward_end": forward + state, "steady_total": max(step, forward + state)}
+    start = forward - exact(model.total("saved_input_bytes"), subs)
+    walk = max(exact(moment, subs) for moment in backward_moments(model, start))
+    candidates = {"optimizer_step": step, "forward_end": forward, "backward": walk}
+    phase = max(candidates, key=candidates.get)  # the first of equals: the optimizer step's, then forward_end's
+    return {**terms, **candidates, "total": candidates[phase], "phase": phase,
+            "steady_forward_end": forward + state, "steady_total": max(step, forward + state, walk + state)}
 
 
 def parameter_tensors(cfg: ModelConfig, workload: Workload) -> list[int]:

@@ -40,7 +40,7 @@ from .attention import (
     QueryScale, RotaryEmbedding,
     Softmax, WeightedSum, kv_cache_bytes,
 )
-from .base import OTHER_FLOPS_PER_ELEMENT, Block, Cost, LinearOp, Profile, Tensor, linears_cost, quantized_bytes
+from .base import OTHER_FLOPS_PER_ELEMENT, Backward, BackwardStep, Block, Cost, LinearOp, Profile, Tensor, linears_cost, quantized_bytes
 from .embedding import (
     AlibiSlopes, EmbeddingProjection, LearnedPositions, RelativePositionBias, RotaryTables,
     KeptCausalMask, SharedAttentionMask, SinusoidalPositions, TokenEmbedding, TokenTypes,
@@ -65,7 +65,7 @@ from .altup import AltUpEmbedding, AltUpLayer, AltUpUnembedding, Laurel
 
 __all__ = [
     "ACTIVATION_OPS", "KV_SCALE_BYTES", "OTHER_FLOPS_PER_ELEMENT", "AlibiSlopes", "AttentionCore",
-    "AttentionOutput", "AttentionScores", "AttentionTemperature", "Block", "Cost", "CrossEntropy", "Dropout",
+    "AttentionOutput", "AttentionScores", "AttentionTemperature", "Backward", "BackwardStep", "Block", "Cost", "CrossEntropy", "Dropout",
     "ClipQKV", "EmbeddingProjection", "EveryTokenExperts", "Experts", "FeedForward", "HeadL2Norms", "HeadNorms",
     "InputNoise", "KeptOutputs", "LMHead", "router_reads_norm_alone",
     "LatentAttention", "LightningIndexer", "LatentProjection", "LayerCheckpoint", "LinearOp", "Mamba2Mixer", "LearnedPositions", "LogitScale", "LogitSoftcap", "Norm", "OptimizerStep", "Pooler",

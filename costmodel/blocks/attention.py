@@ -13,7 +13,7 @@ from .. import symbols as S
 from ..kernels import Kernel
 from ..terms import FP32, INDEX, ZERO, Expr, dtype_bytes, elementwise_bytes, unless_fp32
 from .base import (
-    Block, Cost, LinearOp, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias,
+    Backward, BackwardStep, Block, Cost, LinearOp, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias,
     weight_matrix,
 )
 
@@ -374,6 +374,18 @@ class WeightedSum(AttentionCore):
             bytes_matmul=moved,
         )
 
+    def backward(self) -> Backward | None:
+        """The dense (eager, math) kernel: the values' gradient (b x h x n_k x d_h, reduced to the
+        KV heads only later) and the probabilities' gradient (b x h x n_q x n_k) at once, then what
+        it kept goes. The values' gradient lives on until the projection that made them. Fused
+        kernels: not stated."""
+        if not self.kernel.dense:
+            return None
+        probabilities = S.e * self.pairs
+        return Backward(steps=(BackwardStep(S.e * S.b * S.h * self.k_len * self.value_dim + probabilities,
+                                            freed=self.cost().saved_bytes),),
+                        grad_input=probabilities)
+
 
 @dataclass(frozen=True)
 class AttentionOutput(Block):
@@ -402,3 +414,11 @@ class AttentionOutput(Block):
             saved_bytes=saved,
             bytes_matmul=linear_bytes(self.tokens, width, S.d),
         )
+
+    def backward(self) -> Backward | None:
+        """Its input's gradient (tokens x h*d_h; the heads' layout back is a view) and weight
+        gradients, then its kept input goes; not stated where a fused kernel keeps that input."""
+        if self.input_kept_by_kernel:
+            return None
+        width = S.e * self.tokens * S.h * self.value_dim
+        return Backward(steps=(BackwardStep(width, params=self.cost().params, freed=width),), grad_input=width)

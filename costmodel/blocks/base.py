@@ -181,6 +181,37 @@ class Tensor:
 
 
 @dataclass(frozen=True)
+class BackwardStep:
+    """One moment of a block's backward (one run): `allocated` bytes come to life with `params`
+    weight-gradient elements (their bytes: the precision policy's, added by the walk), the moment
+    the walk takes, then `freed` bytes go."""
+
+    allocated: Expr
+    params: Expr = ZERO
+    freed: Expr = ZERO
+
+
+@dataclass(frozen=True)
+class Backward:
+    """How a block's backward allocates and frees, for the training peak's walk through backward
+    (costmodel/peak.py backward_moments).
+
+    steps: its moments in the order autograd runs them; the gradient it receives is freed after
+    the first (the node that consumes it is done), unless a residual add also sends it along the
+    skip. grad_input: bytes of the gradient it passes back (allocated in its steps, live after
+    them; 0 when it passes a view). output_kept: its output, counted in its saved bytes and kept by
+    the next block, which frees it when its step input_step is done (-1: its last). skip: a residual add, whose
+    received gradient also flows along the skip until the branch's gradient reaches the
+    sublayer's input, where the two are summed into a new tensor of `skip` bytes."""
+
+    steps: tuple[BackwardStep, ...] = ()
+    grad_input: Expr = ZERO
+    output_kept: Expr = ZERO
+    input_step: int = -1
+    skip: Expr = ZERO
+
+
+@dataclass(frozen=True)
 class Cost:
     """The costs of one block, as sympy expressions (for a whole batch, one run of the block).
 
@@ -207,6 +238,7 @@ class Cost:
     backward_bytes_other: Expr | None = None
     buffer_bytes: Expr = ZERO
     input_bytes: Expr = ZERO
+    saved_input_bytes: Expr = ZERO  # of saved_bytes, the caller's own inputs (the ids it passes and holds)
     result_bytes: Expr = ZERO
     backward_transient_bytes: Expr = ZERO
     step_transient_bytes: Expr = ZERO
@@ -281,7 +313,7 @@ class Cost:
     )
     #: Memory and traffic of a training step beyond the forward's (for the peak and the roofline).
     STEP_QUANTITIES = (
-        "buffer_bytes", "input_bytes", "result_bytes", "backward_transient_bytes",
+        "buffer_bytes", "input_bytes", "saved_input_bytes", "result_bytes", "backward_transient_bytes",
         "step_transient_bytes", "step_state_bytes", "bytes_optimizer", "bytes_matmul_backward",
         "flops_other_backward", "bytes_other_backward",
     )
@@ -381,6 +413,11 @@ class Block:
         GEMMs (the time model's kernels: kernel_time.leaf_kernels); none but the blocks that say so
         (DeepSeek-V3.2's indexer scores). The attention core's are its own leaves."""
         return ()
+
+    def backward(self) -> Backward | None:
+        """What its backward allocates and frees (one run), for the walk through backward
+        (costmodel/peak.py); None where not stated: the walk stops there."""
+        return None
 
     def dequantized_matrices(self) -> frozenset[int]:
         """Indices (into its Cost.matrices) of the weight matrices an inference engine multiplies

@@ -40,6 +40,7 @@ class TokenEmbedding(Block):
             saved_bytes=INDEX * self.tokens + output,
             bytes_other=elementwise_bytes(self.tokens * self.width),  # gather rows, write them
             input_bytes=INDEX * self.tokens,  # the int64 ids the caller passes
+            saved_input_bytes=INDEX * self.tokens,  # the ids it keeps are those
             buffer_bytes=buffer,
         )
 
@@ -112,6 +113,7 @@ class TokenTypes(Block):
             tensors=[Tensor(S.N_tt, S.d)],
             elements=[("add", self.tokens * S.d)],
             saved_bytes=INDEX * self.tokens,  # the int64 token-type ids
+            saved_input_bytes=INDEX * self.tokens,
             bytes_other=elementwise_bytes(self.tokens * S.d, reads=2),
             input_bytes=INDEX * self.tokens,
             buffer_bytes=buffer,

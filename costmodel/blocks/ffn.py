@@ -13,7 +13,7 @@ from .. import symbols as S
 from ..config import GATED_ACTIVATIONS
 from ..terms import FP32, INDEX, ZERO, Expr, dtype_bytes, elementwise_bytes, tiled_bytes, unless_fp32
 from .base import (
-    OTHER_FLOPS_PER_ELEMENT, Block, Cost, LinearOp, Profile, Tensor, linear_bytes, linear_flops, make_cost,
+    OTHER_FLOPS_PER_ELEMENT, Backward, BackwardStep, Block, Cost, LinearOp, Profile, Tensor, linear_bytes, linear_flops, make_cost,
     weight_and_bias, weight_matrix,
 )
 
@@ -95,6 +95,26 @@ class FeedForward(Block):
             + (elementwise_bytes(inner, reads=2) if self.gated else 0)
             + (elementwise_bytes(inner) if squared else 0),
         )
+
+    def backward(self) -> Backward | None:
+        """Ungated, with an activation that keeps its input (gelu, silu, as aten runs them) and
+        nothing between it and the output matrix: the output matrix's input gradient (tokens x
+        d_ff) and weight gradients, then its kept input (the activation's output) goes; the
+        activation's input gradient, then its kept input and the first gradient go; the input
+        matrix's input gradient (tokens x d) and weight gradients, then the second goes. Its own
+        input, counted by the norm before it, goes after (that norm's output_kept). Other FFNs:
+        not stated."""
+        act = ACTIVATION_OPS[self.activation]
+        dropout = self.inner_dropout and "ffn" in self.profile.dropout_sites()
+        if self.gated or self.sub_norm or dropout or act not in ("gelu", "silu") \
+                or self.activation in SQUARED or self.profile.fp8_activations:
+            return None
+        inner, bias = S.e * self.tokens * self.width, int(self.bias)
+        return Backward(steps=(BackwardStep(inner, params=self.width * S.d + bias * S.d, freed=inner),
+                               BackwardStep(inner, freed=2 * inner),
+                               BackwardStep(S.e * self.tokens * S.d, params=S.d * self.width + bias * self.width,
+                                            freed=inner)),
+                        grad_input=S.e * self.tokens * S.d)
 
     def saved(self, act: str) -> Expr:
         """Hidden tensors (b, len, d_ff) kept for backward; the input is counted by the norm.

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from .. import symbols as S
 from ..terms import FP32, INDEX, Expr, dtype_bytes, elementwise_bytes, if_batch_of_one, unless_fp32
-from .base import (Block, Cost, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias,
+from .base import (Backward, BackwardStep, Block, Cost, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias,
                    weight_matrix)
 
 
@@ -74,8 +74,10 @@ class LogitScale(Block):
 
 @dataclass(frozen=True)
 class Pooler(Block):
-    """BERT's pooler: dense d -> d with bias and tanh on the first ([CLS]) token of each sequence."""
+    """BERT's pooler: dense d -> d with bias and tanh on the first ([CLS]) token of each sequence
+    of the last hidden state (tokens x d)."""
 
+    tokens: Expr = S.b * S.n
     title = "pooler (CLS head)"
 
     def cost(self) -> Cost:
@@ -92,6 +94,19 @@ class Pooler(Block):
             bytes_matmul=linear_bytes(S.b, S.d, S.d),
             bytes_other=elementwise_bytes(S.b * S.d),
         )
+
+    def backward(self) -> Backward:
+        """tanh's backward (b x d), after which its kept output goes; the dense layer's input
+        gradient and weight gradients, after which tanh's gradient goes; select's backward (zeros
+        of the last hidden state's shape, b x len x d, the first token's rows filled) summed with
+        the loss's gradient of the last hidden state into a new tensor, after which the dense
+        layer's input gradient and select's output go. The last norm's output, which the dense
+        layer kept through its view, goes with the dense layer's step (that norm's output_kept)."""
+        pooled, hidden = S.e * S.b * S.d, S.e * self.tokens * S.d
+        return Backward(steps=(BackwardStep(pooled, freed=pooled),
+                               BackwardStep(pooled, params=self.cost().params, freed=pooled),
+                               BackwardStep(2 * hidden, freed=pooled + hidden)),
+                        grad_input=hidden, input_step=1)
 
 
 @dataclass(frozen=True)
@@ -156,3 +171,8 @@ class SumLoss(Block):
 
     def cost(self) -> Cost:
         return make_cost(result_bytes=S.e)
+
+    def backward(self) -> Backward:
+        """The loss's gradient, a scalar (ones_like), live through the walk; the outputs'
+        gradients are views of it (expand)."""
+        return Backward(steps=(BackwardStep(S.e),))

@@ -13,7 +13,7 @@ import sympy as sp
 from .. import symbols as S
 from ..facts import Facts
 from ..terms import FP32, ZERO, Expr, dtype_bytes, elementwise_bytes, unless_fp32
-from .base import Block, Cost, Profile, make_cost
+from .base import Backward, BackwardStep, Block, Cost, Profile, make_cost
 
 
 def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: bool = True,
@@ -114,6 +114,21 @@ class Norm(Block):
         """
         return norm_saved(self.kind, self.tokens, self.width, self.profile.facts,
                           self.input_kept, self.output_kept, self.recomputed, self.affine)
+
+    def backward(self) -> Backward | None:
+        """aten's LayerNorm backward (weight and bias, statistics in the activation dtype): its
+        input's gradient and the weight gradients at once, then its input and statistics go; its
+        output goes with the next block's backward. Other norms: not stated."""
+        facts = self.profile.facts
+        plain = (self.kind == "layernorm" and self.affine and self.bias and self.input_kept
+                 and facts.norm_keeps_stats and not facts.layernorm_python_fp32 and not facts.layernorm_fp32
+                 and not facts.layernorm_weight_plus_one and not self.recomputed)
+        if not plain:
+            return None
+        values = S.e * self.tokens * self.width
+        output = values if self.output_kept else ZERO
+        return Backward(steps=(BackwardStep(values, params=self.cost().params, freed=self.saved() - output),),
+                        grad_input=values, output_kept=output)
 
     @property
     def recomputed(self) -> bool:
@@ -246,6 +261,14 @@ class Residual(Block):
                          + muls * elementwise_bytes(values),
                          buffer_bytes=S.e if self.layer_scalar else 0)
 
+    def backward(self) -> Backward | None:
+        """The plain add passes its gradient to both inputs as it is: along the skip and into the
+        sublayer, summed (a new tokens x d tensor) where they meet at the sublayer's input. Scaled
+        or multiplied by a layer scalar: not stated."""
+        if self.scaled or self.layer_scalar:
+            return None
+        return Backward(skip=S.e * self.tokens * S.d)
+
 
 @dataclass(frozen=True)
 class Dropout(Block):
@@ -260,6 +283,12 @@ class Dropout(Block):
     def cost(self) -> Cost:
         elements = self.tokens * self.width
         return make_cost(elements=[("mul", elements)], saved_bytes=self.profile.mask_bytes * elements)
+
+    def backward(self) -> Backward:
+        """Its gradient times the kept mask, a new tensor; then the mask goes."""
+        elements = self.tokens * self.width
+        return Backward(steps=(BackwardStep(S.e * elements, freed=self.profile.mask_bytes * elements),),
+                        grad_input=S.e * elements)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from .flops import (
     matmul_flops, op_key, other_op_elements, profiler_matmul_flops, register_cpu_sdpa_flop_formulas,
 )
 from .memory import (
-    cache_after_each_step, cache_bytes, cuda_peak_memory, kv_cache_bytes, one_training_step, output_cache,
+    backward_live_bytes, cache_after_each_step, cache_bytes, cuda_peak_memory, kv_cache_bytes, one_training_step, output_cache,
     peak_memory_memtracker, run_with_cache,
 )
 from .parameters import count_parameters, parameters_by_module
@@ -37,6 +37,6 @@ __all__ = [
     "OpElementCounter", "SavedResult", "SavedTensor", "UNREACHABLE", "aten", "cache_after_each_step", "cache_bytes",
     "count_parameters", "cuda_peak_memory", "default_loss", "expert_loads", "kv_cache_bytes", "matmul_flops",
     "one_training_step", "op_key", "other_op_elements", "output_cache", "parameters_by_module",
-    "peak_memory_memtracker", "profiler_matmul_flops", "register_cpu_sdpa_flop_formulas", "run_with_cache",
+    "peak_memory_memtracker", "profiler_matmul_flops", "backward_live_bytes", "register_cpu_sdpa_flop_formulas", "run_with_cache",
     "saved_activation_bytes",
 ]

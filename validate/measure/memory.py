@@ -1,5 +1,6 @@
-"""What a run holds: the KV cache's bytes after a prefill and decode steps, and the peak memory of a
-training step (MemTracker's categories, or torch.cuda's peak on a GPU)."""
+"""What a run holds: the KV cache's bytes after a prefill and decode steps, the peak memory of a
+training step (MemTracker's categories, or torch.cuda's peak on a GPU), and the live bytes over
+backward, op by op, without module hooks."""
 
 from __future__ import annotations
 
@@ -124,6 +125,44 @@ def peak_memory_memtracker(model: nn.Module, inputs: Inputs, loss_fn: LossFn | N
         one_training_step(model, inputs, optimizer, loss_fn)
     (snapshot,) = tracker.get_tracker_snapshot("peak").values()
     return {str(getattr(k, "value", k)): int(v) for k, v in snapshot.items()}
+
+
+def backward_live_bytes(model: nn.Module, inputs: Inputs, loss_fn: LossFn | None = None) -> list[tuple[str, int]]:
+    """Bytes of the live storages that forward and backward create, at the start of backward
+    ("start") and after each aten op of backward (its name): a TorchDispatchMode that keeps a weak
+    reference to each new storage, with no module hooks. MemTracker's ModTracker holds some
+    gradients longer than a plain run does (validate/FINDINGS.md, the BERT walk, session 22)."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class LiveStorages(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.storages: dict[int, tuple[Any, int]] = {}
+            self.trace: list[tuple[str, int]] | None = None
+
+        def live(self) -> int:
+            for key in [k for k, (ref, _) in self.storages.items() if ref.expired()]:
+                del self.storages[key]
+            return sum(size for _, size in self.storages.values())
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            out = func(*args, **(kwargs or {}))
+            self.live()  # a freed storage's address may be reused by the new one
+            for t in tree_flatten(out)[0]:
+                if isinstance(t, torch.Tensor) and t.untyped_storage().nbytes():
+                    st = t.untyped_storage()
+                    self.storages.setdefault(st.data_ptr(), (StorageWeakRef(st), st.nbytes()))
+            if self.trace is not None:
+                self.trace.append((str(func), self.live()))
+            return out
+
+    mode = LiveStorages()
+    with mode:
+        loss = (loss_fn or default_loss)(model(**inputs))
+        mode.trace = [("start", mode.live())]
+        loss.backward()
+    return mode.trace
 
 
 def cuda_peak_memory(model: nn.Module, inputs: Inputs, gen_tokens: int = 0,
