@@ -35,8 +35,14 @@ def check_newer_fields(cfg: Any, owner: str) -> None:
     for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
                  "renormalize_top_k", "input_norms", "qk_norm_whole", "attention_sinks", "norm_affine",
                  "qk_l2_norm", "nope_temperature", "chunked_window", "mtp_repeated_layer", "rope_query_scale",
-                 "sub_norms"):
+                 "sub_norms", "differential_attention"):
         check_bool(owner, name, getattr(cfg, name))
+    if cfg.differential_attention and (cfg.architecture != "decoder" or cfg.mixer_layers or cfg.mla
+                                       or cfg.n_heads % 2 or cfg.n_kv_heads % 2 or cfg.n_window_layers
+                                       or cfg.qk_norm or cfg.attention_output_gate or cfg.sub_norms
+                                       or cfg.dropout or cfg.attention_dropout):
+        raise ConfigError(f"{owner}: differential_attention (DiffLlama's) is modelled in a decoder-only model of "
+                          "full-attention layers with an even number of query and KV heads, without dropout, only.")
     if cfg.sub_norms and (cfg.architecture != "decoder" or cfg.n_experts or cfg.mixer_layers
                           or cfg.kv_lora_rank is not None or cfg.parallel_attention):
         raise ConfigError(f"{owner}: sub_norms (BitNet's) are modelled in a decoder-only model of dense "

@@ -159,7 +159,8 @@ class TreeBuilder:
                                    scaled=cfg.scaled_scores or profile.facts.scores_times_unit_scale,
                                    softcap=cfg.attention_softcap is not None and not cross)
         pre, post = self.norms(at, q_tokens)
-        kernel_keeps = scores.kernel.keeps_projection_input(scores)
+        # DiffLlama: o_proj reads the group norm's output, not the kernel's
+        kernel_keeps = scores.kernel.keeps_projection_input(scores) and not cfg.differential_attention
         sub_norm = cfg.sub_norms and not cross  # BitNet's attn_sub_norm: it keeps o_proj's input
         output = B.AttentionOutput(q_tokens, cfg.out_bias, value_dim=core.get("value_dim", S.d_h),
                                    input_kept_by_kernel=kernel_keeps or sub_norm,
@@ -174,10 +175,22 @@ class TreeBuilder:
             at.leaf("softmax", B.Softmax(q_len, k_len, **core)),
             at.leaf("weighted_sum", B.WeightedSum(q_len, k_len, **{**core, "value_dim": S.r_kv}, values_are_keys=True)
                     if absorbed else B.WeightedSum(q_len, k_len, **core)),
+            *self.second_call(at, scores, q_tokens, core),
             at.leaf("out", output),
             *sub_norms,
             *self.residual(at, q_tokens, post, "attention_output"),
         ]
+
+    def second_call(self, at: Place, scores: B.AttentionScores, q_tokens: sp.Expr, core: dict) -> Leaves:
+        """DiffLlama's differential attention (blocks/differential.py): the kernel's second call on
+        the same queries and keys with the other half of the values, and what combines the two."""
+        if not self.cfg.differential_attention:
+            return []
+        q_len, k_len, second = scores.q_len, scores.k_len, dict(core, second_call=True)
+        return [at.leaf("scores_2", dataclasses.replace(scores, second_call=True)),
+                at.leaf("softmax_2", B.Softmax(q_len, k_len, **second)),
+                at.leaf("weighted_sum_2", B.WeightedSum(q_len, k_len, **second)),
+                at.leaf("differential", B.DifferentialCombine(q_tokens, S.b * k_len))]
 
     def ffn(self, at: Place, tokens: sp.Expr, experts: bool = False, width: sp.Expr = S.d_ff) -> Leaves:
         cfg = self.cfg
