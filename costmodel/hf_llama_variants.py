@@ -49,9 +49,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                         num_key_value_heads=4),
     "bitnet": dict(max_position_embeddings=2048, hidden_act="relu2", tie_word_embeddings=False,
                    num_key_value_heads=5),
-    "diffllama": dict(vocab_size=32000, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
-                      num_attention_heads=32, max_position_embeddings=2048, hidden_act="silu",
-                      tie_word_embeddings=False),
+    "diffllama": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
 }
 
 
