@@ -142,3 +142,18 @@ def test_architectures_name_the_type():
     bare = {k: v for k, v in CONFIGS["diffllama"].items() if k != "model_type"}
     bare["architectures"] = ["DiffLlamaForCausalLM"]
     assert from_hf_config(bare, name="x") == from_hf_config(CONFIGS["diffllama"], name="x")
+
+
+@pytest.mark.parametrize("args,words", [
+    (["estimate", "--tp", "2"], "tp = 2 splits DiffLlama's differential attention"),
+    (["validate", "--target", "reference", "--seq-len", "8"], "the reference implementation does not build differential_attention"),
+])
+def test_what_is_not_modelled_is_refused(args, words, tmp_path, capsys):
+    """Tensor parallelism (head i is subtracted from head i + h/2, which another rank holds) and the
+    project's reference model (no differential attention) are one error line each, status 2."""
+    from tests.cli_run import run_main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIGS["diffllama"]))
+    code, out, err = run_main([*args, "--config", str(path)], capsys)
+    assert code == 2 and err.count("\n") == 1 and words in err, err
