@@ -68,7 +68,8 @@ class TreeBuilder:
     def residual(self, at: Place, tokens: sp.Expr, post: Leaves, site: str) -> Leaves:
         """Dropout, the residual add and a post-LN norm, or a post-sublayer norm then the add."""
         scalar = site == "ffn_output" and self.profile.facts.layer_scalar_buffer  # Gemma 4's layer_scalar
-        residual = at.leaf("residual", B.Residual(tokens, self.cfg.residual_multiplier is not None, scalar))
+        residual = at.leaf("residual", B.Residual(tokens, self.cfg.residual_multiplier is not None, scalar,
+                                                  vector=self.cfg.residual_scales))
         if self.cfg.post_sublayer_norm:
             return [*post, *self.dropout(at, tokens, site), residual]
         return [*self.dropout(at, tokens, site), residual, *post]
@@ -106,7 +107,8 @@ class TreeBuilder:
         all_heads = profile.facts.kv_cache_heads == "query" and not cross  # Falcon's new layout
         core = dict(
             profile=profile,
-            bias_needs_grad=position_bias and cfg.position == "relative",
+            # T5's trained relative bias, Doge's dynamic mask: the kernel adds a tensor that needs gradients
+            bias_needs_grad=(position_bias and cfg.position == "relative") or (cfg.dynamic_mask and not cross),
             cross=cross,
             causal=not cross and (cached != 0 or kv_shared), kv_shared=kv_shared,
             kv_heads=S.h if all_heads else kv_heads,
@@ -153,6 +155,8 @@ class TreeBuilder:
                 projections.append(at.leaf("temperature", B.QueryScale(q_tokens, q_len)))
         if cfg.index_n_heads is not None and not cross:  # DeepSeek-V3.2: scores every key, picks the top k
             projections.append(at.leaf("indexer", B.LightningIndexer(q_tokens, k_len, kv_tokens, cached, profile)))
+        if cfg.dynamic_mask and not cross:  # Doge: from every key's values, after the cache's update
+            projections.append(at.leaf("dynamic_mask", B.DynamicMask(S.b * k_len, q_len, k_len, cfg.qkv_bias)))
         if cfg.nope_temperature and not rope and not cross:
             projections.append(at.leaf("temperature", B.AttentionTemperature(q_tokens, q_len)))
         scores = B.AttentionScores(q_len, k_len, **core, position_bias=position_bias,

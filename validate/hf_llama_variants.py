@@ -60,6 +60,12 @@ def _diffllama(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
     return dict(llama, attention_bias=cfg.qkv_bias, attention_dropout=0.0)
 
 
+def _doge(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """Doge's config.json: Llama's fields, the biases, dense layers, no dropout, no top-k masking."""
+    return dict(llama, attention_bias=cfg.qkv_bias, mlp_bias=cfg.ffn_bias, attention_dropout=0.0,
+                keep_window_size=cfg.max_positions, is_moe=False)
+
+
 def _rotary_factor(cfg: ModelConfig) -> float:
     """A partial_rotary_factor whose int(d_head * factor) is rotary_dim again: half a dimension
     above it, so that rounding cannot fall below."""
@@ -183,5 +189,5 @@ LLAMA_VARIANT_DICTS: dict[str, Callable[[ModelConfig, dict[str, Any]], dict[str,
     "glm4_moe": _glm4_moe, "minimax_m2": _minimax_m2, "dots1": _dots1,
     "hunyuan_v1_dense": _hunyuan_v1_dense, "hunyuan_v1_moe": _hunyuan_v1_moe, "glm": _glm4,
     "exaone_moe": _exaone_moe, "granite_swa": _granite_swa, "bitnet": _bitnet, "diffllama": _diffllama,
-    **GEMMA4_DICTS,
+    "doge": _doge, **GEMMA4_DICTS,
 }

@@ -62,10 +62,11 @@ from .norms import ClipQKV, Dropout, HeadL2Norms, HeadNorms, KeptOutputs, LayerC
 from .optimizer import OptimizerStep, TensorRun
 from .per_layer import PerLayerEmbeddings, PerLayerInput
 from .differential import DifferentialCombine
+from .dynamic_mask import DynamicMask
 from .altup import AltUpEmbedding, AltUpLayer, AltUpUnembedding, Laurel
 
 __all__ = [
-    "DifferentialCombine",
+    "DifferentialCombine", "DynamicMask",
     "ACTIVATION_OPS", "KV_SCALE_BYTES", "OTHER_FLOPS_PER_ELEMENT", "AlibiSlopes", "AttentionCore",
     "AttentionOutput", "AttentionScores", "AttentionTemperature", "Block", "Cost", "CrossEntropy", "Dropout",
     "ClipQKV", "EmbeddingProjection", "EveryTokenExperts", "Experts", "FeedForward", "HeadL2Norms", "HeadNorms",
