@@ -145,3 +145,14 @@ def test_architectures_name_the_type():
     bare = {k: v for k, v in CONFIGS["doge"].items() if k != "model_type"}
     bare["architectures"] = ["DogeForCausalLM"]
     assert from_hf_config(bare, name="x") == from_hf_config(CONFIGS["doge"], name="x")
+
+
+@pytest.mark.parametrize("op", ["softplus", "exp"])
+def test_mask_elements_are_the_ops_the_class_runs(op):
+    """Output elements of aten's softplus and exp in one eager fp32 forward (b 2, n 9) of the real
+    class: one a key and KV head (2) a layer (2), against the tree's dynamic_mask leaf."""
+    pytest.importorskip("transformers")
+    from tests.test_hf_gpt_oss import _hf_elements, _tree_elements
+
+    hf = _hf_elements(CONFIGS["doge"], 2, 9, (op,))
+    assert hf[op] == _tree_elements(CONFIGS["doge"], 2, 9)[op] == 2 * 9 * 2 * 2
