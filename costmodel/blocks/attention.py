@@ -310,7 +310,7 @@ class AttentionScores(AttentionCore):
 
     def second_call_saved(self) -> Expr:
         """What DiffLlama's second call on the same queries and keys keeps anew (measured,
-        validate/FINDINGS.md "diffllama, session 22"). A fused kernel keeps q and k as they reach
+        validate/FINDINGS.md, "New Hugging Face model types", session 22). A fused kernel keeps q and k as they reach
         it, the first call's. The eager products copy the queries again, but at b = 1 the query's
         reshape is a view of the rotated queries, kept once; the keys (the cache's contiguous
         concatenation) are a view too, unless repeated to the query heads (a new copy each call)."""

@@ -13,10 +13,10 @@ h, 2 d_h), splits that on the heads into two (b, n, h/2, 2 d_h) views and comput
 with four learned d_h-vectors a layer and a group RMSNorm (nn.RMSNorm, no weight) over each
 2 d_h-wide group; the result goes to o_proj (AttentionOutput, which keeps it).
 
-Kept for backward (measured with saved_tensors_hooks, validate/FINDINGS.md "diffllama, session
-22"): each exp's 0-d fp32 result, lambda_full (0-d, activation dtype) and the concatenated outputs
-(the product lambda_full * out_2 keeps both: out_2 is a view of the concatenation), and the group
-norm's fp32 input with its fp32 rstd per group (h/2 per token).
+Kept for backward (measured with saved_tensors_hooks, validate/FINDINGS.md, "New Hugging Face model
+types: diffllama and doge (session 22)"): each exp's 0-d fp32 result, lambda_full (0-d, activation
+dtype) and the concatenated outputs (the product lambda_full * out_2 keeps both: out_2 is a view of
+the concatenation), and the group norm's fp32 input with its fp32 rstd per group (h/2 per token).
 """
 
 from __future__ import annotations

@@ -6,10 +6,11 @@ back to (b, k, h_kv d_h)) to one number per KV head; exp(A * softplus(.)) with a
 head; expanded over the queries and masked with the causal mask (masked_fill, which keeps its
 bool condition, (b, 1, n_q, k)); repeated to the h query heads and added to the scores. The mask
 needs gradients, so sdpa runs its math path (Profile.kernel's bias_needs_grad, as T5's trained
-bias). Kept for backward (measured with saved_tensors_hooks, validate/FINDINGS.md "doge, session
-22"): dt_proj's input copy, its output (softplus's input), softplus's output (the product with A
-keeps it), exp's output, and the bool condition. The top-k masking past keep_window_size keys is
-not modelled (hf_llama_variants.py refuses a keep_window_size under max_position_embeddings).
+bias). Kept for backward (measured with saved_tensors_hooks, validate/FINDINGS.md, "New Hugging
+Face model types: diffllama and doge (session 22)"): dt_proj's input copy, its output (softplus's
+input), softplus's output (the product with A keeps it), exp's output, and the bool condition. The
+top-k masking past keep_window_size keys is not modelled (hf_llama_variants.py refuses a
+keep_window_size under max_position_embeddings).
 """
 
 from __future__ import annotations
