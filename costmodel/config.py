@@ -156,6 +156,13 @@ class ModelConfig:
     # BitNet's sub-norms: attn_sub_norm on the attention's output before o_proj, ffn_sub_norm on the
     # gate's product before down_proj (the model's norm kind, each its own leaf)
     sub_norms: bool = False
+    # DiffLlama's differential attention (blocks/differential.py): two softmax maps over the two halves
+    # of the value heads, subtracted with a learned lambda (4 d_h-vectors a layer), an RMSNorm of 2 d_h
+    differential_attention: bool = False
+    # Doge: a dynamic mask learned from the values added to the scores (blocks/dynamic_mask.py), and
+    # the residual stream times a learned d-vector before each residual add (blocks/norms.Residual)
+    dynamic_mask: bool = False
+    residual_scales: bool = False
     # Multi-token prediction while training (DeepSeek-V3 section 2.2; Megatron-Core's MultiTokenPredictionLayer):
     # mtp_layers depths after the last layer (0, what Hugging Face's class builds; set by `--mtp`, never from a
     # config.json), each two norms, a 2d -> d projection, one more layer (of the last kind, or a hybrid's

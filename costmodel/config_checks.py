@@ -35,12 +35,24 @@ def check_newer_fields(cfg: Any, owner: str) -> None:
     for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
                  "renormalize_top_k", "input_norms", "qk_norm_whole", "attention_sinks", "norm_affine",
                  "qk_l2_norm", "nope_temperature", "chunked_window", "mtp_repeated_layer", "rope_query_scale",
-                 "sub_norms"):
+                 "sub_norms", "differential_attention", "dynamic_mask", "residual_scales"):
         check_bool(owner, name, getattr(cfg, name))
+    if cfg.differential_attention and (cfg.architecture != "decoder" or cfg.mixer_layers or cfg.mla
+                                       or cfg.n_heads % 2 or cfg.n_kv_heads % 2 or cfg.n_window_layers
+                                       or cfg.qk_norm or cfg.attention_output_gate or cfg.sub_norms
+                                       or cfg.dropout or cfg.attention_dropout):
+        raise ConfigError(f"{owner}: differential_attention (DiffLlama's) is modelled in a decoder-only model of "
+                          "full-attention layers with an even number of query and KV heads, without dropout, only.")
     if cfg.sub_norms and (cfg.architecture != "decoder" or cfg.n_experts or cfg.mixer_layers
                           or cfg.kv_lora_rank is not None or cfg.parallel_attention):
         raise ConfigError(f"{owner}: sub_norms (BitNet's) are modelled in a decoder-only model of dense "
                           "attention and FFN layers only (no experts, mixers, latent attention or parallel layers).")
+    if (cfg.dynamic_mask or cfg.residual_scales) and (
+            cfg.architecture != "decoder" or cfg.mixer_layers or cfg.mla or cfg.n_window_layers or cfg.n_experts
+            or cfg.parallel_attention or cfg.post_sublayer_norm or cfg.norm_position != "pre"
+            or cfg.residual_multiplier is not None or cfg.dropout or cfg.attention_dropout):
+        raise ConfigError(f"{owner}: dynamic_mask and residual_scales (Doge's) are modelled in a decoder-only model "
+                          "of pre-norm, sequential, dense full-attention layers without dropout only.")
     if not cfg.input_norms and (not cfg.post_sublayer_norm or cfg.norm_position != "pre"
                                  or cfg.parallel_attention):
         raise ConfigError(f"{owner}: input_norms false (norms after the sublayers only) needs "

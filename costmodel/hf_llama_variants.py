@@ -49,6 +49,8 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                         num_key_value_heads=4),
     "bitnet": dict(max_position_embeddings=2048, hidden_act="relu2", tie_word_embeddings=False,
                    num_key_value_heads=5),
+    "diffllama": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
+    "doge": dict(max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False),
 }
 
 
@@ -305,6 +307,46 @@ def _bitnet(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     return base
 
 
+def _diffllama(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """DiffLlama (DiffLlamaForCausalLM): Llama's layers (attention_bias on q, k, v and o; an MLP
+    without biases) with DiffLlamaAttention, differential attention (blocks/differential.py). The
+    class itself refuses attention_dropout > 0 and an odd num_key_value_heads; an odd
+    num_attention_heads cannot be split into the two halves it subtracts, so both are refused here."""
+    heads = f.get("num_attention_heads", 32, minimum=1)
+    kv_heads = f.get("num_key_value_heads", heads, minimum=1)
+    if heads % 2 or kv_heads % 2:
+        raise ConfigError(f"{f.source}: diffllama needs an even num_attention_heads ({heads}) and "
+                          f"num_key_value_heads ({kv_heads}): its differential attention splits each in two.")
+    if float(f.get("attention_dropout", 0.0, (int, float))) != 0.0:
+        raise ConfigError(f"{f.source}: a nonzero attention_dropout is not supported by diffllama "
+                          "(DiffLlamaAttention refuses it).")
+    return _llama(f, name, "diffllama", llama, ffn_bias=False, differential_attention=True)
+
+
+def _doge(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Doge (DogeForCausalLM) with dense layers: Llama's layers with an RMSNorm on each query and key
+    head, dynamic mask attention (blocks/dynamic_mask.py: dt_proj and A) and each residual stream
+    times a learned d-vector (input_residual, post_attention_residual); attention_bias on q, k, v,
+    dt_proj and o, mlp_bias on the MLP. Refused in one line: is_moe (CDMoE's product-key experts), a
+    sliding_window, a keep_window_size below max_position_embeddings (its top-k masking), and a
+    nonzero hidden_dropout or attention_dropout."""
+    if f.get("is_moe", False, bool):
+        raise ConfigError(f"{f.source}: is_moe (Doge's CDMoE, product-key experts) is not modelled for doge.")
+    if f.data.get("sliding_window") is not None:
+        raise ConfigError(f"{f.source}: a sliding_window is not modelled for doge.")
+    positions = f.get("max_position_embeddings", 2048, minimum=1)
+    keep = f.get("keep_window_size", 2048, minimum=1)
+    if keep < positions:
+        raise ConfigError(f"{f.source}: keep_window_size ({keep}) below max_position_embeddings ({positions}) is not "
+                          "modelled for doge (past it, DogeAttention masks all but the top keep_window_size keys).")
+    for key in ("hidden_dropout", "attention_dropout"):
+        if float(f.get(key, 0.0, (int, float))) != 0.0:
+            raise ConfigError(f"{f.source}: a nonzero {key} is not modelled for doge.")
+    bias = f.get("attention_bias", False, bool)
+    return _llama(f, name, "doge", llama, qkv_bias=bias, out_bias=bias, ffn_bias=f.get("mlp_bias", False, bool),
+                  qk_norm=True, dynamic_mask=True, residual_scales=True)
+
+
 def _hunyuan_v1_dense(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     """Hunyuan dense (HunYuanDenseV1ForCausalLM): Llama's layers (attention_bias on q, k, v and o;
     no MLP bias whatever mlp_bias says: HunYuanDenseV1MLP builds its three projections without)
@@ -373,7 +415,7 @@ LLAMA_VARIANT_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConf
     "olmo": _olmo, "olmo3": _olmo3, "olmoe": _olmoe, "exaone4": _exaone4, "seed_oss": _seed_oss,
     "helium": _helium, "arcee": _arcee, "apertus": _apertus, "glm4": _glm4, "ernie4_5": _ernie4_5,
     "apertus1p5_text": _apertus1p5_text, "hunyuan_v1_dense": _hunyuan_v1_dense, "glm": _glm, "granite_swa": _granite_swa,
-    "bitnet": _bitnet,
+    "bitnet": _bitnet, "diffllama": _diffllama, "doge": _doge,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
@@ -384,7 +426,8 @@ LLAMA_VARIANT_ARCHITECTURES: dict[str, str] = {
     "Glm4ForCausalLM": "glm4", "Ernie4_5ForCausalLM": "ernie4_5",
     "HunYuanDenseV1ForCausalLM": "hunyuan_v1_dense", "GlmForCausalLM": "glm",
     "GraniteSWAForCausalLM": "granite_swa", "BitNetForCausalLM": "bitnet",
-    "Apertus1p5TextForCausalLM": "apertus1p5_text",
+    "Apertus1p5TextForCausalLM": "apertus1p5_text", "DiffLlamaForCausalLM": "diffllama",
+    "DogeForCausalLM": "doge",
 }
 
 _NAMES: dict[str, str] = LLAMA_NAMES

@@ -68,7 +68,8 @@ class TreeBuilder:
     def residual(self, at: Place, tokens: sp.Expr, post: Leaves, site: str) -> Leaves:
         """Dropout, the residual add and a post-LN norm, or a post-sublayer norm then the add."""
         scalar = site == "ffn_output" and self.profile.facts.layer_scalar_buffer  # Gemma 4's layer_scalar
-        residual = at.leaf("residual", B.Residual(tokens, self.cfg.residual_multiplier is not None, scalar))
+        residual = at.leaf("residual", B.Residual(tokens, self.cfg.residual_multiplier is not None, scalar,
+                                                  vector=self.cfg.residual_scales))
         if self.cfg.post_sublayer_norm:
             return [*post, *self.dropout(at, tokens, site), residual]
         return [*self.dropout(at, tokens, site), residual, *post]
@@ -106,7 +107,8 @@ class TreeBuilder:
         all_heads = profile.facts.kv_cache_heads == "query" and not cross  # Falcon's new layout
         core = dict(
             profile=profile,
-            bias_needs_grad=position_bias and cfg.position == "relative",
+            # T5's trained relative bias, Doge's dynamic mask: the kernel adds a tensor that needs gradients
+            bias_needs_grad=(position_bias and cfg.position == "relative") or (cfg.dynamic_mask and not cross),
             cross=cross,
             causal=not cross and (cached != 0 or kv_shared), kv_shared=kv_shared,
             kv_heads=S.h if all_heads else kv_heads,
@@ -153,13 +155,16 @@ class TreeBuilder:
                 projections.append(at.leaf("temperature", B.QueryScale(q_tokens, q_len)))
         if cfg.index_n_heads is not None and not cross:  # DeepSeek-V3.2: scores every key, picks the top k
             projections.append(at.leaf("indexer", B.LightningIndexer(q_tokens, k_len, kv_tokens, cached, profile)))
+        if cfg.dynamic_mask and not cross:  # Doge: from every key's values, after the cache's update
+            projections.append(at.leaf("dynamic_mask", B.DynamicMask(S.b * k_len, q_len, k_len, cfg.qkv_bias)))
         if cfg.nope_temperature and not rope and not cross:
             projections.append(at.leaf("temperature", B.AttentionTemperature(q_tokens, q_len)))
         scores = B.AttentionScores(q_len, k_len, **core, position_bias=position_bias,
                                    scaled=cfg.scaled_scores or profile.facts.scores_times_unit_scale,
                                    softcap=cfg.attention_softcap is not None and not cross)
         pre, post = self.norms(at, q_tokens)
-        kernel_keeps = scores.kernel.keeps_projection_input(scores)
+        # DiffLlama: o_proj reads the group norm's output, not the kernel's
+        kernel_keeps = scores.kernel.keeps_projection_input(scores) and not cfg.differential_attention
         sub_norm = cfg.sub_norms and not cross  # BitNet's attn_sub_norm: it keeps o_proj's input
         output = B.AttentionOutput(q_tokens, cfg.out_bias, value_dim=core.get("value_dim", S.d_h),
                                    input_kept_by_kernel=kernel_keeps or sub_norm,
@@ -174,10 +179,22 @@ class TreeBuilder:
             at.leaf("softmax", B.Softmax(q_len, k_len, **core)),
             at.leaf("weighted_sum", B.WeightedSum(q_len, k_len, **{**core, "value_dim": S.r_kv}, values_are_keys=True)
                     if absorbed else B.WeightedSum(q_len, k_len, **core)),
+            *self.second_call(at, scores, q_tokens, core),
             at.leaf("out", output),
             *sub_norms,
             *self.residual(at, q_tokens, post, "attention_output"),
         ]
+
+    def second_call(self, at: Place, scores: B.AttentionScores, q_tokens: sp.Expr, core: dict) -> Leaves:
+        """DiffLlama's differential attention (blocks/differential.py): the kernel's second call on
+        the same queries and keys with the other half of the values, and what combines the two."""
+        if not self.cfg.differential_attention:
+            return []
+        q_len, k_len, second = scores.q_len, scores.k_len, dict(core, second_call=True)
+        return [at.leaf("scores_2", dataclasses.replace(scores, second_call=True)),
+                at.leaf("softmax_2", B.Softmax(q_len, k_len, **second)),
+                at.leaf("weighted_sum_2", B.WeightedSum(q_len, k_len, **second)),
+                at.leaf("differential", B.DifferentialCombine(q_tokens, S.b * k_len))]
 
     def ffn(self, at: Place, tokens: sp.Expr, experts: bool = False, width: sp.Expr = S.d_ff) -> Leaves:
         cfg = self.cfg

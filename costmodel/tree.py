@@ -35,7 +35,7 @@ from .spec import MLA_FORMS
 PHASES = ("train", "prefill", "decode", "chunk")
 
 # The names of the blocks in each regime, for the crossover n*.
-ATTENTION_CORE = ("scores", "weighted_sum")
+ATTENTION_CORE = ("scores", "weighted_sum", "scores_2", "weighted_sum_2")  # _2: DiffLlama's second call
 PROJECTIONS_AND_FFN = ("qkv", "mla", "out", "mlp", "router", "latent_in", "experts", "latent_out",
                        "shared_expert", "shared_expert_gate")
 

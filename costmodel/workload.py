@@ -29,7 +29,8 @@ NOT_IN_REFERENCE = {
     "chunked_window": False, "norm_bias": True, "mixer_layers": False, "rope_query_scale": False,
     "index_n_heads": None, "per_layer_input": None, "global_head_dim": None, "keys_as_values": False,
     "global_kv_heads": None, "kv_shared_layers": 0, "double_wide_shared": False,
-    "altup_inputs": None, "laurel_rank": None, "sub_norms": False,
+    "altup_inputs": None, "laurel_rank": None, "sub_norms": False, "differential_attention": False,
+    "dynamic_mask": False, "residual_scales": False,
 }
 #: Activations the reference model's table (validate/reference_blocks.py ACTIVATIONS) lacks: it
 #: builds every other one of config.py's ACTIVATIONS (tests/test_reference.py holds the two equal).

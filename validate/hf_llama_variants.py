@@ -55,6 +55,17 @@ def _bitnet(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 hidden_act="relu2" if cfg.activation == "relu2_glu" else "silu")
 
 
+def _diffllama(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """DiffLlama's config.json: Llama's fields and attention_bias (no MLP bias, no dropout)."""
+    return dict(llama, attention_bias=cfg.qkv_bias, attention_dropout=0.0)
+
+
+def _doge(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """Doge's config.json: Llama's fields, the biases, dense layers, no dropout, no top-k masking."""
+    return dict(llama, attention_bias=cfg.qkv_bias, mlp_bias=cfg.ffn_bias, attention_dropout=0.0,
+                keep_window_size=cfg.max_positions, is_moe=False)
+
+
 def _rotary_factor(cfg: ModelConfig) -> float:
     """A partial_rotary_factor whose int(d_head * factor) is rotary_dim again: half a dimension
     above it, so that rounding cannot fall below."""
@@ -177,5 +188,6 @@ LLAMA_VARIANT_DICTS: dict[str, Callable[[ModelConfig, dict[str, Any]], dict[str,
     "helium": _helium, "arcee": _arcee, "apertus": _apertus, "glm4": _glm4, "ernie4_5": _ernie4_5,
     "glm4_moe": _glm4_moe, "minimax_m2": _minimax_m2, "dots1": _dots1,
     "hunyuan_v1_dense": _hunyuan_v1_dense, "hunyuan_v1_moe": _hunyuan_v1_moe, "glm": _glm4,
-    "exaone_moe": _exaone_moe, "granite_swa": _granite_swa, "bitnet": _bitnet, **GEMMA4_DICTS,
+    "exaone_moe": _exaone_moe, "granite_swa": _granite_swa, "bitnet": _bitnet, "diffllama": _diffllama,
+    "doge": _doge, **GEMMA4_DICTS,
 }

@@ -61,9 +61,12 @@ from .mla import LatentAttention
 from .norms import ClipQKV, Dropout, HeadL2Norms, HeadNorms, KeptOutputs, LayerCheckpoint, Norm, Residual, SublayerInput
 from .optimizer import OptimizerStep, TensorRun
 from .per_layer import PerLayerEmbeddings, PerLayerInput
+from .differential import DifferentialCombine
+from .dynamic_mask import DynamicMask
 from .altup import AltUpEmbedding, AltUpLayer, AltUpUnembedding, Laurel
 
 __all__ = [
+    "DifferentialCombine", "DynamicMask",
     "ACTIVATION_OPS", "KV_SCALE_BYTES", "OTHER_FLOPS_PER_ELEMENT", "AlibiSlopes", "AttentionCore",
     "AttentionOutput", "AttentionScores", "AttentionTemperature", "Backward", "BackwardStep", "Block", "Cost", "CrossEntropy", "Dropout",
     "ClipQKV", "EmbeddingProjection", "EveryTokenExperts", "Experts", "FeedForward", "HeadL2Norms", "HeadNorms",

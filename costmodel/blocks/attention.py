@@ -5,6 +5,7 @@ costmodel/kernels.py) and the output projection. Latent attention's projections 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import sympy as sp
@@ -181,6 +182,9 @@ class AttentionCore(Block):
     latent: bool = False  # MLA (its "absorbed" variant)
     sinks: bool = False  # a learned logit per head joins each softmax row (gpt-oss)
     kv_shared: bool = False  # K and V are an earlier layer's (Gemma 4's num_kv_shared_layers)
+    # DiffLlama's second kernel call on the same queries and keys (blocks/differential.py): a fused
+    # kernel keeps those once, for the first call; the eager products copy them again
+    second_call: bool = False
 
     def own_kv_heads(self, heads: Expr) -> Expr:
         """Heads of K (or V) kept that this layer holds itself: all of them, but in a layer reusing
@@ -297,11 +301,24 @@ class AttentionScores(AttentionCore):
             variants=self.core_variants(self.qk_dim, S.r_kv + S.d_r),
             flops_matmul_backward=kernel.scores_backward(forward),
             elements=elements,
-            saved_bytes=kernel.scores_saved(self) + self.fused_qkv_extra + capped + clamped,
+            saved_bytes=(self.second_call_saved() if self.second_call else kernel.scores_saved(self))
+            + self.fused_qkv_extra + capped + clamped,
             bytes_matmul=moved,
             bytes_other=pointwise,
             buffer_bytes=mask,
         )
+
+    def second_call_saved(self) -> Expr:
+        """What DiffLlama's second call on the same queries and keys keeps anew (measured,
+        validate/FINDINGS.md, "New Hugging Face model types", session 22). A fused kernel keeps q and k as they reach
+        it, the first call's. The eager products copy the queries again, but at b = 1 the query's
+        reshape is a view of the rotated queries, kept once; the keys (the cache's contiguous
+        concatenation) are a view too, unless repeated to the query heads (a new copy each call)."""
+        if self.kernel.saves_as != "eager":
+            return ZERO
+        queries = sp.Piecewise((ZERO, sp.Eq(S.b, 1)), (S.h, True))
+        keys = dataclasses.replace(self, kv_shared=True).own_kv_heads(self.kv_heads_kept)
+        return S.e * S.b * self.qk_dim * (queries * self.q_len + keys * self.k_len)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import sympy as sp
 from .. import symbols as S
 from ..facts import Facts
 from ..terms import FP32, ZERO, Expr, dtype_bytes, elementwise_bytes, unless_fp32
-from .base import Backward, BackwardStep, Block, Cost, Profile, make_cost
+from .base import Backward, BackwardStep, Block, Cost, Profile, Tensor, make_cost
 
 
 def norm_saved(kind: str, rows: Expr, width: Expr, facts: Facts, input_kept: bool = True,
@@ -246,17 +246,23 @@ class Residual(Block):
     """x + sublayer(x); scaled: x + sublayer(x) * a Python number first (Granite's
     residual_multiplier: one more pointwise op, which keeps nothing for backward); layer_scalar:
     the sum then multiplied in place by a one-element buffer (Gemma 4's, facts.layer_scalar_buffer),
-    which keeps nothing either."""
+    which keeps nothing either; vector: the residual stream times a learned d-vector before the add
+    (Doge's input_residual and post_attention_residual: d parameters, and the product keeps the
+    stream, e t d bytes, which in fp32 is the storage the norm before the sublayer keeps already)."""
 
     tokens: Expr
     scaled: bool = False
     layer_scalar: bool = False
+    vector: bool = False
     title = "residual add"
 
     def cost(self) -> Cost:
         values = self.tokens * S.d
-        muls = int(self.scaled) + int(self.layer_scalar)
-        return make_cost(elements=[("add", values), ("mul", muls * values)],
+        muls = int(self.scaled) + int(self.layer_scalar) + int(self.vector)
+        return make_cost(tensors=[Tensor(S.d)] if self.vector else [],
+                         elements=[("add", values), ("mul", muls * values)],
+                         # the stream is the next norm's input: in fp32 that norm's x.float() is it
+                         saved_bytes=unless_fp32(S.e * values) if self.vector else 0,
                          bytes_other=elementwise_bytes(values, reads=2)
                          + muls * elementwise_bytes(values),
                          buffer_bytes=S.e if self.layer_scalar else 0)

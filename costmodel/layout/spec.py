@@ -100,6 +100,10 @@ def tensor_split_error(cfg: ModelConfig, tp: int, inference: bool) -> str | None
                 f"(model {name})")
     if tp > 1 and cfg.sub_norms:  # a norm over the heads' output and d_ff, which tp ranks split
         return f"splits BitNet's sub-norms, which are not modelled under tensor parallelism (model {name})"
+    if tp > 1 and cfg.differential_attention:  # head i's output is subtracted from head i + h/2's
+        return f"splits DiffLlama's differential attention, which is not modelled under tensor parallelism (model {name})"
+    if tp > 1 and cfg.dynamic_mask:  # dt_proj reads every KV head's values
+        return f"splits Doge's dynamic mask, which is not modelled under tensor parallelism (model {name})"
     if tp > 1 and cfg.n_mixer_layers("lightning"):  # blocks/lightning.py: no tensor-parallel split modelled
         return f"splits lightning attention, which is not modelled under tensor parallelism (model {name})"
     for what, size in tensor_split_sizes(cfg):
