@@ -148,6 +148,12 @@ def test_the_int4_gemvs_are_recorded_by_shape_and_group_each_call_reading_a_fres
             assert int4["op"] == "torch._weight_int4pack_mm_for_cpu" and int4["stored_bytes"] == stored
             assert (int4["copies"] - 1) * stored < rotation <= int4["copies"] * stored
             assert int4["fraction_of_bf16"] == pytest.approx(stored / int4["seconds"] / bf16["bytes_per_s"])
+        # the FP8 W8A8 product (torch._scaled_mm, this torch's CPU build has it): one byte a weight
+        # and the fp32 per-tensor scale, 384 x 512 + 4; 22 copies = ceil(4 MiB / 196,612)
+        fp8 = row["fp8_w8a8"]
+        assert fp8["op"] == "torch._scaled_mm" and fp8["stored_bytes"] == 384 * 512 + 4 == 196_612
+        assert fp8["copies"] == 22 and (fp8["copies"] - 1) * fp8["stored_bytes"] < rotation
+        assert fp8["fraction_of_bf16"] == pytest.approx(196_612 / fp8["seconds"] / bf16["bytes_per_s"])
 
 
 def test_on_cuda_a_rotation_is_timed_by_the_gpu_behind_a_sleep(monkeypatch):

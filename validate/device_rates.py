@@ -13,7 +13,8 @@ file"):
   and group sizes of the published int4 decoding runs, each call reading its weight from DRAM (a
   rotation over copies larger than any L2), as a fraction of the bf16 rate by shape and group:
   the kernel-level figure no source publishes for an A100 or H100 (validate/FINDINGS.md, "int4
-  tinygemm on the A100 and H100");
+  tinygemm on the A100 and H100"); beside it at each shape the FP8 W8A8 product at one row
+  (torch._scaled_mm, the float8dq rows' GEMM: FINDINGS, "The decoding rows outside 0.75-1.33x");
 - `graph_kernel_gap` (CUDA only): the GPU-side time each kernel of a CUDA graph's replay takes
   beyond its work, the file's graph_kernel_s, beside the same chain of kernels on a stream;
 - `dram_kernel_startup` (CUDA only): a SCALE kernel's time per kernel in a CUDA graph at sizes
@@ -191,10 +192,35 @@ def rotating_seconds(call: Callable[[Any], Any], operands: list[Any], device: st
     return {"seconds": device_seconds(rotation, device, repeats) / len(operands), "queued": None}
 
 
+def _w8a8_row(x: torch.Tensor, n: int, k: int, rotation: int, device: str, repeats: int,
+              bf16: dict[str, Any]) -> dict[str, Any]:
+    """One token by an n x k FP8 (e4m3) weight in the dynamic W8A8 product torchao's float8dq
+    (PerTensor) runs: torch._scaled_mm of the token, already cast to FP8, by the weight's transpose,
+    fp32 per-tensor scales, bf16 out, use_fast_accum=True (torchao's Float8MMConfig default for
+    float8_dynamic_activation_float8_weight; read in later quant_api.py, not at 92dd5f5). The
+    activation's quantization is left out: its kernels are timed by the model apart. Rotated over
+    weight copies as the bf16 product; unavailable (sm < 89, no FP8 build) with the error's line."""
+    try:
+        token = x.to(torch.float8_e4m3fn)
+        weight = torch.randn(n, k, device=device, dtype=torch.bfloat16).to(torch.float8_e4m3fn)
+        scale = torch.ones((), device=device, dtype=torch.float32)
+        stored = _stored_bytes(weight, scale)
+        copies = [weight] + [weight.clone() for _ in range(math.ceil(rotation / stored) - 1)]
+        timed = rotating_seconds(lambda w: torch._scaled_mm(token, w.t(), scale_a=scale, scale_b=scale,
+                                                            out_dtype=torch.bfloat16, use_fast_accum=True),
+                                 copies, device, repeats)
+    except (RuntimeError, NotImplementedError, AttributeError, TypeError) as error:
+        return {"unavailable": (str(error).strip().splitlines() or [type(error).__name__])[0]}
+    rate = stored / timed["seconds"]
+    return {"op": "torch._scaled_mm", "stored_bytes": stored, "copies": len(copies), **timed,
+            "bytes_per_s": rate, "fraction_of_bf16": rate / bf16["bytes_per_s"]}
+
+
 def int4_gemv_by_shape(device: str, grid: str, repeats: int = 5) -> dict[str, Any]:
     """One bf16 token by each weight of INT4_DECODE_SHAPES, in bf16 (F.linear) and in int4
-    (_int4_operands) in each group size of INT4_DECODE_GROUPS: each call's seconds, its weight's
-    stored bytes over them, and the int4 rate over the bf16 rate of the same shape. Every product
+    (_int4_operands) in each group size of INT4_DECODE_GROUPS, and in FP8 W8A8 (_w8a8_row: the
+    float8dq rows' torch._scaled_mm at one row, validate/FINDINGS.md session 22): each call's
+    seconds, its weight's stored bytes over them, and the rate over the bf16 rate of the same shape. Every product
     rotates over copies of its weight spanning ROTATION_BYTES, so each call reads its weight from
     DRAM, as a decode step's GEMVs do (one weight per layer, the model far larger than the L2)."""
     rotation = ROTATION_BYTES[grid]
@@ -208,7 +234,8 @@ def int4_gemv_by_shape(device: str, grid: str, repeats: int = 5) -> dict[str, An
         bf16 = {"op": "torch.nn.functional.linear", "stored_bytes": _stored_bytes(weight), "copies": len(copies),
                 **timed, "bytes_per_s": _stored_bytes(weight) / timed["seconds"]}
         del weight, copies
-        row: dict[str, Any] = {"n": n, "k": k, "bf16": bf16, "int4": {}}
+        w8a8 = _w8a8_row(x, n, k, rotation, device, repeats, bf16)
+        row: dict[str, Any] = {"n": n, "k": k, "bf16": bf16, "int4": {}, "fp8_w8a8": w8a8}
         for group in INT4_DECODE_GROUPS:
             try:
                 op, packed, scales_and_zeros, name = _int4_operands(x, n, k, group)
@@ -232,7 +259,9 @@ def int4_gemv_by_shape(device: str, grid: str, repeats: int = 5) -> dict[str, An
                       f"so that no call finds its weight in a cache, the median of {repeats} "
                       "rotations (on a GPU each queued behind torch.cuda._sleep: the GPU's time, not the launches'); "
                       "a call's rate is its weight's stored bytes over its seconds, the int4 fraction that rate over "
-                      "the same shape's bf16 rate"}
+                      "the same shape's bf16 rate; fp8_w8a8: the same token cast to FP8 by an FP8 copy of the weight "
+                      "in torch._scaled_mm (per-tensor fp32 scales, bf16 out, use_fast_accum), its quantization "
+                      "not timed"}
 
 
 def queued_seconds(launch: Callable[[], Any], repeats: int) -> dict[str, Any]:
