@@ -1,0 +1,64 @@
+"""A new user's sixteenth round (session 22; validate/FINDINGS.md "A new user's sixteenth round").
+Each test failed before its fix; the numbers are exact integers with their arithmetic or the
+figure another command prints for the same case."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cli_run import run_main
+
+
+def _json(args, capsys):
+    code, out, err = run_main([*args, "--json"], capsys)
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.mark.slow
+def test_generate_feeds_back_all_but_the_last_token():
+    """The fact the bound rests on: transformers' generate with max_new_tokens=T runs the prompt and
+    T - 1 one-token steps, so a tiny GPT-2 of 8 learned positions generates from a prompt of 8 with
+    T = 1, from 7 with T = 2, and fails (IndexError in wpe) from 7 with T = 3."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.GPT2Config(n_positions=8, n_embd=16, n_layer=1, n_head=2, vocab_size=50,
+                                  bos_token_id=0, eos_token_id=None)
+    model = transformers.GPT2LMHeadModel(cfg).eval()
+    fed = []
+    model.transformer.wpe.register_forward_pre_hook(lambda module, args: fed.extend(args[0].flatten().tolist()))
+    for prompt, new in ((8, 1), (7, 2)):
+        fed.clear()
+        out = model.generate(torch.ones(1, prompt, dtype=torch.long), max_new_tokens=new, do_sample=False,
+                             pad_token_id=0)
+        assert out.shape == (1, prompt + new) and max(fed) == prompt + new - 2 == 7
+    with pytest.raises(IndexError):
+        model.generate(torch.ones(1, 7, dtype=torch.long), max_new_tokens=3, do_sample=False, pad_token_id=0)
+
+
+@pytest.mark.parametrize("args", [
+    ["simulate", "--model", "gpt2", "--prompt", "1024", "--gen", "1"],
+    ["estimate", "--model", "gpt2", "--seq-len", "1024", "--gen-tokens", "1"],
+    ["plan", "--serve", "--model", "gpt2", "--prompt", "1024", "--gen", "1", "--hardware", "a100-80gb",
+     "--gpus", "1"],
+])
+def test_a_full_prompt_and_one_generated_token_fit_learned_positions(args, capsys):
+    """`simulate --model gpt2 --prompt 1024 --gen 1` was refused ("sequence length 1025 exceeds the
+    1024 learned positions"), and so were estimate and plan --serve: the one generated token is
+    never fed back, so 1024 positions are used. One more generated token is still refused."""
+    code, out, err = run_main(args, capsys)
+    assert code == 0, err
+    more = [("2" if a == "1" and i and args[i - 1] in ("--gen", "--gen-tokens") else a) for i, a in enumerate(args)]
+    code, out, err = run_main(more, capsys)
+    assert (code, out) == (2, "")
+    assert err.strip() == "error: sequence length 1025 exceeds the 1024 learned positions of model 'gpt2'."
+
+
+def test_the_default_prompt_leaves_room_for_the_tokens_fed_back(capsys):
+    """With --gen 5 and no --prompt, the default prompt is what GPT-2's 1,024 positions leave once
+    the 4 tokens fed back are added: 1,020 (it was 1,019), and the last decode step's context is
+    1,020 + 5 - 1 = 1,024."""
+    report = _json(["simulate", "--model", "gpt2", "--gen", "5"], capsys)
+    assert report["inputs"]["prompt"] == 1020
