@@ -62,3 +62,14 @@ def test_the_default_prompt_leaves_room_for_the_tokens_fed_back(capsys):
     1,020 + 5 - 1 = 1,024."""
     report = _json(["simulate", "--model", "gpt2", "--gen", "5"], capsys)
     assert report["inputs"]["prompt"] == 1020
+
+
+def test_xglm_buffers_hold_the_two_offset_rows(tmp_path, capsys):
+    """XGLMSinusoidalPositionalEmbedding holds max_position_embeddings + 2 rows (it looks position p
+    up at row p + 2): (64 + 2) x 48 x 2 bytes of bf16 = 6,336 (tests/test_hf_xglm.py measures the
+    class's). estimate said 6,144, the table without its offset rows."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "xglm", "vocab_size": 99, "d_model": 48, "ffn_dim": 37,
+                                "num_layers": 2, "attention_heads": 6, "max_position_embeddings": 64}))
+    report = _json(["estimate", "--config", str(path), "--seq-len", "9"], capsys)
+    assert report["memory"]["buffers"] == (64 + 2) * 48 * 2 == 6336
