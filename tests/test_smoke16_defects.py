@@ -73,3 +73,22 @@ def test_xglm_buffers_hold_the_two_offset_rows(tmp_path, capsys):
                                 "num_layers": 2, "attention_heads": 6, "max_position_embeddings": 64}))
     report = _json(["estimate", "--config", str(path), "--seq-len", "9"], capsys)
     assert report["memory"]["buffers"] == (64 + 2) * 48 * 2 == 6336
+
+
+def test_training_json_names_the_units_of_its_cost_split_and_fractions(capsys):
+    """`simulate --train --tokens --price --json` held parallel.communication and .wire in bytes,
+    step.mfu as a fraction and cost.gpu_hours/dollars with no unit under "units" (they named
+    seconds, FLOP, memory bytes and tokens a second only); `plan --json` held split.* in seconds,
+    mfu/hfu and the cost block likewise unnamed."""
+    args = ["--model", "llama2-7b", "--hardware", "h100-sxm", "--gpus", "8", "--tokens", "1e12", "--price", "2"]
+    sim = _json(["simulate", "--train", *args], capsys)
+    assert sim["parallel"]["communication"]["dp"]["all_reduce"] == 13_476_831_232  # 6,738,415,616 x 2 bytes
+    assert 0 < sim["step"]["mfu"] < 1 and sim["cost"]["price_per_gpu_hour"] == 2.0
+    assert sim["units"]["parallel"].startswith("bytes (per_rank, stages, communication, wire")
+    assert sim["units"]["step"].startswith("mfu, hfu, bubble_fraction: fractions of 1")
+    assert "gpu_hours: GPU-hours" in sim["units"]["cost"] and "dollars: dollars" in sim["units"]["cost"]
+    plan = _json(["plan", *args], capsys)
+    best = plan["feasible"][0]
+    assert set(best["split"]) >= {"compute", "communication", "bubble", "optimizer"} and 0 < best["mfu"] < 1
+    assert plan["units"]["split"] == "seconds" and plan["units"]["mfu, hfu"] == "fractions of 1"
+    assert plan["units"]["cost"] == sim["units"]["cost"] and plan["units"]["per_rank"] == "bytes"
