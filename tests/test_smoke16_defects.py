@@ -92,3 +92,23 @@ def test_training_json_names_the_units_of_its_cost_split_and_fractions(capsys):
     assert set(best["split"]) >= {"compute", "communication", "bubble", "optimizer"} and 0 < best["mfu"] < 1
     assert plan["units"]["split"] == "seconds" and plan["units"]["mfu, hfu"] == "fractions of 1"
     assert plan["units"]["cost"] == sim["units"]["cost"] and plan["units"]["per_rank"] == "bytes"
+
+
+@pytest.mark.parametrize("typed,preset", [
+    ("NVIDIA H100", "h100-sxm"),            # suggested h800, h200, h20 (not the H100)
+    ("nvidia h100 sxm", "h100-sxm"),
+    ("nvidia-a100-80gb", "a100-80gb"),
+    ("AMD MI300X", "mi300x"),
+    ("NVIDIA Tesla T4", "t4"),
+])
+def test_a_vendor_word_before_a_known_name_is_read(typed, preset, capsys):
+    """'NVIDIA H100 80GB HBM3' (the driver's name, an alias) and 'H100' resolved, but 'NVIDIA H100'
+    was an unknown hardware whose suggestions left out the H100: the vendor's words before a known
+    name (hardware_aliases.json "_vendor_words") are now dropped, where the whole name is unknown."""
+    assert _json(["hardware", "--show", typed], capsys)["name"] == preset
+
+
+def test_a_vendor_word_keeps_a_refused_name_refused(capsys):
+    """'NVIDIA A100' is 'a100' with the vendor's word: refused with its sentence, as 'a100' is."""
+    code, out, err = run_main(["hardware", "--show", "NVIDIA A100"], capsys)
+    assert (code, out) == (2, "") and "comes as 40 or 80 GB SXM4 and as 80 GB PCIe" in err
