@@ -112,3 +112,13 @@ def test_a_vendor_word_keeps_a_refused_name_refused(capsys):
     """'NVIDIA A100' is 'a100' with the vendor's word: refused with its sentence, as 'a100' is."""
     code, out, err = run_main(["hardware", "--show", "NVIDIA A100"], capsys)
     assert (code, out) == (2, "") and "comes as 40 or 80 GB SXM4 and as 80 GB PCIe" in err
+
+
+def test_one_hardware_named_twice_in_the_capacity_search_is_refused(capsys):
+    """`plan --serve --rate --hardware "h100,NVIDIA H100 80GB HBM3"` (one preset by two of its names)
+    searched h100-sxm twice: every row listed twice and "72 configurations" where there are 36.
+    It is one line now, as report's --models names a model twice."""
+    code, out, err = run_main(["plan", "--serve", "--model", "llama3-8b", "--hardware", "h100,NVIDIA H100 80GB HBM3",
+                               "--rate", "5", "--slo-ttft", "2", "--slo-tpot", "0.1"], capsys)
+    assert (code, out) == (2, "")
+    assert err == "error: --hardware: h100-sxm is named twice (its spellings and aliases are one hardware).\n"
