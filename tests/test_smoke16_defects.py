@@ -122,3 +122,9 @@ def test_one_hardware_named_twice_in_the_capacity_search_is_refused(capsys):
                                "--rate", "5", "--slo-ttft", "2", "--slo-tpot", "0.1"], capsys)
     assert (code, out) == (2, "")
     assert err == "error: --hardware: h100-sxm is named twice (its spellings and aliases are one hardware).\n"
+
+
+def test_a_rate_given_twice_in_a_rate_sweep_is_refused(capsys):
+    """`serve --rates 1,1` ran the same simulation twice and printed two equal rows."""
+    code, out, err = run_main(["serve", "--model", "llama3-8b", "--requests", "20", "--rates", "1,1.0"], capsys)
+    assert (code, out, err) == (2, "", "error: --rates '1,1.0': a rate is given twice.\n")
