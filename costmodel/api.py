@@ -50,12 +50,12 @@ def make_workload(cfg: ModelConfig, seq_len: int | None = None, **options: Any) 
     """The workload for a model with the defaults filled in, and the warnings it raises (a
     sequence past a context that is not a learned table). Invalid input raises ConfigError.
     The default length is 2048 tokens, or what the model's context leaves once the generated
-    tokens (gen_tokens, which extend a decoder-only model's sequence) are added."""
+    tokens fed back (gen_tokens - 1, which extend a decoder-only model's sequence) are added."""
     if seq_len is None:
         room = cfg.max_positions
-        generated = options.get("gen_tokens") or 0
-        if cfg.architecture != "encoder-decoder" and cfg.n_decoder_layers and 0 <= generated < room:
-            room -= generated
+        fed = max((options.get("gen_tokens") or 0) - 1, 0)  # the last token is never fed back
+        if cfg.architecture != "encoder-decoder" and cfg.n_decoder_layers and fed < room:
+            room -= fed
         seq_len = min(DEFAULT_SEQ_LEN, room)
     workload = Workload(seq_len=seq_len, **options)
     return workload, workload.check_fits(cfg)

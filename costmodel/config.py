@@ -100,7 +100,7 @@ class ModelConfig:
     # Falcon); parallel_norms: one norm per branch (2) or one norm feeding both (1, Falcon-7B).
     parallel_attention: bool = False
     parallel_norms: int = 2
-    position_offset: int = 0  # extra rows of a learned position table (OPT looks up position + 2)
+    position_offset: int = 0  # extra rows of a position table (OPT, XGLM look up position + 2)
     # The token embeddings' width when it is not d_model: projected in to d_model after the lookup
     # and out again before the head, which is this wide (OPT-350m's word_embed_proj_dim).
     embedding_dim: int | None = None

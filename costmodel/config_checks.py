@@ -91,8 +91,8 @@ def check_newer_fields(cfg: Any, owner: str) -> None:
     if cfg.parallel_attention and (cfg.norm_position != "pre" or cfg.post_sublayer_norm
                                     or cfg.n_encoder_layers):
         raise ConfigError(f"{owner}: parallel_attention needs pre-norm decoder-only layers.")
-    if cfg.position_offset and cfg.position != "learned":
-        raise ConfigError(f"{owner}: position_offset applies only to learned positions.")
+    if cfg.position_offset and cfg.position not in ("learned", "sinusoidal"):
+        raise ConfigError(f"{owner}: position_offset applies only to learned or sinusoidal position tables.")
     if cfg.projected_embeddings and (cfg.architecture != "decoder" or cfg.head != "lm"):
         raise ConfigError(f"{owner}: embedding_dim (projected embeddings) is modelled for "
                           "decoder-only language models.")

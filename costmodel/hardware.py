@@ -22,9 +22,8 @@ from typing import Any
 
 from .config import ConfigError, show
 from .hardware_schema import (EFFICIENCY_STAND_IN, GENERATIONS, INTERCONNECT, OPTIONAL_NUMBERS, UNSTATED_AS_ZERO,  # noqa: F401
-                              PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION, Field, schema_problems)
+                              PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION, Field, schema_problems)  # the schema, re-exported
 from .spec import CANONICAL_DTYPE, DEFAULT_TIME_MODEL, TIME_MODELS  # the time models and the default (spec.py says why)
-
 
 
 def serving_memory(memory_bytes: int, utilization: float, reserve_bytes: int) -> int:
@@ -413,9 +412,6 @@ class Hardware:
             out.pop("network_of")
         return out
 
-
-# The schema (Field, SCHEMA, schema_problems) lives in hardware_schema.py; re-exported here.
-
 # ---------------------------------------------------------------------------------------------
 # Finding a hardware: a preset's name (any case), `local`, or a path to a hardware file.
 
@@ -477,6 +473,13 @@ def normalized_name(name: str) -> str:
     return "-".join(name.strip().lower().replace("_", " ").split())
 
 
+def _without_vendor(key: str) -> str:
+    """The name less its vendor words (hardware_aliases.json "_vendor_words"), where only that is known."""
+    known = {*hardware_names(), *_preset_by_alias(), *refused_hardware_names()}
+    words = [normalized_name(w) + "-" for w in json.loads(HARDWARE_ALIASES_FILE.read_text(encoding="utf-8"))["_vendor_words"]]
+    return key if key in known else next((key[len(w):] for w in words if key.startswith(w) and key[len(w):] in known), key)
+
+
 def is_hardware_path(name: str) -> bool:
     return name.endswith(".json") or os.sep in name or "/" in name
 
@@ -486,7 +489,7 @@ def load_hardware(name: str) -> Hardware:
     hardware file, or `local` (read from the calibration cache, see validate/calibrate.py)."""
     if is_hardware_path(name):
         return load_hardware_file(Path(name))
-    key = normalized_name(name)
+    key = _without_vendor(normalized_name(name))
     if key in refused_hardware_names():
         raise ConfigError(f"hardware {show(name)} {refused_hardware_names()[key]}.")
     key = _preset_by_alias().get(key, key)
@@ -494,8 +497,7 @@ def load_hardware(name: str) -> Hardware:
         return _load_local()
     path = HARDWARE_DIR / f"{key}.json"
     if not path.is_file() and "," in name:  # 'h100-sxm,a100-80gb' suggested the V100s
-        raise ConfigError(f"--hardware {show(name)}: one GPU here; several, comma-separated, are compared by "
-                          f"plan --serve --rate only.")
+        raise ConfigError(f"--hardware {show(name)}: one GPU here; several, comma-separated, are compared by plan --serve --rate only.")
     if not path.is_file():
         close = _close_presets(key)
         hint = f" Did you mean {', '.join(close)}?" if close else f" Known: {', '.join(hardware_names())}."
@@ -551,9 +553,7 @@ def _check_copied_gemv(hardware: Hardware, path: Path) -> None:
 def _load_local() -> Hardware:
     path = local_cache_path()
     if not path.is_file():
-        raise ConfigError(
-            "hardware 'local' is not calibrated yet; run `python cli.py hardware --measure`."
-        )
+        raise ConfigError("hardware 'local' is not calibrated yet; run `python cli.py hardware --measure`.")
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as error:

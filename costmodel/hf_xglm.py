@@ -44,7 +44,7 @@ def _xglm(f: Fields, name: str) -> ModelConfig:
     return ModelConfig(
         name=name, family="xglm", vocab_size=f.get("vocab_size", 256008), d_model=d_model,
         n_heads=n_heads, d_ff=f.get("ffn_dim", 4096), n_decoder_layers=n_layers,
-        max_positions=f.get("max_position_embeddings", 2048), position="sinusoidal",
+        max_positions=f.get("max_position_embeddings", 2048), position="sinusoidal", position_offset=2,
         norm="layernorm", norm_position="pre", activation=_ACTIVATIONS[act],
         qkv_bias=True, out_bias=True, ffn_bias=True, head="lm",
         scale_embeddings=f.get("scale_embedding", True, bool),

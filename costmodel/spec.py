@@ -297,6 +297,10 @@ MAMBA_SSM_CACHE_DTYPES = Choices({"auto": "the model dtype, vLLM's default", "fl
 #: unit, *_seconds, *_bytes, gpu_hours, tokens_per_second, says it too). The thirteenth new-user
 #: round found byte and second figures (plan's per_rank and step_time, estimate's memory) with no
 #: unit anywhere in the JSON.
+#: --tokens/--price's cost block, as simulate --train and plan write it.
+_COST_UNITS = ("tokens: tokens; train_seconds: seconds; train_days: days; gpus: GPUs; gpu_hours: GPU-hours; "
+               "flops: FLOP; price_per_gpu_hour: dollars a GPU-hour; dollars: dollars")
+
 JSON_UNITS = {
     "estimate": {"params": "parameters (a count)", "flops": "FLOP over the whole batch; *_per_token: FLOP a token",
                  "memory": "bytes", "fit": "bytes (memory, capacity)", "parallel": "bytes (per_rank, stages, communication, wire)",
@@ -304,10 +308,16 @@ JSON_UNITS = {
     "simulate": {"seconds": "seconds (every key ending in seconds, time_per_output_token, step_time)",
                  "flops": "FLOP", "bytes": "bytes (memory, per_rank, stages, memory_capacity, *_bytes; but "
                                            "memory.max_batch: sequences, memory.max_context and model_context: tokens)",
-                 "tokens_per_second": "tokens a second"},
-    "plan": {"per_rank": "bytes", "step_time": "seconds", "time_per_output_token": "seconds",
+                 "tokens_per_second": "tokens a second",
+                 "parallel": "bytes (per_rank, stages, communication, wire; but stage, layers, "
+                             "virtual_stage_layers, micro_batches_in_flight: counts)",
+                 "step": "mfu, hfu, bubble_fraction: fractions of 1; model_flops: FLOP a step; "
+                         "tflops_per_gpu: TFLOP/s a GPU; slowest_stage: a stage index",
+                 "cost": _COST_UNITS},
+    "plan": {"per_rank": "bytes", "per_rank.stage": "a stage index", "step_time": "seconds", "time_per_output_token": "seconds",
              "last_step.seconds": "seconds", "*_seconds": "seconds", "memory_capacity": "bytes",
-             "tokens_per_second": "tokens a second", "model_flops": "FLOP a step"},
+             "tokens_per_second": "tokens a second", "model_flops": "FLOP a step", "split": "seconds",
+             "mfu, hfu": "fractions of 1", "cost": _COST_UNITS},
     "finetune": {"memory": "bytes; params, trainable_params: parameters (a count)",
                  "fit": "bytes (memory, capacity, each option's memory)"},
     "serve": {"queueing, ttft, tpot, e2e, itl": "seconds", "*_s": "seconds", "*_per_s": "a second",

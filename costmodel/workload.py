@@ -343,10 +343,17 @@ class Workload:
         return warnings
 
     def lengths(self, cfg: Any) -> dict[str, int]:
-        """The longest position each side reaches: "sequence" for a decoder or an encoder (with
-        the generated tokens), "source" and "target" for an encoder-decoder (the generated tokens
-        extend the target)."""
+        """The positions each side uses: "sequence" for a decoder or an encoder (with the
+        generated tokens fed back), "source" and "target" for an encoder-decoder (the generated
+        tokens fed back extend the target)."""
         if cfg.architecture == "encoder-decoder":
-            return {"source": self.seq_len, "target": self.decoder_len + self.gen_tokens}
-        generated = self.gen_tokens if cfg.n_decoder_layers else 0  # an encoder generates nothing
-        return {"sequence": self.seq_len + generated}
+            return {"source": self.seq_len, "target": self.decoder_len + self.fed_back_tokens()}
+        fed = self.fed_back_tokens() if cfg.n_decoder_layers else 0  # an encoder generates nothing
+        return {"sequence": self.seq_len + fed}
+
+    def fed_back_tokens(self) -> int:
+        """The generated tokens that take a position: the last one is returned, never fed back
+        (transformers' generate with max_new_tokens=T runs the prompt and T - 1 one-token steps,
+        so a 1024-token prompt and one new token fit GPT-2's 1024 positions; checked on a tiny
+        GPT-2, tests/test_smoke16_defects.py)."""
+        return max(self.gen_tokens - 1, 0)

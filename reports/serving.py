@@ -244,6 +244,8 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
             chosen = [float(x) for x in rates.split(",")]
         except ValueError:
             raise ReportInputError(f"--rates must be comma-separated numbers, got {rates!r}.") from None
+        if len(set(chosen)) < len(chosen):  # else the same run twice, two equal rows
+            raise ReportInputError(f"--rates {rates!r}: a rate is given twice.")
         tables = [name for name, path in (("--csv", csv_path), ("--steps-csv", steps_csv)) if path]
         if tables:
             raise ReportInputError(f"{' and '.join(tables)}: one run's tables, not written with --rates (its rows "

@@ -119,10 +119,10 @@ def test_inference_that_does_not_fit_says_so(capsys):
 def test_generated_tokens_extend_the_decoder(capsys):
     code, _, err = run(["estimate", "--model", "t5-small", "--seq-len", "500", "--tgt-len", "10",
                         "-T", "20"], capsys)
-    assert code == 0 and "warning" not in err  # 500 source tokens, 30 target positions: both fit
+    assert code == 0 and "warning" not in err  # 500 source tokens, 29 target positions (the last is not fed back): both fit
     code, _, err = run(["estimate", "--model", "t5-small", "--seq-len", "64", "--tgt-len", "500",
                         "-T", "20"], capsys)
-    assert code == 0 and "target length 520 is beyond the context" in err
+    assert code == 0 and "target length 519 is beyond the context" in err
     code, _, err = run(["estimate", "--model", "bert-base-uncased", "-T", "10"], capsys)
     assert code == 0 and "is an encoder: it does not generate tokens" in err
     assert "learned positions" not in err
@@ -162,17 +162,18 @@ def test_a_sliding_window_shorter_than_the_sequence_is_announced(capsys):
 def test_the_default_prompt_leaves_room_for_the_generated_tokens(capsys):
     # `simulate --model gpt2` with no options failed: 2048 capped at the 1024 learned positions,
     # plus the 128 generated tokens, is past the table. The default prompt is what the context
-    # leaves: 1024 - 128 = 896 for GPT-2, 2048 - 128 = 1920 for `plan --serve` on OPT-1.3B (the same
+    # leaves once the 127 tokens fed back are added (the last is never fed back, session 22):
+    # 1024 - 127 = 897 for GPT-2, 2048 - 127 = 1921 for `plan --serve` on OPT-1.3B (the same
     # 128 generated tokens since the twelfth round; 256 before).
     code, out, err = run(["simulate", "--model", "gpt2", "--json"], capsys)
     assert code == 0 and err == ""
     data = json.loads(out)
-    assert data["inputs"]["prompt"] == 896 and data["inputs"]["gen"] == 128
+    assert data["inputs"]["prompt"] == 897 and data["inputs"]["gen"] == 128
     code, out, err = run(["plan", "--model", "opt-1.3b", "--gpus", "2", "--serve", "--json"], capsys)
     assert code == 0 and err == ""
-    assert json.loads(out)["inputs"]["seq_len"] == 1920
+    assert json.loads(out)["inputs"]["seq_len"] == 1921
     code, out, err = run(["simulate", "--model", "gpt2", "--gen", "2000"], capsys)
-    assert code == 2 and "3024 exceeds the 1024 learned positions" in err
+    assert code == 2 and "3023 exceeds the 1024 learned positions" in err
 
 
 def test_gpus_alone_is_data_parallel_over_them(capsys):

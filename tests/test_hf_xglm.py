@@ -1,7 +1,6 @@
 """XGLM (costmodel/hf_xglm.py: model_type "xglm") against transformers 5.24's XGLMForCausalLM built
-from the same config dict: parameters, buffers (the sinusoidal table, two rows short: see
-test_buffers_two_rows_short), validate's rows under eager attention (the class has no sdpa path:
-matmul FLOPs forward and backward, other ops' elements, bytes saved for backward with the scores'
+from the same config dict: parameters, buffers (the sinusoidal table of P + 2 rows), validate's rows
+under eager attention (the class has no sdpa path: matmul FLOPs forward and backward, other ops' elements, bytes saved for backward with the scores'
 clamp at finfo.min, the KV cache), a cached decode step's and a prefill's FLOPs, the cache after a
 prefill, and the configs refused in one line.
 """
@@ -45,13 +44,12 @@ def test_parameters_exact_integers():
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_buffers_two_rows_short(name):
+def test_buffers_equal_the_class(name):
     """XGLMSinusoidalPositionalEmbedding holds max_position_embeddings + 2 rows (offset 2) in the model
-    dtype; the tree's SinusoidalPositions holds P rows (leaves.py does not pass ModelConfig's
-    position_offset to it, and config_checks allows that offset for learned tables only): 2 d bytes
-    of bf16 short, a known gap (validate/FINDINGS.md, session 21)."""
+    dtype: (64 + 2) x 48 x 2 bytes of bf16. The tree's SinusoidalPositions held P rows, 2 d bytes
+    short, until session 22 passed position_offset 2 to it."""
     ours, theirs = buffer_bytes_both(CONFIGS[name], name)
-    assert theirs == 66 * 48 * 2 and ours == theirs - 2 * 48 * 2
+    assert ours == theirs == 66 * 48 * 2
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))

@@ -115,7 +115,7 @@ def test_an_encoder_decoder_generation_checks_the_decoder_it_runs(capsys):
     assert captured.err == ""
     assert data["inputs"]["decoder_prompt"] == 1 and data["decode"]["decode_steps"] == 9
     assert cli.main(["simulate", "--model", "t5-small", "--prompt", "512", "--gen", "600"]) == 0
-    assert ("warning: target length 601 is beyond the context of model 't5-small' (512 tokens)."
+    assert ("warning: target length 600 is beyond the context of model 't5-small' (512 tokens)."
             in capsys.readouterr().err)
 
 

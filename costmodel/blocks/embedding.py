@@ -122,17 +122,18 @@ class TokenTypes(Block):
 
 @dataclass(frozen=True)
 class SinusoidalPositions(Block):
-    """Fixed sinusoids (a P x d buffer in the model dtype, no parameters) added to the token
-    embeddings."""
+    """Fixed sinusoids (a (P + offset) x d buffer in the model dtype, no parameters) added to the
+    token embeddings; XGLM's table has 2 rows more, looked up at position + 2."""
 
     tokens: Expr
+    offset: int = 0  # extra rows: XGLM looks position p up at row p + 2
     title = "sinusoidal positions"
 
     def cost(self) -> Cost:
         return make_cost(
             elements=[("add", self.tokens * S.d)],
             bytes_other=elementwise_bytes(self.tokens * S.d, reads=2),
-            buffer_bytes=S.e * S.P * S.d,
+            buffer_bytes=S.e * (S.P + self.offset) * S.d,
         )
 
 

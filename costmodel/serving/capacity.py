@@ -199,6 +199,10 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
     check_ssm_cache_dtype(cfg, replica_options.get("mamba_ssm_cache_dtype", "auto"))  # else every one set aside
     check_requests(target.requests)
     check_price(price)
+    names = [hardware.name for hardware in hardwares]
+    twice = next((name for name in names if names.count(name) > 1), None)
+    if twice is not None:  # else each of its configurations was searched and listed twice
+        raise ConfigError(f"--hardware: {twice} is named twice (its spellings and aliases are one hardware).")
     if price is not None and len(hardwares) > 1:
         raise ConfigError("--price is one hardware's dollars per GPU-hour; to compare several, give each hardware "
                           "file its price_per_gpu_hour.")
