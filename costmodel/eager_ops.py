@@ -115,13 +115,16 @@ def eager_training_implementation(cfg: Any, workload: Any) -> dict | None:
     """The measured training implementation (kernel_facts.json "eager_training_bytes") an eager
     training step of this config and workload runs, or None where none matches: another family
     or block (a bias, experts, latent attention...), another attention path, dtype or
-    implementation, or quantized weights (they run other ops). The caller decides the step is
+    implementation, quantized weights (they run other ops), or a shape the entry is not stated
+    for (its "multi_head_only": fewer key/value heads than query heads; its "min_batch": a
+    smaller batch; eager attention's copies differ there). The caller decides the step is
     eager: not compiled, not under autocast (layout/kernel_step.eager_training)."""
     if workload.weight_format is not None:
         return None
     return _matching("eager_training_bytes", cfg, lambda entry: (
         workload.attention in entry["attention"] and workload.dtype == entry["dtype"]
-        and workload.impl == entry["impl"]))
+        and workload.impl == entry["impl"] and workload.batch >= entry.get("min_batch", 1)
+        and not (entry.get("multi_head_only") and cfg.n_kv_heads != cfg.n_heads)))
 
 
 def training_bytes(entry: dict | None) -> dict[str, tuple[Any, Any]] | None:

@@ -226,6 +226,7 @@ def count_engine_steps(requests: list[tuple[int, int, int]], model: Any, names: 
 # A training step's memory-bound bytes per leaf (kernel_facts.json "eager_training_bytes";
 # the module's docstring says how).
 
+SCORES, SOFTMAX = LAYER + "self_attention.scores", LAYER + "self_attention.softmax"
 EXCLUDED_OPS = ("aten.mm.", "aten.addmm.", "aten.bmm.", "aten._unsafe_view.")
 
 
@@ -268,6 +269,16 @@ class ByteCounter:
             self.nodes[node] = region
             stack += [parent for parent, _ in node.next_functions]
 
+    def advance(self, func: Any) -> None:
+        """Inside eager attention (eager_attention_forward, given to the scores leaf): the softmax
+        call starts the softmax leaf (its cast back and the dropout follow it), the next matmul
+        the weighted sum's (that product and the output's transpose copy)."""
+        stack, name = self.ops.stack, getattr(func, "__name__", "")
+        if stack[-1] == SCORES and name == "softmax":
+            stack[-1] = SOFTMAX
+        elif stack[-1] == SOFTMAX and name == "matmul":
+            stack[-1] = LAYER + "self_attention.weighted_sum"
+
     def region(self) -> str:
         import torch
 
@@ -285,6 +296,7 @@ class ByteCounter:
 
         class Functions(TorchFunctionMode):
             def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                counter.advance(func)
                 out = func(*args, **(kwargs or {}))
                 for value in out if isinstance(out, (tuple, list)) else (out,):
                     counter.claim(value, counter.region())
@@ -304,9 +316,20 @@ class ByteCounter:
 
     def count(self, input_ids: Any) -> None:
         import torch
+        import transformers.models.llama.modeling_llama as llama
 
         functions, dispatch = self.modes()
         self.ops.install()
+        core = llama.eager_attention_forward
+
+        def counted_core(*args: Any, **kwargs: Any) -> Any:
+            self.ops.stack.append(SCORES)
+            try:
+                return core(*args, **kwargs)
+            finally:
+                self.ops.stack.pop()
+        llama.eager_attention_forward = counted_core
+        self.ops.patched.append((llama, "eager_attention_forward", core))
         try:
             with functions, dispatch:
                 logits = self.ops.model(input_ids, use_cache=False).logits
@@ -319,16 +342,17 @@ class ByteCounter:
 
 
 def training_model(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn: int, layers: int = 2,
-                   vocab: int = 97, seed: int = 0) -> Any:
-    """A random LlamaForCausalLM of these sizes in bf16 (sdpa), as a training step runs it."""
+                   vocab: int = 97, seed: int = 0, attention: str = "sdpa", dtype: str = "bf16") -> Any:
+    """A random LlamaForCausalLM of these sizes in this dtype (bf16, fp32) under this attention
+    implementation (sdpa, eager), as a training step runs it."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
     config = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=ffn, num_hidden_layers=layers,
                          num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=head_dim,
-                         max_position_embeddings=256, attn_implementation="sdpa")
-    return LlamaForCausalLM(config).to(torch.bfloat16).train()
+                         max_position_embeddings=256, attn_implementation=attention)
+    return LlamaForCausalLM(config).to({"bf16": torch.bfloat16, "fp32": torch.float32}[dtype]).train()
 
 
 def training_step_bytes(model: Any, batch: int, seq_len: int) -> dict[str, dict[str, dict[str, int]]]:
@@ -345,8 +369,9 @@ def training_step_bytes(model: Any, batch: int, seq_len: int) -> dict[str, dict[
 
 
 #: The sizes a leaf's bytes may grow with (costmodel/symbols.py's names): tokens times a width,
-#: tokens alone (a norm's statistics), a sequence's rotary tables, and a weight's size.
-BYTE_TERMS = ("b*n*d", "b*n*d_ff", "b*n*h*d_h", "b*n*h_kv*d_h", "b*n*h", "b*n*h_kv", "b*n", "n*d_h", "n",
+#: tokens alone (a norm's statistics), a sequence's rotary tables, a weight's size, and eager
+#: attention's (query x key) matrices: per head, and a mask's per sequence or for the batch.
+BYTE_TERMS = ("b*h*n**2", "b*n**2", "n**2", "b*n*d", "b*n*d_ff", "b*n*h*d_h", "b*n*h_kv*d_h", "b*n*h", "b*n*h_kv", "b*n", "n*d_h", "n",
               "d", "d_ff", "d_h", "1")
 
 #: Odd, unequal sizes (hidden, heads, KV heads, head width, FFN, batch, sequence): a head width
@@ -358,7 +383,9 @@ TRAINING_SHAPES = ((32, 4, 2, 6, 37, 2, 5), (24, 6, 3, 10, 29, 3, 7), (40, 4, 4,
                    (21, 3, 3, 14, 47, 1, 13), (48, 4, 2, 10, 35, 2, 8), (30, 5, 5, 6, 43, 5, 4),
                    (52, 2, 2, 16, 61, 1, 10), (28, 4, 2, 10, 33, 3, 5), (36, 6, 3, 8, 39, 2, 12),
                    (42, 3, 3, 12, 45, 1, 9), (40, 8, 2, 4, 27, 4, 7), (44, 4, 2, 14, 59, 2, 6),
-                   (22, 2, 2, 8, 51, 3, 11))
+                   (22, 2, 2, 8, 51, 3, 11), (26, 2, 2, 6, 25, 2, 14), (30, 6, 2, 8, 29, 1, 15),
+                   (36, 4, 4, 10, 49, 3, 2), (46, 2, 2, 4, 57, 4, 13), (50, 10, 5, 6, 39, 2, 16),
+                   (54, 6, 3, 12, 21, 3, 4), (20, 4, 4, 6, 63, 5, 10), (60, 4, 2, 8, 45, 1, 17))
 
 
 def shape_values(shape: tuple[int, ...]) -> dict[str, int]:
@@ -366,23 +393,41 @@ def shape_values(shape: tuple[int, ...]) -> dict[str, int]:
     return {"d": hidden, "h": heads, "h_kv": kv_heads, "d_h": head_dim, "d_ff": ffn, "b": batch, "n": seq_len}
 
 
-def measure_shapes(shapes: tuple[tuple[int, ...], ...]) -> list[tuple[dict[str, int], dict]]:
-    """(the shape's symbol values, training_step_bytes) for each shape."""
+def measure_shapes(shapes: tuple[tuple[int, ...], ...], attention: str = "sdpa",
+                   dtype: str = "bf16") -> list[tuple[dict[str, int], dict]]:
+    """(the shape's symbol values, training_step_bytes) for each shape, of training_model under
+    this attention and dtype."""
     out = []
     for shape in shapes:
         hidden, heads, kv_heads, head_dim, ffn, batch, seq_len = shape
-        model = training_model(hidden, heads, kv_heads, head_dim, ffn)
+        model = training_model(hidden, heads, kv_heads, head_dim, ffn, attention=attention, dtype=dtype)
         out.append((shape_values(shape), training_step_bytes(model, batch, seq_len)))
     return out
 
 
+def eager_shapes(shapes: tuple[tuple[int, ...], ...]) -> tuple[tuple[int, ...], ...]:
+    """The shapes as eager attention's counts are linear on them: as many key/value heads as query
+    heads (repeat_kv copies K and V only where they are fewer) and a batch of at least 2 (a batch
+    of 1 here becomes 2: torch.matmul folds (b, heads) into one batch dimension, which copies the
+    transposed query and key only where b > 1). The eager implementations are stated for those."""
+    return tuple(shape[:2] + (shape[1],) + shape[3:5] + (max(shape[5], 2),) + shape[6:] for shape in shapes)
+
+
+def byte_terms(measured: list[tuple[dict[str, int], dict]]) -> tuple[str, ...]:
+    """BYTE_TERMS, less the key/value heads' where every shape has h_kv = h (they would repeat h's)."""
+    if all(values["h_kv"] == values["h"] for values, _ in measured):
+        return tuple(t for t in BYTE_TERMS if "h_kv" not in t)
+    return BYTE_TERMS
+
+
 def fit_bytes(measured: list[tuple[dict[str, int], dict]], check: int = 2) -> dict[str, dict[str, str]]:
-    """Each leaf's forward and backward bytes as an integer combination of BYTE_TERMS (sympy text),
+    """Each leaf's forward and backward bytes as an integer combination of byte_terms (sympy text),
     solved on all but the last `check` shapes and required to be exact on every shape."""
     import numpy as np
     import sympy as sp
 
-    terms = [sp.sympify(t) for t in BYTE_TERMS]
+    names = byte_terms(measured)
+    terms = [sp.sympify(t) for t in names]
     symbols = sorted(set().union(*(t.free_symbols for t in terms)), key=str)
     rows = [[float(t.subs({s: values[str(s)] for s in symbols})) for t in terms] for values, _ in measured]
     fit = np.array(rows[:len(rows) - check])
@@ -398,7 +443,7 @@ def fit_bytes(measured: list[tuple[dict[str, int], dict]], check: int = 2) -> di
             expr = sum((c * t for c, t in zip(coefficients, terms)), sp.Integer(0))
             exact = [int(sum(c * r for c, r in zip(coefficients, row))) for row in rows]
             if exact != seen:
-                raise AssertionError(f"{leaf} ({phase}): no integer combination of {BYTE_TERMS} gives the "
+                raise AssertionError(f"{leaf} ({phase}): no integer combination of {names} gives the "
                                      f"measured bytes {seen} (fit {exact}).")
             out.setdefault(leaf, {})[phase] = str(sp.expand(expr))
     return out
