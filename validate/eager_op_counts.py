@@ -86,6 +86,35 @@ def leaf_of_module(name: str) -> str | None:
     return None
 
 
+#: GPT2LMHeadModel's submodules (under transformer.h.N) as the tree's leaves; the attention
+#: module's own body is the weighted sum's (its eager core goes to the scores, softmax and
+#: weighted-sum leaves, ByteCounter.advance), its probabilities' dropout (attn_dropout) the softmax's.
+GPT2_LAYER = {"ln_1": "self_attention.norm", "attn.c_attn": "self_attention.qkv", "attn": "self_attention.weighted_sum",
+              "attn.attn_dropout": "self_attention.softmax", "attn.c_proj": "self_attention.out",
+              "attn.resid_dropout": "self_attention.dropout", "ln_2": "ffn.norm", "mlp": "ffn.mlp",
+              "mlp.dropout": "ffn.dropout"}
+
+
+def gpt2_leaf_of_module(name: str) -> str | None:
+    """The cost-tree leaf a GPT2LMHeadModel submodule's ops belong to (None: its parent's)."""
+    parts = name.split(".")
+    top = {"transformer.wte": "embedding.tokens", "transformer.wpe": "embedding.positions",
+           "transformer.drop": "embedding.dropout", "transformer.ln_f": "decoder.final_norm",
+           "lm_head": "head.lm_head", "transformer": "model"}
+    if name in top:
+        return top[name]
+    if len(parts) == 3 and parts[:2] == ["transformer", "h"]:
+        return "layer"
+    if len(parts) >= 4 and parts[:2] == ["transformer", "h"]:
+        return LAYER + GPT2_LAYER[".".join(parts[3:])] if ".".join(parts[3:]) in GPT2_LAYER else None
+    return None
+
+
+def leaf_map(model: Any) -> Any:
+    """The module-to-leaf function of a counted model's family (Llama's, GPT-2's)."""
+    return gpt2_leaf_of_module if type(model).__name__.startswith("GPT2") else leaf_of_module
+
+
 class OpCounter:
     """Counts aten ops by region while installed around a model (install/remove)."""
 
@@ -109,8 +138,9 @@ class OpCounter:
         import transformers.models.llama.modeling_llama as llama
 
         self.stack = ["engine"]
+        leaf_of = leaf_map(self.model)
         for name, module in self.model.named_modules():
-            leaf = leaf_of_module(name) if name else None
+            leaf = leaf_of(name) if name else None
             if leaf is None:
                 continue
             def pre(_module: Any, _args: Any, leaf: str = leaf) -> None:
@@ -315,12 +345,14 @@ class ByteCounter:
         return Functions(), Dispatch()
 
     def count(self, input_ids: Any) -> None:
+        import sys
+
         import torch
-        import transformers.models.llama.modeling_llama as llama
 
         functions, dispatch = self.modes()
         self.ops.install()
-        core = llama.eager_attention_forward
+        family = sys.modules[type(self.ops.model).__module__]  # its modeling module
+        core = family.eager_attention_forward
 
         def counted_core(*args: Any, **kwargs: Any) -> Any:
             self.ops.stack.append(SCORES)
@@ -328,8 +360,18 @@ class ByteCounter:
                 return core(*args, **kwargs)
             finally:
                 self.ops.stack.pop()
-        llama.eager_attention_forward = counted_core
-        self.ops.patched.append((llama, "eager_attention_forward", core))
+        family.eager_attention_forward = counted_core
+        self.ops.patched.append((family, "eager_attention_forward", core))
+        dropout = torch.nn.functional.dropout
+
+        def cuda_dropout(input: Any, p: float = 0.5, training: bool = True, inplace: bool = False) -> Any:
+            # what at::dropout runs on a CUDA tensor (is_fused_kernel_acceptable: 0 < p < 1): the
+            # one native_dropout kernel (output and a bool mask), not the CPU's bernoulli, div, mul
+            if training and 0 < p < 1 and not inplace:
+                return torch.native_dropout(input, p, True)[0]
+            return dropout(input, p, training, inplace)
+        torch.nn.functional.dropout = cuda_dropout
+        self.ops.patched.append((torch.nn.functional, "dropout", dropout))
         try:
             with functions, dispatch:
                 logits = self.ops.model(input_ids, use_cache=False).logits
@@ -353,6 +395,19 @@ def training_model(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn: i
                          num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=head_dim,
                          max_position_embeddings=256, attn_implementation=attention)
     return LlamaForCausalLM(config).to({"bf16": torch.bfloat16, "fp32": torch.float32}[dtype]).train()
+
+
+def gpt2_training_model(hidden: int, heads: int, ffn: int, layers: int = 2, vocab: int = 97, seed: int = 0,
+                        attention: str = "sdpa", dtype: str = "bf16") -> Any:
+    """A random GPT2LMHeadModel of these sizes (head width hidden / heads; dropout 0.1 everywhere,
+    as gpt2's config states) in this dtype under this attention, as a training step runs it."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(seed)
+    config = GPT2Config(vocab_size=vocab, n_embd=hidden, n_head=heads, n_inner=ffn, n_layer=layers,
+                        n_positions=256, attn_implementation=attention)
+    return GPT2LMHeadModel(config).to({"bf16": torch.bfloat16, "fp32": torch.float32}[dtype]).train()
 
 
 def training_step_bytes(model: Any, batch: int, seq_len: int) -> dict[str, dict[str, dict[str, int]]]:
@@ -393,14 +448,17 @@ def shape_values(shape: tuple[int, ...]) -> dict[str, int]:
     return {"d": hidden, "h": heads, "h_kv": kv_heads, "d_h": head_dim, "d_ff": ffn, "b": batch, "n": seq_len}
 
 
-def measure_shapes(shapes: tuple[tuple[int, ...], ...], attention: str = "sdpa",
-                   dtype: str = "bf16") -> list[tuple[dict[str, int], dict]]:
-    """(the shape's symbol values, training_step_bytes) for each shape, of training_model under
-    this attention and dtype."""
+def measure_shapes(shapes: tuple[tuple[int, ...], ...], attention: str = "sdpa", dtype: str = "bf16",
+                   family: str = "llama") -> list[tuple[dict[str, int], dict]]:
+    """(the shape's symbol values, training_step_bytes) for each shape, of the family's training
+    model (training_model, gpt2_training_model: gpt2_shapes) under this attention and dtype."""
     out = []
     for shape in shapes:
         hidden, heads, kv_heads, head_dim, ffn, batch, seq_len = shape
-        model = training_model(hidden, heads, kv_heads, head_dim, ffn, attention=attention, dtype=dtype)
+        if family == "gpt2":  # its head width is hidden / heads
+            model = gpt2_training_model(hidden, heads, ffn, attention=attention, dtype=dtype)
+        else:
+            model = training_model(hidden, heads, kv_heads, head_dim, ffn, attention=attention, dtype=dtype)
         out.append((shape_values(shape), training_step_bytes(model, batch, seq_len)))
     return out
 
@@ -413,16 +471,27 @@ def eager_shapes(shapes: tuple[tuple[int, ...], ...]) -> tuple[tuple[int, ...], 
     return tuple(shape[:2] + (shape[1],) + shape[3:5] + (max(shape[5], 2),) + shape[6:] for shape in shapes)
 
 
+def gpt2_shapes(shapes: tuple[tuple[int, ...], ...]) -> tuple[tuple[int, ...], ...]:
+    """eager_shapes with the hidden size heads x head width, as GPT-2's attention has it."""
+    return tuple((shape[1] * shape[3],) + shape[1:] for shape in eager_shapes(shapes))
+
+
 def byte_terms(measured: list[tuple[dict[str, int], dict]]) -> tuple[str, ...]:
-    """BYTE_TERMS, less the key/value heads' where every shape has h_kv = h (they would repeat h's)."""
+    """BYTE_TERMS, less the key/value heads' where every shape has h_kv = h, and less the heads x
+    head width terms where every shape has d = h d_h (they would repeat others)."""
+    terms = BYTE_TERMS
     if all(values["h_kv"] == values["h"] for values, _ in measured):
-        return tuple(t for t in BYTE_TERMS if "h_kv" not in t)
-    return BYTE_TERMS
+        terms = tuple(t for t in terms if "h_kv" not in t)
+    if all(values["d"] == values["h"] * values["d_h"] for values, _ in measured):
+        terms = tuple(t for t in terms if "h*d_h" not in t)
+    return terms
 
 
-def fit_bytes(measured: list[tuple[dict[str, int], dict]], check: int = 2) -> dict[str, dict[str, str]]:
+def fit_bytes(measured: list[tuple[dict[str, int], dict]], check: int = 2,
+              leaves: tuple[str, ...] | None = None) -> dict[str, dict[str, str]]:
     """Each leaf's forward and backward bytes as an integer combination of byte_terms (sympy text),
-    solved on all but the last `check` shapes and required to be exact on every shape."""
+    solved on all but the last `check` shapes and required to be exact on every shape; `leaves`:
+    those only (default: every leaf measured)."""
     import numpy as np
     import sympy as sp
 
@@ -433,8 +502,7 @@ def fit_bytes(measured: list[tuple[dict[str, int], dict]], check: int = 2) -> di
     fit = np.array(rows[:len(rows) - check])
     out: dict[str, dict[str, str]] = {}
     for phase in ("forward", "backward"):
-        leaves = sorted(set().union(*(m["bytes"][phase] for _, m in measured)))
-        for leaf in leaves:
+        for leaf in leaves or sorted(set().union(*(m["bytes"][phase] for _, m in measured))):
             if leaf in ("model", "engine"):
                 continue
             seen = [m["bytes"][phase].get(leaf, 0) for _, m in measured]
@@ -457,6 +525,12 @@ STATED_LEAVES = ("decoder.rope_tables",) + tuple(LAYER + leaf for leaf in (
     "self_attention.norm", "self_attention.qkv", "self_attention.rope", "self_attention.out",
     "self_attention.residual", "ffn.norm", "ffn.mlp", "ffn.residual")) + ("decoder.final_norm",)
 
+#: GPT-2's stated leaves: Llama's less RoPE's, with its three dropouts (its position embedding's
+#: gather, like the tokens', keeps the tree's bytes; the add of the two is the model's body).
+GPT2_STATED = ("embedding.dropout",) + tuple(LAYER + leaf for leaf in (
+    "self_attention.norm", "self_attention.qkv", "self_attention.out", "self_attention.dropout",
+    "self_attention.residual", "ffn.norm", "ffn.mlp", "ffn.dropout", "ffn.residual")) + ("decoder.final_norm",)
+
 #: Measured and recorded, not used: the attention module's own body around the call (the
 #: weighted-sum leaf, as OpCounter gives it). On the CPU its backward copies the query and key
 #: gradients back from (batch, heads, tokens, width) memory; CUDA's flash backward returns them
@@ -469,7 +543,7 @@ def training_leaves(measured: list[tuple[dict[str, int], dict]],
                     leaves: tuple[str, ...] = STATED_LEAVES) -> dict[str, dict[str, Any]]:
     """kernel_facts.json "eager_training_bytes" leaves: each leaf's bytes (fit_bytes) and its
     kernels (ops that move bytes) per run, forward and backward, the same at every shape."""
-    fitted = fit_bytes(measured)
+    fitted = fit_bytes(measured, leaves=leaves)
     out: dict[str, dict[str, Any]] = {}
     for leaf in leaves:
         entry: dict[str, Any] = {phase: fitted.get(leaf, {}).get(phase, "0") for phase in ("forward", "backward")}
