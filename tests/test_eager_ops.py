@@ -220,6 +220,52 @@ def test_eager_attention_bytes_apply_to_multi_head_llama_at_batch_two_and_more()
     assert eager_training_implementation(cfg.replace(n_kv_heads=8), workload) is None  # repeat_kv copies
 
 
+GPT2 = {("eager", "bf16"): "transformers-gpt2-eager-training-bf16", ("eager", "fp32"): "transformers-gpt2-eager-training-fp32",
+        ("sdpa", "fp32"): "transformers-gpt2-sdpa-training-fp32"}
+
+
+@pytest.mark.parametrize("attention,dtype", sorted(GPT2))
+def test_gpt2_leaves_move_their_stated_bytes(attention, dtype):
+    """GPT2LMHeadModel measured again at two shapes its entries were not solved on (gpt2_shapes:
+    d = h d_h, b >= 2): every stated leaf's bytes and kernels, forward and backward."""
+    import torch
+
+    from validate.eager_op_counts import gpt2_shapes, measure_shapes
+
+    torch.set_num_threads(1)
+    stated = _training(GPT2[attention, dtype])["leaves"]
+    for values, counted in measure_shapes(gpt2_shapes(CHECK_SHAPES), attention, dtype, family="gpt2"):
+        for phase in ("forward", "backward"):
+            for leaf, fields in stated.items():
+                assert counted["bytes"][phase].get(leaf, 0) == _at(fields[phase], values), (leaf, phase, values)
+                assert counted["kernels"][phase].get(leaf, 0) == fields[f"{phase}_kernels"], (leaf, phase)
+
+
+def test_gpt2_dropout_is_cudas_one_kernel_and_its_softmax_runs_in_bf16():
+    """at::dropout on a CUDA tensor is one native_dropout: input and output (e each) and a bool
+    mask (1 byte) an element, forward and backward alike: 5 bytes in bf16, 9 in fp32. GPT-2's eager
+    softmax has no upcast: _softmax (2 + 2) and the probabilities' dropout (5): 9 bytes a score."""
+    for dtype, per_element in (("bf16", 5), ("fp32", 9)):
+        leaves = _training(GPT2["eager", dtype])["leaves"]
+        for leaf in ("embedding.dropout", "decoder.layer.self_attention.dropout", "decoder.layer.ffn.dropout"):
+            assert leaves[leaf]["forward"] == leaves[leaf]["backward"] == f"{per_element}*b*d*n"
+    assert _training(GPT2["eager", "bf16"])["leaves"]["decoder.layer.self_attention.softmax"]["forward"] == "9*b*h*n**2"
+
+
+def test_gpt2_entries_apply_where_measured():
+    from costmodel.config import Workload
+    from costmodel.eager_ops import eager_training_implementation
+    from costmodel.presets import load_preset
+
+    cfg, workload = load_preset("gpt2"), Workload(seq_len=992, batch=8, dtype="bf16", impl="hf", attention="eager")
+    assert eager_training_implementation(cfg, workload) is _training(GPT2["eager", "bf16"])
+    assert eager_training_implementation(cfg, workload.replace(attention="sdpa", dtype="fp32")) is _training(
+        GPT2["sdpa", "fp32"])
+    assert eager_training_implementation(cfg, workload.replace(attention="sdpa")) is None  # bf16 sdpa: not measured
+    assert eager_training_implementation(cfg, workload.replace(batch=1)) is None
+    assert eager_training_implementation(cfg.replace(activation="gelu"), workload) is None  # another GELU's ops
+
+
 def test_an_eager_training_step_moves_the_measured_bytes_and_a_compiled_one_the_trees():
     """llama3-8b, b = 2, n = 8192 (torchtitan's run): the layer's first norm moves 36 bytes an
     element forward and 102 backward when eager; compiled, the tree's fused kernel less what its
