@@ -12,8 +12,10 @@ transformers module (validate/eager_op_counts.py, checked again by tests/test_ea
     the step reads, each its aten op's calls per layer): the serving step charges them
     (costmodel/serving/eager_step.py EagerStep.copy_seconds);
   - the bytes its memory-bound ops move in a training step, forward and backward
-    (kernel_facts.json "eager_training_bytes"): eager PyTorch runs a norm as some eight kernels
-    with an fp32 upcast, RoPE as ten, and backward as its own sequence of aten ops, where the
+    (kernel_facts.json "eager_training_bytes": Llama under sdpa and eager attention, GPT-2 under
+    both, in bf16 and fp32): eager PyTorch runs a norm as some eight kernels with an fp32 upcast,
+    RoPE as ten, eager attention's softmax with its upcast and cast back and the dropout on the
+    (query x key) probabilities, and backward as its own sequence of aten ops, where the
     tree's bytes_other is the traffic of one fused kernel. In a training step that is not
     compiled, the kernel model gives a leaf of a measured implementation these bytes instead
     (kernel_time.leaf_kernels; the backward's in place of twice the forward's);

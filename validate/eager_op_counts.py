@@ -26,9 +26,11 @@ equal for every layer).
 
 The same attribution measures the bytes each leaf's memory-bound ops move in a TRAINING step
 (ByteCounter, training_leaves; kernel_facts.json "eager_training_bytes", what the kernel model
-gives an eager training step's leaves; `python -m validate.eager_op_counts` prints them): a
-forward and backward of LlamaForCausalLM (bf16, sdpa, causal, no cache; the loss outside the
-model, as torchtitan computes it) under a TorchDispatchMode that adds, for each op, the bytes of
+gives an eager training step's leaves; `python -m validate.eager_op_counts` prints Llama's sdpa
+bf16 entry): a forward and backward of LlamaForCausalLM or GPT2LMHeadModel (bf16 or fp32, sdpa
+or eager attention, causal, no cache; the loss outside the model, as torchtitan computes it; eager
+attention's ops split into the scores, softmax and weighted-sum leaves by ByteCounter.advance;
+F.dropout run as CUDA runs it, one native_dropout) under a TorchDispatchMode that adds, for each op, the bytes of
 its tensor inputs and outputs (numel x element size; a list argument's tensors each; a broadcast
 operand at its own size). Excluded, with the reason:
   - views and metadata: every op whose schema returns an alias (OpOverload.is_view: view, t,
