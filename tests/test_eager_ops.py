@@ -241,6 +241,41 @@ def test_gpt2_leaves_move_their_stated_bytes(attention, dtype):
                 assert counted["kernels"][phase].get(leaf, 0) == fields[f"{phase}_kernels"], (leaf, phase)
 
 
+BERT = {("eager", "bf16"): "transformers-bert-eager-training-bf16", ("eager", "fp32"): "transformers-bert-eager-training-fp32",
+        ("sdpa", "fp32"): "transformers-bert-sdpa-training-fp32"}
+
+
+@pytest.mark.parametrize("attention,dtype", sorted(BERT))
+def test_bert_leaves_move_their_stated_bytes(attention, dtype):
+    """BertModel measured again at two unseen shapes (counted under the decoder's layer names,
+    stated under the encoder's): every stated leaf's bytes and kernels, forward and backward."""
+    import torch
+
+    from validate.eager_op_counts import ENCODER_LAYER, LAYER, gpt2_shapes, measure_shapes
+
+    torch.set_num_threads(1)
+    stated = _training(BERT[attention, dtype])["leaves"]
+    for values, counted in measure_shapes(gpt2_shapes(CHECK_SHAPES), attention, dtype, family="bert"):
+        for phase in ("forward", "backward"):
+            for leaf, fields in stated.items():
+                as_counted = leaf.replace(ENCODER_LAYER, LAYER)
+                assert counted["bytes"][phase].get(as_counted, 0) == _at(fields[phase], values), (leaf, phase, values)
+                assert counted["kernels"][phase].get(as_counted, 0) == fields[f"{phase}_kernels"], (leaf, phase)
+
+
+def test_bert_entries_apply_to_bert_base():
+    from costmodel.config import Workload
+    from costmodel.eager_ops import eager_training_implementation
+    from costmodel.presets import load_preset
+
+    cfg, workload = load_preset("bert-base-uncased"), Workload(seq_len=512, batch=16, dtype="bf16", impl="hf",
+                                                              attention="eager")
+    assert eager_training_implementation(cfg, workload) is _training(BERT["eager", "bf16"])
+    assert eager_training_implementation(cfg, workload.replace(attention="sdpa", dtype="fp32")) is _training(
+        BERT["sdpa", "fp32"])
+    assert eager_training_implementation(cfg, workload.replace(batch=1)) is None
+
+
 def test_gpt2_dropout_is_cudas_one_kernel_and_its_softmax_runs_in_bf16():
     """at::dropout on a CUDA tensor is one native_dropout: input and output (e each) and a bool
     mask (1 byte) an element, forward and backward alike: 5 bytes in bf16, 9 in fp32. GPT-2's eager

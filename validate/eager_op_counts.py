@@ -112,9 +112,38 @@ def gpt2_leaf_of_module(name: str) -> str | None:
     return None
 
 
+#: BertModel's submodules (under encoder.layer.N) as the tree's leaves, counted under the
+#: decoder's layer names (LAYER: per_leaf's and ByteCounter.advance's) and stated under the
+#: encoder's (ENCODER_LAYER). The residual adds run in BertSelfOutput's and BertOutput's own bodies
+#: (LayerNorm(hidden + input)); the FFN's two products and the activation are the MLP's.
+BERT_LAYER = {"attention.self": "self_attention.weighted_sum", "attention.self.query": "self_attention.qkv",
+              "attention.self.key": "self_attention.qkv", "attention.self.value": "self_attention.qkv",
+              "attention.output": "self_attention.residual", "attention.output.dense": "self_attention.out",
+              "attention.output.dropout": "self_attention.dropout", "attention.output.LayerNorm": "self_attention.norm",
+              "intermediate": "ffn.mlp", "output": "ffn.residual", "output.dense": "ffn.mlp",
+              "output.dropout": "ffn.dropout", "output.LayerNorm": "ffn.norm"}
+ENCODER_LAYER = "encoder.layer."
+
+
+def bert_leaf_of_module(name: str) -> str | None:
+    """The cost-tree leaf a BertModel submodule's ops belong to (None: its parent's)."""
+    parts = name.split(".")
+    top = {"embeddings.word_embeddings": "embedding.tokens", "embeddings.position_embeddings": "embedding.positions",
+           "embeddings.token_type_embeddings": "embedding.token_types", "embeddings.LayerNorm": "embedding.norm",
+           "embeddings.dropout": "embedding.dropout", "pooler": "head.pooler", "embeddings": "model"}
+    if name in top:
+        return top[name]
+    if len(parts) >= 4 and parts[:2] == ["encoder", "layer"]:
+        rest = ".".join(parts[3:])
+        return LAYER + BERT_LAYER[rest] if rest in BERT_LAYER else None
+    return None
+
+
 def leaf_map(model: Any) -> Any:
-    """The module-to-leaf function of a counted model's family (Llama's, GPT-2's)."""
-    return gpt2_leaf_of_module if type(model).__name__.startswith("GPT2") else leaf_of_module
+    """The module-to-leaf function of a counted model's family (Llama's, GPT-2's, BERT's)."""
+    name = type(model).__name__
+    return gpt2_leaf_of_module if name.startswith("GPT2") else bert_leaf_of_module if name.startswith("Bert") \
+        else leaf_of_module
 
 
 class OpCounter:
@@ -376,8 +405,12 @@ class ByteCounter:
         self.ops.patched.append((torch.nn.functional, "dropout", dropout))
         try:
             with functions, dispatch:
-                logits = self.ops.model(input_ids, use_cache=False).logits
-                loss = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), input_ids.flatten())
+                if type(self.ops.model).__name__ == "BertModel":  # no head: its outputs' sum
+                    out = self.ops.model(input_ids)
+                    loss = out.last_hidden_state.float().sum() + out.pooler_output.float().sum()
+                else:
+                    logits = self.ops.model(input_ids, use_cache=False).logits
+                    loss = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), input_ids.flatten())
         finally:
             self.ops.remove()
         self.backward = True
@@ -410,6 +443,19 @@ def gpt2_training_model(hidden: int, heads: int, ffn: int, layers: int = 2, voca
     config = GPT2Config(vocab_size=vocab, n_embd=hidden, n_head=heads, n_inner=ffn, n_layer=layers,
                         n_positions=256, attn_implementation=attention)
     return GPT2LMHeadModel(config).to({"bf16": torch.bfloat16, "fp32": torch.float32}[dtype]).train()
+
+
+def bert_training_model(hidden: int, heads: int, ffn: int, layers: int = 2, vocab: int = 97, seed: int = 0,
+                        attention: str = "sdpa", dtype: str = "bf16") -> Any:
+    """A random BertModel (with its pooler) of these sizes (head width hidden / heads; dropout 0.1,
+    as bert-base's config states; GELU) in this dtype under this attention, as a training step runs it."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(seed)
+    config = BertConfig(vocab_size=vocab, hidden_size=hidden, num_attention_heads=heads, intermediate_size=ffn,
+                        num_hidden_layers=layers, max_position_embeddings=256, attn_implementation=attention)
+    return BertModel(config, add_pooling_layer=True).to({"bf16": torch.bfloat16, "fp32": torch.float32}[dtype]).train()
 
 
 def training_step_bytes(model: Any, batch: int, seq_len: int) -> dict[str, dict[str, dict[str, int]]]:
@@ -457,8 +503,9 @@ def measure_shapes(shapes: tuple[tuple[int, ...], ...], attention: str = "sdpa",
     out = []
     for shape in shapes:
         hidden, heads, kv_heads, head_dim, ffn, batch, seq_len = shape
-        if family == "gpt2":  # its head width is hidden / heads
-            model = gpt2_training_model(hidden, heads, ffn, attention=attention, dtype=dtype)
+        if family in ("gpt2", "bert"):  # their head width is hidden / heads
+            build = gpt2_training_model if family == "gpt2" else bert_training_model
+            model = build(hidden, heads, ffn, attention=attention, dtype=dtype)
         else:
             model = training_model(hidden, heads, kv_heads, head_dim, ffn, attention=attention, dtype=dtype)
         out.append((shape_values(shape), training_step_bytes(model, batch, seq_len)))
@@ -532,6 +579,12 @@ STATED_LEAVES = ("decoder.rope_tables",) + tuple(LAYER + leaf for leaf in (
 GPT2_STATED = ("embedding.dropout",) + tuple(LAYER + leaf for leaf in (
     "self_attention.norm", "self_attention.qkv", "self_attention.out", "self_attention.dropout",
     "self_attention.residual", "ffn.norm", "ffn.mlp", "ffn.dropout", "ffn.residual")) + ("decoder.final_norm",)
+
+#: BERT's stated leaves, as counted (LAYER's names; ENCODER_LAYER's in kernel_facts.json): its
+#: embeddings' norm and dropout and every layer leaf but the attention core's.
+BERT_STATED = ("embedding.norm", "embedding.dropout") + tuple(LAYER + leaf for leaf in (
+    "self_attention.qkv", "self_attention.out", "self_attention.dropout", "self_attention.residual",
+    "self_attention.norm", "ffn.mlp", "ffn.dropout", "ffn.residual", "ffn.norm"))
 
 #: Measured and recorded, not used: the attention module's own body around the call (the
 #: weighted-sum leaf, as OpCounter gives it). On the CPU its backward copies the query and key
