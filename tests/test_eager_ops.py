@@ -251,7 +251,8 @@ def test_bert_leaves_move_their_stated_bytes(attention, dtype):
     stated under the encoder's): every stated leaf's bytes and kernels, forward and backward."""
     import torch
 
-    from validate.eager_op_counts import ENCODER_LAYER, LAYER, gpt2_shapes, measure_shapes
+    from validate.eager_op_counts import LAYER, gpt2_shapes, measure_shapes
+    from validate.training_families import ENCODER_LAYER
 
     torch.set_num_threads(1)
     stated = _training(BERT[attention, dtype])["leaves"]
