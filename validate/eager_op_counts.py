@@ -26,8 +26,8 @@ equal for every layer).
 
 The same attribution measures the bytes each leaf's memory-bound ops move in a TRAINING step
 (ByteCounter, training_leaves; kernel_facts.json "eager_training_bytes", what the kernel model
-gives an eager training step's leaves; `python -m validate.eager_op_counts` prints Llama's sdpa
-bf16 entry): a forward and backward of LlamaForCausalLM or GPT2LMHeadModel (bf16 or fp32, sdpa
+gives an eager training step's leaves; `python -m validate.eager_op_counts FAMILY ATTENTION
+DTYPE` prints an entry's, entry_leaves): a forward and backward of LlamaForCausalLM or GPT2LMHeadModel (bf16 or fp32, sdpa
 or eager attention, causal, no cache; the loss outside the model, as torchtitan computes it; eager
 attention's ops split into the scores, softmax and weighted-sum leaves by ByteCounter.advance;
 F.dropout run as CUDA runs it, one native_dropout) under a TorchDispatchMode that adds, for each op, the bytes of
@@ -523,12 +523,32 @@ def training_leaves(measured: list[tuple[dict[str, int], dict]],
     return out
 
 
-if __name__ == "__main__":  # python -m validate.eager_op_counts: the training bytes, as JSON
+def entry_leaves(family: str = "llama", attention: str = "sdpa", dtype: str = "bf16") -> dict[str, Any]:
+    """One kernel_facts.json "eager_training_bytes" entry's measured leaves (and Llama's sdpa
+    cpu_only ones): the family's shapes (Llama sdpa: TRAINING_SHAPES; Llama eager: eager_shapes;
+    GPT-2 and BERT: gpt2_shapes), its stated leaves, eager attention's three where it runs,
+    BERT's layer leaves under the encoder's names."""
+    from .training_families import BERT_STATED, ENCODER_LAYER, GPT2_STATED
+
+    if family == "llama":
+        shapes = measure_shapes(TRAINING_SHAPES if attention == "sdpa" else eager_shapes(TRAINING_SHAPES), attention, dtype)
+    else:
+        shapes = measure_shapes(gpt2_shapes(TRAINING_SHAPES), attention, dtype, family=family)
+    stated = {"llama": STATED_LEAVES, "gpt2": GPT2_STATED, "bert": BERT_STATED}[family]
+    core = (SCORES, SOFTMAX, LAYER + "self_attention.weighted_sum") if attention == "eager" else ()
+    leaves = {path.replace(LAYER, ENCODER_LAYER) if family == "bert" else path: fields
+              for path, fields in training_leaves(shapes, stated + core).items()}
+    out: dict[str, Any] = {"leaves": leaves}
+    if family == "llama" and attention == "sdpa":
+        out["cpu_only"] = training_leaves(shapes, CPU_ONLY_LEAVES)
+    return out
+
+
+if __name__ == "__main__":  # python -m validate.eager_op_counts [family attention dtype]: one entry's bytes
     import json
+    import sys
 
     import torch
 
     torch.set_num_threads(1)
-    shapes = measure_shapes(TRAINING_SHAPES)
-    print(json.dumps({"leaves": training_leaves(shapes), "cpu_only": training_leaves(shapes, CPU_ONLY_LEAVES)},
-                     indent=1))
+    print(json.dumps(entry_leaves(*sys.argv[1:4]), indent=1))
