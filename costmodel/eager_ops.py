@@ -12,8 +12,10 @@ transformers module (validate/eager_op_counts.py, checked again by tests/test_ea
     the step reads, each its aten op's calls per layer): the serving step charges them
     (costmodel/serving/eager_step.py EagerStep.copy_seconds);
   - the bytes its memory-bound ops move in a training step, forward and backward
-    (kernel_facts.json "eager_training_bytes"): eager PyTorch runs a norm as some eight kernels
-    with an fp32 upcast, RoPE as ten, and backward as its own sequence of aten ops, where the
+    (kernel_facts.json "eager_training_bytes": Llama under sdpa and eager attention, GPT-2 under
+    both, in bf16 and fp32): eager PyTorch runs a norm as some eight kernels with an fp32 upcast,
+    RoPE as ten, eager attention's softmax with its upcast and cast back and the dropout on the
+    (query x key) probabilities, and backward as its own sequence of aten ops, where the
     tree's bytes_other is the traffic of one fused kernel. In a training step that is not
     compiled, the kernel model gives a leaf of a measured implementation these bytes instead
     (kernel_time.leaf_kernels; the backward's in place of twice the forward's);
@@ -115,13 +117,16 @@ def eager_training_implementation(cfg: Any, workload: Any) -> dict | None:
     """The measured training implementation (kernel_facts.json "eager_training_bytes") an eager
     training step of this config and workload runs, or None where none matches: another family
     or block (a bias, experts, latent attention...), another attention path, dtype or
-    implementation, or quantized weights (they run other ops). The caller decides the step is
+    implementation, quantized weights (they run other ops), or a shape the entry is not stated
+    for (its "multi_head_only": fewer key/value heads than query heads; its "min_batch": a
+    smaller batch; eager attention's copies differ there). The caller decides the step is
     eager: not compiled, not under autocast (layout/kernel_step.eager_training)."""
     if workload.weight_format is not None:
         return None
     return _matching("eager_training_bytes", cfg, lambda entry: (
         workload.attention in entry["attention"] and workload.dtype == entry["dtype"]
-        and workload.impl == entry["impl"]))
+        and workload.impl == entry["impl"] and workload.batch >= entry.get("min_batch", 1)
+        and not (entry.get("multi_head_only") and cfg.n_kv_heads != cfg.n_heads)))
 
 
 def training_bytes(entry: dict | None) -> dict[str, tuple[Any, Any]] | None:

@@ -106,8 +106,8 @@ def cfg_layers(cfg) -> dict:
 CHECK_SHAPES = ((60, 6, 3, 12, 67, 2, 7), (34, 2, 2, 18, 71, 3, 5))
 
 
-def _training() -> dict:
-    (entry,) = kernel_facts()["eager_training_bytes"]["implementations"]
+def _training(name: str = "transformers-llama-sdpa-training") -> dict:
+    (entry,) = [e for e in kernel_facts()["eager_training_bytes"]["implementations"] if e["name"] == name]
     return entry
 
 
@@ -160,12 +160,146 @@ def test_the_measured_implementation_applies_to_eager_hf_llama_training():
                                                         attention="flash")
     assert eager_training_implementation(cfg, workload) is _training()
     assert eager_training_implementation(cfg, workload.replace(attention="sdpa")) is _training()
+    # eager attention is stated for multi-head attention only (llama3-8b groups its KV heads)
     assert eager_training_implementation(cfg, workload.replace(attention="eager")) is None
     assert eager_training_implementation(cfg, workload.replace(impl="megatron")) is None  # fused kernels
-    assert eager_training_implementation(cfg, workload.replace(dtype="fp32")) is None
+    assert eager_training_implementation(cfg, workload.replace(dtype="fp32")) is _training(
+        "transformers-llama-sdpa-training-fp32")
+    assert eager_training_implementation(cfg, workload.replace(dtype="fp16")) is None
     assert eager_training_implementation(cfg, workload.replace(weight_dtype="int8")) is None
     assert eager_training_implementation(cfg.replace(qkv_bias=True), workload) is None
     assert eager_training_implementation(load_preset("gpt2"), workload) is None
+
+
+EAGER = {"bf16": "transformers-llama-eager-training-bf16", "fp32": "transformers-llama-eager-training-fp32"}
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+def test_eager_attention_and_fp32_leaves_move_their_stated_bytes(dtype):
+    """The eager entries (and sdpa's fp32) measured again at two shapes they were not solved on
+    (eager_shapes: h_kv = h, b >= 2): every stated leaf's bytes and kernels, forward and backward."""
+    import torch
+
+    from validate.eager_op_counts import eager_shapes, measure_shapes
+
+    torch.set_num_threads(1)
+    cases = [(EAGER[dtype], measure_shapes(eager_shapes(CHECK_SHAPES), "eager", dtype))]
+    if dtype == "fp32":
+        cases.append(("transformers-llama-sdpa-training-fp32", measure_shapes(CHECK_SHAPES, "sdpa", dtype)))
+    for name, measured in cases:
+        stated = _training(name)["leaves"]
+        for values, counted in measured:
+            for phase in ("forward", "backward"):
+                assert set(counted["bytes"][phase]) - set(stated) <= {"embedding.tokens", "model", "engine",
+                                                                      "decoder.layer.self_attention.weighted_sum"}
+                for leaf, fields in stated.items():
+                    assert counted["bytes"][phase].get(leaf, 0) == _at(fields[phase], values), (name, leaf, phase)
+                    assert counted["kernels"][phase].get(leaf, 0) == fields[f"{phase}_kernels"], (name, leaf)
+
+
+def test_eager_softmax_upcasts_in_bf16_only():
+    """HF's eager attention runs softmax(dtype=float32).to(dtype): in bf16 _to_copy (2 + 4 bytes a
+    score), _softmax (4 + 4), _to_copy (4 + 2) = 20 bytes a (query, key) pair per head, in three
+    kernels; in fp32 the one _softmax (4 + 4). The tree's softmax moves 2 e a score."""
+    bf16, fp32 = (_training(EAGER[dtype])["leaves"]["decoder.layer.self_attention.softmax"] for dtype in ("bf16", "fp32"))
+    assert (bf16["forward"], bf16["forward_kernels"]) == ("20*b*h*n**2", 3)
+    assert (fp32["forward"], fp32["forward_kernels"]) == ("8*b*h*n**2", 1)
+    assert (bf16["backward"], fp32["backward"]) == ("24*b*h*n**2", "12*b*h*n**2")
+
+
+def test_eager_attention_bytes_apply_to_multi_head_llama_at_batch_two_and_more():
+    from costmodel.config import Workload
+    from costmodel.eager_ops import eager_training_implementation
+    from costmodel.presets import load_preset
+
+    cfg = load_preset("llama2-7b")  # 32 heads, 32 KV heads
+    workload = Workload(seq_len=64, batch=2, dtype="bf16", impl="hf", attention="eager")
+    assert eager_training_implementation(cfg, workload) is _training(EAGER["bf16"])
+    assert eager_training_implementation(cfg, workload.replace(dtype="fp32")) is _training(EAGER["fp32"])
+    assert eager_training_implementation(cfg, workload.replace(batch=1)) is None  # matmul copies no q, k
+    assert eager_training_implementation(cfg.replace(n_kv_heads=8), workload) is None  # repeat_kv copies
+
+
+GPT2 = {("eager", "bf16"): "transformers-gpt2-eager-training-bf16", ("eager", "fp32"): "transformers-gpt2-eager-training-fp32",
+        ("sdpa", "fp32"): "transformers-gpt2-sdpa-training-fp32"}
+
+
+@pytest.mark.parametrize("attention,dtype", sorted(GPT2))
+def test_gpt2_leaves_move_their_stated_bytes(attention, dtype):
+    """GPT2LMHeadModel measured again at two shapes its entries were not solved on (gpt2_shapes:
+    d = h d_h, b >= 2): every stated leaf's bytes and kernels, forward and backward."""
+    import torch
+
+    from validate.eager_op_counts import gpt2_shapes, measure_shapes
+
+    torch.set_num_threads(1)
+    stated = _training(GPT2[attention, dtype])["leaves"]
+    for values, counted in measure_shapes(gpt2_shapes(CHECK_SHAPES), attention, dtype, family="gpt2"):
+        for phase in ("forward", "backward"):
+            for leaf, fields in stated.items():
+                assert counted["bytes"][phase].get(leaf, 0) == _at(fields[phase], values), (leaf, phase, values)
+                assert counted["kernels"][phase].get(leaf, 0) == fields[f"{phase}_kernels"], (leaf, phase)
+
+
+BERT = {("eager", "bf16"): "transformers-bert-eager-training-bf16", ("eager", "fp32"): "transformers-bert-eager-training-fp32",
+        ("sdpa", "fp32"): "transformers-bert-sdpa-training-fp32"}
+
+
+@pytest.mark.parametrize("attention,dtype", sorted(BERT))
+def test_bert_leaves_move_their_stated_bytes(attention, dtype):
+    """BertModel measured again at two unseen shapes (counted under the decoder's layer names,
+    stated under the encoder's): every stated leaf's bytes and kernels, forward and backward."""
+    import torch
+
+    from validate.eager_op_counts import LAYER, gpt2_shapes, measure_shapes
+    from validate.training_families import ENCODER_LAYER
+
+    torch.set_num_threads(1)
+    stated = _training(BERT[attention, dtype])["leaves"]
+    for values, counted in measure_shapes(gpt2_shapes(CHECK_SHAPES), attention, dtype, family="bert"):
+        for phase in ("forward", "backward"):
+            for leaf, fields in stated.items():
+                as_counted = leaf.replace(ENCODER_LAYER, LAYER)
+                assert counted["bytes"][phase].get(as_counted, 0) == _at(fields[phase], values), (leaf, phase, values)
+                assert counted["kernels"][phase].get(as_counted, 0) == fields[f"{phase}_kernels"], (leaf, phase)
+
+
+def test_bert_entries_apply_to_bert_base():
+    from costmodel.config import Workload
+    from costmodel.eager_ops import eager_training_implementation
+    from costmodel.presets import load_preset
+
+    cfg, workload = load_preset("bert-base-uncased"), Workload(seq_len=512, batch=16, dtype="bf16", impl="hf",
+                                                              attention="eager")
+    assert eager_training_implementation(cfg, workload) is _training(BERT["eager", "bf16"])
+    assert eager_training_implementation(cfg, workload.replace(attention="sdpa", dtype="fp32")) is _training(
+        BERT["sdpa", "fp32"])
+    assert eager_training_implementation(cfg, workload.replace(batch=1)) is None
+
+
+def test_gpt2_dropout_is_cudas_one_kernel_and_its_softmax_runs_in_bf16():
+    """at::dropout on a CUDA tensor is one native_dropout: input and output (e each) and a bool
+    mask (1 byte) an element, forward and backward alike: 5 bytes in bf16, 9 in fp32. GPT-2's eager
+    softmax has no upcast: _softmax (2 + 2) and the probabilities' dropout (5): 9 bytes a score."""
+    for dtype, per_element in (("bf16", 5), ("fp32", 9)):
+        leaves = _training(GPT2["eager", dtype])["leaves"]
+        for leaf in ("embedding.dropout", "decoder.layer.self_attention.dropout", "decoder.layer.ffn.dropout"):
+            assert leaves[leaf]["forward"] == leaves[leaf]["backward"] == f"{per_element}*b*d*n"
+    assert _training(GPT2["eager", "bf16"])["leaves"]["decoder.layer.self_attention.softmax"]["forward"] == "9*b*h*n**2"
+
+
+def test_gpt2_entries_apply_where_measured():
+    from costmodel.config import Workload
+    from costmodel.eager_ops import eager_training_implementation
+    from costmodel.presets import load_preset
+
+    cfg, workload = load_preset("gpt2"), Workload(seq_len=992, batch=8, dtype="bf16", impl="hf", attention="eager")
+    assert eager_training_implementation(cfg, workload) is _training(GPT2["eager", "bf16"])
+    assert eager_training_implementation(cfg, workload.replace(attention="sdpa", dtype="fp32")) is _training(
+        GPT2["sdpa", "fp32"])
+    assert eager_training_implementation(cfg, workload.replace(attention="sdpa")) is None  # bf16 sdpa: not measured
+    assert eager_training_implementation(cfg, workload.replace(batch=1)) is None
+    assert eager_training_implementation(cfg.replace(activation="gelu"), workload) is None  # another GELU's ops
 
 
 def test_an_eager_training_step_moves_the_measured_bytes_and_a_compiled_one_the_trees():

@@ -26,9 +26,11 @@ equal for every layer).
 
 The same attribution measures the bytes each leaf's memory-bound ops move in a TRAINING step
 (ByteCounter, training_leaves; kernel_facts.json "eager_training_bytes", what the kernel model
-gives an eager training step's leaves; `python -m validate.eager_op_counts` prints them): a
-forward and backward of LlamaForCausalLM (bf16, sdpa, causal, no cache; the loss outside the
-model, as torchtitan computes it) under a TorchDispatchMode that adds, for each op, the bytes of
+gives an eager training step's leaves; `python -m validate.eager_op_counts FAMILY ATTENTION
+DTYPE` prints an entry's, entry_leaves): a forward and backward of LlamaForCausalLM or GPT2LMHeadModel (bf16 or fp32, sdpa
+or eager attention, causal, no cache; the loss outside the model, as torchtitan computes it; eager
+attention's ops split into the scores, softmax and weighted-sum leaves by ByteCounter.advance;
+F.dropout run as CUDA runs it, one native_dropout) under a TorchDispatchMode that adds, for each op, the bytes of
 its tensor inputs and outputs (numel x element size; a list argument's tensors each; a broadcast
 operand at its own size). Excluded, with the reason:
   - views and metadata: every op whose schema returns an alias (OpOverload.is_view: view, t,
@@ -55,7 +57,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-LAYER = "decoder.layer."
+from .training_families import LAYER, bert_leaf_of_module, bert_training_model, gpt2_leaf_of_module, gpt2_training_model
 
 
 def leaf_of_module(name: str) -> str | None:
@@ -86,6 +88,13 @@ def leaf_of_module(name: str) -> str | None:
     return None
 
 
+def leaf_map(model: Any) -> Any:
+    """The module-to-leaf function of a counted model's family (Llama's, GPT-2's, BERT's)."""
+    name = type(model).__name__
+    return gpt2_leaf_of_module if name.startswith("GPT2") else bert_leaf_of_module if name.startswith("Bert") \
+        else leaf_of_module
+
+
 class OpCounter:
     """Counts aten ops by region while installed around a model (install/remove)."""
 
@@ -109,8 +118,9 @@ class OpCounter:
         import transformers.models.llama.modeling_llama as llama
 
         self.stack = ["engine"]
+        leaf_of = leaf_map(self.model)
         for name, module in self.model.named_modules():
-            leaf = leaf_of_module(name) if name else None
+            leaf = leaf_of(name) if name else None
             if leaf is None:
                 continue
             def pre(_module: Any, _args: Any, leaf: str = leaf) -> None:
@@ -226,6 +236,7 @@ def count_engine_steps(requests: list[tuple[int, int, int]], model: Any, names: 
 # A training step's memory-bound bytes per leaf (kernel_facts.json "eager_training_bytes";
 # the module's docstring says how).
 
+SCORES, SOFTMAX = LAYER + "self_attention.scores", LAYER + "self_attention.softmax"
 EXCLUDED_OPS = ("aten.mm.", "aten.addmm.", "aten.bmm.", "aten._unsafe_view.")
 
 
@@ -268,6 +279,16 @@ class ByteCounter:
             self.nodes[node] = region
             stack += [parent for parent, _ in node.next_functions]
 
+    def advance(self, func: Any) -> None:
+        """Inside eager attention (eager_attention_forward, given to the scores leaf): the softmax
+        call starts the softmax leaf (its cast back and the dropout follow it), the next matmul
+        the weighted sum's (that product and the output's transpose copy)."""
+        stack, name = self.ops.stack, getattr(func, "__name__", "")
+        if stack[-1] == SCORES and name == "softmax":
+            stack[-1] = SOFTMAX
+        elif stack[-1] == SOFTMAX and name == "matmul":
+            stack[-1] = LAYER + "self_attention.weighted_sum"
+
     def region(self) -> str:
         import torch
 
@@ -285,6 +306,7 @@ class ByteCounter:
 
         class Functions(TorchFunctionMode):
             def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                counter.advance(func)
                 out = func(*args, **(kwargs or {}))
                 for value in out if isinstance(out, (tuple, list)) else (out,):
                     counter.claim(value, counter.region())
@@ -303,14 +325,41 @@ class ByteCounter:
         return Functions(), Dispatch()
 
     def count(self, input_ids: Any) -> None:
+        import sys
+
         import torch
 
         functions, dispatch = self.modes()
         self.ops.install()
+        family = sys.modules[type(self.ops.model).__module__]  # its modeling module
+        core = family.eager_attention_forward
+
+        def counted_core(*args: Any, **kwargs: Any) -> Any:
+            self.ops.stack.append(SCORES)
+            try:
+                return core(*args, **kwargs)
+            finally:
+                self.ops.stack.pop()
+        family.eager_attention_forward = counted_core
+        self.ops.patched.append((family, "eager_attention_forward", core))
+        dropout = torch.nn.functional.dropout
+
+        def cuda_dropout(input: Any, p: float = 0.5, training: bool = True, inplace: bool = False) -> Any:
+            # what at::dropout runs on a CUDA tensor (is_fused_kernel_acceptable: 0 < p < 1): the
+            # one native_dropout kernel (output and a bool mask), not the CPU's bernoulli, div, mul
+            if training and 0 < p < 1 and not inplace:
+                return torch.native_dropout(input, p, True)[0]
+            return dropout(input, p, training, inplace)
+        torch.nn.functional.dropout = cuda_dropout
+        self.ops.patched.append((torch.nn.functional, "dropout", dropout))
         try:
             with functions, dispatch:
-                logits = self.ops.model(input_ids, use_cache=False).logits
-                loss = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), input_ids.flatten())
+                if type(self.ops.model).__name__ == "BertModel":  # no head: its outputs' sum
+                    out = self.ops.model(input_ids)
+                    loss = out.last_hidden_state.float().sum() + out.pooler_output.float().sum()
+                else:
+                    logits = self.ops.model(input_ids, use_cache=False).logits
+                    loss = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), input_ids.flatten())
         finally:
             self.ops.remove()
         self.backward = True
@@ -319,16 +368,17 @@ class ByteCounter:
 
 
 def training_model(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn: int, layers: int = 2,
-                   vocab: int = 97, seed: int = 0) -> Any:
-    """A random LlamaForCausalLM of these sizes in bf16 (sdpa), as a training step runs it."""
+                   vocab: int = 97, seed: int = 0, attention: str = "sdpa", dtype: str = "bf16") -> Any:
+    """A random LlamaForCausalLM of these sizes in this dtype (bf16, fp32) under this attention
+    implementation (sdpa, eager), as a training step runs it."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
     config = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=ffn, num_hidden_layers=layers,
                          num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=head_dim,
-                         max_position_embeddings=256, attn_implementation="sdpa")
-    return LlamaForCausalLM(config).to(torch.bfloat16).train()
+                         max_position_embeddings=256, attn_implementation=attention)
+    return LlamaForCausalLM(config).to({"bf16": torch.bfloat16, "fp32": torch.float32}[dtype]).train()
 
 
 def training_step_bytes(model: Any, batch: int, seq_len: int) -> dict[str, dict[str, dict[str, int]]]:
@@ -345,8 +395,9 @@ def training_step_bytes(model: Any, batch: int, seq_len: int) -> dict[str, dict[
 
 
 #: The sizes a leaf's bytes may grow with (costmodel/symbols.py's names): tokens times a width,
-#: tokens alone (a norm's statistics), a sequence's rotary tables, and a weight's size.
-BYTE_TERMS = ("b*n*d", "b*n*d_ff", "b*n*h*d_h", "b*n*h_kv*d_h", "b*n*h", "b*n*h_kv", "b*n", "n*d_h", "n",
+#: tokens alone (a norm's statistics), a sequence's rotary tables, a weight's size, and eager
+#: attention's (query x key) matrices: per head, and a mask's per sequence or for the batch.
+BYTE_TERMS = ("b*h*n**2", "b*n**2", "n**2", "b*n*d", "b*n*d_ff", "b*n*h*d_h", "b*n*h_kv*d_h", "b*n*h", "b*n*h_kv", "b*n", "n*d_h", "n",
               "d", "d_ff", "d_h", "1")
 
 #: Odd, unequal sizes (hidden, heads, KV heads, head width, FFN, batch, sequence): a head width
@@ -358,7 +409,9 @@ TRAINING_SHAPES = ((32, 4, 2, 6, 37, 2, 5), (24, 6, 3, 10, 29, 3, 7), (40, 4, 4,
                    (21, 3, 3, 14, 47, 1, 13), (48, 4, 2, 10, 35, 2, 8), (30, 5, 5, 6, 43, 5, 4),
                    (52, 2, 2, 16, 61, 1, 10), (28, 4, 2, 10, 33, 3, 5), (36, 6, 3, 8, 39, 2, 12),
                    (42, 3, 3, 12, 45, 1, 9), (40, 8, 2, 4, 27, 4, 7), (44, 4, 2, 14, 59, 2, 6),
-                   (22, 2, 2, 8, 51, 3, 11))
+                   (22, 2, 2, 8, 51, 3, 11), (26, 2, 2, 6, 25, 2, 14), (30, 6, 2, 8, 29, 1, 15),
+                   (36, 4, 4, 10, 49, 3, 2), (46, 2, 2, 4, 57, 4, 13), (50, 10, 5, 6, 39, 2, 16),
+                   (54, 6, 3, 12, 21, 3, 4), (20, 4, 4, 6, 63, 5, 10), (60, 4, 2, 8, 45, 1, 17))
 
 
 def shape_values(shape: tuple[int, ...]) -> dict[str, int]:
@@ -366,30 +419,63 @@ def shape_values(shape: tuple[int, ...]) -> dict[str, int]:
     return {"d": hidden, "h": heads, "h_kv": kv_heads, "d_h": head_dim, "d_ff": ffn, "b": batch, "n": seq_len}
 
 
-def measure_shapes(shapes: tuple[tuple[int, ...], ...]) -> list[tuple[dict[str, int], dict]]:
-    """(the shape's symbol values, training_step_bytes) for each shape."""
+def measure_shapes(shapes: tuple[tuple[int, ...], ...], attention: str = "sdpa", dtype: str = "bf16",
+                   family: str = "llama") -> list[tuple[dict[str, int], dict]]:
+    """(the shape's symbol values, training_step_bytes) for each shape, of the family's training
+    model (training_model; training_families.gpt2_training_model, bert_training_model: gpt2_shapes)
+    under this attention and dtype."""
     out = []
     for shape in shapes:
         hidden, heads, kv_heads, head_dim, ffn, batch, seq_len = shape
-        model = training_model(hidden, heads, kv_heads, head_dim, ffn)
+        if family in ("gpt2", "bert"):  # their head width is hidden / heads
+            build = gpt2_training_model if family == "gpt2" else bert_training_model
+            model = build(hidden, heads, ffn, attention=attention, dtype=dtype)
+        else:
+            model = training_model(hidden, heads, kv_heads, head_dim, ffn, attention=attention, dtype=dtype)
         out.append((shape_values(shape), training_step_bytes(model, batch, seq_len)))
     return out
 
 
-def fit_bytes(measured: list[tuple[dict[str, int], dict]], check: int = 2) -> dict[str, dict[str, str]]:
-    """Each leaf's forward and backward bytes as an integer combination of BYTE_TERMS (sympy text),
-    solved on all but the last `check` shapes and required to be exact on every shape."""
+def eager_shapes(shapes: tuple[tuple[int, ...], ...]) -> tuple[tuple[int, ...], ...]:
+    """The shapes as eager attention's counts are linear on them: as many key/value heads as query
+    heads (repeat_kv copies K and V only where they are fewer) and a batch of at least 2 (a batch
+    of 1 here becomes 2: torch.matmul folds (b, heads) into one batch dimension, which copies the
+    transposed query and key only where b > 1). The eager implementations are stated for those."""
+    return tuple(shape[:2] + (shape[1],) + shape[3:5] + (max(shape[5], 2),) + shape[6:] for shape in shapes)
+
+
+def gpt2_shapes(shapes: tuple[tuple[int, ...], ...]) -> tuple[tuple[int, ...], ...]:
+    """eager_shapes with the hidden size heads x head width, as GPT-2's attention has it."""
+    return tuple((shape[1] * shape[3],) + shape[1:] for shape in eager_shapes(shapes))
+
+
+def byte_terms(measured: list[tuple[dict[str, int], dict]]) -> tuple[str, ...]:
+    """BYTE_TERMS, less the key/value heads' where every shape has h_kv = h, and less the heads x
+    head width terms where every shape has d = h d_h (they would repeat others)."""
+    terms = BYTE_TERMS
+    if all(values["h_kv"] == values["h"] for values, _ in measured):
+        terms = tuple(t for t in terms if "h_kv" not in t)
+    if all(values["d"] == values["h"] * values["d_h"] for values, _ in measured):
+        terms = tuple(t for t in terms if "h*d_h" not in t)
+    return terms
+
+
+def fit_bytes(measured: list[tuple[dict[str, int], dict]], check: int = 2,
+              leaves: tuple[str, ...] | None = None) -> dict[str, dict[str, str]]:
+    """Each leaf's forward and backward bytes as an integer combination of byte_terms (sympy text),
+    solved on all but the last `check` shapes and required to be exact on every shape; `leaves`:
+    those only (default: every leaf measured)."""
     import numpy as np
     import sympy as sp
 
-    terms = [sp.sympify(t) for t in BYTE_TERMS]
+    names = byte_terms(measured)
+    terms = [sp.sympify(t) for t in names]
     symbols = sorted(set().union(*(t.free_symbols for t in terms)), key=str)
     rows = [[float(t.subs({s: values[str(s)] for s in symbols})) for t in terms] for values, _ in measured]
     fit = np.array(rows[:len(rows) - check])
     out: dict[str, dict[str, str]] = {}
     for phase in ("forward", "backward"):
-        leaves = sorted(set().union(*(m["bytes"][phase] for _, m in measured)))
-        for leaf in leaves:
+        for leaf in leaves or sorted(set().union(*(m["bytes"][phase] for _, m in measured))):
             if leaf in ("model", "engine"):
                 continue
             seen = [m["bytes"][phase].get(leaf, 0) for _, m in measured]
@@ -398,7 +484,7 @@ def fit_bytes(measured: list[tuple[dict[str, int], dict]], check: int = 2) -> di
             expr = sum((c * t for c, t in zip(coefficients, terms)), sp.Integer(0))
             exact = [int(sum(c * r for c, r in zip(coefficients, row))) for row in rows]
             if exact != seen:
-                raise AssertionError(f"{leaf} ({phase}): no integer combination of {BYTE_TERMS} gives the "
+                raise AssertionError(f"{leaf} ({phase}): no integer combination of {names} gives the "
                                      f"measured bytes {seen} (fit {exact}).")
             out.setdefault(leaf, {})[phase] = str(sp.expand(expr))
     return out
@@ -424,7 +510,7 @@ def training_leaves(measured: list[tuple[dict[str, int], dict]],
                     leaves: tuple[str, ...] = STATED_LEAVES) -> dict[str, dict[str, Any]]:
     """kernel_facts.json "eager_training_bytes" leaves: each leaf's bytes (fit_bytes) and its
     kernels (ops that move bytes) per run, forward and backward, the same at every shape."""
-    fitted = fit_bytes(measured)
+    fitted = fit_bytes(measured, leaves=leaves)
     out: dict[str, dict[str, Any]] = {}
     for leaf in leaves:
         entry: dict[str, Any] = {phase: fitted.get(leaf, {}).get(phase, "0") for phase in ("forward", "backward")}
@@ -437,12 +523,32 @@ def training_leaves(measured: list[tuple[dict[str, int], dict]],
     return out
 
 
-if __name__ == "__main__":  # python -m validate.eager_op_counts: the training bytes, as JSON
+def entry_leaves(family: str = "llama", attention: str = "sdpa", dtype: str = "bf16") -> dict[str, Any]:
+    """One kernel_facts.json "eager_training_bytes" entry's measured leaves (and Llama's sdpa
+    cpu_only ones): the family's shapes (Llama sdpa: TRAINING_SHAPES; Llama eager: eager_shapes;
+    GPT-2 and BERT: gpt2_shapes), its stated leaves, eager attention's three where it runs,
+    BERT's layer leaves under the encoder's names."""
+    from .training_families import BERT_STATED, ENCODER_LAYER, GPT2_STATED
+
+    if family == "llama":
+        shapes = measure_shapes(TRAINING_SHAPES if attention == "sdpa" else eager_shapes(TRAINING_SHAPES), attention, dtype)
+    else:
+        shapes = measure_shapes(gpt2_shapes(TRAINING_SHAPES), attention, dtype, family=family)
+    stated = {"llama": STATED_LEAVES, "gpt2": GPT2_STATED, "bert": BERT_STATED}[family]
+    core = (SCORES, SOFTMAX, LAYER + "self_attention.weighted_sum") if attention == "eager" else ()
+    leaves = {path.replace(LAYER, ENCODER_LAYER) if family == "bert" else path: fields
+              for path, fields in training_leaves(shapes, stated + core).items()}
+    out: dict[str, Any] = {"leaves": leaves}
+    if family == "llama" and attention == "sdpa":
+        out["cpu_only"] = training_leaves(shapes, CPU_ONLY_LEAVES)
+    return out
+
+
+if __name__ == "__main__":  # python -m validate.eager_op_counts [family attention dtype]: one entry's bytes
     import json
+    import sys
 
     import torch
 
     torch.set_num_threads(1)
-    shapes = measure_shapes(TRAINING_SHAPES)
-    print(json.dumps({"leaves": training_leaves(shapes), "cpu_only": training_leaves(shapes, CPU_ONLY_LEAVES)},
-                     indent=1))
+    print(json.dumps(entry_leaves(*sys.argv[1:4]), indent=1))
