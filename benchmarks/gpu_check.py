@@ -137,6 +137,21 @@ def measure_memory(model, inputs, prompt, gen_tokens, loss_fn, device, decoder) 
     return out
 
 
+def run_workload(batch: int, seq_len: int, dtype: str, gen_tokens: int, attention: str):
+    """The workload a row runs: Hugging Face code, torch.optim.AdamW on a model built in the dtype
+    (the "pure" precision policy)."""
+    from costmodel.config import Workload
+
+    return Workload(seq_len=seq_len, batch=batch, dtype=dtype, gen_tokens=gen_tokens,
+                    impl="hf", attention=attention, precision="pure")
+
+
+def recorded_run(row: dict):
+    """A recorded row's (config, workload), as the check ran them (models("cuda"), run_workload)."""
+    cfg = next(cfg for cfg, b, n, _ in models("cuda") if (cfg.name, b, n) == (row["model"], row["batch"], row["seq_len"]))
+    return cfg, run_workload(row["batch"], row["seq_len"], row["dtype"], row["gen_tokens"], row["attention"])
+
+
 def kernel_training(cfg, workload, hardware) -> dict:
     """The kernel model's training step on one GPU (a layout of --dp 1: no collectives) and its
     host term where it applies (layout/kernel_step.KernelStepTime.step)."""
@@ -150,7 +165,6 @@ def kernel_training(cfg, workload, hardware) -> dict:
 def check_model(cfg, batch, seq_len, gen_tokens, args, host_per_op: dict) -> dict:
     import torch
 
-    from costmodel.config import Workload
     from costmodel.peak import inference_peak_bytes, training_peak_bytes
     from costmodel.hardware import load_hardware
     from costmodel.roofline import Roofline, simulate_inference, training_step
@@ -160,9 +174,7 @@ def check_model(cfg, batch, seq_len, gen_tokens, args, host_per_op: dict) -> dic
 
     device = args.device
     decoder = cfg.head == "lm"
-    # torch.optim.AdamW on a model built in the dtype: the "pure" precision policy.
-    workload = Workload(seq_len=seq_len, batch=batch, dtype=args.dtype, gen_tokens=gen_tokens,
-                        impl="hf", attention=args.attention, precision="pure")
+    workload = run_workload(batch, seq_len, args.dtype, gen_tokens, args.attention)
     torch.manual_seed(0)
     model = build_hf_model(cfg, args.attention, TORCH_DTYPES[args.dtype]).to(device)
     inputs = {k: v.to(device) for k, v in make_inputs(cfg, batch, seq_len, labels=decoder).items()}

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from costmodel.blocks.base import Profile
-from costmodel.config import Workload
 from costmodel.peak import training_peak_bytes
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -26,7 +25,6 @@ sys.path.insert(0, str(BENCHMARKS))
 import gpu_check  # noqa: E402
 
 RESULTS = ("results_gpu_check.json", "results_gpu_check_bf16.json", "results_gpu_check_sdpa.json")
-CONFIGS = {(cfg.name, b, n): cfg for cfg, b, n, _ in gpu_check.models("cuda")}
 
 
 # BERT-base at 16 x 512: the analytic step peak (less weights, inputs, buffers), the walk through backward's
@@ -41,9 +39,7 @@ def rows():
 
 def step_peaks(row: dict) -> tuple[int, int]:
     """(measured, analytic) bytes of the step's own peak, as the module docstring says."""
-    cfg = CONFIGS[(row["model"], row["batch"], row["seq_len"])]
-    workload = Workload(seq_len=row["seq_len"], batch=row["batch"], dtype=row["dtype"], gen_tokens=row["gen_tokens"],
-                        impl="hf", attention=row["attention"], precision="pure")
+    cfg, workload = gpu_check.recorded_run(row)
     analytic = training_peak_bytes(cfg, workload, "foreach", "cuda")
     own = analytic["weights"] + analytic["inputs"] + analytic["buffers"]
     assert own == row["analytic_weights_inputs_buffers"]

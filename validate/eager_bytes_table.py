@@ -23,21 +23,17 @@ def table() -> str:
     import sys
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from gpu_check import kernel_training, models
+    from gpu_check import kernel_training, recorded_run
 
-    from costmodel.config import Workload
     from costmodel.eager_ops import eager_training_implementation
     from costmodel.hardware import load_hardware
 
     hardware = load_hardware(str(ROOT / "benchmarks" / "h200-measured.json"))
-    configs = {(cfg.name, b, n): cfg for cfg, b, n, _ in models("cuda")}
     lines = ["| file | model | dtype, attention | b x n | measured | model, recorded | model, now | "
              "recorded/meas | now/meas | bound now | measured bytes of |", "|" + "---|" * 11]
     for name in RESULTS:
         for r in json.loads((ROOT / "benchmarks" / name).read_text())["rows"]:
-            cfg = configs[(r["model"], r["batch"], r["seq_len"])]
-            workload = Workload(seq_len=r["seq_len"], batch=r["batch"], dtype=r["dtype"], gen_tokens=r["gen_tokens"],
-                                impl="hf", attention=r["attention"], precision="pure")
+            cfg, workload = recorded_run(r)
             now = kernel_training(cfg, workload, hardware)
             measured, recorded = r["train_step_s"], r["train_kernel_model_s"]
             entry = eager_training_implementation(cfg, workload)

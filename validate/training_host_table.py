@@ -21,15 +21,11 @@ def table() -> str:
     import sys
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from gpu_check import models
+    from gpu_check import kernel_training, recorded_run
 
-    from costmodel.config import Workload
     from costmodel.hardware import load_hardware
-    from costmodel.layout.spec import Layout
-    from costmodel.layout.timing import simulate_training
 
     hardware = load_hardware(str(ROOT / "benchmarks" / "h200-measured.json"))
-    configs = {(cfg.name, b, n): cfg for cfg, b, n, _ in models("cuda")}
     lines = ["| file | model | b x n | measured | roofline (h200) | kernel model, old | host ops | ops x op time | "
              "kernel model, new | old/meas | new/meas | bound | run's op time | new, run's op | /meas |",
              "|" + "---|" * 15]
@@ -37,10 +33,7 @@ def table() -> str:
         recorded = json.loads((ROOT / "benchmarks" / name).read_text())
         op = recorded["host_per_op"]["module_s_per_op"]
         for r in recorded["rows"]:
-            cfg = configs[(r["model"], r["batch"], r["seq_len"])]
-            workload = Workload(seq_len=r["seq_len"], batch=r["batch"], dtype=r["dtype"], gen_tokens=r["gen_tokens"],
-                                impl="hf", attention=r["attention"], precision="pure")
-            step = simulate_training(cfg, workload, Layout(dp=1), hardware, time_model="kernels")["step"]
+            step = kernel_training(*recorded_run(r), hardware)
             host, measured = step["host"], r["train_step_s"]
             old, new = host["without_host_seconds"], step["seconds"]
             run = max(host["kernels_seconds"], host["ops_per_step"] * op)
