@@ -10,3 +10,12 @@ def run_main(args: list[str], capsys) -> tuple[int, str, str]:
     code = cli.main(args)
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+def run_json(args: list[str], capsys) -> dict:
+    """The parsed output of `python cli.py *args --json`, which must exit 0 (stderr shown if not)."""
+    import json
+
+    code, out, err = run_main([*args, "--json"], capsys)
+    assert code == 0, err
+    return json.loads(out)

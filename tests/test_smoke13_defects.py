@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.cli_run import run_main
+from tests.cli_run import run_json, run_main
 
 GIB = 2**30
 EVERY = "every position (a plain forward)"
@@ -14,18 +14,12 @@ LAST = "the last position (Hugging Face generate's prefill, logits_to_keep=1)"
 LOGITS_PER_POSITION = 128_256 * 2
 
 
-def _json(args, capsys):
-    code, out, err = run_main([*args, "--json"], capsys)
-    assert code == 0, err
-    return json.loads(out)
-
-
 def test_estimate_and_simulate_size_inference_with_the_same_logits(capsys):
     """`estimate --hardware h100` said "Inference on 1 h100-sxm GPU: 17.91 GiB" (a plain forward's
     logits at all 8,192 positions) where `simulate` said 15.96 GiB (generate's prefill: the last
     position's), and `estimate --tp 2` already took generate's. Both figures are printed now, each
     saying which logits it holds; the verdict is generate's on one GPU as on a layout."""
-    est = _json(["estimate", "--model", "llama3.1-8b", "--seq-len", "8192", "--hardware", "h100"], capsys)
+    est = run_json(["estimate", "--model", "llama3.1-8b", "--seq-len", "8192", "--hardware", "h100"], capsys)
     memory = est["memory"]
     assert memory["logits"] == {"inference_total": EVERY, "generate_total": LAST}
     assert est["flops"]["logits"] == EVERY
@@ -35,14 +29,14 @@ def test_estimate_and_simulate_size_inference_with_the_same_logits(capsys):
     assert est["fit"]["inference"]["memory"] == memory["generate_total"] == 17_134_586_880
 
     # --gen-tokens 1 and --gen 1 both size the cache at n + 1 (the decode phase peaks): one figure
-    est = _json(["estimate", "--model", "llama3.1-8b", "--seq-len", "8192", "--gen-tokens", "1",
+    est = run_json(["estimate", "--model", "llama3.1-8b", "--seq-len", "8192", "--gen-tokens", "1",
                  "--hardware", "h100"], capsys)
-    sim = _json(["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--prompt", "8192",
+    sim = run_json(["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--prompt", "8192",
                  "--gen", "1"], capsys)
     assert sim["prefill"]["logits"] == sim["memory"]["logits"] == LAST
     assert sim["memory"]["bytes"] == est["memory"]["generate_total"] == est["fit"]["inference"]["memory"] \
         == 17_134_652_424
-    layout = _json(["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--prompt", "8192",
+    layout = run_json(["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--prompt", "8192",
                     "--gen", "1", "--tp", "1", "--pp", "1", "--dp", "1"], capsys)
     assert layout["logits"] == layout["prefill"]["logits"] == LAST
     assert layout["per_rank"]["total"] == 17_134_652_424
@@ -59,12 +53,12 @@ def test_estimate_and_simulate_size_inference_with_the_same_logits(capsys):
 def test_the_reference_implementation_keeps_every_positions_logits_in_both(capsys):
     """--impl reference decodes with its head on every position (tree.generate_logits_to_keep 0):
     its generate_total is its inference_total, and the label says so."""
-    est = _json(["estimate", "--model", "gpt2", "--seq-len", "512", "--impl", "reference"], capsys)
+    est = run_json(["estimate", "--model", "gpt2", "--seq-len", "512", "--impl", "reference"], capsys)
     assert est["memory"]["logits"] == {"inference_total": EVERY, "generate_total": EVERY}
     assert est["memory"]["generate_total"] == est["memory"]["inference_total"]
 
 
-def test_plan_exits_1_when_nothing_fits_and_still_prints_its_json(capsys):
+def test_plan_exits_1_when_nothing_fits_and_still_prints_itsrun_json(capsys):
     """The documented contract (README, "Bad input"): 0 an answer, 2 bad input, 1 nothing fits, with
     the JSON printed whole. Llama 2 70B's leanest layout on 2 H100s needs 555,720,860,172 B a GPU."""
     args = ["plan", "--model", "llama2-70b", "--hardware", "h100-sxm", "--seq-len", "4096", "--global-batch", "16"]
@@ -120,11 +114,11 @@ def test_finetune_defaults_to_the_attention_transformers_picks(capsys):
     data = json.loads(out)
     assert code == 0 and data["inputs"]["attention"] == "eager"
     assert "note: attention eager: gemma2's Hugging Face class has no sdpa path" in err
-    eager = _json([*args, "--attention", "eager"], capsys)
+    eager = run_json([*args, "--attention", "eager"], capsys)
     assert data["memory"] == eager["memory"] and eager["memory"]["total"] == 48_925_589_188
     code, _, err = run_main([*args, "--attention", "sdpa"], capsys)
     assert code == 2 and err.startswith("error: attention 'sdpa': gemma2's Hugging Face class")
-    assert _json(["finetune", "--model", "llama3.1-8b", "--method", "qlora"], capsys)["inputs"]["attention"] == "sdpa"
+    assert run_json(["finetune", "--model", "llama3.1-8b", "--method", "qlora"], capsys)["inputs"]["attention"] == "sdpa"
 
 
 def test_every_json_names_its_units(capsys):
@@ -133,20 +127,20 @@ def test_every_json_names_its_units(capsys):
     figures are those units (plan's 68,133,288,450 per_rank total and 2.74 s step, as its table)."""
     from costmodel import estimate, spec
 
-    est = _json(["estimate", "--model", "llama2-7b", "--seq-len", "4096", "--batch", "8"], capsys)
+    est = run_json(["estimate", "--model", "llama2-7b", "--seq-len", "4096", "--batch", "8"], capsys)
     assert est["units"] == spec.JSON_UNITS["estimate"] and est["units"]["memory"] == "bytes"
     assert estimate("llama2-7b", seq_len=4096, batch=8).to_dict()["units"] == est["units"]  # "exactly estimate --json"
     args = ["plan", "--model", "llama2-7b", "--hardware", "h100", "--gpus", "8", "--seq-len", "4096",
             "--global-batch", "64", "--top", "1"]
-    plan = _json(args, capsys)
+    plan = run_json(args, capsys)
     assert plan["units"]["per_rank"] == "bytes" and plan["units"]["step_time"] == "seconds"
     row = plan["feasible"][0]
     assert row["per_rank"]["total"] == 68_133_288_450
     _, out, _ = run_main(args, capsys)
     assert f"{row['per_rank']['total'] / GIB:.2f} GiB  {row['step_time']:.3g} s" in out
-    sim = _json(["simulate", "--model", "llama2-7b", "--hardware", "h100", "--gen", "2"], capsys)
+    sim = run_json(["simulate", "--model", "llama2-7b", "--hardware", "h100", "--gen", "2"], capsys)
     assert sim["units"] == spec.JSON_UNITS["simulate"]
-    tune = _json(["finetune", "--model", "llama2-7b", "--method", "lora"], capsys)
+    tune = run_json(["finetune", "--model", "llama2-7b", "--method", "lora"], capsys)
     assert tune["units"] == spec.JSON_UNITS["finetune"] and tune["units"]["fit"] == "bytes (memory, capacity, each option's memory)"
 
 
@@ -165,7 +159,7 @@ def test_an_encoder_prints_no_generation_line(capsys):
     generate_total = inference_total, the verdict's figure)."""
     code, out, _ = run_main(["estimate", "--model", "bert-base-uncased", "--seq-len", "512"], capsys)
     assert code == 0 and "  inference total" in out and "  generation " not in out
-    memory = _json(["estimate", "--model", "bert-base-uncased", "--seq-len", "512"], capsys)["memory"]
+    memory = run_json(["estimate", "--model", "bert-base-uncased", "--seq-len", "512"], capsys)["memory"]
     assert memory["generate_total"] == memory["inference_total"]
 
 
@@ -175,7 +169,7 @@ def test_plan_over_several_gpu_counts_names_each_global_batch(capsys):
     args = ["plan", "--model", "llama3.1-8b", "--hardware", "h100", "--gpus", "8,16", "--seq-len", "4096", "--top", "1"]
     code, out, _ = run_main([*args, "--global-batch", "64"], capsys)
     assert code == 0 and "global batch 64 (8 GPUs), 64 (16 GPUs) of 4,096 tokens" in out.splitlines()[0]
-    assert _json(args, capsys)["inputs"]["global_batch"] == {"8": 64, "16": 128}
+    assert run_json(args, capsys)["inputs"]["global_batch"] == {"8": 64, "16": 128}
 
 
 def test_simulate_with_a_layout_prints_no_decode_step_for_one_token(capsys):
@@ -193,7 +187,7 @@ def test_serve_and_the_capacity_search_name_their_units(capsys):
     """serve's ttft/tpot/e2e percentiles (seconds) and the capacity search's targets had no unit."""
     from costmodel import spec
 
-    data = _json(["serve", "--model", "llama3.2-1b", "--hardware", "l4", "--rate", "1", "--requests", "5"], capsys)
+    data = run_json(["serve", "--model", "llama3.2-1b", "--hardware", "l4", "--rate", "1", "--requests", "5"], capsys)
     assert data["units"] == spec.JSON_UNITS["serve"] and data["units"]["queueing, ttft, tpot, e2e, itl"] == "seconds"
     code, out, _ = run_main(["plan", "--model", "llama3.2-1b", "--hardware", "l4", "--serve", "--rate", "1", "--requests",
                          "10", "--tp", "1", "--slo-tpot", "1", "--slo-ttft", "10", "--json"], capsys)

@@ -6,13 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.cli_run import run_main
-
-
-def _json(args, capsys):
-    code, out, err = run_main([*args, "--json"], capsys)
-    assert code == 0, err
-    return json.loads(out)
+from tests.cli_run import run_json, run_main
 
 
 def test_plan_serve_names_the_latent_attention_form_simulate_needs(capsys):
@@ -21,13 +15,13 @@ def test_plan_serve_names_the_latent_attention_form_simulate_needs(capsys):
     DeepSeek-V2-Lite's tp-2 row 18.18 ms a token against plan's 10.67 ms, and neither header nor JSON said
     which form ran. Both now name it; the footer's command reproduces the row exactly."""
     case = ["--model", "deepseek-v2-lite", "--hardware", "h100"]
-    plan = _json(["plan", *case, "--serve", "--gpus", "2", "--tp", "2"], capsys)
+    plan = run_json(["plan", *case, "--serve", "--gpus", "2", "--tp", "2"], capsys)
     assert plan["inputs"]["mla"] == "absorbed"
     row = plan["feasible"][0]
     layout = ["simulate", *case, "--tp", "2", "--prompt", "2048", "--gen", "128", "--batch", "32",
               "--attention", "flash"]
-    absorbed = _json([*layout, "--mla", "absorbed"], capsys)
-    naive = _json(layout, capsys)
+    absorbed = run_json([*layout, "--mla", "absorbed"], capsys)
+    naive = run_json(layout, capsys)
     assert (absorbed["inputs"]["mla"], naive["inputs"]["mla"]) == ("absorbed", "naive")
     assert row["time_per_output_token"] == absorbed["generation"]["time_per_output_token"]
     assert naive["generation"]["time_per_output_token"] > 1.5 * row["time_per_output_token"]
@@ -38,7 +32,7 @@ def test_plan_serve_names_the_latent_attention_form_simulate_needs(capsys):
     code, out, _ = run_main(["simulate", *case, "--prompt", "512", "--gen", "4"], capsys)
     assert "attention eager, latent attention naive, dynamic KV cache" in out.splitlines()[1]
     # a model without latent attention says nothing of it
-    sim = _json(["simulate", "--model", "llama3.2-1b", "--hardware", "h100", "--prompt", "512", "--gen", "4"], capsys)
+    sim = run_json(["simulate", "--model", "llama3.2-1b", "--hardware", "h100", "--prompt", "512", "--gen", "4"], capsys)
     assert sim["inputs"]["mla"] is None
 
 
@@ -55,7 +49,7 @@ def test_ssm_cache_dtype_is_refused_for_a_model_without_states(capsys):
         assert (code, out) == (2, "")
         assert err.startswith(message) and err.count("\n") == 1
     # Nemotron 3 Nano: 23 Mamba-2 layers, vLLM's layout with the SSM state in fp32 (test_serving_vllm_states)
-    setup = _json(["serve", "--model", "nemotron-3-nano", "--hardware", "h100", "--rate", "2", "--requests", "5",
+    setup = run_json(["serve", "--model", "nemotron-3-nano", "--hardware", "h100", "--rate", "2", "--requests", "5",
                    "--mamba-ssm-cache-dtype", "float32"], capsys)["setup"]
     assert setup["mamba_ssm_cache_dtype"] == "float32"
 
@@ -71,7 +65,7 @@ def test_no_room_for_a_kv_block_names_the_token_budget_when_activations_fill_the
     assert (code, out) == (2, "")
     assert "weights 2.3 GiB and activations 31.3 GiB per GPU" in err
     assert "; lower --max-batched-tokens (the activations are sized for a step of 131,072 tokens), spread it" in err
-    setup = _json([*command, "--max-batched-tokens", "8192"], capsys)["setup"]
+    setup = run_json([*command, "--max-batched-tokens", "8192"], capsys)["setup"]
     assert setup["num_blocks"] == 34_490
     # where the weights are what does not fit, the advice is as before
     code, _, err = run_main(["serve", "--model", "llama3.2-1b", "--hardware", "l4", "--rate", "2", "--requests", "5",
@@ -84,7 +78,7 @@ def test_published_json_names_its_units(capsys):
     full_published 1.42 (seconds an iteration), mfu_ours 37.6 (percent) and the summary's
     median_error 0.106 (a fraction, printed as 10.6%) said nothing of what they count. Every table
     now has its line in spec.JSON_UNITS["published"]."""
-    tables = _json(["published"], capsys)
+    tables = run_json(["published"], capsys)
     units = tables.pop("units")
     named = {key for entry in units for key in entry.split(", ")}
     assert named == set(tables)
@@ -111,11 +105,11 @@ def test_a_falcon_h1_pipeline_splits_whole_decoder_layers(tmp_path, capsys):
     train = ["simulate", "--config", str(path), "--hardware", "h100", "--train", "--seq-len", "2048"]
     code, out, err = run_main([*train, "--pp", "45"], capsys)
     assert code == 2 and err.startswith("error: layout: 45 pipeline stages for 44 layers:")
-    even = _json([*train, "--pp", "2"], capsys)["parallel"]["stages"]
-    given = _json([*train, "--pp", "2", "--stage-layers", "22,22"], capsys)["parallel"]["stages"]
+    even = run_json([*train, "--pp", "2"], capsys)["parallel"]["stages"]
+    given = run_json([*train, "--pp", "2", "--stage-layers", "22,22"], capsys)["parallel"]["stages"]
     assert [s["layers"] for s in even] == [s["layers"] for s in given] == [22, 22]
     assert [s["total"] for s in even] == [s["total"] for s in given]
-    eight = _json([*train, "--pp", "8"], capsys)["parallel"]["stages"]
+    eight = run_json([*train, "--pp", "8"], capsys)["parallel"]["stages"]
     assert [s["layers"] for s in eight] == [6, 6, 6, 6, 5, 5, 5, 5]
     # stages 1 and 4 hold decoder layers alone (no embedding, no head): weights in proportion 6 : 5
     assert 5 * eight[1]["weights"] == 6 * eight[4]["weights"]
@@ -129,7 +123,7 @@ def test_a_kv_dtype_on_an_encoder_says_it_changes_nothing(capsys):
     """`estimate --model bert-base-uncased --kv-dtype fp8` (and sweep's) was taken in silence, figures
     unchanged, while `--gen-tokens 4` on the same encoder warns that it is ignored. It now warns too;
     an encoder-decoder (T5: its decoder's cache) does not."""
-    plain = _json(["estimate", "--model", "bert-base-uncased"], capsys)
+    plain = run_json(["estimate", "--model", "bert-base-uncased"], capsys)
     code, out, err = run_main(["estimate", "--model", "bert-base-uncased", "--kv-dtype", "fp8", "--json"], capsys)
     assert code == 0 and json.loads(out)["memory"] == plain["memory"]  # no kv_cache_dtype note either
     assert err == ("warning: model 'bert-base-uncased' is an encoder: it keeps no KV cache, so the fp8 KV cache "
@@ -144,8 +138,8 @@ def test_simulate_takes_cuda_graphs_on_as_serve_and_plan_spell_it(capsys):
     with click's "Got unexpected extra argument (on)". simulate now takes the same words; the flag alone
     is still on, and auto (Hugging Face generate's) and off are eager."""
     case = ["simulate", "--model", "llama3.2-1b", "--hardware", "h100", "--prompt", "512", "--gen", "8", "--tp", "1"]
-    graphed = [_json([*case, *words], capsys) for words in (["--cuda-graphs"], ["--cuda-graphs", "on"])]
-    eager = [_json([*case, *words], capsys) for words in ([], ["--cuda-graphs", "off"], ["--cuda-graphs", "auto"])]
+    graphed = [run_json([*case, *words], capsys) for words in (["--cuda-graphs"], ["--cuda-graphs", "on"])]
+    eager = [run_json([*case, *words], capsys) for words in ([], ["--cuda-graphs", "off"], ["--cuda-graphs", "auto"])]
     assert graphed[0] == graphed[1] and graphed[0]["inputs"]["cuda_graphs"] is True
     assert eager[0] == eager[1] == eager[2] and eager[0]["inputs"]["cuda_graphs"] is False
     assert graphed[0]["generation"]["time_per_output_token"] < eager[0]["generation"]["time_per_output_token"]
@@ -156,8 +150,8 @@ def test_serve_rates_json_names_the_deployment_and_its_units(capsys):
     names them) and no `units`, the one serve JSON without them. It is now `serve --json`'s setup and
     units around the rows; each row is the `serve --rate R` run's figures."""
     case = ["serve", "--model", "llama3.2-1b", "--hardware", "l4", "--requests", "10"]
-    sweep = _json([*case, "--rates", "1,2"], capsys)
-    one = _json([*case, "--rate", "2"], capsys)
+    sweep = run_json([*case, "--rates", "1,2"], capsys)
+    one = run_json([*case, "--rate", "2"], capsys)
     assert {**sweep["setup"], "rate": 2.0} == one["setup"] and sweep["units"] == one["units"]  # rate: each row's
     assert (sweep["setup"]["model"], sweep["setup"]["hardware"], sweep["requests"]) == ("llama3.2-1b", "l4", 10)
     assert [r["rate"] for r in sweep["rates"]] == [1.0, 2.0]

@@ -8,13 +8,7 @@ import json
 
 import pytest
 
-from tests.cli_run import run_main
-
-
-def _json(args, capsys):
-    code, out, err = run_main([*args, "--json"], capsys)
-    assert code == 0, err
-    return json.loads(out)
+from tests.cli_run import run_json, run_main
 
 
 @pytest.mark.parametrize("model,why", [
@@ -31,17 +25,17 @@ def test_finetune_default_falls_back_to_the_modelled_attention(model, why, capsy
     default = json.loads(out)
     assert default["inputs"]["attention"] == "eager"
     assert f"note: attention eager, not transformers' default sdpa: {why}" in err
-    assert default["memory"] == _json(["finetune", "--model", model, "--attention", "eager"], capsys)["memory"]
+    assert default["memory"] == run_json(["finetune", "--model", model, "--attention", "eager"], capsys)["memory"]
     code, out, err = run_main(["finetune", "--model", model, "--attention", "sdpa"], capsys)
     assert (code, out) == (2, "") and err.splitlines()[-1].startswith("error: fine-tuning memory")
     # what would make it fit is typed with the eager it was sized under: a shorter --seq-len alone runs
     # sdpa within Phi-3's window (12.44 GiB at 381 tokens x 4, where the suggestion said 15.48 under eager)
-    fit = _json(["finetune", "--model", model, "--hardware", "t4", "--batch", "4"], capsys)["fit"]
+    fit = run_json(["finetune", "--model", model, "--hardware", "t4", "--batch", "4"], capsys)["fit"]
     assert fit["options"] and all(o["change"].endswith(" --attention eager") for o in fit["options"])
     for option in fit["options"]:  # each change is --option value pairs, in place of the typed ones
         change = option["change"].split()
         typed = {"--hardware": "t4", "--batch": "4", **dict(zip(change[::2], change[1::2]))}
-        again = _json(["finetune", "--model", model, *(t for pair in typed.items() for t in pair)], capsys)
+        again = run_json(["finetune", "--model", model, *(t for pair in typed.items() for t in pair)], capsys)
         assert again["memory"]["total"] == option["memory"]
     # within the window, Phi-3's default stays transformers' sdpa, without a note
     code, out, err = run_main(["finetune", "--model", "phi3-mini", "--seq-len", "1024", "--json"], capsys)
@@ -78,12 +72,12 @@ def test_simulate_says_by_how_much_one_sequence_does_not_fit(capsys):
     H100's usable 71.5 GiB (76,772,540,416 bytes: 80 GiB x 0.9 less the 512 MiB reserve) leave
     5,179,664,355,328 bytes over; a batch of which one sequence fits is 0 over."""
     case = ["simulate", "--model", "llama2-7b", "--hardware", "h100", "--gen", "1"]
-    data = _json([*case, "--prompt", "10000000"], capsys)
+    data = run_json([*case, "--prompt", "10000000"], capsys)
     memory, usable = data["memory"], data["hardware"]["serving_memory_bytes"]
     assert usable == 80 * 2**30 * 9 // 10 - 512 * 2**20 == 76_772_540_416
     assert memory["bytes_by_phase"]["prefill"] == 5_256_436_895_744
     assert (memory["max_batch"], memory["one_sequence_over_bytes"]) == (0, 5_256_436_895_744 - usable)
-    memory = _json([*case, "--prompt", "100000", "--batch", "64"], capsys)["memory"]
+    memory = run_json([*case, "--prompt", "100000", "--batch", "64"], capsys)["memory"]
     assert (memory["fits"], memory["max_batch"], memory["one_sequence_over_bytes"]) == (False, 1, 0)
     code, out, _ = run_main([*case, "--prompt", "10000000"], capsys)  # the text says it too
     assert code == 0 and "fits batch <= 0" not in out
@@ -136,10 +130,10 @@ def test_json_units_name_the_counts_among_the_bytes(capsys):
     parameter counts (Llama-2-7B with LoRA r 16 on q and v: 6,738,415,616 + 8,388,608 = 6,746,804,224
     parameters, 32 layers x 2 x 16 x (4,096 + 4,096) = 8,388,608 trainable); `simulate --json` said the
     same of a memory holding max_batch (sequences) and max_context (tokens)."""
-    tune = _json(["finetune", "--model", "llama2-7b"], capsys)
+    tune = run_json(["finetune", "--model", "llama2-7b"], capsys)
     assert (tune["memory"]["params"], tune["memory"]["trainable_params"]) == (6_746_804_224, 8_388_608)
     assert tune["units"]["memory"] == "bytes; params, trainable_params: parameters (a count)"
-    sim = _json(["simulate", "--model", "llama2-7b", "--hardware", "h100", "--gen", "2"], capsys)
+    sim = run_json(["simulate", "--model", "llama2-7b", "--hardware", "h100", "--gen", "2"], capsys)
     assert "memory.max_batch: sequences, memory.max_context and model_context: tokens" in sim["units"]["bytes"]
 
 

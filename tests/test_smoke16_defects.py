@@ -8,13 +8,7 @@ import json
 
 import pytest
 
-from tests.cli_run import run_main
-
-
-def _json(args, capsys):
-    code, out, err = run_main([*args, "--json"], capsys)
-    assert code == 0, err
-    return json.loads(out)
+from tests.cli_run import run_json, run_main
 
 
 @pytest.mark.slow
@@ -60,7 +54,7 @@ def test_the_default_prompt_leaves_room_for_the_tokens_fed_back(capsys):
     """With --gen 5 and no --prompt, the default prompt is what GPT-2's 1,024 positions leave once
     the 4 tokens fed back are added: 1,020 (it was 1,019), and the last decode step's context is
     1,020 + 5 - 1 = 1,024."""
-    report = _json(["simulate", "--model", "gpt2", "--gen", "5"], capsys)
+    report = run_json(["simulate", "--model", "gpt2", "--gen", "5"], capsys)
     assert report["inputs"]["prompt"] == 1020
 
 
@@ -71,7 +65,7 @@ def test_xglm_buffers_hold_the_two_offset_rows(tmp_path, capsys):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"model_type": "xglm", "vocab_size": 99, "d_model": 48, "ffn_dim": 37,
                                 "num_layers": 2, "attention_heads": 6, "max_position_embeddings": 64}))
-    report = _json(["estimate", "--config", str(path), "--seq-len", "9"], capsys)
+    report = run_json(["estimate", "--config", str(path), "--seq-len", "9"], capsys)
     assert report["memory"]["buffers"] == (64 + 2) * 48 * 2 == 6336
 
 
@@ -81,13 +75,13 @@ def test_training_json_names_the_units_of_its_cost_split_and_fractions(capsys):
     seconds, FLOP, memory bytes and tokens a second only); `plan --json` held split.* in seconds,
     mfu/hfu and the cost block likewise unnamed."""
     args = ["--model", "llama2-7b", "--hardware", "h100-sxm", "--gpus", "8", "--tokens", "1e12", "--price", "2"]
-    sim = _json(["simulate", "--train", *args], capsys)
+    sim = run_json(["simulate", "--train", *args], capsys)
     assert sim["parallel"]["communication"]["dp"]["all_reduce"] == 13_476_831_232  # 6,738,415,616 x 2 bytes
     assert 0 < sim["step"]["mfu"] < 1 and sim["cost"]["price_per_gpu_hour"] == 2.0
     assert sim["units"]["parallel"].startswith("bytes (per_rank, stages, communication, wire")
     assert sim["units"]["step"].startswith("mfu, hfu, bubble_fraction: fractions of 1")
     assert "gpu_hours: GPU-hours" in sim["units"]["cost"] and "dollars: dollars" in sim["units"]["cost"]
-    plan = _json(["plan", *args], capsys)
+    plan = run_json(["plan", *args], capsys)
     best = plan["feasible"][0]
     assert set(best["split"]) >= {"compute", "communication", "bubble", "optimizer"} and 0 < best["mfu"] < 1
     assert plan["units"]["split"] == "seconds" and plan["units"]["mfu, hfu"] == "fractions of 1"
@@ -105,7 +99,7 @@ def test_a_vendor_word_before_a_known_name_is_read(typed, preset, capsys):
     """'NVIDIA H100 80GB HBM3' (the driver's name, an alias) and 'H100' resolved, but 'NVIDIA H100'
     was an unknown hardware whose suggestions left out the H100: the vendor's words before a known
     name (hardware_aliases.json "_vendor_words") are now dropped, where the whole name is unknown."""
-    assert _json(["hardware", "--show", typed], capsys)["name"] == preset
+    assert run_json(["hardware", "--show", typed], capsys)["name"] == preset
 
 
 def test_a_vendor_word_keeps_a_refused_name_refused(capsys):

@@ -8,6 +8,7 @@ import pytest
 import cli
 from costmodel.config import ConfigError
 from costmodel.layout import Layout
+from tests.cli_run import run_json
 
 TRAIN = ["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--train", "--seq-len", "4096",
          "--batch", "1", "--gpus", "8"]
@@ -19,16 +20,11 @@ def _one_line(capsys):
     return err
 
 
-def _json(args, capsys):
-    assert cli.main(args + ["--json"]) == 0
-    return json.loads(capsys.readouterr().out)
-
-
 def test_fsdp2_without_zero_is_fully_shard_default(capsys):
     """`--framework fsdp2` alone said "fsdp2 supports --zero 2, 3 ..., not 0" (Layout's zero
     defaulted to 0 whatever the framework); it is now fully_shard's default, ZeRO 3."""
-    alone = _json(["estimate", "--model", "llama3-8b", "--gpus", "8", "--framework", "fsdp2"], capsys)
-    typed = _json(["estimate", "--model", "llama3-8b", "--gpus", "8", "--framework", "fsdp2", "--zero", "3"], capsys)
+    alone = run_json(["estimate", "--model", "llama3-8b", "--gpus", "8", "--framework", "fsdp2"], capsys)
+    typed = run_json(["estimate", "--model", "llama3-8b", "--gpus", "8", "--framework", "fsdp2", "--zero", "3"], capsys)
     assert alone["parallel"]["layout"]["zero"] == 3
     assert alone["parallel"] == typed["parallel"]
     # the weights' fp32 shard: 8,030,261,248 parameters x 4 B / 8 ranks (FSDP2 pads each tensor's rows)
@@ -37,8 +33,8 @@ def test_fsdp2_without_zero_is_fully_shard_default(capsys):
 
 
 def test_simulate_fsdp2_without_zero_runs(capsys):
-    alone = _json(TRAIN + ["--framework", "fsdp2"], capsys)
-    typed = _json(TRAIN + ["--framework", "fsdp2", "--zero", "3"], capsys)
+    alone = run_json(TRAIN + ["--framework", "fsdp2"], capsys)
+    typed = run_json(TRAIN + ["--framework", "fsdp2", "--zero", "3"], capsys)
     assert alone == typed
 
 
@@ -66,11 +62,11 @@ def test_the_api_refuses_it_too():
 def test_plan_ranks_no_interleaved_deepspeed_layout(capsys):
     """plan listed DeepSpeed layouts under "interleaved x2" (Llama 2 70B, 64 H100s, pp 4: its
     third row, 8 x 4 x 2 deepspeed, 1.2 min, 41.0%); now 168 layouts, every deepspeed one 1F1B."""
-    data = _json(["plan", "--model", "llama2-70b", "--hardware", "h100-sxm", "--gpus", "64", "--seq-len", "4096",
+    data = run_json(["plan", "--model", "llama2-70b", "--hardware", "h100-sxm", "--gpus", "64", "--seq-len", "4096",
                   "--global-batch", "1024", "--framework", "deepspeed", "--pp", "4"], capsys)
     schedules = {row["layout"]["schedule"] for row in data["feasible"] + data["infeasible"]}
     assert schedules == {"1f1b"}
-    megatron = _json(["plan", "--model", "llama2-70b", "--hardware", "h100-sxm", "--gpus", "64", "--seq-len", "4096",
+    megatron = run_json(["plan", "--model", "llama2-70b", "--hardware", "h100-sxm", "--gpus", "64", "--seq-len", "4096",
                       "--global-batch", "1024", "--framework", "megatron", "--pp", "4"], capsys)
     assert "interleaved" in {row["layout"]["schedule"] for row in megatron["feasible"]}
 
@@ -100,7 +96,7 @@ def test_estimate_serves_an_encoder_decoder_whole_on_each_gpu(split, capsys):
     """estimate --hardware h100-sxm --gpus 2 said 'tensor parallel: 61.40 MiB per GPU' for T5-small; now
     a whole copy on each: its one-GPU inference total, 121,013,248 B of weights (60,506,624 x 2 B) among
     166,503,424 B."""
-    data = _json(["estimate", "--model", "t5-small", "--seq-len", "512", "--hardware", "h100-sxm", *split], capsys)
+    data = run_json(["estimate", "--model", "t5-small", "--seq-len", "512", "--hardware", "h100-sxm", *split], capsys)
     assert data["memory"]["weights"] == 60_506_624 * 2
     assert data["fit"]["inference"]["memory"] == data["memory"]["inference_total"] == 166_503_424
     assert data["fit"]["inference"]["split"] == "a whole copy on each"
@@ -127,12 +123,12 @@ def test_expert_parallel_serving_holds_its_share_of_the_experts(capsys):
     every expert on each rank: 86.99 GiB, 'does NOT fit', and the note that each replica holds the
     whole model. Each rank holds E / ep of the routed experts, as a training rank does: (46,702,792,704
     - 45,097,156,608 / 2) x 2 B = 48,308,428,800 B (44.99 GiB), estimate's megatron weights at ep 2."""
-    served = _json(MIXTRAL + ["--ep", "2", "--dp", "2"], capsys)
+    served = run_json(MIXTRAL + ["--ep", "2", "--dp", "2"], capsys)
     assert served["per_rank"]["weights"] == (46_702_792_704 - 45_097_156_608 // 2) * 2 == 48_308_428_800
-    trained = _json(["estimate", "--model", "mixtral-8x7b", "--ep", "2", "--dp", "2", "--framework", "megatron"],
+    trained = run_json(["estimate", "--model", "mixtral-8x7b", "--ep", "2", "--dp", "2", "--framework", "megatron"],
                     capsys)
     assert trained["parallel"]["per_rank"]["weights"] == served["per_rank"]["weights"]
-    assert _json(MIXTRAL + ["--dp", "2"], capsys)["per_rank"]["weights"] == 46_702_792_704 * 2
+    assert run_json(MIXTRAL + ["--dp", "2"], capsys)["per_rank"]["weights"] == 46_702_792_704 * 2
     assert cli.main(MIXTRAL + ["--ep", "2", "--dp", "2"]) == 0
     text = capsys.readouterr().out
     assert "weights 44.99 GiB" in text and "holds the whole model" not in text
@@ -143,8 +139,8 @@ def test_quantized_experts_are_divided_too(capsys):
     experts' stored bytes halved."""
     base = ["simulate", "--model", "gpt-oss-20b", "--hardware", "h100-sxm", "--prompt", "2048", "--gen", "128",
             "--dp", "2"]
-    whole = _json(base, capsys)["per_rank"]["weights"]
-    split = _json(base + ["--ep", "2"], capsys)["per_rank"]["weights"]
+    whole = run_json(base, capsys)["per_rank"]["weights"]
+    split = run_json(base + ["--ep", "2"], capsys)["per_rank"]["weights"]
     assert 0.55 * whole < split < 0.7 * whole  # the experts are most of gpt-oss's bytes, not all
 
 
@@ -156,11 +152,11 @@ def test_a_framework_without_sdpa_runs_eager(args, capsys):
     kernel, sdpa) said "attention 'sdpa': gpt_oss's Hugging Face class has no scaled_dot_product_attention
     path; use --attention eager" though no --attention was typed; transformers falls back to eager for such a
     class. plan set 900 of gpt-oss-20b's 1,752 layouts on 8 H100s aside as unsupported (main at 7bee240)."""
-    assert _json(args, capsys)["inputs"]["attention"] == "eager"
+    assert run_json(args, capsys)["inputs"]["attention"] == "eager"
 
 
 def test_plan_sets_no_gpt_oss_layout_aside_for_sdpa(capsys):
-    data = _json(["plan", "--model", "gpt-oss-20b", "--gpus", "8", "--seq-len", "4096", "--global-batch", "64"],
+    data = run_json(["plan", "--model", "gpt-oss-20b", "--gpus", "8", "--seq-len", "4096", "--global-batch", "64"],
                  capsys)
     assert [row for row in data["infeasible"] if row.get("reason") == "unsupported"] == []
     assert len(data["feasible"]) == 514 and len(data["infeasible"]) == 1070
@@ -174,12 +170,12 @@ def test_the_api_simulates_what_the_command_does(capsys):
     Llama 3 8B, dp 8, 4,096 tokens: 0.7157 s from the API, 0.5285 s from the command."""
     import costmodel
 
-    command = _json(TRAIN + ["--seq-len", "4096"], capsys)
+    command = run_json(TRAIN + ["--seq-len", "4096"], capsys)
     api = costmodel.simulate("llama3-8b", train=True, seq_len=4096, batch=1, layout={"dp": 8}).to_dict()
     assert api["step"]["seconds"] == command["step"]["seconds"]
     assert api["inputs"]["hardware"] == "h100-sxm" and api["inputs"]["attention"] == "sdpa"
     assert round(command["step"]["seconds"], 4) == 0.5285
-    one = _json(["simulate", "--model", "llama3-8b"], capsys)
+    one = run_json(["simulate", "--model", "llama3-8b"], capsys)
     assert costmodel.simulate("llama3-8b").to_dict()["prefill"] == one["prefill"]
 
 
@@ -189,7 +185,7 @@ def test_a_training_layout_names_the_code_it_timed(capsys):
     assert cli.main(TRAIN) == 0
     assert capsys.readouterr().out.splitlines()[0] == ("llama3-8b training on 8 x h100-sxm (bf16): seq_len 4096, "
                                                        "impl hf, attention sdpa, recompute none")
-    inputs = _json(TRAIN + ["--framework", "megatron"], capsys)["inputs"]
+    inputs = run_json(TRAIN + ["--framework", "megatron"], capsys)["inputs"]
     assert (inputs["impl"], inputs["attention"]) == ("megatron", "flash")
 
 
@@ -216,13 +212,13 @@ def test_serve_plans_with_the_hardware_files_utilization(tmp_path, capsys):
     path = tmp_path / "h100-at-80.json"
     path.write_text(json.dumps(data))
     serve = ["serve", "--model", "llama3-8b", "--rate", "1", "--requests", "5", "--hardware"]
-    kv = _json(serve + [str(path)], capsys)["setup"]["kv_cache"]
+    kv = run_json(serve + [str(path)], capsys)["setup"]["kv_cache"]
     assert kv["gpu_memory_utilization"] == 0.8
     assert kv["kv_budget_bytes"] == (int(85_899_345_920 * 0.8) - 536_870_912  # the file's reserve
                                      - kv["weight_bytes"] - kv["activation_bytes"])
-    assert _json(serve + [str(path), "--gpu-memory-utilization", "0.9"], capsys)["setup"]["kv_cache"] == \
-        _json(serve + ["h100-sxm"], capsys)["setup"]["kv_cache"]
-    assert _json(serve + ["h100-sxm"], capsys)["setup"]["num_blocks"] == 27_947  # test_serving.py: the reserve off
+    assert run_json(serve + [str(path), "--gpu-memory-utilization", "0.9"], capsys)["setup"]["kv_cache"] == \
+        run_json(serve + ["h100-sxm"], capsys)["setup"]["kv_cache"]
+    assert run_json(serve + ["h100-sxm"], capsys)["setup"]["num_blocks"] == 27_947  # test_serving.py: the reserve off
 
 
 def test_plan_serve_rate_refuses_a_mamba_model_in_one_line(capsys, tmp_path):

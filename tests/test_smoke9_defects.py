@@ -2,11 +2,11 @@
 typed as the user typed it: a serving layout's expert all-to-alls printed as tensor-parallel
 all-reduces, `--mtp` silently ignored by inference, a one-GPU training report that did not say
 which attention its memory counts."""
-import json
 
 import pytest
 
 import cli
+from tests.cli_run import run_json
 
 EP_SERVE = ["simulate", "--model", "mixtral-8x7b", "--hardware", "h100-sxm", "--ep", "4", "--gpus", "8",
             "--prompt", "512", "--gen", "128", "--batch", "8"]
@@ -18,11 +18,6 @@ def _one_line(capsys):
     return err
 
 
-def _json(args, capsys):
-    assert cli.main(args + ["--json"]) == 0
-    return json.loads(capsys.readouterr().out)
-
-
 def test_serving_ep_all_to_all_is_not_a_tp_all_reduce(capsys):
     """`simulate --ep 4 --gpus 8` (tp 1) printed "of which tp all-reduces 40.5 us": StepTime.token
     summed the stages' tp, ep and cp collectives under tp_all_reduce_seconds. At tp 1 there is no
@@ -30,7 +25,7 @@ def test_serving_ep_all_to_all_is_not_a_tp_all_reduce(capsys):
     from costmodel.layout.rank import ParallelEstimate
     from costmodel.layout.timing import step_time
 
-    r = _json(EP_SERVE, capsys)
+    r = run_json(EP_SERVE, capsys)
     token, prefill = r["token"], r["prefill"]
     assert token["tp_all_reduce_seconds"] == 0.0 and prefill["tp_all_reduce_seconds"] == 0.0
     assert token["cp_seconds"] == 0.0 and token["pp_seconds"] == 0.0
@@ -63,7 +58,7 @@ def test_tp_serving_has_no_all_to_all_line(capsys):
     assert cli.main(args) == 0
     text = capsys.readouterr().out
     assert "ep all-to-alls" not in text and "of which tp all-reduces" in text
-    token = _json(args, capsys)["token"]
+    token = run_json(args, capsys)["token"]
     assert token["ep_all_to_all_seconds"] == 0.0 and token["tp_all_reduce_seconds"] > 0
 
 
@@ -89,7 +84,7 @@ def test_one_gpu_training_names_its_attention(capsys):
     first = capsys.readouterr().out.splitlines()[0]
     assert first == ("llama3-8b training on h100-sxm (bf16): seq_len 4096, batch 1, impl hf, attention eager, "
                      "recompute none")
-    assert _json(args, capsys)["memory"]["activations"] == 133_235_294_220
+    assert run_json(args, capsys)["memory"]["activations"] == 133_235_294_220
 
 
 @pytest.mark.parametrize("keywords, refused", [({"seq_len": 4096}, "seq_len"),
@@ -124,9 +119,9 @@ def test_plan_serve_keeps_a_fixed_dp(capsys):
     """`plan --serve --gpus 8 --dp 2` listed dp 1, 4 and 8 too (plan_serving read tp and pp only;
     a training plan keeps a fixed dp): now tp x pp x 2 only, 8 = 4 x 1 x 2, 2 x 2 x 2, 1 x 4 x 2."""
     args = ["plan", "--serve", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--dp", "2"]
-    layouts = [(e["layout"]["tp"], e["layout"]["pp"], e["layout"]["dp"]) for e in _json(args, capsys)["feasible"]]
+    layouts = [(e["layout"]["tp"], e["layout"]["pp"], e["layout"]["dp"]) for e in run_json(args, capsys)["feasible"]]
     assert sorted(layouts) == [(1, 4, 2), (2, 2, 2), (4, 1, 2)]
-    both = _json(args + ["--tp", "2"], capsys)["feasible"]
+    both = run_json(args + ["--tp", "2"], capsys)["feasible"]
     assert [(e["layout"]["tp"], e["layout"]["pp"], e["layout"]["dp"]) for e in both] == [(2, 2, 2)]
     assert cli.main(args[:-1] + ["3"]) == 2
     assert _one_line(capsys) == "error: dp 3 does not divide the 8 GPUs of --gpus (tp x pp x cp x dp must equal them)."
@@ -150,17 +145,17 @@ def test_mtp_is_named_where_it_is_counted(capsys):
     """`--mtp 1` moved every figure (Llama 3 8B: 8,030,261,248 -> 8,281,939,968 parameters, the
     MTP depth's norms, 2d -> d projection and layer) while no header and no JSON `inputs` said it was
     on: estimate, simulate (with and without a layout) and plan now print ", MTP 1" and carry "mtp"."""
-    est = _json(["estimate", "--model", "llama3-8b", "--mtp", "1"], capsys)
+    est = run_json(["estimate", "--model", "llama3-8b", "--mtp", "1"], capsys)
     assert est["inputs"]["mtp"] == 1 and est["params"]["total"] == 8_281_939_968
     # one depth: three RMSNorms (enorm, hnorm and the depth's final norm, 3 x 4,096), the 2d -> d
     # projection (8,192 x 4,096) and one layer (218,112,000, "per decoder layer")
     assert est["params"]["total"] - 8_030_261_248 == 3 * 4096 + 8192 * 4096 + 218_112_000
-    assert _json(["estimate", "--model", "llama3-8b"], capsys)["inputs"]["mtp"] == 0
+    assert run_json(["estimate", "--model", "llama3-8b"], capsys)["inputs"]["mtp"] == 0
     train = ["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--train", "--seq-len", "4096",
              "--mtp", "1"]
-    assert _json(train, capsys)["inputs"]["mtp"] == 1
+    assert run_json(train, capsys)["inputs"]["mtp"] == 1
     # a layout trains MTP under Megatron-Core only (session 17's tenth round: HF's classes build none)
-    assert _json(train + ["--gpus", "8", "--framework", "megatron"], capsys)["inputs"]["mtp"] == 1
+    assert run_json(train + ["--gpus", "8", "--framework", "megatron"], capsys)["inputs"]["mtp"] == 1
     heads = []
     for args in (["estimate", "--model", "llama3-8b", "--mtp", "1"], train,
                  train + ["--gpus", "8", "--framework", "megatron"],
@@ -182,16 +177,16 @@ def test_fit_advice_is_what_the_advised_command_prints(capsys):
     framework's (DeepSpeed: sdpa). Each layout the verdict tries now runs the code its framework
     implies unless --impl/--attention were typed (verdict.framework_code)."""
     base = ["estimate", "--model", "llama3-70b", "--seq-len", "4096", "--hardware", "h100-sxm", "--json"]
-    advice = _json(base[:-1], capsys)["fit"]["training"]["options"]
+    advice = run_json(base[:-1], capsys)["fit"]["training"]["options"]
     assert [(o["change"], o["memory"]) for o in advice] == [
         ("--gpus 32 (--dp with --zero 3 --recompute full)", 56_887_825_932)]
-    typed = _json(base[:-1] + ["--gpus", "32", "--dp", "32", "--zero", "3", "--recompute", "full"], capsys)
+    typed = run_json(base[:-1] + ["--gpus", "32", "--dp", "32", "--zero", "3", "--recompute", "full"], capsys)
     assert typed["fit"]["training"]["memory"] == 56_887_825_932  # 52.98 GiB
     # typed eager stays eager in every suggestion (59.09 GiB, the old figure, is eager's)
-    eager = _json(base[:-1] + ["--attention", "eager"], capsys)["fit"]["training"]["options"]
+    eager = run_json(base[:-1] + ["--attention", "eager"], capsys)["fit"]["training"]["options"]
     assert [(o["change"], o["memory"]) for o in eager] == [
         ("--gpus 32 (--dp with --zero 3 --recompute full)", 63_446_668_812)]
-    typed = _json(base[:-1] + ["--gpus", "32", "--dp", "32", "--zero", "3", "--recompute", "full", "--attention",
+    typed = run_json(base[:-1] + ["--gpus", "32", "--dp", "32", "--zero", "3", "--recompute", "full", "--attention",
                                "eager"], capsys)
     assert typed["fit"]["training"]["memory"] == 63_446_668_812
 
@@ -200,8 +195,8 @@ def test_gpus_alone_with_hardware_agrees_with_gpus_alone(capsys):
     """`estimate --model llama3-8b --seq-len 4096 --gpus 8` printed 146.26 GiB a rank and the same with
     `--hardware h100-sxm` printed "Training on 8 GPUs (data parallel): 243.75 GiB" (eager's)."""
     args = ["estimate", "--model", "llama3-8b", "--seq-len", "4096", "--gpus", "8"]
-    alone = _json(args, capsys)["parallel"]["per_rank"]["total"]
-    fit = _json(args + ["--hardware", "h100-sxm"], capsys)["fit"]["training"]
+    alone = run_json(args, capsys)["parallel"]["per_rank"]["total"]
+    fit = run_json(args + ["--hardware", "h100-sxm"], capsys)["fit"]["training"]
     assert fit["memory"] == alone == 157_046_424_076  # 146.26 GiB
 
 
@@ -210,9 +205,9 @@ def test_mtp_depths_are_not_the_output_head(capsys):
     and the MTP depth's 251,678,720 (its leaves sit on the head's part, the last pipeline stage);
     on a tied model (Llama 3.2 1B) the depth hid the "tied to the embeddings" note. The depths are
     now their own entry (params.mtp, "MTP depths")."""
-    params = _json(["estimate", "--model", "llama3-8b", "--mtp", "1"], capsys)["params"]
+    params = run_json(["estimate", "--model", "llama3-8b", "--mtp", "1"], capsys)["params"]
     assert (params["head"], params["mtp"], params["total"]) == (525_336_576, 251_678_720, 8_281_939_968)
-    assert "mtp" not in _json(["estimate", "--model", "llama3-8b"], capsys)["params"]
+    assert "mtp" not in run_json(["estimate", "--model", "llama3-8b"], capsys)["params"]
     assert cli.main(["estimate", "--model", "llama3.2-1b", "--mtp", "1"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert "  output head                   0  (tied to the embeddings: counted once, above)" in lines
@@ -233,7 +228,7 @@ def test_serve_weights_a_gpu_are_simulates_rank(model, hardware, tp, weights, ca
     from costmodel.hardware import load_hardware
     from costmodel.serving.api import build_replica
 
-    simulated = _json(["simulate", "--model", model, "--hardware", hardware, "--tp", str(tp), "--prompt", "512",
+    simulated = run_json(["simulate", "--model", model, "--hardware", hardware, "--tp", str(tp), "--prompt", "512",
                        "--gen", "16", "--attention", "flash"], capsys)
     assert simulated["per_rank"]["weights"] == weights
     _, _, setup = build_replica(costmodel.load_model(model), load_hardware(hardware), tp=tp)
@@ -254,7 +249,7 @@ def test_serve_trace_refuses_what_it_would_not_read(extra, named, capsys, tmp_pa
     assert cli.main(args + extra) == 2
     assert _one_line(capsys) == (f"error: {named}: --trace gives the requests and their lengths; leave them out "
                                  "with a trace (they draw requests for --rate or --concurrency).")
-    run = _json(args + ["--concurrency", "2"], capsys)
+    run = run_json(args + ["--concurrency", "2"], capsys)
     assert run["setup"]["load"] == "concurrency" and run["requests"] == 2
 
 
@@ -266,7 +261,7 @@ def test_layout_gen_0_prints_no_decode_step(capsys):
     assert cli.main(args) == 0
     text = capsys.readouterr().out
     assert "last step" not in text and "prefill (first token)" in text
-    assert _json(args, capsys)["token"]["seconds_per_token"] > 0
+    assert run_json(args, capsys)["token"]["seconds_per_token"] > 0
     assert cli.main(args[:-1] + ["2"]) == 0
     assert "  last step                  7.43 ms   135 tokens/s over the replicas, a step at context 514" in \
         capsys.readouterr().out
