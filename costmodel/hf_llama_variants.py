@@ -168,10 +168,15 @@ def _helium(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     times head_dim must be hidden_size."""
     _silu(f, "helium")
     cfg = _llama(f, name, "helium", llama, out_bias=False, ffn_bias=f.get("mlp_bias", False, bool))
+    return _heads_span_width(f, cfg, "Helium's o_proj (hidden_size to hidden_size)")
+
+
+def _heads_span_width(f: Fields, cfg: ModelConfig, needs: str) -> ModelConfig:
+    """cfg, where its heads times head_dim are hidden_size, which `needs` (what the class runs that
+    is hidden_size wide on the heads) requires; else one error saying so."""
     if cfg.n_heads * cfg.d_head != cfg.d_model:
-        raise ConfigError(f"{f.source}: num_attention_heads ({cfg.n_heads}) times head_dim "
-                          f"({cfg.d_head}) is not hidden_size ({cfg.d_model}), which Helium's o_proj "
-                          "(hidden_size to hidden_size) cannot run.")
+        raise ConfigError(f"{f.source}: head_dim ({cfg.d_head}) times num_attention_heads ({cfg.n_heads}) "
+                          f"is not hidden_size ({cfg.d_model}), which {needs} cannot run.")
     return cfg
 
 
@@ -300,11 +305,7 @@ def _bitnet(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
                           "gated squared ReLU, and silu are modelled).")
     base = _llama(Fields(dict(f.data, hidden_act="silu"), f.source), name, "bitnet", llama, ffn_bias=False,
                   activation="relu2_glu" if act == "relu2" else "swiglu", sub_norms=True)
-    if base.n_heads * base.d_head != base.d_model:
-        raise ConfigError(f"{f.source}: head_dim ({base.d_head}) times num_attention_heads ({base.n_heads}) "
-                          f"is not hidden_size ({base.d_model}), which BitNet's attn_sub_norm (hidden_size "
-                          "wide, on the heads' output) cannot run.")
-    return base
+    return _heads_span_width(f, base, "BitNet's attn_sub_norm (hidden_size wide, on the heads' output)")
 
 
 def _diffllama(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
