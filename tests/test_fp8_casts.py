@@ -31,9 +31,21 @@ def test_torchao_tensorwise_one_linear():
 
 
 def test_torchao_rowwise_casts_each_operand_again_in_backward():
+    """Backward: each operand cast again (5 bytes an element), the column-major copies (2), and
+    dgrad's M x K and wgrad's K x N outputs rescaled after cuBLAS (read 2, write 2: slow accum)."""
     forward, backward = cast_bytes([Gemm(M, N, K)], CAST_PASSES["rowwise"], needs_tn=True)
     assert forward == 5 * M * K + 5 * K * N
-    assert backward == (5 + 2) * M * K + (5 + 2) * K * N + (10 + 2) * M * N
+    assert backward == (5 + 2 + 4) * M * K + (5 + 2 + 4) * K * N + (10 + 2) * M * N
+
+
+def test_torchao_rowwise_rescales_every_backward_gemm_output():
+    """The rescale is per GEMM: Q, K and V share one cast input but each writes its own M x K
+    grad_input, so three rescales of it; tensorwise has none (cuBLAS applies scalar scales)."""
+    qkv = [Gemm(M, N, K), Gemm(M, 7, K), Gemm(M, 7, K)]
+    _, rowwise = cast_bytes(qkv, CAST_PASSES["rowwise"], needs_tn=True)
+    _, tensorwise = cast_bytes(qkv, CAST_PASSES["tensorwise"], needs_tn=True)
+    recast = 5 * M * K + 5 * K * (N + 14) + 5 * M * (N + 14)  # the second cast of each operand
+    assert rowwise - tensorwise == recast + 4 * 3 * M * K + 4 * K * (N + 14)
 
 
 def test_one_cast_per_distinct_input():

@@ -147,10 +147,12 @@ class CastPass:
     """One memory-bound pass of a recipe beside an FP8 linear: which tensor, in which pass of the
     step, what it does, and the bytes it moves per element of that tensor."""
 
-    tensor: str  # "input", "normed_input" (an input a norm writes: Q/K/V's, the FFN's first), "weight", "grad"
+    tensor: str  # "input", "normed_input" (an input a norm writes: Q/K/V's, the FFN's first), "weight", "grad",
+    # "grad_input" (dgrad's output, M x K, one per GEMM), "grad_weight" (wgrad's output, K x N)
     phase: str  # "forward" (also rerun by recomputation) or "backward"
     what: str  # "amax", "cast", "transpose" (the column-major copy; skipped where TN is not needed),
-    # "scales" (a block-scaled cast's scale bytes, written by the cast's own kernel)
+    # "scales" (a block-scaled cast's scale bytes, written by the cast's own kernel), "rescale" (a
+    # GEMM's output multiplied by its operands' scales after the GEMM, in a kernel of its own)
     bytes_per_element: float
     # "always"; "sp" / "no_sp": only with / without sequence parallelism over tp > 1 (TE all-gathers a
     # norm's output in FP8: quantized on the rank's 1 / tp of the tokens, transposed after the gather)
@@ -188,11 +190,23 @@ _TORCHAO_TENSORWISE = (
 #: input and the weight; backward the output gradient twice (along each dimension, lines 169-231),
 #: the weight again (lines 183-199) and the input again (lines 233-245); each cast an amax along a
 #: dimension and a cast; the same column-major copies as tensorwise (preprocess_addmm).
+#: The two backward GEMMs' rescale: the rowwise recipe runs dgrad and wgrad without fast
+#: accumulation (config.py, Float8LinearConfig's gemm_config_grad_input and gemm_config_grad_weight
+#: default Float8GemmConfig(use_fast_accum=False); only gemm_config_output sets it True, torchao
+#: eab345c and 6243040, the async-TP benchmark's), and addmm_float8_unwrapped (float8_ops.py,
+#: 6243040 lines 41-76; added by pytorch/ao PR 1325) then runs "the tensorwise cuBLAS-based kernel"
+#: with unit scales, "the rowwise CUTLASS-based kernel is so slow without fast-accum", and applies
+#: the row and column scales afterwards (`output *= post_inverse_scale`): one read and one write of
+#: each bf16 output. "With torch.compile this unfortunately requires inductor to codegen at least one
+#: extra triton kernel *per GEMM* ... just for the rescaling" (pytorch/ao issue 2184, 2025-05-08).
+#: dgrad's output is M x K for each GEMM (Q, K and V each their own: grad_input, no sharing), wgrad's
+#: K x N. Tensorwise needs no rescale: its scales are scalars that cuBLAS applies.
 _TORCHAO_ROWWISE = _TORCHAO_TENSORWISE + (
     CastPass("input", "backward", "amax", 2), CastPass("input", "backward", "cast", 3),
     CastPass("normed_input", "backward", "amax", 2), CastPass("normed_input", "backward", "cast", 3),
     CastPass("weight", "backward", "amax", 2), CastPass("weight", "backward", "cast", 3),
     CastPass("grad", "backward", "amax", 2), CastPass("grad", "backward", "cast", 3),
+    CastPass("grad_input", "backward", "rescale", 4), CastPass("grad_weight", "backward", "rescale", 4),
 )
 
 #: Transformer Engine v2.9 Float8CurrentScaling (Megatron-Bridge fp8_cs; Megatron-Core's GPT layer
@@ -303,7 +317,7 @@ def cast_bytes(gemms: list, casts: Casts, *, needs_tn: bool, microbatches: int =
     Each distinct input (rows, inner width) is cast once (two inputs of one shape in a leaf, an FFN
     with d_ff = d, count once: an understatement); a weight cast once a step is spread over the
     step's micro-batches; rerun: a recomputed forward (no backward, no cached weight's cast)."""
-    elements = {"input": 0, "normed_input": 0, "weight": 0, "grad": 0}
+    elements = {"input": 0, "normed_input": 0, "weight": 0, "grad": 0, "grad_input": 0, "grad_weight": 0}
     seen: set = set()
     for gemm in gemms:
         if (gemm.m, gemm.k) not in seen:
@@ -311,6 +325,8 @@ def cast_bytes(gemms: list, casts: Casts, *, needs_tn: bool, microbatches: int =
             elements["normed_input" if gemm.normed_input else "input"] += gemm.m * gemm.k * gemm.count
         elements["weight"] += gemm.k * gemm.n * gemm.count
         elements["grad"] += gemm.m * gemm.n * gemm.count
+        elements["grad_input"] += gemm.m * gemm.k * gemm.count
+        elements["grad_weight"] += gemm.k * gemm.n * gemm.count
     sp = sequence_parallel and tp > 1
     totals = {"forward": 0.0, "backward": 0.0}
     for one in casts.passes:
