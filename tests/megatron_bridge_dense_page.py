@@ -7,7 +7,7 @@ checks costmodel/published_runs.json against them. Copied from the page, not com
 
 from tests.megatron_bridge_moe_page import HEADERS
 
-__all__ = ["HEADERS", "LEFT_OUT", "PAGE_ROWS"]
+__all__ = ["HEADERS", "LEFT_OUT", "PAGE_ROWS", "RECIPE_LAYOUTS"]
 
 #: (run id, NeMo Container, the table's 'Model:' or 'System:' heading, its header (HEADERS), which
 #: figure of a 'FP8-CS (FP8-MX)' cell (0 the first, 1 the one in parentheses), the row as printed)
@@ -157,6 +157,19 @@ PAGE_ROWS = [
     ('megatron-bridge 25.09 llama3.1-405b fp8 1024xh100', '25.09', 'DGX-H100', 3, 0,
      '| LLAMA3.1_405B | 1024 | 512 | 1 | 8192 | 0 | 8 | 8 | 2 | 8 | 1 | 64 | 302 | 763 |'),
 ]
+
+#: Rows typed in their release's recipe's layout where the page prints another: the cells that
+#: replace the printed ones. 26.02.01's GB300 70B MXFP8 and NVFP4 lines print MBS 2 and no VP (the
+#: NVFP4 line PP 1 too); LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_MX_V2 and _NVFP4_V2 (GBS 256) state
+#: 'pipeline_model_parallel_size=4, virtual_pipeline_model_parallel_size=5' and WorkloadBaseConfig's
+#: micro_batch_size 1 at v0.3.1 (the 26.02.01 release), at cfeddcd94 (the commit that printed the
+#: table) and at v0.3.0 (26.02, whose page prints that layout), in Megatron-Bridge's
+#: scripts/performance/configs/llama/llama3_workload_base_configs.py and utils/utils.py; the printed
+#: layouts do not fit in a GB300's memory (tests/test_published_dense_runs.py).
+RECIPE_LAYOUTS = {
+    'megatron-bridge 26.02.01 llama3-70b nvfp4 64xgb300': {"MBS": "1", "TP": "1", "PP": "4", "VP": "5"},
+    'megatron-bridge 26.02.01 llama3-70b mxfp8 64xgb300': {"MBS": "1", "TP": "1", "PP": "4", "VP": "5"},
+}
 
 #: Rows not in the JSON, as printed: the 70B rows with FSDP 64 (Megatron-FSDP over all 64 GPUs), whose
 #: recipes offload activations to the host (LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_CS_V2 and GB200's,

@@ -8,7 +8,7 @@ import pytest
 
 from costmodel.layout.fp8 import RECIPES
 from reports.published_runs import train_setup
-from tests.megatron_bridge_dense_page import HEADERS, LEFT_OUT, PAGE_ROWS
+from tests.megatron_bridge_dense_page import HEADERS, LEFT_OUT, PAGE_ROWS, RECIPE_LAYOUTS
 from tests.megatron_bridge_pages import named_cells, refusal as _reason, runs_and_source
 
 SYSTEMS = {"DGX-H100": "h100-sxm", "DGX-B200": "b200", "DGX-GB200": "gb200", "DGX-GB300": "gb300"}
@@ -51,7 +51,7 @@ def test_every_dense_row_of_the_page_is_in_the_json_or_left_out_with_its_reason(
 @pytest.mark.parametrize("run_id, release, heading, header, figure, line", PAGE_ROWS, ids=[r[0] for r in PAGE_ROWS])
 def test_each_dense_row_is_expressed_as_the_page_prints_it(run_id, release, heading, header, figure, line):
     runs, source = _runs()
-    run, cells = runs[run_id], _cells(header, line, heading, figure)
+    run, cells = runs[run_id], {**_cells(header, line, heading, figure), **RECIPE_LAYOUTS.get(run_id, {})}
     assert run_id.split()[1] == release
     assert run["model"] == MODELS[cells["Model"]]
     assert run.get("hardware", source["hardware"]) == SYSTEMS[cells["System"]]
@@ -126,3 +126,23 @@ def test_an_added_fp8_row_builds_the_pages_layout(run_id):
     overlap = options.pop("overlap")
     assert (overlap.tp, overlap.pp) == (1.0, 1.0)
     assert options == {"autocast": False, "attention_kernel": "cudnn"}
+
+
+@pytest.mark.parametrize("run_id", sorted(RECIPE_LAYOUTS))
+def test_a_row_typed_in_its_recipes_layout_would_not_fit_in_the_pages(run_id):
+    """26.02.01's GB300 70B lines print layouts (MXFP8: PP 4, no VP, MBS 2; NVFP4: PP 1, MBS 2) that
+    the release's recipe does not state (RECIPE_LAYOUTS) and that hold more than a GB300's 288 GiB
+    on the most loaded rank: the MXFP8 one's first stage keeps 4 micro-batches of 2 x 8192 tokens
+    (1F1B), the NVFP4 one all 80 layers' weights and gradients. The recipe's layout fits."""
+    runs, source = _runs()
+    run = runs[run_id]
+    estimate, hardware, _ = train_setup(run, source)
+    assert estimate.per_rank["total"] < hardware.training_memory_bytes
+    printed = next(r for r in PAGE_ROWS if r[0] == run_id)
+    cells = _cells(*printed[3:4], printed[5], printed[2], printed[4])
+    pp, vp = int(cells["PP"]), 1 if cells["VP"] == "n/a" else int(cells["VP"])
+    page = {**{k: v for k, v in run.items() if k not in ("schedule", "virtual_stages", "overlap")},
+            "pp": pp, "dp": run["gpus"] // (run["tp"] * pp), "micro_batch": int(cells["MBS"])}
+    assert vp == 1 and (pp, page["micro_batch"]) != (run["pp"], run["micro_batch"])
+    estimate, hardware, _ = train_setup(page, source)
+    assert estimate.per_rank["total"] > 1.4 * hardware.training_memory_bytes
