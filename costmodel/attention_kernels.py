@@ -2,15 +2,19 @@
 efficiencies by sequence length, forward and backward, for kernel_time.KernelTimer: stated
 points, or the authors' TFLOP/s over the peak they ran at: the backward's own figures where
 published (cuDNN, FlashAttention-3), else derived where the forward and the forward-plus-backward
-are both published (FlashAttention-2 on the H100)."""
+are both published (FlashAttention-2 on the H100); and a kernel's figures measured at one head width and
+window (kernel_facts.json "attention_shape_efficiency": cuDNN at GPT-OSS's sliding-window shape), which
+time the calls of that shape in place of the kernel's figures by length alone."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from .config import ConfigError
+from .kernel_rates import log_linear
 
 Points = tuple[tuple[int, float], ...]
+ShapePoints = dict[tuple[int, int], tuple[Points, Points]]  # (head width, window) -> (forward, backward)
 
 
 #: The kernel a run calls unless it names another (KernelTimer's attention_kernel).
@@ -65,3 +69,30 @@ def attention_points(entry: dict[str, Any], backward_factor: float) -> tuple[Poi
     backward = tuple((int(n), backward_tflops(tf, both[n], backward_factor) / peak)
                      for n, tf in entry["forward_tflops"])
     return forward, backward
+
+
+def shape_points(entries: list[dict[str, Any]], kernel: str, architecture: str) -> ShapePoints:
+    """The attention_shape_efficiency entries of `kernel` on `architecture` by (head width, window):
+    their forward and backward TFLOP/s by length over the peak they were measured at."""
+    out: ShapePoints = {}
+    for e in entries:
+        if e["kernel"] == kernel and e["architecture"] == architecture:
+            peak = float(e["reference_peak_tflops"])
+            forward, backward = (tuple((int(n), tf / peak) for n, tf in e[k]) for k in ("forward_tflops", "backward_tflops"))
+            out[(int(e["head_dim"]), int(e["window"]))] = (forward, backward)
+    return out
+
+
+def shape_rate(points: ShapePoints, call: Any, backward: bool, backward_factor: float) -> tuple[float, float] | None:
+    """(FLOPs, efficiency before the clock) of a call measured at its own shape: a causal sliding-
+    window call (not chunked) whose query and value heads are an entry's width and whose window is
+    the entry's; its FLOPs the unmasked pairs' (AttentionCall.window_flops, the benchmark's
+    convention), backward_factor of them backward; None: no entry of its shape."""
+    value_dim = call.value_dim or call.head_dim
+    if call.window is None or call.chunked or not call.causal or value_dim != call.head_dim:
+        return None
+    measured = points.get((call.head_dim, call.window))
+    if measured is None:
+        return None
+    flops = call.window_flops() * (backward_factor if backward else 1.0)
+    return flops, log_linear(measured[1 if backward else 0], call.n_kv)

@@ -89,6 +89,16 @@ class AttentionCall:
     def executed_flops(self, block: int) -> int:
         return 2 * self.executed_pairs(block) * (self.head_dim + (self.value_dim or self.head_dim))
 
+    def window_flops(self) -> int:
+        """Q K^T and P V over the (query, key) pairs a causal window leaves unmasked, as cuDNN's
+        benchmark counts them (benchmark_single_sdpa.py flops()): the query at position p (1-based,
+        the last n_q of n_kv) sees min(p, window) keys; n_q = n_kv = S > W gives W(W+1)/2 + (S-W) W."""
+        def seen(last: int) -> int:  # keys seen by the queries at positions 1..last
+            w = self.window or last
+            return last * (last + 1) // 2 if last <= w else w * (w + 1) // 2 + (last - w) * w
+        pairs = self.batch * self.heads * (seen(self.n_kv) - seen(self.n_kv - self.n_q))
+        return 2 * pairs * (self.head_dim + (self.value_dim or self.head_dim))
+
 
 @dataclass(frozen=True)
 class Pointwise:

@@ -33,7 +33,9 @@ A kernel's time:
   - fused attention: the FLOPs the kernel executes (blocks of 128 x 128; a causal mask skips the
     blocks above the diagonal, a window those before it; a head width the kernel is not compiled for
     padded to the next one) at the kernel's published efficiency for the GPU's architecture and the
-    sequence length (costmodel/kernel_facts.json); where the hardware file measures the call's
+    sequence length (costmodel/kernel_facts.json); a call of a head width and window the kernel is
+    measured at (attention_shape_efficiency: cuDNN at GPT-OSS's window of 128, head width 64), its
+    unmasked pairs' FLOPs at those rates; where the hardware file measures the call's
     efficiency by its query rows (attention_efficiency_by_queries, a CPU's torch sdpa), at that
     fraction of the peak instead (log-linear between the measured query counts, the end values
     beyond them);
@@ -63,7 +65,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
-from .attention_kernels import DEFAULT_KERNEL, attention_points, kernel_entry
+from .attention_kernels import DEFAULT_KERNEL, attention_points, kernel_entry, shape_points, shape_rate
 from .config import DTYPE_BYTES, ConfigError, Workload
 from .hardware import Efficiency, Hardware
 from .kernel_rates import kernel_facts, log_linear, sustained_efficiency  # noqa: F401 (re-exported)
@@ -95,9 +97,8 @@ class KernelTimer:
         self.dtype = Workload(dtype=dtype).dtype
         self.element_bytes = DTYPE_BYTES[self.dtype]
         eff = efficiency or Efficiency(**hardware.efficiency)
-        # Each fraction a user gives (Efficiency.given) replaces the file's measured rate for it
-        # alone: --compute-efficiency the GEMMs' (MAMF, MSMF, the rows table), --memory-efficiency
-        # a GEMM's bytes' (the read-and-reduce rate).
+        # Each fraction a user gives (Efficiency.given) replaces the file's measured rate for it alone:
+        # --compute-efficiency the GEMMs' (MAMF, MSMF, rows table), --memory-efficiency a GEMM's bytes'.
         compute_given = efficiency is not None and "compute" in efficiency.given
         memory_given = efficiency is not None and "memory" in efficiency.given
         matmul = matmul_dtype or self.dtype
@@ -133,8 +134,7 @@ class KernelTimer:
         # A CPU's measured GEMM efficiency by rows (no tiles), and its GEMVs' by their inner width K.
         self.gemm_rows = hardware.gemm_efficiency_by_rows.get(matmul, ())
         self.gemv_inner = hardware.gemv_efficiency_by_inner.get(matmul, ()) if self.gemm_rows else ()
-        # A CPU's measured attention efficiency by query rows (hardware.attention_efficiency_by_queries).
-        self.attention_queries = hardware.attention_efficiency_by_queries.get(self.dtype, ())
+        self.attention_queries = hardware.attention_efficiency_by_queries.get(self.dtype, ())  # a CPU's, by query rows
         op_s = hardware.engine_op_s if eager_ops is not None else hardware.eager_op_s  # the engine's ops: its own
         eager = not (cuda_graphs or compiled) and op_s is not None
         # A CPU runs each op in the thread that dispatches it: a leaf pays its ops' dispatch on
@@ -144,11 +144,9 @@ class KernelTimer:
         self.host_s_per_op = hardware.eager_op_s if eager and hardware.issues_ahead else None
         self.dispatch_s = op_s or 0.0
         self.graph_kernel_s = hardware.graph_kernel_s if cuda_graphs else 0.0
-        # What each kernel reading DRAM (a GEMM's weights, an attention call's keys and values)
-        # takes beyond its bytes at the bandwidth, in any launch mode (hardware.dram_kernel_startup_s).
+        # What a kernel reading DRAM (GEMM, attention) takes beyond its bytes, in any launch mode.
         self.dram_startup_s = hardware.dram_kernel_startup_s
-        # A copy op's measured cold time, (fixed seconds a call, bytes/s) by op (hardware.cold_copies):
-        # the serving step's paged copies (serving/eager_step.py); an op not measured: the bandwidth.
+        # A copy op's measured cold time by op, (seconds a call, bytes/s): serving/eager_step.py's paged copies.
         self.cold_copies = hardware.cold_copies
         self.compiled = compiled  # torch.compile's fusions (kernel_facts.json "compile")
         facts = kernel_facts()
@@ -156,11 +154,11 @@ class KernelTimer:
         self.split_k_min_k = int(facts["split_k"]["min_k_per_split"])
         self.block = int(facts["attention_block"]["value"])
         entry = kernel_entry(facts["attention_efficiency"], attention_kernel, hardware.architecture)
-        backward_factor = float(facts["attention_backward_factor"]["value"])
-        self.attention_points, self.attention_backward_points = attention_points(entry, backward_factor)
-        # The head widths the kernel is compiled for, where its figures apply (a head of another
-        # width runs the next one up, padded): the entry's own, else FlashAttention-2's; elsewhere
-        # the head's own width.
+        self.backward_factor = float(facts["attention_backward_factor"]["value"])
+        self.attention_points, self.attention_backward_points = attention_points(entry, self.backward_factor)
+        self.shape_points = shape_points(facts["attention_shape_efficiency"], attention_kernel, hardware.architecture)
+        # The head widths the kernel is compiled for, where its figures apply (another width runs the
+        # next one up, padded): the entry's own, else FlashAttention-2's; elsewhere the head's own.
         self.attention_head_dims = tuple(entry.get("head_dims", facts["attention_head_dims"]["values"])) \
             if entry else ()
         # Weight-only GEMV kernels' published speed on this architecture: dtype -> (tokens, fraction).
@@ -271,16 +269,18 @@ class KernelTimer:
         return next((d for d in self.attention_head_dims if d >= width), width)
 
     def attention_terms(self, call: AttentionCall, backward: bool = False) -> tuple[float, float]:
-        """A fused attention call's two terms, in seconds: the FLOPs it executes (its blocks, its
-        head widths padded to the compiled ones) at its efficiency, and the bytes it moves (the
-        head's own widths) at the bandwidth. The one formula for both simulate's kernel model
-        (attention_seconds) and a serving step's batched call (serving/steptime.py)."""
-        value_dim = call.value_dim or call.head_dim
-        padding = (self.padded_head_dim(call.head_dim) + self.padded_head_dim(value_dim)) / (call.head_dim + value_dim)
-        flops = call.executed_flops(self.block) * padding
-        efficiency = self.attention_efficiency(call.n_kv, call.n_q, backward)
-        if backward:
-            flops *= float(kernel_facts()["attention_backward_factor"]["value"])
+        """A fused attention call's two terms, in seconds: the FLOPs it executes (its blocks, its head
+        widths padded to the compiled ones; at a shape the kernel is measured at, its unmasked pairs',
+        shape_rate) at its efficiency, and the bytes it moves (the head's own widths) at the bandwidth.
+        The one formula of simulate's kernel model (attention_seconds) and serving/steptime.py's call."""
+        measured = shape_rate(self.shape_points, call, backward, self.backward_factor)  # its own width and window
+        if measured is not None:
+            flops, efficiency = measured[0], measured[1] * self.attention_clock
+        else:
+            value_dim = call.value_dim or call.head_dim
+            padding = (self.padded_head_dim(call.head_dim) + self.padded_head_dim(value_dim)) / (call.head_dim + value_dim)
+            flops = call.executed_flops(self.block) * padding * (self.backward_factor if backward else 1.0)
+            efficiency = self.attention_efficiency(call.n_kv, call.n_q, backward)
         return flops / (self.peak * efficiency), call.moved_bytes(self.element_bytes) / self.bandwidth
 
     def attention_seconds(self, call: AttentionCall, backward: bool = False) -> float:
