@@ -1,5 +1,6 @@
 """config.json readers of RoBERTa's encoders (model_type "roberta", "camembert", "data2vec-text",
-"xlm-roberta": RobertaModel, CamembertModel, Data2VecTextModel, XLMRobertaModel with the pooler) and
+"xlm-roberta": RobertaModel, CamembertModel, Data2VecTextModel, XLMRobertaModel with the pooler; their
+pre-LayerNorm variants "xlm-roberta-xl" and "roberta-prelayernorm") and
 of ELECTRA's ("electra": ElectraModel, BERT's encoder without a pooler).
 
 transformers 5.24 builds each as BERT's encoder (modeling_xlm_roberta.py's attention, intermediate,
@@ -31,7 +32,7 @@ from .hf_fields import LLAMA_NAMES, Fields
 
 #: The configuration class's vocab_size default of each type (transformers 5.24).
 _VOCAB = {"roberta": 50265, "camembert": 30522, "data2vec-text": 30522, "xlm-roberta": 30522, "electra": 30522,
-          "xlm-roberta-xl": 250880}
+          "xlm-roberta-xl": 250880, "roberta-prelayernorm": 50265}
 
 
 def _roberta(model_type: str) -> Callable[[Fields, str], ModelConfig]:
@@ -78,14 +79,24 @@ def _xlm_roberta_xl(f: Fields, name: str) -> ModelConfig:
     return base.replace(family="roberta_xl", norm_position="pre", embedding_norm=False)
 
 
+def _roberta_prelayernorm(f: Fields, name: str) -> ModelConfig:
+    """RoBERTa-PreLayerNorm (RobertaPreLayerNormModel, pooler included): RoBERTa's embeddings with
+    their LayerNorm, pre-LayerNorm layers (a LayerNorm before the attention, another before the
+    MLP, inside RobertaPreLayerNormIntermediate; dropout after both sublayers, as RoBERTa's) and a
+    LayerNorm on the encoder's output before the pooler (RobertaPreLayerNormModel.LayerNorm)."""
+    return _roberta("roberta-prelayernorm")(f, name).replace(norm_position="pre")
+
+
 #: model_type -> its reader.
 ROBERTA_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
-    **{t: _roberta(t) for t in _VOCAB}, "electra": _electra, "xlm-roberta-xl": _xlm_roberta_xl}
+    **{t: _roberta(t) for t in _VOCAB}, "electra": _electra, "xlm-roberta-xl": _xlm_roberta_xl,
+    "roberta-prelayernorm": _roberta_prelayernorm}
 
 #: transformers class -> model_type (the base models these readers model).
 ROBERTA_ARCHITECTURES = {"RobertaModel": "roberta", "CamembertModel": "camembert",
                          "Data2VecTextModel": "data2vec-text", "XLMRobertaModel": "xlm-roberta",
-                         "ElectraModel": "electra", "XLMRobertaXLModel": "xlm-roberta-xl"}
+                         "ElectraModel": "electra", "XLMRobertaXLModel": "xlm-roberta-xl",
+                         "RobertaPreLayerNormModel": "roberta-prelayernorm"}
 
 #: The config.json names of ModelConfig's fields (for errors).
 ROBERTA_NAMES = {t: {**LLAMA_NAMES, "n_encoder_layers": "num_hidden_layers"} for t in _VOCAB}

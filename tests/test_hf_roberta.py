@@ -1,6 +1,6 @@
 """RoBERTa's encoders (costmodel/hf_roberta.py: model_type roberta, camembert, data2vec-text,
 xlm-roberta, read as BERT's encoder with the pooler under the family "roberta") and ELECTRA's
-(electra: BERT's encoder without a pooler; xlm-roberta-xl: pre-LayerNorm) against transformers 5.24's base classes (RobertaModel,
+(electra: BERT's encoder without a pooler; xlm-roberta-xl and roberta-prelayernorm: pre-LayerNorm) against transformers 5.24's base classes (RobertaModel,
 CamembertModel, Data2VecTextModel, XLMRobertaModel, with the pooler; ElectraModel) built from the
 same config dict: parameters, buffers, forward and backward matmul FLOPs
 (FlopCounterMode, eager and sdpa) and bytes saved for backward (the per-sequence position ids
@@ -28,6 +28,10 @@ CONFIGS = {
     # XLM-RoBERTa-XL: no embeddings' LayerNorm, pre-LayerNorm layers, a final LayerNorm, one token type
     "xlm-roberta-xl": dict(_BASE, model_type="xlm-roberta-xl", hidden_dropout_prob=0.0,
                            attention_probs_dropout_prob=0.0),
+    # RoBERTa-PreLayerNorm: the embeddings' LayerNorm, pre-LayerNorm layers, a LayerNorm before the
+    # pooler; one token type, gelu_new, three layers, the default dropout 0.1
+    "roberta-prelayernorm": dict(_BASE, model_type="roberta-prelayernorm", type_vocab_size=1,
+                                 hidden_act="gelu_new", num_hidden_layers=3),
     # electra-base/large's layout: embeddings as wide as the layers (no embeddings_project), no pooler
     "electra": dict(_BASE, model_type="electra", embedding_size=48),
 }
@@ -61,8 +65,9 @@ def test_parameters_equal_the_class(name):
 
 
 def test_parameters_exact_integers():
-    """The odd configs and each configuration class's defaults (RobertaConfig: vocabulary 50,265;
-    the others 30,522, BERT-base's count), the meta models' (transformers 5.24)."""
+    """The odd configs and each configuration class's defaults (RobertaConfig and
+    RobertaPreLayerNormConfig: vocabulary 50,265; the others 30,522, BERT-base's count), the meta
+    models' (transformers 5.24)."""
     transformers = pytest.importorskip("transformers")
     counts = [_meta_count(CONFIGS[name]) for name in sorted(CONFIGS)]
     assert counts == [estimated_total(CONFIGS[name], name) for name in sorted(CONFIGS)] == COUNTS
@@ -75,11 +80,12 @@ def test_parameters_exact_integers():
 #: The odd configs' parameters in sorted order: 99 x 48 tokens, 64 x 48 positions, token types x 48,
 #: the embeddings' norm of 96, 2 or 3 layers of 13,237 (q/k/v/o, the MLP, two norms, with biases), the
 #: pooler's 2,352 (camembert: one token type; data2vec-text: three layers; xlm-roberta: three types).
-COUNTS = [36_794, 50_079, 34_490, 36_842, 36_890, 36_794]  # electra: roberta's less the pooler;
-#: xlm-roberta-xl: one token type, the embeddings' norm moved after the encoder
+COUNTS = [36_794, 50_079, 34_490, 36_842, 50_127, 36_890, 36_794]  # electra: roberta's less the pooler;
+#: xlm-roberta-xl: one token type, the embeddings' norm moved after the encoder; roberta-prelayernorm:
+#: one token type, three layers, a final norm of 96 besides the embeddings' (36,794 + 13,237 + 96)
 #: The configuration classes' defaults: RoBERTa-base; BERT-base's 109,482,240 for the others.
 DEFAULTS = {"roberta": 124_644_864, "camembert": 109_482_240, "data2vec-text": 109_482_240,
-            "xlm-roberta-xl": 3_482_485_760,
+            "xlm-roberta-xl": 3_482_485_760, "roberta-prelayernorm": 124_646_400,
             "xlm-roberta": 109_482_240}
 
 
@@ -178,7 +184,8 @@ def test_refused_in_one_line(fields, words, tmp_path, capsys):
 @pytest.mark.parametrize("architecture,name", [("RobertaModel", "roberta"), ("CamembertModel", "camembert"),
                                                ("Data2VecTextModel", "data2vec-text"),
                                                ("XLMRobertaModel", "xlm-roberta"), ("ElectraModel", "electra"),
-                                               ("XLMRobertaXLModel", "xlm-roberta-xl")])
+                                               ("XLMRobertaXLModel", "xlm-roberta-xl"),
+                                               ("RobertaPreLayerNormModel", "roberta-prelayernorm")])
 def test_architectures_name_the_type(architecture, name):
     from costmodel.hf import from_hf_config
 
