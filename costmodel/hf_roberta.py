@@ -1,6 +1,7 @@
 """config.json readers of RoBERTa's encoders (model_type "roberta", "camembert", "data2vec-text",
 "xlm-roberta": RobertaModel, CamembertModel, Data2VecTextModel, XLMRobertaModel with the pooler; their
-pre-LayerNorm variants "xlm-roberta-xl" and "roberta-prelayernorm") and
+pre-LayerNorm variants "xlm-roberta-xl" and "roberta-prelayernorm"), of Megatron-BERT ("megatron-bert":
+BERT's embeddings without their LayerNorm, pre-LayerNorm layers) and
 of ELECTRA's ("electra": ElectraModel, BERT's encoder without a pooler).
 
 transformers 5.24 builds each as BERT's encoder (modeling_xlm_roberta.py's attention, intermediate,
@@ -32,7 +33,7 @@ from .hf_fields import LLAMA_NAMES, Fields
 
 #: The configuration class's vocab_size default of each type (transformers 5.24).
 _VOCAB = {"roberta": 50265, "camembert": 30522, "data2vec-text": 30522, "xlm-roberta": 30522, "electra": 30522,
-          "xlm-roberta-xl": 250880, "roberta-prelayernorm": 50265}
+          "xlm-roberta-xl": 250880, "roberta-prelayernorm": 50265, "megatron-bert": 29056}
 
 
 def _roberta(model_type: str) -> Callable[[Fields, str], ModelConfig]:
@@ -87,16 +88,34 @@ def _roberta_prelayernorm(f: Fields, name: str) -> ModelConfig:
     return _roberta("roberta-prelayernorm")(f, name).replace(norm_position="pre")
 
 
+#: MegatronBertConfig's defaults (nvidia/megatron-bert-uncased-345m's shape) for BERT's reader's fields.
+_MEGATRON_BERT_DEFAULTS = dict(vocab_size=29056, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                               intermediate_size=4096)
+
+
+def _megatron_bert(f: Fields, name: str) -> ModelConfig:
+    """Megatron-BERT (MegatronBertModel, pooler included): BERT's embeddings without their LayerNorm
+    (commented out in MegatronBertEmbeddings), its position ids a slice of the buffer and its
+    token-type ids, when not given, a fresh (b, n) zeros tensor (no token_type_ids buffer: facts
+    id_buffers of megatron_bert), pre-LayerNorm layers (MegatronBertAttention.ln,
+    MegatronBertLayer.ln; dropout after both sublayers) and a final LayerNorm in the encoder. Its
+    attention is eager code only (no sdpa or flash path: facts). Refused as roberta's: is_decoder,
+    add_cross_attention, relative positions, an activation BERT's reader does not take."""
+    data = {**_MEGATRON_BERT_DEFAULTS, **f.data}
+    base = _roberta("megatron-bert")(Fields(data, f.source), name)
+    return base.replace(family="megatron_bert", norm_position="pre", embedding_norm=False)
+
+
 #: model_type -> its reader.
 ROBERTA_BUILDERS: dict[str, Callable[[Fields, str], ModelConfig]] = {
     **{t: _roberta(t) for t in _VOCAB}, "electra": _electra, "xlm-roberta-xl": _xlm_roberta_xl,
-    "roberta-prelayernorm": _roberta_prelayernorm}
+    "roberta-prelayernorm": _roberta_prelayernorm, "megatron-bert": _megatron_bert}
 
 #: transformers class -> model_type (the base models these readers model).
 ROBERTA_ARCHITECTURES = {"RobertaModel": "roberta", "CamembertModel": "camembert",
                          "Data2VecTextModel": "data2vec-text", "XLMRobertaModel": "xlm-roberta",
                          "ElectraModel": "electra", "XLMRobertaXLModel": "xlm-roberta-xl",
-                         "RobertaPreLayerNormModel": "roberta-prelayernorm"}
+                         "RobertaPreLayerNormModel": "roberta-prelayernorm", "MegatronBertModel": "megatron-bert"}
 
 #: The config.json names of ModelConfig's fields (for errors).
 ROBERTA_NAMES = {t: {**LLAMA_NAMES, "n_encoder_layers": "num_hidden_layers"} for t in _VOCAB}

@@ -1,6 +1,7 @@
 """RoBERTa's encoders (costmodel/hf_roberta.py: model_type roberta, camembert, data2vec-text,
 xlm-roberta, read as BERT's encoder with the pooler under the family "roberta") and ELECTRA's
-(electra: BERT's encoder without a pooler; xlm-roberta-xl and roberta-prelayernorm: pre-LayerNorm) against transformers 5.24's base classes (RobertaModel,
+(electra: BERT's encoder without a pooler; xlm-roberta-xl, roberta-prelayernorm and megatron-bert:
+pre-LayerNorm) against transformers 5.24's base classes (RobertaModel,
 CamembertModel, Data2VecTextModel, XLMRobertaModel, with the pooler; ElectraModel) built from the
 same config dict: parameters, buffers, forward and backward matmul FLOPs
 (FlopCounterMode, eager and sdpa) and bytes saved for backward (the per-sequence position ids
@@ -32,6 +33,10 @@ CONFIGS = {
     # pooler; one token type, gelu_new, three layers, the default dropout 0.1
     "roberta-prelayernorm": dict(_BASE, model_type="roberta-prelayernorm", type_vocab_size=1,
                                  hidden_act="gelu_new", num_hidden_layers=3),
+    # Megatron-BERT: no embeddings' LayerNorm, pre-LayerNorm layers, a final LayerNorm; fresh
+    # token-type ids (4 types), gelu_new, three layers, the default dropout 0.1; eager code only
+    "megatron-bert": dict(_BASE, model_type="megatron-bert", type_vocab_size=4, hidden_act="gelu_new",
+                          num_hidden_layers=3),
     # electra-base/large's layout: embeddings as wide as the layers (no embeddings_project), no pooler
     "electra": dict(_BASE, model_type="electra", embedding_size=48),
 }
@@ -80,24 +85,27 @@ def test_parameters_exact_integers():
 #: The odd configs' parameters in sorted order: 99 x 48 tokens, 64 x 48 positions, token types x 48,
 #: the embeddings' norm of 96, 2 or 3 layers of 13,237 (q/k/v/o, the MLP, two norms, with biases), the
 #: pooler's 2,352 (camembert: one token type; data2vec-text: three layers; xlm-roberta: three types).
-COUNTS = [36_794, 50_079, 34_490, 36_842, 50_127, 36_890, 36_794]  # electra: roberta's less the pooler;
+COUNTS = [36_794, 50_079, 34_490, 50_175, 36_842, 50_127, 36_890, 36_794]  # electra: roberta's less the pooler;
 #: xlm-roberta-xl: one token type, the embeddings' norm moved after the encoder; roberta-prelayernorm:
-#: one token type, three layers, a final norm of 96 besides the embeddings' (36,794 + 13,237 + 96)
+#: one token type, three layers, a final norm of 96 besides the embeddings' (36,794 + 13,237 + 96);
+#: megatron-bert: four token types, three layers, a final norm and no embeddings' norm (50,175)
 #: The configuration classes' defaults: RoBERTa-base; BERT-base's 109,482,240 for the others.
 DEFAULTS = {"roberta": 124_644_864, "camembert": 109_482_240, "data2vec-text": 109_482_240,
             "xlm-roberta-xl": 3_482_485_760, "roberta-prelayernorm": 124_646_400,
+            "megatron-bert": 333_640_704,  # MegatronBertConfig: megatron-bert-345m's shape
             "xlm-roberta": 109_482_240}
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_buffers_equal_the_class(name):
-    """position_ids and token_type_ids, int64 buffers of max_position_embeddings each."""
+    """position_ids and token_type_ids, int64 buffers of max_position_embeddings each (Megatron-BERT:
+    position_ids only)."""
     from costmodel import estimate
 
     model = _built(CONFIGS[name])
     theirs = sum(b.numel() * b.element_size() for b in model.buffers())
     ours = estimate(dict(CONFIGS[name], name=name), seq_len=9).to_dict()["memory"]["buffers"]
-    assert ours == theirs == 2 * 8 * 64
+    assert ours == theirs == (1 if name == "megatron-bert" else 2) * 8 * 64
 
 
 def _measured(fields, b, n, dtype, attention):
@@ -124,9 +132,13 @@ def _measured(fields, b, n, dtype, attention):
             (ours["flops"]["forward"], ours["flops"]["backward"], ours["memory"]["activations"]))
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
+#: (config, attention) pairs the class runs: Megatron-BERT has no sdpa path (refused below).
+_RUNS = [(name, attention) for name in sorted(CONFIGS) for attention in ("eager", "sdpa")
+         if (name, attention) != ("megatron-bert", "sdpa")]
+
+
+@pytest.mark.parametrize("name,attention", _RUNS)
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("attention", ["eager", "sdpa"])
 @pytest.mark.parametrize("b,n", [(2, 9), (1, 5)])
 def test_training_flops_and_saved_bytes(name, dtype, attention, b, n):
     theirs, ours = _measured(CONFIGS[name], b, n, dtype, attention)
@@ -171,6 +183,7 @@ OURS = (990_720, 1_981_440, 57_720)
     (dict(CONFIGS["data2vec-text"], hidden_act="silu"), "unsupported hidden_act 'silu' for data2vec-text"),
     ({"model_type": "electra"}, "embedding_size 128 differs from hidden_size 256: ELECTRA's embeddings_project"),
     (dict(CONFIGS["electra"], is_decoder=True), "is_decoder is not modelled for electra"),
+    (dict(CONFIGS["megatron-bert"], add_cross_attention=True), "add_cross_attention is not modelled for megatron-bert"),
 ])
 def test_refused_in_one_line(fields, words, tmp_path, capsys):
     from tests.cli_run import run_main
@@ -181,11 +194,27 @@ def test_refused_in_one_line(fields, words, tmp_path, capsys):
     assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err, err
 
 
+def test_megatron_bert_sdpa_is_refused_as_the_class_refuses_it(tmp_path, capsys):
+    """MegatronBertPreTrainedModel has no sdpa path (transformers raises a ValueError building it);
+    `estimate --attention sdpa` says so in one line, and the default is eager."""
+    from tests.cli_run import run_main
+
+    with pytest.raises(ValueError, match="does not support an attention implementation"):
+        _built(CONFIGS["megatron-bert"], attention="sdpa")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIGS["megatron-bert"]))
+    code, out, err = run_main(["estimate", "--config", str(path), "--attention", "sdpa"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "no scaled_dot_product_attention path" in err, err
+    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 0 and "attention eager" in out
+
+
 @pytest.mark.parametrize("architecture,name", [("RobertaModel", "roberta"), ("CamembertModel", "camembert"),
                                                ("Data2VecTextModel", "data2vec-text"),
                                                ("XLMRobertaModel", "xlm-roberta"), ("ElectraModel", "electra"),
                                                ("XLMRobertaXLModel", "xlm-roberta-xl"),
-                                               ("RobertaPreLayerNormModel", "roberta-prelayernorm")])
+                                               ("RobertaPreLayerNormModel", "roberta-prelayernorm"),
+                                               ("MegatronBertModel", "megatron-bert")])
 def test_architectures_name_the_type(architecture, name):
     from costmodel.hf import from_hf_config
 
