@@ -1,7 +1,7 @@
 """RoBERTa's encoders (costmodel/hf_roberta.py: model_type roberta, camembert, data2vec-text,
 xlm-roberta, read as BERT's encoder with the pooler under the family "roberta") and ELECTRA's
 (electra: BERT's encoder without a pooler; xlm-roberta-xl, roberta-prelayernorm and megatron-bert:
-pre-LayerNorm) against transformers 5.24's base classes (RobertaModel,
+pre-LayerNorm; ernie: BERT's) against transformers 5.24's base classes (RobertaModel,
 CamembertModel, Data2VecTextModel, XLMRobertaModel, with the pooler; ElectraModel) built from the
 same config dict: parameters, buffers, forward and backward matmul FLOPs
 (FlopCounterMode, eager and sdpa) and bytes saved for backward (the per-sequence position ids
@@ -37,6 +37,8 @@ CONFIGS = {
     # token-type ids (4 types), gelu_new, three layers, the default dropout 0.1; eager code only
     "megatron-bert": dict(_BASE, model_type="megatron-bert", type_vocab_size=4, hidden_act="gelu_new",
                           num_hidden_layers=3),
+    # ERNIE: BertModel's code (three token types, relu, three layers, the default dropout 0.1)
+    "ernie": dict(_BASE, model_type="ernie", type_vocab_size=3, hidden_act="relu", num_hidden_layers=3),
     # electra-base/large's layout: embeddings as wide as the layers (no embeddings_project), no pooler
     "electra": dict(_BASE, model_type="electra", embedding_size=48),
 }
@@ -85,14 +87,16 @@ def test_parameters_exact_integers():
 #: The odd configs' parameters in sorted order: 99 x 48 tokens, 64 x 48 positions, token types x 48,
 #: the embeddings' norm of 96, 2 or 3 layers of 13,237 (q/k/v/o, the MLP, two norms, with biases), the
 #: pooler's 2,352 (camembert: one token type; data2vec-text: three layers; xlm-roberta: three types).
-COUNTS = [36_794, 50_079, 34_490, 50_175, 36_842, 50_127, 36_890, 36_794]  # electra: roberta's less the pooler;
+COUNTS = [36_794, 50_079, 34_490, 50_127, 50_175, 36_842, 50_127, 36_890, 36_794]  # electra: roberta's less the pooler;
 #: xlm-roberta-xl: one token type, the embeddings' norm moved after the encoder; roberta-prelayernorm:
 #: one token type, three layers, a final norm of 96 besides the embeddings' (36,794 + 13,237 + 96);
-#: megatron-bert: four token types, three layers, a final norm and no embeddings' norm (50,175)
+#: megatron-bert: four token types, three layers, a final norm and no embeddings' norm (50,175); ernie:
+#: BERT's with three token types and three layers (36,842 + 48 + 13,237)
 #: The configuration classes' defaults: RoBERTa-base; BERT-base's 109,482,240 for the others.
 DEFAULTS = {"roberta": 124_644_864, "camembert": 109_482_240, "data2vec-text": 109_482_240,
             "xlm-roberta-xl": 3_482_485_760, "roberta-prelayernorm": 124_646_400,
             "megatron-bert": 333_640_704,  # MegatronBertConfig: megatron-bert-345m's shape
+            "ernie": 109_482_240,
             "xlm-roberta": 109_482_240}
 
 
@@ -123,7 +127,7 @@ def _measured(fields, b, n, dtype, attention):
     loss = training_loss(cfg, "hf") if cfg.head == "pooler" else (lambda out: out.last_hidden_state.sum())
     model = _built(fields, dtype, attention)
     inputs = {"input_ids": torch.randint(2, fields["vocab_size"], (b, n))}
-    if fields["model_type"] == "electra":  # as ElectraTokenizer returns them (and validate gives BERT's)
+    if fields["model_type"] in ("electra", "ernie"):  # as their tokenizers return them (validate gives BERT's)
         inputs["token_type_ids"] = torch.zeros(b, n, dtype=torch.long)
     flops = matmul_flops(model, inputs, backward=True, loss_fn=loss)
     saved = saved_activation_bytes(model, inputs, loss_fn=loss).total_bytes
@@ -184,6 +188,8 @@ OURS = (990_720, 1_981_440, 57_720)
     ({"model_type": "electra"}, "embedding_size 128 differs from hidden_size 256: ELECTRA's embeddings_project"),
     (dict(CONFIGS["electra"], is_decoder=True), "is_decoder is not modelled for electra"),
     (dict(CONFIGS["megatron-bert"], add_cross_attention=True), "add_cross_attention is not modelled for megatron-bert"),
+    (dict(CONFIGS["ernie"], use_task_id=True), "use_task_id (ERNIE's task-type embeddings"),
+    (dict(CONFIGS["ernie"], is_decoder=True), "is_decoder is not modelled for ernie"),
 ])
 def test_refused_in_one_line(fields, words, tmp_path, capsys):
     from tests.cli_run import run_main
@@ -214,7 +220,7 @@ def test_megatron_bert_sdpa_is_refused_as_the_class_refuses_it(tmp_path, capsys)
                                                ("XLMRobertaModel", "xlm-roberta"), ("ElectraModel", "electra"),
                                                ("XLMRobertaXLModel", "xlm-roberta-xl"),
                                                ("RobertaPreLayerNormModel", "roberta-prelayernorm"),
-                                               ("MegatronBertModel", "megatron-bert")])
+                                               ("MegatronBertModel", "megatron-bert"), ("ErnieModel", "ernie")])
 def test_architectures_name_the_type(architecture, name):
     from costmodel.hf import from_hf_config
 
