@@ -85,3 +85,16 @@ def test_decode_and_prefill_flops(name):
     pytest.importorskip("transformers")
     assert_decode_flops_exact(CONFIGS[name], name)
     assert_prefill_flops_exact(CONFIGS[name], name)
+
+
+def test_the_released_files_deepseek_yarn_rope_scaling_reads():
+    """sarvam-105b's config.json writes rope_scaling {"type": "deepseek_yarn", ...}, which
+    SarvamMLAConfig converts to YaRN's rope_parameters: the parameters and the rotary buffers (YaRN's
+    inv_freq over qk_rope_head_dim) equal the class's."""
+    pytest.importorskip("transformers")
+    yarn = dict(type="deepseek_yarn", factor=40, original_max_position_embeddings=4096, beta_fast=32,
+                beta_slow=1, mscale=1.0, mscale_all_dim=1.0)
+    fields = dict(CONFIGS["sarvam_mla-original"], rope_scaling=yarn, rope_theta=10000)
+    assert estimated_total(fields, "x") == hf_meta_count(fields) == 57_156
+    ours, theirs = buffer_bytes_both(fields, "x")
+    assert ours == theirs > 0
