@@ -211,6 +211,7 @@ def test_megatron_bert_sdpa_is_refused_as_the_class_refuses_it(tmp_path, capsys)
     path.write_text(json.dumps(CONFIGS["megatron-bert"]))
     code, out, err = run_main(["estimate", "--config", str(path), "--attention", "sdpa"], capsys)
     assert code == 2 and err.count("\n") == 1 and "no scaled_dot_product_attention path" in err, err
+    assert err.rstrip().endswith("use --attention eager."), err  # no flash path either (facts)
     code, out, err = run_main(["estimate", "--config", str(path)], capsys)
     assert code == 0 and "attention eager" in out
 
