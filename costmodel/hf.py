@@ -29,8 +29,8 @@ from .checkpoint import checkpoint_weights
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
 from .hf_classic import CLASSIC_BUILDERS
-from .hf_deepseek_v32 import (DEEPSEEK_V32_ARCHITECTURES, DEEPSEEK_V32_BUILDERS, DEEPSEEK_V32_NAMES,
-                              UNMODELLED_TYPES)
+from .hf_deepseek_v32 import DEEPSEEK_V32_ARCHITECTURES, DEEPSEEK_V32_BUILDERS, DEEPSEEK_V32_NAMES
+from .hf_unmodelled import UNMODELLED_TYPES
 from .hf_classic_more import CLASSIC_MORE_ARCHITECTURES, CLASSIC_MORE_BUILDERS, CLASSIC_MORE_NAMES
 from .hf_dense_extra import DENSE_EXTRA_ARCHITECTURES, DENSE_EXTRA_BUILDERS, DENSE_EXTRA_NAMES
 from .hf_fields import LLAMA_NAMES, Fields, attention_layer_types, check_router_loss, rotary_fraction

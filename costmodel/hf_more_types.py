@@ -1,7 +1,8 @@
 """config.json readers of more decoder families whose blocks exist here under other names (issue
 18): Solar Open (solar_open: GLM-4.5's model with Llama's attention and experts in every layer),
 Youtu-LLM (youtu: DeepSeek-V3's latent attention in dense Llama layers), Mellum (mellum:
-Qwen3-MoE's layers with experts where mlp_layer_types says sparse).
+Qwen3-MoE's layers with experts where mlp_layer_types says sparse), Sarvam's MLA models (sarvam_mla:
+DeepSeek-V3's class with SarvamMLAConfig's defaults).
 costmodel/hf.py dispatches on model_type. Defaults are those of transformers 5.24's configuration
 classes (models/<model_type>/configuration_<model_type>.py)."""
 
@@ -146,9 +147,41 @@ def _mellum(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     return base.replace(family="mellum")
 
 
+#: SarvamMLAConfig's defaults where they are not DeepseekV3Config's (transformers 5.24,
+#: models/sarvam_mla/modular_sarvam_mla.py, sarvamai/sarvam-105b's shapes); hf.py's deepseek_v3
+#: reader holds the rest (kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim 128, v_head_dim
+#: 128, moe_intermediate_size 2048, one shared expert, top 8, routed_scaling_factor 2.5).
+_SARVAM_MLA_DEFAULTS: dict[str, Any] = dict(
+    vocab_size=262144, hidden_size=4096, intermediate_size=16384, num_hidden_layers=32,
+    num_attention_heads=64, n_routed_experts=128, q_lora_rank=None, n_group=1, topk_group=1,
+    first_k_dense_replace=1, max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False)
+
+#: SarvamMLAConfig.attribute_map's names of the original sarvam-105b config.json -> DeepSeek-V3's
+#: (the mapped name wins, as the configuration class sets the attribute it maps to).
+_SARVAM_MLA_NAMES = {"num_experts": "n_routed_experts", "num_shared_experts": "n_shared_experts",
+                     "num_local_experts": "n_routed_experts"}
+
+
+def _sarvam_mla(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Sarvam's MLA models (sarvam_mla): transformers 5.24 builds DeepseekV3ForCausalLM from a
+    SarvamMLAConfig (models/auto/modeling_auto.py), so this is hf.py's deepseek_v3 reader with
+    SarvamMLAConfig's defaults (_SARVAM_MLA_DEFAULTS: queries without a low rank, one expert group,
+    the first layer dense) and its original config's names (_SARVAM_MLA_NAMES) read as the class
+    reads them. A legacy head_dim (kv_lora_rank + qk_rope_head_dim, for vLLM) is dropped as the
+    class drops it. The ModelConfig's family is deepseek_v3: the same code runs."""
+    data = {**_SARVAM_MLA_DEFAULTS, **f.data}
+    for original, mapped in _SARVAM_MLA_NAMES.items():
+        if original in data:
+            data[mapped] = data.pop(original)
+    for key in ("head_dim", "q_head_dim"):  # derived by DeepseekV3Config
+        data.pop(key, None)
+    return llama.read(Fields(data, f.source), name, "deepseek_v3", _SARVAM_MLA_DEFAULTS)
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 MORE_TYPES_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "solar_open": _solar_open, "youtu": _youtu, "mellum": _mellum,
+    "sarvam_mla": _sarvam_mla,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
@@ -163,4 +196,6 @@ MORE_TYPES_NAMES: dict[str, dict[str, str]] = {
     "youtu": LLAMA_NAMES,
     "mellum": {**LLAMA_NAMES, "n_experts": "num_local_experts", "top_k": "num_experts_per_tok",
                "d_expert": "moe_intermediate_size"},
+    "sarvam_mla": {**LLAMA_NAMES, "n_experts": "n_routed_experts", "top_k": "num_experts_per_tok",
+                   "d_expert": "moe_intermediate_size", "n_dense_layers": "first_k_dense_replace"},
 }

@@ -115,9 +115,10 @@ class CostModel:
         if phase != "train":  # inference: no dropout, nothing recomputed
             self.profile = dataclasses.replace(self.profile, dropout=False, recompute="none", recompute_layers=None)
         if self.profile.attention == "sdpa" and not self.profile.facts.sdpa_supported and has_attention(cfg):
+            flash = ", or flash for a fused kernel" if self.profile.facts.flash_supported else ""
             raise ConfigError(f"attention 'sdpa': {cfg.family}'s Hugging Face class has no "
                               "scaled_dot_product_attention path in transformers 5.24 (its _supports_sdpa is "
-                              "False: transformers refuses it); use --attention eager, or flash for a fused kernel.")
+                              f"False: transformers refuses it); use --attention eager{flash}.")
         if self.profile.mla not in MLA_FORMS:
             raise ValueError(f"mla must be one of {', '.join(MLA_FORMS)}, got {self.profile.mla!r}.")
         if phase == "train" and self.profile.mla != "naive":  # the absorbed form has no backward here

@@ -1,6 +1,7 @@
 """RoBERTa's encoders (costmodel/hf_roberta.py: model_type roberta, camembert, data2vec-text,
 xlm-roberta, read as BERT's encoder with the pooler under the family "roberta") and ELECTRA's
-(electra: BERT's encoder without a pooler; xlm-roberta-xl: pre-LayerNorm) against transformers 5.24's base classes (RobertaModel,
+(electra: BERT's encoder without a pooler; xlm-roberta-xl, roberta-prelayernorm and megatron-bert:
+pre-LayerNorm; ernie: BERT's) against transformers 5.24's base classes (RobertaModel,
 CamembertModel, Data2VecTextModel, XLMRobertaModel, with the pooler; ElectraModel) built from the
 same config dict: parameters, buffers, forward and backward matmul FLOPs
 (FlopCounterMode, eager and sdpa) and bytes saved for backward (the per-sequence position ids
@@ -28,6 +29,16 @@ CONFIGS = {
     # XLM-RoBERTa-XL: no embeddings' LayerNorm, pre-LayerNorm layers, a final LayerNorm, one token type
     "xlm-roberta-xl": dict(_BASE, model_type="xlm-roberta-xl", hidden_dropout_prob=0.0,
                            attention_probs_dropout_prob=0.0),
+    # RoBERTa-PreLayerNorm: the embeddings' LayerNorm, pre-LayerNorm layers, a LayerNorm before the
+    # pooler; one token type, gelu_new, three layers, the default dropout 0.1
+    "roberta-prelayernorm": dict(_BASE, model_type="roberta-prelayernorm", type_vocab_size=1,
+                                 hidden_act="gelu_new", num_hidden_layers=3),
+    # Megatron-BERT: no embeddings' LayerNorm, pre-LayerNorm layers, a final LayerNorm; fresh
+    # token-type ids (4 types), gelu_new, three layers, the default dropout 0.1; eager code only
+    "megatron-bert": dict(_BASE, model_type="megatron-bert", type_vocab_size=4, hidden_act="gelu_new",
+                          num_hidden_layers=3),
+    # ERNIE: BertModel's code (three token types, relu, three layers, the default dropout 0.1)
+    "ernie": dict(_BASE, model_type="ernie", type_vocab_size=3, hidden_act="relu", num_hidden_layers=3),
     # electra-base/large's layout: embeddings as wide as the layers (no embeddings_project), no pooler
     "electra": dict(_BASE, model_type="electra", embedding_size=48),
 }
@@ -61,8 +72,9 @@ def test_parameters_equal_the_class(name):
 
 
 def test_parameters_exact_integers():
-    """The odd configs and each configuration class's defaults (RobertaConfig: vocabulary 50,265;
-    the others 30,522, BERT-base's count), the meta models' (transformers 5.24)."""
+    """The odd configs and each configuration class's defaults (RobertaConfig and
+    RobertaPreLayerNormConfig: vocabulary 50,265; the others 30,522, BERT-base's count), the meta
+    models' (transformers 5.24)."""
     transformers = pytest.importorskip("transformers")
     counts = [_meta_count(CONFIGS[name]) for name in sorted(CONFIGS)]
     assert counts == [estimated_total(CONFIGS[name], name) for name in sorted(CONFIGS)] == COUNTS
@@ -75,23 +87,29 @@ def test_parameters_exact_integers():
 #: The odd configs' parameters in sorted order: 99 x 48 tokens, 64 x 48 positions, token types x 48,
 #: the embeddings' norm of 96, 2 or 3 layers of 13,237 (q/k/v/o, the MLP, two norms, with biases), the
 #: pooler's 2,352 (camembert: one token type; data2vec-text: three layers; xlm-roberta: three types).
-COUNTS = [36_794, 50_079, 34_490, 36_842, 36_890, 36_794]  # electra: roberta's less the pooler;
-#: xlm-roberta-xl: one token type, the embeddings' norm moved after the encoder
+COUNTS = [36_794, 50_079, 34_490, 50_127, 50_175, 36_842, 50_127, 36_890, 36_794]  # electra: roberta's less the pooler;
+#: xlm-roberta-xl: one token type, the embeddings' norm moved after the encoder; roberta-prelayernorm:
+#: one token type, three layers, a final norm of 96 besides the embeddings' (36,794 + 13,237 + 96);
+#: megatron-bert: four token types, three layers, a final norm and no embeddings' norm (50,175); ernie:
+#: BERT's with three token types and three layers (36,842 + 48 + 13,237)
 #: The configuration classes' defaults: RoBERTa-base; BERT-base's 109,482,240 for the others.
 DEFAULTS = {"roberta": 124_644_864, "camembert": 109_482_240, "data2vec-text": 109_482_240,
-            "xlm-roberta-xl": 3_482_485_760,
+            "xlm-roberta-xl": 3_482_485_760, "roberta-prelayernorm": 124_646_400,
+            "megatron-bert": 333_640_704,  # MegatronBertConfig: megatron-bert-345m's shape
+            "ernie": 109_482_240,
             "xlm-roberta": 109_482_240}
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_buffers_equal_the_class(name):
-    """position_ids and token_type_ids, int64 buffers of max_position_embeddings each."""
+    """position_ids and token_type_ids, int64 buffers of max_position_embeddings each (Megatron-BERT:
+    position_ids only)."""
     from costmodel import estimate
 
     model = _built(CONFIGS[name])
     theirs = sum(b.numel() * b.element_size() for b in model.buffers())
     ours = estimate(dict(CONFIGS[name], name=name), seq_len=9).to_dict()["memory"]["buffers"]
-    assert ours == theirs == 2 * 8 * 64
+    assert ours == theirs == (1 if name == "megatron-bert" else 2) * 8 * 64
 
 
 def _measured(fields, b, n, dtype, attention):
@@ -109,7 +127,7 @@ def _measured(fields, b, n, dtype, attention):
     loss = training_loss(cfg, "hf") if cfg.head == "pooler" else (lambda out: out.last_hidden_state.sum())
     model = _built(fields, dtype, attention)
     inputs = {"input_ids": torch.randint(2, fields["vocab_size"], (b, n))}
-    if fields["model_type"] == "electra":  # as ElectraTokenizer returns them (and validate gives BERT's)
+    if fields["model_type"] in ("electra", "ernie"):  # as their tokenizers return them (validate gives BERT's)
         inputs["token_type_ids"] = torch.zeros(b, n, dtype=torch.long)
     flops = matmul_flops(model, inputs, backward=True, loss_fn=loss)
     saved = saved_activation_bytes(model, inputs, loss_fn=loss).total_bytes
@@ -118,9 +136,13 @@ def _measured(fields, b, n, dtype, attention):
             (ours["flops"]["forward"], ours["flops"]["backward"], ours["memory"]["activations"]))
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
+#: (config, attention) pairs the class runs: Megatron-BERT has no sdpa path (refused below).
+_RUNS = [(name, attention) for name in sorted(CONFIGS) for attention in ("eager", "sdpa")
+         if (name, attention) != ("megatron-bert", "sdpa")]
+
+
+@pytest.mark.parametrize("name,attention", _RUNS)
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("attention", ["eager", "sdpa"])
 @pytest.mark.parametrize("b,n", [(2, 9), (1, 5)])
 def test_training_flops_and_saved_bytes(name, dtype, attention, b, n):
     theirs, ours = _measured(CONFIGS[name], b, n, dtype, attention)
@@ -165,6 +187,9 @@ OURS = (990_720, 1_981_440, 57_720)
     (dict(CONFIGS["data2vec-text"], hidden_act="silu"), "unsupported hidden_act 'silu' for data2vec-text"),
     ({"model_type": "electra"}, "embedding_size 128 differs from hidden_size 256: ELECTRA's embeddings_project"),
     (dict(CONFIGS["electra"], is_decoder=True), "is_decoder is not modelled for electra"),
+    (dict(CONFIGS["megatron-bert"], add_cross_attention=True), "add_cross_attention is not modelled for megatron-bert"),
+    (dict(CONFIGS["ernie"], use_task_id=True), "use_task_id (ERNIE's task-type embeddings"),
+    (dict(CONFIGS["ernie"], is_decoder=True), "is_decoder is not modelled for ernie"),
 ])
 def test_refused_in_one_line(fields, words, tmp_path, capsys):
     from tests.cli_run import run_main
@@ -175,10 +200,28 @@ def test_refused_in_one_line(fields, words, tmp_path, capsys):
     assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err, err
 
 
+def test_megatron_bert_sdpa_is_refused_as_the_class_refuses_it(tmp_path, capsys):
+    """MegatronBertPreTrainedModel has no sdpa path (transformers raises a ValueError building it);
+    `estimate --attention sdpa` says so in one line, and the default is eager."""
+    from tests.cli_run import run_main
+
+    with pytest.raises(ValueError, match="does not support an attention implementation"):
+        _built(CONFIGS["megatron-bert"], attention="sdpa")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIGS["megatron-bert"]))
+    code, out, err = run_main(["estimate", "--config", str(path), "--attention", "sdpa"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "no scaled_dot_product_attention path" in err, err
+    assert err.rstrip().endswith("use --attention eager."), err  # no flash path either (facts)
+    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 0 and "attention eager" in out
+
+
 @pytest.mark.parametrize("architecture,name", [("RobertaModel", "roberta"), ("CamembertModel", "camembert"),
                                                ("Data2VecTextModel", "data2vec-text"),
                                                ("XLMRobertaModel", "xlm-roberta"), ("ElectraModel", "electra"),
-                                               ("XLMRobertaXLModel", "xlm-roberta-xl")])
+                                               ("XLMRobertaXLModel", "xlm-roberta-xl"),
+                                               ("RobertaPreLayerNormModel", "roberta-prelayernorm"),
+                                               ("MegatronBertModel", "megatron-bert"), ("ErnieModel", "ernie")])
 def test_architectures_name_the_type(architecture, name):
     from costmodel.hf import from_hf_config
 

@@ -1,0 +1,32 @@
+"""Model types transformers 5.24 runs that no block here expresses, each with the reason naming the
+fields and code that would need blocks of their own: costmodel/hf.py refuses such a config.json
+in one line with that reason, rather than a bare "unsupported model_type". Each reason was read
+from the class's modeling file (transformers 5.24, models/<type>/modeling_<type>.py);
+validate/FINDINGS.md ("more Hugging Face model types, session 23") says what a model would need."""
+
+from __future__ import annotations
+
+from .hf_deepseek_v32 import UNMODELLED_TYPES as _DEEPSEEK_LINEAGE
+
+UNMODELLED_TYPES: dict[str, str] = {
+    **_DEEPSEEK_LINEAGE,
+    "mimo_v2_flash": "MiMoV2FlashForCausalLM's sliding_attention layers hold twice num_key_value_heads "
+                     "and a learned sink per query head that its full_attention layers lack, its value "
+                     "heads (v_head_dim) are narrower than its query and key heads (head_dim) outside a "
+                     "latent attention, and its values are multiplied by attention_value_scale; no block "
+                     "here has per-layer sinks or a value width of its own without MLA.",
+    "longcat_flash": "LongcatFlashForCausalLM's layers each run two latent attentions and two dense MLPs "
+                     "around a shortcut MoE (read from the first MLP's input, added after the second), "
+                     "with zero_expert_num identity experts among the routed ones and its experts run "
+                     "one F.linear per expert hit; no block here has the shortcut or identity experts.",
+    "olmo_hybrid": "OlmoHybridForCausalLM mixes OLMo 3's attention layers (norms after each sublayer) "
+                   "with pre-norm Gated DeltaNet layers of separate q, k, v, a, b and g projections (beta "
+                   "doubled where linear_allow_neg_eigval); the Gated DeltaNet block here is "
+                   "Qwen3-Next's (fused in_proj_qkvz and in_proj_ba) and a model has one norm placement.",
+    "jetmoe": "JetMoeForCausalLM's mixture of attention heads (num_local_experts query and output "
+              "projections of kv_channels x num_key_value_heads, the top num_experts_per_tok of them "
+              "per token, keys and values repeated top_k times) and its MLP experts run as "
+              "JetMoeParallelExperts (a Python loop of F.linear over the tokens gathered per expert, "
+              "index_add into zeros, a hidden_size output bias); no expert block here keeps what that "
+              "code keeps.",
+}
