@@ -4,7 +4,10 @@ NCCL achieves at that message size (costmodel/nccl_facts.json), hierarchical acr
 - Within a node, a hardware with a measured busbw curve (A100 and H100/H200 NVSwitch nodes, and
   RCCL's on the MI300X's Infinity Fabric) takes
   its time from the curve: time = payload x factor / busbw(payload), busbw interpolated in
-  log(bytes) between the measured sizes (the curve includes each call's latency). The curve was
+  log(bytes) between the measured sizes (the curve includes each call's latency). Each collective
+  takes its own curve where one is measured (an H100/H200 node's all-gather and reduce-scatter
+  run NCCL's ring, 361-363 GB/s at 16 GiB, while its all-reduce runs NVLS, 482 GB/s), else the
+  node's all-reduce curve (stated: the A100 has no NVLS, and no other curve was found). The curve was
   measured on 8 ranks; NCCL's busbw is normalised to be independent of the rank count for ring
   algorithms, so smaller groups use it as it is (stated).
 - Elsewhere: alpha + beta, collective_latency_s per call plus payload x factor / (link x 0.8),
@@ -55,16 +58,20 @@ def ring_factor(kind: str, ranks: int) -> float:
     return 2 * (ranks - 1) / ranks if kind == "all_reduce" else (ranks - 1) / ranks
 
 
-def busbw_curve(hardware: Hardware) -> list[tuple[float, float]] | None:
-    """The measured (bytes, busbw in bytes/s) points of this hardware's node, if any."""
-    return _curve(hardware.network_name)
+def busbw_curve(hardware: Hardware, kind: str = "all_reduce") -> list[tuple[float, float]] | None:
+    """The measured (bytes, busbw in bytes/s) points of `kind` on this hardware's node, if any:
+    the collective's own curve (nccl_facts.json "all_gather_busbw", "reduce_scatter_busbw"), else
+    the node's all-reduce curve."""
+    return _curve(hardware.network_name, kind)
 
 
 @lru_cache(maxsize=None)
-def _curve(name: str) -> list[tuple[float, float]] | None:
-    for curve in nccl_facts()["all_reduce_busbw"]:
-        if name in curve["hardware"]:
-            return [(float(size), gbps * 1e9) for size, gbps in curve["points_bytes_gbps"]]
+def _curve(name: str, kind: str) -> list[tuple[float, float]] | None:
+    facts = nccl_facts()
+    for key in (f"{kind}_busbw", "all_reduce_busbw"):
+        for curve in facts.get(key, ()):
+            if name in curve["hardware"]:
+                return [(float(size), gbps * 1e9) for size, gbps in curve["points_bytes_gbps"]]
     return None
 
 
@@ -115,7 +122,7 @@ def within_node(hardware: Hardware, kind: str, payload: float, ranks: int, calls
         each = intra_node_all_reduce(hardware, payload / calls, ranks, dtype)
         if each is not None:
             return calls * each
-    curve = busbw_curve(hardware)
+    curve = busbw_curve(hardware, kind)
     if curve is not None:
         each = payload / calls
         return calls * each * factor / interpolated_busbw(curve, each)

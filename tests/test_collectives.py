@@ -440,3 +440,32 @@ def test_an_all_gather_with_one_gpu_a_node_may_run_as_nccls_pat(nodes, size, alg
     assert collective_seconds(a100, "all_gather", size, nodes, 8 * nodes) == pytest.approx(min(ring, pat), rel=1e-12)
     if nodes == 2:
         assert round(ring * 1e7) == 511 and round(pat * 1e7) == 942
+
+
+@pytest.mark.parametrize("name", ["h100-sxm", "h200"])
+def test_an_nvlink4_node_all_gathers_and_reduce_scatters_at_the_rings_measured_rate(name):
+    # nccl-tests at 16 GiB on 8x H200 (ml-engineering network/README.md at 744d01e, "SHARP"):
+    # all_gather_perf 361.4 GB/s, reduce_scatter_perf 362.9 GB/s busbw (NCCL's ring), while the
+    # all-reduce runs NVLS at 482.26 GB/s (all_reduce_bench.py). busbw = payload x (n-1)/n / time.
+    hw, size = load_hardware(name), 2**34
+    assert collective_seconds(hw, "all_gather", size, 8, 8) == pytest.approx(size * 7 / 8 / 361.4e9, rel=1e-9)
+    assert collective_seconds(hw, "reduce_scatter", size, 8, 8) == pytest.approx(size * 7 / 8 / 362.9e9, rel=1e-9)
+    assert collective_seconds(hw, "all_reduce", size, 8, 8) == pytest.approx(size * 14 / 8 / 482.26e9, rel=1e-9)
+    # The all-gather's own curve, not the all-reduce's: at the TP all-gather of torchtitan's 8B at
+    # TP 8 (805 MB) the NVLS curve would give ~458 GB/s; the ring's is 346.51-361.4 GB/s.
+    assert busbw_curve(hw, "all_gather") != busbw_curve(hw, "all_reduce")
+    tp_gather = 12 * 8192 * 4096 * 2
+    assert 346.51e9 < interpolated_busbw(busbw_curve(hw, "all_gather"), tp_gather) < 361.4e9
+    assert interpolated_busbw(busbw_curve(hw, "all_reduce"), tp_gather) > 450e9
+    # A second source: NVIDIA/nccl#1506 reports the ring all-gather of 1 GB at ~350 GB/s busbw.
+    assert interpolated_busbw(busbw_curve(hw, "all_gather"), 2**30) == pytest.approx(350e9, rel=0.03)
+    # Up to 64 MiB, where the all-reduce curve lies under the ring's ceiling, it stands in (stated).
+    assert collective_seconds(hw, "all_gather", 2**20, 8, 8) == pytest.approx(2**20 * 7 / 8 / 39.93e9, rel=1e-9)
+
+
+def test_a_node_without_nvls_keeps_one_curve_for_every_collective():
+    # The A100 (NVLink 3, no NVLink SHARP) and the MI300X (RCCL) have no curve of their own for
+    # all-gather or reduce-scatter: they take the node's all-reduce curve.
+    for name in ("a100-80gb", "mi300x"):
+        hw = load_hardware(name)
+        assert busbw_curve(hw, "all_gather") == busbw_curve(hw, "reduce_scatter") == busbw_curve(hw) is not None

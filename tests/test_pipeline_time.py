@@ -178,6 +178,7 @@ def test_llama_3s_pipeline_as_section_3_3_2_states_it():
     published = runs[128]["published_tflops_per_gpu"] / runs[64]["published_tflops_per_gpu"]
     assert sixteen / eight == pytest.approx(published, abs=0.015)
     assert Layout(pp=16, microbatches=16, schedule="interleaved", virtual_stages=8).bubble() == 15 / 8
-    # both rows too fast by 12-13%: the H100's GEMMs at the sustained MSMF, every send exposed
-    assert 1.08 <= eight / runs[64]["published_tflops_per_gpu"] <= 1.16
-    assert 1.08 <= sixteen / runs[128]["published_tflops_per_gpu"] <= 1.16
+    # both rows too fast by 6-8%: the H100's GEMMs at the sustained MSMF, every send exposed (10-11%
+    # before the TP all-gathers and reduce-scatters took NCCL's ring rate, not the NVLS all-reduce's)
+    assert 1.05 <= eight / runs[64]["published_tflops_per_gpu"] <= 1.16
+    assert 1.05 <= sixteen / runs[128]["published_tflops_per_gpu"] <= 1.16
