@@ -74,3 +74,24 @@ def test_serve_rate_inf_is_told_apart_from_no_rate(capsys):
     swept = run_json([*case, "--rates", "2,inf"], capsys)
     assert [row["rate"] for row in swept["rates"]] == [2.0, "inf"]
 
+
+@pytest.mark.parametrize("layout, needed", [(["--gpus", "8", "--dp", "8"], "the most loaded rank needs 112.10 GiB"),
+                                            ([], "one GPU needs 136.09 GiB")])
+def test_simulate_train_says_it_does_not_fit_before_the_time_and_dollars(layout, needed, capsys):
+    """`simulate --train` on a layout that does not fit printed the step, the time to train and the dollars
+    first and "does NOT fit" at the end (llama2-7b, 8 H100s, dp 8: 112.10 GiB a rank, $74,885 for 1T
+    tokens). The verdict is now the line under the title; --json puts "fits" first."""
+    from tests.cli_run import run_main
+
+    case = ["simulate", "--train", "--model", "llama2-7b", "--hardware", "h100", *layout, "--tokens", "1e12",
+            "--price", "2"]
+    code, out, err = run_main(case, capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[1] == (f"DOES NOT FIT: {needed}, more than the 79.50 GiB of the GPU; the times and cost below "
+                        "are for a run that cannot start (memory at the end).")
+    assert lines.index(lines[1]) < min(i for i, line in enumerate(lines) if "time to train" in line)
+    data = run_json(case, capsys)
+    assert list(data)[:2] == ["fits", "memory_capacity"] and data["fits"] is False
+    code, out, _ = run_main(["simulate", "--train", "--model", "gpt2", "--hardware", "h100"], capsys)
+    assert code == 0 and "NOT FIT" not in out
