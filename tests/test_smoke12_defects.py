@@ -126,15 +126,16 @@ def test_a_windowed_cache_after_the_prefill_is_the_storage_it_keeps(capsys):
                                                               dtype=torch.float32).eval()
         ids = torch.randint(0, 99, (2, 9))
         measured = tuple(kv_cache_bytes(model, {"input_ids": ids}, gen) for gen in (0, 1, 3))
+        # gen decode steps (measured) feed back all but the last token of a generation of gen + 1
         ours = tuple(estimate(dict(fields, name=model_type), seq_len=9, batch=2, dtype="fp32",
-                              gen_tokens=gen).to_dict()["memory"]["kv_cache"] for gen in (0, 1, 3))
+                              gen_tokens=gen + 1).to_dict()["memory"]["kv_cache"] for gen in (0, 1, 3))
         assert measured == ours == expected, model_type
     memory = estimate(dict(cases["mistral"][0], model_type="mistral", name="mistral"), seq_len=9, batch=2,
                       dtype="fp32").to_dict()["memory"]
     assert memory["kv_cache_note"] == (
-        "sliding-window layers hold what Hugging Face's cache holds: the whole prompt after the prefill (T = 0: "
-        "the w - 1 tokens it keeps are a view whose storage is the prefill's keys and values), min(n + T, w) tokens "
-        "once decoding has begun")
+        "sliding-window layers hold what Hugging Face's cache holds: the whole prompt after the prefill (T <= 1, "
+        "no decode step: the w - 1 tokens it keeps are a view whose storage is the prefill's keys and values), "
+        "min(n + T - 1, w) tokens once decoding has begun")
 
 
 def test_plan_serve_refuses_gen_0_in_one_line(capsys):
