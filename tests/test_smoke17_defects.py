@@ -95,3 +95,14 @@ def test_simulate_train_says_it_does_not_fit_before_the_time_and_dollars(layout,
     assert list(data)[:2] == ["fits", "memory_capacity"] and data["fits"] is False
     code, out, _ = run_main(["simulate", "--train", "--model", "gpt2", "--hardware", "h100"], capsys)
     assert code == 0 and "NOT FIT" not in out
+
+
+@pytest.mark.parametrize("alpha", ["inf", "nan", "0"])
+def test_finetune_refuses_an_infinite_lora_alpha(alpha, capsys):
+    """`finetune --lora-alpha inf` ran (nan and 0 were refused): alpha / r scales the adapters' output,
+    so an infinite alpha is no setting; one error line, exit 2."""
+    from tests.cli_run import run_main
+
+    code, out, err = run_main(["finetune", "--model", "qwen2.5-7b", "--lora-alpha", alpha], capsys)
+    assert (code, out) == (2, "")
+    assert err.strip() == f"error: --lora-alpha must be positive and finite, got {float(alpha)!r}."
