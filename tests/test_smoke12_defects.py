@@ -62,8 +62,9 @@ def test_a_hardware_file_states_no_zero_for_an_unknown_field(tmp_path, capsys):
 def test_plan_serve_generates_what_serve_and_simulate_generate_by_default(capsys):
     """`plan --serve` sized 2,048 + 256 tokens a sequence where `serve --output` and `simulate --gen`
     default to 128: the three read one default (costmodel/spec.py DEFAULT_GEN_TOKENS). Llama 3.1 8B
-    at tp 2, batch 32: the last step's context 2,048 + 128, each rank's KV cache 32 x 2,176 tokens x
-    131,072 B (32 layers x 8 key/value heads x 128 x 2 tensors x 2 bytes) / 2 = 4,563,402,752 B."""
+    at tp 2, batch 32: the last step's context 2,048 + 127 (the last generated token is never fed back),
+    each rank's KV cache 32 x 2,175 tokens x 131,072 B (32 layers x 8 key/value heads x 128 x 2 tensors x
+    2 bytes) / 2 = 4,561,305,600 B."""
     from cli.plan import plan
     from cli.simulate import simulate
     from reports.serving import serve
