@@ -284,8 +284,9 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         click.echo(f"note: {note}", err=True)
     if source:
         result["inputs"]["weight_dtype_source"] = source
-    if as_json:
-        click.echo(json.dumps(finite({**result, "units": spec.JSON_UNITS["simulate"]}), indent=2))
+    if as_json:  # the verdict first, as the text puts it where the memory does not fit
+        verdict = {key: result[key] for key in ("fits", "memory_capacity") if key in result}
+        click.echo(json.dumps(finite({**verdict, **result, "units": spec.JSON_UNITS["simulate"]}), indent=2))
         return
     from reports.simulate_text import (render_inference, render_parallel_decode, render_parallel_training,
                                        render_training)

@@ -89,7 +89,7 @@ def _expressions(cfg: ModelConfig, workload: Workload) -> tuple[dict[str, Any], 
         exprs["flops.windowed_kernel_forward"] = model.variant_flops("windowed", leaves)
     if cfg.mla:
         decode = CostModel(cfg, model.profile, phase="decode")
-        last_step = {S.c: S.n + S.T}  # the step that brings the cache to n + T (as memory's)
+        last_step = {S.c: S.LAST_CONTEXT}  # the step that brings the cache to n + T - 1 (as memory's)
         exprs["decode.flops_matmul"] = decode.total("flops_matmul").xreplace(last_step)
         exprs["decode.flops_absorbed"] = decode.variant_flops("absorbed").xreplace(last_step)
     if workload.weight_dtype:
@@ -295,7 +295,7 @@ class Estimate:
                 "what a causal kernel with the window computes (query i attends min(i, w) keys)")
         if "decode.flops_matmul" in n:
             out["decode_step"] = {
-                "context": self.workload.dimensions(self.cfg)["n"] + self.workload.gen_tokens,
+                "context": self.workload.dimensions(self.cfg)["c"],
                 "forward": n["decode.flops_matmul"],
                 "forward_absorbed": n["decode.flops_absorbed"],
                 "note": "forward: as transformers computes it, every cached latent up-projected by "
@@ -353,8 +353,8 @@ class Estimate:
         if self.cfg.n_window_layers:
             out["kv_cache_note"] = (
                 "sliding-window layers hold what Hugging Face's cache holds: the whole prompt after "
-                "the prefill (T = 0: the w - 1 tokens it keeps are a view whose storage is the prefill's "
-                "keys and values), min(n + T, w) tokens once decoding has begun")
+                "the prefill (T <= 1, no decode step: the w - 1 tokens it keeps are a view whose storage is the prefill's "
+                "keys and values), min(n + T - 1, w) tokens once decoding has begun")
         return out
 
     @property

@@ -192,8 +192,8 @@ class FineTune:
             raise ConfigError(f"--method must be one of {', '.join(METHODS)}, got {self.method!r}.")
         if isinstance(self.rank, bool) or not isinstance(self.rank, int) or self.rank < 1:
             raise ConfigError(f"--lora-rank must be a positive whole number, got {self.rank!r}.")
-        if not self.alpha > 0:
-            raise ConfigError(f"--lora-alpha must be positive, got {self.alpha!r}.")
+        if not (self.alpha > 0 and math.isfinite(self.alpha)):  # inf scales the adapters' output by inf
+            raise ConfigError(f"--lora-alpha must be positive and finite, got {self.alpha!r}.")
         if self.targets is not None:
             targets = ("all-linear",) if self.targets in (("all-linear",), "all-linear") else tuple(self.targets)
             unknown = [t for t in targets if t not in ALL_TARGETS + ("all-linear",)]

@@ -104,7 +104,7 @@ def run(cfg: ModelConfig, workload: Workload, seq_lens: list[int], batches: list
         grid_dec = grid_n if workload.tgt_len is None else np.full_like(grid_n, workload.tgt_len)
     else:
         source, grid_dec = grid_n, grid_n
-    columns = sweep(n=grid_dec, s=source, b=grid_b, T=workload.gen_tokens, c=grid_dec + workload.gen_tokens,
+    columns = sweep(n=grid_dec, s=source, b=grid_b, T=workload.gen_tokens, c=grid_dec + workload.fed_back_tokens(),
                     e=workload.bytes_per_element)
     done = time.perf_counter()
     return SweepResult(cfg.name, workload, grid_n, grid_b, columns, compiled - started,

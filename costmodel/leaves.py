@@ -76,16 +76,18 @@ class TreeBuilder:
 
     def cached_tokens(self, windowed: bool) -> sp.Expr:
         """Tokens one self-attention layer's cache holds, as Hugging Face's DynamicCache holds them.
-        Full layers: the prompt (prefill), the prompt and T generated (train tree), c (decode).
+        Full layers: the prompt (prefill), the prompt and the T - 1 generated tokens fed back (train
+        tree: symbols.LAST_CONTEXT, as generate leaves it), c (decode).
         A sliding layer (DynamicSlidingWindowLayer) keeps keys[:, :, -w+1:], a view of the whole
         concatenation: after the prefill it holds every prompt token (w - 1 visible); each decode
-        step concatenates the visible w - 1 and the new token afresh: min(n + T, w) held
-        (FINDINGS 11.4). So the cache shrinks at the first decode step."""
+        step concatenates the visible w - 1 and the new token afresh: min(n + T - 1, w) held
+        (FINDINGS 11.4): min(n + T - 1, w) after T - 1 are fed back. So the cache shrinks at the
+        first decode step, which a generation of T >= 2 runs."""
         if self.decode:
             return sp.Min(S.c, S.w) if windowed else S.c
         if self.phase == "prefill" or not windowed:
-            return S.n if self.phase == "prefill" else S.n + S.T
-        return sp.Piecewise((S.n, sp.Eq(S.T, 0)), (sp.Min(S.n + S.T, S.w), True))
+            return S.n if self.phase == "prefill" else S.LAST_CONTEXT
+        return sp.Piecewise((S.n, S.T <= 1), (sp.Min(S.n + S.T - 1, S.w), True))
 
     def attention(
         self, at: Place, q_len: sp.Expr, k_len: sp.Expr, *, cross: bool, cached: sp.Expr,

@@ -9,7 +9,7 @@
   inference                      the larger of its two phases, each the sum over its tree of the
                                  weights, buffers, ids passed in, logits returned and KV cache:
                                  the prefill (n tokens' ids and logits, the cache of the prompt)
-                                 and the last decode step (one token each, the cache of n + T);
+                                 and the last decode step (one token each, the cache of n + T - 1);
                                  inference_total's prefill is a plain forward (the logits of every
                                  position), generate_total's Hugging Face generate's (the last
                                  position's: tree.generate_logits_to_keep), what simulate, plan
@@ -59,12 +59,17 @@ def phase_bytes(model: CostModel) -> sp.Expr:
     return sp.Add(*(model.total(q) for q in PHASE_QUANTITIES))
 
 
+def decode_phase_bytes(cfg: ModelConfig, profile: Any) -> sp.Expr:
+    """Memory of one decode step at context c (its cache holds c tokens)."""
+    return phase_bytes(CostModel(cfg, profile, phase="decode"))
+
+
 def inference_phases(cfg: ModelConfig, profile: Any) -> dict[str, sp.Expr]:
-    """The prefill's memory and, for a model with a decoder, the last decode step's at c = n + T."""
+    """The prefill's memory and, for a model with a decoder, the last decode step's at c = n + T - 1
+    (symbols.LAST_CONTEXT; decode_phase_bytes is that step's at any context c)."""
     phases = {"prefill": phase_bytes(CostModel(cfg, profile, phase="prefill"))}
     if cfg.n_decoder_layers:
-        decode = phase_bytes(CostModel(cfg, profile, phase="decode"))
-        phases["decode"] = decode.xreplace({S.c: S.n + S.T})
+        phases["decode"] = decode_phase_bytes(cfg, profile).xreplace({S.c: S.LAST_CONTEXT})
     return phases
 
 

@@ -171,7 +171,7 @@ def parameter_tensors(cfg: ModelConfig, workload: Workload) -> list[int]:
 def inference_peak_bytes(cfg: ModelConfig, workload: Workload) -> dict[str, Any]:
     """The memory of inference (costmodel.memory.inference_bytes), by term, for the larger of its
     phases: the prefill (a plain forward: all n positions' logits and ids, the prompt's cache) or
-    the last decode step (one token's, the cache of n + T). "phase" names it. Not validated
+    the last decode step (one token's, the cache of n + T - 1). "phase" names it. Not validated
     against a measurement here."""
     subs = values(cfg, workload)
     profile = profile_for(cfg, workload)

@@ -397,7 +397,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
             result["decode"]["host"] = {"ops_per_step": None, "seconds_per_step": None, "bound": None,
                                         "op_time_stated": False}
     # whether it fits, with no token generated too (the prefill alone: --gen 0)
-    result["memory"] = roof.fits(batch, decoder_prompt + gen, source_len=source, prompt=decoder_prompt)
+    result["memory"] = roof.fits(batch, decoder_prompt + max(gen - 1, 0), source_len=source, prompt=decoder_prompt)
     if gen:
         result["generation_table"] = table
     return result

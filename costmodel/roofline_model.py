@@ -32,7 +32,7 @@ from .config import DTYPE_BYTES, KV_CACHES, ConfigError, ModelConfig, Workload, 
 from .defaults import has_attention
 from .evaluate import Sweep
 from .hardware import Efficiency, Hardware, kernel_times
-from .memory import inference_phases
+from .memory import decode_phase_bytes, inference_phases
 from .leaf import Leaf
 from .quantization import blended_peak, runs_w8a8, w8a8_leaf_adjustment, w8a8_peak
 from .tree import CostModel, generate_logits_to_keep, model_values, profile_for
@@ -255,7 +255,7 @@ class Roofline:
         self.decoder_tree()
         phases = inference_phases(self.cfg, self.prefill_model.profile)
         subs = self._values(batch, prompt or 1, source_len)
-        decode = phases["decode"].xreplace({S.T: S.c - S.n})
+        decode = decode_phase_bytes(self.cfg, self.prefill_model.profile)
         capacity = self.hardware.serving_memory_bytes
 
         def linear(expr: sp.Expr, variable: sp.Symbol, at: dict) -> tuple[int, int]:

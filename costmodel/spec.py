@@ -321,7 +321,9 @@ JSON_UNITS = {
     "finetune": {"memory": "bytes; params, trainable_params: parameters (a count)",
                  "fit": "bytes (memory, capacity, each option's memory)"},
     "serve": {"queueing, ttft, tpot, e2e, itl": "seconds", "*_s": "seconds", "*_per_s": "a second",
-              "kv_use": "a fraction of the KV blocks", "setup.kv_cache": "bytes (*_bytes)"},
+              "kv_use": "a fraction of the KV blocks", "setup.kv_cache": "bytes (*_bytes)",
+              "setup.rate, rates.rate": 'requests a second; "inf": every request arrives at time 0 (--rate inf); '
+                                        "null: no rate (--concurrency or --trace)"},
     "published": {"narayanan_2021_table_1": "params, params_eq2: parameters; tflops_*: TFLOP/s a GPU; seconds_ours: "
                                             "seconds a step; bubble: a fraction of the step",
                   "korthikanti_2022_table_5": "full_*, present_*: seconds an iteration; mfu_*, hfu_*: percent",

@@ -97,6 +97,12 @@ MODEL_SYMBOLS = (d, h, h_kv, d_h, d_ff, V, P, N_tt, N_rb, L_enc, L_dec, d_r, d_e
                  d_x, d_s, d_l, L_moe, r_q, r_kv, d_v, L_np, H_m, P_m, N_m, G_m, K_m, Q_m, L_m, L_a, L_f,
                  H_gk, H_gv, P_gk, P_gv, L_g, D_m1, R_m1, L_m1, L_sc, L_la, L_kd, p_l, V_pl, d_hg, L_ws, L_fs, h_kvg)
 WORKLOAD_SYMBOLS = (b, n, s, T, c, e)
+#: The tokens a generation of T feeds back, each taking a position and a place in the KV cache: the
+#: last one is returned, never fed back (transformers' generate with max_new_tokens=T runs the prompt
+#: and T - 1 one-token steps; Workload.fed_back_tokens is its number).
+FED_BACK = sp.Max(T - 1, 0)
+#: The keys of a generation's last decode step, which its KV cache holds at the end: n + T - 1.
+LAST_CONTEXT = n + FED_BACK
 LAYOUT_SYMBOLS = (tp, dp)
 
 #: How each symbol is written in LaTeX (sympy's default would print d_ff as d_{ff} already; the

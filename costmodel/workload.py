@@ -222,12 +222,12 @@ class Workload:
 
     def dimensions(self, cfg: Any) -> dict[str, int]:
         """The workload symbols' values for a model, by symbol name: n is the decoder (or only)
-        side, s the encoder side, c the keys of the last decode step (n + T)."""
+        side, s the encoder side, c the keys of the last decode step (n + T - 1: symbols.LAST_CONTEXT)."""
         if cfg.architecture == "encoder-decoder":
             n, s = self.decoder_len, self.seq_len
         else:
             n, s = self.seq_len, self.seq_len
-        return {"b": self.batch, "n": n, "s": s, "T": self.gen_tokens, "c": n + self.gen_tokens,
+        return {"b": self.batch, "n": n, "s": s, "T": self.gen_tokens, "c": n + self.fed_back_tokens(),
                 "e": self.bytes_per_element}
 
     def check_fits(self, cfg: Any) -> list[str]:

@@ -296,7 +296,8 @@ def validation_points(cfgs: list[ModelConfig], progress: Progress = default_prog
                                 "saved_tensors_hooks, fp32, reference profile"))
         if small.architecture == "decoder":
             prompt, generated = 8, 8
-            workload = Workload(seq_len=prompt, gen_tokens=generated, batch=1, dtype="fp32")
+            # `generated` decode steps feed back all but the last token of a generation of generated + 1
+            workload = Workload(seq_len=prompt, gen_tokens=generated + 1, batch=1, dtype="fp32")
             points.append(Point("kv_cache_bytes", small.name, prompt + generated, 1,
                                 tree_values(small, workload)["kv_cache_bytes"],
                                 measure_kv_cache(small, prompt, generated),

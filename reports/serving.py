@@ -292,8 +292,16 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
         figure = timeline_figure(run.steps, f"{setup['model']} on {setup['tp']} x {setup['hardware']}, "
                                             f"{setup['scheduler']}")
         save_figure(figure, plot_path)
+    if as_json:
+        summary = {**summary, "setup": {**summary["setup"], "rate": json_rate(summary["setup"]["rate"])}}
     click.echo(json.dumps(finite({**summary, "units": JSON_UNITS["serve"]}, nan=True), indent=2) if as_json
                else render_serve(summary))
+
+
+def json_rate(rate: float | None) -> float | str | None:
+    """A request rate as --json writes it: --rate inf (every request at time 0, vLLM's benchmark
+    default) as the string "inf", which finite() would make the null of a run with no rate."""
+    return "inf" if rate is not None and math.isinf(rate) else rate
 
 
 def save_figure(figure: Any, path: str) -> None:
@@ -332,7 +340,8 @@ def _latency_vs_rate(model: str, hardware_name: str, rates: list[float], options
         save_figure(latency_figure(rows, f"{model} on {hardware_name}, {options['scheduler']}"), plot_path)
     if as_json:  # the deployment and the load, as `serve --json` names them, then a row per rate
         setup = {k: v for k, v in first["setup"].items() if k != "rate"}  # each row names its own
-        sweep = {"setup": setup, "requests": first["requests"], "rates": rows, "units": JSON_UNITS["serve"]}
+        sweep = {"setup": setup, "requests": first["requests"], "rates": [{**row, "rate": json_rate(row["rate"])}
+                                                                           for row in rows], "units": JSON_UNITS["serve"]}
         click.echo(json.dumps(finite(sweep, nan=True), indent=2))
         return
     setup = first["setup"]

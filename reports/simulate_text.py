@@ -20,6 +20,7 @@ def render_parallel_training(r: dict[str, Any]) -> str:
         f"{i['model']} training on {p['layout']['gpus']} x {i['hardware']} ({i['dtype']}): seq_len "
         f"{i['seq_len']}, " + (f"impl {i['impl']}, attention {i['attention']}, " if "attention" in i else "")
         + f"recompute {i['recompute']}" + mtp_note(i),
+        *_verdict_first(r, p["per_rank"]["total"], "the most loaded rank"),
         "",
         f"  {'step':<22}{seconds(step['seconds']):>10}   {rate(step['tokens_per_second'])} tokens/s "
         f"({rate(step['tokens_per_second'] / p['layout']['gpus'])} a GPU); MFU {100 * step['mfu']:.1f}% ({step.get('flops_convention', 'dense')} model FLOPs over the {i['dtype']} datasheet peak{'' if p['layout'].get('fp8') is None else ', as FP8 runs are reported: it may pass 100%'}), HFU {100 * step['hfu']:.1f}% "
@@ -52,6 +53,16 @@ def render_parallel_training(r: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _verdict_first(r: dict[str, Any], needed: int, what: str) -> list[str]:
+    """simulate --train's verdict before its times, where the memory does not fit: the step, the time
+    to train and the dollars that follow are those of a run that cannot start (said again, with the
+    memory by part, at the end)."""
+    if r["fits"]:
+        return []
+    return [f"DOES NOT FIT: {what} needs {binary_bytes(needed)}, more than the {binary_bytes(r['memory_capacity'])} "
+            "of the GPU; the times and cost below are for a run that cannot start (memory at the end)."]
+
+
 def latent_form(inputs: dict[str, Any]) -> str:
     """ ", latent attention absorbed": the form a decode ran latent attention in (simulate's --mla,
     naive by default; plan --serve's and serve's, absorbed), "" for a model without it."""
@@ -72,10 +83,11 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
     """Inference with a layout: the prefill, the generation and its mean step (the time per
     output token), the step at the last context and its all-reduces, memory per rank."""
     i, token, rank, lay = r["inputs"], r["token"], r["per_rank"], r["layout"]
+    last = i["seq_len"] + max(i["gen"] - 1, 0)  # the last step's keys: the last token is never fed back
     ep = f" (ep {lay['ep']})" if (lay.get("ep") or 1) > 1 else ""
     return "\n".join([
         f"{i['model']} serving on {lay['gpus']} x {i['hardware']} ({i['dtype']}): tp {lay['tp']} x pp "
-        f"{lay['pp']} x dp {lay['dp']}{ep}, batch {i['batch']} per replica, context {i['seq_len'] + i['gen']:,}",
+        f"{lay['pp']} x dp {lay['dp']}{ep}, batch {i['batch']} per replica, context {last:,}",
         *([f"prompt {i['seq_len']}, generate {i['gen']}, attention {i['attention']}{latent_form(i)}, "
            f"{i['kv_cache']} KV cache"
            + (f" in {i['kv_dtype']}" if i.get("kv_dtype") else "")
@@ -92,7 +104,7 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
         *([f"  {'time per output token':<24}{seconds(tpot):>10}   the decode steps' mean (plan --serve ranks by it)"]
           if (tpot := r.get("generation", {}).get("time_per_output_token")) is not None else []),
         *([f"  {'last step':<24}{seconds(token['seconds_per_token']):>10}   "
-           f"{rate(token['tokens_per_second'])} tokens/s over the replicas, a step at context {i['seq_len'] + i['gen']:,}",
+           f"{rate(token['tokens_per_second'])} tokens/s over the replicas, a step at context {last:,}",
            f"  {'of which tp all-reduces':<24}{seconds(token['tp_all_reduce_seconds']):>10}",
            *([f"  {'ep all-to-alls':<24}{seconds(token['ep_all_to_all_seconds']):>10}"] if ep else []),
            f"  {'pipeline sends':<24}{seconds(token['pp_seconds']):>10}"]
@@ -262,6 +274,7 @@ def render_training(r: dict[str, Any]) -> str:
     out = [
         f"{i['model']} training on {i['hardware']} ({i['dtype']}): seq_len {i['seq_len']}, "
         f"batch {i['batch']}, impl {i['impl']}, attention {i['attention']}, recompute {i['recompute']}" + mtp_note(i),
+        *_verdict_first(r, m["total"], "one GPU"),
         "times: the roofline (docs/time.md), one GPU's training without a layout; --dp 1 for the kernel-level model",
         "",
         _timing("step", r["step"]),

@@ -433,9 +433,10 @@ def test_validate_says_why_it_shortens_the_prompt(monkeypatch, capsys):
     _fake_validate(monkeypatch, seen)
     code, out, err = run_main(["validate", "--model", "gpt2", "--target", "reference", "--device",
                                "cpu"], capsys)
-    assert code == 0 and seen[-1].seq_len == 1022 and "n=1022" in out
-    assert ("note: [gpt2] n = 1022, not the default 2048: the prompt and the 2 decode steps of "
-            "--gen-tokens must fit the 1024 positions of model 'gpt2'.") in err.splitlines()
+    # --gen-tokens 2 (validate's default) runs one decode step: the last token is never fed back
+    assert code == 0 and seen[-1].seq_len == 1023 and "n=1023" in out
+    assert ("note: [gpt2] n = 1023, not the default 2048: the prompt and the 1 decode step of "
+            "--gen-tokens 2 must fit the 1024 positions of model 'gpt2'.") in err.splitlines()
     code, out, err = run_main(["validate", "--model", "t5-small", "-T", "0"], capsys)
     assert seen[-1].seq_len == 512
     assert "note: [t5-small] n = 512, not the default 2048: the prompt must fit the 512 positions" in err

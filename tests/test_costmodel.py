@@ -85,12 +85,13 @@ def test_gqa_reduces_kv_projection_and_cache():
 
 
 def test_kv_cache_counts_generated_tokens_and_t5_cross_attention():
-    # gpt2: 12 layers * 2 (K, V) * b=2 * 12 heads * 64 * (100 prompt + 28 generated) * 4 bytes.
+    # gpt2: 12 layers * 2 (K, V) * b=2 * 12 heads * 64 * (100 prompt + 27 of the 28 generated, the
+    # last never fed back: transformers' generate leaves n + T - 1) * 4 bytes.
     result = estimate("gpt2", seq_len=100, batch=2, gen_tokens=28, dtype="fp32")
-    assert result.memory_numbers()["kv_cache"] == 12 * 2 * 2 * 12 * 64 * 128 * 4
-    # t5-small: decoder self-attention over tgt_len + T, cross-attention over the source.
+    assert result.memory_numbers()["kv_cache"] == 12 * 2 * 2 * 12 * 64 * 127 * 4
+    # t5-small: decoder self-attention over tgt_len + T - 1, cross-attention over the source.
     t5 = estimate("t5-small", seq_len=50, tgt_len=20, gen_tokens=5, dtype="bf16")
-    assert t5.memory_numbers()["kv_cache"] == 6 * 2 * 8 * 64 * (25 + 50) * 2
+    assert t5.memory_numbers()["kv_cache"] == 6 * 2 * 8 * 64 * (24 + 50) * 2
     # BERT has no decoder and so no cache.
     assert estimate("bert-base-uncased", seq_len=128).memory_numbers()["kv_cache"] == 0
 

@@ -74,8 +74,8 @@ def test_simulate_and_serves_engine_time_one_request_alike(time_model):
 
 
 def test_a_layouts_generation_counts_the_same_steps():
-    """simulate with a layout: gen - 1 steps, step k timed as a workload of k generated tokens
-    (context prompt + k); at 9 tokens all 8 steps are timed, so the sum is exact."""
+    """simulate with a layout: gen - 1 steps, step k timed as a workload of k + 1 generated tokens
+    (its last step at context prompt + k); at 9 tokens all 8 steps are timed, so the sum is exact."""
     from costmodel.layout.rank import ParallelEstimate
     from costmodel.layout.timing import simulate_decode, step_time
 
@@ -83,7 +83,7 @@ def test_a_layouts_generation_counts_the_same_steps():
     layout = Layout(tp=2, framework="deepspeed")
     workload = Workload(seq_len=37, gen_tokens=9, batch=3, precision="pure")
     result = simulate_decode(cfg, workload, layout, hw, time_model="roofline")
-    steps = [step_time(ParallelEstimate(cfg, Workload(seq_len=37, gen_tokens=k, batch=3, precision="pure"), layout,
+    steps = [step_time(ParallelEstimate(cfg, Workload(seq_len=37, gen_tokens=k + 1, batch=3, precision="pure"), layout,
                                         phase="decode"), hw, None, "roofline").token()["seconds_per_token"]
              for k in range(1, 9)]
     g = result["generation"]

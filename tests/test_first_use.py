@@ -150,8 +150,12 @@ def test_a_sliding_window_shorter_than_the_sequence_is_announced(capsys):
     assert code == 0
     assert "sliding window of 4,096 tokens: eager attention still computes every score" in err
     assert "the whole prompt after the prefill and 4,096 tokens once decoding begins" in err
-    code, out, err = run(["estimate", "--model", "mistral-7b", "--seq-len", "16384", "-T", "1"], capsys)
+    # -T 2 feeds one token back: the first decode step leaves the window's 4,096 tokens (-T 1 runs no
+    # decode step, and the cache keeps the whole prompt, as transformers' generate leaves it)
+    code, out, err = run(["estimate", "--model", "mistral-7b", "--seq-len", "16384", "-T", "2"], capsys)
     assert "KV cache             512.00 MiB" in out  # 32 layers x 2 x 8 heads x 128 x 4,096 x 2 bytes
+    code, out, err = run(["estimate", "--model", "mistral-7b", "--seq-len", "16384", "-T", "1"], capsys)
+    assert "KV cache               2.00 GiB" in out  # the 16,384 prompt tokens
     code, _, err = run(["estimate", "--model", "mistral-7b", "--seq-len", "16384", "--impl", "reference"],
                        capsys)
     assert "the reference implementation has no window" in err

@@ -66,12 +66,12 @@ def test_serving_with_a_layout_says_whether_it_fits(capsys):
     assert data["memory_capacity"] == usable
     assert data["fits"] is (data["per_rank"]["total"] <= usable) is False
     _, out, _ = run(args, capsys)
-    # The larger phase is the last decode step: weights 64.24 GiB, the KV cache of 2176 tokens
-    # (21.25 GiB) and one token's ids and gathered logits, 64 x 8 B + 64 x 32000 x 2 B = 3.91 MiB.
+    # The larger phase is the last decode step: weights 64.24 GiB, the KV cache of 2175 tokens
+    # (21.24 GiB: the last of the 128 generated is never fed back) and one token's ids and gathered logits, 64 x 8 B + 64 x 32000 x 2 B = 3.91 MiB.
     # The prefill is generate's (logits of the last position only, 3.91 MiB beside 1 MiB of ids,
     # and 20.00 GiB of the prompt's cache): smaller. (Before, its logits over all 2048 positions,
     # 64 x 2048 x 32000 x 2 B = 7.81 GiB, made it peak at 92.05 GiB.)
-    assert "KV cache 21.25 GiB, ids and logits 3.91 MiB, total 85.49 GiB (does NOT fit in 71.50 GiB)" in out
+    assert "KV cache 21.24 GiB, ids and logits 3.91 MiB, total 85.48 GiB (does NOT fit in 71.50 GiB)" in out
     data = run_json(["simulate", "--model", "llama2-13b", "--hardware", "h100-sxm", "--tp", "2", "--batch", "64"],
                     capsys)
     assert data["fits"] is True
@@ -337,11 +337,11 @@ def test_serving_plan_with_nothing_feasible_says_what_would_fit(capsys):
                        capsys)
     assert code == 1
     # The serving rank's memory: the last decode step peaks, 131.42 GiB of weights and the KV cache
-    # of 2048 + 256 tokens, 32 x 2304 x 80 layers x 2 x 8 heads x 128 x 2 B = 22.50 GiB. generate's
+    # of 2048 + 255 tokens, 32 x 2303 x 80 layers x 2 x 8 heads x 128 x 2 B = 22.49 GiB. generate's
     # prefill keeps the last position's logits only (32 x 128256 x 2 B = 7.83 MiB); before, all
     # 2048 positions' (15.66 GiB) made the prefill peak at 167.07 GiB.
-    assert "The leanest layout (tp 1 x pp 1 x dp 1) needs 153.92 GiB per GPU" in out
-    # Serving uses 71.50 GiB of an H100 (90% less the reserve): half of 153.92 GiB does not fit.
+    assert "The leanest layout (tp 1 x pp 1 x dp 1) needs 153.91 GiB per GPU" in out
+    # Serving uses 71.50 GiB of an H100 (90% less the reserve): half of 153.91 GiB does not fit.
     assert "On 4 GPUs it fits: tp 4 x pp 1 x dp 1" in out
 
 

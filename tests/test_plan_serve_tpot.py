@@ -24,7 +24,8 @@ SHAPE = ["--model", "llama2-7b", "--hardware", "h100-sxm", "--prompt", "512", "-
 @pytest.mark.parametrize("time_model", ["kernels", "roofline"])
 def test_plan_serve_ranks_by_the_mean_decode_step_simulate_reports(capsys, time_model):
     # Llama-2-7B, 8 sequences of 512 + 512 tokens on 2 H100s: each of the three layouts
-    # (tp 2, dp 2, pp 2) has simulate's mean step, to the bit, and the step at context 1,024 as its last.
+    # (tp 2, dp 2, pp 2) has simulate's mean step, to the bit, and the step at context 1,023 as its last
+    # (512 + 511 fed back: the last token is never fed back).
     code, out, err = run_main(["plan", "--serve", "--gpus", "2", "--batch", "8", "--time-model", time_model, *SHAPE],
                                capsys)
     assert code == 0, err
@@ -42,7 +43,7 @@ def test_plan_serve_ranks_by_the_mean_decode_step_simulate_reports(capsys, time_
         assert entry["time_per_output_token"] == generation["time_per_output_token"] \
             == generation["decode_seconds"] / 511
         assert entry["tokens_per_second"] == generation["decode_tokens_per_second"]
-        assert entry["last_step"] == {"context": 1024, "seconds": simulated["token"]["seconds_per_token"]}
+        assert entry["last_step"] == {"context": 1023, "seconds": simulated["token"]["seconds_per_token"]}
         assert entry["tp_all_reduce_seconds"] == simulated["token"]["tp_all_reduce_seconds"]
         # the steps grow with the context: their mean is below the last
         assert entry["time_per_output_token"] < entry["last_step"]["seconds"]
@@ -61,11 +62,11 @@ def test_the_mean_is_generation_decode_seconds_over_the_steps():
 
 
 def test_one_generated_token_has_no_step_to_average():
-    # gen 1: the prefill gives the token; the plan keeps the step at context prompt + 1.
+    # gen 1: the prefill gives the token; the plan keeps a step at context prompt + 0 (nothing fed back).
     cfg, hardware = load_preset("llama2-7b"), load_hardware("h100-sxm")
     (entry,) = plan_serving(cfg, hardware, 1, 4, 128, 1, "bf16")["feasible"]
     assert entry["time_per_output_token"] == entry["last_step"]["seconds"]
-    assert entry["last_step"]["context"] == 129
+    assert entry["last_step"]["context"] == 128
     assert entry["tokens_per_second"] == 4 / entry["last_step"]["seconds"]
 
 

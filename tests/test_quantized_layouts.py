@@ -106,12 +106,12 @@ def test_grouped_matrices_split_exactly_over_the_ranks():
 
 def test_a_ranks_fp8_kv_cache_is_its_heads_in_one_byte_and_its_own_scales():
     """--kv-dtype fp8 at tp 2: each rank caches its h_kv / tp heads, a byte per element, and two
-    fp32 scales per layer of its own; context 205 (prompt 5 + 200)."""
+    fp32 scales per layer of its own; context 204 (prompt 5 + the 199 of 200 generated tokens fed back)."""
     cfg = tiny()
     estimate = ParallelEstimate(cfg, workload(kv_dtype="fp8"), Layout(tp=2, framework="deepspeed"), phase="decode")
-    assert serving_memory(estimate)["kv_cache"] == 2 * (2 * 205 * (2 // 2) * 16 + 2 * 4)
+    assert serving_memory(estimate)["kv_cache"] == 2 * (2 * 204 * (2 // 2) * 16 + 2 * 4)
     plain = ParallelEstimate(cfg, workload(), Layout(tp=2, framework="deepspeed"), phase="decode")
-    assert serving_memory(plain)["kv_cache"] == 2 * 2 * 205 * 1 * 16 * E
+    assert serving_memory(plain)["kv_cache"] == 2 * 2 * 204 * 1 * 16 * E
 
 
 @pytest.mark.parametrize("time_model", ["roofline", "kernels"])
@@ -125,10 +125,10 @@ def test_a_ranks_fp8_kv_cache_is_its_heads_in_one_byte_and_its_own_scales():
 def test_a_tp1_layout_decodes_as_the_one_device_simulate(time_model, hardware_name, batch, quantization):
     """A tp 1 layout with quantized weights gives the one-device decode step at the last context
     (the same leaves and kernels, summed in another order: equal to float rounding). The layout's
-    token is the step at context prompt + gen (5 + 200), simulate's last step of 201 tokens (its
-    200th decode step: the prefill gives the first token)."""
+    token is the step at context prompt + gen - 1 (5 + 199), simulate's last step of 200 tokens (its
+    199th decode step: the prefill gives the first token)."""
     cfg, hardware = load_preset("llama2-7b"), load_hardware(hardware_name)
-    one = simulate_inference(cfg, hardware, prompt=5, gen=201, batch=batch, attention="sdpa", kv_cache="static",
+    one = simulate_inference(cfg, hardware, prompt=5, gen=200, batch=batch, attention="sdpa", kv_cache="static",
                              cuda_graphs=True, quantization=quantization, time_model=time_model)
     w = Workload(seq_len=5, gen_tokens=200, batch=batch, attention="sdpa", precision="pure", kv_cache="static",
                  **quantization)

@@ -62,8 +62,9 @@ def test_a_hardware_file_states_no_zero_for_an_unknown_field(tmp_path, capsys):
 def test_plan_serve_generates_what_serve_and_simulate_generate_by_default(capsys):
     """`plan --serve` sized 2,048 + 256 tokens a sequence where `serve --output` and `simulate --gen`
     default to 128: the three read one default (costmodel/spec.py DEFAULT_GEN_TOKENS). Llama 3.1 8B
-    at tp 2, batch 32: the last step's context 2,048 + 128, each rank's KV cache 32 x 2,176 tokens x
-    131,072 B (32 layers x 8 key/value heads x 128 x 2 tensors x 2 bytes) / 2 = 4,563,402,752 B."""
+    at tp 2, batch 32: the last step's context 2,048 + 127 (the last generated token is never fed back),
+    each rank's KV cache 32 x 2,175 tokens x 131,072 B (32 layers x 8 key/value heads x 128 x 2 tensors x
+    2 bytes) / 2 = 4,561,305,600 B."""
     from cli.plan import plan
     from cli.simulate import simulate
     from reports.serving import serve
@@ -75,7 +76,8 @@ def test_plan_serve_generates_what_serve_and_simulate_generate_by_default(capsys
                            "--json"], capsys)
     row = json.loads(out)["feasible"][0]
     assert code == 0 and row["layout"] == {"tp": 2, "pp": 1, "dp": 1, "batch": 32}
-    assert row["last_step"]["context"] == 2_176 and row["per_rank"]["kv_cache"] == 32 * 2_176 * 131_072 // 2
+    # the last step at 2,048 + 127 fed back (the last generated token never is), where the cache is sized
+    assert row["last_step"]["context"] == 2_175 and row["per_rank"]["kv_cache"] == 32 * 2_175 * 131_072 // 2
 
 
 def test_an_int4_group_must_divide_each_quantized_matrix_k(capsys):
@@ -126,15 +128,16 @@ def test_a_windowed_cache_after_the_prefill_is_the_storage_it_keeps(capsys):
                                                               dtype=torch.float32).eval()
         ids = torch.randint(0, 99, (2, 9))
         measured = tuple(kv_cache_bytes(model, {"input_ids": ids}, gen) for gen in (0, 1, 3))
+        # gen decode steps (measured) feed back all but the last token of a generation of gen + 1
         ours = tuple(estimate(dict(fields, name=model_type), seq_len=9, batch=2, dtype="fp32",
-                              gen_tokens=gen).to_dict()["memory"]["kv_cache"] for gen in (0, 1, 3))
+                              gen_tokens=gen + 1).to_dict()["memory"]["kv_cache"] for gen in (0, 1, 3))
         assert measured == ours == expected, model_type
     memory = estimate(dict(cases["mistral"][0], model_type="mistral", name="mistral"), seq_len=9, batch=2,
                       dtype="fp32").to_dict()["memory"]
     assert memory["kv_cache_note"] == (
-        "sliding-window layers hold what Hugging Face's cache holds: the whole prompt after the prefill (T = 0: "
-        "the w - 1 tokens it keeps are a view whose storage is the prefill's keys and values), min(n + T, w) tokens "
-        "once decoding has begun")
+        "sliding-window layers hold what Hugging Face's cache holds: the whole prompt after the prefill (T <= 1, "
+        "no decode step: the w - 1 tokens it keeps are a view whose storage is the prefill's keys and values), "
+        "min(n + T - 1, w) tokens once decoding has begun")
 
 
 def test_plan_serve_refuses_gen_0_in_one_line(capsys):

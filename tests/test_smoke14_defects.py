@@ -25,7 +25,8 @@ def test_plan_serve_names_the_latent_attention_form_simulate_needs(capsys):
     assert (absorbed["inputs"]["mla"], naive["inputs"]["mla"]) == ("absorbed", "naive")
     assert row["time_per_output_token"] == absorbed["generation"]["time_per_output_token"]
     assert naive["generation"]["time_per_output_token"] > 1.5 * row["time_per_output_token"]
-    assert row["per_rank"]["total"] == absorbed["per_rank"]["total"] == 17_914_256_896
+    # (the cache at 2,048 + 127 tokens: 17,914,256,896 at 2,176 before session 23)
+    assert row["per_rank"]["total"] == absorbed["per_rank"]["total"] == 17_913_261_568
     code, out, _ = run_main(["plan", *case, "--serve", "--gpus", "2", "--tp", "2"], capsys)
     assert "flash attention, latent attention absorbed;" in out.splitlines()[0]
     assert "`simulate` with the layout and `--attention flash --mla absorbed` times them" in out

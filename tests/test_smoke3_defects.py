@@ -87,12 +87,13 @@ def test_tensor_parallel_ranks_each_hold_the_gathered_logits():
     # Llama-3-8B, batch 1, prompt 2048 + 128: the logits gathered over tp 2 on each rank, all V of
     # them: generate's prefill returns the last position's, 128256 x 2 B, beside 2048 int64 ids
     # (16,384 B) and the prompt's cache; the last decode step's one token (8 B) and its logits
-    # beside the cache of 2176 tokens peaks. (Before: the prefill's 2048 x 128256 x 2 B peaked.)
+    # beside the cache of 2175 tokens (2048 + 127 fed back) peaks. (Before: the prefill's 2048 x 128256 x 2 B
+    # peaked.)
     cfg = load_preset("llama-3-8b")
     workload = Workload(seq_len=2048, gen_tokens=128, batch=1, dtype="bf16", precision="pure")
     rank = serving_memory(ParallelEstimate(cfg, workload, Layout(tp=2, framework="deepspeed"), phase="decode"))
     assert rank["transient"] == 128256 * 2 + 8
-    cache = 2176 * 32 * 2 * (8 // 2) * 128 * 2  # tokens x layers x (K, V) x KV heads per rank x head dim x 2 B
+    cache = 2175 * 32 * 2 * (8 // 2) * 128 * 2  # tokens x layers x (K, V) x KV heads per rank x head dim x 2 B
     assert rank["total"] == rank["weights"] + rank["buffers"] + cache + rank["transient"]
 
 

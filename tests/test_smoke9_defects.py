@@ -263,5 +263,6 @@ def test_layout_gen_0_prints_no_decode_step(capsys):
     assert "last step" not in text and "prefill (first token)" in text
     assert run_json(args, capsys)["token"]["seconds_per_token"] > 0
     assert cli.main(args[:-1] + ["2"]) == 0
-    assert "  last step                  7.43 ms   135 tokens/s over the replicas, a step at context 514" in \
+    # --gen 2: one token fed back, the one decode step at 512 + 1 (514 before session 23's n + T - 1)
+    assert "  last step                  7.43 ms   135 tokens/s over the replicas, a step at context 513" in \
         capsys.readouterr().out

@@ -34,11 +34,12 @@ def prompt_length(cfg: ModelConfig, seq_len: int | None, gen_tokens: int,
     if seq_len is not None and not fit:
         return seq_len, None
     wanted = DEFAULT_SEQ_LEN if seq_len is None else seq_len
-    room = max(cfg.max_positions - max(gen_tokens, 0), 1)
+    fed = max(gen_tokens - 1, 0)  # the decode steps of a generation of gen_tokens (the last is never fed back)
+    room = max(cfg.max_positions - fed, 1)
     if wanted <= room:
         return wanted, None
     asked = f"the default {wanted}" if seq_len is None else f"--seq-len {wanted}"
-    steps = f" and the {gen_tokens} decode steps of --gen-tokens" if gen_tokens > 0 else ""
+    steps = f" and the {fed} decode step{'s' * (fed != 1)} of --gen-tokens {gen_tokens}" if fed > 0 else ""
     return room, (f"n = {room}, not {asked}: the prompt{steps} must fit the {cfg.max_positions} "
                   f"positions of model {cfg.name!r}.")
 
@@ -246,7 +247,7 @@ def validate(cfg: ModelConfig, workload: Workload, *, target: str = "hf", device
             rows += _block_rows(estimate, "params", measure.parameters_by_module(model, depth=8), stacks)
             rows += _block_rows(estimate, "flops_forward", flops.forward_by_module, stacks)
         if cfg.has_kv_cache:
-            progress(f"prefill and {workload.gen_tokens} decode steps with the KV cache")
+            progress(f"prefill and {workload.fed_back_tokens()} decode steps with the KV cache")
             model.eval()
             kv = _kv_bytes(model, prompt, workload, target)
             rows.append(Row("KV-cache bytes", estimate.memory_numbers()["kv_cache"], kv))
@@ -270,11 +271,14 @@ def _stacks(cfg: ModelConfig, target: str) -> dict[str, str]:
 
 
 def _kv_bytes(model: torch.nn.Module, prompt: dict, workload: Workload, target: str) -> int:
+    """The cache after a generation of workload.gen_tokens: the prefill and the T - 1 decode steps
+    that feed the generated tokens back (the last is returned, never fed: Workload.fed_back_tokens)."""
+    steps = workload.fed_back_tokens()
     if target == "hf":
-        return measure.kv_cache_bytes(model, prompt, gen_tokens=workload.gen_tokens)
+        return measure.kv_cache_bytes(model, prompt, gen_tokens=steps)
     from .decoding import kv_cache_bytes
 
-    result = kv_cache_bytes(model, prompt["input_ids"], workload.gen_tokens,
+    result = kv_cache_bytes(model, prompt["input_ids"], steps,
                             decoder_input_ids=prompt.get("decoder_input_ids"))
     return result["generated"]
 

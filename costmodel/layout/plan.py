@@ -291,7 +291,7 @@ def serving_token_times(cfg: ModelConfig, workload: Workload, layout: Layout, ha
     """A serving layout's times: the time per output token, the mean of the gen - 1 decode steps
     that `simulate` with this layout times (timing.generation_decode_seconds, each step at its own
     context; roofline.decode_rates), and its rate over the replicas; the last step, at context
-    prompt + gen where the memory is sized (`estimate`), with its tensor-parallel all-reduces
+    prompt + gen - 1 where the memory is sized (`estimate`), with its tensor-parallel all-reduces
     (those do not grow with the context). With gen < 2 there is no decode step to average: the
     last step stands for it."""
     from ..roofline import decode_rates
@@ -300,7 +300,7 @@ def serving_token_times(cfg: ModelConfig, workload: Workload, layout: Layout, ha
     last = step_time(estimate, hardware, efficiency, time_model, cuda_graphs=cuda_graphs, **options).token()
     out = {"time_per_output_token": last["seconds_per_token"], "tokens_per_second": last["tokens_per_second"],
            "tp_all_reduce_seconds": last["tp_all_reduce_seconds"], "ep_all_to_all_seconds": last["ep_all_to_all_seconds"],
-           "last_step": {"context": workload.seq_len + workload.gen_tokens, "seconds": last["seconds_per_token"]}}
+           "last_step": {"context": workload.seq_len + workload.fed_back_tokens(), "seconds": last["seconds_per_token"]}}
     if workload.gen_tokens > 1:
         decode_s = generation_decode_seconds(cfg, workload, layout, hardware, efficiency, time_model,
                                              cuda_graphs, compiled)
@@ -318,7 +318,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                  mla: str = "absorbed", attention: str = DEFAULT_SERVE_ATTENTION,
                  cuda_graphs: bool = False, compiled: bool = False) -> dict[str, Any]:
     """Every serving layout for `batch` sequences generating gen tokens after a prompt: the memory
-    per rank (weights and the KV cache at the last step, context prompt + gen), ranked by the time
+    per rank (weights and the KV cache at the last step, context prompt + gen - 1), ranked by the time
     per output token, the mean of the generation's decode steps (serving_token_times). kv_cache
     and quantization (weight_dtype, weight_group, kv_dtype) are the Workload's; latent attention
     is absorbed unless mla="naive", as engines serve it; attention: the kernel, flash unless given

@@ -14,7 +14,7 @@ def serving_memory(estimate: ParallelEstimate) -> dict[str, int]:
     bytes per parameter, quantized shards as stored), the modules' buffers, and the larger of the
     two phases as memory.inference_phases takes them without a layout: the prefill (its KV cache of
     the prompt, the n tokens' ids on the first stage and the gathered logits on the last) and the
-    last decode step (the KV cache at n + T, in --kv-dtype's bytes, one token's ids and logits).
+    last decode step (the KV cache at n + T - 1, in --kv-dtype's bytes, one token's ids and logits).
     kv_cache and transient (its ids and logits) are those of the phase that peaks, so the row's parts
     add up to its total (the last decode step's cache unless the prefill peaks). The prefill
     is Hugging Face generate's: the last position's logits only (tree.generate_logits_to_keep)."""

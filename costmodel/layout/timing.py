@@ -105,7 +105,7 @@ def generation_decode_seconds(cfg: Any, workload: Any, layout: Any, hardware: Ha
                               cuda_graphs: bool = False, compiled: bool = False) -> float:
     """Seconds of the gen - 1 decode steps a generation of workload.gen_tokens tokens runs after
     the prefill's first token, step k at context prompt + k (k = 1 .. gen - 1), as
-    simulate_inference counts them: the token time at up to 8 of those contexts (a workload of k
+    simulate_inference counts them: the token time at up to 8 of those contexts (a workload of k + 1
     generated tokens has context prompt + k), linear between them (roofline.linear_sum)."""
     import dataclasses
 
@@ -116,7 +116,8 @@ def generation_decode_seconds(cfg: Any, workload: Any, layout: Any, hardware: Ha
         return 0.0
     options = {"compiled": True} if compiled else {}
     shown = shown_steps(steps)
-    times = [step_time(ParallelEstimate(cfg, dataclasses.replace(workload, gen_tokens=k), layout, phase="decode"),
+    # a workload of k + 1 generated tokens has its last step at context prompt + k
+    times = [step_time(ParallelEstimate(cfg, dataclasses.replace(workload, gen_tokens=k + 1), layout, phase="decode"),
                        hardware, efficiency, time_model, cuda_graphs=cuda_graphs, **options).token()["seconds_per_token"]
              for k in shown]
     return linear_sum((shown, times), 1, steps)

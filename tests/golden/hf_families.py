@@ -48,7 +48,8 @@ def formula(config: dict[str, Any]) -> dict[str, Any]:
             "flops_backward": bf16.total("flops_matmul_backward"),
             "saved_bf16": bf16.total("saved_bytes"),
             "saved_fp32": fp32.total("saved_bytes"),
-            "kv_cache": [estimate(config, b, n, "bf16", t).memory_numbers()["kv_cache"]
+            # t decode steps (measured) feed back all but the last of a generation of t + 1 tokens
+            "kv_cache": [estimate(config, b, n, "bf16", t + 1).memory_numbers()["kv_cache"]
                          for t in range(GEN_TOKENS + 1)],
         }
     return out

@@ -34,7 +34,8 @@ def described(cfg: ModelConfig) -> dict[str, Any]:
 
 def workload(cfg: ModelConfig, dtype: str, batch: int, seq_len: int, tgt_len: int) -> Workload:
     encoder_decoder = cfg.architecture == "encoder-decoder"
-    return Workload(seq_len=seq_len, batch=batch, dtype=dtype, gen_tokens=GEN_TOKENS,
+    # the GEN_TOKENS decode steps measured feed back all but the last of a generation of GEN_TOKENS + 1
+    return Workload(seq_len=seq_len, batch=batch, dtype=dtype, gen_tokens=GEN_TOKENS + 1,
                     tgt_len=tgt_len if encoder_decoder else None)
 
 
