@@ -85,3 +85,86 @@ def test_cache_after_prefill(name, dtype):
     its conv state (b, 2 H_k P_k + H_v P_v, K) in the model's dtype and its recurrent state
     (b, H_v, P_k, P_v) in fp32."""
     assert_cache_after_prefill_exact(VARIANTS[name], name, dtype)
+
+
+def test_the_layers_place_their_norms_by_kind():
+    """The odd model's tree: three pre-norm Gated DeltaNet layers (a norm before the mixer and
+    before their MLP) and one attention layer with OLMo 3's norms (its input kept by the
+    projections, a norm after the attention and after its MLP); the mixer's seven linears."""
+    from costmodel.config import Workload
+    from costmodel.evaluate import exact, values
+    from costmodel.hf import from_hf_config
+    from costmodel.tree import CostModel, profile_for
+
+    cfg = from_hf_config(dict(OLMO_HYBRID), name="o")
+    assert cfg.layer_pattern[::2] == ("deltanet", "deltanet", "deltanet", "attention")
+    tree = CostModel(cfg, profile_for(cfg))
+    layers = [leaf.path.removeprefix("decoder.") for leaf in tree.leaves if "_layer." in leaf.path]
+    assert layers == [
+        "attention_layer.attention." + name for name in
+        ("input", "qkv", "qk_norm", "rope", "scores", "softmax", "weighted_sum", "out", "post_norm", "residual")] + [
+        "mlp_layer.mlp.norm", "mlp_layer.mlp.mlp", "mlp_layer.mlp.residual",
+        "mlp_post_layer.mlp.input", "mlp_post_layer.mlp.mlp", "mlp_post_layer.mlp.post_norm",
+        "mlp_post_layer.mlp.residual",
+        "deltanet_layer.deltanet.norm", "deltanet_layer.deltanet.deltanet", "deltanet_layer.deltanet.residual"]
+    counts = {leaf.path.split(".")[1]: leaf.count for leaf in tree.leaves if "_layer." in leaf.path}
+    subs = values(cfg, Workload(seq_len=5, batch=1))
+    assert [exact(counts[kind], subs) for kind in ("attention_layer", "mlp_layer", "mlp_post_layer",
+                                                    "deltanet_layer")] == [1, 3, 1, 3]
+    mixer = next(leaf.block for leaf in tree.leaves if leaf.path.endswith("deltanet.deltanet"))
+    assert mixer.split and len(mixer.projections()) == 7
+
+
+@pytest.mark.parametrize("fields,message", [
+    (dict(OLMO_HYBRID, hidden_act="gelu"), "hidden_act"),
+    (dict(OLMO_HYBRID, rope_parameters={"rope_type": "yarn", "rope_theta": 1e4, "factor": 2.0}), "rope_type"),
+    (dict(OLMO_HYBRID, linear_num_value_heads=5), "linear_num_value_heads"),
+    (dict(OLMO_HYBRID, layer_types=["linear_attention"] * 4), "at least one linear_attention and one full"),
+    (dict(OLMO_HYBRID, layer_types=["full_attention"] * 4), "at least one linear_attention and one full"),
+    (dict(OLMO_HYBRID, layer_types=["linear_attention", "sliding_attention", "full_attention",
+                                    "full_attention"]), "layer_types"),
+])
+def test_refused_configs(fields, message):
+    from costmodel.hf import from_hf_config
+
+    with pytest.raises(ConfigError, match=message):
+        from_hf_config(fields, name="bad")
+
+
+def test_cli_estimate_warns_and_refusal_is_one_line(tmp_path, capsys):
+    import json
+
+    from tests.cli_run import run_main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(OLMO_HYBRID))
+    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 0 and "Gated DeltaNet layers" in out + err
+    path.write_text(json.dumps(dict(OLMO_HYBRID, hidden_act="gelu")))
+    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and err.startswith("error:") and "hidden_act" in err and len(err.strip().splitlines()) == 1
+
+
+def test_architectures_name_the_type():
+    from costmodel.hf import from_hf_config
+
+    named = {k: v for k, v in OLMO_HYBRID.items() if k != "model_type"}
+    named["architectures"] = ["OlmoHybridForCausalLM"]
+    assert from_hf_config(named, name="x").family == "olmo_hybrid"
+
+
+def test_model_config_checks_the_new_fields():
+    """A ModelConfig (a --model JSON file, say): post_norm_mixers names mixers, each layer of them
+    followed by an mlp layer, in a hybrid model; deltanet_split_projections needs a deltanet layer."""
+    from costmodel.hf import from_hf_config
+
+    cfg = from_hf_config(dict(OLMO_HYBRID), name="o")
+    with pytest.raises(ConfigError, match="post_norm_mixers must list mixers"):
+        cfg.replace(post_norm_mixers=("mlp",))
+    with pytest.raises(ConfigError, match="an mlp layer after each"):
+        cfg.replace(post_norm_mixers=("attention",), layer_pattern=cfg.layer_pattern[:6] + ("mlp", "attention"))
+    with pytest.raises(ConfigError, match="deltanet_split_projections applies only"):
+        cfg.replace(layer_pattern=tuple(k.replace("deltanet", "attention") for k in cfg.layer_pattern),
+                    deltanet_k_heads=None, deltanet_v_heads=None, deltanet_k_dim=None, deltanet_v_dim=None,
+                    conv_kernel=None, chunk_size=None)
+    assert cfg.replace(post_norm_mixers=["attention"]).post_norm_mixers == ("attention",)
