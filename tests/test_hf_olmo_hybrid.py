@@ -168,3 +168,42 @@ def test_model_config_checks_the_new_fields():
                     deltanet_k_heads=None, deltanet_v_heads=None, deltanet_k_dim=None, deltanet_v_dim=None,
                     conv_kernel=None, chunk_size=None)
     assert cfg.replace(post_norm_mixers=["attention"]).post_norm_mixers == ("attention",)
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_saved_bytes_of_the_attention_layer_and_a_pre_norm_mlp(dtype):
+    """The bytes the class's training forward saves (validate's saved-tensor hooks, eager attention,
+    b 2, n 9), by module: the attention decoder layer (model.layers.3: OLMo 3's post-normed
+    attention and MLP, the RoPE's fp32 cos and sin its products keep) against the tree's
+    attention_layer, mlp_post_layer and rope_tables leaves, and a Gated DeltaNet layer's MLP half
+    (model.layers.0's post_attention_layernorm and mlp) against one mlp_layer. The mixer's own bytes
+    are not modelled (the workload warns)."""
+    import torch
+    import transformers
+
+    from costmodel.config import Workload
+    from costmodel.evaluate import exact, values
+    from costmodel.hf import from_hf_config
+    from costmodel.tree import CostModel, profile_for
+    from validate.measure.saved import saved_activation_bytes
+
+    b, n = 2, 9
+    config = transformers.AutoConfig.for_model(**OLMO_HYBRID, attn_implementation="eager")
+    torch.manual_seed(0)
+    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch_dtype).train()
+    ids = torch.randint(0, OLMO_HYBRID["vocab_size"], (b, n))
+    saved = saved_activation_bytes(model, {"input_ids": ids, "labels": ids}, loss_fn=lambda out: out.loss).tensors
+
+    def measured(*prefixes: str) -> int:
+        return sum(t.bytes for t in saved if t.module.startswith(prefixes))
+
+    cfg = from_hf_config(dict(OLMO_HYBRID), name="o")
+    tree = CostModel(cfg, profile_for(cfg, attention="eager"))
+    subs = values(cfg, Workload(seq_len=n, batch=b, dtype=dtype))
+
+    def ours(*parts: str) -> int:
+        return sum(exact(leaf.cost.saved_bytes, subs) for leaf in tree.leaves if leaf.path.split(".")[1] in parts)
+
+    assert measured("model.layers.3.") == ours("attention_layer", "mlp_post_layer", "rope_tables") > 0
+    assert measured("model.layers.0.post_attention_layernorm", "model.layers.0.mlp") == ours("mlp_layer") > 0
