@@ -16,9 +16,10 @@ none where rope_parameters' rope_theta is null (OlmoHybridModel builds no rotary
 layer_types, else OlmoHybridConfig's rule: full attention where i % 4 == 3, the last layer if none.
 
 Proven (tests/test_hf_olmo_hybrid.py): the parameters (the class's defaults and odd configs on
-the meta device), the training forward's and a decode step's matmul FLOPs and the cache after a
-prefill. Not compared: bytes saved for backward and other FLOPs (not modelled for the Gated
-DeltaNet mixer; the workload warns, as for Qwen3-Next).
+the meta device), the training forward's and a decode step's matmul FLOPs, the cache after a
+prefill, and the bytes saved for backward by the attention layer and by a pre-norm MLP (by
+module, fp32 and bf16). Not compared: the Gated DeltaNet mixer's saved bytes and other FLOPs (not
+modelled; the workload warns, as for Qwen3-Next), hence the whole model's.
 
 Refused in one sentence each: activations other than silu (the MLP and the mixer's conv share
 hidden_act), rope types other than default, value heads that key heads do not divide, layer types
