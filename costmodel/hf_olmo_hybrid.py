@@ -16,7 +16,7 @@ none where rope_parameters' rope_theta is null (OlmoHybridModel builds no rotary
 layer_types, else OlmoHybridConfig's rule: full attention where i % 4 == 3, the last layer if none.
 
 Proven (tests/test_hf_olmo_hybrid.py): the parameters (the class's defaults and odd configs on
-the meta device), the training forward's and a decode step's matmul FLOPs, the cache after a
+the meta device), the training forward's, a prefill's and a decode step's matmul FLOPs, the cache after a
 prefill, and the bytes saved for backward by the attention layer and by a pre-norm MLP (by
 module, fp32 and bf16). Not compared: the Gated DeltaNet mixer's saved bytes and other FLOPs (not
 modelled; the workload warns, as for Qwen3-Next), hence the whole model's.

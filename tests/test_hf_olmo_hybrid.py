@@ -12,7 +12,7 @@ import pytest
 
 from costmodel.config import ConfigError
 from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                   estimated_total, hf_meta_count)
+                                   assert_prefill_flops_exact, estimated_total, hf_meta_count)
 
 #: Odd sizes no dimension shares: d 48, 4 query heads and 2 KV heads of 12 (head_dim read, not
 #: d / h), Gated DeltaNet 2 key heads of 10 and 6 value heads of 14, conv 3, an MLP of 37,
@@ -76,6 +76,12 @@ def test_training_forward_flops(name, b, n):
 @pytest.mark.parametrize("name", VARIANTS)
 def test_decode_step_flops(name):
     assert_decode_flops_exact(VARIANTS[name], name)
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_prefill_flops(name):
+    """A prefill that fills the cache, one prompt (2) shorter than the conv (3): the cache pads it."""
+    assert_prefill_flops_exact(VARIANTS[name], name)
 
 
 @pytest.mark.parametrize("name", VARIANTS)
