@@ -203,6 +203,12 @@ class ModelConfig:
     deltanet_v_heads: int | None = None
     deltanet_k_dim: int | None = None
     deltanet_v_dim: int | None = None
+    # True: OlmoHybridGatedDeltaNet's separate q, k, v, a, b, g projections (their q, k, v
+    # concatenated before the conv), else Qwen3-Next's fused in_proj_qkvz and in_proj_ba.
+    deltanet_split_projections: bool = False
+    # The mixers (mixer_layers) whose decoder layers have OLMo 2's norms: none before the mixer
+    # or the MLP after it, one after each (OlmoHybrid's attention layers); the others pre-norm.
+    post_norm_mixers: tuple[str, ...] = ()
     attention_output_gate: bool = False
     mamba1_inner: int | None = None  # Mamba-1 mixers (blocks/mamba1.py): inner width, dt's rank, dt/B/C norms
     dt_rank: int | None = None

@@ -19,10 +19,6 @@ UNMODELLED_TYPES: dict[str, str] = {
                      "around a shortcut MoE (read from the first MLP's input, added after the second), "
                      "with zero_expert_num identity experts among the routed ones and its experts run "
                      "one F.linear per expert hit; no block here has the shortcut or identity experts.",
-    "olmo_hybrid": "OlmoHybridForCausalLM mixes OLMo 3's attention layers (norms after each sublayer) "
-                   "with pre-norm Gated DeltaNet layers of separate q, k, v, a, b and g projections (beta "
-                   "doubled where linear_allow_neg_eigval); the Gated DeltaNet block here is "
-                   "Qwen3-Next's (fused in_proj_qkvz and in_proj_ba) and a model has one norm placement.",
     "jetmoe": "JetMoeForCausalLM's mixture of attention heads (num_local_experts query and output "
               "projections of kv_channels x num_key_value_heads, the top num_experts_per_tok of them "
               "per token, keys and values repeated top_k times) and its MLP experts run as "

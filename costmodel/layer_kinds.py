@@ -43,8 +43,10 @@ def config_kinds(cfg: ModelConfig, stack: str, layers: sp.Expr) -> list[LayerKin
     if cfg.mixer_layers:  # nemotron_h: one kind per mixer present, in layer_pattern.MIXERS' order
         counts = {"mamba": S.L_m, "attention": S.L_a, "mlp": S.L_f, "moe": S.L_moe, "deltanet": S.L_g,
                   "mamba1": S.L_m1, "shortconv": S.L_sc, "lightning": S.L_la, "kda": S.L_kd}
-        return [LayerKind(mixer, count, experts=mixer == "moe", rope=cfg.rope, mixer=mixer)
-                for mixer, count in counts.items() if cfg.n_mixer_layers(mixer)]
+        kinds = [LayerKind(mixer, count, experts=mixer == "moe", rope=cfg.rope, mixer=mixer,
+                           post_norms=mixer in cfg.post_norm_mixers)
+                 for mixer, count in counts.items() if cfg.n_mixer_layers(mixer)]
+        return post_normed_mlps(cfg, kinds, counts)
     windows = cfg.n_window_layers
     all_window = windows == cfg.n_decoder_layers
     experts = cfg.moe
@@ -68,3 +70,20 @@ def config_kinds(cfg: ModelConfig, stack: str, layers: sp.Expr) -> list[LayerKin
         return [LayerKind("sliding", S.L_w, True, experts),
                 LayerKind("full", S.L_dec - S.L_w, False, experts)]
     return [LayerKind(None, layers, all_window, experts)]
+
+
+def post_normed_mlps(cfg: ModelConfig, kinds: list[LayerKind], counts: dict) -> list[LayerKind]:
+    """ModelConfig.post_norm_mixers (OlmoHybrid's attention layers): the MLP layer after each of
+    those mixers' layers is post-normed with it, a kind "mlp_post" of theirs apart from the others."""
+    if not cfg.post_norm_mixers:
+        return kinds
+    after = sum((counts[m] for m in cfg.post_norm_mixers if cfg.n_mixer_layers(m)), sp.Integer(0))
+    normed = sum(cfg.n_mixer_layers(m) for m in cfg.post_norm_mixers)
+    out = []
+    for kind in kinds:
+        if kind.mixer == "mlp" and normed:
+            if cfg.n_mixer_layers("mlp") > normed:
+                out.append(dataclasses.replace(kind, count=kind.count - after))
+            kind = dataclasses.replace(kind, label="mlp_post", count=after, post_norms=True)
+        out.append(kind)
+    return out

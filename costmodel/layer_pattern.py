@@ -29,6 +29,7 @@ class LayerKind:
     rope: bool = True
     mixer: str | None = None  # the layer's one mixer (ModelConfig.mixer_layers), else None
     kv_shared: bool = False  # its attention reuses an earlier layer's K and V (Gemma 4's kv_shared_layers)
+    post_norms: bool = False  # OLMo 2's norms, after the mixer only (ModelConfig.post_norm_mixers)
 
 
 #: The one mixer of each layer of a hybrid model (nemotron_h's M, *, - and E): a Mamba-2 mixer
@@ -51,7 +52,7 @@ MAMBA1_SIZES = ("mamba1_inner", "dt_rank")
 def check_mixer_layers(cfg, owner: str) -> None:
     """One mixer a layer: layer_pattern names each (MIXERS); experts where a layer is "moe", the
     Mamba-2 sizes where one is "mamba"; decoder-only, no windows, no dense-layer count."""
-    for name in ("mixer_layers", "mamba_bias", "conv_bias", "mamba_gated_norm"):
+    for name in ("mixer_layers", "mamba_bias", "conv_bias", "mamba_gated_norm", "deltanet_split_projections"):
         check_bool(owner, name, getattr(cfg, name))
     if cfg.mamba_out_bias is not None:
         check_bool(owner, "mamba_out_bias", cfg.mamba_out_bias)
@@ -76,7 +77,11 @@ def check_mixer_layers(cfg, owner: str) -> None:
                 check_int(owner, name, getattr(cfg, name))
             elif getattr(cfg, name) is not None:
                 raise ConfigError(f"{owner}: {name} applies only with mixer_layers and {kind}.")
+    if cfg.deltanet_split_projections and not has_deltanet:
+        raise ConfigError(f"{owner}: deltanet_split_projections applies only with mixer_layers and a deltanet layer.")
     if not cfg.mixer_layers:
+        if cfg.post_norm_mixers:
+            raise ConfigError(f"{owner}: post_norm_mixers applies only with mixer_layers.")
         return
     object.__setattr__(cfg, "layer_pattern", pattern)
     if (not isinstance(pattern, tuple) or len(pattern) != cfg.n_decoder_layers
@@ -100,6 +105,22 @@ def check_mixer_layers(cfg, owner: str) -> None:
     if has_deltanet and cfg.deltanet_v_heads % cfg.deltanet_k_heads:
         raise ConfigError(f"{owner}: deltanet_v_heads ({cfg.deltanet_v_heads}) is not divisible by "
                           f"deltanet_k_heads ({cfg.deltanet_k_heads}).")
+    check_post_norm_mixers(cfg, owner, pattern)
+
+
+def check_post_norm_mixers(cfg, owner: str, pattern: tuple) -> None:
+    """post_norm_mixers: mixers (not the FFNs) of the pattern, each of their layers followed by an
+    "mlp" layer (the decoder layer's MLP, post-normed with it), in a pre-norm sequential model."""
+    post = cfg.post_norm_mixers
+    post = tuple(post) if isinstance(post, list) else post
+    object.__setattr__(cfg, "post_norm_mixers", post)
+    if not isinstance(post, tuple) or any(m not in MIXERS or m in ("mlp", "moe") for m in post):
+        raise ConfigError(f"{owner}: post_norm_mixers must list mixers of the layer_pattern (not mlp or moe).")
+    if post and (cfg.norm_position != "pre" or cfg.parallel_attention or cfg.post_sublayer_norm
+                 or not cfg.input_norms or any(pattern[i + 1:i + 2] != ("mlp",)
+                                               for i, m in enumerate(pattern) if m in post)):
+        raise ConfigError(f"{owner}: post_norm_mixers needs pre-norm sequential layers and an mlp layer "
+                          "after each of those mixers' layers.")
 
 
 def rule_pattern(cfg) -> tuple[str, ...] | None:

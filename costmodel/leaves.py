@@ -310,7 +310,12 @@ class TreeBuilder:
         return [checkpoint, *(dataclasses.replace(leaf, checkpointed=True) for leaf in body)]
 
     def mixer_layer(self, layer: Place, seq: sp.Expr, kind: LayerKind) -> Leaves:
-        """A layer of one mixer (ModelConfig.mixer_layers: NemotronHBlock's norm, mixer, residual add)."""
+        """A layer of one mixer (ModelConfig.mixer_layers: NemotronHBlock's norm, mixer, residual add);
+        kind.post_norms: OLMo 2's norms instead, after the mixer only (ModelConfig.post_norm_mixers)."""
+        if kind.post_norms:
+            cfg = self.cfg.replace(post_sublayer_norm=True, input_norms=False, post_norm_mixers=())
+            builder = TreeBuilder(cfg, self.profile, self.phase)
+            return builder.mixer_layer(layer, seq, dataclasses.replace(kind, post_norms=False))
         at = dataclasses.replace(layer, sublayer=kind.mixer)
         if kind.mixer in ("mlp", "moe"):
             return self.ffn(at, S.b * seq, kind.experts)

@@ -285,9 +285,10 @@ class Workload:
                                 f"{cfg.sliding_window:,} tokens once decoding begins (see the KV cache "
                                 f"line).")
         if cfg.n_mixer_layers("deltanet"):
+            gate = " and of the attention's output gate" if cfg.attention_output_gate else ""
             warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('deltanet')} Gated DeltaNet layers: "
                             "parameters, matmul FLOPs and the cache are proven against transformers' class; "
-                            "activations (saved bytes) of these mixers and of the attention's output gate are "
+                            f"activations (saved bytes) of these mixers{gate} are "
                             "not measured (counted as 0), nor the other FLOPs besides their matmuls "
                             "(blocks/deltanet.py).")
         if cfg.altup_inputs:

@@ -111,22 +111,36 @@ class GatedDeltaNetMixer(ShortConvPhases, Block):
     prompt shorter than K); n + 2K - 1 in a chunk; 2 in a decode step."""
 
     phase: str = "train"
+    # OlmoHybridGatedDeltaNet's layout: q, k, v, a, b, g and o projections apart, registered first
+    # (the same parameters and matmul FLOPs as the fused two; seven GEMMs instead of three)
+    split: bool = False
     title = "Gated DeltaNet mixer"
 
     def __post_init__(self) -> None:
         if self.phase not in ("train", "prefill", "chunk", "decode"):
             raise ValueError(f"GatedDeltaNetMixer phase {self.phase!r} is not train, prefill, chunk or decode.")
 
+    def projections(self) -> list[tuple[Expr, Expr]]:
+        """(d_in, d_out) of each linear, in registration order: in_proj_qkvz, in_proj_ba, out_proj;
+        split: q_proj, k_proj, v_proj, a_proj, b_proj, g_proj, o_proj."""
+        if self.split:
+            return [(S.d, KEY_WIDTH), (S.d, KEY_WIDTH), (S.d, VALUE_WIDTH), (S.d, S.H_gv), (S.d, S.H_gv),
+                    (S.d, VALUE_WIDTH), (VALUE_WIDTH, S.d)]
+        return [(S.d, QKVZ), (S.d, 2 * S.H_gv), (VALUE_WIDTH, S.d)]
+
     def tensors(self) -> tuple[Tensor, ...]:
         """In registration order: conv1d's weight (channels, 1, K), in_proj_qkvz, in_proj_ba,
-        dt_bias, A_log, the gated norm's weight, out_proj."""
-        return (Tensor(CONV_CHANNELS, S.K_m), *weight_and_bias(S.d, QKVZ, False),
-                *weight_and_bias(S.d, 2 * S.H_gv, False), Tensor(S.H_gv), Tensor(S.H_gv), Tensor(S.P_gv),
-                *weight_and_bias(VALUE_WIDTH, S.d, False))
+        dt_bias, A_log, the gated norm's weight, out_proj; split: the seven linears, the conv's
+        weight, A_log, dt_bias, the gated norm's weight."""
+        linears = [t for d_in, d_out in self.projections() for t in weight_and_bias(d_in, d_out, False)]
+        conv, per_head, norm = Tensor(CONV_CHANNELS, S.K_m), (Tensor(S.H_gv), Tensor(S.H_gv)), Tensor(S.P_gv)
+        if self.split:
+            return (*linears, conv, *per_head, norm)
+        return (conv, *linears[:-1], *per_head, norm, linears[-1])
 
     def cost(self) -> Cost:
         tokens = S.b * self.seq
-        projections = [(S.d, QKVZ), (S.d, 2 * S.H_gv), (VALUE_WIDTH, S.d)]
+        projections = self.projections()
         forward, backward, linears = projection_costs(tokens, projections)
         conv = conv_flops(S.b, self.conv_len)
         decode = self.phase == "decode"

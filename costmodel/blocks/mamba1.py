@@ -174,7 +174,7 @@ def linear_mixer(kind: str, phase: str, cfg: Any, facts: Any) -> Block:
     "lightning" (MiniMax, blocks/lightning.py), "kda" (Kimi Linear, blocks/kda.py) or "mamba" (blocks/mamba.py, its training step's code facts.mamba_path, its mup_vector buffer
     facts.mamba_mup_vector)."""
     if kind == "deltanet":
-        return GatedDeltaNetMixer(phase)
+        return GatedDeltaNetMixer(phase, split=cfg.deltanet_split_projections)
     if kind == "shortconv":
         return ShortConvMixer(phase, bias=cfg.conv_bias)
     if kind == "lightning":
