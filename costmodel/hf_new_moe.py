@@ -2,17 +2,17 @@
 here under other names: Hy3 (hy_v3, tencent/Hy3-preview: Apertus' attention, DeepSeek-V3's dense
 and sparse layers with a sigmoid router and a shared expert), AFMoE (afmoe, Arcee's Trinity:
 Llama 4 Maverick's NoPE full layers beside RoPE sliding ones and dense ones, Gemma 2's four norms,
-Qwen3-Next's attention output gate, a sigmoid router with a frozen bias) and Laguna (laguna: the
+Qwen3-Next's attention output gate, a sigmoid router with a frozen bias), Laguna (laguna: the
 same attention with a per-head softplus gate and RoPE per layer type, Hy3's dense and sparse
-layers with an ungated shared MLP). Each reads Llama's fields through
+layers with an ungated shared MLP) and MiMo-V2-Flash (mimo_v2_flash: Qwen2's attention with
+narrower values, twice the KV heads and a sink per head on its sliding layers, DeepSeek-V3's MoE
+without a shared expert). Each reads Llama's fields through
 hf.py's Llama reader (with its own defaults) and then sets what its code does otherwise;
 costmodel/hf.py dispatches on model_type. Defaults are those of transformers 5.24's configuration
-classes (models/hy_v3, models/afmoe and models/laguna configuration_*.py).
+classes (models/hy_v3, models/afmoe, models/laguna and models/mimo_v2_flash configuration_*.py).
 
-Not read here, each for one reason (validate/FINDINGS.md, issue 18): mimo_v2_flash (its sliding
-layers have twice the KV heads of its full ones, one ModelConfig field for all layers here),
-longcat_flash (zero-compute identity experts: a layer's FLOPs depend on how many tokens the
-router sends to them), hy_v4 (DeepSeek-V4's hyper-connections, hc_mult residual streams, have no
+Not read here, each for one reason (validate/FINDINGS.md, issue 18): longcat_flash (zero-compute
+identity experts: a layer's FLOPs depend on how many tokens the router sends to them), hy_v4 (DeepSeek-V4's hyper-connections, hc_mult residual streams, have no
 block here)."""
 
 from __future__ import annotations

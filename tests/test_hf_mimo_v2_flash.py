@@ -103,3 +103,66 @@ def test_cache_after_prefill_equals_the_estimate(name):
     from tests.family_configs import assert_cache_after_prefill_exact
 
     assert_cache_after_prefill_exact(CONFIGS[name], name, "fp32")
+
+
+def test_architectures_alone_name_the_model_type():
+    """A config.json that names only `architectures` reads as mimo_v2_flash."""
+    from costmodel.hf import from_hf_config
+
+    fields = CONFIGS["mimo"]
+    bare = {k: v for k, v in fields.items() if k != "model_type"}
+    bare["architectures"] = ["MiMoV2FlashForCausalLM"]
+    assert from_hf_config(bare, name="mimo") == from_hf_config(fields, name="mimo")
+
+
+def test_the_layers_read_as_the_class_builds_them():
+    """The odd config's layers: 0 dense and full, 1-4 windowed experts, 5 a full expert layer, 6
+    windowed; two KV heads and a sink per query head on the windowed ones, one on the full ones."""
+    from costmodel.hf import from_hf_config
+
+    cfg = from_hf_config(CONFIGS["mimo"], name="mimo")
+    assert cfg.layer_pattern == ("dense", "moe", "moe", "moe", "moe", "moe_full", "moe")
+    assert (cfg.n_kv_heads, cfg.global_kv_heads, cfg.v_head_dim, cfg.d_head) == (2, 1, 6, 10)
+    assert cfg.attention_sinks and cfg.sinks_windowed_only and cfg.value_scale
+    assert [cfg.layer_slides(i) for i in range(7)] == [False, True, True, True, True, False, True]
+
+
+def test_sdpa_is_refused_as_transformers_refuses_it(tmp_path, capsys):
+    """MiMoV2FlashPreTrainedModel._supports_sdpa is False (fact sdpa_supported): --attention sdpa
+    is one error line, exit 2; eager answers."""
+    import json
+
+    from tests.cli_run import run_main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIGS["mimo"]))
+    code, out, err = run_main(["estimate", "--config", str(path), "--attention", "sdpa"], capsys)
+    assert code == 2 and out == ""
+    assert err.splitlines()[-1].startswith("error:") and "scaled_dot_product_attention" in err
+    code, out, _ = run_main(["estimate", "--config", str(path), "--attention", "eager", "--json"], capsys)
+    assert code == 0 and json.loads(out)["params"]["total"] == _ours(CONFIGS["mimo"], "mimo")
+
+
+@pytest.mark.parametrize("fields, words", [
+    (dict(CONFIGS["mimo"], layer_types=["sliding_attention"] + ["full_attention"] * 6),
+     "a dense (mlp_layer_types) layer with a sliding window beside expert layers"),
+    (dict(CONFIGS["mimo"], num_key_value_heads=2), "not divisible by the sliding layers' 2 x num_key_value_heads (4)"),
+    (dict(CONFIGS["mimo"], v_head_dim=None), "v_head_dim null is not modelled for mimo_v2_flash"),
+    (dict(CONFIGS["mimo"], sliding_window=None), "sliding_window null is not modelled for mimo_v2_flash"),
+    (dict(CONFIGS["mimo"], head_dim=None), "head_dim null is not modelled for mimo_v2_flash"),
+    (dict(CONFIGS["mimo"], hidden_act="gelu"), "unsupported hidden_act 'gelu' for mimo_v2_flash"),
+    (dict(CONFIGS["mimo"], n_group=4), "n_routed_experts (6) is not divisible by n_group (4)"),
+    (dict(CONFIGS["mimo"], num_experts_per_tok=None), "num_experts_per_tok is null but 6 layers have experts"),
+    (dict(CONFIGS["mimo"], rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1e4}}),
+     "rope_parameters must hold one dict per layer type (sliding_attention missing)"),
+])
+def test_what_its_code_does_not_run_is_refused_in_one_line(fields, words, tmp_path, capsys):
+    import json
+
+    from tests.cli_run import run_main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error:") and words in err, err
