@@ -166,3 +166,24 @@ def test_what_its_code_does_not_run_is_refused_in_one_line(fields, words, tmp_pa
     code, out, err = run_main(["estimate", "--config", str(path)], capsys)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("error:") and words in err, err
+
+
+def test_the_general_pieces_hold_on_their_own():
+    """Each piece the tree gained, on the odd config's ModelConfig: a value width outside MLA
+    sizes the cache with the KV heads of each layer kind (b n h_kv (d_h + d_v) e a layer after a
+    prefill of n = 12 at b 2, bf16: two KV heads of 10 + 6 on the 5 windowed layers, which hold the
+    whole prompt then, one on the 2 full ones); the layer pattern's counts are checked; a value
+    width outside MLA refuses what it does not express."""
+    from costmodel.config import ConfigError
+    from costmodel.hf import from_hf_config
+
+    cfg = from_hf_config(CONFIGS["mimo"], name="mimo")
+    assert cfg.structure()["layers"]["value_width_differs"] and cfg.structure()["layers"]["windows_on_experts"] == "some"
+    from costmodel import estimate
+
+    kv = estimate(dict(CONFIGS["mimo"], name="mimo"), seq_len=12, batch=2, dtype="bf16").to_dict()["memory"]["kv_cache"]
+    assert kv == 2 * 12 * (2 * 16 * 5 + 1 * 16 * 2) * 2  # 5 windowed layers (1-4, 6), 2 full (0, 5)
+    with pytest.raises(ConfigError, match="layer_pattern has 2 moe_full layers, the config 1"):
+        cfg.replace(layer_pattern=("dense", "moe_full", "moe", "moe", "moe", "moe_full", "moe"))
+    with pytest.raises(ConfigError, match="without MLA is modelled in decoder-only models"):
+        cfg.replace(global_head_dim=12)
