@@ -135,10 +135,13 @@ class ModelConfig:
     # A learned logit per query head that joins each softmax row as one more key with no value
     # (gpt-oss's attention sinks; h parameters a layer).
     attention_sinks: bool = False
+    sinks_windowed_only: bool = False  # the sinks on the sliding-window layers only (MiMo-V2-Flash)
+    value_scale: bool = False  # the values times a constant before the cache (MiMo's attention_value_scale)
     # Multi-head latent attention (DeepSeek-V2/V3) when kv_lora_rank is set: keys and values come up
     # from a cached latent of kv_lora_rank plus one shared RoPE key of rotary_dim; queries from a
     # latent of q_lora_rank (None: a direct projection); d_head is the query/key width (the part
-    # without RoPE plus rotary_dim), v_head_dim the value width.
+    # without RoPE plus rotary_dim), v_head_dim the value width. Without MLA, v_head_dim (where
+    # set) is the width of each value head beside d_head-wide queries and keys (MiMo-V2-Flash).
     kv_lora_rank: int | None = None
     q_lora_rank: int | None = None
     v_head_dim: int | None = None
@@ -318,7 +321,7 @@ class ModelConfig:
             raise ConfigError(f"{owner}: experts are modelled as SwiGLU FFNs (or relu2 with mixer_layers), "
                               f"got {self.activation!r}.")
         if (self.n_dense_layers and self.window_layers not in (None, self.n_decoder_layers)
-                and not self.nope_full_layers):
+                and not self.nope_full_layers and not self.windows_on_experts):
             raise ConfigError(f"{owner}: dense and expert layers with windows on only some layers "
                               "are not modelled.")
 
@@ -340,6 +343,14 @@ class ModelConfig:
         windows = self.n_window_layers
         return bool(self.nope_layers) and 0 < windows < self.n_decoder_layers \
             and self.nope_layers == self.n_decoder_layers - windows
+
+    @property
+    def windows_on_experts(self) -> bool:
+        """Windows on (some or all) expert layers only, beside dense layers that are all full (MiMo-V2-Flash:
+        layer 0 dense and full); layer_pattern then says "dense", "moe" (an expert layer with a
+        window) or "moe_full" (an expert layer without one)."""
+        windows = self.n_window_layers
+        return bool(self.n_dense_layers) and not self.nope_layers and 0 < windows <= self.n_moe_layers
 
     def _check_nope_layers(self, owner: str) -> None:
         """NoPE layers: RoPE on the others; windows on all layers or only the RoPE ones (nope_full_layers);
@@ -366,9 +377,12 @@ class ModelConfig:
             raise ConfigError(f"{owner}: index_n_heads and index_head_dim (DeepSeek-V3.2's indexer) go "
                               "together, with MLA's q_lora_rank and RoPE on rotary_dim <= index_head_dim.")
         if self.kv_lora_rank is None:
-            for name in ("q_lora_rank", "v_head_dim"):
-                if getattr(self, name) is not None:
-                    raise ConfigError(f"{owner}: {name} applies only with kv_lora_rank (MLA).")
+            if self.q_lora_rank is not None:
+                raise ConfigError(f"{owner}: q_lora_rank applies only with kv_lora_rank (MLA).")
+            if self.v_head_dim is not None and (self.global_head_dim or self.keys_as_values or self.n_encoder_layers
+                                                or self.differential_attention):
+                raise ConfigError(f"{owner}: a value width of its own (v_head_dim) without MLA is modelled in "
+                                  "decoder-only models whose heads are all d_head wide with values of their own.")
             return
         if not self.rope or self.rotary_dim is None or self.rotary_dim >= self.d_head:
             raise ConfigError(f"{owner}: MLA needs RoPE on rotary_dim < d_head dimensions (the decoupled key).")
@@ -466,6 +480,8 @@ class ModelConfig:
         """Whether decoder layer `index` attends within the sliding window."""
         if self.layer_pattern is not None and self.layer_pattern[index] in ("sliding", "full"):
             return self.layer_pattern[index] == "sliding"
+        if self.windows_on_experts:
+            return self.layer_pattern[index] == "moe"
         if self.nope_full_layers:
             return self.layer_pattern is None or not self.layer_pattern[index].endswith("nope")
         return self.n_window_layers > 0
@@ -535,9 +551,10 @@ class ModelConfig:
             "moe": self.moe, "dense_layers": self.n_dense_layers > 0, "shared_expert": self.d_shared > 0,
             "latent_experts": self.d_latent is not None, "indexer": self.index_n_heads is not None,
             "per_layer_inputs": self.per_layer_input is not None, "altup": self.altup_inputs is not None,
-            "global_heads": self.global_head_dim is not None,
+            "global_heads": self.global_head_dim is not None, "windows_on_experts": self.windows_on_experts and (
+                "all" if self.n_window_layers == self.n_moe_layers else "some"),
             "kv_shared": tuple(n > 0 for n in kv_shared_counts(self)), "global_kv": self.global_kv_heads is not None,
-            "value_width_differs": self.mla and self.v_head_dim != self.d_head,  # kernels._sdpa: math
+            "value_width_differs": self.v_head_dim is not None and self.v_head_dim != self.d_head,  # kernels._sdpa: math
             "mla": self.mla, "q_lora": self.q_lora_rank is not None, "nope": self.nope_layers > 0,
             "mixers": tuple(m for m in MIXERS if self.n_mixer_layers(m)),
         }

@@ -33,7 +33,8 @@ def check_newer_fields(cfg: Any, owner: str) -> None:
     for name in ("expert_groups", "expert_groups_per_token"):
         check_int(owner, name, getattr(cfg, name), minimum=1)
     for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
-                 "renormalize_top_k", "input_norms", "qk_norm_whole", "attention_sinks", "norm_affine",
+                 "renormalize_top_k", "input_norms", "qk_norm_whole", "attention_sinks", "sinks_windowed_only",
+                 "value_scale", "norm_affine",
                  "qk_l2_norm", "nope_temperature", "chunked_window", "mtp_repeated_layer", "rope_query_scale",
                  "sub_norms", "differential_attention", "dynamic_mask", "residual_scales"):
         check_bool(owner, name, getattr(cfg, name))

@@ -180,6 +180,10 @@ class Facts:
     # a sink per head applied after the attention, eagerly (GraniteSWA): the output times
     # sigmoid(logsumexp(scores) - sink), in place of gpt-oss's concatenated sink column
     sink_lse_scaling: bool = False
+    # the eager kernel subtracts each row's maximum before the softmax on every layer, with or
+    # without sinks (MiMo-V2-Flash's eager_attention_forward): an add over the scores and the
+    # maximum's int64 index per row kept
+    scores_minus_row_max: bool = False
     # the class runs transformers' flash_attention_2 (its _supports_flash_attn). Read where the
     # model picks a kernel for the user (a default's fallback, the fit verdict's suggestion); a
     # typed --attention flash is not refused: it names a fused kernel other code runs on these

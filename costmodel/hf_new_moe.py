@@ -2,17 +2,17 @@
 here under other names: Hy3 (hy_v3, tencent/Hy3-preview: Apertus' attention, DeepSeek-V3's dense
 and sparse layers with a sigmoid router and a shared expert), AFMoE (afmoe, Arcee's Trinity:
 Llama 4 Maverick's NoPE full layers beside RoPE sliding ones and dense ones, Gemma 2's four norms,
-Qwen3-Next's attention output gate, a sigmoid router with a frozen bias) and Laguna (laguna: the
+Qwen3-Next's attention output gate, a sigmoid router with a frozen bias), Laguna (laguna: the
 same attention with a per-head softplus gate and RoPE per layer type, Hy3's dense and sparse
-layers with an ungated shared MLP). Each reads Llama's fields through
+layers with an ungated shared MLP) and MiMo-V2-Flash (mimo_v2_flash: Qwen2's attention with
+narrower values, twice the KV heads and a sink per head on its sliding layers, DeepSeek-V3's MoE
+without a shared expert). Each reads Llama's fields through
 hf.py's Llama reader (with its own defaults) and then sets what its code does otherwise;
 costmodel/hf.py dispatches on model_type. Defaults are those of transformers 5.24's configuration
-classes (models/hy_v3, models/afmoe and models/laguna configuration_*.py).
+classes (models/hy_v3, models/afmoe, models/laguna and models/mimo_v2_flash configuration_*.py).
 
-Not read here, each for one reason (validate/FINDINGS.md, issue 18): mimo_v2_flash (its sliding
-layers have twice the KV heads of its full ones, one ModelConfig field for all layers here),
-longcat_flash (zero-compute identity experts: a layer's FLOPs depend on how many tokens the
-router sends to them), hy_v4 (DeepSeek-V4's hyper-connections, hc_mult residual streams, have no
+Not read here, each for one reason (validate/FINDINGS.md, issue 18): longcat_flash (zero-compute
+identity experts: a layer's FLOPs depend on how many tokens the router sends to them), hy_v4 (DeepSeek-V4's hyper-connections, hc_mult residual streams, have no
 block here)."""
 
 from __future__ import annotations
@@ -189,23 +189,25 @@ _LAGUNA = dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embed
 _LAGUNA_ROPE = {"full_attention": 0.5, "sliding_attention": 1.0}
 
 
-def _laguna_rotary_dim(f: Fields, types: list[str], d_head: int) -> int | None:
-    """The rotated width of each head: rope_parameters is keyed by layer type (LagunaConfig's
-    defaults: half of each head on the full layers, all of it on the sliding ones); every layer
-    type present must rotate the same width."""
+def _rotary_dim_by_type(f: Fields, types: list[str], d_head: int, model_type: str = "laguna",
+                        factors: dict[str, float] = _LAGUNA_ROPE, absent: float = 1.0) -> int | None:
+    """The rotated width of each head: rope_parameters is keyed by layer type (`factors` where the
+    config gives none, `absent` where a type's dict has no factor; LagunaConfig's defaults: half of
+    each head on the full layers, all of it on the sliding ones); every layer type present must
+    rotate the same width."""
     rope = f.data.get("rope_parameters")
     widths = set()
     for kind in set(types):
-        factor = _LAGUNA_ROPE[kind]
+        factor = factors[kind]
         if rope is not None:
             if not isinstance(rope, dict) or not isinstance(rope.get(kind), dict):
-                raise ConfigError(f"{f.source}: laguna's rope_parameters must hold one dict per layer "
-                                  f"type ({kind} missing), as LagunaRotaryEmbedding reads it.")
-            factor = rope[kind].get("partial_rotary_factor", 1.0)
+                raise ConfigError(f"{f.source}: {model_type}'s rope_parameters must hold one dict per layer "
+                                  f"type ({kind} missing), as its rotary embedding reads it.")
+            factor = rope[kind].get("partial_rotary_factor", absent)
         widths.add(partial_rotary_dim(Fields({"partial_rotary_factor": factor}, f.source), d_head, 1.0,
                                       legacy_rotary_dim=False))
     if len(widths) > 1:
-        raise ConfigError(f"{f.source}: a partial_rotary_factor differing between laguna's full and "
+        raise ConfigError(f"{f.source}: a partial_rotary_factor differing between {model_type}'s full and "
                           "sliding layers is not modelled (one rotated width for all layers).")
     return widths.pop()
 
@@ -250,7 +252,7 @@ def _laguna(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     sparse = _sparse_layers(f, layers)
     changes: dict[str, Any] = dict(
         family="laguna", qk_norm=True, attention_output_gate=True,
-        rotary_dim=_laguna_rotary_dim(f, types, base.d_head), sliding_window=window,
+        rotary_dim=_rotary_dim_by_type(f, types, base.d_head), sliding_window=window,
         window_layers=len(sliding) if 0 < len(sliding) < layers else None,
         rotary_sets=len(set(types)), layer_pattern=llama.pattern(layers, sliding, sparse or None))
     if sparse:
@@ -264,14 +266,93 @@ def _laguna(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     return base.replace(**changes)
 
 
+#: MiMoV2FlashConfig's defaults (transformers 5.24) for the Llama fields its reader reads.
+_MIMO = dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
+             num_key_value_heads=4, head_dim=192)
+#: MiMoV2FlashConfig's partial_rotary_factor by layer type (its rope_parameters' default, and
+#: MiMoV2FlashRotaryEmbedding's where a type's dict has none).
+_MIMO_ROPE = {"full_attention": 0.334, "sliding_attention": 0.334}
+
+
+def _mimo_types(f: Fields, layers: int, llama: LlamaReader) -> list[str]:
+    """layer_types, else MiMoV2FlashConfig's: layer 0 and every sixth full, the rest sliding."""
+    return llama.layer_types(f, layers) or ["full_attention" if i == 0 or not (i + 1) % 6 else "sliding_attention"
+                                            for i in range(layers)]
+
+
+def _mimo_v2_flash(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """MiMo-V2-Flash (MiMoV2FlashForCausalLM): Qwen2's attention (attention_bias on q, k and v, o
+    without) with head_dim-wide queries and keys, v_head_dim-wide values times
+    attention_value_scale (1.0 where null: the product runs), and GLM's partial RoPE (0.334 of
+    each head by default, per layer type); its sliding_attention layers hold twice
+    num_key_value_heads (ModelConfig's n_kv_heads, the full layers' global_kv_heads) and a learned
+    sink per query head, its full_attention layers neither; eager attention only (_supports_sdpa
+    False), subtracting each row's maximum on every layer. Each layer's MLP a SwiGLU of
+    intermediate_size where mlp_layer_types says dense (the first by default), else DeepSeek-V3's
+    MoE without a shared expert: top num_experts_per_tok of n_routed_experts experts of
+    moe_intermediate_size by a sigmoid router (an fp32 weight, an fp32 e_score_correction_bias
+    buffer, group-limited top-k, renormalised where norm_topk_prob, times routed_scaling_factor).
+    sliding_window_size (the released files' name) means a window one wider. Refused in one line:
+    a dense layer that slides beside full expert layers, query heads not divisible by the sliding
+    layers' KV heads, a null head_dim, v_head_dim or expert count."""
+    _check_attention_fields(f, "mimo_v2_flash", "MiMoV2FlashAttention", whole_head=False)
+    base = llama.read(f, name, "llama", _MIMO)
+    layers, heads, kv = base.n_decoder_layers, base.n_heads, base.n_kv_heads
+    types = _mimo_types(f, layers, llama)
+    sliding = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
+    sparse = _sparse_layers(f, layers)
+    for key in ("v_head_dim", "sliding_window_size", "sliding_window"):
+        if f.data.get(key, 0) is None and (key == "v_head_dim" or key == "sliding_window" and sliding
+                                           and f.data.get("sliding_window_size") is None):
+            raise ConfigError(f"{f.source}: {key} null is not modelled for mimo_v2_flash (its attention "
+                              "sizes values and windows by it); give it.")
+    window = (f.get("sliding_window_size", minimum=1) + 1 if f.data.get("sliding_window_size") is not None
+              else f.get("sliding_window", 129, minimum=1))
+    if sliding and heads % (2 * kv):
+        raise ConfigError(f"{f.source}: num_attention_heads ({heads}) is not divisible by the sliding layers' "
+                          f"2 x num_key_value_heads ({2 * kv}), which repeat_kv cannot run.")
+    slides, experts = set(sliding), set(sparse)
+    if sliding and 0 < len(sparse) < layers and any(i in slides for i in range(layers) if i not in experts):
+        raise ConfigError(f"{f.source}: a dense (mlp_layer_types) layer with a sliding window beside "
+                          "expert layers is not modelled for mimo_v2_flash (its dense layers must be full).")
+    value_width = f.get("v_head_dim", 128, minimum=1)
+    mixed = 0 < len(sliding) < layers
+    changes: dict[str, Any] = dict(
+        family="mimo_v2_flash", qkv_bias=f.get("attention_bias", False, bool), out_bias=False,
+        ffn_bias=False, v_head_dim=value_width, value_scale=True,
+        rotary_dim=_rotary_dim_by_type(f, types, base.d_head, "mimo_v2_flash", _MIMO_ROPE, 0.334),
+        rotary_sets=len(set(types)), sliding_window=window if sliding else None,
+        window_layers=len(sliding) if mixed else None, n_kv_heads=2 * kv if sliding else kv,
+        global_kv_heads=kv if mixed else None, attention_sinks=bool(sliding), sinks_windowed_only=mixed)
+    pattern = (tuple("dense" if i not in experts else "moe" if i in slides else "moe_full" for i in range(layers))
+               if mixed and 0 < len(sparse) < layers else llama.pattern(layers, sliding, sparse or None))
+    if sparse and len(sparse) < layers and len(sliding) == layers:  # every layer slides: no full kind
+        pattern = llama.pattern(layers, [], sparse)
+    if sparse:
+        experts_n = f.get("num_local_experts", f.get("n_routed_experts", 256))  # the mapped name wins
+        top_k = f.nullable("num_experts_per_tok", 8)
+        _require_expert_fields(f, sparse, n_routed_experts=experts_n, num_experts_per_tok=top_k)
+        check_int(f.source, "n_routed_experts", experts_n, minimum=1)
+        groups = f.get("n_group", 1, minimum=1)
+        if experts_n % groups:
+            raise ConfigError(f"{f.source}: n_routed_experts ({experts_n}) is not divisible by n_group "
+                              f"({groups}), which the router's group view cannot run.")
+        changes.update(n_experts=experts_n, top_k=top_k, d_expert=f.get("moe_intermediate_size", 2048, minimum=1),
+                       d_shared=0, router="sigmoid", renormalize_top_k=f.get("norm_topk_prob", True, bool),
+                       n_dense_layers=layers - len(sparse), expert_groups=groups,
+                       expert_groups_per_token=f.get("topk_group", 1, minimum=1))
+    return base.replace(layer_pattern=pattern, **changes)
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 NEW_MOE_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
-    "hy_v3": _hy_v3, "afmoe": _afmoe, "laguna": _laguna,
+    "hy_v3": _hy_v3, "afmoe": _afmoe, "laguna": _laguna, "mimo_v2_flash": _mimo_v2_flash,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 NEW_MOE_ARCHITECTURES: dict[str, str] = {"HYV3ForCausalLM": "hy_v3", "AfmoeForCausalLM": "afmoe",
-                                         "LagunaForCausalLM": "laguna"}
+                                         "LagunaForCausalLM": "laguna",
+                                         "MiMoV2FlashForCausalLM": "mimo_v2_flash"}
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
 NEW_MOE_NAMES: dict[str, dict[str, Any]] = {
@@ -281,4 +362,6 @@ NEW_MOE_NAMES: dict[str, dict[str, Any]] = {
               "d_expert": "moe_intermediate_size", "n_dense_layers": "num_dense_layers"},
     "laguna": {**LLAMA_NAMES, "n_experts": "num_experts", "top_k": "num_experts_per_tok",
                "d_expert": "moe_intermediate_size", "d_shared": "shared_expert_intermediate_size"},
+    "mimo_v2_flash": {**LLAMA_NAMES, "n_experts": "n_routed_experts", "top_k": "num_experts_per_tok",
+                      "d_expert": "moe_intermediate_size", "v_head_dim": "v_head_dim"},
 }

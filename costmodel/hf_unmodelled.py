@@ -10,11 +10,6 @@ from .hf_deepseek_v32 import UNMODELLED_TYPES as _DEEPSEEK_LINEAGE
 
 UNMODELLED_TYPES: dict[str, str] = {
     **_DEEPSEEK_LINEAGE,
-    "mimo_v2_flash": "MiMoV2FlashForCausalLM's sliding_attention layers hold twice num_key_value_heads "
-                     "and a learned sink per query head that its full_attention layers lack, its value "
-                     "heads (v_head_dim) are narrower than its query and key heads (head_dim) outside a "
-                     "latent attention, and its values are multiplied by attention_value_scale; no block "
-                     "here has per-layer sinks or a value width of its own without MLA.",
     "longcat_flash": "LongcatFlashForCausalLM's layers each run two latent attentions and two dense MLPs "
                      "around a shortcut MoE (read from the first MLP's input, added after the second), "
                      "with zero_expert_num identity experts among the routed ones and its experts run "

@@ -55,6 +55,9 @@ def config_kinds(cfg: ModelConfig, stack: str, layers: sp.Expr) -> list[LayerKin
         return [LayerKind("dense", S.L_dec - S.L_moe, rope_window, False),
                 LayerKind("moe", S.L_moe - S.L_np, rope_window, True),
                 LayerKind("moe_nope", S.L_np, all_window, True, rope=False)]
+    if cfg.windows_on_experts:  # MiMo-V2-Flash: dense layers full, windows on some expert layers
+        full_experts = [LayerKind("moe_full", S.L_moe - S.L_w, False, True)] if cfg.n_window_layers < cfg.n_moe_layers else []
+        return [LayerKind("dense", S.L_dec - S.L_moe, False, False), LayerKind("moe", S.L_w, True, True), *full_experts]
     if cfg.n_dense_layers:
         return [LayerKind("dense", S.L_dec - S.L_moe, all_window, False),
                 LayerKind("moe", S.L_moe, all_window, True)]

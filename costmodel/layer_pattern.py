@@ -2,7 +2,8 @@
 against the counts the config gives, or derived from them where no config.json said which layers.
 
 Kinds: "sliding"/"full" (windows on some layers), "dense"/"moe" (experts in some layers),
-"rope"/"nope" (RoPE on some layers), "moe_nope" beside "dense"/"moe" (Llama 4 Maverick); in a
+"rope"/"nope" (RoPE on some layers), "moe_nope" beside "dense"/"moe" (Llama 4 Maverick), "moe_full"
+beside "dense"/"moe" (MiMo-V2-Flash: windows on some expert layers, "moe" the windowed); in a
 model of one-mixer layers (ModelConfig.mixer_layers, transformers' nemotron_h) the mixer of each:
 MIXERS. Gemma 4's layers reusing an earlier layer's K and V (kv_shared_layers) are "sliding_shared" and
 "full_shared". LayerKind: one kind of layer as the cost tree builds it (costmodel/layer_kinds.py).
@@ -138,6 +139,9 @@ def rule_pattern(cfg) -> tuple[str, ...] | None:
             return tuple("moe_nope" if i in nope else "dense" if i in dense else "moe"
                          for i in range(layers))
         return tuple("nope" if i in nope else "rope" for i in range(layers))
+    if cfg.windows_on_experts:  # the dense layers first, then the full expert layers, the windowed last
+        return tuple("dense" if i < cfg.n_dense_layers else "moe" if i >= layers - windows else "moe_full"
+                     for i in range(layers))
     if cfg.n_dense_layers:
         return tuple("dense" if i < cfg.n_dense_layers else "moe" for i in range(layers))
     if not windows or windows == layers:
@@ -182,6 +186,7 @@ def _check_pattern(cfg, owner: str) -> None:
         pattern = tuple(pattern)
         object.__setattr__(cfg, "layer_pattern", pattern)
     kinds = (("moe_nope", "dense", "moe") if cfg.nope_layers and cfg.n_dense_layers  # Llama 4 Maverick
+             else ("moe_full", "dense", "moe") if cfg.windows_on_experts  # MiMo-V2-Flash
              else ("dense", "moe") if cfg.n_dense_layers
              else ("nope", "rope") if cfg.nope_layers and not cfg.nope_full_layers
              else ("sliding", "full") if 0 < cfg.n_window_layers < cfg.n_decoder_layers else ())
@@ -193,12 +198,13 @@ def _check_pattern(cfg, owner: str) -> None:
         raise ConfigError(f"{owner}: layer_pattern must give one of {', '.join(kinds)} for each "
                           f"of the {cfg.n_decoder_layers} decoder layers.")
     counted = sum(kind == kinds[0] for kind in pattern)
-    expected = cfg.nope_layers if kinds[0] == "moe_nope" else (
+    expected = cfg.nope_layers if kinds[0] == "moe_nope" else cfg.n_moe_layers - cfg.n_window_layers \
+        if kinds[0] == "moe_full" else (
         cfg.n_dense_layers or (not cfg.nope_full_layers and cfg.nope_layers) or cfg.n_window_layers)
     if counted != expected:
         raise ConfigError(f"{owner}: layer_pattern has {counted} {kinds[0]} layers, the config "
                           f"{expected}.")
-    if kinds[0] == "moe_nope" and pattern.count("dense") != cfg.n_dense_layers:
+    if kinds[0] in ("moe_nope", "moe_full") and pattern.count("dense") != cfg.n_dense_layers:
         raise ConfigError(f"{owner}: layer_pattern has {pattern.count('dense')} dense layers, the config "
                           f"{cfg.n_dense_layers}.")
 

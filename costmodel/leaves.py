@@ -117,9 +117,12 @@ class TreeBuilder:
             windowed=window and not self.decode,
             chunked=window and not self.decode and cfg.chunked_window,
             latent=cfg.mla and not cross,
-            sinks=cfg.attention_sinks and not cross,
+            sinks=cfg.attention_sinks and not cross and (window or not cfg.sinks_windowed_only),
             **({"qk_dim": head, "value_dim": head} if head != S.d_h else {}),
         )
+        value_width = cfg.v_head_dim is not None and not cfg.mla and not cross  # MiMo-V2-Flash's d_v
+        if value_width:
+            core.update(value_dim=S.d_v)
         absorbed = cfg.mla and not cross and profile.mla == "absorbed"
         if absorbed:  # attention over the cached latents: one head of r_kv + d_r, values r_kv of it
             core.update(qk_dim=S.r_kv + S.d_r, kv_heads=ONE)
@@ -134,7 +137,10 @@ class TreeBuilder:
                 copies_cache=self.decode and not cross and profile.kv_cache == "dynamic",
                 fused=profile.facts.fused_qkv and not cross, profile=profile,
                 cache_heads=core["kv_heads"], transposed=profile.facts.linear_weights_transposed, head_dim=head,
-                values_are_keys=keys_as_values, kv_shared=kv_shared, kv_heads=kv_heads))]
+                values_are_keys=keys_as_values, kv_shared=kv_shared, kv_heads=kv_heads,
+                value_dim=S.d_v if value_width else None))]
+            if cfg.value_scale and not cross:  # MiMo-V2-Flash: the values times attention_value_scale
+                projections.append(at.leaf("value_scale", B.ValueScale(kv_tokens, kv_heads)))
             if cfg.clip_qkv is not None and not cross:
                 projections.append(at.leaf("clip_qkv", B.ClipQKV(q_tokens, kv_tokens)))
             if cfg.qk_norm and not cross:

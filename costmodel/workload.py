@@ -24,7 +24,8 @@ NOT_IN_REFERENCE = {
     "logit_softcap": None, "rotary_dim": None, "parallel_attention": False, "position_offset": 0,
     "embedding_dim": None, "n_experts": 0, "kv_lora_rank": None, "attention_dropout": None,
     "mtp_layers": 0, "embedding_multiplier": None, "residual_multiplier": None,
-    "logits_scaling": None, "nope_layers": 0, "attention_sinks": False,
+    "logits_scaling": None, "nope_layers": 0, "attention_sinks": False, "sinks_windowed_only": False,
+    "value_scale": False,
     "norm_affine": True, "clip_qkv": None, "qk_l2_norm": False, "nope_temperature": False,
     "chunked_window": False, "norm_bias": True, "mixer_layers": False, "rope_query_scale": False,
     "index_n_heads": None, "per_layer_input": None, "global_head_dim": None, "keys_as_values": False,
@@ -40,6 +41,8 @@ NOT_IN_REFERENCE_ACTIVATIONS = ("xielu",)
 def reference_unsupported(cfg: Any) -> list[str]:
     """The fields of a ModelConfig the reference model would have to ignore (so it refuses)."""
     missing = [name for name, off in NOT_IN_REFERENCE.items() if getattr(cfg, name) != off]
+    if cfg.v_head_dim is not None and cfg.kv_lora_rank is None:  # a value width of its own outside MLA
+        missing.append("v_head_dim")
     if cfg.activation in NOT_IN_REFERENCE_ACTIVATIONS:
         missing.append(f"activation {cfg.activation}")
     return missing

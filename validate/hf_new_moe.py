@@ -67,7 +67,29 @@ def _laguna(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 gating=True, pad_token_id=None, bos_token_id=None, eos_token_id=None, **experts)
 
 
+def _mimo_v2_flash(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """MiMo-V2-Flash's config.json: layer_types and mlp_layer_types from the layer pattern,
+    num_key_value_heads the full layers' (half the sliding layers' where every layer slides),
+    v_head_dim, rope_parameters per layer type (one rotated width), DeepSeek-V3's router fields."""
+    layers = cfg.n_decoder_layers
+    types = ["sliding_attention" if cfg.layer_slides(i) else "full_attention" for i in range(layers)]
+    kv = cfg.global_kv_heads or (cfg.n_kv_heads // 2 if cfg.sliding_window else cfg.n_kv_heads)
+    factor = 1.0 if cfg.rotary_dim is None else (cfg.rotary_dim + 0.5) / cfg.d_head
+    rope = {kind: {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": factor}
+            for kind in ("full_attention", "sliding_attention")}
+    experts: dict[str, Any] = dict(mlp_layer_types=["dense"] * layers)
+    if cfg.n_experts:
+        experts = dict(mlp_layer_types=["dense" if cfg.layer_kind_at("decoder", i) == "dense" else "sparse"
+                                        for i in range(layers)],
+                       n_routed_experts=cfg.n_experts, num_experts_per_tok=cfg.top_k,
+                       moe_intermediate_size=cfg.d_expert, norm_topk_prob=cfg.renormalize_top_k,
+                       n_group=cfg.expert_groups, topk_group=cfg.expert_groups_per_token)
+    return dict(llama, num_key_value_heads=kv, v_head_dim=cfg.v_head_dim, layer_types=types,
+                sliding_window=cfg.sliding_window or 129, rope_parameters=rope, attention_bias=cfg.qkv_bias,
+                pad_token_id=None, bos_token_id=None, eos_token_id=None, **experts)
+
+
 #: family -> its config.json, from the ModelConfig and its Llama fields.
 NEW_MOE_DICTS: dict[str, Callable[[ModelConfig, dict[str, Any]], dict[str, Any]]] = {
-    "hy_v3": _hy_v3, "afmoe": _afmoe, "laguna": _laguna,
+    "hy_v3": _hy_v3, "afmoe": _afmoe, "laguna": _laguna, "mimo_v2_flash": _mimo_v2_flash,
 }

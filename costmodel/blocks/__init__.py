@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from .attention import (
     KV_SCALE_BYTES, AttentionCore, AttentionOutput, AttentionScores, AttentionTemperature, QKVProjection,
-    QueryScale, RotaryEmbedding,
+    QueryScale, RotaryEmbedding, ValueScale,
     Softmax, WeightedSum, kv_cache_bytes,
 )
 from .base import OTHER_FLOPS_PER_ELEMENT, Backward, BackwardStep, Block, Cost, LinearOp, Profile, Tensor, linears_cost, quantized_bytes
@@ -73,6 +73,7 @@ __all__ = [
     "InputNoise", "KeptOutputs", "LMHead", "router_reads_norm_alone",
     "LatentAttention", "LightningIndexer", "LatentProjection", "LayerCheckpoint", "LinearOp", "Mamba2Mixer", "LearnedPositions", "LogitScale", "LogitSoftcap", "Norm", "OptimizerStep", "Pooler",
     "Profile", "QKVProjection", "QueryScale", "RelativePositionBias", "Residual", "RotaryEmbedding", "SublayerInput",
+    "ValueScale",
     "RotaryTables", "Router", "KeptCausalMask", "SharedAttentionMask", "SharedExpertGate", "SinusoidalPositions",
     "Softmax", "SumLoss", "Tensor", "TensorRun", "TokenEmbedding", "TokenTypes", "WeightedSum",
     "kv_cache_bytes", "linears_cost", "mamba_state_bytes", "quantized_bytes",

@@ -38,7 +38,8 @@ class QKVProjection(Block):
     """Queries from q_tokens, keys and values from kv_tokens; h query heads, h_kv KV heads of d_h.
 
     In cross-attention kv_tokens are the encoder's tokens. The KV cache (when cached) holds the
-    keys and values of every KV head: 2 * b * h_kv * d_h per cached token per layer. A fused
+    keys and values of every KV head: 2 * b * h_kv * d_h per cached token per layer (b * h_kv *
+    (d_h + d_v) where the values have a width of their own, value_dim). A fused
     projection (facts.fused_qkv, GPT-2's c_attn) is one weight and one bias.
     """
 
@@ -55,31 +56,45 @@ class QKVProjection(Block):
     values_are_keys: bool = False  # no v projection: the keys' is the values' (Gemma 4's attention_k_eq_v)
     kv_shared: bool = False  # no k or v projection: an earlier layer's K and V (Gemma 4's num_kv_shared_layers)
     kv_heads: Expr = S.h_kv  # its KV heads (Gemma 4's full layers: h_kvg)
+    value_dim: Expr | None = None  # a value head's width where not head_dim (MiMo-V2-Flash: d_v)
     title = "Q, K, V projections"
+
+    @property
+    def value_width(self) -> Expr:
+        return self.head_dim if self.value_dim is None else self.value_dim
+
+    def kv_widths(self) -> tuple[Expr, ...]:
+        """Widths of the K and V projections this layer runs (k and v, k alone, or neither)."""
+        names = () if self.kv_shared else ("k",) if self.values_are_keys else ("k", "v")
+        return tuple(self.kv_heads * (self.head_dim if name == "k" else self.value_width) for name in names)
 
     def linear_ops(self) -> tuple[LinearOp, ...]:
         """q, k, v in the order the attention's forward runs them (or the one fused projection)."""
         if self.fused:
             return (LinearOp("qkv", self.q_tokens, S.d, (S.h + 2 * self.kv_heads) * self.head_dim, self.bias),)
-        names = () if self.kv_shared else ("k",) if self.values_are_keys else ("k", "v")
         return (LinearOp("q", self.q_tokens, S.d, S.h * self.head_dim, self.bias),
-                *(LinearOp(name, self.kv_tokens, S.d, self.kv_heads * self.head_dim, self.bias) for name in names))
+                *(LinearOp(name, self.kv_tokens, S.d, width, self.bias)
+                  for name, width in zip(("k", "v"), self.kv_widths())))
 
     def cost(self) -> Cost:
         q_fwd, q_bwd = linear_flops(self.q_tokens, S.d, S.h * self.head_dim)
-        projected = 0 if self.kv_shared else 1 if self.values_are_keys else 2  # k and v, k alone or neither
-        kv_fwd, kv_bwd = linear_flops(self.kv_tokens, S.d, projected * self.kv_heads * self.head_dim)
+        kv_width = sum(self.kv_widths(), ZERO)
+        kv_fwd, kv_bwd = linear_flops(self.kv_tokens, S.d, kv_width)
         if self.fused:
             tensors = weight_and_bias(S.d, (S.h + 2 * self.kv_heads) * self.head_dim, self.bias, self.transposed)
             matrices = [weight_matrix(S.d, (S.h + 2 * self.kv_heads) * self.head_dim)]
         else:
-            tensors = (weight_and_bias(S.d, S.h * self.head_dim, self.bias, self.transposed)
-                       + projected * weight_and_bias(S.d, self.kv_heads * self.head_dim, self.bias, self.transposed))
-            matrices = [weight_matrix(S.d, S.h * self.head_dim), weight_matrix(S.d, self.kv_heads * self.head_dim, projected)]
-        kv_cache = kv_cache_bytes(2 * S.b * self.cache_heads * self.head_dim * self.cached_tokens,
+            tensors = weight_and_bias(S.d, S.h * self.head_dim, self.bias, self.transposed)
+            for width in self.kv_widths():
+                tensors = tensors + weight_and_bias(S.d, width, self.bias, self.transposed)
+            widths = self.kv_widths()  # one matrix counted len(widths) times where k and v match
+            matrices = [weight_matrix(S.d, S.h * self.head_dim),
+                        *([weight_matrix(S.d, self.kv_heads * self.head_dim, len(widths))] if self.value_dim is None
+                          else (weight_matrix(S.d, width) for width in widths))]
+        kv_cache = kv_cache_bytes(S.b * self.cache_heads * (self.head_dim + self.value_width) * self.cached_tokens,
                                   self.profile)
         moved = linear_bytes(self.q_tokens, S.d, S.h * self.head_dim)
-        moved += linear_bytes(self.kv_tokens, S.d, projected * self.kv_heads * self.head_dim)
+        moved += linear_bytes(self.kv_tokens, S.d, kv_width)
         return make_cost(
             tensors=tensors,
             matrices=matrices,
@@ -92,6 +107,21 @@ class QKVProjection(Block):
             # torch.cat reads the cache and the new token's keys and values, writes them all.
             bytes_other=2 * kv_cache if self.copies_cache else ZERO,
         )
+
+
+@dataclass(frozen=True)
+class ValueScale(Block):
+    """MiMo-V2-Flash's attention_value_scale: the values (kv_tokens x kv_heads heads of d_v) times
+    a constant before RoPE and the cache (transformers 5.24 MiMoV2FlashAttention.forward). A
+    product by a Python float keeps nothing for backward."""
+
+    kv_tokens: Expr
+    kv_heads: Expr = S.h_kv
+    title = "value scale"
+
+    def cost(self) -> Cost:
+        values = self.kv_tokens * self.kv_heads * S.d_v
+        return make_cost(elements=[("mul", values)], bytes_other=elementwise_bytes(values))
 
 
 @dataclass(frozen=True)
@@ -345,6 +375,9 @@ class Softmax(AttentionCore):
         if self.sinks and kernel.dense:
             # the concatenated copy and the max subtraction over it; the softmax's extra column
             saved += dtype_bytes(self.profile.facts.softmax_dtype) * rows + INDEX * rows
+            elements.append(("add", columns))
+        elif kernel.dense and self.profile.facts.scores_minus_row_max:  # no sink column, the row max still
+            saved += INDEX * S.b * S.h * self.q_len
             elements.append(("add", columns))
         moved = elementwise_bytes(columns) * (2 if self.sinks else 1) if kernel.dense else 0
         return make_cost(tensors=[Tensor(S.h)] if self.sinks else [], elements=elements,
