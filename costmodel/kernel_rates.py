@@ -46,3 +46,18 @@ def log_linear(points: tuple[tuple[int, float], ...], x: int) -> float:
         if x <= x1:
             return e0 + (e1 - e0) * math.log(x / x0) / math.log(x1 / x0)
     return points[-1][1]
+
+
+def gemm_k_points(hardware: Hardware, dtype: str) -> tuple[tuple[int, float], ...]:
+    """A GEMM's rate by its inner width K relative to the large-GEMM rate, published for this
+    hardware's architecture in `dtype` (kernel_facts.json "gemm_efficiency_by_k"), as (K, fraction)
+    points by K; () where none is published."""
+    for entry in kernel_facts()["gemm_efficiency_by_k"]["values"]:
+        if entry["architecture"] == hardware.architecture and dtype in entry["dtypes"]:
+            return tuple(sorted((int(k), float(e)) for k, e in entry["points"].items()))
+    return ()
+
+
+def k_efficiency(points: tuple[tuple[int, float], ...], k: int) -> float:
+    """A GEMM of inner width k's fraction of the large-GEMM rate (gemm_k_points, log-linear); 1 where none is published."""
+    return log_linear(points, k) if points else 1.0

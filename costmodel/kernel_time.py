@@ -19,9 +19,10 @@ A kernel's time:
     is cut into tiles, each SM computes one tile per wave, and a wave takes a whole tile's FLOPs at
     the SM's share of the large-GEMM rate (the hardware's matmul_efficiency, a microbenchmark; in a
     training step its sustained rate (kernel_rates.sustained_efficiency): the GPU runs saturated at
-    the clock its power limit allows); no GEMM runs faster than its bytes at the bandwidth a
-    read-and-reduce stream reaches (the hardware's gemv_bandwidth, a microbenchmark; else the
-    achievable bandwidth); a weight-only quantized GEMM of no more tokens than its kernel's
+    the clock its power limit allows) x its share at its inner width K (kernel_facts.json
+    "gemm_efficiency_by_k": each tile's fixed start and store against a main loop of K); no GEMM
+    runs faster than its bytes at the bandwidth a read-and-reduce stream reaches (the hardware's
+    gemv_bandwidth, a microbenchmark; else the achievable bandwidth); a weight-only quantized GEMM of no more tokens than its kernel's
     published small-batch speed covers (kernel_facts.json "weight_only_gemv": int4 one or two, int8
     one) moves its stored bytes at that fraction of the GEMV rate, in place of the tile model (whose
     tiles of 64 rows and more a GEMV's kernel does not use); a product of one row with unquantized
@@ -68,7 +69,7 @@ from typing import Any, Iterable
 from .attention_kernels import DEFAULT_KERNEL, attention_points, kernel_entry, shape_points, shape_rate
 from .config import DTYPE_BYTES, ConfigError, Workload
 from .hardware import Efficiency, Hardware
-from .kernel_rates import kernel_facts, log_linear, sustained_efficiency  # noqa: F401 (re-exported)
+from .kernel_rates import gemm_k_points, k_efficiency, kernel_facts, log_linear, sustained_efficiency  # noqa: F401
 from .kernel_shapes import AttentionCall, Gemm, Kernel, PassKernel, Pointwise  # noqa: F401 (re-exported)
 
 class KernelTimer:
@@ -129,11 +130,11 @@ class KernelTimer:
         self.vector = hardware.vector_flops_per_s * eff.compute
         self.sms = hardware.sm_count or 1
         self.fused_attention = attention in ("sdpa", "flash")
-        # Launches: per active leaf, the CPU's (eager); per kernel, the GPU's under a CUDA graph.
-        self.launch_s = 0.0 if cuda_graphs else hardware.overhead_s_per_block
+        self.launch_s = 0.0 if cuda_graphs else hardware.overhead_s_per_block  # per active leaf (eager; graphs: per kernel)
         # A CPU's measured GEMM efficiency by rows (no tiles), and its GEMVs' by their inner width K.
         self.gemm_rows = hardware.gemm_efficiency_by_rows.get(matmul, ())
         self.gemv_inner = hardware.gemv_efficiency_by_inner.get(matmul, ()) if self.gemm_rows else ()
+        self.gemm_by_k = gemm_k_points(hardware, matmul)  # a GPU's published share by a GEMM's K
         self.attention_queries = hardware.attention_efficiency_by_queries.get(self.dtype, ())  # a CPU's, by query rows
         op_s = hardware.engine_op_s if eager_ops is not None else hardware.eager_op_s  # the engine's ops: its own
         eager = not (cuda_graphs or compiled) and op_s is not None
@@ -235,7 +236,8 @@ class KernelTimer:
             return self.dram_startup_s + moved / (self.gemv_bandwidth * fraction)
         if gemm.m == 1 and gemm.weight_dtype is None and not self.gemm_rows:  # a GEMV (gemv2T; compiled: a reduction)
             return self.dram_startup_s + max(moved / self.gemv_bandwidth, gemm.flops / self.vector)
-        return self.dram_startup_s + max(self.gemm_compute_seconds(gemm, tile), moved / self.gemv_bandwidth)
+        compute = self.gemm_compute_seconds(gemm, tile) / k_efficiency(self.gemm_by_k, gemm.k)
+        return self.dram_startup_s + max(compute, moved / self.gemv_bandwidth)
 
     def w8a8_gemm_seconds(self, gemm: Gemm, weights: float, tile: tuple[int, int] | None = None) -> float:
         """A W8A8 GEMM: the tile model at the FP8 rate against its bytes (input in one byte, output
@@ -305,12 +307,10 @@ class KernelTimer:
         return self.pointwise_seconds(kernel)
 
 
-# ---------------------------------------------------------------------------------------------
 # Leaves as kernels (the shapes are the tree's: matrices, lengths, heads)
 
 def _number(expr: Any, subs: dict) -> float:
     import sympy as sp
-
     return float(sp.sympify(expr).xreplace(subs))
 
 
