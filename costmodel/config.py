@@ -234,6 +234,9 @@ class ModelConfig:
         owner = f"model {show(self.name)}" if isinstance(self.name, str) and self.name else "model"
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError("model: name must be a non-empty string.")
+        for name in ("layer_pattern", "mtp_pattern", "post_norm_mixers"):  # a JSON list, frozen (hashable)
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "max_positions"):
             check_int(owner, name, getattr(self, name))
         for name in ("n_encoder_layers", "n_decoder_layers", "token_types"):

@@ -213,3 +213,21 @@ def test_saved_bytes_of_the_attention_layer_and_a_pre_norm_mlp(dtype):
 
     assert measured("model.layers.3.") == ours("attention_layer", "mlp_post_layer", "rope_tables") > 0
     assert measured("model.layers.0.post_attention_layernorm", "model.layers.0.mlp") == ours("mlp_layer") > 0
+
+
+
+def test_a_config_written_as_json_reads_back_equal_and_hashable():
+    """ModelConfig.to_dict as JSON (the project's own config format, `--config`) writes the tuple
+    fields as lists; read back they are tuples again, so the config hashes (the layout's evaluator
+    cache keys on it): a gpt config's empty post_norm_mixers once came back as [] and `simulate
+    --train --config` failed with "unhashable type: 'list'"."""
+    import json
+
+    from costmodel.api import load_model
+    from costmodel.config import ModelConfig
+
+    for name in ("gpt2", "nemotron-3-nano"):
+        cfg = load_model(name)
+        back = ModelConfig.from_dict(json.loads(json.dumps(cfg.to_dict())))
+        assert back == cfg and hash(back) == hash(cfg)
+        assert isinstance(back.post_norm_mixers, tuple) and isinstance(back.layer_pattern, (tuple, type(None)))
