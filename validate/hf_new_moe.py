@@ -49,19 +49,26 @@ def _afmoe(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 eos_token_id=None, **experts)
 
 
-def _laguna(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
-    """Laguna's config.json: layer_types, rope_parameters per layer type (one rotated width),
-    mlp_layer_types from the layer pattern, the per-head gate."""
-    layers = cfg.n_decoder_layers
-    types = ["sliding_attention" if cfg.layer_slides(i) else "full_attention" for i in range(layers)]
+def _layers_by_type(cfg: ModelConfig) -> tuple[list[str], dict[str, Any], list[str]]:
+    """Laguna's and MiMo-V2-Flash's per-layer fields: layer_types (sliding or full), rope_parameters
+    per layer type (one rotated width) and mlp_layer_types (dense, or sparse where the pattern has
+    experts; all dense without experts)."""
+    layers = range(cfg.n_decoder_layers)
+    types = ["sliding_attention" if cfg.layer_slides(i) else "full_attention" for i in layers]
     factor = 1.0 if cfg.rotary_dim is None else (cfg.rotary_dim + 0.5) / cfg.d_head
     rope = {kind: {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": factor}
             for kind in ("full_attention", "sliding_attention")}
-    experts: dict[str, Any] = dict(mlp_layer_types=["dense"] * layers)
+    mlp = ["dense" if not cfg.n_experts or cfg.layer_kind_at("decoder", i) == "dense" else "sparse" for i in layers]
+    return types, rope, mlp
+
+
+def _laguna(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """Laguna's config.json: layer_types, rope_parameters per layer type (one rotated width),
+    mlp_layer_types from the layer pattern, the per-head gate."""
+    types, rope, mlp_types = _layers_by_type(cfg)
+    experts: dict[str, Any] = dict(mlp_layer_types=mlp_types)
     if cfg.n_experts:
-        experts = dict(mlp_layer_types=["dense" if cfg.layer_kind_at("decoder", i) == "dense" else "sparse"
-                                        for i in range(layers)],
-                       num_experts=cfg.n_experts, num_experts_per_tok=cfg.top_k,
+        experts = dict(mlp_layer_types=mlp_types, num_experts=cfg.n_experts, num_experts_per_tok=cfg.top_k,
                        moe_intermediate_size=cfg.d_expert, shared_expert_intermediate_size=cfg.d_shared)
     return dict(llama, layer_types=types, sliding_window=cfg.sliding_window or 512, rope_parameters=rope,
                 gating=True, pad_token_id=None, bos_token_id=None, eos_token_id=None, **experts)
@@ -71,17 +78,11 @@ def _mimo_v2_flash(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
     """MiMo-V2-Flash's config.json: layer_types and mlp_layer_types from the layer pattern,
     num_key_value_heads the full layers' (half the sliding layers' where every layer slides),
     v_head_dim, rope_parameters per layer type (one rotated width), DeepSeek-V3's router fields."""
-    layers = cfg.n_decoder_layers
-    types = ["sliding_attention" if cfg.layer_slides(i) else "full_attention" for i in range(layers)]
+    types, rope, mlp_types = _layers_by_type(cfg)
     kv = cfg.global_kv_heads or (cfg.n_kv_heads // 2 if cfg.sliding_window else cfg.n_kv_heads)
-    factor = 1.0 if cfg.rotary_dim is None else (cfg.rotary_dim + 0.5) / cfg.d_head
-    rope = {kind: {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": factor}
-            for kind in ("full_attention", "sliding_attention")}
-    experts: dict[str, Any] = dict(mlp_layer_types=["dense"] * layers)
+    experts: dict[str, Any] = dict(mlp_layer_types=mlp_types)
     if cfg.n_experts:
-        experts = dict(mlp_layer_types=["dense" if cfg.layer_kind_at("decoder", i) == "dense" else "sparse"
-                                        for i in range(layers)],
-                       n_routed_experts=cfg.n_experts, num_experts_per_tok=cfg.top_k,
+        experts = dict(mlp_layer_types=mlp_types, n_routed_experts=cfg.n_experts, num_experts_per_tok=cfg.top_k,
                        moe_intermediate_size=cfg.d_expert, norm_topk_prob=cfg.renormalize_top_k,
                        n_group=cfg.expert_groups, topk_group=cfg.expert_groups_per_token)
     return dict(llama, num_key_value_heads=kv, v_head_dim=cfg.v_head_dim, layer_types=types,
