@@ -119,6 +119,14 @@ STATED = {
     "llm-foundry mpt-70b 2048 64xh100-sxm": (1039, 1, 1, 64, 8, 2048, 2048, "full"),
     "llm-foundry mpt-7b 2048 8xa100-80gb": (4641, 1, 1, 8, 6, 96, 2048, "none"),
     "llm-foundry mpt-30b 2048 8xa100-80gb": (916, 1, 1, 8, 3, 504, 2048, "full"),
+    # the same README's H100 80GB BF16 table, rows added in session 24 (sweep.sh lines 45, 78, 100 at 061f2c7)
+    "llm-foundry mpt-3b 2048 64xh100-sxm": (22525, 1, 1, 64, 6, 1152, 2048, "none"),
+    "llm-foundry mpt-13b 4096 8xh100-sxm": (4717, 1, 1, 8, 10, 240, 4096, "full"),
+    "llm-foundry mpt-760m 32768 8xh100-sxm": (16291, 1, 1, 8, 1, 16, 32768, "none"),
+    # torchtitan benchmarks/llama3_8b_h200_2025-06_torchtitan.md: TPS/GPU at NUM_NODES 4 and 8, local
+    # batch 2, llama3_8b.toml at e7c0cae (seq_len 8192, FSDP over all GPUs, selective 'op')
+    "torchtitan-h200 llama3.1-8b fsdp compile float8 32 GPUs": (10938, 1, 1, 32, 2, 64, 8192, "torchtitan-op"),
+    "torchtitan-h200 llama3.1-8b fsdp compile float8 64 GPUs": (10753, 1, 1, 64, 2, 128, 8192, "torchtitan-op"),
     # BLOOM tr11 README: 104.70 s an iteration of 2,048 x 2,048 tokens on 384 GPUs; TP 4 PP 12 DP 8 MBS 2
     "bloom 176b 384 GPUs": (2048 * 2048 / (104.70 * 384), 4, 12, 8, 2, 2048, 2048, "full"),
 }
@@ -204,7 +212,11 @@ def test_the_added_models_have_their_sources_parameter_counts():
         else:
             stated = {"llama3-8b": 8e9, "llama3-70b": 70e9, "llama3.1-405b": 405e9}[run["model"]]
             assert params == pytest.approx(stated, rel=0.01), run_id
-    assert counted == 9
+    assert counted == 12
+    # the README's NumParams of the rows added in session 24: MPT-3B at 2k, 13B at 4k, 760M at 32k
+    assert [runs[f"llm-foundry mpt-{m} 8xh100-sxm"]["params"] for m in ("13b 4096", "760m 32768")] == [
+        12_864_440_320, 807_656_448]
+    assert runs["llm-foundry mpt-3b 2048 64xh100-sxm"]["params"] == 2_651_837_440
     assert runs["llm-foundry mpt-7b 32768 8xh100-sxm"]["params"] == 6_784_688_128
     assert runs["bloom 176b 384 GPUs"]["params"] == 176_247_271_424
 
@@ -597,3 +609,59 @@ def test_the_python_api_gives_a_gpu_hours_row_too():
     assert result["time_model"] == "kernels" and result["step"]["flops_convention"] == "dense"
     assert result["cost"]["gpu_hours"] == pytest.approx(hours, rel=1e-12)
     assert result["cost"]["dollars"] == pytest.approx(2.0 * hours, rel=1e-12)
+
+
+# The Megatron MoE model zoo's Qwen3 235B-A22B table (yanring/Megatron-MoE-ModelZoo 8017e11,
+# examples/qwen3/readme.md), typed from its rows: (step seconds, Per GPU TF, TP, EP, PP, EDP, ETP,
+# VPP, DP, MBS, GBS, GA, dispatcher, recompute); 256 H100s, sequence 4,096, CP 1, BF16.
+MODELZOO = {
+    "modelzoo-qwen3 235b deepep tp2 ep32 pp8 vpp4 256xh100":
+        (19.7, 245, 2, 32, 8, 1, 1, 4, 16, 1, 2048, 128, "deepep", "layernorm-moe-act"),
+    "modelzoo-qwen3 235b deepep tp2 ep32 pp8 vpp4 1f1b-overlap 256xh100":
+        (17.6, 276, 2, 32, 8, 1, 1, 4, 16, 1, 2048, 128, "deepep", "layernorm-moe-act"),
+    "modelzoo-qwen3 235b deepep tp2 ep8 fsdp 256xh100":
+        (17.6, 276, 2, 8, 1, 32, 1, 1, 128, 4, 2048, 4, "deepep", "full"),
+    "modelzoo-qwen3 235b a2a tp2 ep8 pp32 vpp3 256xh100":
+        (24.2, 200, 2, 8, 32, 1, 1, 3, 4, 1, 2048, 512, "alltoall", "layernorm-moe-act"),
+    "modelzoo-qwen3 235b deepep tp4 ep8 pp8 vpp4 256xh100":
+        (29.0, 167, 4, 8, 8, 4, 1, 4, 8, 1, 2048, 256, "deepep", "none"),
+}
+
+
+@pytest.mark.parametrize("run_id", sorted(MODELZOO))
+def test_each_model_zoo_row_is_its_tables_layout(run_id):
+    """The JSON holds the table's row (the step time as tokens/s a GPU: GBS x 4,096 / (s x 256)),
+    its EDP and GA follow from the layout as the table prints them, the pipeline split is the
+    runtime config's 96 layers (94 + embedding + loss) in PP x VPP chunks, and the built setup is
+    that layout: Megatron with the distributed optimizer, sequence parallelism, ETP 1."""
+    from reports.published_runs import train_setup
+
+    runs, sources = _runs()
+    run, source = runs[run_id], sources["modelzoo-qwen3"]
+    seconds, tflops, tp, ep, pp, edp, etp, vpp, dp, micro, global_batch, ga, dispatcher, recompute = MODELZOO[run_id]
+    assert run["published_seconds_per_step"] == seconds and run["published_model_tflops_per_gpu"] == tflops
+    assert run["published_tokens_per_s_per_gpu"] == pytest.approx(global_batch * 4096 / (seconds * 256), abs=0.05)
+    assert (run["tp"], run["ep"], run["pp"], run["etp"], run["dp"], run["gpus"]) == (tp, ep, pp, etp, dp, 256)
+    assert 256 // (ep * etp * pp) == edp and tp * pp * dp == 256 and global_batch // (dp * micro) == ga
+    assert (run["ep_dispatcher"], run["recompute"], run["seq_len"]) == (dispatcher, recompute, 4096)
+    if vpp > 1:
+        chunk = 96 // (pp * vpp)  # --num-layers-per-virtual-pipeline-stage NUM_LAYERS / PP / VPP
+        assert run["stage_layers"] == [chunk - 1, *[chunk] * (pp * vpp - 2), chunk - 1]
+        assert sum(run["stage_layers"]) == 94 and run["virtual_stages"] == vpp
+    # the combined 1F1B schedule (--combined-1f1b, ep_a2a) on the "+1f1b overlap" row only
+    assert run.get("overlap", {}).get("ep", 0.0) == (1.0 if "1f1b-overlap" in run_id else 0.0)
+    if "fsdp" in run_id:  # Megatron's custom FSDP with DeepEP: the flex dispatcher runs under Megatron only
+        from costmodel.config import ConfigError
+        from reports.published_runs import train_tokens
+
+        with pytest.raises(ConfigError, match="deepep dispatcher is Megatron-Core's flex token dispatcher"):
+            train_tokens(run, source, "kernels")
+        return
+    estimate, hardware, options = train_setup(run, source)
+    layout = estimate.layout
+    assert (layout.tp, layout.pp, layout.dp, layout.ep, layout.etp, layout.gpus) == (tp, pp, dp, ep, 1, 256)
+    assert (layout.framework, layout.zero, layout.sp, layout.virtual_stages) == ("megatron", 1, True, vpp)
+    assert layout.ep_dispatcher == dispatcher and layout.grad_reduce_dtype == "bf16"
+    assert estimate.workload.batch * layout.microbatches * layout.dp == global_batch and layout.microbatches == ga
+    assert (estimate.cfg.n_layers, estimate.cfg.n_experts, hardware.name) == (94, 128, "h100-sxm")
+    assert options["attention_kernel"] == "cudnn" and options["overlap"].params == 1.0
