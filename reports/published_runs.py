@@ -277,16 +277,20 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
     return ParallelEstimate(cfg, workload, layout), hardware, options
 
 
-def _train_step(run: dict[str, Any], source: dict[str, Any], time_model: str) -> tuple[dict[str, Any], Any]:
+def _train_step(run: dict[str, Any], source: dict[str, Any], time_model: str,
+                flops_convention: str = "dense") -> tuple[dict[str, Any], Any]:
     from costmodel.layout.timing import step_time
 
     estimate, hardware, options = train_setup(run, source)
-    return step_time(estimate, hardware, time_model=time_model, **options).step(), hardware
+    return step_time(estimate, hardware, time_model=time_model, flops_convention=flops_convention,
+                     **options).step(), hardware
 
 
 def train_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
-    """Model TFLOP/s per GPU (MFU x the bf16 peak)."""
-    step, hardware = _train_step(run, source, time_model)
+    """Model TFLOP/s per GPU (MFU x the bf16 peak), the model FLOPs counted in the convention the
+    run's source states ("flops_convention": dense, every (query, key) pair, unless it says causal,
+    as Megatron-Core's newer num_floating_point_operations count them)."""
+    step, hardware = _train_step(run, source, time_model, _stated(run, source, "flops_convention", "dense"))
     return step["mfu"] * hardware.datasheet_peak(source["dtype"]) / 1e12
 
 
