@@ -665,3 +665,56 @@ def test_each_model_zoo_row_is_its_tables_layout(run_id):
     assert estimate.workload.batch * layout.microbatches * layout.dp == global_batch and layout.microbatches == ga
     assert (estimate.cfg.n_layers, estimate.cfg.n_experts, hardware.name) == (94, 128, "h100-sxm")
     assert options["attention_kernel"] == "cudnn" and options["overlap"].params == 1.0
+
+
+# The same page's GB200 and GB300 tables (best_practice/qwen3/readme.md at 798dfb5): (TFLOPS, GPU,
+# NNODES, precision, TP, PP, VPP, CP, EP, MBS, GBS); four GPUs a node (sbatch_benchmarking.sh).
+MODELZOO_GB = {
+    "modelzoo-qwen3-gb 235b bf16 hybridep tp1 pp8 ep8 256xgb200": (750, "gb200", 64, None, 1, 8, 1, 1, 8, 1, 8192),
+    "modelzoo-qwen3-gb 235b mxfp8 hybridep tp1 pp1 ep64 64xgb300": (1055, "gb300", 16, "mxfp8", 1, 1, 1, 1, 64, 1, 8192),
+}
+
+
+@pytest.mark.parametrize("run_id", sorted(MODELZOO_GB))
+def test_each_model_zoo_blackwell_row_is_its_tables_layout(run_id):
+    from reports.published_runs import train_setup
+
+    runs, sources = _runs()
+    run, source = runs[run_id], sources["modelzoo-qwen3-gb"]
+    tflops, gpu, nodes, fp8, tp, pp, vpp, cp, ep, micro, global_batch = MODELZOO_GB[run_id]
+    assert run["published_tflops_per_gpu"] == tflops and run["gpus"] == 4 * nodes
+    estimate, hardware, options = train_setup(run, source)
+    layout = estimate.layout
+    assert (layout.tp, layout.pp, layout.virtual_stages, layout.cp, layout.ep) == (tp, pp, vpp, cp, ep)
+    assert layout.dp == 4 * nodes // (tp * pp) and layout.fp8 == fp8 and hardware.name == gpu
+    assert estimate.workload.batch == micro and micro * layout.microbatches * layout.dp == global_batch
+    assert layout.ep_dispatcher == "hybridep" and layout.grad_reduce_dtype == "bf16"
+    # the runtime config's 96 layers (94 + embedding + loss) over PP 8: 11, 12 x 6, 11
+    assert run.get("stage_layers") == ([11, *[12] * 6, 11] if pp == 8 else None)
+    # MXFP8's flags (sbatch_benchmarking.sh PR=mxfp8): bf16 Adam moments; A2A_OVERLAP=1 on GB300 only
+    assert layout.precision_aware_optimizer == ("bf16-moments" if fp8 else None)
+    assert options["overlap"].ep == (1.0 if fp8 else 0.0) and options["overlap"].params == 1.0
+
+
+def test_the_model_zoos_tflops_are_megatrons_causal_count():
+    """The page's H100 rows print a step time and TFLOPS per GPU: their product over the step's
+    tokens is 1.473e11-1.482e11 FLOPs a token on all five, the model's causal count of Qwen3 235B
+    within 0.7% and its dense count 12-14% above: the Blackwell rows' TFLOPS (no step time printed)
+    are compared in the causal convention (flops_convention, train_run)."""
+    from costmodel.layout.timing import step_time
+    from reports.published_runs import train_run, train_setup
+
+    runs, sources = _runs()
+    # (seconds, TFLOPS, ..., GBS at index 10): TFLOPS x seconds x 256 GPUs / (GBS x 4,096 tokens)
+    implied = [row[1] * 1e12 * row[0] * 256 / (row[10] * 4096) for row in MODELZOO.values()]
+    assert min(implied) == pytest.approx(1.4729e11, rel=1e-3) and max(implied) == pytest.approx(1.4824e11, rel=1e-3)
+    run, source = runs["modelzoo-qwen3 235b deepep tp2 ep32 pp8 vpp4 256xh100"], sources["modelzoo-qwen3"]
+    estimate, hardware, options = train_setup(run, source)
+    per_token = {c: step_time(estimate, hardware, time_model="kernels", flops_convention=c, **options).step()["model_flops"]
+                 / (2048 * 4096) for c in ("causal", "dense")}
+    assert all(abs(f / per_token["causal"] - 1) < 0.007 for f in implied)
+    assert all(1.12 < per_token["dense"] / f < 1.14 for f in implied)
+    gb = runs["modelzoo-qwen3-gb 235b bf16 hybridep tp1 pp8 ep8 256xgb200"]
+    causal, dense = train_run(gb, sources["modelzoo-qwen3-gb"], "kernels"), \
+        train_run(gb, dict(sources["modelzoo-qwen3-gb"], flops_convention="dense"), "kernels")
+    assert dense / causal == pytest.approx(per_token["dense"] / per_token["causal"], rel=1e-9)
