@@ -11,6 +11,7 @@ embedding and the untied head are 128 x 48 = 6,144 each, the final norm 48, and 
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -121,6 +122,11 @@ def test_refusals(layout, words):
 def test_the_cli_runs_megatron_fsdp(capsys):
     assert cli.main(["estimate", "--model", "llama2-7b", "--framework", "megatron", "--zero", "3", "--dp", "8",
                      "--dp-shard", "4", "--seq-len", "2048", "--json"]) == 0
+    layout = json.loads(capsys.readouterr().out)["parallel"]["layout"]
+    assert (layout["zero"], layout["dp_shard"], layout["dp_replicate"]) == (3, 4, 2)
+    assert cli.main(["estimate", "--model", "llama2-7b", "--framework", "megatron", "--zero", "3", "--dp", "8",
+                     "--dp-shard", "4", "--seq-len", "2048"]) == 0
+    assert "(Megatron-FSDP HFSDP: 2 replicas of shard groups of 4)" in capsys.readouterr().out
     assert cli.main(["estimate", "--model", "llama2-7b", "--framework", "megatron", "--zero", "2", "--dp", "8"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "megatron supports --zero 0, 1, 3" in err
