@@ -158,14 +158,16 @@ FP8_HELP = ("FP8 training: the layers' linear products at the FP8 peak, as torch
 #: The parallel layout: group sizes, schedule, ZeRO stage, framework (costmodel/layout).
 layout_options = stack(
     click.option("--dp", type=int, default=None, help="Data-parallel ranks (--batch is per rank)."),
-    click.option("--dp-shard", type=int, default=None, help="Hybrid sharding (FSDP2's HSDP, --framework fsdp2): "
-                 "the ranks each shard group spans (default dp); dp / dp-shard replicas all-reduce the shards."),
+    click.option("--dp-shard", type=int, default=None, help="Hybrid sharding (FSDP2's HSDP, --framework fsdp2; "
+                 "Megatron-FSDP's HFSDP, --framework megatron --zero 3): the ranks each shard group spans (default "
+                 "dp); dp / dp-shard replicas all-reduce the shards (HFSDP: the optimizer state over all dp)."),
     click.option("--tp", type=int, default=None, help="Tensor-parallel ranks."),
     click.option("--pp", type=int, default=None, help="Pipeline-parallel ranks (stages)."),
     click.option("--sp", is_flag=True, default=None, help="Sequence parallelism over the tensor-parallel ranks."),
     click.option("--zero", type=click.IntRange(0, 3), default=None,
                  help="ZeRO stage: 1 optimizer state, 2 + gradients, 3 + parameters sharded over dp "
-                 "(default 0; 3 under --framework fsdp2, fully_shard's default)."),
+                 "(default 0; 3 under --framework fsdp2, fully_shard's default; under megatron 1 is its "
+                 "distributed optimizer, 3 Megatron-FSDP)."),
     click.option("--microbatches", type=int, default=None, help="Micro-batches per step per pipeline (gradient "
                  "accumulation without --pp); global batch = batch x microbatches x dp."),
     choice_option("--schedule", spec.SCHEDULES, "Pipeline schedule (default 1f1b)."),

@@ -212,7 +212,8 @@ def render_parallel(p: dict[str, Any]) -> str:
             + (f" x cp {lay['cp']}" if lay.get("cp", 1) > 1 else "")
             + (f" (ep {lay['ep']} of {'tp x dp, experts whole: etp 1' if lay.get('etp') else 'dp'})"
                if lay.get("ep", 1) > 1 else "") + (f", FP8 {lay['fp8']}" if lay.get("fp8") else "")
-            + (f" (HSDP: {lay['dp_replicate']} replicas of shard groups of {lay['dp_shard']})" if lay.get("dp_shard") else "")
+            + (f" ({'Megatron-FSDP HFSDP' if lay['framework'] == 'megatron' else 'HSDP'}: {lay['dp_replicate']} replicas "
+               f"of shard groups of {lay['dp_shard']})" if lay.get("dp_shard") else "")
             + (" + SP" if lay["sp"] else "") + f", ZeRO {lay['zero']}, {lay['framework']} ({p['precision']} "
             f"precision{', gradients reduced in ' + lay['grad_reduce_dtype'] if lay.get('grad_reduce_dtype') else ''}"
             f"{', precision-aware optimizer ' + lay['precision_aware_optimizer'] if lay.get('precision_aware_optimizer') else ''}); {plural(lay['microbatches'], 'micro-batch', 'micro-batches')} of {lay['micro_batch']} per step "

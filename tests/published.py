@@ -86,6 +86,9 @@ FLAGSHIPS = {
     # (the name's "550B")
     "nemotron-3-super": 120_668_687_360,
     "nemotron-3-ultra": 549_308_968_960,
+    # Nemotron 3 Nano's sizes (Megatron-Bridge trains Lightning from Nano's provider with MTP 2; with the
+    # MTP module and 24 router bias buffers the Bridge card's 32,913,266,240: tests/test_nemotron_3_super.py)
+    "nemotron-3.5-lightning": 31_577_937_344,
 }
 
 #: What the Llama 4 model cards count besides the language model: the vision encoder and its
@@ -100,6 +103,7 @@ PUBLISHED_ACTIVE = {
     "nemotron-3-nano": 3_580_073_408,  # 6 of 128 routed experts a token (the card's "3.6B including embeddings")
     "nemotron-3-super": 12_770_216_960,  # 22 of 512 routed experts a token (the name's "A12B")
     "nemotron-3-ultra": 56_058_818_560,  # 22 of 512 (the name's "A55B")
+    "nemotron-3.5-lightning": 3_580_073_408,  # Nano's: 6 of 128 a token (the name's "A3B")
     "mixtral-8x7b": 12_879_925_248,
     "mixtral-8x22b": 39_152_031_744,
     "deepseek-v3": 37_552_282_624,

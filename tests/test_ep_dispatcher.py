@@ -208,14 +208,16 @@ def test_the_recipes_dispatcher_on_published_rows():
                             ("25.09 deepseek-v3 fp8 256xgb200", "alltoall"),
                             ("25.11 deepseek-v3 bf16 256xgb200", "hybridep"),
                             ("25.11 deepseek-v3 fp8-mx 256xgb200", "hybridep"),
-                            ("25.11 deepseek-v3 fp8-mx 256xb200", "alltoall")):
+                            ("25.11 deepseek-v3 fp8-mx 256xb200", "alltoall"),
+                            ("26.08 nemotron-3.5-lightning mxfp8 8xgb200", "hybridep")):
         estimate, _, _ = train_setup(runs[f"megatron-bridge-moe {row}"], source)
         assert estimate.layout.ep_dispatcher == dispatcher
     # + 16 read in session 16 (recipes2): 26.06.01's DeepSeek-V3 GB200 row, 26.02's and 26.02.01's
     # DeepSeek-V3 GB200 and B200 rows, Nemotron 3 Nano's 10 and 26.06's Qwen3 30B-A3B H100 row
     # + 5 of the Megatron MoE model zoo's Qwen3 235B table (session 24: DeepEP on 4, all-to-all on 1)
-    assert sum(1 for run in data["runs"] if run.get("ep_dispatcher")) == 14 + 11 + 3 + 15 + 16 + 5
-    assert all(run["ep_dispatcher"] == "hybridep" for run in data["runs"] if "nemotron-3-" in run["id"]
+    # + 1 in session 24: Nemotron 3.5 Lightning's (067f987df _build_nemotron_3_nano_gb200_mxfp8: "hybridep")
+    assert sum(1 for run in data["runs"] if run.get("ep_dispatcher")) == 14 + 11 + 3 + 15 + 16 + 5 + 1
+    assert all(run["ep_dispatcher"] == "hybridep" for run in data["runs"] if "nemotron-3" in run["id"]
                and run.get("ep_dispatcher"))
 
 

@@ -52,6 +52,20 @@ def test_nemotron_3_super_with_its_mtp_module_is_the_released_checkpoint():
     assert params["total"] + 41 * 512 + mtp == 123_611_033_088
 
 
+def test_nemotron_3_5_lightning_with_its_mtp_module_is_the_released_checkpoint():
+    """Megatron-Bridge trains Nemotron 3.5 Lightning from Nemotron 3 Nano's provider with
+    mtp_num_layers 2 of '*E', mtp_use_repeated_layer True (src/megatron/bridge/recipes/nemotronh/h100/
+    nemotron_3_nano.py nemotron_3_5_lightning_pretrain_config at 067f987df): Nano's 31,577,937,344,
+    plus the 23 MoE layers' and the MTP layer's e_score_correction_bias (128 each) and the MTP
+    module (attention, MoE, eh_proj 2d -> d, three norms of d) is the verification card's count
+    (examples/model_verification_cards/nemotron-3.5-lightning/card.yaml at 067f987df: "all 6,513
+    tensors and 32,913,266,240 parameters match the pinned source")."""
+    params, d = _params("nemotron-3.5-lightning"), 2688
+    assert params["total"] == hf_meta_count(_fields("nemotron-3.5-lightning")) == 31_577_937_344
+    mtp = params["per_layer"]["decoder.attention"] + params["per_layer"]["decoder.moe"] + 2 * d * d + 3 * d
+    assert params["total"] + 24 * 128 + mtp == 32_913_266_240
+
+
 def test_nemotron_3_ultra_preset_equals_the_class():
     """108 layers (48 Mamba-2, 48 latent MoE, 12 attention) of 8,192: 549,308,968,960 parameters
     (the name's "550B"), 56,058,818,560 active (54.99B without the input embedding table, the

@@ -63,9 +63,9 @@ def test_each_dense_row_is_expressed_as_the_page_prints_it(run_id, release, head
     assert run["tp"] * run["pp"] * run.get("cp", 1) * run["dp"] == run["gpus"] and "ep" not in run
     assert (run["micro_batch"], run["global_batch"], run["seq_len"]) == \
         (int(cells["MBS"]), int(cells["GBS"]), int(cells["Sequence Length"]))
-    # FSDP 0: DDP with the distributed optimizer; the 8B H100 rows' FSDP 8 as FSDP2 with ZeRO-3
+    # FSDP 0: DDP with the distributed optimizer; the 8B H100 rows' FSDP 8 as Megatron-FSDP (megatron --zero 3)
     fsdp = cells.get("FSDP", "0")
-    assert run.get("framework", "megatron") == ("megatron" if fsdp == "0" else "fsdp2")
+    assert run.get("framework", "megatron") == "megatron" and run.get("zero", 1) == (1 if fsdp == "0" else 3)
     assert run.get("fp8", source["fp8"]) == PRECISIONS[cells.get("Precision")]
     assert run.get("schedule", "1f1b") == ("interleaved" if vp > 1 else "1f1b")
     # The recipes' communication overlap: tp_comm_overlap (userbuffers) on every precision but NVFP4

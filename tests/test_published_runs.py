@@ -351,7 +351,7 @@ def test_each_megatron_bridge_row_is_expressed_as_the_page_states_it(run_id):
     assert (workload.recompute, workload.recompute_layers) == partial
     assert (workload.seq_len, workload.attention) == (seq_len, "flash")
     assert layout.schedule == ("interleaved" if vp > 1 else "1f1b") and layout.sp == (tp > 1)
-    assert (layout.framework, layout.zero) == (("fsdp2", 3) if fsdp else ("megatron", 1))
+    assert (layout.framework, layout.zero) == (("megatron", 3) if fsdp else ("megatron", 1))  # 3: Megatron-FSDP
     assert layout.fp8 == "current" and layout.cp_rotate == "ring" and hardware.name == system
     # The recipes' communication overlap: tp_comm_overlap (userbuffers) on every tp > 1 Llama recipe,
     # and overlap_p2p_comm wherever pp > 1 and vp > 1 (Megatron-Bridge training/comm_overlap.py).

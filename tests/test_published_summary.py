@@ -22,7 +22,9 @@ def test_each_run_has_the_kind_its_model_says():
     qwen = "megatron-bridge-moe 26.04.01 qwen3-30b-a3b fp8 16xh100"
     assert kind(qwen) == kind(qwen, source={}) == "MoE training"  # the source says so; the preset too
     nemotron = next(r for r in runs if r.startswith("megatron-bridge-moe") and "nemotron-3.5-lightning" in r)
-    assert kind(nemotron) == "MoE training" and kind(nemotron, source={}) == "dense training"  # no preset
+    assert kind(nemotron) == kind(nemotron, source={}) == "MoE training"  # the source says so; the preset too
+    unknown = {"kind": "train", "model": "no-such-model"}
+    assert run_kind(unknown, {}) == "dense training" and run_kind(unknown, {"moe": True}) == "MoE training"
     kinds = [run_kind(r, data["sources"][r["id"].split()[0]]) for r in data["runs"]]
     assert set(kinds) == set(KINDS) and kinds.count("MoE training") == 110  # Megatron-Bridge's 103 MoE rows, the model zoo's 7
 

@@ -127,15 +127,18 @@ def test_a_global_batch_of_zero_says_why(capsys):
 
 def test_more_gpus_under_megatron_use_its_distributed_optimizer(capsys):
     """Under --framework megatron the verdict's "more GPUs" search tried ZeRO 3 only, which
-    Megatron refuses, so Llama 3.1 70B at tp 8 and 8k said "No single change makes it fit". It
-    now takes the deepest stage the framework runs (Megatron: 1), and the figure is what typing
-    the layout prints."""
+    Megatron refused, so Llama 3.1 70B at tp 8 and 8k said "No single change makes it fit". It
+    now takes the deepest stage the framework runs: Megatron's 3 since session 24 (Megatron-FSDP,
+    costmodel/layout/megatron_fsdp.py: 32 GPUs where its distributed optimizer, --zero 1, needs 64),
+    and the figure is what typing the layout prints."""
     args = ["--model", "llama3.1-70b", "--framework", "megatron", "--tp", "8", "--hardware", "h100",
             "--seq-len", "8192"]
     fit = _fit(args, capsys)["training"]
     assert fit["memory"] == 219_415_331_330 and fit["options"] == [
-        {"change": "--gpus 64 (--dp with --zero 1 --recompute full)", "memory": 78_190_014_978, "fits": True,
-         "cost": "64 GPUs"}]
+        {"change": "--gpus 32 (--dp with --zero 3 --recompute full)", "memory": 52_579_963_394, "fits": True,
+         "cost": "32 GPUs"}]
+    typed = _fit([*args, "--dp", "4", "--zero", "3", "--recompute", "full"], capsys)["training"]
+    assert (typed["memory"], typed["gpus"], typed["fits"]) == (52_579_963_394, 32, True)
     typed = _fit([*args, "--dp", "8", "--zero", "1", "--recompute", "full"], capsys)["training"]
     assert (typed["memory"], typed["gpus"], typed["fits"]) == (78_190_014_978, 64, True)
 

@@ -335,20 +335,35 @@ class RankCommunication:
             return out
         experts = self.on_stage(stage, "expert_params")
         local = experts // self.layout.ep
+        if self.layout.megatron_fsdp:  # the experts' inner group under HFSDP (Layout.expert_shard_ranks)
+            edp = self.layout.expert_shard_ranks
         out = {"dp": self._data_parallel(stage, exclude=experts)}
         if edp > 1:
             out["edp"] = self._data_parallel(stage, params=local, ranks=edp)
-        return out
+        return {**out, **self._replicas(stage, experts=experts)}
 
-    def _replicas(self, stage: Stage) -> dict[str, dict[str, int]]:
+    def _replicas(self, stage: Stage, experts: int = 0) -> dict[str, dict[str, int]]:
         """Hybrid sharding (Layout.dp_shard, FSDP2's HSDP): after each reduce-scatter over the shard
         group, the rank's gradient shard (the reduce-scatter's input over dp_shard x cp, in the
         reduce dtype) is all-reduced over the replicas, dp / dp_shard ranks holding the same shard
         (torch 2.13 torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py foreach_reduce:
         reduce_scatter_tensor on reduce_scatter_group, then dist.all_reduce(reduce_output,
-        group=all_reduce_group)); per micro-batch as the reduce-scatters are."""
-        if self.layout.replicas == 1:
+        group=all_reduce_group)); per micro-batch as the reduce-scatters are. Megatron-FSDP's HFSDP
+        (costmodel/layout/megatron_fsdp.py) instead, once a step, reduce-scatters the rank's inner
+        gradient shard over the replicas (in the reduce dtype) and all-gathers its updated weights
+        back (in the weights' dtype): the shards of the rest over dp_shard x cp and, under expert
+        parallelism, of the rank's experts (`experts`: the stage's) over the experts' inner group."""
+        layout = self.layout
+        if layout.replicas == 1:
             return {}
+        if layout.megatron_fsdp:
+            params = self.on_stage(stage, "params") + self.tied_copy(stage) - experts
+            inner = math.ceil(params / layout.shard_ranks)
+            if experts:
+                inner += math.ceil(experts // layout.ep / layout.expert_shard_ranks)
+            grad = 4 if self._gradient_dtype == "fp32" else self.workload.bytes_per_element
+            return {"dp_replicate": {"reduce_scatter": grad * inner,
+                                     "all_gather": self.workload.bytes_per_element * inner}}
         scattered = self._data_parallel(stage)["reduce_scatter"]
         return {"dp_replicate": {"all_reduce": scattered // self.layout.shard_ranks}}
 
@@ -383,7 +398,7 @@ class RankCommunication:
         flex_dispatch reads them (layout/experts.py flex_copies), so they are left out here."""
         layout = self.layout
         sizes = {"tp": layout.tp, "dp": layout.shard_ranks, "dp_replicate": layout.replicas, "pp": 2, "ep": layout.ep,
-                 "edp": layout.expert_data_parallel, "cp": layout.cp}
+                 "edp": layout.expert_shard_ranks, "cp": layout.cp}
         out: dict[str, dict[str, int]] = {}
         for group, kinds in communication.items():
             for kind, payload in kinds.items():

@@ -219,9 +219,9 @@ def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int
         raise ConfigError(f"layout: torchtitan shards the experts on dim 1 here (dp = {dp} > {cfg.n_experts} "
                           f"experts), and FSDP2 refuses uneven dim-1 shards: dp / ep = {edp} must divide the "
                           f"experts' width {cfg.d_expert} and their model width {expert_width(cfg)}.")
-    if zero >= 3 and framework != "fsdp2":
-        raise ConfigError("layout: expert parallelism with ZeRO-3 is not modelled (--zero 0, 1 or 2; or "
-                          "--framework fsdp2).")
+    if zero >= 3 and framework == "deepspeed":
+        raise ConfigError("layout: expert parallelism under DeepSpeed with ZeRO-3 is not modelled (--zero 0, 1 or 2; "
+                          "or --framework fsdp2, or megatron's --zero 3, Megatron-FSDP).")
 
 
 def check_folding(cfg: ModelConfig, ep: int, tp: int, dp: int, framework: str, sp: bool) -> None:

@@ -3,7 +3,8 @@ shards, pads and communicates. Every row says where the convention comes from.
 
   megatron   Megatron-LM (Narayanan et al. 2021, Korthikanti et al. 2022): bf16 weights, fp32 main
              gradients, fp32 master + moments; --zero 1 is its distributed optimizer (6 + 12/dp
-             bytes); fused QKV and gate/up column-parallel layers; sequence parallelism saves the
+             bytes), --zero 3 Megatron-FSDP (optim_grads_params; with --dp-shard its HFSDP:
+             costmodel/layout/megatron_fsdp.py); fused QKV and gate/up column-parallel layers; sequence parallelism saves the
              shard and all-gathers the input again in backward; the vocabulary padded to a
              multiple of 128 x tp; --grad-reduce-dtype bf16 (grad_reduce_in_fp32 False) keeps
              bf16 main gradients and reduces them in bf16 (2 + 2 + 12, the optimizer casting its
@@ -139,6 +140,10 @@ class Framework:
     # checkpoint's MTP layer on load (modeling_deepseek_v3.py _keys_to_ignore_on_load_unexpected =
     # [r"model\.layers\.61.*"]) and no class reads num_nextn_predict_layers.
     builds_mtp: bool = False
+    # The ZeRO stages `plan` tries when none is fixed (None: every one of zero_stages). Megatron's
+    # --zero 3 (Megatron-FSDP) is tried only when asked for, so the layouts plan picked stay the
+    # ones its tests and docs name.
+    planned_zero_stages: tuple[int, ...] | None = None
 
     def precision_for(self, dtype: str, grad_reduce: str | None = None) -> str:
         """The precision policy (costmodel/precision.py) in this activation dtype, under a
@@ -220,8 +225,10 @@ PRECISION_AWARE_OPTIMIZERS = {
 
 FRAMEWORKS = {
     "megatron": Framework(
-        name="megatron", precision="megatron", zero_stages=(0, 1),
-        zero_note="1 is its distributed optimizer; it does not shard gradients or parameters",
+        name="megatron", precision="megatron", zero_stages=(0, 1, 3),
+        zero_note="1 is its distributed optimizer, 3 Megatron-FSDP (use_megatron_fsdp, data_parallel_sharding_"
+                  "strategy optim_grads_params); its ZeRO-2 (optim_grads) is not modelled",
+        planned_zero_stages=(0, 1),
         sharding="flat", column_layers="fused", sp_regathers_input=True, vocabulary="pad128",
         embedding_gradient_full=False, norm_gradient_all_reduces=1, whole_batch_inputs=False,
         step_counters=False, dp_gradient_dtype="fp32", vocabulary_parallel_loss=True,

@@ -81,7 +81,7 @@ def expert_sizes(cfg: ModelConfig, framework: str, tp: int, dp: int, zero: int,
     tp x dp, where folding is modelled (megatron with SP, no CP)."""
     if fixed.get("ep"):
         return [fixed["ep"]]
-    if not cfg.moe or (zero >= 3 and framework != "fsdp2") or (framework == "fsdp2" and cfg.expert_bias):
+    if not cfg.moe or (zero >= 3 and framework == "deepspeed") or (framework == "fsdp2" and cfg.expert_bias):
         return [1]
     if tp > 1:
         if framework != "megatron" or not sp or cp > 1:
@@ -128,12 +128,14 @@ def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_bat
     combination that cannot run."""
     frameworks = [fixed["framework"]] if fixed.get("framework") else list(FRAMEWORKS)
     if fixed.get("dp_shard"):
-        check_hybrid_framework(fixed.get("framework") or "fsdp2")
-        frameworks = ["fsdp2"]  # hybrid sharding is FSDP2's (Layout.dp_shard)
+        check_hybrid_framework(fixed.get("framework") or "fsdp2", fixed.get("zero"))
+        # hybrid sharding is FSDP2's HSDP (Layout.dp_shard), or Megatron-FSDP's HFSDP when asked for
+        frameworks = [fixed["framework"]] if fixed.get("framework") == "megatron" else ["fsdp2"]
     tps = [fixed["tp"]] if fixed.get("tp") else tensor_sizes(cfg, hardware, gpus)
     layers = cfg.pipeline_layers
     for framework in frameworks:
-        zeros = [fixed["zero"]] if fixed.get("zero") is not None else list(FRAMEWORKS[framework].zero_stages)
+        zeros = [fixed["zero"]] if fixed.get("zero") is not None else list(
+            FRAMEWORKS[framework].planned_zero_stages or FRAMEWORKS[framework].zero_stages)
         for tp in tps:
             cp_fixed = fixed.get("cp") or 1  # the ranks a fixed cp takes before pp divides the rest
             pps = [fixed["pp"]] if fixed.get("pp") else [p for p in _divisors(gpus // (tp * cp_fixed)) if p <= layers]

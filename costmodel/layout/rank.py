@@ -163,7 +163,8 @@ class ParallelEstimate(RankCommunication):
     def gradient_cast_at_step(self) -> bool:
         """Megatron-Core's optimizer casts each updated parameter's bf16 gradient to fp32 at the step
         (Framework.gradient_cast_at_step): 4 bytes a parameter the rank updates, beside the buffer."""
-        return self.phase == "train" and self.framework.gradient_cast_at_step(
+        # Megatron-FSDP hands the optimizer its main-gradient shard as it is (megatron_fsdp.py)
+        return self.phase == "train" and not self.layout.megatron_fsdp and self.framework.gradient_cast_at_step(
             self.workload.dtype, self.layout.grad_reduce_dtype, self.layout.precision_aware_optimizer)
 
     def part(self, key: str, quantity: str) -> int:
@@ -249,9 +250,10 @@ class ParallelEstimate(RankCommunication):
         else:
             shard = math.ceil(params / dp)
             zero = layout.zero if self.framework.sharding == "flat" else 0
+            optimizer_shard = math.ceil(params / layout.optimizer_ranks)  # HFSDP: over all of dp (megatron_fsdp.py)
             out = {"weights": w * (shard if zero >= 3 else params),
                    "gradients": g * (math.ceil(gradient_params / dp) if zero >= 2 else gradient_params),
-                   "optimizer": o * (shard if zero >= 1 else params)}
+                   "optimizer": o * (optimizer_shard if zero >= 1 else params)}
             if zero in self.framework.fp32_gradient_partition_stages and self.workload.dtype != "fp32":
                 out["gradients"] += 4 * shard  # the fp32 gradient partition step() allocates
             if self.gradient_cast_at_step:  # the fp32 copies of the gradients the rank updates
@@ -326,16 +328,24 @@ class ParallelEstimate(RankCommunication):
 
     def _expert_parallel_state(self, stage: Stage, params: int, gradient_params: int) -> dict[str, int]:
         """State under expert parallelism (costmodel/layout/experts.py): the rank's E / ep experts
-        sharded over the expert-data-parallel group (dp / ep), the rest over dp."""
+        sharded over the expert-data-parallel group (dp / ep), the rest over dp; under Megatron-FSDP
+        the weights and gradients too, over the shard groups (Layout.shard_ranks and
+        expert_shard_ranks), the optimizer state over all of dp and of the expert-data-parallel
+        group (HFSDP: costmodel/layout/megatron_fsdp.py)."""
         layout = self.layout
         w, g, o = self._per_param()
         experts = self.on_stage(stage, "expert_params")
         local = experts // layout.ep
-        groups = ((params - experts, gradient_params - experts, layout.dp), (local, local, layout.expert_data_parallel))
+        if layout.megatron_fsdp:
+            groups = ((params - experts, gradient_params - experts, layout.shard_ranks, layout.optimizer_ranks),
+                      (local, local, layout.expert_shard_ranks, layout.expert_data_parallel))
+        else:  # Megatron-Core's distributed optimizer, DeepSpeed: over dp and the expert-data-parallel group
+            groups = ((params - experts, gradient_params - experts, layout.dp, layout.dp),
+                      (local, local, layout.expert_data_parallel, layout.expert_data_parallel))
         out = {"weights": 0, "gradients": 0, "optimizer": 0}
-        for held, gradient_held, ranks in groups:
-            shard = math.ceil(held / ranks)
-            out["weights"] += w * held
+        for held, gradient_held, ranks, optimizer_ranks in groups:
+            shard = math.ceil(held / optimizer_ranks)
+            out["weights"] += w * (math.ceil(held / ranks) if layout.zero >= 3 else held)
             out["gradients"] += g * (math.ceil(gradient_held / ranks) if layout.zero >= 2 else gradient_held)
             out["optimizer"] += o * (shard if layout.zero >= 1 else held)
             if layout.zero in self.framework.fp32_gradient_partition_stages and self.workload.dtype != "fp32":
@@ -371,7 +381,10 @@ class ParallelEstimate(RankCommunication):
         """The modules' buffers, and the framework's communication buffers: FSDP2 holds the
         gathered parameters of the group computing (and of the root, not resharded) with one
         all-gather and one reduce-scatter buffer (FINDINGS 10.2); ZeRO-3 two gathered layers
-        (the current and the prefetched one; DeepSpeed's buckets, not measured)."""
+        (the current and the prefetched one; DeepSpeed's buckets, not measured), and under
+        Megatron-FSDP the layer's unsharded gradient too, in the reduce dtype, which its
+        reduce-scatter reads (param_and_grad_buffer.py _bucket_group_gradient_reduce: fetch_bucket
+        of the gradient buffer); a layer's routed experts the rank's E / ep."""
         layout = self.layout
         own = self.on_stage(stage, "buffers", per_stage=True)
         dp = layout.shard_ranks
@@ -388,7 +401,12 @@ class ParallelEstimate(RankCommunication):
                          else layer if layout.reshard_after_forward else root + layer)
             return own + e * unsharded + e * layer + 4 * layer
         if layout.zero >= 3:
-            return own + 2 * self.workload.bytes_per_element * self._largest_layer("params")
+            layer = max((self.part(key, "params") - self.part(key, "expert_params")
+                         + self.part(key, "expert_params") // layout.ep for key in self.structure["layers"]), default=0)
+            gathered = 2 * self.workload.bytes_per_element * layer
+            if layout.megatron_fsdp:
+                gathered += (4 if self._gradient_dtype == "fp32" else self.workload.bytes_per_element) * layer
+            return own + gathered
         return own
 
     def memory(self, stage: Stage) -> dict[str, int]:

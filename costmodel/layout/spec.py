@@ -3,7 +3,8 @@
   dp, tp, pp       data-, tensor- and pipeline-parallel ranks (gpus = dp x tp x pp x cp)
   sp               Megatron sequence parallelism: norms, dropouts and residuals split by tp
   zero             0-3: ZeRO's optimizer state (1), gradients (2) and parameters (3) sharded over
-                   dp; FSDP2's fully_shard is 3 (2: reshard_after_forward=False)
+                   dp; FSDP2's fully_shard is 3 (2: reshard_after_forward=False); megatron's 3 is
+                   Megatron-FSDP, optim_grads_params (costmodel/layout/megatron_fsdp.py)
   microbatches     per step per pipeline (the global batch is batch x microbatches x dp); with
                    pp = 1 it is gradient accumulation
   schedule         gpipe, 1f1b, interleaved (with virtual_stages per rank), zb-h1, zbv or dualpipev
@@ -15,7 +16,11 @@
   dp_shard         the ranks each parameter's state is sharded over (None: all dp); 1 < dp_shard < dp
                    is hybrid sharding, FSDP2's HSDP (fully_shard over a 2-D (replicate, shard)
                    mesh, torchtitan's data_parallel_shard_degree): dp / dp_shard replicas of the
-                   shards, each gradient shard all-reduced over them (costmodel/layout/communication.py)
+                   shards, each gradient shard all-reduced over them (costmodel/layout/communication.py);
+                   under megatron --zero 3 Megatron-FSDP's HFSDP: the optimizer state sharded over all
+                   of dp, the gradient shard reduce-scattered and the weights all-gathered over the
+                   replicas once a step (num_distributed_optimizer_instances = dp / dp_shard,
+                   outer_dp_sharding_strategy "optim"; costmodel/layout/megatron_fsdp.py)
   capacity_factor  a mixture of experts' capacity per expert (None: dropless)
   ep_dispatcher    how expert parallelism moves tokens: "alltoall" (a copy per routed slot) or the
                    flex dispatcher's "deepep"/"hybridep" (a token once per target node, then once
@@ -133,11 +138,15 @@ def check_inference_model(cfg: ModelConfig) -> None:
                           f"{show(cfg.name)} is {cfg.architecture}: leave the layout out (one GPU).")
 
 
-def check_hybrid_framework(framework: str) -> None:
-    """Hybrid sharding (dp_shard < dp) is FSDP2's HSDP; the others' variants are refused by name."""
+def check_hybrid_framework(framework: str, zero: int | None = None) -> None:
+    """Hybrid sharding (dp_shard < dp) is FSDP2's HSDP or Megatron-FSDP's HFSDP (megatron --zero 3);
+    the others' variants are refused by name."""
+    if framework == "megatron" and zero == 3:
+        return
     if framework != "fsdp2":
         theirs = {"deepspeed": "DeepSpeed's MiCS and ZeRO++ hpZ partition differently and are not modelled",
-                  "megatron": "Megatron's partial distributed optimizer is not modelled"}.get(framework, "")
+                  "megatron": "Megatron's partial distributed optimizer is not modelled; --zero 3 is "
+                              "Megatron-FSDP, whose HFSDP --dp-shard models"}.get(framework, "")
         raise ConfigError("layout: hybrid sharding (--dp-shard < dp) is modelled as FSDP2's HSDP "
                           f"(--framework fsdp2){'; ' + theirs if theirs else ''}.")
 
@@ -196,6 +205,9 @@ class Layout:
         if self.zero not in framework.zero_stages:
             raise ConfigError(f"layout: {self.framework} supports --zero {', '.join(map(str, framework.zero_stages))} "
                               f"({framework.zero_note}), not {show(self.zero)}.")
+        if self.megatron_fsdp and self.pp > 1:
+            raise ConfigError("layout: Megatron-FSDP (--framework megatron --zero 3) with pipeline parallelism is "
+                              "not modelled (--pp 1, or --zero 1 for Megatron-Core's distributed optimizer).")
         if self.framework == "deepspeed" and self.pp > 1 and self.zero > 1:
             raise ConfigError("layout: DeepSpeed's pipeline engine shards the optimizer state only "
                               "(--zero 0 or 1 with --pp > 1).")
@@ -276,9 +288,9 @@ class Layout:
         if not framework.precision_aware_optimizer:
             raise ConfigError(f"layout: the precision-aware optimizer (--precision-aware-optimizer) is Megatron-Core's "
                               f"use_precision_aware_optimizer; add --framework megatron (here {self.framework}).")
-        if self.zero < 1:
+        if self.zero != 1:
             raise ConfigError("layout: Megatron-Core runs the precision-aware optimizer only under its distributed "
-                              "optimizer; add --zero 1.")
+                              "optimizer; add --zero 1 (under Megatron-FSDP, --zero 3, it is not modelled).")
         if self.fp8 is not None and PRECISION_AWARE_OPTIMIZERS[name].reads_buffer_gradient:
             raise ConfigError(f"layout: with an FP8 recipe ({self.fp8}) Megatron-Core keeps the fp32 master weights "
                               f"itself, not Transformer Engine; use --precision-aware-optimizer fp32 or bf16-moments.")
@@ -298,9 +310,14 @@ class Layout:
         if self.dp_shard == 1:
             raise ConfigError("layout: --dp-shard 1 shards nothing (every rank a replica); hybrid sharding "
                               "needs 1 < dp_shard < dp.")
-        check_hybrid_framework(self.framework)
-        if self.ep > 1:
-            raise ConfigError("layout: hybrid sharding (--dp-shard) with expert parallelism is not modelled.")
+        check_hybrid_framework(self.framework, self.zero)
+        if self.ep > 1 and not self.megatron_fsdp:
+            raise ConfigError("layout: hybrid sharding (--dp-shard) with expert parallelism is modelled only as "
+                              "Megatron-FSDP's HFSDP (--framework megatron --zero 3).")
+        if self.ep > 1 and self.expert_data_parallel % self.replicas:
+            raise ConfigError(f"layout: Megatron-FSDP's HFSDP shards the experts over the expert-data-parallel group "
+                              f"({self.expert_data_parallel} ranks) divided by the {self.replicas} replicas "
+                              f"(dp / dp_shard), which must divide it.")
 
     @property
     def replicas(self) -> int:
@@ -310,6 +327,24 @@ class Layout:
     @property
     def gpus(self) -> int:
         return self.dp * self.tp * self.pp * self.cp
+
+    @property
+    def megatron_fsdp(self) -> bool:
+        """Megatron-FSDP (costmodel/layout/megatron_fsdp.py): megatron's --zero 3."""
+        return self.framework == "megatron" and self.zero == 3
+
+    @property
+    def optimizer_ranks(self) -> int:
+        """The ranks the optimizer state (master weights and moments) is sharded over: the shard
+        group, except under Megatron-FSDP, whose HFSDP shards it over all of dp x cp."""
+        return self.dp * self.cp if self.megatron_fsdp else self.shard_ranks
+
+    @property
+    def expert_shard_ranks(self) -> int:
+        """The ranks the routed experts' weights and gradients are sharded over, which gather them and
+        reduce-scatter their gradients: the expert-data-parallel group, or under Megatron-FSDP's HFSDP
+        its part inside one replica (get_expert_data_parallel_group(partial_expert_data_parallel=True))."""
+        return self.expert_data_parallel // self.replicas if self.megatron_fsdp else self.expert_data_parallel
 
     @property
     def folded(self) -> bool:

@@ -213,7 +213,7 @@ class StepTime:
                       "ep": layout.ep_span, "edp": layout.tp * layout.dp,
                       "cp": layout.tp * layout.cp}
         self.worlds = {"tp": layout.tp, "dp": shard, "dp_replicate": layout.replicas, "pp": 2, "ep": layout.ep,
-                       "edp": layout.expert_data_parallel,
+                       "edp": layout.expert_shard_ranks,
                        "cp": layout.cp}
 
     def collective(self, group: str, kind: str, payload: float, calls: int = 1) -> float:
@@ -421,13 +421,22 @@ class StepTime:
         if layout.shard_ranks == 1:
             return 0.0, 0.0
         communication = self.estimate.communication(stage)
-        groups = [(group, kind, value) for group in ("dp", "dp_replicate", "edp")
+        # Megatron-FSDP's HFSDP collectives over the replicas run once a step (megatron_fsdp.py)
+        once = ("dp_replicate",) if layout.megatron_fsdp else ()
+        groups = [(group, kind, value) for group in ("dp", "dp_replicate", "edp") if group not in once
                   for kind, value in communication.get(group, {}).items()]
         per_microbatch = self.estimate.framework.sharding == "per_tensor" or layout.zero == 3
         if per_microbatch:
             each = sum(self.collective(group, kind, value / m) for group, kind, value in groups)
             exposed = max(0.0, each - compute) if self.overlap.prefetch else each
-            return m * exposed, m * (each - exposed)
+            # once a step: the gradient shard's reduce-scatter after the last micro-batch's backward and
+            # the weights' all-gather before the first forward, each beside one micro-batch's own
+            # collectives under its compute
+            step = sum(self.collective(group, kind, value) for group in once
+                       for kind, value in communication.get(group, {}).items())
+            step_exposed = (max(0.0, each + step - compute) - max(0.0, each - compute)
+                            if self.overlap.prefetch else step)
+            return m * exposed + step_exposed, m * (each - exposed) + step - step_exposed
         gradients = sum(self.collective(group, kind, value) for group, kind, value in groups
                         if kind in ("all_reduce", "reduce_scatter"))
         parameters = sum(self.collective(group, kind, value) for group, kind, value in groups
@@ -443,7 +452,7 @@ class StepTime:
         estimate = self.estimate
         params = self.rank_params(stage)
         sharded = estimate.layout.zero >= 1 or estimate.framework.sharding == "per_tensor"
-        updated = math.ceil(params / estimate.layout.shard_ranks) if sharded else params
+        updated = math.ceil(params / estimate.layout.optimizer_ranks) if sharded else params
         layout = estimate.layout
         if layout.ep > 1:  # the rank's own experts, sharded over the expert-data-parallel group
             experts = estimate.on_stage(stage, "expert_params")
