@@ -327,7 +327,11 @@ class StepTime:
         # share of them (Megatron-Core's combined 1F1B, the same idea), a ring's sends
         # (beside the attention on the block before; an all-gather hides nothing), the tp and pp shares.
         left = compute
-        hidden_ep = min(all_to_all if layout.schedule == "dualpipev" else self.overlap.ep * all_to_all, left)
+        if layout.schedule == "dualpipev":
+            hidden_ep = min(all_to_all, left)
+        else:  # the combined 1F1B's paired steps only (ep_paired_shares), under their own compute
+            all_to_all_share, compute_share = self.ep_paired_shares(stage) if self.overlap.ep else (0.0, 0.0)
+            hidden_ep = min(self.overlap.ep * all_to_all_share * all_to_all, compute_share * left)
         left -= hidden_ep
         context = hidden_sends = 0.0
         cp = communication.get("cp", {})
@@ -351,6 +355,26 @@ class StepTime:
                 # beside it runs slower (Overlap.slowdown: the collectives' kernels hold SMs)
                 "hidden": hidden, "hidden_step": self.overlap.tp * tp_step,
                 "contention": self.overlap.contention(hidden)}
+
+    def ep_paired_shares(self, stage: Stage) -> tuple[float, float]:
+        """Under Overlap.ep, the shares of this rank's expert all-to-all and of its compute that run
+        in the combined 1F1B's paired steps (layout/combined_1f1b.py): each model chunk's passes
+        weighted by its routed slots (the all-to-all's tokens; a multi-token prediction module's
+        on the last stage's last chunk) and by its parts' seconds (the compute)."""
+        from .combined_1f1b import alone_passes, paired_share
+
+        estimate, layout = self.estimate, self.estimate.layout
+        chunks = len(stage.kinds) or 1
+        alone = alone_passes(layout.pp, chunks, layout.microbatches, stage.rank)
+        slots, seconds = [], []
+        for index, kinds in enumerate(stage.kinds or ((),)):
+            ends = (["embedding"] if stage.first and index == 0 else []) \
+                + (["tail", "head"] if stage.last and index == chunks - 1 else [])
+            slots.append(sum(count * estimate.part(key, "routed_slots") for key, count in kinds)
+                         + sum(estimate.part(key, "routed_slots") for key in ends))
+            seconds.append(sum(count * self.part_seconds.get(key, (0.0, 0))[0] for key, count in kinds)
+                           + sum(self.part_seconds.get(key, (0.0, 0))[0] for key in ["shared", *ends]))
+        return paired_share(alone, slots, layout.microbatches), paired_share(alone, seconds, layout.microbatches)
 
     def pipeline(self, stage: Stage) -> float:
         """Seconds of one micro-batch's pipeline exchange on this rank, exposed (Megatron-LM's
