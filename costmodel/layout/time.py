@@ -21,7 +21,9 @@ The overlap model (stated conventions, not measurements; each settable with Over
   GPipe, 1F1B and interleaving; a third of 1F1B's for ZB-H1 and DualPipeV, a sixth for ZB-V);
 - expert parallelism's all-to-alls are exposed, except under DualPipeV, which hides them behind
   the other chunk's compute (DeepSeek-V3 report, section 3.2.1), and the stated share Overlap.ep
-  (Megatron-Core's --overlap-moe-expert-parallel-comm);
+  of the all-to-all of Megatron-Core's combined 1F1B's paired steps, under their compute
+  (--overlap-moe-expert-parallel-comm; its warm-up forwards and cool-down backwards run alone,
+  exposed: layout/combined_1f1b.py);
 - the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it
   (Megatron-LM's fp16 optimizer: its five passes, Framework.fp16_optimizer_passes);
 - under torch.autocast (`autocast=True`: fp32 parameters, as PyTorch Lightning's precision "bf16"
@@ -87,8 +89,10 @@ class Overlap:
         moe_a2a_overlap, whose combined 1F1B schedule runs one micro-batch's forward beside
         another's backward, layer by layer, so that 'EP A2A in forward step is hidden by the
         attention/mlp computation in the backward step, and vice versa': Megatron-LM at d98e8a64d,
-        megatron/core/pipeline_parallel/combined_1f1b.py; the first forward and the last backward
-        run alone, which the stated fraction does not separate);
+        megatron/core/pipeline_parallel/combined_1f1b.py; the fraction is of the paired steps'
+        all-to-all, never more than their compute: the forwards and backwards that run alone, the
+        first forward and the last backward without a pipeline, a pipeline rank's warm-up forwards
+        and cool-down backwards, run their all-to-all exposed, layout/combined_1f1b.py);
     slowdown: how much slower compute runs while a hidden collective runs beside it (its kernels
         hold SMs and memory bandwidth): the step pays hidden x slowdown / (1 + slowdown) more
         (None: nccl_facts.json "overlap_compute_slowdown", a published average; 0: free overlap)."""
