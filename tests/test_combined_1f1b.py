@@ -72,3 +72,20 @@ def test_step_time_hides_only_the_paired_steps_all_to_all():
         assert shares[stage.rank] * before["ep"] < compute_share * after["compute"]  # not capped by the compute
         assert after["hidden"] == pytest.approx(shares[stage.rank] * before["ep"], rel=1e-12)
         assert after["ep"] == pytest.approx((1 - shares[stage.rank]) * before["ep"], rel=1e-12)
+
+
+def test_the_bubble_runs_alone_its_all_to_all_exposed():
+    """The bubble's passes are the pipeline's fill and drain, the warm-up forwards and cool-down
+    backwards, which the combined 1F1B runs alone: (p - 1) / v = 1/2 micro-batch of the slowest
+    rank with its all-to-all exposed whole, what hides in the paired steps added back."""
+    estimate, h100 = qwen3_30b_interleaved(), load_hardware("h100-sxm")
+    exposed = StepTime(estimate, h100, overlap=Overlap(slowdown=0.0)).step()
+    timing = StepTime(estimate, h100, overlap=Overlap(slowdown=0.0, ep=1.0))
+    step = timing.step()
+    slowest = timing.stage(estimate.stages[step["slowest_stage"]])
+    parts = ("compute", "tp", "ep", "cp", "pp", "contention", "accumulation_microbatch")
+    per_microbatch = sum(slowest[k] for k in parts)
+    assert step["bubble_seconds"] == pytest.approx((2 - 1) / 2 * (per_microbatch + slowest["hidden_ep"]), rel=1e-12)
+    # the same rank (1, the last) is the slowest either way, and its bubble is the exposed schedule's
+    assert step["slowest_stage"] == exposed["slowest_stage"] == 1
+    assert step["bubble_seconds"] == pytest.approx(exposed["bubble_seconds"], rel=1e-12)

@@ -19,6 +19,8 @@ The overlap model (stated conventions, not measurements; each settable with Over
   exceeds its compute is exposed;
 - the pipeline bubble is Layout.bubble() micro-batches of the slowest stage ((p - 1)/v for
   GPipe, 1F1B and interleaving; a third of 1F1B's for ZB-H1 and DualPipeV, a sixth for ZB-V);
+  under Overlap.ep those micro-batches run alone (the combined 1F1B's warm-up and cool-down), their
+  all-to-all exposed;
 - expert parallelism's all-to-alls are exposed, except under DualPipeV, which hides them behind
   the other chunk's compute (DeepSeek-V3 report, section 3.2.1), and the stated share Overlap.ep
   of the all-to-all of Megatron-Core's combined 1F1B's paired steps, under their compute
@@ -352,7 +354,7 @@ class StepTime:
         hidden_pp = min(self.overlap.pp * exchange, left)
         hidden = compute - left + hidden_pp
         return {"compute": compute, "tp": tp_microbatch - hidden_tp, "ep": all_to_all - hidden_ep, "cp": context,
-                "pp": exchange - hidden_pp, "tp_step": (1 - self.overlap.tp) * tp_step,
+                "pp": exchange - hidden_pp, "tp_step": (1 - self.overlap.tp) * tp_step, "hidden_ep": hidden_ep,
                 "pp_step": self.tied_embedding(stage), "accumulation": self.gradient_accumulation(stage),
                 "accumulation_microbatch": self.microbatch_accumulation(stage),
                 # what runs hidden under this micro-batch's compute, and under the step's; the compute
@@ -549,7 +551,11 @@ class StepTime:
         parts = ("compute", "tp", "ep", "cp", "pp", "contention", "accumulation_microbatch")
         slowest_stage, slowest = max(stages, key=lambda item: sum(item[1][k] for k in parts))
         per_microbatch = sum(slowest[k] for k in parts)
-        bubble = layout.bubble() * per_microbatch
+        # The bubble's passes are the pipeline's fill and drain: under the combined 1F1B (Overlap.ep)
+        # warm-up forwards and cool-down backwards, which run alone, their all-to-all exposed.
+        alone = 0.0 if layout.schedule == "dualpipev" else \
+            slowest["hidden_ep"] - self.overlap.contention(slowest["hidden_ep"])
+        bubble = layout.bubble() * (per_microbatch + alone)
         splits = [(self.data_parallel_split(stage, times["compute"]), times) for stage, times in stages]
         dp = max(exposed for (exposed, _), _ in splits)
         # The step's own hidden collectives (data-parallel, the step's tensor-parallel ones) slow the
