@@ -118,7 +118,8 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
               "all-gather runs under (1: Megatron-Core's --overlap-param-gather; 0: exposed).")
 @click.option("--ep-overlap", type=float, default=0.0, show_default=True,
               help="Training with a layout, --ep > 1: the fraction of each micro-batch's expert all-to-all hidden "
-              "behind compute (1: Megatron-Core's --overlap-moe-expert-parallel-comm, Megatron-Bridge's "
+              "behind compute in the combined 1F1B's paired steps (the warm-up forwards and cool-down backwards "
+              "run alone, exposed; 1: Megatron-Core's --overlap-moe-expert-parallel-comm, Megatron-Bridge's "
               "moe_a2a_overlap; 0: exposed).")
 @click.option("--overlap-slowdown", type=float, default=None,
               help="Training with a layout: how much slower compute runs while a hidden collective runs beside it "

@@ -30,21 +30,23 @@ def test_the_exposed_expert_all_to_all_falls_by_the_stated_fraction():
     assert times["ep"] == all_to_all and times["hidden"] == 0.0  # 0 by default: all exposed
     # Two nodes' all-to-all outlasts the micro-batch's compute here: half of it hides, all of it cannot.
     assert times["compute"] / 2 < all_to_all / 2 < times["compute"] < all_to_all
+    # No pipeline: the first forward and the last backward run alone (combined_1f1b.py), so the
+    # stated fraction applies to the (m - 1) / m = 3/4 that runs in paired steps.
+    paired = 3 / 4
     half = StepTime(estimate, h100, overlap=Overlap(slowdown=0.0, ep=0.5))
-    assert half.stage(stage)["ep"] == all_to_all - 0.5 * all_to_all
-    assert half.stage(stage)["hidden"] == 0.5 * all_to_all
+    assert half.stage(stage)["ep"] == all_to_all - 0.5 * paired * all_to_all
+    assert half.stage(stage)["hidden"] == 0.5 * paired * all_to_all
     # pp 1, no bubble: the step falls by m micro-batches of what hides, exactly what the ep entry loses
     step, step_half = exposed.step(), half.step()
     assert step["exposed_communication_seconds"]["ep"] - step_half["exposed_communication_seconds"]["ep"] \
-        == pytest.approx(m * 0.5 * all_to_all, rel=1e-12)
-    assert step["seconds"] - step_half["seconds"] == pytest.approx(m * 0.5 * all_to_all, rel=1e-12)
-    # 1: never more than the compute it runs under
+        == pytest.approx(m * 0.5 * paired * all_to_all, rel=1e-12)
+    assert step["seconds"] - step_half["seconds"] == pytest.approx(m * 0.5 * paired * all_to_all, rel=1e-12)
+    # 1: never more than the paired steps' compute it runs under
     full = StepTime(estimate, h100, overlap=Overlap(slowdown=0.0, ep=1.0)).stage(stage)
-    assert full["ep"] == all_to_all - times["compute"] and full["hidden"] == times["compute"]
+    assert full["ep"] == all_to_all - paired * times["compute"] and full["hidden"] == paired * times["compute"]
     # what hides slows the compute beside it, as the other overlaps' do
     slowed = StepTime(estimate, h100, overlap=Overlap(slowdown=0.25, ep=0.5)).stage(stage)
-    assert slowed["contention"] == pytest.approx(0.5 * all_to_all * 0.25 / 1.25, rel=1e-12)
-
+    assert slowed["contention"] == pytest.approx(0.5 * paired * all_to_all * 0.25 / 1.25, rel=1e-12)
 
 def test_the_ep_overlap_is_refused_where_megatron_core_asserts_it_cannot_run():
     h100 = load_hardware("h100-sxm")

@@ -19,9 +19,13 @@ The overlap model (stated conventions, not measurements; each settable with Over
   exceeds its compute is exposed;
 - the pipeline bubble is Layout.bubble() micro-batches of the slowest stage ((p - 1)/v for
   GPipe, 1F1B and interleaving; a third of 1F1B's for ZB-H1 and DualPipeV, a sixth for ZB-V);
+  under Overlap.ep those micro-batches run alone (the combined 1F1B's warm-up and cool-down), their
+  all-to-all exposed;
 - expert parallelism's all-to-alls are exposed, except under DualPipeV, which hides them behind
   the other chunk's compute (DeepSeek-V3 report, section 3.2.1), and the stated share Overlap.ep
-  (Megatron-Core's --overlap-moe-expert-parallel-comm);
+  of the all-to-all of Megatron-Core's combined 1F1B's paired steps, under their compute
+  (--overlap-moe-expert-parallel-comm; its warm-up forwards and cool-down backwards run alone,
+  exposed: layout/combined_1f1b.py);
 - the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it
   (Megatron-LM's fp16 optimizer: its five passes, Framework.fp16_optimizer_passes);
 - under torch.autocast (`autocast=True`: fp32 parameters, as PyTorch Lightning's precision "bf16"
@@ -87,8 +91,10 @@ class Overlap:
         moe_a2a_overlap, whose combined 1F1B schedule runs one micro-batch's forward beside
         another's backward, layer by layer, so that 'EP A2A in forward step is hidden by the
         attention/mlp computation in the backward step, and vice versa': Megatron-LM at d98e8a64d,
-        megatron/core/pipeline_parallel/combined_1f1b.py; the first forward and the last backward
-        run alone, which the stated fraction does not separate);
+        megatron/core/pipeline_parallel/combined_1f1b.py; the fraction is of the paired steps'
+        all-to-all, never more than their compute: the forwards and backwards that run alone, the
+        first forward and the last backward without a pipeline, a pipeline rank's warm-up forwards
+        and cool-down backwards, run their all-to-all exposed, layout/combined_1f1b.py);
     slowdown: how much slower compute runs while a hidden collective runs beside it (its kernels
         hold SMs and memory bandwidth): the step pays hidden x slowdown / (1 + slowdown) more
         (None: nccl_facts.json "overlap_compute_slowdown", a published average; 0: free overlap)."""
@@ -327,7 +333,11 @@ class StepTime:
         # share of them (Megatron-Core's combined 1F1B, the same idea), a ring's sends
         # (beside the attention on the block before; an all-gather hides nothing), the tp and pp shares.
         left = compute
-        hidden_ep = min(all_to_all if layout.schedule == "dualpipev" else self.overlap.ep * all_to_all, left)
+        if layout.schedule == "dualpipev":
+            hidden_ep = min(all_to_all, left)
+        else:  # the combined 1F1B's paired steps only (ep_paired_shares), under their own compute
+            all_to_all_share, compute_share = self.ep_paired_shares(stage) if self.overlap.ep else (0.0, 0.0)
+            hidden_ep = min(self.overlap.ep * all_to_all_share * all_to_all, compute_share * left)
         left -= hidden_ep
         context = hidden_sends = 0.0
         cp = communication.get("cp", {})
@@ -344,13 +354,33 @@ class StepTime:
         hidden_pp = min(self.overlap.pp * exchange, left)
         hidden = compute - left + hidden_pp
         return {"compute": compute, "tp": tp_microbatch - hidden_tp, "ep": all_to_all - hidden_ep, "cp": context,
-                "pp": exchange - hidden_pp, "tp_step": (1 - self.overlap.tp) * tp_step,
+                "pp": exchange - hidden_pp, "tp_step": (1 - self.overlap.tp) * tp_step, "hidden_ep": hidden_ep,
                 "pp_step": self.tied_embedding(stage), "accumulation": self.gradient_accumulation(stage),
                 "accumulation_microbatch": self.microbatch_accumulation(stage),
                 # what runs hidden under this micro-batch's compute, and under the step's; the compute
                 # beside it runs slower (Overlap.slowdown: the collectives' kernels hold SMs)
                 "hidden": hidden, "hidden_step": self.overlap.tp * tp_step,
                 "contention": self.overlap.contention(hidden)}
+
+    def ep_paired_shares(self, stage: Stage) -> tuple[float, float]:
+        """Under Overlap.ep, the shares of this rank's expert all-to-all and of its compute that run
+        in the combined 1F1B's paired steps (layout/combined_1f1b.py): each model chunk's passes
+        weighted by its routed slots (the all-to-all's tokens; a multi-token prediction module's
+        on the last stage's last chunk) and by its parts' seconds (the compute)."""
+        from .combined_1f1b import alone_passes, paired_share
+
+        estimate, layout = self.estimate, self.estimate.layout
+        chunks = len(stage.kinds) or 1
+        alone = alone_passes(layout.pp, chunks, layout.microbatches, stage.rank)
+        slots, seconds = [], []
+        for index, kinds in enumerate(stage.kinds or ((),)):
+            ends = (["embedding"] if stage.first and index == 0 else []) \
+                + (["tail", "head"] if stage.last and index == chunks - 1 else [])
+            slots.append(sum(count * estimate.part(key, "routed_slots") for key, count in kinds)
+                         + sum(estimate.part(key, "routed_slots") for key in ends))
+            seconds.append(sum(count * self.part_seconds.get(key, (0.0, 0))[0] for key, count in kinds)
+                           + sum(self.part_seconds.get(key, (0.0, 0))[0] for key in ["shared", *ends]))
+        return paired_share(alone, slots, layout.microbatches), paired_share(alone, seconds, layout.microbatches)
 
     def pipeline(self, stage: Stage) -> float:
         """Seconds of one micro-batch's pipeline exchange on this rank, exposed (Megatron-LM's
@@ -530,7 +560,11 @@ class StepTime:
         parts = ("compute", "tp", "ep", "cp", "pp", "contention", "accumulation_microbatch")
         slowest_stage, slowest = max(stages, key=lambda item: sum(item[1][k] for k in parts))
         per_microbatch = sum(slowest[k] for k in parts)
-        bubble = layout.bubble() * per_microbatch
+        # The bubble's passes are the pipeline's fill and drain: under the combined 1F1B (Overlap.ep)
+        # warm-up forwards and cool-down backwards, which run alone, their all-to-all exposed.
+        alone = 0.0 if layout.schedule == "dualpipev" else \
+            slowest["hidden_ep"] - self.overlap.contention(slowest["hidden_ep"])
+        bubble = layout.bubble() * (per_microbatch + alone)
         splits = [(self.data_parallel_split(stage, times["compute"]), times) for stage, times in stages]
         dp = max(exposed for (exposed, _), _ in splits)
         # The step's own hidden collectives (data-parallel, the step's tensor-parallel ones) slow the
