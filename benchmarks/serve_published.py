@@ -88,7 +88,7 @@ context of 128K is not used by 5,500 tokens) on two h100-sxm as tp 2, FP8 weight
 (the projections W8A8 at the FP8 peak), vLLM's default budgets, 10 requests per client at the
 table's fixed lengths; the means of TTFT and TPOT and the run's output tokens per second.
 
-    python benchmarks/serve_published.py [nim | vllm [SHAREGPT.json] | mlperf [LENGTHS.json]]
+    python benchmarks/serve_published.py [nim | trtllm-bench | vllm [SHAREGPT.json] | mlperf [LENGTHS.json]]
 """
 
 from __future__ import annotations
@@ -455,6 +455,105 @@ def print_nim() -> None:
                   f"| {ours['tokens_per_s'] / tokens:.2f} |")
 
 
+TRTLLM_BENCH_SOURCE = ("NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md (commit 00f37686), 'Throughput "
+                       "Measurements': trtllm-bench throughput, PyTorch backend, 'Total Output Throughput (tokens/sec)'")
+# The page's $num_requests per (input, output) length (every request at those lengths: --input-stdev=0 --output-stdev=0).
+TRTLLM_BENCH_REQUESTS = {(128, 128): 30000, (128, 2048): 3000, (128, 4096): 1500, (500, 2000): 3000, (1000, 1000): 3000,
+                         (1000, 2000): 1500, (2048, 128): 3000, (2048, 2048): 1500, (5000, 500): 1500,
+                         (20000, 2000): 1000}
+# The page's "In many cases, we also use a higher KV cache percentage by setting --kv_cache_free_gpu_mem_fraction 0.95"
+# (the command's default is 0.90): ours takes 0.95 for the heuristic's fraction and for the replica's memory.
+TRTLLM_BENCH_KV_FRACTION = 0.95
+# One table per (model, GPU column) of the page, the FP8 columns of the two dense Llama models with a preset.
+# ModelOpt's FP8 checkpoints (nvidia/Llama-3.1-8B-Instruct-FP8, nvidia/Llama-3.3-70B-Instruct-FP8): FP8 weights and
+# activations in the projections and an FP8 KV cache. Rows: (input, output, published total output tokens/s).
+TRTLLM_BENCH = [
+    {"model": "llama3.1-8b", "published_model": "Llama 3.1 8B", "hardware": "h100-sxm", "gpu": "H100 TP1 (FP8)", "tp": 1,
+     "rows": [(128, 128, 28312), (128, 2048, 22714), (128, 4096, 14325), (500, 2000, 17660), (1000, 1000, 15220),
+              (1000, 2000, 13899), (2048, 128, 3450), (2048, 2048, 9305), (5000, 500, 3459), (20000, 2000, 1351)]},
+    {"model": "llama3.1-8b", "published_model": "Llama 3.1 8B", "hardware": "h200", "gpu": "H200 TP1 (FP8)", "tp": 1,
+     "rows": [(128, 128, 27911), (128, 2048, 26221), (128, 4096, 18027), (500, 2000, 20770), (1000, 1000, 17744),
+              (1000, 2000, 16828), (2048, 128, 3538), (2048, 2048, 12194), (5000, 500, 3902), (20000, 2000, 1804)]},
+    {"model": "llama3.1-70b", "published_model": "Llama 3.3 70B", "hardware": "h100-sxm", "gpu": "H100 TP2 (FP8)",
+     "tp": 2,
+     "rows": [(128, 128, 6378), (128, 2048, 6651), (128, 4096, 4199), (500, 2000, 5222), (1000, 1000, 4205),
+              (1000, 2000, 4146), (2048, 128, 762), (2048, 2048, 3082), (5000, 500, 898), (20000, 2000, 437)]},
+    {"model": "llama3.1-70b", "published_model": "Llama 3.3 70B", "hardware": "h200", "gpu": "H200 TP1 (FP8)", "tp": 1,
+     "rows": [(128, 128, 3803), (128, 2048, 4336), (128, 4096, 2872), (500, 2000, 3666), (1000, 1000, 2909),
+              (1000, 2000, 2994), (2048, 128, 442), (2048, 2048, 2003), (5000, 500, 566), (20000, 2000, 283)]},
+]
+
+
+def trtllm_bench_settings(cfg, hardware, tp: int, prompt: int, output: int,
+                          fraction: float = TRTLLM_BENCH_KV_FRACTION) -> tuple[int, int]:
+    """trtllm-bench's engine settings when none are given: (max_batch_size, max_num_tokens).
+    tensorrt_llm/bench/build/tuning.py calc_engine_setting and finetune_setting (FP8 weights and KV
+    cache: one byte each; the GPU's whole memory, pynvml's total, here the hardware file's;
+    parameters: the checkpoint's count, here our tree's), then
+    tensorrt_llm/bench/benchmark/utils/general.py get_settings: chunked prefill is off by default,
+    so max_num_tokens is raised to the longest prompt plus max_batch_size."""
+    import math
+
+    from costmodel.api import estimate
+
+    gib = 2**30
+    kv_bytes_per_token = 2 * cfg.n_decoder_layers * max(tp, cfg.n_kv_heads) * cfg.d_head * 1 / gib
+    available = hardware.memory_bytes / gib * tp - estimate(cfg).params()["total"] * 1 / gib
+    requests = available * fraction / (kv_bytes_per_token * (prompt + output))
+    raw_bs = min(requests, 4096)
+    raw_tokens = min(raw_bs * (1 + prompt / output), 32768)
+    if raw_bs < 256:
+        batch = max(64, 32 * math.ceil(raw_bs / 32))
+    elif raw_bs < 1024:
+        batch = 128 * math.ceil(raw_bs / 128)
+    else:
+        batch = 256 * math.ceil(raw_bs / 256)
+    if raw_tokens < 4096:
+        tokens = max(2048, 256 * math.ceil(raw_tokens / 256))
+    elif raw_tokens < 8192:
+        tokens = 512 * math.ceil(raw_tokens / 512)
+    else:
+        tokens = 1024 * math.ceil(raw_tokens / 1024)
+    return batch, max(tokens, prompt + batch)
+
+
+def trtllm_bench_options(table: dict, prompt: int, output: int) -> dict:
+    """Our replica for a trtllm-bench row: the orca scheduler (in-flight batching, whole prompts
+    within max_num_tokens, a request's full length reserved when it joins: TensorRT-LLM's default
+    GUARANTEED_NO_EVICT capacity scheduler, chunked context off), trtllm-bench's settings, FP8
+    weights (W8A8) and KV cache, bf16 activations, 0.95 of memory."""
+    import costmodel
+    from costmodel.hardware import load_hardware
+
+    batch, tokens = trtllm_bench_settings(costmodel.load_model(table["model"]), load_hardware(table["hardware"]),
+                                          table["tp"], prompt, output)
+    return {"scheduler": "orca", "tp": table["tp"], "max_num_seqs": batch, "max_batched_tokens": tokens,
+            "dtype": "bf16", "weight_dtype": "fp8", "kv_dtype": "fp8",
+            "gpu_memory_utilization": TRTLLM_BENCH_KV_FRACTION}
+
+
+def trtllm_bench_throughput(table: dict, prompt: int, output: int, requests: int | None = None) -> float:
+    """Our total output tokens per second: the row's requests all at 0, output tokens over the span."""
+    requests = requests or TRTLLM_BENCH_REQUESTS[(prompt, output)]
+    span = span_at_once(table["model"], table["hardware"], [Request(i, 0.0, prompt, output) for i in range(requests)],
+                        **trtllm_bench_options(table, prompt, output))
+    return requests * output / span
+
+
+def print_trtllm_bench() -> None:
+    print(f"\nTensorRT-LLM trtllm-bench, all requests at once. Source: {TRTLLM_BENCH_SOURCE}\n")
+    print("| model (ours) | GPU | in / out | requests | max_batch_size / max_num_tokens | published out tok/s "
+          "| ours | ours / published |")
+    print("|---|---|---|---|---|---|---|---|")
+    for table in TRTLLM_BENCH:
+        for prompt, output, published in table["rows"]:
+            options = trtllm_bench_options(table, prompt, output)
+            ours = trtllm_bench_throughput(table, prompt, output)
+            print(f"| {table['published_model']} ({table['model']}) | {table['gpu']} | {prompt} / {output} "
+                  f"| {TRTLLM_BENCH_REQUESTS[(prompt, output)]:,} | {options['max_num_seqs']:,} / "
+                  f"{options['max_batched_tokens']:,} | {published:,} | {ours:,.0f} | {ours / published:.2f} |")
+
+
 def static_run(model: str, tp: int, batch: int, prompt: int, output: int, hardware: str = "a100-80gb",
                **options):
     import costmodel
@@ -497,6 +596,7 @@ def main() -> None:
     print_sarathi()
     print_vllm()
     print_nim()
+    print_trtllm_bench()
     print_mlperf()
 
 
@@ -523,8 +623,9 @@ def print_mlperf(path: str | Path = MLPERF_LENGTHS) -> None:
 
 # The selectors: each table alone (vllm and mlperf from another length file if one is named), with the
 # most arguments each takes after its name; no selector runs every table.
-SELECTORS = {"nim": (print_nim, 0), "vllm": (print_vllm, 1), "mlperf": (print_mlperf, 1)}
-USAGE = "nim, vllm [SHAREGPT.json] or mlperf [LENGTHS.json] (none: every table)"
+SELECTORS = {"nim": (print_nim, 0), "trtllm-bench": (print_trtllm_bench, 0), "vllm": (print_vllm, 1),
+             "mlperf": (print_mlperf, 1)}
+USAGE = "nim, trtllm-bench, vllm [SHAREGPT.json] or mlperf [LENGTHS.json] (none: every table)"
 
 
 def command(argv: list[str]):
