@@ -518,16 +518,17 @@ def trtllm_bench_settings(cfg, hardware, tp: int, prompt: int, output: int,
 
 
 def trtllm_bench_options(table: dict, prompt: int, output: int) -> dict:
-    """Our replica for a trtllm-bench row: the orca scheduler (in-flight batching, whole prompts
+    """Our replica for a trtllm-bench row: the trtllm scheduler (in-flight batching, whole prompts
     within max_num_tokens, a request's full length reserved when it joins: TensorRT-LLM's default
-    GUARANTEED_NO_EVICT capacity scheduler, chunked context off), trtllm-bench's settings, FP8
+    GUARANTEED_NO_EVICT capacity scheduler, chunked context off; generation-only steps from CUDA
+    graphs padded to the captured batch sizes), trtllm-bench's settings, FP8
     weights (W8A8) and KV cache, bf16 activations, 0.95 of memory."""
     import costmodel
     from costmodel.hardware import load_hardware
 
     batch, tokens = trtllm_bench_settings(costmodel.load_model(table["model"]), load_hardware(table["hardware"]),
                                           table["tp"], prompt, output)
-    return {"scheduler": "orca", "tp": table["tp"], "max_num_seqs": batch, "max_batched_tokens": tokens,
+    return {"scheduler": "trtllm", "tp": table["tp"], "max_num_seqs": batch, "max_batched_tokens": tokens,
             "dtype": "bf16", "weight_dtype": "fp8", "kv_dtype": "fp8",
             "gpu_memory_utilization": TRTLLM_BENCH_KV_FRACTION}
 

@@ -534,7 +534,7 @@ def test_trtllm_bench_settings_are_its_heuristic(script, model, hardware, tp, pr
 
 
 def test_trtllm_bench_rows_pass_the_pages_setup(script, monkeypatch):
-    """Each row: the row's requests of fixed lengths all at 0, the orca scheduler (whole prompts,
+    """Each row: the row's requests of fixed lengths all at 0, the trtllm scheduler (whole prompts,
     the full length reserved: GUARANTEED_NO_EVICT without chunked context) with trtllm-bench's
     settings, the table's tp, FP8 weights and KV cache, 0.95 of memory; output tokens over the span."""
     seen = {}
@@ -549,7 +549,7 @@ def test_trtllm_bench_rows_pass_the_pages_setup(script, monkeypatch):
     requests = seen.pop("requests")
     assert len(requests) == 30000 and {(r.arrival_s, r.prompt_tokens, r.output_tokens) for r in requests} == {
         (0.0, 128, 128)}
-    assert seen == {"model": "llama3.1-70b", "hardware": "h100-sxm", "replicas": 1, "scheduler": "orca", "tp": 2,
+    assert seen == {"model": "llama3.1-70b", "hardware": "h100-sxm", "replicas": 1, "scheduler": "trtllm", "tp": 2,
                     "max_num_seqs": 2304, "max_batched_tokens": 4608, "dtype": "bf16", "weight_dtype": "fp8",
                     "kv_dtype": "fp8", "gpu_memory_utilization": 0.95}
 
