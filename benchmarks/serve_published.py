@@ -88,7 +88,8 @@ context of 128K is not used by 5,500 tokens) on two h100-sxm as tp 2, FP8 weight
 (the projections W8A8 at the FP8 peak), vLLM's default budgets, 10 requests per client at the
 table's fixed lengths; the means of TTFT and TPOT and the run's output tokens per second.
 
-    python benchmarks/serve_published.py [nim | trtllm-bench | vllm [SHAREGPT.json] | mlperf [LENGTHS.json]]
+    python benchmarks/serve_published.py [nim | trtllm-bench | sglang-vllm [SHAREGPT.json] | vllm [SHAREGPT.json]
+                                          | mlperf [LENGTHS.json]]
 """
 
 from __future__ import annotations
@@ -555,6 +556,92 @@ def print_trtllm_bench() -> None:
                   f"{options['max_batched_tokens']:,} | {published:,} | {ours:,.0f} | {ours / published:.2f} |")
 
 
+SGLANG_VLLM_SOURCE = ("sgl-project/sglang benchmark/benchmark_vllm_060/README.md (commit 120affb), the vLLM v0.6.0 rows: "
+                      "sglang.bench_serving --backend vllm --dataset-name sharegpt")
+SGLANG_VLLM_LENGTHS = Path(__file__).resolve().parent / "sharegpt_vllm_lengths_5000.json"
+SGLANG_VLLM_SEED = 0  # our Poisson arrivals' seed (bench_serving's own is 1; its draw is not reproduced)
+SGLANG_VLLM_MAX_MODEL_LEN = 4096  # the README's vLLM servers: --max_model_len 4096
+# One entry per model: the README's server (vLLM v0.6.0, --num-scheduler-steps 10, --max_model_len 4096, otherwise
+# defaults; "The gpu_memory_utilization of vLLM is by default 0.9 at both TP 1 and TP 4"), its offline row (5,000
+# prompts at an infinite rate: request and output token throughput) and its online rows (rate, prompts, and the
+# medians in ms of E2E latency, TTFT, TPOT and ITL).
+SGLANG_VLLM = [
+    {"model": "llama3.1-8b", "published_model": "Llama 3.1 8B Instruct", "gpus": "1 x A100 80G", "hardware": "a100-80gb",
+     "tp": 1, "offline": {"requests": 5000, "requests_per_s": 21.27, "output_tokens_per_s": 4132.37},
+     "online": [(4, 1200, 1691.97, 100.48, 14.14, 129.32), (8, 2400, 2137.16, 120.39, 17.09, 158.63)]},
+    {"model": "llama3.1-70b", "published_model": "Llama 3.1 70B Instruct", "gpus": "4 x H100 80G", "hardware": "h100-sxm",
+     "tp": 4, "offline": {"requests": 5000, "requests_per_s": 19.04, "output_tokens_per_s": 3700.64},
+     "online": [(4, 1200, 2915.60, 179.15, 23.58, 231.23), (8, 2400, 3752.38, 207.12, 29.15, 275.32)]},
+]
+
+
+def sglang_vllm_options(table: dict) -> dict:
+    """vLLM v0.6.0 as the README starts it: vllm_options (v0's prefill-first scheduler, 256 sequences,
+    0.90 of memory, bf16, --num-scheduler-steps 10) with the token budget max(max_model_len, 2048) =
+    4,096 that --max_model_len 4096 gives (vllm/config.py SchedulerConfig, no chunked prefill)."""
+    return {**vllm_options(table["tp"]), "max_batched_tokens": max(SGLANG_VLLM_MAX_MODEL_LEN, 2048)}
+
+
+def sglang_vllm_run(table: dict, rate: float, requests: int, pairs: list[tuple[int, int]]) -> list[dict]:
+    """Our requests of one row: the first `requests` ShareGPT pairs, Poisson arrivals at `rate`
+    (math.inf: all at 0), on the table's replica; the finished requests' rows."""
+    import math
+
+    import numpy as np
+
+    import costmodel
+    from costmodel.hardware import load_hardware
+    from costmodel.serving.api import run_replicas
+
+    if len(pairs) < requests:
+        raise ConfigError(f"the length file holds {len(pairs)} requests, fewer than the {requests} asked for.")
+    gaps = np.zeros(requests) if math.isinf(rate) else \
+        np.random.default_rng(SGLANG_VLLM_SEED).exponential(1.0 / rate, size=requests)
+    arrivals = np.cumsum(gaps)
+    chosen = [Request(i, float(arrivals[i]), prompt, output) for i, (prompt, output) in enumerate(pairs[:requests])]
+    cfg = costmodel.load_model(table["model"])
+    replica, step, _ = build_replica(cfg, load_hardware(table["hardware"]), **sglang_vllm_options(table))
+    rows, _, _ = run_replicas(chosen, replica, step, 1, SGLANG_VLLM_MAX_MODEL_LEN, record=False)
+    return rows
+
+
+def sglang_vllm_offline(table: dict, pairs: list[tuple[int, int]]) -> dict:
+    """Our offline figures: requests and output tokens over the span from 0 to the last token."""
+    rows = sglang_vllm_run(table, float("inf"), table["offline"]["requests"], pairs)
+    span = max(row["finish_s"] for row in rows)
+    return {"requests_per_s": len(rows) / span, "output_tokens_per_s": sum(row["output_tokens"] for row in rows) / span}
+
+
+def sglang_vllm_online(table: dict, rate: float, requests: int, pairs: list[tuple[int, int]]) -> dict:
+    """Our online medians (ms) of E2E latency, TTFT and TPOT (requests of one output token have none)."""
+    import numpy as np
+
+    rows = sglang_vllm_run(table, rate, requests, pairs)
+    tpots = [row["tpot_s"] for row in rows if row["output_tokens"] > 1]
+    return {"e2e_ms": 1e3 * float(np.median([row["e2e_s"] for row in rows])),
+            "ttft_ms": 1e3 * float(np.median([row["ttft_s"] for row in rows])), "tpot_ms": 1e3 * float(np.median(tpots))}
+
+
+def print_sglang_vllm(path: str | Path = SGLANG_VLLM_LENGTHS) -> None:
+    pairs = sharegpt_lengths(Path(path), at_least=max(table["offline"]["requests"] for table in SGLANG_VLLM))
+    print(f"\nvLLM v0.6.0 under SGLang's ShareGPT benchmark. Source: {SGLANG_VLLM_SOURCE}\n")
+    print("| model (ours) | GPUs | load | metric | published | ours | ours / published |")
+    print("|---|---|---|---|---|---|---|")
+    for table in SGLANG_VLLM:
+        head = f"| {table['published_model']} ({table['model']}) | {table['gpus']} (tp {table['tp']})"
+        ours, offline = sglang_vllm_offline(table, pairs), table["offline"]
+        for metric, name in (("requests_per_s", "request throughput (req/s)"),
+                             ("output_tokens_per_s", "output token throughput (tok/s)")):
+            print(f"{head} | {offline['requests']:,} prompts at once | {name} | {offline[metric]:,.2f} "
+                  f"| {ours[metric]:,.2f} | {ours[metric] / offline[metric]:.2f} |")
+        for rate, requests, e2e, ttft, tpot, _itl in table["online"]:
+            ours = sglang_vllm_online(table, rate, requests, pairs)
+            for published, metric, name in ((e2e, "e2e_ms", "median E2E latency (ms)"),
+                                            (ttft, "ttft_ms", "median TTFT (ms)"), (tpot, "tpot_ms", "median TPOT (ms)")):
+                print(f"{head} | {rate} req/s, {requests:,} prompts | {name} | {published:,.2f} | {ours[metric]:,.2f} "
+                      f"| {ours[metric] / published:.2f} |")
+
+
 def static_run(model: str, tp: int, batch: int, prompt: int, output: int, hardware: str = "a100-80gb",
                **options):
     import costmodel
@@ -598,6 +685,7 @@ def main() -> None:
     print_vllm()
     print_nim()
     print_trtllm_bench()
+    print_sglang_vllm()
     print_mlperf()
 
 
@@ -624,9 +712,9 @@ def print_mlperf(path: str | Path = MLPERF_LENGTHS) -> None:
 
 # The selectors: each table alone (vllm and mlperf from another length file if one is named), with the
 # most arguments each takes after its name; no selector runs every table.
-SELECTORS = {"nim": (print_nim, 0), "trtllm-bench": (print_trtllm_bench, 0), "vllm": (print_vllm, 1),
-             "mlperf": (print_mlperf, 1)}
-USAGE = "nim, trtllm-bench, vllm [SHAREGPT.json] or mlperf [LENGTHS.json] (none: every table)"
+SELECTORS = {"nim": (print_nim, 0), "trtllm-bench": (print_trtllm_bench, 0), "sglang-vllm": (print_sglang_vllm, 1),
+             "vllm": (print_vllm, 1), "mlperf": (print_mlperf, 1)}
+USAGE = "nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json] or mlperf [LENGTHS.json] (none: every table)"
 
 
 def command(argv: list[str]):

@@ -554,6 +554,65 @@ def test_trtllm_bench_rows_pass_the_pages_setup(script, monkeypatch):
                     "kv_dtype": "fp8", "gpu_memory_utilization": 0.95}
 
 
+def test_sglang_vllm_tables_are_the_readmes(script):
+    """sgl-project/sglang benchmark/benchmark_vllm_060/README.md (commit 120affb), the vLLM rows, typed
+    here from the page: offline (5,000 prompts, "inf") request and output token throughput; online
+    (RPS, prompts) median E2E latency, TTFT, TPOT and ITL in ms."""
+    small, large = script.SGLANG_VLLM
+    assert (small["model"], small["hardware"], small["tp"], small["gpus"]) == ("llama3.1-8b", "a100-80gb", 1,
+                                                                               "1 x A100 80G")
+    assert (large["model"], large["hardware"], large["tp"], large["gpus"]) == ("llama3.1-70b", "h100-sxm", 4,
+                                                                               "4 x H100 80G")
+    assert small["offline"] == {"requests": 5000, "requests_per_s": 21.27, "output_tokens_per_s": 4132.37}
+    assert large["offline"] == {"requests": 5000, "requests_per_s": 19.04, "output_tokens_per_s": 3700.64}
+    assert small["online"] == [(4, 1200, 1691.97, 100.48, 14.14, 129.32), (8, 2400, 2137.16, 120.39, 17.09, 158.63)]
+    assert large["online"] == [(4, 1200, 2915.60, 179.15, 23.58, 231.23), (8, 2400, 3752.38, 207.12, 29.15, 275.32)]
+    # the output throughput over the request throughput: 194.3 generated tokens a request, both models
+    assert round(4132.37 / 21.27, 1) == 194.3 and round(3700.64 / 19.04, 1) == 194.4
+
+
+def test_sglang_vllm_lengths_extend_the_vllm_sample(script):
+    """The 5,000 pairs are the vidur CSV's first 5,000 rows (vLLM's sampler, seed 0): its first 500 are
+    sharegpt_vllm_lengths.json's; the stated statistics are reproduced by the loader."""
+    pairs = script.sharegpt_lengths(script.SGLANG_VLLM_LENGTHS, at_least=5000)
+    assert len(pairs) == 5000 and pairs[:500] == script.sharegpt_lengths()
+    prompts, outputs = zip(*pairs)
+    assert (round(sum(prompts) / 5000, 2), round(sum(outputs) / 5000, 2)) == (220.82, 200.92)
+    assert (max(prompts), max(outputs)) == (1021, 1853)
+
+
+def test_sglang_vllm_rows_pass_the_readmes_setup(script, monkeypatch):
+    """vLLM v0.6.0 as started there: vllm-v0, 256 sequences, 0.90 of memory, bf16, 10 scheduler steps,
+    max_model_len 4,096 and so a 4,096-token budget; Poisson arrivals at the row's rate (seed 0), the
+    first N pairs in order; offline all at 0."""
+    import numpy as np
+
+    import costmodel.serving.api as api
+
+    seen = []
+
+    def run_replicas(requests, replica, step, replicas, max_model_len, record=True, **_):
+        seen.append((requests, replica, max_model_len))
+        return [{"finish_s": 2.0, "output_tokens": r.output_tokens, "e2e_s": 1.0, "ttft_s": 0.1, "tpot_s": 0.01}
+                for r in requests], None, None
+
+    monkeypatch.setattr(api, "run_replicas", run_replicas)
+    assert script.sglang_vllm_options(script.SGLANG_VLLM[1]) == {
+        "scheduler": "vllm-v0", "tp": 4, "max_num_seqs": 256, "max_batched_tokens": 4096, "dtype": "bf16",
+        "gpu_memory_utilization": 0.90, "num_scheduler_steps": 10}
+    pairs = [(10 + i, 5 + i % 3) for i in range(30)]
+    ours = script.sglang_vllm_online(script.SGLANG_VLLM[0], 4, 20, pairs)
+    requests, (cls, blocks, block_size, seqs, tokens), max_model_len = seen[-1]
+    assert (seqs, tokens, max_model_len) == (256, 4096, 4096)
+    gaps = np.random.default_rng(0).exponential(0.25, size=20)
+    assert [r.arrival_s for r in requests] == pytest.approx(list(np.cumsum(gaps)), rel=1e-12)
+    assert [(r.prompt_tokens, r.output_tokens) for r in requests] == pairs[:20]
+    assert ours == {"e2e_ms": 1000.0, "ttft_ms": 100.0, "tpot_ms": 10.0}
+    offline = script.sglang_vllm_offline({**script.SGLANG_VLLM[0], "offline": {"requests": 30}}, pairs)
+    assert {r.arrival_s for r in seen[-1][0]} == {0.0}
+    assert offline == {"requests_per_s": 15.0, "output_tokens_per_s": sum(o for _, o in pairs) / 2.0}
+
+
 def _restated(data: dict, column: list[int]) -> dict:
     """A length file's stated statistics recomputed for a changed column (samples, min, max, median, mean)."""
     import numpy as np
@@ -626,4 +685,4 @@ def test_an_unknown_selector_or_extra_argument_is_one_line(argv, words):
     run = subprocess.run([sys.executable, str(SCRIPT), *argv], capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and run.stdout == ""
     assert run.stderr.count("\n") == 1 and run.stderr.startswith("error: ") and words in run.stderr
-    assert all(name in run.stderr for name in ("nim", "trtllm-bench", "vllm", "mlperf"))
+    assert all(name in run.stderr for name in ("nim", "trtllm-bench", "sglang-vllm", "vllm", "mlperf"))
