@@ -241,6 +241,8 @@ def test_cli_cuda_graphs(capsys):
     assert '"cuda_graphs": "none"' in capsys.readouterr().out
     assert main(base + ["--scheduler", "vllm-v0"]) == 0
     assert '"cuda_graphs": "decode"' in capsys.readouterr().out
+    assert main(base + ["--scheduler", "trtllm"]) == 0
+    assert '"cuda_graphs": "decode"' in capsys.readouterr().out
     assert main(base + ["--scheduler", "sarathi", "--cuda-graphs", "on"]) == 2
     err = capsys.readouterr().err
     assert "runs no CUDA graphs" in err and len(err.strip().splitlines()) == 1
