@@ -90,8 +90,8 @@ table's fixed lengths; the means of TTFT and TPOT and the run's output tokens pe
 
 TensorRT-LLM's performance overview (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md at commit
 00f37686, the v1.0 page: trtllm-bench throughput on the PyTorch backend, every request at once, "Total Output
-Throughput (tokens/sec)"): the FP8 columns of Llama 3.1 8B (H100 TP1, H200 TP1) and Llama 3.3 70B (H100 TP2, H200
-TP1), ten fixed lengths each, the page's $num_requests. Ours: `--scheduler trtllm` (Orca's schedule as
+Throughput (tokens/sec)"): the FP8 columns of Llama 3.1 8B (H100 TP1, H200 TP1), Llama 3.3 70B (H100 TP2, H200
+TP1) and Llama 3.1 405B (H200 TP8, H100 TP8), ten fixed lengths each, the page's $num_requests. Ours: `--scheduler trtllm` (Orca's schedule as
 GUARANTEED_NO_EVICT with chunked context off; decode-only steps from CUDA graphs at the page's capture sizes) with
 trtllm-bench's own engine settings (tensorrt_llm/bench/build/tuning.py, reimplemented in trtllm_bench_settings),
 FP8 weights and KV cache, 0.95 of memory (the page's --kv_cache_free_gpu_mem_fraction).
@@ -478,8 +478,8 @@ TRTLLM_BENCH_REQUESTS = {(128, 128): 30000, (128, 2048): 3000, (128, 4096): 1500
 # The page's "In many cases, we also use a higher KV cache percentage by setting --kv_cache_free_gpu_mem_fraction 0.95"
 # (the command's default is 0.90): ours takes 0.95 for the heuristic's fraction and for the replica's memory.
 TRTLLM_BENCH_KV_FRACTION = 0.95
-# One table per (model, GPU column) of the page, the FP8 columns of the two dense Llama models with a preset.
-# ModelOpt's FP8 checkpoints (nvidia/Llama-3.1-8B-Instruct-FP8, nvidia/Llama-3.3-70B-Instruct-FP8): FP8 weights and
+# One table per (model, GPU column) of the page: the FP8 columns of the three dense Llama models with a preset.
+# ModelOpt's FP8 checkpoints (nvidia/Llama-3.1-8B-Instruct-FP8, -3.3-70B-, -3.1-405B-Instruct-FP8): FP8 weights and
 # activations in the projections and an FP8 KV cache. Rows: (input, output, published total output tokens/s).
 TRTLLM_BENCH = [
     {"model": "llama3.1-8b", "published_model": "Llama 3.1 8B", "hardware": "h100-sxm", "gpu": "H100 TP1 (FP8)", "tp": 1,
@@ -495,6 +495,14 @@ TRTLLM_BENCH = [
     {"model": "llama3.1-70b", "published_model": "Llama 3.3 70B", "hardware": "h200", "gpu": "H200 TP1 (FP8)", "tp": 1,
      "rows": [(128, 128, 3803), (128, 2048, 4336), (128, 4096, 2872), (500, 2000, 3666), (1000, 1000, 2909),
               (1000, 2000, 2994), (2048, 128, 442), (2048, 2048, 2003), (5000, 500, 566), (20000, 2000, 283)]},
+    {"model": "llama3.1-405b", "published_model": "Llama 3.1 405B", "hardware": "h200", "gpu": "H200 TP8 (FP8)",
+     "tp": 8,
+     "rows": [(128, 128, 3814), (128, 2048, 5348), (128, 4096, 4741), (500, 2000, 4724), (1000, 1000, 3330),
+              (1000, 2000, 3722), (2048, 128, 456), (2048, 2048, 2948), (5000, 500, 650), (20000, 2000, 505)]},
+    {"model": "llama3.1-405b", "published_model": "Llama 3.1 405B", "hardware": "h100-sxm", "gpu": "H100 TP8 (FP8)",
+     "tp": 8,
+     "rows": [(128, 128, 3627), (128, 2048, 4340), (128, 4096, 3116), (500, 2000, 3994), (1000, 1000, 2919),
+              (1000, 2000, 2895), (2048, 128, 453), (2048, 2048, 2296), (5000, 500, 610), (20000, 2000, 345)]},
 ]
 
 

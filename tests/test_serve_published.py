@@ -493,14 +493,17 @@ def test_nim_rows_pass_the_tables_setup(script, served):
 def test_trtllm_bench_tables_are_the_pages(script):
     """NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md at commit 00f37686, "Throughput
     Measurements", typed here from the page: the "Llama 3.1 8B" table's H100 TP1 (FP8) and H200 TP1
-    (FP8) columns and the "Llama 3.3 70B" table's H100 TP2 (FP8) and H200 TP1 (FP8) columns, in the
-    page's row order, and its $num_requests table."""
+    (FP8) columns, the "Llama 3.3 70B" table's H100 TP2 (FP8) and H200 TP1 (FP8) columns and the
+    "Llama 3.1 405B" table's H200 TP8 (FP8) and H100 TP8 (FP8) columns, in the page's row order, and
+    its $num_requests table."""
     lengths = [(128, 128), (128, 2048), (128, 4096), (500, 2000), (1000, 1000), (1000, 2000), (2048, 128),
                (2048, 2048), (5000, 500), (20000, 2000)]
     page = {("llama3.1-8b", "h100-sxm", 1): [28312, 22714, 14325, 17660, 15220, 13899, 3450, 9305, 3459, 1351],
             ("llama3.1-8b", "h200", 1): [27911, 26221, 18027, 20770, 17744, 16828, 3538, 12194, 3902, 1804],
             ("llama3.1-70b", "h100-sxm", 2): [6378, 6651, 4199, 5222, 4205, 4146, 762, 3082, 898, 437],
-            ("llama3.1-70b", "h200", 1): [3803, 4336, 2872, 3666, 2909, 2994, 442, 2003, 566, 283]}
+            ("llama3.1-70b", "h200", 1): [3803, 4336, 2872, 3666, 2909, 2994, 442, 2003, 566, 283],
+            ("llama3.1-405b", "h200", 8): [3814, 5348, 4741, 4724, 3330, 3722, 456, 2948, 650, 505],
+            ("llama3.1-405b", "h100-sxm", 8): [3627, 4340, 3116, 3994, 2919, 2895, 453, 2296, 610, 345]}
     assert {(t["model"], t["hardware"], t["tp"]): [r[2] for r in t["rows"]] for t in script.TRTLLM_BENCH} == page
     assert all([r[:2] for r in t["rows"]] == lengths for t in script.TRTLLM_BENCH)
     assert script.TRTLLM_BENCH_REQUESTS == {
@@ -522,6 +525,9 @@ def test_trtllm_bench_tables_are_the_pages(script):
     ("llama3.1-70b", "h100-sxm", 2, 128, 128, (2304, 4608)),
     # 70B on one H200: (141 - 65.708) x 0.95 = 71.527 GiB -> 1,831.1 -> 2,048; tokens 3,662 -> 256 x 15 = 3,840
     ("llama3.1-70b", "h200", 1, 128, 128, (2048, 3840)),
+    # 405B tp 8: 2 x 126 x 8 x 128 = 258,048 bytes a token; (640 - 377.98) x 0.95 = 248.92 GiB -> 476.0 requests of
+    # 2,176 -> 128 x 4 = 512; tokens 505.7 -> 2,048
+    ("llama3.1-405b", "h100-sxm", 8, 128, 2048, (512, 2048)),
 ])
 def test_trtllm_bench_settings_are_its_heuristic(script, model, hardware, tp, prompt, output, settings):
     """tensorrt_llm/bench/build/tuning.py calc_engine_setting + finetune_setting, then get_settings'
